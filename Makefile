@@ -1,0 +1,29 @@
+# One command sets up and runs the tests; one sets up and runs the main job.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup test lint unit demo clean
+
+$(BIN)/pykraft: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/pykraft
+
+lint: setup
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+unit: setup
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+test: lint unit
+
+demo: setup
+	bash scripts/demo.sh
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

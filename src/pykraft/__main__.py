@@ -1,0 +1,5 @@
+"""Allow ``python -m pykraft``."""
+
+from pykraft.cli.main import app
+
+app()

@@ -1,0 +1,1 @@
+"""The ``pykraft`` command line: Kafka-style tools over pykraft's libraries."""

@@ -1,0 +1,26 @@
+"""Entry point of the ``pykraft`` console script; each tool lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="pykraft",
+    help="Apache Kafka's KRaft metadata quorum in Python.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main() -> None:
+    """Apache Kafka's KRaft metadata quorum in Python: tools, servers and simulator."""
+
+
+@app.command("version")
+def version() -> None:
+    """Print pykraft's version."""
+    from pykraft import __version__
+
+    typer.echo(__version__)

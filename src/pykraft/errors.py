@@ -1,0 +1,57 @@
+"""The typed errors pykraft raises for bad input.
+
+One hierarchy so callers can catch "anything malformed from outside" in one place, while
+each layer raises the specific subclass that names what was wrong and where.
+"""
+
+from __future__ import annotations
+
+
+class PyKraftError(Exception):
+    """Base class of every error pykraft raises on purpose."""
+
+
+class ProtocolError(PyKraftError):
+    """Malformed or unsupported bytes on the wire (frames, headers, message bodies)."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A frame's size prefix exceeds the configured maximum."""
+
+
+class UnsupportedVersionError(ProtocolError):
+    """An (api key, version) pair this implementation does not speak."""
+
+
+class CorruptRecordError(PyKraftError):
+    """A record batch or record that fails validation (CRC, lengths, magic, framing)."""
+
+    def __init__(self, message: str, *, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+class UnsupportedCompressionError(CorruptRecordError):
+    """A compressed batch: KRaft never writes one and pykraft does not decode them."""
+
+
+class MetadataRecordError(CorruptRecordError):
+    """A metadata record value whose frame, api key, version or body is invalid."""
+
+
+class StorageError(PyKraftError):
+    """A log directory, segment or state file that is missing, corrupt or inconsistent."""
+
+
+class CorruptLogError(StorageError):
+    """Corruption before the tail of a segment: the node must stop, nothing is dropped."""
+
+    def __init__(self, path: str, position: int, reason: str) -> None:
+        super().__init__(f"corrupt record batch in {path} at byte position {position}: {reason}")
+        self.path = path
+        self.position = position
+        self.reason = reason
+
+
+class ConfigError(PyKraftError):
+    """A missing or invalid configuration key; the message names the key."""

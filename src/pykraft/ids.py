@@ -1,0 +1,50 @@
+"""Kafka's UUIDs: 16 bytes on the wire, URL-safe base64 without padding as text.
+
+Kafka reserves the zero UUID ("no id") and the one UUID (the metadata topic id), and never
+hands out a random id whose text starts with ``-`` (it would read as a CLI flag).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Callable
+
+from pykraft.errors import PyKraftError
+
+ZERO_UUID = uuid.UUID(int=0)
+ONE_UUID = uuid.UUID(int=1)
+METADATA_TOPIC_ID = ONE_UUID
+METADATA_TOPIC_NAME = "__cluster_metadata"
+
+
+class InvalidUuidError(PyKraftError, ValueError):
+    """Text that is not a 22-character Kafka base64 UUID."""
+
+
+def uuid_to_str(value: uuid.UUID) -> str:
+    """Kafka's text form of a UUID (``Uuid.toString``)."""
+    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
+
+
+def uuid_from_str(text: str) -> uuid.UUID:
+    """Parse Kafka's text form; raises :class:`InvalidUuidError` with the offending text."""
+    if len(text) != 22:
+        raise InvalidUuidError(f"invalid Kafka UUID {text!r}: expected 22 base64 characters")
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidUuidError(f"invalid Kafka UUID {text!r}: {exc}") from None
+    if len(raw) != 16 or uuid_to_str(uuid.UUID(bytes=raw)) != text:
+        raise InvalidUuidError(f"invalid Kafka UUID {text!r}: not a canonical encoding")
+    return uuid.UUID(bytes=raw)
+
+
+def random_uuid(source: Callable[[], uuid.UUID] = uuid.uuid4) -> uuid.UUID:
+    """A random UUID that Kafka would also accept as freshly generated (``Uuid.randomUuid``)."""
+    while True:
+        candidate = source()
+        if candidate in (ZERO_UUID, ONE_UUID) or uuid_to_str(candidate).startswith("-"):
+            continue
+        return candidate

@@ -1,0 +1,1 @@
+"""Kafka record batches (v2), control records and metadata records."""

@@ -160,7 +160,8 @@ class RecordBatch:
         """Raise :class:`CorruptRecordError` unless the CRC matches and records decode."""
         if not self.crc_valid():
             raise CorruptRecordError(
-                f"CRC mismatch: stored {self.header.crc:#010x}, computed {self.computed_crc():#010x}",
+                f"CRC mismatch: stored {self.header.crc:#010x}, "
+                f"computed {self.computed_crc():#010x}",
                 position=self.position,
             )
 

@@ -41,7 +41,9 @@ def encode_varint(value: int) -> bytes:
     return _zigzag_slow(value)
 
 
-def decode_uvarint(buf: bytes | memoryview, pos: int, limit: int, max_bytes: int) -> tuple[int, int]:
+def decode_uvarint(
+    buf: bytes | memoryview, pos: int, limit: int, max_bytes: int
+) -> tuple[int, int]:
     """Read an unsigned varint at ``pos``; returns (value, next position)."""
     result = 0
     shift = 0

@@ -102,7 +102,7 @@ class BatchHeader:
         return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
 
 
-def read_header(buf: bytes | memoryview, pos: int = 0) -> BatchHeader:
+def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse and sanity-check the header at ``pos`` (not the CRC: see :class:`RecordBatch`)."""
     if len(buf) - pos < HEADER_SIZE:
         raise CorruptRecordError(

@@ -1,0 +1,1 @@
+"""Kafka-style configuration: ``.properties`` files and the server keys pykraft reads."""

@@ -1,0 +1,52 @@
+from pathlib import Path
+
+import pytest
+
+from pykraft.config.properties import load_properties, parse_properties
+from pykraft.errors import ConfigError
+
+
+def test_java_properties_syntax() -> None:
+    text = (
+        "# comment\n"
+        "! also a comment\n"
+        "a=1\n"
+        "b : 2\n"
+        "c 3\n"
+        "  d=with spaces  \n"
+        "e=multi \\\n"
+        "   line\n"
+        "f=tab\\there\n"
+        "g=\\u0041BC\n"
+        "h\\=key=v\n"
+        "empty=\n"
+        "a=override\n"
+    )
+    assert parse_properties(text) == {
+        "a": "override",
+        "b": "2",
+        "c": "3",
+        "d": "with spaces  ",
+        "e": "multi line",
+        "f": "tab\there",
+        "g": "ABC",
+        "h=key": "v",
+        "empty": "",
+    }
+
+
+def test_kafka_meta_properties_fixture(kafka37_dir: Path) -> None:
+    props = load_properties(kafka37_dir / "meta.properties")
+    assert props == {
+        "node.id": "1",
+        "directory.id": "XHhkr4tkSsD900pOQ8pPfg",
+        "version": "1",
+        "cluster.id": "q1w2e3r4t5y6u7i8o9p0",
+    }
+
+
+def test_errors_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_properties(tmp_path / "missing.properties")
+    with pytest.raises(ConfigError, match="uxxxx"):
+        parse_properties("k=\\u12")

@@ -1,0 +1,267 @@
+"""The server configuration: Kafka's key names, types and defaults, validated in one place.
+
+Every key pykraft understands is declared once in ``CONFIG_DEFS`` with its type and default,
+the way Kafka's ``ConfigDef`` does, so a bad or missing key is reported by name and the
+tools and servers read typed attributes instead of raw strings.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pykraft.config.properties import load_properties
+from pykraft.errors import ConfigError
+from pykraft.ids import InvalidUuidError, uuid_from_str
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A listener endpoint ``NAME://host:port``."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class VoterSpec:
+    """One entry of ``controller.quorum.voters`` (``id@host:port``) or of
+    ``--initial-controllers`` (``id@host:port:directoryId``)."""
+
+    node_id: int
+    host: str
+    port: int
+    directory_id: uuid.UUID | None = None
+
+
+def _parse_host_port(text: str, key: str) -> tuple[str, int]:
+    host, sep, port_text = text.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise ConfigError(f"invalid value {text!r} for {key}: expected host:port")
+    port = int(port_text)
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"invalid port {port} in {key}")
+    return host.strip("[]"), port
+
+
+def parse_voter(text: str, key: str, *, with_directory: bool) -> VoterSpec:
+    """Parse ``id@host:port`` (static voters) or ``id@host:port:dirId`` (dynamic)."""
+    node_text, at, rest = text.strip().partition("@")
+    if not at or not node_text.isdigit():
+        raise ConfigError(f"invalid voter {text!r} in {key}: expected id@host:port")
+    directory: uuid.UUID | None = None
+    if with_directory:
+        rest, sep, dir_text = rest.rpartition(":")
+        if not sep:
+            raise ConfigError(f"invalid voter {text!r} in {key}: expected id@host:port:dirId")
+        try:
+            directory = uuid_from_str(dir_text)
+        except InvalidUuidError as exc:
+            raise ConfigError(f"invalid directory id in {key} entry {text!r}: {exc}") from None
+    host, port = _parse_host_port(rest, key)
+    return VoterSpec(int(node_text), host, port, directory)
+
+
+def parse_listeners(text: str, key: str) -> tuple[Endpoint, ...]:
+    """Parse ``NAME://host:port,...``; an empty host means all interfaces, as in Kafka."""
+    endpoints: list[Endpoint] = []
+    for item in _split_list(text):
+        name, sep, address = item.partition("://")
+        if not sep or not name:
+            raise ConfigError(f"invalid listener {item!r} in {key}: expected NAME://host:port")
+        host, port = _parse_host_port(address, key)
+        endpoints.append(Endpoint(name.upper(), host, port))
+    names = [e.name for e in endpoints]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"duplicate listener names in {key}: {text!r}")
+    return tuple(endpoints)
+
+
+def _split_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _to_int(text: str, key: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ConfigError(f"invalid value {text!r} for {key}: expected an integer") from None
+
+
+def _to_bool(text: str, key: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ConfigError(f"invalid value {text!r} for {key}: expected true or false")
+    return lowered == "true"
+
+
+def _to_list(text: str, key: str) -> tuple[str, ...]:
+    return tuple(_split_list(text))
+
+
+def _to_roles(text: str, key: str) -> tuple[str, ...]:
+    roles = _to_list(text, key)
+    for role in roles:
+        if role not in ("broker", "controller"):
+            raise ConfigError(f"invalid role {role!r} in {key}: expected broker and/or controller")
+    return roles
+
+
+def _to_voters(text: str, key: str) -> tuple[VoterSpec, ...]:
+    voters = tuple(parse_voter(item, key, with_directory=False) for item in _split_list(text))
+    ids = [v.node_id for v in voters]
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"duplicate voter ids in {key}: {text!r}")
+    return voters
+
+
+def _to_addresses(text: str, key: str) -> tuple[tuple[str, int], ...]:
+    return tuple(_parse_host_port(item, key) for item in _split_list(text))
+
+
+def _to_listeners(text: str, key: str) -> tuple[Endpoint, ...]:
+    return parse_listeners(text, key)
+
+
+def _to_optional_str(text: str, key: str) -> str | None:
+    return text.strip() or None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    """One configuration key: Kafka name, parser, default (None = required or unset)."""
+
+    key: str
+    parse: Callable[[str, str], Any]
+    default: str | None
+    doc: str
+
+
+CONFIG_DEFS: tuple[ConfigDef, ...] = (
+    ConfigDef("process.roles", _to_roles, None, "broker, controller, or both"),
+    ConfigDef("node.id", _to_int, None, "this node's id, unique in the cluster"),
+    ConfigDef("listeners", _to_listeners, "", "NAME://host:port listeners to bind"),
+    ConfigDef("advertised.listeners", _to_listeners, "", "listeners others connect to"),
+    ConfigDef("controller.listener.names", _to_list, "", "listener names of the controller"),
+    ConfigDef("inter.broker.listener.name", _to_optional_str, "", "listener brokers use"),
+    ConfigDef("controller.quorum.voters", _to_voters, "", "static voters id@host:port"),
+    ConfigDef("controller.quorum.bootstrap.servers", _to_addresses, "", "dynamic quorum"),
+    ConfigDef("log.dirs", _to_list, "", "data directories"),
+    ConfigDef("log.dir", _to_list, "/tmp/kafka-logs", "data directory if log.dirs unset"),
+    ConfigDef("metadata.log.dir", _to_optional_str, "", "metadata log directory"),
+    ConfigDef("controller.quorum.election.timeout.ms", _to_int, "1000", "election timeout"),
+    ConfigDef("controller.quorum.fetch.timeout.ms", _to_int, "2000", "follower fetch timeout"),
+    ConfigDef("controller.quorum.election.backoff.max.ms", _to_int, "1000", "backoff cap"),
+    ConfigDef("controller.quorum.append.linger.ms", _to_int, "25", "leader batching linger"),
+    ConfigDef("controller.quorum.request.timeout.ms", _to_int, "2000", "RPC timeout"),
+    ConfigDef("controller.quorum.retry.backoff.ms", _to_int, "20", "RPC retry backoff"),
+    ConfigDef("controller.quorum.auto.join.enable", _to_bool, "false", "auto-join (KIP-853)"),
+    ConfigDef("metadata.log.segment.bytes", _to_int, str(1 << 30), "segment size"),
+    ConfigDef("metadata.log.segment.ms", _to_int, str(7 * 24 * 3600 * 1000), "segment age"),
+    ConfigDef("metadata.max.retention.bytes", _to_int, str(100 << 20), "retention bytes"),
+    ConfigDef("metadata.max.retention.ms", _to_int, str(7 * 24 * 3600 * 1000), "retention"),
+    ConfigDef("metadata.log.max.record.bytes.between.snapshots", _to_int, str(20 << 20),
+              "snapshot after this many bytes"),
+    ConfigDef("metadata.log.max.snapshot.interval.ms", _to_int, "3600000",
+              "snapshot after this long"),
+    ConfigDef("metadata.max.idle.interval.ms", _to_int, "500", "NoOpRecord cadence"),
+    ConfigDef("broker.heartbeat.interval.ms", _to_int, "2000", "broker heartbeat period"),
+    ConfigDef("broker.session.timeout.ms", _to_int, "9000", "broker session timeout"),
+    ConfigDef("socket.request.max.bytes", _to_int, str(100 * 1024 * 1024), "max frame size"),
+)
+
+_DEFS_BY_KEY = {d.key: d for d in CONFIG_DEFS}
+
+
+class ServerConfig:
+    """Typed, validated view of a server's properties; unknown keys are kept but unused."""
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.raw = dict(props)
+        self._values: dict[str, Any] = {}
+        for definition in CONFIG_DEFS:
+            text = self.raw.get(definition.key, definition.default)
+            self._values[definition.key] = (
+                None if text is None else definition.parse(text, definition.key)
+            )
+
+    @classmethod
+    def load(cls, path: Path, overrides: Mapping[str, str] | None = None) -> ServerConfig:
+        props = load_properties(path)
+        props.update(overrides or {})
+        return cls(props)
+
+    def get(self, key: str) -> Any:
+        if key not in _DEFS_BY_KEY:
+            raise KeyError(f"unknown configuration key {key}")
+        return self._values[key]
+
+    def require(self, key: str) -> Any:
+        value = self.get(key)
+        if value is None or value == ():
+            raise ConfigError(f"missing required configuration {key}")
+        return value
+
+    @property
+    def node_id(self) -> int:
+        node_id: int = self.require("node.id")
+        if node_id < 0:
+            raise ConfigError(f"invalid value {node_id} for node.id: must be >= 0")
+        return node_id
+
+    @property
+    def process_roles(self) -> tuple[str, ...]:
+        roles: tuple[str, ...] = self.require("process.roles")
+        return roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    @property
+    def log_dirs(self) -> tuple[Path, ...]:
+        dirs: tuple[str, ...] = self.get("log.dirs") or self.get("log.dir")
+        return tuple(Path(d) for d in dirs)
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        """``metadata.log.dir``, else the first of ``log.dirs`` (Kafka's rule)."""
+        explicit: str | None = self.get("metadata.log.dir")
+        if explicit:
+            return Path(explicit)
+        if not self.log_dirs:
+            raise ConfigError("missing required configuration log.dirs (or metadata.log.dir)")
+        return self.log_dirs[0]
+
+    @property
+    def all_log_dirs(self) -> tuple[Path, ...]:
+        """Every directory to format: the data dirs plus the metadata dir, without repeats."""
+        dirs = list(self.log_dirs)
+        if self.metadata_log_dir not in dirs:
+            dirs.append(self.metadata_log_dir)
+        return tuple(dirs)
+
+    @property
+    def controller_listener_names(self) -> tuple[str, ...]:
+        names: tuple[str, ...] = self.get("controller.listener.names")
+        return tuple(n.upper() for n in names)
+
+    @property
+    def static_voters(self) -> tuple[VoterSpec, ...]:
+        voters: tuple[VoterSpec, ...] = self.get("controller.quorum.voters")
+        return voters
+
+    def advertised_controller_endpoints(self) -> tuple[Endpoint, ...]:
+        """The controller listeners others reach: advertised if set, else bound listeners."""
+        advertised: tuple[Endpoint, ...] = self.get("advertised.listeners")
+        bound: tuple[Endpoint, ...] = self.get("listeners")
+        names = self.controller_listener_names
+        chosen = [e for e in advertised if e.name in names] or [e for e in bound if e.name in names]
+        return tuple(sorted(chosen, key=lambda e: names.index(e.name)))

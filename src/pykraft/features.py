@@ -1,0 +1,74 @@
+"""Kafka's finalized features: ``metadata.version`` levels and ``kraft.version``.
+
+``metadata.version`` is stored in the log as a FeatureLevelRecord; it decides which record
+versions a controller may write. ``kraft.version`` is not a FeatureLevelRecord but a control
+record (KRaftVersionRecord): level 1 enables dynamic quorums (KIP-853) and needs
+metadata.version 3.9-IV0 or later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykraft.errors import ConfigError
+
+METADATA_VERSION_FEATURE = "metadata.version"
+KRAFT_VERSION_FEATURE = "kraft.version"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MetadataVersion:
+    """One ``metadata.version``: its feature level and Kafka's release name (e.g. 3.7-IV4)."""
+
+    level: int
+    name: str
+
+    @property
+    def release(self) -> str:
+        return self.name.partition("-")[0]
+
+
+# Feature levels of Kafka's MetadataVersion enum, 3.0-IV1 (1) to 4.2-IV1 (29).
+METADATA_VERSIONS: tuple[MetadataVersion, ...] = tuple(
+    MetadataVersion(level, name)
+    for level, name in enumerate(
+        (
+            "3.0-IV1", "3.1-IV0", "3.2-IV0", "3.3-IV0", "3.3-IV1", "3.3-IV2", "3.3-IV3",
+            "3.4-IV0", "3.5-IV0", "3.5-IV1", "3.5-IV2", "3.6-IV0", "3.6-IV1", "3.6-IV2",
+            "3.7-IV0", "3.7-IV1", "3.7-IV2", "3.7-IV3", "3.7-IV4", "3.8-IV0", "3.9-IV0",
+            "4.0-IV0", "4.0-IV1", "4.0-IV2", "4.0-IV3", "4.1-IV0", "4.1-IV1", "4.2-IV0",
+            "4.2-IV1",
+        ),
+        start=1,
+    )
+)
+_BY_LEVEL = {mv.level: mv for mv in METADATA_VERSIONS}
+
+MINIMUM_METADATA_VERSION = _BY_LEVEL[7]  # 3.3-IV3, the oldest Kafka 4.x still accepts
+DYNAMIC_QUORUM_METADATA_VERSION = _BY_LEVEL[21]  # 3.9-IV0: KIP-853 needs it
+# The default for new clusters: the first level with dynamic quorums, which every Kafka from
+# 3.9 on understands.
+DEFAULT_METADATA_VERSION = DYNAMIC_QUORUM_METADATA_VERSION
+
+
+def metadata_version_for_level(level: int) -> MetadataVersion:
+    try:
+        return _BY_LEVEL[level]
+    except KeyError:
+        raise ConfigError(f"unknown metadata.version feature level {level}") from None
+
+
+def parse_release_version(text: str) -> MetadataVersion:
+    """Accept ``3.7-IV4``, or a release ``3.7`` meaning its latest level (Kafka's rule)."""
+    wanted = text.strip()
+    matches = [mv for mv in METADATA_VERSIONS if wanted in (mv.name, mv.release)]
+    if not matches:
+        known = ", ".join(mv.name for mv in METADATA_VERSIONS)
+        raise ConfigError(f"unknown release version {text!r}; known versions: {known}")
+    chosen = max(matches)
+    if chosen < MINIMUM_METADATA_VERSION:
+        raise ConfigError(
+            f"release version {chosen.name} is older than the minimum "
+            f"{MINIMUM_METADATA_VERSION.name}"
+        )
+    return chosen

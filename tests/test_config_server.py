@@ -1,0 +1,61 @@
+import re
+from pathlib import Path
+
+import pytest
+
+from pykraft.config.server import Endpoint, ServerConfig, VoterSpec, parse_voter
+from pykraft.errors import ConfigError
+from pykraft.ids import uuid_from_str
+
+
+def _config(**props: str) -> ServerConfig:
+    return ServerConfig({k.replace("_", "."): v for k, v in props.items()})
+
+
+def test_controller_config() -> None:
+    cfg = ServerConfig(
+        {
+            "process.roles": "controller",
+            "node.id": "1",
+            "listeners": "CONTROLLER://127.0.0.1:9093",
+            "controller.listener.names": "CONTROLLER",
+            "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094",
+            "log.dirs": "/a,/b",
+        }
+    )
+    assert cfg.node_id == 1
+    assert cfg.is_controller
+    assert cfg.static_voters == (
+        VoterSpec(1, "127.0.0.1", 9093),
+        VoterSpec(2, "127.0.0.1", 9094),
+    )
+    assert cfg.metadata_log_dir == Path("/a")
+    assert cfg.advertised_controller_endpoints() == (Endpoint("CONTROLLER", "127.0.0.1", 9093),)
+    assert cfg.get("controller.quorum.election.timeout.ms") == 1000
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"node.id": "x"}, "node.id"),
+        ({"process.roles": "router"}, "process.roles"),
+        ({"controller.quorum.voters": "1@host"}, "controller.quorum.voters"),
+        ({"listeners": "PLAINTEXT//h:1"}, "listeners"),
+        ({"controller.quorum.auto.join.enable": "maybe"}, "auto.join"),
+    ],
+)
+def test_bad_values_name_the_key(props: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        ServerConfig(props)
+
+
+def test_missing_required_key_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"node\.id"):
+        _ = ServerConfig({}).node_id
+
+
+def test_dynamic_voter_syntax() -> None:
+    spec = parse_voter("3@localhost:9095:XHhkr4tkSsD900pOQ8pPfg", "x", with_directory=True)
+    assert spec == VoterSpec(3, "localhost", 9095, uuid_from_str("XHhkr4tkSsD900pOQ8pPfg"))
+    with pytest.raises(ConfigError, match="directory id"):
+        parse_voter("3@localhost:9095:nope", "x", with_directory=True)

@@ -1,0 +1,24 @@
+import pytest
+
+from pykraft.errors import ConfigError
+from pykraft.features import (
+    DEFAULT_METADATA_VERSION,
+    metadata_version_for_level,
+    parse_release_version,
+)
+
+
+def test_levels_match_kafka() -> None:
+    assert metadata_version_for_level(19).name == "3.7-IV4"  # what Kafka 3.7 formats with
+    assert metadata_version_for_level(21).name == "3.9-IV0"
+    assert metadata_version_for_level(25).name == "4.0-IV3"
+    assert DEFAULT_METADATA_VERSION.level == 21
+
+
+def test_release_names() -> None:
+    assert parse_release_version("3.7").name == "3.7-IV4"
+    assert parse_release_version("3.6-IV1").level == 13
+    with pytest.raises(ConfigError, match="unknown release version"):
+        parse_release_version("9.9")
+    with pytest.raises(ConfigError, match="older than the minimum"):
+        parse_release_version("3.0-IV1")

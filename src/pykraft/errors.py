@@ -19,8 +19,29 @@ class FrameTooLargeError(ProtocolError):
     """A frame's size prefix exceeds the configured maximum."""
 
 
+class MalformedMessageError(ProtocolError):
+    """Bytes that do not parse as the header or message they claim to be."""
+
+
 class UnsupportedVersionError(ProtocolError):
-    """An (api key, version) pair this implementation does not speak."""
+    """An (api key, version) pair this implementation does not speak.
+
+    Carries the request's correlation id when it was readable, so a server can still answer
+    (Kafka replies UNSUPPORTED_VERSION instead of dropping the connection).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        api_key: int | None = None,
+        api_version: int | None = None,
+        correlation_id: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
 
 
 class CorruptRecordError(PyKraftError):

@@ -23,6 +23,24 @@ class MalformedMessageError(ProtocolError):
     """Bytes that do not parse as the header or message they claim to be."""
 
 
+class MessageDecodeError(MalformedMessageError):
+    """Schema-message bytes that do not parse, with the field path that failed.
+
+    ``path`` is the field path (``EndPoints[1].Host``) and ``position`` the byte offset in the
+    decoded buffer where the problem was found, so a caller can point at the culprit.
+    """
+
+    def __init__(self, message: str, *, path: str = "", position: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.position = position
+
+
+class MessageEncodeError(PyKraftError):
+    """A message value that cannot be serialized (out of range, wrong type, null where not
+    nullable); raised before any bytes are handed out."""
+
+
 class UnsupportedVersionError(ProtocolError):
     """An (api key, version) pair this implementation does not speak.
 
@@ -58,6 +76,10 @@ class UnsupportedCompressionError(CorruptRecordError):
 
 class MetadataRecordError(CorruptRecordError):
     """A metadata record value whose frame, api key, version or body is invalid."""
+
+
+class ControlRecordError(CorruptRecordError):
+    """A control record whose key or value cannot be decoded (unknown types are not errors)."""
 
 
 class StorageError(PyKraftError):

@@ -1,0 +1,125 @@
+"""ApiVersions: what a listener advertises, the KIP-511 fallback reply, and negotiation.
+
+Every Kafka client (and KRaft's own NetworkClient) opens a connection with ApiVersions and
+then uses, per API, the highest version both sides support, so this is the first thing a
+pykraft listener must answer correctly.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+
+from kio.index import load_payload_module
+from kio.static.constants import EntityType
+
+from pykraft.protocol.apis import ApiKey, Listener, specs_for_listener
+from pykraft.protocol.codec import Body, encode_response
+from pykraft.protocol.errors import ErrorCode
+
+#: Per api key, the inclusive (min, max) version range.
+VersionRanges = Mapping[int, tuple[int, int]]
+
+_FIRST_FEATURES_VERSION = 3
+# ApiVersions v0-v3 responses leave out supported features whose minimum is 0 (KAFKA-17011),
+# because clients of those versions treat a 0 minimum as invalid.
+_FIRST_ZERO_MIN_FEATURES_VERSION = 4
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureRange:
+    """A feature's version range: supported (min/max version) or finalized (min/max level)."""
+
+    name: str
+    min_version: int
+    max_version: int
+
+
+def listener_ranges(listener: Listener) -> dict[int, tuple[int, int]]:
+    """The version ranges ``listener`` advertises."""
+    return {spec.key: (spec.min_version, spec.max_version) for spec in specs_for_listener(listener)}
+
+
+def api_versions_response(
+    listener: Listener,
+    version: int,
+    *,
+    throttle_time_ms: int = 0,
+    supported_features: Sequence[FeatureRange] = (),
+    finalized_features_epoch: int = -1,
+    finalized_features: Sequence[FeatureRange] = (),
+) -> Body:
+    """The ApiVersionsResponse body (kio entity) at ``version`` for ``listener``.
+
+    Feature fields only exist from v3 on (tagged fields); below that they are dropped.
+    """
+    schema = load_payload_module(ApiKey.API_VERSIONS, version, EntityType.response)
+    fields: dict[str, object] = {
+        "error_code": ErrorCode.none,
+        "api_keys": _api_keys(schema, listener),
+    }
+    if version >= 1:
+        fields["throttle_time"] = datetime.timedelta(milliseconds=throttle_time_ms)
+    if version >= _FIRST_FEATURES_VERSION:
+        fields["supported_features"] = tuple(
+            schema.SupportedFeatureKey(
+                name=feature.name,
+                min_version=feature.min_version,
+                max_version=feature.max_version,
+            )
+            for feature in supported_features
+            if feature.min_version > 0 or version >= _FIRST_ZERO_MIN_FEATURES_VERSION
+        )
+        fields["finalized_features_epoch"] = finalized_features_epoch
+        fields["finalized_features"] = tuple(
+            schema.FinalizedFeatureKey(
+                name=feature.name,
+                max_version_level=feature.max_version,
+                min_version_level=feature.min_version,
+            )
+            for feature in finalized_features
+        )
+    return schema.ApiVersionsResponse(**fields)
+
+
+def unsupported_version_response(listener: Listener) -> Body:
+    """KIP-511 reply to an ApiVersions request of a version we do not speak: v0 body format,
+    UNSUPPORTED_VERSION, and our ApiKeys so the client can retry with a version we have."""
+    schema = load_payload_module(ApiKey.API_VERSIONS, 0, EntityType.response)
+    return schema.ApiVersionsResponse(
+        error_code=ErrorCode.unsupported_version, api_keys=_api_keys(schema, listener)
+    )
+
+
+def encode_unsupported_version_reply(correlation_id: int, listener: Listener) -> bytes:
+    """The complete response (header v0 + v0 body) for :func:`unsupported_version_response`."""
+    return encode_response(
+        correlation_id, ApiKey.API_VERSIONS, 0, unsupported_version_response(listener)
+    )
+
+
+def ranges_from_response(body: Body) -> dict[int, tuple[int, int]]:
+    """A peer's advertised ranges, from its ApiVersionsResponse body (any version)."""
+    return {entry.api_key: (entry.min_version, entry.max_version) for entry in body.api_keys}
+
+
+def negotiate(ours: VersionRanges, theirs: VersionRanges) -> dict[int, int | None]:
+    """For each of our APIs, the highest version both sides support, or None if none is."""
+    result: dict[int, int | None] = {}
+    for api_key, (our_min, our_max) in ours.items():
+        their_range = theirs.get(api_key)
+        if their_range is None:
+            result[api_key] = None
+            continue
+        low, high = max(our_min, their_range[0]), min(our_max, their_range[1])
+        result[api_key] = high if low <= high else None
+    return result
+
+
+def _api_keys(schema: ModuleType, listener: Listener) -> tuple[Body, ...]:
+    return tuple(
+        schema.ApiVersion(api_key=api_key, min_version=low, max_version=high)
+        for api_key, (low, high) in listener_ranges(listener).items()
+    )

@@ -1,0 +1,131 @@
+"""The APIs pykraft speaks: key, accepted version range, first flexible version, listeners.
+
+Ranges are Kafka 4.x's latest (after the KIP-896 version floors of 4.0, e.g. Fetch 4+,
+CreateTopics 2+, DeleteTopics 1+, DescribeConfigs 1+, AlterPartition 2+), capped at what the
+kio schema library ships, because kio is what encodes and decodes the bodies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum, StrEnum
+
+
+class ApiKey(IntEnum):
+    FETCH = 1
+    METADATA = 3
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    INCREMENTAL_ALTER_CONFIGS = 44
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    ALTER_PARTITION = 56
+    UPDATE_FEATURES = 57
+    FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
+    CONTROLLER_REGISTRATION = 70
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82
+
+
+class Listener(StrEnum):
+    """Kafka's two listener kinds; each API schema names the ones that serve it."""
+
+    CONTROLLER = "controller"
+    BROKER = "broker"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    key: ApiKey
+    min_version: int
+    max_version: int
+    #: First version using compact encodings and tagged fields; None = never flexible.
+    first_flexible: int | None
+    listeners: frozenset[Listener]
+
+    def supports(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+    def is_flexible(self, version: int) -> bool:
+        return self.first_flexible is not None and version >= self.first_flexible
+
+    @property
+    def versions(self) -> range:
+        return range(self.min_version, self.max_version + 1)
+
+
+_BOTH = frozenset(Listener)
+_CONTROLLER = frozenset({Listener.CONTROLLER})
+_BROKER = frozenset({Listener.BROKER})
+
+
+def _spec(
+    key: ApiKey,
+    versions: tuple[int, int],
+    first_flexible: int | None,
+    listeners: frozenset[Listener],
+) -> ApiSpec:
+    return ApiSpec(key, versions[0], versions[1], first_flexible, listeners)
+
+
+_SPECS = (
+    _spec(ApiKey.FETCH, (4, 18), 12, _BOTH),
+    _spec(ApiKey.METADATA, (0, 13), 9, _BROKER),
+    _spec(ApiKey.SASL_HANDSHAKE, (0, 1), None, _BOTH),
+    # Kafka 4.x lists ApiVersions 0-5; kio 0.6.5 only has schemas up to v4, so we stop there.
+    _spec(ApiKey.API_VERSIONS, (0, 4), 3, _BOTH),
+    _spec(ApiKey.CREATE_TOPICS, (2, 7), 5, _BOTH),
+    _spec(ApiKey.DELETE_TOPICS, (1, 6), 4, _BOTH),
+    _spec(ApiKey.DESCRIBE_CONFIGS, (1, 4), 4, _BOTH),
+    _spec(ApiKey.ALTER_CONFIGS, (0, 2), 2, _BOTH),
+    _spec(ApiKey.SASL_AUTHENTICATE, (0, 2), 2, _BOTH),
+    _spec(ApiKey.CREATE_PARTITIONS, (0, 3), 2, _BOTH),
+    _spec(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), 1, _BOTH),
+    _spec(ApiKey.VOTE, (0, 2), 0, _CONTROLLER),
+    _spec(ApiKey.BEGIN_QUORUM_EPOCH, (0, 1), 1, _CONTROLLER),
+    _spec(ApiKey.END_QUORUM_EPOCH, (0, 1), 1, _CONTROLLER),
+    _spec(ApiKey.DESCRIBE_QUORUM, (0, 2), 0, _BOTH),
+    _spec(ApiKey.ALTER_PARTITION, (2, 3), 0, _CONTROLLER),
+    _spec(ApiKey.UPDATE_FEATURES, (0, 2), 0, _BOTH),
+    _spec(ApiKey.FETCH_SNAPSHOT, (0, 1), 0, _CONTROLLER),
+    _spec(ApiKey.DESCRIBE_CLUSTER, (0, 2), 0, _BOTH),
+    _spec(ApiKey.BROKER_REGISTRATION, (0, 4), 0, _CONTROLLER),
+    _spec(ApiKey.BROKER_HEARTBEAT, (0, 2), 0, _CONTROLLER),
+    _spec(ApiKey.UNREGISTER_BROKER, (0, 0), 0, _BOTH),
+    _spec(ApiKey.CONTROLLER_REGISTRATION, (0, 0), 0, _CONTROLLER),
+    # Brokers serve the voter-change APIs too and forward them to the controller quorum.
+    _spec(ApiKey.ADD_RAFT_VOTER, (0, 1), 0, _BOTH),
+    _spec(ApiKey.REMOVE_RAFT_VOTER, (0, 0), 0, _BOTH),
+    _spec(ApiKey.UPDATE_RAFT_VOTER, (0, 0), 0, _CONTROLLER),
+)
+
+API_SPECS: Mapping[int, ApiSpec] = {spec.key: spec for spec in _SPECS}
+
+
+def api_spec(api_key: int) -> ApiSpec | None:
+    """The spec for ``api_key``, or None if pykraft does not speak that API at all."""
+    return API_SPECS.get(api_key)
+
+
+def specs_for_listener(listener: Listener) -> list[ApiSpec]:
+    """APIs a listener serves, ordered by key (the order Kafka advertises them in)."""
+    return sorted((s for s in API_SPECS.values() if listener in s.listeners), key=lambda s: s.key)
+
+
+def all_versions(specs: Iterable[ApiSpec] = API_SPECS.values()) -> list[tuple[ApiKey, int]]:
+    """Every (api, version) pair of ``specs``; convenient for exhaustive tests."""
+    return [(spec.key, version) for spec in specs for version in spec.versions]

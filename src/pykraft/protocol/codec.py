@@ -1,0 +1,189 @@
+"""Request/response codec: header + kio message body, without the 4-byte size prefix.
+
+``decode_*`` take a frame as :class:`~pykraft.protocol.frame.FrameDecoder` yields it;
+``encode_*`` return bytes for :func:`~pykraft.protocol.frame.encode_frame`. Bodies are kio
+entities (e.g. ``kio.schema.vote.v2.request.VoteRequest``).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
+
+from pykraft.errors import MalformedMessageError, UnsupportedVersionError
+from pykraft.protocol.apis import ApiSpec, api_spec
+from pykraft.protocol.header import (
+    RequestHeader,
+    encode_request_header,
+    encode_response_header,
+    read_request_header_rest,
+    read_request_prefix,
+    read_response_header,
+    request_header_version,
+    response_header_version,
+)
+from pykraft.protocol.scan import TaggedField, scan_entity
+from pykraft.protocol.wire import Reader, encode_tagged_fields
+
+Body = Any
+"""A kio request or response entity (kio types them per schema class)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFrame:
+    header: RequestHeader
+    body: Body
+    api_key: int
+    api_version: int
+    #: Top-level tagged fields no schema defines; kept so the request re-encodes identically.
+    unknown_tags: tuple[TaggedField, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFrame:
+    correlation_id: int
+    body: Body
+    api_key: int
+    api_version: int
+    unknown_tags: tuple[TaggedField, ...] = ()
+
+
+def _spec_for(api_key: int, api_version: int, correlation_id: int | None = None) -> ApiSpec:
+    spec = api_spec(api_key)
+    if spec is None:
+        raise UnsupportedVersionError(
+            f"unknown api key {api_key}",
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+        )
+    if not spec.supports(api_version):
+        raise UnsupportedVersionError(
+            f"{spec.key.name} v{api_version} is not supported"
+            f" (versions {spec.min_version}-{spec.max_version})",
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+        )
+    return spec
+
+
+@cache
+def _body_type(api_key: int, api_version: int, kind: EntityType) -> type:
+    if kind is EntityType.request:
+        return load_request_schema(api_key, api_version)
+    return load_response_schema(api_key, api_version)
+
+
+def _read_kio(body_type: type, data: bytes) -> tuple[Body, int]:
+    """The one place kio's native reader is called; whatever it raises becomes a typed error.
+
+    kio raises its own SerialError family but also ValueError and others depending on the
+    field, so everything is mapped. Only call this on bytes :func:`scan_entity` accepted.
+    """
+    try:
+        return entity_reader(body_type)(data, 0)
+    except Exception as exc:
+        raise MalformedMessageError(f"cannot decode {body_type.__name__}: {exc}") from exc
+
+
+def _decode_body(reader: Reader, body_type: type) -> tuple[Body, tuple[TaggedField, ...]]:
+    start = reader.pos
+    scanned = scan_entity(body_type, reader)
+    if reader.remaining:
+        raise reader.fail(f"{reader.remaining} trailing bytes after {body_type.__name__}")
+    data = reader.buf[start:]
+    if scanned.unknown_tags and scanned.tags_start is not None:
+        # kio's reader refuses unknown tags (KeyError): give it the body without them.
+        data = data[: scanned.tags_start - start] + encode_tagged_fields(list(scanned.known_tags))
+    body, size = _read_kio(body_type, data)
+    if size != len(data):
+        raise MalformedMessageError(
+            f"{body_type.__name__}: decoder read {size} of {len(data)} structurally valid bytes"
+        )
+    return body, scanned.unknown_tags
+
+
+def _encode_body(body: Body, unknown_tags: Sequence[TaggedField]) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(body))(buffer, body)
+    encoded = buffer.getvalue()
+    if not unknown_tags:
+        return encoded
+    # The top-level TAG_BUFFER is the last thing in a flexible body: find it and merge.
+    scanned = scan_entity(type(body), Reader(encoded))
+    if scanned.tags_start is None:
+        raise ValueError(f"{type(body).__name__} is not flexible: it has no tagged fields")
+    known = list(scanned.known_tags)
+    if {tag for tag, _ in known} & {tag for tag, _ in unknown_tags}:
+        raise ValueError("an unknown tag collides with a tag the schema defines")
+    return encoded[: scanned.tags_start] + encode_tagged_fields([*known, *unknown_tags])
+
+
+def _check_body(body: Body, kind: EntityType, api_key: int, api_version: int) -> None:
+    """Refuse a body whose schema is not the one the header announces (a caller bug)."""
+    body_type = type(body)
+    if body_type is not _body_type(api_key, api_version, kind):
+        raise ValueError(
+            f"{body_type.__name__} is not the {kind.name} of api {api_key} v{api_version}"
+        )
+
+
+def decode_request(frame: bytes) -> RequestFrame:
+    """Parse a request frame.
+
+    Raises :class:`UnsupportedVersionError` (with ``correlation_id`` set) for an api or
+    version we do not speak, and :class:`MalformedMessageError` for bytes that do not parse.
+    """
+    reader = Reader(bytes(frame))
+    prefix = read_request_prefix(reader)
+    api_key, api_version, correlation_id = prefix
+    spec = _spec_for(api_key, api_version, correlation_id)
+    flexible = spec.is_flexible(api_version)
+    header = read_request_header_rest(
+        reader, prefix, request_header_version(api_key, api_version, flexible)
+    )
+    body, unknown = _decode_body(reader, _body_type(api_key, api_version, EntityType.request))
+    return RequestFrame(header, body, api_key, api_version, unknown)
+
+
+def encode_request(
+    header: RequestHeader, body: Body, unknown_tags: Sequence[TaggedField] = ()
+) -> bytes:
+    spec = _spec_for(header.api_key, header.api_version)
+    _check_body(body, EntityType.request, header.api_key, header.api_version)
+    version = request_header_version(
+        header.api_key, header.api_version, spec.is_flexible(header.api_version)
+    )
+    return encode_request_header(header, version) + _encode_body(body, unknown_tags)
+
+
+def decode_response(api_key: int, api_version: int, frame: bytes) -> ResponseFrame:
+    """Parse a response frame to a request we sent as ``api_key`` v``api_version``."""
+    spec = _spec_for(api_key, api_version)
+    reader = Reader(bytes(frame))
+    correlation_id = read_response_header(
+        reader, response_header_version(api_key, spec.is_flexible(api_version))
+    )
+    body, unknown = _decode_body(reader, _body_type(api_key, api_version, EntityType.response))
+    return ResponseFrame(correlation_id, body, api_key, api_version, unknown)
+
+
+def encode_response(
+    correlation_id: int,
+    api_key: int,
+    api_version: int,
+    body: Body,
+    unknown_tags: Sequence[TaggedField] = (),
+) -> bytes:
+    spec = _spec_for(api_key, api_version)
+    _check_body(body, EntityType.response, api_key, api_version)
+    version = response_header_version(api_key, spec.is_flexible(api_version))
+    return encode_response_header(correlation_id, version) + _encode_body(body, unknown_tags)

@@ -1,0 +1,38 @@
+"""Crash-safe file replacement, the way Kafka persists its small state files.
+
+A reader must only ever see the old or the new content, never a mix: write a sibling
+``<name>.tmp``, fsync it, rename it over the target, then fsync the directory so the rename
+itself survives a power loss. A stale ``.tmp`` left by a crash is simply overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+TMP_SUFFIX = ".tmp"
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make creations, renames and deletions inside ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (tmp, fsync, rename, fsync dir)."""
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

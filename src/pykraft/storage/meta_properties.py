@@ -1,0 +1,132 @@
+"""``meta.properties``: which node and cluster a log directory belongs to.
+
+Version 0 is the legacy (ZooKeeper-era) form keyed by ``broker.id``; version 1 is KRaft's,
+with ``node.id`` and ``cluster.id`` required. ``directory.id`` is the directory's UUID, which
+for the metadata directory is the node's raft replica directory id (part of its ReplicaKey).
+Kafka writes the file with Java's ``Properties.store`` via a ``.tmp`` file and an atomic
+move; we do the same and produce the same bytes (see :mod:`.java_properties`).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pykraft.config.properties import parse_properties
+from pykraft.errors import ConfigError, StorageError
+from pykraft.ids import InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.storage.fsutil import atomic_write
+from pykraft.storage.java_properties import store
+
+META_PROPERTIES = "meta.properties"
+VERSION_KEY = "version"
+NODE_ID_KEY = "node.id"
+BROKER_ID_KEY = "broker.id"
+CLUSTER_ID_KEY = "cluster.id"
+DIRECTORY_ID_KEY = "directory.id"
+_KNOWN_KEYS = (VERSION_KEY, NODE_ID_KEY, BROKER_ID_KEY, CLUSTER_ID_KEY, DIRECTORY_ID_KEY)
+_INT = re.compile(r"[+-]?[0-9]+")
+_RESERVED_DIRECTORY_IDS = 100  # Kafka reserves the UUIDs (0, 0..99): unassigned, lost, ...
+
+
+@dataclass(frozen=True, slots=True)
+class MetaProperties:
+    """The parsed file; ``extra`` keeps unknown keys so a rewrite does not lose them."""
+
+    version: int
+    node_id: int
+    cluster_id: str | None
+    directory_id: uuid.UUID | None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.version not in (0, 1):
+            raise ValueError(f"meta.properties version must be 0 or 1, not {self.version}")
+        if self.version == 1 and self.cluster_id is None:
+            raise ValueError("meta.properties version 1 requires a cluster id")
+        if not 0 <= self.node_id < 2**31:
+            raise ValueError(f"node id {self.node_id} is outside 0..2^31-1")
+        clash = set(self.extra) & set(_KNOWN_KEYS)
+        if clash:
+            raise ValueError(f"extra properties may not redefine {sorted(clash)}")
+
+    def to_items(self) -> list[tuple[str, str]]:
+        """Keys in the order Kafka's ``MetaProperties.toProperties`` sets them."""
+        items = [(VERSION_KEY, str(self.version))]
+        if self.cluster_id is not None:
+            items.append((CLUSTER_ID_KEY, self.cluster_id))
+        items.append((BROKER_ID_KEY if self.version == 0 else NODE_ID_KEY, str(self.node_id)))
+        if self.directory_id is not None:
+            items.append((DIRECTORY_ID_KEY, uuid_to_str(self.directory_id)))
+        items.extend(self.extra.items())
+        return items
+
+
+def parse_meta_properties(text: str, source: str) -> MetaProperties:
+    """Validate the properties of one file; errors name ``source`` and the bad key."""
+    try:
+        props = parse_properties(text, source)
+    except ConfigError as exc:
+        raise StorageError(str(exc)) from None
+    version_text = props.get(VERSION_KEY, "0")
+    if version_text not in ("0", "1"):
+        raise StorageError(
+            f"{source}: unsupported {VERSION_KEY} {version_text!r} (expected 0 or 1)"
+        )
+    version = int(version_text)
+    id_key = BROKER_ID_KEY if version == 0 else NODE_ID_KEY
+    node_id = _required_node_id(props, id_key, source)
+    cluster_id = props.get(CLUSTER_ID_KEY)
+    if version == 1 and cluster_id is None:
+        raise StorageError(f"{source}: {CLUSTER_ID_KEY} is required in version 1")
+    directory_id = _optional_directory_id(props, source)
+    extra = {key: value for key, value in props.items() if key not in _KNOWN_KEYS}
+    return MetaProperties(version, node_id, cluster_id, directory_id, extra)
+
+
+def read_meta_properties(path: Path) -> MetaProperties:
+    """Read a ``meta.properties`` file (ISO-8859-1, like ``Properties.load(InputStream)``)."""
+    try:
+        text = path.read_bytes().decode("latin-1")
+    except OSError as exc:
+        raise StorageError(f"cannot read {path}: {exc}") from None
+    return parse_meta_properties(text, str(path))
+
+
+def write_meta_properties(
+    path: Path,
+    meta: MetaProperties,
+    *,
+    clock: Callable[[], datetime] = lambda: datetime.now().astimezone(),
+) -> None:
+    """Atomically write the file as Kafka does; ``clock`` gives the header's date."""
+    atomic_write(path, store(meta.to_items(), clock()))
+
+
+def _required_node_id(props: dict[str, str], key: str, source: str) -> int:
+    text = props.get(key)
+    if text is None:
+        raise StorageError(f"{source}: required property {key} is missing")
+    if not _INT.fullmatch(text):
+        raise StorageError(f"{source}: {key} {text!r} is not an integer")
+    value = int(text)
+    if not 0 <= value < 2**31:
+        raise StorageError(f"{source}: {key} {value} is outside 0..2147483647")
+    return value
+
+
+def _optional_directory_id(props: dict[str, str], source: str) -> uuid.UUID | None:
+    text = props.get(DIRECTORY_ID_KEY)
+    if text is None:
+        return None
+    try:
+        value = uuid_from_str(text)
+    except InvalidUuidError as exc:
+        raise StorageError(f"{source}: {DIRECTORY_ID_KEY}: {exc}") from None
+    if value.int < _RESERVED_DIRECTORY_IDS:
+        raise StorageError(f"{source}: {DIRECTORY_ID_KEY} {text!r} is a reserved directory id")
+    return value

@@ -14,11 +14,12 @@ from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from kio.static.constants import EntityType
 
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
-from pykraft.protocol.apis import ApiSpec, api_spec
+from pykraft.messages.kio_adapter import decode_kio
+from pykraft.protocol.apis import ApiKey, ApiSpec, api_spec
 from pykraft.protocol.header import (
     RequestHeader,
     encode_request_header,
@@ -82,31 +83,17 @@ def _body_type(api_key: int, api_version: int, kind: EntityType) -> type:
     return load_response_schema(api_key, api_version)
 
 
-def _read_kio(body_type: type, data: bytes) -> tuple[Body, int]:
-    """The one place kio's native reader is called; whatever it raises becomes a typed error.
-
-    kio raises its own SerialError family but also ValueError and others depending on the
-    field, so everything is mapped. Only call this on bytes :func:`scan_entity` accepted.
-    """
-    try:
-        return entity_reader(body_type)(data, 0)
-    except Exception as exc:
-        raise MalformedMessageError(f"cannot decode {body_type.__name__}: {exc}") from exc
-
-
 def _decode_body(reader: Reader, body_type: type) -> tuple[Body, tuple[TaggedField, ...]]:
+    """Scan first (bounds, unknown tags), then let kio build the entity from the same bytes."""
     start = reader.pos
     scanned = scan_entity(body_type, reader)
     if reader.remaining:
         raise reader.fail(f"{reader.remaining} trailing bytes after {body_type.__name__}")
-    data = reader.buf[start:]
-    if scanned.unknown_tags and scanned.tags_start is not None:
-        # kio's reader refuses unknown tags (KeyError): give it the body without them.
-        data = data[: scanned.tags_start - start] + encode_tagged_fields(list(scanned.known_tags))
-    body, size = _read_kio(body_type, data)
-    if size != len(data):
+    body: Body
+    body, size = decode_kio(body_type, reader.buf[start:])
+    if size != reader.pos - start:
         raise MalformedMessageError(
-            f"{body_type.__name__}: decoder read {size} of {len(data)} structurally valid bytes"
+            f"{body_type.__name__}: decoder read {size} bytes, structure spans {reader.pos - start}"
         )
     return body, scanned.unknown_tags
 
@@ -166,13 +153,25 @@ def encode_request(
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes) -> ResponseFrame:
-    """Parse a response frame to a request we sent as ``api_key`` v``api_version``."""
+    """Parse a response frame to a request we sent as ``api_key`` v``api_version``.
+
+    Like Kafka's client, an ApiVersions response that does not parse at the version we asked
+    for is read again as v0: a server that lacks our version answers in v0 format (KIP-511),
+    and the returned frame then says ``api_version=0``.
+    """
     spec = _spec_for(api_key, api_version)
     reader = Reader(bytes(frame))
     correlation_id = read_response_header(
         reader, response_header_version(api_key, spec.is_flexible(api_version))
     )
-    body, unknown = _decode_body(reader, _body_type(api_key, api_version, EntityType.response))
+    body_start = reader.pos
+    try:
+        body, unknown = _decode_body(reader, _body_type(api_key, api_version, EntityType.response))
+    except MalformedMessageError:
+        if api_key != ApiKey.API_VERSIONS or api_version == 0:
+            raise
+        reader.pos, api_version = body_start, 0
+        body, unknown = _decode_body(reader, _body_type(api_key, 0, EntityType.response))
     return ResponseFrame(correlation_id, body, api_key, api_version, unknown)
 
 

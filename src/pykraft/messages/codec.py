@@ -83,19 +83,26 @@ def decode_from(
     if read is None:
         read = top_reader(schema_of(cls), version)
         _TOP_READERS[(cls, version)] = read
+    msg, nxt = run_reader(read, f"{cls.__name__} v{version}", data, pos, end)
+    result: M = msg
+    return result, nxt
+
+
+def run_reader(
+    read: Reader, label: str, data: bytes, pos: int = 0, end: int | None = None
+) -> tuple[Any, int]:
+    """Run a compiled reader, turning an internal failure into :class:`MessageDecodeError`
+    that names ``label`` and the field path."""
     limit = len(data) if end is None else min(end, len(data))
     try:
-        msg, nxt = read(data, pos, limit)
+        return read(data, pos, limit)
     except FieldDecodeError as exc:
         path = format_path(exc.path)
         raise MessageDecodeError(
-            f"{cls.__name__} v{version}: {path or '<message>'}: {exc.reason} "
-            f"(at byte {exc.position})",
+            f"{label}: {path or '<message>'}: {exc.reason} (at byte {exc.position})",
             path=path,
             position=exc.position,
         ) from None
-    result: M = msg
-    return result, nxt
 
 
 def top_reader(schema: MessageSchema, version: int) -> Reader:

@@ -1,0 +1,201 @@
+"""Tolerant decoding of the ``kio`` protocol classes.
+
+kio's native reader is fast but raises ``KeyError`` on an unknown tagged field (which Kafka
+peers may legally send: newer versions add tags) and assorted untyped exceptions on bad bytes.
+:func:`decode_kio` tries the native reader first and, if it fails for any reason, decodes
+again with this package's codec, whose schema is built from the kio dataclass's own field
+metadata; that reader skips unknown tags, and when it fails too the failure is the typed
+:class:`~pykraft.errors.MessageDecodeError` with the field path.
+
+kio conventions mirrored here: a zero UUID reads as ``None``, ``error_code`` fields are
+``ErrorCode`` members, ``timedelta_*`` fields are timedeltas of milliseconds, ``records`` are
+bytes, and ``RequestHeader.client_id`` is a classic nullable string even in header v2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import types
+import typing
+from typing import Any, TypeVar
+
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
+from kio.static.primitive import i32Timedelta, i64Timedelta
+from kio.static.protocol import Entity
+
+from pykraft.errors import MessageDecodeError
+from pykraft.ids import ZERO_UUID
+from pykraft.messages.codec import run_reader, struct_reader
+from pykraft.messages.schema import ArrayOf, FieldType, MessageSchema, make_field_spec
+from pykraft.messages.versions import ALL_VERSIONS, NO_VERSIONS, Versions
+from pykraft.messages.wire import (
+    CLASSIC_STRING,
+    INT16,
+    INT32,
+    INT64,
+    PRIMITIVES,
+    UUID,
+    MappedPrimitive,
+    Primitive,
+    Reader,
+)
+
+E = TypeVar("E", bound=Entity)
+
+
+def _millis(delta: datetime.timedelta) -> int:
+    return round(delta.total_seconds() * 1000)
+
+
+_KIO_PRIMITIVES: dict[str, Primitive] = {
+    **PRIMITIVES,
+    "uuid": MappedPrimitive(
+        "uuid",
+        UUID,
+        decode=lambda value: None if value == ZERO_UUID else value,
+        encode=lambda value: ZERO_UUID if value is None else value,
+        default=None,
+    ),
+    "error_code": MappedPrimitive(
+        "error_code",
+        INT16,
+        decode=ErrorCode,
+        encode=lambda code: code.value,
+        default=ErrorCode.none,
+    ),
+    "timedelta_i32": MappedPrimitive(
+        "timedelta_i32",
+        INT32,
+        decode=lambda ms: i32Timedelta.parse(datetime.timedelta(milliseconds=ms)),
+        encode=_millis,
+        default=i32Timedelta.parse(datetime.timedelta(0)),
+    ),
+    "timedelta_i64": MappedPrimitive(
+        "timedelta_i64",
+        INT64,
+        decode=lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms)),
+        encode=_millis,
+        default=i64Timedelta.parse(datetime.timedelta(0)),
+    ),
+}
+
+_SCHEMAS: dict[type, MessageSchema] = {}
+_READERS: dict[type, Reader] = {}
+
+
+def decode_kio(entity_type: type[E], data: bytes) -> tuple[E, int]:
+    """Decode a kio entity at the start of ``data``; returns (entity, bytes consumed)."""
+    try:
+        return entity_reader(entity_type)(data, 0)
+    except Exception:  # kio raises anything on bad input; the fallback decides
+        return decode_kio_fallback(entity_type, data)
+
+
+def decode_kio_fallback(entity_type: type[E], data: bytes) -> tuple[E, int]:
+    """The tolerant path alone: this codec's reader built from the kio dataclass."""
+    read = _READERS.get(entity_type)
+    if read is None:
+        try:
+            schema = kio_schema(entity_type)
+        except TypeError as exc:
+            raise MessageDecodeError(f"cannot decode {entity_type.__name__}: {exc}") from None
+        read = struct_reader(schema, entity_type.__version__, entity_type.__flexible__)[0]
+        _READERS[entity_type] = read
+    label = f"{entity_type.__module__}.{entity_type.__name__}"
+    entity, size = run_reader(read, label, bytes(data))
+    result: E = entity
+    return result, size
+
+
+def kio_schema(entity_type: type[Entity]) -> MessageSchema:
+    """A :class:`MessageSchema` equivalent to a kio entity dataclass (cached)."""
+    cached = _SCHEMAS.get(entity_type)
+    if cached is not None:
+        return cached
+    is_header = entity_type.__name__ == "RequestHeader"
+    hints = typing.get_type_hints(entity_type)
+    specs = []
+    for field in dataclasses.fields(entity_type):
+        where = f"{entity_type.__name__}.{field.name}"
+        field_type, nullable = _classify(hints[field.name], field, where, is_header)
+        tag = field.metadata.get("tag")
+        specs.append(
+            make_field_spec(
+                attr=field.name,
+                kafka_name=field.name,
+                field_type=field_type,
+                nullable_versions=ALL_VERSIONS if nullable else NO_VERSIONS,
+                tag=tag,
+                tagged_versions=NO_VERSIONS if tag is None else ALL_VERSIONS,
+                default=_default(field, field_type),
+                owner=entity_type.__name__,
+            )
+        )
+    version = int(entity_type.__version__)
+    schema = MessageSchema(
+        cls=entity_type,
+        name=entity_type.__name__,
+        fields=tuple(specs),
+        valid_versions=Versions(version, version),
+        flexible_versions=ALL_VERSIONS if entity_type.__flexible__ else NO_VERSIONS,
+        positional=False,  # kio dataclasses are keyword-only
+    )
+    _SCHEMAS[entity_type] = schema
+    return schema
+
+
+def _classify(
+    annotation: Any, field: dataclasses.Field[Any], where: str, is_header: bool
+) -> tuple[FieldType, bool]:
+    """(field type, nullable) from the annotation and ``kafka_type`` metadata."""
+    inner, nullable = _strip_optional(annotation)
+    if typing.get_origin(inner) is tuple:
+        args = typing.get_args(inner)
+        if len(args) != 2 or args[1] is not Ellipsis:
+            raise TypeError(f"{where}: unsupported tuple type {inner}")
+        element, _ = _strip_optional(args[0])
+        if _is_entity(element):
+            return ArrayOf(kio_schema(element)), nullable
+        return ArrayOf(_primitive(field, where)), nullable
+    if _is_entity(inner):
+        return kio_schema(inner), nullable
+    if is_header and field.name == "client_id":
+        return CLASSIC_STRING, nullable
+    primitive = _primitive(field, where)
+    # kio spells "zero UUID" as None: that is a value mapping, not Kafka nullability.
+    return primitive, nullable and primitive.nullable_ok
+
+
+def _is_entity(annotation: Any) -> typing.TypeGuard[type[Entity]]:
+    return isinstance(annotation, type) and dataclasses.is_dataclass(annotation)
+
+
+def _strip_optional(annotation: Any) -> tuple[Any, bool]:
+    if typing.get_origin(annotation) in (types.UnionType, typing.Union):
+        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return annotation, False
+
+
+def _primitive(field: dataclasses.Field[Any], where: str) -> Primitive:
+    kafka_type = field.metadata.get("kafka_type")
+    primitive = _KIO_PRIMITIVES.get(kafka_type) if isinstance(kafka_type, str) else None
+    if primitive is None:
+        raise TypeError(f"{where}: unsupported kafka_type {kafka_type!r}")
+    return primitive
+
+
+def _default(field: dataclasses.Field[Any], field_type: FieldType) -> Any:
+    """kio's default for an absent tagged field: explicit, else the type's implicit one."""
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    if isinstance(field_type, ArrayOf):
+        return ()
+    if isinstance(field_type, MessageSchema):
+        return field_type.build()([spec.default for spec in field_type.fields])
+    return field_type.default

@@ -96,5 +96,25 @@ class CorruptLogError(StorageError):
         self.reason = reason
 
 
+class OffsetOutOfRangeError(StorageError):
+    """A read at an offset below the log start or beyond the log end offset."""
+
+
 class ConfigError(PyKraftError):
     """A missing or invalid configuration key; the message names the key."""
+
+
+class RaftError(PyKraftError):
+    """The consensus core refused an operation or detected a broken invariant."""
+
+
+class NotLeaderError(RaftError):
+    """An append was attempted on a replica that is not the leader of the current epoch."""
+
+
+class RecordTooLargeError(RaftError):
+    """Records that cannot fit in one batch of the configured maximum size."""
+
+
+class FatalRaftError(RaftError):
+    """A state that must never happen (e.g. truncating below the high watermark): stop."""

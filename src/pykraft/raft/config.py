@@ -1,0 +1,104 @@
+"""Quorum timing and size settings, with Kafka's defaults and ``controller.quorum.*`` names.
+
+The core never reads files or the environment: the runtime (or the simulator) builds one
+:class:`QuorumConfig` and hands it in, so every timer the core uses is visible here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from pykraft.errors import ConfigError
+
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
+MAX_FETCH_WAIT_MS = 500
+RETRY_BACKOFF_BASE_MS = 100
+CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+
+# Kafka property name -> QuorumConfig field; the hard-coded Kafka constants have no key.
+CONFIG_KEYS: Mapping[str, str] = {
+    "controller.quorum.election.timeout.ms": "election_timeout_ms",
+    "controller.quorum.fetch.timeout.ms": "fetch_timeout_ms",
+    "controller.quorum.election.backoff.max.ms": "election_backoff_max_ms",
+    "controller.quorum.append.linger.ms": "append_linger_ms",
+    "controller.quorum.request.timeout.ms": "request_timeout_ms",
+    "controller.quorum.retry.backoff.ms": "retry_backoff_ms",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumConfig:
+    """Every knob of the consensus core; defaults are Kafka's."""
+
+    voters: frozenset[int]
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    append_linger_ms: int = 25
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    fetch_max_wait_ms: int = MAX_FETCH_WAIT_MS
+    max_batch_size_bytes: int = MAX_BATCH_SIZE_BYTES
+    max_fetch_bytes: int = MAX_FETCH_SIZE_BYTES
+    election_backoff_base_ms: int = RETRY_BACKOFF_BASE_MS
+
+    def __post_init__(self) -> None:
+        if not self.voters:
+            raise ConfigError("controller.quorum.voters: the static voter set is empty")
+        if any(voter < 0 for voter in self.voters):
+            raise ConfigError(f"controller.quorum.voters: negative voter id in {self.voters}")
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, int) and value < 0:
+                raise ConfigError(f"{_key_of(item.name)} must not be negative, got {value}")
+        for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms"):
+            if getattr(self, name) == 0:
+                raise ConfigError(f"{_key_of(name)} must be positive")
+
+    @property
+    def check_quorum_timeout_ms(self) -> int:
+        """A leader that heard from no majority for this long resigns."""
+        return int(self.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
+
+    @property
+    def begin_quorum_epoch_resend_ms(self) -> int:
+        return self.fetch_timeout_ms // 2
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> QuorumConfig:
+        """Read ``controller.quorum.voters`` (``id@host:port,...``) and the timing keys."""
+        raw_voters = props.get("controller.quorum.voters", "")
+        voters = frozenset(parse_voter_ids(raw_voters))
+        values: dict[str, int] = {}
+        for key, name in CONFIG_KEYS.items():
+            if key in props:
+                try:
+                    values[name] = int(props[key].strip())
+                except ValueError:
+                    raise ConfigError(f"{key}: expected an integer, got {props[key]!r}") from None
+        return cls(voters=voters, **values)
+
+
+def parse_voter_ids(text: str) -> list[int]:
+    """The ids of ``id@host:port`` entries; endpoints are the runtime's business."""
+    ids: list[int] = []
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        node, sep, _endpoint = entry.partition("@")
+        if not sep or not node.strip().isdigit():
+            raise ConfigError(
+                f"controller.quorum.voters: entry {entry!r} is not of the form id@host:port"
+            )
+        ids.append(int(node))
+    if len(set(ids)) != len(ids):
+        raise ConfigError(f"controller.quorum.voters: duplicate voter id in {text!r}")
+    return ids
+
+
+def _key_of(name: str) -> str:
+    for key, field_name in CONFIG_KEYS.items():
+        if field_name == name:
+            return key
+    return name

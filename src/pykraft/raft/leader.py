@@ -1,0 +1,144 @@
+"""Leader bookkeeping: per-replica progress, high-watermark maths and check-quorum.
+
+Only voters' fetch offsets move the high watermark, and only once it passes the epoch start
+offset (the leader's own LeaderChange batch is committed), so a new leader never exposes
+entries of older epochs it has not yet proven committed.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from pykraft.raft.config import OBSERVER_SESSION_TIMEOUT_MS, QuorumConfig
+from pykraft.raft.voters import VoterSet
+from pykraft.records.batch import encode_batch
+from pykraft.records.varint import encode_uvarint
+
+LEADER_CHANGE_TYPE = 2
+
+
+@dataclass(slots=True)
+class ReplicaProgress:
+    """What the leader knows about one replica (DescribeQuorum reports these)."""
+
+    replica_id: int
+    end_offset: int | None = None
+    last_fetch_ms: int | None = None
+    last_caught_up_ms: int | None = None
+
+
+class LeaderProgress:
+    """Progress of voters and observers as seen by the leader of one epoch."""
+
+    def __init__(
+        self, local_id: int, epoch: int, voters: VoterSet, *, epoch_start_offset: int,
+        now_ms: int, config: QuorumConfig,
+    ) -> None:
+        self.local_id = local_id
+        self.epoch = epoch
+        self.voters = voters
+        self.epoch_start_offset = epoch_start_offset
+        self.high_watermark: int | None = None
+        self.voter_progress = {v: ReplicaProgress(v) for v in voters}
+        self.observer_progress: dict[int, ReplicaProgress] = {}
+        self._check_quorum_timeout_ms = config.check_quorum_timeout_ms
+        self.check_quorum_deadline_ms = now_ms + self._check_quorum_timeout_ms
+        self._fetched_voters: set[int] = set()
+        self.begin_quorum_acked: set[int] = set()
+        self.begin_quorum_resend_ms = now_ms
+
+    def _progress_of(self, replica_id: int) -> ReplicaProgress:
+        if replica_id in self.voter_progress:
+            return self.voter_progress[replica_id]
+        return self.observer_progress.setdefault(replica_id, ReplicaProgress(replica_id))
+
+    def update_local_end_offset(self, flushed_offset: int, now_ms: int) -> bool:
+        """The leader counts only its flushed offset; True if the HWM moved."""
+        return self.update_replica(self.local_id, flushed_offset, now_ms, flushed_offset)
+
+    def update_replica(
+        self, replica_id: int, end_offset: int, now_ms: int, leader_end_offset: int
+    ) -> bool:
+        """Record a valid fetch (or a local flush); True if the HWM moved."""
+        progress = self._progress_of(replica_id)
+        progress.end_offset = end_offset
+        progress.last_fetch_ms = now_ms
+        if end_offset >= leader_end_offset:
+            progress.last_caught_up_ms = now_ms
+        if replica_id not in self.voters:
+            return False
+        return self._maybe_advance_high_watermark()
+
+    def majority_end_offset(self) -> int | None:
+        """The largest end offset a majority of voters (the leader included) has reached."""
+        offsets = sorted(
+            (p.end_offset for p in self.voter_progress.values() if p.end_offset is not None),
+            reverse=True,
+        )
+        index = len(self.voters) // 2
+        return offsets[index] if index < len(offsets) else None
+
+    def _maybe_advance_high_watermark(self) -> bool:
+        candidate = self.majority_end_offset()
+        if candidate is None or candidate <= self.epoch_start_offset:
+            return False
+        if self.high_watermark is not None and candidate <= self.high_watermark:
+            return False
+        self.high_watermark = candidate
+        return True
+
+    def record_voter_fetch(self, replica_id: int, now_ms: int) -> None:
+        """Check-quorum: a majority fetching within the window pushes the deadline out."""
+        if replica_id not in self.voters or replica_id == self.local_id:
+            return
+        self._fetched_voters.add(replica_id)
+        needed = self.voters.majority - (1 if self.local_id in self.voters else 0)
+        if len(self._fetched_voters) >= needed:
+            self._fetched_voters.clear()
+            self.check_quorum_deadline_ms = now_ms + self._check_quorum_timeout_ms
+
+    def check_quorum_expired(self, now_ms: int) -> bool:
+        if self.voters.is_only_voter(self.local_id):
+            return False
+        return now_ms >= self.check_quorum_deadline_ms
+
+    def preferred_successors(self) -> tuple[int, ...]:
+        """Other voters, most caught up first: who should win after a graceful resign."""
+        others = [p for p in self.voter_progress.values() if p.replica_id != self.local_id]
+        others.sort(key=lambda p: (-(p.end_offset if p.end_offset is not None else -1),
+                                   p.replica_id))
+        return tuple(p.replica_id for p in others)
+
+    def active_observers(self, now_ms: int) -> list[ReplicaProgress]:
+        return [
+            p for p in self.observer_progress.values()
+            if p.last_fetch_ms is not None
+            and now_ms - p.last_fetch_ms < OBSERVER_SESSION_TIMEOUT_MS
+        ]
+
+
+def leader_change_batch(
+    base_offset: int, epoch: int, *, leader_id: int, voters: VoterSet, granting: set[int],
+    timestamp: int,
+) -> bytes:
+    """The start-of-epoch control batch holding one LeaderChange record (value version 0)."""
+    key = struct.pack(">hh", 0, LEADER_CHANGE_TYPE)
+    return encode_batch(
+        base_offset, [(key, _leader_change_value(leader_id, list(voters), sorted(granting)))],
+        partition_leader_epoch=epoch, timestamp=timestamp, control=True,
+    )
+
+
+def _leader_change_value(leader_id: int, voters: list[int], granting: list[int]) -> bytes:
+    """LeaderChangeMessage v0, flexible: Version, LeaderId, Voters[], GrantingVoters[].
+
+    Private stand-in until ``pykraft.records.control`` provides the shared encoder.
+    """
+    out = bytearray(struct.pack(">hi", 0, leader_id))
+    for ids in (voters, granting):
+        out += encode_uvarint(len(ids) + 1)
+        for voter in ids:
+            out += struct.pack(">i", voter) + b"\x00"
+    out += b"\x00"
+    return bytes(out)

@@ -1,0 +1,146 @@
+"""The six replica states of KRaft and what each one remembers.
+
+Every state knows its epoch, the leader it knows of and its vote, which is exactly what
+gets persisted (:meth:`election_state`). Timers are absolute deadlines in the caller's
+milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pykraft.raft.election import EpochElection
+from pykraft.raft.quorum_store import ElectionState
+
+if TYPE_CHECKING:
+    from pykraft.raft.leader import LeaderProgress
+
+
+@dataclass(slots=True)
+class Unattached:
+    """Epoch known, no leader with an endpoint yet; maybe voted. Observers idle here."""
+
+    epoch: int
+    voted_id: int | None
+    election_deadline_ms: int
+    name = "Unattached"
+
+    @property
+    def leader_id(self) -> None:
+        """Static voters always come with endpoints, so a known leader means Follower."""
+        return None
+
+    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+        return _unattached_grant(None, self.voted_id, candidate_id, up_to_date, pre_vote)
+
+
+@dataclass(slots=True)
+class Prospective:
+    """KIP-996 pre-vote: asks for votes at the current epoch without bumping it."""
+
+    epoch: int
+    leader_id: int | None
+    voted_id: int | None
+    election: EpochElection
+    election_deadline_ms: int
+    retries: int
+    name = "Prospective"
+
+    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+        return _unattached_grant(self.leader_id, self.voted_id, candidate_id, up_to_date, pre_vote)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """Bumped the epoch and voted for itself; collects real votes."""
+
+    epoch: int
+    election: EpochElection
+    election_deadline_ms: int
+    retries: int
+    backoff_until_ms: int | None = None
+    name = "Candidate"
+
+    @property
+    def leader_id(self) -> None:
+        return None
+
+    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+        """It voted for itself: only pre-votes for others."""
+        return pre_vote and up_to_date
+
+
+@dataclass(slots=True)
+class Follower:
+    """Fetches from a known leader; exposes data only up to the leader's HWM."""
+
+    epoch: int
+    leader_id: int
+    voted_id: int | None
+    fetch_deadline_ms: int
+    high_watermark: int | None = None
+    has_fetched_from_leader: bool = False
+    name = "Follower"
+
+    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+        """Only pre-votes, and only while the leader has not been heard from (KIP-996)."""
+        return pre_vote and not self.has_fetched_from_leader and up_to_date
+
+
+@dataclass(slots=True)
+class Leader:
+    """Accepts appends; tracks every replica's progress in ``progress``."""
+
+    epoch: int
+    leader_id: int
+    voted_id: int | None
+    progress: LeaderProgress
+    name = "Leader"
+
+    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+        return False
+
+
+@dataclass(slots=True)
+class Resigned:
+    """A former leader of this epoch: never leads or votes in it again."""
+
+    epoch: int
+    leader_id: int
+    election_deadline_ms: int
+    unacked_voters: set[int]
+    preferred_successors: tuple[int, ...]
+    name = "Resigned"
+
+    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+        return pre_vote and up_to_date
+
+
+def _unattached_grant(
+    leader_id: int | None, voted_id: int | None, candidate_id: int, up_to_date: bool,
+    pre_vote: bool,
+) -> bool:
+    """A pre-vote needs only an up-to-date log; a real vote is one per epoch, never while a
+    leader is known."""
+    if pre_vote:
+        return up_to_date
+    if voted_id is not None:
+        return voted_id == candidate_id
+    return leader_id is None and up_to_date
+
+
+State = Unattached | Prospective | Candidate | Follower | Leader | Resigned
+
+
+def voted_id_of(state: State, local_id: int) -> int | None:
+    if isinstance(state, Candidate):
+        return local_id
+    if isinstance(state, Resigned):
+        return None
+    return state.voted_id
+
+
+def election_state(state: State, local_id: int) -> ElectionState:
+    """The persisted form of ``state``."""
+    return ElectionState(state.epoch, state.leader_id, voted_id_of(state, local_id))

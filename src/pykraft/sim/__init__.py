@@ -1,0 +1,1 @@
+"""Deterministic simulation of a KRaft quorum: one seed reproduces one run exactly."""

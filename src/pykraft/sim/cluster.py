@@ -1,0 +1,288 @@
+"""A simulated quorum: nodes, network, disks and the event loop that drives their cores.
+
+Each node's core is driven exactly as a runtime would drive it: inputs carry the virtual
+clock, ``ready()`` outputs become scheduled deliveries, flushes and ticks. A crash drops
+everything in flight for that node and the unflushed tail of its log.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pykraft.errors import PyKraftError
+from pykraft.raft.client import RaftClient
+from pykraft.raft.config import QuorumConfig
+from pykraft.raft.memory_log import MemoryLog
+from pykraft.raft.quorum_store import MemoryQuorumStateStore
+from pykraft.raft.rpc import RaftRequest, RaftResponse
+from pykraft.raft.states import Leader
+from pykraft.sim.network import LinkProfile, Network
+from pykraft.sim.scheduler import EventQueue
+from pykraft.sim.state_machine import CommittedHistory, CounterMachine, InvariantViolation
+
+ClientFactory = Callable[..., RaftClient]
+
+
+def sim_config(voters: frozenset[int]) -> QuorumConfig:
+    """The timings of Kafka's RaftEventSimulationTest (fetch max wait 100, linger small)."""
+    return QuorumConfig(
+        voters=voters, election_timeout_ms=1000, fetch_timeout_ms=3000,
+        election_backoff_max_ms=100, append_linger_ms=5, request_timeout_ms=3000,
+        retry_backoff_ms=50, fetch_max_wait_ms=100,
+    )
+
+
+@dataclass(slots=True)
+class SimNode:
+    node_id: int
+    log: MemoryLog = field(default_factory=MemoryLog)
+    store: MemoryQuorumStateStore = field(default_factory=MemoryQuorumStateStore)
+    client: RaftClient | None = None
+    machine: CounterMachine | None = None
+    incarnation: int = 0
+    tick_at: int | None = None
+
+
+class Cluster:
+    """Everything one simulated run owns; all randomness comes from one seeded Random."""
+
+    def __init__(
+        self, seed: int, voters: int, observers: int = 0, *,
+        client_factory: ClientFactory = RaftClient, profile: LinkProfile | None = None,
+        trace: Callable[[str], None] | None = None,
+    ) -> None:
+        self.rng = random.Random(seed)
+        self.queue = EventQueue()
+        self.network = Network(self.rng, profile or LinkProfile())
+        self.voter_ids = frozenset(range(voters))
+        self.nodes = {i: SimNode(i) for i in range(voters + observers)}
+        self.config = sim_config(self.voter_ids)
+        self.history = CommittedHistory()
+        self.events = 0
+        self.elections = 0
+        self._client_factory = client_factory
+        self._trace = trace
+        self._next_value = 0
+        self._reply_to: dict[tuple[int, int, int], int] = {}
+        self.invariants: list[Callable[[Cluster], None]] = []
+
+    # -- node lifecycle ---------------------------------------------------------------
+
+    def start(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        node.incarnation += 1
+        node.machine = CounterMachine(node_id, self.history)
+        node.tick_at = None
+        node.client = self._client_factory(
+            node_id, self.config, node.log, node.store, node.machine,
+            rng=random.Random(self.rng.getrandbits(64)), now_ms=self.queue.now_ms,
+        )
+        self._log(f"start node {node_id}")
+        self._drain(node)
+
+    def start_all(self) -> None:
+        for node_id in self.nodes:
+            self.start(node_id)
+
+    def kill(self, node_id: int) -> None:
+        """Crash: in-flight messages and unflushed data are lost; quorum-state survives."""
+        node = self.nodes[node_id]
+        node.client = None
+        node.machine = None
+        node.incarnation += 1
+        node.log.lose_unflushed()
+        self._reply_to = {k: v for k, v in self._reply_to.items() if k[0] != node_id}
+        self._log(f"kill node {node_id}")
+
+    def wipe(self, node_id: int) -> None:
+        """A killed node loses its whole disk (log and quorum-state)."""
+        node = self.nodes[node_id]
+        node.log.wipe()
+        node.store.wipe()
+        self._log(f"wipe node {node_id}")
+
+    def graceful_stop(self, node_id: int, max_wait_ms: int = 5000) -> None:
+        node = self.nodes[node_id]
+        client = node.client
+        if client is None:
+            return
+        client.begin_shutdown(self.queue.now_ms)
+        self._drain(node)
+        self.run_until(lambda: client.shutdown_complete, max_wait_ms, require=False)
+        node.log.flush(node.log.log_end_offset)
+        self.kill(node_id)
+
+    def is_alive(self, node_id: int) -> bool:
+        return self.nodes[node_id].client is not None
+
+    def live_clients(self) -> list[RaftClient]:
+        return [n.client for n in self.nodes.values() if n.client is not None]
+
+    # -- observations used by scenarios and invariants --------------------------------
+
+    def leader(self) -> RaftClient | None:
+        """The live leader of the highest epoch, if any."""
+        leaders = [c for c in self.live_clients() if isinstance(c.state, Leader)]
+        return max(leaders, key=lambda c: c.epoch, default=None)
+
+    def leader_id(self) -> int | None:
+        leader = self.leader()
+        return None if leader is None else leader.node_id
+
+    def committed(self, node_id: int) -> int:
+        machine = self.nodes[node_id].machine
+        return -1 if machine is None else machine.next_offset
+
+    def all_committed(self, offset: int, nodes: list[int] | None = None) -> bool:
+        ids = nodes if nodes is not None else [i for i in self.nodes if self.is_alive(i)]
+        return all(self.committed(i) >= offset for i in ids)
+
+    def max_log_end(self) -> int:
+        return max(n.log.log_end_offset for n in self.nodes.values())
+
+    # -- driving ----------------------------------------------------------------------
+
+    def schedule_appends(self, every_ms: int = 20) -> None:
+        """The workload: the leader appends one counter record every ``every_ms``."""
+        def action() -> None:
+            leader = self.leader()
+            if leader is not None and leader.leader_and_epoch == self._notified(leader):
+                self._next_value += 1
+                leader.append(self.queue.now_ms, [str(self._next_value).encode()])
+                self._drain(self.nodes[leader.node_id])
+            self.queue.schedule(self.queue.now_ms + every_ms, "append", action)
+        self.queue.schedule(self.queue.now_ms + every_ms, "append", action)
+
+    def _notified(self, client: RaftClient) -> object:
+        machine = self.nodes[client.node_id].machine
+        return None if machine is None else machine.leader
+
+    def run_until(self, predicate: Callable[[], bool], max_ms: int, *, what: str = "",
+                  require: bool = True, max_events: int = 2_000_000) -> None:
+        deadline = self.queue.now_ms + max_ms
+        while not predicate():
+            if self.queue.now_ms > deadline or self.events > max_events:
+                if require:
+                    raise InvariantViolation(
+                        "Liveness", f"{what or 'condition'} not reached within {max_ms} ms"
+                    )
+                return
+            popped = self.queue.pop()
+            if popped is None:
+                raise InvariantViolation("Liveness", "no events left")
+            label, action = popped
+            self.events += 1
+            if self._trace is not None:
+                self._trace(f"{self.queue.now_ms:>8} {label}")
+            try:
+                action()
+            except PyKraftError as exc:
+                raise InvariantViolation("FatalError", f"{type(exc).__name__}: {exc}") from exc
+            for invariant in self.invariants:
+                invariant(self)
+
+    def run_for(self, ms: int) -> None:
+        end = self.queue.now_ms + ms
+        self.run_until(lambda: self.queue.now_ms >= end, ms + 1)
+
+    def _log(self, text: str) -> None:
+        if self._trace is not None:
+            self._trace(f"{self.queue.now_ms:>8} {text}")
+
+    def _drain(self, node: SimNode) -> None:
+        client = node.client
+        if client is None:
+            return
+        before = (client.state.name, client.epoch)
+        ready = client.ready()
+        now = self.queue.now_ms
+        incarnation = node.incarnation
+        for out in ready.requests:
+            self._send_request(node.node_id, incarnation, out.destination, out.correlation_id,
+                               out.request)
+        for resp in ready.responses:
+            self._send_response(node.node_id, resp.destination, resp.correlation_id,
+                                resp.response)
+        if ready.flush is not None:
+            offset = ready.flush.up_to_offset
+            self.queue.schedule(now + self.rng.randint(1, 5), f"flush {node.node_id}->{offset}",
+                                lambda: self._flush(node, incarnation, offset))
+        if node.tick_at is None or ready.next_tick_ms < node.tick_at or node.tick_at < now:
+            node.tick_at = ready.next_tick_ms
+            at = ready.next_tick_ms
+            self.queue.schedule(at, f"tick {node.node_id}",
+                                lambda: self._tick(node, incarnation, at))
+        after = (client.state.name, client.epoch)
+        if after != before:
+            if after[0] == "Leader":
+                self.elections += 1
+            self._log(f"node {node.node_id}: {before[0]}@{before[1]} -> {after[0]}@{after[1]}")
+
+    def _alive_as(self, node: SimNode, incarnation: int) -> RaftClient | None:
+        return node.client if node.incarnation == incarnation else None
+
+    def _tick(self, node: SimNode, incarnation: int, at: int) -> None:
+        client = self._alive_as(node, incarnation)
+        if client is None or node.tick_at != at:
+            return
+        node.tick_at = None
+        client.tick(self.queue.now_ms)
+        self._drain(node)
+
+    def _flush(self, node: SimNode, incarnation: int, offset: int) -> None:
+        client = self._alive_as(node, incarnation)
+        if client is None:
+            return
+        node.log.flush(offset)
+        client.flush_completed(self.queue.now_ms, offset)
+        self._drain(node)
+
+    def _send_request(self, source: int, incarnation: int, destination: int, correlation: int,
+                      request: RaftRequest) -> None:
+        src_node = self.nodes[source]
+        name = type(request).__name__
+        if destination not in self.nodes or self.network.is_blocked(source, destination):
+            self.queue.schedule(self.queue.now_ms + 1, f"refused {source}->{destination} {name}",
+                                lambda: self._fail(src_node, incarnation, destination,
+                                                   correlation))
+            return
+        delay = self.network.delay_ms()
+        if delay is None:
+            return
+        dst_node = self.nodes[destination]
+
+        def deliver() -> None:
+            client = dst_node.client
+            if client is None or self.network.is_blocked(source, destination):
+                return
+            self._reply_to[(destination, source, correlation)] = incarnation
+            client.handle_request(self.queue.now_ms, source, correlation, request)
+            self._drain(dst_node)
+        self.queue.schedule(self.queue.now_ms + delay, f"{source}->{destination} {name}", deliver)
+
+    def _fail(self, node: SimNode, incarnation: int, destination: int, correlation: int) -> None:
+        client = self._alive_as(node, incarnation)
+        if client is not None:
+            client.handle_send_failure(self.queue.now_ms, destination, correlation)
+            self._drain(node)
+
+    def _send_response(self, source: int, destination: int, correlation: int,
+                       response: RaftResponse) -> None:
+        incarnation = self._reply_to.pop((source, destination, correlation), None)
+        if incarnation is None or self.network.is_blocked(source, destination):
+            return
+        delay = self.network.delay_ms()
+        if delay is None:
+            return
+        dst_node = self.nodes[destination]
+
+        def deliver() -> None:
+            client = self._alive_as(dst_node, incarnation)
+            if client is None or self.network.is_blocked(source, destination):
+                return
+            client.handle_response(self.queue.now_ms, source, correlation, response)
+            self._drain(dst_node)
+        self.queue.schedule(self.queue.now_ms + delay,
+                            f"{source}->{destination} {type(response).__name__}", deliver)

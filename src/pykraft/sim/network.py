@@ -1,0 +1,60 @@
+"""An in-memory network: per-link random delay and loss, and partitions.
+
+Random delays reorder messages on their own; a blocked link refuses the connection (the
+sender learns quickly) while a random loss is silent (the sender times out).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LinkProfile:
+    min_delay_ms: int = 1
+    max_delay_ms: int = 5
+    drop_rate: float = 0.0
+
+
+class Network:
+    def __init__(self, rng: random.Random, profile: LinkProfile) -> None:
+        self._rng = rng
+        self._profile = profile
+        self._blocked: set[tuple[int, int]] = set()
+
+    def is_blocked(self, source: int, destination: int) -> bool:
+        return (source, destination) in self._blocked
+
+    def delay_ms(self) -> int | None:
+        """Transit time of one message, or None if the network loses it."""
+        if self._profile.drop_rate and self._rng.random() < self._profile.drop_rate:
+            return None
+        return self._rng.randint(self._profile.min_delay_ms, self._profile.max_delay_ms)
+
+    def isolate(self, node: int, others: Iterable[int]) -> None:
+        for other in others:
+            if other != node:
+                self._blocked.update({(node, other), (other, node)})
+
+    def partition(self, *groups: Iterable[int]) -> None:
+        """Only nodes of the same group can talk."""
+        sets = [set(group) for group in groups]
+        for index, group in enumerate(sets):
+            for other in sets[index + 1:]:
+                for a in group:
+                    for b in other:
+                        self._blocked.update({(a, b), (b, a)})
+
+    def allow_only(self, nodes: Iterable[int], edges: Iterable[tuple[int, int]]) -> None:
+        """Keep exactly the given undirected edges between ``nodes``."""
+        allowed = {frozenset(edge) for edge in edges}
+        members = sorted(nodes)
+        for a in members:
+            for b in members:
+                if a != b and frozenset((a, b)) not in allowed:
+                    self._blocked.add((a, b))
+
+    def heal(self) -> None:
+        self._blocked.clear()

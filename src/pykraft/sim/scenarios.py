@@ -1,0 +1,178 @@
+"""The simulated scenarios: Kafka's RaftEventSimulationTest cases plus pre-vote stability.
+
+Each scenario draws its shape (voter and observer counts, who fails) from its own seeded
+Random and drives the cluster through phases; a phase that does not finish within its
+simulated-time bound is a Liveness violation.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pykraft.sim.cluster import Cluster
+from pykraft.sim.invariants import (
+    Invariant,
+    MonotonicHighWatermark,
+    SingleLeader,
+    StableLeadership,
+    default_invariants,
+)
+
+PHASE_MS = 30_000
+PROGRESS = 10  # committed offsets each phase must add
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    shape: Callable[[random.Random], tuple[int, int]]  # (voters, observers)
+    drive: Callable[[Cluster, random.Random], None]
+    invariants: Callable[[], list[Invariant]] = default_invariants
+
+
+def _progress(cluster: Cluster, nodes: list[int] | None = None, what: str = "progress") -> None:
+    """Every listed (default: live) node commits PROGRESS more offsets than anyone had."""
+    ids = nodes if nodes is not None else [i for i in cluster.nodes if cluster.is_alive(i)]
+    target = max(cluster.committed(i) for i in cluster.nodes) + PROGRESS
+    cluster.run_until(lambda: cluster.all_committed(target, ids), PHASE_MS,
+                      what=f"{what}: nodes {ids} commit offset {target}")
+
+
+def _elect(cluster: Cluster) -> int:
+    cluster.start_all()
+    cluster.schedule_appends()
+    cluster.run_until(lambda: cluster.leader_id() is not None, PHASE_MS, what="first leader")
+    _progress(cluster, what="initial commits")
+    leader = cluster.leader_id()
+    assert leader is not None
+    return leader
+
+
+def _new_leader(cluster: Cluster, old: int, what: str) -> int:
+    cluster.run_until(lambda: cluster.leader_id() not in (None, old), PHASE_MS, what=what)
+    leader = cluster.leader_id()
+    assert leader is not None
+    return leader
+
+
+def initial_election(cluster: Cluster, rng: random.Random) -> None:
+    _elect(cluster)
+
+
+def leader_failure(cluster: Cluster, rng: random.Random) -> None:
+    leader = _elect(cluster)
+    if rng.random() < 0.5:
+        cluster.graceful_stop(leader)
+    else:
+        cluster.kill(leader)
+    _new_leader(cluster, leader, "leader after the old one stopped")
+    _progress(cluster, what="progress without the old leader")
+    cluster.start(leader)
+    _progress(cluster, what="restarted leader catches up")
+
+
+def all_killed(cluster: Cluster, rng: random.Random) -> None:
+    _elect(cluster)
+    for node_id in cluster.nodes:
+        cluster.kill(node_id)
+    voters = sorted(cluster.voter_ids)
+    majority = rng.sample(voters, len(voters) // 2 + 1)
+    for node_id in sorted(majority):
+        cluster.start(node_id)
+    _progress(cluster, what="a restarted majority commits")
+
+
+def leader_partitioned(cluster: Cluster, rng: random.Random) -> None:
+    leader = _elect(cluster)
+    cluster.network.isolate(leader, cluster.nodes)
+    new_leader = _new_leader(cluster, leader, "leader on the majority side")
+    others = [i for i in cluster.nodes if i != leader]
+    _progress(cluster, others, what=f"majority side of new leader {new_leader}")
+    cluster.network.heal()
+    _progress(cluster, what="everyone after healing")
+
+
+def majority_split(cluster: Cluster, rng: random.Random) -> None:
+    _elect(cluster)
+    voters = sorted(cluster.voter_ids)
+    rng.shuffle(voters)
+    minority, majority = voters[:2], voters[2:]
+    cluster.network.partition(minority, majority)
+    _progress(cluster, majority, what="majority side of a 2|3 split")
+    if max(cluster.committed(i) for i in minority) >= min(cluster.committed(i) for i in majority):
+        from pykraft.sim.state_machine import InvariantViolation
+
+        raise InvariantViolation("MajorityProgress", "the minority side committed as much")
+    cluster.network.heal()
+    _progress(cluster, what="everyone after healing")
+
+
+def back_to_back_failures(cluster: Cluster, rng: random.Random) -> None:
+    first = _elect(cluster)
+    cluster.network.isolate(first, cluster.nodes)
+    second = _new_leader(cluster, first, "leader after the first is isolated")
+    cluster.network.heal()
+    cluster.network.isolate(second, cluster.nodes)
+    _new_leader(cluster, second, "leader after the second is isolated")
+    cluster.network.heal()
+    _progress(cluster, what="everyone after two leader failures")
+
+
+def committed_data_loss(cluster: Cluster, rng: random.Random) -> None:
+    _elect(cluster)
+    victim = rng.choice(sorted(cluster.voter_ids))
+    cluster.kill(victim)
+    cluster.wipe(victim)
+    cluster.start(victim)
+    _progress(cluster, what=f"node {victim} recovers its lost committed data")
+
+
+PING_PONG_EDGES = ((0, 2), (1, 3), (2, 3), (2, 4), (3, 4))
+
+
+def stable_leadership(cluster: Cluster, rng: random.Random) -> None:
+    """KIP-996's topology: without pre-vote, nodes 1 and 3 would steal leadership in turn."""
+    leader = _elect(cluster)
+    others = [i for i in sorted(cluster.voter_ids) if i != leader]
+    rng.shuffle(others)
+    roles = {2: leader, 0: others[0], 1: others[1], 3: others[2], 4: others[3]}
+    cluster.network.allow_only(cluster.voter_ids,
+                               [(roles[a], roles[b]) for a, b in PING_PONG_EDGES])
+    leader_client = cluster.leader()
+    assert leader_client is not None
+    cluster.invariants.append(StableLeadership(leader, leader_client.epoch))
+    target = cluster.committed(leader) + 3 * PROGRESS
+    cluster.run_until(lambda: cluster.committed(leader) >= target, PHASE_MS,
+                      what="leader keeps committing through the ping-pong topology")
+    cluster.run_for(2 * cluster.config.fetch_timeout_ms)
+
+
+def _loss_invariants() -> list[Invariant]:
+    return [SingleLeader(), MonotonicHighWatermark()]
+
+
+def _voters(low: int, high: int, max_observers: int) -> Callable[[random.Random], tuple[int, int]]:
+    return lambda rng: (rng.randint(low, high), rng.randint(0, max_observers))
+
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("initial-election", "1-5 voters, 0-5 observers elect and commit",
+             _voters(1, 5, 5), initial_election),
+    Scenario("leader-failure", "leader killed or stopped; new leader; old one catches up",
+             _voters(3, 5, 2), leader_failure),
+    Scenario("all-killed", "every node killed, a majority restarted",
+             _voters(3, 5, 2), all_killed),
+    Scenario("leader-partitioned", "leader cut off; majority elects and commits; heal",
+             _voters(3, 5, 2), leader_partitioned),
+    Scenario("majority-split", "5 voters split 2|3; only the majority commits; heal",
+             lambda rng: (5, rng.randint(0, 2)), majority_split),
+    Scenario("back-to-back-failures", "two leaders isolated one after the other",
+             _voters(3, 5, 2), back_to_back_failures),
+    Scenario("committed-data-loss", "one node loses its whole disk and recovers",
+             _voters(3, 5, 2), committed_data_loss, _loss_invariants),
+    Scenario("stable-leadership", "pre-vote keeps the leader in the ping-pong topology",
+             lambda rng: (5, 0), stable_leadership),
+)}

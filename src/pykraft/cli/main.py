@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from pykraft.cli.dump_log import dump_log
+from pykraft.cli.storage import storage_app
+
 app = typer.Typer(
     name="pykraft",
     help="Apache Kafka's KRaft metadata quorum in Python.",
@@ -24,3 +27,7 @@ def version() -> None:
     from pykraft import __version__
 
     typer.echo(__version__)
+
+
+app.command("dump-log")(dump_log)
+app.add_typer(storage_app, name="storage")

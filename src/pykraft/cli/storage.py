@@ -1,0 +1,112 @@
+"""``pykraft storage``: Kafka's ``kafka-storage.sh`` (format, info, random-uuid)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pykraft.config.server import ServerConfig
+from pykraft.errors import PyKraftError
+from pykraft.features import DEFAULT_METADATA_VERSION, parse_release_version
+from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.tools.storage_tool import (
+    FormatRequest,
+    QuorumMode,
+    format_storage,
+    parse_feature,
+    storage_info,
+)
+
+storage_app = typer.Typer(
+    help="Format and inspect KRaft storage directories (kafka-storage.sh).",
+    no_args_is_help=True,
+)
+
+ConfigOption = Annotated[
+    Path, typer.Option("--config", "-c", help="The server's .properties file.")
+]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(1)
+
+
+@storage_app.command("random-uuid")
+def random_uuid_command() -> None:
+    """Print a random UUID usable as a cluster id or directory id."""
+    typer.echo(uuid_to_str(random_uuid()))
+
+
+@storage_app.command("format")
+def format_command(
+    config: ConfigOption,
+    cluster_id: Annotated[
+        str, typer.Option("--cluster-id", "-t", help="Cluster id (pykraft storage random-uuid).")
+    ],
+    standalone: Annotated[
+        bool, typer.Option("--standalone", "-s", help="This controller is the only initial voter.")
+    ] = False,
+    initial_controllers: Annotated[
+        str | None,
+        typer.Option("--initial-controllers", "-I", help="Initial voters id@host:port:dirId,..."),
+    ] = None,
+    no_initial_controllers: Annotated[
+        bool,
+        typer.Option("--no-initial-controllers", "-N", help="Join an existing dynamic quorum."),
+    ] = False,
+    release_version: Annotated[
+        str,
+        typer.Option("--release-version", "-r", help="metadata.version, e.g. 3.9-IV0 or 3.9."),
+    ] = DEFAULT_METADATA_VERSION.name,
+    feature: Annotated[
+        list[str] | None, typer.Option("--feature", "-f", help="name=level, e.g. kraft.version=1.")
+    ] = None,
+    ignore_formatted: Annotated[
+        bool, typer.Option("--ignore-formatted", "-g", help="Skip directories already formatted.")
+    ] = False,
+) -> None:
+    """Format the node's log directories (meta.properties, bootstrap.checkpoint, voters)."""
+    chosen = [standalone, initial_controllers is not None, no_initial_controllers]
+    if sum(chosen) > 1:
+        raise _fail(
+            "only one of --standalone, --initial-controllers and --no-initial-controllers "
+            "may be given"
+        )
+    mode = QuorumMode.STATIC
+    if standalone:
+        mode = QuorumMode.STANDALONE
+    elif initial_controllers is not None:
+        mode = QuorumMode.INITIAL_CONTROLLERS
+    elif no_initial_controllers:
+        mode = QuorumMode.NO_INITIAL_CONTROLLERS
+    try:
+        request = FormatRequest(
+            config=ServerConfig.load(config),
+            cluster_id=cluster_id,
+            mode=mode,
+            initial_controllers=initial_controllers,
+            release_version=parse_release_version(release_version),
+            features=tuple(parse_feature(f) for f in feature or ()),
+            ignore_formatted=ignore_formatted,
+        )
+        lines = format_storage(request)
+    except PyKraftError as exc:
+        raise _fail(str(exc)) from None
+    for line in lines:
+        typer.echo(line)
+
+
+@storage_app.command("info")
+def info_command(config: ConfigOption) -> None:
+    """Describe the node's log directories and report any problem (exit 1)."""
+    try:
+        info = storage_info(ServerConfig.load(config))
+    except PyKraftError as exc:
+        raise _fail(str(exc)) from None
+    for line in info.lines:
+        typer.echo(line)
+    if not info.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,1 @@
+"""The logic behind pykraft's Kafka-style tools; ``pykraft.cli`` only parses arguments."""

@@ -209,9 +209,8 @@ def decode_records(header: BatchHeader, data: bytes, position: int = 0) -> list[
     base_ts = header.base_timestamp
     max_delta = header.last_offset_delta
     pos = HEADER_SIZE
-    index = 0
     try:
-        for index in range(header.records_count):
+        for _ in range(header.records_count):
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
@@ -251,11 +250,11 @@ def decode_records(header: BatchHeader, data: bytes, position: int = 0) -> list[
                           attributes))
     except CorruptRecordError as exc:
         raise CorruptRecordError(
-            f"batch at offset {base_off}, record {index}: {exc}", position=position
+            f"batch at offset {base_off}, record {len(records)}: {exc}", position=position
         ) from None
     except IndexError:
         raise CorruptRecordError(
-            f"batch at offset {base_off}, record {index}: runs past the end of the batch",
+            f"batch at offset {base_off}, record {len(records)}: runs past the end of the batch",
             position=position,
         ) from None
     if pos != end:

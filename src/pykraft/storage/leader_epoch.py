@@ -56,10 +56,11 @@ class LeaderEpochCache:
         keep = len(self._epochs)
         while keep and (self._epochs[keep - 1] >= epoch or self._starts[keep - 1] >= start_offset):
             keep -= 1
-        if keep < len(self._epochs):
+        removed = self.entries[keep:]
+        if len(removed) > 1 or (removed and removed[0][1] != start_offset):
             log.warning("leader epoch entry (%d, %d) replaces non-monotonic entries %s",
-                        epoch, start_offset, self.entries[keep:])
-            del self._epochs[keep:], self._starts[keep:]
+                        epoch, start_offset, removed)
+        del self._epochs[keep:], self._starts[keep:]
         self._epochs.append(epoch)
         self._starts.append(start_offset)
         return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pykraft.cli.dump_log import dump_log
+from pykraft.cli.sim import sim_app
 from pykraft.cli.storage import storage_app
 
 app = typer.Typer(
@@ -31,3 +32,4 @@ def version() -> None:
 
 app.command("dump-log")(dump_log)
 app.add_typer(storage_app, name="storage")
+app.add_typer(sim_app, name="sim")

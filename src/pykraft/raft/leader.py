@@ -7,15 +7,12 @@ entries of older epochs it has not yet proven committed.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from pykraft.raft.config import OBSERVER_SESSION_TIMEOUT_MS, QuorumConfig
 from pykraft.raft.voters import VoterSet
 from pykraft.records.batch import encode_batch
-from pykraft.records.varint import encode_uvarint
-
-LEADER_CHANGE_TYPE = 2
+from pykraft.records.control import LeaderChangeMessage, LeaderChangeVoter, encode_control
 
 
 @dataclass(slots=True)
@@ -123,22 +120,10 @@ def leader_change_batch(
     timestamp: int,
 ) -> bytes:
     """The start-of-epoch control batch holding one LeaderChange record (value version 0)."""
-    key = struct.pack(">hh", 0, LEADER_CHANGE_TYPE)
-    return encode_batch(
-        base_offset, [(key, _leader_change_value(leader_id, list(voters), sorted(granting)))],
-        partition_leader_epoch=epoch, timestamp=timestamp, control=True,
+    message = LeaderChangeMessage(
+        version=0, leader_id=leader_id,
+        voters=tuple(LeaderChangeVoter(voter_id=v) for v in voters),
+        granting_voters=tuple(LeaderChangeVoter(voter_id=v) for v in sorted(granting)),
     )
-
-
-def _leader_change_value(leader_id: int, voters: list[int], granting: list[int]) -> bytes:
-    """LeaderChangeMessage v0, flexible: Version, LeaderId, Voters[], GrantingVoters[].
-
-    Private stand-in until ``pykraft.records.control`` provides the shared encoder.
-    """
-    out = bytearray(struct.pack(">hi", 0, leader_id))
-    for ids in (voters, granting):
-        out += encode_uvarint(len(ids) + 1)
-        for voter in ids:
-            out += struct.pack(">i", voter) + b"\x00"
-    out += b"\x00"
-    return bytes(out)
+    return encode_batch(base_offset, [encode_control(message)], partition_leader_epoch=epoch,
+                        timestamp=timestamp, control=True)

@@ -14,10 +14,12 @@ from pykraft.records.batch import RecordBatch, iter_batches
 
 
 class MemoryLog:
-    """Batches in a list; epoch start offsets derived from batch headers."""
+    """Batches in a list, with their end offsets and the epoch start offsets alongside."""
 
     def __init__(self) -> None:
         self._batches: list[RecordBatch] = []
+        self._ends: list[int] = []  # exclusive end offset of each batch
+        self._epochs: list[tuple[int, int]] = []  # (epoch, start offset), epochs ascending
         self._flushed = 0
 
     @property
@@ -26,7 +28,7 @@ class MemoryLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self._batches[-1].last_offset + 1 if self._batches else 0
+        return self._ends[-1] if self._ends else 0
 
     @property
     def flushed_offset(self) -> int:
@@ -34,7 +36,7 @@ class MemoryLog:
 
     @property
     def last_fetched_epoch(self) -> int:
-        return self._batches[-1].epoch if self._batches else 0
+        return self._epochs[-1][0] if self._epochs else 0
 
     @property
     def batches(self) -> tuple[RecordBatch, ...]:
@@ -53,15 +55,24 @@ class MemoryLog:
                 raise StorageError(f"append of epoch {batch.epoch} after epoch {epoch}")
             expected = batch.last_offset + 1
             epoch = batch.epoch
-        self._batches.extend(parsed)
+        for batch in parsed:
+            if not self._epochs or self._epochs[-1][0] != batch.epoch:
+                self._epochs.append((batch.epoch, batch.base_offset))
+            self._batches.append(batch)
+            self._ends.append(batch.last_offset + 1)
 
     def truncate_to(self, offset: int) -> None:
-        keep = bisect.bisect_left([b.last_offset for b in self._batches], offset)
+        """Drop batches ending after ``offset`` (a batch is kept or dropped whole)."""
+        keep = bisect.bisect_right(self._ends, offset)
         del self._batches[keep:]
-        self._flushed = min(self._flushed, self.log_end_offset)
+        del self._ends[keep:]
+        end = self.log_end_offset
+        while self._epochs and self._epochs[-1][1] >= end:
+            self._epochs.pop()
+        self._flushed = min(self._flushed, end)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        start = bisect.bisect_right([b.last_offset for b in self._batches], offset - 1)
+        start = bisect.bisect_right(self._ends, offset)
         out = bytearray()
         for batch in self._batches[start:]:
             if out and len(out) + len(batch.data) > max_bytes:
@@ -71,20 +82,17 @@ class MemoryLog:
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         lower_epoch = 0
-        current = -1
-        for batch in self._batches:
-            if batch.epoch != current:
-                if batch.epoch > epoch:
-                    return OffsetAndEpoch(batch.base_offset, lower_epoch)
-                lower_epoch = current = batch.epoch
+        for start_epoch, start_offset in self._epochs:
+            if start_epoch > epoch:
+                return OffsetAndEpoch(start_offset, lower_epoch)
+            lower_epoch = start_epoch
         return OffsetAndEpoch(self.log_end_offset, self.last_fetched_epoch)
 
     def flush(self, up_to_offset: int) -> None:
         """Make whole batches durable up to ``up_to_offset`` (a batch is never half durable)."""
-        ends = [b.last_offset + 1 for b in self._batches]
-        index = bisect.bisect_right(ends, up_to_offset)
+        index = bisect.bisect_right(self._ends, up_to_offset)
         if index:
-            self._flushed = max(self._flushed, ends[index - 1])
+            self._flushed = max(self._flushed, self._ends[index - 1])
 
     def lose_unflushed(self) -> None:
         """What a crash does: everything after the flushed mark disappears."""
@@ -92,5 +100,4 @@ class MemoryLog:
 
     def wipe(self) -> None:
         """What losing the whole disk does."""
-        self._batches.clear()
-        self._flushed = 0
+        self.truncate_to(0)

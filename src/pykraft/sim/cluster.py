@@ -43,6 +43,7 @@ class SimNode:
     machine: CounterMachine | None = None
     incarnation: int = 0
     tick_at: int | None = None
+    last_state: tuple[str, int] = ("", -1)
 
 
 class Cluster:
@@ -144,7 +145,7 @@ class Cluster:
 
     # -- driving ----------------------------------------------------------------------
 
-    def schedule_appends(self, every_ms: int = 20) -> None:
+    def schedule_appends(self, every_ms: int = 50) -> None:
         """The workload: the leader appends one counter record every ``every_ms``."""
         def action() -> None:
             leader = self.leader()
@@ -195,7 +196,6 @@ class Cluster:
         client = node.client
         if client is None:
             return
-        before = (client.state.name, client.epoch)
         ready = client.ready()
         now = self.queue.now_ms
         incarnation = node.incarnation
@@ -214,8 +214,9 @@ class Cluster:
             at = ready.next_tick_ms
             self.queue.schedule(at, f"tick {node.node_id}",
                                 lambda: self._tick(node, incarnation, at))
-        after = (client.state.name, client.epoch)
+        before, after = node.last_state, (client.state.name, client.epoch)
         if after != before:
+            node.last_state = after
             if after[0] == "Leader":
                 self.elections += 1
             self._log(f"node {node.node_id}: {before[0]}@{before[1]} -> {after[0]}@{after[1]}")

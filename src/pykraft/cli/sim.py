@@ -1,0 +1,113 @@
+"""``pykraft sim``: replay one simulated run with a trace, or sweep many seeds in parallel."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections import defaultdict
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+from rich.table import Table
+
+from pykraft.sim.runner import RunResult, run_scenario
+from pykraft.sim.scenarios import SCENARIOS
+
+sim_app = typer.Typer(help="Deterministic simulation of a KRaft quorum.", no_args_is_help=True)
+
+
+def _scenario_names(scenario: str) -> list[str]:
+    if scenario == "all":
+        return list(SCENARIOS)
+    if scenario not in SCENARIOS:
+        raise typer.BadParameter(
+            f"unknown scenario {scenario!r}; choose all or one of: {', '.join(SCENARIOS)}"
+        )
+    return [scenario]
+
+
+def _seed_range(text: str) -> range:
+    start, sep, end = text.partition(":")
+    try:
+        return range(int(start), int(end)) if sep else range(int(start), int(start) + 1)
+    except ValueError:
+        raise typer.BadParameter(
+            f"seeds must look like A:B (end exclusive), got {text!r}"
+        ) from None
+
+
+@sim_app.command("run")
+def run(
+    scenario: Annotated[str, typer.Option(help="Scenario name.")],
+    seed: Annotated[int, typer.Option(help="Seed of the run.")],
+    trace: Annotated[bool, typer.Option("--trace", help="Print every event.")] = False,
+) -> None:
+    """Replay one scenario with one seed; exit code 1 if an invariant is violated."""
+    (name,) = _scenario_names(scenario)
+    result = run_scenario(name, seed, trace=typer.echo if trace else None)
+    typer.echo(
+        f"{name} seed {seed}: {result.events} events, {result.elections} elections, "
+        f"{result.simulated_ms / 1000:.1f} simulated s in {result.wall_s:.2f} wall s"
+    )
+    if result.violation:
+        typer.echo(f"VIOLATION {result.violation}", err=True)
+        raise typer.Exit(1)
+
+
+def _run_task(task: tuple[str, int]) -> RunResult:
+    return run_scenario(*task)
+
+
+@sim_app.command("sweep")
+def sweep(
+    scenario: Annotated[str, typer.Option(help="Scenario name or 'all'.")] = "all",
+    seeds: Annotated[str, typer.Option(help="Seed range A:B (end exclusive).")] = "0:100",
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+) -> None:
+    """Run every (scenario, seed) pair; exit code 1 if any run violates an invariant."""
+    names = _scenario_names(scenario)
+    tasks = [(name, seed) for name in names for seed in _seed_range(seeds)]
+    console = Console()
+    results: list[RunResult] = []
+    started = time.perf_counter()
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress, multiprocessing.Pool(workers) as pool:
+        bar = progress.add_task("simulating", total=len(tasks))
+        for result in pool.imap_unordered(_run_task, tasks, chunksize=4):
+            results.append(result)
+            progress.advance(bar)
+            if result.violation:
+                console.print(f"[red]VIOLATION[/red] {result.scenario} seed {result.seed}: "
+                              f"{result.violation}\n  replay: {result.replay_command}")
+    wall = time.perf_counter() - started
+    _print_summary(console, results, wall)
+    if any(r.violation for r in results):
+        raise typer.Exit(1)
+
+
+def _print_summary(console: Console, results: list[RunResult], wall: float) -> None:
+    by_name: dict[str, list[RunResult]] = defaultdict(list)
+    for result in results:
+        by_name[result.scenario].append(result)
+    table = Table(title="simulation sweep")
+    table.add_column("scenario", no_wrap=True)
+    for column in ("runs", "violations", "events/run", "elections", "sim s", "wall s"):
+        table.add_column(column, justify="right")
+    for name, runs in by_name.items():
+        table.add_row(
+            name, str(len(runs)), str(sum(1 for r in runs if r.violation)),
+            f"{sum(r.events for r in runs) / len(runs):.0f}",
+            str(sum(r.elections for r in runs)),
+            f"{sum(r.simulated_ms for r in runs) / 1000:.0f}",
+            f"{sum(r.wall_s for r in runs):.1f}",
+        )
+    console.print(table)
+    simulated = sum(r.simulated_ms for r in results) / 1000
+    console.print(
+        f"{len(results)} runs, {sum(1 for r in results if r.violation)} violations, "
+        f"{simulated:.0f} simulated s in {wall:.1f} wall s: "
+        f"{simulated / wall if wall else 0:.0f} simulated s per wall s"
+    )

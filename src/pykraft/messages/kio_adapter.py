@@ -1,11 +1,11 @@
 """Tolerant decoding of the ``kio`` protocol classes.
 
 kio's native reader is fast but raises ``KeyError`` on an unknown tagged field (which Kafka
-peers may legally send: newer versions add tags) and assorted untyped exceptions on bad bytes.
-:func:`decode_kio` tries the native reader first and, if it fails for any reason, decodes
-again with this package's codec, whose schema is built from the kio dataclass's own field
-metadata; that reader skips unknown tags, and when it fails too the failure is the typed
-:class:`~pykraft.errors.MessageDecodeError` with the field path.
+peers may legally send: newer versions add tags), assorted untyped exceptions on bad bytes,
+and can abort the whole process on a hostile array count (see :func:`decode_kio`). The
+tolerant reader here is this package's codec driven by a schema built from the kio
+dataclass's own field metadata: it skips unknown tags and fails only with the typed
+:class:`~pykraft.errors.MessageDecodeError` naming the field path.
 
 kio conventions mirrored here: a zero UUID reads as ``None``, ``error_code`` fields are
 ``ErrorCode`` members, ``timedelta_*`` fields are timedeltas of milliseconds, ``records`` are
@@ -85,16 +85,25 @@ _SCHEMAS: dict[type, MessageSchema] = {}
 _READERS: dict[type, Reader] = {}
 
 
-def decode_kio(entity_type: type[E], data: bytes) -> tuple[E, int]:
-    """Decode a kio entity at the start of ``data``; returns (entity, bytes consumed)."""
-    try:
-        return entity_reader(entity_type)(data, 0)
-    except Exception:  # kio raises anything on bad input; the fallback decides
-        return decode_kio_fallback(entity_type, data)
+def decode_kio(entity_type: type[E], data: bytes, *, trusted: bool = False) -> tuple[E, int]:
+    """Decode a kio entity at the start of ``data``; returns (entity, bytes consumed).
+
+    kio's native reader is tried first only for ``trusted`` bytes (written by this process):
+    it allocates from array counts before checking them, so a hostile count such as
+    ``ff ff ff ff 0f`` makes it request tens of GiB and the process aborts, which no
+    ``except`` can catch. Bytes from the network always take the tolerant reader.
+    """
+    if trusted:
+        try:
+            return entity_reader(entity_type)(data, 0)
+        except Exception:  # kio raises anything on bad input; the tolerant reader decides
+            pass
+    return decode_kio_tolerant(entity_type, data)
 
 
-def decode_kio_fallback(entity_type: type[E], data: bytes) -> tuple[E, int]:
-    """The tolerant path alone: this codec's reader built from the kio dataclass."""
+def decode_kio_tolerant(entity_type: type[E], data: bytes) -> tuple[E, int]:
+    """This codec's reader built from the kio dataclass: checks every length against the
+    remaining bytes, skips unknown tags, fails only with :class:`MessageDecodeError`."""
     read = _READERS.get(entity_type)
     if read is None:
         try:

@@ -75,15 +75,26 @@ def decode(cls: type[M], version: int, data: bytes | bytearray | memoryview) -> 
 
 
 def decode_from(
-    cls: type[M], version: int, data: bytes, pos: int = 0, end: int | None = None
+    cls: type[M],
+    version: int,
+    data: bytes | bytearray | memoryview,
+    pos: int = 0,
+    end: int | None = None,
 ) -> tuple[M, int]:
     """Parse ``cls`` embedded in ``data`` at ``pos`` (not past ``end``); returns the
     message and the position just after it."""
     read = _TOP_READERS.get((cls, version))
     if read is None:
-        read = top_reader(schema_of(cls), version)
+        schema = schema_of(cls)
+        if schema.valid_versions is None or version not in schema.valid_versions:
+            valid = schema.valid_versions or "none, it is a nested struct"
+            raise MessageDecodeError(
+                f"{cls.__name__}: unsupported version {version} (valid: {valid})", position=pos
+            )
+        read = struct_reader(schema, version, schema.is_flexible(version))[0]
         _TOP_READERS[(cls, version)] = read
-    msg, nxt = run_reader(read, f"{cls.__name__} v{version}", data, pos, end)
+    buf = data if isinstance(data, bytes) else bytes(data)
+    msg, nxt = run_reader(read, f"{cls.__name__} v{version}", buf, pos, end)
     result: M = msg
     return result, nxt
 
@@ -103,19 +114,6 @@ def run_reader(
             path=path,
             position=exc.position,
         ) from None
-
-
-def top_reader(schema: MessageSchema, version: int) -> Reader:
-    """A reader for a top-level message; an unsupported version fails at decode time with
-    the typed error (the bytes came from outside and named that version)."""
-    if schema.valid_versions is None or version not in schema.valid_versions:
-        valid = schema.valid_versions or "none, it is a nested struct"
-
-        def reject(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
-            raise FieldDecodeError(f"unsupported version {version} (valid: {valid})", pos)
-
-        return reject
-    return struct_reader(schema, version, schema.is_flexible(version))[0]
 
 
 def struct_reader(schema: MessageSchema, version: int, flexible: bool) -> tuple[Reader, int]:

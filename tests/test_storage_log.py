@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -77,6 +78,51 @@ def test_append_flush_read(log_dir: Path) -> None:
 
 def _flip_last(data: bytes) -> bytes:
     return data[:-1] + bytes([data[-1] ^ 1])
+
+
+def test_group_commit_one_fsync_per_flush(log_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    with MetadataLog.open(log_dir) as log:
+        log.append(batch(0))
+        log.flush()
+        monkeypatch.setattr(os, "fsync", counting_fsync)
+        for offset in range(1, 11):
+            log.append(batch(offset))
+        assert synced == []  # appends never fsync
+        assert log.flush() == 11
+        assert len(synced) == 1  # one fsync for ten appends; the epoch checkpoint is unchanged
+        (log_dir / "leader-epoch-checkpoint").unlink()
+        assert log.flush() == 11
+        assert len(synced) == 1  # nothing new: no fsync and no checkpoint rewrite
+        assert not (log_dir / "leader-epoch-checkpoint").exists()
+
+
+def test_roll_makes_the_old_segment_durable(log_dir: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    with MetadataLog.open(log_dir, segment_bytes=2 * len(batch(0))) as log:
+        log.append(batch(0))
+        log.flush()
+        monkeypatch.setattr(os, "fsync", counting_fsync)
+        log.append(batch(1))
+        assert synced == []
+        log.append(batch(2))  # rolls: the unflushed segment 0 is fsynced first
+        assert log.segment_base_offsets == [0, 2]
+        assert len(synced) == 1
+        log.flush()
+        assert len(synced) == 3  # then only the new segment and the directory
 
 
 @pytest.mark.parametrize(

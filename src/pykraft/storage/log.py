@@ -403,12 +403,21 @@ class MetadataLog:
         return self._flushed
 
     def roll(self) -> None:
-        """Start a new segment at the log end offset (no-op if the active one is empty)."""
+        """Start a new segment at the log end offset (no-op if the active one is empty).
+
+        Appends roll by themselves once the active segment would exceed ``segment_bytes``.
+        """
         self._check_open()
         if self._segments[-1].size:
             self._roll()
 
     def _roll(self) -> _Segment:
+        # The old segment is made durable before a newer one can exist, so after a crash
+        # only the last segment can have a torn tail (which recovery then repairs).
+        old = self._segments[-1]
+        if old in self._unflushed:
+            os.fsync(old.fd)
+            self._unflushed.remove(old)
         base = self.log_end_offset
         path = self._directory / segment_name(base)
         try:

@@ -41,7 +41,10 @@ def test_names() -> None:
     assert parse_snapshot_name(snapshot.file_name + ".part") == (snapshot, ".checkpoint.part")
     assert parse_snapshot_name(snapshot.file_name + ".deleted") == (snapshot,
                                                                     ".checkpoint.deleted")
-    for other in ["bootstrap.checkpoint", "00000000000000001234.log", "1234-5.checkpoint",
+    kafka_partial = "00000000000000001234-0000000005-8371937462.checkpoint.part"
+    assert parse_snapshot_name(kafka_partial) == (snapshot, ".checkpoint.part")
+    for other in ["bootstrap.checkpoint", "00000000000000001234-0000000005-1.checkpoint",
+                  "00000000000000001234.log", "1234-5.checkpoint",
                   "00000000000000001234-9999999999.checkpoint", "quorum-state",
                   snapshot.file_name + ".tmp"]:
         assert parse_snapshot_name(other) is None
@@ -166,6 +169,7 @@ def test_housekeeping(tmp_path: Path) -> None:
         SnapshotId(10, 1).file_name: b"a",
         SnapshotId(20, 2).file_name: b"b",
         SnapshotId(30, 3).file_name + ".part": b"c",
+        "00000000000000000040-0000000003-123456.checkpoint.part": b"c",
         SnapshotId(5, 1).file_name + ".deleted": b"d",
         "bootstrap.checkpoint": b"e",
         "00000000000000000000.log": b"",

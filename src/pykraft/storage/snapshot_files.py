@@ -37,7 +37,10 @@ from pykraft.storage.fsutil import fsync_dir
 CHECKPOINT_SUFFIX = ".checkpoint"
 PART_SUFFIX = CHECKPOINT_SUFFIX + ".part"
 DELETED_SUFFIX = CHECKPOINT_SUFFIX + ".deleted"
-_NAME = re.compile(r"([0-9]{20})-([0-9]{10})(\.checkpoint(?:\.part|\.deleted)?)")
+# Kafka names its partial files with Files.createTempFile("<id>-", ".checkpoint.part"),
+# which inserts random digits; ours carry no infix.
+_NAME = re.compile(r"([0-9]{20})-([0-9]{10})(?:(-[0-9]*)(?=\.checkpoint\.part$))?"
+                   r"(\.checkpoint(?:\.part|\.deleted)?)")
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -61,7 +64,7 @@ def parse_snapshot_name(name: str) -> tuple[SnapshotId, str] | None:
     match = _NAME.fullmatch(name)
     if match is None or int(match.group(2)) >= 2**31:
         return None
-    return SnapshotId(int(match.group(1)), int(match.group(2))), match.group(3)
+    return SnapshotId(int(match.group(1)), int(match.group(2))), match.group(4)
 
 
 def list_snapshots(directory: Path) -> list[SnapshotId]:

@@ -41,19 +41,22 @@ from pykraft.protocol.header import RequestHeader
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 st.register_type_strategy(
     i64Timedelta,
-    st.integers(-(2**50), 2**50).map(lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms))),
+    st.integers(-(2**50), 2**50).map(
+        lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms))
+    ),
 )
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 
 
-def _all_subclasses(cls: type) -> Iterator[type]:
+def _all_subclasses(cls: Any) -> Iterator[Any]:
     for sub in cls.__subclasses__():
         yield sub
         yield from _all_subclasses(sub)
 
 
 def _kafka_python_classes() -> dict[tuple[int, str], Any]:
+    """kafka-python's message classes by (api key, "request"/"response")."""
     for module in pkgutil.walk_packages(kafka.protocol.__path__, "kafka.protocol."):
         if ".old" not in module.name:
             importlib.import_module(module.name)

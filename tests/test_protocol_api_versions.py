@@ -1,0 +1,104 @@
+"""ApiVersions responses, the KIP-511 fallback reply, and version negotiation."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.protocol.metadata import ApiVersionsResponse as KafkaPythonApiVersionsResponse
+
+from pykraft.errors import UnsupportedVersionError
+from pykraft.protocol.api_versions import (
+    FeatureRange,
+    api_versions_response,
+    encode_unsupported_version_reply,
+    listener_ranges,
+    negotiate,
+    ranges_from_response,
+    unsupported_version_response,
+)
+from pykraft.protocol.apis import ApiKey, Listener, specs_for_listener
+from pykraft.protocol.codec import decode_request, decode_response, encode_response
+from pykraft.protocol.errors import ErrorCode
+
+
+def test_response_lists_the_listener_apis() -> None:
+    for listener in Listener:
+        for version in range(5):
+            body = api_versions_response(listener, version)
+            assert body.error_code == ErrorCode.none
+            assert ranges_from_response(body) == listener_ranges(listener)
+            assert len(body.api_keys) == len(specs_for_listener(listener))
+
+
+def test_features_and_throttle_on_the_wire() -> None:
+    features = [FeatureRange("metadata.version", 7, 25), FeatureRange("kraft.version", 0, 1)]
+    finalized = [FeatureRange("metadata.version", 1, 21)]
+    body = api_versions_response(
+        Listener.CONTROLLER,
+        4,
+        throttle_time_ms=12,
+        supported_features=features,
+        finalized_features_epoch=33,
+        finalized_features=finalized,
+    )
+    wire = encode_response(5, 18, 4, body)
+    decoded = KafkaPythonApiVersionsResponse.decode(wire, version=4, header=True)
+    assert decoded.throttle_time_ms == 12
+    assert [(f.name, f.min_version, f.max_version) for f in decoded.supported_features] == [
+        ("metadata.version", 7, 25),
+        ("kraft.version", 0, 1),
+    ]
+    assert decoded.finalized_features_epoch == 33
+    assert [
+        (f.name, f.min_version_level, f.max_version_level) for f in decoded.finalized_features
+    ] == [("metadata.version", 1, 21)]
+
+
+def test_v3_drops_features_with_minimum_zero() -> None:
+    features = [FeatureRange("metadata.version", 7, 25), FeatureRange("kraft.version", 0, 1)]
+    body = api_versions_response(Listener.BROKER, 3, supported_features=features)
+    assert [feature.name for feature in body.supported_features] == ["metadata.version"]
+
+
+def test_versions_below_3_have_no_feature_fields() -> None:
+    body = api_versions_response(
+        Listener.BROKER, 2, supported_features=[FeatureRange("metadata.version", 7, 25)]
+    )
+    assert not hasattr(body, "supported_features")
+
+
+def test_unsupported_version_reply_bytes() -> None:
+    wire = encode_unsupported_version_reply(0x63, Listener.CONTROLLER)
+    entries = b"".join(
+        spec.key.to_bytes(2, "big")
+        + spec.min_version.to_bytes(2, "big")
+        + spec.max_version.to_bytes(2, "big")
+        for spec in specs_for_listener(Listener.CONTROLLER)
+    )
+    count = len(specs_for_listener(Listener.CONTROLLER)).to_bytes(4, "big")
+    assert wire == bytes.fromhex("00000063") + bytes.fromhex("0023") + count + entries
+    assert bytes.fromhex("001200000004") in entries
+    assert unsupported_version_response(Listener.CONTROLLER).error_code == 35
+
+
+def test_unsupported_api_versions_request_flow() -> None:
+    """A v127 ApiVersions request: the server learns the correlation id and answers v0."""
+    with pytest.raises(UnsupportedVersionError) as caught:
+        decode_request(bytes.fromhex("0012007f00000042000474657374"))
+    assert caught.value.correlation_id == 0x42
+    reply = encode_unsupported_version_reply(caught.value.correlation_id, Listener.BROKER)
+    for asked in (0, 3, 4):  # whatever the client asked for, the reply reads as v0
+        frame = decode_response(18, asked, reply)
+        assert (frame.correlation_id, frame.api_version) == (0x42, 0)
+        assert frame.body.error_code == ErrorCode.unsupported_version
+        assert ranges_from_response(frame.body)[ApiKey.API_VERSIONS] == (0, 4)
+
+
+def test_negotiate_picks_highest_common_version() -> None:
+    ours = {52: (0, 2), 53: (0, 1), 1: (4, 18), 60: (0, 2)}
+    theirs = {52: (0, 1), 53: (2, 3), 1: (0, 17)}
+    assert negotiate(ours, theirs) == {52: 1, 53: None, 1: 17, 60: None}
+
+
+def test_negotiate_with_ourselves_is_our_maximum() -> None:
+    ranges = listener_ranges(Listener.CONTROLLER)
+    assert negotiate(ranges, ranges) == {key: high for key, (_, high) in ranges.items()}

@@ -1,0 +1,65 @@
+"""The API table agrees with kio's schemas and with Kafka 4.x's version floors."""
+
+from __future__ import annotations
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
+
+from pykraft.protocol.apis import API_SPECS, ApiKey, Listener, api_spec, specs_for_listener
+
+
+@pytest.mark.parametrize("spec", API_SPECS.values(), ids=lambda spec: spec.key.name)
+def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -> None:
+    for version in spec.versions:  # type: ignore[attr-defined]
+        for load in (load_request_schema, load_response_schema):
+            schema = load(spec.key, version)  # type: ignore[attr-defined]
+            assert schema.__flexible__ == spec.is_flexible(version)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("spec", API_SPECS.values(), ids=lambda spec: spec.key.name)
+def test_range_is_everything_kio_has(spec: object) -> None:
+    kio_versions = sorted(schema_name_map[api_key_map[spec.key]])  # type: ignore[attr-defined]
+    assert list(spec.versions) == kio_versions  # type: ignore[attr-defined]
+
+
+def test_kip_896_floors_and_kraft_ranges() -> None:
+    expected = {
+        ApiKey.FETCH: (4, 18),
+        ApiKey.CREATE_TOPICS: (2, 7),
+        ApiKey.DELETE_TOPICS: (1, 6),
+        ApiKey.DESCRIBE_CONFIGS: (1, 4),
+        ApiKey.ALTER_PARTITION: (2, 3),
+        ApiKey.METADATA: (0, 13),
+        ApiKey.VOTE: (0, 2),
+        ApiKey.BROKER_HEARTBEAT: (0, 2),
+        ApiKey.ADD_RAFT_VOTER: (0, 1),
+        ApiKey.API_VERSIONS: (0, 4),  # Kafka has 0-5; kio stops at 4
+    }
+    for key, versions in expected.items():
+        spec = API_SPECS[key]
+        assert (spec.min_version, spec.max_version) == versions
+
+
+def test_flexibility_traps() -> None:
+    assert not API_SPECS[ApiKey.BEGIN_QUORUM_EPOCH].is_flexible(0)
+    assert API_SPECS[ApiKey.BEGIN_QUORUM_EPOCH].is_flexible(1)
+    assert API_SPECS[ApiKey.VOTE].is_flexible(0)
+    assert not API_SPECS[ApiKey.SASL_HANDSHAKE].is_flexible(1)
+
+
+def test_listeners() -> None:
+    controller = {spec.key for spec in specs_for_listener(Listener.CONTROLLER)}
+    broker = {spec.key for spec in specs_for_listener(Listener.BROKER)}
+    assert {52, 53, 54, 56, 59, 62, 63, 70, 82}.isdisjoint(broker)
+    assert {52, 53, 54, 59, 62, 63, 70, 80, 81, 82} <= controller
+    assert ApiKey.METADATA not in controller
+    assert {3, 18, 19, 20, 55, 80, 81} <= broker
+    assert controller | broker == set(API_SPECS)
+    keys = [spec.key for spec in specs_for_listener(Listener.BROKER)]
+    assert keys == sorted(keys)
+
+
+def test_unknown_api_has_no_spec() -> None:
+    assert api_spec(7) is None
+    assert api_spec(52) is API_SPECS[ApiKey.VOTE]

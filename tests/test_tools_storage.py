@@ -177,3 +177,9 @@ def test_random_uuid_is_a_kafka_uuid() -> None:
     assert result.exit_code == 0
     assert re.fullmatch(r"[A-Za-z0-9_-]{22}\n", result.output)
     assert not result.output.startswith("-")
+
+
+def test_reserved_directory_ids_are_refused(tmp_path: Path) -> None:
+    text = f"1@127.0.0.1:19093:{uuid_to_str(uuid.UUID(int=5))}"
+    with pytest.raises(FormatError, match="reserved directory id"):
+        format_storage(FormatRequest(_config(tmp_path), "c", QuorumMode.INITIAL_CONTROLLERS, text))

@@ -14,23 +14,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pykraft.errors import StorageError
-from pykraft.records.batch import encode_batch, iter_batches
-from pykraft.records.control import (
-    KRaftVersionRecord,
-    SnapshotFooterRecord,
-    SnapshotHeaderRecord,
-    VotersRecord,
-    decode_control,
-    encode_control,
-)
+from pykraft.records.batch import iter_batches
+from pykraft.records.control import KRaftVersionRecord, VotersRecord, decode_control
 from pykraft.records.metadata import (
-    FeatureLevelRecord,
     MetadataRecord,
     decode_metadata_record,
     encode_metadata_record,
 )
 from pykraft.storage.fsutil import atomic_write
-from pykraft.storage.snapshot_files import SnapshotId, SnapshotWriter
+from pykraft.storage.snapshot_files import SnapshotId, snapshot_batches, write_snapshot
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 METADATA_LOG_DIR_NAME = "__cluster_metadata-0"
@@ -40,46 +32,19 @@ Clock = Callable[[], int]
 """Milliseconds since the epoch; called once per batch, as Kafka stamps each batch."""
 
 
-def snapshot_file_bytes(
-    control_after_header: Sequence[object],
-    data_values: Sequence[bytes],
-    *,
-    epoch: int,
-    clock: Clock,
-    last_contained_timestamp: int = 0,
-) -> bytes:
-    """The bytes of a snapshot-format file: header batch, one data batch, footer batch.
-
-    Offsets start at 0 inside the file and every batch carries the snapshot's epoch. Control
-    records that belong with the header (KRaftVersion, Voters) share its batch, as in Kafka.
-    """
-    header = [encode_control(SnapshotHeaderRecord(0, last_contained_timestamp))]
-    header += [encode_control(msg) for msg in control_after_header]
-    out = bytearray(
-        encode_batch(0, header, partition_leader_epoch=epoch, timestamp=clock(), control=True)
-    )
-    offset = len(header)
-    if data_values:
-        out += encode_batch(
-            offset, [(None, v) for v in data_values], partition_leader_epoch=epoch,
-            timestamp=clock(),
-        )
-        offset += len(data_values)
-    out += encode_batch(
-        offset, [encode_control(SnapshotFooterRecord(0))], partition_leader_epoch=epoch,
-        timestamp=clock(), control=True,
-    )
-    return bytes(out)
-
-
 def write_bootstrap_checkpoint(
     directory: Path, records: Sequence[object], *, clock: Clock
 ) -> Path:
-    """Write ``bootstrap.checkpoint`` atomically with the given metadata records."""
-    values = [encode_metadata_record(record, 0 if isinstance(record, FeatureLevelRecord)
-                                     else None) for record in records]
+    """Write ``bootstrap.checkpoint`` atomically with the given metadata records.
+
+    FeatureLevelRecord only exists at version 0; other records use their highest version.
+    """
+    values = [encode_metadata_record(record) for record in records]
     path = directory / BOOTSTRAP_CHECKPOINT
-    atomic_write(path, snapshot_file_bytes((), values, epoch=0, clock=clock))
+    content = snapshot_batches(
+        epoch=0, last_contained_timestamp=0, batches=[values], clock=clock
+    )
+    atomic_write(path, b"".join(content))
     return path
 
 
@@ -106,13 +71,7 @@ def write_bootstrap_voters_snapshot(
     """Write the 0-0 checkpoint holding kraft.version 1 and the initial voter set."""
     partition_dir = metadata_log_dir / METADATA_LOG_DIR_NAME
     partition_dir.mkdir(parents=True, exist_ok=True)
-    content = snapshot_file_bytes(
-        (KRaftVersionRecord(0, 1), voters), (), epoch=0, clock=clock
+    return write_snapshot(
+        partition_dir, BOOTSTRAP_SNAPSHOT_ID, last_contained_timestamp=0, batches=(),
+        clock=clock, header_records=(KRaftVersionRecord(0, 1), voters),
     )
-    writer = SnapshotWriter(partition_dir, BOOTSTRAP_SNAPSHOT_ID)
-    try:
-        writer.append(content)
-        return writer.freeze()
-    except BaseException:
-        writer.abort()
-        raise

@@ -119,6 +119,11 @@ def _required_node_id(props: dict[str, str], key: str, source: str) -> int:
     return value
 
 
+def is_reserved_directory_id(value: uuid.UUID) -> bool:
+    """Kafka reserves the first 100 UUIDs (unassigned, lost, migrating, ...) as directory ids."""
+    return value.int < _RESERVED_DIRECTORY_IDS
+
+
 def _optional_directory_id(props: dict[str, str], source: str) -> uuid.UUID | None:
     text = props.get(DIRECTORY_ID_KEY)
     if text is None:
@@ -127,6 +132,6 @@ def _optional_directory_id(props: dict[str, str], source: str) -> uuid.UUID | No
         value = uuid_from_str(text)
     except InvalidUuidError as exc:
         raise StorageError(f"{source}: {DIRECTORY_ID_KEY}: {exc}") from None
-    if value.int < _RESERVED_DIRECTORY_IDS:
+    if is_reserved_directory_id(value):
         raise StorageError(f"{source}: {DIRECTORY_ID_KEY} {text!r} is a reserved directory id")
     return value

@@ -29,6 +29,7 @@ from pykraft.records.metadata import FeatureLevelRecord
 from pykraft.storage.bootstrap import write_bootstrap_checkpoint, write_bootstrap_voters_snapshot
 from pykraft.storage.meta_properties import (
     MetaProperties,
+    is_reserved_directory_id,
     read_meta_properties,
     write_meta_properties,
 )
@@ -118,6 +119,11 @@ def _initial_voters(request: FormatRequest, voter_dir_id: uuid.UUID) -> list[Vot
             raise FormatError(str(exc)) from None
         if not voters:
             raise FormatError("--initial-controllers needs at least one id@host:port:dirId")
+        for voter in voters:
+            if voter.directory_id and is_reserved_directory_id(voter.directory_id):
+                raise FormatError(
+                    f"reserved directory id for voter {voter.node_id} in --initial-controllers"
+                )
         ids = [v.node_id for v in voters]
         if len(set(ids)) != len(ids):
             raise FormatError(f"duplicate ids in --initial-controllers: {text}")

@@ -20,9 +20,10 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch_snapshot.v0.response import FetchSnapshotResponse
 from kio.schema.types import BrokerId
 from kio.schema.vote.v2.request import VoteRequest
+from kio.schema.vote.v2.response import VoteResponse
 from kio.static.primitive import Records, i32Timedelta, i64Timedelta
 
-from pykraft.errors import UnsupportedVersionError
+from pykraft.errors import MalformedMessageError, UnsupportedVersionError
 from pykraft.protocol.apis import all_versions
 from pykraft.protocol.codec import (
     decode_request,
@@ -272,9 +273,24 @@ def test_body_must_match_header() -> None:
         encode_request(RequestHeader(52, 1, 1, None), body)
 
 
-def test_trailing_bytes_are_rejected() -> None:
-    wire = encode_request(RequestHeader(18, 0, 1, "c"), load_request_schema(18, 0)())
-    decode_request(wire)
-    with pytest.raises(Exception, match="trailing") as caught:
-        decode_request(wire + b"\x00")
-    assert caught.type.__name__ == "MalformedMessageError"
+def test_trailing_request_bytes_are_kept_like_kafka_does() -> None:
+    # confluent-kafka 2.16 (librdkafka 2.16.0), list_topics: Metadata v13, topics=null,
+    # then 3 bytes past the end of the message. Kafka's broker ignores them.
+    wire = (
+        bytes.fromhex("0003000d00000003") + _legacy(b"rdkafka") + bytes.fromhex("0000000000010000")
+    )
+    frame = decode_request(wire)
+    assert frame.body.topics is None
+    assert frame.trailing == bytes.fromhex("010000")
+    assert encode_request(frame.header, frame.body, frame.unknown_tags, frame.trailing) == wire
+
+
+def test_trailing_response_bytes_are_rejected() -> None:
+    wire = encode_response(3, 52, 2, _vote_response())
+    decode_response(52, 2, wire)
+    with pytest.raises(MalformedMessageError, match="trailing"):
+        decode_response(52, 2, wire + b"\x00")
+
+
+def _vote_response() -> VoteResponse:
+    return VoteResponse(error_code=ErrorCode.none, topics=())

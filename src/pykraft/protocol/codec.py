@@ -45,6 +45,9 @@ class RequestFrame:
     api_version: int
     #: Top-level tagged fields no schema defines; kept so the request re-encodes identically.
     unknown_tags: tuple[TaggedField, ...] = ()
+    #: Bytes after the body. Kafka ignores them, and librdkafka 2.16 sends some (Metadata
+    #: v13 "all topics" ends with 3 extra bytes), so they are accepted and kept.
+    trailing: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +87,12 @@ def _body_type(api_key: int, api_version: int, kind: EntityType) -> type:
 
 
 def _decode_body(reader: Reader, body_type: type) -> tuple[Body, tuple[TaggedField, ...]]:
-    """Scan first (bounds, unknown tags), then let kio build the entity from the same bytes."""
+    """Scan first (bounds, unknown tags), then let kio build the entity from the same bytes;
+    the reader is left after the body."""
     start = reader.pos
     scanned = scan_entity(body_type, reader)
-    if reader.remaining:
-        raise reader.fail(f"{reader.remaining} trailing bytes after {body_type.__name__}")
     body: Body
-    body, size = decode_kio(body_type, reader.buf[start:])
+    body, size = decode_kio(body_type, reader.buf[start : reader.pos])
     if size != reader.pos - start:
         raise MalformedMessageError(
             f"{body_type.__name__}: decoder read {size} bytes, structure spans {reader.pos - start}"
@@ -138,18 +140,22 @@ def decode_request(frame: bytes) -> RequestFrame:
         reader, prefix, request_header_version(api_key, api_version, flexible)
     )
     body, unknown = _decode_body(reader, _body_type(api_key, api_version, EntityType.request))
-    return RequestFrame(header, body, api_key, api_version, unknown)
+    trailing = reader.take(reader.remaining, "trailing bytes")
+    return RequestFrame(header, body, api_key, api_version, unknown, trailing)
 
 
 def encode_request(
-    header: RequestHeader, body: Body, unknown_tags: Sequence[TaggedField] = ()
+    header: RequestHeader,
+    body: Body,
+    unknown_tags: Sequence[TaggedField] = (),
+    trailing: bytes = b"",
 ) -> bytes:
     spec = _spec_for(header.api_key, header.api_version)
     _check_body(body, EntityType.request, header.api_key, header.api_version)
     version = request_header_version(
         header.api_key, header.api_version, spec.is_flexible(header.api_version)
     )
-    return encode_request_header(header, version) + _encode_body(body, unknown_tags)
+    return encode_request_header(header, version) + _encode_body(body, unknown_tags) + trailing
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes) -> ResponseFrame:
@@ -157,7 +163,8 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> ResponseFra
 
     Like Kafka's client, an ApiVersions response that does not parse at the version we asked
     for is read again as v0: a server that lacks our version answers in v0 format (KIP-511),
-    and the returned frame then says ``api_version=0``.
+    and the returned frame then says ``api_version=0``. Unlike requests, trailing bytes are
+    refused: a response is either exactly the expected message or a peer we should not trust.
     """
     spec = _spec_for(api_key, api_version)
     reader = Reader(bytes(frame))
@@ -166,13 +173,23 @@ def decode_response(api_key: int, api_version: int, frame: bytes) -> ResponseFra
     )
     body_start = reader.pos
     try:
-        body, unknown = _decode_body(reader, _body_type(api_key, api_version, EntityType.response))
+        body, unknown = _decode_whole_body(reader, api_key, api_version)
     except MalformedMessageError:
         if api_key != ApiKey.API_VERSIONS or api_version == 0:
             raise
         reader.pos, api_version = body_start, 0
-        body, unknown = _decode_body(reader, _body_type(api_key, 0, EntityType.response))
+        body, unknown = _decode_whole_body(reader, api_key, 0)
     return ResponseFrame(correlation_id, body, api_key, api_version, unknown)
+
+
+def _decode_whole_body(
+    reader: Reader, api_key: int, api_version: int
+) -> tuple[Body, tuple[TaggedField, ...]]:
+    body_type = _body_type(api_key, api_version, EntityType.response)
+    body, unknown = _decode_body(reader, body_type)
+    if reader.remaining:
+        raise reader.fail(f"{reader.remaining} trailing bytes after {body_type.__name__}")
+    return body, unknown
 
 
 def encode_response(

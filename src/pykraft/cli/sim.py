@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import time
 from collections import defaultdict
 from typing import Annotated
@@ -12,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 
-from pykraft.sim.runner import RunResult, run_scenario
+from pykraft.sim.runner import RunResult, run_scenario, sweep
 from pykraft.sim.scenarios import SCENARIOS
 
 sim_app = typer.Typer(help="Deterministic simulation of a KRaft quorum.", no_args_is_help=True)
@@ -56,12 +55,8 @@ def run(
         raise typer.Exit(1)
 
 
-def _run_task(task: tuple[str, int]) -> RunResult:
-    return run_scenario(*task)
-
-
 @sim_app.command("sweep")
-def sweep(
+def sweep_command(
     scenario: Annotated[str, typer.Option(help="Scenario name or 'all'.")] = "all",
     seeds: Annotated[str, typer.Option(help="Seed range A:B (end exclusive).")] = "0:100",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
@@ -74,9 +69,9 @@ def sweep(
     started = time.perf_counter()
     columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    with Progress(*columns, console=console) as progress, multiprocessing.Pool(workers) as pool:
+    with Progress(*columns, console=console) as progress:
         bar = progress.add_task("simulating", total=len(tasks))
-        for result in pool.imap_unordered(_run_task, tasks, chunksize=4):
+        for result in sweep(tasks, workers):
             results.append(result)
             progress.advance(bar)
             if result.violation:

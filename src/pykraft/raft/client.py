@@ -499,9 +499,11 @@ class RaftClient:
             if data:
                 self._log.append(data)
                 self._complete_parked(all_fetches=False)
-        if self._now >= progress.begin_quorum_resend_ms:
+        if self._now >= progress.begin_quorum_resend_ms:  # periodic, so late voters learn too
             progress.begin_quorum_resend_ms = self._now + self.config.begin_quorum_epoch_resend_ms
-            for voter in self.voters.others(self.node_id):
+            progress.begin_quorum_acked.clear()
+        for voter in self.voters.others(self.node_id):
+            if voter not in progress.begin_quorum_acked:
                 self._send(voter, rpc.begin_quorum_request(self.cluster_id, voter, self.node_id,
                                                            state.epoch))
         for parked in [p for p in self._parked if self._now >= p.deadline_ms]:
@@ -753,6 +755,8 @@ class RaftClient:
             self._handle_fetch_response(source, request, response)
         elif isinstance(response, rpc.EndQuorumEpochResponse) and isinstance(self.state, Resigned):
             self.state.unacked_voters.discard(source)
+        elif isinstance(response, rpc.BeginQuorumEpochResponse) and isinstance(self.state, Leader):
+            self.state.progress.begin_quorum_acked.add(source)
 
     def _handle_vote_response(self, source: int, request: rpc.VoteRequest,
                               response: rpc.VoteResponse) -> None:

@@ -43,7 +43,7 @@ class LeaderProgress:
         self.check_quorum_deadline_ms = now_ms + self._check_quorum_timeout_ms
         self._fetched_voters: set[int] = set()
         self.begin_quorum_acked: set[int] = set()
-        self.begin_quorum_resend_ms = now_ms
+        self.begin_quorum_resend_ms = now_ms + config.begin_quorum_epoch_resend_ms
 
     def _progress_of(self, replica_id: int) -> ReplicaProgress:
         if replica_id in self.voter_progress:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from pykraft.raft.client import RaftClient
@@ -46,3 +47,16 @@ def run_scenario(
         violation = str(exc)
     return RunResult(name, seed, violation, cluster.events, cluster.elections,
                      cluster.queue.now_ms, time.perf_counter() - started)
+
+
+def _run_task(task: tuple[str, int]) -> RunResult:
+    return run_scenario(*task)
+
+
+def sweep(tasks: list[tuple[str, int]], workers: int) -> Iterator[RunResult]:
+    """Run (scenario, seed) pairs in ``workers`` processes; results arrive as they finish."""
+    if workers <= 1:
+        yield from map(_run_task, tasks)
+        return
+    with multiprocessing.Pool(workers) as pool:
+        yield from pool.imap_unordered(_run_task, tasks, chunksize=4)

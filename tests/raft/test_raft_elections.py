@@ -1,0 +1,264 @@
+"""States, transitions and the Vote / BeginQuorumEpoch / EndQuorumEpoch handlers."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
+from kio.schema.vote.v2 import request as vote_req
+from raft_harness import Harness, data_batches, vote_partition
+
+from pykraft.raft import rpc
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.memory_log import MemoryLog
+from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
+
+
+def test_fresh_voter_starts_unattached_in_epoch_zero() -> None:
+    h = Harness()
+    assert isinstance(h.state(), Unattached)
+    assert h.client.epoch == 0
+    assert h.store.read() == ElectionState(0)
+
+
+def test_restart_as_former_leader_is_resigned_and_sends_end_quorum_epoch() -> None:
+    h = Harness(stored=ElectionState(4, leader_id=0, voted_id=0))
+    assert isinstance(h.state(), Resigned)
+    assert h.client.epoch == 4
+    sent = h.take_requests(rpc.EndQuorumEpochRequest)
+    assert sorted(r.destination for r in sent) == [1, 2]
+
+
+def test_restart_after_voting_for_self_is_candidate_in_same_epoch() -> None:
+    h = Harness(stored=ElectionState(3, voted_id=0))
+    assert isinstance(h.state(), Candidate)
+    assert h.client.epoch == 3
+    votes = h.take_votes()
+    assert {dst for dst, _ in votes} == {1, 2}
+    assert all(not p.pre_vote for _, p in votes)
+
+
+def test_restart_with_known_leader_is_follower() -> None:
+    h = Harness(stored=ElectionState(2, leader_id=1))
+    assert isinstance(h.state(), Follower)
+    assert h.take_requests(rpc.FetchRequest)[0].destination == 1
+
+
+def test_log_epoch_newer_than_quorum_state_wins() -> None:
+    log = MemoryLog()
+    log.append(data_batches(0, 7, 2))
+    h = Harness(log=log, stored=ElectionState(5, leader_id=1))
+    assert isinstance(h.state(), Unattached)
+    assert h.client.epoch == 7
+
+
+def test_election_timeout_starts_pre_vote_at_current_epoch() -> None:
+    h = Harness()
+    h.advance(999)
+    assert isinstance(h.state(), Unattached)
+    h.advance(1001)  # timeouts are randomised in [1000, 2000)
+    assert isinstance(h.state(), Prospective)
+    assert h.client.epoch == 0
+    votes = h.take_votes()
+    assert {dst for dst, _ in votes} == {1, 2}
+    assert all(p.pre_vote and p.replica_epoch == 0 for _, p in votes)
+    assert h.store.read() == ElectionState(0)  # a pre-vote changes nothing durable
+
+
+def test_pre_vote_majority_makes_candidate_which_persists_its_vote() -> None:
+    h = Harness()
+    h.advance_to_next_tick()
+    h.grant_all_votes()
+    assert isinstance(h.state(), Candidate)
+    assert h.client.epoch == 1
+    assert h.store.read() == ElectionState(1, voted_id=0)
+    assert all(not p.pre_vote for _, p in h.take_votes())
+
+
+def test_rejected_pre_vote_returns_to_unattached_without_epoch_bump() -> None:
+    h = Harness()
+    h.advance_to_next_tick()
+    h.grant_all_votes(granted=False)
+    assert isinstance(h.state(), Unattached)
+    assert h.client.epoch == 0
+
+
+def test_candidate_with_majority_becomes_leader_and_writes_leader_change() -> None:
+    h = Harness()
+    h.make_leader()
+    assert isinstance(h.state(), Leader)
+    assert h.store.read() == ElectionState(1, leader_id=0, voted_id=0)
+    (batch,) = h.log.batches
+    assert batch.is_control and batch.epoch == 1
+    assert {r.destination for r in h.take_requests(rpc.BeginQuorumEpochRequest)} == {1, 2}
+
+
+def test_rejected_candidate_backs_off_then_tries_pre_vote_again() -> None:
+    h = Harness()
+    h.advance_to_next_tick()
+    h.grant_all_votes()
+    h.grant_all_votes(granted=False)
+    state = h.state()
+    if isinstance(state, Candidate):  # the random backoff may also have been 0
+        assert state.backoff_until_ms is not None
+        h.advance(h.config.election_backoff_max_ms)
+    assert isinstance(h.state(), Prospective)
+    assert h.client.epoch == 1
+
+
+def test_single_voter_leads_immediately() -> None:
+    h = Harness(voters={0})
+    assert isinstance(h.state(), Leader)
+    assert h.hwm() is None  # LeaderChange not yet durable
+    h.flush()
+    assert h.hwm() == 1
+    assert [b.is_control for b in h.listener.commits] == [True]
+    assert h.listener.leaders[-1].leader_id == 0
+
+
+def test_leader_change_notified_only_after_leader_change_batch_commits() -> None:
+    h = Harness()
+    h.make_leader()
+    assert all(le.leader_id != 0 for le in h.listener.leaders)
+    h.fetch(1, 1, 1, 1)
+    assert h.hwm() == 1
+    assert h.listener.leaders[-1].leader_id == 0
+
+
+# -- Vote requests ------------------------------------------------------------------------
+
+def test_unattached_grants_one_real_vote_per_epoch_and_persists_it_first() -> None:
+    h = Harness()
+    response = h.vote(1, 1)
+    assert vote_partition(response).vote_granted
+    assert h.store.read() == ElectionState(1, voted_id=1)
+    assert not vote_partition(h.vote(2, 1)).vote_granted
+    assert vote_partition(h.vote(1, 1)).vote_granted  # the same candidate again is fine
+
+
+def test_pre_vote_is_granted_without_persisting() -> None:
+    h = Harness()
+    response = h.vote(1, 0, pre_vote=True)
+    assert vote_partition(response).vote_granted
+    assert h.store.read() == ElectionState(0)
+
+
+def test_vote_from_higher_epoch_bumps_epoch_before_deciding() -> None:
+    h = Harness(stored=ElectionState(3, voted_id=2))
+    h.vote(1, 5)
+    assert h.client.epoch == 5
+    assert h.store.read() == ElectionState(5, voted_id=1)
+
+
+def test_stale_vote_is_fenced() -> None:
+    h = Harness(stored=ElectionState(3))
+    part = vote_partition(h.vote(1, 2))
+    assert part.error_code == ErrorCode.fenced_leader_epoch
+    assert part.leader_epoch == 3 and not part.vote_granted
+
+
+def test_vote_for_candidate_with_shorter_log_is_refused() -> None:
+    log = MemoryLog()
+    log.append(data_batches(0, 2, 3))
+    h = Harness(log=log, stored=ElectionState(2))
+    assert not vote_partition(h.vote(1, 3, last=OffsetAndEpoch(2, 2))).vote_granted
+    assert not vote_partition(h.vote(1, 3, last=OffsetAndEpoch(9, 1))).vote_granted
+    assert vote_partition(h.vote(1, 3, last=OffsetAndEpoch(3, 2))).vote_granted
+
+
+def test_malformed_vote_requests_get_specific_errors() -> None:
+    h = Harness()
+    bad_epoch = vote_partition(h.vote(1, 1, last=OffsetAndEpoch(0, 1)))
+    assert bad_epoch.error_code == ErrorCode.invalid_request
+    wrong_voter = vote_partition(h.vote(1, 1, voter_id=7))
+    assert wrong_voter.error_code == ErrorCode.invalid_voter_key
+    request = rpc.vote_request(None, 0, epoch=1, local_id=1, last=OffsetAndEpoch(0, 0),
+                               pre_vote=False)
+    renamed = rpc.VoteRequest(cluster_id=None, voter_id=request.voter_id, topics=(
+        vote_req.TopicData(topic_name=TopicName("other"),
+                           partitions=request.topics[0].partitions),))
+    h.request(1, renamed)
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.VoteResponse)
+    assert out.response.topics[0].partitions[0].error_code == (
+        ErrorCode.unknown_topic_or_partition)
+
+
+def test_follower_refuses_pre_votes_once_it_fetched_from_its_leader() -> None:
+    h = Harness(stored=ElectionState(2, leader_id=1))
+    assert vote_partition(h.vote(2, 2, pre_vote=True)).vote_granted
+    (fetch,) = h.take_requests(rpc.FetchRequest)
+    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0))
+    assert not vote_partition(h.vote(2, 2, pre_vote=True)).vote_granted
+    assert not vote_partition(h.vote(2, 2)).vote_granted  # never a real vote with a leader
+
+
+def test_leader_never_grants() -> None:
+    h = Harness()
+    h.make_leader()
+    assert not vote_partition(h.vote(1, 1, pre_vote=True, last=OffsetAndEpoch(5, 1))).vote_granted
+
+
+# -- BeginQuorumEpoch / EndQuorumEpoch ----------------------------------------------------
+
+def test_begin_quorum_epoch_makes_follower() -> None:
+    h = Harness()
+    h.request(2, rpc.begin_quorum_request(None, 0, 2, 4))
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.BeginQuorumEpochResponse)
+    assert out.response.topics[0].partitions[0].error_code == ErrorCode.none
+    assert isinstance(h.state(), Follower) and h.state().leader_id == 2
+    assert h.store.read() == ElectionState(4, leader_id=2)
+
+
+def test_stale_begin_quorum_epoch_is_fenced() -> None:
+    h = Harness(stored=ElectionState(5))
+    h.request(2, rpc.begin_quorum_request(None, 0, 2, 4))
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.BeginQuorumEpochResponse)
+    assert out.response.topics[0].partitions[0].error_code == ErrorCode.fenced_leader_epoch
+    assert h.client.epoch == 5
+
+
+def test_end_quorum_epoch_lets_first_preferred_successor_run_at_once() -> None:
+    h = Harness(stored=ElectionState(2, leader_id=1))
+    (fetch,) = h.take_requests(rpc.FetchRequest)
+    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0))
+    h.request(1, rpc.end_quorum_request(None, 1, 2, (0, 2)))
+    h.advance(0)
+    assert isinstance(h.state(), Prospective)
+    assert h.client.epoch == 2
+
+
+def test_end_quorum_epoch_not_preferred_waits_the_maximum_backoff() -> None:
+    h = Harness(stored=ElectionState(2, leader_id=1))
+    h.request(1, rpc.end_quorum_request(None, 1, 2, (2,)))
+    h.advance(h.config.election_backoff_max_ms - 1)
+    assert isinstance(h.state(), Follower)
+    h.advance(1)
+    assert isinstance(h.state(), Prospective)
+
+
+def test_graceful_shutdown_names_successors_by_fetch_offset() -> None:
+    h = Harness(voters={0, 1, 2})
+    h.make_leader()
+    h.client.append(h.now, [b"a"])
+    h.advance(h.config.append_linger_ms)
+    h.flush()
+    h.fetch(2, 1, 2, 1)
+    h.fetch(1, 1, 1, 1)
+    for out in h.take_requests(rpc.BeginQuorumEpochRequest):
+        h.respond(out, rpc.begin_quorum_response(ErrorCode.none, 0, 1))
+    h.client.begin_shutdown(h.now)
+    h.drain()
+    assert isinstance(h.state(), Resigned)
+    assert not h.client.shutdown_complete
+    eqes = h.take_requests(rpc.EndQuorumEpochRequest)
+    assert {e.destination for e in eqes} == {1, 2}
+    first = eqes[0].request
+    assert isinstance(first, rpc.EndQuorumEpochRequest)
+    successors = [c.candidate_id for c in first.topics[0].partitions[0].preferred_candidates]
+    assert successors == [2, 1]
+    for out in eqes:
+        h.respond(out, rpc.end_quorum_response(ErrorCode.none, 0, 1))
+    assert h.client.shutdown_complete

@@ -1,0 +1,270 @@
+"""Fetch on both sides: long-poll, divergence, truncation, HWM, persist-before-send."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v18 import request as fetch_req
+from raft_harness import Harness, data_batches, partition_of
+
+from pykraft.errors import FatalRaftError, NotLeaderError
+from pykraft.raft import rpc
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.memory_log import MemoryLog
+from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.states import Follower, Leader, Prospective, Resigned, Unattached
+from pykraft.records.batch import iter_batches
+
+
+def leader_with_data(records: int = 2) -> Harness:
+    """Leader of epoch 1 in {0,1,2}: LeaderChange at 0, ``records`` data records after."""
+    h = Harness()
+    h.make_leader()
+    for i in range(records):
+        h.client.append(h.now, [b"r%d" % i])
+    h.advance(h.config.append_linger_ms)
+    h.flush()
+    return h
+
+
+# -- leader side ------------------------------------------------------------------------
+
+def test_leader_returns_records_from_the_fetch_offset() -> None:
+    h = leader_with_data(2)
+    response = h.fetch(1, 1, 1, 1)
+    assert response is not None
+    part = partition_of(response)
+    assert part.error_code == ErrorCode.none
+    batches = list(iter_batches(bytes(part.records or b"")))
+    assert [b.base_offset for b in batches] == [1]
+    assert [r.value for r in batches[0].records()] == [b"r0", b"r1"]
+    assert part.current_leader.leader_id == 0 and part.current_leader.leader_epoch == 1
+
+
+def test_high_watermark_needs_a_majority_and_the_epoch_start() -> None:
+    h = leader_with_data(2)
+    assert h.hwm() is None  # only the leader has flushed
+    h.fetch(1, 1, 1, 1)  # follower 1 has the LeaderChange batch: offset 1 > epoch start 0
+    assert h.hwm() == 1
+    h.fetch(1, 1, 3, 1)
+    assert h.hwm() == 3
+    assert [b.base_offset for b in h.listener.commits] == [0, 1]
+
+
+def test_observers_never_count_towards_the_high_watermark() -> None:
+    h = leader_with_data(2)
+    h.fetch(7, 1, 3, 1)
+    h.fetch(8, 1, 3, 1)
+    assert h.hwm() is None
+    observers = h.client.describe_quorum().topics[0].partitions[0].observers
+    assert sorted(o.replica_id for o in observers) == [7, 8]
+
+
+def test_leader_counts_only_its_flushed_offset() -> None:
+    h = Harness()
+    h.make_leader()
+    h.client.append(h.now, [b"x"])
+    h.advance(h.config.append_linger_ms)
+    h.fetch(1, 1, 2, 1)  # the follower is ahead of the leader's disk
+    assert h.hwm() == 1
+    h.flush()
+    assert h.hwm() == 2
+
+
+def test_fetch_with_diverging_epoch_gets_the_leaders_epoch_end() -> None:
+    log = MemoryLog()
+    log.append(data_batches(0, 1, 3))
+    h = Harness(log=log, stored=ElectionState(1))
+    h.make_leader()  # epoch 2 starts at offset 3
+    response = h.fetch(1, 2, 5, 1)
+    assert response is not None
+    diverging = partition_of(response).diverging_epoch
+    assert (diverging.epoch, diverging.end_offset) == (1, 3)
+    assert not partition_of(response).records
+
+
+def test_empty_fetch_is_parked_until_new_data() -> None:
+    h = leader_with_data(0)
+    h.fetch(1, 1, 1, 1)  # acknowledges the LeaderChange: HWM 1
+    assert h.fetch(1, 1, 1, 1, hwm=1, max_wait_ms=500) is None
+    h.client.append(h.now, [b"late"])
+    h.advance(h.config.append_linger_ms)
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.FetchResponse)
+    assert partition_of(out.response).records
+
+
+def test_parked_fetch_expires_empty() -> None:
+    h = leader_with_data(0)
+    h.fetch(1, 1, 1, 1)
+    assert h.fetch(1, 1, 1, 1, hwm=1, max_wait_ms=500) is None
+    h.advance(499)
+    assert h.take_responses() == []
+    h.advance(1)
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.FetchResponse)
+    assert not partition_of(out.response).records
+
+
+def test_fetch_from_follower_behind_on_hwm_is_answered_at_once() -> None:
+    h = leader_with_data(0)
+    h.fetch(1, 1, 1, 1)
+    response = h.fetch(2, 1, 1, 1, hwm=0, max_wait_ms=500)
+    assert response is not None and partition_of(response).high_watermark == 1
+
+
+@pytest.mark.parametrize(("epoch", "error"), [
+    (0, ErrorCode.fenced_leader_epoch), (2, ErrorCode.unknown_leader_epoch),
+])
+def test_fetch_epoch_mismatch(epoch: int, error: ErrorCode) -> None:
+    h = leader_with_data(0)
+    response = h.fetch(1, epoch, 0, 0)
+    assert response is not None and partition_of(response).error_code == error
+
+
+def test_non_leader_answers_fetch_with_not_leader_and_the_known_leader() -> None:
+    h = Harness(stored=ElectionState(3, leader_id=2))
+    response = h.fetch(1, 3, 0, 0)
+    assert response is not None
+    part = partition_of(response)
+    assert part.error_code == ErrorCode.not_leader_or_follower
+    assert part.current_leader.leader_id == 2
+
+
+def test_fetch_validated_by_topic_id() -> None:
+    h = leader_with_data(0)
+    request = rpc.fetch_request(None, 1, epoch=1, position=OffsetAndEpoch(0, 0),
+                                high_watermark=None, max_wait_ms=0, max_bytes=100)
+    topic = fetch_req.FetchTopic(topic_id=None, partitions=request.topics[0].partitions)
+    h.request(1, rpc.FetchRequest(max_wait=request.max_wait, min_bytes=request.min_bytes,
+                                  topics=(topic,), forgotten_topics_data=()))
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.FetchResponse)
+    assert partition_of(out.response).error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_invalid_fetch_fields() -> None:
+    h = leader_with_data(0)
+    response = h.fetch(1, 1, 0, 2)  # last fetched epoch beyond the current epoch
+    assert response is not None and partition_of(response).error_code == (
+        ErrorCode.invalid_request)
+
+
+def test_check_quorum_resigns_a_leader_nobody_fetches_from() -> None:
+    h = leader_with_data(0)
+    state = h.state()
+    assert isinstance(state, Leader)
+    h.advance(state.progress.check_quorum_deadline_ms - h.now - 1)
+    h.fetch(1, 1, 1, 1)  # one follower + the leader is a majority of 3
+    h.advance(h.config.check_quorum_timeout_ms - 1)
+    assert not isinstance(h.state(), Resigned)
+    h.advance(1)
+    assert isinstance(h.state(), Resigned)
+
+
+def test_append_only_on_leader() -> None:
+    h = Harness()
+    with pytest.raises(NotLeaderError):
+        h.client.append(h.now, [b"x"])
+
+
+# -- follower side ------------------------------------------------------------------------
+
+def follower() -> Harness:
+    return Harness(stored=ElectionState(2, leader_id=1))
+
+
+def answer_fetch(h: Harness, **kwargs: object) -> rpc.FetchRequest:
+    (out,) = h.take_requests(rpc.FetchRequest)
+    assert isinstance(out.request, rpc.FetchRequest)
+    h.respond(out, rpc.fetch_response(ErrorCode.none, 1, h.client.epoch,
+                                      **kwargs))  # type: ignore[arg-type]
+    return out.request
+
+
+def test_follower_appends_then_waits_for_flush_before_next_fetch() -> None:
+    h = follower()
+    answer_fetch(h, high_watermark=1, records=data_batches(0, 2, 2))
+    assert h.log.log_end_offset == 2
+    assert h.last_ready.flush is not None and h.last_ready.flush.up_to_offset == 2
+    assert h.take_requests(rpc.FetchRequest) == []  # nothing durable yet: no ack
+    h.flush()
+    (out,) = h.take_requests(rpc.FetchRequest)
+    assert isinstance(out.request, rpc.FetchRequest)
+    assert out.request.topics[0].partitions[0].fetch_offset == 2
+
+
+def test_follower_high_watermark_is_capped_by_its_log_and_delivers_commits() -> None:
+    h = follower()
+    answer_fetch(h, high_watermark=10, records=data_batches(0, 2, 2))
+    assert h.hwm() == 2
+    assert [b.base_offset for b in h.listener.commits] == [0, 1]
+
+
+def test_follower_truncates_on_divergence() -> None:
+    log = MemoryLog()
+    log.append(data_batches(0, 1, 2) + data_batches(2, 2, 3))
+    log.flush(5)
+    h = Harness(log=log, stored=ElectionState(3, leader_id=1))
+    answer_fetch(h, diverging=OffsetAndEpoch(3, 2))
+    assert h.log.log_end_offset == 3
+
+
+def test_truncation_below_committed_data_is_fatal() -> None:
+    h = follower()
+    answer_fetch(h, high_watermark=4, records=data_batches(0, 2, 4))
+    h.flush()
+    (out,) = h.take_requests(rpc.FetchRequest)
+    with pytest.raises(FatalRaftError):
+        h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2,
+                                          diverging=OffsetAndEpoch(1, 2)))
+
+
+def test_corrupt_records_are_not_appended_and_the_fetch_is_retried() -> None:
+    h = follower()
+    corrupt = bytearray(data_batches(0, 2, 1))
+    corrupt[-1] ^= 0xFF
+    answer_fetch(h, high_watermark=0, records=bytes(corrupt))
+    assert h.log.log_end_offset == 0
+    h.advance(h.config.retry_backoff_ms)
+    assert len(h.take_requests(rpc.FetchRequest)) == 1
+
+
+def test_fetch_response_naming_a_new_leader_switches_leader() -> None:
+    h = follower()
+    (out,) = h.take_requests(rpc.FetchRequest)
+    h.respond(out, rpc.fetch_response(ErrorCode.fenced_leader_epoch, 2, 3))
+    assert isinstance(h.state(), Follower)
+    assert (h.state().leader_id, h.client.epoch) == (2, 3)
+
+
+def test_stale_response_is_ignored() -> None:
+    h = follower()
+    (out,) = h.take_requests(rpc.FetchRequest)
+    h.respond(out, rpc.fetch_response(ErrorCode.none, 0, 1, records=data_batches(0, 1, 1)))
+    assert h.log.log_end_offset == 0 and h.client.epoch == 2
+
+
+def test_follower_without_fetches_starts_pre_vote() -> None:
+    h = follower()
+    h.advance(h.config.fetch_timeout_ms)
+    assert isinstance(h.state(), Prospective)
+    assert h.state().leader_id == 1  # remembered, to fall back to
+
+
+def test_observer_finds_the_leader_through_any_voter() -> None:
+    h = Harness(node_id=5, voters={0, 1, 2})
+    assert isinstance(h.state(), Unattached)
+    (out,) = h.take_requests(rpc.FetchRequest)
+    h.respond(out, rpc.fetch_response(ErrorCode.not_leader_or_follower, 2, 4))
+    assert isinstance(h.state(), Follower) and h.state().leader_id == 2
+    h.advance(10 * h.config.election_timeout_ms)
+    assert not isinstance(h.state(), Prospective)  # observers never campaign
+
+
+def test_response_after_timeout_is_ignored() -> None:
+    h = follower()
+    (out,) = h.take_requests(rpc.FetchRequest)
+    h.advance(h.config.request_timeout_ms)
+    h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2, records=data_batches(0, 2, 1)))
+    assert h.log.log_end_offset == 0

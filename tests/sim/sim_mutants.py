@@ -1,0 +1,39 @@
+"""Deliberately broken cores: the simulator must catch each of them."""
+
+from __future__ import annotations
+
+from pykraft.raft.client import RaftClient
+from pykraft.raft.leader import LeaderProgress
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.states import Prospective, Unattached
+
+
+class _LeaderProgressWithoutMajority(LeaderProgress):
+    """Commits whatever the leader itself has flushed, ignoring the followers."""
+
+    def majority_end_offset(self) -> int | None:
+        return self.voter_progress[self.local_id].end_offset
+
+
+class HighWatermarkWithoutMajority(RaftClient):
+    def _new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
+        return _LeaderProgressWithoutMajority(
+            self.node_id, self.epoch, self.voters, epoch_start_offset=epoch_start_offset,
+            now_ms=0, config=self.config,
+        )
+
+
+class GrantsTwoVotesPerEpoch(RaftClient):
+    """An unattached voter grants every up-to-date candidate, even after voting."""
+
+    def _can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+        if isinstance(self.state, Unattached | Prospective):
+            return up_to_date
+        return super()._can_grant_vote(candidate_id, up_to_date, pre_vote)
+
+
+class SkipsTruncation(RaftClient):
+    """A follower that keeps its divergent suffix when the leader reports divergence."""
+
+    def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
+        return None

@@ -1,0 +1,54 @@
+"""A seed must replay the exact same run; the CLI replays and sweeps."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from pykraft.cli.main import app
+from pykraft.sim.runner import run_scenario
+from pykraft.sim.scheduler import EventQueue
+
+
+def test_same_seed_same_run() -> None:
+    traces: list[list[str]] = [[], []]
+    results = [run_scenario("leader-failure", 7, trace=trace.append) for trace in traces]
+    assert traces[0] == traces[1]
+    assert (results[0].events, results[0].simulated_ms) == (results[1].events,
+                                                             results[1].simulated_ms)
+
+
+def test_different_seeds_differ() -> None:
+    a = run_scenario("leader-failure", 1)
+    b = run_scenario("leader-failure", 2)
+    assert (a.events, a.simulated_ms) != (b.events, b.simulated_ms)
+
+
+def test_event_queue_orders_by_time_then_insertion() -> None:
+    queue = EventQueue()
+    seen: list[str] = []
+    for at, label in [(5, "b"), (1, "a"), (5, "c")]:
+        queue.schedule(at, label, lambda label=label: seen.append(label))  # type: ignore[misc]
+    while (event := queue.pop()) is not None:
+        event[1]()
+    assert seen == ["a", "b", "c"]
+    assert queue.now_ms == 5
+
+
+def test_cli_run_prints_trace_and_summary() -> None:
+    result = CliRunner().invoke(app, ["sim", "run", "--scenario", "leader-failure",
+                                      "--seed", "3", "--trace"])
+    assert result.exit_code == 0, result.output
+    assert "-> Leader@" in result.output
+    assert "leader-failure seed 3:" in result.output
+
+
+def test_cli_sweep_summarises() -> None:
+    result = CliRunner().invoke(app, ["sim", "sweep", "--scenario", "initial-election",
+                                      "--seeds", "0:3"])
+    assert result.exit_code == 0, result.output
+    assert "3 runs, 0 violations" in result.output
+
+
+def test_cli_rejects_unknown_scenario() -> None:
+    result = CliRunner().invoke(app, ["sim", "run", "--scenario", "nope", "--seed", "1"])
+    assert result.exit_code != 0

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# `make demo`: format a standalone KRaft controller directory and show what is on disk.
+# Everything goes to ./data/demo (removed first), nothing listens on the network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYKRAFT=.venv/bin/pykraft
+DEMO=data/demo
+rm -rf "$DEMO"
+mkdir -p "$DEMO"
+cat > "$DEMO/controller.properties" <<PROPS
+process.roles=controller
+node.id=1
+listeners=CONTROLLER://127.0.0.1:19093
+controller.listener.names=CONTROLLER
+log.dirs=$DEMO/metadata
+PROPS
+CLUSTER_ID=$("$PYKRAFT" storage random-uuid)
+echo "== pykraft storage format --standalone (cluster id $CLUSTER_ID)"
+"$PYKRAFT" storage format --config "$DEMO/controller.properties" --cluster-id "$CLUSTER_ID" --standalone
+echo
+echo "== pykraft storage info"
+"$PYKRAFT" storage info --config "$DEMO/controller.properties"
+echo "== pykraft dump-log of the bootstrap files"
+"$PYKRAFT" dump-log --cluster-metadata-decoder \
+  --files "$DEMO/metadata/bootstrap.checkpoint,$DEMO/metadata/__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"

@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import io
 import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.describe_topic_partitions.v0.request import (
+    Cursor,
+    DescribeTopicPartitionsRequest,
+)
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch_snapshot.v0.response import FetchSnapshotResponse
-from kio.schema.types import BrokerId
+from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v2.request import VoteRequest
 from kio.schema.vote.v2.response import VoteResponse
-from kio.static.primitive import Records, i32Timedelta, i64Timedelta
+from kio.serial import entity_writer
+from kio.static.primitive import Records, i32, i32Timedelta, i64Timedelta
 
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
 from pykraft.protocol.apis import all_versions
@@ -32,6 +38,8 @@ from pykraft.protocol.codec import (
     encode_response,
 )
 from pykraft.protocol.header import RequestHeader
+from pykraft.protocol.scan import scan_entity
+from pykraft.protocol.wire import Reader
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 st.register_type_strategy(
@@ -294,3 +302,20 @@ def test_trailing_response_bytes_are_rejected() -> None:
 
 def _vote_response() -> VoteResponse:
     return VoteResponse(error_code=ErrorCode.none, topics=())
+
+
+@pytest.mark.parametrize("with_cursor", [False, True])
+def test_scan_spans_kip_893_nullable_structs(with_cursor: bool) -> None:
+    """No API of the table has a nullable struct yet; DescribeTopicPartitions (next in line
+    for the broker listener) does, and the scan must span it exactly as kio writes it."""
+    cursor = Cursor(topic_name=TopicName("t"), partition_index=i32(3)) if with_cursor else None
+    body = DescribeTopicPartitionsRequest(
+        topics=(), response_partition_limit=i32(10), cursor=cursor
+    )
+    buffer = io.BytesIO()
+    entity_writer(DescribeTopicPartitionsRequest)(buffer, body)
+    encoded = buffer.getvalue()
+    reader = Reader(encoded)
+    scan_entity(DescribeTopicPartitionsRequest, reader)
+    assert reader.pos == len(encoded)
+    assert encoded[5] == (0x01 if with_cursor else 0xFF)  # the int8 presence marker

@@ -33,7 +33,7 @@ st.register_type_strategy(
 
 PAIRS = all_versions()
 PAIR_IDS = [f"{key.name}-v{version}" for key, version in PAIRS]
-SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 # Every cut of a frame is decoded, which is quadratic in its size: keep frames modest.

@@ -11,10 +11,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.wire import Reader
 
+#: Not served by pykraft, but the one API whose v0 request uses request header v0.
 CONTROLLED_SHUTDOWN_API_KEY = 7
-API_VERSIONS_API_KEY = 18
 
 _PREFIX = struct.Struct(">hhi")
 _CORRELATION = struct.Struct(">i")
@@ -43,7 +44,7 @@ def request_header_version(api_key: int, api_version: int, flexible: bool) -> in
 def response_header_version(api_key: int, flexible: bool) -> int:
     """Header version for a response; ApiVersions always uses v0 (KIP-511) so that a client
     can read the reply before it knows which versions the server speaks."""
-    if api_key == API_VERSIONS_API_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if flexible else 0
 

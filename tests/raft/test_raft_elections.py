@@ -262,3 +262,13 @@ def test_graceful_shutdown_names_successors_by_fetch_offset() -> None:
     for out in eqes:
         h.respond(out, rpc.end_quorum_response(ErrorCode.none, 0, 1))
     assert h.client.shutdown_complete
+
+
+def test_peer_without_pre_vote_support_makes_prospective_campaign_for_real() -> None:
+    h = Harness()
+    h.advance_to_next_tick()
+    out = h.take_requests(rpc.VoteRequest)[0]
+    h.respond(out, rpc.vote_response(ErrorCode.none, None, 0, False,
+                                     top_error=ErrorCode.unsupported_version))
+    assert isinstance(h.state(), Candidate)
+    assert h.client.epoch == 1

@@ -746,6 +746,10 @@ class RaftClient:
 
     def _dispatch_response(self, source: int, request: rpc.RaftRequest,
                            response: rpc.RaftResponse, header: rpc.ResponseHeader) -> None:
+        if (header.error == ErrorCode.unsupported_version and isinstance(self.state, Prospective)
+                and isinstance(response, rpc.VoteResponse)):
+            self._become_candidate()  # the peer predates pre-vote (KIP-996): campaign for real
+            return
         if header.error != ErrorCode.none:
             self._retry_at[source] = self._now + self.config.retry_backoff_ms
             return

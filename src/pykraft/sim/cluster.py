@@ -51,14 +51,21 @@ class Cluster:
 
     def __init__(
         self, seed: int, voters: int, observers: int = 0, *,
-        client_factory: ClientFactory = RaftClient, profile: LinkProfile | None = None,
+        client_factory: ClientFactory = RaftClient, lossy: bool = True,
         trace: Callable[[str], None] | None = None,
     ) -> None:
         self.rng = random.Random(seed)
         self.queue = EventQueue()
-        self.network = Network(self.rng, profile or LinkProfile())
         self.voter_ids = frozenset(range(voters))
         self.nodes = {i: SimNode(i) for i in range(voters + observers)}
+        if lossy:  # loss and delay drawn per run, plus one slow, lossy link direction
+            self.network = Network(self.rng, LinkProfile(
+                1, self.rng.choice((3, 5, 10)), self.rng.choice((0.0, 0.0, 0.01, 0.03))))
+            if len(self.nodes) > 1:
+                a, b = self.rng.sample(sorted(self.nodes), 2)
+                self.network.set_link(a, b, LinkProfile(5, 50, 0.1))
+        else:
+            self.network = Network(self.rng, LinkProfile())
         self.config = sim_config(self.voter_ids)
         self.history = CommittedHistory()
         self.events = 0
@@ -161,7 +168,7 @@ class Cluster:
         return None if machine is None else machine.leader
 
     def run_until(self, predicate: Callable[[], bool], max_ms: int, *, what: str = "",
-                  require: bool = True, max_events: int = 2_000_000) -> None:
+                  require: bool = True, max_events: int = 500_000) -> None:
         deadline = self.queue.now_ms + max_ms
         while not predicate():
             if self.queue.now_ms > deadline or self.events > max_events:
@@ -249,8 +256,9 @@ class Cluster:
                                 lambda: self._fail(src_node, incarnation, destination,
                                                    correlation))
             return
-        delay = self.network.delay_ms()
+        delay = self.network.delay_ms(source, destination)
         if delay is None:
+            self._lost(src_node, incarnation, destination, correlation, f"{source}->{destination}")
             return
         dst_node = self.nodes[destination]
 
@@ -263,6 +271,12 @@ class Cluster:
             self._drain(dst_node)
         self.queue.schedule(self.queue.now_ms + delay, f"{source}->{destination} {name}", deliver)
 
+    def _lost(self, requester: SimNode, incarnation: int, peer: int, correlation: int,
+              link: str) -> None:
+        """A lost message breaks the connection, as with TCP: the requester hears of it."""
+        self.queue.schedule(self.queue.now_ms + self.rng.randint(1, 100), f"lost {link}",
+                            lambda: self._fail(requester, incarnation, peer, correlation))
+
     def _fail(self, node: SimNode, incarnation: int, destination: int, correlation: int) -> None:
         client = self._alive_as(node, incarnation)
         if client is not None:
@@ -274,10 +288,11 @@ class Cluster:
         incarnation = self._reply_to.pop((source, destination, correlation), None)
         if incarnation is None or self.network.is_blocked(source, destination):
             return
-        delay = self.network.delay_ms()
-        if delay is None:
-            return
+        delay = self.network.delay_ms(source, destination)
         dst_node = self.nodes[destination]
+        if delay is None:
+            self._lost(dst_node, incarnation, source, correlation, f"{source}->{destination}")
+            return
 
         def deliver() -> None:
             client = self._alive_as(dst_node, incarnation)

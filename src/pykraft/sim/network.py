@@ -1,7 +1,9 @@
 """An in-memory network: per-link random delay and loss, and partitions.
 
-Random delays reorder messages on their own; a blocked link refuses the connection (the
-sender learns quickly) while a random loss is silent (the sender times out).
+Random delays reorder messages on their own. A blocked link refuses connections; a lost
+message breaks the connection, which the requester learns a little later (KRaft runs over
+TCP, where loss shows up as a broken connection, not as silence). Requests to a crashed
+node vanish silently, so the sender's request timeout is exercised too.
 """
 
 from __future__ import annotations
@@ -22,16 +24,22 @@ class Network:
     def __init__(self, rng: random.Random, profile: LinkProfile) -> None:
         self._rng = rng
         self._profile = profile
+        self._links: dict[tuple[int, int], LinkProfile] = {}
         self._blocked: set[tuple[int, int]] = set()
+
+    def set_link(self, source: int, destination: int, profile: LinkProfile) -> None:
+        """Give one direction of one link its own delay and loss."""
+        self._links[(source, destination)] = profile
 
     def is_blocked(self, source: int, destination: int) -> bool:
         return (source, destination) in self._blocked
 
-    def delay_ms(self) -> int | None:
+    def delay_ms(self, source: int, destination: int) -> int | None:
         """Transit time of one message, or None if the network loses it."""
-        if self._profile.drop_rate and self._rng.random() < self._profile.drop_rate:
+        profile = self._links.get((source, destination), self._profile)
+        if profile.drop_rate and self._rng.random() < profile.drop_rate:
             return None
-        return self._rng.randint(self._profile.min_delay_ms, self._profile.max_delay_ms)
+        return self._rng.randint(profile.min_delay_ms, profile.max_delay_ms)
 
     def isolate(self, node: int, others: Iterable[int]) -> None:
         for other in others:

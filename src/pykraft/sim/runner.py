@@ -37,7 +37,8 @@ def run_scenario(
     scenario = SCENARIOS[name]
     shape_rng = random.Random(f"{name}:{seed}")
     voters, observers = scenario.shape(shape_rng)
-    cluster = Cluster(seed, voters, observers, client_factory=client_factory, trace=trace)
+    cluster = Cluster(seed, voters, observers, client_factory=client_factory,
+                      lossy=scenario.lossy_network, trace=trace)
     cluster.invariants.extend(scenario.invariants())
     started = time.perf_counter()
     violation = None

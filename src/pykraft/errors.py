@@ -62,6 +62,10 @@ class UnsupportedVersionError(ProtocolError):
         self.correlation_id = correlation_id
 
 
+class NetworkError(PyKraftError):
+    """A peer that cannot be reached, hangs up, or does not answer within the timeout."""
+
+
 class CorruptRecordError(PyKraftError):
     """A record batch or record that fails validation (CRC, lengths, magic, framing)."""
 

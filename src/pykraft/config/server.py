@@ -175,6 +175,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("broker.heartbeat.interval.ms", _to_int, "2000", "broker heartbeat period"),
     ConfigDef("broker.session.timeout.ms", _to_int, "9000", "broker session timeout"),
     ConfigDef("socket.request.max.bytes", _to_int, str(100 * 1024 * 1024), "max frame size"),
+    # pykraft's own keys (no Kafka equivalent).
+    ConfigDef("metrics.port", _to_int, "-1", "Prometheus /metrics port; -1 = off"),
+    ConfigDef("metrics.host", _to_optional_str, "", "metrics bind host; default = listener's"),
+    ConfigDef("pykraft.bench.append.enable", _to_bool, "false",
+              "serve the bench-only append request (load generators only)"),
+    ConfigDef("pykraft.shutdown.timeout.ms", _to_int, "5000",
+              "graceful shutdown bound: wait this long for EndQuorumEpoch acks"),
 )
 
 _DEFS_BY_KEY = {d.key: d for d in CONFIG_DEFS}

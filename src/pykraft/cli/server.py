@@ -1,0 +1,49 @@
+"""``pykraft server server.properties [--override key=value]...``: run a KRaft controller."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pykraft.config.server import ServerConfig
+from pykraft.errors import ConfigError, PyKraftError
+
+
+def _parse_overrides(items: list[str]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"invalid --override {item!r}: expected key=value")
+        overrides[key.strip()] = value
+    return overrides
+
+
+def server(
+    config: Annotated[Path, typer.Argument(help="The server's .properties file.")],
+    override: Annotated[
+        list[str] | None,
+        typer.Option("--override", help="key=value that replaces the file's value."),
+    ] = None,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+) -> None:
+    """Run a KRaft controller (process.roles=controller, static controller.quorum.voters)."""
+    from pykraft.runtime.logs import configure_logging
+    from pykraft.runtime.process import run_controller
+    from pykraft.runtime.settings import load_settings
+
+    try:
+        settings = load_settings(ServerConfig.load(config, _parse_overrides(override or [])))
+    except PyKraftError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    configure_logging(settings.node_id, log_level)
+    try:
+        code = asyncio.run(run_controller(settings))
+    except OSError as exc:  # e.g. the listener port is taken
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    raise typer.Exit(code)

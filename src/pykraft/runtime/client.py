@@ -1,0 +1,124 @@
+"""A Kafka-protocol client connection, as Kafka's NetworkClient runs one.
+
+It opens with ApiVersions (answered in v0 format with UNSUPPORTED_VERSION by a server that
+lacks our version, after which we retry at the server's highest, as Kafka's clients do),
+negotiates per API the highest version both sides speak, then carries one request at a time.
+Callers hand in and get back the *latest* kio classes; :func:`convert` bridges to whatever
+version the peer speaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+
+from pykraft import __version__
+from pykraft.errors import NetworkError, ProtocolError, UnsupportedVersionError
+from pykraft.protocol.api_versions import VersionRanges, negotiate, ranges_from_response
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import decode_response, encode_request
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
+from pykraft.protocol.header import RequestHeader
+from pykraft.runtime.streams import FrameStream
+
+API_VERSIONS_MAX = 4
+CLIENT_SOFTWARE_NAME = "pykraft"
+
+#: Everything that means "this connection is unusable now".
+CONNECTION_ERRORS = (OSError, EOFError, TimeoutError, ProtocolError, NetworkError)
+
+
+class ClientConnection:
+    """One open connection with negotiated versions; not safe for concurrent requests."""
+
+    def __init__(self, stream: FrameStream, client_id: str, versions: dict[int, int | None],
+                 ours: VersionRanges) -> None:
+        self._stream = stream
+        self._client_id = client_id
+        self.versions = versions
+        self._ours = ours
+        self._correlation = itertools.count(1)
+
+    @classmethod
+    async def open(
+        cls, host: str, port: int, *, client_id: str, ours: VersionRanges,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> ClientConnection:
+        stream = await FrameStream.connect(host, port, max_frame_size)
+        try:
+            versions = await _negotiate(stream, client_id, ours)
+        except BaseException:
+            stream.close()
+            raise
+        return cls(stream, client_id, versions, ours)
+
+    async def request(self, body: Any) -> Any:
+        """Send ``body`` (latest version of its API) and return the latest-version response."""
+        api_key = int(body.__api_key__)
+        version = self.versions.get(api_key)
+        if version is None:
+            raise UnsupportedVersionError(
+                f"the peer speaks no version of api {api_key} that we do", api_key=api_key
+            )
+        wire_body = convert(body, load_request_schema(api_key, version))
+        correlation_id = next(self._correlation)
+        response = await _round_trip(self._stream, self._client_id, api_key, version,
+                                     correlation_id, wire_body)
+        latest = load_response_schema(api_key, self._ours[api_key][1])
+        return convert(response, latest)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+async def _negotiate(stream: FrameStream, client_id: str, ours: VersionRanges) -> (
+    dict[int, int | None]
+):
+    version = API_VERSIONS_MAX
+    for attempt in range(2):
+        body = load_request_schema(ApiKey.API_VERSIONS, version)(
+            **({"client_software_name": CLIENT_SOFTWARE_NAME,
+                "client_software_version": __version__} if version >= 3 else {})
+        )
+        response = await _round_trip(stream, client_id, ApiKey.API_VERSIONS, version,
+                                     attempt + 1, body)
+        theirs = ranges_from_response(response)
+        if response.error_code == ErrorCode.none:
+            return negotiate(ours, theirs)
+        their_max = theirs.get(ApiKey.API_VERSIONS, (0, -1))[1]
+        if response.error_code != ErrorCode.unsupported_version or their_max >= version:
+            break
+        version = their_max
+    raise ProtocolError(f"ApiVersions failed with error {response.error_code}")
+
+
+async def _round_trip(stream: FrameStream, client_id: str, api_key: int, version: int,
+                      correlation_id: int, body: Any) -> Any:
+    header = RequestHeader(api_key, version, correlation_id, client_id)
+    await stream.write_frame(encode_request(header, body))
+    frame = await stream.read_frame()
+    if frame is None:
+        raise NetworkError(f"connection to {stream.peer} closed while waiting for a response")
+    response = decode_response(api_key, version, frame)
+    if response.correlation_id != correlation_id:
+        raise ProtocolError(
+            f"response correlation id {response.correlation_id}, expected {correlation_id}"
+        )
+    return response.body
+
+
+async def open_with_timeout(host: str, port: int, *, client_id: str, ours: VersionRanges,
+                            timeout_s: float) -> ClientConnection:
+    """:meth:`ClientConnection.open` bounded by ``timeout_s`` (NetworkError on expiry)."""
+    try:
+        return await asyncio.wait_for(
+            ClientConnection.open(host, port, client_id=client_id, ours=ours), timeout_s
+        )
+    except TimeoutError:
+        raise NetworkError(f"no ApiVersions answer from {host}:{port} within "
+                           f"{timeout_s:.1f} s") from None

@@ -1,0 +1,156 @@
+"""The raft core's log on real disk: a :class:`RaftLog` over :class:`MetadataLog`.
+
+Appends and reads run on the event loop; the fsync does not. A flush is split in two so a
+worker thread can do the slow part: :meth:`DiskRaftLog.prepare_flush` (loop) notes the log
+end offset and the segment files holding unflushed data, :func:`run_flush` (thread) fsyncs
+those files through fds of its own, and :meth:`DiskRaftLog.complete_flush` (loop) publishes
+the new flushed offset. Appends may continue meanwhile: they are simply not covered by this
+fsync but by the next one (group commit). The MetadataLog itself is only ever touched from
+the loop thread, as its contract requires.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.storage.fsutil import fsync_dir
+from pykraft.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
+from pykraft.storage.log import MetadataLog, segment_name
+
+UNDEFINED_EPOCH = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FlushJob:
+    """What one fsync round must make durable; built on the loop, run in a thread."""
+
+    target_offset: int
+    segment_paths: tuple[Path, ...]
+    directory: Path | None  # set when segment files were created since the last flush
+
+
+def run_flush(job: FlushJob) -> None:
+    """The blocking part of a flush (thread-safe: only opens, fsyncs and closes files).
+
+    fsync through a second descriptor flushes the file's data no matter which descriptor
+    wrote it. A segment deleted meanwhile (truncation) needs no fsync any more.
+    """
+    for path in job.segment_paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    if job.directory is not None:
+        fsync_dir(job.directory)
+
+
+class DiskRaftLog:
+    """:class:`~pykraft.raft.log.RaftLog` backed by the segmented metadata log."""
+
+    def __init__(self, log: MetadataLog) -> None:
+        self._log = log
+        self._flushed = log.log_end_offset  # open() recovered and fsynced what is there
+        self._dirty_from = log.log_end_offset  # first offset not yet covered by a flush job
+        self._known_segments = tuple(log.segment_base_offsets)
+        self._floor_since_prepare: int | None = None
+        self._checkpointed = log.epoch_entries
+
+    @classmethod
+    def open(cls, directory: Path, *, segment_bytes: int) -> DiskRaftLog:
+        return cls(MetadataLog.open(directory, segment_bytes=segment_bytes))
+
+    @property
+    def metadata_log(self) -> MetadataLog:
+        return self._log
+
+    # -- RaftLog ------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        return self._log.last_epoch or 0
+
+    def append(self, batches: bytes) -> None:
+        self._log.append(batches)
+
+    def truncate_to(self, offset: int) -> None:
+        end = self._log.truncate_to(offset)  # durable when it returns
+        self._flushed = min(self._flushed, end)
+        self._dirty_from = min(self._dirty_from, end)
+        if self._floor_since_prepare is not None:
+            self._floor_since_prepare = min(self._floor_since_prepare, end)
+        self._checkpointed = self._log.epoch_entries  # truncate_to rewrote the checkpoint
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        return self._log.read(offset, max_bytes)
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """Kafka's ``KafkaMetadataLog.endOffsetForEpoch``: unknown epochs map to the log end."""
+        found_epoch, end_offset = self._log.end_offset_for_epoch(epoch)
+        if found_epoch == UNDEFINED_EPOCH:
+            return OffsetAndEpoch(self.log_end_offset, self.last_fetched_epoch)
+        return OffsetAndEpoch(end_offset, found_epoch)
+
+    # -- group commit -------------------------------------------------------------------
+
+    def prepare_flush(self) -> FlushJob | None:
+        """The next fsync round, or None when everything appended is already durable."""
+        end = self.log_end_offset
+        if end <= self._flushed:
+            return None
+        bases = self._log.segment_base_offsets
+        directory = self._log.directory
+        # Only segments that can hold bytes at or after the first unflushed offset.
+        first = max(0, bisect.bisect_right(bases, self._dirty_from) - 1)
+        paths = tuple(directory / segment_name(base) for base in bases[first:])
+        created = tuple(bases) != self._known_segments
+        self._known_segments = tuple(bases)
+        self._floor_since_prepare = end
+        self._dirty_from = end
+        return FlushJob(end, paths, directory if created else None)
+
+    def complete_flush(self, job: FlushJob) -> int:
+        """Publish a finished fsync round; returns the new flushed offset.
+
+        A truncation during the round lowers what the round proves durable: data written
+        after the truncation point may postdate the fsync.
+        """
+        floor = job.target_offset if self._floor_since_prepare is None else (
+            self._floor_since_prepare)
+        self._floor_since_prepare = None
+        self._flushed = max(self._flushed, min(job.target_offset, floor, self.log_end_offset))
+        self._write_epoch_checkpoint_if_changed()
+        return self._flushed
+
+    def _write_epoch_checkpoint_if_changed(self) -> None:
+        """Keep Kafka's ``leader-epoch-checkpoint`` current; epochs change once per election,
+        so this small synchronous write is rare."""
+        entries = self._log.epoch_entries
+        if entries != self._checkpointed:
+            write_epoch_checkpoint(self._log.directory / LEADER_EPOCH_CHECKPOINT, entries)
+            self._checkpointed = entries
+
+    def close(self) -> None:
+        """Make everything durable and close the segment files (clean shutdown)."""
+        self._log.flush()
+        self._flushed = self._log.log_end_offset
+        self._log.close()

@@ -1,0 +1,162 @@
+"""Inbound requests on the controller listener: decode, route, encode.
+
+Kafka's rules for what cannot be served: an ApiVersions request of a version we lack gets
+the KIP-511 v0 reply with UNSUPPORTED_VERSION; any other API or version this listener does
+not serve, and any frame that does not parse, closes the connection (Kafka's SocketServer
+does the same: "api key ... which is not enabled"). KRaft RPCs are converted to the latest
+version for the core and the answer back to the version the caller spoke.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.describe_quorum.v2 import response as dq
+from kio.schema.types import BrokerId
+from kio.static.primitive import u16
+
+from pykraft.errors import (
+    MalformedMessageError,
+    NotLeaderError,
+    ProtocolError,
+    UnsupportedVersionError,
+)
+from pykraft.protocol.api_versions import api_versions_response, encode_unsupported_version_reply
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.codec import RequestFrame, decode_request, encode_response
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.header import read_request_prefix
+from pykraft.protocol.wire import Reader
+from pykraft.raft import rpc
+from pykraft.runtime.bench_api import (
+    BENCH_APPEND_API_KEY,
+    BenchAppendResult,
+    decode_bench_request,
+    encode_bench_response,
+)
+from pykraft.runtime.logs import event
+from pykraft.runtime.node import SERVED_APIS, RaftNode
+
+log = logging.getLogger("pykraft.dispatch")
+
+LATEST_REQUEST: dict[int, type] = {
+    ApiKey.VOTE: rpc.VoteRequest,
+    ApiKey.BEGIN_QUORUM_EPOCH: rpc.BeginQuorumEpochRequest,
+    ApiKey.END_QUORUM_EPOCH: rpc.EndQuorumEpochRequest,
+    ApiKey.FETCH: rpc.FetchRequest,
+    ApiKey.DESCRIBE_QUORUM: rpc.DescribeQuorumRequest,
+}
+
+
+class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """The request cannot be answered: the connection is closed, as Kafka does."""
+
+
+class Dispatcher:
+    """Turns one request frame into one response frame for a :class:`RaftNode`."""
+
+    def __init__(self, node: RaftNode) -> None:
+        self._node = node
+        self._settings = node.settings
+
+    async def handle(self, frame: bytes, peer: str) -> bytes:
+        """The encoded response; raises :class:`CloseConnection` for what Kafka drops."""
+        try:
+            api_key, _, correlation_id = read_request_prefix(Reader(frame))
+        except MalformedMessageError as exc:
+            raise CloseConnection(f"unreadable request header: {exc}") from None
+        if api_key == BENCH_APPEND_API_KEY and self._settings.bench_append:
+            return await self._bench_append(frame)
+        try:
+            request = decode_request(frame)
+        except UnsupportedVersionError as exc:
+            if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
+                return encode_unsupported_version_reply(exc.correlation_id, Listener.CONTROLLER)
+            raise CloseConnection(str(exc)) from None
+        except ProtocolError as exc:
+            raise CloseConnection(f"malformed request: {exc}") from None
+        if api_key not in SERVED_APIS:
+            raise CloseConnection(f"api key {api_key} is not enabled on this listener")
+        if api_key == ApiKey.API_VERSIONS:
+            return encode_response(correlation_id, api_key, request.api_version,
+                                   self._api_versions(request.api_version))
+        latest: Any = convert(request.body, LATEST_REQUEST[api_key])
+        if isinstance(latest, rpc.EndQuorumEpochRequest):
+            part = rpc.end_quorum_partition(latest)
+            event(log, "end_quorum_epoch_received", source=peer,
+                  leader=-1 if isinstance(part, ErrorCode) else part.leader_id)
+        refusal = self._refuse_unknown_voter(latest)
+        response = refusal if refusal is not None else await self._node.request(latest)
+        if isinstance(response, rpc.DescribeQuorumResponse):
+            response = self._with_nodes(response)
+        return self._encode(request, response)
+
+    def _encode(self, request: RequestFrame, response: Any) -> bytes:
+        version = request.api_version
+        body = convert(response, load_response_schema(request.api_key, version))
+        return encode_response(request.header.correlation_id, request.api_key, version, body)
+
+    @staticmethod
+    def _api_versions(version: int) -> Any:
+        """Only the APIs served today are advertised: a client must never pick one we would
+        close the connection for."""
+        body = api_versions_response(Listener.CONTROLLER, version)
+        served = tuple(k for k in body.api_keys if k.api_key in SERVED_APIS)
+        return dataclasses.replace(body, api_keys=served)
+
+    def _refuse_unknown_voter(self, request: Any) -> Any | None:
+        """Kafka 3.x's ``validateVoterOnlyRequest`` for a static quorum: Vote, BeginQuorumEpoch
+        and EndQuorumEpoch from a node outside the voter set get INCONSISTENT_VOTER_SET."""
+        core = self._node.core
+        leader, epoch = core.leader_and_epoch.leader_id, core.epoch
+        error = ErrorCode.inconsistent_voter_set
+        voters = core.config.voters
+        if isinstance(request, rpc.VoteRequest):
+            part = rpc.vote_partition(request)
+            if not isinstance(part, ErrorCode) and part.replica_id not in voters:
+                return rpc.vote_response(error, leader, epoch, False)
+        elif isinstance(request, rpc.BeginQuorumEpochRequest):
+            bqe = rpc.begin_quorum_partition(request)
+            if not isinstance(bqe, ErrorCode) and bqe.leader_id not in voters:
+                return rpc.begin_quorum_response(error, leader, epoch)
+        elif isinstance(request, rpc.EndQuorumEpochRequest):
+            eqe = rpc.end_quorum_partition(request)
+            if not isinstance(eqe, ErrorCode) and eqe.leader_id not in voters:
+                return rpc.end_quorum_response(error, leader, epoch)
+        return None
+
+    def _with_nodes(self, response: rpc.DescribeQuorumResponse) -> rpc.DescribeQuorumResponse:
+        """DescribeQuorum v2 lists the voters' endpoints on the controller listener."""
+        if response.error_code != ErrorCode.none:
+            return response
+        name = self._settings.listener.name
+        nodes = tuple(
+            dq.Node(node_id=BrokerId(voter.node_id), listeners=(
+                dq.Listener(name=name, host=voter.host, port=u16(voter.port)),))
+            for voter in self._settings.voters
+        )
+        return dataclasses.replace(response, nodes=nodes)
+
+    async def _bench_append(self, frame: bytes) -> bytes:
+        try:
+            header, value = decode_bench_request(frame)
+        except ProtocolError as exc:
+            raise CloseConnection(f"malformed bench request: {exc}") from None
+        node = self._node
+        try:
+            offset = node.append(value)
+        except NotLeaderError:
+            return encode_bench_response(header.correlation_id, self._not_leader())
+        committed = await node.machine.wait_committed(offset)
+        result = (BenchAppendResult(ErrorCode.none, node.settings.node_id, offset)
+                  if committed else self._not_leader())
+        return encode_bench_response(header.correlation_id, result)
+
+    def _not_leader(self) -> BenchAppendResult:
+        leader = self._node.core.leader_and_epoch.leader_id
+        return BenchAppendResult(ErrorCode.not_leader_or_follower,
+                                 -1 if leader is None else leader, -1)

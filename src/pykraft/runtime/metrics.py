@@ -1,0 +1,129 @@
+"""Prometheus metrics with Kafka's raft metric names (``raft-metrics`` group).
+
+Kafka exposes them over JMX as ``kafka.server:type=raft-metrics`` attributes such as
+``current-leader``; the usual JMX-exporter spelling of those is used here
+(``kafka_server_raft_metrics_current_leader``), so dashboards built for Kafka find them.
+Averages, maxima and rates are over a sliding window, like Kafka's sampled stats. The
+loop thread updates plain attributes; the scrape thread only reads them.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client import start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+PREFIX = "kafka_server_raft_metrics_"
+WINDOW_S = 30.0
+STATES = ("unattached", "prospective", "candidate", "leader", "follower", "resigned")
+
+
+class WindowedStat:
+    """Samples of the last ``window_s`` seconds: sum, count, max and rate."""
+
+    def __init__(self, window_s: float = WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._window_s = window_s
+        self._clock = clock
+        self._samples: collections.deque[tuple[float, float]] = collections.deque()
+
+    def record(self, value: float) -> None:
+        self._samples.append((self._clock(), value))
+        self._expire()
+
+    def _expire(self) -> None:
+        horizon = self._clock() - self._window_s
+        while self._samples and self._samples[0][0] < horizon:
+            self._samples.popleft()
+
+    def _values(self) -> list[float]:
+        self._expire()
+        return [value for _, value in self._samples]
+
+    def avg(self) -> float:
+        values = self._values()
+        return sum(values) / len(values) if values else float("nan")
+
+    def max(self) -> float:
+        values = self._values()
+        return max(values) if values else float("nan")
+
+    def rate(self) -> float:
+        """Sum per second over the window."""
+        return sum(self._values()) / self._window_s
+
+
+@dataclass(slots=True)
+class RaftGauges:
+    """Point-in-time values, refreshed by the node after every core step."""
+
+    current_leader: int = -1
+    current_epoch: int = 0
+    current_vote: int = -1
+    current_state: str = "unattached"
+    high_watermark: int = -1
+    log_end_offset: int = 0
+    log_end_epoch: int = 0
+    committed_records: int = 0
+
+
+class RaftMetrics:
+    """Everything the node measures; :meth:`collect` renders it for Prometheus."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.gauges = RaftGauges()
+        self.commit_latency_ms = WindowedStat(clock=clock)
+        self.election_latency_ms = WindowedStat(clock=clock)
+        self.append_records = WindowedStat(clock=clock)
+        self.fetch_records = WindowedStat(clock=clock)
+        self.busy_s = WindowedStat(clock=clock)
+
+    def poll_idle_ratio(self) -> float:
+        return max(0.0, 1.0 - self.busy_s.rate())
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        g = self.gauges
+        plain = {
+            "current_leader": (g.current_leader, "Current leader id, -1 if unknown"),
+            "current_epoch": (g.current_epoch, "Current quorum epoch"),
+            "current_vote": (g.current_vote, "Voted-for id in this epoch, -1 if none"),
+            "high_watermark": (g.high_watermark, "High watermark, -1 if unknown"),
+            "log_end_offset": (g.log_end_offset, "Log end offset"),
+            "log_end_epoch": (g.log_end_epoch, "Epoch of the last record"),
+            "commit_latency_avg": (self.commit_latency_ms.avg(), "Append-to-commit ms, avg"),
+            "commit_latency_max": (self.commit_latency_ms.max(), "Append-to-commit ms, max"),
+            "election_latency_avg": (self.election_latency_ms.avg(), "Election ms, avg"),
+            "election_latency_max": (self.election_latency_ms.max(), "Election ms, max"),
+            "append_records_rate": (self.append_records.rate(), "Records appended as leader/s"),
+            "fetch_records_rate": (self.fetch_records.rate(), "Records fetched as follower/s"),
+            "poll_idle_ratio_avg": (self.poll_idle_ratio(), "Share of time the loop is idle"),
+            "committed_records": (g.committed_records, "Committed data records (counter SM)"),
+        }
+        for name, (value, doc) in plain.items():
+            yield GaugeMetricFamily(PREFIX + name, doc, value=value)
+        state = GaugeMetricFamily(PREFIX + "current_state", "Current raft state (1 = current)",
+                                  labels=["state"])
+        for name in STATES:
+            state.add_metric([name], 1.0 if name == g.current_state else 0.0)
+        yield state
+
+
+class _MetricsCollector(Collector):
+    def __init__(self, metrics: RaftMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        return self._metrics.collect()
+
+
+def serve_metrics(metrics: RaftMetrics, host: str, port: int) -> CollectorRegistry:
+    """Expose ``/metrics`` on ``host:port`` from a daemon thread; returns the registry."""
+    registry = CollectorRegistry()
+    registry.register(_MetricsCollector(metrics))
+    start_http_server(port, addr=host, registry=registry)
+    return registry

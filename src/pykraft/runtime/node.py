@@ -1,0 +1,260 @@
+"""One controller process: the raft core driven by a real clock, disk and network.
+
+Every input (a tick, a peer's request or response, a finished fsync, an append) is a plain
+method call on the core from the event loop, followed by :meth:`RaftNode._drain`, which
+carries out the core's ``Ready``: requests go to peers (one task each), responses resolve the
+waiting inbound connection, a flush request goes to the group-commit flusher, and the single
+tick timer is re-armed at ``next_tick_ms``. Nothing here decides anything about consensus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import random
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from pykraft.errors import NetworkError, PyKraftError, UnsupportedVersionError
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.raft import rpc
+from pykraft.raft.api import OutboundRequest
+from pykraft.raft.client import RaftClient
+from pykraft.runtime.disk_log import DiskRaftLog
+from pykraft.runtime.flusher import GroupCommitFlusher
+from pykraft.runtime.logs import event
+from pykraft.runtime.metrics import RaftMetrics
+from pykraft.runtime.peers import PeerConnection
+from pykraft.runtime.quorum_store import FileQuorumStateStore
+from pykraft.runtime.settings import NodeSettings
+from pykraft.runtime.state_machine import CommittedCounter
+
+log = logging.getLogger("pykraft.node")
+
+#: The APIs a controller serves today (the controller proper arrives with issue 6).
+SERVED_APIS = frozenset({
+    ApiKey.API_VERSIONS, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH,
+    ApiKey.FETCH, ApiKey.DESCRIBE_QUORUM,
+})
+SERVED_RANGES = {key: r for key, r in listener_ranges(Listener.CONTROLLER).items()
+                 if key in SERVED_APIS}
+#: Inbound requests are routed back by a token far above any node id.
+_FIRST_INBOUND_TOKEN = 1 << 40
+
+
+def wall_clock_ms() -> int:
+    """Kafka stamps batches and DescribeQuorum timestamps with wall-clock milliseconds."""
+    return time.time_ns() // 1_000_000
+
+
+class RaftNode:
+    """Owns the core, the log, the peers and the timers of one controller."""
+
+    def __init__(self, settings: NodeSettings, *,
+                 clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.settings = settings
+        self._clock = clock
+        self.metrics = RaftMetrics()
+        settings.partition_dir.mkdir(parents=False, exist_ok=True)
+        self.disk_log = DiskRaftLog.open(settings.partition_dir,
+                                         segment_bytes=settings.segment_bytes)
+        self.machine = CommittedCounter(settings.node_id)
+        store = FileQuorumStateStore(settings.partition_dir, settings.quorum.voters)
+        self.core = RaftClient(
+            settings.node_id, settings.quorum, self.disk_log, store, self.machine,
+            rng=random.Random(), now_ms=clock(), cluster_id=settings.cluster_id,
+        )
+        self.peers = {
+            voter.node_id: PeerConnection(
+                voter.node_id, voter.host, voter.port,
+                client_id=f"raft-client-{settings.node_id}", ours=SERVED_RANGES,
+                request_timeout_ms=settings.quorum.request_timeout_ms,
+            )
+            for voter in settings.voters if voter.node_id != settings.node_id
+        }
+        self.flusher: GroupCommitFlusher | None = None
+        self.exit_code = 0
+        self.stopped = asyncio.Event()
+        self._inbound: dict[int, asyncio.Future[rpc.RaftResponse]] = {}
+        self._tokens = itertools.count(_FIRST_INBOUND_TOKEN)
+        self._tick: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._shutdown_done = asyncio.Event()
+        self._last_state: tuple[str, int, int | None] = ("", -1, None)
+        self._leaderless_since: float | None = None
+        self._last_end = self.disk_log.log_end_offset
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Begin driving the core (call from the running loop)."""
+        self.flusher = GroupCommitFlusher(self.disk_log, self._on_flushed, self._fatal)
+        event(log, "started", state=self.core.state.name, epoch=self.core.epoch,
+              log_end_offset=self.disk_log.log_end_offset, listener=str(self.settings.listener))
+        self._drain()
+
+    async def shutdown(self) -> None:
+        """Graceful stop: resign (EndQuorumEpoch), wait for acks within the bound, flush."""
+        if self.exit_code == 0:
+            event(log, "shutdown_begin", state=self.core.state.name, epoch=self.core.epoch)
+            self._step(self.core.begin_shutdown)
+            try:
+                await asyncio.wait_for(self._shutdown_done.wait(),
+                                       self.settings.shutdown_timeout_ms / 1000)
+            except TimeoutError:
+                event(log, "shutdown_timeout", level=logging.WARNING,
+                      waited_ms=self.settings.shutdown_timeout_ms)
+            if self.flusher is not None:
+                await self.flusher.wait_idle()
+        self._stop_io()
+        if self.exit_code == 0:
+            self.disk_log.close()
+        else:
+            self.disk_log.metadata_log.close()
+        event(log, "shutdown_complete", end_quorum_acked=self.core.shutdown_complete,
+              exit_code=self.exit_code, log_end_offset=self.disk_log.log_end_offset)
+
+    def _stop_io(self) -> None:
+        if self._tick is not None:
+            self._tick.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        for peer in self.peers.values():
+            peer.close()
+        for waiter in self._inbound.values():
+            waiter.cancel()
+        self._inbound.clear()
+
+    def _fatal(self, error: BaseException) -> None:
+        """A broken invariant or a failed fsync: stop at once, exit non-zero (Kafka halts)."""
+        event(log, "fatal", level=logging.ERROR, error=f"{type(error).__name__}: {error}")
+        self.exit_code = 1
+        self.stopped.set()
+
+    # -- inputs -------------------------------------------------------------------------
+
+    def _step(self, action: Callable[[int], object]) -> None:
+        """Run one core input at the current time, then carry out its outputs."""
+        started = time.monotonic()
+        try:
+            action(self._clock())
+            self._drain()
+        except PyKraftError as exc:
+            self._fatal(exc)
+        self.metrics.busy_s.record(time.monotonic() - started)
+
+    def _on_tick(self) -> None:
+        self._tick = None
+        self._step(self.core.tick)
+
+    def _on_flushed(self, offset: int) -> None:
+        self._step(lambda now: self.core.flush_completed(now, offset))
+
+    def request(self, body: Any) -> asyncio.Future[rpc.RaftResponse]:
+        """Hand an inbound KRaft request (latest version) to the core; resolves with its
+        response, which may come later (a parked Fetch)."""
+        token = next(self._tokens)
+        answer: asyncio.Future[rpc.RaftResponse] = asyncio.get_running_loop().create_future()
+        self._inbound[token] = answer
+        self._step(lambda now: self.core.handle_request(now, token, 0, body))
+        return answer
+
+    def append(self, value: bytes) -> int:
+        """Bench append on the leader; returns the record's offset (raises NotLeaderError,
+        before anything changed, on any other node)."""
+        offset = self.core.append(self._clock(), [value])
+        self._drain()
+        return offset
+
+    # -- outputs ------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        ready = self.core.ready()
+        for out in ready.requests:
+            self._spawn(self._exchange(out))
+        for response in ready.responses:
+            answer = self._inbound.pop(response.destination, None)
+            if answer is not None and not answer.done():
+                answer.set_result(response.response)
+        if ready.flush is not None and self.flusher is not None:
+            self.flusher.request()
+        self._arm_tick(ready.next_tick_ms)
+        self._observe()
+
+    def _arm_tick(self, at_ms: int) -> None:
+        if self._tick is not None:
+            self._tick.cancel()
+        delay_s = max(0, at_ms - self._clock()) / 1000
+        self._tick = asyncio.get_running_loop().call_later(delay_s, self._on_tick)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._fatal(task.exception() or RuntimeError("task failed"))
+
+    async def _exchange(self, out: OutboundRequest) -> None:
+        peer = self.peers.get(out.destination)
+        if peer is None:
+            self._step(lambda now: self.core.handle_send_failure(now, out.destination,
+                                                                 out.correlation_id))
+            return
+        try:
+            response = await peer.send(out.request)
+        except (NetworkError, UnsupportedVersionError):
+            self._step(lambda now: self.core.handle_send_failure(now, out.destination,
+                                                                 out.correlation_id))
+            return
+        self._step(lambda now: self.core.handle_response(now, out.destination,
+                                                         out.correlation_id, response))
+
+    def _observe(self) -> None:
+        """Metrics, one log line per state change, and the shutdown signal."""
+        core = self.core
+        state = (core.state.name, core.epoch, core.state.leader_id)
+        gauges = self.metrics.gauges
+        end = self.disk_log.log_end_offset
+        if end > self._last_end:
+            stat = (self.metrics.append_records if state[0] == "Leader"
+                    else self.metrics.fetch_records)
+            stat.record(end - self._last_end)
+        self._last_end = end
+        gauges.log_end_offset = end
+        gauges.log_end_epoch = self.disk_log.last_fetched_epoch
+        hwm = core.high_watermark
+        gauges.high_watermark = -1 if hwm is None else hwm
+        gauges.committed_records = self.machine.records
+        for latency in self.machine.take_commit_latencies():
+            self.metrics.commit_latency_ms.record(latency)
+        if state != self._last_state:
+            self._on_state_change(state)
+        if core.shutdown_complete:
+            self._shutdown_done.set()
+
+    def _on_state_change(self, state: tuple[str, int, int | None]) -> None:
+        name, epoch, leader = state
+        previous = self._last_state
+        self._last_state = state
+        gauges = self.metrics.gauges
+        gauges.current_state = name.lower()
+        gauges.current_epoch = epoch
+        gauges.current_leader = -1 if leader is None else leader
+        voted = getattr(self.core.state, "voted_id", None)
+        gauges.current_vote = -1 if voted is None else voted
+        now = time.monotonic()
+        if leader is None and self._leaderless_since is None:
+            self._leaderless_since = now
+        elif leader is not None and self._leaderless_since is not None:
+            self.metrics.election_latency_ms.record((now - self._leaderless_since) * 1000)
+            self._leaderless_since = None
+        event(log, "state_change", previous=previous[0] or "-", state=name, epoch=epoch,
+              leader=-1 if leader is None else leader,
+              log_end_offset=self.disk_log.log_end_offset,
+              high_watermark=gauges.high_watermark)

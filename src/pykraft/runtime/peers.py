@@ -1,0 +1,107 @@
+"""Outbound connections to the other voters, one per peer, like KRaft's RaftManager.
+
+Each peer gets one connection with at most one request in flight (the core already never
+has two outstanding to one destination; the lock makes it a property of the transport too).
+A failed connect, a hang-up, a protocol error or a request timeout closes the connection and
+arms an exponential reconnect backoff; the next request waits that backoff out (bounded by
+its timeout) and reconnects. The core is told about every failure and does its own retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pykraft.errors import NetworkError
+from pykraft.protocol.api_versions import VersionRanges
+from pykraft.runtime.backoff import ExponentialBackoff
+from pykraft.runtime.client import CONNECTION_ERRORS, ClientConnection
+
+log = logging.getLogger(__name__)
+
+
+
+class PeerConnection:
+    """Requests to one peer with reconnects, backoff and a per-request timeout."""
+
+    def __init__(
+        self, peer_id: int, host: str, port: int, *, client_id: str, ours: VersionRanges,
+        request_timeout_ms: int, backoff: ExponentialBackoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        opener: Callable[[str, int], Any] | None = None,
+    ) -> None:
+        self.peer_id = peer_id
+        self.host = host
+        self.port = port
+        self._client_id = client_id
+        self._ours = ours
+        self._timeout_s = request_timeout_ms / 1000
+        self._backoff = backoff or ExponentialBackoff()
+        self._clock = clock
+        self._opener = opener or self._open
+        self._connection: ClientConnection | None = None
+        self._reconnect_at = 0.0
+        self._lock = asyncio.Lock()
+        self.connects = 0
+        self.failures = 0
+
+    @property
+    def connected(self) -> bool:
+        return self._connection is not None
+
+    async def send(self, body: Any) -> Any:
+        """One request/response exchange; raises :class:`NetworkError` on any failure."""
+        async with self._lock:
+            deadline = self._clock() + self._timeout_s
+            try:
+                connection = await self._ready_connection(deadline)
+                remaining = max(0.0, deadline - self._clock())
+                return await asyncio.wait_for(connection.request(body), remaining)
+            except CONNECTION_ERRORS as exc:
+                self._fail(exc)
+                if isinstance(exc, NetworkError):
+                    raise
+                raise NetworkError(f"request to node {self.peer_id} failed: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+
+    async def _ready_connection(self, deadline: float) -> ClientConnection:
+        if self._connection is not None:
+            return self._connection
+        wait = self._reconnect_at - self._clock()
+        if wait > 0:
+            if self._clock() + wait >= deadline:
+                raise NetworkError(f"node {self.peer_id} is in reconnect backoff")
+            await asyncio.sleep(wait)
+        remaining = max(0.0, deadline - self._clock())
+        connection: ClientConnection = await asyncio.wait_for(
+            self._opener(self.host, self.port), remaining
+        )
+        self._connection = connection
+        self._backoff.reset()
+        self.connects += 1
+        log.info("connected", extra={"fields": {"peer": self.peer_id,
+                                                "address": f"{self.host}:{self.port}"}})
+        return connection
+
+    async def _open(self, host: str, port: int) -> ClientConnection:
+        return await ClientConnection.open(host, port, client_id=self._client_id,
+                                           ours=self._ours)
+
+    def _fail(self, error: BaseException) -> None:
+        self.failures += 1
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        delay_ms = self._backoff.next_delay_ms()
+        self._reconnect_at = self._clock() + delay_ms / 1000
+        log.debug("peer request failed", extra={"fields": {
+            "peer": self.peer_id, "error": f"{type(error).__name__}: {error}",
+            "backoff_ms": delay_ms}})
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None

@@ -1,0 +1,51 @@
+"""``pykraft server``'s process: node, listener, metrics and signals on one event loop.
+
+SIGTERM and SIGINT start a graceful shutdown (the leader resigns with EndQuorumEpoch, the
+log is flushed) bounded by ``pykraft.shutdown.timeout.ms``; the exit code is 0 unless the
+node hit a fatal error. SIGKILL needs no handling: everything acknowledged is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+from pykraft.runtime.dispatch import Dispatcher
+from pykraft.runtime.logs import event
+from pykraft.runtime.metrics import serve_metrics
+from pykraft.runtime.node import RaftNode
+from pykraft.runtime.server import ListenerServer
+from pykraft.runtime.settings import NodeSettings
+
+log = logging.getLogger("pykraft.process")
+
+
+async def run_controller(settings: NodeSettings) -> int:
+    """Serve until a signal or a fatal error; returns the process exit code."""
+    node = RaftNode(settings)
+    server = ListenerServer(Dispatcher(node), settings.listener.host, settings.listener.port,
+                            settings.max_frame_size)
+    await server.start()
+    if settings.metrics_address is not None:
+        host, port = settings.metrics_address
+        serve_metrics(node.metrics, host, port)
+        event(log, "metrics_listening", address=f"{host}:{port}")
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _on_signal, stop, signum)
+    node.start()
+    stop_wait = asyncio.create_task(stop.wait())
+    fatal_wait = asyncio.create_task(node.stopped.wait())
+    await asyncio.wait({stop_wait, fatal_wait}, return_when=asyncio.FIRST_COMPLETED)
+    stop_wait.cancel()
+    fatal_wait.cancel()
+    await node.shutdown()
+    await server.close()
+    return node.exit_code
+
+
+def _on_signal(stop: asyncio.Event, signum: int) -> None:
+    event(log, "signal", signal=signal.Signals(signum).name)
+    stop.set()

@@ -1,0 +1,52 @@
+"""The core's election-state store as Kafka's ``quorum-state`` file.
+
+Static quorums (kraft.version 0) use data version 0, which also records the voter ids, the
+same bytes Kafka 3.x writes. Writes go through :func:`write_quorum_state` (tmp file, fsync,
+rename, fsync dir) and are synchronous by the store's contract: a vote must be durable before
+the response that grants it leaves. They happen only on election events, so blocking the loop
+for them is cheap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pykraft.ids import ZERO_UUID
+from pykraft.raft.quorum_store import ElectionState
+from pykraft.storage.quorum_state import (
+    NO_ID,
+    QUORUM_STATE,
+    QuorumStateData,
+    read_quorum_state,
+    write_quorum_state,
+)
+
+
+class FileQuorumStateStore:
+    """:class:`~pykraft.raft.quorum_store.QuorumStateStore` over ``<log dir>/quorum-state``."""
+
+    def __init__(self, partition_dir: Path, voters: frozenset[int]) -> None:
+        self.path = partition_dir / QUORUM_STATE
+        self._voters = tuple(sorted(voters))
+
+    def read(self) -> ElectionState | None:
+        if not self.path.exists():
+            return None
+        data = read_quorum_state(self.path)
+        return ElectionState(
+            epoch=data.leader_epoch,
+            leader_id=None if data.leader_id == NO_ID else data.leader_id,
+            voted_id=None if data.voted_id == NO_ID else data.voted_id,
+            voted_directory_id=(
+                None if data.voted_directory_id == ZERO_UUID else data.voted_directory_id
+            ),
+        )
+
+    def write(self, state: ElectionState) -> None:
+        write_quorum_state(self.path, QuorumStateData(
+            leader_id=NO_ID if state.leader_id is None else state.leader_id,
+            leader_epoch=state.epoch,
+            voted_id=NO_ID if state.voted_id is None else state.voted_id,
+            current_voters=self._voters,
+            data_version=0,
+        ))

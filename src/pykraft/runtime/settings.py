@@ -1,0 +1,137 @@
+"""Everything a controller process needs, validated before anything starts.
+
+Every refusal is a :class:`ConfigError` or :class:`StorageError` whose message names the
+configuration key or file at fault, so ``pykraft server`` can print it and exit non-zero
+instead of half-starting.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from pykraft.config.server import Endpoint, ServerConfig, VoterSpec
+from pykraft.errors import ConfigError, StorageError
+from pykraft.raft.config import QuorumConfig
+from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
+
+METADATA_PARTITION_DIR = "__cluster_metadata-0"
+_NON_NEGATIVE_KEYS = (
+    "metadata.log.max.record.bytes.between.snapshots",
+    "metadata.log.max.snapshot.interval.ms",
+    "metadata.max.retention.bytes",
+    "metadata.max.retention.ms",
+    "pykraft.shutdown.timeout.ms",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSettings:
+    node_id: int
+    cluster_id: str
+    directory_id: uuid.UUID | None
+    quorum: QuorumConfig
+    voters: tuple[VoterSpec, ...]
+    listener: Endpoint
+    metadata_dir: Path
+    segment_bytes: int
+    max_frame_size: int
+    metrics_address: tuple[str, int] | None
+    bench_append: bool
+    shutdown_timeout_ms: int
+
+    @property
+    def partition_dir(self) -> Path:
+        return self.metadata_dir / METADATA_PARTITION_DIR
+
+    def voter(self, node_id: int) -> VoterSpec | None:
+        return next((v for v in self.voters if v.node_id == node_id), None)
+
+
+def load_settings(config: ServerConfig) -> NodeSettings:
+    """Validate ``config`` for a static-quorum controller and check its formatted storage."""
+    roles = config.process_roles
+    if roles != ("controller",):
+        raise ConfigError(f"process.roles={','.join(roles)} is not supported yet: pykraft "
+                          "server runs process.roles=controller only")
+    node_id = config.node_id
+    voters = config.static_voters
+    if not voters:
+        if config.get("controller.quorum.bootstrap.servers"):
+            raise ConfigError("controller.quorum.bootstrap.servers (dynamic quorum) is not "
+                              "supported yet: set controller.quorum.voters")
+        raise ConfigError("missing required configuration controller.quorum.voters")
+    if node_id not in {v.node_id for v in voters}:
+        raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters: a "
+                          "controller of a static quorum must be one of the voters")
+    quorum = QuorumConfig.from_properties(config.raw)
+    listener = _controller_listener(config)
+    metadata_dir = config.metadata_log_dir
+    cluster_id, directory_id = _check_storage(config, node_id)
+    for key in _NON_NEGATIVE_KEYS:
+        if config.get(key) < 0:
+            raise ConfigError(f"invalid value {config.get(key)} for {key}: must be >= 0")
+    segment_bytes = config.get("metadata.log.segment.bytes")
+    if segment_bytes <= 0:
+        raise ConfigError(f"invalid value {segment_bytes} for metadata.log.segment.bytes: "
+                          "must be positive")
+    max_frame = config.get("socket.request.max.bytes")
+    if max_frame <= 0:
+        raise ConfigError(f"invalid value {max_frame} for socket.request.max.bytes: "
+                          "must be positive")
+    return NodeSettings(
+        node_id=node_id, cluster_id=cluster_id, directory_id=directory_id, quorum=quorum,
+        voters=voters, listener=listener, metadata_dir=metadata_dir,
+        segment_bytes=segment_bytes, max_frame_size=max_frame,
+        metrics_address=_metrics_address(config, listener),
+        bench_append=config.get("pykraft.bench.append.enable"),
+        shutdown_timeout_ms=config.get("pykraft.shutdown.timeout.ms"),
+    )
+
+
+def _controller_listener(config: ServerConfig) -> Endpoint:
+    names = config.controller_listener_names
+    if not names:
+        raise ConfigError("missing required configuration controller.listener.names")
+    bound: tuple[Endpoint, ...] = config.get("listeners")
+    chosen = next((e for e in bound if e.name == names[0]), None)
+    if chosen is None:
+        raise ConfigError(f"controller.listener.names names {names[0]}, which is not in "
+                          f"listeners ({', '.join(str(e) for e in bound) or 'empty'})")
+    return chosen
+
+
+def _metrics_address(config: ServerConfig, listener: Endpoint) -> tuple[str, int] | None:
+    port: int = config.get("metrics.port")
+    if port == -1:
+        return None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"invalid value {port} for metrics.port: expected -1 (off) or a port")
+    return (config.get("metrics.host") or listener.host or "0.0.0.0", port)
+
+
+def _check_storage(config: ServerConfig, node_id: int) -> tuple[str, uuid.UUID | None]:
+    """Kafka's startup checks: every directory formatted, one cluster id, our node id."""
+    cluster_id: str | None = None
+    directory_id: uuid.UUID | None = None
+    for directory in config.all_log_dirs:
+        path = directory / META_PROPERTIES
+        if not path.exists():
+            raise StorageError(f"no {META_PROPERTIES} found in {directory} (have you run "
+                               "`pykraft storage format` to format the directory?)")
+        meta = read_meta_properties(path)
+        if meta.version != 1 or meta.cluster_id is None:
+            raise StorageError(f"{path}: version {meta.version} is not a KRaft "
+                               "meta.properties (version=1 with cluster.id)")
+        if meta.node_id != node_id:
+            raise StorageError(f"{path}: stored node.id {meta.node_id} does not match the "
+                               f"configured node.id {node_id}")
+        if cluster_id is not None and meta.cluster_id != cluster_id:
+            raise StorageError(f"{path}: cluster.id {meta.cluster_id} does not match "
+                               f"cluster.id {cluster_id} of the other log directories")
+        cluster_id = meta.cluster_id
+        if directory == config.metadata_log_dir:
+            directory_id = meta.directory_id
+    assert cluster_id is not None  # all_log_dirs is never empty
+    return cluster_id, directory_id

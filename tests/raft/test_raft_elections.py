@@ -272,3 +272,13 @@ def test_peer_without_pre_vote_support_makes_prospective_campaign_for_real() -> 
                                      top_error=ErrorCode.unsupported_version))
     assert isinstance(h.state(), Candidate)
     assert h.client.epoch == 1
+
+
+def test_candidate_that_learns_the_leader_keeps_its_vote_on_disk() -> None:
+    h = Harness()
+    h.advance_to_next_tick()
+    h.grant_all_votes()
+    assert isinstance(h.state(), Candidate)
+    h.request(2, rpc.begin_quorum_request(None, 0, 2, 1))
+    assert isinstance(h.state(), Follower)
+    assert h.store.read() == ElectionState(1, leader_id=2, voted_id=0)

@@ -268,3 +268,34 @@ def test_response_after_timeout_is_ignored() -> None:
     h.advance(h.config.request_timeout_ms)
     h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2, records=data_batches(0, 2, 1)))
     assert h.log.log_end_offset == 0
+
+
+def test_describe_quorum_reports_voters_and_observers() -> None:
+    h = leader_with_data(1)
+    h.now += 5
+    h.fetch(1, 1, 2, 1)
+    h.fetch(9, 1, 1, 1)
+    part = h.client.describe_quorum().topics[0].partitions[0]
+    assert (part.leader_id, part.leader_epoch, part.high_watermark) == (0, 1, 2)
+    voters = {int(v.replica_id): v for v in part.current_voters}
+    assert voters[0].last_fetch_timestamp == h.now
+    assert (voters[1].log_end_offset, voters[1].last_caught_up_timestamp) == (2, h.now)
+    assert voters[2].log_end_offset == -1
+    assert [(o.replica_id, o.log_end_offset) for o in part.observers] == [(9, 1)]
+
+
+def test_describe_quorum_on_a_follower_is_not_leader() -> None:
+    h = follower()
+    h.request(3, rpc.describe_quorum_request())
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.DescribeQuorumResponse)
+    assert out.response.topics[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
+
+
+def test_observer_asks_voters_at_most_once_per_retry_backoff() -> None:
+    h = Harness(node_id=5, voters={0, 1, 2})
+    (out,) = h.take_requests(rpc.FetchRequest)
+    h.respond(out, rpc.fetch_response(ErrorCode.not_leader_or_follower, None, 0))
+    assert h.take_requests(rpc.FetchRequest) == []
+    h.advance(h.config.retry_backoff_ms)
+    assert len(h.take_requests(rpc.FetchRequest)) == 1

@@ -41,7 +41,7 @@ from pykraft.raft.election import (
     is_log_up_to_date,
     random_election_timeout,
 )
-from pykraft.raft.leader import LeaderProgress, leader_change_batch
+from pykraft.raft.leader import LeaderProgress, ReplicaProgress, leader_change_batch
 from pykraft.raft.log import OffsetAndEpoch, RaftLog, is_valid_fetch_position, truncation_offset
 from pykraft.raft.quorum_store import ElectionState, QuorumStateStore
 from pykraft.raft.states import (
@@ -53,6 +53,7 @@ from pykraft.raft.states import (
     State,
     Unattached,
     election_state,
+    voted_id_of,
 )
 from pykraft.raft.voters import VoterSet
 from pykraft.records.batch import iter_batches
@@ -164,8 +165,12 @@ class RaftClient:
             return  # a late answer to a request that already timed out
         del self._in_flight[source]
         header = rpc.response_header(response)
+        before = self.state
         if not self._handle_common_response(header):
             self._dispatch_response(source, in_flight.request, response, header)
+        elif self.state is before and header.error != ErrorCode.none:
+            # an error that taught us nothing: do not hammer the peer
+            self._retry_at[source] = now_ms + self.config.retry_backoff_ms
         self._poll()
 
     def handle_send_failure(self, now_ms: int, destination: int, correlation_id: int) -> None:
@@ -225,38 +230,21 @@ class RaftClient:
         state = self.state
         if not isinstance(state, Leader):
             return rpc.describe_quorum_error(ErrorCode.not_leader_or_follower)
-        from kio.schema.describe_quorum.v2 import response as dq
-        from kio.schema.types import BrokerId, TopicName
-        from kio.static.primitive import i32, i64
-
         progress = state.progress
 
-        def row(replica_id: int, end: int | None, fetch: int | None,
-                caught_up: int | None) -> dq.ReplicaState:
-            if replica_id == self.node_id:
-                fetch = caught_up = self._now
-            return dq.ReplicaState(
-                replica_id=BrokerId(replica_id), replica_directory_id=None,
-                log_end_offset=i64(-1 if end is None else end),
-                last_fetch_timestamp=i64(-1 if fetch is None else fetch),
-                last_caught_up_timestamp=i64(-1 if caught_up is None else caught_up),
-            )
+        def rows(replicas: list[ReplicaProgress]) -> list[rpc.ReplicaRow]:
+            return [
+                rpc.ReplicaRow(p.replica_id, p.end_offset, self._now, self._now)
+                if p.replica_id == self.node_id
+                else rpc.ReplicaRow(p.replica_id, p.end_offset, p.last_fetch_ms,
+                                    p.last_caught_up_ms)
+                for p in replicas
+            ]
 
-        voters = tuple(row(p.replica_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms)
-                       for p in progress.voter_progress.values())
-        observers = tuple(row(p.replica_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms)
-                          for p in progress.active_observers(self._now))
-        hwm = progress.high_watermark
-        partition = dq.PartitionData(
-            partition_index=i32(0), error_code=ErrorCode.none, error_message=None,
-            leader_id=BrokerId(self.node_id), leader_epoch=i32(state.epoch),
-            high_watermark=i64(-1 if hwm is None else hwm), current_voters=voters,
-            observers=observers,
-        )
-        return rpc.DescribeQuorumResponse(
-            error_code=ErrorCode.none, error_message=None, nodes=(),
-            topics=(dq.TopicData(topic_name=TopicName("__cluster_metadata"),
-                                 partitions=(partition,)),),
+        return rpc.describe_quorum_response(
+            self.node_id, state.epoch, progress.high_watermark,
+            rows(list(progress.voter_progress.values())),
+            rows(progress.active_observers(self._now)),
         )
 
     # -- overridable decisions (see module docstring) ---------------------------------
@@ -284,8 +272,7 @@ class RaftClient:
 
     def _initial_state(self) -> State:
         stored = self._persisted or ElectionState(0)
-        deadline = self._now + random_election_timeout(self._rng,
-                                                       self.config.election_timeout_ms)
+        deadline = self._election_deadline()
         log_epoch = self._log.last_fetched_epoch
         if stored.epoch < log_epoch:
             return Unattached(log_epoch, None, deadline)
@@ -317,17 +304,15 @@ class RaftClient:
     def _election_deadline(self) -> int:
         return self._now + random_election_timeout(self._rng, self.config.election_timeout_ms)
 
+    def _vote_kept_in(self, epoch: int) -> int | None:
+        """A vote binds for its whole epoch, whatever state the replica moves to in it."""
+        return voted_id_of(self.state, self.node_id) if epoch == self.epoch else None
+
     def _become_unattached(self, epoch: int) -> None:
-        voted = self.state.voted_id if (
-            epoch == self.epoch and isinstance(self.state, Unattached | Prospective | Follower)
-        ) else None
-        self._set_state(Unattached(epoch, voted, self._election_deadline()))
+        self._set_state(Unattached(epoch, self._vote_kept_in(epoch), self._election_deadline()))
 
     def _become_follower(self, epoch: int, leader_id: int) -> None:
-        voted = None
-        if epoch == self.epoch and not isinstance(self.state, Candidate | Leader | Resigned):
-            voted = self.state.voted_id
-        self._set_state(Follower(epoch, leader_id, voted,
+        self._set_state(Follower(epoch, leader_id, self._vote_kept_in(epoch),
                                  self._now + self.config.fetch_timeout_ms))
 
     def _become_prospective(self) -> None:
@@ -336,15 +321,10 @@ class RaftClient:
             return
         state = self.state
         leader = state.leader_id if isinstance(state, Follower) else None
-        voted: int | None = None
-        retries = 1
-        if isinstance(state, Candidate):
-            voted, retries = self.node_id, state.retries
-        elif isinstance(state, Unattached | Follower):
-            voted = state.voted_id
+        retries = state.retries if isinstance(state, Candidate) else 1
         election = EpochElection(self.voters, granted={self.node_id})
-        self._set_state(Prospective(state.epoch, leader, voted, election,
-                                    self._election_deadline(), retries))
+        self._set_state(Prospective(state.epoch, leader, self._vote_kept_in(state.epoch),
+                                    election, self._election_deadline(), retries))
         self._maybe_win_election()
 
     def _become_candidate(self) -> None:
@@ -563,7 +543,7 @@ class RaftClient:
         if self._in_flight:
             return
         candidates = [v for v in self.voters if self._retry_at.get(v, 0) <= self._now]
-        if candidates:
+        if len(candidates) == len(self.voters):  # one attempt per retry backoff
             self._send(self._rng.choice(candidates), self._fetch_request(self.epoch, None))
 
     # -- requests ---------------------------------------------------------------------

@@ -267,6 +267,47 @@ def describe_quorum_request() -> DescribeQuorumRequest:
     ))
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaRow:
+    """One replica's line in DescribeQuorum; None means unknown (-1 on the wire)."""
+
+    replica_id: int
+    log_end_offset: int | None
+    last_fetch_ms: int | None
+    last_caught_up_ms: int | None
+
+
+def _or_unknown(value: int | None) -> i64:
+    return i64(-1 if value is None else value)
+
+
+def describe_quorum_response(
+    leader_id: int, epoch: int, high_watermark: int | None, voters: list[ReplicaRow],
+    observers: list[ReplicaRow],
+) -> DescribeQuorumResponse:
+    def states(rows: list[ReplicaRow]) -> tuple[dq_resp.ReplicaState, ...]:
+        return tuple(
+            dq_resp.ReplicaState(
+                replica_id=BrokerId(row.replica_id), replica_directory_id=None,
+                log_end_offset=_or_unknown(row.log_end_offset),
+                last_fetch_timestamp=_or_unknown(row.last_fetch_ms),
+                last_caught_up_timestamp=_or_unknown(row.last_caught_up_ms),
+            )
+            for row in rows
+        )
+
+    partition = dq_resp.PartitionData(
+        partition_index=_PARTITION, error_code=ErrorCode.none, error_message=None,
+        leader_id=BrokerId(leader_id), leader_epoch=i32(epoch),
+        high_watermark=_or_unknown(high_watermark), current_voters=states(voters),
+        observers=states(observers),
+    )
+    return DescribeQuorumResponse(
+        error_code=ErrorCode.none, error_message=None, nodes=(),
+        topics=(dq_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
+    )
+
+
 def describe_quorum_error(error: ErrorCode, top_error: ErrorCode = ErrorCode.none) -> (
     DescribeQuorumResponse
 ):

@@ -21,6 +21,7 @@ from pykraft.raft.states import Leader
 from pykraft.sim.network import LinkProfile, Network
 from pykraft.sim.scheduler import EventQueue
 from pykraft.sim.state_machine import CommittedHistory, CounterMachine, InvariantViolation
+from pykraft.sim.trace import describe
 
 ClientFactory = Callable[..., RaftClient]
 
@@ -250,7 +251,7 @@ class Cluster:
     def _send_request(self, source: int, incarnation: int, destination: int, correlation: int,
                       request: RaftRequest) -> None:
         src_node = self.nodes[source]
-        name = type(request).__name__
+        name = describe(request) if self._trace else type(request).__name__
         if destination not in self.nodes or self.network.is_blocked(source, destination):
             self.queue.schedule(self.queue.now_ms + 1, f"refused {source}->{destination} {name}",
                                 lambda: self._fail(src_node, incarnation, destination,
@@ -300,5 +301,5 @@ class Cluster:
                 return
             client.handle_response(self.queue.now_ms, source, correlation, response)
             self._drain(dst_node)
-        self.queue.schedule(self.queue.now_ms + delay,
-                            f"{source}->{destination} {type(response).__name__}", deliver)
+        name = describe(response) if self._trace else type(response).__name__
+        self.queue.schedule(self.queue.now_ms + delay, f"{source}->{destination} {name}", deliver)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pykraft.cli.dump_log import dump_log
+from pykraft.cli.quorum import quorum_app
 from pykraft.cli.server import server
 from pykraft.cli.sim import sim_app
 from pykraft.cli.storage import storage_app
@@ -35,3 +36,4 @@ app.command("dump-log")(dump_log)
 app.command("server")(server)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
+app.add_typer(quorum_app, name="metadata-quorum")

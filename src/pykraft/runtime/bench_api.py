@@ -13,9 +13,11 @@ redirect.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 
+from pykraft.errors import NetworkError, ProtocolError
 from pykraft.protocol.header import (
     RequestHeader,
     encode_request_header,
@@ -25,6 +27,7 @@ from pykraft.protocol.header import (
     read_response_header,
 )
 from pykraft.protocol.wire import Reader
+from pykraft.runtime.streams import FrameStream
 
 #: Outside every range Kafka has assigned; int16 like any api key.
 BENCH_APPEND_API_KEY = 32001
@@ -69,3 +72,29 @@ def decode_bench_response(frame: bytes) -> tuple[int, BenchAppendResult]:
                           f"expected {_RESPONSE.size}")
     error, leader, offset = _RESPONSE.unpack(reader.take(_RESPONSE.size, "bench response"))
     return correlation_id, BenchAppendResult(error, leader, offset)
+
+
+class BenchClient:
+    """One connection sending bench appends, one at a time (a load generator's worker)."""
+
+    def __init__(self, stream: FrameStream) -> None:
+        self._stream = stream
+        self._correlation = itertools.count(1)
+
+    @classmethod
+    async def connect(cls, host: str, port: int) -> BenchClient:
+        return cls(await FrameStream.connect(host, port))
+
+    async def append(self, value: bytes) -> BenchAppendResult:
+        correlation_id = next(self._correlation)
+        await self._stream.write_frame(encode_bench_request(correlation_id, value))
+        frame = await self._stream.read_frame()
+        if frame is None:
+            raise NetworkError("the server closed the connection (bench appends disabled?)")
+        answered, result = decode_bench_response(frame)
+        if answered != correlation_id:
+            raise ProtocolError(f"correlation id {answered}, expected {correlation_id}")
+        return result
+
+    def close(self) -> None:
+        self._stream.close()

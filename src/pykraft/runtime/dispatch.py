@@ -10,13 +10,15 @@ version for the core and the answer back to the version the caller spoke.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import logging
 from typing import Any
 
 from kio.index import load_response_schema
+from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.describe_quorum.v2 import response as dq
 from kio.schema.types import BrokerId
-from kio.static.primitive import u16
+from kio.static.primitive import i8, i32, i32Timedelta, u16
 
 from pykraft.errors import (
     MalformedMessageError,
@@ -50,6 +52,17 @@ LATEST_REQUEST: dict[int, type] = {
     ApiKey.FETCH: rpc.FetchRequest,
     ApiKey.DESCRIBE_QUORUM: rpc.DescribeQuorumRequest,
 }
+BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type values (KIP-919)
+CONTROLLER_ENDPOINTS = 2
+
+
+def _describe_cluster_body(error: ErrorCode, cluster_id: str, controller_id: int,
+                           brokers: tuple[Any, ...]) -> Any:
+    return dc.DescribeClusterResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=error,
+        endpoint_type=i8(CONTROLLER_ENDPOINTS), cluster_id=cluster_id,
+        controller_id=BrokerId(controller_id), brokers=brokers,
+    )
 
 
 class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -84,6 +97,8 @@ class Dispatcher:
         if api_key == ApiKey.API_VERSIONS:
             return encode_response(correlation_id, api_key, request.api_version,
                                    self._api_versions(request.api_version))
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            return self._encode(request, self._describe_cluster(request.body))
         latest: Any = convert(request.body, LATEST_REQUEST[api_key])
         if isinstance(latest, rpc.EndQuorumEpochRequest):
             part = rpc.end_quorum_partition(latest)
@@ -140,6 +155,20 @@ class Dispatcher:
             for voter in self._settings.voters
         )
         return dataclasses.replace(response, nodes=nodes)
+
+    def _describe_cluster(self, request: Any) -> Any:
+        """A controller answers for ``endpoint_type=2`` (controllers) only, as Kafka does."""
+        core = self._node.core
+        if getattr(request, "endpoint_type", BROKER_ENDPOINTS) != CONTROLLER_ENDPOINTS:
+            return _describe_cluster_body(ErrorCode.unsupported_endpoint_type, "", -1, ())
+        leader = core.leader_and_epoch.leader_id
+        brokers = tuple(
+            dc.DescribeClusterBroker(broker_id=BrokerId(v.node_id), host=v.host,
+                                     port=i32(v.port), rack=None, is_fenced=False)
+            for v in self._settings.voters
+        )
+        return _describe_cluster_body(ErrorCode.none, self._settings.cluster_id,
+                                      -1 if leader is None else leader, brokers)
 
     async def _bench_append(self, frame: bytes) -> bytes:
         try:

@@ -37,7 +37,7 @@ log = logging.getLogger("pykraft.node")
 #: The APIs a controller serves today (the controller proper arrives with issue 6).
 SERVED_APIS = frozenset({
     ApiKey.API_VERSIONS, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH,
-    ApiKey.FETCH, ApiKey.DESCRIBE_QUORUM,
+    ApiKey.FETCH, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
 })
 SERVED_RANGES = {key: r for key, r in listener_ranges(Listener.CONTROLLER).items()
                  if key in SERVED_APIS}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from typer.testing import CliRunner
 
+from pykraft.cli import sim as sim_cli
 from pykraft.cli.main import app
-from pykraft.sim.runner import run_scenario
+from pykraft.sim.runner import RunResult, run_scenario
 from pykraft.sim.scheduler import EventQueue
 
 
@@ -52,3 +56,20 @@ def test_cli_sweep_summarises() -> None:
 def test_cli_rejects_unknown_scenario() -> None:
     result = CliRunner().invoke(app, ["sim", "run", "--scenario", "nope", "--seed", "1"])
     assert result.exit_code != 0
+
+
+def test_cli_sweep_reports_a_violation_with_its_replay_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    broken = RunResult("leader-failure", 42, "SingleLeader: epoch 3 has leaders 1 and 2",
+                       events=10, elections=2, simulated_ms=1000, wall_s=0.1)
+
+    def fake_sweep(tasks: list[tuple[str, int]], workers: int) -> Iterator[RunResult]:
+        yield broken
+
+    monkeypatch.setattr(sim_cli, "sweep", fake_sweep)
+    result = CliRunner().invoke(app, ["sim", "sweep", "--scenario", "leader-failure",
+                                      "--seeds", "42:43"])
+    assert result.exit_code == 1
+    assert "SingleLeader" in result.output
+    assert "pykraft sim run --scenario leader-failure --seed 42 --trace" in result.output

@@ -517,15 +517,15 @@ class RaftClient:
 
     # -- sending ----------------------------------------------------------------------
 
-    def _send(self, destination: int, request: rpc.RaftRequest) -> bool:
+    def _send(self, destination: int, request: rpc.RaftRequest) -> None:
+        """One request in flight per destination (as Kafka's RequestManager); else skip."""
         if destination in self._in_flight or self._retry_at.get(destination, 0) > self._now:
-            return False
+            return
         self._next_correlation += 1
         self._in_flight[destination] = _InFlight(
             self._next_correlation, request, self._now + self.config.request_timeout_ms
         )
         self._requests.append(OutboundRequest(destination, self._next_correlation, request))
-        return True
 
     def _respond(self, destination: int, correlation_id: int, response: rpc.RaftResponse) -> None:
         self._responses.append(OutboundResponse(destination, correlation_id, response))

@@ -37,3 +37,10 @@ class SkipsTruncation(RaftClient):
 
     def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
         return None
+
+
+class WithoutPreVote(RaftClient):
+    """Campaigns with real votes straight away, as Kafka did before KIP-996."""
+
+    def _become_prospective(self) -> None:
+        self._become_candidate()

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from sim_mutants import GrantsTwoVotesPerEpoch, HighWatermarkWithoutMajority, SkipsTruncation
+from sim_mutants import (
+    GrantsTwoVotesPerEpoch,
+    HighWatermarkWithoutMajority,
+    SkipsTruncation,
+    WithoutPreVote,
+)
 
 from pykraft.sim.cluster import ClientFactory
 from pykraft.sim.runner import run_scenario
@@ -27,8 +32,9 @@ def _violations(factory: ClientFactory, scenarios: list[str], seeds: range) -> l
         (GrantsTwoVotesPerEpoch, ["leader-failure", "back-to-back-failures"], range(20),
          "SingleLeader"),
         (SkipsTruncation, ["leader-partitioned"], range(3), "ConsistentCommittedData"),
+        (WithoutPreVote, ["stable-leadership"], range(2), "StableLeadership"),
     ],
-    ids=["hwm-without-majority", "two-votes-per-epoch", "skip-truncation"],
+    ids=["hwm-without-majority", "two-votes-per-epoch", "skip-truncation", "no-pre-vote"],
 )
 def test_broken_core_is_caught(
     factory: ClientFactory, scenarios: list[str], seeds: range, invariant: str
@@ -41,7 +47,8 @@ def test_broken_core_is_caught(
     ("scenarios", "seeds"),
     [(["leader-failure"], range(3)),
      (["leader-failure", "back-to-back-failures"], range(20)),
-     (["leader-partitioned"], range(3))],
+     (["leader-partitioned"], range(3)),
+     (["stable-leadership"], range(2))],
 )
 def test_correct_core_passes_the_same_runs(scenarios: list[str], seeds: range) -> None:
     from pykraft.raft.client import RaftClient

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from pykraft.cli.cluster import cluster_app
 from pykraft.cli.dump_log import dump_log
 from pykraft.cli.quorum import quorum_app
 from pykraft.cli.server import server
@@ -37,3 +38,4 @@ app.command("server")(server)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")
+app.add_typer(cluster_app, name="cluster")

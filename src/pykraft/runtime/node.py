@@ -77,6 +77,7 @@ class RaftNode:
         }
         self.flusher: GroupCommitFlusher | None = None
         self.exit_code = 0
+        self.resign_acknowledged = False
         self.stopped = asyncio.Event()
         self._inbound: dict[int, asyncio.Future[rpc.RaftResponse]] = {}
         self._tokens = itertools.count(_FIRST_INBOUND_TOKEN)
@@ -114,7 +115,7 @@ class RaftNode:
             self.disk_log.close()
         else:
             self.disk_log.metadata_log.close()
-        event(log, "shutdown_complete", end_quorum_acked=self.core.shutdown_complete,
+        event(log, "shutdown_complete", resigned_and_acked=self.resign_acknowledged,
               exit_code=self.exit_code, log_end_offset=self.disk_log.log_end_offset)
 
     def _stop_io(self) -> None:
@@ -235,7 +236,9 @@ class RaftNode:
             self.metrics.commit_latency_ms.record(latency)
         if state != self._last_state:
             self._on_state_change(state)
-        if core.shutdown_complete:
+        if core.shutdown_complete and not self._shutdown_done.is_set():
+            # Still Resigned here means every voter acknowledged EndQuorumEpoch.
+            self.resign_acknowledged = core.state.name == "Resigned"
             self._shutdown_done.set()
 
     def _on_state_change(self, state: tuple[str, int, int | None]) -> None:

@@ -1,0 +1,226 @@
+"""A local static-quorum cluster of ``pykraft server`` processes on 127.0.0.1.
+
+``cluster up`` and the integration tests share this: it picks free ports, writes one
+``server.properties`` per controller under the cluster directory, formats each node
+(kraft.version 0, ``controller.quorum.voters``), starts the processes with their stderr in
+``node-<id>/server.log``, and records cluster id, ports and PIDs in ``cluster.json`` so a
+later ``cluster down`` can stop a detached cluster by PID.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pykraft.config.server import ServerConfig
+from pykraft.errors import PyKraftError
+from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
+
+STATE_FILE = "cluster.json"
+HOST = "127.0.0.1"
+STOP_TIMEOUT_S = 10.0
+
+
+class ClusterError(PyKraftError):
+    """The local cluster directory is missing, inconsistent or cannot be started."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFiles:
+    node_id: int
+    port: int
+    directory: Path
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def data(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def address(self) -> str:
+        return f"{HOST}:{self.port}"
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel hands out now (held open together so they differ)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((HOST, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+class LocalCluster:
+    """Files and processes of one local cluster rooted at ``base``."""
+
+    def __init__(self, base: Path, cluster_id: str, nodes: list[NodeFiles],
+                 pids: dict[int, int] | None = None) -> None:
+        self.base = base
+        self.cluster_id = cluster_id
+        self.nodes = {node.node_id: node for node in nodes}
+        self.pids: dict[int, int] = dict(pids or {})
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+
+    # -- creation and persistence ----------------------------------------------------------
+
+    @classmethod
+    def create(cls, base: Path, controllers: int = 3,
+               properties: dict[str, str] | None = None) -> LocalCluster:
+        """Write configs and format every node; ``base`` must not hold a cluster yet."""
+        if controllers < 1:
+            raise ClusterError(f"--controllers must be at least 1, not {controllers}")
+        if (base / STATE_FILE).exists():
+            raise ClusterError(f"{base} already holds a cluster ({STATE_FILE}); run "
+                               "`pykraft cluster down` or choose another --dir")
+        base.mkdir(parents=True, exist_ok=True)
+        ports = free_ports(controllers)
+        nodes = [NodeFiles(i + 1, port, base / f"node-{i + 1}") for i, port in enumerate(ports)]
+        voters = ",".join(f"{n.node_id}@{n.address}" for n in nodes)
+        cluster = cls(base, uuid_to_str(random_uuid()), nodes)
+        for node in nodes:
+            node.directory.mkdir(exist_ok=True)
+            props = {
+                "process.roles": "controller",
+                "node.id": str(node.node_id),
+                "listeners": f"CONTROLLER://{node.address}",
+                "controller.listener.names": "CONTROLLER",
+                "controller.quorum.voters": voters,
+                "log.dirs": str(node.data),
+                **(properties or {}),
+            }
+            node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+            format_storage(FormatRequest(config=ServerConfig.load(node.config),
+                                         cluster_id=cluster.cluster_id,
+                                         mode=QuorumMode.STATIC))
+        cluster.save()
+        return cluster
+
+    @classmethod
+    def load(cls, base: Path) -> LocalCluster:
+        try:
+            state = json.loads((base / STATE_FILE).read_text())
+            nodes = [NodeFiles(int(n["id"]), int(n["port"]), base / n["dir"])
+                     for n in state["nodes"]]
+            pids = {int(k): int(v) for k, v in state.get("pids", {}).items()}
+            return cls(base, str(state["cluster_id"]), nodes, pids)
+        except FileNotFoundError:
+            raise ClusterError(f"no cluster in {base} ({STATE_FILE} is missing)") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ClusterError(f"{base / STATE_FILE} is corrupt: {exc}") from None
+
+    def save(self) -> None:
+        state = {
+            "cluster_id": self.cluster_id,
+            "nodes": [{"id": n.node_id, "port": n.port, "dir": n.directory.name}
+                      for n in self.nodes.values()],
+            "pids": {str(k): v for k, v in self.pids.items()},
+        }
+        (self.base / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+
+    @property
+    def bootstrap(self) -> str:
+        return next(iter(self.nodes.values())).address
+
+    # -- processes -------------------------------------------------------------------------
+
+    def start(self, node_id: int, *extra_args: str) -> subprocess.Popen[bytes]:
+        node = self.nodes[node_id]
+        if self.is_running(node_id):
+            raise ClusterError(f"node {node_id} is already running (pid {self.pids[node_id]})")
+        with node.log.open("ab") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "pykraft", "server", str(node.config), *extra_args],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+            )
+        self._children[node_id] = child
+        self.pids[node_id] = child.pid
+        self.save()
+        return child
+
+    def start_all(self) -> None:
+        for node_id in self.nodes:
+            self.start(node_id)
+
+    def is_running(self, node_id: int) -> bool:
+        child = self._children.get(node_id)
+        if child is not None:
+            return child.poll() is None
+        pid = self.pids.get(node_id)
+        return pid is not None and _pid_alive(pid)
+
+    def signal(self, node_id: int, signum: int) -> None:
+        pid = self.pids.get(node_id)
+        if pid is not None and self.is_running(node_id):
+            os.kill(pid, signum)
+
+    def wait(self, node_id: int, timeout_s: float) -> int | None:
+        """The exit code once the node stopped (None if unknown: not our child)."""
+        child = self._children.get(node_id)
+        if child is not None:
+            return child.wait(timeout=timeout_s)
+        deadline = time.monotonic() + timeout_s
+        pid = self.pids.get(node_id)
+        while pid is not None and _pid_alive(pid):
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"pid {pid}", timeout_s)
+            time.sleep(0.05)  # not our child: polling is the only way to see it exit
+        return None
+
+    def stop(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """SIGTERM, bounded wait, then SIGKILL; returns the exit code when known."""
+        if not self.is_running(node_id):
+            return self._forget(node_id)
+        self.signal(node_id, signal.SIGTERM)
+        try:
+            self.wait(node_id, timeout_s)
+        except subprocess.TimeoutExpired:
+            self.signal(node_id, signal.SIGKILL)
+            self.wait(node_id, timeout_s)
+        return self._forget(node_id)
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL (a crash) and reap."""
+        self.signal(node_id, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.wait(node_id, STOP_TIMEOUT_S)
+        self._forget(node_id)
+
+    def stop_all(self, timeout_s: float = STOP_TIMEOUT_S) -> dict[int, int | None]:
+        for node_id in self.nodes:
+            self.signal(node_id, signal.SIGTERM)
+        return {node_id: self.stop(node_id, timeout_s) for node_id in self.nodes}
+
+    def _forget(self, node_id: int) -> int | None:
+        child = self._children.pop(node_id, None)
+        self.pids.pop(node_id, None)
+        self.save()
+        return None if child is None else child.returncode
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

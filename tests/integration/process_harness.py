@@ -1,0 +1,86 @@
+"""Helpers for tests against real ``pykraft server`` processes: polling with deadlines,
+quorum descriptions, bench writes and reading a stopped node's log from disk."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+
+from pykraft.errors import PyKraftError
+from pykraft.records.batch import iter_batches
+from pykraft.runtime.bench_api import BenchClient
+from pykraft.storage.log import MetadataLog
+from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_host_port
+
+T = TypeVar("T")
+
+#: Election timeouts stay Kafka's; only the shutdown bound is shorter to keep tests quick.
+TEST_PROPERTIES = {"pykraft.bench.append.enable": "true", "pykraft.shutdown.timeout.ms": "3000"}
+STARTUP_S = 30.0
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float = STARTUP_S) -> T:
+    """Poll ``probe`` until it returns a value; fail with ``what`` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = probe()
+        if value is not None:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def describe(cluster: LocalCluster, node_id: int | None = None) -> QuorumInfo | None:
+    """The quorum as seen through ``node_id`` (any running node by default), or None."""
+    candidates = [node_id] if node_id is not None else [
+        n for n in cluster.nodes if cluster.is_running(n)]
+    for candidate in candidates:
+        address = parse_host_port(cluster.nodes[candidate].address)
+        try:
+            return asyncio.run(describe_quorum(address, timeout_s=1.0))
+        except PyKraftError:
+            continue
+    return None
+
+
+def leader_info(cluster: LocalCluster, *, min_epoch: int = 0, exclude: int | None = None) -> (
+    QuorumInfo
+):
+    """Wait for a leader whose first record of its epoch committed (HWM known)."""
+    def probe() -> QuorumInfo | None:
+        info = describe(cluster)
+        if info is None or info.leader_epoch < min_epoch or info.leader_id == exclude:
+            return None
+        return info if info.high_watermark > 0 else None
+    return wait_for(f"a leader of epoch >= {min_epoch}", probe)
+
+
+def write_values(cluster: LocalCluster, leader_id: int, values: list[bytes]) -> list[bytes]:
+    """Bench-append ``values`` on the leader; returns those acknowledged as committed."""
+    async def run() -> list[bytes]:
+        host, port = parse_host_port(cluster.nodes[leader_id].address)
+        client = await BenchClient.connect(host, port)
+        acked = []
+        try:
+            for value in values:
+                if (await client.append(value)).error_code == 0:
+                    acked.append(value)
+        finally:
+            client.close()
+        return acked
+    return asyncio.run(run())
+
+
+def values_on_disk(cluster: LocalCluster, node_id: int) -> list[bytes]:
+    """Data record values in a stopped node's metadata log, in offset order."""
+    directory = cluster.nodes[node_id].data / "__cluster_metadata-0"
+    with MetadataLog.open(directory) as log:
+        data = log.read(0, 1 << 30)
+    return [record.value or b"" for batch in iter_batches(data) if not batch.is_control
+            for record in batch.records()]

@@ -23,3 +23,14 @@ echo "== pykraft storage info"
 echo "== pykraft dump-log of the bootstrap files"
 "$PYKRAFT" dump-log --cluster-metadata-decoder \
   --files "$DEMO/metadata/bootstrap.checkpoint,$DEMO/metadata/__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"
+echo
+echo "== pykraft cluster up --detach: a 3-controller static quorum on 127.0.0.1"
+CLUSTER=data/demo/cluster
+"$PYKRAFT" cluster up --controllers 3 --dir "$CLUSTER" --detach
+trap '"$PYKRAFT" cluster down --dir "$CLUSTER"' EXIT
+BOOTSTRAP=$(.venv/bin/python -c "import json,sys; n=json.load(open(sys.argv[1]))['nodes'][0]; print(f\"127.0.0.1:{n['port']}\")" "$CLUSTER/cluster.json")
+echo "== pykraft metadata-quorum --bootstrap-controller $BOOTSTRAP describe --status"
+"$PYKRAFT" metadata-quorum --bootstrap-controller "$BOOTSTRAP" describe --status --timeout 30
+echo
+echo "== ... describe --replication --human-readable"
+"$PYKRAFT" metadata-quorum --bootstrap-controller "$BOOTSTRAP" describe --replication --human-readable

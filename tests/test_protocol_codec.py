@@ -27,10 +27,10 @@ from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v2.request import VoteRequest
 from kio.schema.vote.v2.response import VoteResponse
 from kio.serial import entity_writer
-from kio.static.primitive import Records, i32, i32Timedelta, i64Timedelta
+from kio.static.primitive import i32, i32Timedelta
 
+from kio_strategies import PAIR_IDS, PAIRS
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
-from pykraft.protocol.apis import all_versions
 from pykraft.protocol.codec import (
     decode_request,
     decode_response,
@@ -41,16 +41,6 @@ from pykraft.protocol.header import RequestHeader
 from pykraft.protocol.scan import scan_entity
 from pykraft.protocol.wire import Reader
 
-st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
-st.register_type_strategy(
-    i64Timedelta,
-    st.integers(-(2**50), 2**50).map(
-        lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms))
-    ),
-)
-
-PAIRS = all_versions()
-PAIR_IDS = [f"{key.name}-v{version}" for key, version in PAIRS]
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 METADATA_TOPIC = b"__cluster_metadata"
 

@@ -4,17 +4,15 @@ allocations: every truncation, random byte flips, absurd counts and lengths."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema, load_response_schema
-from kio.static.primitive import Records, i64Timedelta
 
+from kio_strategies import PAIR_IDS, PAIRS
 from pykraft.errors import MalformedMessageError, ProtocolError
-from pykraft.protocol.apis import all_versions
 from pykraft.protocol.codec import (
     decode_request,
     decode_response,
@@ -23,16 +21,6 @@ from pykraft.protocol.codec import (
 )
 from pykraft.protocol.header import RequestHeader
 
-st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
-st.register_type_strategy(
-    i64Timedelta,
-    st.integers(-(2**50), 2**50).map(
-        lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms))
-    ),
-)
-
-PAIRS = all_versions()
-PAIR_IDS = [f"{key.name}-v{version}" for key, version in PAIRS]
 SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 
 

@@ -30,6 +30,7 @@ from pykraft.messages import (
     schema_of,
     to_json_dict,
 )
+from pykraft.messages.codec import generated_source
 from pykraft.messages.schema import ArrayOf, FieldType
 from pykraft.messages.wire import Primitive
 
@@ -382,3 +383,37 @@ def test_declaration_errors_are_caught_at_import_time() -> None:
 
     with pytest.raises(TypeError, match="unknown Kafka type"):
         kafka_field("int33")
+
+
+def test_generated_source_shows_the_compiled_reader_and_writer() -> None:
+    text = generated_source(Sample, 3)
+    assert "def read(buf, pos, end):  # <pykraft.messages reader Sample v3 flexible>" in text
+    assert "def write(out, obj):  # <pykraft.messages writer Sample v3 flexible>" in text
+    assert "f_numbers" in text and "exc.path.insert(0, 'Numbers')" in text
+    assert "flexible>" not in generated_source(Sample, 0)
+    assert "reader Item v3 flexible" in generated_source(Item, 3, flexible=True)
+
+
+@message(versions="0", flexible="0+")
+@dataclass(frozen=True, slots=True)
+class Normalised:
+    name: str = kafka_field("string")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.name.lower())
+
+
+def test_decoding_runs_the_post_init_of_a_message_that_has_one() -> None:
+    raw = b"\x04ABC\x00"
+    assert encode(Normalised("abc"), 0) == raw.lower()
+    assert decode(Normalised, 0, raw).name == "abc"
+
+
+def test_decoded_messages_are_plain_instances() -> None:
+    msg = Sample(id=3, ident=uuid.UUID(int=9), items=(Item("k", 1),))
+    decoded = decode(Sample, 2, encode(msg, 2))
+    assert type(decoded) is Sample and type(decoded.items[0]) is Item
+    assert decoded == msg and hash(decoded) == hash(msg)
+    with pytest.raises(AttributeError):
+        decoded.id = 4  # type: ignore[misc]
+    assert decode(Sample, 2, encode(Sample(), 2)).ident is ZERO_UUID

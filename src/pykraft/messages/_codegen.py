@@ -177,6 +177,7 @@ _BASE_NAMES: dict[str, Any] = {
     "uuid_cached": UUID_CACHE.get,  # UUIDs are always true: "cached(raw) or new(raw)"
     "UUID": uuid.UUID,
     "INTS": _INTS,
+    "UUIDS": frozenset({uuid.UUID}),
     "uuid_from_bytes": uuid_from_bytes,
     "read_uvarint": read_uvarint,
     "encode_uvarint": encode_uvarint,
@@ -741,7 +742,8 @@ class _WriterGen:
 
     def field(self, spec: FieldSpec, out: str) -> None:
         """One field whose value is loaded, inside the caller's path ``try``: short ASCII
-        strings and small arrays of plain numbers inline, the rest by the general writer."""
+        strings and small arrays of plain numbers or UUIDs inline, the rest by the general
+        writer."""
         src, var, field_type = self.src, _var(spec), spec.type
         if _is_fixed(spec) and not isinstance(field_type, MappedPrimitive):
             self.fixed_run([spec], out, named=False)
@@ -770,6 +772,13 @@ class _WriterGen:
                 with src.block("else:"):
                     self.write_count(f"len({var})", self.flexible, INT32.struct, out)
                     src.emit(f"{out} += data")
+        elif isinstance(field_type, ArrayOf) and isinstance(field_type.element, UuidPrimitive):
+            with src.block(
+                f"if (type({var}) is tuple or type({var}) is list) and len({var}) < "
+                f"{_SMALL_ARRAY} and UUIDS.issuperset(map(type, {var})):"
+            ):
+                self.write_count(f"len({var})", self.flexible, INT32.struct, out)
+                src.emit(f"{out} += b''.join([value.bytes for value in {var}])")
         else:
             src.emit(f"{general}({out}, {var})")
             return

@@ -1,133 +1,176 @@
-"""Benchmark a local 3-controller pykraft quorum: durable writes and failover time.
+"""Benchmark 3-node durable quorums on 127.0.0.1: pykraft against etcd, ZooKeeper, PySyncObj.
 
-Writes go through the bench-only append request (one 100-byte record, answered once
-committed, i.e. fsynced on a majority), at concurrency 1, 16 and 64 (one connection per
-in-flight request, as Kafka serves one request per connection at a time). Unavailability is
-the time from SIGKILL of the leader to the first write acknowledged by the next leader,
-median of 5. Everything runs on 127.0.0.1 and stops by itself.
+One asyncio load generator (bench/harness.py) measures every system the same way: 100-byte
+writes at concurrency 1, 16 and 64 (writes/s, p50, p99), then the unavailability after a
+SIGKILL of the leader (median of 5). pykraft is driven through its bench-only append request.
+Missing peers are installed first (apt-get, pip). Everything started is stopped by PID.
 
-    .venv/bin/python bench/quorum.py [--seconds 5] [--dir /tmp/pykraft-bench]
-
-Peers (etcd, ZooKeeper, PySyncObj) side by side are not implemented yet.
+    .venv/bin/python bench/quorum.py [--seconds 10] [--systems pykraft,etcd,...] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import platform
 import shutil
-import statistics
+import sys
 import time
 from pathlib import Path
 
-from pykraft.errors import PyKraftError
-from pykraft.runtime.bench_api import BenchClient
-from pykraft.tools.cluster import LocalCluster
-from pykraft.tools.quorum_tool import describe_quorum, parse_host_port
+from rich.console import Console
+from rich.table import Table
 
-VALUE = b"v" * 100
+from harness import SystemResult, run_level, unavailability_ms
+from install import ensure_debian, ensure_python
+from peers.base import System
+
 CONCURRENCY = (1, 16, 64)
-FAILOVERS = 5
+SYSTEMS = ("pykraft", "etcd", "zookeeper", "pysyncobj")
 
 
-async def find_leader(cluster: LocalCluster, exclude: int | None = None,
-                      timeout_s: float = 30.0) -> int:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for node_id in cluster.nodes:
-            if not cluster.is_running(node_id):
-                continue
-            try:
-                info = await describe_quorum(parse_host_port(cluster.nodes[node_id].address),
-                                             timeout_s=1.0)
-            except PyKraftError:
-                continue
-            if info.leader_id != exclude and info.high_watermark > 0:
-                return info.leader_id
-        await asyncio.sleep(0.05)
-    raise SystemExit("no leader within the deadline")
+def make_system(name: str, args: argparse.Namespace) -> System:
+    """Install what ``name`` needs, then import its driver (they import the client libs)."""
+    if name == "pykraft":
+        from peers.pykraft_sut import Pykraft
+        props = {} if args.linger_ms is None else {
+            "controller.quorum.append.linger.ms": str(args.linger_ms)}
+        return Pykraft(props)
+    if name == "etcd":
+        ensure_debian(["etcd-server"])
+        ensure_python(["aiohttp"])
+        from peers.etcd import Etcd
+        return Etcd()
+    if name == "zookeeper":
+        ensure_debian(["zookeeper"])
+        ensure_python(["kazoo"])
+        from peers.zookeeper import ZooKeeper
+        return ZooKeeper()
+    ensure_python(["pysyncobj"])
+    from peers.pysyncobj_sut import PySyncObj
+    return PySyncObj()
 
 
-async def load(cluster: LocalCluster, leader: int, concurrency: int,
-               seconds: float) -> tuple[int, list[float]]:
-    host, port = parse_host_port(cluster.nodes[leader].address)
-    clients = [await BenchClient.connect(host, port) for _ in range(concurrency)]
-    latencies: list[float] = []
-    stop_at = time.monotonic() + seconds
-
-    async def worker(client: BenchClient) -> None:
-        while time.monotonic() < stop_at:
-            started = time.monotonic()
-            result = await client.append(VALUE)
-            if result.error_code != 0:
-                raise SystemExit(f"write refused: error {result.error_code}")
-            latencies.append((time.monotonic() - started) * 1000)
-
+async def measure(system: System, args: argparse.Namespace, console: Console) -> SystemResult:
+    base = Path(args.dir) / system.name
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    await system.start(base)
     try:
-        await asyncio.gather(*(worker(c) for c in clients))
+        leader = await system.leader()
+        levels = []
+        for concurrency in args.concurrency:
+            level = await run_level(system, leader, concurrency, args.seconds, args.warmup)
+            console.log(f"{system.name} C={concurrency}: {level.writes_per_s:.0f} writes/s, "
+                        f"p50 {level.percentile(0.5):.1f} ms, p99 {level.percentile(0.99):.1f}")
+            levels.append(level)
+        gaps = []
+        for _ in range(args.failovers):
+            gaps.append(await unavailability_ms(system))
+            console.log(f"{system.name} unavailability {gaps[-1]:.0f} ms")
+        return SystemResult(system.name, system.version, system.durability, levels, gaps)
     finally:
-        for client in clients:
-            client.close()
-    return len(latencies), latencies
+        await system.stop()
 
 
-async def unavailability(cluster: LocalCluster) -> float:
-    """Kill the leader; time until some other node acknowledges a write."""
-    leader = await find_leader(cluster)
-    killed_at = time.monotonic()
-    cluster.kill(leader)
-    while True:
-        for node_id in cluster.nodes:
-            if node_id == leader:
-                continue
-            host, port = parse_host_port(cluster.nodes[node_id].address)
-            try:
-                client = await BenchClient.connect(host, port)
-                try:
-                    result = await asyncio.wait_for(client.append(VALUE), 2.0)
-                finally:
-                    client.close()
-            except (OSError, TimeoutError, PyKraftError):
-                continue
-            if result.error_code == 0:
-                elapsed = (time.monotonic() - killed_at) * 1000
-                cluster.start(leader)
-                await find_leader(cluster)
-                return elapsed
-        if time.monotonic() - killed_at > 60:
-            raise SystemExit("no new leader within 60 s")
-        await asyncio.sleep(0.01)
+def system_table(result: SystemResult) -> Table:
+    table = Table(title=f"{result.name} {result.version} ({result.durability})")
+    for column in ("concurrency", "writes/s", "p50 ms", "p99 ms", "errors"):
+        table.add_column(column, justify="right")
+    for level in result.levels:
+        table.add_row(str(level.concurrency), f"{level.writes_per_s:.0f}",
+                      f"{level.percentile(0.5):.1f}", f"{level.percentile(0.99):.1f}",
+                      str(level.errors))
+    gaps = ", ".join(f"{g:.0f}" for g in result.unavailability_ms)
+    table.caption = (f"unavailability after leader SIGKILL: median "
+                     f"{result.median_unavailability_ms:.0f} ms ({gaps})")
+    return table
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def ratios(results: dict[str, SystemResult]) -> dict[str, dict[str, float]]:
+    """pykraft / peer: writes/s per concurrency (higher is better for pykraft), p50 and
+    unavailability (lower is better for pykraft)."""
+    ours = results.get("pykraft")
+    out: dict[str, dict[str, float]] = {}
+    if ours is None:
+        return out
+    for name, peer in results.items():
+        if name == "pykraft":
+            continue
+        row: dict[str, float] = {}
+        for mine, theirs in zip(ours.levels, peer.levels, strict=True):
+            c = mine.concurrency
+            row[f"writes_c{c}"] = round(mine.writes_per_s / theirs.writes_per_s, 2)
+            row[f"p50_c{c}"] = round(mine.percentile(0.5) / theirs.percentile(0.5), 2)
+        row["unavailability"] = round(
+            ours.median_unavailability_ms / peer.median_unavailability_ms, 2)
+        out[name] = row
+    return out
+
+
+def ratio_table(table_ratios: dict[str, dict[str, float]]) -> Table:
+    table = Table(title="pykraft / peer (writes: >1 is pykraft faster; p50 and "
+                        "unavailability: <1 is pykraft better)")
+    columns = next(iter(table_ratios.values())).keys()
+    table.add_column("peer")
+    for column in columns:
+        table.add_column(column, justify="right")
+    for name, row in table_ratios.items():
+        table.add_row(name, *(f"{row[c]:.2f}" for c in columns))
+    return table
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in
+                Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    import os
+    return f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}"
 
 
 async def main(args: argparse.Namespace) -> None:
-    base = Path(args.dir)
-    shutil.rmtree(base, ignore_errors=True)
-    cluster = LocalCluster.create(base, 3, {"pykraft.bench.append.enable": "true"})
-    cluster.start_all()
-    try:
-        leader = await find_leader(cluster)
-        print(f"pykraft 3 controllers on 127.0.0.1, leader {leader}, 100-byte values, "
-              f"{args.seconds:.0f} s per level, fsync on every node (group commit)")
-        print(f"{'concurrency':>11} {'writes/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
-        for concurrency in CONCURRENCY:
-            count, latencies = await load(cluster, leader, concurrency, args.seconds)
-            print(f"{concurrency:>11} {count / args.seconds:>10.0f} "
-                  f"{percentile(latencies, 0.5):>8.1f} {percentile(latencies, 0.99):>8.1f}")
-        gaps = [await unavailability(cluster) for _ in range(FAILOVERS)]
-        print(f"unavailability after SIGKILL of the leader: median "
-              f"{statistics.median(gaps):.0f} ms over {FAILOVERS} "
-              f"(all: {', '.join(f'{g:.0f}' for g in gaps)} ms)")
-    finally:
-        cluster.stop_all()
+    console = Console(stderr=args.json)
+    systems = [make_system(name, args) for name in args.systems]
+    results: dict[str, SystemResult] = {}
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    for system in systems:
+        results[system.name] = await measure(system, args, console)
+    summary = {
+        "date": started, "machine": machine(), "python": platform.python_version(),
+        "seconds_per_level": args.seconds, "warmup_s": args.warmup, "value_bytes": 100,
+        "systems": [r.summary() for r in results.values()], "ratios": ratios(results),
+    }
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+        return
+    console.print(f"{summary['date']}, {summary['machine']}, Python {summary['python']}")
+    for result in results.values():
+        console.print(system_table(result))
+    if summary["ratios"]:
+        console.print(ratio_table(ratios(results)))
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured s per level")
+    parser.add_argument("--warmup", type=float, default=2.0, help="uncounted s per level")
+    parser.add_argument("--failovers", type=int, default=5)
+    parser.add_argument("--concurrency", type=lambda s: [int(c) for c in s.split(",")],
+                        default=list(CONCURRENCY))
+    parser.add_argument("--systems", type=lambda s: s.split(","), default=list(SYSTEMS))
+    parser.add_argument("--linger-ms", type=int, default=None,
+                        help="pykraft controller.quorum.append.linger.ms (default Kafka's 25)")
+    parser.add_argument("--dir", default="/tmp/pykraft-bench",
+                        help="data directories (use a real disk, not tmpfs)")
+    parser.add_argument("--json", action="store_true", help="print JSON only (tables to stderr)")
+    args = parser.parse_args()
+    unknown = set(args.systems) - set(SYSTEMS)
+    if unknown:
+        parser.error(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    return args
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--dir", default="/tmp/pykraft-bench")
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args()))

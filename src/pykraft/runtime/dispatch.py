@@ -177,7 +177,7 @@ class Dispatcher:
             raise CloseConnection(f"malformed bench request: {exc}") from None
         node = self._node
         try:
-            offset = node.append(value)
+            offset = await node.append(value)
         except NotLeaderError:
             return encode_bench_response(header.correlation_id, self._not_leader())
         committed = await node.machine.wait_committed(offset)

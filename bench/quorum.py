@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import platform
 import shutil
 import sys
@@ -34,7 +35,7 @@ def make_system(name: str, args: argparse.Namespace) -> System:
     """Install what ``name`` needs, then import its driver (they import the client libs)."""
     if name == "pykraft":
         from peers.pykraft_sut import Pykraft
-        props = {} if args.linger_ms is None else {
+        props = {} if args.linger_ms < 0 else {
             "controller.quorum.append.linger.ms": str(args.linger_ms)}
         return Pykraft(props)
     if name == "etcd":
@@ -125,7 +126,6 @@ def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in
                 Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    import os
     return f"{os.cpu_count()} cores ({cpu}), {platform.system()} {platform.release()}"
 
 
@@ -134,10 +134,13 @@ async def main(args: argparse.Namespace) -> None:
     systems = [make_system(name, args) for name in args.systems]
     results: dict[str, SystemResult] = {}
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    load_before = os.getloadavg()[0]
     for system in systems:
         results[system.name] = await measure(system, args, console)
     summary = {
         "date": started, "machine": machine(), "python": platform.python_version(),
+        # Everything shares the 2 cores: a high load average means someone else was busy.
+        "loadavg_1min": {"before": load_before, "after": os.getloadavg()[0]},
         "seconds_per_level": args.seconds, "warmup_s": args.warmup, "value_bytes": 100,
         "systems": [r.summary() for r in results.values()], "ratios": ratios(results),
     }
@@ -145,7 +148,9 @@ async def main(args: argparse.Namespace) -> None:
         json.dump(summary, sys.stdout, indent=2)
         print()
         return
-    console.print(f"{summary['date']}, {summary['machine']}, Python {summary['python']}")
+    console.print(f"{summary['date']}, {summary['machine']}, Python {summary['python']}, "
+                  f"1-min load average {load_before:.2f} before, "
+                  f"{os.getloadavg()[0]:.2f} after")
     for result in results.values():
         console.print(system_table(result))
     if summary["ratios"]:
@@ -160,8 +165,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--concurrency", type=lambda s: [int(c) for c in s.split(",")],
                         default=list(CONCURRENCY))
     parser.add_argument("--systems", type=lambda s: s.split(","), default=list(SYSTEMS))
-    parser.add_argument("--linger-ms", type=int, default=None,
-                        help="pykraft controller.quorum.append.linger.ms (default Kafka's 25)")
+    parser.add_argument("--linger-ms", type=int, default=0,
+                        help="pykraft controller.quorum.append.linger.ms: 0 (the peers do not "
+                             "linger either; appends of one loop iteration still share a "
+                             "batch), or -1 for Kafka's default (25)")
     parser.add_argument("--dir", default="/tmp/pykraft-bench",
                         help="data directories (use a real disk, not tmpfs)")
     parser.add_argument("--json", action="store_true", help="print JSON only (tables to stderr)")

@@ -19,17 +19,20 @@ from pykraft.tools.quorum_tool import describe_quorum, parse_host_port
 PROBE_TIMEOUT_S = 3.0
 
 
-class PykraftWriter(Writer):
-    def __init__(self, client: BenchClient) -> None:
+class BenchAppendWriter(Writer):
+    """A writer over the bench append request (pykraft, and the PySyncObj host process)."""
+
+    def __init__(self, client: BenchClient, system: str) -> None:
         self._client = client
+        self._system = system
 
     async def write(self, value: bytes) -> None:
         try:
             result = await self._client.append(value)
         except PyKraftError as exc:
-            raise BenchError(f"pykraft append failed: {exc}") from exc
+            raise BenchError(f"{self._system} append failed: {exc}") from exc
         if result.error_code != 0:
-            raise BenchError(f"pykraft refused the write: error {result.error_code}")
+            raise BenchError(f"{self._system} refused the write: error {result.error_code}")
 
     async def close(self) -> None:
         self._client.close()
@@ -42,9 +45,9 @@ class Pykraft(System):
     def __init__(self, properties: dict[str, str] | None = None) -> None:
         self._properties = {"pykraft.bench.append.enable": "true", **(properties or {})}
         self._cluster: LocalCluster | None = None
-        linger = self._properties.get("controller.quorum.append.linger.ms", "25 (default)")
-        self.durability = ("fsync on every node before the ack (group commit), "
-                           f"append linger {linger} ms")
+        linger = self._properties.get("controller.quorum.append.linger.ms", "25 (Kafka's default)")
+        self.durability = ("fsync on a majority before the ack (group commit), "
+                           f"append linger.ms {linger}")
 
     @property
     def cluster(self) -> LocalCluster:
@@ -80,13 +83,15 @@ class Pykraft(System):
 
     async def writers(self, node: int, count: int) -> list[Writer]:
         host, port = self._address(node)
-        return [PykraftWriter(await BenchClient.connect(host, port)) for _ in range(count)]
+        return [BenchAppendWriter(await BenchClient.connect(host, port), self.name)
+                for _ in range(count)]
 
     async def probe(self, node: int, value: bytes) -> None:
         host, port = self._address(node)
         client = await BenchClient.connect(host, port)
         try:
-            await asyncio.wait_for(PykraftWriter(client).write(value), PROBE_TIMEOUT_S)
+            await asyncio.wait_for(BenchAppendWriter(client, self.name).write(value),
+                                   PROBE_TIMEOUT_S)
         finally:
             client.close()
 

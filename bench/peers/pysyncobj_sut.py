@@ -14,7 +14,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from peers.base import HOST, BenchError, ProcessGroup, System, Writer, free_ports, until
-from peers.pykraft_sut import PykraftWriter
+from peers.pykraft_sut import BenchAppendWriter
 from pykraft.errors import PyKraftError
 from pykraft.runtime.bench_api import BenchClient
 
@@ -77,7 +77,8 @@ class PySyncObj(System):
 
     async def writers(self, node: int, count: int) -> list[Writer]:
         port = self._client_ports[node]
-        return [PykraftWriter(await BenchClient.connect(HOST, port)) for _ in range(count)]
+        return [BenchAppendWriter(await BenchClient.connect(HOST, port), self.name)
+                for _ in range(count)]
 
     async def probe(self, node: int, value: bytes) -> None:
         await self._write(node, value)

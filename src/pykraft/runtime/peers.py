@@ -58,8 +58,10 @@ class PeerConnection:
             deadline = self._clock() + self._timeout_s
             try:
                 connection = await self._ready_connection(deadline)
-                remaining = max(0.0, deadline - self._clock())
-                return await asyncio.wait_for(connection.request(body), remaining)
+                # asyncio.timeout, unlike 3.11's wait_for, runs the request in this task
+                # instead of a new one: one loop iteration less per exchange.
+                async with asyncio.timeout(max(0.0, deadline - self._clock())):
+                    return await connection.request(body)
             except CONNECTION_ERRORS as exc:
                 self._fail(exc)
                 if isinstance(exc, NetworkError):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from pykraft.errors import MessageDecodeError, MetadataRecordError
@@ -413,22 +414,47 @@ def api_key_of(record_class: type) -> int:
         raise TypeError(f"{record_class.__name__} is not a metadata record type") from None
 
 
+_PREFIXES: dict[tuple[type, int | None], tuple[bytes, int]] = {}
+
+
+def _frame_prefix(record_class: type, version: int | None) -> tuple[bytes, int]:
+    """(frame version + api key + version bytes, version) of a record class, computed once."""
+    cached = _PREFIXES.get((record_class, version))
+    if cached is None:
+        api_key = api_key_of(record_class)
+        resolved = schema_of(record_class).highest_version if version is None else version
+        prefix = encode_uvarint(FRAME_VERSION) + encode_uvarint(api_key)
+        cached = prefix + encode_uvarint(resolved), resolved
+        _PREFIXES[(record_class, version)] = cached
+    return cached
+
+
 def encode_metadata_record(msg: MetadataMessage, version: int | None = None) -> bytes:
     """Frame and serialize a record; ``version`` defaults to the highest the type has."""
-    api_key = api_key_of(type(msg))
-    if version is None:
-        version = schema_of(type(msg)).highest_version
-    return (
-        encode_uvarint(FRAME_VERSION)
-        + encode_uvarint(api_key)
-        + encode_uvarint(version)
-        + encode(msg, version)
-    )
+    prefix, version = _frame_prefix(type(msg), version)
+    return prefix + encode(msg, version)
+
+
+@cache
+def _known_frame(api_key: int, version: int) -> tuple[type, str] | None:
+    """(class, name) when (api key, version) is a record pykraft knows, else None."""
+    record_class = METADATA_RECORD_TYPES.get(api_key)
+    if record_class is None:
+        return None
+    valid = schema_of(record_class).valid_versions
+    if valid is None or version not in valid:
+        return None
+    return record_class, METADATA_RECORD_NAMES[api_key]
 
 
 def decode_metadata_record(value: bytes | bytearray | memoryview) -> MetadataRecord:
     """Parse a record value; any problem raises :class:`MetadataRecordError` naming it."""
     buf = value if isinstance(value, bytes) else bytes(value)
+    # Fast path: the three frame fields are one byte each for every record Kafka defines.
+    if len(buf) >= 3 and buf[0] == FRAME_VERSION and buf[1] < 0x80 and buf[2] < 0x80:
+        known = _known_frame(buf[1], buf[2])
+        if known is not None:
+            return _decode_body(buf, buf[1], buf[2], 3, *known)
     pos = 0
     frame_version, pos = _read_short(buf, pos, "frame version")
     if frame_version == 0:
@@ -455,7 +481,12 @@ def decode_metadata_record(value: bytes | bytearray | memoryview) -> MetadataRec
             f"(api key {api_key}, valid versions {valid})",
             position=pos,
         )
-    name = METADATA_RECORD_NAMES[api_key]
+    return _decode_body(buf, api_key, version, pos, record_class, METADATA_RECORD_NAMES[api_key])
+
+
+def _decode_body(
+    buf: bytes, api_key: int, version: int, pos: int, record_class: type, name: str
+) -> MetadataRecord:
     body: MetadataMessage
     try:
         body, end = decode_from(record_class, version, buf, pos)

@@ -122,3 +122,13 @@ class RecordTooLargeError(RaftError):
 
 class FatalRaftError(RaftError):
     """A state that must never happen (e.g. truncating below the high watermark): stop."""
+
+
+class MetadataImageError(PyKraftError):
+    """A metadata record that cannot apply to the image it is replayed on (a change for an
+    unknown broker, topic or partition): the log or snapshot is inconsistent."""
+
+
+class ControllerError(PyKraftError):
+    """The controller found its own bookkeeping inconsistent with the log it writes to
+    (e.g. the writer placed records at an offset other than the predicted one)."""

@@ -1,0 +1,236 @@
+"""Broker and controller registration, heartbeats, fencing (Kafka's ClusterControlManager,
+BrokerHeartbeatManager and the fencing half of ReplicationControlManager).
+
+Broker epoch: a new incarnation gets the controller's next write offset, the offset of the
+first record of its registration batch. A retried registration of the same incarnation keeps
+its epoch and fenced state. A fenced broker is unfenced by a heartbeat with
+``WantFence=false`` and ``CurrentMetadataOffset`` at or past the offset of its latest
+RegisterBrokerRecord, i.e. once it has replayed its own registration. An unfenced broker is
+fenced when it asks to be, when its session (``broker.session.timeout.ms`` without a
+heartbeat) expires, or at the end of a controlled shutdown; a heartbeat with
+``WantShutDown`` first moves leadership away (controlled shutdown), then, once the broker
+leads nothing, fences it and tells it to shut down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
+from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
+from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
+from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
+from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
+from kio.schema.controller_registration.v0.response import ControllerRegistrationResponse
+from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
+from kio.schema.unregister_broker.v0.response import UnregisterBrokerResponse
+from kio.static.primitive import i64
+
+from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
+from pykraft.controller.partition_change import elect_leaderless, leads_any, remove_from_isrs
+from pykraft.controller.responses import NO_THROTTLE
+from pykraft.ids import ZERO_UUID
+from pykraft.image.cluster import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE, BrokerRegistration
+from pykraft.image.versions import MV_3_3_IV2, MV_3_3_IV3, MV_3_7_IV0
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    BrokerEndpoint,
+    BrokerFeature,
+    BrokerRegistrationChangeRecord,
+    ControllerEndpoint,
+    ControllerFeature,
+    FenceBrokerRecord,
+    RegisterControllerRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+
+
+def _registration_error(code: ErrorCode) -> BrokerRegistrationResponse:
+    return BrokerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=code,
+                                      broker_epoch=i64(-1))
+
+
+def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> ControllerResult:
+    if ctx.config.cluster_id is not None and req.cluster_id != ctx.config.cluster_id:
+        return ControllerResult((), _registration_error(ErrorCode.inconsistent_cluster_id))
+    if req.incarnation_id is None or req.is_migrating_zk_broker:
+        return ControllerResult((), _registration_error(ErrorCode.invalid_registration))
+    if not _supports_finalized(ctx, {f.name: (f.min_supported_version, f.max_supported_version)
+                                     for f in req.features}):
+        return ControllerResult((), _registration_error(ErrorCode.unsupported_version))
+    existing = ctx.image.cluster.brokers.get(req.broker_id)
+    records: list[object] = []
+    if existing is not None and existing.incarnation_id == req.incarnation_id:
+        epoch, fenced, shutting_down = (existing.epoch, existing.fenced,
+                                        existing.in_controlled_shutdown)
+    else:
+        if existing is not None and existing.broker_id not in ctx.session_expired:
+            return ControllerResult((), _registration_error(
+                ErrorCode.duplicate_broker_registration))
+        if existing is not None and not existing.fenced:
+            records += fence_broker(ctx, existing)
+        epoch, fenced, shutting_down = ctx.next_offset, True, False
+    registration = BrokerRegistration(
+        broker_id=req.broker_id, epoch=epoch, incarnation_id=req.incarnation_id,
+        listeners=tuple(BrokerEndpoint(name=lst.name, host=lst.host, port=lst.port,
+                                       security_protocol=lst.security_protocol)
+                        for lst in req.listeners),
+        features=tuple(BrokerFeature(name=f.name, min_supported_version=f.min_supported_version,
+                                     max_supported_version=f.max_supported_version)
+                       for f in req.features),
+        rack=req.rack, fenced=fenced, in_controlled_shutdown=shutting_down,
+        log_dirs=tuple(d for d in req.log_dirs if d is not None and d != ZERO_UUID),
+    )
+    records.append(registration.to_record())
+    response = BrokerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                                          broker_epoch=i64(epoch))
+    return ControllerResult(tuple(records), response)
+
+
+def _supports_finalized(ctx: ControllerContext, ranges: dict[str, tuple[int, int]]) -> bool:
+    """A node must support every finalized feature level (absent = supports level 0 only)."""
+    for name, level in ctx.image.features.finalized.items():
+        low, high = ranges.get(name, (0, 0))
+        if not low <= level <= high:
+            return False
+    return True
+
+
+def _heartbeat_response(code: ErrorCode, *, caught_up: bool = False, fenced: bool = True,
+                        shut_down: bool = False) -> BrokerHeartbeatResponse:
+    return BrokerHeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code,
+                                   is_caught_up=caught_up, is_fenced=fenced,
+                                   should_shut_down=shut_down)
+
+
+def heartbeat(ctx: ControllerContext, req: BrokerHeartbeatRequest) -> ControllerResult:
+    broker = ctx.image.cluster.brokers.get(req.broker_id)
+    if broker is None:
+        return ControllerResult((), _heartbeat_response(ErrorCode.broker_id_not_registered))
+    if broker.epoch != req.broker_epoch:
+        return ControllerResult((), _heartbeat_response(ErrorCode.stale_broker_epoch))
+    caught_up = req.current_metadata_offset >= ctx.registration_offsets.get(
+        broker.broker_id, broker.epoch)
+    if broker.fenced:
+        if req.want_shut_down:
+            return ControllerResult((), _heartbeat_response(
+                ErrorCode.none, caught_up=caught_up, shut_down=True))
+        if req.want_fence or not caught_up:
+            return ControllerResult((), _heartbeat_response(ErrorCode.none, caught_up=caught_up))
+        return ControllerResult(tuple(unfence_broker(ctx, broker)), _heartbeat_response(
+            ErrorCode.none, caught_up=True, fenced=False))
+    if req.want_fence:
+        return ControllerResult(tuple(fence_broker(ctx, broker)),
+                                _heartbeat_response(ErrorCode.none, caught_up=caught_up))
+    if req.want_shut_down:
+        if broker.in_controlled_shutdown and not leads_any(ctx.image, broker.broker_id):
+            return ControllerResult(tuple(fence_broker(ctx, broker)), _heartbeat_response(
+                ErrorCode.none, caught_up=caught_up, shut_down=True))
+        if ctx.metadata_version < MV_3_3_IV3:
+            return ControllerResult(tuple(fence_broker(ctx, broker)), _heartbeat_response(
+                ErrorCode.none, caught_up=caught_up, shut_down=True))
+        if not broker.in_controlled_shutdown:
+            return ControllerResult(tuple(_enter_controlled_shutdown(ctx, broker)),
+                                    _heartbeat_response(ErrorCode.none, caught_up=caught_up,
+                                                        fenced=False))
+    return ControllerResult((), _heartbeat_response(ErrorCode.none, caught_up=caught_up,
+                                                    fenced=False))
+
+
+def _registration_change(ctx: ControllerContext, broker: BrokerRegistration, *,
+                         fenced: bool | None = None,
+                         in_controlled_shutdown: bool = False) -> object:
+    if ctx.metadata_version < MV_3_3_IV2:
+        record_type = FenceBrokerRecord if fenced else UnfenceBrokerRecord
+        return record_type(id=broker.broker_id, epoch=broker.epoch)
+    return BrokerRegistrationChangeRecord(
+        broker_id=broker.broker_id, broker_epoch=broker.epoch,
+        fenced={True: FENCE, False: UNFENCE, None: 0}[fenced],
+        in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN if in_controlled_shutdown else 0,
+    )
+
+
+def _without(ctx: ControllerContext, broker_id: int) -> ControllerContext:
+    """The context as if ``broker_id`` could no longer lead or join an ISR."""
+    brokers = dict(ctx.image.cluster.brokers)
+    brokers.pop(broker_id, None)
+    cluster = dataclasses.replace(ctx.image.cluster, brokers=brokers)
+    return dataclasses.replace(ctx, image=dataclasses.replace(ctx.image, cluster=cluster))
+
+
+def fence_broker(ctx: ControllerContext, broker: BrokerRegistration) -> list[object]:
+    """Fence, then take the broker out of every ISR and leadership."""
+    others = _without(ctx, broker.broker_id)
+    return [_registration_change(ctx, broker, fenced=True),
+            *remove_from_isrs(ctx.image, broker.broker_id, others.usable)]
+
+
+def unfence_broker(ctx: ControllerContext, broker: BrokerRegistration) -> list[object]:
+    """Unfence, then give leaderless partitions whose ISR holds the broker a leader."""
+    def usable(broker_id: int) -> bool:
+        return broker_id == broker.broker_id or ctx.usable(broker_id)
+
+    return [_registration_change(ctx, broker, fenced=False),
+            *elect_leaderless(ctx.image, usable)]
+
+
+def _enter_controlled_shutdown(ctx: ControllerContext,
+                               broker: BrokerRegistration) -> list[object]:
+    others = _without(ctx, broker.broker_id)
+    return [_registration_change(ctx, broker, in_controlled_shutdown=True),
+            *remove_from_isrs(ctx.image, broker.broker_id, others.usable)]
+
+
+def expired_brokers(ctx: ControllerContext) -> list[object]:
+    """Fence every unfenced broker whose session has lapsed (checked on every tick)."""
+    records: list[object] = []
+    for broker_id in sorted(ctx.session_expired):
+        broker = ctx.image.cluster.brokers.get(broker_id)
+        if broker is not None and not broker.fenced:
+            records += fence_broker(ctx, broker)
+            ctx = _without(ctx, broker_id)
+    return records
+
+
+def unregister_broker(ctx: ControllerContext, req: UnregisterBrokerRequest) -> ControllerResult:
+    broker = ctx.image.cluster.brokers.get(req.broker_id)
+    if broker is None:
+        return ControllerResult((), UnregisterBrokerResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.broker_id_not_registered,
+            error_message=f"Broker ID {req.broker_id} is not currently registered"))
+    others = _without(ctx, broker.broker_id)
+    records = [*remove_from_isrs(ctx.image, broker.broker_id, others.usable),
+               UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch)]
+    return ControllerResult(tuple(records), UnregisterBrokerResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None))
+
+
+def register_controller(ctx: ControllerContext,
+                        req: ControllerRegistrationRequest) -> ControllerResult:
+    def answer(code: ErrorCode, message: str | None = None) -> ControllerRegistrationResponse:
+        return ControllerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=code,
+                                              error_message=message)
+
+    if ctx.metadata_version < MV_3_7_IV0:
+        return ControllerResult((), answer(
+            ErrorCode.unsupported_version,
+            "controller registration needs metadata.version 3.7-IV0 or later"))
+    if req.incarnation_id is None:
+        return ControllerResult((), answer(ErrorCode.invalid_request, "no incarnation id"))
+    record = RegisterControllerRecord(
+        controller_id=req.controller_id, incarnation_id=req.incarnation_id,
+        zk_migration_ready=req.zk_migration_ready,
+        end_points=tuple(ControllerEndpoint(name=lst.name, host=lst.host, port=lst.port,
+                                            security_protocol=lst.security_protocol)
+                         for lst in req.listeners),
+        features=tuple(ControllerFeature(name=f.name,
+                                         min_supported_version=f.min_supported_version,
+                                         max_supported_version=f.max_supported_version)
+                       for f in req.features),
+    )
+    return ControllerResult((record,), answer(ErrorCode.none))
+
+
+def usable_brokers(ctx: ControllerContext) -> list[BrokerRegistration]:
+    return [b for _, b in sorted(ctx.image.cluster.brokers.items()) if is_usable(b)]

@@ -1,0 +1,74 @@
+"""What every controller operation sees and returns.
+
+An operation is a pure function of a :class:`ControllerContext` (the current image, which
+includes records appended but not yet committed, plus the controller's soft state) and a
+request; it returns a :class:`ControllerResult`: the records to append and the response to
+release once they commit. Nothing is written or answered by the operation itself.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pykraft.errors import ConfigError
+from pykraft.image.cluster import BrokerRegistration
+from pykraft.image.image import MetadataImage
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """The controller's settings (Kafka config keys in the field docs)."""
+
+    node_id: int
+    cluster_id: str | None = None
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    max_idle_interval_ms: int = 500  # metadata.max.idle.interval.ms (0 disables NoOps)
+    default_num_partitions: int = 1  # num.partitions
+    default_replication_factor: int = 1  # default.replication.factor
+
+    def __post_init__(self) -> None:
+        if self.session_timeout_ms < 1:
+            raise ConfigError("broker.session.timeout.ms must be >= 1")
+        if self.max_idle_interval_ms < 0:
+            raise ConfigError("metadata.max.idle.interval.ms must be >= 0")
+        if self.default_num_partitions < 1:
+            raise ConfigError("num.partitions must be >= 1")
+        if self.default_replication_factor < 1:
+            raise ConfigError("default.replication.factor must be >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerResult:
+    records: tuple[object, ...]
+    response: object
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerContext:
+    config: ControllerConfig
+    image: MetadataImage
+    next_offset: int
+    now_ms: int
+    rng: random.Random
+    registration_offsets: Mapping[int, int] = field(default_factory=dict)
+    """Broker id -> offset of its latest RegisterBrokerRecord (the unfence threshold)."""
+    session_expired: frozenset[int] = frozenset()
+    """Registered brokers whose heartbeat session has lapsed (or never started)."""
+
+    @property
+    def metadata_version(self) -> int:
+        return self.image.metadata_version
+
+    def usable(self, broker_id: int) -> bool:
+        """May lead or join an ISR: registered, unfenced, not in controlled shutdown."""
+        broker = self.image.cluster.brokers.get(broker_id)
+        return is_usable(broker)
+
+
+def is_usable(broker: BrokerRegistration | None) -> bool:
+    return broker is not None and not broker.fenced and not broker.in_controlled_shutdown

@@ -1,0 +1,350 @@
+"""The KIP-500 controller state machine: deterministic, sans-I/O, replayable from the log.
+
+The driver owns the raft core and the network. It hands requests to :meth:`submit` and
+answers with what :meth:`take_responses` returns; it registers this object as the core's
+:class:`~pykraft.raft.api.RaftListener`, and calls :meth:`tick` no later than
+:meth:`next_deadline_ms`. Time only enters as ``now_ms``, randomness only through the
+injected ``rng``, and records only leave through the injected ``writer`` (the core's
+``append``), so two controllers fed the same inputs do the same thing.
+
+Two images are kept: the committed one, built only from batches the core reports as
+committed, and the current one, the committed image plus the records this controller has
+appended as leader. Operations run against the current image; their responses are released
+only when the offset of their last record commits (an operation without records waits for
+everything appended before it). When leadership is lost, the current image is reset to the
+committed one and every waiting request is answered NOT_CONTROLLER: whatever the new leader
+keeps of those records will come back through ``handle_commit``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
+from kio.schema.alter_configs.v2.request import AlterConfigsRequest
+from kio.schema.alter_partition.v3.request import AlterPartitionRequest
+from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
+from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
+from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
+from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
+from kio.schema.create_topics.v7.request import CreateTopicsRequest
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
+from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
+from kio.schema.update_features.v1.request import UpdateFeaturesRequest
+
+from pykraft.controller import (
+    cluster_control,
+    config_control,
+    features_control,
+    replication,
+)
+from pykraft.controller.activation import DEFAULT_BOOTSTRAP, activation_records
+from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
+from pykraft.controller.responses import error_response
+from pykraft.errors import ControllerError, MetadataRecordError, NotLeaderError
+from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
+from pykraft.image.loader import ImageLoader
+from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
+from pykraft.image.versions import MV_3_3_IV1, record_version
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.api import LeaderAndEpoch
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.records.batch import RecordBatch
+from pykraft.records.metadata import (
+    NoOpRecord,
+    RegisterBrokerRecord,
+    decode_metadata_record,
+    encode_metadata_record,
+)
+
+RecordWriter = Callable[[int, list[bytes]], int]
+"""``(now_ms, record values) -> offset of the last one``: the raft core's ``append``."""
+
+
+def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None:
+    """Run the write operation for ``request``; None for a request type it does not know."""
+    if isinstance(request, BrokerRegistrationRequest):
+        return cluster_control.register_broker(ctx, request)
+    if isinstance(request, BrokerHeartbeatRequest):
+        return cluster_control.heartbeat(ctx, request)
+    if isinstance(request, UnregisterBrokerRequest):
+        return cluster_control.unregister_broker(ctx, request)
+    if isinstance(request, ControllerRegistrationRequest):
+        return cluster_control.register_controller(ctx, request)
+    if isinstance(request, CreateTopicsRequest):
+        return replication.create_topics(ctx, request)
+    if isinstance(request, DeleteTopicsRequest):
+        return replication.delete_topics(ctx, request)
+    if isinstance(request, CreatePartitionsRequest):
+        return replication.create_partitions(ctx, request)
+    if isinstance(request, AlterPartitionRequest):
+        return replication.alter_partition(ctx, request)
+    if isinstance(request, IncrementalAlterConfigsRequest):
+        return config_control.incremental_alter_configs(ctx, request)
+    if isinstance(request, AlterConfigsRequest):
+        return config_control.alter_configs(ctx, request)
+    if isinstance(request, UpdateFeaturesRequest):
+        return features_control.update_features(ctx, request)
+    if isinstance(request, AllocateProducerIdsRequest):
+        return features_control.allocate_producer_ids(ctx, request)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    offset: int
+    ticket: int
+    request: object
+    response: object
+
+
+class QuorumController:
+    """See the module docstring; implements :class:`~pykraft.raft.api.RaftListener`."""
+
+    def __init__(
+        self,
+        config: ControllerConfig,
+        *,
+        writer: RecordWriter,
+        rng: random.Random,
+        bootstrap: Sequence[object] = DEFAULT_BOOTSTRAP,
+    ) -> None:
+        self.config = config
+        self._writer = writer
+        self._rng = rng
+        self._bootstrap = tuple(bootstrap)
+        self._committed = ImageLoader()
+        self._committed_registrations: dict[int, int] = {}
+        self._image = MetadataImage()
+        self._registrations: dict[int, int] = {}
+        self._committed_offset = -1
+        self._next_offset = 0
+        self._active = False
+        self._activation_epoch: int | None = None
+        self._epoch = -1
+        self._last_write_ms = 0
+        self._now_ms = 0
+        self._sessions: dict[int, int] = {}
+        self._waiting: deque[_Waiting] = deque()
+        self._ready: list[tuple[int, object]] = []
+        self._tickets = 0
+
+    # -- views ------------------------------------------------------------------------
+
+    @property
+    def is_active(self) -> bool:
+        return self._active
+
+    @property
+    def image(self) -> MetadataImage:
+        """The current image: committed records plus this leader's uncommitted ones."""
+        return self._image
+
+    @property
+    def committed_image(self) -> MetadataImage:
+        return self._committed.image
+
+    @property
+    def committed_offset(self) -> int:
+        return self._committed_offset
+
+    @property
+    def next_offset(self) -> int:
+        return self._next_offset
+
+    # -- RaftListener -----------------------------------------------------------------
+
+    def handle_commit(self, batch: RecordBatch) -> None:
+        if not batch.is_control:
+            for record in batch.records():
+                if record.value is None:
+                    raise MetadataRecordError("metadata record with a null value",
+                                              position=batch.position)
+                decoded = decode_metadata_record(record.value)
+                if isinstance(decoded.message, RegisterBrokerRecord):
+                    self._committed_registrations[decoded.message.broker_id] = record.offset
+                self._committed.replay(decoded)
+        self._committed.finish(Provenance(batch.last_offset, batch.epoch,
+                                          batch.header.max_timestamp))
+        self._committed_offset = batch.last_offset
+        if not self._active:
+            self._reset_to_committed()
+            self._next_offset = self._committed_offset + 1
+        self._release()
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        if leader.leader_id != self.config.node_id or leader.epoch != self._epoch:
+            self._resign()
+        self._epoch = leader.epoch
+        if leader.leader_id == self.config.node_id and not self._active:
+            self._activation_epoch = leader.epoch
+
+    def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        raise ControllerError(
+            f"snapshot {snapshot_id} must be loaded with load_image(), which takes its image")
+
+    def load_image(self, image: MetadataImage) -> None:
+        """Start from a snapshot's image (only before any batch was committed)."""
+        if self._committed_offset >= 0 or self._active:
+            raise ControllerError("a snapshot can only be loaded into a fresh controller")
+        self._committed = ImageLoader(image)
+        self._committed_registrations = {
+            broker_id: broker.epoch for broker_id, broker in image.cluster.brokers.items()
+        }
+        self._committed_offset = image.provenance.last_offset
+        self._reset_to_committed()
+        self._next_offset = self._committed_offset + 1
+
+    # -- driver -----------------------------------------------------------------------
+
+    def submit(self, now_ms: int, request: object) -> int:
+        """Handle a request; its response appears in :meth:`take_responses` under the
+        returned ticket once its records commit."""
+        self._advance(now_ms)
+        self._tickets += 1
+        ticket = self._tickets
+        if isinstance(request, DescribeConfigsRequest):
+            described = config_control.describe_configs(self.committed_image, request)
+            self._ready.append((ticket, described.response))
+            return ticket
+        if not self._active:
+            self._ready.append((ticket, error_response(request, ErrorCode.not_controller)))
+            return ticket
+        self._touch_session(request)
+        result = _operate(self._context(), request)
+        if result is None:
+            raise TypeError(f"the controller does not handle {type(request).__name__}")
+        if isinstance(request, BrokerRegistrationRequest) and result.records:
+            self._sessions[request.broker_id] = self._now_ms
+        try:
+            self._write(result.records)
+        except NotLeaderError:
+            self._resign()
+            self._ready.append((ticket, error_response(request, ErrorCode.not_controller)))
+            return ticket
+        self._waiting.append(_Waiting(self._next_offset - 1, ticket, request, result.response))
+        self._release()
+        return ticket
+
+    def tick(self, now_ms: int) -> None:
+        """Activation, fencing of brokers whose session lapsed, NoOpRecords when idle."""
+        self._advance(now_ms)
+        if not self._active:
+            return
+        try:
+            fences = cluster_control.expired_brokers(self._context())
+            if fences:
+                self._write(tuple(fences))
+            idle = self.config.max_idle_interval_ms
+            if (idle and self._image.metadata_version >= MV_3_3_IV1
+                    and now_ms - self._last_write_ms >= idle):
+                self._write((NoOpRecord(),))
+        except NotLeaderError:
+            self._resign()
+
+    def next_deadline_ms(self) -> int | None:
+        """When :meth:`tick` has work next (None while inactive)."""
+        if self._activation_epoch is not None:
+            return self._now_ms
+        if not self._active:
+            return None
+        deadlines = [
+            self._sessions.get(b.broker_id, self._now_ms) + self.config.session_timeout_ms
+            for b in self._image.cluster.brokers.values() if not b.fenced
+        ]
+        if self.config.max_idle_interval_ms:
+            deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
+        return min(deadlines) if deadlines else None
+
+    def take_responses(self) -> list[tuple[int, object]]:
+        ready, self._ready = self._ready, []
+        return ready
+
+    # -- internals --------------------------------------------------------------------
+
+    def _advance(self, now_ms: int) -> None:
+        self._now_ms = max(self._now_ms, now_ms)
+        if self._activation_epoch is not None and not self._active:
+            self._activate()
+
+    def _activate(self) -> None:
+        self._activation_epoch = None
+        self._active = True
+        self._reset_to_committed()
+        self._next_offset = self._committed_offset + 1
+        self._sessions = dict.fromkeys(self._image.cluster.brokers, self._now_ms)
+        records = activation_records(self.committed_image,
+                                     in_transaction=self._committed.in_transaction,
+                                     bootstrap=self._bootstrap)
+        self._last_write_ms = self._now_ms
+        try:
+            self._write(tuple(records))
+        except NotLeaderError:
+            self._resign()
+
+    def _context(self) -> ControllerContext:
+        timeout = self.config.session_timeout_ms
+        expired = frozenset(
+            broker_id for broker_id in self._image.cluster.brokers
+            if self._sessions.get(broker_id, -timeout - 1) + timeout < self._now_ms
+        )
+        return ControllerContext(self.config, self._image, self._next_offset, self._now_ms,
+                                 self._rng, dict(self._registrations), expired)
+
+    def _touch_session(self, request: object) -> None:
+        if isinstance(request, BrokerHeartbeatRequest):
+            broker = self._image.cluster.brokers.get(request.broker_id)
+            if broker is not None and broker.epoch == request.broker_epoch:
+                self._sessions[broker.broker_id] = self._now_ms
+        elif isinstance(request, UnregisterBrokerRequest):
+            self._sessions.pop(request.broker_id, None)
+
+    def _write(self, records: Sequence[object]) -> None:
+        """Append ``records`` (chunks of at most MAX_RECORDS_PER_BATCH) and replay them,
+        as the log will hold them, into the current image."""
+        if not records:
+            return
+        mv = self._image.metadata_version
+        values = [encode_metadata_record(r, record_version(type(r), mv)) for r in records]
+        for chunk in chunked(values, MAX_RECORDS_PER_BATCH):
+            last = self._writer(self._now_ms, list(chunk))
+            expected = self._next_offset + len(chunk) - 1
+            if last != expected:
+                raise ControllerError(
+                    f"records were appended up to offset {last}, expected {expected}")
+            delta = MetadataDelta(self._image)
+            for offset, value in enumerate(chunk, start=self._next_offset):
+                decoded = decode_metadata_record(value)
+                if isinstance(decoded.message, RegisterBrokerRecord):
+                    self._registrations[decoded.message.broker_id] = offset
+                delta.replay(decoded)
+            self._image = delta.apply(Provenance(last, self._epoch, self._now_ms))
+            self._next_offset = last + 1
+        self._last_write_ms = self._now_ms
+
+    def _release(self) -> None:
+        while self._waiting and self._waiting[0].offset <= self._committed_offset:
+            done = self._waiting.popleft()
+            self._ready.append((done.ticket, done.response))
+
+    def _reset_to_committed(self) -> None:
+        self._image = self._committed.image
+        self._registrations = dict(self._committed_registrations)
+
+    def _resign(self) -> None:
+        self._activation_epoch = None
+        if not self._active:
+            return
+        self._active = False
+        self._reset_to_committed()
+        self._next_offset = self._committed_offset + 1
+        self._sessions.clear()
+        while self._waiting:
+            done = self._waiting.popleft()
+            self._ready.append((done.ticket,
+                                error_response(done.request, ErrorCode.not_controller)))

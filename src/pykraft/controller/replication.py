@@ -1,0 +1,396 @@
+"""Topics and partitions: CreateTopics, DeleteTopics, CreatePartitions, AlterPartition
+(Kafka's ReplicationControlManager, without reassignment and eligible leader replicas).
+
+New partitions are placed on usable brokers by :mod:`pykraft.controller.placement`, start
+with the whole replica set as ISR, the first replica as leader, and epochs 0. A request may
+not produce more than ``MAX_RECORDS_PER_USER_OP`` records: the topic that would cross it is
+refused with INVALID_PARTITIONS, so a huge partition count is never materialised.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kio.schema.alter_partition.v3 import request as ap_req
+from kio.schema.alter_partition.v3 import response as ap_resp
+from kio.schema.create_partitions.v3.request import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+)
+from kio.schema.create_partitions.v3.response import (
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+)
+from kio.schema.create_topics.v7 import response as ct_resp
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
+from kio.schema.delete_topics.v6.response import DeletableTopicResult, DeleteTopicsResponse
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i16, i32
+
+from pykraft.controller import config_control
+from pykraft.controller.cluster_control import usable_brokers
+from pykraft.controller.config_defs import TOPIC_CONFIGS
+from pykraft.controller.context import MAX_RECORDS_PER_USER_OP, ControllerContext, ControllerResult
+from pykraft.controller.placement import UsableBroker, place_replicas
+from pykraft.controller.responses import NO_THROTTLE
+from pykraft.ids import ZERO_UUID, random_uuid
+from pykraft.image.configs import ConfigResourceType
+from pykraft.image.topics import NO_LEADER, TopicImage
+from pykraft.image.versions import MV_3_7_IV2
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_NAME_LENGTH = 249
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    code: ErrorCode
+    message: str
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Kafka's ``Topic.validate`` rules."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return "Topic name cannot be \".\" or \"..\""
+    if len(name) > MAX_NAME_LENGTH:
+        return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters"
+    if not _LEGAL_NAME.fullmatch(name):
+        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+                "alphanumerics, '.', '_' and '-'")
+    return None
+
+
+def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
+    while True:
+        topic_id = random_uuid(lambda: uuid.UUID(int=ctx.rng.getrandbits(128)))
+        if topic_id not in ctx.image.topics.by_id:
+            return topic_id
+
+
+def _partition_record(ctx: ControllerContext, topic_id: uuid.UUID, partition_id: int,
+                      replicas: tuple[int, ...]) -> PartitionRecord:
+    isr = tuple(r for r in replicas if ctx.usable(r))
+    directories = (ZERO_UUID,) * len(replicas) if ctx.metadata_version >= MV_3_7_IV2 else ()
+    return PartitionRecord(
+        partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=isr,
+        leader=next(iter(isr), NO_LEADER), leader_epoch=0, partition_epoch=0,
+        directories=directories,
+    )
+
+
+def _check_manual(ctx: ControllerContext, assignments: Sequence[Sequence[int]],
+                  replication_factor: int | None) -> Failure | None:
+    """Manual replica lists: non-empty, distinct, registered, one usable broker, same size."""
+    for replicas in assignments:
+        if not replicas or len(set(replicas)) != len(replicas):
+            return Failure(ErrorCode.invalid_replica_assignment,
+                           "A manual partition assignment must list distinct brokers")
+        unknown = [b for b in replicas if b not in ctx.image.cluster.brokers]
+        if unknown:
+            return Failure(ErrorCode.invalid_replica_assignment,
+                           f"The manual partition assignment includes broker {unknown[0]}, "
+                           "but no such broker is registered.")
+        if not any(ctx.usable(b) for b in replicas):
+            return Failure(ErrorCode.invalid_replica_assignment,
+                           f"All brokers specified in the partition assignment {list(replicas)} "
+                           "are fenced or shutting down.")
+        expected = replication_factor if replication_factor is not None else len(assignments[0])
+        if len(replicas) != expected:
+            return Failure(ErrorCode.invalid_replica_assignment,
+                           f"The manual partition assignment includes a partition with "
+                           f"{len(replicas)} replica(s), but this is not consistent with "
+                           f"previous partitions, which have {expected} replica(s).")
+    return None
+
+
+def _auto_assign(ctx: ControllerContext, count: int,
+                 replication_factor: int) -> list[tuple[int, ...]] | Failure:
+    brokers = [UsableBroker(b.broker_id, b.rack) for b in usable_brokers(ctx)]
+    if replication_factor > len(brokers):
+        return Failure(
+            ErrorCode.invalid_replication_factor,
+            f"Unable to replicate the partition {replication_factor} time(s): The target "
+            f"replication factor of {replication_factor} cannot be reached because only "
+            f"{len(brokers)} broker(s) are registered.")
+    return place_replicas(brokers, num_partitions=count, replication_factor=replication_factor,
+                          rng=ctx.rng)
+
+
+def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
+                taken: set[str]) -> list[tuple[int, ...]] | Failure:
+    problem = topic_name_problem(topic.name)
+    if problem is not None:
+        return Failure(ErrorCode.invalid_topic_exception, problem)
+    if topic.name in taken:
+        return Failure(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+    normalized = topic.name.replace(".", "_")
+    clash = next((t for t in taken if t.replace(".", "_") == normalized), None)
+    if clash is not None:
+        return Failure(ErrorCode.invalid_topic_exception,
+                       f"Topic '{topic.name}' collides with existing topic: {clash}")
+    keys = [c.name for c in topic.configs]
+    if len(set(keys)) != len(keys):
+        return Failure(ErrorCode.invalid_request, "Duplicate configuration keys")
+    failure = config_control.validate(ConfigResourceType.TOPIC,
+                                      {c.name: c.value for c in topic.configs})
+    if failure is not None:
+        return Failure(failure.code, failure.message)
+    if topic.assignments:
+        if topic.num_partitions != -1 or topic.replication_factor != -1:
+            return Failure(ErrorCode.invalid_request,
+                           "Both numPartitions or replicationFactor and replicasAssignments "
+                           "were set. Both cannot be used at the same time.")
+        indexes = sorted(a.partition_index for a in topic.assignments)
+        if indexes != list(range(len(indexes))):
+            return Failure(ErrorCode.invalid_replica_assignment,
+                           "Partitions must be numbered 0 to N-1 in the manual assignment.")
+        ordered = sorted(topic.assignments, key=lambda a: a.partition_index)
+        assignments = [tuple(int(b) for b in a.broker_ids) for a in ordered]
+        failure_m = _check_manual(ctx, assignments, None)
+        return assignments if failure_m is None else failure_m
+    count = ctx.config.default_num_partitions if topic.num_partitions == -1 \
+        else topic.num_partitions
+    factor = ctx.config.default_replication_factor if topic.replication_factor == -1 \
+        else topic.replication_factor
+    if count < 1:
+        return Failure(ErrorCode.invalid_partitions,
+                       "Number of partitions was set to an invalid non-positive value.")
+    if factor < 1:
+        return Failure(ErrorCode.invalid_replication_factor,
+                       "Replication factor must be larger than 0, or -1 to use the default "
+                       "value.")
+    if count > MAX_RECORDS_PER_USER_OP:
+        return Failure(ErrorCode.invalid_partitions,
+                       f"Unable to create {count} partitions: a request may create at most "
+                       f"{MAX_RECORDS_PER_USER_OP} records.")
+    return _auto_assign(ctx, count, factor)
+
+
+def _topic_configs(ctx: ControllerContext, topic: CreatableTopic
+                   ) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
+    given = {c.name: c.value for c in topic.configs if c.value is not None}
+    return tuple(
+        ct_resp.CreatableTopicConfigs(
+            name=d.name, value=given.get(d.name, d.default), read_only=False,
+            config_source=i8(int(config_control.ConfigSource.TOPIC_CONFIG if d.name in given
+                                 else config_control.ConfigSource.DEFAULT_CONFIG)),
+            is_sensitive=False)
+        for d in TOPIC_CONFIGS.values()
+    )
+
+
+def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
+    names = [t.name for t in req.topics]
+    taken = set(ctx.image.topics.by_name)
+    budget = MAX_RECORDS_PER_USER_OP
+    records: list[object] = []
+    results: list[ct_resp.CreatableTopicResult] = []
+    for topic in req.topics:
+        plan: list[tuple[int, ...]] | Failure
+        if names.count(topic.name) > 1:
+            plan = Failure(ErrorCode.invalid_request, "Duplicate topic name.")
+        else:
+            plan = _plan_topic(ctx, topic, taken)
+        configs = [c for c in topic.configs if c.value is not None]
+        if not isinstance(plan, Failure) and 1 + len(plan) + len(configs) > budget:
+            plan = Failure(ErrorCode.invalid_partitions,
+                           f"Unable to create {len(plan)} partitions: a request may create "
+                           f"at most {MAX_RECORDS_PER_USER_OP} records.")
+        if isinstance(plan, Failure):
+            results.append(ct_resp.CreatableTopicResult(
+                name=topic.name, topic_id=None, error_code=plan.code, error_message=plan.message,
+                configs=None))
+            continue
+        topic_id = _new_topic_id(ctx)
+        taken.add(topic.name)
+        budget -= 1 + len(plan) + len(configs)
+        records.append(TopicRecord(name=topic.name, topic_id=topic_id))
+        records += [_partition_record(ctx, topic_id, i, r) for i, r in enumerate(plan)]
+        records += [ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=topic.name,
+                                 name=c.name, value=c.value) for c in configs]
+        results.append(ct_resp.CreatableTopicResult(
+            name=topic.name, topic_id=None if req.validate_only else topic_id,
+            error_code=ErrorCode.none, error_message=None,
+            num_partitions=i32(len(plan)), replication_factor=i16(len(plan[0])),
+            configs=_topic_configs(ctx, topic)))
+    return ControllerResult(() if req.validate_only else tuple(records),
+                            ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE,
+                                                         topics=tuple(results)))
+
+
+def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> ControllerResult:
+    records: list[object] = []
+    results: list[DeletableTopicResult] = []
+    deleted: set[uuid.UUID] = set()
+    for state in req.topics:
+        topic: TopicImage | None = None
+        failure: Failure | None = None
+        if state.name is not None and state.topic_id is not None:
+            failure = Failure(ErrorCode.invalid_request,
+                              "A topic must be named by its name or its id, not both")
+        elif state.topic_id is not None:
+            topic = ctx.image.topics.by_id.get(state.topic_id)
+            if topic is None:
+                failure = Failure(ErrorCode.unknown_topic_id, "This server does not host this "
+                                  "topic ID.")
+        else:
+            topic = ctx.image.topics.by_name.get(state.name or "")
+            if topic is None:
+                failure = Failure(ErrorCode.unknown_topic_or_partition,
+                                  "This server does not host this topic-partition.")
+        if topic is not None and topic.topic_id in deleted:
+            failure = Failure(ErrorCode.invalid_request, "Topic named twice in the request")
+        if failure is not None or topic is None:
+            results.append(DeletableTopicResult(
+                name=state.name, topic_id=state.topic_id,
+                error_code=failure.code if failure else ErrorCode.unknown_server_error,
+                error_message=failure.message if failure else None))
+            continue
+        deleted.add(topic.topic_id)
+        records.append(RemoveTopicRecord(topic_id=topic.topic_id))
+        results.append(DeletableTopicResult(name=TopicName(topic.name), topic_id=topic.topic_id,
+                                            error_code=ErrorCode.none, error_message=None))
+    return ControllerResult(tuple(records), DeleteTopicsResponse(throttle_time=NO_THROTTLE,
+                                                                 responses=tuple(results)))
+
+
+def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> ControllerResult:
+    names = [t.name for t in req.topics]
+    budget = MAX_RECORDS_PER_USER_OP
+    records: list[object] = []
+    results: list[CreatePartitionsTopicResult] = []
+    for entry in req.topics:
+        topic = ctx.image.topics.by_name.get(entry.name)
+        plan: list[tuple[int, ...]] | Failure
+        if names.count(entry.name) > 1:
+            plan = Failure(ErrorCode.invalid_request, "Duplicate topic name.")
+        elif topic is None:
+            plan = Failure(ErrorCode.unknown_topic_or_partition,
+                           "This server does not host this topic-partition.")
+        else:
+            plan = _plan_partitions(ctx, topic, entry.count, entry.assignments, budget)
+        if isinstance(plan, Failure) or topic is None:
+            failure = plan if isinstance(plan, Failure) else None
+            results.append(CreatePartitionsTopicResult(
+                name=entry.name, error_code=failure.code if failure else ErrorCode.none,
+                error_message=failure.message if failure else None))
+            continue
+        budget -= len(plan)
+        first = len(topic.partitions)
+        records += [_partition_record(ctx, topic.topic_id, first + i, r)
+                    for i, r in enumerate(plan)]
+        results.append(CreatePartitionsTopicResult(name=entry.name, error_code=ErrorCode.none,
+                                                   error_message=None))
+    return ControllerResult(() if req.validate_only else tuple(records),
+                            CreatePartitionsResponse(throttle_time=NO_THROTTLE,
+                                                     results=tuple(results)))
+
+
+def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
+                     assignments: Sequence[CreatePartitionsAssignment] | None,
+                     budget: int) -> list[tuple[int, ...]] | Failure:
+    current = len(topic.partitions)
+    if count <= current:
+        return Failure(ErrorCode.invalid_partitions,
+                       f"Topic currently has {current} partitions, which is higher than or "
+                       f"equal to the requested {count}.")
+    added = count - current
+    if added > budget:
+        return Failure(ErrorCode.invalid_partitions,
+                       f"Unable to create {added} partitions: a request may create at most "
+                       f"{MAX_RECORDS_PER_USER_OP} records.")
+    factor = len(topic.partitions[0].replicas) if current else 1
+    if assignments is None:
+        return _auto_assign(ctx, added, factor)
+    lists = [tuple(int(b) for b in a.broker_ids) for a in assignments]
+    if len(lists) != added:
+        return Failure(ErrorCode.invalid_replica_assignment,
+                       f"Attempted to add {added} additional partition(s), but only "
+                       f"{len(lists)} assignment(s) were specified.")
+    failure = _check_manual(ctx, lists, factor)
+    return lists if failure is None else failure
+
+
+def _partition_error(index: int, code: ErrorCode) -> ap_resp.PartitionData:
+    return ap_resp.PartitionData(partition_index=i32(index), error_code=code,
+                                 leader_id=BrokerId(-1), leader_epoch=i32(-1),
+                                 partition_epoch=i32(-1))
+
+
+def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -> ControllerResult:
+    """ISR changes proposed by a partition leader, checked against its epochs."""
+    broker = ctx.image.cluster.brokers.get(req.broker_id)
+    if broker is None or broker.epoch != req.broker_epoch:
+        return ControllerResult((), ap_resp.AlterPartitionResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.stale_broker_epoch, topics=()))
+    records: list[object] = []
+    topics: list[ap_resp.TopicData] = []
+    for data in req.topics:
+        topic = ctx.image.topics.by_id.get(data.topic_id) if data.topic_id else None
+        answers: list[ap_resp.PartitionData] = []
+        for part in data.partitions:
+            if topic is None:
+                answers.append(_partition_error(part.partition_index, ErrorCode.unknown_topic_id))
+                continue
+            outcome = _alter_one(ctx, req.broker_id, topic, part)
+            if isinstance(outcome, ErrorCode):
+                answers.append(_partition_error(part.partition_index, outcome))
+                continue
+            change, answer = outcome
+            if change is not None:
+                records.append(change)
+            answers.append(answer)
+        topics.append(ap_resp.TopicData(topic_id=data.topic_id, partitions=tuple(answers)))
+    return ControllerResult(tuple(records), ap_resp.AlterPartitionResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, topics=tuple(topics)))
+
+
+def _alter_one(
+    ctx: ControllerContext, leader_id: int, topic: TopicImage, part: ap_req.PartitionData,
+) -> ErrorCode | tuple[PartitionChangeRecord | None, ap_resp.PartitionData]:
+    partition = topic.partitions.get(part.partition_index)
+    if partition is None:
+        return ErrorCode.unknown_topic_or_partition
+    if part.leader_epoch < partition.leader_epoch:
+        return ErrorCode.fenced_leader_epoch
+    if part.leader_epoch > partition.leader_epoch:
+        return ErrorCode.not_controller
+    if partition.leader != leader_id:
+        return ErrorCode.invalid_request
+    if part.partition_epoch != partition.partition_epoch:
+        return ErrorCode.invalid_update_version
+    new_isr = tuple(int(s.broker_id) for s in part.new_isr_with_epochs)
+    if leader_id not in new_isr or len(set(new_isr)) != len(new_isr):
+        return ErrorCode.invalid_request
+    brokers = ctx.image.cluster.brokers
+    for state in part.new_isr_with_epochs:
+        member = brokers.get(state.broker_id)
+        if (state.broker_id not in partition.replicas or not ctx.usable(state.broker_id)
+                or member is None or state.broker_epoch not in (-1, member.epoch)):
+            return ErrorCode.ineligible_replica
+    change = None
+    leader_epoch, partition_epoch = partition.leader_epoch, partition.partition_epoch
+    if new_isr != partition.isr:
+        change = PartitionChangeRecord(partition_id=part.partition_index,
+                                       topic_id=topic.topic_id, isr=new_isr)
+        partition_epoch += 1
+    return change, ap_resp.PartitionData(
+        partition_index=part.partition_index, error_code=ErrorCode.none,
+        leader_id=BrokerId(leader_id), leader_epoch=i32(leader_epoch),
+        isr=tuple(BrokerId(b) for b in new_isr),
+        leader_recovery_state=i8(partition.leader_recovery_state),
+        partition_epoch=i32(partition_epoch))

@@ -1,0 +1,129 @@
+"""Response building shared by the controller: kio defaults, and the same error for every
+part of a request (NOT_CONTROLLER when inactive or after losing leadership)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.allocate_producer_ids.v0 import request as allocate_req
+from kio.schema.allocate_producer_ids.v0 import response as allocate_resp
+from kio.schema.alter_configs.v2 import request as alter_req
+from kio.schema.alter_configs.v2 import response as alter_resp
+from kio.schema.alter_partition.v3 import request as ap_req
+from kio.schema.alter_partition.v3 import response as ap_resp
+from kio.schema.broker_heartbeat.v1 import request as hb_req
+from kio.schema.broker_heartbeat.v1 import response as hb_resp
+from kio.schema.broker_registration.v4 import request as reg_req
+from kio.schema.broker_registration.v4 import response as reg_resp
+from kio.schema.controller_registration.v0 import request as creg_req
+from kio.schema.controller_registration.v0 import response as creg_resp
+from kio.schema.create_partitions.v3 import request as cp_req
+from kio.schema.create_partitions.v3 import response as cp_resp
+from kio.schema.create_topics.v7 import request as ct_req
+from kio.schema.create_topics.v7 import response as ct_resp
+from kio.schema.delete_topics.v6 import request as dt_req
+from kio.schema.delete_topics.v6 import response as dt_resp
+from kio.schema.describe_configs.v4 import request as dc_req
+from kio.schema.describe_configs.v4 import response as dc_resp
+from kio.schema.incremental_alter_configs.v1 import request as iac_req
+from kio.schema.incremental_alter_configs.v1 import response as iac_resp
+from kio.schema.types import ProducerId
+from kio.schema.unregister_broker.v0 import request as unreg_req
+from kio.schema.unregister_broker.v0 import response as unreg_resp
+from kio.schema.update_features.v1 import request as uf_req
+from kio.schema.update_features.v1 import response as uf_resp
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from pykraft.protocol.errors import ErrorCode
+
+NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+_Builder = Callable[[Any, ErrorCode, str | None], object]
+
+
+def _create_topics(req: ct_req.CreateTopicsRequest, code: ErrorCode,
+                   message: str | None) -> object:
+    return ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(
+        ct_resp.CreatableTopicResult(name=t.name, topic_id=None, error_code=code,
+                                     error_message=message, configs=None)
+        for t in req.topics))
+
+
+def _delete_topics(req: dt_req.DeleteTopicsRequest, code: ErrorCode,
+                   message: str | None) -> object:
+    return dt_resp.DeleteTopicsResponse(throttle_time=NO_THROTTLE, responses=tuple(
+        dt_resp.DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=code,
+                                     error_message=message)
+        for t in req.topics))
+
+
+def _create_partitions(req: cp_req.CreatePartitionsRequest, code: ErrorCode,
+                       message: str | None) -> object:
+    return cp_resp.CreatePartitionsResponse(throttle_time=NO_THROTTLE, results=tuple(
+        cp_resp.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
+        for t in req.topics))
+
+
+def _describe_configs(req: dc_req.DescribeConfigsRequest, code: ErrorCode,
+                      message: str | None) -> object:
+    return dc_resp.DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=tuple(
+        dc_resp.DescribeConfigsResult(error_code=code, error_message=message,
+                                      resource_type=r.resource_type,
+                                      resource_name=r.resource_name, configs=())
+        for r in req.resources))
+
+
+def _incremental(req: iac_req.IncrementalAlterConfigsRequest, code: ErrorCode,
+                 message: str | None) -> object:
+    return iac_resp.IncrementalAlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(
+        iac_resp.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                              resource_type=r.resource_type,
+                                              resource_name=r.resource_name)
+        for r in req.resources))
+
+
+def _alter_configs(req: alter_req.AlterConfigsRequest, code: ErrorCode,
+                   message: str | None) -> object:
+    return alter_resp.AlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(
+        alter_resp.AlterConfigsResourceResponse(error_code=code, error_message=message,
+                                                resource_type=r.resource_type,
+                                                resource_name=r.resource_name)
+        for r in req.resources))
+
+
+_BUILDERS: dict[type, _Builder] = {
+    reg_req.BrokerRegistrationRequest: lambda _r, c, _m: reg_resp.BrokerRegistrationResponse(
+        throttle_time=NO_THROTTLE, error_code=c, broker_epoch=i64(-1)),
+    hb_req.BrokerHeartbeatRequest: lambda _r, c, _m: hb_resp.BrokerHeartbeatResponse(
+        throttle_time=NO_THROTTLE, error_code=c, is_caught_up=False, is_fenced=True,
+        should_shut_down=False),
+    unreg_req.UnregisterBrokerRequest: lambda _r, c, m: unreg_resp.UnregisterBrokerResponse(
+        throttle_time=NO_THROTTLE, error_code=c, error_message=m),
+    creg_req.ControllerRegistrationRequest: lambda _r, c, m: (
+        creg_resp.ControllerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=c,
+                                                 error_message=m)),
+    ap_req.AlterPartitionRequest: lambda _r, c, _m: ap_resp.AlterPartitionResponse(
+        throttle_time=NO_THROTTLE, error_code=c, topics=()),
+    uf_req.UpdateFeaturesRequest: lambda _r, c, m: uf_resp.UpdateFeaturesResponse(
+        throttle_time=NO_THROTTLE, error_code=c, error_message=m, results=()),
+    allocate_req.AllocateProducerIdsRequest: lambda _r, c, _m: (
+        allocate_resp.AllocateProducerIdsResponse(throttle_time=NO_THROTTLE, error_code=c,
+                                                  producer_id_start=ProducerId(-1),
+                                                  producer_id_len=i32(0))),
+    ct_req.CreateTopicsRequest: _create_topics,
+    dt_req.DeleteTopicsRequest: _delete_topics,
+    cp_req.CreatePartitionsRequest: _create_partitions,
+    dc_req.DescribeConfigsRequest: _describe_configs,
+    iac_req.IncrementalAlterConfigsRequest: _incremental,
+    alter_req.AlterConfigsRequest: _alter_configs,
+}
+
+
+def error_response(request: object, code: ErrorCode, message: str | None = None) -> object:
+    """The response to ``request`` with ``code`` on every part of it."""
+    builder = _BUILDERS.get(type(request))
+    if builder is None:
+        raise TypeError(f"the controller does not handle {type(request).__name__}")
+    return builder(request, code, message)

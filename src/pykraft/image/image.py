@@ -1,0 +1,172 @@
+"""The metadata image: an immutable view of everything the metadata log says, and the delta
+that builds the next image from records.
+
+Controllers and brokers share it: a replica replays committed records into a
+:class:`MetadataDelta` and applies it to get the next :class:`MetadataImage`; a snapshot is
+the image written back as records (:meth:`MetadataImage.records`), in Kafka's image write
+order (features with metadata.version first, cluster, topics, configs, producer ids).
+ACLs, client quotas, SCRAM credentials and delegation tokens are not modeled: their records
+are accepted and ignored, as are NoOpRecord and ZkMigrationStateRecord. Transaction markers
+are handled by :class:`pykraft.image.loader.ImageLoader`, not here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from pykraft.features import MINIMUM_METADATA_VERSION
+from pykraft.image.cluster import ClusterDelta, ClusterImage
+from pykraft.image.configs import ConfigurationsDelta, ConfigurationsImage
+from pykraft.image.features import FeaturesDelta, FeaturesImage
+from pykraft.image.producer_ids import ProducerIdsImage
+from pykraft.image.topics import TopicsDelta, TopicsImage
+from pykraft.records.metadata import (
+    AbortTransactionRecord,
+    AccessControlEntryRecord,
+    BeginTransactionRecord,
+    BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    DelegationTokenRecord,
+    EndTransactionRecord,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
+    MetadataRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RegisterControllerRecord,
+    RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
+    RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+    UserScramCredentialRecord,
+    ZkMigrationStateRecord,
+    encode_metadata_record,
+)
+
+_IGNORED = (
+    NoOpRecord, ZkMigrationStateRecord, BeginTransactionRecord, EndTransactionRecord,
+    AbortTransactionRecord, AccessControlEntryRecord, RemoveAccessControlEntryRecord,
+    ClientQuotaRecord, UserScramCredentialRecord, RemoveUserScramCredentialRecord,
+    DelegationTokenRecord, RemoveDelegationTokenRecord,
+)
+_CLUSTER = (
+    RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
+    BrokerRegistrationChangeRecord, RegisterControllerRecord,
+)
+_TOPICS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where an image comes from: the last offset and epoch it contains (-1 when empty)."""
+
+    last_offset: int = -1
+    last_epoch: int = -1
+    last_timestamp_ms: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    """Immutable; two images are equal when their content is (provenance is not compared)."""
+
+    features: FeaturesImage = dataclasses.field(default_factory=FeaturesImage)
+    cluster: ClusterImage = dataclasses.field(default_factory=ClusterImage)
+    topics: TopicsImage = dataclasses.field(default_factory=TopicsImage)
+    configs: ConfigurationsImage = dataclasses.field(default_factory=ConfigurationsImage)
+    producer_ids: ProducerIdsImage = dataclasses.field(default_factory=ProducerIdsImage)
+    provenance: Provenance = dataclasses.field(default_factory=Provenance, compare=False)
+
+    @property
+    def metadata_version(self) -> int:
+        """The finalized level, or the oldest supported one for an image without it."""
+        level = self.features.metadata_version
+        return MINIMUM_METADATA_VERSION.level if level is None else level
+
+    @property
+    def is_empty(self) -> bool:
+        return self == MetadataImage()
+
+    def records(self) -> list[tuple[object, int]]:
+        """The image as (record, version) pairs in Kafka's image write order."""
+        mv = self.metadata_version
+        return [
+            *self.features.records(), *self.cluster.records(mv), *self.topics.records(mv),
+            *self.configs.records(), *self.producer_ids.records(),
+        ]
+
+    def encoded_records(self) -> list[bytes]:
+        """:meth:`records` framed as metadata record values."""
+        return [encode_metadata_record(record, version) for record, version in self.records()]
+
+
+class MetadataDelta:
+    """Records replayed on top of an image; :meth:`apply` yields the next image."""
+
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self._features: FeaturesDelta | None = None
+        self._cluster: ClusterDelta | None = None
+        self._topics: TopicsDelta | None = None
+        self._configs: ConfigurationsDelta | None = None
+        self._producer_ids: ProducerIdsImage | None = None
+
+    @property
+    def features(self) -> FeaturesDelta:
+        if self._features is None:
+            self._features = FeaturesDelta(self.image.features)
+        return self._features
+
+    @property
+    def cluster(self) -> ClusterDelta:
+        if self._cluster is None:
+            self._cluster = ClusterDelta(self.image.cluster)
+        return self._cluster
+
+    @property
+    def topics(self) -> TopicsDelta:
+        if self._topics is None:
+            self._topics = TopicsDelta(self.image.topics)
+        return self._topics
+
+    @property
+    def configs(self) -> ConfigurationsDelta:
+        if self._configs is None:
+            self._configs = ConfigurationsDelta(self.image.configs)
+        return self._configs
+
+    def replay(self, record: object) -> None:
+        """Apply one record (a :class:`MetadataRecord` or a bare record message)."""
+        body = record.message if isinstance(record, MetadataRecord) else record
+        if isinstance(body, _CLUSTER):
+            self.cluster.replay(body)
+        elif isinstance(body, _TOPICS):
+            removed = self.topics.replay(body)
+            if removed is not None:
+                self.configs.remove_topic(removed)
+        elif isinstance(body, ConfigRecord):
+            self.configs.replay(body)
+        elif isinstance(body, FeatureLevelRecord):
+            self.features.replay(body)
+        elif isinstance(body, ProducerIdsRecord):
+            self._producer_ids = (self._producer_ids or self.image.producer_ids).replay(body)
+        elif not isinstance(body, _IGNORED):
+            raise TypeError(f"{type(body).__name__} is not a metadata record")
+
+    def apply(self, provenance: Provenance | None = None) -> MetadataImage:
+        image = self.image
+        return MetadataImage(
+            features=image.features if self._features is None else self._features.apply(),
+            cluster=image.cluster if self._cluster is None else self._cluster.apply(),
+            topics=image.topics if self._topics is None else self._topics.apply(),
+            configs=image.configs if self._configs is None else self._configs.apply(),
+            producer_ids=self._producer_ids or image.producer_ids,
+            provenance=image.provenance if provenance is None else provenance,
+        )

@@ -1,0 +1,82 @@
+"""Replay of committed batches into images, honouring metadata transactions.
+
+Records between a BeginTransactionRecord and its EndTransactionRecord become visible
+together, when the End record is read; an AbortTransactionRecord drops them. This is what
+lets a multi-batch bootstrap (or any atomic change larger than one batch) be all-or-nothing
+for readers. The image only advances past whole batches outside a transaction.
+"""
+
+from __future__ import annotations
+
+from pykraft.errors import MetadataImageError, MetadataRecordError
+from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
+from pykraft.records.batch import RecordBatch
+from pykraft.records.metadata import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
+    MetadataRecord,
+    decode_metadata_record,
+)
+
+
+class ImageLoader:
+    """Feeds committed batches (log, snapshot or raft listener) into a :class:`MetadataImage`."""
+
+    def __init__(self, image: MetadataImage | None = None) -> None:
+        self.image = MetadataImage() if image is None else image
+        self._delta: MetadataDelta | None = None
+        self._transaction: list[MetadataRecord] | None = None
+        self.last_offset = self.image.provenance.last_offset
+
+    @property
+    def in_transaction(self) -> bool:
+        """A BeginTransactionRecord was read and its End or Abort was not (yet)."""
+        return self._transaction is not None
+
+    def load_batch(self, batch: RecordBatch) -> MetadataImage:
+        """Replay one batch (control batches only move the offset) and return the image."""
+        if not batch.is_control:
+            for record in batch.records():
+                if record.value is None:
+                    raise MetadataRecordError("metadata record with a null value",
+                                              position=batch.position)
+                self.replay(decode_metadata_record(record.value))
+        return self.finish(Provenance(batch.last_offset, batch.epoch, batch.header.max_timestamp))
+
+    def replay(self, record: MetadataRecord) -> None:
+        """One decoded record; call :meth:`load_batch` or :meth:`finish` to publish it."""
+        body = record.message
+        if isinstance(body, BeginTransactionRecord):
+            if self._transaction is not None:
+                raise MetadataImageError("BeginTransactionRecord inside a transaction")
+            self._transaction = []
+        elif isinstance(body, EndTransactionRecord | AbortTransactionRecord):
+            if self._transaction is None:
+                raise MetadataImageError(f"{type(body).__name__} outside a transaction")
+            if isinstance(body, EndTransactionRecord):
+                for pending in self._transaction:
+                    self._replay_now(pending)
+            self._transaction = None
+        elif self._transaction is not None:
+            self._transaction.append(record)
+        else:
+            self._replay_now(record)
+
+    def finish(self, provenance: Provenance) -> MetadataImage:
+        """Publish what was replayed outside a transaction, up to ``provenance``."""
+        self.last_offset = max(self.last_offset, provenance.last_offset)
+        self._publish(provenance)
+        return self.image
+
+    def _replay_now(self, record: MetadataRecord) -> None:
+        if self._delta is None:
+            self._delta = MetadataDelta(self.image)
+        self._delta.replay(record)
+
+    def _publish(self, provenance: Provenance) -> None:
+        if self._transaction is not None:
+            return
+        delta = self._delta if self._delta is not None else MetadataDelta(self.image)
+        self.image = delta.apply(provenance)
+        self._delta = None

@@ -1,0 +1,194 @@
+"""A QuorumController driven by a fake raft log: appends are recorded, and the test decides
+when they commit (``commit``) and who leads (``elect``/``depose``)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
+from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
+from kio.schema.create_topics.v7.request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32, i64, u16
+
+from pykraft.controller import ControllerConfig, QuorumController
+from pykraft.errors import NotLeaderError
+from pykraft.features import METADATA_VERSION_FEATURE
+from pykraft.image import ImageLoader, MetadataImage
+from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
+from pykraft.records.control import LeaderChangeMessage, encode_control
+from pykraft.records.metadata import FeatureLevelRecord, MetadataRecord, decode_metadata_record
+
+MV_3_7_IV4 = 19
+
+
+@dataclass
+class FakeRaft:
+    """The log as (base offset, epoch, values, is_control) batches."""
+
+    batches: list[tuple[int, int, list[bytes], bool]] = field(default_factory=list)
+    committed_batches: int = 0
+    epoch: int = 0
+    leader: int | None = None
+    node_id: int = 0
+
+    @property
+    def end_offset(self) -> int:
+        if not self.batches:
+            return 0
+        base, _, values, _ = self.batches[-1]
+        return base + len(values)
+
+    def append(self, now_ms: int, values: list[bytes]) -> int:
+        if self.leader != self.node_id:
+            raise NotLeaderError("not the leader")
+        base = self.end_offset
+        self.batches.append((base, self.epoch, list(values), False))
+        return base + len(values) - 1
+
+    def batch(self, index: int) -> RecordBatch:
+        base, epoch, values, control = self.batches[index]
+        if control:
+            records = [encode_control(LeaderChangeMessage(0, self.leader or -1, (), ()))]
+            data = encode_batch(base, records, partition_leader_epoch=epoch, timestamp=0,
+                                control=True)
+        else:
+            data = encode_batch(base, [(None, v) for v in values], partition_leader_epoch=epoch,
+                                timestamp=0)
+        return next(iter_batches(data))
+
+    def metadata_records(self, up_to_batch: int | None = None) -> list[MetadataRecord]:
+        end = len(self.batches) if up_to_batch is None else up_to_batch
+        return [decode_metadata_record(v) for _, _, values, control in self.batches[:end]
+                if not control for v in values]
+
+
+class Cluster:
+    """One controller (node 0) over a :class:`FakeRaft`."""
+
+    def __init__(self, *, seed: int = 0, mv: int = MV_3_7_IV4, bootstrap: Sequence[object] = (),
+                 session_timeout_ms: int = 9000, max_idle_interval_ms: int = 500) -> None:
+        self.raft = FakeRaft()
+        self.now = 0
+        config = ControllerConfig(node_id=0, cluster_id="test-cluster",
+                                  session_timeout_ms=session_timeout_ms,
+                                  max_idle_interval_ms=max_idle_interval_ms)
+        boot = list(bootstrap) or [FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
+                                                      feature_level=mv)]
+        self.controller = QuorumController(config, writer=self.raft.append,
+                                           rng=random.Random(seed), bootstrap=boot)
+        self.responses: dict[int, object] = {}
+        self.incarnations: dict[int, uuid.UUID] = {}
+
+    # -- raft side --------------------------------------------------------------------
+
+    def elect(self) -> None:
+        """Node 0 wins a new epoch; its LeaderChange batch commits; the controller activates."""
+        self.raft.epoch += 1
+        self.raft.leader = 0
+        self.raft.batches.append((self.raft.end_offset, self.raft.epoch, [b"lc"], True))
+        self.commit()
+        from pykraft.raft.api import LeaderAndEpoch
+
+        self.controller.handle_leader_change(LeaderAndEpoch(0, self.raft.epoch))
+        self.tick(0)
+
+    def depose(self, *, truncate: bool) -> None:
+        """Another node leads a new epoch; uncommitted batches are dropped if ``truncate``."""
+        from pykraft.raft.api import LeaderAndEpoch
+
+        if truncate:
+            del self.raft.batches[self.raft.committed_batches:]
+        self.raft.epoch += 1
+        self.raft.leader = 1
+        self.controller.handle_leader_change(LeaderAndEpoch(1, self.raft.epoch))
+
+    def commit(self) -> None:
+        while self.raft.committed_batches < len(self.raft.batches):
+            self.controller.handle_commit(self.raft.batch(self.raft.committed_batches))
+            self.raft.committed_batches += 1
+        self._collect()
+
+    def tick(self, advance_ms: int) -> None:
+        self.now += advance_ms
+        self.controller.tick(self.now)
+        self._collect()
+
+    def _collect(self) -> None:
+        for ticket, response in self.controller.take_responses():
+            self.responses[ticket] = response
+
+    def call(self, request: object, *, commit: bool = True) -> object:
+        """Submit; with ``commit`` the log commits and the response must be there."""
+        ticket = self.controller.submit(self.now, request)
+        self._collect()
+        if commit:
+            self.commit()
+        return self.responses.pop(ticket, None)
+
+    def submit(self, request: object) -> int:
+        ticket = self.controller.submit(self.now, request)
+        self._collect()
+        return ticket
+
+    # -- replay -----------------------------------------------------------------------
+
+    def replayed_image(self) -> MetadataImage:
+        """A fresh image from every committed batch, as a broker would build it."""
+        loader = ImageLoader()
+        for index in range(self.raft.committed_batches):
+            loader.load_batch(self.raft.batch(index))
+        return loader.image
+
+    # -- requests ---------------------------------------------------------------------
+
+    def register(self, broker_id: int, *, rack: str | None = None,
+                 incarnation: uuid.UUID | None = None, mv_range: tuple[int, int] = (1, 29),
+                 commit: bool = True) -> object:
+        inc = incarnation or self.incarnations.get(broker_id) or uuid.UUID(int=1000 + broker_id)
+        self.incarnations[broker_id] = inc
+        return self.call(BrokerRegistrationRequest(
+            broker_id=BrokerId(broker_id), cluster_id="test-cluster", incarnation_id=inc,
+            listeners=(Listener(name="PLAINTEXT", host=f"b{broker_id}", port=u16(9092),
+                                security_protocol=i16(0)),),
+            features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(
+                mv_range[0]), max_supported_version=i16(mv_range[1])),),
+            rack=rack,
+        ), commit=commit)
+
+    def heartbeat(self, broker_id: int, *, offset: int | None = None, want_fence: bool = False,
+                  want_shut_down: bool = False, epoch: int | None = None,
+                  commit: bool = True) -> object:
+        broker = self.controller.image.cluster.brokers.get(broker_id)
+        return self.call(BrokerHeartbeatRequest(
+            broker_id=BrokerId(broker_id),
+            broker_epoch=i64(epoch if epoch is not None else (broker.epoch if broker else -1)),
+            current_metadata_offset=i64(self.controller.committed_offset if offset is None
+                                        else offset),
+            want_fence=want_fence, want_shut_down=want_shut_down,
+        ), commit=commit)
+
+    def start_brokers(self, racks: Sequence[str | None]) -> None:
+        for broker_id, rack in enumerate(racks, start=1):
+            self.register(broker_id, rack=rack)
+            self.heartbeat(broker_id)
+
+
+def create_topic(name: str, partitions: int = 1, rf: int = 1, *,
+                 configs: dict[str, str | None] | None = None,
+                 assignments: Sequence[Sequence[int]] = (),
+                 validate_only: bool = False) -> CreateTopicsRequest:
+    return CreateTopicsRequest(topics=(CreatableTopic(
+        name=TopicName(name), num_partitions=i32(partitions), replication_factor=i16(rf),
+        assignments=tuple(CreatableReplicaAssignment(partition_index=i32(i), broker_ids=tuple(
+            BrokerId(b) for b in replicas)) for i, replicas in enumerate(assignments)),
+        configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()),
+    ),), validate_only=validate_only)

@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit demo clean
+.PHONY: setup test lint unit demo cluster clean
 
 $(BIN)/pykraft: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: lint unit
 
 demo: setup
 	bash scripts/demo.sh
+
+# The main job: a local 3-controller quorum with a live status table; Ctrl-C stops it.
+cluster: setup
+	$(BIN)/pykraft cluster up --controllers 3 --dir data/cluster
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -9,6 +9,7 @@ from pykraft.image.producer_ids import ProducerIdsImage
 from pykraft.image.snapshot import (
     SnapshotPolicy,
     load_log_directory,
+    load_segments,
     load_snapshot,
     write_image_snapshot,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "TopicImage",
     "TopicsImage",
     "load_log_directory",
+    "load_segments",
     "load_snapshot",
     "write_image_snapshot",
 ]

@@ -136,8 +136,13 @@ def load_log_directory(directory: Path) -> MetadataImage:
         raise StorageError(f"{directory} is not a directory")
     snapshots = [sid for sid in list_snapshots(directory) if sid.end_offset > 0]
     image = load_snapshot(directory / snapshots[-1].file_name) if snapshots else MetadataImage()
+    return load_segments(sorted(directory.glob("*.log")), image)
+
+
+def load_segments(segments: Sequence[Path], image: MetadataImage | None = None) -> MetadataImage:
+    """Replay log segment files in order on top of ``image``, skipping offsets it holds."""
     loader = ImageLoader(image)
-    for segment in sorted(directory.glob("*.log")):
+    for segment in segments:
         try:
             data = segment.read_bytes()
         except OSError as exc:

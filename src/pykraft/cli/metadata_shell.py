@@ -1,0 +1,83 @@
+"""``pykraft metadata-shell``: Kafka's ``kafka-metadata-shell.sh`` over a snapshot or a
+metadata log directory, interactive or running one command."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pykraft.errors import PyKraftError
+from pykraft.image import MetadataImage, load_log_directory, load_segments, load_snapshot
+from pykraft.shell import MetadataShell, Output, image_tree
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
+
+
+def _load(snapshot: Path | None, directory: Path | None) -> tuple[MetadataImage, str]:
+    if directory is not None and snapshot is None:
+        partition = directory / METADATA_LOG_DIR_NAME
+        return load_log_directory(partition if partition.is_dir() else directory), str(directory)
+    if snapshot is None or directory is not None:
+        raise typer.BadParameter("give exactly one of --snapshot and --directory")
+    if not snapshot.is_file():
+        raise typer.BadParameter(f"{snapshot} is not a file", param_hint="--snapshot")
+    if snapshot.suffix == ".log":
+        return load_segments([snapshot]), str(snapshot)
+    return load_snapshot(snapshot), str(snapshot)
+
+
+def _print(out: Output) -> None:
+    for text in out.lines:
+        typer.echo(text)
+    for text in out.errors:
+        typer.echo(text, err=True)
+
+
+def _interactive(shell: MetadataShell) -> None:
+    import readline  # noqa: F401  (line editing and history for input())
+
+    typer.echo("[ pykraft metadata shell ]  Type 'help' for the commands, 'exit' to leave.")
+    while True:
+        try:
+            line = input(f"{shell.pwd()} >> ")
+        except EOFError:
+            typer.echo()
+            return
+        out = shell.execute(line)
+        _print(out)
+        if out.exit:
+            return
+
+
+def metadata_shell(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="A command to run instead of the interactive shell (after --)."),
+    ] = None,
+    snapshot: Annotated[
+        Path | None,
+        typer.Option("--snapshot", help="A snapshot (.checkpoint, bootstrap.checkpoint) or "
+                     "log segment (.log) to load."),
+    ] = None,
+    directory: Annotated[
+        Path | None,
+        typer.Option("--directory", help="A metadata log directory to replay: its newest "
+                     "snapshot, then its segments."),
+    ] = None,
+) -> None:
+    """Browse KRaft metadata as Kafka's metadata shell tree (/image, /local)."""
+    try:
+        image, source = _load(snapshot, directory)
+    except PyKraftError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    shell = MetadataShell(image_tree(image, source=source))
+    if not command:
+        _interactive(shell)
+        return
+    out = shell.execute(shlex.join(command))
+    _print(out)
+    if out.failed:
+        raise typer.Exit(1)

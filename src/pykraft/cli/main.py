@@ -6,6 +6,7 @@ import typer
 
 from pykraft.cli.cluster import cluster_app
 from pykraft.cli.dump_log import dump_log
+from pykraft.cli.metadata_shell import metadata_shell
 from pykraft.cli.quorum import quorum_app
 from pykraft.cli.server import server
 from pykraft.cli.sim import sim_app
@@ -35,6 +36,7 @@ def version() -> None:
 
 app.command("dump-log")(dump_log)
 app.command("server")(server)
+app.command("metadata-shell")(metadata_shell)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

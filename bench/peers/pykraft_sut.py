@@ -104,4 +104,8 @@ class Pykraft(System):
     async def caught_up(self, node: int) -> bool:
         info = await describe_quorum(self._address(await self.leader()), timeout_s=1.0)
         ends = {r.replica_id: r.log_end_offset for r in info.voters}
-        return ends.get(node + 1, -1) >= info.high_watermark > 0
+        if ends.get(node + 1, -1) >= info.high_watermark > 0:
+            return True
+        raise BenchError(f"node {node + 1} not caught up: leader {info.leader_id} epoch "
+                         f"{info.leader_epoch}, high watermark {info.high_watermark}, "
+                         f"voter end offsets {ends}")

@@ -23,6 +23,7 @@ from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.image import ImageLoader, MetadataImage
+from pykraft.raft.api import LeaderAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
 from pykraft.records.control import LeaderChangeMessage, encode_control
 from pykraft.records.metadata import FeatureLevelRecord, MetadataRecord, decode_metadata_record
@@ -91,25 +92,24 @@ class Cluster:
     # -- raft side --------------------------------------------------------------------
 
     def elect(self) -> None:
-        """Node 0 wins a new epoch; its LeaderChange batch commits; the controller activates."""
+        """Node 0 wins a new epoch; its LeaderChange batch commits; the controller activates
+        and its activation records commit."""
         self.raft.epoch += 1
         self.raft.leader = 0
         self.raft.batches.append((self.raft.end_offset, self.raft.epoch, [b"lc"], True))
         self.commit()
-        from pykraft.raft.api import LeaderAndEpoch
-
         self.controller.handle_leader_change(LeaderAndEpoch(0, self.raft.epoch))
         self.tick(0)
+        self.commit()
 
     def depose(self, *, truncate: bool) -> None:
         """Another node leads a new epoch; uncommitted batches are dropped if ``truncate``."""
-        from pykraft.raft.api import LeaderAndEpoch
-
         if truncate:
             del self.raft.batches[self.raft.committed_batches:]
         self.raft.epoch += 1
         self.raft.leader = 1
         self.controller.handle_leader_change(LeaderAndEpoch(1, self.raft.epoch))
+        self._collect()
 
     def commit(self) -> None:
         while self.raft.committed_batches < len(self.raft.batches):

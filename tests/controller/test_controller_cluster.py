@@ -1,0 +1,312 @@
+"""Activation, broker registration, heartbeats, fencing, controlled shutdown, NoOps,
+withheld responses and revert on lost leadership."""
+
+from __future__ import annotations
+
+import uuid
+
+from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
+from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
+from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
+from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
+from kio.schema.create_topics.v7.response import CreateTopicsResponse
+from kio.schema.types import BrokerId
+from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
+from kio.static.primitive import i32
+
+from pykraft.features import METADATA_VERSION_FEATURE
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    BrokerRegistrationChangeRecord,
+    EndTransactionRecord,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
+    NoOpRecord,
+    RegisterControllerRecord,
+    UnregisterBrokerRecord,
+    encode_metadata_record,
+)
+
+
+def test_activation_on_empty_log_writes_bootstrap_in_a_transaction() -> None:
+    cluster = Cluster(bootstrap=[FeatureLevelRecord(name="group.version", feature_level=1),
+                                 FeatureLevelRecord(name="zeta", feature_level=0),
+                                 FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
+                                                    feature_level=19)])
+    cluster.elect()
+    records = [r.message for r in cluster.raft.metadata_records()]
+    assert records == [
+        BeginTransactionRecord(name="Bootstrap records"),
+        FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=19),
+        FeatureLevelRecord(name="group.version", feature_level=1),
+        EndTransactionRecord(),
+    ]
+    assert cluster.controller.committed_image.features.finalized == {
+        METADATA_VERSION_FEATURE: 19, "group.version": 1}
+
+
+def test_old_metadata_version_bootstraps_without_transaction() -> None:
+    cluster = Cluster(mv=12)
+    cluster.elect()
+    assert [r.message for r in cluster.raft.metadata_records()] == [
+        FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=12)]
+
+
+def test_second_activation_writes_nothing() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    before = len(cluster.raft.metadata_records())
+    cluster.depose(truncate=False)
+    cluster.elect()
+    assert len(cluster.raft.metadata_records()) == before
+
+
+def test_partial_bootstrap_transaction_is_aborted_and_reappended() -> None:
+    cluster = Cluster()
+    cluster.raft.epoch = 1
+    partial = [encode_metadata_record(BeginTransactionRecord(name="Bootstrap records")),
+               encode_metadata_record(FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
+                                                         feature_level=19))]
+    cluster.raft.batches.append((0, 1, partial, False))
+    cluster.commit()
+    assert cluster.controller.committed_image.features.metadata_version is None
+    cluster.elect()
+    messages = [r.message for r in cluster.raft.metadata_records()]
+    assert messages[2:] == [
+        AbortTransactionRecord(reason="Controller failover"),
+        BeginTransactionRecord(name="Bootstrap records"),
+        FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=19),
+        EndTransactionRecord(),
+    ]
+    assert cluster.replayed_image().features.metadata_version == 19
+
+
+def test_broker_epoch_is_the_next_write_offset() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    expected = cluster.controller.next_offset
+    response = cluster.register(1)
+    assert isinstance(response, BrokerRegistrationResponse)
+    assert response.error_code == ErrorCode.none and response.broker_epoch == expected
+    registration = cluster.controller.image.cluster.brokers[1]
+    assert registration.epoch == expected and registration.fenced
+
+
+def test_same_incarnation_keeps_epoch_and_fenced_state() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    first = cluster.register(1)
+    cluster.heartbeat(1)
+    assert not cluster.controller.image.cluster.brokers[1].fenced
+    again = cluster.register(1)
+    assert isinstance(first, BrokerRegistrationResponse)
+    assert isinstance(again, BrokerRegistrationResponse)
+    assert again.broker_epoch == first.broker_epoch
+    assert not cluster.controller.image.cluster.brokers[1].fenced
+
+
+def test_new_incarnation_with_live_session_is_a_duplicate() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.register(1)
+    cluster.heartbeat(1)
+    response = cluster.register(1, incarnation=uuid.UUID(int=999))
+    assert isinstance(response, BrokerRegistrationResponse)
+    assert response.error_code == ErrorCode.duplicate_broker_registration
+    cluster.tick(9001)  # session lapses: the broker is fenced, a new incarnation may register
+    assert cluster.controller.image.cluster.brokers[1].fenced
+    response = cluster.register(1, incarnation=uuid.UUID(int=999))
+    assert isinstance(response, BrokerRegistrationResponse)
+    assert response.error_code == ErrorCode.none
+    assert response.broker_epoch == cluster.controller.image.cluster.brokers[1].epoch
+    assert cluster.controller.image.cluster.brokers[1].incarnation_id == uuid.UUID(int=999)
+
+
+def test_registration_refused_when_metadata_version_unsupported() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    response = cluster.register(1, mv_range=(1, 18))
+    assert isinstance(response, BrokerRegistrationResponse)
+    assert response.error_code == ErrorCode.unsupported_version
+    assert 1 not in cluster.controller.image.cluster.brokers
+
+
+def test_unfence_needs_caught_up_offset_and_no_want_fence() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    response = cluster.register(1)
+    assert isinstance(response, BrokerRegistrationResponse)
+    registered_at = response.broker_epoch
+    behind = cluster.heartbeat(1, offset=registered_at - 1)
+    assert isinstance(behind, BrokerHeartbeatResponse)
+    assert behind.is_fenced and not behind.is_caught_up
+    wants = cluster.heartbeat(1, offset=registered_at, want_fence=True)
+    assert isinstance(wants, BrokerHeartbeatResponse) and wants.is_fenced
+    assert cluster.controller.image.cluster.brokers[1].fenced
+    ok = cluster.heartbeat(1, offset=registered_at)
+    assert isinstance(ok, BrokerHeartbeatResponse) and not ok.is_fenced and ok.is_caught_up
+    assert isinstance(cluster.raft.metadata_records()[-1].message,
+                      BrokerRegistrationChangeRecord)
+
+
+def test_heartbeat_errors() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    unknown = cluster.heartbeat(5, epoch=3)
+    assert isinstance(unknown, BrokerHeartbeatResponse)
+    assert unknown.error_code == ErrorCode.broker_id_not_registered
+    cluster.register(1)
+    stale = cluster.heartbeat(1, epoch=1)
+    assert isinstance(stale, BrokerHeartbeatResponse)
+    assert stale.error_code == ErrorCode.stale_broker_epoch
+
+
+def test_session_timeout_fences_and_moves_leadership() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.start_brokers(["a", "b"])
+    cluster.call(create_topic("t", 4, 2))
+    cluster.tick(5000)
+    cluster.heartbeat(2)
+    cluster.tick(4500)  # broker 1: 9500 ms without heartbeat; broker 2: 4500 ms
+    image = cluster.controller.image
+    assert image.cluster.brokers[1].fenced and not image.cluster.brokers[2].fenced
+    for partition in image.topics.by_name["t"].partitions.values():
+        assert partition.leader == 2 and partition.isr == (2,)
+    cluster.commit()
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+def test_fence_record_type_follows_metadata_version() -> None:
+    cluster = Cluster(mv=5)
+    cluster.elect()
+    cluster.register(1)
+    cluster.heartbeat(1)
+    cluster.tick(10_000)
+    assert any(isinstance(r.message, FenceBrokerRecord)
+               for r in cluster.raft.metadata_records())
+
+
+def test_last_isr_member_fenced_leaves_partition_leaderless_until_unfenced() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.start_brokers([None])
+    cluster.call(create_topic("t", 2, 1))
+    cluster.heartbeat(1, want_fence=True)
+    for partition in cluster.controller.image.topics.by_name["t"].partitions.values():
+        assert partition.leader == -1 and partition.isr == (1,)
+    cluster.heartbeat(1)
+    for partition in cluster.controller.image.topics.by_name["t"].partitions.values():
+        assert partition.leader == 1 and partition.leader_epoch == 2
+
+
+def test_controlled_shutdown() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.start_brokers(["a", "b", "c"])
+    cluster.call(create_topic("t", 6, 3))
+    first = cluster.heartbeat(1, want_shut_down=True)
+    assert isinstance(first, BrokerHeartbeatResponse) and not first.should_shut_down
+    image = cluster.controller.image
+    assert image.cluster.brokers[1].in_controlled_shutdown
+    for partition in image.topics.by_name["t"].partitions.values():
+        assert partition.leader != 1 and 1 not in partition.isr
+    second = cluster.heartbeat(1, want_shut_down=True)
+    assert isinstance(second, BrokerHeartbeatResponse)
+    assert second.should_shut_down and second.is_fenced
+    assert cluster.controller.image.cluster.brokers[1].fenced
+
+
+def test_unregister_broker() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.start_brokers(["a", "b"])
+    cluster.call(create_topic("t", 2, 2))
+    response = cluster.call(UnregisterBrokerRequest(broker_id=BrokerId(1)))
+    assert getattr(response, "error_code", None) == ErrorCode.none
+    assert 1 not in cluster.controller.image.cluster.brokers
+    assert isinstance(cluster.raft.metadata_records()[-1].message, UnregisterBrokerRecord)
+    for partition in cluster.controller.image.topics.by_name["t"].partitions.values():
+        assert 1 not in partition.isr and partition.leader == 2
+    missing = cluster.call(UnregisterBrokerRequest(broker_id=BrokerId(1)))
+    assert getattr(missing, "error_code", None) == ErrorCode.broker_id_not_registered
+
+
+def test_controller_registration() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    request = ControllerRegistrationRequest(controller_id=i32(3000), incarnation_id=uuid.UUID(
+        int=8), zk_migration_ready=False, listeners=(), features=())
+    response = cluster.call(request)
+    assert getattr(response, "error_code", None) == ErrorCode.none
+    assert isinstance(cluster.raft.metadata_records()[-1].message, RegisterControllerRecord)
+    assert 3000 in cluster.controller.image.cluster.controllers
+    old = Cluster(mv=14)
+    old.elect()
+    refused = old.call(request)
+    assert getattr(refused, "error_code", None) == ErrorCode.unsupported_version
+
+
+def test_noop_record_every_idle_interval() -> None:
+    cluster = Cluster(max_idle_interval_ms=500)
+    cluster.elect()
+    count = len(cluster.raft.metadata_records())
+    cluster.tick(499)
+    assert len(cluster.raft.metadata_records()) == count
+    cluster.tick(1)
+    assert isinstance(cluster.raft.metadata_records()[-1].message, NoOpRecord)
+    assert cluster.controller.next_deadline_ms() == 1000
+
+
+def test_responses_are_withheld_until_commit() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.start_brokers(["a"])
+    ticket = cluster.submit(create_topic("t"))
+    assert ticket not in cluster.responses
+    cluster.commit()
+    response = cluster.responses.pop(ticket)
+    assert isinstance(response, CreateTopicsResponse)
+    assert response.topics[0].error_code == ErrorCode.none
+    # a request without records still waits for what was appended before it
+    first = cluster.submit(create_topic("u"))
+    second = cluster.submit(create_topic("t"))
+    assert first not in cluster.responses and second not in cluster.responses
+    cluster.commit()
+    assert {first, second} <= set(cluster.responses)
+
+
+def test_lost_leadership_reverts_uncommitted_state() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.start_brokers(["a"])
+    committed = cluster.controller.image
+    ticket = cluster.submit(create_topic("t"))
+    assert "t" in cluster.controller.image.topics.by_name
+    cluster.depose(truncate=True)
+    assert not cluster.controller.is_active
+    assert cluster.controller.image == committed
+    response = cluster.responses.pop(ticket)
+    assert isinstance(response, CreateTopicsResponse)
+    assert response.topics[0].error_code == ErrorCode.not_controller
+    refused = cluster.call(create_topic("t"), commit=False)
+    assert isinstance(refused, CreateTopicsResponse)
+    assert refused.topics[0].error_code == ErrorCode.not_controller
+    cluster.elect()  # leader again: it continues from the committed state
+    again = cluster.call(create_topic("t"))
+    assert isinstance(again, CreateTopicsResponse)
+    assert again.topics[0].error_code == ErrorCode.none
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+def test_records_appended_before_losing_leadership_may_still_commit() -> None:
+    cluster = Cluster()
+    cluster.elect()
+    cluster.start_brokers(["a"])
+    cluster.submit(create_topic("t"))
+    cluster.depose(truncate=False)  # the new leader keeps and commits the batch
+    cluster.commit()
+    assert "t" in cluster.controller.image.topics.by_name
+    assert cluster.controller.image == cluster.replayed_image()

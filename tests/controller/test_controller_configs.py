@@ -1,0 +1,155 @@
+"""Config validation, DescribeConfigs, AlterConfigs and IncrementalAlterConfigs."""
+
+from __future__ import annotations
+
+import pytest
+from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
+from kio.schema.alter_configs.v2 import request as legacy
+from kio.schema.alter_configs.v2.response import AlterConfigsResponse
+from kio.schema.describe_configs.v4.request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from kio.schema.describe_configs.v4.response import DescribeConfigsResponse
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kio.schema.incremental_alter_configs.v1.response import IncrementalAlterConfigsResponse
+from kio.static.primitive import i8
+
+from pykraft.controller.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS
+from pykraft.protocol.errors import ErrorCode
+
+TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    c = Cluster()
+    c.elect()
+    c.start_brokers([None])
+    c.call(create_topic("t"))
+    return c
+
+
+def incremental(cluster: Cluster, resource_type: int, name: str,
+                *ops: tuple[str, int, str | None], validate_only: bool = False
+                ) -> tuple[ErrorCode, str | None]:
+    response = cluster.call(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
+        resource_type=i8(resource_type), resource_name=name,
+        configs=tuple(AlterableConfig(name=k, config_operation=i8(op), value=v)
+                      for k, op, v in ops)),), validate_only=validate_only))
+    assert isinstance(response, IncrementalAlterConfigsResponse)
+    return response.responses[0].error_code, response.responses[0].error_message
+
+
+def stored(cluster: Cluster, resource_type: int, name: str) -> dict[str, str]:
+    return dict(cluster.controller.image.configs.get((resource_type, name)))
+
+
+def test_incremental_operations(cluster: Cluster) -> None:
+    assert incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
+                       ("cleanup.policy", APPEND, "compact"))[0] == ErrorCode.none
+    assert stored(cluster, TOPIC, "t") == {"retention.ms": "100",
+                                           "cleanup.policy": "delete,compact"}
+    assert incremental(cluster, TOPIC, "t", ("cleanup.policy", SUBTRACT, "delete"),
+                       ("retention.ms", DELETE, None))[0] == ErrorCode.none
+    assert stored(cluster, TOPIC, "t") == {"cleanup.policy": "compact"}
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+@pytest.mark.parametrize(("resource", "ops", "code"), [
+    ((TOPIC, "t"), [("retention.ms", SET, "x")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("retention.ms", SET, "-2")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("segment.bytes", SET, str(2**31))], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "1.5")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "nan")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("preallocate", SET, "yes")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("compression.type", SET, "brotli")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("cleanup.policy", APPEND, "shred")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("retention.ms", APPEND, "1")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("unknown.key", SET, "1")], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("retention.ms", SET, None)], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("retention.ms", 9, "1")], ErrorCode.invalid_request),
+    ((TOPIC, "t"), [("retention.ms", SET, "1"), ("retention.ms", SET, "2")],
+     ErrorCode.invalid_request),
+    ((TOPIC, "missing"), [("retention.ms", SET, "1")], ErrorCode.unknown_topic_or_partition),
+    ((BROKER, "one"), [("num.io.threads", SET, "1")], ErrorCode.invalid_request),
+    ((BROKER, "1"), [("num.io.threads", SET, "0")], ErrorCode.invalid_config),
+    ((8, "1"), [("kafka.foo", SET, "DEBUG")], ErrorCode.invalid_request),
+])
+def test_invalid_changes_are_refused_whole(cluster: Cluster, resource: tuple[int, str],
+                                           ops: list[tuple[str, int, str | None]],
+                                           code: ErrorCode) -> None:
+    before = len(cluster.raft.batches)
+    assert incremental(cluster, *resource, *ops)[0] == code
+    assert len(cluster.raft.batches) == before
+
+
+def test_a_bad_key_fails_the_whole_resource(cluster: Cluster) -> None:
+    code, message = incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
+                                ("bogus", SET, "1"))
+    assert code == ErrorCode.invalid_config and "bogus" in (message or "")
+    assert stored(cluster, TOPIC, "t") == {}
+
+
+def test_validate_only(cluster: Cluster) -> None:
+    assert incremental(cluster, BROKER, "", ("num.io.threads", SET, "4"),
+                       validate_only=True)[0] == ErrorCode.none
+    assert stored(cluster, BROKER, "") == {}
+
+
+def test_legacy_alter_configs_replaces_everything(cluster: Cluster) -> None:
+    incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"), ("preallocate", SET, "true"))
+    response = cluster.call(legacy.AlterConfigsRequest(resources=(legacy.AlterConfigsResource(
+        resource_type=i8(TOPIC), resource_name="t",
+        configs=(legacy.AlterableConfig(name="segment.ms", value="1000"),)),),
+        validate_only=False))
+    assert isinstance(response, AlterConfigsResponse)
+    assert response.responses[0].error_code == ErrorCode.none
+    assert stored(cluster, TOPIC, "t") == {"segment.ms": "1000"}
+
+
+def describe(cluster: Cluster, resource_type: int, name: str,
+             keys: tuple[str, ...] | None = None) -> DescribeConfigsResponse:
+    response = cluster.call(DescribeConfigsRequest(resources=(DescribeConfigsResource(
+        resource_type=i8(resource_type), resource_name=name, configuration_keys=keys),),
+        include_synonyms=True))
+    assert isinstance(response, DescribeConfigsResponse)
+    return response
+
+
+def test_describe_configs_sources(cluster: Cluster) -> None:
+    incremental(cluster, BROKER, "", ("num.io.threads", SET, "4"))
+    incremental(cluster, BROKER, "1", ("num.io.threads", SET, "6"),
+                ("background.threads", SET, "2"))
+    incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"))
+    broker = describe(cluster, BROKER, "1").results[0]
+    assert broker.error_code == ErrorCode.none
+    entries = {c.name: (c.value, c.config_source) for c in broker.configs}
+    assert set(entries) == set(BROKER_CONFIGS)
+    assert entries["num.io.threads"] == ("6", 2) and entries["num.network.threads"][1] == 5
+    io = next(c for c in broker.configs if c.name == "num.io.threads")
+    assert [(s.value, s.source) for s in io.synonyms] == [("6", 2), ("4", 3), ("8", 5)]
+    default = {c.name: c.value for c in describe(cluster, BROKER, "2").results[0].configs}
+    assert default["num.io.threads"] == "4"
+    topic = describe(cluster, TOPIC, "t", ("retention.ms", "segment.ms")).results[0]
+    assert [(c.name, c.value, c.config_source) for c in topic.configs] == [
+        ("retention.ms", "100", 1), ("segment.ms", TOPIC_CONFIGS["segment.ms"].default, 5)]
+    assert describe(cluster, TOPIC, "nope").results[0].error_code == \
+        ErrorCode.unknown_topic_or_partition
+
+
+def test_describe_reads_the_committed_image(cluster: Cluster) -> None:
+    cluster.submit(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
+        resource_type=i8(TOPIC), resource_name="t",
+        configs=(AlterableConfig(name="retention.ms", config_operation=i8(SET), value="7"),)),),
+        validate_only=False))
+    ticket = cluster.submit(DescribeConfigsRequest(resources=(DescribeConfigsResource(
+        resource_type=i8(TOPIC), resource_name="t", configuration_keys=("retention.ms",)),)))
+    response = cluster.responses[ticket]
+    assert isinstance(response, DescribeConfigsResponse)
+    assert response.results[0].configs[0].config_source == 5  # not yet committed

@@ -1,0 +1,111 @@
+"""UpdateFeatures and AllocateProducerIds."""
+
+from __future__ import annotations
+
+from controller_harness import Cluster  # type: ignore[import-not-found]
+from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
+from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
+from kio.schema.types import BrokerId
+from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
+from kio.schema.update_features.v1.response import UpdateFeaturesResponse
+from kio.static.primitive import i8, i16, i64
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import PartitionRecord, RegisterBrokerRecord
+
+UPGRADE, SAFE, UNSAFE = 1, 2, 3
+
+
+def update(cluster: Cluster, *updates: tuple[str, int, int],
+           validate_only: bool = False) -> UpdateFeaturesResponse:
+    response = cluster.call(UpdateFeaturesRequest(feature_updates=tuple(
+        FeatureUpdateKey(feature=name, max_version_level=i16(level), upgrade_type=i8(kind))
+        for name, level, kind in updates), validate_only=validate_only))
+    assert isinstance(response, UpdateFeaturesResponse)
+    return response
+
+
+def started(mv: int = 12) -> Cluster:
+    cluster = Cluster(mv=mv)
+    cluster.elect()
+    return cluster
+
+
+def test_metadata_version_upgrade_changes_record_versions() -> None:
+    from controller_harness import create_topic
+
+    cluster = started(12)
+    cluster.start_brokers([None])
+    assert cluster.raft.metadata_records()[0].version == 0  # FeatureLevelRecord
+    registered = [r for r in cluster.raft.metadata_records()
+                  if isinstance(r.message, RegisterBrokerRecord)]
+    assert registered[-1].version == 2
+    response = update(cluster, ("metadata.version", 19, UPGRADE))
+    assert response.error_code == ErrorCode.none
+    assert [r.error_code for r in response.results] == [ErrorCode.none]
+    assert cluster.controller.image.features.metadata_version == 19
+    cluster.call(create_topic("t"))
+    partitions = [r for r in cluster.raft.metadata_records()
+                  if isinstance(r.message, PartitionRecord)]
+    assert partitions[-1].version == 1 and len(partitions[-1].message.directories) == 1
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+def test_feature_rules() -> None:
+    cluster = started(19)
+    cluster.start_brokers([None])  # the harness broker supports metadata.version 1-29 only
+    cases = [
+        (("metadata.version", 15, SAFE), ErrorCode.invalid_update_version),
+        (("metadata.version", 15, UNSAFE), ErrorCode.invalid_update_version),
+        (("metadata.version", 0, UNSAFE), ErrorCode.invalid_update_version),
+        (("metadata.version", 99, UPGRADE), ErrorCode.invalid_update_version),
+        (("no.such.feature", 1, UPGRADE), ErrorCode.invalid_update_version),
+        (("group.version", 1, UPGRADE), ErrorCode.invalid_update_version),  # broker lacks it
+        (("metadata.version", 20, 7), ErrorCode.invalid_update_version),
+    ]
+    for change, code in cases:
+        before = len(cluster.raft.batches)
+        assert update(cluster, change).results[0].error_code == code, change
+        assert len(cluster.raft.batches) == before
+    duplicate = update(cluster, ("metadata.version", 20, UPGRADE),
+                       ("metadata.version", 21, UPGRADE))
+    assert duplicate.error_code == ErrorCode.invalid_request
+    assert update(cluster, ("metadata.version", 20, UPGRADE),
+                  validate_only=True).results[0].error_code == ErrorCode.none
+    assert cluster.controller.image.features.metadata_version == 19
+
+
+def test_all_or_nothing() -> None:
+    cluster = started(19)
+    response = update(cluster, ("transaction.version", 2, UPGRADE),
+                      ("metadata.version", 1, SAFE))
+    assert [r.error_code for r in response.results] == [ErrorCode.none,
+                                                        ErrorCode.invalid_update_version]
+    assert "transaction.version" not in cluster.controller.image.features.finalized
+    assert update(cluster, ("transaction.version", 2, UPGRADE)).results[0].error_code == \
+        ErrorCode.none
+    assert cluster.controller.image.features.finalized["transaction.version"] == 2
+    assert update(cluster, ("transaction.version", 1, UPGRADE)).results[0].error_code == \
+        ErrorCode.invalid_update_version
+    assert update(cluster, ("transaction.version", 0, SAFE)).results[0].error_code == \
+        ErrorCode.none
+    assert "transaction.version" not in cluster.controller.image.features.finalized
+
+
+def test_producer_id_blocks() -> None:
+    cluster = started(19)
+    cluster.start_brokers([None, None])
+    starts = []
+    for broker_id in (1, 2, 1):
+        epoch = cluster.controller.image.cluster.brokers[broker_id].epoch
+        response = cluster.call(AllocateProducerIdsRequest(broker_id=BrokerId(broker_id),
+                                                           broker_epoch=i64(epoch)))
+        assert isinstance(response, AllocateProducerIdsResponse)
+        assert response.error_code == ErrorCode.none and response.producer_id_len == 1000
+        starts.append(response.producer_id_start)
+    assert starts == [0, 1000, 2000]
+    assert cluster.controller.image.producer_ids.next_producer_id == 3000
+    stale = cluster.call(AllocateProducerIdsRequest(broker_id=BrokerId(1), broker_epoch=i64(0)))
+    assert isinstance(stale, AllocateProducerIdsResponse)
+    assert stale.error_code == ErrorCode.stale_broker_epoch
+    assert cluster.replayed_image() == cluster.controller.image

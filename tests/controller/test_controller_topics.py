@@ -1,0 +1,224 @@
+"""CreateTopics, DeleteTopics, CreatePartitions and AlterPartition."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
+from kio.schema.alter_partition.v3.request import (
+    AlterPartitionRequest,
+    BrokerState,
+    PartitionData,
+    TopicData,
+)
+from kio.schema.alter_partition.v3.response import AlterPartitionResponse
+from kio.schema.create_partitions.v3.request import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from kio.schema.create_partitions.v3.response import CreatePartitionsResponse
+from kio.schema.create_topics.v7.response import CreateTopicsResponse
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+from kio.schema.delete_topics.v6.response import DeleteTopicsResponse
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from pykraft.protocol.errors import ErrorCode
+
+SECOND = i32Timedelta.parse(datetime.timedelta(seconds=1))
+
+
+@pytest.fixture
+def cluster() -> Cluster:
+    c = Cluster(seed=7)
+    c.elect()
+    c.start_brokers(["a", "a", "b", "b", "c"])
+    return c
+
+
+def created(cluster: Cluster, request: object) -> tuple[ErrorCode, str | None]:
+    response = cluster.call(request)
+    assert isinstance(response, CreateTopicsResponse)
+    return response.topics[0].error_code, response.topics[0].error_message
+
+
+def test_create_topic_records_and_placement(cluster: Cluster) -> None:
+    response = cluster.call(create_topic("orders", 10, 3, configs={"cleanup.policy": "compact"}))
+    assert isinstance(response, CreateTopicsResponse)
+    result = response.topics[0]
+    assert result.error_code == ErrorCode.none
+    assert (result.num_partitions, result.replication_factor) == (10, 3)
+    topic = cluster.controller.image.topics.by_name["orders"]
+    assert topic.topic_id == result.topic_id
+    racks = {b: r.rack for b, r in cluster.controller.image.cluster.brokers.items()}
+    for partition in topic.partitions.values():
+        assert len(set(partition.replicas)) == 3
+        assert len({racks[r] for r in partition.replicas}) == 3
+        assert partition.leader == partition.replicas[0] and partition.isr == partition.replicas
+    assert cluster.controller.image.configs.get((2, "orders")) == {"cleanup.policy": "compact"}
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+@pytest.mark.parametrize(("request_", "code"), [
+    (create_topic("bad/name"), ErrorCode.invalid_topic_exception),
+    (create_topic(".."), ErrorCode.invalid_topic_exception),
+    (create_topic("x" * 250), ErrorCode.invalid_topic_exception),
+    (create_topic("t", 0), ErrorCode.invalid_partitions),
+    (create_topic("t", -2), ErrorCode.invalid_partitions),
+    (create_topic("t", 1, 0), ErrorCode.invalid_replication_factor),
+    (create_topic("t", 1, 6), ErrorCode.invalid_replication_factor),
+    (create_topic("t", 2**31 - 1), ErrorCode.invalid_partitions),
+    (create_topic("t", configs={"retention.ms": "soon"}), ErrorCode.invalid_config),
+    (create_topic("t", configs={"no.such.key": "1"}), ErrorCode.invalid_config),
+    (create_topic("t", configs={"min.insync.replicas": "0"}), ErrorCode.invalid_config),
+    (create_topic("t", assignments=[[1, 1]], partitions=-1, rf=-1),
+     ErrorCode.invalid_replica_assignment),
+    (create_topic("t", assignments=[[1, 99]], partitions=-1, rf=-1),
+     ErrorCode.invalid_replica_assignment),
+    (create_topic("t", assignments=[[1, 2], [3]], partitions=-1, rf=-1),
+     ErrorCode.invalid_replica_assignment),
+    (create_topic("t", assignments=[[1]], partitions=1, rf=1), ErrorCode.invalid_request),
+])
+def test_create_topic_errors(cluster: Cluster, request_: object, code: ErrorCode) -> None:
+    before = len(cluster.raft.batches)
+    assert created(cluster, request_)[0] == code
+    assert len(cluster.raft.batches) == before
+
+
+def test_existing_and_colliding_names(cluster: Cluster) -> None:
+    assert created(cluster, create_topic("a.b"))[0] == ErrorCode.none
+    code, message = created(cluster, create_topic("a.b"))
+    assert code == ErrorCode.topic_already_exists and message == "Topic 'a.b' already exists."
+    assert created(cluster, create_topic("a_b"))[0] == ErrorCode.invalid_topic_exception
+
+
+def test_manual_assignment_and_defaults(cluster: Cluster) -> None:
+    code, _ = created(cluster, create_topic("m", -1, -1, assignments=[[3, 1], [2, 4]]))
+    assert code == ErrorCode.none
+    partitions = cluster.controller.image.topics.by_name["m"].partitions
+    assert [partitions[0].replicas, partitions[1].replicas] == [(3, 1), (2, 4)]
+    assert created(cluster, create_topic("d", -1, -1))[0] == ErrorCode.none
+    assert len(cluster.controller.image.topics.by_name["d"].partitions) == 1
+
+
+def test_validate_only_writes_nothing(cluster: Cluster) -> None:
+    before = len(cluster.raft.batches)
+    response = cluster.call(create_topic("v", 3, 2, validate_only=True))
+    assert isinstance(response, CreateTopicsResponse)
+    assert response.topics[0].error_code == ErrorCode.none
+    assert response.topics[0].num_partitions == 3
+    assert len(cluster.raft.batches) == before
+    assert "v" not in cluster.controller.image.topics.by_name
+
+
+def test_fenced_brokers_never_get_new_partitions(cluster: Cluster) -> None:
+    cluster.heartbeat(5, want_fence=True)
+    cluster.call(create_topic("f", 20, 4))
+    for partition in cluster.controller.image.topics.by_name["f"].partitions.values():
+        assert 5 not in partition.replicas
+    assert created(cluster, create_topic("g", 1, 5))[0] == ErrorCode.invalid_replication_factor
+
+
+def delete(cluster: Cluster, *states: DeleteTopicState) -> DeleteTopicsResponse:
+    response = cluster.call(DeleteTopicsRequest(
+        topics=states, timeout=SECOND))
+    assert isinstance(response, DeleteTopicsResponse)
+    return response
+
+
+def test_delete_topics_by_name_and_id(cluster: Cluster) -> None:
+    cluster.call(create_topic("x", configs={"retention.ms": "10"}))
+    cluster.call(create_topic("y"))
+    y_id = cluster.controller.image.topics.by_name["y"].topic_id
+    response = delete(cluster, DeleteTopicState(name=TopicName("x"), topic_id=None),
+                      DeleteTopicState(name=None, topic_id=y_id),
+                      DeleteTopicState(name=TopicName("zz"), topic_id=None),
+                      DeleteTopicState(name=None, topic_id=uuid.UUID(int=5)))
+    codes = [r.error_code for r in response.responses]
+    assert codes == [ErrorCode.none, ErrorCode.none, ErrorCode.unknown_topic_or_partition,
+                     ErrorCode.unknown_topic_id]
+    assert response.responses[1].name == "y"
+    image = cluster.controller.image
+    assert image.topics.by_name == {} and image.configs.get((2, "x")) == {}
+    assert cluster.replayed_image() == image
+
+
+def add_partitions(cluster: Cluster, name: str, count: int,
+                   assignments: list[list[int]] | None = None) -> ErrorCode:
+    response = cluster.call(CreatePartitionsRequest(
+        topics=(CreatePartitionsTopic(
+            name=TopicName(name), count=i32(count),
+            assignments=None if assignments is None else tuple(
+                CreatePartitionsAssignment(broker_ids=tuple(BrokerId(b) for b in a))
+                for a in assignments)),),
+        timeout=SECOND,
+        validate_only=False))
+    assert isinstance(response, CreatePartitionsResponse)
+    return response.results[0].error_code
+
+
+def test_create_partitions(cluster: Cluster) -> None:
+    cluster.call(create_topic("p", 2, 2))
+    assert add_partitions(cluster, "p", 5) == ErrorCode.none
+    partitions = cluster.controller.image.topics.by_name["p"].partitions
+    assert sorted(partitions) == [0, 1, 2, 3, 4]
+    assert all(len(p.replicas) == 2 for p in partitions.values())
+    assert add_partitions(cluster, "p", 5) == ErrorCode.invalid_partitions
+    assert add_partitions(cluster, "p", 3) == ErrorCode.invalid_partitions
+    assert add_partitions(cluster, "nope", 3) == ErrorCode.unknown_topic_or_partition
+    assert add_partitions(cluster, "p", 6, [[1, 2, 3]]) == ErrorCode.invalid_replica_assignment
+    assert add_partitions(cluster, "p", 7, [[1, 2]]) == ErrorCode.invalid_replica_assignment
+    assert add_partitions(cluster, "p", 6, [[4, 5]]) == ErrorCode.none
+    assert cluster.controller.image.topics.by_name["p"].partitions[5].replicas == (4, 5)
+    assert add_partitions(cluster, "p", 2**31 - 1) == ErrorCode.invalid_partitions
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+def alter(cluster: Cluster, leader: int, isr: list[int], *, leader_epoch: int = 0,
+          partition_epoch: int = 0, broker_epoch: int | None = None) -> AlterPartitionResponse:
+    topic = cluster.controller.image.topics.by_name["ap"]
+    epoch = cluster.controller.image.cluster.brokers[leader].epoch
+    response = cluster.call(AlterPartitionRequest(
+        broker_id=BrokerId(leader), broker_epoch=i64(epoch if broker_epoch is None
+                                                     else broker_epoch),
+        topics=(TopicData(topic_id=topic.topic_id, partitions=(PartitionData(
+            partition_index=i32(0), leader_epoch=i32(leader_epoch),
+            new_isr_with_epochs=tuple(BrokerState(broker_id=BrokerId(b), broker_epoch=i64(-1))
+                                      for b in isr),
+            partition_epoch=i32(partition_epoch)),)),)))
+    assert isinstance(response, AlterPartitionResponse)
+    return response
+
+
+def test_alter_partition_shrinks_and_expands_isr(cluster: Cluster) -> None:
+    cluster.call(create_topic("ap", -1, -1, assignments=[[1, 2, 3]]))
+    shrunk = alter(cluster, 1, [1, 2])
+    part = shrunk.topics[0].partitions[0]
+    assert part.error_code == ErrorCode.none and part.isr == (1, 2) and part.partition_epoch == 1
+    assert cluster.controller.image.topics.by_name["ap"].partitions[0].isr == (1, 2)
+    stale = alter(cluster, 1, [1, 2, 3])  # partition epoch 0 is stale now
+    assert stale.topics[0].partitions[0].error_code == ErrorCode.invalid_update_version
+    grown = alter(cluster, 1, [1, 2, 3], partition_epoch=1)
+    assert grown.topics[0].partitions[0].isr == (1, 2, 3)
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+def test_alter_partition_checks(cluster: Cluster) -> None:
+    cluster.call(create_topic("ap", -1, -1, assignments=[[1, 2, 3]]))
+    assert alter(cluster, 2, [2, 3]).topics[0].partitions[0].error_code == \
+        ErrorCode.invalid_request  # not the leader
+    assert alter(cluster, 1, [1, 2], leader_epoch=-1).topics[0].partitions[0].error_code == \
+        ErrorCode.fenced_leader_epoch
+    assert alter(cluster, 1, [1, 4]).topics[0].partitions[0].error_code == \
+        ErrorCode.ineligible_replica  # 4 is not a replica
+    assert alter(cluster, 1, [2, 3]).topics[0].partitions[0].error_code == \
+        ErrorCode.invalid_request  # the leader cannot leave its own ISR
+    assert alter(cluster, 1, [1], broker_epoch=1).error_code == ErrorCode.stale_broker_epoch
+    cluster.heartbeat(3, want_fence=True)
+    fenced = cluster.controller.image.topics.by_name["ap"].partitions[0]
+    assert fenced.isr == (1, 2)
+    assert alter(cluster, 1, [1, 2, 3], partition_epoch=fenced.partition_epoch).topics[0] \
+        .partitions[0].error_code == ErrorCode.ineligible_replica

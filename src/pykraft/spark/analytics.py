@@ -1,0 +1,226 @@
+"""Metadata analytics: what happened in one or more KRaft clusters, as Parquet tables.
+
+Input: metadata log directories (a node dir, or a whole cluster dir holding every node's
+copy), each labelled with a cluster name. Every replica holds the same committed log, so
+the history tables read one replica per cluster: the one whose log reaches furthest (ties:
+the first by path). The ``records`` table keeps every row of every file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pykraft.spark.source import SOURCE_NAME
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+TABLES = ("records", "record_types", "topics", "topic_timeline", "partition_changes",
+          "broker_events", "fencing_periods", "controller_leaders", "voter_changes")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInput:
+    name: str
+    path: str
+
+
+def cluster_inputs(paths: list[str]) -> list[ClusterInput]:
+    """Label each path with its directory name, made unique with a suffix when repeated."""
+    seen: dict[str, int] = {}
+    inputs = []
+    for path in paths:
+        base = Path(path).resolve().name or "cluster"
+        seen[base] = seen.get(base, 0) + 1
+        name = base if seen[base] == 1 else f"{base}-{seen[base]}"
+        inputs.append(ClusterInput(name, path))
+    return inputs
+
+
+def load_records(spark: SparkSession, inputs: list[ClusterInput]) -> DataFrame:
+    frames = [spark.read.format(SOURCE_NAME).option("cluster", i.name).load(i.path)
+              for i in inputs]
+    records = frames[0]
+    for frame in frames[1:]:
+        records = records.unionByName(frame)
+    # Cached: every table reads it, and each scan of a Python source costs a worker round.
+    return records.withColumn("timestamp", _ts("timestamp_ms")).cache()
+
+
+def build_tables(records: DataFrame) -> dict[str, DataFrame]:
+    """Every table of :data:`TABLES`, lazily (nothing runs until written or collected)."""
+    from pyspark.sql import functions as F  # noqa: N812 - Spark's convention
+
+    log = _canonical_log(records).cache()
+    kind = F.coalesce(F.col("record_type"), F.col("control_type_name"))
+    tables: dict[str, DataFrame] = {
+        "records": records,
+        "record_types": log.groupBy("cluster", kind.alias("record_type")).count(),
+    }
+    topics = _topics(log)
+    tables["topics"] = topics
+    tables["topic_timeline"] = _topic_timeline(log)
+    tables["partition_changes"] = _partition_changes(log, topics)
+    tables["broker_events"] = broker_events = _broker_events(log)
+    tables["fencing_periods"] = _fencing_periods(broker_events)
+    tables["controller_leaders"] = _controller_leaders(log)
+    tables["voter_changes"] = _voter_changes(records, log)
+    return tables
+
+
+def write_tables(tables: dict[str, DataFrame], out: Path) -> None:
+    for name, frame in tables.items():
+        frame.write.mode("overwrite").parquet(str(out / name))
+
+
+def _ts(column: str) -> Column:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    return F.timestamp_millis(F.col(column))
+
+
+def _canonical_log(records: DataFrame) -> DataFrame:
+    """Segment rows of the replica with the highest offset in each cluster."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    segments = records.filter(F.col("file_kind") == "segment")
+    reach = segments.groupBy("cluster", "log_dir").agg(F.max("offset").alias("reach"))
+    best = Window.partitionBy("cluster").orderBy(F.col("reach").desc(), F.col("log_dir"))
+    chosen = reach.withColumn("rank", F.row_number().over(best)).filter("rank = 1")
+    return segments.join(chosen.select("cluster", "log_dir"), ["cluster", "log_dir"])
+
+
+def _topics(log: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    created = F.col("record_type") == "TOPIC_RECORD"
+    removed = F.col("record_type") == "REMOVE_TOPIC_RECORD"
+    return (log.filter(created | removed).groupBy("cluster", "topic_id").agg(
+        F.max("topic_name").alias("topic_name"),
+        F.min(F.when(created, F.col("offset"))).alias("created_offset"),
+        F.min(F.when(created, F.col("timestamp"))).alias("created_at"),
+        F.min(F.when(removed, F.col("offset"))).alias("removed_offset"),
+        F.min(F.when(removed, F.col("timestamp"))).alias("removed_at")))
+
+
+def _topic_timeline(log: DataFrame) -> DataFrame:
+    """Topics and partitions alive after each record that changed their number."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    partitions_of = (log.filter(F.col("record_type") == "PARTITION_RECORD")
+                     .groupBy("cluster", "topic_id").agg(F.count("*").alias("n")))
+    deltas = log.filter(F.col("record_type").isin(
+        "TOPIC_RECORD", "PARTITION_RECORD", "REMOVE_TOPIC_RECORD")).join(
+        partitions_of, ["cluster", "topic_id"], "left").select(
+        "cluster", "offset", "timestamp",
+        F.when(F.col("record_type") == "TOPIC_RECORD", 1)
+         .when(F.col("record_type") == "REMOVE_TOPIC_RECORD", -1).otherwise(0).alias("dt"),
+        F.when(F.col("record_type") == "PARTITION_RECORD", 1)
+         .when(F.col("record_type") == "REMOVE_TOPIC_RECORD", -F.coalesce(F.col("n"), F.lit(0)))
+         .otherwise(0).alias("dp"))
+    running = Window.partitionBy("cluster").orderBy("offset").rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    return deltas.select("cluster", "offset", "timestamp",
+                         F.sum("dt").over(running).alias("topics"),
+                         F.sum("dp").over(running).alias("partitions"))
+
+
+def _partition_changes(log: DataFrame, topics: DataFrame) -> DataFrame:
+    """Each partition record with the leader and ISR in force after it and what changed."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    rows = log.filter(F.col("record_type").isin("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"))
+    history = Window.partitionBy("cluster", "topic_id", "partition_id").orderBy("offset")
+    upto = history.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    state = rows.select(
+        "cluster", "offset", "timestamp", "topic_id", "partition_id", "record_type",
+        F.last("leader", ignorenulls=True).over(upto).alias("leader"),
+        F.last("isr", ignorenulls=True).over(upto).alias("isr"),
+        F.last("replicas", ignorenulls=True).over(upto).alias("replicas"))
+    previous = Window.partitionBy("cluster", "topic_id", "partition_id").orderBy("offset")
+    changes = state.select(
+        "*",
+        (F.lag("leader").over(previous).isNotNull()
+         & (F.lag("leader").over(previous) != F.col("leader"))).alias("leader_changed"),
+        (F.lag("isr").over(previous).isNotNull()
+         & (F.lag("isr").over(previous) != F.col("isr"))).alias("isr_changed"))
+    names = topics.select("cluster", "topic_id", "topic_name")
+    return changes.join(names, ["cluster", "topic_id"], "left")
+
+
+_BROKER_EVENTS = {
+    "REGISTER_BROKER_RECORD": "registered",
+    "UNREGISTER_BROKER_RECORD": "unregistered",
+    "FENCE_BROKER_RECORD": "fenced",
+    "UNFENCE_BROKER_RECORD": "unfenced",
+    "BROKER_REGISTRATION_CHANGE_RECORD": "registration-changed",
+}
+
+
+def _broker_events(log: DataFrame) -> DataFrame:
+    """Registrations, fencing and unfencing, with the fenced state in force after each."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    event = F.create_map(*[F.lit(x) for pair in _BROKER_EVENTS.items() for x in pair])
+    rows = log.filter(F.col("record_type").isin(*_BROKER_EVENTS))
+    upto = Window.partitionBy("cluster", "broker_id").orderBy("offset").rowsBetween(
+        Window.unboundedPreceding, Window.currentRow)
+    # An unregistered broker is out of the cluster: count it as fenced until it registers.
+    fenced = F.when(F.col("record_type") == "UNREGISTER_BROKER_RECORD", True).otherwise(
+        F.col("fenced"))
+    return rows.select("cluster", "offset", "timestamp", "broker_id", "broker_epoch",
+                       event[F.col("record_type")].alias("event"),
+                       F.last(fenced, ignorenulls=True).over(upto).alias("fenced"))
+
+
+def _fencing_periods(events: DataFrame) -> DataFrame:
+    """One row per stretch a broker spent fenced; ``until`` is null while it still is."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    order = Window.partitionBy("cluster", "broker_id").orderBy("offset")
+    flips = events.filter(F.col("fenced").isNotNull()).withColumn(
+        "before", F.lag("fenced").over(order)).filter(
+        F.col("before").isNull() | (F.col("before") != F.col("fenced")))
+    spans = flips.select("*", F.lead("offset").over(order).alias("until_offset"),
+                         F.lead("timestamp").over(order).alias("until"))
+    return spans.filter("fenced").select(
+        "cluster", "broker_id", F.col("offset").alias("from_offset"),
+        F.col("timestamp").alias("since"), "until_offset", "until",
+        F.col("event").alias("cause"))
+
+
+def _controller_leaders(log: DataFrame) -> DataFrame:
+    """One row per controller epoch: who led it, from which offset and time."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    changes = log.filter(F.col("control_type_name") == "LEADER_CHANGE")
+    first = Window.partitionBy("cluster", "leader_epoch").orderBy("offset")
+    return (changes.withColumn("n", F.row_number().over(first)).filter("n = 1")
+            .select("cluster", F.col("leader_epoch").alias("epoch"), "leader", "offset",
+                    "timestamp", F.col("voter_ids").alias("voters")))
+
+
+def _voter_changes(records: DataFrame, log: DataFrame) -> DataFrame:
+    """Each voter set written to the log (KRaftVoters), marking those that differ from the
+    previous one; a dynamic quorum's initial set comes from the 0-0 checkpoint."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F  # noqa: N812
+
+    voters = F.col("control_type_name") == "KRAFT_VOTERS"
+    replicas = log.select("cluster", "log_dir").distinct()
+    bootstrap = records.filter(voters & (F.col("snapshot_end_offset") == 0)).join(
+        replicas, ["cluster", "log_dir"]).withColumn("offset", F.lit(-1).cast("bigint"))
+    rows = log.filter(voters).unionByName(bootstrap)
+    order = Window.partitionBy("cluster").orderBy("offset")
+    return rows.select(
+        "cluster", "offset", "timestamp", "leader_epoch", "voter_ids", "voter_directory_ids",
+        F.coalesce(F.lag("voter_ids").over(order) != F.col("voter_ids"), F.lit(True))
+        .alias("changed"))

@@ -1,0 +1,57 @@
+"""A session-scoped local SparkSession for the tests marked ``spark`` (``-m spark`` selects
+them, ``-m 'not spark'`` skips them); skipped when PySpark or Java is missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from cluster_history import write_cluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "spark: needs a local Spark (Java + pyspark)")
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        pytest.skip("no Java runtime")
+    from pyspark.sql import SparkSession
+
+    from pykraft.spark import register
+
+    # Python workers are started by the JVM: they must run this interpreter (pyarrow,
+    # pykraft) and cannot see pytest's sys.path edits.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = (SparkSession.builder.master("local[2]").appName("pykraft-tests")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The recorded 3-node cluster history of :mod:`cluster_history`."""
+    base: Path = write_cluster(tmp_path_factory.mktemp("history") / "demo-cluster")
+    return base

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
 from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
 from kio.schema.create_topics.v7.response import CreateTopicsResponse
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+from kio.schema.describe_configs.v4.response import DescribeConfigsResponse
 from kio.schema.types import BrokerId
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.static.primitive import i32
 
+from pykraft.errors import ConfigError
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
@@ -310,3 +314,18 @@ def test_records_appended_before_losing_leadership_may_still_commit() -> None:
     cluster.commit()
     assert "t" in cluster.controller.image.topics.by_name
     assert cluster.controller.image == cluster.replayed_image()
+
+
+def test_bootstrap_without_metadata_version_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        Cluster(bootstrap=[FeatureLevelRecord(name="group.version", feature_level=1)])
+
+
+def test_inactive_controller_refuses_everything() -> None:
+    cluster = Cluster()
+    response = cluster.call(DescribeConfigsRequest(resources=()), commit=False)
+    assert isinstance(response, DescribeConfigsResponse)
+    heartbeat = cluster.heartbeat(1, epoch=0, commit=False)
+    assert isinstance(heartbeat, BrokerHeartbeatResponse)
+    assert heartbeat.error_code == ErrorCode.not_controller
+    assert cluster.raft.batches == []

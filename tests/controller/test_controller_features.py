@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controller_harness import Cluster  # type: ignore[import-not-found]
+from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
 from kio.schema.types import BrokerId
@@ -32,8 +32,6 @@ def started(mv: int = 12) -> Cluster:
 
 
 def test_metadata_version_upgrade_changes_record_versions() -> None:
-    from controller_harness import create_topic
-
     cluster = started(12)
     cluster.start_brokers([None])
     assert cluster.raft.metadata_records()[0].version == 0  # FeatureLevelRecord

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pykraft.errors import ConfigError
 from pykraft.features import DEFAULT_METADATA_VERSION, METADATA_VERSION_FEATURE
 from pykraft.image.image import MetadataImage
 from pykraft.image.versions import MV_3_6_IV1
@@ -26,16 +27,17 @@ DEFAULT_BOOTSTRAP: tuple[object, ...] = (
 )
 
 
-def ordered_bootstrap(records: Sequence[object]) -> list[object]:
-    """metadata.version first, other features with a level > 0 by name, then the rest."""
+def ordered_bootstrap(records: Sequence[object]) -> tuple[int, list[object]]:
+    """(metadata.version level, records in write order): metadata.version first, other
+    features with a level > 0 by name, then the rest."""
     features = [r for r in records if isinstance(r, FeatureLevelRecord)]
     mv = [r for r in features if r.name == METADATA_VERSION_FEATURE]
     if len(mv) != 1:
-        raise ValueError("bootstrap records must hold exactly one metadata.version level")
+        raise ConfigError("bootstrap records must hold exactly one metadata.version level")
     others = sorted((r for r in features if r is not mv[0] and r.feature_level > 0),
                     key=lambda r: r.name)
     rest = [r for r in records if not isinstance(r, FeatureLevelRecord)]
-    return [mv[0], *others, *rest]
+    return mv[0].feature_level, [mv[0], *others, *rest]
 
 
 def activation_records(committed: MetadataImage, *, in_transaction: bool,
@@ -44,10 +46,8 @@ def activation_records(committed: MetadataImage, *, in_transaction: bool,
     if in_transaction:
         records.append(AbortTransactionRecord(reason="Controller failover"))
     if committed.features.metadata_version is None:
-        ordered = ordered_bootstrap(bootstrap)
-        level = ordered[0]
-        assert isinstance(level, FeatureLevelRecord)
-        if level.feature_level >= MV_3_6_IV1:
+        level, ordered = ordered_bootstrap(bootstrap)
+        if level >= MV_3_6_IV1:
             ordered = [BeginTransactionRecord(name="Bootstrap records"), *ordered,
                        EndTransactionRecord()]
         records += ordered

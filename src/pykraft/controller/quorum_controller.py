@@ -43,7 +43,11 @@ from pykraft.controller import (
     features_control,
     replication,
 )
-from pykraft.controller.activation import DEFAULT_BOOTSTRAP, activation_records
+from pykraft.controller.activation import (
+    DEFAULT_BOOTSTRAP,
+    activation_records,
+    ordered_bootstrap,
+)
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.controller.responses import error_response
 from pykraft.errors import ControllerError, MetadataRecordError, NotLeaderError
@@ -117,6 +121,7 @@ class QuorumController:
         self.config = config
         self._writer = writer
         self._rng = rng
+        ordered_bootstrap(bootstrap)  # refuse a bootstrap without metadata.version up front
         self._bootstrap = tuple(bootstrap)
         self._committed = ImageLoader()
         self._committed_registrations: dict[int, int] = {}
@@ -208,12 +213,12 @@ class QuorumController:
         self._advance(now_ms)
         self._tickets += 1
         ticket = self._tickets
-        if isinstance(request, DescribeConfigsRequest):
-            described = config_control.describe_configs(self.committed_image, request)
-            self._ready.append((ticket, described.response))
-            return ticket
         if not self._active:
             self._ready.append((ticket, error_response(request, ErrorCode.not_controller)))
+            return ticket
+        if isinstance(request, DescribeConfigsRequest):  # a read: answered from committed state
+            described = config_control.describe_configs(self.committed_image, request)
+            self._ready.append((ticket, described.response))
             return ticket
         self._touch_session(request)
         result = _operate(self._context(), request)

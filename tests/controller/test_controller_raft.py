@@ -1,0 +1,85 @@
+"""The controller on the real sans-I/O raft core: one voter, in-memory log.
+
+Checks the offsets the controller predicts (broker epoch = next write offset) against the
+offsets the core really assigns, and that responses wait for the core's high watermark.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
+from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature
+from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, i64
+
+from pykraft.controller import ControllerConfig, QuorumController
+from pykraft.image import ImageLoader
+from pykraft.raft.client import RaftClient
+from pykraft.raft.config import QuorumConfig
+from pykraft.raft.memory_log import MemoryLog
+from pykraft.raft.quorum_store import MemoryQuorumStateStore
+from pykraft.records.batch import iter_batches
+from pykraft.records.metadata import RegisterBrokerRecord, decode_metadata_record
+
+
+class Node:
+    def __init__(self) -> None:
+        self.now = 0
+        self.log = MemoryLog()
+        self.controller = QuorumController(
+            ControllerConfig(node_id=0), writer=self._append, rng=random.Random(3))
+        self.raft = RaftClient(0, QuorumConfig(voters=frozenset({0})), self.log,
+                               MemoryQuorumStateStore(None), self.controller,
+                               rng=random.Random(1), now_ms=0)
+        self.responses: dict[int, object] = {}
+
+    def _append(self, now_ms: int, values: list[bytes]) -> int:
+        """The core is built after the controller (each needs the other)."""
+        return self.raft.append(now_ms, values)
+
+    def run(self, ms: int) -> None:
+        """Advance time in 10 ms steps, completing every flush the core asks for."""
+        for _ in range(ms // 10):
+            self.now += 10
+            self.raft.tick(self.now)
+            self.controller.tick(self.now)
+            ready = self.raft.ready()
+            if ready.flush is not None:
+                self.log.flush(ready.flush.up_to_offset)
+                self.raft.flush_completed(self.now, ready.flush.up_to_offset)
+            self.responses.update(self.controller.take_responses())
+
+
+def test_controller_over_the_raft_core() -> None:
+    node = Node()
+    node.run(3000)
+    assert node.controller.is_active
+    assert node.controller.committed_image.features.metadata_version is not None
+    ticket = node.controller.submit(node.now, BrokerRegistrationRequest(
+        broker_id=BrokerId(1), cluster_id="c", incarnation_id=uuid.UUID(int=5), listeners=(),
+        features=(Feature(name="metadata.version", min_supported_version=i16(1),
+                          max_supported_version=i16(29)),), rack=None))
+    assert ticket not in node.responses  # not committed yet
+    node.run(100)
+    response = node.responses[ticket]
+    assert isinstance(response, BrokerRegistrationResponse)
+    registered = [
+        (record.offset, decode_metadata_record(record.value).message)
+        for batch in iter_batches(node.log.read(0, 1 << 20)) if not batch.is_control
+        for record in batch.records() if record.value is not None
+    ]
+    offset, message = next((o, m) for o, m in registered if isinstance(m, RegisterBrokerRecord))
+    assert response.broker_epoch == offset == message.broker_epoch
+    heartbeat = node.controller.submit(node.now, BrokerHeartbeatRequest(
+        broker_id=BrokerId(1), broker_epoch=i64(offset), current_metadata_offset=i64(offset),
+        want_fence=False, want_shut_down=False))
+    node.run(100)
+    assert not getattr(node.responses[heartbeat], "is_fenced", True)
+    loader = ImageLoader()
+    for batch in iter_batches(node.log.read(0, 1 << 20)):
+        if batch.last_offset < (node.raft.high_watermark or 0):
+            loader.load_batch(batch)
+    assert loader.image == node.controller.committed_image == node.controller.image

@@ -22,7 +22,7 @@ from pykraft.raft.election import (
 from pykraft.raft.leader import LeaderProgress
 from pykraft.raft.log import OffsetAndEpoch, is_valid_fetch_position, truncation_offset
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.voters import VoterSet
+from pykraft.raft.voter_set import ReplicaKey, VoterSet
 from pykraft.records.batch import iter_batches
 
 # -- config -------------------------------------------------------------------------------
@@ -132,7 +132,7 @@ def test_truncate_keeps_a_consistent_epoch_index(batches: list[tuple[int, int]],
 # -- election maths -----------------------------------------------------------------------
 
 def test_epoch_election_tally() -> None:
-    election = EpochElection(VoterSet(frozenset({0, 1, 2, 3, 4})), granted={0})
+    election = EpochElection(VoterSet.static({0, 1, 2, 3, 4}), granted={0})
     outcomes = []
     for voter, granted in [(1, True), (2, False), (3, False), (3, True), (4, False),
                            (9, True)]:  # a voter's first answer counts; 9 is no voter
@@ -193,7 +193,7 @@ def test_accumulator_closes_full_batches_and_keeps_appends_whole() -> None:
 # -- leader progress ----------------------------------------------------------------------
 
 def progress(voters: set[int], start: int = 0) -> LeaderProgress:
-    return LeaderProgress(0, 1, VoterSet(frozenset(voters)), epoch_start_offset=start,
+    return LeaderProgress(ReplicaKey(0), 1, VoterSet.static(voters), epoch_start_offset=start,
                           now_ms=0, config=config(voters))
 
 
@@ -207,14 +207,14 @@ def test_high_watermark_is_the_majority_offset(voters: set[int], offsets: dict[i
                                                expected: int | None) -> None:
     p = progress(voters)
     for replica, offset in offsets.items():
-        p.update_replica(replica, offset, 0, 9)
+        p.update_replica(ReplicaKey(replica), offset, 0, 9)
     assert p.high_watermark == expected
 
 
 def test_high_watermark_waits_for_epoch_start_and_never_goes_back() -> None:
     p = progress({0, 1, 2}, start=5)
     steps = [(0, 5), (1, 5), (1, 7), (0, 8), (1, 6)]  # (1, 6): a follower that truncated
-    moved = [p.update_replica(replica, offset, 0, 8) for replica, offset in steps]
+    moved = [p.update_replica(ReplicaKey(replica), offset, 0, 8) for replica, offset in steps]
     assert moved == [False, False, False, True, False]
     assert p.high_watermark == 7
 
@@ -223,7 +223,7 @@ def test_high_watermark_waits_for_epoch_start_and_never_goes_back() -> None:
 def test_high_watermark_is_reached_by_a_majority(offsets: dict[int, int]) -> None:
     p = progress({0, 1, 2, 3, 4})
     for replica, offset in offsets.items():
-        p.update_replica(replica, offset, 0, 50)
+        p.update_replica(ReplicaKey(replica), offset, 0, 50)
     if p.high_watermark is not None:
         reached = [r for r, o in offsets.items() if o >= p.high_watermark]
         assert len(reached) >= 3
@@ -231,8 +231,8 @@ def test_high_watermark_is_reached_by_a_majority(offsets: dict[int, int]) -> Non
 
 def test_preferred_successors_most_caught_up_first() -> None:
     p = progress({0, 1, 2, 3})
-    p.update_replica(1, 3, 0, 9)
-    p.update_replica(3, 8, 0, 9)
+    p.update_replica(ReplicaKey(1), 3, 0, 9)
+    p.update_replica(ReplicaKey(3), 8, 0, 9)
     assert p.preferred_successors() == (3, 1, 2)
 
 

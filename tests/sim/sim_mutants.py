@@ -18,7 +18,7 @@ class _LeaderProgressWithoutMajority(LeaderProgress):
 class HighWatermarkWithoutMajority(RaftClient):
     def _new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
         return _LeaderProgressWithoutMajority(
-            self.node_id, self.epoch, self.voters, epoch_start_offset=epoch_start_offset,
+            self.local_key, self.epoch, self.voters, epoch_start_offset=epoch_start_offset,
             now_ms=0, config=self.config,
         )
 

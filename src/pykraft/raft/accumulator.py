@@ -62,11 +62,12 @@ class BatchAccumulator:
             return self._open.created_ms + self._linger_ms
         return None
 
-    def drain(self, now_ms: int) -> bytes:
-        """Encoded batches that are due (possibly none), in offset order."""
+    def drain(self, now_ms: int, *, force: bool = False) -> bytes:
+        """Encoded batches that are due (possibly none), in offset order; ``force`` drains
+        the open batch too (a control batch must come after every offset handed out)."""
         due = list(self._closed)
         self._closed.clear()
-        if self._open is not None and now_ms >= self._open.created_ms + self._linger_ms:
+        if self._open is not None and (force or now_ms >= self._open.created_ms + self._linger_ms):
             due.append(self._open)
             self._open = None
         return b"".join(

@@ -5,14 +5,25 @@ Every input carries the caller's clock (``now_ms``); randomness comes from the i
 :mod:`pykraft.raft.log` and :mod:`pykraft.raft.quorum_store`. Outputs accumulate until the
 driver takes them with :meth:`RaftClient.ready`.
 
-Three decisions are methods on purpose (``_new_leader_progress``, ``_can_grant_vote`` and
-``_truncate_diverging``): tests substitute broken versions of exactly these to prove that
-the simulator's invariants catch them.
+Four decisions are methods on purpose (``_new_leader_progress``, ``_can_grant_vote``,
+``_truncate_diverging`` and ``_reconfig_context``): tests substitute broken versions of
+exactly these to prove that the simulator's invariants catch them.
+
+Snapshots (KIP-630) and dynamic voters (KIP-853) live in their own modules
+(:mod:`~pykraft.raft.snapshots`, :mod:`~pykraft.raft.voter_set`,
+:mod:`~pykraft.raft.control_state`, :mod:`~pykraft.raft.reconfig`); this class wires them
+into the replica's states and messages.
+
+A request's ``source`` (and a response's) is an opaque routing token of the driver, handed
+back unchanged as the destination of the answer: it is never a replica id (the runtime uses
+values >= 2**40 for inbound connections). Replica ids always come from the request body.
 """
 
 from __future__ import annotations
 
 import random
+import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -21,6 +32,7 @@ from pykraft.errors import (
     CorruptRecordError,
     FatalRaftError,
     NotLeaderError,
+    RaftError,
     StorageError,
 )
 from pykraft.raft import rpc
@@ -34,6 +46,7 @@ from pykraft.raft.api import (
     Ready,
 )
 from pykraft.raft.config import QuorumConfig
+from pykraft.raft.control_state import ControlRecordState
 from pykraft.raft.election import (
     EpochElection,
     election_backoff_ms,
@@ -41,9 +54,29 @@ from pykraft.raft.election import (
     is_log_up_to_date,
     random_election_timeout,
 )
-from pykraft.raft.leader import LeaderProgress, ReplicaProgress, leader_change_batch
+from pykraft.raft.leader import (
+    LeaderProgress,
+    ReplicaProgress,
+    leader_change_batch,
+    voters_batch,
+)
 from pykraft.raft.log import OffsetAndEpoch, RaftLog, is_valid_fetch_position, truncation_offset
 from pykraft.raft.quorum_store import ElectionState, QuorumStateStore
+from pykraft.raft.reconfig import (
+    PendingChange,
+    ReconfigContext,
+    Refusal,
+    plan_add,
+    plan_remove,
+    plan_update,
+)
+from pykraft.raft.snapshots import (
+    BOOTSTRAP_SNAPSHOT_ID,
+    SnapshotDownload,
+    retention_target,
+    snapshot_content,
+    snapshot_for_fetch,
+)
 from pykraft.raft.states import (
     Candidate,
     Follower,
@@ -55,8 +88,9 @@ from pykraft.raft.states import (
     election_state,
     voted_id_of,
 )
-from pykraft.raft.voters import VoterSet
-from pykraft.records.batch import iter_batches
+from pykraft.raft.voter_set import ReplicaKey, VoterSet
+from pykraft.records.batch import RecordBatch, iter_batches
+from pykraft.records.control import KRaftVersionRecord, VoterEndpoint
 
 NEVER = 2**62
 
@@ -83,12 +117,18 @@ class RaftClient:
     def __init__(
         self, node_id: int, config: QuorumConfig, log: RaftLog, store: QuorumStateStore,
         listener: RaftListener, *, rng: random.Random, now_ms: int,
-        cluster_id: str | None = None,
+        cluster_id: str | None = None, directory_id: uuid.UUID | None = None,
     ) -> None:
         self.node_id = node_id
+        self.directory_id = directory_id
+        self.local_key = ReplicaKey(node_id, directory_id)
         self.config = config
-        self.voters = VoterSet(config.voters)
         self.cluster_id = cluster_id
+        endpoints = {voter: (VoterEndpoint(config.listener_name, host, port),)
+                     for voter, host, port in config.voter_endpoints}
+        self._control = ControlRecordState(VoterSet.static(config.voters, endpoints))
+        self._pending_change: PendingChange | None = None
+        self._resign_acked = False
         self._log = log
         self._store = store
         self._listener = listener
@@ -105,10 +145,12 @@ class RaftClient:
         self._listener_next_offset = 0
         self._notified: LeaderAndEpoch | None = None
         self._shutting_down = False
+        self._load_control_state()
         self._persisted: ElectionState | None = store.read()
         self.state: State = self._initial_state()
         self._persist()
-        if self.voters.is_only_voter(node_id) and not isinstance(self.state, Leader):
+        if (self.voters.is_only_voter(node_id) and self.is_voter
+                and not isinstance(self.state, Leader)):
             self._become_candidate()
         self._poll()
 
@@ -119,8 +161,26 @@ class RaftClient:
         return self.state.epoch
 
     @property
+    def voters(self) -> VoterSet:
+        """The voter set in force: the latest in the log, committed or not (KIP-853)."""
+        return self._control.last_voter_set
+
+    @property
+    def kraft_version(self) -> int:
+        return self._control.kraft_version
+
+    @property
+    def control_state(self) -> ControlRecordState:
+        """Voter-set and kraft.version history (read-only use: observers, tests)."""
+        return self._control
+
+    @property
     def is_voter(self) -> bool:
-        return self.node_id in self.voters
+        return self.voters.is_voter(self.local_key)
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset
 
     @property
     def high_watermark(self) -> int | None:
@@ -136,10 +196,17 @@ class RaftClient:
 
     @property
     def shutdown_complete(self) -> bool:
-        """A resigning leader waits until every voter acknowledged EndQuorumEpoch."""
+        """A resigning leader waits until every voter acknowledged EndQuorumEpoch, or until
+        its election timeout ends the wait."""
         return self._shutting_down and not (
             isinstance(self.state, Resigned) and self.state.unacked_voters
         )
+
+    @property
+    def resign_acknowledged(self) -> bool:
+        """Graceful shutdown of a leader: every other voter acknowledged EndQuorumEpoch
+        (False while waiting, after the wait timed out, or if this node was not leader)."""
+        return self._resign_acked
 
     # -- inputs -----------------------------------------------------------------------
 
@@ -150,9 +217,16 @@ class RaftClient:
     def handle_request(
         self, now_ms: int, source: int, correlation_id: int, request: rpc.RaftRequest
     ) -> None:
+        """An inbound request; ``source`` is the driver's opaque routing token for the reply
+        (never a replica id: those are read from the request body)."""
         self._advance(now_ms)
         if isinstance(request, rpc.FetchRequest):
             self._handle_fetch_request(source, correlation_id, request, may_park=True)
+        elif isinstance(request, rpc.AddRaftVoterRequest | rpc.RemoveRaftVoterRequest
+                        | rpc.UpdateRaftVoterRequest):
+            answer = self._handle_reconfig(source, correlation_id, request)
+            if answer is not None:
+                self._respond(source, correlation_id, answer)
         else:
             self._respond(source, correlation_id, self._dispatch_request(request))
         self._poll()
@@ -174,13 +248,31 @@ class RaftClient:
         self._poll()
 
     def handle_send_failure(self, now_ms: int, destination: int, correlation_id: int) -> None:
-        """The request could not be delivered or timed out: back off, then retry."""
+        """The request could not be delivered or timed out: back off, then retry.
+
+        A voter whose fetch from the leader fails this way, and that has not heard from the
+        leader for half the fetch timeout, does not wait out the rest: it moves to
+        Prospective at once. Pre-vote keeps this safe: the voters that still hear from the
+        leader refuse, and it goes back to following. (Acting on the first failure would let
+        one lost message on a lossy link start an election that voters cut off from the
+        leader would support, as in KIP-996's ping-pong topology.)
+        """
         self._advance(now_ms)
         in_flight = self._in_flight.get(destination)
         if in_flight is not None and in_flight.correlation_id == correlation_id:
             del self._in_flight[destination]
             self._retry_at[destination] = now_ms + self.config.retry_backoff_ms
+            state = self.state
+            if (isinstance(state, Follower) and destination == state.leader_id and self.is_voter
+                    and isinstance(in_flight.request,
+                                   rpc.FetchRequest | rpc.FetchSnapshotRequest)
+                    and self._leader_silent_for_half_fetch_timeout(state)):
+                self._become_prospective()
         self._poll()
+
+    def _leader_silent_for_half_fetch_timeout(self, state: Follower) -> bool:
+        last_heard = state.fetch_deadline_ms - self.config.fetch_timeout_ms
+        return self._now - last_heard >= self.config.fetch_timeout_ms // 2
 
     def flush_completed(self, now_ms: int, offset: int) -> None:
         """The driver made the log durable up to ``offset`` (``log.flushed_offset`` says so)."""
@@ -214,6 +306,59 @@ class RaftClient:
             self._become_resigned(self.state.progress.preferred_successors())
         self._poll()
 
+    def create_snapshot(
+        self, now_ms: int, snapshot_id: OffsetAndEpoch, batches: Iterable[Sequence[bytes]], *,
+        timestamp_ms: int | None = None,
+    ) -> None:
+        """Write a snapshot of the state machine at ``snapshot_id`` (end offset exclusive,
+        epoch of the last record), then let retention move the log start behind it.
+
+        The offset must be committed and already delivered to the listener, at or above the
+        log start, at a batch boundary, and (offset, epoch) must be a position of this log.
+        ``batches`` are the state machine's record values; the core adds the SnapshotHeader
+        (with KRaftVersion and Voters at kraft.version 1) and the SnapshotFooter.
+        """
+        self._advance(now_ms)
+        offset = snapshot_id.offset
+        problem = None
+        if offset <= 0 or offset > self._listener_next_offset:
+            problem = f"offset {offset} is not committed and delivered yet"
+        elif offset < self._log.log_start_offset or offset > self._log.log_end_offset:
+            problem = (f"offset {offset} is outside the log [{self._log.log_start_offset}, "
+                       f"{self._log.log_end_offset}]")
+        elif not self._is_batch_boundary(offset):
+            problem = f"offset {offset} is not at a batch boundary"
+        elif is_valid_fetch_position(self._log, offset, snapshot_id.epoch) is not None:
+            problem = f"epoch {snapshot_id.epoch} does not end at or after offset {offset}"
+        elif any(s.snapshot_id == snapshot_id for s in self._log.snapshots()):
+            problem = "it exists already"
+        if problem is not None:
+            raise RaftError(f"node {self.node_id}: cannot snapshot at {snapshot_id}: {problem}")
+        header: list[object] = []
+        if self._control.kraft_version_at(offset - 1) >= 1:
+            header = [KRaftVersionRecord(0, self._control.kraft_version_at(offset - 1)),
+                      self._control.voter_set_at(offset - 1).to_record()]
+        sink = self._log.create_snapshot(snapshot_id)
+        try:
+            for data in snapshot_content(snapshot_id, header_records=header, batches=batches,
+                                         timestamp_ms=self._now if timestamp_ms is None
+                                         else timestamp_ms):
+                sink.write(data)
+            sink.freeze()
+        except BaseException:
+            sink.abort()
+            raise
+        self._clean_snapshots()
+        self._poll()
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> list[RecordBatch]:
+        """The batches of a frozen snapshot (a listener calls this in handle_load_snapshot)."""
+        info = next((s for s in self._log.snapshots() if s.snapshot_id == snapshot_id), None)
+        if info is None:
+            raise StorageError(f"node {self.node_id}: no snapshot {snapshot_id}")
+        data = self._log.read_snapshot(snapshot_id, 0, info.size)
+        return list(iter_batches(data, verify_crc=True))
+
     def ready(self) -> Ready:
         """Drain every output produced so far."""
         flush = None
@@ -234,23 +379,23 @@ class RaftClient:
 
         def rows(replicas: list[ReplicaProgress]) -> list[rpc.ReplicaRow]:
             return [
-                rpc.ReplicaRow(p.replica_id, p.end_offset, self._now, self._now)
-                if p.replica_id == self.node_id
-                else rpc.ReplicaRow(p.replica_id, p.end_offset, p.last_fetch_ms,
-                                    p.last_caught_up_ms)
+                rpc.ReplicaRow(p.key.id, p.end_offset, self._now, self._now, p.key.directory_id)
+                if p.key == self.local_key
+                else rpc.ReplicaRow(p.key.id, p.end_offset, p.last_fetch_ms,
+                                    p.last_caught_up_ms, p.key.directory_id)
                 for p in replicas
             ]
 
         return rpc.describe_quorum_response(
             self.node_id, state.epoch, progress.high_watermark,
             rows(list(progress.voter_progress.values())),
-            rows(progress.active_observers(self._now)),
+            rows(progress.active_observers(self._now)), self.voters,
         )
 
     # -- overridable decisions (see module docstring) ---------------------------------
 
     def _new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
-        return LeaderProgress(self.node_id, self.epoch, self.voters,
+        return LeaderProgress(self.local_key, self.epoch, self.voters,
                               epoch_start_offset=epoch_start_offset, now_ms=self._now,
                               config=self.config)
 
@@ -266,7 +411,18 @@ class RaftClient:
                 f"offset {committed}"
             )
         self._log.truncate_to(offset)
+        self._control.truncate_new_entries(self._log.log_end_offset)
         self._requested_flush = min(self._requested_flush, self._log.log_end_offset)
+
+    def _reconfig_context(self, progress: LeaderProgress) -> ReconfigContext:
+        """What gates a voter change (one at a time, only once committed)."""
+        return ReconfigContext(
+            kraft_version=self.kraft_version, voters=self.voters,
+            high_watermark=progress.high_watermark,
+            last_voters_offset=self._control.last_voter_set_offset,
+            change_pending=self._pending_change is not None,
+            listener_name=self.config.listener_name,
+        )
 
     # -- transitions ------------------------------------------------------------------
 
@@ -276,13 +432,13 @@ class RaftClient:
         log_epoch = self._log.last_fetched_epoch
         if stored.epoch < log_epoch:
             return Unattached(log_epoch, None, deadline)
-        if stored.leader_id == self.node_id and self.is_voter:
+        if stored.leader_id == self.node_id:
             return Resigned(stored.epoch, self.node_id, deadline,
                             set(self.voters.others(self.node_id)), ())
         if stored.leader_id is None and stored.voted_id == self.node_id and self.is_voter:
             election = EpochElection(self.voters, granted={self.node_id})
             return Candidate(stored.epoch, election, deadline, retries=1)
-        if stored.leader_id is not None and stored.leader_id in self.voters:
+        if stored.leader_id is not None:
             return Follower(stored.epoch, stored.leader_id, stored.voted_id,
                             self._now + self.config.fetch_timeout_ms)
         return Unattached(stored.epoch, stored.voted_id, deadline)
@@ -294,12 +450,16 @@ class RaftClient:
             self._persisted = current
 
     def _set_state(self, state: State) -> None:
-        was_leader = isinstance(self.state, Leader)
+        old = self.state
         self.state = state
         self._persist()
-        if was_leader and not isinstance(state, Leader):
+        if isinstance(old, Follower) and old.download is not None:
+            old.download.sink.abort()
+        if isinstance(old, Leader) and not isinstance(state, Leader):
             self._accumulator = None
             self._complete_parked(all_fetches=True)
+            self._finish_pending_change(ErrorCode.not_leader_or_follower,
+                                        "leadership changed before the change committed")
 
     def _election_deadline(self) -> int:
         return self._now + random_election_timeout(self._rng, self.config.election_timeout_ms)
@@ -337,9 +497,11 @@ class RaftClient:
         state = self.state
         assert isinstance(state, Candidate)
         start = self._log.log_end_offset
-        self._log.append(leader_change_batch(
+        self._append_control(leader_change_batch(
             start, state.epoch, leader_id=self.node_id, voters=self.voters,
             granting=state.election.granted, timestamp=self._now,
+            write_voters=(self.kraft_version >= 1
+                          and self._control.last_voter_set_offset is None),
         ))
         progress = self._new_leader_progress(start)
         self._set_state(Leader(state.epoch, self.node_id, self.node_id, progress))
@@ -385,7 +547,7 @@ class RaftClient:
         if leader_id == self.node_id and not isinstance(self.state, Leader | Resigned):
             leader_id = None  # our own lost incarnation: do not follow ourselves
         if epoch > self.epoch:
-            if leader_id is not None and leader_id in self.voters:
+            if leader_id is not None:
                 self._become_follower(epoch, leader_id)
             else:
                 self._become_unattached(epoch)
@@ -436,6 +598,11 @@ class RaftClient:
                     self._become_prospective()
                 else:
                     self._become_unattached(state.epoch)
+            elif state.download is not None:
+                self._send(state.leader_id, rpc.fetch_snapshot_request(
+                    self.cluster_id, self.node_id, epoch=state.epoch,
+                    snapshot_id=state.download.snapshot_id, position=state.download.position,
+                    max_bytes=self.config.max_fetch_bytes, directory_id=self.directory_id))
             elif self._log.flushed_offset >= self._log.log_end_offset:
                 self._send(state.leader_id, self._fetch_request(state.epoch, state.high_watermark))
         elif isinstance(state, Leader):
@@ -465,9 +632,10 @@ class RaftClient:
         last = OffsetAndEpoch(self._log.log_end_offset, self._log.last_fetched_epoch)
         pre_vote = isinstance(state, Prospective)
         for voter in state.election.unrecorded():
-            self._send(voter, rpc.vote_request(self.cluster_id, voter, epoch=state.epoch,
-                                               local_id=self.node_id, last=last,
-                                               pre_vote=pre_vote))
+            self._send(voter, rpc.vote_request(
+                self.cluster_id, voter, epoch=state.epoch, local_id=self.node_id, last=last,
+                pre_vote=pre_vote, local_directory_id=self.directory_id,
+                voter_directory_id=self._directory_of(voter)))
 
     def _poll_leader(self, state: Leader) -> None:
         progress = state.progress
@@ -479,13 +647,17 @@ class RaftClient:
             if data:
                 self._log.append(data)
                 self._complete_parked(all_fetches=False)
+        self._poll_voter_change(progress)
+        if not isinstance(self.state, Leader):
+            return
         if self._now >= progress.begin_quorum_resend_ms:  # periodic, so late voters learn too
             progress.begin_quorum_resend_ms = self._now + self.config.begin_quorum_epoch_resend_ms
             progress.begin_quorum_acked.clear()
         for voter in self.voters.others(self.node_id):
             if voter not in progress.begin_quorum_acked:
-                self._send(voter, rpc.begin_quorum_request(self.cluster_id, voter, self.node_id,
-                                                           state.epoch))
+                self._send(voter, rpc.begin_quorum_request(
+                    self.cluster_id, voter, self.node_id, state.epoch,
+                    voter_directory_id=self._directory_of(voter)))
         for parked in [p for p in self._parked if self._now >= p.deadline_ms]:
             self._parked.remove(parked)
             self._handle_fetch_request(parked.source, parked.correlation_id, parked.request,
@@ -509,6 +681,8 @@ class RaftClient:
             if not self.voters.is_only_voter(self.node_id):
                 times.append(state.progress.check_quorum_deadline_ms)
             times.append(state.progress.begin_quorum_resend_ms)
+            if self._pending_change is not None:
+                times.append(self._pending_change.deadline_ms)
             if self._accumulator is not None:
                 drain = self._accumulator.drain_deadline_ms()
                 if drain is not None:
@@ -535,16 +709,24 @@ class RaftClient:
         return rpc.fetch_request(
             self.cluster_id, self.node_id, epoch=epoch, position=position,
             high_watermark=high_watermark, max_wait_ms=self.config.fetch_max_wait_ms,
-            max_bytes=self.config.max_fetch_bytes,
+            max_bytes=self.config.max_fetch_bytes, directory_id=self.directory_id,
+            log_start_offset=self._log.log_start_offset,
         )
 
     def _fetch_from_any_voter(self) -> None:
-        """An observer without a leader asks a random voter, which will name the leader."""
+        """An observer without a leader asks a random bootstrap server (else voter), which
+        will name the leader."""
         if self._in_flight:
             return
-        candidates = [v for v in self.voters if self._retry_at.get(v, 0) <= self._now]
-        if len(candidates) == len(self.voters):  # one attempt per retry backoff
+        targets = [t for t in (self.config.bootstrap_servers or tuple(self.voters))
+                   if t != self.node_id]
+        candidates = [t for t in targets if self._retry_at.get(t, 0) <= self._now]
+        if candidates and len(candidates) == len(targets):  # one attempt per retry backoff
             self._send(self._rng.choice(candidates), self._fetch_request(self.epoch, None))
+
+    def _directory_of(self, voter: int) -> uuid.UUID | None:
+        node = self.voters.node(voter)
+        return None if node is None else node.key.directory_id
 
     # -- requests ---------------------------------------------------------------------
 
@@ -557,6 +739,8 @@ class RaftClient:
             return self._handle_end_quorum_request(request)
         if isinstance(request, rpc.DescribeQuorumRequest):
             return self.describe_quorum()
+        if isinstance(request, rpc.FetchSnapshotRequest):
+            return self._handle_fetch_snapshot_request(request)
         raise TypeError(f"not a KRaft request: {type(request).__name__}")
 
     def _cluster_mismatch(self, cluster_id: str | None) -> bool:
@@ -580,7 +764,7 @@ class RaftClient:
             return self._vote_error(ErrorCode.fenced_leader_epoch)
         if epoch > self.epoch:
             self._become_unattached(epoch)
-        if request.voter_id >= 0 and request.voter_id != self.node_id:
+        if not self._is_addressed_to_me(request.voter_id, part.voter_directory_id):
             return self._vote_error(ErrorCode.invalid_voter_key)
         local = OffsetAndEpoch(self._log.log_end_offset, self._log.last_fetched_epoch)
         up_to_date = is_log_up_to_date(OffsetAndEpoch(last_offset, last_epoch), local)
@@ -594,6 +778,13 @@ class RaftClient:
                 self._persist()
         return rpc.vote_response(ErrorCode.none, self.state.leader_id, self.epoch, granted)
 
+    def _is_addressed_to_me(self, voter_id: int, directory_id: uuid.UUID | None) -> bool:
+        """The request's voter key (id, and directory id when both sides know one) is ours."""
+        if voter_id >= 0 and voter_id != self.node_id:
+            return False
+        return directory_id is None or self.directory_id is None or (
+            directory_id == self.directory_id)
+
     def _vote_error(self, error: ErrorCode) -> rpc.VoteResponse:
         return rpc.vote_response(error, self.state.leader_id, self.epoch, False)
 
@@ -606,7 +797,7 @@ class RaftClient:
         part = rpc.begin_quorum_partition(request)
         if isinstance(part, ErrorCode):
             return rpc.begin_quorum_response(part, self.state.leader_id, self.epoch)
-        if request.voter_id >= 0 and request.voter_id != self.node_id:
+        if not self._is_addressed_to_me(request.voter_id, part.voter_directory_id):
             return rpc.begin_quorum_response(ErrorCode.invalid_voter_key, self.state.leader_id,
                                              self.epoch)
         if part.leader_epoch < self.epoch:
@@ -676,17 +867,23 @@ class RaftClient:
             error = ErrorCode.broker_not_available
         if error != ErrorCode.none or not isinstance(state, Leader):
             return rpc.fetch_response(error, self.state.leader_id, self.epoch)
-        replica = int(request.replica_state.replica_id)
+        replica = ReplicaKey(int(request.replica_state.replica_id), part.replica_directory_id)
         progress = state.progress
         progress.record_voter_fetch(replica, self._now)
+        start = self._log.log_start_offset
+        snapshot = snapshot_for_fetch(self._log, offset, last_epoch)
+        if snapshot is not None:
+            return rpc.fetch_response(ErrorCode.none, self.node_id, self.epoch,
+                                      high_watermark=progress.high_watermark,
+                                      snapshot_id=snapshot, log_start_offset=start)
         diverging = is_valid_fetch_position(self._log, offset, last_epoch)
         if diverging is not None:
             return rpc.fetch_response(ErrorCode.none, self.node_id, self.epoch,
                                       high_watermark=progress.high_watermark,
-                                      diverging=diverging)
+                                      diverging=diverging, log_start_offset=start)
         records = self._log.read(offset, int(part.partition_max_bytes))
-        if replica >= 0 and progress.update_replica(replica, offset, self._now,
-                                                    self._log.log_end_offset):
+        if replica.id >= 0 and progress.update_replica(replica, offset, self._now,
+                                                       self._log.log_end_offset):
             self._complete_parked(all_fetches=True)
         hwm = progress.high_watermark
         follower_behind = hwm is not None and part.high_watermark < hwm
@@ -695,7 +892,7 @@ class RaftClient:
                                              self._now + wait_ms))
             return None
         return rpc.fetch_response(ErrorCode.none, self.node_id, self.epoch,
-                                  high_watermark=hwm, records=records)
+                                  high_watermark=hwm, records=records, log_start_offset=start)
 
     def _complete_parked(self, *, all_fetches: bool) -> None:
         """Answer parked fetches: all of them (HWM moved, leadership lost) or new-data ones."""
@@ -731,14 +928,22 @@ class RaftClient:
             self._become_candidate()  # the peer predates pre-vote (KIP-996): campaign for real
             return
         if header.error != ErrorCode.none:
+            state = self.state
+            if isinstance(response, rpc.FetchSnapshotResponse) and isinstance(state, Follower):
+                self._abort_download(state)  # e.g. SNAPSHOT_NOT_FOUND: fetch anew
             self._retry_at[source] = self._now + self.config.retry_backoff_ms
             return
         if isinstance(response, rpc.VoteResponse) and isinstance(request, rpc.VoteRequest):
             self._handle_vote_response(source, request, response)
         elif isinstance(response, rpc.FetchResponse) and isinstance(request, rpc.FetchRequest):
             self._handle_fetch_response(source, request, response)
+        elif isinstance(response, rpc.FetchSnapshotResponse) and isinstance(
+                request, rpc.FetchSnapshotRequest):
+            self._handle_fetch_snapshot_response(source, response)
         elif isinstance(response, rpc.EndQuorumEpochResponse) and isinstance(self.state, Resigned):
             self.state.unacked_voters.discard(source)
+            if self._shutting_down and not self.state.unacked_voters:
+                self._resign_acked = True
         elif isinstance(response, rpc.BeginQuorumEpochResponse) and isinstance(self.state, Leader):
             self.state.progress.begin_quorum_acked.add(source)
 
@@ -764,7 +969,10 @@ class RaftClient:
         ):
             return
         part = response.responses[0].partitions[0]
-        if part.diverging_epoch.epoch >= 0 and part.diverging_epoch.end_offset >= 0:
+        if part.snapshot_id.epoch >= 0 and part.snapshot_id.end_offset >= 0:
+            self._start_download(state, OffsetAndEpoch(int(part.snapshot_id.end_offset),
+                                                       int(part.snapshot_id.epoch)))
+        elif part.diverging_epoch.epoch >= 0 and part.diverging_epoch.end_offset >= 0:
             self._truncate_diverging(OffsetAndEpoch(int(part.diverging_epoch.end_offset),
                                                     int(part.diverging_epoch.epoch)))
         elif part.records:
@@ -775,7 +983,7 @@ class RaftClient:
                         f"fetched batch starts at {first.base_offset}, expected "
                         f"{self._log.log_end_offset}"
                     )
-                self._log.append(bytes(part.records))
+                self._append_control(bytes(part.records))
             except (CorruptRecordError, StorageError):
                 self._retry_at[source] = self._now + self.config.retry_backoff_ms
                 return
@@ -786,9 +994,242 @@ class RaftClient:
         state.has_fetched_from_leader = True
         state.fetch_deadline_ms = self._now + self.config.fetch_timeout_ms
 
+    # -- snapshots (KIP-630) -----------------------------------------------------------
+
+    def _load_control_state(self) -> None:
+        """Rebuild kraft.version and voter-set history: latest snapshot, then the log.
+
+        A snapshot beyond the log end (the crash lost an unflushed tail it covers) replaces
+        the whole log, as Kafka does when it opens the log.
+        """
+        latest = self._latest_snapshot(include_bootstrap=True)
+        if latest is not None and latest.offset > self._log.log_end_offset:
+            self._log.truncate_to_snapshot(latest)
+            self._requested_flush = self._log.log_end_offset
+        offset = self._log.log_start_offset
+        if latest is not None:
+            self._control.load_snapshot(latest.offset, self.read_snapshot(latest))
+            offset = max(offset, latest.offset)
+        while offset < self._log.log_end_offset:
+            batches = [b for b in iter_batches(self._log.read(offset, self.config.max_fetch_bytes),
+                                               verify_crc=False) if b.last_offset >= offset]
+            if not batches:
+                break
+            self._control.observe(batches)
+            offset = batches[-1].last_offset + 1
+
+    def _append_control(self, data: bytes) -> None:
+        """Append batches that may hold control records, and track those records."""
+        self._log.append(data)
+        self._control.observe(iter_batches(data, verify_crc=False))
+
+    def _latest_snapshot(self, *, include_bootstrap: bool = False) -> OffsetAndEpoch | None:
+        ids = [s.snapshot_id for s in self._log.snapshots()
+               if include_bootstrap or s.snapshot_id != BOOTSTRAP_SNAPSHOT_ID]
+        return ids[-1] if ids else None
+
+    def _is_batch_boundary(self, offset: int) -> bool:
+        if offset == self._log.log_end_offset:
+            return True
+        first = next(iter_batches(self._log.read(offset, 1), verify_crc=False), None)
+        return first is not None and first.base_offset == offset
+
+    def _clean_snapshots(self) -> None:
+        """Apply snapshot retention: move the log start to a newer snapshot if allowed."""
+        target = retention_target(
+            self._log.snapshots(), self._log.size_bytes, self._now,
+            retention_bytes=self.config.snapshot_retention_bytes,
+            retention_ms=self.config.snapshot_retention_ms,
+            committed_offset=self._listener_next_offset,
+        )
+        if target is not None and target.offset > self._log.log_start_offset:
+            self._log.delete_before_snapshot(target)
+            self._control.truncate_old_entries(self._log.log_start_offset)
+
+    def _start_download(self, state: Follower, snapshot_id: OffsetAndEpoch) -> None:
+        """The leader says our position is gone: pull its snapshot (or use ours if we have
+        it already)."""
+        if state.download is not None and state.download.snapshot_id == snapshot_id:
+            return
+        self._abort_download(state)
+        if any(s.snapshot_id == snapshot_id for s in self._log.snapshots()):
+            self._install_snapshot(snapshot_id)
+            return
+        try:
+            state.download = SnapshotDownload(snapshot_id, self._log.create_snapshot(snapshot_id))
+        except StorageError:
+            self._retry_at[state.leader_id] = self._now + self.config.retry_backoff_ms
+
+    def _abort_download(self, state: Follower) -> None:
+        if state.download is not None:
+            state.download.sink.abort()
+            state.download = None
+
+    def _handle_fetch_snapshot_request(
+        self, request: rpc.FetchSnapshotRequest
+    ) -> rpc.FetchSnapshotResponse:
+        if self._cluster_mismatch(request.cluster_id):
+            return rpc.fetch_snapshot_response(ErrorCode.none, None, self.epoch,
+                                               top_error=ErrorCode.inconsistent_cluster_id)
+        part = rpc.fetch_snapshot_partition(request)
+        if isinstance(part, ErrorCode):
+            if part == ErrorCode.invalid_request:
+                return rpc.fetch_snapshot_response(ErrorCode.none, None, self.epoch,
+                                                   top_error=part)
+            return rpc.fetch_snapshot_response(part, self.state.leader_id, self.epoch)
+        state = self.state
+        error = self._leader_only_error(int(part.current_leader_epoch))
+        if error is None and request.max_bytes <= 0:
+            error = ErrorCode.invalid_request
+        if error is not None or not isinstance(state, Leader):
+            return rpc.fetch_snapshot_response(error or ErrorCode.not_leader_or_follower,
+                                               self.state.leader_id, self.epoch)
+        wanted = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
+        info = next((s for s in self._log.snapshots() if s.snapshot_id == wanted), None)
+        if info is None or wanted == BOOTSTRAP_SNAPSHOT_ID:
+            return rpc.fetch_snapshot_response(ErrorCode.snapshot_not_found, self.node_id,
+                                               self.epoch, snapshot_id=wanted)
+        position = int(part.position)
+        if position < 0 or position >= info.size:
+            return rpc.fetch_snapshot_response(ErrorCode.position_out_of_range, self.node_id,
+                                               self.epoch, snapshot_id=wanted, size=info.size)
+        state.progress.record_voter_fetch(
+            ReplicaKey(int(request.replica_id), part.replica_directory_id), self._now)
+        chunk = self._log.read_snapshot(
+            wanted, position, min(int(request.max_bytes), self.config.max_fetch_bytes))
+        return rpc.fetch_snapshot_response(ErrorCode.none, self.node_id, self.epoch,
+                                           snapshot_id=wanted, size=info.size,
+                                           position=position, chunk=chunk)
+
+    def _leader_only_error(self, request_epoch: int) -> ErrorCode | None:
+        """Kafka's validation of leader-only requests (Fetch, FetchSnapshot, UpdateVoter)."""
+        if request_epoch < self.epoch:
+            return ErrorCode.fenced_leader_epoch
+        if request_epoch > self.epoch:
+            return ErrorCode.unknown_leader_epoch
+        if not isinstance(self.state, Leader):
+            return ErrorCode.not_leader_or_follower
+        if self._shutting_down:
+            return ErrorCode.broker_not_available
+        return None
+
+    def _handle_fetch_snapshot_response(self, source: int,
+                                        response: rpc.FetchSnapshotResponse) -> None:
+        state = self.state
+        if not isinstance(state, Follower) or source != state.leader_id:
+            return
+        download = state.download
+        part = response.topics[0].partitions[0]
+        got = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
+        if download is None or got != download.snapshot_id:
+            return
+        chunk = bytes(part.unaligned_records or b"")
+        if part.position != download.position or download.position + len(chunk) > part.size:
+            self._abort_download(state)
+            return
+        download.sink.write(chunk)
+        state.has_fetched_from_leader = True
+        state.fetch_deadline_ms = self._now + self.config.fetch_timeout_ms
+        if download.position < part.size:
+            return
+        try:
+            download.sink.freeze()
+        except (CorruptRecordError, StorageError):
+            self._abort_download(state)
+            self._retry_at[source] = self._now + self.config.retry_backoff_ms
+            return
+        state.download = None
+        self._install_snapshot(download.snapshot_id)
+
+    def _install_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Replace the whole log by a snapshot (a follower far behind); the listener loads it
+        on the next delivery since its next offset is now below the log start."""
+        self._log.truncate_to_snapshot(snapshot_id)
+        self._requested_flush = self._log.log_end_offset
+        self._control.load_snapshot(snapshot_id.offset, self.read_snapshot(snapshot_id))
+
+    # -- voter changes (KIP-853) ------------------------------------------------------
+
+    def _handle_reconfig(self, source: int, correlation_id: int,
+                         request: rpc.ReconfigRequest) -> rpc.ReconfigResponse | None:
+        """Validate and append a voter change; None while the answer waits for its commit."""
+        if self._cluster_mismatch(request.cluster_id):
+            return self._reconfig_refusal(request, ErrorCode.inconsistent_cluster_id,
+                                          "cluster id mismatch")
+        epoch = (int(request.current_leader_epoch)
+                 if isinstance(request, rpc.UpdateRaftVoterRequest) else self.epoch)
+        error = self._leader_only_error(epoch)
+        state = self.state
+        if error is not None or not isinstance(state, Leader):
+            return self._reconfig_refusal(request, error or ErrorCode.not_leader_or_follower,
+                                          f"node {self.node_id} is not the leader")
+        context = self._reconfig_context(state.progress)
+        if isinstance(request, rpc.AddRaftVoterRequest):
+            plan = plan_add(context, request,
+                            lambda key: state.progress.is_caught_up(key, self._now))
+            timeout = int(request.timeout.total_seconds() * 1000)
+        elif isinstance(request, rpc.RemoveRaftVoterRequest):
+            plan = plan_remove(context, request)
+            timeout = self.config.request_timeout_ms
+        else:
+            plan = plan_update(context, request)
+            timeout = self.config.request_timeout_ms
+        if isinstance(plan, Refusal):
+            return self._reconfig_refusal(request, plan.error, plan.message)
+        offset = self._append_voters(state, plan)
+        self._pending_change = PendingChange(source, correlation_id, request, offset,
+                                             self._now + timeout)
+        return None
+
+    def _reconfig_refusal(self, request: rpc.ReconfigRequest, error: ErrorCode,
+                          message: str) -> rpc.ReconfigResponse:
+        return rpc.reconfig_response(request, error, message, leader_id=self.state.leader_id,
+                                     epoch=self.epoch)
+
+    def _append_voters(self, state: Leader, voters: VoterSet) -> int:
+        """Append a VotersRecord after every offset already handed out; it counts at once."""
+        assert self._accumulator is not None
+        pending = self._accumulator.drain(self._now, force=True)
+        if pending:
+            self._log.append(pending)
+        offset = self._log.log_end_offset
+        self._append_control(voters_batch(offset, state.epoch, voters, self._now))
+        self._accumulator.next_offset = self._log.log_end_offset
+        state.progress.set_voters(self.voters)
+        self._complete_parked(all_fetches=False)
+        return offset
+
+    def _poll_voter_change(self, progress: LeaderProgress) -> None:
+        """Answer a committed (or expired) change; a leader removed by a committed change
+        resigns."""
+        hwm = progress.high_watermark
+        pending = self._pending_change
+        if pending is not None and hwm is not None and hwm > pending.voters_offset:
+            self._finish_pending_change(ErrorCode.none, None)
+        elif pending is not None and self._now >= pending.deadline_ms:
+            self._finish_pending_change(ErrorCode.request_timed_out,
+                                        "the change did not commit in time")
+        last = self._control.last_voter_set_offset
+        if (not self.is_voter and last is not None and hwm is not None and hwm > last):
+            self._become_resigned(progress.preferred_successors())
+
+    def _finish_pending_change(self, error: ErrorCode, message: str | None) -> None:
+        pending = self._pending_change
+        if pending is None:
+            return
+        self._pending_change = None
+        self._respond(pending.source, pending.correlation_id,
+                      rpc.reconfig_response(pending.request, error, message,
+                                            leader_id=self.state.leader_id, epoch=self.epoch))
+
     # -- listener ---------------------------------------------------------------------
 
     def _deliver_committed(self) -> None:
+        if self._listener_next_offset < self._log.log_start_offset:
+            latest = self._latest_snapshot()
+            if latest is not None:
+                self._listener_next_offset = latest.offset
+                self._listener.handle_load_snapshot(latest)
         hwm = self.high_watermark
         while hwm is not None and self._listener_next_offset < hwm:
             data = self._log.read(self._listener_next_offset, self.config.max_fetch_bytes)

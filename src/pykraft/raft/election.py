@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.raft.voters import VoterSet
+from pykraft.raft.voter_set import VoterSet
 
 
 @dataclass(slots=True)

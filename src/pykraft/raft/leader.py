@@ -9,17 +9,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.raft.config import OBSERVER_SESSION_TIMEOUT_MS, QuorumConfig
-from pykraft.raft.voters import VoterSet
+from pykraft.raft.config import (
+    MAX_CAUGHT_UP_FETCH_AGE_MS,
+    OBSERVER_SESSION_TIMEOUT_MS,
+    QuorumConfig,
+)
+from pykraft.raft.voter_set import ReplicaKey, VoterSet
 from pykraft.records.batch import encode_batch
-from pykraft.records.control import LeaderChangeMessage, LeaderChangeVoter, encode_control
+from pykraft.records.control import (
+    KRaftVersionRecord,
+    LeaderChangeMessage,
+    LeaderChangeVoter,
+    encode_control,
+)
 
 
 @dataclass(slots=True)
 class ReplicaProgress:
     """What the leader knows about one replica (DescribeQuorum reports these)."""
 
-    replica_id: int
+    key: ReplicaKey
     end_offset: int | None = None
     last_fetch_ms: int | None = None
     last_caught_up_ms: int | None = None
@@ -29,43 +38,65 @@ class LeaderProgress:
     """Progress of voters and observers as seen by the leader of one epoch."""
 
     def __init__(
-        self, local_id: int, epoch: int, voters: VoterSet, *, epoch_start_offset: int,
+        self, local_key: ReplicaKey, epoch: int, voters: VoterSet, *, epoch_start_offset: int,
         now_ms: int, config: QuorumConfig,
     ) -> None:
-        self.local_id = local_id
+        self.local_key = local_key
+        self.local_id = local_key.id
         self.epoch = epoch
         self.voters = voters
         self.epoch_start_offset = epoch_start_offset
         self.high_watermark: int | None = None
-        self.voter_progress = {v: ReplicaProgress(v) for v in voters}
-        self.observer_progress: dict[int, ReplicaProgress] = {}
+        self.voter_progress = {n.key.id: ReplicaProgress(n.key) for n in voters.nodes}
+        self.observer_progress: dict[ReplicaKey, ReplicaProgress] = {}
         self._check_quorum_timeout_ms = config.check_quorum_timeout_ms
         self.check_quorum_deadline_ms = now_ms + self._check_quorum_timeout_ms
         self._fetched_voters: set[int] = set()
         self.begin_quorum_acked: set[int] = set()
         self.begin_quorum_resend_ms = now_ms + config.begin_quorum_epoch_resend_ms
 
-    def _progress_of(self, replica_id: int) -> ReplicaProgress:
-        if replica_id in self.voter_progress:
-            return self.voter_progress[replica_id]
-        return self.observer_progress.setdefault(replica_id, ReplicaProgress(replica_id))
+    def _progress_of(self, key: ReplicaKey) -> ReplicaProgress:
+        if self.voters.is_voter(key):
+            return self.voter_progress[key.id]
+        return self.observer_progress.setdefault(key, ReplicaProgress(key))
+
+    def set_voters(self, voters: VoterSet) -> None:
+        """A VotersRecord was appended: it counts from now on; leavers become observers."""
+        old = self.voter_progress
+        self.voters = voters
+        self.voter_progress = {}
+        for node in voters.nodes:
+            progress = old.pop(node.key.id, None)
+            if progress is None or progress.key != node.key:
+                progress = self.observer_progress.pop(node.key, None) or ReplicaProgress(node.key)
+            self.voter_progress[node.key.id] = progress
+        for progress in old.values():
+            self.observer_progress[progress.key] = progress
+        self._fetched_voters &= voters.ids
 
     def update_local_end_offset(self, flushed_offset: int, now_ms: int) -> bool:
         """The leader counts only its flushed offset; True if the HWM moved."""
-        return self.update_replica(self.local_id, flushed_offset, now_ms, flushed_offset)
+        return self.update_replica(self.local_key, flushed_offset, now_ms, flushed_offset)
 
     def update_replica(
-        self, replica_id: int, end_offset: int, now_ms: int, leader_end_offset: int
+        self, key: ReplicaKey, end_offset: int, now_ms: int, leader_end_offset: int
     ) -> bool:
         """Record a valid fetch (or a local flush); True if the HWM moved."""
-        progress = self._progress_of(replica_id)
+        progress = self._progress_of(key)
         progress.end_offset = end_offset
         progress.last_fetch_ms = now_ms
         if end_offset >= leader_end_offset:
             progress.last_caught_up_ms = now_ms
-        if replica_id not in self.voters:
+        if not self.voters.is_voter(key):
             return False
         return self._maybe_advance_high_watermark()
+
+    def is_caught_up(self, key: ReplicaKey, now_ms: int) -> bool:
+        """AddRaftVoter's condition: the replica reached the leader's end, fetching lately."""
+        progress = self.observer_progress.get(key)
+        return (progress is not None and progress.last_caught_up_ms is not None
+                and progress.last_fetch_ms is not None
+                and now_ms - progress.last_fetch_ms <= MAX_CAUGHT_UP_FETCH_AGE_MS)
 
     def majority_end_offset(self) -> int | None:
         """The largest end offset a majority of voters (the leader included) has reached."""
@@ -85,11 +116,11 @@ class LeaderProgress:
         self.high_watermark = candidate
         return True
 
-    def record_voter_fetch(self, replica_id: int, now_ms: int) -> None:
+    def record_voter_fetch(self, key: ReplicaKey, now_ms: int) -> None:
         """Check-quorum: a majority fetching within the window pushes the deadline out."""
-        if replica_id not in self.voters or replica_id == self.local_id:
+        if not self.voters.is_voter(key) or key.id == self.local_id:
             return
-        self._fetched_voters.add(replica_id)
+        self._fetched_voters.add(key.id)
         needed = self.voters.majority - (1 if self.local_id in self.voters else 0)
         if len(self._fetched_voters) >= needed:
             self._fetched_voters.clear()
@@ -102,10 +133,10 @@ class LeaderProgress:
 
     def preferred_successors(self) -> tuple[int, ...]:
         """Other voters, most caught up first: who should win after a graceful resign."""
-        others = [p for p in self.voter_progress.values() if p.replica_id != self.local_id]
+        others = [p for p in self.voter_progress.values() if p.key.id != self.local_id]
         others.sort(key=lambda p: (-(p.end_offset if p.end_offset is not None else -1),
-                                   p.replica_id))
-        return tuple(p.replica_id for p in others)
+                                   p.key.id))
+        return tuple(p.key.id for p in others)
 
     def active_observers(self, now_ms: int) -> list[ReplicaProgress]:
         return [
@@ -117,13 +148,23 @@ class LeaderProgress:
 
 def leader_change_batch(
     base_offset: int, epoch: int, *, leader_id: int, voters: VoterSet, granting: set[int],
-    timestamp: int,
+    timestamp: int, write_voters: bool = False,
 ) -> bytes:
-    """The start-of-epoch control batch holding one LeaderChange record (value version 0)."""
+    """The start-of-epoch control batch: LeaderChange (value version 0) and, when the voter
+    set so far came only from the bootstrap checkpoint, KRaftVersion(1) and Voters."""
     message = LeaderChangeMessage(
         version=0, leader_id=leader_id,
         voters=tuple(LeaderChangeVoter(voter_id=v) for v in voters),
         granting_voters=tuple(LeaderChangeVoter(voter_id=v) for v in sorted(granting)),
     )
-    return encode_batch(base_offset, [encode_control(message)], partition_leader_epoch=epoch,
+    records = [encode_control(message)]
+    if write_voters:
+        records += [encode_control(KRaftVersionRecord(0, 1)), encode_control(voters.to_record())]
+    return encode_batch(base_offset, records, partition_leader_epoch=epoch,
                         timestamp=timestamp, control=True)
+
+
+def voters_batch(base_offset: int, epoch: int, voters: VoterSet, timestamp: int) -> bytes:
+    """A control batch with one VotersRecord: a voter-set change."""
+    return encode_batch(base_offset, [encode_control(voters.to_record())],
+                        partition_leader_epoch=epoch, timestamp=timestamp, control=True)

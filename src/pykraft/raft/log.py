@@ -2,7 +2,8 @@
 
 Appends land in memory; durability is a separate step the core requests with a
 ``FlushRequest`` and learns about through ``flush_completed``. ``flushed_offset`` is what
-survives a crash.
+survives a crash. Snapshots (KIP-630) live beside the log: frozen ones are durable, and the
+log start offset only ever moves to a snapshot's end offset.
 """
 
 from __future__ import annotations
@@ -17,6 +18,33 @@ class OffsetAndEpoch:
 
     offset: int
     epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotInfo:
+    """A frozen snapshot: id (end offset, epoch), byte size, LastContainedLogTimestamp."""
+
+    snapshot_id: OffsetAndEpoch
+    size: int
+    timestamp_ms: int
+
+
+class SnapshotSink(Protocol):
+    """A snapshot being written (locally or downloaded); invisible until frozen."""
+
+    @property
+    def size(self) -> int: ...
+
+    def write(self, chunk: bytes) -> None:
+        """Append raw bytes (whole batches or a FetchSnapshot slice)."""
+        ...
+
+    def freeze(self) -> None:
+        """Check the bytes are whole, CRC-valid batches from offset 0, then publish durably;
+        raises :class:`~pykraft.errors.CorruptRecordError` or ``StorageError`` otherwise."""
+        ...
+
+    def abort(self) -> None: ...
 
 
 class RaftLog(Protocol):
@@ -50,6 +78,33 @@ class RaftLog(Protocol):
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         """End of the largest epoch <= ``epoch``: Kafka's ``endOffsetForEpoch``."""
+        ...
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes held by the log itself (snapshots excluded), for snapshot retention."""
+        ...
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        """Frozen snapshots, oldest first (the bootstrap 0-0 checkpoint included)."""
+        ...
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch) -> SnapshotSink:
+        """Start writing a snapshot; ``StorageError`` if it exists or is being written."""
+        ...
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        """Up to ``max_bytes`` raw bytes from ``position``; ``StorageError`` if absent."""
+        ...
+
+    def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Move the log start to the snapshot's end offset (at most the log end offset) and
+        delete older snapshots and the segments wholly below it."""
+        ...
+
+    def truncate_to_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Drop the whole log and restart it empty at the snapshot (a follower installed it);
+        ``last_fetched_epoch`` is then the snapshot's epoch."""
         ...
 
 

@@ -7,8 +7,11 @@ deals in (epoch, leader, offsets) and the runtime only encodes and decodes.
 from __future__ import annotations
 
 import datetime
+import uuid
 from dataclasses import dataclass
 
+from kio.schema.add_raft_voter.v1 import request as add_req
+from kio.schema.add_raft_voter.v1 import response as add_resp
 from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
 from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
 from kio.schema.describe_quorum.v2 import request as dq_req
@@ -18,13 +21,20 @@ from kio.schema.end_quorum_epoch.v1 import response as eqe_resp
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18 import request as fetch_req
 from kio.schema.fetch.v18 import response as fetch_resp
+from kio.schema.fetch_snapshot.v1 import request as fs_req
+from kio.schema.fetch_snapshot.v1 import response as fs_resp
+from kio.schema.remove_raft_voter.v0 import request as remove_req
+from kio.schema.remove_raft_voter.v0 import response as remove_resp
 from kio.schema.types import BrokerId, TopicName
+from kio.schema.update_raft_voter.v0 import request as update_req
+from kio.schema.update_raft_voter.v0 import response as update_resp
 from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
-from kio.static.primitive import Records, i32, i32Timedelta, i64
+from kio.static.primitive import Records, i16, i32, i32Timedelta, i64, u16
 
 from pykraft.ids import METADATA_TOPIC_ID, METADATA_TOPIC_NAME
 from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.voter_set import VoterSet
 
 VoteRequest = vote_req.VoteRequest
 VoteResponse = vote_resp.VoteResponse
@@ -36,14 +46,24 @@ FetchRequest = fetch_req.FetchRequest
 FetchResponse = fetch_resp.FetchResponse
 DescribeQuorumRequest = dq_req.DescribeQuorumRequest
 DescribeQuorumResponse = dq_resp.DescribeQuorumResponse
+FetchSnapshotRequest = fs_req.FetchSnapshotRequest
+FetchSnapshotResponse = fs_resp.FetchSnapshotResponse
+AddRaftVoterRequest = add_req.AddRaftVoterRequest
+AddRaftVoterResponse = add_resp.AddRaftVoterResponse
+RemoveRaftVoterRequest = remove_req.RemoveRaftVoterRequest
+RemoveRaftVoterResponse = remove_resp.RemoveRaftVoterResponse
+UpdateRaftVoterRequest = update_req.UpdateRaftVoterRequest
+UpdateRaftVoterResponse = update_resp.UpdateRaftVoterResponse
 
+ReconfigRequest = AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest
+ReconfigResponse = AddRaftVoterResponse | RemoveRaftVoterResponse | UpdateRaftVoterResponse
 RaftRequest = (
     VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest
-    | DescribeQuorumRequest
+    | DescribeQuorumRequest | FetchSnapshotRequest | ReconfigRequest
 )
 RaftResponse = (
     VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
-    | DescribeQuorumResponse
+    | DescribeQuorumResponse | FetchSnapshotResponse | ReconfigResponse
 )
 
 NO_LEADER = -1
@@ -85,11 +105,12 @@ def check_topic_name(topics: tuple[object, ...], names: list[str], partitions: l
 
 def vote_request(
     cluster_id: str | None, voter_id: int, *, epoch: int, local_id: int, last: OffsetAndEpoch,
-    pre_vote: bool,
+    pre_vote: bool, local_directory_id: uuid.UUID | None = None,
+    voter_directory_id: uuid.UUID | None = None,
 ) -> VoteRequest:
     partition = vote_req.PartitionData(
         partition_index=_PARTITION, replica_epoch=i32(epoch), replica_id=BrokerId(local_id),
-        replica_directory_id=None, voter_directory_id=None,
+        replica_directory_id=local_directory_id, voter_directory_id=voter_directory_id,
         last_offset_epoch=i32(last.epoch), last_offset=i64(last.offset), pre_vote=pre_vote,
     )
     return VoteRequest(
@@ -123,10 +144,12 @@ def vote_response(
 # -- BeginQuorumEpoch / EndQuorumEpoch ----------------------------------------------------
 
 def begin_quorum_request(
-    cluster_id: str | None, voter_id: int, leader_id: int, epoch: int
+    cluster_id: str | None, voter_id: int, leader_id: int, epoch: int,
+    voter_directory_id: uuid.UUID | None = None,
 ) -> BeginQuorumEpochRequest:
     partition = bqe_req.PartitionData(
-        partition_index=_PARTITION, voter_directory_id=None, leader_id=BrokerId(leader_id),
+        partition_index=_PARTITION, voter_directory_id=voter_directory_id,
+        leader_id=BrokerId(leader_id),
         leader_epoch=i32(epoch),
     )
     return BeginQuorumEpochRequest(
@@ -200,11 +223,12 @@ def end_quorum_response(
 def fetch_request(
     cluster_id: str | None, local_id: int | None, *, epoch: int, position: OffsetAndEpoch,
     high_watermark: int | None, max_wait_ms: int, max_bytes: int,
+    directory_id: uuid.UUID | None = None, log_start_offset: int = 0,
 ) -> FetchRequest:
     partition = fetch_req.FetchPartition(
         partition=_PARTITION, current_leader_epoch=i32(epoch), fetch_offset=i64(position.offset),
-        last_fetched_epoch=i32(position.epoch), log_start_offset=i64(0),
-        partition_max_bytes=i32(max_bytes),
+        last_fetched_epoch=i32(position.epoch), log_start_offset=i64(log_start_offset),
+        partition_max_bytes=i32(max_bytes), replica_directory_id=directory_id,
         high_watermark=i64(-1 if high_watermark is None else high_watermark),
     )
     return FetchRequest(
@@ -230,12 +254,18 @@ def fetch_partition(request: FetchRequest) -> fetch_req.FetchPartition | ErrorCo
 def fetch_response(
     error: ErrorCode, leader_id: int | None, epoch: int, *, high_watermark: int | None = None,
     records: bytes = b"", diverging: OffsetAndEpoch | None = None,
+    snapshot_id: OffsetAndEpoch | None = None, log_start_offset: int = 0,
     top_error: ErrorCode = ErrorCode.none,
 ) -> FetchResponse:
     partition = fetch_resp.PartitionData(
         partition_index=_PARTITION, error_code=error,
         high_watermark=i64(-1 if high_watermark is None else high_watermark),
-        log_start_offset=i64(0),
+        log_start_offset=i64(log_start_offset),
+        snapshot_id=(
+            fetch_resp.SnapshotId() if snapshot_id is None
+            else fetch_resp.SnapshotId(end_offset=i64(snapshot_id.offset),
+                                       epoch=i32(snapshot_id.epoch))
+        ),
         diverging_epoch=(
             fetch_resp.EpochEndOffset()
             if diverging is None
@@ -275,6 +305,7 @@ class ReplicaRow:
     log_end_offset: int | None
     last_fetch_ms: int | None
     last_caught_up_ms: int | None
+    directory_id: uuid.UUID | None = None
 
 
 def _or_unknown(value: int | None) -> i64:
@@ -283,12 +314,13 @@ def _or_unknown(value: int | None) -> i64:
 
 def describe_quorum_response(
     leader_id: int, epoch: int, high_watermark: int | None, voters: list[ReplicaRow],
-    observers: list[ReplicaRow],
+    observers: list[ReplicaRow], voter_set: VoterSet | None = None,
 ) -> DescribeQuorumResponse:
+    """``Nodes`` (v2) lists the listeners of every voter in ``voter_set``."""
     def states(rows: list[ReplicaRow]) -> tuple[dq_resp.ReplicaState, ...]:
         return tuple(
             dq_resp.ReplicaState(
-                replica_id=BrokerId(row.replica_id), replica_directory_id=None,
+                replica_id=BrokerId(row.replica_id), replica_directory_id=row.directory_id,
                 log_end_offset=_or_unknown(row.log_end_offset),
                 last_fetch_timestamp=_or_unknown(row.last_fetch_ms),
                 last_caught_up_timestamp=_or_unknown(row.last_caught_up_ms),
@@ -302,8 +334,14 @@ def describe_quorum_response(
         high_watermark=_or_unknown(high_watermark), current_voters=states(voters),
         observers=states(observers),
     )
+    nodes = () if voter_set is None else tuple(
+        dq_resp.Node(node_id=BrokerId(node.key.id), listeners=tuple(
+            dq_resp.Listener(name=e.name, host=e.host, port=u16(e.port)) for e in node.endpoints
+        ))
+        for node in voter_set.nodes
+    )
     return DescribeQuorumResponse(
-        error_code=ErrorCode.none, error_message=None, nodes=(),
+        error_code=ErrorCode.none, error_message=None, nodes=nodes,
         topics=(dq_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
     )
 
@@ -322,6 +360,107 @@ def describe_quorum_error(error: ErrorCode, top_error: ErrorCode = ErrorCode.non
     )
 
 
+# -- FetchSnapshot ------------------------------------------------------------------------
+
+def fetch_snapshot_request(
+    cluster_id: str | None, local_id: int | None, *, epoch: int, snapshot_id: OffsetAndEpoch,
+    position: int, max_bytes: int, directory_id: uuid.UUID | None = None,
+) -> FetchSnapshotRequest:
+    partition = fs_req.PartitionSnapshot(
+        partition=_PARTITION, current_leader_epoch=i32(epoch),
+        snapshot_id=fs_req.SnapshotId(end_offset=i64(snapshot_id.offset),
+                                      epoch=i32(snapshot_id.epoch)),
+        position=i64(position), replica_directory_id=directory_id,
+    )
+    return FetchSnapshotRequest(
+        cluster_id=cluster_id, replica_id=_leader(local_id), max_bytes=i32(max_bytes),
+        topics=(fs_req.TopicSnapshot(name=_TOPIC, partitions=(partition,)),),
+    )
+
+
+def fetch_snapshot_partition(request: FetchSnapshotRequest) -> (
+    fs_req.PartitionSnapshot | ErrorCode
+):
+    parts = [p for t in request.topics for p in t.partitions]
+    error = check_topic_name(
+        request.topics, [t.name for t in request.topics], [p.partition for p in parts]
+    )
+    return parts[0] if error is None else error
+
+
+def fetch_snapshot_response(
+    error: ErrorCode, leader_id: int | None, epoch: int, *,
+    snapshot_id: OffsetAndEpoch | None = None, size: int = -1, position: int = -1,
+    chunk: bytes = b"", top_error: ErrorCode = ErrorCode.none,
+) -> FetchSnapshotResponse:
+    wanted = snapshot_id or OffsetAndEpoch(-1, -1)
+    partition = fs_resp.PartitionSnapshot(
+        index=_PARTITION, error_code=error,
+        snapshot_id=fs_resp.SnapshotId(end_offset=i64(wanted.offset), epoch=i32(wanted.epoch)),
+        current_leader=fs_resp.LeaderIdAndEpoch(leader_id=_leader(leader_id),
+                                                leader_epoch=i32(epoch)),
+        size=i64(size), position=i64(position), unaligned_records=Records(chunk),
+    )
+    return FetchSnapshotResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=top_error,
+        topics=(fs_resp.TopicSnapshot(name=_TOPIC, partitions=(partition,)),),
+    )
+
+
+# -- AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter ------------------------------------
+
+def add_voter_request(
+    cluster_id: str | None, voter_id: int, directory_id: uuid.UUID | None,
+    listeners: list[tuple[str, str, int]], timeout_ms: int = 30_000,
+) -> AddRaftVoterRequest:
+    return AddRaftVoterRequest(
+        cluster_id=cluster_id,
+        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        voter_id=i32(voter_id), voter_directory_id=directory_id,
+        listeners=tuple(add_req.Listener(name=n, host=h, port=u16(p)) for n, h, p in listeners),
+    )
+
+
+def remove_voter_request(
+    cluster_id: str | None, voter_id: int, directory_id: uuid.UUID | None
+) -> RemoveRaftVoterRequest:
+    return RemoveRaftVoterRequest(cluster_id=cluster_id, voter_id=i32(voter_id),
+                                  voter_directory_id=directory_id)
+
+
+def update_voter_request(
+    cluster_id: str | None, epoch: int, voter_id: int, directory_id: uuid.UUID | None,
+    listeners: list[tuple[str, str, int]], supported: tuple[int, int],
+) -> UpdateRaftVoterRequest:
+    return UpdateRaftVoterRequest(
+        cluster_id=cluster_id, current_leader_epoch=i32(epoch), voter_id=i32(voter_id),
+        voter_directory_id=directory_id,
+        listeners=tuple(update_req.Listener(name=n, host=h, port=u16(p))
+                        for n, h, p in listeners),
+        k_raft_version_feature=update_req.KRaftVersionFeature(
+            min_supported_version=i16(supported[0]), max_supported_version=i16(supported[1])),
+    )
+
+
+def reconfig_response(
+    request: ReconfigRequest, error: ErrorCode, message: str | None = None, *,
+    leader_id: int | None = None, epoch: int = -1,
+) -> ReconfigResponse:
+    """The answer to an Add/Remove/UpdateRaftVoter request (Update also names the leader)."""
+    throttle = i32Timedelta.parse(datetime.timedelta(0))
+    if isinstance(request, AddRaftVoterRequest):
+        return AddRaftVoterResponse(throttle_time=throttle, error_code=error,
+                                    error_message=message)
+    if isinstance(request, RemoveRaftVoterRequest):
+        return RemoveRaftVoterResponse(throttle_time=throttle, error_code=error,
+                                       error_message=message)
+    return UpdateRaftVoterResponse(
+        throttle_time=throttle, error_code=error,
+        current_leader=update_resp.CurrentLeader(leader_id=_leader(leader_id),
+                                                 leader_epoch=i32(epoch), host="", port=i32(-1)),
+    )
+
+
 # -- common response reading -------------------------------------------------------------
 
 def response_header(response: RaftResponse) -> ResponseHeader:
@@ -335,8 +474,22 @@ def response_header(response: RaftResponse) -> ResponseHeader:
             fpart.error_code, _leader_or_none(fpart.current_leader.leader_id),
             _epoch_or_none(fpart.current_leader.leader_epoch),
         )
-    if isinstance(response, DescribeQuorumResponse):
+    if isinstance(response, DescribeQuorumResponse | AddRaftVoterResponse
+                  | RemoveRaftVoterResponse):
         return ResponseHeader(response.error_code, None, None)
+    if isinstance(response, UpdateRaftVoterResponse):
+        leader = response.current_leader
+        return ResponseHeader(response.error_code, _leader_or_none(leader.leader_id),
+                              _epoch_or_none(leader.leader_epoch))
+    if isinstance(response, FetchSnapshotResponse):
+        sparts = [p for t in response.topics for p in t.partitions]
+        if response.error_code != ErrorCode.none or len(sparts) != 1:
+            return ResponseHeader(_top_error(response.error_code), None, None)
+        spart = sparts[0]
+        return ResponseHeader(
+            spart.error_code, _leader_or_none(spart.current_leader.leader_id),
+            _epoch_or_none(spart.current_leader.leader_epoch),
+        )
     parts = [p for t in response.topics for p in t.partitions]
     if response.error_code != ErrorCode.none or len(parts) != 1:
         return ResponseHeader(_top_error(response.error_code), None, None)

@@ -15,11 +15,12 @@ from pykraft.raft.quorum_store import ElectionState
 
 if TYPE_CHECKING:
     from pykraft.raft.leader import LeaderProgress
+    from pykraft.raft.snapshots import SnapshotDownload
 
 
 @dataclass(slots=True)
 class Unattached:
-    """Epoch known, no leader with an endpoint yet; maybe voted. Observers idle here."""
+    """Epoch known, no leader yet; maybe voted. Observers look for the leader from here."""
 
     epoch: int
     voted_id: int | None
@@ -28,7 +29,7 @@ class Unattached:
 
     @property
     def leader_id(self) -> None:
-        """Static voters always come with endpoints, so a known leader means Follower."""
+        """The core routes by replica id, so a known leader always means Follower."""
         return None
 
     def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
@@ -81,6 +82,7 @@ class Follower:
     fetch_deadline_ms: int
     high_watermark: int | None = None
     has_fetched_from_leader: bool = False
+    download: SnapshotDownload | None = None  # pulling a snapshot instead of fetching
     name = "Follower"
 
     def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:

@@ -1,0 +1,144 @@
+"""AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter on the leader (KIP-853).
+
+Each handler turns a request into either a refusal with Kafka's error code or the voter set
+to append. The leader applies one change at a time: while a change is pending, before it has
+a high watermark (older leaders may still be unfenced), or while the latest VotersRecord is
+uncommitted, every request gets REQUEST_TIMED_OUT. The new set takes effect when appended;
+the request is answered once it commits (the high watermark, computed with the new set,
+passes the record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from kio.schema.errors import ErrorCode
+
+from pykraft.raft import rpc
+from pykraft.raft.voter_set import (
+    SUPPORTED_KRAFT_VERSIONS,
+    ReplicaKey,
+    VoterNode,
+    VoterSet,
+)
+from pykraft.records.control import KRaftVersionFeature, VoterEndpoint
+
+
+class _Listener(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def port(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    error: ErrorCode
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReconfigContext:
+    """What the leader knows when a change request arrives."""
+
+    kraft_version: int
+    voters: VoterSet
+    high_watermark: int | None
+    last_voters_offset: int | None
+    change_pending: bool
+    listener_name: str
+
+
+@dataclass(slots=True)
+class PendingChange:
+    """An appended change waiting to commit before its requester is answered."""
+
+    source: int
+    correlation_id: int
+    request: rpc.ReconfigRequest
+    voters_offset: int
+    deadline_ms: int
+
+
+def _gate(ctx: ReconfigContext) -> Refusal | None:
+    if ctx.change_pending:
+        return Refusal(ErrorCode.request_timed_out, "another voter change is in progress")
+    if ctx.high_watermark is None:
+        return Refusal(ErrorCode.request_timed_out,
+                       "the leader has not committed its first record of this epoch yet")
+    if ctx.kraft_version < 1:
+        return Refusal(ErrorCode.unsupported_version,
+                       "kraft.version 0: the voter set is static (controller.quorum.voters)")
+    if ctx.last_voters_offset is not None and ctx.last_voters_offset >= ctx.high_watermark:
+        return Refusal(ErrorCode.request_timed_out, "the last voter change is not committed yet")
+    return None
+
+
+def _endpoints(listeners: Iterable[_Listener], listener_name: str) -> (
+    tuple[VoterEndpoint, ...] | Refusal
+):
+    endpoints = tuple(VoterEndpoint(item.name, item.host, int(item.port)) for item in listeners)
+    if not any(e.name == listener_name for e in endpoints):
+        return Refusal(ErrorCode.invalid_request,
+                       f"no endpoint for the default listener {listener_name}")
+    return endpoints
+
+
+def plan_add(ctx: ReconfigContext, request: rpc.AddRaftVoterRequest,
+             caught_up: Callable[[ReplicaKey], bool]) -> VoterSet | Refusal:
+    """The voter set with the new voter, if the leader may append it now."""
+    refusal = _gate(ctx)
+    if refusal is not None:
+        return refusal
+    if request.voter_directory_id is None or request.voter_id < 0:
+        return Refusal(ErrorCode.invalid_request, "the new voter needs an id and a directory id")
+    endpoints = _endpoints(request.listeners, ctx.listener_name)
+    if isinstance(endpoints, Refusal):
+        return endpoints
+    key = ReplicaKey(int(request.voter_id), request.voter_directory_id)
+    added = ctx.voters.with_added(VoterNode(key, endpoints, SUPPORTED_KRAFT_VERSIONS))
+    if added is None:
+        return Refusal(ErrorCode.duplicate_voter, f"replica id {key.id} is already a voter")
+    if not caught_up(key):
+        return Refusal(ErrorCode.request_timed_out,
+                       f"replica {key} has not caught up with the leader")
+    return added
+
+
+def plan_remove(ctx: ReconfigContext, request: rpc.RemoveRaftVoterRequest) -> VoterSet | Refusal:
+    refusal = _gate(ctx)
+    if refusal is not None:
+        return refusal
+    key = ReplicaKey(int(request.voter_id), request.voter_directory_id)
+    removed = ctx.voters.with_removed(key)
+    if removed is None:
+        return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
+    if not removed.ids:
+        return Refusal(ErrorCode.invalid_request, "the last voter cannot be removed")
+    return removed
+
+
+def plan_update(ctx: ReconfigContext, request: rpc.UpdateRaftVoterRequest) -> VoterSet | Refusal:
+    refusal = _gate(ctx)
+    if refusal is not None:
+        return refusal
+    feature = request.k_raft_version_feature
+    supported = KRaftVersionFeature(int(feature.min_supported_version),
+                                    int(feature.max_supported_version))
+    if not supported.min_supported_version <= ctx.kraft_version <= (
+            supported.max_supported_version):
+        return Refusal(ErrorCode.invalid_request,
+                       f"the voter does not support the finalized kraft.version "
+                       f"{ctx.kraft_version}")
+    endpoints = _endpoints(request.listeners, ctx.listener_name)
+    if isinstance(endpoints, Refusal):
+        return endpoints
+    key = ReplicaKey(int(request.voter_id), request.voter_directory_id)
+    updated = ctx.voters.with_updated(VoterNode(key, endpoints, supported))
+    if updated is None:
+        return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
+    return updated

@@ -60,9 +60,16 @@ def sweep_command(
     scenario: Annotated[str, typer.Option(help="Scenario name or 'all'.")] = "all",
     seeds: Annotated[str, typer.Option(help="Seed range A:B (end exclusive).")] = "0:100",
     workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    spark: Annotated[bool, typer.Option("--spark", help="Fan out over Spark executors.")] = False,
+    master: Annotated[str | None, typer.Option(help="With --spark: Spark master URL.")] = None,
+    remote: Annotated[str | None, typer.Option(help="With --spark: sc:// Connect URL.")] = None,
+    out: Annotated[str, typer.Option(help="With --spark: Parquet output path.")] = "sweep.parquet",
 ) -> None:
     """Run every (scenario, seed) pair; exit code 1 if any run violates an invariant."""
     names = _scenario_names(scenario)
+    if spark or master or remote:
+        _spark_sweep(names, _seed_range(seeds), master, remote, out)
+        return
     tasks = [(name, seed) for name in names for seed in _seed_range(seeds)]
     console = Console()
     results: list[RunResult] = []
@@ -106,3 +113,35 @@ def _print_summary(console: Console, results: list[RunResult], wall: float) -> N
         f"{simulated:.0f} simulated s in {wall:.1f} wall s: "
         f"{simulated / wall if wall else 0:.0f} simulated s per wall s"
     )
+
+
+def _spark_sweep(names: list[str], seeds: range, master: str | None, remote: str | None,
+                 out: str) -> None:
+    """``sweep --spark``: the same runs on Spark executors, one Parquet row per run, then
+    the local summary plus percentiles of election and recovery times."""
+    from pykraft.spark.session import spark_session
+    from pykraft.spark.sweep import run_result, spark_sweep, timing_percentiles
+
+    console = Console()
+    started = time.perf_counter()
+    session = spark_session(master, remote, app_name="pykraft-sim-sweep")
+    try:
+        rows = spark_sweep(session, names, seeds, out)
+    finally:
+        session.stop()
+    wall = time.perf_counter() - started
+    for row in rows:
+        if row["outcome"] != "ok":
+            console.print(f"[red]{row['outcome'].upper()}[/red] {row['scenario']} seed "
+                          f"{row['seed']}: {row['violation']}")
+    _print_summary(console, [run_result(row) for row in rows], wall)
+    table = Table(title="simulated ms: first leader | recovery after the first fault")
+    for column in ("scenario", "runs", "p50", "p90", "p99", "max",
+                   "runs", "p50", "p90", "p99", "max"):
+        table.add_column(column, justify="left" if column == "scenario" else "right")
+    for cells in timing_percentiles(rows):
+        table.add_row(*cells)
+    console.print(table)
+    console.print(f"{len(rows)} rows written to {out}")
+    if any(row["outcome"] != "ok" for row in rows):
+        raise typer.Exit(1)

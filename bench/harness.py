@@ -132,7 +132,8 @@ class SystemResult:
 
     @property
     def median_unavailability_ms(self) -> float:
-        return statistics.median(self.unavailability_ms)
+        return statistics.median(self.unavailability_ms) if self.unavailability_ms else (
+            float("nan"))
 
     def summary(self) -> dict[str, object]:
         return {

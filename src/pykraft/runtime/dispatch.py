@@ -40,6 +40,10 @@ from pykraft.runtime.bench_api import (
     decode_bench_request,
     encode_bench_response,
 )
+from pykraft.runtime.controller_service import (
+    CONTROLLER_REQUESTS,
+    ControllerService,
+)
 from pykraft.runtime.logs import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
 
@@ -70,11 +74,15 @@ class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an 
 
 
 class Dispatcher:
-    """Turns one request frame into one response frame for a :class:`RaftNode`."""
+    """Turns one request frame into one response frame for a :class:`RaftNode`, and, with
+    a :class:`ControllerService`, for the controller state machine on it."""
 
-    def __init__(self, node: RaftNode) -> None:
+    def __init__(self, node: RaftNode, controller: ControllerService | None = None) -> None:
         self._node = node
         self._settings = node.settings
+        self._controller = controller
+        self._served = (SERVED_APIS if controller is None
+                        else SERVED_APIS | frozenset(CONTROLLER_REQUESTS))
 
     async def handle(self, frame: bytes, peer: str) -> bytes:
         """The encoded response; raises :class:`CloseConnection` for what Kafka drops."""
@@ -92,13 +100,16 @@ class Dispatcher:
             raise CloseConnection(str(exc)) from None
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
-        if api_key not in SERVED_APIS:
+        if api_key not in self._served:
             raise CloseConnection(f"api key {api_key} is not enabled on this listener")
         if api_key == ApiKey.API_VERSIONS:
             return encode_response(correlation_id, api_key, request.api_version,
                                    self._api_versions(request.api_version))
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return self._encode(request, self._describe_cluster(request.body))
+        if self._controller is not None and api_key in CONTROLLER_REQUESTS:
+            body: Any = convert(request.body, CONTROLLER_REQUESTS[api_key])
+            return self._encode(request, await self._controller.submit(body))
         latest: Any = convert(request.body, LATEST_REQUEST[api_key])
         if isinstance(latest, rpc.EndQuorumEpochRequest):
             part = rpc.end_quorum_partition(latest)
@@ -115,12 +126,11 @@ class Dispatcher:
         body = convert(response, load_response_schema(request.api_key, version))
         return encode_response(request.header.correlation_id, request.api_key, version, body)
 
-    @staticmethod
-    def _api_versions(version: int) -> Any:
+    def _api_versions(self, version: int) -> Any:
         """Only the APIs served today are advertised: a client must never pick one we would
         close the connection for."""
         body = api_versions_response(Listener.CONTROLLER, version)
-        served = tuple(k for k in body.api_keys if k.api_key in SERVED_APIS)
+        served = tuple(k for k in body.api_keys if k.api_key in self._served)
         return dataclasses.replace(body, api_keys=served)
 
     def _refuse_unknown_voter(self, request: Any) -> Any | None:

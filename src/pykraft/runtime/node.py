@@ -21,10 +21,11 @@ from pykraft.errors import NetworkError, NotLeaderError, PyKraftError, Unsupport
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.raft import rpc
-from pykraft.raft.api import OutboundRequest
+from pykraft.raft.api import OutboundRequest, RaftListener
 from pykraft.raft.client import RaftClient
 from pykraft.runtime.disk_log import DiskRaftLog
 from pykraft.runtime.flusher import GroupCommitFlusher
+from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logs import event
 from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection
@@ -54,7 +55,8 @@ class RaftNode:
     """Owns the core, the log, the peers and the timers of one controller."""
 
     def __init__(self, settings: NodeSettings, *,
-                 clock: Callable[[], int] = wall_clock_ms) -> None:
+                 clock: Callable[[], int] = wall_clock_ms,
+                 listener: RaftListener | None = None) -> None:
         self.settings = settings
         self._clock = clock
         self.metrics = RaftMetrics()
@@ -64,7 +66,8 @@ class RaftNode:
         self.machine = CommittedCounter(settings.node_id)
         store = FileQuorumStateStore(settings.partition_dir, settings.quorum.voters)
         self.core = RaftClient(
-            settings.node_id, settings.quorum, self.disk_log, store, self.machine,
+            settings.node_id, settings.quorum, self.disk_log, store,
+            self.machine if listener is None else FanOutListener(self.machine, listener),
             rng=random.Random(), now_ms=clock(), cluster_id=settings.cluster_id,
         )
         self.peers = {
@@ -147,6 +150,15 @@ class RaftNode:
         except PyKraftError as exc:
             self._fatal(exc)
         self.metrics.busy_s.record(time.monotonic() - started)
+
+    def now_ms(self) -> int:
+        """The node's clock (wall-clock milliseconds unless a test injects one)."""
+        return self._clock()
+
+    def step(self, action: Callable[[int], object]) -> None:
+        """Run ``action(now_ms)`` against the core from outside (the controller's submits
+        and ticks), then carry out what it produced."""
+        self._step(action)
 
     def _on_tick(self) -> None:
         self._tick = None

@@ -1,4 +1,4 @@
-"""``pykraft server``'s process: node, listener, metrics and signals on one event loop.
+"""``pykraft server``'s process: node, controller, listener, metrics and signals on one loop.
 
 SIGTERM and SIGINT start a graceful shutdown (the leader resigns with EndQuorumEpoch, the
 log is flushed) bounded by ``pykraft.shutdown.timeout.ms``; the exit code is 0 unless the
@@ -11,6 +11,7 @@ import asyncio
 import logging
 import signal
 
+from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.logs import event
 from pykraft.runtime.metrics import serve_metrics
@@ -23,9 +24,14 @@ log = logging.getLogger("pykraft.process")
 
 async def run_controller(settings: NodeSettings) -> int:
     """Serve until a signal or a fatal error; returns the process exit code."""
-    node = RaftNode(settings)
-    server = ListenerServer(Dispatcher(node), settings.listener.host, settings.listener.port,
-                            settings.max_frame_size)
+    # The bench append writes raw records beside the controller's, which would break the
+    # controller's offset bookkeeping (and its replay): a bench node runs the raft core alone.
+    controller = None if settings.bench_append else ControllerService(settings.controller)
+    node = RaftNode(settings, listener=controller)
+    if controller is not None:
+        controller.attach(node)
+    server = ListenerServer(Dispatcher(node, controller), settings.listener.host,
+                            settings.listener.port, settings.max_frame_size)
     await server.start()
     if settings.metrics_address is not None:
         host, port = settings.metrics_address
@@ -42,6 +48,8 @@ async def run_controller(settings: NodeSettings) -> int:
     stop_wait.cancel()
     fatal_wait.cancel()
     await node.shutdown()
+    if controller is not None:
+        controller.close()
     await server.close()
     return node.exit_code
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pykraft.config.server import Endpoint, ServerConfig, VoterSpec
+from pykraft.controller import ControllerConfig
 from pykraft.errors import ConfigError, StorageError
 from pykraft.raft.config import QuorumConfig
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
@@ -40,6 +41,7 @@ class NodeSettings:
     metrics_address: tuple[str, int] | None
     bench_append: bool
     shutdown_timeout_ms: int
+    controller: ControllerConfig
 
     @property
     def partition_dir(self) -> Path:
@@ -87,6 +89,10 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         metrics_address=_metrics_address(config, listener),
         bench_append=config.get("pykraft.bench.append.enable"),
         shutdown_timeout_ms=config.get("pykraft.shutdown.timeout.ms"),
+        controller=ControllerConfig(
+            node_id=node_id, cluster_id=cluster_id,
+            session_timeout_ms=config.get("broker.session.timeout.ms"),
+            max_idle_interval_ms=config.get("metadata.max.idle.interval.ms")),
     )
 
 

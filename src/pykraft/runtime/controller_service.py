@@ -1,0 +1,151 @@
+"""The controller state machine in a real process: the QuorumController on a RaftNode.
+
+The :class:`QuorumController` is sans-I/O; this service is its driver. It is the core's
+listener (through the node's fan-out, next to the bench counter), hands each admin or broker
+request to the controller inside one node step (so the records it appends reach the core,
+the batch and the disk together), arms one timer at the controller's next deadline (session
+fencing, NoOpRecords every ``metadata.max.idle.interval.ms``, activation), and resolves each
+caller's future only when the controller releases the response, i.e. after its records
+commit. Listener callbacks run inside the core, which must not be re-entered: their
+follow-up work is deferred to the next loop iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from kio.schema.alter_configs.v2.request import AlterConfigsRequest
+from kio.schema.alter_partition.v3.request import AlterPartitionRequest
+from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
+from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
+from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
+from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
+from kio.schema.create_topics.v7.request import CreateTopicsRequest
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
+from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
+from kio.schema.update_features.v1.request import UpdateFeaturesRequest
+
+from pykraft.controller import ControllerConfig, QuorumController
+from pykraft.controller.responses import error_response
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.api import LeaderAndEpoch
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.records.batch import RecordBatch
+from pykraft.runtime.node import RaftNode
+
+#: The request class (version) the controller takes, per API it serves on its listener.
+CONTROLLER_REQUESTS: dict[int, type] = {
+    ApiKey.BROKER_REGISTRATION: BrokerRegistrationRequest,
+    ApiKey.BROKER_HEARTBEAT: BrokerHeartbeatRequest,
+    ApiKey.UNREGISTER_BROKER: UnregisterBrokerRequest,
+    ApiKey.CONTROLLER_REGISTRATION: ControllerRegistrationRequest,
+    ApiKey.ALTER_PARTITION: AlterPartitionRequest,
+    ApiKey.CREATE_TOPICS: CreateTopicsRequest,
+    ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
+    ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
+    ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
+    ApiKey.ALTER_CONFIGS: AlterConfigsRequest,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
+    ApiKey.UPDATE_FEATURES: UpdateFeaturesRequest,
+}
+
+class ControllerService:
+    """Drives one :class:`QuorumController` from the event loop; see the module docstring."""
+
+    def __init__(self, config: ControllerConfig, *, rng: random.Random | None = None) -> None:
+        self.controller = QuorumController(config, writer=self._append,
+                                           rng=rng or random.Random())
+        self._node: RaftNode | None = None
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._released: dict[int, Any] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._follow_up_pending = False
+
+    def attach(self, node: RaftNode) -> None:
+        """Bind to the node whose core this service listens to (it is built first)."""
+        self._node = node
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for waiter in self._waiting.values():
+            waiter.cancel()
+        self._waiting.clear()
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def submit(self, request: object) -> Any:
+        """The controller's response to ``request``, once its records committed (or an
+        error response if this controller is not, or stops being, active)."""
+        node = self._require_node()
+        tickets: list[int] = []
+        node.step(lambda now: tickets.append(self.controller.submit(now, request)))
+        if not tickets:  # the node hit a fatal error inside the step and is stopping
+            return error_response(request, ErrorCode.not_controller)
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[tickets[0]] = waiter
+        self._follow_up()
+        return await waiter
+
+    # -- RaftListener ---------------------------------------------------------------------
+
+    def handle_commit(self, batch: RecordBatch) -> None:
+        self.controller.handle_commit(batch)
+        self._defer_follow_up()
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        self.controller.handle_leader_change(leader)
+        self._defer_follow_up()
+
+    def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        self.controller.handle_load_snapshot(snapshot_id)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _require_node(self) -> RaftNode:
+        if self._node is None:
+            raise RuntimeError("ControllerService.attach() was not called")
+        return self._node
+
+    def _append(self, now_ms: int, values: list[bytes]) -> int:
+        return self._require_node().core.append(now_ms, values)
+
+    def _defer_follow_up(self) -> None:
+        if not self._follow_up_pending:
+            self._follow_up_pending = True
+            asyncio.get_running_loop().call_soon(self._follow_up)
+
+    def _follow_up(self) -> None:
+        """Release finished responses, then re-arm the timer at the next deadline."""
+        self._follow_up_pending = False
+        for ticket, response in self.controller.take_responses():
+            self._released[ticket] = response
+        for ticket in [t for t in self._released if t in self._waiting]:
+            waiter = self._waiting.pop(ticket)
+            response = self._released.pop(ticket)
+            if not waiter.done():
+                waiter.set_result(response)
+        self._arm()
+
+    def _arm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = self.controller.next_deadline_ms()
+        if deadline is None:
+            return
+        node = self._require_node()
+        now = node.now_ms()
+        self._timer = asyncio.get_running_loop().call_later(
+            max(0, deadline - now) / 1000, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._require_node().step(self.controller.tick)
+        self._follow_up()

@@ -1,0 +1,94 @@
+"""Controller processes run the QuorumController: broker and admin RPCs on the controller
+listener are answered by the active controller after their records commit."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32, u16
+
+from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import Listener as ListenerKind
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.client import ClientConnection
+from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.quorum_tool import parse_host_port
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+from process_harness import leader_info
+
+PROPERTIES = {"pykraft.shutdown.timeout.ms": "3000"}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    made = LocalCluster.create(tmp_path / "cluster", 3, PROPERTIES)
+    made.start_all()
+    yield made
+    for node_id in made.nodes:
+        made.kill(node_id)
+
+
+def call(cluster: LocalCluster, node_id: int, body: Any) -> Any:
+    async def run() -> Any:
+        host, port = parse_host_port(cluster.nodes[node_id].address)
+        conn = await ClientConnection.open(host, port, client_id="test",
+                                           ours=listener_ranges(ListenerKind.CONTROLLER))
+        try:
+            return await asyncio.wait_for(conn.request(body), 20)
+        finally:
+            conn.close()
+    return asyncio.run(run())
+
+
+def registration(cluster: LocalCluster, broker_id: int) -> BrokerRegistrationRequest:
+    return BrokerRegistrationRequest(
+        broker_id=BrokerId(broker_id), cluster_id=cluster.cluster_id, incarnation_id=uuid.uuid4(),
+        listeners=(Listener(name="PLAINTEXT", host="127.0.0.1", port=u16(9092),
+                            security_protocol=i16(0)),),
+        features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(1),
+                          max_supported_version=i16(METADATA_VERSIONS[-1].level)),),
+        rack=None)
+
+
+def create(name: str) -> CreateTopicsRequest:
+    return CreateTopicsRequest(topics=(CreatableTopic(
+        name=TopicName(name), num_partitions=i32(2), replication_factor=i16(1),
+        assignments=(), configs=()),))
+
+
+def test_active_controller_registers_brokers_and_creates_topics(
+    cluster: LocalCluster,
+) -> None:
+    leader = leader_info(cluster).leader_id
+    follower = next(n for n in cluster.nodes if n != leader)
+    registered = call(cluster, leader, registration(cluster, 100))
+    assert registered.error_code == ErrorCode.none
+    assert registered.broker_epoch > 0
+    refused = call(cluster, follower, create("t1"))
+    assert refused.topics[0].error_code == ErrorCode.not_controller
+    # The fenced broker 100 is the only one: no usable broker for a replica yet.
+    created = call(cluster, leader, create("t1"))
+    assert created.topics[0].error_code != ErrorCode.none
+
+
+def test_records_commit_before_the_answer_and_survive_failover(cluster: LocalCluster) -> None:
+    first = leader_info(cluster)
+    registered = call(cluster, first.leader_id, registration(cluster, 100))
+    assert registered.error_code == ErrorCode.none
+    cluster.kill(first.leader_id)
+    second = leader_info(cluster, min_epoch=first.leader_epoch + 1, exclude=first.leader_id)
+    # The committed registration survived the failover: the new active controller holds
+    # broker 100's session, so another incarnation is refused (Kafka's rule).
+    answer = call(cluster, second.leader_id, registration(cluster, 100))
+    assert answer.error_code == ErrorCode.duplicate_broker_registration

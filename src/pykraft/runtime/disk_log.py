@@ -16,10 +16,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykraft.raft.log import OffsetAndEpoch
+from pykraft.errors import StorageError
+from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
+from pykraft.raft.memory_log import snapshot_timestamp
 from pykraft.storage.fsutil import fsync_dir
 from pykraft.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
 from pykraft.storage.log import MetadataLog, segment_name
+from pykraft.storage.snapshot_files import (
+    SnapshotId,
+    SnapshotReader,
+    SnapshotWriter,
+    mark_for_deletion,
+    recover_snapshots,
+)
 
 UNDEFINED_EPOCH = -1
 
@@ -52,11 +61,69 @@ def run_flush(job: FlushJob) -> None:
         fsync_dir(job.directory)
 
 
+class DiskSnapshotSink:
+    """A snapshot being written to ``<id>.checkpoint.part``; see :class:`SnapshotSink`."""
+
+    def __init__(self, owner: DiskRaftLog, snapshot_id: OffsetAndEpoch) -> None:
+        self._owner = owner
+        self.snapshot_id = snapshot_id
+        self._writer = SnapshotWriter(owner.directory, _file_id(snapshot_id))
+
+    @property
+    def size(self) -> int:
+        return self._writer.size
+
+    def write(self, chunk: bytes) -> None:
+        self._writer.append_unaligned(chunk)
+
+    def freeze(self) -> None:
+        """Validate framing and the SnapshotHeader, then publish the file durably."""
+        try:
+            timestamp = snapshot_timestamp(self._writer.path.read_bytes())
+        except BaseException:
+            self._writer.abort()
+            raise
+        self._writer.freeze()
+        self._owner.add_snapshot(SnapshotInfo(self.snapshot_id, self._writer.size, timestamp))
+
+    def abort(self) -> None:
+        self._writer.abort()
+
+
+def _file_id(snapshot_id: OffsetAndEpoch) -> SnapshotId:
+    return SnapshotId(snapshot_id.offset, snapshot_id.epoch)
+
+
+def _read_info(directory: Path, file_id: SnapshotId) -> SnapshotInfo:
+    path = directory / file_id.file_name
+    timestamp = snapshot_timestamp(path.read_bytes())
+    return SnapshotInfo(OffsetAndEpoch(file_id.end_offset, file_id.epoch),
+                        path.stat().st_size, timestamp)
+
+
 class DiskRaftLog:
-    """:class:`~pykraft.raft.log.RaftLog` backed by the segmented metadata log."""
+    """:class:`~pykraft.raft.log.RaftLog` backed by the segmented metadata log.
+
+    Snapshots are ``%020d-%010d.checkpoint`` files beside the segments. The log start offset
+    is not stored separately: on open it is the earliest real snapshot (the 0-0 bootstrap
+    checkpoint excluded) when that lies inside the log, and a snapshot beyond the log end
+    means the log is truncated to it (Kafka's ``truncateToLatestSnapshot``).
+    """
 
     def __init__(self, log: MetadataLog) -> None:
         self._log = log
+        self._snapshots: dict[OffsetAndEpoch, SnapshotInfo] = {}
+        self._start_epoch = 0  # epoch of the snapshot the log starts at
+        for file_id in recover_snapshots(log.directory):
+            info = _read_info(log.directory, file_id)
+            self._snapshots[info.snapshot_id] = info
+        real = [i for i in sorted(self._snapshots) if i.offset > 0]
+        if real and real[-1].offset > log.log_end_offset:
+            log.truncate_fully_and_start_at(real[-1].offset)
+            self._start_epoch = real[-1].epoch
+        elif real and log.log_start_offset <= real[0].offset:
+            log.log_start_offset = real[0].offset
+            self._start_epoch = real[0].epoch
         self._flushed = log.log_end_offset  # open() recovered and fsynced what is there
         self._dirty_from = log.log_end_offset  # first offset not yet covered by a flush job
         self._known_segments = tuple(log.segment_base_offsets)
@@ -70,6 +137,10 @@ class DiskRaftLog:
     @property
     def metadata_log(self) -> MetadataLog:
         return self._log
+
+    @property
+    def directory(self) -> Path:
+        return self._log.directory
 
     # -- RaftLog ------------------------------------------------------------------------
 
@@ -87,7 +158,8 @@ class DiskRaftLog:
 
     @property
     def last_fetched_epoch(self) -> int:
-        return self._log.last_epoch or 0
+        last = self._log.last_epoch
+        return self._start_epoch if last is None else last
 
     def append(self, batches: bytes) -> None:
         self._log.append(batches)
@@ -105,10 +177,67 @@ class DiskRaftLog:
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         """Kafka's ``KafkaMetadataLog.endOffsetForEpoch``: unknown epochs map to the log end."""
+        start = self.log_start_offset
+        if start > 0 and epoch < self._start_epoch:  # older than the log: its snapshot
+            return OffsetAndEpoch(start, self._start_epoch)
         found_epoch, end_offset = self._log.end_offset_for_epoch(epoch)
         if found_epoch == UNDEFINED_EPOCH:
             return OffsetAndEpoch(self.log_end_offset, self.last_fetched_epoch)
         return OffsetAndEpoch(end_offset, found_epoch)
+
+    @property
+    def size_bytes(self) -> int:
+        directory = self._log.directory
+        return sum((directory / segment_name(base)).stat().st_size
+                   for base in self._log.segment_base_offsets)
+
+    # -- snapshots ------------------------------------------------------------------------
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        return [self._snapshots[key] for key in sorted(self._snapshots)]
+
+    def add_snapshot(self, info: SnapshotInfo) -> None:
+        """Called by a frozen :class:`DiskSnapshotSink`."""
+        self._snapshots[info.snapshot_id] = info
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch) -> DiskSnapshotSink:
+        if snapshot_id in self._snapshots:
+            raise StorageError(f"snapshot {snapshot_id} already exists")
+        return DiskSnapshotSink(self, snapshot_id)
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        if snapshot_id not in self._snapshots:
+            raise StorageError(f"no snapshot {snapshot_id}")
+        with SnapshotReader(self.directory / _file_id(snapshot_id).file_name) as reader:
+            return reader.read_bytes(position, max_bytes)
+
+    def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        if snapshot_id not in self._snapshots:
+            raise StorageError(f"no snapshot {snapshot_id}")
+        self._retire_snapshots_before(snapshot_id)
+        offset = min(snapshot_id.offset, self.log_end_offset)
+        if offset > self.log_start_offset:
+            self._log.delete_before(offset)
+            self._start_epoch = snapshot_id.epoch
+            self._known_segments = tuple(self._log.segment_base_offsets)
+
+    def truncate_to_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        if snapshot_id not in self._snapshots:
+            raise StorageError(f"no snapshot {snapshot_id}")
+        self._retire_snapshots_before(snapshot_id)
+        self._log.truncate_fully_and_start_at(snapshot_id.offset)
+        self._start_epoch = snapshot_id.epoch
+        self._flushed = self._dirty_from = snapshot_id.offset
+        if self._floor_since_prepare is not None:
+            self._floor_since_prepare = min(self._floor_since_prepare, snapshot_id.offset)
+        self._known_segments = tuple(self._log.segment_base_offsets)
+        self._checkpointed = self._log.epoch_entries
+
+    def _retire_snapshots_before(self, snapshot_id: OffsetAndEpoch) -> None:
+        for older in [key for key in self._snapshots if key < snapshot_id]:
+            retired = mark_for_deletion(self.directory, _file_id(older))
+            retired.unlink()
+            del self._snapshots[older]
 
     # -- group commit -------------------------------------------------------------------
 

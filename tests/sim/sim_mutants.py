@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pykraft.raft.client import RaftClient
 from pykraft.raft.leader import LeaderProgress
 from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.reconfig import ReconfigContext
 from pykraft.raft.states import Prospective, Unattached
 
 
@@ -44,3 +47,30 @@ class WithoutPreVote(RaftClient):
 
     def _become_prospective(self) -> None:
         self._become_candidate()
+
+
+class AllowsConcurrentVoterChanges(RaftClient):
+    """Accepts a voter change while another one is pending or uncommitted."""
+
+    def _reconfig_context(self, progress: LeaderProgress) -> ReconfigContext:
+        return replace(super()._reconfig_context(progress), change_pending=False,
+                       last_voters_offset=None)
+
+
+class _ObserversCountTowardHighWatermark(LeaderProgress):
+    def majority_end_offset(self) -> int | None:
+        replicas = [*self.voter_progress.values(), *self.observer_progress.values()]
+        offsets = sorted((p.end_offset for p in replicas if p.end_offset is not None),
+                         reverse=True)
+        index = len(self.voters) // 2
+        return offsets[index] if index < len(offsets) else None
+
+
+class CountsObserversTowardHighWatermark(RaftClient):
+    """Lets observers' fetch offsets make up the majority behind the high watermark."""
+
+    def _new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
+        return _ObserversCountTowardHighWatermark(
+            self.local_key, self.epoch, self.voters, epoch_start_offset=epoch_start_offset,
+            now_ms=0, config=self.config,
+        )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from sim_mutants import (
+    AllowsConcurrentVoterChanges,
+    CountsObserversTowardHighWatermark,
     GrantsTwoVotesPerEpoch,
     HighWatermarkWithoutMajority,
     SkipsTruncation,
@@ -33,8 +35,13 @@ def _violations(factory: ClientFactory, scenarios: list[str], seeds: range) -> l
          "SingleLeader"),
         (SkipsTruncation, ["leader-partitioned"], range(3), "ConsistentCommittedData"),
         (WithoutPreVote, ["stable-leadership"], range(2), "StableLeadership"),
+        (AllowsConcurrentVoterChanges, ["membership-churn"], range(3),
+         "AtMostOneUncommittedVoterSet"),
+        (CountsObserversTowardHighWatermark, ["majority-split"], range(4),
+         "MajorityReachedHighWatermark"),
     ],
-    ids=["hwm-without-majority", "two-votes-per-epoch", "skip-truncation", "no-pre-vote"],
+    ids=["hwm-without-majority", "two-votes-per-epoch", "skip-truncation", "no-pre-vote",
+         "concurrent-voter-changes", "observer-counts-toward-hwm"],
 )
 def test_broken_core_is_caught(
     factory: ClientFactory, scenarios: list[str], seeds: range, invariant: str
@@ -48,7 +55,9 @@ def test_broken_core_is_caught(
     [(["leader-failure"], range(3)),
      (["leader-failure", "back-to-back-failures"], range(20)),
      (["leader-partitioned"], range(3)),
-     (["stable-leadership"], range(2))],
+     (["stable-leadership"], range(2)),
+     (["membership-churn"], range(3)),
+     (["majority-split"], range(4))],
 )
 def test_correct_core_passes_the_same_runs(scenarios: list[str], seeds: range) -> None:
     from pykraft.raft.client import RaftClient

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -658,10 +658,7 @@ class RaftClient:
                 self._send(voter, rpc.begin_quorum_request(
                     self.cluster_id, voter, self.node_id, state.epoch,
                     voter_directory_id=self._directory_of(voter)))
-        for parked in [p for p in self._parked if self._now >= p.deadline_ms]:
-            self._parked.remove(parked)
-            self._handle_fetch_request(parked.source, parked.correlation_id, parked.request,
-                                       may_park=False)
+        self._answer_parked(lambda p: self._now >= p.deadline_ms)
 
     def _next_tick(self) -> int:
         times = [p.deadline_ms for p in self._parked]
@@ -897,9 +894,12 @@ class RaftClient:
     def _complete_parked(self, *, all_fetches: bool) -> None:
         """Answer parked fetches: all of them (HWM moved, leadership lost) or new-data ones."""
         end = self._log.log_end_offset
-        due = [p for p in self._parked if all_fetches or p.fetch_offset < end]
-        for parked in due:
-            self._parked.remove(parked)
+        self._answer_parked(lambda p: all_fetches or p.fetch_offset < end)
+
+    def _answer_parked(self, is_due: Callable[[_ParkedFetch], bool]) -> None:
+        due = [p for p in self._parked if is_due(p)]
+        self._parked = [p for p in self._parked if not any(p is d for d in due)]
+        for parked in due:  # answering one may move the HWM and complete others: re-entrant
             self._handle_fetch_request(parked.source, parked.correlation_id, parked.request,
                                        may_park=False)
 
@@ -987,7 +987,7 @@ class RaftClient:
             except (CorruptRecordError, StorageError):
                 self._retry_at[source] = self._now + self.config.retry_backoff_ms
                 return
-        if part.high_watermark >= 0:
+        if part.high_watermark >= 0 and state.download is None:  # else the log is unchecked
             hwm = min(int(part.high_watermark), self._log.log_end_offset)
             if state.high_watermark is None or hwm > state.high_watermark:
                 state.high_watermark = hwm

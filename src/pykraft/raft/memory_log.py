@@ -84,7 +84,9 @@ class MemoryLog:
         self._start = 0
         self._start_epoch = 0  # epoch of the snapshot the log starts at
         self._snapshots: dict[OffsetAndEpoch, tuple[SnapshotInfo, bytes]] = {}
+        self._sorted: list[SnapshotInfo] | None = []
         self.writing: set[OffsetAndEpoch] = set()
+        self.generation = 0  # bumped whenever the snapshots or the log start change
 
     @property
     def log_start_offset(self) -> int:
@@ -188,8 +190,14 @@ class MemoryLog:
     # -- snapshots ----------------------------------------------------------------------
 
     def snapshots(self) -> list[SnapshotInfo]:
-        return [info for info, _ in sorted(self._snapshots.values(),
-                                           key=lambda item: item[0].snapshot_id)]
+        if self._sorted is None:
+            self._sorted = sorted((info for info, _ in self._snapshots.values()),
+                                  key=lambda info: info.snapshot_id)
+        return list(self._sorted)
+
+    def _changed(self) -> None:
+        self._sorted = None
+        self.generation += 1
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch) -> MemorySnapshotSink:
         if snapshot_id in self._snapshots or snapshot_id in self.writing:
@@ -200,6 +208,7 @@ class MemoryLog:
     def publish_snapshot(self, info: SnapshotInfo, data: bytes) -> None:
         self.writing.discard(info.snapshot_id)
         self._snapshots[info.snapshot_id] = (info, data)
+        self._changed()
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
         found = self._snapshots.get(snapshot_id)
@@ -212,6 +221,7 @@ class MemoryLog:
             raise StorageError(f"no snapshot {snapshot_id}")
         for older in [s for s in self._snapshots if s < snapshot_id]:
             del self._snapshots[older]
+        self._changed()
         offset = min(snapshot_id.offset, self.log_end_offset)
         if offset <= self._start:
             return
@@ -223,6 +233,7 @@ class MemoryLog:
             self._epochs.pop(0)
         self._start = offset
         self._start_epoch = snapshot_id.epoch
+        self._flushed = max(self._flushed, offset)  # what lies below is in the snapshot
         if not self._batches:
             self._epochs.clear()
 
@@ -235,6 +246,7 @@ class MemoryLog:
         self._clear_from(snapshot_id.offset)
 
     def _clear_from(self, offset: int) -> None:
+        self._changed()
         self._batches.clear()
         self._ends.clear()
         self._epochs.clear()

@@ -3,36 +3,62 @@
 Each node's core is driven exactly as a runtime would drive it: inputs carry the virtual
 clock, ``ready()`` outputs become scheduled deliveries, flushes and ticks. A crash drops
 everything in flight for that node and the unflushed tail of its log.
+
+A KIP-853 cluster gives every node a directory id and formats the initial voters with the
+bootstrap 0-0 checkpoint (kraft.version 1); a replica without a leader finds it through
+the bootstrap servers (every initial node). An administrator (``admin``) sends Add/Remove voter
+requests over a reliable link. Every node's state machine snapshots itself every
+``SNAPSHOT_EVERY`` committed records, and a small retention limit makes the log start move.
 """
 
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykraft.errors import PyKraftError
 from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
+from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.quorum_store import MemoryQuorumStateStore
 from pykraft.raft.rpc import RaftRequest, RaftResponse
+from pykraft.raft.snapshots import BOOTSTRAP_SNAPSHOT_ID, snapshot_content
 from pykraft.raft.states import Leader
+from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS, ReplicaKey, VoterNode, VoterSet
+from pykraft.records.batch import RecordBatch, iter_batches
+from pykraft.records.control import KRaftVersionRecord, VoterEndpoint
 from pykraft.sim.network import LinkProfile, Network
 from pykraft.sim.scheduler import EventQueue
 from pykraft.sim.state_machine import CommittedHistory, CounterMachine, InvariantViolation
 from pykraft.sim.trace import describe
 
 ClientFactory = Callable[..., RaftClient]
+ADMIN = -100  # routing token of the administrator sending voter changes
+SNAPSHOT_EVERY = 10  # committed data records between snapshots (Kafka's simulation: 10)
+LISTENER = "CONTROLLER"
 
 
-def sim_config(voters: frozenset[int]) -> QuorumConfig:
-    """The timings of Kafka's RaftEventSimulationTest (fetch max wait 100, linger small)."""
+def sim_config(voters: frozenset[int], bootstrap_servers: tuple[int, ...] = ()) -> QuorumConfig:
+    """The timings of Kafka's RaftEventSimulationTest (fetch max wait 100, linger small),
+    with a snapshot retention small enough that log starts move within a run."""
     return QuorumConfig(
-        voters=voters, election_timeout_ms=1000, fetch_timeout_ms=3000,
-        election_backoff_max_ms=100, append_linger_ms=5, request_timeout_ms=3000,
-        retry_backoff_ms=50, fetch_max_wait_ms=100,
+        voters=voters, bootstrap_servers=bootstrap_servers, election_timeout_ms=1000,
+        fetch_timeout_ms=3000, election_backoff_max_ms=100, append_linger_ms=5,
+        request_timeout_ms=3000, retry_backoff_ms=50, fetch_max_wait_ms=100,
+        max_fetch_bytes=4096, snapshot_retention_bytes=3000, snapshot_retention_ms=-1,
     )
+
+
+def endpoints_of(node_id: int) -> tuple[VoterEndpoint, ...]:
+    return (VoterEndpoint(LISTENER, f"node-{node_id}", 9093),)
+
+
+def read_memory_snapshot(log: MemoryLog, snapshot_id: OffsetAndEpoch) -> list[RecordBatch]:
+    size = next(s.size for s in log.snapshots() if s.snapshot_id == snapshot_id)
+    return list(iter_batches(log.read_snapshot(snapshot_id, 0, size)))
 
 
 @dataclass(slots=True)
@@ -43,6 +69,7 @@ class SimNode:
     client: RaftClient | None = None
     machine: CounterMachine | None = None
     incarnation: int = 0
+    disks: int = 1  # how many disks it had: a wipe starts a new one
     tick_at: int | None = None
     last_state: tuple[str, int] = ("", -1)
 
@@ -53,9 +80,10 @@ class Cluster:
     def __init__(
         self, seed: int, voters: int, observers: int = 0, *,
         client_factory: ClientFactory = RaftClient, lossy: bool = True,
-        trace: Callable[[str], None] | None = None,
+        trace: Callable[[str], None] | None = None, kip853: bool = False,
     ) -> None:
         self.rng = random.Random(seed)
+        self.kip853 = kip853
         self.queue = EventQueue()
         self.voter_ids = frozenset(range(voters))
         self.nodes = {i: SimNode(i) for i in range(voters + observers)}
@@ -67,8 +95,20 @@ class Cluster:
                 self.network.set_link(a, b, LinkProfile(5, 50, 0.1))
         else:
             self.network = Network(self.rng, LinkProfile())
-        self.config = sim_config(self.voter_ids)
+        self.directory_ids: dict[int, uuid.UUID | None] = {i: None for i in self.nodes}
+        if kip853:
+            self.config = sim_config(frozenset(), tuple(sorted(self.nodes)))
+            for node_id in self.nodes:
+                self.directory_ids[node_id] = uuid.UUID(int=self.rng.getrandbits(128))
+            initial = VoterSet(VoterNode(self.key_of(v), endpoints_of(v), SUPPORTED_KRAFT_VERSIONS)
+                               for v in self.voter_ids)
+            for voter in self.voter_ids:
+                self.format_bootstrap(voter, initial)
+        else:
+            self.config = sim_config(self.voter_ids)
         self.history = CommittedHistory()
+        self.admin_replies: dict[int, RaftResponse | None] = {}
+        self._admin_correlation = 0
         self.events = 0
         self.elections = 0
         self._client_factory = client_factory
@@ -79,14 +119,37 @@ class Cluster:
 
     # -- node lifecycle ---------------------------------------------------------------
 
+    def key_of(self, node_id: int) -> ReplicaKey:
+        return ReplicaKey(node_id, self.directory_ids[node_id])
+
+    def add_node(self) -> int:
+        """A brand-new (never formatted as a voter) node; start it to make it an observer."""
+        node_id = max(self.nodes) + 1
+        self.nodes[node_id] = SimNode(node_id)
+        self.directory_ids[node_id] = uuid.UUID(int=self.rng.getrandbits(128)) if (
+            self.kip853) else None
+        return node_id
+
+    def format_bootstrap(self, node_id: int, voters: VoterSet) -> None:
+        """``storage format --initial-controllers``: the 0-0 checkpoint with the voters."""
+        sink = self.nodes[node_id].log.create_snapshot(BOOTSTRAP_SNAPSHOT_ID)
+        for data in snapshot_content(BOOTSTRAP_SNAPSHOT_ID, timestamp_ms=0, batches=(),
+                                     header_records=(KRaftVersionRecord(0, 1),
+                                                     voters.to_record())):
+            sink.write(data)
+        sink.freeze()
+
     def start(self, node_id: int) -> None:
         node = self.nodes[node_id]
         node.incarnation += 1
-        node.machine = CounterMachine(node_id, self.history)
+        log = node.log
+        node.machine = CounterMachine(node_id, self.history,
+                                      lambda sid: read_memory_snapshot(log, sid))
         node.tick_at = None
         node.client = self._client_factory(
             node_id, self.config, node.log, node.store, node.machine,
             rng=random.Random(self.rng.getrandbits(64)), now_ms=self.queue.now_ms,
+            directory_id=self.directory_ids[node_id],
         )
         self._log(f"start node {node_id}")
         self._drain(node)
@@ -106,10 +169,14 @@ class Cluster:
         self._log(f"kill node {node_id}")
 
     def wipe(self, node_id: int) -> None:
-        """A killed node loses its whole disk (log and quorum-state)."""
+        """A killed node loses its whole disk (log, snapshots and quorum-state); in a KIP-853
+        cluster it is formatted again with a new directory id, so it is a new replica."""
         node = self.nodes[node_id]
         node.log.wipe()
         node.store.wipe()
+        node.disks += 1
+        if self.kip853:
+            self.directory_ids[node_id] = uuid.UUID(int=self.rng.getrandbits(128))
         self._log(f"wipe node {node_id}")
 
     def graceful_stop(self, node_id: int, max_wait_ms: int = 5000) -> None:
@@ -151,6 +218,26 @@ class Cluster:
     def max_log_end(self) -> int:
         return max(n.log.log_end_offset for n in self.nodes.values())
 
+    # -- administrator ----------------------------------------------------------------
+
+    def admin(self, target: int, request: RaftRequest) -> int:
+        """Send a request to ``target`` over a reliable link; its answer (None if the target
+        was down) lands in ``admin_replies`` under the returned correlation id."""
+        self._admin_correlation += 1
+        correlation = self._admin_correlation
+        node = self.nodes[target]
+
+        def deliver() -> None:
+            client = node.client
+            if client is None:
+                self.admin_replies[correlation] = None
+                return
+            self._reply_to[(target, ADMIN, correlation)] = 0
+            client.handle_request(self.queue.now_ms, ADMIN, correlation, request)
+            self._drain(node)
+        self.queue.schedule(self.queue.now_ms + 1, f"admin->{target} {type(request).__name__}",
+                            deliver)
+        return correlation
     # -- driving ----------------------------------------------------------------------
 
     def schedule_appends(self, every_ms: int = 50) -> None:
@@ -204,6 +291,7 @@ class Cluster:
         client = node.client
         if client is None:
             return
+        self._maybe_snapshot(node, client)
         ready = client.ready()
         now = self.queue.now_ms
         incarnation = node.incarnation
@@ -228,6 +316,20 @@ class Cluster:
             if after[0] == "Leader":
                 self.elections += 1
             self._log(f"node {node.node_id}: {before[0]}@{before[1]} -> {after[0]}@{after[1]}")
+
+    def _maybe_snapshot(self, node: SimNode, client: RaftClient) -> None:
+        """The state machine snapshots its counter every SNAPSHOT_EVERY committed records."""
+        machine = node.machine
+        if machine is None or machine.count - machine.snapshot_count < SNAPSHOT_EVERY:
+            return
+        snapshot_id = OffsetAndEpoch(machine.next_offset, machine.last_epoch)
+        if any(s.snapshot_id >= snapshot_id for s in node.log.snapshots()):
+            machine.snapshot_count = machine.count
+            return
+        self.history.check_snapshot(node.node_id, snapshot_id.offset, machine.count)
+        client.create_snapshot(self.queue.now_ms, snapshot_id, [[str(machine.count).encode()]])
+        machine.snapshot_count = machine.count
+        self._log(f"node {node.node_id}: snapshot {snapshot_id.offset}@{snapshot_id.epoch}")
 
     def _alive_as(self, node: SimNode, incarnation: int) -> RaftClient | None:
         return node.client if node.incarnation == incarnation else None
@@ -287,6 +389,10 @@ class Cluster:
     def _send_response(self, source: int, destination: int, correlation: int,
                        response: RaftResponse) -> None:
         incarnation = self._reply_to.pop((source, destination, correlation), None)
+        if destination == ADMIN and incarnation is not None:
+            self.queue.schedule(self.queue.now_ms + 1, f"{source}->admin {describe(response)}",
+                                lambda: self.admin_replies.__setitem__(correlation, response))
+            return
         if incarnation is None or self.network.is_blocked(source, destination):
             return
         delay = self.network.delay_ms(source, destination)

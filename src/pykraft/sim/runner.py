@@ -37,8 +37,9 @@ def run_scenario(
     scenario = SCENARIOS[name]
     shape_rng = random.Random(f"{name}:{seed}")
     voters, observers = scenario.shape(shape_rng)
+    kip853 = scenario.kip853 if scenario.kip853 is not None else shape_rng.random() < 0.5
     cluster = Cluster(seed, voters, observers, client_factory=client_factory,
-                      lossy=scenario.lossy_network, trace=trace)
+                      lossy=scenario.lossy_network, trace=trace, kip853=kip853)
     cluster.invariants.extend(scenario.invariants())
     started = time.perf_counter()
     violation = None

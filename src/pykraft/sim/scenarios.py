@@ -1,4 +1,5 @@
-"""The simulated scenarios: Kafka's RaftEventSimulationTest cases plus pre-vote stability.
+"""The simulated scenarios: Kafka's RaftEventSimulationTest cases, pre-vote stability, and
+the snapshot and membership-change scenarios of :mod:`pykraft.sim.membership`.
 
 Each scenario draws its shape (voter and observer counts, who fails) from its own seeded
 Random and drives the cluster through phases; a phase that does not finish within its
@@ -11,6 +12,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pykraft.sim import membership
 from pykraft.sim.cluster import Cluster
 from pykraft.sim.invariants import (
     Invariant,
@@ -18,10 +20,9 @@ from pykraft.sim.invariants import (
     SingleLeader,
     StableLeadership,
     default_invariants,
+    majority_reached_high_watermark,
 )
-
-PHASE_MS = 30_000
-PROGRESS = 10  # committed offsets each phase must add
+from pykraft.sim.phases import PHASE_MS, PROGRESS, elect, new_leader, progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,107 +33,83 @@ class Scenario:
     drive: Callable[[Cluster, random.Random], None]
     invariants: Callable[[], list[Invariant]] = default_invariants
     lossy_network: bool = True
-
-
-def _progress(cluster: Cluster, nodes: list[int] | None = None, what: str = "progress") -> None:
-    """Every listed (default: live) node commits PROGRESS more offsets than anyone had."""
-    ids = nodes if nodes is not None else [i for i in cluster.nodes if cluster.is_alive(i)]
-    target = max(cluster.committed(i) for i in cluster.nodes) + PROGRESS
-    cluster.run_until(lambda: cluster.all_committed(target, ids), PHASE_MS,
-                      what=f"{what}: nodes {ids} commit offset {target}")
-
-
-def _elect(cluster: Cluster) -> int:
-    cluster.start_all()
-    cluster.schedule_appends()
-    cluster.run_until(lambda: cluster.leader_id() is not None, PHASE_MS, what="first leader")
-    _progress(cluster, what="initial commits")
-    leader = cluster.leader_id()
-    assert leader is not None
-    return leader
-
-
-def _new_leader(cluster: Cluster, old: int, what: str) -> int:
-    cluster.run_until(lambda: cluster.leader_id() not in (None, old), PHASE_MS, what=what)
-    leader = cluster.leader_id()
-    assert leader is not None
-    return leader
+    kip853: bool | None = None  # None: each seed draws static or dynamic voters
 
 
 def initial_election(cluster: Cluster, rng: random.Random) -> None:
-    _elect(cluster)
+    elect(cluster)
 
 
 def leader_failure(cluster: Cluster, rng: random.Random) -> None:
-    leader = _elect(cluster)
+    leader = elect(cluster)
     if rng.random() < 0.5:
         cluster.graceful_stop(leader)
     else:
         cluster.kill(leader)
-    _new_leader(cluster, leader, "leader after the old one stopped")
-    _progress(cluster, what="progress without the old leader")
+    new_leader(cluster, leader, "leader after the old one stopped")
+    progress(cluster, what="progress without the old leader")
     cluster.start(leader)
-    _progress(cluster, what="restarted leader catches up")
+    progress(cluster, what="restarted leader catches up")
 
 
 def all_killed(cluster: Cluster, rng: random.Random) -> None:
-    _elect(cluster)
+    elect(cluster)
     for node_id in cluster.nodes:
         cluster.kill(node_id)
     voters = sorted(cluster.voter_ids)
     majority = rng.sample(voters, len(voters) // 2 + 1)
     for node_id in sorted(majority):
         cluster.start(node_id)
-    _progress(cluster, what="a restarted majority commits")
+    progress(cluster, what="a restarted majority commits")
 
 
 def leader_partitioned(cluster: Cluster, rng: random.Random) -> None:
-    leader = _elect(cluster)
+    leader = elect(cluster)
     cluster.network.isolate(leader, cluster.nodes)
-    new_leader = _new_leader(cluster, leader, "leader on the majority side")
+    successor = new_leader(cluster, leader, "leader on the majority side")
     others = [i for i in cluster.nodes if i != leader]
-    _progress(cluster, others, what=f"majority side of new leader {new_leader}")
+    progress(cluster, others, what=f"majority side of new leader {successor}")
     cluster.network.heal()
-    _progress(cluster, what="everyone after healing")
+    progress(cluster, what="everyone after healing")
 
 
 def majority_split(cluster: Cluster, rng: random.Random) -> None:
-    _elect(cluster)
+    elect(cluster)
     voters = sorted(cluster.voter_ids)
     rng.shuffle(voters)
     minority, majority = voters[:2], voters[2:]
     cluster.network.partition(minority, majority)
-    _progress(cluster, majority, what="majority side of a 2|3 split")
+    progress(cluster, majority, what="majority side of a 2|3 split")
     if max(cluster.committed(i) for i in minority) >= min(cluster.committed(i) for i in majority):
         from pykraft.sim.state_machine import InvariantViolation
 
         raise InvariantViolation("MajorityProgress", "the minority side committed as much")
     cluster.network.heal()
-    _progress(cluster, what="everyone after healing")
+    progress(cluster, what="everyone after healing")
 
 
 def back_to_back_failures(cluster: Cluster, rng: random.Random) -> None:
-    first = _elect(cluster)
+    first = elect(cluster)
     cluster.network.isolate(first, cluster.nodes)
-    second = _new_leader(cluster, first, "leader after the first is isolated")
+    second = new_leader(cluster, first, "leader after the first is isolated")
     cluster.network.heal()
     cluster.network.isolate(second, cluster.nodes)
-    _new_leader(cluster, second, "leader after the second is isolated")
+    new_leader(cluster, second, "leader after the second is isolated")
     cluster.network.heal()
-    _progress(cluster, what="everyone after two leader failures")
+    progress(cluster, what="everyone after two leader failures")
 
 
 def committed_data_loss(cluster: Cluster, rng: random.Random) -> None:
     """Safe only while the other voters hold the committed data: a reliable network and a
     fully caught-up cluster before the wipe, as in Kafka's test."""
-    _elect(cluster)
+    elect(cluster)
     cluster.run_until(lambda: cluster.all_committed(cluster.max_log_end() - 2), PHASE_MS,
                       what="everyone caught up before the wipe")
     victim = rng.choice(sorted(cluster.voter_ids))
     cluster.kill(victim)
     cluster.wipe(victim)
     cluster.start(victim)
-    _progress(cluster, what=f"node {victim} recovers its lost committed data")
+    progress(cluster, what=f"node {victim} recovers its lost committed data")
 
 
 PING_PONG_EDGES = ((0, 2), (1, 3), (2, 3), (2, 4), (3, 4))
@@ -140,7 +117,7 @@ PING_PONG_EDGES = ((0, 2), (1, 3), (2, 3), (2, 4), (3, 4))
 
 def stable_leadership(cluster: Cluster, rng: random.Random) -> None:
     """KIP-996's topology: without pre-vote, nodes 1 and 3 would steal leadership in turn."""
-    leader = _elect(cluster)
+    leader = elect(cluster)
     others = [i for i in sorted(cluster.voter_ids) if i != leader]
     rng.shuffle(others)
     roles = {2: leader, 0: others[0], 1: others[1], 3: others[2], 4: others[3]}
@@ -157,6 +134,12 @@ def stable_leadership(cluster: Cluster, rng: random.Random) -> None:
 
 def _loss_invariants() -> list[Invariant]:
     return [SingleLeader(), MonotonicHighWatermark()]
+
+
+def _disk_loss_invariants() -> list[Invariant]:
+    """A lost disk may hold part of the majority behind the HWM: with KIP-853 that costs
+    availability (the old replica key can no longer vote), not committed data."""
+    return [i for i in default_invariants() if i is not majority_reached_high_watermark]
 
 
 def _voters(low: int, high: int, max_observers: int) -> Callable[[random.Random], tuple[int, int]]:
@@ -180,4 +163,22 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              _voters(3, 5, 2), committed_data_loss, _loss_invariants, lossy_network=False),
     Scenario("stable-leadership", "pre-vote keeps the leader in the ping-pong topology",
              lambda rng: (5, 0), stable_leadership),
+    Scenario("lossy-link-leadership", "one very lossy leader link never changes the leader",
+             _voters(3, 5, 0), membership.lossy_link_leadership, lossy_network=False),
+    Scenario("snapshot-catch-up", "a follower far behind the log start loads a snapshot",
+             _voters(3, 5, 2), membership.snapshot_catch_up),
+    Scenario("add-voter-partitioned", "add an observer while a voter is partitioned",
+             lambda rng: (rng.randint(3, 4), 1), membership.add_voter_partitioned,
+             kip853=True),
+    Scenario("remove-voter", "remove a voter, the leader half of the time",
+             _voters(3, 5, 1), membership.remove_voter, kip853=True),
+    Scenario("swap-partitioned-voter", "replace a partitioned voter by an observer",
+             lambda rng: (rng.randint(3, 4), 1), membership.swap_partitioned_voter,
+             kip853=True),
+    Scenario("disk-failure", "a voter loses its disk, comes back with a new directory id",
+             _voters(3, 5, 1), membership.disk_failure, _disk_loss_invariants, kip853=True),
+    Scenario("node-failure", "a new node found through bootstrap servers replaces a dead voter",
+             _voters(3, 5, 1), membership.node_failure, kip853=True),
+    Scenario("membership-churn", "concurrent voter changes under crashes and restarts",
+             lambda rng: (3, 2), membership.membership_churn, kip853=True),
 )}

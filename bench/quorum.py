@@ -57,8 +57,8 @@ async def measure(system: System, args: argparse.Namespace, console: Console) ->
     base = Path(args.dir) / system.name
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
-    await system.start(base)
-    try:
+    try:  # stop() also when start() fails half-way: some nodes may be running
+        await system.start(base)
         leader = await system.leader()
         levels = []
         for concurrency in args.concurrency:

@@ -130,7 +130,7 @@ def machine() -> str:
 
 
 async def main(args: argparse.Namespace) -> None:
-    console = Console(stderr=args.json)
+    console = Console(stderr=args.json, width=120)  # the ratio table needs the width
     systems = [make_system(name, args) for name in args.systems]
     results: dict[str, SystemResult] = {}
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")

@@ -38,10 +38,13 @@ def _status_table(cluster: LocalCluster) -> Table:
     for node_id in sorted(cluster.nodes):
         alive = "running" if cluster.is_running(node_id) else "stopped"
         replica = replicas.get(node_id)
+        if info is not None and replica is None:
+            replica = next((r for r in info.observers if r.replica_id == node_id), None)
         if replica is None or info is None:
             table.add_row(str(node_id), alive, "?", "?", "?", "?")
             continue
-        role = "leader" if node_id == info.leader_id else "follower"
+        role = ("leader" if node_id == info.leader_id else "follower"
+                if node_id in {v.replica_id for v in info.voters} else "observer (broker)")
         fetched = f"{now - replica.last_fetch_ms} ms ago" if replica.last_fetch_ms >= 0 else "-"
         table.add_row(str(node_id), alive, role, str(replica.log_end_offset),
                       str(leader_end - replica.log_end_offset), fetched)
@@ -54,6 +57,7 @@ def _status_table(cluster: LocalCluster) -> Table:
 @cluster_app.command("up")
 def up(
     controllers: Annotated[int, typer.Option(help="Number of controllers (voters).")] = 3,
+    brokers: Annotated[int, typer.Option(help="Number of brokers (ids from 1000).")] = 0,
     directory: DirOption = Path("data/cluster"),
     detach: Annotated[
         bool, typer.Option("--detach", help="Start in the background; stop with `down`.")
@@ -65,13 +69,15 @@ def up(
     """Format and start a static quorum on 127.0.0.1 and show its status until Ctrl-C."""
     properties = {"pykraft.bench.append.enable": "true"} if bench else {}
     try:
-        cluster = LocalCluster.create(directory, controllers, properties)
+        cluster = LocalCluster.create(directory, controllers, properties, brokers)
         cluster.start_all()
     except (PyKraftError, OSError) as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(f"Started {controllers} controllers; bootstrap controller {cluster.bootstrap}; "
-               f"logs in {directory}/node-*/server.log")
+    typer.echo(f"Started {controllers} controllers and {brokers} brokers; bootstrap "
+               f"controller {cluster.bootstrap}"
+               + (f"; bootstrap servers {cluster.bootstrap_servers}" if brokers else "")
+               + f"; logs in {directory}/node-*/server.log")
     if detach:
         return
     console = Console()

@@ -1,4 +1,4 @@
-"""``pykraft server server.properties [--override key=value]...``: run a KRaft controller."""
+"""``pykraft server server.properties [--override key=value]...``: run a KRaft node."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def server(
     ] = None,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
-    """Run a KRaft controller (process.roles=controller, static controller.quorum.voters)."""
+    """Run a KRaft node: process.roles controller, broker or both (static quorum voters)."""
     from pykraft.runtime.logs import configure_logging
-    from pykraft.runtime.process import run_controller
+    from pykraft.runtime.process import run_server
     from pykraft.runtime.settings import load_settings
 
     try:
@@ -42,7 +42,7 @@ def server(
         raise typer.Exit(1) from None
     configure_logging(settings.node_id, log_level)
     try:
-        code = asyncio.run(run_controller(settings))
+        code = asyncio.run(run_server(settings))
     except OSError as exc:  # e.g. the listener port is taken
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None

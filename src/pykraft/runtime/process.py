@@ -1,8 +1,10 @@
-"""``pykraft server``'s process: node, controller, listener, metrics and signals on one loop.
+"""``pykraft server``'s process: node, controller and/or broker, listeners, metrics and
+signals on one event loop.
 
-SIGTERM and SIGINT start a graceful shutdown (the leader resigns with EndQuorumEpoch, the
-log is flushed) bounded by ``pykraft.shutdown.timeout.ms``; the exit code is 0 unless the
-node hit a fatal error. SIGKILL needs no handling: everything acknowledged is on disk.
+SIGTERM and SIGINT start a graceful shutdown (a broker asks for controlled shutdown, the
+leader resigns with EndQuorumEpoch, the log is flushed) bounded by
+``pykraft.shutdown.timeout.ms``; the exit code is 0 unless the node hit a fatal error.
+SIGKILL needs no handling: everything acknowledged is on disk.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ import asyncio
 import logging
 import signal
 
+from pykraft.raft.api import RaftListener
+from pykraft.runtime.broker_process import BrokerRuntime
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
+from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logs import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
@@ -22,17 +27,29 @@ from pykraft.runtime.settings import NodeSettings
 log = logging.getLogger("pykraft.process")
 
 
-async def run_controller(settings: NodeSettings) -> int:
+async def run_server(settings: NodeSettings) -> int:
     """Serve until a signal or a fatal error; returns the process exit code."""
     # The bench append writes raw records beside the controller's, which would break the
     # controller's offset bookkeeping (and its replay): a bench node runs the raft core alone.
-    controller = None if settings.bench_append else ControllerService(settings.controller)
-    node = RaftNode(settings, listener=controller)
+    controller = (ControllerService(settings.controller)
+                  if settings.is_controller and not settings.bench_append else None)
+    broker = None if settings.broker is None else BrokerRuntime(settings, settings.broker)
+    listeners: list[RaftListener] = []
     if controller is not None:
-        controller.attach(node)
-    server = ListenerServer(Dispatcher(node, controller), settings.listener.host,
-                            settings.listener.port, settings.max_frame_size)
-    await server.start()
+        listeners.append(controller)
+    if broker is not None:
+        listeners.append(broker.metadata)
+    node = RaftNode(settings, listener=FanOutListener(*listeners) if listeners else None)
+    server = None
+    if settings.is_controller:
+        if controller is not None:
+            controller.attach(node)
+        server = ListenerServer(Dispatcher(node, controller), settings.listener.host,
+                                settings.listener.port, settings.max_frame_size)
+        await server.start()
+    if broker is not None:
+        broker.bind(node)
+        await broker.start()
     if settings.metrics_address is not None:
         host, port = settings.metrics_address
         serve_metrics(node.metrics, host, port)
@@ -47,10 +64,13 @@ async def run_controller(settings: NodeSettings) -> int:
     await asyncio.wait({stop_wait, fatal_wait}, return_when=asyncio.FIRST_COMPLETED)
     stop_wait.cancel()
     fatal_wait.cancel()
+    if broker is not None:
+        await broker.stop()
     await node.shutdown()
     if controller is not None:
         controller.close()
-    await server.close()
+    if server is not None:
+        await server.close()
     return node.exit_code
 
 

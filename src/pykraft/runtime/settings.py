@@ -1,4 +1,4 @@
-"""Everything a controller process needs, validated before anything starts.
+"""Everything a controller, broker or combined process needs, validated before it starts.
 
 Every refusal is a :class:`ConfigError` or :class:`StorageError` whose message names the
 configuration key or file at fault, so ``pykraft server`` can print it and exit non-zero
@@ -18,6 +18,7 @@ from pykraft.raft.config import QuorumConfig
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
+_SUPPORTED_ROLES = (("controller",), ("broker",), ("broker", "controller"))
 _NON_NEGATIVE_KEYS = (
     "metadata.log.max.record.bytes.between.snapshots",
     "metadata.log.max.snapshot.interval.ms",
@@ -25,6 +26,16 @@ _NON_NEGATIVE_KEYS = (
     "metadata.max.retention.ms",
     "pykraft.shutdown.timeout.ms",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerListenerSettings:
+    """A broker's client listener and its session with the controller."""
+
+    listener: Endpoint
+    advertised: Endpoint
+    heartbeat_interval_ms: int
+    rack: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +53,13 @@ class NodeSettings:
     bench_append: bool
     shutdown_timeout_ms: int
     controller: ControllerConfig
+    roles: tuple[str, ...] = ("controller",)
+    broker: BrokerListenerSettings | None = None
+    """Set when ``process.roles`` includes ``broker``."""
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
 
     @property
     def partition_dir(self) -> Path:
@@ -52,11 +70,11 @@ class NodeSettings:
 
 
 def load_settings(config: ServerConfig) -> NodeSettings:
-    """Validate ``config`` for a static-quorum controller and check its formatted storage."""
-    roles = config.process_roles
-    if roles != ("controller",):
-        raise ConfigError(f"process.roles={','.join(roles)} is not supported yet: pykraft "
-                          "server runs process.roles=controller only")
+    """Validate ``config`` for a static-quorum node and check its formatted storage."""
+    roles = tuple(sorted(config.process_roles))
+    if roles not in _SUPPORTED_ROLES:
+        raise ConfigError(f"process.roles={','.join(roles)} is not supported: use "
+                          "controller, broker, or broker,controller")
     node_id = config.node_id
     voters = config.static_voters
     if not voters:
@@ -64,11 +82,17 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             raise ConfigError("controller.quorum.bootstrap.servers (dynamic quorum) is not "
                               "supported yet: set controller.quorum.voters")
         raise ConfigError("missing required configuration controller.quorum.voters")
-    if node_id not in {v.node_id for v in voters}:
+    is_voter = node_id in {v.node_id for v in voters}
+    if "controller" in roles and not is_voter:
         raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters: a "
                           "controller of a static quorum must be one of the voters")
+    if "controller" not in roles and is_voter:
+        raise ConfigError(f"node.id {node_id} is in controller.quorum.voters, but "
+                          "process.roles=broker: a broker-only node cannot be a voter")
     quorum = QuorumConfig.from_properties(config.raw)
-    listener = _controller_listener(config)
+    broker = _broker_settings(config) if "broker" in roles else None
+    listener = (_controller_listener(config) if "controller" in roles
+                else broker.listener if broker is not None else _controller_listener(config))
     metadata_dir = config.metadata_log_dir
     cluster_id, directory_id = _check_storage(config, node_id)
     for key in _NON_NEGATIVE_KEYS:
@@ -93,7 +117,26 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             node_id=node_id, cluster_id=cluster_id,
             session_timeout_ms=config.get("broker.session.timeout.ms"),
             max_idle_interval_ms=config.get("metadata.max.idle.interval.ms")),
+        roles=roles, broker=broker,
     )
+
+
+def _broker_settings(config: ServerConfig) -> BrokerListenerSettings:
+    """The first bound listener that is not a controller listener serves clients."""
+    names = set(config.controller_listener_names)
+    bound: tuple[Endpoint, ...] = config.get("listeners")
+    advertised: tuple[Endpoint, ...] = config.get("advertised.listeners")
+    chosen = next((e for e in bound if e.name not in names), None)
+    if chosen is None:
+        raise ConfigError("process.roles includes broker, but listeners has no listener "
+                          "outside controller.listener.names for clients")
+    shown = next((e for e in advertised if e.name == chosen.name), chosen)
+    interval = config.get("broker.heartbeat.interval.ms")
+    if interval <= 0:
+        raise ConfigError(f"invalid value {interval} for broker.heartbeat.interval.ms: "
+                          "must be positive")
+    return BrokerListenerSettings(listener=chosen, advertised=shown, heartbeat_interval_ms=interval,
+                                  rack=config.raw.get("broker.rack") or None)
 
 
 def _controller_listener(config: ServerConfig) -> Endpoint:

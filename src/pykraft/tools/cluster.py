@@ -1,7 +1,8 @@
 """A local static-quorum cluster of ``pykraft server`` processes on 127.0.0.1.
 
 ``cluster up`` and the integration tests share this: it picks free ports, writes one
-``server.properties`` per controller under the cluster directory, formats each node
+``server.properties`` per node (controllers 1..N are the voters; brokers, if any, get ids
+from 1000 and a PLAINTEXT listener) under the cluster directory, formats each node
 (kraft.version 0, ``controller.quorum.voters``), starts the processes with their stderr in
 ``node-<id>/server.log``, and records cluster id, ports and PIDs in ``cluster.json`` so a
 later ``cluster down`` can stop a detached cluster by PID.
@@ -28,6 +29,9 @@ from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 STATE_FILE = "cluster.json"
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 10.0
+FIRST_BROKER_ID = 1000
+CONTROLLER = "controller"
+BROKER = "broker"
 
 
 class ClusterError(PyKraftError):
@@ -39,6 +43,7 @@ class NodeFiles:
     node_id: int
     port: int
     directory: Path
+    role: str = CONTROLLER
 
     @property
     def config(self) -> Path:
@@ -84,24 +89,30 @@ class LocalCluster:
 
     @classmethod
     def create(cls, base: Path, controllers: int = 3,
-               properties: dict[str, str] | None = None) -> LocalCluster:
+               properties: dict[str, str] | None = None, brokers: int = 0) -> LocalCluster:
         """Write configs and format every node; ``base`` must not hold a cluster yet."""
         if controllers < 1:
             raise ClusterError(f"--controllers must be at least 1, not {controllers}")
+        if brokers < 0:
+            raise ClusterError(f"--brokers must be at least 0, not {brokers}")
         if (base / STATE_FILE).exists():
             raise ClusterError(f"{base} already holds a cluster ({STATE_FILE}); run "
                                "`pykraft cluster down` or choose another --dir")
         base.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(controllers)
-        nodes = [NodeFiles(i + 1, port, base / f"node-{i + 1}") for i, port in enumerate(ports)]
+        ports = free_ports(controllers + brokers)
+        nodes = [NodeFiles(i + 1, port, base / f"node-{i + 1}")
+                 for i, port in enumerate(ports[:controllers])]
         voters = ",".join(f"{n.node_id}@{n.address}" for n in nodes)
+        nodes += [NodeFiles(FIRST_BROKER_ID + i, port, base / f"node-{FIRST_BROKER_ID + i}",
+                            BROKER) for i, port in enumerate(ports[controllers:])]
         cluster = cls(base, uuid_to_str(random_uuid()), nodes)
         for node in nodes:
             node.directory.mkdir(exist_ok=True)
+            listener = "CONTROLLER" if node.role == CONTROLLER else "PLAINTEXT"
             props = {
-                "process.roles": "controller",
+                "process.roles": node.role,
                 "node.id": str(node.node_id),
-                "listeners": f"CONTROLLER://{node.address}",
+                "listeners": f"{listener}://{node.address}",
                 "controller.listener.names": "CONTROLLER",
                 "controller.quorum.voters": voters,
                 "log.dirs": str(node.data),
@@ -118,7 +129,8 @@ class LocalCluster:
     def load(cls, base: Path) -> LocalCluster:
         try:
             state = json.loads((base / STATE_FILE).read_text())
-            nodes = [NodeFiles(int(n["id"]), int(n["port"]), base / n["dir"])
+            nodes = [NodeFiles(int(n["id"]), int(n["port"]), base / n["dir"],
+                               str(n.get("role", CONTROLLER)))
                      for n in state["nodes"]]
             pids = {int(k): int(v) for k, v in state.get("pids", {}).items()}
             return cls(base, str(state["cluster_id"]), nodes, pids)
@@ -130,15 +142,29 @@ class LocalCluster:
     def save(self) -> None:
         state = {
             "cluster_id": self.cluster_id,
-            "nodes": [{"id": n.node_id, "port": n.port, "dir": n.directory.name}
-                      for n in self.nodes.values()],
+            "nodes": [{"id": n.node_id, "port": n.port, "dir": n.directory.name,
+                       "role": n.role} for n in self.nodes.values()],
             "pids": {str(k): v for k, v in self.pids.items()},
         }
         (self.base / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
     @property
     def bootstrap(self) -> str:
+        """A controller's address (``--bootstrap-controller``)."""
         return next(iter(self.nodes.values())).address
+
+    @property
+    def controllers(self) -> list[int]:
+        return [n for n, files in self.nodes.items() if files.role == CONTROLLER]
+
+    @property
+    def brokers(self) -> list[int]:
+        return [n for n, files in self.nodes.items() if files.role == BROKER]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The brokers' client addresses, as Kafka clients take them."""
+        return ",".join(self.nodes[n].address for n in self.brokers)
 
     # -- processes -------------------------------------------------------------------------
 

@@ -1,0 +1,121 @@
+"""Registration and heartbeats (Kafka's BrokerLifecycleManager), on the broker's clock.
+
+A broker registers with a fresh incarnation id per process start, then heartbeats every
+``broker.heartbeat.interval.ms`` with the offset its metadata image reached: the controller
+unfences it once that offset passes its registration record, and fences it when heartbeats
+stop for ``broker.session.timeout.ms``. A heartbeat refused for a stale epoch (the controller
+lost our registration, e.g. after an unregister) sends the broker back to registering.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from dataclasses import dataclass
+
+from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
+from kio.schema.broker_registration.v4.request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, i64, u16
+
+from pykraft.broker.channel import ControllerChannel
+from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.config.server import Endpoint
+from pykraft.errors import NetworkError
+from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS, MINIMUM_METADATA_VERSION
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.logs import event
+
+log = logging.getLogger("pykraft.broker")
+PLAINTEXT = 0  # SecurityProtocol id
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerIdentity:
+    broker_id: int
+    cluster_id: str
+    endpoint: Endpoint
+    rack: str | None
+    log_dirs: tuple[uuid.UUID, ...]
+    heartbeat_interval_ms: int
+
+
+class BrokerLifecycle:
+    """Keeps this broker registered and its session alive; see the module docstring."""
+
+    def __init__(self, identity: BrokerIdentity, channel: ControllerChannel,
+                 metadata: BrokerMetadataListener) -> None:
+        self._identity = identity
+        self._channel = channel
+        self._metadata = metadata
+        self.incarnation_id = uuid.uuid4()
+        self.epoch = -1
+        self.fenced = True
+
+    def registration(self) -> BrokerRegistrationRequest:
+        ident = self._identity
+        return BrokerRegistrationRequest(
+            broker_id=BrokerId(ident.broker_id), cluster_id=ident.cluster_id,
+            incarnation_id=self.incarnation_id,
+            listeners=(Listener(name=ident.endpoint.name, host=ident.endpoint.host,
+                                port=u16(ident.endpoint.port),
+                                security_protocol=i16(PLAINTEXT)),),
+            features=(Feature(name=METADATA_VERSION_FEATURE,
+                              min_supported_version=i16(MINIMUM_METADATA_VERSION.level),
+                              max_supported_version=i16(METADATA_VERSIONS[-1].level)),),
+            rack=ident.rack, log_dirs=ident.log_dirs)
+
+    def heartbeat(self, *, want_shut_down: bool = False) -> BrokerHeartbeatRequest:
+        return BrokerHeartbeatRequest(
+            broker_id=BrokerId(self._identity.broker_id), broker_epoch=i64(self.epoch),
+            current_metadata_offset=i64(max(0, self._metadata.committed_offset)),
+            want_fence=False, want_shut_down=want_shut_down)
+
+    async def run(self) -> None:
+        """Register, then heartbeat, until cancelled."""
+        interval_s = self._identity.heartbeat_interval_ms / 1000
+        while True:
+            try:
+                if self.epoch < 0:
+                    await self._register()
+                else:
+                    await self._heartbeat()
+            except NetworkError as exc:
+                event(log, "controller_unreachable", level=logging.DEBUG, error=str(exc))
+            await asyncio.sleep(interval_s)  # the heartbeat cadence itself
+
+    async def shutdown(self) -> None:
+        """Best effort: tell the controller we leave, so leadership moves off us now."""
+        if self.epoch >= 0:
+            with contextlib.suppress(NetworkError):
+                await self._channel.send(self.heartbeat(want_shut_down=True))
+
+    async def _register(self) -> None:
+        response = await self._channel.send(self.registration())
+        if response.error_code != ErrorCode.none:
+            event(log, "registration_refused", level=logging.WARNING,
+                  error=ErrorCode(response.error_code).name)
+            return
+        self.epoch = int(response.broker_epoch)
+        event(log, "registered", broker_epoch=self.epoch,
+              incarnation_id=str(self.incarnation_id))
+
+    async def _heartbeat(self) -> None:
+        response = await self._channel.send(self.heartbeat())
+        if response.error_code in (ErrorCode.stale_broker_epoch,
+                                   ErrorCode.broker_id_not_registered):
+            event(log, "registration_lost", error=ErrorCode(response.error_code).name)
+            self.epoch = -1
+            self.fenced = True
+            return
+        if response.error_code != ErrorCode.none:
+            return
+        if response.is_fenced != self.fenced:
+            self.fenced = response.is_fenced
+            event(log, "fenced" if self.fenced else "unfenced", broker_epoch=self.epoch)

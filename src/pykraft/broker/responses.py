@@ -1,0 +1,126 @@
+"""Client answers a broker computes from its metadata image: Metadata and DescribeCluster.
+
+Bodies are built at the latest version kio ships and converted to the caller's version by
+the dispatcher (fields a version lacks, such as topic ids before Metadata v10, drop out).
+Kafka's KRaft rules: only unfenced brokers are listed (plus the answering broker itself, so
+a client bootstrapping through a broker still being unfenced sees where it is), and the
+"controller id" is a live broker: clients send admin requests there and brokers forward
+them, because controllers are not reachable by clients under KIP-590.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from kio.schema.describe_cluster.v2 import response as dc
+from kio.schema.metadata.v13 import response as md
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i32Timedelta
+
+from pykraft.image.cluster import BrokerRegistration
+from pykraft.image.image import MetadataImage
+from pykraft.image.topics import NO_LEADER, TopicImage
+from pykraft.protocol.errors import ErrorCode
+
+NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+OPERATIONS_NOT_REQUESTED = i32(-(2**31))
+BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type (KIP-919)
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def _endpoint(broker: BrokerRegistration, listener: str) -> tuple[str, int] | None:
+    found = next((e for e in broker.listeners if e.name == listener), None)
+    return None if found is None else (found.host, found.port)
+
+
+def _visible_brokers(image: MetadataImage, self_id: int, listener: str, *,
+                     include_fenced: bool = False) -> list[tuple[BrokerRegistration, str, int]]:
+    visible = []
+    for broker_id in sorted(image.cluster.brokers):
+        broker = image.cluster.brokers[broker_id]
+        shown = include_fenced or not broker.fenced or broker_id == self_id
+        endpoint = _endpoint(broker, listener)
+        if shown and endpoint is not None:
+            visible.append((broker, *endpoint))
+    return visible
+
+
+def _partitions(image: MetadataImage, topic: TopicImage) -> tuple[Any, ...]:
+    alive = {b for b, reg in image.cluster.brokers.items() if not reg.fenced}
+    rows = []
+    for index in sorted(topic.partitions):
+        part = topic.partitions[index]
+        error = ErrorCode.none if part.leader != NO_LEADER else ErrorCode.leader_not_available
+        rows.append(md.MetadataResponsePartition(
+            error_code=error, partition_index=i32(index), leader_id=BrokerId(part.leader),
+            leader_epoch=i32(part.leader_epoch),
+            replica_nodes=tuple(BrokerId(r) for r in part.replicas),
+            isr_nodes=tuple(BrokerId(r) for r in part.isr),
+            offline_replicas=tuple(BrokerId(r) for r in part.replicas if r not in alive)))
+    return tuple(rows)
+
+
+def _topic(image: MetadataImage, topic: TopicImage) -> Any:
+    return md.MetadataResponseTopic(
+        error_code=ErrorCode.none, name=TopicName(topic.name), topic_id=topic.topic_id,
+        is_internal=False, partitions=_partitions(image, topic),
+        topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
+
+
+def _missing(name: str | None, topic_id: uuid.UUID | None) -> Any:
+    return md.MetadataResponseTopic(
+        error_code=ErrorCode.unknown_topic_or_partition,
+        name=None if name is None else TopicName(name), topic_id=topic_id or ZERO_UUID,
+        is_internal=False, partitions=(), topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
+
+
+def metadata_response(image: MetadataImage, request: Any, *, version: int, self_id: int,
+                      cluster_id: str, listener: str) -> Any:
+    """Metadata (latest version) for ``request``; None topics (or v0's empty list) = all."""
+    requested = request.topics
+    everything = requested is None or (version == 0 and not requested)
+    topics_image = image.topics
+    if everything:
+        topics = tuple(_topic(image, topics_image.by_name[name])
+                       for name in sorted(topics_image.by_name))
+    else:
+        answered = []
+        for wanted in requested:
+            by_id = (topics_image.by_id.get(wanted.topic_id)
+                     if wanted.topic_id not in (None, ZERO_UUID) else None)
+            found = by_id or (topics_image.by_name.get(wanted.name)
+                              if wanted.name is not None else None)
+            answered.append(_topic(image, found) if found is not None
+                            else _missing(wanted.name, wanted.topic_id))
+        topics = tuple(answered)
+    brokers = tuple(
+        md.MetadataResponseBroker(node_id=BrokerId(b.broker_id), host=host, port=i32(port),
+                                  rack=b.rack)
+        for b, host, port in _visible_brokers(image, self_id, listener))
+    return md.MetadataResponse(throttle_time=NO_THROTTLE, brokers=brokers,
+                               cluster_id=cluster_id, controller_id=BrokerId(self_id),
+                               topics=topics, error_code=ErrorCode.none)
+
+
+def describe_cluster_response(image: MetadataImage, request: Any, *, self_id: int,
+                              cluster_id: str, listener: str) -> Any:
+    """DescribeCluster on a broker: brokers only (endpoint_type 1), fenced ones on demand."""
+    if getattr(request, "endpoint_type", BROKER_ENDPOINTS) != BROKER_ENDPOINTS:
+        return dc.DescribeClusterResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.unsupported_endpoint_type,
+            error_message="brokers describe broker endpoints only",
+            endpoint_type=i8(BROKER_ENDPOINTS), cluster_id="", controller_id=BrokerId(-1),
+            brokers=(), cluster_authorized_operations=OPERATIONS_NOT_REQUESTED)
+    include_fenced = bool(getattr(request, "include_fenced_brokers", False))
+    brokers = tuple(
+        dc.DescribeClusterBroker(broker_id=BrokerId(b.broker_id), host=host, port=i32(port),
+                                 rack=b.rack, is_fenced=b.fenced)
+        for b, host, port in _visible_brokers(image, self_id, listener,
+                                              include_fenced=include_fenced))
+    return dc.DescribeClusterResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        endpoint_type=i8(BROKER_ENDPOINTS), cluster_id=cluster_id,
+        controller_id=BrokerId(self_id), brokers=brokers,
+        cluster_authorized_operations=OPERATIONS_NOT_REQUESTED)

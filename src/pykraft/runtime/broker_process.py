@@ -1,0 +1,75 @@
+"""The broker half of a ``pykraft server`` process (``process.roles`` with ``broker``).
+
+Its metadata listener joins the node's raft listeners (alone on a broker-only node, which
+the core runs as an observer; beside the controller on a combined node, which is a voter).
+It adds the client listener and the registration/heartbeat loop, and on a graceful stop
+asks the controller for a controlled shutdown first, so leadership leaves this broker
+before it goes away rather than a session timeout later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from pykraft.broker.channel import ControllerChannel
+from pykraft.broker.dispatch import BrokerDispatcher
+from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
+from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.runtime.logs import event
+from pykraft.runtime.node import RaftNode
+from pykraft.runtime.server import ListenerServer
+from pykraft.runtime.settings import BrokerListenerSettings, NodeSettings
+
+log = logging.getLogger("pykraft.broker")
+SHUTDOWN_NOTICE_S = 2.0
+
+
+class BrokerRuntime:
+    """Create before the node (its :attr:`metadata` is a raft listener), then :meth:`bind`."""
+
+    def __init__(self, settings: NodeSettings, broker: BrokerListenerSettings) -> None:
+        self._settings = settings
+        self._broker = broker
+        self.metadata = BrokerMetadataListener()
+        self._channel: ControllerChannel | None = None
+        self._lifecycle: BrokerLifecycle | None = None
+        self._server: ListenerServer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def bind(self, node: RaftNode) -> None:
+        settings = self._settings
+        self._channel = ControllerChannel(
+            settings.node_id, settings.voters, lambda: node.core.leader_and_epoch.leader_id,
+            settings.quorum.request_timeout_ms)
+        identity = BrokerIdentity(
+            broker_id=settings.node_id, cluster_id=settings.cluster_id,
+            endpoint=self._broker.advertised, rack=self._broker.rack,
+            log_dirs=() if settings.directory_id is None else (settings.directory_id,),
+            heartbeat_interval_ms=self._broker.heartbeat_interval_ms)
+        self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata)
+        dispatcher = BrokerDispatcher(node, self.metadata, self._channel,
+                                      cluster_id=settings.cluster_id,
+                                      listener_name=self._broker.listener.name)
+        self._server = ListenerServer(dispatcher, self._broker.listener.host,
+                                      self._broker.listener.port, settings.max_frame_size)
+
+    async def start(self) -> None:
+        assert self._server is not None and self._lifecycle is not None, "bind() first"
+        await self._server.start()
+        event(log, "broker_listening", listener=str(self._broker.listener))
+        self._task = asyncio.get_running_loop().create_task(self._lifecycle.run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._lifecycle is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._lifecycle.shutdown(), SHUTDOWN_NOTICE_S)
+        if self._channel is not None:
+            self._channel.close()
+        if self._server is not None:
+            await self._server.close()

@@ -1,0 +1,66 @@
+"""Probes of a running cluster through a broker's client listener (our own client)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
+from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
+from kio.static.primitive import i8
+
+from pykraft.errors import PyKraftError
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import Listener
+from pykraft.runtime.client import ClientConnection
+from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.quorum_tool import parse_host_port
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+from process_harness import wait_for
+
+__all__ = ["broker_call", "fenced_brokers", "partition_leaders", "wait_for", "wait_for_brokers"]
+
+
+def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:
+    async def run() -> Any:
+        host, port = parse_host_port(cluster.nodes[broker_id].address)
+        conn = await asyncio.wait_for(ClientConnection.open(
+            host, port, client_id="acceptance", ours=listener_ranges(Listener.BROKER)), 5)
+        try:
+            return await asyncio.wait_for(conn.request(body), 10)
+        finally:
+            conn.close()
+    return asyncio.run(run())
+
+
+def fenced_brokers(cluster: LocalCluster, via: int) -> dict[int, bool] | None:
+    """Broker id -> fenced, as broker ``via`` describes the cluster (None if unreachable)."""
+    try:
+        answer = broker_call(cluster, via, DescribeClusterRequest(
+            include_cluster_authorized_operations=False, endpoint_type=i8(1),
+            include_fenced_brokers=True))
+    except (PyKraftError, OSError, TimeoutError):
+        return None
+    return {int(b.broker_id): bool(b.is_fenced) for b in answer.brokers}
+
+
+def wait_for_brokers(cluster: LocalCluster, count: int) -> None:
+    """Every broker sees ``count`` unfenced brokers."""
+    def probe() -> bool | None:
+        for broker_id in cluster.brokers:
+            seen = fenced_brokers(cluster, broker_id)
+            if seen is None or sum(not f for f in seen.values()) < count:
+                return None
+        return True
+    wait_for(f"{count} unfenced brokers", probe)
+
+
+def partition_leaders(cluster: LocalCluster, via: int, topic: str) -> list[int]:
+    answer = broker_call(cluster, via, MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    return [int(p.leader_id) for p in answer.topics[0].partitions]

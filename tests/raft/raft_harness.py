@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18 import response as fetch_resp
@@ -27,6 +29,7 @@ EMPTY = OffsetAndEpoch(0, 0)
 class RecordingListener:
     commits: list[RecordBatch] = field(default_factory=list)
     leaders: list[LeaderAndEpoch] = field(default_factory=list)
+    loads: list[OffsetAndEpoch] = field(default_factory=list)
 
     def handle_commit(self, batch: RecordBatch) -> None:
         self.commits.append(batch)
@@ -35,10 +38,10 @@ class RecordingListener:
         self.leaders.append(leader)
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        raise AssertionError("no snapshots yet")
+        self.loads.append(snapshot_id)
 
 
-def config(voters: set[int], **overrides: int) -> QuorumConfig:
+def config(voters: set[int], **overrides: Any) -> QuorumConfig:
     return QuorumConfig(voters=frozenset(voters), **overrides)
 
 
@@ -57,14 +60,16 @@ class Harness:
 
     def __init__(self, node_id: int = 0, voters: set[int] | None = None, *,
                  log: MemoryLog | None = None, stored: ElectionState | None = None,
-                 seed: int = 1, **overrides: int) -> None:
+                 seed: int = 1, directory_id: uuid.UUID | None = None,
+                 **overrides: Any) -> None:
         self.now = 0
         self.log = log or MemoryLog()
         self.store = MemoryQuorumStateStore(stored)
         self.listener = RecordingListener()
         self.config = config(voters if voters is not None else {0, 1, 2}, **overrides)
         self.client = RaftClient(node_id, self.config, self.log, self.store, self.listener,
-                                 rng=random.Random(seed), now_ms=self.now)
+                                 rng=random.Random(seed), now_ms=self.now,
+                                 directory_id=directory_id)
         self.requests: list[OutboundRequest] = []
         self.responses: list[OutboundResponse] = []
         self.drain()
@@ -133,10 +138,12 @@ class Harness:
         return out.response
 
     def fetch(self, source: int, epoch: int, offset: int, last_epoch: int, *,
-              hwm: int | None = None, max_wait_ms: int = 0) -> rpc.FetchResponse | None:
+              hwm: int | None = None, max_wait_ms: int = 0,
+              directory_id: uuid.UUID | None = None) -> rpc.FetchResponse | None:
         self.request(source, rpc.fetch_request(
             None, source, epoch=epoch, position=OffsetAndEpoch(offset, last_epoch),
-            high_watermark=hwm, max_wait_ms=max_wait_ms, max_bytes=1 << 20))
+            high_watermark=hwm, max_wait_ms=max_wait_ms, max_bytes=1 << 20,
+            directory_id=directory_id))
         outs = self.take_responses()
         if not outs:
             return None

@@ -35,6 +35,7 @@ from pykraft.errors import (
     RaftError,
     StorageError,
 )
+from pykraft.ids import ZERO_UUID
 from pykraft.raft import rpc
 from pykraft.raft.accumulator import BatchAccumulator
 from pykraft.raft.api import (
@@ -779,7 +780,7 @@ class RaftClient:
         """The request's voter key (id, and directory id when both sides know one) is ours."""
         if voter_id >= 0 and voter_id != self.node_id:
             return False
-        return directory_id is None or self.directory_id is None or (
+        return directory_id in (None, ZERO_UUID) or self.directory_id is None or (
             directory_id == self.directory_id)
 
     def _vote_error(self, error: ErrorCode) -> rpc.VoteResponse:
@@ -864,7 +865,7 @@ class RaftClient:
             error = ErrorCode.broker_not_available
         if error != ErrorCode.none or not isinstance(state, Leader):
             return rpc.fetch_response(error, self.state.leader_id, self.epoch)
-        replica = ReplicaKey(int(request.replica_state.replica_id), part.replica_directory_id)
+        replica = ReplicaKey.of(int(request.replica_state.replica_id), part.replica_directory_id)
         progress = state.progress
         progress.record_voter_fetch(replica, self._now)
         start = self._log.log_start_offset
@@ -1094,7 +1095,7 @@ class RaftClient:
             return rpc.fetch_snapshot_response(ErrorCode.position_out_of_range, self.node_id,
                                                self.epoch, snapshot_id=wanted, size=info.size)
         state.progress.record_voter_fetch(
-            ReplicaKey(int(request.replica_id), part.replica_directory_id), self._now)
+            ReplicaKey.of(int(request.replica_id), part.replica_directory_id), self._now)
         chunk = self._log.read_snapshot(
             wanted, position, min(int(request.max_bytes), self.config.max_fetch_bytes))
         return rpc.fetch_snapshot_response(ErrorCode.none, self.node_id, self.epoch,

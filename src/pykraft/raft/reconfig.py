@@ -94,12 +94,12 @@ def plan_add(ctx: ReconfigContext, request: rpc.AddRaftVoterRequest,
     refusal = _gate(ctx)
     if refusal is not None:
         return refusal
-    if request.voter_directory_id is None or request.voter_id < 0:
+    key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
+    if key.directory_id is None or key.id < 0:
         return Refusal(ErrorCode.invalid_request, "the new voter needs an id and a directory id")
     endpoints = _endpoints(request.listeners, ctx.listener_name)
     if isinstance(endpoints, Refusal):
         return endpoints
-    key = ReplicaKey(int(request.voter_id), request.voter_directory_id)
     added = ctx.voters.with_added(VoterNode(key, endpoints, SUPPORTED_KRAFT_VERSIONS))
     if added is None:
         return Refusal(ErrorCode.duplicate_voter, f"replica id {key.id} is already a voter")
@@ -113,7 +113,7 @@ def plan_remove(ctx: ReconfigContext, request: rpc.RemoveRaftVoterRequest) -> Vo
     refusal = _gate(ctx)
     if refusal is not None:
         return refusal
-    key = ReplicaKey(int(request.voter_id), request.voter_directory_id)
+    key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
     removed = ctx.voters.with_removed(key)
     if removed is None:
         return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
@@ -137,7 +137,7 @@ def plan_update(ctx: ReconfigContext, request: rpc.UpdateRaftVoterRequest) -> Vo
     endpoints = _endpoints(request.listeners, ctx.listener_name)
     if isinstance(endpoints, Refusal):
         return endpoints
-    key = ReplicaKey(int(request.voter_id), request.voter_directory_id)
+    key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
     updated = ctx.voters.with_updated(VoterNode(key, endpoints, supported))
     if updated is None:
         return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")

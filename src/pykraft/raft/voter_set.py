@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pykraft.errors import FatalRaftError
+from pykraft.ids import ZERO_UUID
 from pykraft.records.control import KRaftVersionFeature, Voter, VoterEndpoint, VotersRecord
 
 T = TypeVar("T")
@@ -33,6 +34,11 @@ class ReplicaKey:
 
     id: int
     directory_id: uuid.UUID | None = None
+
+    @classmethod
+    def of(cls, replica_id: int, directory_id: uuid.UUID | None) -> ReplicaKey:
+        """A key from the wire, where the zero UUID means "no directory id"."""
+        return cls(replica_id, None if directory_id == ZERO_UUID else directory_id)
 
     def __str__(self) -> str:
         return f"{self.id}" if self.directory_id is None else f"{self.id}/{self.directory_id}"
@@ -76,14 +82,14 @@ class VoterSet:
     @classmethod
     def from_record(cls, record: VotersRecord) -> VoterSet:
         return cls(
-            VoterNode(ReplicaKey(v.voter_id, v.voter_directory_id), v.endpoints,
+            VoterNode(ReplicaKey.of(v.voter_id, v.voter_directory_id), v.endpoints,
                       v.kraft_version_feature)
             for v in record.voters
         )
 
     def to_record(self) -> VotersRecord:
         return VotersRecord(0, tuple(
-            Voter(n.key.id, n.key.directory_id or uuid.UUID(int=0), n.endpoints, n.supported)
+            Voter(n.key.id, n.key.directory_id or ZERO_UUID, n.endpoints, n.supported)
             for n in self.nodes
         ))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
@@ -57,9 +58,10 @@ CONTROLLER_REQUESTS: dict[int, type] = {
 class ControllerService:
     """Drives one :class:`QuorumController` from the event loop; see the module docstring."""
 
-    def __init__(self, config: ControllerConfig, *, rng: random.Random | None = None) -> None:
+    def __init__(self, config: ControllerConfig, *, bootstrap: Sequence[object],
+                 rng: random.Random | None = None) -> None:
         self.controller = QuorumController(config, writer=self._append,
-                                           rng=rng or random.Random())
+                                           rng=rng or random.Random(), bootstrap=bootstrap)
         self._node: RaftNode | None = None
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._released: dict[int, Any] = {}

@@ -31,7 +31,7 @@ async def run_server(settings: NodeSettings) -> int:
     """Serve until a signal or a fatal error; returns the process exit code."""
     # The bench append writes raw records beside the controller's, which would break the
     # controller's offset bookkeeping (and its replay): a bench node runs the raft core alone.
-    controller = (ControllerService(settings.controller)
+    controller = (ControllerService(settings.controller, bootstrap=settings.bootstrap)
                   if settings.is_controller and not settings.bench_append else None)
     broker = None if settings.broker is None else BrokerRuntime(settings, settings.broker)
     listeners: list[RaftListener] = []

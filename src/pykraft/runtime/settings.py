@@ -13,8 +13,10 @@ from pathlib import Path
 
 from pykraft.config.server import Endpoint, ServerConfig, VoterSpec
 from pykraft.controller import ControllerConfig
+from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.errors import ConfigError, StorageError
 from pykraft.raft.config import QuorumConfig
+from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT, read_bootstrap_checkpoint
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
@@ -54,6 +56,9 @@ class NodeSettings:
     shutdown_timeout_ms: int
     controller: ControllerConfig
     roles: tuple[str, ...] = ("controller",)
+    bootstrap: tuple[object, ...] = DEFAULT_BOOTSTRAP
+    """The records ``storage format`` chose (metadata.version first): the first active
+    controller writes them to an empty log."""
     broker: BrokerListenerSettings | None = None
     """Set when ``process.roles`` includes ``broker``."""
 
@@ -117,8 +122,14 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             node_id=node_id, cluster_id=cluster_id,
             session_timeout_ms=config.get("broker.session.timeout.ms"),
             max_idle_interval_ms=config.get("metadata.max.idle.interval.ms")),
-        roles=roles, broker=broker,
+        roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
     )
+
+
+def _bootstrap_records(metadata_dir: Path) -> tuple[object, ...]:
+    if not (metadata_dir / BOOTSTRAP_CHECKPOINT).exists():
+        return DEFAULT_BOOTSTRAP
+    return tuple(record.message for record in read_bootstrap_checkpoint(metadata_dir))
 
 
 def _broker_settings(config: ServerConfig) -> BrokerListenerSettings:

@@ -25,7 +25,7 @@ from pykraft.tools.cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
-from process_harness import leader_info
+from process_harness import describe, leader_info, wait_for
 
 PROPERTIES = {"pykraft.shutdown.timeout.ms": "3000"}
 
@@ -92,3 +92,15 @@ def test_records_commit_before_the_answer_and_survive_failover(cluster: LocalClu
     # broker 100's session, so another incarnation is refused (Kafka's rule).
     answer = call(cluster, second.leader_id, registration(cluster, 100))
     assert answer.error_code == ErrorCode.duplicate_broker_registration
+
+
+def test_idle_active_controller_appends_noop_records(cluster: LocalCluster) -> None:
+    """metadata.max.idle.interval.ms (500 ms by default) on the process clock: with no
+    request at all, the high watermark keeps moving."""
+    start = leader_info(cluster).high_watermark
+
+    def grown() -> int | None:
+        info = describe(cluster)
+        return info.high_watermark if info is not None and info.high_watermark >= start + 3 \
+            else None
+    assert wait_for("three NoOpRecords committed", grown) >= start + 3

@@ -1,0 +1,129 @@
+"""Metadata and DescribeCluster computed from a broker's image, at every Metadata version."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
+from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
+from kio.static.primitive import i8
+
+from pykraft.broker.responses import describe_cluster_response, metadata_response
+from pykraft.image.image import MetadataDelta, MetadataImage
+from pykraft.protocol.codec import decode_response, encode_response
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    BrokerEndpoint,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+
+SELF = 1
+LISTENER = "PLAINTEXT"
+
+
+def image_of(fenced: dict[int, bool], topics: dict[str, list[tuple[int, ...]]]) -> MetadataImage:
+    delta = MetadataDelta(MetadataImage())
+    for broker_id, is_fenced in fenced.items():
+        delta.replay(RegisterBrokerRecord(
+            broker_id=broker_id, incarnation_id=uuid.UUID(int=broker_id), broker_epoch=10,
+            end_points=(BrokerEndpoint(name=LISTENER, host=f"h{broker_id}", port=9000 + broker_id,
+                                       security_protocol=0),),
+            fenced=is_fenced))
+    for index, (name, partitions) in enumerate(sorted(topics.items())):
+        topic_id = uuid.UUID(int=index + 1)
+        delta.replay(TopicRecord(name=name, topic_id=topic_id))
+        for partition_id, replicas in enumerate(partitions):
+            delta.replay(PartitionRecord(
+                partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=replicas,
+                leader=replicas[0] if replicas else -1, leader_epoch=0, partition_epoch=0))
+    return delta.apply()
+
+
+def round_trip(body: Any, version: int) -> Any:
+    """Encode the answer as a broker would at ``version`` and parse it as a client would."""
+    wire = convert(body, load_response_schema(3, version))
+    return decode_response(3, version, encode_response(7, 3, version, wire)).body
+
+
+def metadata(image: MetadataImage, names: list[str] | None, version: int = 13) -> Any:
+    request = MetadataRequest(
+        topics=None if names is None else tuple(
+            MetadataRequestTopic(topic_id=None, name=TopicName(n)) for n in names),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    wire_request = convert(request, load_request_schema(3, version))
+    return metadata_response(image, wire_request, version=version, self_id=SELF,
+                             cluster_id="cid", listener=LISTENER)
+
+
+def test_lists_unfenced_brokers_and_itself_with_a_live_controller_id() -> None:
+    image = image_of({1: True, 2: False, 3: True}, {})
+    answer = metadata(image, None)
+    assert [b.node_id for b in answer.brokers] == [1, 2]  # 3 is fenced, 1 is us
+    assert answer.controller_id == SELF
+    assert answer.cluster_id == "cid"
+
+
+def test_requested_topics_found_and_missing() -> None:
+    image = image_of({1: False, 2: True}, {"a": [(1, 2), (2, 1)]})
+    answer = metadata(image, ["a", "nope"])
+    found, missing = answer.topics
+    assert found.error_code == ErrorCode.none
+    assert [p.leader_id for p in found.partitions] == [1, 2]
+    assert [p.offline_replicas for p in found.partitions] == [(2,), (2,)]
+    assert missing.error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_v0_empty_topic_list_means_all_topics() -> None:
+    image = image_of({1: False}, {"a": [(1,)], "b": [(1,)]})
+    assert [t.name for t in metadata(image, [], version=0).topics] == ["a", "b"]
+    assert [t.name for t in metadata(image, [], version=1).topics] == []
+
+
+def test_partition_without_leader_reports_leader_not_available() -> None:
+    image = image_of({1: False}, {"a": [()]})
+    assert metadata(image, ["a"]).topics[0].partitions[0].error_code == (
+        ErrorCode.leader_not_available)
+
+
+def test_describe_cluster_brokers_only_and_fenced_on_request() -> None:
+    image = image_of({1: False, 2: True}, {})
+
+    def ask(endpoint_type: int, include_fenced: bool) -> Any:
+        return describe_cluster_response(image, DescribeClusterRequest(
+            include_cluster_authorized_operations=False, endpoint_type=i8(endpoint_type),
+            include_fenced_brokers=include_fenced), self_id=SELF, cluster_id="cid",
+            listener=LISTENER)
+    assert [b.broker_id for b in ask(1, False).brokers] == [1]
+    both = ask(1, True).brokers
+    assert [(b.broker_id, b.is_fenced) for b in both] == [(1, False), (2, True)]
+    assert ask(2, False).error_code == ErrorCode.unsupported_endpoint_type
+
+
+brokers = st.dictionaries(st.integers(1, 6), st.booleans(), min_size=1, max_size=4)
+topics = st.dictionaries(
+    st.text("abcxyz-._", min_size=1, max_size=8),
+    st.lists(st.lists(st.integers(1, 6), max_size=3, unique=True).map(tuple), max_size=4),
+    max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(brokers, topics, st.integers(0, 13))
+def test_every_version_encodes_what_the_image_holds(
+    fenced: dict[int, bool], layout: dict[str, list[tuple[int, ...]]], version: int,
+) -> None:
+    image = image_of(fenced, layout)
+    parsed = round_trip(metadata(image, None, version), version)
+    assert {t.name: len(t.partitions) for t in parsed.topics} == {
+        name: len(parts) for name, parts in layout.items()}
+    shown = {b.node_id for b in parsed.brokers}
+    assert shown == {b for b, f in fenced.items() if not f or b == SELF}
+    if version >= 10:
+        assert all(t.topic_id == image.topics.by_name[t.name].topic_id for t in parsed.topics)

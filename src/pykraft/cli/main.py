@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from pykraft.cli.analyze import analyze
 from pykraft.cli.cluster import cluster_app
 from pykraft.cli.dump_log import dump_log
 from pykraft.cli.metadata_shell import metadata_shell
@@ -37,6 +38,7 @@ def version() -> None:
 app.command("dump-log")(dump_log)
 app.command("server")(server)
 app.command("metadata-shell")(metadata_shell)
+app.command("analyze")(analyze)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

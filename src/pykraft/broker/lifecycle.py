@@ -57,6 +57,7 @@ class BrokerLifecycle:
         self.incarnation_id = uuid.uuid4()
         self.epoch = -1
         self.fenced = True
+        self.first_unfenced = asyncio.Event()
 
     def registration(self) -> BrokerRegistrationRequest:
         ident = self._identity
@@ -119,3 +120,5 @@ class BrokerLifecycle:
         if response.is_fenced != self.fenced:
             self.fenced = response.is_fenced
             event(log, "fenced" if self.fenced else "unfenced", broker_epoch=self.epoch)
+        if not self.fenced:
+            self.first_unfenced.set()

@@ -2,9 +2,11 @@
 
 Its metadata listener joins the node's raft listeners (alone on a broker-only node, which
 the core runs as an observer; beside the controller on a combined node, which is a voter).
-It adds the client listener and the registration/heartbeat loop, and on a graceful stop
-asks the controller for a controlled shutdown first, so leadership leaves this broker
-before it goes away rather than a session timeout later.
+It adds the registration/heartbeat loop and the client listener, which (as in Kafka's
+BrokerServer) only opens once the controller first unfenced this broker: before that its
+image may not even hold its own registration, and clients should keep trying the other
+brokers. On a graceful stop it asks the controller for a controlled shutdown first, so
+leadership leaves this broker before it goes away rather than a session timeout later.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ class BrokerRuntime:
         self._channel: ControllerChannel | None = None
         self._lifecycle: BrokerLifecycle | None = None
         self._server: ListenerServer | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self.failed = asyncio.Event()
+        """Set when the client listener cannot be opened (e.g. its port is taken)."""
 
     def bind(self, node: RaftNode) -> None:
         settings = self._settings
@@ -55,17 +59,30 @@ class BrokerRuntime:
         self._server = ListenerServer(dispatcher, self._broker.listener.host,
                                       self._broker.listener.port, settings.max_frame_size)
 
-    async def start(self) -> None:
-        assert self._server is not None and self._lifecycle is not None, "bind() first"
-        await self._server.start()
+    def start(self) -> None:
+        """Start registering; the client listener follows the first unfencing."""
+        assert self._lifecycle is not None, "bind() first"
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._lifecycle.run()),
+                       loop.create_task(self._listen_once_unfenced())]
+
+    async def _listen_once_unfenced(self) -> None:
+        assert self._server is not None and self._lifecycle is not None
+        await self._lifecycle.first_unfenced.wait()
+        try:
+            await self._server.start()
+        except OSError as exc:
+            event(log, "listener_failed", level=logging.ERROR, listener=str(self._broker.listener),
+                  error=str(exc))
+            self.failed.set()
+            return
         event(log, "broker_listening", listener=str(self._broker.listener))
-        self._task = asyncio.get_running_loop().create_task(self._lifecycle.run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         if self._lifecycle is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._lifecycle.shutdown(), SHUTDOWN_NOTICE_S)

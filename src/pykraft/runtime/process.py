@@ -49,7 +49,7 @@ async def run_server(settings: NodeSettings) -> int:
         await server.start()
     if broker is not None:
         broker.bind(node)
-        await broker.start()
+        broker.start()
     if settings.metrics_address is not None:
         host, port = settings.metrics_address
         serve_metrics(node.metrics, host, port)
@@ -59,11 +59,12 @@ async def run_server(settings: NodeSettings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _on_signal, stop, signum)
     node.start()
-    stop_wait = asyncio.create_task(stop.wait())
-    fatal_wait = asyncio.create_task(node.stopped.wait())
-    await asyncio.wait({stop_wait, fatal_wait}, return_when=asyncio.FIRST_COMPLETED)
-    stop_wait.cancel()
-    fatal_wait.cancel()
+    waits = {asyncio.create_task(stop.wait()), asyncio.create_task(node.stopped.wait())}
+    if broker is not None:
+        waits.add(asyncio.create_task(broker.failed.wait()))
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits:
+        wait.cancel()
     if broker is not None:
         await broker.stop()
     await node.shutdown()
@@ -71,7 +72,7 @@ async def run_server(settings: NodeSettings) -> int:
         controller.close()
     if server is not None:
         await server.close()
-    return node.exit_code
+    return 1 if broker is not None and broker.failed.is_set() else node.exit_code
 
 
 def _on_signal(stop: asyncio.Event, signum: int) -> None:

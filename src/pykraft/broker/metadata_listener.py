@@ -8,11 +8,60 @@ the image a client sees never holds a record that could still be lost.
 
 from __future__ import annotations
 
-from pykraft.image.image import MetadataImage
+from collections.abc import Callable, Iterable
+
+from pykraft.errors import CorruptRecordError
+from pykraft.image.image import MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
+
+SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
+"""The raft core's ``read_snapshot``: a frozen snapshot's batches."""
+
+
+def image_from_snapshot(batches: Iterable[RecordBatch],
+                        snapshot_id: OffsetAndEpoch) -> MetadataImage:
+    """The image a snapshot holds; its provenance is the snapshot id (end offset - 1)."""
+    loader = ImageLoader()
+    last_timestamp = -1
+    for batch in batches:
+        if not batch.is_control:  # header and footer control batches carry no metadata
+            loader.load_batch(batch)
+            last_timestamp = max(last_timestamp, batch.header.max_timestamp)
+    if loader.in_transaction:
+        raise CorruptRecordError(f"snapshot {snapshot_id} ends inside a metadata transaction")
+    return loader.finish(Provenance(snapshot_id.offset - 1, snapshot_id.epoch, last_timestamp))
+
+
+class SnapshotLoader:
+    """Turns the core's ``handle_load_snapshot`` into an image for ``on_image``.
+
+    The core may announce a snapshot from its constructor (its first poll, when the log
+    starts above the listener's offset), before the driver holds the core to read it with:
+    the announcement then waits for :meth:`attach`. No batch can follow it before that,
+    because the high watermark is unknown until a leader answers a fetch.
+    """
+
+    def __init__(self, on_image: Callable[[MetadataImage], None]) -> None:
+        self._on_image = on_image
+        self._reader: SnapshotReader | None = None
+        self._pending: OffsetAndEpoch | None = None
+
+    def attach(self, reader: SnapshotReader) -> None:
+        self._reader = reader
+        self._load_pending()
+
+    def announce(self, snapshot_id: OffsetAndEpoch) -> None:
+        self._pending = snapshot_id
+        self._load_pending()
+
+    def _load_pending(self) -> None:
+        if self._reader is None or self._pending is None:
+            return
+        snapshot_id, self._pending = self._pending, None
+        self._on_image(image_from_snapshot(self._reader(snapshot_id), snapshot_id))
 
 
 class BrokerMetadataListener:
@@ -20,7 +69,12 @@ class BrokerMetadataListener:
 
     def __init__(self) -> None:
         self._loader = ImageLoader()
+        self.snapshots = SnapshotLoader(self._restart_from)
+        """Call ``snapshots.attach(core.read_snapshot)`` once the core exists."""
         self.leader = LeaderAndEpoch(None, -1)
+
+    def _restart_from(self, image: MetadataImage) -> None:
+        self._loader = ImageLoader(image)
 
     @property
     def image(self) -> MetadataImage:
@@ -38,4 +92,6 @@ class BrokerMetadataListener:
         self.leader = leader
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        """Snapshot loading reaches brokers once the disk log stores snapshots (issue 4)."""
+        """The log below ``snapshot_id`` is gone (cleaned, or a snapshot was fetched): the
+        image restarts from the snapshot, and batches after it follow as usual."""
+        self.snapshots.announce(snapshot_id)

@@ -44,6 +44,7 @@ class BrokerRuntime:
 
     def bind(self, node: RaftNode) -> None:
         settings = self._settings
+        self.metadata.snapshots.attach(node.core.read_snapshot)
         self._channel = ControllerChannel(
             settings.node_id, settings.voters, lambda: node.core.leader_and_epoch.leader_id,
             settings.quorum.request_timeout_ms)

@@ -30,6 +30,7 @@ from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConf
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
+from pykraft.broker.metadata_listener import SnapshotLoader
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import error_response
 from pykraft.protocol.apis import ApiKey
@@ -63,6 +64,7 @@ class ControllerService:
         self.controller = QuorumController(config, writer=self._append,
                                            rng=rng or random.Random(), bootstrap=bootstrap)
         self._node: RaftNode | None = None
+        self._snapshots = SnapshotLoader(self.controller.load_image)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._released: dict[int, Any] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -71,6 +73,7 @@ class ControllerService:
     def attach(self, node: RaftNode) -> None:
         """Bind to the node whose core this service listens to (it is built first)."""
         self._node = node
+        self._snapshots.attach(node.core.read_snapshot)
 
     def close(self) -> None:
         if self._timer is not None:
@@ -106,7 +109,9 @@ class ControllerService:
         self._defer_follow_up()
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        self.controller.handle_load_snapshot(snapshot_id)
+        """Only a fresh controller can start from a snapshot (QuorumController.load_image);
+        a running one that falls behind the log start stops with a ControllerError."""
+        self._snapshots.announce(snapshot_id)
 
     # -- internals ------------------------------------------------------------------------
 

@@ -1,0 +1,53 @@
+"""The broker's image: committed batches replayed in order, snapshots announced by the core
+(possibly before the core can be read) replacing it."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from pykraft.broker.metadata_listener import BrokerMetadataListener, image_from_snapshot
+from pykraft.errors import CorruptRecordError
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
+from pykraft.records.metadata import (
+    BeginTransactionRecord,
+    TopicRecord,
+    encode_metadata_record,
+)
+
+
+def batch_of(base_offset: int, records: list[object], epoch: int = 3) -> RecordBatch:
+    values = [encode_metadata_record(r) for r in records]
+    data = encode_batch(base_offset, [(None, v) for v in values], partition_leader_epoch=epoch,
+                        timestamp=1000)
+    return next(iter(iter_batches(data)))
+
+
+def test_snapshot_announced_before_attach_loads_on_attach_then_batches_follow() -> None:
+    snapshot = [batch_of(0, [TopicRecord(name="a", topic_id=uuid.UUID(int=1))])]
+    listener = BrokerMetadataListener()
+    listener.handle_load_snapshot(OffsetAndEpoch(50, 3))
+    assert listener.image.topics.by_name == {}
+    listener.snapshots.attach(lambda sid: snapshot if sid == OffsetAndEpoch(50, 3) else [])
+    assert set(listener.image.topics.by_name) == {"a"}
+    assert listener.committed_offset == 49
+    listener.handle_commit(batch_of(50, [TopicRecord(name="b", topic_id=uuid.UUID(int=2))]))
+    assert set(listener.image.topics.by_name) == {"a", "b"}
+    assert listener.committed_offset == 50
+
+
+def test_snapshot_replaces_what_was_replayed_before() -> None:
+    listener = BrokerMetadataListener()
+    listener.snapshots.attach(
+        lambda sid: [batch_of(0, [TopicRecord(name="x", topic_id=uuid.UUID(int=1))])])
+    listener.handle_commit(batch_of(0, [TopicRecord(name="old", topic_id=uuid.UUID(int=9))]))
+    listener.handle_load_snapshot(OffsetAndEpoch(10, 1))
+    assert set(listener.image.topics.by_name) == {"x"}
+
+
+def test_snapshot_ending_inside_a_transaction_is_corrupt() -> None:
+    with pytest.raises(CorruptRecordError, match="inside a metadata transaction"):
+        image_from_snapshot([batch_of(0, [BeginTransactionRecord(name="t")])],
+                            OffsetAndEpoch(1, 1))

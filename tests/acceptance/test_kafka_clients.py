@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from broker_harness import wait_for
+from broker_harness import broker_call, wait_for
 
 from pykraft.tools.cluster import LocalCluster
 
@@ -123,3 +123,17 @@ def test_aiokafka_admin_lists_topics(cluster: LocalCluster) -> None:
         finally:
             await admin.close()
     assert "aio-topic" in asyncio.run(run())
+
+
+def test_every_broker_advertises_the_same_api_versions(cluster: LocalCluster) -> None:
+    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+
+    def advertised(broker_id: int) -> dict[int, tuple[int, int]]:
+        answer = broker_call(cluster, broker_id, ApiVersionsRequest(
+            client_software_name="acceptance", client_software_version="1"))
+        return {int(k.api_key): (int(k.min_version), int(k.max_version))
+                for k in answer.api_keys}
+    seen = [advertised(b) for b in cluster.brokers]
+    assert all(ranges == seen[0] for ranges in seen)
+    assert seen[0][3] == (0, 13)  # Metadata v0-13
+    assert 52 not in seen[0]  # Vote is a controller-only RPC

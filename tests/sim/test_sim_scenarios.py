@@ -14,6 +14,9 @@ from pykraft.sim.runner import RunResult, sweep
 from pykraft.sim.scenarios import SCENARIOS
 
 SEEDS = int(os.environ.get("PYKRAFT_SIM_SEEDS", "100"))
+# The whole sweep runs in the module fixture, inside the first test's time limit: give it room
+# beyond the suite's 300 s default (every run is itself bounded in events and simulated time).
+pytestmark = pytest.mark.timeout(2400)
 WORKERS = int(os.environ.get("PYKRAFT_SIM_WORKERS", "2"))
 
 

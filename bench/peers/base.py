@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from abc import ABC, abstractmethod
@@ -86,18 +85,6 @@ class System(ABC):
     async def caught_up(self, node: int) -> bool:
         """Whether a restarted ``node`` is back in the quorum, able to vote and replicate
         (the next leader kill must not find a cluster of one)."""
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now (held open together so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 @dataclass

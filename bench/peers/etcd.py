@@ -18,7 +18,8 @@ from typing import Any
 
 import aiohttp
 
-from peers.base import HOST, BenchError, ProcessGroup, System, Writer, free_ports, until
+from peers.base import HOST, BenchError, ProcessGroup, System, Writer, until
+from pykraft.tools.cluster import free_ports
 
 PROBE_TIMEOUT_S = 3.0
 

@@ -13,10 +13,11 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from peers.base import HOST, BenchError, ProcessGroup, System, Writer, free_ports, until
+from peers.base import HOST, BenchError, ProcessGroup, System, Writer, until
 from peers.pykraft_sut import BenchAppendWriter
 from pykraft.errors import PyKraftError
 from pykraft.runtime.bench_api import BenchClient
+from pykraft.tools.cluster import free_ports
 
 NODE_SCRIPT = Path(__file__).with_name("pysyncobj_node.py")
 PROBE_TIMEOUT_S = 3.0

@@ -50,3 +50,15 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
         load_properties(tmp_path / "missing.properties")
     with pytest.raises(ConfigError, match="uxxxx"):
         parse_properties("k=\\u12")
+
+
+def test_quorum_config_reads_auto_join() -> None:
+    from pykraft.errors import ConfigError
+    from pykraft.raft.config import QuorumConfig
+
+    voters = {"controller.quorum.voters": "1@h:1"}
+    assert QuorumConfig.from_properties(voters).auto_join is False
+    on = QuorumConfig.from_properties({**voters, "controller.quorum.auto.join.enable": "true"})
+    assert on.auto_join is True
+    with pytest.raises(ConfigError, match=r"auto\.join\.enable"):
+        QuorumConfig.from_properties({**voters, "controller.quorum.auto.join.enable": "yes"})

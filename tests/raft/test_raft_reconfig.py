@@ -171,3 +171,12 @@ def test_vote_for_another_directory_of_me_is_an_invalid_voter_key() -> None:
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.VoteResponse)
     assert out.response.topics[0].partitions[0].error_code == ErrorCode.invalid_voter_key
+
+
+def test_endpoint_of_names_voters_and_a_replica_being_added() -> None:
+    h = dynamic_leader()
+    assert h.client.endpoint_of(0) == VoterEndpoint("CONTROLLER", "localhost", 9093)
+    assert h.client.endpoint_of(5) is None
+    catch_up(h, 5)
+    assert ask(h, add(5, listeners=[("CONTROLLER", "node-5", 9095)])) is None  # waits
+    assert h.client.endpoint_of(5) == VoterEndpoint("CONTROLLER", "node-5", 9095)

@@ -722,6 +722,23 @@ class RaftClient:
         if candidates and len(candidates) == len(targets):  # one attempt per retry backoff
             self._send(self._rng.choice(candidates), self._fetch_request(self.epoch, None))
 
+    def endpoint_of(self, destination: int) -> VoterEndpoint | None:
+        """Where the driver sends a request for ``destination`` (a replica id) on the
+        controller listener: a replica being added (its AddRaftVoter listeners), else the
+        newest voter set naming it, else None (bootstrap servers are the driver's own map)."""
+        pending = self._pending_change
+        if (pending is not None and isinstance(pending.request, rpc.AddRaftVoterRequest)
+                and int(pending.request.voter_id) == destination):
+            for item in pending.request.listeners:
+                if item.name == self.config.listener_name:
+                    return VoterEndpoint(item.name, item.host, int(item.port))
+        for voters in self._control.voter_sets_newest_first():
+            node = voters.node(destination)
+            endpoint = None if node is None else node.endpoint(self.config.listener_name)
+            if endpoint is not None:
+                return endpoint
+        return None
+
     def _directory_of(self, voter: int) -> uuid.UUID | None:
         node = self.voters.node(voter)
         return None if node is None else node.key.directory_id

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pykraft.errors import ConfigError
+from pykraft.records.control import VoterEndpoint
 
 MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
 MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
@@ -43,6 +44,9 @@ class QuorumConfig:
     ``listener_name`` listener; it is empty for a dynamic quorum, whose voters come from the
     log and its snapshots. ``bootstrap_servers`` are opaque destinations (the driver maps
     them to addresses) an observer asks to find the leader, in place of the voters.
+    ``local_listeners`` are this controller's own endpoints: a voter whose entry in the voter
+    set differs sends UpdateRaftVoter with them, and an observer with ``auto_join`` (Kafka's
+    ``controller.quorum.auto.join.enable``) asks the leader to add it as a voter.
     """
 
     voters: frozenset[int] = frozenset()
@@ -61,6 +65,8 @@ class QuorumConfig:
     election_backoff_base_ms: int = RETRY_BACKOFF_BASE_MS
     snapshot_retention_bytes: int = -1
     snapshot_retention_ms: int = 604_800_000
+    local_listeners: tuple[VoterEndpoint, ...] = ()
+    auto_join: bool = False
 
     def __post_init__(self) -> None:
         if not self.voters and not self.bootstrap_servers:
@@ -71,7 +77,7 @@ class QuorumConfig:
         for item in fields(self):
             value = getattr(self, item.name)
             floor = -1 if item.name in _UNLIMITED_ALLOWED else 0
-            if isinstance(value, int) and value < floor:
+            if isinstance(value, int) and not isinstance(value, bool) and value < floor:
                 raise ConfigError(f"{_key_of(item.name)} must not be negative, got {value}")
         for name in ("election_timeout_ms", "fetch_timeout_ms", "request_timeout_ms"):
             if getattr(self, name) == 0:
@@ -100,8 +106,13 @@ class QuorumConfig:
                     values[name] = int(props[key].strip())
                 except ValueError:
                     raise ConfigError(f"{key}: expected an integer, got {props[key]!r}") from None
+        auto_join = props.get("controller.quorum.auto.join.enable", "false").strip().lower()
+        if auto_join not in ("true", "false"):
+            raise ConfigError("controller.quorum.auto.join.enable: expected true or false, "
+                              f"got {props['controller.quorum.auto.join.enable']!r}")
         return cls(voters=voters, voter_endpoints=tuple(endpoints),
-                   listener_name=listener.strip() or DEFAULT_LISTENER_NAME, **values)
+                   listener_name=listener.strip() or DEFAULT_LISTENER_NAME,
+                   auto_join=auto_join == "true", **values)
 
 
 def parse_voters(text: str) -> list[tuple[int, str, int]]:

@@ -47,6 +47,11 @@ class ControlRecordState:
         last = self.voters.last_entry()
         return None if last is None or last[0] < 0 else last[0]
 
+    def voter_sets_newest_first(self) -> list[VoterSet]:
+        """Every voter set still known (the static one last): where to find a replica."""
+        history = [voters for _offset, voters in self.voters.entries_after(_BEFORE_LOG - 1)]
+        return [*reversed(history), self._static]
+
     def voter_set_at(self, offset: int) -> VoterSet:
         found = self.voters.value_at_or_before(offset)
         return self._static if found is None else found

@@ -8,6 +8,7 @@ from kio.schema.vote.v2 import request as vote_req
 from raft_harness import Harness, data_batches, vote_partition
 
 from pykraft.raft import rpc
+from pykraft.raft.api import OutboundRequest
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.quorum_store import ElectionState
@@ -282,3 +283,29 @@ def test_candidate_that_learns_the_leader_keeps_its_vote_on_disk() -> None:
     h.request(2, rpc.begin_quorum_request(None, 0, 2, 1))
     assert isinstance(h.state(), Follower)
     assert h.store.read() == ElectionState(1, leader_id=2, voted_id=0)
+
+
+def follower_fetching_from(leader: int) -> tuple[Harness, OutboundRequest]:
+    """Node 0 follows ``leader`` in epoch 1 and has a Fetch to it in flight."""
+    h = Harness(0, {0, 1, 2})
+    h.request(leader, rpc.begin_quorum_request(None, 0, leader, 1))
+    h.take_responses()
+    (fetch,) = h.take_requests(rpc.FetchRequest)
+    return h, fetch
+
+
+def test_a_lost_fetch_alone_does_not_start_an_election() -> None:
+    h, fetch = follower_fetching_from(1)
+    h.client.handle_send_failure(h.now, fetch.destination, fetch.correlation_id)
+    h.drain()
+    assert isinstance(h.state(), Follower)
+
+
+def test_an_unreachable_leader_starts_a_pre_vote_at_once() -> None:
+    h, fetch = follower_fetching_from(1)
+    h.client.handle_send_failure(h.now, fetch.destination, fetch.correlation_id,
+                                 unreachable=True)
+    h.drain()
+    assert isinstance(h.state(), Prospective)
+    votes = h.take_votes()
+    assert votes and all(part.pre_vote for _dst, part in votes)

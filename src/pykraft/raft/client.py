@@ -248,7 +248,8 @@ class RaftClient:
             self._retry_at[source] = now_ms + self.config.retry_backoff_ms
         self._poll()
 
-    def handle_send_failure(self, now_ms: int, destination: int, correlation_id: int) -> None:
+    def handle_send_failure(self, now_ms: int, destination: int, correlation_id: int, *,
+                            unreachable: bool = False) -> None:
         """The request could not be delivered or timed out: back off, then retry.
 
         A voter whose fetch from the leader fails this way, and that has not heard from the
@@ -256,7 +257,9 @@ class RaftClient:
         Prospective at once. Pre-vote keeps this safe: the voters that still hear from the
         leader refuse, and it goes back to following. (Acting on the first failure would let
         one lost message on a lossy link start an election that voters cut off from the
-        leader would support, as in KIP-996's ping-pong topology.)
+        leader would support, as in KIP-996's ping-pong topology.) ``unreachable`` says the
+        driver knows the leader is gone (connection refused: nothing listens there), which
+        starts the pre-vote at once: a dead process cannot be a lossy link.
         """
         self._advance(now_ms)
         in_flight = self._in_flight.get(destination)
@@ -267,7 +270,7 @@ class RaftClient:
             if (isinstance(state, Follower) and destination == state.leader_id and self.is_voter
                     and isinstance(in_flight.request,
                                    rpc.FetchRequest | rpc.FetchSnapshotRequest)
-                    and self._leader_silent_for_half_fetch_timeout(state)):
+                    and (unreachable or self._leader_silent_for_half_fetch_timeout(state))):
                 self._become_prospective()
         self._poll()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.schema.vote.v2 import request as vote_req
@@ -309,3 +311,24 @@ def test_an_unreachable_leader_starts_a_pre_vote_at_once() -> None:
     assert isinstance(h.state(), Prospective)
     votes = h.take_votes()
     assert votes and all(part.pre_vote for _dst, part in votes)
+
+
+def vote_from(h: Harness, candidate: int, directory: uuid.UUID, epoch: int) -> bool:
+    h.request(candidate, rpc.vote_request(
+        None, 0, epoch=epoch, local_id=candidate, last=OffsetAndEpoch(0, 0), pre_vote=False,
+        local_directory_id=directory))
+    (out,) = h.take_responses()
+    assert isinstance(out.response, rpc.VoteResponse)
+    return bool(vote_partition(out.response).vote_granted)
+
+
+def test_the_vote_is_for_a_replica_key_and_survives_a_restart() -> None:
+    first, second = uuid.UUID(int=11), uuid.UUID(int=12)
+    h = Harness(0, {0, 1, 2})
+    assert vote_from(h, 1, first, epoch=3)
+    assert h.store.read() == ElectionState(3, None, 1, first)
+    # a replica 1 with another directory (its disk was replaced) is not the one voted for
+    assert not vote_from(h, 1, second, epoch=3)
+    restarted = Harness(0, {0, 1, 2}, stored=h.store.read())
+    assert not vote_from(restarted, 1, second, epoch=3)
+    assert vote_from(restarted, 1, first, epoch=3)

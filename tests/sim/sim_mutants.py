@@ -9,6 +9,7 @@ from pykraft.raft.leader import LeaderProgress
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.reconfig import ReconfigContext
 from pykraft.raft.states import Prospective, Unattached
+from pykraft.raft.voter_set import ReplicaKey
 
 
 class _LeaderProgressWithoutMajority(LeaderProgress):
@@ -29,10 +30,10 @@ class HighWatermarkWithoutMajority(RaftClient):
 class GrantsTwoVotesPerEpoch(RaftClient):
     """An unattached voter grants every up-to-date candidate, even after voting."""
 
-    def _can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+    def _can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
         if isinstance(self.state, Unattached | Prospective):
             return up_to_date
-        return super()._can_grant_vote(candidate_id, up_to_date, pre_vote)
+        return super()._can_grant_vote(candidate, up_to_date, pre_vote)
 
 
 class SkipsTruncation(RaftClient):

@@ -87,7 +87,7 @@ from pykraft.raft.states import (
     State,
     Unattached,
     election_state,
-    voted_id_of,
+    voted_key_of,
 )
 from pykraft.raft.voter_set import ReplicaKey, VoterSet
 from pykraft.records.batch import RecordBatch, iter_batches
@@ -403,8 +403,8 @@ class RaftClient:
                               epoch_start_offset=epoch_start_offset, now_ms=self._now,
                               config=self.config)
 
-    def _can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
-        return self.state.can_grant_vote(candidate_id, up_to_date, pre_vote)
+    def _can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
+        return self.state.can_grant_vote(candidate, up_to_date, pre_vote)
 
     def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
         offset = truncation_offset(self._log, diverging)
@@ -434,6 +434,8 @@ class RaftClient:
         stored = self._persisted or ElectionState(0)
         deadline = self._election_deadline()
         log_epoch = self._log.last_fetched_epoch
+        stored_vote = (None if stored.voted_id is None
+                       else ReplicaKey(stored.voted_id, stored.voted_directory_id))
         if stored.epoch < log_epoch:
             return Unattached(log_epoch, None, deadline)
         if stored.leader_id == self.node_id:
@@ -443,12 +445,12 @@ class RaftClient:
             election = EpochElection(self.voters, granted={self.node_id})
             return Candidate(stored.epoch, election, deadline, retries=1)
         if stored.leader_id is not None:
-            return Follower(stored.epoch, stored.leader_id, stored.voted_id,
+            return Follower(stored.epoch, stored.leader_id, stored_vote,
                             self._now + self.config.fetch_timeout_ms)
-        return Unattached(stored.epoch, stored.voted_id, deadline)
+        return Unattached(stored.epoch, stored_vote, deadline)
 
     def _persist(self) -> None:
-        current = election_state(self.state, self.node_id)
+        current = election_state(self.state, self.local_key)
         if current != self._persisted:
             self._store.write(current)
             self._persisted = current
@@ -468,9 +470,9 @@ class RaftClient:
     def _election_deadline(self) -> int:
         return self._now + random_election_timeout(self._rng, self.config.election_timeout_ms)
 
-    def _vote_kept_in(self, epoch: int) -> int | None:
+    def _vote_kept_in(self, epoch: int) -> ReplicaKey | None:
         """A vote binds for its whole epoch, whatever state the replica moves to in it."""
-        return voted_id_of(self.state, self.node_id) if epoch == self.epoch else None
+        return voted_key_of(self.state, self.local_key) if epoch == self.epoch else None
 
     def _become_unattached(self, epoch: int) -> None:
         self._set_state(Unattached(epoch, self._vote_kept_in(epoch), self._election_deadline()))
@@ -508,7 +510,7 @@ class RaftClient:
                           and self._control.last_voter_set_offset is None),
         ))
         progress = self._new_leader_progress(start)
-        self._set_state(Leader(state.epoch, self.node_id, self.node_id, progress))
+        self._set_state(Leader(state.epoch, self.node_id, self.local_key, progress))
         self._accumulator = BatchAccumulator(
             state.epoch, self._log.log_end_offset, self.config.append_linger_ms,
             self.config.max_batch_size_bytes,
@@ -786,13 +788,15 @@ class RaftClient:
             return self._vote_error(ErrorCode.invalid_voter_key)
         local = OffsetAndEpoch(self._log.log_end_offset, self._log.last_fetched_epoch)
         up_to_date = is_log_up_to_date(OffsetAndEpoch(last_offset, last_epoch), local)
-        granted = self._can_grant_vote(candidate, up_to_date, part.pre_vote)
+        candidate_key = ReplicaKey.of(candidate, part.replica_directory_id)
+        granted = self._can_grant_vote(candidate_key, up_to_date, part.pre_vote)
         if granted and not part.pre_vote:
             state = self.state
             if isinstance(state, Unattached):
-                self._set_state(Unattached(state.epoch, candidate, self._election_deadline()))
+                self._set_state(Unattached(state.epoch, candidate_key,
+                                           self._election_deadline()))
             elif isinstance(state, Prospective):
-                state.voted_id = candidate
+                state.voted = candidate_key
                 self._persist()
         return rpc.vote_response(ErrorCode.none, self.state.leader_id, self.epoch, granted)
 

@@ -1,8 +1,9 @@
 """The six replica states of KRaft and what each one remembers.
 
 Every state knows its epoch, the leader it knows of and its vote, which is exactly what
-gets persisted (:meth:`election_state`). Timers are absolute deadlines in the caller's
-milliseconds.
+gets persisted (:meth:`election_state`). A vote is for a replica key (id and directory id,
+KIP-853): a replica that lost its disk comes back with a new directory id and must not inherit
+the vote of its former self. Timers are absolute deadlines in the caller's milliseconds.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pykraft.raft.election import EpochElection
 from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.voter_set import ReplicaKey
 
 if TYPE_CHECKING:
     from pykraft.raft.leader import LeaderProgress
@@ -23,7 +25,7 @@ class Unattached:
     """Epoch known, no leader yet; maybe voted. Observers look for the leader from here."""
 
     epoch: int
-    voted_id: int | None
+    voted: ReplicaKey | None
     election_deadline_ms: int
     name = "Unattached"
 
@@ -32,8 +34,12 @@ class Unattached:
         """The core routes by replica id, so a known leader always means Follower."""
         return None
 
-    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
-        return _unattached_grant(None, self.voted_id, candidate_id, up_to_date, pre_vote)
+    @property
+    def voted_id(self) -> int | None:
+        return None if self.voted is None else self.voted.id
+
+    def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
+        return _unattached_grant(None, self.voted, candidate, up_to_date, pre_vote)
 
 
 @dataclass(slots=True)
@@ -42,14 +48,18 @@ class Prospective:
 
     epoch: int
     leader_id: int | None
-    voted_id: int | None
+    voted: ReplicaKey | None
     election: EpochElection
     election_deadline_ms: int
     retries: int
     name = "Prospective"
 
-    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
-        return _unattached_grant(self.leader_id, self.voted_id, candidate_id, up_to_date, pre_vote)
+    @property
+    def voted_id(self) -> int | None:
+        return None if self.voted is None else self.voted.id
+
+    def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
+        return _unattached_grant(self.leader_id, self.voted, candidate, up_to_date, pre_vote)
 
 
 @dataclass(slots=True)
@@ -67,7 +77,7 @@ class Candidate:
     def leader_id(self) -> None:
         return None
 
-    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+    def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
         """It voted for itself: only pre-votes for others."""
         return pre_vote and up_to_date
 
@@ -78,14 +88,18 @@ class Follower:
 
     epoch: int
     leader_id: int
-    voted_id: int | None
+    voted: ReplicaKey | None
     fetch_deadline_ms: int
     high_watermark: int | None = None
     has_fetched_from_leader: bool = False
     download: SnapshotDownload | None = None  # pulling a snapshot instead of fetching
     name = "Follower"
 
-    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+    @property
+    def voted_id(self) -> int | None:
+        return None if self.voted is None else self.voted.id
+
+    def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
         """Only pre-votes, and only while the leader has not been heard from (KIP-996)."""
         return pre_vote and not self.has_fetched_from_leader and up_to_date
 
@@ -96,11 +110,15 @@ class Leader:
 
     epoch: int
     leader_id: int
-    voted_id: int | None
+    voted: ReplicaKey | None
     progress: LeaderProgress
     name = "Leader"
 
-    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+    @property
+    def voted_id(self) -> int | None:
+        return None if self.voted is None else self.voted.id
+
+    def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
         return False
 
 
@@ -115,34 +133,39 @@ class Resigned:
     preferred_successors: tuple[int, ...]
     name = "Resigned"
 
-    def can_grant_vote(self, candidate_id: int, up_to_date: bool, pre_vote: bool) -> bool:
+    def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
         return pre_vote and up_to_date
 
 
 def _unattached_grant(
-    leader_id: int | None, voted_id: int | None, candidate_id: int, up_to_date: bool,
+    leader_id: int | None, voted: ReplicaKey | None, candidate: ReplicaKey, up_to_date: bool,
     pre_vote: bool,
 ) -> bool:
     """A pre-vote needs only an up-to-date log; a real vote is one per epoch, never while a
-    leader is known."""
+    leader is known, and only for the very replica voted for (same directory id when both
+    are known)."""
     if pre_vote:
         return up_to_date
-    if voted_id is not None:
-        return voted_id == candidate_id
+    if voted is not None:
+        return voted.id == candidate.id and (
+            voted.directory_id is None or candidate.directory_id is None
+            or voted.directory_id == candidate.directory_id)
     return leader_id is None and up_to_date
 
 
 State = Unattached | Prospective | Candidate | Follower | Leader | Resigned
 
 
-def voted_id_of(state: State, local_id: int) -> int | None:
+def voted_key_of(state: State, local: ReplicaKey) -> ReplicaKey | None:
     if isinstance(state, Candidate):
-        return local_id
+        return local
     if isinstance(state, Resigned):
         return None
-    return state.voted_id
+    return state.voted
 
 
-def election_state(state: State, local_id: int) -> ElectionState:
+def election_state(state: State, local: ReplicaKey) -> ElectionState:
     """The persisted form of ``state``."""
-    return ElectionState(state.epoch, state.leader_id, voted_id_of(state, local_id))
+    voted = voted_key_of(state, local)
+    return ElectionState(state.epoch, state.leader_id, None if voted is None else voted.id,
+                         None if voted is None else voted.directory_id)

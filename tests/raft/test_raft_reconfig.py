@@ -67,9 +67,29 @@ def catch_up(h: Harness, node: int) -> None:
 
 
 def add(node: int, directory: uuid.UUID | None = None,
-        listeners: list[tuple[str, str, int]] | None = None) -> rpc.AddRaftVoterRequest:
+        listeners: list[tuple[str, str, int]] | None = None,
+        ack_when_committed: bool = True) -> rpc.AddRaftVoterRequest:
     return rpc.add_voter_request(None, node, dir_id(node) if directory is None else directory,
-                                 LISTENERS if listeners is None else listeners)
+                                 LISTENERS if listeners is None else listeners,
+                                 ack_when_committed=ack_when_committed)
+
+
+def answer_probe(h: Harness, node: int, supported: tuple[int, int] = (0, 1)) -> None:
+    """The replica being added answers the leader's ApiVersions probe."""
+    (probe,) = h.take_requests(rpc.ApiVersionsRequest)
+    assert probe.destination == node
+    h.respond(probe, rpc.kraft_api_versions_response(supported, 0))
+
+
+def add_voter(h: Harness, node: int, supported: tuple[int, int] = (0, 1),
+              **options: bool) -> rpc.RaftResponse | None:
+    """AddRaftVoter through the probe; None while the answer waits for the commit."""
+    answer = ask(h, add(node, **options))
+    if answer is not None:
+        return answer
+    answer_probe(h, node, supported)
+    answers = [r.response for r in h.take_responses() if r.destination == -7]
+    return answers[-1] if answers else None
 
 
 def test_new_leader_writes_the_bootstrap_voters_into_the_log() -> None:
@@ -84,14 +104,19 @@ def test_add_voter_error_cases() -> None:
     assert error_of(ask(h, add(0))) == ErrorCode.duplicate_voter
     assert error_of(ask(h, add(1, directory=uuid.UUID(int=0)))) == ErrorCode.invalid_request
     assert error_of(ask(h, add(1, listeners=[("OTHER", "h", 1)]))) == ErrorCode.invalid_request
-    assert error_of(ask(h, add(1))) == ErrorCode.request_timed_out  # never fetched
+    assert error_of(add_voter(h, 1)) == ErrorCode.request_timed_out  # never fetched
+    catch_up(h, 1)
+    assert error_of(add_voter(h, 1, supported=(0, 0))) == ErrorCode.invalid_request
+    assert h.client.voters.ids == {0}
 
 
 def test_add_voter_takes_effect_on_append_and_answers_on_commit() -> None:
     h = dynamic_leader()
     catch_up(h, 1)
-    assert ask(h, add(1)) is None  # appended, waiting for the commit
-    assert h.client.voters.ids == {0, 1}
+    assert ask(h, add(1)) is None  # probing the new replica
+    assert h.client.voters.ids == {0}
+    answer_probe(h, 1)
+    assert h.client.voters.ids == {0, 1}  # appended, waiting for the commit
     record_offset = h.client.control_state.last_voter_set_offset
     assert record_offset is not None
     # one change at a time
@@ -109,7 +134,7 @@ def test_add_voter_takes_effect_on_append_and_answers_on_commit() -> None:
 def test_remove_voter_errors_and_a_removed_leader_resigns() -> None:
     h = dynamic_leader()
     catch_up(h, 1)
-    ask(h, add(1))
+    add_voter(h, 1)
     h.flush()
     catch_up(h, 1)
     h.take_responses()
@@ -178,5 +203,33 @@ def test_endpoint_of_names_voters_and_a_replica_being_added() -> None:
     assert h.client.endpoint_of(0) == VoterEndpoint("CONTROLLER", "localhost", 9093)
     assert h.client.endpoint_of(5) is None
     catch_up(h, 5)
-    assert ask(h, add(5, listeners=[("CONTROLLER", "node-5", 9095)])) is None  # waits
+    assert ask(h, add(5, listeners=[("CONTROLLER", "node-5", 9095)])) is None  # probing
     assert h.client.endpoint_of(5) == VoterEndpoint("CONTROLLER", "node-5", 9095)
+    answer_probe(h, 5)
+    assert h.client.endpoint_of(5) == VoterEndpoint("CONTROLLER", "node-5", 9095)
+
+
+def test_add_voter_without_ack_when_committed_answers_after_the_append() -> None:
+    h = dynamic_leader()
+    catch_up(h, 1)
+    answer = add_voter(h, 1, ack_when_committed=False)
+    assert error_of(answer) == ErrorCode.none
+    record_offset = h.client.control_state.last_voter_set_offset
+    assert record_offset is not None and (h.hwm() or 0) <= record_offset  # not committed
+    # the next change still waits for this one to commit
+    assert error_of(ask(h, add(2))) == ErrorCode.request_timed_out
+
+
+def test_the_probe_is_sent_again_after_a_failure_until_the_timeout() -> None:
+    h = dynamic_leader()
+    catch_up(h, 1)
+    assert ask(h, rpc.add_voter_request(None, 1, dir_id(1), LISTENERS, timeout_ms=1000)) is None
+    (probe,) = h.take_requests(rpc.ApiVersionsRequest)
+    h.client.handle_send_failure(h.now, probe.destination, probe.correlation_id)
+    h.advance(h.config.retry_backoff_ms)
+    (again,) = h.take_requests(rpc.ApiVersionsRequest)
+    assert again.destination == 1
+    h.advance(1000)
+    answers = [r.response for r in h.take_responses() if r.destination == -7]
+    assert [error_of(a) for a in answers] == [ErrorCode.request_timed_out]
+    assert h.client.voters.ids == {0}

@@ -35,7 +35,7 @@ def _violations(factory: ClientFactory, scenarios: list[str], seeds: range) -> l
          "SingleLeader"),
         (SkipsTruncation, ["leader-partitioned"], range(3), "ConsistentCommittedData"),
         (WithoutPreVote, ["stable-leadership"], range(2), "StableLeadership"),
-        (AllowsConcurrentVoterChanges, ["membership-churn"], range(3),
+        (AllowsConcurrentVoterChanges, ["membership-churn"], range(10),
          "AtMostOneUncommittedVoterSet"),
         (CountsObserversTowardHighWatermark, ["majority-split"], range(4),
          "MajorityReachedHighWatermark"),
@@ -56,7 +56,7 @@ def test_broken_core_is_caught(
      (["leader-failure", "back-to-back-failures"], range(20)),
      (["leader-partitioned"], range(3)),
      (["stable-leadership"], range(2)),
-     (["membership-churn"], range(3)),
+     (["membership-churn"], range(10)),
      (["majority-split"], range(4))],
 )
 def test_correct_core_passes_the_same_runs(scenarios: list[str], seeds: range) -> None:

@@ -21,6 +21,7 @@ values >= 2**40 for inbound connections). Replica ids always come from the reque
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
+from pykraft import __version__
 from pykraft.errors import (
     CorruptRecordError,
     FatalRaftError,
@@ -70,6 +72,7 @@ from pykraft.raft.reconfig import (
     plan_add,
     plan_remove,
     plan_update,
+    validate_add,
 )
 from pykraft.raft.snapshots import (
     BOOTSTRAP_SNAPSHOT_ID,
@@ -89,9 +92,9 @@ from pykraft.raft.states import (
     election_state,
     voted_key_of,
 )
-from pykraft.raft.voter_set import ReplicaKey, VoterSet
+from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS, ReplicaKey, VoterSet
 from pykraft.records.batch import RecordBatch, iter_batches
-from pykraft.records.control import KRaftVersionRecord, VoterEndpoint
+from pykraft.records.control import KRaftVersionFeature, KRaftVersionRecord, VoterEndpoint
 
 NEVER = 2**62
 
@@ -239,6 +242,10 @@ class RaftClient:
         if in_flight is None or in_flight.correlation_id != correlation_id:
             return  # a late answer to a request that already timed out
         del self._in_flight[source]
+        if isinstance(response, rpc.ApiVersionsResponse):
+            self._handle_api_versions_response(source, response)
+            self._poll()
+            return
         header = rpc.response_header(response)
         before = self.state
         if not self._handle_common_response(header):
@@ -656,6 +663,7 @@ class RaftClient:
         self._poll_voter_change(progress)
         if not isinstance(self.state, Leader):
             return
+        self._probe_joining_replica()
         if self._now >= progress.begin_quorum_resend_ms:  # periodic, so late voters learn too
             progress.begin_quorum_resend_ms = self._now + self.config.begin_quorum_epoch_resend_ms
             progress.begin_quorum_acked.clear()
@@ -732,11 +740,9 @@ class RaftClient:
         controller listener: a replica being added (its AddRaftVoter listeners), else the
         newest voter set naming it, else None (bootstrap servers are the driver's own map)."""
         pending = self._pending_change
-        if (pending is not None and isinstance(pending.request, rpc.AddRaftVoterRequest)
-                and int(pending.request.voter_id) == destination):
-            for item in pending.request.listeners:
-                if item.name == self.config.listener_name:
-                    return VoterEndpoint(item.name, item.host, int(item.port))
+        if pending is not None and pending.joining is not None and (
+                pending.joining.key.id == destination):
+            return pending.joining.endpoint(self.config.listener_name)
         for voters in self._control.voter_sets_newest_first():
             node = voters.node(destination)
             endpoint = None if node is None else node.endpoint(self.config.listener_name)
@@ -761,6 +767,10 @@ class RaftClient:
             return self.describe_quorum()
         if isinstance(request, rpc.FetchSnapshotRequest):
             return self._handle_fetch_snapshot_request(request)
+        if isinstance(request, rpc.ApiVersionsRequest):  # a real listener answers these itself
+            return rpc.kraft_api_versions_response(
+                (SUPPORTED_KRAFT_VERSIONS.min_supported_version,
+                 SUPPORTED_KRAFT_VERSIONS.max_supported_version), self.kraft_version)
         raise TypeError(f"not a KRaft request: {type(request).__name__}")
 
     def _cluster_mismatch(self, cluster_id: str | None) -> bool:
@@ -1190,21 +1200,56 @@ class RaftClient:
                                           f"node {self.node_id} is not the leader")
         context = self._reconfig_context(state.progress)
         if isinstance(request, rpc.AddRaftVoterRequest):
-            plan = plan_add(context, request,
-                            lambda key: state.progress.is_caught_up(key, self._now))
+            joining = validate_add(context, request)
+            if isinstance(joining, Refusal):
+                return self._reconfig_refusal(request, joining.error, joining.message)
             timeout = int(request.timeout.total_seconds() * 1000)
-        elif isinstance(request, rpc.RemoveRaftVoterRequest):
-            plan = plan_remove(context, request)
-            timeout = self.config.request_timeout_ms
-        else:
-            plan = plan_update(context, request)
-            timeout = self.config.request_timeout_ms
+            self._pending_change = PendingChange(source, correlation_id, request,
+                                                 self._now + timeout, joining=joining)
+            self._probe_joining_replica()
+            return None
+        plan = (plan_remove(context, request) if isinstance(request, rpc.RemoveRaftVoterRequest)
+                else plan_update(context, request))
         if isinstance(plan, Refusal):
             return self._reconfig_refusal(request, plan.error, plan.message)
-        offset = self._append_voters(state, plan)
-        self._pending_change = PendingChange(source, correlation_id, request, offset,
-                                             self._now + timeout)
+        self._pending_change = PendingChange(
+            source, correlation_id, request, self._now + self.config.request_timeout_ms,
+            voters_offset=self._append_voters(state, plan))
         return None
+
+    def _probe_joining_replica(self) -> None:
+        """Ask the replica being added for its ApiVersions (its kraft.version range); sent
+        again after a failure until the request's timeout."""
+        pending = self._pending_change
+        if pending is None or pending.joining is None or pending.voters_offset is not None:
+            return
+        destination = pending.joining.key.id
+        in_flight = self._in_flight.get(destination)
+        if in_flight is None or not isinstance(in_flight.request, rpc.ApiVersionsRequest):
+            self._send(destination, rpc.api_versions_request(__version__))
+
+    def _handle_api_versions_response(self, source: int,
+                                      response: rpc.ApiVersionsResponse) -> None:
+        """The probe's answer: append the new voter if it qualifies, else refuse."""
+        pending, state = self._pending_change, self.state
+        if (pending is None or pending.joining is None or pending.voters_offset is not None
+                or pending.joining.key.id != source or not isinstance(state, Leader)):
+            return
+        if response.error_code != ErrorCode.none:
+            self._retry_at[source] = self._now + self.config.retry_backoff_ms
+            return
+        low, high = rpc.supported_kraft_versions(response)
+        context = dataclasses.replace(self._reconfig_context(state.progress),
+                                      change_pending=False)
+        plan = plan_add(context, pending.joining, KRaftVersionFeature(low, high),
+                        lambda key: state.progress.is_caught_up(key, self._now))
+        if isinstance(plan, Refusal):
+            self._finish_pending_change(plan.error, plan.message)
+            return
+        pending.voters_offset = self._append_voters(state, plan)
+        assert isinstance(pending.request, rpc.AddRaftVoterRequest)
+        if not pending.request.ack_when_committed:
+            self._finish_pending_change(ErrorCode.none, None)
 
     def _reconfig_refusal(self, request: rpc.ReconfigRequest, error: ErrorCode,
                           message: str) -> rpc.ReconfigResponse:
@@ -1229,7 +1274,8 @@ class RaftClient:
         resigns."""
         hwm = progress.high_watermark
         pending = self._pending_change
-        if pending is not None and hwm is not None and hwm > pending.voters_offset:
+        if (pending is not None and pending.voters_offset is not None and hwm is not None
+                and hwm > pending.voters_offset):
             self._finish_pending_change(ErrorCode.none, None)
         elif pending is not None and self._now >= pending.deadline_ms:
             self._finish_pending_change(ErrorCode.request_timed_out,

@@ -5,7 +5,12 @@ to append. The leader applies one change at a time: while a change is pending, b
 a high watermark (older leaders may still be unfenced), or while the latest VotersRecord is
 uncommitted, every request gets REQUEST_TIMED_OUT. The new set takes effect when appended;
 the request is answered once it commits (the high watermark, computed with the new set,
-passes the record).
+passes the record), or at once after the append when an AddRaftVoter says
+``AckWhenCommitted=false``.
+
+AddRaftVoter has two steps, as in Kafka: :func:`validate_add` checks the request, then the
+leader asks the new replica for its ApiVersions, and :func:`plan_add` checks that it supports
+the finalized kraft.version and has caught up before the record is appended.
 """
 
 from __future__ import annotations
@@ -55,13 +60,15 @@ class ReconfigContext:
 
 @dataclass(slots=True)
 class PendingChange:
-    """An appended change waiting to commit before its requester is answered."""
+    """A change in progress: an AddRaftVoter probing the new replica (``voters_offset`` is
+    None, ``joining`` is the node to add), or an appended change waiting to commit."""
 
     source: int
     correlation_id: int
     request: rpc.ReconfigRequest
-    voters_offset: int
     deadline_ms: int
+    voters_offset: int | None = None
+    joining: VoterNode | None = None
 
 
 def _gate(ctx: ReconfigContext) -> Refusal | None:
@@ -78,6 +85,15 @@ def _gate(ctx: ReconfigContext) -> Refusal | None:
     return None
 
 
+def _unsupported(ctx: ReconfigContext, key: ReplicaKey,
+                 supported: KRaftVersionFeature) -> Refusal | None:
+    if supported.min_supported_version <= ctx.kraft_version <= supported.max_supported_version:
+        return None
+    return Refusal(ErrorCode.invalid_request,
+                   f"replica {key} supports kraft.version {supported.min_supported_version}-"
+                   f"{supported.max_supported_version}, not the finalized {ctx.kraft_version}")
+
+
 def _endpoints(listeners: Iterable[_Listener], listener_name: str) -> (
     tuple[VoterEndpoint, ...] | Refusal
 ):
@@ -88,24 +104,35 @@ def _endpoints(listeners: Iterable[_Listener], listener_name: str) -> (
     return endpoints
 
 
-def plan_add(ctx: ReconfigContext, request: rpc.AddRaftVoterRequest,
-             caught_up: Callable[[ReplicaKey], bool]) -> VoterSet | Refusal:
-    """The voter set with the new voter, if the leader may append it now."""
+def validate_add(ctx: ReconfigContext, request: rpc.AddRaftVoterRequest) -> VoterNode | Refusal:
+    """The replica to add (its kraft.version range not known yet), or why not."""
     refusal = _gate(ctx)
     if refusal is not None:
         return refusal
     key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
     if key.directory_id is None or key.id < 0:
         return Refusal(ErrorCode.invalid_request, "the new voter needs an id and a directory id")
+    if key.id in ctx.voters:
+        return Refusal(ErrorCode.duplicate_voter, f"replica id {key.id} is already a voter")
     endpoints = _endpoints(request.listeners, ctx.listener_name)
     if isinstance(endpoints, Refusal):
         return endpoints
-    added = ctx.voters.with_added(VoterNode(key, endpoints, SUPPORTED_KRAFT_VERSIONS))
+    return VoterNode(key, endpoints, SUPPORTED_KRAFT_VERSIONS)
+
+
+def plan_add(ctx: ReconfigContext, joining: VoterNode, supported: KRaftVersionFeature,
+             caught_up: Callable[[ReplicaKey], bool]) -> VoterSet | Refusal:
+    """After the ApiVersions probe: the voter set with the new voter, if it supports the
+    finalized kraft.version and has caught up with the leader."""
+    refusal = _unsupported(ctx, joining.key, supported)
+    if refusal is not None:
+        return refusal
+    added = ctx.voters.with_added(VoterNode(joining.key, joining.endpoints, supported))
     if added is None:
-        return Refusal(ErrorCode.duplicate_voter, f"replica id {key.id} is already a voter")
-    if not caught_up(key):
+        return Refusal(ErrorCode.duplicate_voter, f"replica id {joining.key.id} is already a voter")
+    if not caught_up(joining.key):
         return Refusal(ErrorCode.request_timed_out,
-                       f"replica {key} has not caught up with the leader")
+                       f"replica {joining.key} has not caught up with the leader")
     return added
 
 
@@ -129,15 +156,13 @@ def plan_update(ctx: ReconfigContext, request: rpc.UpdateRaftVoterRequest) -> Vo
     feature = request.k_raft_version_feature
     supported = KRaftVersionFeature(int(feature.min_supported_version),
                                     int(feature.max_supported_version))
-    if not supported.min_supported_version <= ctx.kraft_version <= (
-            supported.max_supported_version):
-        return Refusal(ErrorCode.invalid_request,
-                       f"the voter does not support the finalized kraft.version "
-                       f"{ctx.kraft_version}")
+    key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
+    refusal = _unsupported(ctx, key, supported)
+    if refusal is not None:
+        return refusal
     endpoints = _endpoints(request.listeners, ctx.listener_name)
     if isinstance(endpoints, Refusal):
         return endpoints
-    key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
     updated = ctx.voters.with_updated(VoterNode(key, endpoints, supported))
     if updated is None:
         return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from kio.schema.add_raft_voter.v1 import request as add_req
 from kio.schema.add_raft_voter.v1 import response as add_resp
+from kio.schema.api_versions.v4 import request as av_req
+from kio.schema.api_versions.v4 import response as av_resp
 from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
 from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
 from kio.schema.describe_quorum.v2 import request as dq_req
@@ -55,15 +57,18 @@ RemoveRaftVoterResponse = remove_resp.RemoveRaftVoterResponse
 UpdateRaftVoterRequest = update_req.UpdateRaftVoterRequest
 UpdateRaftVoterResponse = update_resp.UpdateRaftVoterResponse
 
+ApiVersionsRequest = av_req.ApiVersionsRequest
+ApiVersionsResponse = av_resp.ApiVersionsResponse
+
 ReconfigRequest = AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest
 ReconfigResponse = AddRaftVoterResponse | RemoveRaftVoterResponse | UpdateRaftVoterResponse
 RaftRequest = (
     VoteRequest | BeginQuorumEpochRequest | EndQuorumEpochRequest | FetchRequest
-    | DescribeQuorumRequest | FetchSnapshotRequest | ReconfigRequest
+    | DescribeQuorumRequest | FetchSnapshotRequest | ReconfigRequest | ApiVersionsRequest
 )
 RaftResponse = (
     VoteResponse | BeginQuorumEpochResponse | EndQuorumEpochResponse | FetchResponse
-    | DescribeQuorumResponse | FetchSnapshotResponse | ReconfigResponse
+    | DescribeQuorumResponse | FetchSnapshotResponse | ReconfigResponse | ApiVersionsResponse
 )
 
 NO_LEADER = -1
@@ -411,13 +416,15 @@ def fetch_snapshot_response(
 
 def add_voter_request(
     cluster_id: str | None, voter_id: int, directory_id: uuid.UUID | None,
-    listeners: list[tuple[str, str, int]], timeout_ms: int = 30_000,
+    listeners: list[tuple[str, str, int]], timeout_ms: int = 30_000, *,
+    ack_when_committed: bool = True,
 ) -> AddRaftVoterRequest:
     return AddRaftVoterRequest(
         cluster_id=cluster_id,
         timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
         voter_id=i32(voter_id), voter_directory_id=directory_id,
         listeners=tuple(add_req.Listener(name=n, host=h, port=u16(p)) for n, h, p in listeners),
+        ack_when_committed=ack_when_committed,
     )
 
 
@@ -475,7 +482,7 @@ def response_header(response: RaftResponse) -> ResponseHeader:
             _epoch_or_none(fpart.current_leader.leader_epoch),
         )
     if isinstance(response, DescribeQuorumResponse | AddRaftVoterResponse
-                  | RemoveRaftVoterResponse):
+                  | RemoveRaftVoterResponse | ApiVersionsResponse):
         return ResponseHeader(response.error_code, None, None)
     if isinstance(response, UpdateRaftVoterResponse):
         leader = response.current_leader
@@ -504,3 +511,40 @@ def _top_error(error: ErrorCode) -> ErrorCode:
 
 def _epoch_or_none(epoch: int) -> int | None:
     return None if epoch < 0 else epoch
+
+
+# -- ApiVersions (the leader's probe of a voter being added) -------------------------------
+
+KRAFT_VERSION_FEATURE = "kraft.version"
+
+
+def api_versions_request(software_version: str) -> ApiVersionsRequest:
+    return ApiVersionsRequest(client_software_name="pykraft",
+                              client_software_version=software_version)
+
+
+def kraft_api_versions_response(supported: tuple[int, int],
+                                finalized: int) -> ApiVersionsResponse:
+    """The kraft.version part of an ApiVersions answer (the simulator's replicas give it;
+    a real listener adds its API ranges)."""
+    return ApiVersionsResponse(
+        error_code=ErrorCode.none, api_keys=(), throttle_time=i32Timedelta.parse(
+            datetime.timedelta(0)),
+        supported_features=(av_resp.SupportedFeatureKey(
+            name=KRAFT_VERSION_FEATURE, min_version=i16(supported[0]),
+            max_version=i16(supported[1])),),
+        finalized_features_epoch=i64(-1),
+        finalized_features=(av_resp.FinalizedFeatureKey(
+            name=KRAFT_VERSION_FEATURE, max_version_level=i16(finalized),
+            min_version_level=i16(finalized)),),
+        zk_migration_ready=False,
+    )
+
+
+def supported_kraft_versions(response: ApiVersionsResponse) -> tuple[int, int]:
+    """The kraft.version range a replica supports; a replica that names none supports only
+    0 (Kafka before 3.9)."""
+    for feature in response.supported_features:
+        if feature.name == KRAFT_VERSION_FEATURE:
+            return int(feature.min_version), int(feature.max_version)
+    return 0, 0

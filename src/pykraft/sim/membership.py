@@ -200,6 +200,7 @@ def membership_churn(cluster: Cluster, rng: random.Random) -> None:
             if action in ("remove", "both") and len(voters) > 1:
                 key = rng.choice(sorted(voters.keys))
                 requests.append(rpc.remove_voter_request(None, key.id, key.directory_id))
+            rng.shuffle(requests)
             for request in requests:
                 cluster.admin(leader.node_id, request)
         cluster.run_for(rng.randint(500, 3000))

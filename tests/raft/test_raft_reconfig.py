@@ -82,9 +82,9 @@ def answer_probe(h: Harness, node: int, supported: tuple[int, int] = (0, 1)) -> 
 
 
 def add_voter(h: Harness, node: int, supported: tuple[int, int] = (0, 1),
-              **options: bool) -> rpc.RaftResponse | None:
+              ack_when_committed: bool = True) -> rpc.RaftResponse | None:
     """AddRaftVoter through the probe; None while the answer waits for the commit."""
-    answer = ask(h, add(node, **options))
+    answer = ask(h, add(node, ack_when_committed=ack_when_committed))
     if answer is not None:
         return answer
     answer_probe(h, node, supported)

@@ -69,9 +69,11 @@ from pykraft.raft.reconfig import (
     PendingChange,
     ReconfigContext,
     Refusal,
+    learn_static_voter,
     plan_add,
     plan_remove,
     plan_update,
+    plan_upgrade,
     validate_add,
 )
 from pykraft.raft.snapshots import (
@@ -92,7 +94,7 @@ from pykraft.raft.states import (
     election_state,
     voted_key_of,
 )
-from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS, ReplicaKey, VoterSet
+from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS, ReplicaKey, VoterNode, VoterSet
 from pykraft.records.batch import RecordBatch, iter_batches
 from pykraft.records.control import KRaftVersionFeature, KRaftVersionRecord, VoterEndpoint
 
@@ -316,6 +318,30 @@ class RaftClient:
         if isinstance(self.state, Leader):
             self._become_resigned(self.state.progress.preferred_successors())
         self._poll()
+
+    def upgrade_kraft_version(self, now_ms: int, version: int) -> int | Refusal | None:
+        """Finalize ``kraft.version`` (0 -> 1 turns a static quorum into a dynamic one).
+
+        On the leader, once every static voter told it (UpdateRaftVoter) its directory id,
+        endpoints and supported range, appends KRaftVersion and the first VotersRecord and
+        returns the offset that is committed when the high watermark passes it; None when
+        the version is already finalized; a Refusal with Kafka's error code otherwise.
+        """
+        self._advance(now_ms)
+        state = self.state
+        if not isinstance(state, Leader) or self._accumulator is None:
+            raise NotLeaderError(
+                f"node {self.node_id} is {self.state.name} in epoch {self.epoch}, not the leader"
+            )
+        if version == self.kraft_version:
+            return None
+        plan = plan_upgrade(self._reconfig_context(state.progress), version,
+                            lambda voter: self._static_voter_info(state, voter))
+        if isinstance(plan, Refusal):
+            return plan
+        offset = self._append_voters(state, plan, kraft_version=version)
+        self._poll()
+        return offset
 
     def create_snapshot(
         self, now_ms: int, snapshot_id: OffsetAndEpoch, batches: Iterable[Sequence[bytes]], *,
@@ -616,7 +642,8 @@ class RaftClient:
                     self.cluster_id, self.node_id, epoch=state.epoch,
                     snapshot_id=state.download.snapshot_id, position=state.download.position,
                     max_bytes=self.config.max_fetch_bytes, directory_id=self.directory_id))
-            elif self._log.flushed_offset >= self._log.log_end_offset:
+            elif (self._log.flushed_offset >= self._log.log_end_offset
+                  and not self._maybe_send_membership_request(state)):
                 self._send(state.leader_id, self._fetch_request(state.epoch, state.high_watermark))
         elif isinstance(state, Leader):
             self._poll_leader(state)
@@ -664,6 +691,7 @@ class RaftClient:
         if not isinstance(self.state, Leader):
             return
         self._probe_joining_replica()
+        self._maybe_update_own_entry(state)
         if self._now >= progress.begin_quorum_resend_ms:  # periodic, so late voters learn too
             progress.begin_quorum_resend_ms = self._now + self.config.begin_quorum_epoch_resend_ms
             progress.begin_quorum_acked.clear()
@@ -966,6 +994,9 @@ class RaftClient:
             state = self.state
             if isinstance(response, rpc.FetchSnapshotResponse) and isinstance(state, Follower):
                 self._abort_download(state)  # e.g. SNAPSHOT_NOT_FOUND: fetch anew
+            elif (isinstance(response, rpc.UpdateRaftVoterResponse) and isinstance(state, Follower)
+                  and header.error != ErrorCode.request_timed_out):
+                state.membership_done = True  # refused for good in this epoch
             self._retry_at[source] = self._now + self.config.retry_backoff_ms
             return
         if isinstance(response, rpc.VoteResponse) and isinstance(request, rpc.VoteRequest):
@@ -981,6 +1012,9 @@ class RaftClient:
                 self._resign_acked = True
         elif isinstance(response, rpc.BeginQuorumEpochResponse) and isinstance(self.state, Leader):
             self.state.progress.begin_quorum_acked.add(source)
+        elif isinstance(response, rpc.UpdateRaftVoterResponse) and isinstance(self.state,
+                                                                               Follower):
+            self.state.membership_done = True
 
     def _handle_vote_response(self, source: int, request: rpc.VoteRequest,
                               response: rpc.VoteResponse) -> None:
@@ -1189,33 +1223,108 @@ class RaftClient:
                          request: rpc.ReconfigRequest) -> rpc.ReconfigResponse | None:
         """Validate and append a voter change; None while the answer waits for its commit."""
         if self._cluster_mismatch(request.cluster_id):
-            return self._reconfig_refusal(request, ErrorCode.inconsistent_cluster_id,
+            return self._reconfig_answer(request, ErrorCode.inconsistent_cluster_id,
                                           "cluster id mismatch")
         epoch = (int(request.current_leader_epoch)
                  if isinstance(request, rpc.UpdateRaftVoterRequest) else self.epoch)
         error = self._leader_only_error(epoch)
         state = self.state
         if error is not None or not isinstance(state, Leader):
-            return self._reconfig_refusal(request, error or ErrorCode.not_leader_or_follower,
+            return self._reconfig_answer(request, error or ErrorCode.not_leader_or_follower,
                                           f"node {self.node_id} is not the leader")
         context = self._reconfig_context(state.progress)
         if isinstance(request, rpc.AddRaftVoterRequest):
             joining = validate_add(context, request)
             if isinstance(joining, Refusal):
-                return self._reconfig_refusal(request, joining.error, joining.message)
+                return self._reconfig_answer(request, joining.error, joining.message)
             timeout = int(request.timeout.total_seconds() * 1000)
             self._pending_change = PendingChange(source, correlation_id, request,
                                                  self._now + timeout, joining=joining)
             self._probe_joining_replica()
             return None
+        if isinstance(request, rpc.UpdateRaftVoterRequest) and self._control.is_static:
+            learned = learn_static_voter(self.voters, request, self.config.listener_name)
+            if isinstance(learned, Refusal):
+                return self._reconfig_answer(request, learned.error, learned.message)
+            state.progress.static_voter_info[learned.key.id] = learned
+            return self._reconfig_answer(request, ErrorCode.none, None)
         plan = (plan_remove(context, request) if isinstance(request, rpc.RemoveRaftVoterRequest)
                 else plan_update(context, request))
         if isinstance(plan, Refusal):
-            return self._reconfig_refusal(request, plan.error, plan.message)
+            return self._reconfig_answer(request, plan.error, plan.message)
+        offset = self._append_voters(state, plan)
+        if isinstance(request, rpc.UpdateRaftVoterRequest):
+            # answered on append: the voter sending it is also the one whose fetches commit it
+            return self._reconfig_answer(request, ErrorCode.none, None)
         self._pending_change = PendingChange(
             source, correlation_id, request, self._now + self.config.request_timeout_ms,
-            voters_offset=self._append_voters(state, plan))
+            voters_offset=offset)
         return None
+
+    def _local_voter_node(self) -> VoterNode | None:
+        """This replica as a voter entry, if the driver told the core its listeners."""
+        if self.directory_id is None or not self.config.local_listeners:
+            return None
+        return VoterNode(self.local_key, self.config.local_listeners, SUPPORTED_KRAFT_VERSIONS)
+
+    def _static_voter_info(self, state: Leader, voter: int) -> VoterNode | None:
+        if voter == self.node_id:
+            return self._local_voter_node()
+        return state.progress.static_voter_info.get(voter)
+
+    def _maybe_update_own_entry(self, state: Leader) -> None:
+        """A leader whose own entry in the voter set is stale (new endpoints, or a new
+        release) rewrites it, once the previous change committed."""
+        local, current = self._local_voter_node(), self.voters.node(self.node_id)
+        hwm, last = state.progress.high_watermark, self._control.last_voter_set_offset
+        if (local is None or current is None or self._control.is_static
+                or self._pending_change is not None or hwm is None
+                or (last is not None and last >= hwm) or current.key != local.key
+                or current.same_as(local)):
+            return
+        updated = self.voters.with_updated(local)
+        if updated is not None:
+            self._append_voters(state, updated)
+
+    def _membership_request(self) -> rpc.ReconfigRequest | None:
+        """What a follower asks of the leader about its own membership, if anything: a voter
+        whose entry is stale (or any voter of a static quorum, so the leader learns its
+        directory id) sends UpdateRaftVoter; an observer with auto-join first removes a
+        voter with its id but an old directory, then asks to be added (AckWhenCommitted
+        false: its own fetches are what commits the change)."""
+        local = self._local_voter_node()
+        if local is None:
+            return None
+        listeners = [(e.name, e.host, e.port) for e in local.endpoints]
+        current = self.voters.node(self.node_id)
+        if self.is_voter:
+            if current is not None and not self._control.is_static and current.same_as(local):
+                return None
+            return rpc.update_voter_request(
+                self.cluster_id, self.epoch, self.node_id, self.directory_id, listeners,
+                (local.supported.min_supported_version, local.supported.max_supported_version))
+        if not self.config.auto_join or self._control.is_static:
+            return None
+        if current is not None:
+            return rpc.remove_voter_request(self.cluster_id, self.node_id,
+                                            current.key.directory_id)
+        return rpc.add_voter_request(self.cluster_id, self.node_id, self.directory_id, listeners,
+                                     ack_when_committed=False)
+
+    def _maybe_send_membership_request(self, state: Follower) -> bool:
+        """True when a membership request went to the leader instead of the next Fetch."""
+        if (state.membership_done or not state.has_fetched_from_leader
+                or self._now < state.next_membership_ms or state.leader_id in self._in_flight):
+            return False
+        request = self._membership_request()
+        if request is None:
+            state.membership_done = True
+            return False
+        self._send(state.leader_id, request)
+        sent = state.leader_id in self._in_flight
+        if sent:
+            state.next_membership_ms = self._now + self.config.fetch_timeout_ms
+        return sent
 
     def _probe_joining_replica(self) -> None:
         """Ask the replica being added for its ApiVersions (its kraft.version range); sent
@@ -1251,19 +1360,22 @@ class RaftClient:
         if not pending.request.ack_when_committed:
             self._finish_pending_change(ErrorCode.none, None)
 
-    def _reconfig_refusal(self, request: rpc.ReconfigRequest, error: ErrorCode,
-                          message: str) -> rpc.ReconfigResponse:
+    def _reconfig_answer(self, request: rpc.ReconfigRequest, error: ErrorCode,
+                         message: str | None) -> rpc.ReconfigResponse:
         return rpc.reconfig_response(request, error, message, leader_id=self.state.leader_id,
                                      epoch=self.epoch)
 
-    def _append_voters(self, state: Leader, voters: VoterSet) -> int:
-        """Append a VotersRecord after every offset already handed out; it counts at once."""
+    def _append_voters(self, state: Leader, voters: VoterSet, *,
+                       kraft_version: int | None = None) -> int:
+        """Append a VotersRecord (after a KRaftVersion record for an upgrade) after every
+        offset already handed out; it counts at once. Returns the VotersRecord's offset."""
         assert self._accumulator is not None
         pending = self._accumulator.drain(self._now, force=True)
         if pending:
             self._log.append(pending)
-        offset = self._log.log_end_offset
-        self._append_control(voters_batch(offset, state.epoch, voters, self._now))
+        self._append_control(voters_batch(self._log.log_end_offset, state.epoch, voters,
+                                          self._now, kraft_version=kraft_version))
+        offset = self._log.log_end_offset - 1
         self._accumulator.next_offset = self._log.log_end_offset
         state.progress.set_voters(self.voters)
         self._complete_parked(all_fetches=False)

@@ -14,7 +14,7 @@ from pykraft.raft.config import (
     OBSERVER_SESSION_TIMEOUT_MS,
     QuorumConfig,
 )
-from pykraft.raft.voter_set import ReplicaKey, VoterSet
+from pykraft.raft.voter_set import ReplicaKey, VoterNode, VoterSet
 from pykraft.records.batch import encode_batch
 from pykraft.records.control import (
     KRaftVersionRecord,
@@ -49,6 +49,7 @@ class LeaderProgress:
         self.high_watermark: int | None = None
         self.voter_progress = {n.key.id: ReplicaProgress(n.key) for n in voters.nodes}
         self.observer_progress: dict[ReplicaKey, ReplicaProgress] = {}
+        self.static_voter_info: dict[int, VoterNode] = {}  # kraft.version 0 UpdateRaftVoter
         self._check_quorum_timeout_ms = config.check_quorum_timeout_ms
         self.check_quorum_deadline_ms = now_ms + self._check_quorum_timeout_ms
         self._fetched_voters: set[int] = set()
@@ -67,7 +68,9 @@ class LeaderProgress:
         self.voter_progress = {}
         for node in voters.nodes:
             progress = old.pop(node.key.id, None)
-            if progress is None or progress.key != node.key:
+            if progress is not None and progress.key.directory_id is None:
+                progress.key = node.key  # the kraft.version upgrade names a static voter's disk
+            elif progress is None or progress.key != node.key:
                 progress = self.observer_progress.pop(node.key, None) or ReplicaProgress(node.key)
             self.voter_progress[node.key.id] = progress
         for progress in old.values():
@@ -164,7 +167,12 @@ def leader_change_batch(
                         timestamp=timestamp, control=True)
 
 
-def voters_batch(base_offset: int, epoch: int, voters: VoterSet, timestamp: int) -> bytes:
-    """A control batch with one VotersRecord: a voter-set change."""
-    return encode_batch(base_offset, [encode_control(voters.to_record())],
-                        partition_leader_epoch=epoch, timestamp=timestamp, control=True)
+def voters_batch(base_offset: int, epoch: int, voters: VoterSet, timestamp: int, *,
+                 kraft_version: int | None = None) -> bytes:
+    """A control batch with one VotersRecord (a voter-set change), after a KRaftVersion
+    record when the change is the upgrade to ``kraft_version``."""
+    records = [] if kraft_version is None else [encode_control(KRaftVersionRecord(0,
+                                                                                  kraft_version))]
+    records.append(encode_control(voters.to_record()))
+    return encode_batch(base_offset, records, partition_leader_epoch=epoch, timestamp=timestamp,
+                        control=True)

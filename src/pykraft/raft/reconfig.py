@@ -124,7 +124,7 @@ def plan_add(ctx: ReconfigContext, joining: VoterNode, supported: KRaftVersionFe
              caught_up: Callable[[ReplicaKey], bool]) -> VoterSet | Refusal:
     """After the ApiVersions probe: the voter set with the new voter, if it supports the
     finalized kraft.version and has caught up with the leader."""
-    refusal = _unsupported(ctx, joining.key, supported)
+    refusal = _gate(ctx) or _unsupported(ctx, joining.key, supported)
     if refusal is not None:
         return refusal
     added = ctx.voters.with_added(VoterNode(joining.key, joining.endpoints, supported))
@@ -167,3 +167,46 @@ def plan_update(ctx: ReconfigContext, request: rpc.UpdateRaftVoterRequest) -> Vo
     if updated is None:
         return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
     return updated
+
+
+def learn_static_voter(voters: VoterSet, request: rpc.UpdateRaftVoterRequest,
+                       listener_name: str) -> VoterNode | Refusal:
+    """kraft.version 0: UpdateRaftVoter appends nothing, but tells the leader a static
+    voter's directory id, endpoints and kraft.version range, which the upgrade to
+    kraft.version 1 needs to write the first VotersRecord."""
+    key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
+    if not voters.is_voter(key):
+        return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
+    if key.directory_id is None:
+        return Refusal(ErrorCode.invalid_request, "the voter needs a directory id")
+    endpoints = _endpoints(request.listeners, listener_name)
+    if isinstance(endpoints, Refusal):
+        return endpoints
+    feature = request.k_raft_version_feature
+    return VoterNode(key, endpoints, KRaftVersionFeature(int(feature.min_supported_version),
+                                                         int(feature.max_supported_version)))
+
+
+def plan_upgrade(ctx: ReconfigContext, version: int,
+                 known: Callable[[int], VoterNode | None]) -> VoterSet | Refusal:
+    """kraft.version 0 -> 1: the static voters become the first VotersRecord, once the
+    leader knows each one's directory id and endpoints and each supports version 1."""
+    if version == ctx.kraft_version:
+        return ctx.voters
+    if version < ctx.kraft_version or version > SUPPORTED_KRAFT_VERSIONS.max_supported_version:
+        return Refusal(ErrorCode.invalid_update_version,
+                       f"cannot change kraft.version {ctx.kraft_version} to {version}")
+    if ctx.change_pending or ctx.high_watermark is None:
+        return Refusal(ErrorCode.request_timed_out, "the leader is busy; retry")
+    nodes = []
+    for voter in sorted(ctx.voters.ids):
+        node = known(voter)
+        if node is None:
+            return Refusal(ErrorCode.request_timed_out,
+                           f"voter {voter} has not told the leader its directory id yet")
+        if not node.supported.min_supported_version <= version <= (
+                node.supported.max_supported_version):
+            return Refusal(ErrorCode.invalid_update_version,
+                           f"voter {voter} does not support kraft.version {version}")
+        nodes.append(node)
+    return VoterSet(nodes)

@@ -93,6 +93,8 @@ class Follower:
     high_watermark: int | None = None
     has_fetched_from_leader: bool = False
     download: SnapshotDownload | None = None  # pulling a snapshot instead of fetching
+    next_membership_ms: int = 0  # next UpdateRaftVoter / auto-join attempt
+    membership_done: bool = False  # this epoch's leader has our up-to-date entry
     name = "Follower"
 
     @property

@@ -53,6 +53,11 @@ class VoterNode:
     def endpoint(self, listener: str) -> VoterEndpoint | None:
         return next((e for e in self.endpoints if e.name == listener), None)
 
+    def same_as(self, other: VoterNode) -> bool:
+        """Same replica, endpoints (in any order) and kraft.version range."""
+        return (self.key == other.key and set(self.endpoints) == set(other.endpoints)
+                and self.supported == other.supported)
+
     def supports(self, kraft_version: int) -> bool:
         return (self.supported.min_supported_version <= kraft_version
                 <= self.supported.max_supported_version)

@@ -13,10 +13,12 @@ requests over a reliable link. Every node's state machine snapshots itself every
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pykraft.errors import PyKraftError
 from pykraft.raft.client import RaftClient
@@ -37,6 +39,7 @@ from pykraft.sim.trace import describe
 
 ClientFactory = Callable[..., RaftClient]
 ADMIN = -100  # routing token of the administrator sending voter changes
+T = TypeVar("T")
 SNAPSHOT_EVERY = 10  # committed data records between snapshots (Kafka's simulation: 10)
 LISTENER = "CONTROLLER"
 
@@ -96,6 +99,8 @@ class Cluster:
         else:
             self.network = Network(self.rng, LinkProfile())
         self.directory_ids: dict[int, uuid.UUID | None] = {i: None for i in self.nodes}
+        self.auto_join: set[int] = set()  # nodes started with auto-join enabled
+        self.moved: dict[int, int] = {}  # node -> the port it listens on after a move
         if kip853:
             self.config = sim_config(frozenset(), tuple(sorted(self.nodes)))
             for node_id in self.nodes:
@@ -130,6 +135,28 @@ class Cluster:
             self.kip853) else None
         return node_id
 
+    def give_directories(self) -> None:
+        """Directory ids for a static cluster too (meta.properties v1 has one): what the
+        kraft.version upgrade needs to learn."""
+        for node_id in self.nodes:
+            if self.directory_ids[node_id] is None:
+                self.directory_ids[node_id] = uuid.UUID(int=self.rng.getrandbits(128))
+
+    def listeners_of(self, node_id: int) -> tuple[VoterEndpoint, ...]:
+        port = self.moved.get(node_id)
+        if port is None:
+            return endpoints_of(node_id)
+        return tuple(VoterEndpoint(e.name, e.host, port) for e in endpoints_of(node_id))
+
+    def call(self, node_id: int, action: Callable[[RaftClient, int], T]) -> T | None:
+        """Run ``action(client, now)`` on a live node and carry out what it produced."""
+        node = self.nodes[node_id]
+        if node.client is None:
+            return None
+        result = action(node.client, self.queue.now_ms)
+        self._drain(node)
+        return result
+
     def format_bootstrap(self, node_id: int, voters: VoterSet) -> None:
         """``storage format --initial-controllers``: the 0-0 checkpoint with the voters."""
         sink = self.nodes[node_id].log.create_snapshot(BOOTSTRAP_SNAPSHOT_ID)
@@ -146,8 +173,10 @@ class Cluster:
         node.machine = CounterMachine(node_id, self.history,
                                       lambda sid: read_memory_snapshot(log, sid))
         node.tick_at = None
+        config = dataclasses.replace(self.config, local_listeners=self.listeners_of(node_id),
+                                     auto_join=node_id in self.auto_join)
         node.client = self._client_factory(
-            node_id, self.config, node.log, node.store, node.machine,
+            node_id, config, node.log, node.store, node.machine,
             rng=random.Random(self.rng.getrandbits(64)), now_ms=self.queue.now_ms,
             directory_id=self.directory_ids[node_id],
         )

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from kio.schema.errors import ErrorCode
 
 from pykraft.raft import rpc
-from pykraft.raft.voter_set import ReplicaKey
+from pykraft.raft.reconfig import Refusal
+from pykraft.raft.voter_set import ReplicaKey, VoterSet
 from pykraft.sim.cluster import Cluster, endpoints_of
 from pykraft.sim.invariants import StableLeadership
 from pykraft.sim.network import LinkProfile
@@ -26,11 +27,24 @@ _REPLY_WAIT_MS = 8_000
 _ADD_TIMEOUT_MS = 5_000
 
 
-def _committed_voters(cluster: Cluster) -> frozenset[ReplicaKey]:
+def _committed_set(cluster: Cluster) -> VoterSet | None:
     leader = cluster.leader()
     if leader is None or leader.high_watermark is None:
-        return frozenset()
-    return leader.control_state.voter_set_at(leader.high_watermark - 1).keys
+        return None
+    return leader.control_state.voter_set_at(leader.high_watermark - 1)
+
+
+def _committed_voters(cluster: Cluster) -> frozenset[ReplicaKey]:
+    voters = _committed_set(cluster)
+    return frozenset() if voters is None else voters.keys
+
+
+def _await_voters(cluster: Cluster, done: Callable[[VoterSet], bool], what: str) -> None:
+    """The replicas change the voter set on their own: wait for the committed result."""
+    def reached() -> bool:
+        voters = _committed_set(cluster)
+        return voters is not None and done(voters)
+    cluster.run_until(reached, PHASE_MS, what=what)
 
 
 def _change(cluster: Cluster, make: Callable[[], rpc.RaftRequest],
@@ -208,3 +222,92 @@ def membership_churn(cluster: Cluster, rng: random.Random) -> None:
         if not cluster.is_alive(node_id):
             cluster.start(node_id)
     progress(cluster, what="everyone after the churn")
+
+
+def auto_join(cluster: Cluster, rng: random.Random) -> None:
+    """Observers started with auto-join become voters on their own, one change at a time,
+    even when one of them crashes on the way."""
+    joining = sorted(i for i in cluster.nodes if i not in cluster.voter_ids)
+    cluster.auto_join.update(joining)
+    elect(cluster)
+    if rng.random() < 0.5:
+        victim = rng.choice(joining)
+        cluster.run_for(rng.randint(0, 2000))
+        cluster.kill(victim)
+        cluster.run_for(rng.randint(0, 2000))
+        cluster.start(victim)
+    wanted = {cluster.key_of(i) for i in cluster.nodes}
+    _await_voters(cluster, lambda voters: wanted <= voters.keys,
+                  f"observers {joining} auto-join")
+    progress(cluster, what="after the auto-joins")
+
+
+def disk_failure_auto_join(cluster: Cluster, rng: random.Random) -> None:
+    """A voter back with a new disk and auto-join removes its old key, then adds itself."""
+    leader = elect(cluster)
+    victim = _follower_voter(cluster, rng, leader)
+    old_key = _voter_key(cluster, victim)
+    cluster.kill(victim)
+    cluster.wipe(victim)
+    cluster.auto_join.add(victim)
+    cluster.start(victim)
+    new_key = cluster.key_of(victim)
+    _await_voters(cluster, lambda voters: new_key in voters.keys and old_key not in voters.keys,
+                  f"node {victim} replaces {old_key} by {new_key} on its own")
+    progress(cluster, what=f"after node {victim} rejoined")
+
+
+def static_upgrade(cluster: Cluster, rng: random.Random) -> None:
+    """A static quorum finalizes kraft.version 1 (its voters told the leader their
+    directories), survives a full restart half of the time, then changes voters."""
+    cluster.give_directories()
+    elect(cluster)
+    deadline = cluster.queue.now_ms + PHASE_MS
+    while True:
+        current = cluster.leader()
+        if current is not None and current.kraft_version == 1:
+            break
+        leader = cluster.leader_id()
+        if leader is not None:
+            result = cluster.call(leader, lambda client, now: client.upgrade_kraft_version(now, 1))
+            if isinstance(result, Refusal) and result.error != ErrorCode.request_timed_out:
+                raise InvariantViolation("Reconfiguration", f"upgrade refused: {result.message}")
+        if cluster.queue.now_ms > deadline:
+            raise InvariantViolation("Liveness", f"no kraft.version upgrade in {PHASE_MS} ms")
+        cluster.run_for(200)
+    _await_voters(cluster, lambda voters: all(k.directory_id is not None for k in voters.keys),
+                  "the first VotersRecord commits")
+    if rng.random() < 0.5:
+        for node_id in cluster.nodes:
+            cluster.kill(node_id)
+        cluster.run_for(rng.randint(0, 2000))
+        cluster.start_all()
+    progress(cluster, what="after the upgrade")
+    observers = sorted(i for i in cluster.nodes if i not in cluster.voter_ids)
+    if observers:
+        add_voter(cluster, observers[0])
+    else:
+        leader = cluster.leader_id()
+        remove_voter_key(cluster, _voter_key(cluster, _follower_voter(
+            cluster, rng, -1 if leader is None else leader)))
+    progress(cluster, what="after a voter change on the upgraded quorum")
+    stale = [c.node_id for c in cluster.live_clients() if c.kraft_version != 1]
+    if stale:
+        raise InvariantViolation("KRaftVersionUpgrade", f"nodes {stale} still at version 0")
+
+
+def voter_moves(cluster: Cluster, rng: random.Random) -> None:
+    """A voter (the leader half of the time) restarts on another port: its UpdateRaftVoter
+    (or, as leader, its own rewrite) puts the new endpoint in the committed voter set."""
+    leader = elect(cluster)
+    mover = leader if rng.random() < 0.5 else _follower_voter(cluster, rng, leader)
+    cluster.kill(mover)
+    cluster.moved[mover] = 19093
+    cluster.start(mover)
+    expected = set(cluster.listeners_of(mover))
+
+    def moved(voters: VoterSet) -> bool:
+        node = voters.node(mover)
+        return node is not None and set(node.endpoints) == expected
+    _await_voters(cluster, moved, f"voter {mover}'s new endpoint commits")
+    progress(cluster, what=f"after voter {mover} moved")

@@ -141,3 +141,22 @@ def test_follower_downloads_installs_and_loads_a_snapshot() -> None:
     assert f.log.log_start_offset == sid.offset == f.log.log_end_offset
     assert f.listener.loads == [sid]
     assert f.take_requests(rpc.FetchRequest)  # back to fetching, from the snapshot's end
+
+
+def test_time_based_retention_applies_without_a_new_snapshot() -> None:
+    h = leader_with_commits(2, snapshot_retention_ms=10_000, snapshot_retention_bytes=-1)
+    first = end_id(h)
+    h.client.create_snapshot(h.now, first, [[b"s1"]])
+    h.client.append(h.now, [b"more"])
+    h.advance(h.config.append_linger_ms)
+    h.flush()
+    second = end_id(h)
+    h.client.create_snapshot(h.now, second, [[b"s2"]])
+    assert h.log.log_start_offset == 0  # both snapshots are young
+    h.advance(10_001)
+    assert h.log.log_start_offset < second.offset  # not re-checked yet
+    h.advance_to_next_tick()
+    while h.log.log_start_offset < second.offset and h.now < 200_000:
+        h.advance_to_next_tick()
+    assert h.log.log_start_offset == second.offset
+    assert [s.snapshot_id for s in h.log.snapshots()] == [second]

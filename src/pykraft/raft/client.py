@@ -48,7 +48,7 @@ from pykraft.raft.api import (
     RaftListener,
     Ready,
 )
-from pykraft.raft.config import QuorumConfig
+from pykraft.raft.config import SNAPSHOT_CLEAN_INTERVAL_MS, QuorumConfig
 from pykraft.raft.control_state import ControlRecordState
 from pykraft.raft.election import (
     EpochElection,
@@ -151,6 +151,7 @@ class RaftClient:
         self._listener_next_offset = 0
         self._notified: LeaderAndEpoch | None = None
         self._shutting_down = False
+        self._next_clean_ms = now_ms + SNAPSHOT_CLEAN_INTERVAL_MS
         self._load_control_state()
         self._persisted: ElectionState | None = store.read()
         self.state: State = self._initial_state()
@@ -612,6 +613,9 @@ class RaftClient:
             self._poll_state()
             if self.state is before:
                 break
+        if self._now >= self._next_clean_ms:  # snapshots age out even with no new ones
+            self._next_clean_ms = self._now + SNAPSHOT_CLEAN_INTERVAL_MS
+            self._clean_snapshots()
         self._deliver_committed()
         self._notify_leader_change()
 
@@ -706,6 +710,7 @@ class RaftClient:
         times = [p.deadline_ms for p in self._parked]
         times += [f.deadline_ms for f in self._in_flight.values()]
         times += [t for t in self._retry_at.values() if t > self._now]
+        times.append(self._next_clean_ms)
         state = self.state
         if isinstance(state, Unattached):
             if self.is_voter:

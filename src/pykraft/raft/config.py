@@ -21,6 +21,7 @@ CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 MAX_CAUGHT_UP_FETCH_AGE_MS = 3_600_000  # AddRaftVoter: the new voter fetched this recently
 DEFAULT_LISTENER_NAME = "CONTROLLER"
+SNAPSHOT_CLEAN_INTERVAL_MS = 60_000  # time-based snapshot retention is re-checked this often
 
 # Kafka property name -> QuorumConfig field; the hard-coded Kafka constants have no key.
 CONFIG_KEYS: Mapping[str, str] = {

@@ -104,6 +104,11 @@ def test_update_voter_checks_epoch_range_and_listener() -> None:
     assert error_of(ask(h, rpc.update_voter_request(
         None, epoch, 0, dir_id(0), [("CONTROLLER", "new-host", 1234)], (0, 1)))) == (
         ErrorCode.none)
+    answer = ask(h, rpc.update_voter_request(None, epoch, 0, dir_id(0), LISTENERS, (0, 1)))
+    assert isinstance(answer, rpc.UpdateRaftVoterResponse)
+    # refused (the first update is not committed), naming the leader at its new endpoint
+    assert answer.error_code == ErrorCode.request_timed_out
+    assert (answer.current_leader.host, answer.current_leader.port) == ("new-host", 1234)
     node = h.client.voters.node(0)
     assert node is not None and node.endpoints[0].host == "new-host"
 

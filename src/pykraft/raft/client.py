@@ -1367,8 +1367,11 @@ class RaftClient:
 
     def _reconfig_answer(self, request: rpc.ReconfigRequest, error: ErrorCode,
                          message: str | None) -> rpc.ReconfigResponse:
-        return rpc.reconfig_response(request, error, message, leader_id=self.state.leader_id,
-                                     epoch=self.epoch)
+        leader = self.state.leader_id
+        endpoint = None if leader is None else self.endpoint_of(leader)
+        return rpc.reconfig_response(request, error, message, leader_id=leader, epoch=self.epoch,
+                                     leader_endpoint=None if endpoint is None
+                                     else (endpoint.host, endpoint.port))
 
     def _append_voters(self, state: Leader, voters: VoterSet, *,
                        kraft_version: int | None = None) -> int:
@@ -1407,8 +1410,7 @@ class RaftClient:
             return
         self._pending_change = None
         self._respond(pending.source, pending.correlation_id,
-                      rpc.reconfig_response(pending.request, error, message,
-                                            leader_id=self.state.leader_id, epoch=self.epoch))
+                      self._reconfig_answer(pending.request, error, message))
 
     # -- listener ---------------------------------------------------------------------
 

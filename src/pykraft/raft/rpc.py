@@ -451,9 +451,10 @@ def update_voter_request(
 
 def reconfig_response(
     request: ReconfigRequest, error: ErrorCode, message: str | None = None, *,
-    leader_id: int | None = None, epoch: int = -1,
+    leader_id: int | None = None, epoch: int = -1, leader_endpoint: tuple[str, int] | None = None,
 ) -> ReconfigResponse:
-    """The answer to an Add/Remove/UpdateRaftVoter request (Update also names the leader)."""
+    """The answer to an Add/Remove/UpdateRaftVoter request (Update also names the leader and,
+    when known, its host and port on the controller listener)."""
     throttle = i32Timedelta.parse(datetime.timedelta(0))
     if isinstance(request, AddRaftVoterRequest):
         return AddRaftVoterResponse(throttle_time=throttle, error_code=error,
@@ -461,10 +462,12 @@ def reconfig_response(
     if isinstance(request, RemoveRaftVoterRequest):
         return RemoveRaftVoterResponse(throttle_time=throttle, error_code=error,
                                        error_message=message)
+    host, port = leader_endpoint or ("", -1)
     return UpdateRaftVoterResponse(
         throttle_time=throttle, error_code=error,
         current_leader=update_resp.CurrentLeader(leader_id=_leader(leader_id),
-                                                 leader_epoch=i32(epoch), host="", port=i32(-1)),
+                                                 leader_epoch=i32(epoch), host=host,
+                                                 port=i32(port)),
     )
 
 

@@ -1,8 +1,11 @@
-"""``pykraft metadata-quorum``: Kafka's ``kafka-metadata-quorum.sh`` (describe)."""
+"""``pykraft metadata-quorum``: Kafka's ``kafka-metadata-quorum.sh`` (describe, add-controller,
+remove-controller)."""
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,9 +13,25 @@ import typer
 from pykraft.errors import PyKraftError
 
 quorum_app = typer.Typer(
-    help="Describe the KRaft metadata quorum (kafka-metadata-quorum.sh).",
+    help="Describe and change the KRaft metadata quorum (kafka-metadata-quorum.sh).",
     no_args_is_help=True,
 )
+
+TimeoutOption = Annotated[float, typer.Option(help="Seconds to keep trying.")]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would be done, but do not do it.")
+]
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalOptions:
+    bootstrap: str
+    command_config: Path | None
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(1)
 
 
 @quorum_app.callback()
@@ -20,18 +39,23 @@ def options(
     ctx: typer.Context,
     bootstrap_controller: Annotated[
         str | None,
-        typer.Option("--bootstrap-controller", help="host:port of any controller."),
+        typer.Option("--bootstrap-controller", help="Comma-separated host:port of controllers."),
     ] = None,
     bootstrap_server: Annotated[
         str | None, typer.Option("--bootstrap-server", help="host:port of a broker."),
     ] = None,
+    command_config: Annotated[
+        Path | None,
+        typer.Option("--command-config", help="Properties file; for add-controller, the "
+                                              "new controller's server properties."),
+    ] = None,
 ) -> None:
-    """Global options, as in Kafka: exactly one bootstrap address."""
+    """Global options, as in Kafka: exactly one bootstrap address list."""
     if (bootstrap_controller is None) == (bootstrap_server is None):
-        typer.echo("Error: exactly one of --bootstrap-controller and --bootstrap-server "
-                   "is required", err=True)
-        raise typer.Exit(1)
-    ctx.obj = bootstrap_controller or bootstrap_server
+        raise _fail("exactly one of --bootstrap-controller and --bootstrap-server is required")
+    if command_config is not None and not command_config.exists():
+        raise _fail(f"Properties file {command_config} does not exist.")
+    ctx.obj = GlobalOptions(str(bootstrap_controller or bootstrap_server), command_config)
 
 
 @quorum_app.command("describe")
@@ -45,20 +69,21 @@ def describe(
         bool, typer.Option("--human-readable", help="Timestamps as 'N ms ago'.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="JSON instead of text.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds to keep trying.")] = 10.0,
+    timeout: TimeoutOption = 10.0,
 ) -> None:
     """Describe the quorum: --status or --replication."""
     from pykraft.tools import quorum_tool
 
     if status == replication:
-        typer.echo("Error: exactly one of --status and --replication is required", err=True)
-        raise typer.Exit(1)
+        raise _fail("exactly one of --status and --replication is required")
+    if status and human_readable:
+        raise _fail("The option --human-readable is only supported along with --replication")
+    options: GlobalOptions = ctx.obj
     try:
-        address = quorum_tool.parse_host_port(str(ctx.obj))
-        info = asyncio.run(quorum_tool.describe_quorum(address, timeout_s=timeout))
+        bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
+        info = asyncio.run(quorum_tool.describe_quorum(*bootstrap, timeout_s=timeout))
     except PyKraftError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise _fail(str(exc)) from None
     if as_json:
         typer.echo(quorum_tool.as_json(info))
     elif status:
@@ -66,3 +91,57 @@ def describe(
     else:
         rows = quorum_tool.replication_rows(info, human_readable=human_readable)
         typer.echo("\n".join(quorum_tool.pretty_table(quorum_tool.REPLICATION_HEADERS, rows)))
+
+
+@quorum_app.command("add-controller")
+def add_controller(
+    ctx: typer.Context, dry_run: DryRunOption = False,
+    timeout: TimeoutOption = 60.0,
+) -> None:
+    """Add the controller configured by --command-config to the voters (AddRaftVoter).
+
+    The controller must be running as an observer of the quorum and caught up."""
+    from pykraft.config.properties import load_properties
+    from pykraft.tools import quorum_tool
+
+    options: GlobalOptions = ctx.obj
+    if options.command_config is None:
+        raise _fail("You must supply the configuration file of the controller you are "
+                    "adding when using add-controller.")
+    try:
+        identity = quorum_tool.controller_identity(load_properties(options.command_config))
+        if not dry_run:
+            bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
+            asyncio.run(quorum_tool.add_controller(bootstrap, identity, timeout_s=timeout))
+    except PyKraftError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(quorum_tool.added_message(identity, dry_run=dry_run))
+
+
+@quorum_app.command("remove-controller")
+def remove_controller(
+    ctx: typer.Context,
+    controller_id: Annotated[
+        int, typer.Option("--controller-id", "-i", help="The id of the controller to remove.")
+    ],
+    controller_directory_id: Annotated[
+        str, typer.Option("--controller-directory-id", "-d",
+                          help="The directory id of the controller to remove.")
+    ],
+    dry_run: DryRunOption = False,
+    timeout: TimeoutOption = 60.0,
+) -> None:
+    """Remove the voter (id, directory id) from the quorum (RemoveRaftVoter)."""
+    from pykraft.tools import quorum_tool
+
+    options: GlobalOptions = ctx.obj
+    try:
+        node_id = quorum_tool.parse_controller_id(controller_id)
+        directory_id = quorum_tool.parse_directory_id(controller_directory_id)
+        if not dry_run:
+            bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
+            asyncio.run(quorum_tool.remove_controller(bootstrap, node_id, directory_id,
+                                                      timeout_s=timeout))
+    except PyKraftError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(quorum_tool.removed_message(node_id, directory_id, dry_run=dry_run))

@@ -1,9 +1,12 @@
-"""``metadata-quorum describe``: Kafka's ``kafka-metadata-quorum.sh`` against a controller.
+"""``pykraft metadata-quorum``: Kafka's ``kafka-metadata-quorum.sh`` against the controllers.
 
-Like Kafka's admin client with ``--bootstrap-controller``, it asks the bootstrap controller
+Like Kafka's admin client with ``--bootstrap-controller``, it asks a bootstrap controller
 (DescribeCluster, controller endpoints) which controller is active, then sends
-DescribeQuorum there; every connection opens with ApiVersions. The text layouts are
-Kafka's (``--status`` lines, ``--replication`` tab-terminated padded table).
+DescribeQuorum, AddRaftVoter or RemoveRaftVoter there; every connection opens with
+ApiVersions. While a leader is being elected (no active controller, NOT_LEADER_OR_FOLLOWER,
+REQUEST_TIMED_OUT because the previous voter change is not committed yet, a closed
+connection) it tries again until a deadline. The text layouts are Kafka's (``--status``
+lines, ``--replication`` tab-terminated padded table, ``Added controller ...``).
 """
 
 from __future__ import annotations
@@ -11,28 +14,62 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kio.schema.describe_cluster.v2 import request as dc_req
 from kio.static.primitive import i8
 
-from pykraft.errors import ProtocolError
-from pykraft.ids import ZERO_UUID, uuid_to_str
+from pykraft.config.server import Endpoint, parse_listeners
+from pykraft.errors import ConfigError, ProtocolError
+from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
 from pykraft.runtime.client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
 CLIENT_ID = "pykraft-metadata-quorum"
-_TOOL_APIS = (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER)
+_TOOL_APIS = (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
+              ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER)
 TOOL_RANGES = {k: r for k, r in listener_ranges(Listener.CONTROLLER).items() if k in _TOOL_APIS}
 CONTROLLER_ENDPOINTS = 2
+#: Kafka's admin ``request.timeout.ms`` (one attempt) and ``default.api.timeout.ms`` (all).
+REQUEST_TIMEOUT_S = 30.0
+DEFAULT_API_TIMEOUT_S = 60.0
+_RETRY_BACKOFF_S = 0.2
+
+Address = tuple[str, int]
 
 
 class QuorumToolError(ProtocolError):
-    """The quorum could not be described (no leader, refused, unreachable)."""
+    """The quorum could not be described or changed (no leader, refused, unreachable)."""
+
+
+class VoterChangeError(QuorumToolError):
+    """The leader refused a voter change; ``error`` is Kafka's error code."""
+
+    def __init__(self, error: ErrorCode, message: str | None) -> None:
+        self.error = error
+        super().__init__(f"{error_name(error)}: {message or _DEFAULT_MESSAGES.get(error, '')}"
+                         .rstrip(": "))
+
+
+#: Kafka's default exception messages for the errors the voter RPCs answer with.
+_DEFAULT_MESSAGES = {
+    ErrorCode.duplicate_voter: "The voter is already part of the set of voters.",
+    ErrorCode.voter_not_found: "The voter is not part of the set of voters.",
+    ErrorCode.invalid_request: "This most likely occurs because of a request being malformed "
+                               "by the client library or the message was sent to an "
+                               "incompatible broker. See the broker logs for more details.",
+    ErrorCode.unsupported_version: "The version of API is not supported.",
+    ErrorCode.inconsistent_cluster_id: "The clusterId in the request does not match that "
+                                       "found on the server",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +95,10 @@ class QuorumInfo:
     def leader(self) -> Replica | None:
         return next((v for v in self.voters if v.replica_id == self.leader_id), None)
 
+    def has_voter(self, node_id: int, directory_id: uuid.UUID) -> bool:
+        return any(v.replica_id == node_id and v.directory_id == uuid_to_str(directory_id)
+                   for v in self.voters)
+
 
 def parse_host_port(text: str) -> tuple[str, int]:
     host, sep, port = text.rpartition(":")
@@ -66,45 +107,90 @@ def parse_host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-async def describe_quorum(bootstrap: tuple[str, int], *, timeout_s: float = 10.0) -> QuorumInfo:
-    """Find the active controller through ``bootstrap`` and describe its quorum."""
-    deadline = time.monotonic() + timeout_s
-    last_error = "no attempt"
-    while time.monotonic() < deadline:
-        try:
-            return await _attempt(bootstrap, deadline)
-        except (*CONNECTION_ERRORS, QuorumToolError) as exc:
-            last_error = str(exc)
-        await asyncio.sleep(0.2)  # a leader election in progress: retry within the deadline
-    raise QuorumToolError(f"could not describe the quorum within {timeout_s:.0f} s: "
-                          f"{last_error}")
+def parse_bootstrap(text: str) -> tuple[Address, ...]:
+    """Kafka's ``--bootstrap-controller``: a comma-separated list of host:port."""
+    addresses = tuple(parse_host_port(part.strip()) for part in text.split(",") if part.strip())
+    if not addresses:
+        raise QuorumToolError("--bootstrap-controller names no host:port")
+    return addresses
 
 
-async def _attempt(bootstrap: tuple[str, int], deadline: float) -> QuorumInfo:
-    connection = await _open(bootstrap, deadline)
+# -- finding the active controller ----------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ActiveController:
+    cluster_id: str
+    node_id: int
+    address: Address
+
+
+async def _open(address: Address, deadline: float) -> ClientConnection:
+    remaining = max(0.1, deadline - time.monotonic())
+    return await open_with_timeout(address[0], address[1], client_id=CLIENT_ID,
+                                   ours=TOOL_RANGES, timeout_s=remaining)
+
+
+async def _request(address: Address, body: Any, deadline: float) -> Any:
+    """One request on a fresh connection, bounded by the deadline and one request timeout."""
+    connection = await _open(address, deadline)
     try:
-        cluster = await connection.request(dc_req.DescribeClusterRequest(
-            include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS),
-            include_fenced_brokers=False))
+        remaining = min(REQUEST_TIMEOUT_S, max(0.1, deadline - time.monotonic()))
+        return await asyncio.wait_for(connection.request(body), remaining)
     finally:
         connection.close()
+
+
+async def _ask_controller(address: Address, deadline: float) -> ActiveController:
+    cluster = await _request(address, dc_req.DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS),
+        include_fenced_brokers=False), deadline)
     if cluster.error_code != ErrorCode.none:
         raise QuorumToolError(f"DescribeCluster failed: {error_name(cluster.error_code)}")
     leader = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
     if leader is None:
         raise QuorumToolError("no active controller known yet")
-    connection = await _open((leader.host, int(leader.port)), deadline)
-    try:
-        response = await connection.request(rpc.describe_quorum_request())
-    finally:
-        connection.close()
-    return _quorum_info(cluster.cluster_id, response)
+    return ActiveController(cluster.cluster_id, int(leader.broker_id),
+                            (leader.host, int(leader.port)))
 
 
-async def _open(address: tuple[str, int], deadline: float) -> ClientConnection:
-    remaining = max(0.1, deadline - time.monotonic())
-    return await open_with_timeout(address[0], address[1], client_id=CLIENT_ID,
-                                   ours=TOOL_RANGES, timeout_s=remaining)
+async def active_controller(bootstrap: Sequence[Address], deadline: float) -> ActiveController:
+    """The active controller as the first answering bootstrap controller knows it."""
+    errors = []
+    for address in bootstrap:
+        try:
+            return await _ask_controller(address, deadline)
+        except (*CONNECTION_ERRORS, QuorumToolError) as exc:
+            errors.append(f"{address[0]}:{address[1]}: {exc}")
+    raise QuorumToolError("; ".join(errors))
+
+
+async def _retrying(what: str, attempt: Callable[[float], Awaitable[Any]],
+                    timeout_s: float) -> Any:
+    """Run ``attempt(deadline)`` until it returns; transient failures are retried."""
+    deadline = time.monotonic() + timeout_s
+    last_error = "no attempt"
+    while time.monotonic() < deadline:
+        try:
+            return await attempt(deadline)
+        except (*CONNECTION_ERRORS, QuorumToolError) as exc:
+            if isinstance(exc, VoterChangeError):
+                raise
+            last_error = str(exc) or type(exc).__name__
+        await asyncio.sleep(_RETRY_BACKOFF_S)  # an election or a voter change in progress
+    raise QuorumToolError(f"could not {what} within {timeout_s:.0f} s: {last_error}")
+
+
+# -- describe -------------------------------------------------------------------------------
+
+async def describe_quorum(bootstrap: Address, *more: Address,
+                          timeout_s: float = 10.0) -> QuorumInfo:
+    """Find the active controller through the bootstrap controllers; describe its quorum."""
+    async def attempt(deadline: float) -> QuorumInfo:
+        active = await active_controller((bootstrap, *more), deadline)
+        response = await _request(active.address, rpc.describe_quorum_request(), deadline)
+        return _quorum_info(active.cluster_id, response)
+    info: QuorumInfo = await _retrying("describe the quorum", attempt, timeout_s)
+    return info
 
 
 def _quorum_info(cluster_id: str, response: rpc.DescribeQuorumResponse) -> QuorumInfo:
@@ -137,6 +223,170 @@ def _replica(state: Any) -> Replica:
         last_fetch_ms=int(state.last_fetch_timestamp),
         last_caught_up_ms=int(state.last_caught_up_timestamp),
     )
+
+
+# -- add-controller / remove-controller -----------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ControllerIdentity:
+    """What AddRaftVoter needs about a controller, read from its own configuration."""
+
+    node_id: int
+    directory_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+
+
+_NOT_A_CONTROLLER_CONFIG = "Is this a valid controller configuration file?"
+
+
+def controller_identity(props: Mapping[str, str]) -> ControllerIdentity:
+    """Kafka's checks of ``add-controller``'s ``--command-config`` (the new controller's
+    server properties), with Kafka's messages."""
+    node_text = props.get("node.id")
+    if node_text is None:
+        raise ConfigError(f"node.id not found in configuration file. {_NOT_A_CONTROLLER_CONFIG}")
+    try:
+        node_id = int(node_text.strip())
+    except ValueError:
+        raise ConfigError(f"invalid value {node_text!r} for node.id: expected an integer"
+                          ) from None
+    if node_id < 0:
+        raise ConfigError(f"node.id was negative in configuration file. "
+                          f"{_NOT_A_CONTROLLER_CONFIG}")
+    if "controller" not in props.get("process.roles", ""):
+        raise ConfigError("process.roles did not contain 'controller' in configuration file. "
+                          f"{_NOT_A_CONTROLLER_CONFIG}")
+    directory = _metadata_directory(props)
+    return ControllerIdentity(node_id, _directory_id(directory), _controller_endpoints(props))
+
+
+def _metadata_directory(props: Mapping[str, str]) -> Path:
+    if "metadata.log.dir" in props:
+        return Path(props["metadata.log.dir"])
+    first = props.get("log.dirs", props.get("log.dir", "")).strip().split(",")[0].strip()
+    if first:
+        return Path(first)
+    raise ConfigError("Neither metadata.log.dir nor log.dirs were found. "
+                      f"{_NOT_A_CONTROLLER_CONFIG}")
+
+
+def _directory_id(directory: Path) -> uuid.UUID:
+    path = directory / META_PROPERTIES
+    if not path.is_file():
+        raise ConfigError(f"Unable to read meta.properties from {directory}")
+    meta = read_meta_properties(path)
+    if meta.directory_id is None:
+        raise ConfigError(f"No directory id found in {directory}")
+    return meta.directory_id
+
+
+def _controller_endpoints(props: Mapping[str, str]) -> tuple[Endpoint, ...]:
+    """Each controller listener, advertised if it is, else as bound; an empty host means
+    ``localhost`` (Kafka's rule)."""
+    by_name = {e.name: e for e in parse_listeners(props.get("listeners", ""), "listeners")}
+    by_name.update({e.name: e for e in parse_listeners(props.get("advertised.listeners", ""),
+                                                       "advertised.listeners")})
+    if "controller.listener.names" not in props:
+        raise ConfigError("controller.listener.names was not found. "
+                          f"{_NOT_A_CONTROLLER_CONFIG}")
+    endpoints: list[Endpoint] = []
+    for text in props["controller.listener.names"].split(","):
+        name = text.strip().upper()
+        found = by_name.get(name)
+        if found is None:
+            raise ConfigError(f"Cannot find information about controller listener name: {name}")
+        endpoint = Endpoint(found.name, found.host or "localhost", found.port)
+        if endpoint not in endpoints:
+            endpoints.append(endpoint)
+    return tuple(endpoints)
+
+
+def parse_controller_id(value: int) -> int:
+    if value < 0:
+        raise QuorumToolError(f"Invalid negative --controller-id: {value}")
+    return value
+
+
+def parse_directory_id(text: str) -> uuid.UUID:
+    try:
+        return uuid_from_str(text)
+    except InvalidUuidError as exc:
+        raise QuorumToolError(f"Failed to parse --controller-directory-id: {exc}") from None
+
+
+def _endpoint_text(endpoint: Endpoint) -> str:
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return f"{endpoint.name}://{host}:{endpoint.port}"
+
+
+def added_message(identity: ControllerIdentity, *, dry_run: bool) -> str:
+    return (f"{'DRY RUN of adding' if dry_run else 'Added'} controller {identity.node_id} "
+            f"with directory id {uuid_to_str(identity.directory_id)} and endpoints: "
+            + ", ".join(_endpoint_text(e) for e in identity.endpoints))
+
+
+def removed_message(node_id: int, directory_id: uuid.UUID, *, dry_run: bool) -> str:
+    """Kafka's line, with its two spaces after the verb."""
+    return (f"{'DRY RUN of removing ' if dry_run else 'Removed '} KRaft controller {node_id} "
+            f"with directory id {uuid_to_str(directory_id)}")
+
+
+async def add_controller(bootstrap: Sequence[Address], identity: ControllerIdentity, *,
+                         timeout_s: float = DEFAULT_API_TIMEOUT_S) -> None:
+    """AddRaftVoter for ``identity`` at the active controller, answered once committed."""
+    def request(cluster_id: str, deadline: float) -> rpc.AddRaftVoterRequest:
+        timeout_ms = int(min(REQUEST_TIMEOUT_S, deadline - time.monotonic()) * 1000)
+        return rpc.add_voter_request(
+            cluster_id, identity.node_id, identity.directory_id,
+            [(e.name, e.host, e.port) for e in identity.endpoints], max(timeout_ms, 1))
+
+    await _change_voters(
+        "add the controller", bootstrap, request, ErrorCode.duplicate_voter,
+        lambda info: info.has_voter(identity.node_id, identity.directory_id), timeout_s)
+
+
+async def remove_controller(bootstrap: Sequence[Address], node_id: int,
+                            directory_id: uuid.UUID, *,
+                            timeout_s: float = DEFAULT_API_TIMEOUT_S) -> None:
+    """RemoveRaftVoter for (``node_id``, ``directory_id``), answered once committed."""
+    await _change_voters(
+        "remove the controller", bootstrap,
+        lambda cluster_id, _: rpc.remove_voter_request(cluster_id, node_id, directory_id),
+        ErrorCode.voter_not_found,
+        lambda info: not info.has_voter(node_id, directory_id), timeout_s)
+
+
+async def _change_voters(
+    what: str, bootstrap: Sequence[Address],
+    make_request: Callable[[str, float], rpc.ReconfigRequest], already_done_error: ErrorCode,
+    is_done: Callable[[QuorumInfo], bool], timeout_s: float,
+) -> None:
+    """Send the change to the active controller, retrying transient failures.
+
+    An attempt whose answer was lost may still have been applied; the retry then meets
+    DUPLICATE_VOTER / VOTER_NOT_FOUND, and the voter set tells whether that means done.
+    """
+    sent = False
+
+    async def attempt(deadline: float) -> None:
+        nonlocal sent
+        active = await active_controller(bootstrap, deadline)
+        request = make_request(active.cluster_id, deadline)
+        retry_is_ambiguous = sent
+        sent = True
+        response = await _request(active.address, request, deadline)
+        error = ErrorCode(response.error_code)
+        if error == ErrorCode.none:
+            return
+        if error == already_done_error and retry_is_ambiguous:
+            described = await _request(active.address, rpc.describe_quorum_request(), deadline)
+            if is_done(_quorum_info(active.cluster_id, described)):
+                return
+        if error.retriable:
+            raise QuorumToolError(f"{error_name(error)} from controller {active.node_id}")
+        raise VoterChangeError(error, response.error_message)
+
+    await _retrying(what, attempt, timeout_s)
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -214,9 +464,11 @@ def pretty_table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[
 
 
 def as_json(info: QuorumInfo) -> str:
-    """Machine-readable form (pykraft extension): the same facts as ``--status`` rows."""
+    """Machine-readable form (pykraft extension): the facts of ``--status`` and
+    ``--replication``; ``directoryId`` is null for a static (kraft.version 0) voter."""
     def replica(r: Replica) -> dict[str, object]:
-        return {"id": r.replica_id, "directoryId": r.directory_id,
+        directory = None if r.directory_id == uuid_to_str(ZERO_UUID) else r.directory_id
+        return {"id": r.replica_id, "directoryId": directory,
                 "logEndOffset": r.log_end_offset, "lastFetchTimestamp": r.last_fetch_ms,
                 "lastCaughtUpTimestamp": r.last_caught_up_ms,
                 "endpoints": list(info.endpoints.get(r.replica_id, ()))}

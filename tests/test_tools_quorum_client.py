@@ -1,0 +1,319 @@
+"""``add-controller`` / ``remove-controller`` against scripted controllers on 127.0.0.1:
+leader discovery through the bootstrap list, bounded retries of transient refusals, a lost
+answer whose change did happen, and Kafka's error names on refusal."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.index import load_response_schema
+from kio.schema.describe_cluster.v2 import response as dc_resp
+from kio.schema.types import BrokerId
+from kio.static.primitive import i8, i32, i32Timedelta
+from typer.testing import CliRunner
+
+from pykraft.cli.main import app
+from pykraft.config.server import Endpoint
+from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.protocol.api_versions import api_versions_response
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.codec import decode_request, encode_response
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft import rpc
+from pykraft.runtime.streams import FrameStream
+from pykraft.storage.meta_properties import MetaProperties, write_meta_properties
+from pykraft.tools.quorum_tool import (
+    ControllerIdentity,
+    QuorumToolError,
+    VoterChangeError,
+    add_controller,
+    remove_controller,
+)
+
+pytestmark = pytest.mark.timeout(60)
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+NEW = ControllerIdentity(4, random_uuid(), (Endpoint("CONTROLLER", "127.0.0.1", 9999),))
+
+#: A scripted answer: the latest-version response body, or None to hang up unanswered.
+Handler = Callable[[int, Any], Any]
+
+
+@dataclass
+class FakeController:
+    """A controller listener that answers ApiVersions itself and everything else through
+    ``handler``, on its own event loop thread so the CLI's ``asyncio.run`` can reach it."""
+
+    node_id: int
+    handler: Handler
+    seen: list[tuple[int, Any]] = field(default_factory=list)
+    port: int = 0
+
+    def start(self) -> None:
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+
+        async def serve() -> None:
+            self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+            self.port = self._server.sockets[0].getsockname()[1]
+            ready.set()
+
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(serve(), self._loop)
+        assert ready.wait(10)
+
+    def stop(self) -> None:
+        """Close the listener and every open connection, then end the loop's thread."""
+        if not self._thread.is_alive():
+            return
+
+        async def shutdown() -> None:
+            self._server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        stream = FrameStream(reader, writer)
+        try:
+            while (frame := await stream.read_frame()) is not None:
+                request = decode_request(frame)
+                if request.api_key == ApiKey.API_VERSIONS:
+                    body = api_versions_response(Listener.CONTROLLER, request.api_version)
+                else:
+                    self.seen.append((request.api_key, request.body))
+                    answer = self.handler(request.api_key, request.body)
+                    if answer is None:
+                        return
+                    body = convert(answer, load_response_schema(request.api_key,
+                                                                request.api_version))
+                await stream.write_frame(encode_response(
+                    request.header.correlation_id, request.api_key, request.api_version, body))
+        finally:
+            stream.close()
+
+    def requests(self, api_key: int) -> list[Any]:
+        return [body for key, body in self.seen if key == api_key]
+
+
+def describe_cluster(leader: FakeController | None,
+                     voters: list[FakeController]) -> dc_resp.DescribeClusterResponse:
+    return dc_resp.DescribeClusterResponse(
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+        endpoint_type=i8(2), cluster_id=CLUSTER_ID,
+        controller_id=BrokerId(-1 if leader is None else leader.node_id),
+        brokers=tuple(dc_resp.DescribeClusterBroker(broker_id=BrokerId(v.node_id),
+                                                    host="127.0.0.1", port=i32(v.port),
+                                                    is_fenced=False) for v in voters))
+
+
+def answer(request: Any, error: ErrorCode, message: str | None = None) -> Any:
+    return rpc.reconfig_response(request, error, message)
+
+
+def voters_response(voters: list[tuple[int, uuid.UUID]]) -> rpc.DescribeQuorumResponse:
+    rows = [rpc.ReplicaRow(n, 10, 1, 1, directory) for n, directory in voters]
+    return rpc.describe_quorum_response(voters[0][0], 3, 10, rows, [])
+
+
+@pytest.fixture
+def controllers() -> Iterator[Callable[[int, Handler], FakeController]]:
+    started: list[FakeController] = []
+
+    def make(node_id: int, handler: Handler) -> FakeController:
+        controller = FakeController(node_id, handler)
+        controller.start()
+        started.append(controller)
+        return controller
+
+    yield make
+    for controller in started:
+        controller.stop()
+
+
+Make = Callable[[int, Handler], FakeController]
+
+
+def test_add_is_sent_to_the_leader_that_a_follower_names(controllers: Make) -> None:
+    cluster: list[FakeController] = []
+
+    def leader_handler(api_key: int, body: Any) -> Any:
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            return describe_cluster(cluster[0], cluster)
+        return answer(body, ErrorCode.none)
+
+    leader = controllers(1, leader_handler)
+    follower = controllers(2, lambda key, body: describe_cluster(leader, cluster))
+    cluster += [leader, follower]
+    asyncio.run(add_controller([follower.address], NEW, timeout_s=10))
+
+    [request] = leader.requests(ApiKey.ADD_RAFT_VOTER)
+    assert (request.cluster_id, request.voter_id, request.voter_directory_id) == (
+        CLUSTER_ID, 4, NEW.directory_id)
+    assert [(lst.name, lst.host, lst.port) for lst in request.listeners] == [
+        ("CONTROLLER", "127.0.0.1", 9999)]
+    assert request.ack_when_committed
+    assert 0 < request.timeout.total_seconds() <= 30
+    assert follower.requests(ApiKey.ADD_RAFT_VOTER) == []
+
+
+def test_an_unreachable_bootstrap_controller_is_skipped(controllers: Make) -> None:
+    cluster: list[FakeController] = []
+    leader = controllers(1, lambda key, body: (
+        describe_cluster(cluster[0], cluster) if key == ApiKey.DESCRIBE_CLUSTER
+        else answer(body, ErrorCode.none)))
+    cluster.append(leader)
+    dead = controllers(2, lambda key, body: None)
+    dead.stop()
+    asyncio.run(remove_controller([dead.address, leader.address], 3, NEW.directory_id,
+                                  timeout_s=10))
+    [request] = leader.requests(ApiKey.REMOVE_RAFT_VOTER)
+    assert (request.voter_id, request.voter_directory_id) == (3, NEW.directory_id)
+
+
+def test_transient_refusals_are_retried_until_the_change_commits(controllers: Make) -> None:
+    """No leader yet, then NOT_LEADER_OR_FOLLOWER, then REQUEST_TIMED_OUT (a change still
+    uncommitted), then success: three AddRaftVoter attempts in all."""
+    cluster: list[FakeController] = []
+    answers = iter([ErrorCode.not_leader_or_follower, ErrorCode.request_timed_out,
+                    ErrorCode.none])
+    described = iter([None, *[cluster] * 10])
+
+    def handler(api_key: int, body: Any) -> Any:
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            known = next(described)
+            return describe_cluster(None if known is None else cluster[0], cluster)
+        return answer(body, next(answers))
+
+    cluster.append(controllers(1, handler))
+    asyncio.run(add_controller([cluster[0].address], NEW, timeout_s=20))
+    assert len(cluster[0].requests(ApiKey.ADD_RAFT_VOTER)) == 3
+
+
+@pytest.mark.parametrize(("error", "name"), [
+    (ErrorCode.duplicate_voter, "DUPLICATE_VOTER"),
+    (ErrorCode.invalid_request, "INVALID_REQUEST"),
+    (ErrorCode.unsupported_version, "UNSUPPORTED_VERSION"),
+    (ErrorCode.inconsistent_cluster_id, "INCONSISTENT_CLUSTER_ID"),
+])
+def test_a_refusal_fails_at_once_with_kafka_s_error_name(
+    controllers: Make, error: ErrorCode, name: str,
+) -> None:
+    cluster: list[FakeController] = []
+    cluster.append(controllers(1, lambda key, body: (
+        describe_cluster(cluster[0], cluster) if key == ApiKey.DESCRIBE_CLUSTER
+        else answer(body, error, "told by the leader"))))
+    with pytest.raises(VoterChangeError, match=f"^{name}: told by the leader$") as caught:
+        asyncio.run(add_controller([cluster[0].address], NEW, timeout_s=20))
+    assert caught.value.error == error
+    assert len(cluster[0].requests(ApiKey.ADD_RAFT_VOTER)) == 1
+
+
+def test_a_lost_answer_whose_add_happened_counts_as_done(controllers: Make) -> None:
+    """The first AddRaftVoter's answer never arrives (connection closed); the retry meets
+    DUPLICATE_VOTER, and DescribeQuorum shows (4, its directory id) as a voter."""
+    cluster: list[FakeController] = []
+    answers = iter([None, ErrorCode.duplicate_voter])
+
+    def handler(api_key: int, body: Any) -> Any:
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            return describe_cluster(cluster[0], cluster)
+        if api_key == ApiKey.DESCRIBE_QUORUM:
+            return voters_response([(1, random_uuid()), (4, NEW.directory_id)])
+        code = next(answers)
+        return None if code is None else answer(body, code)
+
+    cluster.append(controllers(1, handler))
+    asyncio.run(add_controller([cluster[0].address], NEW, timeout_s=20))
+    assert len(cluster[0].requests(ApiKey.ADD_RAFT_VOTER)) == 2
+
+
+def test_a_duplicate_of_another_directory_after_a_lost_answer_still_fails(
+    controllers: Make,
+) -> None:
+    cluster: list[FakeController] = []
+    answers = iter([None, ErrorCode.duplicate_voter])
+
+    def handler(api_key: int, body: Any) -> Any:
+        if api_key == ApiKey.DESCRIBE_CLUSTER:
+            return describe_cluster(cluster[0], cluster)
+        if api_key == ApiKey.DESCRIBE_QUORUM:
+            return voters_response([(1, random_uuid()), (4, random_uuid())])
+        code = next(answers)
+        return None if code is None else answer(body, code)
+
+    cluster.append(controllers(1, handler))
+    with pytest.raises(VoterChangeError, match=r"^DUPLICATE_VOTER: The voter is already"):
+        asyncio.run(add_controller([cluster[0].address], NEW, timeout_s=20))
+
+
+def test_a_quorum_without_leader_fails_at_the_deadline(controllers: Make) -> None:
+    lonely = controllers(1, lambda key, body: describe_cluster(None, []))
+    with pytest.raises(QuorumToolError, match=r"could not remove the controller within 1 s: "
+                                              r".*no active controller known yet"):
+        asyncio.run(remove_controller([lonely.address], 3, NEW.directory_id, timeout_s=1))
+    assert lonely.requests(ApiKey.REMOVE_RAFT_VOTER) == []
+
+
+# -- the CLI end to end against a scripted leader -------------------------------------------
+
+def _controller_config(tmp_path: Path, directory_id: uuid.UUID) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    write_meta_properties(data / "meta.properties",
+                          MetaProperties(1, 4, CLUSTER_ID, directory_id))
+    config = tmp_path / "controller-4.properties"
+    config.write_text("process.roles=controller\nnode.id=4\n"
+                      "listeners=CONTROLLER://127.0.0.1:9999\n"
+                      f"controller.listener.names=CONTROLLER\nlog.dirs={data}\n")
+    return config
+
+
+def test_cli_add_controller_prints_kafka_s_line(controllers: Make, tmp_path: Path) -> None:
+    cluster: list[FakeController] = []
+    cluster.append(controllers(1, lambda key, body: (
+        describe_cluster(cluster[0], cluster) if key == ApiKey.DESCRIBE_CLUSTER
+        else answer(body, ErrorCode.none))))
+    config = _controller_config(tmp_path, NEW.directory_id)
+    result = CliRunner().invoke(app, [
+        "metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{cluster[0].port}",
+        "--command-config", str(config), "add-controller"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (f"Added controller 4 with directory id "
+                             f"{uuid_to_str(NEW.directory_id)} and endpoints: "
+                             "CONTROLLER://127.0.0.1:9999\n")
+
+
+def test_cli_remove_controller_failure_exits_1_with_the_error_name(controllers: Make) -> None:
+    cluster: list[FakeController] = []
+    cluster.append(controllers(1, lambda key, body: (
+        describe_cluster(cluster[0], cluster) if key == ApiKey.DESCRIBE_CLUSTER
+        else answer(body, ErrorCode.voter_not_found))))
+    result = CliRunner().invoke(app, [
+        "metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{cluster[0].port}",
+        "remove-controller", "--controller-id", "3",
+        "--controller-directory-id", uuid_to_str(NEW.directory_id)])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == ("Error: VOTER_NOT_FOUND: The voter is not part of the set of "
+                             "voters.\n")

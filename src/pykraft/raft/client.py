@@ -1328,7 +1328,7 @@ class RaftClient:
         self._send(state.leader_id, request)
         sent = state.leader_id in self._in_flight
         if sent:
-            state.next_membership_ms = self._now + self.config.fetch_timeout_ms
+            state.next_membership_ms = self._now + self.config.update_voter_period_ms
         return sent
 
     def _probe_joining_replica(self) -> None:

@@ -90,6 +90,12 @@ class QuorumConfig:
         return int(self.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
 
     @property
+    def update_voter_period_ms(self) -> int:
+        """How often a follower retries UpdateRaftVoter (or auto-join): Kafka's 3 x fetch
+        timeout."""
+        return 3 * self.fetch_timeout_ms
+
+    @property
     def begin_quorum_epoch_resend_ms(self) -> int:
         return self.fetch_timeout_ms // 2
 

@@ -65,14 +65,26 @@ def up(
     bench: Annotated[
         bool, typer.Option("--bench", help="Enable the bench-only append request.")
     ] = False,
+    dynamic: Annotated[
+        bool, typer.Option("--dynamic", help="A dynamic quorum (KIP-853): controller 1 "
+                                             "standalone, the others added as voters.")
+    ] = False,
 ) -> None:
-    """Format and start a static quorum on 127.0.0.1 and show its status until Ctrl-C."""
+    """Format and start a quorum on 127.0.0.1 and show its status until Ctrl-C."""
     properties = {"pykraft.bench.append.enable": "true"} if bench else {}
     try:
-        cluster = LocalCluster.create(directory, controllers, properties, brokers)
-        cluster.start_all()
+        cluster = LocalCluster.create(directory, controllers, properties, brokers,
+                                      dynamic=dynamic)
     except (PyKraftError, OSError) as exc:
         typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    try:
+        cluster.start_all()
+        for line in cluster.add_voters() if dynamic else []:
+            typer.echo(line)
+    except (PyKraftError, OSError) as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        cluster.stop_all()  # no half-started cluster left behind
         raise typer.Exit(1) from None
     typer.echo(f"Started {controllers} controllers and {brokers} brokers; bootstrap "
                f"controller {cluster.bootstrap}"

@@ -1,15 +1,20 @@
-"""A local static-quorum cluster of ``pykraft server`` processes on 127.0.0.1.
+"""A local cluster of ``pykraft server`` processes on 127.0.0.1.
 
 ``cluster up`` and the integration tests share this: it picks free ports, writes one
-``server.properties`` per node (controllers 1..N are the voters; brokers, if any, get ids
-from 1000 and a PLAINTEXT listener) under the cluster directory, formats each node
-(kraft.version 0, ``controller.quorum.voters``), starts the processes with their stderr in
-``node-<id>/server.log``, and records cluster id, ports and PIDs in ``cluster.json`` so a
-later ``cluster down`` can stop a detached cluster by PID.
+``server.properties`` per node (controllers 1..N; brokers, if any, get ids from 1000 and a
+PLAINTEXT listener) under the cluster directory, formats each node, starts the processes
+with their stderr in ``node-<id>/server.log``, and records cluster id, ports and PIDs in
+``cluster.json`` so a later ``cluster down`` can stop a detached cluster by PID.
+
+A static cluster lists every controller in ``controller.quorum.voters`` (kraft.version 0).
+A dynamic one (KIP-853) gives every node ``controller.quorum.bootstrap.servers`` instead;
+controller 1 is formatted ``--standalone`` (the only initial voter) and the others
+``--no-initial-controllers``: they start as observers until ``add-controller`` adds them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -78,19 +83,25 @@ class LocalCluster:
     """Files and processes of one local cluster rooted at ``base``."""
 
     def __init__(self, base: Path, cluster_id: str, nodes: list[NodeFiles],
-                 pids: dict[int, int] | None = None) -> None:
+                 pids: dict[int, int] | None = None, *, dynamic: bool = False,
+                 properties: dict[str, str] | None = None) -> None:
         self.base = base
         self.cluster_id = cluster_id
         self.nodes = {node.node_id: node for node in nodes}
         self.pids: dict[int, int] = dict(pids or {})
+        self.dynamic = dynamic
+        self.properties: dict[str, str] = dict(properties or {})
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     # -- creation and persistence ----------------------------------------------------------
 
     @classmethod
     def create(cls, base: Path, controllers: int = 3,
-               properties: dict[str, str] | None = None, brokers: int = 0) -> LocalCluster:
-        """Write configs and format every node; ``base`` must not hold a cluster yet."""
+               properties: dict[str, str] | None = None, brokers: int = 0, *,
+               dynamic: bool = False, format_nodes: bool = True) -> LocalCluster:
+        """Write configs and (unless ``format_nodes`` is false, for a caller that formats
+        with ``pykraft storage format`` itself) format every node; ``base`` must not hold a
+        cluster yet."""
         if controllers < 1:
             raise ClusterError(f"--controllers must be at least 1, not {controllers}")
         if brokers < 0:
@@ -102,28 +113,64 @@ class LocalCluster:
         ports = free_ports(controllers + brokers)
         nodes = [NodeFiles(i + 1, port, base / f"node-{i + 1}")
                  for i, port in enumerate(ports[:controllers])]
-        voters = ",".join(f"{n.node_id}@{n.address}" for n in nodes)
         nodes += [NodeFiles(FIRST_BROKER_ID + i, port, base / f"node-{FIRST_BROKER_ID + i}",
                             BROKER) for i, port in enumerate(ports[controllers:])]
-        cluster = cls(base, uuid_to_str(random_uuid()), nodes)
+        cluster = cls(base, uuid_to_str(random_uuid()), nodes, dynamic=dynamic,
+                      properties=properties)
         for node in nodes:
-            node.directory.mkdir(exist_ok=True)
-            listener = "CONTROLLER" if node.role == CONTROLLER else "PLAINTEXT"
-            props = {
-                "process.roles": node.role,
-                "node.id": str(node.node_id),
-                "listeners": f"{listener}://{node.address}",
-                "controller.listener.names": "CONTROLLER",
-                "controller.quorum.voters": voters,
-                "log.dirs": str(node.data),
-                **(properties or {}),
-            }
-            node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-            format_storage(FormatRequest(config=ServerConfig.load(node.config),
-                                         cluster_id=cluster.cluster_id,
-                                         mode=QuorumMode.STATIC))
+            cluster.write_config(node)
+            if format_nodes:
+                cluster.format(node.node_id)
         cluster.save()
         return cluster
+
+    def quorum_properties(self) -> dict[str, str]:
+        """How a node finds the quorum: every voter (static) or the controllers to ask."""
+        controllers = [self.nodes[n] for n in self.controllers]
+        if self.dynamic:
+            return {"controller.quorum.bootstrap.servers": ",".join(
+                n.address for n in controllers)}
+        return {"controller.quorum.voters": ",".join(
+            f"{n.node_id}@{n.address}" for n in controllers)}
+
+    def write_config(self, node: NodeFiles) -> None:
+        node.directory.mkdir(parents=True, exist_ok=True)
+        listener = "CONTROLLER" if node.role == CONTROLLER else "PLAINTEXT"
+        props = {
+            "process.roles": node.role,
+            "node.id": str(node.node_id),
+            "listeners": f"{listener}://{node.address}",
+            "controller.listener.names": "CONTROLLER",
+            **self.quorum_properties(),
+            "log.dirs": str(node.data),
+            **self.properties,
+        }
+        node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def format(self, node_id: int) -> list[str]:
+        """Format as ``pykraft storage format`` would: static, or in a dynamic cluster
+        ``--standalone`` for controller 1 and ``--no-initial-controllers`` otherwise."""
+        node = self.nodes[node_id]
+        mode = QuorumMode.STATIC
+        if self.dynamic and node.role == CONTROLLER:
+            mode = (QuorumMode.STANDALONE if node_id == min(self.controllers)
+                    else QuorumMode.NO_INITIAL_CONTROLLERS)
+        return format_storage(FormatRequest(config=ServerConfig.load(node.config),
+                                            cluster_id=self.cluster_id, mode=mode))
+
+    def add_controller_node(self) -> NodeFiles:
+        """A new controller (next free id, a free port) with its config written but not
+        formatted: a replacement machine joining through the bootstrap controllers."""
+        if not self.dynamic:
+            raise ClusterError("only a dynamic quorum can take a new controller")
+        node_id = max(self.controllers) + 1
+        if node_id in self.nodes:
+            raise ClusterError(f"node id {node_id} is taken")
+        node = NodeFiles(node_id, free_ports(1)[0], self.base / f"node-{node_id}")
+        self.nodes[node_id] = node
+        self.write_config(node)
+        self.save()
+        return node
 
     @classmethod
     def load(cls, base: Path) -> LocalCluster:
@@ -133,7 +180,10 @@ class LocalCluster:
                                str(n.get("role", CONTROLLER)))
                      for n in state["nodes"]]
             pids = {int(k): int(v) for k, v in state.get("pids", {}).items()}
-            return cls(base, str(state["cluster_id"]), nodes, pids)
+            return cls(base, str(state["cluster_id"]), nodes, pids,
+                       dynamic=bool(state.get("dynamic", False)),
+                       properties={str(k): str(v)
+                                   for k, v in state.get("properties", {}).items()})
         except FileNotFoundError:
             raise ClusterError(f"no cluster in {base} ({STATE_FILE} is missing)") from None
         except (ValueError, KeyError, TypeError) as exc:
@@ -145,6 +195,8 @@ class LocalCluster:
             "nodes": [{"id": n.node_id, "port": n.port, "dir": n.directory.name,
                        "role": n.role} for n in self.nodes.values()],
             "pids": {str(k): v for k, v in self.pids.items()},
+            "dynamic": self.dynamic,
+            "properties": self.properties,
         }
         (self.base / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
@@ -234,6 +286,25 @@ class LocalCluster:
         for node_id in self.nodes:
             self.signal(node_id, signal.SIGTERM)
         return {node_id: self.stop(node_id, timeout_s) for node_id in self.nodes}
+
+    def add_voters(self, timeout_s: float = 60.0) -> list[str]:
+        """``add-controller`` for every controller but the standalone first one, in turn
+        (one voter change at a time); returns Kafka's ``Added controller ...`` lines."""
+        from pykraft.config.properties import load_properties
+        from pykraft.tools.quorum_tool import (
+            add_controller,
+            added_message,
+            controller_identity,
+            parse_host_port,
+        )
+
+        bootstrap = [parse_host_port(self.nodes[n].address) for n in self.controllers]
+        lines = []
+        for node_id in sorted(self.controllers)[1:]:
+            identity = controller_identity(load_properties(self.nodes[node_id].config))
+            asyncio.run(add_controller(bootstrap, identity, timeout_s=timeout_s))
+            lines.append(added_message(identity, dry_run=False))
+        return lines
 
     def _forget(self, node_id: int) -> int | None:
         child = self._children.pop(node_id, None)

@@ -3,7 +3,9 @@
 A broker fetches the metadata partition with the raft core as an observer (the same code
 that replicates it between controllers, so fetch, truncation and high-watermark rules are
 Kafka's by construction); only batches below the high watermark reach this listener, so
-the image a client sees never holds a record that could still be lost.
+the image a client sees never holds a record that could still be lost. A broker-only node
+also snapshots that image when Kafka's thresholds pass (on a combined node the controller
+does, once for the process).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable, Iterable
 from pykraft.errors import CorruptRecordError
 from pykraft.image.image import MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
+from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
@@ -67,14 +70,18 @@ class SnapshotLoader:
 class BrokerMetadataListener:
     """A :class:`~pykraft.raft.api.RaftListener` publishing a new image per batch."""
 
-    def __init__(self) -> None:
+    def __init__(self, generator: SnapshotGenerator | None = None) -> None:
         self._loader = ImageLoader()
         self.snapshots = SnapshotLoader(self._restart_from)
         """Call ``snapshots.attach(core.read_snapshot)`` once the core exists."""
+        self.generator = generator
+        """Writes snapshots of the image (attach it to the node too), or None."""
         self.leader = LeaderAndEpoch(None, -1)
 
     def _restart_from(self, image: MetadataImage) -> None:
         self._loader = ImageLoader(image)
+        if self.generator is not None:
+            self.generator.loaded()
 
     @property
     def image(self) -> MetadataImage:
@@ -86,7 +93,9 @@ class BrokerMetadataListener:
         return self._loader.last_offset
 
     def handle_commit(self, batch: RecordBatch) -> None:
-        self._loader.load_batch(batch)
+        image = self._loader.load_batch(batch)
+        if self.generator is not None:
+            self.generator.committed(image, batch)
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self.leader = leader

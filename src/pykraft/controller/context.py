@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 from pykraft.errors import ConfigError
 from pykraft.image.cluster import BrokerRegistration
 from pykraft.image.image import MetadataImage
+from pykraft.image.snapshot import (
+    DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS,
+    DEFAULT_MAX_SNAPSHOT_INTERVAL_MS,
+    SnapshotPolicy,
+)
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
@@ -30,6 +35,11 @@ class ControllerConfig:
     max_idle_interval_ms: int = 500  # metadata.max.idle.interval.ms (0 disables NoOps)
     default_num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
+    # metadata.log.max.record.bytes.between.snapshots and metadata.log.max.snapshot.interval.ms:
+    # they apply to the node's one snapshot generator (a broker-only node's too, as in Kafka's
+    # SharedServer), which is why a broker reads them here.
+    max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS
+    max_snapshot_interval_ms: int = DEFAULT_MAX_SNAPSHOT_INTERVAL_MS
 
     def __post_init__(self) -> None:
         if self.session_timeout_ms < 1:
@@ -40,6 +50,11 @@ class ControllerConfig:
             raise ConfigError("num.partitions must be >= 1")
         if self.default_replication_factor < 1:
             raise ConfigError("default.replication.factor must be >= 1")
+        self.snapshot_policy()  # refuse bad thresholds now, not at the first commit
+
+    def snapshot_policy(self) -> SnapshotPolicy:
+        """A fresh policy with this node's snapshot thresholds."""
+        return SnapshotPolicy(self.max_bytes_between_snapshots, self.max_snapshot_interval_ms)
 
 
 @dataclass(frozen=True, slots=True)

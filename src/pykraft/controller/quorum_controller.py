@@ -194,9 +194,16 @@ class QuorumController:
             f"snapshot {snapshot_id} must be loaded with load_image(), which takes its image")
 
     def load_image(self, image: MetadataImage) -> None:
-        """Start from a snapshot's image (only before any batch was committed)."""
-        if self._committed_offset >= 0 or self._active:
-            raise ControllerError("a snapshot can only be loaded into a fresh controller")
+        """Replace the committed state with a snapshot's image (on start, or when the log
+        start passed what this controller replayed, e.g. after a FetchSnapshot).
+
+        Only an inactive controller loads: the raft core never hands a leader a snapshot.
+        Everything derived from the log is rebuilt from the image; the rest (broker
+        sessions, waiting requests) is empty while inactive and is rebuilt on activation.
+        """
+        if self._active or self._activation_epoch is not None:
+            raise ControllerError(
+                f"the active controller cannot load snapshot at {image.provenance.last_offset}")
         self._committed = ImageLoader(image)
         self._committed_registrations = {
             broker_id: broker.epoch for broker_id, broker in image.cluster.brokers.items()

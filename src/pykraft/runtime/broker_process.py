@@ -5,8 +5,10 @@ the core runs as an observer; beside the controller on a combined node, which is
 It adds the registration/heartbeat loop and the client listener, which (as in Kafka's
 BrokerServer) only opens once the controller first unfenced this broker: before that its
 image may not even hold its own registration, and clients should keep trying the other
-brokers. On a graceful stop it asks the controller for a controlled shutdown first, so
-leadership leaves this broker before it goes away rather than a session timeout later.
+brokers. A broker-only node snapshots its image when Kafka's thresholds pass (a combined
+node leaves that to its controller: one snapshot per offset and process). On a graceful
+stop it asks the controller for a controlled shutdown first, so leadership leaves this
+broker before it goes away rather than a session timeout later.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pykraft.broker.channel import ControllerChannel
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.runtime.logs import event
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.server import ListenerServer
@@ -34,7 +37,9 @@ class BrokerRuntime:
     def __init__(self, settings: NodeSettings, broker: BrokerListenerSettings) -> None:
         self._settings = settings
         self._broker = broker
-        self.metadata = BrokerMetadataListener()
+        self.metadata = BrokerMetadataListener(
+            None if settings.is_controller
+            else SnapshotGenerator(settings.controller.snapshot_policy()))
         self._channel: ControllerChannel | None = None
         self._lifecycle: BrokerLifecycle | None = None
         self._server: ListenerServer | None = None
@@ -45,6 +50,10 @@ class BrokerRuntime:
     def bind(self, node: RaftNode) -> None:
         settings = self._settings
         self.metadata.snapshots.attach(node.core.read_snapshot)
+        if self.metadata.generator is not None:
+            self.metadata.generator.attach(
+                node.core, step=node.step, clock=node.now_ms,
+                defer=lambda callback: asyncio.get_running_loop().call_soon(callback))
         self._channel = ControllerChannel(
             settings.node_id, settings.voters, lambda: node.core.leader_and_epoch.leader_id,
             settings.quorum.request_timeout_ms)

@@ -8,6 +8,10 @@ fencing, NoOpRecords every ``metadata.max.idle.interval.ms``, activation), and r
 caller's future only when the controller releases the response, i.e. after its records
 commit. Listener callbacks run inside the core, which must not be re-entered: their
 follow-up work is deferred to the next loop iteration.
+
+It also snapshots the committed image when Kafka's thresholds pass (a deferred node step,
+see :mod:`pykraft.image.snapshot_generator`), and hands a snapshot the core announces to the
+controller, which replaces its committed state with it (never on the active controller).
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 from pykraft.broker.metadata_listener import SnapshotLoader
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import error_response
+from pykraft.image.image import MetadataImage
+from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
@@ -64,7 +70,8 @@ class ControllerService:
         self.controller = QuorumController(config, writer=self._append,
                                            rng=rng or random.Random(), bootstrap=bootstrap)
         self._node: RaftNode | None = None
-        self._snapshots = SnapshotLoader(self.controller.load_image)
+        self._snapshots = SnapshotLoader(self._load_image)
+        self.snapshot_generator = SnapshotGenerator(config.snapshot_policy())
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._released: dict[int, Any] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -74,6 +81,9 @@ class ControllerService:
         """Bind to the node whose core this service listens to (it is built first)."""
         self._node = node
         self._snapshots.attach(node.core.read_snapshot)
+        self.snapshot_generator.attach(
+            node.core, step=node.step, clock=node.now_ms,
+            defer=lambda callback: asyncio.get_running_loop().call_soon(callback))
 
     def close(self) -> None:
         if self._timer is not None:
@@ -102,6 +112,7 @@ class ControllerService:
 
     def handle_commit(self, batch: RecordBatch) -> None:
         self.controller.handle_commit(batch)
+        self.snapshot_generator.committed(self.controller.committed_image, batch)
         self._defer_follow_up()
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
@@ -109,8 +120,8 @@ class ControllerService:
         self._defer_follow_up()
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        """Only a fresh controller can start from a snapshot (QuorumController.load_image);
-        a running one that falls behind the log start stops with a ControllerError."""
+        """The log below ``snapshot_id`` is gone (a restart after cleaning, or a follower
+        that fetched the leader's snapshot): the controller goes on from its image."""
         self._snapshots.announce(snapshot_id)
 
     # -- internals ------------------------------------------------------------------------
@@ -119,6 +130,10 @@ class ControllerService:
         if self._node is None:
             raise RuntimeError("ControllerService.attach() was not called")
         return self._node
+
+    def _load_image(self, image: MetadataImage) -> None:
+        self.controller.load_image(image)
+        self.snapshot_generator.loaded()
 
     def _append(self, now_ms: int, values: list[bytes]) -> int:
         return self._require_node().core.append(now_ms, values)

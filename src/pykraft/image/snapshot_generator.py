@@ -1,0 +1,128 @@
+"""Kafka's SnapshotGenerator: snapshot a listener's committed image when the policy says so.
+
+Controllers and brokers both snapshot the image they replayed (Kafka's SharedServer runs one
+generator per process, so a combined node snapshots once). The decision is taken in the
+listener's ``handle_commit``, where the image and the batch it ends at are known, but the
+snapshot is written later, from a fresh node step: listener callbacks run inside the raft
+core, which must not be re-entered. The image is immutable, so the deferred write still
+holds exactly the records up to the batch the decision saw.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from pykraft.errors import RaftError
+from pykraft.image.image import MetadataImage
+from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, SnapshotPolicy, chunked
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.records.batch import RecordBatch
+
+log = logging.getLogger("pykraft.snapshots")
+
+Step = Callable[[Callable[[int], object]], None]
+"""Run ``action(now_ms)`` as one input of the node (``RaftNode.step``)."""
+Defer = Callable[[Callable[[], None]], object]
+"""Run a callback after the current one returns (the event loop's ``call_soon``)."""
+
+
+class SnapshotSink(Protocol):
+    """The part of the raft core that writes snapshots (``RaftClient.create_snapshot``)."""
+
+    def create_snapshot(self, now_ms: int, snapshot_id: OffsetAndEpoch,
+                        batches: Iterable[Sequence[bytes]], *,
+                        timestamp_ms: int | None = None) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotJob:
+    """A snapshot to write: ``image`` as of ``snapshot_id`` (end offset exclusive)."""
+
+    snapshot_id: OffsetAndEpoch
+    image: MetadataImage
+    reason: str
+
+    def write(self, sink: SnapshotSink, now_ms: int) -> None:
+        sink.create_snapshot(
+            now_ms, self.snapshot_id,
+            chunked(self.image.encoded_records(), MAX_RECORDS_PER_BATCH),
+            timestamp_ms=max(self.image.provenance.last_timestamp_ms, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class _Driver:
+    sink: SnapshotSink
+    step: Step
+    defer: Defer
+    clock: Callable[[], int]
+
+
+class SnapshotGenerator:
+    """Turns committed batches into snapshot writes; see the module docstring.
+
+    Create it with the listener, then :meth:`attach` the node once it exists. Until then
+    (and while a write is pending) no snapshot is started; the bytes still count.
+    """
+
+    def __init__(self, policy: SnapshotPolicy) -> None:
+        self.policy = policy
+        self._driver: _Driver | None = None
+        self._pending: SnapshotJob | None = None
+        self.written: list[OffsetAndEpoch] = []
+        """Snapshot ids this generator wrote, oldest first."""
+
+    def attach(self, sink: SnapshotSink, *, step: Step, defer: Defer,
+               clock: Callable[[], int]) -> None:
+        """Start the interval clock and accept work (Kafka counts from process start)."""
+        self._driver = _Driver(sink, step, defer, clock)
+        self.policy.snapshot_taken(clock())
+
+    def committed(self, image: MetadataImage, batch: RecordBatch) -> SnapshotJob | None:
+        """Count ``batch`` (just replayed into ``image``); schedule a snapshot if one is due.
+
+        Only an image published at this batch qualifies: inside a metadata transaction
+        the image lags the log, and a snapshot there would drop the open transaction.
+        """
+        self.policy.committed(len(batch.data))
+        driver = self._driver
+        provenance = image.provenance
+        if (driver is None or self._pending is not None
+                or provenance.last_offset != batch.last_offset):
+            return None
+        reason = self.policy.reason(driver.clock())
+        if reason is None:
+            return None
+        job = SnapshotJob(OffsetAndEpoch(batch.last_offset + 1, batch.epoch), image, reason)
+        self.policy.snapshot_taken(driver.clock())  # bytes from here on count for the next
+        self._pending = job
+        driver.defer(lambda: self._run(job))
+        return job
+
+    def loaded(self) -> None:
+        """A snapshot replaced the image: counting restarts, a pending write is dropped
+        (its offset may now be below the log start)."""
+        self._pending = None
+        self.policy.snapshot_taken(self._driver.clock() if self._driver is not None else 0)
+
+    def _run(self, job: SnapshotJob) -> None:
+        driver = self._driver
+        if self._pending is not job or driver is None:
+            return
+        self._pending = None
+        driver.step(lambda now: self._write(driver.sink, job, now))
+
+    def _write(self, sink: SnapshotSink, job: SnapshotJob, now_ms: int) -> None:
+        try:
+            job.write(sink, now_ms)
+        except RaftError as exc:
+            # The core refused (e.g. a snapshot fetched meanwhile already covers the offset):
+            # a skipped snapshot loses nothing, the next threshold tries again.
+            log.warning("snapshot_skipped", extra={"fields": {
+                "snapshot_id": str(job.snapshot_id), "error": str(exc)}})
+            return
+        self.written.append(job.snapshot_id)
+        log.info("snapshot_written", extra={"fields": {
+            "snapshot_id": str(job.snapshot_id), "reason": job.reason}})

@@ -10,6 +10,7 @@ does, once for the process).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
 from pykraft.errors import CorruptRecordError
@@ -19,6 +20,9 @@ from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
+from pykraft.runtime.logs import event
+
+log = logging.getLogger("pykraft.metadata")
 
 SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
 """The raft core's ``read_snapshot``: a frozen snapshot's batches."""
@@ -47,8 +51,9 @@ class SnapshotLoader:
     because the high watermark is unknown until a leader answers a fetch.
     """
 
-    def __init__(self, on_image: Callable[[MetadataImage], None]) -> None:
+    def __init__(self, on_image: Callable[[MetadataImage], None], *, label: str) -> None:
         self._on_image = on_image
+        self._label = label
         self._reader: SnapshotReader | None = None
         self._pending: OffsetAndEpoch | None = None
 
@@ -64,7 +69,11 @@ class SnapshotLoader:
         if self._reader is None or self._pending is None:
             return
         snapshot_id, self._pending = self._pending, None
-        self._on_image(image_from_snapshot(self._reader(snapshot_id), snapshot_id))
+        image = image_from_snapshot(self._reader(snapshot_id), snapshot_id)
+        self._on_image(image)
+        event(log, "snapshot_loaded", listener=self._label, end_offset=snapshot_id.offset,
+              epoch=snapshot_id.epoch, topics=len(image.topics.by_name),
+              brokers=len(image.cluster.brokers))
 
 
 class BrokerMetadataListener:
@@ -72,7 +81,7 @@ class BrokerMetadataListener:
 
     def __init__(self, generator: SnapshotGenerator | None = None) -> None:
         self._loader = ImageLoader()
-        self.snapshots = SnapshotLoader(self._restart_from)
+        self.snapshots = SnapshotLoader(self._restart_from, label="broker")
         """Call ``snapshots.attach(core.read_snapshot)`` once the core exists."""
         self.generator = generator
         """Writes snapshots of the image (attach it to the node too), or None."""

@@ -70,7 +70,7 @@ class ControllerService:
         self.controller = QuorumController(config, writer=self._append,
                                            rng=rng or random.Random(), bootstrap=bootstrap)
         self._node: RaftNode | None = None
-        self._snapshots = SnapshotLoader(self._load_image)
+        self._snapshots = SnapshotLoader(self._load_image, label="controller")
         self.snapshot_generator = SnapshotGenerator(config.snapshot_policy())
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._released: dict[int, Any] = {}

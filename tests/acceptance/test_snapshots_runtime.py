@@ -54,12 +54,12 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         made.kill(node_id)
 
 
-def _create_topics(cluster: LocalCluster, topics: dict[str, int]) -> None:
+def _create_topics(cluster: LocalCluster, topics: dict[str, int], *, rf: int = 3) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     futures = admin.create_topics([NewTopic(name, num_partitions=partitions,
-                                            replication_factor=3)
+                                            replication_factor=rf)
                                    for name, partitions in topics.items()],
                                   operation_timeout=TIMEOUT_S)
     for future in futures.values():
@@ -171,9 +171,9 @@ def test_broker_started_after_log_cleaning_catches_up_with_fetch_snapshot(
     wait_for_brokers_except(cluster, late)
     if not _serves_fetch_snapshot(cluster):
         pytest.skip("the controller listener does not serve FetchSnapshot yet")
-    _create_topics(cluster, TOPICS)
+    _create_topics(cluster, TOPICS, rf=2)  # the late broker is not registered yet
     first = {c: _snapshot_holding(cluster, c, TOPICS) for c in cluster.controllers}
-    _create_topics(cluster, {"second": 1})
+    _create_topics(cluster, {"second": 1}, rf=2)
     # retention keeps only the newest snapshot: once the first is gone, so is the log
     # before the newest, and a fetch from offset 0 is answered with a snapshot id
     wait_for("every controller's log start past its first snapshot", lambda: True if all(

@@ -16,14 +16,16 @@ from kio.schema.metadata.v13.request import MetadataRequest
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
+from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.image import MetadataImage, load_snapshot
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.runtime.client import ClientConnection
 from pykraft.runtime.settings import METADATA_PARTITION_DIR, load_settings
 from pykraft.storage.snapshot_files import list_snapshots
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.cluster import BROKER, HOST, LocalCluster, NodeFiles, free_ports
 from pykraft.tools.quorum_tool import parse_host_port
+from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 SNAPSHOT_BYTES = 2048
 PROPERTIES = {
@@ -37,21 +39,48 @@ TOPICS = {f"snap-{i}": 3 for i in range(4)}
 TIMEOUT_S = 60
 
 
-def _cluster(base: Path) -> LocalCluster:
-    cluster = LocalCluster.create(base, 3, PROPERTIES, brokers=3)
-    settings = load_settings(ServerConfig.load(cluster.nodes[cluster.controllers[0]].config))
+def _require_snapshot_settings(config: Path) -> None:
+    settings = load_settings(ServerConfig.load(config))
     if settings.controller.max_bytes_between_snapshots != SNAPSHOT_BYTES:
         pytest.skip("runtime/settings.py does not pass metadata.log.max.record.bytes."
                     "between.snapshots to ControllerConfig yet")
-    return cluster
 
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    made = _cluster(tmp_path / "cluster")
-    yield made
-    for node_id in made.nodes:
-        made.kill(node_id)
+    made = LocalCluster.create(tmp_path / "cluster", 3, PROPERTIES, brokers=3)
+    try:
+        _require_snapshot_settings(made.nodes[made.controllers[0]].config)
+        yield made
+    finally:
+        for node_id in made.nodes:
+            made.kill(node_id)
+
+
+@pytest.fixture
+def combined(tmp_path: Path) -> Iterator[LocalCluster]:
+    """One ``broker,controller`` process: its controller and broker share one log."""
+    controller_port, client_port = free_ports(2)
+    node = NodeFiles(1, client_port, tmp_path / "node-1", BROKER)
+    node.directory.mkdir()
+    node.config.write_text("".join(f"{k}={v}\n" for k, v in {
+        **PROPERTIES,
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "listeners": f"CONTROLLER://{HOST}:{controller_port},PLAINTEXT://{node.address}",
+        "controller.listener.names": "CONTROLLER",
+        "controller.quorum.voters": f"1@{HOST}:{controller_port}",
+        "log.dirs": str(node.data),
+    }.items()))
+    cluster_id = uuid_to_str(random_uuid())
+    format_storage(FormatRequest(config=ServerConfig.load(node.config), cluster_id=cluster_id,
+                                 mode=QuorumMode.STATIC))
+    made = LocalCluster(tmp_path, cluster_id, [node])
+    try:
+        _require_snapshot_settings(node.config)
+        yield made
+    finally:
+        made.kill(1)
 
 
 def _create_topics(cluster: LocalCluster, topics: dict[str, int], *, rf: int = 3) -> None:
@@ -187,6 +216,25 @@ def test_broker_started_after_log_cleaning_catches_up_with_fetch_snapshot(
     assert loaded, "the late broker replayed the log instead of loading a snapshot"
     segments = sorted(int(p.stem) for p in _partition_dir(cluster, late).glob("*.log"))
     assert segments and segments[0] > 0  # its log starts at the fetched snapshot
+
+
+def test_combined_node_snapshots_once_and_restarts_from_it(combined: LocalCluster) -> None:
+    combined.start(1)
+    wait_for_brokers(combined, 1)
+    topics = {"solo": 2, "duo": 3}
+    for name, partitions in topics.items():  # rf 1: the only broker
+        _create_topics(combined, {name: partitions}, rf=1)
+    _snapshot_holding(combined, 1, topics)
+    assert combined.stop(1) == 0
+    written = [line for line in combined.nodes[1].log.read_text().splitlines()
+               if "event=snapshot_written" in line]
+    ids = [line.split("snapshot_id=")[1].split(" reason=")[0] for line in written]
+    assert ids and len(ids) == len(set(ids))  # one writer per process, not one per listener
+    combined.start(1)
+    _serves(combined, 1, topics)
+    loaded = _loaded_snapshots(combined, 1)
+    assert {"listener=controller", "listener=broker"} <= {
+        part for line in loaded for part in line.split()}
 
 
 def wait_for_brokers_except(cluster: LocalCluster, missing: int) -> None:

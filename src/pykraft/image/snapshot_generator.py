@@ -23,7 +23,7 @@ from pykraft.records.batch import RecordBatch
 
 log = logging.getLogger("pykraft.snapshots")
 
-Step = Callable[[Callable[[int], object]], None]
+Step = Callable[[Callable[[int], object]], object]
 """Run ``action(now_ms)`` as one input of the node (``RaftNode.step``)."""
 Defer = Callable[[Callable[[], None]], object]
 """Run a callback after the current one returns (the event loop's ``call_soon``)."""

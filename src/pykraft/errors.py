@@ -66,6 +66,11 @@ class NetworkError(PyKraftError):
     """A peer that cannot be reached, hangs up, or does not answer within the timeout."""
 
 
+class PeerUnreachableError(NetworkError):
+    """The peer's address refused the connection: no process listens there (a dead node,
+    not a slow or lossy link), which lets a follower give up on a leader at once."""
+
+
 class CorruptRecordError(PyKraftError):
     """A record batch or record that fails validation (CRC, lengths, magic, framing)."""
 

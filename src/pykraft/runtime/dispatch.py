@@ -26,7 +26,11 @@ from pykraft.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
-from pykraft.protocol.api_versions import api_versions_response, encode_unsupported_version_reply
+from pykraft.protocol.api_versions import (
+    FeatureRange,
+    api_versions_response,
+    encode_unsupported_version_reply,
+)
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response
 from pykraft.protocol.convert import convert
@@ -34,6 +38,8 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.protocol.wire import Reader
 from pykraft.raft import rpc
+from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS
+from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.bench_api import (
     BENCH_APPEND_API_KEY,
     BenchAppendResult,
@@ -55,6 +61,10 @@ LATEST_REQUEST: dict[int, type] = {
     ApiKey.END_QUORUM_EPOCH: rpc.EndQuorumEpochRequest,
     ApiKey.FETCH: rpc.FetchRequest,
     ApiKey.DESCRIBE_QUORUM: rpc.DescribeQuorumRequest,
+    ApiKey.FETCH_SNAPSHOT: rpc.FetchSnapshotRequest,
+    ApiKey.ADD_RAFT_VOTER: rpc.AddRaftVoterRequest,
+    ApiKey.REMOVE_RAFT_VOTER: rpc.RemoveRaftVoterRequest,
+    ApiKey.UPDATE_RAFT_VOTER: rpc.UpdateRaftVoterRequest,
 }
 BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type values (KIP-919)
 CONTROLLER_ENDPOINTS = 2
@@ -128,15 +138,28 @@ class Dispatcher:
 
     def _api_versions(self, version: int) -> Any:
         """Only the APIs served today are advertised: a client must never pick one we would
-        close the connection for."""
-        body = api_versions_response(Listener.CONTROLLER, version)
+        close the connection for. Like Kafka's controller, it names the kraft.version range
+        this software supports and the level finalized in the log: a leader adding this
+        node as a voter reads them first."""
+        core = self._node.core
+        body = api_versions_response(
+            Listener.CONTROLLER, version,
+            supported_features=(FeatureRange(rpc.KRAFT_VERSION_FEATURE,
+                                             SUPPORTED_KRAFT_VERSIONS.min_supported_version,
+                                             SUPPORTED_KRAFT_VERSIONS.max_supported_version),),
+            finalized_features=(FeatureRange(rpc.KRAFT_VERSION_FEATURE, core.kraft_version,
+                                             core.kraft_version),))
         served = tuple(k for k in body.api_keys if k.api_key in self._served)
         return dataclasses.replace(body, api_keys=served)
 
     def _refuse_unknown_voter(self, request: Any) -> Any | None:
         """Kafka 3.x's ``validateVoterOnlyRequest`` for a static quorum: Vote, BeginQuorumEpoch
-        and EndQuorumEpoch from a node outside the voter set get INCONSISTENT_VOTER_SET."""
+        and EndQuorumEpoch from a node outside the voter set get INCONSISTENT_VOTER_SET. A
+        dynamic quorum lets the core judge: its voter set changes at runtime, and a replica
+        that is not (yet) in ours may know a newer one."""
         core = self._node.core
+        if not core.control_state.is_static:
+            return None
         leader, epoch = core.leader_and_epoch.leader_id, core.epoch
         error = ErrorCode.inconsistent_voter_set
         voters = core.config.voters
@@ -155,16 +178,22 @@ class Dispatcher:
         return None
 
     def _with_nodes(self, response: rpc.DescribeQuorumResponse) -> rpc.DescribeQuorumResponse:
-        """DescribeQuorum v2 lists the voters' endpoints on the controller listener."""
+        """DescribeQuorum v2 lists every voter's endpoints, from the voter set in force."""
         if response.error_code != ErrorCode.none:
             return response
-        name = self._settings.listener.name
         nodes = tuple(
-            dq.Node(node_id=BrokerId(voter.node_id), listeners=(
-                dq.Listener(name=name, host=voter.host, port=u16(voter.port)),))
-            for voter in self._settings.voters
+            dq.Node(node_id=BrokerId(voter.key.id), listeners=tuple(
+                dq.Listener(name=e.name, host=e.host, port=u16(e.port))
+                for e in voter.endpoints))
+            for voter in self._node.core.voters.nodes
         )
         return dataclasses.replace(response, nodes=nodes)
+
+    def _controller_endpoints(self) -> list[tuple[int, VoterEndpoint]]:
+        """Each voter's endpoint on the controller listener (the voter set in force)."""
+        name = self._node.core.config.listener_name
+        found = ((v.key.id, v.endpoint(name)) for v in self._node.core.voters.nodes)
+        return [(node_id, endpoint) for node_id, endpoint in found if endpoint is not None]
 
     def _describe_cluster(self, request: Any) -> Any:
         """A controller answers for ``endpoint_type=2`` (controllers) only, as Kafka does."""
@@ -173,9 +202,9 @@ class Dispatcher:
             return _describe_cluster_body(ErrorCode.unsupported_endpoint_type, "", -1, ())
         leader = core.leader_and_epoch.leader_id
         brokers = tuple(
-            dc.DescribeClusterBroker(broker_id=BrokerId(v.node_id), host=v.host,
-                                     port=i32(v.port), rack=None, is_fenced=False)
-            for v in self._settings.voters
+            dc.DescribeClusterBroker(broker_id=BrokerId(node_id), host=endpoint.host,
+                                     port=i32(endpoint.port), rack=None, is_fenced=False)
+            for node_id, endpoint in self._controller_endpoints()
         )
         return _describe_cluster_body(ErrorCode.none, self._settings.cluster_id,
                                       -1 if leader is None else leader, brokers)

@@ -5,6 +5,11 @@ method call on the core from the event loop, followed by :meth:`RaftNode._drain`
 carries out the core's ``Ready``: requests go to peers (one task each), responses resolve the
 waiting inbound connection, a flush request goes to the group-commit flusher, and the single
 tick timer is re-armed at ``next_tick_ms``. Nothing here decides anything about consensus.
+
+Peers are found, not configured: a replica id is sent to the address the core names for it
+(``endpoint_of``: the voter set in the log, or a replica being added), so a voter set that
+changes at runtime (KIP-853) needs no restart; negative destinations are the bootstrap
+servers of ``controller.quorum.bootstrap.servers``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from pykraft.errors import NetworkError, NotLeaderError, PyKraftError, UnsupportedVersionError
+from pykraft.errors import (
+    NetworkError,
+    NotLeaderError,
+    PeerUnreachableError,
+    PyKraftError,
+    RaftError,
+    UnsupportedVersionError,
+)
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.raft import rpc
@@ -31,14 +43,15 @@ from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection
 from pykraft.runtime.quorum_store import FileQuorumStateStore
 from pykraft.runtime.settings import NodeSettings
-from pykraft.runtime.state_machine import CommittedCounter
+from pykraft.runtime.state_machine import CommittedCounter, CounterSnapshot
 
 log = logging.getLogger("pykraft.node")
 
-#: The APIs a controller serves today (the controller proper arrives with issue 6).
+#: The KRaft APIs a controller serves (and sends to its peers).
 SERVED_APIS = frozenset({
     ApiKey.API_VERSIONS, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH,
-    ApiKey.FETCH, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
+    ApiKey.FETCH, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER, ApiKey.FETCH_SNAPSHOT,
+    ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_RAFT_VOTER,
 })
 SERVED_RANGES = {key: r for key, r in listener_ranges(Listener.CONTROLLER).items()
                  if key in SERVED_APIS}
@@ -63,24 +76,23 @@ class RaftNode:
         settings.partition_dir.mkdir(parents=False, exist_ok=True)
         self.disk_log = DiskRaftLog.open(settings.partition_dir,
                                          segment_bytes=settings.segment_bytes)
-        self.machine = CommittedCounter(settings.node_id)
+        # The counter snapshots only when it is the node's sole state machine: a controller
+        # or broker listener snapshots its own image.
+        self.machine = CommittedCounter(
+            settings.node_id,
+            settings.controller.snapshot_policy() if listener is None else None, clock)
         store = FileQuorumStateStore(settings.partition_dir, settings.quorum.voters)
         self.core = RaftClient(
             settings.node_id, settings.quorum, self.disk_log, store,
             self.machine if listener is None else FanOutListener(self.machine, listener),
             rng=random.Random(), now_ms=clock(), cluster_id=settings.cluster_id,
+            directory_id=settings.directory_id,
         )
-        self.peers = {
-            voter.node_id: PeerConnection(
-                voter.node_id, voter.host, voter.port,
-                client_id=f"raft-client-{settings.node_id}", ours=SERVED_RANGES,
-                request_timeout_ms=settings.quorum.request_timeout_ms,
-            )
-            for voter in settings.voters if voter.node_id != settings.node_id
-        }
+        self.machine.attach(self.core.read_snapshot)
+        self.peers: dict[int, PeerConnection] = {}
+        """Open connections by core destination (replica id, or < 0 for bootstrap servers)."""
         self.flusher: GroupCommitFlusher | None = None
         self.exit_code = 0
-        self.resign_acknowledged = False
         self.stopped = asyncio.Event()
         self._inbound: dict[int, asyncio.Future[rpc.RaftResponse]] = {}
         self._appends: list[tuple[bytes, asyncio.Future[int]]] = []
@@ -222,7 +234,22 @@ class RaftNode:
         if ready.flush is not None and self.flusher is not None:
             self.flusher.request()
         self._arm_tick(ready.next_tick_ms)
+        due = self.machine.take_snapshot_due()
+        if due is not None:
+            asyncio.get_running_loop().call_soon(
+                lambda: self._step(lambda now: self._write_snapshot(now, due)))
         self._observe()
+
+    def _write_snapshot(self, now_ms: int, due: CounterSnapshot) -> None:
+        try:
+            self.core.create_snapshot(now_ms, due.snapshot_id, due.batches())
+        except RaftError as exc:
+            # e.g. a snapshot fetched meanwhile covers the offset: the next threshold retries
+            event(log, "snapshot_skipped", level=logging.WARNING,
+                  snapshot_id=str(due.snapshot_id), error=str(exc))
+            return
+        event(log, "snapshot_written", snapshot_id=str(due.snapshot_id), records=due.records,
+              log_start_offset=self.core.log_start_offset)
 
     def _arm_tick(self, at_ms: int) -> None:
         if self._tick is not None:
@@ -240,17 +267,46 @@ class RaftNode:
         if not task.cancelled() and task.exception() is not None:
             self._fatal(task.exception() or RuntimeError("task failed"))
 
+    @property
+    def resign_acknowledged(self) -> bool:
+        """Graceful shutdown of a leader: every other voter acknowledged EndQuorumEpoch."""
+        return self.core.resign_acknowledged
+
+    def address_of(self, destination: int) -> tuple[str, int] | None:
+        """Where a request for ``destination`` goes now, or None if nobody knows."""
+        if destination < 0:
+            return self.settings.bootstrap_address(destination)
+        endpoint = self.core.endpoint_of(destination)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
+    def peer(self, destination: int) -> PeerConnection | None:
+        """The connection for ``destination``, replaced when its address moved (a voter
+        that came back with new endpoints, or a replica id reused by a new controller)."""
+        address = self.address_of(destination)
+        current = self.peers.get(destination)
+        if address is None:
+            return None
+        if current is not None and (current.host, current.port) == address:
+            return current
+        if current is not None:
+            current.close()
+        self.peers[destination] = PeerConnection(
+            destination, *address, client_id=f"raft-client-{self.settings.node_id}",
+            ours=SERVED_RANGES, request_timeout_ms=self.settings.quorum.request_timeout_ms)
+        return self.peers[destination]
+
     async def _exchange(self, out: OutboundRequest) -> None:
-        peer = self.peers.get(out.destination)
+        peer = self.peer(out.destination)
         if peer is None:
             self._step(lambda now: self.core.handle_send_failure(now, out.destination,
                                                                  out.correlation_id))
             return
         try:
             response = await peer.send(out.request)
-        except (NetworkError, UnsupportedVersionError):
-            self._step(lambda now: self.core.handle_send_failure(now, out.destination,
-                                                                 out.correlation_id))
+        except (NetworkError, UnsupportedVersionError) as exc:
+            unreachable = isinstance(exc, PeerUnreachableError)
+            self._step(lambda now: self.core.handle_send_failure(
+                now, out.destination, out.correlation_id, unreachable=unreachable))
             return
         self._step(lambda now: self.core.handle_response(now, out.destination,
                                                          out.correlation_id, response))
@@ -276,8 +332,6 @@ class RaftNode:
         if state != self._last_state:
             self._on_state_change(state)
         if core.shutdown_complete and not self._shutdown_done.is_set():
-            # Still Resigned here means every voter acknowledged EndQuorumEpoch.
-            self.resign_acknowledged = core.state.name == "Resigned"
             self._shutdown_done.set()
 
     def _on_state_change(self, state: tuple[str, int, int | None]) -> None:

@@ -5,6 +5,8 @@ has two outstanding to one destination; the lock makes it a property of the tran
 A failed connect, a hang-up, a protocol error or a request timeout closes the connection and
 arms an exponential reconnect backoff; the next request waits that backoff out (bounded by
 its timeout) and reconnects. The core is told about every failure and does its own retry.
+A refused connection (and the backoff that follows it) raises :class:`PeerUnreachableError`,
+so the node can tell the core the peer is down rather than slow.
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pykraft.errors import NetworkError
+from pykraft.errors import NetworkError, PeerUnreachableError
 from pykraft.protocol.api_versions import VersionRanges
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.client import CONNECTION_ERRORS, ClientConnection
 
 log = logging.getLogger(__name__)
-
 
 
 class PeerConnection:
@@ -44,6 +45,7 @@ class PeerConnection:
         self._opener = opener or self._open
         self._connection: ClientConnection | None = None
         self._reconnect_at = 0.0
+        self._refused = False
         self._lock = asyncio.Lock()
         self.connects = 0
         self.failures = 0
@@ -66,8 +68,9 @@ class PeerConnection:
                 self._fail(exc)
                 if isinstance(exc, NetworkError):
                     raise
-                raise NetworkError(f"request to node {self.peer_id} failed: "
-                                   f"{type(exc).__name__}: {exc}") from exc
+                error = PeerUnreachableError if self._refused else NetworkError
+                raise error(f"request to node {self.peer_id} failed: "
+                            f"{type(exc).__name__}: {exc}") from exc
 
     async def _ready_connection(self, deadline: float) -> ClientConnection:
         if self._connection is not None:
@@ -75,7 +78,8 @@ class PeerConnection:
         wait = self._reconnect_at - self._clock()
         if wait > 0:
             if self._clock() + wait >= deadline:
-                raise NetworkError(f"node {self.peer_id} is in reconnect backoff")
+                error = PeerUnreachableError if self._refused else NetworkError
+                raise error(f"node {self.peer_id} is in reconnect backoff")
             await asyncio.sleep(wait)
         remaining = max(0.0, deadline - self._clock())
         connection: ClientConnection = await asyncio.wait_for(
@@ -94,6 +98,7 @@ class PeerConnection:
 
     def _fail(self, error: BaseException) -> None:
         self.failures += 1
+        self._refused = isinstance(error, ConnectionRefusedError | PeerUnreachableError)
         if self._connection is not None:
             self._connection.close()
             self._connection = None

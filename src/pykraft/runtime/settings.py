@@ -10,12 +10,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pykraft.config.server import Endpoint, ServerConfig, VoterSpec
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.errors import ConfigError, StorageError
-from pykraft.raft.config import QuorumConfig
+from pykraft.raft.config import CONFIG_KEYS, QuorumConfig
+from pykraft.records.control import VoterEndpoint
 from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT, read_bootstrap_checkpoint
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
@@ -61,6 +63,9 @@ class NodeSettings:
     controller writes them to an empty log."""
     broker: BrokerListenerSettings | None = None
     """Set when ``process.roles`` includes ``broker``."""
+    bootstrap_servers: tuple[tuple[str, int], ...] = ()
+    """``controller.quorum.bootstrap.servers`` of a dynamic quorum, in order: the core
+    addresses entry ``i`` as destination ``-(i + 1)`` (see :func:`bootstrap_destination`)."""
 
     @property
     def is_controller(self) -> bool:
@@ -70,31 +75,48 @@ class NodeSettings:
     def partition_dir(self) -> Path:
         return self.metadata_dir / METADATA_PARTITION_DIR
 
+    @property
+    def is_dynamic(self) -> bool:
+        """A KIP-853 quorum: voters come from the log, peers are found through bootstrap
+        servers instead of ``controller.quorum.voters``."""
+        return not self.voters
+
     def voter(self, node_id: int) -> VoterSpec | None:
         return next((v for v in self.voters if v.node_id == node_id), None)
 
+    def bootstrap_address(self, destination: int) -> tuple[str, int] | None:
+        """The host and port behind a bootstrap destination of the core (ids < 0)."""
+        index = -destination - 1
+        return self.bootstrap_servers[index] if 0 <= index < len(self.bootstrap_servers) else None
+
+
+def bootstrap_destination(index: int) -> int:
+    """The opaque destination the core uses for bootstrap server ``index``: negative, so it
+    never collides with a replica id."""
+    return -index - 1
+
 
 def load_settings(config: ServerConfig) -> NodeSettings:
-    """Validate ``config`` for a static-quorum node and check its formatted storage."""
+    """Validate ``config`` for a node of a static or dynamic quorum and check its storage."""
     roles = tuple(sorted(config.process_roles))
     if roles not in _SUPPORTED_ROLES:
         raise ConfigError(f"process.roles={','.join(roles)} is not supported: use "
                           "controller, broker, or broker,controller")
     node_id = config.node_id
     voters = config.static_voters
-    if not voters:
-        if config.get("controller.quorum.bootstrap.servers"):
-            raise ConfigError("controller.quorum.bootstrap.servers (dynamic quorum) is not "
-                              "supported yet: set controller.quorum.voters")
-        raise ConfigError("missing required configuration controller.quorum.voters")
-    is_voter = node_id in {v.node_id for v in voters}
-    if "controller" in roles and not is_voter:
-        raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters: a "
-                          "controller of a static quorum must be one of the voters")
-    if "controller" not in roles and is_voter:
-        raise ConfigError(f"node.id {node_id} is in controller.quorum.voters, but "
-                          "process.roles=broker: a broker-only node cannot be a voter")
-    quorum = QuorumConfig.from_properties(config.raw)
+    bootstrap_servers: tuple[tuple[str, int], ...] = ()
+    if voters:
+        _check_static_membership(node_id, roles, voters)
+    else:
+        # Without static voters the quorum is dynamic (KIP-853): its voters are in the log,
+        # and the bootstrap servers are where this node first looks for the leader.
+        bootstrap_servers = config.get("controller.quorum.bootstrap.servers")
+        if not bootstrap_servers:
+            raise ConfigError("missing required configuration controller.quorum.voters or "
+                              "controller.quorum.bootstrap.servers: one of them must list "
+                              "the controllers")
+    quorum = _quorum_config(config, voters, len(bootstrap_servers),
+                            local=_local_listeners(config) if "controller" in roles else ())
     broker = _broker_settings(config) if "broker" in roles else None
     listener = (_controller_listener(config) if "controller" in roles
                 else broker.listener if broker is not None else _controller_listener(config))
@@ -121,9 +143,48 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         controller=ControllerConfig(
             node_id=node_id, cluster_id=cluster_id,
             session_timeout_ms=config.get("broker.session.timeout.ms"),
-            max_idle_interval_ms=config.get("metadata.max.idle.interval.ms")),
+            max_idle_interval_ms=config.get("metadata.max.idle.interval.ms"),
+            max_bytes_between_snapshots=config.get(
+                "metadata.log.max.record.bytes.between.snapshots"),
+            max_snapshot_interval_ms=config.get("metadata.log.max.snapshot.interval.ms")),
         roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
+        bootstrap_servers=bootstrap_servers,
     )
+
+
+def _check_static_membership(node_id: int, roles: tuple[str, ...],
+                             voters: tuple[VoterSpec, ...]) -> None:
+    is_voter = node_id in {v.node_id for v in voters}
+    if "controller" in roles and not is_voter:
+        raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters: a "
+                          "controller of a static quorum must be one of the voters")
+    if "controller" not in roles and is_voter:
+        raise ConfigError(f"node.id {node_id} is in controller.quorum.voters, but "
+                          "process.roles=broker: a broker-only node cannot be a voter")
+
+
+def _quorum_config(config: ServerConfig, voters: tuple[VoterSpec, ...], bootstrap_count: int,
+                   *, local: tuple[VoterEndpoint, ...]) -> QuorumConfig:
+    """The core's settings; timing keys only when set, so the core's defaults stay Kafka's
+    hard-coded ones (retention -1 unless configured)."""
+    names = config.controller_listener_names
+    values: dict[str, Any] = {field: config.get(key) for key, field in CONFIG_KEYS.items()
+                              if key in config.raw}
+    if names:
+        values["listener_name"] = names[0]
+    return QuorumConfig(
+        voters=frozenset(v.node_id for v in voters),
+        voter_endpoints=tuple((v.node_id, v.host, v.port) for v in voters),
+        bootstrap_servers=tuple(bootstrap_destination(i) for i in range(bootstrap_count)),
+        local_listeners=local,
+        auto_join=config.get("controller.quorum.auto.join.enable"), **values)
+
+
+def _local_listeners(config: ServerConfig) -> tuple[VoterEndpoint, ...]:
+    """This controller's endpoints as other replicas reach them (advertised, else bound):
+    what UpdateRaftVoter and auto-join send, and what the voter set should hold."""
+    return tuple(VoterEndpoint(e.name, e.host, e.port)
+                 for e in config.advertised_controller_endpoints())
 
 
 def _bootstrap_records(metadata_dir: Path) -> tuple[object, ...]:

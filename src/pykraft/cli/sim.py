@@ -13,6 +13,7 @@ from rich.table import Table
 
 from pykraft.sim.runner import RunResult, run_scenario, sweep
 from pykraft.sim.scenarios import SCENARIOS
+from pykraft.sim.sweep_stats import timing_percentiles
 
 sim_app = typer.Typer(help="Deterministic simulation of a KRaft quorum.", no_args_is_help=True)
 
@@ -65,7 +66,8 @@ def sweep_command(
     remote: Annotated[str | None, typer.Option(help="With --spark: sc:// Connect URL.")] = None,
     out: Annotated[str, typer.Option(help="With --spark: Parquet output path.")] = "sweep.parquet",
 ) -> None:
-    """Run every (scenario, seed) pair; exit code 1 if any run violates an invariant."""
+    """Run every (scenario, seed) pair and print a summary with percentiles of the simulated
+    election and recovery times; exit code 1 if any run violates an invariant."""
     names = _scenario_names(scenario)
     if spark or master or remote:
         _spark_sweep(names, _seed_range(seeds), master, remote, out)
@@ -96,13 +98,15 @@ def _print_summary(console: Console, results: list[RunResult], wall: float) -> N
         by_name[result.scenario].append(result)
     table = Table(title="simulation sweep")
     table.add_column("scenario", no_wrap=True)
-    for column in ("runs", "violations", "events/run", "elections", "sim s", "wall s"):
+    for column in ("runs", "violations", "events/run", "elections", "commits/run", "sim s",
+                   "wall s"):
         table.add_column(column, justify="right")
     for name, runs in by_name.items():
         table.add_row(
             name, str(len(runs)), str(sum(1 for r in runs if r.violation)),
             f"{sum(r.events for r in runs) / len(runs):.0f}",
             str(sum(r.elections for r in runs)),
+            f"{sum(r.commit_count for r in runs) / len(runs):.0f}",
             f"{sum(r.simulated_ms for r in runs) / 1000:.0f}",
             f"{sum(r.wall_s for r in runs):.1f}",
         )
@@ -113,14 +117,21 @@ def _print_summary(console: Console, results: list[RunResult], wall: float) -> N
         f"{simulated:.0f} simulated s in {wall:.1f} wall s: "
         f"{simulated / wall if wall else 0:.0f} simulated s per wall s"
     )
+    timings = Table(title="simulated ms: first leader | recovery after the first fault")
+    for column in ("scenario", "runs", "p50", "p90", "p99", "max",
+                   "runs", "p50", "p90", "p99", "max"):
+        timings.add_column(column, justify="left" if column == "scenario" else "right")
+    for cells in timing_percentiles(results):
+        timings.add_row(*cells)
+    console.print(timings)
 
 
 def _spark_sweep(names: list[str], seeds: range, master: str | None, remote: str | None,
                  out: str) -> None:
     """``sweep --spark``: the same runs on Spark executors, one Parquet row per run, then
-    the local summary plus percentiles of election and recovery times."""
+    the local sweep's summary."""
     from pykraft.spark.session import spark_session
-    from pykraft.spark.sweep import run_result, spark_sweep, timing_percentiles
+    from pykraft.spark.sweep import run_result, spark_sweep
 
     console = Console()
     started = time.perf_counter()
@@ -135,13 +146,6 @@ def _spark_sweep(names: list[str], seeds: range, master: str | None, remote: str
             console.print(f"[red]{row['outcome'].upper()}[/red] {row['scenario']} seed "
                           f"{row['seed']}: {row['violation']}")
     _print_summary(console, [run_result(row) for row in rows], wall)
-    table = Table(title="simulated ms: first leader | recovery after the first fault")
-    for column in ("scenario", "runs", "p50", "p90", "p99", "max",
-                   "runs", "p50", "p90", "p99", "max"):
-        table.add_column(column, justify="left" if column == "scenario" else "right")
-    for cells in timing_percentiles(rows):
-        table.add_row(*cells)
-    console.print(table)
     console.print(f"{len(rows)} rows written to {out}")
     if any(row["outcome"] != "ok" for row in rows):
         raise typer.Exit(1)

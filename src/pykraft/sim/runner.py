@@ -13,9 +13,14 @@ from pykraft.sim.cluster import ClientFactory, Cluster
 from pykraft.sim.scenarios import SCENARIOS
 from pykraft.sim.state_machine import InvariantViolation
 
+_CALM_STATES = ("Follower", "Leader")
+
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
+    """What one run did. The timings are simulated ms since the run began (first leader)
+    and from the first fault to the next epoch's leader (recovery); None if not seen."""
+
     scenario: str
     seed: int
     violation: str | None  # "Invariant: detail"
@@ -23,10 +28,56 @@ class RunResult:
     elections: int
     simulated_ms: int
     wall_s: float
+    first_leader_ms: int | None = None
+    recovery_ms: int | None = None
+    commit_count: int = 0  # committed data records, over every node and incarnation
 
     @property
     def replay_command(self) -> str:
         return f"pykraft sim run --scenario {self.scenario} --seed {self.seed} --trace"
+
+
+class RunObserver:
+    """Reads the trace lines: when the first leader appeared, when the first fault after
+    it was seen (a kill, or a node leaving Follower/Leader), and when a leader of a later
+    epoch arrived. The trace is the only view of state transitions with their simulated
+    time, and reading it leaves the run's randomness untouched."""
+
+    def __init__(self) -> None:
+        self.first_leader_ms: int | None = None
+        self.first_epoch = -1
+        self.fault_ms: int | None = None
+        self.recovered_ms: int | None = None
+
+    def __call__(self, line: str) -> None:
+        if "node" not in line:
+            return  # the common case: a plain event label
+        now_text, _, text = line.strip().partition(" ")
+        if text.startswith("kill node"):
+            self._fault(int(now_text))
+        elif text.startswith("node ") and " -> " in text:
+            state, _, epoch = text.rpartition(" -> ")[2].partition("@")
+            self._transition(int(now_text), state, int(epoch))
+
+    def _fault(self, now: int) -> None:
+        if self.first_leader_ms is not None and self.fault_ms is None:
+            self.fault_ms = now
+
+    def _transition(self, now: int, state: str, epoch: int) -> None:
+        if state == "Leader":
+            if self.first_leader_ms is None:
+                self.first_leader_ms, self.first_epoch = now, epoch
+            elif self.recovered_ms is None and self.fault_ms is not None and \
+                    epoch > self.first_epoch:
+                self.recovered_ms = now
+        elif state not in _CALM_STATES:
+            self._fault(now)
+
+    @property
+    def recovery_ms(self) -> int | None:
+        if self.recovered_ms is None or self.fault_ms is None:
+            return None
+        return self.recovered_ms - self.fault_ms
 
 
 def run_scenario(
@@ -38,8 +89,15 @@ def run_scenario(
     shape_rng = random.Random(f"{name}:{seed}")
     voters, observers = scenario.shape(shape_rng)
     kip853 = scenario.kip853 if scenario.kip853 is not None else shape_rng.random() < 0.5
+    observer = RunObserver()
+
+    def observe(line: str) -> None:
+        observer(line)
+        if trace is not None:
+            trace(line)
+
     cluster = Cluster(seed, voters, observers, client_factory=client_factory,
-                      lossy=scenario.lossy_network, trace=trace, kip853=kip853)
+                      lossy=scenario.lossy_network, trace=observe, kip853=kip853)
     cluster.invariants.extend(scenario.invariants())
     started = time.perf_counter()
     violation = None
@@ -48,7 +106,9 @@ def run_scenario(
     except InvariantViolation as exc:
         violation = str(exc)
     return RunResult(name, seed, violation, cluster.events, cluster.elections,
-                     cluster.queue.now_ms, time.perf_counter() - started)
+                     cluster.queue.now_ms, time.perf_counter() - started,
+                     observer.first_leader_ms, observer.recovery_ms,
+                     len(cluster.history.data_offsets))
 
 
 def _run_task(task: tuple[str, int]) -> RunResult:

@@ -17,6 +17,7 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.describe_quorum.v2 import response as dq
+from kio.schema.fetch.v18 import response as fetch_v18
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i32Timedelta, u16
 
@@ -129,6 +130,8 @@ class Dispatcher:
         response = refusal if refusal is not None else await self._node.request(latest)
         if isinstance(response, rpc.DescribeQuorumResponse):
             response = self._with_nodes(response)
+        elif isinstance(response, rpc.FetchResponse):
+            response = self._with_leader_endpoint(response)
         return self._encode(request, response)
 
     def _encode(self, request: RequestFrame, response: Any) -> bytes:
@@ -188,6 +191,18 @@ class Dispatcher:
             for voter in self._node.core.voters.nodes
         )
         return dataclasses.replace(response, nodes=nodes)
+
+    def _with_leader_endpoint(self, response: rpc.FetchResponse) -> rpc.FetchResponse:
+        """Fetch v17+ names the leader's address (Kafka's NodeEndpoints), so an observer that
+        asked a bootstrap server learns where the leader it names can be reached."""
+        leaders = sorted({int(p.current_leader.leader_id) for t in response.responses
+                          for p in t.partitions if int(p.current_leader.leader_id) >= 0})
+        addresses = ((leader, self._node.address_of(leader)) for leader in leaders)
+        endpoints = tuple(
+            fetch_v18.NodeEndpoint(node_id=BrokerId(leader), host=address[0],
+                                   port=i32(address[1]), rack=None)
+            for leader, address in addresses if address is not None)
+        return dataclasses.replace(response, node_endpoints=endpoints) if endpoints else response
 
     def _controller_endpoints(self) -> list[tuple[int, VoterEndpoint]]:
         """Each voter's endpoint on the controller listener (the voter set in force)."""

@@ -91,6 +91,9 @@ class RaftNode:
         self.machine.attach(self.core.read_snapshot)
         self.peers: dict[int, PeerConnection] = {}
         """Open connections by core destination (replica id, or < 0 for bootstrap servers)."""
+        self._named: dict[int, tuple[str, int]] = {}
+        """Addresses peers' Fetch answers gave for replicas outside our voter set (the
+        leader, to an observer that has no voter set yet)."""
         self.flusher: GroupCommitFlusher | None = None
         self.exit_code = 0
         self.stopped = asyncio.Event()
@@ -277,7 +280,9 @@ class RaftNode:
         if destination < 0:
             return self.settings.bootstrap_address(destination)
         endpoint = self.core.endpoint_of(destination)
-        return None if endpoint is None else (endpoint.host, endpoint.port)
+        if endpoint is None:
+            return self._named.get(destination)
+        return (endpoint.host, endpoint.port)
 
     def peer(self, destination: int) -> PeerConnection | None:
         """The connection for ``destination``, replaced when its address moved (a voter
@@ -308,6 +313,9 @@ class RaftNode:
             self._step(lambda now: self.core.handle_send_failure(
                 now, out.destination, out.correlation_id, unreachable=unreachable))
             return
+        if isinstance(response, rpc.FetchResponse):
+            self._named.update((int(e.node_id), (e.host, int(e.port)))
+                               for e in response.node_endpoints)
         self._step(lambda now: self.core.handle_response(now, out.destination,
                                                          out.correlation_id, response))
 

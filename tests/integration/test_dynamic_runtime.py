@@ -1,0 +1,159 @@
+"""A dynamic (KIP-853) controller quorum run as real processes on 127.0.0.1.
+
+Controller 1 is formatted ``--standalone``; controllers 2 and 3 ``--no-initial-controllers``
+and find the quorum through ``controller.quorum.bootstrap.servers``. They run as observers
+until AddRaftVoter (sent over the wire) makes them voters. Snapshot thresholds are tiny, so
+a replica that starts (or comes back) far behind must catch up with FetchSnapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from process_harness import TEST_PROPERTIES, describe, wait_for, write_values
+
+from pykraft.config.properties import load_properties
+from pykraft.ids import uuid_to_str
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import Listener
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft import rpc
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.records.batch import iter_batches
+from pykraft.runtime.client import open_with_timeout
+from pykraft.runtime.state_machine import records_in_snapshot
+from pykraft.storage.meta_properties import read_meta_properties
+from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.quorum_tool import (
+    QuorumInfo,
+    add_controller,
+    controller_identity,
+    parse_host_port,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+#: A snapshot every few KiB of committed records, and the log cleaned right behind it.
+SNAPSHOT_PROPERTIES = {
+    **TEST_PROPERTIES,
+    "metadata.log.max.record.bytes.between.snapshots": "4096",
+    "metadata.max.retention.bytes": "1",
+}
+PARTITION_DIR = "__cluster_metadata-0"
+
+
+@pytest.fixture
+def dynamic_cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    cluster = LocalCluster.create(tmp_path / "cluster", 3, SNAPSHOT_PROPERTIES, dynamic=True)
+    yield cluster
+    for node_id in cluster.nodes:
+        cluster.kill(node_id)
+
+
+def directory_id(cluster: LocalCluster, node_id: int) -> uuid.UUID:
+    meta = read_meta_properties(cluster.nodes[node_id].data / "meta.properties")
+    assert meta.directory_id is not None
+    return meta.directory_id
+
+
+def quorum(cluster: LocalCluster, check: Callable[[QuorumInfo], bool], what: str) -> QuorumInfo:
+    """Wait until the quorum, as the leader describes it, passes ``check``."""
+    def probe() -> QuorumInfo | None:
+        info = describe(cluster)
+        return info if info is not None and check(info) else None
+    return wait_for(what, probe)
+
+
+def add_voter(cluster: LocalCluster, node_id: int) -> None:
+    """AddRaftVoter for ``node_id`` at the active controller, answered once committed."""
+    identity = controller_identity(load_properties(cluster.nodes[node_id].config))
+    bootstrap = [parse_host_port(cluster.nodes[n].address) for n in cluster.controllers]
+    asyncio.run(add_controller(bootstrap, identity, timeout_s=60.0))
+
+
+def snapshots_on_disk(cluster: LocalCluster, node_id: int) -> list[OffsetAndEpoch]:
+    """Snapshot ids in a node's partition directory, skipping the 0-0 bootstrap checkpoint."""
+    ids = []
+    for path in (cluster.nodes[node_id].data / PARTITION_DIR).glob("*.checkpoint"):
+        offset, epoch = path.stem.split("-")
+        if int(offset) > 0:
+            ids.append(OffsetAndEpoch(int(offset), int(epoch)))
+    return sorted(ids)
+
+
+def counted_records(cluster: LocalCluster, node_id: int, snapshot_id: OffsetAndEpoch) -> int:
+    name = f"{snapshot_id.offset:020d}-{snapshot_id.epoch:010d}.checkpoint"
+    data = (cluster.nodes[node_id].data / PARTITION_DIR / name).read_bytes()
+    return records_in_snapshot(list(iter_batches(data)), snapshot_id)
+
+
+def values(count: int, tag: str) -> list[bytes]:
+    return [f"{tag}-{i:05d}-".encode().ljust(100, b"x") for i in range(count)]
+
+
+def test_observers_join_as_voters_and_catch_up_from_a_snapshot(
+        dynamic_cluster: LocalCluster) -> None:
+    cluster = dynamic_cluster
+    cluster.start(1)
+    info = quorum(cluster, lambda i: i.leader_id == 1 and i.high_watermark > 0,
+                  "the standalone controller to lead")
+    assert [v.replica_id for v in info.voters] == [1]
+    # Enough records for several snapshots: the log start moves past offset 0.
+    assert len(write_values(cluster, 1, values(300, "early"))) == 300
+    wait_for("a snapshot on controller 1", lambda: snapshots_on_disk(cluster, 1) or None)
+
+    cluster.start(2)
+    cluster.start(3)
+    info = quorum(cluster, lambda i: {o.replica_id for o in i.observers} >= {2, 3},
+                  "controllers 2 and 3 fetching as observers")
+    assert [v.replica_id for v in info.voters] == [1]
+
+    add_voter(cluster, 2)
+    add_voter(cluster, 3)
+    info = quorum(cluster, lambda i: len(i.voters) == 3, "three voters")
+    assert {(v.replica_id, v.directory_id) for v in info.voters} == {
+        (n, uuid_to_str(directory_id(cluster, n))) for n in (1, 2, 3)}
+    # DescribeQuorum v2 nodes come from the voter set in the log, not from any config.
+    assert info.endpoints == {n: (f"CONTROLLER://{cluster.nodes[n].address}",)
+                              for n in (1, 2, 3)}
+
+    # Controllers 2 and 3 never saw offset 0 of the log: they started from a snapshot.
+    for node_id in (2, 3):
+        fetched = wait_for(f"a snapshot on controller {node_id}",
+                           lambda n=node_id: snapshots_on_disk(cluster, n) or None)
+        assert counted_records(cluster, node_id, fetched[0]) >= 1
+
+    # The three-voter quorum commits, and every voter replicates.
+    assert len(write_values(cluster, 1, values(20, "late"))) == 20
+    hwm = quorum(cluster, lambda i: i.high_watermark > 0, "a high watermark").high_watermark
+    quorum(cluster, lambda i: all(v.log_end_offset >= hwm for v in i.voters),
+           "every voter at the high watermark")
+
+
+def test_add_raft_voter_with_a_wrong_cluster_id_is_refused(
+        dynamic_cluster: LocalCluster) -> None:
+    cluster = dynamic_cluster
+    cluster.start(1)
+    quorum(cluster, lambda i: i.leader_id == 1 and i.high_watermark > 0, "a leader")
+    identity = controller_identity(load_properties(cluster.nodes[2].config))
+
+    async def send() -> rpc.AddRaftVoterResponse:
+        host, port = parse_host_port(cluster.nodes[1].address)
+        connection = await open_with_timeout(host, port, client_id="test",
+                                             ours=listener_ranges(Listener.CONTROLLER),
+                                             timeout_s=10.0)
+        try:
+            request = rpc.add_voter_request(
+                "not-the-cluster", identity.node_id, identity.directory_id,
+                [(e.name, e.host, e.port) for e in identity.endpoints], 5000)
+            response: rpc.AddRaftVoterResponse = await connection.request(request)
+            return response
+        finally:
+            connection.close()
+
+    response = asyncio.run(send())
+    assert response.error_code == ErrorCode.inconsistent_cluster_id

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykraft.errors import RaftError
-from pykraft.image import ImageLoader, MetadataImage, SnapshotPolicy
+from pykraft.image import ImageLoader, MetadataImage, SnapshotPolicy, snapshot_generator
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
@@ -166,6 +166,36 @@ def test_one_write_at_a_time_and_a_loaded_snapshot_cancels_the_pending_one() -> 
     h.commit(topic(2))
     h.run_deferred()
     assert len(h.core.written) == 1
+
+
+def test_a_large_image_is_encoded_over_several_turns_then_written_in_one_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(snapshot_generator, "ENCODE_SLICE", 3)
+    h = Harness(SnapshotPolicy(max_bytes_between=1, max_interval_ms=0))
+    h.attach()
+    batch = h.commit(MV, *(topic(i) for i in range(7)))  # 8 records: 3 + 3 + 2
+    turns = 0
+    while h.deferred:
+        h.run_deferred()
+        turns += 1
+    assert turns == 3 and h.steps == 1
+    values = h.core.written[OffsetAndEpoch(batch.last_offset + 1, 1)]
+    assert len(values) == 8 and replayed(values).topics == h.loader.image.topics
+
+
+def test_a_snapshot_loaded_while_encoding_drops_the_half_encoded_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(snapshot_generator, "ENCODE_SLICE", 3)
+    h = Harness(SnapshotPolicy(max_bytes_between=1, max_interval_ms=0))
+    h.attach()
+    h.commit(MV, *(topic(i) for i in range(7)))
+    h.run_deferred()  # the first slice
+    h.generator.loaded()
+    while h.deferred:
+        h.run_deferred()
+    assert h.core.written == {} and h.steps == 0
 
 
 def test_nothing_is_scheduled_before_attach() -> None:

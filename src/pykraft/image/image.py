@@ -13,6 +13,7 @@ are handled by :class:`pykraft.image.loader.ImageLoader`, not here.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pykraft.features import MINIMUM_METADATA_VERSION
@@ -96,11 +97,16 @@ class MetadataImage:
 
     def records(self) -> list[tuple[object, int]]:
         """The image as (record, version) pairs in Kafka's image write order."""
+        return list(self.iter_records())
+
+    def iter_records(self) -> Iterator[tuple[object, int]]:
+        """:meth:`records` one at a time, so a large image can be encoded in slices."""
         mv = self.metadata_version
-        return [
-            *self.features.records(), *self.cluster.records(mv), *self.topics.records(mv),
-            *self.configs.records(), *self.producer_ids.records(),
-        ]
+        yield from self.features.records()
+        yield from self.cluster.records(mv)
+        yield from self.topics.records(mv)
+        yield from self.configs.records()
+        yield from self.producer_ids.records()
 
     def encoded_records(self) -> list[bytes]:
         """:meth:`records` framed as metadata record values."""

@@ -6,13 +6,19 @@ listener's ``handle_commit``, where the image and the batch it ends at are known
 snapshot is written later, from a fresh node step: listener callbacks run inside the raft
 core, which must not be re-entered. The image is immutable, so the deferred write still
 holds exactly the records up to the batch the decision saw.
+
+Kafka builds snapshots on a thread of their own. Here the image is encoded in slices of
+:data:`ENCODE_SLICE` records, one per event-loop turn, so a large image (about 16 µs a
+record) does not stall fetches and heartbeats for seconds; only framing and writing the
+encoded values happen in the one node step.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
 from typing import Protocol
 
 from pykraft.errors import RaftError
@@ -20,8 +26,11 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, SnapshotPolicy, chunked
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
+from pykraft.records.metadata import encode_metadata_record
 
 log = logging.getLogger("pykraft.snapshots")
+ENCODE_SLICE = 2_000
+"""Records encoded per event-loop turn (some 30 ms)."""
 
 Step = Callable[[Callable[[int], object]], object]
 """Run ``action(now_ms)`` as one input of the node (``RaftNode.step``)."""
@@ -37,19 +46,32 @@ class SnapshotSink(Protocol):
                         timestamp_ms: int | None = None) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SnapshotJob:
     """A snapshot to write: ``image`` as of ``snapshot_id`` (end offset exclusive)."""
 
     snapshot_id: OffsetAndEpoch
     image: MetadataImage
     reason: str
+    values: list[bytes] = field(default_factory=list, repr=False)
+    """The image's records encoded so far."""
+    _records: Iterator[tuple[object, int]] | None = field(default=None, repr=False,
+                                                          compare=False)
+
+    def encode_some(self, count: int) -> bool:
+        """Encode up to ``count`` more records; True once the whole image is encoded."""
+        if self._records is None:
+            self._records = self.image.iter_records()
+        before = len(self.values)
+        self.values.extend(encode_metadata_record(record, version)
+                           for record, version in islice(self._records, count))
+        return len(self.values) - before < count
 
     def write(self, sink: SnapshotSink, now_ms: int) -> None:
-        sink.create_snapshot(
-            now_ms, self.snapshot_id,
-            chunked(self.image.encoded_records(), MAX_RECORDS_PER_BATCH),
-            timestamp_ms=max(self.image.provenance.last_timestamp_ms, 0))
+        """Hand the encoded image to the core (call once :meth:`encode_some` is done)."""
+        sink.create_snapshot(now_ms, self.snapshot_id,
+                             chunked(self.values, MAX_RECORDS_PER_BATCH),
+                             timestamp_ms=max(self.image.provenance.last_timestamp_ms, 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +120,7 @@ class SnapshotGenerator:
         job = SnapshotJob(OffsetAndEpoch(batch.last_offset + 1, batch.epoch), image, reason)
         self.policy.snapshot_taken(driver.clock())  # bytes from here on count for the next
         self._pending = job
-        driver.defer(lambda: self._run(job))
+        driver.defer(lambda: self._encode(job))
         return job
 
     def loaded(self) -> None:
@@ -107,9 +129,13 @@ class SnapshotGenerator:
         self._pending = None
         self.policy.snapshot_taken(self._driver.clock() if self._driver is not None else 0)
 
-    def _run(self, job: SnapshotJob) -> None:
+    def _encode(self, job: SnapshotJob) -> None:
+        """One slice per turn; the last one writes (unless a loaded snapshot dropped it)."""
         driver = self._driver
         if self._pending is not job or driver is None:
+            return
+        if not job.encode_some(ENCODE_SLICE):
+            driver.defer(lambda: self._encode(job))
             return
         self._pending = None
         driver.step(lambda now: self._write(driver.sink, job, now))

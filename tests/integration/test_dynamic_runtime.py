@@ -65,7 +65,8 @@ def quorum(cluster: LocalCluster, check: Callable[[QuorumInfo], bool], what: str
     def probe() -> QuorumInfo | None:
         info = describe(cluster)
         return info if info is not None and check(info) else None
-    return wait_for(what, probe)
+    found: QuorumInfo = wait_for(what, probe)
+    return found
 
 
 def add_voter(cluster: LocalCluster, node_id: int) -> None:

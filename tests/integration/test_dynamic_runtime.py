@@ -12,8 +12,11 @@ import asyncio
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kio.schema.describe_cluster.v2 import request as dc_req
+from kio.static.primitive import i8
 from process_harness import TEST_PROPERTIES, describe, wait_for, write_values
 
 from pykraft.config.properties import load_properties
@@ -136,28 +139,38 @@ def test_observers_join_as_voters_and_catch_up_from_a_snapshot(
            "every voter at the high watermark")
 
 
+def request_once(cluster: LocalCluster, node_id: int, body: Any) -> Any:
+    """One request to ``node_id``'s controller listener; its latest-version answer."""
+    async def send() -> Any:
+        host, port = parse_host_port(cluster.nodes[node_id].address)
+        connection = await open_with_timeout(host, port, client_id="test",
+                                             ours=listener_ranges(Listener.CONTROLLER),
+                                             timeout_s=10.0)
+        try:
+            return await connection.request(body)
+        finally:
+            connection.close()
+    return asyncio.run(send())
+
+
+def controllers_described(cluster: LocalCluster, node_id: int) -> dict[int, str]:
+    """DescribeCluster (controller endpoints) as ``node_id`` answers it."""
+    response = request_once(cluster, node_id, dc_req.DescribeClusterRequest(
+        include_cluster_authorized_operations=False, endpoint_type=i8(2),
+        include_fenced_brokers=False))
+    assert response.error_code == ErrorCode.none
+    return {int(b.broker_id): f"{b.host}:{b.port}" for b in response.brokers}
+
+
 def test_add_raft_voter_with_a_wrong_cluster_id_is_refused(
         dynamic_cluster: LocalCluster) -> None:
     cluster = dynamic_cluster
     cluster.start(1)
     quorum(cluster, lambda i: i.leader_id == 1 and i.high_watermark > 0, "a leader")
     identity = controller_identity(load_properties(cluster.nodes[2].config))
-
-    async def send() -> rpc.AddRaftVoterResponse:
-        host, port = parse_host_port(cluster.nodes[1].address)
-        connection = await open_with_timeout(host, port, client_id="test",
-                                             ours=listener_ranges(Listener.CONTROLLER),
-                                             timeout_s=10.0)
-        try:
-            request = rpc.add_voter_request(
-                "not-the-cluster", identity.node_id, identity.directory_id,
-                [(e.name, e.host, e.port) for e in identity.endpoints], 5000)
-            response: rpc.AddRaftVoterResponse = await connection.request(request)
-            return response
-        finally:
-            connection.close()
-
-    response = asyncio.run(send())
+    response = request_once(cluster, 1, rpc.add_voter_request(
+        "not-the-cluster", identity.node_id, identity.directory_id,
+        [(e.name, e.host, e.port) for e in identity.endpoints], 5000))
     assert response.error_code == ErrorCode.inconsistent_cluster_id
 
 
@@ -212,6 +225,11 @@ def test_removed_voter_leaves_the_voter_set(dynamic_cluster: LocalCluster) -> No
     asyncio.run(remove_controller(bootstrap, 3, directory_id(cluster, 3), timeout_s=60.0))
     info = quorum(cluster, lambda i: [v.replica_id for v in i.voters] == [1, 2],
                   "voters 1 and 2")
+    # DescribeCluster's controllers follow the voter set in the log, on every controller
+    expected = {n: cluster.nodes[n].address for n in (1, 2)}
+    for node_id in (1, 2, 3):
+        wait_for(f"controller {node_id} to list voters 1 and 2", lambda n=node_id: (
+            controllers_described(cluster, n) == expected) or None)
     assert len(write_values(cluster, info.leader_id, values(5, "two-voters"))) == 5
 
 

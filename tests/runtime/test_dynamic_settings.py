@@ -71,6 +71,8 @@ def test_static_voters_win_and_keep_their_checks(tmp_path: Path) -> None:
      "controller.quorum.voters or controller.quorum.bootstrap.servers"),
     ({"controller.quorum.bootstrap.servers": "127.0.0.1"},
      "invalid value '127.0.0.1' for controller.quorum.bootstrap.servers"),
+    ({"controller.quorum.bootstrap.servers": "127.0.0.1:9093,:9094"},
+     "invalid value ':9094' for controller.quorum.bootstrap.servers: the host is missing"),
     ({"controller.quorum.bootstrap.servers": "127.0.0.1:99999"},
      "invalid port 99999 in controller.quorum.bootstrap.servers"),
     ({"controller.quorum.auto.join.enable": "maybe"},

@@ -123,7 +123,14 @@ def _to_voters(text: str, key: str) -> tuple[VoterSpec, ...]:
 
 
 def _to_addresses(text: str, key: str) -> tuple[tuple[str, int], ...]:
-    return tuple(_parse_host_port(item, key) for item in _split_list(text))
+    """``host:port,...`` where a client must connect: unlike a listener, no empty host."""
+    addresses = []
+    for item in _split_list(text):
+        host, port = _parse_host_port(item, key)
+        if not host:
+            raise ConfigError(f"invalid value {item!r} for {key}: the host is missing")
+        addresses.append((host, port))
+    return tuple(addresses)
 
 
 def _to_listeners(text: str, key: str) -> tuple[Endpoint, ...]:
@@ -152,7 +159,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("controller.listener.names", _to_list, "", "listener names of the controller"),
     ConfigDef("inter.broker.listener.name", _to_optional_str, "", "listener brokers use"),
     ConfigDef("controller.quorum.voters", _to_voters, "", "static voters id@host:port"),
-    ConfigDef("controller.quorum.bootstrap.servers", _to_addresses, "", "dynamic quorum"),
+    ConfigDef("controller.quorum.bootstrap.servers", _to_addresses, "",
+              "dynamic quorum (KIP-853): host:port of controllers to find the leader through"),
     ConfigDef("log.dirs", _to_list, "", "data directories"),
     ConfigDef("log.dir", _to_list, "/tmp/kafka-logs", "data directory if log.dirs unset"),
     ConfigDef("metadata.log.dir", _to_optional_str, "", "metadata log directory"),

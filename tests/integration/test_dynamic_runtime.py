@@ -30,7 +30,7 @@ from pykraft.records.batch import iter_batches
 from pykraft.runtime.client import open_with_timeout
 from pykraft.runtime.state_machine import records_in_snapshot
 from pykraft.storage.meta_properties import read_meta_properties
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.cluster import LocalCluster, free_ports
 from pykraft.tools.quorum_tool import (
     QuorumInfo,
     add_controller,
@@ -263,3 +263,23 @@ def test_dynamic_quorum_runs_the_controller(tmp_path: Path) -> None:
     finally:
         for node_id in cluster.nodes:
             cluster.kill(node_id)
+
+
+def test_voter_restarted_on_a_new_port_updates_its_entry(dynamic_cluster: LocalCluster) -> None:
+    """UpdateRaftVoter: the voter set (and so every peer's route to it) follows the move."""
+    cluster = dynamic_cluster
+    three_voters(cluster)
+    assert cluster.stop(3) == 0
+    moved = f"127.0.0.1:{free_ports(1)[0]}"
+    cluster.start(3, "--override", f"listeners=CONTROLLER://{moved}")
+    info = quorum(cluster, lambda i: i.endpoints.get(3) == (f"CONTROLLER://{moved}",),
+                  "node 3's entry to name its new listener")
+    assert {v.replica_id for v in info.voters} == {1, 2, 3}
+    for node_id in (1, 2):
+        wait_for(f"controller {node_id} to list node 3 at {moved}", lambda n=node_id: (
+            controllers_described(cluster, n).get(3) == moved) or None)
+    # with another voter down, commits need the moved node 3 (2 of 3): it is a full voter
+    leader = info.leader_id
+    other = ({1, 2} - {leader}).pop()
+    cluster.kill(other)
+    assert len(write_values(cluster, leader, values(3, "via-moved-node"))) == 3

@@ -3,6 +3,7 @@ would. Each test follows one runbook of docs/operations.md step by step."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -174,6 +175,9 @@ def test_dynamic_quorum_from_a_standalone_controller_and_two_added(
     rows = [[c.strip() for c in line.split("\t")] for line in table.stdout.splitlines()[1:]]
     assert {(int(r[0]), r[1]) for r in rows} == set(ids.items())
     assert sorted(r[6] for r in rows) == ["Follower", "Follower", "Leader"]
+    as_json = json.loads(ok("metadata-quorum", "--bootstrap-controller", cluster.bootstrap,
+                            "describe", "--status", "--json"))
+    assert {(v["id"], v["directoryId"]) for v in as_json["voters"]} == set(ids.items())
 
     # Three real voters: the quorum survives losing the first (standalone) controller.
     first = leader_info(cluster)
@@ -306,6 +310,7 @@ def test_a_majority_lost_then_restarted_with_its_disks(make_dynamic: MakeCluster
     # Check-quorum: the lone leader resigns; nobody is active while the majority is gone.
     wait_for("the lone leader to resign", lambda: True if describe(
         cluster, leader.leader_id) is None else None)
+    assert write_values(cluster, leader.leader_id, [b"lost-0"]) == []  # refused: not leader
 
     for node_id in lost:
         cluster.start(node_id)

@@ -283,3 +283,17 @@ def test_voter_restarted_on_a_new_port_updates_its_entry(dynamic_cluster: LocalC
     other = ({1, 2} - {leader}).pop()
     cluster.kill(other)
     assert len(write_values(cluster, leader, values(3, "via-moved-node"))) == 3
+
+
+def test_full_restart_resumes_with_the_voter_set_from_the_log(
+        dynamic_cluster: LocalCluster) -> None:
+    cluster = dynamic_cluster
+    before = three_voters(cluster)
+    acked = write_values(cluster, before.leader_id, values(10, "before-restart"))
+    assert len(acked) == 10
+    assert set(cluster.stop_all().values()) == {0}
+    cluster.start_all()
+    after = quorum(cluster, lambda i: i.leader_id >= 0 and i.high_watermark > 0
+                   and i.leader_epoch > before.leader_epoch, "a leader after the restart")
+    assert {v.replica_id for v in after.voters} == {1, 2, 3}
+    assert len(write_values(cluster, after.leader_id, values(5, "after-restart"))) == 5

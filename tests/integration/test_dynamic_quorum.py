@@ -35,9 +35,14 @@ def make_dynamic(tmp_path: Path) -> Iterator[MakeCluster]:
     """Configs for a dynamic cluster, left unformatted: the tests format with the CLI."""
     created: list[LocalCluster] = []
 
-    def make(controllers: int = 3, properties: dict[str, str] | None = None) -> LocalCluster:
+    def make(controllers: int = 3, properties: dict[str, str] | None = None, *,
+             bench: bool = True) -> LocalCluster:
+        """``bench`` runs the raft core alone with the bench append (writes the tests can
+        count); without it every controller runs the QuorumController, as in production."""
+        base = {k: v for k, v in TEST_PROPERTIES.items()
+                if bench or k != "pykraft.bench.append.enable"}
         cluster = LocalCluster.create(tmp_path / f"cluster-{len(created)}", controllers,
-                                      {**TEST_PROPERTIES, **(properties or {})},
+                                      {**base, **(properties or {})},
                                       dynamic=True, format_nodes=False)
         created.append(cluster)
         return cluster
@@ -189,6 +194,26 @@ def test_dynamic_quorum_from_a_standalone_controller_and_two_added(
     assert len(after) == 20
     cluster.stop_all()
     committed_everywhere(cluster, [n for n in ids if n != first.leader_id], before, after)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "QuorumController._write (controller/quorum_controller.py) assumes it is the only writer "
+    "on the leader: after the raft core appends a VotersRecord for AddRaftVoter, the next "
+    "controller write raises ControllerError('records were appended up to offset N, expected "
+    "M') and the active controller process exits 1"))
+def test_voter_changes_under_the_active_controller(make_dynamic: MakeCluster) -> None:
+    """The same quorum without the bench append: every controller runs the QuorumController
+    (its NoOpRecord every 500 ms is the metadata write), and all of them survive the voter
+    changes."""
+    cluster = make_dynamic(bench=False)
+    ids = build_dynamic_quorum(cluster)
+    settled = leader_info(cluster)
+    wait_for("the controllers' NoOpRecords to commit past the voter changes", lambda: (
+        (i := describe(cluster)) is not None
+        and i.high_watermark >= settled.high_watermark + 4) or None)
+    fatal = {n: cluster.nodes[n].log.read_text().count("event=fatal") for n in ids}
+    assert fatal == dict.fromkeys(ids, 0)
+    assert all(cluster.is_running(n) for n in ids)
 
 
 def test_replacing_a_failed_controller_disk(make_dynamic: MakeCluster) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import platform
 import shutil
@@ -110,20 +111,27 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def level_ratios(results: dict[str, list[LevelResult]]) -> dict[str, dict[str, float]]:
+def ratio(mine: float, theirs: float) -> float | None:
+    """``mine / theirs`` rounded, or None when a side measured nothing (JSON has no NaN)."""
+    if not theirs or math.isnan(mine) or math.isnan(theirs):
+        return None
+    return round(mine / theirs, 2)
+
+
+def level_ratios(results: dict[str, list[LevelResult]]) -> dict[str, dict[str, float | None]]:
     """pykraft / peer per concurrency: writes/s (>1: pykraft faster), p50 and p99 (<1:
     pykraft better)."""
     ours = results.get("pykraft")
-    out: dict[str, dict[str, float]] = {}
+    out: dict[str, dict[str, float | None]] = {}
     for name, theirs in results.items():
         if ours is None or name == "pykraft":
             continue
-        row: dict[str, float] = {}
+        row: dict[str, float | None] = {}
         for mine, peer in zip(ours, theirs, strict=True):
             c = mine.concurrency
-            row[f"writes_c{c}"] = round(mine.writes_per_s / peer.writes_per_s, 2)
-            row[f"p50_c{c}"] = round(mine.percentile(0.5) / peer.percentile(0.5), 2)
-            row[f"p99_c{c}"] = round(mine.percentile(0.99) / peer.percentile(0.99), 2)
+            row[f"writes_c{c}"] = ratio(mine.writes_per_s, peer.writes_per_s)
+            row[f"p50_c{c}"] = ratio(mine.percentile(0.5), peer.percentile(0.5))
+            row[f"p99_c{c}"] = ratio(mine.percentile(0.99), peer.percentile(0.99))
         out[name] = row
     return out
 
@@ -154,7 +162,7 @@ def writes_table(results: dict[str, list[LevelResult]], versions: dict[str, str]
     return table
 
 
-def ratio_table(ratios: dict[str, dict[str, float]]) -> Table:
+def ratio_table(ratios: dict[str, dict[str, float | None]]) -> Table:
     table = Table(title="pykraft / peer (writes: >1 is pykraft faster; p50, p99: <1 is "
                         "pykraft better)")
     columns = list(next(iter(ratios.values())).keys())
@@ -162,7 +170,7 @@ def ratio_table(ratios: dict[str, dict[str, float]]) -> Table:
     for column in columns:
         table.add_column(column, justify="right")
     for name, row in ratios.items():
-        table.add_row(name, *(f"{row[c]:.2f}" for c in columns))
+        table.add_row(name, *("-" if row[c] is None else f"{row[c]:.2f}" for c in columns))
     return table
 
 

@@ -113,7 +113,10 @@ class RaftNode:
         """Begin driving the core (call from the running loop)."""
         self.flusher = GroupCommitFlusher(self.disk_log, self._on_flushed, self._fatal)
         event(log, "started", state=self.core.state.name, epoch=self.core.epoch,
-              log_end_offset=self.disk_log.log_end_offset, listener=str(self.settings.listener))
+              log_end_offset=self.disk_log.log_end_offset, listener=str(self.settings.listener),
+              quorum="dynamic" if self.settings.is_dynamic else "static",
+              voters=",".join(str(v) for v in sorted(self.core.voters)) or "-",
+              kraft_version=self.core.kraft_version)
         self._drain()
 
     async def shutdown(self) -> None:

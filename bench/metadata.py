@@ -11,7 +11,7 @@ Two measurements, each on its own pykraft cluster of 3 controllers:
   brokers answers a Metadata request with it (median and p99 over the topics).
 
     .venv/bin/python bench/metadata.py [--seconds 10] [--systems pykraft,etcd,zookeeper]
-        [--via controller|broker] [--topics 50] [--propagation-brokers 10] [--json]
+        [--via controller|broker] [--topics 200] [--propagation-brokers 10] [--json]
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="send the admin writes to the active controller or to brokers")
     parser.add_argument("--linger-ms", type=int, default=0,
                         help="controller.quorum.append.linger.ms (-1: Kafka's default 25)")
-    parser.add_argument("--topics", type=int, default=50,
+    parser.add_argument("--topics", type=int, default=200,
                         help="topics of the propagation run (0 skips it)")
     parser.add_argument("--partitions", type=int, default=3, help="per propagation topic")
     parser.add_argument("--propagation-brokers", type=int, default=10)

@@ -325,12 +325,13 @@ class QuorumController:
         values = [encode_metadata_record(r, record_version(type(r), mv)) for r in records]
         for chunk in chunked(values, MAX_RECORDS_PER_BATCH):
             last = self._writer(self._now_ms, list(chunk))
-            expected = self._next_offset + len(chunk) - 1
-            if last != expected:
-                raise ControllerError(
-                    f"records were appended up to offset {last}, expected {expected}")
+            first = last - len(chunk) + 1  # one append: consecutive offsets ending at last
+            if first < self._next_offset:
+                raise ControllerError(f"records were appended at offsets {first}-{last}, "
+                                      f"below the next offset {self._next_offset}")
+            # the core may have put control records (a voter change) before them
             delta = MetadataDelta(self._image)
-            for offset, value in enumerate(chunk, start=self._next_offset):
+            for offset, value in enumerate(chunk, start=first):
                 decoded = decode_metadata_record(value)
                 if isinstance(decoded.message, RegisterBrokerRecord):
                     self._registrations[decoded.message.broker_id] = offset

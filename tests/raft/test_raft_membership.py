@@ -172,3 +172,14 @@ def test_downgrade_and_unknown_versions_are_refused() -> None:
     refused = h.client.upgrade_kraft_version(h.now, SUPPORTED_KRAFT_VERSIONS.max_supported_version
                                              + 1)
     assert isinstance(refused, Refusal) and refused.error == ErrorCode.invalid_update_version
+
+
+def test_validate_only_checks_the_upgrade_without_writing() -> None:
+    h = static_leader()
+    refused = h.client.upgrade_kraft_version(h.now, 1, validate_only=True)
+    assert isinstance(refused, Refusal)
+    tell(h, 1)
+    tell(h, 2)
+    end = h.log.log_end_offset
+    assert h.client.upgrade_kraft_version(h.now, 1, validate_only=True) is None
+    assert h.log.log_end_offset == end and h.client.kraft_version == 0

@@ -320,13 +320,15 @@ class RaftClient:
             self._become_resigned(self.state.progress.preferred_successors())
         self._poll()
 
-    def upgrade_kraft_version(self, now_ms: int, version: int) -> int | Refusal | None:
+    def upgrade_kraft_version(self, now_ms: int, version: int, *,
+                              validate_only: bool = False) -> int | Refusal | None:
         """Finalize ``kraft.version`` (0 -> 1 turns a static quorum into a dynamic one).
 
         On the leader, once every static voter told it (UpdateRaftVoter) its directory id,
         endpoints and supported range, appends KRaftVersion and the first VotersRecord and
         returns the offset that is committed when the high watermark passes it; None when
-        the version is already finalized; a Refusal with Kafka's error code otherwise.
+        the version is already finalized (or ``validate_only`` found nothing against it); a
+        Refusal with Kafka's error code otherwise.
         """
         self._advance(now_ms)
         state = self.state
@@ -338,8 +340,8 @@ class RaftClient:
             return None
         plan = plan_upgrade(self._reconfig_context(state.progress), version,
                             lambda voter: self._static_voter_info(state, voter))
-        if isinstance(plan, Refusal):
-            return plan
+        if isinstance(plan, Refusal) or validate_only:
+            return plan if isinstance(plan, Refusal) else None
         offset = self._append_voters(state, plan, kraft_version=version)
         self._poll()
         return offset

@@ -19,6 +19,7 @@ from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.describe_quorum.v2 import response as dq
 from kio.schema.fetch.v18 import response as fetch_v18
 from kio.schema.types import BrokerId
+from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 from kio.static.primitive import i8, i32, i32Timedelta, u16
 
 from pykraft.errors import (
@@ -51,6 +52,7 @@ from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
 )
+from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_version
 from pykraft.runtime.logs import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
 
@@ -120,6 +122,8 @@ class Dispatcher:
             return self._encode(request, self._describe_cluster(request.body))
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
             body: Any = convert(request.body, CONTROLLER_REQUESTS[api_key])
+            if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
+                return self._encode(request, await update_kraft_version(self._node, body))
             return self._encode(request, await self._controller.submit(body))
         latest: Any = convert(request.body, LATEST_REQUEST[api_key])
         if isinstance(latest, rpc.EndQuorumEpochRequest):

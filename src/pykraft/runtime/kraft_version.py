@@ -1,0 +1,60 @@
+"""UpdateFeatures for ``kraft.version``: turning a static quorum into a dynamic one.
+
+kraft.version is not a metadata record but a control record of the raft log: the raft core
+writes it (KRaftVersion and the first VotersRecord, once every static voter told the leader
+its directory id), not the QuorumController. The answer waits until those records commit,
+so a tool that sees success can go on and add or remove controllers.
+"""
+
+from __future__ import annotations
+
+from kio.schema.update_features.v1.request import UpdateFeaturesRequest
+from kio.schema.update_features.v1.response import UpdatableFeatureResult, UpdateFeaturesResponse
+
+from pykraft.controller.features_control import UPGRADE
+from pykraft.controller.responses import NO_THROTTLE
+from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.reconfig import Refusal
+from pykraft.raft.rpc import KRAFT_VERSION_FEATURE
+from pykraft.runtime.node import RaftNode
+
+
+def names_kraft_version(request: UpdateFeaturesRequest) -> bool:
+    return any(update.feature == KRAFT_VERSION_FEATURE for update in request.feature_updates)
+
+
+def _answer(error: ErrorCode, message: str | None) -> UpdateFeaturesResponse:
+    return UpdateFeaturesResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        results=(UpdatableFeatureResult(feature=KRAFT_VERSION_FEATURE, error_code=error,
+                                        error_message=message),))
+
+
+async def update_kraft_version(node: RaftNode,
+                               request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+    """Finalize the requested kraft.version on the leader; answered once committed."""
+    if len(request.feature_updates) != 1:
+        return UpdateFeaturesResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request,
+            error_message="kraft.version must be updated on its own", results=())
+    update = request.feature_updates[0]
+    level, core = int(update.max_version_level), node.core
+    if level < core.kraft_version or update.upgrade_type != UPGRADE:
+        return _answer(ErrorCode.invalid_update_version,
+                       f"kraft.version cannot go from {core.kraft_version} to {level}")
+    outcome: list[int | Refusal | None] = []
+
+    def upgrade(now_ms: int) -> None:
+        if core.leader_and_epoch.leader_id == core.node_id and core.state.name == "Leader":
+            outcome.append(core.upgrade_kraft_version(
+                now_ms, level, validate_only=request.validate_only))
+
+    node.step(upgrade)
+    if not outcome:
+        return _answer(ErrorCode.not_controller, f"node {core.node_id} is not the leader")
+    result = outcome[0]
+    if isinstance(result, Refusal):
+        return _answer(result.error, result.message)
+    if result is not None and not await node.machine.wait_committed(result):
+        return _answer(ErrorCode.not_controller, "leadership moved before the upgrade committed")
+    return _answer(ErrorCode.none, None)

@@ -196,21 +196,25 @@ def test_dynamic_quorum_from_a_standalone_controller_and_two_added(
     committed_everywhere(cluster, [n for n in ids if n != first.leader_id], before, after)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "QuorumController._write (controller/quorum_controller.py) assumes it is the only writer "
-    "on the leader: after the raft core appends a VotersRecord for AddRaftVoter, the next "
-    "controller write raises ControllerError('records were appended up to offset N, expected "
-    "M') and the active controller process exits 1"))
 def test_voter_changes_under_the_active_controller(make_dynamic: MakeCluster) -> None:
     """The same quorum without the bench append: every controller runs the QuorumController
-    (its NoOpRecord every 500 ms is the metadata write), and all of them survive the voter
-    changes."""
+    (its NoOpRecord every 500 ms is the metadata write), and all of them survive adding two
+    voters and removing the active one (the raft core's VotersRecords between its writes)."""
     cluster = make_dynamic(bench=False)
     ids = build_dynamic_quorum(cluster)
-    settled = leader_info(cluster)
-    wait_for("the controllers' NoOpRecords to commit past the voter changes", lambda: (
-        (i := describe(cluster)) is not None
-        and i.high_watermark >= settled.high_watermark + 4) or None)
+
+    def settle() -> QuorumInfo:
+        settled: QuorumInfo = leader_info(cluster)
+        wait_for("the controllers' NoOpRecords to commit past the voter change", lambda: (
+            (i := describe(cluster)) is not None
+            and i.high_watermark >= settled.high_watermark + 4) or None)
+        return settled
+
+    leader = settle()
+    removed = remove_controller(cluster, leader.leader_id, ids[leader.leader_id])
+    assert removed.returncode == 0, removed.stderr
+    wait_for_voters(cluster, {(n, d) for n, d in ids.items() if n != leader.leader_id})
+    settle()
     fatal = {n: cluster.nodes[n].log.read_text().count("event=fatal") for n in ids}
     assert fatal == dict.fromkeys(ids, 0)
     assert all(cluster.is_running(n) for n in ids)

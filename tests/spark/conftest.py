@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "spark: needs a local Spark (Java + pyspark)")
+    config.addinivalue_line("markers", "integration: starts real pykraft server processes")
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +53,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The recorded 3-node cluster history of :mod:`cluster_history`."""
+    """The generated 3-node cluster history of :mod:`cluster_history`."""
     base: Path = write_cluster(tmp_path_factory.mktemp("history") / "demo-cluster")
     return base

@@ -79,6 +79,9 @@ def test_all_or_nothing() -> None:
                       ("metadata.version", 1, SAFE))
     assert [r.error_code for r in response.results] == [ErrorCode.none,
                                                         ErrorCode.invalid_update_version]
+    # UpdateFeatures v2 drops the per-feature results: the failure is top-level too
+    assert response.error_code == ErrorCode.invalid_update_version
+    assert response.error_message is not None and "metadata.version" in response.error_message
     assert "transaction.version" not in cluster.controller.image.features.finalized
     assert update(cluster, ("transaction.version", 2, UPGRADE)).results[0].error_code == \
         ErrorCode.none

@@ -373,3 +373,69 @@ def test_cluster_up_dynamic_adds_every_controller(tmp_path: Path) -> None:
     finally:
         for node_id in cluster.nodes:
             cluster.kill(node_id)
+
+
+def features(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """``pykraft features --bootstrap-controller <running controllers> ...``."""
+    bootstrap = ",".join(cluster.nodes[n].address for n in cluster.controllers
+                         if cluster.is_running(n))
+    return cli("features", "--bootstrap-controller", bootstrap, *args)
+
+
+def kraft_version_line(cluster: LocalCluster) -> str:
+    described = features(cluster, "describe")
+    assert described.returncode == 0, described.stderr
+    return next(line for line in described.stdout.splitlines()
+                if line.startswith("Feature: kraft.version\t"))
+
+
+def test_upgrading_a_static_quorum_to_a_dynamic_one(tmp_path: Path) -> None:
+    """Runbook "Upgrading a static quorum to a dynamic one": kraft.version 0 -> 1 with
+    ``pykraft features upgrade``, after which controllers can be added and removed; the
+    controllers keep their controller.quorum.voters configs and survive a restart."""
+    base = {k: v for k, v in TEST_PROPERTIES.items() if k != "pykraft.bench.append.enable"}
+    cluster = LocalCluster.create(tmp_path / "static", 3, base)
+    try:
+        ids = {n: directory_id(cluster, n) for n in cluster.controllers}
+        cluster.start_all()
+        leader_info(cluster)
+        assert "FinalizedVersionLevel: 0" in kraft_version_line(cluster)
+        refused = remove_controller(cluster, 3, ids[3])  # a static quorum cannot change
+        assert refused.returncode == 1 and "UNSUPPORTED_VERSION" in refused.stderr
+
+        # 1. Validate, then finalize kraft.version 1 (answered once it commits).
+        dry = features(cluster, "upgrade", "--feature", "kraft.version=1", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert dry.stdout == "kraft.version can be upgraded to 1.\n"
+        assert "FinalizedVersionLevel: 0" in kraft_version_line(cluster)
+        upgraded = features(cluster, "upgrade", "--feature", "kraft.version=1")
+        assert upgraded.returncode == 0, upgraded.stderr
+        assert upgraded.stdout == "kraft.version was upgraded to 1.\n"
+        # 2. The voters now carry their directory ids.
+        assert "FinalizedVersionLevel: 1" in kraft_version_line(cluster)
+        wait_for_voters(cluster, set(ids.items()))
+        status = quorum(cluster, "describe", "--status")
+        assert status.returncode == 0 and f'"directoryId": "{ids[1]}"' in status.stdout
+
+        # 3. A new controller joins through the bootstrap servers and is added.
+        cluster.dynamic = True
+        new = cluster.add_controller_node()
+        storage_format(cluster, new.node_id, "--no-initial-controllers")
+        ids[new.node_id] = directory_id(cluster, new.node_id)
+        cluster.start(new.node_id)
+        wait_for_caught_up_observer(cluster, new.node_id, ids[new.node_id])
+        added = add_controller(cluster, new.node_id)
+        assert added.returncode == 0, added.stderr
+        wait_for_voters(cluster, set(ids.items()))
+
+        # 4. An old controller restarts with its static config: the log's voters win.
+        cluster.stop(2)
+        cluster.start(2)
+        removed = remove_controller(cluster, 3, ids[3])
+        assert removed.returncode == 0, removed.stderr
+        wait_for_voters(cluster, {(n, d) for n, d in ids.items() if n != 3})
+        fatal = {n: cluster.nodes[n].log.read_text().count("event=fatal") for n in ids}
+        assert fatal == dict.fromkeys(ids, 0)
+    finally:
+        for node_id in cluster.nodes:
+            cluster.kill(node_id)

@@ -7,6 +7,7 @@ import typer
 from pykraft.cli.analyze import analyze
 from pykraft.cli.cluster import cluster_app
 from pykraft.cli.dump_log import dump_log
+from pykraft.cli.features import features_app
 from pykraft.cli.metadata_shell import metadata_shell
 from pykraft.cli.quorum import quorum_app
 from pykraft.cli.server import server
@@ -42,4 +43,5 @@ app.command("analyze")(analyze)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")
+app.add_typer(features_app, name="features")
 app.add_typer(cluster_app, name="cluster")

@@ -88,9 +88,11 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
             for u in req.feature_updates
             if finalized.get(u.feature, 0) != u.max_version_level
         )
+    failed = next((p for p in problems if p is not None), None)  # v2 answers: top level only
     return ControllerResult(records, UpdateFeaturesResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
-        results=results))
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none if failed is None else ErrorCode.invalid_update_version,
+        error_message=failed, results=results))
 
 
 def allocate_producer_ids(ctx: ControllerContext,

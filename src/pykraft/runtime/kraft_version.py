@@ -24,8 +24,9 @@ def names_kraft_version(request: UpdateFeaturesRequest) -> bool:
 
 
 def _answer(error: ErrorCode, message: str | None) -> UpdateFeaturesResponse:
+    """The error is top-level too: UpdateFeatures v2 has no per-feature results."""
     return UpdateFeaturesResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        throttle_time=NO_THROTTLE, error_code=error, error_message=message,
         results=(UpdatableFeatureResult(feature=KRAFT_VERSION_FEATURE, error_code=error,
                                         error_message=message),))
 

@@ -35,7 +35,7 @@ from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_propertie
 
 CLIENT_ID = "pykraft-metadata-quorum"
 _TOOL_APIS = (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
-              ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER)
+              ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_FEATURES)
 TOOL_RANGES = {k: r for k, r in listener_ranges(Listener.CONTROLLER).items() if k in _TOOL_APIS}
 CONTROLLER_ENDPOINTS = 2
 #: Kafka's admin ``request.timeout.ms`` (one attempt) and ``default.api.timeout.ms`` (all).
@@ -50,7 +50,11 @@ class QuorumToolError(ProtocolError):
     """The quorum could not be described or changed (no leader, refused, unreachable)."""
 
 
-class VoterChangeError(QuorumToolError):
+class RefusedError(QuorumToolError):
+    """The controller gave an answer that asking again would not change."""
+
+
+class VoterChangeError(RefusedError):
     """The leader refused a voter change; ``error`` is Kafka's error code."""
 
     def __init__(self, error: ErrorCode, message: str | None) -> None:
@@ -130,7 +134,7 @@ async def _open(address: Address, deadline: float) -> ClientConnection:
                                    ours=TOOL_RANGES, timeout_s=remaining)
 
 
-async def _request(address: Address, body: Any, deadline: float) -> Any:
+async def request_once(address: Address, body: Any, deadline: float) -> Any:
     """One request on a fresh connection, bounded by the deadline and one request timeout."""
     connection = await _open(address, deadline)
     try:
@@ -141,7 +145,7 @@ async def _request(address: Address, body: Any, deadline: float) -> Any:
 
 
 async def _ask_controller(address: Address, deadline: float) -> ActiveController:
-    cluster = await _request(address, dc_req.DescribeClusterRequest(
+    cluster = await request_once(address, dc_req.DescribeClusterRequest(
         include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS),
         include_fenced_brokers=False), deadline)
     if cluster.error_code != ErrorCode.none:
@@ -164,7 +168,7 @@ async def active_controller(bootstrap: Sequence[Address], deadline: float) -> Ac
     raise QuorumToolError("; ".join(errors))
 
 
-async def _retrying(what: str, attempt: Callable[[float], Awaitable[Any]],
+async def retrying(what: str, attempt: Callable[[float], Awaitable[Any]],
                     timeout_s: float) -> Any:
     """Run ``attempt(deadline)`` until it returns; transient failures are retried."""
     deadline = time.monotonic() + timeout_s
@@ -173,7 +177,7 @@ async def _retrying(what: str, attempt: Callable[[float], Awaitable[Any]],
         try:
             return await attempt(deadline)
         except (*CONNECTION_ERRORS, QuorumToolError) as exc:
-            if isinstance(exc, VoterChangeError):
+            if isinstance(exc, RefusedError):
                 raise
             last_error = str(exc) or type(exc).__name__
         await asyncio.sleep(_RETRY_BACKOFF_S)  # an election or a voter change in progress
@@ -187,9 +191,9 @@ async def describe_quorum(bootstrap: Address, *more: Address,
     """Find the active controller through the bootstrap controllers; describe its quorum."""
     async def attempt(deadline: float) -> QuorumInfo:
         active = await active_controller((bootstrap, *more), deadline)
-        response = await _request(active.address, rpc.describe_quorum_request(), deadline)
+        response = await request_once(active.address, rpc.describe_quorum_request(), deadline)
         return _quorum_info(active.cluster_id, response)
-    info: QuorumInfo = await _retrying("describe the quorum", attempt, timeout_s)
+    info: QuorumInfo = await retrying("describe the quorum", attempt, timeout_s)
     return info
 
 
@@ -374,19 +378,20 @@ async def _change_voters(
         request = make_request(active.cluster_id, deadline)
         retry_is_ambiguous = sent
         sent = True
-        response = await _request(active.address, request, deadline)
+        response = await request_once(active.address, request, deadline)
         error = ErrorCode(response.error_code)
         if error == ErrorCode.none:
             return
         if error == already_done_error and retry_is_ambiguous:
-            described = await _request(active.address, rpc.describe_quorum_request(), deadline)
+            described = await request_once(active.address, rpc.describe_quorum_request(),
+                                           deadline)
             if is_done(_quorum_info(active.cluster_id, described)):
                 return
         if error.retriable:
             raise QuorumToolError(f"{error_name(error)} from controller {active.node_id}")
         raise VoterChangeError(error, response.error_message)
 
-    await _retrying(what, attempt, timeout_s)
+    await retrying(what, attempt, timeout_s)
 
 
 # -- output ---------------------------------------------------------------------------------

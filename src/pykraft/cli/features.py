@@ -1,0 +1,83 @@
+"""``pykraft features``: Kafka's ``kafka-features.sh`` (describe, upgrade)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+import typer
+
+from pykraft.errors import PyKraftError
+
+features_app = typer.Typer(
+    help="Describe and upgrade finalized feature levels (kafka-features.sh).",
+    no_args_is_help=True,
+)
+
+TimeoutOption = Annotated[float, typer.Option(help="Seconds to keep trying.")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(1)
+
+
+@features_app.callback()
+def options(
+    ctx: typer.Context,
+    bootstrap_controller: Annotated[
+        str, typer.Option("--bootstrap-controller",
+                          help="Comma-separated host:port of controllers.")
+    ],
+) -> None:
+    """Global options, as in Kafka (the controller path: --bootstrap-controller)."""
+    ctx.obj = bootstrap_controller
+
+
+@features_app.command("describe")
+def describe(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON instead of text.")] = False,
+    timeout: TimeoutOption = 30.0,
+) -> None:
+    """Supported and finalized levels of every feature the active controller knows."""
+    from pykraft.tools import features_tool, quorum_tool
+
+    try:
+        bootstrap = quorum_tool.parse_bootstrap(ctx.obj)
+        features = asyncio.run(features_tool.describe_features(bootstrap, timeout_s=timeout))
+    except PyKraftError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps([
+            {"feature": f.name, "supportedMinVersion": f.supported_min,
+             "supportedMaxVersion": f.supported_max, "finalizedVersionLevel": f.finalized}
+            for f in features], indent=2))
+    else:
+        typer.echo("\n".join(features_tool.describe_line(f) for f in features))
+
+
+@features_app.command("upgrade")
+def upgrade(
+    ctx: typer.Context,
+    feature: Annotated[
+        list[str], typer.Option("--feature", help="name=level, e.g. kraft.version=1.")
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Validate only; change nothing.")
+    ] = False,
+    timeout: TimeoutOption = 60.0,
+) -> None:
+    """Finalize higher feature levels; kraft.version=1 makes a static quorum dynamic."""
+    from pykraft.tools import features_tool, quorum_tool
+
+    try:
+        bootstrap = quorum_tool.parse_bootstrap(ctx.obj)
+        updates = [features_tool.parse_feature(text) for text in feature]
+        for name, level in updates:
+            asyncio.run(features_tool.upgrade_feature(bootstrap, name, level, dry_run=dry_run,
+                                                      timeout_s=timeout))
+            typer.echo(features_tool.upgraded_line(name, level, dry_run=dry_run))
+    except PyKraftError as exc:
+        raise _fail(str(exc)) from None

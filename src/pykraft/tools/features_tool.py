@@ -1,0 +1,120 @@
+"""``pykraft features``: Kafka's ``kafka-features.sh`` against the controllers.
+
+``describe`` reads the supported and finalized feature levels from the active controller's
+ApiVersions answer; ``upgrade`` sends UpdateFeatures there. ``kraft.version=1`` is the step
+that turns a static quorum (``controller.quorum.voters``) into a dynamic one: the raft leader
+writes the first VotersRecord, and the command returns once it is committed.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
+from kio.static.primitive import i8, i16, i32Timedelta
+
+from pykraft.errors import ConfigError
+from pykraft.features import METADATA_VERSION_FEATURE, metadata_version_for_level
+from pykraft.protocol.errors import ErrorCode, error_name
+from pykraft.raft import rpc
+from pykraft.tools.quorum_tool import (
+    DEFAULT_API_TIMEOUT_S,
+    Address,
+    QuorumToolError,
+    RefusedError,
+    active_controller,
+    request_once,
+    retrying,
+)
+
+UPGRADE = 1  # FeatureUpdateKey.upgrade_type
+
+
+class FeatureUpdateError(RefusedError):
+    """The controller refused the update; the message names the error and the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureLevels:
+    name: str
+    supported_min: int
+    supported_max: int
+    finalized: int | None
+
+
+def parse_feature(text: str) -> tuple[str, int]:
+    """``name=level`` as given to ``--feature``."""
+    name, sep, level = text.partition("=")
+    if not sep or not name.strip() or not level.strip().lstrip("-").isdigit():
+        raise QuorumToolError(f"--feature {text!r}: expected name=level, e.g. kraft.version=1")
+    return name.strip(), int(level)
+
+
+def _level_text(name: str, level: int) -> str:
+    """metadata.version levels print as Kafka's release names (3.9-IV0)."""
+    if name == METADATA_VERSION_FEATURE and level > 0:
+        try:
+            return metadata_version_for_level(level).name
+        except ConfigError:  # a level this release does not know prints as a number
+            return str(level)
+    return str(level)
+
+
+def describe_line(feature: FeatureLevels) -> str:
+    """Kafka's ``describe`` line (tab-separated fields)."""
+    finalized = "-" if feature.finalized is None else _level_text(feature.name,
+                                                                  feature.finalized)
+    return (f"Feature: {feature.name}\tSupportedMinVersion: "
+            f"{_level_text(feature.name, feature.supported_min)}\tSupportedMaxVersion: "
+            f"{_level_text(feature.name, feature.supported_max)}\tFinalizedVersionLevel: "
+            f"{finalized}\tEpoch: -1")
+
+
+def upgraded_line(name: str, level: int, *, dry_run: bool) -> str:
+    verb = "can be upgraded" if dry_run else "was upgraded"
+    return f"{name} {verb} to {_level_text(name, level)}."
+
+
+async def describe_features(bootstrap: Sequence[Address], *,
+                            timeout_s: float = DEFAULT_API_TIMEOUT_S) -> list[FeatureLevels]:
+    async def attempt(deadline: float) -> list[FeatureLevels]:
+        active = await active_controller(bootstrap, deadline)
+        answer = await request_once(active.address, rpc.api_versions_request("pykraft"),
+                                    deadline)
+        if answer.error_code != ErrorCode.none:
+            raise QuorumToolError(f"ApiVersions failed: {error_name(answer.error_code)}")
+        finalized = {f.name: int(f.max_version_level) for f in answer.finalized_features}
+        return sorted((FeatureLevels(f.name, int(f.min_version), int(f.max_version),
+                                     finalized.get(f.name))
+                       for f in answer.supported_features), key=lambda f: f.name)
+    features: list[FeatureLevels] = await retrying("describe the features", attempt, timeout_s)
+    return features
+
+
+async def upgrade_feature(bootstrap: Sequence[Address], name: str, level: int, *,
+                          dry_run: bool = False,
+                          timeout_s: float = DEFAULT_API_TIMEOUT_S) -> None:
+    """Finalize ``name`` at ``level`` on the active controller (validate only on a dry run)."""
+    request = UpdateFeaturesRequest(
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=timeout_s)),
+        feature_updates=(FeatureUpdateKey(feature=name, max_version_level=i16(level),
+                                          upgrade_type=i8(UPGRADE)),),
+        validate_only=dry_run)
+
+    async def attempt(deadline: float) -> None:
+        active = await active_controller(bootstrap, deadline)
+        answer = await request_once(active.address, request, deadline)
+        errors = [(r.error_code, r.error_message) for r in getattr(answer, "results", ())
+                  if r.error_code != ErrorCode.none]  # v2 answers have no per-feature list
+        if answer.error_code != ErrorCode.none:
+            errors.insert(0, (answer.error_code, answer.error_message))
+        if not errors:
+            return
+        error, message = ErrorCode(errors[0][0]), errors[0][1]
+        text = f"{error_name(error)}: {message}" if message else error_name(error)
+        if error.retriable or error == ErrorCode.not_controller:
+            raise QuorumToolError(text)  # an election or a voter change in progress
+        raise FeatureUpdateError(f"could not upgrade {name} to {level}: {text}")
+    await retrying(f"upgrade {name}", attempt, timeout_s)

@@ -57,13 +57,25 @@ def test_loading_a_snapshot_waits_for_the_reader_then_goes_on_from_it() -> None:
         reads.append(snapshot_id)
         return _snapshot_batches(stored)
 
-    counter = CommittedCounter(2)
+    counter = CommittedCounter(2, SnapshotPolicy())
     counter.handle_load_snapshot(stored.snapshot_id)  # from the core's constructor
     assert (counter.records, counter.next_offset, reads) == (0, 0, [])
     counter.attach(reader)
     assert (counter.records, counter.next_offset, reads) == (42, 50, [stored.snapshot_id])
     counter.handle_commit(_batch(50, 5))
     assert (counter.records, counter.next_offset) == (47, 55)
+
+
+def test_next_to_a_metadata_listener_the_counter_only_skips_to_the_snapshot() -> None:
+    """Without a policy the snapshots are the controller's or broker's image: the counter
+    must not read them as counts (that crashed restarted metadata nodes)."""
+    metadata = list(iter_batches(encode_batch(0, [(None, b"a topic record")] * 3,
+                                              partition_leader_epoch=1, timestamp=0)))
+    counter = CommittedCounter(3)
+    counter.attach(lambda snapshot_id: metadata)
+    counter.handle_commit(_batch(0, 4))
+    counter.handle_load_snapshot(OffsetAndEpoch(26, 1))
+    assert (counter.records, counter.next_offset) == (4, 26)
 
 
 def test_a_foreign_snapshot_is_a_corrupt_record_error() -> None:

@@ -131,7 +131,8 @@ class CommittedCounter:
         if self._reader is None or self._announced is None:
             return
         snapshot_id, self._announced = self._announced, None
-        self.records = records_in_snapshot(self._reader(snapshot_id), snapshot_id)
+        if self.policy is not None:  # else the snapshots are another listener's (metadata)
+            self.records = records_in_snapshot(self._reader(snapshot_id), snapshot_id)
         self.snapshot_due = None  # a pending snapshot may now be below the log start
         if self.policy is not None:
             self.policy.snapshot_taken(self._clock())

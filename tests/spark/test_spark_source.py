@@ -22,6 +22,16 @@ def test_kafka_fixture_rows_equal_the_plain_reader(spark: SparkSession) -> None:
     assert [r[0] for r in feature] == ["metadata.version"]
 
 
+def test_recorded_fixture_rows_equal_the_plain_reader(spark: SparkSession) -> None:
+    """The log of a real pykraft cluster (scripts/record_cluster_history.py)."""
+    recorded = KAFKA37.parent / "recorded_history"
+    frame = spark.read.format("kraft").load(str(recorded))
+    got = [r.asDict() for r in frame.orderBy("file", "offset").collect()]
+    assert got == read_all(recorded)
+    assert frame.select("log_dir").distinct().count() == 3
+    assert frame.filter("file_kind = 'segment'").select("file").distinct().count() > 3
+
+
 def test_history_counts_and_partitions(spark: SparkSession, history: Path) -> None:
     node = history / "node-1" / "data"
     frame = spark.read.format("kraft").option("cluster", "c1").load(str(node))

@@ -22,7 +22,15 @@ from pykraft.tools.quorum_tool import parse_host_port
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from process_harness import wait_for
 
-__all__ = ["broker_call", "fenced_brokers", "partition_leaders", "wait_for", "wait_for_brokers"]
+__all__ = ["PROPERTIES", "broker_call", "fenced_brokers", "partition_leaders", "wait_for",
+           "wait_for_brokers"]
+
+#: Brokers heartbeat every 500 ms with a 3 s session, so fault tests see fencing quickly.
+PROPERTIES = {
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+    "pykraft.shutdown.timeout.ms": "3000",
+}
 
 
 def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:

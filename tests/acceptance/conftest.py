@@ -16,15 +16,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from broker_harness import wait_for_brokers
+from broker_harness import PROPERTIES, wait_for_brokers
 
 from pykraft.tools.cluster import LocalCluster
 
-PROPERTIES = {
-    "broker.heartbeat.interval.ms": "500",
-    "broker.session.timeout.ms": "3000",
-    "pykraft.shutdown.timeout.ms": "3000",
-}
 PIP_CLIENTS = {"confluent_kafka": "confluent-kafka>=2.16.1", "kafka": "kafka-python>=3.0.12",
                "aiokafka": "aiokafka>=0.14.0"}
 

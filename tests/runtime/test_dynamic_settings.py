@@ -118,9 +118,3 @@ def test_controller_api_versions_name_kraft_version(tmp_path: Path) -> None:
     served = {int(k.api_key) for k in body.api_keys}
     assert {ApiKey.FETCH_SNAPSHOT, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER,
             ApiKey.UPDATE_RAFT_VOTER} <= served
-
-
-def test_a_broker_needs_static_voters_for_now(tmp_path: Path) -> None:
-    cluster = LocalCluster.create(tmp_path, 1, None, 1, dynamic=True)
-    with pytest.raises(ConfigError, match="a broker reaches the active controller through"):
-        _settings(cluster, 1000)

@@ -55,7 +55,7 @@ class BrokerRuntime:
                 node.core, step=node.step, clock=node.now_ms,
                 defer=lambda callback: asyncio.get_running_loop().call_soon(callback))
         self._channel = ControllerChannel(
-            settings.node_id, settings.voters, lambda: node.core.leader_and_epoch.leader_id,
+            settings.node_id, node.address_of, lambda: node.core.leader_and_epoch.leader_id,
             settings.quorum.request_timeout_ms)
         identity = BrokerIdentity(
             broker_id=settings.node_id, cluster_id=settings.cluster_id,

@@ -40,7 +40,7 @@ from pykraft.runtime.flusher import GroupCommitFlusher
 from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logs import event
 from pykraft.runtime.metrics import RaftMetrics
-from pykraft.runtime.peers import PeerConnection
+from pykraft.runtime.peers import PeerConnection, PeerPool
 from pykraft.runtime.quorum_store import FileQuorumStateStore
 from pykraft.runtime.settings import NodeSettings
 from pykraft.runtime.state_machine import CommittedCounter, CounterSnapshot
@@ -89,7 +89,9 @@ class RaftNode:
             directory_id=settings.directory_id,
         )
         self.machine.attach(self.core.read_snapshot)
-        self.peers: dict[int, PeerConnection] = {}
+        self._pool = PeerPool(client_id=f"raft-client-{settings.node_id}", ours=SERVED_RANGES,
+                              request_timeout_ms=settings.quorum.request_timeout_ms)
+        self.peers = self._pool.peers
         """Open connections by core destination (replica id, or < 0 for bootstrap servers)."""
         self._named: dict[int, tuple[str, int]] = {}
         """Addresses peers' Fetch answers gave for replicas outside our voter set (the
@@ -145,8 +147,7 @@ class RaftNode:
             self._tick.cancel()
         for task in list(self._tasks):
             task.cancel()
-        for peer in self.peers.values():
-            peer.close()
+        self._pool.close()
         for waiter in self._inbound.values():
             waiter.cancel()
         self._inbound.clear()
@@ -290,18 +291,7 @@ class RaftNode:
     def peer(self, destination: int) -> PeerConnection | None:
         """The connection for ``destination``, replaced when its address moved (a voter
         that came back with new endpoints, or a replica id reused by a new controller)."""
-        address = self.address_of(destination)
-        current = self.peers.get(destination)
-        if address is None:
-            return None
-        if current is not None and (current.host, current.port) == address:
-            return current
-        if current is not None:
-            current.close()
-        self.peers[destination] = PeerConnection(
-            destination, *address, client_id=f"raft-client-{self.settings.node_id}",
-            ours=SERVED_RANGES, request_timeout_ms=self.settings.quorum.request_timeout_ms)
-        return self.peers[destination]
+        return self._pool.get(destination, self.address_of(destination))
 
     async def _exchange(self, out: OutboundRequest) -> None:
         peer = self.peer(out.destination)

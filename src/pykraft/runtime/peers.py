@@ -112,3 +112,32 @@ class PeerConnection:
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+
+
+class PeerPool:
+    """One :class:`PeerConnection` per destination, replaced when its address moves (a
+    voter back with new endpoints, a replica id reused by a new controller)."""
+
+    def __init__(self, *, client_id: str, ours: VersionRanges, request_timeout_ms: int) -> None:
+        self._client_id = client_id
+        self._ours = ours
+        self._request_timeout_ms = request_timeout_ms
+        self.peers: dict[int, PeerConnection] = {}
+
+    def get(self, destination: int, address: tuple[str, int] | None) -> PeerConnection | None:
+        """The connection to ``destination`` at ``address`` (None: nobody knows where)."""
+        current = self.peers.get(destination)
+        if address is None:
+            return None
+        if current is not None and (current.host, current.port) == address:
+            return current
+        if current is not None:
+            current.close()
+        self.peers[destination] = PeerConnection(
+            destination, *address, client_id=self._client_id, ours=self._ours,
+            request_timeout_ms=self._request_timeout_ms)
+        return self.peers[destination]
+
+    def close(self) -> None:
+        for peer in self.peers.values():
+            peer.close()

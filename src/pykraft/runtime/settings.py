@@ -115,12 +115,6 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             raise ConfigError("missing required configuration controller.quorum.voters or "
                               "controller.quorum.bootstrap.servers: one of them must list "
                               "the controllers")
-        if "broker" in roles:
-            # the broker's controller channel still dials the static voters
-            raise ConfigError("process.roles includes broker: a broker reaches the active "
-                              "controller through controller.quorum.voters, which is required "
-                              "(controller.quorum.bootstrap.servers is for controllers only "
-                              "for now)")
     quorum = _quorum_config(config, voters, len(bootstrap_servers),
                             local=_local_listeners(config) if "controller" in roles else ())
     broker = _broker_settings(config) if "broker" in roles else None

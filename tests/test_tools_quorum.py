@@ -227,6 +227,18 @@ def test_add_controller_dry_run_prints_without_contacting_anyone(tmp_path: Path)
                    f"{uuid_to_str(DIRECTORY_ID)} and endpoints: CONTROLLER://127.0.0.1:9093\n")
 
 
+def test_add_controller_takes_the_config_as_its_own_option_too(tmp_path: Path) -> None:
+    _format(tmp_path / "data")
+    config = tmp_path / "c4.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in _props(tmp_path).items()))
+    code, out, _ = _run("--bootstrap-controller", "127.0.0.1:1", "add-controller", "--config",
+                        str(config), "--dry-run")
+    assert code == 0 and out.startswith("DRY RUN of adding controller 4 ")
+    code, _, err = _run("--bootstrap-controller", "127.0.0.1:1", "add-controller", "--config",
+                        str(tmp_path / "missing.properties"))
+    assert code == 1 and "does not exist" in err
+
+
 def test_remove_controller_dry_run_and_bad_arguments() -> None:
     text = uuid_to_str(DIRECTORY_ID)
     code, out, _ = _run("--bootstrap-controller", "127.0.0.1:1", "remove-controller",

@@ -97,6 +97,10 @@ def describe(
 def add_controller(
     ctx: typer.Context, dry_run: DryRunOption = False,
     timeout: TimeoutOption = 60.0,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="The new controller's server properties "
+                                                   "(same as the global --command-config).")
+    ] = None,
 ) -> None:
     """Add the controller configured by --command-config to the voters (AddRaftVoter).
 
@@ -105,11 +109,14 @@ def add_controller(
     from pykraft.tools import quorum_tool
 
     options: GlobalOptions = ctx.obj
-    if options.command_config is None:
+    properties = config or options.command_config
+    if properties is None:
         raise _fail("You must supply the configuration file of the controller you are "
                     "adding when using add-controller.")
+    if not properties.exists():
+        raise _fail(f"Properties file {properties} does not exist.")
     try:
-        identity = quorum_tool.controller_identity(load_properties(options.command_config))
+        identity = quorum_tool.controller_identity(load_properties(properties))
         if not dry_run:
             bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
             asyncio.run(quorum_tool.add_controller(bootstrap, identity, timeout_s=timeout))

@@ -15,6 +15,7 @@ import signal
 
 from pykraft.raft.api import RaftListener
 from pykraft.runtime.broker_process import BrokerRuntime
+from pykraft.runtime.controller_registration import ControllerRegistrar
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.listeners import FanOutListener
@@ -59,12 +60,16 @@ async def run_server(settings: NodeSettings) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _on_signal, stop, signum)
     node.start()
+    registering = (None if controller is None
+                   else asyncio.create_task(ControllerRegistrar(node, controller).run()))
     waits = {asyncio.create_task(stop.wait()), asyncio.create_task(node.stopped.wait())}
     if broker is not None:
         waits.add(asyncio.create_task(broker.failed.wait()))
     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     for wait in waits:
         wait.cancel()
+    if registering is not None:
+        registering.cancel()
     if broker is not None:
         await broker.stop()
     await node.shutdown()

@@ -1,11 +1,13 @@
-"""A recorded cluster history for the analytics tests, written with pykraft's own APIs.
+"""A generated cluster history, written with pykraft's own APIs, for what the recorded one
+(tests/fixtures/recorded_history) cannot show yet: voter-set changes (a fourth voter is
+added; pykraft's dynamic quorum cannot record that today), a lagging replica, a controlled
+shutdown fencing, and exact record values for the row tests.
 
-Until pykraft has a controller that writes broker and topic records, this stands in for
-one: the metadata log a 3-controller cluster with brokers 101-103 would hold after topics
-were created, a broker was fenced and unfenced, partition leaders moved, controller
-leadership changed twice and a fourth voter was added. Every node directory gets the same
-log (node 3 a shorter copy, as a lagging follower), plus bootstrap.checkpoint and one
-snapshot. ``EXPECTED`` lists the facts the tests check the analytics against.
+It is the metadata log a 3-controller cluster with brokers 101-103 would hold after topics
+were created, a broker was fenced and unfenced, partition leaders moved, and controller
+leadership changed twice. Every node directory gets the same log (node 3 a shorter copy,
+as a lagging follower), plus bootstrap.checkpoint and one snapshot. ``EXPECTED`` lists the
+facts the tests check the analytics against.
 
 Run ``python tests/spark/cluster_history.py DIR`` to write one for a demo.
 """

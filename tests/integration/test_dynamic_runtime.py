@@ -246,10 +246,6 @@ def test_observer_with_auto_join_becomes_a_voter(tmp_path: Path) -> None:
             cluster.kill(node_id)
 
 
-@pytest.mark.xfail(reason="the QuorumController expects its appends at offsets it predicted; "
-                   "a VotersRecord the core appends for AddRaftVoter in between stops the "
-                   "leader (ControllerError: records were appended up to offset 7, "
-                   "expected 6)", strict=False)
 def test_dynamic_quorum_runs_the_controller(tmp_path: Path) -> None:
     """Without the bench request the processes run the real controller on the raft core."""
     cluster = LocalCluster.create(tmp_path / "cluster", 3, {

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
 
 features_app = typer.Typer(
@@ -16,11 +17,6 @@ features_app = typer.Typer(
 )
 
 TimeoutOption = Annotated[float, typer.Option(help="Seconds to keep trying.")]
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
-    return typer.Exit(1)
 
 
 @features_app.callback()
@@ -48,7 +44,7 @@ def describe(
         bootstrap = quorum_tool.parse_bootstrap(ctx.obj)
         features = asyncio.run(features_tool.describe_features(bootstrap, timeout_s=timeout))
     except PyKraftError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         typer.echo(json.dumps([
             {"feature": f.name, "supportedMinVersion": f.supported_min,
@@ -80,4 +76,4 @@ def upgrade(
                                                       timeout_s=timeout))
             typer.echo(features_tool.upgraded_line(name, level, dry_run=dry_run))
     except PyKraftError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None

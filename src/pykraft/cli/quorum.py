@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
 
 quorum_app = typer.Typer(
@@ -27,11 +28,6 @@ DryRunOption = Annotated[
 class GlobalOptions:
     bootstrap: str
     command_config: Path | None
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
-    return typer.Exit(1)
 
 
 @quorum_app.callback()
@@ -52,9 +48,9 @@ def options(
 ) -> None:
     """Global options, as in Kafka: exactly one bootstrap address list."""
     if (bootstrap_controller is None) == (bootstrap_server is None):
-        raise _fail("exactly one of --bootstrap-controller and --bootstrap-server is required")
+        raise fail("exactly one of --bootstrap-controller and --bootstrap-server is required")
     if command_config is not None and not command_config.exists():
-        raise _fail(f"Properties file {command_config} does not exist.")
+        raise fail(f"Properties file {command_config} does not exist.")
     ctx.obj = GlobalOptions(str(bootstrap_controller or bootstrap_server), command_config)
 
 
@@ -75,15 +71,15 @@ def describe(
     from pykraft.tools import quorum_tool
 
     if status == replication:
-        raise _fail("exactly one of --status and --replication is required")
+        raise fail("exactly one of --status and --replication is required")
     if status and human_readable:
-        raise _fail("The option --human-readable is only supported along with --replication")
+        raise fail("The option --human-readable is only supported along with --replication")
     options: GlobalOptions = ctx.obj
     try:
         bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
         info = asyncio.run(quorum_tool.describe_quorum(*bootstrap, timeout_s=timeout))
     except PyKraftError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if as_json:
         typer.echo(quorum_tool.as_json(info))
     elif status:
@@ -111,17 +107,17 @@ def add_controller(
     options: GlobalOptions = ctx.obj
     properties = config or options.command_config
     if properties is None:
-        raise _fail("You must supply the configuration file of the controller you are "
+        raise fail("You must supply the configuration file of the controller you are "
                     "adding when using add-controller.")
     if not properties.exists():
-        raise _fail(f"Properties file {properties} does not exist.")
+        raise fail(f"Properties file {properties} does not exist.")
     try:
         identity = quorum_tool.controller_identity(load_properties(properties))
         if not dry_run:
             bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
             asyncio.run(quorum_tool.add_controller(bootstrap, identity, timeout_s=timeout))
     except PyKraftError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(quorum_tool.added_message(identity, dry_run=dry_run))
 
 
@@ -150,5 +146,5 @@ def remove_controller(
             asyncio.run(quorum_tool.remove_controller(bootstrap, node_id, directory_id,
                                                       timeout_s=timeout))
     except PyKraftError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     typer.echo(quorum_tool.removed_message(node_id, directory_id, dry_run=dry_run))

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from pykraft.cli.errors import fail
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.features import DEFAULT_METADATA_VERSION, parse_release_version
@@ -27,11 +28,6 @@ storage_app = typer.Typer(
 ConfigOption = Annotated[
     Path, typer.Option("--config", "-c", help="The server's .properties file.")
 ]
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
-    return typer.Exit(1)
 
 
 @storage_app.command("random-uuid")
@@ -71,7 +67,7 @@ def format_command(
     """Format the node's log directories (meta.properties, bootstrap.checkpoint, voters)."""
     chosen = [standalone, initial_controllers is not None, no_initial_controllers]
     if sum(chosen) > 1:
-        raise _fail(
+        raise fail(
             "only one of --standalone, --initial-controllers and --no-initial-controllers "
             "may be given"
         )
@@ -94,7 +90,7 @@ def format_command(
         )
         lines = format_storage(request)
     except PyKraftError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     for line in lines:
         typer.echo(line)
 
@@ -105,7 +101,7 @@ def info_command(config: ConfigOption) -> None:
     try:
         info = storage_info(ServerConfig.load(config))
     except PyKraftError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     for line in info.lines:
         typer.echo(line)
     if not info.ok:

@@ -52,9 +52,9 @@ PROPERTIES = {
     "pykraft.shutdown.timeout.ms": "3000",
     "metadata.max.idle.interval.ms": "2000",  # fewer NoOpRecords: a smaller fixture
     "metadata.log.segment.bytes": "1024",  # several segments
-    # Snapshot thresholds stay Kafka's (no snapshot in so short a run): with tiny ones, a
-    # node restarted from its own snapshot fails to start (CorruptRecordError "not a record
-    # counter's snapshot") at the time of writing.
+    # Snapshot thresholds stay Kafka's (no snapshot in so short a run): with tiny ones, the
+    # killed active controller, restarted, fails loading its own snapshot ("the active
+    # controller cannot load snapshot at N") at the time of writing.
 }
 
 TOPICS = {"orders": 3, "payments": 2, "scratch": 1}

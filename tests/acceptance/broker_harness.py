@@ -12,18 +12,21 @@ from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.types import TopicName
 from kio.static.primitive import i8
 
+from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
+from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.client import ClientConnection
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.cluster import BROKER, HOST, LocalCluster, NodeFiles, free_ports
 from pykraft.tools.quorum_tool import parse_host_port
+from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from process_harness import wait_for
 
-__all__ = ["PROPERTIES", "broker_call", "fenced_brokers", "partition_leaders", "wait_for",
-           "wait_for_brokers"]
+__all__ = ["PROPERTIES", "broker_call", "combined_node", "fenced_brokers", "partition_leaders",
+           "wait_for", "wait_for_brokers"]
 
 #: Brokers heartbeat every 500 ms with a 3 s session, so fault tests see fencing quickly.
 PROPERTIES = {
@@ -31,6 +34,27 @@ PROPERTIES = {
     "broker.session.timeout.ms": "3000",
     "pykraft.shutdown.timeout.ms": "3000",
 }
+
+
+def combined_node(base: Path, properties: dict[str, str]) -> LocalCluster:
+    """One formatted ``broker,controller`` node (node 1, not started): its controller and
+    broker share one log."""
+    controller_port, client_port = free_ports(2)
+    node = NodeFiles(1, client_port, base / "node-1", BROKER)
+    node.directory.mkdir(parents=True)
+    node.config.write_text("".join(f"{k}={v}\n" for k, v in {
+        **properties,
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "listeners": f"CONTROLLER://{HOST}:{controller_port},PLAINTEXT://{node.address}",
+        "controller.listener.names": "CONTROLLER",
+        "controller.quorum.voters": f"1@{HOST}:{controller_port}",
+        "log.dirs": str(node.data),
+    }.items()))
+    cluster_id = uuid_to_str(random_uuid())
+    format_storage(FormatRequest(config=ServerConfig.load(node.config), cluster_id=cluster_id,
+                                 mode=QuorumMode.STATIC))
+    return LocalCluster(base, cluster_id, [node])
 
 
 def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:

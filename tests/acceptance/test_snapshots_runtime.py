@@ -11,21 +11,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_harness import broker_call, wait_for, wait_for_brokers
+from broker_harness import broker_call, combined_node, wait_for, wait_for_brokers
 from kio.schema.metadata.v13.request import MetadataRequest
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
-from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.image import MetadataImage, load_snapshot
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.runtime.client import ClientConnection
 from pykraft.runtime.settings import METADATA_PARTITION_DIR, load_settings
 from pykraft.storage.snapshot_files import list_snapshots
-from pykraft.tools.cluster import BROKER, HOST, LocalCluster, NodeFiles, free_ports
+from pykraft.tools.cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
-from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 SNAPSHOT_BYTES = 2048
 PROPERTIES = {
@@ -60,22 +58,8 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 @pytest.fixture
 def combined(tmp_path: Path) -> Iterator[LocalCluster]:
     """One ``broker,controller`` process: its controller and broker share one log."""
-    controller_port, client_port = free_ports(2)
-    node = NodeFiles(1, client_port, tmp_path / "node-1", BROKER)
-    node.directory.mkdir()
-    node.config.write_text("".join(f"{k}={v}\n" for k, v in {
-        **PROPERTIES,
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "listeners": f"CONTROLLER://{HOST}:{controller_port},PLAINTEXT://{node.address}",
-        "controller.listener.names": "CONTROLLER",
-        "controller.quorum.voters": f"1@{HOST}:{controller_port}",
-        "log.dirs": str(node.data),
-    }.items()))
-    cluster_id = uuid_to_str(random_uuid())
-    format_storage(FormatRequest(config=ServerConfig.load(node.config), cluster_id=cluster_id,
-                                 mode=QuorumMode.STATIC))
-    made = LocalCluster(tmp_path, cluster_id, [node])
+    made = combined_node(tmp_path, PROPERTIES)
+    node = made.nodes[1]
     try:
         _require_snapshot_settings(node.config)
         yield made

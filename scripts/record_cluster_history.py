@@ -2,7 +2,8 @@
 
     .venv/bin/python scripts/record_cluster_history.py [--out tests/fixtures/recorded_history]
 
-Starts a static quorum of 3 controller processes, then 3 brokers, on 127.0.0.1. Over the
+Starts a dynamic (KIP-853) quorum on 127.0.0.1: controller 1 alone, then controllers 2
+and 3 added with ``add-controller`` (two voter-set changes), then 3 brokers. Over the
 Kafka protocol, through a broker, it creates topics and deletes one; SIGKILLs a broker
 until the controller fences it (its partitions get new leaders) and restarts it until it
 is unfenced; SIGKILLs the active controller until another one leads a later epoch, creates
@@ -186,6 +187,12 @@ class Recorder:
         for node_id in cluster.controllers:
             cluster.start(node_id)
         self.wait("an active controller", lambda: quorum(cluster))
+        cluster.add_voters(timeout_s=self.timeout_s)
+        voters = self.wait("3 voters", lambda: info if (info := quorum(cluster)) is not None
+                           and len(info.voters) == 3 else None)
+        ids = sorted(v.replica_id for v in voters.voters)
+        # controller 1 alone, then one more per add-controller, in id order
+        self.facts["voter_sets"] = [ids[:n] for n in range(1, len(ids) + 1)]
 
     def start_brokers(self) -> None:
         cluster = self.cluster
@@ -271,7 +278,7 @@ def record(out: Path, workdir: Path, timeout_s: float) -> dict[str, Any]:
     """Run the whole history in ``workdir`` and leave the copy and manifest in ``out``."""
     if out.exists() and any(out.iterdir()) and not (out / MANIFEST).exists():
         raise RecordingError(f"{out} is not empty and holds no {MANIFEST}: not replacing it")
-    cluster = LocalCluster.create(workdir / "cluster", 3, PROPERTIES, brokers=3)
+    cluster = LocalCluster.create(workdir / "cluster", 3, PROPERTIES, brokers=3, dynamic=True)
     started = time.time()
     try:
         facts = Recorder(cluster, timeout_s).run()

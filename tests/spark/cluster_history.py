@@ -1,7 +1,7 @@
 """A generated cluster history, written with pykraft's own APIs, for what the recorded one
-(tests/fixtures/recorded_history) cannot show yet: voter-set changes (a fourth voter is
-added; pykraft's dynamic quorum cannot record that today), a lagging replica, a controlled
-shutdown fencing, and exact record values for the row tests.
+(tests/fixtures/recorded_history) does not show: a lagging replica, a broker fenced by a
+controlled shutdown, a snapshot of a running log, a fourth voter added, and exact record
+values (configs included) for the row tests.
 
 It is the metadata log a 3-controller cluster with brokers 101-103 would hold after topics
 were created, a broker was fenced and unfenced, partition leaders moved, and controller

@@ -1,7 +1,7 @@
 """The analytics job on a recorded cluster history (tests/fixtures/recorded_history, made
 by scripts/record_cluster_history.py, checked against the script's ``recording.json``), on
 one recorded live by the same script, and on the generated history of cluster_history.py
-for what a recording cannot show yet: voter-set changes (KIP-853), a lagging replica,
+for what the recording does not show: a lagging replica, a controlled-shutdown fencing,
 several clusters at once."""
 
 from __future__ import annotations
@@ -37,10 +37,15 @@ def analyse(spark: SparkSession, base: Path, out: Path) -> tuple[dict[str, Rows]
 
 
 def check_recording(base: Path, data: dict[str, Rows], html: str) -> None:
-    """The tables show the topics, the broker's fence/unfence and the leader change."""
+    """The tables show the voter-set changes, the topics, the broker's fence/unfence and
+    the controller leader change."""
     facts = json.loads((base / "recording.json").read_text())
     (summary,) = data["summary"]
     assert summary["log_dirs"] == len(facts["controllers"]) and summary["errors"] == 0
+
+    voter_changes = sorted(data["voter_changes"], key=lambda r: r["offset"])
+    assert [sorted(r["voter_ids"]) for r in voter_changes if r["changed"]] == facts[
+        "voter_sets"]
 
     topics = {r["topic_name"]: r for r in data["topics"]}
     assert set(topics) == {*facts["topics"], facts["late_topic"]}

@@ -12,6 +12,7 @@ from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from pykraft.errors import ControllerError
 from pykraft.image import ImageLoader, MetadataImage
 from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.api import LeaderAndEpoch
 
 
 def leader_history() -> tuple[Cluster, int, MetadataImage]:
@@ -91,3 +92,20 @@ def test_active_controller_refuses_a_snapshot() -> None:
     with pytest.raises(ControllerError, match="active controller"):
         leader.controller.load_image(snapshot)
     assert leader.controller.committed_image != snapshot
+
+
+def test_a_restarted_former_leader_loads_its_snapshot_before_activating() -> None:
+    """On restart the core tells the controller it led the current epoch (it is Resigned)
+    and then hands it the newest snapshot: the load must not fail, and the activation that
+    follows finds the core no longer leading and resigns cleanly."""
+    leader, covered, snapshot = leader_history()
+    restarted = follower_of(leader, 0)
+    restarted.controller.handle_leader_change(LeaderAndEpoch(0, restarted.raft.epoch))
+    restarted.controller.load_image(snapshot)
+    assert restarted.controller.committed_image == snapshot
+    restarted.tick(1)  # activation from the loaded state
+    restarted.tick(1000)  # its first write (a NoOpRecord) finds the core is not the leader
+    assert not restarted.controller.is_active
+    restarted.raft.committed_batches = covered
+    restarted.commit()
+    assert restarted.controller.committed_image == leader.controller.committed_image

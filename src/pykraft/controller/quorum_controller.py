@@ -200,8 +200,10 @@ class QuorumController:
         Only an inactive controller loads: the raft core never hands a leader a snapshot.
         Everything derived from the log is rebuilt from the image; the rest (broker
         sessions, waiting requests) is empty while inactive and is rebuilt on activation.
+        A pending activation (a restarted former leader hears "you led this epoch" before
+        its log is loaded) has written nothing yet and activates from the loaded state.
         """
-        if self._active or self._activation_epoch is not None:
+        if self._active:
             raise ControllerError(
                 f"the active controller cannot load snapshot at {image.provenance.last_offset}")
         self._committed = ImageLoader(image)

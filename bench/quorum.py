@@ -35,8 +35,9 @@ def make_system(name: str, args: argparse.Namespace) -> System:
     """Install what ``name`` needs, then import its driver (they import the client libs)."""
     if name == "pykraft":
         from peers.pykraft_sut import Pykraft
-        props = {} if args.linger_ms < 0 else {
-            "controller.quorum.append.linger.ms": str(args.linger_ms)}
+        props = {"pykraft.event.loop": args.event_loop}
+        if args.linger_ms >= 0:
+            props["controller.quorum.append.linger.ms"] = str(args.linger_ms)
         return Pykraft(props)
     if name == "etcd":
         ensure_debian(["etcd-server"])
@@ -169,6 +170,8 @@ def parse_args() -> argparse.Namespace:
                         help="pykraft controller.quorum.append.linger.ms: 0 (the peers do not "
                              "linger either; appends of one loop iteration still share a "
                              "batch), or -1 for Kafka's default (25)")
+    parser.add_argument("--event-loop", choices=("uvloop", "asyncio"), default="uvloop",
+                        help="pykraft.event.loop of the pykraft servers")
     parser.add_argument("--dir", default="/tmp/pykraft-bench",
                         help="data directories (use a real disk, not tmpfs)")
     parser.add_argument("--json", action="store_true", help="print JSON only (tables to stderr)")

@@ -42,6 +42,7 @@ def test_controller_config() -> None:
         ({"controller.quorum.voters": "1@host"}, "controller.quorum.voters"),
         ({"listeners": "PLAINTEXT//h:1"}, "listeners"),
         ({"controller.quorum.auto.join.enable": "maybe"}, "auto.join"),
+        ({"pykraft.event.loop": "trio"}, "pykraft.event.loop"),
     ],
 )
 def test_bad_values_name_the_key(props: dict[str, str], message: str) -> None:
@@ -59,3 +60,8 @@ def test_dynamic_voter_syntax() -> None:
     assert spec == VoterSpec(3, "localhost", 9095, uuid_from_str("XHhkr4tkSsD900pOQ8pPfg"))
     with pytest.raises(ConfigError, match="directory id"):
         parse_voter("3@localhost:9095:nope", "x", with_directory=True)
+
+
+def test_event_loop_defaults_to_uvloop_and_takes_asyncio() -> None:
+    assert ServerConfig({}).get("pykraft.event.loop") == "uvloop"
+    assert ServerConfig({"pykraft.event.loop": " AsyncIO "}).get("pykraft.event.loop") == "asyncio"

@@ -46,8 +46,9 @@ class Pykraft(System):
         self._properties = {"pykraft.bench.append.enable": "true", **(properties or {})}
         self._cluster: LocalCluster | None = None
         linger = self._properties.get("controller.quorum.append.linger.ms", "25 (Kafka's default)")
+        loop = self._properties.get("pykraft.event.loop", "uvloop")
         self.durability = ("fsync on a majority before the ack (group commit), "
-                           f"append linger.ms {linger}")
+                           f"append linger.ms {linger}, event loop {loop}")
 
     @property
     def cluster(self) -> LocalCluster:

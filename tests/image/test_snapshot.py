@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import uuid
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pykraft.image import (
     load_snapshot,
     write_image_snapshot,
 )
+from pykraft.image.loader import cyclic_gc_paused
 from pykraft.records.batch import encode_batch
 from pykraft.records.metadata import (
     BrokerEndpoint,
@@ -140,3 +142,17 @@ def test_snapshot_policy() -> None:
     assert no_time.reason(10**9) is None
     with pytest.raises(ConfigError):
         SnapshotPolicy(max_bytes_between=0)
+
+
+def test_cyclic_gc_is_paused_only_while_an_image_loads() -> None:
+    assert gc.isenabled()
+    with cyclic_gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()

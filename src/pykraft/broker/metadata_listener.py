@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 
 from pykraft.errors import CorruptRecordError
 from pykraft.image.image import MetadataImage, Provenance
-from pykraft.image.loader import ImageLoader
+from pykraft.image.loader import ImageLoader, cyclic_gc_paused
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
@@ -33,10 +33,11 @@ def image_from_snapshot(batches: Iterable[RecordBatch],
     """The image a snapshot holds; its provenance is the snapshot id (end offset - 1)."""
     loader = ImageLoader()
     last_timestamp = -1
-    for batch in batches:
-        if not batch.is_control:  # header and footer control batches carry no metadata
-            loader.load_batch(batch)
-            last_timestamp = max(last_timestamp, batch.header.max_timestamp)
+    with cyclic_gc_paused():
+        for batch in batches:
+            if not batch.is_control:  # header and footer control batches carry no metadata
+                loader.load_batch(batch)
+                last_timestamp = max(last_timestamp, batch.header.max_timestamp)
     if loader.in_transaction:
         raise CorruptRecordError(f"snapshot {snapshot_id} ends inside a metadata transaction")
     return loader.finish(Provenance(snapshot_id.offset - 1, snapshot_id.epoch, last_timestamp))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -31,6 +30,7 @@ def server(
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
     """Run a KRaft node: process.roles controller, broker or both (static quorum voters)."""
+    from pykraft.runtime import event_loop
     from pykraft.runtime.logs import configure_logging
     from pykraft.runtime.process import run_server
     from pykraft.runtime.settings import load_settings
@@ -42,7 +42,7 @@ def server(
         raise typer.Exit(1) from None
     configure_logging(settings.node_id, log_level)
     try:
-        code = asyncio.run(run_server(settings))
+        code = event_loop.run(run_server(settings), settings.event_loop)
     except OSError as exc:  # e.g. the listener port is taken
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None

@@ -17,6 +17,9 @@ from pykraft.config.properties import load_properties
 from pykraft.errors import ConfigError
 from pykraft.ids import InvalidUuidError, uuid_from_str
 
+#: Values of ``pykraft.event.loop``.
+EVENT_LOOPS = ("uvloop", "asyncio")
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -100,6 +103,14 @@ def _to_bool(text: str, key: str) -> bool:
     if lowered not in ("true", "false"):
         raise ConfigError(f"invalid value {text!r} for {key}: expected true or false")
     return lowered == "true"
+
+
+def _to_event_loop(text: str, key: str) -> str:
+    lowered = text.strip().lower()
+    if lowered not in EVENT_LOOPS:
+        raise ConfigError(f"invalid value {text!r} for {key}: expected one of "
+                          f"{', '.join(EVENT_LOOPS)}")
+    return lowered
 
 
 def _to_list(text: str, key: str) -> tuple[str, ...]:
@@ -190,6 +201,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "serve the bench-only append request (load generators only)"),
     ConfigDef("pykraft.shutdown.timeout.ms", _to_int, "5000",
               "graceful shutdown bound: wait this long for EndQuorumEpoch acks"),
+    ConfigDef("pykraft.event.loop", _to_event_loop, "uvloop",
+              "uvloop (asyncio when uvloop is not installed) or asyncio"),
 )
 
 _DEFS_BY_KEY = {d.key: d for d in CONFIG_DEFS}

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pykraft.errors import ConfigError, CorruptRecordError, StorageError
 from pykraft.image.image import MetadataImage, Provenance
-from pykraft.image.loader import ImageLoader
+from pykraft.image.loader import ImageLoader, cyclic_gc_paused
 from pykraft.records.batch import RecordBatch, iter_batches
 from pykraft.records.control import SnapshotHeaderRecord, decode_control
 from pykraft.storage.snapshot_files import (
@@ -101,7 +101,7 @@ def load_snapshot(path: Path) -> MetadataImage:
     Its provenance is the snapshot id (end offset - 1, epoch) when the name is one, else
     that of the file's last batch.
     """
-    with SnapshotReader(path) as reader:
+    with SnapshotReader(path) as reader, cyclic_gc_paused():
         loader = ImageLoader()
         timestamp = -1
         last: RecordBatch | None = None
@@ -142,12 +142,13 @@ def load_log_directory(directory: Path) -> MetadataImage:
 def load_segments(segments: Sequence[Path], image: MetadataImage | None = None) -> MetadataImage:
     """Replay log segment files in order on top of ``image``, skipping offsets it holds."""
     loader = ImageLoader(image)
-    for segment in segments:
-        try:
-            data = segment.read_bytes()
-        except OSError as exc:
-            raise StorageError(f"cannot read {segment}: {exc}") from None
-        for batch in iter_batches(data):
-            if batch.last_offset > loader.last_offset:
-                loader.load_batch(batch)
+    with cyclic_gc_paused():
+        for segment in segments:
+            try:
+                data = segment.read_bytes()
+            except OSError as exc:
+                raise StorageError(f"cannot read {segment}: {exc}") from None
+            for batch in iter_batches(data):
+                if batch.last_offset > loader.last_offset:
+                    loader.load_batch(batch)
     return loader.image

@@ -36,6 +36,7 @@ from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest, RaftListener
 from pykraft.raft.client import RaftClient
 from pykraft.runtime.disk_log import DiskRaftLog
+from pykraft.runtime.event_loop import running_loop_name
 from pykraft.runtime.flusher import GroupCommitFlusher
 from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logs import event
@@ -118,7 +119,7 @@ class RaftNode:
               log_end_offset=self.disk_log.log_end_offset, listener=str(self.settings.listener),
               quorum="dynamic" if self.settings.is_dynamic else "static",
               voters=",".join(str(v) for v in sorted(self.core.voters)) or "-",
-              kraft_version=self.core.kraft_version)
+              kraft_version=self.core.kraft_version, event_loop=running_loop_name())
         self._drain()
 
     async def shutdown(self) -> None:

@@ -57,6 +57,8 @@ class NodeSettings:
     bench_append: bool
     shutdown_timeout_ms: int
     controller: ControllerConfig
+    event_loop: str = "uvloop"
+    """``pykraft.event.loop``: see :mod:`pykraft.runtime.event_loop`."""
     roles: tuple[str, ...] = ("controller",)
     bootstrap: tuple[object, ...] = DEFAULT_BOOTSTRAP
     """The records ``storage format`` chose (metadata.version first): the first active
@@ -140,6 +142,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         metrics_address=_metrics_address(config, listener),
         bench_append=config.get("pykraft.bench.append.enable"),
         shutdown_timeout_ms=config.get("pykraft.shutdown.timeout.ms"),
+        event_loop=config.get("pykraft.event.loop"),
         controller=ControllerConfig(
             node_id=node_id, cluster_id=cluster_id,
             session_timeout_ms=config.get("broker.session.timeout.ms"),

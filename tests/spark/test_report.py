@@ -46,3 +46,17 @@ def test_lanes_place_spans_on_the_time_axis() -> None:
     assert f'x="{svg.LABEL_W:.1f}"' in chart
     width = (svg.WIDTH - svg.LABEL_W - 20) / 2
     assert f'width="{width:.1f}"' in chart
+
+
+def test_long_labels_widen_the_label_column() -> None:
+    label = "REGISTER_CONTROLLER_RECORD"
+    chart = svg.bar_chart("t", [(label, 4), ("NO_OP_RECORD", 1)])
+    column = svg.CHAR_W * len(label) + 12
+    assert column > svg.LABEL_W
+    assert f'<rect x="{column:.1f}"' in chart  # bars start right of the whole label
+    assert f'width="{round(column + svg.WIDTH - svg.LABEL_W)}"' in chart
+
+
+def test_last_time_label_ends_at_its_tick() -> None:
+    chart = svg.lanes("t", [("a", [(T0, T0 + 500, "x")])], T0, T0 + 1000)
+    assert chart.count('text-anchor="end"') == 2  # the lane label and the last time label

@@ -13,12 +13,21 @@ from html import escape
 
 WIDTH = 900
 LABEL_W = 190
+"""The narrowest label column; a chart with longer labels widens it (and itself)."""
+CHAR_W = 7.5
+"""Width of one character of a 12 px sans-serif label, rounded up (upper case is widest)."""
 ROW_H = 22
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1")
 
 
-def _svg(height: int, body: list[str], title: str) -> str:
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+def _label_width(labels: Sequence[str]) -> float:
+    """The label column that shows every label whole."""
+    return max([LABEL_W, *(CHAR_W * len(label) + 12 for label in labels)])
+
+
+def _svg(height: int, body: list[str], title: str, label_w: float = LABEL_W) -> str:
+    width = round(label_w + WIDTH - LABEL_W)
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'font-family="sans-serif" font-size="12" role="img">'
             f'<title>{escape(title)}</title>{"".join(body)}</svg>')
 
@@ -37,23 +46,26 @@ def bar_chart(title: str, bars: Sequence[tuple[str, int | float]]) -> str:
     """One horizontal bar per (label, value), longest first as given."""
     top = max((v for _, v in bars), default=0) or 1
     span = WIDTH - LABEL_W - 60
+    label_w = _label_width([label for label, _ in bars])
     body = []
     for i, (label, value) in enumerate(bars):
         y = 10 + i * ROW_H
-        body.append(_text(LABEL_W - 6, y + 14, label, "end"))
-        body.append(f'<rect x="{LABEL_W}" y="{y + 3}" width="{span * value / top:.1f}" '
+        body.append(_text(label_w - 6, y + 14, label, "end"))
+        body.append(f'<rect x="{label_w:.1f}" y="{y + 3}" width="{span * value / top:.1f}" '
                     f'height="{ROW_H - 6}" fill="{PALETTE[0]}"/>')
-        body.append(_text(LABEL_W + span * value / top + 4, y + 14, f"{value:g}"))
-    return _svg(20 + ROW_H * len(bars), body, title)
+        body.append(_text(label_w + span * value / top + 4, y + 14, f"{value:g}"))
+    return _svg(20 + ROW_H * len(bars), body, title, label_w)
 
 
-def _time_axis(t0: float, t1: float, y: float, body: list[str]) -> None:
+def _time_axis(t0: float, t1: float, y: float, body: list[str],
+               label_w: float = LABEL_W) -> None:
     span = WIDTH - LABEL_W - 20
     for i in range(5):
         t = t0 + (t1 - t0) * i / 4
-        x = LABEL_W + span * i / 4
+        x = label_w + span * i / 4
         body.append(f'<line x1="{x:.1f}" y1="10" x2="{x:.1f}" y2="{y}" stroke="#ddd"/>')
-        body.append(_text(x, y + 14, clock(t), "middle"))
+        # the last label ends at its tick, so it stays inside the chart
+        body.append(_text(x, y + 14, clock(t), "end" if i == 4 else "middle"))
 
 
 def lanes(title: str, rows: Sequence[tuple[str, Sequence[tuple[float, float, str]]]],
@@ -61,22 +73,23 @@ def lanes(title: str, rows: Sequence[tuple[str, Sequence[tuple[float, float, str
     """One lane per (label, spans); a span is (start ms, end ms, caption)."""
     t1 = max(t1, t0 + 1)
     span = WIDTH - LABEL_W - 20
+    label_w = _label_width([label for label, _ in rows])
     body: list[str] = []
     bottom = 10 + ROW_H * len(rows)
-    _time_axis(t0, t1, bottom, body)
+    _time_axis(t0, t1, bottom, body, label_w)
     for i, (label, spans) in enumerate(rows):
         y = 10 + i * ROW_H
-        body.append(_text(LABEL_W - 6, y + 14, label, "end"))
+        body.append(_text(label_w - 6, y + 14, label, "end"))
         for j, (start, end, caption) in enumerate(spans):
-            x0 = LABEL_W + span * (start - t0) / (t1 - t0)
-            x1 = LABEL_W + span * (end - t0) / (t1 - t0)
+            x0 = label_w + span * (start - t0) / (t1 - t0)
+            x1 = label_w + span * (end - t0) / (t1 - t0)
             width = max(x1 - x0, 2.0)
             body.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{width:.1f}" '
                         f'height="{ROW_H - 6}" fill="{PALETTE[(i + j) % len(PALETTE)]}">'
                         f'<title>{escape(caption)}</title></rect>')
             if width > 40:
                 body.append(_text(x0 + 3, y + 15, caption, extra='fill="white"'))
-    return _svg(bottom + 24, body, title)
+    return _svg(bottom + 24, body, title, label_w)
 
 
 def step_lines(title: str, series: Sequence[tuple[str, Sequence[tuple[float, float]]]],

@@ -60,3 +60,11 @@ def test_long_labels_widen_the_label_column() -> None:
 def test_last_time_label_ends_at_its_tick() -> None:
     chart = svg.lanes("t", [("a", [(T0, T0 + 500, "x")])], T0, T0 + 1000)
     assert chart.count('text-anchor="end"') == 2  # the lane label and the last time label
+
+
+def test_a_caption_longer_than_its_span_is_only_a_tooltip() -> None:
+    caption = "registration-change"
+    short = svg.lanes("t", [("a", [(T0, T0 + 50, caption)])], T0, T0 + 1000)
+    long = svg.lanes("t", [("a", [(T0, T0 + 900, caption)])], T0, T0 + 1000)
+    assert short.count(caption) == 1 and f"<title>{caption}</title>" in short
+    assert long.count(caption) == 2

@@ -14,8 +14,10 @@ from html import escape
 WIDTH = 900
 LABEL_W = 190
 """The narrowest label column; a chart with longer labels widens it (and itself)."""
-CHAR_W = 7.5
+CHAR_W = 8.5
 """Width of one character of a 12 px sans-serif label, rounded up (upper case is widest)."""
+CAPTION_CHAR_W = 7.0
+"""The same for the lower-case captions drawn inside spans."""
 ROW_H = 22
 PALETTE = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1")
 
@@ -87,7 +89,7 @@ def lanes(title: str, rows: Sequence[tuple[str, Sequence[tuple[float, float, str
             body.append(f'<rect x="{x0:.1f}" y="{y + 3}" width="{width:.1f}" '
                         f'height="{ROW_H - 6}" fill="{PALETTE[(i + j) % len(PALETTE)]}">'
                         f'<title>{escape(caption)}</title></rect>')
-            if width > 40:
+            if width > CAPTION_CHAR_W * len(caption) + 6:  # else only the tooltip has it
                 body.append(_text(x0 + 3, y + 15, caption, extra='fill="white"'))
     return _svg(bottom + 24, body, title, label_w)
 

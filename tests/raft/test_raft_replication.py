@@ -162,6 +162,20 @@ def test_check_quorum_resigns_a_leader_nobody_fetches_from() -> None:
     assert isinstance(h.state(), Resigned)
 
 
+def test_appends_without_a_poll_share_one_batch_written_at_the_next_input() -> None:
+    h = Harness(append_linger_ms=0)
+    h.make_leader()
+    end = h.log.log_end_offset
+    last = [h.client.append(h.now, [b"a%d" % i], poll=False) for i in range(3)]
+    assert last == [end, end + 1, end + 2]  # offsets are handed out at once
+    assert h.log.log_end_offset == end  # nothing reached the log yet
+    h.client.tick(h.now)
+    h.drain()
+    written = [b for b in iter_batches(h.log.read(end, 1 << 20)) if not b.is_control]
+    assert [(b.base_offset, [r.value for r in b.records()]) for b in written] == [
+        (end, [b"a0", b"a1", b"a2"])]
+
+
 def test_append_only_on_leader() -> None:
     h = Harness()
     with pytest.raises(NotLeaderError):

@@ -2,21 +2,22 @@
 
 Metadata and DescribeCluster come from this broker's metadata image. Admin writes,
 DescribeConfigs and DescribeQuorum are forwarded to the active controller, whose answer is
-converted back to the caller's version; when no controller can be reached the caller gets
-NOT_CONTROLLER (retriable: every Kafka client refreshes metadata and retries). The
+converted back to the caller's version; while the controller changes the broker retries, and
+when none answers within FORWARD_TIMEOUT_MS the caller gets NOT_CONTROLLER. The
 framing rules (unknown API or version closes the connection, KIP-511 ApiVersions reply) are
 the controller listener's, inherited from :class:`~pykraft.runtime.dispatch.Dispatcher`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
 from pykraft.broker.channel import ControllerChannel
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.responses import describe_cluster_response, metadata_response
-from pykraft.controller.responses import error_response
+from pykraft.controller.responses import error_response, is_not_controller
 from pykraft.errors import (
     MalformedMessageError,
     NetworkError,
@@ -30,6 +31,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.protocol.wire import Reader
+from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.controller_service import CONTROLLER_REQUESTS
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.node import RaftNode
@@ -40,6 +42,10 @@ FORWARDED = frozenset({
     ApiKey.UPDATE_FEATURES, ApiKey.DESCRIBE_QUORUM,
 })
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER}
+#: How long a forwarded request is retried while the active controller changes: an election
+#: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
+FORWARD_TIMEOUT_MS = 15_000
+FORWARD_BACKOFF_MS = 50
 
 
 class BrokerDispatcher(Dispatcher):
@@ -84,14 +90,36 @@ class BrokerDispatcher(Dispatcher):
         return self._encode(request, await self._forward(request))
 
     async def _forward(self, request: RequestFrame) -> Any:
-        try:
-            return await self._channel.send(request.body)
-        except (NetworkError, UnsupportedVersionError) as exc:
-            controller_class = CONTROLLER_REQUESTS.get(request.api_key)
-            if controller_class is None:
-                raise CloseConnection(f"cannot forward: {exc}") from None
-            return error_response(convert(request.body, controller_class),
-                                  ErrorCode.not_controller, str(exc))
+        """The active controller's answer. While the controller changes (no leader known
+        yet, a lost connection, an answer of NOT_CONTROLLER from a former leader), retry
+        with backoff for up to :data:`FORWARD_TIMEOUT_MS`, as Kafka's forwarding does: some
+        clients (librdkafka's CreateTopics) do not retry per-topic NOT_CONTROLLER errors."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + FORWARD_TIMEOUT_MS / 1000
+        backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
+        while True:
+            try:
+                response = await self._channel.send(request.body)
+            except UnsupportedVersionError as exc:
+                return self._not_controller(request, exc)
+            except NetworkError as exc:
+                failure: Exception | None = exc
+            else:
+                if not is_not_controller(response):
+                    return response
+                failure = None
+            delay = backoff.next_delay_ms() / 1000
+            if loop.time() + delay >= deadline:
+                return response if failure is None else self._not_controller(request, failure)
+            await asyncio.sleep(delay)
+
+    @staticmethod
+    def _not_controller(request: RequestFrame, exc: Exception) -> Any:
+        controller_class = CONTROLLER_REQUESTS.get(request.api_key)
+        if controller_class is None:
+            raise CloseConnection(f"cannot forward: {exc}") from None
+        return error_response(convert(request.body, controller_class),
+                              ErrorCode.not_controller, str(exc))
 
     @staticmethod
     def _broker_api_versions(version: int) -> Any:

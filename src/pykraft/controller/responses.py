@@ -3,6 +3,7 @@ part of a request (NOT_CONTROLLER when inactive or after losing leadership)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable
 from typing import Any
@@ -127,3 +128,24 @@ def error_response(request: object, code: ErrorCode, message: str | None = None)
     if builder is None:
         raise TypeError(f"the controller does not handle {type(request).__name__}")
     return builder(request, code, message)
+
+
+def error_codes(response: object) -> list[ErrorCode]:
+    """The error codes of a response: its top-level one, else those of its parts (the
+    shapes :func:`error_response` builds)."""
+    top = getattr(response, "error_code", None)
+    if top is not None:
+        return [top]
+    codes: list[ErrorCode] = []
+    for field in dataclasses.fields(response):  # type: ignore[arg-type]
+        value = getattr(response, field.name)
+        if isinstance(value, tuple):
+            codes.extend(part.error_code for part in value if hasattr(part, "error_code"))
+    return codes
+
+
+def is_not_controller(response: object) -> bool:
+    """Every part was refused with NOT_CONTROLLER: nothing was done, another controller
+    may take the same request."""
+    codes = error_codes(response)
+    return bool(codes) and all(code == ErrorCode.not_controller for code in codes)

@@ -43,22 +43,38 @@ class ConfigurationsImage:
 
 
 class ConfigurationsDelta:
+    """Changes on top of an image, copied per touched resource: a write to one topic's
+    configs must not copy every other resource's (the controller replays each write)."""
+
     def __init__(self, image: ConfigurationsImage) -> None:
-        self._resources = {resource: dict(c) for resource, c in image.resources.items()}
+        self._image = image
+        self._changed: dict[ConfigResource, dict[str, str]] = {}
+        """Touched resources with their whole new configs; empty means removed."""
+
+    def _configs(self, resource: ConfigResource) -> dict[str, str]:
+        configs = self._changed.get(resource)
+        if configs is None:
+            configs = self._changed[resource] = dict(self._image.get(resource))
+        return configs
 
     def replay(self, record: ConfigRecord) -> None:
-        resource = (record.resource_type, record.resource_name)
-        configs = self._resources.setdefault(resource, {})
+        configs = self._configs((record.resource_type, record.resource_name))
         if record.value is None:
             configs.pop(record.name, None)
         else:
             configs[record.name] = record.value
-        if not configs:
-            del self._resources[resource]
 
     def remove_topic(self, name: str) -> None:
         """A deleted topic takes its configs with it (Kafka does this on RemoveTopicRecord)."""
-        self._resources.pop((ConfigResourceType.TOPIC, name), None)
+        self._changed[ConfigResourceType.TOPIC, name] = {}
 
     def apply(self) -> ConfigurationsImage:
-        return ConfigurationsImage({r: dict(c) for r, c in self._resources.items()})
+        if not self._changed:
+            return self._image
+        resources = dict(self._image.resources)
+        for resource, configs in self._changed.items():
+            if configs:
+                resources[resource] = dict(configs)
+            else:
+                resources.pop(resource, None)
+        return ConfigurationsImage(resources)

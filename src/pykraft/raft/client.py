@@ -297,11 +297,14 @@ class RaftClient:
             self._complete_parked(all_fetches=True)
         self._poll()
 
-    def append(self, now_ms: int, records: list[bytes]) -> int:
+    def append(self, now_ms: int, records: list[bytes], *, poll: bool = True) -> int:
         """Accept data records on the leader; returns the offset of the last one.
 
         The records are committed only when the high watermark passes that offset, which
-        the listener learns through ``handle_commit``.
+        the listener learns through ``handle_commit``. With ``poll=False`` they wait in the
+        accumulator for the caller's next input (e.g. :meth:`tick`): a driver appending for
+        several requests at once then gets one batch and one log write for all of them,
+        even with a zero linger.
         """
         self._advance(now_ms)
         if not isinstance(self.state, Leader) or self._accumulator is None:
@@ -309,7 +312,8 @@ class RaftClient:
                 f"node {self.node_id} is {self.state.name} in epoch {self.epoch}, not the leader"
             )
         offset = self._accumulator.append(records, now_ms)
-        self._poll()
+        if poll:
+            self._poll()
         return offset
 
     def begin_shutdown(self, now_ms: int) -> None:

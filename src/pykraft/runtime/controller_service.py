@@ -76,6 +76,9 @@ class ControllerService:
         self._released: dict[int, Any] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._follow_up_pending = False
+        self._submissions: list[tuple[object, asyncio.Future[Any]]] = []
+        self._batching = False
+        """True while :meth:`_submit_pending` submits: appends then wait for one write."""
 
     def attach(self, node: RaftNode) -> None:
         """Bind to the node whose core this service listens to (it is built first)."""
@@ -92,21 +95,54 @@ class ControllerService:
         for waiter in self._waiting.values():
             waiter.cancel()
         self._waiting.clear()
+        for _, waiter in self._submissions:
+            waiter.cancel()
+        self._submissions.clear()
 
     # -- requests -------------------------------------------------------------------------
 
     async def submit(self, request: object) -> Any:
         """The controller's response to ``request``, once its records committed (or an
-        error response if this controller is not, or stops being, active)."""
+        error response if this controller is not, or stops being, active).
+
+        Requests that arrive during one event-loop iteration reach the controller in one
+        node step, and their records reach the core as one batch and one log write (as the
+        bench appends do): one step per request made the leader's loop the limit under load.
+        """
+        self._require_node()
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._submissions.append((request, waiter))
+        if len(self._submissions) == 1:
+            asyncio.get_running_loop().call_soon(self._submit_pending)
+        return await waiter
+
+    def _submit_pending(self) -> None:
+        pending, self._submissions = self._submissions, []
         node = self._require_node()
         tickets: list[int] = []
-        node.step(lambda now: tickets.append(self.controller.submit(now, request)))
-        if not tickets:  # the node hit a fatal error inside the step and is stopping
-            return error_response(request, ErrorCode.not_controller)
-        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[tickets[0]] = waiter
+
+        def submit_all(now_ms: int) -> None:
+            self._batching = True
+            try:
+                for request, _ in pending:
+                    tickets.append(self.controller.submit(now_ms, request))
+            finally:
+                self._batching = False
+            node.core.tick(now_ms)  # writes the batch the appends above accumulated
+
+        try:
+            node.step(submit_all)
+        except Exception as exc:  # a bug, not bad input: every waiter hears of it
+            for _, waiter in pending:
+                if not waiter.done():
+                    waiter.set_exception(exc)
+            return
+        for ticket, (_, waiter) in zip(tickets, pending, strict=False):
+            self._waiting[ticket] = waiter
+        for request, waiter in pending[len(tickets):]:  # the node hit a fatal error
+            if not waiter.done():
+                waiter.set_result(error_response(request, ErrorCode.not_controller))
         self._follow_up()
-        return await waiter
 
     # -- RaftListener ---------------------------------------------------------------------
 
@@ -136,7 +172,7 @@ class ControllerService:
         self.snapshot_generator.loaded()
 
     def _append(self, now_ms: int, values: list[bytes]) -> int:
-        return self._require_node().core.append(now_ms, values)
+        return self._require_node().core.append(now_ms, values, poll=not self._batching)
 
     def _defer_follow_up(self) -> None:
         if not self._follow_up_pending:

@@ -13,13 +13,11 @@ import asyncio
 import itertools
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-
 from pykraft import __version__
 from pykraft.errors import NetworkError, ProtocolError, UnsupportedVersionError
 from pykraft.protocol.api_versions import VersionRanges, negotiate, ranges_from_response
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request
+from pykraft.protocol.codec import decode_response, encode_request, request_type, response_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
@@ -65,11 +63,11 @@ class ClientConnection:
             raise UnsupportedVersionError(
                 f"the peer speaks no version of api {api_key} that we do", api_key=api_key
             )
-        wire_body = convert(body, load_request_schema(api_key, version))
+        wire_body = convert(body, request_type(api_key, version))
         correlation_id = next(self._correlation)
         response = await _round_trip(self._stream, self._client_id, api_key, version,
                                      correlation_id, wire_body)
-        latest = load_response_schema(api_key, self._ours[api_key][1])
+        latest = response_type(api_key, self._ours[api_key][1])
         return convert(response, latest)
 
     def close(self) -> None:
@@ -81,7 +79,7 @@ async def _negotiate(stream: FrameStream, client_id: str, ours: VersionRanges) -
 ):
     version = API_VERSIONS_MAX
     for attempt in range(2):
-        body = load_request_schema(ApiKey.API_VERSIONS, version)(
+        body = request_type(ApiKey.API_VERSIONS, version)(
             **({"client_software_name": CLIENT_SOFTWARE_NAME,
                 "client_software_version": __version__} if version >= 3 else {})
         )

@@ -14,7 +14,6 @@ import datetime
 import logging
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.describe_quorum.v2 import response as dq
 from kio.schema.fetch.v18 import response as fetch_v18
@@ -34,7 +33,7 @@ from pykraft.protocol.api_versions import (
     encode_unsupported_version_reply,
 )
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import RequestFrame, decode_request, encode_response
+from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
@@ -140,7 +139,7 @@ class Dispatcher:
 
     def _encode(self, request: RequestFrame, response: Any) -> bytes:
         version = request.api_version
-        body = convert(response, load_response_schema(request.api_key, version))
+        body = convert(response, response_type(request.api_key, version))
         return encode_response(request.header.correlation_id, request.api_key, version, body)
 
     def _api_versions(self, version: int) -> Any:

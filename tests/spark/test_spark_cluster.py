@@ -5,35 +5,26 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from pykraft.errors import PyKraftError
 from pykraft.records.batch import iter_batches
 from pykraft.runtime.bench_api import BenchClient
 from pykraft.storage.log import MetadataLog
 from pykraft.tools.cluster import LocalCluster
-from pykraft.tools.quorum_tool import describe_quorum, parse_host_port
+from pykraft.tools.quorum_tool import parse_host_port
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+from process_harness import leader_info
 
 pytestmark = pytest.mark.spark
 VALUES = [f"value-{i}".encode() for i in range(40)]
 
 
-def leader_address(cluster: LocalCluster, timeout_s: float = 30.0) -> tuple[str, int]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            info = asyncio.run(describe_quorum(parse_host_port(cluster.bootstrap),
-                                               timeout_s=1.0))
-        except PyKraftError:
-            info = None
-        if info is not None and info.high_watermark > 0:
-            return parse_host_port(cluster.nodes[info.leader_id].address)
-        time.sleep(0.2)
-    pytest.fail("no leader within 30 s")
+def leader_address(cluster: LocalCluster) -> tuple[str, int]:
+    return parse_host_port(cluster.nodes[leader_info(cluster).leader_id].address)
 
 
 async def append_all(address: tuple[str, int]) -> int:

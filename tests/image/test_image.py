@@ -122,6 +122,23 @@ def test_config_null_value_deletes() -> None:
     assert (4, "") not in image.configs.resources
 
 
+def test_a_config_write_copies_only_its_resource_and_leaves_the_old_image() -> None:
+    before = image_of(sample_records())
+    after = image_of([ConfigRecord(resource_type=2, resource_name="t", name="retention.ms",
+                                   value="6")], base=before)
+    assert before.configs.get((2, "t")) == {"retention.ms": "5"}
+    assert after.configs.get((2, "t")) == {"retention.ms": "6"}
+    assert after.configs.resources[4, ""] is before.configs.resources[4, ""]
+    assert image_of([NoOpRecord()], base=after).configs is after.configs
+
+
+def test_a_removed_topics_configs_can_come_back() -> None:
+    image = image_of([*sample_records(), RemoveTopicRecord(topic_id=TOPIC),
+                      ConfigRecord(resource_type=2, resource_name="t", name="cleanup.policy",
+                                   value="compact")])
+    assert image.configs.get((2, "t")) == {"cleanup.policy": "compact"}
+
+
 def test_fencing_records() -> None:
     image = image_of(sample_records())
     fenced = image_of([FenceBrokerRecord(id=1, epoch=10)], image)

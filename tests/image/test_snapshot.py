@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pykraft.broker.metadata_listener import image_from_snapshot
 from pykraft.errors import ConfigError, CorruptLogError, StorageError
 from pykraft.image import (
     MetadataDelta,
@@ -20,8 +21,9 @@ from pykraft.image import (
     load_snapshot,
     write_image_snapshot,
 )
-from pykraft.image.loader import cyclic_gc_paused
-from pykraft.records.batch import encode_batch
+from pykraft.image.loader import ImageLoader, cyclic_gc_paused
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.records.batch import RecordBatch, encode_batch
 from pykraft.records.metadata import (
     BrokerEndpoint,
     ConfigRecord,
@@ -156,3 +158,27 @@ def test_cyclic_gc_is_paused_only_while_an_image_loads() -> None:
         assert not gc.isenabled()  # a caller that had it off keeps it off
     finally:
         gc.enable()
+
+
+def test_snapshot_and_segment_replays_run_with_the_cyclic_gc_paused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+    load_batch = ImageLoader.load_batch
+
+    def recording(self: ImageLoader, batch: RecordBatch) -> MetadataImage:
+        seen.append(gc.isenabled())
+        return load_batch(self, batch)
+
+    monkeypatch.setattr(ImageLoader, "load_batch", recording)
+    base = MetadataDelta(MetadataImage())
+    base.replay(FeatureLevelRecord(name="metadata.version", feature_level=19))
+    path = write_image_snapshot(tmp_path, base.apply(Provenance(4, 1, 0)), clock=lambda: 0)
+    (tmp_path / "00000000000000000000.log").write_bytes(encode_batch(
+        5, [(None, encode_metadata_record(TopicRecord(name="t", topic_id=uuid.UUID(int=3))))],
+        partition_leader_epoch=1, timestamp=0))
+    load_log_directory(tmp_path)  # the snapshot, then the segment
+    with SnapshotReader(path) as reader:
+        image_from_snapshot(list(reader.batches()), OffsetAndEpoch(5, 1))
+    assert len(seen) == 3 and not any(seen)
+    assert gc.isenabled()

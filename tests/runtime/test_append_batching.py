@@ -1,14 +1,24 @@
-"""RaftNode.append: appends of one event-loop iteration share one core call and one batch."""
+"""Appends of one event-loop iteration share one core call and one batch: the bench's
+RaftNode.append, and the controller's requests through ControllerService.submit."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from pathlib import Path
+
+from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
+from kio.schema.errors import ErrorCode
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, u16
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import NotLeaderError
+from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
 from pykraft.records.batch import iter_batches
+from pykraft.records.metadata import RegisterBrokerRecord, decode_metadata_record
+from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import load_settings
 from pykraft.tools.cluster import LocalCluster
@@ -64,5 +74,47 @@ def test_appends_on_a_non_leader_all_fail_with_not_leader(tmp_path: Path) -> Non
             assert node.disk_log.log_end_offset == 0
         finally:
             await node.shutdown()
+
+    asyncio.run(scenario())
+
+
+def _registration(cluster_id: str, broker_id: int) -> BrokerRegistrationRequest:
+    return BrokerRegistrationRequest(
+        broker_id=BrokerId(broker_id), cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
+        listeners=(Listener(name="PLAINTEXT", host="127.0.0.1", port=u16(9092 + broker_id),
+                            security_protocol=i16(0)),),
+        features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(1),
+                          max_supported_version=i16(METADATA_VERSIONS[-1].level)),),
+        rack=None)
+
+
+def test_controller_requests_of_one_iteration_are_one_batch(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = LocalCluster.create(tmp_path, 1, {"controller.quorum.append.linger.ms": "0"})
+        settings = load_settings(ServerConfig.load(cluster.nodes[1].config))
+        service = ControllerService(settings.controller, bootstrap=settings.bootstrap)
+        node = RaftNode(settings, listener=service)
+        service.attach(node)
+        node.start()
+        try:
+            await _until_leader(node)
+            first = await asyncio.wait_for(
+                service.submit(_registration(settings.cluster_id, 100)), DEADLINE_S)
+            assert first.error_code == ErrorCode.none  # active, activation records written
+            start = node.disk_log.log_end_offset
+            answers = await asyncio.wait_for(asyncio.gather(*(
+                service.submit(_registration(settings.cluster_id, b)) for b in range(1, 6))),
+                DEADLINE_S)
+            assert [a.error_code for a in answers] == [ErrorCode.none] * 5
+            data_batches = [b for b in iter_batches(node.disk_log.read(start, 1 << 20))
+                            if not b.is_control]
+            assert len(data_batches) == 1
+            registered = [decode_metadata_record(r.value or b"").message
+                          for r in data_batches[0].records()]
+            assert [m.broker_id for m in registered if isinstance(m, RegisterBrokerRecord)] == [
+                1, 2, 3, 4, 5]
+        finally:
+            await node.shutdown()
+            service.close()
 
     asyncio.run(scenario())

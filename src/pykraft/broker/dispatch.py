@@ -103,14 +103,10 @@ class BrokerDispatcher(Dispatcher):
             except UnsupportedVersionError as exc:
                 return self._not_controller(request, exc)
             except NetworkError as exc:
-                failure: Exception | None = exc
-            else:
-                if not is_not_controller(response):
-                    return response
-                failure = None
+                response = self._not_controller(request, exc)
             delay = backoff.next_delay_ms() / 1000
-            if loop.time() + delay >= deadline:
-                return response if failure is None else self._not_controller(request, failure)
+            if not is_not_controller(response) or loop.time() + delay >= deadline:
+                return response
             await asyncio.sleep(delay)
 
     @staticmethod

@@ -136,8 +136,10 @@ def error_codes(response: object) -> list[ErrorCode]:
     top = getattr(response, "error_code", None)
     if top is not None:
         return [top]
+    if not dataclasses.is_dataclass(response):
+        return []
     codes: list[ErrorCode] = []
-    for field in dataclasses.fields(response):  # type: ignore[arg-type]
+    for field in dataclasses.fields(response):
         value = getattr(response, field.name)
         if isinstance(value, tuple):
             codes.extend(part.error_code for part in value if hasattr(part, "error_code"))

@@ -23,12 +23,19 @@ TimeoutOption = Annotated[float, typer.Option(help="Seconds to keep trying.")]
 def options(
     ctx: typer.Context,
     bootstrap_controller: Annotated[
-        str, typer.Option("--bootstrap-controller",
-                          help="Comma-separated host:port of controllers.")
-    ],
+        str | None, typer.Option("--bootstrap-controller",
+                                 help="Comma-separated host:port of controllers.")
+    ] = None,
 ) -> None:
-    """Global options, as in Kafka (the controller path: --bootstrap-controller)."""
+    """Global options, as in Kafka (the controller path: --bootstrap-controller); checked
+    by the command, so that a subcommand's --help needs none."""
     ctx.obj = bootstrap_controller
+
+
+def _bootstrap(ctx: typer.Context) -> str:
+    if ctx.obj is None:
+        raise fail("--bootstrap-controller is required")
+    return str(ctx.obj)
 
 
 @features_app.command("describe")
@@ -41,7 +48,7 @@ def describe(
     from pykraft.tools import features_tool, quorum_tool
 
     try:
-        bootstrap = quorum_tool.parse_bootstrap(ctx.obj)
+        bootstrap = quorum_tool.parse_bootstrap(_bootstrap(ctx))
         features = asyncio.run(features_tool.describe_features(bootstrap, timeout_s=timeout))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
@@ -69,7 +76,7 @@ def upgrade(
     from pykraft.tools import features_tool, quorum_tool
 
     try:
-        bootstrap = quorum_tool.parse_bootstrap(ctx.obj)
+        bootstrap = quorum_tool.parse_bootstrap(_bootstrap(ctx))
         updates = [features_tool.parse_feature(text) for text in feature]
         for name, level in updates:
             asyncio.run(features_tool.upgrade_feature(bootstrap, name, level, dry_run=dry_run,

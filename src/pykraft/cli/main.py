@@ -20,6 +20,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Click's plain help (every sub-app inherits it): Typer's rich help shows a ``<bool>``
+    # value placeholder beside flags, which take no value.
+    rich_markup_mode=None,
 )
 
 

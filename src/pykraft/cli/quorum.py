@@ -47,11 +47,18 @@ def options(
     ] = None,
 ) -> None:
     """Global options, as in Kafka: exactly one bootstrap address list."""
+    ctx.obj = (bootstrap_controller, bootstrap_server, command_config)
+
+
+def _options(ctx: typer.Context) -> GlobalOptions:
+    """The global options, checked when a command runs (not in the callback, which runs
+    before a subcommand's --help and would refuse it for want of a bootstrap address)."""
+    bootstrap_controller, bootstrap_server, command_config = ctx.obj
     if (bootstrap_controller is None) == (bootstrap_server is None):
         raise fail("exactly one of --bootstrap-controller and --bootstrap-server is required")
     if command_config is not None and not command_config.exists():
         raise fail(f"Properties file {command_config} does not exist.")
-    ctx.obj = GlobalOptions(str(bootstrap_controller or bootstrap_server), command_config)
+    return GlobalOptions(str(bootstrap_controller or bootstrap_server), command_config)
 
 
 @quorum_app.command("describe")
@@ -70,11 +77,11 @@ def describe(
     """Describe the quorum: --status or --replication."""
     from pykraft.tools import quorum_tool
 
+    options = _options(ctx)
     if status == replication:
         raise fail("exactly one of --status and --replication is required")
     if status and human_readable:
         raise fail("The option --human-readable is only supported along with --replication")
-    options: GlobalOptions = ctx.obj
     try:
         bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
         info = asyncio.run(quorum_tool.describe_quorum(*bootstrap, timeout_s=timeout))
@@ -104,7 +111,7 @@ def add_controller(
     from pykraft.config.properties import load_properties
     from pykraft.tools import quorum_tool
 
-    options: GlobalOptions = ctx.obj
+    options = _options(ctx)
     properties = config or options.command_config
     if properties is None:
         raise fail("You must supply the configuration file of the controller you are "
@@ -137,7 +144,7 @@ def remove_controller(
     """Remove the voter (id, directory id) from the quorum (RemoveRaftVoter)."""
     from pykraft.tools import quorum_tool
 
-    options: GlobalOptions = ctx.obj
+    options = _options(ctx)
     try:
         node_id = quorum_tool.parse_controller_id(controller_id)
         directory_id = quorum_tool.parse_directory_id(controller_directory_id)

@@ -1,0 +1,67 @@
+"""Every command's ``--help`` works without a cluster and shows flags as plain flags.
+
+A new user reads ``--help`` before having any bootstrap address: the group callbacks that
+check ``--bootstrap-controller`` must not run first, and a boolean flag takes no value, so
+its help line must not show a ``<bool>`` placeholder.
+"""
+
+from __future__ import annotations
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from pykraft.cli.main import app
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    """The path of every group and command under ``pykraft``, the root included."""
+    root = typer.main.get_command(app)
+    paths: list[tuple[str, ...]] = []
+
+    def walk(command: typer.core.TyperCommand | typer.core.TyperGroup,
+             path: tuple[str, ...]) -> None:
+        paths.append(path)
+        if isinstance(command, typer.core.TyperGroup):
+            for name, sub in sorted(command.commands.items()):
+                assert isinstance(sub, typer.core.TyperCommand | typer.core.TyperGroup)
+                walk(sub, (*path, name))
+
+    assert isinstance(root, typer.core.TyperGroup)
+    walk(root, ())
+    return paths
+
+
+PATHS = _command_paths()
+
+
+def test_the_tree_holds_the_commands_users_met_the_defects_in() -> None:
+    assert {("metadata-quorum", "describe"), ("features", "describe"),
+            ("storage", "format"), ("cluster", "up")} <= set(PATHS)
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: " ".join(p) or "pykraft")
+def test_help_needs_no_cluster_and_shows_flags_plainly(path: tuple[str, ...]) -> None:
+    result = CliRunner().invoke(app, [*path, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.stdout
+    assert "<bool>" not in result.stdout
+
+
+def test_a_flag_is_listed_without_a_value_placeholder() -> None:
+    result = CliRunner().invoke(app, ["metadata-quorum", "describe", "--help"])
+    lines = [line for line in result.stdout.splitlines() if line.strip().startswith("--")]
+    assert lines, result.stdout
+    flags = {line.split()[0]: line for line in lines}
+    assert "<" not in flags["--status"]
+    assert "<float>" in flags["--timeout"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["metadata-quorum", "describe", "--status"],
+     "exactly one of --bootstrap-controller and --bootstrap-server is required"),
+    (["features", "describe"], "--bootstrap-controller is required"),
+])
+def test_a_command_still_needs_its_bootstrap_address(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, args)
+    assert (result.exit_code, result.stderr) == (1, f"Error: {message}\n")

@@ -71,8 +71,10 @@ def parse_feature(text: str) -> tuple[str, int]:
 
 
 def _validate_cluster_id(cluster_id: str) -> None:
-    # Kafka takes the id as given (Kafka 3.7 formats "q1w2e3r4t5y6u7i8o9p0"); reject only what
-    # would corrupt meta.properties or be unusable in RPCs.
+    # Kafka takes the id as given since 3.7 (3.6 refused a non-UUID with "Cluster ID string
+    # ... does not appear to be a valid UUID"; KAFKA-20617 brought that check back and was
+    # reverted because KIP-78 never required a UUID); reject only what would corrupt
+    # meta.properties or be unusable in RPCs.
     if not cluster_id or any(c.isspace() or c in ",=:#!\\" for c in cluster_id):
         raise FormatError(f"invalid cluster id {cluster_id!r}")
 

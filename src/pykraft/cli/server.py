@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from pykraft.config.server import ServerConfig
-from pykraft.errors import ConfigError, PyKraftError
+from pykraft.errors import ConfigError, PyKraftError, StorageError
+from pykraft.storage.refusal import refusal_line
 
 
 def _parse_overrides(items: list[str]) -> dict[str, str]:
@@ -37,13 +38,12 @@ def server(
 
     try:
         settings = load_settings(ServerConfig.load(config, _parse_overrides(override or [])))
-    except PyKraftError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    configure_logging(settings.node_id, log_level)
-    try:
+        configure_logging(settings.node_id, log_level)
         code = event_loop.run(run_server(settings), settings.event_loop)
-    except OSError as exc:  # e.g. the listener port is taken
+    except StorageError as exc:  # a damaged file: name it, the byte, and what to do
+        typer.echo(f"Error: {refusal_line(exc)}", err=True)
+        raise typer.Exit(1) from None
+    except (PyKraftError, OSError) as exc:  # e.g. a bad key, or the listener port is taken
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
     raise typer.Exit(code)

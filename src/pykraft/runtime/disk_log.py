@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykraft.errors import StorageError
+from pykraft.errors import CorruptLogError, CorruptRecordError, StorageError
 from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
 from pykraft.raft.memory_log import snapshot_timestamp
 from pykraft.storage.fsutil import fsync_dir
@@ -96,7 +96,10 @@ def _file_id(snapshot_id: OffsetAndEpoch) -> SnapshotId:
 
 def _read_info(directory: Path, file_id: SnapshotId) -> SnapshotInfo:
     path = directory / file_id.file_name
-    timestamp = snapshot_timestamp(path.read_bytes())
+    try:
+        timestamp = snapshot_timestamp(path.read_bytes())
+    except CorruptRecordError as exc:  # name the file: the node refuses to start on it
+        raise CorruptLogError(str(path), exc.position or 0, str(exc)) from None
     return SnapshotInfo(OffsetAndEpoch(file_id.end_offset, file_id.epoch),
                         path.stat().st_size, timestamp)
 

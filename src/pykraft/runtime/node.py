@@ -28,6 +28,7 @@ from pykraft.errors import (
     PeerUnreachableError,
     PyKraftError,
     RaftError,
+    StorageError,
     UnsupportedVersionError,
 )
 from pykraft.protocol.api_versions import listener_ranges
@@ -35,6 +36,7 @@ from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest, RaftListener
 from pykraft.raft.client import RaftClient
+from pykraft.raft.quorum_store import ElectionState
 from pykraft.runtime.disk_log import DiskRaftLog
 from pykraft.runtime.event_loop import running_loop_name
 from pykraft.runtime.flusher import GroupCommitFlusher
@@ -45,6 +47,7 @@ from pykraft.runtime.peers import PeerConnection, PeerPool
 from pykraft.runtime.quorum_store import FileQuorumStateStore
 from pykraft.runtime.settings import NodeSettings
 from pykraft.runtime.state_machine import CommittedCounter, CounterSnapshot
+from pykraft.storage.file_error import StateFileError
 
 log = logging.getLogger("pykraft.node")
 
@@ -58,6 +61,20 @@ SERVED_RANGES = {key: r for key, r in listener_ranges(Listener.CONTROLLER).items
                  if key in SERVED_APIS}
 #: Inbound requests are routed back by a token far above any node id.
 _FIRST_INBOUND_TOKEN = 1 << 40
+
+
+class _NamedQuorumStateStore(FileQuorumStateStore):
+    """The quorum-state store whose read errors name the file, so a node that cannot start
+    on it says which file and what to do (see :mod:`pykraft.storage.refusal`)."""
+
+    def read(self) -> ElectionState | None:
+        try:
+            return super().read()
+        except StateFileError:
+            raise
+        except StorageError as exc:
+            problem = str(exc).removeprefix(f"{self.path}: ")
+            raise StateFileError(self.path, problem) from None
 
 
 def wall_clock_ms() -> int:
@@ -82,7 +99,7 @@ class RaftNode:
         self.machine = CommittedCounter(
             settings.node_id,
             settings.controller.snapshot_policy() if listener is None else None, clock)
-        store = FileQuorumStateStore(settings.partition_dir, settings.quorum.voters)
+        store = _NamedQuorumStateStore(settings.partition_dir, settings.quorum.voters)
         self.core = RaftClient(
             settings.node_id, settings.quorum, self.disk_log, store,
             self.machine if listener is None else FanOutListener(self.machine, listener),

@@ -38,6 +38,7 @@ from pykraft.errors import (
 )
 from pykraft.ids import METADATA_TOPIC_ID, uuid_to_str
 from pykraft.records.batch import CRC_START, HEADER_SIZE, MAGIC, BatchHeader, read_header
+from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import fsync_dir
 from pykraft.storage.leader_epoch import (
     LEADER_EPOCH_CHECKPOINT,
@@ -589,9 +590,7 @@ def _segment_paths(directory: Path) -> list[Path]:
             continue
         if name.endswith(SEGMENT_SUFFIX):
             if not _SEGMENT_NAME.fullmatch(name):
-                raise StorageError(
-                    f"{entry}: not a segment name (expected 20 digits and .log)"
-                )
+                raise StateFileError(entry, "not a segment name (expected 20 digits and .log)")
             paths.append(entry)
     return sorted(paths, key=lambda path: path.name)
 
@@ -603,8 +602,8 @@ def _check_partition_metadata(directory: Path) -> None:
         return
     topic_id = read_partition_metadata(path)
     if topic_id != METADATA_TOPIC_ID:
-        raise StorageError(
-            f"{path}: topic id {uuid_to_str(topic_id)} is not the metadata topic's "
+        raise StateFileError(
+            path, f"topic id {uuid_to_str(topic_id)} is not the metadata topic's "
             f"{uuid_to_str(METADATA_TOPIC_ID)}"
         )
 

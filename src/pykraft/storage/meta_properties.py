@@ -17,8 +17,9 @@ from datetime import datetime
 from pathlib import Path
 
 from pykraft.config.properties import parse_properties
-from pykraft.errors import ConfigError, StorageError
+from pykraft.errors import ConfigError
 from pykraft.ids import InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
 from pykraft.storage.java_properties import store
 
@@ -71,18 +72,23 @@ def parse_meta_properties(text: str, source: str) -> MetaProperties:
     try:
         props = parse_properties(text, source)
     except ConfigError as exc:
-        raise StorageError(str(exc)) from None
+        raise StateFileError(source, str(exc).removeprefix(f"{source}: ")) from None
+    if not set(props) & set(_KNOWN_KEYS):
+        found = ", ".join(sorted(props)[:5]) or "none"
+        raise StateFileError(
+            source, f"not a valid meta.properties file: it has none of the keys "
+            f"{', '.join(_KNOWN_KEYS)} (keys found: {found})")
     version_text = props.get(VERSION_KEY, "0")
     if version_text not in ("0", "1"):
-        raise StorageError(
-            f"{source}: unsupported {VERSION_KEY} {version_text!r} (expected 0 or 1)"
+        raise StateFileError(
+            source, f"unsupported {VERSION_KEY} {version_text!r} (expected 0 or 1)"
         )
     version = int(version_text)
     id_key = BROKER_ID_KEY if version == 0 else NODE_ID_KEY
     node_id = _required_node_id(props, id_key, source)
     cluster_id = props.get(CLUSTER_ID_KEY)
     if version == 1 and cluster_id is None:
-        raise StorageError(f"{source}: {CLUSTER_ID_KEY} is required in version 1")
+        raise StateFileError(source, f"{CLUSTER_ID_KEY} is required in version 1")
     directory_id = _optional_directory_id(props, source)
     extra = {key: value for key, value in props.items() if key not in _KNOWN_KEYS}
     return MetaProperties(version, node_id, cluster_id, directory_id, extra)
@@ -93,7 +99,7 @@ def read_meta_properties(path: Path) -> MetaProperties:
     try:
         text = path.read_bytes().decode("latin-1")
     except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from None
+        raise StateFileError(path, f"cannot read: {exc.strerror or exc}") from None
     return parse_meta_properties(text, str(path))
 
 
@@ -110,12 +116,12 @@ def write_meta_properties(
 def _required_node_id(props: dict[str, str], key: str, source: str) -> int:
     text = props.get(key)
     if text is None:
-        raise StorageError(f"{source}: required property {key} is missing")
+        raise StateFileError(source, f"required property {key} is missing")
     if not _INT.fullmatch(text):
-        raise StorageError(f"{source}: {key} {text!r} is not an integer")
+        raise StateFileError(source, f"{key} {text!r} is not an integer")
     value = int(text)
     if not 0 <= value < 2**31:
-        raise StorageError(f"{source}: {key} {value} is outside 0..2147483647")
+        raise StateFileError(source, f"{key} {value} is outside 0..2147483647")
     return value
 
 
@@ -131,7 +137,7 @@ def _optional_directory_id(props: dict[str, str], source: str) -> uuid.UUID | No
     try:
         value = uuid_from_str(text)
     except InvalidUuidError as exc:
-        raise StorageError(f"{source}: {DIRECTORY_ID_KEY}: {exc}") from None
+        raise StateFileError(source, f"{DIRECTORY_ID_KEY}: {exc}") from None
     if is_reserved_directory_id(value):
-        raise StorageError(f"{source}: {DIRECTORY_ID_KEY} {text!r} is a reserved directory id")
+        raise StateFileError(source, f"{DIRECTORY_ID_KEY} {text!r} is a reserved directory id")
     return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema, load_response_schema
@@ -71,9 +72,10 @@ def test_lists_unfenced_brokers_and_itself_with_a_live_controller_id() -> None:
     assert answer.cluster_id == "cid"
 
 
-def test_requested_topics_found_and_missing() -> None:
+@pytest.mark.parametrize("version", range(14))
+def test_requested_topics_found_and_missing(version: int) -> None:
     image = image_of({1: False, 2: True}, {"a": [(1, 2), (2, 1)]})
-    answer = metadata(image, ["a", "nope"])
+    answer = metadata(image, ["a", "nope"], version)
     found, missing = answer.topics
     assert found.error_code == ErrorCode.none
     assert [p.leader_id for p in found.partitions] == [1, 2]

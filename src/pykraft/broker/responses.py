@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from kio.schema.describe_cluster.v2 import response as dc
+from kio.schema.metadata.v13 import request as md_req
 from kio.schema.metadata.v13 import response as md
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
@@ -22,6 +23,7 @@ from kio.static.primitive import i8, i32, i32Timedelta
 from pykraft.image.cluster import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, TopicImage
+from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
@@ -78,11 +80,11 @@ def _missing(name: str | None, topic_id: uuid.UUID | None) -> Any:
 
 def metadata_response(image: MetadataImage, request: Any, *, version: int, self_id: int,
                       cluster_id: str, listener: str) -> Any:
-    """Metadata (latest version) for ``request``; None topics (or v0's empty list) = all."""
-    requested = request.topics
-    everything = requested is None or (version == 0 and not requested)
+    """Metadata (latest version) for ``request`` of any version; None topics (or v0's empty
+    list) = all. Topics are named by id from v10 on, by name only before."""
+    requested = convert(request, md_req.MetadataRequest).topics
     topics_image = image.topics
-    if everything:
+    if requested is None or (version == 0 and not requested):
         topics = tuple(_topic(image, topics_image.by_name[name])
                        for name in sorted(topics_image.by_name))
     else:

@@ -143,10 +143,12 @@ def _is_optional(annotation: object) -> bool:
 
 
 def _entity_in(annotation: object) -> type | None:
-    """The entity class inside ``Entity``, ``Entity | None`` or ``tuple[Entity, ...]``."""
+    """The entity class inside ``Entity``, ``Entity | None``, ``tuple[Entity, ...]`` or
+    ``tuple[Entity, ...] | None`` (Metadata's nullable topic list)."""
     if is_entity_class(annotation):
         return annotation  # type: ignore[return-value]
     for arg in typing.get_args(annotation):
-        if is_entity_class(arg):
-            return arg  # type: ignore[no-any-return]
+        found = _entity_in(arg)
+        if found is not None:
+            return found
     return None

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
+from pykraft.errors import CorruptLogError
+from pykraft.records.batch import encode_batch, iter_batches
+from pykraft.storage.log import MetadataLog
 
 runner = CliRunner()
 
@@ -61,7 +66,48 @@ def test_corrupt_file_prints_prefix_and_fails(kafka37_dir: Path, tmp_path: Path)
     assert result.exit_code == 1
     assert "Log starting offset: 0" in result.output
     assert "isvalid: false" in result.output
-    assert "Error: corrupt data at position 174" in result.output
+    assert f"Error: corrupt record batch in {path} at byte position 174: truncated" in (
+        result.output)
+
+
+def _segment(directory: Path) -> Path:
+    """A segment of four batches: offsets 0-3, leader epochs 1, 1, 2, 2."""
+    path = directory / "00000000000000000000.log"
+    path.write_bytes(b"".join(
+        encode_batch(offset, [(None, b"v%d" % offset)], partition_leader_epoch=1 + offset // 2,
+                     timestamp=1000) for offset in range(4)))
+    return path
+
+
+def _reader_error(segment: Path, tmp_path: Path) -> str:
+    """What the node's storage reader says when it opens the segment."""
+    directory = tmp_path / "reader"
+    directory.mkdir()
+    shutil.copy(segment, directory / segment.name)
+    with pytest.raises(CorruptLogError) as refused:
+        MetadataLog.open(directory).close()
+    return str(refused.value).replace(str(directory), str(segment.parent))
+
+
+@pytest.mark.parametrize(("batch", "field", "value", "expected"), [
+    (2, 0, struct.pack(">q", 99), "base offset 99 does not continue the log at 2"),
+    (2, 12, struct.pack(">i", 0), "leader epoch 0 is below the previous epoch 1"),
+    (1, 12, struct.pack(">i", 5), "leader epoch 2 is below the previous epoch 5"),
+], ids=["base-offset", "epoch-lowered", "epoch-raised"])
+def test_damage_outside_the_crc_is_reported_as_the_reader_does(
+    tmp_path: Path, batch: int, field: int, value: bytes, expected: str,
+) -> None:
+    path = _segment(tmp_path)
+    data = bytearray(path.read_bytes())
+    position = next(b.position for b in iter_batches(bytes(data)) if b.base_offset == batch)
+    data[position + field:position + field + len(value)] = value  # not covered by the CRC
+    path.write_bytes(bytes(data))
+    result = runner.invoke(app, ["dump-log", "--files", str(path)])
+    assert result.exit_code == 1, result.output
+    reader = _reader_error(path, tmp_path)
+    assert expected in reader
+    assert result.output.splitlines()[-1] == f"Error: {reader}"
+    assert "isvalid: false" not in result.output  # the CRC does not see this damage
 
 
 def test_unknown_and_missing_files(tmp_path: Path, kafka37_dir: Path) -> None:

@@ -24,6 +24,7 @@ import mmap
 import os
 import re
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -139,16 +140,25 @@ def _check_batch(
     going backwards may be either batch's fault.
     """
     header = _check_framing(buf, pos, end)
-    if header.base_offset != expected_offset:
-        raise _BatchProblemError(
-            f"base offset {header.base_offset} does not continue the log at {expected_offset}"
-        )
-    if header.partition_leader_epoch < min_epoch:
-        raise _EpochRegressionError(
-            f"leader epoch {header.partition_leader_epoch} is below the previous epoch "
-            f"{min_epoch}"
-        )
+    problem = continuity_problem(header, expected_offset, min_epoch)
+    if problem is not None:
+        if header.base_offset != expected_offset:
+            raise _BatchProblemError(problem)
+        raise _EpochRegressionError(problem)
     return header
+
+
+def continuity_problem(
+    header: BatchHeader, expected_offset: int, min_epoch: int | None
+) -> str | None:
+    """Why a batch does not continue the log (its offset, or with ``min_epoch`` given, its
+    leader epoch going back); None when it does. Tools report damage with these words too."""
+    if header.base_offset != expected_offset:
+        return f"base offset {header.base_offset} does not continue the log at {expected_offset}"
+    if min_epoch is not None and header.partition_leader_epoch < min_epoch:
+        return (f"leader epoch {header.partition_leader_epoch} is below the previous epoch "
+                f"{min_epoch}")
+    return None
 
 
 def _valid_batch_follows(mapped: mmap.mmap, pos: int, end: int, min_offset: int) -> bool:
@@ -233,11 +243,7 @@ class MetadataLog:
         truncate_at: tuple[_Segment, int, int, str] | None = None
         for number, segment in enumerate(self._segments):
             if segment.base_offset != expected:
-                raise CorruptLogError(
-                    str(segment.path), 0,
-                    f"segment base offset {segment.base_offset} does not continue the "
-                    f"previous segment, which ends at offset {expected}",
-                )
+                raise _segment_gap(segment.path, segment.base_offset, expected)
             segment.next_offset = expected
             is_last = number == len(self._segments) - 1
             truncate_at = self._scan(segment, last_epoch, is_last)
@@ -593,6 +599,41 @@ def _segment_paths(directory: Path) -> list[Path]:
                 raise StateFileError(entry, "not a segment name (expected 20 digits and .log)")
             paths.append(entry)
     return sorted(paths, key=lambda path: path.name)
+
+
+def _segment_gap(path: Path, base_offset: int, expected: int) -> CorruptLogError:
+    return CorruptLogError(str(path), 0, f"segment base offset {base_offset} does not "
+                           f"continue the previous segment, which ends at offset {expected}")
+
+
+def verify_segments(paths: Sequence[Path]) -> None:
+    """Check segment files in order without changing them, as :meth:`MetadataLog.open`
+    checks them, except that a damaged tail is an error too: a read-only tool cannot
+    truncate it away. Raises :class:`CorruptLogError` naming the file and byte position."""
+    expected: int | None = None
+    min_epoch = 0
+    for path in paths:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise StateFileError(path, f"cannot read: {exc.strerror or exc}") from None
+        if _SEGMENT_NAME.fullmatch(path.name):
+            named = int(path.name[:20])
+            if expected is not None and named != expected:
+                raise _segment_gap(path, named, expected)
+            expected = named
+        with memoryview(data) as buf:
+            pos = 0
+            while pos < len(data):
+                try:
+                    if expected is None:  # an unconventional name: the first batch anchors
+                        expected = read_header(buf, pos).base_offset
+                    header = _check_batch(buf, pos, len(data), expected, min_epoch)
+                except (_BatchProblemError, CorruptRecordError) as problem:
+                    raise CorruptLogError(str(path), pos, str(problem)) from None
+                expected = header.next_offset
+                min_epoch = header.partition_leader_epoch
+                pos += header.size
 
 
 def _check_partition_metadata(directory: Path) -> None:

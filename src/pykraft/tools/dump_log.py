@@ -3,7 +3,7 @@
 The text output follows Kafka's ``kafka-dump-log.sh`` (``DumpLogSegments``) line for line so
 operators can diff the two; ``--json`` gives the same facts as one JSON document per file.
 Corrupt data is never skipped silently: the valid prefix is printed, then the error with
-its file position, and the caller exits non-zero.
+the file and byte position in the storage reader's words, and the caller exits non-zero.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pykraft.errors import CorruptRecordError, PyKraftError
+from pykraft.errors import CorruptLogError, CorruptRecordError, PyKraftError
 from pykraft.messages import to_json_dict
 from pykraft.records.batch import Record, RecordBatch, iter_batches
 from pykraft.records.control import ControlType, decode_control
 from pykraft.records.metadata import decode_metadata_record
+from pykraft.storage.log import continuity_problem
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -79,14 +80,26 @@ def describe_file(path: Path) -> str:
 
 
 def dump_file(path: Path, options: DumpOptions) -> FileDump:
-    """Read one file fully; stops at the first corrupt batch and records the error."""
+    """Read one file fully; stops at the first batch the storage reader would refuse
+    (torn, or not continuing the offsets, or for a segment the leader epochs) and records
+    the error in the reader's words. A CRC mismatch is shown per batch, as Kafka does."""
     dump = FileDump(path, describe_file(path))
     data = path.read_bytes()
+    segment = _SEGMENT.match(path.name)
+    expected = int(segment.group(1)) if segment else 0  # snapshots start at offset 0
+    min_epoch = 0 if segment else None  # the reader checks epochs in segments only
     try:
         for batch in iter_batches(data, verify_crc=False):
+            problem = continuity_problem(batch.header, expected, min_epoch)
+            if problem is not None:
+                dump.error = str(CorruptLogError(str(path), batch.position, problem))
+                break
             dump.batches.append(_batch_dict(batch, options))
+            expected = batch.header.next_offset
+            if min_epoch is not None:
+                min_epoch = batch.header.partition_leader_epoch
     except CorruptRecordError as exc:
-        dump.error = f"corrupt data at position {exc.position}: {exc}"
+        dump.error = str(CorruptLogError(str(path), exc.position or 0, str(exc)))
     return dump
 
 

@@ -175,3 +175,37 @@ def test_interactive_session(snapshot: Path) -> None:
                                 input="cd /image/topics\npwd\nexit\n")
     assert result.exit_code == 0, result.output
     assert "/image/topics" in result.stdout
+
+
+def _damaged_directory(tmp_path: Path, field: int, value: bytes) -> tuple[Path, Path, int]:
+    """A log directory of three one-record batches whose middle batch has ``value``
+    written at header offset ``field``; returns (directory, segment, batch position)."""
+    partition = tmp_path / "__cluster_metadata-0"
+    partition.mkdir()
+    batches = [encode_batch(offset, [(None, encode_metadata_record(RECORDS[offset]))],
+                            partition_leader_epoch=1, timestamp=0) for offset in range(3)]
+    position = len(batches[0])
+    data = bytearray(b"".join(batches))
+    data[position + field:position + field + len(value)] = value
+    segment = partition / "00000000000000000000.log"
+    segment.write_bytes(bytes(data))
+    return tmp_path, segment, position
+
+
+@pytest.mark.parametrize(("field", "value", "problem"), [
+    (40, b"\xff", "CRC mismatch"),
+    (0, (99).to_bytes(8, "big"), "base offset 99 does not continue the log at 1"),
+], ids=["crc", "base-offset"])
+@pytest.mark.parametrize("command", [["--", "ls", "/image"], []],
+                         ids=["one-command", "interactive"])
+def test_cli_on_damaged_directory_names_file_and_position(
+    tmp_path: Path, field: int, value: bytes, problem: str, command: list[str],
+) -> None:
+    directory, segment, position = _damaged_directory(tmp_path, field, value)
+    result = CliRunner().invoke(app, ["metadata-shell", "--directory", str(directory),
+                                      *command], input="ls\nexit\n")
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(
+        f"Error: corrupt record batch in {segment} at byte position {position}: {problem}"
+    ), result.stderr
+    assert result.stdout == ""

@@ -9,21 +9,28 @@ from typing import Annotated
 
 import typer
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import CorruptLogError, PyKraftError
 from pykraft.image import MetadataImage, load_log_directory, load_segments, load_snapshot
 from pykraft.shell import MetadataShell, Output, image_tree
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
+from pykraft.storage.file_error import StateFileError
+from pykraft.storage.log import SEGMENT_SUFFIX, verify_segments
 
 
 def _load(snapshot: Path | None, directory: Path | None) -> tuple[MetadataImage, str]:
+    """The image and where it came from. Segments are checked as the server's reader checks
+    them first, so damage is reported with its file and byte position."""
     if directory is not None and snapshot is None:
         partition = directory / METADATA_LOG_DIR_NAME
-        return load_log_directory(partition if partition.is_dir() else directory), str(directory)
+        partition = partition if partition.is_dir() else directory
+        verify_segments(sorted(partition.glob("*" + SEGMENT_SUFFIX)))
+        return load_log_directory(partition), str(directory)
     if snapshot is None or directory is not None:
         raise typer.BadParameter("give exactly one of --snapshot and --directory")
     if not snapshot.is_file():
         raise typer.BadParameter(f"{snapshot} is not a file", param_hint="--snapshot")
-    if snapshot.suffix == ".log":
+    if snapshot.suffix == SEGMENT_SUFFIX:
+        verify_segments([snapshot])
         return load_segments([snapshot]), str(snapshot)
     return load_snapshot(snapshot), str(snapshot)
 
@@ -70,8 +77,11 @@ def metadata_shell(
     """Browse KRaft metadata as Kafka's metadata shell tree (/image, /local)."""
     try:
         image, source = _load(snapshot, directory)
-    except PyKraftError as exc:
+    except (CorruptLogError, StateFileError) as exc:  # the message names file and position
         typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except PyKraftError as exc:
+        typer.echo(f"Error: {snapshot or directory}: {exc}", err=True)
         raise typer.Exit(1) from None
     shell = MetadataShell(image_tree(image, source=source))
     if not command:

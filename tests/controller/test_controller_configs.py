@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 from kio.schema.alter_configs.v2 import request as legacy
@@ -19,7 +21,9 @@ from kio.schema.incremental_alter_configs.v1.request import (
 from kio.schema.incremental_alter_configs.v1.response import IncrementalAlterConfigsResponse
 from kio.static.primitive import i8
 
-from pykraft.controller.config_defs import BROKER_CONFIGS, TOPIC_CONFIGS
+from pykraft.config.broker_configs import BROKER_CONFIG_DEFS
+from pykraft.controller.config_control import describe_configs
+from pykraft.controller.config_defs import TOPIC_CONFIGS
 from pykraft.protocol.errors import ErrorCode
 
 TOPIC, BROKER = 2, 4
@@ -123,24 +127,83 @@ def describe(cluster: Cluster, resource_type: int, name: str,
 
 
 def test_describe_configs_sources(cluster: Cluster) -> None:
+    """Controller node 0 describes itself: every Kafka broker key, dynamic layers first."""
     incremental(cluster, BROKER, "", ("num.io.threads", SET, "4"))
-    incremental(cluster, BROKER, "1", ("num.io.threads", SET, "6"),
+    incremental(cluster, BROKER, "0", ("num.io.threads", SET, "6"),
                 ("background.threads", SET, "2"))
     incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"))
-    broker = describe(cluster, BROKER, "1").results[0]
+    broker = describe(cluster, BROKER, "0").results[0]
     assert broker.error_code == ErrorCode.none
     entries = {c.name: (c.value, c.config_source) for c in broker.configs}
-    assert set(entries) == set(BROKER_CONFIGS)
-    assert entries["num.io.threads"] == ("6", 2) and entries["num.network.threads"][1] == 5
+    assert set(entries) == set(BROKER_CONFIG_DEFS)
+    assert len(entries) > 300
+    assert entries["num.io.threads"] == ("6", 2) and entries["num.network.threads"] == ("3", 5)
     io = next(c for c in broker.configs if c.name == "num.io.threads")
     assert [(s.value, s.source) for s in io.synonyms] == [("6", 2), ("4", 3), ("8", 5)]
-    default = {c.name: c.value for c in describe(cluster, BROKER, "2").results[0].configs}
-    assert default["num.io.threads"] == "4"
+    cluster_default = describe(cluster, BROKER, "").results[0]
+    assert [(c.name, c.value, c.config_source, [s.source for s in c.synonyms])
+            for c in cluster_default.configs] == [("num.io.threads", "4", 3, [3])]
+    other = describe(cluster, BROKER, "2").results[0]
+    assert (other.error_code, other.error_message) == (
+        ErrorCode.invalid_request,
+        "Unexpected broker id, expected 0 or empty string, but received 2")
     topic = describe(cluster, TOPIC, "t", ("retention.ms", "segment.ms")).results[0]
     assert [(c.name, c.value, c.config_source) for c in topic.configs] == [
         ("retention.ms", "100", 1), ("segment.ms", TOPIC_CONFIGS["segment.ms"].default, 5)]
     assert describe(cluster, TOPIC, "nope").results[0].error_code == \
         ErrorCode.unknown_topic_or_partition
+
+
+STATIC = {"node.id": "0", "log.retention.hours": "1", "ssl.keystore.password": "secret",
+          "contoller.quorum.election.timeout.ms": "1500"}
+
+
+def describe_static(cluster: Cluster, *, documentation: bool) -> dict[str, Any]:
+    request = DescribeConfigsRequest(resources=(DescribeConfigsResource(
+        resource_type=i8(BROKER), resource_name="0", configuration_keys=()),),
+        include_synonyms=True, include_documentation=documentation)
+    response = describe_configs(cluster.controller.committed_image, request, node_id=0,
+                                static=STATIC).response
+    assert isinstance(response, DescribeConfigsResponse)
+    return {c.name: c for c in response.results[0].configs}
+
+
+def test_describe_layers_static_dynamic_synonyms_and_secrets(cluster: Cluster) -> None:
+    assert incremental(cluster, BROKER, "0", ("log.retention.ms", SET, "5000"))[0] == \
+        ErrorCode.none
+    entries = describe_static(cluster, documentation=True)
+    retention = entries["log.retention.ms"]
+    assert (retention.value, retention.config_source, retention.read_only) == ("5000", 2, False)
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("log.retention.ms", "5000", 2), ("log.retention.hours", "1", 4),
+        ("log.retention.hours", "168", 5)]
+    node = entries["node.id"]
+    assert (node.value, node.config_source, node.read_only, node.config_type) == ("0", 4, True, 3)
+    assert node.documentation == "this node's id, unique in the cluster"
+    secret = entries["ssl.keystore.password"]
+    assert (secret.value, secret.is_sensitive, secret.config_type, secret.config_source) == (
+        None, True, 9, 4)
+    assert [s.value for s in secret.synonyms] == [None]
+    # a key Kafka does not know has no type: described, but hidden like a secret
+    typo = entries["contoller.quorum.election.timeout.ms"]
+    assert (typo.value, typo.is_sensitive, typo.config_type, typo.documentation) == (
+        None, True, 0, None)
+    unset = entries["log.roll.ms"]  # Kafka's default is null; its synonym holds the hours
+    assert (unset.value, unset.config_source, unset.synonyms) == (None, 5, ())
+    assert all(c.documentation is None
+               for c in describe_static(cluster, documentation=False).values())
+
+
+def test_read_only_and_per_broker_keys_are_refused_as_kafka_does(cluster: Cluster) -> None:
+    assert incremental(cluster, BROKER, "0", ("node.id", SET, "3")) == (
+        ErrorCode.invalid_request, "Cannot update these configs dynamically: Set(node.id)")
+    assert incremental(cluster, BROKER, "", ("ssl.keystore.password", SET, "x")) == (
+        ErrorCode.invalid_request, "Cannot update these configs at default cluster level, "
+        "broker id must be specified: Set(ssl.keystore.password)")
+    assert incremental(cluster, BROKER, "0", ("ssl.keystore.password", SET, "x"))[0] == \
+        ErrorCode.none
+    assert incremental(cluster, BROKER, "0", ("no.such.key", SET, "x"))[0] == \
+        ErrorCode.invalid_config
 
 
 def test_describe_reads_the_committed_image(cluster: Cluster) -> None:

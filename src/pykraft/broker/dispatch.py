@@ -1,11 +1,12 @@
 """The broker's client listener (PLAINTEXT): answered locally, or forwarded (KIP-590).
 
-Metadata and DescribeCluster come from this broker's metadata image. Admin writes,
-DescribeConfigs and DescribeQuorum are forwarded to the active controller, whose answer is
-converted back to the caller's version; while the controller changes the broker retries, and
-when none answers within FORWARD_TIMEOUT_MS the caller gets NOT_CONTROLLER. The
-framing rules (unknown API or version closes the connection, KIP-511 ApiVersions reply) are
-the controller listener's, inherited from :class:`~pykraft.runtime.dispatch.Dispatcher`.
+Metadata, DescribeCluster and DescribeConfigs come from this broker's metadata image (and
+for its own configs, its properties file). Admin writes and DescribeQuorum are forwarded
+to the active controller, whose answer is converted back to the caller's version; while the
+controller changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the
+caller gets NOT_CONTROLLER. The framing rules (unknown API or version closes the
+connection, KIP-511 ApiVersions reply) are the controller listener's, inherited from
+:class:`~pykraft.runtime.dispatch.Dispatcher`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import asyncio
 import dataclasses
 from typing import Any
 
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+
 from pykraft.broker.channel import ControllerChannel
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.responses import describe_cluster_response, metadata_response
+from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import error_response, is_not_controller
 from pykraft.errors import (
     MalformedMessageError,
@@ -38,10 +42,11 @@ from pykraft.runtime.node import RaftNode
 
 FORWARDED = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
-    ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.UPDATE_FEATURES, ApiKey.DESCRIBE_QUORUM,
 })
-BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER}
+BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
+                             ApiKey.DESCRIBE_CONFIGS}
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
@@ -87,6 +92,10 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, describe_cluster_response(
                 image, request.body, self_id=node_id, cluster_id=self._cluster_id,
                 listener=self._listener_name))
+        if api_key == ApiKey.DESCRIBE_CONFIGS:  # Kafka's brokers answer it (ConfigHelper)
+            return self._encode(request, describe_configs(
+                image, convert(request.body, DescribeConfigsRequest), node_id=node_id,
+                static=self._settings.controller.properties).response)
         return self._encode(request, await self._forward(request))
 
     async def _forward(self, request: RequestFrame) -> Any:

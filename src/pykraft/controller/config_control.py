@@ -1,10 +1,11 @@
 """Dynamic configs: validation, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
-(Kafka's ConfigurationControlManager).
+(Kafka's ConfigurationControlManager and ConfigHelper).
 
 Topic and broker resources are stored; a broker resource is named by its id, or "" for the
 cluster-wide default. Each resource is altered all-or-nothing: the first invalid key fails
-the whole resource. Values are resolved like Kafka's DescribeConfigs: a topic's own value,
-else the default; a broker's own value, else the cluster default, else the default.
+the whole resource. DescribeConfigs resolves a topic's own value, else the default; a node
+describes only itself (BROKER "<its id>") or the cluster defaults (BROKER ""), with its
+static properties as a layer (:mod:`pykraft.config.broker_configs`), as Kafka does.
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from kio.schema.incremental_alter_configs.v1.response import (
 )
 from kio.static.primitive import i8
 
-from pykraft.controller.config_defs import ConfigDef, ConfigType, definitions
+from pykraft.config.broker_configs import (
+    BROKER_CONFIG_DEFS,
+    BrokerConfigLayers,
+    DescribedConfig,
+    describe_broker,
+)
+from pykraft.config.definitions import ConfigSource
+from pykraft.controller.config_defs import TOPIC_CONFIGS, ConfigDef, ConfigType, definitions
 from pykraft.controller.context import ControllerContext, ControllerResult
 from pykraft.controller.responses import NO_THROTTLE
 from pykraft.image.configs import ConfigResource, ConfigResourceType
@@ -35,12 +43,8 @@ from pykraft.image.image import MetadataImage
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import ConfigRecord
 
-
-class ConfigSource(IntEnum):
-    TOPIC_CONFIG = 1
-    DYNAMIC_BROKER_CONFIG = 2
-    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-    DEFAULT_CONFIG = 5
+__all__ = ["AlterOp", "ConfigFailure", "ConfigSource", "alter_configs", "check_resource",
+           "describe_configs", "incremental_alter_configs", "validate"]
 
 
 class AlterOp(IntEnum):
@@ -54,14 +58,6 @@ class AlterOp(IntEnum):
 class ConfigFailure:
     code: ErrorCode
     message: str
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigValue:
-    definition: ConfigDef
-    value: str
-    source: ConfigSource
-    synonyms: tuple[tuple[str, ConfigSource], ...]
 
 
 def check_resource(image: MetadataImage, resource: ConfigResource) -> ConfigFailure | None:
@@ -95,53 +91,70 @@ def validate(resource_type: int, configs: Mapping[str, str | None]) -> ConfigFai
     return None
 
 
-def effective(image: MetadataImage, resource: ConfigResource) -> list[ConfigValue]:
-    """Every key of the resource's type with its resolved value, source and synonyms."""
-    resource_type, name = resource
-    defs = definitions(resource_type) or {}
-    layers: list[tuple[Mapping[str, str], ConfigSource]] = []
-    if resource_type == ConfigResourceType.TOPIC:
-        layers.append((image.configs.get(resource), ConfigSource.TOPIC_CONFIG))
-    else:
-        if name:
-            layers.append((image.configs.get(resource), ConfigSource.DYNAMIC_BROKER_CONFIG))
-        layers.append((image.configs.get((resource_type, "")),
-                       ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
-    values: list[ConfigValue] = []
-    for key in sorted(defs):
-        chain = [(layer[key], source) for layer, source in layers if key in layer]
-        chain.append((defs[key].default, ConfigSource.DEFAULT_CONFIG))
-        values.append(ConfigValue(defs[key], chain[0][0], chain[0][1], tuple(chain)))
-    return values
+def _topic_configs(image: MetadataImage, name: str) -> list[DescribedConfig]:
+    """Every topic key: the topic's own value, else the default."""
+    own = image.configs.get((ConfigResourceType.TOPIC, name))
+    described = []
+    for key, definition in sorted(TOPIC_CONFIGS.items()):
+        chain = [(key, value, source) for value, source in (
+            (own.get(key), ConfigSource.TOPIC_CONFIG),
+            (definition.default, ConfigSource.DEFAULT_CONFIG)) if value is not None]
+        described.append(DescribedConfig(
+            name=key, value=chain[0][1] if chain else None,
+            source=chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG, read_only=False,
+            sensitive=False, config_type=definition.type, synonyms=tuple(chain),
+            documentation=definition.doc))
+    return described
 
 
-def describe_configs(image: MetadataImage, req: DescribeConfigsRequest) -> ControllerResult:
+def _broker_configs(image: MetadataImage, name: str, node_id: int,
+                    static: Mapping[str, str]) -> list[DescribedConfig] | ConfigFailure:
+    """This node's configs (BROKER "<node_id>") or the cluster defaults (BROKER "")."""
+    if name and name != str(node_id):
+        if not name.lstrip("-").isdigit():
+            return ConfigFailure(ErrorCode.invalid_request,
+                                 f"Broker id must be an integer, but it is: {name}")
+        return ConfigFailure(ErrorCode.invalid_request, f"Unexpected broker id, expected "
+                             f"{node_id} or empty string, but received {name}")
+    broker = ConfigResourceType.BROKER
+    layers = BrokerConfigLayers(dynamic_broker=image.configs.get((broker, str(node_id))),
+                                dynamic_default=image.configs.get((broker, "")), static=static)
+    return describe_broker(layers, per_broker=bool(name))
+
+
+def _wire_entry(config: DescribedConfig, req: DescribeConfigsRequest
+                ) -> describe.DescribeConfigsResourceResult:
+    return describe.DescribeConfigsResourceResult(
+        name=config.name, value=config.value, read_only=config.read_only,
+        config_source=i8(int(config.source)), is_sensitive=config.sensitive,
+        synonyms=tuple(
+            describe.DescribeConfigsSynonym(name=name, value=value, source=i8(int(source)))
+            for name, value, source in config.synonyms) if req.include_synonyms else (),
+        config_type=i8(int(config.config_type)),
+        documentation=config.documentation if req.include_documentation else None)
+
+
+def describe_configs(image: MetadataImage, req: DescribeConfigsRequest, *, node_id: int,
+                     static: Mapping[str, str]) -> ControllerResult:
+    """Kafka's ConfigHelper as node ``node_id`` started from the properties ``static``."""
     results = []
     for res in req.resources:
         resource = (int(res.resource_type), res.resource_name)
-        failure = check_resource(image, resource)
-        entries: list[describe.DescribeConfigsResourceResult] = []
-        if failure is None:
-            wanted = None if res.configuration_keys is None else set(res.configuration_keys)
-            entries = [
-                describe.DescribeConfigsResourceResult(
-                    name=v.definition.name, value=v.value, read_only=False,
-                    config_source=i8(int(v.source)), is_sensitive=False,
-                    synonyms=tuple(
-                        describe.DescribeConfigsSynonym(name=v.definition.name, value=value,
-                                                        source=i8(int(source)))
-                        for value, source in v.synonyms
-                    ) if req.include_synonyms else (),
-                    config_type=i8(int(v.definition.type)),
-                    documentation=v.definition.doc if req.include_documentation else None,
-                )
-                for v in effective(image, resource)
-                if wanted is None or v.definition.name in wanted
-            ]
+        outcome: list[DescribedConfig] | ConfigFailure | None = check_resource(image, resource)
+        if outcome is None:
+            outcome = (_topic_configs(image, res.resource_name)
+                       if resource[0] == ConfigResourceType.TOPIC
+                       else _broker_configs(image, res.resource_name, node_id, static))
+        failure = outcome if isinstance(outcome, ConfigFailure) else None
+        # an empty key list asks for every key, as a null one does
+        wanted = set(res.configuration_keys or ())
+        entries = () if isinstance(outcome, ConfigFailure) else tuple(
+            _wire_entry(config, req) for config in outcome
+            if not wanted or config.name in wanted)
         results.append(describe.DescribeConfigsResult(
             error_code=_code(failure), error_message=_message(failure),
             resource_type=res.resource_type, resource_name=res.resource_name,
-            configs=tuple(entries),
+            configs=entries,
         ))
     return ControllerResult((), describe.DescribeConfigsResponse(
         throttle_time=NO_THROTTLE, results=tuple(results)))
@@ -162,7 +175,7 @@ def _apply_op(definition: ConfigDef | None, op: int, current: str | None,
             "APPEND and SUBTRACT only apply to list-type configurations")
     if value is None:
         return None, ConfigFailure(ErrorCode.invalid_config, "Null value for APPEND/SUBTRACT")
-    base = current if current is not None else definition.default
+    base = current if current is not None else definition.default or ""
     items = [item.strip() for item in base.split(",") if item.strip()]
     given = [item.strip() for item in value.split(",") if item.strip()]
     if op == AlterOp.APPEND:
@@ -190,6 +203,15 @@ def _duplicates(resources: Sequence[ConfigResource]) -> set[ConfigResource]:
     return dups
 
 
+def _unknown_key(resource: ConfigResource, key: str) -> ConfigFailure:
+    """A read-only broker key gets Kafka's DynamicBrokerConfig refusal (INVALID_REQUEST,
+    KAFKA-13609); a key nobody knows is INVALID_CONFIG."""
+    if resource[0] == ConfigResourceType.BROKER and key in BROKER_CONFIG_DEFS:
+        return ConfigFailure(ErrorCode.invalid_request,
+                             f"Cannot update these configs dynamically: Set({key})")
+    return ConfigFailure(ErrorCode.invalid_config, f"Unknown configuration '{key}'")
+
+
 def _alter(
     ctx: ControllerContext,
     resource: ConfigResource,
@@ -209,7 +231,11 @@ def _alter(
     new: dict[str, str | None] = {key: None for key in old} if replace_all else {}
     for key, op, value in changes:
         if key not in defs:
-            return [], ConfigFailure(ErrorCode.invalid_config, f"Unknown configuration '{key}'")
+            return [], _unknown_key(resource, key)
+        if resource == (ConfigResourceType.BROKER, "") and defs[key].update_mode == "per-broker":
+            return [], ConfigFailure(ErrorCode.invalid_request, "Cannot update these configs at "
+                                     f"default cluster level, broker id must be specified: "
+                                     f"Set({key})")
         if op == AlterOp.SET and value is None:
             return [], ConfigFailure(ErrorCode.invalid_config,
                                      f"Null value not supported for configuration '{key}'")

@@ -1,90 +1,21 @@
 """The topic and broker configuration keys the controller accepts, with their types,
 ranges and defaults, so bad values are refused before a ConfigRecord is written.
 
-A subset of Kafka's ``LogConfig`` and dynamic broker configs: the keys clients commonly
-set. Anything else is an unknown key (INVALID_CONFIG), as Kafka answers for a typo.
+Topics: a subset of Kafka's ``LogConfig``, the keys clients commonly set. Brokers: every
+key Kafka updates dynamically (:data:`~pykraft.config.broker_configs.DYNAMIC_BROKER_CONFIGS`).
+Anything else is an unknown key (INVALID_CONFIG), as Kafka answers for a typo.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import IntEnum
 
+from pykraft.config.broker_configs import BROKER_CONFIG_DEFS, DYNAMIC_BROKER_CONFIGS
+from pykraft.config.definitions import ConfigDef, ConfigSource, ConfigType
 from pykraft.image.configs import ConfigResourceType
 
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-class ConfigType(IntEnum):
-    """DescribeConfigs ``ConfigType`` wire values."""
-
-    BOOLEAN = 1
-    STRING = 2
-    INT = 3
-    SHORT = 4
-    LONG = 5
-    DOUBLE = 6
-    LIST = 7
-    CLASS = 8
-    PASSWORD = 9
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigDef:
-    name: str
-    type: ConfigType
-    default: str
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] | None = None
-    doc: str = ""
-
-    def problem(self, value: str) -> str | None:
-        """Why ``value`` is invalid for this key, or None when it is valid."""
-        if self.type is ConfigType.BOOLEAN:
-            if value.strip().lower() not in ("true", "false"):
-                return f"Invalid value {value} for configuration {self.name}: expected a boolean"
-            return None
-        if self.type is ConfigType.LIST:
-            items = [item.strip() for item in value.split(",") if item.strip()]
-            bad = [item for item in items if self.choices and item not in self.choices]
-            if bad:
-                return (f"Invalid value {value} for configuration {self.name}: "
-                        f"{bad[0]!r} is not one of {', '.join(self.choices or ())}")
-            return None
-        if self.type in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
-            if self.choices and value.strip() not in self.choices:
-                return (f"Invalid value {value} for configuration {self.name}: "
-                        f"String must be one of: {', '.join(self.choices)}")
-            return None
-        return self._number_problem(value)
-
-    def _number_problem(self, value: str) -> str | None:
-        number: float
-        try:
-            number = float(value) if self.type is ConfigType.DOUBLE else int(value.strip())
-        except ValueError:
-            return (f"Invalid value {value} for configuration {self.name}: "
-                    f"not a number of type {self.type.name}")
-        bounds = _INT64 if self.type is ConfigType.LONG else _INT32
-        low: float = bounds[0]
-        high: float = bounds[1]
-        if self.type is ConfigType.DOUBLE:
-            low, high = -math.inf, math.inf
-            if not math.isfinite(number):
-                return f"Invalid value {value} for configuration {self.name}: not finite"
-        if self.minimum is not None:
-            low = max(low, self.minimum)
-        if self.maximum is not None:
-            high = min(high, self.maximum)
-        if not low <= number <= high:
-            bound = f"at least {low}" if number < low else f"at most {high}"
-            return f"Invalid value {value} for configuration {self.name}: Value must be {bound}"
-        return None
-
+__all__ = ["BROKER_CONFIGS", "BROKER_CONFIG_DEFS", "TOPIC_CONFIGS", "ConfigDef", "ConfigSource",
+           "ConfigType", "definitions"]
 
 def _defs(*defs: ConfigDef) -> Mapping[str, ConfigDef]:
     return {d.name: d for d in defs}
@@ -120,21 +51,7 @@ TOPIC_CONFIGS = _defs(
     ConfigDef("follower.replication.throttled.replicas", ConfigType.LIST, ""),
 )
 
-BROKER_CONFIGS = _defs(
-    ConfigDef("background.threads", ConfigType.INT, "10", minimum=1),
-    ConfigDef("compression.type", ConfigType.STRING, "producer", choices=_COMPRESSION),
-    ConfigDef("log.cleaner.threads", ConfigType.INT, "1", minimum=0),
-    ConfigDef("log.retention.bytes", ConfigType.LONG, "-1"),
-    ConfigDef("log.retention.ms", ConfigType.LONG, _WEEK_MS, minimum=-1),
-    ConfigDef("log.segment.bytes", ConfigType.INT, "1073741824", minimum=14),
-    ConfigDef("max.connections", ConfigType.INT, str(2**31 - 1), minimum=0),
-    ConfigDef("message.max.bytes", ConfigType.INT, "1048588", minimum=0),
-    ConfigDef("min.insync.replicas", ConfigType.INT, "1", minimum=1),
-    ConfigDef("num.io.threads", ConfigType.INT, "8", minimum=1),
-    ConfigDef("num.network.threads", ConfigType.INT, "3", minimum=1),
-    ConfigDef("num.replica.fetchers", ConfigType.INT, "1", minimum=1),
-    ConfigDef("unclean.leader.election.enable", ConfigType.BOOLEAN, "false"),
-)
+BROKER_CONFIGS = DYNAMIC_BROKER_CONFIGS
 
 
 def definitions(resource_type: int) -> Mapping[str, ConfigDef] | None:

@@ -40,6 +40,8 @@ class ControllerConfig:
     # SharedServer), which is why a broker reads them here.
     max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS
     max_snapshot_interval_ms: int = DEFAULT_MAX_SNAPSHOT_INTERVAL_MS
+    # the static properties the node started from: DescribeConfigs' STATIC_BROKER_CONFIG
+    properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.session_timeout_ms < 1:

@@ -226,7 +226,9 @@ class QuorumController:
             self._ready.append((ticket, error_response(request, ErrorCode.not_controller)))
             return ticket
         if isinstance(request, DescribeConfigsRequest):  # a read: answered from committed state
-            described = config_control.describe_configs(self.committed_image, request)
+            described = config_control.describe_configs(
+                self.committed_image, request, node_id=self.config.node_id,
+                static=self.config.properties)
             self._ready.append((ticket, described.response))
             return ticket
         self._touch_session(request)

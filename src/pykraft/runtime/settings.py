@@ -149,7 +149,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             max_idle_interval_ms=config.get("metadata.max.idle.interval.ms"),
             max_bytes_between_snapshots=config.get(
                 "metadata.log.max.record.bytes.between.snapshots"),
-            max_snapshot_interval_ms=config.get("metadata.log.max.snapshot.interval.ms")),
+            max_snapshot_interval_ms=config.get("metadata.log.max.snapshot.interval.ms"),
+            properties=dict(config.raw)),
         roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
         bootstrap_servers=bootstrap_servers,
     )

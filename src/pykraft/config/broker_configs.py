@@ -1,0 +1,185 @@
+"""Broker configs as Kafka describes them: every ``KafkaConfig`` key with its value, source,
+synonyms, sensitivity, type and update mode (Kafka's ``ConfigHelper`` and
+``DynamicBrokerConfig``).
+
+A node's config has four layers, highest precedence first: dynamic configs of this node
+(ConfigRecords of BROKER ``"<id>"``), dynamic cluster defaults (BROKER ``""``), the static
+properties file the process started with, and Kafka's defaults. The keys and defaults are
+Kafka 3.9's (:mod:`pykraft.config.kafka_broker_table`) plus pykraft's own keys, the same
+table ``pykraft server`` checks its properties against, so what DescribeConfigs shows is
+what the process reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from pykraft.config.definitions import ConfigDef, ConfigSource, ConfigType
+from pykraft.config.kafka_broker_table import KAFKA_BROKER_CONFIGS, KAFKA_VERSION
+from pykraft.config.server import CONFIG_DEFS as SERVER_KEYS
+
+#: pykraft keys that Kafka 3.9 does not have (controller.quorum.auto.join.enable is Kafka
+#: 4.0's), with their types; defaults and docs come from :mod:`pykraft.config.server`.
+_PYKRAFT_KEY_TYPES: Mapping[str, ConfigType] = {
+    "controller.quorum.auto.join.enable": ConfigType.BOOLEAN,
+    "metrics.port": ConfigType.INT,
+    "metrics.host": ConfigType.STRING,
+    "pykraft.bench.append.enable": ConfigType.BOOLEAN,
+    "pykraft.shutdown.timeout.ms": ConfigType.INT,
+    "pykraft.event.loop": ConfigType.STRING,
+}
+_SERVER_KEYS = {d.key: d for d in SERVER_KEYS}
+_RANGE = re.compile(r"\[(-?[\d.]+),\.\.\.(?:,(-?[\d.]+))?\]")
+_LISTENER_OVERRIDE = re.compile(r"listener\.name\.[^.]*\.(.*)")
+#: Keys a listener override names as listener.name.<listener>.<mechanism>.<key> (Kafka's
+#: ListenerMechanismConfigs): their synonym is <key>, not <mechanism>.<key>.
+_MECHANISM_KEYS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+                   "sasl.server.callback.handler.class", "connections.max.reauth.ms")
+#: Keys of one setting in several units, highest precedence first (brokerConfigSynonyms).
+_UNIT_SYNONYMS = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+_FLUSH_SYNONYMS = ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+
+
+def _doc(name: str, mode: str) -> str:
+    """pykraft's own doc for a key it reads; for the rest, say plainly that it is only
+    accepted (Kafka's prose is not copied)."""
+    used = _SERVER_KEYS.get(name)
+    if used is not None:
+        return used.doc
+    return f"Kafka {KAFKA_VERSION} broker config ({mode}); accepted, not used by pykraft."
+
+
+def _checks(valid: str) -> tuple[float | None, float | None, tuple[str, ...] | None]:
+    """(minimum, maximum, choices) from Kafka's "Valid Values" text."""
+    bounds = _RANGE.fullmatch(valid)
+    if bounds:
+        low, high = bounds.groups()
+        return float(low), None if high is None else float(high), None
+    if valid:
+        return None, None, tuple(item.strip() for item in valid.strip("[]").split(","))
+    return None, None, None
+
+
+def _table() -> Iterator[ConfigDef]:
+    for name, type_name, default, mode, valid in KAFKA_BROKER_CONFIGS:
+        pykraft_default = _SERVER_KEYS[name].default if name in _SERVER_KEYS else None
+        minimum, maximum, choices = _checks(valid)
+        yield ConfigDef(name, ConfigType[type_name],
+                        # pykraft's "" means unset, as Kafka's null does
+                        pykraft_default if pykraft_default else default,
+                        minimum=minimum, maximum=maximum, choices=choices,
+                        doc=_doc(name, mode), update_mode=mode)
+    for name, config_type in _PYKRAFT_KEY_TYPES.items():
+        yield ConfigDef(name, config_type, _SERVER_KEYS[name].default or None,
+                        doc=_SERVER_KEYS[name].doc)
+
+
+#: Every broker key, by name.
+BROKER_CONFIG_DEFS: Mapping[str, ConfigDef] = {d.name: d for d in _table()}
+#: The keys Kafka lets IncrementalAlterConfigs change on a running broker.
+DYNAMIC_BROKER_CONFIGS: Mapping[str, ConfigDef] = {
+    name: d for name, d in BROKER_CONFIG_DEFS.items() if d.update_mode != "read-only"}
+_DEFAULTS = {name: d.default for name, d in BROKER_CONFIG_DEFS.items() if d.default is not None}
+
+
+def is_known(name: str) -> bool:
+    return name in BROKER_CONFIG_DEFS
+
+
+def synonyms(name: str) -> tuple[str, ...]:
+    """The keys that set the same thing as ``name``, highest precedence first (Kafka's
+    ``DynamicBrokerConfig.brokerConfigSynonyms`` with listener overrides)."""
+    if name == _FLUSH_SYNONYMS[0]:  # the scheduler interval is its default, not the reverse
+        return _FLUSH_SYNONYMS
+    group = next((g for g in _UNIT_SYNONYMS if name in g), None)
+    if group is not None:
+        return group
+    override = _LISTENER_OVERRIDE.fullmatch(name)
+    if override:
+        base = override.group(1)
+        return name, next((key for key in _MECHANISM_KEYS if base.endswith(key)), base)
+    return (name,)
+
+
+def definition(name: str) -> ConfigDef | None:
+    """The key's definition; a listener override takes its base key's (configType)."""
+    found = BROKER_CONFIG_DEFS.get(name)
+    if found is None and _LISTENER_OVERRIDE.fullmatch(name):
+        found = next((BROKER_CONFIG_DEFS[s] for s in synonyms(name) if s in BROKER_CONFIG_DEFS),
+                     None)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfigLayers:
+    """A node's config layers; see the module docstring."""
+
+    dynamic_broker: Mapping[str, str]
+    dynamic_default: Mapping[str, str]
+    static: Mapping[str, str]
+
+    def sources(self) -> tuple[tuple[Mapping[str, str], ConfigSource], ...]:
+        return ((self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (self.static, ConfigSource.STATIC_BROKER_CONFIG),
+                (_DEFAULTS, ConfigSource.DEFAULT_CONFIG))
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedConfig:
+    """One DescribeConfigs entry of a broker resource (value None = null)."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+    read_only: bool
+    sensitive: bool
+    config_type: ConfigType
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...]
+    documentation: str | None
+
+
+def describe_broker(layers: BrokerConfigLayers, *, per_broker: bool,
+                    keys: frozenset[str] | None = None) -> list[DescribedConfig]:
+    """The entries Kafka's ConfigHelper gives for BROKER ``"<this node>"`` (``per_broker``:
+    every known key plus every key set in a layer) or for BROKER ``""`` (only the dynamic
+    cluster defaults); ``keys`` narrows them (None = all). Synonyms are always filled in;
+    the caller drops them when the request did not ask."""
+    if per_broker:
+        names = set(BROKER_CONFIG_DEFS) | set(layers.static) | set(layers.dynamic_default)
+        names |= set(layers.dynamic_broker)
+    else:
+        names = set(layers.dynamic_default)
+    return [_entry(layers, name, per_broker=per_broker)
+            for name in sorted(names) if keys is None or name in keys]
+
+
+def _entry(layers: BrokerConfigLayers, name: str, *, per_broker: bool) -> DescribedConfig:
+    found = definition(name)
+    # A key Kafka does not know has no type, so it may be secret: its value is hidden.
+    sensitive = found is None or found.sensitive
+    chain = [(synonym, value, source)
+             for layer, source in layers.sources()
+             for synonym in synonyms(name) if (value := layer.get(synonym)) is not None]
+    # Kafka drops the synonyms ahead of the key itself (e.g. a listener override's base).
+    while chain and chain[0][0] != name:
+        chain.pop(0)
+    if not per_broker:
+        chain = [item for item in chain if item[2] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
+    # BROKER "" shows the cluster default itself, BROKER "<id>" the value in force
+    own = (next((value for layer, _ in layers.sources() if (value := layer.get(name)) is not None),
+                None) if per_broker else layers.dynamic_default.get(name))
+    return DescribedConfig(
+        name=name, value=None if sensitive else own,
+        source=chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG,
+        read_only=name not in DYNAMIC_BROKER_CONFIGS, sensitive=sensitive,
+        config_type=ConfigType.UNKNOWN if found is None else found.type,
+        synonyms=tuple((synonym, None if sensitive else value, source)
+                       for synonym, value, source in chain),
+        documentation=None if found is None else found.doc)

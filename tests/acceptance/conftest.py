@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from broker_harness import PROPERTIES, wait_for_brokers
+from java_admin import JavaAdmin, build_probe
 
 from pykraft.tools.cluster import LocalCluster
 
@@ -69,3 +70,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     finally:
         for node_id in made.nodes:
             made.kill(node_id)
+
+
+@pytest.fixture(scope="session")
+def java_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The pinned kafka-clients jar (and slf4j-api) plus the compiled AdminProbe."""
+    classpath: str = build_probe(tmp_path_factory.mktemp("java-probe"))
+    return classpath
+
+
+@pytest.fixture
+def java_admin(java_classpath: str, tmp_path: Path) -> Iterator[Callable[[str, str], JavaAdmin]]:
+    """Opens Java Admin clients (``bootstrap.servers`` or ``bootstrap.controllers``, and
+    their addresses); each is closed after the test."""
+    opened: list[JavaAdmin] = []
+
+    def open_admin(bootstrap_key: str, addresses: str) -> JavaAdmin:
+        admin = JavaAdmin(java_classpath, bootstrap_key, addresses,
+                          tmp_path / f"admin-probe-{len(opened)}.log")
+        opened.append(admin)
+        return admin
+
+    yield open_admin
+    for admin in opened:
+        admin.close()

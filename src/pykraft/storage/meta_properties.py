@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from pykraft.config.properties import parse_properties
 from pykraft.errors import ConfigError
-from pykraft.ids import InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.ids import InvalidUuidError, random_uuid, uuid_from_str, uuid_to_str
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
 from pykraft.storage.java_properties import store
@@ -111,6 +111,38 @@ def write_meta_properties(
 ) -> None:
     """Atomically write the file as Kafka does; ``clock`` gives the header's date."""
     atomic_write(path, store(meta.to_items(), clock()))
+
+
+def ensure_directory_ids(
+    directories: Iterable[Path],
+    *,
+    new_uuid: Callable[[], uuid.UUID] = random_uuid,
+    clock: Callable[[], datetime] = lambda: datetime.now().astimezone(),
+) -> dict[Path, MetaProperties]:
+    """Give every formatted directory a ``directory.id``, as Kafka does at start-up.
+
+    A directory formatted before KIP-858 has none, and without one its controller has no
+    replica directory id, so it could never join a dynamic quorum (KIP-853). Like Kafka's
+    ``MetaPropertiesEnsemble.Copier``, a missing id is a fresh random UUID that is neither
+    reserved nor used by another of the node's directories, and only the files that change
+    are rewritten (atomically, in Kafka's byte layout). Returns each directory's properties.
+    """
+    found = {d: read_meta_properties(d / META_PROPERTIES) for d in directories}
+    taken = {m.directory_id for m in found.values() if m.directory_id is not None}
+    for directory, meta in found.items():
+        if meta.directory_id is not None:
+            continue
+        candidate = new_uuid()
+        while is_reserved_directory_id(candidate) or candidate in taken:
+            candidate = new_uuid()
+        taken.add(candidate)
+        found[directory] = replace(meta, directory_id=candidate)
+        path = directory / META_PROPERTIES
+        try:
+            write_meta_properties(path, found[directory], clock=clock)
+        except OSError as exc:
+            raise StateFileError(path, f"cannot write: {exc.strerror or exc}") from None
+    return found
 
 
 def _required_node_id(props: dict[str, str], key: str, source: str) -> int:

@@ -8,6 +8,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.schema.vote.v2 import request as vote_req
 from raft_harness import Harness, data_batches, vote_partition
+from reconfig_helpers import bootstrapped_log, dir_id
 
 from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest
@@ -323,12 +324,15 @@ def vote_from(h: Harness, candidate: int, directory: uuid.UUID, epoch: int) -> b
 
 
 def test_the_vote_is_for_a_replica_key_and_survives_a_restart() -> None:
+    """At kraft.version 1 the stored vote keeps the directory id (quorum-state v1)."""
     first, second = uuid.UUID(int=11), uuid.UUID(int=12)
-    h = Harness(0, {0, 1, 2})
+    h = Harness(0, set(), log=bootstrapped_log(0, 1, 2), directory_id=dir_id(0),
+                bootstrap_servers=(1, 2))
     assert vote_from(h, 1, first, epoch=3)
     assert h.store.read() == ElectionState(3, None, 1, first)
     # a replica 1 with another directory (its disk was replaced) is not the one voted for
     assert not vote_from(h, 1, second, epoch=3)
-    restarted = Harness(0, {0, 1, 2}, stored=h.store.read())
+    restarted = Harness(0, set(), log=h.log, stored=h.store.read(), directory_id=dir_id(0),
+                        bootstrap_servers=(1, 2))
     assert not vote_from(restarted, 1, second, epoch=3)
     assert vote_from(restarted, 1, first, epoch=3)

@@ -7,7 +7,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18 import request as fetch_req
 from raft_harness import Harness, data_batches, partition_of
 
-from pykraft.errors import FatalRaftError, NotLeaderError
+from pykraft.errors import NotLeaderError
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
@@ -224,14 +224,18 @@ def test_follower_truncates_on_divergence() -> None:
     assert h.log.log_end_offset == 3
 
 
-def test_truncation_below_committed_data_is_fatal() -> None:
+def test_truncation_below_committed_data_is_refused_and_the_fetch_retried() -> None:
+    """Kafka stops on such an answer; a peer's word must not stop this node, nor make it
+    drop committed data."""
     h = follower()
     answer_fetch(h, high_watermark=4, records=data_batches(0, 2, 4))
     h.flush()
     (out,) = h.take_requests(rpc.FetchRequest)
-    with pytest.raises(FatalRaftError):
-        h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2,
-                                          diverging=OffsetAndEpoch(1, 2)))
+    h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2, diverging=OffsetAndEpoch(1, 2)))
+    assert h.log.log_end_offset == 4 and h.hwm() == 4
+    assert not h.take_requests(rpc.FetchRequest)
+    h.advance(h.config.retry_backoff_ms)
+    assert h.take_requests(rpc.FetchRequest)
 
 
 def test_corrupt_records_are_not_appended_and_the_fetch_is_retried() -> None:

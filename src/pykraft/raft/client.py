@@ -32,7 +32,6 @@ from kio.schema.errors import ErrorCode
 from pykraft import __version__
 from pykraft.errors import (
     CorruptRecordError,
-    FatalRaftError,
     NotLeaderError,
     RaftError,
     StorageError,
@@ -63,6 +62,7 @@ from pykraft.raft.leader import (
     leader_change_batch,
     voters_batch,
 )
+from pykraft.raft.limits import MAX_EPOCH, can_adopt_epoch
 from pykraft.raft.log import OffsetAndEpoch, RaftLog, is_valid_fetch_position, truncation_offset
 from pykraft.raft.quorum_store import ElectionState, QuorumStateStore
 from pykraft.raft.reconfig import (
@@ -154,8 +154,9 @@ class RaftClient:
         self._next_clean_ms = now_ms + SNAPSHOT_CLEAN_INTERVAL_MS
         self._load_control_state()
         self._persisted: ElectionState | None = store.read()
-        self.state: State = self._initial_state()
-        self._persist()
+        initial = self._initial_state()
+        self._persist(initial)
+        self.state: State = initial
         if (self.voters.is_only_voter(node_id) and self.is_voter
                 and not isinstance(self.state, Leader)):
             self._become_candidate()
@@ -250,6 +251,10 @@ class RaftClient:
             self._poll()
             return
         header = rpc.response_header(response)
+        if header.epoch is not None and not self._is_believable(header.leader_id, header.epoch):
+            self._retry_at[source] = now_ms + self.config.retry_backoff_ms
+            self._poll()
+            return
         before = self.state
         if not self._handle_common_response(header):
             self._dispatch_response(source, in_flight.request, response, header)
@@ -448,12 +453,6 @@ class RaftClient:
 
     def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
         offset = truncation_offset(self._log, diverging)
-        committed = max(self.high_watermark or 0, self._listener_next_offset)
-        if offset < committed:
-            raise FatalRaftError(
-                f"node {self.node_id}: leader asks to truncate to {offset}, below the committed "
-                f"offset {committed}"
-            )
         self._log.truncate_to(offset)
         self._control.truncate_new_entries(self._log.log_end_offset)
         self._requested_flush = min(self._requested_flush, self._log.log_end_offset)
@@ -489,16 +488,18 @@ class RaftClient:
                             self._now + self.config.fetch_timeout_ms)
         return Unattached(stored.epoch, stored_vote, deadline)
 
-    def _persist(self) -> None:
-        current = election_state(self.state, self.local_key)
+    def _persist(self, state: State) -> None:
+        """Write ``state`` before the replica acts in it: a state the store refuses (or
+        fails to write) is never entered."""
+        current = election_state(state, self.local_key)
         if current != self._persisted:
-            self._store.write(current)
+            self._store.write(current, self.kraft_version)
             self._persisted = current
 
     def _set_state(self, state: State) -> None:
+        self._persist(state)
         old = self.state
         self.state = state
-        self._persist()
         if isinstance(old, Follower) and old.download is not None:
             old.download.sink.abort()
         if isinstance(old, Leader) and not isinstance(state, Leader):
@@ -534,6 +535,11 @@ class RaftClient:
         self._maybe_win_election()
 
     def _become_candidate(self) -> None:
+        """Bump the epoch and campaign; at :data:`MAX_EPOCH` there is no next epoch, so the
+        replica stays in its epoch, unattached, and waits for another election timeout."""
+        if not can_adopt_epoch(self.epoch + 1):
+            self._become_unattached(self.epoch)
+            return
         retries = self.state.retries + 1 if isinstance(self.state, Prospective) else 1
         election = EpochElection(self.voters, granted={self.node_id})
         self._set_state(Candidate(self.epoch + 1, election, self._election_deadline(), retries))
@@ -586,26 +592,35 @@ class RaftClient:
         else:
             self._become_unattached(state.epoch)
 
+    def _foreign_leader(self, leader_id: int | None) -> int | None:
+        """The leader a peer names, except our own lost incarnation: never follow ourselves."""
+        if leader_id == self.node_id and not isinstance(self.state, Leader | Resigned):
+            return None
+        return leader_id
+
+    def _is_believable(self, leader_id: int | None, epoch: int) -> bool:
+        """Whether a peer's (leader, epoch) may be acted on: an epoch this replica can take
+        on (:mod:`~pykraft.raft.limits`), and no second leader for an epoch whose leader it
+        knows (Kafka's ``hasConsistentLeader``). Kafka stops on such a message; here the
+        message is refused instead, so no peer can stop this node."""
+        if epoch > self.epoch and not can_adopt_epoch(epoch):
+            return False
+        leader, known = self._foreign_leader(leader_id), self.state.leader_id
+        return epoch != self.epoch or leader is None or known is None or known == leader
+
     def _maybe_transition(self, leader_id: int | None, epoch: int | None) -> None:
-        """Adopt what a peer says about the quorum, if it is news."""
+        """Adopt what a peer says about the quorum, if it is news (callers checked that it
+        is believable)."""
         if epoch is None or epoch < self.epoch:
             return
-        if leader_id == self.node_id and not isinstance(self.state, Leader | Resigned):
-            leader_id = None  # our own lost incarnation: do not follow ourselves
+        leader_id = self._foreign_leader(leader_id)
         if epoch > self.epoch:
             if leader_id is not None:
                 self._become_follower(epoch, leader_id)
             else:
                 self._become_unattached(epoch)
-        elif leader_id is not None:
-            known = self.state.leader_id
-            if known is None:
-                self._become_follower(epoch, leader_id)
-            elif known != leader_id:
-                raise FatalRaftError(
-                    f"node {self.node_id}: epoch {epoch} has leader {known}, "
-                    f"a peer says {leader_id}"
-                )
+        elif leader_id is not None and self.state.leader_id is None:
+            self._become_follower(epoch, leader_id)
 
     # -- the poll loop ----------------------------------------------------------------
 
@@ -661,7 +676,8 @@ class RaftClient:
             if self.is_voter:
                 self._become_prospective()
             else:
-                self._become_unattached(state.epoch + 1)
+                bumped = state.epoch + 1
+                self._become_unattached(bumped if can_adopt_epoch(bumped) else state.epoch)
         else:
             request = rpc.end_quorum_request(self.cluster_id, self.node_id, state.epoch,
                                              state.preferred_successors)
@@ -827,10 +843,12 @@ class RaftClient:
         epoch, candidate = int(part.replica_epoch), int(part.replica_id)
         last_epoch, last_offset = int(part.last_offset_epoch), int(part.last_offset)
         too_new = last_epoch > epoch if part.pre_vote else last_epoch >= epoch
-        if candidate < 0 or last_offset < 0 or last_epoch < 0 or too_new:
+        if last_offset < 0 or last_epoch < 0 or too_new or epoch > MAX_EPOCH:
             return self._vote_error(ErrorCode.invalid_request)
         if epoch < self.epoch:
             return self._vote_error(ErrorCode.fenced_leader_epoch)
+        if candidate < 0:
+            return self._vote_error(ErrorCode.invalid_request)
         if epoch > self.epoch:
             self._become_unattached(epoch)
         if not self._is_addressed_to_me(request.voter_id, part.voter_directory_id):
@@ -845,8 +863,8 @@ class RaftClient:
                 self._set_state(Unattached(state.epoch, candidate_key,
                                            self._election_deadline()))
             elif isinstance(state, Prospective):
+                self._persist(dataclasses.replace(state, voted=candidate_key))
                 state.voted = candidate_key
-                self._persist()
         return rpc.vote_response(ErrorCode.none, self.state.leader_id, self.epoch, granted)
 
     def _is_addressed_to_me(self, voter_id: int, directory_id: uuid.UUID | None) -> bool:
@@ -855,6 +873,16 @@ class RaftClient:
             return False
         return directory_id in (None, ZERO_UUID) or self.directory_id is None or (
             directory_id == self.directory_id)
+
+    def _voter_only_error(self, leader_id: int, epoch: int) -> ErrorCode | None:
+        """Kafka's ``validateVoterOnlyRequest`` for BeginQuorumEpoch and EndQuorumEpoch
+        (fenced epoch, negative leader id), plus the refusal of a leader or epoch this
+        replica cannot believe (:meth:`_is_believable`)."""
+        if epoch < self.epoch:
+            return ErrorCode.fenced_leader_epoch
+        if leader_id < 0 or not self._is_believable(leader_id, epoch):
+            return ErrorCode.invalid_request
+        return None
 
     def _vote_error(self, error: ErrorCode) -> rpc.VoteResponse:
         return rpc.vote_response(error, self.state.leader_id, self.epoch, False)
@@ -871,13 +899,11 @@ class RaftClient:
         if not self._is_addressed_to_me(request.voter_id, part.voter_directory_id):
             return rpc.begin_quorum_response(ErrorCode.invalid_voter_key, self.state.leader_id,
                                              self.epoch)
-        if part.leader_epoch < self.epoch:
-            return rpc.begin_quorum_response(ErrorCode.fenced_leader_epoch,
-                                             self.state.leader_id, self.epoch)
-        if part.leader_id < 0:
-            return rpc.begin_quorum_response(ErrorCode.invalid_request, self.state.leader_id,
-                                             self.epoch)
-        self._maybe_transition(int(part.leader_id), int(part.leader_epoch))
+        leader, epoch = int(part.leader_id), int(part.leader_epoch)
+        error = self._voter_only_error(leader, epoch)
+        if error is not None:
+            return rpc.begin_quorum_response(error, self.state.leader_id, self.epoch)
+        self._maybe_transition(leader, epoch)
         return rpc.begin_quorum_response(ErrorCode.none, self.state.leader_id, self.epoch)
 
     def _handle_end_quorum_request(
@@ -889,11 +915,11 @@ class RaftClient:
         part = rpc.end_quorum_partition(request)
         if isinstance(part, ErrorCode):
             return rpc.end_quorum_response(part, self.state.leader_id, self.epoch)
-        if part.leader_epoch < self.epoch:
-            return rpc.end_quorum_response(ErrorCode.fenced_leader_epoch,
-                                           self.state.leader_id, self.epoch)
-        leader = int(part.leader_id)
-        self._maybe_transition(leader if leader >= 0 else None, int(part.leader_epoch))
+        leader, epoch = int(part.leader_id), int(part.leader_epoch)
+        error = self._voter_only_error(leader, epoch)
+        if error is not None:
+            return rpc.end_quorum_response(error, self.state.leader_id, self.epoch)
+        self._maybe_transition(leader, epoch)
         state = self.state
         if isinstance(state, Follower) and state.leader_id == leader:
             successors = [int(c.candidate_id) for c in part.preferred_candidates]
@@ -1053,8 +1079,15 @@ class RaftClient:
             self._start_download(state, OffsetAndEpoch(int(part.snapshot_id.end_offset),
                                                        int(part.snapshot_id.epoch)))
         elif part.diverging_epoch.epoch >= 0 and part.diverging_epoch.end_offset >= 0:
-            self._truncate_diverging(OffsetAndEpoch(int(part.diverging_epoch.end_offset),
-                                                    int(part.diverging_epoch.epoch)))
+            diverging = OffsetAndEpoch(int(part.diverging_epoch.end_offset),
+                                       int(part.diverging_epoch.epoch))
+            if truncation_offset(self._log, diverging) < max(self.high_watermark or 0,
+                                                             self._listener_next_offset):
+                # committed data is never dropped: Kafka stops here, this replica refuses
+                # the answer and asks again
+                self._retry_at[source] = self._now + self.config.retry_backoff_ms
+                return
+            self._truncate_diverging(diverging)
         elif part.records:
             try:
                 first = next(iter_batches(bytes(part.records), verify_crc=True))

@@ -1,9 +1,11 @@
 """The core's election-state store as Kafka's ``quorum-state`` file.
 
-Static quorums (kraft.version 0) use data version 0, which also records the voter ids, the
-same bytes Kafka 3.x writes. Writes go through :func:`write_quorum_state` (tmp file, fsync,
-rename, fsync dir) and are synchronous by the store's contract: a vote must be durable before
-the response that grants it leaves. They happen only on election events, so blocking the loop
+As Kafka's ``FileQuorumStateStore``, the data version follows the kraft.version given with
+each write: version 0 (static quorums; it also records the voter ids, the same bytes Kafka
+3.x writes) below kraft.version 1, version 1 (with ``votedDirectoryId``, without voters)
+from it on. Writes go through :func:`write_quorum_state` (tmp file, fsync, rename, fsync
+dir) and are synchronous by the store's contract: a vote must be durable before the
+response that grants it leaves. They happen only on election events, so blocking the loop
 for them is cheap.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pykraft.ids import ZERO_UUID
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.quorum_store import ElectionState, check_storable
 from pykraft.storage.quorum_state import (
     NO_ID,
     QUORUM_STATE,
@@ -42,11 +44,14 @@ class FileQuorumStateStore:
             ),
         )
 
-    def write(self, state: ElectionState) -> None:
+    def write(self, state: ElectionState, kraft_version: int = 0) -> None:
+        check_storable(state)
+        v1 = kraft_version >= 1
         write_quorum_state(self.path, QuorumStateData(
             leader_id=NO_ID if state.leader_id is None else state.leader_id,
             leader_epoch=state.epoch,
             voted_id=NO_ID if state.voted_id is None else state.voted_id,
+            voted_directory_id=(state.voted_directory_id or ZERO_UUID) if v1 else ZERO_UUID,
             current_voters=self._voters,
-            data_version=0,
+            data_version=1 if v1 else 0,
         ))

@@ -39,6 +39,7 @@ from pykraft.sim.trace import describe
 
 ClientFactory = Callable[..., RaftClient]
 ADMIN = -100  # routing token of the administrator sending voter changes
+HOSTILE = -200  # routing token of injected hostile requests (their answers are dropped)
 T = TypeVar("T")
 SNAPSHOT_EVERY = 10  # committed data records between snapshots (Kafka's simulation: 10)
 LISTENER = "CONTROLLER"
@@ -121,6 +122,9 @@ class Cluster:
         self._next_value = 0
         self._reply_to: dict[tuple[int, int, int], int] = {}
         self.invariants: list[Callable[[Cluster], None]] = []
+        self.garblers: dict[int, Callable[[RaftResponse], RaftResponse]] = {}
+        """Responses a (hostile) node sends pass through its garbler, if it has one."""
+        self.injected = 0
 
     # -- node lifecycle ---------------------------------------------------------------
 
@@ -267,6 +271,17 @@ class Cluster:
         self.queue.schedule(self.queue.now_ms + 1, f"admin->{target} {type(request).__name__}",
                             deliver)
         return correlation
+    def inject(self, target: int, request: RaftRequest) -> None:
+        """Hand ``request`` to a live ``target`` now, as if a peer had sent it; the answer
+        goes nowhere (the hostile-voter fault forges requests in a real voter's name)."""
+        if not self.is_alive(target):
+            return
+        self.injected += 1
+        correlation = self.injected
+        self._log(f"hostile->{target} {describe(request)}")
+        self.call(target, lambda client, now: client.handle_request(now, HOSTILE, correlation,
+                                                                     request))
+
     # -- driving ----------------------------------------------------------------------
 
     def schedule_appends(self, every_ms: int = 50) -> None:
@@ -424,6 +439,9 @@ class Cluster:
             return
         if incarnation is None or self.network.is_blocked(source, destination):
             return
+        garble = self.garblers.get(source)
+        if garble is not None:
+            response = garble(response)
         delay = self.network.delay_ms(source, destination)
         dst_node = self.nodes[destination]
         if delay is None:

@@ -12,8 +12,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pykraft.raft.rpc import RaftResponse
 from pykraft.sim import membership
 from pykraft.sim.cluster import Cluster
+from pykraft.sim.hostile import RESPONSE_HEADER_FIELDS, random_malformation, request_templates
 from pykraft.sim.invariants import (
     Invariant,
     MonotonicHighWatermark,
@@ -132,6 +134,39 @@ def stable_leadership(cluster: Cluster, rng: random.Random) -> None:
     cluster.run_for(2 * cluster.config.fetch_timeout_ms)
 
 
+HOSTILE_EVERY_MS = 20
+
+
+def hostile_voter(cluster: Cluster, rng: random.Random) -> None:
+    """One voter's messages turn malformed: every HOSTILE_EVERY_MS each other live node
+    gets a request forged in its name with a malformed value in one integer field, and a
+    third of its answers carry one in their leader id or epoch. The quorum keeps committing,
+    through the leader's failure too (a node stopping would raise out of the run)."""
+    leader = elect(cluster)
+    hostile = rng.choice(sorted(cluster.voter_ids))
+
+    def garble(response: RaftResponse) -> RaftResponse:
+        if rng.random() < 1 / 3:
+            return random_malformation(response, rng, RESPONSE_HEADER_FIELDS)
+        return response
+    cluster.garblers[hostile] = garble
+
+    def attack() -> None:
+        for target in sorted(cluster.nodes):
+            client = cluster.nodes[target].client
+            if target != hostile and client is not None:
+                template = rng.choice(request_templates(hostile, client))
+                cluster.inject(target, random_malformation(template, rng))
+        cluster.queue.schedule(cluster.queue.now_ms + HOSTILE_EVERY_MS, "hostile", attack)
+    cluster.queue.schedule(cluster.queue.now_ms + HOSTILE_EVERY_MS, "hostile", attack)
+    progress(cluster, what=f"progress while voter {hostile} is hostile")
+    if leader != hostile:
+        cluster.kill(leader)
+        new_leader(cluster, leader, "leader after the old one was killed, under hostility")
+        cluster.start(leader)
+    progress(cluster, what="every node commits under hostility")
+
+
 def _loss_invariants() -> list[Invariant]:
     return [SingleLeader(), MonotonicHighWatermark()]
 
@@ -191,4 +226,6 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              _voters(3, 5, 1), membership.static_upgrade, kip853=False),
     Scenario("voter-moves", "a voter restarts on a new port; the voter set follows",
              _voters(3, 5, 1), membership.voter_moves, kip853=True),
+    Scenario("hostile-voter", "one voter sends malformed requests and garbled answers",
+             _voters(3, 5, 1), hostile_voter),
 )}

@@ -48,7 +48,15 @@ FRESH_STATE = QuorumStateData(leader_epoch=0)
 
 
 def encode_quorum_state(state: QuorumStateData) -> bytes:
-    """The exact bytes Kafka writes for ``state`` (field order as in ``QuorumStateData``)."""
+    """The exact bytes Kafka writes for ``state`` (field order as in ``QuorumStateData``);
+    a :class:`StorageError` for a state :func:`decode_quorum_state` would refuse to read."""
+    ints = {"leaderId": state.leader_id, "leaderEpoch": state.leader_epoch,
+            "votedId": state.voted_id, "appliedOffset": state.applied_offset}
+    for key, value in ints.items():
+        bounds = _INT64 if key == "appliedOffset" else _INT32
+        if not bounds[0] <= value <= bounds[1]:
+            raise StorageError(f"refusing to write quorum state field {key!r} = {value}: "
+                               f"expected an integer in {bounds[0]}..{bounds[1]}")
     fields: dict[str, Any]
     if state.data_version == 0:
         voters = (

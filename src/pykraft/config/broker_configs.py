@@ -12,8 +12,9 @@ what the process reads.
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pykraft.config.definitions import ConfigDef, ConfigSource, ConfigType
@@ -67,12 +68,12 @@ def _checks(valid: str) -> tuple[float | None, float | None, tuple[str, ...] | N
 
 
 def _table() -> Iterator[ConfigDef]:
-    for name, type_name, default, mode, valid in KAFKA_BROKER_CONFIGS:
-        pykraft_default = _SERVER_KEYS[name].default if name in _SERVER_KEYS else None
+    for name, type_name, kafka_default, mode, valid in KAFKA_BROKER_CONFIGS:
+        default = kafka_default
+        if name in _SERVER_KEYS:  # the default pykraft applies; its "" means unset
+            default = _SERVER_KEYS[name].default or (None if kafka_default else kafka_default)
         minimum, maximum, choices = _checks(valid)
-        yield ConfigDef(name, ConfigType[type_name],
-                        # pykraft's "" means unset, as Kafka's null does
-                        pykraft_default if pykraft_default else default,
+        yield ConfigDef(name, ConfigType[type_name], default,
                         minimum=minimum, maximum=maximum, choices=choices,
                         doc=_doc(name, mode), update_mode=mode)
     for name, config_type in _PYKRAFT_KEY_TYPES.items():
@@ -88,8 +89,42 @@ DYNAMIC_BROKER_CONFIGS: Mapping[str, ConfigDef] = {
 _DEFAULTS = {name: d.default for name, d in BROKER_CONFIG_DEFS.items() if d.default is not None}
 
 
+#: Kafka 3.9's internal keys (``defineInternal``): known, so accepted silently, but Kafka's
+#: DescribeConfigs leaves them out, and so does pykraft.
+_INTERNAL_KEYS = frozenset({
+    "group.consumer.migration.policy", "group.coordinator.new.enable", "group.share.enable",
+    "log.initial.task.delay.ms", "metadata.log.segment.min.bytes",
+    "producer.id.expiration.check.interval.ms", "remote.log.manager.task.retry.backoff.max.ms",
+    "remote.log.manager.task.retry.backoff.ms", "remote.log.manager.task.retry.jitter",
+    "server.max.startup.time.ms", "unclean.leader.election.interval.ms",
+    "unstable.api.versions.enable", "unstable.feature.versions.enable",
+    "zookeeper.metadata.migration.min.batch.size",
+})
+#: Prefixes whose keys Kafka passes on without knowing them: per-listener overrides, config
+#: providers, and the remote storage plugins' own configs.
+_FREE_PREFIXES = ("listener.name.", "config.providers.", "rsm.config.", "rlmm.config.",
+                  "remote.log.metadata.")
+
+
 def is_known(name: str) -> bool:
-    return name in BROKER_CONFIG_DEFS
+    return (name in BROKER_CONFIG_DEFS or name in _INTERNAL_KEYS
+            or name.startswith(_FREE_PREFIXES))
+
+
+def unknown_key_warnings(names: Iterable[str]) -> list[str]:
+    """Kafka's warning for each supplied key it does not know (AbstractConfig: "The
+    configuration 'x' was supplied but isn't a known config."), naming the closest known
+    key, so a typo does not pass unnoticed while the node still starts, as Kafka's does."""
+    warnings = []
+    for name in sorted(names):
+        if is_known(name):
+            continue
+        text = f"The configuration '{name}' was supplied but isn't a known config."
+        close = difflib.get_close_matches(name, BROKER_CONFIG_DEFS, n=1)
+        if close:
+            text += f" Did you mean '{close[0]}'?"
+        warnings.append(text)
+    return warnings
 
 
 def synonyms(name: str) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pykraft.config.broker_configs import unknown_key_warnings
 from pykraft.config.server import Endpoint, ServerConfig, VoterSpec
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
@@ -68,6 +69,8 @@ class NodeSettings:
     bootstrap_servers: tuple[tuple[str, int], ...] = ()
     """``controller.quorum.bootstrap.servers`` of a dynamic quorum, in order: the core
     addresses entry ``i`` as destination ``-(i + 1)`` (see :func:`bootstrap_destination`)."""
+    config_warnings: tuple[str, ...] = ()
+    """Kafka's warning for each supplied key it does not know: logged once logging is up."""
 
     @property
     def is_controller(self) -> bool:
@@ -153,6 +156,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             properties=dict(config.raw)),
         roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
         bootstrap_servers=bootstrap_servers,
+        config_warnings=tuple(unknown_key_warnings(config.raw)),
     )
 
 

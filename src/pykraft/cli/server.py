@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +11,7 @@ import typer
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError, PyKraftError, StorageError
+from pykraft.storage.meta_properties import ensure_directory_ids
 from pykraft.storage.refusal import refusal_line
 
 
@@ -38,7 +40,10 @@ def server(
     from pykraft.runtime.settings import load_settings
 
     try:
-        settings = load_settings(ServerConfig.load(config, _parse_overrides(override or [])))
+        server_config = ServerConfig.load(config, _parse_overrides(override or []))
+        settings = load_settings(server_config)  # checks the directories before any write
+        ids = ensure_directory_ids(server_config.all_log_dirs)
+        settings = replace(settings, directory_id=ids[server_config.metadata_log_dir].directory_id)
         configure_logging(settings.node_id, log_level)
         for warning in settings.config_warnings:  # unknown keys: Kafka warns, and starts
             logging.getLogger("pykraft.config").warning(warning)

@@ -158,14 +158,22 @@ async def _ask_controller(address: Address, deadline: float) -> ActiveController
 
 
 async def active_controller(bootstrap: Sequence[Address], deadline: float) -> ActiveController:
-    """The active controller as the first answering bootstrap controller knows it."""
+    """The active controller as the first answering bootstrap controller knows it.
+
+    When every bootstrap controller refuses the connection nothing listens there: that is a
+    definite answer (:class:`RefusedError`), not a reason to retry until the deadline."""
     errors = []
+    refused = []
     for address in bootstrap:
         try:
             return await _ask_controller(address, deadline)
+        except ConnectionRefusedError:
+            refused.append(f"Connection to {address[0]}:{address[1]} refused")
         except (*CONNECTION_ERRORS, QuorumToolError) as exc:
             errors.append(f"{address[0]}:{address[1]}: {exc}")
-    raise QuorumToolError("; ".join(errors))
+    if refused and not errors:
+        raise RefusedError("; ".join(refused))
+    raise QuorumToolError("; ".join(errors + refused))
 
 
 async def retrying(what: str, attempt: Callable[[float], Awaitable[Any]],

@@ -3,6 +3,7 @@ controller 1 formatted standalone and the others as joining controllers, new nod
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,38 @@ def test_a_static_cluster_keeps_its_voter_list_and_takes_no_new_controller(
     assert "controller.quorum.bootstrap.servers" not in props
     with pytest.raises(ClusterError, match="only a dynamic quorum"):
         cluster.add_controller_node()
+
+
+def test_a_stopped_cluster_reopens_only_with_the_options_it_was_made_with(
+    tmp_path: Path,
+) -> None:
+    made = LocalCluster.create(tmp_path / "c", 2, {"x.y": "1"})
+    again = LocalCluster.reopen(tmp_path / "c", 2, {"x.y": "1"})
+    assert (again.cluster_id, again.nodes) == (made.cluster_id, made.nodes)
+    for controllers, properties, dynamic in ((3, {"x.y": "1"}, False), (2, {}, False),
+                                             (2, {"x.y": "1"}, True)):
+        with pytest.raises(ClusterError, match=r"holds a static cluster of 2 controllers and "
+                                               r"0 brokers .*pykraft cluster delete"):
+            LocalCluster.reopen(tmp_path / "c", controllers, properties, dynamic=dynamic)
+
+
+def test_a_recorded_pid_that_is_no_server_is_neither_running_nor_signalled(
+    tmp_path: Path,
+) -> None:
+    """After a reboot the PID in cluster.json may belong to anyone (here: this test)."""
+    made = LocalCluster.create(tmp_path / "c", 1)
+    made.pids[1] = os.getpid()
+    made.save()
+    loaded = LocalCluster.load(tmp_path / "c")
+    assert loaded.running() == []
+    assert LocalCluster.reopen(tmp_path / "c", 1).cluster_id == made.cluster_id
+    assert loaded.stop_all() == {1: None}  # and this process is still alive to assert it
+
+
+def test_delete_removes_the_cluster_and_its_data_but_nothing_else(tmp_path: Path) -> None:
+    cluster = LocalCluster.create(tmp_path / "c", 2)
+    (tmp_path / "c" / "notes.txt").write_text("mine")
+    cluster.delete()
+    assert [p.name for p in (tmp_path / "c").iterdir()] == ["notes.txt"]
+    LocalCluster.create(tmp_path / "d", 1).delete()
+    assert not (tmp_path / "d").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 from typing import Annotated
@@ -12,8 +13,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
-from pykraft.tools.cluster import ClusterError, LocalCluster
+from pykraft.tools.cluster import STATE_FILE, ClusterError, LocalCluster
 
 cluster_app = typer.Typer(help="Run a local KRaft controller quorum.", no_args_is_help=True)
 
@@ -22,13 +24,14 @@ _REFRESH_S = 1.0
 
 
 def _status_table(cluster: LocalCluster) -> Table:
-    from pykraft.tools.quorum_tool import describe_quorum, parse_host_port
+    from pykraft.tools.quorum_tool import describe_quorum, parse_bootstrap
 
     table = Table(title=f"pykraft cluster {cluster.cluster_id} ({cluster.base})")
     for column in ("node", "process", "role", "log end offset", "lag", "last fetch"):
         table.add_column(column)
     try:
-        info = asyncio.run(describe_quorum(parse_host_port(cluster.bootstrap), timeout_s=1.0))
+        info = asyncio.run(describe_quorum(*parse_bootstrap(cluster.bootstrap_controllers),
+                                           timeout_s=1.0))
     except PyKraftError as exc:
         table.caption = f"no leader yet ({exc})"
         info = None
@@ -69,25 +72,31 @@ def up(
         bool, typer.Option("--dynamic", help="A dynamic quorum (KIP-853): controller 1 "
                                              "standalone, the others added as voters.")
     ] = False,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Delete the stopped cluster in --dir (its data "
+                                           "too) and make a new one.")
+    ] = False,
 ) -> None:
-    """Format and start a quorum on 127.0.0.1 and show its status until Ctrl-C."""
+    """Start the quorum on 127.0.0.1 and show its status until Ctrl-C.
+
+    A new --dir is formatted first; a stopped cluster there restarts on its data."""
     properties = {"pykraft.bench.append.enable": "true"} if bench else {}
+    restarted = (directory / STATE_FILE).exists() and not fresh
     try:
-        cluster = LocalCluster.create(directory, controllers, properties, brokers,
-                                      dynamic=dynamic)
+        cluster = _cluster_to_start(directory, controllers, properties, brokers,
+                                    dynamic=dynamic, fresh=fresh)
     except (PyKraftError, OSError) as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise fail(str(exc)) from None
     try:
         cluster.start_all()
         for line in cluster.add_voters() if dynamic else []:
             typer.echo(line)
     except (PyKraftError, OSError) as exc:
-        typer.echo(f"Error: {exc}", err=True)
         cluster.stop_all()  # no half-started cluster left behind
-        raise typer.Exit(1) from None
-    typer.echo(f"Started {controllers} controllers and {brokers} brokers; bootstrap "
-               f"controller {cluster.bootstrap}"
+        raise fail(str(exc)) from None
+    typer.echo(f"{'Restarted' if restarted else 'Started'} {controllers} controllers and "
+               f"{brokers} brokers of cluster {cluster.cluster_id}; bootstrap controllers "
+               f"{cluster.bootstrap_controllers}"
                + (f"; bootstrap servers {cluster.bootstrap_servers}" if brokers else "")
                + f"; logs in {directory}/node-*/server.log")
     if detach:
@@ -100,17 +109,48 @@ def up(
                 live.update(_status_table(cluster))
     except KeyboardInterrupt:
         pass
+    # A second Ctrl-C must not abandon the nodes half-stopped (the stop is bounded anyway).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     codes = cluster.stop_all()
-    typer.echo(f"Stopped: {', '.join(f'node {n} exit {c}' for n, c in codes.items())}")
+    typer.echo(f"Stopped: {', '.join(f'node {n} exit {c}' for n, c in codes.items())}. "
+               f"Its data stays in {directory}: `pykraft cluster up` restarts it.")
+
+
+def _cluster_to_start(directory: Path, controllers: int, properties: dict[str, str],
+                      brokers: int, *, dynamic: bool, fresh: bool) -> LocalCluster:
+    """A new cluster, or the stopped one already in ``directory``."""
+    if not (directory / STATE_FILE).exists():
+        return LocalCluster.create(directory, controllers, properties, brokers,
+                                   dynamic=dynamic)
+    if fresh:
+        existing = LocalCluster.load(directory)
+        if existing.running():
+            raise ClusterError(f"the cluster in {directory} is running; stop it with "
+                               f"`pykraft cluster down --dir {directory}` first")
+        existing.delete()
+        return LocalCluster.create(directory, controllers, properties, brokers,
+                                   dynamic=dynamic)
+    return LocalCluster.reopen(directory, controllers, properties, brokers, dynamic=dynamic)
 
 
 @cluster_app.command("down")
 def down(directory: DirOption = Path("data/cluster")) -> None:
-    """Stop a cluster started with ``up --detach`` (SIGTERM, bounded wait, SIGKILL)."""
+    """Stop the cluster's processes (SIGTERM, bounded wait, SIGKILL); its data stays."""
     try:
         cluster = LocalCluster.load(directory)
     except ClusterError as exc:
-        typer.echo(f"Error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise fail(str(exc)) from None
     cluster.stop_all()
-    typer.echo(f"Stopped the cluster in {directory}")
+    typer.echo(f"Stopped the cluster in {directory}; `pykraft cluster up` restarts it, "
+               "`pykraft cluster delete` removes it.")
+
+
+@cluster_app.command("delete")
+def delete(directory: DirOption = Path("data/cluster")) -> None:
+    """Stop the cluster if it runs and remove its files, data included."""
+    try:
+        cluster = LocalCluster.load(directory)
+    except ClusterError as exc:
+        raise fail(str(exc)) from None
+    cluster.delete()
+    typer.echo(f"Deleted the cluster in {directory}")

@@ -4,7 +4,9 @@
 ``server.properties`` per node (controllers 1..N; brokers, if any, get ids from 1000 and a
 PLAINTEXT listener) under the cluster directory, formats each node, starts the processes
 with their stderr in ``node-<id>/server.log``, and records cluster id, ports and PIDs in
-``cluster.json`` so a later ``cluster down`` can stop a detached cluster by PID.
+``cluster.json`` so a later ``cluster down`` can stop a detached cluster by PID. A stopped
+cluster restarts from its directories (as Kafka's data outlives its processes);
+:meth:`LocalCluster.delete` removes it.
 
 A static cluster lists every controller in ``controller.quorum.voters`` (kraft.version 0).
 A dynamic one (KIP-853) gives every node ``controller.quorum.bootstrap.servers`` instead;
@@ -18,6 +20,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +37,7 @@ from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 STATE_FILE = "cluster.json"
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 10.0
+LISTEN_TIMEOUT_S = 30.0
 FIRST_BROKER_ID = 1000
 CONTROLLER = "controller"
 BROKER = "broker"
@@ -173,6 +177,36 @@ class LocalCluster:
         return node
 
     @classmethod
+    def reopen(cls, base: Path, controllers: int, properties: dict[str, str] | None = None,
+               brokers: int = 0, *, dynamic: bool = False) -> LocalCluster:
+        """The stopped cluster in ``base``, to start again on its data, ports and ids; a
+        ClusterError while its processes run or if it was made with other options."""
+        cluster = cls.load(base)
+        running = cluster.running()
+        if running:
+            pids = ", ".join(f"node {n} pid {cluster.pids[n]}" for n in running)
+            raise ClusterError(f"the cluster in {base} is running ({pids}); stop it with "
+                               f"`pykraft cluster down --dir {base}`")
+        made = (len(cluster.controllers), len(cluster.brokers), cluster.dynamic,
+                cluster.properties)
+        if made != (controllers, brokers, dynamic, dict(properties or {})):
+            raise ClusterError(
+                f"{base} holds a {'dynamic' if made[2] else 'static'} cluster of {made[0]} "
+                f"controllers and {made[1]} brokers with properties {made[3]}; restart it "
+                "with the options it was made with, or remove it first with "
+                f"`pykraft cluster delete --dir {base}`")
+        return cluster
+
+    def delete(self) -> None:
+        """Stop what runs, then remove the cluster's files (its nodes' data included)."""
+        self.stop_all()
+        for node in self.nodes.values():
+            shutil.rmtree(node.directory, ignore_errors=True)
+        (self.base / STATE_FILE).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.base.rmdir()  # only when nothing else lives there
+
+    @classmethod
     def load(cls, base: Path) -> LocalCluster:
         try:
             state = json.loads((base / STATE_FILE).read_text())
@@ -206,6 +240,11 @@ class LocalCluster:
         return next(iter(self.nodes.values())).address
 
     @property
+    def bootstrap_controllers(self) -> str:
+        """Every controller's address (``--bootstrap-controller`` that survives a crash)."""
+        return ",".join(self.nodes[n].address for n in self.controllers)
+
+    @property
     def controllers(self) -> list[int]:
         return [n for n, files in self.nodes.items() if files.role == CONTROLLER]
 
@@ -235,8 +274,27 @@ class LocalCluster:
         return child
 
     def start_all(self) -> None:
+        """Start every node; return once every controller accepts connections (a tool run
+        right away would otherwise meet a refused connection, which it takes as final)."""
         for node_id in self.nodes:
             self.start(node_id)
+        self.wait_listening(self.controllers)
+
+    def wait_listening(self, node_ids: list[int], timeout_s: float = LISTEN_TIMEOUT_S) -> None:
+        """Until each node accepts TCP connections; a ClusterError if one exits first."""
+        deadline = time.monotonic() + timeout_s
+        for node_id in node_ids:
+            node = self.nodes[node_id]
+            while not _accepts(node.port):
+                if not self.is_running(node_id):
+                    raise ClusterError(f"node {node_id} exited during startup; see {node.log}")
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"node {node_id} does not listen on {node.address} "
+                                       f"after {timeout_s:.0f} s; see {node.log}")
+                time.sleep(0.05)  # another process: polling is the only way to see it bind
+
+    def running(self) -> list[int]:
+        return [n for n in self.nodes if self.is_running(n)]
 
     def is_running(self, node_id: int) -> bool:
         child = self._children.get(node_id)
@@ -288,19 +346,23 @@ class LocalCluster:
         return {node_id: self.stop(node_id, timeout_s) for node_id in self.nodes}
 
     def add_voters(self, timeout_s: float = 60.0) -> list[str]:
-        """``add-controller`` for every controller but the standalone first one, in turn
-        (one voter change at a time); returns Kafka's ``Added controller ...`` lines."""
+        """``add-controller`` for every controller that is not a voter yet (all but the
+        standalone first one, unless this is a restart), in turn (one voter change at a
+        time); returns Kafka's ``Added controller ...`` lines."""
         from pykraft.config.properties import load_properties
         from pykraft.tools.quorum_tool import (
             add_controller,
             added_message,
             controller_identity,
-            parse_host_port,
+            describe_quorum,
+            parse_bootstrap,
         )
 
-        bootstrap = [parse_host_port(self.nodes[n].address) for n in self.controllers]
+        bootstrap = parse_bootstrap(self.bootstrap_controllers)
+        info = asyncio.run(describe_quorum(*bootstrap, timeout_s=timeout_s))
+        voters = {v.replica_id for v in info.voters}
         lines = []
-        for node_id in sorted(self.controllers)[1:]:
+        for node_id in sorted(set(self.controllers) - voters):
             identity = controller_identity(load_properties(self.nodes[node_id].config))
             asyncio.run(add_controller(bootstrap, identity, timeout_s=timeout_s))
             lines.append(added_message(identity, dry_run=False))
@@ -313,11 +375,25 @@ class LocalCluster:
         return None if child is None else child.returncode
 
 
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection((HOST, port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` still is one of our servers: after a reboot or a long pause the PID
+    in cluster.json may belong to an unrelated process, which must not be signalled."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        return False  # not ours
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True  # no /proc: trust the PID
+    return b"pykraft" in command and b"server" in command

@@ -3,6 +3,10 @@
 Kafka exposes them over JMX as ``kafka.server:type=raft-metrics`` attributes such as
 ``current-leader``; the usual JMX-exporter spelling of those is used here
 (``kafka_server_raft_metrics_current_leader``), so dashboards built for Kafka find them.
+KIP-853's ``IsObserver`` and ``IgnoredStaticVoters`` are ``kafka.controller:type=
+KafkaController`` metrics, spelled ``kafka_controller_kafkacontroller_isobserver`` etc.
+As in Kafka, ``number-of-observers`` and ``uncommitted-voter-change`` exist on the leader
+only, and the controller metrics on controllers only.
 Averages, maxima and rates are over a sliding window, like Kafka's sampled stats. The
 loop thread updates plain attributes; the scrape thread only reads them.
 """
@@ -19,6 +23,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
 PREFIX = "kafka_server_raft_metrics_"
+#: ``kafka.controller:type=KafkaController`` (Kafka's ControllerMetadataMetrics), controllers only.
+CONTROLLER_PREFIX = "kafka_controller_kafkacontroller_"
 WINDOW_S = 30.0
 STATES = ("unattached", "prospective", "candidate", "leader", "follower", "resigned")
 
@@ -70,6 +76,13 @@ class RaftGauges:
     log_end_offset: int = 0
     log_end_epoch: int = 0
     committed_records: int = 0
+    number_of_voters: int = 0
+    # KIP-853: leader-only in Kafka (None elsewhere: not exported)
+    number_of_observers: int | None = None
+    uncommitted_voter_change: bool | None = None
+    # KIP-853: controllers only (None on a broker-only node: not exported)
+    is_observer: bool | None = None
+    ignored_static_voters: bool | None = None
 
 
 class RaftMetrics:
@@ -103,9 +116,24 @@ class RaftMetrics:
             "fetch_records_rate": (self.fetch_records.rate(), "Records fetched as follower/s"),
             "poll_idle_ratio_avg": (self.poll_idle_ratio(), "Share of time the loop is idle"),
             "committed_records": (g.committed_records, "Committed data records (counter SM)"),
+            "number_of_voters": (g.number_of_voters, "Voters of the metadata partition"),
         }
         for name, (value, doc) in plain.items():
             yield GaugeMetricFamily(PREFIX + name, doc, value=value)
+        optional = {
+            PREFIX + "number_of_observers": (
+                g.number_of_observers, "Observers the leader is tracking (leader only)"),
+            PREFIX + "uncommitted_voter_change": (
+                g.uncommitted_voter_change, "1 if a voter change is not committed yet"),
+            CONTROLLER_PREFIX + "isobserver": (
+                g.is_observer, "1 if this controller is not a voter (an observer)"),
+            CONTROLLER_PREFIX + "ignoredstaticvoters": (
+                g.ignored_static_voters,
+                "1 if controller.quorum.voters is set but the voters come from the log"),
+        }
+        for full_name, (maybe, doc) in optional.items():
+            if maybe is not None:
+                yield GaugeMetricFamily(full_name, doc, value=float(maybe))
         state = GaugeMetricFamily(PREFIX + "current_state", "Current raft state (1 = current)",
                                   labels=["state"])
         for name in STATES:

@@ -37,6 +37,7 @@ from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest, RaftListener
 from pykraft.raft.client import RaftClient
 from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.states import Leader
 from pykraft.runtime.disk_log import DiskRaftLog
 from pykraft.runtime.event_loop import running_loop_name
 from pykraft.runtime.flusher import GroupCommitFlusher
@@ -346,12 +347,31 @@ class RaftNode:
         hwm = core.high_watermark
         gauges.high_watermark = -1 if hwm is None else hwm
         gauges.committed_records = self.machine.records
+        self._observe_membership(hwm)
         for latency in self.machine.take_commit_latencies():
             self.metrics.commit_latency_ms.record(latency)
         if state != self._last_state:
             self._on_state_change(state)
         if core.shutdown_complete and not self._shutdown_done.is_set():
             self._shutdown_done.set()
+
+    def _observe_membership(self, high_watermark: int | None) -> None:
+        """KIP-853's gauges: voters everywhere; observers and an uncommitted voter change on
+        the leader; whether a controller is an observer, or ignores its static voters."""
+        core = self.core
+        gauges = self.metrics.gauges
+        gauges.number_of_voters = len(core.voters)
+        state = core.state
+        if isinstance(state, Leader):
+            gauges.number_of_observers = len(state.progress.active_observers(self._clock()))
+            changed_at = core.control_state.last_voter_set_offset
+            gauges.uncommitted_voter_change = changed_at is not None and (
+                high_watermark is None or changed_at >= high_watermark)
+        else:
+            gauges.number_of_observers = gauges.uncommitted_voter_change = None
+        if self.settings.is_controller:
+            gauges.is_observer = not core.is_voter
+            gauges.ignored_static_voters = bool(self.settings.voters) and core.kraft_version > 0
 
     def _on_state_change(self, state: tuple[str, int, int | None]) -> None:
         name, epoch, leader = state

@@ -61,7 +61,8 @@ def wait_metrics(port: int, expected: dict[str, float]) -> Samples:
                                   for name, value in expected.items()):
             return None
         return samples
-    return wait_for(f"metrics {expected} on port {port}", probe)
+    found: Samples = wait_for(f"metrics {expected} on port {port}", probe)
+    return found
 
 
 def test_static_quorum_exports_voters_and_raft_metrics(started: Callable[..., tuple[

@@ -71,11 +71,12 @@ def _topic(image: MetadataImage, topic: TopicImage) -> Any:
         topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
 
 
-def _missing(name: str | None, topic_id: uuid.UUID | None) -> Any:
+def topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) -> Any:
+    """A Metadata topic answered with an error only (unknown, or the request failed)."""
     return md.MetadataResponseTopic(
-        error_code=ErrorCode.unknown_topic_or_partition,
-        name=None if name is None else TopicName(name), topic_id=topic_id or ZERO_UUID,
-        is_internal=False, partitions=(), topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
+        error_code=code, name=None if name is None else TopicName(name),
+        topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=(),
+        topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
 
 
 def metadata_response(image: MetadataImage, request: Any, *, version: int, self_id: int,
@@ -95,7 +96,8 @@ def metadata_response(image: MetadataImage, request: Any, *, version: int, self_
             found = by_id or (topics_image.by_name.get(wanted.name)
                               if wanted.name is not None else None)
             answered.append(_topic(image, found) if found is not None
-                            else _missing(wanted.name, wanted.topic_id))
+                            else topic_error(wanted.name, wanted.topic_id,
+                                              ErrorCode.unknown_topic_or_partition))
         topics = tuple(answered)
     brokers = tuple(
         md.MetadataResponseBroker(node_id=BrokerId(b.broker_id), host=host, port=i32(port),

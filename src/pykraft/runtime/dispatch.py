@@ -3,8 +3,10 @@
 Kafka's rules for what cannot be served: an ApiVersions request of a version we lack gets
 the KIP-511 v0 reply with UNSUPPORTED_VERSION; any other API or version this listener does
 not serve, and any frame that does not parse, closes the connection (Kafka's SocketServer
-does the same: "api key ... which is not enabled"). KRaft RPCs are converted to the latest
-version for the core and the answer back to the version the caller spoke.
+does the same: "api key ... which is not enabled"). A request whose handling fails gets
+UNKNOWN_SERVER_ERROR in its API's response, as Kafka's request handler answers it. KRaft
+RPCs are converted to the latest version for the core and the answer back to the version
+the caller spoke.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
 )
+from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_version
 from pykraft.runtime.logs import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
@@ -89,6 +92,8 @@ class Dispatcher:
     """Turns one request frame into one response frame for a :class:`RaftNode`, and, with
     a :class:`ControllerService`, for the controller state machine on it."""
 
+    listener = Listener.CONTROLLER
+
     def __init__(self, node: RaftNode, controller: ControllerService | None = None) -> None:
         self._node = node
         self._settings = node.settings
@@ -108,7 +113,7 @@ class Dispatcher:
             request = decode_request(frame)
         except UnsupportedVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
-                return encode_unsupported_version_reply(exc.correlation_id, Listener.CONTROLLER)
+                return encode_unsupported_version_reply(exc.correlation_id, self.listener)
             raise CloseConnection(str(exc)) from None
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
@@ -117,6 +122,27 @@ class Dispatcher:
         if api_key == ApiKey.API_VERSIONS:
             return encode_response(correlation_id, api_key, request.api_version,
                                    self._api_versions(request.api_version))
+        try:
+            return await self._route(request, peer)
+        except CloseConnection:
+            raise
+        except Exception:  # Kafka's handleError: answer in the API's response, stay open
+            log.exception("request_failed", extra={"fields": {
+                "api_key": api_key, "api_version": request.api_version, "peer": peer}})
+            return self._failed(request)
+
+    def _failed(self, request: RequestFrame) -> bytes:
+        """UNKNOWN_SERVER_ERROR in the API's own response, as Kafka answers a request whose
+        handler threw (its message is null for that error)."""
+        answer = error_answer(request.api_key, request.body, ErrorCode.unknown_server_error)
+        try:
+            return self._encode(request, answer)
+        except Exception as exc:  # nothing is left to answer with
+            raise CloseConnection(f"cannot encode an error response: {exc}") from None
+
+    async def _route(self, request: RequestFrame, peer: str) -> bytes:
+        """The encoded answer to a decoded request this listener serves."""
+        api_key = request.api_key
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return self._encode(request, self._describe_cluster(request.body))
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:

@@ -1,0 +1,32 @@
+"""error_answer() gives every API, at every version we accept, a response that encodes and
+carries the error where that version has room for it (top level, or each named part)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from pykraft.controller.responses import error_codes
+from pykraft.protocol.apis import all_versions
+from pykraft.protocol.codec import decode_response, encode_response, request_type, response_type
+from pykraft.protocol.convert import convert, default_value
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.error_answer import error_answer
+
+
+def empty_request(api_key: int, version: int) -> Any:
+    cls = request_type(api_key, version)
+    return cls(**{f.name: default_value(f) for f in dataclasses.fields(cls)})
+
+
+@pytest.mark.parametrize(("api_key", "version"), all_versions(),
+                         ids=[f"{key.name}-v{v}" for key, v in all_versions()])
+def test_every_api_version_gets_an_encodable_error_answer(api_key: int, version: int) -> None:
+    answer = error_answer(api_key, empty_request(api_key, version), ErrorCode.not_controller)
+    wire = convert(answer, response_type(api_key, version))
+    body = decode_response(api_key, version, encode_response(1, api_key, version, wire)).body
+    assert set(error_codes(body)) <= {ErrorCode.not_controller}
+    if hasattr(wire, "error_code"):
+        assert body.error_code == ErrorCode.not_controller

@@ -157,6 +157,12 @@ class Harness:
             epoch = out.request.topics[0].partitions[0].replica_epoch
             self.respond(out, rpc.vote_response(ErrorCode.none, None, epoch, granted))
 
+    def run_elections(self, rounds: int = 30) -> None:
+        """Let timers fire and grant every vote asked for, so the node campaigns if it can."""
+        for _ in range(rounds):
+            self.advance_to_next_tick()
+            self.grant_all_votes()
+
     def make_leader(self) -> None:
         """Time out, win the pre-vote and the vote."""
         self.advance_to_next_tick()

@@ -21,13 +21,6 @@ from pykraft.raft.states import Candidate, Follower, Leader, Unattached
 EMPTY = OffsetAndEpoch(0, 0)
 
 
-def run_elections(h: Harness, rounds: int = 30) -> None:
-    """Let timers fire and grant every vote asked for, so the node campaigns if it can."""
-    for _ in range(rounds):
-        h.advance_to_next_tick()
-        h.grant_all_votes()
-
-
 def sent_epochs(h: Harness) -> set[int]:
     return {int(p.replica_epoch) for _dst, p in h.take_votes()}
 
@@ -45,7 +38,7 @@ def test_a_voter_at_the_largest_epoch_it_may_hold_stays_put() -> None:
     h = Harness(0, {0, 1, 2})
     answer = vote_partition(h.vote(1, MAX_EPOCH, last=EMPTY))
     assert answer.error_code == ErrorCode.none and answer.vote_granted
-    run_elections(h)
+    h.run_elections()
     assert h.client.epoch == MAX_EPOCH and isinstance(h.state(), Unattached)
     assert sent_epochs(h) <= {MAX_EPOCH}
     assert h.store.read() == ElectionState(MAX_EPOCH, None, 1)
@@ -55,14 +48,14 @@ def test_a_voter_at_the_largest_epoch_it_may_hold_stays_put() -> None:
 def test_a_candidate_restarted_at_the_top_epoch_does_not_bump(epoch: int) -> None:
     h = Harness(0, {0, 1, 2}, stored=ElectionState(epoch, voted_id=0))
     assert isinstance(h.state(), Candidate)
-    run_elections(h)
+    h.run_elections()
     assert h.client.epoch == epoch
     assert h.store.read() == ElectionState(epoch, None, 0)
 
 
 def test_a_single_voter_at_the_top_epoch_waits_without_spinning() -> None:
     h = Harness(0, {0}, stored=ElectionState(MAX_EPOCH))
-    run_elections(h)
+    h.run_elections()
     assert h.client.epoch == MAX_EPOCH and not isinstance(h.state(), Leader)
     assert h.last_ready.next_tick_ms > h.now
 
@@ -103,7 +96,7 @@ def test_a_response_naming_the_largest_int32_epoch_is_ignored() -> None:
     (fetch,) = h.take_requests(rpc.FetchRequest)
     h.respond(fetch, rpc.fetch_response(ErrorCode.fenced_leader_epoch, 2, INT32_MAX))
     assert h.client.epoch == 2 and h.store.read() == ElectionState(2, leader_id=1)
-    run_elections(h)
+    h.run_elections()
     assert h.client.epoch < MAX_EPOCH
 
 

@@ -26,7 +26,6 @@ from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.quorum_store import ElectionState
 from pykraft.runtime.quorum_store import FileQuorumStateStore
 from pykraft.sim.hostile import mutations, request_templates
-from test_raft_boundaries import run_elections
 
 
 def _leader() -> Harness:
@@ -138,7 +137,7 @@ def check_alive_and_readable(h: Harness, store: FileQuorumStateStore) -> None:
 def test_boundary_values_in_every_field_of_every_rpc(tmp_path: Path) -> None:
     counts: Counter[str] = Counter()
     store = FileQuorumStateStore(tmp_path, frozenset({0, 1, 2}))
-    for role, make in ROLES.items():
+    for make in ROLES.values():
         probe = make()
         templates = live_requests(probe) + request_templates(1, probe.client)
         for index, template in enumerate(templates):
@@ -156,7 +155,7 @@ def test_boundary_values_in_every_field_of_every_rpc(tmp_path: Path) -> None:
                     counts["requests refused"] += 1
                     if rpc.response_header(answers[0]).error == ErrorCode.invalid_request:
                         counts["requests refused as INVALID_REQUEST"] += 1
-                run_elections(h, rounds=8)
+                h.run_elections(rounds=8)
                 check_alive_and_readable(h, store)
                 counts["nodes alive after a request"] += 1
         for out in probe.requests:
@@ -169,7 +168,7 @@ def test_boundary_values_in_every_field_of_every_rpc(tmp_path: Path) -> None:
                 target = h.requests[position]
                 h.respond(target, response)
                 counts["responses sent"] += 1
-                run_elections(h, rounds=8)
+                h.run_elections(rounds=8)
                 check_alive_and_readable(h, store)
                 counts["nodes alive after a response"] += 1
     print("\nboundary fuzz:", ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))

@@ -22,3 +22,17 @@ def test_release_names() -> None:
         parse_release_version("9.9")
     with pytest.raises(ConfigError, match="older than the minimum"):
         parse_release_version("3.0-IV1")
+
+
+def test_features_epoch_is_the_offset_of_the_image_that_changed_them() -> None:
+    """A controller's ApiVersions finalized_features_epoch (Kafka's FeaturesPublisher)."""
+    from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
+    from pykraft.records.metadata import FeatureLevelRecord, NoOpRecord
+
+    delta = MetadataDelta(MetadataImage())
+    delta.replay(FeatureLevelRecord(name="metadata.version", feature_level=21))
+    first = delta.apply(Provenance(4, 1, 0))
+    assert first.features.epoch == 4
+    later = MetadataDelta(first)
+    later.replay(NoOpRecord())
+    assert later.apply(Provenance(9, 1, 0)).features.epoch == 4

@@ -102,3 +102,22 @@ def test_negotiate_picks_highest_common_version() -> None:
 def test_negotiate_with_ourselves_is_our_maximum() -> None:
     ranges = listener_ranges(Listener.CONTROLLER)
     assert negotiate(ranges, ranges) == {key: high for key, (_, high) in ranges.items()}
+
+
+def test_node_features_names_what_pykraft_implements_and_the_finalized_levels() -> None:
+    from pykraft.protocol.api_versions import node_features
+
+    fields = node_features({"metadata.version": 21}, 1, 57)
+    body = api_versions_response(Listener.BROKER, 4, **fields)
+    assert sorted((f.name, f.min_version, f.max_version) for f in body.supported_features) == [
+        ("kraft.version", 0, 1), ("metadata.version", 7, 29)]
+    assert sorted((f.name, f.min_version_level, f.max_version_level)
+                  for f in body.finalized_features) == [
+        ("kraft.version", 1, 1), ("metadata.version", 21, 21)]
+    assert body.finalized_features_epoch == 57
+    # kraft.version 0 is not finalized (Kafka lists no level-0 feature), and v3 leaves out
+    # supported features whose minimum is 0 (KAFKA-17492)
+    static = api_versions_response(Listener.BROKER, 3, **node_features(
+        {"metadata.version": 21}, 0, 5))
+    assert [f.name for f in static.finalized_features] == ["metadata.version"]
+    assert [f.name for f in static.supported_features] == ["metadata.version"]

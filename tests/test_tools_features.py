@@ -22,16 +22,16 @@ def test_parse_feature() -> None:
             parse_feature(bad)
 
 
-def test_describe_line_names_metadata_versions_by_release() -> None:
-    assert describe_line(FeatureLevels("kraft.version", 0, 1, 0)) == (
+def test_describe_line_is_kafka_feature_commands() -> None:
+    assert describe_line(FeatureLevels("metadata.version", 7, 29, 21, 12)) == (
+        "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: "
+        "4.2-IV1\tFinalizedVersionLevel: 3.9-IV0\tEpoch: 12")
+    assert describe_line(FeatureLevels("kraft.version", 0, 1, 0, 12)) == (
         "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
-        "FinalizedVersionLevel: 0\tEpoch: -1")
-    line = describe_line(FeatureLevels("metadata.version", 7, 21, 21))
-    assert "SupportedMinVersion: 3.3-IV3" in line and "FinalizedVersionLevel: 3.9-IV0" in line
-    assert "FinalizedVersionLevel: -" in describe_line(FeatureLevels("group.version", 0, 1,
-                                                                     None))
-    assert "SupportedMaxVersion: 999" in describe_line(FeatureLevels("metadata.version", 7,
-                                                                     999, None))
+        "FinalizedVersionLevel: 0\tEpoch: 12")
+    # no epoch from the node: "-"; a level this release does not know: "UNKNOWN <level>"
+    assert describe_line(FeatureLevels("metadata.version", 7, 999, 0)).endswith(
+        "SupportedMaxVersion: UNKNOWN 999\tFinalizedVersionLevel: UNKNOWN 0\tEpoch: -")
 
 
 def test_upgraded_line() -> None:

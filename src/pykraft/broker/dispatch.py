@@ -26,7 +26,7 @@ from pykraft.broker.responses import describe_cluster_response, metadata_respons
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, UnsupportedVersionError
-from pykraft.protocol.api_versions import api_versions_response
+from pykraft.protocol.api_versions import api_versions_response, node_features
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame
 from pykraft.protocol.convert import convert
@@ -109,6 +109,9 @@ class BrokerDispatcher(Dispatcher):
 
     def _api_versions(self, version: int) -> Any:
         """The same fixed set on every broker, so a client may talk to any of them."""
-        body = api_versions_response(Listener.BROKER, version)
+        image = self._metadata.image  # Kafka's broker: its image's offset is the epoch
+        body = api_versions_response(Listener.BROKER, version, **node_features(
+            image.features.finalized, self._node.core.kraft_version,
+            image.provenance.last_offset))
         served = tuple(k for k in body.api_keys if k.api_key in BROKER_SERVED)
         return dataclasses.replace(body, api_keys=served)

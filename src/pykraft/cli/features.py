@@ -55,7 +55,8 @@ def describe(
     if as_json:
         typer.echo(json.dumps([
             {"feature": f.name, "supportedMinVersion": f.supported_min,
-             "supportedMaxVersion": f.supported_max, "finalizedVersionLevel": f.finalized}
+             "supportedMaxVersion": f.supported_max, "finalizedVersionLevel": f.finalized,
+             "epoch": f.epoch}
             for f in features], indent=2))
     else:
         typer.echo("\n".join(features_tool.describe_line(f) for f in features))

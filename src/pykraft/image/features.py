@@ -13,6 +13,9 @@ from pykraft.records.metadata import FeatureLevelRecord
 @dataclass(frozen=True, slots=True)
 class FeaturesImage:
     finalized: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    epoch: int = dataclasses.field(default=-1, compare=False)
+    """The last offset of the image that last changed them: ApiVersions'
+    finalized_features_epoch on a controller (Kafka's FeaturesPublisher)."""
 
     @property
     def metadata_version(self) -> int | None:
@@ -35,5 +38,5 @@ class FeaturesDelta:
         else:
             self._finalized[record.name] = record.feature_level
 
-    def apply(self) -> FeaturesImage:
-        return FeaturesImage(dict(self._finalized))
+    def apply(self, epoch: int = -1) -> FeaturesImage:
+        return FeaturesImage(dict(self._finalized), epoch)

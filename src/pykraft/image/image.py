@@ -168,11 +168,13 @@ class MetadataDelta:
 
     def apply(self, provenance: Provenance | None = None) -> MetadataImage:
         image = self.image
+        provenance = image.provenance if provenance is None else provenance
         return MetadataImage(
-            features=image.features if self._features is None else self._features.apply(),
+            features=(image.features if self._features is None
+                      else self._features.apply(provenance.last_offset)),
             cluster=image.cluster if self._cluster is None else self._cluster.apply(),
             topics=image.topics if self._topics is None else self._topics.apply(),
             configs=image.configs if self._configs is None else self._configs.apply(),
             producer_ids=self._producer_ids or image.producer_ids,
-            provenance=image.provenance if provenance is None else provenance,
+            provenance=provenance,
         )

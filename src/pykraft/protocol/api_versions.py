@@ -11,13 +11,21 @@ import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 from kio.index import load_payload_module
 from kio.static.constants import EntityType
 
+from pykraft.features import (
+    KRAFT_VERSION_FEATURE,
+    METADATA_VERSION_FEATURE,
+    METADATA_VERSIONS,
+    MINIMUM_METADATA_VERSION,
+)
 from pykraft.protocol.apis import ApiKey, Listener, specs_for_listener
 from pykraft.protocol.codec import Body, encode_response
 from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS
 
 #: Per api key, the inclusive (min, max) version range.
 VersionRanges = Mapping[int, tuple[int, int]]
@@ -35,6 +43,27 @@ class FeatureRange:
     name: str
     min_version: int
     max_version: int
+
+
+def node_features(finalized: Mapping[str, int], kraft_version: int,
+                  epoch: int) -> dict[str, Any]:
+    """ApiVersions' feature fields as a Kafka node fills them: the features this software
+    implements (metadata.version and kraft.version only: pykraft has no group or transaction
+    coordinator to back group.version or transaction.version), the levels finalized in the
+    metadata log plus the kraft.version in force, and the epoch of those levels."""
+    supported = (
+        FeatureRange(KRAFT_VERSION_FEATURE, SUPPORTED_KRAFT_VERSIONS.min_supported_version,
+                     SUPPORTED_KRAFT_VERSIONS.max_supported_version),
+        FeatureRange(METADATA_VERSION_FEATURE, MINIMUM_METADATA_VERSION.level,
+                     METADATA_VERSIONS[-1].level),
+    )
+    levels = {**finalized, KRAFT_VERSION_FEATURE: kraft_version}
+    return {
+        "supported_features": supported,
+        "finalized_features": tuple(FeatureRange(name, level, level)
+                                    for name, level in sorted(levels.items())),
+        "finalized_features_epoch": epoch,
+    }
 
 
 def listener_ranges(listener: Listener) -> dict[int, tuple[int, int]]:
@@ -80,6 +109,7 @@ def api_versions_response(
                 min_version_level=feature.min_version,
             )
             for feature in finalized_features
+            if feature.max_version != 0  # Kafka lists no feature finalized at level 0
         )
     return schema.ApiVersionsResponse(**fields)
 

@@ -29,10 +29,11 @@ from pykraft.errors import (
     ProtocolError,
     UnsupportedVersionError,
 )
+from pykraft.image.features import FeaturesImage
 from pykraft.protocol.api_versions import (
-    FeatureRange,
     api_versions_response,
     encode_unsupported_version_reply,
+    node_features,
 )
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
@@ -41,7 +42,6 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.protocol.wire import Reader
 from pykraft.raft import rpc
-from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS
 from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.bench_api import (
     BENCH_APPEND_API_KEY,
@@ -173,14 +173,10 @@ class Dispatcher:
         close the connection for. Like Kafka's controller, it names the kraft.version range
         this software supports and the level finalized in the log: a leader adding this
         node as a voter reads them first."""
-        core = self._node.core
-        body = api_versions_response(
-            Listener.CONTROLLER, version,
-            supported_features=(FeatureRange(rpc.KRAFT_VERSION_FEATURE,
-                                             SUPPORTED_KRAFT_VERSIONS.min_supported_version,
-                                             SUPPORTED_KRAFT_VERSIONS.max_supported_version),),
-            finalized_features=(FeatureRange(rpc.KRAFT_VERSION_FEATURE, core.kraft_version,
-                                             core.kraft_version),))
+        features = (self._controller.controller.committed_image.features
+                    if self._controller is not None else FeaturesImage())
+        body = api_versions_response(Listener.CONTROLLER, version, **node_features(
+            features.finalized, self._node.core.kraft_version, features.epoch))
         served = tuple(k for k in body.api_keys if k.api_key in self._served)
         return dataclasses.replace(body, api_keys=served)
 

@@ -38,10 +38,14 @@ class FeatureUpdateError(RefusedError):
 
 @dataclass(frozen=True, slots=True)
 class FeatureLevels:
+    """One supported feature as ApiVersions names it; a feature not finalized is level 0,
+    and an epoch below 0 means the node gave none (Kafka prints ``-``)."""
+
     name: str
     supported_min: int
     supported_max: int
-    finalized: int | None
+    finalized: int
+    epoch: int = -1
 
 
 def parse_feature(text: str) -> tuple[str, int]:
@@ -53,23 +57,23 @@ def parse_feature(text: str) -> tuple[str, int]:
 
 
 def _level_text(name: str, level: int) -> str:
-    """metadata.version levels print as Kafka's release names (3.9-IV0)."""
-    if name == METADATA_VERSION_FEATURE and level > 0:
+    """metadata.version levels print as Kafka's release names (3.9-IV0); one this release
+    does not know prints as Kafka's FeatureCommand does (``UNKNOWN <level>``)."""
+    if name == METADATA_VERSION_FEATURE:
         try:
             return metadata_version_for_level(level).name
-        except ConfigError:  # a level this release does not know prints as a number
-            return str(level)
+        except ConfigError:
+            return f"UNKNOWN {level}"
     return str(level)
 
 
 def describe_line(feature: FeatureLevels) -> str:
-    """Kafka's ``describe`` line (tab-separated fields)."""
-    finalized = "-" if feature.finalized is None else _level_text(feature.name,
-                                                                  feature.finalized)
+    """Kafka's FeatureCommand ``describe`` line (tab-separated fields)."""
+    epoch = str(feature.epoch) if feature.epoch >= 0 else "-"
     return (f"Feature: {feature.name}\tSupportedMinVersion: "
             f"{_level_text(feature.name, feature.supported_min)}\tSupportedMaxVersion: "
             f"{_level_text(feature.name, feature.supported_max)}\tFinalizedVersionLevel: "
-            f"{finalized}\tEpoch: -1")
+            f"{_level_text(feature.name, feature.finalized)}\tEpoch: {epoch}")
 
 
 def upgraded_line(name: str, level: int, *, dry_run: bool) -> str:
@@ -86,8 +90,9 @@ async def describe_features(bootstrap: Sequence[Address], *,
         if answer.error_code != ErrorCode.none:
             raise QuorumToolError(f"ApiVersions failed: {error_name(answer.error_code)}")
         finalized = {f.name: int(f.max_version_level) for f in answer.finalized_features}
+        epoch = int(answer.finalized_features_epoch)
         return sorted((FeatureLevels(f.name, int(f.min_version), int(f.max_version),
-                                     finalized.get(f.name))
+                                     finalized.get(f.name, 0), epoch)
                        for f in answer.supported_features), key=lambda f: f.name)
     features: list[FeatureLevels] = await retrying("describe the features", attempt, timeout_s)
     return features

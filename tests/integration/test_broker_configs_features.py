@@ -1,0 +1,150 @@
+"""A real controller and broker: DescribeConfigs of the broker (every version we advertise),
+Kafka's warning for an unknown key, and the features ApiVersions and ``features describe``
+report."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.describe_configs.v4.request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kio.static.primitive import i8
+
+from pykraft.errors import PyKraftError
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.client import ClientConnection
+from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.quorum_tool import parse_host_port
+
+sys.path.insert(0, str(Path(__file__).parent))
+from process_harness import wait_for
+
+TYPO = "contoller.quorum.election.timeout.ms"
+PROPERTIES = {"pykraft.shutdown.timeout.ms": "3000", "log.retention.hours": "1", TYPO: "1500"}
+BROKER = 4
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    made = LocalCluster.create(tmp_path_factory.mktemp("configs") / "c", 1, PROPERTIES,
+                               brokers=1)
+    made.start_all()
+    yield made
+    for node_id in made.nodes:
+        made.kill(node_id)
+
+
+def call(cluster: LocalCluster, node_id: int, body: Any, version: int | None = None) -> Any:
+    """``body`` sent at ``version`` (default: the highest both sides speak)."""
+    kind = Listener.BROKER if node_id in cluster.brokers else Listener.CONTROLLER
+
+    async def run() -> Any:
+        host, port = parse_host_port(cluster.nodes[node_id].address)
+        conn = await asyncio.wait_for(ClientConnection.open(
+            host, port, client_id="test", ours=listener_ranges(kind)), 10)
+        try:
+            if version is not None:
+                conn.versions[ApiKey(body.__api_key__)] = version
+            return await asyncio.wait_for(conn.request(body), 10)
+        finally:
+            conn.close()
+    return asyncio.run(run())
+
+
+def try_call(cluster: LocalCluster, node_id: int, body: Any) -> Any | None:
+    """The answer, or None while the node is not up yet."""
+    try:
+        return call(cluster, node_id, body)
+    except (OSError, PyKraftError, TimeoutError):
+        return None
+
+
+def describe_broker(cluster: LocalCluster, broker: int, version: int) -> dict[str, Any]:
+    answer = call(cluster, broker, DescribeConfigsRequest(resources=(DescribeConfigsResource(
+        resource_type=i8(BROKER), resource_name=str(broker), configuration_keys=None),),
+        include_synonyms=True, include_documentation=True), version)
+    assert answer.results[0].error_code == ErrorCode.none
+    return {c.name: c for c in answer.results[0].configs}
+
+
+def test_broker_describes_its_static_and_dynamic_configs(cluster: LocalCluster) -> None:
+    broker = cluster.brokers[0]
+    request = IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
+        resource_type=i8(BROKER), resource_name=str(broker),
+        configs=(AlterableConfig(name="log.retention.ms", config_operation=i8(0),
+                                 value="5000"),)),), validate_only=False)
+
+    def altered() -> bool | None:
+        answer = try_call(cluster, broker, request)
+        return (answer is not None and answer.responses[0].error_code == ErrorCode.none) or None
+    wait_for("the broker to take the dynamic config", altered)
+
+    def dynamic_seen() -> dict[str, Any] | None:
+        entries = describe_broker(cluster, broker, 4)
+        return entries if entries["log.retention.ms"].value == "5000" else None
+    entries = wait_for("the dynamic config on the broker", dynamic_seen)
+    assert len(entries) > 300
+    retention = entries["log.retention.ms"]
+    assert (retention.config_source, retention.read_only) == (2, False)
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("log.retention.ms", "5000", 2), ("log.retention.hours", "1", 4),
+        ("log.retention.hours", "168", 5)]
+    assert (entries["node.id"].value, entries["node.id"].config_source) == (str(broker), 4)
+    assert entries["node.id"].documentation
+    for version in (1, 2, 3):  # every version we advertise answers; v3 adds documentation
+        older = describe_broker(cluster, broker, version)
+        assert older["log.retention.ms"].value == "5000"
+        assert older["log.retention.ms"].config_source == 2
+        assert bool(older["node.id"].documentation) == (version >= 3)
+    typo = entries[TYPO]  # described as Kafka does an unknown key: hidden, no type
+    assert (typo.value, typo.is_sensitive, typo.config_type) == (None, True, 0)
+
+
+def test_unknown_key_is_warned_and_the_node_runs(cluster: LocalCluster) -> None:
+    for node_id in cluster.nodes:
+        log = cluster.nodes[node_id].log
+        line = wait_for("the warning in the server log", lambda log=log: next(
+            (x for x in log.read_text().splitlines() if TYPO in x), None))
+        assert "level=warning" in line
+        assert (f"The configuration '{TYPO}' was supplied but isn't a known config. Did you "
+                "mean 'controller.quorum.election.timeout.ms'?") in line
+        assert cluster.is_running(node_id)
+
+
+def test_api_versions_name_finalized_and_supported_features(cluster: LocalCluster) -> None:
+    for node_id in (cluster.controllers[0], cluster.brokers[0]):
+        answer = wait_for("ApiVersions", lambda node_id=node_id: try_call(
+            cluster, node_id, ApiVersionsRequest(client_software_name="test",
+                                                 client_software_version="1")))
+        supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
+        assert supported == {"metadata.version": (7, 29), "kraft.version": (0, 1)}
+        finalized = {f.name: f.max_version_level for f in answer.finalized_features}
+        assert finalized == {"metadata.version": 21}  # kraft.version 0 is not listed
+        assert answer.finalized_features_epoch >= 0
+    out = subprocess.run(
+        [sys.executable, "-m", "pykraft", "features", "--bootstrap-controller",
+         cluster.bootstrap_controllers, "describe"],
+        capture_output=True, text=True, timeout=60, check=True).stdout
+    lines = out.strip().splitlines()
+    assert lines[0] == "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: " \
+        "1\tFinalizedVersionLevel: 0\tEpoch: " + lines[0].rsplit(" ", 1)[1]
+    assert lines[1].startswith("Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\t"
+                               "SupportedMaxVersion: 4.2-IV1\tFinalizedVersionLevel: 3.9-IV0\t"
+                               "Epoch: ")
+    assert int(lines[1].rsplit(" ", 1)[1]) >= 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18 import request as fetch_req
@@ -300,6 +302,20 @@ def test_describe_quorum_reports_voters_and_observers() -> None:
     assert (voters[1].log_end_offset, voters[1].last_caught_up_timestamp) == (2, h.now)
     assert voters[2].log_end_offset == -1
     assert [(o.replica_id, o.log_end_offset) for o in part.observers] == [(9, 1)]
+
+
+def test_the_leaders_row_is_now_even_when_the_voter_set_names_no_directory() -> None:
+    """A static voter set has no directory ids while the leader has one: its own row is
+    still the leader's ``now``, so no follower's caught-up time is later than the leader's
+    (the tool's MaxFollowerLagTimeMs, leader minus laggard, was negative)."""
+    h = Harness(0, {0, 1, 2}, directory_id=uuid.UUID(int=5))
+    h.make_leader()
+    h.advance(100)
+    h.fetch(1, h.client.epoch, h.log.log_end_offset, h.log.last_fetched_epoch)
+    part = h.client.describe_quorum().topics[0].partitions[0]
+    voters = {int(v.replica_id): v for v in part.current_voters}
+    assert voters[0].last_caught_up_timestamp == voters[0].last_fetch_timestamp == h.now
+    assert voters[1].last_caught_up_timestamp == h.now
 
 
 def test_describe_quorum_on_a_follower_is_not_leader() -> None:

@@ -420,7 +420,9 @@ class RaftClient:
         return out
 
     def describe_quorum(self) -> rpc.DescribeQuorumResponse:
-        """DescribeQuorum data (leader only); the leader's own row uses ``now``."""
+        """DescribeQuorum data (leader only); the leader's own row uses ``now``, as Kafka's,
+        so no follower looks more caught up than the leader (a negative lag time). The row
+        is found by id: a static voter set names no directory id for the leader."""
         state = self.state
         if not isinstance(state, Leader):
             return rpc.describe_quorum_error(ErrorCode.not_leader_or_follower)
@@ -429,7 +431,7 @@ class RaftClient:
         def rows(replicas: list[ReplicaProgress]) -> list[rpc.ReplicaRow]:
             return [
                 rpc.ReplicaRow(p.key.id, p.end_offset, self._now, self._now, p.key.directory_id)
-                if p.key == self.local_key
+                if p.key.id == self.node_id
                 else rpc.ReplicaRow(p.key.id, p.end_offset, p.last_fetch_ms,
                                     p.last_caught_up_ms, p.key.directory_id)
                 for p in replicas

@@ -13,6 +13,14 @@ from pykraft.cli.main import app
 from pykraft.ids import uuid_to_str
 from pykraft.image import MetadataDelta, MetadataImage, Provenance, write_image_snapshot
 from pykraft.records.batch import encode_batch
+from pykraft.records.control import (
+    KRaftVersionFeature,
+    KRaftVersionRecord,
+    Voter,
+    VoterEndpoint,
+    VotersRecord,
+    encode_control,
+)
 from pykraft.records.metadata import (
     BrokerEndpoint,
     ConfigRecord,
@@ -24,6 +32,7 @@ from pykraft.records.metadata import (
     encode_metadata_record,
 )
 from pykraft.shell import MetadataShell, image_tree
+from pykraft.shell.kraft import read_kraft_records
 
 TOPIC_ID = uuid.UUID(int=0x1234)
 RECORDS: list[object] = [
@@ -209,3 +218,55 @@ def test_cli_on_damaged_directory_names_file_and_position(
         f"Error: corrupt record batch in {segment} at byte position {position}: {problem}"
     ), result.stderr
     assert result.stdout == ""
+
+
+def _voters(*ids: int) -> VotersRecord:
+    return VotersRecord(version=0, voters=tuple(
+        Voter(voter_id=i, voter_directory_id=uuid.UUID(int=i << 64),
+              endpoints=(VoterEndpoint(name="CONTROLLER", host=f"c{i}", port=9093),),
+              kraft_version_feature=KRaftVersionFeature(0, 1)) for i in ids))
+
+
+def test_cli_shows_kraft_control_records(tmp_path: Path) -> None:
+    partition = tmp_path / "__cluster_metadata-0"
+    partition.mkdir()
+    control = [encode_control(KRaftVersionRecord(version=0, kraft_version=1)),
+               encode_control(_voters(1))]
+    data = [encode_batch(0, control, partition_leader_epoch=1, timestamp=0, control=True),
+            encode_batch(2, [(None, encode_metadata_record(RECORDS[0]))],
+                         partition_leader_epoch=1, timestamp=0),
+            encode_batch(3, [encode_control(_voters(1, 2))], partition_leader_epoch=1,
+                         timestamp=0, control=True)]
+    (partition / "00000000000000000000.log").write_bytes(b"".join(data))
+    result = CliRunner().invoke(app, ["metadata-shell", "--directory", str(tmp_path), "--",
+                                      "tree", "/raft"])
+    assert result.exit_code == 0, result.output
+    second = uuid_to_str(uuid.UUID(int=2 << 64))
+    first = uuid_to_str(uuid.UUID(int=1 << 64))
+    assert result.stdout.splitlines() == [
+        "raft:", "  kraftVersion: 1", "  voters:",
+        f"    1: VoterNode(voterKey=ReplicaKey(id=1, directoryId={first}), "
+        "listeners=[CONTROLLER://c1:9093], supportedKRaftVersion=0-1)",
+        f"    2: VoterNode(voterKey=ReplicaKey(id=2, directoryId={second}), "
+        "listeners=[CONTROLLER://c2:9093], supportedKRaftVersion=0-1)",
+    ]
+
+
+def test_kafka_bootstrap_checkpoint_has_no_kraft_records(kafka37_dir: Path) -> None:
+    result = CliRunner().invoke(app, ["metadata-shell", "--snapshot",
+                                      str(kafka37_dir / "bootstrap.checkpoint"), "--",
+                                      "find", "/raft"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["/raft", "/raft/kraftVersion", "/raft/voters"]
+
+
+def test_kraft_records_behind_the_snapshot_are_not_read_again(tmp_path: Path) -> None:
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"".join(
+        encode_batch(offset, [encode_control(_voters(*range(1, offset + 2)))],
+                     partition_leader_epoch=1, timestamp=0, control=True)
+        for offset in range(3)))
+    snapshot = write_image_snapshot(tmp_path, sample_image(), clock=lambda: 0)
+    assert read_kraft_records(None, [segment]).voters == _voters(1, 2, 3)
+    assert read_kraft_records(snapshot, [segment], from_offset=3).voters is None
+    assert read_kraft_records(snapshot, [segment], from_offset=2).voters == _voters(1, 2, 3)

@@ -11,28 +11,44 @@ import typer
 
 from pykraft.errors import CorruptLogError, PyKraftError
 from pykraft.image import MetadataImage, load_log_directory, load_segments, load_snapshot
-from pykraft.shell import MetadataShell, Output, image_tree
+from pykraft.shell import DirNode, MetadataShell, Output, image_tree
+from pykraft.shell.kraft import KRaftRecords, kraft_dir, read_kraft_records
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log import SEGMENT_SUFFIX, verify_segments
+from pykraft.storage.snapshot_files import list_snapshots
 
 
-def _load(snapshot: Path | None, directory: Path | None) -> tuple[MetadataImage, str]:
-    """The image and where it came from. Segments are checked as the server's reader checks
-    them first, so damage is reported with its file and byte position."""
+def _load(snapshot: Path | None, directory: Path | None) -> DirNode:
+    """The shell's tree and where it came from. Segments are checked as the server's reader
+    checks them first, so damage is reported with its file and byte position."""
     if directory is not None and snapshot is None:
         partition = directory / METADATA_LOG_DIR_NAME
         partition = partition if partition.is_dir() else directory
-        verify_segments(sorted(partition.glob("*" + SEGMENT_SUFFIX)))
-        return load_log_directory(partition), str(directory)
+        segments = sorted(partition.glob("*" + SEGMENT_SUFFIX))
+        verify_segments(segments)
+        image = load_log_directory(partition)
+        snapshots = [sid for sid in list_snapshots(partition) if sid.end_offset > 0]
+        newest = snapshots[-1] if snapshots else None
+        kraft = read_kraft_records(None if newest is None else partition / newest.file_name,
+                                   segments, from_offset=0 if newest is None else
+                                   newest.end_offset)
+        return _tree(image, kraft, str(directory))
     if snapshot is None or directory is not None:
         raise typer.BadParameter("give exactly one of --snapshot and --directory")
     if not snapshot.is_file():
         raise typer.BadParameter(f"{snapshot} is not a file", param_hint="--snapshot")
     if snapshot.suffix == SEGMENT_SUFFIX:
         verify_segments([snapshot])
-        return load_segments([snapshot]), str(snapshot)
-    return load_snapshot(snapshot), str(snapshot)
+        return _tree(load_segments([snapshot]), read_kraft_records(None, [snapshot]),
+                     str(snapshot))
+    return _tree(load_snapshot(snapshot), read_kraft_records(snapshot), str(snapshot))
+
+
+def _tree(image: MetadataImage, kraft: KRaftRecords, source: str) -> DirNode:
+    """Kafka's ``/image`` and ``/local``, plus ``/raft`` for the KRaft control records."""
+    root = image_tree(image, source=source)
+    return DirNode({**root.children, "raft": kraft_dir(kraft)})
 
 
 def _print(out: Output) -> None:
@@ -74,16 +90,17 @@ def metadata_shell(
                      "snapshot, then its segments."),
     ] = None,
 ) -> None:
-    """Browse KRaft metadata as Kafka's metadata shell tree (/image, /local)."""
+    """Browse KRaft metadata as Kafka's metadata shell tree (/image, /local), plus /raft
+    (kraft.version and the voter set from the KRaft control records)."""
     try:
-        image, source = _load(snapshot, directory)
+        tree = _load(snapshot, directory)
     except (CorruptLogError, StateFileError) as exc:  # the message names file and position
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from None
     except PyKraftError as exc:
         typer.echo(f"Error: {snapshot or directory}: {exc}", err=True)
         raise typer.Exit(1) from None
-    shell = MetadataShell(image_tree(image, source=source))
+    shell = MetadataShell(tree)
     if not command:
         _interactive(shell)
         return

@@ -18,7 +18,7 @@ from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import ElectionState, MemoryQuorumStateStore
+from pykraft.raft.quorum_store import ElectionState, MemoryQuorumStateStore, QuorumStateStore
 from pykraft.raft.states import State
 from pykraft.records.batch import RecordBatch, encode_batch
 
@@ -61,10 +61,10 @@ class Harness:
     def __init__(self, node_id: int = 0, voters: set[int] | None = None, *,
                  log: MemoryLog | None = None, stored: ElectionState | None = None,
                  seed: int = 1, directory_id: uuid.UUID | None = None,
-                 **overrides: Any) -> None:
+                 store: QuorumStateStore | None = None, **overrides: Any) -> None:
         self.now = 0
         self.log = log or MemoryLog()
-        self.store = MemoryQuorumStateStore(stored)
+        self.store: QuorumStateStore = store or MemoryQuorumStateStore(stored)
         self.listener = RecordingListener()
         self.config = config(voters if voters is not None else {0, 1, 2}, **overrides)
         self.client = RaftClient(node_id, self.config, self.log, self.store, self.listener,

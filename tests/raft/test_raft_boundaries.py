@@ -17,6 +17,7 @@ from pykraft.raft.limits import INT32_MAX, MAX_EPOCH
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.quorum_store import ElectionState, MemoryQuorumStateStore
 from pykraft.raft.states import Candidate, Follower, Leader, Unattached
+from pykraft.raft.voter_set import ReplicaKey
 
 EMPTY = OffsetAndEpoch(0, 0)
 
@@ -72,7 +73,7 @@ def test_a_second_leader_for_a_known_epoch_is_refused_not_fatal() -> None:
     """Kafka stops on this (hasConsistentLeader); a peer's message must not stop a node."""
     h = Harness(0, {0, 1, 2}, stored=ElectionState(3, leader_id=1))
     h.request(2, rpc.begin_quorum_request(None, 0, 2, 3))
-    h.request(2, rpc.end_quorum_request(None, 2, 3, (0,)))
+    h.request(2, rpc.end_quorum_request(None, 2, 3, (ReplicaKey(0),)))
     errors = [rpc.response_header(r.response).error for r in h.take_responses()]
     assert errors == [ErrorCode.invalid_request, ErrorCode.invalid_request]
     assert h.store.read() == ElectionState(3, leader_id=1)
@@ -85,7 +86,7 @@ def test_a_second_leader_for_a_known_epoch_is_refused_not_fatal() -> None:
 ])
 def test_end_quorum_epoch_validation(leader: int, epoch: int, error: ErrorCode) -> None:
     h = Harness(0, {0, 1, 2}, stored=ElectionState(3, leader_id=1))
-    h.request(1, rpc.end_quorum_request(None, leader, epoch, (0,)))
+    h.request(1, rpc.end_quorum_request(None, leader, epoch, (ReplicaKey(0),)))
     (out,) = h.take_responses()
     assert rpc.response_header(out.response).error == error
     assert h.store.read() == ElectionState(3, leader_id=1)

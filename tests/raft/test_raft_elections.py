@@ -16,6 +16,7 @@ from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.quorum_store import ElectionState
 from pykraft.raft.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
+from pykraft.raft.voter_set import ReplicaKey
 
 
 def test_fresh_voter_starts_unattached_in_epoch_zero() -> None:
@@ -228,7 +229,7 @@ def test_end_quorum_epoch_lets_first_preferred_successor_run_at_once() -> None:
     h = Harness(stored=ElectionState(2, leader_id=1))
     (fetch,) = h.take_requests(rpc.FetchRequest)
     h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0))
-    h.request(1, rpc.end_quorum_request(None, 1, 2, (0, 2)))
+    h.request(1, rpc.end_quorum_request(None, 1, 2, (ReplicaKey(0), ReplicaKey(2))))
     h.advance(0)
     assert isinstance(h.state(), Prospective)
     assert h.client.epoch == 2
@@ -236,7 +237,7 @@ def test_end_quorum_epoch_lets_first_preferred_successor_run_at_once() -> None:
 
 def test_end_quorum_epoch_not_preferred_waits_the_maximum_backoff() -> None:
     h = Harness(stored=ElectionState(2, leader_id=1))
-    h.request(1, rpc.end_quorum_request(None, 1, 2, (2,)))
+    h.request(1, rpc.end_quorum_request(None, 1, 2, (ReplicaKey(2),)))
     h.advance(h.config.election_backoff_max_ms - 1)
     assert isinstance(h.state(), Follower)
     h.advance(1)

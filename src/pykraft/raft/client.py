@@ -565,7 +565,7 @@ class RaftClient:
         )
         progress.update_local_end_offset(self._log.flushed_offset, self._now)
 
-    def _become_resigned(self, successors: tuple[int, ...]) -> None:
+    def _become_resigned(self, successors: tuple[ReplicaKey, ...]) -> None:
         others = set(self.voters.others(self.node_id))
         self._set_state(Resigned(self.epoch, self.node_id, self._election_deadline(), others,
                                  successors))
@@ -869,6 +869,10 @@ class RaftClient:
                 state.voted = candidate_key
         return rpc.vote_response(ErrorCode.none, self.state.leader_id, self.epoch, granted)
 
+    def _is_me(self, key: ReplicaKey) -> bool:
+        """``key`` names this replica: its id, and its directory id when the key has one."""
+        return key.id == self.node_id and key.directory_id in (None, self.directory_id)
+
     def _is_addressed_to_me(self, voter_id: int, directory_id: uuid.UUID | None) -> bool:
         """The request's voter key (id, and directory id when both sides know one) is ours."""
         if voter_id >= 0 and voter_id != self.node_id:
@@ -898,14 +902,16 @@ class RaftClient:
         part = rpc.begin_quorum_partition(request)
         if isinstance(part, ErrorCode):
             return rpc.begin_quorum_response(part, self.state.leader_id, self.epoch)
-        if not self._is_addressed_to_me(request.voter_id, part.voter_directory_id):
-            return rpc.begin_quorum_response(ErrorCode.invalid_voter_key, self.state.leader_id,
-                                             self.epoch)
         leader, epoch = int(part.leader_id), int(part.leader_epoch)
         error = self._voter_only_error(leader, epoch)
         if error is not None:
             return rpc.begin_quorum_response(error, self.state.leader_id, self.epoch)
+        # as Kafka: the leader is news even to a replica that is not the voter addressed
+        # (e.g. the same id with a new disk), which answers INVALID_VOTER_KEY after learning
         self._maybe_transition(leader, epoch)
+        if not self._is_addressed_to_me(request.voter_id, part.voter_directory_id):
+            return rpc.begin_quorum_response(ErrorCode.invalid_voter_key, self.state.leader_id,
+                                             self.epoch)
         return rpc.begin_quorum_response(ErrorCode.none, self.state.leader_id, self.epoch)
 
     def _handle_end_quorum_request(
@@ -924,8 +930,9 @@ class RaftClient:
         self._maybe_transition(leader, epoch)
         state = self.state
         if isinstance(state, Follower) and state.leader_id == leader:
-            successors = [int(c.candidate_id) for c in part.preferred_candidates]
-            position = successors.index(self.node_id) if self.node_id in successors else None
+            successors = [ReplicaKey.of(int(c.candidate_id), c.candidate_directory_id)
+                          for c in part.preferred_candidates]
+            position = next((i for i, key in enumerate(successors) if self._is_me(key)), None)
             state.fetch_deadline_ms = self._now + end_quorum_backoff_ms(
                 position, len(successors), self.config.election_backoff_max_ms
             )

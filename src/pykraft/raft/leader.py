@@ -134,12 +134,12 @@ class LeaderProgress:
             return False
         return now_ms >= self.check_quorum_deadline_ms
 
-    def preferred_successors(self) -> tuple[int, ...]:
+    def preferred_successors(self) -> tuple[ReplicaKey, ...]:
         """Other voters, most caught up first: who should win after a graceful resign."""
         others = [p for p in self.voter_progress.values() if p.key.id != self.local_id]
         others.sort(key=lambda p: (-(p.end_offset if p.end_offset is not None else -1),
                                    p.key.id))
-        return tuple(p.key.id for p in others)
+        return tuple(p.key for p in others)
 
     def active_observers(self, now_ms: int) -> list[ReplicaProgress]:
         return [

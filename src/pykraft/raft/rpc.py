@@ -34,9 +34,9 @@ from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64, u16
 
-from pykraft.ids import METADATA_TOPIC_ID, METADATA_TOPIC_NAME
+from pykraft.ids import METADATA_TOPIC_ID, METADATA_TOPIC_NAME, ZERO_UUID
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.raft.voter_set import VoterSet
+from pykraft.raft.voter_set import ReplicaKey, VoterSet
 
 VoteRequest = vote_req.VoteRequest
 VoteResponse = vote_resp.VoteResponse
@@ -186,12 +186,15 @@ def begin_quorum_response(
 
 
 def end_quorum_request(
-    cluster_id: str | None, leader_id: int, epoch: int, successors: tuple[int, ...]
+    cluster_id: str | None, leader_id: int, epoch: int, successors: tuple[ReplicaKey, ...]
 ) -> EndQuorumEpochRequest:
+    """v1's PreferredCandidates name each successor's directory id when it is known
+    (kraft.version 1); the zero UUID otherwise."""
     partition = eqe_req.PartitionData(
         partition_index=_PARTITION, leader_id=BrokerId(leader_id), leader_epoch=i32(epoch),
         preferred_candidates=tuple(
-            eqe_req.ReplicaInfo(candidate_id=BrokerId(s), candidate_directory_id=None)
+            eqe_req.ReplicaInfo(candidate_id=BrokerId(s.id),
+                                candidate_directory_id=s.directory_id or ZERO_UUID)
             for s in successors
         ),
     )

@@ -132,7 +132,7 @@ class Resigned:
     leader_id: int
     election_deadline_ms: int
     unacked_voters: set[int]
-    preferred_successors: tuple[int, ...]
+    preferred_successors: tuple[ReplicaKey, ...]
     name = "Resigned"
 
     def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:

@@ -147,7 +147,7 @@ def request_templates(sender: int, target: RaftClient) -> list[rpc.RaftRequest]:
     templates: list[rpc.RaftRequest] = [
         rpc.vote_request(cluster_id, target.node_id, epoch=epoch, local_id=sender,
                          last=OffsetAndEpoch(0, 0), pre_vote=False),
-        rpc.end_quorum_request(cluster_id, sender, stale, (target.node_id,)),
+        rpc.end_quorum_request(cluster_id, sender, stale, (target.local_key,)),
         rpc.fetch_request(cluster_id, sender, epoch=epoch, position=OffsetAndEpoch(0, 0),
                           high_watermark=None, max_wait_ms=0, max_bytes=1024),
         rpc.fetch_snapshot_request(cluster_id, sender, epoch=epoch,

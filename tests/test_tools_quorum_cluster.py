@@ -4,6 +4,8 @@ controller 1 formatted standalone and the others as joining controllers, new nod
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -101,3 +103,31 @@ def test_delete_removes_the_cluster_and_its_data_but_nothing_else(tmp_path: Path
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["notes.txt"]
     LocalCluster.create(tmp_path / "d", 1).delete()
     assert not (tmp_path / "d").exists()
+
+
+#: A stand-in server: exits ``delay`` s after its first SIGTERM, with the number of further
+#: SIGTERMs it received as its exit code.
+_SLOW_STOPPER = """
+import signal, sys, time
+hits = []
+signal.signal(signal.SIGTERM, lambda *_: hits.append(1))
+print("ready", flush=True)
+while not hits:
+    time.sleep(0.01)
+time.sleep(float(sys.argv[1]))
+sys.exit(len(hits) - 1)
+"""
+
+
+def test_stop_all_sends_one_sigterm_per_node(tmp_path: Path) -> None:
+    """stop_all signalled every node, then signalled each again while waiting for it: a
+    node still shutting down when its turn came got a second SIGTERM (a real server, after
+    its event loop closed, died of it: exit -15 instead of 0)."""
+    cluster = LocalCluster.create(tmp_path / "c", 2, format_nodes=False)
+    for node_id, delay in ((1, "0.3"), (2, "1.5")):  # node 2 still stops when node 1 is done
+        child = subprocess.Popen([sys.executable, "-c", _SLOW_STOPPER, delay],
+                                 stdout=subprocess.PIPE)
+        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+        cluster._children[node_id] = child
+        cluster.pids[node_id] = child.pid
+    assert cluster.stop_all() == {1: 0, 2: 0}

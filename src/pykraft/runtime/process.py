@@ -4,6 +4,7 @@ signals on one event loop.
 SIGTERM and SIGINT start a graceful shutdown (a broker asks for controlled shutdown, the
 leader resigns with EndQuorumEpoch, the log is flushed) bounded by
 ``pykraft.shutdown.timeout.ms``; the exit code is 0 unless the node hit a fatal error.
+Further signals during the shutdown change nothing (Kafka's JVM ignores them too).
 SIGKILL needs no handling: everything acknowledged is on disk.
 """
 
@@ -77,6 +78,15 @@ async def run_server(settings: NodeSettings) -> int:
         controller.close()
     if server is not None:
         await server.close()
+    # Closing the loop would put the default action back, and a late signal would kill a
+    # process that already shut down cleanly (exit -15 instead of 0): ignore them from now
+    # on, blocked meanwhile so that none falls between the two.
+    late = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, late)
+    for signum in late:
+        loop.remove_signal_handler(signum)
+        signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, late)
     return 1 if broker is not None and broker.failed.is_set() else node.exit_code
 
 

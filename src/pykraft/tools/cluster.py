@@ -323,14 +323,19 @@ class LocalCluster:
 
     def stop(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
         """SIGTERM, bounded wait, then SIGKILL; returns the exit code when known."""
-        if not self.is_running(node_id):
-            return self._forget(node_id)
         self.signal(node_id, signal.SIGTERM)
-        try:
-            self.wait(node_id, timeout_s)
-        except subprocess.TimeoutExpired:
-            self.signal(node_id, signal.SIGKILL)
-            self.wait(node_id, timeout_s)
+        return self._await_stop(node_id, timeout_s)
+
+    def _await_stop(self, node_id: int, timeout_s: float) -> int | None:
+        """Wait for a node that was sent SIGTERM, SIGKILL at the deadline. Never a second
+        SIGTERM: one that lands after the server's event loop closed (its handlers back at
+        the default) kills a process that already shut down cleanly (exit 0 became -15)."""
+        if self.is_running(node_id):
+            try:
+                self.wait(node_id, timeout_s)
+            except subprocess.TimeoutExpired:
+                self.signal(node_id, signal.SIGKILL)
+                self.wait(node_id, timeout_s)
         return self._forget(node_id)
 
     def kill(self, node_id: int) -> None:
@@ -341,9 +346,10 @@ class LocalCluster:
         self._forget(node_id)
 
     def stop_all(self, timeout_s: float = STOP_TIMEOUT_S) -> dict[int, int | None]:
+        """SIGTERM to every node at once (they shut down in parallel), then wait for each."""
         for node_id in self.nodes:
             self.signal(node_id, signal.SIGTERM)
-        return {node_id: self.stop(node_id, timeout_s) for node_id in self.nodes}
+        return {node_id: self._await_stop(node_id, timeout_s) for node_id in self.nodes}
 
     def add_voters(self, timeout_s: float = 60.0) -> list[str]:
         """``add-controller`` for every controller that is not a voter yet (all but the

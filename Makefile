@@ -25,9 +25,13 @@ test: lint unit
 demo: setup
 	bash scripts/demo.sh
 
-# The main job: a local 3-controller quorum with a live status table; Ctrl-C stops it.
+# The main job: a local 3-controller quorum with a live status table; Ctrl-C stops it and
+# the next `make cluster` restarts it on its data (`pykraft cluster delete` removes it).
+# CLUSTER_ARGS=--detach runs it in the background (`pykraft cluster down` stops it).
+CLUSTER_DIR ?= data/cluster
+CLUSTER_ARGS ?=
 cluster: setup
-	$(BIN)/pykraft cluster up --controllers 3 --dir data/cluster
+	$(BIN)/pykraft cluster up --controllers 3 --dir $(CLUSTER_DIR) $(CLUSTER_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

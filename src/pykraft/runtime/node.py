@@ -38,6 +38,7 @@ from pykraft.raft.api import OutboundRequest, RaftListener
 from pykraft.raft.client import RaftClient
 from pykraft.raft.quorum_store import ElectionState
 from pykraft.raft.states import Leader
+from pykraft.runtime.cluster_id_refusals import ClusterIdRefusals
 from pykraft.runtime.disk_log import DiskRaftLog
 from pykraft.runtime.event_loop import running_loop_name
 from pykraft.runtime.flusher import GroupCommitFlusher
@@ -116,6 +117,7 @@ class RaftNode:
         """Addresses peers' Fetch answers gave for replicas outside our voter set (the
         leader, to an observer that has no voter set yet)."""
         self.flusher: GroupCommitFlusher | None = None
+        self._refusals = ClusterIdRefusals(settings.cluster_id, clock)
         self.exit_code = 0
         self.stopped = asyncio.Event()
         self._inbound: dict[int, asyncio.Future[rpc.RaftResponse]] = {}
@@ -211,6 +213,8 @@ class RaftNode:
         token = next(self._tokens)
         answer: asyncio.Future[rpc.RaftResponse] = asyncio.get_running_loop().create_future()
         self._inbound[token] = answer
+        answer.add_done_callback(lambda done: None if done.cancelled() or done.exception()
+                                 else self._refusals.received(body, done.result()))
         self._step(lambda now: self.core.handle_request(now, token, 0, body))
         return answer
 
@@ -325,6 +329,9 @@ class RaftNode:
             self._step(lambda now: self.core.handle_send_failure(
                 now, out.destination, out.correlation_id, unreachable=unreachable))
             return
+        address = self.address_of(out.destination)
+        self._refusals.answered(str(out.destination) if out.destination >= 0 or address is None
+                                else f"{address[0]}:{address[1]}", out.request, response)
         if isinstance(response, rpc.FetchResponse):
             self._named.update((int(e.node_id), (e.host, int(e.port)))
                                for e in response.node_endpoints)

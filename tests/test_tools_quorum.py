@@ -174,6 +174,18 @@ def test_status_shows_directory_ids_of_voters_and_observers() -> None:
     assert lines[4] == "MaxFollowerLag:         1"
 
 
+def test_status_shows_an_observer_s_endpoints_when_the_answer_has_them() -> None:
+    """Kafka looks up every replica's endpoints by id, observers included: here controller
+    2 under a new directory id observes while its old disk is still the voter."""
+    info = _dynamic_info()
+    again = Replica(2, uuid_to_str(random_uuid()), 10, 990, -1)
+    lines = status_lines(QuorumInfo(info.cluster_id, info.leader_id, info.leader_epoch,
+                                    info.high_watermark, info.voters, (again,),
+                                    info.endpoints))
+    assert lines[7] == (f'CurrentObservers:       [{{"id": 2, "directoryId": '
+                        f'"{again.directory_id}", "endpoints": ["CONTROLLER://h:2"]}}]')
+
+
 def test_replication_rows_carry_directory_ids_and_status() -> None:
     info = _dynamic_info()
     rows = replication_rows(info, human_readable=False)

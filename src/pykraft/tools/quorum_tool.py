@@ -422,15 +422,19 @@ def status_lines(info: QuorumInfo) -> list[str]:
             lag_ms = leader.last_caught_up_ms - laggard.last_caught_up_ms
         else:
             lag_ms = -1
-    voters = []
-    for voter in info.voters:
-        text = f'{{"id": {voter.replica_id}, "directoryId": {_json_directory(voter)}'
-        endpoints = info.endpoints.get(voter.replica_id, ())
-        if endpoints:
-            text += ", \"endpoints\": [" + ", ".join(f'"{e}"' for e in endpoints) + "]"
-        voters.append(text + "}")
-    observers = [f'{{"id": {o.replica_id}, "directoryId": {_json_directory(o)}}}'
-                 for o in info.observers]
+
+    def replicas(group: tuple[Replica, ...]) -> str:
+        """Kafka prints a replica's endpoints whenever the answer has some for its id (an
+        observer too: a controller that was a voter under another directory id)."""
+        texts = []
+        for replica in group:
+            text = f'{{"id": {replica.replica_id}, "directoryId": {_json_directory(replica)}'
+            endpoints = info.endpoints.get(replica.replica_id, ())
+            if endpoints:
+                text += ", \"endpoints\": [" + ", ".join(f'"{e}"' for e in endpoints) + "]"
+            texts.append(text + "}")
+        return "[" + ", ".join(texts) + "]"
+
     return [
         f"ClusterId:              {info.cluster_id}",
         f"LeaderId:               {info.leader_id}",
@@ -438,8 +442,8 @@ def status_lines(info: QuorumInfo) -> list[str]:
         f"HighWatermark:          {info.high_watermark}",
         f"MaxFollowerLag:         {lag}",
         f"MaxFollowerLagTimeMs:   {lag_ms}",
-        f"CurrentVoters:          [{', '.join(voters)}]",
-        f"CurrentObservers:       [{', '.join(observers)}]",
+        f"CurrentVoters:          {replicas(info.voters)}",
+        f"CurrentObservers:       {replicas(info.observers)}",
     ]
 
 

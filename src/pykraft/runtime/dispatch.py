@@ -182,12 +182,14 @@ class Dispatcher:
 
     def _refuse_unknown_voter(self, request: Any) -> Any | None:
         """Kafka 3.x's ``validateVoterOnlyRequest`` for a static quorum: Vote, BeginQuorumEpoch
-        and EndQuorumEpoch from a node outside the voter set get INCONSISTENT_VOTER_SET. A
-        dynamic quorum lets the core judge: its voter set changes at runtime, and a replica
-        that is not (yet) in ours may know a newer one."""
+        and EndQuorumEpoch from a node outside the voter set get INCONSISTENT_VOTER_SET, once
+        their cluster id matched (the core answers a foreign one). A dynamic quorum lets the
+        core judge: its voter set changes at runtime, and a replica that is not (yet) in ours
+        may know a newer one."""
         core = self._node.core
-        if not core.control_state.is_static:
-            return None
+        if not core.control_state.is_static or getattr(request, "cluster_id", None) not in (
+                None, self._settings.cluster_id):
+            return None  # Kafka checks the cluster id first: INCONSISTENT_CLUSTER_ID
         leader, epoch = core.leader_and_epoch.leader_id, core.epoch
         error = ErrorCode.inconsistent_voter_set
         voters = core.config.voters

@@ -1,0 +1,525 @@
+"""The conformance table: one :class:`Case` per (API, behaviour).
+
+A case sends its request at any version (``send``: built by kafka-python where it has the
+API, else by kio), reduces the response to a version-independent meaning (``meaning``),
+and says what that meaning must be (``expect``; None: the same as at the latest version,
+for answers that depend on the cluster's state rather than on the request). Adding a
+data-plane API is adding rows here.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.protocol.admin import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
+)
+from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from kio.schema.errors import ErrorCode
+
+from conformance.harness import BROKER, CONTROLLER, Run
+
+METADATA_TOPIC = "__cluster_metadata"
+#: Kafka's fixed id of the metadata topic (``Uuid.METADATA_TOPIC_ID``).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+WRONG_CLUSTER = "not-this-cluster"
+UNKNOWN_BROKER = 999
+TOPIC_RESOURCE = 2
+SET = 0  # IncrementalAlterConfigs operation
+BOTH = (BROKER, CONTROLLER)
+SETTLE_S = 10.0
+ABSENT = "UNKNOWN_TOPIC_OR_PARTITION"
+
+Meaning = object
+
+
+@dataclass(frozen=True)
+class Case:
+    api: str
+    api_key: int
+    name: str
+    send: Callable[[Run], Any]
+    meaning: Callable[[Any, Run], Meaning]
+    #: The meaning every version must give; None: the latest version's.
+    expect: Callable[[Run], Meaning] | None = None
+    listeners: tuple[str, ...] = (BROKER,)
+    #: Versions the behaviour exists at (e.g. validate_only from CreateTopics v1).
+    since: int = 0
+    #: A check of the meaning beyond equality across versions (for ``expect=None`` rows).
+    check: Callable[[Meaning, Run], bool] = field(default=lambda _m, _r: True)
+    #: A known deviation from Kafka: where it is and what Kafka does (a strict xfail).
+    deviation: str | None = None
+    #: Versions the row stops at (exclusive), for behaviour a later version changed.
+    until: int = 1 << 15
+
+
+def code(value: int) -> str:
+    """Error codes shown by Kafka's name, so a failing row reads like Kafka's logs."""
+    try:
+        return ErrorCode(value).name.upper()
+    except ValueError:
+        return str(value)
+
+
+def errors(values: Iterable[int]) -> list[str]:
+    return [code(v) for v in values]
+
+
+# -- Metadata ---------------------------------------------------------------------------------
+
+def metadata(run: Run, names: list[str] | None, *, tagged: bool = False) -> Any:
+    topics = None if names is None else [MetadataRequest.MetadataRequestTopic(name=n)
+                                         for n in names]
+    if topics is None and run.version == 0:
+        topics = []  # v0 has no null list: empty means all topics
+    return run.kafka_python(MetadataRequest, MetadataResponse, unknown_tag=tagged,
+                            topics=topics, allow_auto_topic_creation=False,
+                            include_cluster_authorized_operations=False,
+                            include_topic_authorized_operations=False)
+
+
+def topic_rows(body: Any, run: Run, only: set[str] | None = None) -> Meaning:
+    return [(t.name, code(t.error_code), len(t.partitions),
+             all(p.leader_id == run.cluster.broker_id for p in t.partitions))
+            for t in body.topics if only is None or t.name in only]
+
+
+def brokers_of(body: Any) -> Meaning:
+    return sorted((b.node_id, b.host, b.port) for b in body.brokers)
+
+
+def shared_topic(run: Run) -> Meaning:
+    return [(run.cluster.topic, "NONE", run.cluster.partitions, True)]
+
+
+def me(run: Run) -> Meaning:
+    return [(run.cluster.broker_id, *run.cluster.broker)]
+
+
+def topic_state(run: Run, name: str, settles_on: str) -> str:
+    """Whether ``name`` exists, asked with kafka-python's Metadata v12 on the broker. The
+    broker learns a change from the metadata log after the controller answered, so this
+    asks again until the state is ``settles_on`` or :data:`SETTLE_S` passed (and then
+    returns the state it last saw)."""
+    probe = Run(run.cluster, "probe", "probe", BROKER, 12)
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        (topic,) = metadata(probe, [name]).topics
+        state = f"{len(topic.partitions)} partitions" if topic.error_code == 0 else code(
+            topic.error_code)
+        if state == settles_on or time.monotonic() > deadline:
+            return state
+        time.sleep(0.05)
+
+
+METADATA = [
+    Case("Metadata", 3, "named_topics", lambda r: metadata(r, [r.cluster.topic]),
+         lambda b, r: (topic_rows(b, r), brokers_of(b)),
+         lambda r: (shared_topic(r), me(r))),
+    Case("Metadata", 3, "unknown_tagged_field",
+         lambda r: metadata(r, [r.cluster.topic], tagged=True),
+         lambda b, r: (topic_rows(b, r), brokers_of(b)),
+         lambda r: (shared_topic(r), me(r)), since=9),
+    Case("Metadata", 3, "all_topics", lambda r: metadata(r, None),
+         lambda b, r: topic_rows(b, r, {r.cluster.topic}), shared_topic),
+    Case("Metadata", 3, "unknown_topic", lambda r: metadata(r, ["no-such-topic"]),
+         topic_rows, lambda _r: [("no-such-topic", ABSENT, 0, True)]),
+    Case("Metadata", 3, "authorized_operations_not_requested",
+         lambda r: metadata(r, [r.cluster.topic]),
+         lambda b, _r: ([t.authorized_operations for t in b.topics],
+                        getattr(b, "authorized_operations", None)),
+         lambda _r: ([None], None), since=8),  # None: kafka-python's -2147483648
+]
+
+
+# -- topics -----------------------------------------------------------------------------------
+
+def create_topics(run: Run, name: str, partitions: int, replication: int, *,
+                  validate_only: bool = False) -> Any:
+    topic = CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=replication)
+    return run.kafka_python(CreateTopicsRequest, CreateTopicsResponse, topics=[topic],
+                            timeout_ms=30_000, validate_only=validate_only)
+
+
+def create_results(body: Any, _run: Run) -> Meaning:
+    return [(t.name, code(t.error_code)) for t in body.topics]
+
+
+CREATE_TOPICS = [
+    Case("CreateTopics", 19, "creates",
+         lambda r: create_topics(r, r.fresh_topic, 1, 1),
+         lambda b, r: (create_results(b, r), topic_state(r, r.fresh_topic, "1 partitions")),
+         lambda r: ([(r.fresh_topic, "NONE")], "1 partitions"), listeners=BOTH),
+    Case("CreateTopics", 19, "validate_only",
+         lambda r: create_topics(r, r.fresh_topic, 1, 1, validate_only=True),
+         lambda b, r: (create_results(b, r), topic_state(r, r.fresh_topic, ABSENT)),
+         lambda r: ([(r.fresh_topic, "NONE")], ABSENT),
+         listeners=BOTH),
+    Case("CreateTopics", 19, "already_exists",
+         lambda r: create_topics(r, r.cluster.topic, 1, 1), create_results,
+         lambda r: [(r.cluster.topic, "TOPIC_ALREADY_EXISTS")], listeners=BOTH),
+    Case("CreateTopics", 19, "invalid_partitions",
+         lambda r: create_topics(r, r.fresh_topic, 0, 1), create_results,
+         lambda r: [(r.fresh_topic, "INVALID_PARTITIONS")], listeners=BOTH),
+    Case("CreateTopics", 19, "invalid_replication_factor",
+         lambda r: create_topics(r, r.fresh_topic, 1, 3), create_results,
+         lambda r: [(r.fresh_topic, "INVALID_REPLICATION_FACTOR")], listeners=BOTH),
+]
+
+
+def delete_topics(run: Run, name: str) -> Any:
+    fields: dict[str, Any] = (
+        {"topics": [DeleteTopicsRequest.DeleteTopicState(name=name)]} if run.version >= 6
+        else {"topic_names": [name]})
+    return run.kafka_python(DeleteTopicsRequest, DeleteTopicsResponse, timeout_ms=30_000,
+                            **fields)
+
+
+def delete_fresh(run: Run) -> Any:
+    create_topics(Run(run.cluster, "setup", "setup", BROKER, 7), run.fresh_topic, 1, 1)
+    return delete_topics(run, run.fresh_topic)
+
+
+DELETE_TOPICS = [
+    Case("DeleteTopics", 20, "deletes", delete_fresh,
+         lambda b, r: ([(t.name, code(t.error_code)) for t in b.responses],
+                       topic_state(r, r.fresh_topic, ABSENT)),
+         lambda r: ([(r.fresh_topic, "NONE")], ABSENT),
+         listeners=BOTH),
+    Case("DeleteTopics", 20, "unknown_topic", lambda r: delete_topics(r, "no-such-topic"),
+         lambda b, _r: [(t.name, code(t.error_code)) for t in b.responses],
+         lambda _r: [("no-such-topic", ABSENT)], listeners=BOTH),
+]
+
+
+def create_partitions(run: Run, name: str, count: int) -> Any:
+    topic = CreatePartitionsRequest.CreatePartitionsTopic(name=name, count=count,
+                                                          assignments=None)
+    return run.kafka_python(CreatePartitionsRequest, CreatePartitionsResponse,
+                            topics=[topic], timeout_ms=30_000, validate_only=True)
+
+
+def partition_results(body: Any, _run: Run) -> Meaning:
+    return [(t.name, code(t.error_code)) for t in body.results]
+
+
+CREATE_PARTITIONS = [
+    Case("CreatePartitions", 37, "validate_only",
+         lambda r: create_partitions(r, r.cluster.topic, r.cluster.partitions + 1),
+         lambda b, r: (partition_results(b, r),
+                       topic_state(r, r.cluster.topic, f"{r.cluster.partitions} partitions")),
+         lambda r: ([(r.cluster.topic, "NONE")], f"{r.cluster.partitions} partitions"),
+         listeners=BOTH),
+    Case("CreatePartitions", 37, "unknown_topic",
+         lambda r: create_partitions(r, "no-such-topic", 3), partition_results,
+         lambda _r: [("no-such-topic", ABSENT)], listeners=BOTH),
+    Case("CreatePartitions", 37, "fewer_partitions",
+         lambda r: create_partitions(r, r.cluster.topic, 1), partition_results,
+         lambda r: [(r.cluster.topic, "INVALID_PARTITIONS")], listeners=BOTH),
+]
+
+
+# -- configs ----------------------------------------------------------------------------------
+
+def describe_configs(run: Run, name: str, keys: list[str]) -> Any:
+    resource = DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=keys)
+    return run.kafka_python(DescribeConfigsRequest, DescribeConfigsResponse,
+                            resources=[resource], include_synonyms=False,
+                            include_documentation=False)
+
+
+def config_results(body: Any, _run: Run) -> Meaning:
+    return [(r.resource_name, code(r.error_code),
+             sorted((c.name, c.value) for c in r.configs)) for r in body.results]
+
+
+DESCRIBE_CONFIGS = [
+    Case("DescribeConfigs", 32, "topic_key",
+         lambda r: describe_configs(r, r.cluster.topic, ["cleanup.policy"]), config_results,
+         lambda r: [(r.cluster.topic, "NONE", [("cleanup.policy", "delete")])],
+         listeners=BOTH),
+    Case("DescribeConfigs", 32, "unknown_topic",
+         lambda r: describe_configs(r, "no-such-topic", ["cleanup.policy"]),
+         config_results, lambda _r: [("no-such-topic", ABSENT, [])],
+         listeners=BOTH),
+]
+
+
+def alter_configs(run: Run, name: str) -> Any:
+    resource = AlterConfigsRequest.AlterConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=name,
+        configs=[AlterConfigsRequest.AlterConfigsResource.AlterableConfig(
+            name="retention.ms", value="1000")])
+    return run.kafka_python(AlterConfigsRequest, AlterConfigsResponse, resources=[resource],
+                            validate_only=True)
+
+
+def incremental_alter(run: Run, name: str) -> Any:
+    resource = IncrementalAlterConfigsRequest.AlterConfigsResource(
+        resource_type=TOPIC_RESOURCE, resource_name=name,
+        configs=[IncrementalAlterConfigsRequest.AlterConfigsResource.AlterableConfig(
+            name="retention.ms", config_operation=SET, value="1000")])
+    return run.kafka_python(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+                            resources=[resource], validate_only=True)
+
+
+def alter_results(body: Any, _run: Run) -> Meaning:
+    return [(r.resource_name, code(r.error_code)) for r in body.responses]
+
+
+def retention(run: Run) -> Meaning:
+    probe = Run(run.cluster, "probe", "probe", BROKER, 4)
+    return config_results(describe_configs(probe, run.cluster.topic, ["retention.ms"]), run)
+
+
+DEFAULT_RETENTION_MS = "604800000"
+
+
+def alter_rows(api: str, api_key: int, send: Callable[[Run, str], Any]) -> list[Case]:
+    return [
+        Case(api, api_key, "validate_only", lambda r: send(r, r.cluster.topic),
+             lambda b, r: (alter_results(b, r), retention(r)),
+             lambda r: ([(r.cluster.topic, "NONE")], [
+                 (r.cluster.topic, "NONE", [("retention.ms", DEFAULT_RETENTION_MS)])]),
+             listeners=BOTH),
+        Case(api, api_key, "unknown_topic", lambda r: send(r, "no-such-topic"),
+             alter_results, lambda _r: [("no-such-topic", ABSENT)], listeners=BOTH),
+    ]
+
+
+ALTER_CONFIGS = [*alter_rows("AlterConfigs", 33, alter_configs),
+                 *alter_rows("IncrementalAlterConfigs", 44, incremental_alter)]
+
+
+# -- cluster, features, quorum ---------------------------------------------------------------
+
+def api_versions(run: Run) -> Any:
+    return run.kafka_python(ApiVersionsRequest, ApiVersionsResponse,
+                            client_software_name="conformance", client_software_version="1")
+
+
+def describe_cluster(run: Run, endpoint_type: int, *, tagged: bool = False) -> Any:
+    return run.kafka_python(DescribeClusterRequest, DescribeClusterResponse, unknown_tag=tagged,
+                            include_cluster_authorized_operations=False,
+                            endpoint_type=endpoint_type, include_fenced_brokers=False)
+
+
+def cluster_meaning(body: Any, _run: Run) -> Meaning:
+    return (code(body.error_code), body.cluster_id or None, body.controller_id,
+            sorted((b.broker_id, b.host, b.port) for b in body.brokers),
+            body.authorized_operations)
+
+
+def controllers(run: Run) -> Meaning:
+    return [(run.cluster.controller_id, *run.cluster.controller)]
+
+
+def update_features(run: Run) -> Any:
+    update = UpdateFeaturesRequest.FeatureUpdateKey(
+        feature="no.such.feature", max_version_level=1, allow_downgrade=False, upgrade_type=1)
+    return run.kafka_python(UpdateFeaturesRequest, UpdateFeaturesResponse, timeout_ms=30_000,
+                            feature_updates=[update], validate_only=True)
+
+
+def describe_quorum(run: Run) -> Any:
+    topic = DescribeQuorumRequest.TopicData(
+        topic_name=METADATA_TOPIC,
+        partitions=[DescribeQuorumRequest.TopicData.PartitionData(partition_index=0)])
+    return run.kafka_python(DescribeQuorumRequest, DescribeQuorumResponse, topics=[topic])
+
+
+def quorum_meaning(body: Any, run: Run) -> Meaning:
+    (topic,) = body.topics
+    (part,) = topic.partitions
+    return (code(body.error_code), topic.topic_name, code(part.error_code), part.leader_id,
+            [v.replica_id for v in part.current_voters],
+            run.cluster.broker_id in [o.replica_id for o in part.observers])
+
+
+CLUSTER = [
+    Case("ApiVersions", 18, "lists_apis", api_versions,
+         lambda b, _r: (code(b.error_code),
+                        sorted((k.api_key, k.min_version, k.max_version) for k in b.api_keys)),
+         None, listeners=BOTH, check=lambda m, _r: isinstance(m, tuple) and m[0] == "NONE"),
+    Case("DescribeCluster", 60, "brokers", lambda r: describe_cluster(r, 1), cluster_meaning,
+         lambda r: ("NONE", r.cluster.cluster_id, r.cluster.broker_id, me(r), None)),
+    Case("DescribeCluster", 60, "unknown_tagged_field",
+         lambda r: describe_cluster(r, 1, tagged=True), cluster_meaning,
+         lambda r: ("NONE", r.cluster.cluster_id, r.cluster.broker_id, me(r), None)),
+    Case("DescribeCluster", 60, "controller_endpoints_on_a_broker",
+         lambda r: describe_cluster(r, 2), lambda b, _r: code(b.error_code),
+         lambda _r: "UNSUPPORTED_ENDPOINT_TYPE", since=1),
+    Case("DescribeCluster", 60, "controllers", lambda r: describe_cluster(r, 2),
+         cluster_meaning,
+         lambda r: ("NONE", r.cluster.cluster_id, r.cluster.controller_id, controllers(r),
+                    None), listeners=(CONTROLLER,), since=1),
+    Case("DescribeCluster", 60, "broker_endpoints_on_a_controller",
+         lambda r: describe_cluster(r, 1), lambda b, _r: code(b.error_code),
+         lambda _r: "UNSUPPORTED_ENDPOINT_TYPE", listeners=(CONTROLLER,)),
+    Case("UpdateFeatures", 57, "unknown_feature", update_features,
+         lambda b, _r: sorted({code(b.error_code)} | {
+             code(x.error_code) for x in getattr(b, "results", ()) or ()} - {"NONE"}),
+         lambda _r: ["INVALID_UPDATE_VERSION"], listeners=BOTH),
+    Case("DescribeQuorum", 55, "describes", describe_quorum, quorum_meaning,
+         lambda r: ("NONE", METADATA_TOPIC, "NONE", r.cluster.controller_id,
+                    [r.cluster.controller_id], True), listeners=BOTH),
+]
+
+
+# -- the controller's own RPCs (kio: kafka-python does not have them) -----------------------
+
+def kio(api_key: int, fields: dict[str, Any]) -> Callable[[Run], Any]:
+    return lambda run: run.kio(api_key, fields)
+
+
+def top_error(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code)
+
+
+def error_is(name: str) -> Callable[[Run], Meaning]:
+    return lambda _run: name
+
+
+def partition(**fields: Any) -> dict[str, Any]:
+    return {"partition_index": 0, **fields}
+
+
+def metadata_topic(**fields: Any) -> dict[str, Any]:
+    return {"topic_name": METADATA_TOPIC, "partitions": [partition(**fields)]}
+
+
+VOTER_ENDPOINT = {"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}
+EPOCH = {"replica_epoch": 1, "leader_epoch": 1, "last_offset_epoch": 0, "last_offset": 0}
+
+RAFT = [
+    Case("Vote", 52, "wrong_cluster_id",
+         kio(52, {"cluster_id": WRONG_CLUSTER, "topics": [metadata_topic(
+             replica_id=7, **EPOCH)]}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+    Case("BeginQuorumEpoch", 53, "wrong_cluster_id",
+         kio(53, {"cluster_id": WRONG_CLUSTER, "topics": [metadata_topic(
+             leader_id=7, leader_epoch=1)], "leader_endpoints": [VOTER_ENDPOINT]}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+    Case("EndQuorumEpoch", 54, "wrong_cluster_id",
+         kio(54, {"cluster_id": WRONG_CLUSTER, "topics": [metadata_topic(
+             leader_id=7, leader_epoch=1)], "leader_endpoints": [VOTER_ENDPOINT]}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+    Case("FetchSnapshot", 59, "wrong_cluster_id",
+         kio(59, {"cluster_id": WRONG_CLUSTER, "topics": [{"name": METADATA_TOPIC,
+              "partitions": [{"partition": 0, "snapshot_id": {"end_offset": 1, "epoch": 1}}]}]}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+    Case("AddRaftVoter", 80, "wrong_cluster_id",
+         kio(80, {"cluster_id": WRONG_CLUSTER, "timeout": datetime.timedelta(seconds=5),
+                  "voter_id": 7, "voter_directory_id": uuid.UUID(int=7),
+                  "listeners": [VOTER_ENDPOINT]}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=BOTH),
+    Case("RemoveRaftVoter", 81, "wrong_cluster_id",
+         kio(81, {"cluster_id": WRONG_CLUSTER, "voter_id": 7,
+                  "voter_directory_id": uuid.UUID(int=7)}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=BOTH),
+    Case("UpdateRaftVoter", 82, "wrong_cluster_id",
+         kio(82, {"cluster_id": WRONG_CLUSTER, "current_leader_epoch": 1, "voter_id": 7,
+                  "voter_directory_id": uuid.UUID(int=7), "listeners": [VOTER_ENDPOINT],
+                  "k_raft_version_feature": {"min_supported_version": 0,
+                                             "max_supported_version": 1}}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+]
+
+
+def fetch(run: Run, cluster_id: str | None) -> Any:
+    """An observer's first Fetch of the metadata log, as KRaft sends it (offset 0, epoch 0,
+    the current leader epoch); before v13 the topic can only be named by name."""
+    named = {"topic": METADATA_TOPIC} if run.version < 13 else {"topic_id": METADATA_TOPIC_ID}
+    part = FetchRequest.FetchTopic.FetchPartition(
+        partition=0, current_leader_epoch=run.cluster.epoch, fetch_offset=0,
+        last_fetched_epoch=0, log_start_offset=-1, partition_max_bytes=1 << 20)
+    return run.kafka_python(
+        FetchRequest, FetchResponse, cluster_id=cluster_id, replica_id=-1,
+        replica_state=FetchRequest.ReplicaState(replica_id=-1, replica_epoch=-1),
+        max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+        session_epoch=-1, topics=[FetchRequest.FetchTopic(partitions=[part], **named)],
+        forgotten_topics_data=[], rack_id="")
+
+
+def fetch_meaning(body: Any, _run: Run) -> Meaning:
+    parts = [p for t in body.responses for p in t.partitions]
+    return (code(getattr(body, "error_code", 0)),
+            [(code(p.error_code), p.high_watermark > 0, bool(p.records)) for p in parts])
+
+
+FETCH = [
+    Case("Fetch", 1, "observer_reads_the_metadata_log", lambda r: fetch(r, None),
+         fetch_meaning, lambda _r: ("NONE", [("NONE", True, True)]),
+         listeners=(CONTROLLER,), since=13),
+    # KRaft checks the topic id only (RaftUtil.hasValidTopicPartition): a Fetch that names
+    # the topic (v4-v12) is INVALID_REQUEST, in the top-level error code from v7 on.
+    Case("Fetch", 1, "metadata_log_by_topic_name", lambda r: fetch(r, None),
+         fetch_meaning,
+         lambda r: ("INVALID_REQUEST" if r.version >= 7 else "NONE", []),
+         listeners=(CONTROLLER,), until=13,
+         deviation="raft/rpc.py fetch_partition answers a partition-level "
+                   "UNKNOWN_TOPIC_OR_PARTITION; Kafka a top-level INVALID_REQUEST"),
+    Case("Fetch", 1, "wrong_cluster_id", lambda r: fetch(r, WRONG_CLUSTER),
+         lambda b, _r: code(b.error_code), error_is("INCONSISTENT_CLUSTER_ID"),
+         listeners=(CONTROLLER,), since=12),
+]
+
+BROKER_LIFECYCLE = [
+    Case("BrokerRegistration", 62, "wrong_cluster_id",
+         kio(62, {"broker_id": UNKNOWN_BROKER, "cluster_id": WRONG_CLUSTER,
+                  "incarnation_id": uuid.UUID(int=9), "listeners": [], "features": [],
+                  "rack": None}),
+         top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+    Case("BrokerHeartbeat", 63, "unknown_broker",
+         kio(63, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5,
+                  "current_metadata_offset": 0, "want_fence": True,
+                  "want_shut_down": False}),
+         top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,),
+         deviation="controller/cluster_control.py heartbeat answers BROKER_ID_NOT_REGISTERED; "
+                   "Kafka's checkBrokerEpoch throws STALE_BROKER_EPOCH"),
+    Case("UnregisterBroker", 64, "unknown_broker",
+         kio(64, {"broker_id": UNKNOWN_BROKER}),
+         top_error, error_is("BROKER_ID_NOT_REGISTERED"), listeners=BOTH),
+    # Kafka registers any controller id; a request that registers nothing (no incarnation
+    # id) is the one that leaves the cluster as it is. Its error is pykraft's choice.
+    Case("ControllerRegistration", 70, "no_incarnation_id",
+         kio(70, {"controller_id": UNKNOWN_BROKER, "incarnation_id": None,
+                  "zk_migration_ready": False, "listeners": [], "features": []}),
+         top_error, None, listeners=(CONTROLLER,), check=lambda m, _r: m != "NONE"),
+    Case("AlterPartition", 56, "unknown_broker",
+         kio(56, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5, "topics": []}),
+         top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
+]
+
+CASES: list[Case] = [*CLUSTER, *METADATA, *CREATE_TOPICS, *DELETE_TOPICS, *CREATE_PARTITIONS,
+                     *DESCRIBE_CONFIGS, *ALTER_CONFIGS, *RAFT, *FETCH, *BROKER_LIFECYCLE]

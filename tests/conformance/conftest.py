@@ -1,0 +1,55 @@
+"""One controller and one broker (real processes on 127.0.0.1) for the whole suite, with
+a shared topic for the read-only rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka.protocol.admin import CreateTopicsRequest
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
+from broker_harness import PROPERTIES, wait_for, wait_for_brokers
+
+from conformance.cases import create_topics, describe_quorum, metadata
+from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
+from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.quorum_tool import parse_host_port
+
+SHARED_TOPIC = "conformance"
+SHARED_PARTITIONS = 2
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
+    made = LocalCluster.create(tmp_path_factory.mktemp("conformance") / "cluster", 1,
+                               PROPERTIES, brokers=1)
+    made.start_all()
+    try:
+        wait_for_brokers(made, 1)
+        (controller_id,), (broker_id,) = made.controllers, made.brokers
+        info = ClusterInfo(
+            cluster_id=made.cluster_id, controller_id=controller_id,
+            controller=parse_host_port(made.nodes[controller_id].address),
+            broker_id=broker_id, broker=parse_host_port(made.nodes[broker_id].address),
+            topic=SHARED_TOPIC, partitions=SHARED_PARTITIONS, epoch=-1)
+        quorum = describe_quorum(Run(info, "setup", "setup", CONTROLLER, 2))
+        assert quorum.error_code == 0, quorum
+        info = dataclasses.replace(info, epoch=quorum.topics[0].partitions[0].leader_epoch)
+        setup = Run(info, "setup", "setup", BROKER, CreateTopicsRequest.max_version)
+        create_topics(setup, SHARED_TOPIC, SHARED_PARTITIONS, 1)
+        wait_for("the shared topic's leaders", lambda: _has_leaders(setup))
+        yield info
+    finally:
+        for node_id in made.nodes:
+            made.kill(node_id)
+
+
+def _has_leaders(run: Run) -> bool | None:
+    (topic,) = metadata(Run(run.cluster, "probe", "probe", BROKER, 12),
+                        [SHARED_TOPIC]).topics
+    leaders = [p.leader_id for p in topic.partitions]
+    return True if len(leaders) == SHARED_PARTITIONS and min(leaders) >= 0 else None

@@ -1,0 +1,99 @@
+"""Framing and encoding that do not go through pykraft's codec.
+
+A request is encoded by kafka-python (its ``ApiMessage`` classes carry Kafka's JSON
+schemas) when it has the API, else by kio's entity writer with kio's header entities; the
+response is decoded by the same library. Connections are plain blocking sockets.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+
+CLIENT_ID = "conformance"
+CORRELATION_ID = 4242
+TIMEOUT_S = 20.0
+
+
+class ConnectionClosed(Exception):  # noqa: N818 - what the test expects, not a failure
+    """The server closed the connection instead of answering."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A decoded response: its body and the correlation id the server echoed."""
+
+    body: Any
+    correlation_id: int
+
+
+def exchange(address: tuple[str, int], frame: bytes) -> bytes:
+    """Send one framed request on a fresh connection; the response frame (no size)."""
+    with socket.create_connection(address, timeout=TIMEOUT_S) as sock:
+        sock.sendall(frame)
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        return _read_exactly(sock, size)
+
+
+def _read_exactly(sock: socket.socket, count: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < count:
+        chunk = sock.recv(count - len(chunks))
+        if not chunk:
+            raise ConnectionClosed(f"closed after {len(chunks)} of {count} bytes")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def framed(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+#: A top-level tagged field no schema defines: Kafka skips unknown tags (KIP-482).
+UNKNOWN_TAG = bytes([0x01, 0xE1, 0x3C, 0x03]) + b"xyz"  # 1 field, tag 7777, 3 bytes
+
+
+def kafka_python_call(address: tuple[str, int], request: Any, response_class: Any, *,
+                      unknown_tag: bool = False) -> Answer:
+    """``request`` is a kafka-python versioned request (e.g. ``MetadataRequest[4](...)``);
+    with ``unknown_tag`` its (flexible, tag-less) body ends with :data:`UNKNOWN_TAG`."""
+    request.with_header(correlation_id=CORRELATION_ID, client_id=CLIENT_ID)
+    encoded = bytes(request.encode(header=True))
+    if unknown_tag:
+        if encoded[-1:] != b"\x00":
+            raise AssertionError("the body does not end with an empty tag section")
+        encoded = encoded[:-1] + UNKNOWN_TAG
+    payload = exchange(address, framed(encoded))
+    body = response_class.decode(payload, version=request.API_VERSION, header=True)
+    return Answer(body, body.header.correlation_id)
+
+
+def kio_call(address: tuple[str, int], request: Any, response_class: Any) -> Answer:
+    """``request`` is a kio request entity; ``response_class`` the kio response entity."""
+    header_class: Any = type(request).__header_schema__
+    fields = {"request_api_key": request.__api_key__,
+              "request_api_version": request.__version__,
+              "correlation_id": CORRELATION_ID, "client_id": CLIENT_ID}
+    names = {f for f in header_class.__dataclass_fields__}
+    buffer = io.BytesIO()
+    entity_writer(header_class)(buffer, header_class(**{k: v for k, v in fields.items()
+                                                          if k in names}))
+    entity_writer(type(request))(buffer, request)
+    payload = exchange(address, framed(buffer.getvalue()))
+    header, header_size = entity_reader(response_class.__header_schema__)(payload, 0)
+    body, body_size = entity_reader(response_class)(payload, header_size)
+    if header_size + body_size != len(payload):
+        raise AssertionError(f"trailing bytes after {response_class.__name__}")
+    return Answer(body, int(header.correlation_id))
+
+
+def raw_header(api_key: int, version: int) -> bytes:
+    """A request header v1 (non-flexible) with no body, for APIs or versions the server
+    should refuse without reading further."""
+    client = CLIENT_ID.encode()
+    return struct.pack(">hhih", api_key, version, CORRELATION_ID, len(client)) + client

@@ -94,6 +94,9 @@ def up(
     except (PyKraftError, OSError) as exc:
         cluster.stop_all()  # no half-started cluster left behind
         raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        _stop(cluster)
+        raise typer.Exit(130) from None
     typer.echo(f"{'Restarted' if restarted else 'Started'} {controllers} controllers and "
                f"{brokers} brokers of cluster {cluster.cluster_id}; bootstrap controllers "
                f"{cluster.bootstrap_controllers}"
@@ -109,11 +112,16 @@ def up(
                 live.update(_status_table(cluster))
     except KeyboardInterrupt:
         pass
-    # A second Ctrl-C must not abandon the nodes half-stopped (the stop is bounded anyway).
+    _stop(cluster)
+
+
+def _stop(cluster: LocalCluster) -> None:
+    """Stop every node after Ctrl-C; a second Ctrl-C must not abandon them half-stopped
+    (the stop is bounded anyway)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     codes = cluster.stop_all()
     typer.echo(f"Stopped: {', '.join(f'node {n} exit {c}' for n, c in codes.items())}. "
-               f"Its data stays in {directory}: `pykraft cluster up` restarts it.")
+               f"Its data stays in {cluster.base}: `pykraft cluster up` restarts it.")
 
 
 def _cluster_to_start(directory: Path, controllers: int, properties: dict[str, str],

@@ -143,7 +143,9 @@ def _cluster_to_start(directory: Path, controllers: int, properties: dict[str, s
 
 @cluster_app.command("down")
 def down(directory: DirOption = Path("data/cluster")) -> None:
-    """Stop the cluster's processes (SIGTERM, bounded wait, SIGKILL); its data stays."""
+    """Stop the cluster's processes; its data stays.
+
+    SIGTERM to every node, a bounded wait, then SIGKILL."""
     try:
         cluster = LocalCluster.load(directory)
     except ClusterError as exc:

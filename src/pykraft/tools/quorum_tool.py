@@ -37,6 +37,7 @@ CLIENT_ID = "pykraft-metadata-quorum"
 _TOOL_APIS = (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
               ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_FEATURES)
 TOOL_RANGES = {k: r for k, r in listener_ranges(Listener.CONTROLLER).items() if k in _TOOL_APIS}
+BROKER_ENDPOINTS = 1
 CONTROLLER_ENDPOINTS = 2
 #: Kafka's admin ``request.timeout.ms`` (one attempt) and ``default.api.timeout.ms`` (all).
 REQUEST_TIMEOUT_S = 30.0
@@ -148,6 +149,12 @@ async def _ask_controller(address: Address, deadline: float) -> ActiveController
     cluster = await request_once(address, dc_req.DescribeClusterRequest(
         include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS),
         include_fenced_brokers=False), deadline)
+    if cluster.error_code == ErrorCode.unsupported_endpoint_type:
+        # A broker (--bootstrap-server): it forwards the quorum APIs to the active controller.
+        brokers = await request_once(address, dc_req.DescribeClusterRequest(
+            include_cluster_authorized_operations=False, endpoint_type=i8(BROKER_ENDPOINTS),
+            include_fenced_brokers=False), deadline)
+        return ActiveController(brokers.cluster_id, int(brokers.controller_id), address)
     if cluster.error_code != ErrorCode.none:
         raise QuorumToolError(f"DescribeCluster failed: {error_name(cluster.error_code)}")
     leader = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)

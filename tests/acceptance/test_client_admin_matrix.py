@@ -69,7 +69,9 @@ class Confluent:
         return {name: (e.value, ConfigSource(e.source).name) for name, e in entries.items()}
 
     def close(self) -> None:
-        """librdkafka's admin handle has nothing to close."""
+        """librdkafka's handle has no close: dropped now, it stops before the cluster does
+        (else it logs refused connections after the module's cluster is gone)."""
+        del self.admin
 
 
 class KafkaPython:

@@ -486,9 +486,7 @@ FETCH = [
     Case("Fetch", 1, "metadata_log_by_topic_name", lambda r: fetch(r, None),
          fetch_meaning,
          lambda r: ("INVALID_REQUEST" if r.version >= 7 else "NONE", []),
-         listeners=(CONTROLLER,), until=13,
-         deviation="raft/rpc.py fetch_partition answers a partition-level "
-                   "UNKNOWN_TOPIC_OR_PARTITION; Kafka a top-level INVALID_REQUEST"),
+         listeners=(CONTROLLER,), until=13),
     Case("Fetch", 1, "wrong_cluster_id", lambda r: fetch(r, WRONG_CLUSTER),
          lambda b, _r: code(b.error_code), error_is("INCONSISTENT_CLUSTER_ID"),
          listeners=(CONTROLLER,), since=12),

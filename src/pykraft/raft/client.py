@@ -950,13 +950,10 @@ class RaftClient:
         self, source: int, correlation_id: int, request: rpc.FetchRequest, may_park: bool
     ) -> rpc.FetchResponse | None:
         if self._cluster_mismatch(request.cluster_id):
-            return rpc.fetch_response(ErrorCode.none, None, self.epoch,
-                                      top_error=ErrorCode.inconsistent_cluster_id)
+            return rpc.fetch_error(ErrorCode.inconsistent_cluster_id)
         part = rpc.fetch_partition(request)
-        if isinstance(part, ErrorCode):
-            if part == ErrorCode.invalid_request:
-                return rpc.fetch_response(ErrorCode.none, None, self.epoch, top_error=part)
-            return rpc.fetch_response(part, self.state.leader_id, self.epoch)
+        if part is None:
+            return rpc.fetch_error(ErrorCode.invalid_request)
         wait_ms = rpc.max_wait_ms(request)
         offset, last_epoch = int(part.fetch_offset), int(part.last_fetched_epoch)
         if wait_ms < 0 or offset < 0 or last_epoch < 0 or last_epoch > part.current_leader_epoch:

@@ -249,21 +249,27 @@ def fetch_request(
     )
 
 
-def fetch_partition(request: FetchRequest) -> fetch_req.FetchPartition | ErrorCode:
-    """KRaft validates Fetch by topic id only."""
+def fetch_partition(request: FetchRequest) -> fetch_req.FetchPartition | None:
+    """The one partition a KRaft Fetch may ask for, matched by topic id only as Kafka's
+    RaftUtil does (a Fetch below v13 names the topic and carries no id: it never matches);
+    None for anything else, which Kafka answers with :func:`fetch_error` INVALID_REQUEST."""
     parts = [p for t in request.topics for p in t.partitions]
-    if len(request.topics) != 1 or len(parts) != 1:
-        return ErrorCode.invalid_request
-    if request.topics[0].topic_id != METADATA_TOPIC_ID or parts[0].partition != 0:
-        return ErrorCode.unknown_topic_or_partition
+    if (len(request.topics) != 1 or len(parts) != 1
+            or request.topics[0].topic_id != METADATA_TOPIC_ID or parts[0].partition != 0):
+        return None
     return parts[0]
+
+
+def fetch_error(top_error: ErrorCode) -> FetchResponse:
+    """A refusal of the whole request: the top-level error and no topics, as Kafka sends."""
+    return FetchResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+                         error_code=top_error, responses=())
 
 
 def fetch_response(
     error: ErrorCode, leader_id: int | None, epoch: int, *, high_watermark: int | None = None,
     records: bytes = b"", diverging: OffsetAndEpoch | None = None,
     snapshot_id: OffsetAndEpoch | None = None, log_start_offset: int = 0,
-    top_error: ErrorCode = ErrorCode.none,
 ) -> FetchResponse:
     partition = fetch_resp.PartitionData(
         partition_index=_PARTITION, error_code=error,
@@ -286,7 +292,7 @@ def fetch_response(
         records=Records(records),
     )
     return FetchResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=top_error,
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
         responses=(fetch_resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID,
                                                      partitions=(partition,)),),
     )

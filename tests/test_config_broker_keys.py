@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from pykraft.config.broker_configs import BROKER_CONFIG_DEFS, synonyms, unknown_key_warnings
+from pykraft.config.broker_configs import (
+    BROKER_CONFIG_DEFS,
+    static_layer,
+    synonyms,
+    unknown_key_warnings,
+)
 from pykraft.config.server import CONFIG_DEFS, ServerConfig
 from pykraft.runtime.settings import NodeSettings
 
@@ -58,3 +63,9 @@ def test_server_config_keeps_unknown_keys_for_the_warning() -> None:
     assert config.get("controller.quorum.election.timeout.ms") == 1000
     assert "contoller.quorum.election.timeout.ms" in config.raw
     assert NodeSettings.__dataclass_fields__["config_warnings"].default == ()
+
+
+def test_node_id_and_broker_id_fill_each_other_in_as_kafka_config_does() -> None:
+    assert static_layer({"node.id": "4"}) == {"node.id": "4", "broker.id": "4"}
+    assert static_layer({"broker.id": "5"}) == {"broker.id": "5", "node.id": "5"}
+    assert static_layer({"node.id": "4", "broker.id": "4"}) == {"node.id": "4", "broker.id": "4"}

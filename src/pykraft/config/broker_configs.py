@@ -151,6 +151,17 @@ def definition(name: str) -> ConfigDef | None:
     return found
 
 
+def static_layer(raw: Mapping[str, str]) -> dict[str, str]:
+    """The properties file as Kafka's ``KafkaConfig`` reads it: ``node.id`` and ``broker.id``
+    name one value, so the one given fills in the other (``populateSynonyms``) and both
+    show as STATIC_BROKER_CONFIG."""
+    static = dict(raw)
+    for given, missing in (("node.id", "broker.id"), ("broker.id", "node.id")):
+        if given in static and missing not in static:
+            static[missing] = static[given]
+    return static
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerConfigLayers:
     """A node's config layers; see the module docstring."""

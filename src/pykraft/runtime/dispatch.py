@@ -232,10 +232,21 @@ class Dispatcher:
         return dataclasses.replace(response, node_endpoints=endpoints) if endpoints else response
 
     def _controller_endpoints(self) -> list[tuple[int, VoterEndpoint]]:
-        """Each voter's endpoint on the controller listener (the voter set in force)."""
+        """Every controller's endpoint on the controller listener, by id: the registered
+        controllers of the committed image, observers included (Kafka's
+        ``describeClusterControllers``), and the voters in force, which a static quorum
+        knows before any controller has registered."""
         name = self._node.core.config.listener_name
-        found = ((v.key.id, v.endpoint(name)) for v in self._node.core.voters.nodes)
-        return [(node_id, endpoint) for node_id, endpoint in found if endpoint is not None]
+        found = {v.key.id: v.endpoint(name) for v in self._node.core.voters.nodes}
+        if self._controller is not None:
+            registered = self._controller.controller.committed_image.cluster.controllers
+            for controller_id, registration in registered.items():
+                found[controller_id] = next(
+                    (VoterEndpoint(e.name, e.host, e.port)
+                     for e in registration.listeners if e.name == name),
+                    found.get(controller_id))
+        return [(node_id, endpoint) for node_id, endpoint in sorted(found.items())
+                if endpoint is not None]
 
     def _describe_cluster(self, request: Any) -> Any:
         """A controller answers for ``endpoint_type=2`` (controllers) only, as Kafka does."""

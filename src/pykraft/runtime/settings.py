@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pykraft.config.broker_configs import unknown_key_warnings
+from pykraft.config.broker_configs import static_layer, unknown_key_warnings
 from pykraft.config.server import Endpoint, ServerConfig, VoterSpec
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
@@ -153,7 +153,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             max_bytes_between_snapshots=config.get(
                 "metadata.log.max.record.bytes.between.snapshots"),
             max_snapshot_interval_ms=config.get("metadata.log.max.snapshot.interval.ms"),
-            properties=dict(config.raw)),
+            properties=static_layer(config.raw)),
         roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
         bootstrap_servers=bootstrap_servers,
         config_warnings=tuple(unknown_key_warnings(config.raw)),

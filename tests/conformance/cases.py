@@ -502,9 +502,7 @@ BROKER_LIFECYCLE = [
          kio(63, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5,
                   "current_metadata_offset": 0, "want_fence": True,
                   "want_shut_down": False}),
-         top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,),
-         deviation="controller/cluster_control.py heartbeat answers BROKER_ID_NOT_REGISTERED; "
-                   "Kafka's checkBrokerEpoch throws STALE_BROKER_EPOCH"),
+         top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
     Case("UnregisterBroker", 64, "unknown_broker",
          kio(64, {"broker_id": UNKNOWN_BROKER}),
          top_error, error_is("BROKER_ID_NOT_REGISTERED"), listeners=BOTH),

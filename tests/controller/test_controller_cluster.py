@@ -156,11 +156,13 @@ def test_unfence_needs_caught_up_offset_and_no_want_fence() -> None:
 
 
 def test_heartbeat_errors() -> None:
+    """Kafka's ClusterControlManager.checkBrokerEpoch: an unknown broker is a stale epoch
+    too ("No broker registration found for broker id 5"), not BROKER_ID_NOT_REGISTERED."""
     cluster = Cluster()
     cluster.elect()
     unknown = cluster.heartbeat(5, epoch=3)
     assert isinstance(unknown, BrokerHeartbeatResponse)
-    assert unknown.error_code == ErrorCode.broker_id_not_registered
+    assert unknown.error_code == ErrorCode.stale_broker_epoch
     cluster.register(1)
     stale = cluster.heartbeat(1, epoch=1)
     assert isinstance(stale, BrokerHeartbeatResponse)

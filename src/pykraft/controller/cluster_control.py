@@ -106,9 +106,9 @@ def _heartbeat_response(code: ErrorCode, *, caught_up: bool = False, fenced: boo
 
 def heartbeat(ctx: ControllerContext, req: BrokerHeartbeatRequest) -> ControllerResult:
     broker = ctx.image.cluster.brokers.get(req.broker_id)
-    if broker is None:
-        return ControllerResult((), _heartbeat_response(ErrorCode.broker_id_not_registered))
-    if broker.epoch != req.broker_epoch:
+    if broker is None or broker.epoch != req.broker_epoch:
+        # Kafka's checkBrokerEpoch: no registration is a stale epoch too; either way the
+        # broker registers again
         return ControllerResult((), _heartbeat_response(ErrorCode.stale_broker_epoch))
     caught_up = req.current_metadata_offset >= ctx.registration_offsets.get(
         broker.broker_id, broker.epoch)

@@ -8,6 +8,7 @@ metadata.version 3.9-IV0 or later.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pykraft.errors import ConfigError
@@ -49,6 +50,15 @@ DYNAMIC_QUORUM_METADATA_VERSION = _BY_LEVEL[21]  # 3.9-IV0: KIP-853 needs it
 # The default for new clusters: the first level with dynamic quorums, which every Kafka from
 # 3.9 on understands.
 DEFAULT_METADATA_VERSION = DYNAMIC_QUORUM_METADATA_VERSION
+
+#: The features this software implements, name -> (min, max) level: what every node
+#: registers and ApiVersions advertises, and the levels UpdateFeatures may set. pykraft has
+#: no group or transaction coordinator, so group.version and transaction.version stay out
+#: (a cluster can only remove them, level 0 being in every range, as in Kafka).
+SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
+    KRAFT_VERSION_FEATURE: (0, 1),
+    METADATA_VERSION_FEATURE: (MINIMUM_METADATA_VERSION.level, METADATA_VERSIONS[-1].level),
+}
 
 
 def metadata_version_for_level(level: int) -> MetadataVersion:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
@@ -10,8 +15,12 @@ from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeatur
 from kio.schema.update_features.v1.response import UpdateFeaturesResponse
 from kio.static.primitive import i8, i16, i64
 
+from pykraft.features import SUPPORTED_FEATURES
+from pykraft.protocol.api_versions import node_features
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.metadata import PartitionRecord, RegisterBrokerRecord
+from pykraft.records.metadata import FeatureLevelRecord, PartitionRecord, RegisterBrokerRecord
+from pykraft.runtime.controller_registration import registration_request
+from pykraft.runtime.node import RaftNode
 
 UPGRADE, SAFE, UNSAFE = 1, 2, 3
 
@@ -58,7 +67,7 @@ def test_feature_rules() -> None:
         (("metadata.version", 0, UNSAFE), ErrorCode.invalid_update_version),
         (("metadata.version", 99, UPGRADE), ErrorCode.invalid_update_version),
         (("no.such.feature", 1, UPGRADE), ErrorCode.invalid_update_version),
-        (("group.version", 1, UPGRADE), ErrorCode.invalid_update_version),  # broker lacks it
+        (("metadata.version", 20, SAFE), ErrorCode.invalid_update_version),
         (("metadata.version", 20, 7), ErrorCode.invalid_update_version),
     ]
     for change, code in cases:
@@ -75,22 +84,56 @@ def test_feature_rules() -> None:
 
 def test_all_or_nothing() -> None:
     cluster = started(19)
-    response = update(cluster, ("transaction.version", 2, UPGRADE),
-                      ("metadata.version", 1, SAFE))
+    response = update(cluster, ("metadata.version", 20, UPGRADE),
+                      ("metadata.version.typo", 1, UPGRADE))
     assert [r.error_code for r in response.results] == [ErrorCode.none,
                                                         ErrorCode.invalid_update_version]
     # UpdateFeatures v2 drops the per-feature results: the failure is top-level too
     assert response.error_code == ErrorCode.invalid_update_version
-    assert response.error_message is not None and "metadata.version" in response.error_message
-    assert "transaction.version" not in cluster.controller.image.features.finalized
-    assert update(cluster, ("transaction.version", 2, UPGRADE)).results[0].error_code == \
-        ErrorCode.none
-    assert cluster.controller.image.features.finalized["transaction.version"] == 2
-    assert update(cluster, ("transaction.version", 1, UPGRADE)).results[0].error_code == \
-        ErrorCode.invalid_update_version
-    assert update(cluster, ("transaction.version", 0, SAFE)).results[0].error_code == \
-        ErrorCode.none
-    assert "transaction.version" not in cluster.controller.image.features.finalized
+    assert response.error_message is not None and "typo" in response.error_message
+    assert cluster.controller.image.features.metadata_version == 19
+
+
+@pytest.mark.parametrize(("feature", "level"), [
+    ("group.version", 1), ("transaction.version", 2), ("no.such.feature", 1),
+])
+def test_update_features_accepts_only_what_pykraft_implements(feature: str, level: int) -> None:
+    """No group or transaction coordinator: those levels are refused in Kafka's words
+    (FeatureControlManager.invalidUpdateVersion, QuorumFeatures.reasonNotSupported)."""
+    cluster = started(19)
+    before = len(cluster.raft.batches)
+    response = update(cluster, (feature, level, UPGRADE))
+    message = (f"Invalid update version {level} for feature {feature}. "
+               "Local controller 0 does not support this feature.")
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.invalid_update_version, message)
+    assert [(r.error_code, r.error_message) for r in response.results] == [
+        (ErrorCode.invalid_update_version, message)]
+    assert len(cluster.raft.batches) == before
+
+
+def test_a_level_pykraft_does_not_implement_can_still_be_removed() -> None:
+    """Level 0 is in every range (Kafka's DISABLED 0-0): a group.version finalized by a
+    Kafka cluster's bootstrap can be taken away, never set."""
+    cluster = Cluster(bootstrap=[FeatureLevelRecord(name="metadata.version", feature_level=19),
+                                 FeatureLevelRecord(name="group.version", feature_level=1)])
+    cluster.elect()
+    assert cluster.controller.image.features.finalized["group.version"] == 1
+    assert update(cluster, ("group.version", 0, SAFE)).error_code == ErrorCode.none
+    assert "group.version" not in cluster.controller.image.features.finalized
+
+
+def test_registration_advertises_and_update_features_agree() -> None:
+    """One table, SUPPORTED_FEATURES: a controller registers it, ApiVersions shows it."""
+    node = SimpleNamespace(settings=SimpleNamespace(quorum=SimpleNamespace(
+        local_listeners=())))
+    request = registration_request(0, uuid.UUID(int=1), cast(RaftNode, node))
+    registered = {str(f.name): (int(f.min_supported_version), int(f.max_supported_version))
+                  for f in request.features}
+    advertised = {f.name: (f.min_version, f.max_version)
+                  for f in node_features({}, 0, 0)["supported_features"]}
+    assert registered == advertised == dict(SUPPORTED_FEATURES)
+    assert set(SUPPORTED_FEATURES) == {"metadata.version", "kraft.version"}
 
 
 def test_producer_id_blocks() -> None:

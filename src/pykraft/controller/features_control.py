@@ -1,21 +1,21 @@
 """Finalized features (UpdateFeatures) and producer id blocks (AllocateProducerIds).
 
-UpdateFeatures rules, deliberately simple:
+UpdateFeatures follows Kafka's FeatureControlManager, in its order and words:
 
-* known features only: ``metadata.version`` (levels :data:`MINIMUM_METADATA_VERSION` to the
-  newest pykraft knows), ``group.version`` (0-1) and ``transaction.version`` (0-2);
-  ``kraft.version`` is a control record, not changed here;
-* ``UPGRADE`` must not lower a level; ``SAFE_DOWNGRADE``/``UNSAFE_DOWNGRADE`` may, except for
-  metadata.version, which never goes down (its records could become unreadable);
-* level 0 removes a feature, which metadata.version cannot be;
-* every registered broker must declare support for the new level;
-* all-or-nothing like Kafka: if any update fails, nothing is written, and the others report
-  success without effect.
+* a known upgrade type, a level not below 0;
+* a level this controller supports (:data:`SUPPORTED_FEATURES`; level 0, the removal, is in
+  every range), and every registered broker and other controller declared it;
+* ``UPGRADE`` does not lower a level, the downgrade types do not raise it; metadata.version
+  never goes down (its records could become unreadable) nor below the minimum;
+* all-or-nothing: if any update fails, nothing is written.
+
+``kraft.version`` is a control record of the raft log: such updates go to
+``runtime/kraft_version.py`` and never reach this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
@@ -26,43 +26,83 @@ from kio.static.primitive import i32
 
 from pykraft.controller.context import PRODUCER_ID_BLOCK_SIZE, ControllerContext, ControllerResult
 from pykraft.controller.responses import NO_THROTTLE
-from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS, MINIMUM_METADATA_VERSION
+from pykraft.features import METADATA_VERSION_FEATURE, SUPPORTED_FEATURES
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.metadata import FeatureLevelRecord, ProducerIdsRecord
+from pykraft.records.metadata import (
+    BrokerFeature,
+    ControllerFeature,
+    FeatureLevelRecord,
+    ProducerIdsRecord,
+)
 
 UPGRADE = 1
 SAFE_DOWNGRADE = 2
 UNSAFE_DOWNGRADE = 3
 
-SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
-    METADATA_VERSION_FEATURE: (MINIMUM_METADATA_VERSION.level, METADATA_VERSIONS[-1].level),
-    "group.version": (0, 1),
-    "transaction.version": (0, 2),
-}
 _LONG_MAX = 2**63 - 1
+_DISABLED = (0, 0)  # Kafka's QuorumFeatures.DISABLED: what a node that names nothing supports
+
+
+def _not_supported(level: int, who: str, supported: tuple[int, int]) -> str | None:
+    """Kafka's QuorumFeatures.reasonNotSupported."""
+    low, high = supported
+    if low <= level <= high:
+        return None
+    if high == 0:
+        return f"{who} does not support this feature."
+    return f"{who} only supports versions {low if low == high else f'{low}-{high}'}"
+
+
+def _declared(features: Iterable[BrokerFeature | ControllerFeature],
+              name: str) -> tuple[int, int]:
+    """The range a broker's or controller's registration declared for ``name``."""
+    return next(((f.min_supported_version, f.max_supported_version)
+                 for f in features if f.name == name), _DISABLED)
+
+
+def _reason_not_supported(ctx: ControllerContext, name: str, level: int) -> str | None:
+    """This controller first, then every registered broker and other controller."""
+    me, cluster = ctx.config.node_id, ctx.image.cluster
+    nodes = [(f"Local controller {me}", SUPPORTED_FEATURES.get(name, _DISABLED))]
+    nodes += [(f"Broker {b}", _declared(cluster.brokers[b].features, name))
+              for b in sorted(cluster.brokers)]
+    nodes += [(f"Controller {c}", _declared(cluster.controllers[c].features, name))
+              for c in sorted(cluster.controllers) if c != me]
+    reasons = (_not_supported(level, who, supported) for who, supported in nodes)
+    return next((r for r in reasons if r is not None), None)
+
+
+def _reason(ctx: ControllerContext, update: FeatureUpdateKey, current: int) -> str | None:
+    level = int(update.max_version_level)
+    if update.upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+        return "The controller does not support the given upgrade type."
+    if level < 0:
+        return "A feature version cannot be less than 0."
+    reason = _reason_not_supported(ctx, update.feature, level)
+    if reason is not None:
+        return reason
+    if level < current and update.upgrade_type == UPGRADE:
+        return ("Can't downgrade the version of this feature without setting the upgrade "
+                "type to either safe or unsafe downgrade.")
+    if level > current and update.upgrade_type != UPGRADE:
+        return "Can't downgrade to a newer version."
+    return None
 
 
 def _problem(ctx: ControllerContext, update: FeatureUpdateKey) -> str | None:
+    """Kafka's error message for ``update``, or None if it may be applied."""
     name, level = update.feature, int(update.max_version_level)
-    supported = SUPPORTED_FEATURES.get(name)
-    if supported is None:
-        return f"The controller does not support the feature {name!r}"
-    if update.upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
-        return f"Unknown upgrade type {update.upgrade_type}"
     current = ctx.image.features.finalized.get(name, 0)
+    reason = _reason(ctx, update, current)
+    if reason is not None:
+        return f"Invalid update version {level} for feature {name}. {reason}"
     if name == METADATA_VERSION_FEATURE and level < current:
-        return "Downgrading metadata.version is not supported"
-    if level < current and update.upgrade_type == UPGRADE:
-        return f"Can't downgrade {name} from {current} to {level} with upgrade type UPGRADE"
-    low = supported[0] if name == METADATA_VERSION_FEATURE else 0
-    if not low <= level <= supported[1]:
-        return f"Invalid update version {level} for feature {name}: supported {low}-{supported[1]}"
-    if level == 0:
-        return None
-    for broker in ctx.image.cluster.brokers.values():
-        declared = broker.supported_range(name) or (0, 0)
-        if not declared[0] <= level <= declared[1]:
-            return f"Broker {broker.broker_id} does not support {name} level {level}"
+        # Kafka downgrades only between levels with the same records; pykraft never does
+        why = ("Unsafe metadata downgrade is not supported in this version."
+               if update.upgrade_type == UNSAFE_DOWNGRADE else
+               "Refusing to perform the requested downgrade because it might delete "
+               "metadata information.")
+        return f"Invalid metadata.version {level}. {why}"
     return None
 
 

@@ -16,16 +16,10 @@ from typing import Any
 from kio.index import load_payload_module
 from kio.static.constants import EntityType
 
-from pykraft.features import (
-    KRAFT_VERSION_FEATURE,
-    METADATA_VERSION_FEATURE,
-    METADATA_VERSIONS,
-    MINIMUM_METADATA_VERSION,
-)
+from pykraft.features import KRAFT_VERSION_FEATURE, SUPPORTED_FEATURES
 from pykraft.protocol.apis import ApiKey, Listener, specs_for_listener
 from pykraft.protocol.codec import Body, encode_response
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS
 
 #: Per api key, the inclusive (min, max) version range.
 VersionRanges = Mapping[int, tuple[int, int]]
@@ -48,15 +42,11 @@ class FeatureRange:
 def node_features(finalized: Mapping[str, int], kraft_version: int,
                   epoch: int) -> dict[str, Any]:
     """ApiVersions' feature fields as a Kafka node fills them: the features this software
-    implements (metadata.version and kraft.version only: pykraft has no group or transaction
-    coordinator to back group.version or transaction.version), the levels finalized in the
-    metadata log plus the kraft.version in force, and the epoch of those levels."""
-    supported = (
-        FeatureRange(KRAFT_VERSION_FEATURE, SUPPORTED_KRAFT_VERSIONS.min_supported_version,
-                     SUPPORTED_KRAFT_VERSIONS.max_supported_version),
-        FeatureRange(METADATA_VERSION_FEATURE, MINIMUM_METADATA_VERSION.level,
-                     METADATA_VERSIONS[-1].level),
-    )
+    implements (:data:`SUPPORTED_FEATURES`: metadata.version and kraft.version), the levels
+    finalized in the metadata log plus the kraft.version in force, and the epoch of those
+    levels."""
+    supported = tuple(FeatureRange(name, low, high)
+                      for name, (low, high) in sorted(SUPPORTED_FEATURES.items()))
     levels = {**finalized, KRAFT_VERSION_FEATURE: kraft_version}
     return {
         "supported_features": supported,

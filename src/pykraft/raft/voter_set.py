@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pykraft.errors import FatalRaftError
+from pykraft.features import KRAFT_VERSION_FEATURE, SUPPORTED_FEATURES
 from pykraft.ids import ZERO_UUID
 from pykraft.records.control import KRaftVersionFeature, Voter, VoterEndpoint, VotersRecord
 
 T = TypeVar("T")
 
 KRAFT_VERSION_0_ONLY = KRaftVersionFeature(0, 0)
-SUPPORTED_KRAFT_VERSIONS = KRaftVersionFeature(0, 1)
+SUPPORTED_KRAFT_VERSIONS = KRaftVersionFeature(*SUPPORTED_FEATURES[KRAFT_VERSION_FEATURE])
 
 
 @dataclass(frozen=True, slots=True, order=True)

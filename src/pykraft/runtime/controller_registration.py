@@ -23,11 +23,9 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i16, u16
 
 from pykraft.broker.channel import ControllerChannel
-from pykraft.controller.features_control import SUPPORTED_FEATURES
 from pykraft.errors import PyKraftError
+from pykraft.features import SUPPORTED_FEATURES
 from pykraft.protocol.errors import ErrorCode, error_name
-from pykraft.raft import rpc
-from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.logs import event
 from pykraft.runtime.node import RaftNode
@@ -40,9 +38,6 @@ RETRY_S = 0.5
 
 def registration_request(node_id: int, incarnation_id: uuid.UUID,
                          node: RaftNode) -> ControllerRegistrationRequest:
-    features = {**SUPPORTED_FEATURES, rpc.KRAFT_VERSION_FEATURE: (
-        SUPPORTED_KRAFT_VERSIONS.min_supported_version,
-        SUPPORTED_KRAFT_VERSIONS.max_supported_version)}
     return ControllerRegistrationRequest(
         controller_id=BrokerId(node_id), incarnation_id=incarnation_id,
         zk_migration_ready=False,
@@ -51,7 +46,7 @@ def registration_request(node_id: int, incarnation_id: uuid.UUID,
                         for e in node.settings.quorum.local_listeners),
         features=tuple(Feature(name=name, min_supported_version=i16(low),
                                max_supported_version=i16(high))
-                       for name, (low, high) in sorted(features.items())))
+                       for name, (low, high) in sorted(SUPPORTED_FEATURES.items())))
 
 
 class ControllerRegistrar:

@@ -18,6 +18,7 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 
 from conformance.wire import Answer, kafka_python_call, kio_call
+from pykraft.protocol.convert import entity_in
 
 BROKER = "broker"
 CONTROLLER = "controller"
@@ -92,7 +93,7 @@ def kio_entity(cls: type, values: Mapping[str, Any]) -> Any:
 
 
 def _value(value: Any, annotation: Any) -> Any:
-    nested = _entity_in(annotation)
+    nested = entity_in(annotation)
     if nested is None or value is None:
         return tuple(value) if isinstance(value, list) else value
     if isinstance(value, list):
@@ -103,18 +104,10 @@ def _value(value: Any, annotation: Any) -> Any:
 def _zero(field: dataclasses.Field[Any]) -> Any:
     if typing.get_origin(field.type) is tuple:
         return ()
-    nested = _entity_in(field.type)
+    nested = entity_in(field.type)
     if nested is not None:
         return kio_entity(nested, {})
     kafka_type = field.metadata.get("kafka_type", "")
     return _ZEROS.get(kafka_type, 0)
 
 
-def _entity_in(annotation: Any) -> type | None:
-    if dataclasses.is_dataclass(annotation) and hasattr(annotation, "__api_key__"):
-        return annotation  # type: ignore[return-value]
-    for arg in typing.get_args(annotation):
-        found = _entity_in(arg)
-        if found is not None:
-            return found
-    return None

@@ -99,11 +99,11 @@ def _reshaped(entity: object, target: type, field: dataclasses.Field[Any]) -> ob
     if rule is None or not hasattr(entity, rule[0]):
         return default_value(field)
     source_field, reshape = rule
-    return reshape(getattr(entity, source_field), _entity_in(field.type))
+    return reshape(getattr(entity, source_field), entity_in(field.type))
 
 
 def _convert_value(value: object, annotation: object) -> object:
-    nested = _entity_in(annotation)
+    nested = entity_in(annotation)
     if nested is None or value is None:
         return value
     if isinstance(value, tuple):
@@ -122,7 +122,7 @@ def default_value(field: dataclasses.Field[Any]) -> object:
         return None
     if typing.get_origin(annotation) is tuple:
         return ()
-    nested = _entity_in(annotation)
+    nested = entity_in(annotation)
     if nested is not None:
         return nested(**{f.name: default_value(f) for f in _fields(nested)})
     kafka_type = field.metadata.get("kafka_type")
@@ -142,13 +142,13 @@ def _is_optional(annotation: object) -> bool:
     )
 
 
-def _entity_in(annotation: object) -> type | None:
+def entity_in(annotation: object) -> type | None:
     """The entity class inside ``Entity``, ``Entity | None``, ``tuple[Entity, ...]`` or
     ``tuple[Entity, ...] | None`` (Metadata's nullable topic list)."""
     if is_entity_class(annotation):
         return annotation  # type: ignore[return-value]
     for arg in typing.get_args(annotation):
-        found = _entity_in(arg)
+        found = entity_in(arg)
         if found is not None:
             return found
     return None

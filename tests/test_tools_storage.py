@@ -183,3 +183,23 @@ def test_reserved_directory_ids_are_refused(tmp_path: Path) -> None:
     text = f"1@127.0.0.1:19093:{uuid_to_str(uuid.UUID(int=5))}"
     with pytest.raises(FormatError, match="reserved directory id"):
         format_storage(FormatRequest(_config(tmp_path), "c", QuorumMode.INITIAL_CONTROLLERS, text))
+
+
+def test_a_cluster_id_that_is_no_kafka_uuid_is_taken_with_a_warning(tmp_path: Path) -> None:
+    """Kafka's format takes any cluster id (KIP-78 asks for no UUID); pykraft says on stderr
+    that it is not what ``storage random-uuid`` makes, and formats all the same."""
+    config = _write_config(tmp_path)
+    result = runner.invoke(app, ["storage", "format", "-c", str(config), "-t", "hello", "-s"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "Warning: cluster id 'hello' is not a Kafka UUID (22 characters of URL-safe base64, "
+        "as 'storage random-uuid' prints). Kafka accepts any cluster id (KIP-78), but tools "
+        "that expect a UUID may not.\n")
+    assert "Formatting dynamic metadata voter directory" in result.stdout
+    meta = read_meta_properties(tmp_path / "data" / "meta.properties")
+    assert meta.cluster_id == "hello"
+    (tmp_path / "other").mkdir()
+    other = _write_config(tmp_path / "other")
+    uuid_id = uuid_to_str(uuid.UUID(int=7 << 64))
+    formatted = runner.invoke(app, ["storage", "format", "-c", str(other), "-t", uuid_id, "-s"])
+    assert (formatted.exit_code, formatted.stderr) == (0, "")

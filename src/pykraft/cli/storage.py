@@ -15,6 +15,7 @@ from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.tools.storage_tool import (
     FormatRequest,
     QuorumMode,
+    cluster_id_warning,
     format_storage,
     parse_feature,
     storage_info,
@@ -91,6 +92,9 @@ def format_command(
         lines = format_storage(request)
     except PyKraftError as exc:
         raise fail(str(exc)) from None
+    warning = cluster_id_warning(cluster_id)
+    if warning is not None:
+        typer.echo(warning, err=True)
     for line in lines:
         typer.echo(line)
 

@@ -23,7 +23,7 @@ from pykraft.features import (
     METADATA_VERSION_FEATURE,
     MetadataVersion,
 )
-from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.ids import InvalidUuidError, random_uuid, uuid_from_str, uuid_to_str
 from pykraft.records.control import KRaftVersionFeature, Voter, VoterEndpoint, VotersRecord
 from pykraft.records.metadata import FeatureLevelRecord
 from pykraft.storage.bootstrap import write_bootstrap_checkpoint, write_bootstrap_voters_snapshot
@@ -77,6 +77,18 @@ def _validate_cluster_id(cluster_id: str) -> None:
     # meta.properties or be unusable in RPCs.
     if not cluster_id or any(c.isspace() or c in ",=:#!\\" for c in cluster_id):
         raise FormatError(f"invalid cluster id {cluster_id!r}")
+
+
+def cluster_id_warning(cluster_id: str) -> str | None:
+    """A warning for an id that ``storage random-uuid`` would never make: Kafka formats with
+    it (see :func:`_validate_cluster_id`), but tools that parse the id as a UUID fail."""
+    try:
+        uuid_from_str(cluster_id)
+    except InvalidUuidError:
+        return (f"Warning: cluster id {cluster_id!r} is not a Kafka UUID (22 characters of "
+                "URL-safe base64, as 'storage random-uuid' prints). Kafka accepts any cluster "
+                "id (KIP-78), but tools that expect a UUID may not.")
+    return None
 
 
 def _kraft_version(request: FormatRequest) -> int:

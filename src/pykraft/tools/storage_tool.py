@@ -21,10 +21,12 @@ from pykraft.features import (
     DYNAMIC_QUORUM_METADATA_VERSION,
     KRAFT_VERSION_FEATURE,
     METADATA_VERSION_FEATURE,
+    SUPPORTED_FEATURES,
     MetadataVersion,
 )
 from pykraft.ids import InvalidUuidError, random_uuid, uuid_from_str, uuid_to_str
-from pykraft.records.control import KRaftVersionFeature, Voter, VoterEndpoint, VotersRecord
+from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS
+from pykraft.records.control import Voter, VoterEndpoint, VotersRecord
 from pykraft.records.metadata import FeatureLevelRecord
 from pykraft.storage.bootstrap import write_bootstrap_checkpoint, write_bootstrap_voters_snapshot
 from pykraft.storage.meta_properties import (
@@ -35,7 +37,6 @@ from pykraft.storage.meta_properties import (
 )
 
 META_PROPERTIES = "meta.properties"
-KRAFT_VERSION_RANGE = (0, 1)  # the kraft.version levels pykraft supports
 
 
 class QuorumMode(Enum):
@@ -96,7 +97,8 @@ def _kraft_version(request: FormatRequest) -> int:
     requested = dict(request.features).get(KRAFT_VERSION_FEATURE)
     if requested is None:
         return 1 if dynamic else 0
-    if requested not in KRAFT_VERSION_RANGE:
+    low, high = SUPPORTED_FEATURES[KRAFT_VERSION_FEATURE]
+    if not low <= requested <= high:
         raise FormatError(f"unsupported kraft.version {requested}")
     if requested == 0 and dynamic:
         raise FormatError(
@@ -153,7 +155,7 @@ def _voters_record(voters: list[VoterSpec], listener: str) -> VotersRecord:
                 voter_id=v.node_id,
                 voter_directory_id=v.directory_id or uuid.UUID(int=0),
                 endpoints=(VoterEndpoint(name=listener, host=v.host, port=v.port),),
-                kraft_version_feature=KRaftVersionFeature(*KRAFT_VERSION_RANGE),
+                kraft_version_feature=SUPPORTED_KRAFT_VERSIONS,
             )
             for v in voters
         ),
@@ -182,7 +184,7 @@ def _check_modes(request: FormatRequest) -> None:
                 f"{request.release_version.name}"
             )
     for name, _ in request.features:
-        if name not in (KRAFT_VERSION_FEATURE, METADATA_VERSION_FEATURE):
+        if name not in SUPPORTED_FEATURES:
             raise FormatError(f"unsupported feature {name!r}")
         if name == METADATA_VERSION_FEATURE:
             raise FormatError("set metadata.version with --release-version")

@@ -56,18 +56,65 @@ def test_json_output(kafka37_dir: Path) -> None:
     assert doc["batches"][1]["records"][0]["payload"]["data"]["featureLevel"] == 19
 
 
-def test_corrupt_file_prints_prefix_and_fails(kafka37_dir: Path, tmp_path: Path) -> None:
+def test_a_crc_mismatch_inside_the_log_is_shown_and_fails(
+        kafka37_dir: Path, tmp_path: Path) -> None:
+    """Damage a valid batch follows is no torn write: shown per batch (isvalid: false, as
+    Kafka does), and the exit code says the log is damaged."""
     path = tmp_path / "00000000000000000000.log"
     shutil.copy(kafka37_dir / "bootstrap.checkpoint", path)
     data = bytearray(path.read_bytes())
-    data[83 + 70] ^= 0xFF  # inside the second batch's records
-    path.write_bytes(bytes(data[:-10]))  # and a torn tail
+    data[83 + 70] ^= 0xFF  # inside the second of three batches' records
+    path.write_bytes(bytes(data))
     result = runner.invoke(app, ["dump-log", "--files", str(path)])
     assert result.exit_code == 1
     assert "Log starting offset: 0" in result.output
     assert "isvalid: false" in result.output
-    assert f"Error: corrupt record batch in {path} at byte position 174: truncated" in (
-        result.output)
+    assert "position: 174" in result.output and "invalid bytes" not in result.output
+
+
+@pytest.mark.parametrize("tear", ["short", "crc"])
+def test_a_torn_end_of_the_last_segment_is_counted_as_kafka_does(
+        tmp_path: Path, tear: str) -> None:
+    """A crash mid-write, or a node writing right now, leaves a partial last batch; the
+    server truncates it at start-up, DumpLogSegments prints what precedes it and "Found N
+    invalid bytes at the end of <file name>", exit 0."""
+    path = _segment(tmp_path)
+    data = bytearray(path.read_bytes())
+    last = list(iter_batches(bytes(data)))[-1].position
+    if tear == "short":
+        del data[-5:]
+    else:
+        data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    result = runner.invoke(app, ["dump-log", "--files", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert [line.split(" lastOffset")[0] for line in lines if line.startswith("baseOffset")] \
+        == ["baseOffset: 0", "baseOffset: 1", "baseOffset: 2"]
+    assert lines[-1] == f"Found {len(data) - last} invalid bytes at the end of {path.name}"
+    doc = json.loads(runner.invoke(app, ["dump-log", "--files", str(path), "--json"]).output)
+    (dumped,) = doc["files"]
+    assert dumped["error"] is None
+    assert dumped["invalidBytesAtEnd"]["position"] == last
+    assert dumped["invalidBytesAtEnd"]["size"] == len(data) - last
+
+
+def test_a_torn_batch_before_the_end_of_the_log_fails(tmp_path: Path) -> None:
+    """A later segment follows (the tear is inside the log), or the file is a snapshot
+    (written whole, then renamed): damage, as the storage reader says, exit 1."""
+    path = _segment(tmp_path)
+    data = path.read_bytes()[:-5]
+    path.write_bytes(data)
+    later = path.with_name("00000000000000000004.log")
+    later.write_bytes(encode_batch(4, [(None, b"v4")], partition_leader_epoch=2,
+                                   timestamp=1000))
+    snapshot = tmp_path / "00000000000000000004-0000000002.checkpoint"
+    snapshot.write_bytes(data)
+    for damaged in (path, snapshot):
+        result = runner.invoke(app, ["dump-log", "--files", str(damaged)])
+        assert result.exit_code == 1, result.output
+        assert "Error: corrupt record batch in" in result.output
+        assert "invalid bytes" not in result.output
 
 
 def _segment(directory: Path) -> Path:

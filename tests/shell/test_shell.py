@@ -270,3 +270,59 @@ def test_kraft_records_behind_the_snapshot_are_not_read_again(tmp_path: Path) ->
     assert read_kraft_records(None, [segment]).voters == _voters(1, 2, 3)
     assert read_kraft_records(snapshot, [segment], from_offset=3).voters is None
     assert read_kraft_records(snapshot, [segment], from_offset=2).voters == _voters(1, 2, 3)
+
+
+def _torn_directory(tmp_path: Path, tear: str) -> tuple[Path, Path, int]:
+    """Brokers 1 and 2 registered in two batches, then a third batch (the topic) whose write
+    was cut short (``tear`` "short": its last bytes missing) or garbled (``tear`` "crc")."""
+    partition = tmp_path / "__cluster_metadata-0"
+    partition.mkdir()
+    groups = [RECORDS[0:3], RECORDS[3:4], RECORDS[4:5]]
+    batches, offset = [], 0
+    for group in groups:
+        batches.append(encode_batch(offset, [(None, encode_metadata_record(r)) for r in group],
+                                    partition_leader_epoch=1, timestamp=0))
+        offset += len(group)
+    position = len(batches[0]) + len(batches[1])
+    data = bytearray(b"".join(batches))
+    if tear == "short":
+        del data[-7:]
+    else:
+        data[-1] ^= 0xFF
+    segment = partition / "00000000000000000000.log"
+    segment.write_bytes(bytes(data))
+    return tmp_path, segment, position
+
+
+@pytest.mark.parametrize(("tear", "problem"), [
+    ("short", "truncated batch"), ("crc", "CRC mismatch"),
+])
+def test_cli_loads_what_precedes_a_torn_tail_and_warns(
+    tmp_path: Path, tear: str, problem: str,
+) -> None:
+    """The end of the last segment is where a crash or a running node leaves a partial
+    batch; the server truncates it at start-up, the shell shows what comes before it."""
+    directory, segment, position = _torn_directory(tmp_path, tear)
+    result = CliRunner().invoke(app, ["metadata-shell", "--directory", str(directory), "--",
+                                      "ls", "/image/cluster/brokers", "/image/topics/byName"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["/image/cluster/brokers:", "1", "2", "",
+                                          "/image/topics/byName:"]
+    size = segment.stat().st_size - position
+    warning = (f"Warning: ignoring {size} invalid bytes at the end of {segment} from byte "
+               f"position {position} (")
+    assert result.stderr.startswith(warning), result.stderr
+    assert problem in result.stderr
+
+
+def test_cli_refuses_a_torn_tail_that_is_not_the_end_of_the_log(tmp_path: Path) -> None:
+    """A later segment follows: the tear is damage inside the log, as the server says."""
+    directory, segment, position = _torn_directory(tmp_path, "short")
+    later = segment.with_name("00000000000000000005.log")
+    later.write_bytes(encode_batch(5, [(None, encode_metadata_record(RECORDS[5]))],
+                                   partition_leader_epoch=1, timestamp=0))
+    result = CliRunner().invoke(app, ["metadata-shell", "--directory", str(directory), "--",
+                                      "ls", "/image"])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.startswith(
+        f"Error: corrupt record batch in {segment} at byte position {position}: truncated")

@@ -15,33 +15,44 @@ from pykraft.shell import DirNode, MetadataShell, Output, image_tree
 from pykraft.shell.kraft import KRaftRecords, kraft_dir, read_kraft_records
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.log import SEGMENT_SUFFIX, verify_segments
+from pykraft.storage.log import SEGMENT_SUFFIX, TornTail, verify_segments
 from pykraft.storage.snapshot_files import list_snapshots
 
 
+def _verify(segments: list[Path]) -> TornTail | None:
+    """Segments checked as the server's reader checks them, so damage is reported with its
+    file and byte position; a torn end of the log (which the server would truncate) is left
+    out of what is loaded, with a warning."""
+    tail = verify_segments(segments)
+    if tail is not None:
+        typer.echo(f"Warning: ignoring {tail.size} invalid bytes at the end of {tail.path} "
+                   f"from byte position {tail.position} ({tail.reason}): a write cut short "
+                   "or still under way; a node truncates them when it starts", err=True)
+    return tail
+
+
 def _load(snapshot: Path | None, directory: Path | None) -> DirNode:
-    """The shell's tree and where it came from. Segments are checked as the server's reader
-    checks them first, so damage is reported with its file and byte position."""
+    """The shell's tree and where it came from."""
     if directory is not None and snapshot is None:
         partition = directory / METADATA_LOG_DIR_NAME
         partition = partition if partition.is_dir() else directory
         segments = sorted(partition.glob("*" + SEGMENT_SUFFIX))
-        verify_segments(segments)
-        image = load_log_directory(partition)
+        tail = _verify(segments)
+        image = load_log_directory(partition, tail)
         snapshots = [sid for sid in list_snapshots(partition) if sid.end_offset > 0]
         newest = snapshots[-1] if snapshots else None
         kraft = read_kraft_records(None if newest is None else partition / newest.file_name,
                                    segments, from_offset=0 if newest is None else
-                                   newest.end_offset)
+                                   newest.end_offset, tail=tail)
         return _tree(image, kraft, str(directory))
     if snapshot is None or directory is not None:
         raise typer.BadParameter("give exactly one of --snapshot and --directory")
     if not snapshot.is_file():
         raise typer.BadParameter(f"{snapshot} is not a file", param_hint="--snapshot")
     if snapshot.suffix == SEGMENT_SUFFIX:
-        verify_segments([snapshot])
-        return _tree(load_segments([snapshot]), read_kraft_records(None, [snapshot]),
-                     str(snapshot))
+        tail = _verify([snapshot])
+        return _tree(load_segments([snapshot], tail=tail),
+                     read_kraft_records(None, [snapshot], tail=tail), str(snapshot))
     return _tree(load_snapshot(snapshot), read_kraft_records(snapshot), str(snapshot))
 
 

@@ -18,6 +18,7 @@ from pykraft.image.image import MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader, cyclic_gc_paused
 from pykraft.records.batch import RecordBatch, iter_batches
 from pykraft.records.control import SnapshotHeaderRecord, decode_control
+from pykraft.storage.log import TornTail
 from pykraft.storage.snapshot_files import (
     SnapshotId,
     SnapshotReader,
@@ -126,8 +127,9 @@ def load_snapshot(path: Path) -> MetadataImage:
         return loader.finish(provenance)
 
 
-def load_log_directory(directory: Path) -> MetadataImage:
-    """Replay a ``__cluster_metadata-0`` directory read-only: newest snapshot, then segments.
+def load_log_directory(directory: Path, tail: TornTail | None = None) -> MetadataImage:
+    """Replay a ``__cluster_metadata-0`` directory read-only: newest snapshot, then segments
+    (up to ``tail``, the torn end :func:`verify_segments` found, if any).
 
     Everything in the log is replayed (a reader of a stopped node's files cannot know the
     high watermark); an open transaction at the end is left out of the image.
@@ -136,11 +138,13 @@ def load_log_directory(directory: Path) -> MetadataImage:
         raise StorageError(f"{directory} is not a directory")
     snapshots = [sid for sid in list_snapshots(directory) if sid.end_offset > 0]
     image = load_snapshot(directory / snapshots[-1].file_name) if snapshots else MetadataImage()
-    return load_segments(sorted(directory.glob("*.log")), image)
+    return load_segments(sorted(directory.glob("*.log")), image, tail)
 
 
-def load_segments(segments: Sequence[Path], image: MetadataImage | None = None) -> MetadataImage:
-    """Replay log segment files in order on top of ``image``, skipping offsets it holds."""
+def load_segments(segments: Sequence[Path], image: MetadataImage | None = None,
+                  tail: TornTail | None = None) -> MetadataImage:
+    """Replay log segment files in order on top of ``image``, skipping offsets it holds,
+    and stopping at ``tail``."""
     loader = ImageLoader(image)
     with cyclic_gc_paused():
         for segment in segments:
@@ -148,7 +152,7 @@ def load_segments(segments: Sequence[Path], image: MetadataImage | None = None) 
                 data = segment.read_bytes()
             except OSError as exc:
                 raise StorageError(f"cannot read {segment}: {exc}") from None
-            for batch in iter_batches(data):
+            for batch in iter_batches(data if tail is None else tail.cut(segment, data)):
                 if batch.last_offset > loader.last_offset:
                     loader.load_batch(batch)
     return loader.image

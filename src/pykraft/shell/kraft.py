@@ -16,6 +16,7 @@ from pykraft.ids import uuid_to_str
 from pykraft.records.batch import iter_batches
 from pykraft.records.control import KRaftVersionRecord, Voter, VotersRecord, decode_control
 from pykraft.shell.tree import DirNode, FileNode, Node
+from pykraft.storage.log import TornTail
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +28,15 @@ class KRaftRecords:
 
 
 def read_kraft_records(snapshot: Path | None, segments: Sequence[Path] = (), *,
-                       from_offset: int = 0) -> KRaftRecords:
+                       from_offset: int = 0, tail: TornTail | None = None) -> KRaftRecords:
     """Scan ``snapshot`` whole, then the batches of ``segments`` from ``from_offset`` on
-    (the snapshot's end offset: the segments' earlier batches are already in it)."""
+    (the snapshot's end offset: the segments' earlier batches are already in it), up to
+    ``tail``."""
     kraft_version, voters = 0, None
     files = [(snapshot, -1)] if snapshot is not None else []
     for path, first in [*files, *((segment, from_offset) for segment in segments)]:
-        for batch in iter_batches(path.read_bytes()):
+        data = path.read_bytes()
+        for batch in iter_batches(data if tail is None else tail.cut(path, data)):
             if not batch.is_control or batch.last_offset < first:
                 continue
             for record in batch.records():

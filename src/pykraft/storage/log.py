@@ -161,7 +161,8 @@ def continuity_problem(
     return None
 
 
-def _valid_batch_follows(mapped: mmap.mmap, pos: int, end: int, min_offset: int) -> bool:
+def _valid_batch_follows(mapped: mmap.mmap | bytes, pos: int, end: int,
+                         min_offset: int) -> bool:
     """Whether an intact batch at or past ``min_offset`` starts anywhere after ``pos``.
 
     This separates a damaged *tail* (a torn or corrupt last batch: nothing valid after it,
@@ -606,10 +607,39 @@ def _segment_gap(path: Path, base_offset: int, expected: int) -> CorruptLogError
                            f"continue the previous segment, which ends at offset {expected}")
 
 
-def verify_segments(paths: Sequence[Path]) -> None:
+@dataclass(frozen=True, slots=True)
+class TornTail:
+    """Bytes at the end of the last segment that are no valid batch and that no valid batch
+    follows: a write cut short by a crash, or one a running node is making right now. The
+    server truncates them at start-up; read-only tools read up to them and warn."""
+
+    path: Path
+    position: int
+    size: int  # from ``position`` to the end of the file
+    reason: str
+
+    def cut(self, path: Path, data: bytes) -> bytes:
+        """``data`` (the content of ``path``) without this tail."""
+        return data[: self.position] if path == self.path else data
+
+
+def is_last_segment(path: Path) -> bool:
+    """No segment with a higher base offset sits next to ``path``: its end is the log's."""
+    return not any(other.name > path.name for other in path.parent.glob("*" + SEGMENT_SUFFIX)
+                   if _SEGMENT_NAME.fullmatch(other.name))
+
+
+def is_torn_tail(data: bytes, position: int, expected_offset: int) -> bool:
+    """Whether damage at ``position`` only ends the data (nothing valid from
+    ``expected_offset`` on follows), which the server drops rather than refuses."""
+    return not _valid_batch_follows(data, position, len(data), expected_offset)
+
+
+def verify_segments(paths: Sequence[Path]) -> TornTail | None:
     """Check segment files in order without changing them, as :meth:`MetadataLog.open`
-    checks them, except that a damaged tail is an error too: a read-only tool cannot
-    truncate it away. Raises :class:`CorruptLogError` naming the file and byte position."""
+    checks them: returns the torn tail of the last segment that it would truncate, and
+    raises :class:`CorruptLogError` naming the file and byte position for any other damage
+    (a CRC mismatch with valid batches after it, an offset gap, an epoch going back)."""
     expected: int | None = None
     min_epoch = 0
     for path in paths:
@@ -630,10 +660,14 @@ def verify_segments(paths: Sequence[Path]) -> None:
                         expected = read_header(buf, pos).base_offset
                     header = _check_batch(buf, pos, len(data), expected, min_epoch)
                 except (_BatchProblemError, CorruptRecordError) as problem:
+                    if (not isinstance(problem, _EpochRegressionError) and expected is not None
+                            and is_last_segment(path) and is_torn_tail(data, pos, expected)):
+                        return TornTail(path, pos, len(data) - pos, str(problem))
                     raise CorruptLogError(str(path), pos, str(problem)) from None
                 expected = header.next_offset
                 min_epoch = header.partition_leader_epoch
                 pos += header.size
+    return None
 
 
 def _check_partition_metadata(directory: Path) -> None:

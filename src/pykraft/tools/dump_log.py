@@ -3,7 +3,9 @@
 The text output follows Kafka's ``kafka-dump-log.sh`` (``DumpLogSegments``) line for line so
 operators can diff the two; ``--json`` gives the same facts as one JSON document per file.
 Corrupt data is never skipped silently: the valid prefix is printed, then the error with
-the file and byte position in the storage reader's words, and the caller exits non-zero.
+the file and byte position in the storage reader's words, and the caller exits non-zero;
+only a torn end of the log (what the server truncates at start-up) is counted as Kafka
+counts it ("Found N invalid bytes at the end of ...") and is no failure.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pykraft.messages import to_json_dict
 from pykraft.records.batch import Record, RecordBatch, iter_batches
 from pykraft.records.control import ControlType, decode_control
 from pykraft.records.metadata import decode_metadata_record
-from pykraft.storage.log import continuity_problem
+from pykraft.storage.log import TornTail, continuity_problem, is_last_segment, is_torn_tail
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -53,13 +55,17 @@ class FileDump:
     description: str
     batches: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    invalid_tail: TornTail | None = None
 
     def to_json(self) -> dict[str, Any]:
+        tail = self.invalid_tail
         return {
             "file": str(self.path),
             "description": self.description,
             "batches": self.batches,
             "error": self.error,
+            "invalidBytesAtEnd": None if tail is None else {
+                "position": tail.position, "size": tail.size, "reason": tail.reason},
         }
 
 
@@ -82,24 +88,45 @@ def describe_file(path: Path) -> str:
 def dump_file(path: Path, options: DumpOptions) -> FileDump:
     """Read one file fully; stops at the first batch the storage reader would refuse
     (torn, or not continuing the offsets, or for a segment the leader epochs) and records
-    the error in the reader's words. A CRC mismatch is shown per batch, as Kafka does."""
+    the error in the reader's words. A CRC mismatch is shown per batch, as Kafka does.
+    Damage nothing valid follows at the end of the log's last segment is a torn write
+    (the server truncates it at start-up), counted as Kafka counts it, not an error."""
     dump = FileDump(path, describe_file(path))
     data = path.read_bytes()
     segment = _SEGMENT.match(path.name)
     expected = int(segment.group(1)) if segment else 0  # snapshots start at offset 0
     min_epoch = 0 if segment else None  # the reader checks epochs in segments only
+    may_tear = segment is not None and is_last_segment(path)
+
+    def torn(position: int) -> bool:
+        return may_tear and is_torn_tail(data, position, expected)
+
+    def stop(position: int, problem: str, *, tail: bool) -> None:
+        if tail:
+            dump.invalid_tail = TornTail(path, position, len(data) - position, problem)
+        else:
+            dump.error = str(CorruptLogError(str(path), position, problem))
+
     try:
         for batch in iter_batches(data, verify_crc=False):
             problem = continuity_problem(batch.header, expected, min_epoch)
-            if problem is not None:
-                dump.error = str(CorruptLogError(str(path), batch.position, problem))
+            if problem is not None:  # an epoch going back is never a torn write
+                stop(batch.position, problem, tail=batch.header.base_offset != expected
+                     and torn(batch.position))
+                break
+            if not batch.crc_valid() and torn(batch.position):
+                try:
+                    batch.verify()
+                except CorruptRecordError as exc:
+                    stop(batch.position, str(exc), tail=True)
                 break
             dump.batches.append(_batch_dict(batch, options))
             expected = batch.header.next_offset
             if min_epoch is not None:
                 min_epoch = batch.header.partition_leader_epoch
     except CorruptRecordError as exc:
-        dump.error = str(CorruptLogError(str(path), exc.position or 0, str(exc)))
+        position = exc.position or 0
+        stop(position, str(exc), tail=torn(position))
     return dump
 
 
@@ -200,6 +227,8 @@ def format_text(dump: FileDump) -> Iterator[str]:
             yield _record_line(record)
         if "error" in batch:
             yield f"Error in batch at position {batch['position']}: {batch['error']}"
+    if dump.invalid_tail is not None:
+        yield f"Found {dump.invalid_tail.size} invalid bytes at the end of {dump.path.name}"
     if dump.error:
         yield f"Error: {dump.error}"
 

@@ -418,6 +418,10 @@ def metadata_topic(**fields: Any) -> dict[str, Any]:
     return {"topic_name": METADATA_TOPIC, "partitions": [partition(**fields)]}
 
 
+def other_topic(**fields: Any) -> dict[str, Any]:
+    return {"topic_name": "other", "partitions": [partition(**fields)]}
+
+
 VOTER_ENDPOINT = {"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}
 EPOCH = {"replica_epoch": 1, "leader_epoch": 1, "last_offset_epoch": 0, "last_offset": 0}
 
@@ -434,6 +438,19 @@ RAFT = [
          kio(54, {"cluster_id": WRONG_CLUSTER, "topics": [metadata_topic(
              leader_id=7, leader_epoch=1)], "leader_endpoints": [VOTER_ENDPOINT]}),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+    # Until multi-raft, Kafka answers an election RPC for any other topic partition with a
+    # top-level INVALID_REQUEST (KafkaRaftClient, RaftUtil.hasValidTopicPartition).
+    Case("Vote", 52, "other_topic",
+         kio(52, {"cluster_id": None, "topics": [other_topic(replica_id=7, **EPOCH)]}),
+         top_error, error_is("INVALID_REQUEST"), listeners=(CONTROLLER,)),
+    Case("BeginQuorumEpoch", 53, "other_topic",
+         kio(53, {"cluster_id": None, "topics": [other_topic(leader_id=7, leader_epoch=1)],
+                  "leader_endpoints": [VOTER_ENDPOINT]}),
+         top_error, error_is("INVALID_REQUEST"), listeners=(CONTROLLER,)),
+    Case("EndQuorumEpoch", 54, "other_topic",
+         kio(54, {"cluster_id": None, "topics": [other_topic(leader_id=7, leader_epoch=1)],
+                  "leader_endpoints": [VOTER_ENDPOINT]}),
+         top_error, error_is("INVALID_REQUEST"), listeners=(CONTROLLER,)),
     Case("FetchSnapshot", 59, "wrong_cluster_id",
          kio(59, {"cluster_id": WRONG_CLUSTER, "topics": [{"name": METADATA_TOPIC,
               "partitions": [{"partition": 0, "snapshot_id": {"end_offset": 1, "epoch": 1}}]}]}),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from typing import Any
 
+import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
-from kio.schema.vote.v2 import request as vote_req
 from raft_harness import Harness, data_batches, vote_partition
 from reconfig_helpers import bootstrapped_log, dir_id
 
@@ -17,6 +19,8 @@ from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.quorum_store import ElectionState
 from pykraft.raft.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
 from pykraft.raft.voter_set import ReplicaKey
+
+ElectionRequest = rpc.VoteRequest | rpc.BeginQuorumEpochRequest | rpc.EndQuorumEpochRequest
 
 
 def test_fresh_voter_starts_unattached_in_epoch_zero() -> None:
@@ -177,16 +181,40 @@ def test_malformed_vote_requests_get_specific_errors() -> None:
     assert bad_epoch.error_code == ErrorCode.invalid_request
     wrong_voter = vote_partition(h.vote(1, 1, voter_id=7))
     assert wrong_voter.error_code == ErrorCode.invalid_voter_key
-    request = rpc.vote_request(None, 0, epoch=1, local_id=1, last=OffsetAndEpoch(0, 0),
-                               pre_vote=False)
-    renamed = rpc.VoteRequest(cluster_id=None, voter_id=request.voter_id, topics=(
-        vote_req.TopicData(topic_name=TopicName("other"),
-                           partitions=request.topics[0].partitions),))
-    h.request(1, renamed)
+
+
+def _renamed(request: Any, name: str, copies: int) -> ElectionRequest:
+    """``request`` for topic ``name``, its one partition given ``copies`` times."""
+    (topic,) = request.topics
+    renamed: ElectionRequest = dataclasses.replace(request, topics=(dataclasses.replace(
+        topic, topic_name=TopicName(name), partitions=topic.partitions * copies),))
+    return renamed
+
+
+@pytest.mark.parametrize(("name", "copies"), [
+    ("other", 1), ("__cluster_metadata", 2),
+], ids=["other_topic", "two_partitions"])
+@pytest.mark.parametrize("kind", ["vote", "begin", "end"])
+def test_election_rpcs_for_another_topic_partition_are_invalid_requests(
+        kind: str, name: str, copies: int) -> None:
+    """Kafka (KafkaRaftClient, RaftUtil.hasValidTopicPartition): until multi-raft, a Vote,
+    BeginQuorumEpoch or EndQuorumEpoch not for ``__cluster_metadata-0`` alone is a
+    top-level INVALID_REQUEST with no topics."""
+    h = Harness(stored=ElectionState(1, leader_id=2))
+    requests: dict[str, ElectionRequest] = {
+        "vote": rpc.vote_request(None, 0, epoch=2, local_id=1, last=OffsetAndEpoch(0, 0),
+                                 pre_vote=False),
+        "begin": rpc.begin_quorum_request(None, 0, 1, 2),
+        "end": rpc.end_quorum_request(None, 1, 2, ()),
+    }
+    request = requests[kind]
+    h.request(1, _renamed(request, name, copies))
     (out,) = h.take_responses()
-    assert isinstance(out.response, rpc.VoteResponse)
-    assert out.response.topics[0].partitions[0].error_code == (
-        ErrorCode.unknown_topic_or_partition)
+    response = out.response
+    assert isinstance(response, rpc.VoteResponse | rpc.BeginQuorumEpochResponse
+                      | rpc.EndQuorumEpochResponse)
+    assert (response.error_code, response.topics) == (ErrorCode.invalid_request, ())
+    assert h.client.epoch == 1  # nothing was acted on
 
 
 def test_follower_refuses_pre_votes_once_it_fetched_from_its_leader() -> None:

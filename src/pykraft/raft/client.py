@@ -841,7 +841,7 @@ class RaftClient:
                                      ErrorCode.inconsistent_cluster_id)
         part = rpc.vote_partition(request)
         if isinstance(part, ErrorCode):
-            return self._vote_error(part)
+            return rpc.vote_response(ErrorCode.none, None, self.epoch, False, part)
         epoch, candidate = int(part.replica_epoch), int(part.replica_id)
         last_epoch, last_offset = int(part.last_offset_epoch), int(part.last_offset)
         too_new = last_epoch > epoch if part.pre_vote else last_epoch >= epoch
@@ -901,7 +901,7 @@ class RaftClient:
                                              ErrorCode.inconsistent_cluster_id)
         part = rpc.begin_quorum_partition(request)
         if isinstance(part, ErrorCode):
-            return rpc.begin_quorum_response(part, self.state.leader_id, self.epoch)
+            return rpc.begin_quorum_response(ErrorCode.none, None, self.epoch, part)
         leader, epoch = int(part.leader_id), int(part.leader_epoch)
         error = self._voter_only_error(leader, epoch)
         if error is not None:
@@ -922,7 +922,7 @@ class RaftClient:
                                            ErrorCode.inconsistent_cluster_id)
         part = rpc.end_quorum_partition(request)
         if isinstance(part, ErrorCode):
-            return rpc.end_quorum_response(part, self.state.leader_id, self.epoch)
+            return rpc.end_quorum_response(ErrorCode.none, None, self.epoch, part)
         leader, epoch = int(part.leader_id), int(part.leader_epoch)
         error = self._voter_only_error(leader, epoch)
         if error is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from kio.schema.add_raft_voter.v1 import request as add_req
 from kio.schema.add_raft_voter.v1 import response as add_resp
@@ -72,6 +73,15 @@ RaftResponse = (
 )
 
 NO_LEADER = -1
+
+
+class _PartitionIndexed(Protocol):
+    @property
+    def partition_index(self) -> i32: ...
+
+
+_P = TypeVar("_P", bound=_PartitionIndexed)
+_T = TypeVar("_T")
 _TOPIC = TopicName(METADATA_TOPIC_NAME)
 _PARTITION = i32(0)
 
@@ -98,12 +108,27 @@ def _leader_or_none(leader_id: int) -> int | None:
 def check_topic_name(topics: tuple[object, ...], names: list[str], partitions: list[int]) -> (
     ErrorCode | None
 ):
-    """None when the request addresses exactly ``__cluster_metadata-0`` by name."""
+    """None when the request addresses exactly ``__cluster_metadata-0`` by name; else
+    FetchSnapshot's errors (Kafka: INVALID_REQUEST for the shape, UNKNOWN_TOPIC_OR_PARTITION
+    for another partition)."""
     if len(topics) != 1 or len(partitions) != 1:
         return ErrorCode.invalid_request
     if names[0] != METADATA_TOPIC_NAME or partitions[0] != 0:
         return ErrorCode.unknown_topic_or_partition
     return None
+
+
+def _election_partition(names: list[str], parts: list[_P]) -> _P | ErrorCode:
+    """The one partition of a Vote, BeginQuorumEpoch or EndQuorumEpoch; anything but
+    ``__cluster_metadata-0`` alone is INVALID_REQUEST (Kafka's hasValidTopicPartition)."""
+    if names == [METADATA_TOPIC_NAME] and len(parts) == 1 and parts[0].partition_index == 0:
+        return parts[0]
+    return ErrorCode.invalid_request
+
+
+def _topics_unless(top_error: ErrorCode, topics: tuple[_T, ...]) -> tuple[_T, ...]:
+    """A request refused as a whole (top-level error) is answered with no topics, as Kafka."""
+    return () if top_error != ErrorCode.none else topics
 
 
 # -- Vote ---------------------------------------------------------------------------------
@@ -125,11 +150,8 @@ def vote_request(
 
 
 def vote_partition(request: VoteRequest) -> vote_req.PartitionData | ErrorCode:
-    parts = [p for t in request.topics for p in t.partitions]
-    error = check_topic_name(
-        request.topics, [t.topic_name for t in request.topics], [p.partition_index for p in parts]
-    )
-    return parts[0] if error is None else error
+    return _election_partition([t.topic_name for t in request.topics],
+                               [p for t in request.topics for p in t.partitions])
 
 
 def vote_response(
@@ -142,7 +164,8 @@ def vote_response(
     )
     return VoteResponse(
         error_code=top_error,
-        topics=(vote_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
+        topics=_topics_unless(top_error, (vote_resp.TopicData(topic_name=_TOPIC,
+                                                               partitions=(partition,)),)),
     )
 
 
@@ -165,11 +188,8 @@ def begin_quorum_request(
 
 
 def begin_quorum_partition(request: BeginQuorumEpochRequest) -> bqe_req.PartitionData | ErrorCode:
-    parts = [p for t in request.topics for p in t.partitions]
-    error = check_topic_name(
-        request.topics, [t.topic_name for t in request.topics], [p.partition_index for p in parts]
-    )
-    return parts[0] if error is None else error
+    return _election_partition([t.topic_name for t in request.topics],
+                               [p for t in request.topics for p in t.partitions])
 
 
 def begin_quorum_response(
@@ -181,7 +201,8 @@ def begin_quorum_response(
     )
     return BeginQuorumEpochResponse(
         error_code=top_error,
-        topics=(bqe_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
+        topics=_topics_unless(top_error, (bqe_resp.TopicData(topic_name=_TOPIC,
+                                                               partitions=(partition,)),)),
     )
 
 
@@ -206,11 +227,8 @@ def end_quorum_request(
 
 
 def end_quorum_partition(request: EndQuorumEpochRequest) -> eqe_req.PartitionData | ErrorCode:
-    parts = [p for t in request.topics for p in t.partitions]
-    error = check_topic_name(
-        request.topics, [t.topic_name for t in request.topics], [p.partition_index for p in parts]
-    )
-    return parts[0] if error is None else error
+    return _election_partition([t.topic_name for t in request.topics],
+                               [p for t in request.topics for p in t.partitions])
 
 
 def end_quorum_response(
@@ -222,7 +240,8 @@ def end_quorum_response(
     )
     return EndQuorumEpochResponse(
         error_code=top_error,
-        topics=(eqe_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
+        topics=_topics_unless(top_error, (eqe_resp.TopicData(topic_name=_TOPIC,
+                                                               partitions=(partition,)),)),
     )
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -51,6 +53,19 @@ def test_cli_sweep_summarises() -> None:
                                       "--seeds", "0:3"])
     assert result.exit_code == 0, result.output
     assert "3 runs, 0 violations" in result.output
+
+
+def test_cli_sweep_json_is_in_task_order_and_replays(tmp_path: Path) -> None:
+    """Two workers finish out of order; the file must not, and a seed's digest is its run's."""
+    out = tmp_path / "sweep.jsonl"
+    result = CliRunner().invoke(app, ["sim", "sweep", "--scenario", "leader-failure",
+                                      "--seeds", "0:6", "--workers", "2", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["seed"] for row in rows] == list(range(6))
+    assert "wall_s" not in rows[0]
+    assert rows[3]["trace_digest"] == run_scenario("leader-failure", 3).trace_digest
+    assert len({row["trace_digest"] for row in rows}) == 6
 
 
 def test_cli_rejects_unknown_scenario() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import time
 from collections import defaultdict
 from typing import Annotated
@@ -65,6 +67,9 @@ def sweep_command(
     master: Annotated[str | None, typer.Option(help="With --spark: Spark master URL.")] = None,
     remote: Annotated[str | None, typer.Option(help="With --spark: sc:// Connect URL.")] = None,
     out: Annotated[str, typer.Option(help="With --spark: Parquet output path.")] = "sweep.parquet",
+    json_out: Annotated[str | None, typer.Option(
+        "--json", help="Also write every run's outcome (no wall time) as JSON lines, in "
+        "task order, to diff sweeps of two commits.")] = None,
 ) -> None:
     """Run every (scenario, seed) pair and print a summary with percentiles of the simulated
     election and recovery times; exit code 1 if any run violates an invariant."""
@@ -88,8 +93,20 @@ def sweep_command(
                               f"{result.violation}\n  replay: {result.replay_command}")
     wall = time.perf_counter() - started
     _print_summary(console, results, wall)
+    if json_out is not None:
+        _write_outcomes(json_out, tasks, results)
     if any(r.violation for r in results):
         raise typer.Exit(1)
+
+
+def _write_outcomes(path: str, tasks: list[tuple[str, int]], results: list[RunResult]) -> None:
+    """Workers finish out of order; task order makes two sweeps' files diffable line by line."""
+    order = {task: index for index, task in enumerate(tasks)}
+    with open(path, "w", encoding="utf-8") as out:
+        for result in sorted(results, key=lambda r: order[(r.scenario, r.seed)]):
+            row = dataclasses.asdict(result)
+            del row["wall_s"]
+            out.write(json.dumps(row, sort_keys=True) + "\n")
 
 
 def _print_summary(console: Console, results: list[RunResult], wall: float) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import random
 import time
@@ -31,6 +32,7 @@ class RunResult:
     first_leader_ms: int | None = None
     recovery_ms: int | None = None
     commit_count: int = 0  # committed data records, over every node and incarnation
+    trace_digest: str = ""  # sha256 of every trace line: equal digests, identical runs
 
     @property
     def replay_command(self) -> str:
@@ -90,9 +92,11 @@ def run_scenario(
     voters, observers = scenario.shape(shape_rng)
     kip853 = scenario.kip853 if scenario.kip853 is not None else shape_rng.random() < 0.5
     observer = RunObserver()
+    digest = hashlib.sha256()
 
     def observe(line: str) -> None:
         observer(line)
+        digest.update(line.encode())
         if trace is not None:
             trace(line)
 
@@ -108,7 +112,7 @@ def run_scenario(
     return RunResult(name, seed, violation, cluster.events, cluster.elections,
                      cluster.queue.now_ms, time.perf_counter() - started,
                      observer.first_leader_ms, observer.recovery_ms,
-                     len(cluster.history.data_offsets))
+                     len(cluster.history.data_offsets), digest.hexdigest())
 
 
 def _run_task(task: tuple[str, int]) -> RunResult:

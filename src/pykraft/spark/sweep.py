@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 SCHEMA_DDL = (
     "scenario STRING, seed BIGINT, outcome STRING, violated_invariant STRING, "
     "violation STRING, events BIGINT, elections BIGINT, simulated_ms BIGINT, wall_s DOUBLE, "
-    "first_leader_ms BIGINT, recovery_ms BIGINT, commit_count BIGINT"
+    "first_leader_ms BIGINT, recovery_ms BIGINT, commit_count BIGINT, "
+    "trace_digest STRING"
 )
 COLUMNS = tuple(part.split()[0] for part in SCHEMA_DDL.split(", "))
 OK, VIOLATION, ERROR = "ok", "violation", "error"
@@ -93,4 +94,5 @@ def run_result(row: dict[str, Any]) -> RunResult:
     violation = row["violation"] if row["outcome"] != OK else None
     return RunResult(row["scenario"], row["seed"], violation, row["events"] or 0,
                      row["elections"] or 0, row["simulated_ms"] or 0, row["wall_s"] or 0.0,
-                     row["first_leader_ms"], row["recovery_ms"], row["commit_count"] or 0)
+                     row["first_leader_ms"], row["recovery_ms"], row["commit_count"] or 0,
+                     row["trace_digest"] or "")

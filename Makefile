@@ -16,6 +16,7 @@ setup: $(BIN)/pykraft
 lint: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 unit: setup
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -30,7 +30,7 @@ from kio.static.protocol import Entity
 
 from pykraft.errors import MessageDecodeError
 from pykraft.messages.kio_adapter import decode_kio, decode_kio_tolerant, kio_schema
-from pykraft.records.varint import encode_uvarint
+from pykraft.messages.varint import encode_uvarint
 
 APIS = (
     *("vote", "begin_quorum_epoch", "end_quorum_epoch", "fetch", "fetch_snapshot"),

@@ -108,3 +108,25 @@ def test_response_header_v1_skips_tags() -> None:
     reader = Reader(bytes.fromhex("0000000a" + "0101 01 ff".replace(" ", "")))
     assert read_response_header(reader, 1) == 10
     assert reader.remaining == 0
+
+
+@pytest.mark.parametrize(
+    ("hex_bytes", "value", "end"),
+    [("05", 5, 1), ("ac02", 300, 2), ("ffffffff0f", 2**32 - 1, 5)],
+)
+def test_reader_uvarint(hex_bytes: str, value: int, end: int) -> None:
+    reader = Reader(bytes.fromhex(hex_bytes + "ee"))
+    assert reader.uvarint("tag count") == value
+    assert reader.pos == end
+
+
+@pytest.mark.parametrize(
+    ("hex_bytes", "reason"),
+    [
+        ("8080", "tag count: varint runs past the end of its buffer at byte 2"),
+        ("80808080808001", "tag count: varint longer than 5 bytes at byte 5"),
+    ],
+)
+def test_reader_uvarint_refuses_what_kafka_refuses(hex_bytes: str, reason: str) -> None:
+    with pytest.raises(MalformedMessageError, match=f"^{reason}$"):
+        Reader(bytes.fromhex(hex_bytes)).uvarint("tag count")

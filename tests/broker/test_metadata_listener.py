@@ -7,8 +7,9 @@ import uuid
 
 import pytest
 
-from pykraft.broker.metadata_listener import BrokerMetadataListener, image_from_snapshot
+from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.errors import CorruptRecordError
+from pykraft.image.loader import image_from_snapshot
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
 from pykraft.records.metadata import (

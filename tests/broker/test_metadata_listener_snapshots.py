@@ -6,13 +6,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
-from pykraft.broker.metadata_listener import BrokerMetadataListener, image_from_snapshot
+from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.image import SnapshotPolicy
+from pykraft.image.loader import image_from_snapshot
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
 from pykraft.records.metadata import FeatureLevelRecord, TopicRecord, encode_metadata_record
-from pykraft.storage.snapshot_files import snapshot_batches
+from pykraft.records.snapshot import snapshot_batches
 
 
 class FakeCore:

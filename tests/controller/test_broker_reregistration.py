@@ -15,10 +15,10 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 
-from pykraft.broker.channel import ControllerChannel
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
+from pykraft.runtime.controller_channel import ControllerChannel
 
 BROKER = 1
 DEADLINE_S = 10.0

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykraft.broker.metadata_listener import image_from_snapshot
 from pykraft.errors import ConfigError, CorruptLogError, StorageError
 from pykraft.image import (
     MetadataDelta,
@@ -21,7 +20,7 @@ from pykraft.image import (
     load_snapshot,
     write_image_snapshot,
 )
-from pykraft.image.loader import ImageLoader, cyclic_gc_paused
+from pykraft.image.loader import ImageLoader, cyclic_gc_paused, image_from_snapshot
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch
 from pykraft.records.metadata import (

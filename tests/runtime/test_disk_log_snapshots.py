@@ -9,8 +9,8 @@ import pytest
 from pykraft.errors import CorruptRecordError, StorageError
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import encode_batch
+from pykraft.records.snapshot import snapshot_batches
 from pykraft.runtime.disk_log import DiskRaftLog
-from pykraft.storage.snapshot_files import snapshot_batches
 
 
 def _log(path: Path) -> DiskRaftLog:

@@ -20,7 +20,6 @@ from typing import Any
 
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 
-from pykraft.broker.channel import ControllerChannel
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.controller.config_control import describe_configs
@@ -32,6 +31,7 @@ from pykraft.protocol.codec import RequestFrame
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.backoff import ExponentialBackoff
+from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.node import RaftNode

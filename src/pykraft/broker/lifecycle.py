@@ -24,12 +24,12 @@ from kio.schema.broker_registration.v4.request import (
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i64, u16
 
-from pykraft.broker.channel import ControllerChannel
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
 from pykraft.errors import NetworkError
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS, MINIMUM_METADATA_VERSION
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.logs import event
 
 log = logging.getLogger("pykraft.broker")

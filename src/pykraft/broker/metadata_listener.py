@@ -10,71 +10,13 @@ does, once for the process).
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Iterable
-
-from pykraft.errors import CorruptRecordError
-from pykraft.image.image import MetadataImage, Provenance
-from pykraft.image.loader import ImageLoader, cyclic_gc_paused
+from pykraft.image.image import MetadataImage
+from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
-from pykraft.runtime.logs import event
-
-log = logging.getLogger("pykraft.metadata")
-
-SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
-"""The raft core's ``read_snapshot``: a frozen snapshot's batches."""
-
-
-def image_from_snapshot(batches: Iterable[RecordBatch],
-                        snapshot_id: OffsetAndEpoch) -> MetadataImage:
-    """The image a snapshot holds; its provenance is the snapshot id (end offset - 1)."""
-    loader = ImageLoader()
-    last_timestamp = -1
-    with cyclic_gc_paused():
-        for batch in batches:
-            if not batch.is_control:  # header and footer control batches carry no metadata
-                loader.load_batch(batch)
-                last_timestamp = max(last_timestamp, batch.header.max_timestamp)
-    if loader.in_transaction:
-        raise CorruptRecordError(f"snapshot {snapshot_id} ends inside a metadata transaction")
-    return loader.finish(Provenance(snapshot_id.offset - 1, snapshot_id.epoch, last_timestamp))
-
-
-class SnapshotLoader:
-    """Turns the core's ``handle_load_snapshot`` into an image for ``on_image``.
-
-    The core may announce a snapshot from its constructor (its first poll, when the log
-    starts above the listener's offset), before the driver holds the core to read it with:
-    the announcement then waits for :meth:`attach`. No batch can follow it before that,
-    because the high watermark is unknown until a leader answers a fetch.
-    """
-
-    def __init__(self, on_image: Callable[[MetadataImage], None], *, label: str) -> None:
-        self._on_image = on_image
-        self._label = label
-        self._reader: SnapshotReader | None = None
-        self._pending: OffsetAndEpoch | None = None
-
-    def attach(self, reader: SnapshotReader) -> None:
-        self._reader = reader
-        self._load_pending()
-
-    def announce(self, snapshot_id: OffsetAndEpoch) -> None:
-        self._pending = snapshot_id
-        self._load_pending()
-
-    def _load_pending(self) -> None:
-        if self._reader is None or self._pending is None:
-            return
-        snapshot_id, self._pending = self._pending, None
-        image = image_from_snapshot(self._reader(snapshot_id), snapshot_id)
-        self._on_image(image)
-        event(log, "snapshot_loaded", listener=self._label, end_offset=snapshot_id.offset,
-              epoch=snapshot_id.epoch, topics=len(image.topics.by_name),
-              brokers=len(image.cluster.brokers))
+from pykraft.runtime.snapshot_loader import SnapshotLoader
 
 
 class BrokerMetadataListener:

@@ -11,7 +11,6 @@ them, because controllers are not reachable by clients under KIP-590.
 from __future__ import annotations
 
 import datetime
-import uuid
 from typing import Any
 
 from kio.schema.describe_cluster.v2 import response as dc
@@ -20,16 +19,16 @@ from kio.schema.metadata.v13 import response as md
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
+from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.error_answer import OPERATIONS_NOT_REQUESTED, topic_error
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
-OPERATIONS_NOT_REQUESTED = i32(-(2**31))
 BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type (KIP-919)
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def _endpoint(broker: BrokerRegistration, listener: str) -> tuple[str, int] | None:
@@ -68,14 +67,6 @@ def _topic(image: MetadataImage, topic: TopicImage) -> Any:
     return md.MetadataResponseTopic(
         error_code=ErrorCode.none, name=TopicName(topic.name), topic_id=topic.topic_id,
         is_internal=False, partitions=_partitions(image, topic),
-        topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
-
-
-def topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) -> Any:
-    """A Metadata topic answered with an error only (unknown, or the request failed)."""
-    return md.MetadataResponseTopic(
-        error_code=code, name=None if name is None else TopicName(name),
-        topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=(),
         topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
 
 

@@ -34,9 +34,9 @@ def server(
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
     """Run a KRaft node: process.roles controller, broker or both (static quorum voters)."""
+    from pykraft.process import run_server
     from pykraft.runtime import event_loop
     from pykraft.runtime.logs import configure_logging
-    from pykraft.runtime.process import run_server
     from pykraft.runtime.settings import load_settings
 
     try:

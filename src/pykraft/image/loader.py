@@ -9,11 +9,12 @@ for readers. The image only advances past whole batches outside a transaction.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from pykraft.errors import MetadataImageError, MetadataRecordError
+from pykraft.errors import CorruptRecordError, MetadataImageError, MetadataRecordError
 from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
+from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
 from pykraft.records.metadata import (
     AbortTransactionRecord,
@@ -101,3 +102,18 @@ class ImageLoader:
         delta = self._delta if self._delta is not None else MetadataDelta(self.image)
         self.image = delta.apply(provenance)
         self._delta = None
+
+
+def image_from_snapshot(batches: Iterable[RecordBatch],
+                        snapshot_id: OffsetAndEpoch) -> MetadataImage:
+    """The image a snapshot holds; its provenance is the snapshot id (end offset - 1)."""
+    loader = ImageLoader()
+    last_timestamp = -1
+    with cyclic_gc_paused():
+        for batch in batches:
+            if not batch.is_control:  # header and footer control batches carry no metadata
+                loader.load_batch(batch)
+                last_timestamp = max(last_timestamp, batch.header.max_timestamp)
+    if loader.in_transaction:
+        raise CorruptRecordError(f"snapshot {snapshot_id} ends inside a metadata transaction")
+    return loader.finish(Provenance(snapshot_id.offset - 1, snapshot_id.epoch, last_timestamp))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pykraft.messages.schema import ArrayOf, FieldSpec, FieldType, MessageSchema
+from pykraft.messages.varint import encode_uvarint
 from pykraft.messages.wire import (
     INT32,
     MAX_STRING_BYTES,
@@ -48,7 +49,6 @@ from pykraft.messages.wire import (
     uuid_from_bytes,
     write_length,
 )
-from pykraft.records.varint import encode_uvarint
 
 _READERS: dict[tuple[MessageSchema, int, bool], tuple[Reader, int]] = {}
 _WRITERS: dict[tuple[MessageSchema, int, bool], Writer] = {}

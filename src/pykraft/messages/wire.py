@@ -19,7 +19,7 @@ from typing import Any
 
 from pykraft.errors import CorruptRecordError
 from pykraft.ids import ZERO_UUID, uuid_to_str
-from pykraft.records.varint import decode_uvarint, encode_uvarint
+from pykraft.messages.varint import MAX_VARINT_BYTES, decode_uvarint, encode_uvarint
 
 Reader = Callable[[bytes, int, int], tuple[Any, int]]
 Writer = Callable[[bytearray, Any], None]
@@ -74,7 +74,7 @@ def read_uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         if first < 0x80:
             return first, pos + 1
     try:
-        value, nxt = decode_uvarint(buf, pos, end, 5)
+        value, nxt = decode_uvarint(buf, pos, end, MAX_VARINT_BYTES)
     except CorruptRecordError as exc:
         raise FieldDecodeError(str(exc), pos) from None
     if value > _MAX_UVARINT:

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import struct
 
-from pykraft.errors import MalformedMessageError
-from pykraft.records.varint import encode_uvarint
+from pykraft.errors import CorruptRecordError, MalformedMessageError
+from pykraft.messages.varint import MAX_VARINT_BYTES, decode_uvarint, encode_uvarint
 
 _INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-
-#: Kafka's ``readUnsignedVarint`` accepts at most 5 bytes (a 32-bit value).
-MAX_UVARINT_BYTES = 5
 
 
 class Reader:
@@ -64,16 +61,15 @@ class Reader:
         return self._fixed(_INT32, what)
 
     def uvarint(self, what: str) -> int:
-        result = 0
-        for index in range(MAX_UVARINT_BYTES):
-            if self.pos >= self.end:
-                raise self.fail(f"{what}: varint runs past the end")
-            byte = self.buf[self.pos]
-            self.pos += 1
-            result |= (byte & 0x7F) << (7 * index)
-            if not byte & 0x80:
-                return result
-        raise self.fail(f"{what}: varint longer than {MAX_UVARINT_BYTES} bytes")
+        pos = self.pos
+        if pos < self.end and (first := self.buf[pos]) < 0x80:  # nearly every one: inline
+            self.pos = pos + 1
+            return first
+        try:
+            value, self.pos = decode_uvarint(self.buf, self.pos, self.end, MAX_VARINT_BYTES)
+        except CorruptRecordError as exc:
+            raise MalformedMessageError(f"{what}: {exc} at byte {exc.position}") from None
+        return value
 
     def legacy_nullable_string(self, what: str) -> str | None:
         """int16 length (-1 = null) then UTF-8."""

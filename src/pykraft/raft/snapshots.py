@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from pykraft.raft.log import OffsetAndEpoch, RaftLog, SnapshotInfo, SnapshotSink
-from pykraft.storage.snapshot_files import snapshot_batches
+from pykraft.records.snapshot import snapshot_batches
 
 BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import crc32c
 
 from pykraft.errors import CorruptRecordError, UnsupportedCompressionError
-from pykraft.records.varint import decode_varint, decode_varlong, encode_varint
+from pykraft.messages.varint import decode_varint, decode_varlong, encode_varint
 
 MAGIC = 2
 HEADER_SIZE = 61

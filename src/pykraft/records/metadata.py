@@ -28,8 +28,8 @@ from pykraft.messages import (
     schema_of,
     to_json_dict,
 )
+from pykraft.messages.varint import encode_uvarint
 from pykraft.messages.wire import FieldDecodeError, read_uvarint
-from pykraft.records.varint import encode_uvarint
 
 FRAME_VERSION = 1
 _SHORT_MAX = 0x7FFF

@@ -22,10 +22,10 @@ from kio.schema.controller_registration.v0.request import (
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, u16
 
-from pykraft.broker.channel import ControllerChannel
 from pykraft.errors import PyKraftError
 from pykraft.features import SUPPORTED_FEATURES
 from pykraft.protocol.errors import ErrorCode, error_name
+from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.logs import event
 from pykraft.runtime.node import RaftNode

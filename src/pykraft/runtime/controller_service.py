@@ -34,7 +34,6 @@ from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConf
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
-from pykraft.broker.metadata_listener import SnapshotLoader
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import error_response
 from pykraft.image.image import MetadataImage
@@ -45,6 +44,7 @@ from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.snapshot_loader import SnapshotLoader
 
 #: The request class (version) the controller takes, per API it serves on its listener.
 CONTROLLER_REQUESTS: dict[int, type] = {

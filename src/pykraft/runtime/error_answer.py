@@ -9,18 +9,24 @@ own refusals do; the others get it in their top-level error code.
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from typing import Any
 
 from kio.schema.metadata.v13 import request as md_req
 from kio.schema.metadata.v13 import response as md
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
 
-from pykraft.broker.responses import topic_error
 from pykraft.controller.responses import error_response
+from pykraft.ids import ZERO_UUID
 from pykraft.protocol.apis import API_SPECS, ApiKey
 from pykraft.protocol.codec import response_type
 from pykraft.protocol.convert import convert, default_value
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.controller_service import CONTROLLER_REQUESTS
+
+OPERATIONS_NOT_REQUESTED = i32(-(2**31))
+"""Kafka's AUTHORIZED_OPERATIONS_OMITTED: a client did not ask for authorized operations."""
 
 
 def error_answer(api_key: int, request: Any, code: ErrorCode,
@@ -40,6 +46,14 @@ def _metadata(request: md_req.MetadataRequest, code: ErrorCode) -> Any:
     """Every named topic with the error and no partitions; "all topics" gets none."""
     topics = tuple(topic_error(t.name, t.topic_id, code) for t in request.topics or ())
     return dataclasses.replace(_defaults(md.MetadataResponse), topics=topics, error_code=code)
+
+
+def topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) -> Any:
+    """A Metadata topic answered with an error only (unknown, or the request failed)."""
+    return md.MetadataResponseTopic(
+        error_code=code, name=None if name is None else TopicName(name),
+        topic_id=topic_id or ZERO_UUID, is_internal=False, partitions=(),
+        topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
 
 
 def _defaults(cls: type[Any]) -> Any:

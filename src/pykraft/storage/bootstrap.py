@@ -21,8 +21,9 @@ from pykraft.records.metadata import (
     decode_metadata_record,
     encode_metadata_record,
 )
+from pykraft.records.snapshot import snapshot_batches
 from pykraft.storage.fsutil import atomic_write
-from pykraft.storage.snapshot_files import SnapshotId, snapshot_batches, write_snapshot
+from pykraft.storage.snapshot_files import SnapshotId, write_snapshot
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 METADATA_LOG_DIR_NAME = "__cluster_metadata-0"

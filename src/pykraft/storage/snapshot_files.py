@@ -28,10 +28,9 @@ from pykraft.records.batch import (
     HEADER_SIZE,
     BatchHeader,
     RecordBatch,
-    encode_batch,
     read_header,
 )
-from pykraft.records.control import SnapshotFooterRecord, SnapshotHeaderRecord, encode_control
+from pykraft.records.snapshot import snapshot_batches
 from pykraft.storage.fsutil import fsync_dir
 
 CHECKPOINT_SUFFIX = ".checkpoint"
@@ -193,36 +192,6 @@ class SnapshotWriter:
             raise StorageError(f"snapshot writer for {self.path} is already finished")
 
 
-def snapshot_batches(
-    *,
-    epoch: int,
-    last_contained_timestamp: int,
-    batches: Iterable[Sequence[bytes]],
-    clock: Callable[[], int],
-    header_records: Sequence[object] = (),
-) -> Iterator[bytes]:
-    """The batches of a snapshot-format file as Kafka's ``RecordsSnapshotWriter`` lays them out.
-
-    One control batch holding SnapshotHeader followed by ``header_records`` (KRaftVersion and
-    Voters when kraft.version >= 1), then one data batch per entry of ``batches`` (metadata
-    record values), then a SnapshotFooter batch. Offsets start at 0, every batch carries the
-    snapshot's epoch and ``clock()`` (ms) as its timestamp. ``bootstrap.checkpoint`` uses the
-    same layout with epoch 0.
-    """
-    header = [encode_control(SnapshotHeaderRecord(0, last_contained_timestamp))]
-    header += [encode_control(record) for record in header_records]
-    yield encode_batch(0, header, partition_leader_epoch=epoch, timestamp=clock(), control=True)
-    offset = len(header)
-    for values in batches:
-        if values:
-            yield encode_batch(offset, [(None, value) for value in values],
-                               partition_leader_epoch=epoch, timestamp=clock())
-            offset += len(values)
-    footer = [encode_control(SnapshotFooterRecord(0))]
-    yield encode_batch(offset, footer, partition_leader_epoch=epoch, timestamp=clock(),
-                       control=True)
-
-
 def write_snapshot(
     directory: Path,
     snapshot_id: SnapshotId,
@@ -232,7 +201,8 @@ def write_snapshot(
     clock: Callable[[], int],
     header_records: Sequence[object] = (),
 ) -> Path:
-    """Write and freeze a snapshot (see :func:`snapshot_batches`); batches stream to disk."""
+    """Write and freeze a snapshot (see :func:`~pykraft.records.snapshot.snapshot_batches`);
+    batches stream to disk."""
     with SnapshotWriter(directory, snapshot_id) as writer:
         for batch in snapshot_batches(
             epoch=snapshot_id.epoch, last_contained_timestamp=last_contained_timestamp,

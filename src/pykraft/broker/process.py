@@ -17,11 +17,11 @@ import asyncio
 import contextlib
 import logging
 
-from pykraft.broker.channel import ControllerChannel
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.image.snapshot_generator import SnapshotGenerator
+from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.logs import event
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.server import ListenerServer

@@ -1,15 +1,18 @@
 """Kafka's varints: LEB128 groups of 7 bits, signed values zig-zag encoded.
 
 Records inside a batch use signed (zig-zag) varints; the metadata record frame and the
-flexible protocol encodings use unsigned ones. Small values are served from a table because
-every record carries several of them and this is the hot path of batch writing.
+flexible protocol encodings use unsigned ones. This is the one decoder of them all: the
+message codec and the request pre-scan call :func:`decode_uvarint` and turn its
+:class:`CorruptRecordError` into their own error. Small values are served from a table
+because every record carries several of them and this is the hot path of batch writing.
 """
 
 from __future__ import annotations
 
 from pykraft.errors import CorruptRecordError
 
-_MAX_VARINT_BYTES = 5
+MAX_VARINT_BYTES = 5
+"""Kafka's ``readUnsignedVarint``/``readVarint`` accept at most 5 bytes (32 bits)."""
 _MAX_VARLONG_BYTES = 10
 
 
@@ -63,7 +66,7 @@ def decode_uvarint(
 
 def decode_varint(buf: bytes | memoryview, pos: int, limit: int) -> tuple[int, int]:
     """Read a signed 32-bit zig-zag varint at ``pos``."""
-    raw, pos = decode_uvarint(buf, pos, limit, _MAX_VARINT_BYTES)
+    raw, pos = decode_uvarint(buf, pos, limit, MAX_VARINT_BYTES)
     if raw >> 32:
         raise CorruptRecordError("varint does not fit in 32 bits", position=pos)
     return (raw >> 1) ^ -(raw & 1), pos

@@ -1,4 +1,6 @@
-"""Requests from a broker to the active controller (Kafka's controller channel manager).
+"""Requests from a node to the active controller (Kafka's controller channel manager):
+a broker's registration and heartbeats, forwarded admin requests, a controller's own
+registration.
 
 The active controller is the metadata partition's leader, which the broker's observer core
 already tracks; where it listens comes from the node (the voter set in the log, the static

@@ -14,8 +14,8 @@ import asyncio
 import logging
 import signal
 
+from pykraft.broker.process import BrokerRuntime
 from pykraft.raft.api import RaftListener
-from pykraft.runtime.broker_process import BrokerRuntime
 from pykraft.runtime.controller_registration import ControllerRegistrar
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher

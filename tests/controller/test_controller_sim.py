@@ -30,7 +30,7 @@ from pykraft.records.metadata import FeatureLevelRecord
 from pykraft.runtime.listeners import FanOutListener
 from pykraft.sim.cluster import Cluster
 from pykraft.sim.invariants import default_invariants
-from pykraft.sim.state_machine import InvariantViolation
+from pykraft.sim.violations import InvariantViolation
 
 BROKERS = (1, 2, 3)
 BOOTSTRAP = (FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=21),)

@@ -32,10 +32,12 @@ from pykraft.raft.states import Leader
 from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS, ReplicaKey, VoterNode, VoterSet
 from pykraft.records.batch import RecordBatch, iter_batches
 from pykraft.records.control import KRaftVersionRecord, VoterEndpoint
+from pykraft.sim.committed_data import CommittedHistory
 from pykraft.sim.network import LinkProfile, Network
+from pykraft.sim.replicated_counter import CounterMachine
 from pykraft.sim.scheduler import EventQueue
-from pykraft.sim.state_machine import CommittedHistory, CounterMachine, InvariantViolation
 from pykraft.sim.trace import describe
+from pykraft.sim.violations import InvariantViolation
 
 ClientFactory = Callable[..., RaftClient]
 ADMIN = -100  # routing token of the administrator sending voter changes

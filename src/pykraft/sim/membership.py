@@ -19,7 +19,7 @@ from pykraft.sim.cluster import Cluster, endpoints_of
 from pykraft.sim.invariants import StableLeadership
 from pykraft.sim.network import LinkProfile
 from pykraft.sim.phases import PHASE_MS, elect, new_leader, progress
-from pykraft.sim.state_machine import InvariantViolation
+from pykraft.sim.violations import InvariantViolation
 
 _NOT_NOW = {ErrorCode.request_timed_out, ErrorCode.not_leader_or_follower,
             ErrorCode.broker_not_available}

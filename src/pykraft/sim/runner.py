@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pykraft.raft.client import RaftClient
 from pykraft.sim.cluster import ClientFactory, Cluster
 from pykraft.sim.scenarios import SCENARIOS
-from pykraft.sim.state_machine import InvariantViolation
+from pykraft.sim.violations import InvariantViolation
 
 _CALM_STATES = ("Follower", "Leader")
 

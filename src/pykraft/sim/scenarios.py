@@ -25,6 +25,7 @@ from pykraft.sim.invariants import (
     majority_reached_high_watermark,
 )
 from pykraft.sim.phases import PHASE_MS, PROGRESS, elect, new_leader, progress
+from pykraft.sim.violations import InvariantViolation
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,6 @@ def majority_split(cluster: Cluster, rng: random.Random) -> None:
     cluster.network.partition(minority, majority)
     progress(cluster, majority, what="majority side of a 2|3 split")
     if max(cluster.committed(i) for i in minority) >= min(cluster.committed(i) for i in majority):
-        from pykraft.sim.state_machine import InvariantViolation
-
         raise InvariantViolation("MajorityProgress", "the minority side committed as much")
     cluster.network.heal()
     progress(cluster, what="everyone after healing")

@@ -1,61 +1,20 @@
-"""The replicated state machine of each simulated node: a counter of committed records.
+"""The replicated state machine of each simulated node: a counter of committed records
+(Kafka's simulation runs a ``ReplicatedCounter`` too).
 
-Every committed record is also checked against one history shared by all nodes and all
-incarnations, which is the ConsistentCommittedData property checked as it happens; so is
-the count every snapshot holds.
+It is also the probe of the ConsistentCommittedData invariant: every committed record, and
+the count every snapshot holds, is checked against one
+:class:`~pykraft.sim.committed_data.CommittedHistory` shared by all nodes and incarnations.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
-
-
-class InvariantViolation(Exception):  # noqa: N818 - it names a broken property, not an error
-    """A safety or liveness property failed; ``invariant`` names it."""
-
-    def __init__(self, invariant: str, detail: str) -> None:
-        super().__init__(f"{invariant}: {detail}")
-        self.invariant = invariant
-        self.detail = detail
-
-
-@dataclass(slots=True)
-class CommittedHistory:
-    """offset -> (epoch, value) of every record any node ever saw committed."""
-
-    records: dict[int, tuple[int, bytes | None]] = field(default_factory=dict)
-    data_offsets: set[int] = field(default_factory=set)
-    snapshot_counts: dict[int, int] = field(default_factory=dict)
-
-    def check(self, node_id: int, offset: int, epoch: int, value: bytes | None,
-              is_data: bool = True) -> None:
-        seen = self.records.setdefault(offset, (epoch, value))
-        if seen != (epoch, value):
-            raise InvariantViolation(
-                "ConsistentCommittedData",
-                f"node {node_id} committed {(epoch, value)!r} at offset {offset}, "
-                f"another node committed {seen!r}",
-            )
-        if is_data:
-            self.data_offsets.add(offset)
-
-    def check_snapshot(self, node_id: int, end_offset: int, count: int) -> None:
-        """A snapshot up to ``end_offset`` must hold the number of data records below it."""
-        seen = self.snapshot_counts.setdefault(end_offset, count)
-        known = all(offset in self.records for offset in range(end_offset))
-        expected = sum(1 for o in self.data_offsets if o < end_offset) if known else count
-        if seen != count or expected != count:
-            raise InvariantViolation(
-                "ConsistentCommittedData",
-                f"node {node_id}: snapshot at {end_offset} counts {count} records; "
-                f"other snapshots {seen}, committed history {expected}",
-            )
-
+from pykraft.sim.committed_data import CommittedHistory
+from pykraft.sim.violations import InvariantViolation
 
 SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
 

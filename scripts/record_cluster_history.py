@@ -40,7 +40,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 from pykraft.errors import PyKraftError
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
-from pykraft.runtime.client import ClientConnection
+from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.tools.cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_host_port
 

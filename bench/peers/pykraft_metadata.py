@@ -35,7 +35,7 @@ from pykraft.errors import PyKraftError
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.tools.cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 

@@ -19,7 +19,7 @@ from pykraft.errors import PyKraftError
 from pykraft.image import MetadataImage, load_snapshot
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.runtime.client import ClientConnection
+from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.runtime.settings import METADATA_PARTITION_DIR, load_settings
 from pykraft.storage.snapshot_files import list_snapshots
 from pykraft.tools.cluster import LocalCluster

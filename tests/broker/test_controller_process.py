@@ -20,7 +20,7 @@ from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener as ListenerKind
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.client import ClientConnection
+from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.tools.cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 

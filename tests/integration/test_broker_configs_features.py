@@ -28,7 +28,7 @@ from pykraft.errors import PyKraftError
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.client import ClientConnection
+from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.tools.cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 

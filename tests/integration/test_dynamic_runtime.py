@@ -27,7 +27,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import iter_batches
-from pykraft.runtime.client import open_with_timeout
+from pykraft.runtime.kafka_client import open_with_timeout
 from pykraft.runtime.state_machine import records_in_snapshot
 from pykraft.storage.meta_properties import read_meta_properties
 from pykraft.tools.cluster import LocalCluster, free_ports

@@ -18,7 +18,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.limits import INT32_MAX, MAX_EPOCH
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.runtime.client import ClientConnection
+from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.runtime.node import SERVED_RANGES
 from pykraft.storage.quorum_state import QUORUM_STATE, read_quorum_state
 from pykraft.tools.cluster import LocalCluster

@@ -19,7 +19,7 @@ from pykraft.protocol.frame import encode_frame
 from pykraft.protocol.header import RequestHeader
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.runtime.client import ClientConnection
+from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.runtime.node import SERVED_RANGES
 from pykraft.tools.cluster import LocalCluster
 

@@ -20,7 +20,7 @@ from typing import Any
 from pykraft.errors import NetworkError, PeerUnreachableError
 from pykraft.protocol.api_versions import VersionRanges
 from pykraft.runtime.backoff import ExponentialBackoff
-from pykraft.runtime.client import CONNECTION_ERRORS, ClientConnection
+from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
-from pykraft.runtime.client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
 CLIENT_ID = "pykraft-metadata-quorum"

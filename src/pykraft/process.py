@@ -20,7 +20,7 @@ from pykraft.runtime.controller_registration import ControllerRegistrar
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.listeners import FanOutListener
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.server import ListenerServer

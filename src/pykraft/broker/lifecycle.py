@@ -30,7 +30,7 @@ from pykraft.errors import NetworkError
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS, MINIMUM_METADATA_VERSION
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.controller_channel import ControllerChannel
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 
 log = logging.getLogger("pykraft.broker")
 PLAINTEXT = 0  # SecurityProtocol id

@@ -22,7 +22,7 @@ from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.runtime.controller_channel import ControllerChannel
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.server import ListenerServer
 from pykraft.runtime.settings import BrokerListenerSettings, NodeSettings

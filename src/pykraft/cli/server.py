@@ -36,7 +36,7 @@ def server(
     """Run a KRaft node: process.roles controller, broker or both (static quorum voters)."""
     from pykraft.process import run_server
     from pykraft.runtime import event_loop
-    from pykraft.runtime.logs import configure_logging
+    from pykraft.runtime.logfmt import configure_logging
     from pykraft.runtime.settings import load_settings
 
     try:

@@ -19,7 +19,7 @@ from typing import Any
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 
 log = logging.getLogger("pykraft.node")
 

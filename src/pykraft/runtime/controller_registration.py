@@ -27,7 +27,7 @@ from pykraft.features import SUPPORTED_FEATURES
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import ControllerService
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
 
 log = logging.getLogger("pykraft.controller_registration")

@@ -55,7 +55,7 @@ from pykraft.runtime.controller_service import (
 )
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_version
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
 
 log = logging.getLogger("pykraft.dispatch")

@@ -43,7 +43,7 @@ from pykraft.runtime.disk_log import DiskRaftLog
 from pykraft.runtime.event_loop import running_loop_name
 from pykraft.runtime.flusher import GroupCommitFlusher
 from pykraft.runtime.listeners import FanOutListener
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection, PeerPool
 from pykraft.runtime.quorum_store import FileQuorumStateStore

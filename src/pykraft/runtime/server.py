@@ -13,7 +13,7 @@ import logging
 
 from pykraft.errors import ProtocolError
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 from pykraft.runtime.streams import FrameStream
 
 log = logging.getLogger("pykraft.server")

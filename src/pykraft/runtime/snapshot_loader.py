@@ -14,7 +14,7 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.loader import image_from_snapshot
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
-from pykraft.runtime.logs import event
+from pykraft.runtime.logfmt import event
 
 log = logging.getLogger("pykraft.metadata")
 

@@ -37,9 +37,9 @@ from pykraft.protocol.codec import (
     encode_request,
     encode_response,
 )
+from pykraft.protocol.cursor import Reader
 from pykraft.protocol.header import RequestHeader
 from pykraft.protocol.scan import scan_entity
-from pykraft.protocol.wire import Reader
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 METADATA_TOPIC = b"__cluster_metadata"

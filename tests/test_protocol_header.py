@@ -11,6 +11,7 @@ from pykraft.errors import MalformedMessageError
 from pykraft.protocol.api_versions import api_versions_response
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.codec import encode_response
+from pykraft.protocol.cursor import Reader
 from pykraft.protocol.header import (
     RequestHeader,
     encode_request_header,
@@ -21,7 +22,6 @@ from pykraft.protocol.header import (
     request_header_version,
     response_header_version,
 )
-from pykraft.protocol.wire import Reader
 
 
 def test_request_header_v2_client_id_is_a_classic_string() -> None:

@@ -37,21 +37,21 @@ from pykraft.messages.wire import (
     BoolPrimitive,
     FieldDecodeError,
     FieldEncodeError,
+    FieldReader,
+    FieldWriter,
     FixedPrimitive,
     MappedPrimitive,
     Primitive,
-    Reader,
     UuidPrimitive,
     VariablePrimitive,
-    Writer,
     read_uvarint,
     truncated,
     uuid_from_bytes,
     write_length,
 )
 
-_READERS: dict[tuple[MessageSchema, int, bool], tuple[Reader, int]] = {}
-_WRITERS: dict[tuple[MessageSchema, int, bool], Writer] = {}
+_READERS: dict[tuple[MessageSchema, int, bool], tuple[FieldReader, int]] = {}
+_WRITERS: dict[tuple[MessageSchema, int, bool], FieldWriter] = {}
 _SOURCES: dict[tuple[str, MessageSchema, int, bool], str] = {}
 
 _ONE_BYTE = 0x80  # a uvarint below this is its own single byte
@@ -98,7 +98,7 @@ def _no_room(count: int, pos: int, end: int) -> FieldDecodeError:
     )
 
 
-def _read_items(read: Reader, count: int, buf: bytes, pos: int, end: int) -> tuple[Any, int]:
+def _read_items(read: FieldReader, count: int, buf: bytes, pos: int, end: int) -> tuple[Any, int]:
     items = []
     for index in range(count):
         try:
@@ -123,7 +123,7 @@ def _absent(name: str, version: int) -> FieldEncodeError:
     return error
 
 
-def _write_run(writers: tuple[tuple[str, Writer], ...]) -> Callable[..., None]:
+def _write_run(writers: tuple[tuple[str, FieldWriter], ...]) -> Callable[..., None]:
     """Slow path of a fixed-width run: field by field, so the failing field is named."""
 
     def write(out: bytearray, *values: Any) -> None:
@@ -137,7 +137,7 @@ def _write_run(writers: tuple[tuple[str, Writer], ...]) -> Callable[..., None]:
     return write
 
 
-def _array_writer(write_item: Writer, flexible: bool, nullable: bool) -> Writer:
+def _array_writer(write_item: FieldWriter, flexible: bool, nullable: bool) -> FieldWriter:
     """The general array writer: any element type, null, lists, and every error."""
 
     def write_array(out: bytearray, items: Any) -> None:
@@ -338,7 +338,7 @@ def _var(spec: FieldSpec) -> str:
 # --- readers ------------------------------------------------------------------------------
 
 
-def struct_reader(schema: MessageSchema, version: int, flexible: bool) -> tuple[Reader, int]:
+def struct_reader(schema: MessageSchema, version: int, flexible: bool) -> tuple[FieldReader, int]:
     """(reader, minimum encoded size) of a struct at a version and flexibility."""
     key = (schema, version, flexible)
     cached = _READERS.get(key)
@@ -357,7 +357,7 @@ class _ReaderGen:
         self.schema, self.version, self.flexible = schema, version, flexible
         self.src = _Source()
 
-    def build(self) -> tuple[Reader, int, str]:
+    def build(self) -> tuple[FieldReader, int, str]:
         """(reader, minimum encoded size, source)."""
         schema, version, src = self.schema, self.version, self.src
         regular: list[FieldSpec] = []
@@ -404,7 +404,7 @@ class _ReaderGen:
             src.emit(f"return {cls}({', '.join(keywords)}), pos")
         label = _label("reader", schema, version, self.flexible)
         read, text = src.compile(f"def read(buf, pos, end):  # {label}", label, "read")
-        reader: Reader = read
+        reader: FieldReader = read
         return reader, min_size, text
 
     def fixed_run(self, run: list[FieldSpec], end: str, *, named: bool) -> None:
@@ -634,7 +634,7 @@ def _min_size(field_type: FieldType, version: int, flexible: bool) -> int:
 # --- writers ------------------------------------------------------------------------------
 
 
-def struct_writer(schema: MessageSchema, version: int, flexible: bool) -> Writer:
+def struct_writer(schema: MessageSchema, version: int, flexible: bool) -> FieldWriter:
     """A writer of a struct at a version and flexibility."""
     key = (schema, version, flexible)
     cached = _WRITERS.get(key)
@@ -646,7 +646,9 @@ def struct_writer(schema: MessageSchema, version: int, flexible: bool) -> Writer
     return write
 
 
-def field_writer(field_type: FieldType, version: int, flexible: bool, nullable: bool) -> Writer:
+def field_writer(
+    field_type: FieldType, version: int, flexible: bool, nullable: bool
+) -> FieldWriter:
     """The general writer of one field type (slow paths and uncommon types)."""
     if isinstance(field_type, MessageSchema):
         return struct_writer(field_type, version, flexible)
@@ -663,7 +665,7 @@ class _WriterGen:
         self.schema, self.version, self.flexible = schema, version, flexible
         self.src = _Source()
 
-    def build(self) -> tuple[Writer, str]:
+    def build(self) -> tuple[FieldWriter, str]:
         schema, version, src = self.schema, self.version, self.src
         cls = src.const("_CLS", schema.cls)
         with src.block(f"if type(obj) is not {cls} and not isinstance(obj, {cls}):"):
@@ -691,7 +693,7 @@ class _WriterGen:
             self.tag_buffer(sorted(tagged, key=lambda spec: spec.tag or 0))
         label = _label("writer", schema, version, self.flexible)
         write, text = src.compile(f"def write(out, obj):  # {label}", label, "write")
-        writer: Writer = write
+        writer: FieldWriter = write
         return writer, text
 
     def general(self, spec: FieldSpec) -> str:

@@ -15,7 +15,13 @@ from pykraft.errors import MessageDecodeError, MessageEncodeError, UnsupportedVe
 from pykraft.messages import _codegen
 from pykraft.messages._codegen import struct_reader, struct_writer
 from pykraft.messages.schema import schema_of
-from pykraft.messages.wire import FieldDecodeError, FieldEncodeError, Reader, Writer, format_path
+from pykraft.messages.wire import (
+    FieldDecodeError,
+    FieldEncodeError,
+    FieldReader,
+    FieldWriter,
+    format_path,
+)
 
 __all__ = [
     "decode",
@@ -29,8 +35,8 @@ __all__ = [
 
 M = TypeVar("M")
 
-_TOP_READERS: dict[tuple[type, int], Reader] = {}
-_TOP_WRITERS: dict[tuple[type, int], Writer] = {}
+_TOP_READERS: dict[tuple[type, int], FieldReader] = {}
+_TOP_WRITERS: dict[tuple[type, int], FieldWriter] = {}
 
 
 def encode(msg: object, version: int) -> bytes:
@@ -98,7 +104,7 @@ def decode_from(
 
 
 def run_reader(
-    read: Reader, label: str, data: bytes, pos: int = 0, end: int | None = None
+    read: FieldReader, label: str, data: bytes, pos: int = 0, end: int | None = None
 ) -> tuple[Any, int]:
     """Run a compiled reader, turning an internal failure into :class:`MessageDecodeError`
     that names ``label`` and the field path."""

@@ -37,9 +37,9 @@ from pykraft.messages.wire import (
     INT64,
     PRIMITIVES,
     UUID,
+    FieldReader,
     MappedPrimitive,
     Primitive,
-    Reader,
 )
 
 E = TypeVar("E", bound=Entity)
@@ -82,7 +82,7 @@ _KIO_PRIMITIVES: dict[str, Primitive] = {
 }
 
 _SCHEMAS: dict[type, MessageSchema] = {}
-_READERS: dict[type, Reader] = {}
+_READERS: dict[type, FieldReader] = {}
 
 
 def decode_kio(entity_type: type[E], data: bytes, *, trusted: bool = False) -> tuple[E, int]:

@@ -21,8 +21,8 @@ from pykraft.errors import CorruptRecordError
 from pykraft.ids import ZERO_UUID, uuid_to_str
 from pykraft.messages.varint import MAX_VARINT_BYTES, decode_uvarint, encode_uvarint
 
-Reader = Callable[[bytes, int, int], tuple[Any, int]]
-Writer = Callable[[bytearray, Any], None]
+FieldReader = Callable[[bytes, int, int], tuple[Any, int]]
+FieldWriter = Callable[[bytearray, Any], None]
 
 MAX_STRING_BYTES = 0x7FFF  # Kafka's generated code rejects longer strings on read and write
 _MAX_UVARINT = 0xFFFFFFFF
@@ -116,10 +116,10 @@ class Primitive:
     def min_size(self, flexible: bool) -> int:
         raise NotImplementedError
 
-    def reader(self, flexible: bool, nullable: bool) -> Reader:
+    def reader(self, flexible: bool, nullable: bool) -> FieldReader:
         raise NotImplementedError
 
-    def writer(self, flexible: bool, nullable: bool) -> Writer:
+    def writer(self, flexible: bool, nullable: bool) -> FieldWriter:
         raise NotImplementedError
 
     def to_json(self, value: Any) -> Any:
@@ -143,7 +143,7 @@ class FixedPrimitive(Primitive):
     def min_size(self, flexible: bool) -> int:
         return self.size
 
-    def reader(self, flexible: bool, nullable: bool) -> Reader:
+    def reader(self, flexible: bool, nullable: bool) -> FieldReader:
         size, unpack, name = self.size, self.struct.unpack_from, self.name
 
         def read(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
@@ -154,7 +154,7 @@ class FixedPrimitive(Primitive):
 
         return read
 
-    def writer(self, flexible: bool, nullable: bool) -> Writer:
+    def writer(self, flexible: bool, nullable: bool) -> FieldWriter:
         pack, name = self.struct.pack, self.name
         accepted: tuple[type, ...] = (int, float) if self.code == "d" else (int,)
 
@@ -178,7 +178,7 @@ class BoolPrimitive(Primitive):
     def min_size(self, flexible: bool) -> int:
         return 1
 
-    def reader(self, flexible: bool, nullable: bool) -> Reader:
+    def reader(self, flexible: bool, nullable: bool) -> FieldReader:
         def read(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
             if pos >= end:
                 raise truncated("bool", pos, 1, end)
@@ -186,7 +186,7 @@ class BoolPrimitive(Primitive):
 
         return read
 
-    def writer(self, flexible: bool, nullable: bool) -> Writer:
+    def writer(self, flexible: bool, nullable: bool) -> FieldWriter:
         def write(out: bytearray, value: Any) -> None:
             if value is not True and value is not False:
                 raise FieldEncodeError(f"expected bool, got {type(value).__name__}")
@@ -204,7 +204,7 @@ class UuidPrimitive(Primitive):
     def min_size(self, flexible: bool) -> int:
         return 16
 
-    def reader(self, flexible: bool, nullable: bool) -> Reader:
+    def reader(self, flexible: bool, nullable: bool) -> FieldReader:
         def read(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
             nxt = pos + 16
             if nxt > end:
@@ -213,7 +213,7 @@ class UuidPrimitive(Primitive):
 
         return read
 
-    def writer(self, flexible: bool, nullable: bool) -> Writer:
+    def writer(self, flexible: bool, nullable: bool) -> FieldWriter:
         def write(out: bytearray, value: Any) -> None:
             if not isinstance(value, uuid.UUID):
                 raise FieldEncodeError(f"expected uuid.UUID, got {type(value).__name__}")
@@ -275,7 +275,7 @@ class VariablePrimitive(Primitive):
     def min_size(self, flexible: bool) -> int:
         return 1 if flexible and not self.classic_only else self.classic.size
 
-    def reader(self, flexible: bool, nullable: bool) -> Reader:
+    def reader(self, flexible: bool, nullable: bool) -> FieldReader:
         read_len = _read_length(flexible and not self.classic_only, self.classic)
         name, text = self.name, self.text
         limit = MAX_STRING_BYTES if text else _MAX_UVARINT
@@ -301,7 +301,7 @@ class VariablePrimitive(Primitive):
 
         return read
 
-    def writer(self, flexible: bool, nullable: bool) -> Writer:
+    def writer(self, flexible: bool, nullable: bool) -> FieldWriter:
         compact = flexible and not self.classic_only
         classic, name, text = self.classic, self.name, self.text
 
@@ -358,7 +358,7 @@ class MappedPrimitive(Primitive):
     def min_size(self, flexible: bool) -> int:
         return self.base.min_size(flexible)
 
-    def reader(self, flexible: bool, nullable: bool) -> Reader:
+    def reader(self, flexible: bool, nullable: bool) -> FieldReader:
         base_read, convert, name = self.base.reader(flexible, nullable), self.decode, self.name
 
         def read(buf: bytes, pos: int, end: int) -> tuple[Any, int]:
@@ -370,7 +370,7 @@ class MappedPrimitive(Primitive):
 
         return read
 
-    def writer(self, flexible: bool, nullable: bool) -> Writer:
+    def writer(self, flexible: bool, nullable: bool) -> FieldWriter:
         base_write, convert = self.base.writer(flexible, nullable), self.encode
 
         def write(out: bytearray, value: Any) -> None:

@@ -20,6 +20,7 @@ from kio.static.constants import EntityType
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
 from pykraft.messages.kio_adapter import decode_kio
 from pykraft.protocol.apis import ApiKey, ApiSpec, api_spec
+from pykraft.protocol.cursor import Reader, encode_tagged_fields
 from pykraft.protocol.header import (
     RequestHeader,
     encode_request_header,
@@ -31,7 +32,6 @@ from pykraft.protocol.header import (
     response_header_version,
 )
 from pykraft.protocol.scan import TaggedField, scan_entity
-from pykraft.protocol.wire import Reader, encode_tagged_fields
 
 Body = Any
 """A kio request or response entity (kio types them per schema class)."""

@@ -1,4 +1,4 @@
-"""Bounds-checked reading of Kafka's primitive encodings.
+"""A bounded byte cursor over a frame: the request and response headers, TAG_BUFFERs.
 
 Every read checks the bytes actually remaining first, so a lying length or count prefix
 produces :class:`MalformedMessageError` naming the position, never an IndexError, a huge

@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.wire import Reader
+from pykraft.protocol.cursor import Reader
 
 #: Not served by pykraft, but the one API whose v0 request uses request header v0.
 CONTROLLED_SHUTDOWN_API_KEY = 7

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-from pykraft.protocol.wire import Reader
+from pykraft.protocol.cursor import Reader
 
 Scan = Callable[[Reader], None]
 TaggedField = tuple[int, bytes]

@@ -18,6 +18,7 @@ import struct
 from dataclasses import dataclass
 
 from pykraft.errors import NetworkError, ProtocolError
+from pykraft.protocol.cursor import Reader
 from pykraft.protocol.header import (
     RequestHeader,
     encode_request_header,
@@ -26,7 +27,6 @@ from pykraft.protocol.header import (
     read_request_prefix,
     read_response_header,
 )
-from pykraft.protocol.wire import Reader
 from pykraft.runtime.streams import FrameStream
 
 #: Outside every range Kafka has assigned; int16 like any api key.

@@ -38,9 +38,9 @@ from pykraft.protocol.api_versions import (
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
 from pykraft.protocol.convert import convert
+from pykraft.protocol.cursor import Reader
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
-from pykraft.protocol.wire import Reader
 from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.bench_api import (

@@ -41,7 +41,7 @@ from pykraft.errors import PyKraftError
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.kafka_client import ClientConnection
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_host_port
 
 T = TypeVar("T")

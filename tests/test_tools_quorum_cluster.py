@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pykraft.config.properties import load_properties
-from pykraft.tools.cluster import ClusterError, LocalCluster
+from pykraft.tools.local_cluster import ClusterError, LocalCluster
 from pykraft.tools.quorum_tool import controller_identity
 
 CHECKPOINT = "__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 
 from peers.base import HOST, BenchError, ProcessGroup, System, Writer, until
-from pykraft.tools.cluster import free_ports
+from pykraft.tools.local_cluster import free_ports
 
 PROBE_TIMEOUT_S = 3.0
 

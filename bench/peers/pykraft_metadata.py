@@ -36,7 +36,7 @@ from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 TOPIC_RESOURCE = i8(2)

@@ -13,7 +13,7 @@ from peers.base import BenchError, System, Writer, until
 from pykraft import __version__
 from pykraft.errors import PyKraftError
 from pykraft.runtime.bench_api import BenchClient
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import describe_quorum, parse_host_port
 
 PROBE_TIMEOUT_S = 3.0

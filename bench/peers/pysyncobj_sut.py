@@ -17,7 +17,7 @@ from peers.base import HOST, BenchError, ProcessGroup, System, Writer, until
 from peers.pykraft_sut import BenchAppendWriter
 from pykraft.errors import PyKraftError
 from pykraft.runtime.bench_api import BenchClient
-from pykraft.tools.cluster import free_ports
+from pykraft.tools.local_cluster import free_ports
 
 NODE_SCRIPT = Path(__file__).with_name("pysyncobj_node.py")
 PROBE_TIMEOUT_S = 3.0

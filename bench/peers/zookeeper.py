@@ -20,7 +20,7 @@ from kazoo.client import KazooClient  # type: ignore[import-untyped]
 from kazoo.exceptions import KazooException  # type: ignore[import-untyped]
 
 from peers.base import HOST, BenchError, ProcessGroup, System, Writer, until
-from pykraft.tools.cluster import free_ports
+from pykraft.tools.local_cluster import free_ports
 
 CLASSPATH = "/usr/share/java/zookeeper.jar"
 MAX_SESSIONS = 16

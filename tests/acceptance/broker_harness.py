@@ -18,7 +18,7 @@ from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.kafka_client import ClientConnection
-from pykraft.tools.cluster import BROKER, HOST, LocalCluster, NodeFiles, free_ports
+from pykraft.tools.local_cluster import BROKER, HOST, LocalCluster, NodeFiles, free_ports
 from pykraft.tools.quorum_tool import parse_host_port
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 

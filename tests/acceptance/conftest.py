@@ -20,7 +20,7 @@ import pytest
 from broker_harness import PROPERTIES, wait_for_brokers
 from java_admin import JavaAdmin, build_probe
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 PIP_CLIENTS = {"confluent_kafka": "confluent-kafka>=2.16.1", "kafka": "kafka-python>=3.0.12",
                "aiokafka": "aiokafka>=0.14.0"}

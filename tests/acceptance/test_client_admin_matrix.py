@@ -17,7 +17,7 @@ from java_admin import BOOTSTRAP_SERVERS, JavaAdmin, JavaAdminError, OpenAdmin
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 TIMEOUT_S = 30

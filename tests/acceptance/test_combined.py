@@ -13,7 +13,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32
 
 from pykraft.protocol.errors import ErrorCode
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from broker_harness import PROPERTIES, fenced_brokers, wait_for, wait_for_brokers
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_bootstrap
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from broker_harness import fenced_brokers, partition_leaders, wait_for
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from process_harness import leader_info

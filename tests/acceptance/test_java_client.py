@@ -24,7 +24,7 @@ from java_admin import (
 
 from pykraft.ids import uuid_to_str
 from pykraft.storage.meta_properties import read_meta_properties
-from pykraft.tools.cluster import HOST, LocalCluster
+from pykraft.tools.local_cluster import HOST, LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 BROKERS = 2

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from broker_harness import broker_call, wait_for
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 TIMEOUT_S = 30
 

@@ -14,7 +14,7 @@ from process_harness import describe
 
 from pykraft.ids import uuid_to_str
 from pykraft.storage.meta_properties import read_meta_properties
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import removed_message
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

@@ -22,7 +22,7 @@ from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.runtime.settings import METADATA_PARTITION_DIR, load_settings
 from pykraft.storage.snapshot_files import list_snapshots
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 SNAPSHOT_BYTES = 2048

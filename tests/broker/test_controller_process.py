@@ -21,7 +21,7 @@ from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener as ListenerKind
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import ClientConnection
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))

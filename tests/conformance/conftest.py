@@ -16,7 +16,7 @@ from broker_harness import PROPERTIES, wait_for, wait_for_brokers
 
 from conformance.cases import create_topics, describe_quorum, metadata
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 SHARED_TOPIC = "conformance"

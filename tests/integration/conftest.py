@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from process_harness import TEST_PROPERTIES
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pykraft.errors import PyKraftError
 from pykraft.records.batch import iter_batches
 from pykraft.runtime.bench_api import BenchClient
 from pykraft.storage.log import MetadataLog
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_host_port
 
 T = TypeVar("T")

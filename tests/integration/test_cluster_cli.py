@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from process_harness import leader_info
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

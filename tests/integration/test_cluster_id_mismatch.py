@@ -14,7 +14,7 @@ from process_harness import wait_for
 
 from pykraft.config.server import ServerConfig
 from pykraft.ids import random_uuid, uuid_to_str
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

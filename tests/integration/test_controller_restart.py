@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from process_harness import TEST_PROPERTIES, leader_info, wait_for
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

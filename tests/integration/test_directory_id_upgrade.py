@@ -9,7 +9,7 @@ import pytest
 from process_harness import leader_info
 
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

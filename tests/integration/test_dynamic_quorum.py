@@ -22,7 +22,7 @@ from process_harness import (
 
 from pykraft.ids import uuid_to_str
 from pykraft.storage.meta_properties import read_meta_properties
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

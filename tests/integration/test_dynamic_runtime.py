@@ -30,7 +30,7 @@ from pykraft.records.batch import iter_batches
 from pykraft.runtime.kafka_client import open_with_timeout
 from pykraft.runtime.state_machine import records_in_snapshot
 from pykraft.storage.meta_properties import read_meta_properties
-from pykraft.tools.cluster import LocalCluster, free_ports
+from pykraft.tools.local_cluster import LocalCluster, free_ports
 from pykraft.tools.quorum_tool import (
     QuorumInfo,
     add_controller,

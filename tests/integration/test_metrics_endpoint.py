@@ -12,7 +12,7 @@ import pytest
 from process_harness import TEST_PROPERTIES, leader_info, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykraft.tools.cluster import LocalCluster, free_ports
+from pykraft.tools.local_cluster import LocalCluster, free_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -16,7 +16,7 @@ from process_harness import (
     write_values,
 )
 
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 MakeCluster = Callable[..., LocalCluster]

@@ -21,7 +21,7 @@ from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.runtime.node import SERVED_RANGES
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -13,7 +13,7 @@ import pytest
 from process_harness import TEST_PROPERTIES, leader_info, write_values
 
 from pykraft.records.batch import iter_batches
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

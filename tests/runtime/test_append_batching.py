@@ -21,7 +21,7 @@ from pykraft.records.metadata import RegisterBrokerRecord, decode_metadata_recor
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import load_settings
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 DEADLINE_S = 20.0
 

@@ -19,7 +19,7 @@ from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import NodeSettings, bootstrap_destination, load_settings
 from pykraft.storage.meta_properties import read_meta_properties
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 
 def _cluster(base: Path, properties: dict[str, str] | None = None) -> LocalCluster:

@@ -19,7 +19,7 @@ from pykraft.raft.log import OffsetAndEpoch
 from pykraft.runtime.node import SERVED_RANGES, RaftNode
 from pykraft.runtime.peers import PeerConnection
 from pykraft.runtime.settings import load_settings
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 
 
 @pytest.fixture

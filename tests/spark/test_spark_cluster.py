@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from pykraft.records.batch import iter_batches
 from pykraft.runtime.bench_api import BenchClient
 from pykraft.storage.log import MetadataLog
-from pykraft.tools.cluster import LocalCluster
+from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))

@@ -20,7 +20,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.ids import ZERO_UUID
-from pykraft.image.cluster import BrokerRegistration
+from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.protocol.convert import convert

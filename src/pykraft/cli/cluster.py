@@ -15,7 +15,7 @@ from rich.table import Table
 
 from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
-from pykraft.tools.cluster import STATE_FILE, ClusterError, LocalCluster
+from pykraft.tools.local_cluster import STATE_FILE, ClusterError, LocalCluster
 
 cluster_app = typer.Typer(help="Run a local KRaft controller quorum.", no_args_is_help=True)
 

@@ -30,7 +30,7 @@ from pykraft.controller.context import ControllerContext, ControllerResult, is_u
 from pykraft.controller.partition_change import elect_leaderless, leads_any, remove_from_isrs
 from pykraft.controller.responses import NO_THROTTLE
 from pykraft.ids import ZERO_UUID
-from pykraft.image.cluster import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE, BrokerRegistration
+from pykraft.image.cluster_image import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE, BrokerRegistration
 from pykraft.image.versions import MV_3_3_IV2, MV_3_3_IV3, MV_3_7_IV0
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (

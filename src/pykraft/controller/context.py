@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pykraft.errors import ConfigError
-from pykraft.image.cluster import BrokerRegistration
+from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot import (
     DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS,

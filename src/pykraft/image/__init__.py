@@ -1,6 +1,6 @@
 """The metadata image shared by controllers, brokers and tools (Kafka's ``image`` package)."""
 
-from pykraft.image.cluster import BrokerRegistration, ClusterImage, ControllerRegistration
+from pykraft.image.cluster_image import BrokerRegistration, ClusterImage, ControllerRegistration
 from pykraft.image.configs import ConfigResourceType, ConfigurationsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.image.image import MetadataDelta, MetadataImage, Provenance

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pykraft.features import MINIMUM_METADATA_VERSION
-from pykraft.image.cluster import ClusterDelta, ClusterImage
+from pykraft.image.cluster_image import ClusterDelta, ClusterImage
 from pykraft.image.configs import ConfigurationsDelta, ConfigurationsImage
 from pykraft.image.features import FeaturesDelta, FeaturesImage
 from pykraft.image.producer_ids import ProducerIdsImage

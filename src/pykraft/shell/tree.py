@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pykraft import __version__
 from pykraft.features import METADATA_VERSION_FEATURE, metadata_version_for_level
 from pykraft.ids import uuid_to_str
-from pykraft.image.cluster import BrokerRegistration, ControllerRegistration
+from pykraft.image.cluster_image import BrokerRegistration, ControllerRegistration
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage

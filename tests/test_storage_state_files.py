@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from pykraft.errors import StorageError
 from pykraft.ids import METADATA_TOPIC_ID, ZERO_UUID, uuid_from_str
+from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
 from pykraft.storage.leader_epoch import (
     decode_epoch_checkpoint,
@@ -34,7 +35,7 @@ from pykraft.storage.partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
-from pykraft.storage.quorum_state import (
+from pykraft.storage.quorum_state_file import (
     FRESH_STATE,
     QuorumStateData,
     decode_quorum_state,
@@ -216,9 +217,10 @@ def test_quorum_state_stale_tmp_is_ignored_and_replaced(tmp_path: Path) -> None:
     ],
 )
 def test_quorum_state_corruption_names_the_file(raw: bytes, expected: str) -> None:
-    with pytest.raises(StorageError, match="dir/quorum-state") as info:
+    with pytest.raises(StateFileError, match="dir/quorum-state") as info:
         decode_quorum_state(raw, "dir/quorum-state")
-    assert expected in str(info.value)
+    assert info.value.path == "dir/quorum-state"
+    assert expected in info.value.problem
 
 
 # ------------------------------------------------------------------ leader-epoch-checkpoint

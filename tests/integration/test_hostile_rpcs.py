@@ -20,7 +20,7 @@ from pykraft.raft.limits import INT32_MAX, MAX_EPOCH
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.runtime.node import SERVED_RANGES
-from pykraft.storage.quorum_state import QUORUM_STATE, read_quorum_state
+from pykraft.storage.quorum_state_file import QUORUM_STATE, read_quorum_state
 from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

@@ -20,7 +20,7 @@ from pykraft.raft.limits import INT32_MAX
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.quorum_store import ElectionState, MemoryQuorumStateStore, QuorumStateStore
-from pykraft.runtime.quorum_store import FileQuorumStateStore
+from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 
 StoreFactory = Callable[[], QuorumStateStore]
 FIRST, SECOND = uuid.UUID(int=11), uuid.UUID(int=12)

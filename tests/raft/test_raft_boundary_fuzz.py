@@ -24,7 +24,7 @@ from pykraft.raft.api import OutboundRequest
 from pykraft.raft.limits import INT32_MAX
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.quorum_store import ElectionState
-from pykraft.runtime.quorum_store import FileQuorumStateStore
+from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 from pykraft.sim.hostile import mutations, request_templates
 
 

@@ -14,8 +14,8 @@ from pykraft.raft.memory_log import MemoryLog
 from pykraft.raft.quorum_store import ElectionState
 from pykraft.records.batch import encode_batch
 from pykraft.runtime.disk_log import DiskRaftLog, FlushJob, run_flush
+from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 from pykraft.runtime.flusher import GroupCommitFlusher
-from pykraft.runtime.quorum_store import FileQuorumStateStore
 
 Op = tuple[str, int, int]
 ops = st.lists(st.one_of(

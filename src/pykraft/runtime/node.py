@@ -40,13 +40,13 @@ from pykraft.raft.quorum_store import ElectionState
 from pykraft.raft.states import Leader
 from pykraft.runtime.cluster_id_refusals import ClusterIdRefusals
 from pykraft.runtime.disk_log import DiskRaftLog
+from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 from pykraft.runtime.event_loop import running_loop_name
 from pykraft.runtime.flusher import GroupCommitFlusher
 from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection, PeerPool
-from pykraft.runtime.quorum_store import FileQuorumStateStore
 from pykraft.runtime.settings import NodeSettings
 from pykraft.runtime.state_machine import CommittedCounter, CounterSnapshot
 from pykraft.storage.file_error import StateFileError

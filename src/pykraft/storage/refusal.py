@@ -14,7 +14,7 @@ from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log import SEGMENT_SUFFIX
 from pykraft.storage.meta_properties import META_PROPERTIES
 from pykraft.storage.partition_metadata import PARTITION_METADATA
-from pykraft.storage.quorum_state import QUORUM_STATE
+from pykraft.storage.quorum_state_file import QUORUM_STATE
 from pykraft.storage.snapshot_files import parse_snapshot_name
 
 _REMEDIES = {

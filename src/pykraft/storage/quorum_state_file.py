@@ -5,6 +5,7 @@ Kafka's ``FileBasedStateStore`` writes ``QuorumStateData`` as one compact JSON l
 kraft.version: v0 carries ``clusterId`` (always ""), ``appliedOffset`` (0) and
 ``currentVoters``; v1 drops those and adds ``votedDirectoryId``. A missing file means a fresh
 node: epoch 0 and no leader. Replacement is atomic (``.tmp``, fsync, rename, fsync dir).
+A file that cannot be read is a :class:`StateFileError` naming it, as every state file's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from pykraft.errors import StorageError
 from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
 
 QUORUM_STATE = "quorum-state"
@@ -83,17 +85,18 @@ def encode_quorum_state(state: QuorumStateData) -> bytes:
 
 
 def decode_quorum_state(data: bytes, source: str) -> QuorumStateData:
-    """Parse the file's bytes; any malformation is a :class:`StorageError` naming ``source``."""
+    """Parse the file's bytes; any malformation is a :class:`StateFileError` naming
+    ``source``."""
     try:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise StorageError(f"{source}: corrupt quorum state, not JSON: {exc}") from None
+        raise StateFileError(source, f"corrupt quorum state, not JSON: {exc}") from None
     if not isinstance(document, dict):
-        raise StorageError(f"{source}: corrupt quorum state, expected a JSON object")
+        raise StateFileError(source, "corrupt quorum state, expected a JSON object")
     fields = _Fields(document, source)
     version = fields.integer(DATA_VERSION_KEY, _INT32)
     if version not in (0, 1):
-        raise StorageError(f"{source}: unknown quorum state data_version {version}")
+        raise StateFileError(source, f"unknown quorum state data_version {version}")
     leader_id = fields.integer("leaderId", _INT32)
     leader_epoch = fields.integer("leaderEpoch", _INT32)
     voted_id = fields.integer("votedId", _INT32)
@@ -119,7 +122,7 @@ def read_quorum_state(path: Path) -> QuorumStateData:
     except FileNotFoundError:
         return FRESH_STATE
     except OSError as exc:
-        raise StorageError(f"cannot read {path}: {exc}") from None
+        raise StateFileError(path, f"cannot read: {exc.strerror or exc}") from None
     return decode_quorum_state(data, str(path))
 
 
@@ -137,12 +140,12 @@ class _Fields:
 
     def _get(self, key: str) -> Any:
         if key not in self._document:
-            raise StorageError(f"{self._source}: quorum state field {key!r} is missing")
+            raise StateFileError(self._source, f"quorum state field {key!r} is missing")
         return self._document[key]
 
-    def _invalid(self, key: str, value: Any, expected: str) -> StorageError:
-        return StorageError(f"{self._source}: quorum state field {key!r} is {value!r}, "
-                            f"expected {expected}")
+    def _invalid(self, key: str, value: Any, expected: str) -> StateFileError:
+        return StateFileError(self._source,
+                              f"quorum state field {key!r} is {value!r}, expected {expected}")
 
     def integer(self, key: str, bounds: tuple[int, int]) -> int:
         value = self._get(key)
@@ -160,7 +163,7 @@ class _Fields:
         try:
             return uuid_from_str(self.string(key))
         except InvalidUuidError as exc:
-            raise StorageError(f"{self._source}: quorum state field {key!r}: {exc}") from None
+            raise StateFileError(self._source, f"quorum state field {key!r}: {exc}") from None
 
     def voters(self, key: str) -> tuple[int, ...] | None:
         value = self._get(key)

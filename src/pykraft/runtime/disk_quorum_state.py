@@ -1,4 +1,10 @@
-"""The core's election-state store as Kafka's ``quorum-state`` file.
+"""The raft core's election state on real disk: a ``QuorumStateStore`` over Kafka's
+``quorum-state`` file (as :mod:`pykraft.runtime.disk_log` is its log over the segment files).
+
+The store lives here, not beside the file format in :mod:`pykraft.storage.quorum_state_file`,
+because it translates between the core's ``ElectionState`` and the file's
+``QuorumStateData``: raft and storage are one layer and know nothing of each other, so the
+translation belongs to the runtime above both.
 
 As Kafka's ``FileQuorumStateStore``, the data version follows the kraft.version given with
 each write: version 0 (static quorums; it also records the voter ids, the same bytes Kafka
@@ -15,7 +21,7 @@ from pathlib import Path
 
 from pykraft.ids import ZERO_UUID
 from pykraft.raft.quorum_store import ElectionState, check_storable
-from pykraft.storage.quorum_state import (
+from pykraft.storage.quorum_state_file import (
     NO_ID,
     QUORUM_STATE,
     QuorumStateData,

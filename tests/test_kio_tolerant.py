@@ -1,9 +1,9 @@
-"""decode_kio: kio's native reader with a tolerant fallback built from the kio dataclasses.
+"""decode_kio: the one-pass reader of untrusted bytes built from the kio dataclasses.
 
 For every request and response class of the APIs pykraft serves or calls, at every version
-kio has, hypothesis-generated entities written by kio's own writer must decode through the
-fallback reader to an equal entity, and an unknown tagged field inserted in a flexible
-top-level tag buffer must not stop decoding.
+kio has, hypothesis-generated entities written by kio's own writer must decode to the entity
+kio's native reader gives, and an unknown tagged field inserted in a flexible top-level tag
+buffer must not stop decoding and must be handed back raw.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from kio.static.primitive import i16, i32, i32Timedelta, i64, i64Timedelta
 from kio.static.protocol import Entity
 
 from pykraft.errors import MessageDecodeError
-from pykraft.messages.kio_adapter import decode_kio, decode_kio_tolerant, kio_schema
+from pykraft.messages.kio_adapter import decode_kio, decode_kio_body, kio_schema
 from pykraft.messages.varint import encode_uvarint
 
 APIS = (
@@ -141,11 +141,13 @@ def _write(cls: type[Entity], entity: Any) -> bytes:
 @pytest.mark.parametrize("cls", CLASSES, ids=_name)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
-def test_tolerant_reader_equals_kio(cls: type[Entity], data: Any) -> None:
+def test_reader_equals_kio(cls: type[Entity], data: Any) -> None:
     entity = data.draw(entities(cls))
     raw = _write(cls, entity)
-    assert decode_kio_tolerant(cls, raw) == (entity, len(raw))
-    assert decode_kio(cls, raw, trusted=True) == (entity, len(raw))
+    assert decode_kio(cls, raw) == (entity, len(raw))
+    assert entity_reader(cls)(raw, 0) == (entity, len(raw))
+    # at an offset inside a larger buffer, as the codec reads a body after its header
+    assert decode_kio(cls, b"hdr" + raw + b"tail", 3, 3 + len(raw)) == (entity, 3 + len(raw))
 
 
 def _without_top_level_tags(cls: type[Entity], entity: Any) -> Any:
@@ -163,9 +165,11 @@ def test_unknown_top_level_tag_still_decodes(cls: type[Entity], data: Any, paylo
     unknown = b"\x01" + encode_uvarint(1000) + encode_uvarint(len(payload)) + payload
     tampered = raw[:-1] + unknown
     with pytest.raises(KeyError, match="Unknown tagged field"):
-        entity_reader(cls)(tampered, 0)  # why the tolerant reader exists
-    assert decode_kio(cls, tampered, trusted=True) == (entity, len(tampered))
+        entity_reader(cls)(tampered, 0)  # one reason this reader exists
     assert decode_kio(cls, tampered) == (entity, len(tampered))
+    body = decode_kio_body(cls, tampered)
+    assert (body.entity, body.end) == (entity, len(tampered))
+    assert (body.tags_start, body.unknown_tags) == (len(raw) - 1, ((1000, payload),))
 
 
 def test_request_header_client_id_stays_classic() -> None:
@@ -179,7 +183,7 @@ def test_request_header_client_id_stays_classic() -> None:
     )
     raw = _write(RequestHeader, header)
     assert raw[8:10] == b"\x00\x0d"  # int16 length, not a compact uvarint
-    assert decode_kio_tolerant(RequestHeader, raw + b"tail") == (header, len(raw))
+    assert decode_kio(RequestHeader, raw + b"tail") == (header, len(raw))
 
 
 def test_fetch_response_tagged_structs_decode() -> None:
@@ -202,7 +206,7 @@ def test_fetch_response_tagged_structs_decode() -> None:
         ),
     )
     raw = _write(fetch.FetchResponse, response)
-    assert decode_kio_tolerant(fetch.FetchResponse, raw) == (response, len(raw))
+    assert decode_kio(fetch.FetchResponse, raw) == (response, len(raw))
 
 
 @pytest.mark.parametrize("cls", [c for c in CLASSES if c.__name__ == "VoteRequest"], ids=_name)

@@ -31,15 +31,14 @@ from kio.static.primitive import i32, i32Timedelta
 
 from kio_strategies import PAIR_IDS, PAIRS
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
+from pykraft.messages.kio_adapter import decode_kio
 from pykraft.protocol.codec import (
     decode_request,
     decode_response,
     encode_request,
     encode_response,
 )
-from pykraft.protocol.cursor import Reader
 from pykraft.protocol.header import RequestHeader
-from pykraft.protocol.scan import scan_entity
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 METADATA_TOPIC = b"__cluster_metadata"
@@ -295,9 +294,9 @@ def _vote_response() -> VoteResponse:
 
 
 @pytest.mark.parametrize("with_cursor", [False, True])
-def test_scan_spans_kip_893_nullable_structs(with_cursor: bool) -> None:
+def test_kip_893_nullable_structs_decode(with_cursor: bool) -> None:
     """No API of the table has a nullable struct yet; DescribeTopicPartitions (next in line
-    for the broker listener) does, and the scan must span it exactly as kio writes it."""
+    for the broker listener) does, and the one-pass reader must read it as kio writes it."""
     cursor = Cursor(topic_name=TopicName("t"), partition_index=i32(3)) if with_cursor else None
     body = DescribeTopicPartitionsRequest(
         topics=(), response_partition_limit=i32(10), cursor=cursor
@@ -305,7 +304,7 @@ def test_scan_spans_kip_893_nullable_structs(with_cursor: bool) -> None:
     buffer = io.BytesIO()
     entity_writer(DescribeTopicPartitionsRequest)(buffer, body)
     encoded = buffer.getvalue()
-    reader = Reader(encoded)
-    scan_entity(DescribeTopicPartitionsRequest, reader)
-    assert reader.pos == len(encoded)
     assert encoded[5] == (0x01 if with_cursor else 0xFF)  # the int8 presence marker
+    assert decode_kio(DescribeTopicPartitionsRequest, encoded) == (body, len(encoded))
+    with pytest.raises(MalformedMessageError, match="cursor"):
+        decode_kio(DescribeTopicPartitionsRequest, encoded[: 7 if with_cursor else 5])

@@ -20,6 +20,7 @@ The generated source is kept: :func:`generated_source` returns it, and it is reg
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import linecache
 import struct
@@ -50,9 +51,9 @@ from pykraft.messages.wire import (
     write_length,
 )
 
-_READERS: dict[tuple[MessageSchema, int, bool], tuple[FieldReader, int]] = {}
+_READERS: dict[tuple[MessageSchema, int, bool, bool], tuple[FieldReader, int]] = {}
 _WRITERS: dict[tuple[MessageSchema, int, bool], FieldWriter] = {}
-_SOURCES: dict[tuple[str, MessageSchema, int, bool], str] = {}
+_SOURCES: dict[tuple[str, MessageSchema, int, bool, bool], str] = {}
 
 _ONE_BYTE = 0x80  # a uvarint below this is its own single byte
 _SMALL_ARRAY = 127  # arrays shorter than this have a one-byte compact count
@@ -133,6 +134,19 @@ def _write_run(writers: tuple[tuple[str, FieldWriter], ...]) -> Callable[..., No
             except FieldEncodeError as exc:
                 exc.path.insert(0, name)
                 raise
+
+    return write
+
+
+def _nullable_struct_writer(write_struct: FieldWriter) -> FieldWriter:
+    """KIP-893: -1 for null, else 1 then the struct (Kafka's generated ``write``)."""
+
+    def write(out: bytearray, value: Any) -> None:
+        if value is None:
+            out.append(0xFF)
+            return
+        out.append(1)
+        write_struct(out, value)
 
     return write
 
@@ -264,7 +278,7 @@ def generated_source(schema: MessageSchema, version: int, flexible: bool) -> str
     struct_writer(schema, version, flexible)
     return "\n".join(
         text
-        for (kind, owner, ver, flex), text in _SOURCES.items()
+        for (_, owner, ver, flex, _), text in _SOURCES.items()
         if owner is schema and ver == version and flex == flexible
     )
 
@@ -338,14 +352,22 @@ def _var(spec: FieldSpec) -> str:
 # --- readers ------------------------------------------------------------------------------
 
 
-def struct_reader(schema: MessageSchema, version: int, flexible: bool) -> tuple[FieldReader, int]:
-    """(reader, minimum encoded size) of a struct at a version and flexibility."""
-    key = (schema, version, flexible)
+def struct_reader(
+    schema: MessageSchema, version: int, flexible: bool, keep_tags: bool = False
+) -> tuple[FieldReader, int]:
+    """(reader, minimum encoded size) of a struct at a version and flexibility.
+
+    ``keep_tags`` (a flexible struct): the reader's value is ``(struct, tags_start,
+    unknown_tags)`` with where its TAG_BUFFER starts and the raw ``(tag, payload)`` fields
+    the schema does not define, so a message can be re-encoded byte for byte."""
+    if keep_tags and not flexible:
+        raise TypeError(f"{schema.name} v{version} is not flexible: it has no tagged fields")
+    key = (schema, version, flexible, keep_tags)
     cached = _READERS.get(key)
     if cached is not None:
         return cached
-    read, min_size, text = _ReaderGen(schema, version, flexible).build()
-    _SOURCES[("read", schema, version, flexible)] = text
+    read, min_size, text = _ReaderGen(schema, version, flexible, keep_tags).build()
+    _SOURCES[("read", schema, version, flexible, keep_tags)] = text
     _READERS[key] = (read, min_size)
     return read, min_size
 
@@ -353,8 +375,11 @@ def struct_reader(schema: MessageSchema, version: int, flexible: bool) -> tuple[
 class _ReaderGen:
     """Writes the source of one struct reader ``read(buf, pos, end) -> (value, pos)``."""
 
-    def __init__(self, schema: MessageSchema, version: int, flexible: bool) -> None:
+    def __init__(
+        self, schema: MessageSchema, version: int, flexible: bool, keep_tags: bool
+    ) -> None:
         self.schema, self.version, self.flexible = schema, version, flexible
+        self.keep_tags = keep_tags
         self.src = _Source()
 
     def build(self) -> tuple[FieldReader, int, str]:
@@ -374,7 +399,7 @@ class _ReaderGen:
             else:
                 regular.append(spec)
         min_size = (1 if self.flexible else 0) + sum(
-            _min_size(spec.type, version, self.flexible) for spec in regular
+            _field_min_size(spec, version, self.flexible) for spec in regular
         )
         for run in _runs(regular, writable=False):
             if _is_fixed(run[0]):
@@ -396,13 +421,16 @@ class _ReaderGen:
         if twin is not None:
             src.emit(f"obj = {src.const('_TWIN', twin)}()")
             src.emit(*(f"obj.{attr} = {value}" for attr, value in zip(attrs, values, strict=True)))
-            src.emit(f"obj.__class__ = {cls}", "return obj, pos")
+            src.emit(f"obj.__class__ = {cls}")
         elif schema.positional:
-            src.emit(f"return {cls}({', '.join(values)}), pos")
+            src.emit(f"obj = {cls}({', '.join(values)})")
         else:
             keywords = (f"{attr}={value}" for attr, value in zip(attrs, values, strict=True))
-            src.emit(f"return {cls}({', '.join(keywords)}), pos")
-        label = _label("reader", schema, version, self.flexible)
+            src.emit(f"obj = {cls}({', '.join(keywords)})")
+        src.emit("return (obj, tags_start, tuple(unknown)), pos" if self.keep_tags
+                 else "return obj, pos")
+        kind = "tag-keeping reader" if self.keep_tags else "reader"
+        label = _label(kind, schema, version, self.flexible)
         read, text = src.compile(f"def read(buf, pos, end):  # {label}", label, "read")
         reader: FieldReader = read
         return reader, min_size, text
@@ -455,6 +483,8 @@ class _ReaderGen:
             self.variable(field_type, var, end, nullable)
         elif isinstance(field_type, ArrayOf):
             self.array(field_type, var, end, nullable)
+        elif isinstance(field_type, MessageSchema) and nullable:
+            self.nullable_struct(field_type, var, end)
         else:
             read = (
                 struct_reader(field_type, self.version, self.flexible)[0]
@@ -462,6 +492,17 @@ class _ReaderGen:
                 else field_type.reader(self.flexible, nullable)
             )
             src.emit(f"{var}, pos = {src.const('_R', read)}(buf, pos, {end})")
+
+    def nullable_struct(self, schema: MessageSchema, var: str, end: str) -> None:
+        """KIP-893: an int8 presence marker, negative for null, then the struct."""
+        src = self.src
+        read = src.const("_R", struct_reader(schema, self.version, self.flexible)[0])
+        with src.block(f"if pos >= {end}:"):
+            src.emit(f"raise truncated('nullable struct marker', pos, 1, {end})")
+        with src.block(f"if buf[pos] >= {_ONE_BYTE}:"):
+            src.emit(f"{var} = None", "pos += 1")
+        with src.block("else:"):
+            src.emit(f"{var}, pos = {read}(buf, pos + 1, {end})")
 
     def uvarint(self, var: str, end: str) -> None:
         """``var, pos = read_uvarint(buf, pos, end)`` with its one-byte case inline."""
@@ -553,6 +594,8 @@ class _ReaderGen:
         """TAG_BUFFER: the common empty one in one byte test; otherwise entries in strictly
         ascending tag order, unknown ones skipped, known ones filling exactly their size."""
         src = self.src
+        if self.keep_tags:
+            src.emit("tags_start = pos", "unknown = []")
         with src.block("if pos < end and buf[pos] == 0:"):
             src.emit("pos += 1")
         with src.block("else:"):
@@ -580,6 +623,9 @@ class _ReaderGen:
                                     "{size} bytes but holds {pos - body}', pos)"
                                 )
                     keyword = "elif"
+                if self.keep_tags:
+                    with src.block("else:") if tagged else contextlib.nullcontext():
+                        src.emit("unknown.append((tag, buf[pos:stop]))")
                 src.emit("pos = stop")
 
 
@@ -622,6 +668,13 @@ def _slot_twin(schema: MessageSchema) -> type | None:
     return twin
 
 
+def _field_min_size(spec: FieldSpec, version: int, flexible: bool) -> int:
+    """Fewest bytes a field takes: a nullable struct may be its one-byte null marker."""
+    if isinstance(spec.type, MessageSchema) and version in spec.nullable_versions:
+        return 1
+    return _min_size(spec.type, version, flexible)
+
+
 def _min_size(field_type: FieldType, version: int, flexible: bool) -> int:
     """Fewest bytes a value of the type takes (bounds array counts before allocating)."""
     if isinstance(field_type, MessageSchema):
@@ -641,7 +694,7 @@ def struct_writer(schema: MessageSchema, version: int, flexible: bool) -> FieldW
     if cached is not None:
         return cached
     write, text = _WriterGen(schema, version, flexible).build()
-    _SOURCES[("write", schema, version, flexible)] = text
+    _SOURCES[("write", schema, version, flexible, False)] = text
     _WRITERS[key] = write
     return write
 
@@ -651,7 +704,8 @@ def field_writer(
 ) -> FieldWriter:
     """The general writer of one field type (slow paths and uncommon types)."""
     if isinstance(field_type, MessageSchema):
-        return struct_writer(field_type, version, flexible)
+        write_struct = struct_writer(field_type, version, flexible)
+        return _nullable_struct_writer(write_struct) if nullable else write_struct
     if isinstance(field_type, ArrayOf):
         write_item = field_writer(field_type.element, version, flexible, False)
         return _array_writer(write_item, flexible, nullable)

@@ -1,11 +1,15 @@
-"""Tolerant decoding of the ``kio`` protocol classes.
+"""Decoding of the ``kio`` protocol classes from untrusted bytes, in one pass.
 
-kio's native reader is fast but raises ``KeyError`` on an unknown tagged field (which Kafka
-peers may legally send: newer versions add tags), assorted untyped exceptions on bad bytes,
-and can abort the whole process on a hostile array count (see :func:`decode_kio`). The
-tolerant reader here is this package's codec driven by a schema built from the kio
-dataclass's own field metadata: it skips unknown tags and fails only with the typed
-:class:`~pykraft.errors.MessageDecodeError` naming the field path.
+kio's native reader raises ``KeyError`` on an unknown tagged field (which Kafka peers may
+legally send: newer versions add tags), assorted untyped exceptions on bad bytes, and
+allocates from array counts before checking them, so a hostile count such as
+``ff ff ff ff 0f`` makes it ask for tens of GiB and the process aborts, which no ``except``
+can catch. The reader here is this package's generated codec driven by a schema built from
+the kio dataclass's own field metadata: like Kafka's generated readers it checks every length
+and count against the bytes left before allocating, fails only with the typed
+:class:`~pykraft.errors.MessageDecodeError` naming the field path, and hands back the
+top-level tagged fields no schema defines (:func:`decode_kio_body`) so a request re-encodes
+byte for byte.
 
 kio conventions mirrored here: a zero UUID reads as ``None``, ``error_code`` fields are
 ``ErrorCode`` members, ``timedelta_*`` fields are timedeltas of milliseconds, ``records`` are
@@ -18,10 +22,10 @@ import dataclasses
 import datetime
 import types
 import typing
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader
 from kio.static.primitive import i32Timedelta, i64Timedelta
 from kio.static.protocol import Entity
 
@@ -81,41 +85,67 @@ _KIO_PRIMITIVES: dict[str, Primitive] = {
     ),
 }
 
+TaggedField = tuple[int, bytes]
+"""A raw tagged field: (tag, payload)."""
+
 _SCHEMAS: dict[type, MessageSchema] = {}
-_READERS: dict[type, FieldReader] = {}
+_READERS: dict[tuple[type, bool], FieldReader] = {}
 
 
-def decode_kio(entity_type: type[E], data: bytes, *, trusted: bool = False) -> tuple[E, int]:
-    """Decode a kio entity at the start of ``data``; returns (entity, bytes consumed).
+@dataclass(frozen=True, slots=True)
+class KioBody(Generic[E]):
+    """A decoded message body and what re-encoding it byte for byte needs."""
 
-    kio's native reader is tried first only for ``trusted`` bytes (written by this process):
-    it allocates from array counts before checking them, so a hostile count such as
-    ``ff ff ff ff 0f`` makes it request tens of GiB and the process aborts, which no
-    ``except`` can catch. Bytes from the network always take the tolerant reader.
-    """
-    if trusted:
-        try:
-            return entity_reader(entity_type)(data, 0)
-        except Exception:  # kio raises anything on bad input; the tolerant reader decides
-            pass
-    return decode_kio_tolerant(entity_type, data)
+    entity: E
+    #: Position just after the body.
+    end: int
+    #: Where the top-level TAG_BUFFER starts; None for a classic (non-flexible) body.
+    tags_start: int | None
+    #: Top-level tagged fields the schema does not define, raw and in wire order.
+    unknown_tags: tuple[TaggedField, ...]
 
 
-def decode_kio_tolerant(entity_type: type[E], data: bytes) -> tuple[E, int]:
-    """This codec's reader built from the kio dataclass: checks every length against the
-    remaining bytes, skips unknown tags, fails only with :class:`MessageDecodeError`."""
-    read = _READERS.get(entity_type)
+def decode_kio(
+    entity_type: type[E], data: bytes, pos: int = 0, end: int | None = None
+) -> tuple[E, int]:
+    """Decode a kio entity at ``data[pos:end]``; returns (entity, position after it).
+    Unknown tags are skipped; any inconsistency raises :class:`MessageDecodeError`."""
+    entity, nxt = run_reader(_reader(entity_type, False), _label(entity_type), data, pos, end)
+    result: E = entity
+    return result, nxt
+
+
+def decode_kio_body(
+    entity_type: type[E], data: bytes, pos: int = 0, end: int | None = None
+) -> KioBody[E]:
+    """:func:`decode_kio` that also keeps the top-level TAG_BUFFER's position and unknown
+    fields (the same single pass over the bytes)."""
+    if not entity_type.__flexible__:
+        entity, nxt = decode_kio(entity_type, data, pos, end)
+        return KioBody(entity, nxt, None, ())
+    label = _label(entity_type)
+    (entity, tags_start, unknown), nxt = run_reader(
+        _reader(entity_type, True), label, data, pos, end
+    )
+    return KioBody(entity, nxt, tags_start, unknown)
+
+
+def _label(entity_type: type) -> str:
+    return f"{entity_type.__module__}.{entity_type.__name__}"
+
+
+def _reader(entity_type: type[Entity], keep_tags: bool) -> FieldReader:
+    """The generated reader of a kio class (cached); ``keep_tags`` as in ``struct_reader``."""
+    read = _READERS.get((entity_type, keep_tags))
     if read is None:
         try:
             schema = kio_schema(entity_type)
         except TypeError as exc:
             raise MessageDecodeError(f"cannot decode {entity_type.__name__}: {exc}") from None
-        read = struct_reader(schema, entity_type.__version__, entity_type.__flexible__)[0]
-        _READERS[entity_type] = read
-    label = f"{entity_type.__module__}.{entity_type.__name__}"
-    entity, size = run_reader(read, label, bytes(data))
-    result: E = entity
-    return result, size
+        version, flexible = int(entity_type.__version__), bool(entity_type.__flexible__)
+        read = struct_reader(schema, version, flexible, keep_tags)[0]
+        _READERS[(entity_type, keep_tags)] = read
+    return read
 
 
 def kio_schema(entity_type: type[Entity]) -> MessageSchema:
@@ -169,7 +199,8 @@ def _classify(
             return ArrayOf(kio_schema(element)), nullable
         return ArrayOf(_primitive(field, where)), nullable
     if _is_entity(inner):
-        return kio_schema(inner), nullable
+        # a tagged struct kio types as optional is absent by default, not KIP-893 nullable
+        return kio_schema(inner), nullable and field.metadata.get("tag") is None
     if is_header and field.name == "client_id":
         return CLASSIC_STRING, nullable
     primitive = _primitive(field, where)

@@ -227,8 +227,8 @@ def make_field_spec(
     """Build a spec and reject combinations Kafka's generator also rejects."""
     where = f"{owner}.{kafka_name}"
     if not nullable_versions.is_empty:
-        if isinstance(field_type, MessageSchema):
-            raise TypeError(f"{where}: nullable structs are not supported")
+        if isinstance(field_type, MessageSchema) and tag is not None:
+            raise TypeError(f"{where}: nullable tagged structs are not supported")
         if isinstance(field_type, Primitive) and not field_type.nullable_ok:
             raise TypeError(f"{where}: a {field_type.name} cannot be nullable")
     return FieldSpec(

@@ -2,8 +2,9 @@
 
 Records inside a batch use signed (zig-zag) varints; the metadata record frame and the
 flexible protocol encodings use unsigned ones. This is the one decoder of them all: the
-message codec and the request pre-scan call :func:`decode_uvarint` and turn its
-:class:`CorruptRecordError` into their own error. Small values are served from a table
+message codec (:func:`pykraft.messages.wire.read_uvarint`), the frame cursor
+(:class:`pykraft.protocol.cursor.Reader`) and the record batch reader call these functions and
+turn :class:`CorruptRecordError` into their own error. Small values are served from a table
 because every record carries several of them and this is the hot path of batch writing.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from pykraft.errors import CorruptRecordError
 
-MAX_VARINT_BYTES = 5
+_MAX_VARINT_BYTES = 5
 """Kafka's ``readUnsignedVarint``/``readVarint`` accept at most 5 bytes (32 bits)."""
 _MAX_VARLONG_BYTES = 10
 
@@ -44,10 +45,21 @@ def encode_varint(value: int) -> bytes:
     return _zigzag_slow(value)
 
 
-def decode_uvarint(
+def decode_uvarint(buf: bytes | memoryview, pos: int, limit: int) -> tuple[int, int]:
+    """Kafka's ``readUnsignedVarint`` at ``pos``: at most 5 bytes, a value that fits in 32
+    bits; returns (value, next position). The one-byte case, nearly every one, comes first."""
+    if pos < limit and (first := buf[pos]) < 0x80:
+        return first, pos + 1
+    raw, nxt = _decode_leb128(buf, pos, limit, _MAX_VARINT_BYTES)
+    if raw >> 32:
+        raise CorruptRecordError(f"unsigned varint {raw} does not fit in 32 bits", position=pos)
+    return raw, nxt
+
+
+def _decode_leb128(
     buf: bytes | memoryview, pos: int, limit: int, max_bytes: int
 ) -> tuple[int, int]:
-    """Read an unsigned varint at ``pos``; returns (value, next position)."""
+    """Read LEB128 groups at ``pos``, at most ``max_bytes``; returns (value, next position)."""
     result = 0
     shift = 0
     for i in range(max_bytes):
@@ -66,15 +78,13 @@ def decode_uvarint(
 
 def decode_varint(buf: bytes | memoryview, pos: int, limit: int) -> tuple[int, int]:
     """Read a signed 32-bit zig-zag varint at ``pos``."""
-    raw, pos = decode_uvarint(buf, pos, limit, MAX_VARINT_BYTES)
-    if raw >> 32:
-        raise CorruptRecordError("varint does not fit in 32 bits", position=pos)
+    raw, pos = decode_uvarint(buf, pos, limit)
     return (raw >> 1) ^ -(raw & 1), pos
 
 
 def decode_varlong(buf: bytes | memoryview, pos: int, limit: int) -> tuple[int, int]:
     """Read a signed 64-bit zig-zag varlong at ``pos``."""
-    raw, pos = decode_uvarint(buf, pos, limit, _MAX_VARLONG_BYTES)
+    raw, pos = _decode_leb128(buf, pos, limit, _MAX_VARLONG_BYTES)
     if raw >> 64:
         raise CorruptRecordError("varlong does not fit in 64 bits", position=pos)
     return (raw >> 1) ^ -(raw & 1), pos

@@ -19,7 +19,7 @@ from typing import Any
 
 from pykraft.errors import CorruptRecordError
 from pykraft.ids import ZERO_UUID, uuid_to_str
-from pykraft.messages.varint import MAX_VARINT_BYTES, decode_uvarint, encode_uvarint
+from pykraft.messages.varint import decode_uvarint, encode_uvarint
 
 FieldReader = Callable[[bytes, int, int], tuple[Any, int]]
 FieldWriter = Callable[[bytearray, Any], None]
@@ -68,18 +68,11 @@ def format_path(parts: list[str]) -> str:
 
 
 def read_uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Unsigned varint of at most 5 bytes (Kafka's ``readUnsignedVarint``)."""
-    if pos < end:
-        first = buf[pos]
-        if first < 0x80:
-            return first, pos + 1
+    """:func:`~pykraft.messages.varint.decode_uvarint` failing as a field does."""
     try:
-        value, nxt = decode_uvarint(buf, pos, end, MAX_VARINT_BYTES)
+        return decode_uvarint(buf, pos, end)
     except CorruptRecordError as exc:
         raise FieldDecodeError(str(exc), pos) from None
-    if value > _MAX_UVARINT:
-        raise FieldDecodeError(f"unsigned varint {value} does not fit in 32 bits", pos)
-    return value, nxt
 
 
 def uuid_from_bytes(raw: bytes) -> uuid.UUID:

@@ -18,7 +18,7 @@ from kio.serial import entity_writer
 from kio.static.constants import EntityType
 
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
-from pykraft.messages.kio_adapter import decode_kio
+from pykraft.messages.kio_adapter import KioBody, TaggedField, decode_kio_body
 from pykraft.protocol.apis import ApiKey, ApiSpec, api_spec
 from pykraft.protocol.cursor import Reader, encode_tagged_fields
 from pykraft.protocol.header import (
@@ -31,7 +31,6 @@ from pykraft.protocol.header import (
     request_header_version,
     response_header_version,
 )
-from pykraft.protocol.scan import TaggedField, scan_entity
 
 Body = Any
 """A kio request or response entity (kio types them per schema class)."""
@@ -98,17 +97,11 @@ def response_type(api_key: int, api_version: int) -> type[Any]:
 
 
 def _decode_body(reader: Reader, body_type: type) -> tuple[Body, tuple[TaggedField, ...]]:
-    """Scan first (bounds, unknown tags), then let kio build the entity from the same bytes;
-    the reader is left after the body."""
-    start = reader.pos
-    scanned = scan_entity(body_type, reader)
-    body: Body
-    body, size = decode_kio(body_type, reader.buf[start : reader.pos])
-    if size != reader.pos - start:
-        raise MalformedMessageError(
-            f"{body_type.__name__}: decoder read {size} bytes, structure spans {reader.pos - start}"
-        )
-    return body, scanned.unknown_tags
+    """One bounds-checked pass over the body (see :mod:`pykraft.messages.kio_adapter`); the
+    reader is left after it."""
+    decoded: KioBody[Body] = decode_kio_body(body_type, reader.buf, reader.pos, reader.end)
+    reader.pos = decoded.end
+    return decoded.entity, decoded.unknown_tags
 
 
 def _encode_body(body: Body, unknown_tags: Sequence[TaggedField]) -> bytes:
@@ -118,13 +111,13 @@ def _encode_body(body: Body, unknown_tags: Sequence[TaggedField]) -> bytes:
     if not unknown_tags:
         return encoded
     # The top-level TAG_BUFFER is the last thing in a flexible body: find it and merge.
-    scanned = scan_entity(type(body), Reader(encoded))
-    if scanned.tags_start is None:
+    tags_start = decode_kio_body(type(body), encoded).tags_start
+    if tags_start is None:
         raise ValueError(f"{type(body).__name__} is not flexible: it has no tagged fields")
-    known = list(scanned.known_tags)
+    known = Reader(encoded, tags_start).tagged_fields("tagged fields")
     if {tag for tag, _ in known} & {tag for tag, _ in unknown_tags}:
         raise ValueError("an unknown tag collides with a tag the schema defines")
-    return encoded[: scanned.tags_start] + encode_tagged_fields([*known, *unknown_tags])
+    return encoded[:tags_start] + encode_tagged_fields([*known, *unknown_tags])
 
 
 def _check_body(body: Body, kind: EntityType, api_key: int, api_version: int) -> None:

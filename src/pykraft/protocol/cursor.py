@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 
 from pykraft.errors import CorruptRecordError, MalformedMessageError
-from pykraft.messages.varint import MAX_VARINT_BYTES, decode_uvarint, encode_uvarint
+from pykraft.messages.varint import decode_uvarint, encode_uvarint
 
 _INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
@@ -61,12 +61,8 @@ class Reader:
         return self._fixed(_INT32, what)
 
     def uvarint(self, what: str) -> int:
-        pos = self.pos
-        if pos < self.end and (first := self.buf[pos]) < 0x80:  # nearly every one: inline
-            self.pos = pos + 1
-            return first
         try:
-            value, self.pos = decode_uvarint(self.buf, self.pos, self.end, MAX_VARINT_BYTES)
+            value, self.pos = decode_uvarint(self.buf, self.pos, self.end)
         except CorruptRecordError as exc:
             raise MalformedMessageError(f"{what}: {exc} at byte {exc.position}") from None
         return value

@@ -35,9 +35,7 @@ SCHEMA_DIR = "metadata/src/main/resources/common/metadata"
 _WIDTH = 100
 _COMMENT = re.compile(r"^\s*//.*$", re.M)  # Kafka's schema files are JSON with // comments
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_FACT_KEYS = (
-    "name", "type", "versions", "nullableVersions", "tag", "taggedVersions", "default",
-)  # fmt: skip
+_FACT_KEYS = ("name", "type", "versions", "nullableVersions", "tag", "taggedVersions", "default")
 _PYTHON_TYPES = {
     "bool": "bool",
     "int8": "int",
@@ -52,7 +50,6 @@ _PYTHON_TYPES = {
     "records": "bytes",
     "uuid": "uuid.UUID",
 }
-_ZERO: dict[str, Any] = {"bool": False, "float64": 0.0, "string": "", "bytes": b""}
 
 
 # --- step 1: schema files -> facts ----------------------------------------------------------
@@ -265,7 +262,7 @@ def _default(field: dict[str, Any], element: str, compound: bool) -> str | None:
         return None
     else:
         value = int(text, 0)
-    return None if value == _ZERO.get(element, 0) else repr(value)
+    return None if value == 0 else repr(value)  # False and 0.0 are 0 too
 
 
 def snake_case(name: str) -> str:

@@ -125,6 +125,8 @@ def test_reader_uvarint(hex_bytes: str, value: int, end: int) -> None:
     [
         ("8080", "tag count: varint runs past the end of its buffer at byte 2"),
         ("80808080808001", "tag count: varint longer than 5 bytes at byte 5"),
+        # 5 bytes but 35 bits: the codec's read_uvarint refused it, the cursor did not
+        ("ffffffff1f", "tag count: unsigned varint 8589934591 does not fit in 32 bits at byte 0"),
     ],
 )
 def test_reader_uvarint_refuses_what_kafka_refuses(hex_bytes: str, reason: str) -> None:

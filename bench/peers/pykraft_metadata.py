@@ -36,6 +36,7 @@ from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.testing.append import APPEND_PROPERTIES
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
@@ -120,9 +121,10 @@ class PykraftMetadata(Pykraft):
         if via not in VIA:
             raise BenchError(f"via must be one of {VIA}, not {via!r}")
         super().__init__(properties)
-        # The bench append writes raw records into the metadata log, so a node with it
-        # enabled runs no QuorumController: it must stay off here.
-        del self._properties["pykraft.bench.append.enable"]
+        # The append request writes raw records into the metadata log, so a node serving it
+        # runs no QuorumController: it must stay off here.
+        for key in APPEND_PROPERTIES:
+            del self._properties[key]
         self._brokers = brokers
         self.via = via
         self.durability = (f"ConfigRecord fsynced on a majority of 3 controllers before the "

@@ -1,4 +1,5 @@
-"""pykraft: 3 controllers (``LocalCluster``) driven through the bench-only append request.
+"""pykraft: 3 controllers (``LocalCluster``) driven through the append request of
+:mod:`pykraft.testing.append`.
 
 A write is acknowledged once committed, i.e. fsynced (group commit) on a majority. One
 connection per writer, as Kafka serves one request per connection at a time.
@@ -12,7 +13,7 @@ from pathlib import Path
 from peers.base import BenchError, System, Writer, until
 from pykraft import __version__
 from pykraft.errors import PyKraftError
-from pykraft.runtime.bench_api import BenchClient
+from pykraft.testing.append import APPEND_PROPERTIES, AppendClient
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import describe_quorum, parse_host_port
 
@@ -20,9 +21,9 @@ PROBE_TIMEOUT_S = 3.0
 
 
 class BenchAppendWriter(Writer):
-    """A writer over the bench append request (pykraft, and the PySyncObj host process)."""
+    """A writer over the append request (pykraft, and the PySyncObj host process)."""
 
-    def __init__(self, client: BenchClient, system: str) -> None:
+    def __init__(self, client: AppendClient, system: str) -> None:
         self._client = client
         self._system = system
 
@@ -43,7 +44,7 @@ class Pykraft(System):
     version = __version__
 
     def __init__(self, properties: dict[str, str] | None = None) -> None:
-        self._properties = {"pykraft.bench.append.enable": "true", **(properties or {})}
+        self._properties = {**APPEND_PROPERTIES, **(properties or {})}
         self._cluster: LocalCluster | None = None
         linger = self._properties.get("controller.quorum.append.linger.ms", "25 (Kafka's default)")
         loop = self._properties.get("pykraft.event.loop", "uvloop")
@@ -84,12 +85,12 @@ class Pykraft(System):
 
     async def writers(self, node: int, count: int) -> list[Writer]:
         host, port = self._address(node)
-        return [BenchAppendWriter(await BenchClient.connect(host, port), self.name)
+        return [BenchAppendWriter(await AppendClient.connect(host, port), self.name)
                 for _ in range(count)]
 
     async def probe(self, node: int, value: bytes) -> None:
         host, port = self._address(node)
-        client = await BenchClient.connect(host, port)
+        client = await AppendClient.connect(host, port)
         try:
             await asyncio.wait_for(BenchAppendWriter(client, self.name).write(value),
                                    PROBE_TIMEOUT_S)

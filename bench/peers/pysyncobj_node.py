@@ -1,9 +1,10 @@
-"""One PySyncObj node with a replicated dict, serving writes over the bench append frames.
+"""One PySyncObj node with a replicated dict, serving writes over the append request frames.
 
 PySyncObj is a library, not a server: this process embeds it and answers the same Kafka-framed
-bench append request pykraft serves (so one client drives both). A write is
-``ReplDict.set(key, value)``, answered when PySyncObj calls back after the entry committed
-(the callback form of ``sync=True``: the same wait, without a blocked thread per request).
+append request pykraft serves with :mod:`pykraft.testing.append` (so one client drives both).
+A write is ``ReplDict.set(key, value)``, answered when PySyncObj calls back after the entry
+committed (the callback form of ``sync=True``: the same wait, without a blocked thread per
+request).
 The response's ``leader_id`` is the node index of the leader this node knows (-1 if none).
 
     python pysyncobj_node.py INDEX RAFT_PORTS(comma) CLIENT_PORT DATA_DIR
@@ -20,12 +21,8 @@ from pysyncobj.batteries import ReplDict  # type: ignore[import-untyped]
 
 from pykraft.errors import ProtocolError
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.bench_api import (
-    BenchAppendResult,
-    decode_bench_request,
-    encode_bench_response,
-)
 from pykraft.runtime.streams import FrameStream
+from pykraft.testing.append import AppendResult, decode_append_request, encode_append_response
 
 HOST = "127.0.0.1"
 
@@ -62,10 +59,10 @@ class Node:
         key = f"w{id(writer)}"
         try:
             while (frame := await stream.read_frame()) is not None:
-                header, value = decode_bench_request(frame)
+                header, value = decode_append_request(frame)
                 error = await self.set(key, value)
-                result = BenchAppendResult(error, self.leader_index(), -1)
-                await stream.write_frame(encode_bench_response(header.correlation_id, result))
+                result = AppendResult(error, self.leader_index(), -1)
+                await stream.write_frame(encode_append_response(header.correlation_id, result))
         except (OSError, EOFError, ProtocolError):
             pass
         finally:

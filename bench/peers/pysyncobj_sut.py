@@ -16,7 +16,7 @@ from pathlib import Path
 from peers.base import HOST, BenchError, ProcessGroup, System, Writer, until
 from peers.pykraft_sut import BenchAppendWriter
 from pykraft.errors import PyKraftError
-from pykraft.runtime.bench_api import BenchClient
+from pykraft.testing.append import AppendClient
 from pykraft.tools.local_cluster import free_ports
 
 NODE_SCRIPT = Path(__file__).with_name("pysyncobj_node.py")
@@ -54,7 +54,7 @@ class PySyncObj(System):
 
     async def _write(self, node: int, value: bytes) -> int:
         """One write through ``node``; the leader index it reports."""
-        client = await BenchClient.connect(HOST, self._client_ports[node])
+        client = await AppendClient.connect(HOST, self._client_ports[node])
         try:
             result = await asyncio.wait_for(client.append(value), PROBE_TIMEOUT_S)
         except PyKraftError as exc:
@@ -78,7 +78,7 @@ class PySyncObj(System):
 
     async def writers(self, node: int, count: int) -> list[Writer]:
         port = self._client_ports[node]
-        return [BenchAppendWriter(await BenchClient.connect(HOST, port), self.name)
+        return [BenchAppendWriter(await AppendClient.connect(HOST, port), self.name)
                 for _ in range(count)]
 
     async def probe(self, node: int, value: bytes) -> None:

@@ -19,6 +19,7 @@ from pykraft.raft.api import RaftListener
 from pykraft.runtime.controller_registration import ControllerRegistrar
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
+from pykraft.runtime.extension import load_extension
 from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
@@ -31,10 +32,10 @@ log = logging.getLogger("pykraft.process")
 
 async def run_server(settings: NodeSettings) -> int:
     """Serve until a signal or a fatal error; returns the process exit code."""
-    # The bench append writes raw records beside the controller's, which would break the
-    # controller's offset bookkeeping (and its replay): a bench node runs the raft core alone.
+    extension = None if settings.extension is None else load_extension(settings.extension)
+    runs_controller = extension is None or not extension.replaces_controller
     controller = (ControllerService(settings.controller, bootstrap=settings.bootstrap)
-                  if settings.is_controller and not settings.bench_append else None)
+                  if settings.is_controller and runs_controller else None)
     broker = None if settings.broker is None else BrokerRuntime(settings, settings.broker)
     listeners: list[RaftListener] = []
     if controller is not None:
@@ -46,7 +47,8 @@ async def run_server(settings: NodeSettings) -> int:
     if settings.is_controller:
         if controller is not None:
             controller.attach(node)
-        server = ListenerServer(Dispatcher(node, controller), settings.listener.host,
+        handlers = {} if extension is None else extension.handlers(node)
+        server = ListenerServer(Dispatcher(node, controller, handlers), settings.listener.host,
                                 settings.listener.port, settings.max_frame_size)
         await server.start()
     if broker is not None:

@@ -47,7 +47,7 @@ class FailingImage:
 
 
 def broker(channel: object, metadata: object = FailingImage()) -> BrokerDispatcher:
-    node = SimpleNamespace(settings=SimpleNamespace(node_id=1, bench_append=False))
+    node = SimpleNamespace(settings=SimpleNamespace(node_id=1))
     return BrokerDispatcher(node, metadata, channel,  # type: ignore[arg-type]
                             cluster_id="cid", listener_name="PLAINTEXT")
 

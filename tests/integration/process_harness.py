@@ -1,5 +1,5 @@
 """Helpers for tests against real ``pykraft server`` processes: polling with deadlines,
-quorum descriptions, bench writes and reading a stopped node's log from disk."""
+quorum descriptions, appended writes and reading a stopped node's log from disk."""
 
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ import pytest
 
 from pykraft.errors import PyKraftError
 from pykraft.records.batch import iter_batches
-from pykraft.runtime.bench_api import BenchClient
 from pykraft.storage.log import MetadataLog
+from pykraft.testing.append import APPEND_PROPERTIES, AppendClient
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_host_port
 
 T = TypeVar("T")
 
-#: Election timeouts stay Kafka's; only the shutdown bound is shorter to keep tests quick.
-TEST_PROPERTIES = {"pykraft.bench.append.enable": "true", "pykraft.shutdown.timeout.ms": "3000"}
+#: Election timeouts stay Kafka's; only the shutdown bound is shorter to keep tests quick. The
+#: nodes run the Raft core alone and serve the append request (:mod:`pykraft.testing.append`).
+TEST_PROPERTIES = {**APPEND_PROPERTIES, "pykraft.shutdown.timeout.ms": "3000"}
 STARTUP_S = 30.0
 
 
@@ -62,10 +63,10 @@ def leader_info(cluster: LocalCluster, *, min_epoch: int = 0, exclude: int | Non
 
 
 def write_values(cluster: LocalCluster, leader_id: int, values: list[bytes]) -> list[bytes]:
-    """Bench-append ``values`` on the leader; returns those acknowledged as committed."""
+    """Append ``values`` on the leader; returns those acknowledged as committed."""
     async def run() -> list[bytes]:
         host, port = parse_host_port(cluster.nodes[leader_id].address)
-        client = await BenchClient.connect(host, port)
+        client = await AppendClient.connect(host, port)
         acked = []
         try:
             for value in values:

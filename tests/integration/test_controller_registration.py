@@ -26,7 +26,7 @@ def registered_controllers(cluster: LocalCluster, node_id: int) -> set[str] | No
 
 def test_each_controller_registers_with_the_active_one(tmp_path: Path) -> None:
     properties = {k: v for k, v in TEST_PROPERTIES.items()
-                  if k != "pykraft.bench.append.enable"}  # run the QuorumController
+                  if k != "pykraft.server.extension.class"}  # run the QuorumController
     cluster = LocalCluster.create(tmp_path / "c", 3, properties)
     try:
         cluster.start_all()

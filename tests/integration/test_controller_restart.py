@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 def test_the_killed_active_controller_restarts_from_its_snapshot(tmp_path: Path) -> None:
     properties = {k: v for k, v in TEST_PROPERTIES.items()
-                  if k != "pykraft.bench.append.enable"}
+                  if k != "pykraft.server.extension.class"}
     properties["metadata.log.max.record.bytes.between.snapshots"] = "500"  # NoOps suffice
     cluster = LocalCluster.create(tmp_path / "c", 3, properties)
     try:

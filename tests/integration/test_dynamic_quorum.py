@@ -37,10 +37,10 @@ def make_dynamic(tmp_path: Path) -> Iterator[MakeCluster]:
 
     def make(controllers: int = 3, properties: dict[str, str] | None = None, *,
              bench: bool = True) -> LocalCluster:
-        """``bench`` runs the raft core alone with the bench append (writes the tests can
+        """``bench`` runs the raft core alone with the append request (writes the tests can
         count); without it every controller runs the QuorumController, as in production."""
         base = {k: v for k, v in TEST_PROPERTIES.items()
-                if bench or k != "pykraft.bench.append.enable"}
+                if bench or k != "pykraft.server.extension.class"}
         cluster = LocalCluster.create(tmp_path / f"cluster-{len(created)}", controllers,
                                       {**base, **(properties or {})},
                                       dynamic=True, format_nodes=False)
@@ -197,7 +197,7 @@ def test_dynamic_quorum_from_a_standalone_controller_and_two_added(
 
 
 def test_voter_changes_under_the_active_controller(make_dynamic: MakeCluster) -> None:
-    """The same quorum without the bench append: every controller runs the QuorumController
+    """The same quorum without the append request: every controller runs the QuorumController
     (its NoOpRecord every 500 ms is the metadata write), and all of them survive adding two
     voters and removing the active one (the raft core's VotersRecords between its writes)."""
     cluster = make_dynamic(bench=False)
@@ -393,7 +393,7 @@ def test_upgrading_a_static_quorum_to_a_dynamic_one(tmp_path: Path) -> None:
     """Runbook "Upgrading a static quorum to a dynamic one": kraft.version 0 -> 1 with
     ``pykraft features upgrade``, after which controllers can be added and removed; the
     controllers keep their controller.quorum.voters configs and survive a restart."""
-    base = {k: v for k, v in TEST_PROPERTIES.items() if k != "pykraft.bench.append.enable"}
+    base = {k: v for k, v in TEST_PROPERTIES.items() if k != "pykraft.server.extension.class"}
     cluster = LocalCluster.create(tmp_path / "static", 3, base)
     try:
         ids = {n: directory_id(cluster, n) for n in cluster.controllers}

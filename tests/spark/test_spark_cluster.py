@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pykraft.records.batch import iter_batches
-from pykraft.runtime.bench_api import BenchClient
 from pykraft.storage.log import MetadataLog
+from pykraft.testing.append import APPEND_PROPERTIES, AppendClient
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
@@ -28,7 +28,7 @@ def leader_address(cluster: LocalCluster) -> tuple[str, int]:
 
 
 async def append_all(address: tuple[str, int]) -> int:
-    client = await BenchClient.connect(*address)
+    client = await AppendClient.connect(*address)
     try:
         return sum([(await client.append(v)).error_code == 0 for v in VALUES])
     finally:
@@ -43,8 +43,9 @@ def on_disk(data_dir: Path) -> list[tuple[int, bytes | None]]:
 
 def test_reads_a_real_cluster_log(spark: SparkSession, tmp_path: Path) -> None:
     base = tmp_path / "cluster"
+    overrides = [f"--override={key}={value}" for key, value in APPEND_PROPERTIES.items()]
     subprocess.run([sys.executable, "-m", "pykraft", "cluster", "up", "--controllers", "3",
-                    "--dir", str(base), "--detach", "--bench"], check=True, timeout=60)
+                    "--dir", str(base), "--detach", *overrides], check=True, timeout=60)
     cluster = LocalCluster.load(base)
     try:
         acked = asyncio.run(append_all(leader_address(cluster)))

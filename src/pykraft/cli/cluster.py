@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.table import Table
 
 from pykraft.cli.errors import fail
+from pykraft.cli.server import parse_overrides
 from pykraft.errors import PyKraftError
 from pykraft.tools.local_cluster import STATE_FILE, ClusterError, LocalCluster
 
@@ -65,9 +66,10 @@ def up(
     detach: Annotated[
         bool, typer.Option("--detach", help="Start in the background; stop with `down`.")
     ] = False,
-    bench: Annotated[
-        bool, typer.Option("--bench", help="Enable the bench-only append request.")
-    ] = False,
+    override: Annotated[
+        list[str] | None,
+        typer.Option("--override", help="key=value added to every node's server.properties."),
+    ] = None,
     dynamic: Annotated[
         bool, typer.Option("--dynamic", help="A dynamic quorum (KIP-853): controller 1 "
                                              "standalone, the others added as voters.")
@@ -80,9 +82,9 @@ def up(
     """Start the quorum on 127.0.0.1 and show its status until Ctrl-C.
 
     A new --dir is formatted first; a stopped cluster there restarts on its data."""
-    properties = {"pykraft.bench.append.enable": "true"} if bench else {}
     restarted = (directory / STATE_FILE).exists() and not fresh
     try:
+        properties = parse_overrides(override or [])
         cluster = _cluster_to_start(directory, controllers, properties, brokers,
                                     dynamic=dynamic, fresh=fresh)
     except (PyKraftError, OSError) as exc:

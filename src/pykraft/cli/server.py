@@ -15,7 +15,8 @@ from pykraft.storage.meta_properties import ensure_directory_ids
 from pykraft.storage.refusal import refusal_line
 
 
-def _parse_overrides(items: list[str]) -> dict[str, str]:
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """``key=value`` options as properties; a :class:`ConfigError` names a malformed one."""
     overrides: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -40,7 +41,7 @@ def server(
     from pykraft.runtime.settings import load_settings
 
     try:
-        server_config = ServerConfig.load(config, _parse_overrides(override or []))
+        server_config = ServerConfig.load(config, parse_overrides(override or []))
         settings = load_settings(server_config)  # checks the directories before any write
         ids = ensure_directory_ids(server_config.all_log_dirs)
         settings = replace(settings, directory_id=ids[server_config.metadata_log_dir].directory_id)

@@ -27,7 +27,7 @@ _PYKRAFT_KEY_TYPES: Mapping[str, ConfigType] = {
     "controller.quorum.auto.join.enable": ConfigType.BOOLEAN,
     "metrics.port": ConfigType.INT,
     "metrics.host": ConfigType.STRING,
-    "pykraft.bench.append.enable": ConfigType.BOOLEAN,
+    "pykraft.server.extension.class": ConfigType.CLASS,
     "pykraft.shutdown.timeout.ms": ConfigType.INT,
     "pykraft.event.loop": ConfigType.STRING,
 }

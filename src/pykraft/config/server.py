@@ -197,8 +197,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # pykraft's own keys (no Kafka equivalent).
     ConfigDef("metrics.port", _to_int, "-1", "Prometheus /metrics port; -1 = off"),
     ConfigDef("metrics.host", _to_optional_str, "", "metrics bind host; default = listener's"),
-    ConfigDef("pykraft.bench.append.enable", _to_bool, "false",
-              "serve the bench-only append request (load generators only)"),
+    ConfigDef("pykraft.server.extension.class", _to_optional_str, "",
+              "module:attribute of a server extension (test and benchmark harnesses)"),
     ConfigDef("pykraft.shutdown.timeout.ms", _to_int, "5000",
               "graceful shutdown bound: wait this long for EndQuorumEpoch acks"),
     ConfigDef("pykraft.event.loop", _to_event_loop, "uvloop",

@@ -6,7 +6,8 @@ not serve, and any frame that does not parse, closes the connection (Kafka's Soc
 does the same: "api key ... which is not enabled"). A request whose handling fails gets
 UNKNOWN_SERVER_ERROR in its API's response, as Kafka's request handler answers it. KRaft
 RPCs are converted to the latest version for the core and the answer back to the version
-the caller spoke.
+the caller spoke. A server extension's api keys (:mod:`pykraft.runtime.extension`) go to its
+handlers before anything else is decoded.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from kio.schema.describe_cluster.v2 import response as dc
@@ -25,7 +28,6 @@ from kio.static.primitive import i8, i32, i32Timedelta, u16
 
 from pykraft.errors import (
     MalformedMessageError,
-    NotLeaderError,
     ProtocolError,
     UnsupportedVersionError,
 )
@@ -43,17 +45,12 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
-from pykraft.runtime.bench_api import (
-    BENCH_APPEND_API_KEY,
-    BenchAppendResult,
-    decode_bench_request,
-    encode_bench_response,
-)
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
 )
 from pykraft.runtime.error_answer import error_answer
+from pykraft.runtime.extension import RequestHandler, checked_handlers
 from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_version
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
@@ -73,6 +70,7 @@ LATEST_REQUEST: dict[int, type] = {
 }
 BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type values (KIP-919)
 CONTROLLER_ENDPOINTS = 2
+_NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
 
 
 def _describe_cluster_body(error: ErrorCode, cluster_id: str, controller_id: int,
@@ -90,14 +88,17 @@ class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an 
 
 class Dispatcher:
     """Turns one request frame into one response frame for a :class:`RaftNode`, and, with
-    a :class:`ControllerService`, for the controller state machine on it."""
+    a :class:`ControllerService`, for the controller state machine on it; ``handlers``
+    serve a server extension's api keys."""
 
     listener = Listener.CONTROLLER
 
-    def __init__(self, node: RaftNode, controller: ControllerService | None = None) -> None:
+    def __init__(self, node: RaftNode, controller: ControllerService | None = None,
+                 handlers: Mapping[int, RequestHandler] = _NO_HANDLERS) -> None:
         self._node = node
         self._settings = node.settings
         self._controller = controller
+        self._handlers = checked_handlers(handlers)
         self._served = (SERVED_APIS if controller is None
                         else SERVED_APIS | frozenset(CONTROLLER_REQUESTS))
 
@@ -107,8 +108,12 @@ class Dispatcher:
             api_key, _, correlation_id = read_request_prefix(Reader(frame))
         except MalformedMessageError as exc:
             raise CloseConnection(f"unreadable request header: {exc}") from None
-        if api_key == BENCH_APPEND_API_KEY and self._settings.bench_append:
-            return await self._bench_append(frame)
+        handler = self._handlers.get(api_key)
+        if handler is not None:
+            try:
+                return await handler(frame)
+            except ProtocolError as exc:
+                raise CloseConnection(f"malformed request for api key {api_key}: {exc}") from None
         try:
             request = decode_request(frame)
         except UnsupportedVersionError as exc:
@@ -261,23 +266,3 @@ class Dispatcher:
         )
         return _describe_cluster_body(ErrorCode.none, self._settings.cluster_id,
                                       -1 if leader is None else leader, brokers)
-
-    async def _bench_append(self, frame: bytes) -> bytes:
-        try:
-            header, value = decode_bench_request(frame)
-        except ProtocolError as exc:
-            raise CloseConnection(f"malformed bench request: {exc}") from None
-        node = self._node
-        try:
-            offset = await node.append(value)
-        except NotLeaderError:
-            return encode_bench_response(header.correlation_id, self._not_leader())
-        committed = await node.machine.wait_committed(offset)
-        result = (BenchAppendResult(ErrorCode.none, node.settings.node_id, offset)
-                  if committed else self._not_leader())
-        return encode_bench_response(header.correlation_id, result)
-
-    def _not_leader(self) -> BenchAppendResult:
-        leader = self._node.core.leader_and_epoch.leader_id
-        return BenchAppendResult(ErrorCode.not_leader_or_follower,
-                                 -1 if leader is None else leader, -1)

@@ -55,7 +55,8 @@ class NodeSettings:
     segment_bytes: int
     max_frame_size: int
     metrics_address: tuple[str, int] | None
-    bench_append: bool
+    extension: str | None
+    """``pykraft.server.extension.class``: see :mod:`pykraft.runtime.extension`."""
     shutdown_timeout_ms: int
     controller: ControllerConfig
     event_loop: str = "uvloop"
@@ -143,7 +144,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         voters=voters, listener=listener, metadata_dir=metadata_dir,
         segment_bytes=segment_bytes, max_frame_size=max_frame,
         metrics_address=_metrics_address(config, listener),
-        bench_append=config.get("pykraft.bench.append.enable"),
+        extension=config.get("pykraft.server.extension.class"),
         shutdown_timeout_ms=config.get("pykraft.shutdown.timeout.ms"),
         event_loop=config.get("pykraft.event.loop"),
         controller=ControllerConfig(

@@ -17,6 +17,7 @@ from kio.static.primitive import i16, i64
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.image import ImageLoader
+from pykraft.raft.api import deliver
 from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.memory_log import MemoryLog
@@ -32,7 +33,7 @@ class Node:
         self.controller = QuorumController(
             ControllerConfig(node_id=0), writer=self._append, rng=random.Random(3))
         self.raft = RaftClient(0, QuorumConfig(voters=frozenset({0})), self.log,
-                               MemoryQuorumStateStore(None), self.controller,
+                               MemoryQuorumStateStore(None),
                                rng=random.Random(1), now_ms=0)
         self.responses: dict[int, object] = {}
 
@@ -47,6 +48,7 @@ class Node:
             self.raft.tick(self.now)
             self.controller.tick(self.now)
             ready = self.raft.ready()
+            deliver(ready.events, self.controller)
             if ready.flush is not None:
                 self.log.flush(ready.flush.up_to_offset)
                 self.raft.flush_completed(self.now, ready.flush.up_to_offset)

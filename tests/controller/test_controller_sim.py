@@ -27,7 +27,6 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.client import RaftClient
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import FeatureLevelRecord
-from pykraft.runtime.listeners import FanOutListener
 from pykraft.sim.cluster import Cluster
 from pykraft.sim.invariants import default_invariants
 from pykraft.sim.violations import InvariantViolation
@@ -48,7 +47,7 @@ class ControllerCluster:
         self.acked_topics: set[str] = set()
         self._tickets: dict[tuple[int, int], str] = {}
 
-    def _client(self, node_id: int, config: Any, log: Any, store: Any, machine: Any,
+    def _client(self, node_id: int, config: Any, log: Any, store: Any,
                 **kwargs: Any) -> RaftClient:
         """A fresh controller per incarnation, replaying the log the core delivers."""
         holder: list[RaftClient] = []
@@ -60,8 +59,8 @@ class ControllerCluster:
                                       writer=write, rng=random.Random(node_id),
                                       bootstrap=BOOTSTRAP)
         self.controllers[node_id] = controller
-        client = RaftClient(node_id, config, log, store, FanOutListener(machine, controller),
-                            **kwargs)
+        self.sim.applications[node_id] = controller
+        client = RaftClient(node_id, config, log, store, **kwargs)
         holder.append(client)
         return client
 

@@ -13,7 +13,7 @@ from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
 
 from pykraft.raft import rpc
-from pykraft.raft.api import LeaderAndEpoch, OutboundRequest, OutboundResponse, Ready
+from pykraft.raft.api import LeaderAndEpoch, OutboundRequest, OutboundResponse, Ready, deliver
 from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.log import OffsetAndEpoch
@@ -67,7 +67,7 @@ class Harness:
         self.store: QuorumStateStore = store or MemoryQuorumStateStore(stored)
         self.listener = RecordingListener()
         self.config = config(voters if voters is not None else {0, 1, 2}, **overrides)
-        self.client = RaftClient(node_id, self.config, self.log, self.store, self.listener,
+        self.client = RaftClient(node_id, self.config, self.log, self.store,
                                  rng=random.Random(seed), now_ms=self.now,
                                  directory_id=directory_id)
         self.requests: list[OutboundRequest] = []
@@ -93,6 +93,7 @@ class Harness:
         ready = self.client.ready()
         self.requests.extend(ready.requests)
         self.responses.extend(ready.responses)
+        deliver(ready.events, self.listener)
         self.last_ready = ready
         return ready
 

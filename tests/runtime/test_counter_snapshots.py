@@ -49,7 +49,7 @@ def test_without_a_policy_the_counter_never_asks() -> None:
     assert counter.take_snapshot_due() is None
 
 
-def test_loading_a_snapshot_waits_for_the_reader_then_goes_on_from_it() -> None:
+def test_loading_a_snapshot_goes_on_from_its_count() -> None:
     stored = CounterSnapshot(OffsetAndEpoch(50, 3), 42)
     reads: list[OffsetAndEpoch] = []
 
@@ -58,9 +58,8 @@ def test_loading_a_snapshot_waits_for_the_reader_then_goes_on_from_it() -> None:
         return _snapshot_batches(stored)
 
     counter = CommittedCounter(2, SnapshotPolicy())
-    counter.handle_load_snapshot(stored.snapshot_id)  # from the core's constructor
-    assert (counter.records, counter.next_offset, reads) == (0, 0, [])
     counter.attach(reader)
+    counter.handle_load_snapshot(stored.snapshot_id)
     assert (counter.records, counter.next_offset, reads) == (42, 50, [stored.snapshot_id])
     counter.handle_commit(_batch(50, 5))
     assert (counter.records, counter.next_offset) == (47, 55)

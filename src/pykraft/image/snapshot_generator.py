@@ -3,14 +3,13 @@
 Controllers and brokers both snapshot the image they replayed (Kafka's SharedServer runs one
 generator per process, so a combined node snapshots once). The decision is taken in the
 listener's ``handle_commit``, where the image and the batch it ends at are known, but the
-snapshot is written later, from a fresh node step: listener callbacks run inside the raft
-core, which must not be re-entered. The image is immutable, so the deferred write still
+snapshot is written later, once encoded. The image is immutable, so the later write still
 holds exactly the records up to the batch the decision saw.
 
 Kafka builds snapshots on a thread of their own. Here the image is encoded in slices of
-:data:`ENCODE_SLICE` records, one per event-loop turn, so a large image (about 16 µs a
-record) does not stall fetches and heartbeats for seconds; only framing and writing the
-encoded values happen in the one node step.
+:data:`ENCODE_SLICE` records, one per event-loop turn (``defer``), so a large image (about
+16 µs a record) does not stall fetches and heartbeats for seconds; only framing and writing
+the encoded values happen in one node step of their own.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ ENCODE_SLICE = 2_000
 Step = Callable[[Callable[[int], object]], object]
 """Run ``action(now_ms)`` as one input of the node (``RaftNode.step``)."""
 Defer = Callable[[Callable[[], None]], object]
-"""Run a callback after the current one returns (the event loop's ``call_soon``)."""
+"""Run a callback on a later event-loop turn (``call_soon``): one encode slice per turn."""
 
 
 class SnapshotSink(Protocol):

@@ -40,11 +40,14 @@ from pykraft.ids import ZERO_UUID
 from pykraft.raft import rpc
 from pykraft.raft.accumulator import BatchAccumulator
 from pykraft.raft.api import (
+    Committed,
     FlushRequest,
     LeaderAndEpoch,
+    LeaderChange,
+    LoadSnapshot,
     OutboundRequest,
     OutboundResponse,
-    RaftListener,
+    RaftEvent,
     Ready,
 )
 from pykraft.raft.config import SNAPSHOT_CLEAN_INTERVAL_MS, QuorumConfig
@@ -122,7 +125,7 @@ class RaftClient:
 
     def __init__(
         self, node_id: int, config: QuorumConfig, log: RaftLog, store: QuorumStateStore,
-        listener: RaftListener, *, rng: random.Random, now_ms: int,
+        *, rng: random.Random, now_ms: int,
         cluster_id: str | None = None, directory_id: uuid.UUID | None = None,
     ) -> None:
         self.node_id = node_id
@@ -137,18 +140,18 @@ class RaftClient:
         self._resign_acked = False
         self._log = log
         self._store = store
-        self._listener = listener
         self._rng = rng
         self._now = now_ms
         self._requests: list[OutboundRequest] = []
         self._responses: list[OutboundResponse] = []
+        self._events: list[RaftEvent] = []
         self._in_flight: dict[int, _InFlight] = {}
         self._retry_at: dict[int, int] = {}
         self._next_correlation = 0
         self._requested_flush = log.flushed_offset
         self._parked: list[_ParkedFetch] = []
         self._accumulator: BatchAccumulator | None = None
-        self._listener_next_offset = 0
+        self._app_next_offset = 0
         self._notified: LeaderAndEpoch | None = None
         self._shutting_down = False
         self._next_clean_ms = now_ms + SNAPSHOT_CLEAN_INTERVAL_MS
@@ -306,7 +309,7 @@ class RaftClient:
         """Accept data records on the leader; returns the offset of the last one.
 
         The records are committed only when the high watermark passes that offset, which
-        the listener learns through ``handle_commit``. With ``poll=False`` they wait in the
+        the application learns from a ``Committed`` event. With ``poll=False`` they wait in the
         accumulator for the caller's next input (e.g. :meth:`tick`): a driver appending for
         several requests at once then gets one batch and one log write for all of them,
         even with a zero linger.
@@ -362,7 +365,7 @@ class RaftClient:
         """Write a snapshot of the state machine at ``snapshot_id`` (end offset exclusive,
         epoch of the last record), then let retention move the log start behind it.
 
-        The offset must be committed and already delivered to the listener, at or above the
+        The offset must be committed and already handed out (``Committed`` events), at or above the
         log start, at a batch boundary, and (offset, epoch) must be a position of this log.
         ``batches`` are the state machine's record values; the core adds the SnapshotHeader
         (with KRaftVersion and Voters at kraft.version 1) and the SnapshotFooter.
@@ -370,7 +373,7 @@ class RaftClient:
         self._advance(now_ms)
         offset = snapshot_id.offset
         problem = None
-        if offset <= 0 or offset > self._listener_next_offset:
+        if offset <= 0 or offset > self._app_next_offset:
             problem = f"offset {offset} is not committed and delivered yet"
         elif offset < self._log.log_start_offset or offset > self._log.log_end_offset:
             problem = (f"offset {offset} is outside the log [{self._log.log_start_offset}, "
@@ -401,7 +404,7 @@ class RaftClient:
         self._poll()
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> list[RecordBatch]:
-        """The batches of a frozen snapshot (a listener calls this in handle_load_snapshot)."""
+        """The batches of a frozen snapshot (what the application reads on ``LoadSnapshot``)."""
         info = next((s for s in self._log.snapshots() if s.snapshot_id == snapshot_id), None)
         if info is None:
             raise StorageError(f"node {self.node_id}: no snapshot {snapshot_id}")
@@ -414,9 +417,11 @@ class RaftClient:
         if self._log.log_end_offset > self._requested_flush:
             self._requested_flush = self._log.log_end_offset
             flush = FlushRequest(self._requested_flush)
-        out = Ready(tuple(self._requests), tuple(self._responses), flush, self._next_tick())
+        out = Ready(tuple(self._requests), tuple(self._responses), flush, self._next_tick(),
+                    tuple(self._events))
         self._requests.clear()
         self._responses.clear()
+        self._events.clear()
         return out
 
     def describe_quorum(self) -> rpc.DescribeQuorumResponse:
@@ -1088,7 +1093,7 @@ class RaftClient:
             diverging = OffsetAndEpoch(int(part.diverging_epoch.end_offset),
                                        int(part.diverging_epoch.epoch))
             if truncation_offset(self._log, diverging) < max(self.high_watermark or 0,
-                                                             self._listener_next_offset):
+                                                             self._app_next_offset):
                 # committed data is never dropped: Kafka stops here, this replica refuses
                 # the answer and asks again
                 self._retry_at[source] = self._now + self.config.retry_backoff_ms
@@ -1159,7 +1164,7 @@ class RaftClient:
             self._log.snapshots(), self._log.size_bytes, self._now,
             retention_bytes=self.config.snapshot_retention_bytes,
             retention_ms=self.config.snapshot_retention_ms,
-            committed_offset=self._listener_next_offset,
+            committed_offset=self._app_next_offset,
         )
         if target is not None and target.offset > self._log.log_start_offset:
             self._log.delete_before_snapshot(target)
@@ -1261,8 +1266,8 @@ class RaftClient:
         self._install_snapshot(download.snapshot_id)
 
     def _install_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        """Replace the whole log by a snapshot (a follower far behind); the listener loads it
-        on the next delivery since its next offset is now below the log start."""
+        """Replace the whole log by a snapshot (a follower far behind); the application loads
+        it (a ``LoadSnapshot`` event) since its next offset is now below the log start."""
         self._log.truncate_to_snapshot(snapshot_id)
         self._requested_flush = self._log.log_end_offset
         self._control.load_snapshot(snapshot_id.offset, self.read_snapshot(snapshot_id))
@@ -1457,24 +1462,24 @@ class RaftClient:
         self._respond(pending.source, pending.correlation_id,
                       self._reconfig_answer(pending.request, error, message))
 
-    # -- listener ---------------------------------------------------------------------
+    # -- application events (Ready.events) ----------------------------------------------
 
     def _deliver_committed(self) -> None:
-        if self._listener_next_offset < self._log.log_start_offset:
+        if self._app_next_offset < self._log.log_start_offset:
             latest = self._latest_snapshot()
             if latest is not None:
-                self._listener_next_offset = latest.offset
-                self._listener.handle_load_snapshot(latest)
+                self._app_next_offset = latest.offset
+                self._events.append(LoadSnapshot(latest))
         hwm = self.high_watermark
-        while hwm is not None and self._listener_next_offset < hwm:
-            data = self._log.read(self._listener_next_offset, self.config.max_fetch_bytes)
+        while hwm is not None and self._app_next_offset < hwm:
+            data = self._log.read(self._app_next_offset, self.config.max_fetch_bytes)
             delivered = False
             for batch in iter_batches(data, verify_crc=False):
                 if batch.last_offset >= hwm:
                     break
-                if batch.last_offset >= self._listener_next_offset:
-                    self._listener.handle_commit(batch)
-                    self._listener_next_offset = batch.last_offset + 1
+                if batch.last_offset >= self._app_next_offset:
+                    self._events.append(Committed(batch))
+                    self._app_next_offset = batch.last_offset + 1
                     delivered = True
             if not delivered:
                 break
@@ -1482,10 +1487,10 @@ class RaftClient:
     def _notify_leader_change(self) -> None:
         state = self.state
         if isinstance(state, Leader) and (
-            self._listener_next_offset <= state.progress.epoch_start_offset
+            self._app_next_offset <= state.progress.epoch_start_offset
         ):
             return
         current = self.leader_and_epoch
         if current != self._notified:
             self._notified = current
-            self._listener.handle_leader_change(current)
+            self._events.append(LeaderChange(current))

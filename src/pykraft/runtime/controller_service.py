@@ -6,12 +6,13 @@ request to the controller inside one node step (so the records it appends reach 
 the batch and the disk together), arms one timer at the controller's next deadline (session
 fencing, NoOpRecords every ``metadata.max.idle.interval.ms``, activation), and resolves each
 caller's future only when the controller releases the response, i.e. after its records
-commit. Listener callbacks run inside the core, which must not be re-entered: their
-follow-up work is deferred to the next loop iteration.
+commit. The node hands it the core's events after the core's step returned, so their
+follow-up (releasing responses, re-arming the timer) happens at once.
 
-It also snapshots the committed image when Kafka's thresholds pass (a deferred node step,
-see :mod:`pykraft.image.snapshot_generator`), and hands a snapshot the core announces to the
-controller, which replaces its committed state with it (never on the active controller).
+It also snapshots the committed image when Kafka's thresholds pass (encoded over several
+loop turns, see :mod:`pykraft.image.snapshot_generator`), and hands a snapshot the core
+announces to the controller, which replaces its committed state with it (never on the
+active controller).
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ class ControllerService:
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._released: dict[int, Any] = {}
         self._timer: asyncio.TimerHandle | None = None
-        self._follow_up_pending = False
         self._submissions: list[tuple[object, asyncio.Future[Any]]] = []
         self._batching = False
         """True while :meth:`_submit_pending` submits: appends then wait for one write."""
@@ -149,11 +149,11 @@ class ControllerService:
     def handle_commit(self, batch: RecordBatch) -> None:
         self.controller.handle_commit(batch)
         self.snapshot_generator.committed(self.controller.committed_image, batch)
-        self._defer_follow_up()
+        self._follow_up()
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self.controller.handle_leader_change(leader)
-        self._defer_follow_up()
+        self._follow_up()
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         """The log below ``snapshot_id`` is gone (a restart after cleaning, or a follower
@@ -174,14 +174,8 @@ class ControllerService:
     def _append(self, now_ms: int, values: list[bytes]) -> int:
         return self._require_node().core.append(now_ms, values, poll=not self._batching)
 
-    def _defer_follow_up(self) -> None:
-        if not self._follow_up_pending:
-            self._follow_up_pending = True
-            asyncio.get_running_loop().call_soon(self._follow_up)
-
     def _follow_up(self) -> None:
         """Release finished responses, then re-arm the timer at the next deadline."""
-        self._follow_up_pending = False
         for ticket, response in self.controller.take_responses():
             self._released[ticket] = response
         for ticket in [t for t in self._released if t in self._waiting]:

@@ -3,8 +3,10 @@
 Every input (a tick, a peer's request or response, a finished fsync, an append) is a plain
 method call on the core from the event loop, followed by :meth:`RaftNode._drain`, which
 carries out the core's ``Ready``: requests go to peers (one task each), responses resolve the
-waiting inbound connection, a flush request goes to the group-commit flusher, and the single
-tick timer is re-armed at ``next_tick_ms``. Nothing here decides anything about consensus.
+waiting inbound connection, a flush request goes to the group-commit flusher, events go to
+the state machines (which may call the core back at once: the core's step has returned),
+and the single tick timer is re-armed at ``next_tick_ms``. Nothing here decides anything
+about consensus.
 
 Peers are found, not configured: a replica id is sent to the address the core names for it
 (``endpoint_of``: the voter set in the log, or a replica being added), so a voter set that
@@ -34,7 +36,7 @@ from pykraft.errors import (
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.raft import rpc
-from pykraft.raft.api import OutboundRequest, RaftListener
+from pykraft.raft.api import OutboundRequest, RaftListener, deliver
 from pykraft.raft.client import RaftClient
 from pykraft.raft.quorum_store import ElectionState
 from pykraft.raft.states import Leader
@@ -101,10 +103,11 @@ class RaftNode:
         self.machine = CommittedCounter(
             settings.node_id,
             settings.controller.snapshot_policy() if listener is None else None, clock)
+        self._listener: RaftListener = (self.machine if listener is None
+                                        else FanOutListener(self.machine, listener))
         store = _NamedQuorumStateStore(settings.partition_dir, settings.quorum.voters)
         self.core = RaftClient(
             settings.node_id, settings.quorum, self.disk_log, store,
-            self.machine if listener is None else FanOutListener(self.machine, listener),
             rng=random.Random(), now_ms=clock(), cluster_id=settings.cluster_id,
             directory_id=settings.directory_id,
         )
@@ -254,20 +257,25 @@ class RaftNode:
     # -- outputs ------------------------------------------------------------------------
 
     def _drain(self) -> None:
-        ready = self.core.ready()
-        for out in ready.requests:
-            self._spawn(self._exchange(out))
-        for response in ready.responses:
-            answer = self._inbound.pop(response.destination, None)
-            if answer is not None and not answer.done():
-                answer.set_result(response.response)
-        if ready.flush is not None and self.flusher is not None:
-            self.flusher.request()
+        """Carry out ``Ready`` until the core has nothing more: what the state machines do
+        with the events (appends, a snapshot) may produce output of its own."""
+        while True:
+            ready = self.core.ready()
+            for out in ready.requests:
+                self._spawn(self._exchange(out))
+            for response in ready.responses:
+                answer = self._inbound.pop(response.destination, None)
+                if answer is not None and not answer.done():
+                    answer.set_result(response.response)
+            if ready.flush is not None and self.flusher is not None:
+                self.flusher.request()
+            deliver(ready.events, self._listener)
+            due = self.machine.take_snapshot_due()
+            if due is not None:
+                self._write_snapshot(self._clock(), due)
+            elif not ready.events:
+                break
         self._arm_tick(ready.next_tick_ms)
-        due = self.machine.take_snapshot_due()
-        if due is not None:
-            asyncio.get_running_loop().call_soon(
-                lambda: self._step(lambda now: self._write_snapshot(now, due)))
         self._observe()
 
     def _write_snapshot(self, now_ms: int, due: CounterSnapshot) -> None:

@@ -7,7 +7,7 @@ fate is then unknown to this node, so the client must not count it as written).
 Its snapshot is the count itself (one data record, an 8-byte big-endian integer). With a
 :class:`SnapshotPolicy` it asks for one when Kafka's thresholds pass, so the log can be
 cleaned behind it and a replica far behind catches up with FetchSnapshot; the node writes it
-(``core.create_snapshot``) from a fresh step, since a listener runs inside the core.
+(``core.create_snapshot``) right after handing over the events that made it due.
 """
 
 from __future__ import annotations
@@ -71,17 +71,15 @@ class CommittedCounter:
         """Set by a commit that passed the thresholds; the node takes it and writes it."""
         self._clock = clock
         self._reader: SnapshotReader | None = None
-        self._announced: OffsetAndEpoch | None = None
         self._waiters: list[tuple[int, int, float, asyncio.Future[bool]]] = []
         self._sequence = itertools.count()
 
     def attach(self, reader: SnapshotReader) -> None:
-        """Read snapshots with ``reader`` (``core.read_snapshot``) from now on; the core may
-        have announced one from its constructor, before it could be handed in."""
+        """Read snapshots with ``reader`` (``core.read_snapshot``): the core is built after
+        its state machine, and hands out no event before its driver starts."""
         self._reader = reader
         if self.policy is not None:
             self.policy.snapshot_taken(self._clock())  # the interval runs from start-up
-        self._load_announced()
 
     def handle_commit(self, batch: RecordBatch) -> None:
         if not batch.is_control:
@@ -106,8 +104,13 @@ class CommittedCounter:
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         """The log below ``snapshot_id`` is gone: go on from the count it holds."""
-        self._announced = snapshot_id
-        self._load_announced()
+        if self._reader is None:
+            raise RuntimeError("CommittedCounter.attach() was not called")
+        if self.policy is not None:  # else the snapshots are another listener's (metadata)
+            self.records = records_in_snapshot(self._reader(snapshot_id), snapshot_id)
+            self.policy.snapshot_taken(self._clock())
+        self.snapshot_due = None  # a pending snapshot may now be below the log start
+        self._advance_to(snapshot_id.offset)
 
     def take_snapshot_due(self) -> CounterSnapshot | None:
         due, self.snapshot_due = self.snapshot_due, None
@@ -126,17 +129,6 @@ class CommittedCounter:
     def take_commit_latencies(self) -> list[float]:
         taken, self.commit_latencies_ms = self.commit_latencies_ms, []
         return taken
-
-    def _load_announced(self) -> None:
-        if self._reader is None or self._announced is None:
-            return
-        snapshot_id, self._announced = self._announced, None
-        if self.policy is not None:  # else the snapshots are another listener's (metadata)
-            self.records = records_in_snapshot(self._reader(snapshot_id), snapshot_id)
-        self.snapshot_due = None  # a pending snapshot may now be below the log start
-        if self.policy is not None:
-            self.policy.snapshot_taken(self._clock())
-        self._advance_to(snapshot_id.offset)
 
     def _advance_to(self, next_offset: int) -> None:
         self.next_offset = next_offset

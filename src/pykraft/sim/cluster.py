@@ -1,7 +1,9 @@
 """A simulated quorum: nodes, network, disks and the event loop that drives their cores.
 
 Each node's core is driven exactly as a runtime would drive it: inputs carry the virtual
-clock, ``ready()`` outputs become scheduled deliveries, flushes and ticks. A crash drops
+clock, ``ready()`` outputs become scheduled deliveries, flushes and ticks, and its events go
+to the node's state machines (the counter, plus ``applications[node]`` if a test adds one)
+after the core's step returned. A crash drops
 everything in flight for that node and the unflushed tail of its log.
 
 A KIP-853 cluster gives every node a directory id and formats the initial voters with the
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pykraft.errors import PyKraftError
+from pykraft.raft.api import OutboundRequest, OutboundResponse, RaftListener, deliver
 from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.log import OffsetAndEpoch
@@ -127,6 +130,8 @@ class Cluster:
         self.garblers: dict[int, Callable[[RaftResponse], RaftResponse]] = {}
         """Responses a (hostile) node sends pass through its garbler, if it has one."""
         self.injected = 0
+        self.applications: dict[int, RaftListener] = {}
+        """A state machine per node beside its counter (a client factory sets it per start)."""
 
     # -- node lifecycle ---------------------------------------------------------------
 
@@ -182,7 +187,7 @@ class Cluster:
         config = dataclasses.replace(self.config, local_listeners=self.listeners_of(node_id),
                                      auto_join=node_id in self.auto_join)
         node.client = self._client_factory(
-            node_id, config, node.log, node.store, node.machine,
+            node_id, config, node.log, node.store,
             rng=random.Random(self.rng.getrandbits(64)), now_ms=self.queue.now_ms,
             directory_id=self.directory_ids[node_id],
         )
@@ -334,21 +339,33 @@ class Cluster:
             self._trace(f"{self.queue.now_ms:>8} {text}")
 
     def _drain(self, node: SimNode) -> None:
+        """Carry out the core's outputs: events first (a state machine may call back into
+        the core, e.g. to snapshot), then every message, the flush and the tick timer."""
         client = node.client
         if client is None:
             return
-        self._maybe_snapshot(node, client)
         ready = client.ready()
+        requests: list[OutboundRequest] = list(ready.requests)
+        responses: list[OutboundResponse] = list(ready.responses)
+        flush = ready.flush
+        while ready.events and node.machine is not None:
+            extra = self.applications.get(node.node_id)
+            deliver(ready.events, node.machine, *(() if extra is None else (extra,)))
+            self._maybe_snapshot(node, client)
+            ready = client.ready()
+            requests += ready.requests
+            responses += ready.responses
+            flush = ready.flush or flush
         now = self.queue.now_ms
         incarnation = node.incarnation
-        for out in ready.requests:
+        for out in requests:
             self._send_request(node.node_id, incarnation, out.destination, out.correlation_id,
                                out.request)
-        for resp in ready.responses:
+        for resp in responses:
             self._send_response(node.node_id, resp.destination, resp.correlation_id,
                                 resp.response)
-        if ready.flush is not None:
-            offset = ready.flush.up_to_offset
+        if flush is not None:
+            offset = flush.up_to_offset
             self.queue.schedule(now + self.rng.randint(1, 5), f"flush {node.node_id}->{offset}",
                                 lambda: self._flush(node, incarnation, offset))
         if node.tick_at is None or ready.next_tick_ms < node.tick_at or node.tick_at < now:

@@ -20,11 +20,11 @@ from pykraft.runtime.controller_registration import ControllerRegistrar
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.extension import load_extension
+from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
-from pykraft.runtime.server import ListenerServer
 from pykraft.runtime.settings import NodeSettings
 
 log = logging.getLogger("pykraft.process")

@@ -22,9 +22,9 @@ from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.runtime.controller_channel import ControllerChannel
+from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
-from pykraft.runtime.server import ListenerServer
 from pykraft.runtime.settings import BrokerListenerSettings, NodeSettings
 
 log = logging.getLogger("pykraft.broker")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from pykraft.tools.dump_log import DumpOptions, UnknownFileError, dump_file, format_text
+from pykraft.tools.dump_log_tool import DumpOptions, UnknownFileError, dump_file, format_text
 
 
 def dump_log(

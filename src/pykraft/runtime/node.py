@@ -1,4 +1,4 @@
-"""One controller process: the raft core driven by a real clock, disk and network.
+"""One KRaft node: the raft core driven by a real clock, disk and network.
 
 Every input (a tick, a peer's request or response, a finished fsync, an append) is a plain
 method call on the core from the event loop, followed by :meth:`RaftNode._drain`, which
@@ -12,6 +12,11 @@ Peers are found, not configured: a replica id is sent to the address the core na
 (``endpoint_of``: the voter set in the log, or a replica being added), so a voter set that
 changes at runtime (KIP-853) needs no restart; negative destinations are the bootstrap
 servers of ``controller.quorum.bootstrap.servers``.
+
+The state machine is pluggable: ``listener`` gets the core's events (the controller, a
+broker's metadata image, or an application through :mod:`pykraft.embed`); the record counter
+of :mod:`pykraft.runtime.state_machine` always runs beside it for metrics and commit waits,
+and is the only state machine, snapshots included, of a node given none.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ import itertools
 import logging
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any
 
 from pykraft.errors import (
+    FatalRaftError,
     NetworkError,
     NotLeaderError,
     PeerUnreachableError,
@@ -37,8 +43,9 @@ from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest, RaftListener, deliver
-from pykraft.raft.client import RaftClient
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.core import RaftClient
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.raft.quorum_state import ElectionState
 from pykraft.raft.states import Leader
 from pykraft.runtime.cluster_id_refusals import ClusterIdRefusals
 from pykraft.runtime.disk_log import DiskRaftLog
@@ -87,7 +94,7 @@ def wall_clock_ms() -> int:
 
 
 class RaftNode:
-    """Owns the core, the log, the peers and the timers of one controller."""
+    """Owns the core, the log, the peers and the timers of one node."""
 
     def __init__(self, settings: NodeSettings, *,
                  clock: Callable[[], int] = wall_clock_ms,
@@ -272,21 +279,45 @@ class RaftNode:
             deliver(ready.events, self._listener)
             due = self.machine.take_snapshot_due()
             if due is not None:
-                self._write_snapshot(self._clock(), due)
+                self._write_due_snapshot(due)
             elif not ready.events:
                 break
         self._arm_tick(ready.next_tick_ms)
         self._observe()
 
-    def _write_snapshot(self, now_ms: int, due: CounterSnapshot) -> None:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch,
+                        batches: Iterable[Sequence[bytes]]) -> None:
+        """Write the application's snapshot at ``snapshot_id`` now, for a state machine that
+        snapshots on its own schedule (:mod:`pykraft.embed`). The core's refusal (not a
+        delivered batch boundary, below the log start, taken already; nothing written) is
+        raised to the caller and the node goes on; any other error is fatal, as in a step."""
+        refused: list[RaftError] = []
+
+        def write(now_ms: int) -> None:
+            try:
+                self._write_snapshot(now_ms, snapshot_id, batches)
+            except FatalRaftError:
+                raise
+            except RaftError as exc:
+                refused.append(exc)
+
+        self._step(write)
+        if refused:
+            raise refused[0]
+
+    def _write_due_snapshot(self, due: CounterSnapshot) -> None:
         try:
-            self.core.create_snapshot(now_ms, due.snapshot_id, due.batches())
+            self._write_snapshot(self._clock(), due.snapshot_id, due.batches(),
+                                 records=due.records)
         except RaftError as exc:
             # e.g. a snapshot fetched meanwhile covers the offset: the next threshold retries
             event(log, "snapshot_skipped", level=logging.WARNING,
                   snapshot_id=str(due.snapshot_id), error=str(exc))
-            return
-        event(log, "snapshot_written", snapshot_id=str(due.snapshot_id), records=due.records,
+
+    def _write_snapshot(self, now_ms: int, snapshot_id: OffsetAndEpoch,
+                        batches: Iterable[Sequence[bytes]], **fields: object) -> None:
+        self.core.create_snapshot(now_ms, snapshot_id, batches)
+        event(log, "snapshot_written", logging.INFO, snapshot_id=str(snapshot_id), **fields,
               log_start_offset=self.core.log_start_offset)
 
     def _arm_tick(self, at_ms: int) -> None:

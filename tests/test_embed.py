@@ -189,10 +189,7 @@ def test_close_ends_the_iterator_and_refuses_what_follows(tmp_path: Path) -> Non
         await bounded(log.wait_for_leader())
         offset = await bounded(log.append(b"kept"))
 
-        async def drain() -> list[Entry | Snapshot]:
-            return [item async for item in log]
-
-        reader = asyncio.create_task(drain())
+        reader = asyncio.create_task(_drain(log))
         await log.close()
         assert await bounded(reader) == [Entry(offset, b"kept")]
         await log.close()  # twice is fine
@@ -242,3 +239,20 @@ def test_bad_append_and_snapshot_arguments(tmp_path: Path) -> None:
                 await log.snapshot(offset, "state")  # type: ignore[arg-type]
 
     run(scenario)
+
+
+def test_a_fatal_error_of_the_node_closes_the_log(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        log = await ReplicatedLog.start(1, tmp_path, config=CONFIG)
+        await bounded(log.wait_for_leader())
+        offset = await bounded(log.append(b"before"))
+        log._node._fatal(OSError("fsync failed"))  # what a failed fsync does to the node
+        assert await bounded(_drain(log)) == [Entry(offset, b"before")]
+        with pytest.raises(LogClosedError):
+            await log.append(b"after")
+
+    run(scenario)
+
+
+async def _drain(log: ReplicatedLog) -> list[Entry | Snapshot]:
+    return [item async for item in log]

@@ -136,7 +136,8 @@ class ReplicatedLog:
     """One node of a replicated log, on the running asyncio event loop.
 
     Build it with :meth:`start`. Appends go to the leader (:attr:`leader_id`); every node
-    yields the same committed entries in the same order. One consumer iterates.
+    yields the same committed entries in the same order. One consumer iterates; entries wait
+    in memory until it does.
     """
 
     def __init__(self, node: RaftNode, app: _Application, server: ListenerServer) -> None:

@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pykraft import Entry, LogClosedError, ReplicatedLog, Snapshot
+from pykraft import CommitUnknownError, Entry, LogClosedError, ReplicatedLog, Snapshot
 from pykraft.embed import DEFAULT_CLUSTER_ID
-from pykraft.errors import NotLeaderError
+from pykraft.errors import NotLeaderError, StorageError
 from pykraft.storage.meta_properties import read_meta_properties
 from pykraft.tools.local_cluster import free_ports
 
@@ -120,6 +120,22 @@ def test_failover_keeps_committed_entries(tmp_path: Path) -> None:
     run(scenario)
 
 
+def test_an_append_whose_leader_loses_its_quorum_has_an_unknown_outcome(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        _, logs = await start_quorum(tmp_path)
+        try:
+            leader = await agreed_leader(logs)
+            for node_id in [n for n in logs if n != leader.node_id]:
+                await logs.pop(node_id).close()
+            with pytest.raises(CommitUnknownError, match="leadership moved"):
+                await bounded(leader.append(b"unacknowledged"))  # check-quorum resigns
+            assert not leader.is_leader
+        finally:
+            await close_all(logs)
+
+    run(scenario)
+
+
 def test_a_restart_loads_the_snapshot_then_the_entries_after_it(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with await ReplicatedLog.start(1, tmp_path, config=CONFIG) as log:
@@ -217,6 +233,12 @@ def test_bad_start_arguments(tmp_path: Path, node_id: int,
     with pytest.raises(ValueError, match=problem):
         run(lambda: _start_and_close(tmp_path, node_id, voters))
     assert not (tmp_path / "meta.properties").exists()  # refused before formatting
+
+
+def test_a_directory_of_another_node_is_refused(tmp_path: Path) -> None:
+    run(lambda: _start_and_close(tmp_path, 1, None))
+    with pytest.raises(StorageError, match=r"does not match the configured node\.id 2"):
+        run(lambda: _start_and_close(tmp_path, 2, None))
 
 
 async def _start_and_close(base: Path, node_id: int,

@@ -111,7 +111,7 @@ class _Application:
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
         if snapshot_id.offset > self.next_offset:
             assert self.node is not None
-            self.resume_from(snapshot_id, snapshot_data(self.node, snapshot_id))
+            self.resume_from(snapshot_id, _snapshot_data(self.node, snapshot_id))
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self.leader = leader
@@ -125,7 +125,7 @@ class _Application:
                            if end > snapshot_id.offset}
 
 
-def snapshot_data(node: RaftNode, snapshot_id: OffsetAndEpoch) -> bytes:
+def _snapshot_data(node: RaftNode, snapshot_id: OffsetAndEpoch) -> bytes:
     """The application bytes of a snapshot: its data records joined (header, footer and
     KRaft's voter records are control records)."""
     return b"".join(record.value or b"" for batch in node.core.read_snapshot(snapshot_id)
@@ -185,14 +185,14 @@ class ReplicatedLog:
         app = _Application()
         node = RaftNode(load_settings(server_config), listener=app)
         app.node = node
-        latest = max((s.snapshot_id for s in node.disk_log.snapshots()),
-                     key=lambda s: s.offset, default=None)
-        if latest is not None and latest.offset > 0:
-            app.resume_from(latest, snapshot_data(node, latest))
         server = ListenerServer(Dispatcher(node), host, port, node.settings.max_frame_size)
         try:
+            latest = max((s.snapshot_id for s in node.disk_log.snapshots()),
+                         key=lambda s: s.offset, default=None)
+            if latest is not None and latest.offset > 0:
+                app.resume_from(latest, _snapshot_data(node, latest))
             await server.start()
-        except OSError:
+        except BaseException:
             node.disk_log.close()
             raise
         node.start()

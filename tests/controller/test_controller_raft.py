@@ -18,10 +18,10 @@ from kio.static.primitive import i16, i64
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.image import ImageLoader
 from pykraft.raft.api import deliver
-from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
+from pykraft.raft.core import RaftClient
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import MemoryQuorumStateStore
+from pykraft.raft.quorum_state import MemoryQuorumStateStore
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import RegisterBrokerRecord, decode_metadata_record
 

@@ -24,7 +24,7 @@ from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.image import ImageLoader, MetadataImage
 from pykraft.protocol.errors import ErrorCode
-from pykraft.raft.client import RaftClient
+from pykraft.raft.core import RaftClient
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import FeatureLevelRecord
 from pykraft.sim.cluster import Cluster

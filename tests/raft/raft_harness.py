@@ -14,11 +14,11 @@ from kio.schema.vote.v2 import response as vote_resp
 
 from pykraft.raft import rpc
 from pykraft.raft.api import LeaderAndEpoch, OutboundRequest, OutboundResponse, Ready, deliver
-from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
+from pykraft.raft.core import RaftClient
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import ElectionState, MemoryQuorumStateStore, QuorumStateStore
+from pykraft.raft.quorum_state import ElectionState, MemoryQuorumStateStore, QuorumStateStore
 from pykraft.raft.states import State
 from pykraft.records.batch import RecordBatch, encode_batch
 

@@ -19,7 +19,7 @@ from pykraft.raft import rpc
 from pykraft.raft.limits import INT32_MAX
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import ElectionState, MemoryQuorumStateStore, QuorumStateStore
+from pykraft.raft.quorum_state import ElectionState, MemoryQuorumStateStore, QuorumStateStore
 from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 
 StoreFactory = Callable[[], QuorumStateStore]

@@ -15,7 +15,7 @@ from pykraft.errors import StorageError
 from pykraft.raft import rpc
 from pykraft.raft.limits import INT32_MAX, MAX_EPOCH
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.raft.quorum_store import ElectionState, MemoryQuorumStateStore
+from pykraft.raft.quorum_state import ElectionState, MemoryQuorumStateStore
 from pykraft.raft.states import Candidate, Follower, Leader, Unattached
 from pykraft.raft.voter_set import ReplicaKey
 
@@ -109,8 +109,7 @@ class FailingStore(MemoryQuorumStateStore):
 
 
 def test_a_state_that_fails_to_persist_is_not_entered() -> None:
-    h = Harness(0, {0, 1, 2}, stored=ElectionState(2, leader_id=1))
-    h.client._store = FailingStore(h.store.read())
+    h = Harness(0, {0, 1, 2}, store=FailingStore(ElectionState(2, leader_id=1)))
     with pytest.raises(StorageError):
         h.vote(2, 5)
     assert h.client.epoch == 2 and isinstance(h.state(), Follower)

@@ -23,7 +23,7 @@ from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest
 from pykraft.raft.limits import INT32_MAX
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.quorum_state import ElectionState
 from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 from pykraft.sim.hostile import mutations, request_templates
 

@@ -16,7 +16,7 @@ from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.quorum_state import ElectionState
 from pykraft.raft.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
 from pykraft.raft.voter_set import ReplicaKey
 

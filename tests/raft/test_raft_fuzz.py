@@ -13,7 +13,7 @@ from raft_harness import Harness, data_batches
 
 from pykraft.errors import FatalRaftError
 from pykraft.raft import rpc
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.quorum_state import ElectionState
 
 REQUESTS = st.one_of(
     st.from_type(rpc.VoteRequest), st.from_type(rpc.BeginQuorumEpochRequest),

@@ -9,7 +9,7 @@ from reconfig_helpers import bootstrapped_log, dir_id
 
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.quorum_state import ElectionState
 from pykraft.raft.states import Candidate, Follower, Prospective, Resigned
 from pykraft.raft.voter_set import ReplicaKey
 from pykraft.records.batch import iter_batches

@@ -15,7 +15,7 @@ from pykraft.ids import METADATA_TOPIC_ID
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.quorum_state import ElectionState
 from pykraft.raft.states import Follower, Leader, Prospective, Resigned, Unattached
 from pykraft.records.batch import iter_batches
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import ElectionState
+from pykraft.raft.quorum_state import ElectionState
 from pykraft.records.batch import encode_batch
 from pykraft.runtime.disk_log import DiskRaftLog, FlushJob, run_flush
 from pykraft.runtime.disk_quorum_state import FileQuorumStateStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pykraft.raft.client import RaftClient
+from pykraft.raft.core import RaftClient
 from pykraft.raft.leader import LeaderProgress
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.reconfig import ReconfigContext
@@ -20,7 +20,7 @@ class _LeaderProgressWithoutMajority(LeaderProgress):
 
 
 class HighWatermarkWithoutMajority(RaftClient):
-    def _new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
+    def new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
         return _LeaderProgressWithoutMajority(
             self.local_key, self.epoch, self.voters, epoch_start_offset=epoch_start_offset,
             now_ms=0, config=self.config,
@@ -30,31 +30,31 @@ class HighWatermarkWithoutMajority(RaftClient):
 class GrantsTwoVotesPerEpoch(RaftClient):
     """An unattached voter grants every up-to-date candidate, even after voting."""
 
-    def _can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
+    def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
         if isinstance(self.state, Unattached | Prospective):
             return up_to_date
-        return super()._can_grant_vote(candidate, up_to_date, pre_vote)
+        return super().can_grant_vote(candidate, up_to_date, pre_vote)
 
 
 class SkipsTruncation(RaftClient):
     """A follower that keeps its divergent suffix when the leader reports divergence."""
 
-    def _truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
+    def truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
         return None
 
 
 class WithoutPreVote(RaftClient):
     """Campaigns with real votes straight away, as Kafka did before KIP-996."""
 
-    def _become_prospective(self) -> None:
-        self._become_candidate()
+    def become_prospective(self) -> None:
+        self.become_candidate()
 
 
 class AllowsConcurrentVoterChanges(RaftClient):
     """Accepts a voter change while another one is pending or uncommitted."""
 
-    def _reconfig_context(self, progress: LeaderProgress) -> ReconfigContext:
-        return replace(super()._reconfig_context(progress), change_pending=False,
+    def reconfig_context(self, progress: LeaderProgress) -> ReconfigContext:
+        return replace(super().reconfig_context(progress), change_pending=False,
                        last_voters_offset=None)
 
 
@@ -70,7 +70,7 @@ class _ObserversCountTowardHighWatermark(LeaderProgress):
 class CountsObserversTowardHighWatermark(RaftClient):
     """Lets observers' fetch offsets make up the majority behind the high watermark."""
 
-    def _new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
+    def new_leader_progress(self, epoch_start_offset: int) -> LeaderProgress:
         return _ObserversCountTowardHighWatermark(
             self.local_key, self.epoch, self.voters, epoch_start_offset=epoch_start_offset,
             now_ms=0, config=self.config,

@@ -60,6 +60,6 @@ def test_broken_core_is_caught(
      (["majority-split"], range(4))],
 )
 def test_correct_core_passes_the_same_runs(scenarios: list[str], seeds: range) -> None:
-    from pykraft.raft.client import RaftClient
+    from pykraft.raft.core import RaftClient
 
     assert _violations(RaftClient, scenarios, seeds) == []

@@ -1,9 +1,10 @@
 """The six replica states of KRaft and what each one remembers.
 
 Every state knows its epoch, the leader it knows of and its vote, which is exactly what
-gets persisted (:meth:`election_state`). A vote is for a replica key (id and directory id,
-KIP-853): a replica that lost its disk comes back with a new directory id and must not inherit
-the vote of its former self. Timers are absolute deadlines in the caller's milliseconds.
+gets persisted (:func:`~pykraft.raft.quorum_state.election_state`). A vote is for a replica
+key (id and directory id, KIP-853): a replica that lost its disk comes back with a new
+directory id and must not inherit the vote of its former self. Timers are absolute deadlines
+in the caller's milliseconds.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pykraft.raft.election import EpochElection
-from pykraft.raft.quorum_store import ElectionState
 from pykraft.raft.voter_set import ReplicaKey
 
 if TYPE_CHECKING:
@@ -165,9 +165,3 @@ def voted_key_of(state: State, local: ReplicaKey) -> ReplicaKey | None:
         return None
     return state.voted
 
-
-def election_state(state: State, local: ReplicaKey) -> ElectionState:
-    """The persisted form of ``state``."""
-    voted = voted_key_of(state, local)
-    return ElectionState(state.epoch, state.leader_id, None if voted is None else voted.id,
-                         None if voted is None else voted.directory_id)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pykraft.ids import ZERO_UUID
-from pykraft.raft.quorum_store import ElectionState, check_storable
+from pykraft.raft.quorum_state import ElectionState, check_storable
 from pykraft.storage.quorum_state_file import (
     NO_ID,
     QUORUM_STATE,
@@ -31,7 +31,7 @@ from pykraft.storage.quorum_state_file import (
 
 
 class FileQuorumStateStore:
-    """:class:`~pykraft.raft.quorum_store.QuorumStateStore` over ``<log dir>/quorum-state``."""
+    """:class:`~pykraft.raft.quorum_state.QuorumStateStore` over ``<log dir>/quorum-state``."""
 
     def __init__(self, partition_dir: Path, voters: frozenset[int]) -> None:
         self.path = partition_dir / QUORUM_STATE

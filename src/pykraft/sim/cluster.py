@@ -24,11 +24,11 @@ from typing import TypeVar
 
 from pykraft.errors import PyKraftError
 from pykraft.raft.api import OutboundRequest, OutboundResponse, RaftListener, deliver
-from pykraft.raft.client import RaftClient
 from pykraft.raft.config import QuorumConfig
+from pykraft.raft.core import RaftClient
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
-from pykraft.raft.quorum_store import MemoryQuorumStateStore
+from pykraft.raft.quorum_state import MemoryQuorumStateStore
 from pykraft.raft.rpc import RaftRequest, RaftResponse
 from pykraft.raft.snapshots import BOOTSTRAP_SNAPSHOT_ID, snapshot_content
 from pykraft.raft.states import Leader

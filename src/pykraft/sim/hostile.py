@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from kio.static.primitive import Interval, i32Timedelta
 
 from pykraft.raft import rpc
-from pykraft.raft.client import RaftClient
+from pykraft.raft.core import RaftClient
 from pykraft.raft.log import OffsetAndEpoch
 
 M = TypeVar("M")

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from pykraft.raft.client import RaftClient
+from pykraft.raft.core import RaftClient
 from pykraft.sim.cluster import ClientFactory, Cluster
 from pykraft.sim.scenarios import SCENARIOS
 from pykraft.sim.violations import InvariantViolation

@@ -77,10 +77,10 @@ class RaftClient(Replica):
         self._notified: LeaderAndEpoch | None = None
         self._next_clean_ms = now_ms + SNAPSHOT_CLEAN_INTERVAL_MS
         snapshot_state.load_control_state(self)
-        self.quorum = QuorumState(self.local_key, store, rng, config)
-        self.quorum.start(log_epoch=log.last_fetched_epoch, voters=self.voters,
-                          is_voter=self.is_voter, now_ms=now_ms,
-                          kraft_version=self.kraft_version)
+        self.quorum = QuorumState(self.local_key, store, rng, config,
+                                  log_epoch=log.last_fetched_epoch, voters=self.voters,
+                                  is_voter=self.is_voter, now_ms=now_ms,
+                                  kraft_version=self.kraft_version)
         if (self.voters.is_only_voter(node_id) and self.is_voter
                 and not isinstance(self.state, Leader)):
             self.become_candidate()

@@ -101,17 +101,22 @@ def election_state(state: State, local: ReplicaKey) -> ElectionState:
 
 class QuorumState:
     """The state this replica is in, and the next states it may build (not enter: the core
-    enters them through :meth:`transition`, which persists first)."""
+    enters them through :meth:`transition`, which persists first).
+
+    It starts from the stored state (Kafka's ``QuorumState.initialize``), read once the
+    log is open: a log whose last epoch is newer than the stored one wins.
+    """
 
     def __init__(self, local_key: ReplicaKey, store: QuorumStateStore, rng: random.Random,
-                 config: QuorumConfig) -> None:
+                 config: QuorumConfig, *, log_epoch: int, voters: VoterSet, is_voter: bool,
+                 now_ms: int, kraft_version: int) -> None:
         self.local_key = local_key
         self._store = store
         self._rng = rng
         self._config = config
         self._persisted = store.read()
-        self.state: State = Unattached(0, None, 0)
-        """Replaced by :meth:`start` before the replica acts."""
+        self.state = self._initial_state(log_epoch, voters, is_voter, now_ms)
+        self.persist(self.state, kraft_version)
 
     @property
     def node_id(self) -> int:
@@ -121,29 +126,24 @@ class QuorumState:
     def epoch(self) -> int:
         return self.state.epoch
 
-    def start(self, *, log_epoch: int, voters: VoterSet, is_voter: bool, now_ms: int,
-              kraft_version: int) -> None:
-        """Resume from the stored state (Kafka's ``QuorumState.initialize``)."""
+    def _initial_state(self, log_epoch: int, voters: VoterSet, is_voter: bool,
+                       now_ms: int) -> State:
         stored = self._persisted or ElectionState(0)
         deadline = self.election_deadline(now_ms)
         stored_vote = (None if stored.voted_id is None
                        else ReplicaKey(stored.voted_id, stored.voted_directory_id))
-        initial: State
         if stored.epoch < log_epoch:
-            initial = Unattached(log_epoch, None, deadline)
-        elif stored.leader_id == self.node_id:
-            initial = Resigned(stored.epoch, self.node_id, deadline,
-                               set(voters.others(self.node_id)), ())
-        elif stored.leader_id is None and stored.voted_id == self.node_id and is_voter:
+            return Unattached(log_epoch, None, deadline)
+        if stored.leader_id == self.node_id:
+            return Resigned(stored.epoch, self.node_id, deadline,
+                            set(voters.others(self.node_id)), ())
+        if stored.leader_id is None and stored.voted_id == self.node_id and is_voter:
             election = EpochElection(voters, granted={self.node_id})
-            initial = Candidate(stored.epoch, election, deadline, retries=1)
-        elif stored.leader_id is not None:
-            initial = Follower(stored.epoch, stored.leader_id, stored_vote,
-                               now_ms + self._config.fetch_timeout_ms)
-        else:
-            initial = Unattached(stored.epoch, stored_vote, deadline)
-        self.persist(initial, kraft_version)
-        self.state = initial
+            return Candidate(stored.epoch, election, deadline, retries=1)
+        if stored.leader_id is not None:
+            return Follower(stored.epoch, stored.leader_id, stored_vote,
+                            now_ms + self._config.fetch_timeout_ms)
+        return Unattached(stored.epoch, stored_vote, deadline)
 
     def persist(self, state: State, kraft_version: int) -> None:
         """Write ``state`` before the replica acts in it: a state the store refuses (or

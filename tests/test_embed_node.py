@@ -21,7 +21,7 @@ DEADLINE_S = 20.0
 def test_a_refused_snapshot_is_the_callers_error_and_the_node_goes_on(tmp_path: Path) -> None:
     async def scenario() -> None:
         cluster = LocalCluster.create(tmp_path, 1)
-        node = RaftNode(load_settings(ServerConfig.load(cluster.nodes[1].config)), listener=None)
+        node = RaftNode(load_settings(ServerConfig.load(cluster.nodes[1].config)))
         node.start()
         try:
             async with asyncio.timeout(DEADLINE_S):

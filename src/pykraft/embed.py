@@ -183,7 +183,7 @@ class ReplicatedLog:
         if not (server_config.metadata_log_dir / META_PROPERTIES).exists():
             format_storage(FormatRequest(server_config, cluster_id, QuorumMode.STATIC))
         app = _Application()
-        node = RaftNode(load_settings(server_config), listener=app)
+        node = RaftNode(load_settings(server_config), listeners=(app,))
         app.node = node
         server = ListenerServer(Dispatcher(node), host, port, node.settings.max_frame_size)
         try:

@@ -21,7 +21,6 @@ from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.extension import load_extension
 from pykraft.runtime.listener_server import ListenerServer
-from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
@@ -42,7 +41,7 @@ async def run_server(settings: NodeSettings) -> int:
         listeners.append(controller)
     if broker is not None:
         listeners.append(broker.metadata)
-    node = RaftNode(settings, listener=FanOutListener(*listeners) if listeners else None)
+    node = RaftNode(settings, listeners=listeners)
     server = None
     if settings.is_controller:
         if controller is not None:

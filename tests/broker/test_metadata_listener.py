@@ -26,17 +26,23 @@ def batch_of(base_offset: int, records: list[object], epoch: int = 3) -> RecordB
     return next(iter(iter_batches(data)))
 
 
-def test_snapshot_announced_before_attach_loads_on_attach_then_batches_follow() -> None:
+def test_snapshot_loads_then_batches_follow() -> None:
     snapshot = [batch_of(0, [TopicRecord(name="a", topic_id=uuid.UUID(int=1))])]
     listener = BrokerMetadataListener()
-    listener.handle_load_snapshot(OffsetAndEpoch(50, 3))
-    assert listener.image.topics.by_name == {}
     listener.snapshots.attach(lambda sid: snapshot if sid == OffsetAndEpoch(50, 3) else [])
+    listener.handle_load_snapshot(OffsetAndEpoch(50, 3))
     assert set(listener.image.topics.by_name) == {"a"}
     assert listener.committed_offset == 49
     listener.handle_commit(batch_of(50, [TopicRecord(name="b", topic_id=uuid.UUID(int=2))]))
     assert set(listener.image.topics.by_name) == {"a", "b"}
     assert listener.committed_offset == 50
+
+
+def test_snapshot_announced_before_attach_is_a_wiring_error() -> None:
+    """Drivers deliver events after processes attach the reader; anything else is a bug."""
+    listener = BrokerMetadataListener()
+    with pytest.raises(RuntimeError, match=r"before SnapshotLoader\.attach"):
+        listener.handle_load_snapshot(OffsetAndEpoch(50, 3))
 
 
 def test_snapshot_replaces_what_was_replayed_before() -> None:

@@ -93,7 +93,7 @@ def test_controller_requests_of_one_iteration_are_one_batch(tmp_path: Path) -> N
         cluster = LocalCluster.create(tmp_path, 1, {"controller.quorum.append.linger.ms": "0"})
         settings = load_settings(ServerConfig.load(cluster.nodes[1].config))
         service = ControllerService(settings.controller, bootstrap=settings.bootstrap)
-        node = RaftNode(settings, listener=service)
+        node = RaftNode(settings, listeners=(service,))
         service.attach(node)
         node.start()
         try:

@@ -13,10 +13,11 @@ Peers are found, not configured: a replica id is sent to the address the core na
 changes at runtime (KIP-853) needs no restart; negative destinations are the bootstrap
 servers of ``controller.quorum.bootstrap.servers``.
 
-The state machine is pluggable: ``listener`` gets the core's events (the controller, a
+The state machines are pluggable: ``listeners`` get the core's events (the controller, a
 broker's metadata image, or an application through :mod:`pykraft.embed`); the record counter
 of :mod:`pykraft.runtime.state_machine` always runs beside it for metrics and commit waits,
-and is the only state machine, snapshots included, of a node given none.
+and is the only state machine, snapshots included, of a node given none. The node hands
+events to each in order with :func:`pykraft.raft.api.deliver`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from pykraft.errors import (
     PeerUnreachableError,
     PyKraftError,
     RaftError,
-    StorageError,
     UnsupportedVersionError,
 )
 from pykraft.protocol.api_versions import listener_ranges
@@ -45,20 +45,17 @@ from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest, RaftListener, deliver
 from pykraft.raft.core import RaftClient
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.raft.quorum_state import ElectionState
 from pykraft.raft.states import Leader
 from pykraft.runtime.cluster_id_refusals import ClusterIdRefusals
 from pykraft.runtime.disk_log import DiskRaftLog
 from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 from pykraft.runtime.event_loop import running_loop_name
 from pykraft.runtime.flusher import GroupCommitFlusher
-from pykraft.runtime.listeners import FanOutListener
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection, PeerPool
 from pykraft.runtime.settings import NodeSettings
 from pykraft.runtime.state_machine import CommittedCounter, CounterSnapshot
-from pykraft.storage.file_error import StateFileError
 
 log = logging.getLogger("pykraft.node")
 
@@ -74,20 +71,6 @@ SERVED_RANGES = {key: r for key, r in listener_ranges(Listener.CONTROLLER).items
 _FIRST_INBOUND_TOKEN = 1 << 40
 
 
-class _NamedQuorumStateStore(FileQuorumStateStore):
-    """The quorum-state store whose read errors name the file, so a node that cannot start
-    on it says which file and what to do (see :mod:`pykraft.storage.refusal`)."""
-
-    def read(self) -> ElectionState | None:
-        try:
-            return super().read()
-        except StateFileError:
-            raise
-        except StorageError as exc:
-            problem = str(exc).removeprefix(f"{self.path}: ")
-            raise StateFileError(self.path, problem) from None
-
-
 def wall_clock_ms() -> int:
     """Kafka stamps batches and DescribeQuorum timestamps with wall-clock milliseconds."""
     return time.time_ns() // 1_000_000
@@ -98,7 +81,7 @@ class RaftNode:
 
     def __init__(self, settings: NodeSettings, *,
                  clock: Callable[[], int] = wall_clock_ms,
-                 listener: RaftListener | None = None) -> None:
+                 listeners: Sequence[RaftListener] = ()) -> None:
         self.settings = settings
         self._clock = clock
         self.metrics = RaftMetrics()
@@ -109,10 +92,9 @@ class RaftNode:
         # or broker listener snapshots its own image.
         self.machine = CommittedCounter(
             settings.node_id,
-            settings.controller.snapshot_policy() if listener is None else None, clock)
-        self._listener: RaftListener = (self.machine if listener is None
-                                        else FanOutListener(self.machine, listener))
-        store = _NamedQuorumStateStore(settings.partition_dir, settings.quorum.voters)
+            settings.controller.snapshot_policy() if not listeners else None, clock)
+        self._listeners: tuple[RaftListener, ...] = (self.machine, *listeners)
+        store = FileQuorumStateStore(settings.partition_dir, settings.quorum.voters)
         self.core = RaftClient(
             settings.node_id, settings.quorum, self.disk_log, store,
             rng=random.Random(), now_ms=clock(), cluster_id=settings.cluster_id,
@@ -276,7 +258,7 @@ class RaftNode:
                     answer.set_result(response.response)
             if ready.flush is not None and self.flusher is not None:
                 self.flusher.request()
-            deliver(ready.events, self._listener)
+            deliver(ready.events, *self._listeners)
             due = self.machine.take_snapshot_due()
             if due is not None:
                 self._write_due_snapshot(due)

@@ -2,7 +2,7 @@
 
 A broker's metadata listener and the controller both restart their image from a snapshot
 when the log below it is gone (cleaned, or a snapshot was fetched); this is their shared
-half of the core's ``handle_load_snapshot``.
+half of the core's ``LoadSnapshot`` event.
 """
 
 from __future__ import annotations
@@ -23,32 +23,25 @@ SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
 
 
 class SnapshotLoader:
-    """Turns the core's ``handle_load_snapshot`` into an image for ``on_image``.
+    """Turns the core's ``LoadSnapshot`` event into an image for ``on_image``.
 
-    The core may announce a snapshot from its constructor (its first poll, when the log
-    starts above the listener's offset), before the driver holds the core to read it with:
-    the announcement then waits for :meth:`attach`. No batch can follow it before that,
-    because the high watermark is unknown until a leader answers a fetch.
+    Drivers hand events over only after the core's step returns (``Ready.events``), and
+    processes attach the reader before they start the node, so an announcement always finds
+    the reader: one without it is a wiring bug, refused loudly.
     """
 
     def __init__(self, on_image: Callable[[MetadataImage], None], *, label: str) -> None:
         self._on_image = on_image
         self._label = label
         self._reader: SnapshotReader | None = None
-        self._pending: OffsetAndEpoch | None = None
 
     def attach(self, reader: SnapshotReader) -> None:
         self._reader = reader
-        self._load_pending()
 
     def announce(self, snapshot_id: OffsetAndEpoch) -> None:
-        self._pending = snapshot_id
-        self._load_pending()
-
-    def _load_pending(self) -> None:
-        if self._reader is None or self._pending is None:
-            return
-        snapshot_id, self._pending = self._pending, None
+        if self._reader is None:
+            raise RuntimeError(f"{self._label}: snapshot {snapshot_id} announced before "
+                               "SnapshotLoader.attach()")
         image = image_from_snapshot(self._reader(snapshot_id), snapshot_id)
         self._on_image(image)
         event(log, "snapshot_loaded", listener=self._label, end_offset=snapshot_id.offset,

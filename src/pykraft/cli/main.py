@@ -13,6 +13,7 @@ from pykraft.cli.quorum import quorum_app
 from pykraft.cli.server import server
 from pykraft.cli.sim import sim_app
 from pykraft.cli.storage import storage_app
+from pykraft.cli.topics import topics
 
 app = typer.Typer(
     name="pykraft",
@@ -43,6 +44,7 @@ app.command("dump-log")(dump_log)
 app.command("server")(server)
 app.command("metadata-shell")(metadata_shell)
 app.command("analyze")(analyze)
+app.command("topics")(topics)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

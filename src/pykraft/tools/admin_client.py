@@ -1,0 +1,317 @@
+"""The admin client of the ``--bootstrap-server`` tools (``topics`` now; the data-plane tools
+``console-producer``, ``get-offsets``, ``log-dirs``, ``delete-records`` next).
+
+Kafka's tools build an ``Admin`` from ``--bootstrap-server`` and the ``--command-config``
+properties; this is that client, for brokers (``--bootstrap-controller`` tools use
+:mod:`pykraft.tools.quorum_tool`). Interface::
+
+    settings = admin_settings("host:9092,host2:9092", command_config=Path("admin.properties"))
+    async with AdminClient(settings) as admin:
+        cluster = await admin.metadata(["t1"])      # ClusterMetadata (None: every topic)
+        configs = await admin.topic_configs(["t1"])  # {topic: (ConfigEntry, ...)}
+        answer = await admin.request(body)           # any broker API, latest kio classes
+
+It talks to the first bootstrap broker that answers (ApiVersions first, versions negotiated
+per API by :class:`~pykraft.runtime.kafka_client.ClientConnection`); a connection that breaks
+is reopened until ``default.api.timeout.ms``, each attempt bounded by ``request.timeout.ms``.
+When every bootstrap server refuses the connection nothing listens there, and the client
+says so at once instead of retrying (Kafka's admin would wait out its timeout). Failures are
+:class:`AdminError`; an error code in an answer is :class:`ApiError`, whose text is the
+broker's message or else Kafka's default message for that code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kio.schema.describe_configs.v4.request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
+from kio.static.primitive import i8
+
+from pykraft.config.definitions import ConfigSource
+from pykraft.config.properties import load_properties
+from pykraft.errors import ConfigError, PyKraftError, UnsupportedVersionError
+from pykraft.ids import ZERO_UUID
+from pykraft.image.configs import ConfigResourceType
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import Listener
+from pykraft.protocol.errors import ErrorCode, error_name
+from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+
+Address = tuple[str, int]
+
+DEFAULT_CLIENT_ID = "pykraft-admin"
+#: Kafka's admin defaults: one attempt (``request.timeout.ms``), a whole call
+#: (``default.api.timeout.ms``).
+REQUEST_TIMEOUT_MS = 30_000
+DEFAULT_API_TIMEOUT_MS = 60_000
+_RETRY_BACKOFF_S = 0.1
+_BROKER_RANGES = listener_ranges(Listener.BROKER)
+_URL = re.compile(r"^\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
+
+#: Kafka's default exception messages, for an answer that carries a code but no message.
+_DEFAULT_MESSAGES = {
+    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
+    ErrorCode.topic_already_exists: "Topic with this name already exists.",
+    ErrorCode.invalid_topic_exception: "The request attempted to perform an operation on an "
+                                       "invalid topic.",
+    ErrorCode.invalid_partitions: "Number of partitions is below 1.",
+    ErrorCode.invalid_replication_factor: "Replication factor is below 1 or larger than the "
+                                          "number of available brokers.",
+    ErrorCode.invalid_replica_assignment: "Replica assignment is invalid.",
+    ErrorCode.invalid_config: "Configuration is invalid.",
+    ErrorCode.policy_violation: "Request parameters do not satisfy the configured policy.",
+    ErrorCode.topic_deletion_disabled: "Topic deletion is disabled.",
+    ErrorCode.not_controller: "This is not the correct controller for this cluster.",
+    ErrorCode.request_timed_out: "The request timed out.",
+    ErrorCode.unknown_topic_id: "This server does not host this topic ID.",
+}
+
+
+class AdminError(PyKraftError):
+    """An admin call failed; the message is what Kafka's tools would print."""
+
+
+class ApiError(AdminError):
+    """A broker answered with an error code; ``error`` is that code."""
+
+    def __init__(self, error: ErrorCode, message: str | None) -> None:
+        self.error = error
+        super().__init__(message or _DEFAULT_MESSAGES.get(error, error_name(error)))
+
+
+def raise_for(error_code: int, message: str | None = None) -> None:
+    """Raise :class:`ApiError` unless ``error_code`` is NONE."""
+    if error_code != ErrorCode.none:
+        raise ApiError(ErrorCode(error_code), message)
+
+
+# -- settings -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class AdminSettings:
+    bootstrap: tuple[Address, ...]
+    client_id: str = DEFAULT_CLIENT_ID
+    request_timeout_s: float = REQUEST_TIMEOUT_MS / 1000
+    api_timeout_s: float = DEFAULT_API_TIMEOUT_MS / 1000
+
+
+def parse_bootstrap_servers(text: str) -> tuple[Address, ...]:
+    """``bootstrap.servers``: comma-separated host:port, with Kafka's ClientUtils messages."""
+    addresses = []
+    for url in (part.strip() for part in text.split(",")):
+        if not url:
+            continue
+        match = _URL.match(url)
+        if match is None or not match.group(1):
+            raise ConfigError(f"Invalid url in bootstrap.servers: {url}")
+        addresses.append((match.group(1), int(match.group(2))))
+    if not addresses:
+        raise ConfigError("No resolvable bootstrap urls given in bootstrap.servers")
+    return tuple(addresses)
+
+
+def _int_config(props: Mapping[str, str], key: str, default: int) -> int:
+    text = props.get(key)
+    if text is None:
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ConfigError(f"Invalid value {text} for configuration {key}: Not a number of "
+                          "type INT") from None
+
+
+def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
+                   client_id: str = DEFAULT_CLIENT_ID) -> AdminSettings:
+    """Settings from ``--bootstrap-server`` and the ``--command-config`` properties.
+
+    Honoured keys: ``client.id``, ``request.timeout.ms``, ``default.api.timeout.ms``; a
+    ``security.protocol`` other than PLAINTEXT is refused, since these tools speak only
+    PLAINTEXT (Kafka's own client would negotiate TLS or SASL there)."""
+    props = load_properties(command_config) if command_config is not None else {}
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    if protocol != "PLAINTEXT":
+        raise ConfigError(f"security.protocol={protocol} is not supported: pykraft's tools "
+                          "speak PLAINTEXT only")
+    return AdminSettings(
+        bootstrap=parse_bootstrap_servers(bootstrap_server),
+        client_id=props.get("client.id", client_id).strip() or client_id,
+        request_timeout_s=_int_config(props, "request.timeout.ms", REQUEST_TIMEOUT_MS) / 1000,
+        api_timeout_s=_int_config(props, "default.api.timeout.ms",
+                                  DEFAULT_API_TIMEOUT_MS) / 1000)
+
+
+# -- answers --------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    """One partition as Metadata describes it; ``leader`` is None when it has none."""
+
+    partition: int
+    leader: int | None
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    internal: bool
+    partitions: tuple[PartitionMetadata, ...]  # by partition index
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    """Metadata's answer: live brokers (id to host:port), the controller id clients send
+    admin requests to, and the topics found (a name that is not there is left out)."""
+
+    cluster_id: str | None
+    controller_id: int
+    brokers: dict[int, Address]
+    topics: dict[str, TopicMetadata]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One DescribeConfigs entry; Kafka's ``ConfigEntry.isDefault()`` is the source test."""
+
+    name: str
+    value: str | None
+    source: int
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == ConfigSource.DEFAULT_CONFIG
+
+
+def _partition(part: Any) -> PartitionMetadata:
+    leader = int(part.leader_id)
+    return PartitionMetadata(
+        partition=int(part.partition_index), leader=leader if leader >= 0 else None,
+        leader_epoch=int(part.leader_epoch), replicas=tuple(int(r) for r in part.replica_nodes),
+        isr=tuple(int(r) for r in part.isr_nodes),
+        offline=tuple(int(r) for r in part.offline_replicas))
+
+
+def cluster_metadata(answer: Any) -> ClusterMetadata:
+    """The tool's view of a Metadata answer; a topic that failed with anything but
+    UNKNOWN_TOPIC_OR_PARTITION is an :class:`ApiError`."""
+    raise_for(getattr(answer, "error_code", ErrorCode.none))
+    topics = {}
+    for topic in answer.topics:
+        if topic.error_code == ErrorCode.unknown_topic_or_partition:
+            continue
+        raise_for(topic.error_code)
+        topics[str(topic.name)] = TopicMetadata(
+            name=str(topic.name), topic_id=topic.topic_id or ZERO_UUID,
+            internal=bool(topic.is_internal),
+            partitions=tuple(sorted((_partition(p) for p in topic.partitions),
+                                    key=lambda p: p.partition)))
+    return ClusterMetadata(
+        cluster_id=answer.cluster_id, controller_id=int(answer.controller_id),
+        brokers={int(b.node_id): (b.host, int(b.port)) for b in answer.brokers}, topics=topics)
+
+
+# -- the client -----------------------------------------------------------------------------
+
+class AdminClient:
+    """One broker connection with retries; use as ``async with``. Not for concurrent calls."""
+
+    def __init__(self, settings: AdminSettings) -> None:
+        self.settings = settings
+        self._connection: ClientConnection | None = None
+        self._deadline = 0.0
+
+    async def __aenter__(self) -> AdminClient:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        traceback: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def request(self, body: Any) -> Any:
+        """``body``'s answer (latest kio version); a broken connection is reopened and the
+        request sent again until ``default.api.timeout.ms``."""
+        deadline = time.monotonic() + self.settings.api_timeout_s
+        last_error = "no attempt"
+        while time.monotonic() < deadline:
+            try:
+                connection = await self._connect(deadline)
+                timeout = min(self.settings.request_timeout_s,
+                              max(0.1, deadline - time.monotonic()))
+                return await asyncio.wait_for(connection.request(body), timeout)
+            except UnsupportedVersionError as exc:
+                raise AdminError(f"{exc}: is --bootstrap-server a broker's address?") from None
+            except CONNECTION_ERRORS as exc:
+                self.close()
+                last_error = str(exc) or type(exc).__name__
+            await asyncio.sleep(_RETRY_BACKOFF_S)
+        raise AdminError(f"Timed out after {self.settings.api_timeout_s:.0f} s: {last_error}")
+
+    async def _connect(self, deadline: float) -> ClientConnection:
+        if self._connection is not None:
+            return self._connection
+        refused, errors = [], []
+        for host, port in self.settings.bootstrap:
+            try:
+                self._connection = await open_with_timeout(
+                    host, port, client_id=self.settings.client_id, ours=_BROKER_RANGES,
+                    timeout_s=min(self.settings.request_timeout_s,
+                                  max(0.1, deadline - time.monotonic())))
+                return self._connection
+            except ConnectionRefusedError:
+                refused.append(f"Connection to {host}:{port} refused")
+            except CONNECTION_ERRORS as exc:
+                errors.append(f"{host}:{port}: {exc}")
+        if refused and not errors:
+            raise _RefusedError("; ".join(refused))
+        raise ConnectionError("; ".join(errors + refused))
+
+    async def metadata(self, topics: Sequence[str] | None = None) -> ClusterMetadata:
+        """Metadata for ``topics`` (None: every topic), never creating one."""
+        wanted = None if topics is None else tuple(
+            MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics)
+        return cluster_metadata(await self.request(MetadataRequest(
+            topics=wanted, allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False)))
+
+    async def topic_configs(self, topics: Sequence[str]) -> dict[str, tuple[ConfigEntry, ...]]:
+        """DescribeConfigs of each topic, entries in the broker's order."""
+        if not topics:
+            return {}
+        answer = await self.request(DescribeConfigsRequest(resources=tuple(
+            DescribeConfigsResource(resource_type=i8(ConfigResourceType.TOPIC),
+                                    resource_name=name, configuration_keys=None)
+            for name in topics), include_synonyms=False, include_documentation=False))
+        configs = {}
+        for result in answer.results:
+            raise_for(result.error_code, result.error_message)
+            configs[result.resource_name] = tuple(
+                ConfigEntry(c.name, c.value, int(c.config_source)) for c in result.configs)
+        return configs
+
+
+class _RefusedError(AdminError):
+    """Every bootstrap server refused: a definite answer, so :meth:`AdminClient.request`
+    does not retry it."""

@@ -1,0 +1,485 @@
+"""``pykraft topics``: Kafka's ``kafka-topics.sh`` (TopicCommand) against the brokers.
+
+Interface (the CLI in :mod:`pykraft.cli.topics` is a thin shell over it)::
+
+    options = TopicOptions(action="describe", topic="orders.*", ...)
+    check_options(options)                      # Kafka's argument rules, or UsageError
+    async with AdminClient(admin_settings(options.bootstrap_server, config)) as admin:
+        await run(admin, options, print)        # each line kafka-topics.sh prints
+        # or the pieces: create_topic, list_topics, describe_topics, alter_topic, delete_topics
+
+Errors, as TopicCommand reports them: :class:`UsageError` (Kafka's IllegalArgumentException
+and usage errors: the bare message on stderr) and
+:class:`~pykraft.tools.admin_client.AdminError` (printed as ``Error while executing topic
+command : <message>`` on stdout); both exit 1.
+
+Facts kept from Kafka: ``--topic`` is a regular expression (commas mean ``|``, quotes and
+spaces dropped) matched against the whole name, except for ``--create``; topics are listed
+sorted; a describe prints a topic line (``Configs:`` lists the entries whose source is not
+the default) and a line per partition, with the report options printing only matching
+partitions. Partitions come from Metadata, as Kafka's admin client reads them from a broker
+without DescribeTopicPartitions (API 75), so ELR prints as ``N/A`` there like Kafka's does;
+partition reassignments are not listed (ListPartitionReassignments is not served).
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.schema.create_partitions.v3.request import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from kio.schema.create_topics.v7.request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
+
+from pykraft.controller.config_defs import TOPIC_CONFIGS
+from pykraft.errors import PyKraftError
+from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.protocol.errors import ErrorCode
+from pykraft.tools.admin_client import (
+    AdminClient,
+    AdminError,
+    ConfigEntry,
+    PartitionMetadata,
+    TopicMetadata,
+    raise_for,
+)
+
+ACTIONS = ("create", "list", "describe", "alter", "delete")
+#: Kafka 4's ``Topic.isInternal`` names.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+MAX_REPLICATION_FACTOR = 32767
+DEFAULT_MIN_ISR = 1
+_CONFIGS_TOOL = " (To alter topic configurations, the kafka-configs tool can be used.)"
+_REPORTS = ("under-replicated-partitions", "under-min-isr-partitions",
+            "at-min-isr-partitions", "unavailable-partitions")
+
+
+class UsageError(PyKraftError):
+    """A command line TopicCommand refuses before talking to a broker."""
+
+
+# -- the command line -----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class TopicOptions:
+    """kafka-topics.sh's options; ``action`` is the one of :data:`ACTIONS` given, or None
+    when none or several were (``actions`` counts them for the check)."""
+
+    action: str | None
+    actions: int = 1
+    bootstrap_server: str | None = None
+    topic: str | None = None
+    topic_id: str | None = None
+    partitions: int | None = None
+    replication_factor: int | None = None
+    replica_assignment: str | None = None
+    configs: tuple[str, ...] = ()
+    if_exists: bool = False
+    if_not_exists: bool = False
+    exclude_internal: bool = False
+    reports: frozenset[str] = field(default_factory=frozenset)  # names in _REPORTS
+    topics_with_overrides: bool = False
+
+    def present(self) -> set[str]:
+        """The names of the options given, as Kafka's option parser knows them."""
+        given = {self.action} if self.action else set()
+        given |= set(self.reports)
+        for name, value in (
+            ("bootstrap-server", self.bootstrap_server), ("topic", self.topic),
+            ("topic-id", self.topic_id), ("partitions", self.partitions),
+            ("replication-factor", self.replication_factor),
+            ("replica-assignment", self.replica_assignment), ("config", self.configs or None),
+            ("if-exists", self.if_exists or None), ("if-not-exists", self.if_not_exists or None),
+            ("exclude-internal", self.exclude_internal or None),
+            ("topics-with-overrides", self.topics_with_overrides or None),
+        ):
+            if value is not None:
+                given.add(name)
+        return given
+
+
+def _invalid(given: set[str], used: str, invalid: Sequence[str]) -> None:
+    if used in given:
+        for other in invalid:
+            if other in given:
+                raise UsageError(f'Option "[{used}]" can\'t be used with option "[{other}]"')
+
+
+def _actions_but(*kept: str) -> list[str]:
+    return [a for a in ("alter", "create", "describe", "list", "delete") if a not in kept]
+
+
+def check_options(options: TopicOptions) -> None:
+    """TopicCommand's checkArgs, in Kafka's order and with its messages."""
+    if options.actions != 1:
+        raise UsageError("Command must include exactly one action: --list, --describe, "
+                         "--create, --alter or --delete")
+    given = options.present()
+    if options.bootstrap_server is None:
+        raise UsageError("--bootstrap-server must be specified")
+    if options.action == "describe" and options.if_exists and options.topic is None \
+            and options.topic_id is None:
+        raise UsageError("--topic or --topic-id is required to describe a topic")
+    if options.action not in ("list", "describe") and options.topic is None:
+        raise UsageError('Missing required argument "[topic]"')
+    if options.action == "alter":
+        if options.configs:
+            raise UsageError('Option combination "[[bootstrap-server], [config]]" can\'t be '
+                             f'used with option "[alter]"{_CONFIGS_TOOL}')
+        if options.partitions is None:
+            raise UsageError('Missing required argument "[partitions]"')
+    _invalid(given, "config", _actions_but("alter", "create"))
+    _invalid(given, "partitions", _actions_but("alter", "create"))
+    _invalid(given, "replication-factor", _actions_but("create"))
+    _invalid(given, "replica-assignment", _actions_but("alter", "create"))
+    if options.action == "create":
+        _invalid(given, "replica-assignment", ["partitions", "replication-factor"])
+    for report in _REPORTS:
+        _invalid(given, report, [*_actions_but("describe"), "topics-with-overrides"])
+    _invalid(given, "topics-with-overrides", [*_actions_but("describe"), *_REPORTS])
+    _invalid(given, "if-exists", _actions_but("alter", "delete", "describe"))
+    _invalid(given, "if-not-exists", _actions_but("create"))
+    _invalid(given, "exclude-internal", _actions_but("list", "describe"))
+
+
+def parse_replica_assignment(text: str) -> dict[int, list[int]]:
+    """``--replica-assignment 1:2,2:3``: partition index to broker ids, Kafka's checks."""
+    assignment: dict[int, list[int]] = {}
+    for index, part in enumerate(text.split(",")):
+        try:
+            brokers = [int(b.strip()) for b in part.split(":")]
+        except ValueError:
+            raise UsageError(f'For input string: "{part}"') from None
+        duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
+        if duplicates:
+            raise UsageError("Partition replica lists may not contain duplicate entries: "
+                             + ",".join(map(str, duplicates)))
+        assignment[index] = brokers
+        if len(brokers) != len(assignment[0]):
+            raise UsageError(f"Partition {index} has different replication factor: "
+                             f"[{', '.join(map(str, brokers))}]")
+    return assignment
+
+
+def parse_configs(texts: Sequence[str]) -> dict[str, str]:
+    """``--config k=v`` (repeatable); spaces around ``=`` are dropped, and an unknown name
+    fails before any request, as Kafka's ``LogConfig.validate`` does."""
+    pairs = [re.split(r"\s*=\s*", text) for text in texts]
+    if not all(len(pair) == 2 for pair in pairs):
+        raise UsageError('requirement failed: Invalid topic config: all configs to be added '
+                         'must be in the format "key=val".')
+    configs = {key.strip(): value.strip() for key, value in pairs}
+    unknown = next((name for name in configs if name not in TOPIC_CONFIGS), None)
+    if unknown is not None:
+        raise AdminError(f"Unknown topic config name: {unknown}")
+    return configs
+
+
+def is_internal(name: str) -> bool:
+    return name in INTERNAL_TOPICS
+
+
+def topic_filter(pattern: str | None, exclude_internal: bool) -> Callable[[str], bool]:
+    """Kafka's ``TopicFilter.IncludeList``: the whole name matches the regular expression."""
+    if pattern is None:
+        return lambda name: not (exclude_internal and is_internal(name))
+    regex = re.sub(r"[\"']+$", "", re.sub(r"^[\"']+", "",
+                                          pattern.strip().replace(",", "|").replace(" ", "")))
+    try:
+        compiled = re.compile(regex)
+    except re.error:
+        raise UsageError(f"{regex} is an invalid regex.") from None
+    return lambda name: (compiled.fullmatch(name) is not None
+                         and not (exclude_internal and is_internal(name)))
+
+
+def _ensure_found(found: Sequence[object], options: TopicOptions) -> None:
+    if options.topic and not found and not options.if_exists:
+        raise UsageError(f"Topic '{options.topic}' does not exist as expected")
+
+
+# -- the operations -------------------------------------------------------------------------
+
+def _timeout(admin: AdminClient) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(seconds=admin.settings.request_timeout_s))
+
+
+async def list_topics(admin: AdminClient, pattern: str | None = None, *,
+                      exclude_internal: bool = False) -> list[str]:
+    """Topic names, sorted, that match ``pattern`` (every topic when None)."""
+    cluster = await admin.metadata(None)
+    allowed = topic_filter(pattern, exclude_internal)
+    return sorted(name for name, topic in cluster.topics.items()
+                  if allowed(name) and not (exclude_internal and topic.internal))
+
+
+async def create_topic(admin: AdminClient, name: str, *, partitions: int | None = None,
+                       replication_factor: int | None = None,
+                       assignment: Mapping[int, Sequence[int]] | None = None,
+                       configs: Mapping[str, str] | None = None,
+                       if_not_exists: bool = False) -> bool:
+    """CreateTopics for one topic; False if it existed and ``if_not_exists`` was given.
+    Omitted counts are -1: the cluster's ``num.partitions``/``default.replication.factor``."""
+    if replication_factor is not None and not 1 <= replication_factor <= MAX_REPLICATION_FACTOR:
+        raise UsageError("The replication factor must be between 1 and "
+                         f"{MAX_REPLICATION_FACTOR} inclusive")
+    if partitions is not None and partitions < 1:
+        raise UsageError("The partitions must be greater than 0")
+    manual = bool(assignment)
+    topic = CreatableTopic(
+        name=TopicName(name),
+        num_partitions=i32(-1 if manual or partitions is None else partitions),
+        replication_factor=i16(-1 if manual or replication_factor is None
+                               else replication_factor),
+        assignments=tuple(CreatableReplicaAssignment(
+            partition_index=i32(index), broker_ids=tuple(BrokerId(b) for b in brokers))
+            for index, brokers in (assignment or {}).items()),
+        configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()))
+    answer = await admin.request(CreateTopicsRequest(topics=(topic,), timeout=_timeout(admin),
+                                                     validate_only=False))
+    for result in answer.topics:
+        if result.error_code == ErrorCode.topic_already_exists and if_not_exists:
+            return False
+        raise_for(result.error_code, result.error_message)
+    return True
+
+
+async def alter_topic(admin: AdminClient, options: TopicOptions) -> None:
+    """CreatePartitions up to ``--partitions`` for every matching topic; with a replica
+    assignment, the entries past each topic's current count place the new partitions."""
+    topics = await list_topics(admin, options.topic, exclude_internal=options.exclude_internal)
+    _ensure_found(topics, options)
+    if not topics or options.partitions is None:
+        return
+    assignment = (parse_replica_assignment(options.replica_assignment)
+                  if options.replica_assignment else None)
+    current = (await admin.metadata(topics)).topics if assignment else {}
+
+    def new_partitions(name: str) -> CreatePartitionsTopic:
+        placed = None
+        if assignment is not None:
+            start = len(current[name].partitions) if name in current else 0
+            placed = tuple(CreatePartitionsAssignment(broker_ids=tuple(BrokerId(b) for b in v))
+                           for k, v in assignment.items() if k >= start)
+        return CreatePartitionsTopic(name=TopicName(name), count=i32(options.partitions or 0),
+                                     assignments=placed)
+
+    answer = await admin.request(CreatePartitionsRequest(
+        topics=tuple(new_partitions(name) for name in topics), timeout=_timeout(admin),
+        validate_only=False))
+    for result in answer.results:
+        raise_for(result.error_code, result.error_message)
+
+
+async def delete_topics(admin: AdminClient, pattern: str, *, if_exists: bool = False) -> list[str]:
+    """DeleteTopics of every topic matching ``pattern``; the names deleted."""
+    topics = await list_topics(admin, pattern)
+    if not topics and not if_exists:
+        raise UsageError(f"Topic '{pattern}' does not exist as expected")
+    if topics:
+        answer = await admin.request(DeleteTopicsRequest(
+            topics=tuple(DeleteTopicState(name=TopicName(t), topic_id=ZERO_UUID) for t in topics),
+            timeout=_timeout(admin)))
+        for result in answer.responses:
+            raise_for(result.error_code, result.error_message)
+    return topics
+
+
+# -- describe -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    """A topic as ``--describe`` shows it; ``elr``/``last_known_elr`` of its partitions are
+    unknown (None) when read from Metadata."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: tuple[PartitionMetadata, ...]
+    configs: tuple[ConfigEntry, ...]
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.partitions[0].replicas) if self.partitions else 0
+
+    @property
+    def overrides(self) -> list[ConfigEntry]:
+        return [c for c in self.configs if not c.is_default]
+
+    @property
+    def min_isr(self) -> int:
+        value = next((c.value for c in self.configs if c.name == "min.insync.replicas"), None)
+        return int(value) if value is not None else DEFAULT_MIN_ISR
+
+
+@dataclass(frozen=True, slots=True)
+class Description:
+    topics: tuple[TopicDescription, ...]
+    live_brokers: frozenset[int]
+
+
+def _topic_id(text: str) -> uuid.UUID:
+    try:
+        return uuid_from_str(text)
+    except InvalidUuidError as exc:
+        raise UsageError(str(exc)) from None
+
+
+async def describe_topics(admin: AdminClient, options: TopicOptions) -> Description:
+    """Metadata and DescribeConfigs of the topics ``--topic`` (or ``--topic-id``) selects."""
+    topic_id = _topic_id(options.topic_id) if options.topic_id else ZERO_UUID
+    cluster = await admin.metadata(None)
+    if topic_id != ZERO_UUID:
+        names = [t.name for t in cluster.topics.values() if t.topic_id == topic_id
+                 and not (options.exclude_internal and (t.internal or is_internal(t.name)))]
+        if not names and not options.if_exists:
+            raise UsageError(f"TopicId '{options.topic_id}' does not exist as expected")
+    else:
+        allowed = topic_filter(options.topic, options.exclude_internal)
+        names = sorted(name for name, t in cluster.topics.items()
+                       if allowed(name) and not (options.exclude_internal and t.internal))
+        _ensure_found(names, options)
+    found: dict[str, TopicMetadata] = (await admin.metadata(names)).topics if names else {}
+    configs = await admin.topic_configs(list(found))
+    return Description(
+        topics=tuple(TopicDescription(t.name, t.topic_id, t.partitions, configs.get(name, ()))
+                     for name, t in sorted(found.items())),
+        live_brokers=frozenset(cluster.brokers))
+
+
+def _ids(ids: Sequence[int] | None) -> str:
+    return "N/A" if ids is None else ",".join(map(str, ids))
+
+
+def partition_matches(topic: TopicDescription, part: PartitionMetadata,
+                      reports: frozenset[str], live_brokers: frozenset[int]) -> bool:
+    """Does any of the report options select this partition (TopicCommand's tests)?"""
+    checks = {
+        "under-replicated-partitions": len(part.replicas) - len(part.isr) > 0,
+        "unavailable-partitions": part.leader is None or part.leader not in live_brokers,
+        "under-min-isr-partitions": part.leader is None or len(part.isr) < topic.min_isr,
+        "at-min-isr-partitions": len(part.isr) == topic.min_isr,
+    }
+    return any(checks[r] for r in reports)
+
+
+def selected(description: Description, options: TopicOptions) -> list[
+        tuple[TopicDescription, bool, list[PartitionMetadata]]]:
+    """Per topic: whether its topic line prints, and the partitions whose lines print."""
+    show_configs = not options.reports
+    rows = []
+    for topic in description.topics:
+        topic_line = show_configs and (not options.topics_with_overrides or
+                                       bool(topic.overrides))
+        parts = [] if options.topics_with_overrides else [
+            p for p in topic.partitions if show_configs or partition_matches(
+                topic, p, options.reports, description.live_brokers)]
+        rows.append((topic, topic_line, parts))
+    return rows
+
+
+def topic_line(topic: TopicDescription) -> str:
+    """TopicCommand's topic line (no TopicId field for the zero id)."""
+    configs = ",".join(f"{c.name}={c.value}" for c in topic.overrides)
+    topic_id = "" if topic.topic_id == ZERO_UUID else f"\tTopicId: {uuid_to_str(topic.topic_id)}"
+    return (f"Topic: {topic.name}{topic_id}\tPartitionCount: {len(topic.partitions)}"
+            f"\tReplicationFactor: {topic.replication_factor}\tConfigs: {configs}")
+
+
+def partition_line(topic: str, part: PartitionMetadata) -> str:
+    """TopicCommand's partition line; ELR is ``N/A`` as Metadata does not carry it."""
+    leader = "none" if part.leader is None else str(part.leader)
+    return (f"\tTopic: {topic}\tPartition: {part.partition}\tLeader: {leader}"
+            f"\tReplicas: {_ids(part.replicas)}\tIsr: {_ids(part.isr)}"
+            f"\tElr: {_ids(None)}\tLastKnownElr: {_ids(None)}")
+
+
+def describe_lines(description: Description, options: TopicOptions) -> list[str]:
+    lines = []
+    for topic, with_topic_line, parts in selected(description, options):
+        if with_topic_line:
+            lines.append(topic_line(topic))
+        lines.extend(partition_line(topic.name, p) for p in parts)
+    return lines
+
+
+def describe_json(description: Description, options: TopicOptions) -> list[dict[str, Any]]:
+    """The same selection as the text, for machines (pykraft's ``--json``): a topic whose
+    partitions all fail the report options is left out."""
+    out = []
+    for topic, with_topic_line, parts in selected(description, options):
+        if not with_topic_line and not parts:
+            continue
+        out.append({
+            "topic": topic.name,
+            "topicId": None if topic.topic_id == ZERO_UUID else uuid_to_str(topic.topic_id),
+            "partitionCount": len(topic.partitions),
+            "replicationFactor": topic.replication_factor,
+            "configs": {c.name: c.value for c in topic.overrides},
+            "partitions": [{"partition": p.partition, "leader": p.leader,
+                            "replicas": list(p.replicas), "isr": list(p.isr),
+                            "elr": None, "lastKnownElr": None} for p in parts],
+        })
+    return out
+
+
+TABLE_HEADERS = ("Topic", "Partition", "Leader", "Replicas", "Isr", "Elr", "LastKnownElr")
+
+
+def describe_rows(description: Description, options: TopicOptions) -> list[tuple[str, ...]]:
+    """One row per selected partition, for ``--table``."""
+    return [(topic.name, str(p.partition), "none" if p.leader is None else str(p.leader),
+             _ids(p.replicas), _ids(p.isr), _ids(None), _ids(None))
+            for topic, _, parts in selected(description, options) for p in parts]
+
+
+# -- one command ----------------------------------------------------------------------------
+
+def collision_warning(name: str) -> str | None:
+    if "." in name or "_" in name:
+        return ("WARNING: Due to limitations in metric names, topics with a period ('.') or "
+                "underscore ('_') could collide. To avoid issues it is best to use either, "
+                "but not both.")
+    return None
+
+
+async def run(admin: AdminClient, options: TopicOptions, emit: Callable[[str], None]) -> None:
+    """Run a checked command, handing each line kafka-topics.sh prints on stdout to
+    ``emit`` as soon as Kafka would print it (the collision warning comes before a failure)."""
+    if options.action == "create":
+        name = options.topic or ""
+        configs = parse_configs(options.configs)
+        assignment = (parse_replica_assignment(options.replica_assignment)
+                      if options.replica_assignment else None)
+        warning = collision_warning(name)
+        if warning is not None:
+            emit(warning)
+        if await create_topic(admin, name, partitions=options.partitions,
+                              replication_factor=options.replication_factor,
+                              assignment=assignment, configs=configs,
+                              if_not_exists=options.if_not_exists):
+            emit(f"Created topic {name}.")
+    elif options.action == "list":
+        emit("\n".join(await list_topics(admin, options.topic,
+                                          exclude_internal=options.exclude_internal)))
+    elif options.action == "describe":
+        for line in describe_lines(await describe_topics(admin, options), options):
+            emit(line)
+    elif options.action == "alter":
+        await alter_topic(admin, options)
+    else:
+        await delete_topics(admin, options.topic or "", if_exists=options.if_exists)

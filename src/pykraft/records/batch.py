@@ -39,6 +39,11 @@ ATTR_DELETE_HORIZON = 0x40
 COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = CRC_START
+_MAX_TIMESTAMP_OFFSET = 35
+_ATTRIBUTES = struct.Struct(">h")
+_MAX_TIMESTAMP = struct.Struct(">q")
 
 
 class Record(NamedTuple):
@@ -105,13 +110,19 @@ class BatchHeader:
         return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
 
 
+def unpack_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """The header at ``pos`` as it is, unchecked: for a validator that reports each
+    inconsistency in its own order and words (``buf`` must hold 61 bytes from ``pos``)."""
+    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+
+
 def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """Parse and sanity-check the header at ``pos`` (not the CRC: see :class:`RecordBatch`)."""
     if len(buf) - pos < HEADER_SIZE:
         raise CorruptRecordError(
             f"truncated batch header: {len(buf) - pos} of {HEADER_SIZE} bytes", position=pos
         )
-    header = BatchHeader(*_HEADER.unpack_from(buf, pos))
+    header = unpack_header(buf, pos)
     if header.magic != MAGIC:
         raise CorruptRecordError(
             f"unsupported record batch magic {header.magic} (only v2 is supported)", position=pos
@@ -204,11 +215,27 @@ def decode_records(header: BatchHeader, data: bytes, position: int = 0) -> list[
         )
     if len(data) > end:
         data = data[:end]
+    return _decode_body(header, data, HEADER_SIZE, end, position)
+
+
+def decode_record_payload(header: BatchHeader, payload: bytes, position: int = 0) -> list[Record]:
+    """Decode the records of ``payload``, a compressed batch's records once decompressed.
+
+    The header gives the count, base offset and timestamp; the payload must hold exactly
+    ``header.records_count`` records (Kafka refuses a short or a long one likewise).
+    """
+    return _decode_body(header, payload, 0, len(payload), position)
+
+
+def _decode_body(
+    header: BatchHeader, data: bytes, pos: int, end: int, position: int
+) -> list[Record]:
+    """Decode ``header.records_count`` records in ``data[pos:end]``, which they must fill."""
+    base_off = header.base_offset
     records: list[Record] = []
     append = records.append
     base_ts = header.base_timestamp
     max_delta = header.last_offset_delta
-    pos = HEADER_SIZE
     try:
         for _ in range(header.records_count):
             b = data[pos]
@@ -300,9 +327,10 @@ def _read_headers(
 
 
 def _encode_record(parts: list[bytes], offset_delta: int, key: bytes | None,
-                   value: bytes | None, headers: Sequence[tuple[str, bytes | None]]) -> None:
-    """Append one record's pieces to ``parts``: attributes 0, timestamp delta 0."""
-    body = [b"\x00\x00", encode_varint(offset_delta)]
+                   value: bytes | None, headers: Sequence[tuple[str, bytes | None]],
+                   timestamp_delta: int = 0) -> None:
+    """Append one record's pieces to ``parts`` (record attributes are always 0)."""
+    body = [b"\x00", encode_varint(timestamp_delta), encode_varint(offset_delta)]
     for field in (key, value):
         if field is None:
             body.append(b"\x01")  # zig-zag -1: null
@@ -343,18 +371,81 @@ def encode_batch(
                       delta, b"\x01", size, value, b"\x00")
         else:
             _encode_record(parts, index, key, value, headers[index] if headers else ())
-    body = b"".join(parts)
-    attributes = ATTR_CONTROL if control else 0
     count = len(records)
+    return assemble_batch(
+        b"".join(parts), base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+        attributes=ATTR_CONTROL if control else 0, last_offset_delta=count - 1,
+        base_timestamp=timestamp, max_timestamp=timestamp, records_count=count,
+    )
+
+
+def encode_records(records: Sequence[Record], base_offset: int, base_timestamp: int) -> bytes:
+    """The v2 record bytes of ``records``, deltas taken from ``base_offset``/``base_timestamp``.
+
+    The body of :func:`assemble_batch` (compressed by the caller if the batch is): a broker
+    rebuilding a producer's batch writes it this way.
+    """
+    parts: list[bytes] = []
+    for record in records:
+        _encode_record(parts, record.offset - base_offset, record.key, record.value,
+                       record.headers, record.timestamp - base_timestamp)
+    return b"".join(parts)
+
+
+def assemble_batch(
+    body: bytes,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    records_count: int,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+) -> bytes:
+    """A whole v2 batch: the header over ``body`` (records, compressed or not), CRC filled."""
     out = bytearray(HEADER_SIZE)
     _HEADER.pack_into(
         out, 0, base_offset, HEADER_SIZE - LOG_OVERHEAD + len(body), partition_leader_epoch,
-        MAGIC, 0, attributes, count - 1, timestamp, timestamp, NO_PRODUCER_ID,
-        NO_PRODUCER_EPOCH, NO_SEQUENCE, count,
+        MAGIC, 0, attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id,
+        producer_epoch, base_sequence, records_count,
     )
     out += body
-    struct.pack_into(">I", out, 17, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    struct.pack_into(">I", out, _CRC_OFFSET, crc32c.crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
+
+
+def rewrite_header(
+    buf: bytearray,
+    pos: int = 0,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    max_timestamp: int,
+) -> None:
+    """Patch a batch's header in place, as a leader does on append (Kafka's ``setLastOffset``,
+    ``setPartitionLeaderEpoch``, ``setMaxTimestamp``).
+
+    Base offset and epoch lie outside the CRC; the CRC is recomputed only when the
+    attributes or the max timestamp change, so a batch whose offsets alone move keeps the
+    client's bytes after the header's first 17.
+    """
+    struct.pack_into(">q", buf, pos, base_offset)
+    struct.pack_into(">i", buf, pos + 12, partition_leader_epoch)
+    old_attributes, = _ATTRIBUTES.unpack_from(buf, pos + _ATTRIBUTES_OFFSET)
+    old_max, = _MAX_TIMESTAMP.unpack_from(buf, pos + _MAX_TIMESTAMP_OFFSET)
+    if old_attributes == attributes and old_max == max_timestamp:
+        return
+    _ATTRIBUTES.pack_into(buf, pos + _ATTRIBUTES_OFFSET, attributes)
+    _MAX_TIMESTAMP.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, max_timestamp)
+    length, = struct.unpack_from(">i", buf, pos + 8)
+    end = pos + LOG_OVERHEAD + length
+    crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START : end])
+    struct.pack_into(">I", buf, pos + _CRC_OFFSET, crc)
 
 
 def iter_batches(

@@ -1,0 +1,252 @@
+"""Idempotent producer state of one partition (Kafka's ProducerStateManager), sans-I/O.
+
+Per producer id the partition keeps its epoch, the last timestamp, an open transaction's
+first offset and the metadata of its last 5 appended batches (sequence range, offsets,
+timestamp): enough to answer a retried batch with its original offsets, to refuse a stale
+epoch and to catch gaps in sequences, as Kafka 4.x brokers do.
+
+Interface, for the leader after :func:`pykraft.partition.validator.validate_produce` and for
+followers and log recovery with each batch read back (``header`` is the batch's
+:class:`~pykraft.records.batch.BatchHeader` with its offsets assigned)::
+
+    state = ProducerStateManager(partition="t-0", producer_id_expiration_ms=86_400_000)
+    outcome = state.prepare(header, origin=AppendOrigin.CLIENT)
+    if isinstance(outcome, BatchMetadata):  # a retry: answer its first_offset, append nothing
+        ...
+    elif outcome is not None:  # ProducerStateEntry: apply once the batch is in the log
+        state.update(outcome)
+    # refused: ProducerStateError(error_code, message) — INVALID_PRODUCER_EPOCH,
+    # OUT_OF_ORDER_SEQUENCE_NUMBER or INVALID_TXN_STATE
+    state.remove_expired(now_ms)            # producer.id.expiration.ms
+    state.snapshot() / state.load(entries, now_ms)  # see producer_snapshot.py for the bytes
+
+UNKNOWN_PRODUCER_ID is never answered (KIP-360): a producer whose state is gone (expired, or
+its batches removed by retention) may continue with any sequence. Batches without a producer
+id (-1) have no state and ``prepare`` returns None for them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Final
+
+from pykraft.errors import PyKraftError
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader
+
+NUM_BATCHES_TO_RETAIN: Final = 5
+PRODUCER_ID_EXPIRATION_MS_DEFAULT: Final = 86_400_000  # producer.id.expiration.ms
+INT32_MAX: Final = (1 << 31) - 1
+NO_TIMESTAMP: Final = -1
+
+
+class AppendOrigin(Enum):
+    """Who appends: a client's produce is checked fully, a follower's copy only for epochs."""
+
+    CLIENT = "client"
+    REPLICATION = "replication"
+
+
+class ProducerStateError(PyKraftError):
+    """An idempotent batch refused for its producer state, with Kafka's error code."""
+
+    def __init__(self, error_code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap from INT32_MAX to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    """Kafka's ``DefaultRecordBatch.decrementSequence``."""
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def last_sequence(header: BatchHeader) -> int:
+    """The sequence of a batch's last record (-1 without sequences)."""
+    if header.base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    return increment_sequence(header.base_sequence, header.last_offset_delta)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """One retained batch of a producer: its last sequence and offset, size, max timestamp."""
+
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+    @property
+    def first_seq(self) -> int:
+        return decrement_sequence(self.last_seq, self.offset_delta)
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    """What a partition knows of one producer id (Kafka's ``ProducerStateEntry``)."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = NO_TIMESTAMP
+    current_txn_first_offset: int | None = None
+    batches: deque[BatchMetadata] = field(default_factory=deque)
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.batches[-1].offset_delta if self.batches else 0
+
+    def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+        """The retained batch with exactly this batch's epoch and sequence range, if any."""
+        if header.producer_epoch != self.producer_epoch:
+            return None
+        first, last = header.base_sequence, last_sequence(header)
+        return next((b for b in self.batches if b.first_seq == first and b.last_seq == last),
+                    None)
+
+    def add_batch(self, epoch: int, metadata: BatchMetadata) -> None:
+        """Retain ``metadata`` (a new epoch forgets the old epoch's batches)."""
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+        if len(self.batches) == NUM_BATCHES_TO_RETAIN:
+            self.batches.popleft()
+        self.batches.append(metadata)
+        self.last_timestamp = metadata.timestamp
+
+
+class ProducerStateManager:
+    """The producer ids of one partition; time comes in as ``now_ms``, never read."""
+
+    def __init__(self, *, partition: str = "",
+                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT) -> None:
+        self.partition = partition
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._producers: dict[int, ProducerStateEntry] = {}
+        self.map_end_offset = 0  # the log offset the state reflects (the snapshot's name)
+
+    @property
+    def producers(self) -> Mapping[int, ProducerStateEntry]:
+        """Every producer id with state here (DescribeProducers reads this)."""
+        return self._producers
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.get(producer_id)
+
+    def prepare(self, header: BatchHeader, origin: AppendOrigin = AppendOrigin.CLIENT
+                ) -> BatchMetadata | ProducerStateEntry | None:
+        """Check a data batch against its producer's state, changing nothing.
+
+        Returns the original batch's metadata when this is a client's retry of one of the last
+        5 batches (Kafka answers NONE with its offsets), else the producer's next state for
+        :meth:`update` once the batch is appended; None for a batch without a producer id.
+        """
+        if header.producer_id == NO_PRODUCER_ID:
+            return None
+        current = self._producers.get(header.producer_id)
+        if current is not None and origin is AppendOrigin.CLIENT:
+            duplicate = current.find_duplicate(header)
+            if duplicate is not None:
+                return duplicate
+        current = current or ProducerStateEntry(header.producer_id)
+        self._check_epoch(current, header, origin)
+        if origin is AppendOrigin.CLIENT:
+            self._check_sequence(current, header)
+        updated = copy.deepcopy(current)
+        updated.add_batch(header.producer_epoch, BatchMetadata(
+            last_sequence(header), header.last_offset, header.last_offset_delta,
+            header.max_timestamp))
+        if updated.current_txn_first_offset is not None and not header.is_transactional:
+            raise ProducerStateError(
+                ErrorCode.invalid_txn_state,
+                f"Expected transactional write from producer {header.producer_id} at offset "
+                f"{header.base_offset} in partition {self.partition}")
+        if updated.current_txn_first_offset is None and header.is_transactional:
+            updated.current_txn_first_offset = header.base_offset
+        return updated
+
+    def update(self, entry: ProducerStateEntry) -> None:
+        """Apply a state :meth:`prepare` returned, after its batch is in the log."""
+        self._producers[entry.producer_id] = entry
+
+    def update_map_end_offset(self, offset: int) -> None:
+        """Kafka's ``updateMapEndOffset``: every append moves it, idempotent or not."""
+        self.map_end_offset = offset
+
+    def is_expired(self, entry: ProducerStateEntry, now_ms: int) -> bool:
+        """Idle for ``producer.id.expiration.ms`` (by its last batch's max timestamp, as
+        Kafka) and no open transaction."""
+        return (entry.current_txn_first_offset is None
+                and now_ms - entry.last_timestamp >= self.producer_id_expiration_ms)
+
+    def remove_expired(self, now_ms: int) -> list[int]:
+        """Forget expired producer ids; returns them."""
+        gone = [pid for pid, e in self._producers.items() if self.is_expired(e, now_ms)]
+        for pid in gone:
+            del self._producers[pid]
+        return gone
+
+    def snapshot(self) -> list[ProducerStateEntry]:
+        """The entries to persist, by producer id (only their last batch survives a restart)."""
+        return [self._producers[pid] for pid in sorted(self._producers)]
+
+    def load(self, entries: Iterable[ProducerStateEntry], now_ms: int, end_offset: int) -> None:
+        """Replace the state with a snapshot's entries taken at ``end_offset``, dropping the
+        expired ones (Kafka's ``loadFromSnapshot``)."""
+        self._producers = {e.producer_id: e for e in entries if not self.is_expired(e, now_ms)}
+        self.map_end_offset = end_offset
+
+    def _check_epoch(self, current: ProducerStateEntry, header: BatchHeader,
+                     origin: AppendOrigin) -> None:
+        if header.producer_epoch < current.producer_epoch and origin is AppendOrigin.CLIENT:
+            raise ProducerStateError(
+                ErrorCode.invalid_producer_epoch,
+                f"Epoch of producer {header.producer_id} at offset {header.base_offset} in "
+                f"{self.partition} is {header.producer_epoch}, which is smaller than the last "
+                f"seen epoch {current.producer_epoch}")
+
+    def _check_sequence(self, current: ProducerStateEntry, header: BatchHeader) -> None:
+        first_seq = header.base_sequence
+        if header.producer_epoch != current.producer_epoch:
+            if first_seq != 0 and current.producer_epoch != NO_PRODUCER_EPOCH:
+                raise ProducerStateError(
+                    ErrorCode.out_of_order_sequence_number,
+                    f"Invalid sequence number for new epoch of producer {header.producer_id}"
+                    f"at offset {header.base_offset} in partition {self.partition}: "
+                    f"{header.producer_epoch} (request epoch), {first_seq} (seq. number), "
+                    f"{current.producer_epoch} (current producer epoch)")
+            return
+        last_seq = current.last_seq
+        in_sequence = first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX)
+        if not (current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence):
+            raise ProducerStateError(
+                ErrorCode.out_of_order_sequence_number,
+                f"Out of order sequence number for producer {header.producer_id} at offset "
+                f"{header.base_offset} in partition {self.partition}: {first_seq} (incoming seq. "
+                f"number), {last_seq} (current end sequence number)")

@@ -1,0 +1,389 @@
+"""Leader-side validation of one partition's produce records, and offset assignment.
+
+What Kafka does between a Produce request's bytes and the log append, without I/O:
+``ProduceRequest.validateRecords`` (one v2 batch), ``UnifiedLog.analyzeAndValidateRecords``
+(base offset 0, ``max.message.bytes``, CRC) and ``LogValidator`` (batch shape, per-record
+timestamp and key checks, offsets from the log end offset, the leader epoch, the max timestamp
+or LogAppendTime, compression kept or converted to the topic's ``compression.type``).
+
+Interface::
+
+    result = validate_produce(records, log_end_offset=leo, leader_epoch=e, now_ms=now,
+                              config=AppendConfig(...), api_version=v, partition="t-0")
+    # -> ValidatedAppend: records (the bytes to append), first/last offset, max timestamp and
+    #    the offset Kafka's time index keys it on, log_append_time_ms (-1 under CreateTime),
+    #    the producer fields for producer state (see producer_state.py)
+    # or raises ProduceValidationError(error_code, message, record_errors): the partition's
+    #    ProduceResponse error_code, error_message and record_errors (v8+).
+
+The client's bytes are kept when Kafka keeps them: only the header's base offset and leader
+epoch move (outside the CRC), and the attributes, max timestamp and CRC when the timestamp
+changes. A batch is rebuilt (records re-encoded, compressed with the topic's codec) only when
+its codec differs from the topic's or, compressed, its inner offset deltas are not 0..n-1.
+Idempotence (duplicates, sequences) is checked after this, by producer_state.py, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from pykraft.errors import CorruptRecordError, PyKraftError
+from pykraft.partition.compression import CODECS, NONE, ZSTD, CodecError, compress, decompress
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    NO_PRODUCER_ID,
+    BatchHeader,
+    Record,
+    RecordBatch,
+    assemble_batch,
+    decode_record_payload,
+    decode_records,
+    encode_records,
+    rewrite_header,
+    unpack_header,
+)
+
+CREATE_TIME: Final = "CreateTime"
+LOG_APPEND_TIME: Final = "LogAppendTime"
+NO_TIMESTAMP: Final = -1
+LONG_MAX: Final = (1 << 63) - 1
+PRODUCE_LATEST_VERSION: Final = 12
+MAX_MESSAGE_BYTES_DEFAULT: Final = 1048588  # 1 MiB + Kafka's record batch overhead
+
+_LEGACY_RECORD_OVERHEAD = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the smallest size
+_HEADER_UP_TO_MAGIC = 17
+_SIZE_AND_MAGIC = struct.Struct(">ixxxxb")
+
+
+@dataclass(frozen=True, slots=True)
+class AppendConfig:
+    """The topic configs a leader's validation reads (Kafka's names and 4.x defaults)."""
+
+    max_message_bytes: int = MAX_MESSAGE_BYTES_DEFAULT  # max.message.bytes
+    timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms
+    timestamp_after_max_ms: int = 3_600_000  # message.timestamp.after.max.ms (KIP-1030)
+    compression_type: str = "producer"  # compression.type
+    compacted: bool = False  # cleanup.policy contains compact
+
+    def __post_init__(self) -> None:
+        if self.timestamp_type not in (CREATE_TIME, LOG_APPEND_TIME):
+            raise ValueError(f"message.timestamp.type {self.timestamp_type!r} is not "
+                             f"{CREATE_TIME} or {LOG_APPEND_TIME}")
+        if self.compression_type != "producer" and self._codec_name() not in CODECS:
+            raise ValueError(f"compression.type {self.compression_type!r} is unknown")
+
+    def target_codec(self, source: int) -> int:
+        """Kafka's ``BrokerCompressionType.targetCompression``."""
+        return source if self.compression_type == "producer" else CODECS[self._codec_name()]
+
+    def _codec_name(self) -> str:
+        return "none" if self.compression_type == "uncompressed" else self.compression_type
+
+
+@dataclass(frozen=True, slots=True)
+class RecordError:
+    """One rejected record: ProduceResponse's ``record_errors`` entry (KIP-467)."""
+
+    batch_index: int
+    message: str | None
+
+    def __str__(self) -> str:
+        message = "null" if self.message is None else f"'{self.message}'"
+        return f"RecordError(batchIndex={self.batch_index}, message={message})"
+
+
+class ProduceValidationError(PyKraftError):
+    """The partition's produce is refused: ``error_code``, its message and per-record errors."""
+
+    def __init__(self, error_code: ErrorCode, message: str,
+                 record_errors: Sequence[RecordError] = ()) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+        self.record_errors = tuple(record_errors)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidatedAppend:
+    """A batch ready for the log, and what the produce response and producer state need."""
+
+    records: bytes
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int  # the time index's offset for max_timestamp, or -1
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
+    source_codec: int
+    target_codec: int
+    rebuilt: bool  # the records were re-encoded (codec change or bad inner offsets)
+
+    @property
+    def records_count(self) -> int:
+        return self.last_offset - self.first_offset + 1
+
+
+def validate_produce(
+    records: bytes,
+    *,
+    log_end_offset: int,
+    leader_epoch: int,
+    now_ms: int,
+    config: AppendConfig,
+    api_version: int = PRODUCE_LATEST_VERSION,
+    partition: str = "",
+) -> ValidatedAppend:
+    """Validate a client's records for one partition and assign offsets from the log end.
+
+    ``partition`` (``topic-N``) only appears in error messages, as in Kafka's.
+    """
+    batch = _single_batch(records, api_version)
+    header = batch.header
+    tp = partition
+    if header.base_offset != 0:
+        raise _invalid(f"The baseOffset of the record batch in the append to {tp} should be 0, "
+                       f"but it is {header.base_offset}")
+    if header.size > config.max_message_bytes:
+        raise ProduceValidationError(
+            ErrorCode.message_too_large,
+            f"The record batch size in the append to {tp} is {header.size} bytes which exceeds "
+            f"the maximum configured value of {config.max_message_bytes}.")
+    if not batch.crc_valid():
+        raise ProduceValidationError(
+            ErrorCode.corrupt_message,
+            f"Record is corrupt (stored crc = {header.crc}) in topic partition {tp}.")
+    _validate_batch(header, tp)
+    source = header.attributes & ATTR_COMPRESSION_MASK
+    target = config.target_codec(source)
+    decoded = _decode(batch, source)
+    _validate_records(header, decoded, now_ms, config, tp)
+    if source == NONE and target == NONE:
+        return _assign_in_place(batch, decoded, log_end_offset, leader_epoch, now_ms, config,
+                                compressed=False)
+    in_place = source == target and all(
+        record.offset == index for index, record in enumerate(decoded))
+    if in_place:
+        return _assign_in_place(batch, decoded, log_end_offset, leader_epoch, now_ms, config,
+                                compressed=True)
+    return _rebuild(header, decoded, target, log_end_offset, leader_epoch, now_ms, config, tp)
+
+
+def _single_batch(records: bytes, api_version: int) -> RecordBatch:
+    """Kafka's batch iteration over produce bytes plus ``ProduceRequest.validateRecords``."""
+    spans: list[tuple[int, int, int]] = []
+    pos = 0
+    while len(records) - pos >= LOG_OVERHEAD:
+        size = struct.unpack_from(">i", records, pos + 8)[0]
+        if size < _LEGACY_RECORD_OVERHEAD:
+            raise ProduceValidationError(
+                ErrorCode.corrupt_message,
+                f"Record size {size} is less than the minimum record overhead "
+                f"({_LEGACY_RECORD_OVERHEAD})")
+        if len(records) - pos < _HEADER_UP_TO_MAGIC:
+            break
+        magic = _SIZE_AND_MAGIC.unpack_from(records, pos + 8)[1]
+        if not 0 <= magic <= 2:
+            raise ProduceValidationError(ErrorCode.corrupt_message,
+                                         f"Invalid magic found in record: {magic}")
+        if len(records) - pos < size + LOG_OVERHEAD:
+            break  # a partial trailing batch is ignored, as Kafka's reader does
+        spans.append((pos, size + LOG_OVERHEAD, magic))
+        pos += size + LOG_OVERHEAD
+    prefix = f"Produce requests with version {api_version}"
+    if not spans:
+        raise _invalid(f"{prefix} must have at least one record batch per partition")
+    start, size, magic = spans[0]
+    if magic != 2:
+        raise _invalid(f"{prefix} are only allowed to contain record batches with magic version 2")
+    if size < HEADER_SIZE:
+        raise ProduceValidationError(
+            ErrorCode.corrupt_message,
+            f"Record batch is corrupt (the size {size} is smaller than the minimum allowed "
+            f"overhead {HEADER_SIZE})")
+    header = unpack_header(records, start)
+    if api_version < 7 and header.attributes & ATTR_COMPRESSION_MASK == ZSTD:
+        raise ProduceValidationError(
+            ErrorCode.unsupported_compression_type,
+            f"{prefix} are not allowed to use ZStandard compression")
+    if len(spans) > 1:
+        raise _invalid(f"{prefix} are only allowed to contain exactly one record batch per "
+                       "partition")
+    return RecordBatch(header, bytes(records[start : start + size]))
+
+
+def _validate_batch(header: BatchHeader, tp: str) -> None:
+    """Kafka's ``LogValidator.validateBatch`` for a client's v2 batch."""
+    count_from_offsets = header.last_offset_delta + 1
+    offsets = f"[{header.base_offset}, {header.last_offset}]"
+    if count_from_offsets <= 0:
+        raise _invalid(f"Batch has an invalid offset range: {offsets} in topic partition {tp}")
+    if header.records_count <= 0:
+        raise _invalid(f"Invalid reported count for record batch: {header.records_count} in "
+                       f"topic partition {tp}")
+    if count_from_offsets != header.records_count:
+        raise _invalid(f"Inconsistent batch offset range {offsets} and count of records "
+                       f"{header.records_count} in topic partition {tp}")
+    if header.is_control:
+        raise _invalid(f"Clients are not allowed to write control records in topic partition {tp}")
+    if header.producer_id != NO_PRODUCER_ID and header.base_sequence < 0:
+        raise _invalid(f"Invalid sequence number {header.base_sequence} in record batch with "
+                       f"producerId {header.producer_id} in topic partition {tp}")
+
+
+def _decode(batch: RecordBatch, source: int) -> list[Record]:
+    """The batch's records; a malformed record is INVALID_RECORD (Kafka's record iterator)."""
+    try:
+        if source == NONE:
+            return decode_records(batch.header, batch.data)
+        payload = decompress(source, batch.data[HEADER_SIZE:])
+        return decode_record_payload(batch.header, payload)
+    except CodecError as exc:
+        # Kafka's iterator wraps the codec's IOException in a KafkaException: unknown error
+        raise ProduceValidationError(ErrorCode.unknown_server_error,
+                                     f"Failed to decompress record stream: {exc}") from None
+    except CorruptRecordError as exc:
+        raise _invalid(f"Found invalid record structure: {exc}") from None
+
+
+def _validate_records(header: BatchHeader, records: Sequence[Record], now_ms: int,
+                      config: AppendConfig, tp: str) -> None:
+    """Per-record key and timestamp checks; any error rejects the whole batch."""
+    errors: list[tuple[ErrorCode, RecordError]] = []
+    batch_log_append_time = bool(header.attributes & ATTR_TIMESTAMP_TYPE)
+    for index, record in enumerate(records):
+        timestamp = _record_timestamp(header, record)
+        if config.compacted and record.key is None:
+            errors.append((ErrorCode.invalid_record, RecordError(
+                index, f"Compacted topic cannot accept message without key in topic partition "
+                       f"{tp}.")))
+        elif config.timestamp_type == CREATE_TIME and timestamp != NO_TIMESTAMP:
+            diff = _long(now_ms - timestamp)
+            if diff > config.timestamp_before_max_ms or -diff > config.timestamp_after_max_ms:
+                errors.append((ErrorCode.invalid_timestamp, RecordError(
+                    index, f"Timestamp {timestamp} of message with offset {record.offset} is out "
+                           f"of range. The timestamp should be within "
+                           f"[{_long(now_ms - config.timestamp_before_max_ms)}, "
+                           f"{_long(now_ms + config.timestamp_after_max_ms)}]")))
+        elif batch_log_append_time:
+            errors.append((ErrorCode.invalid_timestamp, RecordError(
+                index, f"Invalid timestamp type in message {_describe(record, timestamp)}. "
+                       "Producer should not set timestamp type to LogAppendTime.")))
+    if not errors:
+        return
+    record_errors = [error for _, error in errors]
+    if any(code == ErrorCode.invalid_timestamp for code, _ in errors):
+        raise ProduceValidationError(
+            ErrorCode.invalid_timestamp,
+            "One or more records have been rejected due to invalid timestamp", record_errors)
+    shown = ", ".join(str(error) for error in record_errors[:3])
+    raise ProduceValidationError(
+        ErrorCode.invalid_record,
+        f"One or more records have been rejected due to {len(record_errors)} record errors in "
+        f"total, and only showing the first three errors at most: [{shown}]", record_errors)
+
+
+def _assign_in_place(batch: RecordBatch, records: Sequence[Record], log_end_offset: int,
+                     leader_epoch: int, now_ms: int, config: AppendConfig, *,
+                     compressed: bool) -> ValidatedAppend:
+    """Patch the client's batch: offsets, epoch, max timestamp (Kafka's in-place paths)."""
+    header = batch.header
+    last_offset = log_end_offset + len(records) - 1
+    max_timestamp = max((_record_timestamp(header, r) for r in records), default=NO_TIMESTAMP)
+    log_append = config.timestamp_type == LOG_APPEND_TIME
+    if log_append:
+        max_timestamp = now_ms
+    data = bytearray(batch.data)
+    rewrite_header(
+        data, base_offset=last_offset - header.last_offset_delta,
+        partition_leader_epoch=leader_epoch,
+        attributes=_with_timestamp_type(header.attributes, log_append),
+        max_timestamp=max_timestamp,
+    )
+    has_max = compressed or log_append or max_timestamp != NO_TIMESTAMP
+    source = header.attributes & ATTR_COMPRESSION_MASK
+    return _result(header, bytes(data), log_end_offset, last_offset, max_timestamp,
+                   last_offset if has_max else -1, now_ms if log_append else -1,
+                   source, source, rebuilt=False)
+
+
+def _rebuild(header: BatchHeader, records: Sequence[Record], target: int, log_end_offset: int,
+             leader_epoch: int, now_ms: int, config: AppendConfig, tp: str) -> ValidatedAppend:
+    """Re-encode the records with fresh offset deltas and the topic's codec (Kafka's
+    ``buildRecordsAndAssignOffsets``), keeping the producer fields."""
+    log_append = config.timestamp_type == LOG_APPEND_TIME
+    stamped = [Record(log_end_offset + i, _record_timestamp(header, r), r.key, r.value,
+                      r.headers) for i, r in enumerate(records)]
+    base_timestamp = stamped[0].timestamp
+    max_timestamp = now_ms if log_append else max(r.timestamp for r in stamped)
+    body = encode_records(stamped, log_end_offset, base_timestamp)
+    attributes = _with_timestamp_type(
+        target | (header.attributes & ATTR_TRANSACTIONAL), log_append)
+    data = assemble_batch(
+        compress(target, body) if target != NONE else body,
+        base_offset=log_end_offset, partition_leader_epoch=leader_epoch, attributes=attributes,
+        last_offset_delta=len(stamped) - 1, base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp, records_count=len(stamped),
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+    )
+    if len(data) > config.max_message_bytes:
+        raise ProduceValidationError(
+            ErrorCode.message_too_large,
+            f"Message batch size is {len(data)} bytes in append topartition {tp} which exceeds "
+            f"the maximum configured size of {config.max_message_bytes}.")
+    last_offset = log_end_offset + len(stamped) - 1
+    has_max = log_append or max_timestamp != NO_TIMESTAMP
+    return _result(header, data, log_end_offset, last_offset, max_timestamp,
+                   last_offset if has_max else -1, now_ms if log_append else -1,
+                   header.attributes & ATTR_COMPRESSION_MASK, target, rebuilt=True)
+
+
+def _result(header: BatchHeader, data: bytes, first: int, last: int, max_timestamp: int,
+            shallow: int, log_append_time: int, source: int, target: int, *,
+            rebuilt: bool) -> ValidatedAppend:
+    return ValidatedAppend(
+        records=data, first_offset=first, last_offset=last, max_timestamp=max_timestamp,
+        shallow_offset_of_max_timestamp=shallow, log_append_time_ms=log_append_time,
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence, is_transactional=header.is_transactional,
+        source_codec=source, target_codec=target, rebuilt=rebuilt,
+    )
+
+
+def _record_timestamp(header: BatchHeader, record: Record) -> int:
+    """A record's timestamp as Kafka reads it: a LogAppendTime batch's is its max timestamp."""
+    return header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else record.timestamp
+
+
+def _with_timestamp_type(attributes: int, log_append: bool) -> int:
+    cleared = attributes & ~ATTR_TIMESTAMP_TYPE
+    return cleared | ATTR_TIMESTAMP_TYPE if log_append else cleared
+
+
+def _describe(record: Record, timestamp: int) -> str:
+    """Java's ``DefaultRecord.toString``."""
+    key = -1 if record.key is None else len(record.key)
+    value = -1 if record.value is None else len(record.value)
+    return (f"DefaultRecord(offset={record.offset}, timestamp={timestamp}, key={key} bytes, "
+            f"value={value} bytes)")
+
+
+def _long(value: int) -> int:
+    """``value`` wrapped to a Java long, so messages and comparisons match Kafka's."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def _invalid(message: str) -> ProduceValidationError:
+    return ProduceValidationError(ErrorCode.invalid_record, message)

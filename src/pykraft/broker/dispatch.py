@@ -1,14 +1,15 @@
 """The broker's client listener (PLAINTEXT): answered locally, or forwarded (KIP-590).
 
 Metadata, DescribeCluster and DescribeConfigs come from this broker's metadata image (and
-for its own configs, its properties file). Admin writes, DescribeQuorum and the voter
-changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them,
-and a ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the
-active controller, whose answer is converted back to the caller's version; while the
-controller changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the
-caller gets NOT_CONTROLLER. The framing rules (unknown API or version closes the
-connection, KIP-511 ApiVersions reply) and the UNKNOWN_SERVER_ERROR answer to a request
-whose handling failed are the controller listener's, inherited from
+for its own configs, its properties file); InitProducerId from the producer id blocks this
+broker gets from the controller (:mod:`pykraft.broker.producer_ids`). Admin writes,
+DescribeQuorum and the voter changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list
+the broker listener for them, and a ``--bootstrap-server`` admin client sends them to any
+broker) are forwarded to the active controller, whose answer is converted back to the
+caller's version; while the controller changes the broker retries, and when none answers
+within FORWARD_TIMEOUT_MS the caller gets NOT_CONTROLLER. The framing rules (unknown API or
+version closes the connection, KIP-511 ApiVersions reply) and the UNKNOWN_SERVER_ERROR
+answer to a request whose handling failed are the controller listener's, inherited from
 :class:`~pykraft.runtime.dispatch.Dispatcher`.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 
 from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
@@ -43,7 +45,7 @@ FORWARDED = frozenset({
     ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER,
 })
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
-                             ApiKey.DESCRIBE_CONFIGS}
+                             ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID}
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
@@ -63,6 +65,13 @@ class BrokerDispatcher(Dispatcher):
         self._channel = channel
         self._cluster_id = cluster_id
         self._listener_name = listener_name
+        self.producer_ids = ProducerIdManager(self._settings.node_id, self._broker_epoch, channel)
+
+    def _broker_epoch(self) -> int:
+        """This broker's registration epoch in its image (the listener only opens once the
+        image holds it; a newer one not yet replayed is refused as stale, then retried)."""
+        registration = self._metadata.image.cluster.brokers.get(self._settings.node_id)
+        return -1 if registration is None else registration.epoch
 
     async def _route(self, request: RequestFrame, peer: str) -> bytes:
         api_key = request.api_key
@@ -74,6 +83,8 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, metadata_response(
                 image, request.body, version=request.api_version, self_id=node_id,
                 cluster_id=self._cluster_id, listener=self._listener_name))
+        if api_key == ApiKey.INIT_PRODUCER_ID:
+            return self._encode(request, init_producer_id(request.body, self.producer_ids))
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return self._encode(request, describe_cluster_response(
                 image, request.body, self_id=node_id, cluster_id=self._cluster_id,

@@ -19,6 +19,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     SASL_AUTHENTICATE = 36
@@ -35,6 +36,7 @@ class ApiKey(IntEnum):
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     UNREGISTER_BROKER = 64
+    ALLOCATE_PRODUCER_IDS = 67
     CONTROLLER_REGISTRATION = 70
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
@@ -90,6 +92,8 @@ _SPECS = (
     _spec(ApiKey.API_VERSIONS, (0, 4), 3, _BOTH),
     _spec(ApiKey.CREATE_TOPICS, (2, 7), 5, _BOTH),
     _spec(ApiKey.DELETE_TOPICS, (1, 6), 4, _BOTH),
+    # v6 (KIP-939 two-phase commit) is still latestVersionUnstable in Kafka 4.x: not advertised.
+    _spec(ApiKey.INIT_PRODUCER_ID, (0, 5), 2, _BROKER),
     _spec(ApiKey.DESCRIBE_CONFIGS, (1, 4), 4, _BOTH),
     _spec(ApiKey.ALTER_CONFIGS, (0, 2), 2, _BOTH),
     _spec(ApiKey.SASL_AUTHENTICATE, (0, 2), 2, _BOTH),
@@ -106,6 +110,7 @@ _SPECS = (
     _spec(ApiKey.BROKER_REGISTRATION, (0, 4), 0, _CONTROLLER),
     _spec(ApiKey.BROKER_HEARTBEAT, (0, 2), 0, _CONTROLLER),
     _spec(ApiKey.UNREGISTER_BROKER, (0, 0), 0, _BOTH),
+    _spec(ApiKey.ALLOCATE_PRODUCER_IDS, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.CONTROLLER_REGISTRATION, (0, 0), 0, _CONTROLLER),
     # Brokers serve the voter-change APIs too and forward them to the controller quorum.
     _spec(ApiKey.ADD_RAFT_VOTER, (0, 1), 0, _BOTH),

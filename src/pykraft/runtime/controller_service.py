@@ -22,6 +22,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
@@ -61,6 +62,7 @@ CONTROLLER_REQUESTS: dict[int, type] = {
     ApiKey.ALTER_CONFIGS: AlterConfigsRequest,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
     ApiKey.UPDATE_FEATURES: UpdateFeaturesRequest,
+    ApiKey.ALLOCATE_PRODUCER_IDS: AllocateProducerIdsRequest,
 }
 
 class ControllerService:

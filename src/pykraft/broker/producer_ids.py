@@ -1,0 +1,223 @@
+"""Producer ids for idempotent producers: blocks from the controller, InitProducerId answers.
+
+Kafka's RPCProducerIdManager and the non-transactional half of its TransactionCoordinator's
+``handleInitProducerId``. Interface, for the broker's request handlers:
+
+* :class:`ProducerIdManager` ``(broker_id, broker_epoch, channel)``: ``broker_epoch`` is
+  called for the epoch of each AllocateProducerIds request, ``channel`` is the broker's
+  :class:`~pykraft.runtime.controller_channel.ControllerChannel` (anything with an async
+  ``send(body)``). :meth:`ProducerIdManager.generate_producer_id` returns a fresh id, or
+  None while the broker holds no block (InitProducerId then answers
+  ``COORDINATOR_LOAD_IN_PROGRESS``, which clients retry); it never waits: the block
+  request runs as a background task. :meth:`ProducerIdManager.close` cancels it.
+* :func:`init_producer_id` ``(request, manager)``: the InitProducerId response (latest
+  version, the dispatcher converts it) to a request of any version.
+
+The rules, in the pure :class:`ProducerIdBlocks` (time is passed in): ids come in blocks of
+1000 from the active controller; when the id at 90 % of the current block is handed out,
+the next block is requested; when the current block is used up the prefetched one takes
+over, and without one the caller gets ``None`` and a request goes out. A refused or
+malformed answer backs the next request off by 50 ms; a request that got no answer may be
+sent again at once (Kafka's ``handleTimeout``).
+
+Ids are unique across brokers, broker restarts and controller failover because the
+controller answers AllocateProducerIds only once its ProducerIdsRecord (the start of the
+following block) has committed: a block handed out is in the log before any broker sees it,
+and a broker that restarts asks for a new block instead of reusing its old one.
+
+Transactions are not implemented: an InitProducerId naming a transactional id gets
+``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``, the answer Kafka gives a producer that may not use
+that transactional id. Every client treats it as fatal (Java's and kafka-python's
+``initTransactions`` raise at once, librdkafka raises a fatal error), whereas the
+coordinator errors (``COORDINATOR_NOT_AVAILABLE``, ``NOT_COORDINATOR``,
+``COORDINATOR_LOAD_IN_PROGRESS``) are retriable and would keep the producer looking for a
+coordinator until its ``max.block.ms`` ran out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
+from kio.schema.init_producer_id.v6 import request as init_req
+from kio.schema.init_producer_id.v6 import response as init_resp
+from kio.schema.types import BrokerId, ProducerId
+from kio.static.primitive import i16, i32Timedelta, i64
+
+from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from pykraft.runtime.logfmt import event
+
+log = logging.getLogger("pykraft.broker.producer_ids")
+
+PREFETCH_THRESHOLD = 0.90  # Kafka's ProducerIdManager.PidPrefetchThreshold
+ITERATION_LIMIT = 3
+RETRY_BACKOFF_MS = 50
+_NO_RETRY = -1
+_NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerIdsBlock:
+    """``size`` ids from ``first`` (Kafka's ProducerIdsBlock, without its broker id)."""
+
+    first: int
+    size: int
+
+    @property
+    def last(self) -> int:
+        return self.first + self.size - 1
+
+    @property
+    def prefetch_at(self) -> int:
+        """Handing out this id asks for the next block."""
+        return self.first + int(self.size * PREFETCH_THRESHOLD)
+
+
+EMPTY_BLOCK = ProducerIdsBlock(-1, 0)
+
+
+class ProducerIdBlocks:
+    """The block state of one broker, sans I/O: :meth:`generate` hands out ids, and
+    :meth:`take_request` says whether an AllocateProducerIds request is due; its outcome
+    comes back through :meth:`block_received` or :meth:`request_failed`."""
+
+    def __init__(self) -> None:
+        self.current = EMPTY_BLOCK
+        self._next_id = EMPTY_BLOCK.first
+        self.next_block: ProducerIdsBlock | None = None
+        self._in_flight = False
+        """A request is out, or its block waits in :attr:`next_block`."""
+        self._retry_at_ms = _NO_RETRY
+        self._request_due = False
+
+    def generate(self, now_ms: int) -> int | None:
+        """The next id, or None while no block is held (a request is made due)."""
+        for _ in range(ITERATION_LIMIT):
+            if self._next_id <= self.current.last:
+                producer_id = self._next_id
+                self._next_id += 1
+                if producer_id == self.current.prefetch_at:
+                    self._maybe_request(now_ms)
+                return producer_id
+            if self.next_block is None:
+                self._maybe_request(now_ms)
+                return None
+            self.current, self.next_block = self.next_block, None
+            self._next_id = self.current.first
+            self._in_flight = False
+        return None
+
+    def take_request(self) -> bool:
+        """True once per request to send."""
+        due, self._request_due = self._request_due, False
+        return due
+
+    def block_received(self, now_ms: int, error: int, start: int, length: int) -> str | None:
+        """An AllocateProducerIds answer; the reason it was not taken, or None."""
+        reason = self._refusal(error, start, length)
+        if reason is None:
+            self.next_block = ProducerIdsBlock(start, length)
+        else:
+            self._retry_at_ms = now_ms + RETRY_BACKOFF_MS
+            self._in_flight = False
+        return reason
+
+    def request_failed(self) -> None:
+        """No answer came (timeout, no controller reachable): ask again when next due."""
+        self._in_flight = False
+
+    def _refusal(self, error: int, start: int, length: int) -> str | None:
+        if error != ErrorCode.none:
+            return ErrorCode(error).name
+        if start < self.current.last:
+            return f"block {start}+{length} is not above the current block {self.current}"
+        if start < 0 or length < 0 or start > 2**63 - 1 - length:
+            return f"invalid block {start}+{length}"
+        return None
+
+    def _maybe_request(self, now_ms: int) -> None:
+        if self._retry_at_ms != _NO_RETRY and now_ms < self._retry_at_ms:
+            return
+        if self.next_block is None and not self._in_flight:
+            self._in_flight = True
+            self._request_due = True
+            self._retry_at_ms = _NO_RETRY
+
+
+class ProducerIdManager:
+    """Drives :class:`ProducerIdBlocks` on the event loop; see the module docstring."""
+
+    def __init__(self, broker_id: int, broker_epoch: Callable[[], int], channel: Any) -> None:
+        self._broker_id = broker_id
+        self._broker_epoch = broker_epoch
+        self._channel = channel
+        self.blocks = ProducerIdBlocks()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def generate_producer_id(self) -> int | None:
+        producer_id = self.blocks.generate(self._now_ms())
+        if self.blocks.take_request():
+            task = asyncio.get_running_loop().create_task(self._request_block())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return producer_id
+
+    async def _request_block(self) -> None:
+        request = AllocateProducerIdsRequest(broker_id=BrokerId(self._broker_id),
+                                             broker_epoch=i64(self._broker_epoch()))
+        try:
+            response = await self._channel.send(request)
+        except (NetworkError, UnsupportedVersionError) as exc:
+            event(log, "producer_id_block_unanswered", level=logging.WARNING, error=str(exc))
+            self.blocks.request_failed()
+            return
+        except Exception:  # a background task: without this, no block would be asked again
+            log.exception("producer_id_block_request_failed")
+            self.blocks.request_failed()
+            return
+        start, length = int(response.producer_id_start), int(response.producer_id_len)
+        refused = self.blocks.block_received(self._now_ms(), response.error_code, start, length)
+        if refused is None:
+            event(log, "producer_id_block", start=start, length=length)
+        else:
+            event(log, "producer_id_block_refused", level=logging.WARNING, reason=refused)
+
+    def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+
+    @staticmethod
+    def _now_ms() -> int:
+        return int(asyncio.get_running_loop().time() * 1000)
+
+
+def _answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID,
+            epoch: int = NO_PRODUCER_EPOCH) -> init_resp.InitProducerIdResponse:
+    return init_resp.InitProducerIdResponse(
+        throttle_time=_NO_THROTTLE, error_code=error, producer_id=ProducerId(producer_id),
+        producer_epoch=i16(epoch))
+
+
+def init_producer_id(request: Any, manager: ProducerIdManager) -> init_resp.InitProducerIdResponse:
+    """Kafka's answer to InitProducerId of any version (see the module docstring)."""
+    body = convert(request, init_req.InitProducerIdRequest)
+    transactional_id = body.transactional_id
+    if transactional_id:  # Kafka authorizes the transactional id first
+        return _answer(ErrorCode.transactional_id_authorization_failed)
+    if (body.producer_id == NO_PRODUCER_ID) != (body.producer_epoch == NO_PRODUCER_EPOCH):
+        return _answer(ErrorCode.invalid_request)
+    if transactional_id is not None:  # "" (the coordinator's check)
+        return _answer(ErrorCode.invalid_request)
+    # without a transactional id, a producer id and epoch sent (KIP-360) are ignored
+    producer_id = manager.generate_producer_id()
+    if producer_id is None:
+        return _answer(ErrorCode.coordinator_load_in_progress)
+    return _answer(ErrorCode.none, producer_id, 0)

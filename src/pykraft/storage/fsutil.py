@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pykraft.errors import StorageError
+
 TMP_SUFFIX = ".tmp"
 
 
@@ -36,3 +38,16 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def write_all_at(fd: int, path: Path, data: bytes, position: int) -> None:
+    """Write all of ``data`` at ``position`` of a segment file; on failure cut the partial
+    write off again (so the file ends on a whole batch) and raise :class:`StorageError`."""
+    try:
+        with memoryview(data) as view:
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, view[written:], position + written)
+    except OSError as exc:
+        os.ftruncate(fd, position)
+        raise StorageError(f"cannot append to {path}: {exc}") from exc

@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-import crc32c
-
 from pykraft.errors import (
     CorruptLogError,
     CorruptRecordError,
@@ -38,9 +36,11 @@ from pykraft.errors import (
     StorageError,
 )
 from pykraft.ids import METADATA_TOPIC_ID, uuid_to_str
-from pykraft.records.batch import CRC_START, HEADER_SIZE, MAGIC, BatchHeader, read_header
+from pykraft.records.batch import MAGIC, BatchHeader, read_header
+from pykraft.storage.batch_check import BatchProblemError as _BatchProblemError
+from pykraft.storage.batch_check import check_framing as _check_framing
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.fsutil import fsync_dir
+from pykraft.storage.fsutil import fsync_dir, write_all_at
 from pykraft.storage.leader_epoch import (
     LEADER_EPOCH_CHECKPOINT,
     LeaderEpochCache,
@@ -97,36 +97,12 @@ class _Segment:
         return bisect.bisect_right(self.offsets, offset) - 1
 
 
-class _BatchProblemError(Exception):
-    """Why the bytes at a position are not the next valid batch (internal to recovery)."""
-
-
 class _EpochRegressionError(_BatchProblemError):
     """An intact batch whose epoch is below its predecessor's.
 
     Unlike a torn write this is ambiguous: the previous batch's epoch (outside the CRC) may
     be the damaged one, so recovery must not "repair" it by dropping this batch.
     """
-
-
-def _check_framing(buf: memoryview, pos: int, end: int) -> BatchHeader:
-    """The header of an intact batch at ``pos``: complete, sane header, matching CRC."""
-    if end - pos < HEADER_SIZE:
-        raise _BatchProblemError(f"truncated batch header ({end - pos} of {HEADER_SIZE} bytes)")
-    try:
-        header = read_header(buf, pos)
-    except CorruptRecordError as exc:
-        raise _BatchProblemError(str(exc)) from None
-    if header.size > end - pos:
-        raise _BatchProblemError(
-            f"truncated batch: {header.size} bytes declared, {end - pos} present"
-        )
-    computed = crc32c.crc32c(buf[pos + CRC_START : pos + header.size])
-    if computed != header.crc:
-        raise _BatchProblemError(
-            f"CRC mismatch: stored {header.crc:#010x}, computed {computed:#010x}"
-        )
-    return header
 
 
 def _check_batch(
@@ -390,7 +366,7 @@ class MetadataLog:
         if active.size and active.size + len(data) > self._segment_bytes:
             active = self._roll()
         start = active.size
-        _write_all(active, data, start)
+        write_all_at(active.fd, active.path, data, start)
         for pos, header in headers:
             self._index_batch(active, start + pos, header)
         if not self._unflushed or self._unflushed[-1] is not active:
@@ -703,16 +679,4 @@ def _read_exact(segment: _Segment, position: int, length: int) -> bytes:
             f"expected {length} (was the file changed behind our back?)"
         )
     return data
-
-
-def _write_all(segment: _Segment, data: bytes, position: int) -> None:
-    """Write at ``position``; on failure cut the partial write off again and raise."""
-    try:
-        with memoryview(data) as view:
-            written = 0
-            while written < len(data):
-                written += os.pwrite(segment.fd, view[written:], position + written)
-    except OSError as exc:
-        os.ftruncate(segment.fd, position)
-        raise StorageError(f"cannot append to {segment.path}: {exc}") from exc
 

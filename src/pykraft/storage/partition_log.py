@@ -1,0 +1,496 @@
+"""A user partition's log: the ``<topic>-<partition>/`` directory in Kafka's on-disk layout.
+
+Segments (:mod:`pykraft.storage.segment`) of whole v2 batches with sparse ``.index`` and
+``.timeindex`` files, plus ``leader-epoch-checkpoint``; Kafka reads what pykraft writes and
+the other way round. The rules follow Kafka's ``UnifiedLog``/``LocalLog``/``LogLoader``.
+
+Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
+
+    log = PartitionLog.open(directory, LogConfig(...), now_ms=...,
+                            recovery_point=..., log_start_offset=..., clean_shutdown=...)
+    info = log.append(batches, now_ms)   # offsets already assigned; rolls by size/time/index
+    data = log.read(offset, max_bytes, max_offset=hw)  # whole batches of one segment
+    log.offset_for_timestamp(ts)          # ListOffsets by timestamp
+    log.flush()                           # fsync up to the LEO; returns the new recovery point
+    log.truncate_to(offset, now_ms)       # follower truncation
+    log.truncate_fully_and_start_at(offset, now_ms)
+    log.increment_log_start_offset(offset, high_watermark)   # DeleteRecords
+    log.segment_stats()  ->  storage.retention  ->  log.delete_segments(base_offsets, now_ms)
+    log.close(); rename_for_delete(directory); remove_deleted_dir(path)
+
+Opening recovers: temporary files of interrupted operations are removed, index files without
+their segment deleted, every segment's indexes sanity-checked (rebuilt when missing or
+corrupt) and, after an unclean shutdown, every segment from the one holding the recovery
+point on is rescanned (CRC checked) with its indexes rebuilt; at the first invalid batch the
+segment is truncated and every later segment deleted, as Kafka does. The recovery point,
+log start offset and high watermark checkpoints of the log directory are the caller's
+(:mod:`pykraft.storage.offset_checkpoints`). Not thread-safe.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
+from pykraft.storage.batch_check import BatchProblemError, check_framing
+from pykraft.storage.file_error import StateFileError
+from pykraft.storage.fsutil import fsync_dir
+from pykraft.storage.index_file import CorruptIndexError
+from pykraft.storage.leader_epoch import (
+    LEADER_EPOCH_CHECKPOINT,
+    LeaderEpochCache,
+    encode_epoch_checkpoint,
+    read_epoch_checkpoint,
+    write_epoch_checkpoint,
+)
+from pykraft.storage.log_config import LogConfig
+from pykraft.storage.offset_checkpoints import TopicPartition
+from pykraft.storage.offset_index import INDEX_SUFFIX
+from pykraft.storage.retention import SegmentStats
+from pykraft.storage.segment import LOG_SUFFIX, TXN_INDEX_SUFFIX, LogSegment, TimestampAndOffset
+from pykraft.storage.time_index import TIME_INDEX_SUFFIX
+
+DELETE_DIR_SUFFIX = "-delete"
+_SEGMENT_FILE = re.compile(r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex)")
+_DIR_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)(?:\.([0-9a-f]{32})-(delete|future|stray))?")
+_TEMP_SUFFIXES = (".deleted", ".cleaned")
+_SWAP_SUFFIX = ".swap"
+
+log = logging.getLogger(__name__)
+
+
+class RecordBatchTooLargeError(StorageError):
+    """An append larger than ``segment.bytes`` (Kafka's RECORD_LIST_TOO_LARGE)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """What an append wrote: its offsets, its largest batch timestamp and that batch's last
+    offset (-1 timestamps when the batches carry none)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    size: int
+
+
+def partition_dir_name(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+def parse_partition_dir_name(name: str) -> TopicPartition:
+    """The topic partition of ``<topic>-<partition>`` (also with a ``.<uuid>-delete``,
+    ``-future`` or ``-stray`` suffix); the partition follows the last ``-``."""
+    match = _DIR_NAME.fullmatch(name)
+    if match is None:
+        raise StateFileError(name, "not a partition directory name (<topic>-<partition>)")
+    return TopicPartition(match.group(1), int(match.group(2)))
+
+
+def rename_for_delete(directory: Path, unique: uuid.UUID | None = None) -> Path:
+    """Rename a (closed) partition directory to ``<topic>-<partition>.<uuid>-delete``, as
+    Kafka does before removing it, so a crash midway leaves no half-deleted live log."""
+    unique = unique or uuid.uuid4()
+    target = directory.with_name(f"{directory.name}.{unique.hex}{DELETE_DIR_SUFFIX}")
+    os.rename(directory, target)
+    fsync_dir(directory.parent)
+    return target
+
+
+def remove_deleted_dir(path: Path) -> None:
+    """Remove a directory renamed by :func:`rename_for_delete` (Kafka waits
+    ``file.delete.delay.ms`` first; the caller schedules this)."""
+    if not path.name.endswith(DELETE_DIR_SUFFIX):
+        raise StorageError(f"refusing to remove {path}: not a partition renamed for deletion")
+    shutil.rmtree(path)
+    fsync_dir(path.parent)
+
+
+class PartitionLog:
+    """The segmented log of one partition replica; open it with :meth:`open`."""
+
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
+                 epochs: LeaderEpochCache) -> None:
+        self.directory = directory
+        self.config = config
+        self._segments = segments
+        self._bases = [segment.base_offset for segment in segments]
+        self.leader_epochs = epochs
+        self.log_start_offset = segments[0].base_offset
+        self.log_end_offset = segments[-1].read_next_offset()
+        self.recovery_point = self.log_end_offset
+        self._dir_dirty = False
+        self._epochs_dirty = False
+        self._closed = False
+
+    # ------------------------------------------------------------------ opening / recovery
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, *, now_ms: int, recovery_point: int = 0,
+             log_start_offset: int = 0, clean_shutdown: bool = False) -> PartitionLog:
+        """Open (creating if needed) and recover the log in ``directory``.
+
+        ``recovery_point`` and ``log_start_offset`` come from the log directory's
+        checkpoints; ``clean_shutdown`` from its ``.kafka_cleanshutdown`` marker.
+        """
+        directory.mkdir(parents=False, exist_ok=True)
+        bases = _clean_directory(directory)
+        segments: list[LogSegment] = []
+        try:
+            for base in bases:
+                segment = LogSegment.open(directory, base, config, now_ms)
+                segments.append(segment)
+                _check_or_rebuild_indexes(segment)
+            epochs = _load_epochs(directory)
+            if not clean_shutdown:
+                _recover_from(segments, recovery_point, epochs)
+            if not segments:
+                segments.append(LogSegment.open(directory, log_start_offset, config, now_ms))
+                fsync_dir(directory)
+        except BaseException:
+            for segment in segments:
+                segment.close()
+            raise
+        partition_log = cls(directory, config, segments, epochs)
+        partition_log._finish_loading(recovery_point, log_start_offset, now_ms)
+        return partition_log
+
+    def _finish_loading(self, recovery_point: int, log_start_offset: int, now_ms: int) -> None:
+        self.active.resize_indexes()
+        if log_start_offset > self.log_end_offset:
+            log.warning("%s: log start offset %d is past the log end offset %d; starting the "
+                        "log over there", self.directory, log_start_offset, self.log_end_offset)
+            self.truncate_fully_and_start_at(log_start_offset, now_ms)
+            return
+        self.log_start_offset = max(log_start_offset, self.log_start_offset)
+        self.recovery_point = min(recovery_point, self.log_end_offset)
+        changed = self.leader_epochs.truncate_from_end(self.log_end_offset)
+        changed = self.leader_epochs.truncate_from_start(self.log_start_offset) or changed
+        try:
+            stored = self._epoch_checkpoint_path().read_bytes()
+        except FileNotFoundError:
+            stored = None
+        entries = self.leader_epochs.entries
+        self._epochs_dirty = changed or (
+            (stored is not None or bool(entries)) and stored != encode_epoch_checkpoint(entries))
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def active(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments (what ``retention.bytes`` limits)."""
+        return sum(segment.size for segment in self._segments)
+
+    def segment_stats(self) -> list[SegmentStats]:
+        """Each segment's offsets, size and largest timestamp, oldest first (for retention)."""
+        ends = [*self._bases[1:], self.log_end_offset]
+        return [SegmentStats(segment.base_offset, end, segment.size, segment.largest_timestamp())
+                for segment, end in zip(self._segments, ends, strict=True)]
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, data: bytes, now_ms: int) -> AppendInfo:
+        """Append whole batches whose offsets continue the log (assigned by the caller).
+
+        Every batch's framing and CRC are checked and its base offset must be the next
+        offset; nothing is written otherwise (:class:`CorruptRecordError`). Rolls first when
+        the active segment is full by ``segment.bytes``, old by ``segment.ms`` or has a full
+        index. Not durable until :meth:`flush`.
+        """
+        self._check_open()
+        if len(data) > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"Message batch size is {len(data)} bytes in append to partition "
+                f"{self.directory.name}, which exceeds the maximum configured segment size of "
+                f"{self.config.segment_bytes}.")
+        info = self._analyze(data)
+        if self.active.should_roll(info.size, info.max_timestamp, info.last_offset, now_ms):
+            self._roll(now_ms)
+        self.active.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp,
+                           data)
+        self.log_end_offset = info.last_offset + 1
+        return info
+
+    def _analyze(self, data: bytes) -> AppendInfo:
+        """Validate every batch before anything changes; then learn their leader epochs."""
+        if not data:
+            raise CorruptRecordError("cannot append: no record batch")
+        expected = self.log_end_offset
+        max_timestamp, offset_of_max = -1, -1
+        epoch_starts: list[tuple[int, int]] = []
+        latest = self.leader_epochs.latest_epoch
+        pos = 0
+        with memoryview(data) as buf:
+            while pos < len(data):
+                try:
+                    header = check_framing(buf, pos, len(data))
+                except BatchProblemError as problem:
+                    raise CorruptRecordError(f"cannot append: {problem}", position=pos) from None
+                if header.base_offset != expected:
+                    raise CorruptRecordError(f"cannot append: base offset {header.base_offset} "
+                                             f"does not continue the log at {expected}",
+                                             position=pos)
+                if header.max_timestamp > max_timestamp:
+                    max_timestamp, offset_of_max = header.max_timestamp, header.last_offset
+                epoch = header.partition_leader_epoch
+                if epoch >= 0 and (latest is None or epoch > latest):
+                    epoch_starts.append((epoch, header.base_offset))
+                    latest = epoch
+                expected = header.next_offset
+                pos += header.size
+        for epoch, start in epoch_starts:
+            self._epochs_dirty |= self.leader_epochs.assign(epoch, start)
+        return AppendInfo(self.log_end_offset, expected - 1, max_timestamp, offset_of_max,
+                          len(data))
+
+    def roll(self, now_ms: int) -> None:
+        """Start a new segment at the log end offset (no-op if the active one is empty)."""
+        self._check_open()
+        if self.active.size:
+            self._roll(now_ms)
+
+    def _roll(self, now_ms: int) -> None:
+        base = self.log_end_offset
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            stale = self.directory / f"{base:020d}{suffix}"
+            if suffix == LOG_SUFFIX and stale.exists():
+                raise StorageError(f"cannot roll the log: {stale} already exists")
+            stale.unlink(missing_ok=True)
+        self.active.on_become_inactive()
+        self._segments.append(LogSegment.open(self.directory, base, self.config, now_ms))
+        self._bases.append(base)
+        self._dir_dirty = True
+
+    def flush(self) -> int:
+        """Fsync every segment from the recovery point on, the directory and the
+        leader-epoch checkpoint; returns the new recovery point (the log end offset)."""
+        self._check_open()
+        first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+        for segment in self._segments[first:]:
+            segment.flush()
+        if self._dir_dirty:
+            fsync_dir(self.directory)
+            self._dir_dirty = False
+        if self._epochs_dirty:
+            write_epoch_checkpoint(self._epoch_checkpoint_path(), self.leader_epochs.entries)
+            self._epochs_dirty = False
+        self.recovery_point = self.log_end_offset
+        return self.recovery_point
+
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        """Drop every batch at and after ``offset`` (batch aligned); returns the new log
+        end offset. Below the first segment this is :meth:`truncate_fully_and_start_at`."""
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return self.log_end_offset
+        if offset < self._bases[0]:
+            self.truncate_fully_and_start_at(offset, now_ms)
+            return offset
+        keep = bisect.bisect_right(self._bases, offset)
+        self._remove(self._segments[keep:])
+        self.active.truncate_to(offset, now_ms)
+        self.log_end_offset = self.active.read_next_offset()
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._epochs_dirty |= self.leader_epochs.truncate_from_end(self.log_end_offset)
+        return self.log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        """Delete every segment and restart empty at ``offset`` (a follower far behind)."""
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"offset must be non-negative, not {offset}")
+        self._remove(list(self._segments))
+        self._segments.append(LogSegment.open(self.directory, offset, self.config, now_ms))
+        self._bases.append(offset)
+        fsync_dir(self.directory)
+        self.log_start_offset = self.log_end_offset = self.recovery_point = offset
+        self.leader_epochs.clear()
+        self._epochs_dirty = True
+
+    def increment_log_start_offset(self, offset: int, high_watermark: int) -> bool:
+        """Move the log start offset forward (DeleteRecords, retention); True if it moved.
+
+        It never goes back and never past the high watermark. Segments below it are deleted
+        by the next retention pass (the log start offset breach).
+        """
+        self._check_open()
+        if offset > high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{self.directory.name} since it is larger than the high watermark "
+                f"{high_watermark}")
+        if offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = offset
+        self._epochs_dirty |= self.leader_epochs.truncate_from_start(offset)
+        return True
+
+    def delete_segments(self, base_offsets: Sequence[int], now_ms: int) -> int:
+        """Delete the oldest segments named (a retention decision); returns how many.
+
+        When every segment goes, an empty one is rolled first so the log keeps its end
+        offset; the log start offset moves to the first remaining segment, as in Kafka.
+        """
+        self._check_open()
+        count = len(base_offsets)
+        if list(base_offsets) != self._bases[:count]:
+            raise StorageError(f"can only delete the oldest segments, not {list(base_offsets)}")
+        if count == len(self._segments):
+            if self.active.size:
+                self._roll(now_ms)
+            else:  # the empty active segment already starts at the log end offset
+                count -= 1
+        if not count:
+            return 0
+        self._remove(self._segments[:count])
+        self.log_start_offset = max(self.log_start_offset, self._bases[0])
+        self._epochs_dirty |= self.leader_epochs.truncate_from_start(self.log_start_offset)
+        return count
+
+    def _remove(self, doomed: Sequence[LogSegment]) -> None:
+        if not doomed:
+            return
+        gone = set(map(id, doomed))
+        for segment in doomed:
+            segment.delete()
+        self._segments[:] = [s for s in self._segments if id(s) not in gone]
+        self._bases[:] = [segment.base_offset for segment in self._segments]
+        fsync_dir(self.directory)
+
+    def _epoch_checkpoint_path(self) -> Path:
+        return self.directory / LEADER_EPOCH_CHECKPOINT
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_batch: bool = True) -> bytes:
+        """Whole batches from the one holding ``offset``, from a single segment as Kafka's
+        reads are: at most ``max_bytes`` (but the first batch whole with
+        ``min_one_batch``, KIP-74) and only batches before ``max_offset`` (the high
+        watermark for consumers). Reading at the log end offset gives ``b""``."""
+        self._check_open()
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {offset} for partition {self.directory.name}, "
+                f"but we only have log segments from offset {self.log_start_offset} up to "
+                f"{self.log_end_offset}.")
+        upper = self.log_end_offset if max_offset is None else min(max_offset,
+                                                                   self.log_end_offset)
+        number = bisect.bisect_right(self._bases, offset) - 1
+        for segment in self._segments[number:]:
+            if segment.base_offset >= upper or offset >= upper:
+                break
+            max_position = None
+            if upper < self.log_end_offset:
+                bound = segment.translate_offset(upper)
+                max_position = None if bound is None else bound.position
+            found = segment.read(offset, max_bytes, max_position, min_one_batch=min_one_batch)
+            if found is not None:
+                return found[1]
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The first record at or after ``timestamp`` from the log start (ListOffsets)."""
+        self._check_open()
+        for segment in self._segments:
+            if segment.largest_timestamp() >= timestamp:
+                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+        return None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        """Close the segments, trimming their indexes (call :meth:`flush` first)."""
+        if self._closed:
+            return
+        self._closed = True
+        for segment in self._segments:
+            segment.close()
+
+    def __enter__(self) -> PartitionLog:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"the log in {self.directory} is closed")
+
+
+def _clean_directory(directory: Path) -> list[int]:
+    """Remove leftovers of interrupted operations and orphan indexes, as Kafka's loader
+    does; returns the segments' base offsets in order."""
+    bases: set[int] = set()
+    indexes: list[tuple[int, Path]] = []
+    for entry in directory.iterdir():
+        name = entry.name
+        if name.endswith(_TEMP_SUFFIXES):
+            log.info("%s: deleting the leftover %s", directory, name)
+            entry.unlink()
+        elif name.endswith(_SWAP_SUFFIX):
+            raise StorageError(f"{entry}: an interrupted segment swap (compaction), which "
+                               "pykraft does not complete; let Kafka load this log once")
+        elif (match := _SEGMENT_FILE.fullmatch(name)) is not None:
+            base = int(match.group(1))
+            if match.group(2) == LOG_SUFFIX:
+                bases.add(base)
+            else:
+                indexes.append((base, entry))
+    for base, path in indexes:
+        if base not in bases:
+            log.warning("Found an orphaned index file %s, with no corresponding log file.", path)
+            path.unlink()
+    return sorted(bases)
+
+
+def _check_or_rebuild_indexes(segment: LogSegment) -> None:
+    try:
+        segment.sanity_check()
+    except CorruptIndexError as problem:
+        log.warning("%s, recovering segment and rebuilding index files...", problem)
+        segment.recover()
+
+
+def _load_epochs(directory: Path) -> LeaderEpochCache:
+    path = directory / LEADER_EPOCH_CHECKPOINT
+    return LeaderEpochCache(read_epoch_checkpoint(path) if path.exists() else ())
+
+
+def _recover_from(segments: list[LogSegment], recovery_point: int,
+                  epochs: LeaderEpochCache) -> None:
+    """Rescan the segments from the one holding the recovery point; at the first invalid
+    batch truncate there and delete every later segment (Kafka's ``recoverLog``)."""
+    bases = [segment.base_offset for segment in segments]
+    first = max(0, bisect.bisect_right(bases, recovery_point) - 1)
+    for number in range(first, len(segments)):
+        segment = segments[number]
+        epochs.truncate_from_end(segment.base_offset)
+        truncated = segment.recover(epochs)
+        if truncated:
+            log.warning("%s: truncated %d invalid bytes during recovery", segment.path,
+                        truncated)
+            for later in segments[number + 1:]:
+                log.warning("deleting %s, which follows a truncated segment", later.path)
+                later.delete()
+            del segments[number + 1:]
+            fsync_dir(segment.path.parent)
+            return

@@ -1,0 +1,368 @@
+"""One segment of a partition log: ``%020d.log`` with its ``.index`` and ``.timeindex``.
+
+The ``.log`` file holds whole v2 batches back to back, exactly as Kafka writes them; the
+segment never decodes records except to answer a lookup by timestamp. Semantics follow
+Kafka's ``LogSegment``:
+
+- :meth:`LogSegment.append` writes batch bytes whose offsets are already assigned and adds an
+  offset-index entry (and maybe a time-index entry) once more than ``index.interval.bytes``
+  were appended since the last entry: the index is sparse, the first append never indexed.
+- :meth:`LogSegment.translate_offset` finds the batch holding an offset: the index gives a
+  position at or before it, then batch headers are read forward from there.
+- :meth:`LogSegment.recover` rebuilds both indexes from the file, checking every batch's
+  framing and CRC, and truncates the file at the first invalid batch (a torn tail).
+- :meth:`LogSegment.should_roll` is Kafka's roll rule with the time passed in.
+
+Not thread-safe; the owner (:class:`pykraft.storage.partition_log.PartitionLog`) serializes.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from pykraft.errors import CorruptLogError, StorageError
+from pykraft.records.batch import HEADER_SIZE, BatchHeader, decode_records, read_header
+from pykraft.storage.batch_check import BatchProblemError, check_framing
+from pykraft.storage.fsutil import write_all_at
+from pykraft.storage.index_file import CorruptIndexError
+from pykraft.storage.leader_epoch import LeaderEpochCache
+from pykraft.storage.log_config import LogConfig
+from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex
+from pykraft.storage.time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
+
+LOG_SUFFIX = ".log"
+TXN_INDEX_SUFFIX = ".txnindex"
+
+log = logging.getLogger(__name__)
+
+
+def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
+    """``<directory>/<base offset as 20 digits><suffix>``, Kafka's file naming."""
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+class BatchPosition(NamedTuple):
+    """A batch's header and where it starts in its segment file."""
+
+    position: int
+    header: BatchHeader
+
+
+class TimestampAndOffset(NamedTuple):
+    """The first record at or after a timestamp: its timestamp, offset and leader epoch."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+class LogSegment:
+    """An open segment; create or open one with :meth:`open`."""
+
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig,
+                 created_ms: int) -> None:
+        self.base_offset = base_offset
+        self.path = segment_file(directory, base_offset, LOG_SUFFIX)
+        self._config = config
+        self.created_ms = created_ms
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            index_path = segment_file(directory, base_offset, INDEX_SUFFIX)
+            self.offset_index_missing = not index_path.exists()
+            time_path = segment_file(directory, base_offset, TIME_INDEX_SUFFIX)
+            time_index_created = not time_path.exists()
+            self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
+            self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes)
+            if time_index_created and not self.offset_index_missing:
+                self.time_index.resize(0)  # as Kafka: an older segment without a time index
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.size = os.fstat(self._fd).st_size
+        self._rolling_timestamp: int | None = None  # the first batch's max timestamp
+        self._max_timestamp: TimestampOffset | None = None  # None: read the time index
+        self._bytes_since_index_entry = 0
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, config: LogConfig,
+             created_ms: int) -> LogSegment:
+        """Open the segment's files, creating the missing ones (new indexes preallocated)."""
+        return cls(directory, base_offset, config, created_ms)
+
+    # ------------------------------------------------------------------ reading headers
+
+    def _header_at(self, position: int) -> BatchHeader | None:
+        """The header of the batch at ``position``; None past the last complete header."""
+        if position + HEADER_SIZE > self.size:
+            return None
+        return read_header(os.pread(self._fd, HEADER_SIZE, position))
+
+    def batches_from(self, position: int) -> Iterator[BatchPosition]:
+        """The batch headers from ``position`` (a batch boundary) to the end of the file."""
+        while (header := self._header_at(position)) is not None:
+            yield BatchPosition(position, header)
+            position += header.size
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchPosition | None:
+        """The first batch whose last offset is >= ``offset``; None if there is none."""
+        start = max(self.offset_index.lookup(offset).position, start_position)
+        for found in self.batches_from(start):
+            if found.header.last_offset >= offset:
+                return found
+        return None
+
+    def read_next_offset(self) -> int:
+        """The offset after the segment's last batch (its base offset when empty)."""
+        next_offset = self.base_offset
+        for found in self.batches_from(self.offset_index.lookup(self.offset_index.last_offset)
+                                       .position):
+            next_offset = found.header.next_offset
+        return next_offset
+
+    def read(self, offset: int, max_size: int, max_position: int | None = None,
+             *, min_one_batch: bool = False) -> tuple[int, bytes] | None:
+        """Whole batches from the one holding ``offset``: (file position, bytes).
+
+        At most ``max_size`` bytes and nothing at or past ``max_position``; with
+        ``min_one_batch`` the first batch is returned whole even when larger than
+        ``max_size`` (KIP-74). The result may end with a partial batch, as Kafka's slices do;
+        None when no batch reaches ``offset``.
+        """
+        if max_size < 0:
+            raise ValueError(f"invalid max size {max_size} for a read from {self.path}")
+        found = self.translate_offset(offset)
+        if found is None:
+            return None
+        limit = max(max_size, found.header.size) if min_one_batch else max_size
+        end = self.size if max_position is None else min(max_position, self.size)
+        length = max(0, min(end - found.position, limit))
+        return found.position, self.read_bytes(found.position, length)
+
+    def read_bytes(self, position: int, length: int) -> bytes:
+        data = os.pread(self._fd, length, position)
+        if len(data) != length:
+            raise StorageError(f"{self.path}: short read of {len(data)} bytes at position "
+                               f"{position}, expected {length}")
+        return data
+
+    # ------------------------------------------------------------------ timestamps
+
+    @property
+    def max_timestamp_so_far(self) -> TimestampOffset:
+        """The largest batch timestamp in the segment and the last offset of its batch."""
+        if self._max_timestamp is None:
+            self._max_timestamp = self.time_index.last_entry
+        return self._max_timestamp
+
+    def largest_timestamp(self) -> int:
+        """Kafka's ``largestTimestamp``: the max timestamp, else the file's mtime in ms."""
+        timestamp = self.max_timestamp_so_far.timestamp
+        if timestamp >= 0:
+            return timestamp
+        return os.fstat(self._fd).st_mtime_ns // 1_000_000
+
+    def first_batch_timestamp(self) -> int | None:
+        """The max timestamp of the first batch (what ``segment.ms`` counts from)."""
+        if self._rolling_timestamp is None:
+            header = self._header_at(0)
+            if header is not None:
+                self._rolling_timestamp = header.max_timestamp
+        return self._rolling_timestamp
+
+    def find_offset_by_timestamp(self, timestamp: int,
+                                 starting_offset: int) -> TimestampAndOffset | None:
+        """The first record with timestamp >= ``timestamp`` and offset >= ``starting_offset``.
+
+        Only the batch whose max timestamp reaches the target is decoded (a compressed one
+        raises :class:`~pykraft.errors.UnsupportedCompressionError`).
+        """
+        indexed = self.time_index.lookup(timestamp)
+        start = self.offset_index.lookup(max(indexed.offset, starting_offset)).position
+        for found in self.batches_from(start):
+            header = found.header
+            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
+                continue
+            data = self.read_bytes(found.position, header.size)
+            for record in decode_records(header, data, found.position):
+                if record.timestamp >= timestamp and record.offset >= starting_offset:
+                    return TimestampAndOffset(record.timestamp, record.offset,
+                                              header.partition_leader_epoch)
+        return None
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, largest_offset: int, largest_timestamp: int,
+               offset_of_max_timestamp: int, data: bytes) -> None:
+        """Append whole batches (already validated, offsets assigned) at the end."""
+        if not data:
+            return
+        position = self.size
+        if position == 0:
+            self._rolling_timestamp = largest_timestamp
+        if not self.offset_index.can_append_offset(largest_offset):
+            raise StorageError(f"{self.path}: offset {largest_offset} overflows the segment "
+                               f"based at {self.base_offset}")
+        write_all_at(self._fd, self.path, data, position)
+        self.size += len(data)
+        if largest_timestamp > self.max_timestamp_so_far.timestamp:
+            self._max_timestamp = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
+        if self._bytes_since_index_entry > self._config.index_interval_bytes:
+            self.offset_index.append(largest_offset, position)
+            self.time_index.maybe_append(*self.max_timestamp_so_far)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += len(data)
+
+    def should_roll(self, incoming_size: int, incoming_max_timestamp: int,
+                    incoming_max_offset: int, now_ms: int) -> bool:
+        """Kafka's ``shouldRoll``: full by bytes, old by ``segment.ms``, an index full, or
+        an offset that no longer fits the int32 relative offset."""
+        first = self.first_batch_timestamp()
+        if first is not None and first >= 0:
+            waited = incoming_max_timestamp - first
+        else:
+            waited = now_ms - self.created_ms
+        return (self.size > self._config.segment_bytes - incoming_size
+                or (self.size > 0 and waited > self._config.segment_ms)
+                or self.offset_index.is_full() or self.time_index.is_full()
+                or not self.offset_index.can_append_offset(incoming_max_offset))
+
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        """Drop the batches whose last offset is >= ``offset``; returns the bytes cut."""
+        found = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.offset_index.resize(self.offset_index.max_index_size)
+        self.time_index.resize(self.time_index.max_index_size)
+        cut = 0
+        if found is not None:
+            cut = self.size - found.position
+            os.ftruncate(self._fd, found.position)
+            self.size = found.position
+        if self.size == 0:
+            self.created_ms = now_ms
+            self._rolling_timestamp = None
+        self._bytes_since_index_entry = 0
+        self._max_timestamp = self._read_largest_timestamp()
+        return cut
+
+    def _read_largest_timestamp(self) -> TimestampOffset:
+        """The time index's last entry, or a larger batch timestamp after it."""
+        best = self.time_index.last_entry
+        start = self.offset_index.lookup(best.offset).position
+        for found in self.batches_from(start):
+            if found.header.max_timestamp > best.timestamp:
+                best = TimestampOffset(found.header.max_timestamp, found.header.last_offset)
+        return best
+
+    # ------------------------------------------------------------------ recovery
+
+    def sanity_check(self) -> None:
+        """Raise :class:`CorruptIndexError` if the indexes cannot be trusted (then recover)."""
+        if self.offset_index_missing:
+            raise CorruptIndexError(f"Could not find offset index file corresponding to log "
+                                    f"file {self.path}")
+        self.offset_index.sanity_check()
+        self.time_index.sanity_check()
+
+    def recover(self, epochs: LeaderEpochCache | None = None) -> int:
+        """Rebuild the indexes from the file; truncate at the first invalid batch.
+
+        Returns the bytes truncated. Each batch's framing and CRC are checked (its records
+        are not decoded); ``epochs``, when given, learns each newer leader epoch. A batch
+        whose offsets go backwards is corruption no truncation explains: it raises.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self._max_timestamp = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        valid = 0
+        last_index_entry = 0
+        expected = self.base_offset
+        size = os.fstat(self._fd).st_size
+        if size:
+            with mmap.mmap(self._fd, size, access=mmap.ACCESS_READ) as mapped, \
+                    memoryview(mapped) as buf:
+                while valid < size:
+                    try:
+                        header = check_framing(buf, valid, size)
+                    except BatchProblemError as problem:
+                        log.warning("Found invalid messages in log segment %s at byte offset "
+                                    "%d: %s", self.path, valid, problem)
+                        break
+                    self._check_offsets(header, expected, valid)
+                    expected = header.next_offset
+                    if header.max_timestamp > self.max_timestamp_so_far.timestamp:
+                        self._max_timestamp = TimestampOffset(header.max_timestamp,
+                                                              header.last_offset)
+                    if valid - last_index_entry > self._config.index_interval_bytes:
+                        self.offset_index.append(header.last_offset, valid)
+                        self.time_index.maybe_append(*self.max_timestamp_so_far)
+                        last_index_entry = valid
+                    valid += header.size
+                    epoch = header.partition_leader_epoch
+                    if epochs is not None and epoch >= 0 and (
+                            epochs.latest_epoch is None or epoch > epochs.latest_epoch):
+                        epochs.assign(epoch, header.base_offset)
+        if size > valid:
+            os.ftruncate(self._fd, valid)
+        self.size = valid
+        self._rolling_timestamp = None
+        self.offset_index.trim_to_valid_size()
+        self.time_index.maybe_append(*self.max_timestamp_so_far, skip_full_check=True)
+        self.time_index.trim_to_valid_size()
+        return size - valid
+
+    def _check_offsets(self, header: BatchHeader, expected: int, position: int) -> None:
+        if header.base_offset < expected:
+            raise CorruptLogError(str(self.path), position,
+                                  f"base offset {header.base_offset} is below {expected}, "
+                                  "where the previous batch ended")
+        if not self.offset_index.can_append_offset(header.last_offset):
+            raise CorruptLogError(str(self.path), position,
+                                  f"offset {header.last_offset} overflows the segment based "
+                                  f"at {self.base_offset}")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def on_become_inactive(self) -> None:
+        """On roll: force the max timestamp into the time index and trim both indexes."""
+        self.time_index.maybe_append(*self.max_timestamp_so_far, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    def resize_indexes(self) -> None:
+        """Preallocate the indexes again (the segment became the active one)."""
+        self.offset_index.resize(self.offset_index.max_index_size)
+        self.time_index.resize(self.time_index.max_index_size)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        """Force the max timestamp into the time index, trim the indexes and close."""
+        if self._max_timestamp is not None and self._max_timestamp.timestamp >= 0:
+            self.time_index.maybe_append(*self._max_timestamp, skip_full_check=True)
+        self.offset_index.close()
+        self.time_index.close()
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        """Close and remove the segment's files (the ``.txnindex`` too, if any)."""
+        self.offset_index.close_handler()
+        self.time_index.close_handler()
+        self._close_fd()
+        for path in (self.path, self.offset_index.path, self.time_index.path,
+                     self.path.with_suffix(TXN_INDEX_SUFFIX)):
+            path.unlink(missing_ok=True)
+

@@ -4,6 +4,7 @@ every action and option, three and three for replication factor 3 and the report
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from pykraft.tools.admin_client import AdminClient, ClusterMetadata, admin_settings
 from pykraft.tools.local_cluster import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).parent / "integration"))
@@ -34,6 +36,14 @@ def ok(cluster: LocalCluster, *args: str) -> str:
     result = topics(cluster, *args)
     assert result.exit_code == 0, (result.stdout, result.stderr)
     return result.stdout
+
+
+def _metadata(cluster: LocalCluster, names: list[str]) -> ClusterMetadata:
+    """The admin client's Metadata of some topics (the data-plane tools' entry point)."""
+    async def run() -> ClusterMetadata:
+        async with AdminClient(admin_settings(cluster.bootstrap_servers)) as admin:
+            return await admin.metadata(names)
+    return asyncio.run(run())
 
 
 def wait_listed(cluster: LocalCluster, name: str, present: bool = True) -> None:
@@ -134,6 +144,7 @@ def test_list_regex_internal_topics_json_and_table(single: LocalCluster) -> None
             for d in documents] == [("app-a", 1, {}, [single.brokers[0]])]
     table = ok(single, "--describe", "--topic", "app-b", "--table")
     assert "LastKnownElr" in table and "app-b" in table
+    assert list(_metadata(single, ["app-a", "missing"]).topics) == ["app-a"]
     topic_id = documents[0]["topicId"]
     by_id = ok(single, "--describe", "--topic-id", topic_id).splitlines()
     assert by_id[0].startswith(f"Topic: app-a\tTopicId: {topic_id}\t")

@@ -53,9 +53,9 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import (
     AdminClient,
     AdminError,
+    ClusterMetadata,
     ConfigEntry,
     PartitionMetadata,
-    TopicMetadata,
     raise_for,
 )
 
@@ -219,13 +219,18 @@ def _timeout(admin: AdminClient) -> i32Timedelta:
     return i32Timedelta.parse(datetime.timedelta(seconds=admin.settings.request_timeout_s))
 
 
-async def list_topics(admin: AdminClient, pattern: str | None = None, *,
-                      exclude_internal: bool = False) -> list[str]:
-    """Topic names, sorted, that match ``pattern`` (every topic when None)."""
-    cluster = await admin.metadata(None)
+def matching(cluster: ClusterMetadata, pattern: str | None, exclude_internal: bool) -> (
+        list[str]):
+    """Topic names, sorted, that match ``pattern`` (every topic when None); internal ones
+    are those Metadata flags or Kafka names so."""
     allowed = topic_filter(pattern, exclude_internal)
     return sorted(name for name, topic in cluster.topics.items()
                   if allowed(name) and not (exclude_internal and topic.internal))
+
+
+async def list_topics(admin: AdminClient, pattern: str | None = None, *,
+                      exclude_internal: bool = False) -> list[str]:
+    return matching(await admin.metadata(None), pattern, exclude_internal)
 
 
 async def create_topic(admin: AdminClient, name: str, *, partitions: int | None = None,
@@ -262,18 +267,18 @@ async def create_topic(admin: AdminClient, name: str, *, partitions: int | None 
 async def alter_topic(admin: AdminClient, options: TopicOptions) -> None:
     """CreatePartitions up to ``--partitions`` for every matching topic; with a replica
     assignment, the entries past each topic's current count place the new partitions."""
-    topics = await list_topics(admin, options.topic, exclude_internal=options.exclude_internal)
+    cluster = await admin.metadata(None)
+    topics = matching(cluster, options.topic, options.exclude_internal)
     _ensure_found(topics, options)
     if not topics or options.partitions is None:
         return
     assignment = (parse_replica_assignment(options.replica_assignment)
                   if options.replica_assignment else None)
-    current = (await admin.metadata(topics)).topics if assignment else {}
 
     def new_partitions(name: str) -> CreatePartitionsTopic:
         placed = None
         if assignment is not None:
-            start = len(current[name].partitions) if name in current else 0
+            start = len(cluster.topics[name].partitions)
             placed = tuple(CreatePartitionsAssignment(broker_ids=tuple(BrokerId(b) for b in v))
                            for k, v in assignment.items() if k >= start)
         return CreatePartitionsTopic(name=TopicName(name), count=i32(options.partitions or 0),
@@ -340,7 +345,8 @@ def _topic_id(text: str) -> uuid.UUID:
 
 
 async def describe_topics(admin: AdminClient, options: TopicOptions) -> Description:
-    """Metadata and DescribeConfigs of the topics ``--topic`` (or ``--topic-id``) selects."""
+    """Metadata and DescribeConfigs of the topics ``--topic`` (or ``--topic-id``) selects;
+    the live brokers are those Metadata lists (unfenced ones, as DescribeCluster's)."""
     topic_id = _topic_id(options.topic_id) if options.topic_id else ZERO_UUID
     cluster = await admin.metadata(None)
     if topic_id != ZERO_UUID:
@@ -349,15 +355,13 @@ async def describe_topics(admin: AdminClient, options: TopicOptions) -> Descript
         if not names and not options.if_exists:
             raise UsageError(f"TopicId '{options.topic_id}' does not exist as expected")
     else:
-        allowed = topic_filter(options.topic, options.exclude_internal)
-        names = sorted(name for name, t in cluster.topics.items()
-                       if allowed(name) and not (options.exclude_internal and t.internal))
+        names = matching(cluster, options.topic, options.exclude_internal)
         _ensure_found(names, options)
-    found: dict[str, TopicMetadata] = (await admin.metadata(names)).topics if names else {}
-    configs = await admin.topic_configs(list(found))
+    configs = await admin.topic_configs(names)
     return Description(
-        topics=tuple(TopicDescription(t.name, t.topic_id, t.partitions, configs.get(name, ()))
-                     for name, t in sorted(found.items())),
+        topics=tuple(TopicDescription(name, cluster.topics[name].topic_id,
+                                      cluster.topics[name].partitions, configs.get(name, ()))
+                     for name in names),
         live_brokers=frozenset(cluster.brokers))
 
 

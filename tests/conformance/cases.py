@@ -43,6 +43,7 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
+from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 from kio.schema.errors import ErrorCode
 
 from conformance.harness import BROKER, CONTROLLER, Run
@@ -534,5 +535,55 @@ BROKER_LIFECYCLE = [
          top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
 ]
 
+
+# -- producer ids -----------------------------------------------------------------------------
+
+def init_producer_id(run: Run, transactional_id: str | None = None, producer_id: int = -1,
+                     epoch: int = -1) -> Any:
+    """InitProducerId by kafka-python; while the broker waits for its first block of ids
+    it answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry, and so does this (for up
+    to :data:`SETTLE_S`)."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        body = run.kafka_python(InitProducerIdRequest, InitProducerIdResponse,
+                                transactional_id=transactional_id,
+                                transaction_timeout_ms=60_000, producer_id=producer_id,
+                                producer_epoch=epoch)
+        if code(body.error_code) != "COORDINATOR_LOAD_IN_PROGRESS" or (
+                time.monotonic() > deadline):
+            return body
+        time.sleep(0.05)
+
+
+def new_ids(run: Run) -> tuple[Any, Any]:
+    return init_producer_id(run), init_producer_id(run)
+
+
+def producer_meaning(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code), body.producer_id >= 0, body.producer_epoch
+
+
+PRODUCER_IDS = [
+    Case("InitProducerId", 22, "two_idempotent_producers", new_ids,
+         lambda b, _r: ([producer_meaning(x, _r) for x in b], b[0].producer_id != b[1].producer_id),
+         lambda _r: ([("NONE", True, 0)] * 2, True)),
+    # no transaction coordinator: the fatal answer, so initTransactions fails at once
+    Case("InitProducerId", 22, "transactional_id", lambda r: init_producer_id(r, "txn"),
+         producer_meaning, lambda _r: ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False, -1)),
+    Case("InitProducerId", 22, "empty_transactional_id", lambda r: init_producer_id(r, ""),
+         producer_meaning, lambda _r: ("INVALID_REQUEST", False, -1)),
+    Case("InitProducerId", 22, "producer_id_without_epoch",
+         lambda r: init_producer_id(r, producer_id=5), producer_meaning,
+         lambda _r: ("INVALID_REQUEST", False, -1), since=3),
+    # KIP-360 fields from an idempotent producer: Kafka hands out a new id all the same
+    Case("InitProducerId", 22, "idempotent_epoch_bump",
+         lambda r: init_producer_id(r, producer_id=5, epoch=0), producer_meaning,
+         lambda _r: ("NONE", True, 0), since=3),
+    Case("AllocateProducerIds", 67, "unknown_broker",
+         kio(67, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5}),
+         top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
+]
+
 CASES: list[Case] = [*CLUSTER, *METADATA, *CREATE_TOPICS, *DELETE_TOPICS, *CREATE_PARTITIONS,
-                     *DESCRIBE_CONFIGS, *ALTER_CONFIGS, *RAFT, *FETCH, *BROKER_LIFECYCLE]
+                     *DESCRIBE_CONFIGS, *ALTER_CONFIGS, *RAFT, *FETCH, *BROKER_LIFECYCLE,
+                     *PRODUCER_IDS]

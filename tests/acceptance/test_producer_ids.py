@@ -1,0 +1,92 @@
+"""Idempotent producers get their producer id from a real 1-controller + 1-broker cluster:
+kafka-python's KafkaProducer(enable_idempotence=True) initializes one on its own (Produce
+is not served yet, so only that step is checked), and ids stay unique when the broker and
+the controller restart, because every block the broker hands out from was committed first."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from broker_harness import PROPERTIES, broker_call, wait_for, wait_for_brokers
+from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
+from kio.schema.types import ProducerId, TransactionalId
+from kio.static.primitive import i16, i32Timedelta
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.tools.local_cluster import LocalCluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    made = LocalCluster.create(tmp_path / "cluster", 1, PROPERTIES, brokers=1)
+    made.start_all()
+    try:
+        wait_for_brokers(made, 1)
+        yield made
+    finally:
+        for node_id in made.nodes:
+            made.kill(node_id)
+
+
+def init_producer_id(cluster: LocalCluster, transactional_id: str | None = None) -> Any:
+    """The broker's answer, asked again while it waits for a block of ids."""
+    request = InitProducerIdRequest(
+        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(minutes=1)),
+        producer_id=ProducerId(-1), producer_epoch=i16(-1))
+
+    def answered() -> Any | None:
+        response = broker_call(cluster, cluster.brokers[0], request)
+        retry = response.error_code == ErrorCode.coordinator_load_in_progress
+        return None if retry else response
+    return wait_for("an InitProducerId answer", answered)
+
+
+def new_id(cluster: LocalCluster) -> int:
+    response = init_producer_id(cluster)
+    assert (response.error_code, response.producer_epoch) == (ErrorCode.none, 0)
+    return int(response.producer_id)
+
+
+def test_kafka_python_idempotent_producer_gets_a_producer_id(cluster: LocalCluster) -> None:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                             enable_idempotence=True, client_id="idempotent")
+    try:
+        manager = producer._transaction_manager
+        wait_for("kafka-python's producer id",
+                 lambda: True if manager.has_producer_id() else None)
+        assert manager.producer_id_and_epoch.producer_id >= 0
+        assert manager.producer_id_and_epoch.epoch == 0
+        assert not manager.has_fatal_error()
+    finally:
+        producer.close(timeout=5)
+
+
+def test_a_transactional_id_is_refused_with_a_fatal_error(cluster: LocalCluster) -> None:
+    response = init_producer_id(cluster, "txn")
+    assert response.error_code == ErrorCode.transactional_id_authorization_failed
+    assert not ErrorCode(response.error_code).retriable
+
+
+def test_ids_stay_unique_across_broker_and_controller_restarts(
+        cluster: LocalCluster) -> None:
+    (controller,), (broker,) = cluster.controllers, cluster.brokers
+    handed = [new_id(cluster), new_id(cluster)]
+    assert handed == [0, 1]
+    cluster.stop(broker)
+    cluster.start(broker)
+    wait_for_brokers(cluster, 1)
+    handed.append(new_id(cluster))  # a new block: the old one is never resumed
+    cluster.stop(controller)
+    cluster.stop(broker)
+    cluster.start(controller)
+    cluster.start(broker)
+    wait_for_brokers(cluster, 1)
+    handed.append(new_id(cluster))  # the restarted controller read the committed blocks
+    assert handed == [0, 1, 1000, 2000]

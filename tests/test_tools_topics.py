@@ -157,7 +157,7 @@ def test_the_topic_option_is_a_whole_name_regex_with_commas_for_alternatives() -
     assert [n for n in names if topic_filter(None, True)(n)] == names[:3]
     assert topic_filter("__.*", False)("__consumer_offsets")
     assert not topic_filter("__.*", True)("__consumer_offsets")
-    with pytest.raises(UsageError, match=r"^\(\[ is an invalid regex\.$"):
+    with pytest.raises(AdminError, match=r"^\(\[ is an invalid regex\.$"):
         topic_filter("([", False)
 
 

@@ -202,8 +202,8 @@ def topic_filter(pattern: str | None, exclude_internal: bool) -> Callable[[str],
                                           pattern.strip().replace(",", "|").replace(" ", "")))
     try:
         compiled = re.compile(regex)
-    except re.error:
-        raise UsageError(f"{regex} is an invalid regex.") from None
+    except re.error:  # Kafka's RuntimeException: reported like a failed call
+        raise AdminError(f"{regex} is an invalid regex.") from None
     return lambda name: (compiled.fullmatch(name) is not None
                          and not (exclude_internal and is_internal(name)))
 

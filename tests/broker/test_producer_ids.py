@@ -17,17 +17,19 @@ from kio.schema.init_producer_id.v6.request import InitProducerIdRequest
 from kio.schema.types import ProducerId, TransactionalId
 from kio.static.primitive import i16, i32, i32Timedelta
 
+from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.producer_ids import (
     RETRY_BACKOFF_MS,
     ProducerIdBlocks,
     ProducerIdManager,
     init_producer_id,
 )
-from pykraft.errors import NetworkError
+from pykraft.errors import MalformedMessageError, NetworkError
 from pykraft.protocol.apis import API_SPECS, ApiKey
-from pykraft.protocol.codec import request_type
+from pykraft.protocol.codec import decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.header import RequestHeader
 
 BLOCK = 1000
 VERSIONS = list(API_SPECS[ApiKey.INIT_PRODUCER_ID].versions)
@@ -136,15 +138,15 @@ def test_ids_handed_out_are_unique_and_only_from_blocks_received(steps: list[str
 class Controller:
     """A controller channel answering AllocateProducerIds with consecutive blocks."""
 
-    def __init__(self, *, reachable: bool = True) -> None:
-        self.reachable = reachable
+    def __init__(self, *, failure: Exception | None = None) -> None:
+        self.failure = failure
         self.requests: list[AllocateProducerIdsRequest] = []
         self.next_start = 0
 
     async def send(self, body: Any) -> Any:
         self.requests.append(body)
-        if not self.reachable:
-            raise NetworkError("no active controller is known yet")
+        if self.failure is not None:
+            raise self.failure
         start, self.next_start = self.next_start, self.next_start + BLOCK
         return AllocateProducerIdsResponse(
             throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
@@ -171,14 +173,16 @@ def test_the_manager_asks_the_controller_with_its_broker_id_and_epoch() -> None:
     assert (request.broker_id, request.broker_epoch) == (3, 42)
 
 
-def test_an_unreachable_controller_is_asked_again_on_the_next_request() -> None:
-    controller = Controller(reachable=False)
+@pytest.mark.parametrize("failure", [NetworkError("no active controller is known yet"),
+                                     MalformedMessageError("a truncated response")])
+def test_a_request_without_an_answer_is_made_again_on_the_next_call(failure: Exception) -> None:
+    controller = Controller(failure=failure)
     manager = ProducerIdManager(3, lambda: 42, controller)
 
     async def run() -> list[int | None]:
         answers = [manager.generate_producer_id()]
         await settle(manager)
-        controller.reachable = True
+        controller.failure = None
         answers.append(manager.generate_producer_id())
         await settle(manager)
         answers.append(manager.generate_producer_id())
@@ -221,7 +225,7 @@ def test_an_idempotent_producer_gets_a_new_id_with_epoch_0(version: int) -> None
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_without_a_block_the_answer_is_retriable(version: int) -> None:
-    manager = ProducerIdManager(1, lambda: 1, Controller(reachable=False))
+    manager = ProducerIdManager(1, lambda: 1, Controller(failure=NetworkError("unreachable")))
     assert init(version, manager) == ("coordinator_load_in_progress", -1, -1)
     assert ErrorCode.coordinator_load_in_progress.retriable
 
@@ -246,3 +250,33 @@ def test_kip_360_fields(version: int) -> None:
     assert init(version, manager, producer_id=7, epoch=-1) == ("invalid_request", -1, -1)
     assert init(version, manager, producer_id=-1, epoch=3) == ("invalid_request", -1, -1)
     assert init(version, manager, producer_id=7, epoch=3) == ("none", 0, 0)
+
+
+# -- through the broker's listener ---------------------------------------------------------
+
+
+def test_the_broker_listener_answers_init_producer_id_with_its_registration_epoch() -> None:
+    controller = Controller()
+    image = SimpleNamespace(cluster=SimpleNamespace(brokers={1: SimpleNamespace(epoch=77)}))
+    node = SimpleNamespace(settings=SimpleNamespace(node_id=1))
+    dispatcher = BrokerDispatcher(node, SimpleNamespace(image=image),  # type: ignore[arg-type]
+                                  controller,  # type: ignore[arg-type]
+                                  cluster_id="cid", listener_name="PLAINTEXT")
+    request = InitProducerIdRequest(
+        transactional_id=None, producer_id=ProducerId(-1), producer_epoch=i16(-1),
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(minutes=1)))
+    frame = encode_request(RequestHeader(ApiKey.INIT_PRODUCER_ID, 4, 9, "test"),
+                           convert(request, request_type(ApiKey.INIT_PRODUCER_ID, 4)))
+
+    async def run() -> list[tuple[int, int]]:
+        answers = []
+        for _ in range(2):
+            wire = await dispatcher.handle(frame, "peer")
+            body = decode_response(ApiKey.INIT_PRODUCER_ID, 4, wire).body
+            answers.append((body.error_code, body.producer_id))
+            await settle(dispatcher.producer_ids)
+        return answers
+
+    assert asyncio.run(run()) == [(ErrorCode.coordinator_load_in_progress, -1),
+                                  (ErrorCode.none, 0)]
+    assert [(r.broker_id, r.broker_epoch) for r in controller.requests] == [(1, 77)]

@@ -9,7 +9,7 @@ Kafka's RPCProducerIdManager and the non-transactional half of its TransactionCo
   ``send(body)``). :meth:`ProducerIdManager.generate_producer_id` returns a fresh id, or
   None while the broker holds no block (InitProducerId then answers
   ``COORDINATOR_LOAD_IN_PROGRESS``, which clients retry); it never waits: the block
-  request runs as a background task. :meth:`ProducerIdManager.close` cancels it.
+  request runs as a background task, bounded by the channel's request timeout.
 * :func:`init_producer_id` ``(request, manager)``: the InitProducerId response (latest
   version, the dispatcher converts it) to a request of any version.
 
@@ -161,6 +161,7 @@ class ProducerIdManager:
         self._channel = channel
         self.blocks = ProducerIdBlocks()
         self._tasks: set[asyncio.Task[None]] = set()
+        """The request in flight (the loop keeps only weak references to tasks)."""
 
     def generate_producer_id(self) -> int | None:
         producer_id = self.blocks.generate(self._now_ms())
@@ -189,10 +190,6 @@ class ProducerIdManager:
             event(log, "producer_id_block", start=start, length=length)
         else:
             event(log, "producer_id_block_refused", level=logging.WARNING, reason=refused)
-
-    def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
 
     @staticmethod
     def _now_ms() -> int:

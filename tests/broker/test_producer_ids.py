@@ -80,7 +80,7 @@ def test_a_refused_request_backs_off_before_the_next(error: ErrorCode) -> None:
     blocks = ProducerIdBlocks()
     blocks.generate(100)
     assert blocks.take_request()
-    assert blocks.block_received(100, error, -1, 0) == error.name
+    assert blocks.block_received(100, error, -1, 0) == error.name.upper()
     assert blocks.generate(100 + RETRY_BACKOFF_MS - 1) is None and not blocks.take_request()
     assert blocks.generate(100 + RETRY_BACKOFF_MS) is None and blocks.take_request()
 

@@ -51,7 +51,7 @@ from kio.static.primitive import i16, i32Timedelta, i64
 
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.protocol.convert import convert
-from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from pykraft.runtime.logfmt import event
 
@@ -136,7 +136,7 @@ class ProducerIdBlocks:
 
     def _refusal(self, error: int, start: int, length: int) -> str | None:
         if error != ErrorCode.none:
-            return ErrorCode(error).name
+            return error_name(error)
         if start < self.current.last:
             return f"block {start}+{length} is not above the current block {self.current}"
         if start < 0 or length < 0 or start > 2**63 - 1 - length:

@@ -381,10 +381,11 @@ class PartitionLog:
 
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
              min_one_batch: bool = True) -> bytes:
-        """Whole batches from the one holding ``offset``, from a single segment as Kafka's
-        reads are: at most ``max_bytes`` (but the first batch whole with
-        ``min_one_batch``, KIP-74) and only batches before ``max_offset`` (the high
-        watermark for consumers). Reading at the log end offset gives ``b""``."""
+        """Batches from the one holding ``offset``, from a single segment as Kafka's reads
+        are: at most ``max_bytes`` (but the first batch whole with ``min_one_batch``,
+        KIP-74; the last batch may be cut short, as in Kafka's file slices, and clients drop
+        it) and only batches before ``max_offset`` (the high watermark for consumers).
+        Reading at the log end offset (or ``max_offset``) gives ``b""``."""
         self._check_open()
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(

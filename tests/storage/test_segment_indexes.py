@@ -117,3 +117,21 @@ def test_lookups_equal_a_linear_scan(batches: list[tuple[int, int, int]], interv
             expected_hit = (records[0].timestamp, records[0].offset) if records else None
             assert (hit and (hit.timestamp, hit.offset)) == expected_hit
         log.close()
+
+
+def test_truncating_an_index_removes_the_entries_at_and_above_the_offset(
+        tmp_path: Path) -> None:
+    offsets = OffsetIndex(tmp_path / "a.index", 10, 80)
+    times = TimeIndex(tmp_path / "a.timeindex", 10, 120)
+    for offset in (12, 15, 19):
+        offsets.append(offset, offset * 100)
+        times.maybe_append(offset * 1000, offset)
+    offsets.truncate_to(15)
+    times.truncate_to(16)
+    assert [offsets.entry(i) for i in range(offsets.entries)] == [(12, 1200)]
+    assert [times.entry(i) for i in range(times.entries)] == [(12000, 12), (15000, 15)]
+    offsets.truncate_to(5)
+    assert offsets.entries == 0 and offsets.lookup(30) == (10, 0)
+    offsets.close()
+    times.close()
+    assert (tmp_path / "a.index").read_bytes() == b""

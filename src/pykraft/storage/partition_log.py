@@ -145,15 +145,19 @@ class PartitionLog:
         """
         directory.mkdir(parents=False, exist_ok=True)
         bases = _clean_directory(directory)
+        # after a crash the segments from the one holding the recovery point are rescanned
+        # anyway; the indexes of the others must pass the sanity check or be rebuilt
+        first_unflushed = (len(bases) if clean_shutdown
+                           else max(0, bisect.bisect_right(bases, recovery_point) - 1))
         segments: list[LogSegment] = []
         try:
-            for base in bases:
+            for number, base in enumerate(bases):
                 segment = LogSegment.open(directory, base, config, now_ms)
                 segments.append(segment)
-                _check_or_rebuild_indexes(segment)
+                if number < first_unflushed:
+                    _check_or_rebuild_indexes(segment)
             epochs = _load_epochs(directory)
-            if not clean_shutdown:
-                _recover_from(segments, recovery_point, epochs)
+            _recover_from(segments, first_unflushed, epochs)
             if not segments:
                 segments.append(LogSegment.open(directory, log_start_offset, config, now_ms))
                 fsync_dir(directory)
@@ -476,12 +480,9 @@ def _load_epochs(directory: Path) -> LeaderEpochCache:
     return LeaderEpochCache(read_epoch_checkpoint(path) if path.exists() else ())
 
 
-def _recover_from(segments: list[LogSegment], recovery_point: int,
-                  epochs: LeaderEpochCache) -> None:
-    """Rescan the segments from the one holding the recovery point; at the first invalid
-    batch truncate there and delete every later segment (Kafka's ``recoverLog``)."""
-    bases = [segment.base_offset for segment in segments]
-    first = max(0, bisect.bisect_right(bases, recovery_point) - 1)
+def _recover_from(segments: list[LogSegment], first: int, epochs: LeaderEpochCache) -> None:
+    """Rescan the segments from number ``first`` on; at the first invalid batch truncate
+    there and delete every later segment (Kafka's ``recoverLog``)."""
     for number in range(first, len(segments)):
         segment = segments[number]
         epochs.truncate_from_end(segment.base_offset)

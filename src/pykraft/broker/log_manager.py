@@ -1,0 +1,196 @@
+"""The broker's log directories (``log.dirs``, else ``log.dir``): Kafka's ``LogManager``.
+
+Interface (time always comes in as ``now_ms``; the periodic calls are the driver's, see
+:class:`pykraft.broker.process.BrokerRuntime`)::
+
+    logs = LogManager(log_dirs, default_config)
+    logs.startup(now_ms)              # open and recover every <topic>-<partition> directory
+    log = logs.get_or_create(tp, topic_id, config, now_ms)   # writes partition.metadata
+    logs.get(tp)                      # the open PartitionLog, or None
+    logs.checkpoint()                 # flush + recovery-point and log-start-offset checkpoints
+                                      # (every log.flush.offset.checkpoint.interval.ms, 60 s)
+    logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
+    logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms
+    logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
+
+Start-up reads each directory's ``recovery-point-offset-checkpoint`` and
+``log-start-offset-checkpoint`` and the ``.kafka_cleanshutdown`` marker (deleted once the
+logs are loaded, so a later crash is seen as one), and removes directories an earlier
+deletion renamed but did not remove. New partitions go to the directory holding the fewest
+(Kafka's ``nextLogDirs``). A partition whose ``partition.metadata`` names another topic id
+than the image is a recreated topic's stale replica: :meth:`get_or_create` deletes it first.
+Retention runs in the replica manager, which knows the high watermarks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from pykraft.errors import StorageError
+from pykraft.storage.file_error import StateFileError
+from pykraft.storage.fsutil import atomic_write
+from pykraft.storage.log_config import LogConfig
+from pykraft.storage.offset_checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    TopicPartition,
+    read_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from pykraft.storage.partition_log import (
+    DELETE_DIR_SUFFIX,
+    PartitionLog,
+    parse_partition_dir_name,
+    partition_dir_name,
+    remove_deleted_dir,
+    rename_for_delete,
+)
+from pykraft.storage.partition_metadata import (
+    PARTITION_METADATA,
+    read_partition_metadata,
+    write_partition_metadata,
+)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+METADATA_TOPIC = "__cluster_metadata"
+
+log = logging.getLogger(__name__)
+
+
+class LogManager:
+    """Every user partition log of this broker; not thread-safe (one event loop)."""
+
+    def __init__(self, log_dirs: Sequence[Path], default_config: LogConfig) -> None:
+        if not log_dirs:
+            raise StorageError("no log directory: set log.dirs (or log.dir)")
+        self.log_dirs = tuple(log_dirs)
+        self.default_config = default_config
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._pending_removal: list[tuple[int, Path]] = []
+
+    # ------------------------------------------------------------------ start-up
+
+    def startup(self, now_ms: int) -> None:
+        """Open and recover every partition directory of every log directory."""
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            marker = directory / CLEAN_SHUTDOWN_FILE
+            clean = marker.exists()
+            recovery = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
+            starts = read_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
+            for child, tp in _partition_dirs(directory):
+                if tp in self._logs:
+                    raise StorageError(f"Duplicate log directories for {tp.topic}-"
+                                       f"{tp.partition} are found in both "
+                                       f"{self._logs[tp].directory} and {child}.")
+                self._logs[tp] = PartitionLog.open(
+                    child, self.default_config, now_ms=now_ms,
+                    recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
+                    clean_shutdown=clean)
+            marker.unlink(missing_ok=True)
+            for leftover in directory.glob(f"*{DELETE_DIR_SUFFIX}"):
+                remove_deleted_dir(leftover)
+
+    # ------------------------------------------------------------------ partitions
+
+    def get(self, tp: TopicPartition) -> PartitionLog | None:
+        return self._logs.get(tp)
+
+    @property
+    def logs(self) -> dict[TopicPartition, PartitionLog]:
+        return self._logs
+
+    def get_or_create(self, tp: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
+                      now_ms: int) -> PartitionLog:
+        """The partition's log with ``config``, created in the least used directory if
+        absent; ``partition.metadata`` holds ``topic_id`` (a stale one is replaced by a
+        fresh log, since the topic was deleted and recreated)."""
+        existing = self._logs.get(tp)
+        if existing is not None:
+            stored = _stored_topic_id(existing.directory)
+            if stored is None or stored == topic_id:
+                existing.config = config
+                if stored is None:
+                    write_partition_metadata(existing.directory / PARTITION_METADATA, topic_id)
+                return existing
+            log.warning("%s belongs to topic id %s, not %s: deleting it", existing.directory,
+                        stored, topic_id)
+            self.delete(tp, now_ms, 0)
+        directory = self._next_log_dir() / partition_dir_name(tp)
+        created = PartitionLog.open(directory, config, now_ms=now_ms)
+        write_partition_metadata(directory / PARTITION_METADATA, topic_id)
+        self._logs[tp] = created
+        return created
+
+    def _next_log_dir(self) -> Path:
+        counts = {directory: 0 for directory in self.log_dirs}
+        for partition_log in self._logs.values():
+            parent = partition_log.directory.parent
+            counts[parent] = counts.get(parent, 0) + 1
+        return min(self.log_dirs, key=lambda directory: counts[directory])
+
+    def delete(self, tp: TopicPartition, now_ms: int, delay_ms: int) -> None:
+        """Close the log and rename it ``<dir>.<uuid>-delete``; its files go after
+        ``delay_ms`` (Kafka's ``file.delete.delay.ms``) by :meth:`remove_deleted`."""
+        partition_log = self._logs.pop(tp, None)
+        if partition_log is None:
+            return
+        partition_log.close()
+        renamed = rename_for_delete(partition_log.directory)
+        self._pending_removal.append((now_ms + delay_ms, renamed))
+        self.remove_deleted(now_ms)
+
+    def remove_deleted(self, now_ms: int) -> None:
+        due = [path for when, path in self._pending_removal if when <= now_ms]
+        self._pending_removal = [(when, path) for when, path in self._pending_removal
+                                 if when > now_ms]
+        for path in due:
+            remove_deleted_dir(path)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint(self) -> None:
+        """Flush every log and write each directory's recovery point and log start offset
+        checkpoints (the latter only where it moved past the first segment, as Kafka)."""
+        for directory in self.log_dirs:
+            here = {tp: plog for tp, plog in self._logs.items()
+                    if plog.directory.parent == directory}
+            recovery = {tp: plog.flush() for tp, plog in sorted(here.items())}
+            starts = {tp: plog.log_start_offset for tp, plog in sorted(here.items())
+                      if plog.log_start_offset > plog.segment_stats()[0].base_offset}
+            write_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, recovery)
+            write_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT, starts)
+
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Flush and checkpoint, close every log and mark each directory cleanly shut
+        down (``{"version":0,"brokerEpoch":N}``, KIP-966)."""
+        self.checkpoint()
+        for partition_log in self._logs.values():
+            partition_log.close()
+        self._logs.clear()
+        marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
+        for directory in self.log_dirs:
+            atomic_write(directory / CLEAN_SHUTDOWN_FILE, marker.encode("ascii"))
+
+
+def _partition_dirs(directory: Path) -> Iterator[tuple[Path, TopicPartition]]:
+    """The live ``<topic>-<partition>`` directories (not the metadata log, nor renamed
+    ``-delete``/``-future``/``-stray`` ones)."""
+    for child in sorted(directory.iterdir()):
+        if not child.is_dir() or child.name.endswith((DELETE_DIR_SUFFIX, "-future", "-stray")):
+            continue
+        try:
+            tp = parse_partition_dir_name(child.name)
+        except StateFileError:
+            continue
+        if tp.topic != METADATA_TOPIC:
+            yield child, tp
+
+
+def _stored_topic_id(directory: Path) -> uuid.UUID | None:
+    path = directory / PARTITION_METADATA
+    return read_partition_metadata(path) if path.exists() else None

@@ -1,0 +1,107 @@
+"""Producer state files of a partition directory: ``<offset>.snapshot`` written on segment
+roll and at shutdown, and the state rebuilt at load time, as Kafka's ``UnifiedLog`` does.
+
+Interface::
+
+    state = load_producer_state(log, partition="t-0", now_ms=..., expiration_ms=...)
+    write_producer_snapshot(log.directory, state)       # at state.map_end_offset
+    delete_producer_snapshots(log.directory, below=log.log_start_offset)
+
+Loading takes the newest snapshot at or below the log end offset (later ones are stale, from
+a truncated log, and are deleted), then replays every batch after it from the log.
+A corrupt snapshot is deleted and the next older one tried, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from pykraft.partition.producer_snapshot import (
+    CorruptSnapshotError,
+    decode_snapshot,
+    encode_snapshot,
+    snapshot_file_name,
+    snapshot_offset,
+)
+from pykraft.partition.producer_state import (
+    AppendOrigin,
+    ProducerStateEntry,
+    ProducerStateManager,
+)
+from pykraft.records.batch import HEADER_SIZE, unpack_header
+from pykraft.storage.fsutil import atomic_write
+from pykraft.storage.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+_REPLAY_CHUNK = 1 << 20
+
+
+def _snapshots(directory: Path) -> dict[int, Path]:
+    found: dict[int, Path] = {}
+    for path in directory.glob("*.snapshot"):
+        try:
+            found[snapshot_offset(path.name)] = path
+        except ValueError:
+            continue
+    return found
+
+
+def write_producer_snapshot(directory: Path, state: ProducerStateManager) -> None:
+    """``<map_end_offset>.snapshot``, atomically (Kafka's ``takeSnapshot``)."""
+    atomic_write(directory / snapshot_file_name(state.map_end_offset),
+                 encode_snapshot(state.snapshot()))
+
+
+def delete_producer_snapshots(directory: Path, *, below: int | None = None,
+                              above: int | None = None) -> None:
+    """Delete snapshots at offsets < ``below`` or > ``above``."""
+    for offset, path in _snapshots(directory).items():
+        if (below is not None and offset < below) or (above is not None and offset > above):
+            path.unlink(missing_ok=True)
+
+
+def load_producer_state(partition_log: PartitionLog, *, partition: str, now_ms: int,
+                        expiration_ms: int) -> ProducerStateManager:
+    """The producer state at the log end offset: newest usable snapshot plus replay."""
+    state = ProducerStateManager(partition=partition, producer_id_expiration_ms=expiration_ms)
+    directory = partition_log.directory
+    end = partition_log.log_end_offset
+    delete_producer_snapshots(directory, above=end)
+    start = partition_log.log_start_offset
+    for offset, path in sorted(_snapshots(directory).items(), reverse=True):
+        try:
+            entries = decode_snapshot(path.read_bytes())
+        except CorruptSnapshotError as exc:
+            log.warning("%s: deleting a corrupt producer snapshot: %s", path, exc)
+            path.unlink()
+            continue
+        state.load(entries, now_ms, offset)
+        start = max(offset, start)
+        break
+    _replay(partition_log, state, start, end)
+    state.update_map_end_offset(end)
+    return state
+
+
+def _replay(partition_log: PartitionLog, state: ProducerStateManager, start: int,
+            end: int) -> None:
+    """Feed the data batches in [start, end) to the state (as a follower would)."""
+    offset = start
+    while offset < end:
+        data = partition_log.read(offset, _REPLAY_CHUNK)
+        pos = 0
+        progressed = False
+        while len(data) - pos >= HEADER_SIZE:
+            header = unpack_header(data, pos)
+            if pos + header.size > len(data):
+                break
+            if header.next_offset > offset and not header.is_control:
+                entry = state.prepare(header, AppendOrigin.REPLICATION)
+                if isinstance(entry, ProducerStateEntry):  # replays never see duplicates
+                    state.update(entry)
+            offset = max(offset, header.next_offset)
+            pos += header.size
+            progressed = True
+        if not progressed:
+            break

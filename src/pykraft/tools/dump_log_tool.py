@@ -1,11 +1,30 @@
-"""``dump-log``: print the batches and records of KRaft segments and snapshots.
+"""``dump-log``: print the batches and records of log segments and KRaft snapshots.
 
 The text output follows Kafka's ``kafka-dump-log.sh`` (``DumpLogSegments``) line for line so
 operators can diff the two; ``--json`` gives the same facts as one JSON document per file.
-Corrupt data is never skipped silently: the valid prefix is printed, then the error with
-the file and byte position in the storage reader's words, and the caller exits non-zero;
-only a torn end of the log (what the server truncates at start-up) is counted as Kafka
-counts it ("Found N invalid bytes at the end of ...") and is no failure.
+Records are listed with deep iteration only (``--deep-iteration``, implied by
+``--print-data-log`` and ``--cluster-metadata-decoder``), as Kafka does; compressed batches
+are decompressed; ``--max-bytes`` reads only the whole batches within the first bytes.
+
+Two kinds of ``.log`` segment are told apart by their directory:
+
+* a user partition's (a ``<topic>-<partition>`` directory other than ``__cluster_metadata-0``)
+  is walked as Kafka's file iterator walks it: batches in order, a CRC mismatch shown per
+  batch, a partial last batch counted as "Found N invalid bytes at the end of ...";
+* any other segment, and every ``.checkpoint`` snapshot, is the metadata log's and is held
+  to its storage reader's rules: the valid prefix is printed, then the error with the file
+  and byte position in the reader's words; only a torn end of the log (what the server
+  truncates at start-up) is counted as Kafka counts it and is no failure.
+
+Either way corrupt data is never skipped silently and the caller exits non-zero for it.
+``.index``, ``.timeindex`` and producer ``.snapshot`` files are
+:mod:`pykraft.tools.dump_index_tool`'s.
+
+Interface::
+
+    dump = dump_file(path, DumpOptions(...))   # UnknownFileError for other names
+    lines = format_text(dump)                  # Kafka's stdout lines
+    dump.to_json(); dump.failed; dump.non_consecutive   # the last for Kafka's stderr report
 """
 
 from __future__ import annotations
@@ -19,10 +38,21 @@ from typing import Any
 
 from pykraft.errors import CorruptLogError, CorruptRecordError, PyKraftError
 from pykraft.messages import to_json_dict
-from pykraft.records.batch import Record, RecordBatch, iter_batches
-from pykraft.records.control import ControlType, decode_control
+from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
+from pykraft.records.batch import (
+    LOG_OVERHEAD,
+    NO_SEQUENCE,
+    Record,
+    RecordBatch,
+    iter_batches,
+    read_header,
+)
+from pykraft.records.control import ControlType, EndTxnMarker, decode_control
 from pykraft.records.metadata import decode_metadata_record
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
+from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log import TornTail, continuity_problem, is_last_segment, is_torn_tail
+from pykraft.storage.partition_log import parse_partition_dir_name
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -37,14 +67,27 @@ _JSON_CONTROL_TYPES = (
 )
 
 
+# Kafka's FileLogInputStream: no batch unless more than the bytes up to the magic remain,
+# and a size field below a v0 record's overhead is corruption, not a partial batch.
+_HEADER_SIZE_UP_TO_MAGIC = LOG_OVERHEAD + 5
+_MIN_RECORD_OVERHEAD = 14
+
+
 @dataclass(frozen=True, slots=True)
 class DumpOptions:
     cluster_metadata_decoder: bool = False
     print_data_log: bool = False
+    deep_iteration: bool = False
+    max_bytes: int | None = None  # None: the whole file (Kafka's Integer.MAX_VALUE)
 
     @property
     def print_contents(self) -> bool:
         return self.cluster_metadata_decoder or self.print_data_log
+
+    @property
+    def deep(self) -> bool:
+        """Kafka lists records only with deep iteration, which printing contents implies."""
+        return self.deep_iteration or self.print_contents
 
 
 @dataclass(slots=True)
@@ -56,6 +99,13 @@ class FileDump:
     batches: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     invalid_tail: TornTail | None = None
+    non_consecutive: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether the file holds damage (an invalid tail the server drops is none)."""
+        return self.error is not None or any(
+            not b["isvalid"] or "error" in b for b in self.batches)
 
     def to_json(self) -> dict[str, Any]:
         tail = self.invalid_tail
@@ -66,6 +116,7 @@ class FileDump:
             "error": self.error,
             "invalidBytesAtEnd": None if tail is None else {
                 "position": tail.position, "size": tail.size, "reason": tail.reason},
+            "nonConsecutiveOffsets": [list(pair) for pair in self.non_consecutive],
         }
 
 
@@ -85,18 +136,82 @@ def describe_file(path: Path) -> str:
     raise UnknownFileError(f"Ignoring unknown file {path}")
 
 
+def is_user_segment(path: Path) -> bool:
+    """A ``.log`` in a ``<topic>-<partition>`` directory other than the metadata log's."""
+    if not _SEGMENT.match(path.name) or path.absolute().parent.name == METADATA_LOG_DIR_NAME:
+        return False
+    try:
+        parse_partition_dir_name(path.absolute().parent.name)
+    except StateFileError:
+        return False
+    return True
+
+
 def dump_file(path: Path, options: DumpOptions) -> FileDump:
-    """Read one file fully; stops at the first batch the storage reader would refuse
-    (torn, or not continuing the offsets, or for a segment the leader epochs) and records
-    the error in the reader's words. A CRC mismatch is shown per batch, as Kafka does.
-    Damage nothing valid follows at the end of the log's last segment is a torn write
-    (the server truncates it at start-up), counted as Kafka counts it, not an error."""
+    """Read one segment or snapshot fully (or its first ``max_bytes``)."""
     dump = FileDump(path, describe_file(path))
     data = path.read_bytes()
+    cut = len(data) if options.max_bytes is None else _whole_batches(data, options.max_bytes)
+    if is_user_segment(path):
+        _walk_user_segment(dump, data[:cut], options)
+    else:
+        _walk_metadata_file(dump, data[:cut], options)
+    if options.max_bytes is not None:
+        dump.invalid_tail = None  # Kafka counts trailing bytes of whole files only
+    return dump
+
+
+def _whole_batches(data: bytes, max_bytes: int) -> int:
+    """Where the last batch ending within ``max_bytes`` ends; an unreadable size field
+    leaves the cut at ``max_bytes`` so the walk reports the damage."""
+    pos = 0
+    while pos + LOG_OVERHEAD <= min(len(data), max_bytes):
+        length = int.from_bytes(data[pos + 8 : pos + LOG_OVERHEAD], "big", signed=True)
+        if length < _MIN_RECORD_OVERHEAD:
+            return min(len(data), max_bytes)
+        if pos + LOG_OVERHEAD + length > max_bytes:
+            break
+        pos += LOG_OVERHEAD + length
+    return pos
+
+
+def _walk_user_segment(dump: FileDump, data: bytes, options: DumpOptions) -> None:
+    """Kafka's file iterator: whole batches in order; what a partial batch leaves is
+    counted, a size field too small for any record is corruption."""
+    pos = 0
+    tracker = _OffsetTracker(dump)
+    while pos + _HEADER_SIZE_UP_TO_MAGIC < len(data):
+        length = int.from_bytes(data[pos + 8 : pos + LOG_OVERHEAD], "big", signed=True)
+        if length < _MIN_RECORD_OVERHEAD:
+            dump.error = (f"Found record size {length} smaller than minimum record overhead "
+                          f"({_MIN_RECORD_OVERHEAD}) in file {dump.path}.")
+            return
+        if pos + LOG_OVERHEAD + length > len(data):
+            break
+        try:
+            header = read_header(data, pos)
+        except CorruptRecordError as exc:
+            dump.error = str(CorruptLogError(str(dump.path), pos, str(exc)))
+            return
+        batch = RecordBatch(header, data[pos : pos + header.size], pos)
+        dump.batches.append(_batch_dict(batch, options, tracker))
+        pos += header.size
+    if pos < len(data):
+        dump.invalid_tail = TornTail(dump.path, pos, len(data) - pos, "partial batch")
+
+
+def _walk_metadata_file(dump: FileDump, data: bytes, options: DumpOptions) -> None:
+    """Stops at the first batch the metadata log's reader would refuse (torn, or not
+    continuing the offsets, or for a segment the leader epochs) and records the error in
+    the reader's words. A CRC mismatch is shown per batch, as Kafka does. Damage nothing
+    valid follows at the end of the log's last segment is a torn write (the server
+    truncates it at start-up), counted as Kafka counts it, not an error."""
+    path = dump.path
     segment = _SEGMENT.match(path.name)
     expected = int(segment.group(1)) if segment else 0  # snapshots start at offset 0
     min_epoch = 0 if segment else None  # the reader checks epochs in segments only
     may_tear = segment is not None and is_last_segment(path)
+    tracker = _OffsetTracker(dump)
 
     def torn(position: int) -> bool:
         return may_tear and is_torn_tail(data, position, expected)
@@ -120,24 +235,39 @@ def dump_file(path: Path, options: DumpOptions) -> FileDump:
                 except CorruptRecordError as exc:
                     stop(batch.position, str(exc), tail=True)
                 break
-            dump.batches.append(_batch_dict(batch, options))
+            dump.batches.append(_batch_dict(batch, options, tracker))
             expected = batch.header.next_offset
             if min_epoch is not None:
                 min_epoch = batch.header.partition_leader_epoch
     except CorruptRecordError as exc:
         position = exc.position or 0
         stop(position, str(exc), tail=torn(position))
-    return dump
 
 
-def _batch_dict(batch: RecordBatch, options: DumpOptions) -> dict[str, Any]:
+class _OffsetTracker:
+    """Kafka's deep-iteration check: record offsets of a file one apart (compaction and
+    aborted data leave gaps, so these are reported but are no failure)."""
+
+    def __init__(self, dump: FileDump) -> None:
+        self._dump = dump
+        self._last = -1
+
+    def see(self, offset: int) -> None:
+        if self._last != -1 and offset != self._last + 1:
+            self._dump.non_consecutive.append((self._last, offset))
+        self._last = offset
+
+
+def _batch_dict(batch: RecordBatch, options: DumpOptions,
+                tracker: _OffsetTracker) -> dict[str, Any]:
     h = batch.header
     out: dict[str, Any] = {
         "baseOffset": h.base_offset,
         "lastOffset": h.last_offset,
         "count": h.records_count,
         "baseSequence": h.base_sequence,
-        "lastSequence": h.base_sequence + h.last_offset_delta if h.base_sequence >= 0 else -1,
+        "lastSequence": _add_sequence(h.base_sequence, h.last_offset_delta)
+        if h.base_sequence >= 0 else NO_SEQUENCE,
         "producerId": h.producer_id,
         "producerEpoch": h.producer_epoch,
         "partitionLeaderEpoch": h.partition_leader_epoch,
@@ -145,7 +275,8 @@ def _batch_dict(batch: RecordBatch, options: DumpOptions) -> dict[str, Any]:
         "isControl": h.is_control,
         "deleteHorizonMs": h.delete_horizon_ms,
         "position": batch.position,
-        "CreateTime": h.max_timestamp,
+        "timestampType": timestamp_type_name(h),
+        "timestamp": h.max_timestamp,
         "size": h.size,
         "magic": h.magic,
         "compresscodec": h.compression,
@@ -153,41 +284,57 @@ def _batch_dict(batch: RecordBatch, options: DumpOptions) -> dict[str, Any]:
         "isvalid": batch.crc_valid(),
         "records": [],
     }
-    if out["isvalid"]:
+    if out["isvalid"] and options.deep:
         try:
-            out["records"] = [_record_dict(batch, r, options) for r in batch.records()]
-        except CorruptRecordError as exc:
+            records = batch_records(batch)
+        except PyKraftError as exc:  # a malformed record or a payload that won't decompress
             out["error"] = str(exc)
+        else:
+            for record in records:
+                tracker.see(record.offset)
+                out["records"].append(_record_dict(batch, record, options))
     return out
 
 
 def _record_dict(batch: RecordBatch, record: Record, options: DumpOptions) -> dict[str, Any]:
+    h = batch.header
     out: dict[str, Any] = {
         "offset": record.offset,
-        "CreateTime": record.timestamp,
+        "timestamp": record_timestamp(h, record),
         "keySize": -1 if record.key is None else len(record.key),
         "valueSize": -1 if record.value is None else len(record.value),
-        "sequence": -1,
+        "sequence": NO_SEQUENCE if h.base_sequence < 0 else _add_sequence(
+            h.base_sequence, record.offset - h.base_offset),
         "headerKeys": [k for k, _ in record.headers],
     }
-    if not options.print_contents:
-        return out
     try:
-        if batch.is_control:
+        if batch.is_control:  # Kafka decodes control records even without contents
             out.update(_control_contents(record))
         elif options.cluster_metadata_decoder:
             out["payload"] = _metadata_payload(record)
-        else:
-            out["payload"] = None if record.value is None else record.value.decode(
-                "utf-8", errors="replace"
-            )
+        elif options.print_contents:
+            out["key"] = _text(record.key)
+            out["payload"] = _text(record.value)
     except PyKraftError as exc:
         out["decodeError"] = str(exc)
     return out
 
 
+def _add_sequence(base: int, delta: int) -> int:
+    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap at int32 max."""
+    return base + delta if base <= 0x7FFFFFFF - delta else delta - (0x7FFFFFFF - base) - 1
+
+
+def _text(data: bytes | None) -> str | None:
+    """Kafka's StringDecoder: the bytes as UTF-8, malformed input replaced."""
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
 def _control_contents(record: Record) -> dict[str, Any]:
     control = decode_control(record.key, record.value)
+    if isinstance(control.message, EndTxnMarker):
+        return {"endTxnMarker": control.type.name,
+                "coordinatorEpoch": control.message.coordinator_epoch}
     if control.type not in _JSON_CONTROL_TYPES:
         return {"controlType": control.dump_name}
     return {"control": control.dump_name, "value": to_json_dict(control.message, control.version)}
@@ -204,8 +351,8 @@ def _compact(value: Any) -> str:
 
 
 def format_text(dump: FileDump) -> Iterator[str]:
-    """Kafka's text layout: a header line, one line per batch, ``| `` lines per record."""
-    yield f"Dumping {dump.path}"
+    """Kafka's text layout after its "Dumping <file>" line (the caller's, printed for every
+    kind of file): the description, one line per batch, ``| `` lines per record."""
     yield dump.description
     for batch in dump.batches:
         horizon = batch["deleteHorizonMs"]
@@ -218,13 +365,13 @@ def format_text(dump: FileDump) -> Iterator[str]:
             f"partitionLeaderEpoch: {batch['partitionLeaderEpoch']} "
             f"isTransactional: {_bool(batch['isTransactional'])} "
             f"isControl: {_bool(batch['isControl'])} deleteHorizonMs: {horizon_text} "
-            f"position: {batch['position']} CreateTime: {batch['CreateTime']} "
+            f"position: {batch['position']} {batch['timestampType']}: {batch['timestamp']} "
             f"size: {batch['size']} magic: {batch['magic']} "
             f"compresscodec: {batch['compresscodec']} crc: {batch['crc']} "
             f"isvalid: {_bool(batch['isvalid'])}"
         )
         for record in batch["records"]:
-            yield _record_line(record)
+            yield _record_line(record, batch["timestampType"])
         if "error" in batch:
             yield f"Error in batch at position {batch['position']}: {batch['error']}"
     if dump.invalid_tail is not None:
@@ -233,21 +380,26 @@ def format_text(dump: FileDump) -> Iterator[str]:
         yield f"Error: {dump.error}"
 
 
-def _record_line(record: dict[str, Any]) -> str:
+def _record_line(record: dict[str, Any], timestamp_type: str) -> str:
     line = (
-        f"| offset: {record['offset']} CreateTime: {record['CreateTime']} "
+        f"| offset: {record['offset']} {timestamp_type}: {record['timestamp']} "
         f"keySize: {record['keySize']} valueSize: {record['valueSize']} "
-        f"sequence: {record['sequence']} headerKeys: [{', '.join(record['headerKeys'])}]"
+        f"sequence: {record['sequence']} headerKeys: [{','.join(record['headerKeys'])}]"
     )
     if "decodeError" in record:
         return f"{line}\nError at {record['offset']}, skipping. {record['decodeError']}"
+    if "endTxnMarker" in record:
+        return (f"{line} endTxnMarker: {record['endTxnMarker']} "
+                f"coordinatorEpoch: {record['coordinatorEpoch']}")
     if "controlType" in record:
         return f"{line} controlType: {record['controlType']}"
     if "control" in record:
         return f"{line} {record['control']} {_compact(record['value'])}"
-    if "payload" in record:
-        payload = record["payload"]
-        return f"{line} payload: {payload if isinstance(payload, str) else _compact(payload)}"
+    if record.get("key") is not None:
+        line += f" key: {record['key']}"
+    payload = record.get("payload")
+    if payload is not None:
+        line += f" payload: {payload if isinstance(payload, str) else _compact(payload)}"
     return line
 
 

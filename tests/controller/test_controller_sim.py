@@ -27,8 +27,8 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.core import RaftClient
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import FeatureLevelRecord
-from pykraft.sim.cluster import Cluster
 from pykraft.sim.invariants import default_invariants
+from pykraft.sim.simulated_cluster import Cluster
 from pykraft.sim.violations import InvariantViolation
 
 BROKERS = (1, 2, 3)

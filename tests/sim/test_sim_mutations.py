@@ -12,8 +12,8 @@ from sim_mutants import (
     WithoutPreVote,
 )
 
-from pykraft.sim.cluster import ClientFactory
 from pykraft.sim.runner import run_scenario
+from pykraft.sim.simulated_cluster import ClientFactory
 
 
 def _violations(factory: ClientFactory, scenarios: list[str], seeds: range) -> list[str]:

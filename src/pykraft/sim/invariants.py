@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pykraft.raft.snapshots import BOOTSTRAP_SNAPSHOT_ID
 from pykraft.raft.states import Leader
 from pykraft.raft.voter_set import VoterSet
-from pykraft.sim.cluster import Cluster, SimNode
+from pykraft.sim.simulated_cluster import Cluster, SimNode
 from pykraft.sim.violations import InvariantViolation
 
 Invariant = Callable[[Cluster], None]

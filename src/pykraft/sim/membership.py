@@ -15,10 +15,10 @@ from kio.schema.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.reconfig import Refusal
 from pykraft.raft.voter_set import ReplicaKey, VoterSet
-from pykraft.sim.cluster import Cluster, endpoints_of
 from pykraft.sim.invariants import StableLeadership
 from pykraft.sim.network import LinkProfile
 from pykraft.sim.phases import PHASE_MS, elect, new_leader, progress
+from pykraft.sim.simulated_cluster import Cluster, endpoints_of
 from pykraft.sim.violations import InvariantViolation
 
 _NOT_NOW = {ErrorCode.request_timed_out, ErrorCode.not_leader_or_follower,

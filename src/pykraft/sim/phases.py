@@ -5,7 +5,7 @@ A phase that does not finish within ``PHASE_MS`` of simulated time is a Liveness
 
 from __future__ import annotations
 
-from pykraft.sim.cluster import Cluster
+from pykraft.sim.simulated_cluster import Cluster
 
 PHASE_MS = 30_000
 PROGRESS = 10  # committed offsets each phase must add

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from pykraft.raft.core import RaftClient
-from pykraft.sim.cluster import ClientFactory, Cluster
 from pykraft.sim.scenarios import SCENARIOS
+from pykraft.sim.simulated_cluster import ClientFactory, Cluster
 from pykraft.sim.violations import InvariantViolation
 
 _CALM_STATES = ("Follower", "Leader")

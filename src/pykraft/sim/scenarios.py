@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from pykraft.raft.rpc import RaftResponse
 from pykraft.sim import membership
-from pykraft.sim.cluster import Cluster
 from pykraft.sim.hostile import RESPONSE_HEADER_FIELDS, random_malformation, request_templates
 from pykraft.sim.invariants import (
     Invariant,
@@ -25,6 +24,7 @@ from pykraft.sim.invariants import (
     majority_reached_high_watermark,
 )
 from pykraft.sim.phases import PHASE_MS, PROGRESS, elect, new_leader, progress
+from pykraft.sim.simulated_cluster import Cluster
 from pykraft.sim.violations import InvariantViolation
 
 

@@ -39,6 +39,7 @@ from typing import Any
 from pykraft.errors import CorruptLogError, CorruptRecordError, PyKraftError
 from pykraft.messages import to_json_dict
 from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
+from pykraft.partition.producer_state import increment_sequence
 from pykraft.records.batch import (
     LOG_OVERHEAD,
     NO_SEQUENCE,
@@ -266,7 +267,7 @@ def _batch_dict(batch: RecordBatch, options: DumpOptions,
         "lastOffset": h.last_offset,
         "count": h.records_count,
         "baseSequence": h.base_sequence,
-        "lastSequence": _add_sequence(h.base_sequence, h.last_offset_delta)
+        "lastSequence": increment_sequence(h.base_sequence, h.last_offset_delta)
         if h.base_sequence >= 0 else NO_SEQUENCE,
         "producerId": h.producer_id,
         "producerEpoch": h.producer_epoch,
@@ -303,7 +304,7 @@ def _record_dict(batch: RecordBatch, record: Record, options: DumpOptions) -> di
         "timestamp": record_timestamp(h, record),
         "keySize": -1 if record.key is None else len(record.key),
         "valueSize": -1 if record.value is None else len(record.value),
-        "sequence": NO_SEQUENCE if h.base_sequence < 0 else _add_sequence(
+        "sequence": NO_SEQUENCE if h.base_sequence < 0 else increment_sequence(
             h.base_sequence, record.offset - h.base_offset),
         "headerKeys": [k for k, _ in record.headers],
     }
@@ -318,11 +319,6 @@ def _record_dict(batch: RecordBatch, record: Record, options: DumpOptions) -> di
     except PyKraftError as exc:
         out["decodeError"] = str(exc)
     return out
-
-
-def _add_sequence(base: int, delta: int) -> int:
-    """Kafka's ``DefaultRecordBatch.incrementSequence``: sequences wrap at int32 max."""
-    return base + delta if base <= 0x7FFFFFFF - delta else delta - (0x7FFFFFFF - base) - 1
 
 
 def _text(data: bytes | None) -> str | None:

@@ -6,8 +6,13 @@ import typer
 
 from pykraft.cli.analyze import analyze
 from pykraft.cli.cluster import cluster_app
+from pykraft.cli.console_consumer import console_consumer
+from pykraft.cli.console_producer import console_producer
+from pykraft.cli.delete_records import delete_records
 from pykraft.cli.dump_log import dump_log
 from pykraft.cli.features import features_app
+from pykraft.cli.get_offsets import get_offsets
+from pykraft.cli.log_dirs import log_dirs
 from pykraft.cli.metadata_shell import metadata_shell
 from pykraft.cli.quorum import quorum_app
 from pykraft.cli.server import server
@@ -45,6 +50,11 @@ app.command("server")(server)
 app.command("metadata-shell")(metadata_shell)
 app.command("analyze")(analyze)
 app.command("topics")(topics)
+app.command("console-producer")(console_producer)
+app.command("console-consumer")(console_consumer)
+app.command("get-offsets")(get_offsets)
+app.command("log-dirs")(log_dirs)
+app.command("delete-records")(delete_records)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

@@ -1,0 +1,272 @@
+"""``pykraft console-consumer``: Kafka's ``kafka-console-consumer.sh`` without groups.
+
+Interface (the CLI in :mod:`pykraft.cli.console_consumer` is a thin shell over it)::
+
+    start = start_offset(partition=0, offset="earliest", from_beginning=False)  # or UsageError
+    formatter = MessageFormatter(formatter_config({"print.key": "true"}))
+    async with BrokerClients(admin_settings(bootstrap)) as brokers:
+        consumer = await Consumer.open(brokers, "topic", partition=None, start=start)
+        count = await consume(consumer, formatter, write, max_messages=10, timeout_ms=5000)
+
+Kafka's ConsoleConsumer assigns its partitions through a consumer group; pykraft's has no
+group coordinator yet, so it assigns itself every partition of ``--topic`` (or the one of
+``--partition``), starting at ``--offset`` (earliest, latest or N, with ``--partition``),
+else at the log start with ``--from-beginning``, else at the end. Records are fetched from
+each leader (Fetch v13+, by topic id, read uncommitted), whole batches with records before
+the position skipped and control batches dropped. Output is DefaultMessageFormatter's
+(``print.timestamp``, ``print.partition``, ``print.offset``, ``print.epoch``,
+``print.headers``, ``print.key``, ``print.value``, ``key.separator``, ``line.separator``,
+``headers.separator``, ``null.literal``); the CLI ends with ``Processed a total of N
+messages`` on stderr. ``--timeout-ms`` ends the tool when no record came for that long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic
+from kio.static.primitive import i32, i32Timedelta, i64
+
+from pykraft.errors import PyKraftError
+from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import Record, iter_batches
+from pykraft.tools.admin_client import AdminError, ApiError, ClusterMetadata
+from pykraft.tools.broker_clients import Brokers, by_leader
+from pykraft.tools.get_offsets_tool import EARLIEST, LATEST, list_offsets_request
+
+DEFAULT_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
+_FORMATTERS = frozenset({DEFAULT_FORMATTER, "kafka.tools.DefaultMessageFormatter", "default"})
+_MAX_WAIT_MS = 500
+_PARTITION_MAX_BYTES = 1024 * 1024
+_FETCH_MAX_BYTES = 50 * 1024 * 1024
+_EMPTY_BACKOFF_S = 0.05  # a broker that answers an empty fetch at once is not hammered
+
+
+class UsageError(PyKraftError):
+    """A command line ConsoleConsumer refuses (its message on stderr, status 1)."""
+
+
+def start_offset(partition: int | None, offset: str | None, from_beginning: bool) -> int:
+    """ConsoleConsumerOptions' checks and ``parseOffset``: EARLIEST, LATEST or an offset."""
+    if partition is not None:
+        if from_beginning and offset is not None:
+            raise UsageError("Options from-beginning and offset cannot be specified together.")
+    elif offset is not None:
+        raise UsageError("The partition is required when offset is specified.")
+    if offset is None:
+        return EARLIEST if from_beginning else LATEST
+    named = {"earliest": EARLIEST, "latest": LATEST}.get(offset.lower())
+    if named is not None:
+        return named
+    try:
+        value = int(offset)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise UsageError(f"The provided offset value '{offset}' is incorrect. Valid values are "
+                         "'earliest', 'latest', or a non-negative long.")
+    return value
+
+
+# -- the formatter --------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class FormatterConfig:
+    print_timestamp: bool = False
+    print_key: bool = False
+    print_value: bool = True
+    print_partition: bool = False
+    print_offset: bool = False
+    print_epoch: bool = False
+    print_headers: bool = False
+    key_separator: bytes = b"\t"
+    line_separator: bytes = b"\n"
+    headers_separator: bytes = b","
+    null_literal: bytes = b"null"
+
+
+def formatter_config(props: Mapping[str, str]) -> FormatterConfig:
+    """DefaultMessageFormatter.configure (a flag is true when its value is ``true``)."""
+    def flag(name: str, default: bool) -> bool:
+        return props[name].strip().lower() == "true" if name in props else default
+
+    def text(name: str, default: bytes) -> bytes:
+        return props[name].encode() if name in props else default
+
+    return FormatterConfig(
+        print_timestamp=flag("print.timestamp", False), print_key=flag("print.key", False),
+        print_value=flag("print.value", True), print_partition=flag("print.partition", False),
+        print_offset=flag("print.offset", False), print_epoch=flag("print.epoch", False),
+        print_headers=flag("print.headers", False),
+        key_separator=text("key.separator", b"\t"), line_separator=text("line.separator", b"\n"),
+        headers_separator=text("headers.separator", b","),
+        null_literal=text("null.literal", b"null"))
+
+
+def check_formatter(name: str) -> None:
+    if name not in _FORMATTERS:
+        raise UsageError(f"{name}: pykraft's console consumer has only the default formatter "
+                         f"({DEFAULT_FORMATTER})")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumedRecord:
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: str  # CreateTime or LogAppendTime
+    leader_epoch: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def format_record(config: FormatterConfig, record: ConsumedRecord) -> bytes:
+    """DefaultMessageFormatter.writeTo: the enabled columns, key-separated, then a line end."""
+    c = config
+    columns: list[bytes] = []
+    if c.print_timestamp:
+        columns.append(f"{record.timestamp_type}:{record.timestamp}".encode())
+    if c.print_partition:
+        columns.append(b"Partition:%d" % record.partition)
+    if c.print_offset:
+        columns.append(b"Offset:%d" % record.offset)
+    if c.print_epoch:
+        columns.append(b"Epoch:%d" % record.leader_epoch if record.leader_epoch >= 0
+                       else b"Epoch:NOT_PRESENT")
+    if c.print_headers:
+        columns.append(c.headers_separator.join(
+            key.encode() + b":" + (c.null_literal if value is None else value)
+            for key, value in record.headers) or b"NO_HEADERS")
+    if c.print_key:
+        columns.append(c.null_literal if record.key is None else record.key)
+    if c.print_value:
+        columns.append(c.null_literal if record.value is None else record.value)
+    return c.key_separator.join(columns) + (c.line_separator if columns else b"")
+
+
+# -- the consumer ---------------------------------------------------------------------------
+
+class Consumer:
+    """Fetches the assigned partitions from their leaders, in offset order per partition."""
+
+    def __init__(self, brokers: Brokers, topic: str, cluster: ClusterMetadata,
+                 positions: dict[int, int]) -> None:
+        self.brokers = brokers
+        self.topic = topic
+        self.cluster = cluster
+        self.positions = positions  # partition -> next offset to read
+
+    @classmethod
+    async def open(cls, brokers: Brokers, topic: str, partition: int | None,
+                   start: int) -> Consumer:
+        cluster = await brokers.metadata([topic])
+        meta = cluster.topics.get(topic)
+        if meta is None:
+            raise AdminError(f"Topic {topic} not present in metadata.")
+        partitions = [p.partition for p in meta.partitions]
+        if partition is not None:
+            if partition not in partitions:
+                raise AdminError(f"Partition {partition} of topic {topic} does not exist")
+            partitions = [partition]
+        positions = (dict.fromkeys(partitions, start) if start >= 0
+                     else await _list_offsets(brokers, cluster, topic, partitions, start))
+        return cls(brokers, topic, cluster, positions)
+
+    @property
+    def topic_id(self) -> uuid.UUID:
+        return self.cluster.topics[self.topic].topic_id
+
+    async def poll(self) -> list[ConsumedRecord]:
+        """One Fetch to each leader; the records past each position, positions moved on."""
+        leaders, _ = by_leader(self.cluster, [(self.topic, p) for p in self.positions])
+        records: list[ConsumedRecord] = []
+        for leader, tps in sorted(leaders.items()):
+            answer = await self.brokers.request_to(leader, self._request([p for _, p in tps]))
+            if answer.error_code != ErrorCode.none:
+                raise ApiError(ErrorCode(answer.error_code), None)
+            for topic in answer.responses:
+                for part in topic.partitions:
+                    records += self._read(int(part.partition_index), part)
+        if len(leaders) < len(set(self.positions)):
+            self.cluster = await self.brokers.metadata([self.topic])
+        return records
+
+    def _request(self, partitions: list[int]) -> FetchRequest:
+        return FetchRequest(
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=_MAX_WAIT_MS)),
+            min_bytes=i32(1), max_bytes=i32(_FETCH_MAX_BYTES), forgotten_topics_data=(),
+            topics=(FetchTopic(topic_id=self.topic_id, partitions=tuple(
+                FetchPartition(partition=i32(p), fetch_offset=i64(self.positions[p]),
+                               partition_max_bytes=i32(_PARTITION_MAX_BYTES))
+                for p in partitions)),))
+
+    def _read(self, partition: int, part: Any) -> list[ConsumedRecord]:
+        if part.error_code != ErrorCode.none:
+            error = ErrorCode(part.error_code)
+            if error.retriable:
+                return []
+            raise ApiError(error, None)
+        position = self.positions[partition]
+        out: list[ConsumedRecord] = []
+        for batch in iter_batches(part.records or b""):
+            self.positions[partition] = max(self.positions[partition], batch.header.next_offset)
+            if batch.is_control:
+                continue
+            out += (_consumed(partition, batch.header, r) for r in batch_records(batch)
+                    if r.offset >= position)
+        return out
+
+
+def _consumed(partition: int, header: Any, record: Record) -> ConsumedRecord:
+    return ConsumedRecord(partition, record.offset, record_timestamp(header, record),
+                          timestamp_type_name(header), header.partition_leader_epoch,
+                          record.key, record.value, record.headers)
+
+
+async def _list_offsets(brokers: Brokers, cluster: ClusterMetadata, topic: str,
+                        partitions: list[int], timestamp: int) -> dict[int, int]:
+    leaders, leaderless = by_leader(cluster, [(topic, p) for p in partitions])
+    if leaderless:
+        raise ApiError(ErrorCode.leader_not_available, None)
+    positions = {}
+    for leader, tps in sorted(leaders.items()):
+        answer = await brokers.request_to(leader, list_offsets_request(tps, timestamp))
+        for answered in answer.topics:
+            for part in answered.partitions:
+                if part.error_code != ErrorCode.none:
+                    raise ApiError(ErrorCode(part.error_code), None)
+                positions[int(part.partition_index)] = int(part.offset)
+    return positions
+
+
+async def consume(consumer: Consumer, config: FormatterConfig, write: Callable[[bytes], None],
+                  *, max_messages: int | None = None, timeout_ms: int | None = None) -> (
+    tuple[int, bool]
+):
+    """Print records until ``max_messages`` or ``timeout_ms`` without one: the count, and
+    whether the timeout ended it (Kafka's consumer wrapper throws a TimeoutException then;
+    the CLI reports it and still exits 0)."""
+    count = 0
+    last = time.monotonic()
+    while max_messages is None or count < max_messages:
+        records = await consumer.poll()
+        for record in records:
+            if max_messages is not None and count >= max_messages:
+                break
+            write(format_record(config, record))
+            count += 1
+        if records:
+            last = time.monotonic()
+        elif timeout_ms is not None and (time.monotonic() - last) * 1000 >= timeout_ms:
+            return count, True
+        if not records:
+            await asyncio.sleep(_EMPTY_BACKOFF_S)
+    return count, False

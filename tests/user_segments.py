@@ -9,6 +9,7 @@ marker (a control batch consumers never see).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -33,6 +34,11 @@ from pykraft.storage.partition_log import PartitionLog
 
 EPOCH = 4
 LOG_APPEND_TIME_MS = 9_000
+
+
+# Spark's Kafka source row: key, value, topic, partition, offset, timestamp, type, headers
+SparkRow = tuple[bytes | None, bytes | None, str, int, int, datetime, int,
+                 list[tuple[str, bytes | None]] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +132,11 @@ def kafka_python_rows(directory: Path) -> list[tuple[Path, list[Row]]]:
                          tuple(r.headers)) for r in batch]
         out.append((segment, rows))
     return out
+
+
+def expected_rows(segment: Path, topic: str, partition: int) -> list[SparkRow]:
+    """kafka-python's records of ``segment`` as Spark's Kafka source would show them."""
+    rows = dict(kafka_python_rows(segment.parent))[segment]
+    return [(r.key, r.value, topic, partition, r.offset,
+             datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=r.timestamp),
+             r.timestamp_type, list(r.headers) or None) for r in rows]

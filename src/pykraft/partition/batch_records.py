@@ -11,6 +11,7 @@ Interface::
     records = batch_records(batch)          # CorruptRecordError / CodecError when invalid
     ts = record_timestamp(batch.header, record)
     name = timestamp_type_name(batch.header)   # "CreateTime" or "LogAppendTime"
+    end = complete_batches_end(data, limit)    # where a file reader stops, as Kafka's
 """
 
 from __future__ import annotations
@@ -21,12 +22,15 @@ from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_TIMESTAMP_TYPE,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     BatchHeader,
     Record,
     RecordBatch,
     decode_record_payload,
 )
 
+# Kafka's FileLogInputStream refuses a size field below a v0 record's overhead as corrupt.
+MIN_RECORD_OVERHEAD = 14
 CREATE_TIME_ID = 0
 LOG_APPEND_TIME_ID = 1
 
@@ -53,3 +57,19 @@ def timestamp_type_name(header: BatchHeader) -> str:
 def record_timestamp(header: BatchHeader, record: Record) -> int:
     """The timestamp a consumer sees: the batch's max timestamp under LogAppendTime."""
     return header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else record.timestamp
+
+
+def complete_batches_end(data: bytes, limit: int | None = None) -> int:
+    """Where the last batch wholly within ``data[:limit]`` ends: Kafka's file iterator
+    stops at a partial batch. A size field too small for any batch leaves the end at the
+    limit, so the decoder that reads on reports the damage."""
+    end = len(data) if limit is None else min(len(data), limit)
+    pos = 0
+    while pos + LOG_OVERHEAD <= end:
+        length = int.from_bytes(data[pos + 8 : pos + LOG_OVERHEAD], "big", signed=True)
+        if length < MIN_RECORD_OVERHEAD:
+            return end
+        if pos + LOG_OVERHEAD + length > end:
+            break
+        pos += LOG_OVERHEAD + length
+    return pos

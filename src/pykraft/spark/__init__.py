@@ -1,4 +1,5 @@
-"""pykraft on Apache Spark: a ``kraft`` data source, metadata analytics, simulation sweeps.
+"""pykraft on Apache Spark: ``kraft`` and ``kafka-segments`` data sources, metadata analytics,
+simulation sweeps.
 
 Importing this package does not import PySpark (an optional extra: ``pip install
 pykraft[spark]``); :func:`register` does.
@@ -13,7 +14,10 @@ if TYPE_CHECKING:
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``kraft`` data source in ``spark`` (see :mod:`pykraft.spark.source`)."""
+    """Register the ``kraft`` data source (:mod:`pykraft.spark.source`) and the
+    ``kafka-segments`` one (:mod:`pykraft.spark.segment_source`) in ``spark``."""
+    from pykraft.spark.segment_source import KafkaSegmentsDataSource
     from pykraft.spark.source import register as register_source
 
     register_source(spark)
+    spark.dataSource.register(KafkaSegmentsDataSource)

@@ -63,7 +63,7 @@ class KRaftDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = _parse_options(self.options)
-        if _flag(self.options, "pushdown"):
+        if flag_option(self.options, "pushdown"):
             return PushdownReader(options)
         return KRaftReader(options)
 
@@ -146,7 +146,7 @@ def _parse_options(options: Any) -> _Options:
     bounds = rows.OffsetBounds(_int_option(options, "minOffset"),
                                _int_option(options, "maxOffset"))
     max_bytes = _int_option(options, "maxPartitionBytes") or files.DEFAULT_MAX_BYTES
-    return _Options(str(path), options.get("cluster"), _flag(options, "rawBytes"), mode,
+    return _Options(str(path), options.get("cluster"), flag_option(options, "rawBytes"), mode,
                     max_bytes, bounds)
 
 
@@ -160,7 +160,7 @@ def _int_option(options: Any, key: str) -> int | None:
         raise ConfigError(f"option {key} must be an integer, not {text!r}") from None
 
 
-def _flag(options: Any, key: str, *, default: bool = False) -> bool:
+def flag_option(options: Any, key: str, *, default: bool = False) -> bool:
     text = options.get(key)
     if text is None:
         return default

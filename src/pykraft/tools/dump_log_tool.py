@@ -38,7 +38,13 @@ from typing import Any
 
 from pykraft.errors import CorruptLogError, CorruptRecordError, PyKraftError
 from pykraft.messages import to_json_dict
-from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
+from pykraft.partition.batch_records import (
+    MIN_RECORD_OVERHEAD,
+    batch_records,
+    complete_batches_end,
+    record_timestamp,
+    timestamp_type_name,
+)
 from pykraft.partition.producer_state import increment_sequence
 from pykraft.records.batch import (
     LOG_OVERHEAD,
@@ -68,10 +74,8 @@ _JSON_CONTROL_TYPES = (
 )
 
 
-# Kafka's FileLogInputStream: no batch unless more than the bytes up to the magic remain,
-# and a size field below a v0 record's overhead is corruption, not a partial batch.
+# Kafka's FileLogInputStream: no batch unless more than the bytes up to the magic remain.
 _HEADER_SIZE_UP_TO_MAGIC = LOG_OVERHEAD + 5
-_MIN_RECORD_OVERHEAD = 14
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +156,7 @@ def dump_file(path: Path, options: DumpOptions) -> FileDump:
     """Read one segment or snapshot fully (or its first ``max_bytes``)."""
     dump = FileDump(path, describe_file(path))
     data = path.read_bytes()
-    cut = len(data) if options.max_bytes is None else _whole_batches(data, options.max_bytes)
+    cut = len(data) if options.max_bytes is None else complete_batches_end(data, options.max_bytes)
     if is_user_segment(path):
         _walk_user_segment(dump, data[:cut], options)
     else:
@@ -162,20 +166,6 @@ def dump_file(path: Path, options: DumpOptions) -> FileDump:
     return dump
 
 
-def _whole_batches(data: bytes, max_bytes: int) -> int:
-    """Where the last batch ending within ``max_bytes`` ends; an unreadable size field
-    leaves the cut at ``max_bytes`` so the walk reports the damage."""
-    pos = 0
-    while pos + LOG_OVERHEAD <= min(len(data), max_bytes):
-        length = int.from_bytes(data[pos + 8 : pos + LOG_OVERHEAD], "big", signed=True)
-        if length < _MIN_RECORD_OVERHEAD:
-            return min(len(data), max_bytes)
-        if pos + LOG_OVERHEAD + length > max_bytes:
-            break
-        pos += LOG_OVERHEAD + length
-    return pos
-
-
 def _walk_user_segment(dump: FileDump, data: bytes, options: DumpOptions) -> None:
     """Kafka's file iterator: whole batches in order; what a partial batch leaves is
     counted, a size field too small for any record is corruption."""
@@ -183,9 +173,9 @@ def _walk_user_segment(dump: FileDump, data: bytes, options: DumpOptions) -> Non
     tracker = _OffsetTracker(dump)
     while pos + _HEADER_SIZE_UP_TO_MAGIC < len(data):
         length = int.from_bytes(data[pos + 8 : pos + LOG_OVERHEAD], "big", signed=True)
-        if length < _MIN_RECORD_OVERHEAD:
+        if length < MIN_RECORD_OVERHEAD:
             dump.error = (f"Found record size {length} smaller than minimum record overhead "
-                          f"({_MIN_RECORD_OVERHEAD}) in file {dump.path}.")
+                          f"({MIN_RECORD_OVERHEAD}) in file {dump.path}.")
             return
         if pos + LOG_OVERHEAD + length > len(data):
             break

@@ -19,13 +19,15 @@ def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -
 
 #: Versions kio ships that Kafka 4.x marks latestVersionUnstable and does not advertise.
 UNSTABLE_IN_KAFKA = {ApiKey.INIT_PRODUCER_ID: {6}}  # KIP-939 two-phase commit
+#: Versions kio ships that pykraft does not serve yet: Produce v13 is Kafka 4.1's topic ids.
+NOT_SERVED_YET = {ApiKey.PRODUCE: {13}}
 
 
 @pytest.mark.parametrize("spec", API_SPECS.values(), ids=lambda spec: spec.key.name)
 def test_range_is_everything_kio_has(spec: object) -> None:
     key = spec.key  # type: ignore[attr-defined]
     kio_versions = sorted(set(schema_name_map[api_key_map[key]])
-                          - UNSTABLE_IN_KAFKA.get(key, set()))
+                          - UNSTABLE_IN_KAFKA.get(key, set()) - NOT_SERVED_YET.get(key, set()))
     assert list(spec.versions) == kio_versions  # type: ignore[attr-defined]
 
 

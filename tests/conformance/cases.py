@@ -44,6 +44,7 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
 
 from conformance.harness import BROKER, CONTROLLER, Run
@@ -584,6 +585,40 @@ PRODUCER_IDS = [
          top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
 ]
 
+
+
+def produce(acks: int, topic: str | None = None, *, records: bytes = b"") -> Callable[[Run], Any]:
+    """One partition's records for ``topic`` (the cluster's existing topic by default)."""
+    return lambda run: run.kio(0, {
+        "acks": acks, "timeout": datetime.timedelta(seconds=5), "topic_data": [
+            {"name": topic or run.cluster.topic,
+             "partition_data": [{"index": 0, "records": records}]}]})
+
+
+def one_batch() -> bytes:
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                        batch_size=1 << 20)
+    builder.append(0, timestamp=int(time.time() * 1000), key=b"k", value=b"v", headers=[])
+    return bytes(builder.build())
+
+
+def produce_meaning(body: Any, _run: Run) -> Meaning:
+    return [[(p.index, code(p.error_code), p.base_offset >= 0) for p in t.partition_responses]
+            for t in body.responses]
+
+
+PRODUCE = [
+    Case("Produce", 0, "unknown_topic", produce(1, "no-such-topic", records=one_batch()),
+         produce_meaning, lambda _r: [[(0, ABSENT, False)]]),
+    Case("Produce", 0, "invalid_required_acks", produce(2, records=one_batch()),
+         produce_meaning, lambda _r: [[(0, "INVALID_REQUIRED_ACKS", False)]]),
+    Case("Produce", 0, "no_record_batch", produce(1), produce_meaning,
+         lambda _r: [[(0, "INVALID_RECORD", False)]]),
+    Case("Produce", 0, "appended", produce(-1, records=one_batch()), produce_meaning,
+         lambda _r: [[(0, "NONE", True)]]),
+]
+
 CASES: list[Case] = [*CLUSTER, *METADATA, *CREATE_TOPICS, *DELETE_TOPICS, *CREATE_PARTITIONS,
                      *DESCRIBE_CONFIGS, *ALTER_CONFIGS, *RAFT, *FETCH, *BROKER_LIFECYCLE,
-                     *PRODUCER_IDS]
+                     *PRODUCER_IDS, *PRODUCE]

@@ -1,7 +1,8 @@
 """The broker's client listener (PLAINTEXT): answered locally, or forwarded (KIP-590).
 
 Metadata, DescribeCluster and DescribeConfigs come from this broker's metadata image (and
-for its own configs, its properties file); InitProducerId from the producer id blocks this
+for its own configs, its properties file); Produce from its replica manager
+(:mod:`pykraft.broker.produce`); InitProducerId from the producer id blocks this
 broker gets from the controller (:mod:`pykraft.broker.producer_ids`). Admin writes,
 DescribeQuorum and the voter changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list
 the broker listener for them, and a ``--bootstrap-server`` admin client sends them to any
@@ -20,8 +21,10 @@ import dataclasses
 from typing import Any
 
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+from kio.schema.produce.v12.request import ProduceRequest
 
 from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.controller.config_control import describe_configs
@@ -34,7 +37,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.controller_channel import ControllerChannel
-from pykraft.runtime.dispatch import Dispatcher
+from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.node import RaftNode
 
@@ -45,7 +48,7 @@ FORWARDED = frozenset({
     ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER,
 })
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
-                             ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID}
+                             ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
@@ -58,9 +61,11 @@ class BrokerDispatcher(Dispatcher):
     listener = Listener.BROKER
 
     def __init__(self, node: RaftNode, metadata: BrokerMetadataListener,
-                 channel: ControllerChannel, *, cluster_id: str, listener_name: str) -> None:
+                 channel: ControllerChannel, *, cluster_id: str, listener_name: str,
+                 produce: ProduceHandler | None = None) -> None:
         super().__init__(node)
-        self._served = BROKER_SERVED
+        self._served = BROKER_SERVED if produce is not None else BROKER_SERVED - {ApiKey.PRODUCE}
+        self._produce = produce
         self._metadata = metadata
         self._channel = channel
         self._cluster_id = cluster_id
@@ -83,6 +88,8 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, metadata_response(
                 image, request.body, version=request.api_version, self_id=node_id,
                 cluster_id=self._cluster_id, listener=self._listener_name))
+        if api_key == ApiKey.PRODUCE and self._produce is not None:
+            return await self._produce_answer(request)
         if api_key == ApiKey.INIT_PRODUCER_ID:
             return self._encode(request, init_producer_id(request.body, self.producer_ids))
         if api_key == ApiKey.DESCRIBE_CLUSTER:
@@ -93,6 +100,18 @@ class BrokerDispatcher(Dispatcher):
         return self._encode(request, describe_configs(
             image, convert(request.body, DescribeConfigsRequest), node_id=node_id,
             static=self._settings.controller.properties).response)
+
+    async def _produce_answer(self, request: RequestFrame) -> bytes:
+        """The Produce response; nothing for acks=0 (b""), and for a failed acks=0 request a
+        closed connection, as Kafka answers."""
+        assert self._produce is not None
+        try:
+            response = await self._produce.handle(
+                convert(request.body, ProduceRequest), api_version=request.api_version,
+                client_id=request.header.client_id)
+        except AcksZeroFailedError as exc:
+            raise CloseConnection(str(exc)) from None
+        return b"" if response is None else self._encode(request, response)
 
     async def _forward(self, request: RequestFrame) -> Any:
         """The active controller's answer. While the controller changes (no leader known

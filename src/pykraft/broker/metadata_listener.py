@@ -10,6 +10,8 @@ does, once for the process).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pykraft.image.image import MetadataImage
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot_generator import SnapshotGenerator
@@ -29,11 +31,18 @@ class BrokerMetadataListener:
         self.generator = generator
         """Writes snapshots of the image (attach it to the node too), or None."""
         self.leader = LeaderAndEpoch(None, -1)
+        self.publishers: list[Callable[[MetadataImage], None]] = []
+        """Called with each new image (the replica manager applies it)."""
 
     def _restart_from(self, image: MetadataImage) -> None:
         self._loader = ImageLoader(image)
         if self.generator is not None:
             self.generator.loaded()
+        self._publish(image)
+
+    def _publish(self, image: MetadataImage) -> None:
+        for publisher in self.publishers:
+            publisher(image)
 
     @property
     def image(self) -> MetadataImage:
@@ -48,6 +57,7 @@ class BrokerMetadataListener:
         image = self._loader.load_batch(batch)
         if self.generator is not None:
             self.generator.committed(image, batch)
+        self._publish(image)
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self.leader = leader

@@ -9,6 +9,13 @@ brokers. A broker-only node snapshots its image when Kafka's thresholds pass (a 
 node leaves that to its controller: one snapshot per offset and process). On a graceful
 stop it asks the controller for a controlled shutdown first, so leadership leaves this
 broker before it goes away rather than a session timeout later.
+
+Its partitions live in ``log.dirs`` (:mod:`pykraft.broker.log_manager`), loaded and
+recovered at start-up; the replica manager applies every new image and serves Produce.
+Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
+checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``) and apply
+retention (``log.retention.check.interval.ms``); a graceful stop writes producer snapshots,
+checkpoints and the clean-shutdown marker.
 """
 
 from __future__ import annotations
@@ -16,11 +23,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Mapping
 
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
+from pykraft.broker.log_manager import LogManager
 from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.broker.produce import ProduceHandler
+from pykraft.broker.replica_manager import ReplicaManager
+from pykraft.broker.topic_settings import topic_settings
+from pykraft.config.server import ServerConfig
 from pykraft.image.snapshot_generator import SnapshotGenerator
+from pykraft.partition.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
@@ -29,6 +43,16 @@ from pykraft.runtime.settings import BrokerListenerSettings, NodeSettings
 
 log = logging.getLogger("pykraft.broker")
 SHUTDOWN_NOTICE_S = 2.0
+#: Kafka's defaults of the periodic log tasks' intervals.
+PERIODIC_DEFAULTS_MS = {
+    "log.flush.offset.checkpoint.interval.ms": 60_000,
+    "replica.high.watermark.checkpoint.interval.ms": 5_000,
+    "log.retention.check.interval.ms": 300_000,
+}
+
+
+def _int_property(static: Mapping[str, str], key: str, default: int) -> int:
+    return int(static.get(key, default))
 
 
 class BrokerRuntime:
@@ -44,11 +68,22 @@ class BrokerRuntime:
         self._lifecycle: BrokerLifecycle | None = None
         self._server: ListenerServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        static = settings.controller.properties
+        self._static = static
+        self.logs = LogManager(ServerConfig(static).log_dirs, topic_settings({}, static).log)
+        self.replicas = ReplicaManager(
+            settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
+                static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
+        self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
         """Set when the client listener cannot be opened (e.g. its port is taken)."""
 
     def bind(self, node: RaftNode) -> None:
         settings = self._settings
+        self._clock = node.now_ms
+        self.logs.startup(node.now_ms())
+        self.metadata.publishers.append(
+            lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.snapshots.attach(node.core.read_snapshot)
         if self.metadata.generator is not None:
             self.metadata.generator.attach(
@@ -65,7 +100,9 @@ class BrokerRuntime:
         self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata)
         dispatcher = BrokerDispatcher(node, self.metadata, self._channel,
                                       cluster_id=settings.cluster_id,
-                                      listener_name=self._broker.listener.name)
+                                      listener_name=self._broker.listener.name,
+                                      produce=ProduceHandler(self.replicas, node.now_ms,
+                                                             self._broker.listener.name))
         self._server = ListenerServer(dispatcher, self._broker.listener.host,
                                       self._broker.listener.port, settings.max_frame_size)
 
@@ -75,6 +112,25 @@ class BrokerRuntime:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._lifecycle.run()),
                        loop.create_task(self._listen_once_unfenced())]
+        periodic = {
+            "log.flush.offset.checkpoint.interval.ms": self.replicas.checkpoint,
+            "replica.high.watermark.checkpoint.interval.ms":
+                lambda _now: self.replicas.checkpoint_high_watermarks(),
+            "log.retention.check.interval.ms": self.replicas.run_retention,
+        }
+        for key, action in periodic.items():
+            interval = _int_property(self._static, key, PERIODIC_DEFAULTS_MS[key])
+            self._tasks.append(loop.create_task(self._every(interval, action)))
+
+    async def _every(self, interval_ms: int, action: Callable[[int], object]) -> None:
+        """Run ``action(now_ms)`` every ``interval_ms``; a failure is logged, not fatal."""
+        assert self._clock is not None
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                action(self._clock())
+            except Exception:
+                log.exception("periodic log task failed")
 
     async def _listen_once_unfenced(self) -> None:
         assert self._server is not None and self._lifecycle is not None
@@ -100,3 +156,7 @@ class BrokerRuntime:
             self._channel.close()
         if self._server is not None:
             await self._server.close()
+        if self._clock is not None:
+            registration = self.metadata.image.cluster.brokers.get(self._settings.node_id)
+            self.replicas.shutdown(-1 if registration is None else registration.epoch,
+                                   self._clock())

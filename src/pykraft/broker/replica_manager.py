@@ -24,6 +24,7 @@ DeleteRecords build on it)::
     #    validator's / producer state's errors (ProduceValidationError, ProducerStateError)
     replicas.run_retention(now_ms)           # log.retention.check.interval.ms
     replicas.checkpoint(now_ms)              # recovery points, log start offsets, HWMs
+    replicas.checkpoint_high_watermarks()    # replication-offset-checkpoint alone
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
 
 High watermark: the leader's is the smallest log end offset over the ISR
@@ -54,7 +55,7 @@ from pykraft.broker.replica_state import (
     local_changes,
 )
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
-from pykraft.errors import PyKraftError
+from pykraft.errors import PyKraftError, StorageError
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
@@ -216,7 +217,10 @@ class ReplicaManager:
         for tp in changes.deleted:
             self._delete(tp, now_ms)
         for local in (*changes.leaders, *changes.followers):
-            self._host(local, now_ms)
+            try:
+                self._host(local, now_ms)
+            except (StorageError, OSError):  # Kafka takes the log dir offline; we skip it
+                log.exception("%s: cannot open the log", _name(local.tp))
         if image.configs is not previous.configs:
             for hosted in self._partitions.values():
                 hosted.settings = self._settings_of(hosted.topic)
@@ -373,10 +377,14 @@ class ReplicaManager:
         return deleted
 
     def checkpoint(self, now_ms: int) -> None:
-        """Recovery points and log start offsets (log manager), then the high watermarks
-        (``replication-offset-checkpoint``) of every log directory."""
+        """Recovery points and log start offsets (log manager), then the high watermarks."""
         self.logs.checkpoint()
         self.logs.remove_deleted(now_ms)
+        self.checkpoint_high_watermarks()
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Each log directory's ``replication-offset-checkpoint``
+        (``replica.high.watermark.checkpoint.interval.ms``)."""
         for directory in self.logs.log_dirs:
             write_offset_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT, {
                 tp: hosted.high_watermark for tp, hosted in sorted(self._partitions.items())

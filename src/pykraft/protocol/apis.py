@@ -13,6 +13,7 @@ from enum import IntEnum, StrEnum
 
 
 class ApiKey(IntEnum):
+    PRODUCE = 0
     FETCH = 1
     METADATA = 3
     SASL_HANDSHAKE = 17
@@ -85,6 +86,8 @@ def _spec(
 
 
 _SPECS = (
+    # Kafka 4.0 accepts Produce v3-v12 (KIP-896 removed v0-v2; v13 is 4.1's topic ids).
+    _spec(ApiKey.PRODUCE, (3, 12), 9, _BROKER),
     _spec(ApiKey.FETCH, (4, 18), 12, _BOTH),
     _spec(ApiKey.METADATA, (0, 13), 9, _BROKER),
     _spec(ApiKey.SASL_HANDSHAKE, (0, 1), None, _BOTH),

@@ -70,7 +70,8 @@ class ListenerServer:
                 if frame is None:
                     return
                 response = await self._dispatcher.handle(frame, peer)
-                await stream.write_frame(response)
+                if response:  # b"": a request answered with nothing (Produce acks=0)
+                    await stream.write_frame(response)
             except CloseConnection as exc:
                 event(log, "connection_closed", level=logging.WARNING, peer=peer,
                       reason=str(exc))

@@ -1,0 +1,236 @@
+"""Produce (API 0, v3-v12) on the leader: Kafka's ``KafkaApis.handleProduceRequest`` with
+``ReplicaManager.appendRecords`` and the delayed produce of acks=all.
+
+Interface::
+
+    handler = ProduceHandler(replicas, clock_ms, listener_name)
+    response = await handler.handle(request_v12, api_version=v, client_id=...)
+    # -> a latest-version ProduceResponse (the dispatcher converts it to the caller's
+    #    version), or None for acks=0 (no response); an acks=0 request with a failed
+    #    partition raises AcksZeroFailedError: close the connection, as Kafka does
+
+Order of checks, as Kafka: a transactional id is refused for every partition
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pykraft has no transaction coordinator, as its
+InitProducerId answers), then per partition: a topic or partition unknown to the image,
+``acks`` not in {-1, 0, 1} (INVALID_REQUIRED_ACKS), not the leader (with the current leader and,
+from v10, its endpoint: KIP-951), validation (record_errors and error_message from v8), the
+producer state (duplicates answered with their original offsets), the append.
+
+acks=all waits for each appended partition's high watermark to pass its batch, woken by the
+partition's listeners; with ISR == {leader} that is at once. Followers replicate from
+issue 15 on, so until then a partition with more replicas in its ISR answers
+REQUEST_TIMED_OUT after ``timeout_ms`` (Kafka's answer when followers do not keep up; the
+batch stays in the log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kio.schema.produce.v12 import request as req
+from kio.schema.produce.v12 import response as res
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import TZAware, i32, i64
+
+from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
+from pykraft.broker.replica_state import acks_all_outcome
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.errors import PyKraftError, StorageError
+from pykraft.partition.producer_state import ProducerStateError
+from pykraft.partition.validator import ProduceValidationError
+from pykraft.protocol.errors import ErrorCode
+from pykraft.storage.partition_log import RecordBatchTooLargeError
+
+VALID_ACKS = (-1, 0, 1)
+log = logging.getLogger(__name__)
+_FIRST_STORAGE_ERROR_VERSION = 4  # older clients get NOT_LEADER_OR_FOLLOWER instead
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One partition's answer while it is being built."""
+
+    index: int
+    error: ErrorCode = ErrorCode.none
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+    record_errors: tuple[res.BatchIndexAndErrorMessage, ...] = ()
+    leader: tuple[int, int] | None = None  # (id, epoch) hint on NOT_LEADER_OR_FOLLOWER
+    waiting: tuple[HostedPartition, int] | None = None  # acks=all: (partition, offset)
+
+
+class AcksZeroFailedError(PyKraftError):
+    """An acks=0 produce had a failed partition: Kafka closes the connection, the only
+    way the client can notice."""
+
+
+class ProduceHandler:
+    """Answers Produce requests against a :class:`ReplicaManager`."""
+
+    def __init__(self, replicas: ReplicaManager, clock_ms: Callable[[], int],
+                 listener_name: str) -> None:
+        self._replicas = replicas
+        self._clock_ms = clock_ms
+        self._listener = listener_name
+
+    async def handle(self, request: req.ProduceRequest, *, api_version: int,
+                     client_id: str | None = None) -> res.ProduceResponse | None:
+        acks = int(request.acks)
+        topics: list[tuple[str, list[_Outcome]]] = []
+        for topic in request.topic_data:
+            outcomes = [self._partition(str(topic.name), part, acks, api_version, client_id,
+                                        request.transactional_id is not None)
+                        for part in topic.partition_data]
+            topics.append((str(topic.name), outcomes))
+        if acks == 0:
+            failed = [f"{name}-{o.index}: {o.error.name}" for name, outs in topics
+                      for o in outs if o.error != ErrorCode.none]
+            if failed:
+                raise AcksZeroFailedError(f"acks=0 produce failed: {', '.join(failed)}")
+            return None
+        if acks == -1:
+            await self._await_replication([o for _, outs in topics for o in outs],
+                                          request.timeout.total_seconds())
+        return self._response(topics)
+
+    def _partition(self, topic: str, part: req.PartitionProduceData, acks: int,
+                   api_version: int, client_id: str | None, transactional: bool) -> _Outcome:
+        outcome = _Outcome(int(part.index))
+        if transactional:
+            outcome.error = ErrorCode.transactional_id_authorization_failed
+            return outcome
+        if self._replicas.registration(topic, outcome.index) is None:
+            outcome.error = ErrorCode.unknown_topic_or_partition
+            return outcome
+        if acks not in VALID_ACKS:
+            outcome.error = ErrorCode.invalid_required_acks
+            return outcome
+        try:
+            hosted = self._replicas.partition_for(topic, outcome.index)
+            result = self._replicas.append_records(
+                hosted, bytes(part.records or b""), acks=acks, api_version=api_version,
+                now_ms=self._clock_ms(), client_id=client_id)
+        except PartitionError as exc:
+            outcome.error = exc.error_code
+            if exc.error_code == ErrorCode.not_leader_or_follower:
+                outcome.leader = (exc.leader_id, exc.leader_epoch)
+            return outcome
+        except ProduceValidationError as exc:
+            log.debug("%s-%d: produce refused: %s", topic, outcome.index, exc.message)
+            outcome.error = exc.error_code
+            if exc.record_errors:
+                outcome.message = exc.message
+                outcome.record_errors = tuple(
+                    res.BatchIndexAndErrorMessage(batch_index=i32(e.batch_index),
+                                                  batch_index_error_message=e.message)
+                    for e in exc.record_errors)
+            return outcome
+        except ProducerStateError as exc:
+            outcome.error = exc.error_code
+            return outcome
+        except RecordBatchTooLargeError:
+            outcome.error = ErrorCode.record_list_too_large
+            return outcome
+        except StorageError:
+            outcome.error = (ErrorCode.kafka_storage_error
+                             if api_version >= _FIRST_STORAGE_ERROR_VERSION
+                             else ErrorCode.not_leader_or_follower)
+            return outcome
+        outcome.base_offset = result.base_offset
+        outcome.log_append_time_ms = result.log_append_time_ms
+        outcome.log_start_offset = result.log_start_offset
+        if acks == -1:
+            outcome.waiting = (hosted, result.last_offset + 1)
+        return outcome
+
+    async def _await_replication(self, outcomes: list[_Outcome], timeout_s: float) -> None:
+        """Kafka's DelayedProduce: complete when every waiting partition is satisfied, or
+        answer REQUEST_TIMED_OUT for those still waiting at the timeout."""
+        waiting = [o for o in outcomes if o.waiting is not None]
+        if not waiting:
+            return
+        woken = asyncio.Event()
+
+        def wake(_: HostedPartition) -> None:
+            woken.set()
+
+        partitions = {id(o.waiting[0]): o.waiting[0] for o in waiting if o.waiting}
+        for hosted in partitions.values():
+            hosted.listeners.append(wake)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(timeout_s, 0.0)
+        try:
+            while waiting:
+                waiting = [o for o in waiting if not _settle(o)]
+                remaining = deadline - loop.time()
+                if not waiting or remaining <= 0:
+                    break
+                woken.clear()
+                try:
+                    await asyncio.wait_for(woken.wait(), remaining)
+                except TimeoutError:
+                    continue
+        finally:
+            for hosted in partitions.values():
+                hosted.listeners.remove(wake)
+        for outcome in waiting:
+            outcome.error = ErrorCode.request_timed_out
+
+    def _response(self, topics: list[tuple[str, list[_Outcome]]]) -> res.ProduceResponse:
+        leaders = sorted({o.leader[0] for _, outs in topics for o in outs
+                          if o.leader is not None and o.leader[0] >= 0})
+        return res.ProduceResponse(
+            responses=tuple(res.TopicProduceResponse(
+                name=TopicName(name),
+                partition_responses=tuple(_partition_response(o) for o in outs))
+                for name, outs in topics),
+            throttle_time=NO_THROTTLE,
+            node_endpoints=tuple(self._endpoints(leaders)))
+
+    def _endpoints(self, leaders: list[int]) -> list[res.NodeEndpoint]:
+        brokers = self._replicas.image.cluster.brokers
+        found = []
+        for leader in leaders:
+            broker = brokers.get(leader)
+            if broker is None:
+                continue
+            endpoint = next((e for e in broker.listeners if e.name == self._listener), None)
+            if endpoint is not None:
+                found.append(res.NodeEndpoint(node_id=BrokerId(leader), host=endpoint.host,
+                                              port=i32(endpoint.port), rack=broker.rack))
+        return found
+
+
+def _settle(outcome: _Outcome) -> bool:
+    """Whether an acks=all partition is done (its final error set when it is)."""
+    assert outcome.waiting is not None
+    hosted, required = outcome.waiting
+    code = acks_all_outcome(
+        is_leader=hosted.is_leader, high_watermark=hosted.high_watermark,
+        required_offset=required, isr_size=len(hosted.isr), min_isr=hosted.min_isr,
+        replication_factor=len(hosted.replicas))
+    if code is None:
+        return False
+    outcome.error = code
+    if code == ErrorCode.not_leader_or_follower:
+        outcome.leader = (hosted.leader_id, hosted.leader_epoch)
+    return True
+
+
+def _partition_response(outcome: _Outcome) -> res.PartitionProduceResponse:
+    append_time = (None if outcome.log_append_time_ms < 0 else TZAware.parse(
+        datetime.datetime.fromtimestamp(outcome.log_append_time_ms / 1000, datetime.UTC)))
+    leader = outcome.leader or (-1, -1)
+    return res.PartitionProduceResponse(
+        index=i32(outcome.index), error_code=outcome.error,
+        base_offset=i64(outcome.base_offset), log_append_time=append_time,
+        log_start_offset=i64(outcome.log_start_offset), record_errors=outcome.record_errors,
+        error_message=outcome.message,
+        current_leader=res.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),
+                                            leader_epoch=i32(leader[1])))

@@ -1,0 +1,62 @@
+"""DeleteRecords (API 21, v0-2) on the broker listener: move partitions' log start offsets
+forward (``kafka-delete-records.sh``, ``Admin.deleteRecords``).
+
+Interface::
+
+    response = delete_records(request_body, replicas)   # v2 body
+
+As Kafka's ``Partition.deleteRecordsOnLeader``: leader only; offset -1 means the high
+watermark; a negative offset or one past the high watermark is OFFSET_OUT_OF_RANGE; a topic
+whose ``cleanup.policy`` lacks ``delete`` is POLICY_VIOLATION; the log start offset never
+moves back, and the segments wholly below it go at the next retention pass. The answer's
+``low_watermark`` is the leader's new log start offset (-1 on error): Kafka waits until
+every replica's log start reached it, which followers report in their fetches (issue 15),
+so with more than one replica this answers before the followers have deleted anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.delete_records.v2 import request as dr_req
+from kio.schema.delete_records.v2 import response as dr
+from kio.static.primitive import i64
+
+from pykraft.broker.partition_reads import delete_records_target
+from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+
+INVALID_LOW_WATERMARK = -1
+
+
+def delete_records(request: Any, replicas: ReplicaManager) -> dr.DeleteRecordsResponse:
+    body = convert(request, dr_req.DeleteRecordsRequest)
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for part in topic.partitions:
+            try:
+                hosted = replicas.partition_for(topic.name, int(part.partition_index))
+            except PartitionError as refused:
+                error, low = refused.error_code, INVALID_LOW_WATERMARK
+            else:
+                error, low = _delete_on_leader(hosted, int(part.offset))
+            partitions.append(dr.DeleteRecordsPartitionResult(
+                partition_index=part.partition_index, low_watermark=i64(low),
+                error_code=error))
+        topics.append(dr.DeleteRecordsTopicResult(name=topic.name,
+                                                  partitions=tuple(partitions)))
+    return dr.DeleteRecordsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def _delete_on_leader(hosted: HostedPartition, offset: int) -> tuple[ErrorCode, int]:
+    if not hosted.log.config.delete:
+        return ErrorCode.policy_violation, INVALID_LOW_WATERMARK
+    target = delete_records_target(hosted, offset)
+    if isinstance(target, ErrorCode):
+        return target, INVALID_LOW_WATERMARK
+    if hosted.log.increment_log_start_offset(target, hosted.high_watermark):
+        hosted.notify()
+    return ErrorCode.none, hosted.log_start_offset

@@ -1,0 +1,209 @@
+"""Fetch on the broker listener: consumers read partition logs (the controller listener's
+Fetch of the metadata log is KRaft's and stays in :mod:`pykraft.runtime.dispatch`).
+
+Interface::
+
+    fetcher = FetchHandler(replicas, listener_name)       # replicas: ReplicaManager
+    response = await fetcher.fetch(request_body, version)  # any version 4-18; the answer
+    # is a v12 (topics by name, v4-12) or v18 (topic ids, v13+) body to convert down
+
+Kafka's rules (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
+``DelayedFetch``): partitions are read in request order from their leader
+(:mod:`pykraft.broker.partition_reads` holds the byte budget and isolation rules), with
+``current_leader_epoch`` fenced and the leader's id and epoch (plus its endpoint from v16)
+named on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951). The answer is immediate
+when ``max_wait_ms`` <= 0, nothing is asked, ``min_bytes`` are there or a partition failed;
+otherwise the request parks until an append, a high watermark move or a leadership change
+on one of its partitions (``HostedPartition.listeners``) brings enough bytes or an error, or
+``max_wait_ms`` passes, and every partition is read again.
+
+Fetch sessions (KIP-227) are always declined, as Kafka allows: full requests get
+``session_id`` 0 and every incremental request FETCH_SESSION_ID_NOT_FOUND, after which
+clients fetch in full. No replica selector either: ``preferred_read_replica`` is -1.
+Follower fetches (replica id >= 0) read to the log end but do not yet report the
+follower's progress: replication is issue 15.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from types import ModuleType
+from typing import Any
+
+from kio.index import load_payload_module
+from kio.schema.types import BrokerId
+from kio.static.constants import EntityType
+from kio.static.primitive import Records, i32, i64
+
+from pykraft.broker.partition_reads import (
+    FetchIsolation,
+    PartitionFetch,
+    PartitionRead,
+    ReadablePartition,
+    fetch_isolation,
+    read_partitions,
+)
+from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+
+FIRST_TOPIC_ID_VERSION = 13
+FIRST_REPLICA_STATE_VERSION = 15
+BY_NAME_VERSION = 12  # the latest version naming topics
+BY_ID_VERSION = 18
+INITIAL_EPOCH = 0  # FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: a full fetch
+FINAL_EPOCH = -1
+_LEADER_HINTS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+
+#: A requested partition: its topic (name or id), index and current leader epoch.
+PartitionKey = tuple[str | uuid.UUID, int, int]
+
+
+def _schemas(version: int) -> tuple[ModuleType, ModuleType]:
+    """The (request, response) modules a Fetch of ``version`` is handled at."""
+    at = BY_ID_VERSION if version >= FIRST_TOPIC_ID_VERSION else BY_NAME_VERSION
+    return (load_payload_module(ApiKey.FETCH, at, EntityType.request),
+            load_payload_module(ApiKey.FETCH, at, EntityType.response))
+
+
+def replica_id_of(request: Any) -> int:
+    """The fetching replica: ``replica_id`` up to v14, ``replica_state`` from v15."""
+    if hasattr(request, "replica_id"):
+        return int(request.replica_id)
+    return int(request.replica_state.replica_id)
+
+
+class _Resolver:
+    """Looks partitions up for one read, keeping the hosted ones (to park on) and the
+    leader hints of the refused ones."""
+
+    def __init__(self, replicas: ReplicaManager, require_leader: bool) -> None:
+        self._replicas = replicas
+        self._require_leader = require_leader
+        self.hosted: list[HostedPartition] = []
+        self.leaders: dict[PartitionKey, tuple[int, int]] = {}
+
+    def __call__(self, key: PartitionKey) -> ReadablePartition | ErrorCode:
+        topic, index, epoch = key
+        try:
+            part = self._replicas.partition_for(topic, index, current_leader_epoch=epoch,
+                                                require_leader=self._require_leader)
+        except PartitionError as refused:
+            if refused.error_code in _LEADER_HINTS:
+                self.leaders[key] = (refused.leader_id, refused.leader_epoch)
+            return refused.error_code
+        self.hosted.append(part)
+        return part
+
+
+class FetchHandler:
+    """Answers broker-listener Fetch requests from a :class:`ReplicaManager`."""
+
+    def __init__(self, replicas: ReplicaManager, listener_name: str) -> None:
+        self._replicas = replicas
+        self._listener = listener_name
+
+    async def fetch(self, request: Any, version: int) -> Any:
+        req_schema, resp_schema = _schemas(version)
+        body = convert(request, req_schema.FetchRequest)
+        if body.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+            return resp_schema.FetchResponse(
+                throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
+                session_id=i32(0), responses=())
+        by_id = version >= FIRST_TOPIC_ID_VERSION
+        wanted: list[PartitionFetch[PartitionKey]] = []
+        for topic in body.topics:
+            name: str | uuid.UUID = topic.topic_id if by_id else topic.topic
+            wanted.extend(PartitionFetch(
+                (name, int(part.partition), int(part.current_leader_epoch)),
+                int(part.fetch_offset), int(part.partition_max_bytes))
+                for part in topic.partitions)
+        isolation = fetch_isolation(replica_id_of(request), int(body.isolation_level))
+        reads, resolver = await self._read_until_ready(
+            wanted, isolation, max_bytes=int(body.max_bytes),
+            min_bytes=int(body.min_bytes), max_wait_s=body.max_wait.total_seconds())
+        return self._response(resp_schema, wanted, reads, resolver, isolation, by_id)
+
+    def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
+              max_bytes: int) -> tuple[list[PartitionRead], _Resolver]:
+        resolver = _Resolver(self._replicas,
+                             require_leader=isolation is not FetchIsolation.LOG_END)
+        return read_partitions(wanted, resolver, max_bytes=max_bytes,
+                               isolation=isolation), resolver
+
+    async def _read_until_ready(self, wanted: list[PartitionFetch[PartitionKey]],
+                                isolation: FetchIsolation,
+                                *, max_bytes: int, min_bytes: int, max_wait_s: float
+                                ) -> tuple[list[PartitionRead], _Resolver]:
+        """Read now; while too little is there, park until a partition changes or the
+        wait ends, then read again (Kafka's delayed fetch, woken without polling)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_s
+        while True:
+            reads, resolver = self._read(wanted, isolation, max_bytes)
+            remaining = deadline - loop.time()
+            if (remaining <= 0 or not wanted or sum(len(r.records) for r in reads) >= min_bytes
+                    or any(r.error != ErrorCode.none for r in reads)):
+                return reads, resolver
+            await _changed(resolver.hosted, remaining)
+
+    def _response(self, schema: ModuleType, wanted: list[PartitionFetch[PartitionKey]],
+                  reads: list[PartitionRead], resolver: _Resolver, isolation: FetchIsolation,
+                  by_id: bool) -> Any:
+        topics: dict[str | uuid.UUID, list[Any]] = {}
+        for fetch, read in zip(wanted, reads, strict=True):
+            topic, index, _ = fetch.key
+            leader = resolver.leaders.get(fetch.key, (-1, -1))
+            topics.setdefault(topic, []).append(schema.PartitionData(
+                partition_index=i32(index), error_code=read.error,
+                high_watermark=i64(read.high_watermark),
+                last_stable_offset=i64(read.last_stable_offset),
+                log_start_offset=i64(read.log_start_offset),
+                current_leader=schema.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),
+                                                       leader_epoch=i32(leader[1])),
+                aborted_transactions=(() if isolation is FetchIsolation.TXN_COMMITTED
+                                      else None),
+                records=Records(read.records)))
+        responses = tuple(
+            schema.FetchableTopicResponse(partitions=tuple(parts),
+                                          **({"topic_id": topic} if by_id else {"topic": topic}))
+            for topic, parts in topics.items())
+        extra = {"node_endpoints": self._endpoints(schema, resolver)} if by_id else {}
+        return schema.FetchResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                                    session_id=i32(0), responses=responses, **extra)
+
+    def _endpoints(self, schema: ModuleType, resolver: _Resolver) -> tuple[Any, ...]:
+        """The named leaders' endpoints on this listener (Fetch v16+, KIP-951)."""
+        brokers = self._replicas.image.cluster.brokers
+        found = []
+        for leader_id in sorted({leader for leader, _ in resolver.leaders.values()}):
+            broker = brokers.get(leader_id)
+            endpoint = None if broker is None or broker.fenced else next(
+                (e for e in broker.listeners if e.name == self._listener), None)
+            if endpoint is not None:
+                found.append(schema.NodeEndpoint(node_id=BrokerId(leader_id),
+                                                 host=endpoint.host, port=i32(endpoint.port),
+                                                 rack=broker.rack if broker else None))
+        return tuple(found)
+
+
+async def _changed(partitions: list[HostedPartition], timeout_s: float) -> None:
+    """Return when any of ``partitions`` reports a change, or after ``timeout_s``."""
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(_part: HostedPartition) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    for part in partitions:
+        part.listeners.append(wake)
+    try:
+        await asyncio.wait_for(woken, timeout_s)
+    except TimeoutError:
+        pass
+    finally:
+        for part in partitions:
+            part.listeners.remove(wake)

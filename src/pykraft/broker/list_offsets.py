@@ -1,0 +1,100 @@
+"""ListOffsets (API 2, v1-10) and OffsetForLeaderEpoch (API 23, v2-4) on the broker
+listener: where a consumer starts or resumes reading a partition.
+
+Interface::
+
+    response = list_offsets(request_body, replicas)              # v10 body
+    response = offset_for_leader_epoch(request_body, replicas)   # v4 body
+
+ListOffsets follows ``KafkaApis.handleListOffsetRequest`` and
+``Partition.fetchOffsetForTimestamp`` (rules in :func:`~pykraft.broker.partition_reads.
+list_offset`): a consumer (replica id -1) asks the leader and sees up to the high watermark
+(the last stable offset under READ_COMMITTED, the same while there are no transactions); a
+replica (id >= 0) asks the leader and sees up to the log end; the debug id -2 may ask any
+replica. A partition named twice gets INVALID_REQUEST on every entry. v0 was removed in
+Kafka 4.0 and is not served. OffsetForLeaderEpoch answers from the leader's epoch cache
+(``LeaderEpochFileCache.endOffsetFor``): the largest epoch at or below the requested one
+and where it ends (the log end for the current one), -1/-1 when unknown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kio.schema.list_offsets.v10 import request as lo_req
+from kio.schema.list_offsets.v10 import response as lo
+from kio.schema.offset_for_leader_epoch.v4 import request as ofle_req
+from kio.schema.offset_for_leader_epoch.v4 import response as ofle
+from kio.static.primitive import i32, i64
+
+from pykraft.broker.partition_reads import (
+    CONSUMER_REPLICA_ID,
+    DEBUGGING_REPLICA_ID,
+    ListedOffset,
+    fetch_isolation,
+    list_offset,
+)
+from pykraft.broker.replica_manager import PartitionError, ReplicaManager
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+
+
+def list_offsets(request: Any, replicas: ReplicaManager) -> lo.ListOffsetsResponse:
+    """The ListOffsets answer, every requested partition in request order."""
+    body = convert(request, lo_req.ListOffsetsRequest)
+    replica_id = int(body.replica_id)
+    isolation = (fetch_isolation(replica_id, int(body.isolation_level))
+                 if replica_id == CONSUMER_REPLICA_ID else None)
+    named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for part in topic.partitions:
+            if named[(topic.name, part.partition_index)] > 1:
+                answer = ListedOffset(ErrorCode.invalid_request)
+            else:
+                try:
+                    hosted = replicas.partition_for(
+                        topic.name, int(part.partition_index),
+                        current_leader_epoch=int(part.current_leader_epoch),
+                        require_leader=replica_id != DEBUGGING_REPLICA_ID)
+                except PartitionError as refused:
+                    answer = ListedOffset(refused.error_code)
+                else:
+                    answer = list_offset(hosted, int(part.timestamp), isolation=isolation)
+            partitions.append(lo.ListOffsetsPartitionResponse(
+                partition_index=part.partition_index, error_code=answer.error,
+                timestamp=i64(answer.timestamp), offset=i64(answer.offset),
+                leader_epoch=i32(answer.leader_epoch)))
+        topics.append(lo.ListOffsetsTopicResponse(name=topic.name,
+                                                  partitions=tuple(partitions)))
+    return lo.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def offset_for_leader_epoch(request: Any, replicas: ReplicaManager
+                            ) -> ofle.OffsetForLeaderEpochResponse:
+    """Each partition's (epoch, end offset) for the requested leader epoch, from the
+    leader (Kafka answers it on the leader only, for consumers and followers alike)."""
+    body = convert(request, ofle_req.OffsetForLeaderEpochRequest)
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for part in topic.partitions:
+            try:
+                hosted = replicas.partition_for(
+                    topic.topic, int(part.partition),
+                    current_leader_epoch=int(part.current_leader_epoch))
+            except PartitionError as refused:
+                partitions.append(ofle.EpochEndOffset(error_code=refused.error_code,
+                                                      partition=part.partition))
+                continue
+            epoch, end = hosted.log.leader_epochs.end_offset_for(int(part.leader_epoch),
+                                                                 hosted.log_end_offset)
+            partitions.append(ofle.EpochEndOffset(
+                error_code=ErrorCode.none, partition=part.partition, leader_epoch=i32(epoch),
+                end_offset=i64(end)))
+        topics.append(ofle.OffsetForLeaderTopicResult(topic=topic.topic,
+                                                      partitions=tuple(partitions)))
+    return ofle.OffsetForLeaderEpochResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -1,0 +1,52 @@
+"""DescribeLogDirs (API 35, v1-4) on the broker listener: this broker's log directories,
+the partitions in each, their sizes and the room left on the volume (``kafka-log-dirs.sh``,
+``Admin.describeLogDirs``).
+
+Interface::
+
+    response = describe_log_dirs(request_body, replicas)   # v4 body
+
+As Kafka's ``ReplicaManager.describeLogDirs``: a null topic list means every partition; a
+directory lists only the requested partitions it holds; ``offset_lag`` is how far the log
+end is behind the high watermark (0 for a current log), ``is_future_key`` false (no
+AlterReplicaLogDirs moves); total and usable bytes are the volume's (v4+).
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+from kio.schema.describe_log_dirs.v4 import request as dld_req
+from kio.schema.describe_log_dirs.v4 import response as dld
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i64
+
+from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+
+
+def describe_log_dirs(request: Any, replicas: ReplicaManager) -> dld.DescribeLogDirsResponse:
+    body = convert(request, dld_req.DescribeLogDirsRequest)
+    wanted = (None if body.topics is None
+              else {(t.topic, int(p)) for t in body.topics for p in t.partitions})
+    results = []
+    for directory in replicas.logs.log_dirs:
+        by_topic: dict[str, list[HostedPartition]] = {}
+        for tp, hosted in sorted(replicas.partitions.items()):
+            if hosted.log.directory.parent == directory and (wanted is None or tp in wanted):
+                by_topic.setdefault(tp.topic, []).append(hosted)
+        usage = shutil.disk_usage(directory)
+        results.append(dld.DescribeLogDirsResult(
+            error_code=ErrorCode.none, log_dir=str(directory.absolute()),
+            topics=tuple(dld.DescribeLogDirsTopic(name=TopicName(topic), partitions=tuple(
+                dld.DescribeLogDirsPartition(
+                    partition_index=i32(hosted.index), partition_size=i64(hosted.log.size),
+                    offset_lag=i64(max(0, hosted.high_watermark - hosted.log_end_offset)),
+                    is_future_key=False)
+                for hosted in hosted_list)) for topic, hosted_list in by_topic.items()),
+            total_bytes=i64(usage.total), usable_bytes=i64(usage.free)))
+    return dld.DescribeLogDirsResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                                       results=tuple(results))

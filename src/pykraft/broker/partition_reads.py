@@ -1,0 +1,236 @@
+"""What a partition leader reads for clients (sans-I/O decisions over a partition's log):
+Fetch's per-partition reads and byte budget, ListOffsets' answers and DeleteRecords' target
+offset, by Kafka's rules (``ReplicaManager.readFromLog``, ``Partition.fetchOffsetForTimestamp``,
+``Partition.deleteRecordsOnLeader``). No event loop, sockets or clocks; the log is read
+through :class:`~pykraft.storage.partition_log.PartitionLog`.
+
+Interface::
+
+    isolation = fetch_isolation(replica_id, isolation_level)   # LOG_END for replicas
+    reads = read_partitions(wanted, resolve, max_bytes=..., isolation=...)
+    #   wanted: PartitionFetch(key, fetch_offset, partition_max_bytes) in request order;
+    #   resolve(key) -> ReadablePartition, or the ErrorCode refusing it; every answer is a
+    #   PartitionRead(error, records, high_watermark, last_stable_offset, log_start_offset)
+    answer = list_offset(part, timestamp, isolation=...)        # -> ListedOffset
+    target = delete_records_target(part, offset)                # -> offset or ErrorCode
+
+Transactions do not exist yet, so the last stable offset is the high watermark and
+READ_COMMITTED reads what READ_UNCOMMITTED reads (no aborted transactions to list).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from pykraft.errors import OffsetOutOfRangeError
+from pykraft.protocol.errors import ErrorCode
+from pykraft.storage.partition_log import PartitionLog
+
+# ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP)
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+DELETE_UP_TO_HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
+CONSUMER_REPLICA_ID = -1
+DEBUGGING_REPLICA_ID = -2
+READ_COMMITTED = 1
+NO_TIMESTAMP = -1
+NO_OFFSET = -1
+NO_EPOCH = -1
+
+
+class FetchIsolation(enum.Enum):
+    """How far a read may go: replicas to the log end, consumers to the high watermark,
+    READ_COMMITTED consumers to the last stable offset (Kafka's ``FetchIsolation``)."""
+
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
+
+
+class ReadablePartition(Protocol):
+    """The leader replica's state a read needs (ReplicaManager's HostedPartition)."""
+
+    @property
+    def log(self) -> PartitionLog: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def log_end_offset(self) -> int: ...
+
+
+K = TypeVar("K")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetch(Generic[K]):
+    """One partition of a Fetch request, ``key`` naming it for the resolver."""
+
+    key: K
+    fetch_offset: int
+    partition_max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRead:
+    """One partition's answer; on error Kafka sends -1 offsets and no records."""
+
+    error: ErrorCode
+    records: bytes = b""
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ListedOffset:
+    """A ListOffsets partition answer (timestamp, offset and epoch -1 when none)."""
+
+    error: ErrorCode
+    timestamp: int = NO_TIMESTAMP
+    offset: int = NO_OFFSET
+    leader_epoch: int = NO_EPOCH
+
+
+def fetch_isolation(replica_id: int, isolation_level: int) -> FetchIsolation:
+    """Kafka's ``FetchIsolation.of``: a replica (id >= 0) reads to the log end."""
+    if replica_id >= 0:
+        return FetchIsolation.LOG_END
+    if isolation_level == READ_COMMITTED:
+        return FetchIsolation.TXN_COMMITTED
+    return FetchIsolation.HIGH_WATERMARK
+
+
+def last_stable_offset(part: ReadablePartition) -> int:
+    """No transactions yet: nothing is unstable, so the LSO is the high watermark."""
+    return part.high_watermark
+
+
+def upper_bound(part: ReadablePartition, isolation: FetchIsolation) -> int:
+    """The first offset a read under ``isolation`` must not return."""
+    if isolation is FetchIsolation.LOG_END:
+        return part.log_end_offset
+    if isolation is FetchIsolation.TXN_COMMITTED:
+        return last_stable_offset(part)
+    return part.high_watermark
+
+
+def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *,
+                   isolation: FetchIsolation, min_one_batch: bool) -> PartitionRead:
+    """Whole batches from the one holding ``fetch_offset`` up to the isolation bound.
+
+    An offset below the log start or past the log end is OFFSET_OUT_OF_RANGE; one in
+    (high watermark, log end] is not (trap 8): it reads nothing and shows the HW.
+    """
+    hw, lso, start = part.high_watermark, last_stable_offset(part), part.log_start_offset
+    try:
+        records = part.log.read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
+                                min_one_batch=min_one_batch)
+    except OffsetOutOfRangeError:
+        return PartitionRead(ErrorCode.offset_out_of_range)
+    return PartitionRead(ErrorCode.none, records, hw, lso, start)
+
+
+def read_partitions(wanted: Sequence[PartitionFetch[K]],
+                    resolve: Callable[[K], ReadablePartition | ErrorCode], *,
+                    max_bytes: int, isolation: FetchIsolation) -> list[PartitionRead]:
+    """Read every partition in request order within ``max_bytes`` overall and each one's
+    ``partition_max_bytes``; until some partition returned data its first batch is
+    returned whole even when larger (KIP-74), so consumers never stall on a big batch.
+    """
+    reads: list[PartitionRead] = []
+    remaining = max(0, max_bytes)
+    min_one_batch = True
+    for fetch in wanted:
+        part = resolve(fetch.key)
+        if isinstance(part, ErrorCode):
+            reads.append(PartitionRead(part))
+            continue
+        read = read_partition(part, fetch.fetch_offset,
+                              min(max(0, fetch.partition_max_bytes), remaining),
+                              isolation=isolation, min_one_batch=min_one_batch)
+        if read.records:
+            min_one_batch = False
+            remaining = max(0, remaining - len(read.records))
+        reads.append(read)
+    return reads
+
+
+def list_offset(part: ReadablePartition, timestamp: int, *,
+                isolation: FetchIsolation | None) -> ListedOffset:
+    """ListOffsets for one partition (Kafka's ``Partition.fetchOffsetForTimestamp``);
+    ``isolation`` None = a replica or debug request, which sees up to the log end.
+
+    A consumer asking while the high watermark is still below the start of the leader's
+    epoch (a new leader not caught up) gets OFFSET_NOT_AVAILABLE rather than a stale
+    latest offset (trap 20); results at or past the last fetchable offset are not shown.
+    """
+    last_fetchable = (part.log_end_offset if isolation is None
+                      else upper_bound(part, isolation))
+    lagging = isolation is not None and _epoch_start(part) > part.high_watermark
+    if timestamp == LATEST_TIMESTAMP:
+        if lagging:
+            return ListedOffset(ErrorCode.offset_not_available)
+        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, last_fetchable, part.leader_epoch)
+    found = _offset_by_timestamp(part, timestamp)
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        return found
+    if found.offset < last_fetchable:
+        return found
+    return ListedOffset(ErrorCode.offset_not_available if lagging else ErrorCode.none)
+
+
+def _epoch_start(part: ReadablePartition) -> int:
+    """Where the current leader epoch starts in the log, if any batch of it was written."""
+    for epoch, start in reversed(part.log.leader_epochs.entries):
+        if epoch == part.leader_epoch:
+            return start
+    return -1
+
+
+def _offset_by_timestamp(part: ReadablePartition, timestamp: int) -> ListedOffset:
+    """Kafka's ``UnifiedLog.fetchOffsetByTimestamp`` without tiered storage."""
+    log = part.log
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        start = part.log_start_offset
+        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, start, _epoch_at(part, start))
+    if timestamp == LATEST_TIERED_TIMESTAMP:
+        return ListedOffset(ErrorCode.none)  # nothing is tiered: offset and epoch -1
+    if timestamp == MAX_TIMESTAMP:
+        stats = log.segment_stats()
+        newest = max((s.largest_timestamp for s in stats if s.size), default=NO_TIMESTAMP)
+        if newest < 0:
+            return ListedOffset(ErrorCode.none)
+        timestamp = newest  # the first record carrying the largest timestamp
+    hit = log.offset_for_timestamp(timestamp)
+    if hit is None:
+        return ListedOffset(ErrorCode.none)
+    return ListedOffset(ErrorCode.none, hit.timestamp, hit.offset, hit.leader_epoch)
+
+
+def _epoch_at(part: ReadablePartition, offset: int) -> int:
+    """The leader epoch of the batch holding ``offset`` (-1 if the cache has none)."""
+    found = NO_EPOCH
+    for epoch, start in part.log.leader_epochs.entries:
+        if start > offset:
+            break
+        found = epoch
+    return found
+
+
+def delete_records_target(part: ReadablePartition, offset: int) -> int | ErrorCode:
+    """The new log start offset of a DeleteRecords partition (-1 = the high watermark),
+    or OFFSET_OUT_OF_RANGE for a negative one or one past the high watermark."""
+    target = part.high_watermark if offset == DELETE_UP_TO_HIGH_WATERMARK else offset
+    if target < 0 or target > part.high_watermark:
+        return ErrorCode.offset_out_of_range
+    return target

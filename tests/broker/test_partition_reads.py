@@ -1,0 +1,241 @@
+"""The read path's decisions over a real partition log: isolation bounds, offset range,
+the KIP-74 byte budget, ListOffsets' answers and DeleteRecords' target."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pykraft.broker.partition_reads import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    FetchIsolation,
+    ListedOffset,
+    PartitionFetch,
+    PartitionRead,
+    delete_records_target,
+    fetch_isolation,
+    list_offset,
+    read_partition,
+    read_partitions,
+)
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import encode_batch, iter_batches
+from pykraft.storage.log_config import LogConfig
+from pykraft.storage.partition_log import PartitionLog
+
+HW = FetchIsolation.HIGH_WATERMARK
+
+
+@dataclass
+class Leader:
+    """A leader replica as the ReplicaManager shows it, over a real log."""
+
+    log: PartitionLog
+    high_watermark: int
+    leader_epoch: int = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.log.log_end_offset
+
+
+def _batch(offset: int, timestamp: int, records: int = 1, epoch: int = 0,
+           size: int = 8) -> bytes:
+    return encode_batch(offset, [(None, bytes([i]) * size) for i in range(records)],
+                        partition_leader_epoch=epoch, timestamp=timestamp)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[PartitionLog]:
+    with PartitionLog.open(tmp_path / "t-0", LogConfig(), now_ms=0) as opened:
+        yield opened
+
+
+def _fill(log: PartitionLog, timestamps: list[int], *, epoch: int = 0) -> list[bytes]:
+    """One single-record batch per timestamp; returns the batches."""
+    batches = []
+    for ts in timestamps:
+        batch = _batch(log.log_end_offset, ts, epoch=epoch)
+        log.append(batch, now_ms=0)
+        batches.append(batch)
+    return batches
+
+
+def _offsets(records: bytes) -> list[int]:
+    return [b.base_offset for b in iter_batches(records)]
+
+
+def test_isolation_of_replicas_and_consumers() -> None:
+    assert fetch_isolation(3, 0) is FetchIsolation.LOG_END
+    assert fetch_isolation(-1, 0) is FetchIsolation.HIGH_WATERMARK
+    assert fetch_isolation(-1, 1) is FetchIsolation.TXN_COMMITTED
+
+
+def test_consumers_read_up_to_the_high_watermark_replicas_to_the_log_end(
+        log: PartitionLog) -> None:
+    _fill(log, [10, 20, 30, 40])
+    leader = Leader(log, high_watermark=2)
+    for isolation in (HW, FetchIsolation.TXN_COMMITTED):
+        read = read_partition(leader, 0, 1 << 20, isolation=isolation, min_one_batch=True)
+        assert (_offsets(read.records), read.high_watermark, read.last_stable_offset,
+                read.log_start_offset) == ([0, 1], 2, 2, 0)
+    replica = read_partition(leader, 0, 1 << 20, isolation=FetchIsolation.LOG_END,
+                             min_one_batch=True)
+    assert _offsets(replica.records) == [0, 1, 2, 3]
+
+
+def test_an_offset_between_the_high_watermark_and_the_log_end_is_not_out_of_range(
+        log: PartitionLog) -> None:
+    _fill(log, [10, 20, 30])
+    leader = Leader(log, high_watermark=1)
+    for offset in (1, 2, 3):
+        read = read_partition(leader, offset, 1 << 20, isolation=HW, min_one_batch=True)
+        assert read == PartitionRead(ErrorCode.none, b"", 1, 1, 0)
+    for offset in (4, -1):
+        read = read_partition(leader, offset, 1 << 20, isolation=HW, min_one_batch=True)
+        assert read == PartitionRead(ErrorCode.offset_out_of_range)  # -1 offsets
+
+
+def test_below_the_log_start_is_out_of_range(log: PartitionLog) -> None:
+    _fill(log, [10, 20, 30])
+    log.increment_log_start_offset(2, high_watermark=3)
+    leader = Leader(log, high_watermark=3)
+    assert read_partition(leader, 1, 100, isolation=HW, min_one_batch=True).error == (
+        ErrorCode.offset_out_of_range)
+    assert _offsets(read_partition(leader, 2, 1 << 20, isolation=HW,
+                                   min_one_batch=True).records) == [2]
+
+
+def test_the_first_batch_is_whole_then_the_budget_holds(tmp_path: Path) -> None:
+    """KIP-74: a batch larger than every limit still comes back first; the partitions
+    after it get what is left of max_bytes (nothing here)."""
+    logs = {}
+    for name in ("a", "b"):
+        logs[name] = PartitionLog.open(tmp_path / f"{name}-0", LogConfig(), now_ms=0)
+        logs[name].append(_batch(0, 10, records=4, size=100), now_ms=0)
+    big = logs["a"].size
+    leaders = {name: Leader(log, high_watermark=4) for name, log in logs.items()}
+    wanted = [PartitionFetch("a", 0, 10), PartitionFetch("b", 0, 10)]
+    reads = read_partitions(wanted, leaders.__getitem__, max_bytes=10, isolation=HW)
+    assert [len(r.records) for r in reads] == [big, 0]
+    assert [r.error for r in reads] == [ErrorCode.none] * 2
+    # with room for both, each partition is limited by its own partition_max_bytes
+    wanted = [PartitionFetch("a", 0, big), PartitionFetch("b", 0, big - 1)]
+    reads = read_partitions(wanted, leaders.__getitem__, max_bytes=10 * big, isolation=HW)
+    assert [len(r.records) for r in reads] == [big, big - 1]
+    for log in logs.values():
+        log.close()
+
+
+def test_refused_partitions_keep_their_place(log: PartitionLog) -> None:
+    _fill(log, [10])
+    leader = Leader(log, high_watermark=1)
+
+    def resolve(key: str) -> Leader | ErrorCode:
+        return leader if key == "ok" else ErrorCode.not_leader_or_follower
+
+    reads = read_partitions([PartitionFetch("no", 0, 100), PartitionFetch("ok", 0, 100)],
+                            resolve, max_bytes=100, isolation=HW)
+    assert reads[0] == PartitionRead(ErrorCode.not_leader_or_follower)
+    assert _offsets(reads[1].records) == [0]
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(st.integers(1, 300), min_size=1, max_size=5),
+       max_bytes=st.integers(0, 2000), partition_max=st.integers(0, 800))
+def test_a_fetch_never_exceeds_max_bytes_but_for_one_whole_batch(
+        tmp_path_factory: pytest.TempPathFactory, sizes: list[int], max_bytes: int,
+        partition_max: int) -> None:
+    directory = tmp_path_factory.mktemp("budget")
+    logs = []
+    for number, size in enumerate(sizes):
+        log = PartitionLog.open(directory / f"p-{number}", LogConfig(), now_ms=0)
+        log.append(_batch(0, 10, size=size), now_ms=0)
+        log.append(_batch(1, 10, size=size), now_ms=0)
+        logs.append(log)
+    leaders = [Leader(log, high_watermark=2) for log in logs]
+    wanted = [PartitionFetch(number, 0, partition_max) for number in range(len(logs))]
+    reads = read_partitions(wanted, leaders.__getitem__, max_bytes=max_bytes, isolation=HW)
+    total = sum(len(r.records) for r in reads)
+    first = next((r for r in reads if r.records), None)
+    if first is None:
+        assert total == 0
+    else:
+        first_batch = len(_batch(0, 10, size=sizes[reads.index(first)]))
+        assert total <= max(max_bytes, first_batch)
+        assert all(len(r.records) <= partition_max for r in reads if r is not first)
+    for log in logs:
+        log.close()
+
+
+def test_list_offsets_special_timestamps(log: PartitionLog) -> None:
+    _fill(log, [100, 300, 200], epoch=0)
+    _fill(log, [250], epoch=2)
+    leader = Leader(log, high_watermark=4, leader_epoch=2)
+    assert list_offset(leader, EARLIEST_TIMESTAMP, isolation=HW) == ListedOffset(
+        ErrorCode.none, -1, 0, 0)
+    assert list_offset(leader, EARLIEST_LOCAL_TIMESTAMP, isolation=HW) == ListedOffset(
+        ErrorCode.none, -1, 0, 0)
+    assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW) == ListedOffset(
+        ErrorCode.none, -1, 4, 2)
+    assert list_offset(leader, MAX_TIMESTAMP, isolation=HW) == ListedOffset(
+        ErrorCode.none, 300, 1, 0)
+    assert list_offset(leader, LATEST_TIERED_TIMESTAMP, isolation=HW) == ListedOffset(
+        ErrorCode.none)
+    # by timestamp: the first record at or after it
+    assert list_offset(leader, 150, isolation=HW) == ListedOffset(ErrorCode.none, 300, 1, 0)
+    assert list_offset(leader, 240, isolation=HW) == ListedOffset(ErrorCode.none, 300, 1, 0)
+    assert list_offset(leader, 301, isolation=HW) == ListedOffset(ErrorCode.none)
+    log.increment_log_start_offset(3, high_watermark=4)
+    assert list_offset(leader, EARLIEST_TIMESTAMP, isolation=HW) == ListedOffset(
+        ErrorCode.none, -1, 3, 2)
+
+
+def test_list_offsets_hides_what_consumers_cannot_fetch_yet(log: PartitionLog) -> None:
+    _fill(log, [100, 200, 300])
+    leader = Leader(log, high_watermark=1)
+    assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW).offset == 1
+    assert list_offset(leader, LATEST_TIMESTAMP, isolation=None).offset == 3  # a replica
+    assert list_offset(leader, 200, isolation=HW) == ListedOffset(ErrorCode.none)
+    assert list_offset(leader, 200, isolation=None).offset == 1
+    assert list_offset(leader, MAX_TIMESTAMP, isolation=HW) == ListedOffset(ErrorCode.none)
+
+
+def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
+        log: PartitionLog) -> None:
+    """Trap 20: the epoch-3 leader's first batch is at 2 while its HW is still 1."""
+    _fill(log, [100, 200])
+    _fill(log, [300], epoch=3)
+    leader = Leader(log, high_watermark=1, leader_epoch=3)
+    assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW) == ListedOffset(
+        ErrorCode.offset_not_available)
+    assert list_offset(leader, 250, isolation=HW) == ListedOffset(
+        ErrorCode.offset_not_available)
+    assert list_offset(leader, EARLIEST_TIMESTAMP, isolation=HW).offset == 0
+    assert list_offset(leader, LATEST_TIMESTAMP, isolation=None).offset == 3
+    leader.high_watermark = 3
+    assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW).offset == 3
+
+
+def test_delete_records_target(log: PartitionLog) -> None:
+    _fill(log, [1, 2, 3])
+    leader = Leader(log, high_watermark=2)
+    assert delete_records_target(leader, -1) == 2
+    assert delete_records_target(leader, 0) == 0
+    assert delete_records_target(leader, 2) == 2
+    assert delete_records_target(leader, 3) == ErrorCode.offset_out_of_range
+    assert delete_records_target(leader, -2) == ErrorCode.offset_out_of_range

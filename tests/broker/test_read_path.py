@@ -1,0 +1,273 @@
+"""Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and DeleteRecords handlers over
+a real ReplicaManager (broker 1 leads ``t-0``, ``t-1`` has leader 2 elsewhere)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka.record.memory_records import MemoryRecords
+from kio.index import load_payload_module
+from kio.static.constants import EntityType
+
+from conformance.harness import kio_entity
+from pykraft.broker.delete_records import delete_records
+from pykraft.broker.fetch import FetchHandler
+from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
+from pykraft.broker.log_dirs import describe_log_dirs
+from pykraft.broker.log_manager import LogManager
+from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.image.cluster_image import BrokerRegistration, ClusterImage
+from pykraft.image.image import MetadataImage
+from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import encode_batch
+from pykraft.records.metadata_records import BrokerEndpoint
+from pykraft.storage.log_config import LogConfig
+
+TOPIC = "t"
+TOPIC_ID = uuid.UUID(int=7)
+LISTENER = "PLAINTEXT"
+
+
+def _image(leader_epoch: int = 3) -> MetadataImage:
+    parts = {0: PartitionRegistration((1,), (1,), 1, leader_epoch, 0),
+             1: PartitionRegistration((2,), (2,), 2, 5, 0)}
+    topic = TopicImage(TOPIC, TOPIC_ID, parts)
+    brokers = {b: BrokerRegistration(b, 10, uuid.UUID(int=b), (BrokerEndpoint(
+        name=LISTENER, host="127.0.0.1", port=9090 + b, security_protocol=0),), (), "r1",
+        False, False) for b in (1, 2)}
+    return MetadataImage(cluster=ClusterImage(brokers=brokers), topics=TopicsImage(
+        by_id={TOPIC_ID: topic}, by_name={TOPIC: topic}))
+
+
+@pytest.fixture
+def replicas(tmp_path: Path) -> Iterator[ReplicaManager]:
+    logs = LogManager([tmp_path / "logs"], LogConfig())
+    logs.startup(0)
+    manager = ReplicaManager(1, logs)
+    manager.apply_image(_image(), 0)
+    yield manager
+    manager.shutdown()
+
+
+def _leader(replicas: ReplicaManager) -> HostedPartition:
+    return replicas.partition_for(TOPIC, 0)
+
+
+def _produce(replicas: ReplicaManager, values: list[bytes], timestamp: int = 1000) -> None:
+    batch = encode_batch(0, [(None, v) for v in values], partition_leader_epoch=-1,
+                         timestamp=timestamp)
+    replicas.append_records(_leader(replicas), batch, acks=1, api_version=9, now_ms=timestamp)
+
+
+def _fetch(version: int, partitions: list[dict[str, Any]], *, max_wait_ms: int = 0,
+           min_bytes: int = 0, session_epoch: int = -1, isolation: int = 0,
+           topic_id: uuid.UUID = TOPIC_ID) -> Any:
+    """A consumer's Fetch at ``version`` (fields the version lacks left out)."""
+    parts = [{"partition": p["partition"], "current_leader_epoch": p.get("epoch", -1),
+              "fetch_offset": p.get("offset", 0), "last_fetched_epoch": -1,
+              "log_start_offset": -1, "partition_max_bytes": 1 << 20} for p in partitions]
+    return kio_entity(load_payload_module(1, version, EntityType.request).FetchRequest, {
+        "replica_id": -1, "max_wait": datetime.timedelta(milliseconds=max_wait_ms),
+        "min_bytes": min_bytes, "max_bytes": 1 << 20, "isolation_level": isolation,
+        "session_id": 0, "session_epoch": session_epoch, "rack_id": "",
+        "topics": [{"topic": TOPIC, "topic_id": topic_id, "partitions": parts}],
+        "forgotten_topics_data": []})
+
+
+def _partitions(response: Any) -> list[Any]:
+    return [p for t in response.responses for p in t.partitions]
+
+
+def _values(records: bytes) -> list[bytes | None]:
+    """The record values, as kafka-python's consumer decodes them."""
+    memory = MemoryRecords(records)
+    values: list[bytes | None] = []
+    while (batch := memory.next_batch()) is not None:
+        values.extend(record.value for record in batch)
+    return values
+
+
+@pytest.mark.parametrize("version", [4, 12, 13, 18])
+def test_fetch_reads_by_name_and_by_id(replicas: ReplicaManager, version: int) -> None:
+    async def run() -> None:
+        _produce(replicas, [b"a", b"b"])
+        _produce(replicas, [b"c"])
+        fetcher = FetchHandler(replicas, LISTENER)
+        request = _fetch(version, [{"partition": 0, "offset": 1}])
+        response = await fetcher.fetch(request, version)
+        (part,) = _partitions(response)
+        assert (part.error_code, part.high_watermark, part.last_stable_offset,
+                part.log_start_offset, part.preferred_read_replica) == (
+                    ErrorCode.none, 3, 3, 0, -1)
+        # whole batches: the client skips offset 0
+        assert _values(part.records) == [b"a", b"b", b"c"]
+        assert response.session_id == 0 and part.aborted_transactions is None
+        named = response.responses[0]
+        assert (named.topic_id if version >= 13 else named.topic) == (
+            TOPIC_ID if version >= 13 else TOPIC)
+
+    asyncio.run(run())
+
+
+def test_fetch_errors_name_the_leader(replicas: ReplicaManager) -> None:
+    async def run() -> None:
+        _produce(replicas, [b"a"])
+        fetcher = FetchHandler(replicas, LISTENER)
+        response = await fetcher.fetch(_fetch(18, [
+            {"partition": 1}, {"partition": 0, "epoch": 2}, {"partition": 0, "epoch": 4},
+            {"partition": 0, "offset": 5}, {"partition": 9}]), 18)
+        parts = _partitions(response)
+        assert [p.error_code for p in parts] == [
+            ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch,
+            ErrorCode.unknown_leader_epoch, ErrorCode.offset_out_of_range,
+            ErrorCode.unknown_topic_or_partition]
+        leaders = [(p.current_leader.leader_id, p.current_leader.leader_epoch) for p in parts]
+        assert leaders[:2] == [(2, 5), (1, 3)]
+        assert all((p.high_watermark, p.log_start_offset) == (-1, -1) for p in parts)
+        assert [(e.node_id, e.host, e.port) for e in response.node_endpoints] == [
+            (1, "127.0.0.1", 9091), (2, "127.0.0.1", 9092)]
+
+    asyncio.run(run())
+
+
+def test_fetch_by_an_unknown_topic_id(replicas: ReplicaManager) -> None:
+    async def run() -> None:
+        request = _fetch(13, [{"partition": 0}], topic_id=uuid.UUID(int=99))
+        response = await FetchHandler(replicas, LISTENER).fetch(request, 13)
+        assert [p.error_code for p in _partitions(response)] == [ErrorCode.unknown_topic_id]
+
+    asyncio.run(run())
+
+
+def test_incremental_fetch_sessions_are_unknown(replicas: ReplicaManager) -> None:
+    """Sessions are declined: a full fetch gets session id 0, an incremental one
+    FETCH_SESSION_ID_NOT_FOUND at the top level."""
+    async def run() -> None:
+        fetcher = FetchHandler(replicas, LISTENER)
+        full = await fetcher.fetch(_fetch(12, [{"partition": 0}], session_epoch=0), 12)
+        assert (full.error_code, full.session_id) == (ErrorCode.none, 0)
+        incremental = await fetcher.fetch(_fetch(12, [{"partition": 0}], session_epoch=1), 12)
+        assert (incremental.error_code, incremental.responses) == (
+            ErrorCode.fetch_session_id_not_found, ())
+
+    asyncio.run(run())
+
+
+def test_read_committed_lists_no_aborted_transactions(replicas: ReplicaManager) -> None:
+    async def run() -> None:
+        _produce(replicas, [b"a"])
+        response = await FetchHandler(replicas, LISTENER).fetch(
+            _fetch(12, [{"partition": 0}], isolation=1), 12)
+        (part,) = _partitions(response)
+        assert (part.aborted_transactions, part.last_stable_offset) == ((), 1)
+
+    asyncio.run(run())
+
+
+def test_a_long_poll_is_answered_by_the_append(replicas: ReplicaManager) -> None:
+    """No data: the fetch parks (a minute) until an append wakes it."""
+    async def run() -> None:
+        fetcher = FetchHandler(replicas, LISTENER)
+        parked = asyncio.create_task(fetcher.fetch(
+            _fetch(12, [{"partition": 0}], max_wait_ms=60_000, min_bytes=1), 12))
+        await asyncio.sleep(0)  # let it read once and park
+        assert not parked.done() and len(_leader(replicas).listeners) == 1
+        _produce(replicas, [b"late"])
+        response = await asyncio.wait_for(parked, 5)
+        assert _values(_partitions(response)[0].records) == [b"late"]
+        assert _leader(replicas).listeners == []
+
+    asyncio.run(run())
+
+
+def test_a_long_poll_ends_at_max_wait_with_nothing(replicas: ReplicaManager) -> None:
+    async def run() -> None:
+        response = await FetchHandler(replicas, LISTENER).fetch(
+            _fetch(12, [{"partition": 0}], max_wait_ms=20, min_bytes=1), 12)
+        (part,) = _partitions(response)
+        assert (part.error_code, part.records) == (ErrorCode.none, b"")
+        assert _leader(replicas).listeners == []
+
+    asyncio.run(run())
+
+
+def _list_offsets(replicas: ReplicaManager, *timestamps: int, epoch: int = -1,
+                  replica_id: int = -1, partition: int = 0) -> list[tuple[int, int, int, int]]:
+    schema = load_payload_module(2, 10, EntityType.request)
+    request = schema.ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=(
+        schema.ListOffsetsTopic(name=TOPIC, partitions=tuple(schema.ListOffsetsPartition(
+            partition_index=partition, current_leader_epoch=epoch, timestamp=ts)
+            for ts in timestamps)),), timeout=datetime.timedelta(0))
+    response = list_offsets(request, replicas)
+    return [(p.error_code, p.timestamp, p.offset, p.leader_epoch)
+            for p in response.topics[0].partitions]
+
+
+def test_list_offsets(replicas: ReplicaManager) -> None:
+    _produce(replicas, [b"a", b"b"], timestamp=1000)
+    _produce(replicas, [b"c"], timestamp=2000)
+    assert _list_offsets(replicas, -2) == [(ErrorCode.none, -1, 0, 3)]
+    assert _list_offsets(replicas, -1) == [(ErrorCode.none, -1, 3, 3)]
+    assert _list_offsets(replicas, 1500) == [(ErrorCode.none, 2000, 2, 3)]
+    assert _list_offsets(replicas, -3) == [(ErrorCode.none, 2000, 2, 3)]
+    assert _list_offsets(replicas, 1000, 1000) == [(ErrorCode.invalid_request, -1, -1, -1)] * 2
+    assert _list_offsets(replicas, -1, epoch=2)[0][0] == ErrorCode.fenced_leader_epoch
+    assert _list_offsets(replicas, -1, partition=1)[0][0] == ErrorCode.not_leader_or_follower
+
+
+def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:
+    _produce(replicas, [b"a", b"b"])
+    schema = load_payload_module(23, 4, EntityType.request)
+
+    def ask(epoch: int, current: int = -1) -> tuple[int, int, int]:
+        request = schema.OffsetForLeaderEpochRequest(replica_id=-1, topics=(
+            schema.OffsetForLeaderTopic(topic=TOPIC, partitions=(schema.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=current, leader_epoch=epoch),)),))
+        (part,) = offset_for_leader_epoch(request, replicas).topics[0].partitions
+        return part.error_code, part.leader_epoch, part.end_offset
+
+    assert ask(3) == (ErrorCode.none, 3, 2)  # the current epoch ends at the log end
+    assert ask(9) == (ErrorCode.none, -1, -1)
+    assert ask(1) == (ErrorCode.none, 1, 0)  # older than the first: where the log starts
+    assert ask(3, current=9)[0] == ErrorCode.unknown_leader_epoch
+
+
+def test_describe_log_dirs(replicas: ReplicaManager, tmp_path: Path) -> None:
+    _produce(replicas, [b"a"])
+    schema = load_payload_module(35, 4, EntityType.request)
+    (result,) = describe_log_dirs(schema.DescribeLogDirsRequest(topics=None), replicas).results
+    assert result.log_dir == str(tmp_path / "logs") and result.total_bytes > 0
+    assert [(t.name, [(p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
+                      for p in t.partitions]) for t in result.topics] == [
+        (TOPIC, [(0, _leader(replicas).log.size, 0, False)])]
+    nothing = schema.DescribeLogDirsRequest(topics=(schema.DescribableLogDirTopic(
+        topic="other", partitions=(0,)),))
+    assert describe_log_dirs(nothing, replicas).results[0].topics == ()
+
+
+def test_delete_records(replicas: ReplicaManager) -> None:
+    _produce(replicas, [b"a", b"b"])
+    _produce(replicas, [b"c"])
+    schema = load_payload_module(21, 2, EntityType.request)
+
+    def delete(offset: int, partition: int = 0) -> tuple[int, int]:
+        request = schema.DeleteRecordsRequest(topics=(schema.DeleteRecordsTopic(
+            name=TOPIC, partitions=(schema.DeleteRecordsPartition(
+                partition_index=partition, offset=offset),)),),
+            timeout=datetime.timedelta(seconds=1))
+        (part,) = delete_records(request, replicas).topics[0].partitions
+        return part.error_code, part.low_watermark
+
+    assert delete(2) == (ErrorCode.none, 2)
+    assert delete(1) == (ErrorCode.none, 2)  # never moves back
+    assert delete(4) == (ErrorCode.offset_out_of_range, -1)
+    assert delete(0, partition=1) == (ErrorCode.not_leader_or_follower, -1)
+    assert delete(-1) == (ErrorCode.none, 3)
+    assert _list_offsets(replicas, -2)[0][2] == 3

@@ -136,3 +136,25 @@ def test_log_dirs_reports_the_partitions_sizes(single: LocalCluster) -> None:
     partitions = [p for d in entry["logDirs"] for p in d["partitions"]]
     assert {p["partition"] for p in partitions} == {"sized-0", "sized-1"}
     assert sum(p["size"] for p in partitions) > 0
+
+
+@needs(2, 21, 35)
+def test_read_tools_on_an_empty_topic(single: LocalCluster, tmp_path: Path) -> None:
+    _create(single, "empty", 3)
+    assert ok(single, "get-offsets", "--topic-partitions", "empty:1-", "--time",
+              "earliest") == "empty:1:0\nempty:2:0\n"
+    document = json.loads(ok(single, "log-dirs", "--describe", "--topic-list",
+                             "empty").splitlines()[2])
+    assert sorted(p["partition"] for d in document["brokers"][0]["logDirs"]
+                  for p in d["partitions"]) == ["empty-0", "empty-1", "empty-2"]
+    path = tmp_path / "offsets.json"
+    path.write_text(json.dumps({"partitions": [{"topic": "empty", "partition": 0, "offset": 0},
+                                               {"topic": "empty", "partition": 1, "offset": 5}]}))
+    assert ok(single, "delete-records", "--offset-json-file", str(path)).splitlines()[2:] == [
+        "partition: empty-0\tlow_watermark: 0",
+        "partition: empty-1\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException: "
+        "OFFSET_OUT_OF_RANGE"]
+    result = run(single, "console-consumer", "--topic", "empty", "--from-beginning",
+                 "--timeout-ms", "500")
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr.endswith("Processed a total of 0 messages\n")

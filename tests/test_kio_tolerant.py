@@ -40,6 +40,8 @@ APIS = (
     *("create_topics", "delete_topics", "create_partitions", "describe_configs"),
     *("alter_configs", "incremental_alter_configs", "update_features"),
     *("sasl_handshake", "sasl_authenticate"),
+    *("produce", "list_offsets", "offset_for_leader_epoch", "describe_log_dirs"),
+    *("delete_records", "init_producer_id", "allocate_producer_ids"),
 )
 
 
@@ -97,6 +99,12 @@ _PRIMITIVES: dict[str, st.SearchStrategy[Any]] = {
     ),
     "timedelta_i64": _MS_I64.map(
         lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms))
+    ),
+    # ProduceResponse's LogAppendTime: kio spells Kafka's -1 None (which _values adds) and
+    # refuses other instants before 1970
+    "datetime_i64": st.integers(0, 2**40).map(
+        lambda ms: datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+        + datetime.timedelta(milliseconds=ms)
     ),
 }
 

@@ -53,6 +53,19 @@ def _millis(delta: datetime.timedelta) -> int:
     return round(delta.total_seconds() * 1000)
 
 
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _instant(ms: int) -> datetime.datetime | None:
+    """kio's reading of a datetime_i64: -1 (Kafka's "none", e.g. ProduceResponse's
+    LogAppendTime under CreateTime) is None, anything else a UTC instant."""
+    return None if ms == -1 else _EPOCH + datetime.timedelta(milliseconds=ms)
+
+
+def _instant_millis(value: datetime.datetime | None) -> int:
+    return -1 if value is None else round(value.timestamp() * 1000)
+
+
 _KIO_PRIMITIVES: dict[str, Primitive] = {
     **PRIMITIVES,
     "uuid": MappedPrimitive(
@@ -82,6 +95,9 @@ _KIO_PRIMITIVES: dict[str, Primitive] = {
         decode=lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms)),
         encode=_millis,
         default=i64Timedelta.parse(datetime.timedelta(0)),
+    ),
+    "datetime_i64": MappedPrimitive(
+        "datetime_i64", INT64, decode=_instant, encode=_instant_millis, default=None,
     ),
 }
 

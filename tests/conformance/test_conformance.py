@@ -79,8 +79,7 @@ def test_every_advertised_api_has_rows_at_its_advertised_versions(
         cluster: ClusterInfo, listener: str) -> None:
     run = Run(cluster, "ApiVersions", "advertised", listener, ApiVersionsRequest.max_version)
     advertised = {k.api_key: (k.min_version, k.max_version) for k in api_versions(run).api_keys}
-    tested = {case.api_key: (API_SPECS[case.api_key].min_version,
-                             API_SPECS[case.api_key].max_version)
+    tested = {case.api_key: API_SPECS[case.api_key].advertised_range
               for case in CASES if listener in case.listeners}
     assert advertised == tested
 
@@ -122,6 +121,8 @@ def test_api_versions_at_an_unsupported_version_answers_v0_with_the_ranges(
     (CONTROLLER, 1000, 0, "unknown_api_key"),
     (BROKER, 52, 0, "controller_api_on_a_broker"),
     (CONTROLLER, 3, 0, "broker_api_on_a_controller"),
+    # Kafka 4 advertises Produce v0-v2 for librdkafka (KAFKA-18659) but refuses them
+    (BROKER, 0, 2, "produce_v2_removed_by_kip_896"),
 ], ids=str)
 def test_what_is_not_served_closes_the_connection(
         cluster: ClusterInfo, listener: str, api_key: int, version: int, why: str) -> None:

@@ -337,24 +337,18 @@ class ReplicaManager:
                                 validated.log_append_time_ms, hosted.log_start_offset)
         active = partition_log.active.base_offset
         partition_log.append(validated.records, now_ms)
+        if partition_log.active.base_offset != active:
+            # rolled: Kafka snapshots the state as of the new segment's base offset, which
+            # is the state before this batch
+            state.update_map_end_offset(partition_log.active.base_offset)
+            write_producer_snapshot(partition_log.directory, state)
         if outcome is not None:
             state.update(outcome)
         state.update_map_end_offset(partition_log.log_end_offset)
-        if partition_log.active.base_offset != active:  # rolled: snapshot at the new base
-            self._snapshot_at(hosted, partition_log.active.base_offset)
         hosted.maybe_advance_high_watermark()
         hosted.notify()
         return AppendResult(validated.first_offset, validated.last_offset,
                             validated.log_append_time_ms, hosted.log_start_offset)
-
-    @staticmethod
-    def _snapshot_at(hosted: HostedPartition, offset: int) -> None:
-        """Kafka snapshots the producer state at a new segment's base offset; the state
-        then reflects the log up to there only if nothing followed the roll, so the
-        snapshot is taken at the log end offset (the new base, as appends are batches)."""
-        state = hosted.producer_state
-        if state.map_end_offset == offset:
-            write_producer_snapshot(hosted.log.directory, state)
 
     # ------------------------------------------------------------------ periodic work
 

@@ -58,7 +58,7 @@ def node_features(finalized: Mapping[str, int], kraft_version: int,
 
 def listener_ranges(listener: Listener) -> dict[int, tuple[int, int]]:
     """The version ranges ``listener`` advertises."""
-    return {spec.key: (spec.min_version, spec.max_version) for spec in specs_for_listener(listener)}
+    return {spec.key: spec.advertised_range for spec in specs_for_listener(listener)}
 
 
 def api_versions_response(

@@ -15,14 +15,18 @@ from enum import IntEnum, StrEnum
 class ApiKey(IntEnum):
     PRODUCE = 0
     FETCH = 1
+    LIST_OFFSETS = 2
     METADATA = 3
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     INCREMENTAL_ALTER_CONFIGS = 44
@@ -59,6 +63,16 @@ class ApiSpec:
     #: First version using compact encodings and tagged fields; None = never flexible.
     first_flexible: int | None
     listeners: frozenset[Listener]
+    #: The minimum ApiVersions advertises when it is lower than what is served (Kafka 4's
+    #: Produce: 0, though v0-v2 are refused, because librdkafka only compresses when
+    #: Produce v0 is listed: KAFKA-18659).
+    advertised_min_version: int | None = None
+
+    @property
+    def advertised_range(self) -> tuple[int, int]:
+        low = self.min_version if self.advertised_min_version is None else (
+            self.advertised_min_version)
+        return low, self.max_version
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -81,24 +95,34 @@ def _spec(
     versions: tuple[int, int],
     first_flexible: int | None,
     listeners: frozenset[Listener],
+    advertised_min_version: int | None = None,
 ) -> ApiSpec:
-    return ApiSpec(key, versions[0], versions[1], first_flexible, listeners)
+    return ApiSpec(key, versions[0], versions[1], first_flexible, listeners,
+                   advertised_min_version)
 
 
 _SPECS = (
-    # Kafka 4.0 accepts Produce v3-v12 (KIP-896 removed v0-v2; v13 is 4.1's topic ids).
-    _spec(ApiKey.PRODUCE, (3, 12), 9, _BROKER),
+    # Kafka 4.0 accepts Produce v3-v12 (KIP-896 removed v0-v2; v13 is 4.1's topic ids) and
+    # advertises v0-v12 all the same (KAFKA-18659).
+    _spec(ApiKey.PRODUCE, (3, 12), 9, _BROKER, advertised_min_version=0),
     _spec(ApiKey.FETCH, (4, 18), 12, _BOTH),
+    # Kafka 4.0/4.1 accept ListOffsets v1-10 (v0 removed by KIP-896); v11 (KIP-1023, tiered
+    # storage's earliest pending upload offset, Kafka 4.2) is not advertised.
+    _spec(ApiKey.LIST_OFFSETS, (1, 10), 6, _BROKER),
     _spec(ApiKey.METADATA, (0, 13), 9, _BROKER),
     _spec(ApiKey.SASL_HANDSHAKE, (0, 1), None, _BOTH),
     # Kafka 4.x lists ApiVersions 0-5; kio 0.6.5 only has schemas up to v4, so we stop there.
     _spec(ApiKey.API_VERSIONS, (0, 4), 3, _BOTH),
     _spec(ApiKey.CREATE_TOPICS, (2, 7), 5, _BOTH),
     _spec(ApiKey.DELETE_TOPICS, (1, 6), 4, _BOTH),
+    _spec(ApiKey.DELETE_RECORDS, (0, 2), 2, _BROKER),
     # v6 (KIP-939 two-phase commit) is still latestVersionUnstable in Kafka 4.x: not advertised.
     _spec(ApiKey.INIT_PRODUCER_ID, (0, 5), 2, _BROKER),
+    _spec(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4), 4, _BROKER),
     _spec(ApiKey.DESCRIBE_CONFIGS, (1, 4), 4, _BOTH),
     _spec(ApiKey.ALTER_CONFIGS, (0, 2), 2, _BOTH),
+    # v5 (KIP-1066 cordoned log dirs, Kafka 4.3) is not advertised.
+    _spec(ApiKey.DESCRIBE_LOG_DIRS, (1, 4), 2, _BROKER),
     _spec(ApiKey.SASL_AUTHENTICATE, (0, 2), 2, _BOTH),
     _spec(ApiKey.CREATE_PARTITIONS, (0, 3), 2, _BOTH),
     _spec(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), 1, _BOTH),

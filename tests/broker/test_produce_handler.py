@@ -1,0 +1,155 @@
+"""Produce against a replica manager on real directories: acks 0, 1 and all, duplicates,
+per-partition errors with KIP-951 leader hints and record errors."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+from pathlib import Path
+
+import pytest
+from kio.schema.produce.v12 import request as req
+from kio.schema.types import TopicName, TransactionalId
+from kio.static.primitive import Records, i16, i32, i32Timedelta
+from replica_fixtures import broker, client_batch, topic, with_records
+
+from pykraft.broker.log_manager import LogManager
+from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
+from pykraft.broker.replica_manager import ReplicaManager
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import ConfigRecord, PartitionChangeRecord
+from pykraft.storage.log_config import LogConfig
+
+ME = 1
+T1 = uuid.UUID(int=7)
+
+
+@pytest.fixture
+def replicas(tmp_path: Path) -> ReplicaManager:
+    logs = LogManager([tmp_path], LogConfig())
+    logs.startup(0)
+    manager = ReplicaManager(ME, logs, {})
+    manager.apply_image(with_records(
+        MetadataImage(), broker(ME, 9092), broker(2, 9093),
+        *topic("t", T1, (ME,), (2, ME), (ME, 2)),
+        *topic("compacted", uuid.UUID(int=8), (ME,)),
+        ConfigRecord(resource_type=2, resource_name="compacted", name="cleanup.policy",
+                     value="compact")), 0)
+    return manager
+
+
+def request(partitions: dict[int, bytes], *, acks: int = 1, timeout_ms: int = 30_000,
+            name: str = "t", transactional_id: str | None = None) -> req.ProduceRequest:
+    return req.ProduceRequest(
+        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
+        acks=i16(acks), timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        topic_data=(req.TopicProduceData(name=TopicName(name), partition_data=tuple(
+            req.PartitionProduceData(index=i32(index), records=Records(records))
+            for index, records in partitions.items())),))
+
+
+def produce(replicas: ReplicaManager, body: req.ProduceRequest) -> list[tuple[int, str, int]]:
+    response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
+        body, api_version=12))
+    assert response is not None
+    return [(p.index, ErrorCode(p.error_code).name, p.base_offset)
+            for t in response.responses for p in t.partition_responses]
+
+
+def test_acks_1_appends_and_a_retry_gets_the_original_offset(
+        replicas: ReplicaManager) -> None:
+    batch = client_batch([b"a", b"b"], producer_id=3, epoch=0, sequence=0)
+    assert produce(replicas, request({0: batch})) == [(0, "none", 0)]
+    assert produce(replicas, request({0: batch})) == [(0, "none", 0)]
+    assert produce(replicas, request({0: client_batch([b"c"])})) == [(0, "none", 2)]
+
+
+def test_acks_all_with_the_leader_alone_in_the_isr_answers_at_once(
+        replicas: ReplicaManager) -> None:
+    assert produce(replicas, request({0: client_batch([b"a"])}, acks=-1)) == [(0, "none", 0)]
+
+
+def test_acks_all_times_out_while_followers_do_not_replicate(
+        replicas: ReplicaManager) -> None:
+    answer = produce(replicas, request({2: client_batch([b"a"])}, acks=-1, timeout_ms=50))
+    assert answer == [(2, "request_timed_out", 0)]  # the batch is in the log all the same
+    assert replicas.partition_for("t", 2).log_end_offset == 1
+
+
+def test_acks_all_completes_once_the_high_watermark_passes(replicas: ReplicaManager) -> None:
+    handler = ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT")
+
+    async def run() -> object:
+        waiting = asyncio.create_task(handler.handle(
+            request({2: client_batch([b"a"])}, acks=-1), api_version=12))
+        await asyncio.sleep(0)  # the append happened; the answer waits
+        assert not waiting.done()
+        replicas.apply_image(with_records(replicas.image, PartitionChangeRecord(
+            partition_id=2, topic_id=T1, isr=(ME,))), 6_000)
+        return await asyncio.wait_for(waiting, 10)
+
+    response = asyncio.run(run())
+    (part,) = response.responses[0].partition_responses  # type: ignore[attr-defined]
+    assert (part.error_code, part.base_offset) == (ErrorCode.none, 0)
+
+
+def test_acks_all_answers_not_leader_when_leadership_moves_while_waiting(
+        replicas: ReplicaManager) -> None:
+    handler = ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT")
+
+    async def run() -> object:
+        waiting = asyncio.create_task(handler.handle(
+            request({2: client_batch([b"a"])}, acks=-1), api_version=12))
+        await asyncio.sleep(0)
+        replicas.apply_image(with_records(replicas.image, PartitionChangeRecord(
+            partition_id=2, topic_id=T1, leader=2)), 6_000)
+        return await asyncio.wait_for(waiting, 10)
+
+    response = asyncio.run(run())
+    (part,) = response.responses[0].partition_responses  # type: ignore[attr-defined]
+    assert part.error_code == ErrorCode.not_leader_or_follower
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (2, 1)
+
+
+def test_not_leader_names_the_leader_and_its_endpoint(replicas: ReplicaManager) -> None:
+    response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
+        request({1: client_batch([b"a"])}), api_version=12))
+    assert response is not None
+    (part,) = response.responses[0].partition_responses
+    assert part.error_code == ErrorCode.not_leader_or_follower
+    assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (2, 0)
+    assert [(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints] == [
+        (2, "127.0.0.1", 9093, "r1")]
+
+
+def test_acks_0_answers_nothing_and_a_failure_closes_the_connection(
+        replicas: ReplicaManager) -> None:
+    handler = ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT")
+    assert asyncio.run(handler.handle(request({0: client_batch([b"a"])}, acks=0),
+                                      api_version=12)) is None
+    assert replicas.partition_for("t", 0).log_end_offset == 1
+    with pytest.raises(AcksZeroFailedError, match="t-1: not_leader_or_follower"):
+        asyncio.run(handler.handle(request({1: client_batch([b"a"])}, acks=0), api_version=12))
+
+
+def test_request_level_refusals(replicas: ReplicaManager) -> None:
+    batch = client_batch([b"a"])
+    assert produce(replicas, request({0: batch}, acks=2)) == [(0, "invalid_required_acks", -1)]
+    assert produce(replicas, request({0: batch}, transactional_id="tx")) == [
+        (0, "transactional_id_authorization_failed", -1)]
+    assert produce(replicas, request({0: batch}, name="nope")) == [
+        (0, "unknown_topic_or_partition", -1)]
+    assert replicas.partition_for("t", 0).log_end_offset == 0
+
+
+def test_a_null_key_on_a_compacted_topic_gets_record_errors(replicas: ReplicaManager) -> None:
+    response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
+        request({0: client_batch([b"a", b"b"], key=None)}, name="compacted"), api_version=12))
+    assert response is not None
+    (part,) = response.responses[0].partition_responses
+    assert (part.error_code, part.base_offset, part.log_start_offset) == (
+        ErrorCode.invalid_record, -1, -1)
+    assert [e.batch_index for e in part.record_errors] == [0, 1]
+    assert part.error_message is not None

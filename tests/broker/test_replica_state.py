@@ -1,0 +1,136 @@
+"""The broker's pure replica decisions: local changes between images, the leader's high
+watermark, leader-epoch fencing, acks=all completion and topic settings."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from replica_fixtures import topic, with_records
+
+from pykraft.broker.replica_state import (
+    acks_all_outcome,
+    check_leader_epoch,
+    leader_high_watermark,
+    local_changes,
+)
+from pykraft.broker.topic_settings import topic_settings
+from pykraft.errors import ConfigError
+from pykraft.image.image import MetadataImage
+from pykraft.image.topics import TopicsImage
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    PartitionChangeRecord,
+    RemoveTopicRecord,
+)
+from pykraft.storage.offset_checkpoints import TopicPartition
+
+ME = 1
+T1 = uuid.UUID(int=1)
+
+
+def test_a_new_topic_makes_this_broker_leader_or_follower_where_it_has_a_replica() -> None:
+    image = with_records(MetadataImage(), *topic("t", T1, (1, 2), (2, 1), (2, 3)))
+    changes = local_changes(TopicsImage(), image.topics, ME)
+    assert [p.tp for p in changes.leaders] == [TopicPartition("t", 0)]
+    assert [p.tp for p in changes.followers] == [TopicPartition("t", 1)]
+    assert changes.deleted == ()
+
+
+def test_replaying_the_same_image_changes_nothing() -> None:
+    image = with_records(MetadataImage(), *topic("t", T1, (1,)))
+    assert not local_changes(image.topics, image.topics, ME)
+    again = with_records(image)  # a batch without topic records: an equal image
+    assert not local_changes(image.topics, again.topics, ME)
+
+
+def test_a_leader_change_moves_the_partition_and_bumps_the_epoch() -> None:
+    before = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
+    after = with_records(before, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2))
+    changes = local_changes(before.topics, after.topics, ME)
+    (follower,) = changes.followers
+    assert (follower.registration.leader, follower.registration.leader_epoch) == (2, 1)
+    assert not changes.leaders and not changes.deleted
+
+
+def test_deleted_recreated_and_reassigned_partitions_are_deletes() -> None:
+    before = with_records(MetadataImage(), *topic("gone", T1, (1,)),
+                          *topic("again", uuid.UUID(int=2), (1,)),
+                          *topic("moved", uuid.UUID(int=3), (1, 2)))
+    after = with_records(before, RemoveTopicRecord(topic_id=T1),
+                         RemoveTopicRecord(topic_id=uuid.UUID(int=2)),
+                         *topic("again", uuid.UUID(int=4), (1,)),
+                         PartitionChangeRecord(partition_id=0, topic_id=uuid.UUID(int=3),
+                                               replicas=(2,), isr=(2,), leader=2))
+    changes = local_changes(before.topics, after.topics, ME)
+    assert changes.deleted == (TopicPartition("again", 0), TopicPartition("gone", 0),
+                               TopicPartition("moved", 0))
+    assert [(p.tp, p.topic_id) for p in changes.leaders] == [
+        (TopicPartition("again", 0), uuid.UUID(int=4))]
+
+
+def test_high_watermark_with_the_leader_alone_in_the_isr_is_its_log_end() -> None:
+    assert leader_high_watermark(3, 10, (ME,), ME, 1, 3) == 10
+
+
+def test_high_watermark_waits_for_followers_it_has_not_heard_from() -> None:
+    assert leader_high_watermark(3, 10, (ME, 2), ME, 1, 2) == 3
+    assert leader_high_watermark(3, 10, (ME, 2), ME, 1, 2, {2: 7}) == 7
+
+
+def test_high_watermark_is_frozen_under_min_isr() -> None:
+    assert leader_high_watermark(3, 10, (ME,), ME, 2, 3) == 3
+    assert leader_high_watermark(3, 10, (ME,), ME, 2, 1) == 10  # min ISR capped by the RF
+
+
+@settings(max_examples=100, deadline=None)
+@given(current=st.integers(0, 50), leo=st.integers(0, 50),
+       follower=st.integers(0, 50))
+def test_high_watermark_never_moves_back_nor_past_the_log_end(
+        current: int, leo: int, follower: int) -> None:
+    current = min(current, leo)
+    hw = leader_high_watermark(current, leo, (ME, 2), ME, 1, 2, {2: min(follower, leo)})
+    assert current <= hw <= leo
+
+
+@pytest.mark.parametrize(("request_epoch", "code"), [
+    (-1, ErrorCode.none), (5, ErrorCode.none), (4, ErrorCode.fenced_leader_epoch),
+    (6, ErrorCode.unknown_leader_epoch)])
+def test_leader_epoch_check(request_epoch: int, code: ErrorCode) -> None:
+    assert check_leader_epoch(request_epoch, 5) == code
+
+
+def test_acks_all_outcomes() -> None:
+    common = {"required_offset": 5, "min_isr": 2, "replication_factor": 3}
+    assert acks_all_outcome(is_leader=True, high_watermark=4, isr_size=3, **common) is None
+    assert acks_all_outcome(is_leader=True, high_watermark=5, isr_size=3,
+                            **common) == ErrorCode.none
+    assert acks_all_outcome(is_leader=True, high_watermark=5, isr_size=1,
+                            **common) == ErrorCode.not_enough_replicas_after_append
+    assert acks_all_outcome(is_leader=False, high_watermark=4, isr_size=3,
+                            **common) == ErrorCode.not_leader_or_follower
+
+
+def test_topic_settings_prefer_the_topic_then_the_broker_then_kafka() -> None:
+    default = topic_settings({}, {})
+    assert (default.log.segment_bytes, default.log.retention_ms, default.min_insync_replicas,
+            default.append.compression_type) == (1 << 30, 7 * 24 * 3600 * 1000, 1, "producer")
+    broker = {"log.segment.bytes": "2048", "log.retention.hours": "1",
+              "log.cleanup.policy": "compact", "message.max.bytes": "100"}
+    from_broker = topic_settings({}, broker)
+    assert (from_broker.log.segment_bytes, from_broker.log.retention_ms,
+            from_broker.log.delete, from_broker.append.compacted,
+            from_broker.append.max_message_bytes) == (2048, 3_600_000, False, True, 100)
+    own = topic_settings({"segment.bytes": "4096", "retention.ms": "5",
+                          "cleanup.policy": "compact,delete"}, broker)
+    assert (own.log.segment_bytes, own.log.retention_ms, own.log.delete,
+            own.append.compacted) == (4096, 5, True, True)
+
+
+def test_a_bad_topic_setting_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match=r"segment\.bytes"):
+        topic_settings({"segment.bytes": "many"}, {})
+    with pytest.raises(ConfigError):
+        topic_settings({"segment.bytes": "1"}, {})

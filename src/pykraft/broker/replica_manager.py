@@ -55,7 +55,7 @@ from pykraft.broker.replica_state import (
     local_changes,
 )
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
-from pykraft.errors import PyKraftError, StorageError
+from pykraft.errors import ConfigError, PyKraftError, StorageError
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
@@ -219,11 +219,14 @@ class ReplicaManager:
         for local in (*changes.leaders, *changes.followers):
             try:
                 self._host(local, now_ms)
-            except (StorageError, OSError):  # Kafka takes the log dir offline; we skip it
-                log.exception("%s: cannot open the log", _name(local.tp))
+            except (StorageError, ConfigError, OSError):  # Kafka takes the log dir offline
+                log.exception("%s: cannot host the partition", _name(local.tp))
         if image.configs is not previous.configs:
             for hosted in self._partitions.values():
-                hosted.settings = self._settings_of(hosted.topic)
+                try:
+                    hosted.settings = self._settings_of(hosted.topic)
+                except ConfigError:
+                    log.exception("%s: keeping the previous topic settings", _name(hosted.tp))
                 hosted.log.config = hosted.settings.log
 
     def _settings_of(self, topic: str) -> TopicSettings:

@@ -2,30 +2,37 @@
 
 Metadata, DescribeCluster and DescribeConfigs come from this broker's metadata image (and
 for its own configs, its properties file); Produce from its replica manager
-(:mod:`pykraft.broker.produce`); InitProducerId from the producer id blocks this
-broker gets from the controller (:mod:`pykraft.broker.producer_ids`). Admin writes,
-DescribeQuorum and the voter changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list
-the broker listener for them, and a ``--bootstrap-server`` admin client sends them to any
-broker) are forwarded to the active controller, whose answer is converted back to the
-caller's version; while the controller changes the broker retries, and when none answers
-within FORWARD_TIMEOUT_MS the caller gets NOT_CONTROLLER. The framing rules (unknown API or
-version closes the connection, KIP-511 ApiVersions reply) and the UNKNOWN_SERVER_ERROR
-answer to a request whose handling failed are the controller listener's, inherited from
-:class:`~pykraft.runtime.dispatch.Dispatcher`.
+(:mod:`pykraft.broker.produce`), and so are the reads: Fetch (:mod:`pykraft.broker.fetch`),
+ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and DeleteRecords; InitProducerId from
+the producer id blocks this broker gets from the controller
+(:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum and the voter changes
+(AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them, and a
+``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
+controller, whose answer is converted back to the caller's version; while the controller
+changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
+NOT_CONTROLLER. The framing rules (unknown API or version closes the connection, KIP-511
+ApiVersions reply) and the UNKNOWN_SERVER_ERROR answer to a request whose handling failed
+are the controller listener's, inherited from :class:`~pykraft.runtime.dispatch.Dispatcher`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.produce.v12.request import ProduceRequest
 
+from pykraft.broker.delete_records import delete_records
+from pykraft.broker.fetch import FetchHandler
+from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
+from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
+from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
@@ -49,6 +56,13 @@ FORWARDED = frozenset({
 })
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
                              ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
+#: The read path's handlers other than Fetch: (request body, replicas) -> latest response.
+READS: dict[int, Callable[[Any, ReplicaManager], Any]] = {
+    ApiKey.LIST_OFFSETS: list_offsets, ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
+    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs, ApiKey.DELETE_RECORDS: delete_records,
+}
+READ_PATH = frozenset({ApiKey.FETCH, *(ApiKey(key) for key in READS)})
+BROKER_SERVED |= READ_PATH
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
@@ -62,9 +76,14 @@ class BrokerDispatcher(Dispatcher):
 
     def __init__(self, node: RaftNode, metadata: BrokerMetadataListener,
                  channel: ControllerChannel, *, cluster_id: str, listener_name: str,
-                 produce: ProduceHandler | None = None) -> None:
+                 produce: ProduceHandler | None = None,
+                 replicas: ReplicaManager | None = None) -> None:
         super().__init__(node)
         self._served = BROKER_SERVED if produce is not None else BROKER_SERVED - {ApiKey.PRODUCE}
+        if replicas is None:
+            self._served -= READ_PATH
+        self._replicas = replicas
+        self._fetcher = None if replicas is None else FetchHandler(replicas, listener_name)
         self._produce = produce
         self._metadata = metadata
         self._channel = channel
@@ -90,6 +109,11 @@ class BrokerDispatcher(Dispatcher):
                 cluster_id=self._cluster_id, listener=self._listener_name))
         if api_key == ApiKey.PRODUCE and self._produce is not None:
             return await self._produce_answer(request)
+        if api_key == ApiKey.FETCH and self._fetcher is not None:
+            return self._encode(request, await self._fetcher.fetch(request.body,
+                                                                   request.api_version))
+        if api_key in READS and self._replicas is not None:
+            return self._encode(request, READS[api_key](request.body, self._replicas))
         if api_key == ApiKey.INIT_PRODUCER_ID:
             return self._encode(request, init_producer_id(request.body, self.producer_ids))
         if api_key == ApiKey.DESCRIBE_CLUSTER:
@@ -143,5 +167,5 @@ class BrokerDispatcher(Dispatcher):
         body = api_versions_response(Listener.BROKER, version, **node_features(
             image.features.finalized, self._node.core.kraft_version,
             image.provenance.last_offset))
-        served = tuple(k for k in body.api_keys if k.api_key in BROKER_SERVED)
+        served = tuple(k for k in body.api_keys if k.api_key in self._served)
         return dataclasses.replace(body, api_keys=served)

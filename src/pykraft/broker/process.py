@@ -102,7 +102,8 @@ class BrokerRuntime:
                                       cluster_id=settings.cluster_id,
                                       listener_name=self._broker.listener.name,
                                       produce=ProduceHandler(self.replicas, node.now_ms,
-                                                             self._broker.listener.name))
+                                                             self._broker.listener.name),
+                                      replicas=self.replicas)
         self._server = ListenerServer(dispatcher, self._broker.listener.host,
                                       self._broker.listener.port, settings.max_frame_size)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, wait_for_brokers
+from broker_harness import PROPERTIES, wait_for, wait_for_brokers
 
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -117,3 +117,23 @@ def test_confluent_kafka_producer(cluster: LocalCluster, codec: str) -> None:
     assert sorted(on_disk(cluster, topic)) == sorted(sent)
     sent_as = SENT_AS.get(codec, codec)
     assert codecs_on_disk(cluster, topic) == {CODECS.index(sent_as)}  # stored as sent
+
+
+def test_acks_0_gets_no_response_and_the_records_land(cluster: LocalCluster) -> None:
+    from kafka import KafkaProducer
+
+    create_topic(cluster, "fire-and-forget")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=0,
+                             enable_idempotence=False, linger_ms=5)
+    sent = messages("acks0")
+    try:
+        futures = [producer.send("fire-and-forget", key=k, value=v, headers=list(h))
+                   for k, v, h in sent]
+        producer.flush(60)
+        assert all(future.succeeded() for future in futures)
+    finally:
+        producer.close(timeout=5)
+    # nothing tells the client when the broker appended: wait until every record is there
+    wait_for("1000 records on disk", lambda: (
+        True if len(on_disk(cluster, "fire-and-forget")) >= COUNT else None))
+    assert sorted(on_disk(cluster, "fire-and-forget")) == sorted(sent)

@@ -4,6 +4,7 @@ a real ReplicaManager (broker 1 leads ``t-0``, ``t-1`` has leader 2 elsewhere)."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import uuid
 from collections.abc import Iterator
@@ -271,3 +272,36 @@ def test_delete_records(replicas: ReplicaManager) -> None:
     assert delete(0, partition=1) == (ErrorCode.not_leader_or_follower, -1)
     assert delete(-1) == (ErrorCode.none, 3)
     assert _list_offsets(replicas, -2)[0][2] == 3
+
+
+def test_a_leader_epoch_starts_at_the_log_end_before_any_batch(
+        replicas: ReplicaManager) -> None:
+    """Kafka's makeLeader assigns the epoch's start offset: an empty partition led in
+    epoch 3 answers OffsetForLeaderEpoch(3) with (3, 0), not (-1, -1)."""
+    assert _leader(replicas).log.leader_epochs.entries == [(3, 0)]
+    _produce(replicas, [b"a"])
+    replicas.apply_image(_image(leader_epoch=4), 0)
+    assert _leader(replicas).log.leader_epochs.entries == [(3, 0), (4, 1)]
+
+
+def test_a_new_leader_behind_its_epoch_start_refuses_latest_offsets(tmp_path: Path) -> None:
+    """Trap 20: the ISR holds a follower that never reported, so the high watermark stays
+    at 0 while the leader appends; in its next epoch (starting at 2) a consumer's LATEST is
+    OFFSET_NOT_AVAILABLE, and a debug request still sees the log end."""
+    logs = LogManager([tmp_path / "logs"], LogConfig())
+    logs.startup(0)
+    manager = ReplicaManager(1, logs)
+    image = _image()
+    two = dataclasses.replace(image.topics.by_id[TOPIC_ID].partitions[0], replicas=(1, 2),
+                              isr=(1, 2))
+    topic = dataclasses.replace(image.topics.by_id[TOPIC_ID], partitions={0: two})
+    manager.apply_image(dataclasses.replace(image, topics=TopicsImage(
+        by_id={TOPIC_ID: topic}, by_name={TOPIC: topic})), 0)
+    _produce(manager, [b"a", b"b"])
+    assert _list_offsets(manager, -1) == [(ErrorCode.none, -1, 0, 3)]
+    newer = dataclasses.replace(topic, partitions={0: dataclasses.replace(two, leader_epoch=4)})
+    manager.apply_image(dataclasses.replace(image, topics=TopicsImage(
+        by_id={TOPIC_ID: newer}, by_name={TOPIC: newer})), 0)
+    assert _list_offsets(manager, -1) == [(ErrorCode.offset_not_available, -1, -1, -1)]
+    assert _list_offsets(manager, -1, replica_id=-2) == [(ErrorCode.none, -1, 2, 4)]
+    manager.shutdown()

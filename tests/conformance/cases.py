@@ -23,12 +23,16 @@ from kafka.protocol.admin import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     IncrementalAlterConfigsRequest,
@@ -36,7 +40,14 @@ from kafka.protocol.admin import (
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
 )
-from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from kafka.protocol.metadata import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -619,6 +630,169 @@ PRODUCE = [
          lambda _r: [[(0, "NONE", True)]]),
 ]
 
+
+# -- the broker's read path -------------------------------------------------------------------
+# The shared topic's partition 0 also takes the Produce rows' batches, so these rows do not
+# depend on how much it holds.
+
+FAR_OFFSET = 1 << 40
+NO_SUCH_TOPIC = "no-such-topic"
+
+
+def topic_id_of(run: Run, name: str) -> uuid.UUID:
+    """A topic's id from the broker's Metadata (a random one for a topic that is not)."""
+    (topic,) = metadata(Run(run.cluster, "probe", "probe", BROKER, 12), [name]).topics
+    return topic.topic_id if topic.error_code == 0 else uuid.uuid4()
+
+
+def consumer_fetch(run: Run, topic: str, *, offset: int = 0, epoch: int = -1,
+                   session_epoch: int = -1) -> Any:
+    """A consumer's Fetch of partition 0 (by name before v13, by id from v13)."""
+    named = ({"topic": topic} if run.version < 13
+             else {"topic_id": topic_id_of(run, topic)})
+    part = FetchRequest.FetchTopic.FetchPartition(
+        partition=0, current_leader_epoch=epoch, fetch_offset=offset, last_fetched_epoch=-1,
+        log_start_offset=-1, partition_max_bytes=1 << 20)
+    return run.kafka_python(
+        FetchRequest, FetchResponse, cluster_id=None, replica_id=-1,
+        replica_state=FetchRequest.ReplicaState(replica_id=-1, replica_epoch=-1),
+        max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
+        session_epoch=session_epoch,
+        topics=[FetchRequest.FetchTopic(partitions=[part], **named)],
+        forgotten_topics_data=[], rack_id="")
+
+
+def consumer_fetch_meaning(body: Any, _run: Run) -> Meaning:
+    parts = [p for t in body.responses for p in t.partitions]
+    return (code(getattr(body, "error_code", 0)), getattr(body, "session_id", 0),
+            [(code(p.error_code), p.high_watermark >= 0) for p in parts])
+
+
+def list_offsets_request(run: Run, topic: str, timestamps: list[int], *,
+                         epoch: int = -1) -> Any:
+    parts = [ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+        partition_index=0, current_leader_epoch=epoch, timestamp=ts, max_num_offsets=1)
+        for ts in timestamps]
+    return run.kafka_python(
+        ListOffsetsRequest, ListOffsetsResponse, replica_id=-1, isolation_level=0,
+        timeout_ms=1000,
+        topics=[ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=parts)])
+
+
+def listed(body: Any, _run: Run) -> Meaning:
+    return [(code(p.error_code), p.offset) for t in body.topics for p in t.partitions]
+
+
+def earliest_and_latest(run: Run) -> tuple[Any, Any]:
+    """Two requests: one partition named twice in a request is INVALID_REQUEST."""
+    return (list_offsets_request(run, run.cluster.topic, [-2]),
+            list_offsets_request(run, run.cluster.topic, [-1]))
+
+
+def earliest_and_latest_meaning(bodies: tuple[Any, Any], run: Run) -> Meaning:
+    (error, earliest), (latest_error, latest) = (
+        (code(p.error_code), p.offset) for body in bodies for t in body.topics
+        for p in t.partitions)
+    return (error, earliest), (latest_error, latest >= earliest)
+
+
+def epoch_end(run: Run, topic: str, epoch: int, current: int = -1) -> Any:
+    part = OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
+        partition=0, current_leader_epoch=current, leader_epoch=epoch)
+    return run.kafka_python(
+        OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, replica_id=-1,
+        topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=topic,
+                                                                 partitions=[part])])
+
+
+def epoch_ends(body: Any, _run: Run) -> Meaning:
+    return [(code(p.error_code), p.end_offset >= 0) for t in body.topics for p in t.partitions]
+
+
+def describe_log_dirs_request(run: Run, topics: list[str] | None) -> Any:
+    wanted = None if topics is None else [DescribeLogDirsRequest.DescribableLogDirTopic(
+        topic=name, partitions=[0, 1]) for name in topics]
+    return run.kafka_python(DescribeLogDirsRequest, DescribeLogDirsResponse, topics=wanted)
+
+
+def log_dirs_meaning(body: Any, run: Run) -> Meaning:
+    shared = sorted((code(d.error_code), p.partition_index, p.partition_size >= 0,
+                     p.offset_lag) for d in body.results for t in d.topics
+                    if t.name == run.cluster.topic for p in t.partitions)
+    return len(body.results), shared
+
+
+def delete_records_request(run: Run, topic: str, offset: int) -> Any:
+    part = DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition(
+        partition_index=0, offset=offset)
+    return run.kafka_python(
+        DeleteRecordsRequest, DeleteRecordsResponse, timeout_ms=5000,
+        topics=[DeleteRecordsRequest.DeleteRecordsTopic(name=topic, partitions=[part])])
+
+
+def deleted(body: Any, _run: Run) -> Meaning:
+    return [(code(p.error_code), p.low_watermark) for t in body.topics for p in t.partitions]
+
+
+READ_PATH = [
+    Case("Fetch", 1, "consumer_reads_a_partition",
+         lambda r: consumer_fetch(r, r.cluster.topic), consumer_fetch_meaning,
+         lambda _r: ("NONE", 0, [("NONE", True)])),
+    Case("Fetch", 1, "unknown_topic", lambda r: consumer_fetch(r, NO_SUCH_TOPIC),
+         consumer_fetch_meaning,
+         lambda r: ("NONE", 0, [("UNKNOWN_TOPIC_ID" if r.version >= 13 else ABSENT,
+                                 False)])),
+    Case("Fetch", 1, "offset_out_of_range",
+         lambda r: consumer_fetch(r, r.cluster.topic, offset=FAR_OFFSET),
+         consumer_fetch_meaning, lambda _r: ("NONE", 0, [("OFFSET_OUT_OF_RANGE", False)])),
+    Case("Fetch", 1, "newer_leader_epoch",
+         lambda r: consumer_fetch(r, r.cluster.topic, epoch=1 << 20),
+         consumer_fetch_meaning, lambda _r: ("NONE", 0, [("UNKNOWN_LEADER_EPOCH", False)]),
+         since=9),
+    # sessions are declined (session id 0), so an incremental fetch names an unknown one
+    Case("Fetch", 1, "incremental_session",
+         lambda r: consumer_fetch(r, r.cluster.topic, session_epoch=1),
+         consumer_fetch_meaning, lambda _r: ("FETCH_SESSION_ID_NOT_FOUND", 0, []), since=7),
+    Case("ListOffsets", 2, "earliest_and_latest",
+         earliest_and_latest, earliest_and_latest_meaning,
+         lambda _r: (("NONE", 0), ("NONE", True))),
+    Case("ListOffsets", 2, "by_timestamp_after_everything",
+         lambda r: list_offsets_request(r, r.cluster.topic, [1 << 50]), listed,
+         lambda _r: [("NONE", -1)]),
+    Case("ListOffsets", 2, "unknown_topic",
+         lambda r: list_offsets_request(r, NO_SUCH_TOPIC, [-1]), listed,
+         lambda _r: [(ABSENT, -1)]),
+    Case("ListOffsets", 2, "duplicate_partition",
+         lambda r: list_offsets_request(r, r.cluster.topic, [-1, -2]), listed,
+         lambda _r: [("INVALID_REQUEST", -1)] * 2),
+    Case("ListOffsets", 2, "newer_leader_epoch",
+         lambda r: list_offsets_request(r, r.cluster.topic, [-1], epoch=1 << 20), listed,
+         lambda _r: [("UNKNOWN_LEADER_EPOCH", -1)], since=4),
+    Case("OffsetForLeaderEpoch", 23, "current_epoch",
+         lambda r: epoch_end(r, r.cluster.topic, 0), epoch_ends,
+         lambda _r: [("NONE", True)]),
+    Case("OffsetForLeaderEpoch", 23, "unknown_topic",
+         lambda r: epoch_end(r, NO_SUCH_TOPIC, 0), epoch_ends, lambda _r: [(ABSENT, False)]),
+    Case("OffsetForLeaderEpoch", 23, "newer_leader_epoch",
+         lambda r: epoch_end(r, r.cluster.topic, 0, current=1 << 20), epoch_ends,
+         lambda _r: [("UNKNOWN_LEADER_EPOCH", False)]),
+    Case("DescribeLogDirs", 35, "all_partitions", lambda r: describe_log_dirs_request(r, None),
+         log_dirs_meaning, lambda _r: (1, [("NONE", 0, True, 0), ("NONE", 1, True, 0)])),
+    Case("DescribeLogDirs", 35, "other_topic",
+         lambda r: describe_log_dirs_request(r, [NO_SUCH_TOPIC]), log_dirs_meaning,
+         lambda _r: (1, [])),
+    Case("DeleteRecords", 21, "past_the_high_watermark",
+         lambda r: delete_records_request(r, r.cluster.topic, FAR_OFFSET), deleted,
+         lambda _r: [("OFFSET_OUT_OF_RANGE", -1)]),
+    Case("DeleteRecords", 21, "unknown_topic",
+         lambda r: delete_records_request(r, NO_SUCH_TOPIC, 0), deleted,
+         lambda _r: [(ABSENT, -1)]),
+    # nothing was deleted from the shared topic: asking for 0 keeps its log start there
+    Case("DeleteRecords", 21, "to_the_log_start",
+         lambda r: delete_records_request(r, r.cluster.topic, 0), deleted,
+         lambda _r: [("NONE", 0)]),
+]
+
 CASES: list[Case] = [*CLUSTER, *METADATA, *CREATE_TOPICS, *DELETE_TOPICS, *CREATE_PARTITIONS,
                      *DESCRIBE_CONFIGS, *ALTER_CONFIGS, *RAFT, *FETCH, *BROKER_LIFECYCLE,
-                     *PRODUCER_IDS, *PRODUCE]
+                     *PRODUCER_IDS, *PRODUCE, *READ_PATH]

@@ -238,6 +238,7 @@ class ReplicaManager:
         if hosted is not None and hosted.topic_id == local.topic_id:
             was_leader = hosted.is_leader
             hosted.registration = local.registration
+            _start_leader_epoch(hosted)
             hosted.maybe_advance_high_watermark()
             if was_leader != hosted.is_leader:
                 log.info("%s: %s in leader epoch %d", _name(local.tp),
@@ -250,6 +251,7 @@ class ReplicaManager:
                                     expiration_ms=self._expiration_ms)
         hosted = HostedPartition(local, partition_log, state, settings, self.broker_id,
                                  self._checkpointed_hw.get(local.tp, 0))
+        _start_leader_epoch(hosted)
         hosted.maybe_advance_high_watermark()
         self._partitions[local.tp] = hosted
 
@@ -397,6 +399,13 @@ class ReplicaManager:
             hosted.notify()
         self._partitions.clear()
         self.logs.shutdown(broker_epoch)
+
+
+def _start_leader_epoch(hosted: HostedPartition) -> None:
+    """A leader's epoch starts at its log end offset (OffsetForLeaderEpoch answers it, and
+    ListOffsets refuses consumers while the high watermark is below it)."""
+    if hosted.is_leader:
+        hosted.log.assign_epoch_start_offset(hosted.leader_epoch, hosted.log_end_offset)
 
 
 def _name(tp: TopicPartition) -> str:

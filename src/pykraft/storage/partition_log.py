@@ -261,6 +261,12 @@ class PartitionLog:
         return AppendInfo(self.log_end_offset, expected - 1, max_timestamp, offset_of_max,
                           len(data))
 
+    def assign_epoch_start_offset(self, epoch: int, offset: int) -> None:
+        """A new leader's epoch starts at its log end offset, before any batch of it is
+        written (Kafka's ``maybeAssignEpochStartOffset`` on becoming leader)."""
+        self._check_open()
+        self._epochs_dirty |= self.leader_epochs.assign(epoch, offset)
+
     def roll(self, now_ms: int) -> None:
         """Start a new segment at the log end offset (no-op if the active one is empty)."""
         self._check_open()

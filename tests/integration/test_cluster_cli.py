@@ -7,6 +7,7 @@ keeps growing); only a running one is refused; ``--fresh`` and ``delete`` start 
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -68,3 +69,14 @@ def test_up_down_up_restarts_the_stopped_cluster_on_its_data(directory: Path) ->
     deleted = cli("delete", "--dir", str(directory))
     assert deleted.returncode == 0, deleted.stderr
     assert not directory.exists()
+
+
+def test_up_detach_returns_once_brokers_serve_clients(directory: Path) -> None:
+    """A new user's next command (a producer, kcat) ran into a refused connection: the
+    broker opens its client listener only once the controller unfences it."""
+    up = cli("up", "--detach", "--controllers", "1", "--brokers", "1", "--dir", str(directory))
+    assert up.returncode == 0, up.stderr
+    cluster = LocalCluster.load(directory)
+    (broker,) = cluster.brokers
+    socket.create_connection(("127.0.0.1", cluster.nodes[broker].port), timeout=5).close()
+    assert cli("delete", "--dir", str(directory)).returncode == 0

@@ -93,6 +93,9 @@ def up(
         cluster.start_all()
         for line in cluster.add_voters() if dynamic else []:
             typer.echo(line)
+        # a broker opens its client listener once the controller unfences it: wait, so the
+        # producer or kcat a user runs next finds it
+        cluster.wait_listening(cluster.brokers)
     except (PyKraftError, OSError) as exc:
         cluster.stop_all()  # no half-started cluster left behind
         raise fail(str(exc)) from None

@@ -38,7 +38,8 @@ LISTENER = "PLAINTEXT"
 
 def _image(leader_epoch: int = 3) -> MetadataImage:
     parts = {0: PartitionRegistration((1,), (1,), 1, leader_epoch, 0),
-             1: PartitionRegistration((2,), (2,), 2, 5, 0)}
+             1: PartitionRegistration((2,), (2,), 2, 5, 0),
+             2: PartitionRegistration((2, 1), (2, 1), 2, 6, 0)}
     topic = TopicImage(TOPIC, TOPIC_ID, parts)
     brokers = {b: BrokerRegistration(b, 10, uuid.UUID(int=b), (BrokerEndpoint(
         name=LISTENER, host="127.0.0.1", port=9090 + b, security_protocol=0),), (), "r1",
@@ -69,13 +70,14 @@ def _produce(replicas: ReplicaManager, values: list[bytes], timestamp: int = 100
 
 def _fetch(version: int, partitions: list[dict[str, Any]], *, max_wait_ms: int = 0,
            min_bytes: int = 0, session_epoch: int = -1, isolation: int = 0,
-           topic_id: uuid.UUID = TOPIC_ID) -> Any:
+           topic_id: uuid.UUID = TOPIC_ID, replica_id: int = -1) -> Any:
     """A consumer's Fetch at ``version`` (fields the version lacks left out)."""
     parts = [{"partition": p["partition"], "current_leader_epoch": p.get("epoch", -1),
               "fetch_offset": p.get("offset", 0), "last_fetched_epoch": -1,
               "log_start_offset": -1, "partition_max_bytes": 1 << 20} for p in partitions]
     return kio_entity(load_payload_module(1, version, EntityType.request).FetchRequest, {
-        "replica_id": -1, "max_wait": datetime.timedelta(milliseconds=max_wait_ms),
+        "replica_id": replica_id, "replica_state": {"replica_id": replica_id},
+        "max_wait": datetime.timedelta(milliseconds=max_wait_ms),
         "min_bytes": min_bytes, "max_bytes": 1 << 20, "isolation_level": isolation,
         "session_id": 0, "session_epoch": session_epoch, "rack_id": "",
         "topics": [{"topic": TOPIC, "topic_id": topic_id, "partitions": parts}],
@@ -134,6 +136,25 @@ def test_fetch_errors_name_the_leader(replicas: ReplicaManager) -> None:
         assert all((p.high_watermark, p.log_start_offset) == (-1, -1) for p in parts)
         assert [(e.node_id, e.host, e.port) for e in response.node_endpoints] == [
             (1, "127.0.0.1", 9091), (2, "127.0.0.1", 9092)]
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("version", [12, 15])
+def test_only_the_leader_serves_fetches(replicas: ReplicaManager, version: int) -> None:
+    """Broker 1 follows partition 2: neither a consumer nor the other replica may fetch it
+    here; replica 2 reads partition 0 from its leader up to the log end."""
+    async def run() -> None:
+        fetcher = FetchHandler(replicas, LISTENER)
+        for replica_id in (-1, 2):
+            response = await fetcher.fetch(_fetch(version, [{"partition": 2}],
+                                                  replica_id=replica_id), version)
+            assert [p.error_code for p in _partitions(response)] == [
+                ErrorCode.not_leader_or_follower]
+        _produce(replicas, [b"a"])
+        response = await fetcher.fetch(_fetch(version, [{"partition": 0}], replica_id=2),
+                                       version)
+        assert _values(_partitions(response)[0].records) == [b"a"]
 
     asyncio.run(run())
 
@@ -247,7 +268,7 @@ def test_describe_log_dirs(replicas: ReplicaManager, tmp_path: Path) -> None:
     assert result.log_dir == str(tmp_path / "logs") and result.total_bytes > 0
     assert [(t.name, [(p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
                       for p in t.partitions]) for t in result.topics] == [
-        (TOPIC, [(0, _leader(replicas).log.size, 0, False)])]
+        (TOPIC, [(0, _leader(replicas).log.size, 0, False), (2, 0, 0, False)])]
     nothing = schema.DescribeLogDirsRequest(topics=(schema.DescribableLogDirTopic(
         topic="other", partitions=(0,)),))
     assert describe_log_dirs(nothing, replicas).results[0].topics == ()

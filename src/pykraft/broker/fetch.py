@@ -77,20 +77,19 @@ def replica_id_of(request: Any) -> int:
 
 
 class _Resolver:
-    """Looks partitions up for one read, keeping the hosted ones (to park on) and the
-    leader hints of the refused ones."""
+    """Looks partitions up for one read on their leader (consumers and followers alike:
+    no replica selector names a follower to read from), keeping the hosted ones (to park
+    on) and the leader hints of the refused ones."""
 
-    def __init__(self, replicas: ReplicaManager, require_leader: bool) -> None:
+    def __init__(self, replicas: ReplicaManager) -> None:
         self._replicas = replicas
-        self._require_leader = require_leader
         self.hosted: list[HostedPartition] = []
         self.leaders: dict[PartitionKey, tuple[int, int]] = {}
 
     def __call__(self, key: PartitionKey) -> ReadablePartition | ErrorCode:
         topic, index, epoch = key
         try:
-            part = self._replicas.partition_for(topic, index, current_leader_epoch=epoch,
-                                                require_leader=self._require_leader)
+            part = self._replicas.partition_for(topic, index, current_leader_epoch=epoch)
         except PartitionError as refused:
             if refused.error_code in _LEADER_HINTS:
                 self.leaders[key] = (refused.leader_id, refused.leader_epoch)
@@ -129,8 +128,7 @@ class FetchHandler:
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
               max_bytes: int) -> tuple[list[PartitionRead], _Resolver]:
-        resolver = _Resolver(self._replicas,
-                             require_leader=isolation is not FetchIsolation.LOG_END)
+        resolver = _Resolver(self._replicas)
         return read_partitions(wanted, resolver, max_bytes=max_bytes,
                                isolation=isolation), resolver
 

@@ -239,3 +239,22 @@ def test_delete_records_target(log: PartitionLog) -> None:
     assert delete_records_target(leader, 2) == 2
     assert delete_records_target(leader, 3) == ErrorCode.offset_out_of_range
     assert delete_records_target(leader, -2) == ErrorCode.offset_out_of_range
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])  # gzip, snappy, lz4, zstd
+def test_list_offsets_by_timestamp_inside_a_compressed_batch(log: PartitionLog,
+                                                             codec: int) -> None:
+    """The batch holding the target is decompressed to find the record (Kafka's
+    LogSegment.findOffsetByTimestamp iterates a compressed batch's records)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for offset, timestamp in enumerate([100, 200, 300]):
+        builder.append(offset, timestamp=timestamp, key=b"k", value=b"v" * 100, headers=[])
+    log.append(bytes(builder.build()), now_ms=0)
+    leader = Leader(log, high_watermark=3)
+    assert list_offset(leader, 150, isolation=HW) == ListedOffset(ErrorCode.none, 200, 1, 0)
+    assert list_offset(leader, 300, isolation=HW) == ListedOffset(ErrorCode.none, 300, 2, 0)
+    assert list_offset(leader, 301, isolation=HW) == ListedOffset(ErrorCode.none)

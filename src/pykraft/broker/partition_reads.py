@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pykraft.errors import OffsetOutOfRangeError
+from pykraft.partition.batch_records import batch_records
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import BatchHeader, Record, RecordBatch
 from pykraft.storage.partition_log import PartitionLog
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP)
@@ -211,10 +213,15 @@ def _offset_by_timestamp(part: ReadablePartition, timestamp: int) -> ListedOffse
         if newest < 0:
             return ListedOffset(ErrorCode.none)
         timestamp = newest  # the first record carrying the largest timestamp
-    hit = log.offset_for_timestamp(timestamp)
+    hit = log.offset_for_timestamp(timestamp, _records_of)
     if hit is None:
         return ListedOffset(ErrorCode.none)
     return ListedOffset(ErrorCode.none, hit.timestamp, hit.offset, hit.leader_epoch)
+
+
+def _records_of(header: BatchHeader, data: bytes, position: int) -> list[Record]:
+    """The records of a stored batch in any codec: producers compress user partitions."""
+    return batch_records(RecordBatch(header, data, position))
 
 
 def _epoch_at(part: ReadablePartition, offset: int) -> int:

@@ -41,6 +41,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
+from pykraft.records.batch import decode_records
 from pykraft.storage.batch_check import BatchProblemError, check_framing
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import fsync_dir
@@ -56,7 +57,13 @@ from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.offset_index import INDEX_SUFFIX
 from pykraft.storage.retention import SegmentStats
-from pykraft.storage.segment import LOG_SUFFIX, TXN_INDEX_SUFFIX, LogSegment, TimestampAndOffset
+from pykraft.storage.segment import (
+    LOG_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    RecordDecoder,
+    TimestampAndOffset,
+)
 from pykraft.storage.time_index import TIME_INDEX_SUFFIX
 
 DELETE_DIR_SUFFIX = "-delete"
@@ -417,12 +424,15 @@ class PartitionLog:
                 return found[1]
         return b""
 
-    def offset_for_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
-        """The first record at or after ``timestamp`` from the log start (ListOffsets)."""
+    def offset_for_timestamp(self, timestamp: int, decode: RecordDecoder = decode_records
+                             ) -> TimestampAndOffset | None:
+        """The first record at or after ``timestamp`` from the log start (ListOffsets);
+        ``decode`` reads the records of the batch that holds it (see the segment's)."""
         self._check_open()
         for segment in self._segments:
             if segment.largest_timestamp() >= timestamp:
-                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset,
+                                                        decode)
         return None
 
     # ------------------------------------------------------------------ lifecycle

@@ -21,12 +21,12 @@ from __future__ import annotations
 import logging
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from pykraft.errors import CorruptLogError, StorageError
-from pykraft.records.batch import HEADER_SIZE, BatchHeader, decode_records, read_header
+from pykraft.records.batch import HEADER_SIZE, BatchHeader, Record, decode_records, read_header
 from pykraft.storage.batch_check import BatchProblemError, check_framing
 from pykraft.storage.fsutil import write_all_at
 from pykraft.storage.index_file import CorruptIndexError
@@ -34,6 +34,9 @@ from pykraft.storage.leader_epoch import LeaderEpochCache
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex
 from pykraft.storage.time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
+
+#: decodes the records of one batch (header, its bytes, its file position)
+RecordDecoder = Callable[[BatchHeader, bytes, int], list[Record]]
 
 LOG_SUFFIX = ".log"
 TXN_INDEX_SUFFIX = ".txnindex"
@@ -174,12 +177,15 @@ class LogSegment:
                 self._rolling_timestamp = header.max_timestamp
         return self._rolling_timestamp
 
-    def find_offset_by_timestamp(self, timestamp: int,
-                                 starting_offset: int) -> TimestampAndOffset | None:
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int,
+                                 decode: RecordDecoder = decode_records
+                                 ) -> TimestampAndOffset | None:
         """The first record with timestamp >= ``timestamp`` and offset >= ``starting_offset``.
 
-        Only the batch whose max timestamp reaches the target is decoded (a compressed one
-        raises :class:`~pykraft.errors.UnsupportedCompressionError`).
+        Only the batch whose max timestamp reaches the target is decoded, by ``decode``: the
+        default raises :class:`~pykraft.errors.UnsupportedCompressionError` on a compressed
+        batch, so a user partition's reader passes one that decompresses (``partition/``,
+        above this layer).
         """
         indexed = self.time_index.lookup(timestamp)
         start = self.offset_index.lookup(max(indexed.offset, starting_offset)).position
@@ -188,7 +194,7 @@ class LogSegment:
             if header.max_timestamp < timestamp or header.last_offset < starting_offset:
                 continue
             data = self.read_bytes(found.position, header.size)
-            for record in decode_records(header, data, found.position):
+            for record in decode(header, data, found.position):
                 if record.timestamp >= timestamp and record.offset >= starting_offset:
                     return TimestampAndOffset(record.timestamp, record.offset,
                                               header.partition_leader_epoch)

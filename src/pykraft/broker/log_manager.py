@@ -12,6 +12,7 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
     logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
     logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
+    logs.compact(tp, high_watermark, now_ms)   # cleanup.policy=compact (retention's task)
 
 Start-up reads each directory's ``recovery-point-offset-checkpoint`` and
 ``log-start-offset-checkpoint`` and the ``.kafka_cleanshutdown`` marker (deleted once the
@@ -19,7 +20,10 @@ logs are loaded, so a later crash is seen as one), and removes directories an ea
 deletion renamed but did not remove. New partitions go to the directory holding the fewest
 (Kafka's ``nextLogDirs``). A partition whose ``partition.metadata`` names another topic id
 than the image is a recreated topic's stale replica: :meth:`get_or_create` deletes it first.
-Retention runs in the replica manager, which knows the high watermarks.
+Retention runs in the replica manager, which knows the high watermarks; it calls
+:meth:`LogManager.compact` for each partition. The cleaner's first dirty offsets are kept in
+memory (Kafka's ``cleaner-offset-checkpoint`` is not written: after a restart the first
+pass rescans the whole log, as Kafka does without that file).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from pykraft.broker.log_cleaner import clean_log
 from pykraft.errors import StorageError
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
@@ -71,6 +76,7 @@ class LogManager:
         self.default_config = default_config
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._pending_removal: list[tuple[int, Path]] = []
+        self._first_dirty: dict[TopicPartition, int] = {}
 
     # ------------------------------------------------------------------ start-up
 
@@ -125,6 +131,19 @@ class LogManager:
         write_partition_metadata(directory / PARTITION_METADATA, topic_id)
         self._logs[tp] = created
         return created
+
+    def compact(self, tp: TopicPartition, high_watermark: int, now_ms: int) -> bool:
+        """One log-cleaner pass over the partition (a no-op unless its ``cleanup.policy``
+        has ``compact`` and its dirty ratio or lag calls for it); True if it ran."""
+        partition_log = self._logs.get(tp)
+        if partition_log is None:
+            return False
+        end = clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
+                        first_dirty_offset=self._first_dirty.get(tp, 0))
+        if end is None:
+            return False
+        self._first_dirty[tp] = end
+        return True
 
     def _next_log_dir(self) -> Path:
         counts = {directory: 0 for directory in self.log_dirs}

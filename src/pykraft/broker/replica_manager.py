@@ -358,10 +358,12 @@ class ReplicaManager:
     # ------------------------------------------------------------------ periodic work
 
     def run_retention(self, now_ms: int) -> int:
-        """Delete the segments retention allows on every hosted log; returns how many."""
+        """Compact the logs that ask for it, then delete the segments retention allows on
+        every hosted log; returns how many were deleted."""
         deleted = 0
-        for hosted in self._partitions.values():
+        for tp, hosted in self._partitions.items():
             partition_log = hosted.log
+            self.logs.compact(tp, hosted.high_watermark, now_ms)
             doomed = segments_to_delete(
                 partition_log.segment_stats(), hosted.settings.log, now_ms=now_ms,
                 log_start_offset=partition_log.log_start_offset,

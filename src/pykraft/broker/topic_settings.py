@@ -11,8 +11,9 @@ broker's ``log.*`` synonym from its properties file, then Kafka's default. Inter
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pykraft.controller.config_defs import TOPIC_CONFIGS
 from pykraft.errors import ConfigError
@@ -35,6 +36,10 @@ _BROKER_SYNONYMS: Mapping[str, tuple[str, ...]] = {
     "compression.type": ("compression.type",),
     "min.insync.replicas": ("min.insync.replicas",),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
 }
@@ -42,6 +47,8 @@ _TO_MS = {"log.roll.hours": 3_600_000, "log.retention.hours": 3_600_000,
           "log.retention.minutes": 60_000}
 _DEFAULTS = {"message.timestamp.before.max.ms": str((1 << 63) - 1),
              "message.timestamp.after.max.ms": "3600000"}
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +78,17 @@ def topic_settings(own: Mapping[str, str], static: Mapping[str, str]) -> TopicSe
     def text(key: str) -> str:
         return _value(key, own, static)
 
-    def number(key: str) -> int:
+    def parsed(key: str, kind: Callable[[str], T]) -> T:
         try:
-            return int(text(key))
+            return kind(text(key))
         except ValueError:
             raise ConfigError(f"Invalid value {text(key)} for configuration {key}") from None
+
+    def number(key: str) -> int:
+        return parsed(key, int)
+
+    def ratio(key: str) -> float:
+        return parsed(key, float)
 
     policy = {part.strip() for part in text("cleanup.policy").split(",")}
     try:
@@ -86,7 +99,12 @@ def topic_settings(own: Mapping[str, str], static: Mapping[str, str]) -> TopicSe
                           segment_index_bytes=number("segment.index.bytes"),
                           retention_ms=number("retention.ms"),
                           retention_bytes=number("retention.bytes"),
-                          delete="delete" in policy),
+                          delete="delete" in policy,
+                          compact="compact" in policy,
+                          delete_retention_ms=number("delete.retention.ms"),
+                          min_cleanable_dirty_ratio=ratio("min.cleanable.dirty.ratio"),
+                          min_compaction_lag_ms=number("min.compaction.lag.ms"),
+                          max_compaction_lag_ms=number("max.compaction.lag.ms")),
             append=AppendConfig(
                 max_message_bytes=number("max.message.bytes"),
                 timestamp_type=text("message.timestamp.type"),

@@ -10,13 +10,17 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # retention.ms / log.retention.hours=168
 DEFAULT_RETENTION_BYTES = -1  # retention.bytes: no size limit
+DEFAULT_DELETE_RETENTION_MS = 24 * 3600 * 1000  # delete.retention.ms: tombstones kept a day
+DEFAULT_MIN_CLEANABLE_DIRTY_RATIO = 0.5  # min.cleanable.dirty.ratio
+DEFAULT_MAX_COMPACTION_LAG_MS = (1 << 63) - 1  # max.compaction.lag.ms
 
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     """``segment.bytes``, ``segment.ms``, ``index.interval.bytes``, ``segment.index.bytes``,
     ``retention.ms`` and ``retention.bytes`` of one topic (-1 disables a retention limit).
-    ``delete`` is whether ``cleanup.policy`` includes ``delete``."""
+    ``delete`` and ``compact`` are whether ``cleanup.policy`` includes them; the last four
+    are the log cleaner's (:mod:`pykraft.storage.compaction`)."""
 
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     segment_ms: int = DEFAULT_SEGMENT_MS
@@ -25,6 +29,11 @@ class LogConfig:
     retention_ms: int = DEFAULT_RETENTION_MS
     retention_bytes: int = DEFAULT_RETENTION_BYTES
     delete: bool = True
+    compact: bool = False
+    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    min_cleanable_dirty_ratio: float = DEFAULT_MIN_CLEANABLE_DIRTY_RATIO
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = DEFAULT_MAX_COMPACTION_LAG_MS
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:  # Kafka's minimum (1 MiB from Kafka 4.0, KIP-1030)

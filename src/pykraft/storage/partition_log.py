@@ -16,6 +16,7 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
     log.truncate_fully_and_start_at(offset, now_ms)
     log.increment_log_start_offset(offset, high_watermark)   # DeleteRecords
     log.segment_stats()  ->  storage.retention  ->  log.delete_segments(base_offsets, now_ms)
+    log.segment_data(base); log.replace_segment(base, cleaned, now_ms)   # compaction
     log.close(); rename_for_delete(directory); remove_deleted_dir(path)
 
 Opening recovers: temporary files of interrupted operations are removed, index files without
@@ -44,7 +45,7 @@ from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageErr
 from pykraft.records.batch import decode_records
 from pykraft.storage.batch_check import BatchProblemError, check_framing
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.fsutil import fsync_dir
+from pykraft.storage.fsutil import fsync_dir, write_all_at
 from pykraft.storage.index_file import CorruptIndexError
 from pykraft.storage.leader_epoch import (
     LEADER_EPOCH_CHECKPOINT,
@@ -63,13 +64,15 @@ from pykraft.storage.segment import (
     LogSegment,
     RecordDecoder,
     TimestampAndOffset,
+    segment_file,
 )
 from pykraft.storage.time_index import TIME_INDEX_SUFFIX
 
 DELETE_DIR_SUFFIX = "-delete"
 _SEGMENT_FILE = re.compile(r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex)")
 _DIR_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)(?:\.([0-9a-f]{32})-(delete|future|stray))?")
-_TEMP_SUFFIXES = (".deleted", ".cleaned")
+_CLEANED_SUFFIX = ".cleaned"
+_TEMP_SUFFIXES = (".deleted", _CLEANED_SUFFIX)
 _SWAP_SUFFIX = ".swap"
 
 log = logging.getLogger(__name__)
@@ -381,6 +384,50 @@ class PartitionLog:
         self._epochs_dirty |= self.leader_epochs.truncate_from_start(self.log_start_offset)
         return count
 
+    def segment_data(self, base_offset: int) -> bytes:
+        """Every byte of the (inactive) segment based at ``base_offset``, for the cleaner."""
+        segment = self._inactive_segment(base_offset)
+        return segment.read_bytes(0, segment.size)
+
+    def replace_segment(self, base_offset: int, data: bytes, now_ms: int) -> None:
+        """Swap in a cleaned copy of an inactive segment, crash-safe as Kafka's
+        ``replaceSegments``: write ``<base>.log.cleaned``, rename it ``.log.swap``, delete
+        the old segment, then drop the ``.swap`` suffix (opening the log completes a swap
+        left behind and deletes a leftover ``.cleaned``). Indexes are rebuilt."""
+        self._check_open()
+        old = self._inactive_segment(base_offset)
+        final = segment_file(self.directory, base_offset, LOG_SUFFIX)
+        cleaned = final.with_name(final.name + _CLEANED_SUFFIX)
+        swap = final.with_name(final.name + _SWAP_SUFFIX)
+        fd = os.open(cleaned, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all_at(fd, cleaned, data, 0)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(cleaned, swap)
+        fsync_dir(self.directory)
+        old.delete()
+        fsync_dir(self.directory)
+        os.rename(swap, final)
+        fsync_dir(self.directory)
+        fresh = LogSegment.open(self.directory, base_offset, self.config, now_ms)
+        fresh.recover()
+        self._segments[self._bases.index(base_offset)] = fresh
+
+    def _segment(self, base_offset: int) -> LogSegment:
+        number = bisect.bisect_left(self._bases, base_offset)
+        if number == len(self._bases) or self._bases[number] != base_offset:
+            raise StorageError(f"{self.directory}: no segment based at {base_offset}")
+        return self._segments[number]
+
+    def _inactive_segment(self, base_offset: int) -> LogSegment:
+        self._check_open()
+        segment = self._segment(base_offset)
+        if segment is self.active:
+            raise StorageError(f"{self.directory}: the active segment is never cleaned")
+        return segment
+
     def _remove(self, doomed: Sequence[LogSegment]) -> None:
         if not doomed:
             return
@@ -462,25 +509,49 @@ def _clean_directory(directory: Path) -> list[int]:
     does; returns the segments' base offsets in order."""
     bases: set[int] = set()
     indexes: list[tuple[int, Path]] = []
+    swaps: list[Path] = []
     for entry in directory.iterdir():
         name = entry.name
         if name.endswith(_TEMP_SUFFIXES):
             log.info("%s: deleting the leftover %s", directory, name)
             entry.unlink()
         elif name.endswith(_SWAP_SUFFIX):
-            raise StorageError(f"{entry}: an interrupted segment swap (compaction), which "
-                               "pykraft does not complete; let Kafka load this log once")
+            swaps.append(entry)
         elif (match := _SEGMENT_FILE.fullmatch(name)) is not None:
             base = int(match.group(1))
             if match.group(2) == LOG_SUFFIX:
                 bases.add(base)
             else:
                 indexes.append((base, entry))
+    for swap in swaps:
+        completed = _complete_swap(swap)
+        if completed is not None:
+            bases.add(completed)
+            indexes = [(base, path) for base, path in indexes if base != completed]
     for base, path in indexes:
         if base not in bases:
             log.warning("Found an orphaned index file %s, with no corresponding log file.", path)
             path.unlink()
     return sorted(bases)
+
+
+def _complete_swap(swap: Path) -> int | None:
+    """Finish a segment swap a crash interrupted (Kafka's loader does the same): the
+    ``.log.swap`` replaces the segment of its base offset, whose old files and indexes are
+    deleted (rebuilt on open); an index ``.swap`` is deleted. Returns the base offset of a
+    completed segment."""
+    match = _SEGMENT_FILE.fullmatch(swap.name[:-len(_SWAP_SUFFIX)])
+    if match is None or match.group(2) != LOG_SUFFIX:
+        log.info("%s: deleting the leftover %s", swap.parent, swap.name)
+        swap.unlink()
+        return None
+    base = int(match.group(1))
+    log.info("%s: completing the interrupted swap of %s", swap.parent, swap.name)
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
+        segment_file(swap.parent, base, suffix).unlink(missing_ok=True)
+    os.rename(swap, segment_file(swap.parent, base, LOG_SUFFIX))
+    fsync_dir(swap.parent)
+    return base
 
 
 def _check_or_rebuild_indexes(segment: LogSegment) -> None:

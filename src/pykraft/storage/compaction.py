@@ -1,0 +1,126 @@
+"""Log compaction (``cleanup.policy=compact``): pure rules of Kafka's ``LogCleaner``.
+
+Nothing here touches files or clocks: the caller passes the segments' statistics, ``now_ms``
+and the records it decoded. Kafka's rules, as far as pykraft applies them:
+
+- The cleanable range runs from the log start to the first uncleanable offset: the active
+  segment's base, the high watermark (Kafka stops at the last stable offset, which never
+  exceeds it) and the first segment younger than ``min.compaction.lag.ms``
+  (:func:`first_uncleanable_offset`). Only whole segments below it are rewritten; the active
+  segment never is.
+- A log is cleaned when its dirty ratio (bytes after the cleaner checkpoint over the
+  cleanable bytes) reaches ``min.cleanable.dirty.ratio``, or when a dirty segment is older
+  than ``max.compaction.lag.ms`` (:func:`plan_cleaning`).
+- The offset map holds each key's latest offset in the cleanable range
+  (:class:`OffsetMap`). A data record survives when it is its key's latest (records past the
+  map's range are never touched); a record without a key never survives (the produce path
+  refuses them for compacted topics: "Compacted topic cannot accept message without key").
+- A tombstone (null value) survives ``delete.retention.ms``, so consumers that are behind
+  still see the delete (KIP-534): the first pass that keeps it stamps its batch with a
+  delete horizon (``now_ms + delete.retention.ms``, :func:`delete_horizon`, kept in the
+  batch's base timestamp with attribute bit 6), and a later pass at or past the horizon
+  removes it (:func:`retains_record`).
+- Control batches (transaction markers) are always kept.
+
+Interface::
+
+    plan = plan_cleaning(segment_stats, config, now_ms=..., first_dirty_offset=...,
+                         high_watermark=...)            # None: nothing to clean now
+    offset_map = OffsetMap(); offset_map.put(key, offset)  # over plan.end_offset's range
+    keep = retains_record(record, offset_map, horizon_ms=batch_header.delete_horizon_ms,
+                          now_ms=now_ms)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pykraft.records.batch import Record
+from pykraft.storage.log_config import LogConfig
+from pykraft.storage.retention import SegmentStats
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningPlan:
+    """The segments to rewrite (base offsets, oldest first), the first offset the cleaner
+    leaves alone (the next cleaner checkpoint) and the dirty ratio that triggered it."""
+
+    base_offsets: tuple[int, ...]
+    end_offset: int
+    dirty_ratio: float
+
+
+class OffsetMap:
+    """Each key's latest offset in the cleanable range (Kafka's ``SkimpyOffsetMap``, but
+    exact: keys are kept whole, not as hashes)."""
+
+    def __init__(self) -> None:
+        self._latest: dict[bytes, int] = {}
+        self.latest_offset = -1
+
+    def put(self, key: bytes, offset: int) -> None:
+        self._latest[key] = offset
+        self.latest_offset = max(self.latest_offset, offset)
+
+    def get(self, key: bytes) -> int | None:
+        return self._latest.get(key)
+
+    def __len__(self) -> int:
+        return len(self._latest)
+
+
+def first_uncleanable_offset(segments: Sequence[SegmentStats], config: LogConfig, *,
+                             now_ms: int, high_watermark: int) -> int:
+    """The first offset the cleaner may not touch (Kafka's ``cleanableOffsets``)."""
+    bound = min(segments[-1].base_offset, high_watermark)
+    if config.min_compaction_lag_ms > 0:
+        for segment in segments[:-1]:
+            if segment.largest_timestamp > now_ms - config.min_compaction_lag_ms:
+                bound = min(bound, segment.base_offset)
+                break
+    return bound
+
+
+def plan_cleaning(segments: Sequence[SegmentStats], config: LogConfig, *, now_ms: int,
+                  first_dirty_offset: int, high_watermark: int) -> CleaningPlan | None:
+    """The whole segments below the first uncleanable offset, when the log needs cleaning:
+    dirty ratio at least ``min.cleanable.dirty.ratio`` or a dirty segment older than
+    ``max.compaction.lag.ms``. None for a log without ``compact`` or nothing to do."""
+    if not config.compact or not segments:
+        return None
+    bound = first_uncleanable_offset(segments, config, now_ms=now_ms,
+                                     high_watermark=high_watermark)
+    cleanable = [segment for segment in segments[:-1] if segment.end_offset <= bound]
+    if not cleanable:
+        return None
+    end = cleanable[-1].end_offset
+    dirty = [segment for segment in cleanable if segment.end_offset > first_dirty_offset]
+    if not dirty:
+        return None
+    total = sum(segment.size for segment in cleanable)
+    ratio = sum(segment.size for segment in dirty) / total if total else 0.0
+    overdue = any(now_ms - segment.largest_timestamp > config.max_compaction_lag_ms
+                  for segment in dirty)
+    if ratio < config.min_cleanable_dirty_ratio and not overdue:
+        return None
+    return CleaningPlan(tuple(segment.base_offset for segment in cleanable), end, ratio)
+
+
+def delete_horizon(config: LogConfig, now_ms: int) -> int:
+    """The delete horizon a cleaning pass stamps on batches whose tombstones it keeps."""
+    return now_ms + config.delete_retention_ms
+
+
+def retains_record(record: Record, offset_map: OffsetMap, *, horizon_ms: int | None,
+                   now_ms: int) -> bool:
+    """Whether a data record survives cleaning (Kafka's ``shouldRetainRecord``); a
+    tombstone survives while its batch has no delete horizon yet or ``now_ms`` is before it."""
+    if record.offset > offset_map.latest_offset:
+        return True
+    if record.key is None:
+        return False
+    latest = offset_map.get(record.key)
+    if latest is not None and record.offset < latest:
+        return False
+    return record.value is not None or horizon_ms is None or now_ms < horizon_ms

@@ -1,0 +1,67 @@
+"""A compacted topic on a broker: the retention task compacts it (the latest value per key
+stays at its offset), and a record without a key is refused at produce."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from replica_fixtures import client_batch, topic, with_records
+
+from pykraft.broker.log_manager import LogManager
+from pykraft.broker.replica_manager import ReplicaManager
+from pykraft.image.image import MetadataImage
+from pykraft.partition.batch_records import batch_records
+from pykraft.partition.validator import ProduceValidationError
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import iter_batches
+from pykraft.records.metadata import ConfigRecord
+from pykraft.storage.log_config import LogConfig
+
+T1 = uuid.UUID(int=9)
+
+
+def _compacted(directory: Path) -> ReplicaManager:
+    image = with_records(MetadataImage(), *topic("t", T1, (1,)), *(
+        ConfigRecord(resource_type=2, resource_name="t", name=name, value=value)
+        for name, value in (("cleanup.policy", "compact"), ("segment.bytes", "200"))))
+    logs = LogManager([directory], LogConfig())
+    logs.startup(1_000)
+    manager = ReplicaManager(1, logs, {})
+    manager.apply_image(image, 1_000)
+    return manager
+
+
+def test_the_retention_task_compacts_a_compacted_topic(tmp_path: Path) -> None:
+    manager = _compacted(tmp_path)
+    part = manager.partition_for("t", 0)
+    for index in range(8):
+        manager.append_records(part, client_batch([b"v%d" % index], key=b"k%d" % (index % 2)),
+                               acks=-1, api_version=12, now_ms=2_000)
+    assert len(part.log.segment_stats()) > 2
+    manager.run_retention(3_000)
+    data = b""
+    offset = part.log.log_start_offset
+    while data_part := part.log.read(offset, 1 << 20):
+        batches = list(iter_batches(data_part))
+        data += data_part
+        offset = batches[-1].header.next_offset
+    seen = [(r.offset, r.key, r.value) for b in iter_batches(data) for r in batch_records(b)]
+    # the active segment is never cleaned: what it holds stays, older duplicates go
+    active = part.log.active.base_offset
+    assert active >= 4
+    assert [entry for entry in seen if entry[0] < active] == [
+        (offset, b"k%d" % (offset % 2), b"v%d" % offset) for offset in (active - 2, active - 1)]
+    assert [entry[0] for entry in seen if entry[0] >= active] == list(range(active, 8))
+    assert part.log_end_offset == 8
+
+
+def test_a_record_without_key_is_refused(tmp_path: Path) -> None:
+    manager = _compacted(tmp_path)
+    part = manager.partition_for("t", 0)
+    with pytest.raises(ProduceValidationError) as refused:
+        manager.append_records(part, client_batch([b"v"], key=None), acks=-1, api_version=12,
+                               now_ms=2_000)
+    assert refused.value.error_code == ErrorCode.invalid_record
+    assert "Compacted topic cannot accept message without key" in str(refused.value)

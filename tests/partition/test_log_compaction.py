@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -80,8 +80,9 @@ def _expected(before: list[Entry], tombstone_kept: set[int]) -> list[Entry]:
             if latest[key] == offset and (value is not None or offset in tombstone_kept)]
 
 
-def _clean(log: PartitionLog, now: int) -> int | None:
-    return clean_log(log, now_ms=now, high_watermark=log.log_end_offset, first_dirty_offset=0)
+def _clean(log: PartitionLog, now: int, active: Mapping[int, int] | None = None) -> int | None:
+    return clean_log(log, now_ms=now, high_watermark=log.log_end_offset, first_dirty_offset=0,
+                     producer_last_offsets=active or {})
 
 
 @settings(max_examples=40, deadline=None,
@@ -97,13 +98,21 @@ def test_latest_value_per_key_survives_at_its_offset(tmp_path: Path, batches: li
         bases = _append_all(log, batches)
         before = _entries(log)
         headers_before = {b.header.base_offset: b.header for b in _batches(log)}
-        assert _clean(log, now) == log.log_end_offset
+        # the producers of even batches are active: their emptied last batch stays
+        active = {header.producer_id: header.last_offset
+                  for header in headers_before.values() if header.producer_id % 2 == 0}
+        assert _clean(log, now, active) == log.log_end_offset
         latest = _expected(before, {offset for offset, _, _ in before})
         assert _entries(log) == latest
-        for batch in _batches(log):  # offsets, producer ids and sequences never change
+        after = {b.header.base_offset: b for b in _batches(log)}
+        for base, original in headers_before.items():
+            survivors = [entry for entry in latest if bases[entry[0]] == base]
+            assert (base in after) == (bool(survivors) or original.producer_id in active)
+        for batch in after.values():  # offsets, producer ids and sequences never change
             original = headers_before[batch.header.base_offset]
-            assert (batch.header.producer_id, batch.header.base_sequence) == (
-                original.producer_id, original.base_sequence)
+            assert (batch.header.last_offset, batch.header.producer_id,
+                    batch.header.base_sequence) == (original.last_offset, original.producer_id,
+                                                    original.base_sequence)
             assert all(bases[r.offset] == batch.header.base_offset
                        for r in batch_records(batch))
             assert (batch.header.delete_horizon_ms == now + retention) == any(
@@ -115,6 +124,8 @@ def test_latest_value_per_key_survives_at_its_offset(tmp_path: Path, batches: li
         _clean(log, now + retention)
         without_tombstones = _expected(before, set())
         assert _entries(log) == without_tombstones
+        # once their producers expired, the emptied batches go too
+        assert all(b.header.records_count for b in _batches(log))
     with PartitionLog.open(directory, _config(), now_ms=now) as reopened:
         assert _entries(reopened) == without_tombstones
 
@@ -130,15 +141,20 @@ def test_kafka_python_reads_the_cleaned_segments(tmp_path: Path) -> None:
     directory = tmp_path / "compacted-0"
     log, expected = _filled_log(directory, now=1_000)
     with log:
-        assert _clean(log, 1_000) is not None
+        active = {b.header.producer_id: b.header.last_offset for b in _batches(log)}
+        assert _clean(log, 1_000, active) is not None
     seen: list[Entry] = []
+    empty = 0
     for segment in sorted(directory.glob("*.log")):
         records = MemoryRecords(segment.read_bytes())
         while records.has_next():
             batch = records.next_batch()
             assert batch.validate_crc()
-            seen += [(r.offset, r.key, r.value) for r in batch]
+            found = [(r.offset, r.key, r.value) for r in batch]
+            empty += not found
+            seen += found
     assert seen == expected and len(seen) == 3
+    assert empty == 9  # the active producers' emptied batches stay as headers
 
 
 def test_markers_and_control_batches_are_kept(tmp_path: Path) -> None:
@@ -148,7 +164,8 @@ def test_markers_and_control_batches_are_kept(tmp_path: Path) -> None:
         [record(0, key=b"k", value=b"new")], base_offset=2)
     offset_map = OffsetMap()
     add_to_offset_map(data, offset_map, end_offset=3)
-    cleaned = clean_batches(data, offset_map, now_ms=5, horizon_ms=DAY)
+    cleaned = clean_batches(data, offset_map, now_ms=5, horizon_ms=DAY,
+                            producer_last_offsets={})
     assert [b.header.base_offset for b in iter_batches(cleaned)] == [1, 2]
     assert next(iter_batches(cleaned)).data == marker
 
@@ -177,7 +194,8 @@ def test_crash_at_each_swap_step_recovers(tmp_path: Path, clean_shutdown: bool) 
     for stats in log.segment_stats()[:-1]:
         add_to_offset_map(log.segment_data(stats.base_offset), offset_map, log.log_end_offset)
     original = log.segment_data(first.base_offset)
-    cleaned = clean_batches(original, offset_map, now_ms=0, horizon_ms=DAY)
+    cleaned = clean_batches(original, offset_map, now_ms=0, horizon_ms=DAY,
+                            producer_last_offsets={})
     before = _entries(log)
     log.close()
     assert cleaned != original

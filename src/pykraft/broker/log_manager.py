@@ -12,7 +12,7 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
     logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
     logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
-    logs.compact(tp, high_watermark, now_ms)   # cleanup.policy=compact (retention's task)
+    logs.compact(tp, high_watermark, now_ms, producer_last_offsets)   # cleanup.policy=compact
 
 Start-up reads each directory's ``recovery-point-offset-checkpoint`` and
 ``log-start-offset-checkpoint`` and the ``.kafka_cleanshutdown`` marker (deleted once the
@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pykraft.broker.log_cleaner import clean_log
@@ -132,14 +132,18 @@ class LogManager:
         self._logs[tp] = created
         return created
 
-    def compact(self, tp: TopicPartition, high_watermark: int, now_ms: int) -> bool:
+    def compact(self, tp: TopicPartition, high_watermark: int, now_ms: int,
+                producer_last_offsets: Mapping[int, int]) -> bool:
         """One log-cleaner pass over the partition (a no-op unless its ``cleanup.policy``
-        has ``compact`` and its dirty ratio or lag calls for it); True if it ran."""
+        has ``compact`` and its dirty ratio or lag calls for it); True if it ran.
+        ``producer_last_offsets`` (active producer id -> last data offset) keeps their
+        last batches, emptied if need be."""
         partition_log = self._logs.get(tp)
         if partition_log is None:
             return False
         end = clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
-                        first_dirty_offset=self._first_dirty.get(tp, 0))
+                        first_dirty_offset=self._first_dirty.get(tp, 0),
+                        producer_last_offsets=producer_last_offsets)
         if end is None:
             return False
         self._first_dirty[tp] = end

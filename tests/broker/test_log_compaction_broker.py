@@ -11,6 +11,7 @@ from replica_fixtures import client_batch, topic, with_records
 
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_manager import ReplicaManager
+from pykraft.broker.topic_settings import topic_settings
 from pykraft.image.image import MetadataImage
 from pykraft.partition.batch_records import batch_records
 from pykraft.partition.validator import ProduceValidationError
@@ -65,3 +66,18 @@ def test_a_record_without_key_is_refused(tmp_path: Path) -> None:
                                now_ms=2_000)
     assert refused.value.error_code == ErrorCode.invalid_record
     assert "Compacted topic cannot accept message without key" in str(refused.value)
+
+
+def test_compaction_settings_follow_topic_then_broker_keys() -> None:
+    settings = topic_settings({"cleanup.policy": "compact,delete",
+                               "min.cleanable.dirty.ratio": "0.1"},
+                              {"log.cleaner.delete.retention.ms": "5000",
+                               "log.cleaner.min.compaction.lag.ms": "7"})
+    log = settings.log
+    assert (log.compact, log.delete, log.min_cleanable_dirty_ratio, log.delete_retention_ms,
+            log.min_compaction_lag_ms, log.max_compaction_lag_ms) == (
+        True, True, 0.1, 5000, 7, (1 << 63) - 1)
+    assert settings.append.compacted
+    plain = topic_settings({}, {}).log
+    assert (plain.compact, plain.delete, plain.delete_retention_ms,
+            plain.min_cleanable_dirty_ratio) == (False, True, 86_400_000, 0.5)

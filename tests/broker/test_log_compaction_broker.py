@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from replica_fixtures import client_batch, topic, with_records
 
-from pykraft.broker.log_manager import LogManager
+from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.image.image import MetadataImage
@@ -19,6 +19,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import ConfigRecord
 from pykraft.storage.log_config import LogConfig
+from pykraft.storage.offset_checkpoints import TopicPartition, read_offset_checkpoint
 
 T1 = uuid.UUID(int=9)
 
@@ -56,6 +57,18 @@ def test_the_retention_task_compacts_a_compacted_topic(tmp_path: Path) -> None:
         (offset, b"k%d" % (offset % 2), b"v%d" % offset) for offset in (active - 2, active - 1)]
     assert [entry[0] for entry in seen if entry[0] >= active] == list(range(active, 8))
     assert part.log_end_offset == 8
+    # the first dirty offset is checkpointed: nothing is dirty again, even after a restart
+    checkpoint = tmp_path / CLEANER_OFFSET_CHECKPOINT
+    assert read_offset_checkpoint(checkpoint) == {TopicPartition("t", 0): active}
+    assert not manager.logs.compact(TopicPartition("t", 0), 8, 3_000, {})
+    manager.shutdown(now_ms=3_000)
+    restarted = LogManager([tmp_path], LogConfig(segment_bytes=200, compact=True))
+    restarted.startup(4_000)
+    assert not restarted.compact(TopicPartition("t", 0), 8, 4_000, {})
+    checkpoint.unlink()
+    fresh = LogManager([tmp_path], LogConfig(segment_bytes=200, compact=True))
+    fresh.startup(4_000)
+    assert fresh.compact(TopicPartition("t", 0), 8, 4_000, {})
 
 
 def test_a_record_without_key_is_refused(tmp_path: Path) -> None:

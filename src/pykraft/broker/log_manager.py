@@ -21,9 +21,9 @@ deletion renamed but did not remove. New partitions go to the directory holding 
 (Kafka's ``nextLogDirs``). A partition whose ``partition.metadata`` names another topic id
 than the image is a recreated topic's stale replica: :meth:`get_or_create` deletes it first.
 Retention runs in the replica manager, which knows the high watermarks; it calls
-:meth:`LogManager.compact` for each partition. The cleaner's first dirty offsets are kept in
-memory (Kafka's ``cleaner-offset-checkpoint`` is not written: after a restart the first
-pass rescans the whole log, as Kafka does without that file).
+:meth:`LogManager.compact` for each partition. Each directory's
+``cleaner-offset-checkpoint`` holds the first dirty offset of its compacted partitions,
+written after each cleaning and read at start-up, as Kafka's cleaner manager does.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from pykraft.storage.partition_metadata import (
 )
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 METADATA_TOPIC = "__cluster_metadata"
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class LogManager:
             clean = marker.exists()
             recovery = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
             starts = read_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
+            cleaned = read_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT)
             for child, tp in _partition_dirs(directory):
                 if tp in self._logs:
                     raise StorageError(f"Duplicate log directories for {tp.topic}-"
@@ -97,6 +99,8 @@ class LogManager:
                     child, self.default_config, now_ms=now_ms,
                     recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                     clean_shutdown=clean)
+                if tp in cleaned:
+                    self._first_dirty[tp] = cleaned[tp]
             marker.unlink(missing_ok=True)
             for leftover in directory.glob(f"*{DELETE_DIR_SUFFIX}"):
                 remove_deleted_dir(leftover)
@@ -141,12 +145,19 @@ class LogManager:
         partition_log = self._logs.get(tp)
         if partition_log is None:
             return False
+        first_dirty = self._first_dirty.get(tp, 0)
+        if not partition_log.log_start_offset <= first_dirty <= partition_log.log_end_offset:
+            first_dirty = partition_log.log_start_offset  # Kafka resets an invalid checkpoint
         end = clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
-                        first_dirty_offset=self._first_dirty.get(tp, 0),
+                        first_dirty_offset=first_dirty,
                         producer_last_offsets=producer_last_offsets)
         if end is None:
             return False
         self._first_dirty[tp] = end
+        directory = partition_log.directory.parent
+        write_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT, {
+            other: offset for other, offset in sorted(self._first_dirty.items())
+            if other in self._logs and self._logs[other].directory.parent == directory})
         return True
 
     def _next_log_dir(self) -> Path:
@@ -160,6 +171,7 @@ class LogManager:
         """Close the log and rename it ``<dir>.<uuid>-delete``; its files go after
         ``delay_ms`` (Kafka's ``file.delete.delay.ms``) by :meth:`remove_deleted`."""
         partition_log = self._logs.pop(tp, None)
+        self._first_dirty.pop(tp, None)
         if partition_log is None:
             return
         partition_log.close()

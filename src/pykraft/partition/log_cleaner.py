@@ -5,9 +5,10 @@ A batch whose records all survive is copied byte for byte. Otherwise its survivi
 are re-encoded into one batch of the same codec, with the same base offset, leader epoch,
 attributes and producer id, epoch and base sequence (offsets never change, so gaps
 appear) and its last offset stays, so the producer's last sequence does (Kafka's
-``MemoryRecords.filterTo`` does the same). A batch keeping a tombstone is
-stamped with the delete horizon the first time (KIP-534). A batch left empty is dropped;
-control batches (transaction markers) are always kept.
+``MemoryRecords.filterTo`` does the same). A batch keeping a tombstone is stamped with the
+delete horizon the first time (KIP-534). A batch left empty is dropped, unless it is the
+last of an active producer: then its header stays, with no records. Control batches
+(transaction markers) are always kept.
 
 Interface::
 

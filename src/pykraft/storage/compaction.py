@@ -22,6 +22,10 @@ and the records it decoded. Kafka's rules, as far as pykraft applies them:
   removes it (:func:`retains_record`).
 - Control batches (transaction markers) are always kept.
 
+Not yet as Kafka: records of aborted transactions are compacted like committed ones (Kafka
+drops them and, past the horizon, the markers too), segments are rewritten one to one
+(Kafka merges small neighbours into one) and a segment is rewritten in memory.
+
 Interface::
 
     plan = plan_cleaning(segment_stats, config, now_ms=..., first_dirty_offset=...,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,20 @@ def combined_node(base: Path, properties: dict[str, str]) -> LocalCluster:
     format_storage(FormatRequest(config=ServerConfig.load(node.config), cluster_id=cluster_id,
                                  mode=QuorumMode.STATIC))
     return LocalCluster(base, cluster_id, [node])
+
+
+@contextmanager
+def one_broker_cluster(base: Path, properties: dict[str, str] = PROPERTIES,
+                       ) -> Iterator[LocalCluster]:
+    """1 controller + 1 broker, running and unfenced; killed by PID when the block ends."""
+    made = LocalCluster.create(base, 1, properties, brokers=1)
+    made.start_all()
+    try:
+        wait_for_brokers(made, 1)
+        yield made
+    finally:
+        for node_id in made.nodes:
+            made.kill(node_id)
 
 
 def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, wait_for_brokers
+from broker_harness import PROPERTIES, one_broker_cluster
 
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -26,15 +26,8 @@ Produced = dict[tuple[Any, Any], tuple[Any, ...]]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    made = LocalCluster.create(tmp_path_factory.mktemp("consume") / "cluster", 1, PROPERTIES,
-                               brokers=1)
-    made.start_all()
-    try:
-        wait_for_brokers(made, 1)
+    with one_broker_cluster(tmp_path_factory.mktemp("consume") / "cluster", PROPERTIES) as made:
         yield made
-    finally:
-        for node_id in made.nodes:
-            made.kill(node_id)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, broker_call, wait_for, wait_for_brokers
+from broker_harness import broker_call, one_broker_cluster, wait_for, wait_for_brokers
 from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
 from kio.schema.types import ProducerId, TransactionalId
 from kio.static.primitive import i16, i32Timedelta
@@ -22,14 +22,8 @@ from pykraft.tools.local_cluster import LocalCluster
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    made = LocalCluster.create(tmp_path / "cluster", 1, PROPERTIES, brokers=1)
-    made.start_all()
-    try:
-        wait_for_brokers(made, 1)
+    with one_broker_cluster(tmp_path / "cluster") as made:
         yield made
-    finally:
-        for node_id in made.nodes:
-            made.kill(node_id)
 
 
 def init_producer_id(cluster: LocalCluster, transactional_id: str | None = None) -> Any:

@@ -599,11 +599,15 @@ PRODUCER_IDS = [
 
 
 def produce(acks: int, topic: str | None = None, *, records: bytes = b"") -> Callable[[Run], Any]:
-    """One partition's records for ``topic`` (the cluster's existing topic by default)."""
-    return lambda run: run.kio(0, {
-        "acks": acks, "timeout": datetime.timedelta(seconds=5), "topic_data": [
-            {"name": topic or run.cluster.topic,
-             "partition_data": [{"index": 0, "records": records}]}]})
+    """One partition's records for ``topic`` (the cluster's existing topic by default),
+    named before v13, by id from v13 (KIP-516)."""
+    def send(run: Run) -> Any:
+        name = topic or run.cluster.topic
+        named = {"name": name} if run.version < 13 else {"topic_id": topic_id_of(run, name)}
+        return run.kio(0, {
+            "acks": acks, "timeout": datetime.timedelta(seconds=5), "topic_data": [
+                {**named, "partition_data": [{"index": 0, "records": records}]}]})
+    return send
 
 
 def one_batch() -> bytes:
@@ -621,7 +625,8 @@ def produce_meaning(body: Any, _run: Run) -> Meaning:
 
 PRODUCE = [
     Case("Produce", 0, "unknown_topic", produce(1, "no-such-topic", records=one_batch()),
-         produce_meaning, lambda _r: [[(0, ABSENT, False)]]),
+         produce_meaning, lambda r: [[(0, "UNKNOWN_TOPIC_ID" if r.version >= 13 else ABSENT,
+                                       False)]]),
     Case("Produce", 0, "invalid_required_acks", produce(2, records=one_batch()),
          produce_meaning, lambda _r: [[(0, "INVALID_REQUIRED_ACKS", False)]]),
     Case("Produce", 0, "no_record_batch", produce(1), produce_meaning,

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any
 
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
-from kio.schema.produce.v12.request import ProduceRequest
 
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
@@ -131,7 +130,7 @@ class BrokerDispatcher(Dispatcher):
         assert self._produce is not None
         try:
             response = await self._produce.handle(
-                convert(request.body, ProduceRequest), api_version=request.api_version,
+                request.body, api_version=request.api_version,
                 client_id=request.header.client_id)
         except AcksZeroFailedError as exc:
             raise CloseConnection(str(exc)) from None

@@ -1,17 +1,19 @@
-"""Produce (API 0, v3-v12) on the leader: Kafka's ``KafkaApis.handleProduceRequest`` with
+"""Produce (API 0, v3-v13) on the leader: Kafka's ``KafkaApis.handleProduceRequest`` with
 ``ReplicaManager.appendRecords`` and the delayed produce of acks=all.
 
 Interface::
 
     handler = ProduceHandler(replicas, clock_ms, listener_name)
-    response = await handler.handle(request_v12, api_version=v, client_id=...)
-    # -> a latest-version ProduceResponse (the dispatcher converts it to the caller's
-    #    version), or None for acks=0 (no response); an acks=0 request with a failed
+    response = await handler.handle(request_body, api_version=v, client_id=...)
+    # request_body: a ProduceRequest of any version v (v13 names topics by id, KIP-516)
+    # -> a v12 ProduceResponse (v3-v12) or a v13 one (v13+) for the dispatcher to convert to
+    #    the caller's version, or None for acks=0 (no response); an acks=0 request with a failed
     #    partition raises AcksZeroFailedError: close the connection, as Kafka does
 
 Order of checks, as Kafka: a transactional id is refused for every partition
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pykraft has no transaction coordinator, as its
-InitProducerId answers), then per partition: a topic or partition unknown to the image,
+InitProducerId answers), then per partition: a topic id unknown to the image (v13+:
+UNKNOWN_TOPIC_ID), a topic or partition unknown to the image,
 ``acks`` not in {-1, 0, 1} (INVALID_REQUIRED_ACKS), not the leader (with the current leader and,
 from v10, its endpoint: KIP-951), validation (record_errors and error_message from v8), the
 producer state (duplicates answered with their original offsets), the append.
@@ -26,13 +28,18 @@ batch stays in the log).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import logging
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.produce.v12 import request as req
 from kio.schema.produce.v12 import response as res
+from kio.schema.produce.v13 import request as req_by_id
+from kio.schema.produce.v13 import response as res_by_id
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import TZAware, i32, i64
 
@@ -42,12 +49,15 @@ from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import PyKraftError, StorageError
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.partition.validator import ProduceValidationError
+from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.partition_log import RecordBatchTooLargeError
 
 VALID_ACKS = (-1, 0, 1)
 log = logging.getLogger(__name__)
 _FIRST_STORAGE_ERROR_VERSION = 4  # older clients get NOT_LEADER_OR_FOLLOWER instead
+FIRST_TOPIC_ID_VERSION = 13  # KIP-516: topics by id (Kafka 4.1)
+_NIL_UUID = uuid.UUID(int=0)  # a v13 topic without an id (Kafka's Uuid.ZERO_UUID)
 
 
 @dataclass(slots=True)
@@ -79,15 +89,21 @@ class ProduceHandler:
         self._clock_ms = clock_ms
         self._listener = listener_name
 
-    async def handle(self, request: req.ProduceRequest, *, api_version: int,
-                     client_id: str | None = None) -> res.ProduceResponse | None:
-        acks = int(request.acks)
-        topics: list[tuple[str, list[_Outcome]]] = []
-        for topic in request.topic_data:
-            outcomes = [self._partition(str(topic.name), part, acks, api_version, client_id,
-                                        request.transactional_id is not None)
+    async def handle(self, request: Any, *, api_version: int,
+                     client_id: str | None = None) -> Any:
+        by_id = api_version >= FIRST_TOPIC_ID_VERSION
+        body: Any = convert(request, req_by_id.ProduceRequest if by_id else req.ProduceRequest)
+        acks = int(body.acks)
+        transactional = body.transactional_id is not None
+        topics: list[tuple[str | uuid.UUID, list[_Outcome]]] = []
+        for topic in body.topic_data:
+            key: str | uuid.UUID | None = topic.topic_id if by_id else str(topic.name)
+            name = self._name_of(topic.topic_id) if by_id else str(topic.name)
+            outcomes = [_Outcome(int(part.index), ErrorCode.unknown_topic_id) if name is None
+                        else self._partition(name, part, acks, api_version, client_id,
+                                             transactional)
                         for part in topic.partition_data]
-            topics.append((str(topic.name), outcomes))
+            topics.append((_NIL_UUID if key is None else key, outcomes))
         if acks == 0:
             failed = [f"{name}-{o.index}: {o.error.name}" for name, outs in topics
                       for o in outs if o.error != ErrorCode.none]
@@ -96,10 +112,15 @@ class ProduceHandler:
             return None
         if acks == -1:
             await self._await_replication([o for _, outs in topics for o in outs],
-                                          request.timeout.total_seconds())
-        return self._response(topics)
+                                          body.timeout.total_seconds())
+        return self._response(topics, by_id)
 
-    def _partition(self, topic: str, part: req.PartitionProduceData, acks: int,
+    def _name_of(self, topic_id: uuid.UUID | None) -> str | None:
+        """The image's name for a v13+ topic id (None: unknown, UNKNOWN_TOPIC_ID)."""
+        found = None if topic_id is None else self._replicas.image.topics.by_id.get(topic_id)
+        return None if found is None else found.name
+
+    def _partition(self, topic: str, part: Any, acks: int,
                    api_version: int, client_id: str | None, transactional: bool) -> _Outcome:
         outcome = _Outcome(int(part.index))
         if transactional:
@@ -182,16 +203,24 @@ class ProduceHandler:
         for outcome in waiting:
             outcome.error = ErrorCode.request_timed_out
 
-    def _response(self, topics: list[tuple[str, list[_Outcome]]]) -> res.ProduceResponse:
+    def _response(self, topics: list[tuple[str | uuid.UUID, list[_Outcome]]],
+                  by_id: bool) -> Any:
+        """A v12 response (topics by name), or a v13 one (by id) when ``by_id``."""
         leaders = sorted({o.leader[0] for _, outs in topics for o in outs
                           if o.leader is not None and o.leader[0] >= 0})
-        return res.ProduceResponse(
+        named = res.ProduceResponse(
             responses=tuple(res.TopicProduceResponse(
-                name=TopicName(name),
+                name=TopicName("" if by_id else str(key)),
                 partition_responses=tuple(_partition_response(o) for o in outs))
-                for name, outs in topics),
+                for key, outs in topics),
             throttle_time=NO_THROTTLE,
             node_endpoints=tuple(self._endpoints(leaders)))
+        if not by_id:
+            return named
+        by_id_body = convert(named, res_by_id.ProduceResponse)
+        return dataclasses.replace(by_id_body, responses=tuple(
+            dataclasses.replace(topic, topic_id=key if isinstance(key, uuid.UUID) else None)
+            for topic, (key, _) in zip(by_id_body.responses, topics, strict=True)))
 
     def _endpoints(self, leaders: list[int]) -> list[res.NodeEndpoint]:
         brokers = self._replicas.image.cluster.brokers

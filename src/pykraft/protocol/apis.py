@@ -102,9 +102,9 @@ def _spec(
 
 
 _SPECS = (
-    # Kafka 4.0 accepts Produce v3-v12 (KIP-896 removed v0-v2; v13 is 4.1's topic ids) and
-    # advertises v0-v12 all the same (KAFKA-18659).
-    _spec(ApiKey.PRODUCE, (3, 12), 9, _BROKER, advertised_min_version=0),
+    # Kafka 4.1 accepts Produce v3-v13 (KIP-896 removed v0-v2; v13 names topics by id,
+    # KIP-516) and advertises v0-v13 all the same (KAFKA-18659).
+    _spec(ApiKey.PRODUCE, (3, 13), 9, _BROKER, advertised_min_version=0),
     _spec(ApiKey.FETCH, (4, 18), 12, _BOTH),
     # Kafka 4.0/4.1 accept ListOffsets v1-10 (v0 removed by KIP-896); v11 (KIP-1023, tiered
     # storage's earliest pending upload offset, Kafka 4.2) is not advertised.

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from pykraft.broker.log_cleaner import clean_log
 from pykraft.errors import StorageError
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
-from pykraft.storage.log_config import LogConfig
+from pykraft.storage.log_config import JitterSource, LogConfig
 from pykraft.storage.offset_checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -70,11 +71,14 @@ log = logging.getLogger(__name__)
 class LogManager:
     """Every user partition log of this broker; not thread-safe (one event loop)."""
 
-    def __init__(self, log_dirs: Sequence[Path], default_config: LogConfig) -> None:
+    def __init__(self, log_dirs: Sequence[Path], default_config: LogConfig,
+                 jitter: JitterSource | None = None) -> None:
         if not log_dirs:
             raise StorageError("no log directory: set log.dirs (or log.dir)")
         self.log_dirs = tuple(log_dirs)
         self.default_config = default_config
+        #: segment.jitter.ms's randomness: a private generator, never the global one
+        self._jitter = jitter or random.Random().randrange
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._pending_removal: list[tuple[int, Path]] = []
         self._first_dirty: dict[TopicPartition, int] = {}
@@ -98,7 +102,7 @@ class LogManager:
                 self._logs[tp] = PartitionLog.open(
                     child, self.default_config, now_ms=now_ms,
                     recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
-                    clean_shutdown=clean)
+                    clean_shutdown=clean, jitter=self._jitter)
                 if tp in cleaned:
                     self._first_dirty[tp] = cleaned[tp]
             marker.unlink(missing_ok=True)
@@ -131,7 +135,7 @@ class LogManager:
                         stored, topic_id)
             self.delete(tp, now_ms, 0)
         directory = self._next_log_dir() / partition_dir_name(tp)
-        created = PartitionLog.open(directory, config, now_ms=now_ms)
+        created = PartitionLog.open(directory, config, now_ms=now_ms, jitter=self._jitter)
         write_partition_metadata(directory / PARTITION_METADATA, topic_id)
         self._logs[tp] = created
         return created

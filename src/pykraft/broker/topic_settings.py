@@ -26,6 +26,7 @@ from pykraft.storage.log_config import LogConfig
 _BROKER_SYNONYMS: Mapping[str, tuple[str, ...]] = {
     "segment.bytes": ("log.segment.bytes",),
     "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
     "segment.index.bytes": ("log.index.size.max.bytes",),
     "index.interval.bytes": ("log.index.interval.bytes",),
     "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
@@ -43,7 +44,8 @@ _BROKER_SYNONYMS: Mapping[str, tuple[str, ...]] = {
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
 }
-_TO_MS = {"log.roll.hours": 3_600_000, "log.retention.hours": 3_600_000,
+_TO_MS = {"log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000,
+          "log.retention.hours": 3_600_000,
           "log.retention.minutes": 60_000}
 _DEFAULTS = {"message.timestamp.before.max.ms": str((1 << 63) - 1),
              "message.timestamp.after.max.ms": "3600000"}
@@ -56,7 +58,11 @@ class TopicSettings:
     log: LogConfig
     append: AppendConfig
     min_insync_replicas: int
-    file_delete_delay_ms: int
+
+    @property
+    def file_delete_delay_ms(self) -> int:
+        """How long a deleted partition's directory waits (its log's setting)."""
+        return self.log.file_delete_delay_ms
 
 
 def _value(key: str, own: Mapping[str, str], static: Mapping[str, str]) -> str:
@@ -95,6 +101,7 @@ def topic_settings(own: Mapping[str, str], static: Mapping[str, str]) -> TopicSe
         return TopicSettings(
             log=LogConfig(segment_bytes=number("segment.bytes"),
                           segment_ms=number("segment.ms"),
+                          segment_jitter_ms=number("segment.jitter.ms"),
                           index_interval_bytes=number("index.interval.bytes"),
                           segment_index_bytes=number("segment.index.bytes"),
                           retention_ms=number("retention.ms"),
@@ -104,7 +111,8 @@ def topic_settings(own: Mapping[str, str], static: Mapping[str, str]) -> TopicSe
                           delete_retention_ms=number("delete.retention.ms"),
                           min_cleanable_dirty_ratio=ratio("min.cleanable.dirty.ratio"),
                           min_compaction_lag_ms=number("min.compaction.lag.ms"),
-                          max_compaction_lag_ms=number("max.compaction.lag.ms")),
+                          max_compaction_lag_ms=number("max.compaction.lag.ms"),
+                          file_delete_delay_ms=number("file.delete.delay.ms")),
             append=AppendConfig(
                 max_message_bytes=number("max.message.bytes"),
                 timestamp_type=text("message.timestamp.type"),
@@ -112,7 +120,6 @@ def topic_settings(own: Mapping[str, str], static: Mapping[str, str]) -> TopicSe
                 timestamp_after_max_ms=number("message.timestamp.after.max.ms"),
                 compression_type=text("compression.type"),
                 compacted="compact" in policy),
-            min_insync_replicas=number("min.insync.replicas"),
-            file_delete_delay_ms=number("file.delete.delay.ms"))
+            min_insync_replicas=number("min.insync.replicas"))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

@@ -7,7 +7,8 @@ the other way round. The rules follow Kafka's ``UnifiedLog``/``LocalLog``/``LogL
 Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
 
     log = PartitionLog.open(directory, LogConfig(...), now_ms=...,
-                            recovery_point=..., log_start_offset=..., clean_shutdown=...)
+                            recovery_point=..., log_start_offset=..., clean_shutdown=...,
+                            jitter=random.Random().randrange)  # segment.jitter.ms source
     info = log.append(batches, now_ms)   # offsets already assigned; rolls by size/time/index
     data = log.read(offset, max_bytes, max_offset=hw)  # whole batches of one segment
     log.offset_for_timestamp(ts)          # ListOffsets by timestamp
@@ -54,7 +55,7 @@ from pykraft.storage.leader_epoch import (
     read_epoch_checkpoint,
     write_epoch_checkpoint,
 )
-from pykraft.storage.log_config import LogConfig
+from pykraft.storage.log_config import JitterSource, LogConfig, no_jitter
 from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.offset_index import INDEX_SUFFIX
 from pykraft.storage.retention import SegmentStats
@@ -130,9 +131,10 @@ class PartitionLog:
     """The segmented log of one partition replica; open it with :meth:`open`."""
 
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
-                 epochs: LeaderEpochCache) -> None:
+                 epochs: LeaderEpochCache, jitter: JitterSource = no_jitter) -> None:
         self.directory = directory
         self.config = config
+        self._jitter = jitter
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
         self.leader_epochs = epochs
@@ -147,7 +149,8 @@ class PartitionLog:
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, now_ms: int, recovery_point: int = 0,
-             log_start_offset: int = 0, clean_shutdown: bool = False) -> PartitionLog:
+             log_start_offset: int = 0, clean_shutdown: bool = False,
+             jitter: JitterSource = no_jitter) -> PartitionLog:
         """Open (creating if needed) and recover the log in ``directory``.
 
         ``recovery_point`` and ``log_start_offset`` come from the log directory's
@@ -162,20 +165,22 @@ class PartitionLog:
         segments: list[LogSegment] = []
         try:
             for number, base in enumerate(bases):
-                segment = LogSegment.open(directory, base, config, now_ms)
+                segment = LogSegment.open(directory, base, config, now_ms,
+                                          config.roll_jitter_ms(jitter))
                 segments.append(segment)
                 if number < first_unflushed:
                     _check_or_rebuild_indexes(segment)
             epochs = _load_epochs(directory)
             _recover_from(segments, first_unflushed, epochs)
             if not segments:
-                segments.append(LogSegment.open(directory, log_start_offset, config, now_ms))
+                segments.append(LogSegment.open(directory, log_start_offset, config, now_ms,
+                                                config.roll_jitter_ms(jitter)))
                 fsync_dir(directory)
         except BaseException:
             for segment in segments:
                 segment.close()
             raise
-        partition_log = cls(directory, config, segments, epochs)
+        partition_log = cls(directory, config, segments, epochs, jitter)
         partition_log._finish_loading(recovery_point, log_start_offset, now_ms)
         return partition_log
 
@@ -291,7 +296,7 @@ class PartitionLog:
                 raise StorageError(f"cannot roll the log: {stale} already exists")
             stale.unlink(missing_ok=True)
         self.active.on_become_inactive()
-        self._segments.append(LogSegment.open(self.directory, base, self.config, now_ms))
+        self._segments.append(self._new_segment(base, now_ms))
         self._bases.append(base)
         self._dir_dirty = True
 
@@ -337,7 +342,7 @@ class PartitionLog:
         if offset < 0:
             raise ValueError(f"offset must be non-negative, not {offset}")
         self._remove(list(self._segments))
-        self._segments.append(LogSegment.open(self.directory, offset, self.config, now_ms))
+        self._segments.append(self._new_segment(offset, now_ms))
         self._bases.append(offset)
         fsync_dir(self.directory)
         self.log_start_offset = self.log_end_offset = self.recovery_point = offset
@@ -411,7 +416,7 @@ class PartitionLog:
         fsync_dir(self.directory)
         os.rename(swap, final)
         fsync_dir(self.directory)
-        fresh = LogSegment.open(self.directory, base_offset, self.config, now_ms)
+        fresh = self._new_segment(base_offset, now_ms)
         fresh.recover()
         self._segments[self._bases.index(base_offset)] = fresh
 
@@ -427,6 +432,12 @@ class PartitionLog:
         if segment is self.active:
             raise StorageError(f"{self.directory}: the active segment is never cleaned")
         return segment
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        """Open a segment with its own ``segment.jitter.ms`` draw, as Kafka's
+        ``LogSegment.open``."""
+        return LogSegment.open(self.directory, base_offset, self.config, now_ms,
+                               self.config.roll_jitter_ms(self._jitter))
 
     def _remove(self, doomed: Sequence[LogSegment]) -> None:
         if not doomed:

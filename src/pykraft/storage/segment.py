@@ -68,11 +68,12 @@ class LogSegment:
     """An open segment; create or open one with :meth:`open`."""
 
     def __init__(self, directory: Path, base_offset: int, config: LogConfig,
-                 created_ms: int) -> None:
+                 created_ms: int, roll_jitter_ms: int = 0) -> None:
         self.base_offset = base_offset
         self.path = segment_file(directory, base_offset, LOG_SUFFIX)
         self._config = config
         self.created_ms = created_ms
+        self.roll_jitter_ms = roll_jitter_ms  # segment.jitter.ms drawn for this segment
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             index_path = segment_file(directory, base_offset, INDEX_SUFFIX)
@@ -93,9 +94,9 @@ class LogSegment:
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, config: LogConfig,
-             created_ms: int) -> LogSegment:
+             created_ms: int, roll_jitter_ms: int = 0) -> LogSegment:
         """Open the segment's files, creating the missing ones (new indexes preallocated)."""
-        return cls(directory, base_offset, config, created_ms)
+        return cls(directory, base_offset, config, created_ms, roll_jitter_ms)
 
     # ------------------------------------------------------------------ reading headers
 
@@ -225,15 +226,15 @@ class LogSegment:
 
     def should_roll(self, incoming_size: int, incoming_max_timestamp: int,
                     incoming_max_offset: int, now_ms: int) -> bool:
-        """Kafka's ``shouldRoll``: full by bytes, old by ``segment.ms``, an index full, or
-        an offset that no longer fits the int32 relative offset."""
+        """Kafka's ``shouldRoll``: full by bytes, old by ``segment.ms`` less this segment's
+        jitter, an index full, or an offset that no longer fits the int32 relative offset."""
         first = self.first_batch_timestamp()
         if first is not None and first >= 0:
             waited = incoming_max_timestamp - first
         else:
             waited = now_ms - self.created_ms
         return (self.size > self._config.segment_bytes - incoming_size
-                or (self.size > 0 and waited > self._config.segment_ms)
+                or (self.size > 0 and waited > self._config.segment_ms - self.roll_jitter_ms)
                 or self.offset_index.is_full() or self.time_index.is_full()
                 or not self.offset_index.can_append_offset(incoming_max_offset))
 

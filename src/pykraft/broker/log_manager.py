@@ -3,14 +3,15 @@
 Interface (time always comes in as ``now_ms``; the periodic calls are the driver's, see
 :class:`pykraft.broker.process.BrokerRuntime`)::
 
-    logs = LogManager(log_dirs, default_config)
+    logs = LogManager(log_dirs, default_config, jitter=None)  # segment.jitter.ms source
     logs.startup(now_ms)              # open and recover every <topic>-<partition> directory
     log = logs.get_or_create(tp, topic_id, config, now_ms)   # writes partition.metadata
     logs.get(tp)                      # the open PartitionLog, or None
     logs.checkpoint()                 # flush + recovery-point and log-start-offset checkpoints
                                       # (every log.flush.offset.checkpoint.interval.ms, 60 s)
     logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
-    logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms
+    logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms, and
+                                      # deleted segments' *.deleted files likewise
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
     logs.compact(tp, high_watermark, now_ms, producer_last_offsets)   # cleanup.policy=compact
 
@@ -184,6 +185,10 @@ class LogManager:
         self.remove_deleted(now_ms)
 
     def remove_deleted(self, now_ms: int) -> None:
+        """Remove what waited ``file.delete.delay.ms``: deleted segments' files and
+        partition directories renamed for deletion."""
+        for partition_log in self._logs.values():
+            partition_log.remove_deleted_segments(now_ms)
         due = [path for when, path in self._pending_removal if when <= now_ms]
         self._pending_removal = [(when, path) for when, path in self._pending_removal
                                  if when > now_ms]

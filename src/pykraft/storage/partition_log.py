@@ -18,6 +18,8 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
     log.increment_log_start_offset(offset, high_watermark)   # DeleteRecords
     log.segment_stats()  ->  storage.retention  ->  log.delete_segments(base_offsets, now_ms)
     log.segment_data(base); log.replace_segment(base, cleaned, now_ms)   # compaction
+    log.remove_deleted_segments(now_ms)   # periodic: files of segments deleted (renamed
+                                          # *.deleted) file.delete.delay.ms ago go
     log.close(); rename_for_delete(directory); remove_deleted_dir(path)
 
 Opening recovers: temporary files of interrupted operations are removed, index files without
@@ -60,6 +62,7 @@ from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.offset_index import INDEX_SUFFIX
 from pykraft.storage.retention import SegmentStats
 from pykraft.storage.segment import (
+    DELETED_SUFFIX,
     LOG_SUFFIX,
     TXN_INDEX_SUFFIX,
     LogSegment,
@@ -73,7 +76,7 @@ DELETE_DIR_SUFFIX = "-delete"
 _SEGMENT_FILE = re.compile(r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex)")
 _DIR_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)(?:\.([0-9a-f]{32})-(delete|future|stray))?")
 _CLEANED_SUFFIX = ".cleaned"
-_TEMP_SUFFIXES = (".deleted", _CLEANED_SUFFIX)
+_TEMP_SUFFIXES = (DELETED_SUFFIX, _CLEANED_SUFFIX)
 _SWAP_SUFFIX = ".swap"
 
 log = logging.getLogger(__name__)
@@ -135,6 +138,8 @@ class PartitionLog:
         self.directory = directory
         self.config = config
         self._jitter = jitter
+        #: (when due, files renamed *.deleted) of deleted segments, oldest first
+        self._pending_deletes: list[tuple[int, list[Path]]] = []
         self._segments = segments
         self._bases = [segment.base_offset for segment in segments]
         self.leader_epochs = epochs
@@ -328,7 +333,7 @@ class PartitionLog:
             self.truncate_fully_and_start_at(offset, now_ms)
             return offset
         keep = bisect.bisect_right(self._bases, offset)
-        self._remove(self._segments[keep:])
+        self._remove(self._segments[keep:], now_ms)
         self.active.truncate_to(offset, now_ms)
         self.log_end_offset = self.active.read_next_offset()
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
@@ -341,7 +346,7 @@ class PartitionLog:
         self._check_open()
         if offset < 0:
             raise ValueError(f"offset must be non-negative, not {offset}")
-        self._remove(list(self._segments))
+        self._remove(list(self._segments), now_ms)
         self._segments.append(self._new_segment(offset, now_ms))
         self._bases.append(offset)
         fsync_dir(self.directory)
@@ -384,7 +389,7 @@ class PartitionLog:
                 count -= 1
         if not count:
             return 0
-        self._remove(self._segments[:count])
+        self._remove(self._segments[:count], now_ms)
         self.log_start_offset = max(self.log_start_offset, self._bases[0])
         self._epochs_dirty |= self.leader_epochs.truncate_from_start(self.log_start_offset)
         return count
@@ -412,13 +417,14 @@ class PartitionLog:
             os.close(fd)
         os.rename(cleaned, swap)
         fsync_dir(self.directory)
-        old.delete()
+        self._delete_later(old, now_ms)
         fsync_dir(self.directory)
         os.rename(swap, final)
         fsync_dir(self.directory)
         fresh = self._new_segment(base_offset, now_ms)
         fresh.recover()
         self._segments[self._bases.index(base_offset)] = fresh
+        self.remove_deleted_segments(now_ms)
 
     def _segment(self, base_offset: int) -> LogSegment:
         number = bisect.bisect_left(self._bases, base_offset)
@@ -439,15 +445,36 @@ class PartitionLog:
         return LogSegment.open(self.directory, base_offset, self.config, now_ms,
                                self.config.roll_jitter_ms(self._jitter))
 
-    def _remove(self, doomed: Sequence[LogSegment]) -> None:
+    def _remove(self, doomed: Sequence[LogSegment], now_ms: int) -> None:
         if not doomed:
             return
         gone = set(map(id, doomed))
         for segment in doomed:
-            segment.delete()
+            self._delete_later(segment, now_ms)
         self._segments[:] = [s for s in self._segments if id(s) not in gone]
         self._bases[:] = [segment.base_offset for segment in self._segments]
         fsync_dir(self.directory)
+        self.remove_deleted_segments(now_ms)
+
+    def _delete_later(self, segment: LogSegment, now_ms: int) -> None:
+        """Kafka's asynchronous segment delete: rename now, remove after the delay."""
+        self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms,
+                                      segment.rename_deleted()))
+
+    def remove_deleted_segments(self, now_ms: int) -> int:
+        """Remove the files of segments deleted ``file.delete.delay.ms`` ago or more;
+        returns how many segments went. Files still pending at close are removed when
+        the log is next opened, as Kafka's loader does."""
+        due = [paths for when, paths in self._pending_deletes if when <= now_ms]
+        if not due:
+            return 0
+        self._pending_deletes = [(when, paths) for when, paths in self._pending_deletes
+                                 if when > now_ms]
+        for paths in due:
+            for path in paths:
+                path.unlink(missing_ok=True)
+        fsync_dir(self.directory)
+        return len(due)
 
     def _epoch_checkpoint_path(self) -> Path:
         return self.directory / LEADER_EPOCH_CHECKPOINT

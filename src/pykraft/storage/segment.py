@@ -40,6 +40,7 @@ RecordDecoder = Callable[[BatchHeader, bytes, int], list[Record]]
 
 LOG_SUFFIX = ".log"
 TXN_INDEX_SUFFIX = ".txnindex"
+DELETED_SUFFIX = ".deleted"  # a deleted segment's files until file.delete.delay.ms passes
 
 log = logging.getLogger(__name__)
 
@@ -364,12 +365,33 @@ class LogSegment:
             os.close(self._fd)
             self._fd = -1
 
-    def delete(self) -> None:
-        """Close and remove the segment's files (the ``.txnindex`` too, if any)."""
+    def _files(self) -> tuple[Path, ...]:
+        return (self.path, self.offset_index.path, self.time_index.path,
+                self.path.with_suffix(TXN_INDEX_SUFFIX))
+
+    def _release(self) -> None:
         self.offset_index.close_handler()
         self.time_index.close_handler()
         self._close_fd()
-        for path in (self.path, self.offset_index.path, self.time_index.path,
-                     self.path.with_suffix(TXN_INDEX_SUFFIX)):
+
+    def delete(self) -> None:
+        """Close and remove the segment's files (the ``.txnindex`` too, if any)."""
+        self._release()
+        for path in self._files():
             path.unlink(missing_ok=True)
+
+    def rename_deleted(self) -> list[Path]:
+        """Close and rename the segment's files ``*.deleted``, as Kafka does before removing
+        them ``file.delete.delay.ms`` later (readers holding them keep working, and a new
+        segment may take the name); returns the renamed paths."""
+        self._release()
+        renamed = []
+        for path in self._files():
+            target = path.with_name(path.name + DELETED_SUFFIX)
+            try:
+                os.rename(path, target)
+            except FileNotFoundError:
+                continue  # a segment without a .txnindex
+            renamed.append(target)
+        return renamed
 

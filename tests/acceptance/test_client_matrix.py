@@ -1,8 +1,9 @@
 """Issue 14's client matrix on a real 1-controller + 1-broker cluster: kcat, confluent-kafka,
 kafka-python, aiokafka and Apache Kafka's Java client each produce COUNT keyed messages with
-headers to a 6-partition RF-1 topic (confluent-kafka and Java with every codec) and read
-every one back by partition and offset (assign, no group), byte-equal; ListOffsets earliest,
-latest and by timestamp, through each client's own API, agree with what was read."""
+headers to a 6-partition RF-1 topic (confluent-kafka and Java with every codec; kcat,
+kafka-python and aiokafka SMALL ones with each codec besides) and read every one back by
+partition and offset (assign, no group), byte-equal; ListOffsets earliest, latest and by
+timestamp, through each client's own API, agree with what was read."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pykraft.partition.compression import CODECS
 from pykraft.tools.local_cluster import LocalCluster
 
 COUNT = 10_000
+SMALL = 200  # messages per codec for the clients whose uncompressed run sends COUNT
 PARTITIONS = 6
 DEADLINE_S = 60.0
 CLIENT_PROBE = ROOT / "tests" / "acceptance" / "java" / "ClientProbe.java"
@@ -60,13 +62,13 @@ def client_probe(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) 
     return ["java", "-cp", f"{classes}:{java_classpath}", "ClientProbe"]
 
 
-def messages(tag: str, fixed_headers: tuple[tuple[str, bytes], ...] | None = None
-             ) -> list[Message]:
+def messages(tag: str, fixed_headers: tuple[tuple[str, bytes], ...] | None = None,
+             count: int = COUNT) -> list[Message]:
     """Text (kcat reads lines) that compresses well (or librdkafka sends it uncompressed)."""
     return [(f"{tag}-key-{i}".encode(),
              f"{tag}-value-{i}-\u00e9-".encode() + b"x" * (50 * (i % 7)),
              fixed_headers or (("seq", str(i).encode()), ("tag", tag.encode())))
-            for i in range(COUNT)]
+            for i in range(count)]
 
 
 def create_topic(cluster: LocalCluster, name: str) -> None:
@@ -104,6 +106,11 @@ def check_read_back(sent: list[Message], placed: Placed, read: Read) -> None:
             at: message for at, (message, _) in read.items()}
 
 
+def sized(codec: str) -> int:
+    """How many messages a codec's run sends: COUNT uncompressed, else SMALL."""
+    return COUNT if codec == "none" else SMALL
+
+
 def check_offsets(read: Read, offsets: Offsets) -> None:
     """Earliest 0, latest the count read; by timestamp the first offset at or after it."""
     earliest, latest, by_time = offsets
@@ -132,13 +139,15 @@ def kcat_offset(cluster: LocalCluster, topic: str, partition: int, at: int) -> i
     return int(out.split("offset")[-1].split()[0])
 
 
-def test_kcat(cluster: LocalCluster) -> None:
-    topic = "matrix-kcat"
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_kcat(cluster: LocalCluster, codec: str) -> None:
+    topic = f"matrix-kcat-{codec}"
     create_topic(cluster, topic)
-    sent = messages("kcat", KCAT_HEADERS)
+    sent = messages("kcat", KCAT_HEADERS, sized(codec))
     lines = b"".join(key + b"\t" + value + b"\n" for key, value, _ in sent)
-    kcat(cluster, "-P", "-t", topic, "-K", "\t",
+    kcat(cluster, "-P", "-t", topic, "-K", "\t", "-z", codec,
          *(f"-H{k}={v.decode()}" for k, v in KCAT_HEADERS), stdin=lines)
+    assert codecs_on_disk(cluster, topic) == {CODECS[SENT_AS.get(codec, codec)]}
     read: Read = {}
     for line in kcat(cluster, "-C", "-t", topic, "-o", "beginning", "-e", "-J").splitlines():
         record = json.loads(line)
@@ -187,7 +196,7 @@ def test_confluent_kafka(cluster: LocalCluster, codec: str) -> None:
         consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
                          for p in range(PARTITIONS)])
         deadline = time.monotonic() + DEADLINE_S
-        while len(read) < COUNT and time.monotonic() < deadline:
+        while len(read) < len(sent) and time.monotonic() < deadline:
             message: Any
             for message in consumer.consume(1000, 0.2):
                 assert message.error() is None, message.error()
@@ -214,13 +223,15 @@ def test_confluent_kafka(cluster: LocalCluster, codec: str) -> None:
 # -- kafka-python -----------------------------------------------------------------------------
 
 
-def test_kafka_python(cluster: LocalCluster) -> None:
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_kafka_python(cluster: LocalCluster, codec: str) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-    topic = "matrix-kafka-python"
+    topic = f"matrix-kafka-python-{codec}"
     create_topic(cluster, topic)
-    sent = messages("kp")
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5)
+    sent = messages(f"kp-{codec}", count=sized(codec))
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5,
+                             compression_type=None if codec == "none" else codec)
     try:
         assert producer._transaction_manager is not None  # idempotent by default
         futures = [producer.send(topic, key=k, value=v, headers=list(h)) for k, v, h in sent]
@@ -228,6 +239,7 @@ def test_kafka_python(cluster: LocalCluster) -> None:
         placed = [(m.partition, m.offset) for m in (f.get(timeout=5) for f in futures)]
     finally:
         producer.close(timeout=5)
+    assert codecs_on_disk(cluster, topic) == {CODECS[codec]}
     consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=None,
                              enable_auto_commit=False, fetch_max_wait_ms=100)
     parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
@@ -236,7 +248,7 @@ def test_kafka_python(cluster: LocalCluster) -> None:
         consumer.assign(parts)
         consumer.seek_to_beginning()
         deadline = time.monotonic() + DEADLINE_S
-        while len(read) < COUNT and time.monotonic() < deadline:
+        while len(read) < len(sent) and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=200).values():
                 for r in records:
                     read[(r.partition, r.offset)] = (
@@ -259,11 +271,13 @@ def test_kafka_python(cluster: LocalCluster) -> None:
 # -- aiokafka ---------------------------------------------------------------------------------
 
 
-async def aiokafka_round_trip(cluster: LocalCluster, topic: str, sent: list[Message]) -> None:
+async def aiokafka_round_trip(cluster: LocalCluster, topic: str, sent: list[Message],
+                              codec: str) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
-                                enable_idempotence=True, linger_ms=5)
+                                enable_idempotence=True, linger_ms=5,
+                                compression_type=None if codec == "none" else codec)
     await producer.start()
     try:
         futures = [await producer.send(topic, key=k, value=v, headers=list(h))
@@ -271,6 +285,7 @@ async def aiokafka_round_trip(cluster: LocalCluster, topic: str, sent: list[Mess
         placed = [(m.partition, m.offset) for m in await asyncio.gather(*futures)]
     finally:
         await producer.stop()
+    assert codecs_on_disk(cluster, topic) == {CODECS[codec]}
     consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=None,
                                 enable_auto_commit=False, fetch_max_wait_ms=100)
     await consumer.start()
@@ -280,7 +295,7 @@ async def aiokafka_round_trip(cluster: LocalCluster, topic: str, sent: list[Mess
         consumer.assign(parts)
         await consumer.seek_to_beginning()
         deadline = time.monotonic() + DEADLINE_S
-        while len(read) < COUNT and time.monotonic() < deadline:
+        while len(read) < len(sent) and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=200)).values():
                 for r in records:
                     read[(r.partition, r.offset)] = (
@@ -305,9 +320,12 @@ async def aiokafka_round_trip(cluster: LocalCluster, topic: str, sent: list[Mess
                          {tp.partition: o for tp, o in latest.items()}, by_time))
 
 
-def test_aiokafka(cluster: LocalCluster) -> None:
-    create_topic(cluster, "matrix-aiokafka")
-    asyncio.run(aiokafka_round_trip(cluster, "matrix-aiokafka", messages("aio")))
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_aiokafka(cluster: LocalCluster, codec: str) -> None:
+    topic = f"matrix-aiokafka-{codec}"
+    create_topic(cluster, topic)
+    asyncio.run(aiokafka_round_trip(cluster, topic, messages(f"aio-{codec}", count=sized(codec)),
+                                    codec))
 
 
 # -- Apache Kafka's Java client ---------------------------------------------------------------

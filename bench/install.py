@@ -14,8 +14,11 @@ from pathlib import Path
 
 from peers.base import BenchError
 
-DEBIAN_PACKAGES = {"etcd-server": "/usr/bin/etcd", "zookeeper": "/usr/share/java/zookeeper.jar"}
-PYTHON_PACKAGES = {"pysyncobj": "pysyncobj", "kazoo": "kazoo", "aiohttp": "aiohttp"}
+DEBIAN_PACKAGES = {"etcd-server": "/usr/bin/etcd", "zookeeper": "/usr/share/java/zookeeper.jar",
+                   "nats-server": "/usr/sbin/nats-server",
+                   "rabbitmq-server": "/usr/lib/rabbitmq/bin/rabbitmq-server"}
+PYTHON_PACKAGES = {"pysyncobj": "pysyncobj", "kazoo": "kazoo", "aiohttp": "aiohttp",
+                   "nats": "nats-py", "aio_pika": "aio-pika"}
 INSTALL_TIMEOUT_S = 900
 
 

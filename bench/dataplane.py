@@ -1,0 +1,334 @@
+"""Benchmark pykraft's data path against the machine's limit and against NATS JetStream and
+RabbitMQ, all single-replica on 127.0.0.1, in one run.
+
+Per system (pykraft: 1 controller + 1 broker, confluent-kafka producer acks=1 with its
+default linger, consumer by ``assign``): produce ``--count-100`` messages of 100 B and
+``--count-1k`` of 1 KiB (MB/s, msgs/s, until every message is acknowledged), consume each
+set from the beginning (MB/s), and produce->consume latency p50/p99 at ``--rate`` msgs/s
+for ``--latency-seconds`` (after one uncounted second). The machine's limit is measured
+first in the same run: a raw loopback TCP copy and an fsync'd file append (1 MiB writes) in
+the ``--dir`` file system.
+``--profile`` samples the pykraft broker with py-spy during the 100 B produce and prints
+its 10 hottest frames (own time).
+
+    .venv/bin/python bench/dataplane.py [--systems pykraft,jetstream,rabbitmq]
+        [--count-100 100000] [--count-1k 30000] [--rate 1000] [--profile] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rich.console import Console
+from rich.table import Table
+
+from install import ensure_debian, ensure_python
+from peers.base import HOST, BenchError
+from peers.streams import StreamSystem
+
+SYSTEMS = ("pykraft", "jetstream", "rabbitmq")
+MIB = 1024 * 1024
+LOOPBACK_BYTES = 1024 * MIB
+FSYNC_BYTES = 256 * MIB
+RAW_SECONDS = 3.0
+PROFILE_TOP = 10
+#: Latency messages sent first and not counted (the consumer's first fetch, connections).
+LATENCY_WARMUP_S = 1.0
+
+
+@dataclass
+class Limits:
+    loopback_mb_s: float
+    fsync_append_mb_s: float
+
+
+@dataclass
+class Figures:
+    name: str
+    version: str
+    durability: str
+    #: message size -> (produce s, consume s, count)
+    runs: dict[int, tuple[float, float, int]] = field(default_factory=dict)
+    latencies_ms: list[float] = field(default_factory=list)
+    sent_for_latency: int = 0
+
+    def produce_mb_s(self, size: int) -> float:
+        produce_s, _, count = self.runs[size]
+        return count * size / produce_s / 1e6
+
+    def produce_msgs_s(self, size: int) -> float:
+        produce_s, _, count = self.runs[size]
+        return count / produce_s
+
+    def consume_mb_s(self, size: int) -> float:
+        _, consume_s, count = self.runs[size]
+        return count * size / consume_s / 1e6
+
+    def percentile(self, q: int) -> float:
+        return statistics.quantiles(self.latencies_ms, n=100)[q - 1]
+
+
+def loopback_mb_s() -> float:
+    """Bytes through one 127.0.0.1 TCP connection (a reader thread discarding them)."""
+    with socket.create_server((HOST, 0)) as server:
+        received = 0
+
+        def drain() -> None:
+            nonlocal received
+            conn, _ = server.accept()
+            buffer = bytearray(MIB)
+            with conn:
+                while chunk := conn.recv_into(buffer):
+                    received += chunk
+
+        reader = threading.Thread(target=drain)
+        reader.start()
+        chunk = b"\0" * MIB
+        with socket.create_connection(server.getsockname()) as client:
+            started = time.monotonic()
+            sent = 0
+            while sent < LOOPBACK_BYTES and time.monotonic() - started < RAW_SECONDS:
+                client.sendall(chunk)
+                sent += len(chunk)
+        reader.join(RAW_SECONDS * 10)
+        return received / (time.monotonic() - started) / 1e6
+
+
+def fsync_append_mb_s(directory: Path) -> float:
+    """Appends of 1 MiB, each followed by fsync, to a new file in ``directory``."""
+    path = directory / "fsync-append.bin"
+    chunk = os.urandom(MIB)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        started = time.monotonic()
+        written = 0
+        while written < FSYNC_BYTES and time.monotonic() - started < RAW_SECONDS:
+            written += os.write(fd, chunk)
+            os.fsync(fd)
+        return written / (time.monotonic() - started) / 1e6
+    finally:
+        os.close(fd)
+        path.unlink()
+
+
+def make_system(name: str) -> StreamSystem:
+    if name == "pykraft":
+        from peers.kafka_stream import PykraftStream
+        return PykraftStream()
+    if name == "jetstream":
+        ensure_debian(["nats-server"])
+        ensure_python(["nats"])
+        from peers.jetstream import JetStream
+        return JetStream()
+    ensure_debian(["rabbitmq-server"])
+    ensure_python(["aio_pika"])
+    from peers.rabbitmq import RabbitMq
+    return RabbitMq()
+
+
+@contextlib.contextmanager
+def profiled(pid: int | None, out: Path, enabled: bool) -> Any:
+    """py-spy sampling ``pid`` while the block runs (raw collapsed stacks in ``out``)."""
+    if not enabled or pid is None:
+        yield
+        return
+    binary = Path(sys.executable).parent / "py-spy"
+    if not binary.exists():
+        raise BenchError(f"--profile needs py-spy ({binary}): pip install -e '.[bench]'")
+    spy = subprocess.Popen([str(binary), "record", "--pid", str(pid), "--format", "raw",
+                            "--nonblocking", "--nolineno", "--rate", "500", "--output", str(out)],
+                           stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        spy.send_signal(2)  # SIGINT: py-spy writes what it sampled and exits
+        try:
+            spy.wait(30)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait(10)
+
+
+def top_frames(collapsed: Path, top: int = PROFILE_TOP) -> list[tuple[str, float]]:
+    """The ``top`` leaf frames of a py-spy raw profile and their share of the samples."""
+    own: collections.Counter[str] = collections.Counter()
+    for line in collapsed.read_text().splitlines():
+        stack, _, samples = line.rpartition(" ")
+        own[stack.rsplit(";", 1)[-1]] += int(samples)
+    total = sum(own.values()) or 1
+    return [(frame, 100 * n / total) for frame, n in own.most_common(top)]
+
+
+async def measure(name: str, args: argparse.Namespace, console: Console,
+                  ) -> tuple[Figures, list[tuple[str, float]]]:
+    system = make_system(name)
+    base = Path(args.dir) / name
+    shutil.rmtree(base, ignore_errors=True)
+    base.mkdir(parents=True)
+    figures = Figures(system.name, system.version, system.durability)
+    frames: list[tuple[str, float]] = []
+    await system.start(base)
+    try:
+        for size, count in ((100, args.count_100), (1024, args.count_1k)):
+            stream = f"bench-{size}"
+            profile = base / "produce-100.txt"
+            with profiled(system.server_pid(), profile, args.profile and size == 100
+                          and name == "pykraft"):
+                produce_s = await system.produce(stream, count, size)
+            if profile.exists():
+                frames = top_frames(profile)
+            consume_s = await system.consume(stream, count)
+            figures.runs[size] = (produce_s, consume_s, count)
+            console.print(f"{name}: {size} B x {count}: produce {produce_s:.2f} s, "
+                          f"consume {consume_s:.2f} s", style="dim")
+        warmup = int(args.rate * LATENCY_WARMUP_S)
+        figures.sent_for_latency = int(args.rate * args.latency_seconds)
+        received = await system.latencies("bench-latency", args.rate,
+                                          args.latency_seconds + LATENCY_WARMUP_S,
+                                          args.latency_size)
+        figures.latencies_ms = received[warmup:]
+    finally:
+        await system.stop()
+    return figures, frames
+
+
+def results_table(results: list[Figures], limits: Limits) -> Table:
+    table = Table(title=f"single replica on {HOST}; limit: loopback {limits.loopback_mb_s:.0f}"
+                        f" MB/s, fsync'd append {limits.fsync_append_mb_s:.0f} MB/s")
+    for column in ("system", "size", "produce MB/s", "produce msgs/s", "consume MB/s",
+                   "produce / loopback", "produce / fsync append"):
+        table.add_column(column, justify="left" if column == "system" else "right")
+    for figures in results:
+        for size in figures.runs:
+            mb_s = figures.produce_mb_s(size)
+            table.add_row(f"{figures.name} {figures.version}", f"{size} B", f"{mb_s:.2f}",
+                          f"{figures.produce_msgs_s(size):,.0f}",
+                          f"{figures.consume_mb_s(size):.2f}",
+                          f"{mb_s / limits.loopback_mb_s:.4f}",
+                          f"{mb_s / limits.fsync_append_mb_s:.3f}")
+    return table
+
+
+def latency_table(results: list[Figures], rate: int, size: int) -> Table:
+    table = Table(title=f"produce->consume latency at {rate} msgs/s, {size} B")
+    for column in ("system", "received", "p50 ms", "p99 ms"):
+        table.add_column(column, justify="left" if column == "system" else "right")
+    for figures in results:
+        table.add_row(figures.name, f"{len(figures.latencies_ms)}/{figures.sent_for_latency}",
+                      f"{figures.percentile(50):.2f}", f"{figures.percentile(99):.2f}")
+    return table
+
+
+def ratio_table(results: list[Figures]) -> Table:
+    """pykraft / peer for each figure (throughput: >1 is pykraft faster; latency: <1)."""
+    ours = results[0]
+    table = Table(title="pykraft / peer (MB/s: >1 is pykraft faster; p50, p99: <1 is "
+                        "pykraft faster)")
+    columns = [f"produce {s} B" for s in ours.runs] + [f"consume {s} B" for s in ours.runs]
+    for column in ["peer", *columns, "p50", "p99"]:
+        table.add_column(column, justify="left" if column == "peer" else "right")
+    for peer in results[1:]:
+        cells = [ours.produce_mb_s(s) / peer.produce_mb_s(s) for s in ours.runs]
+        cells += [ours.consume_mb_s(s) / peer.consume_mb_s(s) for s in ours.runs]
+        cells += [ours.percentile(q) / peer.percentile(q) for q in (50, 99)]
+        table.add_row(peer.name, *(f"{c:.3f}" for c in cells))
+    return table
+
+
+def summary(figures: Figures) -> dict[str, Any]:
+    return {
+        "name": figures.name, "version": figures.version, "durability": figures.durability,
+        "sizes": {size: {"count": figures.runs[size][2],
+                         "produce_mb_s": round(figures.produce_mb_s(size), 3),
+                         "produce_msgs_s": round(figures.produce_msgs_s(size), 1),
+                         "consume_mb_s": round(figures.consume_mb_s(size), 3)}
+                  for size in figures.runs},
+        "latency": {"received": len(figures.latencies_ms), "sent": figures.sent_for_latency,
+                    "p50_ms": round(figures.percentile(50), 3),
+                    "p99_ms": round(figures.percentile(99), 3)},
+    }
+
+
+async def main(args: argparse.Namespace) -> int:
+    console = Console(stderr=args.json)
+    directory = Path(args.dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    limits = Limits(loopback_mb_s(), fsync_append_mb_s(directory))
+    console.print(f"{platform.node()}: {os.cpu_count()} cpus, load average "
+                  f"{os.getloadavg()[0]:.2f} (1 min) at start")
+    results: list[Figures] = []
+    skipped: dict[str, str] = {}
+    frames: list[tuple[str, float]] = []
+    for name in args.systems:
+        try:
+            figures, system_frames = await measure(name, args, console)
+        except BenchError as exc:
+            if name == "pykraft":
+                raise
+            skipped[name] = str(exc)
+            console.print(f"{name} skipped: {exc}", style="yellow")
+            continue
+        results.append(figures)
+        frames = frames or system_frames
+    console.print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
+    if args.json:
+        print(json.dumps({"limits": vars(limits), "systems": [summary(f) for f in results],
+                          "skipped": skipped, "profile_top": frames}, indent=2))
+    console.print(results_table(results, limits))
+    console.print(latency_table(results, args.rate, args.latency_size))
+    if results and results[0].name == "pykraft" and len(results) > 1:
+        console.print(ratio_table(results))
+    if frames:
+        table = Table(title="pykraft broker during the 100 B produce: top frames (own time)")
+        table.add_column("frame")
+        table.add_column("% samples", justify="right")
+        for frame, share in frames:
+            table.add_row(frame, f"{share:.1f}")
+        console.print(table)
+    return 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--systems", type=lambda s: [x for x in s.split(",") if x],
+                        default=list(SYSTEMS), help="comma-separated, pykraft first")
+    parser.add_argument("--count-100", type=int, default=100_000, help="100 B messages")
+    parser.add_argument("--count-1k", type=int, default=30_000, help="1 KiB messages")
+    parser.add_argument("--rate", type=int, default=1000, help="msgs/s for the latency")
+    parser.add_argument("--latency-seconds", type=float, default=5.0)
+    parser.add_argument("--latency-size", type=int, default=100, help="bytes")
+    parser.add_argument("--profile", action="store_true",
+                        help="py-spy the pykraft broker during the 100 B produce")
+    parser.add_argument("--dir", default="/tmp/pykraft-bench-dataplane",
+                        help="data directories (and the fsync'd append) go here")
+    parser.add_argument("--json", action="store_true", help="print JSON only (tables to stderr)")
+    args = parser.parse_args(argv)
+    unknown = set(args.systems) - set(SYSTEMS)
+    if unknown or args.systems[:1] != ["pykraft"]:
+        parser.error(f"--systems: pykraft first, then any of {', '.join(SYSTEMS[1:])}"
+                     f"{f' (unknown: {sorted(unknown)})' if unknown else ''}")
+    if min(args.count_100, args.count_1k, args.rate) < 1 or args.latency_seconds <= 0:
+        parser.error("counts, --rate and --latency-seconds must be positive")
+    return args
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse_args())))

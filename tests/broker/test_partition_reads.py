@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from pykraft.broker.partition_reads import (
     EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
@@ -196,6 +197,8 @@ def test_list_offsets_special_timestamps(log: PartitionLog) -> None:
         ErrorCode.none, 300, 1, 0)
     assert list_offset(leader, LATEST_TIERED_TIMESTAMP, isolation=HW) == ListedOffset(
         ErrorCode.none)
+    assert list_offset(leader, EARLIEST_PENDING_UPLOAD_TIMESTAMP, isolation=HW) == (
+        ListedOffset(ErrorCode.none))  # nothing is tiered (KIP-1023)
     # by timestamp: the first record at or after it
     assert list_offset(leader, 150, isolation=HW) == ListedOffset(ErrorCode.none, 300, 1, 0)
     assert list_offset(leader, 240, isolation=HW) == ListedOffset(ErrorCode.none, 300, 1, 0)

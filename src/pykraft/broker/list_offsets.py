@@ -1,9 +1,9 @@
-"""ListOffsets (API 2, v1-10) and OffsetForLeaderEpoch (API 23, v2-4) on the broker
+"""ListOffsets (API 2, v1-11) and OffsetForLeaderEpoch (API 23, v2-4) on the broker
 listener: where a consumer starts or resumes reading a partition.
 
 Interface::
 
-    response = list_offsets(request_body, replicas)              # v10 body
+    response = list_offsets(request_body, replicas)              # v11 body
     response = offset_for_leader_epoch(request_body, replicas)   # v4 body
 
 ListOffsets follows ``KafkaApis.handleListOffsetRequest`` and
@@ -12,7 +12,8 @@ list_offset`): a consumer (replica id -1) asks the leader and sees up to the hig
 (the last stable offset under READ_COMMITTED, the same while there are no transactions); a
 replica (id >= 0) asks the leader and sees up to the log end; the debug id -2 may ask any
 replica. A partition named twice gets INVALID_REQUEST on every entry. v0 was removed in
-Kafka 4.0 and is not served. OffsetForLeaderEpoch answers from the leader's epoch cache
+Kafka 4.0 and is not served. v11's earliest pending upload (-6, KIP-1023) is offset -1, as
+Kafka answers without tiered storage. OffsetForLeaderEpoch answers from the leader's epoch cache
 (``LeaderEpochFileCache.endOffsetFor``): the largest epoch at or below the requested one
 and where it ends (the log end for the current one), -1/-1 when unknown.
 """
@@ -22,8 +23,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kio.schema.list_offsets.v10 import request as lo_req
-from kio.schema.list_offsets.v10 import response as lo
+from kio.schema.list_offsets.v11 import request as lo_req
+from kio.schema.list_offsets.v11 import response as lo
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_req
 from kio.schema.offset_for_leader_epoch.v4 import response as ofle
 from kio.static.primitive import i32, i64

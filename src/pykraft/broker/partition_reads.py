@@ -37,6 +37,7 @@ EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # ListOffsets v11+ (KIP-1023)
 DELETE_UP_TO_HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
@@ -205,7 +206,7 @@ def _offset_by_timestamp(part: ReadablePartition, timestamp: int) -> ListedOffse
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         start = part.log_start_offset
         return ListedOffset(ErrorCode.none, NO_TIMESTAMP, start, _epoch_at(part, start))
-    if timestamp == LATEST_TIERED_TIMESTAMP:
+    if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
         return ListedOffset(ErrorCode.none)  # nothing is tiered: offset and epoch -1
     if timestamp == MAX_TIMESTAMP:
         stats = log.segment_stats()

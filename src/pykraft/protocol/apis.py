@@ -106,9 +106,9 @@ _SPECS = (
     # KIP-516) and advertises v0-v13 all the same (KAFKA-18659).
     _spec(ApiKey.PRODUCE, (3, 13), 9, _BROKER, advertised_min_version=0),
     _spec(ApiKey.FETCH, (4, 18), 12, _BOTH),
-    # Kafka 4.0/4.1 accept ListOffsets v1-10 (v0 removed by KIP-896); v11 (KIP-1023, tiered
-    # storage's earliest pending upload offset, Kafka 4.2) is not advertised.
-    _spec(ApiKey.LIST_OFFSETS, (1, 10), 6, _BROKER),
+    # ListOffsets v1-11 (v0 removed by KIP-896); v11 (Kafka 4.2, KIP-1023) adds tiered
+    # storage's earliest pending upload offset (-6), -1 here as on Kafka without it.
+    _spec(ApiKey.LIST_OFFSETS, (1, 11), 6, _BROKER),
     _spec(ApiKey.METADATA, (0, 13), 9, _BROKER),
     _spec(ApiKey.SASL_HANDSHAKE, (0, 1), None, _BOTH),
     # Kafka 4.x lists ApiVersions 0-5; kio 0.6.5 only has schemas up to v4, so we stop there.

@@ -7,7 +7,10 @@ default linger, consumer by ``assign``): produce ``--count-100`` messages of 100
 set from the beginning (MB/s), and produce->consume latency p50/p99 at ``--rate`` msgs/s
 for ``--latency-seconds`` (after one uncounted second). The machine's limit is measured
 first in the same run: a raw loopback TCP copy and an fsync'd file append (1 MiB writes) in
-the ``--dir`` file system.
+the ``--dir`` file system. The peers are driven by pure-Python clients (nats-py, aio-pika)
+and pykraft by librdkafka, so each produce row shows the load generator's own CPU use
+("client CPU", this process's CPU time over the wall time): near 100 % or more (librdkafka
+has threads) the client, not the server, may be the limit.
 ``--profile`` samples the pykraft broker with py-spy during the 100 B produce and prints
 its 10 hottest frames (own time).
 
@@ -66,6 +69,9 @@ class Figures:
     durability: str
     #: message size -> (produce s, consume s, count)
     runs: dict[int, tuple[float, float, int]] = field(default_factory=dict)
+    #: message size -> this process's CPU seconds / wall seconds while producing (near 1 or
+    #: above: the client, not the server, may be what limits the figure)
+    produce_client_cpu: dict[int, float] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
     sent_for_latency: int = 0
 
@@ -192,7 +198,9 @@ async def measure(name: str, args: argparse.Namespace, console: Console,
             profile = base / "produce-100.txt"
             with profiled(system.server_pid(), profile, args.profile and size == 100
                           and name == "pykraft"):
+                cpu_before = time.process_time()
                 produce_s = await system.produce(stream, count, size)
+                figures.produce_client_cpu[size] = (time.process_time() - cpu_before) / produce_s
             if profile.exists():
                 frames = top_frames(profile)
             consume_s = await system.consume(stream, count)
@@ -213,7 +221,8 @@ async def measure(name: str, args: argparse.Namespace, console: Console,
 def results_table(results: list[Figures], limits: Limits) -> Table:
     table = Table(title=f"single replica on {HOST}; limit: loopback {limits.loopback_mb_s:.0f}"
                         f" MB/s, fsync'd append {limits.fsync_append_mb_s:.0f} MB/s")
-    for column in ("system", "size", "produce MB/s", "produce msgs/s", "consume MB/s",
+    for column in ("system", "size", "produce MB/s", "produce msgs/s", "client CPU",
+                   "consume MB/s",
                    "produce / loopback", "produce / fsync append"):
         table.add_column(column, justify="left" if column == "system" else "right")
     for figures in results:
@@ -221,6 +230,7 @@ def results_table(results: list[Figures], limits: Limits) -> Table:
             mb_s = figures.produce_mb_s(size)
             table.add_row(f"{figures.name} {figures.version}", f"{size} B", f"{mb_s:.2f}",
                           f"{figures.produce_msgs_s(size):,.0f}",
+                          f"{figures.produce_client_cpu[size]:.0%}",
                           f"{figures.consume_mb_s(size):.2f}",
                           f"{mb_s / limits.loopback_mb_s:.4f}",
                           f"{mb_s / limits.fsync_append_mb_s:.3f}")
@@ -259,6 +269,7 @@ def summary(figures: Figures) -> dict[str, Any]:
         "sizes": {size: {"count": figures.runs[size][2],
                          "produce_mb_s": round(figures.produce_mb_s(size), 3),
                          "produce_msgs_s": round(figures.produce_msgs_s(size), 1),
+                         "produce_client_cpu": round(figures.produce_client_cpu[size], 2),
                          "consume_mb_s": round(figures.consume_mb_s(size), 3)}
                   for size in figures.runs},
         "latency": {"received": len(figures.latencies_ms), "sent": figures.sent_for_latency,

@@ -19,10 +19,9 @@ def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -
 
 #: Versions kio ships that Kafka 4.x marks latestVersionUnstable and does not advertise.
 UNSTABLE_IN_KAFKA = {ApiKey.INIT_PRODUCER_ID: {6}}  # KIP-939 two-phase commit
-#: Versions kio ships that pykraft does not serve yet: Produce v13 is Kafka 4.1's topic ids;
-#: ListOffsets v11 (KIP-1023) and DescribeLogDirs v5 (KIP-1066) are Kafka 4.2/4.3 storage's.
-NOT_SERVED_YET = {ApiKey.PRODUCE: {13}, ApiKey.LIST_OFFSETS: {11},
-                  ApiKey.DESCRIBE_LOG_DIRS: {5}}
+#: Versions kio ships that pykraft does not serve yet: DescribeLogDirs v5 (KIP-1066) is
+#: Kafka 4.3's.
+NOT_SERVED_YET = {ApiKey.DESCRIBE_LOG_DIRS: {5}}
 
 
 @pytest.mark.parametrize("spec", API_SPECS.values(), ids=lambda spec: spec.key.name)
@@ -47,7 +46,7 @@ def test_kip_896_floors_and_kraft_ranges() -> None:
         ApiKey.API_VERSIONS: (0, 4),  # Kafka has 0-5; kio stops at 4
         ApiKey.INIT_PRODUCER_ID: (0, 5),
         ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
-        ApiKey.LIST_OFFSETS: (1, 10),
+        ApiKey.LIST_OFFSETS: (1, 11),
         ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
         ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
         ApiKey.DELETE_RECORDS: (0, 2),

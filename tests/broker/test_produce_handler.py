@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 from kio.schema.produce.v12 import request as req
+from kio.schema.produce.v13 import request as req_by_id
+from kio.schema.produce.v13 import response as res_by_id
 from kio.schema.types import TopicName, TransactionalId
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 from replica_fixtures import broker, client_batch, topic, with_records
@@ -153,3 +155,20 @@ def test_a_null_key_on_a_compacted_topic_gets_record_errors(replicas: ReplicaMan
         ErrorCode.invalid_record, -1, -1)
     assert [e.batch_index for e in part.record_errors] == [0, 1]
     assert part.error_message is not None
+
+
+def test_v13_names_topics_by_id_and_answers_with_the_id(replicas: ReplicaManager) -> None:
+    """KIP-516 (Kafka 4.1): an id the image lacks is UNKNOWN_TOPIC_ID for each partition."""
+    unknown = uuid.UUID(int=99)
+    body = req_by_id.ProduceRequest(
+        transactional_id=None, acks=i16(1),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        topic_data=tuple(req_by_id.TopicProduceData(topic_id=topic_id, partition_data=(
+            req_by_id.PartitionProduceData(index=i32(0), records=Records(client_batch([b"a"]))),
+        )) for topic_id in (T1, unknown)))
+    response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
+        body, api_version=13))
+    assert isinstance(response, res_by_id.ProduceResponse)
+    assert [(t.topic_id, [(p.index, ErrorCode(p.error_code).name, p.base_offset)
+                          for p in t.partition_responses]) for t in response.responses] == [
+        (T1, [(0, "none", 0)]), (unknown, [(0, "unknown_topic_id", -1)])]

@@ -247,3 +247,17 @@ def test_byte_flips_only_raise_the_typed_error(
         raw[where % len(raw)] ^= mask
     with contextlib.suppress(MessageDecodeError):
         decode_kio(cls, bytes(raw))
+
+
+def test_an_instant_no_datetime_holds_is_the_typed_error() -> None:
+    """A peer's int64 LogAppendTime past year 9999 must not escape as OverflowError."""
+    from kio.schema.produce.v9.response import PartitionProduceResponse
+
+    partition = PartitionProduceResponse(
+        index=i32(0), error_code=ErrorCode.none, base_offset=i64(0),
+        log_append_time=None, log_start_offset=i64(0), record_errors=(), error_message=None)
+    raw = bytearray(_write(PartitionProduceResponse, partition))
+    at = raw.index((-1).to_bytes(8, "big", signed=True))
+    raw[at:at + 8] = (2**62).to_bytes(8, "big")
+    with pytest.raises(MessageDecodeError, match=r"log_append_time|LogAppendTime"):
+        decode_kio(PartitionProduceResponse, bytes(raw))

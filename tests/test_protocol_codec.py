@@ -46,7 +46,7 @@ METADATA_TOPIC = b"__cluster_metadata"
 
 def test_table_has_every_requested_api() -> None:
     assert len({key for key, _ in PAIRS}) == 33
-    assert len(PAIRS) == 135
+    assert len(PAIRS) == 137
 
 
 @pytest.mark.parametrize(("api_key", "version"), PAIRS, ids=PAIR_IDS)

@@ -46,7 +46,7 @@ from pykraft.errors import ConfigError, PyKraftError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.configs import ConfigResourceType
 from pykraft.protocol.api_versions import listener_ranges
-from pykraft.protocol.apis import Listener
+from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 
@@ -58,7 +58,10 @@ DEFAULT_CLIENT_ID = "pykraft-admin"
 REQUEST_TIMEOUT_MS = 30_000
 DEFAULT_API_TIMEOUT_MS = 60_000
 _RETRY_BACKOFF_S = 0.1
-_BROKER_RANGES = listener_ranges(Listener.BROKER)
+#: The tools name topics in Produce: v13 names them by id only, so they stop at v12 (a v12
+#: body converted up would reach the broker with no topic id at all).
+_BROKER_RANGES = listener_ranges(Listener.BROKER) | {
+    ApiKey.PRODUCE: (listener_ranges(Listener.BROKER)[ApiKey.PRODUCE][0], 12)}
 _URL = re.compile(r"^\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
 
 #: Kafka's default exception messages, for an answer that carries a code but no message.

@@ -94,6 +94,15 @@ def codecs_on_disk(cluster: LocalCluster, topic: str) -> set[int]:
     return found
 
 
+def assert_librdkafka_codec(cluster: LocalCluster, topic: str, codec: str) -> None:
+    """librdkafka sends a batch uncompressed when compressing would not shrink it (a batch
+    of a few small messages), so its topics may also hold plain batches besides the codec's."""
+    expected = CODECS[SENT_AS.get(codec, codec)]
+    found = codecs_on_disk(cluster, topic)
+    assert expected in found
+    assert found <= {expected, CODECS["none"]}
+
+
 def check_read_back(sent: list[Message], placed: Placed, read: Read) -> None:
     """Every message once, offsets dense from 0 per partition, at the offset the producer
     was told."""
@@ -147,7 +156,7 @@ def test_kcat(cluster: LocalCluster, codec: str) -> None:
     lines = b"".join(key + b"\t" + value + b"\n" for key, value, _ in sent)
     kcat(cluster, "-P", "-t", topic, "-K", "\t", "-z", codec,
          *(f"-H{k}={v.decode()}" for k, v in KCAT_HEADERS), stdin=lines)
-    assert codecs_on_disk(cluster, topic) == {CODECS[SENT_AS.get(codec, codec)]}
+    assert_librdkafka_codec(cluster, topic, codec)
     read: Read = {}
     for line in kcat(cluster, "-C", "-t", topic, "-o", "beginning", "-e", "-J").splitlines():
         record = json.loads(line)
@@ -186,7 +195,7 @@ def test_confluent_kafka(cluster: LocalCluster, codec: str) -> None:
     assert len(reports) == COUNT
     at = {r.key(): (r.partition(), r.offset()) for r in reports}
     placed = [at[key] for key, _, _ in sent]  # reports come per partition: match by key
-    assert codecs_on_disk(cluster, topic) == {CODECS[SENT_AS.get(codec, codec)]}
+    assert_librdkafka_codec(cluster, topic, codec)
 
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": cluster.bootstrap_servers, "group.id": "unused-with-assign",

@@ -11,7 +11,9 @@ stop it asks the controller for a controlled shutdown first, so leadership leave
 broker before it goes away rather than a session timeout later.
 
 Its partitions live in ``log.dirs`` (:mod:`pykraft.broker.log_manager`), loaded and
-recovered at start-up; the replica manager applies every new image and serves Produce.
+recovered at start-up; the replica manager applies every new image and serves Produce, and
+the replica fetchers (:mod:`pykraft.broker.replica_fetcher`) follow the partitions led
+elsewhere.
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
 checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``) and apply
 retention (``log.retention.check.interval.ms``); a graceful stop writes producer snapshots,
@@ -30,6 +32,7 @@ from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import ProduceHandler
+from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.config.server import ServerConfig
@@ -74,6 +77,9 @@ class BrokerRuntime:
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
                 static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
+        self.fetchers = ReplicaFetcherManager(
+            settings.node_id, self.replicas, FetcherConfig.of(static), broker.listener.name,
+            self._now_ms, self._broker_epoch)
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
         """Set when the client listener cannot be opened (e.g. its port is taken)."""
@@ -84,6 +90,7 @@ class BrokerRuntime:
         self.logs.startup(node.now_ms())
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
+        self.metadata.publishers.append(self.fetchers.update)
         self.metadata.snapshots.attach(node.core.read_snapshot)
         if self.metadata.generator is not None:
             self.metadata.generator.attach(
@@ -107,10 +114,21 @@ class BrokerRuntime:
         self._server = ListenerServer(dispatcher, self._broker.listener.host,
                                       self._broker.listener.port, settings.max_frame_size)
 
+    def _now_ms(self) -> int:
+        assert self._clock is not None, "bind() first"
+        return self._clock()
+
+    def _broker_epoch(self) -> int:
+        """This broker's epoch in the image (-1 before its registration is there)."""
+        registration = self.metadata.image.cluster.brokers.get(self._settings.node_id)
+        return -1 if registration is None else registration.epoch
+
     def start(self) -> None:
-        """Start registering; the client listener follows the first unfencing."""
+        """Start registering and fetching; the client listener follows the first
+        unfencing."""
         assert self._lifecycle is not None, "bind() first"
         loop = asyncio.get_running_loop()
+        self.fetchers.start()
         self._tasks = [loop.create_task(self._lifecycle.run()),
                        loop.create_task(self._listen_once_unfenced())]
         periodic = {
@@ -150,6 +168,7 @@ class BrokerRuntime:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.fetchers.stop()
         if self._lifecycle is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._lifecycle.shutdown(), SHUTDOWN_NOTICE_S)
@@ -158,6 +177,4 @@ class BrokerRuntime:
         if self._server is not None:
             await self._server.close()
         if self._clock is not None:
-            registration = self.metadata.image.cluster.brokers.get(self._settings.node_id)
-            self.replicas.shutdown(-1 if registration is None else registration.epoch,
-                                   self._clock())
+            self.replicas.shutdown(self._broker_epoch(), self._clock())

@@ -1,0 +1,177 @@
+"""A follower replica's log writes and truncation decisions (Kafka's
+``Partition.appendRecordsToFollowerOrFutureReplica``, ``UnifiedLog.appendAsFollower``,
+``truncateTo``/``truncateFullyAndStartAt`` and ``AbstractFetcherThread``'s truncation
+offset). No sockets, clocks or event loop: the fetcher
+(:mod:`pykraft.broker.replica_fetcher`) does the I/O and passes ``now_ms`` in.
+
+Interface::
+
+    append_as_follower(part, records, leader_high_watermark=..., leader_log_start_offset=...,
+                       now_ms=...)          # the leader's batches, offsets as they are
+    cut = truncation_for(part, leader_epoch, leader_end_offset, fetch_offset)
+    truncate_to(part, cut.offset, now_ms)  # producer state reloaded at the new end
+    truncate_fully_and_start_at(part, offset, now_ms)
+    last_fetched_epoch(part)               # the latest epoch in the log, -1 without one
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pykraft.broker.producer_snapshots import (
+    delete_producer_snapshots,
+    load_producer_state,
+    write_producer_snapshot,
+)
+from pykraft.broker.replica_manager import HostedPartition
+from pykraft.partition.producer_state import (
+    AppendOrigin,
+    ProducerStateEntry,
+    ProducerStateManager,
+)
+from pykraft.records.batch import HEADER_SIZE, BatchHeader, unpack_header
+from pykraft.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_OFFSET
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """Where to truncate, and whether that ends the truncation (Kafka's
+    ``OffsetTruncationState``): not when the leader named an epoch this replica does not
+    have, so the next round asks again from the epoch it truncated back to."""
+
+    offset: int
+    completed: bool
+
+
+def last_fetched_epoch(part: HostedPartition) -> int:
+    """The epoch of the last batch in the log (a follower's Fetch ``last_fetched_epoch``)."""
+    latest = part.log.leader_epochs.latest_epoch
+    return UNDEFINED_EPOCH if latest is None else latest
+
+
+def _headers(records: bytes, log_end_offset: int) -> tuple[bytes, list[BatchHeader]]:
+    """The whole batches of a fetched chunk not already in the log, and their headers.
+
+    A leader's read may end with a batch cut short (its file slice), which the follower
+    drops as Kafka's does; a header too damaged to size stays in, for the log's check to
+    refuse the append.
+    """
+    headers: list[BatchHeader] = []
+    start = pos = 0
+    while len(records) - pos >= HEADER_SIZE:
+        header = unpack_header(records, pos)
+        if header.size < HEADER_SIZE:
+            return records[start:], headers
+        if pos + header.size > len(records):
+            break
+        if header.next_offset <= log_end_offset and not headers:
+            start = pos + header.size  # already here: a leader read from an earlier batch
+        else:
+            headers.append(header)
+        pos += header.size
+    return records[start:pos], headers
+
+
+def _chunks(data: bytes, headers: list[BatchHeader], limit: int
+            ) -> Iterator[tuple[bytes, list[BatchHeader]]]:
+    """Consecutive runs of batches of at most ``limit`` bytes (one batch may exceed it)
+    so that no single append is refused for ``segment.bytes``."""
+    start = pos = 0
+    run: list[BatchHeader] = []
+    for header in headers:
+        if run and pos + header.size - start > limit:
+            yield data[start:pos], run
+            start, run = pos, []
+        run.append(header)
+        pos += header.size
+    if pos > start:
+        yield data[start:pos], run
+
+
+def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_watermark: int,
+                       leader_log_start_offset: int, now_ms: int) -> int:
+    """Append the leader's batches (framing, CRC and offset continuity checked by the log),
+    update the producer state from them, then take the leader's high watermark (capped at
+    our log end) and log start offset; returns the bytes appended."""
+    data, headers = _headers(records, part.log_end_offset)
+    appended = 0
+    for chunk, run in _chunks(data, headers, part.log.config.segment_bytes):
+        _append_chunk(part, chunk, run, now_ms)
+        appended += len(chunk)
+    log = part.log
+    part.high_watermark = max(log.log_start_offset,
+                              min(leader_high_watermark, log.log_end_offset))
+    if leader_log_start_offset > log.log_start_offset:
+        log.increment_log_start_offset(min(leader_log_start_offset, part.high_watermark),
+                                       part.high_watermark)
+    if appended or headers:
+        part.notify()
+    return appended
+
+
+def _append_chunk(part: HostedPartition, chunk: bytes, run: list[BatchHeader],
+                  now_ms: int) -> None:
+    log, state = part.log, part.producer_state
+    active = log.active.base_offset
+    log.append(chunk, now_ms)
+    if log.active.base_offset != active:
+        # rolled: the new segment's snapshot holds the state before these batches
+        state.update_map_end_offset(log.active.base_offset)
+        write_producer_snapshot(log.directory, state)
+    for header in run:
+        if header.is_control:
+            continue
+        entry = state.prepare(header, AppendOrigin.REPLICATION)
+        if isinstance(entry, ProducerStateEntry):
+            state.update(entry)
+    state.update_map_end_offset(log.log_end_offset)
+
+
+def truncation_for(part: HostedPartition, leader_epoch: int, leader_end_offset: int,
+                   fetch_offset: int) -> Truncation:
+    """Kafka's ``getOffsetTruncationState`` for the leader's (epoch, end offset): a
+    diverging epoch from Fetch, or an OffsetForLeaderEpoch answer."""
+    log = part.log
+    end = log.log_end_offset
+    if leader_end_offset == UNDEFINED_OFFSET:
+        return Truncation(fetch_offset, True)
+    if leader_epoch == UNDEFINED_EPOCH:
+        return Truncation(min(leader_end_offset, end), True)
+    own_epoch, own_end = log.leader_epochs.end_offset_for(leader_epoch, end)
+    if own_end == UNDEFINED_OFFSET:
+        return Truncation(min(leader_end_offset, end), True)
+    if own_epoch != leader_epoch:
+        return Truncation(min(own_end, end), False)
+    return Truncation(min(own_end, leader_end_offset, end), True)
+
+
+def truncate_to(part: HostedPartition, offset: int, now_ms: int) -> None:
+    """Drop the batches from ``offset`` on; the producer state is reloaded from the
+    newest snapshot at or below the new end plus the log after it, as Kafka does."""
+    log = part.log
+    if offset >= log.log_end_offset:
+        return
+    log.truncate_to(offset, now_ms)
+    state = part.producer_state
+    delete_producer_snapshots(log.directory, above=log.log_end_offset)
+    part.producer_state = load_producer_state(
+        log, partition=state.partition, now_ms=now_ms,
+        expiration_ms=state.producer_id_expiration_ms)
+    part.high_watermark = min(part.high_watermark, log.log_end_offset)
+    part.notify()
+
+
+def truncate_fully_and_start_at(part: HostedPartition, offset: int, now_ms: int) -> None:
+    """Empty the log and restart it at ``offset`` (the leader's log start is past ours):
+    no producer state or snapshot survives."""
+    log = part.log
+    log.truncate_fully_and_start_at(offset, now_ms)
+    delete_producer_snapshots(log.directory, above=-1)
+    state = part.producer_state
+    fresh = ProducerStateManager(partition=state.partition,
+                                 producer_id_expiration_ms=state.producer_id_expiration_ms)
+    fresh.update_map_end_offset(offset)
+    part.producer_state = fresh
+    part.high_watermark = offset
+    part.notify()

@@ -1,0 +1,440 @@
+"""Follower fetchers: Kafka's ``ReplicaFetcherManager`` and ``ReplicaFetcherThread`` as
+asyncio tasks of the broker's event loop.
+
+Interface (wired by :class:`pykraft.broker.process.BrokerRuntime`)::
+
+    fetchers = ReplicaFetcherManager(broker_id, replicas, FetcherConfig.of(properties),
+                                     listener_name, now_ms, broker_epoch)
+    fetchers.update(image)     # after ReplicaManager.apply_image: add/remove partitions
+    fetchers.start()           # tasks run from here on
+    await fetchers.stop()
+
+Each hosted partition this broker follows is fetched from its leader by one of
+``num.replica.fetchers`` fetchers per source broker (chosen by Kafka's hash of topic and
+partition), each with its own connection to the leader's ``inter.broker.listener.name``
+endpoint (else this broker's own listener name) from the image's broker registrations. A
+leader or leader-epoch change moves the partition to a fresh fetch; becoming leader or
+losing the replica removes it; idle fetchers stop.
+
+A fetch is a full, sessionless Fetch (v13-v17, topic ids: every KRaft broker speaks them)
+with the follower's log end offset, its latest epoch as ``last_fetched_epoch``, its log
+start offset and its image's leader epoch; ``replica_id`` up to v14 and ``replica_state``
+(with the broker epoch) from v15. Per partition (Kafka's ``processFetchRequest``):
+records are appended as they are (:mod:`pykraft.broker.follower_log`); a diverging epoch
+truncates by Kafka's rule and the next fetch continues from the new end; on
+OFFSET_OUT_OF_RANGE the leader's latest and earliest offsets (ListOffsets as a replica)
+decide between truncating to the leader's end and restarting at its log start; any other
+error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, ...) backs the
+partition off ``replica.fetch.backoff.ms``, by which time the next image has usually
+arrived. A broken connection backs off every partition of that fetcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_payload_module
+from kio.schema.types import BrokerId
+from kio.static.constants import EntityType
+from kio.static.primitive import i8, i32, i32Timedelta, i64
+
+from pykraft.broker.follower_log import (
+    append_as_follower,
+    last_fetched_epoch,
+    truncate_fully_and_start_at,
+    truncate_to,
+    truncation_for,
+)
+from pykraft.broker.partition_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.errors import CorruptRecordError, StorageError, UnsupportedVersionError
+from pykraft.image.image import MetadataImage
+from pykraft.partition.producer_state import ProducerStateError
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import request_type
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.storage.java_properties import java_string_hash
+from pykraft.storage.offset_checkpoints import TopicPartition
+
+log = logging.getLogger(__name__)
+
+FIRST_REPLICA_STATE_VERSION = 15
+#: What a fetcher speaks: Fetch by topic id (v13+, Kafka 3.1+), ListOffsets as a replica.
+FETCHER_VERSIONS: Mapping[int, tuple[int, int]] = {
+    ApiKey.FETCH: (13, 17),
+    ApiKey.LIST_OFFSETS: (1, 11),
+}
+_INT32 = 1 << 32
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    """The ``replica.*`` settings a fetcher uses, with Kafka's defaults."""
+
+    num_fetchers: int = 1
+    wait_max_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 1_048_576
+    response_max_bytes: int = 10_485_760
+    backoff_ms: int = 1_000
+    socket_timeout_ms: int = 30_000
+    inter_broker_listener: str | None = None
+
+    @classmethod
+    def of(cls, properties: Mapping[str, str]) -> FetcherConfig:
+        def number(key: str, default: int) -> int:
+            return int(properties.get(key, default))
+
+        defaults = cls()
+        return cls(
+            num_fetchers=max(1, number("num.replica.fetchers", defaults.num_fetchers)),
+            wait_max_ms=number("replica.fetch.wait.max.ms", defaults.wait_max_ms),
+            min_bytes=number("replica.fetch.min.bytes", defaults.min_bytes),
+            max_bytes=number("replica.fetch.max.bytes", defaults.max_bytes),
+            response_max_bytes=number("replica.fetch.response.max.bytes",
+                                      defaults.response_max_bytes),
+            backoff_ms=number("replica.fetch.backoff.ms", defaults.backoff_ms),
+            socket_timeout_ms=number("replica.socket.timeout.ms", defaults.socket_timeout_ms),
+            inter_broker_listener=properties.get("inter.broker.listener.name") or None)
+
+
+def fetcher_id(tp: TopicPartition, num_fetchers: int) -> int:
+    """Kafka's ``AbstractFetcherManager.getFetcherId``: ``Utils.abs(31 * topic.hashCode +
+    partition) % numFetchers`` in Java's int arithmetic."""
+    value = (31 * java_string_hash(tp.topic) + tp.partition) % _INT32
+    if value >= 1 << 31:
+        value -= _INT32
+    return (0 if value == -(1 << 31) else abs(value)) % num_fetchers
+
+
+def leader_address(image: MetadataImage, leader_id: int, listener: str
+                   ) -> tuple[str, int] | None:
+    """The leader's endpoint on ``listener`` in its registration, if it has one."""
+    broker = image.cluster.brokers.get(leader_id)
+    if broker is None:
+        return None
+    endpoint = next((e for e in broker.listeners if e.name == listener), None)
+    return None if endpoint is None else (endpoint.host, endpoint.port)
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherKey:
+    """One fetcher: the source broker, where it listens, and the fetcher number."""
+
+    source: int
+    address: tuple[str, int]
+    number: int
+
+
+class _FollowedPartition:
+    """A partition a fetcher fetches: the replica and when it may be fetched again."""
+
+    def __init__(self, part: HostedPartition) -> None:
+        self.part = part
+        self.leader_epoch = part.leader_epoch
+        self.delayed_until = 0.0
+
+
+class ReplicaFetcher:
+    """One fetcher task: fetches its partitions from one leader, one request at a time."""
+
+    def __init__(self, broker_id: int, key: FetcherKey, config: FetcherConfig,
+                 now_ms: Callable[[], int], broker_epoch: Callable[[], int]) -> None:
+        self.broker_id = broker_id
+        self.key = key
+        self._config = config
+        self._now_ms = now_ms
+        self._broker_epoch = broker_epoch
+        self.partitions: dict[TopicPartition, _FollowedPartition] = {}
+        self._changed = asyncio.Event()
+        self._connection: ClientConnection | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def name(self) -> str:
+        return f"ReplicaFetcherThread-{self.key.number}-{self.key.source}"
+
+    def add(self, part: HostedPartition) -> None:
+        """Fetch ``part`` from the log end on; a log without any leader epoch first
+        truncates to its high watermark, as Kafka's fetcher does."""
+        if last_fetched_epoch(part) < 0 and part.log_end_offset > part.high_watermark:
+            truncate_to(part, part.high_watermark, self._now_ms())
+        self.partitions[part.tp] = _FollowedPartition(part)
+        self._changed.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+        self._changed.set()
+
+    def start(self) -> None:
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self.run(), name=self.name)
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+            self.task = None
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                now = loop.time()
+                ready = [f for f in self.partitions.values() if f.delayed_until <= now]
+                if not ready:
+                    await self._wait(min((f.delayed_until for f in self.partitions.values()),
+                                         default=None))
+                    continue
+                try:
+                    await self._fetch(ready)
+                except CONNECTION_ERRORS as exc:
+                    log.warning("[%s] error in fetch from broker %d at %s:%d: %s: %s",
+                                self.name, self.key.source, *self.key.address,
+                                type(exc).__name__, exc)
+                    self._disconnect()
+                    self._delay(ready)
+        finally:
+            self._disconnect()
+
+    async def _wait(self, until: float | None) -> None:
+        self._changed.clear()
+        timeout = None if until is None else max(0.0, until - asyncio.get_running_loop().time())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    def _delay(self, followed: Iterable[_FollowedPartition]) -> None:
+        until = asyncio.get_running_loop().time() + self._config.backoff_ms / 1000
+        for entry in followed:
+            entry.delayed_until = until
+
+    def _disconnect(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def _request(self, build: Callable[[int], Any], api_key: ApiKey) -> Any:
+        """Build a request at the version negotiated with the leader, send it and wait at
+        most ``replica.socket.timeout.ms`` (plus the fetch's own wait) for the answer."""
+        timeout_s = (self._config.socket_timeout_ms + self._config.wait_max_ms) / 1000
+        if self._connection is None:
+            self._connection = await open_with_timeout(
+                *self.key.address, client_id=f"broker-{self.broker_id}-fetcher-"
+                f"{self.key.number}", ours=FETCHER_VERSIONS, timeout_s=timeout_s)
+        version = self._connection.versions.get(api_key)
+        if version is None:
+            raise UnsupportedVersionError(
+                f"broker {self.key.source} speaks no {api_key.name} version a fetcher uses "
+                f"({FETCHER_VERSIONS[api_key]})", api_key=api_key)
+        async with asyncio.timeout(timeout_s):
+            return await self._connection.request(build(version))
+
+    # ------------------------------------------------------------------ Fetch
+
+    async def _fetch(self, ready: list[_FollowedPartition]) -> None:
+        asked = {f.part.tp: (f, f.part.log_end_offset) for f in ready}
+        response = await self._request(lambda version: self._fetch_request(version, ready),
+                                       ApiKey.FETCH)
+        if response.error_code != ErrorCode.none:
+            log.warning("[%s] fetch from broker %d failed: %s", self.name, self.key.source,
+                        response.error_code.name)
+            self._delay(ready)
+            return
+        by_id = {(f.part.topic_id, f.part.index): f.part.tp for f in ready}
+        for topic in response.responses:
+            for answer in topic.partitions:
+                tp = by_id.get((topic.topic_id, int(answer.partition_index)))
+                if tp is None:
+                    continue
+                followed, offset = asked[tp]
+                if self.partitions.get(tp) is not followed or \
+                        followed.part.log_end_offset != offset:
+                    continue  # re-added or moved meanwhile: this answer is stale
+                await self._handle(followed, offset, answer)
+
+    def _fetch_request(self, version: int, ready: list[_FollowedPartition]) -> Any:
+        schema = load_payload_module(ApiKey.FETCH, version, EntityType.request)
+        topics: dict[uuid.UUID, list[Any]] = {}
+        for entry in ready:
+            part = entry.part
+            topics.setdefault(part.topic_id, []).append(schema.FetchPartition(
+                partition=i32(part.index), current_leader_epoch=i32(entry.leader_epoch),
+                fetch_offset=i64(part.log_end_offset),
+                last_fetched_epoch=i32(last_fetched_epoch(part)),
+                log_start_offset=i64(part.log_start_offset),
+                partition_max_bytes=i32(self._config.max_bytes)))
+        replica: dict[str, Any] = (
+            {"replica_state": schema.ReplicaState(replica_id=BrokerId(self.broker_id),
+                                                  replica_epoch=i64(self._broker_epoch()))}
+            if version >= FIRST_REPLICA_STATE_VERSION
+            else {"replica_id": BrokerId(self.broker_id)})
+        return request_type(ApiKey.FETCH, version)(
+            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=self._config.wait_max_ms)),
+            min_bytes=i32(self._config.min_bytes), max_bytes=i32(self._config.response_max_bytes),
+            isolation_level=i8(0), session_id=i32(0), session_epoch=i32(-1),
+            topics=tuple(schema.FetchTopic(topic_id=topic_id, partitions=tuple(parts))
+                         for topic_id, parts in topics.items()),
+            forgotten_topics_data=(), rack_id="", **replica)
+
+    async def _handle(self, followed: _FollowedPartition, fetch_offset: int, answer: Any) -> None:
+        part = followed.part
+        error = ErrorCode(answer.error_code)
+        try:
+            if error == ErrorCode.none:
+                self._apply(part, fetch_offset, answer)
+            elif error == ErrorCode.offset_out_of_range:
+                await self._out_of_range(followed)
+            else:
+                log.info("[%s] %s-%d: fetch answered %s; backing off %d ms", self.name,
+                         part.topic, part.index, error.name, self._config.backoff_ms)
+                self._delay([followed])
+        except (CorruptRecordError, StorageError, ProducerStateError, OSError) as exc:
+            log.error("[%s] %s-%d: cannot apply the leader's data at offset %d: %s",
+                      self.name, part.topic, part.index, fetch_offset, exc)
+            self._delay([followed])
+
+    def _apply(self, part: HostedPartition, fetch_offset: int, answer: Any) -> None:
+        diverging = answer.diverging_epoch
+        if int(diverging.epoch) >= 0 or int(diverging.end_offset) >= 0:
+            cut = truncation_for(part, int(diverging.epoch), int(diverging.end_offset),
+                                 fetch_offset)
+            log.info("%s-%d: truncating to offset %d for the leader's diverging epoch %d "
+                     "ending at %d", part.topic, part.index, cut.offset, int(diverging.epoch),
+                     int(diverging.end_offset))
+            truncate_to(part, cut.offset, self._now_ms())
+            return
+        append_as_follower(part, bytes(answer.records or b""),
+                           leader_high_watermark=int(answer.high_watermark),
+                           leader_log_start_offset=int(answer.log_start_offset),
+                           now_ms=self._now_ms())
+
+    # ------------------------------------------------------------------ out of range
+
+    async def _out_of_range(self, followed: _FollowedPartition) -> None:
+        """Kafka's ``fetchOffsetAndTruncate``: behind the leader's end, truncate to it;
+        before the leader's log start, restart empty there."""
+        part = followed.part
+        end = part.log_end_offset
+        leader_end = await self._list_offset(followed, LATEST_TIMESTAMP)
+        if leader_end is None:
+            return
+        if leader_end < end:
+            log.warning("%s-%d: our log end %d is past the leader's %d; truncating",
+                        part.topic, part.index, end, leader_end)
+            truncate_to(part, leader_end, self._now_ms())
+            return
+        leader_start = await self._list_offset(followed, EARLIEST_TIMESTAMP)
+        if leader_start is not None and leader_start > end:
+            log.warning("%s-%d: the leader's log starts at %d, after our end %d; restarting "
+                        "the log there", part.topic, part.index, leader_start, end)
+            truncate_fully_and_start_at(part, leader_start, self._now_ms())
+
+    async def _list_offset(self, followed: _FollowedPartition, timestamp: int) -> int | None:
+        part = followed.part
+
+        def build(version: int) -> Any:
+            schema = load_payload_module(ApiKey.LIST_OFFSETS, version, EntityType.request)
+            fields: dict[str, Any] = {"isolation_level": i8(0)} if version >= 2 else {}
+            if version >= 10:
+                fields["timeout"] = i32Timedelta.parse(
+                    datetime.timedelta(milliseconds=self._config.socket_timeout_ms))
+            return schema.ListOffsetsRequest(
+                replica_id=BrokerId(self.broker_id), topics=(schema.ListOffsetsTopic(
+                    name=part.topic, partitions=(schema.ListOffsetsPartition(
+                        partition_index=i32(part.index),
+                        current_leader_epoch=i32(followed.leader_epoch),
+                        timestamp=i64(timestamp)),)),), **fields)
+
+        response = await self._request(build, ApiKey.LIST_OFFSETS)
+        for topic in response.topics:
+            for answer in topic.partitions:
+                if topic.name == part.topic and int(answer.partition_index) == part.index:
+                    if answer.error_code == ErrorCode.none:
+                        return int(answer.offset)
+                    log.info("[%s] %s-%d: ListOffsets answered %s", self.name, part.topic,
+                             part.index, ErrorCode(answer.error_code).name)
+        self._delay([followed])
+        return None
+
+
+class ReplicaFetcherManager:
+    """Which fetcher fetches which followed partition, from one image to the next."""
+
+    def __init__(self, broker_id: int, replicas: ReplicaManager, config: FetcherConfig,
+                 listener_name: str, now_ms: Callable[[], int],
+                 broker_epoch: Callable[[], int]) -> None:
+        self.broker_id = broker_id
+        self._replicas = replicas
+        self._config = config
+        self._listener = config.inter_broker_listener or listener_name
+        self._now_ms = now_ms
+        self._broker_epoch = broker_epoch
+        self.fetchers: dict[FetcherKey, ReplicaFetcher] = {}
+        self._assigned: dict[TopicPartition, tuple[FetcherKey, HostedPartition, int]] = {}
+        self._running = False
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    def update(self, image: MetadataImage) -> None:
+        """Follow every hosted partition led elsewhere, from its current leader and epoch."""
+        wanted: dict[TopicPartition, tuple[FetcherKey, HostedPartition]] = {}
+        for tp, part in self._replicas.partitions.items():
+            if part.is_leader or part.leader_id < 0:
+                continue
+            address = leader_address(image, part.leader_id, self._listener)
+            if address is None:
+                log.warning("%s-%d: leader %d has no %s endpoint; not fetching", tp.topic,
+                            tp.partition, part.leader_id, self._listener)
+                continue
+            wanted[tp] = (FetcherKey(part.leader_id, address,
+                                     fetcher_id(tp, self._config.num_fetchers)), part)
+        for tp, (key, part, epoch) in list(self._assigned.items()):
+            if wanted.get(tp) != (key, part) or part.leader_epoch != epoch:
+                self.fetchers[key].remove(tp)
+                del self._assigned[tp]
+        for tp, (key, part) in wanted.items():
+            if tp not in self._assigned:
+                self._fetcher(key).add(part)
+                self._assigned[tp] = (key, part, part.leader_epoch)
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                del self.fetchers[key]
+                self._stop_later(fetcher)
+
+    def _fetcher(self, key: FetcherKey) -> ReplicaFetcher:
+        fetcher = self.fetchers.get(key)
+        if fetcher is None:
+            fetcher = self.fetchers[key] = ReplicaFetcher(
+                self.broker_id, key, self._config, self._now_ms, self._broker_epoch)
+            if self._running:
+                fetcher.start()
+        return fetcher
+
+    def _stop_later(self, fetcher: ReplicaFetcher) -> None:
+        if fetcher.task is None:
+            return
+        task = asyncio.get_running_loop().create_task(fetcher.stop())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    def start(self) -> None:
+        self._running = True
+        for fetcher in self.fetchers.values():
+            fetcher.start()
+
+    async def stop(self) -> None:
+        self._running = False
+        for fetcher in self.fetchers.values():
+            await fetcher.stop()
+        for task in list(self._stopping):
+            await task

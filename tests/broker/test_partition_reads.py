@@ -104,7 +104,7 @@ def test_an_offset_between_the_high_watermark_and_the_log_end_is_not_out_of_rang
     leader = Leader(log, high_watermark=1)
     for offset in (1, 2, 3):
         read = read_partition(leader, offset, 1 << 20, isolation=HW, min_one_batch=True)
-        assert read == PartitionRead(ErrorCode.none, b"", 1, 1, 0)
+        assert read == PartitionRead(ErrorCode.none, b"", 1, 1, 0, 3)
     for offset in (4, -1):
         read = read_partition(leader, offset, 1 << 20, isolation=HW, min_one_batch=True)
         assert read == PartitionRead(ErrorCode.offset_out_of_range)  # -1 offsets

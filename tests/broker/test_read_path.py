@@ -143,7 +143,8 @@ def test_fetch_errors_name_the_leader(replicas: ReplicaManager) -> None:
 @pytest.mark.parametrize("version", [12, 15])
 def test_only_the_leader_serves_fetches(replicas: ReplicaManager, version: int) -> None:
     """Broker 1 follows partition 2: neither a consumer nor the other replica may fetch it
-    here; replica 2 reads partition 0 from its leader up to the log end."""
+    here; broker 2 is no replica of partition 0, so its fetches there are refused too
+    (UNKNOWN_LEADER_EPOCH when it names the epoch, as Kafka's followerReplicaOrThrow)."""
     async def run() -> None:
         fetcher = FetchHandler(replicas, LISTENER)
         for replica_id in (-1, 2):
@@ -152,9 +153,10 @@ def test_only_the_leader_serves_fetches(replicas: ReplicaManager, version: int) 
             assert [p.error_code for p in _partitions(response)] == [
                 ErrorCode.not_leader_or_follower]
         _produce(replicas, [b"a"])
-        response = await fetcher.fetch(_fetch(version, [{"partition": 0}], replica_id=2),
-                                       version)
-        assert _values(_partitions(response)[0].records) == [b"a"]
+        response = await fetcher.fetch(_fetch(version, [{"partition": 0}, {
+            "partition": 0, "epoch": 3}], replica_id=2), version)
+        assert [p.error_code for p in _partitions(response)] == [
+            ErrorCode.not_leader_or_follower, ErrorCode.unknown_leader_epoch]
 
     asyncio.run(run())
 

@@ -1,19 +1,17 @@
-"""The broker's pure replica decisions: local changes between images, the leader's high
-watermark, leader-epoch fencing, acks=all completion and topic settings."""
+"""The broker's pure replica decisions: local changes between images, leader-epoch
+fencing, acks=all completion and topic settings (the high watermark's rules are tested in
+tests/partition/test_partition_replication.py)."""
 
 from __future__ import annotations
 
 import uuid
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from replica_fixtures import topic, with_records
 
 from pykraft.broker.replica_state import (
     acks_all_outcome,
     check_leader_epoch,
-    leader_high_watermark,
     local_changes,
 )
 from pykraft.broker.topic_settings import topic_settings
@@ -69,30 +67,6 @@ def test_deleted_recreated_and_reassigned_partitions_are_deletes() -> None:
                                TopicPartition("moved", 0))
     assert [(p.tp, p.topic_id) for p in changes.leaders] == [
         (TopicPartition("again", 0), uuid.UUID(int=4))]
-
-
-def test_high_watermark_with_the_leader_alone_in_the_isr_is_its_log_end() -> None:
-    assert leader_high_watermark(3, 10, (ME,), ME, 1, 3) == 10
-
-
-def test_high_watermark_waits_for_followers_it_has_not_heard_from() -> None:
-    assert leader_high_watermark(3, 10, (ME, 2), ME, 1, 2) == 3
-    assert leader_high_watermark(3, 10, (ME, 2), ME, 1, 2, {2: 7}) == 7
-
-
-def test_high_watermark_is_frozen_under_min_isr() -> None:
-    assert leader_high_watermark(3, 10, (ME,), ME, 2, 3) == 3
-    assert leader_high_watermark(3, 10, (ME,), ME, 2, 1) == 10  # min ISR capped by the RF
-
-
-@settings(max_examples=100, deadline=None)
-@given(current=st.integers(0, 50), leo=st.integers(0, 50),
-       follower=st.integers(0, 50))
-def test_high_watermark_never_moves_back_nor_past_the_log_end(
-        current: int, leo: int, follower: int) -> None:
-    current = min(current, leo)
-    hw = leader_high_watermark(current, leo, (ME, 2), ME, 1, 2, {2: min(follower, leo)})
-    assert current <= hw <= leo
 
 
 @pytest.mark.parametrize(("request_epoch", "code"), [

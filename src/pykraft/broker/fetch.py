@@ -20,14 +20,22 @@ on one of its partitions (``HostedPartition.listeners``) brings enough bytes or 
 Fetch sessions (KIP-227) are always declined, as Kafka allows: full requests get
 ``session_id`` 0 and every incremental request FETCH_SESSION_ID_NOT_FOUND, after which
 clients fetch in full. No replica selector either: ``preferred_read_replica`` is -1.
-Follower fetches (replica id >= 0) read to the log end but do not yet report the
-follower's progress: replication is issue 15.
+
+Follower fetches (``replica_id`` >= 0 up to v14, ``replica_state`` with the broker epoch
+from v15) read to the log end from the leader. A broker not among the partition's replicas
+is refused (UNKNOWN_LEADER_EPOCH, or NOT_LEADER_OR_FOLLOWER without a leader epoch), as is
+an older incarnation of one (NOT_LEADER_OR_FOLLOWER). The first read of a request records
+each follower's fetch offset and log start offset on the leader
+(:meth:`ReplicaManager.record_follower_fetch`), which may move the high watermark and
+propose the follower for the ISR. Any fetcher sending ``last_fetched_epoch`` (v12+) whose
+epoch diverges from the leader's log gets ``diverging_epoch`` at once and no records.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -37,6 +45,7 @@ from kio.static.constants import EntityType
 from kio.static.primitive import Records, i32, i64
 
 from pykraft.broker.partition_reads import (
+    CONSUMER_REPLICA_ID,
     FetchIsolation,
     PartitionFetch,
     PartitionRead,
@@ -76,13 +85,20 @@ def replica_id_of(request: Any) -> int:
     return int(request.replica_state.replica_id)
 
 
+def replica_epoch_of(request: Any) -> int:
+    """The fetching broker's epoch (v15+, KIP-903); -1 before, which skips the checks."""
+    state = getattr(request, "replica_state", None)
+    return -1 if state is None else int(state.replica_epoch)
+
+
 class _Resolver:
     """Looks partitions up for one read on their leader (consumers and followers alike:
     no replica selector names a follower to read from), keeping the hosted ones (to park
     on) and the leader hints of the refused ones."""
 
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, replica_id: int) -> None:
         self._replicas = replicas
+        self._replica_id = replica_id
         self.hosted: list[HostedPartition] = []
         self.leaders: dict[PartitionKey, tuple[int, int]] = {}
 
@@ -94,8 +110,22 @@ class _Resolver:
             if refused.error_code in _LEADER_HINTS:
                 self.leaders[key] = (refused.leader_id, refused.leader_epoch)
             return refused.error_code
+        if self._replica_id >= 0:
+            code = self._replicas.check_follower(part, self._replica_id, epoch)
+            if code != ErrorCode.none:
+                return code
         self.hosted.append(part)
         return part
+
+
+@dataclass(frozen=True, slots=True)
+class _Follower:
+    """Who fetches: a broker (``replica_id`` >= 0, its epoch or -1) or a consumer (-1),
+    and the log start offsets it sent, one per requested partition."""
+
+    replica_id: int = CONSUMER_REPLICA_ID
+    broker_epoch: int = -1
+    log_starts: list[int] = field(default_factory=list)
 
 
 class FetchHandler:
@@ -114,39 +144,71 @@ class FetchHandler:
                 session_id=i32(0), responses=())
         by_id = version >= FIRST_TOPIC_ID_VERSION
         wanted: list[PartitionFetch[PartitionKey]] = []
+        starts: list[int] = []  # each partition's follower log start offset (v5+)
         for topic in body.topics:
             name: str | uuid.UUID = topic.topic_id if by_id else topic.topic
-            wanted.extend(PartitionFetch(
-                (name, int(part.partition), int(part.current_leader_epoch)),
-                int(part.fetch_offset), int(part.partition_max_bytes))
-                for part in topic.partitions)
-        isolation = fetch_isolation(replica_id_of(request), int(body.isolation_level))
+            for part in topic.partitions:
+                wanted.append(PartitionFetch(
+                    (name, int(part.partition), int(part.current_leader_epoch)),
+                    int(part.fetch_offset), int(part.partition_max_bytes),
+                    int(part.last_fetched_epoch)))
+                starts.append(int(part.log_start_offset))
+        replica_id = replica_id_of(request)
+        isolation = fetch_isolation(replica_id, int(body.isolation_level))
+        follower = _Follower(replica_id, replica_epoch_of(request), starts)
         reads, resolver = await self._read_until_ready(
-            wanted, isolation, max_bytes=int(body.max_bytes),
+            wanted, isolation, follower, max_bytes=int(body.max_bytes),
             min_bytes=int(body.min_bytes), max_wait_s=body.max_wait.total_seconds())
         return self._response(resp_schema, wanted, reads, resolver, isolation, by_id)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
-              max_bytes: int) -> tuple[list[PartitionRead], _Resolver]:
-        resolver = _Resolver(self._replicas)
+              max_bytes: int, replica_id: int) -> tuple[list[PartitionRead], _Resolver]:
+        resolver = _Resolver(self._replicas, replica_id)
         return read_partitions(wanted, resolver, max_bytes=max_bytes,
                                isolation=isolation), resolver
 
     async def _read_until_ready(self, wanted: list[PartitionFetch[PartitionKey]],
-                                isolation: FetchIsolation,
+                                isolation: FetchIsolation, follower: _Follower,
                                 *, max_bytes: int, min_bytes: int, max_wait_s: float
                                 ) -> tuple[list[PartitionRead], _Resolver]:
-        """Read now; while too little is there, park until a partition changes or the
-        wait ends, then read again (Kafka's delayed fetch, woken without polling)."""
+        """Read now (recording a follower's positions from this first read only, as
+        Kafka's ``readFromLog`` outside the purgatory); while too little is there, park
+        until a partition changes or the wait ends, then read again (Kafka's delayed
+        fetch, woken without polling)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_s
+        first = True
         while True:
-            reads, resolver = self._read(wanted, isolation, max_bytes)
+            reads, resolver = self._read(wanted, isolation, max_bytes, follower.replica_id)
+            if first and follower.replica_id >= 0:
+                reads = self._record_follower(wanted, reads, follower)
+            first = False
             remaining = deadline - loop.time()
             if (remaining <= 0 or not wanted or sum(len(r.records) for r in reads) >= min_bytes
-                    or any(r.error != ErrorCode.none for r in reads)):
+                    or any(r.error != ErrorCode.none or r.diverging_epoch for r in reads)):
                 return reads, resolver
             await _changed(resolver.hosted, remaining)
+
+    def _record_follower(self, wanted: list[PartitionFetch[PartitionKey]],
+                         reads: list[PartitionRead], follower: _Follower
+                         ) -> list[PartitionRead]:
+        """Record the follower's fetch on each partition read without error or
+        divergence; a refused update (an older broker incarnation) replaces the read."""
+        now_ms = self._replicas.clock_ms()
+        recorded = []
+        for fetch, read, start in zip(wanted, reads, follower.log_starts, strict=True):
+            if read.error == ErrorCode.none and read.diverging_epoch is None:
+                topic, index, _ = fetch.key
+                code = self._replicas.record_follower_fetch(
+                    self._replicas.partition_for(topic, index), follower.replica_id,
+                    broker_epoch=follower.broker_epoch, fetch_offset=fetch.fetch_offset,
+                    log_start_offset=start, leader_end_offset=read.log_end_offset,
+                    now_ms=now_ms)
+                if code != ErrorCode.none:
+                    recorded.append(PartitionRead(code))
+                    continue
+            recorded.append(read)
+        return recorded
 
     def _response(self, schema: ModuleType, wanted: list[PartitionFetch[PartitionKey]],
                   reads: list[PartitionRead], resolver: _Resolver, isolation: FetchIsolation,
@@ -155,11 +217,14 @@ class FetchHandler:
         for fetch, read in zip(wanted, reads, strict=True):
             topic, index, _ = fetch.key
             leader = resolver.leaders.get(fetch.key, (-1, -1))
+            diverging = read.diverging_epoch or (-1, -1)
             topics.setdefault(topic, []).append(schema.PartitionData(
                 partition_index=i32(index), error_code=read.error,
                 high_watermark=i64(read.high_watermark),
                 last_stable_offset=i64(read.last_stable_offset),
                 log_start_offset=i64(read.log_start_offset),
+                diverging_epoch=schema.EpochEndOffset(epoch=i32(diverging[0]),
+                                                      end_offset=i64(diverging[1])),
                 current_leader=schema.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),
                                                        leader_epoch=i32(leader[1])),
                 aborted_transactions=(() if isolation is FetchIsolation.TXN_COMMITTED

@@ -8,9 +8,10 @@ Interface::
 
     isolation = fetch_isolation(replica_id, isolation_level)   # LOG_END for replicas
     reads = read_partitions(wanted, resolve, max_bytes=..., isolation=...)
-    #   wanted: PartitionFetch(key, fetch_offset, partition_max_bytes) in request order;
-    #   resolve(key) -> ReadablePartition, or the ErrorCode refusing it; every answer is a
-    #   PartitionRead(error, records, high_watermark, last_stable_offset, log_start_offset)
+    #   wanted: PartitionFetch(key, fetch_offset, partition_max_bytes, last_fetched_epoch)
+    #   in request order; resolve(key) -> ReadablePartition, or the ErrorCode refusing it;
+    #   every answer is a PartitionRead(error, records, high_watermark, last_stable_offset,
+    #   log_start_offset, log_end_offset, diverging_epoch)
     answer = list_offset(part, timestamp, isolation=...)        # -> ListedOffset
     target = delete_records_target(part, offset)                # -> offset or ErrorCode
 
@@ -29,6 +30,7 @@ from pykraft.errors import OffsetOutOfRangeError
 from pykraft.partition.batch_records import batch_records
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import BatchHeader, Record, RecordBatch
+from pykraft.storage.leader_epoch import UNDEFINED_OFFSET
 from pykraft.storage.partition_log import PartitionLog
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP)
@@ -81,17 +83,22 @@ class PartitionFetch(Generic[K]):
     key: K
     fetch_offset: int
     partition_max_bytes: int
+    last_fetched_epoch: int = NO_EPOCH  # v12+: the epoch of the fetcher's last batch
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionRead:
-    """One partition's answer; on error Kafka sends -1 offsets and no records."""
+    """One partition's answer; on error Kafka sends -1 offsets and no records. The log end
+    offset is the leader's as of the read (a follower's progress is measured against it);
+    ``diverging_epoch`` (epoch, end offset) tells a fetcher its log left the leader's."""
 
     error: ErrorCode
     records: bytes = b""
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    log_end_offset: int = -1
+    diverging_epoch: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,19 +135,30 @@ def upper_bound(part: ReadablePartition, isolation: FetchIsolation) -> int:
 
 
 def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *,
-                   isolation: FetchIsolation, min_one_batch: bool) -> PartitionRead:
+                   isolation: FetchIsolation, min_one_batch: bool,
+                   last_fetched_epoch: int = NO_EPOCH) -> PartitionRead:
     """Whole batches from the one holding ``fetch_offset`` up to the isolation bound.
 
     An offset below the log start or past the log end is OFFSET_OUT_OF_RANGE; one in
-    (high watermark, log end] is not (trap 8): it reads nothing and shows the HW.
+    (high watermark, log end] is not (trap 8): it reads nothing and shows the HW. With a
+    ``last_fetched_epoch`` (Fetch v12+), a fetcher whose last epoch ends earlier here than
+    its fetch offset, or is unknown here, gets the diverging epoch and no records
+    (``Partition.readRecords``).
     """
     hw, lso, start = part.high_watermark, last_stable_offset(part), part.log_start_offset
+    end = part.log_end_offset
+    if last_fetched_epoch >= 0:
+        epoch, epoch_end = part.log.leader_epochs.end_offset_for(last_fetched_epoch, end)
+        if epoch_end == UNDEFINED_OFFSET or epoch == NO_EPOCH or fetch_offset < start:
+            return PartitionRead(ErrorCode.offset_out_of_range)
+        if epoch < last_fetched_epoch or epoch_end < fetch_offset:
+            return PartitionRead(ErrorCode.none, b"", hw, lso, start, end, (epoch, epoch_end))
     try:
         records = part.log.read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
                                 min_one_batch=min_one_batch)
     except OffsetOutOfRangeError:
         return PartitionRead(ErrorCode.offset_out_of_range)
-    return PartitionRead(ErrorCode.none, records, hw, lso, start)
+    return PartitionRead(ErrorCode.none, records, hw, lso, start, end)
 
 
 def read_partitions(wanted: Sequence[PartitionFetch[K]],
@@ -160,7 +178,8 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
             continue
         read = read_partition(part, fetch.fetch_offset,
                               min(max(0, fetch.partition_max_bytes), remaining),
-                              isolation=isolation, min_one_batch=min_one_batch)
+                              isolation=isolation, min_one_batch=min_one_batch,
+                              last_fetched_epoch=fetch.last_fetched_epoch)
         if read.records:
             min_one_batch = False
             remaining = max(0, remaining - len(read.records))

@@ -19,10 +19,10 @@ from v10, its endpoint: KIP-951), validation (record_errors and error_message fr
 producer state (duplicates answered with their original offsets), the append.
 
 acks=all waits for each appended partition's high watermark to pass its batch, woken by the
-partition's listeners; with ISR == {leader} that is at once. Followers replicate from
-issue 15 on, so until then a partition with more replicas in its ISR answers
-REQUEST_TIMED_OUT after ``timeout_ms`` (Kafka's answer when followers do not keep up; the
-batch stays in the log).
+partition's listeners (appends, follower fetches that move the high watermark, ISR changes,
+leadership moves); with ISR == {leader} that is at once. When the ISR shrank under
+min.insync.replicas meanwhile the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND; when followers
+do not keep up it is REQUEST_TIMED_OUT after ``timeout_ms`` (the batch stays in the log).
 """
 
 from __future__ import annotations
@@ -242,7 +242,8 @@ def _settle(outcome: _Outcome) -> bool:
     hosted, required = outcome.waiting
     code = acks_all_outcome(
         is_leader=hosted.is_leader, high_watermark=hosted.high_watermark,
-        required_offset=required, isr_size=len(hosted.isr), min_isr=hosted.min_isr,
+        required_offset=required, isr_size=len(hosted.maximal_isr),
+        min_isr=hosted.min_isr,
         replication_factor=len(hosted.replicas))
     if code is None:
         return False

@@ -1,5 +1,5 @@
 """The partitions this broker hosts, from the metadata image it replays: Kafka's
-``ReplicaManager`` for the leader's side of the data path (followers fetch from issue 15).
+``ReplicaManager`` for the leader's side of the data path and of replication.
 
 Interface (stable; Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and
 DeleteRecords build on it)::
@@ -22,21 +22,31 @@ DeleteRecords build on it)::
     # -> AppendResult(base_offset, last_offset, log_append_time_ms, log_start_offset), or
     #    raises PartitionError (NOT_ENOUGH_REPLICAS, INVALID_TOPIC_EXCEPTION) or the
     #    validator's / producer state's errors (ProduceValidationError, ProducerStateError)
+    replicas.isr_changes = submit            # submit(part, IsrProposal): AlterPartition
+    code = replicas.check_follower(part, replica_id, current_leader_epoch)
+    code = replicas.record_follower_fetch(part, replica_id, broker_epoch=..., fetch_offset=...,
+                                          log_start_offset=..., leader_end_offset=..., now_ms=...)
+    replicas.shrink_isrs(now_ms)             # every replica.lag.time.max.ms / 2
+    retry = replicas.complete_isr_change(part, proposal, AlterResult | ErrorCode, now_ms)
     replicas.run_retention(now_ms)           # log.retention.check.interval.ms
     replicas.checkpoint(now_ms)              # recovery points, log start offsets, HWMs
     replicas.checkpoint_high_watermarks()    # replication-offset-checkpoint alone
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
 
-High watermark: the leader's is the smallest log end offset over the ISR
-(:func:`~pykraft.broker.replica_state.leader_high_watermark`); with ISR == {leader} that is
-its own log end offset after every append. A larger ISR holds it until followers report
-their offsets (issue 15), so acks=all produces to such partitions wait, then time out as in
-Kafka. A new replica starts from ``replication-offset-checkpoint`` (capped at its log end).
+High watermark and ISR: a leader keeps a
+:class:`~pykraft.partition.replication.LeaderReplication` (Kafka's ``Partition`` leader
+state): its followers' fetch positions move the high watermark (the smallest log end offset
+over the maximal ISR, frozen under min.insync.replicas), a follower that caught up joins the
+ISR and one lagging past ``replica.lag.time.max.ms`` leaves it, each change proposed through
+``isr_changes`` (AlterPartition, :mod:`pykraft.broker.alter_partition`) and committed by the
+answer or a newer image. With ISR == {leader} the high watermark is the log end after every
+append. A new replica starts from ``replication-offset-checkpoint`` (capped at its log end).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -47,13 +57,7 @@ from pykraft.broker.producer_snapshots import (
     load_producer_state,
     write_producer_snapshot,
 )
-from pykraft.broker.replica_state import (
-    LocalPartition,
-    check_leader_epoch,
-    effective_min_isr,
-    leader_high_watermark,
-    local_changes,
-)
+from pykraft.broker.replica_state import LocalPartition, check_leader_epoch, local_changes
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.errors import ConfigError, PyKraftError, StorageError
 from pykraft.image.configs import ConfigResourceType
@@ -63,6 +67,14 @@ from pykraft.partition.producer_state import (
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     BatchMetadata,
     ProducerStateManager,
+)
+from pykraft.partition.replication import (
+    AlterResult,
+    Brokers,
+    IsrProposal,
+    LeaderReplication,
+    PartitionAssignment,
+    effective_min_isr,
 )
 from pykraft.partition.validator import validate_produce
 from pykraft.protocol.errors import ErrorCode
@@ -78,8 +90,14 @@ from pykraft.storage.retention import segments_to_delete
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
+REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000
 
 log = logging.getLogger(__name__)
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class PartitionError(PyKraftError):
@@ -107,6 +125,7 @@ class AppendResult:
 
 
 Listener = Callable[["HostedPartition"], None]
+IsrChangeSink = Callable[["HostedPartition", IsrProposal], None]
 
 
 class HostedPartition:
@@ -125,6 +144,7 @@ class HostedPartition:
         self.high_watermark = min(high_watermark, partition_log.log_end_offset)
         self.deleted = False
         self.listeners: list[Listener] = []
+        self.replication: LeaderReplication | None = None  # while this broker leads
 
     @property
     def topic(self) -> str:
@@ -148,7 +168,18 @@ class HostedPartition:
 
     @property
     def isr(self) -> tuple[int, ...]:
+        """The committed ISR: the leader's own (an AlterPartition answer may be ahead of
+        the image), the image's on a follower."""
+        if self.replication is not None and self.is_leader:
+            return self.replication.isr
         return self.registration.isr
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The ISR with a pending expansion's member (acks=all counts it)."""
+        if self.replication is not None and self.is_leader:
+            return self.replication.maximal_isr
+        return frozenset(self.registration.isr)
 
     @property
     def replicas(self) -> tuple[int, ...]:
@@ -170,16 +201,21 @@ class HostedPartition:
     def min_isr(self) -> int:
         return effective_min_isr(self.settings.min_insync_replicas, len(self.replicas))
 
-    def maybe_advance_high_watermark(self) -> bool:
+    def maybe_advance_high_watermark(self, now_ms: int, brokers: Brokers) -> bool:
         """Move the leader's high watermark by Kafka's rule; True if it moved."""
-        if not self.is_leader:
+        if not self.is_leader or self.replication is None:
             return False
-        new = leader_high_watermark(self.high_watermark, self.log_end_offset, self.isr,
-                                    self.broker_id, self.settings.min_insync_replicas,
-                                    len(self.replicas))
+        new = self.replication.high_watermark(
+            self.high_watermark, leader_end_offset=self.log_end_offset, now_ms=now_ms,
+            min_insync_replicas=self.settings.min_insync_replicas, brokers=brokers)
         moved = new != self.high_watermark
         self.high_watermark = new
         return moved
+
+    def assignment(self) -> PartitionAssignment:
+        reg = self.registration
+        return PartitionAssignment(reg.leader_epoch, reg.partition_epoch, reg.replicas, reg.isr,
+                                   reg.leader_recovery_state)
 
     def notify(self) -> None:
         for listener in list(self.listeners):
@@ -191,12 +227,20 @@ class ReplicaManager:
 
     def __init__(self, broker_id: int, log_manager: LogManager,
                  static: Mapping[str, str] | None = None, *,
-                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT) -> None:
+                 producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+                 clock_ms: Callable[[], int] = _wall_clock_ms) -> None:
         self.broker_id = broker_id
+        self.clock_ms = clock_ms
+        """The clock follower fetches are timed with (the node's, once bound)."""
+
         self.logs = log_manager
         self._static = dict(static or {})
         self._expiration_ms = producer_id_expiration_ms
+        self.max_lag_ms = int(self._static.get(REPLICA_LAG_TIME_MAX_MS,
+                                               REPLICA_LAG_TIME_MAX_MS_DEFAULT))
+        self.isr_changes: IsrChangeSink | None = None
         self.image = MetadataImage()
+        self.brokers = Brokers({})
         self._partitions: dict[TopicPartition, HostedPartition] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         for directory in log_manager.log_dirs:
@@ -213,6 +257,11 @@ class ReplicaManager:
         """Host, lead, follow or delete partitions as the new image says (Kafka's
         ``applyDelta``: deletes first, then leaders, then followers)."""
         previous, self.image = self.image, image
+        if image.cluster is not previous.cluster:
+            registered = image.cluster.brokers
+            self.brokers = Brokers(
+                {b: reg.epoch for b, reg in registered.items() if not reg.fenced},
+                frozenset(b for b, reg in registered.items() if reg.in_controlled_shutdown))
         changes = local_changes(previous.topics, image.topics, self.broker_id)
         for tp in changes.deleted:
             self._delete(tp, now_ms)
@@ -238,8 +287,8 @@ class ReplicaManager:
         if hosted is not None and hosted.topic_id == local.topic_id:
             was_leader = hosted.is_leader
             hosted.registration = local.registration
-            _start_leader_epoch(hosted)
-            hosted.maybe_advance_high_watermark()
+            self._lead(hosted, now_ms)
+            hosted.maybe_advance_high_watermark(now_ms, self.brokers)
             if was_leader != hosted.is_leader:
                 log.info("%s: %s in leader epoch %d", _name(local.tp),
                          "leader" if hosted.is_leader else "follower", hosted.leader_epoch)
@@ -251,9 +300,24 @@ class ReplicaManager:
                                     expiration_ms=self._expiration_ms)
         hosted = HostedPartition(local, partition_log, state, settings, self.broker_id,
                                  self._checkpointed_hw.get(local.tp, 0))
-        _start_leader_epoch(hosted)
-        hosted.maybe_advance_high_watermark()
+        self._lead(hosted, now_ms)
+        hosted.maybe_advance_high_watermark(now_ms, self.brokers)
         self._partitions[local.tp] = hosted
+
+    def _lead(self, hosted: HostedPartition, now_ms: int) -> None:
+        """Kafka's ``makeLeader`` / ``makeFollower`` for the replication state: a new
+        leader starts its epoch at its log end and forgets its followers' positions."""
+        if not hosted.is_leader:
+            hosted.replication = None
+            return
+        hosted.log.assign_epoch_start_offset(hosted.leader_epoch, hosted.log_end_offset)
+        if hosted.replication is None:
+            hosted.replication = LeaderReplication(
+                self.broker_id, hosted.assignment(), epoch_start_offset=hosted.log_end_offset,
+                now_ms=now_ms, max_lag_ms=self.max_lag_ms)
+        else:
+            hosted.replication.assign(hosted.assignment(), leader_end_offset=hosted.log_end_offset,
+                                      now_ms=now_ms)
 
     def _delete(self, tp: TopicPartition, now_ms: int) -> None:
         hosted = self._partitions.pop(tp, None)
@@ -350,10 +414,91 @@ class ReplicaManager:
         if outcome is not None:
             state.update(outcome)
         state.update_map_end_offset(partition_log.log_end_offset)
-        hosted.maybe_advance_high_watermark()
+        hosted.maybe_advance_high_watermark(now_ms, self.brokers)
         hosted.notify()
         return AppendResult(validated.first_offset, validated.last_offset,
                             validated.log_append_time_ms, hosted.log_start_offset)
+
+    # ------------------------------------------------------------------ replication
+
+    def check_follower(self, hosted: HostedPartition, replica_id: int,
+                       current_leader_epoch: int) -> ErrorCode:
+        """Whether ``replica_id`` may fetch this led partition as a follower."""
+        if hosted.replication is None:
+            return ErrorCode.not_leader_or_follower
+        return hosted.replication.check_follower(replica_id, current_leader_epoch)
+
+    def record_follower_fetch(self, hosted: HostedPartition, replica_id: int, *,
+                              broker_epoch: int, fetch_offset: int, log_start_offset: int,
+                              leader_end_offset: int, now_ms: int) -> ErrorCode:
+        """Kafka's ``updateFollowerFetchState``: record the follower's position (the leader
+        log end as of the read), propose it for the ISR when it caught up, then move the
+        high watermark and wake waiting produces and fetches."""
+        replication = hosted.replication
+        if replication is None or not hosted.is_leader:
+            return ErrorCode.not_leader_or_follower
+        before = replication.followers.get(replica_id)
+        code = replication.record_fetch(
+            replica_id, fetch_offset=fetch_offset, log_start_offset=log_start_offset,
+            broker_epoch=broker_epoch, now_ms=now_ms, leader_end_offset=leader_end_offset,
+            brokers=self.brokers)
+        if code != ErrorCode.none:
+            return code
+        proposal = replication.propose_expand(replica_id, high_watermark=hosted.high_watermark,
+                                              brokers=self.brokers,
+                                              local_epoch=self._local_epoch())
+        if proposal is not None:
+            log.info("%s: expanding ISR from %s to %s", _name(hosted.tp),
+                     list(replication.isr), list(proposal.isr))
+            self._submit(hosted, proposal)
+        moved = (before is None or before.log_end_offset != fetch_offset) and \
+            hosted.maybe_advance_high_watermark(now_ms, self.brokers)
+        if moved:
+            hosted.notify()
+        return ErrorCode.none
+
+    def shrink_isrs(self, now_ms: int) -> None:
+        """Kafka's ``isr-expiration`` task: propose removing the followers that lagged
+        past ``replica.lag.time.max.ms`` from each led partition's ISR."""
+        for hosted in self._partitions.values():
+            replication = hosted.replication
+            if replication is None or not hosted.is_leader:
+                continue
+            proposal = replication.propose_shrink(now_ms=now_ms,
+                                                  leader_end_offset=hosted.log_end_offset,
+                                                  local_epoch=self._local_epoch())
+            if proposal is not None:
+                log.info("%s: shrinking ISR from %s to %s (high watermark %d, end offset %d)",
+                         _name(hosted.tp), list(replication.isr), list(proposal.isr),
+                         hosted.high_watermark, hosted.log_end_offset)
+                self._submit(hosted, proposal)
+
+    def complete_isr_change(self, hosted: HostedPartition, proposal: IsrProposal,
+                            result: AlterResult | ErrorCode, now_ms: int) -> bool:
+        """The controller's answer to an ISR change; True when it should be sent again
+        (the caller resends ``proposal``). A committed change may move the high watermark."""
+        replication = hosted.replication
+        if replication is None or hosted.deleted:
+            return False
+        retry = replication.complete(proposal, result)
+        if isinstance(result, AlterResult) and not replication.in_flight:
+            log.info("%s: ISR updated to %s and partition epoch to %d", _name(hosted.tp),
+                     list(replication.isr), replication.partition_epoch)
+            hosted.maybe_advance_high_watermark(now_ms, self.brokers)
+            hosted.notify()
+        elif isinstance(result, ErrorCode):
+            log.info("%s: ISR change to %s failed: %s%s", _name(hosted.tp), list(proposal.isr),
+                     result.name, " (retrying)" if retry else "")
+        return retry
+
+    def _submit(self, hosted: HostedPartition, proposal: IsrProposal) -> None:
+        if self.isr_changes is not None:
+            self.isr_changes(hosted, proposal)
+
+    def _local_epoch(self) -> int:
+        """This broker's epoch as the image registers it (-1 before it does)."""
+        registration = self.image.cluster.brokers.get(self.broker_id)
+        return -1 if registration is None else registration.epoch
 
     # ------------------------------------------------------------------ periodic work
 
@@ -403,13 +548,6 @@ class ReplicaManager:
             hosted.notify()
         self._partitions.clear()
         self.logs.shutdown(broker_epoch)
-
-
-def _start_leader_epoch(hosted: HostedPartition) -> None:
-    """A leader's epoch starts at its log end offset (OffsetForLeaderEpoch answers it, and
-    ListOffsets refuses consumers while the high watermark is below it)."""
-    if hosted.is_leader:
-        hosted.log.assign_epoch_start_offset(hosted.leader_epoch, hosted.log_end_offset)
 
 
 def _name(tp: TopicPartition) -> str:

@@ -1,6 +1,7 @@
 """A broker's pure replica decisions (sans-I/O): which partitions it hosts and leads after a
-metadata image change, the leader's high watermark, the leader-epoch check of a request and
-when an acks=all produce is satisfied. The I/O driver is
+metadata image change, the leader-epoch check of a request and when an acks=all produce is
+satisfied (the leader's ISR and high watermark rules are
+:mod:`pykraft.partition.replication`). The I/O driver is
 :class:`pykraft.broker.replica_manager.ReplicaManager`.
 
 Interface::
@@ -9,7 +10,6 @@ Interface::
     #   .deleted  (partitions this broker no longer hosts: topic deleted, recreated or the
     #              replica reassigned away), then .leaders and .followers (new or changed
     #              registrations), in Kafka's order: deletes, leaders, followers
-    hw = leader_high_watermark(current_hw, log_end_offset, isr, leader_id, min_isr, rf)
     code = check_leader_epoch(request_epoch, local_epoch)   # NONE, FENCED or UNKNOWN
     outcome = acks_all_outcome(...)                        # None while still waiting
 """
@@ -17,10 +17,10 @@ Interface::
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pykraft.image.topics import PartitionRegistration, TopicsImage
+from pykraft.partition.replication import effective_min_isr
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.offset_checkpoints import TopicPartition
 
@@ -75,28 +75,6 @@ def local_changes(old: TopicsImage, new: TopicsImage, broker_id: int) -> LocalCh
     return LocalChanges(deleted, tuple(leaders), tuple(followers))
 
 
-def effective_min_isr(min_insync_replicas: int, replication_factor: int) -> int:
-    """Kafka's ``Partition.effectiveMinIsr``: min.insync.replicas capped by the RF."""
-    return min(min_insync_replicas, replication_factor)
-
-
-def leader_high_watermark(current: int, log_end_offset: int, isr: Sequence[int],
-                          leader_id: int, min_isr: int, replication_factor: int,
-                          follower_end_offsets: dict[int, int] | None = None) -> int:
-    """The leader's high watermark: the smallest log end offset over the ISR, never moving
-    back, and frozen while the ISR is under the effective min ISR (Kafka >= 3.7).
-
-    Followers report their log end offsets in their fetches (issue 15); one not reported
-    yet holds the high watermark where it is, as in Kafka.
-    """
-    if len(isr) < effective_min_isr(min_isr, replication_factor):
-        return current
-    known = follower_end_offsets or {}
-    ends = [log_end_offset if replica == leader_id else known.get(replica, current)
-            for replica in isr]
-    return max(current, min(ends, default=log_end_offset))
-
-
 def check_leader_epoch(request_epoch: int, local_epoch: int) -> ErrorCode:
     """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check; an older epoch
     than ours is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (we lag behind)."""
@@ -113,7 +91,8 @@ def acks_all_outcome(*, is_leader: bool, high_watermark: int, required_offset: i
     """Kafka's ``checkEnoughReplicasReachOffset`` for an acks=all partition waiting until
     the high watermark reaches ``required_offset`` (its last offset + 1): None while it
     waits; NOT_LEADER_OR_FOLLOWER once leadership moved; NONE, or
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank under the min ISR meanwhile."""
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR (``isr_size``: the maximal ISR, with a
+    pending expansion's member) shrank under the min ISR meanwhile."""
     if not is_leader:
         return ErrorCode.not_leader_or_follower
     if high_watermark < required_offset:

@@ -1,0 +1,395 @@
+"""The leader's side of replication over a real ReplicaManager, driven by follower Fetch
+requests through FetchHandler (no sockets): high watermark, acks=all, ISR changes,
+divergence and the AlterPartition manager."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.index import load_payload_module
+from kio.schema.alter_partition.v3 import request as ap_req
+from kio.schema.alter_partition.v3 import response as ap_res
+from kio.schema.types import BrokerId
+from kio.static.constants import EntityType
+from kio.static.primitive import i8, i32
+from replica_fixtures import broker, client_batch, with_records
+
+from conformance.harness import kio_entity
+from pykraft.broker.alter_partition import AlterPartitionManager
+from pykraft.broker.fetch import FetchHandler
+from pykraft.broker.log_manager import LogManager
+from pykraft.broker.produce import ProduceHandler
+from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.errors import NetworkError
+from pykraft.image.image import MetadataImage
+from pykraft.partition.replication import AlterResult, IsrProposal
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    TopicRecord,
+)
+from pykraft.storage.log_config import LogConfig
+from test_produce_handler import request
+
+ME, F2, F3 = 1, 2, 3
+EPOCH = 10  # every broker's epoch in replica_fixtures.broker
+T1 = uuid.UUID(int=7)
+LAG = 1_000
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@dataclasses.dataclass
+class Leader:
+    replicas: ReplicaManager
+    clock: Clock
+    proposals: list[IsrProposal]
+
+    @property
+    def part(self) -> HostedPartition:
+        return self.replicas.partition_for("t", 0)
+
+
+def _image(isr: tuple[int, ...], min_isr: int) -> MetadataImage:
+    unfenced = [BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=EPOCH, fenced=-1)
+                for b in (ME, F2, F3)]
+    return with_records(
+        MetadataImage(), *(broker(b, 9090 + b) for b in (ME, F2, F3)), *unfenced,
+        TopicRecord(name="t", topic_id=T1),
+        PartitionRecord(partition_id=0, topic_id=T1, replicas=(ME, F2, F3), isr=isr,
+                        leader=ME, leader_epoch=4, partition_epoch=9),
+        ConfigRecord(resource_type=2, resource_name="t", name="min.insync.replicas",
+                     value=str(min_isr)))
+
+
+def _leader(tmp_path: Path, isr: tuple[int, ...] = (ME, F2, F3), min_isr: int = 2) -> Leader:
+    logs = LogManager([tmp_path], LogConfig())
+    logs.startup(0)
+    clock = Clock()
+    manager = ReplicaManager(ME, logs, {"replica.lag.time.max.ms": str(LAG)}, clock_ms=clock)
+    proposals: list[IsrProposal] = []
+    manager.isr_changes = lambda _part, proposal: proposals.append(proposal)
+    manager.apply_image(_image(isr, min_isr), 0)
+    return Leader(manager, clock, proposals)
+
+
+@pytest.fixture
+def leader(tmp_path: Path) -> Iterator[Leader]:
+    made = _leader(tmp_path)
+    yield made
+    made.replicas.shutdown()
+
+
+def fetch_request(replica: int, offset: int, *, version: int = 15, epoch: int = EPOCH,
+                  last_fetched_epoch: int = -1, leader_epoch: int = 4,
+                  max_wait_ms: int = 0) -> Any:
+    """A follower's Fetch of t-0 as Kafka's ReplicaFetcherThread builds it."""
+    return kio_entity(load_payload_module(1, version, EntityType.request).FetchRequest, {
+        "replica_id": replica, "replica_state": {"replica_id": replica, "replica_epoch": epoch},
+        "max_wait": datetime.timedelta(milliseconds=max_wait_ms), "min_bytes": 1,
+        "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+        "rack_id": "", "forgotten_topics_data": [],
+        "topics": [{"topic": "t", "topic_id": T1, "partitions": [{
+            "partition": 0, "current_leader_epoch": leader_epoch, "fetch_offset": offset,
+            "last_fetched_epoch": last_fetched_epoch, "log_start_offset": 0,
+            "partition_max_bytes": 1 << 20}]}]})
+
+
+async def follower_fetch(leader: Leader, replica: int, offset: int, **kwargs: Any) -> Any:
+    version = kwargs.get("version", 15)
+    response = await FetchHandler(leader.replicas, "PLAINTEXT").fetch(
+        fetch_request(replica, offset, **kwargs), version)
+    return response.responses[0].partitions[0]
+
+
+def append(leader: Leader, count: int = 1) -> None:
+    leader.replicas.append_records(leader.part, client_batch([b"v"] * count), acks=1,
+                                   api_version=9, now_ms=leader.clock())
+
+
+# ---------------------------------------------------------------------- high watermark
+
+@pytest.mark.parametrize("version", [12, 15, 18])
+def test_follower_fetches_move_the_high_watermark(leader: Leader, version: int) -> None:
+    async def run() -> None:
+        append(leader, 3)
+        assert leader.part.high_watermark == 0
+        first = await follower_fetch(leader, F2, 0, version=version)
+        assert first.error_code == ErrorCode.none and first.records
+        assert first.high_watermark == 0  # as of the read
+        await follower_fetch(leader, F2, 3, version=version)
+        assert leader.part.high_watermark == 0  # F3 is in the ISR and not there yet
+        await follower_fetch(leader, F3, 2, version=version)
+        assert leader.part.high_watermark == 2
+        answer = await follower_fetch(leader, F3, 3, version=version)
+        assert leader.part.high_watermark == 3
+        assert (answer.high_watermark, answer.log_start_offset) == (2, 0)
+
+    asyncio.run(run())
+
+
+def test_acks_all_completes_once_the_followers_fetched_past_the_batch(leader: Leader) -> None:
+    async def run() -> None:
+        handler = ProduceHandler(leader.replicas, leader.clock, "PLAINTEXT")
+        produce = asyncio.create_task(handler.handle(
+            request({0: client_batch([b"a", b"b"])}, acks=-1), api_version=12))
+        parked = [asyncio.create_task(follower_fetch(leader, f, 0, max_wait_ms=30_000))
+                  for f in (F2, F3)]
+        for fetched in await asyncio.gather(*parked):  # woken by the append
+            assert fetched.records
+        assert not produce.done()
+        await follower_fetch(leader, F2, 2)
+        await asyncio.sleep(0)
+        assert not produce.done()
+        await follower_fetch(leader, F3, 2)
+        response = await asyncio.wait_for(produce, 5)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+    asyncio.run(run())
+
+
+def test_a_follower_fetch_at_the_log_end_parks_until_an_append(leader: Leader) -> None:
+    async def run() -> None:
+        parked = asyncio.create_task(follower_fetch(leader, F2, 0, max_wait_ms=30_000))
+        await asyncio.sleep(0.01)
+        assert not parked.done()
+        append(leader)
+        answer = await asyncio.wait_for(parked, 5)
+        assert answer.records
+
+    asyncio.run(run())
+
+
+# ---------------------------------------------------------------------- refusals
+
+def test_a_fetch_from_an_older_broker_incarnation_is_refused(leader: Leader) -> None:
+    async def run() -> None:
+        append(leader)
+        answer = await follower_fetch(leader, F2, 1, epoch=EPOCH - 1)
+        assert answer.error_code == ErrorCode.not_leader_or_follower
+        assert leader.part.replication is not None
+        assert leader.part.replication.followers[F2].log_end_offset == -1
+
+    asyncio.run(run())
+
+
+def test_a_fetch_from_a_broker_that_is_no_replica_is_refused(tmp_path: Path) -> None:
+    made = _leader(tmp_path)
+    made.replicas.apply_image(with_records(made.replicas.image, PartitionChangeRecord(
+        partition_id=0, topic_id=T1, replicas=(ME, F2), isr=(ME, F2))), 0)
+
+    async def run() -> None:
+        assert (await follower_fetch(made, F3, 0)).error_code == ErrorCode.unknown_leader_epoch
+        assert (await follower_fetch(made, F3, 0, leader_epoch=-1)).error_code == \
+            ErrorCode.not_leader_or_follower
+
+    asyncio.run(run())
+    made.replicas.shutdown()
+
+
+def test_a_diverging_follower_is_told_where_its_epoch_ends(leader: Leader) -> None:
+    async def run() -> None:
+        append(leader, 2)  # offsets 0-1 in leader epoch 4
+        answer = await follower_fetch(leader, F2, 5, last_fetched_epoch=3, max_wait_ms=30_000)
+        assert (answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset) == (3, 0)
+        assert answer.records == b""
+        same = await follower_fetch(leader, F2, 2, last_fetched_epoch=4)
+        assert same.diverging_epoch.epoch == -1
+        past = await follower_fetch(leader, F2, 5, last_fetched_epoch=4)
+        assert (past.diverging_epoch.epoch, past.diverging_epoch.end_offset) == (4, 2)
+        unknown = await follower_fetch(leader, F2, 0, last_fetched_epoch=9)
+        assert unknown.error_code == ErrorCode.offset_out_of_range
+        assert leader.part.replication is not None
+        assert leader.part.replication.followers[F2].log_end_offset == 2  # only 'same'
+
+    asyncio.run(run())
+
+
+# ---------------------------------------------------------------------- ISR changes
+
+def test_a_caught_up_follower_is_proposed_for_the_isr(tmp_path: Path) -> None:
+    made = _leader(tmp_path, isr=(ME, F2))
+
+    async def run() -> None:
+        append(made, 2)
+        await follower_fetch(made, F2, 2)
+        assert made.part.high_watermark == 2
+        await follower_fetch(made, F3, 1)
+        assert made.proposals == []  # below the high watermark
+        await follower_fetch(made, F3, 2)
+        assert [p.isr_with_epochs for p in made.proposals] == [
+            ((ME, EPOCH), (F2, EPOCH), (F3, EPOCH))]
+        assert made.part.maximal_isr == {ME, F2, F3} and made.part.isr == (ME, F2)
+        proposal = made.proposals[0]
+        assert not made.replicas.complete_isr_change(
+            made.part, proposal, AlterResult(4, 10, proposal.isr), made.clock())
+        assert made.part.isr == (ME, F2, F3)
+
+    asyncio.run(run())
+    made.replicas.shutdown()
+
+
+def test_a_fenced_follower_is_not_proposed(tmp_path: Path) -> None:
+    made = _leader(tmp_path, isr=(ME, F2))
+    made.replicas.apply_image(with_records(made.replicas.image, BrokerRegistrationChangeRecord(
+        broker_id=F3, broker_epoch=EPOCH, fenced=1)), 0)
+
+    async def run() -> None:
+        await follower_fetch(made, F3, 0)
+        assert made.proposals == []
+
+    asyncio.run(run())
+    made.replicas.shutdown()
+
+
+def test_a_lagging_follower_leaves_the_isr_and_acks_all_completes(leader: Leader) -> None:
+    async def run() -> None:
+        handler = ProduceHandler(leader.replicas, leader.clock, "PLAINTEXT")
+        produce = asyncio.create_task(handler.handle(
+            request({0: client_batch([b"a"])}, acks=-1), api_version=12))
+        await asyncio.sleep(0)
+        await follower_fetch(leader, F2, 1)
+        leader.replicas.shrink_isrs(LAG)
+        assert leader.proposals == []  # F3 is caught up until LAG has passed
+        leader.clock.now = LAG + 1
+        leader.replicas.shrink_isrs(leader.clock())
+        assert [p.isr for p in leader.proposals] == [(ME, F2)]
+        assert leader.part.high_watermark == 0 and not produce.done()  # held while pending
+        leader.replicas.complete_isr_change(leader.part, leader.proposals[0],
+                                            AlterResult(4, 10, (ME, F2)), leader.clock())
+        assert leader.part.high_watermark == 1
+        response = await asyncio.wait_for(produce, 5)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+    asyncio.run(run())
+
+
+def test_under_min_isr_the_high_watermark_stays_and_acks_all_is_refused(
+        tmp_path: Path) -> None:
+    made = _leader(tmp_path, min_isr=3)
+
+    async def run() -> None:
+        append(made)
+        made.clock.now = LAG + 1
+        made.replicas.shrink_isrs(made.clock())
+        made.replicas.complete_isr_change(made.part, made.proposals[0],
+                                          AlterResult(4, 10, (ME,)), made.clock())
+        assert made.part.isr == (ME,) and made.part.high_watermark == 0
+        handler = ProduceHandler(made.replicas, made.clock, "PLAINTEXT")
+        response = await handler.handle(request({0: client_batch([b"a"])}, acks=-1),
+                                        api_version=12)
+        assert response.responses[0].partition_responses[0].error_code == \
+            ErrorCode.not_enough_replicas
+
+    asyncio.run(run())
+    made.replicas.shutdown()
+
+
+def test_a_newer_image_replaces_a_pending_change(leader: Leader) -> None:
+    leader.clock.now = LAG + 1
+    leader.replicas.shrink_isrs(leader.clock())
+    assert leader.part.replication is not None and leader.part.replication.in_flight
+    leader.replicas.apply_image(with_records(leader.replicas.image, PartitionChangeRecord(
+        partition_id=0, topic_id=T1, isr=(ME, F3))), leader.clock())
+    assert leader.part.isr == (ME, F3) and not leader.part.replication.in_flight
+    assert not leader.replicas.complete_isr_change(
+        leader.part, leader.proposals[0], AlterResult(4, 10, (ME,)), leader.clock())
+    assert leader.part.isr == (ME, F3)
+
+
+# ---------------------------------------------------------------------- AlterPartition manager
+
+class FakeController:
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.sent: list[ap_req.AlterPartitionRequest] = []
+
+    async def send(self, body: Any) -> Any:
+        self.sent.append(body)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def _answer(error: ErrorCode = ErrorCode.none, *, code: ErrorCode = ErrorCode.none,
+            isr: tuple[int, ...] = (ME, F2), partition_epoch: int = 10
+            ) -> ap_res.AlterPartitionResponse:
+    return ap_res.AlterPartitionResponse(
+        throttle_time=datetime.timedelta(0), error_code=error, topics=() if error else (
+            ap_res.TopicData(topic_id=T1, partitions=(ap_res.PartitionData(
+                partition_index=i32(0), error_code=code, leader_id=BrokerId(ME),
+                leader_epoch=i32(4), isr=tuple(BrokerId(b) for b in isr),
+                leader_recovery_state=i8(0), partition_epoch=i32(partition_epoch)),)),))
+
+
+def _shrinking(leader: Leader, controller: FakeController) -> AlterPartitionManager:
+    manager = AlterPartitionManager(controller, leader.replicas, broker_id=ME,
+                                    broker_epoch=lambda: EPOCH)
+    leader.replicas.isr_changes = manager.submit
+    leader.clock.now = LAG + 1
+    leader.replicas.shrink_isrs(leader.clock())
+    return manager
+
+
+def test_the_manager_sends_the_proposal_and_commits_the_answer(leader: Leader) -> None:
+    async def run() -> None:
+        append(leader)
+        await follower_fetch(leader, F2, 1)
+        controller = FakeController(_answer())
+        manager = _shrinking(leader, controller)
+        assert manager.unsent == 1
+        assert await manager.send_once()
+        sent = controller.sent[0]
+        assert (sent.broker_id, sent.broker_epoch) == (ME, EPOCH)
+        part = sent.topics[0].partitions[0]
+        assert (sent.topics[0].topic_id, part.leader_epoch, part.partition_epoch) == (T1, 4, 9)
+        assert [(s.broker_id, s.broker_epoch) for s in part.new_isr_with_epochs] == [
+            (ME, EPOCH), (F2, EPOCH)]
+        assert manager.unsent == 0 and leader.part.isr == (ME, F2)
+        assert leader.part.high_watermark == 1
+
+    asyncio.run(run())
+
+
+def test_the_manager_retries_failures_and_drops_refused_changes(leader: Leader) -> None:
+    async def run() -> None:
+        controller = FakeController(NetworkError("down"), _answer(ErrorCode.stale_broker_epoch),
+                                    _answer(code=ErrorCode.not_controller),
+                                    _answer(code=ErrorCode.ineligible_replica))
+        manager = _shrinking(leader, controller)
+        for _ in range(3):
+            assert not await manager.send_once()
+            assert manager.unsent == 1
+        assert await manager.send_once()
+        assert manager.unsent == 0 and len(controller.sent) == 4
+        assert leader.part.replication is not None
+        assert not leader.part.replication.in_flight and leader.part.isr == (ME, F2, F3)
+
+    asyncio.run(run())
+
+
+def test_a_second_proposal_while_one_is_unsent_is_not_attempted(leader: Leader) -> None:
+    manager = _shrinking(leader, FakeController())
+    replication = leader.part.replication
+    assert replication is not None and replication.in_flight and manager.unsent == 1
+    leader.replicas.apply_image(with_records(leader.replicas.image, PartitionChangeRecord(
+        partition_id=0, topic_id=T1, isr=(ME, F2, F3))), leader.clock())  # committed again
+    leader.replicas.shrink_isrs(leader.clock())  # proposes while the first is still unsent
+    assert manager.unsent == 1 and not replication.in_flight

@@ -20,6 +20,7 @@ from kio.schema.types import BrokerId
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i32
 from replica_fixtures import broker, client_batch, with_records
+from test_produce_handler import request
 
 from conformance.harness import kio_entity
 from pykraft.broker.alter_partition import AlterPartitionManager
@@ -39,7 +40,6 @@ from pykraft.records.metadata import (
     TopicRecord,
 )
 from pykraft.storage.log_config import LogConfig
-from test_produce_handler import request
 
 ME, F2, F3 = 1, 2, 3
 EPOCH = 10  # every broker's epoch in replica_fixtures.broker

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from pykraft.cli.analyze import analyze
+from pykraft.cli.chaos import chaos_app
 from pykraft.cli.cluster import cluster_app
 from pykraft.cli.console_consumer import console_consumer
 from pykraft.cli.console_producer import console_producer
@@ -60,3 +61,4 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")
 app.add_typer(features_app, name="features")
 app.add_typer(cluster_app, name="cluster")
+app.add_typer(chaos_app, name="chaos")

@@ -1,0 +1,194 @@
+"""What a chaos history says about the cluster's guarantees, as figures.
+
+The committed log of each partition (read through the cluster after the faults healed) is
+the reference. Against it:
+
+* lost: an acknowledged value that is not at its acknowledged offset (absent, or moved);
+* duplicated: a value present more than once (an idempotent producer's retry written twice);
+* reordered: within one partition, a producer's values out of its send order;
+* reads past the high watermark: a consumer read a value that the committed log does not
+  hold at that offset (it saw data that was later truncated away);
+* divergent replicas: a replica whose log differs from the committed log on their common
+  offsets (a replica may lag, never disagree);
+* phantom: a committed value no producer sent.
+
+Sends that failed or were never answered may or may not be in the log: Kafka promises
+nothing for them, so they count nowhere but in ``failed``. Pure: events in, figures out.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+from pykraft.chaos.history import Ack, Committed, Event, FaultEvent, Read, ReplicaLog, Send
+
+#: How many anomalies the report spells out; the counts cover every one.
+EXAMPLES = 20
+
+
+@dataclass(slots=True)
+class Figures:
+    acknowledged: int = 0
+    failed: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    reordered: int = 0
+    reads_past_hw: int = 0
+    divergent_replicas: int = 0
+    phantom: int = 0
+    reads: int = 0
+    longest_produce_gap_ms: int = 0
+    faults: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def anomalies(self) -> int:
+        return (self.lost + self.duplicated + self.reordered + self.reads_past_hw
+                + self.divergent_replicas + self.phantom)
+
+    def note(self, text: str) -> None:
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(text)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"acknowledged": self.acknowledged, "failed": self.failed, "lost": self.lost,
+                "duplicated": self.duplicated, "reordered": self.reordered,
+                "reads_past_hw": self.reads_past_hw,
+                "divergent_replicas": self.divergent_replicas, "phantom": self.phantom,
+                "reads": self.reads, "longest_produce_gap_ms": self.longest_produce_gap_ms,
+                "faults": dict(sorted(self.faults.items())), "anomalies": self.anomalies,
+                "examples": list(self.examples)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """Who sent a value, and its place in that producer's send order."""
+
+    producer: str
+    index: int
+
+
+def check(events: Iterable[Event]) -> Figures:
+    history = list(events)
+    figures = Figures()
+    origins = _origins(history)
+    committed = {e.partition: e for e in history if isinstance(e, Committed)}
+    _check_acks(history, committed, figures)
+    _check_log(committed, origins, figures)
+    _check_reads(history, committed, figures)
+    _check_replicas(history, committed, figures)
+    figures.faults = dict(Counter(e.kind for e in history
+                                  if isinstance(e, FaultEvent) and e.phase == "start"))
+    figures.longest_produce_gap_ms = _longest_gap(
+        [e.t for e in history if isinstance(e, Ack) and e.error is None])
+    return figures
+
+
+def _origins(history: Sequence[Event]) -> dict[str, _Origin]:
+    counts: Counter[str] = Counter()
+    origins = {}
+    for event in history:
+        if isinstance(event, Send) and event.value not in origins:
+            origins[event.value] = _Origin(event.producer, counts[event.producer])
+            counts[event.producer] += 1
+    return origins
+
+
+def _at(log: Committed | ReplicaLog | None, offset: int) -> str | None:
+    if log is None or not log.start <= offset < log.start + len(log.values):
+        return None
+    return log.values[offset - log.start]
+
+
+def _check_acks(history: Sequence[Event], committed: dict[int, Committed],
+                figures: Figures) -> None:
+    acked: dict[str, Ack] = {}
+    failed: set[str] = set()
+    for event in history:
+        if isinstance(event, Ack):
+            if event.error is None:
+                acked.setdefault(event.value, event)
+            else:
+                failed.add(event.value)
+    figures.acknowledged = len(acked)
+    figures.failed = len(failed - acked.keys())
+    for value, ack in acked.items():
+        log = committed.get(ack.partition)
+        if _at(log, ack.offset) == value:
+            continue
+        figures.lost += 1
+        where = [] if log is None else [log.start + i for i, v in enumerate(log.values)
+                                        if v == value]
+        figures.note(f"lost: {value} acknowledged at {ack.partition}@{ack.offset}, "
+                     + (f"committed at {ack.partition}@{where[0]}" if where
+                        else "absent from the committed log"))
+
+
+def _check_log(committed: dict[int, Committed], origins: dict[str, _Origin],
+               figures: Figures) -> None:
+    seen: dict[str, str] = {}
+    for partition, log in sorted(committed.items()):
+        latest: dict[str, int] = {}
+        for position, value in enumerate(log.values):
+            if value is None:
+                continue
+            where = f"{partition}@{log.start + position}"
+            if value in seen:
+                figures.duplicated += 1
+                figures.note(f"duplicated: {value} at {seen[value]} and {where}")
+                continue
+            seen[value] = where
+            origin = origins.get(value)
+            if origin is None:
+                figures.phantom += 1
+                figures.note(f"phantom: {value!r} at {where} was never sent")
+                continue
+            before = latest.get(origin.producer, -1)
+            if origin.index < before:
+                figures.reordered += 1
+                figures.note(f"reordered: {value} at {where} after a later send of "
+                             f"{origin.producer}")
+            latest[origin.producer] = max(before, origin.index)
+
+
+def _check_reads(history: Sequence[Event], committed: dict[int, Committed],
+                 figures: Figures) -> None:
+    flagged: set[tuple[int, int, str | None]] = set()
+    for event in history:
+        if not isinstance(event, Read):
+            continue
+        figures.reads += 1
+        key = (event.partition, event.offset, event.value)
+        if _at(committed.get(event.partition), event.offset) == event.value or key in flagged:
+            continue
+        flagged.add(key)
+        figures.reads_past_hw += 1
+        figures.note(f"read past the high watermark: {event.consumer} read {event.value} at "
+                     f"{event.partition}@{event.offset} (hw {event.hw}), not in the "
+                     "committed log there")
+
+
+def _check_replicas(history: Sequence[Event], committed: dict[int, Committed],
+                    figures: Figures) -> None:
+    for event in history:
+        if not isinstance(event, ReplicaLog):
+            continue
+        log = committed.get(event.partition)
+        if log is None:
+            continue
+        first = max(event.start, log.start)
+        last = min(event.start + len(event.values), log.start + len(log.values))
+        differs = next((o for o in range(first, last) if _at(event, o) != _at(log, o)), None)
+        if differs is not None:
+            figures.divergent_replicas += 1
+            figures.note(f"divergent replica: broker {event.replica} holds "
+                         f"{_at(event, differs)} at {event.partition}@{differs}, the "
+                         f"committed log {_at(log, differs)}")
+
+
+def _longest_gap(times: list[int]) -> int:
+    ordered = sorted(times)
+    return max((b - a for a, b in pairwise(ordered)), default=0)

@@ -1,0 +1,132 @@
+"""The events of one chaos run, and their JSON-lines form.
+
+A history is what the clients and the final inspection saw, in the order it was recorded:
+each producer's sends and their acknowledgements (partition and offset, or an error), each
+consumer's reads, the faults as they began and ended, and at the end the committed log of
+every partition (read through the cluster) and every replica's log (read from its disk).
+Values are the producers' unique ids (``<producer>-<sequence>``), so the checker needs no
+knowledge of the workload. Pure: :func:`encode` and :func:`decode` map events to lines and
+back; the runner owns the file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pykraft.errors import PyKraftError
+
+
+class HistoryError(PyKraftError):
+    """A history line that is not JSON or not an event of a known type."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """The first line: the seed and the schedule drawn from it, so a run can be replayed."""
+
+    seed: int
+    schedule: list[dict[str, Any]]
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    t: int
+    producer: str
+    value: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """The producer's delivery report: ``offset`` when acknowledged, ``error`` otherwise."""
+
+    t: int
+    producer: str
+    value: str
+    partition: int
+    offset: int = -1
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A record a consumer read, with the high watermark its fetch reported (-1: unknown)."""
+
+    t: int
+    consumer: str
+    partition: int
+    offset: int
+    value: str | None
+    hw: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class FaultEvent:
+    """A fault began (``phase`` "start") or was healed ("end"); ``target`` names the node(s)."""
+
+    t: int
+    kind: str
+    target: str
+    phase: str
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """A partition's committed log as a final read through the cluster saw it: the value at
+    each offset from ``start`` up to the high watermark."""
+
+    partition: int
+    start: int
+    values: list[str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaLog:
+    """One replica's log from its disk after the run, with its checkpointed high watermark."""
+
+    partition: int
+    replica: int
+    start: int
+    values: list[str | None]
+    hw: int = -1
+
+
+Event = RunInfo | Send | Ack | Read | FaultEvent | Committed | ReplicaLog
+
+_TYPES: dict[str, type[Any]] = {
+    "run": RunInfo, "send": Send, "ack": Ack, "read": Read, "fault": FaultEvent,
+    "committed": Committed, "replica": ReplicaLog,
+}
+_NAMES = {cls: name for name, cls in _TYPES.items()}
+
+
+def encode(event: Event) -> str:
+    """One JSON line (no newline) with the event's type first."""
+    return json.dumps({"type": _NAMES[type(event)], **asdict(event)}, separators=(",", ":"))
+
+
+def decode(line: str) -> Event:
+    try:
+        row = json.loads(line)
+        cls = _TYPES[row.pop("type")]
+        event: Event = cls(**row)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise HistoryError(f"not a history event: {line[:200]!r} ({exc})") from None
+    return event
+
+
+def decode_lines(lines: list[str]) -> list[Event]:
+    """Every non-blank line's event; a torn last line (the run was killed mid-write) is
+    dropped, damage anywhere else is a HistoryError."""
+    rows = [line for line in lines if line.strip()]
+    events = []
+    for index, line in enumerate(rows):
+        try:
+            events.append(decode(line))
+        except HistoryError:
+            if index != len(rows) - 1:
+                raise
+    return events

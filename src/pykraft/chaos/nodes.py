@@ -1,0 +1,78 @@
+"""A LocalCluster whose nodes sit behind front doors (see :mod:`pykraft.chaos.links`).
+
+The cluster is made as ``pykraft cluster`` makes one; then each node's listener moves to a
+hidden port and its former port, the one every configuration and client names, becomes its
+front door (``advertised.listeners``), before the nodes are formatted and started.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pykraft.chaos.links import FrontDoor, Links
+from pykraft.tools.local_cluster import (
+    CONTROLLER,
+    HOST,
+    ClusterError,
+    LocalCluster,
+    _accepts,
+    free_ports,
+)
+
+LISTEN_TIMEOUT_S = 30.0
+
+
+class ChaosCluster:
+    """The processes (a :class:`LocalCluster`), their front doors and the links between."""
+
+    def __init__(self, cluster: LocalCluster, hidden: dict[int, int]) -> None:
+        self.cluster = cluster
+        self.hidden = hidden
+        self.links = Links(lambda: dict(cluster.pids))
+        self.doors: dict[int, FrontDoor] = {}
+
+    @classmethod
+    def create(cls, base: Path, *, controllers: int, brokers: int,
+               properties: dict[str, str]) -> ChaosCluster:
+        cluster = LocalCluster.create(base, controllers, properties, brokers,
+                                      format_nodes=False)
+        hidden = dict(zip(cluster.nodes, free_ports(len(cluster.nodes)), strict=True))
+        for node_id, node in cluster.nodes.items():
+            listener = "CONTROLLER" if node.role == CONTROLLER else "PLAINTEXT"
+            lines = [line for line in node.config.read_text().splitlines()
+                     if not line.startswith(("listeners=", "advertised.listeners="))]
+            lines += [f"listeners={listener}://{HOST}:{hidden[node_id]}",
+                      f"advertised.listeners={listener}://{node.address}"]
+            node.config.write_text("".join(line + "\n" for line in lines))
+            cluster.format(node_id)
+        return cls(cluster, hidden)
+
+    def start_all(self) -> None:
+        for node_id, node in self.cluster.nodes.items():
+            self.doors[node_id] = FrontDoor(node_id, HOST, node.port, self.hidden[node_id],
+                                            self.links)
+        for node_id in self.cluster.nodes:
+            self.cluster.start(node_id)
+        self.wait_listening(list(self.cluster.nodes))
+
+    def wait_listening(self, node_ids: list[int], timeout_s: float = LISTEN_TIMEOUT_S) -> None:
+        """Until each node accepts on its hidden port; a ClusterError if one exits first."""
+        deadline = time.monotonic() + timeout_s
+        for node_id in node_ids:
+            while not _accepts(self.hidden[node_id]):
+                node = self.cluster.nodes[node_id]
+                if not self.cluster.is_running(node_id):
+                    raise ClusterError(f"node {node_id} exited during startup; see {node.log}")
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"node {node_id} does not listen after "
+                                       f"{timeout_s:.0f} s; see {node.log}")
+                time.sleep(0.05)  # another process: polling is the only way to see it bind
+
+    def close(self) -> None:
+        """Kill what still runs and close the front doors (the files stay)."""
+        for node_id in self.cluster.nodes:
+            self.cluster.kill(node_id)
+        for door in self.doors.values():
+            door.close()
+

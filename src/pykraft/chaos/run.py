@@ -1,0 +1,184 @@
+"""One chaos run end to end: cluster, topic, workload, faults, final reads, check.
+
+The run directory holds the cluster (``cluster/``, every node's files and ``server.log``)
+and ``history.jsonl``, whose first line is the seed and the schedule drawn from it. After
+the last fault every fault is healed, the cluster is given a bounded time to be whole again
+(every node listening, every partition led), the producers stop and flush, a last read takes
+each partition's committed log, the nodes stop cleanly and each replica's log is read from
+disk. The checker then judges the history file, exactly as ``pykraft chaos check`` would.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from importlib.util import find_spec
+from pathlib import Path
+
+from pykraft.chaos.checker import Figures, check
+from pykraft.chaos.history import RunInfo
+from pykraft.chaos.injector import Injector
+from pykraft.chaos.nodes import ChaosCluster
+from pykraft.chaos.recorder import Recorder, read_history
+from pykraft.chaos.replica_logs import read_replica
+from pykraft.chaos.schedule import NORMAL, SHORT, Fault, Topology, plan
+from pykraft.chaos.workload import Consuming, Producing, Target, read_committed
+from pykraft.errors import PyKraftError
+
+HISTORY_FILE = "history.jsonl"
+TOPIC = "chaos"
+SETTLE_S = 2.0
+HEALTHY_TIMEOUT_S = 60.0
+COMMITTED_READ_TIMEOUT_S = 60.0
+TOPIC_TIMEOUT_S = 60.0
+#: Brokers heartbeat every 500 ms with a 3 s session (fencing within a run), shut down
+#: within 3 s, and drop a follower from the ISR after 5 s without catching up.
+CLUSTER_PROPERTIES = {
+    "broker.heartbeat.interval.ms": "500",
+    "broker.session.timeout.ms": "3000",
+    "pykraft.shutdown.timeout.ms": "3000",
+    "replica.lag.time.max.ms": "5000",
+}
+
+
+class ChaosError(PyKraftError):
+    """The run could not get its cluster or topic going, or could not read it back."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    directory: Path
+    seed: int = 0
+    faults: int = 10
+    brokers: int = 3
+    controllers: int = 3
+    partitions: int = 3
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    producers: int = 2
+    consumers: int = 1
+    rate_per_s: float = 100.0
+    short: bool = False
+    safe: bool = False
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    history: Path
+    schedule: list[Fault]
+    figures: Figures
+
+
+def schedule_for(options: RunOptions, topology: Topology) -> list[Fault]:
+    return plan(options.seed, options.faults, topology,
+                timing=SHORT if options.short else NORMAL, safe=options.safe)
+
+
+def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -> RunResult:
+    if find_spec("confluent_kafka") is None or find_spec("kafka") is None:
+        raise ChaosError("the workload needs confluent-kafka and kafka-python: "
+                         "pip install 'pykraft[clients]'")
+    if (options.directory / HISTORY_FILE).exists():
+        raise ChaosError(f"{options.directory} already holds a run ({HISTORY_FILE}); "
+                         "choose another --dir")
+    options.directory.mkdir(parents=True, exist_ok=True)
+    nodes = ChaosCluster.create(options.directory / "cluster", controllers=options.controllers,
+                                brokers=options.brokers,
+                                properties={**CLUSTER_PROPERTIES, **options.properties})
+    cluster = nodes.cluster
+    topology = Topology(tuple(cluster.brokers), tuple(cluster.controllers), options.partitions)
+    schedule = schedule_for(options, topology)
+    settings = {k: str(v) for k, v in asdict(options).items()}
+    recorder = Recorder(options.directory / HISTORY_FILE)
+    recorder.write(RunInfo(options.seed, [f.as_dict() for f in schedule], settings))
+    target = Target(cluster.bootstrap_servers, TOPIC, options.partitions)
+    injector = Injector(nodes, TOPIC, recorder.fault)
+    stop, stop_reading = threading.Event(), threading.Event()
+    try:
+        progress(f"starting {options.controllers} controllers and {options.brokers} brokers "
+                 f"in {options.directory}")
+        nodes.start_all()
+        _create_topic(options, target)
+        _wait(lambda: _all_led(injector, options.partitions), "every partition led",
+              HEALTHY_TIMEOUT_S)
+        workers: list[threading.Thread] = [
+            Producing(f"p{i}", target, recorder, options.rate_per_s, stop)
+            for i in range(options.producers)]
+        readers: list[threading.Thread] = [
+            Consuming(f"c{i}", target, recorder, stop_reading)
+            for i in range(options.consumers)]
+        for worker in (*workers, *readers):
+            worker.start()
+        for fault in schedule:
+            stop.wait(fault.gap_ms / 1000)
+            active = injector.begin(fault)
+            progress(f"fault {fault.index + 1}/{len(schedule)}: {fault.kind} "
+                     f"{active.target if active else 'skipped'}")
+            if active is not None:
+                stop.wait(fault.hold_ms / 1000)
+                injector.end(active)
+        injector.heal_all()
+        progress("healed; waiting for the cluster to be whole")
+        nodes.wait_listening(list(cluster.nodes), HEALTHY_TIMEOUT_S)
+        _wait(lambda: _all_led(injector, options.partitions), "every partition led",
+              HEALTHY_TIMEOUT_S)
+        stop.wait(SETTLE_S)
+        stop.set()
+        for worker in workers:
+            worker.join()
+        progress("reading the committed logs")
+        for committed in read_committed(target, COMMITTED_READ_TIMEOUT_S):
+            recorder.write(committed)
+        stop_reading.set()
+        for reader in readers:
+            reader.join()
+        cluster.stop_all()
+        for broker in cluster.brokers:
+            for partition in range(options.partitions):
+                recorder.write(read_replica(cluster.nodes[broker].data, TOPIC, partition,
+                                            broker))
+    finally:
+        stop.set()
+        stop_reading.set()
+        injector.heal_all()
+        nodes.close()
+        recorder.close()
+    return RunResult(recorder.path, schedule, check(read_history(recorder.path)))
+
+
+def _create_topic(options: RunOptions, target: Target) -> None:
+    """Create the topic, retrying while too few brokers have registered yet."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    topic = NewTopic(target.topic, num_partitions=options.partitions,
+                     replication_factor=options.replication_factor,
+                     config={"min.insync.replicas": str(options.min_insync_replicas)})
+    deadline = time.monotonic() + TOPIC_TIMEOUT_S
+    while True:
+        try:
+            admin.create_topics([topic], operation_timeout=10)[target.topic].result(15)
+            return
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" in str(exc):
+                return
+            if time.monotonic() > deadline:
+                raise ChaosError(f"cannot create topic {target.topic}: {exc}") from None
+        time.sleep(0.2)  # brokers still registering: ask again
+
+
+def _all_led(injector: Injector, partitions: int) -> bool:
+    leaders = injector.leaders()
+    return len(leaders) == partitions and -1 not in leaders.values()
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise ChaosError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.2)  # other processes: polling is the only way to see them change

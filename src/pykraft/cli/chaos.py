@@ -1,0 +1,101 @@
+"""``pykraft chaos run|check``: fault injection on a local cluster, and the history checker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pykraft.chaos.checker import Figures, check
+from pykraft.chaos.run import HISTORY_FILE, RunOptions, run
+from pykraft.cli.errors import fail
+from pykraft.errors import PyKraftError
+
+chaos_app = typer.Typer(help="Fault injection against a local cluster, checked for lost, "
+                             "duplicated or reordered messages.", no_args_is_help=True)
+
+_ROWS = (("messages acknowledged", "acknowledged"), ("sends failed", "failed"),
+         ("lost", "lost"), ("duplicated", "duplicated"), ("reordered", "reordered"),
+         ("reads past the high watermark", "reads_past_hw"),
+         ("divergent replicas", "divergent_replicas"), ("phantom values", "phantom"),
+         ("records read by consumers", "reads"))
+
+
+def _report(figures: Figures, *, as_json: bool, title: str) -> None:
+    if as_json:
+        typer.echo(json.dumps(figures.as_dict(), indent=2))
+    else:
+        console = Console()
+        table = Table(title=title)
+        table.add_column("figure")
+        table.add_column("value", justify="right")
+        for label, name in _ROWS:
+            table.add_row(label, str(getattr(figures, name)))
+        table.add_row("longest produce gap", f"{figures.longest_produce_gap_ms} ms")
+        for kind, count in sorted(figures.faults.items()):
+            table.add_row(f"faults: {kind}", str(count))
+        console.print(table)
+        for example in figures.examples:
+            console.print(f"[red]{example}[/red]", highlight=False)
+        verdict = ("[green]no anomaly[/green]" if not figures.anomalies
+                   else f"[red]{figures.anomalies} anomalies[/red]")
+        console.print(verdict)
+    if figures.anomalies:
+        raise typer.Exit(1)
+
+
+@chaos_app.command("run")
+def run_command(
+    directory: Annotated[Path, typer.Option("--dir", help="Run directory (cluster and "
+                                                          f"{HISTORY_FILE}); must be new.")],
+    seed: Annotated[int, typer.Option(help="Seed of the fault schedule.")] = 0,
+    faults: Annotated[int, typer.Option(min=0, help="Number of faults, one at a time.")] = 10,
+    brokers: Annotated[int, typer.Option(min=1, help="Brokers (ids from 1000).")] = 3,
+    controllers: Annotated[int, typer.Option(min=1, help="Controllers (voters).")] = 3,
+    partitions: Annotated[int, typer.Option(min=1, help="Partitions of the topic.")] = 3,
+    replication_factor: Annotated[int, typer.Option(min=1, help="Its replication factor.")] = 3,
+    min_insync_replicas: Annotated[int, typer.Option(min=1, help="Its min.insync.replicas.")]
+    = 2,
+    producers: Annotated[int, typer.Option(min=1, help="Idempotent producers.")] = 2,
+    consumers: Annotated[int, typer.Option(min=0, help="Consumers (assigned, no group).")] = 1,
+    rate: Annotated[float, typer.Option(min=1, help="Messages per second per producer.")]
+    = 100.0,
+    short: Annotated[bool, typer.Option("--short", help="Short waits and faults (0.2-0.8 s "
+                                                        "apart, held 0.3-1.5 s).")] = False,
+    safe: Annotated[bool, typer.Option("--safe", help="Only faults on brokers that lead no "
+                                                      "partition of the topic.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Start a cluster, write to and read from an RF=3 topic under a seeded schedule of
+    faults (kill -9, SIGSTOP, restarts, network cuts between two nodes, the active
+    controller killed), then check the history; exit code 1 on any anomaly."""
+    options = RunOptions(directory=directory, seed=seed, faults=faults, brokers=brokers,
+                         controllers=controllers, partitions=partitions,
+                         replication_factor=replication_factor,
+                         min_insync_replicas=min_insync_replicas, producers=producers,
+                         consumers=consumers, rate_per_s=rate, short=short, safe=safe)
+    try:
+        result = run(options, progress=lambda line: typer.echo(line, err=True))
+    except PyKraftError as exc:
+        raise fail(str(exc)) from None
+    _report(result.figures, as_json=as_json,
+            title=f"chaos seed {seed}: {faults} faults ({result.history})")
+
+
+@chaos_app.command("check")
+def check_command(
+    history: Annotated[Path, typer.Argument(help="A run's history.jsonl.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Check a history file again; exit code 1 on any anomaly."""
+    from pykraft.chaos.recorder import read_history
+
+    try:
+        events = read_history(history)
+    except (OSError, PyKraftError) as exc:
+        raise fail(str(exc)) from None
+    _report(check(events), as_json=as_json, title=f"chaos history {history}")

@@ -1,11 +1,15 @@
-"""Images and client batches for the replica manager and Produce tests."""
+"""Images, client batches and Produce requests for the replica manager and Produce tests."""
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Sequence
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
+from kio.schema.produce.v12 import request as req
+from kio.schema.types import TopicName, TransactionalId
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.records.metadata import (
@@ -47,3 +51,14 @@ def client_batch(values: Sequence[bytes], *, producer_id: int = -1, epoch: int =
     for index, value in enumerate(values):
         builder.append(index, timestamp=timestamp + index, key=key, value=value, headers=[])
     return bytes(builder.build())
+
+
+def request(partitions: dict[int, bytes], *, acks: int = 1, timeout_ms: int = 30_000,
+            name: str = "t", transactional_id: str | None = None) -> req.ProduceRequest:
+    """A v12 Produce of ``partitions`` (index -> records) to topic ``name``."""
+    return req.ProduceRequest(
+        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
+        acks=i16(acks), timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
+        topic_data=(req.TopicProduceData(name=TopicName(name), partition_data=tuple(
+            req.PartitionProduceData(index=i32(index), records=Records(records))
+            for index, records in partitions.items())),))

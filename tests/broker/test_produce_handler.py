@@ -12,9 +12,8 @@ import pytest
 from kio.schema.produce.v12 import request as req
 from kio.schema.produce.v13 import request as req_by_id
 from kio.schema.produce.v13 import response as res_by_id
-from kio.schema.types import TopicName, TransactionalId
 from kio.static.primitive import Records, i16, i32, i32Timedelta
-from replica_fixtures import broker, client_batch, topic, with_records
+from replica_fixtures import broker, client_batch, request, topic, with_records
 
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
@@ -40,16 +39,6 @@ def replicas(tmp_path: Path) -> ReplicaManager:
         ConfigRecord(resource_type=2, resource_name="compacted", name="cleanup.policy",
                      value="compact")), 0)
     return manager
-
-
-def request(partitions: dict[int, bytes], *, acks: int = 1, timeout_ms: int = 30_000,
-            name: str = "t", transactional_id: str | None = None) -> req.ProduceRequest:
-    return req.ProduceRequest(
-        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
-        acks=i16(acks), timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
-        topic_data=(req.TopicProduceData(name=TopicName(name), partition_data=tuple(
-            req.PartitionProduceData(index=i32(index), records=Records(records))
-            for index, records in partitions.items())),))
 
 
 def produce(replicas: ReplicaManager, body: req.ProduceRequest) -> list[tuple[int, str, int]]:

@@ -27,6 +27,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
+from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.log_manager import LogManager
@@ -99,6 +100,11 @@ class BrokerRuntime:
         self._channel = ControllerChannel(
             settings.node_id, node.address_of, lambda: node.core.leader_and_epoch.leader_id,
             settings.quorum.request_timeout_ms)
+        self.replicas.clock_ms = node.now_ms
+        self._alter_partition = AlterPartitionManager(
+            self._channel, self.replicas, broker_id=settings.node_id,
+            broker_epoch=self._broker_epoch)
+        self.replicas.isr_changes = self._alter_partition.submit
         identity = BrokerIdentity(
             broker_id=settings.node_id, cluster_id=settings.cluster_id,
             endpoint=self._broker.advertised, rack=self._broker.rack,
@@ -140,6 +146,9 @@ class BrokerRuntime:
         for key, action in periodic.items():
             interval = _int_property(self._static, key, PERIODIC_DEFAULTS_MS[key])
             self._tasks.append(loop.create_task(self._every(interval, action)))
+        self._tasks.append(loop.create_task(self._alter_partition.run()))
+        self._tasks.append(loop.create_task(self._every(  # Kafka's isr-expiration task
+            self.replicas.max_lag_ms // 2, self.replicas.shrink_isrs)))
 
     async def _every(self, interval_ms: int, action: Callable[[int], object]) -> None:
         """Run ``action(now_ms)`` every ``interval_ms``; a failure is logged, not fatal."""

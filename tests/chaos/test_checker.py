@@ -61,10 +61,11 @@ def worlds(draw: st.DrawFn) -> World:
     read_upto = {p: draw(st.integers(0, len(log))) for p, log in logs.items()}
     replica_upto = {(p, r): draw(st.integers(0, len(log)))
                     for p, log in logs.items() for r in (1000, 1001, 1002)}
-    faults = [FaultEvent(i, kind, "node 1000", phase)
-              for i, kind in enumerate(draw(st.lists(st.sampled_from(("kill", "pause")),
-                                                     max_size=3)))
-              for phase in ("start", "end")]
+    drawn = draw(st.lists(st.tuples(st.sampled_from(("kill", "pause")), st.booleans()),
+                          max_size=4))
+    faults = [FaultEvent(i, kind, "node:1000", phase)
+              for i, (kind, skipped) in enumerate(drawn)
+              for phase in (("skipped",) if skipped else ("start", "end"))]
     return World(logs, sends, failed, read_upto, replica_upto, faults)
 
 
@@ -103,6 +104,7 @@ def test_a_clean_history_has_no_anomaly(world: World) -> None:
     assert figures.acknowledged == len(sent - world.failed)
     assert figures.failed == len(world.failed)
     assert figures.faults == Counter(f.kind for f in world.faults if f.phase == "start")
+    assert figures.faults_skipped == sum(f.phase == "skipped" for f in world.faults)
 
 
 @settings(max_examples=40, deadline=None)

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from pykraft.chaos.links import FrontDoor, Links, close
+from pykraft.chaos.nodes import ChaosCluster
+from pykraft.chaos.run import CLUSTER_PROPERTIES
 from pykraft.tools.local_cluster import HOST, free_ports
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
@@ -107,3 +109,20 @@ def test_connections_from_outside_the_cluster_always_pass() -> None:
         with connect(port) as sock:
             assert echoes(sock, b"client") == b"client"
             assert links.identify(sock.getsockname()[1], port) is None
+
+
+def test_a_cut_between_real_nodes_holds_their_reconnections(tmp_path: Path) -> None:
+    """The front doors tell the cluster's own processes apart: cutting the controller off
+    from the broker resets the broker's fetch connection and holds its reconnection."""
+    nodes = ChaosCluster.create(tmp_path / "cluster", controllers=1, brokers=1,
+                                properties=CLUSTER_PROPERTIES)
+    try:
+        nodes.start_all()
+        (controller,), (broker,) = nodes.cluster.controllers, nodes.cluster.brokers
+        nodes.links.cut(controller, broker)
+        wait_for("the broker's reconnection held", lambda: nodes.links.held() > 0 or None,
+                 TIMEOUT_S * 3)
+        nodes.links.heal(controller, broker)
+        assert nodes.links.held() == 0
+    finally:
+        nodes.close()

@@ -25,6 +25,8 @@ from itertools import pairwise
 
 from pykraft.chaos.history import Ack, Committed, Event, FaultEvent, Read, ReplicaLog, Send
 
+#: A FaultEvent's phase when its target could not be resolved (no leader known, ...).
+SKIPPED = "skipped"
 #: How many anomalies the report spells out; the counts cover every one.
 EXAMPLES = 20
 
@@ -42,6 +44,7 @@ class Figures:
     reads: int = 0
     longest_produce_gap_ms: int = 0
     faults: dict[str, int] = field(default_factory=dict)
+    faults_skipped: int = 0
     examples: list[str] = field(default_factory=list)
 
     @property
@@ -59,7 +62,8 @@ class Figures:
                 "reads_past_hw": self.reads_past_hw,
                 "divergent_replicas": self.divergent_replicas, "phantom": self.phantom,
                 "reads": self.reads, "longest_produce_gap_ms": self.longest_produce_gap_ms,
-                "faults": dict(sorted(self.faults.items())), "anomalies": self.anomalies,
+                "faults": dict(sorted(self.faults.items())),
+                "faults_skipped": self.faults_skipped, "anomalies": self.anomalies,
                 "examples": list(self.examples)}
 
 
@@ -82,6 +86,8 @@ def check(events: Iterable[Event]) -> Figures:
     _check_replicas(history, committed, figures)
     figures.faults = dict(Counter(e.kind for e in history
                                   if isinstance(e, FaultEvent) and e.phase == "start"))
+    figures.faults_skipped = sum(1 for e in history
+                                 if isinstance(e, FaultEvent) and e.phase == SKIPPED)
     figures.longest_produce_gap_ms = _longest_gap(
         [e.t for e in history if isinstance(e, Ack) and e.error is None])
     return figures

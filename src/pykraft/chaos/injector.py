@@ -13,7 +13,9 @@ import asyncio
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from pykraft.chaos.checker import SKIPPED
 from pykraft.chaos.nodes import ChaosCluster
 from pykraft.chaos.schedule import (
     ACTIVE_CONTROLLER,
@@ -25,11 +27,11 @@ from pykraft.chaos.schedule import (
     RESTART,
     Fault,
 )
+from pykraft.chaos.workload import CLIENT_LOGGING
 from pykraft.errors import PyKraftError
 from pykraft.tools.quorum_tool import describe_quorum, parse_bootstrap
 
 METADATA_TIMEOUT_S = 5.0
-SKIPPED = "skipped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +40,14 @@ class Active:
 
     kind: str
     nodes: tuple[int, ...]
+    spec: str  # the schedule's words for the target, e.g. leader:0
 
     @property
     def target(self) -> str:
-        return "-".join(f"node:{n}" for n in self.nodes)
+        """``node:1000`` (with the role it was chosen for: ``leader:0=node:1000``), or a
+        link ``node:1-node:1000``."""
+        nodes = "-".join(f"node:{n}" for n in self.nodes)
+        return nodes if self.spec.startswith("node:") else f"{self.spec}={nodes}"
 
 
 class Injector:
@@ -52,6 +58,7 @@ class Injector:
         self._topic = topic
         self._record = record  # (kind, target, phase)
         self._active: list[Active] = []
+        self._admin: Any = None  # confluent-kafka's AdminClient, made on first use
 
     def leaders(self) -> dict[int, int]:
         """Partition -> leader id (-1 when it has none) as a broker's Metadata says; none
@@ -59,9 +66,11 @@ class Injector:
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self._cluster.bootstrap_servers})
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self._cluster.bootstrap_servers,
+                                       **CLIENT_LOGGING})
         try:
-            topics = admin.list_topics(self._topic, timeout=METADATA_TIMEOUT_S).topics
+            topics = self._admin.list_topics(self._topic, timeout=METADATA_TIMEOUT_S).topics
         except KafkaException:
             return {}
         found = topics.get(self._topic)
@@ -102,7 +111,7 @@ class Injector:
             self._record(fault.kind, f"{fault.target} {fault.peer or ''}".strip(), SKIPPED)
             return None
         nodes = (target,) if peer is None else (target, peer)
-        active = Active(fault.kind, nodes)
+        active = Active(fault.kind, nodes, fault.target)
         self._record(fault.kind, active.target, "start")
         if fault.kind in (KILL, KILL_ACTIVE_CONTROLLER):
             self._cluster.kill(target)

@@ -21,6 +21,8 @@ from pykraft.chaos.history import Ack, Committed, Read, Send
 from pykraft.chaos.recorder import Recorder
 from pykraft.chaos.replica_logs import text
 
+#: librdkafka's log: errors only (its retries and reconnections are a chaos run's normal).
+CLIENT_LOGGING = {"log_level": 3, "log.connection.close": False}
 #: Producer settings: short request and delivery timeouts so a fault shows in the history
 #: as errors and gaps within a run, not after it.
 PRODUCER_CONFIG = {
@@ -30,7 +32,7 @@ PRODUCER_CONFIG = {
     "request.timeout.ms": 5000,
     "message.timeout.ms": 20000,
     "retry.backoff.ms": 100,
-    "log_level": 3,  # errors: librdkafka's retries during faults are the run's normal
+    **CLIENT_LOGGING,
 }
 MAX_IN_FLIGHT = 2000
 FLUSH_TIMEOUT_S = 30.0

@@ -38,6 +38,7 @@ def _report(figures: Figures, *, as_json: bool, title: str) -> None:
         table.add_row("longest produce gap", f"{figures.longest_produce_gap_ms} ms")
         for kind, count in sorted(figures.faults.items()):
             table.add_row(f"faults: {kind}", str(count))
+        table.add_row("faults skipped (no target then)", str(figures.faults_skipped))
         console.print(table)
         for example in figures.examples:
             console.print(f"[red]{example}[/red]", highlight=False)

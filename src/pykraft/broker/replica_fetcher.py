@@ -36,7 +36,7 @@ import contextlib
 import datetime
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +73,15 @@ FETCHER_VERSIONS: Mapping[int, tuple[int, int]] = {
     ApiKey.LIST_OFFSETS: (1, 11),
 }
 _INT32 = 1 << 32
+
+#: Opens a connection to a leader at (host, port) within a timeout in seconds.
+Opener = Callable[[tuple[str, int], str, float], Awaitable[ClientConnection]]
+
+
+async def open_connection(address: tuple[str, int], client_id: str, timeout_s: float
+                          ) -> ClientConnection:
+    return await open_with_timeout(*address, client_id=client_id, ours=FETCHER_VERSIONS,
+                                   timeout_s=timeout_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +156,11 @@ class ReplicaFetcher:
     """One fetcher task: fetches its partitions from one leader, one request at a time."""
 
     def __init__(self, broker_id: int, key: FetcherKey, config: FetcherConfig,
-                 now_ms: Callable[[], int], broker_epoch: Callable[[], int]) -> None:
+                 now_ms: Callable[[], int], broker_epoch: Callable[[], int],
+                 opener: Opener = open_connection) -> None:
         self.broker_id = broker_id
         self.key = key
+        self._opener = opener
         self._config = config
         self._now_ms = now_ms
         self._broker_epoch = broker_epoch
@@ -229,9 +240,9 @@ class ReplicaFetcher:
         most ``replica.socket.timeout.ms`` (plus the fetch's own wait) for the answer."""
         timeout_s = (self._config.socket_timeout_ms + self._config.wait_max_ms) / 1000
         if self._connection is None:
-            self._connection = await open_with_timeout(
-                *self.key.address, client_id=f"broker-{self.broker_id}-fetcher-"
-                f"{self.key.number}", ours=FETCHER_VERSIONS, timeout_s=timeout_s)
+            self._connection = await self._opener(
+                self.key.address, f"broker-{self.broker_id}-fetcher-{self.key.number}",
+                timeout_s)
         version = self._connection.versions.get(api_key)
         if version is None:
             raise UnsupportedVersionError(
@@ -335,10 +346,14 @@ class ReplicaFetcher:
             truncate_to(part, leader_end, self._now_ms())
             return
         leader_start = await self._list_offset(followed, EARLIEST_TIMESTAMP)
-        if leader_start is not None and leader_start > end:
+        if leader_start is None:
+            return
+        if leader_start > end:
             log.warning("%s-%d: the leader's log starts at %d, after our end %d; restarting "
                         "the log there", part.topic, part.index, leader_start, end)
             truncate_fully_and_start_at(part, leader_start, self._now_ms())
+        else:  # in range by now (the leader moved meanwhile): fetch again after a pause
+            self._delay([followed])
 
     async def _list_offset(self, followed: _FollowedPartition, timestamp: int) -> int | None:
         part = followed.part

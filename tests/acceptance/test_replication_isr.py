@@ -1,0 +1,103 @@
+"""Replication end to end: 1 controller and 3 brokers, a topic with RF=3 and
+min.insync.replicas=2. acks=all produces succeed; a follower broker frozen with SIGSTOP
+lags once a record is written, and past ``replica.lag.time.max.ms`` the leader takes it out
+of the ISR through AlterPartition (its session outlasts the test, so the controller does not
+fence it first), which completes the waiting acks=all produce with two in-sync replicas;
+after SIGCONT the follower catches up and rejoins the ISR."""
+
+from __future__ import annotations
+
+import datetime
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from broker_harness import PROPERTIES, broker_call, wait_for, wait_for_brokers
+from kio.schema.create_topics.v7.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.produce.v13 import request as produce
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import encode_batch
+from pykraft.tools.local_cluster import LocalCluster
+
+TOPIC = "replicated"
+LAG_MS = 3000
+#: The follower's heartbeats stop with it: a session far longer than the test keeps the
+#: controller from fencing it, so only the leader's lag check can take it out of the ISR.
+SESSION_MS = 120_000
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    made = LocalCluster.create(tmp_path, 1, {
+        **PROPERTIES, "broker.session.timeout.ms": str(SESSION_MS),
+        "replica.lag.time.max.ms": str(LAG_MS)}, brokers=3)
+    made.start_all()
+    try:
+        wait_for_brokers(made, 3)
+        yield made
+    finally:
+        for node_id in made.nodes:
+            made.kill(node_id)
+
+
+def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int], uuid.UUID] | None:
+    """Partition 0's leader and ISR, and the topic id, as broker ``via`` answers Metadata."""
+    answer = broker_call(cluster, via, MetadataRequest(
+        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(TOPIC)),),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    parts = answer.topics[0].partitions
+    if answer.topics[0].error_code != ErrorCode.none or not parts or parts[0].leader_id < 0:
+        return None
+    return (int(parts[0].leader_id), {int(b) for b in parts[0].isr_nodes},
+            answer.topics[0].topic_id)
+
+
+def produce_all(cluster: LocalCluster, leader: int, topic_id: uuid.UUID,
+                value: bytes) -> ErrorCode:
+    """An acks=all Produce v13 (topics by id) of one record to partition 0."""
+    answer = broker_call(cluster, leader, produce.ProduceRequest(
+        transactional_id=None, acks=i16(-1),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=9)),
+        topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
+            produce.PartitionProduceData(index=i32(0), records=Records(encode_batch(
+                0, [(None, value)], partition_leader_epoch=-1, timestamp=1_000))),)),)))
+    return ErrorCode(answer.responses[0].partition_responses[0].error_code)
+
+
+def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) -> None:
+    brokers = cluster.brokers
+    created = broker_call(cluster, brokers[0], CreateTopicsRequest(topics=(CreatableTopic(
+        name=TopicName(TOPIC), num_partitions=i32(1), replication_factor=i16(3),
+        assignments=(), configs=(CreatableTopicConfig(name="min.insync.replicas",
+                                                      value="2"),)),)))
+    assert created.topics[0].error_code == ErrorCode.none
+    leader, isr, topic_id = wait_for("the topic's leader",
+                                     lambda: leader_and_isr(cluster, brokers[0]))
+    assert isr == set(brokers)
+    assert produce_all(cluster, leader, topic_id, b"all three") == ErrorCode.none
+
+    follower = next(b for b in brokers if b != leader)
+    cluster.signal(follower, signal.SIGSTOP)
+    try:
+        # A follower at the log end stays in sync (Kafka's rule): the write makes it lag,
+        # and the acks=all wait ends once the leader's lag check took it out of the ISR.
+        assert produce_all(cluster, leader, topic_id, b"two of three") == ErrorCode.none
+        wait_for("the frozen follower out of the ISR in the leader's metadata", lambda: (
+            leader_and_isr(cluster, leader) == (leader, set(brokers) - {follower}, topic_id))
+            or None)
+    finally:
+        cluster.signal(follower, signal.SIGCONT)
+    wait_for("the follower back in the ISR", lambda: (
+        (seen := leader_and_isr(cluster, leader)) is not None
+        and seen[1] == set(brokers)) or None)
+    assert produce_all(cluster, leader, topic_id, b"all three again") == ErrorCode.none

@@ -24,7 +24,7 @@ from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.delete_topics.v6.response import DeleteTopicsResponse
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft.protocol.errors import ErrorCode
 
@@ -178,7 +178,8 @@ def test_create_partitions(cluster: Cluster) -> None:
 
 
 def alter(cluster: Cluster, leader: int, isr: list[int], *, leader_epoch: int = 0,
-          partition_epoch: int = 0, broker_epoch: int | None = None) -> AlterPartitionResponse:
+          partition_epoch: int = 0, broker_epoch: int | None = None,
+          recovery: int = 0) -> AlterPartitionResponse:
     topic = cluster.controller.image.topics.by_name["ap"]
     epoch = cluster.controller.image.cluster.brokers[leader].epoch
     response = cluster.call(AlterPartitionRequest(
@@ -188,7 +189,7 @@ def alter(cluster: Cluster, leader: int, isr: list[int], *, leader_epoch: int = 
             partition_index=i32(0), leader_epoch=i32(leader_epoch),
             new_isr_with_epochs=tuple(BrokerState(broker_id=BrokerId(b), broker_epoch=i64(-1))
                                       for b in isr),
-            partition_epoch=i32(partition_epoch)),)),)))
+            leader_recovery_state=i8(recovery), partition_epoch=i32(partition_epoch)),)),)))
     assert isinstance(response, AlterPartitionResponse)
     return response
 
@@ -213,7 +214,15 @@ def test_alter_partition_checks(cluster: Cluster) -> None:
     assert alter(cluster, 1, [1, 2], leader_epoch=-1).topics[0].partitions[0].error_code == \
         ErrorCode.fenced_leader_epoch
     assert alter(cluster, 1, [1, 4]).topics[0].partitions[0].error_code == \
-        ErrorCode.ineligible_replica  # 4 is not a replica
+        ErrorCode.invalid_request  # 4 is not a replica (Kafka's Replicas.validateIsr)
+    assert alter(cluster, 1, [1, 2], leader_epoch=1).topics[0].partitions[0].error_code == \
+        ErrorCode.not_controller  # the request is ahead of this controller
+    assert alter(cluster, 1, [1, 2], partition_epoch=1).topics[0].partitions[0].error_code \
+        == ErrorCode.not_controller
+    assert alter(cluster, 1, [1, 2], recovery=1).topics[0].partitions[0].error_code == \
+        ErrorCode.invalid_request  # RECOVERING with more than the leader
+    assert alter(cluster, 1, [1], recovery=1).topics[0].partitions[0].error_code == \
+        ErrorCode.invalid_request  # RECOVERED cannot go back to RECOVERING
     assert alter(cluster, 1, [2, 3]).topics[0].partitions[0].error_code == \
         ErrorCode.invalid_request  # the leader cannot leave its own ISR
     assert alter(cluster, 1, [1], broker_epoch=1).error_code == ErrorCode.stale_broker_epoch

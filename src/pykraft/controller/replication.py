@@ -41,6 +41,7 @@ from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
+from pykraft.partition.replication import RECOVERED, RECOVERING
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     ConfigRecord,
@@ -365,32 +366,39 @@ def _alter_one(
     partition = topic.partitions.get(part.partition_index)
     if partition is None:
         return ErrorCode.unknown_topic_or_partition
+    if (part.leader_epoch > partition.leader_epoch
+            or part.partition_epoch > partition.partition_epoch):
+        return ErrorCode.not_controller  # this controller is behind the request
     if part.leader_epoch < partition.leader_epoch:
         return ErrorCode.fenced_leader_epoch
-    if part.leader_epoch > partition.leader_epoch:
-        return ErrorCode.not_controller
     if partition.leader != leader_id:
         return ErrorCode.invalid_request
-    if part.partition_epoch != partition.partition_epoch:
+    if part.partition_epoch < partition.partition_epoch:
         return ErrorCode.invalid_update_version
     new_isr = tuple(int(s.broker_id) for s in part.new_isr_with_epochs)
-    if leader_id not in new_isr or len(set(new_isr)) != len(new_isr):
+    recovery = int(part.leader_recovery_state)
+    if (leader_id not in new_isr or len(set(new_isr)) != len(new_isr)
+            or any(b not in partition.replicas for b in new_isr)
+            or (recovery == RECOVERING and len(new_isr) > 1)
+            or (partition.leader_recovery_state == RECOVERED and recovery == RECOVERING)):
         return ErrorCode.invalid_request
     brokers = ctx.image.cluster.brokers
     for state in part.new_isr_with_epochs:
         member = brokers.get(state.broker_id)
-        if (state.broker_id not in partition.replicas or not ctx.usable(state.broker_id)
-                or member is None or state.broker_epoch not in (-1, member.epoch)):
+        if (not ctx.usable(state.broker_id) or member is None
+                or state.broker_epoch not in (-1, member.epoch)):
             return ErrorCode.ineligible_replica
     change = None
     leader_epoch, partition_epoch = partition.leader_epoch, partition.partition_epoch
-    if new_isr != partition.isr:
-        change = PartitionChangeRecord(partition_id=part.partition_index,
-                                       topic_id=topic.topic_id, isr=new_isr)
+    if new_isr != partition.isr or recovery != partition.leader_recovery_state:
+        change = PartitionChangeRecord(
+            partition_id=part.partition_index, topic_id=topic.topic_id,
+            isr=None if new_isr == partition.isr else new_isr,
+            leader_recovery_state=(-1 if recovery == partition.leader_recovery_state
+                                   else recovery))
         partition_epoch += 1
     return change, ap_resp.PartitionData(
         partition_index=part.partition_index, error_code=ErrorCode.none,
         leader_id=BrokerId(leader_id), leader_epoch=i32(leader_epoch),
         isr=tuple(BrokerId(b) for b in new_isr),
-        leader_recovery_state=i8(partition.leader_recovery_state),
-        partition_epoch=i32(partition_epoch))
+        leader_recovery_state=i8(recovery), partition_epoch=i32(partition_epoch))

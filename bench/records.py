@@ -33,7 +33,7 @@ from pykraft.records.metadata import (
     decode_metadata_record,
     encode_metadata_record,
 )
-from pykraft.storage.log import MetadataLog
+from pykraft.storage.metadata_log import MetadataLog
 
 TIMESTAMP = 1_700_000_000_000
 

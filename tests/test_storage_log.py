@@ -23,7 +23,8 @@ from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageErr
 from pykraft.ids import ONE_UUID, uuid_to_str
 from pykraft.records.batch import encode_batch, iter_batches
 from pykraft.storage.leader_epoch import encode_epoch_checkpoint
-from pykraft.storage.log import MetadataLog, segment_name
+from pykraft.storage.metadata_log import MetadataLog
+from pykraft.storage.segment import segment_name
 
 
 def batch(base: int, count: int = 1, epoch: int = 1, size: int = 10) -> bytes:
@@ -96,10 +97,12 @@ def test_group_commit_one_fsync_per_flush(log_dir: Path, monkeypatch: pytest.Mon
             log.append(batch(offset))
         assert synced == []  # appends never fsync
         assert log.flush() == 11
-        assert len(synced) == 1  # one fsync for ten appends; the epoch checkpoint is unchanged
+        # one fsync of the segment for ten appends, and one of each index (Kafka's
+        # LogSegment.flush); the epoch checkpoint is unchanged
+        assert len(synced) == 3
         (log_dir / "leader-epoch-checkpoint").unlink()
         assert log.flush() == 11
-        assert len(synced) == 1  # nothing new: no fsync and no checkpoint rewrite
+        assert len(synced) == 3  # nothing new: no fsync and no checkpoint rewrite
         assert not (log_dir / "leader-epoch-checkpoint").exists()
 
 
@@ -118,11 +121,11 @@ def test_roll_makes_the_old_segment_durable(log_dir: Path,
         monkeypatch.setattr(os, "fsync", counting_fsync)
         log.append(batch(1))
         assert synced == []
-        log.append(batch(2))  # rolls: the unflushed segment 0 is fsynced first
+        log.append(batch(2))  # rolls: the unflushed segment 0 and its indexes are fsynced
         assert log.segment_base_offsets == [0, 2]
-        assert len(synced) == 1
+        assert len(synced) == 3
         log.flush()
-        assert len(synced) == 3  # then only the new segment and the directory
+        assert len(synced) == 7  # then only the new segment, its indexes and the directory
 
 
 @pytest.mark.parametrize(
@@ -243,20 +246,26 @@ def test_reopen_restores_state(log_dir: Path) -> None:
         assert log.flushed_offset == log.log_end_offset
 
 
-def test_kafka_side_files_are_tolerated(log_dir: Path) -> None:
+def test_side_files_are_kept_leftovers_removed_indexes_rebuilt(log_dir: Path) -> None:
+    """As Kafka's loader: other files stay, ``.deleted``/``.cleaned`` leftovers of an
+    interrupted operation go, and damaged indexes are rebuilt from the segment."""
     with MetadataLog.open(log_dir) as log:
         log.append(batch(0))
         log.flush()
-    extra = ["00000000000000000000.index", "00000000000000000000.timeindex",
-             "00000000000000000001.snapshot", "00000000000000000009.log.deleted",
-             "00000000000000000009.log.cleaned", "00000000000000000009.log.swap",
-             "quorum-state", "00000000000000000001-0000000001.checkpoint"]
-    for name in extra:
+    kept = ["00000000000000000001.snapshot", "quorum-state",
+            "00000000000000000001-0000000001.checkpoint"]
+    leftovers = ["00000000000000000009.log.deleted", "00000000000000000009.log.cleaned"]
+    indexes = ["00000000000000000000.index", "00000000000000000000.timeindex"]
+    for name in kept + leftovers + indexes:
         (log_dir / name).write_bytes(b"junk")
     with MetadataLog.open(log_dir) as log:
         assert log.log_end_offset == 1
-    for name in extra:
+        assert log.read(0, 100) == batch(0)
+    for name in kept:
         assert (log_dir / name).read_bytes() == b"junk"
+    for name in leftovers:
+        assert not (log_dir / name).exists()
+    assert (log_dir / indexes[1]).read_bytes() == (1000).to_bytes(8, "big") + bytes(4)
 
 
 def test_bad_names_and_foreign_topic_are_rejected(log_dir: Path) -> None:

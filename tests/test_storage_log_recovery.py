@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from pykraft.errors import CorruptLogError
 from pykraft.records.batch import encode_batch
-from pykraft.storage.log import MetadataLog, segment_name
+from pykraft.storage.metadata_log import MetadataLog
+from pykraft.storage.segment import segment_name
 
 EPOCHS = (1, 1, 2, 4, 4, 5)
 MASKS = (0x01, 0x80, 0xFF)
@@ -88,13 +89,13 @@ def test_every_cut_point_of_the_last_batch_recovers(
     for cut in range(1, len(last)):
         (segment,) = write_log(log_dir, [[*good, last[:cut]]])
         caplog.clear()
-        with caplog.at_level(logging.WARNING, logger="pykraft.storage.log"):
+        with caplog.at_level(logging.WARNING, logger="pykraft.storage"):
             assert_recovered_to(log_dir, segment, good)
         (message,) = [r.getMessage() for r in caplog.records]
         assert str(segment) in message and f"byte position {start}" in message
         assert "truncated batch" in message
     (segment,) = write_log(log_dir, [batches])  # uncut: nothing to repair
-    with caplog.at_level(logging.WARNING, logger="pykraft.storage.log"):
+    with caplog.at_level(logging.WARNING, logger="pykraft.storage"):
         caplog.clear()
         assert_recovered_to(log_dir, segment, batches)
     assert not caplog.records

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from pykraft.cli.main import app
 from pykraft.errors import CorruptLogError
 from pykraft.records.batch import encode_batch, iter_batches
-from pykraft.storage.log import MetadataLog
+from pykraft.storage.metadata_log import MetadataLog
 
 runner = CliRunner()
 

@@ -12,7 +12,7 @@ import pytest
 
 from pykraft.errors import PyKraftError
 from pykraft.records.batch import iter_batches
-from pykraft.storage.log import MetadataLog
+from pykraft.storage.metadata_log import MetadataLog
 from pykraft.testing.append import APPEND_PROPERTIES, AppendClient
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_host_port

@@ -24,7 +24,7 @@ from pykraft.records import control as ctl
 from pykraft.records import metadata as md
 from pykraft.records.batch import encode_batch
 from pykraft.storage.bootstrap import write_bootstrap_checkpoint
-from pykraft.storage.log import MetadataLog
+from pykraft.storage.metadata_log import MetadataLog
 from pykraft.storage.snapshot_files import SnapshotId, write_snapshot
 
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z

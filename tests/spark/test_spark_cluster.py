@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pykraft.records.batch import iter_batches
-from pykraft.storage.log import MetadataLog
+from pykraft.storage.metadata_log import MetadataLog
 from pykraft.testing.append import APPEND_PROPERTIES, AppendClient
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port

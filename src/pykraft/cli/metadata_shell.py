@@ -15,7 +15,8 @@ from pykraft.shell import DirNode, MetadataShell, Output, image_tree
 from pykraft.shell.kraft import KRaftRecords, kraft_dir, read_kraft_records
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.log import SEGMENT_SUFFIX, TornTail, verify_segments
+from pykraft.storage.log_verify import TornTail, verify_segments
+from pykraft.storage.segment import LOG_SUFFIX
 from pykraft.storage.snapshot_files import list_snapshots
 
 
@@ -36,7 +37,7 @@ def _load(snapshot: Path | None, directory: Path | None) -> DirNode:
     if directory is not None and snapshot is None:
         partition = directory / METADATA_LOG_DIR_NAME
         partition = partition if partition.is_dir() else directory
-        segments = sorted(partition.glob("*" + SEGMENT_SUFFIX))
+        segments = sorted(partition.glob("*" + LOG_SUFFIX))
         tail = _verify(segments)
         image = load_log_directory(partition, tail)
         snapshots = [sid for sid in list_snapshots(partition) if sid.end_offset > 0]
@@ -49,7 +50,7 @@ def _load(snapshot: Path | None, directory: Path | None) -> DirNode:
         raise typer.BadParameter("give exactly one of --snapshot and --directory")
     if not snapshot.is_file():
         raise typer.BadParameter(f"{snapshot} is not a file", param_hint="--snapshot")
-    if snapshot.suffix == SEGMENT_SUFFIX:
+    if snapshot.suffix == LOG_SUFFIX:
         tail = _verify([snapshot])
         return _tree(load_segments([snapshot], tail=tail),
                      read_kraft_records(None, [snapshot], tail=tail), str(snapshot))

@@ -18,7 +18,7 @@ from pykraft.image.image import MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader, cyclic_gc_paused
 from pykraft.records.batch import RecordBatch, iter_batches
 from pykraft.records.control import SnapshotHeaderRecord, decode_control
-from pykraft.storage.log import TornTail
+from pykraft.storage.log_verify import TornTail
 from pykraft.storage.snapshot_files import (
     SnapshotId,
     SnapshotReader,

@@ -7,7 +7,7 @@ Layout (61-byte header, big-endian), see Kafka's ``DefaultRecordBatch``::
     43 producerId i64 | 51 producerEpoch i16 | 53 baseSequence i32 | 57 recordsCount i32
 
 The CRC-32C covers bytes [21, end): baseOffset, length, partitionLeaderEpoch and magic are
-outside it, so readers of a log must also check offsets and lengths (see ``storage.log``).
+outside it, so readers of a log must also check offsets and lengths (see ``storage.batch_check``).
 """
 
 from __future__ import annotations

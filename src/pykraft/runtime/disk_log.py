@@ -21,7 +21,8 @@ from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
 from pykraft.raft.memory_log import snapshot_timestamp
 from pykraft.storage.fsutil import fsync_dir
 from pykraft.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
-from pykraft.storage.log import MetadataLog, segment_name
+from pykraft.storage.metadata_log import MetadataLog
+from pykraft.storage.segment import segment_name
 from pykraft.storage.snapshot_files import (
     SnapshotId,
     SnapshotReader,

@@ -16,7 +16,7 @@ from pykraft.ids import uuid_to_str
 from pykraft.records.batch import iter_batches
 from pykraft.records.control import KRaftVersionRecord, Voter, VotersRecord, decode_control
 from pykraft.shell.tree import DirNode, FileNode, Node
-from pykraft.storage.log import TornTail
+from pykraft.storage.log_verify import TornTail
 
 
 @dataclass(frozen=True, slots=True)

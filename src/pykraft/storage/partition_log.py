@@ -46,7 +46,7 @@ from types import TracebackType
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
 from pykraft.records.batch import HEADER_SIZE, decode_records, unpack_header
-from pykraft.storage.batch_check import BatchProblemError, check_framing
+from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import fsync_dir, write_all_at
 from pykraft.storage.index_file import CorruptIndexError
@@ -58,6 +58,7 @@ from pykraft.storage.leader_epoch import (
     write_epoch_checkpoint,
 )
 from pykraft.storage.log_config import JitterSource, LogConfig, no_jitter
+from pykraft.storage.log_verify import TornTail, verify_segments
 from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.offset_index import INDEX_SUFFIX
 from pykraft.storage.retention import SegmentStats
@@ -74,6 +75,7 @@ from pykraft.storage.time_index import TIME_INDEX_SUFFIX
 
 DELETE_DIR_SUFFIX = "-delete"
 _SEGMENT_FILE = re.compile(r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex)")
+_SEGMENT_NAME_HINT = "not a segment name (expected 20 digits and .log)"
 _DIR_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)(?:\.([0-9a-f]{32})-(delete|future|stray))?")
 _CLEANED_SUFFIX = ".cleaned"
 _TEMP_SUFFIXES = (DELETED_SUFFIX, _CLEANED_SUFFIX)
@@ -134,9 +136,11 @@ class PartitionLog:
     """The segmented log of one partition replica; open it with :meth:`open`."""
 
     def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment],
-                 epochs: LeaderEpochCache, jitter: JitterSource = no_jitter) -> None:
+                 epochs: LeaderEpochCache, jitter: JitterSource = no_jitter, *,
+                 strict: bool = False) -> None:
         self.directory = directory
         self.config = config
+        self.strict = strict
         self._jitter = jitter
         #: (when due, files renamed *.deleted) of deleted segments, oldest first
         self._pending_deletes: list[tuple[int, list[Path]]] = []
@@ -155,17 +159,23 @@ class PartitionLog:
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, now_ms: int, recovery_point: int = 0,
              log_start_offset: int = 0, clean_shutdown: bool = False,
-             jitter: JitterSource = no_jitter) -> PartitionLog:
+             jitter: JitterSource = no_jitter, strict: bool = False) -> PartitionLog:
         """Open (creating if needed) and recover the log in ``directory``.
 
         ``recovery_point`` and ``log_start_offset`` come from the log directory's
         checkpoints; ``clean_shutdown`` from its ``.kafka_cleanshutdown`` marker.
+        ``strict`` is the metadata log's mode: every segment is rescanned, offsets must
+        continue exactly and epochs never go back, at recovery and on append, and only a
+        torn tail is cut; any other damage refuses to open (:class:`CorruptLogError`).
         """
         directory.mkdir(parents=False, exist_ok=True)
         bases = _clean_directory(directory)
+        if strict:  # refuse before a byte changes; only a torn tail is cut
+            _cut_torn_tail(verify_segments([segment_file(directory, base, LOG_SUFFIX)
+                                            for base in bases]))
         # after a crash the segments from the one holding the recovery point are rescanned
         # anyway; the indexes of the others must pass the sanity check or be rebuilt
-        first_unflushed = (len(bases) if clean_shutdown
+        first_unflushed = (0 if strict else len(bases) if clean_shutdown
                            else max(0, bisect.bisect_right(bases, recovery_point) - 1))
         segments: list[LogSegment] = []
         try:
@@ -185,7 +195,7 @@ class PartitionLog:
             for segment in segments:
                 segment.close()
             raise
-        partition_log = cls(directory, config, segments, epochs, jitter)
+        partition_log = cls(directory, config, segments, epochs, jitter, strict=strict)
         partition_log._finish_loading(recovery_point, log_start_offset, now_ms)
         return partition_log
 
@@ -205,10 +215,17 @@ class PartitionLog:
         except FileNotFoundError:
             stored = None
         entries = self.leader_epochs.entries
+        # an empty user partition gets no checkpoint until it knows an epoch; the metadata
+        # log always keeps one (as pykraft's raft layer always has)
         self._epochs_dirty = changed or (
-            (stored is not None or bool(entries)) and stored != encode_epoch_checkpoint(entries))
+            (stored is not None or bool(entries) or self.strict)
+            and stored != encode_epoch_checkpoint(entries))
 
     # ------------------------------------------------------------------ state
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def active(self) -> LogSegment:
@@ -236,21 +253,35 @@ class PartitionLog:
         index. Not durable until :meth:`flush`.
         """
         self._check_open()
-        if len(data) > self.config.segment_bytes:
+        if len(data) > self.config.segment_bytes and not self.strict:
             raise RecordBatchTooLargeError(
                 f"Message batch size is {len(data)} bytes in append to partition "
                 f"{self.directory.name}, which exceeds the maximum configured segment size of "
                 f"{self.config.segment_bytes}.")
         info = self._analyze(data)
-        if self.active.should_roll(info.size, info.max_timestamp, info.last_offset, now_ms):
+        if self.active.size and self.active.should_roll(info.size, info.max_timestamp,
+                                                        info.last_offset, now_ms):
             self._roll(now_ms)
         self.active.append(info.last_offset, info.max_timestamp, info.offset_of_max_timestamp,
                            data)
         self.log_end_offset = info.last_offset + 1
         return info
 
+    def check_appendable(self, data: bytes) -> None:
+        """Raise what :meth:`append` would for ``data``, changing nothing (a caller that
+        appends ``data`` in several runs checks it whole first)."""
+        self._check_open()
+        self._scan(data)
+
     def _analyze(self, data: bytes) -> AppendInfo:
         """Validate every batch before anything changes; then learn their leader epochs."""
+        info, epoch_starts = self._scan(data)
+        for epoch, start in epoch_starts:
+            self._epochs_dirty |= self.leader_epochs.assign(epoch, start)
+        return info
+
+    def _scan(self, data: bytes) -> tuple[AppendInfo, list[tuple[int, int]]]:
+        """The append's offsets and timestamps and the epochs it starts, or the error."""
         if not data:
             raise CorruptRecordError("cannot append: no record batch")
         expected = self.log_end_offset
@@ -264,10 +295,9 @@ class PartitionLog:
                     header = check_framing(buf, pos, len(data))
                 except BatchProblemError as problem:
                     raise CorruptRecordError(f"cannot append: {problem}", position=pos) from None
-                if header.base_offset != expected:
-                    raise CorruptRecordError(f"cannot append: base offset {header.base_offset} "
-                                             f"does not continue the log at {expected}",
-                                             position=pos)
+                gap = continuity_problem(header, expected, (latest or 0) if self.strict else None)
+                if gap is not None:
+                    raise CorruptRecordError(f"cannot append: {gap}", position=pos)
                 if header.max_timestamp > max_timestamp:
                     max_timestamp, offset_of_max = header.max_timestamp, header.last_offset
                 epoch = header.partition_leader_epoch
@@ -276,10 +306,14 @@ class PartitionLog:
                     latest = epoch
                 expected = header.next_offset
                 pos += header.size
-        for epoch, start in epoch_starts:
-            self._epochs_dirty |= self.leader_epochs.assign(epoch, start)
         return AppendInfo(self.log_end_offset, expected - 1, max_timestamp, offset_of_max,
-                          len(data))
+                          len(data)), epoch_starts
+
+    def clear_leader_epochs(self) -> None:
+        """Forget every epoch (a strict log emptied to its start: the snapshot's epoch is
+        the raft layer's to know, and a reopen rebuilds this same state)."""
+        self._epochs_dirty |= bool(self.leader_epochs.entries)
+        self.leader_epochs.clear()
 
     def assign_epoch_start_offset(self, epoch: int, offset: int) -> None:
         """A new leader's epoch starts at its log end offset, before any batch of it is
@@ -301,6 +335,9 @@ class PartitionLog:
                 raise StorageError(f"cannot roll the log: {stale} already exists")
             stale.unlink(missing_ok=True)
         self.active.on_become_inactive()
+        if self.strict:  # as Kafka's flush on roll, but at once: only the last segment of
+            self.active.flush()  # a strict log may have a torn tail after a crash
+            self.recovery_point = max(self.recovery_point, base)
         self._segments.append(self._new_segment(base, now_ms))
         self._bases.append(base)
         self._dir_dirty = True
@@ -309,9 +346,10 @@ class PartitionLog:
         """Fsync every segment from the recovery point on, the directory and the
         leader-epoch checkpoint; returns the new recovery point (the log end offset)."""
         self._check_open()
-        first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
-        for segment in self._segments[first:]:
-            segment.flush()
+        if self.recovery_point < self.log_end_offset:  # as Kafka, nothing new: no fsync
+            first = max(0, bisect.bisect_right(self._bases, self.recovery_point) - 1)
+            for segment in self._segments[first:]:
+                segment.flush()
         if self._dir_dirty:
             fsync_dir(self.directory)
             self._dir_dirty = False
@@ -561,6 +599,8 @@ def _clean_directory(directory: Path) -> list[int]:
                 bases.add(base)
             else:
                 indexes.append((base, entry))
+        elif name.endswith(LOG_SUFFIX):  # Kafka's loader fails on it too
+            raise StateFileError(entry, _SEGMENT_NAME_HINT)
     for swap in swaps:
         replaced = _complete_swap(swap, bases)
         bases.difference_update(replaced)
@@ -620,6 +660,19 @@ def _check_or_rebuild_indexes(segment: LogSegment) -> None:
 def _load_epochs(directory: Path) -> LeaderEpochCache:
     path = directory / LEADER_EPOCH_CHECKPOINT
     return LeaderEpochCache(read_epoch_checkpoint(path) if path.exists() else ())
+
+
+def _cut_torn_tail(torn: TornTail | None) -> None:
+    if torn is None:
+        return
+    log.warning("truncating the damaged tail of %s at byte position %d (%d bytes dropped): %s",
+                torn.path, torn.position, torn.size, torn.reason)
+    os.truncate(torn.path, torn.position)
+    fd = os.open(torn.path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _recover_from(segments: list[LogSegment], first: int, epochs: LeaderEpochCache) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pykraft.errors import CorruptLogError, StorageError
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.log import SEGMENT_SUFFIX
 from pykraft.storage.meta_properties import META_PROPERTIES
 from pykraft.storage.partition_metadata import PARTITION_METADATA
 from pykraft.storage.quorum_state_file import QUORUM_STATE
+from pykraft.storage.segment import LOG_SUFFIX
 from pykraft.storage.snapshot_files import parse_snapshot_name
 
 _REMEDIES = {
@@ -36,7 +36,7 @@ def remedy_for(path: Path) -> str:
     """What an operator can do about a damaged ``path``."""
     if path.name in _REMEDIES:
         return _REMEDIES[path.name]
-    if path.suffix == SEGMENT_SUFFIX:
+    if path.suffix == LOG_SUFFIX:
         return _SEGMENT_REMEDY
     if parse_snapshot_name(path.name) is not None:
         return _SNAPSHOT_REMEDY

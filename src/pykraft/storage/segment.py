@@ -45,6 +45,17 @@ DELETED_SUFFIX = ".deleted"  # a deleted segment's files until file.delete.delay
 log = logging.getLogger(__name__)
 
 
+def segment_name(base_offset: int) -> str:
+    """``<base offset as 20 digits>.log``, Kafka's segment file name."""
+    return f"{base_offset:020d}{LOG_SUFFIX}"
+
+
+def is_segment_name(name: str) -> bool:
+    """Whether ``name`` is a segment's: 20 ASCII digits and ``.log``."""
+    return (len(name) == 20 + len(LOG_SUFFIX) and name.endswith(LOG_SUFFIX)
+            and name.isascii() and name[:20].isdigit())
+
+
 def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
     """``<directory>/<base offset as 20 digits><suffix>``, Kafka's file naming."""
     return directory / f"{base_offset:020d}{suffix}"

@@ -56,9 +56,10 @@ from pykraft.records.batch import (
 )
 from pykraft.records.control import ControlType, EndTxnMarker, decode_control
 from pykraft.records.metadata import decode_metadata_record
+from pykraft.storage.batch_check import continuity_problem
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.log import TornTail, continuity_problem, is_last_segment, is_torn_tail
+from pykraft.storage.log_verify import TornTail, is_last_segment, is_torn_tail
 from pykraft.storage.partition_log import parse_partition_dir_name
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")

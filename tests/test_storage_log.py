@@ -431,3 +431,17 @@ class LogMachine(RuleBasedStateMachine):
 LogMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=30,
                                         deadline=None)
 test_log_against_model = LogMachine.TestCase
+
+
+def test_rolls_by_metadata_log_segment_ms(log_dir: Path) -> None:
+    """``metadata.log.segment.ms``: a batch stamped later than the first batch of the active
+    segment by more than that rolls, as any partition log does."""
+    def stamped(base: int, timestamp: int) -> bytes:
+        return encode_batch(base, [(None, b"v")], partition_leader_epoch=1, timestamp=timestamp)
+
+    with MetadataLog.open(log_dir, segment_ms=1000, clock=lambda: 5000) as log:
+        log.append(stamped(0, 10_000))
+        log.append(stamped(1, 11_000))  # exactly segment.ms later: no roll yet
+        assert log.segment_base_offsets == [0]
+        log.append(stamped(2, 11_001))
+        assert log.segment_base_offsets == [0, 2]

@@ -21,6 +21,7 @@ from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
 from pykraft.raft.memory_log import snapshot_timestamp
 from pykraft.storage.fsutil import fsync_dir
 from pykraft.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
+from pykraft.storage.log_config import DEFAULT_SEGMENT_MS
 from pykraft.storage.metadata_log import MetadataLog
 from pykraft.storage.segment import segment_name
 from pykraft.storage.snapshot_files import (
@@ -135,8 +136,10 @@ class DiskRaftLog:
         self._checkpointed = log.epoch_entries
 
     @classmethod
-    def open(cls, directory: Path, *, segment_bytes: int) -> DiskRaftLog:
-        return cls(MetadataLog.open(directory, segment_bytes=segment_bytes))
+    def open(cls, directory: Path, *, segment_bytes: int,
+             segment_ms: int = DEFAULT_SEGMENT_MS) -> DiskRaftLog:
+        return cls(MetadataLog.open(directory, segment_bytes=segment_bytes,
+                                    segment_ms=segment_ms))
 
     @property
     def metadata_log(self) -> MetadataLog:

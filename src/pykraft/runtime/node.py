@@ -87,7 +87,8 @@ class RaftNode:
         self.metrics = RaftMetrics()
         settings.partition_dir.mkdir(parents=False, exist_ok=True)
         self.disk_log = DiskRaftLog.open(settings.partition_dir,
-                                         segment_bytes=settings.segment_bytes)
+                                         segment_bytes=settings.segment_bytes,
+                                         segment_ms=settings.segment_ms)
         # The counter snapshots only when it is the node's sole state machine: a controller
         # or broker listener snapshots its own image.
         self.machine = CommittedCounter(

@@ -53,6 +53,7 @@ class NodeSettings:
     listener: Endpoint
     metadata_dir: Path
     segment_bytes: int
+    segment_ms: int
     max_frame_size: int
     metrics_address: tuple[str, int] | None
     extension: str | None
@@ -135,6 +136,10 @@ def load_settings(config: ServerConfig) -> NodeSettings:
     if segment_bytes <= 0:
         raise ConfigError(f"invalid value {segment_bytes} for metadata.log.segment.bytes: "
                           "must be positive")
+    segment_ms = config.get("metadata.log.segment.ms")
+    if segment_ms <= 0:
+        raise ConfigError(f"invalid value {segment_ms} for metadata.log.segment.ms: "
+                          "must be positive")
     max_frame = config.get("socket.request.max.bytes")
     if max_frame <= 0:
         raise ConfigError(f"invalid value {max_frame} for socket.request.max.bytes: "
@@ -142,7 +147,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
     return NodeSettings(
         node_id=node_id, cluster_id=cluster_id, directory_id=directory_id, quorum=quorum,
         voters=voters, listener=listener, metadata_dir=metadata_dir,
-        segment_bytes=segment_bytes, max_frame_size=max_frame,
+        segment_bytes=segment_bytes, segment_ms=segment_ms, max_frame_size=max_frame,
         metrics_address=_metrics_address(config, listener),
         extension=config.get("pykraft.server.extension.class"),
         shutdown_timeout_ms=config.get("pykraft.shutdown.timeout.ms"),

@@ -7,6 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykraft.partition.replication import (
+    RECOVERED,
+    RECOVERING,
     AlterResult,
     Brokers,
     Committed,
@@ -145,6 +147,14 @@ def test_a_pending_expansion_holds_the_high_watermark_even_when_the_member_lags(
     assert rep.propose_expand(F2, high_watermark=10, brokers=ALL, local_epoch=10)
     fetch(rep, F1, 15, now=2 * LAG, leo=15)
     assert hw(rep, 10, leo=15, now=2 * LAG) == 10  # F2 is no longer caught up, yet counts
+
+
+def test_a_leader_elected_uncleanly_proposes_its_isr_as_recovered() -> None:
+    rep = LeaderReplication(ME, PartitionAssignment(5, 7, (ME, F1, F2), (ME,), RECOVERING),
+                            epoch_start_offset=0, now_ms=0, max_lag_ms=LAG)
+    fetch(rep, F1, 0, now=1, leo=0)
+    proposal = rep.propose_expand(F1, high_watermark=0, brokers=ALL, local_epoch=10)
+    assert proposal is not None and proposal.leader_recovery_state == RECOVERED  # KIP-704
 
 
 def test_ineligible_followers_do_not_join() -> None:

@@ -4,7 +4,7 @@
 Interface (stable; Fetch, ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and
 DeleteRecords build on it)::
 
-    replicas = ReplicaManager(broker_id, log_manager, static_properties)
+    replicas = ReplicaManager(broker_id, log_manager, static_properties, clock_ms=clock)
     replicas.apply_image(image, now_ms)      # each new image (BrokerMetadataListener)
     part = replicas.partition_for(topic_name_or_id, index, current_leader_epoch=-1,
                                   require_leader=True)
@@ -13,8 +13,9 @@ DeleteRecords build on it)::
     #    NOT_LEADER_OR_FOLLOWER (not hosted here, or a follower with require_leader),
     #    FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch older / newer)
     part.log (PartitionLog) .topic .index .topic_id .leader_id .leader_epoch .is_leader
-    part.high_watermark .log_start_offset .log_end_offset .isr .replicas .settings
-    part.producer_state (ProducerStateManager)
+    part.high_watermark .log_start_offset .log_end_offset .isr .maximal_isr .replicas
+    part.settings .producer_state (ProducerStateManager)
+    part.replication (LeaderReplication while this broker leads, else None)
     part.listeners.append(callback)   # callback(part) after each append, high watermark
                                       # move, leadership change or deletion (no asyncio:
                                       # wake long-poll fetches / acks=all produces from it)

@@ -1,7 +1,8 @@
 """Followers copy their leaders: 1 controller and 3 brokers, a topic with RF=3 produced to
 with acks=1 by kafka-python, and every replica's partition directory ends up holding the
 same batches, byte for byte; a follower killed meanwhile (a crash) recovers its log when
-restarted and catches up to the same bytes."""
+restarted and catches up to the same bytes; when the leader crashes, the remaining follower
+fetches from the new leader and the old one follows it once back."""
 
 from __future__ import annotations
 
@@ -89,3 +90,19 @@ def test_a_crashed_follower_catches_up_after_restart(cluster: LocalCluster) -> N
     wait_for_brokers(cluster, 3)
     wait_for("the restarted follower's copy of 1500 records",
              lambda: identical_replicas(cluster, 1500), CATCH_UP_S)
+
+
+def test_followers_move_to_a_new_leader_and_the_old_one_follows_it(
+        cluster: LocalCluster) -> None:
+    wait_for("replicas in step", lambda: identical_replicas(cluster, 1500), CATCH_UP_S)
+    [leader] = partition_leaders(cluster, cluster.brokers[0], TOPIC)
+    others = [b for b in cluster.brokers if b != leader]
+    cluster.kill(leader)
+    wait_for("a new leader", lambda: next(
+        (new for new in partition_leaders(cluster, others[0], TOPIC) if new in others), None),
+        CATCH_UP_S)
+    produce(cluster, 1500, 500)
+    cluster.start(leader)
+    wait_for_brokers(cluster, 3)
+    wait_for("the old leader's copy of 2000 records from the new leader",
+             lambda: identical_replicas(cluster, 2000), CATCH_UP_S)

@@ -269,10 +269,14 @@ class ReplicaFetcher:
                 if tp is None:
                     continue
                 followed, offset = asked[tp]
-                if self.partitions.get(tp) is not followed or \
-                        followed.part.log_end_offset != offset:
-                    continue  # re-added or moved meanwhile: this answer is stale
-                await self._handle(followed, offset, answer)
+                if self._current(followed, offset):
+                    await self._handle(followed, offset, answer)
+
+    def _current(self, followed: _FollowedPartition, log_end_offset: int) -> bool:
+        """Still fetched by this fetcher from the same log end after an await (a new image
+        may have removed or re-added it meanwhile, making an answer stale)."""
+        return (self.partitions.get(followed.part.tp) is followed
+                and followed.part.log_end_offset == log_end_offset)
 
     def _fetch_request(self, version: int, ready: list[_FollowedPartition]) -> Any:
         schema = load_payload_module(ApiKey.FETCH, version, EntityType.request)
@@ -338,7 +342,7 @@ class ReplicaFetcher:
         part = followed.part
         end = part.log_end_offset
         leader_end = await self._list_offset(followed, LATEST_TIMESTAMP)
-        if leader_end is None:
+        if leader_end is None or not self._current(followed, end):
             return
         if leader_end < end:
             log.warning("%s-%d: our log end %d is past the leader's %d; truncating",
@@ -346,7 +350,7 @@ class ReplicaFetcher:
             truncate_to(part, leader_end, self._now_ms())
             return
         leader_start = await self._list_offset(followed, EARLIEST_TIMESTAMP)
-        if leader_start is None:
+        if leader_start is None or not self._current(followed, end):
             return
         if leader_start > end:
             log.warning("%s-%d: the leader's log starts at %d, after our end %d; restarting "

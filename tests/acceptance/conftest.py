@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from broker_harness import PROPERTIES, wait_for_brokers
 from java_admin import JavaAdmin, build_probe
+from java_clients import CLIENT_PROBE
 
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -78,6 +79,16 @@ def java_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The pinned kafka-clients jar (and slf4j-api) plus the compiled AdminProbe."""
     classpath: str = build_probe(tmp_path_factory.mktemp("java-probe"))
     return classpath
+
+
+@pytest.fixture(scope="session")
+def client_probe(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """``java`` running ClientProbe (the Java producer and consumer), compiled against the
+    pinned client and its codecs."""
+    classes = tmp_path_factory.mktemp("client-probe")
+    subprocess.run(["javac", "-d", str(classes), "-cp", java_classpath, str(CLIENT_PROBE)],
+                   check=True, timeout=300)
+    return ["java", "-cp", f"{classes}:{java_classpath}", "ClientProbe"]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from broker_harness import PROPERTIES, wait_for_brokers
-from java_admin import ROOT
+from java_clients import Message, decode, encode, run_probe
 
 from pykraft.partition.compression import CODECS
 from pykraft.tools.local_cluster import LocalCluster
@@ -25,13 +25,11 @@ COUNT = 10_000
 SMALL = 200  # messages per codec for the clients whose uncompressed run sends COUNT
 PARTITIONS = 6
 DEADLINE_S = 60.0
-CLIENT_PROBE = ROOT / "tests" / "acceptance" / "java" / "ClientProbe.java"
 #: librdkafka sends lz4 batches uncompressed until the broker serves FindCoordinator (see
 #: test_produce_clients.py)
 SENT_AS = {"lz4": "none"}
 KCAT_HEADERS = (("client", b"kcat"), ("run", "\u00fc".encode()))
 
-Message = tuple[bytes, bytes, tuple[tuple[str, bytes], ...]]
 #: (partition, offset) -> the message there and its timestamp
 Read = dict[tuple[int, int], tuple[Message, int]]
 #: (partition, offset) of each message, in the order sent (None: the client does not say)
@@ -51,15 +49,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     finally:
         for node_id in made.nodes:
             made.kill(node_id)
-
-
-@pytest.fixture(scope="module")
-def client_probe(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """``java`` running ClientProbe, compiled against the pinned client and its codecs."""
-    classes = tmp_path_factory.mktemp("client-probe")
-    subprocess.run(["javac", "-d", str(classes), "-cp", java_classpath, str(CLIENT_PROBE)],
-                   check=True, timeout=300)
-    return ["java", "-cp", f"{classes}:{java_classpath}", "ClientProbe"]
 
 
 def messages(tag: str, fixed_headers: tuple[tuple[str, bytes], ...] | None = None,
@@ -340,32 +329,13 @@ def test_aiokafka(cluster: LocalCluster, codec: str) -> None:
 # -- Apache Kafka's Java client ---------------------------------------------------------------
 
 
-def encode(message: Message) -> str:
-    key, value, headers = message
-    return "\t".join([key.hex(), value.hex(),
-                      ",".join(f"{k.encode().hex()}={v.hex()}" for k, v in headers)])
-
-
-def decode(words: list[str]) -> Message:
-    headers = tuple((bytes.fromhex(k).decode(), bytes.fromhex(v)) for k, v in
-                    (h.split("=") for h in words[2].split(",") if h))
-    return bytes.fromhex(words[0]), bytes.fromhex(words[1]), headers
-
-
-def java(probe: list[str], *args: str, stdin: str = "") -> list[list[str]]:
-    done = subprocess.run([*probe, *args], input=stdin, capture_output=True, text=True,
-                          timeout=2 * DEADLINE_S, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [line.split("\t") for line in done.stdout.splitlines()]
-
-
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_java_client(cluster: LocalCluster, client_probe: list[str], codec: str) -> None:
     topic = f"matrix-java-{codec}"
     create_topic(cluster, topic)
     servers = cluster.bootstrap_servers
     sent = messages(f"java-{codec}")
-    answers = java(client_probe, "produce", servers, topic, codec,
+    answers = run_probe(client_probe, "produce", servers, topic, codec,
                    stdin="".join(encode(m) + "\n" for m in sent))
     placed = [(int(p), int(o)) for p, o, _ in answers]
     assert codecs_on_disk(cluster, topic) == {CODECS[codec]}  # the Java client has lz4
@@ -373,7 +343,7 @@ def test_java_client(cluster: LocalCluster, client_probe: list[str], codec: str)
     read: Read = {}
     earliest: dict[int, int] = {}
     latest: dict[int, int] = {}
-    for words in java(client_probe, "consume", servers, topic, str(PARTITIONS), str(COUNT)):
+    for words in run_probe(client_probe, "consume", servers, topic, str(PARTITIONS), str(COUNT)):
         if words[0] in ("begin", "end"):
             (earliest if words[0] == "begin" else latest)[int(words[1])] = int(words[2])
         else:
@@ -381,7 +351,7 @@ def test_java_client(cluster: LocalCluster, client_probe: list[str], codec: str)
     check_read_back(sent, placed, read)
     last = max(ts for _, ts in read.values()) + 1
     asked = [(p, ts) for (p, _), (_, ts) in list(read.items())[::997]] + [(0, last)]
-    times = java(client_probe, "times", servers, topic,
+    times = run_probe(client_probe, "times", servers, topic,
                  stdin="".join(f"{p}\t{ts}\n" for p, ts in asked))
     found = {at: (None if int(o) < 0 else int(o)) for at, (_, o, _) in zip(asked, times,
                                                                           strict=True)}

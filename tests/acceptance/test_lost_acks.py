@@ -1,11 +1,14 @@
 """Idempotence with lost acknowledgements: the broker advertises a TCP proxy on 127.0.0.1
 that cuts the client's connection when the broker's answer to a Produce request comes back
-(the batch is in the log, the producer never hears so). Each idempotent producer retries
-with the same sequence numbers, every delivery succeeds, and the partition holds every
-message exactly once, at dense offsets."""
+(the batch is in the log, the producer never hears so). Each idempotent producer
+(confluent-kafka, kafka-python, aiokafka and the Java client; kcat has no retry of its own
+beyond librdkafka's, which confluent-kafka covers) retries with the same sequence numbers,
+every delivery succeeds, and the partition holds every message exactly once, at dense
+offsets."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import struct
@@ -15,6 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 from broker_harness import PROPERTIES, wait_for_brokers
+from java_clients import Message, encode, run_probe
 
 from pykraft.tools.local_cluster import HOST, LocalCluster, free_ports
 from pykraft.tools.quorum_tool import parse_host_port
@@ -25,7 +29,6 @@ DROPS = 3
 DEADLINE_S = 60.0
 PRODUCE = 0  # api key
 
-Message = tuple[bytes, bytes, tuple[tuple[str, bytes], ...]]
 
 
 def _read_frame(sock: socket.socket) -> bytes | None:
@@ -227,5 +230,54 @@ def test_kafka_python_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster
             producer.close(timeout=5)
         assert proxy.dropped == DROPS
         check_exactly_once(sent, read_back(address, topic))
+    finally:
+        proxy.close()
+
+
+def test_aiokafka_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster, str]) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    cluster, address = proxied
+    topic = "lost-acks-aiokafka"
+    proxy = AckDroppingProxy(int(address.rsplit(":", 1)[1]), cluster.bootstrap_servers, DROPS)
+    sent = messages("aio")
+
+    async def produce() -> list[int]:
+        producer = AIOKafkaProducer(bootstrap_servers=address, enable_idempotence=True,
+                                    linger_ms=5, request_timeout_ms=10_000)
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, key=k, value=v, headers=list(h))
+                       for k, v, h in sent]
+            return [m.offset for m in await asyncio.gather(*futures)]
+        finally:
+            await producer.stop()
+
+    try:
+        create_topic(address, topic)
+        offsets = asyncio.run(asyncio.wait_for(produce(), DEADLINE_S))
+        assert len(offsets) == COUNT and min(offsets) >= 0
+        assert proxy.dropped == DROPS
+        check_exactly_once(sent, read_back(address, topic))
+    finally:
+        proxy.close()
+
+
+def test_java_client_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster, str],
+                                                    client_probe: list[str]) -> None:
+    cluster, address = proxied
+    topic = "lost-acks-java"
+    proxy = AckDroppingProxy(int(address.rsplit(":", 1)[1]), cluster.bootstrap_servers, DROPS)
+    sent = messages("java")
+    try:
+        create_topic(address, topic)
+        answers = run_probe(client_probe, "produce", address, topic, "none",
+                            stdin="".join(encode(m) + "\n" for m in sent))
+        placed = {(int(p), int(o)) for p, o, _ in answers}
+        assert len(placed) == COUNT  # every send acknowledged, each at its own offset
+        assert proxy.dropped == DROPS
+        read = read_back(address, topic)
+        assert set(read) == placed  # acknowledged where the log holds it
+        check_exactly_once(sent, read)
     finally:
         proxy.close()

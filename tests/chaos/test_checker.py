@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from pykraft.chaos.checker import Figures, check
 from pykraft.chaos.history import (
+    UNKNOWN_OFFSET,
     Ack,
     Committed,
     Event,
@@ -214,3 +215,19 @@ def test_a_torn_last_line_is_dropped_and_damage_elsewhere_refused() -> None:
         decode_lines([lines[0][:10], *lines])
     with pytest.raises(HistoryError):
         decode('{"type": "nonsense"}')
+
+
+def _without_offsets(events: list[Event]) -> list[Event]:
+    return [Ack(e.t, e.producer, e.value, e.partition, UNKNOWN_OFFSET)
+            if isinstance(e, Ack) and e.error is None else e for e in events]
+
+
+@settings(max_examples=30, deadline=None)
+@given(worlds())
+def test_an_acknowledgement_without_offset_counts_where_its_value_is(world: World) -> None:
+    only(check(_without_offsets(history(world))), None)
+    world.logs[0].append("p0-late")
+    world.sends.append(Send(99, "p0", "p0-late", 0))
+    committed = {p: log[:-1] if p == 0 else log for p, log in world.logs.items()}
+    world.read_upto[0] = min(world.read_upto[0], len(committed[0]))
+    only(check(_without_offsets(history(world, committed=committed))), "lost")

@@ -3,7 +3,8 @@
 The committed log of each partition (read through the cluster after the faults healed) is
 the reference. Against it:
 
-* lost: an acknowledged value that is not at its acknowledged offset (absent, or moved);
+* lost: an acknowledged value that is not at its acknowledged offset (absent, or moved),
+  or for an acknowledgement without an offset, absent from its partition;
 * duplicated: a value present more than once (an idempotent producer's retry written twice);
 * reordered: within one partition, a producer's values out of its send order;
 * reads past the high watermark: a consumer read a value that the committed log does not
@@ -23,7 +24,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from pykraft.chaos.history import Ack, Committed, Event, FaultEvent, Read, ReplicaLog, Send
+from pykraft.chaos.history import (
+    UNKNOWN_OFFSET,
+    Ack,
+    Committed,
+    Event,
+    FaultEvent,
+    Read,
+    ReplicaLog,
+    Send,
+)
 
 #: A FaultEvent's phase when its target could not be resolved (no leader known, ...).
 SKIPPED = "skipped"
@@ -123,11 +133,11 @@ def _check_acks(history: Sequence[Event], committed: dict[int, Committed],
     figures.failed = len(failed - acked.keys())
     for value, ack in acked.items():
         log = committed.get(ack.partition)
-        if _at(log, ack.offset) == value:
-            continue
-        figures.lost += 1
         where = [] if log is None else [log.start + i for i, v in enumerate(log.values)
                                         if v == value]
+        if ack.offset in where or (ack.offset == UNKNOWN_OFFSET and where):
+            continue
+        figures.lost += 1
         figures.note(f"lost: {value} acknowledged at {ack.partition}@{ack.offset}, "
                      + (f"committed at {ack.partition}@{where[0]}" if where
                         else "absent from the committed log"))

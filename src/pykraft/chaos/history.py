@@ -39,15 +39,21 @@ class Send:
     partition: int
 
 
+#: An acknowledgement without an offset: librdkafka reports a batch delivered when a later
+#: batch of the same idempotent producer is, though the batch's own answer was lost.
+UNKNOWN_OFFSET = -1
+
+
 @dataclass(frozen=True, slots=True)
 class Ack:
-    """The producer's delivery report: ``offset`` when acknowledged, ``error`` otherwise."""
+    """The producer's delivery report: ``offset`` (or :data:`UNKNOWN_OFFSET`) when
+    acknowledged, ``error`` otherwise."""
 
     t: int
     producer: str
     value: str
     partition: int
-    offset: int = -1
+    offset: int = UNKNOWN_OFFSET
     error: str | None = None
 
 

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -92,6 +93,7 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
     topology = Topology(tuple(cluster.brokers), tuple(cluster.controllers), options.partitions)
     schedule = schedule_for(options, topology)
     settings = {k: str(v) for k, v in asdict(options).items()}
+    settings["started_at"] = datetime.now(UTC).isoformat()  # to match the servers' logs
     recorder = Recorder(options.directory / HISTORY_FILE)
     recorder.write(RunInfo(options.seed, [f.as_dict() for f in schedule], settings))
     target = Target(cluster.bootstrap_servers, TOPIC, options.partitions)

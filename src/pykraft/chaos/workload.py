@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pykraft.chaos.history import Ack, Committed, Read, Send
+from pykraft.chaos.history import UNKNOWN_OFFSET, Ack, Committed, Read, Send
 from pykraft.chaos.recorder import Recorder
 from pykraft.chaos.replica_logs import text
 
@@ -62,7 +62,7 @@ class Producing(threading.Thread):
             generation += 1
 
     def _generation(self, name: str) -> None:
-        from confluent_kafka import KafkaError, Message, Producer
+        from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
         fatal = threading.Event()
 
@@ -79,7 +79,9 @@ class Producing(threading.Thread):
                 if error.fatal():
                     fatal.set()
             else:
-                self._recorder.write(Ack(now, name, value, partition, message.offset() or 0))
+                offset = message.offset()  # None: delivered, offset unknown (implicit ack)
+                self._recorder.write(Ack(now, name, value, partition,
+                                         UNKNOWN_OFFSET if offset is None else offset))
 
         producer = Producer({"bootstrap.servers": self._target.bootstrap,
                              "error_cb": on_error, **PRODUCER_CONFIG})
@@ -91,8 +93,13 @@ class Producing(threading.Thread):
             value = f"{name}-{sequence:07d}"
             partition = sequence % self._target.partitions
             self._recorder.write(Send(self._recorder.now(), name, value, partition))
-            producer.produce(self._target.topic, value=value.encode(), partition=partition,
-                             on_delivery=report)
+            try:
+                producer.produce(self._target.topic, value=value.encode(),
+                                 partition=partition, on_delivery=report)
+            except KafkaException as exc:  # refused before sending (the producer is fatal)
+                self._recorder.write(Ack(self._recorder.now(), name, value, partition,
+                                         error=exc.args[0].name()))
+                fatal.set()
             sequence += 1
             producer.poll(self._interval)
         producer.flush(FLUSH_TIMEOUT_S)
@@ -116,22 +123,41 @@ class Consuming(threading.Thread):
         self._stop_event = stop
 
     def run(self) -> None:
+        """Read on; a client error (kafka-python can trip over a broker missing from its
+        metadata mid-fault) costs the consumer, and a new one resumes where it stopped."""
+        from kafka.errors import KafkaError
+
+        positions: dict[int, int] = {}
+        while not self._stop_event.is_set():
+            consumer = self._assigned(positions)
+            try:
+                self._read(consumer, positions)
+            except KafkaError:
+                continue
+            finally:
+                consumer.close()
+
+    def _assigned(self, positions: dict[int, int]) -> Any:
         from kafka import TopicPartition
 
         consumer = _consumer(self._target.bootstrap)
         parts = [TopicPartition(self._target.topic, p) for p in range(self._target.partitions)]
-        try:
-            consumer.assign(parts)
-            consumer.seek_to_beginning()
-            while not self._stop_event.is_set():
-                for tp, records in consumer.poll(timeout_ms=200).items():
-                    hw = consumer.highwater(tp)
-                    for r in records:
-                        self._recorder.write(Read(self._recorder.now(), self._name,
-                                                  r.partition, r.offset, text(r.value),
-                                                  -1 if hw is None else hw))
-        finally:
-            consumer.close()
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        for tp in parts:
+            if tp.partition in positions:
+                consumer.seek(tp, positions[tp.partition])
+        return consumer
+
+    def _read(self, consumer: Any, positions: dict[int, int]) -> None:
+        while not self._stop_event.is_set():
+            for tp, records in consumer.poll(timeout_ms=200).items():
+                hw = consumer.highwater(tp)
+                for r in records:
+                    self._recorder.write(Read(self._recorder.now(), self._name,
+                                              r.partition, r.offset, text(r.value),
+                                              -1 if hw is None else hw))
+                    positions[r.partition] = r.offset + 1
 
 
 def read_committed(target: Target, timeout_s: float) -> list[Committed]:

@@ -301,6 +301,29 @@ def test_under_min_isr_the_high_watermark_stays_and_acks_all_is_refused(
     made.replicas.shutdown()
 
 
+def test_a_wait_whose_isr_falls_under_min_isr_times_out(tmp_path: Path) -> None:
+    """Kafka >= 3.7: the high watermark stays under min ISR, so the wait cannot succeed."""
+    made = _leader(tmp_path, min_isr=3)
+
+    async def run() -> None:
+        handler = ProduceHandler(made.replicas, made.clock, "PLAINTEXT")
+        produce = asyncio.create_task(handler.handle(
+            request({0: client_batch([b"a"])}, acks=-1, timeout_ms=200), api_version=12))
+        await asyncio.sleep(0)
+        await follower_fetch(made, F2, 1)
+        made.clock.now = LAG + 1
+        made.replicas.shrink_isrs(made.clock())
+        made.replicas.complete_isr_change(made.part, made.proposals[0],
+                                          AlterResult(4, 10, (ME, F2)), made.clock())
+        response = await asyncio.wait_for(produce, 5)
+        assert response.responses[0].partition_responses[0].error_code == \
+            ErrorCode.request_timed_out
+        assert made.part.high_watermark == 0
+
+    asyncio.run(run())
+    made.replicas.shutdown()
+
+
 def test_a_newer_image_replaces_a_pending_change(leader: Leader) -> None:
     leader.clock.now = LAG + 1
     leader.replicas.shrink_isrs(leader.clock())

@@ -27,7 +27,7 @@ from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.produce import ProduceHandler
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.errors import NetworkError
+from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.image.image import MetadataImage
 from pykraft.partition.replication import AlterResult, IsrProposal
 from pykraft.protocol.errors import ErrorCode
@@ -397,15 +397,16 @@ def test_the_manager_sends_the_proposal_and_commits_the_answer(leader: Leader) -
 
 def test_the_manager_retries_failures_and_drops_refused_changes(leader: Leader) -> None:
     async def run() -> None:
-        controller = FakeController(NetworkError("down"), _answer(ErrorCode.stale_broker_epoch),
+        controller = FakeController(NetworkError("down"), UnsupportedVersionError("v1"),
+                                    _answer(ErrorCode.stale_broker_epoch),
                                     _answer(code=ErrorCode.not_controller),
                                     _answer(code=ErrorCode.ineligible_replica))
         manager = _shrinking(leader, controller)
-        for _ in range(3):
+        for _ in range(4):
             assert not await manager.send_once()
             assert manager.unsent == 1
         assert await manager.send_once()
-        assert manager.unsent == 0 and len(controller.sent) == 4
+        assert manager.unsent == 0 and len(controller.sent) == 5
         assert leader.part.replication is not None
         assert not leader.part.replication.in_flight and leader.part.isr == (ME, F2, F3)
 

@@ -13,7 +13,8 @@ OPERATION_NOT_ATTEMPTED at once. Everything unsent goes out together (v3: topic 
 ``new_isr_with_epochs``, the channel converts down to what the controller speaks), and each
 partition's answer goes to :meth:`ReplicaManager.complete_isr_change`. A top-level error
 (STALE_BROKER_EPOCH, NOT_CONTROLLER), a network failure or a partition to retry sends again
-after a short backoff.
+after a short backoff. The controller must speak v3 (Kafka >= 3.5, as pykraft's does): the
+request is built at v3 and the channel's down-conversion to v2 would drop the ISR.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.errors import NetworkError
+from pykraft.errors import NetworkError, PyKraftError
 from pykraft.partition.replication import AlterResult, IsrProposal
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.offset_checkpoints import TopicPartition
@@ -90,6 +91,9 @@ class AlterPartitionManager:
             response = await self._channel.send(self._request(items))
         except NetworkError as exc:
             log.debug("AlterPartition not sent: %s", exc)
+            return False
+        except PyKraftError as exc:  # e.g. a controller without AlterPartition v2+
+            log.warning("AlterPartition failed: %s", exc)
             return False
         if response.error_code != ErrorCode.none:
             log.warning("controller refused AlterPartition: %s",

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -45,7 +45,6 @@ from kio.static.constants import EntityType
 from kio.static.primitive import Records, i32, i64
 
 from pykraft.broker.partition_reads import (
-    CONSUMER_REPLICA_ID,
     FetchIsolation,
     PartitionFetch,
     PartitionRead,
@@ -120,12 +119,12 @@ class _Resolver:
 
 @dataclass(frozen=True, slots=True)
 class _Follower:
-    """Who fetches: a broker (``replica_id`` >= 0, its epoch or -1) or a consumer (-1),
+    """Who fetches: a broker (``replica_id`` >= 0, its epoch or -1) or a consumer (< 0),
     and the log start offsets it sent, one per requested partition."""
 
-    replica_id: int = CONSUMER_REPLICA_ID
-    broker_epoch: int = -1
-    log_starts: list[int] = field(default_factory=list)
+    replica_id: int
+    broker_epoch: int
+    log_starts: tuple[int, ...]
 
 
 class FetchHandler:
@@ -155,7 +154,7 @@ class FetchHandler:
                 starts.append(int(part.log_start_offset))
         replica_id = replica_id_of(request)
         isolation = fetch_isolation(replica_id, int(body.isolation_level))
-        follower = _Follower(replica_id, replica_epoch_of(request), starts)
+        follower = _Follower(replica_id, replica_epoch_of(request), tuple(starts))
         reads, resolver = await self._read_until_ready(
             wanted, isolation, follower, max_bytes=int(body.max_bytes),
             min_bytes=int(body.min_bytes), max_wait_s=body.max_wait.total_seconds())

@@ -14,7 +14,8 @@ import pytest
 from replica_fixtures import broker, client_batch, topic, with_records
 
 from pykraft.broker.fetch import FetchHandler
-from pykraft.broker.list_offsets import list_offsets
+from pykraft.broker.follower_log import append_as_follower
+from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_fetcher import (
     FetcherConfig,
@@ -38,21 +39,27 @@ DEADLINE_S = 10.0
 
 
 class InProcessLeader:
-    """A ClientConnection stand-in answering with the leader broker's handlers."""
+    """A ClientConnection stand-in answering with the leader broker's handlers, at the
+    Fetch version given (answers come back as ClientConnection converts them: up to v17,
+    or v12 from a leader without topic ids, see ``open_connection``)."""
 
-    versions = {ApiKey.FETCH: 17, ApiKey.LIST_OFFSETS: 11}
-
-    def __init__(self, replicas: ReplicaManager) -> None:
+    def __init__(self, replicas: ReplicaManager, fetch_version: int) -> None:
         self._fetch = FetchHandler(replicas, "PLAINTEXT")
         self._replicas = replicas
+        self.versions = {ApiKey.FETCH: fetch_version, ApiKey.LIST_OFFSETS: 11,
+                         ApiKey.OFFSET_FOR_LEADER_EPOCH: 4}
         self.requests: list[Any] = []
 
     async def request(self, body: Any) -> Any:
         self.requests.append(body)
         await asyncio.sleep(0)  # a network round trip lets the loop run other tasks
-        if int(body.__api_key__) == ApiKey.FETCH:
-            answer = await self._fetch.fetch(body, int(body.__version__))
-            return convert(answer, response_type(ApiKey.FETCH, 17))
+        api_key = int(body.__api_key__)
+        if api_key == ApiKey.FETCH:
+            version = int(body.__version__)
+            answer = await self._fetch.fetch(body, version)
+            return convert(answer, response_type(ApiKey.FETCH, 17 if version >= 13 else 12))
+        if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+            return offset_for_leader_epoch(body, self._replicas)
         return list_offsets(body, self._replicas)
 
     def close(self) -> None:
@@ -85,9 +92,9 @@ async def wait_until(condition: Any) -> None:
 
 
 def follow(leader: ReplicaManager, follower: ReplicaManager,
-           condition: Any) -> InProcessLeader:
+           condition: Any, fetch_version: int = 17) -> InProcessLeader:
     """Run a fetcher for the follower's partition until ``condition()`` holds."""
-    connection = InProcessLeader(leader)
+    connection = InProcessLeader(leader, fetch_version)
     asyncio.run(_follow(connection, follower, condition))
     return connection
 
@@ -120,17 +127,47 @@ def pair(tmp_path: Path) -> tuple[ReplicaManager, ReplicaManager]:
     return broker_replicas(tmp_path, 1, image), broker_replicas(tmp_path, 2, image)
 
 
+@pytest.mark.parametrize("version", [17, 15, 14, 12, 11, 4])
 def test_the_follower_copies_the_leaders_log(
-        pair: tuple[ReplicaManager, ReplicaManager]) -> None:
+        pair: tuple[ReplicaManager, ReplicaManager], version: int) -> None:
     leader, follower = pair
     for number in range(20):
         produce(leader, [b"v%d" % number] * 3)
-    connection = follow(leader, follower, lambda: same_logs(leader, follower))
+    connection = follow(leader, follower, lambda: same_logs(leader, follower), version)
     first = connection.requests[0]
-    assert first.replica_state.replica_id == 2 and first.replica_state.replica_epoch == 10
+    assert int(first.__version__) == version
+    if version >= 15:
+        assert first.replica_state.replica_id == 2 and first.replica_state.replica_epoch == 10
+    else:
+        assert first.replica_id == 2
+    assert first.topics[0].topic_id == T1 if version >= 13 else first.topics[0].topic == "t"
     sent = first.topics[0].partitions[0]
-    assert (sent.fetch_offset, sent.last_fetched_epoch, sent.current_leader_epoch) == (0, -1, 0)
+    assert sent.fetch_offset == 0
+    if version >= 12:
+        assert sent.last_fetched_epoch == -1
     assert hosted(follower).log.leader_epochs.entries == [(0, 0)]
+
+
+@pytest.mark.parametrize("version", [17, 12, 11])
+def test_batches_of_an_old_epoch_the_new_leader_lacks_are_truncated_away(
+        tmp_path: Path, version: int) -> None:
+    """Diverging epochs in Fetch from v12, OffsetForLeaderEpoch before."""
+    image = with_records(MetadataImage(), *topic("t", T1, (1, 2, 3)))
+    old, follower, new = (broker_replicas(tmp_path, i, image) for i in (1, 2, 3))
+    produce(old, [b"a", b"b"])
+    produce(old, [b"c"])
+    append_as_follower(hosted(new), hosted(old).log.read(0, BIG), leader_high_watermark=3,
+                       leader_log_start_offset=0, now_ms=2_000)
+    produce(old, [b"lost-1", b"lost-2"])  # offsets 3-4: the new leader never gets them
+    follow(old, follower, lambda: same_logs(old, follower))
+    image = with_records(image, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=3))
+    for manager in (old, follower, new):
+        manager.apply_image(image, 3_000)
+    produce(new, [b"d", b"e", b"f"])  # offsets 3-5 in leader epoch 1
+    connection = follow(new, follower, lambda: same_logs(new, follower), version)
+    assert hosted(follower).log.leader_epochs.entries == [(0, 0), (1, 3)]
+    asked = {int(r.__api_key__) for r in connection.requests}
+    assert (ApiKey.OFFSET_FOR_LEADER_EPOCH in asked) == (version < 12)
 
 
 def test_a_follower_behind_the_leaders_log_start_restarts_there(

@@ -16,10 +16,14 @@ endpoint (else this broker's own listener name) from the image's broker registra
 leader or leader-epoch change moves the partition to a fresh fetch; becoming leader or
 losing the replica removes it; idle fetchers stop.
 
-A fetch is a full, sessionless Fetch (v13-v17, topic ids: every KRaft broker speaks them)
-with the follower's log end offset, its latest epoch as ``last_fetched_epoch``, its log
-start offset and its image's leader epoch; ``replica_id`` up to v14 and ``replica_state``
-(with the broker epoch) from v15. Per partition (Kafka's ``processFetchRequest``):
+A fetch is a full, sessionless Fetch at the highest version both sides speak (v4-v17;
+topics by id from v13) with the follower's log end offset, its log start offset and its
+image's leader epoch; ``replica_id`` up to v14 and ``replica_state`` (with the broker
+epoch) from v15. From v12 it carries the latest epoch of the log as ``last_fetched_epoch``
+and the leader answers a divergence with ``diverging_epoch``; against an older leader a
+partition first asks OffsetForLeaderEpoch (KIP-101) until its truncation completes, as
+Kafka's fetcher does in its Truncating state. Per partition (Kafka's
+``processFetchRequest``):
 records are appended as they are (:mod:`pykraft.broker.follower_log`); a diverging epoch
 truncates by Kafka's rule and the next fetch continues from the new end; on
 OFFSET_OUT_OF_RANGE the leader's latest and earliest offsets (ListOffsets as a replica)
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import logging
 import uuid
@@ -58,7 +63,6 @@ from pykraft.errors import CorruptRecordError, StorageError, UnsupportedVersionE
 from pykraft.image.image import MetadataImage
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import request_type
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.storage.java_properties import java_string_hash
@@ -66,12 +70,19 @@ from pykraft.storage.offset_checkpoints import TopicPartition
 
 log = logging.getLogger(__name__)
 
+FIRST_DIVERGING_EPOCH_VERSION = 12
+FIRST_TOPIC_ID_VERSION = 13
 FIRST_REPLICA_STATE_VERSION = 15
-#: What a fetcher speaks: Fetch by topic id (v13+, Kafka 3.1+), ListOffsets as a replica.
+#: What a fetcher speaks: Fetch (v17 down to v4; Kafka's fetchers stop at 17),
+#: ListOffsets and OffsetForLeaderEpoch (v3+ names the replica) as a replica.
 FETCHER_VERSIONS: Mapping[int, tuple[int, int]] = {
-    ApiKey.FETCH: (13, 17),
+    ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 11),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (3, 4),
 }
+#: Against a leader without topic ids, answers stay at its version so they keep names.
+BY_NAME_VERSIONS: Mapping[int, tuple[int, int]] = {
+    **FETCHER_VERSIONS, ApiKey.FETCH: (4, FIRST_TOPIC_ID_VERSION - 1)}
 _INT32 = 1 << 32
 
 #: Opens a connection to a leader at (host, port) within a timeout in seconds.
@@ -80,8 +91,23 @@ Opener = Callable[[tuple[str, int], str, float], Awaitable[ClientConnection]]
 
 async def open_connection(address: tuple[str, int], client_id: str, timeout_s: float
                           ) -> ClientConnection:
-    return await open_with_timeout(*address, client_id=client_id, ours=FETCHER_VERSIONS,
+    """A connection whose answers come back at a version naming topics as the leader does:
+    a leader before Fetch v13 is reconnected to with v12 as our highest."""
+    connection = await open_with_timeout(*address, client_id=client_id,
+                                         ours=FETCHER_VERSIONS, timeout_s=timeout_s)
+    version = connection.versions.get(ApiKey.FETCH)
+    if version is None or version >= FIRST_TOPIC_ID_VERSION:
+        return connection
+    connection.close()
+    return await open_with_timeout(*address, client_id=client_id, ours=BY_NAME_VERSIONS,
                                    timeout_s=timeout_s)
+
+
+def build(entity: type[Any], **values: Any) -> Any:
+    """An instance of a kio class of some version from the values its version has (older
+    versions lack newer fields: writing at that version drops them, as Kafka does)."""
+    names = {f.name for f in dataclasses.fields(entity)}
+    return entity(**{name: value for name, value in values.items() if name in names})
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +176,9 @@ class _FollowedPartition:
         self.part = part
         self.leader_epoch = part.leader_epoch
         self.delayed_until = 0.0
+        #: Kafka's Truncating state: until OffsetForLeaderEpoch settled the log against
+        #: the leader's (only against leaders before Fetch v12, and with an epoch to ask)
+        self.truncating = last_fetched_epoch(part) >= 0
 
 
 class ReplicaFetcher:
@@ -209,7 +238,7 @@ class ReplicaFetcher:
                                          default=None))
                     continue
                 try:
-                    await self._fetch(ready)
+                    await self._truncate_or_fetch(ready)
                 except CONNECTION_ERRORS as exc:
                     log.warning("[%s] error in fetch from broker %d at %s:%d: %s: %s",
                                 self.name, self.key.source, *self.key.address,
@@ -235,37 +264,60 @@ class ReplicaFetcher:
             self._connection.close()
             self._connection = None
 
-    async def _request(self, build: Callable[[int], Any], api_key: ApiKey) -> Any:
-        """Build a request at the version negotiated with the leader, send it and wait at
-        most ``replica.socket.timeout.ms`` (plus the fetch's own wait) for the answer."""
-        timeout_s = (self._config.socket_timeout_ms + self._config.wait_max_ms) / 1000
+    def _timeout_s(self) -> float:
+        return (self._config.socket_timeout_ms + self._config.wait_max_ms) / 1000
+
+    async def _version(self, api_key: ApiKey) -> int:
+        """The version of ``api_key`` negotiated with the leader (connecting if needed)."""
         if self._connection is None:
             self._connection = await self._opener(
                 self.key.address, f"broker-{self.broker_id}-fetcher-{self.key.number}",
-                timeout_s)
+                self._timeout_s())
         version = self._connection.versions.get(api_key)
         if version is None:
             raise UnsupportedVersionError(
                 f"broker {self.key.source} speaks no {api_key.name} version a fetcher uses "
                 f"({FETCHER_VERSIONS[api_key]})", api_key=api_key)
-        async with asyncio.timeout(timeout_s):
-            return await self._connection.request(build(version))
+        return version
+
+    async def _request(self, make: Callable[[int], Any], api_key: ApiKey) -> Any:
+        """Build a request at the version negotiated with the leader, send it and wait at
+        most ``replica.socket.timeout.ms`` (plus the fetch's own wait) for the answer."""
+        version = await self._version(api_key)
+        assert self._connection is not None
+        async with asyncio.timeout(self._timeout_s()):
+            return await self._connection.request(make(version))
+
+    async def _truncate_or_fetch(self, ready: list[_FollowedPartition]) -> None:
+        """Kafka's ``doWork``: truncate the partitions that must first, then fetch."""
+        truncating = [f for f in ready if f.truncating]
+        if truncating:
+            if await self._version(ApiKey.FETCH) >= FIRST_DIVERGING_EPOCH_VERSION:
+                for entry in truncating:  # the fetch itself detects divergence
+                    entry.truncating = False
+            else:
+                await self._truncate_by_epochs(truncating)
+        now = asyncio.get_running_loop().time()
+        fetching = [f for f in ready if not f.truncating and f.delayed_until <= now]
+        if fetching:
+            await self._fetch(fetching)
 
     # ------------------------------------------------------------------ Fetch
 
     async def _fetch(self, ready: list[_FollowedPartition]) -> None:
         asked = {f.part.tp: (f, f.part.log_end_offset) for f in ready}
-        response = await self._request(lambda version: self._fetch_request(version, ready),
-                                       ApiKey.FETCH)
+        version = await self._version(ApiKey.FETCH)
+        response = await self._request(lambda at: self._fetch_request(at, ready), ApiKey.FETCH)
         if response.error_code != ErrorCode.none:
             log.warning("[%s] fetch from broker %d failed: %s", self.name, self.key.source,
                         response.error_code.name)
             self._delay(ready)
             return
-        by_id = {(f.part.topic_id, f.part.index): f.part.tp for f in ready}
+        by_key = {(_topic_key(f.part, version), f.part.index): f.part.tp for f in ready}
         for topic in response.responses:
+            name = topic.topic_id if version >= FIRST_TOPIC_ID_VERSION else topic.topic
             for answer in topic.partitions:
-                tp = by_id.get((topic.topic_id, int(answer.partition_index)))
+                tp = by_key.get((name, int(answer.partition_index)))
                 if tp is None:
                     continue
                 followed, offset = asked[tp]
@@ -280,27 +332,69 @@ class ReplicaFetcher:
 
     def _fetch_request(self, version: int, ready: list[_FollowedPartition]) -> Any:
         schema = load_payload_module(ApiKey.FETCH, version, EntityType.request)
-        topics: dict[uuid.UUID, list[Any]] = {}
+        topics: dict[uuid.UUID | str, list[Any]] = {}
         for entry in ready:
             part = entry.part
-            topics.setdefault(part.topic_id, []).append(schema.FetchPartition(
-                partition=i32(part.index), current_leader_epoch=i32(entry.leader_epoch),
+            topics.setdefault(_topic_key(part, version), []).append(build(
+                schema.FetchPartition, partition=i32(part.index),
+                current_leader_epoch=i32(entry.leader_epoch),
                 fetch_offset=i64(part.log_end_offset),
                 last_fetched_epoch=i32(last_fetched_epoch(part)),
                 log_start_offset=i64(part.log_start_offset),
                 partition_max_bytes=i32(self._config.max_bytes)))
-        replica: dict[str, Any] = (
-            {"replica_state": schema.ReplicaState(replica_id=BrokerId(self.broker_id),
-                                                  replica_epoch=i64(self._broker_epoch()))}
-            if version >= FIRST_REPLICA_STATE_VERSION
-            else {"replica_id": BrokerId(self.broker_id)})
-        return request_type(ApiKey.FETCH, version)(
+        by_id = version >= FIRST_TOPIC_ID_VERSION
+        return build(
+            schema.FetchRequest, replica_id=BrokerId(self.broker_id),
+            replica_state=schema.ReplicaState(replica_id=BrokerId(self.broker_id),
+                                              replica_epoch=i64(self._broker_epoch()))
+            if version >= FIRST_REPLICA_STATE_VERSION else None,
             max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=self._config.wait_max_ms)),
             min_bytes=i32(self._config.min_bytes), max_bytes=i32(self._config.response_max_bytes),
             isolation_level=i8(0), session_id=i32(0), session_epoch=i32(-1),
-            topics=tuple(schema.FetchTopic(topic_id=topic_id, partitions=tuple(parts))
-                         for topic_id, parts in topics.items()),
-            forgotten_topics_data=(), rack_id="", **replica)
+            topics=tuple(schema.FetchTopic(**{"topic_id" if by_id else "topic": key},
+                                           partitions=tuple(parts))
+                         for key, parts in topics.items()),
+            forgotten_topics_data=(), rack_id="")
+
+    # ------------------------------------------------------------------ OffsetForLeaderEpoch
+
+    async def _truncate_by_epochs(self, truncating: list[_FollowedPartition]) -> None:
+        """Kafka's ``maybeTruncate`` against a leader before Fetch v12: ask where the
+        leader's log has our latest epoch end, truncate there; done when the leader knew
+        the epoch we asked about, else ask again from the epoch we are back to."""
+        asked = {(f.part.topic, f.part.index): (f, f.part.log_end_offset) for f in truncating}
+
+        def make(version: int) -> Any:
+            schema = load_payload_module(ApiKey.OFFSET_FOR_LEADER_EPOCH, version,
+                                         EntityType.request)
+            topics: dict[str, list[Any]] = {}
+            for entry in truncating:
+                topics.setdefault(entry.part.topic, []).append(schema.OffsetForLeaderPartition(
+                    partition=i32(entry.part.index), current_leader_epoch=i32(entry.leader_epoch),
+                    leader_epoch=i32(last_fetched_epoch(entry.part))))
+            return schema.OffsetForLeaderEpochRequest(
+                replica_id=BrokerId(self.broker_id), topics=tuple(
+                    schema.OffsetForLeaderTopic(topic=name, partitions=tuple(parts))
+                    for name, parts in topics.items()))
+
+        response = await self._request(make, ApiKey.OFFSET_FOR_LEADER_EPOCH)
+        for topic in response.topics:
+            for answer in topic.partitions:
+                found = asked.get((topic.topic, int(answer.partition)))
+                if found is None or not self._current(*found):
+                    continue
+                followed, end = found
+                if answer.error_code != ErrorCode.none:
+                    log.info("[%s] %s-%d: OffsetForLeaderEpoch answered %s; backing off",
+                             self.name, topic.topic, int(answer.partition),
+                             ErrorCode(answer.error_code).name)
+                    self._delay([followed])
+                    continue
+                cut = truncation_for(followed.part, int(answer.leader_epoch),
+                                     int(answer.end_offset), end)
+                truncate_to(followed.part, cut.offset, self._now_ms())
+                followed.truncating = not cut.completed and last_fetched_epoch(
+                    followed.part) >= 0
 
     async def _handle(self, followed: _FollowedPartition, fetch_offset: int, answer: Any) -> None:
         part = followed.part
@@ -362,20 +456,18 @@ class ReplicaFetcher:
     async def _list_offset(self, followed: _FollowedPartition, timestamp: int) -> int | None:
         part = followed.part
 
-        def build(version: int) -> Any:
+        def make(version: int) -> Any:
             schema = load_payload_module(ApiKey.LIST_OFFSETS, version, EntityType.request)
-            fields: dict[str, Any] = {"isolation_level": i8(0)} if version >= 2 else {}
-            if version >= 10:
-                fields["timeout"] = i32Timedelta.parse(
-                    datetime.timedelta(milliseconds=self._config.socket_timeout_ms))
-            return schema.ListOffsetsRequest(
-                replica_id=BrokerId(self.broker_id), topics=(schema.ListOffsetsTopic(
-                    name=part.topic, partitions=(schema.ListOffsetsPartition(
-                        partition_index=i32(part.index),
-                        current_leader_epoch=i32(followed.leader_epoch),
-                        timestamp=i64(timestamp)),)),), **fields)
+            return build(
+                schema.ListOffsetsRequest, replica_id=BrokerId(self.broker_id),
+                isolation_level=i8(0), timeout=i32Timedelta.parse(
+                    datetime.timedelta(milliseconds=self._config.socket_timeout_ms)),
+                topics=(schema.ListOffsetsTopic(name=part.topic, partitions=(build(
+                    schema.ListOffsetsPartition, partition_index=i32(part.index),
+                    current_leader_epoch=i32(followed.leader_epoch),
+                    timestamp=i64(timestamp)),)),))
 
-        response = await self._request(build, ApiKey.LIST_OFFSETS)
+        response = await self._request(make, ApiKey.LIST_OFFSETS)
         for topic in response.topics:
             for answer in topic.partitions:
                 if topic.name == part.topic and int(answer.partition_index) == part.index:
@@ -385,6 +477,11 @@ class ReplicaFetcher:
                              part.index, ErrorCode(answer.error_code).name)
         self._delay([followed])
         return None
+
+
+def _topic_key(part: HostedPartition, version: int) -> uuid.UUID | str:
+    """How a Fetch of ``version`` names the partition's topic: its id from v13."""
+    return part.topic_id if version >= FIRST_TOPIC_ID_VERSION else part.topic
 
 
 class ReplicaFetcherManager:

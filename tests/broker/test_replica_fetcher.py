@@ -6,6 +6,8 @@ and the manager assigns partitions as Kafka does."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,9 +28,11 @@ from pykraft.broker.replica_fetcher import (
 )
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.image import MetadataImage
-from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import response_type
+from pykraft.protocol.api_versions import api_versions_response
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.codec import decode_request, encode_response, response_type
 from pykraft.protocol.convert import convert
+from pykraft.protocol.frame import encode_frame
 from pykraft.records.metadata import PartitionChangeRecord
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import TopicPartition
@@ -218,3 +222,52 @@ def test_fetcher_ids_hash_like_kafka() -> None:
     assert [fetcher_id(TopicPartition("t", p), 4) for p in range(4)] == [0, 1, 2, 3]
     # "topic".hashCode() = 110546223; 31 times that overflows to -868034383
     assert fetcher_id(TopicPartition("topic", 0), 3) == 868034383 % 3
+
+
+def test_a_leader_before_topic_ids_is_fetched_from_by_name_over_a_socket(
+        pair: tuple[ReplicaManager, ReplicaManager]) -> None:
+    """The real connection: ApiVersions caps Fetch at v12, so the fetcher reconnects with
+    v12 as its highest and reads the answers' topic names."""
+    leader, follower = pair
+    produce(leader, [b"a", b"b"])
+    asyncio.run(_fetch_over_socket(leader, follower))
+    assert same_logs(leader, follower)
+
+
+async def _fetch_over_socket(leader: ReplicaManager, follower: ReplicaManager) -> None:
+    handler = FetchHandler(leader, "PLAINTEXT")
+    connections: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                size = int.from_bytes(await reader.readexactly(4), "big")
+                frame = decode_request(await reader.readexactly(size))
+                if frame.api_key == ApiKey.API_VERSIONS:
+                    body = api_versions_response(Listener.BROKER, frame.api_version)
+                    body = dataclasses.replace(body, api_keys=tuple(
+                        dataclasses.replace(k, max_version=12) if k.api_key == ApiKey.FETCH
+                        else k for k in body.api_keys))
+                else:
+                    assert (frame.api_key, frame.api_version) == (ApiKey.FETCH, 12)
+                    body = await handler.fetch(frame.body, 12)
+                writer.write(encode_frame(encode_response(
+                    frame.header.correlation_id, frame.api_key, frame.api_version, body)))
+                await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    fetcher = ReplicaFetcher(2, FetcherKey(1, ("127.0.0.1", port), 0),
+                             FetcherConfig(wait_max_ms=50, backoff_ms=10), lambda: 5_000,
+                             lambda: 10)
+    fetcher.add(hosted(follower))
+    fetcher.start()
+    try:
+        await wait_until(lambda: same_logs(leader, follower))
+    finally:
+        await fetcher.stop()
+        server.close()
+        await server.wait_closed()
+    assert len(connections) == 2  # reconnected with v12 as the highest Fetch

@@ -245,6 +245,11 @@ class ReplicaFetcher:
                                 type(exc).__name__, exc)
                     self._disconnect()
                     self._delay(ready)
+                except Exception:  # a fetcher outlives one bad answer, as Kafka's thread
+                    log.exception("[%s] fetch from broker %d failed", self.name,
+                                  self.key.source)
+                    self._disconnect()
+                    self._delay(ready)
         finally:
             self._disconnect()
 

@@ -271,3 +271,40 @@ async def _fetch_over_socket(leader: ReplicaManager, follower: ReplicaManager) -
         server.close()
         await server.wait_closed()
     assert len(connections) == 2  # reconnected with v12 as the highest Fetch
+
+
+def test_a_fenced_epoch_backs_off_until_the_next_image(tmp_path: Path) -> None:
+    image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
+    newer = with_records(image, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2),
+                         PartitionChangeRecord(partition_id=0, topic_id=T1, leader=1))
+    leader, follower = broker_replicas(tmp_path, 1, newer), broker_replicas(tmp_path, 2, image)
+    produce(leader, [b"a"])
+    assert (hosted(leader).leader_epoch, hosted(follower).leader_epoch) == (2, 0)
+    asyncio.run(_fenced_then_current(leader, follower, newer))
+    assert same_logs(leader, follower)
+
+
+async def _fenced_then_current(leader: ReplicaManager, follower: ReplicaManager,
+                               newer: MetadataImage) -> None:
+    connection = InProcessLeader(leader, 17)
+
+    async def opener(_address: tuple[str, int], _client: str, _timeout: float) -> Any:
+        return connection
+
+    fetcher = ReplicaFetcher(2, FetcherKey(1, ("127.0.0.1", 9), 0),
+                             FetcherConfig(wait_max_ms=50, backoff_ms=60_000), lambda: 5_000,
+                             lambda: 10, opener)
+    part = hosted(follower)
+    fetcher.add(part)
+    fetcher.start()
+    try:
+        await wait_until(lambda: fetcher.partitions[part.tp].delayed_until > 0)
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert len(connection.requests) == 1 and part.log_end_offset == 0  # backed off
+        follower.apply_image(newer, 6_000)  # the image the manager re-adds it from
+        fetcher.remove(part.tp)
+        fetcher.add(part)
+        await wait_until(lambda: same_logs(leader, follower))
+    finally:
+        await fetcher.stop()

@@ -23,14 +23,16 @@ epoch) from v15. From v12 it carries the latest epoch of the log as ``last_fetch
 and the leader answers a divergence with ``diverging_epoch``; against an older leader a
 partition first asks OffsetForLeaderEpoch (KIP-101) until its truncation completes, as
 Kafka's fetcher does in its Truncating state. Per partition (Kafka's
-``processFetchRequest``):
-records are appended as they are (:mod:`pykraft.broker.follower_log`); a diverging epoch
+``processFetchRequest``): records are appended as they are
+(:mod:`pykraft.broker.follower_log`); a diverging epoch
 truncates by Kafka's rule and the next fetch continues from the new end; on
 OFFSET_OUT_OF_RANGE the leader's latest and earliest offsets (ListOffsets as a replica)
 decide between truncating to the leader's end and restarting at its log start; any other
 error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, ...) backs the
 partition off ``replica.fetch.backoff.ms``, by which time the next image has usually
-arrived. A broken connection backs off every partition of that fetcher.
+arrived. A broken connection backs off every partition of that fetcher. Not done as in
+Kafka: fetch sessions (every fetch is full), ``replica_directory_id``, throttling, and
+``num.replica.fetchers`` changed at runtime (it is read at start-up).
 """
 
 from __future__ import annotations

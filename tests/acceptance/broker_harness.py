@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -112,3 +112,54 @@ def partition_leaders(cluster: LocalCluster, via: int, topic: str) -> list[int]:
         topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     return [int(p.leader_id) for p in answer.topics[0].partitions]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1) -> None:
+    """Create a topic through kafka-python's admin client (it waits for the answer)."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, replication)])
+    finally:
+        admin.close()
+
+
+def batches_on_disk(cluster: LocalCluster, topic: str) -> Iterator[Any]:
+    """Every batch in the topic's segment files on the first broker, partition by partition,
+    read by kafka-python's MemoryRecords (an independent reader of Kafka's layout)."""
+    from kafka.record.memory_records import MemoryRecords
+
+    data = cluster.nodes[cluster.brokers[0]].data
+    directories = [d for d in data.glob(f"{topic}-*") if d.name[len(topic) + 1:].isdigit()]
+    for directory in sorted(directories, key=lambda d: int(d.name[len(topic) + 1:])):
+        for segment in sorted(directory.glob("*.log")):
+            records = MemoryRecords(segment.read_bytes())
+            while (batch := records.next_batch()) is not None:
+                yield batch
+
+
+def codecs_on_disk(cluster: LocalCluster, topic: str) -> set[int]:
+    """The compression type of every batch in the topic's segment files."""
+    return {batch.compression_type for batch in batches_on_disk(cluster, topic)}
+
+
+Message = tuple[bytes, bytes, tuple[tuple[str, bytes], ...]]
+
+
+def confluent_produce(config: dict[str, Any], topic: str, sent: Sequence[Message],
+                      timeout_s: float = 60.0) -> list[Any]:
+    """Send every message with confluent-kafka's Producer and wait for each delivery; the
+    delivery reports (Messages, in delivery order). Any delivery error fails the test."""
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer(config)
+    reports: list[Any] = []  # a Message or a KafkaError per delivery
+    for key, value, headers in sent:
+        producer.produce(topic, key=key, value=value, headers=list(headers),
+                         on_delivery=lambda error, m: reports.append(error or m))
+        producer.poll(0)
+    assert producer.flush(timeout_s) == 0
+    assert [r for r in reports if isinstance(r, confluent_kafka.KafkaError)] == []
+    assert len(reports) == len(sent)
+    return reports

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import subprocess
 
+from broker_harness import Message
 from java_admin import ROOT
 
 CLIENT_PROBE = ROOT / "tests" / "acceptance" / "java" / "ClientProbe.java"
 PROBE_TIMEOUT_S = 120.0
-
-Message = tuple[bytes, bytes, tuple[tuple[str, bytes], ...]]
-
 
 def encode(message: Message) -> str:
     key, value, headers = message

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, wait_for_brokers
+from broker_harness import codecs_on_disk, confluent_produce, create_topic, one_broker_cluster
 from java_clients import Message, decode, encode, run_probe
 
 from pykraft.partition.compression import CODECS
@@ -40,15 +40,8 @@ Offsets = tuple[dict[int, int], dict[int, int], Callable[[int, int], int | None]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    made = LocalCluster.create(tmp_path_factory.mktemp("matrix") / "cluster", 1, PROPERTIES,
-                               brokers=1)
-    made.start_all()
-    try:
-        wait_for_brokers(made, 1)
+    with one_broker_cluster(tmp_path_factory.mktemp("matrix") / "cluster") as made:
         yield made
-    finally:
-        for node_id in made.nodes:
-            made.kill(node_id)
 
 
 def messages(tag: str, fixed_headers: tuple[tuple[str, bytes], ...] | None = None,
@@ -58,29 +51,6 @@ def messages(tag: str, fixed_headers: tuple[tuple[str, bytes], ...] | None = Non
              f"{tag}-value-{i}-\u00e9-".encode() + b"x" * (50 * (i % 7)),
              fixed_headers or (("seq", str(i).encode()), ("tag", tag.encode())))
             for i in range(count)]
-
-
-def create_topic(cluster: LocalCluster, name: str) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(name, PARTITIONS, 1)])
-    finally:
-        admin.close()
-
-
-def codecs_on_disk(cluster: LocalCluster, topic: str) -> set[int]:
-    """The compression type of every batch in the topic's segment files."""
-    from kafka.record.memory_records import MemoryRecords
-
-    data = cluster.nodes[cluster.brokers[0]].data
-    found: set[int] = set()
-    for segment in data.glob(f"{topic}-*/*.log"):
-        records = MemoryRecords(segment.read_bytes())
-        while (batch := records.next_batch()) is not None:
-            found.add(batch.compression_type)
-    return found
 
 
 def assert_librdkafka_codec(cluster: LocalCluster, topic: str, codec: str) -> None:
@@ -140,7 +110,7 @@ def kcat_offset(cluster: LocalCluster, topic: str, partition: int, at: int) -> i
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_kcat(cluster: LocalCluster, codec: str) -> None:
     topic = f"matrix-kcat-{codec}"
-    create_topic(cluster, topic)
+    create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
     sent = messages("kcat", KCAT_HEADERS, sized(codec))
     lines = b"".join(key + b"\t" + value + b"\n" for key, value, _ in sent)
     kcat(cluster, "-P", "-t", topic, "-K", "\t", "-z", codec,
@@ -169,19 +139,11 @@ def test_confluent_kafka(cluster: LocalCluster, codec: str) -> None:
     import confluent_kafka
 
     topic = f"matrix-confluent-{codec}"
-    create_topic(cluster, topic)
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": cluster.bootstrap_servers, "compression.type": codec,
-        "enable.idempotence": True, "linger.ms": 5})
+    create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
     sent = messages(f"ck-{codec}")
-    reports: list[Any] = []  # a Message or a KafkaError per delivery
-    for key, value, headers in sent:
-        producer.produce(topic, key=key, value=value, headers=list(headers),
-                         on_delivery=lambda error, m: reports.append(error or m))
-        producer.poll(0)
-    assert producer.flush(DEADLINE_S) == 0
-    assert [r for r in reports if isinstance(r, confluent_kafka.KafkaError)] == []
-    assert len(reports) == COUNT
+    reports = confluent_produce({
+        "bootstrap.servers": cluster.bootstrap_servers, "compression.type": codec,
+        "enable.idempotence": True, "linger.ms": 5}, topic, sent, DEADLINE_S)
     at = {r.key(): (r.partition(), r.offset()) for r in reports}
     placed = [at[key] for key, _, _ in sent]  # reports come per partition: match by key
     assert_librdkafka_codec(cluster, topic, codec)
@@ -226,7 +188,7 @@ def test_kafka_python(cluster: LocalCluster, codec: str) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
     topic = f"matrix-kafka-python-{codec}"
-    create_topic(cluster, topic)
+    create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
     sent = messages(f"kp-{codec}", count=sized(codec))
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5,
                              compression_type=None if codec == "none" else codec)
@@ -321,7 +283,7 @@ async def aiokafka_round_trip(cluster: LocalCluster, topic: str, sent: list[Mess
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_aiokafka(cluster: LocalCluster, codec: str) -> None:
     topic = f"matrix-aiokafka-{codec}"
-    create_topic(cluster, topic)
+    create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
     asyncio.run(aiokafka_round_trip(cluster, topic, messages(f"aio-{codec}", count=sized(codec)),
                                     codec))
 
@@ -332,7 +294,7 @@ def test_aiokafka(cluster: LocalCluster, codec: str) -> None:
 @pytest.mark.parametrize("codec", list(CODECS))
 def test_java_client(cluster: LocalCluster, client_probe: list[str], codec: str) -> None:
     topic = f"matrix-java-{codec}"
-    create_topic(cluster, topic)
+    create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
     servers = cluster.bootstrap_servers
     sent = messages(f"java-{codec}")
     answers = run_probe(client_probe, "produce", servers, topic, codec,

@@ -17,8 +17,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from broker_harness import PROPERTIES, wait_for_brokers
-from java_clients import Message, encode, run_probe
+from broker_harness import PROPERTIES, Message, confluent_produce, create_topic, wait_for_brokers
+from java_clients import encode, run_probe
 
 from pykraft.tools.local_cluster import HOST, LocalCluster, free_ports
 from pykraft.tools.quorum_tool import parse_host_port
@@ -143,16 +143,6 @@ def messages(tag: str) -> list[Message]:
              (("seq", str(i).encode()),)) for i in range(COUNT)]
 
 
-def create_topic(bootstrap: str, name: str) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(name, PARTITIONS, 1)])
-    finally:
-        admin.close()
-
-
 def read_back(bootstrap: str, topic: str) -> dict[tuple[int, int], Message]:
     """Every record of the topic by (partition, offset), with kafka-python's consumer."""
     from kafka import KafkaConsumer, TopicPartition
@@ -183,43 +173,37 @@ def check_exactly_once(sent: list[Message], read: dict[tuple[int, int], Message]
         assert offsets == list(range(len(offsets)))
 
 
-def test_confluent_kafka_retries_lost_acks_exactly_once(
-        proxied: tuple[LocalCluster, str]) -> None:
-    import confluent_kafka
-
+@contextlib.contextmanager
+def dropping_acks(proxied: tuple[LocalCluster, str], topic: str) -> Iterator[str]:
+    """A fresh topic behind a proxy that drops the first DROPS acknowledgements; yields the
+    address clients bootstrap from, and checks every drop happened."""
     cluster, address = proxied
-    topic = "lost-acks-confluent"
     proxy = AckDroppingProxy(int(address.rsplit(":", 1)[1]), cluster.bootstrap_servers, DROPS)
     try:
-        create_topic(address, topic)
-        producer = confluent_kafka.Producer({
-            "bootstrap.servers": address, "enable.idempotence": True, "linger.ms": 5,
-            "batch.num.messages": 100})
-        reports: list[object] = []
-        sent = messages("ck")
-        for key, value, headers in sent:
-            producer.produce(topic, key=key, value=value, headers=list(headers),
-                             on_delivery=lambda error, m: reports.append(error or m))
-            producer.poll(0)
-        assert producer.flush(DEADLINE_S) == 0
+        create_topic(address, topic, PARTITIONS)
+        yield address
         assert proxy.dropped == DROPS
-        assert [r for r in reports if isinstance(r, confluent_kafka.KafkaError)] == []
-        assert len(reports) == COUNT
-        check_exactly_once(sent, read_back(address, topic))
     finally:
         proxy.close()
+
+
+def test_confluent_kafka_retries_lost_acks_exactly_once(
+        proxied: tuple[LocalCluster, str]) -> None:
+    topic = "lost-acks-confluent"
+    sent = messages("ck")
+    with dropping_acks(proxied, topic) as address:
+        confluent_produce({"bootstrap.servers": address, "enable.idempotence": True,
+                           "linger.ms": 5, "batch.num.messages": 100}, topic, sent, DEADLINE_S)
+        check_exactly_once(sent, read_back(address, topic))
 
 
 def test_kafka_python_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster, str]) -> None:
     from kafka import KafkaProducer
 
-    cluster, address = proxied
     topic = "lost-acks-kafka-python"
-    proxy = AckDroppingProxy(int(address.rsplit(":", 1)[1]), cluster.bootstrap_servers, DROPS)
-    try:
-        create_topic(address, topic)
+    sent = messages("kp")
+    with dropping_acks(proxied, topic) as address:
         producer = KafkaProducer(bootstrap_servers=address, linger_ms=5, batch_size=4096)
-        sent = messages("kp")
         try:
             assert producer._transaction_manager is not None  # idempotent by default
             futures = [producer.send(topic, key=k, value=v, headers=list(h))
@@ -228,21 +212,16 @@ def test_kafka_python_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster
             assert all(f.get(timeout=5).offset >= 0 for f in futures)
         finally:
             producer.close(timeout=5)
-        assert proxy.dropped == DROPS
         check_exactly_once(sent, read_back(address, topic))
-    finally:
-        proxy.close()
 
 
 def test_aiokafka_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster, str]) -> None:
     from aiokafka import AIOKafkaProducer
 
-    cluster, address = proxied
     topic = "lost-acks-aiokafka"
-    proxy = AckDroppingProxy(int(address.rsplit(":", 1)[1]), cluster.bootstrap_servers, DROPS)
     sent = messages("aio")
 
-    async def produce() -> list[int]:
+    async def produce(address: str) -> list[int]:
         producer = AIOKafkaProducer(bootstrap_servers=address, enable_idempotence=True,
                                     linger_ms=5, request_timeout_ms=10_000)
         await producer.start()
@@ -253,31 +232,21 @@ def test_aiokafka_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster, st
         finally:
             await producer.stop()
 
-    try:
-        create_topic(address, topic)
-        offsets = asyncio.run(asyncio.wait_for(produce(), DEADLINE_S))
+    with dropping_acks(proxied, topic) as address:
+        offsets = asyncio.run(asyncio.wait_for(produce(address), DEADLINE_S))
         assert len(offsets) == COUNT and min(offsets) >= 0
-        assert proxy.dropped == DROPS
         check_exactly_once(sent, read_back(address, topic))
-    finally:
-        proxy.close()
 
 
 def test_java_client_retries_lost_acks_exactly_once(proxied: tuple[LocalCluster, str],
                                                     client_probe: list[str]) -> None:
-    cluster, address = proxied
     topic = "lost-acks-java"
-    proxy = AckDroppingProxy(int(address.rsplit(":", 1)[1]), cluster.bootstrap_servers, DROPS)
     sent = messages("java")
-    try:
-        create_topic(address, topic)
+    with dropping_acks(proxied, topic) as address:
         answers = run_probe(client_probe, "produce", address, topic, "none",
                             stdin="".join(encode(m) + "\n" for m in sent))
         placed = {(int(p), int(o)) for p, o, _ in answers}
         assert len(placed) == COUNT  # every send acknowledged, each at its own offset
-        assert proxy.dropped == DROPS
         read = read_back(address, topic)
         assert set(read) == placed  # acknowledged where the log holds it
         check_exactly_once(sent, read)
-    finally:
-        proxy.close()

@@ -6,10 +6,18 @@ kafka-python's MemoryRecords, hold exactly those keys, values and headers."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, one_broker_cluster, wait_for
+from broker_harness import (
+    PROPERTIES,
+    Message,
+    batches_on_disk,
+    codecs_on_disk,
+    confluent_produce,
+    create_topic,
+    one_broker_cluster,
+    wait_for,
+)
 
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -20,9 +28,6 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 #: Kafka 0.8.2), which pykraft serves with consumer groups: until then it sends lz4 batches
 #: uncompressed (its log says "Broker does not support compression type lz4").
 SENT_AS = {"lz4": "none"}
-
-Message = tuple[bytes, bytes, tuple[tuple[str, bytes], ...]]
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
@@ -36,41 +41,15 @@ def messages(tag: str) -> list[Message]:
              (("seq", str(i).encode()), ("tag", tag.encode()))) for i in range(COUNT)]
 
 
-def create_topic(cluster: LocalCluster, name: str) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    try:
-        admin.create_topics([NewTopic(name, PARTITIONS, 1)])
-    finally:
-        admin.close()
-
-
-def batches_on_disk(cluster: LocalCluster, topic: str) -> Iterator[Any]:
-    """Every batch in the topic's segment files, read by kafka-python."""
-    from kafka.record.memory_records import MemoryRecords
-
-    data = cluster.nodes[cluster.brokers[0]].data
-    for partition in range(PARTITIONS):
-        for segment in sorted((data / f"{topic}-{partition}").glob("*.log")):
-            records = MemoryRecords(segment.read_bytes())
-            while (batch := records.next_batch()) is not None:
-                yield batch
-
-
 def on_disk(cluster: LocalCluster, topic: str) -> list[Message]:
     return [(r.key, r.value, tuple((k, bytes(v)) for k, v in r.headers))
             for batch in batches_on_disk(cluster, topic) for r in batch]
 
 
-def codecs_on_disk(cluster: LocalCluster, topic: str) -> set[int]:
-    return {batch.compression_type for batch in batches_on_disk(cluster, topic)}
-
-
 def test_kafka_python_idempotent_producer(cluster: LocalCluster) -> None:
     from kafka import KafkaProducer
 
-    create_topic(cluster, "kafka-python")
+    create_topic(cluster.bootstrap_servers, "kafka-python", PARTITIONS)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=5)
     sent = messages("kp")
     try:
@@ -91,22 +70,13 @@ def test_kafka_python_idempotent_producer(cluster: LocalCluster) -> None:
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_confluent_kafka_producer(cluster: LocalCluster, codec: str) -> None:
-    import confluent_kafka
 
     topic = f"confluent-{codec}"
-    create_topic(cluster, topic)
-    producer = confluent_kafka.Producer({
-        "bootstrap.servers": cluster.bootstrap_servers, "compression.type": codec,
-        "enable.idempotence": True, "linger.ms": 5})
-    reports: list[object] = []
+    create_topic(cluster.bootstrap_servers, topic, PARTITIONS)
     sent = messages(codec)
-    for key, value, headers in sent:
-        producer.produce(topic, key=key, value=value, headers=list(headers),
-                         on_delivery=lambda error, message: reports.append(error or message))
-        producer.poll(0)
-    assert producer.flush(60) == 0
-    errors = [r for r in reports if isinstance(r, confluent_kafka.KafkaError)]
-    assert errors == [] and len(reports) == COUNT
+    confluent_produce({
+        "bootstrap.servers": cluster.bootstrap_servers, "compression.type": codec,
+        "enable.idempotence": True, "linger.ms": 5}, topic, sent)
     assert sorted(on_disk(cluster, topic)) == sorted(sent)
     sent_as = SENT_AS.get(codec, codec)
     assert codecs_on_disk(cluster, topic) == {CODECS.index(sent_as)}  # stored as sent
@@ -115,7 +85,7 @@ def test_confluent_kafka_producer(cluster: LocalCluster, codec: str) -> None:
 def test_acks_0_gets_no_response_and_the_records_land(cluster: LocalCluster) -> None:
     from kafka import KafkaProducer
 
-    create_topic(cluster, "fire-and-forget")
+    create_topic(cluster.bootstrap_servers, "fire-and-forget", PARTITIONS)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks=0,
                              enable_idempotence=False, linger_ms=5)
     sent = messages("acks0")

@@ -231,3 +231,21 @@ def test_an_acknowledgement_without_offset_counts_where_its_value_is(world: Worl
     committed = {p: log[:-1] if p == 0 else log for p, log in world.logs.items()}
     world.read_upto[0] = min(world.read_upto[0], len(committed[0]))
     only(check(_without_offsets(history(world, committed=committed))), "lost")
+
+
+@settings(max_examples=40, deadline=None)
+@given(worlds(), st.data(), st.booleans())
+def test_a_copy_from_a_bumped_epoch_is_the_clients_resend_not_a_duplicate(
+        world: World, data: st.DataObject, bumped: bool) -> None:
+    partition = data.draw(st.sampled_from([p for p, log in world.logs.items() if log]))
+    log = world.logs[partition]
+    log.append(data.draw(st.sampled_from(log)))
+    sessions: list[str | None] = [*(["7.0"] * (len(log) - 1)), "7.1" if bumped else "7.0"]
+    events = [*history(world), ReplicaLog(partition, 1003, 0, list(log), len(log), sessions)]
+    figures = check(events)
+    if bumped:
+        only(figures, None)
+        assert figures.resent_after_epoch_bump == 1
+    else:
+        only(figures, "duplicated")
+        assert "producer sessions 7.0 and 7.0" in figures.examples[0]

@@ -5,7 +5,11 @@ the reference. Against it:
 
 * lost: an acknowledged value that is not at its acknowledged offset (absent, or moved),
   or for an acknowledgement without an offset, absent from its partition;
-* duplicated: a value present more than once (an idempotent producer's retry written twice);
+* duplicated: a value present more than once within one producer session (an idempotent
+  producer's retry written twice). Copies written by two epochs of one producer id are
+  counted apart, as ``resent_after_epoch_bump``: librdkafka bumps an idempotent producer's
+  epoch when messages time out and resends what it never heard back about, so those copies
+  are the client's (librdkafka issue 4953), not a broker's failure to deduplicate;
 * reordered: within one partition, a producer's values out of its send order;
 * reads past the high watermark: a consumer read a value that the committed log does not
   hold at that offset (it saw data that was later truncated away);
@@ -47,6 +51,7 @@ class Figures:
     failed: int = 0
     lost: int = 0
     duplicated: int = 0
+    resent_after_epoch_bump: int = 0
     reordered: int = 0
     reads_past_hw: int = 0
     divergent_replicas: int = 0
@@ -68,7 +73,9 @@ class Figures:
 
     def as_dict(self) -> dict[str, object]:
         return {"acknowledged": self.acknowledged, "failed": self.failed, "lost": self.lost,
-                "duplicated": self.duplicated, "reordered": self.reordered,
+                "duplicated": self.duplicated,
+                "resent_after_epoch_bump": self.resent_after_epoch_bump,
+                "reordered": self.reordered,
                 "reads_past_hw": self.reads_past_hw,
                 "divergent_replicas": self.divergent_replicas, "phantom": self.phantom,
                 "reads": self.reads, "longest_produce_gap_ms": self.longest_produce_gap_ms,
@@ -91,7 +98,8 @@ def check(events: Iterable[Event]) -> Figures:
     origins = _origins(history)
     committed = {e.partition: e for e in history if isinstance(e, Committed)}
     _check_acks(history, committed, figures)
-    _check_log(committed, origins, figures)
+    replicas = [e for e in history if isinstance(e, ReplicaLog)]
+    _check_log(committed, origins, replicas, figures)
     _check_reads(history, committed, figures)
     _check_replicas(history, committed, figures)
     figures.faults = dict(Counter(e.kind for e in history
@@ -144,19 +152,26 @@ def _check_acks(history: Sequence[Event], committed: dict[int, Committed],
 
 
 def _check_log(committed: dict[int, Committed], origins: dict[str, _Origin],
-               figures: Figures) -> None:
-    seen: dict[str, str] = {}
+               replicas: list[ReplicaLog], figures: Figures) -> None:
+    seen: dict[str, tuple[int, int]] = {}
     for partition, log in sorted(committed.items()):
         latest: dict[str, int] = {}
         for position, value in enumerate(log.values):
             if value is None:
                 continue
-            where = f"{partition}@{log.start + position}"
+            offset = log.start + position
+            where = f"{partition}@{offset}"
             if value in seen:
-                figures.duplicated += 1
-                figures.note(f"duplicated: {value} at {seen[value]} and {where}")
+                sessions = _sessions(replicas, seen[value], (partition, offset))
+                first = f"{seen[value][0]}@{seen[value][1]}"
+                if _epoch_bumped(sessions):
+                    figures.resent_after_epoch_bump += 1
+                else:
+                    figures.duplicated += 1
+                    figures.note(f"duplicated: {value} at {first} and {where} "
+                                 f"(producer sessions {' and '.join(map(str, sessions))})")
                 continue
-            seen[value] = where
+            seen[value] = (partition, offset)
             origin = origins.get(value)
             if origin is None:
                 figures.phantom += 1
@@ -168,6 +183,22 @@ def _check_log(committed: dict[int, Committed], origins: dict[str, _Origin],
                 figures.note(f"reordered: {value} at {where} after a later send of "
                              f"{origin.producer}")
             latest[origin.producer] = max(before, origin.index)
+
+
+def _sessions(replicas: list[ReplicaLog], *places: tuple[int, int]) -> list[str | None]:
+    """The producer session that wrote each (partition, offset), as any replica knows it."""
+    return [next((session for r in replicas if r.partition == partition
+                  and (session := r.session_at(offset)) is not None), None)
+            for partition, offset in places]
+
+
+def _epoch_bumped(sessions: list[str | None]) -> bool:
+    """Two known sessions of one producer id with different epochs."""
+    first, second = sessions
+    if first is None or second is None:
+        return False
+    (pid, epoch), (pid2, epoch2) = first.split("."), second.split(".")
+    return pid == pid2 and epoch != epoch2
 
 
 def _check_reads(history: Sequence[Event], committed: dict[int, Committed],

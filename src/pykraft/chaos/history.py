@@ -91,13 +91,20 @@ class Committed:
 
 @dataclass(frozen=True, slots=True)
 class ReplicaLog:
-    """One replica's log from its disk after the run, with its checkpointed high watermark."""
+    """One replica's log from its disk after the run, with its checkpointed high watermark
+    and, per offset, the idempotent producer session (``<producer id>.<epoch>``, None for
+    a gap or a record without producer id) that wrote it."""
 
     partition: int
     replica: int
     start: int
     values: list[str | None]
     hw: int = -1
+    sessions: list[str | None] = field(default_factory=list)
+
+    def session_at(self, offset: int) -> str | None:
+        index = offset - self.start
+        return self.sessions[index] if 0 <= index < len(self.sessions) else None
 
 
 Event = RunInfo | Send | Ack | Read | FaultEvent | Committed | ReplicaLog

@@ -12,7 +12,7 @@ from pathlib import Path
 from pykraft.chaos.history import ReplicaLog
 from pykraft.errors import PyKraftError
 from pykraft.partition.batch_records import batch_records
-from pykraft.records.batch import iter_batches
+from pykraft.records.batch import NO_PRODUCER_ID, iter_batches
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     TopicPartition,
@@ -30,12 +30,17 @@ def read_replica(log_dir: Path, topic: str, partition: int, replica: int) -> Rep
     the high watermark of the directory's replication-offset-checkpoint (-1 if absent)."""
     tp = TopicPartition(topic, partition)
     directory = log_dir / partition_dir_name(tp)
-    records: dict[int, str | None] = {}
+    records: dict[int, tuple[str | None, str | None]] = {}
     try:
         for segment in sorted(directory.glob("*.log")):
             for batch in iter_batches(segment.read_bytes()):
-                if not batch.is_control:
-                    records.update((r.offset, text(r.value)) for r in batch_records(batch))
+                if batch.is_control:
+                    continue
+                header = batch.header
+                session = (None if header.producer_id == NO_PRODUCER_ID
+                           else f"{header.producer_id}.{header.producer_epoch}")
+                records.update((r.offset, (text(r.value), session))
+                               for r in batch_records(batch))
     except PyKraftError:
         pass  # a torn or damaged tail: what came before it stands
     try:
@@ -45,5 +50,6 @@ def read_replica(log_dir: Path, topic: str, partition: int, replica: int) -> Rep
     if not records:
         return ReplicaLog(partition, replica, 0, [], hw)
     start = min(records)
-    return ReplicaLog(partition, replica, start,
-                      [records.get(o) for o in range(start, max(records) + 1)], hw)
+    found = [records.get(o, (None, None)) for o in range(start, max(records) + 1)]
+    return ReplicaLog(partition, replica, start, [value for value, _ in found], hw,
+                      [session for _, session in found])

@@ -19,7 +19,9 @@ chaos_app = typer.Typer(help="Fault injection against a local cluster, checked f
                              "duplicated or reordered messages.", no_args_is_help=True)
 
 _ROWS = (("messages acknowledged", "acknowledged"), ("sends failed", "failed"),
-         ("lost", "lost"), ("duplicated", "duplicated"), ("reordered", "reordered"),
+         ("lost", "lost"), ("duplicated", "duplicated"),
+         ("resent after an epoch bump (client, allowed)", "resent_after_epoch_bump"),
+         ("reordered", "reordered"),
          ("reads past the high watermark", "reads_past_hw"),
          ("divergent replicas", "divergent_replicas"), ("phantom values", "phantom"),
          ("records read by consumers", "reads"))

@@ -10,7 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_harness import PROPERTIES, partition_leaders, wait_for, wait_for_brokers
+from broker_harness import (
+    PROPERTIES,
+    create_topic,
+    partition_leaders,
+    wait_for,
+    wait_for_brokers,
+)
 
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -25,13 +31,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     made.start_all()
     try:
         wait_for_brokers(made, 3)
-        from kafka.admin import KafkaAdminClient, NewTopic
-
-        admin = KafkaAdminClient(bootstrap_servers=made.bootstrap_servers)
-        try:
-            admin.create_topics([NewTopic(TOPIC, 1, 3)])
-        finally:
-            admin.close()
+        create_topic(made.bootstrap_servers, TOPIC, 1, 3)
         yield made
     finally:
         for node_id in made.nodes:

@@ -32,7 +32,7 @@ demo: setup
 CLUSTER_DIR ?= data/cluster
 CLUSTER_ARGS ?=
 cluster: setup
-	$(BIN)/pykraft cluster up --controllers 3 --brokers 1 --dir $(CLUSTER_DIR) $(CLUSTER_ARGS)
+	$(BIN)/pykraft cluster up --controllers 3 --brokers 3 --dir $(CLUSTER_DIR) $(CLUSTER_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

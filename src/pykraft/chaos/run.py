@@ -115,25 +115,28 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
         for worker in (*workers, *readers):
             worker.start()
         for fault in schedule:
-            stop.wait(fault.gap_ms / 1000)
+            time.sleep(fault.gap_ms / 1000)  # the schedule's pace, not a wait for state
             active = injector.begin(fault)
             progress(f"fault {fault.index + 1}/{len(schedule)}: {fault.kind} "
                      f"{active.target if active else 'skipped'}")
             if active is not None:
-                stop.wait(fault.hold_ms / 1000)
+                time.sleep(fault.hold_ms / 1000)
                 injector.end(active)
         injector.heal_all()
         progress("healed; waiting for the cluster to be whole")
         nodes.wait_listening(list(cluster.nodes), HEALTHY_TIMEOUT_S)
         _wait(lambda: _all_led(injector, options.partitions), "every partition led",
               HEALTHY_TIMEOUT_S)
-        stop.wait(SETTLE_S)
+        time.sleep(SETTLE_S)  # some writes on the whole cluster before the producers stop
         stop.set()
         for worker in workers:
             worker.join()
         progress("reading the committed logs")
-        for committed in read_committed(target, COMMITTED_READ_TIMEOUT_S):
-            recorder.write(committed)
+        try:
+            for committed in read_committed(target, COMMITTED_READ_TIMEOUT_S):
+                recorder.write(committed)
+        except TimeoutError as exc:
+            raise ChaosError(f"cannot read the committed logs back: {exc}") from None
         stop_reading.set()
         for reader in readers:
             reader.join()

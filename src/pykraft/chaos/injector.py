@@ -137,3 +137,8 @@ class Injector:
     def heal_all(self) -> None:
         for active in list(self._active):
             self.end(active)
+
+    def close(self) -> None:
+        """Drop the admin client (librdkafka destroys it with its last reference) before
+        the cluster stops, so it does not log its reconnection attempts afterwards."""
+        self._admin = None

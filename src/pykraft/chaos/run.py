@@ -140,6 +140,7 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
         stop_reading.set()
         for reader in readers:
             reader.join()
+        injector.close()
         cluster.stop_all()
         for broker in cluster.brokers:
             for partition in range(options.partitions):
@@ -149,6 +150,7 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
         stop.set()
         stop_reading.set()
         injector.heal_all()
+        injector.close()
         nodes.close()
         recorder.close()
     return RunResult(recorder.path, schedule, check(read_history(recorder.path)))

@@ -76,12 +76,14 @@ class Cluster:
     """One controller (node 0) over a :class:`FakeRaft`."""
 
     def __init__(self, *, seed: int = 0, mv: int = MV_3_7_IV4, bootstrap: Sequence[object] = (),
-                 session_timeout_ms: int = 9000, max_idle_interval_ms: int = 500) -> None:
+                 session_timeout_ms: int = 9000, max_idle_interval_ms: int = 500,
+                 properties: dict[str, str] | None = None) -> None:
         self.raft = FakeRaft()
         self.now = 0
         config = ControllerConfig(node_id=0, cluster_id="test-cluster",
                                   session_timeout_ms=session_timeout_ms,
-                                  max_idle_interval_ms=max_idle_interval_ms)
+                                  max_idle_interval_ms=max_idle_interval_ms,
+                                  properties=properties or {})
         boot = list(bootstrap) or [FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
                                                       feature_level=mv)]
         self.controller = QuorumController(config, writer=self.raft.append,

@@ -219,6 +219,10 @@ def test_controlled_shutdown() -> None:
     assert image.cluster.brokers[1].in_controlled_shutdown
     for partition in image.topics.by_name["t"].partitions.values():
         assert partition.leader != 1 and 1 not in partition.isr
+    waiting = cluster.heartbeat(1, want_shut_down=True)  # 2 and 3 have not seen the moves
+    assert isinstance(waiting, BrokerHeartbeatResponse) and not waiting.should_shut_down
+    cluster.heartbeat(2)
+    cluster.heartbeat(3)
     second = cluster.heartbeat(1, want_shut_down=True)
     assert isinstance(second, BrokerHeartbeatResponse)
     assert second.should_shut_down and second.is_fenced

@@ -7,9 +7,15 @@ its epoch and fenced state. A fenced broker is unfenced by a heartbeat with
 ``WantFence=false`` and ``CurrentMetadataOffset`` at or past the offset of its latest
 RegisterBrokerRecord, i.e. once it has replayed its own registration. An unfenced broker is
 fenced when it asks to be, when its session (``broker.session.timeout.ms`` without a
-heartbeat) expires, or at the end of a controlled shutdown; a heartbeat with
-``WantShutDown`` first moves leadership away (controlled shutdown), then, once the broker
-leads nothing, fences it and tells it to shut down.
+heartbeat) expires, or at the end of a controlled shutdown. A heartbeat with
+``WantShutDown`` from a broker that leads nothing fences it and tells it to shut down at
+once; otherwise the broker enters controlled shutdown: it leaves every ISR, its leaderships
+move to other ISR members, and it is told to shut down (and fenced) only once it leads
+nothing and every active broker's heartbeat reported a metadata offset at or past the end
+of those moves (Kafka's controlled shutdown offset), so clients find the new leaders.
+Fencing, unfencing and controlled shutdown elect leaders by
+:mod:`pykraft.controller.partition_change`, unclean where the topic allows it; a periodic
+check (``unclean.leader.election.interval.ms``) does the same for leaderless partitions.
 """
 
 from __future__ import annotations
@@ -26,12 +32,20 @@ from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.unregister_broker.v0.response import UnregisterBrokerResponse
 from kio.static.primitive import i64
 
+from pykraft.controller import config_control
 from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
-from pykraft.controller.partition_change import elect_leaderless, leads_any, remove_from_isrs
+from pykraft.controller.partition_change import (
+    Election,
+    Usable,
+    elect_leaderless,
+    leads_any,
+    remove_from_isrs,
+)
 from pykraft.controller.responses import NO_THROTTLE
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE, BrokerRegistration
-from pykraft.image.versions import MV_3_3_IV2, MV_3_3_IV3, MV_3_7_IV0
+from pykraft.image.image import MetadataImage
+from pykraft.image.versions import MV_3_2_IV0, MV_3_3_IV2, MV_3_3_IV3, MV_3_7_IV0
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerEndpoint,
@@ -105,6 +119,8 @@ def _heartbeat_response(code: ErrorCode, *, caught_up: bool = False, fenced: boo
 
 
 def heartbeat(ctx: ControllerContext, req: BrokerHeartbeatRequest) -> ControllerResult:
+    """Kafka's BrokerHeartbeatManager.calculateNextBrokerState: FENCED, UNFENCED or
+    CONTROLLED_SHUTDOWN now, and the state the heartbeat moves the broker to."""
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if broker is None or broker.epoch != req.broker_epoch:
         # Kafka's checkBrokerEpoch: no registration is a stale epoch too; either way the
@@ -112,30 +128,32 @@ def heartbeat(ctx: ControllerContext, req: BrokerHeartbeatRequest) -> Controller
         return ControllerResult((), _heartbeat_response(ErrorCode.stale_broker_epoch))
     caught_up = req.current_metadata_offset >= ctx.registration_offsets.get(
         broker.broker_id, broker.epoch)
+
+    def answer(records: list[object], *, fenced: bool,
+               shut_down: bool = False) -> ControllerResult:
+        return ControllerResult(tuple(records), _heartbeat_response(
+            ErrorCode.none, caught_up=caught_up, fenced=fenced, shut_down=shut_down))
+
     if broker.fenced:
         if req.want_shut_down:
-            return ControllerResult((), _heartbeat_response(
-                ErrorCode.none, caught_up=caught_up, shut_down=True))
+            return answer([], fenced=True, shut_down=True)
         if req.want_fence or not caught_up:
-            return ControllerResult((), _heartbeat_response(ErrorCode.none, caught_up=caught_up))
-        return ControllerResult(tuple(unfence_broker(ctx, broker)), _heartbeat_response(
-            ErrorCode.none, caught_up=True, fenced=False))
+            return answer([], fenced=True)
+        return answer(unfence_broker(ctx, broker), fenced=False)
+    shutdown_offset = ctx.shutdown_offsets.get(broker.broker_id)
+    if shutdown_offset is not None:  # in controlled shutdown, whatever it asks now
+        if (leads_any(ctx.image, broker.broker_id)
+                or shutdown_offset > ctx.lowest_active_offset()):
+            # leaderships left to move, or an active broker has not yet seen them move
+            return answer([], fenced=False)
+        return answer(fence_broker(ctx, broker), fenced=True, shut_down=True)
     if req.want_fence:
-        return ControllerResult(tuple(fence_broker(ctx, broker)),
-                                _heartbeat_response(ErrorCode.none, caught_up=caught_up))
+        return answer(fence_broker(ctx, broker), fenced=True, shut_down=req.want_shut_down)
     if req.want_shut_down:
-        if broker.in_controlled_shutdown and not leads_any(ctx.image, broker.broker_id):
-            return ControllerResult(tuple(fence_broker(ctx, broker)), _heartbeat_response(
-                ErrorCode.none, caught_up=caught_up, shut_down=True))
-        if ctx.metadata_version < MV_3_3_IV3:
-            return ControllerResult(tuple(fence_broker(ctx, broker)), _heartbeat_response(
-                ErrorCode.none, caught_up=caught_up, shut_down=True))
-        if not broker.in_controlled_shutdown:
-            return ControllerResult(tuple(_enter_controlled_shutdown(ctx, broker)),
-                                    _heartbeat_response(ErrorCode.none, caught_up=caught_up,
-                                                        fenced=False))
-    return ControllerResult((), _heartbeat_response(ErrorCode.none, caught_up=caught_up,
-                                                    fenced=False))
+        if leads_any(ctx.image, broker.broker_id):
+            return answer(_enter_controlled_shutdown(ctx, broker), fenced=False)
+        return answer(fence_broker(ctx, broker), fenced=True, shut_down=True)
+    return answer([], fenced=False)
 
 
 def _registration_change(ctx: ControllerContext, broker: BrokerRegistration, *,
@@ -151,35 +169,40 @@ def _registration_change(ctx: ControllerContext, broker: BrokerRegistration, *,
     )
 
 
-def _without(ctx: ControllerContext, broker_id: int) -> ControllerContext:
-    """The context as if ``broker_id`` could no longer lead or join an ISR."""
-    brokers = dict(ctx.image.cluster.brokers)
-    brokers.pop(broker_id, None)
-    cluster = dataclasses.replace(ctx.image.cluster, brokers=brokers)
-    return dataclasses.replace(ctx, image=dataclasses.replace(ctx.image, cluster=cluster))
+def election(ctx: ControllerContext, usable: Usable | None = None) -> Election:
+    """Elections as this context allows them (``usable`` overrides who may lead)."""
+    return Election(usable=ctx.usable if usable is None else usable,
+                    unclean=lambda topic: config_control.unclean_election_enabled(ctx, topic),
+                    leader_recovery=ctx.metadata_version >= MV_3_2_IV0)
+
+
+def _without(ctx: ControllerContext, broker_id: int) -> Election:
+    """Elections as if ``broker_id`` could no longer lead or join an ISR."""
+    return election(ctx, lambda b: b != broker_id and ctx.usable(b))
 
 
 def fence_broker(ctx: ControllerContext, broker: BrokerRegistration) -> list[object]:
-    """Fence, then take the broker out of every ISR and leadership."""
-    others = _without(ctx, broker.broker_id)
-    return [_registration_change(ctx, broker, fenced=True),
-            *remove_from_isrs(ctx.image, broker.broker_id, others.usable)]
+    """Take the broker out of every ISR and leadership, then fence it (Kafka's order)."""
+    return [*remove_from_isrs(ctx.image, broker.broker_id, _without(ctx, broker.broker_id)),
+            _registration_change(ctx, broker, fenced=True)]
 
 
 def unfence_broker(ctx: ControllerContext, broker: BrokerRegistration) -> list[object]:
-    """Unfence, then give leaderless partitions whose ISR holds the broker a leader."""
+    """Unfence, then give leaderless partitions a leader the broker makes possible."""
     def usable(broker_id: int) -> bool:
         return broker_id == broker.broker_id or ctx.usable(broker_id)
 
     return [_registration_change(ctx, broker, fenced=False),
-            *elect_leaderless(ctx.image, usable)]
+            *elect_leaderless(ctx.image, election(ctx, usable))]
 
 
 def _enter_controlled_shutdown(ctx: ControllerContext,
                                broker: BrokerRegistration) -> list[object]:
-    others = _without(ctx, broker.broker_id)
-    return [_registration_change(ctx, broker, in_controlled_shutdown=True),
-            *remove_from_isrs(ctx.image, broker.broker_id, others.usable)]
+    records: list[object] = []
+    if ctx.metadata_version >= MV_3_3_IV3 and not broker.in_controlled_shutdown:
+        records.append(_registration_change(ctx, broker, in_controlled_shutdown=True))
+    return records + remove_from_isrs(ctx.image, broker.broker_id,
+                                      _without(ctx, broker.broker_id))
 
 
 def expired_brokers(ctx: ControllerContext) -> list[object]:
@@ -189,8 +212,23 @@ def expired_brokers(ctx: ControllerContext) -> list[object]:
         broker = ctx.image.cluster.brokers.get(broker_id)
         if broker is not None and not broker.fenced:
             records += fence_broker(ctx, broker)
-            ctx = _without(ctx, broker_id)
+            ctx = dataclasses.replace(ctx, image=_fenced_image(ctx, broker_id))
     return records
+
+
+def _fenced_image(ctx: ControllerContext, broker_id: int) -> MetadataImage:
+    """The image as if ``broker_id`` were gone (the next fencing must not elect it)."""
+    brokers = dict(ctx.image.cluster.brokers)
+    brokers.pop(broker_id, None)
+    cluster = dataclasses.replace(ctx.image.cluster, brokers=brokers)
+    return dataclasses.replace(ctx.image, cluster=cluster)
+
+
+def elect_unclean(ctx: ControllerContext) -> list[object]:
+    """Kafka's periodic maybeElectUncleanLeaders: leaders for leaderless partitions of the
+    topics that allow unclean elections."""
+    allowed = election(ctx)
+    return elect_leaderless(ctx.image, allowed, topics=allowed.unclean)
 
 
 def unregister_broker(ctx: ControllerContext, req: UnregisterBrokerRequest) -> ControllerResult:
@@ -199,8 +237,7 @@ def unregister_broker(ctx: ControllerContext, req: UnregisterBrokerRequest) -> C
         return ControllerResult((), UnregisterBrokerResponse(
             throttle_time=NO_THROTTLE, error_code=ErrorCode.broker_id_not_registered,
             error_message=f"Broker ID {req.broker_id} is not currently registered"))
-    others = _without(ctx, broker.broker_id)
-    records = [*remove_from_isrs(ctx.image, broker.broker_id, others.usable),
+    records = [*remove_from_isrs(ctx.image, broker.broker_id, _without(ctx, broker.broker_id)),
                UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch)]
     return ControllerResult(tuple(records), UnregisterBrokerResponse(
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None))

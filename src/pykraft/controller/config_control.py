@@ -44,7 +44,9 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import ConfigRecord
 
 __all__ = ["AlterOp", "ConfigFailure", "ConfigSource", "alter_configs", "check_resource",
-           "describe_configs", "incremental_alter_configs", "validate"]
+           "describe_configs", "incremental_alter_configs", "unclean_election_enabled",
+           "validate"]
+UNCLEAN_ELECTION = "unclean.leader.election.enable"
 
 
 class AlterOp(IntEnum):
@@ -105,6 +107,19 @@ def _topic_configs(image: MetadataImage, name: str) -> list[DescribedConfig]:
             sensitive=False, config_type=definition.type, synonyms=tuple(chain),
             documentation=definition.doc))
     return described
+
+
+def unclean_election_enabled(ctx: ControllerContext, topic: str) -> bool:
+    """The topic's ``unclean.leader.election.enable`` as Kafka's controller resolves it: the
+    topic's own value, else this controller's dynamic config, the cluster default, its
+    properties file, then false."""
+    broker = ConfigResourceType.BROKER
+    for layer in (ctx.image.configs.get((ConfigResourceType.TOPIC, topic)),
+                  ctx.image.configs.get((broker, str(ctx.config.node_id))),
+                  ctx.image.configs.get((broker, "")), ctx.config.properties):
+        if UNCLEAN_ELECTION in layer:
+            return layer[UNCLEAN_ELECTION].strip().lower() == "true"
+    return False
 
 
 def _broker_configs(image: MetadataImage, name: str, node_id: int,

@@ -23,6 +23,8 @@ from pykraft.image.snapshot import (
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
+UNCLEAN_ELECTION_INTERVAL_MS = 300_000  # unclean.leader.election.interval.ms (internal)
+NO_OFFSET_BOUND = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,18 @@ class ControllerConfig:
         if self.default_replication_factor < 1:
             raise ConfigError("default.replication.factor must be >= 1")
         self.snapshot_policy()  # refuse bad thresholds now, not at the first commit
+        try:
+            interval = self.unclean_election_interval_ms
+        except ValueError:
+            interval = 0
+        if interval < 1:
+            raise ConfigError("unclean.leader.election.interval.ms must be an integer >= 1")
+
+    @property
+    def unclean_election_interval_ms(self) -> int:
+        """How often leaderless partitions of topics allowing unclean elections get one."""
+        return int(self.properties.get("unclean.leader.election.interval.ms",
+                                       UNCLEAN_ELECTION_INTERVAL_MS))
 
     def snapshot_policy(self) -> SnapshotPolicy:
         """A fresh policy with this node's snapshot thresholds."""
@@ -76,6 +90,19 @@ class ControllerContext:
     """Broker id -> offset of its latest RegisterBrokerRecord (the unfence threshold)."""
     session_expired: frozenset[int] = frozenset()
     """Registered brokers whose heartbeat session has lapsed (or never started)."""
+    shutdown_offsets: Mapping[int, int] = field(default_factory=dict)
+    """Broker id -> controlled shutdown offset: the end of the records that began its
+    controlled shutdown (Kafka's BrokerHeartbeatManager soft state, lost on failover)."""
+    metadata_offsets: Mapping[int, int] = field(default_factory=dict)
+    """Broker id -> the metadata offset its latest heartbeat reported."""
+
+    def lowest_active_offset(self) -> int:
+        """The lowest metadata offset of the active brokers (unfenced, not shutting down);
+        one that has not heartbeated to this controller yet counts as -1."""
+        return min((self.metadata_offsets.get(b.broker_id, -1)
+                    for b in self.image.cluster.brokers.values()
+                    if not b.fenced and b.broker_id not in self.shutdown_offsets),
+                   default=NO_OFFSET_BOUND)
 
     @property
     def metadata_version(self) -> int:

@@ -1,74 +1,116 @@
-"""PartitionChangeRecords for leader election and ISR changes (a simplified
-PartitionChangeBuilder: no reassignment, no eligible leader replicas, no unclean election).
+"""PartitionChangeRecords for leader election and ISR changes (Kafka's PartitionChangeBuilder,
+without reassignment and eligible leader replicas).
 
 Rules: the leader stays if it is still in the ISR and usable; otherwise the first replica
-(in replica order) that is in the ISR and usable leads; with none, the partition has no
-leader (-1). Removing a broker from an ISR that would become empty keeps it as the last
-member instead, so the partition can recover when that broker comes back.
+(in replica order) that is in the ISR and usable leads. With none, a topic that allows
+unclean elections (``unclean.leader.election.enable``) takes the first usable replica
+outside the ISR: the ISR becomes that leader alone and its leader recovery state RECOVERING
+(KIP-704; from metadata.version 3.2-IV0), which its first AlterPartition turns RECOVERED.
+Otherwise the partition has no leader (-1). Removing a broker from an ISR that would become
+empty keeps it as the last member instead, so the partition can recover when that broker
+comes back.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from pykraft.image.image import MetadataImage
-from pykraft.image.topics import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration
+from pykraft.image.topics import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration, TopicImage
+from pykraft.partition.replication import RECOVERING
 from pykraft.records.metadata import PartitionChangeRecord
 
 Usable = Callable[[int], bool]
 
 
-def elect_leader(partition: PartitionRegistration, isr: tuple[int, ...], usable: Usable) -> int:
+def _never(_topic: str) -> bool:
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Election:
+    """Who may lead, and which topics allow a leader from outside the ISR."""
+
+    usable: Usable
+    unclean: Callable[[str], bool] = _never
+    """Topic name -> ``unclean.leader.election.enable`` in effect for it."""
+    leader_recovery: bool = True
+    """The metadata.version records KIP-704's leader recovery state."""
+
+
+def elect_leader(partition: PartitionRegistration, isr: tuple[int, ...], usable: Usable,
+                 *, unclean: bool = False) -> tuple[int, bool]:
+    """The leader the rules pick, and whether it was an unclean election."""
     if partition.leader in isr and usable(partition.leader):
-        return partition.leader
-    return next((r for r in partition.replicas if r in isr and usable(r)), NO_LEADER)
+        return partition.leader, False
+    clean = next((r for r in partition.replicas if r in isr and usable(r)), None)
+    if clean is not None:
+        return clean, False
+    if unclean:
+        outside = next((r for r in partition.replicas if usable(r)), None)
+        if outside is not None:
+            return outside, True
+    return NO_LEADER, False
 
 
 def partition_change(
-    topic_id: uuid.UUID, partition_id: int, partition: PartitionRegistration,
-    *, isr: tuple[int, ...], usable: Usable,
+    topic: TopicImage, partition_id: int, partition: PartitionRegistration,
+    *, isr: tuple[int, ...], election: Election,
 ) -> PartitionChangeRecord | None:
     """The record moving ``partition`` to ``isr`` with the leader the rules pick, if any
     change."""
-    leader = elect_leader(partition, isr, usable)
-    if isr == partition.isr and leader == partition.leader:
+    leader, unclean = elect_leader(partition, isr, election.usable,
+                                   unclean=election.unclean(topic.name))
+    recovery = -1
+    if unclean and leader != partition.leader:
+        isr = (leader,)  # data the old ISR held may be lost: only the new leader is in sync
+        if partition.leader_recovery_state != RECOVERING and election.leader_recovery:
+            recovery = RECOVERING
+    if isr == partition.isr and leader == partition.leader and recovery < 0:
         return None
     return PartitionChangeRecord(
-        partition_id=partition_id, topic_id=topic_id,
+        partition_id=partition_id, topic_id=topic.topic_id,
         isr=None if isr == partition.isr else isr,
         leader=NO_LEADER_CHANGE if leader == partition.leader else leader,
+        leader_recovery_state=recovery,
     )
 
 
-def _partitions(image: MetadataImage) -> Iterator[tuple[uuid.UUID, int, PartitionRegistration]]:
+def _partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:
     for name in sorted(image.topics.by_name):
         topic = image.topics.by_name[name]
         for partition_id in sorted(topic.partitions):
-            yield topic.topic_id, partition_id, topic.partitions[partition_id]
+            yield topic, partition_id, topic.partitions[partition_id]
 
 
-def remove_from_isrs(image: MetadataImage, broker_id: int, usable: Usable) -> list[object]:
+def remove_from_isrs(image: MetadataImage, broker_id: int, election: Election) -> list[object]:
     """Changes taking ``broker_id`` out of every ISR and leadership (fencing, controlled
-    shutdown, unregistration); ``usable`` already reflects the broker's new state."""
+    shutdown, unregistration); ``election.usable`` already excludes the broker."""
     records: list[object] = []
-    for topic_id, partition_id, partition in _partitions(image):
+    for topic, partition_id, partition in _partitions(image):
         if broker_id not in partition.isr and partition.leader != broker_id:
             continue
         isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
-        change = partition_change(topic_id, partition_id, partition, isr=isr, usable=usable)
+        change = partition_change(topic, partition_id, partition, isr=isr, election=election)
         if change is not None:
             records.append(change)
     return records
 
 
-def elect_leaderless(image: MetadataImage, usable: Usable) -> list[object]:
-    """Leaders for partitions that have none but now have a usable ISR member (unfencing)."""
+def _every_topic(_topic: str) -> bool:
+    return True
+
+
+def elect_leaderless(image: MetadataImage, election: Election,
+                     topics: Callable[[str], bool] = _every_topic) -> list[object]:
+    """Leaders for partitions that have none, in the ``topics`` chosen (unfencing, the
+    periodic unclean election)."""
     records: list[object] = []
-    for topic_id, partition_id, partition in _partitions(image):
-        if partition.leader == NO_LEADER:
-            change = partition_change(topic_id, partition_id, partition, isr=partition.isr,
-                                      usable=usable)
+    for topic, partition_id, partition in _partitions(image):
+        if partition.leader == NO_LEADER and topics(topic.name):
+            change = partition_change(topic, partition_id, partition, isr=partition.isr,
+                                      election=election)
             if change is not None:
                 records.append(change)
     return records

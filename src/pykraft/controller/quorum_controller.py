@@ -135,6 +135,9 @@ class QuorumController:
         self._last_write_ms = 0
         self._now_ms = 0
         self._sessions: dict[int, int] = {}
+        self._metadata_offsets: dict[int, int] = {}
+        self._shutdown_offsets: dict[int, int] = {}
+        self._next_unclean_ms = 0
         self._waiting: deque[_Waiting] = deque()
         self._ready: list[tuple[int, object]] = []
         self._tickets = 0
@@ -243,6 +246,8 @@ class QuorumController:
             self._resign()
             self._ready.append((ticket, error_response(request, ErrorCode.not_controller)))
             return ticket
+        if isinstance(request, BrokerHeartbeatRequest):
+            self._track_shutdown(request, result.response)
         self._waiting.append(_Waiting(self._next_offset - 1, ticket, request, result.response))
         self._release()
         return ticket
@@ -256,6 +261,9 @@ class QuorumController:
             fences = cluster_control.expired_brokers(self._context())
             if fences:
                 self._write(tuple(fences))
+            if now_ms >= self._next_unclean_ms:
+                self._next_unclean_ms = now_ms + self.config.unclean_election_interval_ms
+                self._write(tuple(cluster_control.elect_unclean(self._context())))
             idle = self.config.max_idle_interval_ms
             if (idle and self._image.metadata_version >= MV_3_3_IV1
                     and now_ms - self._last_write_ms >= idle):
@@ -275,7 +283,8 @@ class QuorumController:
         ]
         if self.config.max_idle_interval_ms:
             deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
-        return min(deadlines) if deadlines else None
+        deadlines.append(self._next_unclean_ms)
+        return min(deadlines)
 
     def take_responses(self) -> list[tuple[int, object]]:
         ready, self._ready = self._ready, []
@@ -294,6 +303,9 @@ class QuorumController:
         self._reset_to_committed()
         self._next_offset = self._committed_offset + 1
         self._sessions = dict.fromkeys(self._image.cluster.brokers, self._now_ms)
+        self._metadata_offsets.clear()
+        self._shutdown_offsets.clear()
+        self._next_unclean_ms = self._now_ms + self.config.unclean_election_interval_ms
         records = activation_records(self.committed_image,
                                      in_transaction=self._committed.in_transaction,
                                      bootstrap=self._bootstrap)
@@ -310,13 +322,26 @@ class QuorumController:
             if self._sessions.get(broker_id, -timeout - 1) + timeout < self._now_ms
         )
         return ControllerContext(self.config, self._image, self._next_offset, self._now_ms,
-                                 self._rng, dict(self._registrations), expired)
+                                 self._rng, dict(self._registrations), expired,
+                                 dict(self._shutdown_offsets), dict(self._metadata_offsets))
+
+    def _track_shutdown(self, request: BrokerHeartbeatRequest, response: object) -> None:
+        """Kafka's controlled shutdown offset: the end of what the heartbeat that began a
+        controlled shutdown wrote; forgotten once the broker is fenced."""
+        if getattr(response, "error_code", None) != ErrorCode.none:
+            return
+        broker_id = int(request.broker_id)
+        if getattr(response, "is_fenced", True):
+            self._shutdown_offsets.pop(broker_id, None)
+        elif request.want_shut_down or broker_id in self._shutdown_offsets:
+            self._shutdown_offsets.setdefault(broker_id, self._next_offset - 1)
 
     def _touch_session(self, request: object) -> None:
         if isinstance(request, BrokerHeartbeatRequest):
             broker = self._image.cluster.brokers.get(request.broker_id)
             if broker is not None and broker.epoch == request.broker_epoch:
                 self._sessions[broker.broker_id] = self._now_ms
+                self._metadata_offsets[broker.broker_id] = int(request.current_metadata_offset)
         elif isinstance(request, UnregisterBrokerRequest):
             self._sessions.pop(request.broker_id, None)
 
@@ -343,6 +368,10 @@ class QuorumController:
             self._image = delta.apply(Provenance(last, self._epoch, self._now_ms))
             self._next_offset = last + 1
         self._last_write_ms = self._now_ms
+        brokers = self._image.cluster.brokers
+        self._shutdown_offsets = {  # a fenced broker leaves controlled shutdown (Kafka's touch)
+            b: offset for b, offset in self._shutdown_offsets.items()
+            if b in brokers and not brokers[b].fenced}
 
     def _release(self) -> None:
         while self._waiting and self._waiting[0].offset <= self._committed_offset:
@@ -361,6 +390,8 @@ class QuorumController:
         self._reset_to_committed()
         self._next_offset = self._committed_offset + 1
         self._sessions.clear()
+        self._metadata_offsets.clear()
+        self._shutdown_offsets.clear()
         while self._waiting:
             done = self._waiting.popleft()
             self._ready.append((done.ticket,

@@ -14,6 +14,7 @@ from pykraft.records.metadata import (
     RegisterBrokerRecord,
 )
 
+MV_3_2_IV0 = 3  # leader recovery state in partitions (KIP-704)
 MV_3_3_IV1 = 5  # NoOpRecord
 MV_3_3_IV2 = 6  # BrokerRegistrationChangeRecord replaces Fence/UnfenceBrokerRecord
 MV_3_3_IV3 = 7  # in-controlled-shutdown state in broker registrations

@@ -3,10 +3,12 @@ when they commit (``commit``) and who leads (``elect``/``depose``)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
@@ -16,6 +18,7 @@ from kio.schema.create_topics.v7.request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32, i64, u16
 
@@ -182,6 +185,36 @@ class Cluster:
         for broker_id, rack in enumerate(racks, start=1):
             self.register(broker_id, rack=rack)
             self.heartbeat(broker_id)
+
+
+class Metadata:
+    """A broker's metadata listener, as far as its lifecycle reads it."""
+
+    committed_offset = 0
+
+
+class ControllerOf:
+    """A broker's channel, answered by the harness's controller: it records each request
+    kind with its answer's error, and wakes whoever waits for a kind to reach a count."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.sent: list[tuple[type, ErrorCode]] = []
+        self._changed = asyncio.Condition()
+
+    async def send(self, body: Any) -> Any:
+        response = self.cluster.call(body)
+        async with self._changed:
+            self.sent.append((type(body), ErrorCode(getattr(response, "error_code", 0))))
+            self._changed.notify_all()
+        return response
+
+    async def wait_for(self, kind: type, count: int) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.count(kind) >= count)
+
+    def count(self, kind: type) -> int:
+        return sum(sent is kind for sent, _ in self.sent)
 
 
 def create_topic(name: str, partitions: int = 1, rf: int = 1, *,

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, cast
+from typing import cast
 
-from controller_harness import Cluster  # type: ignore[import-not-found]
+from controller_harness import (  # type: ignore[import-not-found]
+    Cluster,
+    ControllerOf,
+    Metadata,
+)
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.errors import ErrorCode
@@ -24,36 +28,8 @@ BROKER = 1
 DEADLINE_S = 10.0
 
 
-class _Metadata:
-    committed_offset = 0
-
-
-class _ControllerOf:
-    """The broker's channel, answered by the harness's controller: it records each request
-    kind with its answer's error, and wakes whoever waits for a kind to reach a count."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self.sent: list[tuple[type, ErrorCode]] = []
-        self._changed = asyncio.Condition()
-
-    async def send(self, body: Any) -> Any:
-        response = self.cluster.call(body)
-        async with self._changed:
-            self.sent.append((type(body), ErrorCode(getattr(response, "error_code", 0))))
-            self._changed.notify_all()
-        return response
-
-    async def wait_for(self, kind: type, count: int) -> None:
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.count(kind) >= count)
-
-    def count(self, kind: type) -> int:
-        return sum(sent is kind for sent, _ in self.sent)
-
-
 async def _unregister_after_first_heartbeat(cluster: Cluster, lifecycle: BrokerLifecycle,
-                                            channel: _ControllerOf) -> None:
+                                            channel: ControllerOf) -> None:
     task = asyncio.create_task(lifecycle.run())
     try:
         await channel.wait_for(BrokerHeartbeatRequest, 1)
@@ -67,12 +43,12 @@ async def _unregister_after_first_heartbeat(cluster: Cluster, lifecycle: BrokerL
 def test_a_broker_the_controller_lost_registers_again() -> None:
     cluster = Cluster()
     cluster.elect()
-    channel = _ControllerOf(cluster)
+    channel = ControllerOf(cluster)
     identity = BrokerIdentity(broker_id=BROKER, cluster_id="test-cluster",
                               endpoint=Endpoint("PLAINTEXT", "127.0.0.1", 9092), rack=None,
                               log_dirs=(uuid.UUID(int=5),), heartbeat_interval_ms=1)
     lifecycle = BrokerLifecycle(identity, cast(ControllerChannel, channel),
-                                cast(BrokerMetadataListener, _Metadata()))
+                                cast(BrokerMetadataListener, Metadata()))
     asyncio.run(asyncio.wait_for(
         _unregister_after_first_heartbeat(cluster, lifecycle, channel), DEADLINE_S))
     refusals = [error for kind, error in channel.sent if error != ErrorCode.none]

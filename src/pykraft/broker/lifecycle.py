@@ -4,7 +4,16 @@ A broker registers with a fresh incarnation id per process start, then heartbeat
 ``broker.heartbeat.interval.ms`` with the offset its metadata image reached: the controller
 unfences it once that offset passes its registration record, and fences it when heartbeats
 stop for ``broker.session.timeout.ms``. A heartbeat refused for a stale epoch (the controller
-lost our registration, e.g. after an unregister) sends the broker back to registering.
+lost our registration, e.g. after an unregister) sends the broker back to registering. An
+answer saying an unfenced broker is fenced again (its session lapsed) changes nothing here,
+as in Kafka: the next heartbeat, caught up, gets it unfenced.
+
+Controlled shutdown (Kafka's PENDING_CONTROLLED_SHUTDOWN): :meth:`controlled_shutdown`
+heartbeats at once with ``WantShutDown``, again 50 ms after the first answer, then at the
+usual interval, until the controller answers ``ShouldShutDown`` (it moved our leaderships
+away and the other brokers saw it) or the caller's bound passes. Meanwhile the broker keeps
+serving, so clients and followers move to the new leaders before it goes. A broker that was
+never unfenced has nothing to hand over and skips it, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from pykraft.runtime.logfmt import event
 
 log = logging.getLogger("pykraft.broker")
 PLAINTEXT = 0  # SecurityProtocol id
+FIRST_SHUTDOWN_RETRY_S = 0.05  # Kafka's BrokerLifecycleManager: sooner after the first answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,11 @@ class BrokerLifecycle:
         self.epoch = -1
         self.fenced = True
         self.first_unfenced = asyncio.Event()
+        self.shutdown_granted = asyncio.Event()
+        self._wants_shut_down = False
+        self._pause_s: float | None = None  # the next pause, if not the interval
+        self._asked_once = False
+        self._wake = asyncio.Event()
 
     def registration(self) -> BrokerRegistrationRequest:
         ident = self._identity
@@ -72,11 +87,11 @@ class BrokerLifecycle:
                               max_supported_version=i16(METADATA_VERSIONS[-1].level)),),
             rack=ident.rack, log_dirs=ident.log_dirs)
 
-    def heartbeat(self, *, want_shut_down: bool = False) -> BrokerHeartbeatRequest:
+    def heartbeat(self) -> BrokerHeartbeatRequest:
         return BrokerHeartbeatRequest(
             broker_id=BrokerId(self._identity.broker_id), broker_epoch=i64(self.epoch),
             current_metadata_offset=i64(max(0, self._metadata.committed_offset)),
-            want_fence=False, want_shut_down=want_shut_down)
+            want_fence=False, want_shut_down=self._wants_shut_down)
 
     async def run(self) -> None:
         """Register, then heartbeat, until cancelled."""
@@ -89,13 +104,28 @@ class BrokerLifecycle:
                     await self._heartbeat()
             except NetworkError as exc:
                 event(log, "controller_unreachable", level=logging.DEBUG, error=str(exc))
-            await asyncio.sleep(interval_s)  # the heartbeat cadence itself
+            pause, self._pause_s = self._pause_s, None
+            with contextlib.suppress(TimeoutError):  # the heartbeat cadence itself
+                await asyncio.wait_for(self._wake.wait(),
+                                       interval_s if pause is None else pause)
+            self._wake.clear()
 
-    async def shutdown(self) -> None:
-        """Best effort: tell the controller we leave, so leadership moves off us now."""
-        if self.epoch >= 0:
-            with contextlib.suppress(NetworkError):
-                await self._channel.send(self.heartbeat(want_shut_down=True))
+    async def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Ask the controller to move our leaderships away and wait (at most ``timeout_s``)
+        until it tells us to shut down; False if it did not in time. :meth:`run` must be
+        running."""
+        if not self.first_unfenced.is_set():
+            return True
+        event(log, "controlled_shutdown_started", broker_epoch=self.epoch)
+        self._wants_shut_down = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(self.shutdown_granted.wait(), timeout_s)
+        except TimeoutError:
+            event(log, "controlled_shutdown_timed_out", level=logging.ERROR,
+                  waited_ms=int(timeout_s * 1000))
+            return False
+        return True
 
     async def _register(self) -> None:
         response = await self._channel.send(self.registration())
@@ -122,3 +152,11 @@ class BrokerLifecycle:
             event(log, "fenced" if self.fenced else "unfenced", broker_epoch=self.epoch)
         if not self.fenced:
             self.first_unfenced.set()
+        if not self._wants_shut_down:
+            return
+        if response.should_shut_down:
+            event(log, "controlled_shutdown_granted", broker_epoch=self.epoch)
+            self.shutdown_granted.set()
+        elif not self._asked_once:
+            self._asked_once = True
+            self._pause_s = FIRST_SHUTDOWN_RETRY_S

@@ -46,7 +46,6 @@ from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import BrokerListenerSettings, NodeSettings
 
 log = logging.getLogger("pykraft.broker")
-SHUTDOWN_NOTICE_S = 2.0
 #: Kafka's defaults of the periodic log tasks' intervals.
 PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
@@ -173,14 +172,13 @@ class BrokerRuntime:
         event(log, "broker_listening", listener=str(self._broker.listener))
 
     async def stop(self) -> None:
+        if self._lifecycle is not None:  # still serving while leadership moves away
+            await self._lifecycle.controlled_shutdown(self._settings.shutdown_timeout_ms / 1000)
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.fetchers.stop()
-        if self._lifecycle is not None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._lifecycle.shutdown(), SHUTDOWN_NOTICE_S)
         if self._channel is not None:
             self._channel.close()
         if self._server is not None:

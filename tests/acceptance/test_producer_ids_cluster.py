@@ -1,7 +1,7 @@
 """Idempotent producers get their producer id from a real 1-controller + 1-broker cluster:
-kafka-python's KafkaProducer(enable_idempotence=True) initializes one on its own (Produce
-is not served yet, so only that step is checked), and ids stay unique when the broker and
-the controller restart, because every block the broker hands out from was committed first."""
+kafka-python's KafkaProducer(enable_idempotence=True) initializes one on its own, ids stay
+unique when the broker and the controller restart (every block the broker hands out from
+was committed first), and transactional producers fail at once with a clear error."""
 
 from __future__ import annotations
 
@@ -66,6 +66,30 @@ def test_a_transactional_id_is_refused_with_a_fatal_error(cluster: LocalCluster)
     response = init_producer_id(cluster, "txn")
     assert response.error_code == ErrorCode.transactional_id_authorization_failed
     assert not ErrorCode(response.error_code).retriable
+
+
+def test_transactional_producers_fail_at_once_not_hang(cluster: LocalCluster) -> None:
+    """Transactions are a later issue: a transactional producer of confluent-kafka or
+    kafka-python gets a fatal, specific error from its first step (it finds no transaction
+    coordinator: FindCoordinator is not advertised), well inside its own timeout."""
+    import confluent_kafka
+    from kafka import KafkaProducer
+    from kafka.errors import IncompatibleBrokerVersion
+
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                                         "transactional.id": "txn-ck"})
+    with pytest.raises(confluent_kafka.KafkaException) as raised:
+        producer.init_transactions(60)
+    error = raised.value.args[0]
+    assert error.code() == confluent_kafka.KafkaError._UNSUPPORTED_FEATURE
+    assert error.fatal() and not error.retriable()
+    transactional = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
+                                  transactional_id="txn-kp")
+    try:
+        with pytest.raises(IncompatibleBrokerVersion, match="FindCoordinator"):
+            transactional.init_transactions()
+    finally:
+        transactional.close(timeout=5)
 
 
 def test_ids_stay_unique_across_broker_and_controller_restarts(

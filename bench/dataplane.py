@@ -1,8 +1,14 @@
 """Benchmark pykraft's data path against the machine's limit and against NATS JetStream and
-RabbitMQ, all single-replica on 127.0.0.1, in one run.
+RabbitMQ, all on 127.0.0.1, in one run: single-replica, or with ``--replicas 3`` each
+system as a 3-node cluster replicating every stream 3 times.
 
-Per system (pykraft: 1 controller + 1 broker, confluent-kafka producer acks=1 with its
-default linger, consumer by ``assign``): produce ``--count-100`` messages of 100 B and
+Single replica (pykraft: 1 controller + 1 broker, confluent-kafka producer acks=1 with its
+default linger, consumer by ``assign``; JetStream: one server, file storage; RabbitMQ: one
+node, a durable classic queue). Replicated: pykraft 1 controller + 3 brokers, topics RF=3
+with min.insync.replicas=2, measured with acks=all and then acks=1 on the same cluster;
+JetStream 3 servers clustered by routes, streams of 3 replicas on file storage; RabbitMQ 3
+nodes (``rabbitmqctl join_cluster``), stream queues of initial cluster size 3. Per system
+and mode: produce ``--count-100`` messages of 100 B and
 ``--count-1k`` of 1 KiB (MB/s, msgs/s, until every message is acknowledged), consume each
 set from the beginning (MB/s), and produce->consume latency p50/p99 at ``--rate`` msgs/s
 for ``--latency-seconds`` (after one uncounted second). The machine's limit is measured
@@ -15,7 +21,8 @@ has threads) the client, not the server, may be the limit.
 its 10 hottest frames (own time).
 
     .venv/bin/python bench/dataplane.py [--systems pykraft,jetstream,rabbitmq]
-        [--count-100 100000] [--count-1k 30000] [--rate 1000] [--profile] [--json]
+        [--replicas 1|3] [--count-100 100000] [--count-1k 30000] [--rate 1000]
+        [--profile] [--json]
 """
 
 from __future__ import annotations
@@ -134,19 +141,19 @@ def fsync_append_mb_s(directory: Path) -> float:
         path.unlink()
 
 
-def make_system(name: str) -> StreamSystem:
+def make_system(name: str, replicas: int) -> StreamSystem:
     if name == "pykraft":
         from peers.kafka_stream import PykraftStream
-        return PykraftStream()
+        return PykraftStream(replicas)
     if name == "jetstream":
         ensure_debian(["nats-server"])
         ensure_python(["nats"])
         from peers.jetstream import JetStream
-        return JetStream()
+        return JetStream(replicas)
     ensure_debian(["rabbitmq-server"])
     ensure_python(["aio_pika"])
     from peers.rabbitmq import RabbitMq
-    return RabbitMq()
+    return RabbitMq(replicas)
 
 
 @contextlib.contextmanager
@@ -184,42 +191,50 @@ def top_frames(collapsed: Path, top: int = PROFILE_TOP) -> list[tuple[str, float
 
 
 async def measure(name: str, args: argparse.Namespace, console: Console,
-                  ) -> tuple[Figures, list[tuple[str, float]]]:
-    system = make_system(name)
+                  ) -> tuple[list[Figures], list[tuple[str, float]]]:
+    """Start ``name``, measure each of its modes, stop it (also on error)."""
+    system = make_system(name, args.replicas)
     base = Path(args.dir) / name
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
-    figures = Figures(system.name, system.version, system.durability)
+    results: list[Figures] = []
     frames: list[tuple[str, float]] = []
-    await system.start(base)
     try:
-        for size, count in ((100, args.count_100), (1024, args.count_1k)):
-            stream = f"bench-{size}"
-            profile = base / "produce-100.txt"
-            with profiled(system.server_pid(), profile, args.profile and size == 100
-                          and name == "pykraft"):
-                cpu_before = time.process_time()
-                produce_s = await system.produce(stream, count, size)
-                figures.produce_client_cpu[size] = (time.process_time() - cpu_before) / produce_s
-            if profile.exists():
-                frames = top_frames(profile)
-            consume_s = await system.consume(stream, count)
-            figures.runs[size] = (produce_s, consume_s, count)
-            console.print(f"{name}: {size} B x {count}: produce {produce_s:.2f} s, "
-                          f"consume {consume_s:.2f} s", style="dim")
-        warmup = int(args.rate * LATENCY_WARMUP_S)
-        figures.sent_for_latency = int(args.rate * args.latency_seconds)
-        received = await system.latencies("bench-latency", args.rate,
-                                          args.latency_seconds + LATENCY_WARMUP_S,
-                                          args.latency_size)
-        figures.latencies_ms = received[warmup:]
+        await system.start(base)
+        for index, mode in enumerate(system.modes):
+            system.select(mode)
+            label = f"{system.name} {mode}".strip()
+            figures = Figures(label, system.version, system.durability)
+            for size, count in ((100, args.count_100), (1024, args.count_1k)):
+                stream = f"bench-{index}-{size}"
+                profile = base / f"produce-{index}-100.txt"
+                with profiled(system.server_pid(), profile, args.profile and size == 100
+                              and name == "pykraft" and index == 0):
+                    cpu_before = time.process_time()
+                    produce_s = await system.produce(stream, count, size)
+                    figures.produce_client_cpu[size] = ((time.process_time() - cpu_before)
+                                                        / produce_s)
+                if profile.exists():
+                    frames = top_frames(profile)
+                consume_s = await system.consume(stream, count)
+                figures.runs[size] = (produce_s, consume_s, count)
+                console.print(f"{label}: {size} B x {count}: produce {produce_s:.2f} s, "
+                              f"consume {consume_s:.2f} s", style="dim")
+            warmup = int(args.rate * LATENCY_WARMUP_S)
+            figures.sent_for_latency = int(args.rate * args.latency_seconds)
+            received = await system.latencies(f"bench-{index}-latency", args.rate,
+                                              args.latency_seconds + LATENCY_WARMUP_S,
+                                              args.latency_size)
+            figures.latencies_ms = received[warmup:]
+            results.append(figures)
     finally:
         await system.stop()
-    return figures, frames
+    return results, frames
 
 
-def results_table(results: list[Figures], limits: Limits) -> Table:
-    table = Table(title=f"single replica on {HOST}; limit: loopback {limits.loopback_mb_s:.0f}"
+def results_table(results: list[Figures], limits: Limits, replicas: int) -> Table:
+    copies = "single replica" if replicas == 1 else f"{replicas} replicas"
+    table = Table(title=f"{copies} on {HOST}; limit: loopback {limits.loopback_mb_s:.0f}"
                         f" MB/s, fsync'd append {limits.fsync_append_mb_s:.0f} MB/s")
     for column in ("system", "size", "produce MB/s", "produce msgs/s", "client CPU",
                    "consume MB/s",
@@ -247,19 +262,21 @@ def latency_table(results: list[Figures], rate: int, size: int) -> Table:
     return table
 
 
-def ratio_table(results: list[Figures]) -> Table:
-    """pykraft / peer for each figure (throughput: >1 is pykraft faster; latency: <1)."""
-    ours = results[0]
+def ratio_table(ours: list[Figures], peers: list[Figures]) -> Table:
+    """Each pykraft row / each peer for each figure (throughput: >1 is pykraft faster;
+    latency: <1)."""
     table = Table(title="pykraft / peer (MB/s: >1 is pykraft faster; p50, p99: <1 is "
                         "pykraft faster)")
-    columns = [f"produce {s} B" for s in ours.runs] + [f"consume {s} B" for s in ours.runs]
-    for column in ["peer", *columns, "p50", "p99"]:
-        table.add_column(column, justify="left" if column == "peer" else "right")
-    for peer in results[1:]:
-        cells = [ours.produce_mb_s(s) / peer.produce_mb_s(s) for s in ours.runs]
-        cells += [ours.consume_mb_s(s) / peer.consume_mb_s(s) for s in ours.runs]
-        cells += [ours.percentile(q) / peer.percentile(q) for q in (50, 99)]
-        table.add_row(peer.name, *(f"{c:.3f}" for c in cells))
+    sizes = list(ours[0].runs)
+    columns = [f"produce {s} B" for s in sizes] + [f"consume {s} B" for s in sizes]
+    for column in ["pykraft", "peer", *columns, "p50", "p99"]:
+        table.add_column(column, justify="right" if column in columns else "left")
+    for mine in ours:
+        for peer in peers:
+            cells = [mine.produce_mb_s(s) / peer.produce_mb_s(s) for s in sizes]
+            cells += [mine.consume_mb_s(s) / peer.consume_mb_s(s) for s in sizes]
+            cells += [mine.percentile(q) / peer.percentile(q) for q in (50, 99)]
+            table.add_row(mine.name, peer.name, *(f"{c:.3f}" for c in cells))
     return table
 
 
@@ -288,6 +305,7 @@ async def main(args: argparse.Namespace) -> int:
     results: list[Figures] = []
     skipped: dict[str, str] = {}
     frames: list[tuple[str, float]] = []
+    ours: list[Figures] = []
     for name in args.systems:
         try:
             figures, system_frames = await measure(name, args, console)
@@ -297,18 +315,22 @@ async def main(args: argparse.Namespace) -> int:
             skipped[name] = str(exc)
             console.print(f"{name} skipped: {exc}", style="yellow")
             continue
-        results.append(figures)
+        results.extend(figures)
+        ours = ours or figures
         frames = frames or system_frames
     console.print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
     if args.json:
-        print(json.dumps({"limits": vars(limits), "systems": [summary(f) for f in results],
+        print(json.dumps({"limits": vars(limits), "replicas": args.replicas,
+                          "systems": [summary(f) for f in results],
                           "skipped": skipped, "profile_top": frames}, indent=2))
-    console.print(results_table(results, limits))
+    console.print(results_table(results, limits, args.replicas))
     console.print(latency_table(results, args.rate, args.latency_size))
-    if results and results[0].name == "pykraft" and len(results) > 1:
-        console.print(ratio_table(results))
+    peers = results[len(ours):]
+    if peers:
+        console.print(ratio_table(ours, peers))
     if frames:
-        table = Table(title="pykraft broker during the 100 B produce: top frames (own time)")
+        table = Table(title=f"pykraft (leader) broker during the 100 B produce, "
+                            f"{ours[0].name}: top frames (own time)")
         table.add_column("frame")
         table.add_column("% samples", justify="right")
         for frame, share in frames:
@@ -321,6 +343,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--systems", type=lambda s: [x for x in s.split(",") if x],
                         default=list(SYSTEMS), help="comma-separated, pykraft first")
+    parser.add_argument("--replicas", type=int, choices=(1, 3), default=1,
+                        help="1: one server each; 3: 3-node clusters, every stream on all 3")
     parser.add_argument("--count-100", type=int, default=100_000, help="100 B messages")
     parser.add_argument("--count-1k", type=int, default=30_000, help="1 KiB messages")
     parser.add_argument("--rate", type=int, default=1000, help="msgs/s for the latency")

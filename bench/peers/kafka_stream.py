@@ -1,7 +1,11 @@
-"""pykraft's data path (1 controller + 1 broker from ``LocalCluster``) driven by
-confluent-kafka: topics of one partition, replication factor 1; the producer uses acks=1 and
-librdkafka's default linger (5 ms, Kafka's default since 4.0); consumers use ``assign`` (no
-group). confluent-kafka is thread-based, so each phase runs in a worker thread.
+"""pykraft's data path (``LocalCluster``: 1 controller + 1 broker, or 3 brokers when
+replicated) driven by confluent-kafka: topics of one partition; the producer uses librdkafka's
+default linger (5 ms, Kafka's default since 4.0); consumers use ``assign`` (no group).
+confluent-kafka is thread-based, so each phase runs in a worker thread.
+
+Single replica: acks=1. Replicated: every topic has replication factor 3 on the 3 brokers
+(the first broker leads them all, so the profiled process is the leader) and
+min.insync.replicas=2, measured twice on the same cluster: acks=all, then acks=1.
 """
 
 from __future__ import annotations
@@ -32,15 +36,31 @@ from pykraft.tools.local_cluster import LocalCluster
 PROPERTIES = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000",
               "pykraft.shutdown.timeout.ms": "3000"}
 READY_TIMEOUT_S = 60.0
+#: min.insync.replicas of a replicated topic (Kafka's usual production setting for RF=3).
+MIN_INSYNC_REPLICAS = 2
 
 
 class PykraftStream(StreamSystem):
     name = "pykraft"
     version = __version__
-    durability = "acks=1: the leader's log append (page cache, no fsync: Kafka's default)"
 
-    def __init__(self) -> None:
+    def __init__(self, replicas: int = 1) -> None:
         self._cluster: LocalCluster | None = None
+        self.replicas = replicas
+        self.modes = ("acks=all", "acks=1") if replicas > 1 else ("acks=1",)
+        self.select(self.modes[0])
+
+    def select(self, mode: str) -> None:
+        self._acks = mode.removeprefix("acks=")
+        if self.replicas == 1:
+            self.durability = ("acks=1: the leader's log append (page cache, no fsync: "
+                               "Kafka's default)")
+            return
+        waits = ("the high watermark passes it: every ISR replica has it (ISR >= "
+                 f"min.insync.replicas={MIN_INSYNC_REPLICAS})" if self._acks == "all"
+                 else "the leader's log append")
+        self.durability = (f"RF={self.replicas}, acks={self._acks}: ack once {waits}; page "
+                           "cache, no fsync (Kafka's default)")
 
     @property
     def bootstrap(self) -> str:
@@ -49,7 +69,7 @@ class PykraftStream(StreamSystem):
         return self._cluster.bootstrap_servers
 
     async def start(self, base: Path) -> None:
-        self._cluster = LocalCluster.create(base, 1, PROPERTIES, brokers=1)
+        self._cluster = LocalCluster.create(base, 1, PROPERTIES, brokers=self.replicas)
         self._cluster.start_all()
         self._cluster.wait_listening(list(self._cluster.nodes))
         await asyncio.to_thread(self._create_topic, "ready")
@@ -64,9 +84,13 @@ class PykraftStream(StreamSystem):
     def _create_topic(self, topic: str) -> None:
         """Create ``topic`` (retrying until the broker is unfenced and answers)."""
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        brokers = self._cluster.brokers if self._cluster is not None else []
+        new = (NewTopic(topic, 1, 1) if self.replicas == 1 else
+               NewTopic(topic, 1, replica_assignment=[brokers],
+                        config={"min.insync.replicas": str(MIN_INSYNC_REPLICAS)}))
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
-            future = admin.create_topics([NewTopic(topic, 1, 1)])[topic]
+            future = admin.create_topics([new])[topic]
             try:
                 future.result(10)
                 return
@@ -78,7 +102,7 @@ class PykraftStream(StreamSystem):
             time.sleep(0.2)
 
     def _producer(self) -> confluent_kafka.Producer:
-        return confluent_kafka.Producer({"bootstrap.servers": self.bootstrap, "acks": "1"})
+        return confluent_kafka.Producer({"bootstrap.servers": self.bootstrap, "acks": self._acks})
 
     def _consumer(self) -> confluent_kafka.Consumer:
         return confluent_kafka.Consumer({
@@ -87,7 +111,21 @@ class PykraftStream(StreamSystem):
 
     async def produce(self, stream: str, count: int, size: int) -> float:
         await asyncio.to_thread(self._create_topic, stream)
-        return await asyncio.to_thread(self._produce, stream, count, payload(size))
+        elapsed = await asyncio.to_thread(self._produce, stream, count, payload(size))
+        if self.replicas > 1:
+            await asyncio.to_thread(self._check_in_sync, stream)
+        return elapsed
+
+    def _check_in_sync(self, topic: str) -> None:
+        """A replicated figure counts only if every replica stayed in the ISR (with one
+        out, acks=all would have waited for fewer copies than the row claims)."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        partition = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+        if sorted(partition.isrs) != sorted(partition.replicas) or len(partition.replicas) \
+                != self.replicas:
+            raise BenchError(f"pykraft: {topic} replicas {partition.replicas}, ISR "
+                             f"{partition.isrs} after the produce (expected {self.replicas} "
+                             "in sync)")
 
     def _produce(self, topic: str, count: int, value: bytes) -> float:
         producer = self._producer()

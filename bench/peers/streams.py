@@ -1,6 +1,7 @@
 """What bench/dataplane.py needs from a message system, and the latency stamp they share.
 
-A :class:`StreamSystem` runs one single-replica server on 127.0.0.1 and offers three
+A :class:`StreamSystem` runs one server, or a cluster of three replicating each stream, on
+127.0.0.1 and offers three
 bounded measurements on a named stream (a Kafka topic of one partition, a JetStream stream,
 a RabbitMQ queue): produce ``count`` messages of ``size`` bytes and return once every one is
 acknowledged; consume ``count`` messages from the beginning; send at a fixed rate and return
@@ -43,6 +44,12 @@ class StreamSystem(ABC):
     name: str
     version: str
     durability: str
+    #: Settings measured one after the other on the same running system (e.g. acks=all
+    #: then acks=1); "" when there is only one.
+    modes: tuple[str, ...] = ("",)
+
+    def select(self, mode: str) -> None:  # noqa: B027 (optional hook)
+        """Use ``mode`` (one of :attr:`modes`) for the next phases."""
 
     @abstractmethod
     async def start(self, base: Path) -> None: ...

@@ -176,9 +176,9 @@ def read_committed(target: Target, timeout_s: float) -> list[Committed]:
                 ends = consumer.end_offsets(parts)
                 starts = consumer.beginning_offsets(parts)
                 break
-            except KafkaError:
+            except KafkaError as exc:
                 if time.monotonic() > deadline:
-                    raise TimeoutError("no end offsets from the brokers") from None
+                    raise TimeoutError(f"no end offsets from the brokers ({exc!r})") from None
         consumer.seek_to_beginning()
         values: dict[int, dict[int, str | None]] = {p.partition: {} for p in parts}
         while any(len(values[p.partition]) < ends[p] - starts[p] for p in parts):

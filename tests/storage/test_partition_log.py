@@ -126,6 +126,21 @@ def test_truncate_to_drops_batches_and_segments_from_the_offset(tmp_path: Path) 
         assert log.leader_epochs.entries == []
 
 
+def test_truncating_at_the_log_end_drops_an_epoch_started_there(tmp_path: Path) -> None:
+    """A broker that led briefly assigned its epoch at its log end and wrote nothing; as a
+    follower told to truncate to its log end it must forget that epoch (Kafka's truncateTo),
+    or its next fetch names an epoch the leader never had, and the leader answers with the
+    same diverging epoch forever (found by `pykraft chaos run --seed 21 --faults 100`)."""
+    with PartitionLog.open(tmp_path / "t-0", LogConfig(), now_ms=0) as log:
+        log.append(_batch(0, epoch=1), now_ms=0)
+        log.assign_epoch_start_offset(3, 1)
+        assert log.truncate_to(1, now_ms=0) == 1
+        assert log.leader_epochs.entries == [(1, 0)]
+        log.flush()
+    with PartitionLog.open(tmp_path / "t-0", LogConfig(), now_ms=0) as log:
+        assert log.leader_epochs.entries == [(1, 0)]
+
+
 def test_delete_records_moves_the_log_start_and_retention_deletes_below_it(
         tmp_path: Path) -> None:
     size = len(_batch(0))

@@ -366,6 +366,10 @@ class PartitionLog:
         if offset < 0:
             raise ValueError(f"cannot truncate to a negative offset {offset}")
         if offset >= self.log_end_offset:
+            # as Kafka's truncateTo: the epoch cache is truncated anyway, since a broker
+            # that led briefly may hold an epoch starting at its log end with no batch
+            # (left there, a follower would be told to truncate for it forever)
+            self._epochs_dirty |= self.leader_epochs.truncate_from_end(self.log_end_offset)
             return self.log_end_offset
         if offset < self._bases[0]:
             self.truncate_fully_and_start_at(offset, now_ms)

@@ -1,7 +1,9 @@
 """A broker's controlled shutdown against the controller's real answers: it heartbeats with
 WantShutDown until told to shut down, which the controller does only once the broker's
 leaderships moved and the other active broker reported seeing the move; bounded by the
-caller's timeout; skipped by a broker that was never unfenced."""
+caller's timeout; skipped by a broker that was never unfenced. A broker the controller
+fenced for a lapsed session keeps heartbeating and is unfenced again (Kafka's RUNNING
+broker ignores the fenced answer)."""
 
 from __future__ import annotations
 
@@ -100,3 +102,24 @@ def test_a_broker_never_unfenced_skips_controlled_shutdown() -> None:
     lifecycle, channel = _lifecycle(cluster)
     assert asyncio.run(lifecycle.controlled_shutdown(DEADLINE_S))
     assert channel.sent == []
+
+
+async def _fenced_then_back(cluster: Cluster, lifecycle: BrokerLifecycle,
+                            channel: ControllerOf) -> None:
+    running = asyncio.create_task(lifecycle.run())
+    try:
+        await lifecycle.first_unfenced.wait()
+        cluster.tick(cluster.controller.config.session_timeout_ms + 1)  # session lapsed
+        assert cluster.controller.image.cluster.brokers[BROKER].fenced
+        sent = channel.count(BrokerHeartbeatRequest)
+        await channel.wait_for(BrokerHeartbeatRequest, sent + 2)
+    finally:
+        running.cancel()
+
+
+def test_a_broker_fenced_for_a_lapsed_session_is_unfenced_by_its_next_heartbeat() -> None:
+    cluster = _cluster()
+    lifecycle, channel = _lifecycle(cluster)
+    asyncio.run(asyncio.wait_for(_fenced_then_back(cluster, lifecycle, channel), DEADLINE_S))
+    assert not cluster.controller.image.cluster.brokers[BROKER].fenced
+    assert not lifecycle.fenced and lifecycle.epoch >= 0

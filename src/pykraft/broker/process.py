@@ -172,7 +172,8 @@ class BrokerRuntime:
         event(log, "broker_listening", listener=str(self._broker.listener))
 
     async def stop(self) -> None:
-        if self._lifecycle is not None:  # still serving while leadership moves away
+        enabled = self._static.get("controlled.shutdown.enable", "true").lower() == "true"
+        if self._lifecycle is not None and enabled:  # still serving while leadership moves
             await self._lifecycle.controlled_shutdown(self._settings.shutdown_timeout_ms / 1000)
         for task in self._tasks:
             task.cancel()

@@ -138,7 +138,8 @@ class BrokerLifecycle:
               incarnation_id=str(self.incarnation_id))
 
     async def _heartbeat(self) -> None:
-        response = await self._channel.send(self.heartbeat())
+        request = self.heartbeat()
+        response = await self._channel.send(request)
         if response.error_code in (ErrorCode.stale_broker_epoch,
                                    ErrorCode.broker_id_not_registered):
             event(log, "registration_lost", error=ErrorCode(response.error_code).name)
@@ -152,7 +153,7 @@ class BrokerLifecycle:
             event(log, "fenced" if self.fenced else "unfenced", broker_epoch=self.epoch)
         if not self.fenced:
             self.first_unfenced.set()
-        if not self._wants_shut_down:
+        if not request.want_shut_down:  # an answer to a heartbeat sent before we asked
             return
         if response.should_shut_down:
             event(log, "controlled_shutdown_granted", broker_epoch=self.epoch)

@@ -58,3 +58,22 @@ def test_snapshot_ending_inside_a_transaction_is_corrupt() -> None:
     with pytest.raises(CorruptRecordError, match="inside a metadata transaction"):
         image_from_snapshot([batch_of(0, [BeginTransactionRecord(name="t")])],
                             OffsetAndEpoch(1, 1))
+
+
+def test_nothing_is_published_until_the_high_watermark_is_reached() -> None:
+    """Kafka's MetadataLoader: a restarted broker replays history without acting it out; the
+    first image published is the one at the high watermark, then every one."""
+    listener = BrokerMetadataListener()
+    published: list[set[str]] = []
+    listener.publishers.append(lambda image: published.append(set(image.topics.by_name)))
+    high_watermark: list[int | None] = [None]
+    listener.high_watermark = lambda: high_watermark[0]
+    listener.handle_commit(batch_of(0, [TopicRecord(name="a", topic_id=uuid.UUID(int=1))]))
+    high_watermark[0] = 3
+    listener.handle_commit(batch_of(1, [TopicRecord(name="b", topic_id=uuid.UUID(int=2))]))
+    assert published == []  # offset 1 is below the high watermark 3
+    listener.handle_commit(batch_of(2, [TopicRecord(name="c", topic_id=uuid.UUID(int=3))]))
+    assert published == [{"a", "b", "c"}]
+    high_watermark[0] = 10  # caught up once: later images are published as they come
+    listener.handle_commit(batch_of(3, [TopicRecord(name="d", topic_id=uuid.UUID(int=4))]))
+    assert published[-1] == {"a", "b", "c", "d"}

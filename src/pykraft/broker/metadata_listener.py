@@ -6,6 +6,11 @@ Kafka's by construction); only batches below the high watermark reach this liste
 the image a client sees never holds a record that could still be lost. A broker-only node
 also snapshots that image when Kafka's thresholds pass (on a combined node the controller
 does, once for the process).
+
+As Kafka's MetadataLoader, nothing is published while the listener first catches up: until
+it has replayed up to the high watermark it learnt from the quorum, the replica manager
+would otherwise act out every historical leadership of a restarted broker, one batch after
+another (becoming leader in old epochs, starting fetchers for old leaders).
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ class BrokerMetadataListener:
         self.leader = LeaderAndEpoch(None, -1)
         self.publishers: list[Callable[[MetadataImage], None]] = []
         """Called with each new image (the replica manager applies it)."""
+        self.high_watermark: Callable[[], int | None] = lambda: None
+        """The quorum's high watermark as the raft core knows it (None: not yet known)."""
+        self._catching_up = True
 
     def _restart_from(self, image: MetadataImage) -> None:
         self._loader = ImageLoader(image)
@@ -41,8 +49,21 @@ class BrokerMetadataListener:
         self._publish(image)
 
     def _publish(self, image: MetadataImage) -> None:
+        if self._still_catching_up():
+            return
         for publisher in self.publishers:
             publisher(image)
+
+    def _still_catching_up(self) -> bool:
+        """Kafka's ``stillNeedToCatchUp``: true until the replayed offset first reaches the
+        high watermark; from then on every image is published."""
+        if not self._catching_up:
+            return False
+        high_watermark = self.high_watermark()
+        if high_watermark is None or self._loader.last_offset + 1 < high_watermark:
+            return True
+        self._catching_up = False
+        return False
 
     @property
     def image(self) -> MetadataImage:

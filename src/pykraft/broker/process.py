@@ -91,6 +91,7 @@ class BrokerRuntime:
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.publishers.append(self.fetchers.update)
+        self.metadata.high_watermark = lambda: node.core.high_watermark
         self.metadata.snapshots.attach(node.core.read_snapshot)
         if self.metadata.generator is not None:
             self.metadata.generator.attach(

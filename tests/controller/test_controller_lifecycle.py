@@ -27,7 +27,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
 
 UNCLEAN = "unclean.leader.election.enable"
-TOPIC_RESOURCE = 2
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 INTERVAL_MS = 1000
 
 
@@ -60,9 +60,10 @@ def shrink_to_leader(cluster: Cluster) -> None:
     assert response.topics[0].partitions[0].error_code == ErrorCode.none
 
 
-def set_topic_config(cluster: Cluster, key: str, value: str) -> None:
+def set_config(cluster: Cluster, key: str, value: str, *, resource_type: int = TOPIC_RESOURCE,
+               name: str = "t") -> None:
     cluster.call(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
-        resource_type=i8(TOPIC_RESOURCE), resource_name="t",
+        resource_type=i8(resource_type), resource_name=name,
         configs=(AlterableConfig(name=key, config_operation=i8(0), value=value),)),),
         validate_only=False))
 
@@ -165,7 +166,7 @@ def test_enabling_unclean_election_elects_at_the_next_periodic_check() -> None:
     lose_every_isr_member(cluster)
     cluster.tick(INTERVAL_MS)
     assert partition(cluster).leader == NO_LEADER
-    set_topic_config(cluster, UNCLEAN, "true")
+    set_config(cluster, UNCLEAN, "true")
     cluster.tick(INTERVAL_MS)
     cluster.commit()
     state = partition(cluster)
@@ -226,3 +227,12 @@ def test_old_metadata_versions_elect_unclean_without_a_recovery_state() -> None:
     lose_every_isr_member(cluster)
     state = partition(cluster)
     assert (state.leader, state.isr, state.leader_recovery_state) == (2, (2,), RECOVERED)
+
+
+def test_the_dynamic_cluster_default_allows_unclean_elections() -> None:
+    cluster = Cluster(properties={UNCLEAN: "false"})
+    cluster.elect()
+    cluster.start_brokers(["a", "b", "c"])
+    set_config(cluster, UNCLEAN, "true", resource_type=BROKER_RESOURCE, name="")
+    lose_every_isr_member(cluster)
+    assert (partition(cluster).leader, partition(cluster).isr) == (2, (2,))

@@ -5,7 +5,9 @@ confluent-kafka is thread-based, so each phase runs in a worker thread.
 
 Single replica: acks=1. Replicated: every topic has replication factor 3 on the 3 brokers
 (the first broker leads them all, so the profiled process is the leader) and
-min.insync.replicas=2, measured twice on the same cluster: acks=all, then acks=1.
+min.insync.replicas=2, measured twice on the same cluster: acks=all, then acks=1. A consumer
+reads up to the high watermark, so the acks=1 consume, started right after the produce, also
+waits for the followers to catch up.
 """
 
 from __future__ import annotations

@@ -236,3 +236,18 @@ def test_the_dynamic_cluster_default_allows_unclean_elections() -> None:
     set_config(cluster, UNCLEAN, "true", resource_type=BROKER_RESOURCE, name="")
     lose_every_isr_member(cluster)
     assert (partition(cluster).leader, partition(cluster).isr) == (2, (2,))
+
+
+def test_brokers_whose_sessions_lapse_together_are_fenced_one_after_the_other() -> None:
+    cluster = Cluster(session_timeout_ms=3000)
+    cluster.elect()
+    cluster.start_brokers(["a", "b", "c"])
+    cluster.call(create_topic("t", -1, -1, assignments=[[1, 2, 3]]))
+    cluster.tick(2000)
+    cluster.heartbeat(3)
+    cluster.tick(1500)  # brokers 1 and 2: 3500 ms without a heartbeat
+    brokers = cluster.controller.image.cluster.brokers
+    assert brokers[1].fenced and brokers[2].fenced
+    assert (partition(cluster).leader, partition(cluster).isr) == (3, (3,))
+    cluster.commit()
+    assert cluster.replayed_image() == cluster.controller.image

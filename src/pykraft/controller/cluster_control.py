@@ -20,8 +20,6 @@ check (``unclean.leader.election.interval.ms``) does the same for leaderless par
 
 from __future__ import annotations
 
-import dataclasses
-
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
@@ -44,7 +42,6 @@ from pykraft.controller.partition_change import (
 from pykraft.controller.responses import NO_THROTTLE
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE, BrokerRegistration
-from pykraft.image.image import MetadataImage
 from pykraft.image.versions import MV_3_2_IV0, MV_3_3_IV2, MV_3_3_IV3, MV_3_7_IV0
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
@@ -205,23 +202,14 @@ def _enter_controlled_shutdown(ctx: ControllerContext,
                                       _without(ctx, broker.broker_id))
 
 
-def expired_brokers(ctx: ControllerContext) -> list[object]:
-    """Fence every unfenced broker whose session has lapsed (checked on every tick)."""
-    records: list[object] = []
+def fence_one_expired(ctx: ControllerContext) -> list[object]:
+    """Fence the first unfenced broker whose session has lapsed. One at a time, as Kafka's
+    maybeFenceOneStaleBroker: the next one's changes must start from this one's."""
     for broker_id in sorted(ctx.session_expired):
         broker = ctx.image.cluster.brokers.get(broker_id)
         if broker is not None and not broker.fenced:
-            records += fence_broker(ctx, broker)
-            ctx = dataclasses.replace(ctx, image=_fenced_image(ctx, broker_id))
-    return records
-
-
-def _fenced_image(ctx: ControllerContext, broker_id: int) -> MetadataImage:
-    """The image as if ``broker_id`` were gone (the next fencing must not elect it)."""
-    brokers = dict(ctx.image.cluster.brokers)
-    brokers.pop(broker_id, None)
-    cluster = dataclasses.replace(ctx.image.cluster, brokers=brokers)
-    return dataclasses.replace(ctx.image, cluster=cluster)
+            return fence_broker(ctx, broker)
+    return []
 
 
 def elect_unclean(ctx: ControllerContext) -> list[object]:

@@ -258,8 +258,7 @@ class QuorumController:
         if not self._active:
             return
         try:
-            fences = cluster_control.expired_brokers(self._context())
-            if fences:
+            while fences := cluster_control.fence_one_expired(self._context()):
                 self._write(tuple(fences))
             if now_ms >= self._next_unclean_ms:
                 self._next_unclean_ms = now_ms + self.config.unclean_election_interval_ms

@@ -47,9 +47,10 @@ from pykraft.records.batch import (
     decode_record_payload,
     decode_records,
     encode_records,
-    rewrite_header,
+    restamped_batch,
     unpack_header,
 )
+from pykraft.records.record_scan import RecordsScan, scan_records
 
 CREATE_TIME: Final = "CreateTime"
 LOG_APPEND_TIME: Final = "LogAppendTime"
@@ -167,17 +168,14 @@ def validate_produce(
     _validate_batch(header, tp)
     source = header.attributes & ATTR_COMPRESSION_MASK
     target = config.target_codec(source)
-    decoded = _decode(batch, source)
-    _validate_records(header, decoded, now_ms, config, tp)
-    if source == NONE and target == NONE:
-        return _assign_in_place(batch, decoded, log_end_offset, leader_epoch, now_ms, config,
-                                compressed=False)
-    in_place = source == target and all(
-        record.offset == index for index, record in enumerate(decoded))
-    if in_place:
-        return _assign_in_place(batch, decoded, log_end_offset, leader_epoch, now_ms, config,
-                                compressed=True)
-    return _rebuild(header, decoded, target, log_end_offset, leader_epoch, now_ms, config, tp)
+    data = _records_bytes(batch, source)
+    scan = _scan(header, data, source)
+    if not _passes_record_checks(header, scan, now_ms, config):
+        _validate_records(header, _decode(header, data, source), now_ms, config, tp)
+    if source == target and (source == NONE or scan.sequential_offsets):
+        return _assign_in_place(batch, scan, log_end_offset, leader_epoch, now_ms, config)
+    return _rebuild(header, _decode(header, data, source), target, log_end_offset,
+                    leader_epoch, now_ms, config, tp)
 
 
 def _single_batch(records: bytes, api_version: int) -> RecordBatch:
@@ -242,19 +240,56 @@ def _validate_batch(header: BatchHeader, tp: str) -> None:
                        f"producerId {header.producer_id} in topic partition {tp}")
 
 
-def _decode(batch: RecordBatch, source: int) -> list[Record]:
-    """The batch's records; a malformed record is INVALID_RECORD (Kafka's record iterator)."""
+def _records_bytes(batch: RecordBatch, source: int) -> bytes:
+    """The batch itself if uncompressed, else its records decompressed."""
+    if source == NONE:
+        return batch.data
     try:
-        if source == NONE:
-            return decode_records(batch.header, batch.data)
-        payload = decompress(source, batch.data[HEADER_SIZE:])
-        return decode_record_payload(batch.header, payload)
+        return decompress(source, batch.data[HEADER_SIZE:])
     except CodecError as exc:
         # Kafka's iterator wraps the codec's IOException in a KafkaException: unknown error
         raise ProduceValidationError(ErrorCode.unknown_server_error,
                                      f"Failed to decompress record stream: {exc}") from None
+
+
+def _scan(header: BatchHeader, data: bytes, source: int) -> RecordsScan:
+    """The records' summary; a malformed record is INVALID_RECORD in the decoder's words."""
+    try:
+        return scan_records(header, data, HEADER_SIZE if source == NONE else 0)
+    except CorruptRecordError as exc:
+        _decode(header, data, source)  # raises with the decoder's account of the damage
+        raise _invalid(f"Found invalid record structure: {exc}") from None
+
+
+def _decode(header: BatchHeader, data: bytes, source: int) -> list[Record]:
+    """Every record, for the paths that need them: a rebuild, an error's words."""
+    try:
+        if source == NONE:
+            return decode_records(header, data)
+        return decode_record_payload(header, data)
     except CorruptRecordError as exc:
         raise _invalid(f"Found invalid record structure: {exc}") from None
+
+
+def _passes_record_checks(header: BatchHeader, scan: RecordsScan, now_ms: int,
+                          config: AppendConfig) -> bool:
+    """True when no record can fail :func:`_validate_records`, as the scan alone shows.
+
+    False is no verdict: the caller then decodes the records and checks them one by one, as
+    it does for the rare batches this leaves to that path (a producer's LogAppendTime flag).
+    The CreateTime bounds lie within Java's long range, so the smallest and the largest
+    timestamp decide for all those between: none of their differences to now wraps around.
+    """
+    if config.compacted and scan.null_keys:
+        return False
+    if header.attributes & ATTR_TIMESTAMP_TYPE:
+        return False
+    if config.timestamp_type != CREATE_TIME:
+        return True
+    return all(
+        -config.timestamp_after_max_ms <= now_ms - header.base_timestamp - delta
+        <= config.timestamp_before_max_ms
+        for delta in (scan.min_timestamp_delta, scan.max_timestamp_delta))
 
 
 def _validate_records(header: BatchHeader, records: Sequence[Record], now_ms: int,
@@ -294,26 +329,25 @@ def _validate_records(header: BatchHeader, records: Sequence[Record], now_ms: in
         f"total, and only showing the first three errors at most: [{shown}]", record_errors)
 
 
-def _assign_in_place(batch: RecordBatch, records: Sequence[Record], log_end_offset: int,
-                     leader_epoch: int, now_ms: int, config: AppendConfig, *,
-                     compressed: bool) -> ValidatedAppend:
+def _assign_in_place(batch: RecordBatch, scan: RecordsScan, log_end_offset: int,
+                     leader_epoch: int, now_ms: int, config: AppendConfig) -> ValidatedAppend:
     """Patch the client's batch: offsets, epoch, max timestamp (Kafka's in-place paths)."""
     header = batch.header
-    last_offset = log_end_offset + len(records) - 1
-    max_timestamp = max((_record_timestamp(header, r) for r in records), default=NO_TIMESTAMP)
+    last_offset = log_end_offset + header.records_count - 1
+    max_timestamp = (header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE
+                     else header.base_timestamp + scan.max_timestamp_delta)
     log_append = config.timestamp_type == LOG_APPEND_TIME
     if log_append:
         max_timestamp = now_ms
-    data = bytearray(batch.data)
-    rewrite_header(
-        data, base_offset=last_offset - header.last_offset_delta,
+    data = restamped_batch(
+        batch.data, base_offset=last_offset - header.last_offset_delta,
         partition_leader_epoch=leader_epoch,
         attributes=_with_timestamp_type(header.attributes, log_append),
         max_timestamp=max_timestamp,
     )
-    has_max = compressed or log_append or max_timestamp != NO_TIMESTAMP
     source = header.attributes & ATTR_COMPRESSION_MASK
-    return _result(header, bytes(data), log_end_offset, last_offset, max_timestamp,
+    has_max = source != NONE or log_append or max_timestamp != NO_TIMESTAMP
+    return _result(header, data, log_end_offset, last_offset, max_timestamp,
                    last_offset if has_max else -1, now_ms if log_append else -1,
                    source, source, rebuilt=False)
 

@@ -165,7 +165,7 @@ class RecordBatch:
         return self.header.is_control
 
     def computed_crc(self) -> int:
-        return int(crc32c.crc32c(self.data[CRC_START:]))
+        return int(crc32c.crc32c(memoryview(self.data)[CRC_START:]))
 
     def crc_valid(self) -> bool:
         return self.computed_crc() == self.header.crc
@@ -270,7 +270,7 @@ def _decode_body(
                 pos += 1
                 headers: tuple[tuple[str, bytes | None], ...] = ()
             else:
-                headers, pos = _read_headers(data, pos, record_end)
+                headers, pos = read_record_headers(data, pos, record_end)
             if pos != record_end:
                 raise CorruptRecordError(f"declares {length} bytes but its fields differ")
             append(Record(base_off + offset_delta, base_ts + ts_delta, key, value, headers,
@@ -310,9 +310,10 @@ def _read_bytes(data: bytes, pos: int, limit: int) -> tuple[bytes | None, int]:
     return data[pos:end], end
 
 
-def _read_headers(
+def read_record_headers(
     data: bytes, pos: int, limit: int
 ) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    """A record's headers at ``pos``, up to ``limit`` its end; returns (headers, next position)."""
     count, pos = decode_varint(data, pos, limit)
     if count < 0 or count > limit - pos:
         raise CorruptRecordError(f"invalid header count {count}")
@@ -434,18 +435,46 @@ def rewrite_header(
     attributes or the max timestamp change, so a batch whose offsets alone move keeps the
     client's bytes after the header's first 17.
     """
+    if _patch_header(buf, pos, base_offset, partition_leader_epoch, attributes, max_timestamp):
+        length, = struct.unpack_from(">i", buf, pos + 8)
+        end = pos + LOG_OVERHEAD + length
+        crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START : end])
+        struct.pack_into(">I", buf, pos + _CRC_OFFSET, crc)
+
+
+def restamped_batch(
+    batch: bytes,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    max_timestamp: int,
+) -> bytes:
+    """A copy of the whole ``batch`` with the header :func:`rewrite_header` would write.
+
+    One copy of the records, not two (a patched bytearray then bytes): a leader does this
+    to every produced batch, up to ``max.message.bytes`` each.
+    """
+    head = bytearray(batch[:HEADER_SIZE])
+    records = memoryview(batch)[HEADER_SIZE:]
+    if _patch_header(head, 0, base_offset, partition_leader_epoch, attributes, max_timestamp):
+        crc = crc32c.crc32c(records, crc32c.crc32c(memoryview(head)[CRC_START:]))
+        struct.pack_into(">I", head, _CRC_OFFSET, crc)
+    return bytes(head) + records
+
+
+def _patch_header(buf: bytearray, pos: int, base_offset: int, partition_leader_epoch: int,
+                  attributes: int, max_timestamp: int) -> bool:
+    """Write the leader's header fields; True when the CRC they change must be recomputed."""
     struct.pack_into(">q", buf, pos, base_offset)
     struct.pack_into(">i", buf, pos + 12, partition_leader_epoch)
     old_attributes, = _ATTRIBUTES.unpack_from(buf, pos + _ATTRIBUTES_OFFSET)
     old_max, = _MAX_TIMESTAMP.unpack_from(buf, pos + _MAX_TIMESTAMP_OFFSET)
     if old_attributes == attributes and old_max == max_timestamp:
-        return
+        return False
     _ATTRIBUTES.pack_into(buf, pos + _ATTRIBUTES_OFFSET, attributes)
     _MAX_TIMESTAMP.pack_into(buf, pos + _MAX_TIMESTAMP_OFFSET, max_timestamp)
-    length, = struct.unpack_from(">i", buf, pos + 8)
-    end = pos + LOG_OVERHEAD + length
-    crc = crc32c.crc32c(memoryview(buf)[pos + CRC_START : end])
-    struct.pack_into(">I", buf, pos + _CRC_OFFSET, crc)
+    return True
 
 
 def iter_batches(

@@ -176,6 +176,35 @@ def test_a_follower_fetch_at_the_log_end_parks_until_an_append(leader: Leader) -
     asyncio.run(run())
 
 
+def _new_topic(leader: Leader, name: str, replicas: tuple[int, ...], *,
+               leader_id: int = ME) -> None:
+    topic_id = uuid.uuid5(T1, name)
+    leader.replicas.apply_image(with_records(
+        leader.replicas.image, TopicRecord(name=name, topic_id=topic_id),
+        PartitionRecord(partition_id=0, topic_id=topic_id, replicas=replicas, isr=replicas,
+                        leader=leader_id, leader_epoch=0, partition_epoch=0)), 0)
+
+
+def test_a_parked_follower_fetch_is_answered_when_a_partition_it_follows_is_led_here(
+        leader: Leader) -> None:
+    """Else the follower names the new partition only after max_wait_ms (the first
+    acks=all produce to a new topic waited out replica.fetch.wait.max.ms)."""
+    async def run() -> None:
+        parked = asyncio.create_task(follower_fetch(leader, F2, 0, max_wait_ms=60_000))
+        while not leader.replicas.lead_listeners:  # parked
+            await asyncio.sleep(0)
+        _new_topic(leader, "elsewhere", (F3, ME, F2), leader_id=F3)  # not led here
+        _new_topic(leader, "without-f2", (ME, F3))
+        await asyncio.sleep(0)
+        assert not parked.done()
+        _new_topic(leader, "new", (ME, F2, F3))
+        answer = await asyncio.wait_for(parked, 5)
+        assert answer.error_code == ErrorCode.none and not answer.records
+        assert not leader.replicas.lead_listeners
+
+    asyncio.run(run())
+
+
 # ---------------------------------------------------------------------- refusals
 
 def test_a_fetch_from_an_older_broker_incarnation_is_refused(leader: Leader) -> None:

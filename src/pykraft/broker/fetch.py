@@ -15,7 +15,12 @@ named on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951). The answer is
 when ``max_wait_ms`` <= 0, nothing is asked, ``min_bytes`` are there or a partition failed;
 otherwise the request parks until an append, a high watermark move or a leadership change
 on one of its partitions (``HostedPartition.listeners``) brings enough bytes or an error, or
-``max_wait_ms`` passes, and every partition is read again.
+``max_wait_ms`` passes, and every partition is read again. A parked follower fetch is also
+answered when this broker starts leading another partition the follower replicates
+(``ReplicaManager.lead_listeners``), so that its next fetch names it at once: Kafka's
+follower, blocked in its fetch, picks a new partition up only when that fetch returns, up
+to ``replica.fetch.wait.max.ms`` later (the first acks=all produce to a new topic waited
+that long).
 
 Fetch sessions (KIP-227) are always declined, as Kafka allows: full requests get
 ``session_id`` 0 and every incremental request FETCH_SESSION_ID_NOT_FOUND, after which
@@ -177,6 +182,7 @@ class FetchHandler:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_s
         first = True
+        newly_led = False
         while True:
             reads, resolver = self._read(wanted, isolation, max_bytes, follower.replica_id)
             if first and follower.replica_id >= 0:
@@ -184,9 +190,11 @@ class FetchHandler:
             first = False
             remaining = deadline - loop.time()
             if (remaining <= 0 or not wanted or sum(len(r.records) for r in reads) >= min_bytes
-                    or any(r.error != ErrorCode.none or r.diverging_epoch for r in reads)):
+                    or any(r.error != ErrorCode.none or r.diverging_epoch for r in reads)
+                    or newly_led):
                 return reads, resolver
-            await _changed(resolver.hosted, remaining)
+            newly_led = await _changed(resolver.hosted, remaining, self._replicas,
+                                       follower.replica_id)
 
     def _record_follower(self, wanted: list[PartitionFetch[PartitionKey]],
                          reads: list[PartitionRead], follower: _Follower
@@ -252,20 +260,33 @@ class FetchHandler:
         return tuple(found)
 
 
-async def _changed(partitions: list[HostedPartition], timeout_s: float) -> None:
-    """Return when any of ``partitions`` reports a change, or after ``timeout_s``."""
-    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+async def _changed(partitions: list[HostedPartition], timeout_s: float,
+                   replicas: ReplicaManager, replica_id: int) -> bool:
+    """Return when any of ``partitions`` reports a change, or after ``timeout_s``
+    (False); or when this broker starts leading a partition the fetching follower
+    ``replica_id`` replicates (True: answer now, as its fetcher adds the partition to its
+    next request only, and waiting out ``max_wait_ms`` would hold back its first records
+    and every acks=all produce to it)."""
+    woken: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
-    def wake(_part: HostedPartition) -> None:
+    def wake(_part: HostedPartition, newly_led: bool = False) -> None:
         if not woken.done():
-            woken.set_result(None)
+            woken.set_result(newly_led)
+
+    def led(part: HostedPartition) -> None:
+        if replica_id in part.replicas:
+            wake(part, newly_led=True)
 
     for part in partitions:
         part.listeners.append(wake)
+    if replica_id >= 0:
+        replicas.lead_listeners.append(led)
     try:
-        await asyncio.wait_for(woken, timeout_s)
+        return await asyncio.wait_for(woken, timeout_s)
     except TimeoutError:
-        pass
+        return False
     finally:
         for part in partitions:
             part.listeners.remove(wake)
+        if replica_id >= 0:
+            replicas.lead_listeners.remove(led)

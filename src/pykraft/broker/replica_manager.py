@@ -19,6 +19,8 @@ DeleteRecords build on it)::
     part.listeners.append(callback)   # callback(part) after each append, high watermark
                                       # move, leadership change or deletion (no asyncio:
                                       # wake long-poll fetches / acks=all produces from it)
+    replicas.lead_listeners.append(callback)  # callback(part) when this broker starts
+                                      # leading a partition (new here, or was a follower)
     result = replicas.append_records(part, records, acks=-1, api_version=v, now_ms=...)
     # -> AppendResult(base_offset, last_offset, log_append_time_ms, log_start_offset), or
     #    raises PartitionError (NOT_ENOUGH_REPLICAS, INVALID_TOPIC_EXCEPTION) or the
@@ -240,6 +242,9 @@ class ReplicaManager:
         self.max_lag_ms = int(self._static.get(REPLICA_LAG_TIME_MAX_MS,
                                                REPLICA_LAG_TIME_MAX_MS_DEFAULT))
         self.isr_changes: IsrChangeSink | None = None
+        self.lead_listeners: list[Listener] = []
+        """Told of each partition this broker starts leading: a follower's fetch parked
+        here does not name it yet, and only an answer lets the follower ask for it."""
         self.image = MetadataImage()
         self.brokers = Brokers({})
         self._partitions: dict[TopicPartition, HostedPartition] = {}
@@ -294,6 +299,8 @@ class ReplicaManager:
                 log.info("%s: %s in leader epoch %d", _name(local.tp),
                          "leader" if hosted.is_leader else "follower", hosted.leader_epoch)
             hosted.notify()
+            if hosted.is_leader and not was_leader:
+                self._started_leading(hosted)
             return
         settings = self._settings_of(local.tp.topic)
         partition_log = self.logs.get_or_create(local.tp, local.topic_id, settings.log, now_ms)
@@ -304,6 +311,12 @@ class ReplicaManager:
         self._lead(hosted, now_ms)
         hosted.maybe_advance_high_watermark(now_ms, self.brokers)
         self._partitions[local.tp] = hosted
+        if hosted.is_leader:
+            self._started_leading(hosted)
+
+    def _started_leading(self, hosted: HostedPartition) -> None:
+        for listener in list(self.lead_listeners):
+            listener(hosted)
 
     def _lead(self, hosted: HostedPartition, now_ms: int) -> None:
         """Kafka's ``makeLeader`` / ``makeFollower`` for the replication state: a new

@@ -19,7 +19,6 @@ never unfenced has nothing to hand over and skips it, as Kafka's does.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS, MINIMU
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.logfmt import event
+from pykraft.runtime.waits import wait_set
 
 log = logging.getLogger("pykraft.broker")
 PLAINTEXT = 0  # SecurityProtocol id
@@ -105,9 +105,7 @@ class BrokerLifecycle:
             except NetworkError as exc:
                 event(log, "controller_unreachable", level=logging.DEBUG, error=str(exc))
             pause, self._pause_s = self._pause_s, None
-            with contextlib.suppress(TimeoutError):  # the heartbeat cadence itself
-                await asyncio.wait_for(self._wake.wait(),
-                                       interval_s if pause is None else pause)
+            await wait_set(self._wake, interval_s if pause is None else pause)  # the cadence
             self._wake.clear()
 
     async def controlled_shutdown(self, timeout_s: float) -> bool:
@@ -119,9 +117,7 @@ class BrokerLifecycle:
         event(log, "controlled_shutdown_started", broker_epoch=self.epoch)
         self._wants_shut_down = True
         self._wake.set()
-        try:
-            await asyncio.wait_for(self.shutdown_granted.wait(), timeout_s)
-        except TimeoutError:
+        if not await wait_set(self.shutdown_granted, timeout_s):
             event(log, "controlled_shutdown_timed_out", level=logging.ERROR,
                   waited_ms=int(timeout_s * 1000))
             return False

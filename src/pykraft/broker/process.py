@@ -23,7 +23,6 @@ checkpoints and the clean-shutdown marker.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 
@@ -46,6 +45,8 @@ from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import BrokerListenerSettings, NodeSettings
 
 log = logging.getLogger("pykraft.broker")
+#: How long :meth:`BrokerRuntime.stop` waits for its cancelled background tasks.
+TASK_STOP_TIMEOUT_S = 5.0
 #: Kafka's defaults of the periodic log tasks' intervals.
 PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
@@ -178,8 +179,10 @@ class BrokerRuntime:
             await self._lifecycle.controlled_shutdown(self._settings.shutdown_timeout_ms / 1000)
         for task in self._tasks:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        if self._tasks:  # bounded: one task ignoring its cancellation must not hang SIGTERM
+            _, stuck = await asyncio.wait(self._tasks, timeout=TASK_STOP_TIMEOUT_S)
+            for task in stuck:
+                event(log, "task_did_not_stop", level=logging.ERROR, task=task.get_coro())
         await self.fetchers.stop()
         if self._channel is not None:
             self._channel.close()

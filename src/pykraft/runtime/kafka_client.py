@@ -113,10 +113,9 @@ async def _round_trip(stream: FrameStream, client_id: str, api_key: int, version
 async def open_with_timeout(host: str, port: int, *, client_id: str, ours: VersionRanges,
                             timeout_s: float) -> ClientConnection:
     """:meth:`ClientConnection.open` bounded by ``timeout_s`` (NetworkError on expiry)."""
-    try:
-        return await asyncio.wait_for(
-            ClientConnection.open(host, port, client_id=client_id, ours=ours), timeout_s
-        )
+    try:  # asyncio.timeout, not wait_for: see pykraft.runtime.waits
+        async with asyncio.timeout(timeout_s):
+            return await ClientConnection.open(host, port, client_id=client_id, ours=ours)
     except TimeoutError:
         raise NetworkError(f"no ApiVersions answer from {host}:{port} within "
                            f"{timeout_s:.1f} s") from None

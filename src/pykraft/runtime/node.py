@@ -56,6 +56,7 @@ from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection, PeerPool
 from pykraft.runtime.settings import NodeSettings
 from pykraft.runtime.state_machine import CommittedCounter, CounterSnapshot
+from pykraft.runtime.waits import wait_set
 
 log = logging.getLogger("pykraft.node")
 
@@ -140,10 +141,7 @@ class RaftNode:
         if self.exit_code == 0:
             event(log, "shutdown_begin", state=self.core.state.name, epoch=self.core.epoch)
             self._step(self.core.begin_shutdown)
-            try:
-                await asyncio.wait_for(self._shutdown_done.wait(),
-                                       self.settings.shutdown_timeout_ms / 1000)
-            except TimeoutError:
+            if not await wait_set(self._shutdown_done, self.settings.shutdown_timeout_ms / 1000):
                 event(log, "shutdown_timeout", level=logging.WARNING,
                       waited_ms=self.settings.shutdown_timeout_ms)
             if self.flusher is not None:

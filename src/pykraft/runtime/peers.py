@@ -82,9 +82,8 @@ class PeerConnection:
                 raise error(f"node {self.peer_id} is in reconnect backoff")
             await asyncio.sleep(wait)
         remaining = max(0.0, deadline - self._clock())
-        connection: ClientConnection = await asyncio.wait_for(
-            self._opener(self.host, self.port), remaining
-        )
+        async with asyncio.timeout(remaining):  # not wait_for: see pykraft.runtime.waits
+            connection: ClientConnection = await self._opener(self.host, self.port)
         self._connection = connection
         self._backoff.reset()
         self.connects += 1

@@ -346,10 +346,15 @@ class LocalCluster:
         self._forget(node_id)
 
     def stop_all(self, timeout_s: float = STOP_TIMEOUT_S) -> dict[int, int | None]:
-        """SIGTERM to every node at once (they shut down in parallel), then wait for each."""
-        for node_id in self.nodes:
-            self.signal(node_id, signal.SIGTERM)
-        return {node_id: self._await_stop(node_id, timeout_s) for node_id in self.nodes}
+        """SIGTERM to the brokers at once, and once they are gone to the controllers:
+        a broker's controlled shutdown needs the controllers up (stopped together, each
+        broker would wait out its shutdown timeout for a controller that is going away)."""
+        codes: dict[int, int | None] = {}
+        for group in (self.brokers, [n for n in self.nodes if n not in self.brokers]):
+            for node_id in group:
+                self.signal(node_id, signal.SIGTERM)
+            codes.update({node_id: self._await_stop(node_id, timeout_s) for node_id in group})
+        return codes
 
     def add_voters(self, timeout_s: float = 60.0) -> list[str]:
         """``add-controller`` for every controller that is not a voter yet (all but the

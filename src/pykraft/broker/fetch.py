@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
+from functools import cache
 from types import ModuleType
 from typing import Any
 
@@ -60,7 +61,6 @@ from pykraft.broker.partition_reads import (
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 
 FIRST_TOPIC_ID_VERSION = 13
@@ -75,11 +75,16 @@ _LEADER_HINTS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_le
 PartitionKey = tuple[str | uuid.UUID, int, int]
 
 
-def _schemas(version: int) -> tuple[ModuleType, ModuleType]:
-    """The (request, response) modules a Fetch of ``version`` is handled at."""
+@cache
+def _response_schema(version: int) -> ModuleType:
+    """The response module a Fetch of ``version`` is answered at (to convert down)."""
     at = BY_ID_VERSION if version >= FIRST_TOPIC_ID_VERSION else BY_NAME_VERSION
-    return (load_payload_module(ApiKey.FETCH, at, EntityType.request),
-            load_payload_module(ApiKey.FETCH, at, EntityType.response))
+    return load_payload_module(ApiKey.FETCH, at, EntityType.response)
+
+
+def _field(entity: Any, name: str, default: int) -> int:
+    """A request field, or its schema default when the request's version lacks it."""
+    return int(getattr(entity, name, default))
 
 
 def replica_id_of(request: Any) -> int:
@@ -140,29 +145,30 @@ class FetchHandler:
         self._listener = listener_name
 
     async def fetch(self, request: Any, version: int) -> Any:
-        req_schema, resp_schema = _schemas(version)
-        body = convert(request, req_schema.FetchRequest)
-        if body.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+        resp_schema = _response_schema(version)
+        # read as it came: a field its version lacks has the schema's default (no
+        # conversion of every partition entry to the latest version: the hot path)
+        if _field(request, "session_epoch", FINAL_EPOCH) not in (INITIAL_EPOCH, FINAL_EPOCH):
             return resp_schema.FetchResponse(
                 throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
                 session_id=i32(0), responses=())
         by_id = version >= FIRST_TOPIC_ID_VERSION
         wanted: list[PartitionFetch[PartitionKey]] = []
         starts: list[int] = []  # each partition's follower log start offset (v5+)
-        for topic in body.topics:
+        for topic in request.topics:
             name: str | uuid.UUID = topic.topic_id if by_id else topic.topic
             for part in topic.partitions:
                 wanted.append(PartitionFetch(
-                    (name, int(part.partition), int(part.current_leader_epoch)),
+                    (name, int(part.partition), _field(part, "current_leader_epoch", -1)),
                     int(part.fetch_offset), int(part.partition_max_bytes),
-                    int(part.last_fetched_epoch)))
-                starts.append(int(part.log_start_offset))
+                    _field(part, "last_fetched_epoch", -1)))
+                starts.append(_field(part, "log_start_offset", -1))
         replica_id = replica_id_of(request)
-        isolation = fetch_isolation(replica_id, int(body.isolation_level))
+        isolation = fetch_isolation(replica_id, int(request.isolation_level))
         follower = _Follower(replica_id, replica_epoch_of(request), tuple(starts))
         reads, resolver = await self._read_until_ready(
-            wanted, isolation, follower, max_bytes=int(body.max_bytes),
-            min_bytes=int(body.min_bytes), max_wait_s=body.max_wait.total_seconds())
+            wanted, isolation, follower, max_bytes=int(request.max_bytes),
+            min_bytes=int(request.min_bytes), max_wait_s=request.max_wait.total_seconds())
         return self._response(resp_schema, wanted, reads, resolver, isolation, by_id)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,

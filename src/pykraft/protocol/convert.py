@@ -142,6 +142,7 @@ def _is_optional(annotation: object) -> bool:
     )
 
 
+@cache  # annotations are few and hashable; walking them was most of a conversion
 def entity_in(annotation: object) -> type | None:
     """The entity class inside ``Entity``, ``Entity | None``, ``tuple[Entity, ...]`` or
     ``tuple[Entity, ...] | None`` (Metadata's nullable topic list)."""

@@ -15,7 +15,7 @@ import dataclasses
 import datetime
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from functools import cache
 from typing import Any, TypeVar
 
@@ -142,10 +142,14 @@ def _is_optional(annotation: object) -> bool:
     )
 
 
-@cache  # annotations are few and hashable; walking them was most of a conversion
 def entity_in(annotation: object) -> type | None:
     """The entity class inside ``Entity``, ``Entity | None``, ``tuple[Entity, ...]`` or
     ``tuple[Entity, ...] | None`` (Metadata's nullable topic list)."""
+    return _entity_in(annotation)
+
+
+@cache  # annotations are few and hashable; walking them was most of a conversion
+def _entity_in(annotation: Hashable) -> type | None:
     if is_entity_class(annotation):
         return annotation  # type: ignore[return-value]
     for arg in typing.get_args(annotation):

@@ -161,7 +161,7 @@ def test_scan_agrees_with_the_decoder_on_valid_batches(
 @example(payload(  # offset deltas 0, 1, 0 under a last offset delta of 0: 1 is out of range
     *(b"\x00\x00" + varint(delta) + b"\x00\x01\x00" for delta in (0, 1, 0)),
     last_offset_delta=0))
-@example(payload(b"\x00\x00\x00\x00", b"\x00\x00" + varint(-1) + b"\x00\x00\x00",
+@example(payload(b"\x00\x00\x00\x01\x01\x00", b"\x00\x00" + varint(-1) + b"\x01\x01\x00",
                  last_offset_delta=0))  # past the offset range, a negative delta
 @example(payload(b"\x00\x00\x00" + leb128(1, 1) + b"\x00"))  # a key of -1, not one byte
 @example(payload(b"\x00\x00\x00\x01\x01" + varint(-1)))  # -1 headers

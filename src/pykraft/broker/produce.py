@@ -172,36 +172,34 @@ class ProduceHandler:
 
     async def _await_replication(self, outcomes: list[_Outcome], timeout_s: float) -> None:
         """Kafka's DelayedProduce: complete when every waiting partition is satisfied, or
-        answer REQUEST_TIMED_OUT for those still waiting at the timeout."""
+        answer REQUEST_TIMED_OUT for those still waiting at the timeout. As Kafka's
+        ``tryComplete`` inside the high watermark update, the check runs in the partitions'
+        notifications themselves, and first of their listeners: the produce task is woken
+        once, when done, and ahead of the parked fetches the same change wakes (on this one
+        event loop their answers, records encoded, would otherwise go out first)."""
         waiting = [o for o in outcomes if o.waiting is not None]
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def check(_: HostedPartition | None = None) -> None:
+            waiting[:] = [o for o in waiting if not _settle(o)]
+            if not waiting and not done.done():
+                done.set_result(None)
+
+        check()
         if not waiting:
             return
-        woken = asyncio.Event()
-
-        def wake(_: HostedPartition) -> None:
-            woken.set()
-
         partitions = {id(o.waiting[0]): o.waiting[0] for o in waiting if o.waiting}
         for hosted in partitions.values():
-            hosted.listeners.append(wake)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(timeout_s, 0.0)
+            hosted.listeners.insert(0, check)
         try:
-            while waiting:
-                waiting = [o for o in waiting if not _settle(o)]
-                remaining = deadline - loop.time()
-                if not waiting or remaining <= 0:
-                    break
-                woken.clear()
-                try:
-                    await asyncio.wait_for(woken.wait(), remaining)
-                except TimeoutError:
-                    continue
+            async with asyncio.timeout(max(timeout_s, 0.0)):
+                await done
+        except TimeoutError:
+            for outcome in waiting:
+                outcome.error = ErrorCode.request_timed_out
         finally:
             for hosted in partitions.values():
-                hosted.listeners.remove(wake)
-        for outcome in waiting:
-            outcome.error = ErrorCode.request_timed_out
+                hosted.listeners.remove(check)
 
     def _response(self, topics: list[tuple[str | uuid.UUID, list[_Outcome]]],
                   by_id: bool) -> Any:

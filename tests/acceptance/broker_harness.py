@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +60,24 @@ def combined_node(base: Path, properties: dict[str, str]) -> LocalCluster:
 
 
 @contextmanager
-def one_broker_cluster(base: Path, properties: dict[str, str] = PROPERTIES,
-                       ) -> Iterator[LocalCluster]:
-    """1 controller + 1 broker, running and unfenced; killed by PID when the block ends."""
-    made = LocalCluster.create(base, 1, properties, brokers=1)
+def running_cluster(base: Path, properties: dict[str, str] = PROPERTIES, *,
+                    controllers: int = 1, brokers: int = 1) -> Iterator[LocalCluster]:
+    """Controllers and brokers, running and every broker unfenced; killed by PID when the
+    block ends."""
+    made = LocalCluster.create(base, controllers, properties, brokers=brokers)
     made.start_all()
     try:
-        wait_for_brokers(made, 1)
+        wait_for_brokers(made, brokers)
         yield made
     finally:
         for node_id in made.nodes:
             made.kill(node_id)
+
+
+def one_broker_cluster(base: Path, properties: dict[str, str] = PROPERTIES,
+                       ) -> AbstractContextManager[LocalCluster]:
+    """1 controller + 1 broker (see :func:`running_cluster`)."""
+    return running_cluster(base, properties)
 
 
 def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:

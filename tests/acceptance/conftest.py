@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from broker_harness import PROPERTIES, wait_for_brokers
+from broker_harness import PROPERTIES, running_cluster, wait_for_brokers
 from java_admin import JavaAdmin, build_probe
 from java_clients import CLIENT_PROBE
 
@@ -63,15 +63,9 @@ def make_cluster(tmp_path: Path) -> Iterator[Callable[[], LocalCluster]]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """One cluster shared by a module's tests (each uses its own topic names)."""
-    made = LocalCluster.create(tmp_path_factory.mktemp("shared") / "cluster", 3, PROPERTIES,
-                               brokers=3)
-    made.start_all()
-    try:
-        wait_for_brokers(made, 3)
+    with running_cluster(tmp_path_factory.mktemp("shared") / "cluster", controllers=3,
+                         brokers=3) as made:
         yield made
-    finally:
-        for node_id in made.nodes:
-            made.kill(node_id)
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, broker_call, fenced_brokers, wait_for, wait_for_brokers
+from broker_harness import (
+    PROPERTIES,
+    broker_call,
+    fenced_brokers,
+    running_cluster,
+    wait_for,
+)
 from kio.schema.create_topics.v7.request import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -54,16 +60,10 @@ UNCLEAN_CHECK_MS = 1000
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    made = LocalCluster.create(tmp_path, 1, {
-        **PROPERTIES, "unclean.leader.election.interval.ms": str(UNCLEAN_CHECK_MS)},
-        brokers=3)
-    made.start_all()
-    try:
-        wait_for_brokers(made, 3)
+    with running_cluster(tmp_path, {
+            **PROPERTIES, "unclean.leader.election.interval.ms": str(UNCLEAN_CHECK_MS)},
+            brokers=3) as made:
         yield made
-    finally:
-        for node_id in made.nodes:
-            made.kill(node_id)
 
 
 def create_topic(cluster: LocalCluster, replicas: list[int]) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_harness import PROPERTIES, broker_call, wait_for, wait_for_brokers
+from broker_harness import PROPERTIES, broker_call, running_cluster, wait_for
 from kio.schema.create_topics.v7.request import (
     CreatableTopic,
     CreatableTopicConfig,
@@ -38,16 +38,10 @@ SESSION_MS = 120_000
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    made = LocalCluster.create(tmp_path, 1, {
-        **PROPERTIES, "broker.session.timeout.ms": str(SESSION_MS),
-        "replica.lag.time.max.ms": str(LAG_MS)}, brokers=3)
-    made.start_all()
-    try:
-        wait_for_brokers(made, 3)
+    with running_cluster(tmp_path, {
+            **PROPERTIES, "broker.session.timeout.ms": str(SESSION_MS),
+            "replica.lag.time.max.ms": str(LAG_MS)}, brokers=3) as made:
         yield made
-    finally:
-        for node_id in made.nodes:
-            made.kill(node_id)
 
 
 def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int], uuid.UUID] | None:

@@ -176,6 +176,36 @@ def test_a_follower_fetch_at_the_log_end_parks_until_an_append(leader: Leader) -
     asyncio.run(run())
 
 
+def test_a_high_watermark_move_leaves_a_parked_follower_fetch_parked(
+        leader: Leader, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A follower reads to the log end: reading it again for a high watermark move is
+    wasted work on the leader, once per acks=all produce (Kafka's DelayedFetch)."""
+    async def run() -> None:
+        append(leader, 2)
+        await follower_fetch(leader, F2, 2)
+        read = FetchHandler._read
+        readers: list[int] = []
+
+        def counted(handler: FetchHandler, *args: Any) -> Any:
+            readers.append(args[-1])
+            return read(handler, *args)
+
+        monkeypatch.setattr(FetchHandler, "_read", counted)
+        parked = asyncio.create_task(follower_fetch(leader, F2, 2, max_wait_ms=60_000))
+        while not leader.part.listeners:
+            await asyncio.sleep(0)
+        await follower_fetch(leader, F3, 2)
+        assert leader.part.high_watermark == 2
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert readers == [F2, F3] and not parked.done()
+        append(leader)
+        answer = await asyncio.wait_for(parked, 5)
+        assert answer.records and readers == [F2, F3, F2]
+
+    asyncio.run(run())
+
+
 def _new_topic(leader: Leader, name: str, replicas: tuple[int, ...], *,
                leader_id: int = ME) -> None:
     topic_id = uuid.uuid5(T1, name)

@@ -272,10 +272,14 @@ async def _changed(partitions: list[HostedPartition], timeout_s: float,
     (False); or when this broker starts leading a partition the fetching follower
     ``replica_id`` replicates (True: answer now, as its fetcher adds the partition to its
     next request only, and waiting out ``max_wait_ms`` would hold back its first records
-    and every acks=all produce to it)."""
+    and every acks=all produce to it). A follower reads to the log end, so a high
+    watermark move alone does not wake it (Kafka's DelayedFetch of a follower)."""
     woken: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    parked = {id(part): _follower_view(part) for part in partitions} if replica_id >= 0 else {}
 
-    def wake(_part: HostedPartition, newly_led: bool = False) -> None:
+    def wake(part: HostedPartition, newly_led: bool = False) -> None:
+        if not newly_led and parked.get(id(part)) == _follower_view(part):
+            return
         if not woken.done():
             woken.set_result(newly_led)
 
@@ -288,7 +292,8 @@ async def _changed(partitions: list[HostedPartition], timeout_s: float,
     if replica_id >= 0:
         replicas.lead_listeners.append(led)
     try:
-        return await asyncio.wait_for(woken, timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await woken
     except TimeoutError:
         return False
     finally:
@@ -296,3 +301,8 @@ async def _changed(partitions: list[HostedPartition], timeout_s: float,
             part.listeners.remove(wake)
         if replica_id >= 0:
             replicas.lead_listeners.remove(led)
+
+
+def _follower_view(part: HostedPartition) -> tuple[int, int, int, bool]:
+    """What a follower's read of ``part`` depends on: its log's bounds and leadership."""
+    return part.log_end_offset, part.log_start_offset, part.leader_epoch, part.is_leader

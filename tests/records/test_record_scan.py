@@ -165,6 +165,8 @@ def test_scan_agrees_with_the_decoder_on_valid_batches(
                  last_offset_delta=0))  # past the offset range, a negative delta
 @example(payload(b"\x00\x00\x00" + leb128(1, 1) + b"\x00"))  # a key of -1, not one byte
 @example(payload(b"\x00\x00\x00\x01\x01" + varint(-1)))  # -1 headers
+@example(payload(b"\x00\x00\x00\x01\x01" + varint(1) + b"\x01\x01"))  # a null header key
+@example(payload(b"\x00\x00\x00\x01\x01" + varint(1) + varint(1) + b"k" + varint(-2)))
 @example(payload(b"\x00\x00\x00\x01" + varint(-100) + b"z" * 99 + b"\x00"))  # a value of -100
 def test_scan_refuses_exactly_what_the_decoder_refuses(
         batch: tuple[BatchHeader, bytes, int]) -> None:

@@ -270,7 +270,7 @@ def _decode_body(
                 pos += 1
                 headers: tuple[tuple[str, bytes | None], ...] = ()
             else:
-                headers, pos = read_record_headers(data, pos, record_end)
+                headers, pos = _read_headers(data, pos, record_end)
             if pos != record_end:
                 raise CorruptRecordError(f"declares {length} bytes but its fields differ")
             append(Record(base_off + offset_delta, base_ts + ts_delta, key, value, headers,
@@ -310,10 +310,9 @@ def _read_bytes(data: bytes, pos: int, limit: int) -> tuple[bytes | None, int]:
     return data[pos:end], end
 
 
-def read_record_headers(
+def _read_headers(
     data: bytes, pos: int, limit: int
 ) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    """A record's headers at ``pos``, up to ``limit`` its end; returns (headers, next position)."""
     count, pos = decode_varint(data, pos, limit)
     if count < 0 or count > limit - pos:
         raise CorruptRecordError(f"invalid header count {count}")

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from pykraft.errors import CorruptRecordError
 from pykraft.messages.varint import decode_uvarint, decode_varint, decode_varlong
-from pykraft.records.batch import BatchHeader, read_record_headers
+from pykraft.records.batch import BatchHeader
 
 _ZIGZAG = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]  # of the 1 and 2 byte varints
 _NOT_A_DELTA = 1 << 33  # beyond any 32-bit varint
@@ -129,7 +129,7 @@ def scan_records(header: BatchHeader, data: bytes, start: int = 0) -> RecordsSca
             if data[pos] == 0:  # no headers
                 pos += 1
             else:
-                _, pos = read_record_headers(data, pos, record_end)
+                pos = _skip_headers(data, pos, record_end)
             if pos != record_end:
                 raise CorruptRecordError("its fields do not end where its length says")
     except CorruptRecordError as exc:
@@ -143,6 +143,27 @@ def scan_records(header: BatchHeader, data: bytes, start: int = 0) -> RecordsSca
     if count <= 0:
         return RecordsScan(0, 0, null_keys, sequential)
     return RecordsScan(ts_min, ts_max, null_keys, sequential)
+
+
+def _skip_headers(data: bytes, pos: int, limit: int) -> int:
+    """Past a record's headers: keys neither null nor negative, values null or not."""
+    count, pos = decode_varint(data, pos, limit)
+    if count < 0 or count > limit - pos:
+        raise CorruptRecordError(f"invalid header count {count}")
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80 and not b & 1:
+            pos += 1 + (b >> 1)
+        else:
+            pos = _skip_bytes(data, pos, limit)  # refuses a null key as a length of -1
+        b = data[pos]
+        if b < 0x80 and not b & 1:
+            pos += 1 + (b >> 1)
+        elif b == 1:
+            pos += 1
+        else:
+            pos = _skip_bytes(data, pos, limit)
+    return pos
 
 
 def _skip_bytes(data: bytes, pos: int, limit: int) -> int:

@@ -21,6 +21,11 @@ epoch move (outside the CRC), and the attributes, max timestamp and CRC when the
 changes. A batch is rebuilt (records re-encoded, compressed with the topic's codec) only when
 its codec differs from the topic's or, compressed, its inner offset deltas are not 0..n-1.
 Idempotence (duplicates, sequences) is checked after this, by producer_state.py, as Kafka does.
+
+Records are not decoded one by one unless needed: a scan (``records/record_scan.py``) checks
+their framing and yields the offset and timestamp deltas' extremes and whether a key is
+null, which settle every rule for a well-formed batch; the records are decoded only to
+rebuild a batch or to word a refusal (a malformed record, a key or timestamp error).
 """
 
 from __future__ import annotations

@@ -308,3 +308,39 @@ async def _fenced_then_current(leader: ReplicaManager, follower: ReplicaManager,
         await wait_until(lambda: same_logs(leader, follower))
     finally:
         await fetcher.stop()
+
+
+def test_stop_ends_the_fetcher_even_when_its_cancellation_is_lost(
+        pair: tuple[ReplicaManager, ReplicaManager],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python 3.11's wait_for can lose a cancellation (CPython gh-86296); a fetcher stuck
+    'cancelling' in its loop kept its broker from exiting on SIGTERM. Here the fetch step
+    swallows the cancellation outright: stop() must still end the loop."""
+    _, follower = pair
+    rounds: list[int] = []
+
+    async def swallowing_fetch(_self: ReplicaFetcher, _ready: Any) -> None:
+        rounds.append(len(rounds))
+        if len(rounds) > 1:  # later rounds: a fetch that answers at once
+            await asyncio.sleep(0.01)
+            return
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            return  # what a lost cancellation looks like to the loop
+
+    monkeypatch.setattr(ReplicaFetcher, "_truncate_or_fetch", swallowing_fetch)
+
+    async def run() -> None:
+        fetcher = ReplicaFetcher(2, FetcherKey(1, ("127.0.0.1", 9), 0),
+                                 FetcherConfig(wait_max_ms=50, backoff_ms=10), lambda: 5_000,
+                                 lambda: 10)
+        fetcher.add(hosted(follower))
+        fetcher.start()
+        await wait_until(lambda: bool(rounds))
+        async with asyncio.timeout(DEADLINE_S):
+            await fetcher.stop()
+        assert fetcher.task is None
+
+    asyncio.run(run())
+    assert rounds == [0]  # the loop ended after the round that lost the cancellation

@@ -67,6 +67,7 @@ from pykraft.partition.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.runtime.waits import wait_set
 from pykraft.storage.java_properties import java_string_hash
 from pykraft.storage.offset_checkpoints import TopicPartition
 
@@ -199,6 +200,7 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._connection: ClientConnection | None = None
         self.task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     @property
     def name(self) -> str:
@@ -222,6 +224,8 @@ class ReplicaFetcher:
 
     async def stop(self) -> None:
         if self.task is not None:
+            self._stopping = True  # ends the loop even if a cancellation is lost on the way
+            self._changed.set()
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
@@ -232,7 +236,7 @@ class ReplicaFetcher:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            while True:
+            while not self._stopping:
                 now = loop.time()
                 ready = [f for f in self.partitions.values() if f.delayed_until <= now]
                 if not ready:
@@ -258,8 +262,7 @@ class ReplicaFetcher:
     async def _wait(self, until: float | None) -> None:
         self._changed.clear()
         timeout = None if until is None else max(0.0, until - asyncio.get_running_loop().time())
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout)
+        await wait_set(self._changed, timeout)
 
     def _delay(self, followed: Iterable[_FollowedPartition]) -> None:
         until = asyncio.get_running_loop().time() + self._config.backoff_ms / 1000

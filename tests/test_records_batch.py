@@ -171,3 +171,34 @@ def test_with_base_offset_keeps_crc_valid() -> None:
     assert moved.base_offset == 5000 and moved.epoch == 9
     assert moved.crc_valid()
     assert [r.offset for r in moved.records()] == list(range(5000, 5005))
+
+
+def test_complete_batches_stop_at_a_cut_or_damaged_batch() -> None:
+    from pykraft.records.batch import complete_batches, encode_batch
+
+    first = encode_batch(0, [(None, b"a")] * 2, partition_leader_epoch=1, timestamp=1)
+    second = encode_batch(2, [(None, b"b")], partition_leader_epoch=1, timestamp=2)
+    headers, end = complete_batches(first + second)
+    assert ([h.base_offset for h in headers], end) == ([0, 2], len(first + second))
+    for cut in range(len(second)):  # a file slice ending anywhere inside the second batch
+        headers, end = complete_batches(first + second[:cut])
+        assert ([h.base_offset for h in headers], end) == ([0], len(first))
+    damaged = bytearray(second)
+    damaged[8:12] = (0).to_bytes(4, "big")  # a length no batch can have
+    assert complete_batches(first + bytes(damaged))[1] == len(first)
+
+
+def test_runs_within_a_limit_keep_batches_whole_and_in_order() -> None:
+    from pykraft.records.batch import complete_batches, encode_batch, runs_within
+
+    batches = [encode_batch(i, [(None, bytes(10 * (i + 1)))], partition_leader_epoch=1,
+                            timestamp=i) for i in range(6)]
+    data = b"".join(batches)
+    headers, _ = complete_batches(data)
+    limit = len(batches[0]) + len(batches[1])
+    runs = list(runs_within(headers, limit))
+    assert b"".join(data[start:end] for start, end, _ in runs) == data
+    for start, end, run in runs:
+        assert end - start <= limit or len(run) == 1  # only a lone batch exceeds it
+        assert sum(h.size for h in run) == end - start
+    assert [h.base_offset for _, _, run in runs for h in run] == list(range(6))

@@ -16,7 +16,7 @@ Interface::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pykraft.broker.producer_snapshots import (
@@ -30,7 +30,7 @@ from pykraft.partition.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
 )
-from pykraft.records.batch import HEADER_SIZE, BatchHeader, unpack_header
+from pykraft.records.batch import BatchHeader, complete_batches, runs_within
 from pykraft.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 
 
@@ -50,43 +50,19 @@ def last_fetched_epoch(part: HostedPartition) -> int:
     return UNDEFINED_EPOCH if latest is None else latest
 
 
-def _headers(records: bytes, log_end_offset: int) -> tuple[bytes, list[BatchHeader]]:
-    """The whole batches of a fetched chunk not already in the log, and their headers.
+def _new_batches(records: bytes, log_end_offset: int) -> tuple[bytes, list[BatchHeader]]:
+    """The complete batches of a fetched chunk not already in the log, and their headers.
 
     A leader's read may end with a batch cut short (its file slice), which the follower
-    drops as Kafka's does; a header too damaged to size stays in, for the log's check to
-    refuse the append.
+    drops as Kafka's does; leading batches below our log end (the leader read from the
+    batch holding our fetch offset) are skipped.
     """
-    headers: list[BatchHeader] = []
-    start = pos = 0
-    while len(records) - pos >= HEADER_SIZE:
-        header = unpack_header(records, pos)
-        if header.size < HEADER_SIZE:
-            return records[start:], headers
-        if pos + header.size > len(records):
-            break
-        if header.next_offset <= log_end_offset and not headers:
-            start = pos + header.size  # already here: a leader read from an earlier batch
-        else:
-            headers.append(header)
-        pos += header.size
-    return records[start:pos], headers
-
-
-def _chunks(data: bytes, headers: list[BatchHeader], limit: int
-            ) -> Iterator[tuple[bytes, list[BatchHeader]]]:
-    """Consecutive runs of batches of at most ``limit`` bytes (one batch may exceed it)
-    so that no single append is refused for ``segment.bytes``."""
-    start = pos = 0
-    run: list[BatchHeader] = []
-    for header in headers:
-        if run and pos + header.size - start > limit:
-            yield data[start:pos], run
-            start, run = pos, []
-        run.append(header)
-        pos += header.size
-    if pos > start:
-        yield data[start:pos], run
+    headers, end = complete_batches(records)
+    start = skip = 0
+    while skip < len(headers) and headers[skip].next_offset <= log_end_offset:
+        start += headers[skip].size
+        skip += 1
+    return records[start:end], headers[skip:]
 
 
 def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_watermark: int,
@@ -94,11 +70,11 @@ def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_wat
     """Append the leader's batches (framing, CRC and offset continuity checked by the log),
     update the producer state from them, then take the leader's high watermark (capped at
     our log end) and log start offset; returns the bytes appended."""
-    data, headers = _headers(records, part.log_end_offset)
+    data, headers = _new_batches(records, part.log_end_offset)
     appended = 0
-    for chunk, run in _chunks(data, headers, part.log.config.segment_bytes):
-        _append_chunk(part, chunk, run, now_ms)
-        appended += len(chunk)
+    for start, end, run in runs_within(headers, part.log.config.segment_bytes):
+        _append_chunk(part, data[start:end], run, now_ms)
+        appended += end - start
     log = part.log
     part.high_watermark = max(log.log_start_offset,
                               min(leader_high_watermark, log.log_end_offset))
@@ -110,7 +86,7 @@ def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_wat
     return appended
 
 
-def _append_chunk(part: HostedPartition, chunk: bytes, run: list[BatchHeader],
+def _append_chunk(part: HostedPartition, chunk: bytes, run: Sequence[BatchHeader],
                   now_ms: int) -> None:
     log, state = part.log, part.producer_state
     active = log.active.base_offset

@@ -499,3 +499,36 @@ def iter_batches(
             batch.verify()
         yield batch
         pos += header.size
+
+
+def complete_batches(buf: bytes) -> tuple[list[BatchHeader], int]:
+    """The headers of the complete batches at the front of ``buf`` and where they end.
+
+    A read of a segment (Kafka's file slices) may end inside a batch; the walk stops there,
+    and at a header too damaged to size, so that the caller's own checks name the damage.
+    Headers are unchecked (no CRC): this only finds batch boundaries.
+    """
+    headers: list[BatchHeader] = []
+    position = 0
+    while len(buf) - position >= HEADER_SIZE:
+        header = unpack_header(buf, position)
+        if header.size < HEADER_SIZE or position + header.size > len(buf):
+            break
+        headers.append(header)
+        position += header.size
+    return headers, position
+
+
+def runs_within(headers: Sequence[BatchHeader], limit: int
+                ) -> Iterator[tuple[int, int, Sequence[BatchHeader]]]:
+    """Consecutive batches (``headers``, back to back from byte 0) cut into runs of at most
+    ``limit`` bytes, a batch alone may exceed it: each run's byte range and headers, for
+    appends no log refuses for ``segment.bytes``."""
+    start = position = first = 0
+    for number, header in enumerate(headers):
+        if position > start and position + header.size - start > limit:
+            yield start, position, headers[first:number]
+            start, first = position, number
+        position += header.size
+    if position > start:
+        yield start, position, headers[first:]

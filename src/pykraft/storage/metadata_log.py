@@ -28,7 +28,7 @@ from types import TracebackType
 
 from pykraft.errors import OffsetOutOfRangeError, StorageError
 from pykraft.ids import METADATA_TOPIC_ID, uuid_to_str
-from pykraft.records.batch import HEADER_SIZE, unpack_header
+from pykraft.records.batch import HEADER_SIZE, complete_batches, runs_within, unpack_header
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log_config import DEFAULT_SEGMENT_MS, LogConfig
 from pykraft.storage.partition_log import PartitionLog
@@ -149,11 +149,14 @@ class MetadataLog:
         self._check_open()
         if not data:
             return self.log_end_offset
-        runs = _runs_within(data, self._log.config.segment_bytes)
-        if len(runs) > 1:
-            self._log.check_appendable(data)  # all or nothing across the runs
+        limit = self._log.config.segment_bytes
+        if len(data) <= limit:
+            self._log.append(data, self._clock())
+            return self.log_end_offset
+        self._log.check_appendable(data)  # all or nothing across the runs
+        headers, _ = complete_batches(data)
         now_ms = self._clock()
-        for start, end in runs:
+        for start, end, _ in runs_within(headers, limit):
             self._log.append(data[start:end], now_ms)
         return self.log_end_offset
 
@@ -233,11 +236,12 @@ class MetadataLog:
         budget = max(0, max_bytes)
         while offset < end_offset:
             data = self._log.read(offset, budget, min_one_batch=not chunks)
-            whole, offset = _whole_batches(data, offset)
-            if not whole:
+            headers, whole = complete_batches(data)  # a segment read may end mid-batch
+            if not headers:
                 break
-            chunks.append(whole)
-            budget -= len(whole)
+            chunks.append(data[:whole])
+            offset = headers[-1].next_offset
+            budget -= whole
             if budget <= 0:
                 break
         return b"".join(chunks)
@@ -258,38 +262,6 @@ class MetadataLog:
     def _check_open(self) -> None:
         if self._log.closed:
             raise StorageError(f"the metadata log in {self.directory} is closed")
-
-
-def _runs_within(data: bytes, limit: int) -> list[tuple[int, int]]:
-    """``data`` cut at batch boundaries into runs of at most ``limit`` bytes (one run when
-    it fits; a batch alone over the limit is a run of its own)."""
-    if len(data) <= limit:
-        return [(0, len(data))]
-    runs: list[tuple[int, int]] = []
-    start = position = 0
-    while position < len(data):
-        size = unpack_header(data, position).size if position + HEADER_SIZE <= len(data) else 0
-        if size < HEADER_SIZE or position + size > len(data):
-            return [*runs, (start, len(data))]  # let the log's checks name the damage
-        if position > start and position + size - start > limit:
-            runs.append((start, position))
-            start = position
-        position += size
-    runs.append((start, position))
-    return runs
-
-
-def _whole_batches(data: bytes, offset: int) -> tuple[bytes, int]:
-    """The complete batches at the front of a segment read and the offset after them (a
-    segment read may end inside a batch, as Kafka's file slices do)."""
-    position = 0
-    while position + HEADER_SIZE <= len(data):
-        header = unpack_header(data, position)
-        if position + header.size > len(data):
-            break
-        position += header.size
-        offset = header.next_offset
-    return data[:position], offset
 
 
 def _check_partition_metadata(directory: Path) -> None:

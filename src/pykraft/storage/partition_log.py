@@ -45,7 +45,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
-from pykraft.records.batch import HEADER_SIZE, decode_records, unpack_header
+from pykraft.records.batch import complete_batches, decode_records
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import fsync_dir, write_all_at
@@ -643,14 +643,8 @@ def _complete_swap(swap: Path, bases: set[int]) -> list[int]:
 
 def _next_offset(data: bytes, base: int) -> int:
     """The offset after the last whole batch of ``data`` (``base`` when there is none)."""
-    position, end = 0, base
-    while position + HEADER_SIZE <= len(data):
-        header = unpack_header(data, position)
-        if header.size < HEADER_SIZE or position + header.size > len(data):
-            break
-        end = header.next_offset
-        position += header.size
-    return end
+    headers, _ = complete_batches(data)
+    return headers[-1].next_offset if headers else base
 
 
 def _check_or_rebuild_indexes(segment: LogSegment) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.produce.v12 import request as req
 from kio.schema.types import TopicName, TransactionalId
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
+from pykraft.broker.log_manager import LogManager
+from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.records.metadata import (
     BrokerEndpoint,
@@ -18,6 +21,7 @@ from pykraft.records.metadata import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from pykraft.storage.log_config import LogConfig
 
 
 def with_records(image: MetadataImage, *records: object) -> MetadataImage:
@@ -62,3 +66,26 @@ def request(partitions: dict[int, bytes], *, acks: int = 1, timeout_ms: int = 30
         topic_data=(req.TopicProduceData(name=TopicName(name), partition_data=tuple(
             req.PartitionProduceData(index=i32(index), records=Records(records))
             for index, records in partitions.items())),))
+
+
+def replicas_of(directory: Path, broker_id: int, image: MetadataImage) -> ReplicaManager:
+    """A broker's replica manager over its own log dir under ``directory``, given ``image``."""
+    logs = LogManager([directory / f"b{broker_id}"], LogConfig())
+    logs.startup(1_000)
+    manager = ReplicaManager(broker_id, logs, {})
+    manager.apply_image(image, 1_000)
+    return manager
+
+
+def hosted(manager: ReplicaManager) -> HostedPartition:
+    """The replica of partition t-0, leader or follower."""
+    return manager.partition_for("t", 0, require_leader=False)
+
+
+def produce(leader: ReplicaManager, values: list[bytes], *, producer_id: int = -1,
+            epoch: int = -1, sequence: int = -1) -> int:
+    """Append ``values`` as one client batch to t-0 on its leader; the base offset."""
+    part = leader.partition_for("t", 0)
+    batch = client_batch(values, producer_id=producer_id, epoch=epoch, sequence=sequence)
+    return leader.append_records(part, batch, acks=1, api_version=12,
+                                 now_ms=2_000).base_offset

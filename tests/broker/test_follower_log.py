@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from replica_fixtures import client_batch, topic, with_records
+from replica_fixtures import client_batch, hosted, produce, replicas_of, topic, with_records
 
 from pykraft.broker.follower_log import (
     append_as_follower,
@@ -16,32 +16,12 @@ from pykraft.broker.follower_log import (
     truncate_to,
     truncation_for,
 )
-from pykraft.broker.log_manager import LogManager
-from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.broker.replica_manager import HostedPartition
 from pykraft.image.image import MetadataImage
 from pykraft.records.metadata import PartitionChangeRecord
-from pykraft.storage.log_config import LogConfig
 
 T1 = uuid.UUID(int=7)
 BIG = 1 << 24
-
-
-def broker(directory: Path, broker_id: int, image: MetadataImage) -> ReplicaManager:
-    logs = LogManager([directory / f"b{broker_id}"], LogConfig())
-    logs.startup(1_000)
-    manager = ReplicaManager(broker_id, logs, {})
-    manager.apply_image(image, 1_000)
-    return manager
-
-
-def hosted(manager: ReplicaManager) -> HostedPartition:
-    return manager.partition_for("t", 0, require_leader=False)
-
-
-def produce(leader: ReplicaManager, values: list[bytes], **producer: int) -> int:
-    part = leader.partition_for("t", 0)
-    return leader.append_records(part, client_batch(values, **producer), acks=1,
-                                 api_version=12, now_ms=2_000).base_offset
 
 
 def copy(leader: HostedPartition, follower: HostedPartition, upto: int | None = None) -> None:
@@ -61,7 +41,7 @@ def diverging(leader: HostedPartition, follower: HostedPartition) -> tuple[int, 
 def test_leader_batches_land_byte_for_byte_with_high_watermark_and_epochs(
         tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
-    leader, follower = broker(tmp_path, 1, image), broker(tmp_path, 2, image)
+    leader, follower = replicas_of(tmp_path, 1, image), replicas_of(tmp_path, 2, image)
     produce(leader, [b"a", b"b"])
     produce(leader, [b"c"], producer_id=9, epoch=0, sequence=0)
     lead, part = hosted(leader), hosted(follower)
@@ -77,7 +57,7 @@ def test_leader_batches_land_byte_for_byte_with_high_watermark_and_epochs(
 def test_a_batch_cut_short_by_the_leaders_read_is_left_for_the_next_fetch(
         tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
-    leader, follower = broker(tmp_path, 1, image), broker(tmp_path, 2, image)
+    leader, follower = replicas_of(tmp_path, 1, image), replicas_of(tmp_path, 2, image)
     produce(leader, [b"a"])
     produce(leader, [b"b" * 100])
     lead, part = hosted(leader), hosted(follower)
@@ -92,7 +72,7 @@ def test_a_batch_cut_short_by_the_leaders_read_is_left_for_the_next_fetch(
 def test_extra_batches_of_an_old_epoch_are_truncated_to_the_new_leaders_epoch_end(
         tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2, 3)))
-    old, follower, new = (broker(tmp_path, i, image) for i in (1, 2, 3))
+    old, follower, new = (replicas_of(tmp_path, i, image) for i in (1, 2, 3))
     produce(old, [b"a", b"b"])
     produce(old, [b"c"])
     produce(old, [b"lost-1", b"lost-2"], producer_id=9, epoch=0, sequence=0)  # 3-4
@@ -146,7 +126,7 @@ def test_an_epoch_the_follower_lacks_truncates_in_two_rounds() -> None:
 
 def test_a_follower_behind_the_leaders_log_start_restarts_there(tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
-    follower = broker(tmp_path, 2, image)
+    follower = replicas_of(tmp_path, 2, image)
     part = hosted(follower)
     append_as_follower(part, client_batch([b"x"], producer_id=4, epoch=0, sequence=0),
                        leader_high_watermark=1, leader_log_start_offset=0, now_ms=2_000)
@@ -160,7 +140,7 @@ def test_a_follower_behind_the_leaders_log_start_restarts_there(tmp_path: Path) 
 
 def test_the_follower_log_start_follows_the_leaders(tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
-    leader, follower = broker(tmp_path, 1, image), broker(tmp_path, 2, image)
+    leader, follower = replicas_of(tmp_path, 1, image), replicas_of(tmp_path, 2, image)
     for value in (b"a", b"b", b"c"):
         produce(leader, [value])
     lead, part = hosted(leader), hosted(follower)

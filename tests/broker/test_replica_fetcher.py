@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replica_fixtures import broker, client_batch, topic, with_records
+from replica_fixtures import broker, hosted, produce, replicas_of, topic, with_records
 
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.follower_log import append_as_follower
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
-from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_fetcher import (
     FetcherConfig,
     FetcherKey,
@@ -26,7 +25,7 @@ from pykraft.broker.replica_fetcher import (
     ReplicaFetcherManager,
     fetcher_id,
 )
-from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.api_versions import api_versions_response
 from pykraft.protocol.apis import ApiKey, Listener
@@ -34,7 +33,6 @@ from pykraft.protocol.codec import decode_request, encode_response, response_typ
 from pykraft.protocol.convert import convert
 from pykraft.protocol.frame import encode_frame
 from pykraft.records.metadata import PartitionChangeRecord
-from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import TopicPartition
 
 T1 = uuid.UUID(int=7)
@@ -68,23 +66,6 @@ class InProcessLeader:
 
     def close(self) -> None:
         pass
-
-
-def broker_replicas(directory: Path, broker_id: int, image: MetadataImage) -> ReplicaManager:
-    logs = LogManager([directory / f"b{broker_id}"], LogConfig())
-    logs.startup(1_000)
-    manager = ReplicaManager(broker_id, logs, {})
-    manager.apply_image(image, 1_000)
-    return manager
-
-
-def hosted(manager: ReplicaManager) -> HostedPartition:
-    return manager.partition_for("t", 0, require_leader=False)
-
-
-def produce(leader: ReplicaManager, values: list[bytes]) -> None:
-    part = leader.partition_for("t", 0)
-    leader.append_records(part, client_batch(values), acks=1, api_version=12, now_ms=2_000)
 
 
 async def wait_until(condition: Any) -> None:
@@ -121,14 +102,14 @@ async def _follow(connection: InProcessLeader, follower: ReplicaManager,
 
 def same_logs(leader: ReplicaManager, follower: ReplicaManager, start: int = 0) -> bool:
     lead, part = hosted(leader), hosted(follower)
-    return (part.log_end_offset == lead.log_end_offset
-            and part.log.read(start, BIG) == lead.log.read(start, BIG))
+    return bool(part.log_end_offset == lead.log_end_offset
+                and part.log.read(start, BIG) == lead.log.read(start, BIG))
 
 
 @pytest.fixture
 def pair(tmp_path: Path) -> tuple[ReplicaManager, ReplicaManager]:
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
-    return broker_replicas(tmp_path, 1, image), broker_replicas(tmp_path, 2, image)
+    return replicas_of(tmp_path, 1, image), replicas_of(tmp_path, 2, image)
 
 
 @pytest.mark.parametrize("version", [17, 15, 14, 12, 11, 4])
@@ -157,7 +138,7 @@ def test_batches_of_an_old_epoch_the_new_leader_lacks_are_truncated_away(
         tmp_path: Path, version: int) -> None:
     """Diverging epochs in Fetch from v12, OffsetForLeaderEpoch before."""
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2, 3)))
-    old, follower, new = (broker_replicas(tmp_path, i, image) for i in (1, 2, 3))
+    old, follower, new = (replicas_of(tmp_path, i, image) for i in (1, 2, 3))
     produce(old, [b"a", b"b"])
     produce(old, [b"c"])
     append_as_follower(hosted(new), hosted(old).log.read(0, BIG), leader_high_watermark=3,
@@ -203,7 +184,7 @@ def test_the_manager_follows_partitions_led_elsewhere_and_drops_them_on_leadersh
         tmp_path: Path) -> None:
     image = with_records(MetadataImage(), broker(1, 9091), broker(2, 9092),
                          *topic("t", T1, (1, 2), (2, 1)))
-    replicas = broker_replicas(tmp_path, 2, image)
+    replicas = replicas_of(tmp_path, 2, image)
     manager = ReplicaFetcherManager(2, replicas, FetcherConfig(num_fetchers=3), "PLAINTEXT",
                                     lambda: 1_000, lambda: 10)
     manager.update(image)
@@ -277,7 +258,7 @@ def test_a_fenced_epoch_backs_off_until_the_next_image(tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
     newer = with_records(image, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2),
                          PartitionChangeRecord(partition_id=0, topic_id=T1, leader=1))
-    leader, follower = broker_replicas(tmp_path, 1, newer), broker_replicas(tmp_path, 2, image)
+    leader, follower = replicas_of(tmp_path, 1, newer), replicas_of(tmp_path, 2, image)
     produce(leader, [b"a"])
     assert (hosted(leader).leader_epoch, hosted(follower).leader_epoch) == (2, 0)
     asyncio.run(_fenced_then_current(leader, follower, newer))

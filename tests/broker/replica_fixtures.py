@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -89,3 +90,15 @@ def produce(leader: ReplicaManager, values: list[bytes], *, producer_id: int = -
     batch = client_batch(values, producer_id=producer_id, epoch=epoch, sequence=sequence)
     return leader.append_records(part, batch, acks=1, api_version=12,
                                  now_ms=2_000).base_offset
+
+
+async def until(condition: Callable[[], object], what: str, *, deadline_s: float = 10.0,
+                poll_s: float = 0.0) -> None:
+    """Let the event loop run until ``condition()`` holds (a task parked, an append made),
+    checking every ``poll_s`` (0: every loop turn; more when real sockets are involved),
+    bounded by ``deadline_s``: tests wait on state, never on a fixed sleep."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + deadline_s
+    while not condition():
+        assert loop.time() < deadline, f"{what}: not reached within {deadline_s} s"
+        await asyncio.sleep(poll_s)

@@ -13,7 +13,7 @@ from kio.schema.produce.v12 import request as req
 from kio.schema.produce.v13 import request as req_by_id
 from kio.schema.produce.v13 import response as res_by_id
 from kio.static.primitive import Records, i16, i32, i32Timedelta
-from replica_fixtures import broker, client_batch, request, topic, with_records
+from replica_fixtures import broker, client_batch, request, topic, until, with_records
 
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
@@ -75,8 +75,8 @@ def test_acks_all_completes_once_the_high_watermark_passes(replicas: ReplicaMana
     async def run() -> object:
         waiting = asyncio.create_task(handler.handle(
             request({2: client_batch([b"a"])}, acks=-1), api_version=12))
-        await asyncio.sleep(0)  # the append happened; the answer waits
-        assert not waiting.done()
+        await until(lambda: replicas.partition_for("t", 2).log_end_offset == 1, "appended")
+        assert not waiting.done()  # the append happened; the answer waits
         replicas.apply_image(with_records(replicas.image, PartitionChangeRecord(
             partition_id=2, topic_id=T1, isr=(ME,))), 6_000)
         return await asyncio.wait_for(waiting, 10)
@@ -93,7 +93,7 @@ def test_acks_all_answers_not_leader_when_leadership_moves_while_waiting(
     async def run() -> object:
         waiting = asyncio.create_task(handler.handle(
             request({2: client_batch([b"a"])}, acks=-1), api_version=12))
-        await asyncio.sleep(0)
+        await until(lambda: replicas.partition_for("t", 2).log_end_offset == 1, "appended")
         replicas.apply_image(with_records(replicas.image, PartitionChangeRecord(
             partition_id=2, topic_id=T1, leader=2)), 6_000)
         return await asyncio.wait_for(waiting, 10)

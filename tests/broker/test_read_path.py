@@ -15,6 +15,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 from kio.index import load_payload_module
 from kio.static.constants import EntityType
+from replica_fixtures import until
 
 from conformance.harness import kio_entity
 from pykraft.broker.delete_records import delete_records
@@ -201,7 +202,7 @@ def test_a_long_poll_is_answered_by_the_append(replicas: ReplicaManager) -> None
         fetcher = FetchHandler(replicas, LISTENER)
         parked = asyncio.create_task(fetcher.fetch(
             _fetch(12, [{"partition": 0}], max_wait_ms=60_000, min_bytes=1), 12))
-        await asyncio.sleep(0)  # let it read once and park
+        await until(lambda: _leader(replicas).listeners, "the fetch parked")
         assert not parked.done() and len(_leader(replicas).listeners) == 1
         _produce(replicas, [b"late"])
         response = await asyncio.wait_for(parked, 5)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replica_fixtures import broker, hosted, produce, replicas_of, topic, with_records
+from replica_fixtures import broker, hosted, produce, replicas_of, topic, until, with_records
 
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.follower_log import append_as_follower
@@ -68,14 +68,6 @@ class InProcessLeader:
         pass
 
 
-async def wait_until(condition: Any) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + DEADLINE_S
-    while not condition():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 def follow(leader: ReplicaManager, follower: ReplicaManager,
            condition: Any, fetch_version: int = 17) -> InProcessLeader:
     """Run a fetcher for the follower's partition until ``condition()`` holds."""
@@ -95,7 +87,7 @@ async def _follow(connection: InProcessLeader, follower: ReplicaManager,
     fetcher.add(hosted(follower))
     fetcher.start()
     try:
-        await wait_until(condition)
+        await until(condition, "the fetcher's goal", poll_s=0.01)
     finally:
         await fetcher.stop()
 
@@ -246,7 +238,7 @@ async def _fetch_over_socket(leader: ReplicaManager, follower: ReplicaManager) -
     fetcher.add(hosted(follower))
     fetcher.start()
     try:
-        await wait_until(lambda: same_logs(leader, follower))
+        await until(lambda: same_logs(leader, follower), "identical logs", poll_s=0.01)
     finally:
         await fetcher.stop()
         server.close()
@@ -279,14 +271,14 @@ async def _fenced_then_current(leader: ReplicaManager, follower: ReplicaManager,
     fetcher.add(part)
     fetcher.start()
     try:
-        await wait_until(lambda: fetcher.partitions[part.tp].delayed_until > 0)
+        await until(lambda: fetcher.partitions[part.tp].delayed_until > 0, "backed off")
         for _ in range(10):
             await asyncio.sleep(0)
         assert len(connection.requests) == 1 and part.log_end_offset == 0  # backed off
         follower.apply_image(newer, 6_000)  # the image the manager re-adds it from
         fetcher.remove(part.tp)
         fetcher.add(part)
-        await wait_until(lambda: same_logs(leader, follower))
+        await until(lambda: same_logs(leader, follower), "identical logs", poll_s=0.01)
     finally:
         await fetcher.stop()
 
@@ -318,7 +310,7 @@ def test_stop_ends_the_fetcher_even_when_its_cancellation_is_lost(
                                  lambda: 10)
         fetcher.add(hosted(follower))
         fetcher.start()
-        await wait_until(lambda: bool(rounds))
+        await until(lambda: rounds, "a fetch round")
         async with asyncio.timeout(DEADLINE_S):
             await fetcher.stop()
         assert fetcher.task is None

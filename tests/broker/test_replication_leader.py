@@ -19,7 +19,7 @@ from kio.schema.alter_partition.v3 import response as ap_res
 from kio.schema.types import BrokerId
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i32, i32Timedelta
-from replica_fixtures import broker, client_batch, request, with_records
+from replica_fixtures import broker, client_batch, request, until, with_records
 
 from conformance.harness import kio_entity
 from pykraft.broker.alter_partition import AlterPartitionManager
@@ -167,7 +167,7 @@ def test_acks_all_completes_once_the_followers_fetched_past_the_batch(leader: Le
 def test_a_follower_fetch_at_the_log_end_parks_until_an_append(leader: Leader) -> None:
     async def run() -> None:
         parked = asyncio.create_task(follower_fetch(leader, F2, 0, max_wait_ms=30_000))
-        await asyncio.sleep(0.01)
+        await until(lambda: leader.part.listeners, "the follower fetch parked")
         assert not parked.done()
         append(leader)
         answer = await asyncio.wait_for(parked, 5)
@@ -192,8 +192,7 @@ def test_a_high_watermark_move_leaves_a_parked_follower_fetch_parked(
 
         monkeypatch.setattr(FetchHandler, "_read", counted)
         parked = asyncio.create_task(follower_fetch(leader, F2, 2, max_wait_ms=60_000))
-        while not leader.part.listeners:
-            await asyncio.sleep(0)
+        await until(lambda: leader.part.listeners, "the follower fetch parked")
         await follower_fetch(leader, F3, 2)
         assert leader.part.high_watermark == 2
         for _ in range(5):
@@ -221,8 +220,7 @@ def test_a_parked_follower_fetch_is_answered_when_a_partition_it_follows_is_led_
     acks=all produce to a new topic waited out replica.fetch.wait.max.ms)."""
     async def run() -> None:
         parked = asyncio.create_task(follower_fetch(leader, F2, 0, max_wait_ms=60_000))
-        while not leader.replicas.lead_listeners:  # parked
-            await asyncio.sleep(0)
+        await until(lambda: leader.replicas.lead_listeners, "the follower fetch parked")
         _new_topic(leader, "elsewhere", (F3, ME, F2), leader_id=F3)  # not led here
         _new_topic(leader, "without-f2", (ME, F3))
         await asyncio.sleep(0)
@@ -322,7 +320,7 @@ def test_a_lagging_follower_leaves_the_isr_and_acks_all_completes(leader: Leader
         handler = ProduceHandler(leader.replicas, leader.clock, "PLAINTEXT")
         produce = asyncio.create_task(handler.handle(
             request({0: client_batch([b"a"])}, acks=-1), api_version=12))
-        await asyncio.sleep(0)
+        await until(lambda: leader.part.log_end_offset == 1, "appended")
         await follower_fetch(leader, F2, 1)
         leader.replicas.shrink_isrs(LAG)
         assert leader.proposals == []  # F3 is caught up until LAG has passed
@@ -368,7 +366,7 @@ def test_a_wait_whose_isr_falls_under_min_isr_times_out(tmp_path: Path) -> None:
         handler = ProduceHandler(made.replicas, made.clock, "PLAINTEXT")
         produce = asyncio.create_task(handler.handle(
             request({0: client_batch([b"a"])}, acks=-1, timeout_ms=200), api_version=12))
-        await asyncio.sleep(0)
+        await until(lambda: made.part.log_end_offset == 1, "appended")
         await follower_fetch(made, F2, 1)
         made.clock.now = LAG + 1
         made.replicas.shrink_isrs(made.clock())

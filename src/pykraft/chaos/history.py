@@ -2,7 +2,8 @@
 
 A history is what the clients and the final inspection saw, in the order it was recorded:
 each producer's sends and their acknowledgements (partition and offset, or an error), each
-consumer's reads, the faults as they began and ended, and at the end the committed log of
+consumer's reads, the faults as they began and ended, the leaders, ISRs and active
+controller sampled as the run went, and at the end the committed log of
 every partition (read through the cluster) and every replica's log (read from its disk).
 Values are the producers' unique ids (``<producer>-<sequence>``), so the checker needs no
 knowledge of the workload. Pure: :func:`encode` and :func:`decode` map events to lines and
@@ -80,6 +81,19 @@ class FaultEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Observed:
+    """What the cluster said of itself at ``t`` (sampled about once a second), so a stall
+    can be told apart from an outage: each partition's leader (-1: none) and ISR as a
+    broker's Metadata gave them (both empty when no broker answered), and the active
+    controller (-1: no controller answered)."""
+
+    t: int
+    leaders: list[int]
+    isr: list[list[int]]
+    controller: int = -1
+
+
+@dataclass(frozen=True, slots=True)
 class Committed:
     """A partition's committed log as a final read through the cluster saw it: the value at
     each offset from ``start`` up to the high watermark."""
@@ -107,11 +121,11 @@ class ReplicaLog:
         return self.sessions[index] if 0 <= index < len(self.sessions) else None
 
 
-Event = RunInfo | Send | Ack | Read | FaultEvent | Committed | ReplicaLog
+Event = RunInfo | Send | Ack | Read | FaultEvent | Observed | Committed | ReplicaLog
 
 _TYPES: dict[str, type[Any]] = {
     "run": RunInfo, "send": Send, "ack": Ack, "read": Read, "fault": FaultEvent,
-    "committed": Committed, "replica": ReplicaLog,
+    "observed": Observed, "committed": Committed, "replica": ReplicaLog,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 

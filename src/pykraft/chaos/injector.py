@@ -1,22 +1,20 @@
 """Carries out a schedule's faults on a :class:`ChaosCluster`, one at a time.
 
-Role targets are resolved when the fault begins: a partition's leader from a Metadata
-request through the brokers, the active controller from DescribeQuorum (as
-``pykraft metadata-quorum`` finds it), an idle broker as one that leads no partition of the
-topic. A fault whose target cannot be resolved (no leader known, the only idle broker is
-the link's other end) is skipped and recorded as such.
+Role targets are resolved when the fault begins (see :class:`ClusterView`): a partition's
+leader, the active controller, an idle broker as one that leads no partition of the topic.
+A fault whose target cannot be resolved (no leader known, the only idle broker is the
+link's other end) is skipped and recorded as such.
 """
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pykraft.chaos.checker import SKIPPED
 from pykraft.chaos.nodes import ChaosCluster
+from pykraft.chaos.observer import ClusterView
 from pykraft.chaos.schedule import (
     ACTIVE_CONTROLLER,
     IDLE_BROKER,
@@ -27,11 +25,6 @@ from pykraft.chaos.schedule import (
     RESTART,
     Fault,
 )
-from pykraft.chaos.workload import CLIENT_LOGGING
-from pykraft.errors import PyKraftError
-from pykraft.tools.quorum_tool import describe_quorum, parse_bootstrap
-
-METADATA_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,43 +42,23 @@ class Active:
         nodes = "-".join(f"node:{n}" for n in self.nodes)
         return nodes if self.spec.startswith("node:") else f"{self.spec}={nodes}"
 
+    @classmethod
+    def parse(cls, kind: str, target: str) -> Active:
+        """The fault a recorded ``target`` names (the inverse of :attr:`target`)."""
+        spec, _, nodes = target.rpartition("=")
+        ids = tuple(int(node.removeprefix("node:")) for node in nodes.split("-"))
+        return cls(kind, ids, spec or f"node:{ids[0]}")
+
 
 class Injector:
     def __init__(self, nodes: ChaosCluster, topic: str,
                  record: Callable[[str, str, str], None]) -> None:
         self._nodes = nodes
         self._cluster = nodes.cluster
-        self._topic = topic
         self._record = record  # (kind, target, phase)
         self._active: list[Active] = []
-        self._admin: Any = None  # confluent-kafka's AdminClient, made on first use
-
-    def leaders(self) -> dict[int, int]:
-        """Partition -> leader id (-1 when it has none) as a broker's Metadata says; none
-        when no broker answers in time."""
-        from confluent_kafka import KafkaException
-        from confluent_kafka.admin import AdminClient
-
-        if self._admin is None:
-            self._admin = AdminClient({"bootstrap.servers": self._cluster.bootstrap_servers,
-                                       **CLIENT_LOGGING})
-        try:
-            topics = self._admin.list_topics(self._topic, timeout=METADATA_TIMEOUT_S).topics
-        except KafkaException:
-            return {}
-        found = topics.get(self._topic)
-        if found is None or found.error is not None:
-            return {}
-        return {p: int(meta.leader) for p, meta in found.partitions.items()}
-
-    def active_controller(self) -> int | None:
-        try:
-            info = asyncio.run(describe_quorum(
-                *parse_bootstrap(self._cluster.bootstrap_controllers),
-                timeout_s=METADATA_TIMEOUT_S))
-        except PyKraftError:
-            return None
-        return info.leader_id if info.leader_id >= 0 else None
+        self.view = ClusterView(self._cluster.bootstrap_servers,
+                                self._cluster.bootstrap_controllers, topic)
 
     def _resolve(self, target: str, index: int, avoid: int | None = None) -> int | None:
         """The node ``target`` names now; an idle broker other than ``avoid``."""
@@ -93,8 +66,8 @@ class Injector:
         if role == "node":
             return int(which)
         if target == ACTIVE_CONTROLLER:
-            return self.active_controller()
-        leaders = self.leaders()
+            return self.view.active_controller()
+        leaders = self.view.leaders()
         if role == "leader":
             leader = leaders.get(int(which), -1)
             return leader if leader >= 0 else None
@@ -108,21 +81,28 @@ class Injector:
         peer = None if fault.peer is None else self._resolve(fault.peer, fault.index)
         target = self._resolve(fault.target, fault.index, avoid=peer)
         if target is None or (fault.kind == PARTITION and (peer is None or peer == target)):
-            self._record(fault.kind, f"{fault.target} {fault.peer or ''}".strip(), SKIPPED)
+            self.skip(fault.kind, f"{fault.target} {fault.peer or ''}".strip())
             return None
         nodes = (target,) if peer is None else (target, peer)
-        active = Active(fault.kind, nodes, fault.target)
-        self._record(fault.kind, active.target, "start")
-        if fault.kind in (KILL, KILL_ACTIVE_CONTROLLER):
+        return self.apply(Active(fault.kind, nodes, fault.target))
+
+    def apply(self, active: Active) -> Active:
+        """Start a fault already aimed (a replay names its nodes as the recorded run did)."""
+        self._record(active.kind, active.target, "start")
+        target = active.nodes[0]
+        if active.kind in (KILL, KILL_ACTIVE_CONTROLLER):
             self._cluster.kill(target)
-        elif fault.kind == PAUSE:
+        elif active.kind == PAUSE:
             self._cluster.signal(target, signal.SIGSTOP)
-        elif fault.kind == RESTART:
+        elif active.kind == RESTART:
             self._cluster.stop(target)
-        elif fault.kind == PARTITION:
-            self._nodes.links.cut(*nodes)
+        elif active.kind == PARTITION:
+            self._nodes.links.cut(*active.nodes)
         self._active.append(active)
         return active
+
+    def skip(self, kind: str, target: str) -> None:
+        self._record(kind, target, SKIPPED)
 
     def end(self, active: Active) -> None:
         if active.kind == PAUSE:
@@ -139,6 +119,4 @@ class Injector:
             self.end(active)
 
     def close(self) -> None:
-        """Drop the admin client (librdkafka destroys it with its last reference) before
-        the cluster stops, so it does not log its reconnection attempts afterwards."""
-        self._admin = None
+        self.view.close()

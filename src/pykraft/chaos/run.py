@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from importlib.util import find_spec
 from pathlib import Path
@@ -22,7 +22,9 @@ from pykraft.chaos.checker import Figures, check
 from pykraft.chaos.history import RunInfo
 from pykraft.chaos.injector import Injector
 from pykraft.chaos.nodes import ChaosCluster
+from pykraft.chaos.observer import ClusterView, Observing
 from pykraft.chaos.recorder import Recorder, read_history
+from pykraft.chaos.replay import Step, recorded_run
 from pykraft.chaos.replica_logs import read_replica
 from pykraft.chaos.schedule import NORMAL, SHORT, Fault, Topology, plan
 from pykraft.chaos.workload import Consuming, Producing, Target, read_committed
@@ -64,6 +66,7 @@ class RunOptions:
     short: bool = False
     safe: bool = False
     properties: dict[str, str] = field(default_factory=dict)
+    replay: Path | None = None  # a history whose faults to carry out again (--faults: how many)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +81,32 @@ def schedule_for(options: RunOptions, topology: Topology) -> list[Fault]:
                 timing=SHORT if options.short else NORMAL, safe=options.safe)
 
 
+#: The settings a replay takes from the recorded run: its cluster, topic and workload.
+REPLAYED = ("seed", "brokers", "controllers", "partitions", "replication_factor",
+            "min_insync_replicas", "producers", "consumers", "rate_per_s")
+
+
+def replaying(options: RunOptions) -> tuple[RunOptions, list[Step]]:
+    """The options of the run ``options.replay`` recorded (in a new directory) and its
+    first ``options.faults`` faults."""
+    assert options.replay is not None
+    try:
+        info, steps = recorded_run(read_history(options.replay))
+    except OSError as exc:
+        raise ChaosError(f"cannot read {options.replay}: {exc}") from None
+    try:
+        recorded = {name: type(getattr(options, name))(info.settings[name])
+                    for name in REPLAYED}
+    except (KeyError, ValueError) as exc:
+        raise ChaosError(f"{options.replay} does not record its run's settings ({exc})") from None
+    return replace(options, **recorded), steps[:options.faults]
+
+
 def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -> RunResult:
+    """A run of ``options``' seeded schedule, or of the faults ``options.replay`` recorded."""
+    steps: list[Step] | None = None
+    if options.replay is not None:
+        options, steps = replaying(options)
     if find_spec("confluent_kafka") is None or find_spec("kafka") is None:
         raise ChaosError("the workload needs confluent-kafka and kafka-python: "
                          "pip install 'pykraft[clients]'")
@@ -91,7 +119,7 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
                                 properties={**CLUSTER_PROPERTIES, **options.properties})
     cluster = nodes.cluster
     topology = Topology(tuple(cluster.brokers), tuple(cluster.controllers), options.partitions)
-    schedule = schedule_for(options, topology)
+    schedule = schedule_for(options, topology) if steps is None else []
     settings = {k: str(v) for k, v in asdict(options).items()}
     settings["started_at"] = datetime.now(UTC).isoformat()  # to match the servers' logs
     recorder = Recorder(options.directory / HISTORY_FILE)
@@ -110,18 +138,17 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
             Producing(f"p{i}", target, recorder, options.rate_per_s, stop)
             for i in range(options.producers)]
         readers: list[threading.Thread] = [
-            Consuming(f"c{i}", target, recorder, stop_reading)
-            for i in range(options.consumers)]
+            *(Consuming(f"c{i}", target, recorder, stop_reading)
+              for i in range(options.consumers)),
+            Observing(ClusterView(cluster.bootstrap_servers, cluster.bootstrap_controllers,
+                                  TOPIC), options.partitions, recorder, stop_reading)]
+        origin = recorder.now()
         for worker in (*workers, *readers):
             worker.start()
-        for fault in schedule:
-            time.sleep(fault.gap_ms / 1000)  # the schedule's pace, not a wait for state
-            active = injector.begin(fault)
-            progress(f"fault {fault.index + 1}/{len(schedule)}: {fault.kind} "
-                     f"{active.target if active else 'skipped'}")
-            if active is not None:
-                time.sleep(fault.hold_ms / 1000)
-                injector.end(active)
+        if steps is None:
+            _inject(schedule, injector, progress)
+        else:
+            _replay(steps, injector, lambda: recorder.now() - origin, progress)
         injector.heal_all()
         progress("healed; waiting for the cluster to be whole")
         nodes.wait_listening(list(cluster.nodes), HEALTHY_TIMEOUT_S)
@@ -156,6 +183,33 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
     return RunResult(recorder.path, schedule, check(read_history(recorder.path)))
 
 
+def _inject(schedule: list[Fault], injector: Injector, progress: Callable[[str], None]) -> None:
+    for fault in schedule:
+        time.sleep(fault.gap_ms / 1000)  # the schedule's pace, not a wait for state
+        active = injector.begin(fault)
+        progress(f"fault {fault.index + 1}/{len(schedule)}: {fault.kind} "
+                 f"{active.target if active else 'skipped'}")
+        if active is not None:
+            time.sleep(fault.hold_ms / 1000)
+            injector.end(active)
+
+
+def _replay(steps: list[Step], injector: Injector, elapsed_ms: Callable[[], int],
+            progress: Callable[[str], None]) -> None:
+    """Each step at its recorded time after the first send (or when the one before it has
+    ended, if that ran late), on its recorded nodes, held as long as recorded."""
+    for number, step in enumerate(steps, 1):
+        time.sleep(max(0, step.at_ms - elapsed_ms()) / 1000)  # the recorded pace
+        progress(f"fault {number}/{len(steps)} (replayed): {step.kind} "
+                 f"{step.active.target if step.active else 'skipped'}")
+        if step.active is None:
+            injector.skip(step.kind, step.target)
+            continue
+        active = injector.apply(step.active)
+        time.sleep(step.hold_ms / 1000)
+        injector.end(active)
+
+
 def _create_topic(options: RunOptions, target: Target) -> None:
     """Create the topic, retrying while too few brokers have registered yet."""
     from confluent_kafka import KafkaException
@@ -179,7 +233,7 @@ def _create_topic(options: RunOptions, target: Target) -> None:
 
 
 def _all_led(injector: Injector, partitions: int) -> bool:
-    leaders = injector.leaders()
+    leaders = injector.view.leaders()
     return len(leaders) == partitions and -1 not in leaders.values()
 
 

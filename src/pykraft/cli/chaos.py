@@ -15,6 +15,9 @@ from pykraft.chaos.run import HISTORY_FILE, RunOptions, run
 from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
 
+#: A replay's fault count when --faults is not given: every recorded fault.
+MAX_FAULTS = 1 << 31
+
 chaos_app = typer.Typer(help="Fault injection against a local cluster, checked for lost, "
                              "duplicated or reordered messages.", no_args_is_help=True)
 
@@ -56,7 +59,9 @@ def run_command(
     directory: Annotated[Path, typer.Option("--dir", help="Run directory (cluster and "
                                                           f"{HISTORY_FILE}); must be new.")],
     seed: Annotated[int, typer.Option(help="Seed of the fault schedule.")] = 0,
-    faults: Annotated[int, typer.Option(min=0, help="Number of faults, one at a time.")] = 10,
+    faults: Annotated[int | None, typer.Option(
+        min=0, help="Number of faults, one at a time [default: 10; a replay: all]."),
+    ] = None,
     brokers: Annotated[int, typer.Option(min=1, help="Brokers (ids from 1000).")] = 3,
     controllers: Annotated[int, typer.Option(min=1, help="Controllers (voters).")] = 3,
     partitions: Annotated[int, typer.Option(min=1, help="Partitions of the topic.")] = 3,
@@ -71,22 +76,29 @@ def run_command(
                                                         "apart, held 0.3-1.5 s).")] = False,
     safe: Annotated[bool, typer.Option("--safe", help="Only faults on brokers that lead no "
                                                       "partition of the topic.")] = False,
+    replay: Annotated[Path | None, typer.Option(
+        help="Carry out the faults a run's history.jsonl recorded, on the nodes they hit "
+             "then, at the times they began, on a cluster and workload like that run's "
+             "(those options are taken from it).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Start a cluster, write to and read from an RF=3 topic under a seeded schedule of
     faults (kill -9, SIGSTOP, restarts, network cuts between two nodes, the active
     controller killed), then check the history; exit code 1 on any anomaly."""
+    if faults is None:
+        faults = 10 if replay is None else MAX_FAULTS
     options = RunOptions(directory=directory, seed=seed, faults=faults, brokers=brokers,
                          controllers=controllers, partitions=partitions,
                          replication_factor=replication_factor,
                          min_insync_replicas=min_insync_replicas, producers=producers,
-                         consumers=consumers, rate_per_s=rate, short=short, safe=safe)
+                         consumers=consumers, rate_per_s=rate, short=short, safe=safe,
+                         replay=replay)
     try:
         result = run(options, progress=lambda line: typer.echo(line, err=True))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
-    _report(result.figures, as_json=as_json,
-            title=f"chaos seed {seed}: {faults} faults ({result.history})")
+    what = f"replay of {replay}" if replay else f"seed {seed}: {faults} faults"
+    _report(result.figures, as_json=as_json, title=f"chaos {what} ({result.history})")
 
 
 @chaos_app.command("check")

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pykraft.broker.group_versions import GROUP_APIS
 from pykraft.controller.responses import error_codes
 from pykraft.protocol.apis import all_versions
 from pykraft.protocol.codec import decode_response, encode_response, request_type, response_type
@@ -21,8 +22,13 @@ def empty_request(api_key: int, version: int) -> Any:
     return cls(**{f.name: default_value(f) for f in dataclasses.fields(cls)})
 
 
-@pytest.mark.parametrize(("api_key", "version"), all_versions(),
-                         ids=[f"{key.name}-v{v}" for key, v in all_versions()])
+#: The group APIs' error answers are the broker's (test_group_versions.py): their shapes
+#: differ between versions beyond what convert() bridges.
+PAIRS = [(key, v) for key, v in all_versions() if key not in GROUP_APIS]
+
+
+@pytest.mark.parametrize(("api_key", "version"), PAIRS,
+                         ids=[f"{key.name}-v{v}" for key, v in PAIRS])
 def test_every_api_version_gets_an_encodable_error_answer(api_key: int, version: int) -> None:
     answer = error_answer(api_key, empty_request(api_key, version), ErrorCode.not_controller)
     wire = convert(answer, response_type(api_key, version))

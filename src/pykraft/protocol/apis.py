@@ -17,6 +17,15 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
@@ -29,7 +38,9 @@ class ApiKey(IntEnum):
     DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
     VOTE = 52
     BEGIN_QUORUM_EPOCH = 53
     END_QUORUM_EPOCH = 54
@@ -42,6 +53,8 @@ class ApiKey(IntEnum):
     BROKER_HEARTBEAT = 63
     UNREGISTER_BROKER = 64
     ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     CONTROLLER_REGISTRATION = 70
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
@@ -110,6 +123,18 @@ _SPECS = (
     # storage's earliest pending upload offset (-6), -1 here as on Kafka without it.
     _spec(ApiKey.LIST_OFFSETS, (1, 11), 6, _BROKER),
     _spec(ApiKey.METADATA, (0, 13), 9, _BROKER),
+    # The group coordinator's APIs at Kafka 4.0's ranges (KIP-896 floors: OffsetCommit 2+,
+    # OffsetFetch 1+, JoinGroup 2+); v10 of OffsetCommit/OffsetFetch (topic ids, 4.1) is not
+    # served, so v9 is the latest shape the group shards see.
+    _spec(ApiKey.OFFSET_COMMIT, (2, 9), 8, _BROKER),
+    _spec(ApiKey.OFFSET_FETCH, (1, 9), 6, _BROKER),
+    _spec(ApiKey.FIND_COORDINATOR, (0, 6), 3, _BROKER),
+    _spec(ApiKey.JOIN_GROUP, (2, 9), 6, _BROKER),
+    _spec(ApiKey.HEARTBEAT, (0, 4), 4, _BROKER),
+    _spec(ApiKey.LEAVE_GROUP, (0, 5), 4, _BROKER),
+    _spec(ApiKey.SYNC_GROUP, (0, 5), 4, _BROKER),
+    _spec(ApiKey.DESCRIBE_GROUPS, (0, 6), 5, _BROKER),
+    _spec(ApiKey.LIST_GROUPS, (0, 5), 3, _BROKER),
     _spec(ApiKey.SASL_HANDSHAKE, (0, 1), None, _BOTH),
     # Kafka 4.x lists ApiVersions 0-5; kio 0.6.5 only has schemas up to v4, so we stop there.
     _spec(ApiKey.API_VERSIONS, (0, 4), 3, _BOTH),
@@ -125,7 +150,9 @@ _SPECS = (
     _spec(ApiKey.DESCRIBE_LOG_DIRS, (1, 4), 2, _BROKER),
     _spec(ApiKey.SASL_AUTHENTICATE, (0, 2), 2, _BOTH),
     _spec(ApiKey.CREATE_PARTITIONS, (0, 3), 2, _BOTH),
+    _spec(ApiKey.DELETE_GROUPS, (0, 2), 2, _BROKER),
     _spec(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), 1, _BOTH),
+    _spec(ApiKey.OFFSET_DELETE, (0, 0), None, _BROKER),
     _spec(ApiKey.VOTE, (0, 2), 0, _CONTROLLER),
     _spec(ApiKey.BEGIN_QUORUM_EPOCH, (0, 1), 1, _CONTROLLER),
     _spec(ApiKey.END_QUORUM_EPOCH, (0, 1), 1, _CONTROLLER),
@@ -139,6 +166,8 @@ _SPECS = (
     _spec(ApiKey.UNREGISTER_BROKER, (0, 0), 0, _BOTH),
     _spec(ApiKey.ALLOCATE_PRODUCER_IDS, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.CONTROLLER_REGISTRATION, (0, 0), 0, _CONTROLLER),
+    _spec(ApiKey.CONSUMER_GROUP_HEARTBEAT, (0, 1), 0, _BROKER),
+    _spec(ApiKey.CONSUMER_GROUP_DESCRIBE, (0, 1), 0, _BROKER),
     # Brokers serve the voter-change APIs too and forward them to the controller quorum.
     _spec(ApiKey.ADD_RAFT_VOTER, (0, 1), 0, _BOTH),
     _spec(ApiKey.REMOVE_RAFT_VOTER, (0, 0), 0, _BOTH),

@@ -1,0 +1,108 @@
+"""Group API requests reshaped to the latest version and answers back, splitting batched
+requests by partition, and error answers naming every part."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest as FindV2
+from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
+from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as FetchV1
+from kio.schema.offset_fetch.v1.request import OffsetFetchRequestTopic as FetchTopicV1
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as FetchV5
+
+from pykraft.broker.group_versions import (
+    GROUP_APIS,
+    error_response,
+    merge,
+    split,
+    to_latest,
+    to_version,
+)
+from pykraft.controller.responses import error_codes
+from pykraft.protocol.apis import API_SPECS, ApiKey
+from pykraft.protocol.codec import decode_response, encode_response, request_type
+from pykraft.protocol.convert import default_value
+from pykraft.protocol.errors import ErrorCode
+
+
+def empty_request(api_key: int, version: int) -> Any:
+    cls = request_type(api_key, version)
+    return cls(**{f.name: default_value(f) for f in dataclasses.fields(cls)})
+
+
+PAIRS = [(key, v) for key in sorted(GROUP_APIS) for v in API_SPECS[key].versions]
+
+
+@pytest.mark.parametrize(("api_key", "version"), PAIRS,
+                         ids=[f"{ApiKey(k).name}-v{v}" for k, v in PAIRS])
+def test_every_version_gets_an_encodable_error_answer(api_key: int, version: int) -> None:
+    latest = to_latest(api_key, version, empty_request(api_key, version))
+    answer = to_version(api_key, version, error_response(
+        api_key, latest, ErrorCode.coordinator_not_available), latest)
+    body = decode_response(api_key, version, encode_response(1, api_key, version, answer)).body
+    assert set(error_codes(body)) <= {ErrorCode.coordinator_not_available}
+    if hasattr(body, "error_code"):
+        assert body.error_code == ErrorCode.coordinator_not_available
+
+
+def test_offset_fetch_v5_is_one_group_and_its_answer_comes_back_single() -> None:
+    request = FetchV5(group_id="g", topics=None, )
+    latest = to_latest(ApiKey.OFFSET_FETCH, 5, request)
+    assert [g.group_id for g in latest.groups] == ["g"] and latest.groups[0].topics is None
+    answer = to_version(ApiKey.OFFSET_FETCH, 5, error_response(
+        ApiKey.OFFSET_FETCH, latest, ErrorCode.coordinator_load_in_progress), latest)
+    assert answer.error_code == ErrorCode.coordinator_load_in_progress and answer.topics == ()
+
+
+def test_offset_fetch_v1_has_the_group_error_on_every_asked_partition() -> None:
+    request = FetchV1(group_id="g", topics=(FetchTopicV1(name="t", partition_indexes=(0, 2)),))
+    latest = to_latest(ApiKey.OFFSET_FETCH, 1, request)
+    answer = to_version(ApiKey.OFFSET_FETCH, 1, error_response(
+        ApiKey.OFFSET_FETCH, latest, ErrorCode.not_coordinator), latest)
+    assert [(p.partition_index, p.committed_offset, p.error_code)
+            for p in answer.topics[0].partitions] == [
+        (0, -1, ErrorCode.not_coordinator), (2, -1, ErrorCode.not_coordinator)]
+
+
+def test_leave_group_v1_takes_the_member_error_when_the_top_level_is_none() -> None:
+    latest = to_latest(ApiKey.LEAVE_GROUP, 1, LeaveV1(group_id="g", member_id="m-1"))
+    assert [m.member_id for m in latest.members] == ["m-1"]
+    refused = error_response(ApiKey.LEAVE_GROUP, latest, ErrorCode.unknown_member_id)
+    per_member = dataclasses.replace(refused, error_code=ErrorCode.none)
+    assert to_version(ApiKey.LEAVE_GROUP, 1, per_member, latest).error_code == \
+        ErrorCode.unknown_member_id
+
+
+def test_find_coordinator_v2_key_round_trip() -> None:
+    latest = to_latest(ApiKey.FIND_COORDINATOR, 2, FindV2(key="g", key_type=0))
+    assert latest.coordinator_keys == ("g",)
+    answer = to_version(ApiKey.FIND_COORDINATOR, 2, error_response(
+        ApiKey.FIND_COORDINATOR, latest, ErrorCode.coordinator_not_available, "none"), latest)
+    assert (answer.error_code, answer.error_message, answer.node_id) == (
+        ErrorCode.coordinator_not_available, "none", -1)
+
+
+def test_batched_requests_split_by_partition_and_merge_in_request_order() -> None:
+    request = DescribeGroupsRequest(groups=("a", "b", "c", "a"),
+                                    include_authorized_operations=False)
+    partition = {"a": 1, "b": 2, "c": 1}
+    parts = split(ApiKey.DESCRIBE_GROUPS, request, partition.__getitem__)
+    assert {p: tuple(r.groups) for p, r in parts.items()} == {1: ("a", "c", "a"), 2: ("b",)}
+    codes = {1: ErrorCode.none, 2: ErrorCode.not_coordinator}
+    answers = {p: error_response(ApiKey.DESCRIBE_GROUPS, r, codes[p]) for p, r in parts.items()}
+    merged = merge(ApiKey.DESCRIBE_GROUPS, request, answers)
+    assert [(g.group_id, g.error_code) for g in merged.groups] == [
+        ("a", ErrorCode.none), ("b", ErrorCode.not_coordinator), ("c", ErrorCode.none),
+        ("a", ErrorCode.none)]
+
+
+def test_list_groups_concatenates_and_keeps_the_first_error() -> None:
+    request = empty_request(ApiKey.LIST_GROUPS, 5)
+    ok = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.none)
+    loading = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.coordinator_load_in_progress)
+    merged = merge(ApiKey.LIST_GROUPS, request, {0: ok, 3: loading})
+    assert merged.error_code == ErrorCode.coordinator_load_in_progress

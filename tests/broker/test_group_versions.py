@@ -13,6 +13,8 @@ from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as FetchV1
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequestTopic as FetchTopicV1
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as FetchV5
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i8, i32
 
 from pykraft.broker.group_versions import (
     GROUP_APIS,
@@ -50,7 +52,7 @@ def test_every_version_gets_an_encodable_error_answer(api_key: int, version: int
 
 
 def test_offset_fetch_v5_is_one_group_and_its_answer_comes_back_single() -> None:
-    request = FetchV5(group_id="g", topics=None, )
+    request = FetchV5(group_id=GroupId("g"), topics=None)
     latest = to_latest(ApiKey.OFFSET_FETCH, 5, request)
     assert [g.group_id for g in latest.groups] == ["g"] and latest.groups[0].topics is None
     answer = to_version(ApiKey.OFFSET_FETCH, 5, error_response(
@@ -59,7 +61,8 @@ def test_offset_fetch_v5_is_one_group_and_its_answer_comes_back_single() -> None
 
 
 def test_offset_fetch_v1_has_the_group_error_on_every_asked_partition() -> None:
-    request = FetchV1(group_id="g", topics=(FetchTopicV1(name="t", partition_indexes=(0, 2)),))
+    request = FetchV1(group_id=GroupId("g"), topics=(
+        FetchTopicV1(name=TopicName("t"), partition_indexes=(i32(0), i32(2))),))
     latest = to_latest(ApiKey.OFFSET_FETCH, 1, request)
     answer = to_version(ApiKey.OFFSET_FETCH, 1, error_response(
         ApiKey.OFFSET_FETCH, latest, ErrorCode.not_coordinator), latest)
@@ -69,7 +72,7 @@ def test_offset_fetch_v1_has_the_group_error_on_every_asked_partition() -> None:
 
 
 def test_leave_group_v1_takes_the_member_error_when_the_top_level_is_none() -> None:
-    latest = to_latest(ApiKey.LEAVE_GROUP, 1, LeaveV1(group_id="g", member_id="m-1"))
+    latest = to_latest(ApiKey.LEAVE_GROUP, 1, LeaveV1(group_id=GroupId("g"), member_id="m-1"))
     assert [m.member_id for m in latest.members] == ["m-1"]
     refused = error_response(ApiKey.LEAVE_GROUP, latest, ErrorCode.unknown_member_id)
     per_member = dataclasses.replace(refused, error_code=ErrorCode.none)
@@ -78,7 +81,7 @@ def test_leave_group_v1_takes_the_member_error_when_the_top_level_is_none() -> N
 
 
 def test_find_coordinator_v2_key_round_trip() -> None:
-    latest = to_latest(ApiKey.FIND_COORDINATOR, 2, FindV2(key="g", key_type=0))
+    latest = to_latest(ApiKey.FIND_COORDINATOR, 2, FindV2(key="g", key_type=i8(0)))
     assert latest.coordinator_keys == ("g",)
     answer = to_version(ApiKey.FIND_COORDINATOR, 2, error_response(
         ApiKey.FIND_COORDINATOR, latest, ErrorCode.coordinator_not_available, "none"), latest)
@@ -87,7 +90,7 @@ def test_find_coordinator_v2_key_round_trip() -> None:
 
 
 def test_batched_requests_split_by_partition_and_merge_in_request_order() -> None:
-    request = DescribeGroupsRequest(groups=("a", "b", "c", "a"),
+    request = DescribeGroupsRequest(groups=tuple(GroupId(g) for g in "abca"),
                                     include_authorized_operations=False)
     partition = {"a": 1, "b": 2, "c": 1}
     parts = split(ApiKey.DESCRIBE_GROUPS, request, partition.__getitem__)

@@ -30,6 +30,9 @@ def dump_log(
     cluster_metadata_decoder: Annotated[bool, typer.Option(
         "--cluster-metadata-decoder",
         help="If set, log data will be parsed as cluster metadata records.")] = False,
+    offsets_decoder: Annotated[bool, typer.Option(
+        "--offsets-decoder", help="If set, log data will be parsed as offset data from the "
+        "__consumer_offsets topic.")] = False,
     print_data_log: Annotated[bool, typer.Option(
         "--print-data-log", help="If set, printing the messages content when dumping data "
         "logs. Automatically set if any decoder option is specified.")] = False,
@@ -60,7 +63,9 @@ def dump_log(
     paths = [Path(p) for p in files.split(",") if p.strip()]
     if not paths:
         raise typer.BadParameter("no files given", param_hint="--files")
-    options = DumpOptions(cluster_metadata_decoder, print_data_log, deep_iteration, max_bytes)
+    options = DumpOptions(
+        cluster_metadata_decoder, print_data_log, deep_iteration, max_bytes, offsets_decoder
+    )
     index_options = IndexOptions(index_sanity_check, verify_index_only, max_message_size)
     report = IndexReport()
     failed = False

@@ -50,7 +50,7 @@ class ConsumerProtocolAssignment:
     user_data: bytes | None = kafka_field("bytes", nullable_versions="0+", default=None)
 
 
-M = TypeVar("M", ConsumerProtocolSubscription, ConsumerProtocolAssignment)
+M = TypeVar("M")
 
 
 def read_consumer_protocol(cls: type[M], data: bytes) -> tuple[int, M]:

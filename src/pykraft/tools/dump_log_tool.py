@@ -3,7 +3,7 @@
 The text output follows Kafka's ``kafka-dump-log.sh`` (``DumpLogSegments``) line for line so
 operators can diff the two; ``--json`` gives the same facts as one JSON document per file.
 Records are listed with deep iteration only (``--deep-iteration``, implied by
-``--print-data-log`` and ``--cluster-metadata-decoder``), as Kafka does; compressed batches
+``--print-data-log`` and the decoders), as Kafka does; compressed batches
 are decompressed; ``--max-bytes`` reads only the whole batches within the first bytes.
 
 Two kinds of ``.log`` segment are told apart by their directory:
@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.errors import CorruptLogError, CorruptRecordError, PyKraftError
-from pykraft.messages import to_json_dict
+from pykraft.group.records import GroupMetadataValue, OffsetsValue, decode_key, decode_value
+from pykraft.group.subscriptions import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    read_consumer_protocol,
+)
+from pykraft.messages import schema_of, to_json_dict
 from pykraft.partition.batch_records import (
     MIN_RECORD_OVERHEAD,
     batch_records,
@@ -85,10 +91,11 @@ class DumpOptions:
     print_data_log: bool = False
     deep_iteration: bool = False
     max_bytes: int | None = None  # None: the whole file (Kafka's Integer.MAX_VALUE)
+    offsets_decoder: bool = False
 
     @property
     def print_contents(self) -> bool:
-        return self.cluster_metadata_decoder or self.print_data_log
+        return self.cluster_metadata_decoder or self.offsets_decoder or self.print_data_log
 
     @property
     def deep(self) -> bool:
@@ -302,6 +309,8 @@ def _record_dict(batch: RecordBatch, record: Record, options: DumpOptions) -> di
     try:
         if batch.is_control:  # Kafka decodes control records even without contents
             out.update(_control_contents(record))
+        elif options.offsets_decoder:
+            out.update(_offsets_contents(record))
         elif options.cluster_metadata_decoder:
             out["payload"] = _metadata_payload(record)
         elif options.print_contents:
@@ -331,6 +340,58 @@ def _metadata_payload(record: Record) -> dict[str, Any]:
     if record.value is None:
         raise CorruptRecordError(f"metadata record at offset {record.offset} has a null value")
     return decode_metadata_record(record.value).to_json_dict()
+
+
+def _offsets_contents(record: Record) -> dict[str, Any]:
+    """Kafka's ``OffsetsMessageParser``: the key as ``{"type", "data"}``, the value as
+    ``{"version", "data"}`` or ``<DELETE>``; a record it cannot read is named in the key,
+    with no payload, and the dump goes on."""
+    if record.key is None:
+        raise CorruptRecordError(
+            f"Failed to decode message at offset {record.offset} using the specified decoder "
+            "(message had a missing key)"
+        )
+    try:
+        decoded = decode_key(record.key)
+        if decoded is None:
+            kind = int.from_bytes(record.key[:2], "big", signed=True)
+            return {"key": f"Unknown record type {kind} at offset {record.offset}, skipping."}
+        key_version, key = decoded
+        contents: dict[str, Any] = {
+            "key": {"type": str(key_version), "data": to_json_dict(key, 0)},
+            "payload": "<DELETE>",
+        }
+        if record.value is not None:
+            version, value = decode_value(key, record.value)
+            data = _offsets_value_json(value, version)
+            contents["payload"] = {"version": str(version), "data": data}
+        return contents
+    except PyKraftError as exc:
+        return {"key": f"Error at offset {record.offset}, skipping. {exc}"}
+
+
+def _offsets_value_json(value: OffsetsValue, version: int) -> dict[str, Any]:
+    """The value's JSON; a consumer group's member subscriptions and assignments are
+    shown decoded (kept as base64 when they do not parse), as Kafka shows them."""
+    data = to_json_dict(value, version)
+    if isinstance(value, GroupMetadataValue) and value.protocol_type == "consumer":
+        for member, shown in zip(value.members, data["members"], strict=True):
+            _decoded_field(shown, "subscription", ConsumerProtocolSubscription, member.subscription)
+            _decoded_field(shown, "assignment", ConsumerProtocolAssignment, member.assignment)
+    return data
+
+
+def _decoded_field(
+    shown: dict[str, Any],
+    name: str,
+    kind: type[ConsumerProtocolSubscription] | type[ConsumerProtocolAssignment],
+    data: bytes,
+) -> None:
+    try:
+        version, message = read_consumer_protocol(kind, data)
+    except PyKraftError:
+        return
+    shown[name] = to_json_dict(message, min(version, schema_of(kind).highest_version))
 
 
 def _compact(value: Any) -> str:
@@ -382,8 +443,9 @@ def _record_line(record: dict[str, Any], timestamp_type: str) -> str:
         return f"{line} controlType: {record['controlType']}"
     if "control" in record:
         return f"{line} {record['control']} {_compact(record['value'])}"
-    if record.get("key") is not None:
-        line += f" key: {record['key']}"
+    key = record.get("key")
+    if key is not None:
+        line += f" key: {key if isinstance(key, str) else _compact(key)}"
     payload = record.get("payload")
     if payload is not None:
         line += f" payload: {payload if isinstance(payload, str) else _compact(payload)}"

@@ -22,6 +22,7 @@ DeleteRecords build on it)::
     replicas.lead_listeners.append(callback)  # callback(part) when this broker starts
                                       # leading a partition (new here, or was a follower)
     result = replicas.append_records(part, records, acks=-1, api_version=v, now_ms=...)
+    result = replicas.append_as_coordinator(part, records, now_ms=...)  # __consumer_offsets
     # -> AppendResult(base_offset, last_offset, log_append_time_ms, log_start_offset), or
     #    raises PartitionError (NOT_ENOUGH_REPLICAS, INVALID_TOPIC_EXCEPTION) or the
     #    validator's / producer state's errors (ProduceValidationError, ProducerStateError)
@@ -95,6 +96,7 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
 REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000
+COORDINATOR_APPEND_VERSION = 12  # the Produce version a coordinator's batch is validated as
 
 log = logging.getLogger(__name__)
 
@@ -402,6 +404,20 @@ class ReplicaManager:
         if hosted.topic in INTERNAL_TOPICS and client_id != ADMIN_CLIENT_ID:
             raise PartitionError(ErrorCode.invalid_topic_exception,
                                  f"Cannot append to internal topic {hosted.topic}")
+        return self._append(hosted, records, acks=acks, api_version=api_version, now_ms=now_ms)
+
+    def append_as_coordinator(self, hosted: HostedPartition, records: bytes, *,
+                              now_ms: int) -> AppendResult:
+        """A coordinator's own batch to its internal topic (Kafka's AppendOrigin.COORDINATOR:
+        no internal-topic refusal), acks=all, validated as a client's."""
+        if not hosted.is_leader:
+            raise PartitionError(ErrorCode.not_leader_or_follower,
+                                 f"Leader not local for partition {_name(hosted.tp)}")
+        return self._append(hosted, records, acks=-1, api_version=COORDINATOR_APPEND_VERSION,
+                            now_ms=now_ms)
+
+    def _append(self, hosted: HostedPartition, records: bytes, *, acks: int,
+                api_version: int, now_ms: int) -> AppendResult:
         if acks == -1 and len(hosted.isr) < hosted.min_isr:
             raise PartitionError(
                 ErrorCode.not_enough_replicas,

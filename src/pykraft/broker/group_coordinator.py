@@ -1,0 +1,362 @@
+"""The group coordinator's runtime on a broker: Kafka's GroupCoordinatorService and
+CoordinatorRuntime around the pure group shards (:mod:`pykraft.group.shard`).
+
+One shard per ``__consumer_offsets`` partition this broker leads. When the broker starts
+leading a partition its shard is loaded by replaying the partition from the log start to the
+log end (requests for its groups meanwhile: COORDINATOR_LOAD_IN_PROGRESS); when leadership
+moves (or its leader epoch changes) the shard is unloaded: its parked requests, and those
+waiting for a commit, are answered NOT_COORDINATOR, and so is every later request.
+
+A request gets a token and goes to its shard, which changes its state at once and returns
+records and replies (:class:`~pykraft.group.outcome.Outcome`). The records are appended as
+one batch through the leader's coordinator append path (acks=all); the replies wait until
+the high watermark passes that batch and every earlier one, so no client sees a state the
+log might lose (replies of an outcome without records wait for the earlier batches too).
+``offsets.commit.timeout.ms`` bounds that wait: past it the replies get
+COORDINATOR_NOT_AVAILABLE and, as in Kafka, the state stays (the batch is in the log and a
+reload would replay it anyway). An append that fails answers the replies with Kafka's error
+for it (NOT_COORDINATOR when leadership moved, COORDINATOR_NOT_AVAILABLE otherwise) and
+reloads the shard from the log, dropping the change. Each shard's timers fire through one
+timer handle set to :meth:`next_deadline_ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
+from pykraft.broker.group_versions import error_response, merge, split
+from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.errors import OffsetOutOfRangeError, PyKraftError
+from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import complete_batches, encode_batch, iter_batches
+
+log = logging.getLogger(__name__)
+#: How much of the log one load step reads (Kafka's offsets.load.buffer.size).
+LOAD_BUFFER_BYTES = 5 * 1024 * 1024
+
+
+class Shard(Protocol):
+    """What the runtime needs of a group shard (:class:`pykraft.group.shard.GroupShard`)."""
+
+    def replay(self, offset: int, record: OffsetsRecord) -> None: ...
+
+    def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
+               context: RequestContext) -> Outcome: ...
+
+    def tick(self, now_ms: int) -> Outcome: ...
+
+    def next_deadline_ms(self) -> int | None: ...
+
+    def unload(self) -> Outcome: ...
+
+
+ShardFactory = Callable[[int], Shard]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Replies waiting for the high watermark to reach ``required``."""
+
+    required: int
+    replies: list[tuple[ReplyToken, Any]]
+    deadline: float  # loop time
+
+
+@dataclass(slots=True)
+class _Coordinator:
+    """One led partition: its shard once loaded, its uncommitted replies, its timers."""
+
+    hosted: HostedPartition
+    epoch: int
+    shard: Shard | None = None
+    pending: deque[_Pending] = field(default_factory=deque)
+    loading: asyncio.Task[None] | None = None
+    tick_timer: asyncio.TimerHandle | None = None
+    commit_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def partition(self) -> int:
+        return self.hosted.index
+
+    def current(self) -> bool:
+        """Still this broker's partition in the epoch it was loaded for."""
+        hosted = self.hosted
+        return hosted.is_leader and hosted.leader_epoch == self.epoch
+
+
+@dataclass(slots=True)
+class _Waiter:
+    future: asyncio.Future[Any]
+    api_key: int
+    request: Any
+
+
+class GroupCoordinatorService:
+    """The group shards of the ``__consumer_offsets`` partitions this broker leads."""
+
+    def __init__(self, replicas: ReplicaManager, clock_ms: Callable[[], int],
+                 new_shard: ShardFactory, config: OffsetsTopicConfig) -> None:
+        self._replicas = replicas
+        self._clock_ms = clock_ms
+        self._new_shard = new_shard
+        self.config = config
+        self._coordinators: dict[int, _Coordinator] = {}
+        self._waiters: dict[ReplyToken, _Waiter] = {}
+        self._tokens = itertools.count(1)
+        self._closed = False
+        replicas.lead_listeners.append(self.started_leading)
+
+    # ------------------------------------------------------------------ leadership
+
+    def started_leading(self, hosted: HostedPartition) -> None:
+        """The replica manager's lead listener: load the partition's shard."""
+        if hosted.topic != OFFSETS_TOPIC or self._closed:
+            return
+        previous = self._coordinators.get(hosted.index)
+        if previous is not None:
+            self._unload(previous)
+        coordinator = _Coordinator(hosted, hosted.leader_epoch)
+        self._coordinators[hosted.index] = coordinator
+        hosted.listeners.append(self._partition_changed)
+        self._load(coordinator)
+
+    def _partition_changed(self, hosted: HostedPartition) -> None:
+        """Appends, high watermark moves and leadership changes of a led partition."""
+        coordinator = self._coordinators.get(hosted.index)
+        if coordinator is None or coordinator.hosted is not hosted:
+            return
+        if coordinator.current():
+            self._complete(coordinator)
+            return
+        self._unload(coordinator)
+        if hosted.is_leader and not hosted.deleted:  # a new epoch of ours: load again
+            self.started_leading(hosted)
+
+    def _load(self, coordinator: _Coordinator) -> None:
+        coordinator.loading = asyncio.get_running_loop().create_task(self._replay(coordinator))
+
+    async def _replay(self, coordinator: _Coordinator) -> None:
+        """Replay the log from its start to its end as of now, yielding between reads."""
+        hosted = coordinator.hosted
+        shard = self._new_shard(coordinator.partition)
+        offset, end = hosted.log_start_offset, hosted.log_end_offset
+        count = 0
+        while offset < end and coordinator.current():
+            try:
+                data = hosted.log.read(offset, LOAD_BUFFER_BYTES, max_offset=end)
+            except OffsetOutOfRangeError:  # retention moved the start: read from there
+                offset = hosted.log_start_offset
+                continue
+            start = offset
+            for batch in _whole_batches(data):
+                if not batch.is_control:
+                    count += _replay_batch(shard, batch.records())
+                offset = batch.last_offset + 1
+            if offset == start:  # nothing whole to read below the end
+                break
+            await asyncio.sleep(0)
+        if not coordinator.current() or self._coordinators.get(coordinator.partition) is not \
+                coordinator:
+            return
+        coordinator.shard = shard
+        coordinator.loading = None
+        log.info("%s-%d: loaded %d records up to offset %d in epoch %d", OFFSETS_TOPIC,
+                 coordinator.partition, count, end, coordinator.epoch)
+        self._schedule_tick(coordinator)
+
+    def _unload(self, coordinator: _Coordinator) -> None:
+        """Answer everything the shard owes NOT_COORDINATOR and forget it."""
+        if self._coordinators.get(coordinator.partition) is coordinator:
+            del self._coordinators[coordinator.partition]
+        if self._partition_changed in coordinator.hosted.listeners:
+            coordinator.hosted.listeners.remove(self._partition_changed)
+        for timer in (coordinator.tick_timer, coordinator.commit_timer):
+            if timer is not None:
+                timer.cancel()
+        if coordinator.loading is not None:
+            coordinator.loading.cancel()
+        self._fail_pending(coordinator, ErrorCode.not_coordinator)
+        if coordinator.shard is not None:
+            self._deliver(coordinator.shard.unload().replies)
+            coordinator.shard = None
+        log.info("%s-%d: unloaded (epoch %d)", OFFSETS_TOPIC, coordinator.partition,
+                 coordinator.epoch)
+
+    # ------------------------------------------------------------------ requests
+
+    async def handle(self, api_key: int, api_version: int, request: Any, *, client_id: str,
+                     client_host: str) -> Any:
+        """The latest-version answer to a latest-version request of a shard API."""
+        if api_key == ApiKey.LIST_GROUPS:
+            parts = {p: request for p in sorted(self._coordinators)}
+        else:
+            parts = split(api_key, request, self.config.partition_of)
+        context = RequestContext(now_ms=self._clock_ms(), client_id=client_id,
+                                 client_host=client_host, topics=self._topics())
+        answers = await asyncio.gather(*(
+            self._on_partition(partition, api_key, api_version, part, context)
+            for partition, part in parts.items()))
+        return merge(api_key, request, dict(zip(parts, answers, strict=True)))
+
+    def _topics(self) -> dict[str, TopicInfo]:
+        return {name: TopicInfo(topic.topic_id, len(topic.partitions))
+                for name, topic in self._replicas.image.topics.by_name.items()}
+
+    async def _on_partition(self, partition: int, api_key: int, api_version: int,
+                            request: Any, context: RequestContext) -> Any:
+        coordinator = self._coordinators.get(partition)
+        if coordinator is None or not coordinator.current():
+            return error_response(api_key, request, ErrorCode.not_coordinator)
+        if coordinator.shard is None:
+            return error_response(api_key, request, ErrorCode.coordinator_load_in_progress)
+        token = next(self._tokens)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters[token] = _Waiter(future, api_key, request)
+        try:
+            outcome = coordinator.shard.handle(token, api_key, api_version, request, context)
+        except BaseException:
+            del self._waiters[token]
+            raise
+        self._apply(coordinator, outcome)
+        try:
+            return await future
+        finally:
+            self._waiters.pop(token, None)
+
+    def _apply(self, coordinator: _Coordinator, outcome: Outcome) -> None:
+        """Append the outcome's records, then queue its replies behind that batch."""
+        hosted = coordinator.hosted
+        required = coordinator.pending[-1].required if coordinator.pending else 0
+        if outcome.records:
+            batch = encode_batch(0, [(r.key, r.value) for r in outcome.records],
+                                 partition_leader_epoch=coordinator.epoch,
+                                 timestamp=self._clock_ms())
+            try:
+                result = self._replicas.append_as_coordinator(hosted, batch,
+                                                              now_ms=self._clock_ms())
+            except PyKraftError as exc:
+                self._append_failed(coordinator, outcome.replies, exc)
+                return
+            required = result.last_offset + 1
+        loop = asyncio.get_running_loop()
+        coordinator.pending.append(_Pending(
+            required, outcome.replies, loop.time() + self.config.commit_timeout_ms / 1000))
+        self._complete(coordinator)
+        self._schedule_tick(coordinator)
+
+    def _append_failed(self, coordinator: _Coordinator, replies: list[tuple[ReplyToken, Any]],
+                       exc: Exception) -> None:
+        """Kafka's answer to a failed write, and a reload that drops the change."""
+        code = (ErrorCode.coordinator_not_available if coordinator.current()
+                else ErrorCode.not_coordinator)
+        log.warning("%s-%d: append failed (%s): %s", OFFSETS_TOPIC, coordinator.partition,
+                    code.name, exc)
+        self._fail(replies, code)
+        hosted = coordinator.hosted
+        self._unload(coordinator)
+        if hosted.is_leader and not self._closed:
+            self.started_leading(hosted)
+
+    def _complete(self, coordinator: _Coordinator) -> None:
+        """Send the replies whose batches the high watermark passed; time out the rest."""
+        pending = coordinator.pending
+        while pending and pending[0].required <= coordinator.hosted.high_watermark:
+            self._deliver(pending.popleft().replies)
+        loop = asyncio.get_running_loop()
+        while pending and pending[0].deadline <= loop.time():
+            self._fail(pending.popleft().replies, ErrorCode.coordinator_not_available)
+        if coordinator.commit_timer is not None:
+            coordinator.commit_timer.cancel()
+            coordinator.commit_timer = None
+        if pending:
+            coordinator.commit_timer = loop.call_at(pending[0].deadline, self._complete,
+                                                    coordinator)
+
+    def _fail_pending(self, coordinator: _Coordinator, code: ErrorCode) -> None:
+        while coordinator.pending:
+            self._fail(coordinator.pending.popleft().replies, code)
+
+    def _deliver(self, replies: Iterable[tuple[ReplyToken, Any]]) -> None:
+        for token, response in replies:
+            waiter = self._waiters.pop(token, None)
+            if waiter is not None and not waiter.future.done():
+                waiter.future.set_result(response)
+
+    def _fail(self, replies: Iterable[tuple[ReplyToken, Any]], code: ErrorCode) -> None:
+        for token, _ in replies:
+            waiter = self._waiters.get(token)
+            if waiter is not None:
+                self._deliver([(token, error_response(waiter.api_key, waiter.request, code))])
+
+    # ------------------------------------------------------------------ timers
+
+    def _schedule_tick(self, coordinator: _Coordinator) -> None:
+        if coordinator.tick_timer is not None:
+            coordinator.tick_timer.cancel()
+            coordinator.tick_timer = None
+        shard = coordinator.shard
+        deadline = None if shard is None else shard.next_deadline_ms()
+        if deadline is None:
+            return
+        delay = max(0, deadline - self._clock_ms()) / 1000
+        coordinator.tick_timer = asyncio.get_running_loop().call_later(
+            delay, self._tick, coordinator)
+
+    def _tick(self, coordinator: _Coordinator) -> None:
+        coordinator.tick_timer = None
+        if coordinator.shard is None or self._coordinators.get(coordinator.partition) is not \
+                coordinator:
+            return
+        try:
+            outcome = coordinator.shard.tick(self._clock_ms())
+        except Exception:
+            log.exception("%s-%d: timer failed", OFFSETS_TOPIC, coordinator.partition)
+            return
+        self._apply(coordinator, outcome)
+
+    # ------------------------------------------------------------------ stop
+
+    async def close(self) -> None:
+        """Unload every shard (their waiting requests answered NOT_COORDINATOR)."""
+        self._closed = True
+        loading = [c.loading for c in self._coordinators.values() if c.loading is not None]
+        for coordinator in list(self._coordinators.values()):
+            self._unload(coordinator)
+        await asyncio.gather(*loading, return_exceptions=True)
+
+    @property
+    def loaded_partitions(self) -> list[int]:
+        """The partitions whose shard is loaded, for tests and tools."""
+        return sorted(p for p, c in self._coordinators.items() if c.shard is not None)
+
+
+def _whole_batches(data: bytes) -> Iterable[Any]:
+    """The complete batches of a read (its last one may be cut short)."""
+    _, end = complete_batches(data)
+    return iter_batches(data[:end])
+
+
+def _replay_batch(shard: Shard, records: Iterable[Any]) -> int:
+    """Replay a batch's keyed records; a record the shard cannot read is logged and
+    skipped, as Kafka's loader skips what it cannot deserialize."""
+    count = 0
+    for record in records:
+        if record.key is None:
+            continue
+        try:
+            shard.replay(record.offset, OffsetsRecord(record.key, record.value))
+        except PyKraftError as exc:
+            log.warning("%s: skipping record at offset %d: %s", OFFSETS_TOPIC, record.offset,
+                        exc)
+            continue
+        count += 1
+    return count

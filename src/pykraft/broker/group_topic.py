@@ -1,0 +1,172 @@
+"""``__consumer_offsets`` and FindCoordinator: where a group's coordinator is.
+
+A group's coordinator is the leader of its ``__consumer_offsets`` partition
+(:func:`~pykraft.group.partitioning.partition_for`). The topic is created on the first
+FindCoordinator, as Kafka's AutoTopicCreationManager does: a CreateTopics to the active
+controller with ``offsets.topic.num.partitions`` partitions, a replication factor of
+``offsets.topic.replication.factor`` capped by the live (unfenced) brokers, compaction, and
+``offsets.topic.segment.bytes``. Until the partition has a leader the answer is
+COORDINATOR_NOT_AVAILABLE, which clients retry.
+
+A transaction coordinator key gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pykraft has no
+transaction coordinator, and that is the answer its InitProducerId gives a transactional id
+(:mod:`pykraft.broker.producer_ids`), fatal in every client, whereas Kafka's answer when
+``__transaction_state`` cannot be created (COORDINATOR_NOT_AVAILABLE) is retried until the
+producer's ``max.block.ms`` runs out. Other key types get INVALID_REQUEST, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.create_topics.v7.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
+
+from pykraft.broker.group_versions import error_response
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.errors import ConfigError, NetworkError
+from pykraft.group.partitioning import partition_for
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.controller_channel import ControllerChannel
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+GROUP_KEY = 0
+TRANSACTION_KEY = 1
+NO_LEADER = -1
+#: How long the broker waits for the controller's CreateTopics answer (Kafka's
+#: AutoTopicCreationManager uses the request timeout).
+CREATE_TIMEOUT_MS = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsTopicConfig:
+    """The offsets topic's shape and the coordinator's write timeout (Kafka's keys and
+    defaults, ``GroupCoordinatorConfig``)."""
+
+    num_partitions: int = 50
+    replication_factor: int = 3
+    segment_bytes: int = 104_857_600
+    commit_timeout_ms: int = 5000
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> OffsetsTopicConfig:
+        """The values ``properties`` names; a bad one raises :class:`ConfigError`."""
+        values = {}
+        for attribute, (key, minimum) in _KEYS.items():
+            text = properties.get(key)
+            if text is None:
+                continue
+            try:
+                number = int(text.strip())
+            except ValueError:
+                raise ConfigError(f"invalid value {text!r} for {key}: must be an integer") \
+                    from None
+            if number < minimum:
+                raise ConfigError(f"invalid value {number} for {key}: must be >= {minimum}")
+            values[attribute] = number
+        return cls(**values)
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+
+_KEYS = {
+    "num_partitions": ("offsets.topic.num.partitions", 1),
+    "replication_factor": ("offsets.topic.replication.factor", 1),
+    "segment_bytes": ("offsets.topic.segment.bytes", 1),
+    "commit_timeout_ms": ("offsets.commit.timeout.ms", 1),
+}
+
+
+class CoordinatorFinder:
+    """Answers FindCoordinator (latest version) from the broker's image, creating the
+    offsets topic when it is missing."""
+
+    def __init__(self, config: OffsetsTopicConfig, channel: ControllerChannel,
+                 listener_name: str) -> None:
+        self._config = config
+        self._channel = channel
+        self._listener = listener_name
+        self._creating: asyncio.Task[None] | None = None
+
+    def find(self, request: Any, image: MetadataImage) -> Any:
+        """The FindCoordinator answer for each of ``request``'s keys."""
+        key_type = int(request.key_type)
+        if key_type == TRANSACTION_KEY:
+            return error_response(ApiKey.FIND_COORDINATOR, request,
+                                  ErrorCode.transactional_id_authorization_failed)
+        if key_type != GROUP_KEY:
+            return error_response(ApiKey.FIND_COORDINATOR, request, ErrorCode.invalid_request,
+                                  f"Unknown coordinator type {key_type}")
+        topic = image.topics.by_name.get(OFFSETS_TOPIC)
+        if topic is None:
+            self._create(image)
+        return FindCoordinatorResponse(throttle_time=NO_THROTTLE, coordinators=tuple(
+            self._coordinator(key, image) for key in request.coordinator_keys))
+
+    def _coordinator(self, key: str, image: MetadataImage) -> Any:
+        """One key's coordinator: its partition's leader and that broker's endpoint."""
+        topic = image.topics.by_name.get(OFFSETS_TOPIC)
+        registration = None if topic is None else topic.partitions.get(
+            self._config.partition_of(key))
+        leader = NO_LEADER if registration is None else registration.leader
+        broker = image.cluster.brokers.get(leader)
+        endpoint = None if broker is None else next(
+            (e for e in broker.listeners if e.name == self._listener), None)
+        if endpoint is None:
+            return Coordinator(key=key, node_id=BrokerId(NO_LEADER), host="", port=i32(-1),
+                               error_code=ErrorCode.coordinator_not_available,
+                               error_message="The coordinator is not available.")
+        return Coordinator(key=key, node_id=BrokerId(leader), host=endpoint.host,
+                           port=i32(endpoint.port), error_code=ErrorCode.none, error_message=None)
+
+    def _create(self, image: MetadataImage) -> None:
+        """Ask the controller for the offsets topic, once at a time."""
+        if self._creating is not None and not self._creating.done():
+            return
+        live = sum(1 for b in image.cluster.brokers.values() if not b.fenced)
+        replication = max(1, min(self._config.replication_factor, live))
+        self._creating = asyncio.get_running_loop().create_task(
+            self._send_create(replication))
+
+    async def _send_create(self, replication: int) -> None:
+        config = self._config
+        request = CreateTopicsRequest(
+            topics=(CreatableTopic(
+                name=TopicName(OFFSETS_TOPIC), num_partitions=i32(config.num_partitions),
+                replication_factor=i16(replication), assignments=(),
+                configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (
+                    ("cleanup.policy", "compact"),
+                    ("segment.bytes", str(config.segment_bytes)),
+                    ("compression.type", "producer")))),),
+            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=CREATE_TIMEOUT_MS)),
+            validate_only=False)
+        try:
+            response = await self._channel.send(request)
+        except NetworkError as exc:
+            log.info("cannot create %s yet: %s", OFFSETS_TOPIC, exc)
+            return
+        for result in response.topics:
+            if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+                log.warning("creating %s failed: %s %s", OFFSETS_TOPIC, result.error_code.name,
+                            result.error_message)
+
+    async def close(self) -> None:
+        if self._creating is not None:
+            self._creating.cancel()
+            await asyncio.gather(self._creating, return_exceptions=True)

@@ -1,0 +1,277 @@
+"""The group coordinator's runtime over a real ReplicaManager with a scripted shard: loading,
+replies held until their batch commits, commit timeouts, failed appends, timers, unloading."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.heartbeat.v4.response import HeartbeatResponse
+from kio.schema.types import GroupId
+from kio.static.primitive import i32
+from replica_fixtures import broker, until, with_records
+
+from pykraft.broker import group_coordinator
+from pykraft.broker.group_coordinator import GroupCoordinatorService
+from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
+from pykraft.broker.log_manager import LogManager
+from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    TopicRecord,
+)
+from pykraft.storage.log_config import LogConfig
+
+ME, OTHER = 1, 2
+TOPIC_ID = uuid.UUID(int=50)
+
+
+def answer(code: ErrorCode = ErrorCode.none) -> HeartbeatResponse:
+    return HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code)
+
+
+class ScriptedShard:
+    """A shard whose Heartbeat group id says what to do: "write:<v>" appends a record,
+    "park" holds the request, "release" answers every parked one, "read" answers at once."""
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.replayed: list[tuple[int, OffsetsRecord]] = []
+        self.parked: list[ReplyToken] = []
+        self.deadline: int | None = None
+        self.ticks: list[int] = []
+
+    def replay(self, offset: int, record: OffsetsRecord) -> None:
+        self.replayed.append((offset, record))
+
+    def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
+               context: RequestContext) -> Outcome:
+        assert api_key == ApiKey.HEARTBEAT
+        action, _, value = str(request.group_id).partition(":")
+        if action == "park":
+            self.parked.append(token)
+            return Outcome()
+        outcome = Outcome(replies=[(token, answer())])
+        if action == "write":
+            outcome.records.append(OffsetsRecord(b"k" + value.encode(), value.encode()))
+        if action == "release":
+            outcome.replies += [(t, answer()) for t in self.parked]
+            self.parked.clear()
+        return outcome
+
+    def tick(self, now_ms: int) -> Outcome:
+        self.ticks.append(now_ms)
+        self.deadline = None
+        replies = [(t, answer()) for t in self.parked]
+        self.parked.clear()
+        return Outcome(records=[OffsetsRecord(b"tick", b"1")], replies=replies)
+
+    def next_deadline_ms(self) -> int | None:
+        return self.deadline
+
+    def unload(self) -> Outcome:
+        replies = [(t, answer(ErrorCode.not_coordinator)) for t in self.parked]
+        self.parked.clear()
+        return Outcome(replies=replies)
+
+
+def offsets_image(*, leader: int = ME, epoch: int = 0, isr: tuple[int, ...] = (ME,),
+                  replicas: tuple[int, ...] = (ME,), min_isr: int = 1) -> MetadataImage:
+    unfenced = [BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=10, fenced=-1)
+                for b in (ME, OTHER)]
+    image: MetadataImage = with_records(
+        MetadataImage(), broker(ME, 9091), broker(OTHER, 9092), *unfenced,
+        TopicRecord(name=OFFSETS_TOPIC, topic_id=TOPIC_ID),
+        PartitionRecord(partition_id=0, topic_id=TOPIC_ID, replicas=replicas, isr=isr,
+                        leader=leader, leader_epoch=epoch, partition_epoch=epoch),
+        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC, name="min.insync.replicas",
+                     value=str(min_isr)))
+    return image
+
+
+@dataclasses.dataclass
+class Rig:
+    replicas: ReplicaManager
+    service: GroupCoordinatorService
+    shards: list[ScriptedShard]
+    now: list[int]
+
+    @property
+    def part(self) -> HostedPartition:
+        return self.replicas.partition_for(OFFSETS_TOPIC, 0, require_leader=False)
+
+    @property
+    def shard(self) -> ScriptedShard:
+        return self.shards[-1]
+
+    def request(self, group: str) -> Awaitable[Any]:
+        body = HeartbeatRequest(group_id=GroupId(group), generation_id=i32(1), member_id="m")
+        return self.service.handle(ApiKey.HEARTBEAT, 4, body, client_id="c",
+                                   client_host="/127.0.0.1")
+
+    async def loaded(self) -> None:
+        await until(lambda: self.service.loaded_partitions == [0], "shard loaded")
+
+
+def rig(directory: Path, image: MetadataImage, commit_timeout_ms: int = 5_000) -> Rig:
+    logs = LogManager([directory], LogConfig())
+    logs.startup(1_000)
+    now = [1_000]
+    replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: now[0])
+    shards: list[ScriptedShard] = []
+
+    def new_shard(partition: int) -> ScriptedShard:
+        shards.append(ScriptedShard(partition))
+        return shards[-1]
+
+    service = GroupCoordinatorService(
+        replicas, lambda: now[0], new_shard,
+        OffsetsTopicConfig(num_partitions=1, commit_timeout_ms=commit_timeout_ms))
+    replicas.apply_image(image, now[0])
+    return Rig(replicas, service, shards, now)
+
+
+def run(test: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(test(), 5))
+
+
+def test_requests_wait_for_the_load_and_the_load_replays_the_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(group_coordinator, "LOAD_BUFFER_BYTES", 1)  # one batch per step
+
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image())
+        await r.loaded()
+        for value in ("a", "b"):
+            assert (await r.request(f"write:{value}")).error_code == ErrorCode.none
+        # a new leader epoch of ours: unload, then load again from the log
+        r.replicas.apply_image(with_records(r.replicas.image, PartitionChangeRecord(
+            partition_id=0, topic_id=TOPIC_ID, leader=ME)), r.now[0])
+        reply = await r.request("park")  # the load yields after each batch
+        assert reply.error_code == ErrorCode.coordinator_load_in_progress
+        await r.loaded()
+        assert len(r.shards) == 2 and r.shard.parked == []
+        assert [(o, rec.key, rec.value) for o, rec in r.shard.replayed] == [
+            (0, b"ka", b"a"), (1, b"kb", b"b")]
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_a_reply_waits_for_its_batch_and_every_earlier_one_to_commit(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image(isr=(ME, OTHER), replicas=(ME, OTHER)))
+        await r.loaded()
+        write = asyncio.create_task(r.request("write:a"))
+        await until(lambda: r.part.log_end_offset == 1, "batch appended")
+        read = asyncio.create_task(r.request("read"))  # no records, behind the write
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not write.done() and not read.done() and r.part.high_watermark == 0
+        r.replicas.record_follower_fetch(r.part, OTHER, broker_epoch=10, fetch_offset=1,
+                                         log_start_offset=0, leader_end_offset=1, now_ms=1_000)
+        assert (await write).error_code == ErrorCode.none
+        assert (await read).error_code == ErrorCode.none
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_a_batch_not_committed_in_time_answers_coordinator_not_available(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image(isr=(ME, OTHER), replicas=(ME, OTHER)),
+                commit_timeout_ms=50)
+        await r.loaded()
+        reply = await r.request("write:a")
+        assert reply.error_code == ErrorCode.coordinator_not_available
+        assert len(r.shards) == 1  # the state stays: the batch is in the log
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_a_failed_append_answers_the_error_and_reloads_without_the_change(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        # min.insync.replicas 2 with an ISR of one: the acks=all append is refused
+        r = rig(tmp_path, offsets_image(isr=(ME,), replicas=(ME, OTHER), min_isr=2))
+        await r.loaded()
+        reply = await r.request("write:a")
+        assert reply.error_code == ErrorCode.coordinator_not_available
+        assert r.part.log_end_offset == 0
+        await r.loaded()
+        assert len(r.shards) == 2 and r.shard.replayed == []
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_losing_leadership_answers_parked_and_later_requests_not_coordinator(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image())
+        await r.loaded()
+        parked = asyncio.create_task(r.request("park"))
+        await until(lambda: r.shard.parked, "request parked")
+        r.replicas.apply_image(with_records(r.replicas.image, PartitionChangeRecord(
+            partition_id=0, topic_id=TOPIC_ID, leader=OTHER)), r.now[0])
+        assert (await parked).error_code == ErrorCode.not_coordinator
+        assert (await r.request("read")).error_code == ErrorCode.not_coordinator
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_a_parked_request_is_answered_by_another_requests_outcome(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image())
+        await r.loaded()
+        parked = asyncio.create_task(r.request("park"))
+        await until(lambda: r.shard.parked, "request parked")
+        assert (await r.request("release")).error_code == ErrorCode.none
+        assert (await parked).error_code == ErrorCode.none
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_the_shard_timer_fires_at_its_deadline(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image())
+        await r.loaded()
+        r.shard.deadline = r.now[0] + 20
+        parked = asyncio.create_task(r.request("park"))  # rescheduled after each request
+        await until(lambda: r.shard.ticks, "tick fired")
+        assert (await parked).error_code == ErrorCode.none
+        assert r.part.log_end_offset == 1  # the tick's record was appended
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_close_answers_parked_requests(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image())
+        await r.loaded()
+        parked = asyncio.create_task(r.request("park"))
+        await until(lambda: r.shard.parked, "request parked")
+        await r.service.close()
+        assert (await parked).error_code == ErrorCode.not_coordinator
+        assert r.service.loaded_partitions == []
+
+    run(scenario)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,7 @@ class Rig:
     def shard(self) -> ScriptedShard:
         return self.shards[-1]
 
-    def request(self, group: str) -> Awaitable[Any]:
+    def request(self, group: str) -> Coroutine[Any, Any, Any]:
         body = HeartbeatRequest(group_id=GroupId(group), generation_id=i32(1), member_id="m")
         return self.service.handle(ApiKey.HEARTBEAT, 4, body, client_id="c",
                                    client_host="/127.0.0.1")

@@ -1,0 +1,593 @@
+"""The classic rebalance protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and the timers
+that drive a group through its states (Kafka's ``GroupMetadataManager`` classic half).
+
+Every step changes the group at once and returns the records that persist it and the replies
+it completes, including parked ones: a JoinGroup waits for the rebalance's end, a follower's
+SyncGroup for the leader's. Each parked request is answered exactly once, by the step that
+completes it, by a later request that supersedes it, or by ``unload``.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.join_group.v9.request import JoinGroupRequest
+from kio.schema.join_group.v9.response import JoinGroupResponseMember
+from kio.schema.leave_group.v5.request import LeaveGroupRequest
+from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
+from kio.schema.sync_group.v5.request import SyncGroupRequest
+
+from pykraft.group.classic import ClassicGroup, ClassicMember, GroupError, GroupState
+from pykraft.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
+from pykraft.group.outcome import Outcome, ReplyToken
+from pykraft.group.registry import Groups
+from pykraft.group.replies import (
+    NO_THROTTLE,
+    heartbeat_reply,
+    join_error,
+    join_success,
+    millis,
+    sync_reply,
+)
+from pykraft.group.timers import Timers
+
+E = ErrorCode
+_FIRST_MEMBER_ID_REQUIRED_VERSION = 4
+_FIRST_SKIP_ASSIGNMENT_VERSION = 9
+
+
+def heartbeat_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("heartbeat", group_id, member_id)
+
+
+def _join_key(group_id: str) -> tuple[str, str]:
+    return ("join", group_id)
+
+
+def _sync_key(group_id: str) -> tuple[str, str]:
+    return ("sync", group_id)
+
+
+class ClassicMembership:
+    """Join, sync, heartbeat and leave for the classic groups of one shard's registry."""
+
+    def __init__(self, groups: Groups, config: GroupConfig, rng: random.Random,
+                 timers: Timers) -> None:
+        self.groups = groups
+        self.config = config
+        self.rng = rng
+        self.timers = timers
+
+    def classic(self, group_id: str) -> ClassicGroup | None:
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ClassicGroup) else None
+
+    # -- JoinGroup ------------------------------------------------------------------------
+
+    def join(self, token: ReplyToken, version: int, request: JoinGroupRequest,
+             client_id: str, client_host: str, now: int) -> Outcome:
+        out = Outcome()
+        session_ms = millis(request.session_timeout)
+        if not request.group_id:
+            return _reply(out, token, join_error(E.invalid_group_id, request.member_id))
+        if not (self.config.min_session_timeout_ms <= session_ms
+                <= self.config.max_session_timeout_ms):
+            return _reply(out, token, join_error(E.invalid_session_timeout, request.member_id))
+        existing = self.groups.get(request.group_id)
+        if existing is not None and not isinstance(existing, ClassicGroup):
+            # A consumer (KIP-848) group: pykraft does not convert groups between protocols.
+            return _reply(out, token, join_error(E.inconsistent_group_protocol))
+        unknown = request.member_id == ""
+        if existing is None and not unknown:
+            return _reply(out, token, join_error(E.unknown_member_id, request.member_id))
+        group = existing if existing is not None else ClassicGroup(request.group_id)
+        if existing is None:
+            self.groups[group.group_id] = group
+        if not self._accepts(group, request.member_id):
+            member = group.members.get(request.member_id)
+            if member is not None:
+                self._answer_parked(out, member, E.unknown_member_id)
+            group.remove(request.member_id)
+            _reply(out, token, join_error(E.group_max_size_reached))
+        elif unknown:
+            out.extend(self._join_new_member(token, version, request, group,
+                                             client_id, client_host, now))
+        else:
+            out.extend(self._join_existing_member(token, version, request, group,
+                                                  client_id, client_host, now))
+        if existing is None and not out.records:
+            out.records.append(group.metadata_record())
+        return out
+
+    def _accepts(self, group: ClassicGroup, member_id: str) -> bool:
+        """group.max.size: counted over members awaiting join while preparing a rebalance."""
+        limit = self.config.max_size
+        member = group.members.get(member_id)
+        if group.in_state(GroupState.EMPTY, GroupState.DEAD):
+            return True
+        if group.in_state(GroupState.PREPARING_REBALANCE):
+            return (member is not None and member.awaiting_join) or (
+                group.num_awaiting_join() < limit)
+        return member is not None or len(group.members) < limit
+
+    def _join_new_member(self, token: ReplyToken, version: int, request: JoinGroupRequest,
+                         group: ClassicGroup, client_id: str, client_host: str,
+                         now: int) -> Outcome:
+        out = Outcome()
+        if group.in_state(GroupState.DEAD):
+            return _reply(out, token, join_error(E.coordinator_not_available))
+        if not group.supports_protocols(request.protocol_type,
+                                        {p.name for p in request.protocols}):
+            return _reply(out, token, join_error(E.inconsistent_group_protocol))
+        instance_id = request.group_instance_id
+        new_id = f"{instance_id if instance_id is not None else client_id}-{self._uuid()}"
+        if instance_id is not None:
+            existing_id = group.static_members.get(instance_id)
+            if existing_id is not None:
+                return self._rejoin_static_member(token, version, request, group,
+                                                  existing_id, new_id, now)
+        elif version >= _FIRST_MEMBER_ID_REQUIRED_VERSION:
+            # KIP-394: the member must come back with this id within its session timeout.
+            group.pending_join_members.add(new_id)
+            self.timers.schedule(heartbeat_key(group.group_id, new_id),
+                                 now + millis(request.session_timeout),
+                                 self._expire_heartbeat_action(group.group_id, new_id))
+            return _reply(out, token, join_error(E.member_id_required, new_id))
+        return self._add_member(token, version, request, group, new_id,
+                                client_id, client_host, now)
+
+    def _uuid(self) -> uuid.UUID:
+        return uuid.UUID(int=self.rng.getrandbits(128), version=4)
+
+    def _join_existing_member(self, token: ReplyToken, version: int,
+                              request: JoinGroupRequest, group: ClassicGroup,
+                              client_id: str, client_host: str, now: int) -> Outcome:
+        out = Outcome()
+        member_id = request.member_id
+        if group.in_state(GroupState.DEAD):
+            return _reply(out, token, join_error(E.coordinator_not_available, member_id))
+        if not group.supports_protocols(request.protocol_type,
+                                        {p.name for p in request.protocols}):
+            return _reply(out, token, join_error(E.inconsistent_group_protocol, member_id))
+        if member_id in group.pending_join_members:
+            if request.group_instance_id is not None:
+                # Pending ids are only handed to dynamic members (Kafka throws here).
+                return _reply(out, token, join_error(E.unknown_member_id, member_id))
+            return self._add_member(token, version, request, group, member_id,
+                                    client_id, client_host, now)
+        try:
+            group.validate_member(member_id, request.group_instance_id)
+        except GroupError as refused:
+            return _reply(out, token, join_error(refused.code, member_id))
+        member = group.members[member_id]
+        protocols = _protocols(request)
+        if group.in_state(GroupState.PREPARING_REBALANCE):
+            return self._update_member(token, version, request, group, member, now)
+        if group.in_state(GroupState.COMPLETING_REBALANCE):
+            if member.protocols == protocols:
+                return _reply(out, token, self._join_reply(group, member_id))
+            return self._update_member(token, version, request, group, member, now)
+        if group.in_state(GroupState.STABLE):
+            if group.is_leader(member_id) or member.protocols != protocols:
+                return self._update_member(token, version, request, group, member, now)
+            return _reply(out, token, self._join_reply(group, member_id, with_members=False))
+        return _reply(out, token, join_error(E.unknown_member_id, member_id))
+
+    def _join_reply(self, group: ClassicGroup, member_id: str, *,
+                    with_members: bool = True, skip_assignment: bool = False) -> Any:
+        members: tuple[JoinGroupResponseMember, ...] = ()
+        if with_members and group.is_leader(member_id):
+            members = tuple(
+                JoinGroupResponseMember(member_id=m.member_id,
+                                        group_instance_id=m.group_instance_id,
+                                        metadata=m.metadata(group.protocol_name))
+                for m in group.members.values())
+        return join_success(member_id=member_id, generation=group.generation,
+                            protocol_type=group.protocol_type,
+                            protocol_name=group.protocol_name, leader=group.leader_id,
+                            members=members, skip_assignment=skip_assignment)
+
+    def _add_member(self, token: ReplyToken, version: int, request: JoinGroupRequest,
+                    group: ClassicGroup, member_id: str, client_id: str, client_host: str,
+                    now: int) -> Outcome:
+        session_ms = millis(request.session_timeout)
+        member = ClassicMember(
+            member_id, request.group_instance_id, client_id, client_host,
+            _rebalance_timeout(request), session_ms, request.protocol_type,
+            _protocols(request), join_token=token, join_version=version, is_new=True)
+        if group.in_state(GroupState.PREPARING_REBALANCE) and (
+                group.previous_state is GroupState.EMPTY):
+            group.new_member_added = True
+        group.add(member)
+        self.reschedule_heartbeat(group, member, now, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        return self._rebalance_or_complete_join(group, now)
+
+    def _update_member(self, token: ReplyToken, version: int, request: JoinGroupRequest,
+                       group: ClassicGroup, member: ClassicMember, now: int) -> Outcome:
+        out = Outcome()
+        self._park_join(out, member, token, version)
+        member.protocols = _protocols(request)
+        member.rebalance_timeout_ms = _rebalance_timeout(request)
+        member.session_timeout_ms = millis(request.session_timeout)
+        out.extend(self._rebalance_or_complete_join(group, now))
+        return out
+
+    def _park_join(self, out: Outcome, member: ClassicMember, token: ReplyToken,
+                   version: int) -> None:
+        """Hold ``token`` for the rebalance's end; a JoinGroup it supersedes is answered
+        REBALANCE_IN_PROGRESS (Kafka drops it), so no request waits forever."""
+        if member.join_token is not None:
+            out.replies.append((member.join_token, join_error(E.rebalance_in_progress,
+                                                              member.member_id)))
+        member.join_token, member.join_version = token, version
+
+    def _rejoin_static_member(self, token: ReplyToken, version: int,
+                              request: JoinGroupRequest, group: ClassicGroup, old_id: str,
+                              new_id: str, now: int) -> Outcome:
+        """KIP-345: a known instance id with a new member id replaces the old id (fenced),
+        and in a Stable group whose protocol stays keeps its assignment without a rebalance."""
+        out = Outcome()
+        old_leader = group.leader_id
+        instance_id = request.group_instance_id
+        assert instance_id is not None
+        old = group.replace_static_member(instance_id, old_id, new_id)
+        self.timers.cancel(heartbeat_key(group.group_id, old_id))
+        if old.join_token is not None:
+            out.replies.append((old.join_token, join_error(E.fenced_instance_id, old_id)))
+        if old.sync_token is not None:
+            out.replies.append((old.sync_token, sync_reply(E.fenced_instance_id)))
+        member = group.members[new_id]
+        self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
+        member.protocols = _protocols(request)
+        member.rebalance_timeout_ms = _rebalance_timeout(request)
+        member.session_timeout_ms = millis(request.session_timeout)
+        if group.in_state(GroupState.STABLE):
+            if group.protocol_name == group.select_protocol():
+                out.records.append(group.metadata_record())
+                if version >= _FIRST_SKIP_ASSIGNMENT_VERSION:
+                    leader = group.is_leader(new_id)
+                    reply = self._join_reply(group, new_id, with_members=leader,
+                                             skip_assignment=leader)
+                else:
+                    reply = join_success(
+                        member_id=new_id, generation=group.generation,
+                        protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                        leader=old_leader)
+                return _reply(out, token, reply)
+            self._park_join(out, member, token, version)
+            out.extend(self._rebalance_or_complete_join(group, now))
+            return out
+        self._park_join(out, member, token, version)
+        if group.in_state(GroupState.COMPLETING_REBALANCE):
+            out.extend(self._prepare_rebalance(group, now))
+        else:
+            out.extend(self._maybe_complete_join_phase(group, now))
+        return out
+
+    # -- the rebalance --------------------------------------------------------------------
+
+    def _rebalance_or_complete_join(self, group: ClassicGroup, now: int) -> Outcome:
+        if group.can_rebalance():
+            return self._prepare_rebalance(group, now)
+        return self._maybe_complete_join_phase(group, now)
+
+    def _prepare_rebalance(self, group: ClassicGroup, now: int) -> Outcome:
+        out = Outcome()
+        if group.in_state(GroupState.COMPLETING_REBALANCE):
+            for member in group.members.values():
+                member.assignment = b""
+            self._propagate_assignment(out, group, E.rebalance_in_progress, now)
+        group.pending_sync_members.clear()
+        self.timers.cancel(_sync_key(group.group_id))
+        initial = group.in_state(GroupState.EMPTY)
+        if initial:
+            # InitialDelayedJoin: wait for more members, extended per join, capped by the
+            # rebalance timeout.
+            delay = self.config.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            self.timers.schedule(_join_key(group.group_id), now + delay,
+                                 self._initial_join_action(group.group_id, delay, remaining))
+        group.transition(GroupState.PREPARING_REBALANCE, now)
+        if not initial:
+            if group.has_all_members_joined():
+                out.extend(self._complete_join(group, now))
+            else:
+                self.timers.schedule(_join_key(group.group_id),
+                                     now + group.rebalance_timeout_ms(),
+                                     self._complete_join_action(group.group_id))
+        return out
+
+    def _initial_join_action(self, group_id: str, delay: int, remaining: int) -> Any:
+        def fire(now: int) -> Outcome:
+            group = self.classic(group_id)
+            if group is None:
+                return Outcome()
+            if group.new_member_added and remaining != 0:
+                group.new_member_added = False
+                next_delay = min(self.config.initial_rebalance_delay_ms, remaining)
+                self.timers.schedule(
+                    _join_key(group_id), now + next_delay,
+                    self._initial_join_action(group_id, next_delay,
+                                              max(remaining - delay, 0)))
+                return Outcome()
+            return self._complete_join(group, now)
+        return fire
+
+    def _complete_join_action(self, group_id: str) -> Any:
+        def fire(now: int) -> Outcome:
+            group = self.classic(group_id)
+            return Outcome() if group is None else self._complete_join(group, now)
+        return fire
+
+    def _maybe_complete_join_phase(self, group: ClassicGroup, now: int) -> Outcome:
+        if (not group.in_state(GroupState.PREPARING_REBALANCE)
+                or group.previous_state is GroupState.EMPTY
+                or not group.has_all_members_joined()):
+            return Outcome()
+        return self._complete_join(group, now)
+
+    def _complete_join(self, group: ClassicGroup, now: int) -> Outcome:
+        """End the join phase: drop dynamic members that did not rejoin, start the next
+        generation and answer every parked JoinGroup (the leader gets the members)."""
+        out = Outcome()
+        self.timers.cancel(_join_key(group.group_id))
+        for member in [m for m in group.members.values()
+                       if not m.awaiting_join and m.group_instance_id is None]:
+            self._drop_member(out, group, member, E.unknown_member_id)
+        if group.in_state(GroupState.DEAD):
+            return out
+        if not group.maybe_elect_joined_leader() and group.members:
+            self.timers.schedule(_join_key(group.group_id), now + group.rebalance_timeout_ms(),
+                                 self._complete_join_action(group.group_id))
+            return out
+        group.init_next_generation(now)
+        if group.is_empty():
+            out.records.append(group.metadata_record({}))
+            return out
+        for member in group.members.values():
+            if member.join_token is not None:
+                out.replies.append((member.join_token, self._join_reply(group, member.member_id)))
+                member.join_token = None
+            self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
+            member.is_new = False
+            group.pending_sync_members.add(member.member_id)
+        self.timers.schedule(_sync_key(group.group_id), now + group.rebalance_timeout_ms(),
+                             self._expire_sync_action(group.group_id, group.generation))
+        return out
+
+    def _expire_sync_action(self, group_id: str, generation: int) -> Any:
+        def fire(now: int) -> Outcome:
+            out = Outcome()
+            group = self.classic(group_id)
+            if (group is None or group.generation != generation
+                    or not group.in_state(GroupState.COMPLETING_REBALANCE, GroupState.STABLE)
+                    or not group.pending_sync_members):
+                return out
+            for member_id in sorted(group.pending_sync_members):
+                self._drop_member(out, group, group.members[member_id], E.unknown_member_id)
+            out.extend(self._prepare_rebalance(group, now))
+            return out
+        return fire
+
+    def _propagate_assignment(self, out: Outcome, group: ClassicGroup, error: int,
+                              now: int) -> None:
+        ok = error == E.none
+        for member in group.members.values():
+            if member.sync_token is None:
+                continue
+            out.replies.append((member.sync_token, sync_reply(
+                error, member.assignment,
+                group.protocol_type if ok else None, group.protocol_name if ok else None)))
+            member.sync_token = None
+            self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
+
+    # -- members leaving and failing ------------------------------------------------------
+
+    def reschedule_heartbeat(self, group: ClassicGroup, member: ClassicMember, now: int,
+                              timeout_ms: int) -> None:
+        self.timers.schedule(heartbeat_key(group.group_id, member.member_id), now + timeout_ms,
+                             self._expire_heartbeat_action(group.group_id, member.member_id))
+
+    def _expire_heartbeat_action(self, group_id: str, member_id: str) -> Any:
+        def fire(now: int) -> Outcome:
+            out = Outcome()
+            group = self.classic(group_id)
+            if group is None or group.in_state(GroupState.DEAD):
+                return out
+            if member_id in group.pending_join_members:
+                group.remove(member_id)
+                if (group.in_state(GroupState.PREPARING_REBALANCE)
+                        and group.has_all_members_joined()):
+                    out.extend(self._complete_join(group, now))
+                return out
+            member = group.members.get(member_id)
+            if member is not None and not member.has_satisfied_heartbeat:
+                self._drop_member(out, group, member, E.unknown_member_id)
+                out.extend(self._after_removal(group, now))
+            return out
+        return fire
+
+    def _after_removal(self, group: ClassicGroup, now: int) -> Outcome:
+        if group.in_state(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            return self._rebalance_or_complete_join(group, now)
+        if group.in_state(GroupState.PREPARING_REBALANCE) and group.has_all_members_joined():
+            return self._complete_join(group, now)
+        return Outcome()
+
+    def _drop_member(self, out: Outcome, group: ClassicGroup, member: ClassicMember,
+                     error: int) -> None:
+        self.timers.cancel(heartbeat_key(group.group_id, member.member_id))
+        self._answer_parked(out, member, error)
+        group.remove(member.member_id)
+
+    @staticmethod
+    def _answer_parked(out: Outcome, member: ClassicMember, error: int) -> None:
+        if member.join_token is not None:
+            out.replies.append((member.join_token, join_error(error)))
+            member.join_token = None
+        if member.sync_token is not None:
+            out.replies.append((member.sync_token, sync_reply(error)))
+            member.sync_token = None
+
+    # -- SyncGroup, Heartbeat, LeaveGroup -------------------------------------------------
+
+    def sync(self, token: ReplyToken, request: SyncGroupRequest, now: int) -> Outcome:
+        out = Outcome()
+        if not request.group_id:
+            return _reply(out, token, sync_reply(E.invalid_group_id))
+        group = self.classic(request.group_id)
+        if group is None or group.is_empty():
+            return _reply(out, token, sync_reply(E.unknown_member_id))
+        error = self._sync_error(group, request)
+        if error is not None:
+            return _reply(out, token, sync_reply(error))
+        member = group.members[request.member_id]
+        if group.in_state(GroupState.PREPARING_REBALANCE):
+            return _reply(out, token, sync_reply(E.rebalance_in_progress))
+        if group.in_state(GroupState.STABLE):
+            group.pending_sync_members.discard(member.member_id)
+            return _reply(out, token, sync_reply(E.none, member.assignment,
+                                                 group.protocol_type, group.protocol_name))
+        if member.sync_token is not None:
+            out.replies.append((member.sync_token, sync_reply(E.rebalance_in_progress)))
+        member.sync_token = token
+        group.pending_sync_members.discard(member.member_id)
+        if not group.pending_sync_members:
+            self.timers.cancel(_sync_key(group.group_id))
+        if group.is_leader(member.member_id):
+            assignment = {a.member_id: a.assignment for a in request.assignments}
+            out.records.append(group.metadata_record(assignment))
+            for each in group.members.values():
+                each.assignment = assignment.get(each.member_id, b"")
+            self._propagate_assignment(out, group, E.none, now)
+            group.transition(GroupState.STABLE, now)
+        return out
+
+    @staticmethod
+    def _sync_error(group: ClassicGroup, request: SyncGroupRequest) -> int | None:
+        if group.in_state(GroupState.DEAD):
+            return E.coordinator_not_available
+        try:
+            group.validate_member(request.member_id, request.group_instance_id)
+        except GroupError as refused:
+            return refused.code
+        if request.generation_id != group.generation:
+            return E.illegal_generation
+        if (_inconsistent(request.protocol_type, group.protocol_type)
+                or _inconsistent(request.protocol_name, group.protocol_name)):
+            return E.inconsistent_group_protocol
+        return None
+
+    def heartbeat(self, token: ReplyToken, request: HeartbeatRequest, now: int) -> Outcome:
+        out = Outcome()
+        if not request.group_id:
+            return _reply(out, token, heartbeat_reply(E.invalid_group_id))
+        group = self.classic(request.group_id)
+        if group is None:
+            return _reply(out, token, heartbeat_reply(E.unknown_member_id))
+        if group.in_state(GroupState.DEAD):
+            return _reply(out, token, heartbeat_reply(E.coordinator_not_available))
+        try:
+            group.validate_member(request.member_id, request.group_instance_id)
+        except GroupError as refused:
+            return _reply(out, token, heartbeat_reply(refused.code))
+        if request.generation_id != group.generation:
+            return _reply(out, token, heartbeat_reply(E.illegal_generation))
+        if group.is_empty():
+            return _reply(out, token, heartbeat_reply(E.unknown_member_id))
+        member = group.members[request.member_id]
+        self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
+        if group.in_state(GroupState.PREPARING_REBALANCE):
+            return _reply(out, token, heartbeat_reply(E.rebalance_in_progress))
+        return _reply(out, token, heartbeat_reply(E.none))
+
+    def touch(self, group: ClassicGroup, member_id: str, now: int) -> None:
+        """An offset commit from a member counts as a heartbeat (Stable or rebalancing)."""
+        member = group.members.get(member_id)
+        if member is not None and group.in_state(GroupState.STABLE,
+                                                 GroupState.PREPARING_REBALANCE):
+            self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
+
+    def leave(self, token: ReplyToken, request: LeaveGroupRequest, now: int) -> Outcome:
+        out = Outcome()
+        if not request.group_id:
+            return _reply(out, token, _leave_reply(E.invalid_group_id, ()))
+        group = self.classic(request.group_id)
+        if group is None:
+            return _reply(out, token, _leave_reply(E.none, tuple(
+                _left(m.member_id, m.group_instance_id, E.unknown_member_id)
+                for m in request.members)))
+        if group.in_state(GroupState.DEAD):
+            return _reply(out, token, _leave_reply(E.coordinator_not_available, ()))
+        answers = []
+        for identity in request.members:
+            error = self._leave_one(out, group, identity.member_id, identity.group_instance_id)
+            answers.append(_left(identity.member_id, identity.group_instance_id, error))
+        if any(answer.error_code == E.none for answer in answers):
+            if group.in_state(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+                out.extend(self._rebalance_or_complete_join(group, now))
+            elif group.in_state(GroupState.PREPARING_REBALANCE):
+                out.extend(self._maybe_complete_join_phase(group, now))
+        return _reply(out, token, _leave_reply(E.none, tuple(answers)))
+
+    def _leave_one(self, out: Outcome, group: ClassicGroup, member_id: str,
+                   instance_id: str | None) -> int:
+        if member_id == "":
+            # An admin removing a static member by its instance id alone.
+            static_id = None if instance_id is None else group.static_members.get(instance_id)
+            if static_id is None:
+                return E.unknown_member_id
+            self._drop_member(out, group, group.members[static_id], E.unknown_member_id)
+            return E.none
+        if member_id in group.pending_join_members:
+            group.remove(member_id)
+            self.timers.cancel(heartbeat_key(group.group_id, member_id))
+            return E.none
+        try:
+            group.validate_member(member_id, instance_id)
+        except GroupError as refused:
+            return refused.code
+        self._drop_member(out, group, group.members[member_id], E.unknown_member_id)
+        return E.none
+
+    def answer_all_parked(self, error: int) -> list[tuple[ReplyToken, Any]]:
+        """Every parked JoinGroup and SyncGroup of every group, answered with ``error``."""
+        out = Outcome()
+        for group in self.groups.values():
+            if isinstance(group, ClassicGroup):
+                for member in group.members.values():
+                    self._answer_parked(out, member, error)
+        return out.replies
+
+
+def _reply(out: Outcome, token: ReplyToken, response: Any) -> Outcome:
+    out.replies.append((token, response))
+    return out
+
+
+def _protocols(request: JoinGroupRequest) -> tuple[tuple[str, bytes], ...]:
+    return tuple((p.name, p.metadata) for p in request.protocols)
+
+
+def _rebalance_timeout(request: JoinGroupRequest) -> int:
+    """JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout."""
+    rebalance = millis(request.rebalance_timeout)
+    return millis(request.session_timeout) if rebalance < 0 else rebalance
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    return requested is not None and current is not None and requested != current
+
+
+def _left(member_id: str, instance_id: str | None, error: int) -> MemberResponse:
+    return MemberResponse(member_id=member_id, group_instance_id=instance_id,
+                          error_code=ErrorCode(error))
+
+
+def _leave_reply(error: int, members: tuple[MemberResponse, ...]) -> LeaveGroupResponse:
+    return LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode(error),
+                              members=members)

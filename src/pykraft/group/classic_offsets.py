@@ -1,0 +1,219 @@
+"""Committed offsets through the groups that own them: OffsetCommit, OffsetFetch,
+OffsetDelete, DeleteGroups and offset expiry (Kafka's ``OffsetMetadataManager`` and the
+group checks it calls), on top of the :class:`OffsetStore`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
+from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
+from kio.schema.errors import ErrorCode
+from kio.schema.offset_commit.v9 import response as committed
+from kio.schema.offset_delete.v0 import response as deleted
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
+from kio.schema.offset_fetch.v9 import response as fetched
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i64
+
+from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupState
+from pykraft.group.classic_membership import ClassicMembership
+from pykraft.group.config import GroupConfig
+from pykraft.group.offsets import OffsetStore
+from pykraft.group.outcome import OffsetsRecord
+from pykraft.group.records import GroupMetadataKey, OffsetCommitValue, group_metadata_record
+from pykraft.group.registry import Groups
+from pykraft.group.replies import NO_THROTTLE, millis
+
+E = ErrorCode
+_LAST_RETENTION_VERSION = 4
+NO_RETENTION = -1
+"""OffsetCommit v2-4's ``retention_time`` meaning "the broker's offsets.retention.minutes"."""
+
+
+class ClassicOffsets:
+    """Offset APIs of one shard, judged against its groups."""
+
+    def __init__(self, groups: Groups, store: OffsetStore, config: GroupConfig,
+                 membership: ClassicMembership) -> None:
+        self.groups = groups
+        self.store = store
+        self.config = config
+        self.membership = membership
+
+    def commit(self, version: int, request: Any, now: int) -> tuple[list[OffsetsRecord], Any]:
+        """OffsetCommit. ``request`` is v9, or for v2-4 the request as received (its
+        ``retention_time`` sets an expire timestamp; v9 has no such field)."""
+        group = self.groups.get(request.group_id)
+        error: int | None
+        generation = int(request.generation_id_or_member_epoch)
+        member_id = request.member_id
+        instance_id = getattr(request, "group_instance_id", None)
+        if group is None:
+            if generation < 0:
+                group = ClassicGroup(request.group_id)
+                self.groups[group.group_id] = group
+                error = None
+            else:
+                error = E.group_id_not_found if version >= 9 else E.illegal_generation
+        else:
+            error = group.validate_offset_commit(member_id, instance_id, generation, version)
+        if error is not None:
+            return [], _commit_reply(request, lambda _: error)
+        if isinstance(group, ClassicGroup):
+            self.membership.touch(group, member_id, now)
+        expire = -1
+        retention = getattr(request, "retention_time", None)
+        if version <= _LAST_RETENTION_VERSION and retention is not None:
+            retention_ms = millis(retention)
+            if retention_ms != NO_RETENTION:
+                expire = now + retention_ms
+        records = []
+        errors: dict[tuple[str, int], int] = {}
+        for topic in request.topics:
+            for partition in topic.partitions:
+                metadata = partition.committed_metadata or ""
+                if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+                    errors[(topic.name, partition.partition_index)] = E.offset_metadata_too_large
+                    continue
+                value = OffsetCommitValue(
+                    offset=partition.committed_offset,
+                    leader_epoch=getattr(partition, "committed_leader_epoch", -1),
+                    metadata=metadata, commit_timestamp=now, expire_timestamp=expire)
+                records.append(self.store.commit(request.group_id, topic.name,
+                                                 partition.partition_index, value))
+        return records, _commit_reply(
+            request, lambda key: errors.get(key, E.none))
+
+    def fetch(self, request: OffsetFetchRequest) -> fetched.OffsetFetchResponse:
+        """OffsetFetch v8+ (every group of the request is on this shard)."""
+        return fetched.OffsetFetchResponse(
+            throttle_time=NO_THROTTLE,
+            groups=tuple(self._fetch_group(group) for group in request.groups))
+
+    def _fetch_group(self, request: OffsetFetchRequestGroup) -> fetched.OffsetFetchResponseGroup:
+        # No transactions here, so require_stable never finds a pending offset.
+        known = request.group_id in self.groups
+        held = self.store.offsets(request.group_id) if known else {}
+        if request.topics is None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in held:
+                by_topic.setdefault(topic, []).append(partition)
+            wanted = [(topic, tuple(parts)) for topic, parts in by_topic.items()]
+        else:
+            wanted = [(t.name, tuple(t.partition_indexes)) for t in request.topics]
+        return fetched.OffsetFetchResponseGroup(group_id=request.group_id, topics=tuple(
+            fetched.OffsetFetchResponseTopics(name=TopicName(name), partitions=tuple(
+                _fetched(index, held.get((name, index))) for index in indexes))
+            for name, indexes in wanted))
+
+    def delete_offsets(self, request: OffsetDeleteRequest) -> tuple[
+            list[OffsetsRecord], deleted.OffsetDeleteResponse]:
+        group = self.groups.get(request.group_id)
+        error = E.group_id_not_found if group is None else _offset_delete_error(group)
+        if error is not None:
+            return [], deleted.OffsetDeleteResponse(error_code=ErrorCode(error),
+                                                   throttle_time=NO_THROTTLE, topics=())
+        records: list[OffsetsRecord] = []
+        topics = []
+        for topic in request.topics:
+            subscribed = isinstance(group, ClassicGroup) and group.is_subscribed_to(topic.name)
+            code = E.group_subscribed_to_topic if subscribed else E.none
+            if not subscribed:
+                records.extend(self.store.delete(
+                    request.group_id, [(topic.name, p.partition_index) for p in topic.partitions]))
+            topics.append(deleted.OffsetDeleteResponseTopic(name=topic.name, partitions=tuple(
+                deleted.OffsetDeleteResponsePartition(partition_index=p.partition_index,
+                                                     error_code=ErrorCode(code))
+                for p in topic.partitions)))
+        return records, deleted.OffsetDeleteResponse(
+            error_code=E.none, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+    def delete_groups(self, request: DeleteGroupsRequest) -> tuple[
+            list[OffsetsRecord], DeleteGroupsResponse]:
+        records: list[OffsetsRecord] = []
+        results = []
+        for group_id in request.groups_names:
+            group = self.groups.get(group_id)
+            if group is None:
+                code = E.group_id_not_found
+            elif not group.is_empty():
+                code = E.non_empty_group
+            else:
+                code = E.none
+                records.extend(self.remove_group(group_id))
+            results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode(code)))
+        return records, DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
+
+    def remove_group(self, group_id: str) -> list[OffsetsRecord]:
+        """Drop an empty group and its offsets; their tombstones (offsets first, as Kafka)."""
+        records = self.store.delete_group(group_id)
+        records.append(group_metadata_record(GroupMetadataKey(group_id), None))
+        del self.groups[group_id]
+        self.membership.timers.cancel_where(
+            lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] == group_id)
+        return records
+
+    def expire(self, now: int) -> list[OffsetsRecord]:
+        """Offsets past their retention, then empty groups left without offsets (Kafka's
+        ``cleanupGroupMetadata``)."""
+        records = self.store.expire(now, self.config.offsets_retention_ms, self._expiry_base)
+        for group_id, group in list(self.groups.items()):
+            if (isinstance(group, ClassicGroup) and group.is_empty()
+                    and not self.store.offsets(group_id)):
+                records.extend(self.remove_group(group_id))
+        return records
+
+    def _expiry_base(self, group_id: str, topic: str, value: OffsetCommitValue) -> int | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return value.commit_timestamp
+        if not isinstance(group, ClassicGroup) or group.is_subscribed_to(topic):
+            return None
+        if group.protocol_type is None:
+            return value.commit_timestamp
+        if group.is_empty():
+            return (value.commit_timestamp if group.state_timestamp_ms is None
+                    else group.state_timestamp_ms)
+        if (group.protocol_type == CONSUMER_PROTOCOL_TYPE and group.subscribed_topics is not None
+                and group.in_state(GroupState.STABLE)):
+            return value.commit_timestamp
+        return None
+
+
+def _offset_delete_error(group: object) -> int | None:
+    if not isinstance(group, ClassicGroup):
+        return None
+    if group.in_state(GroupState.DEAD):
+        return E.group_id_not_found
+    if not group.is_empty() and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return E.non_empty_group
+    return None
+
+
+def _fetched(index: int, value: OffsetCommitValue | None) -> fetched.OffsetFetchResponsePartitions:
+    if value is None:
+        return fetched.OffsetFetchResponsePartitions(
+            partition_index=i32(index), committed_offset=i64(-1), committed_leader_epoch=i32(-1),
+            metadata="", error_code=E.none)
+    return fetched.OffsetFetchResponsePartitions(
+        partition_index=i32(index), committed_offset=i64(value.offset),
+        committed_leader_epoch=i32(value.leader_epoch), metadata=value.metadata,
+        error_code=E.none)
+
+
+def _commit_reply(request: Any, error_of: Any) -> committed.OffsetCommitResponse:
+    return committed.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=tuple(
+        committed.OffsetCommitResponseTopic(name=topic.name, partitions=tuple(
+            committed.OffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=ErrorCode(error_of((topic.name, p.partition_index))))
+            for p in topic.partitions))
+        for topic in request.topics))
+
+
+def _utf16_length(text: str) -> int:
+    """Java's ``String.length()``: UTF-16 code units, what offset.metadata.max.bytes counts."""
+    return len(text.encode("utf-16-le")) // 2

@@ -1,0 +1,225 @@
+"""One ``__consumer_offsets`` partition's group coordinator: its groups and offsets, the
+requests for them, the timers that expire members and offsets, and its load from the log.
+
+The runtime hands each request at its API's latest version (OffsetCommit v2-4 excepted: see
+:meth:`ClassicOffsets.commit`), restricted to the groups of this partition, with a reply
+token; every reply covers exactly the request's groups. See :mod:`pykraft.group.outcome`
+for when records are appended and replies sent.
+
+Loading: the runtime calls :meth:`GroupShard.replay` for every record from the log start,
+then hands requests and ticks. The members' session timers and the offset expiry timer are
+armed at the first request or tick after loading (Kafka arms them when the load completes),
+so :meth:`GroupShard.next_deadline_ms` reports 0 (due now) until then.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
+from kio.schema.describe_groups.v6.response import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsResponse,
+)
+from kio.schema.errors import ErrorCode
+from kio.schema.list_groups.v5.request import ListGroupsRequest
+from kio.schema.list_groups.v5.response import ListedGroup, ListGroupsResponse
+from kio.schema.types import GroupId
+
+from pykraft.group.classic import ClassicGroup, GroupState, group_from_record
+from pykraft.group.classic_membership import ClassicMembership, heartbeat_key
+from pykraft.group.classic_offsets import ClassicOffsets
+from pykraft.group.config import GroupConfig
+from pykraft.group.offsets import OffsetStore
+from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
+from pykraft.group.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    decode_record,
+)
+from pykraft.group.registry import Groups
+from pykraft.group.replies import NO_THROTTLE
+from pykraft.group.timers import Timers
+
+Handler = Callable[[ReplyToken, int, Any, RequestContext], Outcome]
+"""One API's handling: (token, api_version, latest-version request, context)."""
+
+_EXPIRY_KEY = ("offset-expiry",)
+_FIRST_GROUP_ID_NOT_FOUND_DESCRIBE = 6
+
+
+class GroupShard:
+    """The coordinator of the groups whose ``__consumer_offsets`` partition is ``partition``."""
+
+    def __init__(self, partition: int, config: GroupConfig, rng: random.Random) -> None:
+        self.partition = partition
+        self.config = config
+        self.groups: Groups = {}
+        self.timers = Timers()
+        self.offsets = OffsetStore()
+        self.membership = ClassicMembership(self.groups, config, rng, self.timers)
+        self.offset_apis = ClassicOffsets(self.groups, self.offsets, config, self.membership)
+        self._armed = False
+        self.handlers: dict[int, Handler] = {
+            8: self._offset_commit,
+            9: self._offset_fetch,
+            11: self._join,
+            12: self._heartbeat,
+            13: self._leave,
+            14: self._sync,
+            15: self._describe,
+            16: self._list,
+            42: self._delete_groups,
+            47: self._offset_delete,
+        }
+
+    # -- the runtime's interface ----------------------------------------------------------
+
+    def replay(self, offset: int, record: OffsetsRecord) -> None:
+        """Apply one record of this partition's log while loading."""
+        decoded = decode_record(record)
+        if decoded is None:
+            return  # KIP-848 and share-group records
+        key, value = decoded
+        if isinstance(key, OffsetCommitKey) and not isinstance(value, GroupMetadataValue):
+            self.offsets.replay(key, value)
+            if value is not None and key.group not in self.groups:
+                self.groups[key.group] = ClassicGroup(key.group)  # a standalone commit's
+        elif isinstance(key, GroupMetadataKey) and isinstance(value, GroupMetadataValue):
+            self.groups[key.group] = group_from_record(key.group, value)
+        elif isinstance(key, GroupMetadataKey) and isinstance(
+                self.groups.get(key.group), ClassicGroup):
+            del self.groups[key.group]
+        self._armed = False
+
+    def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
+               context: RequestContext) -> Outcome:
+        out = self._arm(context.now_ms)
+        out.extend(self.handlers[api_key](token, api_version, request, context))
+        return out
+
+    def tick(self, now_ms: int) -> Outcome:
+        out = self._arm(now_ms)
+        out.extend(self.timers.fire(now_ms))
+        return out
+
+    def next_deadline_ms(self) -> int | None:
+        return 0 if not self._armed else self.timers.next_deadline_ms()
+
+    def unload(self) -> Outcome:
+        """Leadership lost: answer every parked request NOT_COORDINATOR, stop every timer."""
+        replies = self.membership.answer_all_parked(ErrorCode.not_coordinator)
+        self.timers.clear()
+        return Outcome(replies=replies)
+
+    def _arm(self, now: int) -> Outcome:
+        """Kafka's ``onLoaded``: session timers of loaded members from now, expiry timer."""
+        if self._armed:
+            return Outcome()
+        self._armed = True
+        for group in self.groups.values():
+            if isinstance(group, ClassicGroup):
+                for member in group.members.values():
+                    if self.timers.deadline(heartbeat_key(group.group_id,
+                                                          member.member_id)) is None:
+                        self.membership.reschedule_heartbeat(
+                            group, member, now, member.session_timeout_ms)
+        if self.timers.deadline(_EXPIRY_KEY) is None:
+            self._schedule_expiry(now)
+        return Outcome()
+
+    def _schedule_expiry(self, now: int) -> None:
+        self.timers.schedule(_EXPIRY_KEY, now + self.config.offsets_retention_check_interval_ms,
+                             self._expire_offsets)
+
+    def _expire_offsets(self, now: int) -> Outcome:
+        self._schedule_expiry(now)
+        return Outcome(records=self.offset_apis.expire(now))
+
+    # -- handlers -------------------------------------------------------------------------
+
+    def _join(self, token: ReplyToken, version: int, request: Any,
+              context: RequestContext) -> Outcome:
+        return self.membership.join(token, version, request, context.client_id,
+                                    context.client_host, context.now_ms)
+
+    def _sync(self, token: ReplyToken, version: int, request: Any,
+              context: RequestContext) -> Outcome:
+        return self.membership.sync(token, request, context.now_ms)
+
+    def _heartbeat(self, token: ReplyToken, version: int, request: Any,
+                   context: RequestContext) -> Outcome:
+        return self.membership.heartbeat(token, request, context.now_ms)
+
+    def _leave(self, token: ReplyToken, version: int, request: Any,
+               context: RequestContext) -> Outcome:
+        return self.membership.leave(token, request, context.now_ms)
+
+    def _offset_commit(self, token: ReplyToken, version: int, request: Any,
+                       context: RequestContext) -> Outcome:
+        records, reply = self.offset_apis.commit(version, request, context.now_ms)
+        return Outcome(records=records, replies=[(token, reply)])
+
+    def _offset_fetch(self, token: ReplyToken, version: int, request: Any,
+                      context: RequestContext) -> Outcome:
+        return Outcome(replies=[(token, self.offset_apis.fetch(request))])
+
+    def _offset_delete(self, token: ReplyToken, version: int, request: Any,
+                       context: RequestContext) -> Outcome:
+        records, reply = self.offset_apis.delete_offsets(request)
+        return Outcome(records=records, replies=[(token, reply)])
+
+    def _delete_groups(self, token: ReplyToken, version: int, request: Any,
+                       context: RequestContext) -> Outcome:
+        records, reply = self.offset_apis.delete_groups(request)
+        return Outcome(records=records, replies=[(token, reply)])
+
+    def _list(self, token: ReplyToken, version: int, request: ListGroupsRequest,
+              context: RequestContext) -> Outcome:
+        states = {state.strip().lower() for state in request.states_filter}
+        types = {kind.strip().lower() for kind in request.types_filter}
+        listed = []
+        for group in self.groups.values():
+            state = group.state_name()
+            if states and state.lower() not in states:
+                continue
+            if types and group.group_type not in types:
+                continue
+            listed.append(ListedGroup(
+                group_id=GroupId(group.group_id), protocol_type=group.listed_protocol_type(),
+                group_state=state, group_type=group.group_type))
+        return Outcome(replies=[(token, ListGroupsResponse(
+            throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(listed)))])
+
+    def _describe(self, token: ReplyToken, version: int, request: DescribeGroupsRequest,
+                  context: RequestContext) -> Outcome:
+        described = tuple(self._describe_one(group_id, version) for group_id in request.groups)
+        return Outcome(replies=[(token, DescribeGroupsResponse(
+            throttle_time=NO_THROTTLE, groups=described))])
+
+    def _describe_one(self, group_id: str, version: int) -> DescribedGroup:
+        group = self.groups.get(group_id)
+        if not isinstance(group, ClassicGroup):
+            # Unknown (or not a classic group): Dead, and from v6 GROUP_ID_NOT_FOUND.
+            not_found = version >= _FIRST_GROUP_ID_NOT_FOUND_DESCRIBE
+            return DescribedGroup(
+                error_code=ErrorCode.group_id_not_found if not_found else ErrorCode.none,
+                error_message=f"Group {group_id} not found." if not_found else None,
+                group_id=GroupId(group_id), group_state=GroupState.DEAD.value, protocol_type="",
+                protocol_data="", members=())
+        stable = group.in_state(GroupState.STABLE)
+        return DescribedGroup(
+            error_code=ErrorCode.none, group_id=GroupId(group_id), group_state=group.state.value,
+            protocol_type=group.protocol_type or "",
+            protocol_data=(group.protocol_name or "") if stable else "",
+            members=tuple(DescribedGroupMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id,
+                client_id=m.client_id, client_host=m.client_host,
+                member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                member_assignment=m.assignment if stable else b"")
+                for m in group.members.values()))
+

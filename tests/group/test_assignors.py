@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from pykraft.group.assignors import (
     ASSIGNORS,
     DEFAULT_ASSIGNOR,
+    Assignment,
     MemberSpec,
     RangeAssignor,
-    TopicPartitions,
     UniformAssignor,
 )
 
@@ -24,7 +24,7 @@ member_ids_st = st.lists(st.text("abcdef", min_size=1, max_size=4), min_size=1, 
                          unique=True)
 
 
-def owners(result: Mapping[str, TopicPartitions]) -> dict[tuple[uuid.UUID, int], list[str]]:
+def owners(result: Mapping[str, Assignment]) -> dict[tuple[uuid.UUID, int], list[str]]:
     found: dict[tuple[uuid.UUID, int], list[str]] = {}
     for member, parts in result.items():
         for topic, partitions in parts.items():
@@ -35,7 +35,7 @@ def owners(result: Mapping[str, TopicPartitions]) -> dict[tuple[uuid.UUID, int],
 
 def check_complete_and_exclusive(
     members: Mapping[str, MemberSpec], counts: Mapping[uuid.UUID, int],
-    result: Mapping[str, TopicPartitions],
+    result: Mapping[str, Assignment],
 ) -> None:
     assert set(result) == set(members)
     found = owners(result)
@@ -47,7 +47,7 @@ def check_complete_and_exclusive(
         assert topic in members[who[0]].subscribed
 
 
-def sizes(result: Mapping[str, TopicPartitions]) -> list[int]:
+def sizes(result: Mapping[str, Assignment]) -> list[int]:
     return [sum(len(p) for p in parts.values()) for parts in result.values()]
 
 

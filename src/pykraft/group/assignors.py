@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-TopicPartitions = Mapping[uuid.UUID, frozenset[int]]
+Assignment = Mapping[uuid.UUID, frozenset[int]]
 """One member's partitions: topic id -> partition numbers."""
 
 
@@ -25,7 +25,7 @@ class MemberSpec:
     partitions in the current target assignment."""
 
     subscribed: frozenset[uuid.UUID]
-    current: TopicPartitions = field(default_factory=dict)
+    current: Assignment = field(default_factory=dict)
     instance_id: str | None = None
 
 
@@ -36,7 +36,7 @@ class Assignor(Protocol):
 
     def assign(
         self, members: Mapping[str, MemberSpec], partition_counts: Mapping[uuid.UUID, int]
-    ) -> dict[str, TopicPartitions]:
+    ) -> dict[str, Assignment]:
         """The new target assignment of every member in ``members``."""
         ...
 
@@ -55,7 +55,7 @@ class UniformAssignor:
 
     def assign(
         self, members: Mapping[str, MemberSpec], partition_counts: Mapping[uuid.UUID, int]
-    ) -> dict[str, TopicPartitions]:
+    ) -> dict[str, Assignment]:
         if not members:
             return {}
         subscriptions = {spec.subscribed for spec in members.values()}
@@ -171,7 +171,7 @@ class RangeAssignor:
 
     def assign(
         self, members: Mapping[str, MemberSpec], partition_counts: Mapping[uuid.UUID, int]
-    ) -> dict[str, TopicPartitions]:
+    ) -> dict[str, Assignment]:
         order = sorted(
             members,
             key=lambda m: (
@@ -194,7 +194,7 @@ class RangeAssignor:
         return {member: _freeze(parts) for member, parts in result.items()}
 
 
-def _count(assignment: Mapping[uuid.UUID, set[int]] | TopicPartitions) -> int:
+def _count(assignment: Mapping[uuid.UUID, set[int]] | Assignment) -> int:
     return sum(len(parts) for parts in assignment.values())
 
 

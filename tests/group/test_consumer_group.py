@@ -1,0 +1,342 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe: joins, reconciliation, leaves, timers,
+errors, and the records that let another coordinator take over."""
+
+from __future__ import annotations
+
+import pytest
+from consumer_harness import BAR, FOO, GROUP, Coordinator, assigned, request
+from kio.schema.types import GroupId
+
+from pykraft.group.consumer_group import ConsumerGroupConfig
+from pykraft.group.consumer_member import MemberState
+from pykraft.group.outcome import TopicInfo
+from pykraft.protocol.errors import ErrorCode
+
+ALL_FOO = {FOO: set(range(6))}
+
+
+def join(c: Coordinator, member: str, **kwargs: object) -> int:
+    response = c.heartbeat(request(member, 0, **kwargs))
+    assert response.error_code == ErrorCode.none, response.error_message
+    return int(response.member_epoch)
+
+
+def test_the_first_member_gets_every_partition_at_epoch_one() -> None:
+    c = Coordinator()
+    response = c.heartbeat(request("m1", 0))
+    assert response.error_code == ErrorCode.none
+    assert (response.member_id, response.member_epoch) == ("m1", 1)
+    assert response.heartbeat_interval.total_seconds() == 5
+    assert assigned(response) == ALL_FOO
+    group = c.groups.groups[GROUP]
+    assert (group.epoch, group.assignment_epoch, group.state) == (1, 1, "Stable")
+
+
+def test_a_heartbeat_without_changes_writes_nothing_and_omits_the_assignment() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    before = len(c.log)
+    response = c.heartbeat(request("m1", 1))
+    assert response.error_code == ErrorCode.none and response.member_epoch == 1
+    assert response.assignment is None
+    assert len(c.log) == before
+
+
+def test_partitions_move_only_after_their_owner_revokes_them() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    # m2 joins: epoch 2, but m1 still owns everything, so m2 waits for them.
+    second = c.heartbeat(request("m2", 0))
+    assert second.member_epoch == 2 and assigned(second) == {}
+    assert c.groups.groups[GROUP].members["m2"].state is MemberState.UNRELEASED_PARTITIONS
+    assert c.groups.groups[GROUP].state == "Reconciling"
+    # m1 is asked to revoke half; it keeps epoch 1 until it reports them gone.
+    first = c.heartbeat(request("m1", 1))
+    keep = assigned(first)
+    assert first.member_epoch == 1 and keep is not None and len(keep[FOO]) == 3
+    m1 = c.groups.groups[GROUP].members["m1"]
+    assert m1.state is MemberState.UNREVOKED_PARTITIONS
+    # m2 still gets nothing while m1 holds them.
+    assert assigned(c.heartbeat(request("m2", 2))) in (None, {})
+    # m1 still reports all six: nothing moves.
+    assert c.heartbeat(request("m1", 1, owned=ALL_FOO)).member_epoch == 1
+    # m1 reports only what it keeps: it moves to epoch 2.
+    assert c.heartbeat(request("m1", 1, owned=keep)).member_epoch == 2
+    # Now m2 gets the released partitions.
+    final = c.heartbeat(request("m2", 2))
+    got = assigned(final)
+    assert got is not None and got[FOO] == set(range(6)) - keep[FOO]
+    assert c.groups.groups[GROUP].state == "Stable"
+
+
+def test_a_leave_removes_the_member_and_bumps_the_epoch() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    join(c, "m2")
+    response = c.heartbeat(request("m2", -1))
+    assert (response.error_code, response.member_id, response.member_epoch) == (
+        ErrorCode.none, "m2", -1)
+    group = c.groups.groups[GROUP]
+    assert set(group.members) == {"m1"} and group.epoch == 3
+    # m1's next heartbeat gets the whole topic back at epoch 3.
+    c.heartbeat(request("m1", 1, owned=assigned(c.heartbeat(request("m1", 1)))))
+    final = c.heartbeat(request("m1", 3))
+    assert group.members["m1"].assigned == {FOO: frozenset(range(6))}
+    assert final.member_epoch == 3
+
+
+def test_the_member_id_is_generated_from_the_rng_for_v0_and_required_from_v1() -> None:
+    c = Coordinator()
+    v0 = c.heartbeat(request("", 0), api_version=0)
+    assert v0.error_code == ErrorCode.none and v0.member_id and len(v0.member_id) == 22
+    again = Coordinator().heartbeat(request("", 0), api_version=0)
+    assert again.member_id == v0.member_id  # same seed, same id: no global randomness
+    v1 = c.heartbeat(request("", 0), api_version=1)
+    assert (v1.error_code, v1.error_message) == (
+        ErrorCode.invalid_request, "MemberId can't be empty.")
+
+
+@pytest.mark.parametrize(
+    ("req", "message"),
+    [
+        (request("m", 0, group=""), "GroupId can't be empty."),
+        (request("m", 0, instance_id=""), "InstanceId can't be empty."),
+        (request("m", 0, rack_id=""), "RackId can't be empty."),
+        (request("m", 0, rebalance_timeout_ms=-1),
+         "RebalanceTimeoutMs must be provided in first request."),
+        (request("m", 0, owned={FOO: {0}}), "TopicPartitions must be empty when (re-)joining."),
+        (request("m", 0, owned=None), "TopicPartitions must be empty when (re-)joining."),
+        (request("m", 0, topics=()),
+         "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+        (request("m", -3), "MemberEpoch is invalid."),
+        (request("m", -2), "InstanceId can't be null."),
+    ],
+)
+def test_bad_heartbeats_are_invalid_requests(req: object, message: str) -> None:
+    response = Coordinator().heartbeat(req)
+    assert (response.error_code, response.error_message) == (ErrorCode.invalid_request, message)
+    assert response.member_id is None
+
+
+def test_an_unknown_assignor_is_unsupported() -> None:
+    response = Coordinator().heartbeat(request("m", 0, assignor="sticky"))
+    assert response.error_code == ErrorCode.unsupported_assignor
+    assert response.error_message == (
+        "ServerAssignor sticky is not supported. Supported assignors: uniform, range.")
+
+
+def test_an_invalid_regex_is_refused() -> None:
+    response = Coordinator().heartbeat(request("m", 0, regex="foo("))
+    assert response.error_code == ErrorCode.invalid_regular_expression
+
+
+def test_heartbeats_of_unknown_groups_and_members() -> None:
+    c = Coordinator()
+    assert c.heartbeat(request("m", 1)).error_code == ErrorCode.group_id_not_found
+    assert c.heartbeat(request("m", -1)).error_code == ErrorCode.group_id_not_found
+    join(c, "m1")
+    response = c.heartbeat(request("ghost", 1))
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.unknown_member_id, "Member ghost is not a member of group g.")
+    assert c.heartbeat(request("ghost", -1)).error_code == ErrorCode.unknown_member_id
+
+
+def test_member_epochs_ahead_or_behind_are_fenced() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    ahead = c.heartbeat(request("m1", 5))
+    assert ahead.error_code == ErrorCode.fenced_member_epoch
+    assert ahead.error_message is not None and "greater member epoch (5)" in ahead.error_message
+    join(c, "m2")  # epoch 2; m1 must revoke, then moves to 2
+    keep = assigned(c.heartbeat(request("m1", 1)))
+    assert c.heartbeat(request("m1", 1, owned=keep)).member_epoch == 2
+    # The previous epoch is accepted when it owns a subset of its assignment (lost reply)...
+    assert c.heartbeat(request("m1", 1, owned=keep)).error_code == ErrorCode.none
+    # ...but not when it owns more, nor when it does not say what it owns.
+    assert c.heartbeat(request("m1", 1, owned=ALL_FOO)).error_code == (
+        ErrorCode.fenced_member_epoch)
+    assert c.heartbeat(request("m1", 1)).error_code == ErrorCode.fenced_member_epoch
+    # A known member rejoining with epoch 0 is behind too.
+    assert c.heartbeat(request("m1", 0)).error_code == ErrorCode.fenced_member_epoch
+
+
+def test_a_full_group_refuses_new_members_only() -> None:
+    c = Coordinator(config=ConsumerGroupConfig(max_size=1))
+    join(c, "m1")
+    full = c.heartbeat(request("m2", 0))
+    assert (full.error_code, full.error_message) == (
+        ErrorCode.group_max_size_reached,
+        "The consumer group has reached its maximum capacity of 1 members.")
+    assert c.heartbeat(request("m1", 1)).error_code == ErrorCode.none
+
+
+def test_static_members_leave_with_minus_two_and_come_back_without_a_rebalance() -> None:
+    c = Coordinator()
+    join(c, "a1", instance_id="A")
+    join(c, "b1", instance_id="B")
+    keep = assigned(c.heartbeat(request("a1", 1, instance_id="A")))
+    c.heartbeat(request("a1", 1, instance_id="A", owned=keep))
+    final_b = c.heartbeat(request("b1", 2, instance_id="B"))
+    assert final_b.member_epoch == 2
+    group = c.groups.groups[GROUP]
+    a_parts = group.members["a1"].assigned
+    epoch = group.epoch
+    # The same instance id may not join under another member id while a1 is active.
+    taken = c.heartbeat(request("a2", 0, instance_id="A"))
+    assert taken.error_code == ErrorCode.unreleased_instance_id
+    # Another member id using A's instance id in a heartbeat is fenced.
+    assert c.heartbeat(request("a2", 2, instance_id="A")).error_code == (
+        ErrorCode.fenced_instance_id)
+    assert c.heartbeat(request("a2", 2, instance_id="Z")).error_code == (
+        ErrorCode.unknown_member_id)
+    away = c.heartbeat(request("a1", -2, instance_id="A"))
+    assert (away.error_code, away.member_epoch) == (ErrorCode.none, -2)
+    assert group.members["a1"].member_epoch == -2 and group.epoch == epoch
+    # b does not get a's partitions while a is away.
+    assert group.target["b1"] != {FOO: frozenset(range(6))}
+    back = c.heartbeat(request("a2", 0, instance_id="A"))
+    assert back.error_code == ErrorCode.none and back.member_epoch == epoch
+    assert assigned(back) == {t: set(p) for t, p in a_parts.items()}
+    assert "a1" not in group.members and group.epoch == epoch
+
+
+def test_a_static_member_leaving_for_good_is_removed() -> None:
+    c = Coordinator()
+    join(c, "a1", instance_id="A")
+    gone = c.heartbeat(request("a1", -1, instance_id="A"))
+    assert gone.error_code == ErrorCode.none
+    assert c.groups.groups[GROUP].members == {}
+    assert c.groups.groups[GROUP].state == "Empty"
+
+
+def test_the_session_timeout_fences_a_silent_member() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    join(c, "m2")
+    assert c.groups.next_deadline_ms() == c.now_ms + 45_000
+    assert c.advance(44_999) == []
+    c.heartbeat(request("m1", 1))  # m1 heartbeats; m2 stays silent
+    c.advance(1)
+    group = c.groups.groups[GROUP]
+    assert set(group.members) == {"m1"} and group.epoch == 3
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() -> None:
+    c = Coordinator()
+    join(c, "m1", rebalance_timeout_ms=10_000)
+    join(c, "m2")
+    c.heartbeat(request("m1", 1))  # asked to revoke; never confirms
+    assert c.groups.groups[GROUP].members["m1"].state is MemberState.UNREVOKED_PARTITIONS
+    assert c.groups.next_deadline_ms() == c.now_ms + 10_000
+    c.heartbeat(request("m2", 2))
+    c.advance(10_000)
+    group = c.groups.groups[GROUP]
+    assert set(group.members) == {"m2"}
+    final = c.heartbeat(request("m2", 2))
+    assert final.member_epoch == 3 and assigned(final) == ALL_FOO
+
+
+def test_a_new_partition_count_bumps_the_group_epoch() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    c.topics["foo"] = TopicInfo(FOO, 8)
+    response = c.heartbeat(request("m1", 1))
+    assert response.member_epoch == 2 and assigned(response) == {FOO: set(range(8))}
+
+
+def test_subscription_changes_and_regex_subscriptions() -> None:
+    c = Coordinator()
+    join(c, "m1", topics=None, regex="b.*")
+    group = c.groups.groups[GROUP]
+    assert group.members["m1"].assigned == {BAR: frozenset(range(3))}
+    response = c.heartbeat(request("m1", 1, topics=("foo",), regex=""))
+    assert response.member_epoch == 1  # bar must be revoked first
+    c.heartbeat(request("m1", 1, owned={}))
+    assert group.members["m1"].assigned == {FOO: frozenset(range(6))}
+    assert group.members["m1"].subscribed_topic_regex is None
+
+
+def test_range_is_used_when_members_ask_for_it() -> None:
+    c = Coordinator()
+    join(c, "m1", assignor="range", topics=("foo", "bar"))
+    assert c.groups.groups[GROUP].preferred_assignor("uniform") == "range"
+
+
+def test_describe_reports_the_group_and_its_members() -> None:
+    c = Coordinator()
+    join(c, "m1", topics=("foo", "bar"), instance_id="i1", rack_id="r1")
+    (found, missing) = c.groups.describe(("g", "nope"), c.topics)
+    assert missing.error_code == ErrorCode.group_id_not_found and missing.group_id == "nope"
+    assert (found.error_code, found.group_state, found.group_epoch, found.assignment_epoch,
+            found.assignor_name) == (ErrorCode.none, "Stable", 1, 1, "uniform")
+    (member,) = found.members
+    assert (member.member_id, member.instance_id, member.rack_id, member.member_epoch,
+            member.client_id, member.client_host, member.member_type) == (
+        "m1", "i1", "r1", 1, "client-1", "/127.0.0.1", 1)
+    assert member.subscribed_topic_names == ("bar", "foo")
+    names = {tp.topic_name: set(tp.partitions) for tp in member.assignment.topic_partitions}
+    assert names == {"foo": set(range(6)), "bar": set(range(3))}
+    assert member.target_assignment == member.assignment
+
+
+def test_offset_commit_and_fetch_checks_use_member_epochs() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    group = c.groups.groups[GROUP]
+    assert group.validate_offset_commit("m1", None, 1, 9) is None
+    assert group.validate_offset_commit("m1", None, 0, 9) == ErrorCode.stale_member_epoch
+    assert group.validate_offset_commit("m1", None, 1, 8) == ErrorCode.unsupported_version
+    assert group.validate_offset_commit("x", None, 1, 9) == ErrorCode.unknown_member_id
+    assert group.validate_offset_commit("", None, -1, 9) == ErrorCode.unknown_member_id
+    assert group.validate_offset_fetch(None, -1) is None
+    assert group.validate_offset_fetch("m1", 1) is None
+    assert group.validate_offset_fetch("m1", 2) == ErrorCode.stale_member_epoch
+    assert group.validate_offset_fetch("x", 1) == ErrorCode.unknown_member_id
+    c.heartbeat(request("m1", -1))
+    assert group.validate_offset_commit("", None, -1, 9) is None  # empty: simple commits
+
+
+def test_only_empty_groups_are_deleted() -> None:
+    c = Coordinator()
+    join(c, "m1")
+    with pytest.raises(Exception, match="not empty"):
+        c.groups.delete(GROUP)
+    c.heartbeat(request("m1", -1))
+    c.log.extend(c.groups.delete(GROUP))
+    assert GROUP not in c.groups.groups
+    assert c.reloaded().groups == {}
+    assert c.groups.delete(GROUP) == []
+
+
+def test_a_reloaded_coordinator_has_the_same_groups_and_arms_their_sessions() -> None:
+    c = Coordinator()
+    join(c, "m1", topics=("foo", "bar"))
+    join(c, "m2", instance_id="i2")
+    keep = assigned(c.heartbeat(request("m1", 1)))
+    c.heartbeat(request("m1", 1, owned=keep))
+    fresh = c.reloaded()
+    assert fresh.groups == c.groups.groups
+    assert fresh.next_deadline_ms() == 0
+    assert fresh.tick(c.now_ms) == []
+    assert fresh.next_deadline_ms() == c.now_ms + 45_000
+    (described,) = fresh.describe((GROUP,), c.topics)
+    assert described.group_epoch == 2 and len(described.members) == 2
+
+
+def test_listing_and_subscribed_topics() -> None:
+    c = Coordinator()
+    join(c, "m1", topics=("foo", "bar"))
+    assert list(c.groups.listed()) == [(GROUP, "Stable")]
+    assert c.groups.subscribed_topics(GROUP) == {"foo", "bar"}
+    assert c.groups.subscribed_topics("other") == set()
+    assert c.groups.groups[GROUP].group_type == "consumer"
+    assert not c.groups.groups[GROUP].is_empty()
+    c.groups.unload()
+    assert c.groups.groups == {} and c.groups.next_deadline_ms() is None
+
+
+def test_group_ids_are_kio_group_ids() -> None:
+    # The heartbeat answers the group it was asked about, by the id it was given.
+    c = Coordinator()
+    join(c, "m1", group="other")
+    assert GroupId("other") in c.groups.groups

@@ -26,6 +26,15 @@ from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
+from pykraft.broker.group_coordinator import GroupCoordinatorService
+from pykraft.broker.group_topic import CoordinatorFinder
+from pykraft.broker.group_versions import (
+    GROUP_APIS,
+    SERVED_GROUP_APIS,
+    error_response,
+    to_latest,
+    to_version,
+)
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
@@ -76,11 +85,16 @@ class BrokerDispatcher(Dispatcher):
     def __init__(self, node: RaftNode, metadata: BrokerMetadataListener,
                  channel: ControllerChannel, *, cluster_id: str, listener_name: str,
                  produce: ProduceHandler | None = None,
-                 replicas: ReplicaManager | None = None) -> None:
+                 replicas: ReplicaManager | None = None,
+                 groups: tuple[GroupCoordinatorService, CoordinatorFinder] | None = None
+                 ) -> None:
         super().__init__(node)
         self._served = BROKER_SERVED if produce is not None else BROKER_SERVED - {ApiKey.PRODUCE}
         if replicas is None:
             self._served -= READ_PATH
+        if groups is not None:
+            self._served |= SERVED_GROUP_APIS
+        self._groups = groups
         self._replicas = replicas
         self._fetcher = None if replicas is None else FetchHandler(replicas, listener_name)
         self._produce = produce
@@ -100,6 +114,8 @@ class BrokerDispatcher(Dispatcher):
         api_key = request.api_key
         if api_key in FORWARDED:
             return self._encode(request, await self._forward(request))
+        if api_key in GROUP_APIS:
+            return await self._group_answer(request, peer)
         node_id = self._settings.node_id
         image = self._metadata.image
         if api_key == ApiKey.METADATA:
@@ -123,6 +139,31 @@ class BrokerDispatcher(Dispatcher):
         return self._encode(request, describe_configs(
             image, convert(request.body, DescribeConfigsRequest), node_id=node_id,
             static=self._settings.controller.properties).response)
+
+    async def _group_answer(self, request: RequestFrame, peer: str) -> bytes:
+        """FindCoordinator from the image, the rest from the group shards; each request
+        in the latest shape and its answer back in the caller's version."""
+        assert self._groups is not None
+        service, finder = self._groups
+        api_key, version = request.api_key, request.api_version
+        latest = to_latest(api_key, version, request.body)
+        if api_key == ApiKey.FIND_COORDINATOR:
+            response = finder.find(latest, self._metadata.image)
+        else:
+            response = await service.handle(
+                api_key, version, latest, client_id=request.header.client_id or "",
+                client_host="/" + peer.rsplit(":", 1)[0])
+        return self._encode(request, to_version(api_key, version, response, latest))
+
+    def _failed(self, request: RequestFrame) -> bytes:
+        """A group API's UNKNOWN_SERVER_ERROR names every group or partition it asked
+        about, in the caller's version's shape (the others: the listener's rule)."""
+        api_key, version = request.api_key, request.api_version
+        if api_key not in GROUP_APIS:
+            return super()._failed(request)
+        latest = to_latest(api_key, version, request.body)
+        return self._encode(request, to_version(api_key, version, error_response(
+            api_key, latest, ErrorCode.unknown_server_error), latest))
 
     async def _produce_answer(self, request: RequestFrame) -> bytes:
         """The Produce response; nothing for acks=0 (b""), and for a failed acks=0 request a

@@ -22,7 +22,7 @@ import datetime
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kio.schema.create_topics.v7.request import (
     CreatableTopic,
@@ -40,7 +40,6 @@ from pykraft.group.partitioning import partition_for
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.controller_channel import ControllerChannel
 
 log = logging.getLogger(__name__)
 
@@ -93,11 +92,17 @@ _KEYS = {
 }
 
 
+class Channel(Protocol):
+    """Where the offsets topic's CreateTopics goes (the broker's ControllerChannel)."""
+
+    async def send(self, body: Any) -> Any: ...
+
+
 class CoordinatorFinder:
     """Answers FindCoordinator (latest version) from the broker's image, creating the
     offsets topic when it is missing."""
 
-    def __init__(self, config: OffsetsTopicConfig, channel: ControllerChannel,
+    def __init__(self, config: OffsetsTopicConfig, channel: Channel,
                  listener_name: str) -> None:
         self._config = config
         self._channel = channel

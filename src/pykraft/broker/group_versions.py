@@ -2,8 +2,9 @@
 their answers back: Kafka's generated messages are one class for every version, kio's are
 one per version, so the runtime does here what Kafka's request classes do per version.
 
-* Every request becomes its latest version (:func:`to_latest`); the few whose shape
-  changed are reshaped: OffsetFetch v1-7 (one group) as v8+ ``groups[]``, LeaveGroup v0-2
+* Every request becomes its latest version (:func:`to_latest`), but OffsetCommit v2-4 stay
+  as received (the shard reads their ``retention_time``, which v5+ dropped); the few whose
+  shape changed are reshaped: OffsetFetch v1-7 (one group) as v8+ ``groups[]``, LeaveGroup v0-2
   (one ``member_id``) as v3+ ``members[]``, FindCoordinator v0-3 (one ``key``) as v4+
   ``coordinator_keys``. Answers go back the same way (:func:`to_version`).
 * Batched requests are split by the ``__consumer_offsets`` partition of each group
@@ -35,6 +36,9 @@ SHARD_APIS = frozenset({
     ApiKey.CONSUMER_GROUP_DESCRIBE,
 })
 GROUP_APIS = SHARD_APIS | {ApiKey.FIND_COORDINATOR}
+#: What the broker advertises: KIP-848's APIs once the shards answer them.
+SERVED_GROUP_APIS = GROUP_APIS - {ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                                  ApiKey.CONSUMER_GROUP_DESCRIBE}
 #: Per batched API: the request field listing group ids, the response field listing one
 #: answer per group, and that answer's group id field.
 BATCHED: Mapping[int, tuple[str, str, str]] = {
@@ -46,6 +50,7 @@ BATCHED: Mapping[int, tuple[str, str, str]] = {
 _FIRST_BATCHED: Mapping[int, int] = {
     ApiKey.OFFSET_FETCH: 8, ApiKey.LEAVE_GROUP: 3, ApiKey.FIND_COORDINATOR: 4}
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
+LAST_RETENTION_COMMIT_VERSION = 4
 
 
 def latest_version(api_key: int) -> int:
@@ -71,6 +76,8 @@ def _nested(cls: type[Any], name: str) -> type[Any]:
 
 def to_latest(api_key: int, version: int, request: Any) -> Any:
     """``request`` (of ``version``) as the API's latest version."""
+    if api_key == ApiKey.OFFSET_COMMIT and version <= LAST_RETENTION_COMMIT_VERSION:
+        return request  # the shard reads its retention_time (v5+ have none)
     target = latest_request(api_key)
     body: Any = convert(request, target)
     if version >= _FIRST_BATCHED.get(api_key, 0):

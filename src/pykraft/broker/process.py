@@ -13,7 +13,8 @@ broker before it goes away rather than a session timeout later.
 Its partitions live in ``log.dirs`` (:mod:`pykraft.broker.log_manager`), loaded and
 recovered at start-up; the replica manager applies every new image and serves Produce, and
 the replica fetchers (:mod:`pykraft.broker.replica_fetcher`) follow the partitions led
-elsewhere.
+elsewhere. The group coordinator (:mod:`pykraft.broker.group_coordinator`) runs a group
+shard for each ``__consumer_offsets`` partition this broker leads.
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
 checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``) and apply
 retention (``log.retention.check.interval.ms``); a graceful stop writes producer snapshots,
@@ -24,10 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable, Mapping
 
 from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.dispatch import BrokerDispatcher
+from pykraft.broker.group_coordinator import GroupCoordinatorService
+from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.metadata_listener import BrokerMetadataListener
@@ -36,6 +40,8 @@ from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.config.server import ServerConfig
+from pykraft.group.config import GroupConfig
+from pykraft.group.shard import GroupShard
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.partition.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT
 from pykraft.runtime.controller_channel import ControllerChannel
@@ -81,6 +87,10 @@ class BrokerRuntime:
         self.fetchers = ReplicaFetcherManager(
             settings.node_id, self.replicas, FetcherConfig.of(static), broker.listener.name,
             self._now_ms, self._broker_epoch)
+        self._offsets_topic = OffsetsTopicConfig.from_properties(static)  # refused at start
+        self._group_config = GroupConfig.from_properties(static)
+        self.groups: GroupCoordinatorService | None = None
+        self._finder: CoordinatorFinder | None = None
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
         """Set when the client listener cannot be opened (e.g. its port is taken)."""
@@ -112,12 +122,20 @@ class BrokerRuntime:
             log_dirs=() if settings.directory_id is None else (settings.directory_id,),
             heartbeat_interval_ms=self._broker.heartbeat_interval_ms)
         self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata)
+        rng = random.Random()  # member ids: Kafka's clientId-UUID, unique across failovers
+        self.groups = GroupCoordinatorService(
+            self.replicas, node.now_ms,
+            lambda partition: GroupShard(partition, self._group_config, rng),
+            self._offsets_topic)
+        self._finder = CoordinatorFinder(self._offsets_topic, self._channel,
+                                         self._broker.listener.name)
         dispatcher = BrokerDispatcher(node, self.metadata, self._channel,
                                       cluster_id=settings.cluster_id,
                                       listener_name=self._broker.listener.name,
                                       produce=ProduceHandler(self.replicas, node.now_ms,
                                                              self._broker.listener.name),
-                                      replicas=self.replicas)
+                                      replicas=self.replicas,
+                                      groups=(self.groups, self._finder))
         self._server = ListenerServer(dispatcher, self._broker.listener.host,
                                       self._broker.listener.port, settings.max_frame_size)
 
@@ -183,6 +201,9 @@ class BrokerRuntime:
             _, stuck = await asyncio.wait(self._tasks, timeout=TASK_STOP_TIMEOUT_S)
             for task in stuck:
                 event(log, "task_did_not_stop", level=logging.ERROR, task=task.get_coro())
+        if self.groups is not None and self._finder is not None:
+            await self.groups.close()  # parked group requests answered NOT_COORDINATOR
+            await self._finder.close()
         await self.fetchers.stop()
         if self._channel is not None:
             self._channel.close()

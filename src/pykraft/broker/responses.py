@@ -19,6 +19,7 @@ from kio.schema.metadata.v13 import response as md
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
+from pykraft.broker.replica_manager import INTERNAL_TOPICS
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
@@ -66,7 +67,7 @@ def _partitions(image: MetadataImage, topic: TopicImage) -> tuple[Any, ...]:
 def _topic(image: MetadataImage, topic: TopicImage) -> Any:
     return md.MetadataResponseTopic(
         error_code=ErrorCode.none, name=TopicName(topic.name), topic_id=topic.topic_id,
-        is_internal=False, partitions=_partitions(image, topic),
+        is_internal=topic.name in INTERNAL_TOPICS, partitions=_partitions(image, topic),
         topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
 
 

@@ -1,0 +1,134 @@
+"""FindCoordinator from the image, the offsets topic created on the first one, its settings,
+and Metadata naming it internal."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.create_topics.v7 import response as ct
+from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+from kio.schema.metadata.v13.request import MetadataRequest
+from kio.static.primitive import i8
+from replica_fixtures import broker, with_records
+
+from pykraft.broker.group_topic import (
+    OFFSETS_TOPIC,
+    CoordinatorFinder,
+    OffsetsTopicConfig,
+)
+from pykraft.broker.responses import NO_THROTTLE, metadata_response
+from pykraft.errors import ConfigError
+from pykraft.group.partitioning import partition_for
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import (
+    BrokerRegistrationChangeRecord,
+    PartitionRecord,
+    TopicRecord,
+)
+
+TOPIC_ID = uuid.UUID(int=50)
+
+
+class Channel:
+    """Records what a finder asks the controller."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    async def send(self, body: Any) -> Any:
+        self.sent.append(body)
+        return ct.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=())
+
+
+def cluster(brokers: int, *, fenced: tuple[int, ...] = ()) -> MetadataImage:
+    image: MetadataImage = with_records(
+        MetadataImage(), *(broker(b, 9090 + b) for b in range(1, brokers + 1)),
+        *(BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=10, fenced=-1)
+          for b in range(1, brokers + 1) if b not in fenced))
+    return image
+
+
+def with_offsets_topic(image: MetadataImage, partitions: int, leader: int) -> MetadataImage:
+    result: MetadataImage = with_records(
+        image, TopicRecord(name=OFFSETS_TOPIC, topic_id=TOPIC_ID),
+        *(PartitionRecord(partition_id=p, topic_id=TOPIC_ID, replicas=(1,), isr=(1,),
+                          leader=leader, leader_epoch=0, partition_epoch=0)
+          for p in range(partitions)))
+    return result
+
+
+def find(keys: tuple[str, ...], key_type: int = 0) -> FindCoordinatorRequest:
+    return FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=keys)
+
+
+def test_the_first_find_creates_the_offsets_topic_capped_by_live_brokers() -> None:
+    async def scenario() -> tuple[Any, Channel]:
+        channel = Channel()
+        finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=7, segment_bytes=1 << 20),
+                                   channel, "PLAINTEXT")
+        answer = finder.find(find(("g", "h")), cluster(3, fenced=(3,)))
+        finder.find(find(("g",)), cluster(3, fenced=(3,)))  # one creation at a time
+        await asyncio.sleep(0)  # the creation task sends
+        await finder.close()
+        return answer, channel
+
+    answer, channel = asyncio.run(scenario())
+    assert [(c.key, c.error_code) for c in answer.coordinators] == [
+        ("g", ErrorCode.coordinator_not_available), ("h", ErrorCode.coordinator_not_available)]
+    (request,) = channel.sent
+    (topic,) = request.topics
+    assert (topic.name, topic.num_partitions, topic.replication_factor) == (OFFSETS_TOPIC, 7, 2)
+    assert {c.name: c.value for c in topic.configs} == {
+        "cleanup.policy": "compact", "segment.bytes": str(1 << 20),
+        "compression.type": "producer"}
+
+
+def test_the_coordinator_is_the_leader_of_the_groups_partition() -> None:
+    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=5), Channel(), "PLAINTEXT")
+    image = with_offsets_topic(cluster(2), 5, leader=2)
+    (found,) = finder.find(find(("group-1",)), image).coordinators
+    assert (found.error_code, found.node_id, found.host, found.port) == (
+        ErrorCode.none, 2, "127.0.0.1", 9092)
+    assert partition_for("group-1", 5) < 5
+
+
+def test_no_leader_yet_is_coordinator_not_available() -> None:
+    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=3), Channel(), "PLAINTEXT")
+    image = with_offsets_topic(cluster(1), 3, leader=-1)
+    (found,) = finder.find(find(("g",)), image).coordinators
+    assert found.error_code == ErrorCode.coordinator_not_available and found.node_id == -1
+
+
+def test_transaction_and_unknown_key_types() -> None:
+    finder = CoordinatorFinder(OffsetsTopicConfig(), Channel(), "PLAINTEXT")
+    (txn,) = finder.find(find(("t",), key_type=1), cluster(1)).coordinators
+    assert txn.error_code == ErrorCode.transactional_id_authorization_failed
+    (share,) = finder.find(find(("s",), key_type=2), cluster(1)).coordinators
+    assert share.error_code == ErrorCode.invalid_request
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("offsets.topic.num.partitions", "0"), ("offsets.topic.replication.factor", "x"),
+    ("offsets.commit.timeout.ms", "-1"), ("offsets.topic.segment.bytes", "0")])
+def test_bad_settings_are_refused_naming_the_key(key: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        OffsetsTopicConfig.from_properties({key: value})
+
+
+def test_settings_default_to_kafkas() -> None:
+    config = OffsetsTopicConfig.from_properties({"offsets.topic.replication.factor": "1"})
+    assert (config.num_partitions, config.replication_factor, config.segment_bytes,
+            config.commit_timeout_ms) == (50, 1, 104857600, 5000)
+
+
+def test_metadata_names_the_offsets_topic_internal() -> None:
+    image = with_offsets_topic(cluster(1), 1, leader=1)
+    request = MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False)
+    body = metadata_response(image, request, version=12, self_id=1, cluster_id="c",
+                             listener="PLAINTEXT")
+    assert [(t.name, t.is_internal) for t in body.topics] == [(OFFSETS_TOPIC, True)]

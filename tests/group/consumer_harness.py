@@ -16,9 +16,11 @@ from kio.schema.consumer_group_heartbeat.v1.response import ConsumerGroupHeartbe
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i32Timedelta
 
-from pykraft.group.consumer_group import ConsumerGroupConfig, ConsumerGroups
+from pykraft.group.consumer_group import ConsumerGroup, ConsumerGroupConfig, ConsumerGroups
 from pykraft.group.consumer_records import decode_consumer_record
 from pykraft.group.outcome import OffsetsRecord, RequestContext, TopicInfo
+from pykraft.group.registry import Groups
+from pykraft.group.timers import Timers
 
 FOO = uuid.UUID(int=0xF00)
 BAR = uuid.UUID(int=0xBA4)
@@ -92,10 +94,17 @@ class Coordinator:
     now_ms: int = 1_000
     topics: dict[str, TopicInfo] = field(default_factory=lambda: dict(TOPICS))
     log: list[OffsetsRecord] = field(default_factory=list)
+    registry: Groups = field(default_factory=dict)
+    timers: Timers = field(default_factory=Timers)
     groups: ConsumerGroups = field(init=False)
 
     def __post_init__(self) -> None:
-        self.groups = ConsumerGroups(self.config, random.Random(7))
+        self.groups = ConsumerGroups(self.registry, self.config, random.Random(7), self.timers)
+
+    def group(self, group_id: str = GROUP) -> ConsumerGroup:
+        group = self.groups.group(group_id)
+        assert group is not None
+        return group
 
     def context(self) -> RequestContext:
         return RequestContext(self.now_ms, "client-1", "/127.0.0.1", self.topics)
@@ -109,13 +118,13 @@ class Coordinator:
 
     def advance(self, ms: int) -> list[OffsetsRecord]:
         self.now_ms += ms
-        records = self.groups.tick(self.now_ms)
+        records = self.timers.fire(self.now_ms).records
         self.log.extend(records)
         return records
 
     def reloaded(self) -> ConsumerGroups:
         """A fresh ConsumerGroups that replayed the log (a coordinator failover)."""
-        fresh = ConsumerGroups(self.config, random.Random(0))
+        fresh = ConsumerGroups({}, self.config, random.Random(0), Timers())
         for record in self.log:
             decoded = decode_consumer_record(record)
             assert decoded is not None

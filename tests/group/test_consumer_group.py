@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from consumer_harness import BAR, FOO, GROUP, Coordinator, assigned, request
-from kio.schema.types import GroupId
 
+from pykraft.group.classic import ClassicGroup
 from pykraft.group.consumer_group import ConsumerGroupConfig
 from pykraft.group.consumer_member import MemberState
 from pykraft.group.outcome import TopicInfo
@@ -28,7 +28,7 @@ def test_the_first_member_gets_every_partition_at_epoch_one() -> None:
     assert (response.member_id, response.member_epoch) == ("m1", 1)
     assert response.heartbeat_interval.total_seconds() == 5
     assert assigned(response) == ALL_FOO
-    group = c.groups.groups[GROUP]
+    group = c.group()
     assert (group.epoch, group.assignment_epoch, group.state) == (1, 1, "Stable")
 
 
@@ -48,13 +48,13 @@ def test_partitions_move_only_after_their_owner_revokes_them() -> None:
     # m2 joins: epoch 2, but m1 still owns everything, so m2 waits for them.
     second = c.heartbeat(request("m2", 0))
     assert second.member_epoch == 2 and assigned(second) == {}
-    assert c.groups.groups[GROUP].members["m2"].state is MemberState.UNRELEASED_PARTITIONS
-    assert c.groups.groups[GROUP].state == "Reconciling"
+    assert c.group().members["m2"].state is MemberState.UNRELEASED_PARTITIONS
+    assert c.group().state == "Reconciling"
     # m1 is asked to revoke half; it keeps epoch 1 until it reports them gone.
     first = c.heartbeat(request("m1", 1))
     keep = assigned(first)
     assert first.member_epoch == 1 and keep is not None and len(keep[FOO]) == 3
-    m1 = c.groups.groups[GROUP].members["m1"]
+    m1 = c.group().members["m1"]
     assert m1.state is MemberState.UNREVOKED_PARTITIONS
     # m2 still gets nothing while m1 holds them.
     assert assigned(c.heartbeat(request("m2", 2))) in (None, {})
@@ -66,7 +66,7 @@ def test_partitions_move_only_after_their_owner_revokes_them() -> None:
     final = c.heartbeat(request("m2", 2))
     got = assigned(final)
     assert got is not None and got[FOO] == set(range(6)) - keep[FOO]
-    assert c.groups.groups[GROUP].state == "Stable"
+    assert c.group().state == "Stable"
 
 
 def test_a_leave_removes_the_member_and_bumps_the_epoch() -> None:
@@ -76,7 +76,7 @@ def test_a_leave_removes_the_member_and_bumps_the_epoch() -> None:
     response = c.heartbeat(request("m2", -1))
     assert (response.error_code, response.member_id, response.member_epoch) == (
         ErrorCode.none, "m2", -1)
-    group = c.groups.groups[GROUP]
+    group = c.group()
     assert set(group.members) == {"m1"} and group.epoch == 3
     # m1's next heartbeat gets the whole topic back at epoch 3.
     c.heartbeat(request("m1", 1, owned=assigned(c.heartbeat(request("m1", 1)))))
@@ -178,7 +178,7 @@ def test_static_members_leave_with_minus_two_and_come_back_without_a_rebalance()
     c.heartbeat(request("a1", 1, instance_id="A", owned=keep))
     final_b = c.heartbeat(request("b1", 2, instance_id="B"))
     assert final_b.member_epoch == 2
-    group = c.groups.groups[GROUP]
+    group = c.group()
     a_parts = group.members["a1"].assigned
     epoch = group.epoch
     # The same instance id may not join under another member id while a1 is active.
@@ -205,19 +205,19 @@ def test_a_static_member_leaving_for_good_is_removed() -> None:
     join(c, "a1", instance_id="A")
     gone = c.heartbeat(request("a1", -1, instance_id="A"))
     assert gone.error_code == ErrorCode.none
-    assert c.groups.groups[GROUP].members == {}
-    assert c.groups.groups[GROUP].state == "Empty"
+    assert c.group().members == {}
+    assert c.group().state == "Empty"
 
 
 def test_the_session_timeout_fences_a_silent_member() -> None:
     c = Coordinator()
     join(c, "m1")
     join(c, "m2")
-    assert c.groups.next_deadline_ms() == c.now_ms + 45_000
+    assert c.timers.next_deadline_ms() == c.now_ms + 45_000
     assert c.advance(44_999) == []
     c.heartbeat(request("m1", 1))  # m1 heartbeats; m2 stays silent
     c.advance(1)
-    group = c.groups.groups[GROUP]
+    group = c.group()
     assert set(group.members) == {"m1"} and group.epoch == 3
 
 
@@ -226,11 +226,11 @@ def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() 
     join(c, "m1", rebalance_timeout_ms=10_000)
     join(c, "m2")
     c.heartbeat(request("m1", 1))  # asked to revoke; never confirms
-    assert c.groups.groups[GROUP].members["m1"].state is MemberState.UNREVOKED_PARTITIONS
-    assert c.groups.next_deadline_ms() == c.now_ms + 10_000
+    assert c.group().members["m1"].state is MemberState.UNREVOKED_PARTITIONS
+    assert c.timers.next_deadline_ms() == c.now_ms + 10_000
     c.heartbeat(request("m2", 2))
     c.advance(10_000)
-    group = c.groups.groups[GROUP]
+    group = c.group()
     assert set(group.members) == {"m2"}
     final = c.heartbeat(request("m2", 2))
     assert final.member_epoch == 3 and assigned(final) == ALL_FOO
@@ -247,7 +247,7 @@ def test_a_new_partition_count_bumps_the_group_epoch() -> None:
 def test_subscription_changes_and_regex_subscriptions() -> None:
     c = Coordinator()
     join(c, "m1", topics=None, regex="b.*")
-    group = c.groups.groups[GROUP]
+    group = c.group()
     assert group.members["m1"].assigned == {BAR: frozenset(range(3))}
     response = c.heartbeat(request("m1", 1, topics=("foo",), regex=""))
     assert response.member_epoch == 1  # bar must be revoked first
@@ -259,7 +259,7 @@ def test_subscription_changes_and_regex_subscriptions() -> None:
 def test_range_is_used_when_members_ask_for_it() -> None:
     c = Coordinator()
     join(c, "m1", assignor="range", topics=("foo", "bar"))
-    assert c.groups.groups[GROUP].preferred_assignor("uniform") == "range"
+    assert c.group().preferred_assignor("uniform") == "range"
 
 
 def test_describe_reports_the_group_and_its_members() -> None:
@@ -282,7 +282,7 @@ def test_describe_reports_the_group_and_its_members() -> None:
 def test_offset_commit_and_fetch_checks_use_member_epochs() -> None:
     c = Coordinator()
     join(c, "m1")
-    group = c.groups.groups[GROUP]
+    group = c.group()
     assert group.validate_offset_commit("m1", None, 1, 9) is None
     assert group.validate_offset_commit("m1", None, 0, 9) == ErrorCode.stale_member_epoch
     assert group.validate_offset_commit("m1", None, 1, 8) == ErrorCode.unsupported_version
@@ -296,16 +296,15 @@ def test_offset_commit_and_fetch_checks_use_member_epochs() -> None:
     assert group.validate_offset_commit("", None, -1, 9) is None  # empty: simple commits
 
 
-def test_only_empty_groups_are_deleted() -> None:
+def test_an_empty_group_is_deleted_by_tombstones() -> None:
     c = Coordinator()
     join(c, "m1")
-    with pytest.raises(Exception, match="not empty"):
-        c.groups.delete(GROUP)
     c.heartbeat(request("m1", -1))
-    c.log.extend(c.groups.delete(GROUP))
-    assert GROUP not in c.groups.groups
+    assert c.group().is_empty()
+    c.log.extend(c.groups.tombstones(GROUP))
+    assert GROUP not in c.registry
     assert c.reloaded().groups == {}
-    assert c.groups.delete(GROUP) == []
+    assert c.groups.tombstones(GROUP) == []
 
 
 def test_a_reloaded_coordinator_has_the_same_groups_and_arms_their_sessions() -> None:
@@ -315,28 +314,28 @@ def test_a_reloaded_coordinator_has_the_same_groups_and_arms_their_sessions() ->
     keep = assigned(c.heartbeat(request("m1", 1)))
     c.heartbeat(request("m1", 1, owned=keep))
     fresh = c.reloaded()
-    assert fresh.groups == c.groups.groups
-    assert fresh.next_deadline_ms() == 0
-    assert fresh.tick(c.now_ms) == []
-    assert fresh.next_deadline_ms() == c.now_ms + 45_000
+    assert fresh.groups == c.registry
+    assert fresh.timers.next_deadline_ms() is None
+    fresh.arm(c.now_ms)
+    assert fresh.timers.next_deadline_ms() == c.now_ms + 45_000
     (described,) = fresh.describe((GROUP,), c.topics)
     assert described.group_epoch == 2 and len(described.members) == 2
 
 
-def test_listing_and_subscribed_topics() -> None:
+def test_what_list_groups_and_offset_delete_ask_of_a_group() -> None:
     c = Coordinator()
     join(c, "m1", topics=("foo", "bar"))
-    assert list(c.groups.listed()) == [(GROUP, "Stable")]
-    assert c.groups.subscribed_topics(GROUP) == {"foo", "bar"}
-    assert c.groups.subscribed_topics("other") == set()
-    assert c.groups.groups[GROUP].group_type == "consumer"
-    assert not c.groups.groups[GROUP].is_empty()
-    c.groups.unload()
-    assert c.groups.groups == {} and c.groups.next_deadline_ms() is None
+    group = c.group()
+    assert (group.group_type, group.state_name(), group.listed_protocol_type()) == (
+        "consumer", "Stable", "consumer")
+    assert group.is_subscribed_to("foo") and not group.is_subscribed_to("baz")
+    assert not group.is_empty()
 
 
-def test_group_ids_are_kio_group_ids() -> None:
-    # The heartbeat answers the group it was asked about, by the id it was given.
+def test_a_group_id_held_by_a_classic_group_is_not_a_consumer_group() -> None:
     c = Coordinator()
-    join(c, "m1", group="other")
-    assert GroupId("other") in c.groups.groups
+    c.registry["classic"] = ClassicGroup("classic")
+    response = c.heartbeat(request("m1", 1, group="classic"))
+    assert response.error_code == ErrorCode.group_id_not_found
+    (described,) = c.groups.describe(("classic",), c.topics)
+    assert described.error_code == ErrorCode.group_id_not_found

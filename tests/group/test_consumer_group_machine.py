@@ -39,7 +39,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self.member_epochs: dict[str, int] = {}
 
     def group(self) -> ConsumerGroup | None:
-        group: ConsumerGroup | None = self.c.groups.groups.get("g")
+        group: ConsumerGroup | None = self.c.groups.group("g")
         return group
 
     def send(
@@ -133,7 +133,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         for member, client in self.clients.items():
             assert client.revoking_towards is None
             assert client.owned == {t: set(p) for t, p in group.members[member].assigned.items()}
-        assert self.c.reloaded().groups == self.c.groups.groups
+        assert self.c.reloaded().groups == self.c.registry
 
     @invariant()
     def no_partition_has_two_owners(self) -> None:

@@ -23,7 +23,7 @@ import datetime
 import random
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from kio.schema.consumer_group_describe.v1 import response as describe_v1
@@ -61,7 +61,9 @@ from pykraft.group.consumer_records import (
     TopicPartitions,
     consumer_record,
 )
-from pykraft.group.outcome import OffsetsRecord, RequestContext, TopicInfo
+from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
+from pykraft.group.registry import Groups
+from pykraft.group.timers import Timers
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.errors import ErrorCode
 
@@ -73,6 +75,8 @@ DescribeResponse = describe_v1.ConsumerGroupDescribeResponse
 CLIENT_MEMBER_ID_VERSION = 1
 #: Topics a regex subscription never matches (Kafka's internal topics).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+CONSUMER_GROUP_TYPE = "consumer"
+"""ListGroups' group type and protocol type of a KIP-848 group."""
 CONSUMER_MEMBER_TYPE = 1
 """ConsumerGroupDescribe v1 ``member_type``: a member using the consumer protocol."""
 
@@ -149,10 +153,21 @@ class ConsumerGroup:
 
     @property
     def group_type(self) -> str:
-        return "consumer"
+        return CONSUMER_GROUP_TYPE
 
     def is_empty(self) -> bool:
         return not self.members
+
+    def state_name(self) -> str:
+        return self.state
+
+    def listed_protocol_type(self) -> str:
+        return CONSUMER_GROUP_TYPE
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Whether a member subscribes to ``topic`` (OffsetDelete refuses it; its offsets
+        do not expire)."""
+        return topic in self.subscribed_topic_names(self.subscription)
 
     def validate_offset_commit(
         self, member_id: str, instance_id: str | None, generation: int, api_version: int
@@ -230,26 +245,42 @@ def _fenced(received: int, known: int, word: str) -> GroupError:
     )
 
 
-class ConsumerGroups:
-    """The consumer groups of one ``__consumer_offsets`` partition (one shard)."""
+def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-session", group_id, member_id)
 
-    def __init__(self, config: ConsumerGroupConfig, rng: random.Random) -> None:
+
+def revocation_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-revocation", group_id, member_id)
+
+
+class ConsumerGroups:
+    """The consumer groups of one ``__consumer_offsets`` partition (one shard), kept in the
+    shard's registry beside its classic groups, with their timers in the shard's timers
+    (keys ``(kind, group id, member id)``)."""
+
+    def __init__(
+        self, groups: Groups, config: ConsumerGroupConfig, rng: random.Random, timers: Timers
+    ) -> None:
+        self.groups = groups
         self.config = config
         self._rng = rng
-        self.groups: dict[str, ConsumerGroup] = {}
-        self._session: dict[tuple[str, str], int] = {}
-        self._revocation: dict[tuple[str, str], tuple[int, int]] = {}  # deadline, epoch
-        self._unarmed: set[tuple[str, str]] = set()
+        self.timers = timers
+
+    def group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group ``group_id``; None when absent or of another type."""
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
 
     # --- replay: the only place state changes --------------------------------------------
 
     def replay(self, key: ConsumerKey, value: ConsumerValue | None) -> None:
         """Apply one record, read from the log or just written."""
-        group = self.groups.get(key.group_id)
+        group = self.group(key.group_id)
         if group is None:
             if value is None:
                 return
-            group = self.groups[key.group_id] = ConsumerGroup(key.group_id)
+            group = ConsumerGroup(key.group_id)
+            self.groups[key.group_id] = group
         match key, value:
             case ConsumerGroupMetadataKey(), ConsumerGroupMetadataValue(epoch=epoch):
                 group.epoch = epoch
@@ -284,10 +315,7 @@ class ConsumerGroups:
             group.members.pop(member_id, None)
             self._forget(group.group_id, member_id)
             return
-        old = group.members.get(member_id)
-        if old is None:
-            old = ConsumerMember(member_id)
-            self._unarmed.add((group.group_id, member_id))
+        old = group.members.get(member_id) or ConsumerMember(member_id)
         group.members[member_id] = replace(
             old,
             instance_id=value.instance_id,
@@ -313,7 +341,6 @@ class ConsumerGroups:
             return
         if old is None:
             old = ConsumerMember(member_id)
-            self._unarmed.add((group.group_id, member_id))
         try:
             state = MemberState(value.state)
         except ValueError:
@@ -400,7 +427,7 @@ class ConsumerGroups:
         return [name for name in self.config.assignors if name in ASSIGNORS]
 
     def _group(self, group_id: str) -> ConsumerGroup:
-        group = self.groups.get(group_id)
+        group = self.group(group_id)
         if group is None:
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
         return group
@@ -410,7 +437,7 @@ class ConsumerGroups:
     ) -> tuple[HeartbeatResponse, list[OffsetsRecord]]:
         group_id = request.group_id
         joining = request.member_epoch == 0
-        group = self.groups.get(group_id) if joining else self._group(group_id)
+        group = self.group(group_id) if joining else self._group(group_id)
         member_id = request.member_id or uuid_to_str(random_uuid(self._random_uuid))
         owned = _owned(request.topic_partitions)
         if (
@@ -426,7 +453,8 @@ class ConsumerGroups:
         # Everything that can refuse the heartbeat is checked before the first record.
         replaced = self._find_member(group, member_id, request, owned)
         records: list[OffsetsRecord] = []
-        group = self.groups.setdefault(group_id, ConsumerGroup(group_id))
+        group = self.group(group_id) or ConsumerGroup(group_id)
+        self.groups[group_id] = group
         if replaced is not None and replaced.member_id != member_id:
             member = self._replace_static(records, group, replaced, member_id)
         else:
@@ -466,9 +494,9 @@ class ConsumerGroups:
             self._assign(records, group)
         before = group.members[member_id]
         after = self._reconcile(records, group, before, owned)
-        self._session[(group_id, member_id)] = context.now_ms + self.config.session_timeout_ms
-        self._unarmed.discard((group_id, member_id))
-        self._arm_revocation(group_id, after, context.now_ms)
+        self._schedule_session(group_id, member_id, context.now_ms)
+        if after != before:
+            self._schedule_revocation(group_id, after, context.now_ms)
         full = joining or (
             _millis(request.rebalance_timeout) != -1
             and request.subscribed_topic_names is not None
@@ -617,14 +645,45 @@ class ConsumerGroups:
             self._write(records, *_assignment_record(group.group_id, updated))
         return updated
 
-    def _arm_revocation(self, group_id: str, member: ConsumerMember, now_ms: int) -> None:
-        key = (group_id, member.member_id)
-        if member.state is MemberState.UNREVOKED_PARTITIONS:
-            if self._revocation.get(key, (0, None))[1] != member.member_epoch:
-                self._revocation[key] = (now_ms + max(member.rebalance_timeout_ms, 0),
-                                         member.member_epoch)
-        else:
-            self._revocation.pop(key, None)
+    def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
+        self.timers.schedule(
+            session_key(group_id, member_id), now_ms + self.config.session_timeout_ms,
+            lambda _: self._expire(group_id, member_id, None),
+        )
+
+    def _schedule_revocation(self, group_id: str, member: ConsumerMember, now_ms: int) -> None:
+        """A member asked to revoke must do so within its rebalance timeout, else it is
+        fenced (unless it has left that epoch by then)."""
+        key = revocation_key(group_id, member.member_id)
+        if member.state is not MemberState.UNREVOKED_PARTITIONS:
+            self.timers.cancel(key)
+            return
+        epoch = member.member_epoch
+        self.timers.schedule(
+            key, now_ms + max(member.rebalance_timeout_ms, 0),
+            lambda _: self._expire(group_id, member.member_id, epoch),
+        )
+
+    def _expire(self, group_id: str, member_id: str, epoch: int | None) -> Outcome:
+        """A timer fired: fence the member if it is still there (at ``epoch`` if given)."""
+        group = self.group(group_id)
+        member = None if group is None else group.members.get(member_id)
+        records: list[OffsetsRecord] = []
+        if group is not None and member is not None and epoch in (None, member.member_epoch):
+            self._fence(records, group, member_id)
+        return Outcome(records=records)
+
+    def arm(self, now_ms: int) -> None:
+        """Start the timers of the members a load brought in (Kafka's onLoaded)."""
+        for group in list(self.groups.values()):
+            if not isinstance(group, ConsumerGroup):
+                continue
+            for member in group.members.values():
+                if self.timers.deadline(session_key(group.group_id, member.member_id)) is None:
+                    self._schedule_session(group.group_id, member.member_id, now_ms)
+                key = revocation_key(group.group_id, member.member_id)
+                if self.timers.deadline(key) is None:
+                    self._schedule_revocation(group.group_id, member, now_ms)
 
     # --- leaving and fencing -------------------------------------------------------------
 
@@ -674,51 +733,8 @@ class ConsumerGroups:
                     ConsumerGroupMetadataValue(group.epoch + 1))
 
     def _forget(self, group_id: str, member_id: str) -> None:
-        key = (group_id, member_id)
-        self._session.pop(key, None)
-        self._revocation.pop(key, None)
-        self._unarmed.discard(key)
-
-    # --- timers ----------------------------------------------------------------------------
-
-    def next_deadline_ms(self) -> int | None:
-        """When :meth:`tick` is next due; 0 while loaded members await their timers."""
-        if self._unarmed:
-            return 0
-        deadlines = [*self._session.values(), *(d for d, _ in self._revocation.values())]
-        return min(deadlines, default=None)
-
-    def tick(self, now_ms: int) -> list[OffsetsRecord]:
-        """Fence the members whose session expired or who did not revoke in time."""
-        for group_id, member_id in sorted(self._unarmed):
-            member = self.groups[group_id].members[member_id]
-            self._session[(group_id, member_id)] = now_ms + self.config.session_timeout_ms
-            self._arm_revocation(group_id, member, now_ms)
-        self._unarmed.clear()
-        records: list[OffsetsRecord] = []
-        expired = sorted(k for k, deadline in self._session.items() if deadline <= now_ms)
-        late = sorted(k for k, (deadline, _) in self._revocation.items() if deadline <= now_ms)
-        for group_id, member_id in expired:
-            self._session.pop((group_id, member_id), None)
-            if member_id in self._members_of(group_id):
-                self._fence(records, self.groups[group_id], member_id)
-        for group_id, member_id in late:
-            entry = self._revocation.pop((group_id, member_id), None)
-            late_member = self._members_of(group_id).get(member_id)
-            if entry and late_member and late_member.member_epoch == entry[1]:
-                self._fence(records, self.groups[group_id], member_id)
-        return records
-
-    def _members_of(self, group_id: str) -> Mapping[str, ConsumerMember]:
-        group = self.groups.get(group_id)
-        return {} if group is None else group.members
-
-    def unload(self) -> None:
-        """Forget everything (the partition moved to another coordinator)."""
-        self.groups.clear()
-        self._session.clear()
-        self._revocation.clear()
-        self._unarmed.clear()
+        self.timers.cancel(session_key(group_id, member_id))
+        self.timers.cancel(revocation_key(group_id, member_id))
 
     # --- ConsumerGroupDescribe and what other APIs ask ---------------------------------
 
@@ -728,7 +744,7 @@ class ConsumerGroups:
         names = {info.topic_id: name for name, info in topics.items()}
         described = []
         for group_id in group_ids:
-            group = self.groups.get(group_id)
+            group = self.group(group_id)
             if group is None:
                 described.append(describe_v1.DescribedGroup(
                     error_code=ErrorCode.group_id_not_found, group_id=GroupId(group_id),
@@ -750,28 +766,12 @@ class ConsumerGroups:
             ))
         return described
 
-    def listed(self) -> Iterator[tuple[str, str]]:
-        """(group id, state) of every consumer group, for ListGroups (type "consumer")."""
-        for group in self.groups.values():
-            yield group.group_id, group.state
-
-    def is_empty(self, group_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is None or not group.members
-
-    def subscribed_topics(self, group_id: str) -> set[str]:
-        """Topic names the group's members subscribe to (OffsetDelete refuses those)."""
-        group = self.groups.get(group_id)
-        return set() if group is None else group.subscribed_topic_names(group.subscription)
-
-    def delete(self, group_id: str) -> list[OffsetsRecord]:
-        """Tombstones removing an empty group (DeleteGroups, offsets expiry)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return []
-        if group.members:
-            raise GroupError(ErrorCode.non_empty_group, "The group is not empty.")
+    def tombstones(self, group_id: str) -> list[OffsetsRecord]:
+        """The records deleting an empty consumer group (DeleteGroups, offsets expiry);
+        their replay removes it from the registry."""
         records: list[OffsetsRecord] = []
+        if self.group(group_id) is None:
+            return records
         self._write(records, ConsumerGroupTargetAssignmentMetadataKey(group_id), None)
         self._write(records, ConsumerGroupPartitionMetadataKey(group_id), None)
         self._write(records, ConsumerGroupMetadataKey(group_id), None)

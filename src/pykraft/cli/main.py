@@ -9,6 +9,7 @@ from pykraft.cli.chaos import chaos_app
 from pykraft.cli.cluster import cluster_app
 from pykraft.cli.console_consumer import console_consumer
 from pykraft.cli.console_producer import console_producer
+from pykraft.cli.consumer_groups import consumer_groups
 from pykraft.cli.delete_records import delete_records
 from pykraft.cli.dump_log import dump_log
 from pykraft.cli.features import features_app
@@ -56,6 +57,7 @@ app.command("console-consumer")(console_consumer)
 app.command("get-offsets")(get_offsets)
 app.command("log-dirs")(log_dirs)
 app.command("delete-records")(delete_records)
+app.command("consumer-groups")(consumer_groups)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

@@ -38,6 +38,8 @@ _EXCEPTION_NAMES = {
     ErrorCode.invalid_topic_exception: "InvalidTopicException",
     ErrorCode.corrupt_message: "CorruptRecordException",
     ErrorCode.invalid_record: "InvalidRecordException",
+    ErrorCode.non_empty_group: "GroupNotEmptyException",
+    ErrorCode.group_authorization_failed: "GroupAuthorizationException",
 }
 
 

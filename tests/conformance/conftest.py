@@ -21,12 +21,15 @@ from pykraft.tools.quorum_tool import parse_host_port
 
 SHARED_TOPIC = "conformance"
 SHARED_PARTITIONS = 2
+#: A group's first rebalance waits group.initial.rebalance.delay.ms (3 s) for more members;
+#: every group row makes a group of its own, so the suite does not wait.
+GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0"}
 
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
     made = LocalCluster.create(tmp_path_factory.mktemp("conformance") / "cluster", 1,
-                               PROPERTIES, brokers=1)
+                               GROUP_PROPERTIES, brokers=1)
     made.start_all()
     try:
         wait_for_brokers(made, 1)

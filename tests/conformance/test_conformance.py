@@ -11,6 +11,7 @@ import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
+from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.wire import (
     CORRELATION_ID,
@@ -23,10 +24,11 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
+TABLE = [*CASES, *GROUPS]
 
 
 def rows() -> Iterator[Row]:
-    for case in CASES:
+    for case in TABLE:
         for listener in case.listeners:
             for version in API_SPECS[case.api_key].versions:
                 if case.since <= version < case.until:
@@ -80,7 +82,7 @@ def test_every_advertised_api_has_rows_at_its_advertised_versions(
     run = Run(cluster, "ApiVersions", "advertised", listener, ApiVersionsRequest.max_version)
     advertised = {k.api_key: (k.min_version, k.max_version) for k in api_versions(run).api_keys}
     tested = {case.api_key: API_SPECS[case.api_key].advertised_range
-              for case in CASES if listener in case.listeners}
+              for case in TABLE if listener in case.listeners}
     assert advertised == tested
 
 

@@ -1,0 +1,377 @@
+"""Conformance rows for the group coordinator's APIs (issue 16).
+
+Every run uses a group of its own (:func:`group_of`), so rows never see each other's
+members. A row's API is sent at the row's version; the steps that set a group up (find the
+coordinator, join, sync, commit) go at each API's latest version, so a failure names the
+API under test. The requests are kio's: kafka-python's group classes encode a different
+field set per version, and kio's version-independent dicts keep one builder per API.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from conformance.cases import SETTLE_S, Case, Meaning, code
+from conformance.harness import Run
+from pykraft.protocol.apis import API_SPECS, ApiKey
+
+PROTOCOL = "range"
+SESSION = datetime.timedelta(seconds=30)
+_RETRIED = frozenset({"COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
+                      "NOT_COORDINATOR"})
+#: Offsets committed by the rows (to the shared topic's partition 0).
+COMMITTED = 42
+
+
+def group_of(run: Run, suffix: str = "") -> str:
+    return f"g-{run.api_name}-{run.case}-v{run.version}{suffix}".lower()
+
+
+def latest(run: Run, api_key: int) -> Run:
+    """``run`` moved to ``api_key``'s latest version (for set-up steps)."""
+    return dataclasses.replace(run, version=API_SPECS[api_key].max_version)
+
+
+def subscription(*topics: str) -> bytes:
+    """ConsumerProtocolSubscription v0: int16 version, topics (int32 count, int16-long
+    strings), user_data (int32 -1: null)."""
+    body = struct.pack(">hi", 0, len(topics))
+    for topic in topics:
+        body += struct.pack(">h", len(topic)) + topic.encode()
+    return body + struct.pack(">i", -1)
+
+
+def retried(send: Callable[[], Any], errors: Callable[[Any], list[str]]) -> Any:
+    """``send()`` again while the answer says the coordinator is not ready yet (the offsets
+    topic is being created or loaded), for up to :data:`SETTLE_S`."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        body = send()
+        if not _RETRIED & set(errors(body)) or time.monotonic() > deadline:
+            return body
+        time.sleep(0.05)
+
+
+# -- FindCoordinator -------------------------------------------------------------------------
+
+def find_coordinator(run: Run, keys: list[str], key_type: int = 0) -> Any:
+    fields: dict[str, Any] = (
+        {"key": keys[0], "key_type": key_type} if run.version < 4
+        else {"key_type": key_type, "coordinator_keys": keys})
+    return retried(lambda: run.kio(ApiKey.FIND_COORDINATOR, fields), coordinator_errors)
+
+
+def coordinator_errors(body: Any) -> list[str]:
+    if hasattr(body, "coordinators"):
+        return [code(c.error_code) for c in body.coordinators]
+    return [code(body.error_code)]
+
+
+def coordinators(body: Any, run: Run) -> list[tuple[str, bool]]:
+    """(error, is this broker) per key, for either shape."""
+    found = body.coordinators if hasattr(body, "coordinators") else [body]
+    return [(code(c.error_code), c.node_id == run.cluster.broker_id) for c in found]
+
+
+def ready(run: Run, group: str) -> None:
+    """Wait until ``group``'s coordinator answers (the offsets topic exists and loaded)."""
+    (found,) = coordinators(find_coordinator(latest(run, ApiKey.FIND_COORDINATOR), [group]),
+                            run)
+    assert found == ("NONE", True), found
+
+
+# -- JoinGroup / SyncGroup -------------------------------------------------------------------
+
+def join(run: Run, group: str, member_id: str = "", *, session: datetime.timedelta = SESSION,
+         topics: tuple[str, ...] | None = None, first_call_only: bool = False) -> Any:
+    """JoinGroup at ``run``'s version; from v4 an unknown member is first told its id
+    (MEMBER_ID_REQUIRED) and joins again with it, as clients do."""
+    if group:  # the empty id is refused by any broker, coordinator or not
+        ready(run, group)
+    subscribed = topics if topics is not None else (run.cluster.topic,)
+
+    def send(member: str) -> Any:
+        return retried(lambda: run.kio(ApiKey.JOIN_GROUP, {
+            "group_id": group, "session_timeout": session, "rebalance_timeout": session,
+            "member_id": member, "protocol_type": "consumer",
+            "protocols": [{"name": PROTOCOL, "metadata": subscription(*subscribed)}]}),
+            lambda b: [code(b.error_code)])
+
+    body = send(member_id)
+    if code(body.error_code) == "MEMBER_ID_REQUIRED" and not first_call_only:
+        body = send(body.member_id)
+    return body
+
+
+def joined(body: Any, _run: Run) -> Meaning:
+    return (code(body.error_code), body.generation_id, body.leader == body.member_id,
+            len(body.members), body.protocol_name)
+
+
+def join_error(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code)
+
+
+def sync(run: Run, group: str, generation: int, member_id: str,
+         assignment: bytes | None = None) -> Any:
+    assignments = [] if assignment is None else [
+        {"member_id": member_id, "assignment": assignment}]
+    return run.kio(ApiKey.SYNC_GROUP, {
+        "group_id": group, "generation_id": generation, "member_id": member_id,
+        "protocol_type": "consumer", "protocol_name": PROTOCOL, "assignments": assignments})
+
+
+def stable_member(run: Run, group: str, topics: tuple[str, ...] | None = None
+                  ) -> tuple[int, str]:
+    """A group of one member that joined and synced: (generation, member id)."""
+    joined_body = join(latest(run, ApiKey.JOIN_GROUP), group, topics=topics)
+    assert code(joined_body.error_code) == "NONE", joined_body
+    synced = sync(latest(run, ApiKey.SYNC_GROUP), group, joined_body.generation_id,
+                  joined_body.member_id, b"assignment")
+    assert code(synced.error_code) == "NONE", synced
+    return joined_body.generation_id, joined_body.member_id
+
+
+def leader_syncs(run: Run) -> Any:
+    group = group_of(run)
+    body = join(latest(run, ApiKey.JOIN_GROUP), group)
+    return sync(run, group, body.generation_id, body.member_id, b"the-assignment")
+
+
+def synced(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code), body.assignment
+
+
+def sync_wrong_generation(run: Run) -> Any:
+    group = group_of(run)
+    body = join(latest(run, ApiKey.JOIN_GROUP), group)
+    return sync(run, group, body.generation_id + 5, body.member_id, b"x")
+
+
+# -- Heartbeat / LeaveGroup ------------------------------------------------------------------
+
+def heartbeat(run: Run, generation_delta: int = 0) -> Any:
+    group = group_of(run)
+    generation, member = stable_member(run, group)
+    return run.kio(ApiKey.HEARTBEAT, {"group_id": group, "member_id": member,
+                                       "generation_id": generation + generation_delta})
+
+
+def leave(run: Run, group: str, member_id: str) -> Any:
+    fields: dict[str, Any] = (
+        {"group_id": group, "member_id": member_id} if run.version < 3
+        else {"group_id": group, "members": [{"member_id": member_id}]})
+    return run.kio(ApiKey.LEAVE_GROUP, fields)
+
+
+def left(body: Any, _run: Run) -> Meaning:
+    """The member's error: top level before v3, per member from v3."""
+    if hasattr(body, "members") and body.members:
+        return code(body.error_code), [code(m.error_code) for m in body.members]
+    return "NONE", [code(body.error_code)]
+
+
+def member_leaves(run: Run) -> Any:
+    group = group_of(run)
+    _, member = stable_member(run, group)
+    return leave(run, group, member)
+
+
+def stranger_leaves(run: Run) -> Any:
+    group = group_of(run)
+    stable_member(run, group)
+    return leave(run, group, "stranger")
+
+
+# -- OffsetCommit / OffsetFetch / OffsetDelete -----------------------------------------------
+
+def commit(run: Run, group: str, *, offset: int = COMMITTED, metadata: str = "",
+           generation: int = -1, member_id: str = "") -> Any:
+    ready(run, group)
+    return retried(lambda: run.kio(ApiKey.OFFSET_COMMIT, {
+        "group_id": group, "generation_id_or_member_epoch": generation,
+        "member_id": member_id, "retention_time": datetime.timedelta(milliseconds=-1),
+        "topics": [{"name": run.cluster.topic, "partitions": [{
+            "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+            "committed_metadata": metadata}]}]}), commit_errors)
+
+
+def commit_stale_generation(run: Run) -> Any:
+    group = group_of(run)
+    generation, member = stable_member(run, group)
+    return commit(run, group, generation=generation + 1, member_id=member)
+
+
+def commit_errors(body: Any) -> list[str]:
+    return [code(p.error_code) for t in body.topics for p in t.partitions]
+
+
+def committed(body: Any, _run: Run) -> Meaning:
+    return commit_errors(body)
+
+
+def fetch_offsets(run: Run, group: str, *, all_topics: bool = False) -> Any:
+    topics = None if all_topics else [{"name": run.cluster.topic, "partition_indexes": [0]}]
+    if run.version < 8:
+        return run.kio(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": topics})
+    return run.kio(ApiKey.OFFSET_FETCH, {"groups": [{"group_id": group, "topics": topics}]})
+
+
+def fetched(body: Any, _run: Run) -> Meaning:
+    """(group error, [(partition error, offset)]) for either shape (the group error is
+    NONE before v2, which had none)."""
+    if hasattr(body, "groups"):
+        (group,) = body.groups
+        error, topics = code(group.error_code), group.topics
+    else:
+        error, topics = code(getattr(body, "error_code", 0)), body.topics
+    return error, [(code(p.error_code), p.committed_offset)
+                   for t in topics for p in t.partitions]
+
+
+def commit_then_fetch(run: Run, *, all_topics: bool = False) -> Any:
+    group = group_of(run)
+    assert committed(commit(latest(run, ApiKey.OFFSET_COMMIT), group), run) == ["NONE"]
+    return fetch_offsets(run, group, all_topics=all_topics)
+
+
+def delete_offsets(run: Run, group: str) -> Any:
+    return run.kio(ApiKey.OFFSET_DELETE, {"group_id": group, "topics": [
+        {"name": run.cluster.topic, "partitions": [{"partition_index": 0}]}]})
+
+
+def offsets_deleted(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code), [code(p.error_code) for t in body.topics
+                                   for p in t.partitions]
+
+
+def delete_subscribed_offsets(run: Run) -> Any:
+    group = group_of(run)
+    stable_member(run, group)
+    return delete_offsets(run, group)
+
+
+def committed_group(run: Run) -> str:
+    group = group_of(run)
+    assert committed(commit(latest(run, ApiKey.OFFSET_COMMIT), group), run) == ["NONE"]
+    return group
+
+
+# -- ListGroups / DescribeGroups / DeleteGroups ----------------------------------------------
+
+def list_groups(run: Run) -> Any:
+    group = group_of(run)
+    stable_member(run, group)
+    return run.kio(ApiKey.LIST_GROUPS, {}), group
+
+
+def listed_group(answer: tuple[Any, str], _run: Run) -> Meaning:
+    body, group = answer
+    mine = [(g.protocol_type, getattr(g, "group_state", "Stable"))
+            for g in body.groups if g.group_id == group]
+    return code(body.error_code), mine
+
+
+def describe(run: Run, group: str) -> Any:
+    return run.kio(ApiKey.DESCRIBE_GROUPS, {"groups": [group]})
+
+
+def described(body: Any, _run: Run) -> Meaning:
+    (group,) = body.groups
+    return code(group.error_code), group.group_state, group.protocol_type, len(group.members)
+
+
+def describe_stable(run: Run) -> Any:
+    group = group_of(run)
+    stable_member(run, group)
+    return describe(run, group)
+
+
+def delete_groups(run: Run, group: str) -> Any:
+    return run.kio(ApiKey.DELETE_GROUPS, {"groups_names": [group]})
+
+
+def groups_deleted(body: Any, _run: Run) -> Meaning:
+    return [code(r.error_code) for r in body.results]
+
+
+def delete_live_group(run: Run) -> Any:
+    group = group_of(run)
+    stable_member(run, group)
+    return delete_groups(run, group)
+
+
+GROUPS = [
+    Case("FindCoordinator", 10, "group_key",
+         lambda r: find_coordinator(r, [group_of(r)]), coordinators,
+         lambda _r: [("NONE", True)]),
+    Case("FindCoordinator", 10, "batched_group_keys",
+         lambda r: find_coordinator(r, [group_of(r, "-a"), group_of(r, "-b")]), coordinators,
+         lambda _r: [("NONE", True)] * 2, since=4),
+    Case("JoinGroup", 11, "first_member_leads", lambda r: join(r, group_of(r)), joined,
+         lambda _r: ("NONE", 1, True, 1, PROTOCOL)),
+    Case("JoinGroup", 11, "member_id_required_kip_394",
+         lambda r: join(r, group_of(r), first_call_only=True),
+         lambda b, _r: (code(b.error_code), bool(b.member_id)),
+         lambda _r: ("MEMBER_ID_REQUIRED", True), since=4),
+    Case("JoinGroup", 11, "session_timeout_too_short",
+         lambda r: join(r, group_of(r), session=datetime.timedelta(milliseconds=1)),
+         join_error, lambda _r: "INVALID_SESSION_TIMEOUT"),
+    Case("JoinGroup", 11, "unknown_member_id", lambda r: join(r, group_of(r), "stranger"),
+         join_error, lambda _r: "UNKNOWN_MEMBER_ID"),
+    Case("JoinGroup", 11, "empty_group_id", lambda r: join(r, ""), join_error,
+         lambda _r: "INVALID_GROUP_ID"),
+    Case("SyncGroup", 14, "leader_assignment", leader_syncs, synced,
+         lambda _r: ("NONE", b"the-assignment")),
+    Case("SyncGroup", 14, "wrong_generation", sync_wrong_generation, join_error,
+         lambda _r: "ILLEGAL_GENERATION"),
+    Case("Heartbeat", 12, "stable_member", heartbeat, join_error, lambda _r: "NONE"),
+    Case("Heartbeat", 12, "wrong_generation", lambda r: heartbeat(r, 1), join_error,
+         lambda _r: "ILLEGAL_GENERATION"),
+    Case("LeaveGroup", 13, "member_leaves", member_leaves, left,
+         lambda _r: ("NONE", ["NONE"])),
+    Case("LeaveGroup", 13, "unknown_member", stranger_leaves, left,
+         lambda _r: ("NONE", ["UNKNOWN_MEMBER_ID"])),
+    Case("OffsetCommit", 8, "simple_commit_kafka_tools",
+         lambda r: commit(r, group_of(r)), committed, lambda _r: ["NONE"]),
+    Case("OffsetCommit", 8, "metadata_too_large",
+         lambda r: commit(r, group_of(r), metadata="m" * 5000), committed,
+         lambda _r: ["OFFSET_METADATA_TOO_LARGE"]),
+    Case("OffsetCommit", 8, "stale_generation_of_a_stable_group", commit_stale_generation,
+         committed, lambda _r: ["ILLEGAL_GENERATION"]),
+    Case("OffsetFetch", 9, "committed_offset", commit_then_fetch, fetched,
+         lambda _r: ("NONE", [("NONE", COMMITTED)])),
+    Case("OffsetFetch", 9, "all_topics_of_the_group",
+         lambda r: commit_then_fetch(r, all_topics=True), fetched,
+         lambda _r: ("NONE", [("NONE", COMMITTED)]), since=2),
+    Case("OffsetFetch", 9, "unknown_group", lambda r: fetch_offsets(r, group_of(r)), fetched,
+         lambda _r: ("NONE", [("NONE", -1)])),
+    Case("ListGroups", 16, "lists_a_stable_group", list_groups, listed_group,
+         lambda _r: ("NONE", [("consumer", "Stable")])),
+    Case("DescribeGroups", 15, "unknown_group_is_dead",
+         lambda r: describe(r, group_of(r)), described, lambda _r: ("NONE", "Dead", "", 0),
+         until=6),
+    # KIP-1043: from v6 an unknown group is an error, still described as Dead
+    Case("DescribeGroups", 15, "unknown_group_not_found_kip_1043",
+         lambda r: describe(r, group_of(r)), described,
+         lambda _r: ("GROUP_ID_NOT_FOUND", "Dead", "", 0), since=6),
+    Case("DescribeGroups", 15, "stable_group", describe_stable, described,
+         lambda _r: ("NONE", "Stable", "consumer", 1)),
+    Case("DeleteGroups", 42, "unknown_group", lambda r: delete_groups(r, group_of(r)),
+         groups_deleted, lambda _r: ["GROUP_ID_NOT_FOUND"]),
+    Case("DeleteGroups", 42, "empty_group_with_offsets",
+         lambda r: delete_groups(r, committed_group(r)), groups_deleted, lambda _r: ["NONE"]),
+    Case("DeleteGroups", 42, "group_with_members", delete_live_group, groups_deleted,
+         lambda _r: ["NON_EMPTY_GROUP"]),
+    Case("OffsetDelete", 47, "empty_group", lambda r: delete_offsets(r, committed_group(r)),
+         offsets_deleted, lambda _r: ("NONE", ["NONE"])),
+    Case("OffsetDelete", 47, "unknown_group", lambda r: delete_offsets(r, group_of(r)),
+         offsets_deleted, lambda _r: ("GROUP_ID_NOT_FOUND", [])),
+    Case("OffsetDelete", 47, "subscribed_topic", delete_subscribed_offsets,
+         offsets_deleted, lambda _r: ("NONE", ["GROUP_SUBSCRIBED_TO_TOPIC"])),
+]

@@ -141,3 +141,25 @@ def test_the_group_moves_when_its_coordinator_is_killed(three_brokers: LocalClus
         assert all(after[p] >= before[p] for p in before) and sum(after.values()) == 48
     finally:
         member.close()
+
+
+def test_committed_offsets_survive_a_broker_restart(one_broker: LocalCluster) -> None:
+    bootstrap = one_broker.bootstrap_servers
+    create_topic(bootstrap, TOPIC, PARTITIONS)
+    produce(bootstrap, 0, 20)
+    member = consumer(bootstrap, "restart")
+    try:
+        consume_until([member], 20)
+        member.commit(asynchronous=False)
+        before = committed(member)
+    finally:
+        member.close()
+    (broker_id,) = one_broker.brokers
+    assert one_broker.stop(broker_id) == 0  # graceful: the shards unload on the way out
+    one_broker.start(broker_id)
+    one_broker.wait_listening([broker_id])
+    resumed = consumer(bootstrap, "restart")
+    try:
+        assert wait_for("offsets loaded", lambda: committed(resumed) == before or None)
+    finally:
+        resumed.close()

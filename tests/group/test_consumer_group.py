@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 from consumer_harness import BAR, FOO, GROUP, Coordinator, assigned, request
 
-from pykraft.group.classic import ClassicGroup
-from pykraft.group.consumer_group import ConsumerGroupConfig
+from pykraft.group.classic import ClassicGroup, GroupState
+from pykraft.group.config import GroupConfig
+from pykraft.group.consumer_group import tombstones
 from pykraft.group.consumer_member import MemberState
-from pykraft.group.outcome import TopicInfo
+from pykraft.group.outcome import Outcome, TopicInfo
+from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.protocol.errors import ErrorCode
 
 ALL_FOO = {FOO: set(range(6))}
@@ -161,7 +163,7 @@ def test_member_epochs_ahead_or_behind_are_fenced() -> None:
 
 
 def test_a_full_group_refuses_new_members_only() -> None:
-    c = Coordinator(config=ConsumerGroupConfig(max_size=1))
+    c = Coordinator(config=GroupConfig(consumer_max_size=1))
     join(c, "m1")
     full = c.heartbeat(request("m2", 0))
     assert (full.error_code, full.error_message) == (
@@ -301,10 +303,8 @@ def test_an_empty_group_is_deleted_by_tombstones() -> None:
     join(c, "m1")
     c.heartbeat(request("m1", -1))
     assert c.group().is_empty()
-    c.log.extend(c.groups.tombstones(GROUP))
-    assert GROUP not in c.registry
+    c.log.extend(tombstones(GROUP))
     assert c.reloaded().groups == {}
-    assert c.groups.tombstones(GROUP) == []
 
 
 def test_a_reloaded_coordinator_has_the_same_groups_and_arms_their_sessions() -> None:
@@ -334,8 +334,23 @@ def test_what_list_groups_and_offset_delete_ask_of_a_group() -> None:
 
 def test_a_group_id_held_by_a_classic_group_is_not_a_consumer_group() -> None:
     c = Coordinator()
-    c.registry["classic"] = ClassicGroup("classic")
+    c.registry["classic"] = ClassicGroup("classic", state=GroupState.STABLE)
     response = c.heartbeat(request("m1", 1, group="classic"))
-    assert response.error_code == ErrorCode.group_id_not_found
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.group_id_not_found, "Group classic is not a consumer group.")
+    joined = c.heartbeat(request("m1", 0, group="classic"))
+    assert joined.error_code == ErrorCode.group_id_not_found
+    assert isinstance(c.registry["classic"], ClassicGroup)
     (described,) = c.groups.describe(("classic",), c.topics)
     assert described.error_code == ErrorCode.group_id_not_found
+
+
+def test_an_empty_classic_group_gives_way_to_a_consumer_group() -> None:
+    c = Coordinator()
+    c.registry["old"] = ClassicGroup("old")
+    c.timers.schedule(("heartbeat", "old", "x"), 10**9, lambda now: Outcome())
+    response = c.heartbeat(request("m1", 0, group="old"))
+    assert response.error_code == ErrorCode.none and response.member_epoch == 1
+    assert c.log[0] == group_metadata_record(GroupMetadataKey("old"), None)
+    assert c.group("old").members.keys() == {"m1"}
+    assert c.timers.deadline(("heartbeat", "old", "x")) is None

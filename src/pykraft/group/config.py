@@ -28,6 +28,10 @@ class GroupConfig:
     offsets_retention_ms: int = 10080 * 60_000
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    # KIP-848 consumer groups (group.consumer.*)
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
+    consumer_max_size: int = INT_MAX
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> GroupConfig:
@@ -62,6 +66,9 @@ _KEYS: dict[str, tuple[str, int, int]] = {
     "offsets_retention_ms": ("offsets.retention.minutes", 60_000, 1),
     "offsets_retention_check_interval_ms": ("offsets.retention.check.interval.ms", 1, 1),
     "offset_metadata_max_bytes": ("offset.metadata.max.bytes", 1, 0),
+    "consumer_session_timeout_ms": ("group.consumer.session.timeout.ms", 1, 1),
+    "consumer_heartbeat_interval_ms": ("group.consumer.heartbeat.interval.ms", 1, 1),
+    "consumer_max_size": ("group.consumer.max.size", 1, 1),
 }
 
 GROUP_CONFIG_KEYS: tuple[str, ...] = tuple(key for key, _, _ in _KEYS.values())

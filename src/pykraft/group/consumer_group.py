@@ -33,6 +33,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.group.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignment, MemberSpec
+from pykraft.group.config import GroupConfig
 from pykraft.group.consumer_member import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -62,6 +63,7 @@ from pykraft.group.consumer_records import (
     consumer_record,
 )
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
+from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
 from pykraft.group.timers import Timers
 from pykraft.ids import random_uuid, uuid_to_str
@@ -79,20 +81,6 @@ CONSUMER_GROUP_TYPE = "consumer"
 """ListGroups' group type and protocol type of a KIP-848 group."""
 CONSUMER_MEMBER_TYPE = 1
 """ConsumerGroupDescribe v1 ``member_type``: a member using the consumer protocol."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupConfig:
-    """Kafka's ``group.consumer.*`` broker keys, with Kafka's defaults."""
-
-    session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
-    heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
-    max_size: int = 2**31 - 1  # group.consumer.max.size
-    assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors; 1st default
-
-    @property
-    def default_assignor(self) -> str:
-        return self.assignors[0] if self.assignors else DEFAULT_ASSIGNOR
 
 
 class GroupError(Exception):
@@ -259,7 +247,7 @@ class ConsumerGroups:
     (keys ``(kind, group id, member id)``)."""
 
     def __init__(
-        self, groups: Groups, config: ConsumerGroupConfig, rng: random.Random, timers: Timers
+        self, groups: Groups, config: GroupConfig, rng: random.Random, timers: Timers
     ) -> None:
         self.groups = groups
         self.config = config
@@ -406,11 +394,11 @@ class ConsumerGroups:
                 raise invalid("InstanceId can't be null.")
         else:
             raise invalid("MemberEpoch is invalid.")
-        if request.server_assignor is not None and request.server_assignor not in self._assignors:
+        if request.server_assignor is not None and request.server_assignor not in ASSIGNORS:
             raise GroupError(
                 ErrorCode.unsupported_assignor,
                 f"ServerAssignor {request.server_assignor} is not supported. Supported "
-                f"assignors: {', '.join(self._assignors)}.",
+                f"assignors: {', '.join(ASSIGNORS)}.",
             )
         if request.subscribed_topic_regex:
             try:
@@ -422,37 +410,56 @@ class ConsumerGroups:
                     f"regular expression: {exc}.",
                 ) from None
 
-    @property
-    def _assignors(self) -> list[str]:
-        return [name for name in self.config.assignors if name in ASSIGNORS]
-
-    def _group(self, group_id: str) -> ConsumerGroup:
-        group = self.group(group_id)
+    def _existing(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
         if group is None:
             raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        if not isinstance(group, ConsumerGroup):
+            raise GroupError(
+                ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
+            )
         return group
+
+    def _for_join(self, group_id: str) -> ConsumerGroup | None:
+        """The group a join enters, None when it creates it. An empty classic group of that
+        id gives way (Kafka converts non-empty ones online, which pykraft does not)."""
+        group = self.groups.get(group_id)
+        if group is None or (not isinstance(group, ConsumerGroup) and group.is_empty()):
+            return None
+        return self._existing(group_id)
+
+    def _drop_classic(self, records: list[OffsetsRecord], group_id: str) -> None:
+        """Delete the empty classic group whose id a consumer group takes (its offsets
+        stay, as in Kafka)."""
+        if group_id in self.groups and self.group(group_id) is None:
+            records.append(group_metadata_record(GroupMetadataKey(group_id), None))
+            del self.groups[group_id]
+            self.timers.cancel_where(
+                lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] == group_id
+            )
 
     def _heartbeat(
         self, request: HeartbeatRequest, api_version: int, context: RequestContext
     ) -> tuple[HeartbeatResponse, list[OffsetsRecord]]:
         group_id = request.group_id
         joining = request.member_epoch == 0
-        group = self.group(group_id) if joining else self._group(group_id)
+        group = self._for_join(group_id) if joining else self._existing(group_id)
         member_id = request.member_id or uuid_to_str(random_uuid(self._random_uuid))
         owned = _owned(request.topic_partitions)
         if (
             group is not None
-            and len(group.members) >= self.config.max_size
+            and len(group.members) >= self.config.consumer_max_size
             and (not request.member_id or member_id not in group.members)
         ):
             raise GroupError(
                 ErrorCode.group_max_size_reached,
                 "The consumer group has reached its maximum capacity of "
-                f"{self.config.max_size} members.",
+                f"{self.config.consumer_max_size} members.",
             )
         # Everything that can refuse the heartbeat is checked before the first record.
         replaced = self._find_member(group, member_id, request, owned)
         records: list[OffsetsRecord] = []
+        self._drop_classic(records, group_id)
         group = self.group(group_id) or ConsumerGroup(group_id)
         self.groups[group_id] = group
         if replaced is not None and replaced.member_id != member_id:
@@ -519,7 +526,7 @@ class ConsumerGroups:
                 member_id=member_id,
                 member_epoch=i32(after.member_epoch),
                 heartbeat_interval=i32Timedelta.parse(
-                    _ms(self.config.heartbeat_interval_ms)
+                    _ms(self.config.consumer_heartbeat_interval_ms)
                 ),
                 assignment=assignment,
             ),
@@ -610,7 +617,7 @@ class ConsumerGroups:
 
     def _assign(self, records: list[OffsetsRecord], group: ConsumerGroup) -> None:
         """Compute the target assignment for the group epoch (records 7, then 6)."""
-        assignor = ASSIGNORS[group.preferred_assignor(self.config.default_assignor)]
+        assignor = ASSIGNORS[group.preferred_assignor(DEFAULT_ASSIGNOR)]
         ids = {name: info.topic_id for name, info in group.subscription.items()}
         specs = {
             m.member_id: MemberSpec(
@@ -647,7 +654,7 @@ class ConsumerGroups:
 
     def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
         self.timers.schedule(
-            session_key(group_id, member_id), now_ms + self.config.session_timeout_ms,
+            session_key(group_id, member_id), now_ms + self.config.consumer_session_timeout_ms,
             lambda _: self._expire(group_id, member_id, None),
         )
 
@@ -688,7 +695,7 @@ class ConsumerGroups:
     # --- leaving and fencing -------------------------------------------------------------
 
     def _leave(self, request: HeartbeatRequest) -> tuple[HeartbeatResponse, list[OffsetsRecord]]:
-        group = self._group(request.group_id)
+        group = self._existing(request.group_id)
         records: list[OffsetsRecord] = []
         if request.instance_id is None:
             member = group.members.get(request.member_id)
@@ -758,7 +765,7 @@ class ConsumerGroups:
                 group_state=group.state,
                 group_epoch=i32(group.epoch),
                 assignment_epoch=i32(group.assignment_epoch),
-                assignor_name=group.preferred_assignor(self.config.default_assignor),
+                assignor_name=group.preferred_assignor(DEFAULT_ASSIGNOR),
                 members=tuple(
                     _describe_member(m, group.target.get(m.member_id, {}), names)
                     for m in group.members.values()
@@ -766,16 +773,16 @@ class ConsumerGroups:
             ))
         return described
 
-    def tombstones(self, group_id: str) -> list[OffsetsRecord]:
-        """The records deleting an empty consumer group (DeleteGroups, offsets expiry);
-        their replay removes it from the registry."""
-        records: list[OffsetsRecord] = []
-        if self.group(group_id) is None:
-            return records
-        self._write(records, ConsumerGroupTargetAssignmentMetadataKey(group_id), None)
-        self._write(records, ConsumerGroupPartitionMetadataKey(group_id), None)
-        self._write(records, ConsumerGroupMetadataKey(group_id), None)
-        return records
+
+def tombstones(group_id: str) -> list[OffsetsRecord]:
+    """The records deleting an empty consumer group (DeleteGroups, offsets expiry): its
+    target assignment epoch, subscribed topics' metadata and group epoch, as Kafka orders
+    them; the caller drops the group from the registry."""
+    return [
+        consumer_record(ConsumerGroupTargetAssignmentMetadataKey(group_id), None),
+        consumer_record(ConsumerGroupPartitionMetadataKey(group_id), None),
+        consumer_record(ConsumerGroupMetadataKey(group_id), None),
+    ]
 
 
 def _check_epoch(member: ConsumerMember, received: int, owned: Owned) -> None:

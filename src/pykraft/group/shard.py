@@ -33,6 +33,8 @@ from pykraft.group.classic import ClassicGroup, GroupState, group_from_record
 from pykraft.group.classic_membership import ClassicMembership, heartbeat_key
 from pykraft.group.classic_offsets import ClassicOffsets
 from pykraft.group.config import GroupConfig
+from pykraft.group.consumer_group import ConsumerGroups, DescribeResponse
+from pykraft.group.consumer_records import decode_consumer_record
 from pykraft.group.offsets import OffsetStore
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
 from pykraft.group.records import (
@@ -63,6 +65,7 @@ class GroupShard:
         self.offsets = OffsetStore()
         self.membership = ClassicMembership(self.groups, config, rng, self.timers)
         self.offset_apis = ClassicOffsets(self.groups, self.offsets, config, self.membership)
+        self.consumer = ConsumerGroups(self.groups, config, rng, self.timers)
         self._armed = False
         self.handlers: dict[int, Handler] = {
             8: self._offset_commit,
@@ -75,6 +78,8 @@ class GroupShard:
             16: self._list,
             42: self._delete_groups,
             47: self._offset_delete,
+            68: self._consumer_heartbeat,
+            69: self._consumer_describe,
         }
 
     # -- the runtime's interface ----------------------------------------------------------
@@ -83,7 +88,11 @@ class GroupShard:
         """Apply one record of this partition's log while loading."""
         decoded = decode_record(record)
         if decoded is None:
-            return  # KIP-848 and share-group records
+            consumer = decode_consumer_record(record)  # None: share-group records
+            if consumer is not None:
+                self.consumer.replay(*consumer)
+            self._armed = False
+            return
         key, value = decoded
         if isinstance(key, OffsetCommitKey) and not isinstance(value, GroupMetadataValue):
             self.offsets.replay(key, value)
@@ -117,20 +126,25 @@ class GroupShard:
         return Outcome(replies=replies)
 
     def _arm(self, now: int) -> Outcome:
-        """Kafka's ``onLoaded``: session timers of loaded members from now, expiry timer."""
+        """Kafka's ``onLoaded``: session timers of loaded members from now, a rebalance of
+        groups over group.max.size (so their members can commit and leave), expiry timer."""
+        out = Outcome()
         if self._armed:
-            return Outcome()
+            return out
         self._armed = True
-        for group in self.groups.values():
-            if isinstance(group, ClassicGroup):
-                for member in group.members.values():
-                    if self.timers.deadline(heartbeat_key(group.group_id,
-                                                          member.member_id)) is None:
-                        self.membership.reschedule_heartbeat(
-                            group, member, now, member.session_timeout_ms)
+        for group in list(self.groups.values()):
+            if not isinstance(group, ClassicGroup):
+                continue
+            for member in group.members.values():
+                if self.timers.deadline(heartbeat_key(group.group_id, member.member_id)) is None:
+                    self.membership.reschedule_heartbeat(
+                        group, member, now, member.session_timeout_ms)
+            if len(group.members) > self.config.max_size and group.can_rebalance():
+                out.extend(self.membership.prepare_rebalance(group, now))
+        self.consumer.arm(now)
         if self.timers.deadline(_EXPIRY_KEY) is None:
             self._schedule_expiry(now)
-        return Outcome()
+        return out
 
     def _schedule_expiry(self, now: int) -> None:
         self.timers.schedule(_EXPIRY_KEY, now + self.config.offsets_retention_check_interval_ms,
@@ -158,6 +172,17 @@ class GroupShard:
     def _leave(self, token: ReplyToken, version: int, request: Any,
                context: RequestContext) -> Outcome:
         return self.membership.leave(token, request, context.now_ms)
+
+    def _consumer_heartbeat(self, token: ReplyToken, version: int, request: Any,
+                            context: RequestContext) -> Outcome:
+        reply, records = self.consumer.heartbeat(request, version, context)
+        return Outcome(records=records, replies=[(token, reply)])
+
+    def _consumer_describe(self, token: ReplyToken, version: int, request: Any,
+                           context: RequestContext) -> Outcome:
+        groups = self.consumer.describe(request.group_ids, context.topics)
+        return Outcome(replies=[(token, DescribeResponse(
+            throttle_time=NO_THROTTLE, groups=tuple(groups)))])
 
     def _offset_commit(self, token: ReplyToken, version: int, request: Any,
                        context: RequestContext) -> Outcome:

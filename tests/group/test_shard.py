@@ -41,6 +41,7 @@ from kio.static.primitive import i32, i64, i64Timedelta
 
 from pykraft.group.classic import ClassicGroup, GroupState
 from pykraft.group.config import GroupConfig
+from pykraft.group.consumer_group import ConsumerGroup
 from pykraft.group.records import OffsetCommitKey, OffsetCommitValue, decode_record
 
 G = "g"
@@ -275,3 +276,31 @@ def group(d: Driver) -> ClassicGroup:
     found = d.shard.groups[G]
     assert isinstance(found, ClassicGroup)
     return found
+
+
+def test_a_group_loaded_over_group_max_size_rebalances_at_load() -> None:
+    d = Driver()
+    stable = Driver(GroupConfig(initial_rebalance_delay_ms=0))
+    for _ in range(2):
+        member = stable.join_new(G)
+        stable.send(JOIN, join_request(G, member))
+    stable.tick()
+    leader = group(stable).leader_id or ""
+    stable.call(SYNC, sync_request(G, leader, 1, {}))
+    assert group(stable).state is GroupState.STABLE
+    d.records = list(stable.records)
+    d.config = GroupConfig(initial_rebalance_delay_ms=0, max_size=1)
+    loaded = d.replayed()
+    loaded.tick(d.now)
+    reloaded = loaded.groups[G]
+    assert isinstance(reloaded, ClassicGroup)
+    assert reloaded.state is GroupState.PREPARING_REBALANCE
+
+
+def test_join_of_a_consumer_protocol_group_id_is_inconsistent() -> None:
+    d = Driver()
+    d.shard.groups[G] = ConsumerGroup(G)
+    assert d.call(JOIN, join_request(G)).error_code == 23
+    assert d.call(HEARTBEAT, heartbeat_request(G, "m", 1)).error_code == 25
+    [described] = d.call(DESCRIBE, describe_request(G)).groups
+    assert described.group_state == "Dead"

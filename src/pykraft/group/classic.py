@@ -258,6 +258,10 @@ class ClassicGroup:
             return REBALANCE_IN_PROGRESS
         return None
 
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
+        """Classic groups let anyone read their offsets (Kafka checks only for Dead)."""
+        return None
+
     def init_next_generation(self, now_ms: int) -> None:
         self.generation += 1
         if self.members:

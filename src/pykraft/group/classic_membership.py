@@ -263,7 +263,7 @@ class ClassicMembership:
             return out
         self._park_join(out, member, token, version)
         if group.in_state(GroupState.COMPLETING_REBALANCE):
-            out.extend(self._prepare_rebalance(group, now))
+            out.extend(self.prepare_rebalance(group, now))
         else:
             out.extend(self._maybe_complete_join_phase(group, now))
         return out
@@ -272,10 +272,10 @@ class ClassicMembership:
 
     def _rebalance_or_complete_join(self, group: ClassicGroup, now: int) -> Outcome:
         if group.can_rebalance():
-            return self._prepare_rebalance(group, now)
+            return self.prepare_rebalance(group, now)
         return self._maybe_complete_join_phase(group, now)
 
-    def _prepare_rebalance(self, group: ClassicGroup, now: int) -> Outcome:
+    def prepare_rebalance(self, group: ClassicGroup, now: int) -> Outcome:
         out = Outcome()
         if group.in_state(GroupState.COMPLETING_REBALANCE):
             for member in group.members.values():
@@ -369,7 +369,7 @@ class ClassicMembership:
                 return out
             for member_id in sorted(group.pending_sync_members):
                 self._drop_member(out, group, group.members[member_id], E.unknown_member_id)
-            out.extend(self._prepare_rebalance(group, now))
+            out.extend(self.prepare_rebalance(group, now))
             return out
         return fire
 

@@ -5,6 +5,7 @@ group checks it calls), on top of the :class:`OffsetStore`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
@@ -18,7 +19,7 @@ from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRe
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
-from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupState
+from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE, ClassicGroup, GroupState
 from pykraft.group.classic_membership import ClassicMembership
 from pykraft.group.config import GroupConfig
 from pykraft.group.offsets import OffsetStore
@@ -42,6 +43,10 @@ class ClassicOffsets:
         self.store = store
         self.config = config
         self.membership = membership
+        self.deleters: dict[str, Callable[[str], list[OffsetsRecord]]] = {
+            GROUP_TYPE: _classic_tombstones}
+        """Per group type: the records deleting an empty group of that type (Kafka's
+        ``createGroupTombstoneRecords``)."""
 
     def commit(self, version: int, request: Any, now: int) -> tuple[list[OffsetsRecord], Any]:
         """OffsetCommit. ``request`` is v9, or for v2-4 the request as received (its
@@ -95,8 +100,13 @@ class ClassicOffsets:
 
     def _fetch_group(self, request: OffsetFetchRequestGroup) -> fetched.OffsetFetchResponseGroup:
         # No transactions here, so require_stable never finds a pending offset.
-        known = request.group_id in self.groups
-        held = self.store.offsets(request.group_id) if known else {}
+        group = self.groups.get(request.group_id)
+        if group is not None:
+            error = group.validate_offset_fetch(request.member_id, request.member_epoch)
+            if error is not None:
+                return fetched.OffsetFetchResponseGroup(
+                    group_id=request.group_id, topics=(), error_code=ErrorCode(error))
+        held = self.store.offsets(request.group_id) if group is not None else {}
         if request.topics is None:
             by_topic: dict[str, list[int]] = {}
             for topic, partition in held:
@@ -112,14 +122,15 @@ class ClassicOffsets:
     def delete_offsets(self, request: OffsetDeleteRequest) -> tuple[
             list[OffsetsRecord], deleted.OffsetDeleteResponse]:
         group = self.groups.get(request.group_id)
-        error = E.group_id_not_found if group is None else _offset_delete_error(group)
+        error = _offset_delete_error(group)
         if error is not None:
             return [], deleted.OffsetDeleteResponse(error_code=ErrorCode(error),
                                                    throttle_time=NO_THROTTLE, topics=())
+        assert group is not None  # refused above
         records: list[OffsetsRecord] = []
         topics = []
         for topic in request.topics:
-            subscribed = isinstance(group, ClassicGroup) and group.is_subscribed_to(topic.name)
+            subscribed = group.is_subscribed_to(topic.name)
             code = E.group_subscribed_to_topic if subscribed else E.none
             if not subscribed:
                 records.extend(self.store.delete(
@@ -150,8 +161,8 @@ class ClassicOffsets:
     def remove_group(self, group_id: str) -> list[OffsetsRecord]:
         """Drop an empty group and its offsets; their tombstones (offsets first, as Kafka)."""
         records = self.store.delete_group(group_id)
-        records.append(group_metadata_record(GroupMetadataKey(group_id), None))
-        del self.groups[group_id]
+        records.extend(self.deleters[self.groups[group_id].group_type](group_id))
+        self.groups.pop(group_id, None)
         self.membership.timers.cancel_where(
             lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] == group_id)
         return records
@@ -161,17 +172,19 @@ class ClassicOffsets:
         ``cleanupGroupMetadata``)."""
         records = self.store.expire(now, self.config.offsets_retention_ms, self._expiry_base)
         for group_id, group in list(self.groups.items()):
-            if (isinstance(group, ClassicGroup) and group.is_empty()
-                    and not self.store.offsets(group_id)):
+            if group.is_empty() and not self.store.offsets(group_id):
                 records.extend(self.remove_group(group_id))
         return records
 
     def _expiry_base(self, group_id: str, topic: str, value: OffsetCommitValue) -> int | None:
+        """Kafka's ``offsetExpirationCondition`` of the group holding the offset."""
         group = self.groups.get(group_id)
         if group is None:
             return value.commit_timestamp
-        if not isinstance(group, ClassicGroup) or group.is_subscribed_to(topic):
+        if group.is_subscribed_to(topic):
             return None
+        if not isinstance(group, ClassicGroup):
+            return value.commit_timestamp  # consumer groups: from the commit
         if group.protocol_type is None:
             return value.commit_timestamp
         if group.is_empty():
@@ -183,7 +196,15 @@ class ClassicOffsets:
         return None
 
 
+def _classic_tombstones(group_id: str) -> list[OffsetsRecord]:
+    return [group_metadata_record(GroupMetadataKey(group_id), None)]
+
+
 def _offset_delete_error(group: object) -> int | None:
+    """Kafka's ``validateOffsetDelete``: unknown groups are not found, busy groups other
+    than consumers' refused."""
+    if group is None:
+        return E.group_id_not_found
     if not isinstance(group, ClassicGroup):
         return None
     if group.in_state(GroupState.DEAD):

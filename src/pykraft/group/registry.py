@@ -34,5 +34,14 @@ class Group(Protocol):
         member epoch), or None to accept it."""
         ...
 
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
+        """The error code refusing an OffsetFetch naming this member and epoch, or None."""
+        ...
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Whether a member consumes ``topic``: its offsets cannot be deleted (OffsetDelete)
+        and do not expire."""
+        ...
+
 
 Groups = dict[str, Group]

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from broker_harness import PROPERTIES, create_topic, running_cluster
+from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
 
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -88,3 +88,14 @@ def test_aiokafka_group_commit(cluster: LocalCluster) -> None:
     got, committed = asyncio.run(run())
     assert got == {f"v{i}".encode() for i in range(COUNT)}
     assert committed == [5, 5]
+
+
+def test_the_group_apis_are_advertised_at_kafkas_ranges(cluster: LocalCluster) -> None:
+    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+
+    answer = broker_call(cluster, cluster.brokers[0], ApiVersionsRequest(
+        client_software_name="acceptance", client_software_version="1"))
+    ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
+    assert {key: ranges.get(key) for key in (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47)} == {
+        8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (2, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
+        15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0)}

@@ -216,6 +216,10 @@ class FakeCluster:
                 self.unavailable -= 1
                 code = ErrorCode.coordinator_not_available
             return Ns(coordinators=(Ns(error_code=code, node_id=1, host="localhost", port=9092),))
+        if name == "DescribeGroupsRequest" and self.state == "Unknown":
+            return Ns(groups=(Ns(error_code=ErrorCode.group_id_not_found, group_id=body.groups[0],
+                                 group_state="", protocol_type="", protocol_data="",
+                                 members=()),))
         if name == "DescribeGroupsRequest":
             members = () if self.state in ("Empty", "Dead") else tuple(self.members)
             return Ns(groups=(Ns(error_code=ErrorCode.none, group_id=body.groups[0],
@@ -336,6 +340,16 @@ def test_coordinator_not_available_is_waited_out() -> None:
                                                state=True))
     assert status == 0
     assert _out(lines)[2].startswith("g                         localhost:9092  (1)")
+
+
+@pytest.mark.parametrize("state", ["Dead", "Unknown"])
+def test_describing_an_unknown_group(state: str) -> None:
+    """Kafka's coordinator answers Dead (or GROUP_ID_NOT_FOUND): the group does not exist."""
+    for members, show_state in ((False, False), (True, False), (False, True)):
+        status, lines = _run(FakeCluster(state), GroupOptions(
+            actions=("describe",), groups=("g",), members=members, state=show_state))
+        assert status == 1
+        assert _out(lines)[:2] == ["", "Error: Consumer group 'g' does not exist."]
 
 
 def test_list_keeps_consumer_groups() -> None:

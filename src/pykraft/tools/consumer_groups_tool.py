@@ -164,7 +164,8 @@ async def describe_lines(client: GroupClient, options: GroupOptions,
         return members_table(description, options.verbose)
     if options.state:
         return state_table(description)
-    return offsets_table(description, await group_offsets(client, description))
+    dead = description.state == "Dead"  # nothing to look up; Kafka prints only the error
+    return offsets_table(description, [] if dead else await group_offsets(client, description))
 
 
 async def group_offsets(client: GroupClient, description: GroupDescription) -> list[OffsetRow]:

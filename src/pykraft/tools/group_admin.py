@@ -150,12 +150,16 @@ class GroupClient:
         return groups
 
     async def describe(self, group: str) -> GroupDescription:
-        """DescribeGroups of ``group`` at its coordinator; members' assignments decoded."""
+        """DescribeGroups of ``group`` at its coordinator; members' assignments decoded. A
+        group the coordinator does not know is ``Dead`` (Kafka answers so, or with
+        GROUP_ID_NOT_FOUND)."""
         coordinator, answer = await self._to_coordinator(
             group, DescribeGroupsRequest(groups=(GroupId(group),),
                                          include_authorized_operations=False),
-            lambda a: int(a.groups[0].error_code))
+            lambda a: _unless_not_found(int(a.groups[0].error_code)))
         described = answer.groups[0]
+        if described.error_code == ErrorCode.group_id_not_found:
+            return GroupDescription(group, "Dead", "", (), coordinator)
         protocol_type = described.protocol_type
         if protocol_type not in (CONSUMER_PROTOCOL, ""):
             raise AdminError(f"GroupId {group} is not a consumer group ({protocol_type}).")
@@ -261,6 +265,10 @@ class GroupClient:
                for topic in answer.topics for part in topic.partitions}
         failed = [code for code in per.values() if code != ErrorCode.none]
         return (failed[0] if failed else ErrorCode.none), per
+
+
+def _unless_not_found(code: int) -> int:
+    return ErrorCode.none if code == ErrorCode.group_id_not_found else code
 
 
 def _first_partition_error(answer: Any) -> int:

@@ -9,6 +9,11 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
+from pykraft.group.consumer_records import (
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    consumer_record,
+)
 from pykraft.group.records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -49,8 +54,9 @@ def _segment(tmp_path: Path) -> Path:
             GroupMetadataValue("connect", 2, "sessioned", "w", 7, (member,)),
         ),
     ]
+    records.append(consumer_record(ConsumerGroupMetadataKey("new"), ConsumerGroupMetadataValue(3)))
     pairs = [(r.key, r.value) for r in records] + [
-        (b"\x00\x03" + b"\x00\x01x", b"\x00\x00"),  # a KIP-848 record: skipped
+        (b"\x7f\xff" + b"\x00\x01x", b"\x00\x00"),  # a record type Kafka has not defined
         (b"\x00\x01" + b"\x00", b"\x00\x03"),  # malformed key
     ]
     directory = tmp_path / "__consumer_offsets-7"
@@ -64,7 +70,7 @@ def test_offsets_decoder_prints_keys_and_values_as_kafka_does(tmp_path: Path) ->
     result = runner.invoke(app, ["dump-log", "--files", str(segment), "--offsets-decoder"])
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("| ")]
-    assert len(lines) == 6
+    assert len(lines) == 7
     assert lines[0].endswith(
         ' key: {"type":"1","data":{"group":"g","topic":"t1","partition":0}} payload: '
         '{"version":"3","data":{"offset":5,"leaderEpoch":0,"metadata":"","commitTimestamp":1000}}'
@@ -84,9 +90,13 @@ def test_offsets_decoder_prints_keys_and_values_as_kafka_does(tmp_path: Path) ->
     )
     # Not the consumer protocol: the member's bytes stay base64.
     assert '"subscription":"AAMAAAAC' in lines[3]
-    assert lines[4].endswith(" key: Unknown record type 3 at offset 4, skipping.")
-    assert " key: Error at offset 5, skipping. " in lines[5]
-    assert "payload" not in lines[4] + lines[5]
+    # a KIP-848 record (key version 3)
+    assert lines[4].endswith(
+        ' key: {"type":"3","data":{"groupId":"new"}} payload: {"version":"0","data":{"epoch":3}}'
+    )
+    assert lines[5].endswith(" key: Unknown record type 32767 at offset 5, skipping.")
+    assert " key: Error at offset 6, skipping. " in lines[6]
+    assert "payload" not in lines[5] + lines[6]
 
 
 def test_offsets_decoder_json(tmp_path: Path) -> None:

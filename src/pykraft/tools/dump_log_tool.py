@@ -37,13 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.errors import CorruptLogError, CorruptRecordError, PyKraftError
-from pykraft.group.records import GroupMetadataValue, OffsetsValue, decode_key, decode_value
-from pykraft.group.subscriptions import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
-    read_consumer_protocol,
-)
-from pykraft.messages import schema_of, to_json_dict
+from pykraft.messages import to_json_dict
 from pykraft.partition.batch_records import (
     MIN_RECORD_OVERHEAD,
     batch_records,
@@ -67,6 +61,7 @@ from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log_verify import TornTail, is_last_segment, is_torn_tail
 from pykraft.storage.partition_log import parse_partition_dir_name
+from pykraft.tools.dump_offsets import offsets_contents
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -310,7 +305,7 @@ def _record_dict(batch: RecordBatch, record: Record, options: DumpOptions) -> di
         if batch.is_control:  # Kafka decodes control records even without contents
             out.update(_control_contents(record))
         elif options.offsets_decoder:
-            out.update(_offsets_contents(record))
+            out.update(offsets_contents(record))
         elif options.cluster_metadata_decoder:
             out["payload"] = _metadata_payload(record)
         elif options.print_contents:
@@ -340,58 +335,6 @@ def _metadata_payload(record: Record) -> dict[str, Any]:
     if record.value is None:
         raise CorruptRecordError(f"metadata record at offset {record.offset} has a null value")
     return decode_metadata_record(record.value).to_json_dict()
-
-
-def _offsets_contents(record: Record) -> dict[str, Any]:
-    """Kafka's ``OffsetsMessageParser``: the key as ``{"type", "data"}``, the value as
-    ``{"version", "data"}`` or ``<DELETE>``; a record it cannot read is named in the key,
-    with no payload, and the dump goes on."""
-    if record.key is None:
-        raise CorruptRecordError(
-            f"Failed to decode message at offset {record.offset} using the specified decoder "
-            "(message had a missing key)"
-        )
-    try:
-        decoded = decode_key(record.key)
-        if decoded is None:
-            kind = int.from_bytes(record.key[:2], "big", signed=True)
-            return {"key": f"Unknown record type {kind} at offset {record.offset}, skipping."}
-        key_version, key = decoded
-        contents: dict[str, Any] = {
-            "key": {"type": str(key_version), "data": to_json_dict(key, 0)},
-            "payload": "<DELETE>",
-        }
-        if record.value is not None:
-            version, value = decode_value(key, record.value)
-            data = _offsets_value_json(value, version)
-            contents["payload"] = {"version": str(version), "data": data}
-        return contents
-    except PyKraftError as exc:
-        return {"key": f"Error at offset {record.offset}, skipping. {exc}"}
-
-
-def _offsets_value_json(value: OffsetsValue, version: int) -> dict[str, Any]:
-    """The value's JSON; a consumer group's member subscriptions and assignments are
-    shown decoded (kept as base64 when they do not parse), as Kafka shows them."""
-    data = to_json_dict(value, version)
-    if isinstance(value, GroupMetadataValue) and value.protocol_type == "consumer":
-        for member, shown in zip(value.members, data["members"], strict=True):
-            _decoded_field(shown, "subscription", ConsumerProtocolSubscription, member.subscription)
-            _decoded_field(shown, "assignment", ConsumerProtocolAssignment, member.assignment)
-    return data
-
-
-def _decoded_field(
-    shown: dict[str, Any],
-    name: str,
-    kind: type[ConsumerProtocolSubscription] | type[ConsumerProtocolAssignment],
-    data: bytes,
-) -> None:
-    try:
-        version, message = read_consumer_protocol(kind, data)
-    except PyKraftError:
-        return
-    shown[name] = to_json_dict(message, min(version, schema_of(kind).highest_version))
 
 
 def _compact(value: Any) -> str:

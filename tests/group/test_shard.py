@@ -240,7 +240,8 @@ def test_describe_of_an_unknown_group_is_dead_and_from_v6_not_found() -> None:
     [old] = d.call(DESCRIBE, describe_request("nobody"), version=5).groups
     assert (old.error_code, old.group_state) == (0, "Dead")
     [new] = d.call(DESCRIBE, describe_request("nobody")).groups
-    assert (new.error_code, new.group_state) == (69, "Dead")
+    assert (new.error_code, new.group_state, new.error_message) == (
+        69, "Dead", "Group nobody not found.")
 
 
 def test_replay_rebuilds_a_stable_group_whose_sessions_start_at_load() -> None:
@@ -303,4 +304,5 @@ def test_join_of_a_consumer_protocol_group_id_is_inconsistent() -> None:
     assert d.call(JOIN, join_request(G)).error_code == 23
     assert d.call(HEARTBEAT, heartbeat_request(G, "m", 1)).error_code == 25
     [described] = d.call(DESCRIBE, describe_request(G)).groups
-    assert described.group_state == "Dead"
+    assert (described.group_state, described.error_message) == (
+        "Dead", "Group g is not a classic group.")

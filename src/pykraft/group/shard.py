@@ -231,9 +231,11 @@ class GroupShard:
         if not isinstance(group, ClassicGroup):
             # Unknown (or not a classic group): Dead, and from v6 GROUP_ID_NOT_FOUND.
             not_found = version >= _FIRST_GROUP_ID_NOT_FOUND_DESCRIBE
+            message = (f"Group {group_id} not found." if group is None
+                       else f"Group {group_id} is not a classic group.")
             return DescribedGroup(
                 error_code=ErrorCode.group_id_not_found if not_found else ErrorCode.none,
-                error_message=f"Group {group_id} not found." if not_found else None,
+                error_message=message if not_found else None,
                 group_id=GroupId(group_id), group_state=GroupState.DEAD.value, protocol_type="",
                 protocol_data="", members=())
         stable = group.in_state(GroupState.STABLE)

@@ -1,8 +1,9 @@
 """``pykraft chaos`` on real processes. The short run (in every test run) injects only
 faults that cannot lose acknowledged writes on any correct broker (idle brokers paused,
 killed, restarted, cut off) and must find no anomaly; its history, with one acknowledged
-write removed from the committed log, must be flagged. The full run (RF=3, leaders and the
-active controller killed) needs PYKRAFT_CHAOS_FULL=1."""
+write removed from the committed log, must be flagged. A replay of a recorded history
+carries out its faults on the nodes they hit, in order, held as long. The full run (RF=3,
+leaders and the active controller killed) needs PYKRAFT_CHAOS_FULL=1."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pykraft.chaos.history import Committed, FaultEvent, encode
+from pykraft.chaos.history import Committed, Event, FaultEvent, RunInfo, Send, encode
 from pykraft.chaos.recorder import read_history
 from pykraft.cli.main import app
 
@@ -49,6 +50,40 @@ def test_short_safe_run_finds_no_anomaly_and_the_checker_flags_a_lost_write(
     code, figures = chaos("check", str(damaged))
     assert code == 1
     assert figures["lost"] == 1
+
+
+#: A short run's faults as a history records them; the leader was node:1002 then.
+RECORDED: list[Event] = [
+    RunInfo(5, [], {"seed": "5", "brokers": "3", "controllers": "1", "partitions": "1",
+                    "replication_factor": "3", "min_insync_replicas": "2", "producers": "1",
+                    "consumers": "1", "rate_per_s": "100.0"}),
+    Send(2000, "p0.0", "p0.0-0000000", 0),
+    FaultEvent(2400, "kill", "node:1001", "start"), FaultEvent(3100, "kill", "node:1001", "end"),
+    FaultEvent(3500, "pause", "leader:0", "skipped"),
+    FaultEvent(3900, "pause", "leader:0=node:1002", "start"),
+    FaultEvent(4400, "pause", "leader:0=node:1002", "end"),
+    FaultEvent(4800, "partition", "node:1000-node:1", "start"),
+    FaultEvent(5600, "partition", "node:1000-node:1", "end"),
+    FaultEvent(6000, "restart", "node:1000", "start"),
+    FaultEvent(6500, "restart", "node:1000", "end"),
+]
+
+
+def test_a_replay_carries_out_the_recorded_faults_on_their_nodes(tmp_path: Path) -> None:
+    recorded = tmp_path / "recorded.jsonl"
+    recorded.write_text("".join(encode(e) + "\n" for e in RECORDED))
+    code, figures = chaos("run", "--dir", str(tmp_path / "replay"), "--replay", str(recorded))
+    assert code == 0, figures["examples"]
+    assert figures["anomalies"] == 0
+    assert isinstance(figures["acknowledged"], int) and figures["acknowledged"] > 0
+    replayed = [e for e in read_history(tmp_path / "replay" / "history.jsonl")
+                if isinstance(e, FaultEvent)]
+    assert [(e.kind, e.target, e.phase) for e in replayed] == [
+        (e.kind, e.target, e.phase) for e in RECORDED if isinstance(e, FaultEvent)]
+    starts = [e for e in replayed if e.phase == "start"]
+    ends = [e for e in replayed if e.phase == "end"]
+    assert [end.t - start.t >= hold for start, end, hold in
+            zip(starts, ends, (700, 500, 800, 500), strict=True)] == [True] * 4
 
 
 @pytest.mark.skipif(os.environ.get("PYKRAFT_CHAOS_FULL") != "1",

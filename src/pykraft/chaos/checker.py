@@ -18,7 +18,9 @@ the reference. Against it:
 * phantom: a committed value no producer sent.
 
 Sends that failed or were never answered may or may not be in the log: Kafka promises
-nothing for them, so they count nowhere but in ``failed``. Pure: events in, figures out.
+nothing for them, so they count nowhere but in ``failed``. The longest produce gaps (no write
+acknowledged on any partition) are spelled out with what explains them (:class:`Gap`).
+Pure: events in, figures out.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ from pykraft.chaos.history import (
     Committed,
     Event,
     FaultEvent,
+    Observed,
     Read,
     ReplicaLog,
+    RunInfo,
     Send,
 )
 
@@ -43,6 +47,41 @@ from pykraft.chaos.history import (
 SKIPPED = "skipped"
 #: How many anomalies the report spells out; the counts cover every one.
 EXAMPLES = 20
+#: How many of the longest produce gaps the report explains.
+GAPS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A stretch from ``start`` to ``end`` (ms) with no write acknowledged on any partition,
+    and what went on in it, so its cause can be read off the figures: each partition's own
+    silence around it, the faults in force (begun before its end, healed after its start)
+    and those skipped, the send errors, and from the cluster's sampled view the nodes down,
+    each partition's leader and ISR and the active controller, as they changed.
+    ``writable_ms``: per partition, how long the samples showed a live leader with at least
+    min.insync.replicas live replicas in its ISR (empty when the history has no samples). A
+    partition writable throughout but silent was slow to recover; one that was not could
+    not take acks=all writes, as Kafka would not either."""
+
+    start: int
+    end: int
+    silent: dict[int, tuple[int, int]]
+    faults: list[str]
+    errors: dict[str, int]
+    down: list[str]
+    leaders: dict[int, list[str]]
+    controllers: list[str]
+    writable_ms: dict[int, int]
+
+    def as_dict(self) -> dict[str, object]:
+        return {"from_ms": self.start, "to_ms": self.end, "ms": self.end - self.start,
+                "partitions_silent_ms": {str(p): list(span)
+                                         for p, span in sorted(self.silent.items())},
+                "faults": list(self.faults), "errors": dict(sorted(self.errors.items())),
+                "nodes_down": list(self.down),
+                "leader_isr": {str(p): list(v) for p, v in sorted(self.leaders.items())},
+                "controller": list(self.controllers),
+                "writable_ms": {str(p): ms for p, ms in sorted(self.writable_ms.items())}}
 
 
 @dataclass(slots=True)
@@ -61,6 +100,7 @@ class Figures:
     faults: dict[str, int] = field(default_factory=dict)
     faults_skipped: int = 0
     examples: list[str] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
 
     @property
     def anomalies(self) -> int:
@@ -81,7 +121,8 @@ class Figures:
                 "reads": self.reads, "longest_produce_gap_ms": self.longest_produce_gap_ms,
                 "faults": dict(sorted(self.faults.items())),
                 "faults_skipped": self.faults_skipped, "anomalies": self.anomalies,
-                "examples": list(self.examples)}
+                "examples": list(self.examples),
+                "longest_produce_gaps": [gap.as_dict() for gap in self.gaps]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +147,10 @@ def check(events: Iterable[Event]) -> Figures:
                                   if isinstance(e, FaultEvent) and e.phase == "start"))
     figures.faults_skipped = sum(1 for e in history
                                  if isinstance(e, FaultEvent) and e.phase == SKIPPED)
-    figures.longest_produce_gap_ms = _longest_gap(
-        [e.t for e in history if isinstance(e, Ack) and e.error is None])
+    acked = sorted(e.t for e in history if isinstance(e, Ack) and e.error is None)
+    figures.longest_produce_gap_ms = max((b - a for a, b in pairwise(acked)), default=0)
+    windows = sorted(pairwise(acked), key=lambda w: w[0] - w[1])[:GAPS]
+    figures.gaps = [_gap(history, start, end) for start, end in windows if end > start]
     return figures
 
 
@@ -139,10 +182,12 @@ def _check_acks(history: Sequence[Event], committed: dict[int, Committed],
                 failed.add(event.value)
     figures.acknowledged = len(acked)
     figures.failed = len(failed - acked.keys())
+    offsets: dict[tuple[int, str | None], list[int]] = {}
+    for partition, log in committed.items():
+        for index, value in enumerate(log.values):
+            offsets.setdefault((partition, value), []).append(log.start + index)
     for value, ack in acked.items():
-        log = committed.get(ack.partition)
-        where = [] if log is None else [log.start + i for i, v in enumerate(log.values)
-                                        if v == value]
+        where = offsets.get((ack.partition, value), [])
         if ack.offset in where or (ack.offset == UNKNOWN_OFFSET and where):
             continue
         figures.lost += 1
@@ -236,6 +281,69 @@ def _check_replicas(history: Sequence[Event], committed: dict[int, Committed],
                          f"committed log {_at(log, differs)}")
 
 
-def _longest_gap(times: list[int]) -> int:
-    ordered = sorted(times)
-    return max((b - a for a, b in pairwise(ordered)), default=0)
+def _gap(history: Sequence[Event], start: int, end: int) -> Gap:
+    acks = [e for e in history if isinstance(e, Ack)]
+    silent = {}
+    for partition in sorted({a.partition for a in acks}):
+        times = [a.t for a in acks if a.partition == partition and a.error is None]
+        silent[partition] = (max((t for t in times if t <= start), default=0),
+                             min((t for t in times if t >= end), default=end))
+    errors = Counter(a.error for a in acks if a.error is not None and start <= a.t <= end)
+    samples = [e for e in history if isinstance(e, Observed)]
+    in_force = [e for e in samples if e.t <= start][-1:] + [
+        e for e in samples if start < e.t <= end]
+    leaders = {p: _changes([(e.t, f"leader {e.leaders[p]} isr {e.isr[p]}")
+                            for e in in_force if len(e.leaders) > p])
+               for p in silent}
+    controllers = _changes([(e.t, f"controller {e.controller}") for e in in_force])
+    down = _changes([(e.t, f"down {e.down}") for e in in_force])
+    return Gap(start, end, silent, _faults_in(history, start, end), dict(errors), down,
+               leaders, controllers, _writable(in_force, _min_insync(history), start, end))
+
+
+def _faults_in(history: Sequence[Event], start: int, end: int) -> list[str]:
+    """The faults begun before ``end`` and healed after ``start`` (or never), and the ones
+    skipped in between, in the order they began."""
+    faults = [e for e in history if isinstance(e, FaultEvent)]
+    found = []
+    for index, event in enumerate(faults):
+        if event.t > end:
+            break
+        if event.phase == SKIPPED and event.t >= start:
+            found.append(f"{event.t / 1000:.1f} s {event.kind} {event.target} skipped")
+        elif event.phase == "start":
+            healed = next((e.t for e in faults[index + 1:] if e.phase == "end"
+                           and (e.kind, e.target) == (event.kind, event.target)), None)
+            if healed is None or healed >= start:
+                until = "" if healed is None else f"-{healed / 1000:.1f}"
+                found.append(f"{event.t / 1000:.1f}{until} s {event.kind} {event.target}")
+    return found
+
+
+def _changes(states: list[tuple[int, str]]) -> list[str]:
+    """``<seconds> s: <state>`` for the first state and each that differs from the last."""
+    shown = []
+    for index, (t, state) in enumerate(states):
+        if index == 0 or state != states[index - 1][1]:
+            shown.append(f"{t / 1000:.1f} s: {state}")
+    return shown
+
+
+def _min_insync(history: Sequence[Event]) -> int:
+    info = next((e for e in history if isinstance(e, RunInfo)), None)
+    return int(info.settings.get("min_insync_replicas", 1)) if info else 1
+
+
+def _writable(samples: list[Observed], min_insync: int, start: int, end: int) -> dict[int, int]:
+    """Per partition, the ms of [start, end] whose latest sample showed a live leader and at
+    least ``min_insync`` live replicas in its ISR."""
+    writable: Counter[int] = Counter()
+    for index, sample in enumerate(samples):
+        since = max(start, sample.t)
+        until = samples[index + 1].t if index + 1 < len(samples) else end
+        for partition, leader in enumerate(sample.leaders):
+            writable[partition] += 0
+            live = set(sample.isr[partition]) - set(sample.down)
+            if leader in live and len(live) >= min_insync:
+                writable[partition] += max(0, min(until, end) - since)
+    return dict(writable)

@@ -84,13 +84,15 @@ class FaultEvent:
 class Observed:
     """What the cluster said of itself at ``t`` (sampled about once a second), so a stall
     can be told apart from an outage: each partition's leader (-1: none) and ISR as a
-    broker's Metadata gave them (both empty when no broker answered), and the active
-    controller (-1: no controller answered)."""
+    broker's Metadata gave them (both empty when no broker answered), the active
+    controller (-1: no controller answered) and the nodes down: not accepting connections
+    (killed, stopped, still starting) or paused."""
 
     t: int
     leaders: list[int]
     isr: list[list[int]]
     controller: int = -1
+    down: list[int] = field(default_factory=list)  # nodes not listening, or paused
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,9 @@ class Injector:
         self._active.remove(active)
         self._record(active.kind, active.target, "end")
 
+    def paused(self) -> list[int]:
+        return [active.nodes[0] for active in list(self._active) if active.kind == PAUSE]
+
     def heal_all(self) -> None:
         for active in list(self._active):
             self.end(active)

@@ -69,6 +69,9 @@ class ChaosCluster:
                                        f"{timeout_s:.0f} s; see {node.log}")
                 time.sleep(0.05)  # another process: polling is the only way to see it bind
 
+    def not_listening(self) -> list[int]:
+        return [node_id for node_id, port in self.hidden.items() if not _accepts(port)]
+
     def close(self) -> None:
         """Kill what still runs and close the front doors (the files stay)."""
         for node_id in self.cluster.nodes:

@@ -1,15 +1,17 @@
 """What the cluster says of itself: partition leaders and ISRs from a broker's Metadata, the
 active controller from DescribeQuorum (as ``pykraft metadata-quorum`` finds it).
 
-The injector asks when it aims a fault at a role; :class:`Observing` samples both about once
-a second into the history, so the checker can say whether a stall had a leader and enough
-in-sync replicas (a slow recovery) or not (an outage the faults caused).
+The injector asks when it aims a fault at a role; :class:`Observing` samples both, and which
+nodes are down, about once a second into the history, so the checker can say whether a
+stall had a live leader and enough live in-sync replicas (a slow recovery) or not (an
+outage the faults caused).
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from pykraft.chaos.history import Observed
@@ -72,10 +74,11 @@ class ClusterView:
 class Observing(threading.Thread):
     """Records an :class:`Observed` about once a second until stopped."""
 
-    def __init__(self, view: ClusterView, partitions: int, recorder: Recorder,
-                 stop: threading.Event) -> None:
+    def __init__(self, view: ClusterView, partitions: int, down: Callable[[], list[int]],
+                 recorder: Recorder, stop: threading.Event) -> None:
         super().__init__(name="chaos-observer", daemon=True)
         self._view = view
+        self._down = down
         self._count = partitions
         self._recorder = recorder
         self._stop_event = stop
@@ -84,12 +87,13 @@ class Observing(threading.Thread):
         try:
             while not self._stop_event.wait(SAMPLE_INTERVAL_S):
                 t = self._recorder.now()
+                down = sorted(self._down())
                 found = self._view.partitions(SAMPLE_TIMEOUT_S)
                 controller = self._view.active_controller(SAMPLE_TIMEOUT_S)
                 known = [found.get(p) for p in range(self._count)]
                 self._recorder.write(Observed(
                     t, [-1 if k is None else k[0] for k in known] if found else [],
                     [[] if k is None else k[1] for k in known] if found else [],
-                    -1 if controller is None else controller))
+                    -1 if controller is None else controller, down))
         finally:
             self._view.close()

@@ -26,7 +26,7 @@ from pykraft.chaos.observer import ClusterView, Observing
 from pykraft.chaos.recorder import Recorder, read_history
 from pykraft.chaos.replay import Step, recorded_run
 from pykraft.chaos.replica_logs import read_replica
-from pykraft.chaos.schedule import NORMAL, SHORT, Fault, Topology, plan
+from pykraft.chaos.schedule import BOUNDED, NORMAL, SHORT, Fault, Topology, plan
 from pykraft.chaos.workload import Consuming, Producing, Target, read_committed
 from pykraft.errors import PyKraftError
 
@@ -36,6 +36,8 @@ SETTLE_S = 2.0
 HEALTHY_TIMEOUT_S = 60.0
 COMMITTED_READ_TIMEOUT_S = 60.0
 TOPIC_TIMEOUT_S = 60.0
+#: A bounded run's wait before each fault for the cluster to be whole again.
+WHOLE_TIMEOUT_S = 60.0
 #: Brokers heartbeat every 500 ms with a 3 s session (fencing within a run), shut down
 #: within 3 s, and drop a follower from the ISR after 5 s without catching up.
 CLUSTER_PROPERTIES = {
@@ -66,6 +68,7 @@ class RunOptions:
     short: bool = False
     safe: bool = False
     properties: dict[str, str] = field(default_factory=dict)
+    mix: str = BOUNDED
     replay: Path | None = None  # a history whose faults to carry out again (--faults: how many)
 
 
@@ -78,7 +81,7 @@ class RunResult:
 
 def schedule_for(options: RunOptions, topology: Topology) -> list[Fault]:
     return plan(options.seed, options.faults, topology,
-                timing=SHORT if options.short else NORMAL, safe=options.safe)
+                timing=SHORT if options.short else NORMAL, safe=options.safe, mix=options.mix)
 
 
 #: The settings a replay takes from the recorded run: its cluster, topic and workload.
@@ -141,12 +144,16 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
             *(Consuming(f"c{i}", target, recorder, stop_reading)
               for i in range(options.consumers)),
             Observing(ClusterView(cluster.bootstrap_servers, cluster.bootstrap_controllers,
-                                  TOPIC), options.partitions, recorder, stop_reading)]
+                                  TOPIC), options.partitions,
+                      lambda: nodes.not_listening() + injector.paused(), recorder,
+                      stop_reading)]
         origin = recorder.now()
         for worker in (*workers, *readers):
             worker.start()
         if steps is None:
-            _inject(schedule, injector, progress)
+            whole = (lambda: _whole(nodes, injector, options)) if options.mix == BOUNDED \
+                else (lambda: True)
+            _inject(schedule, injector, whole, progress)
         else:
             _replay(steps, injector, lambda: recorder.now() - origin, progress)
         injector.heal_all()
@@ -183,9 +190,15 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
     return RunResult(recorder.path, schedule, check(read_history(recorder.path)))
 
 
-def _inject(schedule: list[Fault], injector: Injector, progress: Callable[[str], None]) -> None:
+def _inject(schedule: list[Fault], injector: Injector, whole: Callable[[], bool],
+            progress: Callable[[str], None]) -> None:
+    """Each fault after its gap, once ``whole`` holds (or :data:`WHOLE_TIMEOUT_S` passed)."""
     for fault in schedule:
         time.sleep(fault.gap_ms / 1000)  # the schedule's pace, not a wait for state
+        try:
+            _wait(whole, "the cluster to be whole", WHOLE_TIMEOUT_S)
+        except ChaosError as exc:
+            progress(f"{exc}; the next fault begins all the same")
         active = injector.begin(fault)
         progress(f"fault {fault.index + 1}/{len(schedule)}: {fault.kind} "
                  f"{active.target if active else 'skipped'}")
@@ -230,6 +243,18 @@ def _create_topic(options: RunOptions, target: Target) -> None:
             if time.monotonic() > deadline:
                 raise ChaosError(f"cannot create topic {target.topic}: {exc}") from None
         time.sleep(0.2)  # brokers still registering: ask again
+
+
+def _whole(nodes: ChaosCluster, injector: Injector, options: RunOptions) -> bool:
+    """Every node listening, every partition led with all its replicas in sync, and a
+    controller active."""
+    if nodes.not_listening():
+        return False
+    found = injector.view.partitions()
+    return (len(found) == options.partitions
+            and all(leader >= 0 and len(isr) == options.replication_factor
+                    for leader, isr in found.values())
+            and injector.view.active_controller() is not None)
 
 
 def _all_led(injector: Injector, partitions: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,11 +13,20 @@ from rich.table import Table
 
 from pykraft.chaos.checker import Figures, check
 from pykraft.chaos.run import HISTORY_FILE, RunOptions, run
+from pykraft.chaos.schedule import BOUNDED, STRESS
 from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
 
 #: A replay's fault count when --faults is not given: every recorded fault.
 MAX_FAULTS = 1 << 31
+
+
+class Mix(StrEnum):
+    """The schedule's mix of faults (see :mod:`pykraft.chaos.schedule`)."""
+
+    bounded = BOUNDED
+    stress = STRESS
+
 
 chaos_app = typer.Typer(help="Fault injection against a local cluster, checked for lost, "
                              "duplicated or reordered messages.", no_args_is_help=True)
@@ -47,6 +57,13 @@ def _report(figures: Figures, *, as_json: bool, title: str) -> None:
         console.print(table)
         for example in figures.examples:
             console.print(f"[red]{example}[/red]", highlight=False)
+        for gap in figures.gaps:
+            writable = ", ".join(f"p{p} {ms / 1000:.1f} s" for p, ms in gap.writable_ms.items())
+            console.print(f"produce gap {gap.start / 1000:.1f}-{gap.end / 1000:.1f} s: "
+                          f"{len(gap.faults)} faults in force"
+                          + (f"; writable (leader, ISR >= min.insync): {writable}"
+                             if writable else "") + " (--json for the details)",
+                          highlight=False)
         verdict = ("[green]no anomaly[/green]" if not figures.anomalies
                    else f"[red]{figures.anomalies} anomalies[/red]")
         console.print(verdict)
@@ -76,6 +93,11 @@ def run_command(
                                                         "apart, held 0.3-1.5 s).")] = False,
     safe: Annotated[bool, typer.Option("--safe", help="Only faults on brokers that lead no "
                                                       "partition of the topic.")] = False,
+    mix: Annotated[Mix, typer.Option(
+        help="bounded: broker kills, pauses and restarts, link cuts, one active-controller "
+             "kill per 50 faults, each fault once the cluster is whole again; stress: every "
+             "kind alike on any node (a fifth kill the active controller), no waiting, so "
+             "faults can outpace recovery.")] = Mix.bounded,
     replay: Annotated[Path | None, typer.Option(
         help="Carry out the faults a run's history.jsonl recorded, on the nodes they hit "
              "then, at the times they began, on a cluster and workload like that run's "
@@ -92,7 +114,7 @@ def run_command(
                          replication_factor=replication_factor,
                          min_insync_replicas=min_insync_replicas, producers=producers,
                          consumers=consumers, rate_per_s=rate, short=short, safe=safe,
-                         replay=replay)
+                         mix=mix.value, replay=replay)
     try:
         result = run(options, progress=lambda line: typer.echo(line, err=True))
     except PyKraftError as exc:

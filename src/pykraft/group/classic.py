@@ -76,7 +76,6 @@ class ClassicMember:
     protocols: tuple[tuple[str, bytes], ...]
     assignment: bytes = b""
     join_token: ReplyToken | None = None
-    join_version: int = 0
     sync_token: ReplyToken | None = None
     is_new: bool = False
 

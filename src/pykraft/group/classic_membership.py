@@ -97,7 +97,7 @@ class ClassicMembership:
             out.extend(self._join_new_member(token, version, request, group,
                                              client_id, client_host, now))
         else:
-            out.extend(self._join_existing_member(token, version, request, group,
+            out.extend(self._join_existing_member(token, request, group,
                                                   client_id, client_host, now))
         if existing is None and not out.records:
             out.records.append(group.metadata_record())
@@ -137,14 +137,14 @@ class ClassicMembership:
                                  now + millis(request.session_timeout),
                                  self._expire_heartbeat_action(group.group_id, new_id))
             return _reply(out, token, join_error(E.member_id_required, new_id))
-        return self._add_member(token, version, request, group, new_id,
+        return self._add_member(token, request, group, new_id,
                                 client_id, client_host, now)
 
     def _uuid(self) -> uuid.UUID:
         return uuid.UUID(int=self.rng.getrandbits(128), version=4)
 
-    def _join_existing_member(self, token: ReplyToken, version: int,
-                              request: JoinGroupRequest, group: ClassicGroup,
+    def _join_existing_member(self, token: ReplyToken, request: JoinGroupRequest,
+                              group: ClassicGroup,
                               client_id: str, client_host: str, now: int) -> Outcome:
         out = Outcome()
         member_id = request.member_id
@@ -157,7 +157,7 @@ class ClassicMembership:
             if request.group_instance_id is not None:
                 # Pending ids are only handed to dynamic members (Kafka throws here).
                 return _reply(out, token, join_error(E.unknown_member_id, member_id))
-            return self._add_member(token, version, request, group, member_id,
+            return self._add_member(token, request, group, member_id,
                                     client_id, client_host, now)
         try:
             group.validate_member(member_id, request.group_instance_id)
@@ -166,14 +166,14 @@ class ClassicMembership:
         member = group.members[member_id]
         protocols = _protocols(request)
         if group.in_state(GroupState.PREPARING_REBALANCE):
-            return self._update_member(token, version, request, group, member, now)
+            return self._update_member(token, request, group, member, now)
         if group.in_state(GroupState.COMPLETING_REBALANCE):
             if member.protocols == protocols:
                 return _reply(out, token, self._join_reply(group, member_id))
-            return self._update_member(token, version, request, group, member, now)
+            return self._update_member(token, request, group, member, now)
         if group.in_state(GroupState.STABLE):
             if group.is_leader(member_id) or member.protocols != protocols:
-                return self._update_member(token, version, request, group, member, now)
+                return self._update_member(token, request, group, member, now)
             return _reply(out, token, self._join_reply(group, member_id, with_members=False))
         return _reply(out, token, join_error(E.unknown_member_id, member_id))
 
@@ -191,14 +191,13 @@ class ClassicMembership:
                             protocol_name=group.protocol_name, leader=group.leader_id,
                             members=members, skip_assignment=skip_assignment)
 
-    def _add_member(self, token: ReplyToken, version: int, request: JoinGroupRequest,
-                    group: ClassicGroup, member_id: str, client_id: str, client_host: str,
-                    now: int) -> Outcome:
+    def _add_member(self, token: ReplyToken, request: JoinGroupRequest, group: ClassicGroup,
+                    member_id: str, client_id: str, client_host: str, now: int) -> Outcome:
         session_ms = millis(request.session_timeout)
         member = ClassicMember(
             member_id, request.group_instance_id, client_id, client_host,
             _rebalance_timeout(request), session_ms, request.protocol_type,
-            _protocols(request), join_token=token, join_version=version, is_new=True)
+            _protocols(request), join_token=token, is_new=True)
         if group.in_state(GroupState.PREPARING_REBALANCE) and (
                 group.previous_state is GroupState.EMPTY):
             group.new_member_added = True
@@ -206,24 +205,23 @@ class ClassicMembership:
         self.reschedule_heartbeat(group, member, now, NEW_MEMBER_JOIN_TIMEOUT_MS)
         return self._rebalance_or_complete_join(group, now)
 
-    def _update_member(self, token: ReplyToken, version: int, request: JoinGroupRequest,
+    def _update_member(self, token: ReplyToken, request: JoinGroupRequest,
                        group: ClassicGroup, member: ClassicMember, now: int) -> Outcome:
         out = Outcome()
-        self._park_join(out, member, token, version)
+        self._park_join(out, member, token)
         member.protocols = _protocols(request)
         member.rebalance_timeout_ms = _rebalance_timeout(request)
         member.session_timeout_ms = millis(request.session_timeout)
         out.extend(self._rebalance_or_complete_join(group, now))
         return out
 
-    def _park_join(self, out: Outcome, member: ClassicMember, token: ReplyToken,
-                   version: int) -> None:
+    def _park_join(self, out: Outcome, member: ClassicMember, token: ReplyToken) -> None:
         """Hold ``token`` for the rebalance's end; a JoinGroup it supersedes is answered
         REBALANCE_IN_PROGRESS (Kafka drops it), so no request waits forever."""
         if member.join_token is not None:
             out.replies.append((member.join_token, join_error(E.rebalance_in_progress,
                                                               member.member_id)))
-        member.join_token, member.join_version = token, version
+        member.join_token = token
 
     def _rejoin_static_member(self, token: ReplyToken, version: int,
                               request: JoinGroupRequest, group: ClassicGroup, old_id: str,
@@ -258,10 +256,10 @@ class ClassicMembership:
                         protocol_type=group.protocol_type, protocol_name=group.protocol_name,
                         leader=old_leader)
                 return _reply(out, token, reply)
-            self._park_join(out, member, token, version)
+            self._park_join(out, member, token)
             out.extend(self._rebalance_or_complete_join(group, now))
             return out
-        self._park_join(out, member, token, version)
+        self._park_join(out, member, token)
         if group.in_state(GroupState.COMPLETING_REBALANCE):
             out.extend(self.prepare_rebalance(group, now))
         else:

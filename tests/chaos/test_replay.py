@@ -80,13 +80,12 @@ def write(path: Path, events: list[Event]) -> Path:
 def test_a_replay_takes_the_recorded_runs_settings_and_its_first_faults(
         tmp_path: Path) -> None:
     history = write(tmp_path / "history.jsonl", recorded())
-    options, steps = replaying(RunOptions(tmp_path / "again", faults=3, replay=history))
+    options, steps = replaying(RunOptions(tmp_path / "again", faults=3), history)
     assert (options.seed, options.controllers, options.partitions, options.consumers,
             options.rate_per_s) == (300, 1, 2, 0, 50.0)
     assert options.directory == tmp_path / "again"
     assert [s.kind for s in steps] == ["pause", "kill", "pause"]
     with pytest.raises(ChaosError, match="does not record"):
-        replaying(RunOptions(tmp_path / "x", replay=write(tmp_path / "old.jsonl",
-                                                          [RunInfo(1, [])])))
+        replaying(RunOptions(tmp_path / "x"), write(tmp_path / "old.jsonl", [RunInfo(1, [])]))
     with pytest.raises(ChaosError, match="cannot read"):
-        replaying(RunOptions(tmp_path / "x", replay=tmp_path / "missing.jsonl"))
+        replaying(RunOptions(tmp_path / "x"), tmp_path / "missing.jsonl")

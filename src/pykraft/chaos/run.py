@@ -1,7 +1,9 @@
 """One chaos run end to end: cluster, topic, workload, faults, final reads, check.
 
 The run directory holds the cluster (``cluster/``, every node's files and ``server.log``)
-and ``history.jsonl``, whose first line is the seed and the schedule drawn from it. After
+and ``history.jsonl``, whose first line is the seed and the schedule drawn from it. A
+bounded schedule's faults each wait for the cluster to be whole again; a replay instead
+carries out a recorded history's faults at their recorded times (:mod:`.replay`). After
 the last fault every fault is healed, the cluster is given a bounded time to be whole again
 (every node listening, every partition led), the producers stop and flush, a last read takes
 each partition's committed log, the nodes stop cleanly and each replica's log is read from
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -89,19 +92,18 @@ REPLAYED = ("seed", "brokers", "controllers", "partitions", "replication_factor"
             "min_insync_replicas", "producers", "consumers", "rate_per_s")
 
 
-def replaying(options: RunOptions) -> tuple[RunOptions, list[Step]]:
-    """The options of the run ``options.replay`` recorded (in a new directory) and its
-    first ``options.faults`` faults."""
-    assert options.replay is not None
+def replaying(options: RunOptions, history: Path) -> tuple[RunOptions, list[Step]]:
+    """``options`` with the settings of the run ``history`` recorded, and its first
+    ``options.faults`` faults."""
     try:
-        info, steps = recorded_run(read_history(options.replay))
+        info, steps = recorded_run(read_history(history))
     except OSError as exc:
-        raise ChaosError(f"cannot read {options.replay}: {exc}") from None
+        raise ChaosError(f"cannot read {history}: {exc}") from None
     try:
         recorded = {name: type(getattr(options, name))(info.settings[name])
                     for name in REPLAYED}
     except (KeyError, ValueError) as exc:
-        raise ChaosError(f"{options.replay} does not record its run's settings ({exc})") from None
+        raise ChaosError(f"{history} does not record its run's settings ({exc})") from None
     return replace(options, **recorded), steps[:options.faults]
 
 
@@ -109,7 +111,7 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
     """A run of ``options``' seeded schedule, or of the faults ``options.replay`` recorded."""
     steps: list[Step] | None = None
     if options.replay is not None:
-        options, steps = replaying(options)
+        options, steps = replaying(options, options.replay)
     if find_spec("confluent_kafka") is None or find_spec("kafka") is None:
         raise ChaosError("the workload needs confluent-kafka and kafka-python: "
                          "pip install 'pykraft[clients]'")
@@ -151,9 +153,9 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
         for worker in (*workers, *readers):
             worker.start()
         if steps is None:
-            whole = (lambda: _whole(nodes, injector, options)) if options.mix == BOUNDED \
-                else (lambda: True)
-            _inject(schedule, injector, whole, progress)
+            whole = partial(_whole, nodes, injector, options)
+            _inject(schedule, injector, whole if options.mix == BOUNDED else lambda: True,
+                    progress)
         else:
             _replay(steps, injector, lambda: recorder.now() - origin, progress)
         injector.heal_all()

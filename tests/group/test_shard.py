@@ -306,3 +306,21 @@ def test_join_of_a_consumer_protocol_group_id_is_inconsistent() -> None:
     [described] = d.call(DESCRIBE, describe_request(G)).groups
     assert (described.group_state, described.error_message) == (
         "Dead", "Group g is not a classic group.")
+
+
+def test_deleting_an_empty_consumer_protocol_group_writes_its_own_tombstones() -> None:
+    d = Driver()
+    d.shard.groups[G] = ConsumerGroup(G)
+    reply = d.call(DELETE_GROUPS, delete_groups_request(G))
+    assert [r.error_code for r in reply.results] == [0]
+    assert G not in d.shard.groups
+    assert len(d.records) == 3
+    assert all(decode_record(r) is None for r in d.records)  # key versions 3+, not classic
+
+
+def test_an_empty_consumer_protocol_group_without_offsets_is_deleted_at_expiry() -> None:
+    d = Driver(GroupConfig(offsets_retention_check_interval_ms=1000))
+    d.tick()
+    d.shard.groups[G] = ConsumerGroup(G)
+    d.advance(1000)
+    assert G not in d.shard.groups and len(d.records) == 3

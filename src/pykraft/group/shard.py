@@ -33,7 +33,12 @@ from pykraft.group.classic import ClassicGroup, GroupState, group_from_record
 from pykraft.group.classic_membership import ClassicMembership, heartbeat_key
 from pykraft.group.classic_offsets import ClassicOffsets
 from pykraft.group.config import GroupConfig
-from pykraft.group.consumer_group import ConsumerGroups, DescribeResponse
+from pykraft.group.consumer_group import (
+    CONSUMER_GROUP_TYPE,
+    ConsumerGroups,
+    DescribeResponse,
+)
+from pykraft.group.consumer_group import tombstones as consumer_tombstones
 from pykraft.group.consumer_records import decode_consumer_record
 from pykraft.group.offsets import OffsetStore
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
@@ -66,6 +71,7 @@ class GroupShard:
         self.membership = ClassicMembership(self.groups, config, rng, self.timers)
         self.offset_apis = ClassicOffsets(self.groups, self.offsets, config, self.membership)
         self.consumer = ConsumerGroups(self.groups, config, rng, self.timers)
+        self.offset_apis.deleters[CONSUMER_GROUP_TYPE] = consumer_tombstones
         self._armed = False
         self.handlers: dict[int, Handler] = {
             8: self._offset_commit,

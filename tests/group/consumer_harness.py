@@ -16,7 +16,8 @@ from kio.schema.consumer_group_heartbeat.v1.response import ConsumerGroupHeartbe
 from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i32Timedelta
 
-from pykraft.group.consumer_group import ConsumerGroup, ConsumerGroupConfig, ConsumerGroups
+from pykraft.group.config import GroupConfig
+from pykraft.group.consumer_group import ConsumerGroup, ConsumerGroups
 from pykraft.group.consumer_records import decode_consumer_record
 from pykraft.group.outcome import OffsetsRecord, RequestContext, TopicInfo
 from pykraft.group.registry import Groups
@@ -90,7 +91,7 @@ def assigned(response: ConsumerGroupHeartbeatResponse) -> dict[uuid.UUID, set[in
 class Coordinator:
     """A ConsumerGroups with a clock, its log of records and the topics it sees."""
 
-    config: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    config: GroupConfig = field(default_factory=GroupConfig)
     now_ms: int = 1_000
     topics: dict[str, TopicInfo] = field(default_factory=lambda: dict(TOPICS))
     log: list[OffsetsRecord] = field(default_factory=list)

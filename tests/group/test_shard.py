@@ -42,6 +42,7 @@ from kio.static.primitive import i32, i64, i64Timedelta
 from pykraft.group.classic import ClassicGroup, GroupState
 from pykraft.group.config import GroupConfig
 from pykraft.group.consumer_group import ConsumerGroup
+from pykraft.group.consumer_member import ConsumerMember
 from pykraft.group.records import OffsetCommitKey, OffsetCommitValue, decode_record
 
 G = "g"
@@ -300,7 +301,7 @@ def test_a_group_loaded_over_group_max_size_rebalances_at_load() -> None:
 
 def test_join_of_a_consumer_protocol_group_id_is_inconsistent() -> None:
     d = Driver()
-    d.shard.groups[G] = ConsumerGroup(G)
+    d.shard.groups[G] = ConsumerGroup(G, members={"m": ConsumerMember("m")})
     assert d.call(JOIN, join_request(G)).error_code == 23
     assert d.call(HEARTBEAT, heartbeat_request(G, "m", 1)).error_code == 25
     [described] = d.call(DESCRIBE, describe_request(G)).groups
@@ -324,3 +325,19 @@ def test_an_empty_consumer_protocol_group_without_offsets_is_deleted_at_expiry()
     d.shard.groups[G] = ConsumerGroup(G)
     d.advance(1000)
     assert G not in d.shard.groups and len(d.records) == 3
+
+
+def test_a_join_takes_the_id_of_an_empty_consumer_protocol_group() -> None:
+    d = Driver()
+    d.call(COMMIT, commit_request(G, {(TOPIC, 0): 3}))
+    d.shard.groups[G] = ConsumerGroup(G)
+    written = len(d.records)
+    assert d.call(JOIN, join_request(G, "m-1")).error_code == 25  # a member of nothing
+    assert len(d.records) == written
+    assert d.call(JOIN, join_request(G)).error_code == 79
+    assert isinstance(d.shard.groups[G], ClassicGroup)
+    new = [decode_record(r) for r in d.records[written:]]
+    assert new[:3] == [None, None, None]  # the consumer group's tombstones, then the classic
+    assert [type(entry[0]).__name__ for entry in new[3:] if entry is not None] == [
+        "GroupMetadataKey"]
+    assert fetched(d, topics={TOPIC: [0]}) == {(TOPIC, 0): 3}  # its offsets stay

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -21,9 +22,10 @@ from kio.schema.leave_group.v5.request import LeaveGroupRequest
 from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
 from kio.schema.sync_group.v5.request import SyncGroupRequest
 
-from pykraft.group.classic import ClassicGroup, ClassicMember, GroupError, GroupState
+from pykraft.group.classic import GROUP_TYPE, ClassicGroup, ClassicMember, GroupError, GroupState
 from pykraft.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
-from pykraft.group.outcome import Outcome, ReplyToken
+from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken
+from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
 from pykraft.group.replies import (
     NO_THROTTLE,
@@ -61,6 +63,10 @@ class ClassicMembership:
         self.config = config
         self.rng = rng
         self.timers = timers
+        self.deleters: dict[str, Callable[[str], list[OffsetsRecord]]] = {
+            GROUP_TYPE: _classic_tombstones}
+        """Per group type: the records deleting an empty group of that type (Kafka's
+        ``createGroupTombstoneRecords``); the shard adds the consumer groups'."""
 
     def classic(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)
@@ -77,13 +83,21 @@ class ClassicMembership:
         if not (self.config.min_session_timeout_ms <= session_ms
                 <= self.config.max_session_timeout_ms):
             return _reply(out, token, join_error(E.invalid_session_timeout, request.member_id))
+        unknown = request.member_id == ""
         existing = self.groups.get(request.group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
-            # A consumer (KIP-848) group: pykraft does not convert groups between protocols.
-            return _reply(out, token, join_error(E.inconsistent_group_protocol))
-        unknown = request.member_id == ""
+            if not existing.is_empty():
+                # Kafka would move the member into the consumer group; pykraft does not
+                # mix the protocols in one group.
+                return _reply(out, token, join_error(E.inconsistent_group_protocol))
+            if unknown:
+                # An empty consumer group gives its id to the classic group (its offsets stay).
+                out.records.extend(self.deleters[existing.group_type](request.group_id))
+                del self.groups[request.group_id]
+            existing = None
         if existing is None and not unknown:
             return _reply(out, token, join_error(E.unknown_member_id, request.member_id))
+        written = len(out.records)
         group = existing if existing is not None else ClassicGroup(request.group_id)
         if existing is None:
             self.groups[group.group_id] = group
@@ -99,7 +113,7 @@ class ClassicMembership:
         else:
             out.extend(self._join_existing_member(token, request, group,
                                                   client_id, client_host, now))
-        if existing is None and not out.records:
+        if existing is None and len(out.records) == written:
             out.records.append(group.metadata_record())
         return out
 
@@ -560,6 +574,10 @@ class ClassicMembership:
                 for member in group.members.values():
                     self._answer_parked(out, member, error)
         return out.replies
+
+
+def _classic_tombstones(group_id: str) -> list[OffsetsRecord]:
+    return [group_metadata_record(GroupMetadataKey(group_id), None)]
 
 
 def _reply(out: Outcome, token: ReplyToken, response: Any) -> Outcome:

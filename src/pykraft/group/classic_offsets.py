@@ -5,7 +5,6 @@ group checks it calls), on top of the :class:`OffsetStore`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
@@ -19,12 +18,12 @@ from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRe
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
-from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, GROUP_TYPE, ClassicGroup, GroupState
+from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupState
 from pykraft.group.classic_membership import ClassicMembership
 from pykraft.group.config import GroupConfig
 from pykraft.group.offsets import OffsetStore
 from pykraft.group.outcome import OffsetsRecord
-from pykraft.group.records import GroupMetadataKey, OffsetCommitValue, group_metadata_record
+from pykraft.group.records import OffsetCommitValue
 from pykraft.group.registry import Groups
 from pykraft.group.replies import NO_THROTTLE, millis
 
@@ -43,10 +42,6 @@ class ClassicOffsets:
         self.store = store
         self.config = config
         self.membership = membership
-        self.deleters: dict[str, Callable[[str], list[OffsetsRecord]]] = {
-            GROUP_TYPE: _classic_tombstones}
-        """Per group type: the records deleting an empty group of that type (Kafka's
-        ``createGroupTombstoneRecords``)."""
 
     def commit(self, version: int, request: Any, now: int) -> tuple[list[OffsetsRecord], Any]:
         """OffsetCommit. ``request`` is v9, or for v2-4 the request as received (its
@@ -161,7 +156,7 @@ class ClassicOffsets:
     def remove_group(self, group_id: str) -> list[OffsetsRecord]:
         """Drop an empty group and its offsets; their tombstones (offsets first, as Kafka)."""
         records = self.store.delete_group(group_id)
-        records.extend(self.deleters[self.groups[group_id].group_type](group_id))
+        records.extend(self.membership.deleters[self.groups[group_id].group_type](group_id))
         self.groups.pop(group_id, None)
         self.membership.timers.cancel_where(
             lambda key: isinstance(key, tuple) and len(key) > 1 and key[1] == group_id)
@@ -194,10 +189,6 @@ class ClassicOffsets:
                 and group.in_state(GroupState.STABLE)):
             return value.commit_timestamp
         return None
-
-
-def _classic_tombstones(group_id: str) -> list[OffsetsRecord]:
-    return [group_metadata_record(GroupMetadataKey(group_id), None)]
 
 
 def _offset_delete_error(group: object) -> int | None:

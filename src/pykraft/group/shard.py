@@ -71,7 +71,7 @@ class GroupShard:
         self.membership = ClassicMembership(self.groups, config, rng, self.timers)
         self.offset_apis = ClassicOffsets(self.groups, self.offsets, config, self.membership)
         self.consumer = ConsumerGroups(self.groups, config, rng, self.timers)
-        self.offset_apis.deleters[CONSUMER_GROUP_TYPE] = consumer_tombstones
+        self.membership.deleters[CONSUMER_GROUP_TYPE] = consumer_tombstones
         self._armed = False
         self.handlers: dict[int, Handler] = {
             8: self._offset_commit,

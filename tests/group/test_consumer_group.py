@@ -108,8 +108,11 @@ def test_the_member_id_is_generated_from_the_rng_for_v0_and_required_from_v1() -
          "RebalanceTimeoutMs must be provided in first request."),
         (request("m", 0, owned={FOO: {0}}), "TopicPartitions must be empty when (re-)joining."),
         (request("m", 0, owned=None), "TopicPartitions must be empty when (re-)joining."),
-        (request("m", 0, topics=()),
-         "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."),
+        (request("m", 0, topics=None),
+         "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+         "(re-)joining."),
+        (request("", 3), "MemberId can't be empty."),
+        (request("", -1, group=""), "MemberId can't be empty."),
         (request("m", -3), "MemberEpoch is invalid."),
         (request("m", -2), "InstanceId can't be null."),
     ],

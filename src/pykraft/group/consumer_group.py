@@ -366,33 +366,28 @@ class ConsumerGroups:
         def invalid(message: str) -> GroupError:
             return GroupError(ErrorCode.invalid_request, message)
 
+        epoch = request.member_epoch
+        needs_id = api_version >= CLIENT_MEMBER_ID_VERSION or epoch > 0 or epoch == LEAVE_EPOCH
+        if needs_id and not request.member_id:
+            raise invalid("MemberId can't be empty.")
         if not request.group_id:
             raise invalid("GroupId can't be empty.")
         if request.instance_id == "":
             raise invalid("InstanceId can't be empty.")
         if request.rack_id == "":
             raise invalid("RackId can't be empty.")
-        epoch = request.member_epoch
-        if api_version >= CLIENT_MEMBER_ID_VERSION and not request.member_id:
-            raise invalid("MemberId can't be empty.")
-        if epoch > 0 or epoch == LEAVE_EPOCH:
-            if not request.member_id:
-                raise invalid("MemberId can't be empty.")
-        elif epoch == 0:
+        if epoch == 0:
             if _millis(request.rebalance_timeout) == -1:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if request.topic_partitions is None or request.topic_partitions:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
-                raise invalid(
-                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
-                )
-        elif epoch == STATIC_LEAVE_EPOCH:
-            if not request.member_id:
-                raise invalid("MemberId can't be empty.")
-            if request.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        else:
+            # An empty list or regex is a member subscribed to nothing, still in the group.
+            if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+                raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be "
+                              "non-null when (re-)joining.")
+        elif epoch == STATIC_LEAVE_EPOCH and request.instance_id is None:
+            raise invalid("InstanceId can't be null.")
+        elif epoch < STATIC_LEAVE_EPOCH:
             raise invalid("MemberEpoch is invalid.")
         if request.server_assignor is not None and request.server_assignor not in ASSIGNORS:
             raise GroupError(

@@ -8,6 +8,7 @@ when already due, so a zero timeout cannot spin one tick forever.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Hashable
 
 from pykraft.group.outcome import Outcome
@@ -17,16 +18,21 @@ Action = Callable[[int], Outcome]
 
 
 class Timers:
-    """Deadlines by key; the earliest one tells the runtime when to tick."""
+    """Deadlines by key; the earliest one tells the runtime when to tick.
+
+    A heap orders the deadlines; rescheduling or cancelling leaves the old heap entry behind,
+    skipped when it surfaces (a heartbeat per member per few seconds must stay cheap)."""
 
     def __init__(self) -> None:
         self._entries: dict[Hashable, tuple[int, int, Action]] = {}
+        self._heap: list[tuple[int, int, Hashable]] = []
         self._sequence = 0
 
     def schedule(self, key: Hashable, deadline_ms: int, action: Action) -> None:
         """Run ``action`` at ``deadline_ms`` unless rescheduled or cancelled first."""
         self._sequence += 1
         self._entries[key] = (deadline_ms, self._sequence, action)
+        heapq.heappush(self._heap, (deadline_ms, self._sequence, key))
 
     def cancel(self, key: Hashable) -> None:
         self._entries.pop(key, None)
@@ -41,21 +47,32 @@ class Timers:
         return None if entry is None else entry[0]
 
     def next_deadline_ms(self) -> int | None:
-        return min((entry[0] for entry in self._entries.values()), default=None)
+        while self._heap and not self._current(self._heap[0]):
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
 
     def fire(self, now_ms: int) -> Outcome:
         """Run the timers due at ``now_ms`` (earliest first, ties in scheduling order)."""
-        due = sorted((deadline, sequence, key)
-                     for key, (deadline, sequence, _) in self._entries.items()
-                     if deadline <= now_ms)
+        limit = self._sequence
+        later: list[tuple[int, int, Hashable]] = []
         outcome = Outcome()
-        for _, sequence, key in due:
-            entry = self._entries.get(key)
-            if entry is None or entry[1] != sequence:
-                continue  # cancelled or rescheduled by an earlier timer of this round
-            del self._entries[key]
-            outcome.extend(entry[2](now_ms))
+        while self._heap and self._heap[0][0] <= now_ms:
+            item = heapq.heappop(self._heap)
+            if not self._current(item):
+                continue  # cancelled or rescheduled
+            if item[1] > limit:
+                later.append(item)  # scheduled by a timer of this round
+                continue
+            action = self._entries.pop(item[2])[2]
+            outcome.extend(action(now_ms))
+        for item in later:
+            heapq.heappush(self._heap, item)
         return outcome
 
     def clear(self) -> None:
         self._entries.clear()
+        self._heap.clear()
+
+    def _current(self, item: tuple[int, int, Hashable]) -> bool:
+        entry = self._entries.get(item[2])
+        return entry is not None and entry[1] == item[1]

@@ -357,3 +357,30 @@ def test_an_empty_classic_group_gives_way_to_a_consumer_group() -> None:
     assert c.log[0] == group_metadata_record(GroupMetadataKey("old"), None)
     assert c.group("old").members.keys() == {"m1"}
     assert c.timers.deadline(("heartbeat", "old", "x")) is None
+
+
+def test_a_topic_created_after_the_join_is_assigned_at_the_next_heartbeat() -> None:
+    """Kafka's ConsumerGroupHeartbeatRequestTest: epoch 1 with an empty assignment, then
+    epoch 2 with the new topic's partitions; deleting it takes them back (still epoch 2,
+    waiting for the member to let them go)."""
+    c = Coordinator()
+    c.topics.pop("foo")
+    first = c.heartbeat(request("m1", 0, topics=None, regex="fo.*"))
+    assert (first.member_epoch, assigned(first)) == (1, {})
+    c.topics["foo"] = TopicInfo(FOO, 3)
+    second = c.heartbeat(request("m1", 1))
+    assert (second.member_epoch, assigned(second)) == (2, {FOO: {0, 1, 2}})
+    c.topics.pop("foo")
+    third = c.heartbeat(request("m1", 2))
+    assert (third.member_epoch, assigned(third)) == (2, {})
+
+
+def test_a_static_member_expired_by_its_session_gives_its_instance_id_back() -> None:
+    c = Coordinator()
+    join(c, "a1", instance_id="A")
+    assert c.heartbeat(request("a2", 0, instance_id="A")).error_code == (
+        ErrorCode.unreleased_instance_id)
+    c.advance(45_000)
+    back = c.heartbeat(request("a2", 0, instance_id="A"))
+    assert (back.error_code, back.member_epoch, assigned(back)) == (
+        ErrorCode.none, 3, ALL_FOO)

@@ -3,15 +3,18 @@ sync, heartbeats, leaves, static membership and every error Kafka gives on the w
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 from classic_driver import (
+    COMMIT,
     HEARTBEAT,
     JOIN,
     LEAVE,
     SYNC,
     Driver,
+    commit_request,
     heartbeat_request,
     join_request,
     leave_request,
@@ -375,3 +378,62 @@ def test_leave_with_a_fenced_member_id_is_refused() -> None:
     stable_group(d, 1, instance_id="i-1")
     reply = d.call(LEAVE, leave_request(G, ("old-id", "i-1")))
     assert [m.error_code for m in reply.members] == [82]
+
+
+def test_a_second_join_of_a_waiting_member_supersedes_the_first() -> None:
+    d = Driver()
+    a, _ = stable_group(d, 2)
+    first = d.send(JOIN, join_request(G, a))
+    second = d.send(JOIN, join_request(G, a))
+    assert d.replies[first].error_code == 27 and second not in d.replies
+
+
+def test_a_second_sync_of_a_waiting_follower_supersedes_the_first() -> None:
+    d = Driver(GroupConfig(initial_rebalance_delay_ms=1000))
+    a, b = d.join_new(G), d.join_new(G)
+    ta, tb = d.send(JOIN, join_request(G, a)), d.send(JOIN, join_request(G, b))
+    d.advance(1000)  # b joined during the first delay: one more
+    d.advance(1000)
+    follower = b if d.replies[ta].leader == a else a
+    first = d.send(SYNC, sync_request(G, follower, 1))
+    second = d.send(SYNC, sync_request(G, follower, 1))
+    assert d.replies[first].error_code == 27 and second not in d.replies
+    del tb
+
+
+def test_rejoin_with_the_same_protocols_while_completing_or_stable_needs_no_rebalance() -> None:
+    d = Driver(GroupConfig(initial_rebalance_delay_ms=1000))
+    a, b = d.join_new(G), d.join_new(G)
+    ta = d.send(JOIN, join_request(G, a))
+    d.send(JOIN, join_request(G, b))
+    d.advance(1000)
+    d.advance(1000)
+    leader = d.replies[ta].leader
+    follower = b if leader == a else a
+    again = d.call(JOIN, join_request(G, follower))  # CompletingRebalance: answered at once
+    assert again.generation_id == 1 and again.members == ()
+    assert d.call(HEARTBEAT, heartbeat_request(G, follower, 1)).error_code == 0
+    d.call(SYNC, sync_request(G, leader, 1, {a: b"a", b: b"b"}))
+    stable = d.call(JOIN, join_request(G, follower))  # Stable follower: no rebalance
+    assert stable.generation_id == 1 and group(d).state is GroupState.STABLE
+
+
+def test_a_pending_member_that_never_rejoins_holds_the_rebalance_until_it_expires() -> None:
+    d = Driver()
+    [a] = stable_group(d, 1, session_ms=30_000)
+    d.send(JOIN, join_request(G, d.join_new(G, session_ms=6000)))  # a joins: rebalance
+    d.join_new(G, session_ms=6000)  # pending, never rejoins
+    ta = d.send(JOIN, join_request(G, a, session_ms=30_000))
+    assert ta not in d.replies
+    d.advance(6000)
+    assert d.replies[ta].generation_id == 2 and len(d.replies[ta].members) == 2
+
+
+def test_a_fenced_static_member_cannot_commit() -> None:
+    d = Driver()
+    [old] = stable_group(d, 1, instance_id="i-1")
+    d.call(JOIN, join_request(G, instance_id="i-1"))
+    request = commit_request(G, {("t", 0): 1}, generation=1, member_id=old)
+    request = dataclasses.replace(request, group_instance_id="i-1")
+    reply = d.call(COMMIT, request)
+    assert [p.error_code for t in reply.topics for p in t.partitions] == [82]

@@ -107,8 +107,12 @@ def replaying(options: RunOptions, history: Path) -> tuple[RunOptions, list[Step
     return replace(options, **recorded), steps[:options.faults]
 
 
-def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -> RunResult:
-    """A run of ``options``' seeded schedule, or of the faults ``options.replay`` recorded."""
+def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
+        enough: threading.Event | None = None) -> RunResult:
+    """A run of ``options``' seeded schedule, or of the faults ``options.replay`` recorded.
+    Once ``enough`` is set no further fault begins: the run heals, reads back and checks
+    what it did so far (a bounded run stopped early is still judged)."""
+    enough = enough or threading.Event()
     steps: list[Step] | None = None
     if options.replay is not None:
         options, steps = replaying(options, options.replay)
@@ -155,9 +159,9 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
         if steps is None:
             whole = partial(_whole, nodes, injector, options)
             _inject(schedule, injector, whole if options.mix == BOUNDED else lambda: True,
-                    progress)
+                    progress, enough)
         else:
-            _replay(steps, injector, lambda: recorder.now() - origin, progress)
+            _replay(steps, injector, lambda: recorder.now() - origin, progress, enough)
         injector.heal_all()
         progress("healed; waiting for the cluster to be whole")
         nodes.wait_listening(list(cluster.nodes), HEALTHY_TIMEOUT_S)
@@ -193,9 +197,11 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None) -
 
 
 def _inject(schedule: list[Fault], injector: Injector, whole: Callable[[], bool],
-            progress: Callable[[str], None]) -> None:
+            progress: Callable[[str], None], enough: threading.Event) -> None:
     """Each fault after its gap, once ``whole`` holds (or :data:`WHOLE_TIMEOUT_S` passed)."""
     for fault in schedule:
+        if _stopping(enough, fault.index, progress):
+            return
         time.sleep(fault.gap_ms / 1000)  # the schedule's pace, not a wait for state
         try:
             _wait(whole, "the cluster to be whole", WHOLE_TIMEOUT_S)
@@ -210,10 +216,12 @@ def _inject(schedule: list[Fault], injector: Injector, whole: Callable[[], bool]
 
 
 def _replay(steps: list[Step], injector: Injector, elapsed_ms: Callable[[], int],
-            progress: Callable[[str], None]) -> None:
+            progress: Callable[[str], None], enough: threading.Event) -> None:
     """Each step at its recorded time after the first send (or when the one before it has
     ended, if that ran late), on its recorded nodes, held as long as recorded."""
     for number, step in enumerate(steps, 1):
+        if _stopping(enough, number - 1, progress):
+            return
         time.sleep(max(0, step.at_ms - elapsed_ms()) / 1000)  # the recorded pace
         progress(f"fault {number}/{len(steps)} (replayed): {step.kind} "
                  f"{step.active.target if step.active else 'skipped'}")
@@ -245,6 +253,12 @@ def _create_topic(options: RunOptions, target: Target) -> None:
             if time.monotonic() > deadline:
                 raise ChaosError(f"cannot create topic {target.topic}: {exc}") from None
         time.sleep(0.2)  # brokers still registering: ask again
+
+
+def _stopping(enough: threading.Event, done: int, progress: Callable[[str], None]) -> bool:
+    if enough.is_set():
+        progress(f"asked to stop after {done} faults: no more faults")
+    return enough.is_set()
 
 
 def _whole(nodes: ChaosCluster, injector: Injector, options: RunOptions) -> bool:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -106,7 +108,8 @@ def run_command(
 ) -> None:
     """Start a cluster, write to and read from an RF=3 topic under a seeded schedule of
     faults (kill -9, SIGSTOP, restarts, network cuts between two nodes, the active
-    controller killed), then check the history; exit code 1 on any anomaly."""
+    controller killed), then check the history; exit code 1 on any anomaly. SIGTERM ends
+    the faults early: the run then heals, reads back and checks what it did."""
     if faults is None:
         faults = 10 if replay is None else MAX_FAULTS
     options = RunOptions(directory=directory, seed=seed, faults=faults, brokers=brokers,
@@ -115,10 +118,14 @@ def run_command(
                          min_insync_replicas=min_insync_replicas, producers=producers,
                          consumers=consumers, rate_per_s=rate, short=short, safe=safe,
                          mix=mix.value, replay=replay)
+    enough = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: enough.set())
     try:
-        result = run(options, progress=lambda line: typer.echo(line, err=True))
+        result = run(options, progress=lambda line: typer.echo(line, err=True), enough=enough)
     except PyKraftError as exc:
         raise fail(str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     what = f"replay of {replay}" if replay else f"seed {seed}: {faults} faults"
     _report(result.figures, as_json=as_json, title=f"chaos {what} ({result.history})")
 

@@ -30,7 +30,6 @@ from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder
 from pykraft.broker.group_versions import (
     GROUP_APIS,
-    SERVED_GROUP_APIS,
     error_response,
     to_latest,
     to_version,
@@ -93,7 +92,7 @@ class BrokerDispatcher(Dispatcher):
         if replicas is None:
             self._served -= READ_PATH
         if groups is not None:
-            self._served |= SERVED_GROUP_APIS
+            self._served |= GROUP_APIS
         self._groups = groups
         self._replicas = replicas
         self._fetcher = None if replicas is None else FetchHandler(replicas, listener_name)

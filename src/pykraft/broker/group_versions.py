@@ -36,9 +36,6 @@ SHARD_APIS = frozenset({
     ApiKey.CONSUMER_GROUP_DESCRIBE,
 })
 GROUP_APIS = SHARD_APIS | {ApiKey.FIND_COORDINATOR}
-#: What the broker advertises: KIP-848's APIs once the shards answer them.
-SERVED_GROUP_APIS = GROUP_APIS - {ApiKey.CONSUMER_GROUP_HEARTBEAT,
-                                  ApiKey.CONSUMER_GROUP_DESCRIBE}
 #: Per batched API: the request field listing group ids, the response field listing one
 #: answer per group, and that answer's group id field.
 BATCHED: Mapping[int, tuple[str, str, str]] = {

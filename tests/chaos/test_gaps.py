@@ -49,7 +49,7 @@ def test_the_longest_gap_is_explained_from_the_history() -> None:
         "1": ["0.1 s: leader 1001 isr [1000, 1001, 1002]",
               "1.0 s: leader 1001 isr [1001, 1002]"]}
     assert gap["controller"] == ["0.1 s: controller 1", "3.0 s: controller -1"]
-    # p0: writable 100-1000 and 3000-5000; from 1000 its ISR holds one live replica
+    # p0: writable 100-1000 and 3000-5000 (1000-3000 its ISR is below min.insync.replicas)
     assert gap["writable_ms"] == {"0": 900 + 2000, "1": 4900}
 
 
@@ -63,10 +63,11 @@ def test_a_dead_leader_or_a_dead_isr_member_is_not_writable() -> None:
     history: list[Event] = [
         RunInfo(1, [], {"min_insync_replicas": "2"}), Ack(0, "p", "a", 0, 0),
         Observed(0, [1000], [ALL], 1, [1000]),  # the leader is down
-        Observed(1000, [1001], [[1001, 1002]], 1, [1002]),  # one live ISR member
-        Observed(2000, [1001], [[1001, 1002]], 1, []),
+        Observed(1000, [1001], [ALL], 1, [1000]),  # a dead member holds the ISR back
+        Observed(2000, [1001], [[1001, 1002]], 1, [1000]),  # shrunk: writable again
+        Observed(2500, [1001], [[1001]], 1, []),  # below min.insync.replicas
         Ack(3000, "p", "b", 0, 1)]
-    assert check(history).gaps[0].writable_ms == {0: 1000}
+    assert check(history).gaps[0].writable_ms == {0: 500}
 
 
 def test_without_samples_the_gap_still_names_its_faults() -> None:

@@ -58,10 +58,11 @@ class Gap:
     silence around it, the faults in force (begun before its end, healed after its start)
     and those skipped, the send errors, and from the cluster's sampled view the nodes down,
     each partition's leader and ISR and the active controller, as they changed.
-    ``writable_ms``: per partition, how long the samples showed a live leader with at least
-    min.insync.replicas live replicas in its ISR (empty when the history has no samples). A
-    partition writable throughout but silent was slow to recover; one that was not could
-    not take acks=all writes, as Kafka would not either."""
+    ``writable_ms``: per partition, how long the samples showed it able to commit acks=all
+    writes: a live leader, every ISR member live and at least min.insync.replicas of them
+    (empty when the history has no samples). A dead ISR member holds commits back until the
+    ISR drops it, as in Kafka. A partition writable throughout but silent was slow; one that
+    was not could not take acks=all writes, as Kafka could not either."""
 
     start: int
     end: int
@@ -335,15 +336,16 @@ def _min_insync(history: Sequence[Event]) -> int:
 
 
 def _writable(samples: list[Observed], min_insync: int, start: int, end: int) -> dict[int, int]:
-    """Per partition, the ms of [start, end] whose latest sample showed a live leader and at
-    least ``min_insync`` live replicas in its ISR."""
+    """Per partition, the ms of [start, end] whose latest sample showed a live leader and a
+    live ISR of at least ``min_insync``."""
     writable: Counter[int] = Counter()
     for index, sample in enumerate(samples):
         since = max(start, sample.t)
         until = samples[index + 1].t if index + 1 < len(samples) else end
         for partition, leader in enumerate(sample.leaders):
             writable[partition] += 0
-            live = set(sample.isr[partition]) - set(sample.down)
-            if leader in live and len(live) >= min_insync:
+            isr = sample.isr[partition]
+            if (leader in isr and not set(isr) & set(sample.down)
+                    and len(isr) >= min_insync):
                 writable[partition] += max(0, min(until, end) - since)
     return dict(writable)

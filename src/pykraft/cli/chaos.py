@@ -63,7 +63,7 @@ def _report(figures: Figures, *, as_json: bool, title: str) -> None:
             writable = ", ".join(f"p{p} {ms / 1000:.1f} s" for p, ms in gap.writable_ms.items())
             console.print(f"produce gap {gap.start / 1000:.1f}-{gap.end / 1000:.1f} s: "
                           f"{len(gap.faults)} faults in force"
-                          + (f"; writable (leader, ISR >= min.insync): {writable}"
+                          + (f"; writable (live leader and ISR, ISR >= min.insync): {writable}"
                              if writable else "") + " (--json for the details)",
                           highlight=False)
         verdict = ("[green]no anomaly[/green]" if not figures.anomalies

@@ -1,5 +1,6 @@
 """Consumer groups with confluent-kafka on real clusters: two consumers of one group share a
-topic's partitions, commit, and a new member resumes from the committed offsets; on three
+topic's partitions, commit, and a new member resumes from the committed offsets (with the
+classic protocol and with KIP-848's); committed offsets survive a broker restart; on three
 brokers the group survives a SIGKILL of its coordinator and no committed offset goes back."""
 
 from __future__ import annotations
@@ -30,13 +31,17 @@ GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0",
                     "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)}
 
 
-def consumer(bootstrap: str, group: str) -> Any:
+def consumer(bootstrap: str, group: str, protocol: str = "classic") -> Any:
+    """A subscribed member: the classic protocol, or KIP-848's (``consumer``), whose
+    session and heartbeat the broker sets."""
     import confluent_kafka
 
-    made = confluent_kafka.Consumer({
+    settings: dict[str, Any] = {
         "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-        "enable.auto.commit": False, "session.timeout.ms": 6000,
-        "heartbeat.interval.ms": 500, "fetch.wait.max.ms": 100})
+        "enable.auto.commit": False, "fetch.wait.max.ms": 100, "group.protocol": protocol}
+    if protocol == "classic":
+        settings.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    made = confluent_kafka.Consumer(settings)
     made.subscribe([TOPIC])
     return made
 
@@ -77,12 +82,13 @@ def one_broker(tmp_path: Path) -> Iterator[LocalCluster]:
         yield made
 
 
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_two_consumers_share_the_partitions_and_a_new_one_resumes(
-        one_broker: LocalCluster) -> None:
+        one_broker: LocalCluster, protocol: str) -> None:
     bootstrap = one_broker.bootstrap_servers
     create_topic(bootstrap, TOPIC, PARTITIONS)
     produce(bootstrap, 0, 40)
-    first, second = consumer(bootstrap, "g"), consumer(bootstrap, "g")
+    first, second = consumer(bootstrap, "g", protocol), consumer(bootstrap, "g", protocol)
     try:
         got = consume_until([first, second], 40)
         owned = [{tp.partition for tp in c.assignment()} for c in (first, second)]
@@ -96,7 +102,7 @@ def test_two_consumers_share_the_partitions_and_a_new_one_resumes(
         first.close()
         second.close()
     produce(bootstrap, 40, 8)
-    resumed = consumer(bootstrap, "g")
+    resumed = consumer(bootstrap, "g", protocol)
     try:
         got = consume_until([resumed], 8)
         assert sorted(got[0]) == sorted(f"v{i}".encode() for i in range(40, 48))

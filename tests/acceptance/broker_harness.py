@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
@@ -27,8 +27,9 @@ from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from process_harness import wait_for
 
-__all__ = ["PROPERTIES", "broker_call", "combined_node", "fenced_brokers", "partition_leaders",
-           "wait_for", "wait_for_brokers"]
+__all__ = ["PROPERTIES", "PartitionState", "broker_call", "combined_node", "fenced_brokers",
+           "partition_leaders", "partition_state", "replica_log_bytes", "wait_for",
+           "wait_for_brokers"]
 
 #: Brokers heartbeat every 500 ms with a 3 s session, so fault tests see fencing quickly.
 PROPERTIES = {
@@ -121,13 +122,38 @@ def partition_leaders(cluster: LocalCluster, via: int, topic: str) -> list[int]:
     return [int(p.leader_id) for p in answer.topics[0].partitions]
 
 
-def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1) -> None:
+class PartitionState(NamedTuple):
+    leader: int  # -1: offline
+    isr: set[int]
+    replicas: list[int]  # in assignment order: the order of preference for leadership
+
+
+def partition_state(cluster: LocalCluster, via: int, topic: str,
+                    partition: int = 0) -> PartitionState | None:
+    """A partition as broker ``via`` answers Metadata (None while it cannot answer or does
+    not know the partition)."""
+    try:
+        answer = broker_call(cluster, via, MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    except (PyKraftError, OSError, TimeoutError):
+        return None
+    found = [p for p in answer.topics[0].partitions if p.partition_index == partition]
+    if answer.topics[0].error_code != 0 or not found:
+        return None
+    return PartitionState(int(found[0].leader_id), {int(b) for b in found[0].isr_nodes},
+                          [int(b) for b in found[0].replica_nodes])
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1,
+                 configs: dict[str, str] | None = None) -> None:
     """Create a topic through kafka-python's admin client (it waits for the answer)."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_topics([NewTopic(name, partitions, replication)])
+        admin.create_topics([NewTopic(name, partitions, replication,
+                                      topic_configs=configs or {})])
     finally:
         admin.close()
 
@@ -144,6 +170,13 @@ def batches_on_disk(cluster: LocalCluster, topic: str) -> Iterator[Any]:
             records = MemoryRecords(segment.read_bytes())
             while (batch := records.next_batch()) is not None:
                 yield batch
+
+
+def replica_log_bytes(cluster: LocalCluster, broker_id: int, topic: str,
+                      partition: int = 0) -> bytes:
+    """Broker ``broker_id``'s copy of a partition: its segment files' bytes, in order."""
+    directory = cluster.nodes[broker_id].data / f"{topic}-{partition}"
+    return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
 
 
 def codecs_on_disk(cluster: LocalCluster, topic: str) -> set[int]:

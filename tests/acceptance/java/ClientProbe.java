@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Future;
+import java.util.concurrent.Semaphore;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -29,6 +30,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * <ul>
  * <li>{@code produce <bootstrap> <topic> <codec>}: sends each message line of stdin (idempotent,
  * acks=all), prints {@code partition offset timestamp} per message in input order.</li>
+ * <li>{@code stream <bootstrap> <topic> <window>}: sends each message line of stdin as it comes
+ * (idempotent, acks=all), at most {@code window} unacknowledged, and prints {@code ack index
+ * partition offset} (or {@code error index exception}) as each send completes.</li>
  * <li>{@code consume <bootstrap> <topic> <partitions> <count>}: assigns every partition (no
  * group), reads from the beginning until {@code count} records, prints {@code partition offset
  * timestamp} and the message per record, then {@code begin|end partition offset} per partition.</li>
@@ -47,6 +51,7 @@ public final class ClientProbe {
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         switch (args[0]) {
             case "produce" -> produce(args[1], args[2], args[3], in);
+            case "stream" -> stream(args[1], args[2], Integer.parseInt(args[3]), in);
             case "consume" -> consume(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
             case "times" -> times(args[1], args[2], in);
             default -> throw new IllegalArgumentException("unknown operation " + args[0]);
@@ -54,30 +59,37 @@ public final class ClientProbe {
         System.out.flush();
     }
 
-    private static void produce(String bootstrap, String topic, String codec, BufferedReader in)
-            throws Exception {
+    private static KafkaProducer<byte[], byte[]> producer(String bootstrap, String codec) {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("compression.type", codec);
         props.put("enable.idempotence", "true");
         props.put("acks", "all");
         props.put("linger.ms", "5");
-        try (KafkaProducer<byte[], byte[]> producer =
-                new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer())) {
+        return new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    private static ProducerRecord<byte[], byte[]> record(String topic, String line) {
+        String[] words = line.split("\t", -1);
+        ProducerRecord<byte[], byte[]> record =
+                new ProducerRecord<>(topic, HEX.parseHex(words[0]), HEX.parseHex(words[1]));
+        if (!words[2].isEmpty()) {
+            for (String header : words[2].split(",")) {
+                String[] kv = header.split("=", -1);
+                record.headers().add(new String(HEX.parseHex(kv[0]), StandardCharsets.UTF_8),
+                        HEX.parseHex(kv[1]));
+            }
+        }
+        return record;
+    }
+
+    private static void produce(String bootstrap, String topic, String codec, BufferedReader in)
+            throws Exception {
+        try (KafkaProducer<byte[], byte[]> producer = producer(bootstrap, codec)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             String line;
             while ((line = in.readLine()) != null && !line.isEmpty()) {
-                String[] words = line.split("\t", -1);
-                ProducerRecord<byte[], byte[]> record =
-                        new ProducerRecord<>(topic, HEX.parseHex(words[0]), HEX.parseHex(words[1]));
-                if (!words[2].isEmpty()) {
-                    for (String header : words[2].split(",")) {
-                        String[] kv = header.split("=", -1);
-                        record.headers().add(new String(HEX.parseHex(kv[0]), StandardCharsets.UTF_8),
-                                HEX.parseHex(kv[1]));
-                    }
-                }
-                sent.add(producer.send(record));
+                sent.add(producer.send(record(topic, line)));
             }
             producer.flush();
             StringBuilder out = new StringBuilder();
@@ -87,6 +99,30 @@ public final class ClientProbe {
                         .append(m.timestamp()).append('\n');
             }
             System.out.print(out);
+        }
+    }
+
+    /** Each completion is printed as it happens: the test acts (kills a broker) mid-stream. */
+    private static void stream(String bootstrap, String topic, int window, BufferedReader in)
+            throws Exception {
+        Semaphore unacknowledged = new Semaphore(window);
+        try (KafkaProducer<byte[], byte[]> producer = producer(bootstrap, "none")) {
+            String line;
+            for (int i = 0; (line = in.readLine()) != null && !line.isEmpty(); i++) {
+                int index = i;
+                unacknowledged.acquire();
+                producer.send(record(topic, line), (m, error) -> {
+                    String said = error == null
+                            ? "ack\t" + index + "\t" + m.partition() + "\t" + m.offset()
+                            : "error\t" + index + "\t" + error;
+                    synchronized (System.out) {
+                        System.out.println(said);
+                        System.out.flush();
+                    }
+                    unacknowledged.release();
+                });
+            }
+            producer.flush();
         }
     }
 

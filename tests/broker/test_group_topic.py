@@ -132,3 +132,14 @@ def test_metadata_names_the_offsets_topic_internal() -> None:
     body = metadata_response(image, request, version=12, self_id=1, cluster_id="c",
                              listener="PLAINTEXT")
     assert [(t.name, t.is_internal) for t in body.topics] == [(OFFSETS_TOPIC, True)]
+
+
+def test_an_existing_topics_partition_count_wins_over_the_setting() -> None:
+    image: MetadataImage = with_records(
+        cluster(2), TopicRecord(name=OFFSETS_TOPIC, topic_id=TOPIC_ID),
+        *(PartitionRecord(partition_id=p, topic_id=TOPIC_ID, replicas=(p + 1,), isr=(p + 1,),
+                          leader=p + 1, leader_epoch=0, partition_epoch=0) for p in (0, 1)))
+    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=50), Channel(), "PLAINTEXT")
+    groups = [f"group-{i}" for i in range(20)]
+    found = finder.find(find(tuple(groups)), image).coordinators
+    assert [c.node_id for c in found] == [partition_for(g, 2) + 1 for g in groups]

@@ -199,7 +199,9 @@ class GroupCoordinatorService:
         if api_key == ApiKey.LIST_GROUPS:
             parts = {p: request for p in sorted(self._coordinators)}
         else:
-            parts = split(api_key, request, self.config.partition_of)
+            image = self._replicas.image
+            parts = split(api_key, request,
+                          lambda group: self.config.partition_of(group, image))
         context = RequestContext(now_ms=self._clock_ms(), client_id=client_id,
                                  client_host=client_host, topics=self._topics())
         answers = await asyncio.gather(*(

@@ -80,8 +80,15 @@ class OffsetsTopicConfig:
             values[attribute] = number
         return cls(**values)
 
-    def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
+    def partition_of(self, group_id: str, image: MetadataImage) -> int:
+        """The group's ``__consumer_offsets`` partition: among the topic's partitions when
+        it exists (Kafka reads its partition count from the metadata, so a topic created
+        under another ``offsets.topic.num.partitions`` keeps its groups), else the
+        configured count."""
+        topic = image.topics.by_name.get(OFFSETS_TOPIC)
+        count = self.num_partitions if topic is None or not topic.partitions else len(
+            topic.partitions)
+        return partition_for(group_id, count)
 
 
 _KEYS = {
@@ -128,7 +135,7 @@ class CoordinatorFinder:
         """One key's coordinator: its partition's leader and that broker's endpoint."""
         topic = image.topics.by_name.get(OFFSETS_TOPIC)
         registration = None if topic is None else topic.partitions.get(
-            self._config.partition_of(key))
+            self._config.partition_of(key, image))
         leader = NO_LEADER if registration is None else registration.leader
         broker = image.cluster.brokers.get(leader)
         endpoint = None if broker is None else next(

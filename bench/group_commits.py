@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
@@ -21,6 +22,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i64
 from rich.console import Console
 
+from dataplane import profiled
 from group_cluster import PARTITIONS, TOPIC
 from harness import LevelResult
 from peers.base import BenchError
@@ -134,13 +136,18 @@ class CommitFigures:
 
 
 async def commit_levels(bootstrap: str, args: argparse.Namespace, console: Console,
-                        ) -> list[CommitFigures]:
+                        profile: tuple[int, Path] | None = None) -> list[CommitFigures]:
+    """Each level's figures; with ``profile`` (pid, output), py-spy samples that process
+    while the last level commits."""
     results = []
     for count in args.committers:
         connections = await committer_connections(bootstrap, count)
+        sampled = profile is not None and count == args.committers[-1]
+        pid, out = profile or (None, Path())
         try:
-            commits, commit_cpu = await round_trips(connections, args.seconds, args.warmup,
-                                                    commit)
+            with profiled(pid, out, sampled):
+                commits, commit_cpu = await round_trips(connections, args.seconds,
+                                                        args.warmup, commit)
             bare, bare_cpu = await round_trips(connections, args.seconds, args.warmup,
                                                api_versions)
         finally:

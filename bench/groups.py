@@ -32,11 +32,12 @@ is the bare request path instead: the same connections sending ApiVersions (answ
 broker's network layer alone) at the same concurrency; commits/ApiVersions is the share of
 the bare round-trip rate the coordinator keeps. The committers are pykraft's Python client
 in this process; "client CPU" is this process's CPU time over the wall time (near 100 %:
-the client, not the broker, limits the row).
+the client, not the broker, limits the row). ``--profile`` samples the first broker with
+py-spy while the last level commits and prints its 10 hottest frames (own time).
 
     .venv/bin/python bench/groups.py [--brokers 1|3] [--rounds 20] [--committers 1,4,16]
         [--seconds 5] [--session-timeout-ms 6000] [--heartbeat-interval-ms 1000]
-        [--quick] [--json]
+        [--profile] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from rich.console import Console
 from rich.table import Table
 
+from dataplane import top_frames
 from group_cluster import (
     MIN_SESSION_TIMEOUT_MS,
     PARTITIONS,
@@ -119,7 +121,11 @@ async def main(args: argparse.Namespace) -> int:
         bootstrap = cluster.bootstrap_servers
         await create_bench_topic(bootstrap, args.brokers)
         rebalance_figures = await rebalances(bootstrap, args, console)
-        commit_figures = await commit_levels(bootstrap, args, console)
+        coordinator = cluster.brokers[0]
+        out = Path(args.dir) / "commit-profile.txt"
+        commit_figures = await commit_levels(bootstrap, args, console, (
+            cluster.pids[coordinator], out) if args.profile else None)
+        frames = top_frames(out) if out.exists() else []
     load_after = os.getloadavg()
     console.print(f"load average {load_after[0]:.2f} (1 min) at the end")
     if args.json:
@@ -131,9 +137,18 @@ async def main(args: argparse.Namespace) -> int:
             "broker_properties": properties,
             "load_average": {"start": round(load_before[0], 2), "end": round(load_after[0], 2)},
             "rebalances": [f.summary() for f in rebalance_figures],
-            "commits": [f.summary() for f in commit_figures]}, indent=2))
+            "commits": [f.summary() for f in commit_figures], "profile_top": frames},
+            indent=2))
     console.print(rebalance_table(rebalance_figures, args))
     console.print(commit_table(commit_figures, args.brokers))
+    if frames:
+        table = Table(title=f"broker {coordinator} while {args.committers[-1]} committers "
+                            "commit: top frames (own time)")
+        table.add_column("frame")
+        table.add_column("% samples", justify="right")
+        for frame, share in frames:
+            table.add_row(frame, f"{share:.1f}")
+        console.print(table)
     return 0
 
 
@@ -152,6 +167,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--heartbeat-interval-ms", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=16,
                         help="of the pauses before each removal")
+    parser.add_argument("--profile", action="store_true",
+                        help="py-spy the first broker while the last level commits")
     parser.add_argument("--quick", action="store_true",
                         help="2 rounds, session 3 s, heartbeat 0.5 s, 1 and 2 committers "
                              "for 1 s each: a smoke run")

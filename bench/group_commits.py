@@ -59,15 +59,20 @@ def check_commit(answer: Any) -> None:
 async def committer_connections(bootstrap: str, count: int) -> list[tuple[str,
                                                                           ClientConnection]]:
     """(group, connection to its coordinator) for groups bench-commit-0..count-1."""
-    opened = []
-    async with BrokerClients(admin_settings(bootstrap)) as brokers:
-        finder = GroupClient(brokers, timeout_s=COORDINATOR_TIMEOUT_S)
-        for index in range(count):
-            group = f"bench-commit-{index}"
-            coordinator = await finder.coordinator(group)
-            opened.append((group, await open_with_timeout(
-                coordinator.host, coordinator.port, client_id=f"bench-committer-{index}",
-                ours=BROKER_RANGES, timeout_s=CONNECT_TIMEOUT_S)))
+    opened: list[tuple[str, ClientConnection]] = []
+    try:
+        async with BrokerClients(admin_settings(bootstrap)) as brokers:
+            finder = GroupClient(brokers, timeout_s=COORDINATOR_TIMEOUT_S)
+            for index in range(count):
+                group = f"bench-commit-{index}"
+                coordinator = await finder.coordinator(group)
+                opened.append((group, await open_with_timeout(
+                    coordinator.host, coordinator.port, client_id=f"bench-committer-{index}",
+                    ours=BROKER_RANGES, timeout_s=CONNECT_TIMEOUT_S)))
+    except BaseException:
+        for _, connection in opened:
+            connection.close()
+        raise
     return opened
 
 

@@ -306,6 +306,29 @@ def delete_live_group(run: Run) -> Any:
     return delete_groups(run, group)
 
 
+# -- ConsumerGroupHeartbeat / ConsumerGroupDescribe (KIP-848) ---------------------------------
+
+def consumer_joins(run: Run) -> Any:
+    """A member's first heartbeat (epoch 0) with the id it made itself (Kafka 4's clients)."""
+    group = group_of(run)
+    ready(run, group)
+    return retried(lambda: run.kio(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
+        "group_id": group, "member_id": f"{group}-member", "member_epoch": 0,
+        "rebalance_timeout": SESSION, "subscribed_topic_names": [run.cluster.topic],
+        "topic_partitions": []}), lambda b: [code(b.error_code)])
+
+
+def consumer_joined(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code), body.member_epoch >= 1, body.assignment is not None
+
+
+def describe_consumer_group(run: Run) -> Any:
+    group = group_of(run)
+    ready(run, group)
+    return run.kio(ApiKey.CONSUMER_GROUP_DESCRIBE, {
+        "group_ids": [group], "include_authorized_operations": False})
+
+
 GROUPS = [
     Case("FindCoordinator", 10, "group_key",
          lambda r: find_coordinator(r, [group_of(r)]), coordinators,
@@ -372,6 +395,11 @@ GROUPS = [
          offsets_deleted, lambda _r: ("NONE", ["NONE"])),
     Case("OffsetDelete", 47, "unknown_group", lambda r: delete_offsets(r, group_of(r)),
          offsets_deleted, lambda _r: ("GROUP_ID_NOT_FOUND", [])),
+    Case("ConsumerGroupHeartbeat", 68, "first_heartbeat_joins", consumer_joins,
+         consumer_joined, lambda _r: ("NONE", True, True)),
+    Case("ConsumerGroupDescribe", 69, "unknown_group", describe_consumer_group,
+         lambda b, _r: [code(g.error_code) for g in b.groups],
+         lambda _r: ["GROUP_ID_NOT_FOUND"]),
     Case("OffsetDelete", 47, "subscribed_topic", delete_subscribed_offsets,
          offsets_deleted, lambda _r: ("NONE", ["GROUP_SUBSCRIBED_TO_TOPIC"])),
 ]

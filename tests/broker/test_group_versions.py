@@ -103,9 +103,11 @@ def test_batched_requests_split_by_partition_and_merge_in_request_order() -> Non
         ("a", ErrorCode.none)]
 
 
-def test_list_groups_concatenates_and_keeps_the_first_error() -> None:
+def test_list_groups_concatenates_and_keeps_the_first_error_but_not_coordinator() -> None:
     request = empty_request(ApiKey.LIST_GROUPS, 5)
     ok = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.none)
     loading = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.coordinator_load_in_progress)
-    merged = merge(ApiKey.LIST_GROUPS, request, {0: ok, 3: loading})
+    moved = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.not_coordinator)
+    assert merge(ApiKey.LIST_GROUPS, request, {0: ok, 2: moved}).error_code == ErrorCode.none
+    merged = merge(ApiKey.LIST_GROUPS, request, {0: ok, 2: moved, 3: loading})
     assert merged.error_code == ErrorCode.coordinator_load_in_progress

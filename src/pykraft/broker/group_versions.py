@@ -48,6 +48,7 @@ _FIRST_BATCHED: Mapping[int, int] = {
     ApiKey.OFFSET_FETCH: 8, ApiKey.LEAVE_GROUP: 3, ApiKey.FIND_COORDINATOR: 4}
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
 LAST_RETENTION_COMMIT_VERSION = 4
+_UNLISTED = (ErrorCode.none, ErrorCode.not_coordinator)
 
 
 def latest_version(api_key: int) -> int:
@@ -187,12 +188,13 @@ def split(api_key: int, request: Any, partition_of: Callable[[str], int]) -> dic
 
 def merge(api_key: int, request: Any, answers: Mapping[int, Any]) -> Any:
     """The partitions' answers (latest version) to :func:`split`'s parts as one answer to
-    ``request``, its groups in request order; ListGroups concatenates them."""
+    ``request``, its groups in request order; ListGroups concatenates them (a partition
+    whose leadership just moved lists nothing, as in Kafka, rather than failing the list)."""
     if not answers:
         return error_response(api_key, request, ErrorCode.none)
     if api_key == ApiKey.LIST_GROUPS:
         first = next(iter(answers.values()))
-        code = next((a.error_code for a in answers.values() if a.error_code != ErrorCode.none),
+        code = next((a.error_code for a in answers.values() if a.error_code not in _UNLISTED),
                     ErrorCode.none)
         return dataclasses.replace(first, error_code=code, groups=tuple(
             g for answer in answers.values() for g in answer.groups))

@@ -26,7 +26,7 @@ import asyncio
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -113,6 +113,7 @@ class GroupCoordinatorService:
         self._waiters: dict[ReplyToken, _Waiter] = {}
         self._tokens = itertools.count(1)
         self._closed = False
+        self._topic_infos: tuple[object, Mapping[str, TopicInfo]] = (None, {})
         replicas.lead_listeners.append(self.started_leading)
 
     # ------------------------------------------------------------------ leadership
@@ -209,9 +210,15 @@ class GroupCoordinatorService:
             for partition, part in parts.items()))
         return merge(api_key, request, dict(zip(parts, answers, strict=True)))
 
-    def _topics(self) -> dict[str, TopicInfo]:
-        return {name: TopicInfo(topic.topic_id, len(topic.partitions))
-                for name, topic in self._replicas.image.topics.by_name.items()}
+    def _topics(self) -> Mapping[str, TopicInfo]:
+        """The image's topics for the shards, built once per image (every heartbeat
+        carries them)."""
+        topics = self._replicas.image.topics
+        if self._topic_infos[0] is not topics:
+            self._topic_infos = (topics, {
+                name: TopicInfo(topic.topic_id, len(topic.partitions))
+                for name, topic in topics.by_name.items()})
+        return self._topic_infos[1]
 
     async def _on_partition(self, partition: int, api_key: int, api_version: int,
                             request: Any, context: RequestContext) -> Any:

@@ -1,17 +1,20 @@
 """OffsetCommit throughput of N committers, each its own group on its own connection to
 that group's coordinator, beside ApiVersions on the same connections (the bare request
-path); bench/groups.py describes what is measured."""
+path), and the same commits through confluent-kafka; bench/groups.py describes what is
+measured."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import confluent_kafka
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
@@ -76,24 +79,49 @@ async def committer_connections(bootstrap: str, count: int) -> list[tuple[str,
     return opened
 
 
+class Window:
+    """A level's measured span: after ``warmup_s`` uncounted, every request started from
+    then on counts, for ``seconds``, or longer until each worker has one (a stall longer
+    than the window on a loaded machine then gives a low figure, never none); the span ends
+    at the later of the planned end and the last counted answer."""
+
+    def __init__(self, warmup_s: float, seconds: float) -> None:
+        self.measure_from = time.monotonic() + warmup_s
+        self.stop_at = self.measure_from + seconds
+        self._last_done = self.stop_at
+        self._lock = threading.Lock()
+
+    def more(self, counted: int) -> bool:
+        """Whether a worker that has ``counted`` requests so far starts another."""
+        return time.monotonic() < self.stop_at or counted == 0
+
+    def record(self, result: LevelResult, started: float, done: float) -> int:
+        """Count the request if it started in the span; 1 if counted."""
+        if started < self.measure_from:
+            return 0
+        with self._lock:
+            result.latencies_ms.append((done - started) * 1000)
+            self._last_done = max(self._last_done, done)
+            result.seconds = self._last_done - self.measure_from
+        return 1
+
+
 async def round_trips(connections: list[tuple[str, ClientConnection]], seconds: float,
                       warmup_s: float, call: Callable[[str, ClientConnection, int],
                                                       Awaitable[None]]) -> tuple[
                                                           LevelResult, float]:
     """Each connection calls ``call`` back to back; (the measured window, client CPU)."""
     result = LevelResult(len(connections), seconds)
-    measure_from = time.monotonic() + warmup_s
-    stop_at = measure_from + seconds
+    window = Window(warmup_s, seconds)
     cpu = 0.0
 
     async def worker(group: str, connection: ClientConnection) -> None:
-        sequence = 0
-        while (now := time.monotonic()) < stop_at:
+        sequence = counted = 0
+        while window.more(counted):
             sequence += 1
+            started = time.monotonic()
             await call(group, connection, sequence)
-            done = time.monotonic()
-            if now >= measure_from and done <= stop_at:
-                result.latencies_ms.append((done - now) * 1000)
+            counted += window.record(result, started, time.monotonic())
 
     async def cpu_of_window() -> None:
         nonlocal cpu
@@ -118,12 +146,60 @@ async def api_versions(_group: str, connection: ClientConnection, _sequence: int
         raise BenchError(f"ApiVersions answered {error_name(answer.error_code)}")
 
 
+def rdkafka_commits(bootstrap: str, count: int, seconds: float, warmup_s: float,
+                    ) -> LevelResult:
+    """``count`` threads, each a confluent-kafka consumer of its own group (no
+    subscription) calling ``commit(asynchronous=False)`` back to back."""
+    result = LevelResult(count, seconds)
+    consumers = [confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"bench-rdkafka-{index}",
+        "enable.auto.commit": False}) for index in range(count)]
+    failures: list[BaseException] = []
+
+    def offsets(offset: int) -> list[confluent_kafka.TopicPartition]:
+        return [confluent_kafka.TopicPartition(TOPIC, p, offset) for p in range(PARTITIONS)]
+
+    def synchronous(consumer: confluent_kafka.Consumer, offset: int) -> None:
+        answered = consumer.commit(offsets=offsets(offset), asynchronous=False) or []
+        errors = {str(tp.error) for tp in answered if tp.error is not None}
+        if errors:
+            raise BenchError(f"confluent-kafka commit failed: {sorted(errors)}")
+
+    def worker(consumer: confluent_kafka.Consumer) -> None:
+        sequence = counted = 0
+        try:
+            while window.more(counted):
+                sequence += 1
+                started = time.monotonic()
+                synchronous(consumer, sequence)
+                counted += window.record(result, started, time.monotonic())
+        except (BenchError, confluent_kafka.KafkaException) as exc:
+            failures.append(exc)
+
+    try:
+        for consumer in consumers:  # each finds its coordinator first, uncounted
+            synchronous(consumer, 0)
+        window = Window(warmup_s, seconds)
+        threads = [threading.Thread(target=worker, args=(c,)) for c in consumers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(warmup_s + seconds + 60)
+    finally:
+        for consumer in consumers:
+            consumer.close()
+    if failures or any(t.is_alive() for t in threads):
+        raise BenchError(f"confluent-kafka committers failed: {failures[:1]}")
+    return result
+
+
 @dataclass
 class CommitFigures:
     commits: LevelResult
     commit_cpu: float
     bare: LevelResult
     bare_cpu: float
+    rdkafka: LevelResult
 
     def summary(self) -> dict[str, Any]:
         commits_s = self.commits.writes_per_s
@@ -137,7 +213,10 @@ class CommitFigures:
                 "api_versions_p50_ms": round(self.bare.percentile(0.5), 2),
                 "api_versions_p99_ms": round(self.bare.percentile(0.99), 2),
                 "api_versions_client_cpu": round(self.bare_cpu, 2),
-                "commits_over_api_versions": round(commits_s / self.bare.writes_per_s, 3)}
+                "commits_over_api_versions": round(commits_s / self.bare.writes_per_s, 3),
+                "rdkafka_commits_per_s": round(self.rdkafka.writes_per_s, 1),
+                "rdkafka_commit_p50_ms": round(self.rdkafka.percentile(0.5), 2),
+                "rdkafka_commit_p99_ms": round(self.rdkafka.percentile(0.99), 2)}
 
 
 async def commit_levels(bootstrap: str, args: argparse.Namespace, console: Console,
@@ -158,7 +237,10 @@ async def commit_levels(bootstrap: str, args: argparse.Namespace, console: Conso
         finally:
             for _, connection in connections:
                 connection.close()
-        results.append(CommitFigures(commits, commit_cpu, bare, bare_cpu))
+        rdkafka = await asyncio.to_thread(rdkafka_commits, bootstrap, count, args.seconds,
+                                          args.warmup)
+        results.append(CommitFigures(commits, commit_cpu, bare, bare_cpu, rdkafka))
         console.print(f"{count} committers: {commits.writes_per_s:.0f} commits/s, "
-                      f"{bare.writes_per_s:.0f} ApiVersions/s", style="dim")
+                      f"{bare.writes_per_s:.0f} ApiVersions/s, confluent-kafka "
+                      f"{rdkafka.writes_per_s:.0f} commits/s", style="dim")
     return results

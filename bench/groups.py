@@ -32,7 +32,10 @@ is the bare request path instead: the same connections sending ApiVersions (answ
 broker's network layer alone) at the same concurrency; commits/ApiVersions is the share of
 the bare round-trip rate the coordinator keeps. The committers are pykraft's Python client
 in this process; "client CPU" is this process's CPU time over the wall time (near 100 %:
-the client, not the broker, limits the row). ``--profile`` samples the first broker with
+the client, not the broker, limits the row). The same levels then commit through
+confluent-kafka (librdkafka, Kafka's wire client in C): N consumers of groups of their own,
+no subscription, ``commit(asynchronous=False)`` of the 6 partitions back to back, each in
+its own thread. ``--profile`` samples the first broker with
 py-spy while the last level commits and prints its 10 hottest frames (own time).
 
     .venv/bin/python bench/groups.py [--brokers 1|3] [--rounds 20] [--committers 1,4,16]
@@ -105,6 +108,20 @@ def commit_table(figures: list[CommitFigures], brokers: int) -> Table:
     return table
 
 
+def rdkafka_table(figures: list[CommitFigures]) -> Table:
+    table = Table(title="the same commits through confluent-kafka: N consumers of their own "
+                        "groups, commit(asynchronous=False) in N threads; latencies in ms")
+    for column in ("N", "commit/s", "offset/s", "p50", "p99"):
+        table.add_column(column, justify="right")
+    for level in figures:
+        row = level.summary()
+        table.add_row(str(row["committers"]), f"{row['rdkafka_commits_per_s']:,.0f}",
+                      f"{row['rdkafka_commits_per_s'] * PARTITIONS:,.0f}",
+                      f"{row['rdkafka_commit_p50_ms']:.2f}",
+                      f"{row['rdkafka_commit_p99_ms']:.2f}")
+    return table
+
+
 def git_commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True, cwd=Path(__file__).parent, check=False)
@@ -141,6 +158,7 @@ async def main(args: argparse.Namespace) -> int:
             indent=2))
     console.print(rebalance_table(rebalance_figures, args))
     console.print(commit_table(commit_figures, args.brokers))
+    console.print(rdkafka_table(commit_figures))
     if frames:
         table = Table(title=f"broker {coordinator} while {args.committers[-1]} committers "
                             "commit: top frames (own time)")

@@ -1,6 +1,7 @@
 """bench/groups.py still runs end to end in ``--quick`` mode (1 broker, 2 rebalances of each
-kind, 1 and 2 committers for a second): its JSON has every figure, each positive where it
-is a duration or a rate. Timing is never asserted; the full run is by hand (docs/bench.md)."""
+kind, 1 and 2 committers for a second through pykraft's client, then confluent-kafka): its
+JSON has every figure, each positive where it is a duration or a rate. Timing is never
+asserted; the full run is by hand (docs/bench.md)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,4 @@ def test_quick_run_reports_rebalances_and_commits(tmp_path: Path) -> None:
         assert row["commits_per_s"] > 0 and row["api_versions_per_s"] > 0
         assert abs(row["offsets_per_s"] - row["commits_per_s"] * 6) < 1  # 6 per commit
         assert row["commit_p50_ms"] > 0 and row["commits_over_api_versions"] > 0
+        assert row["rdkafka_commits_per_s"] > 0 and row["rdkafka_commit_p50_ms"] > 0

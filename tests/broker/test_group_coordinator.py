@@ -55,7 +55,11 @@ class ScriptedShard:
         self.deadline: int | None = None
         self.ticks: list[int] = []
 
+    refuses_replay = False
+
     def replay(self, offset: int, record: OffsetsRecord) -> None:
+        if self.refuses_replay:
+            raise RuntimeError("replay bug")
         self.replayed.append((offset, record))
 
     def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
@@ -124,7 +128,7 @@ class Rig:
                                    client_host="/127.0.0.1")
 
     async def loaded(self) -> None:
-        await until(lambda: self.service.loaded_partitions == [0], "shard loaded")
+        await until(lambda: self.service.partition_states == {0: "loaded"}, "shard loaded")
 
 
 def rig(directory: Path, image: MetadataImage, commit_timeout_ms: int = 5_000) -> Rig:
@@ -272,6 +276,22 @@ def test_close_answers_parked_requests(tmp_path: Path) -> None:
         await until(lambda: r.shard.parked, "request parked")
         await r.service.close()
         assert (await parked).error_code == ErrorCode.not_coordinator
-        assert r.service.loaded_partitions == []
+        assert r.service.partition_states == {}
+
+    run(scenario)
+
+
+def test_a_load_that_fails_leaves_the_partition_not_coordinator(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image())
+        await r.loaded()
+        assert (await r.request("write:a")).error_code == ErrorCode.none
+        monkeypatch.setattr(ScriptedShard, "refuses_replay", True)  # a bug, not bad bytes
+        r.replicas.apply_image(with_records(r.replicas.image, PartitionChangeRecord(
+            partition_id=0, topic_id=TOPIC_ID, leader=ME)), r.now[0])
+        await until(lambda: r.service.partition_states == {}, "failed load unloaded")
+        assert (await r.request("read")).error_code == ErrorCode.not_coordinator
+        await r.service.close()
 
     run(scenario)

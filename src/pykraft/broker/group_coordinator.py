@@ -144,6 +144,17 @@ class GroupCoordinatorService:
 
     def _load(self, coordinator: _Coordinator) -> None:
         coordinator.loading = asyncio.get_running_loop().create_task(self._replay(coordinator))
+        coordinator.loading.add_done_callback(lambda task: self._load_done(coordinator, task))
+
+    def _load_done(self, coordinator: _Coordinator, task: asyncio.Task[None]) -> None:
+        """A load that failed leaves the partition unloaded (NOT_COORDINATOR), logged,
+        rather than loading forever."""
+        if task.cancelled() or task.exception() is None:
+            return
+        log.error("%s-%d: load failed", OFFSETS_TOPIC, coordinator.partition,
+                  exc_info=task.exception())
+        coordinator.loading = None
+        self._unload(coordinator)
 
     async def _replay(self, coordinator: _Coordinator) -> None:
         """Replay the log from its start to its end as of now, yielding between reads."""
@@ -343,9 +354,10 @@ class GroupCoordinatorService:
         await asyncio.gather(*loading, return_exceptions=True)
 
     @property
-    def loaded_partitions(self) -> list[int]:
-        """The partitions whose shard is loaded, for tests and tools."""
-        return sorted(p for p, c in self._coordinators.items() if c.shard is not None)
+    def partition_states(self) -> dict[int, str]:
+        """Each led partition: "loading" or "loaded" (for tests and tools)."""
+        return {p: "loading" if c.shard is None else "loaded"
+                for p, c in sorted(self._coordinators.items())}
 
 
 def _whole_batches(data: bytes) -> Iterable[Any]:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import sys
+import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -11,14 +14,16 @@ from typing import Any, NamedTuple
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.produce.v13 import request as produce
 from kio.schema.types import TopicName
-from kio.static.primitive import i8
+from kio.static.primitive import Records, i8, i16, i32, i32Timedelta
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
+from pykraft.records.batch import encode_batch
 from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.tools.local_cluster import BROKER, HOST, LocalCluster, NodeFiles, free_ports
 from pykraft.tools.quorum_tool import parse_host_port
@@ -28,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from process_harness import wait_for
 
 __all__ = ["PROPERTIES", "PartitionState", "broker_call", "combined_node", "fenced_brokers",
-           "partition_leaders", "partition_state", "replica_log_bytes", "wait_for",
-           "wait_for_brokers"]
+           "partition_leaders", "partition_state", "produce_one", "replica_log_bytes",
+           "wait_for", "wait_for_brokers"]
 
 #: Brokers heartbeat every 500 ms with a 3 s session, so fault tests see fencing quickly.
 PROPERTIES = {
@@ -126,6 +131,7 @@ class PartitionState(NamedTuple):
     leader: int  # -1: offline
     isr: set[int]
     replicas: list[int]  # in assignment order: the order of preference for leadership
+    topic_id: uuid.UUID
 
 
 def partition_state(cluster: LocalCluster, via: int, topic: str,
@@ -142,7 +148,21 @@ def partition_state(cluster: LocalCluster, via: int, topic: str,
     if answer.topics[0].error_code != 0 or not found:
         return None
     return PartitionState(int(found[0].leader_id), {int(b) for b in found[0].isr_nodes},
-                          [int(b) for b in found[0].replica_nodes])
+                          [int(b) for b in found[0].replica_nodes], answer.topics[0].topic_id)
+
+
+def produce_one(cluster: LocalCluster, broker_id: int, topic_id: uuid.UUID, key: bytes,
+                value: bytes, *, acks: int) -> int:
+    """Produce v13 (the topic by id) of one record without a producer id to partition 0,
+    straight to ``broker_id`` (no metadata asked of other brokers); the error code."""
+    answer = broker_call(cluster, broker_id, produce.ProduceRequest(
+        transactional_id=None, acks=i16(acks),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=9)),
+        topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
+            produce.PartitionProduceData(index=i32(0), records=Records(encode_batch(
+                0, [(key, value)], partition_leader_epoch=-1,
+                timestamp=int(time.time() * 1000)))),)),)))
+    return int(answer.responses[0].partition_responses[0].error_code)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1,

@@ -21,7 +21,9 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from broker_harness import (
     PartitionState,
     create_topic,
     partition_state,
+    produce_one,
     replica_log_bytes,
     running_cluster,
     wait_for,
@@ -94,13 +97,19 @@ class Failover:
     is frozen (SIGSTOP): the high watermark cannot pass its log end, so nothing more is
     acknowledged, while the leader goes on appending what the client sends and the
     successor (the next in-sync replica in assignment order, which the controller elects)
-    copies it. Once the successor holds records the laggard lacks, the leader is SIGKILLed
-    and the laggard thawed: those records were sent, replicated and never acknowledged, so
-    the client retries them and the new leader must find them duplicates.
+    copies it. Once the successor holds records the laggard lacks, it is frozen too, ALONE
+    records are written to the leader with acks=1 by another producer, the leader is
+    SIGKILLed and both thawed. The successor's extra records were sent, replicated and
+    never acknowledged: the client retries them and the new leader must find them
+    duplicates. The first ALONE record may still reach the successor (a fetch of its,
+    parked at the leader, is answered into its socket while it is frozen); the others
+    cannot: the old leader holds records no one else has and must truncate them once
+    restarted before it copies the new leader's.
     """
 
     cluster: LocalCluster
     topic: str
+    topic_id: uuid.UUID
     leader: int
     successor: int
     laggard: int
@@ -110,6 +119,7 @@ class Failover:
     acked_at_kill: int | None = None  # acknowledgements the client had; None: not killed yet
     in_flight_at_kill: int = 0  # records on the successor the leader could not acknowledge
     successor_at_kill: int = 0  # the successor's log end offset then
+    leader_at_kill: int = 0  # the killed leader's log end offset
 
     def paced(self) -> Iterator[tuple[int, Message] | None]:
         """The sends in order, each ``(index, message)``, None while WINDOW are unanswered
@@ -132,33 +142,56 @@ class Failover:
                 self.cluster.signal(self.laggard, signal.SIGSTOP)
                 self.froze = True
             return
-        successor = log_end(replica_log_bytes(self.cluster, self.successor, self.topic))
-        ahead = successor - log_end(replica_log_bytes(self.cluster, self.laggard, self.topic))
-        if ahead > 0:
+        if self.log_end(self.successor) <= self.log_end(self.laggard):
+            return
+        try:
+            self.cluster.signal(self.successor, signal.SIGSTOP)
             self.acked_at_kill = self.reports.done()
-            self.in_flight_at_kill, self.successor_at_kill = ahead, successor
+            self.successor_at_kill = self.log_end(self.successor)
+            self.in_flight_at_kill = self.successor_at_kill - self.log_end(self.laggard)
+            # a thread: broker_call runs an event loop, and aiokafka's test calls from its own
+            with ThreadPoolExecutor(1) as thread:
+                errors = thread.map(lambda m: produce_one(
+                    self.cluster, self.leader, self.topic_id, m[0], m[1], acks=1), ALONE)
+                assert set(errors) == {0}
             self.cluster.kill(self.leader)
-            self.cluster.signal(self.laggard, signal.SIGCONT)
+            self.leader_at_kill = self.log_end(self.leader)
+        finally:
+            for broker in (self.successor, self.laggard):
+                self.cluster.signal(broker, signal.SIGCONT)
+
+    def log_end(self, broker: int) -> int:
+        return log_end(replica_log_bytes(self.cluster, broker, self.topic))
+
+    def stored(self) -> int:
+        """How many records the new leader holds (once production is over)."""
+        return self.log_end(self.successor)
 
     def check_produced(self) -> None:
-        """Killed mid-stream, every send acknowledged, at offsets 0..COUNT-1 in send order."""
+        """Killed mid-stream, every send acknowledged, once, in send order."""
         assert self.acked_at_kill is not None and KILL_AFTER <= self.acked_at_kill < COUNT
         assert self.in_flight_at_kill > 0
         assert self.reports.failed == []
-        assert [self.reports.placed[i] for i in range(COUNT)] == [(0, o) for o in range(COUNT)]
+        placed = [self.reports.placed[i] for i in range(COUNT)]
+        assert {partition for partition, _ in placed} == {0}
+        assert [o for _, o in placed] == sorted({o for _, o in placed})
 
     def check_read(self, read: Read) -> None:
-        """Each message once, at its acknowledged offset; the successor leads, kept what
-        it held at the kill (the retried records are not there twice) and wrote the rest
-        in its own, higher leader epoch."""
-        assert read == {self.reports.placed[i]: m for i, m in enumerate(self.sent)}
+        """Each message once, at its acknowledged offset, and nothing else but ALONE
+        records; the successor leads, kept what it held at the kill (the retried records
+        are not there twice) and wrote the rest in its own, higher leader epoch; the old
+        leader held records the successor never had."""
+        expected = {self.reports.placed[i]: m for i, m in enumerate(self.sent)}
+        assert {at: read.get(at) for at in expected} == expected
+        others = [m for at, m in read.items() if at not in expected]
+        assert len(set(others)) == len(others) and set(others) <= set(ALONE)
+        assert sorted(read) == [(0, o) for o in range(self.stored())]
         state = partition_state(self.cluster, self.successor, self.topic)
         assert state is not None and state.leader == self.successor
-        data = replica_log_bytes(self.cluster, self.successor, self.topic)
-        epochs = [(batch.leader_epoch, batch.next_offset - batch.base_offset)
-                  for batch in batches(data)]
+        epochs = [(batch.leader_epoch, batch.next_offset - batch.base_offset) for batch in
+                  batches(replica_log_bytes(self.cluster, self.successor, self.topic))]
         written_before = sum(n for epoch, n in epochs if epoch == epochs[0][0])
-        assert self.successor_at_kill <= written_before < COUNT
+        assert self.successor_at_kill <= written_before < self.leader_at_kill
 
     def restore(self) -> None:
         """Restart the killed broker; it rejoins the ISR and copies the leader's bytes."""
@@ -168,7 +201,13 @@ class Failover:
         wait_for("the restarted broker back in the ISR", lambda: (
             (seen := partition_state(self.cluster, self.leader, self.topic)) is not None
             and seen.isr == everyone) or None, CATCH_UP_S)
-        wait_for("3 identical replicas", lambda: identical(self.cluster, self.topic), CATCH_UP_S)
+        stored = self.stored()
+        wait_for("3 identical replicas", lambda: identical(self.cluster, self.topic, stored),
+                 CATCH_UP_S)
+
+
+#: written to the leader alone (acks=1, no producer id) just before it is killed
+ALONE: list[Message] = [(b"alone", b"the old leader's own %d" % i, ()) for i in range(3)]
 
 
 def batches(data: bytes) -> Iterator[Any]:
@@ -186,14 +225,14 @@ def log_end(data: bytes) -> int:
     return max((batch.next_offset for batch in batches(data)), default=0)
 
 
-def identical(cluster: LocalCluster, topic: str) -> bool | None:
-    """True once every broker's copy holds the same bytes, COUNT records."""
+def identical(cluster: LocalCluster, topic: str, records: int) -> bool | None:
+    """True once every broker's copy holds the same bytes, ``records`` records."""
     copies = {replica_log_bytes(cluster, b, topic) for b in cluster.brokers}
-    return (len(copies) == 1 and log_end(copies.pop()) == COUNT) or None
+    return (len(copies) == 1 and log_end(copies.pop()) == records) or None
 
 
 @pytest.fixture
-def failover(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[Failover]:
+def failover(cluster: LocalCluster, request: pytest.FixtureRequest) -> Failover:
     """A topic on a whole cluster (a broker a failed test left dead is started again)."""
     for broker in cluster.brokers:
         if not cluster.is_running(broker):
@@ -209,9 +248,8 @@ def failover(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[
         return seen if seen is not None and seen.isr == everyone else None
     state: PartitionState = wait_for("the topic's leader, every broker in sync", in_sync)
     successor, laggard = (r for r in state.replicas if r != state.leader)
-    yield Failover(cluster, topic, state.leader, successor, laggard,
-                   messages(name, headers=name != "kcat"))
-    cluster.signal(laggard, signal.SIGCONT)  # in case the test failed before thawing it
+    return Failover(cluster, topic, state.topic_id, state.leader, successor, laggard,
+                    messages(name, headers=name != "kcat"))
 
 
 def messages(tag: str, *, headers: bool = True) -> list[Message]:
@@ -272,7 +310,7 @@ def test_confluent_kafka(failover: Failover) -> None:
     try:
         consumer.assign([confluent_kafka.TopicPartition(failover.topic, 0,
                                                         confluent_kafka.OFFSET_BEGINNING)])
-        failover.check_read(read_until(COUNT, poll))
+        failover.check_read(read_until(failover.stored(), poll))
     finally:
         consumer.close()
     failover.restore()
@@ -308,7 +346,7 @@ def test_kafka_python(failover: Failover) -> None:
     try:
         consumer.assign([TopicPartition(failover.topic, 0)])
         consumer.seek_to_beginning()
-        failover.check_read(read_until(COUNT, lambda: [
+        failover.check_read(read_until(failover.stored(), lambda: [
             ((r.partition, r.offset), (r.key, r.value, tuple((k, bytes(v)) for k, v in r.headers)))
             for records in consumer.poll(timeout_ms=200).values() for r in records]))
     finally:
@@ -357,7 +395,7 @@ async def aiokafka_round_trip(failover: Failover) -> Read:
         consumer.assign([TopicPartition(failover.topic, 0)])
         await consumer.seek_to_beginning()
         deadline = time.monotonic() + DEADLINE_S
-        while len(read) < COUNT and time.monotonic() < deadline:
+        while len(read) < failover.stored() and time.monotonic() < deadline:
             for records in (await consumer.getmany(timeout_ms=200)).values():
                 read.update(((r.partition, r.offset), (
                     r.key, r.value, tuple((k, bytes(v)) for k, v in r.headers))) for r in records)
@@ -429,7 +467,7 @@ def test_kcat(failover: Failover) -> None:
     for line in consumed.stdout.splitlines():
         record = json.loads(line)
         read[(record["partition"], record["offset"])] = (
-            record["key"].encode(), record["payload"].encode(), ())
+            record["key"].encode(), record["payload"].encode(), ())  # kcat's: no headers
     failover.check_read(read)
     failover.restore()
 
@@ -472,7 +510,8 @@ def test_java_client(failover: Failover, client_probe: list[str], tmp_path: Path
     failover.check_produced()
 
     read: Read = {}
-    for words in run_probe(client_probe, "consume", servers, failover.topic, "1", str(COUNT)):
+    for words in run_probe(client_probe, "consume", servers, failover.topic, "1",
+                           str(failover.stored())):
         if words[0] not in ("begin", "end"):
             read[(int(words[0]), int(words[1]))] = decode(words[3:])
     failover.check_read(read)

@@ -8,7 +8,8 @@ Every send is acknowledged, the partition holds each message exactly once at the
 the client was told, in send order, and the new leader kept the in-flight records and
 wrote the rest in its own leader epoch: production went on after the leadership moved.
 The same client reads everything back from the new leader. Once the killed broker is back
-and in the ISR, the three replicas' segment bytes are identical.
+(it held records of its own, which it must truncate) and in the ISR, the three replicas'
+segment bytes are identical.
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@ sees as a session timeout. java/GroupMemberProbe.java speaks the same lines for 
 Java consumer.
 
 ``group_member.py <client> <bootstrap> <topic> <group> <session.timeout.ms>`` with client
-``confluent-kafka``, ``kafka-python`` or ``aiokafka``. It polls, and after each batch commits
-the batch's next offsets synchronously; it prints, tab-separated:
+``confluent-kafka``, ``kafka-python`` or ``aiokafka``. It polls, and after each poll commits
+synchronously the next offsets of the records it printed and has not committed yet; it prints,
+tab-separated:
 
 - ``assigned <partitions, comma-separated>`` whenever its assignment changes,
-- ``record <partition> <offset> <value>`` for each record, before the batch's commit,
+- ``record <partition> <offset> <value>`` for each record, before its commit,
 - ``committed <partition> <offset>`` for each offset committed, ``commit-failed <error>``,
 - ``closed`` once the consumer closed (it left the group).
 
@@ -160,27 +161,30 @@ def say(*words: object) -> None:
 
 
 def run(client: Client, stop: threading.Event) -> None:
-    """Poll, print and commit until ``stop`` is set."""
+    """Poll, print and commit until ``stop`` is set. An offset whose commit failed (the group
+    rebalanced) is committed again after the next poll if the member still owns its
+    partition; else the new owner reads its records again."""
     shown: set[int] | None = None
+    pending: dict[int, int] = {}  # partition -> next offset to commit
     while not stop.is_set():
         records = client.poll()
         for partition, offset, value in records:
             say("record", partition, offset, value.decode())
+            pending[partition] = max(pending.get(partition, 0), offset + 1)
         owned = client.assignment()
         if owned != shown:
             shown = owned
             say("assigned", ",".join(map(str, sorted(owned))))
-        if not records:
+        pending = {p: o for p, o in pending.items() if p in owned}
+        if not pending:
             continue
-        offsets: dict[int, int] = {}
-        for partition, offset, _ in records:
-            offsets[partition] = max(offsets.get(partition, 0), offset + 1)
-        error = client.commit(offsets)
+        error = client.commit(pending)
         if error is not None:
             say("commit-failed", error)
             continue
-        for partition, offset in sorted(offsets.items()):
+        for partition, offset in sorted(pending.items()):
             say("committed", partition, offset)
+        pending = {}
 
 
 def main(argv: list[str]) -> None:

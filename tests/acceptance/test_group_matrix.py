@@ -60,7 +60,9 @@ def java_member(java_classpath: str, tmp_path_factory: pytest.TempPathFactory) -
     classes = tmp_path_factory.mktemp("group-member-probe")
     subprocess.run(["javac", "-d", str(classes), "-cp", java_classpath, str(PROBE_SOURCE)],
                    check=True, timeout=300)
-    return ["java", "-cp", f"{classes}:{java_classpath}", "GroupMemberProbe"]
+    # C1 only and the serial collector: JVMs that start sooner on a busy machine
+    return ["java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
+            f"{classes}:{java_classpath}", "GroupMemberProbe"]
 
 
 class Member:
@@ -166,7 +168,11 @@ def wait_balanced(members: list[Member], each: int) -> None:
             return None
         union = frozenset[int]().union(*(o for o in owned if o is not None))
         return len(union) == PARTITIONS == each * len(members) or None
-    wait_for(f"{len(members)} members holding {each} partitions each", balanced, DEADLINE_S)
+    try:
+        wait_for(f"{len(members)} members holding {each} partitions each", balanced,
+                 DEADLINE_S)
+    except pytest.fail.Exception as failed:
+        raise AssertionError(f"{failed}; they hold {[m.assignment for m in members]}") from None
 
 
 def committed(cluster: LocalCluster, group: str, topic: str) -> dict[int, int]:

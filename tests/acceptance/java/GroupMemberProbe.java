@@ -24,7 +24,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * prints for the Python clients.
  *
  * <p>{@code <bootstrap> <topic> <group> <session.timeout.ms>}: subscribes and polls; after each
- * batch commits the batch's next offsets synchronously. Prints {@code assigned partitions}
+ * poll commits synchronously the next offsets of the records it has not committed yet. Prints {@code assigned partitions}
  * whenever its assignment changes, {@code record partition offset value} per record,
  * {@code committed partition offset} per committed offset or {@code commit-failed error}, and
  * {@code closed} once closed. A {@code close} line on stdin (or its end) closes the consumer.
@@ -70,12 +70,17 @@ public final class GroupMemberProbe {
         stop = true;
     }
 
+    /**
+     * Polls, prints and commits until told to stop. An offset whose commit failed (the group
+     * rebalanced) is committed again after the next poll if the member still owns its
+     * partition; else the new owner reads its records again.
+     */
     private static void run(KafkaConsumer<byte[], byte[]> consumer) {
         String shown = null;
+        Map<TopicPartition, OffsetAndMetadata> offsets = new TreeMap<>(
+                (a, b) -> Integer.compare(a.partition(), b.partition()));
         while (!stop) {
             ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
-            Map<TopicPartition, OffsetAndMetadata> offsets = new TreeMap<>(
-                    (a, b) -> Integer.compare(a.partition(), b.partition()));
             for (ConsumerRecord<byte[], byte[]> r : records) {
                 say("record\t" + r.partition() + "\t" + r.offset() + "\t"
                         + new String(r.value(), StandardCharsets.UTF_8));
@@ -87,6 +92,7 @@ public final class GroupMemberProbe {
             for (TopicPartition tp : consumer.assignment()) {
                 owned.add(tp.partition());
             }
+            offsets.keySet().retainAll(consumer.assignment());
             String now = String.join(",", owned.stream().map(String::valueOf).toList());
             if (!now.equals(shown)) {
                 shown = now;
@@ -104,6 +110,7 @@ public final class GroupMemberProbe {
             for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
                 say("committed\t" + e.getKey().partition() + "\t" + e.getValue().offset());
             }
+            offsets.clear();
         }
     }
 

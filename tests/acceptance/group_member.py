@@ -19,6 +19,7 @@ A ``close`` line on stdin (or its end) closes the consumer and exits 0.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import threading
 from typing import Any, Protocol
@@ -81,10 +82,16 @@ class KafkaPython:
 
         self._topic = topic
         self._consumer = KafkaConsumer(
-            topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+            bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
             enable_auto_commit=False, session_timeout_ms=session_ms,
             heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=MAX_POLL_INTERVAL_MS,
             fetch_max_wait_ms=POLL_MS)
+        # The topic's partitions known before the first JoinGroup: a leader that learns them
+        # later rejoins, and kafka-python 3.0.12 can then drop that rejoin's SyncGroup answer
+        # (a poll that times out mid-join, the next one sees nothing to rejoin and never
+        # awaits it), leaving the member unassigned until the coordinator expires it.
+        assert self._consumer.partitions_for_topic(topic)
+        self._consumer.subscribe([topic])
 
     def poll(self) -> list[Record]:
         batches = self._consumer.poll(timeout_ms=POLL_MS)
@@ -189,6 +196,9 @@ def run(client: Client, stop: threading.Event) -> None:
 
 def main(argv: list[str]) -> None:
     name, bootstrap, topic, group, session_ms = argv
+    # the Python clients' own account of joins, syncs and heartbeats, in the member's log
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
     client = CLIENTS[name](bootstrap, topic, group, int(session_ms))
     stop = threading.Event()
 

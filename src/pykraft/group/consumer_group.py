@@ -13,8 +13,8 @@ failover is the state it had. A heartbeat (Kafka's ``GroupMetadataManager``):
 
 A member that stops heartbeating for ``group.consumer.session.timeout.ms``, or that does not
 revoke its partitions within its rebalance timeout, is fenced: removed (tombstones 8, 7, 5)
-and the group epoch bumped. Timers are not persisted; after a load every member's session
-timer starts at the first tick (``next_deadline_ms`` asks for it at once).
+and the group epoch bumped. Timers are not persisted; after a load the shard starts every
+member's session timer at its first input (:meth:`ConsumerGroups.arm`).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ from pykraft.group.consumer_records import (
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
+from pykraft.group.replies import NO_THROTTLE, millis
 from pykraft.group.timers import Timers
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.errors import ErrorCode
@@ -199,15 +200,12 @@ def _subscribed(member: ConsumerMember, topics: Mapping[str, TopicInfo]) -> set[
     return names
 
 
-_ZERO_MS = datetime.timedelta(0)
+def _ms(value: int) -> datetime.timedelta:
+    return datetime.timedelta(milliseconds=value)
 
 
-def _ms(millis: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=millis)
-
-
-def _millis(value: datetime.timedelta) -> int:
-    return int(value.total_seconds() * 1000)
+_NO_INTERVAL = i32Timedelta.parse(_ms(0))
+"""The heartbeat interval of answers that set none (errors, leaves), as Kafka's default."""
 
 
 def _i32s(values: tuple[int, ...]) -> tuple[i32, ...]:
@@ -377,7 +375,7 @@ class ConsumerGroups:
         if request.rack_id == "":
             raise invalid("RackId can't be empty.")
         if epoch == 0:
-            if _millis(request.rebalance_timeout) == -1:
+            if millis(request.rebalance_timeout) == -1:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if request.topic_partitions is None or request.topic_partitions:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
@@ -466,8 +464,8 @@ class ConsumerGroups:
             instance_id=request.instance_id or member.instance_id,
             rack_id=request.rack_id or member.rack_id,
             rebalance_timeout_ms=(
-                _millis(request.rebalance_timeout)
-                if _millis(request.rebalance_timeout) != -1
+                millis(request.rebalance_timeout)
+                if millis(request.rebalance_timeout) != -1
                 else member.rebalance_timeout_ms
             ),
             server_assignor=request.server_assignor or member.server_assignor,
@@ -500,7 +498,7 @@ class ConsumerGroups:
         if after != before:
             self._schedule_revocation(group_id, after, context.now_ms)
         full = joining or (
-            _millis(request.rebalance_timeout) != -1
+            millis(request.rebalance_timeout) != -1
             and request.subscribed_topic_names is not None
             and request.topic_partitions is not None
         )
@@ -516,7 +514,7 @@ class ConsumerGroups:
             )
         return (
             HeartbeatResponse(
-                throttle_time=i32Timedelta.parse(_ZERO_MS),
+                throttle_time=NO_THROTTLE,
                 error_code=ErrorCode.none,
                 member_id=member_id,
                 member_epoch=i32(after.member_epoch),
@@ -711,11 +709,11 @@ class ConsumerGroups:
                 self._fence(records, group, member.member_id)
         return (
             HeartbeatResponse(
-                throttle_time=i32Timedelta.parse(_ZERO_MS),
+                throttle_time=NO_THROTTLE,
                 error_code=ErrorCode.none,
                 member_id=request.member_id,
                 member_epoch=i32(request.member_epoch),
-                heartbeat_interval=i32Timedelta.parse(_ZERO_MS),
+                heartbeat_interval=_NO_INTERVAL,
             ),
             records,
         )
@@ -848,9 +846,9 @@ def _describe_member(
 
 def _error_response(error: GroupError) -> HeartbeatResponse:
     return HeartbeatResponse(
-        throttle_time=i32Timedelta.parse(_ZERO_MS),
+        throttle_time=NO_THROTTLE,
         error_code=error.code,
         error_message=error.message,
         member_epoch=i32(0),
-        heartbeat_interval=i32Timedelta.parse(_ZERO_MS),
+        heartbeat_interval=_NO_INTERVAL,
     )

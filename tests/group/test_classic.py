@@ -4,6 +4,7 @@ sync, heartbeats, leaves, static membership and every error Kafka gives on the w
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 
 import pytest
@@ -437,3 +438,24 @@ def test_a_fenced_static_member_cannot_commit() -> None:
     request = dataclasses.replace(request, group_instance_id="i-1")
     reply = d.call(COMMIT, request)
     assert [p.error_code for t in reply.topics for p in t.partitions] == [82]
+
+
+def test_a_groups_life_is_logged_as_kafka_logs_it(caplog: pytest.LogCaptureFixture) -> None:
+    """Operators see rebalances in the broker's log: Kafka's INFO lines for a rebalance,
+    a new generation, a member that left and one whose session expired."""
+    caplog.set_level(logging.INFO, logger="pykraft.group.classic_membership")
+    d = Driver()
+    first = d.join_new(G, session_ms=6000)
+    d.send(JOIN, join_request(G, first, session_ms=6000))
+    d.tick()
+    d.call(SYNC, sync_request(G, first, 1, {first: b"a"}))
+    d.call(LEAVE, leave_request(G, (first, None)))
+    second = d.join_new(G, session_ms=6000)
+    d.send(JOIN, join_request(G, second, session_ms=6000))
+    d.tick()
+    d.advance(6000)
+    lines = [r.getMessage() for r in caplog.records]
+    assert f"Preparing to rebalance group {G} in state Empty with old generation 0" in lines
+    assert f"Stabilized group {G} generation 1 with 1 members" in lines
+    assert f"Member {first} has left group {G} through explicit LeaveGroup" in lines
+    assert any(line.startswith(f"Member {second} in group {G} has failed") for line in lines)

@@ -9,6 +9,7 @@ completes it, by a later request that supersedes it, or by ``unload``.
 
 from __future__ import annotations
 
+import logging
 import random
 import uuid
 from collections.abc import Callable
@@ -38,6 +39,8 @@ from pykraft.group.replies import (
 from pykraft.group.timers import Timers
 
 E = ErrorCode
+#: Kafka's INFO lines for a group's life (the only way an operator sees rebalances).
+log = logging.getLogger(__name__)
 _FIRST_MEMBER_ID_REQUIRED_VERSION = 4
 _FIRST_SKIP_ASSIGNMENT_VERSION = 9
 
@@ -293,6 +296,8 @@ class ClassicMembership:
             for member in group.members.values():
                 member.assignment = b""
             self._propagate_assignment(out, group, E.rebalance_in_progress, now)
+        log.info("Preparing to rebalance group %s in state %s with old generation %d",
+                 group.group_id, group.state_name(), group.generation)
         group.pending_sync_members.clear()
         self.timers.cancel(_sync_key(group.group_id))
         initial = group.in_state(GroupState.EMPTY)
@@ -357,6 +362,8 @@ class ClassicMembership:
                                  self._complete_join_action(group.group_id))
             return out
         group.init_next_generation(now)
+        log.info("Stabilized group %s generation %d with %d members", group.group_id,
+                 group.generation, len(group.members))
         if group.is_empty():
             out.records.append(group.metadata_record({}))
             return out
@@ -418,6 +425,9 @@ class ClassicMembership:
                 return out
             member = group.members.get(member_id)
             if member is not None and not member.has_satisfied_heartbeat:
+                log.info("Member %s in group %s has failed (no heartbeat within its session "
+                         "timeout of %d ms), removing it from the group", member_id, group_id,
+                         member.session_timeout_ms)
                 self._drop_member(out, group, member, E.unknown_member_id)
                 out.extend(self._after_removal(group, now))
             return out
@@ -563,6 +573,8 @@ class ClassicMembership:
             group.validate_member(member_id, instance_id)
         except GroupError as refused:
             return refused.code
+        log.info("Member %s has left group %s through explicit LeaveGroup", member_id,
+                 group.group_id)
         self._drop_member(out, group, group.members[member_id], E.unknown_member_id)
         return E.none
 

@@ -52,9 +52,11 @@ DYNAMIC_QUORUM_METADATA_VERSION = _BY_LEVEL[21]  # 3.9-IV0: KIP-853 needs it
 DEFAULT_METADATA_VERSION = DYNAMIC_QUORUM_METADATA_VERSION
 
 #: The features this software implements, name -> (min, max) level: what every node
-#: registers and ApiVersions advertises, and the levels UpdateFeatures may set. pykraft has
-#: no group or transaction coordinator, so group.version and transaction.version stay out
-#: (a cluster can only remove them, level 0 being in every range, as in Kafka).
+#: registers and ApiVersions advertises, and the levels UpdateFeatures may set.
+#: transaction.version stays out: pykraft has no transaction coordinator. group.version
+#: stays out too: its coordinator serves KIP-848 (ConsumerGroupHeartbeat) at every level,
+#: where Kafka answers UNSUPPORTED_VERSION below group.version 1. A cluster can only remove
+#: them (level 0 is in every range, as in Kafka).
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
     KRAFT_VERSION_FEATURE: (0, 1),
     METADATA_VERSION_FEATURE: (MINIMUM_METADATA_VERSION.level, METADATA_VERSIONS[-1].level),

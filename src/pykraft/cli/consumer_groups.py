@@ -25,68 +25,60 @@ def _flag(name: str, text: str) -> object:
 def consumer_groups(
     bootstrap_server: Annotated[str | None, typer.Option(
         "--bootstrap-server", metavar="HOST:PORT",
-        help="REQUIRED: The server(s) to connect to.")] = None,
+        help="REQUIRED: broker address(es) to bootstrap from, host:port[,...].")] = None,
     command_config: Annotated[Path | None, typer.Option(
         "--command-config", metavar="FILE",
-        help="Property file containing configs to be passed to Admin Client.")] = None,
-    list_: Annotated[bool, _flag("--list", "List all consumer groups.")] = False,
+        help="Client properties file (client.id, request.timeout.ms, ...).")] = None,
+    list_: Annotated[bool, _flag("--list", "Print the id of every group the brokers know.")
+                     ] = False,
     describe: Annotated[bool, _flag(
-        "--describe", "Describe consumer group and list offset lag (number of messages not "
-        "yet processed) related to given group.")] = False,
-    delete: Annotated[bool, _flag("--delete", "Pass in groups to delete topic partition "
-                                  "offsets and ownership information over the entire consumer "
-                                  "group.")] = False,
+        "--describe", "Show a group's committed offsets, log end offsets and lag per "
+        "partition (or its members / state with --members / --state).")] = False,
+    delete: Annotated[bool, _flag("--delete", "Remove empty groups with all their committed "
+                                  "offsets.")] = False,
     reset_offsets: Annotated[bool, _flag(
-        "--reset-offsets", "Reset offsets of consumer group. Supports one consumer group at "
-        "the time, and instances should be inactive. You must choose one of the following "
-        "reset specifications: --to-datetime, --to-earliest, --to-latest, --shift-by, "
-        "--to-offset. To define the scope use --all-topics or --topic.")] = False,
+        "--reset-offsets", "Move an inactive group's committed offsets: one of --to-earliest, "
+        "--to-latest, --to-offset, --to-datetime, --shift-by, over --topic or --all-topics; "
+        "a dry run unless --execute.")] = False,
     delete_offsets: Annotated[bool, _flag(
-        "--delete-offsets", "Delete offsets of consumer group. Supports one consumer group at "
-        "the time, and multiple topics.")] = False,
+        "--delete-offsets", "Remove one group's committed offsets for the --topic(s) given "
+        "(not for topics its members subscribe to).")] = False,
     group: Annotated[list[str] | None, typer.Option(
-        "--group", metavar="GROUP", help="The consumer group we wish to act on.")] = None,
-    all_groups: Annotated[bool, _flag("--all-groups", "Apply to all consumer groups.")] = False,
+        "--group", metavar="GROUP",
+        help="A group id (repeatable where the action takes several).")] = None,
+    all_groups: Annotated[bool, _flag("--all-groups", "Act on every group.")] = False,
     topic: Annotated[list[str] | None, typer.Option(
-        "--topic", metavar="TOPIC", help="The topic whose consumer group information should "
-        "be deleted or topic whose should be included in the reset offset process. In "
-        "`reset-offsets` case, partitions can be specified using this format: "
-        "`topic1:0,1,2`.")] = None,
+        "--topic", metavar="TOPIC", help="A topic to act on; with --reset-offsets, `topic:0,1,2` "
+        "limits it to those partitions.")] = None,
     all_topics: Annotated[bool, _flag(
-        "--all-topics", "Consider all topics assigned to a group in the `reset-offsets` "
-        "process.")] = False,
-    members: Annotated[bool, _flag("--members", "Describe members of the group. This option "
-                                   "may be used with '--describe' and '--bootstrap-server' "
-                                   "options only.")] = False,
-    offsets: Annotated[bool, _flag("--offsets", "Describe the group and list all topic "
-                                   "partitions in the group along with their offset lag. "
-                                   "This is the default sub-action.")] = False,
-    state: Annotated[bool, _flag("--state", "When specified with '--describe', includes the "
-                                 "state of the group. When specified with '--list', it "
-                                 "displays the state of all groups.")] = False,
-    verbose: Annotated[bool, _flag("--verbose", "Provide additional information, if any, "
-                                   "when describing the group (with --members, the "
-                                   "assignment of each member).")] = False,
-    to_earliest: Annotated[bool, _flag("--to-earliest", "Reset offsets to earliest offset.")
+        "--all-topics", "With --reset-offsets: every topic the group has offsets "
+        "for.")] = False,
+    members: Annotated[bool, _flag("--members", "With --describe: one line per member (id, "
+                                   "host, client id, partition count).")] = False,
+    offsets: Annotated[bool, _flag("--offsets", "With --describe: one line per partition "
+                                   "with its lag (the default).")] = False,
+    state: Annotated[bool, _flag("--state", "With --describe: the group's coordinator, "
+                                 "assignor, state and size; with --list: a STATE column.")] = False,
+    verbose: Annotated[bool, _flag("--verbose", "With --members: each member's assigned "
+                                   "partitions too.")] = False,
+    to_earliest: Annotated[bool, _flag("--to-earliest", "To each partition's log start offset.")
                            ] = False,
-    to_latest: Annotated[bool, _flag("--to-latest", "Reset offsets to latest offset.")] = False,
+    to_latest: Annotated[bool, _flag("--to-latest", "To each partition's log end offset.")] = False,
     to_offset: Annotated[str | None, typer.Option(
-        "--to-offset", metavar="OFFSET", help="Reset offsets to a specific offset.")] = None,
+        "--to-offset", metavar="OFFSET",
+        help="To this offset (kept within the log's range).")] = None,
     to_datetime: Annotated[str | None, typer.Option(
-        "--to-datetime", metavar="DATETIME", help="Reset offsets to offset from datetime. "
-        "Format: 'YYYY-MM-DDTHH:mm:SS.sss'")] = None,
+        "--to-datetime", metavar="DATETIME", help="To the first offset at or after this time, "
+        "YYYY-MM-DDTHH:mm:SS.sss (optionally with a zone offset).")] = None,
     shift_by: Annotated[str | None, typer.Option(
-        "--shift-by", metavar="N", help="Reset offsets shifting current offset by 'n', where "
-        "'n' can be positive or negative.")] = None,
-    execute: Annotated[bool, _flag("--execute", "Execute operation. Supported operations: "
-                                   "reset-offsets.")] = False,
-    dry_run: Annotated[bool, _flag("--dry-run", "Only show results without executing "
-                                   "changes on Consumer Groups. Supported operations: "
-                                   "reset-offsets.")] = False,
+        "--shift-by", metavar="N",
+        help="By N from the committed offset (N may be negative).")] = None,
+    execute: Annotated[bool, _flag("--execute", "Apply the --reset-offsets plan.")] = False,
+    dry_run: Annotated[bool, _flag("--dry-run", "Print the --reset-offsets plan only (the "
+                                   "default).")] = False,
     timeout: Annotated[int, typer.Option(
-        "--timeout", metavar="MS", min=1, help="The timeout that can be set for some use "
-        "cases. For example, it can be used when describing the group to specify the maximum "
-        "amount of time in milliseconds to wait before the group stabilizes.")] = 5000,
+        "--timeout", metavar="MS", min=1, help="How long to wait for the brokers' answers, in "
+        "milliseconds.")] = 5000,
     as_json: Annotated[bool, _flag("--json", "Print --list or --describe as JSON.")] = False,
 ) -> None:
     """List, describe, delete consumer groups; reset or delete their offsets."""

@@ -145,16 +145,30 @@ def _fill_nulls(entity: Any) -> Any:
     """Nulls the target version cannot carry as its zero (JoinGroup's protocol_name is
     nullable from v7 only: Kafka writes "" before)."""
     changes: dict[str, Any] = {}
+    not_nullable = _not_nullable(type(entity))
     for field in dataclasses.fields(entity):
         value = getattr(entity, field.name)
-        annotation = typing.get_type_hints(type(entity))[field.name]
-        if value is None and not _nullable(annotation):
+        if value is None and field.name in not_nullable:
             changes[field.name] = default_value(field)
         elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
             changes[field.name] = tuple(_fill_nulls(item) for item in value)
         elif dataclasses.is_dataclass(value):
             changes[field.name] = _fill_nulls(value)
     return dataclasses.replace(entity, **changes) if changes else entity
+
+
+_NOT_NULLABLE: dict[type, frozenset[str]] = {}
+
+
+def _not_nullable(cls: type) -> frozenset[str]:
+    """The fields of ``cls`` that cannot be null (resolving the hints is slow: once per
+    class, not per answer)."""
+    found = _NOT_NULLABLE.get(cls)
+    if found is None:
+        found = _NOT_NULLABLE[cls] = frozenset(
+            name for name, annotation in typing.get_type_hints(cls).items()
+            if not _nullable(annotation))
+    return found
 
 
 def _nullable(annotation: object) -> bool:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from pykraft.config.properties import load_properties, parse_properties
+from pykraft.config.properties import int_property, load_properties, parse_properties
 from pykraft.errors import ConfigError
 
 
@@ -62,3 +62,12 @@ def test_quorum_config_reads_auto_join() -> None:
     assert on.auto_join is True
     with pytest.raises(ConfigError, match=r"auto\.join\.enable"):
         QuorumConfig.from_properties({**voters, "controller.quorum.auto.join.enable": "yes"})
+
+
+def test_int_property_reads_checks_and_names_the_key() -> None:
+    assert int_property({"a": " 7 "}, "a", 1) == 7
+    assert int_property({}, "a", 1) is None
+    with pytest.raises(ConfigError, match="invalid value 'x' for a: must be an integer"):
+        int_property({"a": "x"}, "a", 1)
+    with pytest.raises(ConfigError, match="invalid value 0 for a: must be >= 1"):
+        int_property({"a": "0"}, "a", 1)

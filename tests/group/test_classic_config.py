@@ -32,9 +32,10 @@ def test_keys_are_read_with_their_units() -> None:
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("group.max.size", "many", "group.max.size must be an integer"),
-    ("group.max.size", "0", "group.max.size must be at least 1"),
-    ("offsets.retention.minutes", "0", "offsets.retention.minutes must be at least 1"),
+    ("group.max.size", "many", "invalid value 'many' for group.max.size: must be an integer"),
+    ("group.max.size", "0", "invalid value 0 for group.max.size: must be >= 1"),
+    ("offsets.retention.minutes", "0",
+     "invalid value 0 for offsets.retention.minutes: must be >= 1"),
     ("group.min.session.timeout.ms", "2000000", "must not exceed"),
 ])
 def test_bad_values_are_refused_naming_the_key(key: str, value: str, message: str) -> None:

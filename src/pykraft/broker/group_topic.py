@@ -35,7 +35,8 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.group_versions import error_response
 from pykraft.broker.responses import NO_THROTTLE
-from pykraft.errors import ConfigError, NetworkError
+from pykraft.config.properties import int_property
+from pykraft.errors import NetworkError
 from pykraft.group.partitioning import partition_for
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
@@ -65,20 +66,9 @@ class OffsetsTopicConfig:
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> OffsetsTopicConfig:
         """The values ``properties`` names; a bad one raises :class:`ConfigError`."""
-        values = {}
-        for attribute, (key, minimum) in _KEYS.items():
-            text = properties.get(key)
-            if text is None:
-                continue
-            try:
-                number = int(text.strip())
-            except ValueError:
-                raise ConfigError(f"invalid value {text!r} for {key}: must be an integer") \
-                    from None
-            if number < minimum:
-                raise ConfigError(f"invalid value {number} for {key}: must be >= {minimum}")
-            values[attribute] = number
-        return cls(**values)
+        values = {attribute: int_property(properties, key, minimum)
+                  for attribute, (key, minimum) in _KEYS.items()}
+        return cls(**{a: v for a, v in values.items() if v is not None})
 
     def partition_of(self, group_id: str, image: MetadataImage) -> int:
         """The group's ``__consumer_offsets`` partition: among the topic's partitions when

@@ -7,6 +7,7 @@ Kafka's server configs and ``meta.properties`` are Java properties: ``#``/``!`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from pykraft.errors import ConfigError
@@ -99,3 +100,19 @@ def _unescape(text: str, source: str) -> str:
         out.append(_ESCAPES.get(nxt, nxt))
         index += 2
     return "".join(out)
+
+
+def int_property(properties: Mapping[str, str], key: str, minimum: int) -> int | None:
+    """``key``'s integer value, None when absent; a value that is not an integer, or one
+    below ``minimum``, raises :class:`ConfigError` naming the key (Kafka's ConfigDef
+    refuses such a server config at startup)."""
+    text = properties.get(key)
+    if text is None:
+        return None
+    try:
+        number = int(text.strip())
+    except ValueError:
+        raise ConfigError(f"invalid value {text!r} for {key}: must be an integer") from None
+    if number < minimum:
+        raise ConfigError(f"invalid value {number} for {key}: must be >= {minimum}")
+    return number

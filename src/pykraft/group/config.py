@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from pykraft.config.properties import int_property
 from pykraft.errors import ConfigError
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
@@ -40,16 +41,9 @@ class GroupConfig:
         values: dict[str, int] = {}
         for attribute in fields(cls):
             key, scale, minimum = _KEYS[attribute.name]
-            text = properties.get(key)
-            if text is None:
-                continue
-            try:
-                number = int(text.strip())
-            except ValueError:
-                raise ConfigError(f"{key} must be an integer, got {text!r}") from None
-            if number < minimum:
-                raise ConfigError(f"{key} must be at least {minimum}, got {number}")
-            values[attribute.name] = number * scale
+            number = int_property(properties, key, minimum)
+            if number is not None:
+                values[attribute.name] = number * scale
         config = cls(**values)
         if config.min_session_timeout_ms > config.max_session_timeout_ms:
             raise ConfigError("group.min.session.timeout.ms must not exceed "

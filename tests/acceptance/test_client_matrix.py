@@ -25,9 +25,6 @@ COUNT = 10_000
 SMALL = 200  # messages per codec for the clients whose uncompressed run sends COUNT
 PARTITIONS = 6
 DEADLINE_S = 60.0
-#: librdkafka sends lz4 batches uncompressed until the broker serves FindCoordinator (see
-#: test_produce_clients.py)
-SENT_AS = {"lz4": "none"}
 KCAT_HEADERS = (("client", b"kcat"), ("run", "\u00fc".encode()))
 
 #: (partition, offset) -> the message there and its timestamp
@@ -117,7 +114,7 @@ def test_kcat(cluster: LocalCluster, codec: str) -> None:
     lines = b"".join(key + b"\t" + value + b"\n" for key, value, _ in sent)
     kcat(cluster, "-P", "-t", topic, "-K", "\t", "-z", codec,
          *(f"-H{k}={v.decode()}" for k, v in KCAT_HEADERS), stdin=lines)
-    assert_codec_or_plain(cluster, topic, SENT_AS.get(codec, codec))  # librdkafka
+    assert_codec_or_plain(cluster, topic, codec)
     read: Read = {}
     for line in kcat(cluster, "-C", "-t", topic, "-o", "beginning", "-e", "-J").splitlines():
         record = json.loads(line)
@@ -148,7 +145,7 @@ def test_confluent_kafka(cluster: LocalCluster, codec: str) -> None:
         "enable.idempotence": True, "linger.ms": 5}, topic, sent, DEADLINE_S)
     at = {r.key(): (r.partition(), r.offset()) for r in reports}
     placed = [at[key] for key, _, _ in sent]  # reports come per partition: match by key
-    assert_codec_or_plain(cluster, topic, SENT_AS.get(codec, codec))  # librdkafka
+    assert_codec_or_plain(cluster, topic, codec)
 
     consumer = confluent_kafka.Consumer({
         "bootstrap.servers": cluster.bootstrap_servers, "group.id": "unused-with-assign",

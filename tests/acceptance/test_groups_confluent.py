@@ -53,8 +53,8 @@ def produce(bootstrap: str, start: int, count: int) -> None:
 
 def consume_until(consumers: list[Any], want: int) -> dict[int, list[bytes]]:
     """Poll every consumer in turn until ``want`` distinct messages arrived and each holds
-    a non-empty assignment; values by consumer index (a partition that moved before a
-    commit is read again by its new owner)."""
+    a non-empty assignment read to its end; values by consumer index (a partition that
+    moved before a commit is read again by its new owner)."""
     got: dict[int, list[bytes]] = {i: [] for i in range(len(consumers))}
     deadline = time.monotonic() + DEADLINE_S
     while time.monotonic() < deadline:
@@ -63,9 +63,24 @@ def consume_until(consumers: list[Any], want: int) -> dict[int, list[bytes]]:
             if message is not None and message.error() is None:
                 got[index].append(message.value())
         done = len({v for values in got.values() for v in values}) >= want
-        if done and all(c.assignment() for c in consumers):
+        if done and all(c.assignment() and read_to_the_end(c) for c in consumers):
             return got
     raise AssertionError(f"consumed {sum(map(len, got.values()))} of {want} in {DEADLINE_S} s")
+
+
+def read_to_the_end(member: Any) -> bool:
+    """Whether ``member`` has read every partition it owns to its end: a partition that
+    moved to it after the others read everything (KIP-848 hands partitions over one
+    heartbeat at a time) must be read, so that its offset is there to commit."""
+    for position in member.position(member.assignment()):
+        _, end = member.get_watermark_offsets(position, timeout=5)
+        offset = position.offset
+        if offset < 0:  # nothing read yet: where it would start
+            (start,) = member.committed([position], timeout=5)
+            offset = max(start.offset, 0)
+        if offset < end:
+            return False
+    return True
 
 
 def committed(member: Any) -> dict[int, int]:

@@ -23,6 +23,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.raft import rpc
+from pykraft.security.session import anonymous
 
 DIRECTORY = uuid.UUID(int=7)
 
@@ -56,7 +57,7 @@ def ask(dispatcher: BrokerDispatcher, body: Any, version: int) -> Any:
     api_key = int(body.__api_key__)
     wire = convert(body, request_type(api_key, version))
     frame = encode_request(RequestHeader(api_key, version, 9, "test"), wire)
-    answer = asyncio.run(dispatcher.handle(frame, "peer"))
+    answer = asyncio.run(dispatcher.handle(frame, anonymous("127.0.0.1:5000")))
     return decode_response(api_key, version, answer).body
 
 

@@ -24,6 +24,9 @@ from pykraft.protocol.codec import decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
+from pykraft.security.session import anonymous
+
+CLIENT = anonymous("127.0.0.1:5000")
 
 
 class NoImage:
@@ -70,7 +73,7 @@ def ask(dispatcher: BrokerDispatcher, body: Any, version: int) -> Any:
     api_key = int(body.__api_key__)
     frame = encode_request(RequestHeader(api_key, version, 9, "test"),
                            convert(body, request_type(api_key, version)))
-    return decode_response(api_key, version, asyncio.run(dispatcher.handle(frame, "peer"))).body
+    return decode_response(api_key, version, asyncio.run(dispatcher.handle(frame, CLIENT))).body
 
 
 def test_a_failing_find_coordinator_answers_in_the_callers_shape() -> None:
@@ -88,4 +91,4 @@ def test_an_old_leave_group_reaches_the_service_batched_and_comes_back_single() 
     assert answer.error_code == ErrorCode.unknown_member_id
     ((api_key, version, request, client_id, host),) = service.seen
     assert (api_key, version, [m.member_id for m in request.members], client_id, host) == (
-        ApiKey.LEAVE_GROUP, 1, ["m-1"], "test", "/peer")
+        ApiKey.LEAVE_GROUP, 1, ["m-1"], "test", "/127.0.0.1")

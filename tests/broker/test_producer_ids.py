@@ -30,6 +30,7 @@ from pykraft.protocol.codec import decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
+from pykraft.security.session import anonymous
 
 BLOCK = 1000
 VERSIONS = list(API_SPECS[ApiKey.INIT_PRODUCER_ID].versions)
@@ -271,7 +272,7 @@ def test_the_broker_listener_answers_init_producer_id_with_its_registration_epoc
     async def run() -> list[tuple[int, int]]:
         answers = []
         for _ in range(2):
-            wire = await dispatcher.handle(frame, "peer")
+            wire = await dispatcher.handle(frame, anonymous("127.0.0.1:5000"))
             body = decode_response(ApiKey.INIT_PRODUCER_ID, 4, wire).body
             answers.append((body.error_code, body.producer_id))
             await settle(dispatcher.producer_ids)

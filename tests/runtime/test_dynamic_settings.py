@@ -18,6 +18,7 @@ from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import NodeSettings, bootstrap_destination, load_settings
+from pykraft.security.session import anonymous
 from pykraft.storage.meta_properties import read_meta_properties
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -105,7 +106,7 @@ def test_controller_api_versions_name_kraft_version(tmp_path: Path) -> None:
             frame = encode_request(RequestHeader(ApiKey.API_VERSIONS, 4, 9, "t"),
                                    av_request.ApiVersionsRequest(
                                        client_software_name="t", client_software_version="1"))
-            answer = await Dispatcher(node).handle(frame, "test")
+            answer = await Dispatcher(node).handle(frame, anonymous("127.0.0.1:5000"))
         finally:
             node.disk_log.close()
         body: rpc.ApiVersionsResponse = decode_response(ApiKey.API_VERSIONS, 4, answer).body

@@ -21,6 +21,7 @@ from pykraft.runtime.extension import (
     checked_handlers,
     load_extension,
 )
+from pykraft.security.session import anonymous
 from pykraft.testing.append import (
     APPEND_API_KEY,
     APPEND_PROPERTIES,
@@ -29,6 +30,7 @@ from pykraft.testing.append import (
 )
 
 API_KEY = 5000
+CLIENT = anonymous("127.0.0.1:5000")
 
 
 def frame(api_key: int = API_KEY, body: bytes = b"body") -> bytes:
@@ -50,20 +52,20 @@ async def malformed(request: bytes) -> bytes:
 
 def test_an_extension_api_key_goes_to_its_handler() -> None:
     served = dispatcher(handlers={API_KEY: echo})
-    assert asyncio.run(served.handle(frame(), "peer")) == b"answer:body"
+    assert asyncio.run(served.handle(frame(), CLIENT)) == b"answer:body"
 
 
 def test_a_protocol_error_in_a_handler_closes_the_connection() -> None:
     served = dispatcher(handlers={API_KEY: malformed})
     with pytest.raises(CloseConnection, match=f"malformed request for api key {API_KEY}"):
-        asyncio.run(served.handle(frame(), "peer"))
+        asyncio.run(served.handle(frame(), CLIENT))
 
 
 def test_without_an_extension_its_api_key_closes_the_connection() -> None:
     with pytest.raises(CloseConnection):
-        asyncio.run(dispatcher().handle(frame(), "peer"))
+        asyncio.run(dispatcher().handle(frame(), CLIENT))
     with pytest.raises(CloseConnection):
-        asyncio.run(dispatcher().handle(encode_append_request(1, b"v"), "peer"))
+        asyncio.run(dispatcher().handle(encode_append_request(1, b"v"), CLIENT))
 
 
 @pytest.mark.parametrize("api_key", [int(ApiKey.FETCH), 0, 999, 2**15, -1])

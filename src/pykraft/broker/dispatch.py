@@ -54,6 +54,7 @@ from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.node import RaftNode
+from pykraft.security.session import Session
 
 FORWARDED = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
@@ -109,12 +110,12 @@ class BrokerDispatcher(Dispatcher):
         registration = self._metadata.image.cluster.brokers.get(self._settings.node_id)
         return -1 if registration is None else registration.epoch
 
-    async def _route(self, request: RequestFrame, peer: str) -> bytes:
+    async def _route(self, request: RequestFrame, session: Session) -> bytes:
         api_key = request.api_key
         if api_key in FORWARDED:
             return self._encode(request, await self._forward(request))
         if api_key in GROUP_APIS:
-            return await self._group_answer(request, peer)
+            return await self._group_answer(request, session)
         node_id = self._settings.node_id
         image = self._metadata.image
         if api_key == ApiKey.METADATA:
@@ -139,7 +140,7 @@ class BrokerDispatcher(Dispatcher):
             image, convert(request.body, DescribeConfigsRequest), node_id=node_id,
             static=self._settings.controller.properties).response)
 
-    async def _group_answer(self, request: RequestFrame, peer: str) -> bytes:
+    async def _group_answer(self, request: RequestFrame, session: Session) -> bytes:
         """FindCoordinator from the image, the rest from the group shards; each request
         in the latest shape and its answer back in the caller's version."""
         assert self._groups is not None
@@ -151,7 +152,7 @@ class BrokerDispatcher(Dispatcher):
         else:
             response = await service.handle(
                 api_key, version, latest, client_id=request.header.client_id or "",
-                client_host="/" + peer.rsplit(":", 1)[0])
+                client_host="/" + session.client_host)
         return self._encode(request, to_version(api_key, version, response, latest))
 
     def _failed(self, request: RequestFrame) -> bytes:

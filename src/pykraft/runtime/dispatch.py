@@ -54,6 +54,7 @@ from pykraft.runtime.extension import RequestHandler, checked_handlers
 from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_version
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
+from pykraft.security.session import Session
 
 log = logging.getLogger("pykraft.dispatch")
 
@@ -102,8 +103,9 @@ class Dispatcher:
         self._served = (SERVED_APIS if controller is None
                         else SERVED_APIS | frozenset(CONTROLLER_REQUESTS))
 
-    async def handle(self, frame: bytes, peer: str) -> bytes:
-        """The encoded response; raises :class:`CloseConnection` for what Kafka drops."""
+    async def handle(self, frame: bytes, session: Session) -> bytes:
+        """The encoded response to a request that came on ``session``'s connection; raises
+        :class:`CloseConnection` for what Kafka drops."""
         try:
             api_key, _, correlation_id = read_request_prefix(Reader(frame))
         except MalformedMessageError as exc:
@@ -128,12 +130,13 @@ class Dispatcher:
             return encode_response(correlation_id, api_key, request.api_version,
                                    self._api_versions(request.api_version))
         try:
-            return await self._route(request, peer)
+            return await self._route(request, session)
         except CloseConnection:
             raise
         except Exception:  # Kafka's handleError: answer in the API's response, stay open
             log.exception("request_failed", extra={"fields": {
-                "api_key": api_key, "api_version": request.api_version, "peer": peer}})
+                "api_key": api_key, "api_version": request.api_version,
+                "peer": session.client_address}})
             return self._failed(request)
 
     def _failed(self, request: RequestFrame) -> bytes:
@@ -145,7 +148,7 @@ class Dispatcher:
         except Exception as exc:  # nothing is left to answer with
             raise CloseConnection(f"cannot encode an error response: {exc}") from None
 
-    async def _route(self, request: RequestFrame, peer: str) -> bytes:
+    async def _route(self, request: RequestFrame, session: Session) -> bytes:
         """The encoded answer to a decoded request this listener serves."""
         api_key = request.api_key
         if api_key == ApiKey.DESCRIBE_CLUSTER:
@@ -158,7 +161,7 @@ class Dispatcher:
         latest: Any = convert(request.body, LATEST_REQUEST[api_key])
         if isinstance(latest, rpc.EndQuorumEpochRequest):
             part = rpc.end_quorum_partition(latest)
-            event(log, "end_quorum_epoch_received", source=peer,
+            event(log, "end_quorum_epoch_received", source=session.client_address,
                   leader=-1 if isinstance(part, ErrorCode) else part.leader_id)
         refusal = self._refuse_unknown_voter(latest)
         response = refusal if refusal is not None else await self._node.request(latest)

@@ -15,6 +15,7 @@ from pykraft.errors import ProtocolError
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.streams import FrameStream
+from pykraft.security.session import anonymous
 
 log = logging.getLogger("pykraft.server")
 
@@ -64,12 +65,13 @@ class ListenerServer:
 
     async def _serve(self, stream: FrameStream) -> None:
         peer = stream.peer
+        session = anonymous(peer)
         while True:
             try:
                 frame = await stream.read_frame()
                 if frame is None:
                     return
-                response = await self._dispatcher.handle(frame, peer)
+                response = await self._dispatcher.handle(frame, session)
                 if response:  # b"": a request answered with nothing (Produce acks=0)
                     await stream.write_frame(response)
             except CloseConnection as exc:

@@ -15,7 +15,9 @@ the reference. Against it:
   hold at that offset (it saw data that was later truncated away);
 * divergent replicas: a replica whose log differs from the committed log on their common
   offsets (a replica may lag, never disagree);
-* phantom: a committed value no producer sent.
+* phantom: a committed value no producer sent;
+* the consumer group's figures (missed, commits lost, reads uncommitted and the
+  informative counts), see :mod:`.group_checks`.
 
 Sends that failed or were never answered may or may not be in the log: Kafka promises
 nothing for them, so they count nowhere but in ``failed``. The longest produce gaps (no write
@@ -30,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from pykraft.chaos.group_checks import GroupFigures, check_group
 from pykraft.chaos.history import (
     UNKNOWN_OFFSET,
     Ack,
@@ -41,6 +44,8 @@ from pykraft.chaos.history import (
     ReplicaLog,
     RunInfo,
     Send,
+    value_at,
+    value_places,
 )
 
 #: A FaultEvent's phase when its target could not be resolved (no leader known, ...).
@@ -102,11 +107,12 @@ class Figures:
     faults_skipped: int = 0
     examples: list[str] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
+    group: GroupFigures = field(default_factory=GroupFigures)
 
     @property
     def anomalies(self) -> int:
         return (self.lost + self.duplicated + self.reordered + self.reads_past_hw
-                + self.divergent_replicas + self.phantom)
+                + self.divergent_replicas + self.phantom + self.group.anomalies)
 
     def note(self, text: str) -> None:
         if len(self.examples) < EXAMPLES:
@@ -122,7 +128,7 @@ class Figures:
                 "reads": self.reads, "longest_produce_gap_ms": self.longest_produce_gap_ms,
                 "faults": dict(sorted(self.faults.items())),
                 "faults_skipped": self.faults_skipped, "anomalies": self.anomalies,
-                "examples": list(self.examples),
+                "group": self.group.as_dict(), "examples": list(self.examples),
                 "longest_produce_gaps": [gap.as_dict() for gap in self.gaps]}
 
 
@@ -139,18 +145,20 @@ def check(events: Iterable[Event]) -> Figures:
     figures = Figures()
     origins = _origins(history)
     committed = {e.partition: e for e in history if isinstance(e, Committed)}
-    _check_acks(history, committed, figures)
+    acked = _acked(history)
+    _check_acks(history, committed, acked, figures)
     replicas = [e for e in history if isinstance(e, ReplicaLog)]
     _check_log(committed, origins, replicas, figures)
     _check_reads(history, committed, figures)
     _check_replicas(history, committed, figures)
+    figures.group = check_group(history, committed, acked, figures.note)
     figures.faults = dict(Counter(e.kind for e in history
                                   if isinstance(e, FaultEvent) and e.phase == "start"))
     figures.faults_skipped = sum(1 for e in history
                                  if isinstance(e, FaultEvent) and e.phase == SKIPPED)
-    acked = sorted(e.t for e in history if isinstance(e, Ack) and e.error is None)
-    figures.longest_produce_gap_ms = max((b - a for a, b in pairwise(acked)), default=0)
-    windows = sorted(pairwise(acked), key=lambda w: w[0] - w[1])[:GAPS]
+    times = sorted(e.t for e in history if isinstance(e, Ack) and e.error is None)
+    figures.longest_produce_gap_ms = max((b - a for a, b in pairwise(times)), default=0)
+    windows = sorted(pairwise(times), key=lambda w: w[0] - w[1])[:GAPS]
     figures.gaps = [_gap(history, start, end) for start, end in windows if end > start]
     return figures
 
@@ -165,28 +173,21 @@ def _origins(history: Sequence[Event]) -> dict[str, _Origin]:
     return origins
 
 
-def _at(log: Committed | ReplicaLog | None, offset: int) -> str | None:
-    if log is None or not log.start <= offset < log.start + len(log.values):
-        return None
-    return log.values[offset - log.start]
+def _acked(history: Sequence[Event]) -> dict[str, Ack]:
+    """Each acknowledged value's first acknowledgement."""
+    acked: dict[str, Ack] = {}
+    for event in history:
+        if isinstance(event, Ack) and event.error is None:
+            acked.setdefault(event.value, event)
+    return acked
 
 
 def _check_acks(history: Sequence[Event], committed: dict[int, Committed],
-                figures: Figures) -> None:
-    acked: dict[str, Ack] = {}
-    failed: set[str] = set()
-    for event in history:
-        if isinstance(event, Ack):
-            if event.error is None:
-                acked.setdefault(event.value, event)
-            else:
-                failed.add(event.value)
+                acked: dict[str, Ack], figures: Figures) -> None:
+    failed = {e.value for e in history if isinstance(e, Ack) and e.error is not None}
     figures.acknowledged = len(acked)
     figures.failed = len(failed - acked.keys())
-    offsets: dict[tuple[int, str | None], list[int]] = {}
-    for partition, log in committed.items():
-        for index, value in enumerate(log.values):
-            offsets.setdefault((partition, value), []).append(log.start + index)
+    offsets = value_places(committed)
     for value, ack in acked.items():
         where = offsets.get((ack.partition, value), [])
         if ack.offset in where or (ack.offset == UNKNOWN_OFFSET and where):
@@ -255,7 +256,8 @@ def _check_reads(history: Sequence[Event], committed: dict[int, Committed],
             continue
         figures.reads += 1
         key = (event.partition, event.offset, event.value)
-        if _at(committed.get(event.partition), event.offset) == event.value or key in flagged:
+        if (value_at(committed.get(event.partition), event.offset) == event.value
+                or key in flagged):
             continue
         flagged.add(key)
         figures.reads_past_hw += 1
@@ -274,12 +276,13 @@ def _check_replicas(history: Sequence[Event], committed: dict[int, Committed],
             continue
         first = max(event.start, log.start)
         last = min(event.start + len(event.values), log.start + len(log.values))
-        differs = next((o for o in range(first, last) if _at(event, o) != _at(log, o)), None)
+        differs = next((o for o in range(first, last)
+                        if value_at(event, o) != value_at(log, o)), None)
         if differs is not None:
             figures.divergent_replicas += 1
             figures.note(f"divergent replica: broker {event.replica} holds "
-                         f"{_at(event, differs)} at {event.partition}@{differs}, the "
-                         f"committed log {_at(log, differs)}")
+                         f"{value_at(event, differs)} at {event.partition}@{differs}, the "
+                         f"committed log {value_at(log, differs)}")
 
 
 def _gap(history: Sequence[Event], start: int, end: int) -> Gap:

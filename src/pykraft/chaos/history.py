@@ -2,9 +2,11 @@
 
 A history is what the clients and the final inspection saw, in the order it was recorded:
 each producer's sends and their acknowledgements (partition and offset, or an error), each
-consumer's reads, the faults as they began and ended, the leaders, ISRs and active
-controller sampled as the run went, and at the end the committed log of
-every partition (read through the cluster) and every replica's log (read from its disk).
+consumer's reads, the consumer group's reads, offset commits, rebalances and committed
+offsets (sampled, and once more after the group drained), the faults as they began and
+ended, the leaders, ISRs and active controller sampled as the run went, and at the end the
+committed log of every partition (read through the cluster) and every replica's log (read
+from its disk).
 Values are the producers' unique ids (``<producer>-<sequence>``), so the checker needs no
 knowledge of the workload. Pure: :func:`encode` and :func:`decode` map events to lines and
 back; the runner owns the file.
@@ -123,11 +125,74 @@ class ReplicaLog:
         return self.sessions[index] if 0 <= index < len(self.sessions) else None
 
 
-Event = RunInfo | Send | Ack | Read | FaultEvent | Observed | Committed | ReplicaLog
+@dataclass(frozen=True, slots=True)
+class GroupRead:
+    """A record a member of the consumer group read (``member``: its name and generation)."""
+
+    t: int
+    member: str
+    partition: int
+    offset: int
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommit:
+    """The outcome of a member's offset commit for one partition: ``offset`` (the next to
+    read) acknowledged when ``error`` is None. ``t`` is when the answer (or the error)
+    came, so a fetch begun after it must see the offset or a later one."""
+
+    t: int
+    member: str
+    partition: int
+    offset: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rebalance:
+    """A member's partitions assigned, revoked or lost (``kind``), as its client said."""
+
+    t: int
+    member: str
+    kind: str
+    partitions: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOffsets:
+    """The group's committed offsets as an OffsetFetch begun at ``t`` answered (-1: none
+    for that partition); ``final`` for the one taken after the group drained."""
+
+    t: int
+    offsets: list[int]
+    final: bool = False
+
+
+def value_at(log: Committed | ReplicaLog | None, offset: int) -> str | None:
+    """The value ``log`` holds at ``offset`` (None: a gap, or outside the log)."""
+    if log is None or not log.start <= offset < log.start + len(log.values):
+        return None
+    return log.values[offset - log.start]
+
+
+def value_places(committed: dict[int, Committed]) -> dict[tuple[int, str | None], list[int]]:
+    """(partition, value) -> the offsets where the committed log holds it."""
+    places: dict[tuple[int, str | None], list[int]] = {}
+    for partition, log in committed.items():
+        for index, value in enumerate(log.values):
+            places.setdefault((partition, value), []).append(log.start + index)
+    return places
+
+
+Event = (RunInfo | Send | Ack | Read | FaultEvent | Observed | Committed | ReplicaLog
+         | GroupRead | OffsetCommit | Rebalance | GroupOffsets)
 
 _TYPES: dict[str, type[Any]] = {
     "run": RunInfo, "send": Send, "ack": Ack, "read": Read, "fault": FaultEvent,
     "observed": Observed, "committed": Committed, "replica": ReplicaLog,
+    "group-read": GroupRead, "offset-commit": OffsetCommit, "rebalance": Rebalance,
+    "group-offsets": GroupOffsets,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 

@@ -6,7 +6,8 @@ bounded schedule's faults each wait for the cluster to be whole again; a replay 
 carries out a recorded history's faults at their recorded times (:mod:`.replay`). After
 the last fault every fault is healed, the cluster is given a bounded time to be whole again
 (every node listening, every partition led), the producers stop and flush, a last read takes
-each partition's committed log, the nodes stop cleanly and each replica's log is read from
+each partition's committed log, the consumer group is given a bounded time to commit up to
+its end (its drain), the nodes stop cleanly and each replica's log is read from
 disk. The checker then judges the history file, exactly as ``pykraft chaos check`` would.
 """
 
@@ -22,7 +23,16 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from pykraft.chaos.checker import Figures, check
-from pykraft.chaos.history import RunInfo
+from pykraft.chaos.group_workload import (
+    CLASSIC,
+    GroupMember,
+    GroupObserving,
+    GroupView,
+    Membership,
+    drain,
+    group_id,
+)
+from pykraft.chaos.history import Committed, RunInfo
 from pykraft.chaos.injector import Injector
 from pykraft.chaos.nodes import ChaosCluster
 from pykraft.chaos.observer import ClusterView, Observing
@@ -48,7 +58,12 @@ CLUSTER_PROPERTIES = {
     "broker.session.timeout.ms": "3000",
     "pykraft.shutdown.timeout.ms": "3000",
     "replica.lag.time.max.ms": "5000",
+    # a group forms at once (no 3 s wait for more members) on a small offsets topic
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "5",
 }
+#: After the faults, the bound on the consumer group's drain to every partition's end.
+DRAIN_TIMEOUT_S = 60.0
 
 
 class ChaosError(PyKraftError):
@@ -67,6 +82,8 @@ class RunOptions:
     min_insync_replicas: int = 2
     producers: int = 2
     consumers: int = 1
+    group_consumers: int = 3
+    group_protocol: str = CLASSIC
     rate_per_s: float = 100.0
     short: bool = False
     safe: bool = False
@@ -90,6 +107,8 @@ def schedule_for(options: RunOptions, topology: Topology) -> list[Fault]:
 #: The settings a replay takes from the recorded run: its cluster, topic and workload.
 REPLAYED = ("seed", "brokers", "controllers", "partitions", "replication_factor",
             "min_insync_replicas", "producers", "consumers", "rate_per_s")
+#: Settings a run records since the group joined the workload (an older run keeps ours).
+REPLAYED_IF_RECORDED = ("group_consumers", "group_protocol")
 
 
 def replaying(options: RunOptions, history: Path) -> tuple[RunOptions, list[Step]]:
@@ -101,7 +120,8 @@ def replaying(options: RunOptions, history: Path) -> tuple[RunOptions, list[Step
         raise ChaosError(f"cannot read {history}: {exc}") from None
     try:
         recorded = {name: type(getattr(options, name))(info.settings[name])
-                    for name in REPLAYED}
+                    for name in REPLAYED + REPLAYED_IF_RECORDED
+                    if name in REPLAYED or name in info.settings}
     except (KeyError, ValueError) as exc:
         raise ChaosError(f"{history} does not record its run's settings ({exc})") from None
     return replace(options, **recorded), steps[:options.faults]
@@ -152,7 +172,8 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
             Observing(ClusterView(cluster.bootstrap_servers, cluster.bootstrap_controllers,
                                   TOPIC), options.partitions,
                       lambda: nodes.not_listening() + injector.paused(), recorder,
-                      stop_reading)]
+                      stop_reading),
+            *_group(options, target, recorder, stop_reading)]
         origin = recorder.now()
         for worker in (*workers, *readers):
             worker.start()
@@ -173,10 +194,13 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
             worker.join()
         progress("reading the committed logs")
         try:
-            for committed in read_committed(target, COMMITTED_READ_TIMEOUT_S):
-                recorder.write(committed)
+            logs = read_committed(target, COMMITTED_READ_TIMEOUT_S)
         except TimeoutError as exc:
             raise ChaosError(f"cannot read the committed logs back: {exc}") from None
+        for committed in logs:
+            recorder.write(committed)
+        if options.group_consumers:
+            _drain(options, target, recorder, logs, progress)
         stop_reading.set()
         for reader in readers:
             reader.join()
@@ -194,6 +218,30 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
         nodes.close()
         recorder.close()
     return RunResult(recorder.path, schedule, check(read_history(recorder.path)))
+
+
+def _group(options: RunOptions, target: Target, recorder: Recorder,
+           stop: threading.Event) -> list[threading.Thread]:
+    """The group's members and the observer of its committed offsets (none without members)."""
+    if not options.group_consumers:
+        return []
+    membership = Membership(target, group_id(options.seed), options.group_protocol, recorder,
+                            stop)
+    view = GroupView(target.bootstrap, target.topic, target.partitions, membership.group)
+    return [*(GroupMember(f"g{i}", membership) for i in range(options.group_consumers)),
+            GroupObserving(view, recorder, stop)]
+
+
+def _drain(options: RunOptions, target: Target, recorder: Recorder, logs: list[Committed],
+           progress: Callable[[str], None]) -> None:
+    """Let the group commit up to every partition's committed end, bounded; the checker
+    judges the offsets it reached either way."""
+    ends = {log.partition: (log.start, log.start + len(log.values)) for log in logs}
+    progress("waiting for the group to commit every partition's end")
+    view = GroupView(target.bootstrap, target.topic, target.partitions,
+                     group_id(options.seed))
+    if not drain(view, ends, recorder, DRAIN_TIMEOUT_S):
+        progress(f"the group did not reach every partition's end in {DRAIN_TIMEOUT_S:.0f} s")
 
 
 def _inject(schedule: list[Fault], injector: Injector, whole: Callable[[], bool],

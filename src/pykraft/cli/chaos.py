@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pykraft.chaos.checker import Figures, check
+from pykraft.chaos.group_workload import CLASSIC, CONSUMER
 from pykraft.chaos.run import HISTORY_FILE, RunOptions, run
 from pykraft.chaos.schedule import BOUNDED, STRESS
 from pykraft.cli.errors import fail
@@ -21,6 +22,13 @@ from pykraft.errors import PyKraftError
 
 #: A replay's fault count when --faults is not given: every recorded fault.
 MAX_FAULTS = 1 << 31
+
+
+class GroupProtocol(StrEnum):
+    """The consumer group's protocol: classic (JoinGroup/SyncGroup) or KIP-848's."""
+
+    classic = CLASSIC
+    consumer = CONSUMER
 
 
 class Mix(StrEnum):
@@ -40,6 +48,17 @@ _ROWS = (("messages acknowledged", "acknowledged"), ("sends failed", "failed"),
          ("reads past the high watermark", "reads_past_hw"),
          ("divergent replicas", "divergent_replicas"), ("phantom values", "phantom"),
          ("records read by consumers", "reads"))
+_GROUP_ROWS = (("group: acknowledged messages consumed", "consumed"),
+               ("group: records read", "reads"),
+               ("group: read more than once (at-least-once, allowed)", "duplicates"),
+               ("group: missed (below its committed offset, unread)", "missed"),
+               ("group: committed offsets lost", "commits_lost"),
+               ("group: reads of uncommitted values", "reads_uncommitted"),
+               ("group: commits acknowledged", "commits_acked"),
+               ("group: commits failed", "commits_failed"),
+               ("group: commits of an older offset (allowed)", "commits_regressed"),
+               ("group: partition assignments", "rebalances"),
+               ("group: left unconsumed after the drain", "lag"))
 
 
 def _report(figures: Figures, *, as_json: bool, title: str) -> None:
@@ -52,6 +71,9 @@ def _report(figures: Figures, *, as_json: bool, title: str) -> None:
         table.add_column("value", justify="right")
         for label, name in _ROWS:
             table.add_row(label, str(getattr(figures, name)))
+        if figures.group.final_offsets is not None:
+            for label, name in _GROUP_ROWS:
+                table.add_row(label, str(getattr(figures.group, name)))
         table.add_row("longest produce gap", f"{figures.longest_produce_gap_ms} ms")
         for kind, count in sorted(figures.faults.items()):
             table.add_row(f"faults: {kind}", str(count))
@@ -89,6 +111,10 @@ def run_command(
     = 2,
     producers: Annotated[int, typer.Option(min=1, help="Idempotent producers.")] = 2,
     consumers: Annotated[int, typer.Option(min=0, help="Consumers (assigned, no group).")] = 1,
+    group_consumers: Annotated[int, typer.Option(
+        min=0, help="Members of one consumer group (0: no group).")] = 3,
+    group_protocol: Annotated[GroupProtocol, typer.Option(
+        help="The group's protocol: classic, or KIP-848's consumer.")] = GroupProtocol.classic,
     rate: Annotated[float, typer.Option(min=1, help="Messages per second per producer.")]
     = 100.0,
     short: Annotated[bool, typer.Option("--short", help="Short waits and faults (0.2-0.8 s "
@@ -106,18 +132,20 @@ def run_command(
              "(those options are taken from it).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
-    """Start a cluster, write to and read from an RF=3 topic under a seeded schedule of
-    faults (kill -9, SIGSTOP, restarts, network cuts between two nodes, the active
-    controller killed), then check the history; exit code 1 on any anomaly. SIGTERM ends
-    the faults early: the run then heals, reads back and checks what it did."""
+    """Start a cluster, write to and read from an RF=3 topic (assigned consumers and a
+    consumer group) under a seeded schedule of faults (kill -9, SIGSTOP, restarts, network
+    cuts between two nodes, the active controller killed), let the group drain, then check
+    the history; exit code 1 on any anomaly. SIGTERM ends the faults early: the run then
+    heals, reads back and checks what it did."""
     if faults is None:
         faults = 10 if replay is None else MAX_FAULTS
     options = RunOptions(directory=directory, seed=seed, faults=faults, brokers=brokers,
                          controllers=controllers, partitions=partitions,
                          replication_factor=replication_factor,
                          min_insync_replicas=min_insync_replicas, producers=producers,
-                         consumers=consumers, rate_per_s=rate, short=short, safe=safe,
-                         mix=mix.value, replay=replay)
+                         consumers=consumers, group_consumers=group_consumers,
+                         group_protocol=group_protocol.value, rate_per_s=rate, short=short,
+                         safe=safe, mix=mix.value, replay=replay)
     enough = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: enough.set())
     try:

@@ -1,20 +1,32 @@
 """``pykraft chaos`` on real processes. The short run (in every test run) injects only
 faults that cannot lose acknowledged writes on any correct broker (idle brokers paused,
-killed, restarted, cut off) and must find no anomaly; its history, with one acknowledged
-write removed from the committed log, must be flagged. A replay of a recorded history
-carries out its faults on the nodes they hit, in order, held as long. The full run (RF=3,
-leaders and the active controller killed) needs PYKRAFT_CHAOS_FULL=1."""
+killed, restarted, cut off), with a consumer group of two members, and must find no anomaly;
+its history, with one acknowledged write removed from the committed log, one group read
+removed or a lower committed offset fetched at the end, must be flagged. A replay of a
+recorded history carries out its faults on the nodes they hit, in order, held as long. The
+full run (RF=3, leaders and the active controller killed) needs PYKRAFT_CHAOS_FULL=1."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from pykraft.chaos.history import Committed, Event, FaultEvent, RunInfo, Send, encode
+from pykraft.chaos.checker import check
+from pykraft.chaos.history import (
+    Committed,
+    Event,
+    FaultEvent,
+    GroupOffsets,
+    GroupRead,
+    RunInfo,
+    Send,
+    encode,
+)
 from pykraft.chaos.recorder import read_history
 from pykraft.cli.main import app
 
@@ -27,15 +39,26 @@ def chaos(*args: str) -> tuple[int, dict[str, object]]:
         pytest.fail(f"no JSON figures (exit {result.exit_code}): {result.output}")
 
 
+def checked(tmp_path: Path, events: list[Event]) -> tuple[int, dict[str, object]]:
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("".join(encode(e) + "\n" for e in events))
+    return chaos("check", str(damaged))
+
+
 def test_short_safe_run_finds_no_anomaly_and_the_checker_flags_a_lost_write(
         tmp_path: Path) -> None:
     code, figures = chaos("run", "--dir", str(tmp_path / "run"), "--seed", "4", "--faults", "4",
                           "--controllers", "1", "--brokers", "3", "--partitions", "1",
-                          "--short", "--safe")
+                          "--short", "--safe", "--group-consumers", "2")
     assert code == 0, figures["examples"]
     assert figures["anomalies"] == 0
     assert isinstance(figures["acknowledged"], int) and figures["acknowledged"] > 0
     assert isinstance(figures["reads"], int) and figures["reads"] > 0
+    group = figures["group"]
+    assert isinstance(group, dict)
+    assert group["consumed"] == figures["acknowledged"]  # every one, the drain reached the end
+    assert group["lag"] == 0 and isinstance(group["commits_acked"], int)
+    assert group["commits_acked"] > 0
     history = read_history(tmp_path / "run" / "history.jsonl")
     faults = [e for e in history if isinstance(e, FaultEvent)]
     # seed 4 draws one fault of each kind a safe run has; an idle broker is always there
@@ -45,18 +68,28 @@ def test_short_safe_run_finds_no_anomaly_and_the_checker_flags_a_lost_write(
     assert chaos("check", str(tmp_path / "run" / "history.jsonl"))[0] == 0
     cut = [Committed(e.partition, e.start, e.values[:-1]) if isinstance(e, Committed) else e
            for e in history]
-    damaged = tmp_path / "damaged.jsonl"
-    damaged.write_text("".join(encode(e) + "\n" for e in cut))
-    code, figures = chaos("check", str(damaged))
+    code, figures = checked(tmp_path, cut)
     assert code == 1
     assert figures["lost"] == 1
+
+    reads = Counter((e.partition, e.offset) for e in history if isinstance(e, GroupRead))
+    unread = next(e for e in history
+                  if isinstance(e, GroupRead) and reads[e.partition, e.offset] == 1)
+    code, figures = checked(tmp_path, [e for e in history if e != unread])
+    assert code == 1 and figures["anomalies"] == 1
+    assert figures["group"] == {**group, "missed": 1, "reads": group["reads"] - 1,
+                                "consumed": group["consumed"] - 1}
+    code, figures = checked(tmp_path, [*history, GroupOffsets(1 << 30, [0])])
+    assert code == 1 and figures["anomalies"] == 1
+    assert figures["group"] == {**group, "commits_lost": 1}
 
 
 #: A short run's faults as a history records them; the leader was node:1002 then.
 RECORDED: list[Event] = [
     RunInfo(5, [], {"seed": "5", "brokers": "3", "controllers": "1", "partitions": "1",
                     "replication_factor": "3", "min_insync_replicas": "2", "producers": "1",
-                    "consumers": "1", "rate_per_s": "100.0"}),
+                    "consumers": "1", "rate_per_s": "100.0", "group_consumers": "0",
+                    "group_protocol": "classic"}),
     Send(2000, "p0.0", "p0.0-0000000", 0),
     FaultEvent(2400, "kill", "node:1001", "start"), FaultEvent(3100, "kill", "node:1001", "end"),
     FaultEvent(3500, "pause", "leader:0", "skipped"),
@@ -76,6 +109,7 @@ def test_a_replay_carries_out_the_recorded_faults_on_their_nodes(tmp_path: Path)
     assert code == 0, figures["examples"]
     assert figures["anomalies"] == 0
     assert isinstance(figures["acknowledged"], int) and figures["acknowledged"] > 0
+    assert figures["group"] == check([]).group.as_dict()  # no group, as recorded
     replayed = [e for e in read_history(tmp_path / "replay" / "history.jsonl")
                 if isinstance(e, FaultEvent)]
     assert [(e.kind, e.target, e.phase) for e in replayed] == [

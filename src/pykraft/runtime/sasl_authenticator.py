@@ -1,0 +1,348 @@
+"""A SASL listener's connection-level authentication, as Kafka's SaslServerAuthenticator runs it.
+
+A connection on a SASL_PLAINTEXT or SASL_SSL listener starts unauthenticated. It may ask
+ApiVersions once, then SaslHandshake (17) picks an enabled mechanism: with v1 the tokens
+travel in SaslAuthenticate (36) requests, with v0 as bare size-prefixed frames (the legacy
+form). Anything else before authentication completes closes the connection; a failed
+exchange is answered with SASL_AUTHENTICATION_FAILED, then the connection is closed. Once
+authenticated, requests reach the dispatcher with the session of ``User:<authorization id>``.
+
+With ``connections.max.reauth.ms`` (KIP-368) the session has a lifetime, told to v1+ clients
+in SaslAuthenticate's session_lifetime_ms: a SaslHandshake on the authenticated connection
+starts a re-authentication (same mechanism and principal, at most once a second), and the
+first other request after expiry closes the connection. Every (re-)authentication asks the
+listener's factory for a fresh mechanism server, so a credential removed from the metadata
+image is refused the next time.
+
+:class:`SaslAuthenticator` is the state machine (frames in, steps out, time passed in);
+:class:`SaslGate` writes its replies on the stream and logs refusals as Kafka does
+(``Failed authentication with /127.0.0.1 (...)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.sasl_authenticate.v2 import response as sasl_auth
+from kio.schema.sasl_handshake.v1 import response as sasl_handshake
+from kio.static.primitive import i64Timedelta
+
+from pykraft.errors import ConfigError, ProtocolError
+from pykraft.protocol.apis import ApiKey, api_spec
+from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
+from pykraft.protocol.convert import convert
+from pykraft.protocol.cursor import Reader
+from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.header import read_request_prefix
+from pykraft.runtime.error_answer import error_answer
+from pykraft.runtime.sasl_client import monotonic_ms
+from pykraft.runtime.streams import FrameStream
+from pykraft.security.jaas import listener_jaas, listener_value
+from pykraft.security.plain import PLAIN, plain_server_factory
+from pykraft.security.sasl import SaslAuthenticationError, SaslServer, SaslServerFactories
+from pykraft.security.session import KafkaPrincipal, Session
+
+log = logging.getLogger("pykraft.server")
+
+#: The APIs an authenticated connection may still send; the dispatcher refuses them with
+#: ILLEGAL_SASL_STATE (Kafka's KafkaApis answers them so).
+SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
+_MIN_REAUTH_INTERVAL_MS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SaslListener:
+    """What one SASL listener accepts: its enabled mechanisms in order, a factory of fresh
+    servers for each, and ``connections.max.reauth.ms`` per mechanism (0: no lifetime)."""
+
+    mechanisms: tuple[str, ...]
+    factories: SaslServerFactories
+    reauth_ms: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+
+def sasl_listener(props: Mapping[str, str], listener: str,
+                  scram: SaslServerFactories) -> SaslListener:
+    """A SASL listener from Kafka's keys: ``sasl.enabled.mechanisms`` (GSSAPI by default,
+    which pykraft lacks), PLAIN's users from the listener's PlainLoginModule, ``scram``'s
+    factories (over the metadata image's credentials) for SCRAM-SHA-256/512, and
+    ``connections.max.reauth.ms``, each with its ``listener.name.<listener>.`` override."""
+    text = listener_value(props, listener, "sasl.enabled.mechanisms") or "GSSAPI"
+    mechanisms = tuple(m.strip() for m in text.split(",") if m.strip())
+    factories: dict[str, Callable[[], SaslServer]] = {}
+    reauth_ms: dict[str, int] = {}
+    for mechanism in mechanisms:
+        if mechanism == PLAIN:
+            module = listener_jaas(props, listener, mechanism)
+            if module is None:
+                raise ConfigError(f"no JAAS configuration for PLAIN on listener {listener}: "
+                                  f"set listener.name.{listener.lower()}.plain.sasl.jaas.config")
+            factories[mechanism] = plain_server_factory(module.options)
+        elif mechanism in scram:
+            factories[mechanism] = scram[mechanism]
+        else:
+            raise ConfigError(f"sasl.enabled.mechanisms of listener {listener} names "
+                              f"{mechanism}, which pykraft does not support (PLAIN, "
+                              "SCRAM-SHA-256, SCRAM-SHA-512)")
+        value = listener_value(props, listener, "connections.max.reauth.ms", mechanism) or "0"
+        try:
+            reauth_ms[mechanism] = int(value)
+        except ValueError:
+            raise ConfigError(f"invalid value {value!r} for connections.max.reauth.ms: "
+                              "expected milliseconds") from None
+    if not mechanisms:
+        raise ConfigError(f"sasl.enabled.mechanisms of listener {listener} is empty")
+    return SaslListener(mechanisms, factories, reauth_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What to do with one frame: send ``reply`` (if any), then hand the frame to the
+    dispatcher (``forward``) or close the connection (``close``: the reason)."""
+
+    reply: bytes | None = None
+    forward: bool = False
+    close: str | None = None
+    #: The close is an authentication failure (logged as Kafka's "Failed authentication").
+    failed: bool = False
+
+
+class _State(enum.Enum):
+    HANDSHAKE_OR_VERSIONS = enum.auto()
+    HANDSHAKE = enum.auto()
+    AUTHENTICATE = enum.auto()  # tokens in SaslAuthenticate requests (handshake v1)
+    RAW_TOKENS = enum.auto()  # bare tokens (handshake v0)
+    COMPLETE = enum.auto()
+    REAUTH_BAD_MECHANISM = enum.auto()
+    CLOSED = enum.auto()
+
+
+def _fail(reason: str, reply: bytes | None = None) -> Step:
+    return Step(reply=reply, close=reason, failed=True)
+
+
+class SaslAuthenticator:
+    """One connection's authentication state; ``base`` is its unauthenticated session."""
+
+    def __init__(self, listener: SaslListener, base: Session) -> None:
+        self._listener = listener
+        self._session = base
+        self._state = _State.HANDSHAKE_OR_VERSIONS
+        self._server: SaslServer | None = None
+        self._mechanism: str | None = None
+        self._principal: KafkaPrincipal | None = None  # set once authenticated
+        self._expires_at_ms: int | None = None
+        self._reauth_started_ms: int | None = None
+        self._reauth_from: str | None = None
+
+    @property
+    def session(self) -> Session:
+        """The session requests are served with (anonymous until authenticated)."""
+        return self._session
+
+    @property
+    def authenticated(self) -> bool:
+        return self._principal is not None
+
+    def receive(self, frame: bytes, now_ms: int) -> Step:
+        """The step for the connection's next frame; never raises for what a client sends."""
+        try:
+            step = self._receive(frame, now_ms)
+        except (ProtocolError, ValueError, TypeError) as exc:
+            step = _fail(f"malformed request during {self._doing}: {exc}")
+        if step.close is not None:
+            self._state = _State.CLOSED
+        return step
+
+    @property
+    def _doing(self) -> str:
+        return "re-authentication" if self._reauth_from is not None else "authentication"
+
+    def _receive(self, frame: bytes, now_ms: int) -> Step:
+        state = self._state
+        if state is _State.RAW_TOKENS:
+            return self._raw_token(frame, now_ms)
+        if state is _State.REAUTH_BAD_MECHANISM:
+            assert self._reauth_from is not None
+            return _fail(f"SASL mechanism '{self._mechanism}' requested by client is not "
+                         f"supported for re-authentication of mechanism '{self._reauth_from}'")
+        if state is _State.CLOSED:
+            return Step(close="the connection is closing")
+        api_key, api_version, _ = read_request_prefix(Reader(frame))
+        if state is _State.COMPLETE:
+            return self._authenticated(frame, api_key, now_ms)
+        if state is _State.AUTHENTICATE:
+            return self._authenticate(decode_request(frame), now_ms)
+        if api_key == ApiKey.API_VERSIONS:
+            if state is not _State.HANDSHAKE_OR_VERSIONS:
+                return Step(close="Unexpected ApiVersions request received during SASL "
+                                  f"authentication state {state.name}_REQUEST")
+            spec = api_spec(api_key)
+            if spec is not None and spec.supports(api_version):
+                self._state = _State.HANDSHAKE  # an unsupported version may be retried
+            return Step(forward=True)
+        if api_key != ApiKey.SASL_HANDSHAKE:
+            return _fail(f"Unexpected Kafka request of type {_name(api_key)} during SASL "
+                         "handshake.")
+        return self._handshake(decode_request(frame))
+
+    def _handshake(self, request: RequestFrame) -> Step:
+        mechanism = request.body.mechanism
+        enabled = self._listener.mechanisms
+        ok = mechanism in enabled and mechanism in self._listener.factories
+        body = sasl_handshake.SaslHandshakeResponse(
+            error_code=ErrorCode.none if ok else ErrorCode.unsupported_sasl_mechanism,
+            mechanisms=enabled)
+        reply = _encode(request, body)
+        if not ok:
+            return _fail(f"Unsupported SASL mechanism {mechanism}", reply)
+        self._mechanism = mechanism
+        if self._reauth_from is not None and mechanism != self._reauth_from:
+            self._state = _State.REAUTH_BAD_MECHANISM
+            return Step(reply=reply)
+        self._server = self._listener.factories[mechanism]()
+        self._state = _State.AUTHENTICATE if request.api_version >= 1 else _State.RAW_TOKENS
+        return Step(reply=reply)
+
+    def _authenticate(self, request: RequestFrame, now_ms: int) -> Step:
+        if request.api_key != ApiKey.SASL_AUTHENTICATE:
+            message = (f"Unexpected Kafka request of type {_name(request.api_key)} during SASL "
+                       "authentication.")
+            return _fail(message, _refusal(request, message))
+        try:
+            challenge, lifetime_ms = self._evaluate(request.body.auth_bytes, now_ms)
+        except SaslAuthenticationError as exc:
+            body = _authenticate_response(ErrorCode.sasl_authentication_failed, str(exc))
+            return _fail(str(exc), _encode(request, body))
+        return Step(reply=_encode(request, _authenticate_response(
+            ErrorCode.none, None, challenge, lifetime_ms)))
+
+    def _raw_token(self, token: bytes, now_ms: int) -> Step:
+        try:
+            challenge, _ = self._evaluate(token, now_ms)
+        except SaslAuthenticationError as exc:
+            return _fail(str(exc))  # the legacy form has no way to say why
+        return Step(reply=challenge)
+
+    def _evaluate(self, token: bytes, now_ms: int) -> tuple[bytes, int]:
+        """The server's challenge and, once complete, the session lifetime (0: none).
+        Kafka's rule for messages: a mechanism's own authentication error is passed on,
+        anything else becomes a generic message that reveals nothing about the user."""
+        server = self._server
+        assert server is not None and self._mechanism is not None
+        try:
+            challenge = server.evaluate(token)
+            if not server.complete:
+                return challenge, 0
+            principal = KafkaPrincipal("User", server.authorization_id)
+        except SaslAuthenticationError:
+            raise
+        except Exception:
+            raise SaslAuthenticationError(
+                f"Authentication failed during {self._doing} due to invalid credentials with "
+                f"SASL mechanism {self._mechanism}") from None
+        if self._principal is not None and principal != self._principal:
+            previous = self._principal
+            raise SaslAuthenticationError(
+                "Cannot change principals during re-authentication from "
+                f"{previous.principal_type}.{previous.name}: "
+                f"{principal.principal_type}.{principal.name}")
+        lifetime_ms = max(0, self._listener.reauth_ms.get(self._mechanism, 0))
+        self._expires_at_ms = now_ms + lifetime_ms if lifetime_ms > 0 else None
+        self._principal = principal
+        self._session = dataclasses.replace(self._session, principal=principal)
+        self._state = _State.COMPLETE
+        self._reauth_from = None
+        return challenge, lifetime_ms
+
+    def _authenticated(self, frame: bytes, api_key: int, now_ms: int) -> Step:
+        """An authenticated connection's request: a re-authentication's handshake, a close
+        after expiry, or the dispatcher's."""
+        if api_key == ApiKey.SASL_HANDSHAKE and self._expires_at_ms is not None and (
+                self._reauth_started_ms is None
+                or now_ms - self._reauth_started_ms >= _MIN_REAUTH_INTERVAL_MS):
+            self._reauth_started_ms = now_ms
+            self._reauth_from = self._mechanism
+            return self._handshake(decode_request(frame))
+        if self._expires_at_ms is not None and now_ms > self._expires_at_ms:
+            return Step(close=f"session of {self._principal} expired "
+                              "(connections.max.reauth.ms) without re-authentication")
+        return Step(forward=True)
+
+
+def _name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return str(api_key)
+
+
+def _encode(request: RequestFrame, latest: Any) -> bytes:
+    body = convert(latest, response_type(request.api_key, request.api_version))
+    return encode_response(request.header.correlation_id, request.api_key, request.api_version,
+                           body)
+
+
+def _refusal(request: RequestFrame, message: str) -> bytes | None:
+    """Kafka's ILLEGAL_SASL_STATE answer to a request sent mid-authentication, when the
+    request's API has an error answer to give."""
+    try:
+        return _encode(request, error_answer(request.api_key, request.body,
+                                             ErrorCode.illegal_sasl_state, message))
+    except Exception:  # some APIs have no top-level error to carry it: just close
+        return None
+
+
+def _authenticate_response(code: ErrorCode, message: str | None, token: bytes = b"",
+                           lifetime_ms: int = 0) -> Any:
+    return sasl_auth.SaslAuthenticateResponse(
+        error_code=code, error_message=message, auth_bytes=token,
+        session_lifetime=i64Timedelta.parse(datetime.timedelta(milliseconds=lifetime_ms)))
+
+
+def sasl_refusal(request: RequestFrame) -> Any:
+    """The dispatcher's answer to SaslHandshake or SaslAuthenticate on a connection that is
+    already authenticated (or needs no authentication), as Kafka's KafkaApis gives it."""
+    if request.api_key == ApiKey.SASL_AUTHENTICATE:
+        return _authenticate_response(ErrorCode.illegal_sasl_state, AFTER_AUTHENTICATION)
+    return sasl_handshake.SaslHandshakeResponse(error_code=ErrorCode.illegal_sasl_state)
+
+
+class SaslRefused(Exception):  # noqa: N818 - a control-flow signal, already logged
+    """The authenticator closed the connection (the reason is logged)."""
+
+
+class SaslGate:
+    """A connection's authenticator on its stream: replies written, refusals logged once."""
+
+    def __init__(self, listener: SaslListener, base: Session,
+                 clock: Callable[[], int] = monotonic_ms) -> None:
+        self._authenticator = SaslAuthenticator(listener, base)
+        self._clock = clock
+
+    @property
+    def session(self) -> Session:
+        return self._authenticator.session
+
+    async def admit(self, stream: FrameStream, frame: bytes) -> bool:
+        """True when the dispatcher should serve ``frame`` with :attr:`session`; False when
+        it was answered here. Raises :class:`SaslRefused` when the connection must close."""
+        step = self._authenticator.receive(frame, self._clock())
+        if step.reply is not None:
+            await stream.write_frame(step.reply)
+        if step.close is not None:
+            host = self.session.client_host
+            if step.failed:
+                log.info("Failed authentication with /%s (%s)", host, step.close,
+                         extra={"fields": {"peer": self.session.client_address}})
+            else:
+                log.info("Disconnecting /%s (%s)", host, step.close,
+                         extra={"fields": {"peer": self.session.client_address}})
+            raise SaslRefused(step.close)
+        return step.forward

@@ -1,0 +1,62 @@
+"""SASL test fixtures: PLAIN users, a SCRAM-SHA-512 stand-in over scramp, a listener."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import scramp
+
+from pykraft.runtime.sasl_authenticator import SaslListener
+from pykraft.security.plain import PlainServer
+from pykraft.security.sasl import SaslServer
+from pykraft.security.session import KafkaPrincipal, SecurityProtocol, Session
+
+USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+SCRAM = "SCRAM-SHA-512"
+BASE = Session(KafkaPrincipal("User", "ANONYMOUS"), "127.0.0.1:5000", "SASL_PLAINTEXT",
+               SecurityProtocol.SASL_PLAINTEXT)
+
+
+class FakeScram:
+    """A SCRAM server over scramp with one fixed credential; scramp's own exceptions escape
+    from it, as an unexpected failure inside a mechanism would."""
+
+    def __init__(self, credentials: dict[str, tuple[bytes, bytes, bytes, int]]) -> None:
+        self._user = ""
+
+        def lookup(user: str) -> tuple[bytes, bytes, bytes, int]:
+            self._user = user
+            return credentials[user]
+
+        self._server = scramp.ScramMechanism(SCRAM).make_server(lookup)
+        self._round = 0
+
+    @property
+    def mechanism(self) -> str:
+        return SCRAM
+
+    @property
+    def complete(self) -> bool:
+        return self._round == 2
+
+    @property
+    def authorization_id(self) -> str:
+        return self._user
+
+    def evaluate(self, token: bytes) -> bytes:
+        self._round += 1
+        if self._round == 1:
+            self._server.set_client_first(token.decode())
+            return str(self._server.get_server_first()).encode()
+        self._server.set_client_final(token.decode())
+        return str(self._server.get_server_final()).encode()
+
+
+def scram_factory() -> Callable[[], SaslServer]:
+    info = scramp.ScramMechanism(SCRAM).make_auth_info("alice-secret", iteration_count=4096)
+    return lambda: FakeScram({"alice": info})
+
+
+def listener(reauth_ms: int = 0, **factories: Callable[[], SaslServer]) -> SaslListener:
+    table = {"PLAIN": lambda: PlainServer(USERS), SCRAM: scram_factory(), **factories}
+    return SaslListener(tuple(table), table, {m: reauth_ms for m in table})

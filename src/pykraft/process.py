@@ -42,14 +42,18 @@ async def run_server(settings: NodeSettings) -> int:
     if broker is not None:
         listeners.append(broker.metadata)
     node = RaftNode(settings, listeners=listeners)
-    server = None
+    servers: list[ListenerServer] = []
     if settings.is_controller:
         if controller is not None:
             controller.attach(node)
         handlers = {} if extension is None else extension.handlers(node)
-        server = ListenerServer(Dispatcher(node, controller, handlers), settings.listener.host,
-                                settings.listener.port, settings.max_frame_size)
-        await server.start()
+        dispatcher = Dispatcher(node, controller, handlers)
+        for spec in settings.controller_listeners:  # every controller.listener.names one
+            server = ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
+                                    settings.max_frame_size, listener_name=spec.name,
+                                    protocol=spec.protocol, tls=spec.tls)
+            await server.start()
+            servers.append(server)
     if broker is not None:
         broker.bind(node)
         broker.start()
@@ -77,7 +81,7 @@ async def run_server(settings: NodeSettings) -> int:
     await node.shutdown()
     if controller is not None:
         controller.close()
-    if server is not None:
+    for server in servers:
         await server.close()
     # Closing the loop would put the default action back, and a late signal would kill a
     # process that already shut down cleanly (exit -15 instead of 0): ignore them from now

@@ -22,6 +22,9 @@ from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
 from pykraft.runtime.controller_channel import ControllerChannel
+from pykraft.security.session import SecurityProtocol
+
+PLAINTEXT = SecurityProtocol.PLAINTEXT
 
 BROKER, OTHER = 1, 2
 DEADLINE_S = 10.0
@@ -41,7 +44,8 @@ class _Replayed:
 def _lifecycle(cluster: Cluster) -> tuple[BrokerLifecycle, ControllerOf]:
     channel = ControllerOf(cluster)
     identity = BrokerIdentity(broker_id=BROKER, cluster_id="test-cluster",
-                              endpoint=Endpoint("PLAINTEXT", "127.0.0.1", 9092), rack=None,
+                              endpoints=((Endpoint("PLAINTEXT", "127.0.0.1", 9092), PLAINTEXT),),
+                              rack=None,
                               log_dirs=(uuid.UUID(int=5),), heartbeat_interval_ms=1)
     return BrokerLifecycle(identity, cast(ControllerChannel, channel),
                            cast(BrokerMetadataListener, _Replayed(cluster))), channel

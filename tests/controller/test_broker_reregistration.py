@@ -23,6 +23,9 @@ from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
 from pykraft.runtime.controller_channel import ControllerChannel
+from pykraft.security.session import SecurityProtocol
+
+PLAINTEXT = SecurityProtocol.PLAINTEXT
 
 BROKER = 1
 DEADLINE_S = 10.0
@@ -45,7 +48,8 @@ def test_a_broker_the_controller_lost_registers_again() -> None:
     cluster.elect()
     channel = ControllerOf(cluster)
     identity = BrokerIdentity(broker_id=BROKER, cluster_id="test-cluster",
-                              endpoint=Endpoint("PLAINTEXT", "127.0.0.1", 9092), rack=None,
+                              endpoints=((Endpoint("PLAINTEXT", "127.0.0.1", 9092), PLAINTEXT),),
+                              rack=None,
                               log_dirs=(uuid.UUID(int=5),), heartbeat_interval_ms=1)
     lifecycle = BrokerLifecycle(identity, cast(ControllerChannel, channel),
                                 cast(BrokerMetadataListener, Metadata()))

@@ -40,9 +40,9 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.waits import wait_set
+from pykraft.security.session import SecurityProtocol
 
 log = logging.getLogger("pykraft.broker")
-PLAINTEXT = 0  # SecurityProtocol id
 FIRST_SHUTDOWN_RETRY_S = 0.05  # Kafka's BrokerLifecycleManager: sooner after the first answer
 
 
@@ -50,7 +50,8 @@ FIRST_SHUTDOWN_RETRY_S = 0.05  # Kafka's BrokerLifecycleManager: sooner after th
 class BrokerIdentity:
     broker_id: int
     cluster_id: str
-    endpoint: Endpoint
+    endpoints: tuple[tuple[Endpoint, SecurityProtocol], ...]
+    """Every advertised client listener, with its protocol."""
     rack: str | None
     log_dirs: tuple[uuid.UUID, ...]
     heartbeat_interval_ms: int
@@ -79,9 +80,9 @@ class BrokerLifecycle:
         return BrokerRegistrationRequest(
             broker_id=BrokerId(ident.broker_id), cluster_id=ident.cluster_id,
             incarnation_id=self.incarnation_id,
-            listeners=(Listener(name=ident.endpoint.name, host=ident.endpoint.host,
-                                port=u16(ident.endpoint.port),
-                                security_protocol=i16(PLAINTEXT)),),
+            listeners=tuple(Listener(name=e.name, host=e.host, port=u16(e.port),
+                                     security_protocol=i16(protocol))
+                            for e, protocol in ident.endpoints),
             features=(Feature(name=METADATA_VERSION_FEATURE,
                               min_supported_version=i16(MINIMUM_METADATA_VERSION.level),
                               max_supported_version=i16(METADATA_VERSIONS[-1].level)),),

@@ -2,8 +2,10 @@
 
 Its metadata listener joins the node's raft listeners (alone on a broker-only node, which
 the core runs as an observer; beside the controller on a combined node, which is a voter).
-It adds the registration/heartbeat loop and the client listener, which (as in Kafka's
-BrokerServer) only opens once the controller first unfenced this broker: before that its
+It adds the registration/heartbeat loop and the client listeners (every non-controller
+listener in ``listeners``, each with its own protocol; Metadata, FindCoordinator and the
+leader hints of each answer with the endpoints of the listener asked), which (as in Kafka's
+BrokerServer) only open once the controller first unfenced this broker: before that its
 image may not even hold its own registration, and clients should keep trying the other
 brokers. A broker-only node snapshots its image when Kafka's thresholds pass (a combined
 node leaves that to its controller: one snapshot per offset and process). On a graceful
@@ -48,7 +50,7 @@ from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
-from pykraft.runtime.settings import BrokerListenerSettings, NodeSettings
+from pykraft.runtime.settings import BrokerListenerSettings, ListenerSettings, NodeSettings
 
 log = logging.getLogger("pykraft.broker")
 #: How long :meth:`BrokerRuntime.stop` waits for its cancelled background tasks.
@@ -76,7 +78,8 @@ class BrokerRuntime:
             else SnapshotGenerator(settings.controller.snapshot_policy()))
         self._channel: ControllerChannel | None = None
         self._lifecycle: BrokerLifecycle | None = None
-        self._server: ListenerServer | None = None
+        self._servers: list[ListenerServer] = []
+        self._finders: list[CoordinatorFinder] = []
         self._tasks: list[asyncio.Task[None]] = []
         static = settings.controller.properties
         self._static = static
@@ -85,12 +88,12 @@ class BrokerRuntime:
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
                 static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
         self.fetchers = ReplicaFetcherManager(
-            settings.node_id, self.replicas, FetcherConfig.of(static), broker.listener.name,
-            self._now_ms, self._broker_epoch)
+            settings.node_id, self.replicas, FetcherConfig.of(static),
+            broker.inter_broker_listener, self._now_ms, self._broker_epoch,
+            tls=broker.inter_broker_tls)
         self._offsets_topic = OffsetsTopicConfig.from_properties(static)  # refused at start
         self._group_config = GroupConfig.from_properties(static)
         self.groups: GroupCoordinatorService | None = None
-        self._finder: CoordinatorFinder | None = None
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
         """Set when the client listener cannot be opened (e.g. its port is taken)."""
@@ -110,7 +113,7 @@ class BrokerRuntime:
                 defer=lambda callback: asyncio.get_running_loop().call_soon(callback))
         self._channel = ControllerChannel(
             settings.node_id, node.address_of, lambda: node.core.leader_and_epoch.leader_id,
-            settings.quorum.request_timeout_ms)
+            settings.quorum.request_timeout_ms, tls=settings.controller_tls)
         self.replicas.clock_ms = node.now_ms
         self._alter_partition = AlterPartitionManager(
             self._channel, self.replicas, broker_id=settings.node_id,
@@ -118,7 +121,8 @@ class BrokerRuntime:
         self.replicas.isr_changes = self._alter_partition.submit
         identity = BrokerIdentity(
             broker_id=settings.node_id, cluster_id=settings.cluster_id,
-            endpoint=self._broker.advertised, rack=self._broker.rack,
+            endpoints=tuple((spec.advertised, spec.protocol) for spec in self._broker.listeners),
+            rack=self._broker.rack,
             log_dirs=() if settings.directory_id is None else (settings.directory_id,),
             heartbeat_interval_ms=self._broker.heartbeat_interval_ms)
         self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata)
@@ -127,17 +131,24 @@ class BrokerRuntime:
             self.replicas, node.now_ms,
             lambda partition: GroupShard(partition, self._group_config, rng),
             self._offsets_topic)
-        self._finder = CoordinatorFinder(self._offsets_topic, self._channel,
-                                         self._broker.listener.name)
-        dispatcher = BrokerDispatcher(node, self.metadata, self._channel,
-                                      cluster_id=settings.cluster_id,
-                                      listener_name=self._broker.listener.name,
-                                      produce=ProduceHandler(self.replicas, node.now_ms,
-                                                             self._broker.listener.name),
-                                      replicas=self.replicas,
-                                      groups=(self.groups, self._finder))
-        self._server = ListenerServer(dispatcher, self._broker.listener.host,
-                                      self._broker.listener.port, settings.max_frame_size)
+        dispatchers = [self._dispatcher(node, spec) for spec in self._broker.listeners]
+        for dispatcher in dispatchers[1:]:  # one producer id block source per broker
+            dispatcher.producer_ids = dispatchers[0].producer_ids
+        self._servers = [
+            ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
+                           settings.max_frame_size, listener_name=spec.name,
+                           protocol=spec.protocol, tls=spec.tls)
+            for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
+
+    def _dispatcher(self, node: RaftNode, spec: ListenerSettings) -> BrokerDispatcher:
+        """The dispatcher of one listener: its answers name that listener's endpoints."""
+        assert self._channel is not None and self.groups is not None
+        finder = CoordinatorFinder(self._offsets_topic, self._channel, spec.name)
+        self._finders.append(finder)
+        return BrokerDispatcher(node, self.metadata, self._channel,
+                                cluster_id=self._settings.cluster_id, listener_name=spec.name,
+                                produce=ProduceHandler(self.replicas, node.now_ms, spec.name),
+                                replicas=self.replicas, groups=(self.groups, finder))
 
     def _now_ms(self) -> int:
         assert self._clock is not None, "bind() first"
@@ -180,16 +191,18 @@ class BrokerRuntime:
                 log.exception("periodic log task failed")
 
     async def _listen_once_unfenced(self) -> None:
-        assert self._server is not None and self._lifecycle is not None
+        assert self._lifecycle is not None
         await self._lifecycle.first_unfenced.wait()
-        try:
-            await self._server.start()
-        except OSError as exc:
-            event(log, "listener_failed", level=logging.ERROR, listener=str(self._broker.listener),
-                  error=str(exc))
-            self.failed.set()
-            return
-        event(log, "broker_listening", listener=str(self._broker.listener))
+        for server, spec in zip(self._servers, self._broker.listeners, strict=True):
+            try:
+                await server.start()
+            except OSError as exc:
+                event(log, "listener_failed", level=logging.ERROR, listener=str(spec.endpoint),
+                      error=str(exc))
+                self.failed.set()
+                return
+            event(log, "broker_listening", listener=str(spec.endpoint),
+                  security_protocol=spec.protocol.name)
 
     async def stop(self) -> None:
         enabled = self._static.get("controlled.shutdown.enable", "true").lower() == "true"
@@ -201,13 +214,14 @@ class BrokerRuntime:
             _, stuck = await asyncio.wait(self._tasks, timeout=TASK_STOP_TIMEOUT_S)
             for task in stuck:
                 event(log, "task_did_not_stop", level=logging.ERROR, task=task.get_coro())
-        if self.groups is not None and self._finder is not None:
+        if self.groups is not None:
             await self.groups.close()  # parked group requests answered NOT_COORDINATOR
-            await self._finder.close()
+        for finder in self._finders:
+            await finder.close()
         await self.fetchers.stop()
         if self._channel is not None:
             self._channel.close()
-        if self._server is not None:
-            await self._server.close()
+        for server in self._servers:
+            await server.close()
         if self._clock is not None:
             self.replicas.shutdown(self._broker_epoch(), self._clock())

@@ -12,7 +12,8 @@ Interface (wired by :class:`pykraft.broker.process.BrokerRuntime`)::
 Each hosted partition this broker follows is fetched from its leader by one of
 ``num.replica.fetchers`` fetchers per source broker (chosen by Kafka's hash of topic and
 partition), each with its own connection to the leader's ``inter.broker.listener.name``
-endpoint (else this broker's own listener name) from the image's broker registrations. A
+endpoint (the settings resolve it; over TLS when that listener is SSL or SASL_SSL, with the
+``tls`` client context) from the image's broker registrations. A
 leader or leader-epoch change moves the partition to a fresh fetch; becoming leader or
 losing the replica removes it; idle fetchers stop.
 
@@ -41,7 +42,9 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime
+import functools
 import logging
+import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -92,18 +95,18 @@ _INT32 = 1 << 32
 Opener = Callable[[tuple[str, int], str, float], Awaitable[ClientConnection]]
 
 
-async def open_connection(address: tuple[str, int], client_id: str, timeout_s: float
-                          ) -> ClientConnection:
+async def open_connection(address: tuple[str, int], client_id: str, timeout_s: float, *,
+                          tls: ssl.SSLContext | None = None) -> ClientConnection:
     """A connection whose answers come back at a version naming topics as the leader does:
     a leader before Fetch v13 is reconnected to with v12 as our highest."""
     connection = await open_with_timeout(*address, client_id=client_id,
-                                         ours=FETCHER_VERSIONS, timeout_s=timeout_s)
+                                         ours=FETCHER_VERSIONS, timeout_s=timeout_s, tls=tls)
     version = connection.versions.get(ApiKey.FETCH)
     if version is None or version >= FIRST_TOPIC_ID_VERSION:
         return connection
     connection.close()
     return await open_with_timeout(*address, client_id=client_id, ours=BY_NAME_VERSIONS,
-                                   timeout_s=timeout_s)
+                                   timeout_s=timeout_s, tls=tls)
 
 
 def build(entity: type[Any], **values: Any) -> Any:
@@ -499,8 +502,9 @@ class ReplicaFetcherManager:
 
     def __init__(self, broker_id: int, replicas: ReplicaManager, config: FetcherConfig,
                  listener_name: str, now_ms: Callable[[], int],
-                 broker_epoch: Callable[[], int]) -> None:
+                 broker_epoch: Callable[[], int], tls: ssl.SSLContext | None = None) -> None:
         self.broker_id = broker_id
+        self._opener: Opener = functools.partial(open_connection, tls=tls)
         self._replicas = replicas
         self._config = config
         self._listener = config.inter_broker_listener or listener_name
@@ -541,7 +545,8 @@ class ReplicaFetcherManager:
         fetcher = self.fetchers.get(key)
         if fetcher is None:
             fetcher = self.fetchers[key] = ReplicaFetcher(
-                self.broker_id, key, self._config, self._now_ms, self._broker_epoch)
+                self.broker_id, key, self._config, self._now_ms, self._broker_epoch,
+                self._opener)
             if self._running:
                 fetcher.start()
         return fetcher

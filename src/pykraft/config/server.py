@@ -19,6 +19,8 @@ from pykraft.ids import InvalidUuidError, uuid_from_str
 
 #: Values of ``pykraft.event.loop``.
 EVENT_LOOPS = ("uvloop", "asyncio")
+#: Kafka's security protocol names (``listener.security.protocol.map`` values).
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,28 @@ def _to_optional_str(text: str, key: str) -> str | None:
     return text.strip() or None
 
 
+def _to_protocol(text: str, key: str) -> str | None:
+    protocol = text.strip().upper()
+    if protocol and protocol not in SECURITY_PROTOCOLS:
+        raise ConfigError(f"invalid value {text!r} for {key}: expected one of "
+                          f"{', '.join(SECURITY_PROTOCOLS)}")
+    return protocol or None
+
+
+def _to_protocol_map(text: str, key: str) -> dict[str, str]:
+    """``NAME:PROTOCOL,...`` (names upper-cased, as listener names are)."""
+    mapping: dict[str, str] = {}
+    for item in _split_list(text):
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip():
+            raise ConfigError(f"invalid value {item!r} in {key}: expected NAME:PROTOCOL")
+        parsed = _to_protocol(protocol, key)
+        if parsed is None:
+            raise ConfigError(f"invalid value {item!r} in {key}: the protocol is missing")
+        mapping[name.strip().upper()] = parsed
+    return mapping
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigDef:
     """One configuration key: Kafka name, parser, default (None = required or unset)."""
@@ -169,6 +193,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("advertised.listeners", _to_listeners, "", "listeners others connect to"),
     ConfigDef("controller.listener.names", _to_list, "", "listener names of the controller"),
     ConfigDef("inter.broker.listener.name", _to_optional_str, "", "listener brokers use"),
+    ConfigDef("security.inter.broker.protocol", _to_protocol, "",
+              "protocol brokers use (when inter.broker.listener.name is unset)"),
+    ConfigDef("listener.security.protocol.map", _to_protocol_map,
+              ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS),
+              "listener name -> security protocol"),
     ConfigDef("controller.quorum.voters", _to_voters, "", "static voters id@host:port"),
     ConfigDef("controller.quorum.bootstrap.servers", _to_addresses, "",
               "dynamic quorum (KIP-853): host:port of controllers to find the leader through"),
@@ -285,6 +314,24 @@ class ServerConfig:
     def static_voters(self) -> tuple[VoterSpec, ...]:
         voters: tuple[VoterSpec, ...] = self.get("controller.quorum.voters")
         return voters
+
+    def security_protocol(self, listener: str) -> str:
+        """The protocol of ``listener`` (Kafka's ``effectiveListenerSecurityProtocolMap``):
+        with no explicit map and no SSL or SASL listener anywhere, controller listeners not
+        in the default map are PLAINTEXT, as KRaft configurations written before the map
+        existed expect."""
+        mapping: dict[str, str] = dict(self.get("listener.security.protocol.map"))
+        if "listener.security.protocol.map" not in self.raw:
+            bound: tuple[Endpoint, ...] = self.get("listeners")
+            names = {*self.controller_listener_names, *(e.name for e in bound)}
+            if not names & {"SSL", "SASL_SSL", "SASL_PLAINTEXT"}:
+                mapping.update({n: "PLAINTEXT" for n in self.controller_listener_names
+                                if n not in mapping})
+        protocol = mapping.get(listener.upper())
+        if protocol is None:
+            raise ConfigError(f"No security protocol defined for listener {listener}: add it "
+                              "to listener.security.protocol.map")
+        return protocol
 
     def advertised_controller_endpoints(self) -> tuple[Endpoint, ...]:
         """The controller listeners others reach: advertised if set, else bound listeners."""

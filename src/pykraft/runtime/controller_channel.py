@@ -7,11 +7,12 @@ already tracks; where it listens comes from the node (the voter set in the log, 
 voters, or the leader's endpoint a Fetch answer named), so a broker works with a static or a
 dynamic quorum. A request with no known leader, or to a controller that cannot be reached,
 fails with :class:`NetworkError` and the caller retries or answers the client with a
-retriable error.
+retriable error. On a TLS controller listener, ``tls`` is the node's client context.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +26,11 @@ class ControllerChannel:
     """One connection per controller; :meth:`send` goes to the current leader."""
 
     def __init__(self, node_id: int, address_of: Callable[[int], tuple[str, int] | None],
-                 active_controller: Callable[[], int | None], request_timeout_ms: int) -> None:
+                 active_controller: Callable[[], int | None], request_timeout_ms: int,
+                 tls: ssl.SSLContext | None = None) -> None:
         self._pool = PeerPool(client_id=f"broker-{node_id}-to-controller",
                               ours=listener_ranges(Listener.CONTROLLER),
-                              request_timeout_ms=request_timeout_ms)
+                              request_timeout_ms=request_timeout_ms, tls=tls)
         self._address_of = address_of
         self._active = active_controller
 

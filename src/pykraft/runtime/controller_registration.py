@@ -32,7 +32,6 @@ from pykraft.runtime.node import RaftNode
 
 log = logging.getLogger("pykraft.controller_registration")
 
-PLAINTEXT = 0  # security_protocol
 RETRY_S = 0.5
 
 
@@ -42,7 +41,7 @@ def registration_request(node_id: int, incarnation_id: uuid.UUID,
         controller_id=BrokerId(node_id), incarnation_id=incarnation_id,
         zk_migration_ready=False,
         listeners=tuple(Listener(name=e.name, host=e.host, port=u16(e.port),
-                                 security_protocol=i16(PLAINTEXT))
+                                 security_protocol=i16(node.settings.protocol_of(e.name)))
                         for e in node.settings.quorum.local_listeners),
         features=tuple(Feature(name=name, min_supported_version=i16(low),
                                max_supported_version=i16(high))
@@ -59,7 +58,7 @@ class ControllerRegistrar:
         self._channel = ControllerChannel(
             node.settings.node_id, node.address_of,
             lambda: node.core.leader_and_epoch.leader_id,
-            node.settings.quorum.request_timeout_ms)
+            node.settings.quorum.request_timeout_ms, tls=node.settings.controller_tls)
         self.registered = False
 
     async def run(self) -> None:

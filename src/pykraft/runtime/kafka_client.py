@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 from typing import Any
 
 from pykraft import __version__
@@ -45,9 +46,10 @@ class ClientConnection:
     @classmethod
     async def open(
         cls, host: str, port: int, *, client_id: str, ours: VersionRanges,
-        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, tls: ssl.SSLContext | None = None,
     ) -> ClientConnection:
-        stream = await FrameStream.connect(host, port, max_frame_size)
+        """Connect (over TLS when ``tls`` is given) and negotiate versions."""
+        stream = await FrameStream.connect(host, port, max_frame_size, tls=tls)
         try:
             versions = await _negotiate(stream, client_id, ours)
         except BaseException:
@@ -111,11 +113,13 @@ async def _round_trip(stream: FrameStream, client_id: str, api_key: int, version
 
 
 async def open_with_timeout(host: str, port: int, *, client_id: str, ours: VersionRanges,
-                            timeout_s: float) -> ClientConnection:
+                            timeout_s: float, tls: ssl.SSLContext | None = None
+                            ) -> ClientConnection:
     """:meth:`ClientConnection.open` bounded by ``timeout_s`` (NetworkError on expiry)."""
     try:  # asyncio.timeout, not wait_for: see pykraft.runtime.waits
         async with asyncio.timeout(timeout_s):
-            return await ClientConnection.open(host, port, client_id=client_id, ours=ours)
+            return await ClientConnection.open(host, port, client_id=client_id, ours=ours,
+                                               tls=tls)
     except TimeoutError:
         raise NetworkError(f"no ApiVersions answer from {host}:{port} within "
                            f"{timeout_s:.1f} s") from None

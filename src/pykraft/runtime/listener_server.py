@@ -1,30 +1,59 @@
-"""The controller listener's TCP server: frames in, one request at a time per connection.
+"""A listener's TCP server: frames in, one request at a time per connection.
 
 Like Kafka's SocketServer, a connection's next request is only read once the previous one
 has been answered, so responses leave in request order even when the core parks a Fetch. An
 oversized or malformed frame, or a request the listener does not serve, closes that one
 connection; nothing a client sends can stop the process.
+
+An SSL or SASL_SSL listener starts each connection with a TLS handshake; one that fails
+(garbage, an untrusted certificate, none when ``ssl.client.auth=required``) closes that
+connection and is logged once, as Kafka's "Failed authentication with /host". The session
+every request carries names the listener, its protocol and the principal: the client
+certificate's (mapped) DN on TLS, ``User:ANONYMOUS`` otherwise.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 
 from pykraft.errors import ProtocolError
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.streams import FrameStream
-from pykraft.security.session import anonymous
+from pykraft.runtime.tls import ServerTls
+from pykraft.security.session import ANONYMOUS, SecurityProtocol, Session
+from pykraft.security.ssl_principal import NoMatchingRuleError
 
 log = logging.getLogger("pykraft.server")
+#: How long a client may take over its TLS handshake (Java's default: 10 s of handshake
+#: inactivity; asyncio's own default is a minute).
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+
+
+def failed_authentication(peer: str, listener: str, reason: str) -> None:
+    """Log a refused connection once, with its reason (Kafka's "Failed authentication with
+    /127.0.0.1 (SSL handshake failed)")."""
+    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
+    event(log, "failed_authentication", level=logging.INFO, peer=f"/{host.strip('[]')}",
+          connection=peer, listener=listener, reason=reason)
 
 
 class ListenerServer:
     """Accepts connections on one endpoint and serves them with a :class:`Dispatcher`."""
 
-    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_frame_size: int) -> None:
+    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_frame_size: int, *,
+                 listener_name: str = "PLAINTEXT",
+                 protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
+                 tls: ServerTls | None = None) -> None:
+        if protocol.uses_tls != (tls is not None):
+            raise ValueError(f"listener {listener_name} ({protocol.name}) "
+                             f"{'needs' if protocol.uses_tls else 'takes no'} TLS settings")
         self._dispatcher = dispatcher
+        self.listener_name = listener_name
+        self.protocol = protocol
+        self._tls = tls
         self._host = host
         self._port = port
         self._max_frame_size = max_frame_size
@@ -63,9 +92,32 @@ class ListenerServer:
             self._connections.discard(task)
             stream.close()
 
+    async def _handshake(self, stream: FrameStream) -> Session | None:
+        """The connection's session; None when its TLS handshake failed (logged)."""
+        peer = stream.peer
+        principal = ANONYMOUS
+        if self._tls is not None:
+            try:
+                der = await stream.accept_tls(self._tls.context, TLS_HANDSHAKE_TIMEOUT_S)
+                principal = self._tls.principals.of_certificate(der)
+            except ssl.SSLError as exc:
+                failed_authentication(peer, self.listener_name,
+                                      f"SSL handshake failed: {exc.reason or exc}")
+                return None
+            except NoMatchingRuleError as exc:
+                failed_authentication(peer, self.listener_name, str(exc))
+                return None
+            except (OSError, EOFError, TimeoutError) as exc:
+                failed_authentication(peer, self.listener_name, "SSL handshake failed: "
+                                      f"{type(exc).__name__}: {exc}".rstrip(": "))
+                return None
+        return Session(principal, peer, self.listener_name, self.protocol)
+
     async def _serve(self, stream: FrameStream) -> None:
         peer = stream.peer
-        session = anonymous(peer)
+        session = await self._handshake(stream)
+        if session is None:
+            return
         while True:
             try:
                 frame = await stream.read_frame()

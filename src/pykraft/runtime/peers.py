@@ -6,13 +6,16 @@ A failed connect, a hang-up, a protocol error or a request timeout closes the co
 arms an exponential reconnect backoff; the next request waits that backoff out (bounded by
 its timeout) and reconnects. The core is told about every failure and does its own retry.
 A refused connection (and the backoff that follows it) raises :class:`PeerUnreachableError`,
-so the node can tell the core the peer is down rather than slow.
+so the node can tell the core the peer is down rather than slow. Peers on a TLS listener
+are reached with the node's client context; a handshake the peer refuses (or whose
+certificate we refuse) is logged as a warning with its reason, once per run of failures.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +35,7 @@ class PeerConnection:
         self, peer_id: int, host: str, port: int, *, client_id: str, ours: VersionRanges,
         request_timeout_ms: int, backoff: ExponentialBackoff | None = None,
         clock: Callable[[], float] = time.monotonic,
-        opener: Callable[[str, int], Any] | None = None,
+        opener: Callable[[str, int], Any] | None = None, tls: ssl.SSLContext | None = None,
     ) -> None:
         self.peer_id = peer_id
         self.host = host
@@ -43,6 +46,8 @@ class PeerConnection:
         self._backoff = backoff or ExponentialBackoff()
         self._clock = clock
         self._opener = opener or self._open
+        self._tls = tls
+        self._tls_failing = False
         self._connection: ClientConnection | None = None
         self._reconnect_at = 0.0
         self._refused = False
@@ -85,6 +90,7 @@ class PeerConnection:
         async with asyncio.timeout(remaining):  # not wait_for: see pykraft.runtime.waits
             connection: ClientConnection = await self._opener(self.host, self.port)
         self._connection = connection
+        self._tls_failing = False
         self._backoff.reset()
         self.connects += 1
         log.info("connected", extra={"fields": {"peer": self.peer_id,
@@ -93,10 +99,15 @@ class PeerConnection:
 
     async def _open(self, host: str, port: int) -> ClientConnection:
         return await ClientConnection.open(host, port, client_id=self._client_id,
-                                           ours=self._ours)
+                                           ours=self._ours, tls=self._tls)
 
     def _fail(self, error: BaseException) -> None:
         self.failures += 1
+        if isinstance(error, ssl.SSLError) and not self._tls_failing:
+            self._tls_failing = True
+            log.warning("SSL handshake failed", extra={"fields": {
+                "peer": self.peer_id, "address": f"{self.host}:{self.port}",
+                "reason": error.reason or str(error)}})
         self._refused = isinstance(error, ConnectionRefusedError | PeerUnreachableError)
         if self._connection is not None:
             self._connection.close()
@@ -117,8 +128,10 @@ class PeerPool:
     """One :class:`PeerConnection` per destination, replaced when its address moves (a
     voter back with new endpoints, a replica id reused by a new controller)."""
 
-    def __init__(self, *, client_id: str, ours: VersionRanges, request_timeout_ms: int) -> None:
+    def __init__(self, *, client_id: str, ours: VersionRanges, request_timeout_ms: int,
+                 tls: ssl.SSLContext | None = None) -> None:
         self._client_id = client_id
+        self._tls = tls
         self._ours = ours
         self._request_timeout_ms = request_timeout_ms
         self.peers: dict[int, PeerConnection] = {}
@@ -134,7 +147,7 @@ class PeerPool:
             current.close()
         self.peers[destination] = PeerConnection(
             destination, *address, client_id=self._client_id, ours=self._ours,
-            request_timeout_ms=self._request_timeout_ms)
+            request_timeout_ms=self._request_timeout_ms, tls=self._tls)
         return self.peers[destination]
 
     def close(self) -> None:

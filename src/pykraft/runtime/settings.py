@@ -7,6 +7,7 @@ instead of half-starting.
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.errors import ConfigError, StorageError
 from pykraft.raft.config import CONFIG_KEYS, QuorumConfig
 from pykraft.records.control import VoterEndpoint
+from pykraft.runtime.tls import ServerTls, client_context, server_tls
+from pykraft.security.session import SecurityProtocol
 from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT, read_bootstrap_checkpoint
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
@@ -34,13 +37,36 @@ _NON_NEGATIVE_KEYS = (
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerListenerSettings:
-    """A broker's client listener and its session with the controller."""
+class ListenerSettings:
+    """One listener to bind: its endpoint, what others are told, its protocol
+    (``listener.security.protocol.map``) and, on SSL and SASL_SSL, its TLS side."""
 
-    listener: Endpoint
+    endpoint: Endpoint
     advertised: Endpoint
+    protocol: SecurityProtocol
+    tls: ServerTls | None = None
+
+    @property
+    def name(self) -> str:
+        return self.endpoint.name
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerListenerSettings:
+    """A broker's client listeners (every one in ``listeners`` that is not a controller
+    listener), the listener replica fetchers use, and its session with the controller."""
+
+    listeners: tuple[ListenerSettings, ...]
+    inter_broker_listener: str
+    inter_broker_tls: ssl.SSLContext | None
+    """The client context fetchers connect with, when the inter-broker listener is TLS."""
     heartbeat_interval_ms: int
     rack: str | None
+
+    @property
+    def listener(self) -> Endpoint:
+        """The first client listener (what logs and metrics name)."""
+        return self.listeners[0].endpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +99,16 @@ class NodeSettings:
     addresses entry ``i`` as destination ``-(i + 1)`` (see :func:`bootstrap_destination`)."""
     config_warnings: tuple[str, ...] = ()
     """Kafka's warning for each supplied key it does not know: logged once logging is up."""
+    controller_listeners: tuple[ListenerSettings, ...] = ()
+    """A controller's bound ``controller.listener.names`` listeners, first name first."""
+    controller_tls: ssl.SSLContext | None = None
+    """The client context for connections to controllers (raft peers, the broker's and the
+    registrar's controller channel), when the first controller listener is TLS."""
+    protocols: dict[str, SecurityProtocol] | None = None
+    """Every listener name this node binds or connects to, with its protocol."""
+
+    def protocol_of(self, listener: str) -> SecurityProtocol:
+        return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
 
     @property
     def is_controller(self) -> bool:
@@ -124,9 +160,13 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                               "the controllers")
     quorum = _quorum_config(config, voters, len(bootstrap_servers),
                             local=_local_listeners(config) if "controller" in roles else ())
-    broker = _broker_settings(config) if "broker" in roles else None
+    protocols = _protocols(config)
+    broker = _broker_settings(config, protocols) if "broker" in roles else None
     listener = (_controller_listener(config) if "controller" in roles
                 else broker.listener if broker is not None else _controller_listener(config))
+    controller_name = config.controller_listener_names[0]
+    controller_tls = (client_context(config.raw, controller_name)
+                      if protocols[controller_name].uses_tls else None)
     metadata_dir = config.metadata_log_dir
     cluster_id, directory_id = _check_storage(config, node_id)
     for key in _NON_NEGATIVE_KEYS:
@@ -163,6 +203,9 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
         bootstrap_servers=bootstrap_servers,
         config_warnings=tuple(unknown_key_warnings(config.raw)),
+        controller_listeners=(_controller_listeners(config, protocols)
+                              if "controller" in roles else ()),
+        controller_tls=controller_tls, protocols=protocols,
     )
 
 
@@ -207,22 +250,72 @@ def _bootstrap_records(metadata_dir: Path) -> tuple[object, ...]:
     return tuple(record.message for record in read_bootstrap_checkpoint(metadata_dir))
 
 
-def _broker_settings(config: ServerConfig) -> BrokerListenerSettings:
-    """The first bound listener that is not a controller listener serves clients."""
+def _protocols(config: ServerConfig) -> dict[str, SecurityProtocol]:
+    """The protocol of every bound listener and controller listener name; a name missing
+    from ``listener.security.protocol.map`` is refused, as Kafka refuses it."""
+    bound: tuple[Endpoint, ...] = config.get("listeners")
+    names = dict.fromkeys([*(e.name for e in bound), *config.controller_listener_names])
+    if not config.controller_listener_names:
+        raise ConfigError("missing required configuration controller.listener.names")
+    return {name: SecurityProtocol[config.security_protocol(name)] for name in names}
+
+
+def _listener(config: ServerConfig, endpoint: Endpoint, advertised: Endpoint,
+              protocols: dict[str, SecurityProtocol]) -> ListenerSettings:
+    protocol = protocols[endpoint.name]
+    return ListenerSettings(endpoint, advertised, protocol,
+                            server_tls(config.raw, endpoint.name) if protocol.uses_tls else None)
+
+
+def _broker_settings(config: ServerConfig, protocols: dict[str, SecurityProtocol]
+                     ) -> BrokerListenerSettings:
+    """Every bound listener that is not a controller listener serves clients."""
     names = set(config.controller_listener_names)
     bound: tuple[Endpoint, ...] = config.get("listeners")
     advertised: tuple[Endpoint, ...] = config.get("advertised.listeners")
-    chosen = next((e for e in bound if e.name not in names), None)
-    if chosen is None:
+    chosen = [e for e in bound if e.name not in names]
+    if not chosen:
         raise ConfigError("process.roles includes broker, but listeners has no listener "
                           "outside controller.listener.names for clients")
-    shown = next((e for e in advertised if e.name == chosen.name), chosen)
+    listeners = tuple(
+        _listener(config, e, next((a for a in advertised if a.name == e.name), e), protocols)
+        for e in chosen)
+    inter_broker = _inter_broker_listener(config, tuple(e.name for e in chosen))
     interval = config.get("broker.heartbeat.interval.ms")
     if interval <= 0:
         raise ConfigError(f"invalid value {interval} for broker.heartbeat.interval.ms: "
                           "must be positive")
-    return BrokerListenerSettings(listener=chosen, advertised=shown, heartbeat_interval_ms=interval,
-                                  rack=config.raw.get("broker.rack") or None)
+    return BrokerListenerSettings(
+        listeners=listeners, inter_broker_listener=inter_broker,
+        inter_broker_tls=(client_context(config.raw, inter_broker)
+                          if protocols[inter_broker].uses_tls else None),
+        heartbeat_interval_ms=interval, rack=config.raw.get("broker.rack") or None)
+
+
+def _inter_broker_listener(config: ServerConfig, names: tuple[str, ...]) -> str:
+    """``inter.broker.listener.name``, else the listener named after
+    ``security.inter.broker.protocol`` (PLAINTEXT by default), as Kafka picks it."""
+    name: str | None = config.get("inter.broker.listener.name")
+    protocol: str | None = config.get("security.inter.broker.protocol")
+    if name and protocol:
+        raise ConfigError("Only one of inter.broker.listener.name and "
+                          "security.inter.broker.protocol should be set.")
+    chosen = (name or protocol or "PLAINTEXT").upper()
+    if chosen not in names:
+        raise ConfigError(f"inter.broker.listener.name must be a listener name defined in "
+                          f"advertised.listeners. The valid options based on currently "
+                          f"configured listeners are {','.join(names)}")
+    return chosen
+
+
+def _controller_listeners(config: ServerConfig, protocols: dict[str, SecurityProtocol]
+                          ) -> tuple[ListenerSettings, ...]:
+    first = _controller_listener(config)  # refuses a first name that is not bound
+    bound: tuple[Endpoint, ...] = config.get("listeners")
+    advertised = {e.name: e for e in config.advertised_controller_endpoints()}
+    others = [e for e in bound if e.name in config.controller_listener_names and e != first]
+    return tuple(_listener(config, e, advertised.get(e.name, e), protocols)
+                 for e in (first, *others))
 
 
 def _controller_listener(config: ServerConfig) -> Endpoint:

@@ -1,13 +1,22 @@
 """Kafka frames over an asyncio stream: the one reader/writer every connection uses.
 
 Reads go through :class:`~pykraft.protocol.frame.FrameDecoder`, so an oversized size prefix
-is refused after four bytes (:class:`FrameTooLargeError`) instead of being buffered.
+is refused after four bytes (:class:`FrameTooLargeError`) instead of being buffered. A TLS
+connection is the same stream after its handshake: :meth:`FrameStream.connect` with a client
+context (the event loop's TLS), :meth:`FrameStream.accept_tls` on a server's accepted
+connection. The server side runs TLS itself over memory buffers (:class:`ssl.SSLObject`),
+not through the loop's ``start_tls``: that loses a ClientHello already read into the stream
+and hangs on uvloop (MagicStack/uvloop#707, python/cpython#142352), and the loop's own TLS
+accept drops a failed handshake silently, while a refusal must be logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import ssl
+from dataclasses import dataclass
 
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
 
@@ -25,13 +34,68 @@ class FrameStream:
         self._writer = writer
         self._decoder = FrameDecoder(max_frame_size)
         self._frames: collections.deque[bytes] = collections.deque()
+        self._tls: _MemoryTls | None = None
 
     @classmethod
     async def connect(
-        cls, host: str, port: int, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+        cls, host: str, port: int, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, *,
+        tls: ssl.SSLContext | None = None,
     ) -> FrameStream:
-        reader, writer = await asyncio.open_connection(host, port)
+        """Connect, with a TLS handshake first when ``tls`` is given (the certificate
+        checked against ``host`` when the context checks host names)."""
+        reader, writer = await asyncio.open_connection(
+            host, port, ssl=tls, server_hostname=host if tls is not None else None)
         return cls(reader, writer, max_frame_size)
+
+    async def accept_tls(self, context: ssl.SSLContext, timeout_s: float) -> bytes | None:
+        """The server's side of a TLS handshake; returns the client's certificate (DER),
+        None when it sent none. Raises :class:`ssl.SSLError` when the handshake fails
+        (after sending the alert), TimeoutError or OSError when the client is slow or
+        gone."""
+        tls = _MemoryTls.server(context)
+        async with asyncio.timeout(timeout_s):
+            while True:
+                try:
+                    tls.session.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    await self._flush(tls)
+                    await self._feed(tls)
+                except ssl.SSLError:
+                    with contextlib.suppress(OSError):
+                        await self._flush(tls)  # the alert tells the client why
+                    raise
+        await self._flush(tls)
+        self._tls = tls
+        der: bytes | None = tls.session.getpeercert(binary_form=True)
+        return der
+
+    async def _feed(self, tls: _MemoryTls) -> None:
+        data = await self._reader.read(_READ_CHUNK)
+        if data:
+            tls.incoming.write(data)
+        else:
+            tls.incoming.write_eof()
+
+    async def _flush(self, tls: _MemoryTls) -> None:
+        pending = tls.outgoing.read()
+        if pending:
+            self._writer.write(pending)
+            await self._writer.drain()
+
+    async def _receive(self) -> bytes:
+        """The next bytes from the peer, decrypted on TLS; b"" at the end of the stream."""
+        tls = self._tls
+        if tls is None:
+            return await self._reader.read(_READ_CHUNK)
+        while True:
+            try:
+                return tls.session.read(_READ_CHUNK)
+            except ssl.SSLWantReadError:
+                await self._flush(tls)
+                await self._feed(tls)
+            except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                return b""
 
     @property
     def peer(self) -> str:
@@ -41,7 +105,7 @@ class FrameStream:
     async def read_frame(self) -> bytes | None:
         """The next frame, or None at a clean end of stream between frames."""
         while not self._frames:
-            data = await self._reader.read(_READ_CHUNK)
+            data = await self._receive()
             if not data:
                 if self._decoder.buffered:
                     raise asyncio.IncompleteReadError(b"", None)
@@ -50,8 +114,27 @@ class FrameStream:
         return self._frames.popleft()
 
     async def write_frame(self, payload: bytes) -> None:
+        if self._tls is not None:
+            self._tls.session.write(encode_frame(payload))
+            await self._flush(self._tls)
+            return
         self._writer.write(encode_frame(payload))
         await self._writer.drain()
 
     def close(self) -> None:
         self._writer.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _MemoryTls:
+    """One server-side TLS session over memory buffers: raw bytes in through ``incoming``,
+    out through ``outgoing``."""
+
+    session: ssl.SSLObject
+    incoming: ssl.MemoryBIO
+    outgoing: ssl.MemoryBIO
+
+    @classmethod
+    def server(cls, context: ssl.SSLContext) -> _MemoryTls:
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        return cls(context.wrap_bio(incoming, outgoing, server_side=True), incoming, outgoing)

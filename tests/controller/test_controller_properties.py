@@ -4,6 +4,7 @@ snapshot of it loads back equal, and the partition invariants hold."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import random
 import tempfile
@@ -182,9 +183,8 @@ def test_controller_image_equals_replay_and_snapshot(ops: list[tuple[object, ...
         follower.handle_commit(cluster.raft.batch(index))
     assert follower.image == replayed
     # and a snapshot of it loads back equal
-    snapshot_image = MetadataImage(
-        replayed.features, replayed.cluster, replayed.topics, replayed.configs,
-        replayed.producer_ids, Provenance(cluster.controller.committed_offset, 1, 0))
+    snapshot_image = dataclasses.replace(
+        replayed, provenance=Provenance(cluster.controller.committed_offset, 1, 0))
     with tempfile.TemporaryDirectory() as directory:
         path = write_image_snapshot(Path(directory), snapshot_image, clock=lambda: 0,
                                     max_records_per_batch=3)

@@ -22,8 +22,10 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 
+from pykraft.broker.acl_describe import refused_acl_request
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.group_coordinator import GroupCoordinatorService
@@ -41,6 +43,8 @@ from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
+from pykraft.config.authorizer import authorizer_config
+from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, UnsupportedVersionError
@@ -60,9 +64,10 @@ FORWARDED = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.UPDATE_FEATURES, ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER,
-    ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER,
+    ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
 })
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
+                             ApiKey.DESCRIBE_ACLS,
                              ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
 #: The read path's handlers other than Fetch: (request body, replicas) -> latest response.
 READS: dict[int, Callable[[Any, ReplicaManager], Any]] = {
@@ -112,6 +117,8 @@ class BrokerDispatcher(Dispatcher):
 
     async def _route(self, request: RequestFrame, session: Session) -> bytes:
         api_key = request.api_key
+        if (refusal := refused_acl_request(api_key, request.body)) is not None:
+            raise CloseConnection(refusal)
         if api_key in FORWARDED:
             return self._encode(request, await self._forward(request))
         if api_key in GROUP_APIS:
@@ -135,6 +142,10 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, describe_cluster_response(
                 image, request.body, self_id=node_id, cluster_id=self._cluster_id,
                 listener=self._listener_name))
+        if api_key == ApiKey.DESCRIBE_ACLS:
+            return self._encode(request, describe_acls(
+                image, convert(request.body, DescribeAclsRequest),
+                enabled=authorizer_config(self._settings.controller.properties) is not None))
         # DescribeConfigs: Kafka's brokers answer it (ConfigHelper)
         return self._encode(request, describe_configs(
             image, convert(request.body, DescribeConfigsRequest), node_id=node_id,

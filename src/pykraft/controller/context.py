@@ -12,6 +12,7 @@ import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pykraft.config.authorizer import authorizer_config
 from pykraft.errors import ConfigError
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
@@ -55,6 +56,7 @@ class ControllerConfig:
         if self.default_replication_factor < 1:
             raise ConfigError("default.replication.factor must be >= 1")
         self.snapshot_policy()  # refuse bad thresholds now, not at the first commit
+        authorizer_config(self.properties)  # and an authorizer pykraft does not have
         try:
             interval = self.unclean_election_interval_ms
         except ValueError:

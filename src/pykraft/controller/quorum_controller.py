@@ -29,15 +29,20 @@ from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
+from kio.schema.create_acls.v3.request import CreateAclsRequest
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 from kio.schema.create_topics.v7.request import CreateTopicsRequest
+from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
+from pykraft.config.authorizer import authorizer_config
 from pykraft.controller import (
+    acl_control,
     cluster_control,
     config_control,
     features_control,
@@ -96,6 +101,10 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
         return features_control.update_features(ctx, request)
     if isinstance(request, AllocateProducerIdsRequest):
         return features_control.allocate_producer_ids(ctx, request)
+    if isinstance(request, CreateAclsRequest):
+        return acl_control.create_acls(ctx, request)
+    if isinstance(request, DeleteAclsRequest):
+        return acl_control.delete_acls(ctx, request)
     return None
 
 
@@ -233,6 +242,11 @@ class QuorumController:
                 self.committed_image, request, node_id=self.config.node_id,
                 static=self.config.properties)
             self._ready.append((ticket, described.response))
+            return ticket
+        if isinstance(request, DescribeAclsRequest):  # a read too, as Kafka's authorizer's
+            self._ready.append((ticket, acl_control.describe_acls(
+                self.committed_image, request,
+                enabled=authorizer_config(self.config.properties) is not None)))
             return ticket
         self._touch_session(request)
         result = _operate(self._context(), request)

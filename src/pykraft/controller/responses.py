@@ -20,12 +20,18 @@ from kio.schema.broker_registration.v4 import request as reg_req
 from kio.schema.broker_registration.v4 import response as reg_resp
 from kio.schema.controller_registration.v0 import request as creg_req
 from kio.schema.controller_registration.v0 import response as creg_resp
+from kio.schema.create_acls.v3 import request as cacl_req
+from kio.schema.create_acls.v3 import response as cacl_resp
 from kio.schema.create_partitions.v3 import request as cp_req
 from kio.schema.create_partitions.v3 import response as cp_resp
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
+from kio.schema.delete_acls.v3 import request as dacl_req
+from kio.schema.delete_acls.v3 import response as dacl_resp
 from kio.schema.delete_topics.v6 import request as dt_req
 from kio.schema.delete_topics.v6 import response as dt_resp
+from kio.schema.describe_acls.v3 import request as descacl_req
+from kio.schema.describe_acls.v3 import response as descacl_resp
 from kio.schema.describe_configs.v4 import request as dc_req
 from kio.schema.describe_configs.v4 import response as dc_resp
 from kio.schema.incremental_alter_configs.v1 import request as iac_req
@@ -94,6 +100,21 @@ def _alter_configs(req: alter_req.AlterConfigsRequest, code: ErrorCode,
         for r in req.resources))
 
 
+def _create_acls(req: cacl_req.CreateAclsRequest, code: ErrorCode,
+                 message: str | None) -> object:
+    return cacl_resp.CreateAclsResponse(throttle_time=NO_THROTTLE, results=tuple(
+        cacl_resp.AclCreationResult(error_code=code, error_message=message)
+        for _ in req.creations))
+
+
+def _delete_acls(req: dacl_req.DeleteAclsRequest, code: ErrorCode,
+                 message: str | None) -> object:
+    return dacl_resp.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=tuple(
+        dacl_resp.DeleteAclsFilterResult(error_code=code, error_message=message,
+                                         matching_acls=())
+        for _ in req.filters))
+
+
 _BUILDERS: dict[type, _Builder] = {
     reg_req.BrokerRegistrationRequest: lambda _r, c, _m: reg_resp.BrokerRegistrationResponse(
         throttle_time=NO_THROTTLE, error_code=c, broker_epoch=i64(-1)),
@@ -119,6 +140,10 @@ _BUILDERS: dict[type, _Builder] = {
     dc_req.DescribeConfigsRequest: _describe_configs,
     iac_req.IncrementalAlterConfigsRequest: _incremental,
     alter_req.AlterConfigsRequest: _alter_configs,
+    cacl_req.CreateAclsRequest: _create_acls,
+    dacl_req.DeleteAclsRequest: _delete_acls,
+    descacl_req.DescribeAclsRequest: lambda _r, c, m: descacl_resp.DescribeAclsResponse(
+        throttle_time=NO_THROTTLE, error_code=c, error_message=m, resources=()),
 }
 
 

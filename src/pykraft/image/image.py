@@ -4,8 +4,8 @@ that builds the next image from records.
 Controllers and brokers share it: a replica replays committed records into a
 :class:`MetadataDelta` and applies it to get the next :class:`MetadataImage`; a snapshot is
 the image written back as records (:meth:`MetadataImage.records`), in Kafka's image write
-order (features with metadata.version first, cluster, topics, configs, producer ids).
-ACLs, client quotas, SCRAM credentials and delegation tokens are not modeled: their records
+order (features with metadata.version first, cluster, topics, configs, producer ids, ACLs).
+Client quotas, SCRAM credentials and delegation tokens are not modeled: their records
 are accepted and ignored, as are NoOpRecord and ZkMigrationStateRecord. Transaction markers
 are handled by :class:`pykraft.image.loader.ImageLoader`, not here.
 """
@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pykraft.features import MINIMUM_METADATA_VERSION
+from pykraft.image.acls import AclsDelta, AclsImage
 from pykraft.image.cluster_image import ClusterDelta, ClusterImage
 from pykraft.image.configs import ConfigurationsDelta, ConfigurationsImage
 from pykraft.image.features import FeaturesDelta, FeaturesImage
@@ -54,15 +55,15 @@ from pykraft.records.metadata import (
 
 _IGNORED = (
     NoOpRecord, ZkMigrationStateRecord, BeginTransactionRecord, EndTransactionRecord,
-    AbortTransactionRecord, AccessControlEntryRecord, RemoveAccessControlEntryRecord,
-    ClientQuotaRecord, UserScramCredentialRecord, RemoveUserScramCredentialRecord,
-    DelegationTokenRecord, RemoveDelegationTokenRecord,
+    AbortTransactionRecord, ClientQuotaRecord, UserScramCredentialRecord,
+    RemoveUserScramCredentialRecord, DelegationTokenRecord, RemoveDelegationTokenRecord,
 )
 _CLUSTER = (
     RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
     BrokerRegistrationChangeRecord, RegisterControllerRecord,
 )
 _TOPICS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
+_ACLS = (AccessControlEntryRecord, RemoveAccessControlEntryRecord)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class MetadataImage:
     topics: TopicsImage = dataclasses.field(default_factory=TopicsImage)
     configs: ConfigurationsImage = dataclasses.field(default_factory=ConfigurationsImage)
     producer_ids: ProducerIdsImage = dataclasses.field(default_factory=ProducerIdsImage)
+    acls: AclsImage = dataclasses.field(default_factory=AclsImage)
     provenance: Provenance = dataclasses.field(default_factory=Provenance, compare=False)
 
     @property
@@ -107,6 +109,7 @@ class MetadataImage:
         yield from self.topics.records(mv)
         yield from self.configs.records()
         yield from self.producer_ids.records()
+        yield from self.acls.records()
 
     def encoded_records(self) -> list[bytes]:
         """:meth:`records` framed as metadata record values."""
@@ -123,6 +126,7 @@ class MetadataDelta:
         self._topics: TopicsDelta | None = None
         self._configs: ConfigurationsDelta | None = None
         self._producer_ids: ProducerIdsImage | None = None
+        self._acls: AclsDelta | None = None
 
     @property
     def features(self) -> FeaturesDelta:
@@ -163,6 +167,10 @@ class MetadataDelta:
             self.features.replay(body)
         elif isinstance(body, ProducerIdsRecord):
             self._producer_ids = (self._producer_ids or self.image.producer_ids).replay(body)
+        elif isinstance(body, _ACLS):
+            if self._acls is None:
+                self._acls = AclsDelta(self.image.acls)
+            self._acls.replay(body)
         elif not isinstance(body, _IGNORED):
             raise TypeError(f"{type(body).__name__} is not a metadata record")
 
@@ -176,5 +184,6 @@ class MetadataDelta:
             topics=image.topics if self._topics is None else self._topics.apply(),
             configs=image.configs if self._configs is None else self._configs.apply(),
             producer_ids=self._producer_ids or image.producer_ids,
+            acls=image.acls if self._acls is None else self._acls.apply(),
             provenance=provenance,
         )

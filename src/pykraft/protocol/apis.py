@@ -33,6 +33,9 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -144,6 +147,10 @@ _SPECS = (
     # v6 (KIP-939 two-phase commit) is still latestVersionUnstable in Kafka 4.x: not advertised.
     _spec(ApiKey.INIT_PRODUCER_ID, (0, 5), 2, _BROKER),
     _spec(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4), 4, _BROKER),
+    # The ACL APIs from v1 (KIP-896 removed v0 in Kafka 4); v3 adds the USER resource type.
+    _spec(ApiKey.DESCRIBE_ACLS, (1, 3), 2, _BOTH),
+    _spec(ApiKey.CREATE_ACLS, (1, 3), 2, _BOTH),
+    _spec(ApiKey.DELETE_ACLS, (1, 3), 2, _BOTH),
     _spec(ApiKey.DESCRIBE_CONFIGS, (1, 4), 4, _BOTH),
     _spec(ApiKey.ALTER_CONFIGS, (0, 2), 2, _BOTH),
     # v5 (KIP-1066 cordoned log dirs, Kafka 4.3) is not advertised.

@@ -28,9 +28,12 @@ from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
+from kio.schema.create_acls.v3.request import CreateAclsRequest
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 from kio.schema.create_topics.v7.request import CreateTopicsRequest
+from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
+from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
@@ -63,6 +66,9 @@ CONTROLLER_REQUESTS: dict[int, type] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
     ApiKey.UPDATE_FEATURES: UpdateFeaturesRequest,
     ApiKey.ALLOCATE_PRODUCER_IDS: AllocateProducerIdsRequest,
+    ApiKey.DESCRIBE_ACLS: DescribeAclsRequest,
+    ApiKey.CREATE_ACLS: CreateAclsRequest,
+    ApiKey.DELETE_ACLS: DeleteAclsRequest,
 }
 
 class ControllerService:

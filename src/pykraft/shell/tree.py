@@ -130,7 +130,8 @@ def image_tree(image: MetadataImage, *, source: str) -> DirNode:
         "clientQuotas": DirNode(),
         "producerIds": DirNode({"nextProducerId": FileNode(
             str(image.producer_ids.next_producer_id))}),
-        "acls": DirNode(),
+        "acls": DirNode({"byId": DirNode({uuid_to_str(acl_id): FileNode(str(acl))
+                                          for acl_id, acl in image.acls.acls.items()})}),
         "scram": DirNode(),
         "delegationToken": DirNode(),
     })

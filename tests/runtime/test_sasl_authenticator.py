@@ -16,7 +16,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request, request_type
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime.sasl_authenticator import SaslAuthenticator, Step, sasl_listener
+from pykraft.runtime.sasl_authenticator import SaslAuthenticator, SaslListener, Step, sasl_listener
 from pykraft.security.plain import PlainServer, plain_client_token
 from pykraft.security.sasl import SaslServer
 from pykraft.security.session import KafkaPrincipal
@@ -77,6 +77,14 @@ def test_wrong_password_is_answered_then_closed() -> None:
     assert (step.close, step.failed) == (body.error_message, True)
     assert authenticator.session.principal.name == "ANONYMOUS"
     assert authenticator.receive(metadata(), 0).close is not None  # nothing after a close
+
+
+def test_an_enabled_mechanism_without_a_server_is_unsupported() -> None:
+    bare = SaslListener(("PLAIN", "SCRAM-SHA-256"), {"PLAIN": lambda: PlainServer(USERS)})
+    step = SaslAuthenticator(bare, BASE).receive(handshake("SCRAM-SHA-256"), 0)
+    body = answer(step, ApiKey.SASL_HANDSHAKE, 1)
+    assert (body.error_code, body.mechanisms) == (ErrorCode.unsupported_sasl_mechanism,
+                                                  ("PLAIN", "SCRAM-SHA-256"))
 
 
 def test_unknown_mechanism_lists_the_enabled_ones_then_closes() -> None:
@@ -238,8 +246,11 @@ def test_listener_from_kafka_keys() -> None:
              "listener.name.sasl.plain.sasl.jaas.config": jaas,
              "listener.name.sasl.scram-sha-256.connections.max.reauth.ms": "3000"}
     scram_256 = scram_factory()
-    built = sasl_listener(props, "SASL", {"SCRAM-SHA-256": scram_256})
+    built = sasl_listener(props, "SASL")
     assert built.mechanisms == ("PLAIN", "SCRAM-SHA-256")
+    assert set(built.factories) == {"PLAIN"}
+    built = built.with_factories({"SCRAM-SHA-256": scram_256, SCRAM: scram_factory()})
+    assert set(built.factories) == {"PLAIN", "SCRAM-SHA-256"}
     assert built.factories["SCRAM-SHA-256"] is scram_256
     assert dict(built.reauth_ms) == {"PLAIN": 0, "SCRAM-SHA-256": 3000}
     server = built.factories["PLAIN"]()
@@ -250,14 +261,14 @@ def test_listener_from_kafka_keys() -> None:
 @pytest.mark.parametrize(("props", "message"), [
     ({}, "names GSSAPI, which pykraft does not support"),
     ({"sasl.enabled.mechanisms": "PLAIN"}, "no JAAS configuration for PLAIN on listener SASL"),
-    ({"sasl.enabled.mechanisms": "SCRAM-SHA-512"}, "names SCRAM-SHA-512"),
+    ({"sasl.enabled.mechanisms": "OAUTHBEARER"}, "names OAUTHBEARER"),
     ({"sasl.enabled.mechanisms": " , "}, "is empty"),
     ({"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "m required;",
       "connections.max.reauth.ms": "soon"}, "connections.max.reauth.ms"),
 ])
 def test_listener_refusals(props: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        sasl_listener(props, "SASL", {})
+        sasl_listener(props, "SASL")
 
 
 STATES = st.sampled_from(["fresh", "handshaken", "raw", "authenticated", "reauth"])

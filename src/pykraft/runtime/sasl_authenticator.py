@@ -41,7 +41,7 @@ from pykraft.protocol.cursor import Reader
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.runtime.error_answer import error_answer
-from pykraft.runtime.sasl_client import monotonic_ms
+from pykraft.runtime.sasl_client import SCRAM_MECHANISMS, monotonic_ms
 from pykraft.runtime.streams import FrameStream
 from pykraft.security.jaas import listener_jaas, listener_value
 from pykraft.security.plain import PLAIN, plain_server_factory
@@ -66,13 +66,20 @@ class SaslListener:
     factories: SaslServerFactories
     reauth_ms: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
+    def with_factories(self, extra: SaslServerFactories) -> SaslListener:
+        """This listener with ``extra``'s servers for the mechanisms it enables (SCRAM's,
+        over the metadata image); an enabled mechanism left without a server is refused
+        at the handshake as unsupported."""
+        added = {m: factory for m, factory in extra.items() if m in self.mechanisms}
+        return dataclasses.replace(self, factories={**self.factories, **added})
 
-def sasl_listener(props: Mapping[str, str], listener: str,
-                  scram: SaslServerFactories) -> SaslListener:
+
+def sasl_listener(props: Mapping[str, str], listener: str) -> SaslListener:
     """A SASL listener from Kafka's keys: ``sasl.enabled.mechanisms`` (GSSAPI by default,
-    which pykraft lacks), PLAIN's users from the listener's PlainLoginModule, ``scram``'s
-    factories (over the metadata image's credentials) for SCRAM-SHA-256/512, and
-    ``connections.max.reauth.ms``, each with its ``listener.name.<listener>.`` override."""
+    which pykraft lacks), PLAIN's users from the listener's PlainLoginModule, and
+    ``connections.max.reauth.ms``, each with its ``listener.name.<listener>.`` override.
+    SCRAM mechanisms are accepted here; their servers, which read the metadata image's
+    credentials, are added by :meth:`SaslListener.with_factories` once the image exists."""
     text = listener_value(props, listener, "sasl.enabled.mechanisms") or "GSSAPI"
     mechanisms = tuple(m.strip() for m in text.split(",") if m.strip())
     factories: dict[str, Callable[[], SaslServer]] = {}
@@ -84,9 +91,7 @@ def sasl_listener(props: Mapping[str, str], listener: str,
                 raise ConfigError(f"no JAAS configuration for PLAIN on listener {listener}: "
                                   f"set listener.name.{listener.lower()}.plain.sasl.jaas.config")
             factories[mechanism] = plain_server_factory(module.options)
-        elif mechanism in scram:
-            factories[mechanism] = scram[mechanism]
-        else:
+        elif mechanism not in SCRAM_MECHANISMS:
             raise ConfigError(f"sasl.enabled.mechanisms of listener {listener} names "
                               f"{mechanism}, which pykraft does not support (PLAIN, "
                               "SCRAM-SHA-256, SCRAM-SHA-512)")

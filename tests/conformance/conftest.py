@@ -16,14 +16,19 @@ from broker_harness import PROPERTIES, wait_for, wait_for_brokers
 
 from conformance.cases import create_topics, describe_quorum, metadata
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
+from pykraft.config.authorizer import AUTHORIZER_CLASS_NAME, STANDARD_AUTHORIZER, SUPER_USERS
+from pykraft.security.session import ANONYMOUS
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 SHARED_TOPIC = "conformance"
 SHARED_PARTITIONS = 2
 #: A group's first rebalance waits group.initial.rebalance.delay.ms (3 s) for more members;
-#: every group row makes a group of its own, so the suite does not wait.
-GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0"}
+#: every group row makes a group of its own, so the suite does not wait. The ACL rows need
+#: an authorizer; the anonymous PLAINTEXT clients of the suite are its super users.
+GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0",
+                    AUTHORIZER_CLASS_NAME: STANDARD_AUTHORIZER,
+                    SUPER_USERS: str(ANONYMOUS)}
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
+from conformance.acl_cases import ACLS
 from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
@@ -24,7 +25,7 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
-TABLE = [*CASES, *GROUPS]
+TABLE = [*CASES, *GROUPS, *ACLS]
 
 
 def rows() -> Iterator[Row]:

@@ -43,6 +43,7 @@ from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
+from pykraft.broker.scram_describe import describe_user_scram_credentials
 from pykraft.config.authorizer import authorizer_config
 from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
@@ -65,9 +66,10 @@ FORWARDED = frozenset({
     ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.UPDATE_FEATURES, ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER,
     ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
 })
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
-                             ApiKey.DESCRIBE_ACLS,
+                             ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
                              ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
 #: The read path's handlers other than Fetch: (request body, replicas) -> latest response.
 READS: dict[int, Callable[[Any, ReplicaManager], Any]] = {
@@ -142,6 +144,9 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, describe_cluster_response(
                 image, request.body, self_id=node_id, cluster_id=self._cluster_id,
                 listener=self._listener_name))
+        if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
+            return self._encode(request, describe_user_scram_credentials(image.scram,
+                                                                         request.body))
         if api_key == ApiKey.DESCRIBE_ACLS:
             return self._encode(request, describe_acls(
                 image, convert(request.body, DescribeAclsRequest),

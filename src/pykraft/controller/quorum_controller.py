@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
+from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
@@ -47,6 +48,7 @@ from pykraft.controller import (
     config_control,
     features_control,
     replication,
+    scram_control,
 )
 from pykraft.controller.activation import (
     DEFAULT_BOOTSTRAP,
@@ -101,6 +103,8 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
         return features_control.update_features(ctx, request)
     if isinstance(request, AllocateProducerIdsRequest):
         return features_control.allocate_producer_ids(ctx, request)
+    if isinstance(request, AlterUserScramCredentialsRequest):
+        return scram_control.alter_user_scram_credentials(ctx, request)
     if isinstance(request, CreateAclsRequest):
         return acl_control.create_acls(ctx, request)
     if isinstance(request, DeleteAclsRequest):

@@ -14,6 +14,8 @@ from kio.schema.alter_configs.v2 import request as alter_req
 from kio.schema.alter_configs.v2 import response as alter_resp
 from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.alter_partition.v3 import response as ap_resp
+from kio.schema.alter_user_scram_credentials.v0 import request as scram_req
+from kio.schema.alter_user_scram_credentials.v0 import response as scram_resp
 from kio.schema.broker_heartbeat.v1 import request as hb_req
 from kio.schema.broker_heartbeat.v1 import response as hb_resp
 from kio.schema.broker_registration.v4 import request as reg_req
@@ -115,6 +117,16 @@ def _delete_acls(req: dacl_req.DeleteAclsRequest, code: ErrorCode,
         for _ in req.filters))
 
 
+def _alter_scram(req: scram_req.AlterUserScramCredentialsRequest, code: ErrorCode,
+                 message: str | None) -> object:
+    """Kafka's getErrorResponse: every user named, once, sorted."""
+    users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
+    return scram_resp.AlterUserScramCredentialsResponse(throttle_time=NO_THROTTLE, results=tuple(
+        scram_resp.AlterUserScramCredentialsResult(user=user, error_code=code,
+                                                   error_message=message)
+        for user in users))
+
+
 _BUILDERS: dict[type, _Builder] = {
     reg_req.BrokerRegistrationRequest: lambda _r, c, _m: reg_resp.BrokerRegistrationResponse(
         throttle_time=NO_THROTTLE, error_code=c, broker_epoch=i64(-1)),
@@ -140,6 +152,7 @@ _BUILDERS: dict[type, _Builder] = {
     dc_req.DescribeConfigsRequest: _describe_configs,
     iac_req.IncrementalAlterConfigsRequest: _incremental,
     alter_req.AlterConfigsRequest: _alter_configs,
+    scram_req.AlterUserScramCredentialsRequest: _alter_scram,
     cacl_req.CreateAclsRequest: _create_acls,
     dacl_req.DeleteAclsRequest: _delete_acls,
     descacl_req.DescribeAclsRequest: lambda _r, c, m: descacl_resp.DescribeAclsResponse(

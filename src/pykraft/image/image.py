@@ -4,8 +4,8 @@ that builds the next image from records.
 Controllers and brokers share it: a replica replays committed records into a
 :class:`MetadataDelta` and applies it to get the next :class:`MetadataImage`; a snapshot is
 the image written back as records (:meth:`MetadataImage.records`), in Kafka's image write
-order (features with metadata.version first, cluster, topics, configs, producer ids, ACLs).
-Client quotas, SCRAM credentials and delegation tokens are not modeled: their records
+order (features with metadata.version first, cluster, topics, configs, producer ids, ACLs,
+SCRAM credentials). Client quotas and delegation tokens are not modeled: their records
 are accepted and ignored, as are NoOpRecord and ZkMigrationStateRecord. Transaction markers
 are handled by :class:`pykraft.image.loader.ImageLoader`, not here.
 """
@@ -22,6 +22,7 @@ from pykraft.image.cluster_image import ClusterDelta, ClusterImage
 from pykraft.image.configs import ConfigurationsDelta, ConfigurationsImage
 from pykraft.image.features import FeaturesDelta, FeaturesImage
 from pykraft.image.producer_ids import ProducerIdsImage
+from pykraft.image.scram import ScramDelta, ScramImage
 from pykraft.image.topics import TopicsDelta, TopicsImage
 from pykraft.records.metadata import (
     AbortTransactionRecord,
@@ -55,9 +56,9 @@ from pykraft.records.metadata import (
 
 _IGNORED = (
     NoOpRecord, ZkMigrationStateRecord, BeginTransactionRecord, EndTransactionRecord,
-    AbortTransactionRecord, ClientQuotaRecord, UserScramCredentialRecord,
-    RemoveUserScramCredentialRecord, DelegationTokenRecord, RemoveDelegationTokenRecord,
+    AbortTransactionRecord, ClientQuotaRecord, DelegationTokenRecord, RemoveDelegationTokenRecord,
 )
+_SCRAM = (UserScramCredentialRecord, RemoveUserScramCredentialRecord)
 _CLUSTER = (
     RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
     BrokerRegistrationChangeRecord, RegisterControllerRecord,
@@ -85,6 +86,7 @@ class MetadataImage:
     configs: ConfigurationsImage = dataclasses.field(default_factory=ConfigurationsImage)
     producer_ids: ProducerIdsImage = dataclasses.field(default_factory=ProducerIdsImage)
     acls: AclsImage = dataclasses.field(default_factory=AclsImage)
+    scram: ScramImage = dataclasses.field(default_factory=ScramImage)
     provenance: Provenance = dataclasses.field(default_factory=Provenance, compare=False)
 
     @property
@@ -110,6 +112,7 @@ class MetadataImage:
         yield from self.configs.records()
         yield from self.producer_ids.records()
         yield from self.acls.records()
+        yield from self.scram.records(mv)
 
     def encoded_records(self) -> list[bytes]:
         """:meth:`records` framed as metadata record values."""
@@ -127,6 +130,7 @@ class MetadataDelta:
         self._configs: ConfigurationsDelta | None = None
         self._producer_ids: ProducerIdsImage | None = None
         self._acls: AclsDelta | None = None
+        self._scram: ScramDelta | None = None
 
     @property
     def features(self) -> FeaturesDelta:
@@ -171,6 +175,10 @@ class MetadataDelta:
             if self._acls is None:
                 self._acls = AclsDelta(self.image.acls)
             self._acls.replay(body)
+        elif isinstance(body, _SCRAM):
+            if self._scram is None:
+                self._scram = ScramDelta(self.image.scram)
+            self._scram.replay(body)
         elif not isinstance(body, _IGNORED):
             raise TypeError(f"{type(body).__name__} is not a metadata record")
 
@@ -185,5 +193,6 @@ class MetadataDelta:
             configs=image.configs if self._configs is None else self._configs.apply(),
             producer_ids=self._producer_ids or image.producer_ids,
             acls=image.acls if self._acls is None else self._acls.apply(),
+            scram=image.scram if self._scram is None else self._scram.apply(),
             provenance=provenance,
         )

@@ -44,6 +44,8 @@ class ApiKey(IntEnum):
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     VOTE = 52
     BEGIN_QUORUM_EPOCH = 53
     END_QUORUM_EPOCH = 54
@@ -160,6 +162,10 @@ _SPECS = (
     _spec(ApiKey.DELETE_GROUPS, (0, 2), 2, _BROKER),
     _spec(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), 1, _BOTH),
     _spec(ApiKey.OFFSET_DELETE, (0, 0), None, _BROKER),
+    # Kafka's schema lists the controller for Describe too, but its controller has no
+    # handler ("Unsupported ApiKey"): brokers answer it from their image.
+    _spec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, (0, 0), 0, _BROKER),
+    _spec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, (0, 0), 0, _BOTH),
     _spec(ApiKey.VOTE, (0, 2), 0, _CONTROLLER),
     _spec(ApiKey.BEGIN_QUORUM_EPOCH, (0, 1), 1, _CONTROLLER),
     _spec(ApiKey.END_QUORUM_EPOCH, (0, 1), 1, _CONTROLLER),

@@ -25,6 +25,7 @@ from typing import Any
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
+from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
@@ -66,6 +67,7 @@ CONTROLLER_REQUESTS: dict[int, type] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
     ApiKey.UPDATE_FEATURES: UpdateFeaturesRequest,
     ApiKey.ALLOCATE_PRODUCER_IDS: AllocateProducerIdsRequest,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentialsRequest,
     ApiKey.DESCRIBE_ACLS: DescribeAclsRequest,
     ApiKey.CREATE_ACLS: CreateAclsRequest,
     ApiKey.DELETE_ACLS: DeleteAclsRequest,

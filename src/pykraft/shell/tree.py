@@ -15,6 +15,7 @@ from pykraft.ids import uuid_to_str
 from pykraft.image.cluster_image import BrokerRegistration, ControllerRegistration
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
+from pykraft.image.scram import ScramCredential, ScramImage, ScramMechanism
 from pykraft.image.topics import PartitionRegistration, TopicImage
 
 
@@ -106,6 +107,21 @@ def _configs_dir(image: MetadataImage) -> DirNode:
     return DirNode(children)
 
 
+def _scram_text(c: ScramCredential) -> str:
+    """Kafka's ScramCredentialDataNode: the shell does not redact, bytes in hex."""
+    return (f"ScramCredentialData(salt={c.salt.hex()}, storedKey={c.stored_key.hex()}, "
+            f"serverKey={c.server_key.hex()}, iterations={c.iterations})")
+
+
+def _scram_dir(scram: ScramImage) -> DirNode:
+    """One directory per known mechanism, listed even when it has no users."""
+    return DirNode({
+        mechanism.mechanism_name: DirNode({
+            user: FileNode(_scram_text(c))
+            for user, c in scram.mechanisms.get(mechanism, {}).items()})
+        for mechanism in ScramMechanism if mechanism is not ScramMechanism.UNKNOWN})
+
+
 def image_tree(image: MetadataImage, *, source: str) -> DirNode:
     """The root ``/`` with ``/image`` for ``image`` and ``/local`` for this tool."""
     p = image.provenance
@@ -132,7 +148,7 @@ def image_tree(image: MetadataImage, *, source: str) -> DirNode:
             str(image.producer_ids.next_producer_id))}),
         "acls": DirNode({"byId": DirNode({uuid_to_str(acl_id): FileNode(str(acl))
                                           for acl_id, acl in image.acls.acls.items()})}),
-        "scram": DirNode(),
+        "scram": _scram_dir(image.scram),
         "delegationToken": DirNode(),
     })
     local = DirNode({"version": FileNode(__version__), "commitId": FileNode("unknown"),

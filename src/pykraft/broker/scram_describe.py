@@ -1,0 +1,53 @@
+"""DescribeUserScramCredentials (50) from the broker's metadata image (Kafka's
+``ScramImage.describe``): mechanisms and iteration counts, never salts or keys.
+
+No users (null or an empty list) describes every user with a credential; a user named twice
+gets DUPLICATE_RESOURCE, one without credentials RESOURCE_NOT_FOUND, each with Kafka's
+message. Results follow the request's order (Kafka's follow a hash map's).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kio.schema.describe_user_scram_credentials.v0.request import (
+    DescribeUserScramCredentialsRequest,
+)
+from kio.schema.describe_user_scram_credentials.v0.response import (
+    CredentialInfo,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResult,
+)
+from kio.static.primitive import i8, i32
+
+from pykraft.controller.responses import NO_THROTTLE
+from pykraft.image.scram import ScramImage
+from pykraft.protocol.errors import ErrorCode
+
+_DUPLICATE = "Cannot describe SCRAM credentials for the same user twice in a single request: "
+_NOT_FOUND = "Attempt to describe a user credential that does not exist: "
+
+
+def _result(scram: ScramImage, user: str, duplicate: bool
+            ) -> DescribeUserScramCredentialsResult:
+    if duplicate:
+        return DescribeUserScramCredentialsResult(
+            user=user, error_code=ErrorCode.duplicate_resource,
+            error_message=_DUPLICATE + user, credential_infos=())
+    infos = tuple(CredentialInfo(mechanism=i8(mechanism), iterations=i32(credential.iterations))
+                  for mechanism, credential in scram.credentials_of(user))
+    if not infos:
+        return DescribeUserScramCredentialsResult(
+            user=user, error_code=ErrorCode.resource_not_found,
+            error_message=_NOT_FOUND + user, credential_infos=())
+    return DescribeUserScramCredentialsResult(user=user, error_code=ErrorCode.none,
+                                              error_message=None, credential_infos=infos)
+
+
+def describe_user_scram_credentials(scram: ScramImage,
+                                    request: DescribeUserScramCredentialsRequest
+                                    ) -> DescribeUserScramCredentialsResponse:
+    asked = Counter([u.name for u in request.users or ()] or scram.users())
+    return DescribeUserScramCredentialsResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        results=tuple(_result(scram, user, times > 1) for user, times in asked.items()))

@@ -50,10 +50,14 @@ class FrameStream:
     async def accept_tls(self, context: ssl.SSLContext, timeout_s: float) -> bytes | None:
         """The server's side of a TLS handshake; returns the client's certificate (DER),
         None when it sent none. Raises :class:`ssl.SSLError` when the handshake fails
-        (after sending the alert), TimeoutError or OSError when the client is slow or
-        gone."""
+        (after sending the alert), EOFError when the peer hung up before sending anything,
+        TimeoutError or OSError when the client is slow or gone."""
         tls = _MemoryTls.server(context)
         async with asyncio.timeout(timeout_s):
+            first = await self._reader.read(_READ_CHUNK)
+            if not first:  # a port probe, not a client: nothing to refuse
+                raise EOFError("closed before the TLS handshake")
+            tls.incoming.write(first)
             while True:
                 try:
                     tls.session.do_handshake()

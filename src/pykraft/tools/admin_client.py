@@ -15,7 +15,9 @@ It talks to the first bootstrap broker that answers (ApiVersions first, versions
 per API by :class:`~pykraft.runtime.kafka_client.ClientConnection`); a connection that breaks
 is reopened until ``default.api.timeout.ms``, each attempt bounded by ``request.timeout.ms``.
 When every bootstrap server refuses the connection nothing listens there, and the client
-says so at once instead of retrying (Kafka's admin would wait out its timeout). Failures are
+says so at once instead of retrying (Kafka's admin would wait out its timeout). With
+``security.protocol=SSL`` in the ``--command-config`` properties it connects over TLS with
+that file's ``ssl.*`` keys (:mod:`pykraft.runtime.tls`). Failures are
 :class:`AdminError`; an error code in an answer is :class:`ApiError`, whose text is the
 broker's message or else Kafka's default message for that code.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import ssl
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -49,6 +52,7 @@ from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.runtime.tls import client_context
 
 Address = tuple[str, int]
 
@@ -109,6 +113,8 @@ class AdminSettings:
     client_id: str = DEFAULT_CLIENT_ID
     request_timeout_s: float = REQUEST_TIMEOUT_MS / 1000
     api_timeout_s: float = DEFAULT_API_TIMEOUT_MS / 1000
+    tls: ssl.SSLContext | None = None
+    """The client context when ``security.protocol`` is SSL."""
 
 
 def parse_bootstrap_servers(text: str) -> tuple[Address, ...]:
@@ -141,15 +147,16 @@ def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
                    client_id: str = DEFAULT_CLIENT_ID) -> AdminSettings:
     """Settings from ``--bootstrap-server`` and the ``--command-config`` properties.
 
-    Honoured keys: ``client.id``, ``request.timeout.ms``, ``default.api.timeout.ms``; a
-    ``security.protocol`` other than PLAINTEXT is refused, since these tools speak only
-    PLAINTEXT (Kafka's own client would negotiate TLS or SASL there)."""
+    Honoured keys: ``client.id``, ``request.timeout.ms``, ``default.api.timeout.ms``,
+    ``security.protocol`` PLAINTEXT or SSL and the ``ssl.*`` keys; SASL protocols are
+    refused (not spoken by these tools yet)."""
     props = load_properties(command_config) if command_config is not None else {}
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
+    if protocol not in ("PLAINTEXT", "SSL"):
         raise ConfigError(f"security.protocol={protocol} is not supported: pykraft's tools "
-                          "speak PLAINTEXT only")
+                          "speak PLAINTEXT and SSL")
     return AdminSettings(
+        tls=client_context(props) if protocol == "SSL" else None,
         bootstrap=parse_bootstrap_servers(bootstrap_server),
         client_id=props.get("client.id", client_id).strip() or client_id,
         request_timeout_s=_int_config(props, "request.timeout.ms", REQUEST_TIMEOUT_MS) / 1000,
@@ -281,7 +288,8 @@ class AdminClient:
                 self._connection = await open_with_timeout(
                     host, port, client_id=self.settings.client_id, ours=_BROKER_RANGES,
                     timeout_s=min(self.settings.request_timeout_s,
-                                  max(0.1, deadline - time.monotonic())))
+                                  max(0.1, deadline - time.monotonic())),
+                    tls=self.settings.tls)
                 return self._connection
             except ConnectionRefusedError:
                 refused.append(f"Connection to {host}:{port} refused")

@@ -64,6 +64,14 @@ def format_command(
     ignore_formatted: Annotated[
         bool, typer.Option("--ignore-formatted", "-g", help="Skip directories already formatted.")
     ] = False,
+    add_scram: Annotated[
+        list[str] | None,
+        typer.Option("--add-scram", "-S", help=(
+            "A SCRAM credential for the metadata log (repeatable), e.g. "
+            "'SCRAM-SHA-256=[name=alice,password=alice-secret]' or "
+            """'SCRAM-SHA-512=[name=alice,iterations=8192,salt="N3E=",saltedpassword="YCE="]'"""
+        )),
+    ] = None,
 ) -> None:
     """Format the node's log directories (meta.properties, bootstrap.checkpoint, voters)."""
     chosen = [standalone, initial_controllers is not None, no_initial_controllers]
@@ -88,6 +96,7 @@ def format_command(
             release_version=parse_release_version(release_version),
             features=tuple(parse_feature(f) for f in feature or ()),
             ignore_formatted=ignore_formatted,
+            scram=tuple(add_scram or ()),
         )
         lines = format_storage(request)
     except PyKraftError as exc:

@@ -1,13 +1,15 @@
 """``storage format`` and ``storage info``: Kafka's ``kafka-storage.sh`` rules and messages.
 
 Formatting writes, into every directory a node uses, ``meta.properties`` (v1) and
-``bootstrap.checkpoint``; for a dynamic quorum (``--standalone`` or ``--initial-controllers``)
-the metadata directory of an initial voter also gets the 0-0 checkpoint with the voter set.
+``bootstrap.checkpoint`` (metadata.version, and the ``--add-scram`` credentials); for a
+dynamic quorum (``--standalone`` or ``--initial-controllers``) the metadata directory of an
+initial voter also gets the 0-0 checkpoint with the voter set.
 All checks run before the first byte is written, so a rejected command changes nothing.
 """
 
 from __future__ import annotations
 
+import secrets
 import time
 import uuid
 from collections.abc import Callable
@@ -23,8 +25,10 @@ from pykraft.features import (
     METADATA_VERSION_FEATURE,
     SUPPORTED_FEATURES,
     MetadataVersion,
+    metadata_version_for_level,
 )
 from pykraft.ids import InvalidUuidError, random_uuid, uuid_from_str, uuid_to_str
+from pykraft.image.scram import MV_3_5_IV2
 from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS
 from pykraft.records.control import Voter, VoterEndpoint, VotersRecord
 from pykraft.records.metadata import FeatureLevelRecord
@@ -35,6 +39,7 @@ from pykraft.storage.meta_properties import (
     read_meta_properties,
     write_meta_properties,
 )
+from pykraft.tools.scram_args import parse_add_scram
 
 META_PROPERTIES = "meta.properties"
 
@@ -61,6 +66,8 @@ class FormatRequest:
     release_version: MetadataVersion = DEFAULT_METADATA_VERSION
     features: tuple[tuple[str, int], ...] = ()
     ignore_formatted: bool = False
+    scram: tuple[str, ...] = ()
+    """--add-scram arguments (:mod:`pykraft.tools.scram_args`)."""
 
 
 def parse_feature(text: str) -> tuple[str, int]:
@@ -190,11 +197,24 @@ def _check_modes(request: FormatRequest) -> None:
             raise FormatError("set metadata.version with --release-version")
 
 
+def _random_salt() -> bytes:
+    """Kafka salts with the text of 130 random bits; this is as long and as random."""
+    return secrets.token_urlsafe(20).encode()
+
+
+def _scram_records(request: FormatRequest, new_salt: Callable[[], bytes]) -> list[object]:
+    if request.scram and request.release_version.level < MV_3_5_IV2:
+        raise FormatError(f"SCRAM is only supported in {METADATA_VERSION_FEATURE} "
+                          f"{metadata_version_for_level(MV_3_5_IV2).name} or later.")
+    return [parse_add_scram(argument, new_salt=new_salt) for argument in request.scram]
+
+
 def format_storage(
     request: FormatRequest,
     *,
     clock: Callable[[], int] = lambda: int(time.time() * 1000),
     new_uuid: Callable[[], uuid.UUID] = random_uuid,
+    new_salt: Callable[[], bytes] = _random_salt,
 ) -> list[str]:
     """Format the node's directories; returns Kafka's progress lines."""
     _validate_cluster_id(request.cluster_id)
@@ -211,6 +231,9 @@ def format_storage(
     listener_names = config.controller_listener_names
     if voters and not listener_names:
         raise FormatError("missing required configuration controller.listener.names")
+    bootstrap = [FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
+                                    feature_level=request.release_version.level),
+                 *_scram_records(request, new_salt)]
 
     pending = []
     for directory in config.all_log_dirs:
@@ -242,12 +265,7 @@ def format_storage(
                 directory / META_PROPERTIES,
                 MetaProperties(1, node_id, request.cluster_id, directory_id),
             )
-            write_bootstrap_checkpoint(
-                directory,
-                [FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
-                                    feature_level=request.release_version.level)],
-                clock=clock,
-            )
+            write_bootstrap_checkpoint(directory, bootstrap, clock=clock)
             if is_metadata and own_voter is not None and kraft_version == 1:
                 write_bootstrap_voters_snapshot(
                     directory, _voters_record(voters, listener_names[0]), clock=clock

@@ -24,6 +24,7 @@ from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import NodeSettings
 
 log = logging.getLogger("pykraft.process")
@@ -49,9 +50,11 @@ async def run_server(settings: NodeSettings) -> int:
         handlers = {} if extension is None else extension.handlers(node)
         dispatcher = Dispatcher(node, controller, handlers)
         for spec in settings.controller_listeners:  # every controller.listener.names one
+            sasl = spec.sasl if controller is None else with_scram(
+                spec.sasl, lambda: controller.controller.committed_image.scram)
             server = ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                                     settings.max_frame_size, listener_name=spec.name,
-                                    protocol=spec.protocol, tls=spec.tls)
+                                    protocol=spec.protocol, tls=spec.tls, sasl=sasl)
             await server.start()
             servers.append(server)
     if broker is not None:

@@ -14,6 +14,7 @@ from conformance.acl_cases import ACLS
 from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
+from conformance.sasl_cases import SASL
 from conformance.scram_cases import SCRAM
 from conformance.wire import (
     CORRELATION_ID,
@@ -26,7 +27,7 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
-TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS]
+TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL]
 
 
 def rows() -> Iterator[Row]:

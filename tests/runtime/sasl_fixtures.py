@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import scramp
 
-from pykraft.runtime.sasl_authenticator import SaslListener
 from pykraft.security.plain import PlainServer
 from pykraft.security.sasl import SaslServer
+from pykraft.security.sasl_listener import SaslListener
 from pykraft.security.session import KafkaPrincipal, SecurityProtocol, Session
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret"}

@@ -15,8 +15,9 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request, request_type
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime.sasl_authenticator import SaslAuthenticator, SaslListener
+from pykraft.runtime.sasl_authenticator import SaslAuthenticator
 from pykraft.security.sasl import SaslAuthenticationError
+from pykraft.security.sasl_listener import SaslListener
 from pykraft.security.scram import ScramExchangeError, ScramSaslServer, scram_factories
 from pykraft.security.session import KafkaPrincipal, SecurityProtocol, Session
 

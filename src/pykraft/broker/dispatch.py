@@ -59,6 +59,7 @@ from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.session import Session
 
 FORWARDED = frozenset({
@@ -77,7 +78,7 @@ READS: dict[int, Callable[[Any, ReplicaManager], Any]] = {
     ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs, ApiKey.DELETE_RECORDS: delete_records,
 }
 READ_PATH = frozenset({ApiKey.FETCH, *(ApiKey(key) for key in READS)})
-BROKER_SERVED |= READ_PATH
+BROKER_SERVED |= READ_PATH | SASL_APIS  # SASL's answered by the base Dispatcher
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000

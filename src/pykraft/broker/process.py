@@ -50,6 +50,7 @@ from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import BrokerListenerSettings, ListenerSettings, NodeSettings
 
 log = logging.getLogger("pykraft.broker")
@@ -90,7 +91,7 @@ class BrokerRuntime:
         self.fetchers = ReplicaFetcherManager(
             settings.node_id, self.replicas, FetcherConfig.of(static),
             broker.inter_broker_listener, self._now_ms, self._broker_epoch,
-            tls=broker.inter_broker_tls)
+            tls=None, sasl=broker.inter_broker_sasl)
         self._offsets_topic = OffsetsTopicConfig.from_properties(static)  # refused at start
         self._group_config = GroupConfig.from_properties(static)
         self.groups: GroupCoordinatorService | None = None
@@ -113,7 +114,8 @@ class BrokerRuntime:
                 defer=lambda callback: asyncio.get_running_loop().call_soon(callback))
         self._channel = ControllerChannel(
             settings.node_id, node.address_of, lambda: node.core.leader_and_epoch.leader_id,
-            settings.quorum.request_timeout_ms, tls=settings.controller_tls)
+            settings.quorum.request_timeout_ms, tls=settings.controller_tls,
+            sasl=settings.controller_sasl)
         self.replicas.clock_ms = node.now_ms
         self._alter_partition = AlterPartitionManager(
             self._channel, self.replicas, broker_id=settings.node_id,
@@ -137,7 +139,8 @@ class BrokerRuntime:
         self._servers = [
             ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                            settings.max_frame_size, listener_name=spec.name,
-                           protocol=spec.protocol, tls=spec.tls)
+                           protocol=spec.protocol, tls=spec.tls,
+                           sasl=with_scram(spec.sasl, lambda: self.metadata.image.scram))
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _dispatcher(self, node: RaftNode, spec: ListenerSettings) -> BrokerDispatcher:

@@ -70,6 +70,7 @@ from pykraft.partition.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.waits import wait_set
 from pykraft.storage.java_properties import java_string_hash
 from pykraft.storage.offset_checkpoints import TopicPartition
@@ -96,17 +97,19 @@ Opener = Callable[[tuple[str, int], str, float], Awaitable[ClientConnection]]
 
 
 async def open_connection(address: tuple[str, int], client_id: str, timeout_s: float, *,
-                          tls: ssl.SSLContext | None = None) -> ClientConnection:
+                          tls: ssl.SSLContext | None = None,
+                          sasl: SaslCredentials | None = None) -> ClientConnection:
     """A connection whose answers come back at a version naming topics as the leader does:
     a leader before Fetch v13 is reconnected to with v12 as our highest."""
     connection = await open_with_timeout(*address, client_id=client_id,
-                                         ours=FETCHER_VERSIONS, timeout_s=timeout_s, tls=tls)
+                                         ours=FETCHER_VERSIONS, timeout_s=timeout_s, tls=tls,
+                                         sasl=sasl)
     version = connection.versions.get(ApiKey.FETCH)
     if version is None or version >= FIRST_TOPIC_ID_VERSION:
         return connection
     connection.close()
     return await open_with_timeout(*address, client_id=client_id, ours=BY_NAME_VERSIONS,
-                                   timeout_s=timeout_s, tls=tls)
+                                   timeout_s=timeout_s, tls=tls, sasl=sasl)
 
 
 def build(entity: type[Any], **values: Any) -> Any:
@@ -502,9 +505,10 @@ class ReplicaFetcherManager:
 
     def __init__(self, broker_id: int, replicas: ReplicaManager, config: FetcherConfig,
                  listener_name: str, now_ms: Callable[[], int],
-                 broker_epoch: Callable[[], int], tls: ssl.SSLContext | None = None) -> None:
+                 broker_epoch: Callable[[], int], tls: ssl.SSLContext | None = None,
+                 sasl: SaslCredentials | None = None) -> None:
         self.broker_id = broker_id
-        self._opener: Opener = functools.partial(open_connection, tls=tls)
+        self._opener: Opener = functools.partial(open_connection, tls=tls, sasl=sasl)
         self._replicas = replicas
         self._config = config
         self._listener = config.inter_broker_listener or listener_name

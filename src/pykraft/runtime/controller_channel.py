@@ -7,7 +7,8 @@ already tracks; where it listens comes from the node (the voter set in the log, 
 voters, or the leader's endpoint a Fetch answer named), so a broker works with a static or a
 dynamic quorum. A request with no known leader, or to a controller that cannot be reached,
 fails with :class:`NetworkError` and the caller retries or answers the client with a
-retriable error. On a TLS controller listener, ``tls`` is the node's client context.
+retriable error. On a TLS controller listener, ``tls`` is the node's client context; on a
+SASL one, ``sasl`` the node's credentials.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pykraft.errors import NetworkError
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.peers import PeerPool
+from pykraft.runtime.sasl_client import SaslCredentials
 
 
 class ControllerChannel:
@@ -27,10 +29,12 @@ class ControllerChannel:
 
     def __init__(self, node_id: int, address_of: Callable[[int], tuple[str, int] | None],
                  active_controller: Callable[[], int | None], request_timeout_ms: int,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None
+                 ) -> None:
         self._pool = PeerPool(client_id=f"broker-{node_id}-to-controller",
                               ours=listener_ranges(Listener.CONTROLLER),
-                              request_timeout_ms=request_timeout_ms, tls=tls)
+                              request_timeout_ms=request_timeout_ms, tls=tls,
+                              sasl=sasl)
         self._address_of = address_of
         self._active = active_controller
 

@@ -58,7 +58,8 @@ class ControllerRegistrar:
         self._channel = ControllerChannel(
             node.settings.node_id, node.address_of,
             lambda: node.core.leader_and_epoch.leader_id,
-            node.settings.quorum.request_timeout_ms, tls=node.settings.controller_tls)
+            node.settings.quorum.request_timeout_ms, tls=node.settings.controller_tls,
+            sasl=node.settings.controller_sasl)
         self.registered = False
 
     async def run(self) -> None:

@@ -54,6 +54,7 @@ from pykraft.runtime.extension import RequestHandler, checked_handlers
 from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_version
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
+from pykraft.runtime.sasl_authenticator import SASL_APIS, sasl_refusal
 from pykraft.security.session import Session
 
 log = logging.getLogger("pykraft.dispatch")
@@ -101,7 +102,7 @@ class Dispatcher:
         self._controller = controller
         self._handlers = checked_handlers(handlers)
         self._served = (SERVED_APIS if controller is None
-                        else SERVED_APIS | frozenset(CONTROLLER_REQUESTS))
+                        else SERVED_APIS | frozenset(CONTROLLER_REQUESTS)) | SASL_APIS
 
     async def handle(self, frame: bytes, session: Session) -> bytes:
         """The encoded response to a request that came on ``session``'s connection; raises
@@ -129,6 +130,8 @@ class Dispatcher:
         if api_key == ApiKey.API_VERSIONS:
             return encode_response(correlation_id, api_key, request.api_version,
                                    self._api_versions(request.api_version))
+        if api_key in SASL_APIS:  # authenticated already, or a listener without SASL
+            return self._encode(request, sasl_refusal(request))
         try:
             return await self._route(request, session)
         except CloseConnection:

@@ -23,6 +23,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pykraft.protocol.header import RequestHeader
+from pykraft.runtime.sasl_client import SASL_RANGES, SaslCredentials, SaslSession
 from pykraft.runtime.streams import FrameStream
 
 API_VERSIONS_MAX = 4
@@ -42,23 +43,36 @@ class ClientConnection:
         self.versions = versions
         self._ours = ours
         self._correlation = itertools.count(1)
+        self._sasl: SaslSession | None = None
 
     @classmethod
     async def open(
         cls, host: str, port: int, *, client_id: str, ours: VersionRanges,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, tls: ssl.SSLContext | None = None,
+        sasl: SaslCredentials | None = None,
     ) -> ClientConnection:
-        """Connect (over TLS when ``tls`` is given) and negotiate versions."""
+        """Connect (over TLS when ``tls`` is given), negotiate versions and, with ``sasl``,
+        authenticate (:mod:`pykraft.runtime.sasl_client`)."""
         stream = await FrameStream.connect(host, port, max_frame_size, tls=tls)
         try:
-            versions = await _negotiate(stream, client_id, ours)
+            ours = ours if sasl is None else {**ours, **SASL_RANGES}
+            connection = cls(stream, client_id, await _negotiate(stream, client_id, ours), ours)
+            if sasl is not None:
+                connection._sasl = SaslSession(sasl)
+                await connection._sasl.authenticate(connection._send)
         except BaseException:
             stream.close()
             raise
-        return cls(stream, client_id, versions, ours)
+        return connection
 
     async def request(self, body: Any) -> Any:
-        """Send ``body`` (latest version of its API) and return the latest-version response."""
+        """Send ``body`` (latest version of its API) and return the latest-version response;
+        first re-authenticate if the SASL session's lifetime is nearly over."""
+        if self._sasl is not None and self._sasl.due():
+            await self._sasl.authenticate(self._send)
+        return await self._send(body)
+
+    async def _send(self, body: Any) -> Any:
         api_key = int(body.__api_key__)
         version = self.versions.get(api_key)
         if version is None:
@@ -113,13 +127,13 @@ async def _round_trip(stream: FrameStream, client_id: str, api_key: int, version
 
 
 async def open_with_timeout(host: str, port: int, *, client_id: str, ours: VersionRanges,
-                            timeout_s: float, tls: ssl.SSLContext | None = None
-                            ) -> ClientConnection:
+                            timeout_s: float, tls: ssl.SSLContext | None = None,
+                            sasl: SaslCredentials | None = None) -> ClientConnection:
     """:meth:`ClientConnection.open` bounded by ``timeout_s`` (NetworkError on expiry)."""
     try:  # asyncio.timeout, not wait_for: see pykraft.runtime.waits
         async with asyncio.timeout(timeout_s):
             return await ClientConnection.open(host, port, client_id=client_id, ours=ours,
-                                               tls=tls)
+                                               tls=tls, sasl=sasl)
     except TimeoutError:
         raise NetworkError(f"no ApiVersions answer from {host}:{port} within "
                            f"{timeout_s:.1f} s") from None

@@ -9,7 +9,9 @@ An SSL or SASL_SSL listener starts each connection with a TLS handshake; one tha
 (garbage, an untrusted certificate, none when ``ssl.client.auth=required``) closes that
 connection and is logged once, as Kafka's "Failed authentication with /host". The session
 every request carries names the listener, its protocol and the principal: the client
-certificate's (mapped) DN on TLS, ``User:ANONYMOUS`` otherwise.
+certificate's (mapped) DN on TLS, ``User:ANONYMOUS`` otherwise. A SASL_PLAINTEXT or
+SASL_SSL listener then authenticates the connection
+(:mod:`pykraft.runtime.sasl_authenticator`): its requests carry ``User:<SASL id>``.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import ssl
 from pykraft.errors import ProtocolError
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.logfmt import event
+from pykraft.runtime.sasl_authenticator import SaslGate, SaslRefused
 from pykraft.runtime.streams import FrameStream
 from pykraft.runtime.tls import ServerTls
+from pykraft.security.sasl_listener import SaslListener
 from pykraft.security.session import ANONYMOUS, SecurityProtocol, Session
 from pykraft.security.ssl_principal import NoMatchingRuleError
 
@@ -46,14 +50,18 @@ class ListenerServer:
     def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_frame_size: int, *,
                  listener_name: str = "PLAINTEXT",
                  protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
-                 tls: ServerTls | None = None) -> None:
+                 tls: ServerTls | None = None, sasl: SaslListener | None = None) -> None:
         if protocol.uses_tls != (tls is not None):
             raise ValueError(f"listener {listener_name} ({protocol.name}) "
                              f"{'needs' if protocol.uses_tls else 'takes no'} TLS settings")
+        if protocol.uses_sasl != (sasl is not None):
+            raise ValueError(f"listener {listener_name} ({protocol.name}) "
+                             f"{'needs' if protocol.uses_sasl else 'takes no'} SASL settings")
         self._dispatcher = dispatcher
         self.listener_name = listener_name
         self.protocol = protocol
         self._tls = tls
+        self._sasl = sasl
         self._host = host
         self._port = port
         self._max_frame_size = max_frame_size
@@ -118,17 +126,27 @@ class ListenerServer:
         session = await self._handshake(stream)
         if session is None:
             return
+        gate = None if self._sasl is None else SaslGate(self._sasl, session)
         while True:
             try:
                 frame = await stream.read_frame()
                 if frame is None:
                     return
-                response = await self._dispatcher.handle(frame, session)
+                if gate is not None and not await gate.admit(stream, frame):
+                    continue
+                response = await self._dispatcher.handle(
+                    frame, session if gate is None else gate.session)
                 if response:  # b"": a request answered with nothing (Produce acks=0)
                     await stream.write_frame(response)
             except CloseConnection as exc:
                 event(log, "connection_closed", level=logging.WARNING, peer=peer,
                       reason=str(exc))
+                return
+            except SaslRefused as exc:
+                if exc.failed:
+                    failed_authentication(peer, self.listener_name, str(exc))
+                else:
+                    event(log, "connection_closed", peer=peer, reason=str(exc))
                 return
             except ProtocolError as exc:
                 event(log, "connection_closed", level=logging.WARNING, peer=peer,

@@ -105,7 +105,7 @@ class RaftNode:
         self.machine.attach(self.core.read_snapshot)
         self._pool = PeerPool(client_id=f"raft-client-{settings.node_id}", ours=SERVED_RANGES,
                               request_timeout_ms=settings.quorum.request_timeout_ms,
-                              tls=settings.controller_tls)
+                              tls=settings.controller_tls, sasl=settings.controller_sasl)
         self.peers = self._pool.peers
         """Open connections by core destination (replica id, or < 0 for bootstrap servers)."""
         self._named: dict[int, tuple[str, int]] = {}

@@ -8,7 +8,8 @@ its timeout) and reconnects. The core is told about every failure and does its o
 A refused connection (and the backoff that follows it) raises :class:`PeerUnreachableError`,
 so the node can tell the core the peer is down rather than slow. Peers on a TLS listener
 are reached with the node's client context; a handshake the peer refuses (or whose
-certificate we refuse) is logged as a warning with its reason, once per run of failures.
+certificate we refuse), or a SASL authentication it refuses, is logged as a warning with its
+reason, once per run of failures.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pykraft.errors import NetworkError, PeerUnreachableError
 from pykraft.protocol.api_versions import VersionRanges
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection
+from pykraft.runtime.sasl_client import SaslClientError, SaslCredentials
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,7 @@ class PeerConnection:
         request_timeout_ms: int, backoff: ExponentialBackoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         opener: Callable[[str, int], Any] | None = None, tls: ssl.SSLContext | None = None,
+        sasl: SaslCredentials | None = None,
     ) -> None:
         self.peer_id = peer_id
         self.host = host
@@ -47,6 +50,7 @@ class PeerConnection:
         self._clock = clock
         self._opener = opener or self._open
         self._tls = tls
+        self._sasl = sasl
         self._tls_failing = False
         self._connection: ClientConnection | None = None
         self._reconnect_at = 0.0
@@ -99,7 +103,7 @@ class PeerConnection:
 
     async def _open(self, host: str, port: int) -> ClientConnection:
         return await ClientConnection.open(host, port, client_id=self._client_id,
-                                           ours=self._ours, tls=self._tls)
+                                           ours=self._ours, tls=self._tls, sasl=self._sasl)
 
     def _fail(self, error: BaseException) -> None:
         self.failures += 1
@@ -108,6 +112,10 @@ class PeerConnection:
             log.warning("SSL handshake failed", extra={"fields": {
                 "peer": self.peer_id, "address": f"{self.host}:{self.port}",
                 "reason": error.reason or str(error)}})
+        if isinstance(error, SaslClientError) and not self._tls_failing:
+            self._tls_failing = True
+            log.warning("SASL authentication failed", extra={"fields": {
+                "peer": self.peer_id, "address": f"{self.host}:{self.port}", "reason": str(error)}})
         self._refused = isinstance(error, ConnectionRefusedError | PeerUnreachableError)
         if self._connection is not None:
             self._connection.close()
@@ -129,9 +137,10 @@ class PeerPool:
     voter back with new endpoints, a replica id reused by a new controller)."""
 
     def __init__(self, *, client_id: str, ours: VersionRanges, request_timeout_ms: int,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None) -> None:
         self._client_id = client_id
         self._tls = tls
+        self._sasl = sasl
         self._ours = ours
         self._request_timeout_ms = request_timeout_ms
         self.peers: dict[int, PeerConnection] = {}
@@ -147,7 +156,7 @@ class PeerPool:
             current.close()
         self.peers[destination] = PeerConnection(
             destination, *address, client_id=self._client_id, ours=self._ours,
-            request_timeout_ms=self._request_timeout_ms, tls=self._tls)
+            request_timeout_ms=self._request_timeout_ms, tls=self._tls, sasl=self._sasl)
         return self.peers[destination]
 
     def close(self) -> None:

@@ -15,8 +15,8 @@ listener's factory for a fresh mechanism server, so a credential removed from th
 image is refused the next time.
 
 :class:`SaslAuthenticator` is the state machine (frames in, steps out, time passed in);
-:class:`SaslGate` writes its replies on the stream and logs refusals as Kafka does
-(``Failed authentication with /127.0.0.1 (...)``).
+:class:`SaslGate` writes its replies on the stream and says why it closes, for the listener
+to log.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
-import logging
-from collections.abc import Callable, Mapping
+import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,77 +33,26 @@ from kio.schema.sasl_authenticate.v2 import response as sasl_auth
 from kio.schema.sasl_handshake.v1 import response as sasl_handshake
 from kio.static.primitive import i64Timedelta
 
-from pykraft.errors import ConfigError, ProtocolError
+from pykraft.errors import ProtocolError
+from pykraft.image.scram import ScramImage
 from pykraft.protocol.apis import ApiKey, api_spec
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.cursor import Reader
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
-from pykraft.runtime.error_answer import error_answer
-from pykraft.runtime.sasl_client import SCRAM_MECHANISMS, monotonic_ms
+from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.runtime.streams import FrameStream
-from pykraft.security.jaas import listener_jaas, listener_value
-from pykraft.security.plain import PLAIN, plain_server_factory
-from pykraft.security.sasl import SaslAuthenticationError, SaslServer, SaslServerFactories
+from pykraft.security.sasl import SaslAuthenticationError, SaslServer
+from pykraft.security.sasl_listener import SaslListener
+from pykraft.security.scram import scram_factories
 from pykraft.security.session import KafkaPrincipal, Session
-
-log = logging.getLogger("pykraft.server")
 
 #: The APIs an authenticated connection may still send; the dispatcher refuses them with
 #: ILLEGAL_SASL_STATE (Kafka's KafkaApis answers them so).
 SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
 _MIN_REAUTH_INTERVAL_MS = 1000
-
-
-@dataclass(frozen=True, slots=True)
-class SaslListener:
-    """What one SASL listener accepts: its enabled mechanisms in order, a factory of fresh
-    servers for each, and ``connections.max.reauth.ms`` per mechanism (0: no lifetime)."""
-
-    mechanisms: tuple[str, ...]
-    factories: SaslServerFactories
-    reauth_ms: Mapping[str, int] = dataclasses.field(default_factory=dict)
-
-    def with_factories(self, extra: SaslServerFactories) -> SaslListener:
-        """This listener with ``extra``'s servers for the mechanisms it enables (SCRAM's,
-        over the metadata image); an enabled mechanism left without a server is refused
-        at the handshake as unsupported."""
-        added = {m: factory for m, factory in extra.items() if m in self.mechanisms}
-        return dataclasses.replace(self, factories={**self.factories, **added})
-
-
-def sasl_listener(props: Mapping[str, str], listener: str) -> SaslListener:
-    """A SASL listener from Kafka's keys: ``sasl.enabled.mechanisms`` (GSSAPI by default,
-    which pykraft lacks), PLAIN's users from the listener's PlainLoginModule, and
-    ``connections.max.reauth.ms``, each with its ``listener.name.<listener>.`` override.
-    SCRAM mechanisms are accepted here; their servers, which read the metadata image's
-    credentials, are added by :meth:`SaslListener.with_factories` once the image exists."""
-    text = listener_value(props, listener, "sasl.enabled.mechanisms") or "GSSAPI"
-    mechanisms = tuple(m.strip() for m in text.split(",") if m.strip())
-    factories: dict[str, Callable[[], SaslServer]] = {}
-    reauth_ms: dict[str, int] = {}
-    for mechanism in mechanisms:
-        if mechanism == PLAIN:
-            module = listener_jaas(props, listener, mechanism)
-            if module is None:
-                raise ConfigError(f"no JAAS configuration for PLAIN on listener {listener}: "
-                                  f"set listener.name.{listener.lower()}.plain.sasl.jaas.config")
-            factories[mechanism] = plain_server_factory(module.options)
-        elif mechanism not in SCRAM_MECHANISMS:
-            raise ConfigError(f"sasl.enabled.mechanisms of listener {listener} names "
-                              f"{mechanism}, which pykraft does not support (PLAIN, "
-                              "SCRAM-SHA-256, SCRAM-SHA-512)")
-        value = listener_value(props, listener, "connections.max.reauth.ms", mechanism) or "0"
-        try:
-            reauth_ms[mechanism] = int(value)
-        except ValueError:
-            raise ConfigError(f"invalid value {value!r} for connections.max.reauth.ms: "
-                              "expected milliseconds") from None
-    if not mechanisms:
-        raise ConfigError(f"sasl.enabled.mechanisms of listener {listener} is empty")
-    return SaslListener(mechanisms, factories, reauth_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +132,9 @@ class SaslAuthenticator:
         if state is _State.COMPLETE:
             return self._authenticated(frame, api_key, now_ms)
         if state is _State.AUTHENTICATE:
+            if api_key != ApiKey.SASL_AUTHENTICATE:  # Kafka answers ILLEGAL_SASL_STATE first
+                return _fail(f"Unexpected Kafka request of type {_name(api_key)} during SASL "
+                             "authentication.")
             return self._authenticate(decode_request(frame), now_ms)
         if api_key == ApiKey.API_VERSIONS:
             if state is not _State.HANDSHAKE_OR_VERSIONS:
@@ -216,10 +168,6 @@ class SaslAuthenticator:
         return Step(reply=reply)
 
     def _authenticate(self, request: RequestFrame, now_ms: int) -> Step:
-        if request.api_key != ApiKey.SASL_AUTHENTICATE:
-            message = (f"Unexpected Kafka request of type {_name(request.api_key)} during SASL "
-                       "authentication.")
-            return _fail(message, _refusal(request, message))
         try:
             challenge, lifetime_ms = self._evaluate(request.body.auth_bytes, now_ms)
         except SaslAuthenticationError as exc:
@@ -294,16 +242,6 @@ def _encode(request: RequestFrame, latest: Any) -> bytes:
                            body)
 
 
-def _refusal(request: RequestFrame, message: str) -> bytes | None:
-    """Kafka's ILLEGAL_SASL_STATE answer to a request sent mid-authentication, when the
-    request's API has an error answer to give."""
-    try:
-        return _encode(request, error_answer(request.api_key, request.body,
-                                             ErrorCode.illegal_sasl_state, message))
-    except Exception:  # some APIs have no top-level error to carry it: just close
-        return None
-
-
 def _authenticate_response(code: ErrorCode, message: str | None, token: bytes = b"",
                            lifetime_ms: int = 0) -> Any:
     return sasl_auth.SaslAuthenticateResponse(
@@ -319,12 +257,30 @@ def sasl_refusal(request: RequestFrame) -> Any:
     return sasl_handshake.SaslHandshakeResponse(error_code=ErrorCode.illegal_sasl_state)
 
 
-class SaslRefused(Exception):  # noqa: N818 - a control-flow signal, already logged
-    """The authenticator closed the connection (the reason is logged)."""
+def server_nonce() -> str:
+    """SCRAM's server nonce: fresh random text for every exchange."""
+    return secrets.token_urlsafe(24)
+
+
+def with_scram(listener: SaslListener | None, image: Callable[[], ScramImage]
+               ) -> SaslListener | None:
+    """``listener`` with SCRAM-SHA-256/512 servers over ``image()``, the node's current
+    credentials, so each (re-)authentication sees the latest ones."""
+    return None if listener is None else listener.with_factories(
+        scram_factories(image, server_nonce))
+
+
+class SaslRefused(Exception):  # noqa: N818 - a control-flow signal
+    """The authenticator closes the connection; ``failed`` when it is an authentication
+    failure (Kafka logs those as "Failed authentication with /<host> (<reason>)")."""
+
+    def __init__(self, reason: str, *, failed: bool) -> None:
+        super().__init__(reason)
+        self.failed = failed
 
 
 class SaslGate:
-    """A connection's authenticator on its stream: replies written, refusals logged once."""
+    """A connection's authenticator on its stream: its replies are written here."""
 
     def __init__(self, listener: SaslListener, base: Session,
                  clock: Callable[[], int] = monotonic_ms) -> None:
@@ -342,12 +298,5 @@ class SaslGate:
         if step.reply is not None:
             await stream.write_frame(step.reply)
         if step.close is not None:
-            host = self.session.client_host
-            if step.failed:
-                log.info("Failed authentication with /%s (%s)", host, step.close,
-                         extra={"fields": {"peer": self.session.client_address}})
-            else:
-                log.info("Disconnecting /%s (%s)", host, step.close,
-                         extra={"fields": {"peer": self.session.client_address}})
-            raise SaslRefused(step.close)
+            raise SaslRefused(step.close, failed=step.failed)
         return step.forward

@@ -28,11 +28,11 @@ from pykraft.protocol.apis import ApiKey, api_spec
 from pykraft.protocol.errors import ErrorCode
 from pykraft.security.jaas import listener_jaas, single_login_module
 from pykraft.security.plain import PLAIN, plain_client_token
+from pykraft.security.sasl_listener import SCRAM_MECHANISMS
 
-SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 CLIENT_MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
 #: The version ranges of the two SASL APIs, for a connection's ApiVersions negotiation.
-SASL_RANGES = {key: (spec.min_version, spec.max_version)
+SASL_RANGES: dict[int, tuple[int, int]] = {key: (spec.min_version, spec.max_version)
                for key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
                if (spec := api_spec(key)) is not None}
 _REAUTH_WINDOW = (0.85, 0.95)

@@ -20,7 +20,9 @@ from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.errors import ConfigError, StorageError
 from pykraft.raft.config import CONFIG_KEYS, QuorumConfig
 from pykraft.records.control import VoterEndpoint
+from pykraft.runtime.sasl_client import SaslCredentials, node_credentials
 from pykraft.runtime.tls import ServerTls, client_context, server_tls
+from pykraft.security.sasl_listener import SaslListener, sasl_listener
 from pykraft.security.session import SecurityProtocol
 from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT, read_bootstrap_checkpoint
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
@@ -39,12 +41,14 @@ _NON_NEGATIVE_KEYS = (
 @dataclass(frozen=True, slots=True)
 class ListenerSettings:
     """One listener to bind: its endpoint, what others are told, its protocol
-    (``listener.security.protocol.map``) and, on SSL and SASL_SSL, its TLS side."""
+    (``listener.security.protocol.map``), on SSL and SASL_SSL its TLS side, and on
+    SASL_PLAINTEXT and SASL_SSL its SASL mechanisms."""
 
     endpoint: Endpoint
     advertised: Endpoint
     protocol: SecurityProtocol
     tls: ServerTls | None = None
+    sasl: SaslListener | None = None
 
     @property
     def name(self) -> str:
@@ -62,6 +66,8 @@ class BrokerListenerSettings:
     """The client context fetchers connect with, when the inter-broker listener is TLS."""
     heartbeat_interval_ms: int
     rack: str | None
+    inter_broker_sasl: SaslCredentials | None = None
+    """What fetchers authenticate with, when the inter-broker listener is SASL."""
 
     @property
     def listener(self) -> Endpoint:
@@ -104,6 +110,8 @@ class NodeSettings:
     controller_tls: ssl.SSLContext | None = None
     """The client context for connections to controllers (raft peers, the broker's and the
     registrar's controller channel), when the first controller listener is TLS."""
+    controller_sasl: SaslCredentials | None = None
+    """What those connections authenticate with, when that listener is SASL."""
     protocols: dict[str, SecurityProtocol] | None = None
     """Every listener name this node binds or connects to, with its protocol."""
 
@@ -167,6 +175,9 @@ def load_settings(config: ServerConfig) -> NodeSettings:
     controller_name = config.controller_listener_names[0]
     controller_tls = (client_context(config.raw, controller_name)
                       if protocols[controller_name].uses_tls else None)
+    controller_sasl = (node_credentials(config.raw, controller_name,
+                                        "sasl.mechanism.controller.protocol")
+                       if protocols[controller_name].uses_sasl else None)
     metadata_dir = config.metadata_log_dir
     cluster_id, directory_id = _check_storage(config, node_id)
     for key in _NON_NEGATIVE_KEYS:
@@ -205,7 +216,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         config_warnings=tuple(unknown_key_warnings(config.raw)),
         controller_listeners=(_controller_listeners(config, protocols)
                               if "controller" in roles else ()),
-        controller_tls=controller_tls, protocols=protocols,
+        controller_tls=controller_tls, controller_sasl=controller_sasl, protocols=protocols,
     )
 
 
@@ -263,8 +274,10 @@ def _protocols(config: ServerConfig) -> dict[str, SecurityProtocol]:
 def _listener(config: ServerConfig, endpoint: Endpoint, advertised: Endpoint,
               protocols: dict[str, SecurityProtocol]) -> ListenerSettings:
     protocol = protocols[endpoint.name]
-    return ListenerSettings(endpoint, advertised, protocol,
-                            server_tls(config.raw, endpoint.name) if protocol.uses_tls else None)
+    return ListenerSettings(
+        endpoint, advertised, protocol,
+        server_tls(config.raw, endpoint.name) if protocol.uses_tls else None,
+        sasl_listener(config.raw, endpoint.name) if protocol.uses_sasl else None)
 
 
 def _broker_settings(config: ServerConfig, protocols: dict[str, SecurityProtocol]
@@ -289,7 +302,10 @@ def _broker_settings(config: ServerConfig, protocols: dict[str, SecurityProtocol
         listeners=listeners, inter_broker_listener=inter_broker,
         inter_broker_tls=(client_context(config.raw, inter_broker)
                           if protocols[inter_broker].uses_tls else None),
-        heartbeat_interval_ms=interval, rack=config.raw.get("broker.rack") or None)
+        heartbeat_interval_ms=interval, rack=config.raw.get("broker.rack") or None,
+        inter_broker_sasl=(node_credentials(config.raw, inter_broker,
+                                            "sasl.mechanism.inter.broker.protocol")
+                           if protocols[inter_broker].uses_sasl else None))
 
 
 def _inter_broker_listener(config: ServerConfig, names: tuple[str, ...]) -> str:

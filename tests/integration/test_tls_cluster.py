@@ -1,9 +1,10 @@
 """TLS on real processes: one controller whose listener is SSL with required client
-certificates (the broker reaches it with its own certificate), and one broker with an SSL
-listener beside its PLAINTEXT one. Kafka's clients produce and consume over SSL, each
-listener's Metadata names its own endpoints, the tools connect with --command-config, and a
-refused handshake (a client trusting another CA, garbage bytes) closes only its connection
-and is logged by the broker."""
+certificates (the brokers reach it with their own certificates), and two brokers with an
+SSL listener beside their PLAINTEXT one, replicating over SSL (inter.broker.listener.name).
+Kafka's clients produce and consume over SSL, each listener's Metadata names its own
+endpoints, the tools connect with --command-config, and a refused handshake (a client
+trusting another CA, garbage bytes) closes only its connection and is logged by the
+broker."""
 
 from __future__ import annotations
 
@@ -18,12 +19,13 @@ import pytest
 from typer.testing import CliRunner
 
 from pykraft.config.server import ServerConfig
+from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.kafka_client import open_with_timeout
 from pykraft.runtime.tls import client_context
-from pykraft.tools.admin_client import AdminClient, admin_settings
+from pykraft.tools.admin_client import AdminClient, ClusterMetadata, admin_settings
 from pykraft.tools.local_cluster import (
     BROKER,
     CONTROLLER,
@@ -40,7 +42,7 @@ from process_harness import wait_for
 from tls_fixtures import pem_files, pki, trust_only
 
 pytestmark = pytest.mark.timeout(180)
-BROKER_ID = 1000
+BROKER_ID, OTHER_BROKER = 1000, 1001
 TOPIC = "secure"
 
 
@@ -67,7 +69,7 @@ def _write(node: NodeFiles, props: dict[str, str]) -> None:
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
     base = tmp_path_factory.mktemp("tls-cluster")
     keys = pki()
-    controller_port, plain_port, ssl_port = free_ports(3)
+    controller_port, plain_port, ssl_port, other_plain, other_ssl = free_ports(5)
     tls = {**pem_files(base, keys.server, keys.ca, "node"),
            "listener.name.controller.ssl.client.auth": "required"}
     common = {"controller.listener.names": "CONTROLLER",
@@ -75,48 +77,57 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
               "pykraft.shutdown.timeout.ms": "3000", "offsets.topic.replication.factor": "1",
               **tls}
     controller = NodeFiles(1, controller_port, base / "node-1", CONTROLLER)
-    broker = NodeFiles(BROKER_ID, plain_port, base / f"node-{BROKER_ID}", BROKER)
+    brokers = [NodeFiles(BROKER_ID, plain_port, base / f"node-{BROKER_ID}", BROKER),
+               NodeFiles(OTHER_BROKER, other_plain, base / f"node-{OTHER_BROKER}", BROKER)]
     _write(controller, {**common, "process.roles": "controller", "node.id": "1",
                         "listeners": f"CONTROLLER://{HOST}:{controller_port}",
                         "listener.security.protocol.map": "CONTROLLER:SSL",
                         "log.dirs": str(controller.data)})
-    _write(broker, {**common, "process.roles": "broker", "node.id": str(BROKER_ID),
-                    "listeners": f"PLAINTEXT://{HOST}:{plain_port},SSL://{HOST}:{ssl_port}",
-                    "listener.security.protocol.map":
-                        "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL",
-                    "log.dirs": str(broker.data)})
+    for broker, port in zip(brokers, (ssl_port, other_ssl), strict=True):
+        _write(broker, {**common, "process.roles": "broker", "node.id": str(broker.node_id),
+                        "listeners": f"PLAINTEXT://{broker.address},SSL://{HOST}:{port}",
+                        "listener.security.protocol.map":
+                            "PLAINTEXT:PLAINTEXT,SSL:SSL,CONTROLLER:SSL",
+                        "inter.broker.listener.name": "SSL", "log.dirs": str(broker.data)})
     cluster_id = uuid_to_str(random_uuid())
-    for node in (controller, broker):
+    for node in (controller, *brokers):
         format_storage(FormatRequest(config=ServerConfig.load(node.config),
                                      cluster_id=cluster_id, mode=QuorumMode.STATIC))
     client_config = base / "client.properties"
     client_config.write_text("security.protocol=SSL\n" + "".join(
         f"{k}={v}\n" for k, v in trust_only(base, keys.ca, "client").items()))
-    cluster = LocalCluster(base, cluster_id, [controller, broker])
+    cluster = LocalCluster(base, cluster_id, [controller, *brokers])
     cluster.start_all()
     try:
         made = Secure(cluster, plain_port, ssl_port, client_config,
                       base / "client-truststore.pem", base)
         # registered over the SSL controller listener with the broker's certificate
-        wait_for("the broker serving on both listeners", lambda: True if (
-            _brokers(made, made.ssl_port).get(BROKER_ID) == (HOST, ssl_port)) else None)
+        wait_for("both brokers serving on both listeners", lambda: True if (
+            _brokers(made, made.ssl_port) == {BROKER_ID: (HOST, ssl_port),
+                                              OTHER_BROKER: (HOST, other_ssl)}) else None)
         yield made
     finally:
         cluster.stop_all()
 
 
-def _brokers(secure: Secure, port: int) -> dict[int, tuple[str, int]]:
-    """Metadata's brokers through ``port`` ({} while the broker does not answer)."""
+def _metadata(secure: Secure, port: int, topics: list[str]) -> ClusterMetadata | None:
+    """Metadata through broker 1000's ``port`` (None while it does not answer)."""
     over_ssl = port == secure.ssl_port
     settings = admin_settings(f"{HOST}:{port}", secure.client_config if over_ssl else None)
 
-    async def run() -> dict[int, tuple[str, int]]:
+    async def run() -> ClusterMetadata:
         async with AdminClient(settings) as admin:
-            return (await admin.metadata([])).brokers
+            return await admin.metadata(topics)
     try:
         return asyncio.run(asyncio.wait_for(run(), 5))
-    except Exception:  # not up yet: the caller polls
-        return {}
+    except (PyKraftError, OSError, TimeoutError):  # not up yet: the caller polls
+        return None
+
+
+def _brokers(secure: Secure, port: int) -> dict[int, tuple[str, int]]:
+    """Metadata's brokers through ``port`` ({} while the broker does not answer)."""
+    metadata = _metadata(secure, port, [])
+    return {} if metadata is None else metadata.brokers
 
 
 def _failed_authentications(secure: Secure) -> list[str]:
@@ -125,8 +136,33 @@ def _failed_authentications(secure: Secure) -> list[str]:
 
 
 def test_each_listener_answers_metadata_with_its_own_endpoints(secure: Secure) -> None:
-    assert _brokers(secure, secure.plain_port) == {BROKER_ID: (HOST, secure.plain_port)}
-    assert _brokers(secure, secure.ssl_port) == {BROKER_ID: (HOST, secure.ssl_port)}
+    plain = _brokers(secure, secure.plain_port)
+    assert plain[BROKER_ID] == (HOST, secure.plain_port)
+    assert plain[OTHER_BROKER] == (HOST, secure.cluster.nodes[OTHER_BROKER].port)
+    assert _brokers(secure, secure.ssl_port)[BROKER_ID] == (HOST, secure.ssl_port)
+
+
+def test_followers_replicate_over_the_ssl_inter_broker_listener(secure: Secure) -> None:
+    from kafka import KafkaProducer
+
+    from pykraft.cli.main import app
+
+    created = CliRunner().invoke(app, [
+        "topics", "--bootstrap-server", f"{HOST}:{secure.plain_port}", "--create", "--topic",
+        "replicated", "--partitions", "2", "--replication-factor", "2"])
+    assert created.exit_code == 0, (created.stdout, created.stderr)
+
+    wait_for("the topic's leaders", lambda: True if (
+        (m := _metadata(secure, secure.plain_port, ["replicated"])) is not None
+        and "replicated" in m.topics) else None)
+    # acks=all completes once the follower fetched the batch: only over SSL here
+    producer = KafkaProducer(bootstrap_servers=f"{HOST}:{secure.plain_port}", acks="all",
+                             request_timeout_ms=20_000)
+    try:
+        for partition in (0, 1):  # one led by each broker, so each one follows over SSL
+            producer.send("replicated", b"both", partition=partition).get(timeout=30)
+    finally:
+        producer.close(timeout=10)
 
 
 def test_kafka_clients_produce_and_consume_over_ssl(secure: Secure) -> None:
@@ -195,4 +231,4 @@ def test_garbage_on_the_ssl_port_closes_only_that_connection(secure: Secure) -> 
     lines = wait_for("the garbage in the broker's log", lambda: (
         _failed_authentications(secure)[before:] or None))
     assert "SSL handshake failed" in lines[0]
-    assert _brokers(secure, secure.ssl_port) == {BROKER_ID: (HOST, secure.ssl_port)}
+    assert _brokers(secure, secure.ssl_port)[BROKER_ID] == (HOST, secure.ssl_port)

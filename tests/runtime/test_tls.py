@@ -175,7 +175,8 @@ def test_a_tls_listener_without_a_key_store_is_refused() -> None:
 def test_refused_handshakes_close_only_their_connection_and_are_logged(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Garbage, a client trusting another CA, and no certificate where one is required:
-    each is logged once as a failed authentication; a good client is served afterwards."""
+    each is logged once as a failed authentication (a bare connect-and-close is not); a
+    good client is served afterwards."""
     keys = pki()
     server = {**pem_files(tmp_path, keys.server, keys.ca, "server"), "ssl.client.auth": "required"}
     good = client_context(pem_files(tmp_path, keys.client, keys.ca, "client"))
@@ -183,6 +184,9 @@ def test_refused_handshakes_close_only_their_connection_and_are_logged(
     no_cert = client_context(trust_only(tmp_path, keys.ca, "anonymous"))
 
     async def scenario(port: int, echo: _Echo) -> None:
+        _, probe = await asyncio.open_connection("127.0.0.1", port)
+        probe.close()  # a port probe that says nothing is no failed authentication
+        await probe.wait_closed()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"\x00\x00\x00\x10GET / HTTP/1.1\r\n\r\n")
         assert await reader.read() == b""  # the server hung up

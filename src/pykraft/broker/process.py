@@ -91,7 +91,7 @@ class BrokerRuntime:
         self.fetchers = ReplicaFetcherManager(
             settings.node_id, self.replicas, FetcherConfig.of(static),
             broker.inter_broker_listener, self._now_ms, self._broker_epoch,
-            tls=None, sasl=broker.inter_broker_sasl)
+            tls=broker.inter_broker_tls, sasl=broker.inter_broker_sasl)
         self._offsets_topic = OffsetsTopicConfig.from_properties(static)  # refused at start
         self._group_config = GroupConfig.from_properties(static)
         self.groups: GroupCoordinatorService | None = None

@@ -109,13 +109,17 @@ class ListenerServer:
                 der = await stream.accept_tls(self._tls.context, TLS_HANDSHAKE_TIMEOUT_S)
                 principal = self._tls.principals.of_certificate(der)
             except ssl.SSLError as exc:
-                failed_authentication(peer, self.listener_name,
-                                      f"SSL handshake failed: {exc.reason or exc}")
+                reason = exc.reason or str(exc)
+                if reason == "UNEXPECTED_EOF_WHILE_READING":  # the client gave no alert
+                    reason += " (the client hung up: does it trust this listener's certificate?)"
+                failed_authentication(peer, self.listener_name, f"SSL handshake failed: {reason}")
                 return None
             except NoMatchingRuleError as exc:
                 failed_authentication(peer, self.listener_name, str(exc))
                 return None
-            except (OSError, EOFError, TimeoutError) as exc:
+            except EOFError:
+                return None  # closed before saying anything (a port probe)
+            except (OSError, TimeoutError) as exc:
                 failed_authentication(peer, self.listener_name, "SSL handshake failed: "
                                       f"{type(exc).__name__}: {exc}".rstrip(": "))
                 return None

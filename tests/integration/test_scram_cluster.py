@@ -1,8 +1,9 @@
 """SCRAM logins on real processes: a broker with a SASL_PLAINTEXT listener enabling
 SCRAM-SHA-256 and SCRAM-SHA-512, formatted with ``--add-scram`` credentials. Kafka's clients
 log in with the bootstrapped credential, a wrong password or unknown user is refused with
-Kafka's message and logged by the broker with the peer's address, and a credential created afterwards through
-AlterUserScramCredentials logs in at once (the broker reads its current image)."""
+Kafka's message and logged by the broker with the peer's address, and a credential created
+afterwards through AlterUserScramCredentials logs in at once (the broker reads its current
+image)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from pykraft.cli.acls import acls
 from pykraft.cli.analyze import analyze
 from pykraft.cli.chaos import chaos_app
 from pykraft.cli.cluster import cluster_app
@@ -58,6 +59,7 @@ app.command("get-offsets")(get_offsets)
 app.command("log-dirs")(log_dirs)
 app.command("delete-records")(delete_records)
 app.command("consumer-groups")(consumer_groups)
+app.command("acls")(acls)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

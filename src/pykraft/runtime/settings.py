@@ -168,10 +168,12 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                               "the controllers")
     quorum = _quorum_config(config, voters, len(bootstrap_servers),
                             local=_local_listeners(config) if "controller" in roles else ())
+    # a controller without its listener is named first, before that listener's protocol
+    bound = _controller_listener(config) if "controller" in roles else None
     protocols = _protocols(config)
     broker = _broker_settings(config, protocols) if "broker" in roles else None
-    listener = (_controller_listener(config) if "controller" in roles
-                else broker.listener if broker is not None else _controller_listener(config))
+    listener = bound or (broker.listener if broker is not None
+                         else _controller_listener(config))
     controller_name = config.controller_listener_names[0]
     controller_tls = (client_context(config.raw, controller_name)
                       if protocols[controller_name].uses_tls else None)

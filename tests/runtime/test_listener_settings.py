@@ -5,7 +5,10 @@ and TLS settings are checked before the node starts."""
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from tls_fixtures import pem_files, pki
@@ -13,6 +16,8 @@ from tls_fixtures import pem_files, pki
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.runtime.controller_registration import registration_request
+from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import NodeSettings, load_settings
 from pykraft.security.session import SecurityProtocol
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
@@ -21,6 +26,8 @@ from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 def _settings(tmp_path: Path, **props: str) -> NodeSettings:
     config = ServerConfig({
         "process.roles": "broker", "node.id": "1000",
+        **({"process.roles": "controller", "node.id": "1"} if "CONTROLLER://" in props.get(
+            "listeners", "") else {}),
         "controller.listener.names": "CONTROLLER",
         "controller.quorum.voters": "1@127.0.0.1:9093", "log.dirs": str(tmp_path / "data"),
         **{key.replace("_", "."): value for key, value in props.items()}})
@@ -95,3 +102,20 @@ def test_bad_listener_settings_are_refused(tmp_path: Path, props: dict[str, str]
                                            message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         _settings(tmp_path, **{k.replace(".", "_"): v for k, v in props.items()})
+
+
+def test_a_controller_binds_and_registers_its_listeners_with_their_protocols(
+        tmp_path: Path) -> None:
+    keys = pki()
+    ssl_keys = {k.replace(".", "_"): v
+                for k, v in pem_files(tmp_path, keys.server, keys.ca, "server").items()}
+    settings = _settings(tmp_path, listeners="CONTROLLER://127.0.0.1:9093",
+                         listener_security_protocol_map="CONTROLLER:SSL", **ssl_keys)
+    assert [(s.name, s.protocol, s.tls is not None)
+            for s in settings.controller_listeners] == [
+        ("CONTROLLER", SecurityProtocol.SSL, True)]
+    assert settings.controller_tls is not None  # and its peers are reached over TLS
+    request = registration_request(1, uuid.UUID(int=1),
+                                   cast(RaftNode, SimpleNamespace(settings=settings)))
+    assert [(e.name, int(e.security_protocol)) for e in request.listeners] == [
+        ("CONTROLLER", int(SecurityProtocol.SSL))]

@@ -255,9 +255,17 @@ def test_command_config(tmp_path: Path) -> None:
     settings = admin_settings(B, path)
     assert (settings.client_id, settings.request_timeout_s, settings.api_timeout_s) == (
         "ops", 1.5, 4.0)
-    path.write_text("security.protocol=SASL_SSL\n")
-    with pytest.raises(ConfigError, match=r"security.protocol=SASL_SSL is not supported"):
+    path.write_text("security.protocol=KERBEROS\n")
+    with pytest.raises(ConfigError, match=r"security.protocol=KERBEROS is not supported"):
         admin_settings(B, path)
+    path.write_text("security.protocol=SASL_PLAINTEXT\n")
+    with pytest.raises(ConfigError, match=r"sasl\.jaas\.config is not set"):
+        admin_settings(B, path)
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+                    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
+                    'required username="alice" password="alice-secret";\n')
+    sasl = admin_settings(B, path).sasl
+    assert sasl is not None and (sasl.mechanism, sasl.username) == ("SCRAM-SHA-512", "alice")
     path.write_text("request.timeout.ms=soon\n")
     with pytest.raises(ConfigError, match=r"^Invalid value soon for configuration "
                                           r"request.timeout.ms: Not a number of type INT$"):

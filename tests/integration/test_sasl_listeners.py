@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from process_harness import wait_for
+from typer.testing import CliRunner
 
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request, request_type
@@ -218,6 +219,28 @@ def test_wrong_password_is_refused_logged_and_others_still_served(sasl: Sasl) ->
         assert TOPIC in admin.list_topics()
     finally:
         admin.close()
+
+
+def test_the_topics_tool_authenticates_with_its_command_config(sasl: Sasl, tmp_path: Path
+                                                              ) -> None:
+    from pykraft.cli.main import app
+
+    def topics(password: str) -> Any:
+        config = tmp_path / f"{password}.properties"
+        config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+                          f"sasl.jaas.config={PLAIN_LOGIN_MODULE} required username=alice "
+                          f'password="{password}";\n')
+        return CliRunner().invoke(app, ["topics", "--bootstrap-server", sasl.bootstrap,
+                                        "--command-config", str(config), "--list"])
+
+    create_topic(sasl, "sasl-tool")
+    listed = topics("alice-secret")
+    assert listed.exit_code == 0, (listed.stdout, listed.stderr)
+    assert "sasl-tool" in listed.stdout.split()
+    refused = topics("wrong")
+    assert refused.exit_code != 0
+    assert "Authentication failed: Invalid username or password" in (
+        refused.stdout + refused.stderr)
 
 
 def test_a_request_before_authentication_closes_the_connection(sasl: Sasl) -> None:

@@ -71,13 +71,14 @@ def client_credentials(props: Mapping[str, str]) -> SaslCredentials | None:
     """A tool's credentials from ``--command-config``: ``sasl.mechanism`` (GSSAPI by
     default, as Kafka's) and ``sasl.jaas.config``; None unless ``security.protocol`` is a
     SASL one."""
-    if props.get("security.protocol", "PLAINTEXT").upper() not in ("SASL_PLAINTEXT", "SASL_SSL"):
+    if props.get("security.protocol", "PLAINTEXT").strip().upper() not in ("SASL_PLAINTEXT",
+                                                                           "SASL_SSL"):
         return None
     text = props.get("sasl.jaas.config")
     if text is None:
         raise ConfigError("security.protocol is SASL but sasl.jaas.config is not set")
     module = single_login_module(text, "sasl.jaas.config")
-    return _credentials(props.get("sasl.mechanism", "GSSAPI"), module.options,
+    return _credentials(props.get("sasl.mechanism", "GSSAPI").strip(), module.options,
                         "sasl.jaas.config")
 
 

@@ -17,7 +17,10 @@ is reopened until ``default.api.timeout.ms``, each attempt bounded by ``request.
 When every bootstrap server refuses the connection nothing listens there, and the client
 says so at once instead of retrying (Kafka's admin would wait out its timeout). With
 ``security.protocol=SSL`` in the ``--command-config`` properties it connects over TLS with
-that file's ``ssl.*`` keys (:mod:`pykraft.runtime.tls`). Failures are
+that file's ``ssl.*`` keys (:mod:`pykraft.runtime.tls`); with SASL_PLAINTEXT or SASL_SSL it
+authenticates with ``sasl.mechanism`` (PLAIN, SCRAM-SHA-256/512) and the username and
+password of ``sasl.jaas.config`` (:mod:`pykraft.runtime.sasl_client`), and a refused
+authentication fails at once with the broker's message. Failures are
 :class:`AdminError`; an error code in an answer is :class:`ApiError`, whose text is the
 broker's message or else Kafka's default message for that code.
 """
@@ -52,7 +55,9 @@ from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.runtime.sasl_client import SaslClientError, SaslCredentials, client_credentials
 from pykraft.runtime.tls import client_context
+from pykraft.security.session import SecurityProtocol
 
 Address = tuple[str, int]
 
@@ -114,7 +119,9 @@ class AdminSettings:
     request_timeout_s: float = REQUEST_TIMEOUT_MS / 1000
     api_timeout_s: float = DEFAULT_API_TIMEOUT_MS / 1000
     tls: ssl.SSLContext | None = None
-    """The client context when ``security.protocol`` is SSL."""
+    """The client context when ``security.protocol`` is SSL or SASL_SSL."""
+    sasl: SaslCredentials | None = None
+    """The credentials when ``security.protocol`` is SASL_PLAINTEXT or SASL_SSL."""
 
 
 def parse_bootstrap_servers(text: str) -> tuple[Address, ...]:
@@ -148,15 +155,16 @@ def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
     """Settings from ``--bootstrap-server`` and the ``--command-config`` properties.
 
     Honoured keys: ``client.id``, ``request.timeout.ms``, ``default.api.timeout.ms``,
-    ``security.protocol`` PLAINTEXT or SSL and the ``ssl.*`` keys; SASL protocols are
-    refused (not spoken by these tools yet)."""
+    ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), the ``ssl.*`` keys,
+    ``sasl.mechanism`` and ``sasl.jaas.config``."""
     props = load_properties(command_config) if command_config is not None else {}
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol not in ("PLAINTEXT", "SSL"):
+    if protocol not in SecurityProtocol.__members__:
         raise ConfigError(f"security.protocol={protocol} is not supported: pykraft's tools "
-                          "speak PLAINTEXT and SSL")
+                          "speak PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL")
     return AdminSettings(
-        tls=client_context(props) if protocol == "SSL" else None,
+        tls=client_context(props) if SecurityProtocol[protocol].uses_tls else None,
+        sasl=client_credentials(props),
         bootstrap=parse_bootstrap_servers(bootstrap_server),
         client_id=props.get("client.id", client_id).strip() or client_id,
         request_timeout_s=_int_config(props, "request.timeout.ms", REQUEST_TIMEOUT_MS) / 1000,
@@ -289,8 +297,10 @@ class AdminClient:
                     host, port, client_id=self.settings.client_id, ours=_BROKER_RANGES,
                     timeout_s=min(self.settings.request_timeout_s,
                                   max(0.1, deadline - time.monotonic())),
-                    tls=self.settings.tls)
+                    tls=self.settings.tls, sasl=self.settings.sasl)
                 return self._connection
+            except SaslClientError as exc:  # Kafka's admin: an authentication error is fatal
+                raise AdminError(str(exc)) from None
             except ConnectionRefusedError:
                 refused.append(f"Connection to {host}:{port} refused")
             except CONNECTION_ERRORS as exc:

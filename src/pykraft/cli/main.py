@@ -8,6 +8,7 @@ from pykraft.cli.acls import acls
 from pykraft.cli.analyze import analyze
 from pykraft.cli.chaos import chaos_app
 from pykraft.cli.cluster import cluster_app
+from pykraft.cli.configs import configs
 from pykraft.cli.console_consumer import console_consumer
 from pykraft.cli.console_producer import console_producer
 from pykraft.cli.consumer_groups import consumer_groups
@@ -60,6 +61,7 @@ app.command("log-dirs")(log_dirs)
 app.command("delete-records")(delete_records)
 app.command("consumer-groups")(consumer_groups)
 app.command("acls")(acls)
+app.command("configs")(configs)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

@@ -48,7 +48,8 @@ class FailingImage:
 
 
 def broker(channel: object, metadata: object = FailingImage()) -> BrokerDispatcher:
-    node = SimpleNamespace(settings=SimpleNamespace(node_id=1))
+    node = SimpleNamespace(settings=SimpleNamespace(
+        node_id=1, controller=SimpleNamespace(properties={})))
     return BrokerDispatcher(node, metadata, channel,  # type: ignore[arg-type]
                             cluster_id="cid", listener_name="PLAINTEXT")
 

@@ -61,7 +61,8 @@ class Service:
 
 
 def broker(service: Service) -> BrokerDispatcher:
-    node = SimpleNamespace(settings=SimpleNamespace(node_id=1))
+    node = SimpleNamespace(settings=SimpleNamespace(
+        node_id=1, controller=SimpleNamespace(properties={})))
     finder = CoordinatorFinder(OffsetsTopicConfig(), NoController(), "PLAINTEXT")
     return BrokerDispatcher(node, NoImage(), None,  # type: ignore[arg-type]
                             cluster_id="cid", listener_name="PLAINTEXT",

@@ -259,7 +259,8 @@ def test_kip_360_fields(version: int) -> None:
 def test_the_broker_listener_answers_init_producer_id_with_its_registration_epoch() -> None:
     controller = Controller()
     image = SimpleNamespace(cluster=SimpleNamespace(brokers={1: SimpleNamespace(epoch=77)}))
-    node = SimpleNamespace(settings=SimpleNamespace(node_id=1))
+    node = SimpleNamespace(settings=SimpleNamespace(
+        node_id=1, controller=SimpleNamespace(properties={})))
     dispatcher = BrokerDispatcher(node, SimpleNamespace(image=image),  # type: ignore[arg-type]
                                   controller,  # type: ignore[arg-type]
                                   cluster_id="cid", listener_name="PLAINTEXT")

@@ -38,7 +38,8 @@ def frame(api_key: int = API_KEY, body: bytes = b"body") -> bytes:
 
 
 def dispatcher(handlers: Mapping[int, RequestHandler] | None = None) -> Dispatcher:
-    node = SimpleNamespace(settings=SimpleNamespace(node_id=1))
+    node = SimpleNamespace(settings=SimpleNamespace(
+        node_id=1, controller=SimpleNamespace(properties={})))
     return Dispatcher(node, None, handlers or {})  # type: ignore[arg-type]
 
 

@@ -31,13 +31,18 @@ from pykraft.protocol.errors import ErrorCode
 INVALID_LOW_WATERMARK = -1
 
 
-def delete_records(request: Any, replicas: ReplicaManager) -> dr.DeleteRecordsResponse:
+def delete_records(request: Any, replicas: ReplicaManager,
+                   denied: frozenset[object] = frozenset()) -> dr.DeleteRecordsResponse:
+    """Each partition's new log start offset; TOPIC_AUTHORIZATION_FAILED for ``denied``."""
     body = convert(request, dr_req.DeleteRecordsRequest)
     topics = []
     for topic in body.topics:
         partitions = []
         for part in topic.partitions:
             try:
+                if topic.name in denied:
+                    raise PartitionError(ErrorCode.topic_authorization_failed,
+                                         "Topic authorization failed.")
                 hosted = replicas.partition_for(topic.name, int(part.partition_index))
             except PartitionError as refused:
                 error, low = refused.error_code, INVALID_LOW_WATERMARK

@@ -24,8 +24,17 @@ from typing import Any
 
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
+from kio.schema.metadata.v13 import request as md_req
+from kio.static.primitive import i32
 
 from pykraft.broker.acl_describe import refused_acl_request
+from pykraft.broker.authorization import (
+    authorized_coordinators,
+    authorized_group_answer,
+    authorized_metadata,
+    denied_topics,
+    init_producer_refusal,
+)
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.group_coordinator import GroupCoordinatorService
@@ -44,22 +53,24 @@ from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.broker.scram_describe import describe_user_scram_credentials
-from pykraft.config.authorizer import authorizer_config
 from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.protocol.api_versions import api_versions_response, node_features
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import RequestFrame
+from pykraft.protocol.codec import RequestFrame, response_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.controller_channel import ControllerChannel
+from pykraft.runtime.controller_service import CONTROLLER_REQUESTS
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS
+from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
 
 FORWARDED = frozenset({
@@ -72,10 +83,12 @@ FORWARDED = frozenset({
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
                              ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
                              ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
-#: The read path's handlers other than Fetch: (request body, replicas) -> latest response.
-READS: dict[int, Callable[[Any, ReplicaManager], Any]] = {
+#: The read path's handlers other than Fetch: (request body, replicas, topics refused)
+#: -> latest response.
+READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Any]] = {
     ApiKey.LIST_OFFSETS: list_offsets, ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
-    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs, ApiKey.DELETE_RECORDS: delete_records,
+    ApiKey.DESCRIBE_LOG_DIRS: lambda body, replicas, _: describe_log_dirs(body, replicas),
+    ApiKey.DELETE_RECORDS: delete_records,
 }
 READ_PATH = frozenset({ApiKey.FETCH, *(ApiKey(key) for key in READS)})
 BROKER_SERVED |= READ_PATH | SASL_APIS  # SASL's answered by the base Dispatcher
@@ -118,58 +131,107 @@ class BrokerDispatcher(Dispatcher):
         registration = self._metadata.image.cluster.brokers.get(self._settings.node_id)
         return -1 if registration is None else registration.epoch
 
+    def _access(self, session: Session) -> Access:
+        """What ``session`` may do, by the ACLs of this broker's image."""
+        return self._authorizers.access(lambda: self._metadata.image.acls, session)
+
     async def _route(self, request: RequestFrame, session: Session) -> bytes:
+        """The answer once the session's authorization allows the request (KafkaApis'
+        checks; a forwarded request is checked here, with the controller's rules)."""
         api_key = request.api_key
         if (refusal := refused_acl_request(api_key, request.body)) is not None:
             raise CloseConnection(refusal)
+        access = self._access(session)
+        if (answer := cluster_refusal(BROKER_RULES, api_key, request.body, access)) is not None:
+            return self._encode(request, answer)
+        if api_key in PARTS and access.enabled:
+            return self._encode(request, await self._split_answer(request, access))
         if api_key in FORWARDED:
             return self._encode(request, await self._forward(request))
         if api_key in GROUP_APIS:
-            return await self._group_answer(request, session)
+            return await self._group_answer(request, session, access)
         node_id = self._settings.node_id
         image = self._metadata.image
         if api_key == ApiKey.METADATA:
-            return self._encode(request, metadata_response(
-                image, request.body, version=request.api_version, self_id=node_id,
-                cluster_id=self._cluster_id, listener=self._listener_name))
+            return self._encode(request, self._metadata_answer(request, access))
+        denied = (denied_topics(api_key, request.body, request.api_version, access, image)
+                  if api_key in READ_PATH | {ApiKey.PRODUCE} else frozenset())
         if api_key == ApiKey.PRODUCE and self._produce is not None:
-            return await self._produce_answer(request)
+            return await self._produce_answer(request, denied)
         if api_key == ApiKey.FETCH and self._fetcher is not None:
-            return self._encode(request, await self._fetcher.fetch(request.body,
-                                                                   request.api_version))
+            return self._encode(request, await self._fetcher.fetch(
+                request.body, request.api_version, denied))
         if api_key in READS and self._replicas is not None:
-            return self._encode(request, READS[api_key](request.body, self._replicas))
+            return self._encode(request, READS[api_key](request.body, self._replicas, denied))
         if api_key == ApiKey.INIT_PRODUCER_ID:
-            return self._encode(request, init_producer_id(request.body, self.producer_ids))
+            return self._encode(request, init_producer_refusal(request.body, access, image)
+                                or init_producer_id(request.body, self.producer_ids))
         if api_key == ApiKey.DESCRIBE_CLUSTER:
-            return self._encode(request, describe_cluster_response(
+            return self._encode(request, dataclasses.replace(describe_cluster_response(
                 image, request.body, self_id=node_id, cluster_id=self._cluster_id,
-                listener=self._listener_name))
+                listener=self._listener_name), cluster_authorized_operations=i32(
+                access.cluster_operations(bool(getattr(
+                    request.body, "include_cluster_authorized_operations", False))))))
         if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
             return self._encode(request, describe_user_scram_credentials(image.scram,
                                                                          request.body))
         if api_key == ApiKey.DESCRIBE_ACLS:
             return self._encode(request, describe_acls(
                 image, convert(request.body, DescribeAclsRequest),
-                enabled=authorizer_config(self._settings.controller.properties) is not None))
-        # DescribeConfigs: Kafka's brokers answer it (ConfigHelper)
-        return self._encode(request, describe_configs(
-            image, convert(request.body, DescribeConfigsRequest), node_id=node_id,
-            static=self._settings.controller.properties).response)
+                enabled=self._authorizers.config is not None))
+        return self._encode(request, self._describe_configs(
+            convert(request.body, DescribeConfigsRequest)))
 
-    async def _group_answer(self, request: RequestFrame, session: Session) -> bytes:
-        """FindCoordinator from the image, the rest from the group shards; each request
-        in the latest shape and its answer back in the caller's version."""
+    def _describe_configs(self, body: DescribeConfigsRequest) -> Any:
+        """DescribeConfigs: Kafka's brokers answer it (ConfigHelper)."""
+        return describe_configs(self._metadata.image, body, node_id=self._settings.node_id,
+                                static=self._settings.controller.properties).response
+
+    async def _split_answer(self, request: RequestFrame, access: Access) -> Any:
+        """An admin request with parts: the refused parts answered here, the others
+        forwarded (or, for DescribeConfigs, answered from the image)."""
+        api_key = request.api_key
+        body: Any = convert(request.body, CONTROLLER_REQUESTS[api_key])
+        split = split_parts(api_key, body, access, self._metadata.image.topics.by_id)
+        answer = None
+        if split.allowed is not None:
+            answer = (self._describe_configs(split.allowed)
+                      if api_key == ApiKey.DESCRIBE_CONFIGS
+                      else await self._forward(request, split.allowed))
+        return merge_parts(api_key, split, answer)
+
+    def _metadata_answer(self, request: RequestFrame, access: Access) -> Any:
+        """Metadata from the image, filtered by what the session may DESCRIBE; v8-10
+        carry the cluster's authorized operations when asked for."""
+        latest = convert(request.body, md_req.MetadataRequest)
+        version = request.api_version
+        answer = authorized_metadata(metadata_response(
+            self._metadata.image, request.body, version=version,
+            self_id=self._settings.node_id, cluster_id=self._cluster_id,
+            listener=self._listener_name), latest, version, access)
+        body = convert(answer, response_type(ApiKey.METADATA, version))
+        if hasattr(body, "cluster_authorized_operations"):
+            body = dataclasses.replace(body, cluster_authorized_operations=i32(
+                access.cluster_operations(bool(getattr(
+                    request.body, "include_cluster_authorized_operations", False)))))
+        return body
+
+    async def _group_answer(self, request: RequestFrame, session: Session,
+                            access: Access) -> bytes:
+        """FindCoordinator from the image, the rest from the group shards, once the
+        session's groups and topics are checked; each request in the latest shape and
+        its answer back in the caller's version."""
         assert self._groups is not None
         service, finder = self._groups
         api_key, version = request.api_key, request.api_version
         latest = to_latest(api_key, version, request.body)
         if api_key == ApiKey.FIND_COORDINATOR:
-            response = finder.find(latest, self._metadata.image)
+            response = authorized_coordinators(
+                latest, finder.find(latest, self._metadata.image), access)
         else:
-            response = await service.handle(
-                api_key, version, latest, client_id=request.header.client_id or "",
-                client_host="/" + session.client_host)
+            response = await authorized_group_answer(api_key, latest, access, lambda body: (
+                service.handle(api_key, version, body, client_id=request.header.client_id or "",
+                               client_host="/" + session.client_host)))
         return self._encode(request, to_version(api_key, version, response, latest))
 
     def _failed(self, request: RequestFrame) -> bytes:
@@ -182,19 +244,19 @@ class BrokerDispatcher(Dispatcher):
         return self._encode(request, to_version(api_key, version, error_response(
             api_key, latest, ErrorCode.unknown_server_error), latest))
 
-    async def _produce_answer(self, request: RequestFrame) -> bytes:
+    async def _produce_answer(self, request: RequestFrame, denied: frozenset[object]) -> bytes:
         """The Produce response; nothing for acks=0 (b""), and for a failed acks=0 request a
         closed connection, as Kafka answers."""
         assert self._produce is not None
         try:
             response = await self._produce.handle(
                 request.body, api_version=request.api_version,
-                client_id=request.header.client_id)
+                client_id=request.header.client_id, denied=denied)
         except AcksZeroFailedError as exc:
             raise CloseConnection(str(exc)) from None
         return b"" if response is None else self._encode(request, response)
 
-    async def _forward(self, request: RequestFrame) -> Any:
+    async def _forward(self, request: RequestFrame, body: Any | None = None) -> Any:
         """The active controller's answer. While the controller changes (no leader known
         yet, a lost connection, an answer of NOT_CONTROLLER from a former leader), retry
         with backoff for up to :data:`FORWARD_TIMEOUT_MS`, as Kafka's forwarding does: some
@@ -204,7 +266,7 @@ class BrokerDispatcher(Dispatcher):
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
         while True:
             try:
-                response = await self._channel.send(request.body)
+                response = await self._channel.send(request.body if body is None else body)
             except UnsupportedVersionError as exc:
                 return self._not_controller(request, exc)
             except NetworkError as exc:

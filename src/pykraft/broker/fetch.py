@@ -105,14 +105,18 @@ class _Resolver:
     no replica selector names a follower to read from), keeping the hosted ones (to park
     on) and the leader hints of the refused ones."""
 
-    def __init__(self, replicas: ReplicaManager, replica_id: int) -> None:
+    def __init__(self, replicas: ReplicaManager, replica_id: int,
+                 denied: frozenset[object] = frozenset()) -> None:
         self._replicas = replicas
         self._replica_id = replica_id
+        self._denied = denied
         self.hosted: list[HostedPartition] = []
         self.leaders: dict[PartitionKey, tuple[int, int]] = {}
 
     def __call__(self, key: PartitionKey) -> ReadablePartition | ErrorCode:
         topic, index, epoch = key
+        if topic in self._denied:
+            return ErrorCode.topic_authorization_failed
         try:
             part = self._replicas.partition_for(topic, index, current_leader_epoch=epoch)
         except PartitionError as refused:
@@ -130,11 +134,13 @@ class _Resolver:
 @dataclass(frozen=True, slots=True)
 class _Follower:
     """Who fetches: a broker (``replica_id`` >= 0, its epoch or -1) or a consumer (< 0),
-    and the log start offsets it sent, one per requested partition."""
+    the log start offsets it sent, one per requested partition, and the topics (names or
+    ids, as requested) it may not read."""
 
     replica_id: int
     broker_epoch: int
     log_starts: tuple[int, ...]
+    denied: frozenset[object] = frozenset()
 
 
 class FetchHandler:
@@ -144,7 +150,9 @@ class FetchHandler:
         self._replicas = replicas
         self._listener = listener_name
 
-    async def fetch(self, request: Any, version: int) -> Any:
+    async def fetch(self, request: Any, version: int,
+                    denied: frozenset[object] = frozenset()) -> Any:
+        """The answer to ``request``; TOPIC_AUTHORIZATION_FAILED for ``denied`` topics."""
         resp_schema = _response_schema(version)
         # read as it came: a field its version lacks has the schema's default (no
         # conversion of every partition entry to the latest version: the hot path)
@@ -165,15 +173,15 @@ class FetchHandler:
                 starts.append(_field(part, "log_start_offset", -1))
         replica_id = replica_id_of(request)
         isolation = fetch_isolation(replica_id, int(request.isolation_level))
-        follower = _Follower(replica_id, replica_epoch_of(request), tuple(starts))
+        follower = _Follower(replica_id, replica_epoch_of(request), tuple(starts), denied)
         reads, resolver = await self._read_until_ready(
             wanted, isolation, follower, max_bytes=int(request.max_bytes),
             min_bytes=int(request.min_bytes), max_wait_s=request.max_wait.total_seconds())
         return self._response(resp_schema, wanted, reads, resolver, isolation, by_id)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
-              max_bytes: int, replica_id: int) -> tuple[list[PartitionRead], _Resolver]:
-        resolver = _Resolver(self._replicas, replica_id)
+              max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:
+        resolver = _Resolver(self._replicas, follower.replica_id, follower.denied)
         return read_partitions(wanted, resolver, max_bytes=max_bytes,
                                isolation=isolation), resolver
 
@@ -190,7 +198,7 @@ class FetchHandler:
         first = True
         newly_led = False
         while True:
-            reads, resolver = self._read(wanted, isolation, max_bytes, follower.replica_id)
+            reads, resolver = self._read(wanted, isolation, max_bytes, follower)
             if first and follower.replica_id >= 0:
                 reads = self._record_follower(wanted, reads, follower)
             first = False

@@ -266,6 +266,15 @@ def _group_error(entry: type[Any], group: GroupId, code: ErrorCode,
     return entry(**fields)
 
 
+def partition_errors(api_key: int, topics: tuple[Any, ...], code: ErrorCode) -> tuple[Any, ...]:
+    """Each partition of a latest-version request's ``topics`` refused with ``code``, in
+    the answer's shape: OffsetCommit's and OffsetDelete's topics, OffsetFetch's group's."""
+    cls = latest_response(api_key)
+    if api_key == ApiKey.OFFSET_FETCH:
+        return _offset_fetch_errors(code, topics, _nested(_nested(cls, "groups"), "topics"))
+    return _partition_errors(topics, _nested(cls, "topics"), code)
+
+
 def _partition_errors(topics: tuple[Any, ...], topic_cls: type[Any],
                       code: ErrorCode) -> tuple[Any, ...]:
     partition_cls = _nested(topic_cls, "partitions")

@@ -42,8 +42,10 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 
 
-def list_offsets(request: Any, replicas: ReplicaManager) -> lo.ListOffsetsResponse:
-    """The ListOffsets answer, every requested partition in request order."""
+def list_offsets(request: Any, replicas: ReplicaManager,
+                 denied: frozenset[object] = frozenset()) -> lo.ListOffsetsResponse:
+    """The ListOffsets answer, every requested partition in request order
+    (TOPIC_AUTHORIZATION_FAILED for the ``denied`` topics)."""
     body = convert(request, lo_req.ListOffsetsRequest)
     replica_id = int(body.replica_id)
     isolation = (fetch_isolation(replica_id, int(body.isolation_level))
@@ -53,7 +55,9 @@ def list_offsets(request: Any, replicas: ReplicaManager) -> lo.ListOffsetsRespon
     for topic in body.topics:
         partitions = []
         for part in topic.partitions:
-            if named[(topic.name, part.partition_index)] > 1:
+            if topic.name in denied:
+                answer = ListedOffset(ErrorCode.topic_authorization_failed)
+            elif named[(topic.name, part.partition_index)] > 1:
                 answer = ListedOffset(ErrorCode.invalid_request)
             else:
                 try:
@@ -74,7 +78,8 @@ def list_offsets(request: Any, replicas: ReplicaManager) -> lo.ListOffsetsRespon
     return lo.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def offset_for_leader_epoch(request: Any, replicas: ReplicaManager
+def offset_for_leader_epoch(request: Any, replicas: ReplicaManager,
+                            denied: frozenset[object] = frozenset()
                             ) -> ofle.OffsetForLeaderEpochResponse:
     """Each partition's (epoch, end offset) for the requested leader epoch, from the
     leader (Kafka answers it on the leader only, for consumers and followers alike)."""
@@ -83,6 +88,10 @@ def offset_for_leader_epoch(request: Any, replicas: ReplicaManager
     for topic in body.topics:
         partitions = []
         for part in topic.partitions:
+            if topic.topic in denied:
+                partitions.append(ofle.EpochEndOffset(
+                    error_code=ErrorCode.topic_authorization_failed, partition=part.partition))
+                continue
             try:
                 hosted = replicas.partition_for(
                     topic.topic, int(part.partition),

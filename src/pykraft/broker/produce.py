@@ -89,8 +89,10 @@ class ProduceHandler:
         self._clock_ms = clock_ms
         self._listener = listener_name
 
-    async def handle(self, request: Any, *, api_version: int,
-                     client_id: str | None = None) -> Any:
+    async def handle(self, request: Any, *, api_version: int, client_id: str | None = None,
+                     denied: frozenset[object] = frozenset()) -> Any:
+        """The answer (None for acks=0); TOPIC_AUTHORIZATION_FAILED for ``denied`` topics
+        (names, or ids from v13)."""
         by_id = api_version >= FIRST_TOPIC_ID_VERSION
         body: Any = convert(request, req_by_id.ProduceRequest if by_id else req.ProduceRequest)
         acks = int(body.acks)
@@ -100,6 +102,8 @@ class ProduceHandler:
             key: str | uuid.UUID | None = topic.topic_id if by_id else str(topic.name)
             name = self._name_of(topic.topic_id) if by_id else str(topic.name)
             outcomes = [_Outcome(int(part.index), ErrorCode.unknown_topic_id) if name is None
+                        else _Outcome(int(part.index), ErrorCode.topic_authorization_failed)
+                        if key in denied
                         else self._partition(name, part, acks, api_version, client_id,
                                              transactional)
                         for part in topic.partition_data]

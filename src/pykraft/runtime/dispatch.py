@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import logging
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -26,11 +27,13 @@ from kio.schema.types import BrokerId
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 from kio.static.primitive import i8, i32, i32Timedelta, u16
 
+from pykraft.config.authorizer import authorizer_config
 from pykraft.errors import (
     MalformedMessageError,
     ProtocolError,
     UnsupportedVersionError,
 )
+from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.protocol.api_versions import (
     api_versions_response,
@@ -45,6 +48,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
+from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
@@ -55,6 +59,12 @@ from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_vers
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS, sasl_refusal
+from pykraft.security.api_rules import (
+    CONTROLLER_RULES,
+    OPERATIONS_OMITTED,
+    Access,
+    AuthorizerCache,
+)
 from pykraft.security.session import Session
 
 log = logging.getLogger("pykraft.dispatch")
@@ -76,11 +86,13 @@ _NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
 
 
 def _describe_cluster_body(error: ErrorCode, cluster_id: str, controller_id: int,
-                           brokers: tuple[Any, ...]) -> Any:
+                           brokers: tuple[Any, ...], operations: int = OPERATIONS_OMITTED
+                           ) -> Any:
     return dc.DescribeClusterResponse(
         throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=error,
         endpoint_type=i8(CONTROLLER_ENDPOINTS), cluster_id=cluster_id,
         controller_id=BrokerId(controller_id), brokers=brokers,
+        cluster_authorized_operations=i32(operations),
     )
 
 
@@ -151,15 +163,38 @@ class Dispatcher:
         except Exception as exc:  # nothing is left to answer with
             raise CloseConnection(f"cannot encode an error response: {exc}") from None
 
+    @functools.cached_property
+    def _authorizers(self) -> AuthorizerCache:
+        """The configured authorizer's decisions (read on the first request)."""
+        return AuthorizerCache(authorizer_config(self._settings.controller.properties))
+
+    def _access(self, session: Session) -> Access:
+        """What ``session`` may do, by the ACLs of this controller's committed image."""
+        controller = self._controller
+        return self._authorizers.access(
+            lambda: AclsImage() if controller is None
+            else controller.controller.committed_image.acls, session)
+
     async def _route(self, request: RequestFrame, session: Session) -> bytes:
-        """The encoded answer to a decoded request this listener serves."""
+        """The encoded answer to a decoded request this listener serves, once the
+        session's authorization allows it (ControllerApis' checks)."""
         api_key = request.api_key
+        access = self._access(session)
+        refusal = cluster_refusal(CONTROLLER_RULES, api_key, request.body, access)
+        if refusal is not None:
+            return self._encode(request, refusal)
         if api_key == ApiKey.DESCRIBE_CLUSTER:
-            return self._encode(request, self._describe_cluster(request.body))
+            return self._encode(request, self._describe_cluster(request.body, access))
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
             body: Any = convert(request.body, CONTROLLER_REQUESTS[api_key])
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return self._encode(request, await update_kraft_version(self._node, body))
+            if api_key in PARTS and access.enabled:
+                image = self._controller.controller.committed_image
+                split = split_parts(api_key, body, access, image.topics.by_id)
+                answer = (None if split.allowed is None
+                          else await self._controller.submit(split.allowed))
+                return self._encode(request, merge_parts(api_key, split, answer))
             return self._encode(request, await self._controller.submit(body))
         latest: Any = convert(request.body, LATEST_REQUEST[api_key])
         if isinstance(latest, rpc.EndQuorumEpochRequest):
@@ -259,7 +294,7 @@ class Dispatcher:
         return [(node_id, endpoint) for node_id, endpoint in sorted(found.items())
                 if endpoint is not None]
 
-    def _describe_cluster(self, request: Any) -> Any:
+    def _describe_cluster(self, request: Any, access: Access) -> Any:
         """A controller answers for ``endpoint_type=2`` (controllers) only, as Kafka does."""
         core = self._node.core
         if getattr(request, "endpoint_type", BROKER_ENDPOINTS) != CONTROLLER_ENDPOINTS:
@@ -270,5 +305,7 @@ class Dispatcher:
                                      port=i32(endpoint.port), rack=None, is_fenced=False)
             for node_id, endpoint in self._controller_endpoints()
         )
+        requested = bool(getattr(request, "include_cluster_authorized_operations", False))
         return _describe_cluster_body(ErrorCode.none, self._settings.cluster_id,
-                                      -1 if leader is None else leader, brokers)
+                                      -1 if leader is None else leader, brokers,
+                                      access.cluster_operations(requested))

@@ -1,0 +1,204 @@
+"""The broker listener's authorization of each request (KafkaApis' checks).
+
+With an authorizer configured, a request whose rule (:data:`BROKER_RULES`) the session's
+principal fails is refused as Kafka refuses it: per topic (Produce, Fetch, ListOffsets,
+OffsetForLeaderEpoch, DeleteRecords: the handlers answer TOPIC_AUTHORIZATION_FAILED for
+the topics given here), per group, or filtered (Metadata's all-topics list, ListGroups,
+OffsetFetch's all-topics answer). Without one everything is allowed and the
+authorized-operations fields list every operation, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from pykraft.broker.fetch import replica_id_of
+from pykraft.broker.group_versions import (
+    error_response,
+    group_ids,
+    merge,
+    partition_errors,
+    split,
+)
+from pykraft.ids import ZERO_UUID
+from pykraft.image.acls import AclOperation, ResourceType
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.error_answer import error_answer, topic_error
+from pykraft.security.api_rules import BROKER_RULES, Access
+
+_O, _R = AclOperation, ResourceType
+_FIRST_TOPIC_ID: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}
+#: The per-topic APIs: (the request's list of topics, a topic's name field).
+_TOPIC_FIELDS: dict[int, tuple[str, str]] = {
+    ApiKey.PRODUCE: ("topic_data", "name"), ApiKey.FETCH: ("topics", "topic"),
+    ApiKey.LIST_OFFSETS: ("topics", "name"), ApiKey.OFFSET_FOR_LEADER_EPOCH: ("topics", "topic"),
+    ApiKey.DELETE_RECORDS: ("topics", "name"),
+}
+_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+_GROUP_REFUSED = ErrorCode.group_authorization_failed
+GroupHandler = Callable[[Any], Awaitable[Any]]
+
+
+def denied_topics(api_key: int, body: Any, version: int, access: Access,
+                  image: MetadataImage) -> frozenset[object]:
+    """The topics of a per-topic request (as it names them: by name, or by id from
+    Produce/Fetch v13) the session may not use; an unknown id is left to the handler."""
+    if not access.enabled:
+        return frozenset()
+    cluster_action = access.allows(_O.CLUSTER_ACTION, _R.CLUSTER)
+    if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH and cluster_action:
+        return frozenset()  # a follower's check: every topic
+    field, name_field = _TOPIC_FIELDS[api_key]
+    by_id = version >= _FIRST_TOPIC_ID.get(api_key, 1 << 16)
+    keys: dict[object, str] = {}
+    for topic in getattr(body, field):
+        if by_id:
+            found = image.topics.by_id.get(topic.topic_id)
+            if found is not None:
+                keys[topic.topic_id] = found.name
+        else:
+            keys[str(getattr(topic, name_field))] = str(getattr(topic, name_field))
+    if api_key == ApiKey.FETCH and replica_id_of(body) >= 0:  # a follower's fetch
+        return frozenset() if cluster_action else frozenset(keys)
+    operation = BROKER_RULES[api_key].operation
+    assert operation is not None
+    allowed = access.allowed(operation, _R.TOPIC, keys.values())
+    return frozenset(key for key, name in keys.items() if name not in allowed)
+
+
+def init_producer_refusal(body: Any, access: Access, image: MetadataImage) -> Any | None:
+    """InitProducerId: WRITE on its transactional id; an idempotent producer needs
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
+    transactional_id = body.transactional_id
+    if transactional_id is not None:
+        if access.allows(_O.WRITE, _R.TRANSACTIONAL_ID, str(transactional_id)):
+            return None
+        code = ErrorCode.transactional_id_authorization_failed
+    elif (access.allows(_O.IDEMPOTENT_WRITE, _R.CLUSTER)
+          or access.allows_any(_O.WRITE, _R.TOPIC, image.topics.by_name)):
+        return None
+    else:
+        code = ErrorCode.cluster_authorization_failed
+    return error_answer(ApiKey.INIT_PRODUCER_ID, body, code)
+
+
+def authorized_metadata(response: Any, request: Any, version: int, access: Access) -> Any:
+    """The latest-version Metadata ``response`` to ``request`` (latest version too) with
+    the topics the session may not DESCRIBE left out of an all-topics answer and refused
+    when named (a topic named by id keeps its id, one named by name its name), and the
+    topics' authorized operations when asked for."""
+    every = request.topics is None or (version == 0 and not request.topics)
+    by_id = not every and any(t.topic_id not in (None, ZERO_UUID) for t in request.topics)
+    with_operations = bool(request.include_topic_authorized_operations)
+    topics = []
+    for topic in response.topics:
+        name = None if topic.name is None else str(topic.name)
+        if name is not None and not access.allows(_O.DESCRIBE, _R.TOPIC, name):
+            if not every:
+                topics.append(topic_error(None if by_id else name,
+                                          topic.topic_id if by_id else None, _TOPIC_REFUSED))
+            continue
+        topics.append(topic if not with_operations or name is None else dataclasses.replace(
+            topic, topic_authorized_operations=access.operations(_R.TOPIC, name)))
+    return dataclasses.replace(response, topics=tuple(topics))
+
+
+async def authorized_group_answer(api_key: int, request: Any, access: Access,
+                                  handle: GroupHandler) -> Any:
+    """A group API's latest-version answer to its latest-version ``request`` once its
+    groups (and topics) are checked; ``handle`` answers what is allowed."""
+    if not access.enabled:
+        return _with_group_operations(api_key, request, await handle(request), access)
+    if api_key == ApiKey.LIST_GROUPS:
+        answer = await handle(request)
+        if access.allows(_O.DESCRIBE, _R.CLUSTER):
+            return answer
+        return dataclasses.replace(answer, groups=tuple(
+            g for g in answer.groups if access.allows(_O.DESCRIBE, _R.GROUP, str(g.group_id))))
+    operation = BROKER_RULES[api_key].operation
+    assert operation is not None
+    allowed = access.allowed(operation, _R.GROUP, group_ids(api_key, request))
+    if api_key in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE):
+        if not allowed:
+            return error_response(api_key, request, _GROUP_REFUSED)
+        return await _topics_checked(api_key, request, access, handle)
+    parts = split(api_key, request, lambda group: 0 if group in allowed else 1)
+    answers = {}
+    if 0 in parts:
+        answer = parts[0]
+        if api_key == ApiKey.OFFSET_FETCH:
+            answer = await _offset_fetch(answer, access, handle)
+        else:
+            answer = await handle(answer)
+        answers[0] = _with_group_operations(api_key, request, answer, access)
+    if 1 in parts:
+        answers[1] = error_response(api_key, parts[1], _GROUP_REFUSED)
+    return merge(api_key, request, answers)
+
+
+def authorized_coordinators(request: Any, answer: Any, access: Access) -> Any:
+    """FindCoordinator: DESCRIBE on each group (key type 0) or transactional id (1)."""
+    if not access.enabled:
+        return answer
+    resource, code = ((_R.TRANSACTIONAL_ID, ErrorCode.transactional_id_authorization_failed)
+                      if int(request.key_type) == 1 else (_R.GROUP, _GROUP_REFUSED))
+    return dataclasses.replace(answer, coordinators=tuple(
+        c if access.allows(_O.DESCRIBE, resource, str(c.key)) else dataclasses.replace(
+            c, node_id=-1, host="", port=-1, error_code=code, error_message=None)
+        for c in answer.coordinators))
+
+
+async def _topics_checked(api_key: int, request: Any, access: Access,
+                          handle: GroupHandler) -> Any:
+    """OffsetCommit and OffsetDelete: READ on each topic; the refused ones answered with
+    TOPIC_AUTHORIZATION_FAILED on each partition, the rest handled."""
+    readable = access.allowed(_O.READ, _R.TOPIC, (str(t.name) for t in request.topics))
+    kept = tuple(t for t in request.topics if str(t.name) in readable)
+    refused = partition_errors(api_key, tuple(t for t in request.topics
+                                              if str(t.name) not in readable), _TOPIC_REFUSED)
+    if not kept:
+        answer = error_response(api_key, request, ErrorCode.none)
+        return dataclasses.replace(answer, topics=refused)
+    answer = await handle(dataclasses.replace(request, topics=kept))
+    return dataclasses.replace(answer, topics=tuple(answer.topics) + refused)
+
+
+async def _offset_fetch(request: Any, access: Access, handle: GroupHandler) -> Any:
+    """OffsetFetch for groups the session may DESCRIBE: topics it may not DESCRIBE are
+    left out of an all-topics answer, and refused per partition when named."""
+    named = {t.name for g in request.groups for t in g.topics or ()}
+    visible = access.allowed(_O.DESCRIBE, _R.TOPIC, (str(n) for n in named))
+    answer = await handle(dataclasses.replace(request, groups=tuple(
+        g if g.topics is None else dataclasses.replace(
+            g, topics=tuple(t for t in g.topics if str(t.name) in visible))
+        for g in request.groups)))
+    asked = {str(g.group_id): g for g in request.groups}
+    groups = []
+    for group in answer.groups:
+        wanted = asked[str(group.group_id)].topics
+        if wanted is None:
+            topics = tuple(t for t in group.topics
+                           if access.allows(_O.DESCRIBE, _R.TOPIC, str(t.name)))
+        else:
+            topics = tuple(group.topics) + partition_errors(
+                ApiKey.OFFSET_FETCH, tuple(t for t in wanted if str(t.name) not in visible),
+                _TOPIC_REFUSED)
+        groups.append(dataclasses.replace(group, topics=topics))
+    return dataclasses.replace(answer, groups=tuple(groups))
+
+
+def _with_group_operations(api_key: int, request: Any, answer: Any, access: Access) -> Any:
+    """DescribeGroups and ConsumerGroupDescribe: each group's authorized operations,
+    when asked for."""
+    if api_key not in (ApiKey.DESCRIBE_GROUPS, ApiKey.CONSUMER_GROUP_DESCRIBE) or (
+            not request.include_authorized_operations):
+        return answer
+    return dataclasses.replace(answer, groups=tuple(
+        dataclasses.replace(g, authorized_operations=access.operations(_R.GROUP,
+                                                                       str(g.group_id)))
+        for g in answer.groups))
+

@@ -1,0 +1,129 @@
+"""Authorization both listeners apply before a request is handled (ControllerApis' rules).
+
+A request refused as a whole (a cluster operation) gets CLUSTER_AUTHORIZATION_FAILED in its
+API's error response. The controller's admin requests with parts (CreateTopics,
+DeleteTopics, CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs)
+are split: the refused parts are answered with their error and only the rest is handled;
+the two answers are merged into one. A broker applies the same split to the requests it
+forwards, since the forwarded request carries the broker's principal, not the client's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pykraft.controller.responses import error_response
+from pykraft.image.acls import AclOperation, ResourceType
+from pykraft.image.topics import TopicImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.error_answer import error_answer
+from pykraft.security.api_rules import Access, ApiRule, Scope, config_resource
+
+#: API -> (the request's list of parts, the response's list of answers).
+PARTS: dict[int, tuple[str, str]] = {
+    ApiKey.CREATE_TOPICS: ("topics", "topics"),
+    ApiKey.DELETE_TOPICS: ("topics", "responses"),
+    ApiKey.CREATE_PARTITIONS: ("topics", "results"),
+    ApiKey.DESCRIBE_CONFIGS: ("resources", "results"),
+    ApiKey.ALTER_CONFIGS: ("resources", "responses"),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: ("resources", "responses"),
+}
+_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+
+
+def cluster_refusal(rules: Mapping[int, ApiRule], api_key: int, body: Any,
+                    access: Access) -> Any | None:
+    """The latest-version answer refusing a request whose rule is a cluster operation
+    the session lacks; None when it may go on."""
+    rule = rules[api_key]
+    if rule.scope is not Scope.CLUSTER or rule.operation is None:
+        return None
+    if access.allows(rule.operation, ResourceType.CLUSTER):
+        return None
+    return error_answer(api_key, body, ErrorCode.cluster_authorization_failed,
+                        "Cluster authorization failed.")
+
+
+@dataclass(frozen=True, slots=True)
+class PartSplit:
+    """A request with parts, split: ``allowed`` (None when no part is) and the answer to
+    the refused parts (None when none is)."""
+
+    allowed: Any | None
+    refused: Any | None
+    describable: frozenset[str] = frozenset()  # CreateTopics: whose configs it may see
+
+
+def split_parts(api_key: int, request: Any, access: Access,
+                topics_by_id: Mapping[uuid.UUID, TopicImage]) -> PartSplit:
+    """``request`` (the controller's latest version of an API in :data:`PARTS`) split by
+    what ``access`` allows of each part."""
+    field = PARTS[api_key][0]
+    refused: dict[ErrorCode, list[Any]] = {}
+    allowed: list[Any] = []
+    for part in getattr(request, field):
+        code = _refusal(api_key, part, access, topics_by_id)
+        if code is None:
+            allowed.append(part)
+        else:
+            refused.setdefault(code, []).append(part)
+    answers = [error_response(dataclasses.replace(request, **{field: tuple(parts)}), code)
+               for code, parts in refused.items()]
+    describable: frozenset[str] = frozenset()
+    if api_key == ApiKey.CREATE_TOPICS:
+        describable = access.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
+                                     (str(t.name) for t in allowed))
+    return PartSplit(
+        allowed=dataclasses.replace(request, **{field: tuple(allowed)}) if allowed else None,
+        refused=_concat(api_key, answers) if answers else None, describable=describable)
+
+
+def merge_parts(api_key: int, split: PartSplit, answer: Any | None) -> Any:
+    """One answer from the handled part's ``answer`` and the refused parts' answer."""
+    if answer is not None and api_key == ApiKey.CREATE_TOPICS and split.allowed is not None:
+        answer = dataclasses.replace(answer, topics=tuple(
+            t if str(t.name) in split.describable or t.error_code != ErrorCode.none
+            else dataclasses.replace(t, topic_config_error_code=_TOPIC_REFUSED, configs=())
+            for t in answer.topics))
+    found = [a for a in (answer, split.refused) if a is not None]
+    return _concat(api_key, found)
+
+
+def _concat(api_key: int, answers: list[Any]) -> Any:
+    field = PARTS[api_key][1]
+    return dataclasses.replace(answers[0], **{field: tuple(
+        entry for answer in answers for entry in getattr(answer, field))})
+
+
+def _refusal(api_key: int, part: Any, access: Access,
+             topics_by_id: Mapping[uuid.UUID, TopicImage]) -> ErrorCode | None:
+    """The error refusing one part, None when it is allowed."""
+    topic, op = ResourceType.TOPIC, AclOperation
+    if api_key == ApiKey.CREATE_TOPICS:
+        if access.allows(op.CREATE, ResourceType.CLUSTER):
+            return None
+        return None if access.allows(op.CREATE, topic, str(part.name)) else _TOPIC_REFUSED
+    if api_key == ApiKey.DELETE_TOPICS:
+        if access.allows(op.DELETE, ResourceType.CLUSTER):
+            return None  # ControllerApis: DELETE on the cluster covers every topic
+        if part.name is None:  # named by id: an unknown id is the controller's to answer
+            found = topics_by_id.get(part.topic_id)
+            if found is None:
+                return None
+            name = found.name
+            if not access.allows(op.DESCRIBE, topic, name):
+                return _TOPIC_REFUSED
+        else:
+            name = str(part.name)
+        return None if access.allows(op.DELETE, topic, name) else _TOPIC_REFUSED
+    if api_key == ApiKey.CREATE_PARTITIONS:
+        return None if access.allows(op.ALTER, topic, str(part.name)) else _TOPIC_REFUSED
+    acl_type, name, code = config_resource(part.resource_type, str(part.resource_name))
+    operation = (op.DESCRIBE_CONFIGS if api_key == ApiKey.DESCRIBE_CONFIGS
+                 else op.ALTER_CONFIGS)
+    return None if access.allows(operation, acl_type, name) else code

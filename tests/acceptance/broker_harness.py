@@ -32,9 +32,9 @@ from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from process_harness import wait_for
 
-__all__ = ["PROPERTIES", "PartitionState", "broker_call", "combined_node", "fenced_brokers",
-           "partition_leaders", "partition_state", "produce_one", "replica_log_bytes",
-           "wait_for", "wait_for_brokers"]
+__all__ = ["PROPERTIES", "PartitionState", "add_broker_listener", "broker_call",
+           "combined_node", "fenced_brokers", "partition_leaders", "partition_state",
+           "produce_one", "replica_log_bytes", "wait_for", "wait_for_brokers"]
 
 #: Brokers heartbeat every 500 ms with a 3 s session, so fault tests see fencing quickly.
 PROPERTIES = {
@@ -78,6 +78,17 @@ def running_cluster(base: Path, properties: dict[str, str] = PROPERTIES, *,
     finally:
         for node_id in made.nodes:
             made.kill(node_id)
+
+
+def add_broker_listener(cluster: LocalCluster, broker_id: int, name: str) -> int:
+    """Bind one more listener, ``NAME://127.0.0.1:<free port>``, on a broker that was
+    created but not started; returns its port."""
+    (port,) = free_ports(1)
+    config = cluster.nodes[broker_id].config
+    config.write_text("".join(
+        (f"{line},{name}://{HOST}:{port}" if line.startswith("listeners=") else line) + "\n"
+        for line in config.read_text().splitlines()))
+    return port
 
 
 def one_broker_cluster(base: Path, properties: dict[str, str] = PROPERTIES,

@@ -12,13 +12,14 @@ import pytest
 from kafka.protocol.admin import CreateTopicsRequest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
-from broker_harness import PROPERTIES, wait_for, wait_for_brokers
+from broker_harness import PROPERTIES, add_broker_listener, wait_for, wait_for_brokers
 
 from conformance.cases import create_topics, describe_quorum, metadata
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
+from conformance.sasl_cases import SASL_LISTENER_PROPERTIES
 from pykraft.config.authorizer import AUTHORIZER_CLASS_NAME, STANDARD_AUTHORIZER, SUPER_USERS
 from pykraft.security.session import ANONYMOUS
-from pykraft.tools.local_cluster import LocalCluster
+from pykraft.tools.local_cluster import HOST, LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 SHARED_TOPIC = "conformance"
@@ -28,13 +29,14 @@ SHARED_PARTITIONS = 2
 #: an authorizer; the anonymous PLAINTEXT clients of the suite are its super users.
 GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0",
                     AUTHORIZER_CLASS_NAME: STANDARD_AUTHORIZER,
-                    SUPER_USERS: str(ANONYMOUS)}
+                    SUPER_USERS: str(ANONYMOUS), **SASL_LISTENER_PROPERTIES}
 
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
     made = LocalCluster.create(tmp_path_factory.mktemp("conformance") / "cluster", 1,
                                GROUP_PROPERTIES, brokers=1)
+    sasl_port = add_broker_listener(made, made.brokers[0], "SASL_PLAINTEXT")
     made.start_all()
     try:
         wait_for_brokers(made, 1)
@@ -43,7 +45,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
             cluster_id=made.cluster_id, controller_id=controller_id,
             controller=parse_host_port(made.nodes[controller_id].address),
             broker_id=broker_id, broker=parse_host_port(made.nodes[broker_id].address),
-            topic=SHARED_TOPIC, partitions=SHARED_PARTITIONS, epoch=-1)
+            topic=SHARED_TOPIC, partitions=SHARED_PARTITIONS, epoch=-1,
+            sasl=(HOST, sasl_port))
         quorum = describe_quorum(Run(info, "setup", "setup", CONTROLLER, 2))
         assert quorum.error_code == 0, quorum
         info = dataclasses.replace(info, epoch=quorum.topics[0].partitions[0].leader_epoch)

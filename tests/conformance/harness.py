@@ -22,6 +22,8 @@ from pykraft.protocol.convert import entity_in
 
 BROKER = "broker"
 CONTROLLER = "controller"
+#: The broker's SASL_PLAINTEXT listener (PLAIN, users of sasl_cases.py).
+SASL = "sasl"
 _ZEROS: dict[str, object] = {"bool": False, "string": "", "bytes": b"", "uuid": None,
                              "timedelta_i32": datetime.timedelta(0),
                              "timedelta_i64": datetime.timedelta(0)}
@@ -41,9 +43,10 @@ class ClusterInfo:
     partitions: int
     #: The metadata partition's leader epoch (one controller: it does not change).
     epoch: int
+    sasl: tuple[str, int] = ("", 0)
 
     def address(self, listener: str) -> tuple[str, int]:
-        return self.broker if listener == BROKER else self.controller
+        return {BROKER: self.broker, SASL: self.sasl}.get(listener, self.controller)
 
 
 @dataclass(frozen=True)

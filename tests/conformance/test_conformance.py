@@ -14,7 +14,7 @@ from conformance.acl_cases import ACLS
 from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
-from conformance.sasl_cases import SASL
+from conformance.sasl_cases import SASL_CASES
 from conformance.scram_cases import SCRAM
 from conformance.wire import (
     CORRELATION_ID,
@@ -27,7 +27,7 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
-TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL]
+TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL_CASES]
 
 
 def rows() -> Iterator[Row]:

@@ -75,6 +75,11 @@ def kafka_python_call(address: tuple[str, int], request: Any, response_class: An
 
 def kio_call(address: tuple[str, int], request: Any, response_class: Any) -> Answer:
     """``request`` is a kio request entity; ``response_class`` the kio response entity."""
+    return kio_decode(exchange(address, framed(kio_encode(request))), response_class)
+
+
+def kio_encode(request: Any) -> bytes:
+    """A kio request entity with its header, unframed."""
     header_class: Any = type(request).__header_schema__
     fields = {"request_api_key": request.__api_key__,
               "request_api_version": request.__version__,
@@ -84,7 +89,11 @@ def kio_call(address: tuple[str, int], request: Any, response_class: Any) -> Ans
     entity_writer(header_class)(buffer, header_class(**{k: v for k, v in fields.items()
                                                           if k in names}))
     entity_writer(type(request))(buffer, request)
-    payload = exchange(address, framed(buffer.getvalue()))
+    return buffer.getvalue()
+
+
+def kio_decode(payload: bytes, response_class: Any) -> Answer:
+    """A response frame (no size) read as ``response_class``, header included."""
     header, header_size = entity_reader(response_class.__header_schema__)(payload, 0)
     body, body_size = entity_reader(response_class)(payload, header_size)
     if header_size + body_size != len(payload):

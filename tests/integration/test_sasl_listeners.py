@@ -25,10 +25,10 @@ from pykraft.protocol.frame import encode_frame
 from pykraft.protocol.header import RequestHeader
 from pykraft.security.jaas import PLAIN_LOGIN_MODULE
 from pykraft.security.plain import plain_client_token
-from pykraft.tools.local_cluster import HOST, LocalCluster, free_ports
+from pykraft.tools.local_cluster import HOST, LocalCluster
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
-from broker_harness import PROPERTIES, wait_for_brokers
+from broker_harness import PROPERTIES, add_broker_listener, wait_for_brokers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -70,12 +70,7 @@ def sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sasl]:
     cluster = LocalCluster.create(tmp_path_factory.mktemp("sasl") / "cluster", 1,
                                   SASL_PROPERTIES, brokers=1)
     (broker_id,) = cluster.brokers
-    (port,) = free_ports(1)
-    config = cluster.nodes[broker_id].config
-    lines = config.read_text().splitlines()
-    config.write_text("".join(
-        (f"{line},SASL_PLAINTEXT://{HOST}:{port}" if line.startswith("listeners=") else line)
-        + "\n" for line in lines))
+    port = add_broker_listener(cluster, broker_id, "SASL_PLAINTEXT")
     cluster.start_all()
     try:
         wait_for_brokers(cluster, 1)

@@ -103,6 +103,16 @@ def test_any_other_api_before_the_handshake_closes(first: bytes) -> None:
     assert step.close is not None and "during SASL handshake" in step.close
 
 
+def test_an_oversized_frame_before_authentication_fails() -> None:
+    small = dataclasses.replace(listener(), max_receive_size=64)
+    step = SaslAuthenticator(small, BASE).receive(handshake() + bytes(64), 0)
+    assert step.failed and step.close == ("Failing SASL authentication due to invalid "
+                                          "receive size")
+    authenticator = SaslAuthenticator(small, BASE)
+    plain_login(authenticator)
+    assert authenticator.receive(metadata() + bytes(64), 0).forward  # the limit is lifted
+
+
 def test_api_versions_only_once() -> None:
     authenticator = SaslAuthenticator(listener(), BASE)
     versions = frame(ApiKey.API_VERSIONS, 0)
@@ -253,6 +263,7 @@ def test_listener_from_kafka_keys() -> None:
     assert set(built.factories) == {"PLAIN", "SCRAM-SHA-256"}
     assert built.factories["SCRAM-SHA-256"] is scram_256
     assert dict(built.reauth_ms) == {"PLAIN": 0, "SCRAM-SHA-256": 3000}
+    assert built.max_receive_size == 524288
     server = built.factories["PLAIN"]()
     server.evaluate(plain_client_token("alice", "alice-secret"))
     assert server.authorization_id == "alice"
@@ -265,6 +276,8 @@ def test_listener_from_kafka_keys() -> None:
     ({"sasl.enabled.mechanisms": " , "}, "is empty"),
     ({"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "m required;",
       "connections.max.reauth.ms": "soon"}, "connections.max.reauth.ms"),
+    ({"sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": "m required;",
+      "sasl.server.max.receive.size": "0"}, "sasl.server.max.receive.size"),
 ])
 def test_listener_refusals(props: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -120,6 +120,8 @@ class SaslAuthenticator:
 
     def _receive(self, frame: bytes, now_ms: int) -> Step:
         state = self._state
+        if state is not _State.COMPLETE and len(frame) > self._listener.max_receive_size:
+            return _fail("Failing SASL authentication due to invalid receive size")
         if state is _State.RAW_TOKENS:
             return self._raw_token(frame, now_ms)
         if state is _State.REAUTH_BAD_MECHANISM:

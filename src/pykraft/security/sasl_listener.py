@@ -14,12 +14,15 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from pykraft.config.properties import int_property
 from pykraft.errors import ConfigError
 from pykraft.security.jaas import listener_jaas, listener_value
 from pykraft.security.plain import PLAIN, plain_server_factory
 from pykraft.security.sasl import SaslServer, SaslServerFactories
 
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+REAUTH_KEY = "connections.max.reauth.ms"
+MAX_RECEIVE_SIZE = 524288  # Kafka's default sasl.server.max.receive.size
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +33,8 @@ class SaslListener:
     mechanisms: tuple[str, ...]
     factories: SaslServerFactories
     reauth_ms: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    #: ``sasl.server.max.receive.size``: the largest frame read before authentication.
+    max_receive_size: int = MAX_RECEIVE_SIZE
 
     def with_factories(self, extra: SaslServerFactories) -> SaslListener:
         """This listener with ``extra``'s servers for the mechanisms it enables (SCRAM's,
@@ -60,12 +65,10 @@ def sasl_listener(props: Mapping[str, str], listener: str) -> SaslListener:
             raise ConfigError(f"sasl.enabled.mechanisms of listener {listener} names "
                               f"{mechanism}, which pykraft does not support (PLAIN, "
                               "SCRAM-SHA-256, SCRAM-SHA-512)")
-        value = listener_value(props, listener, "connections.max.reauth.ms", mechanism) or "0"
-        try:
-            reauth_ms[mechanism] = int(value)
-        except ValueError:
-            raise ConfigError(f"invalid value {value!r} for connections.max.reauth.ms: "
-                              "expected milliseconds") from None
+        value = listener_value(props, listener, REAUTH_KEY, mechanism) or "0"
+        reauth_ms[mechanism] = int_property({REAUTH_KEY: value}, REAUTH_KEY, 0) or 0
     if not mechanisms:
         raise ConfigError(f"sasl.enabled.mechanisms of listener {listener} is empty")
-    return SaslListener(mechanisms, factories, reauth_ms)
+    max_receive = int_property(props, "sasl.server.max.receive.size", 1)
+    return SaslListener(mechanisms, factories, reauth_ms,
+                        MAX_RECEIVE_SIZE if max_receive is None else max_receive)

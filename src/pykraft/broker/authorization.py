@@ -33,7 +33,7 @@ from pykraft.security.api_rules import BROKER_RULES, Access
 _O, _R = AclOperation, ResourceType
 _FIRST_TOPIC_ID: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}
 #: The per-topic APIs: (the request's list of topics, a topic's name field).
-_TOPIC_FIELDS: dict[int, tuple[str, str]] = {
+TOPIC_FIELDS: dict[int, tuple[str, str]] = {
     ApiKey.PRODUCE: ("topic_data", "name"), ApiKey.FETCH: ("topics", "topic"),
     ApiKey.LIST_OFFSETS: ("topics", "name"), ApiKey.OFFSET_FOR_LEADER_EPOCH: ("topics", "topic"),
     ApiKey.DELETE_RECORDS: ("topics", "name"),
@@ -52,7 +52,7 @@ def denied_topics(api_key: int, body: Any, version: int, access: Access,
     cluster_action = access.allows(_O.CLUSTER_ACTION, _R.CLUSTER)
     if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH and cluster_action:
         return frozenset()  # a follower's check: every topic
-    field, name_field = _TOPIC_FIELDS[api_key]
+    field, name_field = TOPIC_FIELDS[api_key]
     by_id = version >= _FIRST_TOPIC_ID.get(api_key, 1 << 16)
     keys: dict[object, str] = {}
     for topic in getattr(body, field):

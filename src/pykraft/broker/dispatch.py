@@ -29,6 +29,7 @@ from kio.static.primitive import i32
 
 from pykraft.broker.acl_describe import refused_acl_request
 from pykraft.broker.authorization import (
+    TOPIC_FIELDS,
     authorized_coordinators,
     authorized_group_answer,
     authorized_metadata,
@@ -155,7 +156,7 @@ class BrokerDispatcher(Dispatcher):
         if api_key == ApiKey.METADATA:
             return self._encode(request, self._metadata_answer(request, access))
         denied = (denied_topics(api_key, request.body, request.api_version, access, image)
-                  if api_key in READ_PATH | {ApiKey.PRODUCE} else frozenset())
+                  if api_key in TOPIC_FIELDS else frozenset())
         if api_key == ApiKey.PRODUCE and self._produce is not None:
             return await self._produce_answer(request, denied)
         if api_key == ApiKey.FETCH and self._fetcher is not None:

@@ -1,0 +1,262 @@
+"""Authorization through the dispatchers, on wire frames, over an image holding ACLs:
+alice may write and read topic t, describe and read group g; admin is a super user."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
+from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
+from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
+from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.offset_fetch.v8 import request as of_req
+from kio.schema.offset_fetch.v9 import response as of_resp
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i8, i32, i64
+from replica_fixtures import (
+    broker,
+    client_batch,
+    replicas_of,
+    request,
+    topic,
+    with_records,
+)
+
+from pykraft.broker.dispatch import BrokerDispatcher
+from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
+from pykraft.broker.produce import ProduceHandler
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.config.authorizer import (
+    ALLOW_EVERYONE_IF_NO_ACL_FOUND,
+    AUTHORIZER_CLASS_NAME,
+    STANDARD_AUTHORIZER,
+    SUPER_USERS,
+)
+from pykraft.errors import NetworkError
+from pykraft.image.acls import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import decode_response, encode_request, request_type
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.header import RequestHeader
+from pykraft.raft import rpc
+from pykraft.raft.log import OffsetAndEpoch
+from pykraft.runtime.dispatch import Dispatcher
+from pykraft.security.session import KafkaPrincipal, Session
+
+Op, T = AclOperation, ResourceType
+ALICE = Session(KafkaPrincipal("User", "alice"), "127.0.0.1:5000")
+ADMIN = Session(KafkaPrincipal("User", "admin"), "127.0.0.1:5001")
+TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+SECURED = {AUTHORIZER_CLASS_NAME: STANDARD_AUTHORIZER, SUPER_USERS: "User:admin"}
+
+
+def acl(resource_type: ResourceType, name: str, operation: AclOperation,
+        principal: str = "User:alice") -> object:
+    entry = StandardAcl(resource_type, name, PatternType.LITERAL, principal, "*", operation,
+                        AclPermissionType.ALLOW)
+    return entry.to_record(uuid.uuid4())
+
+
+def image() -> MetadataImage:
+    built: MetadataImage = with_records(
+        MetadataImage(), broker(1, 9092),
+        *topic("t", uuid.UUID(int=1), (1,)), *topic("secret", uuid.UUID(int=2), (1,)),
+        *topic("open", uuid.UUID(int=3), (1,)),
+        acl(T.TOPIC, "t", Op.WRITE), acl(T.TOPIC, "t", Op.READ),
+        acl(T.TOPIC, "secret", Op.READ, "User:bob"),
+        acl(T.GROUP, "g", Op.READ), acl(T.GROUP, "g", Op.DESCRIBE))
+    return built
+
+
+class NoController:
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def send(self, body: Any) -> Any:
+        self.sent += 1
+        raise NetworkError("no active controller is known yet")
+
+
+class Service:
+    """The group shards: LeaveGroup's member unknown, OffsetFetch's offsets all 5."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def handle(self, api_key: int, api_version: int, body: Any, *, client_id: str,
+                     client_host: str) -> Any:
+        self.seen.append(body)
+        if api_key == ApiKey.LEAVE_GROUP:
+            return LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
+                                      members=tuple(MemberResponse(
+                                          member_id=m.member_id, group_instance_id=None,
+                                          error_code=ErrorCode.unknown_member_id)
+                                          for m in body.members))
+        return of_resp.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(
+            of_resp.OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.none,
+                                             topics=tuple(of_resp.OffsetFetchResponseTopics(
+                                                 name=t.name, partitions=tuple(
+                                                     of_resp.OffsetFetchResponsePartitions(
+                                                         partition_index=p,
+                                                         committed_offset=i64(5),
+                                                         metadata="", error_code=ErrorCode.none)
+                                                     for p in t.partition_indexes))
+                                                 for t in g.topics or ()))
+            for g in body.groups))
+
+
+@dataclasses.dataclass
+class Broker:
+    dispatcher: BrokerDispatcher
+    channel: NoController
+    service: Service
+
+
+def make_broker(tmp_path: Path, properties: dict[str, str]) -> Broker:
+    metadata = image()
+    replicas = replicas_of(tmp_path, 1, metadata)
+    node = SimpleNamespace(settings=SimpleNamespace(
+        node_id=1, controller=SimpleNamespace(properties=properties)))
+    channel, service = NoController(), Service()
+    dispatcher = BrokerDispatcher(
+        node, SimpleNamespace(image=metadata), channel,  # type: ignore[arg-type]
+        cluster_id="cid", listener_name="PLAINTEXT",
+        produce=ProduceHandler(replicas, lambda: 1_000, "PLAINTEXT"), replicas=replicas,
+        groups=(service, CoordinatorFinder(OffsetsTopicConfig(), channel,  # type: ignore[arg-type]
+                                           "PLAINTEXT")))
+    return Broker(dispatcher, channel, service)
+
+
+def ask(dispatcher: Dispatcher, body: Any, version: int, session: Session) -> Any:
+    api_key = int(body.__api_key__)
+    wire = convert(body, request_type(api_key, version))
+    frame = encode_request(RequestHeader(api_key, version, 9, "test"), wire)
+    return decode_response(api_key, version,
+                           asyncio.run(dispatcher.handle(frame, session))).body
+
+
+def produce(*names: str) -> Any:
+    batch = client_batch([b"v"])
+    first = request({0: batch}, name=names[0])
+    return dataclasses.replace(first, topic_data=tuple(
+        request({0: batch}, name=name).topic_data[0] for name in names))
+
+
+def produced(answer: Any) -> dict[str, ErrorCode]:
+    return {str(t.name): p.error_code for t in answer.responses for p in t.partition_responses}
+
+
+def metadata(*names: str, operations: bool = False) -> MetadataRequest:
+    return MetadataRequest(
+        topics=tuple(MetadataRequestTopic(topic_id=None, name=TopicName(n)) for n in names)
+        if names else None, allow_auto_topic_creation=False,
+        include_topic_authorized_operations=operations)
+
+
+def test_produce_is_refused_per_topic(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED)
+    answer = ask(secured.dispatcher, produce("t", "secret"), 9, ALICE)
+    assert produced(answer) == {"t": ErrorCode.none, "secret": TOPIC_REFUSED}
+    again = ask(secured.dispatcher, produce("secret"), 9, ADMIN)  # a super user
+    assert produced(again) == {"secret": ErrorCode.none}
+    assert [p.base_offset for t in again.responses for p in t.partition_responses] == [0]
+
+
+def test_metadata_hides_or_refuses_what_may_not_be_described(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED).dispatcher
+    every = ask(secured, metadata(operations=True), 12, ALICE)
+    assert [(t.name, t.topic_authorized_operations) for t in every.topics] == [
+        ("t", (1 << Op.READ) | (1 << Op.WRITE) | (1 << Op.DESCRIBE))]
+    named = ask(secured, metadata("t", "secret", "missing"), 12, ALICE)
+    assert [(t.name, t.error_code, t.topic_id) for t in named.topics] == [
+        ("t", ErrorCode.none, uuid.UUID(int=1)), ("secret", TOPIC_REFUSED, None),
+        ("missing", TOPIC_REFUSED, None)]  # the zero uuid: no id disclosed
+    assert [t.name for t in ask(secured, metadata(), 12, ADMIN).topics] == [
+        "open", "secret", "t"]
+
+
+def test_allow_everyone_if_no_acl_found(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED | {ALLOW_EVERYONE_IF_NO_ACL_FOUND: "true"})
+    answer = ask(secured.dispatcher, produce("open", "secret"), 9, ALICE)
+    assert produced(answer) == {"open": ErrorCode.none, "secret": TOPIC_REFUSED}
+
+
+def test_without_an_authorizer_nothing_is_checked(tmp_path: Path) -> None:
+    plain = make_broker(tmp_path, {}).dispatcher
+    assert produced(ask(plain, produce("secret"), 9, ALICE)) == {"secret": ErrorCode.none}
+    topics = ask(plain, metadata("secret", operations=True), 12, ALICE).topics
+    every_topic_operation = sum(1 << op for op in (
+        Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS,
+        Op.ALTER_CONFIGS))
+    assert [(t.error_code, t.topic_authorized_operations) for t in topics] == [
+        (ErrorCode.none, every_topic_operation)]
+
+
+def test_a_group_is_refused_before_the_coordinator_sees_it(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED)
+    refused = ask(secured.dispatcher, LeaveV1(group_id=GroupId("h"), member_id="m"), 1, ALICE)
+    assert refused.error_code == ErrorCode.group_authorization_failed
+    assert secured.service.seen == []
+    allowed = ask(secured.dispatcher, LeaveV1(group_id=GroupId("g"), member_id="m"), 1, ALICE)
+    assert allowed.error_code == ErrorCode.unknown_member_id
+    assert len(secured.service.seen) == 1
+
+
+def test_offset_fetch_refuses_groups_and_topics(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED)
+    wanted = (of_req.OffsetFetchRequestTopics(name=TopicName("t"), partition_indexes=(i32(0),)),
+              of_req.OffsetFetchRequestTopics(name=TopicName("secret"),
+                                              partition_indexes=(i32(0),)))
+    body = of_req.OffsetFetchRequest(require_stable=False, groups=(
+        of_req.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=wanted),
+        of_req.OffsetFetchRequestGroup(group_id=GroupId("h"), topics=wanted)))
+    answer = ask(secured.dispatcher, body, 8, ALICE)
+    found = {(g.group_id, g.error_code): [(t.name, p.error_code, p.committed_offset)
+                                          for t in g.topics for p in t.partitions]
+             for g in answer.groups}
+    assert found == {
+        ("g", ErrorCode.none): [("t", ErrorCode.none, 5), ("secret", TOPIC_REFUSED, -1)],
+        ("h", ErrorCode.group_authorization_failed): []}
+    (seen,) = secured.service.seen  # only g, only t
+    assert [(g.group_id, [t.name for t in g.topics]) for g in seen.groups] == [("g", ["t"])]
+
+
+def test_cluster_operations_are_refused_whole(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED)
+    creation = AclCreation(resource_type=i8(2), resource_name="t",
+                           resource_pattern_type=i8(3), principal="User:alice", host="*",
+                           operation=i8(3), permission_type=i8(3))
+    answer = ask(secured.dispatcher, CreateAclsRequest(creations=(creation,)), 3, ALICE)
+    assert [r.error_code for r in answer.results] == [ErrorCode.cluster_authorization_failed]
+    assert secured.channel.sent == 0  # never forwarded
+    dirs = ask(secured.dispatcher, DescribeLogDirsRequest(topics=None), 4, ALICE)
+    assert dirs.error_code == ErrorCode.cluster_authorization_failed
+    assert ask(secured.dispatcher, DescribeLogDirsRequest(topics=None), 4,
+               ADMIN).error_code == ErrorCode.none
+
+
+@pytest.mark.parametrize("body", [
+    rpc.vote_request("cid", 1, epoch=1, local_id=2, last=OffsetAndEpoch(0, 0), pre_vote=False),
+    rpc.describe_quorum_request(),
+], ids=["Vote", "DescribeQuorum"])
+def test_the_controller_listener_refuses_a_principal_without_cluster_rights(body: Any) -> None:
+    node = SimpleNamespace(settings=SimpleNamespace(
+        node_id=1, controller=SimpleNamespace(properties=SECURED)))
+    dispatcher = Dispatcher(node)  # type: ignore[arg-type]
+    answer = ask(dispatcher, body, 0, ALICE)
+    assert answer.error_code == ErrorCode.cluster_authorization_failed

@@ -1,0 +1,97 @@
+"""Admin requests with parts, split by what the session may do: the refused parts get
+their error, the rest is handled, and the two answers are merged."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+from kio.schema.create_topics.v7 import request as ct_req
+from kio.schema.create_topics.v7 import response as ct_resp
+from kio.schema.delete_topics.v6 import request as dt_req
+from kio.schema.describe_configs.v4 import request as dc_req
+from kio.schema.types import TopicName
+from kio.static.primitive import i8, i16, i32, i32Timedelta
+
+from pykraft.config.authorizer import AuthorizerConfig
+from pykraft.controller.responses import NO_THROTTLE
+from pykraft.image.acls import (
+    AclOperation,
+    AclPermissionType,
+    AclsImage,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
+from pykraft.image.topics import TopicImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.authorization import merge_parts, split_parts
+from pykraft.security.api_rules import Access, AuthorizerCache
+from pykraft.security.session import KafkaPrincipal, Session
+
+ALICE = Session(KafkaPrincipal("User", "alice"), "127.0.0.1:5000")
+Op, T = AclOperation, ResourceType
+
+
+def access(*allowed: tuple[ResourceType, str, AclOperation]) -> Access:
+    image = AclsImage({uuid.UUID(int=i + 1): StandardAcl(
+        resource_type, name, PatternType.LITERAL, "User:alice", "*", operation,
+        AclPermissionType.ALLOW) for i, (resource_type, name, operation) in enumerate(allowed)})
+    return AuthorizerCache(AuthorizerConfig()).access(lambda: image, ALICE)
+
+
+def creatable(name: str) -> ct_req.CreatableTopic:
+    return ct_req.CreatableTopic(name=TopicName(name), num_partitions=i32(1),
+                                 replication_factor=i16(1), assignments=(), configs=())
+
+
+def test_create_topics_creates_the_allowed_and_refuses_the_rest() -> None:
+    request = ct_req.CreateTopicsRequest(
+        topics=(creatable("a"), creatable("b")),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=1)),
+        validate_only=False)
+    split = split_parts(ApiKey.CREATE_TOPICS, request, access((T.TOPIC, "a", Op.CREATE)), {})
+    assert split.allowed is not None
+    assert [t.name for t in split.allowed.topics] == ["a"]
+    created = ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=(
+        ct_resp.CreatableTopicResult(name=TopicName("a"), topic_id=uuid.UUID(int=5),
+                                     error_code=ErrorCode.none, error_message=None,
+                                     num_partitions=i32(1), replication_factor=i16(1),
+                                     configs=()),))
+    merged = merge_parts(ApiKey.CREATE_TOPICS, split, created)
+    assert [(t.name, t.error_code, t.topic_config_error_code) for t in merged.topics] == [
+        ("a", ErrorCode.none, ErrorCode.topic_authorization_failed),  # no DESCRIBE_CONFIGS
+        ("b", ErrorCode.topic_authorization_failed, ErrorCode.none)]
+
+
+def test_delete_topics_by_id_needs_describe_and_delete() -> None:
+    known = uuid.UUID(int=1)
+    request = dt_req.DeleteTopicsRequest(topics=(
+        dt_req.DeleteTopicState(name=None, topic_id=known),
+        dt_req.DeleteTopicState(name=None, topic_id=uuid.UUID(int=2)),  # unknown id
+    ), timeout=i32Timedelta.parse(datetime.timedelta(seconds=1)))
+    topics = {known: TopicImage("t", known, {})}
+    split = split_parts(ApiKey.DELETE_TOPICS, request, access((T.TOPIC, "t", Op.DELETE)),
+                        topics)
+    assert split.refused is None and split.allowed == request  # DELETE implies DESCRIBE
+    refused = split_parts(ApiKey.DELETE_TOPICS, request, access(), topics)
+    assert refused.allowed is not None and refused.refused is not None
+    assert [t.topic_id for t in refused.allowed.topics] == [uuid.UUID(int=2)]
+    assert [(r.topic_id, r.error_code) for r in refused.refused.responses] == [
+        (known, ErrorCode.topic_authorization_failed)]
+
+
+def test_describe_configs_refuses_each_resource_with_its_types_error() -> None:
+    request = dc_req.DescribeConfigsRequest(resources=(
+        dc_req.DescribeConfigsResource(resource_type=i8(2), resource_name="t",
+                                       configuration_keys=None),
+        dc_req.DescribeConfigsResource(resource_type=i8(4), resource_name="1",
+                                       configuration_keys=None),
+    ), include_synonyms=False, include_documentation=False)
+    split = split_parts(ApiKey.DESCRIBE_CONFIGS, request, access(), {})
+    assert split.allowed is None
+    merged = merge_parts(ApiKey.DESCRIBE_CONFIGS, split, None)
+    assert [(r.resource_name, r.error_code) for r in merged.results] == [
+        ("t", ErrorCode.topic_authorization_failed),
+        ("1", ErrorCode.cluster_authorization_failed)]

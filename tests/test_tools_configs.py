@@ -186,6 +186,9 @@ class FakeClients:
     def __init__(self, answer: Any) -> None:
         self.bootstrap = FakeAdmin(answer)
 
+    def brokers_only(self, api: str) -> None:
+        return None
+
     async def ask(self, entity: Entity, body: Any) -> Any:
         return await self.bootstrap.request(body)
 

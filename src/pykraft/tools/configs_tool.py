@@ -92,8 +92,15 @@ class ConfigsClients(BrokerClients):
                                 for b in answer.brokers})
         return [str(b.broker_id) for b in answer.brokers]
 
+    def brokers_only(self, api: str) -> None:
+        """Controllers serve neither Metadata nor DescribeUserScramCredentials: say so
+        instead of failing on the version negotiation."""
+        if self.controllers:
+            raise AdminError(f"The controllers do not serve {api}: use --bootstrap-server")
+
     async def topic_names(self) -> list[str]:
         """Every topic, internal ones included, sorted."""
+        self.brokers_only("Metadata (the topic list)")
         return sorted((await self.metadata(None)).topics)
 
     async def ask(self, entity: Entity, body: Any) -> Any:
@@ -215,6 +222,7 @@ async def _describe_users(clients: ConfigsClients, entity: Entity) -> list[Repor
     """SCRAM credentials of the user, or of every user (client quotas are not served)."""
     if entity.name == "":
         return []
+    clients.brokers_only("DescribeUserScramCredentials")
     answer = await clients.bootstrap.request(DescribeUserScramCredentialsRequest(
         users=(UserName(name=entity.name),) if entity.name is not None else ()))
     raise_for(answer.error_code, answer.error_message)

@@ -48,6 +48,12 @@ def test_help_needs_no_cluster_and_shows_flags_plainly(path: tuple[str, ...]) ->
     assert "<bool>" not in result.stdout
 
 
+def test_cluster_up_secure_help_starts_nothing() -> None:
+    result = CliRunner().invoke(app, ["cluster", "up", "--secure", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "--secure" in result.stdout and "SASL_SSL" in result.stdout
+
+
 def test_a_flag_is_listed_without_a_value_placeholder() -> None:
     result = CliRunner().invoke(app, ["metadata-quorum", "describe", "--help"])
     lines = [line for line in result.stdout.splitlines() if line.strip().startswith("--")]

@@ -32,7 +32,7 @@ def _status_table(cluster: LocalCluster) -> Table:
         table.add_column(column)
     try:
         info = asyncio.run(describe_quorum(*parse_bootstrap(cluster.bootstrap_controllers),
-                                           timeout_s=1.0))
+                                           timeout_s=1.0, security=cluster.security()))
     except PyKraftError as exc:
         table.caption = f"no leader yet ({exc})"
         info = None
@@ -78,6 +78,11 @@ def up(
         bool, typer.Option("--fresh", help="Delete the stopped cluster in --dir (its data "
                                            "too) and make a new one.")
     ] = False,
+    secure: Annotated[
+        bool, typer.Option("--secure", help="Every listener SASL_SSL (a CA and node "
+                                            "certificates in --dir, SCRAM-SHA-512 user admin "
+                                            "in <dir>/client.properties) with ACLs.")
+    ] = False,
 ) -> None:
     """Start the quorum on 127.0.0.1 and show its status until Ctrl-C.
 
@@ -86,7 +91,7 @@ def up(
     try:
         properties = parse_overrides(override or [])
         cluster = _cluster_to_start(directory, controllers, properties, brokers,
-                                    dynamic=dynamic, fresh=fresh)
+                                    dynamic=dynamic, fresh=fresh, secure=secure)
     except (PyKraftError, OSError) as exc:
         raise fail(str(exc)) from None
     try:
@@ -107,6 +112,9 @@ def up(
                f"{cluster.bootstrap_controllers}"
                + (f"; bootstrap servers {cluster.bootstrap_servers}" if brokers else "")
                + f"; logs in {directory}/node-*/server.log")
+    if secure:
+        typer.echo("\n".join(cluster.security_files.usage_lines(
+            cluster.bootstrap_servers or "<no broker>", cluster.bootstrap_controllers)))
     if detach:
         return
     console = Console()
@@ -130,11 +138,12 @@ def _stop(cluster: LocalCluster) -> None:
 
 
 def _cluster_to_start(directory: Path, controllers: int, properties: dict[str, str],
-                      brokers: int, *, dynamic: bool, fresh: bool) -> LocalCluster:
+                      brokers: int, *, dynamic: bool, fresh: bool, secure: bool
+                      ) -> LocalCluster:
     """A new cluster, or the stopped one already in ``directory``."""
     if not (directory / STATE_FILE).exists():
         return LocalCluster.create(directory, controllers, properties, brokers,
-                                   dynamic=dynamic)
+                                   dynamic=dynamic, secure=secure)
     if fresh:
         existing = LocalCluster.load(directory)
         if existing.running():
@@ -142,8 +151,9 @@ def _cluster_to_start(directory: Path, controllers: int, properties: dict[str, s
                                f"`pykraft cluster down --dir {directory}` first")
         existing.delete()
         return LocalCluster.create(directory, controllers, properties, brokers,
-                                   dynamic=dynamic)
-    return LocalCluster.reopen(directory, controllers, properties, brokers, dynamic=dynamic)
+                                   dynamic=dynamic, secure=secure)
+    return LocalCluster.reopen(directory, controllers, properties, brokers, dynamic=dynamic,
+                               secure=secure)
 
 
 @cluster_app.command("down")

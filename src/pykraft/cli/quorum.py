@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
+
+if TYPE_CHECKING:
+    from pykraft.tools.admin_client import ClientSecurity
 
 quorum_app = typer.Typer(
     help="Describe and change the KRaft metadata quorum (kafka-metadata-quorum.sh).",
@@ -42,8 +45,9 @@ def options(
     ] = None,
     command_config: Annotated[
         Path | None,
-        typer.Option("--command-config", help="Properties file; for add-controller, the "
-                                              "new controller's server properties."),
+        typer.Option("--command-config", help="Client properties (security.protocol, ssl.*, "
+                                              "sasl.*); for add-controller, also the new "
+                                              "controller's server properties."),
     ] = None,
 ) -> None:
     """Global options, as in Kafka: exactly one bootstrap address list."""
@@ -59,6 +63,16 @@ def _options(ctx: typer.Context) -> GlobalOptions:
     if command_config is not None and not command_config.exists():
         raise fail(f"Properties file {command_config} does not exist.")
     return GlobalOptions(str(bootstrap_controller or bootstrap_server), command_config)
+
+
+def _security(options: GlobalOptions) -> ClientSecurity:
+    """How to connect, from --command-config as Kafka's admin client reads it."""
+    from pykraft.config.properties import load_properties
+    from pykraft.tools.admin_client import ClientSecurity, client_security
+
+    if options.command_config is None:
+        return ClientSecurity()
+    return client_security(load_properties(options.command_config))
 
 
 @quorum_app.command("describe")
@@ -84,7 +98,8 @@ def describe(
         raise fail("The option --human-readable is only supported along with --replication")
     try:
         bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
-        info = asyncio.run(quorum_tool.describe_quorum(*bootstrap, timeout_s=timeout))
+        info = asyncio.run(quorum_tool.describe_quorum(*bootstrap, timeout_s=timeout,
+                                                       security=_security(options)))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -122,7 +137,8 @@ def add_controller(
         identity = quorum_tool.controller_identity(load_properties(properties))
         if not dry_run:
             bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
-            asyncio.run(quorum_tool.add_controller(bootstrap, identity, timeout_s=timeout))
+            asyncio.run(quorum_tool.add_controller(bootstrap, identity, timeout_s=timeout,
+                                                   security=_security(options)))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
     typer.echo(quorum_tool.added_message(identity, dry_run=dry_run))
@@ -151,7 +167,8 @@ def remove_controller(
         if not dry_run:
             bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
             asyncio.run(quorum_tool.remove_controller(bootstrap, node_id, directory_id,
-                                                      timeout_s=timeout))
+                                                      timeout_s=timeout,
+                                                      security=_security(options)))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
     typer.echo(quorum_tool.removed_message(node_id, directory_id, dry_run=dry_run))

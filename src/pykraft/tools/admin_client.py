@@ -150,21 +150,36 @@ def _int_config(props: Mapping[str, str], key: str, default: int) -> int:
                           "type INT") from None
 
 
-def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
-                   client_id: str = DEFAULT_CLIENT_ID) -> AdminSettings:
-    """Settings from ``--bootstrap-server`` and the ``--command-config`` properties.
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    """How a tool's connections are secured (plaintext when both are None)."""
 
-    Honoured keys: ``client.id``, ``request.timeout.ms``, ``default.api.timeout.ms``,
-    ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), the ``ssl.*`` keys,
-    ``sasl.mechanism`` and ``sasl.jaas.config``."""
-    props = load_properties(command_config) if command_config is not None else {}
+    tls: ssl.SSLContext | None = None
+    sasl: SaslCredentials | None = None
+
+
+def client_security(props: Mapping[str, str]) -> ClientSecurity:
+    """``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) with the ``ssl.*``
+    keys, ``sasl.mechanism`` and ``sasl.jaas.config`` of a ``--command-config``."""
     protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
     if protocol not in SecurityProtocol.__members__:
         raise ConfigError(f"security.protocol={protocol} is not supported: pykraft's tools "
                           "speak PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL")
-    return AdminSettings(
+    return ClientSecurity(
         tls=client_context(props) if SecurityProtocol[protocol].uses_tls else None,
-        sasl=client_credentials(props),
+        sasl=client_credentials(props))
+
+
+def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
+                   client_id: str = DEFAULT_CLIENT_ID) -> AdminSettings:
+    """Settings from ``--bootstrap-server`` and the ``--command-config`` properties.
+
+    Honoured keys: ``client.id``, ``request.timeout.ms``, ``default.api.timeout.ms`` and
+    those of :func:`client_security`."""
+    props = load_properties(command_config) if command_config is not None else {}
+    security = client_security(props)
+    return AdminSettings(
+        tls=security.tls, sasl=security.sasl,
         bootstrap=parse_bootstrap_servers(bootstrap_server),
         client_id=props.get("client.id", client_id).strip() or client_id,
         request_timeout_s=_int_config(props, "request.timeout.ms", REQUEST_TIMEOUT_MS) / 1000,

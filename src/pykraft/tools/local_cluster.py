@@ -12,12 +12,17 @@ A static cluster lists every controller in ``controller.quorum.voters`` (kraft.v
 A dynamic one (KIP-853) gives every node ``controller.quorum.bootstrap.servers`` instead;
 controller 1 is formatted ``--standalone`` (the only initial voter) and the others
 ``--no-initial-controllers``: they start as observers until ``add-controller`` adds them.
+
+A secure cluster (``cluster up --secure``) runs every listener SASL_SSL with ACLs, its CA,
+certificates and credentials under the cluster directory (:mod:`pykraft.tools.secure_cluster`);
+brokers then listen as ``SASL_SSL``, and :meth:`LocalCluster.security` is how a tool connects.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import os
 import shutil
@@ -32,6 +37,8 @@ from pathlib import Path
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.tools.admin_client import ClientSecurity
+from pykraft.tools.secure_cluster import BROKER_LISTENER, SecureCluster, write_private
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 STATE_FILE = "cluster.json"
@@ -70,6 +77,11 @@ class NodeFiles:
     def address(self) -> str:
         return f"{HOST}:{self.port}"
 
+    @property
+    def keystore(self) -> Path:
+        """Its key and certificate chain in a secure cluster."""
+        return self.directory / "keystore.pem"
+
 
 def free_ports(count: int) -> list[int]:
     """Ports the kernel hands out now (held open together so they differ)."""
@@ -88,13 +100,14 @@ class LocalCluster:
 
     def __init__(self, base: Path, cluster_id: str, nodes: list[NodeFiles],
                  pids: dict[int, int] | None = None, *, dynamic: bool = False,
-                 properties: dict[str, str] | None = None) -> None:
+                 properties: dict[str, str] | None = None, secure: bool = False) -> None:
         self.base = base
         self.cluster_id = cluster_id
         self.nodes = {node.node_id: node for node in nodes}
         self.pids: dict[int, int] = dict(pids or {})
         self.dynamic = dynamic
         self.properties: dict[str, str] = dict(properties or {})
+        self.secure = secure
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     # -- creation and persistence ----------------------------------------------------------
@@ -102,10 +115,11 @@ class LocalCluster:
     @classmethod
     def create(cls, base: Path, controllers: int = 3,
                properties: dict[str, str] | None = None, brokers: int = 0, *,
-               dynamic: bool = False, format_nodes: bool = True) -> LocalCluster:
+               dynamic: bool = False, format_nodes: bool = True,
+               secure: bool = False) -> LocalCluster:
         """Write configs and (unless ``format_nodes`` is false, for a caller that formats
         with ``pykraft storage format`` itself) format every node; ``base`` must not hold a
-        cluster yet."""
+        cluster yet. ``secure`` first makes the CA and the credentials."""
         if controllers < 1:
             raise ClusterError(f"--controllers must be at least 1, not {controllers}")
         if brokers < 0:
@@ -120,7 +134,10 @@ class LocalCluster:
         nodes += [NodeFiles(FIRST_BROKER_ID + i, port, base / f"node-{FIRST_BROKER_ID + i}",
                             BROKER) for i, port in enumerate(ports[controllers:])]
         cluster = cls(base, uuid_to_str(random_uuid()), nodes, dynamic=dynamic,
-                      properties=properties)
+                      properties=properties, secure=secure)
+        if secure:
+            cluster.security_files.create(_now())
+            cluster.security_files.write_client_files(cluster.bootstrap_servers)
         for node in nodes:
             cluster.write_config(node)
             if format_nodes:
@@ -137,9 +154,27 @@ class LocalCluster:
         return {"controller.quorum.voters": ",".join(
             f"{n.node_id}@{n.address}" for n in controllers)}
 
+    @property
+    def security_files(self) -> SecureCluster:
+        """The CA, certificates and credentials of a secure cluster."""
+        if not self.secure:
+            raise ClusterError(f"the cluster in {self.base} is not secure")
+        return SecureCluster(self.base)
+
+    def security(self) -> ClientSecurity:
+        """How a tool connects: ``client.properties`` in a secure cluster, else plaintext."""
+        return self.security_files.security() if self.secure else ClientSecurity()
+
     def write_config(self, node: NodeFiles) -> None:
         node.directory.mkdir(parents=True, exist_ok=True)
-        listener = "CONTROLLER" if node.role == CONTROLLER else "PLAINTEXT"
+        broker_listener = BROKER_LISTENER if self.secure else "PLAINTEXT"
+        listener = "CONTROLLER" if node.role == CONTROLLER else broker_listener
+        security: dict[str, str] = {}
+        if self.secure:
+            if not node.keystore.exists():
+                self.security_files.issue_keystore(node.keystore, node.node_id, _now())
+            security = self.security_files.node_properties(node.keystore,
+                                                           broker=node.role == BROKER)
         props = {
             "process.roles": node.role,
             "node.id": str(node.node_id),
@@ -147,9 +182,14 @@ class LocalCluster:
             "controller.listener.names": "CONTROLLER",
             **self.quorum_properties(),
             "log.dirs": str(node.data),
+            **security,
             **self.properties,
         }
-        node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        text = "".join(f"{k}={v}\n" for k, v in props.items())
+        if self.secure:  # it holds passwords
+            write_private(node.config, text.encode())
+        else:
+            node.config.write_text(text)
 
     def format(self, node_id: int) -> list[str]:
         """Format as ``pykraft storage format`` would: static, or in a dynamic cluster
@@ -159,8 +199,9 @@ class LocalCluster:
         if self.dynamic and node.role == CONTROLLER:
             mode = (QuorumMode.STANDALONE if node_id == min(self.controllers)
                     else QuorumMode.NO_INITIAL_CONTROLLERS)
+        scram = self.security_files.scram_arguments() if self.secure else ()
         return format_storage(FormatRequest(config=ServerConfig.load(node.config),
-                                            cluster_id=self.cluster_id, mode=mode))
+                                            cluster_id=self.cluster_id, mode=mode, scram=scram))
 
     def add_controller_node(self) -> NodeFiles:
         """A new controller (next free id, a free port) with its config written but not
@@ -178,7 +219,8 @@ class LocalCluster:
 
     @classmethod
     def reopen(cls, base: Path, controllers: int, properties: dict[str, str] | None = None,
-               brokers: int = 0, *, dynamic: bool = False) -> LocalCluster:
+               brokers: int = 0, *, dynamic: bool = False, secure: bool = False
+               ) -> LocalCluster:
         """The stopped cluster in ``base``, to start again on its data, ports and ids; a
         ClusterError while its processes run or if it was made with other options."""
         cluster = cls.load(base)
@@ -188,10 +230,11 @@ class LocalCluster:
             raise ClusterError(f"the cluster in {base} is running ({pids}); stop it with "
                                f"`pykraft cluster down --dir {base}`")
         made = (len(cluster.controllers), len(cluster.brokers), cluster.dynamic,
-                cluster.properties)
-        if made != (controllers, brokers, dynamic, dict(properties or {})):
+                cluster.properties, cluster.secure)
+        if made != (controllers, brokers, dynamic, dict(properties or {}), secure):
             raise ClusterError(
-                f"{base} holds a {'dynamic' if made[2] else 'static'} cluster of {made[0]} "
+                f"{base} holds a {'secure ' if made[4] else ''}"
+                f"{'dynamic' if made[2] else 'static'} cluster of {made[0]} "
                 f"controllers and {made[1]} brokers with properties {made[3]}; restart it "
                 "with the options it was made with, or remove it first with "
                 f"`pykraft cluster delete --dir {base}`")
@@ -202,6 +245,8 @@ class LocalCluster:
         self.stop_all()
         for node in self.nodes.values():
             shutil.rmtree(node.directory, ignore_errors=True)
+        if self.secure:
+            self.security_files.delete()
         (self.base / STATE_FILE).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.base.rmdir()  # only when nothing else lives there
@@ -217,7 +262,8 @@ class LocalCluster:
             return cls(base, str(state["cluster_id"]), nodes, pids,
                        dynamic=bool(state.get("dynamic", False)),
                        properties={str(k): str(v)
-                                   for k, v in state.get("properties", {}).items()})
+                                   for k, v in state.get("properties", {}).items()},
+                       secure=bool(state.get("secure", False)))
         except FileNotFoundError:
             raise ClusterError(f"no cluster in {base} ({STATE_FILE} is missing)") from None
         except (ValueError, KeyError, TypeError) as exc:
@@ -231,6 +277,7 @@ class LocalCluster:
             "pids": {str(k): v for k, v in self.pids.items()},
             "dynamic": self.dynamic,
             "properties": self.properties,
+            "secure": self.secure,
         }
         (self.base / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
 
@@ -370,12 +417,14 @@ class LocalCluster:
         )
 
         bootstrap = parse_bootstrap(self.bootstrap_controllers)
-        info = asyncio.run(describe_quorum(*bootstrap, timeout_s=timeout_s))
+        security = self.security()
+        info = asyncio.run(describe_quorum(*bootstrap, timeout_s=timeout_s, security=security))
         voters = {v.replica_id for v in info.voters}
         lines = []
         for node_id in sorted(set(self.controllers) - voters):
             identity = controller_identity(load_properties(self.nodes[node_id].config))
-            asyncio.run(add_controller(bootstrap, identity, timeout_s=timeout_s))
+            asyncio.run(add_controller(bootstrap, identity, timeout_s=timeout_s,
+                                       security=security))
             lines.append(added_message(identity, dry_run=False))
         return lines
 
@@ -384,6 +433,10 @@ class LocalCluster:
         self.pids.pop(node_id, None)
         self.save()
         return None if child is None else child.returncode
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _accepts(port: int) -> bool:

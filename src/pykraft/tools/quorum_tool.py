@@ -5,7 +5,10 @@ Like Kafka's admin client with ``--bootstrap-controller``, it asks a bootstrap c
 DescribeQuorum, AddRaftVoter or RemoveRaftVoter there; every connection opens with
 ApiVersions. While a leader is being elected (no active controller, NOT_LEADER_OR_FOLLOWER,
 REQUEST_TIMED_OUT because the previous voter change is not committed yet, a closed
-connection) it tries again until a deadline. The text layouts are Kafka's (``--status``
+connection) it tries again until a deadline. With ``--command-config`` it connects as
+Kafka's admin would with those properties (``security.protocol``, ``ssl.*``, SASL: see
+:func:`pykraft.tools.admin_client.client_security`); a refused TLS handshake or SASL
+authentication is final, as in Kafka's admin. The text layouts are Kafka's (``--status``
 lines, ``--replication`` tab-terminated padded table, ``Added controller ...``).
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -31,7 +35,9 @@ from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
+from pykraft.runtime.sasl_client import SaslClientError
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
+from pykraft.tools.admin_client import ClientSecurity
 
 CLIENT_ID = "pykraft-metadata-quorum"
 _TOOL_APIS = (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
@@ -129,15 +135,24 @@ class ActiveController:
     address: Address
 
 
-async def _open(address: Address, deadline: float) -> ClientConnection:
+PLAINTEXT = ClientSecurity()
+
+
+async def _open(address: Address, deadline: float, security: ClientSecurity
+                ) -> ClientConnection:
     remaining = max(0.1, deadline - time.monotonic())
-    return await open_with_timeout(address[0], address[1], client_id=CLIENT_ID,
-                                   ours=TOOL_RANGES, timeout_s=remaining)
+    try:
+        return await open_with_timeout(address[0], address[1], client_id=CLIENT_ID,
+                                       ours=TOOL_RANGES, timeout_s=remaining,
+                                       tls=security.tls, sasl=security.sasl)
+    except (SaslClientError, ssl.SSLCertVerificationError) as exc:
+        raise RefusedError(f"{address[0]}:{address[1]}: {exc}") from None
 
 
-async def request_once(address: Address, body: Any, deadline: float) -> Any:
+async def request_once(address: Address, body: Any, deadline: float,
+                       security: ClientSecurity = PLAINTEXT) -> Any:
     """One request on a fresh connection, bounded by the deadline and one request timeout."""
-    connection = await _open(address, deadline)
+    connection = await _open(address, deadline, security)
     try:
         remaining = min(REQUEST_TIMEOUT_S, max(0.1, deadline - time.monotonic()))
         return await asyncio.wait_for(connection.request(body), remaining)
@@ -145,15 +160,16 @@ async def request_once(address: Address, body: Any, deadline: float) -> Any:
         connection.close()
 
 
-async def _ask_controller(address: Address, deadline: float) -> ActiveController:
+async def _ask_controller(address: Address, deadline: float, security: ClientSecurity
+                          ) -> ActiveController:
     cluster = await request_once(address, dc_req.DescribeClusterRequest(
         include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS),
-        include_fenced_brokers=False), deadline)
+        include_fenced_brokers=False), deadline, security)
     if cluster.error_code == ErrorCode.unsupported_endpoint_type:
         # A broker (--bootstrap-server): it forwards the quorum APIs to the active controller.
         brokers = await request_once(address, dc_req.DescribeClusterRequest(
             include_cluster_authorized_operations=False, endpoint_type=i8(BROKER_ENDPOINTS),
-            include_fenced_brokers=False), deadline)
+            include_fenced_brokers=False), deadline, security)
         return ActiveController(brokers.cluster_id, int(brokers.controller_id), address)
     if cluster.error_code != ErrorCode.none:
         raise QuorumToolError(f"DescribeCluster failed: {error_name(cluster.error_code)}")
@@ -164,7 +180,8 @@ async def _ask_controller(address: Address, deadline: float) -> ActiveController
                             (leader.host, int(leader.port)))
 
 
-async def active_controller(bootstrap: Sequence[Address], deadline: float) -> ActiveController:
+async def active_controller(bootstrap: Sequence[Address], deadline: float,
+                            security: ClientSecurity = PLAINTEXT) -> ActiveController:
     """The active controller as the first answering bootstrap controller knows it.
 
     When every bootstrap controller refuses the connection nothing listens there: that is a
@@ -173,7 +190,9 @@ async def active_controller(bootstrap: Sequence[Address], deadline: float) -> Ac
     refused = []
     for address in bootstrap:
         try:
-            return await _ask_controller(address, deadline)
+            return await _ask_controller(address, deadline, security)
+        except RefusedError:
+            raise  # a refused handshake or login: another controller would refuse it too
         except ConnectionRefusedError:
             refused.append(f"Connection to {address[0]}:{address[1]} refused")
         except (*CONNECTION_ERRORS, QuorumToolError) as exc:
@@ -201,12 +220,13 @@ async def retrying(what: str, attempt: Callable[[float], Awaitable[Any]],
 
 # -- describe -------------------------------------------------------------------------------
 
-async def describe_quorum(bootstrap: Address, *more: Address,
-                          timeout_s: float = 10.0) -> QuorumInfo:
+async def describe_quorum(bootstrap: Address, *more: Address, timeout_s: float = 10.0,
+                          security: ClientSecurity = PLAINTEXT) -> QuorumInfo:
     """Find the active controller through the bootstrap controllers; describe its quorum."""
     async def attempt(deadline: float) -> QuorumInfo:
-        active = await active_controller((bootstrap, *more), deadline)
-        response = await request_once(active.address, rpc.describe_quorum_request(), deadline)
+        active = await active_controller((bootstrap, *more), deadline, security)
+        response = await request_once(active.address, rpc.describe_quorum_request(), deadline,
+                                      security)
         return _quorum_info(active.cluster_id, response)
     info: QuorumInfo = await retrying("describe the quorum", attempt, timeout_s)
     return info
@@ -351,7 +371,8 @@ def removed_message(node_id: int, directory_id: uuid.UUID, *, dry_run: bool) -> 
 
 
 async def add_controller(bootstrap: Sequence[Address], identity: ControllerIdentity, *,
-                         timeout_s: float = DEFAULT_API_TIMEOUT_S) -> None:
+                         timeout_s: float = DEFAULT_API_TIMEOUT_S,
+                         security: ClientSecurity = PLAINTEXT) -> None:
     """AddRaftVoter for ``identity`` at the active controller, answered once committed."""
     def request(cluster_id: str, deadline: float) -> rpc.AddRaftVoterRequest:
         timeout_ms = int(min(REQUEST_TIMEOUT_S, deadline - time.monotonic()) * 1000)
@@ -361,24 +382,26 @@ async def add_controller(bootstrap: Sequence[Address], identity: ControllerIdent
 
     await _change_voters(
         "add the controller", bootstrap, request, ErrorCode.duplicate_voter,
-        lambda info: info.has_voter(identity.node_id, identity.directory_id), timeout_s)
+        lambda info: info.has_voter(identity.node_id, identity.directory_id), timeout_s,
+        security)
 
 
 async def remove_controller(bootstrap: Sequence[Address], node_id: int,
                             directory_id: uuid.UUID, *,
-                            timeout_s: float = DEFAULT_API_TIMEOUT_S) -> None:
+                            timeout_s: float = DEFAULT_API_TIMEOUT_S,
+                            security: ClientSecurity = PLAINTEXT) -> None:
     """RemoveRaftVoter for (``node_id``, ``directory_id``), answered once committed."""
     await _change_voters(
         "remove the controller", bootstrap,
         lambda cluster_id, _: rpc.remove_voter_request(cluster_id, node_id, directory_id),
         ErrorCode.voter_not_found,
-        lambda info: not info.has_voter(node_id, directory_id), timeout_s)
+        lambda info: not info.has_voter(node_id, directory_id), timeout_s, security)
 
 
 async def _change_voters(
     what: str, bootstrap: Sequence[Address],
     make_request: Callable[[str, float], rpc.ReconfigRequest], already_done_error: ErrorCode,
-    is_done: Callable[[QuorumInfo], bool], timeout_s: float,
+    is_done: Callable[[QuorumInfo], bool], timeout_s: float, security: ClientSecurity,
 ) -> None:
     """Send the change to the active controller, retrying transient failures.
 
@@ -389,17 +412,17 @@ async def _change_voters(
 
     async def attempt(deadline: float) -> None:
         nonlocal sent
-        active = await active_controller(bootstrap, deadline)
+        active = await active_controller(bootstrap, deadline, security)
         request = make_request(active.cluster_id, deadline)
         retry_is_ambiguous = sent
         sent = True
-        response = await request_once(active.address, request, deadline)
+        response = await request_once(active.address, request, deadline, security)
         error = ErrorCode(response.error_code)
         if error == ErrorCode.none:
             return
         if error == already_done_error and retry_is_ambiguous:
             described = await request_once(active.address, rpc.describe_quorum_request(),
-                                           deadline)
+                                           deadline, security)
             if is_done(_quorum_info(active.cluster_id, described)):
                 return
         if error.retriable:

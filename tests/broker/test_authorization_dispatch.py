@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,13 +14,15 @@ from typing import Any
 import pytest
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
+from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
+from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
 from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_fetch.v8 import request as of_req
 from kio.schema.offset_fetch.v9 import response as of_resp
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 from replica_fixtures import (
     broker,
     client_batch,
@@ -260,3 +263,33 @@ def test_the_controller_listener_refuses_a_principal_without_cluster_rights(body
     dispatcher = Dispatcher(node)  # type: ignore[arg-type]
     answer = ask(dispatcher, body, 0, ALICE)
     assert answer.error_code == ErrorCode.cluster_authorization_failed
+
+
+BOB = Session(KafkaPrincipal("User", "bob"), "127.0.0.1:5002")
+
+
+def init_producer(transactional_id: str | None) -> InitProducerIdRequest:
+    return InitProducerIdRequest(
+        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
+        transaction_timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)),
+        producer_id=ProducerId(-1), producer_epoch=i16(-1))
+
+
+def test_init_producer_id_needs_a_write_right(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED).dispatcher
+    idempotent = ask(secured, init_producer(None), 4, BOB)  # bob may write nowhere
+    assert (idempotent.error_code, idempotent.producer_id) == (
+        ErrorCode.cluster_authorization_failed, -1)
+    transactional = ask(secured, init_producer("tx"), 4, ALICE)
+    assert transactional.error_code == ErrorCode.transactional_id_authorization_failed
+    allowed = ask(secured, init_producer(None), 4, ALICE)  # WRITE on t is enough
+    assert allowed.error_code not in (ErrorCode.cluster_authorization_failed,
+                                      ErrorCode.transactional_id_authorization_failed)
+
+
+def test_find_coordinator_needs_describe_on_the_group(tmp_path: Path) -> None:
+    secured = make_broker(tmp_path, SECURED).dispatcher
+    refused = ask(secured, FindV3(key="h", key_type=i8(0)), 3, ALICE)
+    assert (refused.error_code, refused.node_id) == (ErrorCode.group_authorization_failed, -1)
+    allowed = ask(secured, FindV3(key="g", key_type=i8(0)), 3, ALICE)
+    assert allowed.error_code != ErrorCode.group_authorization_failed

@@ -187,7 +187,7 @@ def test_a_high_watermark_move_leaves_a_parked_follower_fetch_parked(
         readers: list[int] = []
 
         def counted(handler: FetchHandler, *args: Any) -> Any:
-            readers.append(args[-1])
+            readers.append(args[-1].replica_id)  # the _Follower
             return read(handler, *args)
 
         monkeypatch.setattr(FetchHandler, "_read", counted)

@@ -110,6 +110,8 @@ class ListenerServer:
                 principal = self._tls.principals.of_certificate(der)
             except ssl.SSLError as exc:
                 reason = exc.reason or str(exc)
+                if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
+                    reason += f" ({exc.verify_message})"  # why: expired, unknown issuer, ...
                 if reason == "UNEXPECTED_EOF_WHILE_READING":  # the client gave no alert
                     reason += " (the client hung up: does it trust this listener's certificate?)"
                 failed_authentication(peer, self.listener_name, f"SSL handshake failed: {reason}")

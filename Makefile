@@ -18,8 +18,12 @@ lint: setup
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# Test files run on PYTEST_WORKERS pytest-xdist workers (a file's tests stay on one worker,
+# so a module's shared cluster starts once); most integration time is spent waiting on
+# timers and other processes, not on the CPU. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 unit: setup
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test: lint unit
 

@@ -20,6 +20,7 @@ import pytest
 from broker_harness import PROPERTIES, running_cluster, wait_for_brokers
 from java_admin import JavaAdmin, build_probe
 from java_clients import CLIENT_PROBE
+from one_time import exclusive
 
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -39,7 +40,8 @@ def _install_clients() -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def clients_installed() -> None:
-    _install_clients()
+    with exclusive("install"):
+        _install_clients()
 
 
 @pytest.fixture

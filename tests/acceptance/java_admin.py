@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from one_time import exclusive
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_SOURCE = Path(__file__).parent / "java" / "AdminProbe.java"
@@ -37,11 +38,12 @@ def install_jdk() -> None:
 
 def build_probe(classes: Path) -> str:
     """Fetch the pinned client, compile the probe into ``classes``; returns the classpath."""
-    install_jdk()
-    if shutil.which("javac") is None or shutil.which("java") is None:
-        pytest.skip("no JDK (javac) and it could not be installed (needs root and apt-get)")
-    fetched = subprocess.run([sys.executable, str(FETCH_SCRIPT)], capture_output=True,
-                             text=True, timeout=600, check=False)
+    with exclusive("install"):
+        install_jdk()
+        if shutil.which("javac") is None or shutil.which("java") is None:
+            pytest.skip("no JDK (javac) and it could not be installed (needs root and apt-get)")
+        fetched = subprocess.run([sys.executable, str(FETCH_SCRIPT)], capture_output=True,
+                                 text=True, timeout=600, check=False)
     if fetched.returncode != 0:
         pytest.fail(f"kafka-clients could not be fetched: {fetched.stderr.strip()}")
     jars = fetched.stdout.strip()

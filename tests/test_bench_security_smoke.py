@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 SCRIPT = Path(__file__).parent.parent / "bench" / "security.py"
-FIGURES = {"produce_mb_s", "produce_records_s", "write_p50_ms", "write_p99_ms",
+FIGURES = {"produce_mb_s", "produce_records_s", "client_cpu", "write_p50_ms", "write_p99_ms",
            "connect_p50_ms", "connect_p99_ms"}
 
 

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from pykraft.config.authorizer import ALLOW_EVERYONE_IF_NO_ACL_FOUND, SUPER_USERS
 from pykraft.config.definitions import ConfigDef, ConfigSource, ConfigType
 from pykraft.config.kafka_broker_table import KAFKA_BROKER_CONFIGS, KAFKA_VERSION
 from pykraft.config.server import CONFIG_DEFS as SERVER_KEYS
@@ -102,12 +103,15 @@ _INTERNAL_KEYS = frozenset({
 })
 #: Prefixes whose keys Kafka passes on without knowing them: per-listener overrides, config
 #: providers, and the remote storage plugins' own configs.
+#: Read by the authorizer ``authorizer.class.name`` names (StandardAuthorizer), not by
+#: KafkaConfig's own definitions: keys of a secured cluster, not typos.
+_AUTHORIZER_KEYS = frozenset({SUPER_USERS, ALLOW_EVERYONE_IF_NO_ACL_FOUND})
 _FREE_PREFIXES = ("listener.name.", "config.providers.", "rsm.config.", "rlmm.config.",
                   "remote.log.metadata.")
 
 
 def is_known(name: str) -> bool:
-    return (name in BROKER_CONFIG_DEFS or name in _INTERNAL_KEYS
+    return (name in BROKER_CONFIG_DEFS or name in _INTERNAL_KEYS or name in _AUTHORIZER_KEYS
             or name.startswith(_FREE_PREFIXES))
 
 

@@ -33,6 +33,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from pykraft.config.authorizer import STANDARD_AUTHORIZER
 from pykraft.config.properties import load_properties
 from pykraft.security.certificates import Issued, issue, new_ca
 from pykraft.security.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE
@@ -43,7 +44,6 @@ CONTROLLER_USER = "controller"
 CLIENT_MECHANISM = "SCRAM-SHA-512"
 SCRAM_ENABLED = "SCRAM-SHA-512,SCRAM-SHA-256"
 BROKER_LISTENER = "SASL_SSL"
-AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 CLIENT_PROPERTIES = "client.properties"
 LIBRDKAFKA_PROPERTIES = "librdkafka.properties"
 _HOSTS = ("127.0.0.1", "localhost")
@@ -137,7 +137,7 @@ class SecureCluster:
                 f'user_{CONTROLLER_USER}="{controller_password}";',
             **{f"listener.name.controller.{m.lower()}.sasl.jaas.config":
                f"{SCRAM_LOGIN_MODULE} required;" for m in SCRAM_ENABLED.split(",")},
-            "authorizer.class.name": AUTHORIZER,
+            "authorizer.class.name": STANDARD_AUTHORIZER,
             "super.users": f"User:{ADMIN};User:{CONTROLLER_USER}",
         }
         if broker:

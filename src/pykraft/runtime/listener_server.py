@@ -20,10 +20,10 @@ import asyncio
 import logging
 import ssl
 
-from pykraft.errors import ProtocolError
+from pykraft.errors import FrameTooLargeError, ProtocolError
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.logfmt import event
-from pykraft.runtime.sasl_authenticator import SaslGate, SaslRefused
+from pykraft.runtime.sasl_authenticator import INVALID_RECEIVE_SIZE, SaslGate, SaslRefused
 from pykraft.runtime.streams import FrameStream
 from pykraft.runtime.tls import ServerTls
 from pykraft.security.sasl_listener import SaslListener
@@ -133,12 +133,16 @@ class ListenerServer:
         if session is None:
             return
         gate = None if self._sasl is None else SaslGate(self._sasl, session)
+        if self._sasl is not None:  # Kafka refuses a larger size prefix before reading on
+            stream.max_frame_size = min(self._max_frame_size, self._sasl.max_receive_size)
         while True:
             try:
                 frame = await stream.read_frame()
                 if frame is None:
                     return
                 if gate is not None and not await gate.admit(stream, frame):
+                    if gate.authenticated:
+                        stream.max_frame_size = self._max_frame_size
                     continue
                 response = await self._dispatcher.handle(
                     frame, session if gate is None else gate.session)
@@ -155,8 +159,12 @@ class ListenerServer:
                     event(log, "connection_closed", peer=peer, reason=str(exc))
                 return
             except ProtocolError as exc:
-                event(log, "connection_closed", level=logging.WARNING, peer=peer,
-                      reason=f"{type(exc).__name__}: {exc}")
+                if isinstance(exc, FrameTooLargeError) and gate and not gate.authenticated:
+                    failed_authentication(peer, self.listener_name,
+                                          f"{INVALID_RECEIVE_SIZE} ({exc})")
+                else:
+                    event(log, "connection_closed", level=logging.WARNING, peer=peer,
+                          reason=f"{type(exc).__name__}: {exc}")
                 return
             except (OSError, EOFError):
                 return

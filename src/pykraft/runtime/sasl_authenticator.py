@@ -52,6 +52,7 @@ from pykraft.security.session import KafkaPrincipal, Session
 #: ILLEGAL_SASL_STATE (Kafka's KafkaApis answers them so).
 SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
+INVALID_RECEIVE_SIZE = "Failing SASL authentication due to invalid receive size"
 _MIN_REAUTH_INTERVAL_MS = 1000
 
 
@@ -121,7 +122,7 @@ class SaslAuthenticator:
     def _receive(self, frame: bytes, now_ms: int) -> Step:
         state = self._state
         if state is not _State.COMPLETE and len(frame) > self._listener.max_receive_size:
-            return _fail("Failing SASL authentication due to invalid receive size")
+            return _fail(INVALID_RECEIVE_SIZE)
         if state is _State.RAW_TOKENS:
             return self._raw_token(frame, now_ms)
         if state is _State.REAUTH_BAD_MECHANISM:
@@ -292,6 +293,10 @@ class SaslGate:
     @property
     def session(self) -> Session:
         return self._authenticator.session
+
+    @property
+    def authenticated(self) -> bool:
+        return self._authenticator.authenticated
 
     async def admit(self, stream: FrameStream, frame: bytes) -> bool:
         """True when the dispatcher should serve ``frame`` with :attr:`session`; False when

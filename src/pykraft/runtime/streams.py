@@ -102,6 +102,16 @@ class FrameStream:
                 return b""
 
     @property
+    def max_frame_size(self) -> int:
+        return self._decoder.max_frame_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, size: int) -> None:
+        """Refuse later size prefixes above ``size`` (a SASL listener's limit before
+        authentication)."""
+        self._decoder.max_frame_size = size
+
+    @property
     def peer(self) -> str:
         address = self._writer.get_extra_info("peername")
         return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)

@@ -194,7 +194,7 @@ def test_a_client_without_tls_or_with_a_wrong_password_is_refused(secure: Secure
     assert GENERIC in refused.stdout + refused.stderr  # TopicCommand prints to stdout
 
 
-def test_the_quorum_tool_describes_over_sasl_ssl(secure: Secure) -> None:
+def test_the_quorum_tool_describes_over_sasl_ssl(secure: Secure, tmp_path: Path) -> None:
     described = cli(*secure.printed("pykraft metadata-quorum")[1:])
     assert described.returncode == 0, described.stderr
     lines = described.stdout.splitlines()
@@ -204,6 +204,16 @@ def test_the_quorum_tool_describes_over_sasl_ssl(secure: Secure) -> None:
                     secure.cluster.bootstrap_controllers, "describe", "--status",
                     "--timeout", "3")
     assert plaintext.returncode == 1
+    config = tmp_path / "wrong.properties"
+    password = secure.files.librdkafka_settings()["sasl.password"]
+    config.write_text(secure.files.client_properties.read_text().replace(password, "wrong"))
+    refused = cli("metadata-quorum", "--bootstrap-controller",
+                  secure.cluster.bootstrap_controllers, "--command-config", str(config),
+                  "describe", "--status", "--timeout", "60")
+    assert refused.returncode == 1
+    # final at once, as Kafka's admin takes an authentication error: not retried to the end
+    assert refused.stderr.startswith(f"Error: {secure.cluster.bootstrap_controllers}: "
+                                     f"{GENERIC}"), refused.stderr
 
 
 def test_the_status_table_describes_a_secure_cluster(secure: Secure) -> None:

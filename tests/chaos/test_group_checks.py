@@ -91,6 +91,16 @@ def test_a_fetched_offset_below_an_acknowledged_commit_is_a_lost_commit() -> Non
                                 "group's offset at 65 ms was 2"]
 
 
+def test_a_fetch_answered_after_a_higher_commit_is_held_to_the_one_before_it() -> None:
+    """The fetch began at 76 ms, after 0@5 was acknowledged; 0@6 came while it ran."""
+    events = clean()
+    events[-1:-1] = [OffsetCommit(75, "g0.0", 0, 5), OffsetCommit(78, "g0.0", 0, 6),
+                     GroupOffsets(76, [3, 4])]
+    figures = check(events)
+    only(figures, "commits_lost")
+    assert "committed 0@5 (acknowledged at 75 ms)" in figures.examples[0]
+
+
 def test_the_final_offset_below_an_acknowledged_commit_is_a_lost_commit() -> None:
     events = [GroupOffsets(e.t, [4, -1], final=True) if isinstance(e, GroupOffsets) and e.final
               else e for e in clean()]

@@ -18,6 +18,7 @@ figures out.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -105,8 +106,10 @@ def check_group(history: Sequence[Event], committed: dict[int, Committed],
 
 def _check_commits(history: Sequence[Event], figures: GroupFigures,
                    note: Callable[[str], None]) -> None:
-    """Each fetched offset against the highest commit acknowledged before the fetch began."""
-    highest: dict[int, OffsetCommit] = {}
+    """Each fetched offset against the highest commit acknowledged before the fetch began
+    (a fetch's line is written when it ends, after acknowledgements that came meanwhile)."""
+    times: dict[int, list[int]] = {}  # per partition, each acknowledgement's t, in order
+    highest: dict[int, list[OffsetCommit]] = {}  # and the highest acknowledged up to it
     flagged: set[tuple[int, int]] = set()
     commits = [e for e in history if isinstance(e, OffsetCommit)]
     for event in history:
@@ -115,13 +118,18 @@ def _check_commits(history: Sequence[Event], figures: GroupFigures,
                 figures.commits_failed += 1
                 continue
             figures.commits_acked += 1
-            if event.partition not in highest or event.offset > highest[event.partition].offset:
-                highest[event.partition] = event
+            best = highest.setdefault(event.partition, [])
+            best.append(event if not best or event.offset > best[-1].offset else best[-1])
+            at = times.setdefault(event.partition, [])
+            at.append(max(event.t, at[-1]) if at else event.t)  # threads race to the file
         elif isinstance(event, GroupOffsets):
-            for partition, ack in highest.items():
+            for partition, best in highest.items():
+                before = bisect_left(times[partition], event.t)
+                if not before:
+                    continue
+                ack = best[before - 1]
                 fetched = _offset(event, partition)
-                if ack.t >= event.t or fetched >= ack.offset or (
-                        partition, ack.offset) in flagged:
+                if fetched >= ack.offset or (partition, ack.offset) in flagged:
                     continue
                 flagged.add((partition, ack.offset))
                 if any(c.partition == partition and c.offset == fetched and c.t > ack.t

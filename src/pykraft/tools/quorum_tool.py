@@ -8,8 +8,9 @@ REQUEST_TIMED_OUT because the previous voter change is not committed yet, a clos
 connection) it tries again until a deadline. With ``--command-config`` it connects as
 Kafka's admin would with those properties (``security.protocol``, ``ssl.*``, SASL: see
 :func:`pykraft.tools.admin_client.client_security`); a refused SASL authentication or a
-server certificate that does not verify is final, as in Kafka's admin. The text layouts are Kafka's (``--status``
-lines, ``--replication`` tab-terminated padded table, ``Added controller ...``).
+server certificate that does not verify is final, as in Kafka's admin. The text layouts
+are Kafka's (``--status`` lines, ``--replication`` tab-terminated padded table, ``Added
+controller ...``).
 """
 
 from __future__ import annotations

@@ -1,20 +1,30 @@
 """Helpers for the security tests on real processes: clusters laid out node by node (each
-node's own properties, as TLS keystores differ per node), and the one-line refusals a node
-logs."""
+node's own properties, as TLS keystores differ per node), requests written by hand, and the
+one-line refusals a node logs."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pykraft.config.server import ServerConfig
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.protocol.codec import encode_request, request_type
+from pykraft.protocol.frame import encode_frame
+from pykraft.protocol.header import RequestHeader
 from pykraft.tools.local_cluster import LocalCluster, NodeFiles
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 #: The markers of a failure the process did not handle: a log with one of them is a bug.
 UNHANDLED = ("Traceback (most recent call last)", "event=fatal", "Task exception was never",
              "Exception in callback", "Unhandled exception")
+
+
+def request_frame(api_key: int, version: int, **fields: Any) -> bytes:
+    """One size-prefixed request, as a client writes it on the socket."""
+    body = request_type(api_key, version)(**fields)
+    return encode_frame(encode_request(RequestHeader(api_key, version, 1, "t"), body))
 
 
 def write_node(node: NodeFiles, props: Mapping[str, str]) -> None:

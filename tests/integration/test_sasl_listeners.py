@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 from process_harness import wait_for
+from security_harness import request_frame as frame
 from typer.testing import CliRunner
 
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type
+from pykraft.protocol.codec import decode_response
 from pykraft.protocol.errors import ErrorCode
-from pykraft.protocol.frame import encode_frame
-from pykraft.protocol.header import RequestHeader
 from pykraft.security.jaas import PLAIN_LOGIN_MODULE
 from pykraft.security.plain import plain_client_token
 from pykraft.tools.local_cluster import HOST, LocalCluster
@@ -157,11 +156,6 @@ def test_confluent_kafka_with_plain(sasl: Sasl) -> None:
     finally:
         consumer.close()
     assert got == [f"c-{i}".encode() for i in range(COUNT)]
-
-
-def frame(api_key: int, version: int, **fields: Any) -> bytes:
-    body = request_type(api_key, version)(**fields)
-    return encode_frame(encode_request(RequestHeader(api_key, version, 1, "t"), body))
 
 
 def read_frame(sock: socket.socket) -> bytes | None:

@@ -29,10 +29,9 @@ from typing import Any
 import pytest
 
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type
+from pykraft.protocol.codec import decode_response
 from pykraft.protocol.errors import error_name
 from pykraft.protocol.frame import encode_frame
-from pykraft.protocol.header import RequestHeader
 from pykraft.security.jaas import PLAIN_LOGIN_MODULE
 from pykraft.security.plain import plain_client_token
 from pykraft.security.sasl_listener import MAX_RECEIVE_SIZE
@@ -44,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
 from broker_harness import fenced_brokers
 from process_harness import wait_for
 from security_harness import formatted_cluster, log_lines, unhandled, write_node
+from security_harness import request_frame as request
 from tls_fixtures import pem_files, pki
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -133,11 +133,6 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fuzzed]:
 
 # -- building the bad input ------------------------------------------------------------------
 
-def request(api_key: int, version: int, **fields: Any) -> bytes:
-    body = request_type(api_key, version)(**fields)
-    return encode_frame(encode_request(RequestHeader(api_key, version, 7, "fuzz"), body))
-
-
 def handshake(mechanism: str, version: int = 1) -> tuple[bytes, tuple[int, int]]:
     return (request(ApiKey.SASL_HANDSHAKE, version, mechanism=mechanism),
             (ApiKey.SASL_HANDSHAKE, version))
@@ -146,7 +141,8 @@ def handshake(mechanism: str, version: int = 1) -> tuple[bytes, tuple[int, int]]
 def authenticate(token: Payload, version: int = 2) -> tuple[Payload, tuple[int, int]]:
     def frame(previous: bytes) -> bytes:
         auth_bytes = token(previous) if callable(token) else token
-        return request(ApiKey.SASL_AUTHENTICATE, version, auth_bytes=auth_bytes)
+        framed: bytes = request(ApiKey.SASL_AUTHENTICATE, version, auth_bytes=auth_bytes)
+        return framed
     return frame, (ApiKey.SASL_AUTHENTICATE, version)
 
 

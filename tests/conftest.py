@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+from pykraft.tools.local_cluster import PORT_RANGE_ENV
+
+#: Linux hands out outgoing connections' ports from 32768 (ip_local_port_range).
+PORTS_LOW = 20000
+EPHEMERAL_LOW = 32768
 
 KAFKA37 = Path(__file__).parent / "fixtures" / "kafka-3.7-kraft"
 
@@ -12,3 +19,14 @@ KAFKA37 = Path(__file__).parent / "fixtures" / "kafka-3.7-kraft"
 @pytest.fixture
 def kafka37_dir() -> Path:
     return KAFKA37
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Local clusters take their ports from a range of this worker's own, below the kernel's
+    ephemeral ports (:data:`pykraft.tools.local_cluster.PORT_RANGE_ENV`)."""
+    del config
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    span = (EPHEMERAL_LOW - PORTS_LOW) // max(workers, 1)
+    low = PORTS_LOW + index * span
+    os.environ.setdefault(PORT_RANGE_ENV, f"{low}-{low + span - 1}")

@@ -23,14 +23,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import itertools
 import json
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,16 +86,45 @@ class NodeFiles:
         return self.directory / "keystore.pem"
 
 
+#: ``low-high``: the ports local clusters take (else the kernel picks). The test suite gives
+#: each worker its own range below the kernel's ephemeral one, so between this choice and
+#: the node's bind neither another worker nor an outgoing connection can take the port.
+PORT_RANGE_ENV = "PYKRAFT_PORT_RANGE"
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now (held open together so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
+    """Ports nothing is bound to now (held open together so they differ)."""
+    sockets: list[socket.socket] = []
     try:
-        for sock in sockets:
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in sockets]
+        for port in _candidates():
+            sock = socket.socket()
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                sock.close()
+                continue
+            sockets.append(sock)
+            if len(sockets) == count:
+                return [sock.getsockname()[1] for sock in sockets]
+        raise ClusterError(f"fewer than {count} free ports in {PORT_RANGE_ENV}="
+                                f"{os.environ.get(PORT_RANGE_ENV)}")
     finally:
         for sock in sockets:
             sock.close()
+
+
+def _candidates() -> Iterator[int]:
+    """Port 0 again and again (the kernel's choice), or the configured range from a random
+    start, so consecutive clusters do not wait on each other's closed ports."""
+    bounds = os.environ.get(PORT_RANGE_ENV)
+    if not bounds:
+        yield from itertools.repeat(0)
+        return
+    low_text, _, high_text = bounds.partition("-")
+    low, high = int(low_text), int(high_text)
+    start = random.randrange(low, high + 1)
+    yield from range(start, high + 1)
+    yield from range(low, start)
 
 
 class LocalCluster:

@@ -1,0 +1,41 @@
+"""Where local clusters take their ports: the kernel's choice, or PYKRAFT_PORT_RANGE."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from pykraft.tools.local_cluster import HOST, PORT_RANGE_ENV, ClusterError, free_ports
+
+
+def _bound_range(monkeypatch: pytest.MonkeyPatch, size: int) -> tuple[socket.socket, range]:
+    """A range of ``size`` ports starting at one the kernel just gave us."""
+    probe = socket.socket()
+    probe.bind((HOST, 0))
+    low = probe.getsockname()[1]
+    probe.close()
+    monkeypatch.setenv(PORT_RANGE_ENV, f"{low}-{low + size - 1}")
+    taken = socket.socket()
+    taken.bind((HOST, low))  # one port of the range is in use: it must be skipped
+    return taken, range(low, low + size)
+
+
+def test_ports_come_from_the_range_distinct_and_skip_a_bound_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    taken, ports = _bound_range(monkeypatch, 40)
+    with taken:
+        chosen = free_ports(5)
+    assert len(set(chosen)) == 5
+    assert all(port in ports[1:] for port in chosen)
+
+
+def test_a_range_without_enough_free_ports_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    taken, _ = _bound_range(monkeypatch, 3)
+    with taken, pytest.raises(ClusterError, match=PORT_RANGE_ENV):
+        free_ports(3)
+
+
+def test_without_a_range_the_kernel_picks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(PORT_RANGE_ENV, raising=False)
+    assert len(set(free_ports(4))) == 4

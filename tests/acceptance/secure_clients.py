@@ -18,7 +18,6 @@ import os
 import re
 import select
 import subprocess
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -511,10 +510,11 @@ def librdkafka_version(kcat_version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in found.groups())
 
 
-def kcat_environment() -> dict[str, str]:
+def kcat_environment(directory: Path) -> dict[str, str]:
     """kcat's environment: a kcat linked to a librdkafka older than 2.6.1 (Debian 12's
     2.0.2) repeats the client nonce in SCRAM's final message, which Kafka 4 (as pykraft)
-    refuses; it then loads the librdkafka of the confluent-kafka wheel instead."""
+    refuses; it then loads the librdkafka of the confluent-kafka wheel, linked from
+    ``directory``."""
     said = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10,
                           check=False).stdout
     if librdkafka_version(said) >= SCRAM_FIXED:
@@ -523,27 +523,27 @@ def kcat_environment() -> dict[str, str]:
 
     (bundled,) = (Path(confluent_kafka.__file__).parent.parent / "confluent_kafka.libs").glob(
         "librdkafka*.so*")
-    directory = Path(tempfile.mkdtemp(prefix="kcat-librdkafka-"))
-    (directory / "librdkafka.so.1").symlink_to(bundled)
-    return {**os.environ, "LD_LIBRARY_PATH": str(directory)}
+    link = directory / "kcat-librdkafka" / "librdkafka.so.1"
+    if not link.exists():
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(bundled)
+    return {**os.environ, "LD_LIBRARY_PATH": str(link.parent)}
 
 
 class Kcat:
     name = "kcat"
     creates_topics = False
     creates_acls = False
-    environment: ClassVar[dict[str, str] | None] = None
 
     def __init__(self, secure: SaslSsl, user: str, password: str) -> None:
         config = secure.librdkafka(user, password)
         self._args = ["-b", config.pop("bootstrap.servers"),
                       *(f"-X{key}={value}" for key, value in config.items())]
+        self._environment = kcat_environment(secure.cluster.base)
 
     def run(self, *args: str, stdin: str = "") -> str:
-        if Kcat.environment is None:
-            Kcat.environment = kcat_environment()
         done = subprocess.run(["kcat", *self._args, *args], input=stdin, capture_output=True,
-                              text=True, timeout=DEADLINE_S * 2, env=Kcat.environment,
+                              text=True, timeout=DEADLINE_S * 2, env=self._environment,
                               check=False)
         errors = [line for line in done.stderr.splitlines() if "ERROR" in line
                   or "failed" in line.lower()]
@@ -599,7 +599,7 @@ class Java:
     probe: ClassVar[list[str]] = []  # ``java -cp ... SecureProbe``, set by the test fixture
 
     def __init__(self, secure: SaslSsl, user: str, password: str) -> None:
-        self._log = secure.directory / f"java-{user}-{password}.log"
+        self._log = secure.cluster.base / f"java-{user}-{password}.log"
         with self._log.open("ab") as err:
             self._jvm = subprocess.Popen(
                 [*self.probe, secure.bootstrap, str(secure.properties_file(user, password))],

@@ -1,5 +1,5 @@
-"""Issue 17's client matrix over SASL_SSL with SCRAM-SHA-512, on 1 controller (SSL listener,
-client certificates) + 3 brokers with the StandardAuthorizer (:mod:`secure_harness`).
+"""Issue 17's client matrix over SASL_SSL with SCRAM-SHA-512, on a ``cluster up --secure``
+cluster of 1 controller + 3 brokers with the StandardAuthorizer (:mod:`secure_harness`).
 
 For confluent-kafka, kafka-python, aiokafka, kcat and the Java client (kafka-clients 3.9):
 - as ``admin`` (a super user, bootstrapped by ``storage format --add-scram``): create a topic
@@ -32,7 +32,7 @@ from confluent_kafka.admin import (
 )
 from java_admin import PROBE_SOURCE
 from secure_clients import CLIENTS, DEADLINE_S, Client, Java, Placed, Record, RefusedError, values
-from secure_harness import ADMIN, ADMIN_PASSWORD, SaslSsl, sasl_ssl_cluster
+from secure_harness import SaslSsl, sasl_ssl_cluster
 from security_harness import failed_authentications, unhandled
 from typer.testing import CliRunner
 
@@ -40,6 +40,7 @@ from pykraft.cli.main import app
 from pykraft.errors import PyKraftError
 from pykraft.tools.admin_client import AdminClient as PykraftAdmin
 from pykraft.tools.admin_client import admin_settings
+from pykraft.tools.secure_cluster import ADMIN
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 COUNT = 30
@@ -59,7 +60,7 @@ OpenClient = Callable[[str, str, str], Client]
 @pytest.fixture(scope="module")
 def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslSsl]:
     with sasl_ssl_cluster(tmp_path_factory.mktemp("secure-matrix") / "cluster") as made:
-        admin = AdminClient(made.librdkafka(ADMIN, ADMIN_PASSWORD))
+        admin = AdminClient(made.admin_librdkafka)
         admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
             ALICE, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
             ALICE_PASSWORD.encode())])[ALICE].result(DEADLINE_S)
@@ -122,7 +123,7 @@ def create_topic_with_tool(secure: SaslSsl, topic: str) -> None:
     """``pykraft topics --create`` as admin, over SASL_SSL (``--command-config``)."""
     created = CliRunner().invoke(app, [
         "topics", "--bootstrap-server", secure.bootstrap, "--command-config",
-        str(secure.properties_file(ADMIN, ADMIN_PASSWORD)), "--create", "--topic", topic,
+        str(secure.admin_properties), "--create", "--topic", topic,
         "--partitions", str(PARTITIONS), "--replication-factor", str(REPLICAS)])
     assert created.exit_code == 0, (created.stdout, created.stderr)
 
@@ -130,13 +131,13 @@ def create_topic_with_tool(secure: SaslSsl, topic: str) -> None:
 def wait_for_topic(secure: SaslSsl, topic: str) -> None:
     """Every broker names a leader for each of the topic's partitions."""
     wait_for(f"{topic}'s leaders on every broker", lambda: True if all(
-        (_metadata(secure, ADMIN, ADMIN_PASSWORD, broker, [topic]) or {}).get(topic)
+        (_metadata(secure, ADMIN, secure.admin_password, broker, [topic]) or {}).get(topic)
         == PARTITIONS for broker in secure.bootstrap.split(",")) else None,
         timeout_s=DEADLINE_S)
 
 
 def end_offsets(secure: SaslSsl, topic: str) -> dict[int, int]:
-    consumer = Consumer({**secure.librdkafka(ADMIN, ADMIN_PASSWORD), "group.id": "oracle"})
+    consumer = Consumer({**secure.admin_librdkafka, "group.id": "oracle"})
     try:
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p),
                                                   timeout=DEADLINE_S)[1]
@@ -147,7 +148,7 @@ def end_offsets(secure: SaslSsl, topic: str) -> dict[int, int]:
 
 def committed_offsets(secure: SaslSsl, group: str) -> dict[int, int]:
     """The group's committed offsets (OffsetFetch as admin), by partition."""
-    admin = AdminClient(secure.librdkafka(ADMIN, ADMIN_PASSWORD))
+    admin = AdminClient(secure.admin_librdkafka)
     found: Any = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])
     return {tp.partition: tp.offset for tp in found[group].result(DEADLINE_S).topic_partitions}
 
@@ -191,7 +192,7 @@ def refusal(call: Callable[[], object]) -> RefusedError:
 def test_admin_produces_and_consumes(secure: SaslSsl, open_client: OpenClient,
                                      name: str) -> None:
     topic, group = f"secure-{name}", f"secure-group-{name}"
-    admin = open_client(name, ADMIN, ADMIN_PASSWORD)
+    admin = open_client(name, ADMIN, secure.admin_password)
     if admin.creates_topics:
         admin.create_topic(topic, PARTITIONS, REPLICAS)
     else:
@@ -209,7 +210,8 @@ def seeded(secure: SaslSsl) -> str:
     """A topic holding one message: something a refused reader could have read."""
     create_topic_with_tool(secure, "secure-refused")
     wait_for_topic(secure, "secure-refused")
-    CLIENTS["confluent-kafka"](secure, ADMIN, ADMIN_PASSWORD).produce("secure-refused", "seed", 1)
+    seeder = CLIENTS["confluent-kafka"](secure, ADMIN, secure.admin_password)
+    seeder.produce("secure-refused", "seed", 1)
     return "secure-refused"
 
 
@@ -231,7 +233,7 @@ def test_a_wrong_password_is_refused(secure: SaslSsl, open_client: OpenClient, s
 def acls(secure: SaslSsl, *options: str) -> None:
     """``pykraft acls --add --allow-principal User:alice`` as admin, then until every broker
     lists the added ACLs (brokers learn them from the metadata log)."""
-    config = ["--command-config", str(secure.properties_file(ADMIN, ADMIN_PASSWORD))]
+    config = ["--command-config", str(secure.admin_properties)]
     added = CliRunner().invoke(app, ["acls", "--bootstrap-server", secure.bootstrap, *config,
                                      "--add", "--allow-principal", f"User:{ALICE}", *options])
     assert added.exit_code == 0, (added.stdout, added.stderr)

@@ -27,7 +27,6 @@ from typing import Any, ClassVar, Protocol, TypeVar
 from secure_harness import SaslSsl
 
 DEADLINE_S = 30.0
-#: a value as each client sends it: ``<prefix>-<index>``, keyed by the index
 Record = tuple[int, int, str]  # partition, offset, value
 Placed = list[tuple[int, int]] | None  # (partition, offset) per value sent; None: not told
 T = TypeVar("T")
@@ -77,6 +76,7 @@ class Client(Protocol):
 
 
 def values(prefix: str, count: int) -> list[str]:
+    """What each client sends, in order: ``<prefix>-<index>``, keyed by the index."""
     return [f"{prefix}-{i}" for i in range(count)]
 
 

@@ -6,12 +6,19 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pykraft.tools.local_cluster import PORT_RANGE_ENV
 
 #: Linux hands out outgoing connections' ports from 32768 (ip_local_port_range).
 PORTS_LOW = 20000
 EPHEMERAL_LOW = 32768
+
+# Tests assert behaviour, never timing: hypothesis's per-example deadline and its slow-data
+# health check both fail a correct test on a loaded machine (seen on a 2-core CI run).
+settings.register_profile("pykraft", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("pykraft")
 
 KAFKA37 = Path(__file__).parent / "fixtures" / "kafka-3.7-kraft"
 

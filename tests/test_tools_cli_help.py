@@ -66,7 +66,8 @@ def test_a_flag_is_listed_without_a_value_placeholder() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["metadata-quorum", "describe", "--status"],
      "exactly one of --bootstrap-controller and --bootstrap-server is required"),
-    (["features", "describe"], "--bootstrap-controller is required"),
+    (["features", "describe"],
+     "exactly one of --bootstrap-controller and --bootstrap-server is required"),
 ])
 def test_a_command_still_needs_its_bootstrap_address(args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, args)

@@ -48,15 +48,17 @@ def console_consumer(
         "takes precedence.")] = None,
     consumer_property: Annotated[list[str] | None, typer.Option(
         "--consumer-property", metavar="KEY=VALUE",
-        help="A consumer config key=value (client.id is honoured; repeatable).")] = None,
+        help="A consumer config key=value: client.id, security.protocol=SASL_SSL, "
+        "sasl.mechanism, sasl.jaas.config, ssl.truststore.location (repeatable).")] = None,
     consumer_config: Annotated[Path | None, typer.Option(
-        "--consumer.config", metavar="FILE", help="Consumer config properties file; "
-        "--consumer-property takes precedence.")] = None,
+        "--consumer.config", metavar="FILE", help="Consumer config properties file (a "
+        "client.properties with security.protocol, sasl.*, ssl.*); --consumer-property takes "
+        "precedence.")] = None,
 ) -> None:
     """Read a topic's records and print them on standard output (kafka-console-consumer.sh)."""
     from pykraft.config.properties import load_properties
     from pykraft.tools import console_consumer_tool as tool
-    from pykraft.tools.admin_client import admin_settings
+    from pykraft.tools.admin_client import client_settings
     from pykraft.tools.broker_clients import BrokerClients, parse_key_values
 
     try:
@@ -71,8 +73,7 @@ def console_consumer(
             **parse_key_values(prop or ())})
         props = {**(load_properties(consumer_config) if consumer_config else {}),
                  **parse_key_values(consumer_property or ())}
-        settings = admin_settings(bootstrap_server,
-                                  client_id=props.get("client.id", "console-consumer"))
+        settings = client_settings(bootstrap_server, props, client_id="console-consumer")
     except PyKraftError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None

@@ -58,15 +58,17 @@ def console_producer(
         "--property takes precedence.")] = None,
     producer_property: Annotated[list[str] | None, typer.Option(
         "--producer-property", metavar="KEY=VALUE",
-        help="A producer config key=value (repeatable).")] = None,
+        help="A producer config key=value, e.g. security.protocol=SASL_SSL, sasl.mechanism, "
+        "sasl.jaas.config, ssl.truststore.location, client.id (repeatable).")] = None,
     producer_config: Annotated[Path | None, typer.Option(
-        "--producer.config", metavar="FILE", help="Producer config properties file; "
-        "--producer-property takes precedence.")] = None,
+        "--producer.config", metavar="FILE", help="Producer config properties file (a "
+        "client.properties with security.protocol, sasl.*, ssl.*); --producer-property takes "
+        "precedence.")] = None,
 ) -> None:
     """Read lines from standard input and publish them to a topic (kafka-console-producer.sh)."""
     from pykraft.config.properties import load_properties
     from pykraft.tools import console_producer_tool as tool
-    from pykraft.tools.admin_client import admin_settings
+    from pykraft.tools.admin_client import client_settings
     from pykraft.tools.broker_clients import BrokerClients, parse_key_values
 
     for name, value in (("topic", topic), ("bootstrap-server", bootstrap_server)):
@@ -90,8 +92,7 @@ def console_producer(
         reader = tool.LineReader(tool.reader_config({
             **(load_properties(reader_config) if reader_config else {}),
             **parse_key_values(prop or ())}))
-        client = admin_settings(bootstrap_server or "",
-                                client_id=props.get("client.id", "console-producer"))
+        client = client_settings(bootstrap_server or "", props, client_id="console-producer")
     except PyKraftError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None

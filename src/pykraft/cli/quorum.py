@@ -4,17 +4,19 @@ remove-controller)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from pykraft.cli.bootstrap_options import (
+    BOOTSTRAP_CONTROLLER_HELP,
+    BootstrapOptions,
+    bootstrap_options,
+    command_security,
+)
 from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
-
-if TYPE_CHECKING:
-    from pykraft.tools.admin_client import ClientSecurity
 
 quorum_app = typer.Typer(
     help="Describe and change the KRaft metadata quorum (kafka-metadata-quorum.sh).",
@@ -27,18 +29,12 @@ DryRunOption = Annotated[
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class GlobalOptions:
-    bootstrap: str
-    command_config: Path | None
-
-
 @quorum_app.callback()
 def options(
     ctx: typer.Context,
     bootstrap_controller: Annotated[
         str | None,
-        typer.Option("--bootstrap-controller", help="Comma-separated host:port of controllers."),
+        typer.Option("--bootstrap-controller", help=BOOTSTRAP_CONTROLLER_HELP),
     ] = None,
     bootstrap_server: Annotated[
         str | None, typer.Option("--bootstrap-server", help="host:port of a broker."),
@@ -54,25 +50,8 @@ def options(
     ctx.obj = (bootstrap_controller, bootstrap_server, command_config)
 
 
-def _options(ctx: typer.Context) -> GlobalOptions:
-    """The global options, checked when a command runs (not in the callback, which runs
-    before a subcommand's --help and would refuse it for want of a bootstrap address)."""
-    bootstrap_controller, bootstrap_server, command_config = ctx.obj
-    if (bootstrap_controller is None) == (bootstrap_server is None):
-        raise fail("exactly one of --bootstrap-controller and --bootstrap-server is required")
-    if command_config is not None and not command_config.exists():
-        raise fail(f"Properties file {command_config} does not exist.")
-    return GlobalOptions(str(bootstrap_controller or bootstrap_server), command_config)
-
-
-def _security(options: GlobalOptions) -> ClientSecurity:
-    """How to connect, from --command-config as Kafka's admin client reads it."""
-    from pykraft.config.properties import load_properties
-    from pykraft.tools.admin_client import ClientSecurity, client_security
-
-    if options.command_config is None:
-        return ClientSecurity()
-    return client_security(load_properties(options.command_config))
+def _options(ctx: typer.Context) -> BootstrapOptions:
+    return bootstrap_options(*ctx.obj)
 
 
 @quorum_app.command("describe")
@@ -99,7 +78,7 @@ def describe(
     try:
         bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
         info = asyncio.run(quorum_tool.describe_quorum(*bootstrap, timeout_s=timeout,
-                                                       security=_security(options)))
+                                                       security=command_security(options)))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -138,7 +117,7 @@ def add_controller(
         if not dry_run:
             bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
             asyncio.run(quorum_tool.add_controller(bootstrap, identity, timeout_s=timeout,
-                                                   security=_security(options)))
+                                                   security=command_security(options)))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
     typer.echo(quorum_tool.added_message(identity, dry_run=dry_run))
@@ -168,7 +147,7 @@ def remove_controller(
             bootstrap = quorum_tool.parse_bootstrap(options.bootstrap)
             asyncio.run(quorum_tool.remove_controller(bootstrap, node_id, directory_id,
                                                       timeout_s=timeout,
-                                                      security=_security(options)))
+                                                      security=command_security(options)))
     except PyKraftError as exc:
         raise fail(str(exc)) from None
     typer.echo(quorum_tool.removed_message(node_id, directory_id, dry_run=dry_run))

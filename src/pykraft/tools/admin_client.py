@@ -33,7 +33,7 @@ import ssl
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -170,18 +170,27 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
         sasl=client_credentials(props))
 
 
-def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
-                   client_id: str = DEFAULT_CLIENT_ID) -> AdminSettings:
-    """Settings from ``--bootstrap-server`` and the ``--command-config`` properties.
-
-    Honoured keys: ``client.id``, ``request.timeout.ms``, ``default.api.timeout.ms`` and
-    those of :func:`client_security`."""
-    props = load_properties(command_config) if command_config is not None else {}
+def client_settings(bootstrap_server: str, props: Mapping[str, str], *,
+                    client_id: str) -> AdminSettings:
+    """A producer's or consumer's connection settings (console tools): the bootstrap
+    servers, ``client.id`` and the keys of :func:`client_security`; the timeouts stay the
+    admin defaults (the producer's ``request.timeout.ms`` is its Produce timeout)."""
     security = client_security(props)
     return AdminSettings(
         tls=security.tls, sasl=security.sasl,
         bootstrap=parse_bootstrap_servers(bootstrap_server),
-        client_id=props.get("client.id", client_id).strip() or client_id,
+        client_id=props.get("client.id", client_id).strip() or client_id)
+
+
+def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
+                   client_id: str = DEFAULT_CLIENT_ID) -> AdminSettings:
+    """Settings from ``--bootstrap-server`` and the ``--command-config`` properties.
+
+    Honoured keys: those of :func:`client_settings`, ``request.timeout.ms`` and
+    ``default.api.timeout.ms``."""
+    props = load_properties(command_config) if command_config is not None else {}
+    return replace(
+        client_settings(bootstrap_server, props, client_id=client_id),
         request_timeout_s=_int_config(props, "request.timeout.ms", REQUEST_TIMEOUT_MS) / 1000,
         api_timeout_s=_int_config(props, "default.api.timeout.ms",
                                   DEFAULT_API_TIMEOUT_MS) / 1000)

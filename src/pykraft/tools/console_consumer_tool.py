@@ -4,7 +4,8 @@ Interface (the CLI in :mod:`pykraft.cli.console_consumer` is a thin shell over i
 
     start = start_offset(partition=0, offset="earliest", from_beginning=False)  # or UsageError
     formatter = MessageFormatter(formatter_config({"print.key": "true"}))
-    async with BrokerClients(admin_settings(bootstrap)) as brokers:
+    client = client_settings(bootstrap, props, client_id="console-consumer")  # sasl, ssl
+    async with BrokerClients(client) as brokers:
         consumer = await Consumer.open(brokers, "topic", partition=None, start=start)
         count = await consume(consumer, formatter, write, max_messages=10, timeout_ms=5000)
 

@@ -4,7 +4,8 @@ Interface (the CLI in :mod:`pykraft.cli.console_producer` reads stdin and drives
 
     reader = LineReader(reader_config({"parse.key": "true", "key.separator": ":"}))
     settings = producer_settings(props)             # acks, compression.type, linger, batch.size
-    async with BrokerClients(admin_settings(bootstrap)) as brokers:
+    client = client_settings(bootstrap, props, client_id="console-producer")  # sasl, ssl
+    async with BrokerClients(client) as brokers:
         producer = await Producer.open(brokers, "topic", settings, warn=print_to_stderr)
         if producer.add(reader.parse(line)):         # True: a partition's batch is full
             await producer.flush()

@@ -1,7 +1,10 @@
-"""``pykraft features``: Kafka's ``kafka-features.sh`` against the controllers.
+"""``pykraft features``: Kafka's ``kafka-features.sh`` against the controllers or a broker.
 
-``describe`` reads the supported and finalized feature levels from the active controller's
-ApiVersions answer; ``upgrade`` sends UpdateFeatures there. ``kraft.version=1`` is the step
+``describe`` reads the supported and finalized feature levels from the ApiVersions answer of
+the active controller (``--bootstrap-controller``) or of the broker (``--bootstrap-server``);
+``upgrade`` sends UpdateFeatures there (a broker forwards it to the active controller). The
+connections are secured as ``--command-config`` says (``security=``, see
+:func:`pykraft.tools.admin_client.client_security`). ``kraft.version=1`` is the step
 that turns a static quorum (``controller.quorum.voters``) into a dynamic one: the raft leader
 writes the first VotersRecord, and the command returns once it is committed.
 """
@@ -19,8 +22,10 @@ from pykraft.errors import ConfigError
 from pykraft.features import METADATA_VERSION_FEATURE, metadata_version_for_level
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
+from pykraft.tools.admin_client import ClientSecurity
 from pykraft.tools.quorum_tool import (
     DEFAULT_API_TIMEOUT_S,
+    PLAINTEXT,
     Address,
     QuorumToolError,
     RefusedError,
@@ -82,11 +87,12 @@ def upgraded_line(name: str, level: int, *, dry_run: bool) -> str:
 
 
 async def describe_features(bootstrap: Sequence[Address], *,
-                            timeout_s: float = DEFAULT_API_TIMEOUT_S) -> list[FeatureLevels]:
+                            timeout_s: float = DEFAULT_API_TIMEOUT_S,
+                            security: ClientSecurity = PLAINTEXT) -> list[FeatureLevels]:
     async def attempt(deadline: float) -> list[FeatureLevels]:
-        active = await active_controller(bootstrap, deadline)
+        active = await active_controller(bootstrap, deadline, security)
         answer = await request_once(active.address, rpc.api_versions_request("pykraft"),
-                                    deadline)
+                                    deadline, security)
         if answer.error_code != ErrorCode.none:
             raise QuorumToolError(f"ApiVersions failed: {error_name(answer.error_code)}")
         finalized = {f.name: int(f.max_version_level) for f in answer.finalized_features}
@@ -99,8 +105,8 @@ async def describe_features(bootstrap: Sequence[Address], *,
 
 
 async def upgrade_feature(bootstrap: Sequence[Address], name: str, level: int, *,
-                          dry_run: bool = False,
-                          timeout_s: float = DEFAULT_API_TIMEOUT_S) -> None:
+                          dry_run: bool = False, timeout_s: float = DEFAULT_API_TIMEOUT_S,
+                          security: ClientSecurity = PLAINTEXT) -> None:
     """Finalize ``name`` at ``level`` on the active controller (validate only on a dry run)."""
     request = UpdateFeaturesRequest(
         timeout=i32Timedelta.parse(datetime.timedelta(seconds=timeout_s)),
@@ -109,8 +115,8 @@ async def upgrade_feature(bootstrap: Sequence[Address], name: str, level: int, *
         validate_only=dry_run)
 
     async def attempt(deadline: float) -> None:
-        active = await active_controller(bootstrap, deadline)
-        answer = await request_once(active.address, request, deadline)
+        active = await active_controller(bootstrap, deadline, security)
+        answer = await request_once(active.address, request, deadline, security)
         errors = [(r.error_code, r.error_message) for r in getattr(answer, "results", ())
                   if r.error_code != ErrorCode.none]  # v2 answers have no per-feature list
         if answer.error_code != ErrorCode.none:

@@ -149,3 +149,35 @@ def test_the_follower_log_start_follows_the_leaders(tmp_path: Path) -> None:
     lead.log.increment_log_start_offset(2, 3)
     copy(lead, part)
     assert (part.log_start_offset, part.log_end_offset, part.high_watermark) == (2, 3, 3)
+
+
+def test_an_epoch_led_without_appending_is_dropped_at_the_log_end(tmp_path: Path) -> None:
+    """B leads epoch 1 at offset 3 and appends nothing; C leads epoch 2 at 3. B's epoch 1
+    starts at its log end with no batch: the truncation to 3 the leader asks for drops it,
+    so the next fetch agrees (it looped for ever, truncating to 3 each time)."""
+    image = with_records(MetadataImage(), *topic("t", T1, (1, 2, 3)))
+    old, b_node, c_node = (replicas_of(tmp_path, i, image) for i in (1, 2, 3))
+    produce(old, [b"a", b"b", b"c"])
+    b_part, c_part = hosted(b_node), hosted(c_node)
+    for part in (b_part, c_part):
+        copy(hosted(old), part)
+
+    image = with_records(image, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2))
+    for manager in (b_node, c_node):
+        manager.apply_image(image, 4_000)
+    assert b_part.log.leader_epochs.entries == [(0, 0), (1, 3)]
+    image = with_records(image, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=3))
+    for manager in (b_node, c_node):
+        manager.apply_image(image, 5_000)
+    produce(c_node, [b"d"])
+
+    epoch, end = diverging(c_part, b_part)
+    assert (epoch, end) == (0, 3)
+    cut = truncation_for(b_part, epoch, end, b_part.log_end_offset)
+    assert (cut.offset, cut.completed) == (3, True)
+    truncate_to(b_part, cut.offset, 6_000)
+    assert b_part.log.leader_epochs.entries == [(0, 0)]
+    assert last_fetched_epoch(b_part) == 0
+    copy(c_part, b_part)
+    assert b_part.log.read(0, BIG) == c_part.log.read(0, BIG)
+    assert b_part.log.leader_epochs.entries == [(0, 0), (2, 3)]

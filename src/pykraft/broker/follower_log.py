@@ -124,11 +124,13 @@ def truncation_for(part: HostedPartition, leader_epoch: int, leader_end_offset: 
 
 def truncate_to(part: HostedPartition, offset: int, now_ms: int) -> None:
     """Drop the batches from ``offset`` on; the producer state is reloaded from the
-    newest snapshot at or below the new end plus the log after it, as Kafka does."""
+    newest snapshot at or below the new end plus the log after it, as Kafka does. At or
+    past the log end only epochs begun there go (a replica that led without appending)."""
     log = part.log
-    if offset >= log.log_end_offset:
+    end = log.log_end_offset
+    log.truncate_to(offset, now_ms)  # at the log end it still drops epochs begun there
+    if offset >= end:
         return
-    log.truncate_to(offset, now_ms)
     state = part.producer_state
     delete_producer_snapshots(log.directory, above=log.log_end_offset)
     part.producer_state = load_producer_state(

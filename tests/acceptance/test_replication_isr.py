@@ -25,6 +25,7 @@ from kio.schema.produce.v13 import request as produce
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
+from pykraft.errors import PyKraftError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.tools.local_cluster import LocalCluster
@@ -95,3 +96,55 @@ def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) 
         (seen := leader_and_isr(cluster, leader)) is not None
         and seen[1] == set(brokers)) or None)
     assert produce_all(cluster, leader, topic_id, b"all three again") == ErrorCode.none
+
+
+def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
+        tmp_path: Path) -> None:
+    """Issue 24, defect 1: 10 records; A (the leader) killed, B leads epoch 1 at offset 10
+    and appends nothing; B frozen past its session, so C leads epoch 2 at 10; B resumed and
+    A restarted. B must drop its empty epoch 1 and rejoin the ISR (it was told to truncate
+    to 10 for it on every fetch and stayed out until the next leader change)."""
+    with running_cluster(tmp_path, {**PROPERTIES, "replica.lag.time.max.ms": str(LAG_MS)},
+                         brokers=3) as cluster:
+        brokers = cluster.brokers
+        created = broker_call(cluster, brokers[0], CreateTopicsRequest(topics=(CreatableTopic(
+            name=TopicName(TOPIC), num_partitions=i32(1), replication_factor=i16(3),
+            assignments=(), configs=()),)))
+        assert created.topics[0].error_code == ErrorCode.none
+        a_id, isr, topic_id = wait_for("the topic's leader",
+                                       lambda: leader_and_isr(cluster, brokers[0]))
+        wait_for("three in-sync replicas", lambda: (
+            (seen := leader_and_isr(cluster, a_id)) is not None and seen[1] == set(brokers))
+            or None)
+        for n in range(10):
+            assert produce_all(cluster, a_id, topic_id, b"v%d" % n) == ErrorCode.none
+        others = [b for b in brokers if b != a_id]
+
+        cluster.kill(a_id)
+        b_id = wait_for("a new leader after A's kill", lambda: (
+            (seen := _leader_seen_by(cluster, others)) is not None and seen != a_id
+            and seen) or None)
+        c_id = next(b for b in others if b != b_id)
+        cluster.signal(b_id, signal.SIGSTOP)
+        try:
+            wait_for("C leading once B is fenced", lambda: (
+                leader_and_isr(cluster, c_id) or (None,))[0] == c_id or None)
+        finally:
+            cluster.signal(b_id, signal.SIGCONT)
+        cluster.start(a_id)
+        wait_for("B and A back in the ISR led by C", lambda: (
+            (seen := leader_and_isr(cluster, c_id)) is not None
+            and seen[:2] == (c_id, set(brokers))) or None)
+        assert produce_all(cluster, c_id, topic_id, b"after") == ErrorCode.none
+
+
+def _leader_seen_by(cluster: LocalCluster, via: list[int]) -> int | None:
+    """Partition 0's leader as the first broker of ``via`` that answers sees it."""
+    for broker_id in via:
+        try:
+            seen = leader_and_isr(cluster, broker_id)
+        except (PyKraftError, OSError, TimeoutError):
+            continue
+        if seen is not None:
+            return seen[0]
+    return None

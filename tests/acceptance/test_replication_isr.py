@@ -111,7 +111,7 @@ def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
             name=TopicName(TOPIC), num_partitions=i32(1), replication_factor=i16(3),
             assignments=(), configs=()),)))
         assert created.topics[0].error_code == ErrorCode.none
-        a_id, isr, topic_id = wait_for("the topic's leader",
+        a_id, _isr, topic_id = wait_for("the topic's leader",
                                        lambda: leader_and_isr(cluster, brokers[0]))
         wait_for("three in-sync replicas", lambda: (
             (seen := leader_and_isr(cluster, a_id)) is not None and seen[1] == set(brokers))

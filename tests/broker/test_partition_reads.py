@@ -3,6 +3,7 @@ the KIP-74 byte budget, ListOffsets' answers and DeleteRecords' target."""
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -261,3 +262,28 @@ def test_list_offsets_by_timestamp_inside_a_compressed_batch(log: PartitionLog,
     assert list_offset(leader, 150, isolation=HW) == ListedOffset(ErrorCode.none, 200, 1, 0)
     assert list_offset(leader, 300, isolation=HW) == ListedOffset(ErrorCode.none, 300, 2, 0)
     assert list_offset(leader, 301, isolation=HW) == ListedOffset(ErrorCode.none)
+
+
+def test_an_unreadable_segment_is_a_storage_error_of_its_partition(
+        log: PartitionLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An I/O error reading one partition is KAFKA_STORAGE_ERROR for it alone (Kafka's
+    IOException on read), reported to ``failed``; the next partition is still read."""
+    _fill(log, [10])
+    with PartitionLog.open(tmp_path / "u-0", LogConfig(), now_ms=0) as broken:
+        _fill(broken, [10])
+
+        def unreadable(*_: object, **__: object) -> None:
+            raise OSError(errno.EIO, "Input/output error")
+
+        monkeypatch.setattr(broken.active, "read", unreadable)
+        leaders = {"ok": Leader(log, high_watermark=1), "bad": Leader(broken, high_watermark=1)}
+        wanted = [PartitionFetch("bad", 0, 100), PartitionFetch("ok", 0, 100)]
+        assert read_partitions(wanted, leaders.__getitem__, max_bytes=100,
+                               isolation=HW)[0] == PartitionRead(ErrorCode.kafka_storage_error)
+        failures: list[tuple[PartitionLog, Exception]] = []
+        reads = read_partitions(
+            wanted, leaders.__getitem__, max_bytes=100, isolation=HW,
+            failed=lambda part, exc: failures.append((part.log, exc)))
+    assert reads[0] == PartitionRead(ErrorCode.kafka_storage_error)
+    assert _offsets(reads[1].records) == [0]
+    assert [(part_log, type(exc)) for part_log, exc in failures] == [(broken, OSError)]

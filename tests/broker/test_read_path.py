@@ -329,3 +329,38 @@ def test_a_new_leader_behind_its_epoch_start_refuses_latest_offsets(tmp_path: Pa
     assert _list_offsets(manager, -1) == [(ErrorCode.offset_not_available, -1, -1, -1)]
     assert _list_offsets(manager, -1, replica_id=-2) == [(ErrorCode.none, -1, 2, 4)]
     manager.shutdown()
+
+
+def _flip(replicas: ReplicaManager, position: int, count: int = 16) -> None:
+    """XOR ``count`` bytes of partition 0's first segment from ``position`` (bit rot
+    after a clean shutdown: nothing scans the segment again)."""
+    segment = next((_leader(replicas).log.directory).glob("*.log"))
+    with segment.open("r+b") as file:
+        file.seek(position)
+        flipped = bytes(b ^ 0xFF for b in file.read(count))
+        file.seek(position)
+        file.write(flipped)
+
+
+def test_a_corrupt_batch_fails_its_partition_only(replicas: ReplicaManager) -> None:
+    """Kafka's readFromLog answers each partition apart: a batch header that no longer
+    parses is CORRUPT_MESSAGE for its partition, and the other partitions of the same
+    request (here one led elsewhere, then the same partition below the damage) keep their
+    answers; the damaged bytes after a healthy batch go out as they are, as Kafka's file
+    slices do (the client's CRC check finds them)."""
+    async def run() -> None:
+        _produce(replicas, [b"a"])
+        second = len(_leader(replicas).log.read(0, 1 << 20))
+        _produce(replicas, [b"b"])
+        _flip(replicas, second)  # the second batch's offset and length
+        response = await FetchHandler(replicas, LISTENER).fetch(_fetch(18, [
+            {"partition": 0, "offset": 1}, {"partition": 1}, {"partition": 0}]), 18)
+        assert response.error_code == ErrorCode.none
+        corrupt, elsewhere, healthy = _partitions(response)
+        assert (corrupt.error_code, corrupt.records, corrupt.high_watermark) == (
+            ErrorCode.corrupt_message, b"", -1)
+        assert elsewhere.error_code == ErrorCode.not_leader_or_follower
+        assert (healthy.error_code, healthy.high_watermark) == (ErrorCode.none, 2)
+        assert bytes(healthy.records).startswith(_leader(replicas).log.read(0, second))
+
+    asyncio.run(run())

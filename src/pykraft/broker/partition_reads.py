@@ -7,13 +7,20 @@ through :class:`~pykraft.storage.partition_log.PartitionLog`.
 Interface::
 
     isolation = fetch_isolation(replica_id, isolation_level)   # LOG_END for replicas
-    reads = read_partitions(wanted, resolve, max_bytes=..., isolation=...)
+    reads = read_partitions(wanted, resolve, max_bytes=..., isolation=..., failed=None)
     #   wanted: PartitionFetch(key, fetch_offset, partition_max_bytes, last_fetched_epoch)
     #   in request order; resolve(key) -> ReadablePartition, or the ErrorCode refusing it;
     #   every answer is a PartitionRead(error, records, high_watermark, last_stable_offset,
-    #   log_start_offset, log_end_offset, diverging_epoch)
+    #   log_start_offset, log_end_offset, diverging_epoch); failed(part, error) is told of
+    #   each I/O error (the caller takes the log directory offline)
     answer = list_offset(part, timestamp, isolation=...)        # -> ListedOffset
     target = delete_records_target(part, offset)                # -> offset or ErrorCode
+
+A partition that cannot be read fails alone, as in Kafka's ``readFromLog``: a batch header
+that no longer parses is CORRUPT_MESSAGE (Kafka's CorruptRecordException), an I/O error
+KAFKA_STORAGE_ERROR; the other partitions of the request are answered as usual. Batches
+are not CRC-checked on the way out (Kafka sends its file slices as they are): the
+client's CRC check reports damaged records.
 
 Transactions do not exist yet, so the last stable offset is the high watermark and
 READ_COMMITTED reads what READ_UNCOMMITTED reads (no aborted transactions to list).
@@ -22,11 +29,12 @@ READ_COMMITTED reads what READ_UNCOMMITTED reads (no aborted transactions to lis
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from pykraft.errors import OffsetOutOfRangeError
+from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
 from pykraft.partition.batch_records import batch_records
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import BatchHeader, Record, RecordBatch
@@ -47,6 +55,8 @@ READ_COMMITTED = 1
 NO_TIMESTAMP = -1
 NO_OFFSET = -1
 NO_EPOCH = -1
+
+log = logging.getLogger(__name__)
 
 
 class FetchIsolation(enum.Enum):
@@ -74,6 +84,8 @@ class ReadablePartition(Protocol):
 
 
 K = TypeVar("K")
+#: Told of an I/O error reading a partition (the log directory's failure).
+ReadFailed = Callable[[ReadablePartition, Exception], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +148,16 @@ def upper_bound(part: ReadablePartition, isolation: FetchIsolation) -> int:
 
 def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *,
                    isolation: FetchIsolation, min_one_batch: bool,
-                   last_fetched_epoch: int = NO_EPOCH) -> PartitionRead:
+                   last_fetched_epoch: int = NO_EPOCH,
+                   failed: ReadFailed | None = None) -> PartitionRead:
     """Whole batches from the one holding ``fetch_offset`` up to the isolation bound.
 
     An offset below the log start or past the log end is OFFSET_OUT_OF_RANGE; one in
     (high watermark, log end] is not (trap 8): it reads nothing and shows the HW. With a
     ``last_fetched_epoch`` (Fetch v12+), a fetcher whose last epoch ends earlier here than
     its fetch offset, or is unknown here, gets the diverging epoch and no records
-    (``Partition.readRecords``).
+    (``Partition.readRecords``). A corrupt batch header is CORRUPT_MESSAGE and an I/O
+    error KAFKA_STORAGE_ERROR (told to ``failed``), logged as Kafka's fetch errors are.
     """
     hw, lso, start = part.high_watermark, last_stable_offset(part), part.log_start_offset
     end = part.log_end_offset
@@ -158,12 +172,21 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
                                 min_one_batch=min_one_batch)
     except OffsetOutOfRangeError:
         return PartitionRead(ErrorCode.offset_out_of_range)
+    except (CorruptRecordError, StorageError, OSError) as exc:
+        log.error("Error processing fetch with max size %d from offset %d on partition %s: %s",
+                  max_bytes, fetch_offset, part.log.directory.name, exc)
+        if isinstance(exc, CorruptRecordError):
+            return PartitionRead(ErrorCode.corrupt_message)
+        if isinstance(exc, OSError) and failed is not None:
+            failed(part, exc)
+        return PartitionRead(ErrorCode.kafka_storage_error)
     return PartitionRead(ErrorCode.none, records, hw, lso, start, end)
 
 
 def read_partitions(wanted: Sequence[PartitionFetch[K]],
                     resolve: Callable[[K], ReadablePartition | ErrorCode], *,
-                    max_bytes: int, isolation: FetchIsolation) -> list[PartitionRead]:
+                    max_bytes: int, isolation: FetchIsolation,
+                    failed: ReadFailed | None = None) -> list[PartitionRead]:
     """Read every partition in request order within ``max_bytes`` overall and each one's
     ``partition_max_bytes``; until some partition returned data its first batch is
     returned whole even when larger (KIP-74), so consumers never stall on a big batch.
@@ -179,7 +202,7 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
         read = read_partition(part, fetch.fetch_offset,
                               min(max(0, fetch.partition_max_bytes), remaining),
                               isolation=isolation, min_one_batch=min_one_batch,
-                              last_fetched_epoch=fetch.last_fetched_epoch)
+                              last_fetched_epoch=fetch.last_fetched_epoch, failed=failed)
         if read.records:
             min_one_batch = False
             remaining = max(0, remaining - len(read.records))

@@ -95,6 +95,11 @@ class StorageError(PyKraftError):
     """A log directory, segment or state file that is missing, corrupt or inconsistent."""
 
 
+class StorageIOError(StorageError):
+    """The file system refused a read or write (a full disk, an I/O error): Kafka's
+    IOException, which takes the log directory offline."""
+
+
 class CorruptLogError(StorageError):
     """Corruption before the tail of a segment: the node must stop, nothing is dropped."""
 

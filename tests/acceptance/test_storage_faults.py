@@ -4,11 +4,18 @@ another replica leads, as Kafka's log-directory failure handling does."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import os
+import shutil
+import subprocess
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from broker_harness import (
     PROPERTIES,
     broker_call,
@@ -22,6 +29,7 @@ from broker_harness import (
 from kio.schema.fetch.v18 import request as fetch
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from pykraft.errors import PyKraftError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.tools.local_cluster import LocalCluster
@@ -75,3 +83,84 @@ def test_rotten_bytes_in_a_segment_fail_only_their_partition(tmp_path: Path) -> 
         sound = parts[ids["sound"]]
         assert sound.error_code == ErrorCode.none
         assert [b.header.base_offset for b in iter_batches(bytes(sound.records))] == [0, 1, 2]
+
+
+#: A 2 MiB file system for one broker's log directory: 16 KiB records fill it in seconds.
+TMPFS_SIZE = "2m"
+RECORD = b"x" * 16_384
+MAX_PRODUCES = 1_000  # far more than 2 MiB holds: the loop ends on the first refusal
+
+
+@contextlib.contextmanager
+def _small_disk(directory: Path) -> Iterator[None]:
+    """Move ``directory``'s files onto a fresh tmpfs mounted over it (needs root)."""
+    saved = directory.with_name(directory.name + ".saved")
+    shutil.move(directory, saved)
+    directory.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
+                    str(directory)], check=True)
+    try:
+        shutil.copytree(saved, directory, dirs_exist_ok=True)
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def _produce(cluster: LocalCluster, broker: int, topic_id: uuid.UUID) -> int:
+    """One acks=all record; its error code, or -1 when the broker did not answer."""
+    try:
+        code: int = produce_one(cluster, broker, topic_id, b"k", RECORD, acks=-1)
+    except (PyKraftError, OSError, TimeoutError):
+        return -1
+    return code
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_leader_whose_disk_fills_up_halts_and_another_replica_leads(tmp_path: Path) -> None:
+    """A leader's log directory on a full file system: the failed append is answered
+    KAFKA_STORAGE_ERROR (or not at all), the broker logs the failed directory at ERROR and
+    halts (exit 1), the controller fences it and another in-sync replica leads, serving
+    acks=all writes again; every acknowledged record is on the new leader, and the victim,
+    given room again, restarts on its directory and rejoins the ISR."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    cluster = LocalCluster.create(tmp_path / "cluster", 1, PROPERTIES, brokers=3)
+    victim, *others = cluster.brokers
+    with _small_disk(cluster.nodes[victim].data):
+        cluster.start_all()
+        try:
+            wait_for_brokers(cluster, 3)
+            admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+            try:  # the victim first: the preferred and first leader
+                admin.create_topics([NewTopic("full", replica_assignments={
+                    0: [victim, *others]})])
+            finally:
+                admin.close()
+            topic_id = _topic_id(cluster, victim, "full")
+            wait_for("the ISR of 3", lambda: True if (state := partition_state(
+                cluster, victim, "full")) is not None and len(state.isr) == 3 else None)
+            acked = 0
+            while (code := _produce(cluster, victim, topic_id)) == ErrorCode.none:
+                acked += 1
+                assert acked < MAX_PRODUCES, "the 2 MiB disk never filled up"
+            first_failure = time.monotonic()
+            assert code in (ErrorCode.kafka_storage_error, -1)
+            assert cluster.wait(victim, 30) == 1
+            new_leader = wait_for("a new leader serving acks=all", lambda: next(
+                (b for b in others if _produce(cluster, b, topic_id) == ErrorCode.none), None))
+            failover_s = time.monotonic() - first_failure
+            log = cluster.nodes[victim].log.read_text()
+            assert "level=error" in log and "event=log_dir_failed" in log
+            assert "event=halting" in log and "shutdown_complete" not in log
+            print(f"disk-full failover: {failover_s:.2f} s after {acked} acknowledged writes")
+            (part,) = _fetch(cluster, new_leader, {topic_id: 0}).responses[0].partitions
+            assert part.high_watermark >= acked + 1  # one record a batch, and the new one
+            # room again: the victim recovers its directory as after a crash, catches up
+            data = cluster.nodes[victim].data
+            subprocess.run(["mount", "-o", "remount,size=16m", str(data)], check=True)
+            cluster.start(victim)
+            wait_for(f"{victim} back in the ISR", lambda: True if (state := partition_state(
+                cluster, new_leader, "full")) is not None and victim in state.isr else None)
+        finally:
+            for node_id in cluster.nodes:
+                cluster.kill(node_id)

@@ -17,6 +17,8 @@ recovered at start-up; the replica manager applies every new image and serves Pr
 the replica fetchers (:mod:`pykraft.broker.replica_fetcher`) follow the partitions led
 elsewhere. The group coordinator (:mod:`pykraft.broker.group_coordinator`) runs a group
 shard for each ``__consumer_offsets`` partition this broker leads.
+A log directory that fails (a full disk) halts the broker, as Kafka's does when it cannot
+report the directory to the controller (:mod:`pykraft.broker.log_dir_failure`).
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
 checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``) and apply
 retention (``log.retention.check.interval.ms``); a graceful stop writes producer snapshots,
@@ -35,6 +37,7 @@ from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
+from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import ProduceHandler
@@ -84,10 +87,12 @@ class BrokerRuntime:
         self._tasks: list[asyncio.Task[None]] = []
         static = settings.controller.properties
         self._static = static
-        self.logs = LogManager(ServerConfig(static).log_dirs, topic_settings({}, static).log)
+        server = ServerConfig(static)
+        self.logs = LogManager(server.log_dirs, topic_settings({}, static).log)
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
-                static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
+                static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT),
+            dir_failures=LogDirFailures(server.log_dirs, server.metadata_log_dir))
         self.fetchers = ReplicaFetcherManager(
             settings.node_id, self.replicas, FetcherConfig.of(static),
             broker.inter_broker_listener, self._now_ms, self._broker_epoch,

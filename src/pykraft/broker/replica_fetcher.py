@@ -64,7 +64,12 @@ from pykraft.broker.follower_log import (
 )
 from pykraft.broker.partition_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.errors import CorruptRecordError, StorageError, UnsupportedVersionError
+from pykraft.errors import (
+    CorruptRecordError,
+    StorageError,
+    StorageIOError,
+    UnsupportedVersionError,
+)
 from pykraft.image.image import MetadataImage
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
@@ -74,6 +79,7 @@ from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.waits import wait_set
 from pykraft.storage.java_properties import java_string_hash
 from pykraft.storage.offset_checkpoints import TopicPartition
+from pykraft.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +100,8 @@ _INT32 = 1 << 32
 
 #: Opens a connection to a leader at (host, port) within a timeout in seconds.
 Opener = Callable[[tuple[str, int], str, float], Awaitable[ClientConnection]]
+#: Told of an I/O error applying a partition's data (its log directory failed).
+DiskFailed = Callable[[PartitionLog, str, BaseException], None]
 
 
 async def open_connection(address: tuple[str, int], client_id: str, timeout_s: float, *,
@@ -195,10 +203,12 @@ class ReplicaFetcher:
 
     def __init__(self, broker_id: int, key: FetcherKey, config: FetcherConfig,
                  now_ms: Callable[[], int], broker_epoch: Callable[[], int],
-                 opener: Opener = open_connection) -> None:
+                 opener: Opener = open_connection, *,
+                 disk_failed: DiskFailed | None = None) -> None:
         self.broker_id = broker_id
         self.key = key
         self._opener = opener
+        self._disk_failed = disk_failed
         self._config = config
         self._now_ms = now_ms
         self._broker_epoch = broker_epoch
@@ -427,6 +437,8 @@ class ReplicaFetcher:
         except (CorruptRecordError, StorageError, ProducerStateError, OSError) as exc:
             log.error("[%s] %s-%d: cannot apply the leader's data at offset %d: %s",
                       self.name, part.topic, part.index, fetch_offset, exc)
+            if isinstance(exc, (StorageIOError, OSError)) and self._disk_failed is not None:
+                self._disk_failed(part.log, "appending fetched records to", exc)
             self._delay([followed])
 
     def _apply(self, part: HostedPartition, fetch_offset: int, answer: Any) -> None:
@@ -550,7 +562,7 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[key] = ReplicaFetcher(
                 self.broker_id, key, self._config, self._now_ms, self._broker_epoch,
-                self._opener)
+                self._opener, disk_failed=self._replicas.log_dir_failed)
             if self._running:
                 fetcher.start()
         return fetcher

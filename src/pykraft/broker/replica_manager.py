@@ -36,6 +36,10 @@ DeleteRecords build on it)::
     replicas.checkpoint(now_ms)              # recovery points, log start offsets, HWMs
     replicas.checkpoint_high_watermarks()    # replication-offset-checkpoint alone
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
+    with replicas.on_disk(part.log, "appending records to"): ...   # an I/O error (or
+    replicas.log_dir_failed(part.log, "reading", error)  # one caught elsewhere) takes the
+                                      # log directory offline (LogDirFailures: the broker
+                                      # halts) and is raised as a StorageIOError
 
 High watermark and ISR: a leader keeps a
 :class:`~pykraft.partition.replication.LeaderReplication` (Kafka's ``Partition`` leader
@@ -52,9 +56,11 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.producer_snapshots import (
     delete_producer_snapshots,
@@ -63,7 +69,7 @@ from pykraft.broker.producer_snapshots import (
 )
 from pykraft.broker.replica_state import LocalPartition, check_leader_epoch, local_changes
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
-from pykraft.errors import ConfigError, PyKraftError, StorageError
+from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
@@ -233,12 +239,14 @@ class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager,
                  static: Mapping[str, str] | None = None, *,
                  producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
-                 clock_ms: Callable[[], int] = _wall_clock_ms) -> None:
+                 clock_ms: Callable[[], int] = _wall_clock_ms,
+                 dir_failures: LogDirFailures | None = None) -> None:
         self.broker_id = broker_id
         self.clock_ms = clock_ms
         """The clock follower fetches are timed with (the node's, once bound)."""
 
         self.logs = log_manager
+        self.dir_failures = dir_failures or LogDirFailures(log_manager.log_dirs, None)
         self._static = dict(static or {})
         self._expiration_ms = producer_id_expiration_ms
         self.max_lag_ms = int(self._static.get(REPLICA_LAG_TIME_MAX_MS,
@@ -435,12 +443,13 @@ class ReplicaManager:
             return AppendResult(outcome.first_offset, outcome.last_offset,
                                 validated.log_append_time_ms, hosted.log_start_offset)
         active = partition_log.active.base_offset
-        partition_log.append(validated.records, now_ms)
-        if partition_log.active.base_offset != active:
-            # rolled: Kafka snapshots the state as of the new segment's base offset, which
-            # is the state before this batch
-            state.update_map_end_offset(partition_log.active.base_offset)
-            write_producer_snapshot(partition_log.directory, state)
+        with self.on_disk(partition_log, "appending records to"):
+            partition_log.append(validated.records, now_ms)
+            if partition_log.active.base_offset != active:
+                # rolled: Kafka snapshots the state as of the new segment's base offset,
+                # which is the state before this batch
+                state.update_map_end_offset(partition_log.active.base_offset)
+                write_producer_snapshot(partition_log.directory, state)
         if outcome is not None:
             state.update(outcome)
         state.update_map_end_offset(partition_log.log_end_offset)
@@ -448,6 +457,28 @@ class ReplicaManager:
         hosted.notify()
         return AppendResult(validated.first_offset, validated.last_offset,
                             validated.log_append_time_ms, hosted.log_start_offset)
+
+    # ------------------------------------------------------------------ disk failures
+
+    @contextmanager
+    def on_disk(self, partition_log: PartitionLog, action: str) -> Iterator[None]:
+        """Kafka's ``maybeHandleIOException`` around a log operation: an I/O error takes
+        the log's directory offline and goes on as a :class:`StorageIOError` (what
+        clients get as KAFKA_STORAGE_ERROR)."""
+        try:
+            yield
+        except (StorageIOError, OSError) as exc:
+            self.log_dir_failed(partition_log, action, exc)
+            if isinstance(exc, StorageIOError):
+                raise
+            raise StorageIOError(f"{partition_log.directory}: {exc}") from exc
+
+    def log_dir_failed(self, partition_log: PartitionLog, action: str,
+                       error: BaseException) -> None:
+        """An I/O error ``action`` (e.g. "reading") ``partition_log``: its directory fails."""
+        directory = partition_log.directory.parent
+        self.dir_failures.fail(directory, f"Error while {action} {partition_log.directory.name} "
+                                          f"in dir {directory}", error)
 
     # ------------------------------------------------------------------ replication
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pykraft.errors import StorageError
+from pykraft.errors import StorageIOError
 
 TMP_SUFFIX = ".tmp"
 
@@ -42,7 +42,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def write_all_at(fd: int, path: Path, data: bytes, position: int) -> None:
     """Write all of ``data`` at ``position`` of a segment file; on failure cut the partial
-    write off again (so the file ends on a whole batch) and raise :class:`StorageError`."""
+    write off again (so the file ends on a whole batch) and raise :class:`StorageIOError`."""
     try:
         with memoryview(data) as view:
             written = 0
@@ -50,4 +50,4 @@ def write_all_at(fd: int, path: Path, data: bytes, position: int) -> None:
                 written += os.pwrite(fd, view[written:], position + written)
     except OSError as exc:
         os.ftruncate(fd, position)
-        raise StorageError(f"cannot append to {path}: {exc}") from exc
+        raise StorageIOError(f"cannot append to {path}: {exc}") from exc

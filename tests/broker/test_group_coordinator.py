@@ -45,12 +45,14 @@ def answer(code: ErrorCode = ErrorCode.none) -> HeartbeatResponse:
 
 
 class ScriptedShard:
-    """A shard whose Heartbeat group id says what to do: "write:<v>" appends a record,
-    "park" holds the request, "release" answers every parked one, "read" answers at once."""
+    """A shard whose Heartbeat group id says what to do: "write:<v>" appends a record (key
+    ``k<v>``), "big:<n>" one of ``n`` bytes under key ``ka``, "park" holds the request,
+    "release" answers every parked one, "read" answers at once."""
 
     def __init__(self, partition: int) -> None:
         self.partition = partition
         self.replayed: list[tuple[int, OffsetsRecord]] = []
+        self.reverted: list[tuple[list[tuple[int, OffsetsRecord]], int]] = []
         self.parked: list[ReplyToken] = []
         self.deadline: int | None = None
         self.ticks: list[int] = []
@@ -72,6 +74,9 @@ class ScriptedShard:
         outcome = Outcome(replies=[(token, answer())])
         if action == "write":
             outcome.records.append(OffsetsRecord(b"k" + value.encode(), value.encode()))
+        if action == "big":
+            outcome.records += [OffsetsRecord(b"kz", b"z"),
+                                OffsetsRecord(b"ka", b"x" * int(value))]
         if action == "release":
             outcome.replies += [(t, answer()) for t in self.parked]
             self.parked.clear()
@@ -92,9 +97,14 @@ class ScriptedShard:
         self.parked.clear()
         return Outcome(replies=replies)
 
+    def revert(self, records: list[tuple[int, OffsetsRecord]], error: int) -> Outcome:
+        self.reverted.append((records, error))
+        return Outcome()
+
 
 def offsets_image(*, leader: int = ME, epoch: int = 0, isr: tuple[int, ...] = (ME,),
-                  replicas: tuple[int, ...] = (ME,), min_isr: int = 1) -> MetadataImage:
+                  replicas: tuple[int, ...] = (ME,), min_isr: int = 1,
+                  max_message_bytes: int = 1_048_588) -> MetadataImage:
     unfenced = [BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=10, fenced=-1)
                 for b in (ME, OTHER)]
     image: MetadataImage = with_records(
@@ -103,7 +113,9 @@ def offsets_image(*, leader: int = ME, epoch: int = 0, isr: tuple[int, ...] = (M
         PartitionRecord(partition_id=0, topic_id=TOPIC_ID, replicas=replicas, isr=isr,
                         leader=leader, leader_epoch=epoch, partition_epoch=epoch),
         ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC, name="min.insync.replicas",
-                     value=str(min_isr)))
+                     value=str(min_isr)),
+        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC, name="max.message.bytes",
+                     value=str(max_message_bytes)))
     return image
 
 
@@ -209,7 +221,7 @@ def test_a_batch_not_committed_in_time_answers_coordinator_not_available(
     run(scenario)
 
 
-def test_a_failed_append_answers_the_error_and_reloads_without_the_change(
+def test_a_failed_append_answers_the_error_and_reverts_that_write_alone(
         tmp_path: Path) -> None:
     async def scenario() -> None:
         # min.insync.replicas 2 with an ISR of one: the acks=all append is refused
@@ -218,8 +230,36 @@ def test_a_failed_append_answers_the_error_and_reloads_without_the_change(
         reply = await r.request("write:a")
         assert reply.error_code == ErrorCode.coordinator_not_available
         assert r.part.log_end_offset == 0
+        assert r.service.partition_states == {0: "loaded"} and len(r.shards) == 1
+        assert r.shard.reverted == [([(-1, OffsetsRecord(b"ka", None))],
+                                     ErrorCode.coordinator_not_available)]
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_an_oversized_write_is_unknown_server_error_and_other_groups_go_on(
+        tmp_path: Path) -> None:
+    """A record over ``__consumer_offsets``' max.message.bytes: Kafka's coordinator answers
+    UNKNOWN_SERVER_ERROR (its MESSAGE_TOO_LARGE mapping, not a retriable error) and reverts
+    that write alone: its keys go back to their last records (``ka`` to offset 1, ``kz``
+    never written: a tombstone), the shard stays loaded and a parked request of another
+    group stays parked, then answered as usual."""
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image(max_message_bytes=1_000))
         await r.loaded()
-        assert len(r.shards) == 2 and r.shard.replayed == []
+        for value in ("b", "a"):
+            assert (await r.request(f"write:{value}")).error_code == ErrorCode.none
+        parked = asyncio.create_task(r.request("park"))
+        await until(lambda: r.shard.parked, "request parked")
+        assert (await r.request("big:2000")).error_code == ErrorCode.unknown_server_error
+        assert r.part.log_end_offset == 2 and len(r.shards) == 1 and not parked.done()
+        assert r.shard.reverted == [([(-1, OffsetsRecord(b"kz", None)),
+                                      (1, OffsetsRecord(b"ka", b"a"))],
+                                     ErrorCode.unknown_server_error)]
+        assert (await r.request("big:10")).error_code == ErrorCode.none  # fits: written
+        assert (await r.request("release")).error_code == ErrorCode.none
+        assert (await parked).error_code == ErrorCode.none
         await r.service.close()
 
     run(scenario)

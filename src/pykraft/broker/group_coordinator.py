@@ -14,10 +14,16 @@ the high watermark passes that batch and every earlier one, so no client sees a 
 log might lose (replies of an outcome without records wait for the earlier batches too).
 ``offsets.commit.timeout.ms`` bounds that wait: past it the replies get
 COORDINATOR_NOT_AVAILABLE and, as in Kafka, the state stays (the batch is in the log and a
-reload would replay it anyway). An append that fails answers the replies with Kafka's error
-for it (NOT_COORDINATOR when leadership moved, COORDINATOR_NOT_AVAILABLE otherwise) and
-reloads the shard from the log, dropping the change. Each shard's timers fire through one
-timer handle set to :meth:`next_deadline_ms`.
+reload would replay it anyway). An append that fails (a record over the partition's
+``max.message.bytes``, too few in-sync replicas) answers the replies with Kafka's error for
+it (``CoordinatorOperationExceptionHelper``: UNKNOWN_SERVER_ERROR for a record too large,
+COORDINATOR_NOT_AVAILABLE for too few replicas, NOT_COORDINATOR when leadership moved) and
+reverts that write alone, as Kafka's runtime reverts the failed batch: each key it wrote
+goes back to its last record in the log (the runtime keeps every key's last offset), and
+every other group of the partition goes on untouched. Before, the whole shard was reloaded:
+every group hashed there saw NOT_COORDINATOR and a reload, and a client retrying its
+oversized commit on COORDINATOR_NOT_AVAILABLE did so for ever. Each shard's timers fire
+through one timer handle set to :meth:`next_deadline_ms`.
 """
 
 from __future__ import annotations
@@ -33,15 +39,27 @@ from typing import Any, Protocol
 from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
 from pykraft.broker.group_versions import error_response, merge, split
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.errors import OffsetOutOfRangeError, PyKraftError
+from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import complete_batches, encode_batch, iter_batches
+from pykraft.storage.partition_log import RecordBatchTooLargeError
 
 log = logging.getLogger(__name__)
 #: How much of the log one load step reads (Kafka's offsets.load.buffer.size).
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024
+#: A failed write's error as the operation answers it (Kafka's coordinator runtime).
+_OPERATION_ERRORS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
+}
 
 
 class Shard(Protocol):
@@ -57,6 +75,8 @@ class Shard(Protocol):
     def next_deadline_ms(self) -> int | None: ...
 
     def unload(self) -> Outcome: ...
+
+    def revert(self, records: list[tuple[int, OffsetsRecord]], error: int) -> Outcome: ...
 
 
 ShardFactory = Callable[[int], Shard]
@@ -78,6 +98,9 @@ class _Coordinator:
     hosted: HostedPartition
     epoch: int
     shard: Shard | None = None
+    last_offsets: dict[bytes, int] = field(default_factory=dict)
+    """Each live key's last record in the log (a tombstone drops it): what a failed
+    write's keys go back to."""
     pending: deque[_Pending] = field(default_factory=deque)
     loading: asyncio.Task[None] | None = None
     tick_timer: asyncio.TimerHandle | None = None
@@ -161,6 +184,7 @@ class GroupCoordinatorService:
         hosted = coordinator.hosted
         shard = self._new_shard(coordinator.partition)
         offset, end = hosted.log_start_offset, hosted.log_end_offset
+        last_offsets: dict[bytes, int] = {}
         count = 0
         while offset < end and coordinator.current():
             try:
@@ -171,7 +195,9 @@ class GroupCoordinatorService:
             start = offset
             for batch in _whole_batches(data):
                 if not batch.is_control:
-                    count += _replay_batch(shard, batch.records())
+                    records = batch.records()
+                    count += _replay_batch(shard, records)
+                    _index(last_offsets, ((r.offset, r.key, r.value) for r in records))
                 offset = batch.last_offset + 1
             if offset == start:  # nothing whole to read below the end
                 break
@@ -180,6 +206,7 @@ class GroupCoordinatorService:
                 coordinator:
             return
         coordinator.shard = shard
+        coordinator.last_offsets = last_offsets
         coordinator.loading = None
         log.info("%s-%d: loaded %d records up to offset %d in epoch %d", OFFSETS_TOPIC,
                  coordinator.partition, count, end, coordinator.epoch)
@@ -264,8 +291,10 @@ class GroupCoordinatorService:
                 result = self._replicas.append_as_coordinator(hosted, batch,
                                                               now_ms=self._clock_ms())
             except PyKraftError as exc:
-                self._append_failed(coordinator, outcome.replies, exc)
+                self._append_failed(coordinator, outcome, exc)
                 return
+            _index(coordinator.last_offsets, (
+                (result.base_offset + i, r.key, r.value) for i, r in enumerate(outcome.records)))
             required = result.last_offset + 1
         loop = asyncio.get_running_loop()
         coordinator.pending.append(_Pending(
@@ -273,18 +302,42 @@ class GroupCoordinatorService:
         self._complete(coordinator)
         self._schedule_tick(coordinator)
 
-    def _append_failed(self, coordinator: _Coordinator, replies: list[tuple[ReplyToken, Any]],
+    def _append_failed(self, coordinator: _Coordinator, outcome: Outcome,
                        exc: Exception) -> None:
-        """Kafka's answer to a failed write, and a reload that drops the change."""
-        code = (ErrorCode.coordinator_not_available if coordinator.current()
-                else ErrorCode.not_coordinator)
-        log.warning("%s-%d: append failed (%s): %s", OFFSETS_TOPIC, coordinator.partition,
-                    code.name, exc)
-        self._fail(replies, code)
+        """Kafka's answer to a failed write, and the write reverted alone: its keys go
+        back to their last records in the log (a reload if one cannot be read)."""
+        code = _operation_error(exc) if coordinator.current() else ErrorCode.not_coordinator
+        log.error("%s-%d: writing %d records failed (%s): %s", OFFSETS_TOPIC,
+                  coordinator.partition, len(outcome.records), code.name, exc)
+        self._fail(outcome.replies, code)
+        if coordinator.current() and coordinator.shard is not None:
+            try:
+                committed = [self._last_record(coordinator, key)
+                             for key in dict.fromkeys(r.key for r in outcome.records)]
+            except PyKraftError as unreadable:
+                log.error("%s-%d: cannot revert the failed write, reloading: %s",
+                          OFFSETS_TOPIC, coordinator.partition, unreadable)
+            else:
+                self._deliver(coordinator.shard.revert(committed, code).replies)
+                self._schedule_tick(coordinator)
+                return
         hosted = coordinator.hosted
         self._unload(coordinator)
         if hosted.is_leader and not self._closed:
             self.started_leading(hosted)
+
+    def _last_record(self, coordinator: _Coordinator, key: bytes) -> tuple[int, OffsetsRecord]:
+        """``key``'s last record in the log, or (-1, a tombstone) when it has none."""
+        offset = coordinator.last_offsets.get(key)
+        if offset is None:
+            return -1, OffsetsRecord(key, None)
+        data = coordinator.hosted.log.read(offset, 0)  # the batch holding it, whole
+        for batch in _whole_batches(data):
+            for record in batch.records():
+                if record.offset == offset and record.key == key:
+                    return offset, OffsetsRecord(key, record.value)
+        raise OffsetOutOfRangeError(f"{OFFSETS_TOPIC}-{coordinator.partition}: no record of "
+                                    f"the key at offset {offset}")
 
     def _complete(self, coordinator: _Coordinator) -> None:
         """Send the replies whose batches the high watermark passed; time out the rest."""
@@ -364,6 +417,30 @@ def _whole_batches(data: bytes) -> Iterable[Any]:
     """The complete batches of a read (its last one may be cut short)."""
     _, end = complete_batches(data)
     return iter_batches(data[:end])
+
+
+def _operation_error(exc: Exception) -> ErrorCode:
+    """Kafka's error for an operation whose write failed with ``exc``
+    (``CoordinatorOperationExceptionHelper.handleOperationException``)."""
+    if isinstance(exc, RecordBatchTooLargeError):
+        append_error = ErrorCode.record_list_too_large
+    elif isinstance(exc, StorageError):
+        append_error = ErrorCode.kafka_storage_error
+    else:
+        append_error = ErrorCode(getattr(exc, "error_code", ErrorCode.unknown_server_error))
+    return _OPERATION_ERRORS.get(append_error, append_error)
+
+
+def _index(last_offsets: dict[bytes, int],
+           records: Iterable[tuple[int, bytes | None, bytes | None]]) -> None:
+    """Record each key's last offset (offset, key, value), dropping tombstoned keys."""
+    for offset, key, value in records:
+        if key is None:
+            continue
+        if value is None:
+            last_offsets.pop(key, None)
+        else:
+            last_offsets[key] = offset
 
 
 def _replay_batch(shard: Shard, records: Iterable[Any]) -> int:

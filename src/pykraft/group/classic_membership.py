@@ -580,11 +580,14 @@ class ClassicMembership:
 
     def answer_all_parked(self, error: int) -> list[tuple[ReplyToken, Any]]:
         """Every parked JoinGroup and SyncGroup of every group, answered with ``error``."""
+        return [reply for group in self.groups.values() if isinstance(group, ClassicGroup)
+                for reply in self.answer_parked(group, error)]
+
+    def answer_parked(self, group: ClassicGroup, error: int) -> list[tuple[ReplyToken, Any]]:
+        """The group's parked JoinGroup and SyncGroup requests, answered with ``error``."""
         out = Outcome()
-        for group in self.groups.values():
-            if isinstance(group, ClassicGroup):
-                for member in group.members.values():
-                    self._answer_parked(out, member, error)
+        for member in group.members.values():
+            self._answer_parked(out, member, error)
         return out.replies
 
 

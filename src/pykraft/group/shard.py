@@ -131,6 +131,22 @@ class GroupShard:
         self.timers.clear()
         return Outcome(replies=replies)
 
+    def revert(self, records: list[tuple[int, OffsetsRecord]], error: int) -> Outcome:
+        """A write failed: replay each of its keys' last record in the log (offset, record;
+        -1 and a tombstone for a key the log does not hold), so the groups it changed are
+        as the log has them, as after a load, and no other group notices. A classic group
+        whose metadata goes back first answers its parked JoinGroup and SyncGroup requests
+        with ``error`` (their members join again)."""
+        out = Outcome()
+        for offset, record in records:
+            decoded = decode_record(record)
+            if decoded is not None and isinstance(decoded[0], GroupMetadataKey):
+                group = self.groups.get(decoded[0].group)
+                if isinstance(group, ClassicGroup):
+                    out.replies.extend(self.membership.answer_parked(group, error))
+            self.replay(offset, record)
+        return out
+
     def _arm(self, now: int) -> Outcome:
         """Kafka's ``onLoaded``: session timers of loaded members from now, a rebalance of
         groups over group.max.size (so their members can commit and leave), expiry timer."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -13,8 +14,10 @@ from typing import Any
 import pytest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.heartbeat.v4.response import HeartbeatResponse
-from kio.schema.types import GroupId
-from kio.static.primitive import i32
+from kio.schema.offset_commit.v9 import request as commit
+from kio.schema.offset_fetch.v9 import request as fetch
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i64
 from replica_fixtures import broker, until, with_records
 
 from pykraft.broker import group_coordinator
@@ -23,7 +26,9 @@ from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
+from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
+from pykraft.group.shard import GroupShard
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
@@ -333,5 +338,44 @@ def test_a_load_that_fails_leaves_the_partition_not_coordinator(
         await until(lambda: r.service.partition_states == {}, "failed load unloaded")
         assert (await r.request("read")).error_code == ErrorCode.not_coordinator
         await r.service.close()
+
+    run(scenario)
+
+
+def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: Path) -> None:
+    """A group shard behind the runtime: a commit whose batch exceeds max.message.bytes is
+    UNKNOWN_SERVER_ERROR for each partition and leaves the group's offsets as the log has
+    them (a partition never committed stays unknown); the shard never reloads."""
+    async def scenario() -> None:
+        logs = LogManager([tmp_path], LogConfig())
+        logs.startup(1_000)
+        replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
+        service = GroupCoordinatorService(
+            replicas, lambda: 1_000, lambda p: GroupShard(p, GroupConfig(), random.Random(1)),
+            OffsetsTopicConfig(num_partitions=1))
+        replicas.apply_image(offsets_image(max_message_bytes=4_000), 1_000)
+        await until(lambda: service.partition_states == {0: "loaded"}, "shard loaded")
+
+        async def commit_offsets(offsets: dict[int, int], metadata: str) -> set[int]:
+            answer = await service.handle(ApiKey.OFFSET_COMMIT, 9, commit.OffsetCommitRequest(
+                group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+                topics=(commit.OffsetCommitRequestTopic(name=TopicName("t"), partitions=tuple(
+                    commit.OffsetCommitRequestPartition(
+                        partition_index=i32(p), committed_offset=i64(o),
+                        committed_metadata=metadata) for p, o in offsets.items())),)),
+                client_id="c", client_host="/127.0.0.1")
+            return {int(p.error_code) for p in answer.topics[0].partitions}
+
+        assert await commit_offsets({0: 5}, "") == {ErrorCode.none}
+        assert await commit_offsets({0: 9, 1: 9}, "m" * 3_000) == {ErrorCode.unknown_server_error}
+        fetched = await service.handle(ApiKey.OFFSET_FETCH, 9, fetch.OffsetFetchRequest(
+            groups=(fetch.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=(
+                fetch.OffsetFetchRequestTopics(name=TopicName("t"), partition_indexes=(
+                    i32(0), i32(1))),)),)), client_id="c", client_host="/127.0.0.1")
+        assert [int(p.committed_offset) for p in fetched.groups[0].topics[0].partitions] == [
+            5, -1]
+        part = replicas.partition_for(OFFSETS_TOPIC, 0)
+        assert part.log_end_offset == 1 and service.partition_states == {0: "loaded"}
+        await service.close()
 
     run(scenario)

@@ -37,10 +37,10 @@ class Halts:
 
 def _replicas(tmp_path: Path, halts: Halts) -> ReplicaManager:
     directory = tmp_path / "logs"
-    logs = LogManager([directory], LogConfig())
-    logs.startup(1_000)
-    manager = ReplicaManager(1, logs, {}, dir_failures=LogDirFailures(
+    logs = LogManager([directory], LogConfig(), failures=LogDirFailures(
         [directory], metadata_log_dir=directory, halt=halts))
+    logs.startup(1_000)
+    manager = ReplicaManager(1, logs, {})
     manager.apply_image(with_records(MetadataImage(), *topic("t", T1, (1,))), 1_000)
     return manager
 
@@ -111,5 +111,21 @@ def test_an_unreadable_log_fails_its_directory(
                             failed=lambda failed, exc: manager.log_dir_failed(
                                 failed.log, "reading", exc))
     assert [r.error for r in reads] == [ErrorCode.kafka_storage_error]
-    assert halts.statuses == [1] and manager.dir_failures.offline == {tmp_path / "logs"}
+    assert halts.statuses == [1] and manager.logs.failures.offline == {tmp_path / "logs"}
+    manager.shutdown()
+
+
+@pytest.mark.parametrize("checkpoint", ["replication-offset-checkpoint",
+                                        "recovery-point-offset-checkpoint"])
+def test_a_checkpoint_that_cannot_be_written_fails_its_directory(
+        tmp_path: Path, checkpoint: str) -> None:
+    """Kafka's checkpoint files go through the same failure channel: a high watermark or
+    recovery point checkpoint that cannot replace its file fails the directory."""
+    halts = Halts()
+    manager = _replicas(tmp_path, halts)
+    (tmp_path / "logs" / checkpoint).mkdir()  # the rename over it fails
+    with pytest.raises(OSError):
+        manager.checkpoint(1_000)
+    assert halts.statuses == [1] and manager.logs.failures.offline == {tmp_path / "logs"}
+    (tmp_path / "logs" / checkpoint).rmdir()
     manager.shutdown()

@@ -3,12 +3,14 @@
 Interface (time always comes in as ``now_ms``; the periodic calls are the driver's, see
 :class:`pykraft.broker.process.BrokerRuntime`)::
 
-    logs = LogManager(log_dirs, default_config, jitter=None)  # segment.jitter.ms source
+    logs = LogManager(log_dirs, default_config, jitter=None,   # segment.jitter.ms source
+                      failures=None)   # LogDirFailures: a failed directory halts the broker
     logs.startup(now_ms)              # open and recover every <topic>-<partition> directory
     log = logs.get_or_create(tp, topic_id, config, now_ms)   # writes partition.metadata
     logs.get(tp)                      # the open PartitionLog, or None
     logs.checkpoint()                 # flush + recovery-point and log-start-offset checkpoints
-                                      # (every log.flush.offset.checkpoint.interval.ms, 60 s)
+                                      # (every log.flush.offset.checkpoint.interval.ms, 60 s;
+                                      # a directory that cannot be written fails)
     logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
     logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms, and
                                       # deleted segments' *.deleted files likewise
@@ -37,6 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from pykraft.broker.log_cleaner import clean_log
+from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.errors import StorageError
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
@@ -73,10 +76,12 @@ class LogManager:
     """Every user partition log of this broker; not thread-safe (one event loop)."""
 
     def __init__(self, log_dirs: Sequence[Path], default_config: LogConfig,
-                 jitter: JitterSource | None = None) -> None:
+                 jitter: JitterSource | None = None,
+                 failures: LogDirFailures | None = None) -> None:
         if not log_dirs:
             raise StorageError("no log directory: set log.dirs (or log.dir)")
         self.log_dirs = tuple(log_dirs)
+        self.failures = failures or LogDirFailures(self.log_dirs, None)
         self.default_config = default_config
         #: segment.jitter.ms's randomness: a private generator, never the global one
         self._jitter = jitter or random.Random().randrange
@@ -203,11 +208,16 @@ class LogManager:
         for directory in self.log_dirs:
             here = {tp: plog for tp, plog in self._logs.items()
                     if plog.directory.parent == directory}
-            recovery = {tp: plog.flush() for tp, plog in sorted(here.items())}
-            starts = {tp: plog.log_start_offset for tp, plog in sorted(here.items())
-                      if plog.log_start_offset > plog.segment_stats()[0].base_offset}
-            write_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, recovery)
-            write_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT, starts)
+            try:
+                recovery = {tp: plog.flush() for tp, plog in sorted(here.items())}
+                starts = {tp: plog.log_start_offset for tp, plog in sorted(here.items())
+                          if plog.log_start_offset > plog.segment_stats()[0].base_offset}
+                write_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, recovery)
+                write_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT, starts)
+            except OSError as exc:
+                self.failures.fail(directory, "Disk error while writing recovery offsets "
+                                              f"checkpoint in directory {directory}", exc)
+                raise
 
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Flush and checkpoint, close every log and mark each directory cleanly shut

@@ -88,11 +88,11 @@ class BrokerRuntime:
         static = settings.controller.properties
         self._static = static
         server = ServerConfig(static)
-        self.logs = LogManager(server.log_dirs, topic_settings({}, static).log)
+        self.logs = LogManager(server.log_dirs, topic_settings({}, static).log,
+                               failures=LogDirFailures(server.log_dirs, server.metadata_log_dir))
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
-                static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT),
-            dir_failures=LogDirFailures(server.log_dirs, server.metadata_log_dir))
+                static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
         self.fetchers = ReplicaFetcherManager(
             settings.node_id, self.replicas, FetcherConfig.of(static),
             broker.inter_broker_listener, self._now_ms, self._broker_epoch,

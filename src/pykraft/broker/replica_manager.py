@@ -38,7 +38,7 @@ DeleteRecords build on it)::
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
     with replicas.on_disk(part.log, "appending records to"): ...   # an I/O error (or
     replicas.log_dir_failed(part.log, "reading", error)  # one caught elsewhere) takes the
-                                      # log directory offline (LogDirFailures: the broker
+                                      # log directory offline (logs.failures: the broker
                                       # halts) and is raised as a StorageIOError
 
 High watermark and ISR: a leader keeps a
@@ -60,7 +60,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.producer_snapshots import (
     delete_producer_snapshots,
@@ -239,14 +238,12 @@ class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager,
                  static: Mapping[str, str] | None = None, *,
                  producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS_DEFAULT,
-                 clock_ms: Callable[[], int] = _wall_clock_ms,
-                 dir_failures: LogDirFailures | None = None) -> None:
+                 clock_ms: Callable[[], int] = _wall_clock_ms) -> None:
         self.broker_id = broker_id
         self.clock_ms = clock_ms
         """The clock follower fetches are timed with (the node's, once bound)."""
 
         self.logs = log_manager
-        self.dir_failures = dir_failures or LogDirFailures(log_manager.log_dirs, None)
         self._static = dict(static or {})
         self._expiration_ms = producer_id_expiration_ms
         self.max_lag_ms = int(self._static.get(REPLICA_LAG_TIME_MAX_MS,
@@ -477,8 +474,9 @@ class ReplicaManager:
                        error: BaseException) -> None:
         """An I/O error ``action`` (e.g. "reading") ``partition_log``: its directory fails."""
         directory = partition_log.directory.parent
-        self.dir_failures.fail(directory, f"Error while {action} {partition_log.directory.name} "
-                                          f"in dir {directory}", error)
+        self.logs.failures.fail(directory, f"Error while {action} "
+                                           f"{partition_log.directory.name} in dir {directory}",
+                                error)
 
     # ------------------------------------------------------------------ replication
 
@@ -569,19 +567,21 @@ class ReplicaManager:
         deleted = 0
         for tp, hosted in self._partitions.items():
             partition_log = hosted.log
-            self.logs.compact(tp, hosted.high_watermark, now_ms, {
-                producer_id: entry.last_data_offset
-                for producer_id, entry in hosted.producer_state.producers.items()})
-            doomed = segments_to_delete(
-                partition_log.segment_stats(), hosted.settings.log, now_ms=now_ms,
-                log_start_offset=partition_log.log_start_offset,
-                high_watermark=hosted.high_watermark)
-            if doomed:
-                deleted += partition_log.delete_segments(doomed, now_ms)
-                delete_producer_snapshots(partition_log.directory,
-                                          below=partition_log.segment_stats()[0].base_offset)
-                hosted.producer_state.remove_expired(now_ms)
-                hosted.notify()
+            with self.on_disk(partition_log, "cleaning or deleting segments of"):
+                self.logs.compact(tp, hosted.high_watermark, now_ms, {
+                    producer_id: entry.last_data_offset
+                    for producer_id, entry in hosted.producer_state.producers.items()})
+                doomed = segments_to_delete(
+                    partition_log.segment_stats(), hosted.settings.log, now_ms=now_ms,
+                    log_start_offset=partition_log.log_start_offset,
+                    high_watermark=hosted.high_watermark)
+                if doomed:
+                    deleted += partition_log.delete_segments(doomed, now_ms)
+                    delete_producer_snapshots(
+                        partition_log.directory,
+                        below=partition_log.segment_stats()[0].base_offset)
+                    hosted.producer_state.remove_expired(now_ms)
+                    hosted.notify()
         self.logs.remove_deleted(now_ms)
         return deleted
 
@@ -595,9 +595,14 @@ class ReplicaManager:
         """Each log directory's ``replication-offset-checkpoint``
         (``replica.high.watermark.checkpoint.interval.ms``)."""
         for directory in self.logs.log_dirs:
-            write_offset_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT, {
-                tp: hosted.high_watermark for tp, hosted in sorted(self._partitions.items())
-                if hosted.log.directory.parent == directory})
+            try:
+                write_offset_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT, {
+                    tp: hosted.high_watermark for tp, hosted in sorted(self._partitions.items())
+                    if hosted.log.directory.parent == directory})
+            except OSError as exc:
+                self.logs.failures.fail(directory, "Error while writing to high watermark "
+                                                   f"file in directory {directory}", exc)
+                raise
 
     def shutdown(self, broker_epoch: int = -1, now_ms: int = 0) -> None:
         """Producer snapshots at each log end, checkpoints, then close every log."""

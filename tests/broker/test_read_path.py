@@ -364,3 +364,16 @@ def test_a_corrupt_batch_fails_its_partition_only(replicas: ReplicaManager) -> N
         assert bytes(healthy.records).startswith(_leader(replicas).log.read(0, second))
 
     asyncio.run(run())
+
+
+def test_list_offsets_over_a_corrupt_batch_fails_its_partition_only(
+        replicas: ReplicaManager) -> None:
+    """ListOffsets by timestamp reads batch headers: a corrupt one is CORRUPT_MESSAGE for
+    its partition (Kafka's per-partition ``Errors.forException``), not a failed request;
+    LATEST needs no read and is answered."""
+    _produce(replicas, [b"a"], timestamp=1000)
+    second = len(_leader(replicas).log.read(0, 1 << 20))
+    _produce(replicas, [b"b"], timestamp=2000)
+    _flip(replicas, second)
+    assert _list_offsets(replicas, 2000) == [(ErrorCode.corrupt_message, -1, -1, -1)]
+    assert _list_offsets(replicas, -1) == [(ErrorCode.none, -1, 2, 3)]

@@ -183,8 +183,7 @@ class FetchHandler:
               max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:
         resolver = _Resolver(self._replicas, follower.replica_id, follower.denied)
         return read_partitions(wanted, resolver, max_bytes=max_bytes, isolation=isolation,
-                               failed=lambda part, exc: self._replicas.log_dir_failed(
-                                   part.log, "reading", exc)), resolver
+                               failed=self._replicas.read_failed), resolver
 
     async def _read_until_ready(self, wanted: list[PartitionFetch[PartitionKey]],
                                 isolation: FetchIsolation, follower: _Follower,

@@ -68,7 +68,8 @@ def list_offsets(request: Any, replicas: ReplicaManager,
                 except PartitionError as refused:
                     answer = ListedOffset(refused.error_code)
                 else:
-                    answer = list_offset(hosted, int(part.timestamp), isolation=isolation)
+                    answer = list_offset(hosted, int(part.timestamp), isolation=isolation,
+                                         failed=replicas.read_failed)
             partitions.append(lo.ListOffsetsPartitionResponse(
                 partition_index=part.partition_index, error_code=answer.error,
                 timestamp=i64(answer.timestamp), offset=i64(answer.offset),

@@ -13,7 +13,7 @@ Interface::
     #   every answer is a PartitionRead(error, records, high_watermark, last_stable_offset,
     #   log_start_offset, log_end_offset, diverging_epoch); failed(part, error) is told of
     #   each I/O error (the caller takes the log directory offline)
-    answer = list_offset(part, timestamp, isolation=...)        # -> ListedOffset
+    answer = list_offset(part, timestamp, isolation=..., failed=None)  # -> ListedOffset
     target = delete_records_target(part, offset)                # -> offset or ErrorCode
 
 A partition that cannot be read fails alone, as in Kafka's ``readFromLog``: a batch header
@@ -173,14 +173,23 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
     except OffsetOutOfRangeError:
         return PartitionRead(ErrorCode.offset_out_of_range)
     except (CorruptRecordError, StorageError, OSError) as exc:
-        log.error("Error processing fetch with max size %d from offset %d on partition %s: %s",
-                  max_bytes, fetch_offset, part.log.directory.name, exc)
-        if isinstance(exc, CorruptRecordError):
-            return PartitionRead(ErrorCode.corrupt_message)
-        if isinstance(exc, OSError) and failed is not None:
-            failed(part, exc)
-        return PartitionRead(ErrorCode.kafka_storage_error)
+        return PartitionRead(_unreadable(
+            part, exc, failed, f"processing fetch with max size {max_bytes} from offset "
+                               f"{fetch_offset}"))
     return PartitionRead(ErrorCode.none, records, hw, lso, start, end)
+
+
+def _unreadable(part: ReadablePartition, exc: Exception, failed: ReadFailed | None,
+                doing: str) -> ErrorCode:
+    """Kafka's error for a partition its read failed on (``Errors.forException``), logged:
+    CORRUPT_MESSAGE for a corrupt batch, else KAFKA_STORAGE_ERROR (an I/O error told to
+    ``failed``)."""
+    log.error("Error %s on partition %s: %s", doing, part.log.directory.name, exc)
+    if isinstance(exc, CorruptRecordError):
+        return ErrorCode.corrupt_message
+    if isinstance(exc, OSError) and failed is not None:
+        failed(part, exc)
+    return ErrorCode.kafka_storage_error
 
 
 def read_partitions(wanted: Sequence[PartitionFetch[K]],
@@ -211,9 +220,11 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
 
 
 def list_offset(part: ReadablePartition, timestamp: int, *,
-                isolation: FetchIsolation | None) -> ListedOffset:
+                isolation: FetchIsolation | None,
+                failed: ReadFailed | None = None) -> ListedOffset:
     """ListOffsets for one partition (Kafka's ``Partition.fetchOffsetForTimestamp``);
-    ``isolation`` None = a replica or debug request, which sees up to the log end.
+    ``isolation`` None = a replica or debug request, which sees up to the log end. A log
+    that cannot be read fails this partition alone, as for Fetch.
 
     A consumer asking while the high watermark is still below the start of the leader's
     epoch (a new leader not caught up) gets OFFSET_NOT_AVAILABLE rather than a stale
@@ -226,7 +237,11 @@ def list_offset(part: ReadablePartition, timestamp: int, *,
         if lagging:
             return ListedOffset(ErrorCode.offset_not_available)
         return ListedOffset(ErrorCode.none, NO_TIMESTAMP, last_fetchable, part.leader_epoch)
-    found = _offset_by_timestamp(part, timestamp)
+    try:
+        found = _offset_by_timestamp(part, timestamp)
+    except (CorruptRecordError, StorageError, OSError) as exc:
+        return ListedOffset(_unreadable(part, exc, failed,
+                                        f"listing the offset for timestamp {timestamp}"))
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return found
     if found.offset < last_fetchable:

@@ -36,10 +36,10 @@ DeleteRecords build on it)::
     replicas.checkpoint(now_ms)              # recovery points, log start offsets, HWMs
     replicas.checkpoint_high_watermarks()    # replication-offset-checkpoint alone
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
-    with replicas.on_disk(part.log, "appending records to"): ...   # an I/O error (or
-    replicas.log_dir_failed(part.log, "reading", error)  # one caught elsewhere) takes the
-                                      # log directory offline (logs.failures: the broker
-                                      # halts) and is raised as a StorageIOError
+    with replicas.on_disk(part.log, "appending records to"): ...
+    # an I/O error inside takes the log directory offline (logs.failures: the broker
+    # halts) and is raised as a StorageIOError; one caught elsewhere is told with
+    replicas.read_failed(part, error)        # or log_dir_failed(log, action, error)
 
 High watermark and ISR: a leader keeps a
 :class:`~pykraft.partition.replication.LeaderReplication` (Kafka's ``Partition`` leader
@@ -61,6 +61,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pykraft.broker.log_manager import LogManager
+from pykraft.broker.partition_reads import ReadablePartition
 from pykraft.broker.producer_snapshots import (
     delete_producer_snapshots,
     load_producer_state,
@@ -469,6 +470,10 @@ class ReplicaManager:
             if isinstance(exc, StorageIOError):
                 raise
             raise StorageIOError(f"{partition_log.directory}: {exc}") from exc
+
+    def read_failed(self, part: ReadablePartition, error: Exception) -> None:
+        """A read's I/O error (Fetch, ListOffsets): the partition's directory fails."""
+        self.log_dir_failed(part.log, "reading", error)
 
     def log_dir_failed(self, partition_log: PartitionLog, action: str,
                        error: BaseException) -> None:

@@ -312,13 +312,14 @@ class GroupCoordinatorService:
         self._fail(outcome.replies, code)
         if coordinator.current() and coordinator.shard is not None:
             try:
-                committed = [self._last_record(coordinator, key)
-                             for key in dict.fromkeys(r.key for r in outcome.records)]
+                reverted = coordinator.shard.revert([
+                    self._last_record(coordinator, key)
+                    for key in dict.fromkeys(r.key for r in outcome.records)], code)
             except PyKraftError as unreadable:
                 log.error("%s-%d: cannot revert the failed write, reloading: %s",
                           OFFSETS_TOPIC, coordinator.partition, unreadable)
             else:
-                self._deliver(coordinator.shard.revert(committed, code).replies)
+                self._deliver(reverted.replies)
                 self._schedule_tick(coordinator)
                 return
         hosted = coordinator.hosted

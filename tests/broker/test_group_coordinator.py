@@ -26,6 +26,7 @@ from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
+from pykraft.errors import CorruptRecordError
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
 from pykraft.group.shard import GroupShard
@@ -238,6 +239,25 @@ def test_a_failed_append_answers_the_error_and_reverts_that_write_alone(
         assert r.service.partition_states == {0: "loaded"} and len(r.shards) == 1
         assert r.shard.reverted == [([(-1, OffsetsRecord(b"ka", None))],
                                      ErrorCode.coordinator_not_available)]
+        await r.service.close()
+
+    run(scenario)
+
+
+def test_a_write_that_cannot_be_reverted_reloads_the_shard(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shard refusing to put a key back (a record it cannot read): the partition is
+    reloaded from the log instead, as before any revert existed."""
+    def refuse(*_: object) -> Outcome:
+        raise CorruptRecordError("unreadable")
+
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image(isr=(ME,), replicas=(ME, OTHER), min_isr=2))
+        await r.loaded()
+        monkeypatch.setattr(ScriptedShard, "revert", refuse)
+        assert (await r.request("write:a")).error_code == ErrorCode.coordinator_not_available
+        await r.loaded()
+        assert len(r.shards) == 2 and r.shard.replayed == []
         await r.service.close()
 
     run(scenario)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -317,3 +319,36 @@ def test_stop_ends_the_fetcher_even_when_its_cancellation_is_lost(
 
     asyncio.run(run())
     assert rounds == [0]  # the loop ended after the round that lost the cancellation
+
+
+def test_a_follower_that_cannot_write_the_leaders_data_fails_its_directory(
+        pair: tuple[ReplicaManager, ReplicaManager], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An I/O error appending fetched records (a full disk) is told to ``disk_failed``
+    with the follower's log, which takes its directory offline (Kafka halts the broker);
+    the follower's log keeps what it had."""
+    leader, follower = pair
+    produce(leader, [b"a"])
+    failures: list[tuple[Path, str]] = []
+
+    def disk_full(*_: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    async def run() -> None:
+        async def opener(_address: tuple[str, int], _client: str, _timeout: float) -> Any:
+            return InProcessLeader(leader, 17)
+
+        fetcher = ReplicaFetcher(
+            2, FetcherKey(1, ("127.0.0.1", 9), 0), FetcherConfig(wait_max_ms=50, backoff_ms=10),
+            lambda: 5_000, lambda: 10, opener,
+            disk_failed=lambda log, action, _exc: failures.append((log.directory, action)))
+        fetcher.add(hosted(follower))
+        monkeypatch.setattr(os, "pwrite", disk_full)
+        fetcher.start()
+        try:
+            await until(lambda: failures, "the failure told", poll_s=0.01)
+        finally:
+            await fetcher.stop()
+
+    asyncio.run(run())
+    assert failures[0] == (hosted(follower).log.directory, "appending fetched records to")
+    assert hosted(follower).log_end_offset == 0

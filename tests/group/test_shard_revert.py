@@ -15,6 +15,7 @@ from classic_driver import (
     join_request,
     sync_request,
 )
+from consumer_harness import request
 
 from pykraft.group.classic import ClassicGroup, GroupState
 from pykraft.group.config import GroupConfig
@@ -22,6 +23,7 @@ from pykraft.group.outcome import OffsetsRecord
 from pykraft.group.records import GroupMetadataKey, decode_record
 
 UNKNOWN_SERVER_ERROR = -1
+CONSUMER_HEARTBEAT = 68
 DELAY_MS = 3_000
 
 
@@ -70,3 +72,20 @@ def test_a_reverted_write_leaves_the_logged_state_and_other_groups_untouched() -
     assert list(g.members) == [member] and g.generation == 1
     d.advance(DELAY_MS)
     assert d.replies[parked_h].error_code == 0  # h's rebalance went on as usual
+
+
+def test_a_consumer_group_join_that_was_not_written_is_forgotten() -> None:
+    """KIP-848: a member's first heartbeat whose records were not appended; putting its
+    keys back (none in the log: tombstones) forgets the group, and the member's heartbeat
+    from epoch 0 joins it again as the first time."""
+    d = Driver()
+    written = len(d.records)
+    assert d.replies[d.send(CONSUMER_HEARTBEAT, request("m1", 0), version=1)].member_epoch == 1
+    failed = d.records[written:]
+    del d.records[written:]
+    out = d.shard.revert([(-1, OffsetsRecord(r.key, None)) for r in failed],
+                         UNKNOWN_SERVER_ERROR)
+    assert out.replies == [] and "g" not in d.shard.groups
+    d.tick()  # the forgotten member's timers find no group
+    again = d.replies[d.send(CONSUMER_HEARTBEAT, request("m1", 0), version=1)]
+    assert (again.error_code, again.member_epoch) == (0, 1)

@@ -16,6 +16,7 @@ import signal
 
 from pykraft.broker.process import BrokerRuntime
 from pykraft.raft.api import RaftListener
+from pykraft.runtime.connection_registry import ConnectionRegistry, raise_open_files_limit
 from pykraft.runtime.controller_registration import ControllerRegistrar
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
@@ -43,6 +44,11 @@ async def run_server(settings: NodeSettings) -> int:
     if broker is not None:
         listeners.append(broker.metadata)
     node = RaftNode(settings, listeners=listeners)
+    connections = ConnectionRegistry(settings.connections, raise_open_files_limit())
+    event(log, "connection_limits", open_files_cap=connections.quotas.fd_cap,
+          max_connections=settings.connections.max_connections,
+          max_connections_per_ip=settings.connections.per_ip,
+          connections_max_idle_ms=settings.connections.max_idle_ms)
     servers: list[ListenerServer] = []
     if settings.is_controller:
         if controller is not None:
@@ -54,11 +60,12 @@ async def run_server(settings: NodeSettings) -> int:
                 spec.sasl, lambda: controller.controller.committed_image.scram)
             server = ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                                     settings.max_frame_size, listener_name=spec.name,
-                                    protocol=spec.protocol, tls=spec.tls, sasl=sasl)
+                                    protocol=spec.protocol, tls=spec.tls, sasl=sasl,
+                                    connections=connections)
             await server.start()
             servers.append(server)
     if broker is not None:
-        broker.bind(node)
+        broker.bind(node, connections)
         broker.start()
     if settings.metrics_address is not None:
         host, port = settings.metrics_address
@@ -86,6 +93,7 @@ async def run_server(settings: NodeSettings) -> int:
         controller.close()
     for server in servers:
         await server.close()
+    await connections.close()
     # Closing the loop would put the default action back, and a late signal would kill a
     # process that already shut down cleanly (exit -15 instead of 0): ignore them from now
     # on, blocked meanwhile so that none falls between the two.

@@ -1,4 +1,5 @@
-"""SASL test fixtures: PLAIN users, a SCRAM-SHA-512 stand-in over scramp, a listener."""
+"""SASL test fixtures: PLAIN users, a SCRAM-SHA-512 stand-in over scramp, a listener, and a
+dispatcher that answers ApiVersions."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ from collections.abc import Callable
 
 import scramp
 
+from pykraft.protocol.api_versions import api_versions_response
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.codec import decode_request, encode_response
 from pykraft.security.plain import PlainServer
 from pykraft.security.sasl import SaslServer
 from pykraft.security.sasl_listener import SaslListener
@@ -60,3 +64,19 @@ def scram_factory() -> Callable[[], SaslServer]:
 def listener(reauth_ms: int = 0, **factories: Callable[[], SaslServer]) -> SaslListener:
     table = {"PLAIN": lambda: PlainServer(USERS), SCRAM: scram_factory(), **factories}
     return SaslListener(tuple(table), table, {m: reauth_ms for m in table})
+
+
+class Versions:
+    """A dispatcher that answers ApiVersions (listing the SASL APIs) and keeps the sessions
+    of the requests it saw."""
+
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []
+
+    async def handle(self, frame: bytes, session: Session) -> bytes:
+        self.sessions.append(session)
+        request = decode_request(frame)
+        assert request.api_key == ApiKey.API_VERSIONS
+        return encode_response(request.header.correlation_id, ApiKey.API_VERSIONS,
+                               request.api_version,
+                               api_versions_response(Listener.BROKER, request.api_version))

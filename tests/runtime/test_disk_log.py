@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import tempfile
 import threading
 from pathlib import Path
@@ -94,6 +95,38 @@ def test_group_commit_covers_everything_appended_before_it_started(tmp_path: Pat
     assert [job.target_offset for job in jobs] == [1, 11]
     assert flushed == [1, 11]
     assert disk.flushed_offset == 11
+    disk.close()
+
+
+def test_a_flush_without_free_descriptors_is_retried_not_fatal(tmp_path: Path) -> None:
+    """EMFILE (too many connections) is not a failed fsync: the round waits for
+    descriptors, appends meanwhile join the next round, and nothing is reported fatal."""
+    disk = DiskRaftLog.open(tmp_path, segment_bytes=1 << 20)
+    failures = [OSError(errno.EMFILE, "Too many open files"),
+                OSError(errno.ENFILE, "Too many open files in system")]
+    jobs: list[FlushJob] = []
+
+    def starved_fsync(job: FlushJob) -> None:
+        jobs.append(job)
+        if failures:
+            raise failures.pop(0)
+        run_flush(job)
+
+    flushed: list[int] = []
+    errors: list[BaseException] = []
+
+    async def scenario() -> None:
+        flusher = GroupCommitFlusher(disk, flushed.append, errors.append, fsync=starved_fsync)
+        _append(disk, 1)
+        flusher.request()
+        _append(disk, 2)
+        flusher.request()  # pending behind the retried round
+        assert await flusher.wait_idle(10)
+
+    asyncio.run(scenario())
+    assert errors == []
+    assert [job.target_offset for job in jobs] == [1, 1, 1, 3]
+    assert flushed == [1, 3]
     disk.close()
 
 

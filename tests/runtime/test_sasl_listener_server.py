@@ -11,43 +11,26 @@ from typing import cast
 
 import pytest
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
-from sasl_fixtures import listener
+from sasl_fixtures import Versions, listener
 from tls_fixtures import pem_files, pki, trust_only
 
-from pykraft.protocol.api_versions import api_versions_response, listener_ranges
-from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import decode_request, encode_response
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import Listener
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.sasl_client import SaslClientError, SaslCredentials
 from pykraft.runtime.tls import client_context, server_tls
-from pykraft.security.session import KafkaPrincipal, SecurityProtocol, Session
+from pykraft.security.session import KafkaPrincipal, SecurityProtocol
 
 DEADLINE_S = 10.0
 
 
-class _Versions:
-    """A dispatcher that answers ApiVersions (listing the SASL APIs) and keeps the sessions
-    of the requests it saw."""
-
-    def __init__(self) -> None:
-        self.sessions: list[Session] = []
-
-    async def handle(self, frame: bytes, session: Session) -> bytes:
-        self.sessions.append(session)
-        request = decode_request(frame)
-        assert request.api_key == ApiKey.API_VERSIONS
-        return encode_response(request.header.correlation_id, ApiKey.API_VERSIONS,
-                               request.api_version,
-                               api_versions_response(Listener.BROKER, request.api_version))
-
-
-def _serve(tmp_path: Path, scenario: Callable[[int, _Versions], Awaitable[None]]) -> None:
+def _serve(tmp_path: Path, scenario: Callable[[int, Versions], Awaitable[None]]) -> None:
     keys = pki()
 
     async def run() -> None:
-        versions = _Versions()
+        versions = Versions()
         server = ListenerServer(cast(Dispatcher, versions), "127.0.0.1", 0, 1 << 20,
                                 listener_name="SASL_SSL", protocol=SecurityProtocol.SASL_SSL,
                                 tls=server_tls(pem_files(tmp_path, keys.server, keys.ca,
@@ -70,7 +53,7 @@ def _open(port: int, tmp_path: Path, password: str) -> Awaitable[ClientConnectio
 
 
 def test_sasl_ssl_requests_carry_the_sasl_principal(tmp_path: Path) -> None:
-    async def scenario(port: int, versions: _Versions) -> None:
+    async def scenario(port: int, versions: Versions) -> None:
         connection = await _open(port, tmp_path, "alice-secret")
         try:
             await connection.request(ApiVersionsRequest(client_software_name="t",
@@ -86,7 +69,7 @@ def test_sasl_ssl_requests_carry_the_sasl_principal(tmp_path: Path) -> None:
 
 def test_a_refused_login_fails_the_client_and_is_logged_once(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    async def scenario(port: int, versions: _Versions) -> None:
+    async def scenario(port: int, versions: Versions) -> None:
         with pytest.raises(SaslClientError, match="invalid credentials with SASL mechanism "
                                                   "SCRAM-SHA-512"):
             await _open(port, tmp_path, "wrong")

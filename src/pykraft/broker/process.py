@@ -49,6 +49,7 @@ from pykraft.group.config import GroupConfig
 from pykraft.group.shard import GroupShard
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.partition.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT
+from pykraft.runtime.connection_registry import ConnectionRegistry
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
@@ -104,7 +105,9 @@ class BrokerRuntime:
         self.failed = asyncio.Event()
         """Set when the client listener cannot be opened (e.g. its port is taken)."""
 
-    def bind(self, node: RaftNode) -> None:
+    def bind(self, node: RaftNode, connections: ConnectionRegistry) -> None:
+        """Wire the broker to ``node``; its listeners count their connections in
+        ``connections``, the process's registry."""
         settings = self._settings
         self._clock = node.now_ms
         self.logs.startup(node.now_ms())
@@ -145,7 +148,8 @@ class BrokerRuntime:
             ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                            settings.max_frame_size, listener_name=spec.name,
                            protocol=spec.protocol, tls=spec.tls,
-                           sasl=with_scram(spec.sasl, lambda: self.metadata.image.scram))
+                           sasl=with_scram(spec.sasl, lambda: self.metadata.image.scram),
+                           connections=connections)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _dispatcher(self, node: RaftNode, spec: ListenerSettings) -> BrokerDispatcher:

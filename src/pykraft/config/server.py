@@ -19,6 +19,7 @@ from pykraft.ids import InvalidUuidError, uuid_from_str
 
 #: Values of ``pykraft.event.loop``.
 EVENT_LOOPS = ("uvloop", "asyncio")
+_INT_MAX = 2**31 - 1
 #: Kafka's security protocol names (``listener.security.protocol.map`` values).
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
@@ -98,6 +99,28 @@ def _to_int(text: str, key: str) -> int:
         return int(text.strip())
     except ValueError:
         raise ConfigError(f"invalid value {text!r} for {key}: expected an integer") from None
+
+
+def parse_count(text: str, key: str) -> int:
+    """An int of Kafka's ``atLeast(0)`` keys (connection counts, delays)."""
+    number = _to_int(text, key)
+    if not 0 <= number <= _INT_MAX:
+        bound = "at least 0" if number < 0 else f"at most {_INT_MAX}"
+        raise ConfigError(f"Invalid value {number} for configuration {key}: Value must be "
+                          f"{bound}")
+    return number
+
+
+def _to_host_counts(text: str, key: str) -> dict[str, int]:
+    """``host:count,...`` (``max.connections.per.ip.overrides``); the count follows the
+    last colon, so an IPv6 address may be given as is."""
+    counts: dict[str, int] = {}
+    for item in _split_list(text):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip():
+            raise ConfigError(f"Invalid value {item!r} in {key}: expected host:count")
+        counts[host.strip().strip("[]")] = parse_count(count, key)
+    return counts
 
 
 def _to_bool(text: str, key: str) -> bool:
@@ -223,6 +246,18 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("broker.heartbeat.interval.ms", _to_int, "2000", "broker heartbeat period"),
     ConfigDef("broker.session.timeout.ms", _to_int, "9000", "broker session timeout"),
     ConfigDef("socket.request.max.bytes", _to_int, str(100 * 1024 * 1024), "max frame size"),
+    ConfigDef("max.connections", parse_count, str(_INT_MAX),
+              "connections each side (broker, controller) holds at most; beyond, accepting "
+              "waits (the inter-broker listener is exempt); listener.name.<name>."
+              "max.connections caps one listener; the open-file limit bounds all of them"),
+    ConfigDef("max.connections.per.ip", parse_count, str(_INT_MAX),
+              "connections one address may hold; beyond, a new one is closed at once"),
+    ConfigDef("max.connections.per.ip.overrides", _to_host_counts, "",
+              "host:count,... overriding max.connections.per.ip for those hosts"),
+    ConfigDef("connections.max.idle.ms", _to_int, "600000",
+              "close a connection idle this long, authenticated or not"),
+    ConfigDef("connection.failed.authentication.delay.ms", parse_count, "100",
+              "delay before answering a failed SASL authentication and closing"),
     # pykraft's own keys (no Kafka equivalent).
     ConfigDef("metrics.port", _to_int, "-1", "Prometheus /metrics port; -1 = off"),
     ConfigDef("metrics.host", _to_optional_str, "", "metrics bind host; default = listener's"),

@@ -11,16 +11,28 @@ connection and is logged once, as Kafka's "Failed authentication with /host". Th
 every request carries names the listener, its protocol and the principal: the client
 certificate's (mapped) DN on TLS, ``User:ANONYMOUS`` otherwise. A SASL_PLAINTEXT or
 SASL_SSL listener then authenticates the connection
-(:mod:`pykraft.runtime.sasl_authenticator`): its requests carry ``User:<SASL id>``.
+(:mod:`pykraft.runtime.sasl_authenticator`): its requests carry ``User:<SASL id>``; a
+failed authentication is answered after ``connection.failed.authentication.delay.ms``.
+
+The server runs its own accept loop so that it can stop accepting: it takes a connection
+only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegistry` has a
+slot for the listener (``max.connections``, per listener, the open-file limit), else the
+client waits in the kernel's backlog, as with Kafka's acceptor. A connection beyond
+``max.connections.per.ip`` is closed at once, an idle one after ``connections.max.idle.ms``.
+Running out of descriptors on accept (EMFILE, ENFILE) is logged and waited out: nothing a
+client does can stop the process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 import ssl
 
 from pykraft.errors import FrameTooLargeError, ProtocolError
+from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.sasl_authenticator import INVALID_RECEIVE_SIZE, SaslGate, SaslRefused
@@ -34,6 +46,11 @@ log = logging.getLogger("pykraft.server")
 #: How long a client may take over its TLS handshake (Java's default: 10 s of handshake
 #: inactivity; asyncio's own default is a minute).
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
+#: The kernel's queue of connections not yet accepted (asyncio's default).
+LISTEN_BACKLOG = 100
+#: Out of descriptors: accept again when a connection closes, or after this long.
+ACCEPT_RETRY_S = 1.0
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 def failed_authentication(peer: str, listener: str, reason: str) -> None:
@@ -50,7 +67,8 @@ class ListenerServer:
     def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_frame_size: int, *,
                  listener_name: str = "PLAINTEXT",
                  protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
-                 tls: ServerTls | None = None, sasl: SaslListener | None = None) -> None:
+                 tls: ServerTls | None = None, sasl: SaslListener | None = None,
+                 connections: ConnectionRegistry | None = None) -> None:
         if protocol.uses_tls != (tls is not None):
             raise ValueError(f"listener {listener_name} ({protocol.name}) "
                              f"{'needs' if protocol.uses_tls else 'takes no'} TLS settings")
@@ -65,39 +83,78 @@ class ListenerServer:
         self._host = host
         self._port = port
         self._max_frame_size = max_frame_size
-        self._server: asyncio.Server | None = None
+        self._own_registry = connections is None
+        self._registry = connections or ConnectionRegistry()
+        self._socket: socket.socket | None = None
+        self._acceptor: asyncio.Task[None] | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, self._host or None, self._port, reuse_address=True
-        )
+        self._socket = _listen(self._host, self._port)
+        self._acceptor = asyncio.get_running_loop().create_task(self._accept_loop())
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        port: int = self._server.sockets[0].getsockname()[1]
+        assert self._socket is not None
+        port: int = self._socket.getsockname()[1]
         return port
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        if self._acceptor is not None:
+            self._acceptor.cancel()
+            await asyncio.gather(self._acceptor, return_exceptions=True)
+        if self._socket is not None:
+            self._socket.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._own_registry:
+            await self._registry.close()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        stream = FrameStream(reader, writer, self._max_frame_size)
+    async def _accept_loop(self) -> None:
+        """Accept while the registry has a slot; never ends on a client's doing."""
+        assert self._socket is not None
+        loop = asyncio.get_running_loop()
+        out_of_files = False
+        while True:
+            await self._registry.slot(self.listener_name)
+            try:
+                sock, address = await loop.sock_accept(self._socket)
+            except OSError as exc:
+                if exc.errno not in _OUT_OF_RESOURCES:
+                    continue  # the client gave up before we took it (ECONNABORTED, ...)
+                if not out_of_files:
+                    out_of_files = True
+                    event(log, "accept_failed", level=logging.ERROR,
+                          listener=self.listener_name, error=str(exc),
+                          connections=self._registry.quotas.total)
+                await self._registry.released(ACCEPT_RETRY_S)
+                continue
+            out_of_files = False
+            ip = _peer_ip(address)
+            connection = self._registry.open(self.listener_name, ip, sock.close)
+            if connection is None:
+                sock.close()
+                continue
+            task = loop.create_task(self._accepted(sock, connection))
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
+
+    async def _accepted(self, sock: socket.socket, connection: Connection) -> None:
+        try:
+            stream = await FrameStream.accept(sock, self._max_frame_size, connection.touch)
+        except OSError:
+            connection.closed()
+            sock.close()
+            return
+        connection.abort_with(stream.abort)
         try:
             await self._serve(stream)
         except asyncio.CancelledError:
-            pass  # server shutdown; asyncio would report a cancelled handler as an error
+            pass  # server shutdown
         finally:
-            self._connections.discard(task)
+            connection.closed()
             stream.close()
 
     async def _handshake(self, stream: FrameStream) -> Session | None:
@@ -132,7 +189,8 @@ class ListenerServer:
         session = await self._handshake(stream)
         if session is None:
             return
-        gate = None if self._sasl is None else SaslGate(self._sasl, session)
+        gate = None if self._sasl is None else SaslGate(
+            self._sasl, session, self._registry.failed_authentication_delay_s)
         if self._sasl is not None:  # Kafka refuses a larger size prefix before reading on
             stream.max_frame_size = min(self._max_frame_size, self._sasl.max_receive_size)
         while True:
@@ -168,3 +226,25 @@ class ListenerServer:
                 return
             except (OSError, EOFError):
                 return
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A non-blocking listening socket: ``host`` empty means every interface (IPv6 and
+    IPv4 where the platform has both), as Kafka binds an empty host."""
+    if host:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.create_server((host, port), family=family, backlog=LISTEN_BACKLOG)
+    elif socket.has_dualstack_ipv6():
+        sock = socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True,
+                                    backlog=LISTEN_BACKLOG)
+    else:
+        sock = socket.create_server(("", port), backlog=LISTEN_BACKLOG)
+    sock.setblocking(False)
+    return sock
+
+
+def _peer_ip(address: object) -> str:
+    """The client's address as the per-IP limits name it (an IPv4 client of a dual-stack
+    socket as its IPv4 address)."""
+    ip = str(address[0]) if isinstance(address, tuple) else str(address)
+    return ip.removeprefix("::ffff:")

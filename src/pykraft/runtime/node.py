@@ -145,8 +145,10 @@ class RaftNode:
             if not await wait_set(self._shutdown_done, self.settings.shutdown_timeout_ms / 1000):
                 event(log, "shutdown_timeout", level=logging.WARNING,
                       waited_ms=self.settings.shutdown_timeout_ms)
-            if self.flusher is not None:
-                await self.flusher.wait_idle()
+            if self.flusher is not None and not await self.flusher.wait_idle(
+                    self.settings.shutdown_timeout_ms / 1000):
+                event(log, "flush_timeout", level=logging.WARNING,
+                      waited_ms=self.settings.shutdown_timeout_ms)
         self._stop_io()
         if self.exit_code == 0:
             self.disk_log.close()

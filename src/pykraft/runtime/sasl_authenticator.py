@@ -16,11 +16,14 @@ image is refused the next time.
 
 :class:`SaslAuthenticator` is the state machine (frames in, steps out, time passed in);
 :class:`SaslGate` writes its replies on the stream and says why it closes, for the listener
-to log.
+to log; it answers a failed authentication only after
+``connection.failed.authentication.delay.ms`` (Kafka's KIP-306), so a client cannot try
+passwords at the speed of the network, without holding up the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import enum
@@ -285,9 +288,10 @@ class SaslRefused(Exception):  # noqa: N818 - a control-flow signal
 class SaslGate:
     """A connection's authenticator on its stream: its replies are written here."""
 
-    def __init__(self, listener: SaslListener, base: Session,
+    def __init__(self, listener: SaslListener, base: Session, failure_delay_s: float = 0.0,
                  clock: Callable[[], int] = monotonic_ms) -> None:
         self._authenticator = SaslAuthenticator(listener, base)
+        self._failure_delay_s = failure_delay_s
         self._clock = clock
 
     @property
@@ -302,6 +306,8 @@ class SaslGate:
         """True when the dispatcher should serve ``frame`` with :attr:`session`; False when
         it was answered here. Raises :class:`SaslRefused` when the connection must close."""
         step = self._authenticator.receive(frame, self._clock())
+        if step.failed and self._failure_delay_s > 0:
+            await asyncio.sleep(self._failure_delay_s)  # this connection only
         if step.reply is not None:
             await stream.write_frame(step.reply)
         if step.close is not None:

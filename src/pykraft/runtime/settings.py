@@ -7,6 +7,8 @@ instead of half-starting.
 
 from __future__ import annotations
 
+import dataclasses
+import socket
 import ssl
 import uuid
 from dataclasses import dataclass
@@ -14,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.config.broker_configs import static_layer, unknown_key_warnings
-from pykraft.config.server import Endpoint, ServerConfig, VoterSpec
+from pykraft.config.server import Endpoint, ServerConfig, VoterSpec, parse_count
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.errors import ConfigError, StorageError
 from pykraft.raft.config import CONFIG_KEYS, QuorumConfig
 from pykraft.records.control import VoterEndpoint
+from pykraft.runtime.connection_quotas import ConnectionLimits
 from pykraft.runtime.sasl_client import SaslCredentials, node_credentials
 from pykraft.runtime.tls import ServerTls, client_context, server_tls
 from pykraft.security.sasl_listener import SaslListener, sasl_listener
@@ -114,6 +117,8 @@ class NodeSettings:
     """What those connections authenticate with, when that listener is SASL."""
     protocols: dict[str, SecurityProtocol] | None = None
     """Every listener name this node binds or connects to, with its protocol."""
+    connections: ConnectionLimits = dataclasses.field(default_factory=ConnectionLimits)
+    """``max.connections*``, ``connections.max.idle.ms`` and the failed-login delay."""
 
     def protocol_of(self, listener: str) -> SecurityProtocol:
         return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
@@ -219,7 +224,52 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         controller_listeners=(_controller_listeners(config, protocols)
                               if "controller" in roles else ()),
         controller_tls=controller_tls, controller_sasl=controller_sasl, protocols=protocols,
+        connections=connection_limits(config, broker),
     )
+
+
+def connection_limits(config: ServerConfig, broker: BrokerListenerSettings | None
+                       ) -> ConnectionLimits:
+    """Kafka's connection keys, checked as KafkaConfig checks them."""
+    per_ip: int = config.get("max.connections.per.ip")
+    overrides: dict[str, int] = config.get("max.connections.per.ip.overrides")
+    if per_ip == 0 and not overrides:
+        raise ConfigError("max.connections.per.ip can be set to zero only if "
+                          "max.connections.per.ip.overrides property is set.")
+    idle_ms: int = config.get("connections.max.idle.ms")
+    delay_ms: int = config.get("connection.failed.authentication.delay.ms")
+    if delay_ms >= idle_ms:
+        raise ConfigError(f"connection.failed.authentication.delay.ms={delay_ms} should always "
+                          f"be less than connections.max.idle.ms={idle_ms} to prevent failed "
+                          "authentication responses from timing out")
+    bound: tuple[Endpoint, ...] = config.get("listeners")
+    listener_max = {}
+    for endpoint in bound:
+        key = f"listener.name.{endpoint.name.lower()}.max.connections"
+        if key in config.raw:
+            listener_max[endpoint.name] = parse_count(config.raw[key], key)
+    protected = (broker.inter_broker_listener
+                 if broker is not None and len(broker.listeners) > 1 else None)
+    return ConnectionLimits(
+        max_connections=config.get("max.connections"), listener_max=listener_max,
+        per_ip=per_ip, per_ip_overrides=_resolved(overrides), max_idle_ms=idle_ms,
+        failed_authentication_delay_ms=delay_ms,
+        controller_listeners=frozenset(config.controller_listener_names),
+        protected_listener=protected)
+
+
+def _resolved(overrides: dict[str, int]) -> dict[str, int]:
+    """``max.connections.per.ip.overrides`` by address: a host name counts for each of its
+    addresses (Kafka resolves the names when it starts)."""
+    resolved: dict[str, int] = {}
+    for host, count in overrides.items():
+        try:
+            infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise ConfigError(f"Invalid value {host}:{count} for configuration "
+                              f"max.connections.per.ip.overrides: {exc}") from None
+        resolved.update({str(info[4][0]): count for info in infos})
+    return resolved
 
 
 def _check_static_membership(node_id: int, roles: tuple[str, ...],

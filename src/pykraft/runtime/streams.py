@@ -8,6 +8,9 @@ connection. The server side runs TLS itself over memory buffers (:class:`ssl.SSL
 not through the loop's ``start_tls``: that loses a ClientHello already read into the stream
 and hangs on uvloop (MagicStack/uvloop#707, python/cpython#142352), and the loop's own TLS
 accept drops a failed handshake silently, while a refusal must be logged.
+
+A server's stream reports each read and write to ``on_activity``, which keeps the connection
+from being closed as idle (``connections.max.idle.ms``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
@@ -29,12 +34,25 @@ class FrameStream:
     def __init__(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        on_activity: Callable[[], None] | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
         self._decoder = FrameDecoder(max_frame_size)
         self._frames: collections.deque[bytes] = collections.deque()
         self._tls: _MemoryTls | None = None
+        self._on_activity = on_activity
+
+    @classmethod
+    async def accept(cls, sock: socket.socket, max_frame_size: int,
+                     on_activity: Callable[[], None] | None = None) -> FrameStream:
+        """The stream of a connection a server accepted itself."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        return cls(reader, writer, max_frame_size, on_activity)
 
     @classmethod
     async def connect(
@@ -54,7 +72,7 @@ class FrameStream:
         TimeoutError or OSError when the client is slow or gone."""
         tls = _MemoryTls.server(context)
         async with asyncio.timeout(timeout_s):
-            first = await self._reader.read(_READ_CHUNK)
+            first = await self._read()
             if not first:  # a port probe, not a client: nothing to refuse
                 raise EOFError("closed before the TLS handshake")
             tls.incoming.write(first)
@@ -74,8 +92,14 @@ class FrameStream:
         der: bytes | None = tls.session.getpeercert(binary_form=True)
         return der
 
-    async def _feed(self, tls: _MemoryTls) -> None:
+    async def _read(self) -> bytes:
         data = await self._reader.read(_READ_CHUNK)
+        if data and self._on_activity is not None:
+            self._on_activity()
+        return data
+
+    async def _feed(self, tls: _MemoryTls) -> None:
+        data = await self._read()
         if data:
             tls.incoming.write(data)
         else:
@@ -91,7 +115,7 @@ class FrameStream:
         """The next bytes from the peer, decrypted on TLS; b"" at the end of the stream."""
         tls = self._tls
         if tls is None:
-            return await self._reader.read(_READ_CHUNK)
+            return await self._read()
         while True:
             try:
                 return tls.session.read(_READ_CHUNK)
@@ -128,6 +152,8 @@ class FrameStream:
         return self._frames.popleft()
 
     async def write_frame(self, payload: bytes) -> None:
+        if self._on_activity is not None:
+            self._on_activity()
         if self._tls is not None:
             self._tls.session.write(encode_frame(payload))
             await self._flush(self._tls)
@@ -137,6 +163,11 @@ class FrameStream:
 
     def close(self) -> None:
         self._writer.close()
+
+    def abort(self) -> None:
+        """Close at once, dropping what is unsent (an idle or evicted connection): a read
+        in progress ends as at the end of the stream."""
+        self._writer.transport.abort()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """A listener under Kafka's connection limits, on real sockets: accepting waits at
 ``max.connections`` and resumes when a connection closes, one address beyond its count is
-closed at once, idle connections are closed (one that finished TLS and never started SASL
-too), and failed logins are answered only after the delay, without holding up the loop."""
+closed at once, accepting follows ``max.connection.creation.rate``, idle connections are
+closed (one that finished TLS and never started SASL too), and failed logins are answered
+only after the delay, without holding up the loop."""
 
 from __future__ import annotations
 
@@ -106,6 +107,20 @@ def test_an_address_beyond_its_count_is_closed_at_once() -> None:
             await asyncio.sleep(0.01)
 
     _serve(ConnectionLimits(per_ip_overrides={"127.0.0.2": 1}), scenario)
+
+
+def test_accepting_follows_the_creation_rate() -> None:
+    rate, count = 10, 20
+
+    async def scenario(port: int) -> None:
+        started = time.monotonic()
+        connections = [await _connect(port) for _ in range(count)]  # the backlog takes them
+        assert all(await asyncio.gather(*(_versions(c) for c in connections)))
+        # a second of burst, then one connection every 1/rate s: the last one cannot be
+        # served sooner (before: all within milliseconds)
+        assert time.monotonic() - started >= (count - rate) / rate * 0.9
+
+    _serve(ConnectionLimits(creation_rate=rate), scenario)
 
 
 def test_an_idle_connection_is_closed() -> None:

@@ -10,6 +10,7 @@ from pykraft.errors import ConfigError
 from pykraft.runtime.connection_quotas import (
     ConnectionLimits,
     ConnectionQuotas,
+    CreationRate,
     IdleExpiry,
     open_files_reserve,
 )
@@ -85,6 +86,26 @@ def test_the_open_file_limit_keeps_a_reserve_and_internal_listeners_get_half_of_
     assert open_files_reserve(1 << 20) == (1 << 20) // 8
 
 
+def test_creation_rate_throttles_each_side_and_listener_but_not_inter_broker() -> None:
+    limits = ConnectionLimits(creation_rate=2, listener_creation_rate={"EXTERNAL": 1},
+                              protected_listener="REPL", controller_listeners=CONTROLLER)
+    rate = CreationRate(limits, now_ms=0)
+    for _ in range(2):
+        assert rate.accept_delay_ms("CLIENTS", 0) == 0
+        rate.accepted("CLIENTS")
+    assert rate.accept_delay_ms("CLIENTS", 0) == 500  # 2 a second
+    assert rate.accept_delay_ms("CLIENTS", 250) == 250
+    assert rate.accept_delay_ms("CLIENTS", 500) == 0
+    assert rate.accept_delay_ms("REPL", 0) == 0  # exempt from the side's rate
+    assert rate.accept_delay_ms("CONTROLLER", 0) == 0  # the other side has its own
+    rate.accepted("CLIENTS")
+    assert rate.accept_delay_ms("EXTERNAL", 500) == 500  # the side is out of tokens
+    rate = CreationRate(ConnectionLimits(listener_creation_rate={"EXTERNAL": 1}), now_ms=0)
+    rate.accepted("EXTERNAL")
+    assert rate.accept_delay_ms("EXTERNAL", 100) == 900
+    assert rate.accept_delay_ms("CLIENTS", 100) == 0
+
+
 def test_idle_expiry_closes_the_oldest_first_and_activity_keeps_one_open() -> None:
     idle: IdleExpiry[str] = IdleExpiry(max_idle_ms=100)
     idle.touch("a", 0)
@@ -111,11 +132,14 @@ def test_the_keys_with_kafkas_defaults() -> None:
             limits.failed_authentication_delay_ms) == (2**31 - 1, 2**31 - 1, 600_000, 100)
     assert limits.controller_listeners == CONTROLLER
     limits = _limits(**{"max.connections": "20", "listener.name.plaintext.max.connections": "5",
+                        "max.connection.creation.rate": "30",
+                        "listener.name.controller.max.connection.creation.rate": "4",
                         "max.connections.per.ip": "0",
                         "max.connections.per.ip.overrides": "127.0.0.2:3, localhost:7",
                         "connections.max.idle.ms": "2000",
                         "connection.failed.authentication.delay.ms": "500"})
     assert limits.max_connections == 20 and limits.listener_max == {"PLAINTEXT": 5}
+    assert (limits.creation_rate, limits.listener_creation_rate) == (30, {"CONTROLLER": 4})
     assert limits.per_ip == 0 and limits.per_ip_overrides["127.0.0.2"] == 3
     assert limits.per_ip_overrides["127.0.0.1"] == 7  # localhost, resolved
     assert (limits.max_idle_ms, limits.failed_authentication_delay_ms) == (2000, 500)
@@ -125,6 +149,8 @@ def test_the_keys_with_kafkas_defaults() -> None:
     ({"max.connections": "-1"},
      "Invalid value -1 for configuration max.connections: Value must be at least 0"),
     ({"max.connections.per.ip": "many"}, "max.connections.per.ip: expected an integer"),
+    ({"listener.name.controller.max.connection.creation.rate": "-1"},
+     "listener.name.controller.max.connection.creation.rate: Value must be at least 0"),
     ({"listener.name.plaintext.max.connections": "-2"},
      "listener.name.plaintext.max.connections: Value must be at least 0"),
     ({"max.connections.per.ip": "0"}, "max.connections.per.ip can be set to zero only if "

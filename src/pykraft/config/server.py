@@ -250,6 +250,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "connections each side (broker, controller) holds at most; beyond, accepting "
               "waits (the inter-broker listener is exempt); listener.name.<name>."
               "max.connections caps one listener; the open-file limit bounds all of them"),
+    ConfigDef("max.connection.creation.rate", parse_count, str(_INT_MAX),
+              "new connections a second each side accepts (the inter-broker listener is "
+              "exempt); listener.name.<name>.max.connection.creation.rate for one listener"),
     ConfigDef("max.connections.per.ip", parse_count, str(_INT_MAX),
               "connections one address may hold; beyond, a new one is closed at once"),
     ConfigDef("max.connections.per.ip.overrides", _to_host_counts, "",

@@ -9,6 +9,9 @@ The inter-broker listener of a broker with several listeners is exempt from the 
 cap, as in Kafka, and a connection it takes beyond that cap evicts the least recently active
 client connection. ``max.connections.per.ip`` (``max.connections.per.ip.overrides``: ``host:
 count,...``) closes a connection beyond its address's count at once.
+``max.connection.creation.rate`` (per side, the inter-broker listener exempt) and
+``listener.name.<name>.max.connection.creation.rate`` throttle accepting to that many new
+connections a second; a one-second token bucket stands for Kafka's windowed rate.
 
 Beyond Kafka, the process's open-file limit bounds every side together: connections may
 take all descriptors but a reserve for log segments, indexes, snapshots and the node's own
@@ -20,6 +23,7 @@ connections never cuts a broker off its controller.
 from __future__ import annotations
 
 import collections
+import math
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -54,6 +58,9 @@ class ConnectionLimits:
     controller_listeners: frozenset[str] = frozenset()
     protected_listener: str | None = None
     """The inter-broker listener, when the broker has more than one (Kafka's rule)."""
+    creation_rate: int = UNLIMITED
+    """``max.connection.creation.rate``: new connections a second, per side."""
+    listener_creation_rate: Mapping[str, int] = field(default_factory=dict)
 
     def side(self, listener: str) -> str:
         return "controller" if listener in self.controller_listeners else "broker"
@@ -124,6 +131,53 @@ class ConnectionQuotas:
         exempt inter-broker listener takes it there): Kafka then closes the least recently
         used connection of another listener."""
         return self._sides[self.limits.side(listener)] > self.limits.max_connections
+
+
+class _Bucket:
+    """``rate`` tokens a second, at most ``rate`` held (one second of burst)."""
+
+    def __init__(self, rate: int, now_ms: int) -> None:
+        self.rate = rate
+        self._tokens = float(rate)
+        self._at_ms = now_ms
+
+    def wait_ms(self, now_ms: int) -> int:
+        """How long until one token is there (0: now)."""
+        self._tokens = min(self.rate, self._tokens + (now_ms - self._at_ms) * self.rate / 1000)
+        self._at_ms = now_ms
+        if self._tokens >= 1:
+            return 0
+        return math.ceil((1 - self._tokens) * 1000 / self.rate) if self.rate > 0 else 1000
+
+    def take(self) -> None:
+        self._tokens -= 1
+
+
+class CreationRate:
+    """Kafka's connection creation rates: a bucket per side and per listener that sets one
+    (``accept_delay_ms`` before each accept, ``accepted`` after it)."""
+
+    def __init__(self, limits: ConnectionLimits, now_ms: int) -> None:
+        self._limits = limits
+        self._buckets = {name: _Bucket(rate, now_ms)
+                         for name, rate in limits.listener_creation_rate.items()}
+        if limits.creation_rate < UNLIMITED:
+            self._buckets.update({side: _Bucket(limits.creation_rate, now_ms)
+                                  for side in ("broker", "controller")})
+
+    def _of(self, listener: str) -> list[_Bucket]:
+        buckets = [self._buckets[listener]] if listener in self._buckets else []
+        side = self._limits.side(listener)
+        if side in self._buckets and listener != self._limits.protected_listener:
+            buckets.append(self._buckets[side])
+        return buckets
+
+    def accept_delay_ms(self, listener: str, now_ms: int) -> int:
+        return max((bucket.wait_ms(now_ms) for bucket in self._of(listener)), default=0)
+
+    def accepted(self, listener: str) -> None:
+        for bucket in self._of(listener):
+            bucket.take()
 
 
 class IdleExpiry(Generic[K]):

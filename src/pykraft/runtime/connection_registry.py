@@ -12,7 +12,12 @@ import logging
 import resource
 from collections.abc import Callable
 
-from pykraft.runtime.connection_quotas import ConnectionLimits, ConnectionQuotas, IdleExpiry
+from pykraft.runtime.connection_quotas import (
+    ConnectionLimits,
+    ConnectionQuotas,
+    CreationRate,
+    IdleExpiry,
+)
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.runtime.waits import wait_set
@@ -73,6 +78,7 @@ class ConnectionRegistry:
         self.limits = limits or ConnectionLimits()
         self.quotas = ConnectionQuotas(self.limits, open_files)
         self._idle: IdleExpiry[int] = IdleExpiry(self.limits.max_idle_ms)
+        self._rate = CreationRate(self.limits, clock())
         self._open: dict[int, Connection] = {}
         self._keys = itertools.count()
         self._clock = clock
@@ -98,6 +104,11 @@ class ConnectionRegistry:
             event(log, "connections_unblocked", listener=listener,
                   connections=self.quotas.count(listener), total=self.quotas.total)
 
+    async def creation_slot(self, listener: str) -> None:
+        """Until ``max.connection.creation.rate`` lets ``listener`` accept one more."""
+        while (delay_ms := self._rate.accept_delay_ms(listener, self._clock())) > 0:
+            await asyncio.sleep(delay_ms / 1000)
+
     async def released(self, timeout_s: float) -> None:
         """Until a connection closes, at most ``timeout_s``."""
         await wait_set(self._released, timeout_s)
@@ -105,6 +116,7 @@ class ConnectionRegistry:
     def open(self, listener: str, ip: str, abort: Callable[[], None]) -> Connection | None:
         """Count a just-accepted connection; None when it must be closed at once (too many
         from its address, logged)."""
+        self._rate.accepted(listener)
         refused = self.quotas.admit(listener, ip)
         if refused is not None:
             event(log, "connection_refused", level=logging.INFO, listener=listener, peer=ip,

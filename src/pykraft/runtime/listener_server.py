@@ -16,8 +16,9 @@ failed authentication is answered after ``connection.failed.authentication.delay
 
 The server runs its own accept loop so that it can stop accepting: it takes a connection
 only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegistry` has a
-slot for the listener (``max.connections``, per listener, the open-file limit), else the
-client waits in the kernel's backlog, as with Kafka's acceptor. A connection beyond
+slot for the listener (``max.connections``, per listener, the open-file limit) and its
+creation rate allows one more, else the client waits in the kernel's backlog, as with
+Kafka's acceptor. A connection beyond
 ``max.connections.per.ip`` is closed at once, an idle one after ``connections.max.idle.ms``.
 Running out of descriptors on accept (EMFILE, ENFILE) is logged and waited out: nothing a
 client does can stop the process.
@@ -119,6 +120,7 @@ class ListenerServer:
         out_of_files = False
         while True:
             await self._registry.slot(self.listener_name)
+            await self._registry.creation_slot(self.listener_name)
             try:
                 sock, address = await loop.sock_accept(self._socket)
             except OSError as exc:

@@ -243,19 +243,23 @@ def connection_limits(config: ServerConfig, broker: BrokerListenerSettings | Non
                           f"be less than connections.max.idle.ms={idle_ms} to prevent failed "
                           "authentication responses from timing out")
     bound: tuple[Endpoint, ...] = config.get("listeners")
-    listener_max = {}
+    per_listener: dict[str, dict[str, int]] = {"max.connections": {},
+                                               "max.connection.creation.rate": {}}
     for endpoint in bound:
-        key = f"listener.name.{endpoint.name.lower()}.max.connections"
-        if key in config.raw:
-            listener_max[endpoint.name] = parse_count(config.raw[key], key)
+        for base, values in per_listener.items():
+            key = f"listener.name.{endpoint.name.lower()}.{base}"
+            if key in config.raw:
+                values[endpoint.name] = parse_count(config.raw[key], key)
     protected = (broker.inter_broker_listener
                  if broker is not None and len(broker.listeners) > 1 else None)
     return ConnectionLimits(
-        max_connections=config.get("max.connections"), listener_max=listener_max,
+        max_connections=config.get("max.connections"),
+        listener_max=per_listener["max.connections"],
         per_ip=per_ip, per_ip_overrides=_resolved(overrides), max_idle_ms=idle_ms,
         failed_authentication_delay_ms=delay_ms,
         controller_listeners=frozenset(config.controller_listener_names),
-        protected_listener=protected)
+        protected_listener=protected, creation_rate=config.get("max.connection.creation.rate"),
+        listener_creation_rate=per_listener["max.connection.creation.rate"])
 
 
 def _resolved(overrides: dict[str, int]) -> dict[str, int]:

@@ -106,3 +106,23 @@ def test_backoff_longer_than_the_timeout_fails_without_connecting() -> None:
 
     asyncio.run(scenario())
     assert opener.calls == 1  # the second send did not even try: still backing off
+
+
+def test_a_connection_idle_past_the_client_limit_is_replaced() -> None:
+    """Kafka's client drops a connection idle for 9 minutes, before the server's 10-minute
+    idle expiry closes it under a request."""
+    now = [0.0]
+    opener = Opener(0, [FakeConnection(), FakeConnection()])
+    peer = PeerConnection(2, "127.0.0.1", 1, client_id="t", ours={}, request_timeout_ms=500,
+                          opener=opener, clock=lambda: now[0])
+
+    async def scenario() -> None:
+        await peer.send("a")
+        now[0] += 539.0
+        await peer.send("b")  # still in use
+        now[0] += 541.0
+        await peer.send("c")
+
+    asyncio.run(scenario())
+    assert opener.calls == 2
+

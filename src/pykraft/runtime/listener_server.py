@@ -144,20 +144,22 @@ class ListenerServer:
             task.add_done_callback(self._connections.discard)
 
     async def _accepted(self, sock: socket.socket, connection: Connection) -> None:
+        stream: FrameStream | None = None
         try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             stream = await FrameStream.accept(sock, self._max_frame_size, connection.touch)
-        except OSError:
-            connection.closed()
-            sock.close()
-            return
-        connection.abort_with(stream.abort)
-        try:
+            connection.abort_with(stream.abort)
             await self._serve(stream)
         except asyncio.CancelledError:
-            pass  # server shutdown
+            pass  # server shutdown; asyncio would report a cancelled handler as an error
+        except OSError:
+            pass  # gone before its stream was set up
         finally:
             connection.closed()
-            stream.close()
+            if stream is None:
+                sock.close()
+            else:
+                stream.close()
 
     async def _handshake(self, stream: FrameStream) -> Session | None:
         """The connection's session; None when its TLS handshake failed (logged)."""

@@ -35,6 +35,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import encode_request, request_type
 from pykraft.protocol.frame import encode_frame
 from pykraft.protocol.header import RequestHeader
+from pykraft.testing.connections import flood
 from pykraft.tools.local_cluster import HOST, LocalCluster
 
 PROPERTIES = {"pykraft.shutdown.timeout.ms": "3000"}
@@ -83,23 +84,6 @@ def _answers(port: int) -> bool:
         return False
 
 
-async def flood(port: int, attempts: int, timeout_s: float) -> list[socket.socket]:
-    """``attempts`` connections at once; those that connected within ``timeout_s``."""
-    loop = asyncio.get_running_loop()
-
-    async def one() -> socket.socket | None:
-        sock = socket.socket()
-        sock.setblocking(False)
-        try:
-            async with asyncio.timeout(timeout_s):
-                await loop.sock_connect(sock, (HOST, port))
-        except (TimeoutError, OSError):
-            sock.close()
-            return None
-        return sock
-    return [s for s in await asyncio.gather(*(one() for _ in range(attempts))) if s]
-
-
 async def answered(socks: list[socket.socket], timeout_s: float) -> int:
     """How many of ``socks`` answer ApiVersions within ``timeout_s`` (all asked at once)."""
     loop = asyncio.get_running_loop()
@@ -121,7 +105,7 @@ def run(args: argparse.Namespace, base: Path) -> None:
     with broker(base, properties, 0 if limited else args.open_files) as (cluster, process):
         port = cluster.nodes[cluster.brokers[0]].port
         started = time.monotonic()
-        held = asyncio.run(flood(port, args.attempts, args.connect_timeout))
+        held = asyncio.run(flood(HOST, port, args.attempts, args.connect_timeout))
         print(f"attempted {args.attempts} connections: {len(held)} connected (TCP), "
               f"{args.attempts - len(held)} refused (no SYN-ACK within "
               f"{args.connect_timeout:g} s), in {time.monotonic() - started:.1f} s")

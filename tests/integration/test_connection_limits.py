@@ -25,6 +25,7 @@ from pykraft.protocol.codec import decode_response
 from pykraft.protocol.errors import ErrorCode
 from pykraft.security.jaas import PLAIN_LOGIN_MODULE
 from pykraft.security.plain import plain_client_token
+from pykraft.testing.connections import flood
 from pykraft.tools.local_cluster import HOST, LocalCluster
 from pykraft.tools.quorum_tool import describe_quorum
 
@@ -175,24 +176,6 @@ LIMITED_SERVER = ("import resource, runpy, sys; "
                   "sys.argv[0] = 'pykraft'; runpy.run_module('pykraft', run_name='__main__')")
 
 
-async def _flood(port: int, count: int) -> list[socket.socket]:
-    """Open ``count`` connections at once; those the node and its backlog took (the rest
-    time out: nobody takes their SYN)."""
-    loop = asyncio.get_running_loop()
-
-    async def one() -> socket.socket | None:
-        sock = socket.socket()
-        sock.setblocking(False)
-        try:
-            async with asyncio.timeout(5.0):
-                await loop.sock_connect(sock, (HOST, port))
-        except (TimeoutError, OSError):
-            sock.close()
-            return None
-        return sock
-    return [s for s in await asyncio.gather(*(one() for _ in range(count))) if s is not None]
-
-
 def _controller_port(cluster: LocalCluster) -> int:
     voters = next(line for line in cluster.nodes[1].config.read_text().splitlines()
                   if line.startswith("controller.quorum.voters="))
@@ -215,9 +198,9 @@ def test_out_of_descriptors_refuses_connections_and_the_quorum_goes_on(tmp_path:
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     try:
         wait_for_brokers(cluster, 1)
-        flood = asyncio.run(_flood(node.port, FLOOD))
+        held = asyncio.run(flood(HOST, node.port, FLOOD, 5.0))
         try:
-            assert len(flood) < FLOOD  # connections were refused ...
+            assert len(held) < FLOOD  # connections were refused ...
             assert process.poll() is None  # ... and the node is alive
             wait_for("the listener to stop accepting", lambda: log_lines(
                 node.log, "event=connections_blocked", "RLIMIT_NOFILE") or None)
@@ -226,7 +209,7 @@ def test_out_of_descriptors_refuses_connections_and_the_quorum_goes_on(tmp_path:
             wait_for("the metadata log to commit while the listener is full",
                      lambda: _high_watermark(controller) > first or None)
         finally:
-            for sock in flood:
+            for sock in held:
                 sock.close()
         _client_works(cluster, "after-exhaustion")
         assert process.poll() is None

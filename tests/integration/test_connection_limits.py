@@ -1,8 +1,9 @@
 """Connections cannot kill a node (issue 24, defect 2), on real ``broker,controller``
 processes: beyond ``max.connections`` clients wait unserved until one closes, an address
-beyond its override is closed at once, idle and never-authenticated connections are closed,
-failed logins come at most one per ``connection.failed.authentication.delay.ms``, and a node
-whose open-file limit is reached refuses connections while its quorum goes on committing."""
+beyond its override (static, or a dynamic broker config) is closed at once, idle and
+never-authenticated connections are closed, failed logins come at most one per
+``connection.failed.authentication.delay.ms``, and a node whose open-file limit is reached
+refuses connections while its quorum goes on committing."""
 
 from __future__ import annotations
 
@@ -120,7 +121,28 @@ def test_max_connections_holds_the_rest_and_per_ip_closes_at_once(tmp_path: Path
         for sock in held[5:] + extra:
             sock.close()
         _client_works(cluster, "after-the-flood")
+        _dynamic_override(cluster)
         assert unhandled(cluster.nodes[1].log) == []
+
+
+def _dynamic_override(cluster: LocalCluster) -> None:
+    """``max.connections.per.ip.overrides`` set as a dynamic config of the broker holds for
+    new connections once the broker's image has it."""
+    from typer.testing import CliRunner
+
+    from pykraft.cli.main import app
+
+    altered = CliRunner().invoke(app, [
+        "configs", "--bootstrap-server", cluster.bootstrap_servers, "--alter", "--broker", "1",
+        "--add-config", "max.connections.per.ip.overrides=[127.0.0.2:3,127.0.0.3:1]"])
+    assert altered.exit_code == 0, altered.output
+    port = cluster.nodes[1].port
+
+    def second_refused() -> bool | None:
+        with _connect(port, "127.0.0.3") as first, _connect(port, "127.0.0.3") as second:
+            assert _versions(first) is not None
+            return _versions(second) is None or None
+    wait_for("the dynamic per-IP override", second_refused)
 
 
 USERS = 'user_admin="admin-secret" user_alice="alice-secret"'

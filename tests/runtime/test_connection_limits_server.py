@@ -57,11 +57,13 @@ def _connect(port: int, source: str = "127.0.0.1") -> Awaitable[Streams]:
     return asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
 
 
-def _serve(limits: ConnectionLimits, scenario: Callable[[int], Awaitable[None]], *,
+def _serve(limits: ConnectionLimits | ConnectionRegistry,
+           scenario: Callable[[int], Awaitable[None]], *,
            protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
            tmp_path: Path | None = None) -> None:
     async def run() -> None:
-        registry = ConnectionRegistry(limits)
+        registry = (limits if isinstance(limits, ConnectionRegistry)
+                    else ConnectionRegistry(limits))
         tls = None if tmp_path is None else server_tls(
             pem_files(tmp_path, pki().server, pki().ca, "server"), protocol.name)
         server = ListenerServer(cast(Dispatcher, Versions()), "127.0.0.1", 0, 1 << 20,
@@ -92,6 +94,22 @@ def test_accepting_waits_at_max_connections_and_resumes_when_one_closes() -> Non
             writer.close()
 
     _serve(ConnectionLimits(max_connections=3), scenario)
+
+
+def test_a_raised_limit_lets_a_waiting_connection_in() -> None:
+    registry = ConnectionRegistry(ConnectionLimits(max_connections=1))
+
+    async def scenario(port: int) -> None:
+        held = await _connect(port)
+        assert await _versions(held) is not None
+        answer = asyncio.ensure_future(_versions(await _connect(port)))
+        done, _ = await asyncio.wait({answer}, timeout=0.5)
+        assert not done
+        registry.reconfigure(ConnectionLimits(max_connections=2))  # a dynamic config
+        assert await answer is not None
+        held[1].close()
+
+    _serve(registry, scenario)
 
 
 def test_an_address_beyond_its_count_is_closed_at_once() -> None:

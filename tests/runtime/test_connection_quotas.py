@@ -14,7 +14,11 @@ from pykraft.runtime.connection_quotas import (
     IdleExpiry,
     open_files_reserve,
 )
-from pykraft.runtime.settings import connection_limits
+from pykraft.runtime.settings import (
+    connection_limits,
+    dynamic_connection_keys,
+    dynamic_connection_limits,
+)
 
 CONTROLLER = frozenset({"CONTROLLER"})
 
@@ -165,3 +169,21 @@ def test_the_keys_with_kafkas_defaults() -> None:
 def test_bad_values_are_refused_by_name(props: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         _limits(**props)
+
+
+def test_dynamic_configs_change_the_limits_kafka_lets_change() -> None:
+    static = {"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+              "controller.listener.names": "CONTROLLER", "max.connections": "20",
+              "connections.max.idle.ms": "5000"}
+    layer = {"max.connections.per.ip": "4", "listener.name.plaintext.max.connections": "7",
+             "connections.max.idle.ms": "1000", "log.cleaner.threads": "2"}
+    dynamic = dynamic_connection_keys(layer)
+    assert dynamic == {"max.connections.per.ip": "4",
+                       "listener.name.plaintext.max.connections": "7"}
+    limits = dynamic_connection_limits(static, dynamic, None)
+    assert (limits.max_connections, limits.per_ip, limits.listener_max) == (
+        20, 4, {"PLAINTEXT": 7})
+    assert limits.max_idle_ms == 5000  # read-only: the static value stays
+    with pytest.raises(ConfigError, match="can be set to zero only if"):
+        dynamic_connection_limits(static, {"max.connections.per.ip": "0"}, None)
+

@@ -45,8 +45,11 @@ from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.config.server import ServerConfig
+from pykraft.errors import ConfigError
 from pykraft.group.config import GroupConfig
 from pykraft.group.shard import GroupShard
+from pykraft.image.configs import ConfigResourceType
+from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.partition.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT
 from pykraft.runtime.connection_registry import ConnectionRegistry
@@ -55,7 +58,13 @@ from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.sasl_authenticator import with_scram
-from pykraft.runtime.settings import BrokerListenerSettings, ListenerSettings, NodeSettings
+from pykraft.runtime.settings import (
+    BrokerListenerSettings,
+    ListenerSettings,
+    NodeSettings,
+    dynamic_connection_keys,
+    dynamic_connection_limits,
+)
 
 log = logging.getLogger("pykraft.broker")
 #: How long :meth:`BrokerRuntime.stop` waits for its cancelled background tasks.
@@ -104,6 +113,8 @@ class BrokerRuntime:
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
         """Set when the client listener cannot be opened (e.g. its port is taken)."""
+        self._connection_configs: dict[str, str] = {}
+        """The dynamic connection configs in force (see _apply_connection_configs)."""
 
     def bind(self, node: RaftNode, connections: ConnectionRegistry) -> None:
         """Wire the broker to ``node``; its listeners count their connections in
@@ -114,6 +125,8 @@ class BrokerRuntime:
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.publishers.append(self.fetchers.update)
+        self.metadata.publishers.append(
+            lambda image: self._apply_connection_configs(image, connections))
         self.metadata.high_watermark = lambda: node.core.high_watermark
         self.metadata.snapshots.attach(node.core.read_snapshot)
         if self.metadata.generator is not None:
@@ -151,6 +164,25 @@ class BrokerRuntime:
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image.scram),
                            connections=connections)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
+
+    def _apply_connection_configs(self, image: MetadataImage,
+                                  connections: ConnectionRegistry) -> None:
+        """Dynamic ``max.connections*`` configs (cluster default, then this broker's) into
+        the process's connection limits, when they changed; a refused combination is logged
+        and the limits in force stay."""
+        broker = ConfigResourceType.BROKER
+        dynamic = {**dynamic_connection_keys(image.configs.get((broker, ""))),
+                   **dynamic_connection_keys(image.configs.get((broker,
+                                                                str(self._settings.node_id))))}
+        if dynamic == self._connection_configs:
+            return
+        self._connection_configs = dynamic
+        try:
+            limits = dynamic_connection_limits(self._static, dynamic, self._broker)
+        except ConfigError as exc:
+            event(log, "connection_limits_refused", level=logging.ERROR, error=str(exc))
+            return
+        connections.reconfigure(limits)
 
     def _dispatcher(self, node: RaftNode, spec: ListenerSettings) -> BrokerDispatcher:
         """The dispatcher of one listener: its answers name that listener's endpoints."""

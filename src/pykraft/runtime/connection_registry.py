@@ -86,6 +86,18 @@ class ConnectionRegistry:
         self._blocked: set[str] = set()
         self._reaper: asyncio.Task[None] | None = None
 
+    def reconfigure(self, limits: ConnectionLimits) -> None:
+        """New limits from dynamic configs (``max.connections*``, the creation rates): they
+        hold for new connections; open ones stay, as in Kafka. The idle limit and the
+        authentication delay are read-only keys and keep their start values."""
+        self.limits = limits
+        self.quotas.limits = limits
+        self._rate = CreationRate(limits, self._clock())
+        event(log, "connection_limits_updated", max_connections=limits.max_connections,
+              max_connections_per_ip=limits.per_ip,
+              max_connection_creation_rate=limits.creation_rate)
+        self._wake()
+
     @property
     def failed_authentication_delay_s(self) -> float:
         return self.limits.failed_authentication_delay_ms / 1000
@@ -139,6 +151,10 @@ class ConnectionRegistry:
             return
         self._idle.remove(connection.key)
         self.quotas.release(connection.listener, connection.ip)
+        self._wake()
+
+    def _wake(self) -> None:
+        """Let every listener waiting for a slot look again."""
         self._released.set()
         self._released = asyncio.Event()
 

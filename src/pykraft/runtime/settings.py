@@ -11,6 +11,7 @@ import dataclasses
 import socket
 import ssl
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,6 +261,28 @@ def connection_limits(config: ServerConfig, broker: BrokerListenerSettings | Non
         controller_listeners=frozenset(config.controller_listener_names),
         protected_listener=protected, creation_rate=config.get("max.connection.creation.rate"),
         listener_creation_rate=per_listener["max.connection.creation.rate"])
+
+
+#: The connection keys a running broker takes from dynamic configs (Kafka's
+#: DynamicConnectionQuota and DynamicListenerConfig).
+DYNAMIC_CONNECTION_KEYS = ("max.connections", "max.connections.per.ip",
+                           "max.connections.per.ip.overrides", "max.connection.creation.rate")
+_DYNAMIC_LISTENER_SUFFIXES = (".max.connections", ".max.connection.creation.rate")
+
+
+def dynamic_connection_keys(layer: Mapping[str, str]) -> dict[str, str]:
+    """The entries of a dynamic config layer that change connection limits."""
+    return {key: value for key, value in layer.items()
+            if key in DYNAMIC_CONNECTION_KEYS
+            or (key.startswith("listener.name.") and key.endswith(_DYNAMIC_LISTENER_SUFFIXES))}
+
+
+def dynamic_connection_limits(static: Mapping[str, str], dynamic: Mapping[str, str],
+                              broker: BrokerListenerSettings | None) -> ConnectionLimits:
+    """The limits with ``dynamic`` (:func:`dynamic_connection_keys` of the cluster default
+    and this broker's layers, the broker's winning) over the static properties; refused as
+    at start (a :class:`ConfigError`)."""
+    return connection_limits(ServerConfig({**static, **dynamic}), broker)
 
 
 def _resolved(overrides: dict[str, int]) -> dict[str, int]:

@@ -18,10 +18,9 @@ The server runs its own accept loop so that it can stop accepting: it takes a co
 only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegistry` has a
 slot for the listener (``max.connections``, per listener, the open-file limit) and its
 creation rate allows one more, else the client waits in the kernel's backlog, as with
-Kafka's acceptor. A connection beyond
-``max.connections.per.ip`` is closed at once, an idle one after ``connections.max.idle.ms``.
-Running out of descriptors on accept (EMFILE, ENFILE) is logged and waited out: nothing a
-client does can stop the process.
+Kafka's acceptor. A connection beyond ``max.connections.per.ip`` is closed at once, an idle
+one after ``connections.max.idle.ms``. Running out of descriptors on accept (EMFILE,
+ENFILE) is logged and waited out: nothing a client does can stop the process.
 """
 
 from __future__ import annotations
@@ -49,9 +48,11 @@ log = logging.getLogger("pykraft.server")
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 #: The kernel's queue of connections not yet accepted (asyncio's default).
 LISTEN_BACKLOG = 100
-#: Out of descriptors: accept again when a connection closes, or after this long.
+#: Accept failing (out of descriptors): try again when a connection closes, or after this
+#: long.
 ACCEPT_RETRY_S = 1.0
-_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+#: accept errors of one connection, not of the listener: the next accept is fine.
+_CLIENT_GONE = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EINTR, errno.EAGAIN})
 
 
 def failed_authentication(peer: str, listener: str, reason: str) -> None:
@@ -117,23 +118,23 @@ class ListenerServer:
         """Accept while the registry has a slot; never ends on a client's doing."""
         assert self._socket is not None
         loop = asyncio.get_running_loop()
-        out_of_files = False
+        failing = False
         while True:
             await self._registry.slot(self.listener_name)
             await self._registry.creation_slot(self.listener_name)
             try:
                 sock, address = await loop.sock_accept(self._socket)
             except OSError as exc:
-                if exc.errno not in _OUT_OF_RESOURCES:
-                    continue  # the client gave up before we took it (ECONNABORTED, ...)
-                if not out_of_files:
-                    out_of_files = True
+                if exc.errno in _CLIENT_GONE:
+                    continue  # the client gave up before we took it
+                if not failing:  # out of descriptors (EMFILE, ENFILE) or worse: logged once
+                    failing = True
                     event(log, "accept_failed", level=logging.ERROR,
                           listener=self.listener_name, error=str(exc),
                           connections=self._registry.quotas.total)
                 await self._registry.released(ACCEPT_RETRY_S)
                 continue
-            out_of_files = False
+            failing = False
             ip = _peer_ip(address)
             connection = self._registry.open(self.listener_name, ip, sock.close)
             if connection is None:

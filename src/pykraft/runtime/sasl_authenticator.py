@@ -306,8 +306,9 @@ class SaslGate:
         """True when the dispatcher should serve ``frame`` with :attr:`session`; False when
         it was answered here. Raises :class:`SaslRefused` when the connection must close."""
         step = self._authenticator.receive(frame, self._clock())
-        if step.failed and self._failure_delay_s > 0:
-            await asyncio.sleep(self._failure_delay_s)  # this connection only
+        if step.failed and not self.authenticated and self._failure_delay_s > 0:
+            # this connection only; a failed re-authentication closes at once, as in Kafka
+            await asyncio.sleep(self._failure_delay_s)
         if step.reply is not None:
             await stream.write_frame(step.reply)
         if step.close is not None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import scramp
@@ -16,7 +17,8 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request, request_type
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime.sasl_authenticator import SaslAuthenticator, Step
+from pykraft.runtime.sasl_authenticator import SaslAuthenticator, SaslGate, SaslRefused, Step
+from pykraft.runtime.streams import FrameStream
 from pykraft.security.plain import PlainServer, plain_client_token
 from pykraft.security.sasl import SaslServer
 from pykraft.security.sasl_listener import SaslListener, sasl_listener
@@ -318,3 +320,40 @@ def test_arbitrary_tokens_fail_cleanly(state: str, token: bytes) -> None:
     elif step.reply is not None and state in ("handshaken", "reauth"):
         body = answer(step, ApiKey.SASL_AUTHENTICATE, 2)
         assert body.error_code == ErrorCode.sasl_authentication_failed and step.failed
+
+
+class _Written:
+    """A stream that keeps what the gate writes."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+
+    async def write_frame(self, payload: bytes) -> None:
+        self.frames.append(payload)
+
+
+def test_only_a_first_login_failure_is_delayed() -> None:
+    """connection.failed.authentication.delay.ms holds back the answer to a failed login;
+    a failed re-authentication closes at once, as in Kafka."""
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async def scenario() -> None:
+        stream = cast(FrameStream, _Written())
+        first = SaslGate(listener(), BASE, 0.1, clock=lambda: 0, sleep=sleep)
+        assert not await first.admit(stream, handshake())
+        with pytest.raises(SaslRefused):
+            await first.admit(stream, auth(plain_client_token("alice", "wrong")))
+        assert slept == [0.1]
+        again = SaslGate(listener(reauth_ms=60_000), BASE, 0.1, clock=lambda: 0, sleep=sleep)
+        assert not await again.admit(stream, handshake())
+        assert not await again.admit(stream, auth(plain_client_token("alice", "alice-secret")))
+        assert not await again.admit(stream, handshake())  # re-authentication
+        with pytest.raises(SaslRefused):
+            await again.admit(stream, auth(plain_client_token("alice", "wrong")))
+        assert slept == [0.1]
+
+    asyncio.run(scenario())
+

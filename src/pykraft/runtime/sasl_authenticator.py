@@ -28,7 +28,7 @@ import dataclasses
 import datetime
 import enum
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,10 +289,12 @@ class SaslGate:
     """A connection's authenticator on its stream: its replies are written here."""
 
     def __init__(self, listener: SaslListener, base: Session, failure_delay_s: float = 0.0,
-                 clock: Callable[[], int] = monotonic_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self._authenticator = SaslAuthenticator(listener, base)
         self._failure_delay_s = failure_delay_s
         self._clock = clock
+        self._sleep = sleep
 
     @property
     def session(self) -> Session:
@@ -308,7 +310,7 @@ class SaslGate:
         step = self._authenticator.receive(frame, self._clock())
         if step.failed and not self.authenticated and self._failure_delay_s > 0:
             # this connection only; a failed re-authentication closes at once, as in Kafka
-            await asyncio.sleep(self._failure_delay_s)
+            await self._sleep(self._failure_delay_s)
         if step.reply is not None:
             await stream.write_frame(step.reply)
         if step.close is not None:

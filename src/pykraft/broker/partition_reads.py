@@ -35,9 +35,8 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
-from pykraft.partition.batch_records import batch_records
+from pykraft.partition.batch_records import batch_record_times
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import BatchHeader, Record, RecordBatch
 from pykraft.storage.leader_epoch import UNDEFINED_OFFSET
 from pykraft.storage.partition_log import PartitionLog
 
@@ -271,15 +270,10 @@ def _offset_by_timestamp(part: ReadablePartition, timestamp: int) -> ListedOffse
         if newest < 0:
             return ListedOffset(ErrorCode.none)
         timestamp = newest  # the first record carrying the largest timestamp
-    hit = log.offset_for_timestamp(timestamp, _records_of)
+    hit = log.offset_for_timestamp(timestamp, batch_record_times)
     if hit is None:
         return ListedOffset(ErrorCode.none)
     return ListedOffset(ErrorCode.none, hit.timestamp, hit.offset, hit.leader_epoch)
-
-
-def _records_of(header: BatchHeader, data: bytes, position: int) -> list[Record]:
-    """The records of a stored batch in any codec: producers compress user partitions."""
-    return batch_records(RecordBatch(header, data, position))
 
 
 def _epoch_at(part: ReadablePartition, offset: int) -> int:

@@ -1,87 +1,34 @@
 """Compression bombs: a few kilobytes that expand to gigabytes are validated and read as
 streams, in bounded memory, as Kafka's broker reads them (``StreamRecordIterator``).
 
-Each bomb is written here by the codec libraries directly, in pieces (an independent
-writer: the test never holds the expansion either). Memory is Python's allocations as
-tracemalloc counts them: every decompressed piece a reader holds is a Python object.
+Memory is Python's allocations as tracemalloc counts them: every decompressed piece a
+reader holds is a Python object.
 """
 
 from __future__ import annotations
 
 import struct
 import tracemalloc
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import cramjam
-import lz4.frame
 import pytest
-import zstandard
 
+from compression_bombs import NOW, XERIAL, MiB, batch, bomb, huge_record
 from pykraft.broker.partition_reads import FetchIsolation, list_offset
 from pykraft.messages.varint import encode_varint
 from pykraft.partition.compression import GZIP, LZ4, SNAPPY, ZSTD
 from pykraft.partition.validator import AppendConfig, ProduceValidationError, validate_produce
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import ATTR_COMPRESSION_MASK, assemble_batch, read_header
+from pykraft.records.batch import ATTR_COMPRESSION_MASK, read_header
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog
 
-MiB = 1 << 20
-NOW = 1_700_000_000_000
 LIMIT = 24 * MiB  # the most a validation or a read may hold, whatever the expansion
 BIG = 64 * MiB  # max.message.bytes for the valid bombs (snappy's is megabytes compressed)
 EXPANSION = {GZIP: 256 * MiB, SNAPPY: 256 * MiB, LZ4: 256 * MiB, ZSTD: 1024 * MiB}
 CODECS = sorted(EXPANSION)
-_XERIAL = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
-_ZEROS = bytes(MiB)
-
-
-Writer = tuple[bytes, Callable[[bytes], bytes], Callable[[], bytes]]
-
-
-def _writer(codec: int) -> Writer:
-    """The codec's streaming writer: (its first bytes, compress a piece, finish)."""
-    if codec == GZIP:
-        gzip = zlib.compressobj(6, zlib.DEFLATED, 31)
-        return b"", gzip.compress, gzip.flush
-    if codec == ZSTD:
-        zstd = zstandard.ZstdCompressor().compressobj()
-        return b"", zstd.compress, zstd.flush
-    if codec == LZ4:
-        frame = lz4.frame.LZ4FrameCompressor(block_size=lz4.frame.BLOCKSIZE_MAX64KB)
-        return frame.begin(), frame.compress, frame.flush
-
-    def xerial(data: bytes) -> bytes:  # pieces are whole 32 KiB blocks but the last
-        return b"".join(struct.pack(">i", len(block)) + block for block in (
-            bytes(cramjam.snappy.compress_raw(data[at : at + 32 * 1024]))
-            for at in range(0, len(data), 32 * 1024)))
-    return _XERIAL, xerial, lambda: b""
-
-
-def bomb(codec: int, head: bytes, zeros: int, tail: bytes = b"") -> bytes:
-    """``head``, ``zeros`` NUL bytes and ``tail`` compressed with ``codec`` (snappy's
-    ``head`` is its own block)."""
-    first, write, finish = _writer(codec)
-    out = [first, write(head)]
-    out += (write(_ZEROS) for _ in range(zeros // MiB))
-    out += (write(tail), finish())
-    return b"".join(out)
-
-
-def batch(codec: int, payload: bytes, *, timestamp: int = NOW, offset: int = 0) -> bytes:
-    """A producer's one-record batch around a compressed ``payload``."""
-    return assemble_batch(payload, base_offset=offset, partition_leader_epoch=-1,
-                          attributes=codec, last_offset_delta=0, base_timestamp=timestamp,
-                          max_timestamp=timestamp, records_count=1)
-
-
-def huge_record(value_size: int) -> tuple[bytes, bytes]:
-    """A valid record's bytes before and after its ``value_size`` NUL bytes of value."""
-    body = b"\x00\x00\x00\x01" + encode_varint(value_size)  # attributes, deltas, null key
-    return encode_varint(len(body) + value_size + 1) + body, b"\x00"  # no headers
 
 
 @contextmanager
@@ -146,7 +93,7 @@ def test_a_field_longer_than_its_record_is_refused_without_reading_it() -> None:
 
 def test_a_snappy_block_declaring_more_than_it_can_hold_is_refused_before_allocating() -> None:
     block = bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]) + b"\x00" * 8  # 4 GiB declared
-    records = batch(SNAPPY, _XERIAL + struct.pack(">i", len(block)) + block)
+    records = batch(SNAPPY, XERIAL + struct.pack(">i", len(block)) + block)
     with peak_memory() as peak, pytest.raises(ProduceValidationError) as refused:
         produce(records)
     assert refused.value.error_code == ErrorCode.unknown_server_error

@@ -56,14 +56,19 @@ def bomb(codec: int, head: bytes, zeros: int, tail: bytes = b"") -> bytes:
     return b"".join(out)
 
 
-def batch(codec: int, payload: bytes, *, timestamp: int = NOW, offset: int = 0) -> bytes:
-    """A producer's one-record batch around a compressed ``payload``."""
+def batch(codec: int, payload: bytes, *, timestamp: int = NOW, offset: int = 0,
+          records: int = 1) -> bytes:
+    """A producer's batch of ``records`` around a compressed ``payload``."""
     return assemble_batch(payload, base_offset=offset, partition_leader_epoch=-1,
-                          attributes=codec, last_offset_delta=0, base_timestamp=timestamp,
-                          max_timestamp=timestamp, records_count=1)
+                          attributes=codec, last_offset_delta=records - 1,
+                          base_timestamp=timestamp, max_timestamp=timestamp,
+                          records_count=records)
 
 
-def huge_record(value_size: int) -> tuple[bytes, bytes]:
+def huge_record(value_size: int, key: bytes | None = None, offset_delta: int = 0
+                ) -> tuple[bytes, bytes]:
     """A valid record's bytes before and after its ``value_size`` NUL bytes of value."""
-    body = b"\x00\x00\x00\x01" + encode_varint(value_size)  # attributes, deltas, null key
+    key_field = b"\x01" if key is None else encode_varint(len(key)) + key
+    body = (b"\x00\x00" + encode_varint(offset_delta) + key_field  # attributes, deltas
+            + encode_varint(value_size))
     return encode_varint(len(body) + value_size + 1) + body, b"\x00"  # no headers

@@ -18,10 +18,13 @@ import pytest
 from compression_bombs import NOW, XERIAL, MiB, batch, bomb, huge_record
 from pykraft.broker.partition_reads import FetchIsolation, list_offset
 from pykraft.messages.varint import encode_varint
+from pykraft.partition.batch_records import batch_record_times
 from pykraft.partition.compression import GZIP, LZ4, SNAPPY, ZSTD
+from pykraft.partition.log_cleaner import add_to_offset_map, clean_batches
 from pykraft.partition.validator import AppendConfig, ProduceValidationError, validate_produce
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, read_header
+from pykraft.storage.compaction import OffsetMap
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog
 
@@ -150,3 +153,23 @@ def test_list_offsets_by_timestamp_reads_a_bomb_stored_in_the_log_as_a_stream(
             found = list_offset(_Leader(log), NOW + 5, isolation=FetchIsolation.HIGH_WATERMARK)
     assert (found.error, found.offset, found.timestamp) == (ErrorCode.none, 1, NOW + 10)
     assert peak[0] < LIMIT
+
+
+def test_the_log_cleaner_streams_a_compressed_batch_it_rewrites() -> None:
+    """Key a's 256 MiB value stays, key b's first value is replaced by a later batch: the
+    first batch is rebuilt, the huge value copied through the codec in pieces."""
+    head, tail = huge_record(EXPANSION[GZIP], key=b"a")
+    old_b = b"".join(huge_record(0, key=b"b", offset_delta=1))
+    first = batch(ZSTD, bomb(ZSTD, head, EXPANSION[GZIP], tail + old_b), records=2)
+    data = first + batch(ZSTD, bomb(ZSTD, b"".join(huge_record(0, key=b"b")), 0), offset=2)
+    offset_map = OffsetMap()
+    with peak_memory() as peak:
+        add_to_offset_map(data, offset_map, end_offset=3)
+        cleaned = clean_batches(data, offset_map, now_ms=NOW, horizon_ms=NOW,
+                                producer_last_offsets={})
+    assert peak[0] < LIMIT
+    rebuilt = read_header(cleaned)
+    assert (rebuilt.records_count, rebuilt.last_offset, read_header(cleaned, rebuilt.size)
+            .base_offset) == (1, 1, 2)
+    assert rebuilt.attributes & ATTR_COMPRESSION_MASK == ZSTD
+    assert list(batch_record_times(rebuilt, cleaned[: rebuilt.size])) == [(0, NOW)]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pykraft.partition.compression import NONE, PayloadStream, decompress
+from pykraft.partition.compression import NONE, decompress, payload_reader
 from pykraft.partition.validator import CREATE_TIME, LOG_APPEND_TIME
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -32,7 +32,6 @@ from pykraft.records.batch import (
     decode_record_payload,
 )
 from pykraft.records.record_stream import record_times
-from pykraft.storage.segment import uncompressed_record_times
 
 # Kafka's FileLogInputStream refuses a size field below a v0 record's overhead as corrupt.
 MIN_RECORD_OVERHEAD = 14
@@ -53,9 +52,7 @@ def batch_record_times(header: BatchHeader, data: bytes) -> Iterator[tuple[int, 
     """Each record's (offset, stored timestamp) of the whole batch ``data`` in any codec,
     decompressed and read a piece at a time: a few kilobytes may expand to gigabytes."""
     codec = header.attributes & ATTR_COMPRESSION_MASK
-    if codec == NONE:
-        return uncompressed_record_times(header, data)
-    return record_times(header, PayloadStream(codec, memoryview(data)[HEADER_SIZE:]).read)
+    return record_times(header, payload_reader(codec, memoryview(data)[HEADER_SIZE:]))
 
 
 def timestamp_type(header: BatchHeader) -> int:

@@ -93,6 +93,14 @@ class PayloadStream:
                              ) from None
 
 
+def payload_reader(codec: int, records: bytes | memoryview) -> Callable[[int], bytes]:
+    """``read(size)`` over a batch's records (the bytes after its header), decompressed
+    if ``codec`` is not none: at most ``size`` bytes a call, ``b""`` at the end."""
+    if codec == NONE:
+        return _View(records).read
+    return PayloadStream(codec, records).read
+
+
 def _open(codec: int, data: bytes | memoryview) -> _Reader:
     if codec == GZIP:
         return gzip.GzipFile(fileobj=_View(data), mode="rb")

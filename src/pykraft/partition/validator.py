@@ -30,7 +30,6 @@ rebuild a batch or to word a refusal (a malformed record, a key or timestamp err
 
 from __future__ import annotations
 
-import io
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,15 @@ from typing import Final, NamedTuple
 
 from pykraft.errors import CorruptRecordError, PyKraftError
 from pykraft.messages.varint import encode_varint
-from pykraft.partition.compression import CODECS, NONE, ZSTD, CodecError, Compressor, PayloadStream
+from pykraft.partition.compression import (
+    CODECS,
+    NONE,
+    ZSTD,
+    CodecError,
+    Compressor,
+    PayloadStream,
+    payload_reader,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -274,8 +281,8 @@ def _records_reader(batch: RecordBatch, source: int, data: bytes | None
     """Reads the batch's records (uncompressed) from their start: from ``data`` when the
     whole payload is at hand, else decompressing again."""
     if data is None:
-        return PayloadStream(source, memoryview(batch.data)[HEADER_SIZE:]).read
-    return io.BytesIO(memoryview(data)[HEADER_SIZE if source == NONE else 0 :]).read
+        return payload_reader(source, memoryview(batch.data)[HEADER_SIZE:])
+    return payload_reader(NONE, memoryview(data)[HEADER_SIZE if source == NONE else 0 :])
 
 
 def _stream_scan(batch: RecordBatch, source: int) -> RecordsScan:

@@ -13,6 +13,7 @@ record is refused before any of it is read. It accepts exactly the records
 Interface::
 
     reader = RecordReader(header, read)      # read(n) -> at most n bytes, b"" at the end
+    #   hash_keys=True: each non-null key's MD5 (the log cleaner's offset map, as Kafka's)
     for fields in reader:                    # RecordFields per record, then the end checked
         ...
     prefix = reader.prefix(); sizes = reader.rest(prefix, copy=sink)   # a record in two steps
@@ -23,6 +24,7 @@ Interface::
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -55,7 +57,7 @@ class RecordFields(NamedTuple):
     offset_delta: int
     key_size: int
     value_size: int
-    key: bytes | None  # only when the reader keeps keys
+    key_digest: bytes | None  # MD5 of a non-null key, when the reader hashes keys
 
 
 class _Source:
@@ -122,19 +124,15 @@ class _Source:
             raise CorruptRecordError("runs past the end of the batch") from None
         return value
 
-    def take(self, size: int) -> bytes:
-        if self._fill(size) < size:
-            raise CorruptRecordError("runs past the end of the batch")
-        self._pos += size
-        return self._buf[self._pos - size : self._pos]
-
-    def skip(self, size: int) -> None:
-        """Consume ``size`` bytes a piece at a time: none is kept."""
+    def skip(self, size: int, sink: Callable[[bytes], object] | None = None) -> None:
+        """Consume ``size`` bytes a piece at a time, none kept (each passed to ``sink``)."""
         while size > 0:
             available = self._fill(1)
             if not available:
                 raise CorruptRecordError("runs past the end of the batch")
             step = min(size, available)
+            if sink is not None:
+                sink(self._buf[self._pos : self._pos + step])
             self._pos += step
             size -= step
 
@@ -147,19 +145,19 @@ class RecordReader:
     uncompressed batch's bytes after its header, or a compressed one's decompressed)."""
 
     def __init__(self, header: BatchHeader, read: Callable[[int], bytes], *,
-                 keep_keys: bool = False) -> None:
+                 hash_keys: bool = False) -> None:
         self._header = header
         self._source = _Source(read)
-        self._keep_keys = keep_keys
+        self._hash_keys = hash_keys
         self._index = 0
         self._end = 0  # where the current record ends, in bytes consumed
 
     def __iter__(self) -> Iterator[RecordFields]:
         for _ in range(self._header.records_count):
             prefix = self.prefix()
-            key, key_size, value_size = self._rest(prefix, None)
+            digest, key_size, value_size = self._rest(prefix, None)
             yield RecordFields(prefix.attributes, prefix.timestamp_delta, prefix.offset_delta,
-                               key_size, value_size, key)
+                               key_size, value_size, digest)
         self.finish()
 
     def prefix(self) -> RecordPrefix:
@@ -203,11 +201,9 @@ class RecordReader:
             source.tee(copy)
             try:
                 key_size = self._field(nullable=True)
-                key = None
-                if self._keep_keys and key_size >= 0:
-                    key = source.take(key_size)
-                else:
-                    source.skip(key_size)
+                hasher = (hashlib.md5(usedforsecurity=False)
+                          if self._hash_keys and key_size >= 0 else None)
+                source.skip(key_size, None if hasher is None else hasher.update)
                 value_size = self._field(nullable=True)
                 source.skip(value_size)
                 self._headers()
@@ -216,7 +212,7 @@ class RecordReader:
             if source.consumed != self._end:
                 raise CorruptRecordError(f"declares {prefix.length} bytes but its fields differ")
         self._index += 1
-        return key, key_size, value_size
+        return None if hasher is None else hasher.digest(), key_size, value_size
 
     def _headers(self) -> None:
         source = self._source

@@ -403,7 +403,7 @@ def test_list_offsets_over_a_corrupt_batch_fails_its_partition_only(
 
 def test_a_response_is_capped_by_fetch_max_bytes(tmp_path: Path) -> None:
     """The request's max_bytes is capped by the broker's fetch.max.bytes, except for a
-    first batch larger than both (KIP-74), for consumers and followers alike."""
+    first batch larger than both (KIP-74)."""
     logs = LogManager([tmp_path / "logs"], LogConfig())
     logs.startup(0)
     capped = ReplicaManager(1, logs, {"fetch.max.bytes": "10000"})

@@ -27,8 +27,9 @@ from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.cluster_image import BrokerRegistration, ClusterImage
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
+from pykraft.partition.compression import ZSTD
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import encode_batch
+from pykraft.records.batch import assemble_batch, encode_batch
 from pykraft.records.metadata_records import BrokerEndpoint
 from pykraft.storage.log_config import LogConfig
 
@@ -426,3 +427,17 @@ def test_a_response_is_capped_by_fetch_max_bytes(tmp_path: Path) -> None:
         asyncio.run(run())
     finally:
         capped.shutdown()
+
+
+def test_list_offsets_over_records_that_do_not_decompress_fails_their_partition_only(
+        replicas: ReplicaManager) -> None:
+    """A stored batch whose records do not decompress (its CRC intact) is
+    UNKNOWN_SERVER_ERROR for its partition (Kafka's "Failed to decompress record stream"
+    KafkaException), not a failed request."""
+    _leader(replicas).log.append(assemble_batch(
+        b"not zstd at all", base_offset=0, partition_leader_epoch=3, attributes=ZSTD,
+        last_offset_delta=0, base_timestamp=1000, max_timestamp=1000, records_count=1),
+        now_ms=1000)
+    assert _list_offsets(replicas, 1000, replica_id=-2) == [
+        (ErrorCode.unknown_server_error, -1, -1, -1)]
+    assert _list_offsets(replicas, -1, replica_id=-2) == [(ErrorCode.none, -1, 1, 3)]

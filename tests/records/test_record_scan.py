@@ -9,6 +9,7 @@ or 64 bits, wrong record counts, offset deltas outside the header's range, trail
 from __future__ import annotations
 
 import io
+import itertools
 
 import pytest
 from hypothesis import example, given, settings
@@ -152,10 +153,12 @@ def scanned_summary(header: BatchHeader, data: bytes, start: int) -> RecordsScan
 
 
 def streamed_summary(header: BatchHeader, data: bytes, start: int) -> RecordsScan | None:
-    """The streaming reader's summary, fed 7 bytes at a time (varints split across reads)."""
+    """The streaming reader's summary, fed pieces of 1, 7, 300 and 4096 bytes in turn
+    (varints and fields split across reads anywhere)."""
     source = io.BytesIO(data[start:])
+    pieces = itertools.cycle((1, 7, 300, 4096))
     try:
-        return scan_stream(header, lambda _size: source.read(7))
+        return scan_stream(header, lambda _size: source.read(next(pieces)))
     except CorruptRecordError:
         return None
 

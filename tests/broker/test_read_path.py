@@ -27,8 +27,9 @@ from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.cluster_image import BrokerRegistration, ClusterImage
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
+from pykraft.partition.compression import ZSTD
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import encode_batch
+from pykraft.records.batch import assemble_batch, encode_batch
 from pykraft.records.metadata_records import BrokerEndpoint
 from pykraft.storage.log_config import LogConfig
 
@@ -71,7 +72,8 @@ def _produce(replicas: ReplicaManager, values: list[bytes], timestamp: int = 100
 
 def _fetch(version: int, partitions: list[dict[str, Any]], *, max_wait_ms: int = 0,
            min_bytes: int = 0, session_epoch: int = -1, isolation: int = 0,
-           topic_id: uuid.UUID = TOPIC_ID, replica_id: int = -1) -> Any:
+           topic_id: uuid.UUID = TOPIC_ID, replica_id: int = -1, max_bytes: int = 1 << 20
+           ) -> Any:
     """A consumer's Fetch at ``version`` (fields the version lacks left out)."""
     parts = [{"partition": p["partition"], "current_leader_epoch": p.get("epoch", -1),
               "fetch_offset": p.get("offset", 0), "last_fetched_epoch": -1,
@@ -79,7 +81,7 @@ def _fetch(version: int, partitions: list[dict[str, Any]], *, max_wait_ms: int =
     return kio_entity(load_payload_module(1, version, EntityType.request).FetchRequest, {
         "replica_id": replica_id, "replica_state": {"replica_id": replica_id},
         "max_wait": datetime.timedelta(milliseconds=max_wait_ms),
-        "min_bytes": min_bytes, "max_bytes": 1 << 20, "isolation_level": isolation,
+        "min_bytes": min_bytes, "max_bytes": max_bytes, "isolation_level": isolation,
         "session_id": 0, "session_epoch": session_epoch, "rack_id": "",
         "topics": [{"topic": TOPIC, "topic_id": topic_id, "partitions": parts}],
         "forgotten_topics_data": []})
@@ -124,10 +126,10 @@ def test_fetch_errors_name_the_leader(replicas: ReplicaManager) -> None:
     async def run() -> None:
         _produce(replicas, [b"a"])
         fetcher = FetchHandler(replicas, LISTENER)
-        response = await fetcher.fetch(_fetch(18, [
+        responses = [await fetcher.fetch(_fetch(18, [case]), 18) for case in (
             {"partition": 1}, {"partition": 0, "epoch": 2}, {"partition": 0, "epoch": 4},
-            {"partition": 0, "offset": 5}, {"partition": 9}]), 18)
-        parts = _partitions(response)
+            {"partition": 0, "offset": 5}, {"partition": 9})]
+        parts = [part for response in responses for part in _partitions(response)]
         assert [p.error_code for p in parts] == [
             ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch,
             ErrorCode.unknown_leader_epoch, ErrorCode.offset_out_of_range,
@@ -135,7 +137,8 @@ def test_fetch_errors_name_the_leader(replicas: ReplicaManager) -> None:
         leaders = [(p.current_leader.leader_id, p.current_leader.leader_epoch) for p in parts]
         assert leaders[:2] == [(2, 5), (1, 3)]
         assert all((p.high_watermark, p.log_start_offset) == (-1, -1) for p in parts)
-        assert [(e.node_id, e.host, e.port) for e in response.node_endpoints] == [
+        assert sorted({(e.node_id, e.host, e.port) for response in responses
+                       for e in response.node_endpoints}) == [
             (1, "127.0.0.1", 9091), (2, "127.0.0.1", 9092)]
 
     asyncio.run(run())
@@ -154,9 +157,9 @@ def test_only_the_leader_serves_fetches(replicas: ReplicaManager, version: int) 
             assert [p.error_code for p in _partitions(response)] == [
                 ErrorCode.not_leader_or_follower]
         _produce(replicas, [b"a"])
-        response = await fetcher.fetch(_fetch(version, [{"partition": 0}, {
-            "partition": 0, "epoch": 3}], replica_id=2), version)
-        assert [p.error_code for p in _partitions(response)] == [
+        refusals = [await fetcher.fetch(_fetch(version, [case], replica_id=2), version)
+                    for case in ({"partition": 0}, {"partition": 0, "epoch": 3})]
+        assert [p.error_code for r in refusals for p in _partitions(r)] == [
             ErrorCode.not_leader_or_follower, ErrorCode.unknown_leader_epoch]
 
     asyncio.run(run())
@@ -345,23 +348,43 @@ def _flip(replicas: ReplicaManager, position: int, count: int = 16) -> None:
 def test_a_corrupt_batch_fails_its_partition_only(replicas: ReplicaManager) -> None:
     """Kafka's readFromLog answers each partition apart: a batch header that no longer
     parses is CORRUPT_MESSAGE for its partition, and the other partitions of the same
-    request (here one led elsewhere, then the same partition below the damage) keep their
-    answers; the damaged bytes after a healthy batch go out as they are, as Kafka's file
-    slices do (the client's CRC check finds them)."""
+    request (here one led elsewhere) keep their answers; read from below the damage, the
+    damaged bytes after a healthy batch go out as they are, as Kafka's file slices do (the
+    client's CRC check finds them)."""
     async def run() -> None:
         _produce(replicas, [b"a"])
         second = len(_leader(replicas).log.read(0, 1 << 20))
         _produce(replicas, [b"b"])
         _flip(replicas, second)  # the second batch's offset and length
-        response = await FetchHandler(replicas, LISTENER).fetch(_fetch(18, [
-            {"partition": 0, "offset": 1}, {"partition": 1}, {"partition": 0}]), 18)
+        fetcher = FetchHandler(replicas, LISTENER)
+        response = await fetcher.fetch(_fetch(18, [
+            {"partition": 0, "offset": 1}, {"partition": 1}]), 18)
         assert response.error_code == ErrorCode.none
-        corrupt, elsewhere, healthy = _partitions(response)
+        corrupt, elsewhere = _partitions(response)
+        # a request names a partition once (Kafka keeps the last entry): read it again
+        (healthy,) = _partitions(await fetcher.fetch(_fetch(18, [{"partition": 0}]), 18))
         assert (corrupt.error_code, corrupt.records, corrupt.high_watermark) == (
             ErrorCode.corrupt_message, b"", -1)
         assert elsewhere.error_code == ErrorCode.not_leader_or_follower
         assert (healthy.error_code, healthy.high_watermark) == (ErrorCode.none, 2)
         assert bytes(healthy.records).startswith(_leader(replicas).log.read(0, second))
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("version", [12, 18])
+def test_a_partition_named_many_times_is_read_and_answered_once(
+        replicas: ReplicaManager, version: int) -> None:
+    """Kafka keys a Fetch's partitions in a map: the first place, the last entry's fields
+    (a 28 KB request naming one partition over and over was answered with 954 MB)."""
+    async def run() -> None:
+        for _ in range(20):
+            _produce(replicas, [bytes(4096)])
+        named = [{"partition": 0, "offset": 0}] * 300 + [{"partition": 0, "offset": 19}]
+        response = await FetchHandler(replicas, LISTENER).fetch(
+            _fetch(version, named, max_bytes=1 << 30), version)
+        (part,) = _partitions(response)
+        assert _values(part.records) == [bytes(4096)]  # from offset 19, the last entry's
 
     asyncio.run(run())
 
@@ -377,3 +400,44 @@ def test_list_offsets_over_a_corrupt_batch_fails_its_partition_only(
     _flip(replicas, second)
     assert _list_offsets(replicas, 2000) == [(ErrorCode.corrupt_message, -1, -1, -1)]
     assert _list_offsets(replicas, -1) == [(ErrorCode.none, -1, 2, 3)]
+
+
+def test_a_response_is_capped_by_fetch_max_bytes(tmp_path: Path) -> None:
+    """The request's max_bytes is capped by the broker's fetch.max.bytes, except for a
+    first batch larger than both (KIP-74)."""
+    logs = LogManager([tmp_path / "logs"], LogConfig())
+    logs.startup(0)
+    capped = ReplicaManager(1, logs, {"fetch.max.bytes": "10000"})
+    capped.apply_image(_image(), 0)
+
+    async def run() -> None:
+        _produce(capped, [bytes(30_000)])
+        for _ in range(10):
+            _produce(capped, [bytes(4096)])
+        fetcher = FetchHandler(capped, LISTENER)
+        first = _partitions(await fetcher.fetch(_fetch(18, [{"partition": 0}],
+                                                       max_bytes=1 << 30), 18))[0]
+        assert _values(first.records) == [bytes(30_000)]  # whole, though over the cap
+        rest = _partitions(await fetcher.fetch(_fetch(18, [{"partition": 0, "offset": 1}],
+                                                      max_bytes=1 << 30), 18))[0]
+        assert 0 < len(rest.records) <= 10_000
+        assert _values(rest.records) == [bytes(4096)] * (len(rest.records) // 4096)
+
+    try:
+        asyncio.run(run())
+    finally:
+        capped.shutdown()
+
+
+def test_list_offsets_over_records_that_do_not_decompress_fails_their_partition_only(
+        replicas: ReplicaManager) -> None:
+    """A stored batch whose records do not decompress (its CRC intact) is
+    UNKNOWN_SERVER_ERROR for its partition (Kafka's "Failed to decompress record stream"
+    KafkaException), not a failed request."""
+    _leader(replicas).log.append(assemble_batch(
+        b"not zstd at all", base_offset=0, partition_leader_epoch=3, attributes=ZSTD,
+        last_offset_delta=0, base_timestamp=1000, max_timestamp=1000, records_count=1),
+        now_ms=1000)
+    assert _list_offsets(replicas, 1000, replica_id=-2) == [
+        (ErrorCode.unknown_server_error, -1, -1, -1)]
+    assert _list_offsets(replicas, -1, replica_id=-2) == [(ErrorCode.none, -1, 1, 3)]

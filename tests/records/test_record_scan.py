@@ -1,4 +1,5 @@
-"""The record scanner accepts exactly the records the full decoder accepts, and agrees with it.
+"""The record scanner and the streaming reader accept exactly the records the full decoder
+accepts, and agree with it.
 
 Records are built field by field so that every framing rule can be broken: lengths off by a
 few bytes, negative lengths, non-canonical (padded) and over-long varints, varints beyond 32
@@ -6,6 +7,9 @@ or 64 bits, wrong record counts, offset deltas outside the header's range, trail
 """
 
 from __future__ import annotations
+
+import io
+import itertools
 
 import pytest
 from hypothesis import example, given, settings
@@ -21,6 +25,7 @@ from pykraft.records.batch import (
     decode_records,
 )
 from pykraft.records.record_scan import RecordsScan, scan_records
+from pykraft.records.record_stream import scan_stream
 
 BASE_TIMESTAMP = 1_700_000_000_000
 BASE_OFFSET = 500
@@ -147,6 +152,17 @@ def scanned_summary(header: BatchHeader, data: bytes, start: int) -> RecordsScan
         return None
 
 
+def streamed_summary(header: BatchHeader, data: bytes, start: int) -> RecordsScan | None:
+    """The streaming reader's summary, fed pieces of 1, 7, 300 and 4096 bytes in turn
+    (varints and fields split across reads anywhere)."""
+    source = io.BytesIO(data[start:])
+    pieces = itertools.cycle((1, 7, 300, 4096))
+    try:
+        return scan_stream(header, lambda _size: source.read(next(pieces)))
+    except CorruptRecordError:
+        return None
+
+
 @settings(max_examples=200, deadline=None)
 @given(batch(faulty=False))
 def test_scan_agrees_with_the_decoder_on_valid_batches(
@@ -154,6 +170,7 @@ def test_scan_agrees_with_the_decoder_on_valid_batches(
     expected = decoded_summary(*batch)
     assert expected is not None
     assert scanned_summary(*batch) == expected
+    assert streamed_summary(*batch) == expected
 
 
 @settings(max_examples=1000, deadline=None)
@@ -170,7 +187,9 @@ def test_scan_agrees_with_the_decoder_on_valid_batches(
 @example(payload(b"\x00\x00\x00\x01" + varint(-100) + b"z" * 99 + b"\x00"))  # a value of -100
 def test_scan_refuses_exactly_what_the_decoder_refuses(
         batch: tuple[BatchHeader, bytes, int]) -> None:
-    assert scanned_summary(*batch) == decoded_summary(*batch)
+    expected = decoded_summary(*batch)
+    assert scanned_summary(*batch) == expected
+    assert streamed_summary(*batch) == expected
 
 
 def test_scan_refusals_say_where() -> None:

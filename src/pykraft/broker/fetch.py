@@ -8,7 +8,11 @@ Interface::
     # is a v12 (topics by name, v4-12) or v18 (topic ids, v13+) body to convert down
 
 Kafka's rules (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
-``DelayedFetch``): partitions are read in request order from their leader
+``DelayedFetch``): a partition named more than once is read and answered once, where it
+first appears, with its last entry's fields (Kafka keys the request's partitions in a map);
+the response holds at most the request's ``max_bytes`` capped by the broker's
+``fetch.max.bytes`` (KIP-74's first batch excepted); partitions are read in request order
+from their leader
 (:mod:`pykraft.broker.partition_reads` holds the byte budget and isolation rules), with
 ``current_leader_epoch`` fenced and the leader's id and epoch (plus its endpoint from v16)
 named on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951). The answer is immediate
@@ -161,22 +165,28 @@ class FetchHandler:
                 throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
                 session_id=i32(0), responses=())
         by_id = version >= FIRST_TOPIC_ID_VERSION
-        wanted: list[PartitionFetch[PartitionKey]] = []
-        starts: list[int] = []  # each partition's follower log start offset (v5+)
+        # Kafka's FetchRequest.fetchData: a map by topic partition, so a partition named
+        # twice is read once, where it first appears, with what it last asked
+        named: dict[tuple[str | uuid.UUID, int], tuple[PartitionFetch[PartitionKey], int]] = {}
         for topic in request.topics:
             name: str | uuid.UUID = topic.topic_id if by_id else topic.topic
             for part in topic.partitions:
-                wanted.append(PartitionFetch(
+                named[(name, int(part.partition))] = (PartitionFetch(
                     (name, int(part.partition), _field(part, "current_leader_epoch", -1)),
                     int(part.fetch_offset), int(part.partition_max_bytes),
-                    _field(part, "last_fetched_epoch", -1)))
-                starts.append(_field(part, "log_start_offset", -1))
+                    _field(part, "last_fetched_epoch", -1)),
+                    _field(part, "log_start_offset", -1))  # a follower's (v5+)
+        wanted = [fetch for fetch, _ in named.values()]
+        starts = tuple(start for _, start in named.values())
         replica_id = replica_id_of(request)
         isolation = fetch_isolation(replica_id, int(request.isolation_level))
-        follower = _Follower(replica_id, replica_epoch_of(request), tuple(starts), denied)
+        follower = _Follower(replica_id, replica_epoch_of(request), starts, denied)
+        # KafkaApis: the request's max_bytes, capped by the broker's fetch.max.bytes
+        max_bytes = min(int(request.max_bytes), self._replicas.fetch_max_bytes)
         reads, resolver = await self._read_until_ready(
-            wanted, isolation, follower, max_bytes=int(request.max_bytes),
-            min_bytes=int(request.min_bytes), max_wait_s=request.max_wait.total_seconds())
+            wanted, isolation, follower, max_bytes=max_bytes,
+            min_bytes=min(int(request.min_bytes), max_bytes),
+            max_wait_s=request.max_wait.total_seconds())
         return self._response(resp_schema, wanted, reads, resolver, isolation, by_id)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,

@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
-from pykraft.partition.batch_records import batch_records
+from pykraft.partition.batch_records import batch_record_times
+from pykraft.partition.compression import CodecError
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import BatchHeader, Record, RecordBatch
 from pykraft.storage.leader_epoch import UNDEFINED_OFFSET
 from pykraft.storage.partition_log import PartitionLog
 
@@ -182,11 +182,14 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
 def _unreadable(part: ReadablePartition, exc: Exception, failed: ReadFailed | None,
                 doing: str) -> ErrorCode:
     """Kafka's error for a partition its read failed on (``Errors.forException``), logged:
-    CORRUPT_MESSAGE for a corrupt batch, else KAFKA_STORAGE_ERROR (an I/O error told to
+    CORRUPT_MESSAGE for a corrupt batch, UNKNOWN_SERVER_ERROR for records that do not
+    decompress (Kafka's KafkaException), else KAFKA_STORAGE_ERROR (an I/O error told to
     ``failed``)."""
     log.error("Error %s on partition %s: %s", doing, part.log.directory.name, exc)
     if isinstance(exc, CorruptRecordError):
         return ErrorCode.corrupt_message
+    if isinstance(exc, CodecError):
+        return ErrorCode.unknown_server_error
     if isinstance(exc, OSError) and failed is not None:
         failed(part, exc)
     return ErrorCode.kafka_storage_error
@@ -239,7 +242,7 @@ def list_offset(part: ReadablePartition, timestamp: int, *,
         return ListedOffset(ErrorCode.none, NO_TIMESTAMP, last_fetchable, part.leader_epoch)
     try:
         found = _offset_by_timestamp(part, timestamp)
-    except (CorruptRecordError, StorageError, OSError) as exc:
+    except (CorruptRecordError, CodecError, StorageError, OSError) as exc:
         return ListedOffset(_unreadable(part, exc, failed,
                                         f"listing the offset for timestamp {timestamp}"))
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
@@ -271,15 +274,10 @@ def _offset_by_timestamp(part: ReadablePartition, timestamp: int) -> ListedOffse
         if newest < 0:
             return ListedOffset(ErrorCode.none)
         timestamp = newest  # the first record carrying the largest timestamp
-    hit = log.offset_for_timestamp(timestamp, _records_of)
+    hit = log.offset_for_timestamp(timestamp, batch_record_times)
     if hit is None:
         return ListedOffset(ErrorCode.none)
     return ListedOffset(ErrorCode.none, hit.timestamp, hit.offset, hit.leader_epoch)
-
-
-def _records_of(header: BatchHeader, data: bytes, position: int) -> list[Record]:
-    """The records of a stored batch in any codec: producers compress user partitions."""
-    return batch_records(RecordBatch(header, data, position))
 
 
 def _epoch_at(part: ReadablePartition, offset: int) -> int:

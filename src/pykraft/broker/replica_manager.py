@@ -102,6 +102,8 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__sha
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
 REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000
+FETCH_MAX_BYTES = "fetch.max.bytes"
+FETCH_MAX_BYTES_DEFAULT = 57_671_680  # 55 MiB
 COORDINATOR_APPEND_VERSION = 12  # the Produce version a coordinator's batch is validated as
 
 log = logging.getLogger(__name__)
@@ -249,6 +251,8 @@ class ReplicaManager:
         self._expiration_ms = producer_id_expiration_ms
         self.max_lag_ms = int(self._static.get(REPLICA_LAG_TIME_MAX_MS,
                                                REPLICA_LAG_TIME_MAX_MS_DEFAULT))
+        self.fetch_max_bytes = int(self._static.get(FETCH_MAX_BYTES, FETCH_MAX_BYTES_DEFAULT))
+        """The most one Fetch response carries (KIP-74's first batch excepted)."""
         self.isr_changes: IsrChangeSink | None = None
         self.lead_listeners: list[Listener] = []
         """Told of each partition this broker starts leading: a follower's fetch parked

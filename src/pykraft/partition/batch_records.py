@@ -10,13 +10,16 @@ Interface::
 
     records = batch_records(batch)          # CorruptRecordError / CodecError when invalid
     ts = record_timestamp(batch.header, record)
+    times = batch_record_times(header, data)   # (offset, timestamp) streamed: ListOffsets
     name = timestamp_type_name(batch.header)   # "CreateTime" or "LogAppendTime"
     end = complete_batches_end(data, limit)    # where a file reader stops, as Kafka's
 """
 
 from __future__ import annotations
 
-from pykraft.partition.compression import NONE, decompress
+from collections.abc import Iterator
+
+from pykraft.partition.compression import NONE, decompress, payload_reader
 from pykraft.partition.validator import CREATE_TIME, LOG_APPEND_TIME
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -28,6 +31,7 @@ from pykraft.records.batch import (
     RecordBatch,
     decode_record_payload,
 )
+from pykraft.records.record_stream import record_times
 
 # Kafka's FileLogInputStream refuses a size field below a v0 record's overhead as corrupt.
 MIN_RECORD_OVERHEAD = 14
@@ -42,6 +46,13 @@ def batch_records(batch: RecordBatch) -> list[Record]:
         return batch.records()
     payload = decompress(codec, batch.data[HEADER_SIZE:batch.header.size])
     return decode_record_payload(batch.header, payload, batch.position)
+
+
+def batch_record_times(header: BatchHeader, data: bytes) -> Iterator[tuple[int, int]]:
+    """Each record's (offset, stored timestamp) of the whole batch ``data`` in any codec,
+    decompressed and read a piece at a time: a few kilobytes may expand to gigabytes."""
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    return record_times(header, payload_reader(codec, memoryview(data)[HEADER_SIZE:]))
 
 
 def timestamp_type(header: BatchHeader) -> int:

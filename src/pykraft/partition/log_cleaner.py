@@ -19,21 +19,21 @@ Interface::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from pykraft.partition.batch_records import batch_records
-from pykraft.partition.compression import NONE, compress
+from pykraft.messages.varint import encode_varint
+from pykraft.partition.compression import Compressor, payload_reader
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_DELETE_HORIZON,
     ATTR_TIMESTAMP_TYPE,
+    HEADER_SIZE,
     BatchHeader,
-    Record,
     RecordBatch,
     assemble_batch,
-    encode_records,
     iter_batches,
 )
+from pykraft.records.record_stream import RecordFields, RecordReader
 from pykraft.storage.compaction import OffsetMap, retains_record
 
 
@@ -43,9 +43,10 @@ def add_to_offset_map(data: bytes, offset_map: OffsetMap, end_offset: int) -> No
     for batch in iter_batches(data):
         if batch.is_control:
             continue
-        for record in batch_records(batch):
-            if record.key is not None and record.offset < end_offset:
-                offset_map.put(record.key, record.offset)
+        for fields in RecordReader(batch.header, _records(batch), hash_keys=True):
+            offset = batch.header.base_offset + fields.offset_delta
+            if fields.key_digest is not None and offset < end_offset:
+                offset_map.put(fields.key_digest, offset)
 
 
 def clean_batches(data: bytes, offset_map: OffsetMap, *, now_ms: int, horizon_ms: int,
@@ -53,27 +54,61 @@ def clean_batches(data: bytes, offset_map: OffsetMap, *, now_ms: int, horizon_ms
     """``data`` (whole batches) without the records compaction removes; a batch keeping
     a tombstone without a delete horizon yet is stamped with ``horizon_ms``. An emptied
     batch that is the last of an active producer (``producer_last_offsets``: producer id
-    -> its last data offset) stays as an empty header, so its sequence survives."""
+    -> its last data offset) stays as an empty header, so its sequence survives.
+
+    Each batch is read twice as a stream, never whole: once to decide which records stay,
+    once to copy them into the rebuilt batch."""
     out: list[bytes] = []
     for batch in iter_batches(data):
         if batch.is_control:
             out.append(batch.data)
             continue
         header = batch.header
-        records = batch_records(batch)
-        kept = [record for record in records if retains_record(
-            record, offset_map, horizon_ms=header.delete_horizon_ms, now_ms=now_ms)]
-        stamp = (header.delete_horizon_ms is None
-                 and any(record.value is None for record in kept))
-        if not kept:
+        kept = _Kept(header.records_count)
+        for index, fields in enumerate(RecordReader(header, _records(batch), hash_keys=True)):
+            if retains_record(header.base_offset + fields.offset_delta, fields.key_digest,
+                              fields.value_size < 0, offset_map,
+                              horizon_ms=header.delete_horizon_ms, now_ms=now_ms):
+                kept.add(index, fields, header.base_timestamp)
+        stamp = header.delete_horizon_ms is None and kept.tombstones
+        if not kept.count:
             if (header.producer_id >= 0
                     and producer_last_offsets.get(header.producer_id) == header.last_offset):
                 out.append(_empty(header))
-        elif len(kept) == len(records) and not stamp:
+        elif kept.count == header.records_count and not stamp:
             out.append(batch.data)
         else:
             out.append(_rebuild(batch, kept, horizon_ms if stamp else None))
     return b"".join(out)
+
+
+class _Kept:
+    """Which records of a batch survive (a bit each) and what their rebuild needs."""
+
+    def __init__(self, records: int) -> None:
+        self._bits = bytearray((max(records, 0) + 7) // 8)
+        self.count = 0
+        self.tombstones = False
+        self.first_timestamp: int | None = None
+        self.max_timestamp = -1
+
+    def add(self, index: int, fields: RecordFields, base_timestamp: int) -> None:
+        self._bits[index >> 3] |= 1 << (index & 7)
+        self.count += 1
+        self.tombstones |= fields.value_size < 0
+        timestamp = base_timestamp + fields.timestamp_delta
+        if self.first_timestamp is None:
+            self.first_timestamp = timestamp
+        self.max_timestamp = max(self.max_timestamp, timestamp)
+
+    def __contains__(self, index: int) -> bool:
+        return bool(self._bits[index >> 3] & 1 << (index & 7))
+
+
+def _records(batch: RecordBatch) -> Callable[[int], bytes]:
+    """Reads the batch's records from their start, decompressing as it goes."""
+    codec = batch.header.attributes & ATTR_COMPRESSION_MASK
+    return payload_reader(codec, memoryview(batch.data)[HEADER_SIZE:])
 
 
 def _empty(header: BatchHeader) -> bytes:
@@ -87,10 +122,11 @@ def _empty(header: BatchHeader) -> bytes:
         base_sequence=header.base_sequence)
 
 
-def _rebuild(batch: RecordBatch, kept: list[Record], horizon_ms: int | None) -> bytes:
+def _rebuild(batch: RecordBatch, kept: _Kept, horizon_ms: int | None) -> bytes:
     """The kept records in one batch like the original, its last offset too (so the
     producer's last sequence stays); a new delete horizon becomes the base timestamp
-    (record timestamps stay, as deltas from it)."""
+    (record timestamps stay, as deltas from it). Records are copied one at a time
+    through the codec, their heads written anew."""
     header = batch.header
     codec = header.attributes & ATTR_COMPRESSION_MASK
     attributes = header.attributes
@@ -100,14 +136,25 @@ def _rebuild(batch: RecordBatch, kept: list[Record], horizon_ms: int | None) -> 
     elif header.delete_horizon_ms is not None:
         base_timestamp = header.base_timestamp
     else:
-        base_timestamp = kept[0].timestamp
-    body = encode_records(kept, header.base_offset, base_timestamp)
+        base_timestamp = kept.first_timestamp if kept.first_timestamp is not None else 0
+    out = Compressor(codec)
+    reader = RecordReader(header, _records(batch))
+    for index in range(header.records_count):
+        prefix = reader.prefix()
+        if index not in kept:
+            reader.rest(prefix)
+            continue
+        head = (b"\x00" + encode_varint(header.base_timestamp + prefix.timestamp_delta
+                                        - base_timestamp) + encode_varint(prefix.offset_delta))
+        out.write(encode_varint(len(head) + prefix.rest) + head)
+        reader.rest(prefix, out.write)
+    reader.finish()
     max_timestamp = (header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE
-                     else max(record.timestamp for record in kept))
+                     else kept.max_timestamp)
     return assemble_batch(
-        compress(codec, body) if codec != NONE else body,
-        base_offset=header.base_offset, partition_leader_epoch=header.partition_leader_epoch,
-        attributes=attributes, last_offset_delta=header.last_offset_delta,
-        base_timestamp=base_timestamp, max_timestamp=max_timestamp, records_count=len(kept),
+        out.finish(), base_offset=header.base_offset,
+        partition_leader_epoch=header.partition_leader_epoch, attributes=attributes,
+        last_offset_delta=header.last_offset_delta, base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp, records_count=kept.count,
         producer_id=header.producer_id, producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence)

@@ -31,12 +31,21 @@ rebuild a batch or to word a refusal (a malformed record, a key or timestamp err
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from pykraft.errors import CorruptRecordError, PyKraftError
-from pykraft.partition.compression import CODECS, NONE, ZSTD, CodecError, compress, decompress
+from pykraft.messages.varint import encode_varint
+from pykraft.partition.compression import (
+    CODECS,
+    NONE,
+    ZSTD,
+    CodecError,
+    Compressor,
+    PayloadStream,
+    payload_reader,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -51,11 +60,11 @@ from pykraft.records.batch import (
     assemble_batch,
     decode_record_payload,
     decode_records,
-    encode_records,
     restamped_batch,
     unpack_header,
 )
 from pykraft.records.record_scan import RecordsScan, scan_records
+from pykraft.records.record_stream import PIECE, RecordReader, scan_stream
 
 CREATE_TIME: Final = "CreateTime"
 LOG_APPEND_TIME: Final = "LogAppendTime"
@@ -63,6 +72,9 @@ NO_TIMESTAMP: Final = -1
 LONG_MAX: Final = (1 << 63) - 1
 PRODUCE_LATEST_VERSION: Final = 12
 MAX_MESSAGE_BYTES_DEFAULT: Final = 1048588  # 1 MiB + Kafka's record batch overhead
+#: A compressed batch's records are decompressed whole, for the fast scan, up to this size;
+#: a larger payload (a compression bomb, or a batch of huge records) is read as a stream.
+WHOLE_PAYLOAD_BYTES: Final = 8 * 1024 * 1024
 
 _LEGACY_RECORD_OVERHEAD = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the smallest size
 _HEADER_UP_TO_MAGIC = 17
@@ -173,14 +185,19 @@ def validate_produce(
     _validate_batch(header, tp)
     source = header.attributes & ATTR_COMPRESSION_MASK
     target = config.target_codec(source)
-    data = _records_bytes(batch, source)
-    scan = _scan(header, data, source)
-    if not _passes_record_checks(header, scan, now_ms, config):
-        _validate_records(header, _decode(header, data, source), now_ms, config, tp)
-    if source == target and (source == NONE or scan.sequential_offsets):
-        return _assign_in_place(batch, scan, log_end_offset, leader_epoch, now_ms, config)
-    return _rebuild(header, _decode(header, data, source), target, log_end_offset,
-                    leader_epoch, now_ms, config, tp)
+    try:
+        data = _whole_payload(batch, source)
+        scan = _scan(header, data, source) if data is not None else _stream_scan(batch, source)
+        if not _passes_record_checks(header, scan, now_ms, config):
+            _validate_records(header, _facts(batch, source, data), now_ms, config, tp)
+        if source == target and (source == NONE or scan.sequential_offsets):
+            return _assign_in_place(batch, scan, log_end_offset, leader_epoch, now_ms, config)
+        return _rebuild(header, _records_reader(batch, source, data), target, log_end_offset,
+                        leader_epoch, now_ms, config, tp)
+    except CodecError as exc:
+        # Kafka's iterator wraps the codec's IOException in a KafkaException: unknown error
+        raise ProduceValidationError(ErrorCode.unknown_server_error,
+                                     f"Failed to decompress record stream: {exc}") from None
 
 
 def _single_batch(records: bytes, api_version: int) -> RecordBatch:
@@ -245,16 +262,35 @@ def _validate_batch(header: BatchHeader, tp: str) -> None:
                        f"producerId {header.producer_id} in topic partition {tp}")
 
 
-def _records_bytes(batch: RecordBatch, source: int) -> bytes:
-    """The batch itself if uncompressed, else its records decompressed."""
+def _whole_payload(batch: RecordBatch, source: int) -> bytes | None:
+    """The batch itself if uncompressed; its records decompressed if they take at most
+    :data:`WHOLE_PAYLOAD_BYTES`; else None, and the records are read as a stream."""
     if source == NONE:
         return batch.data
+    stream = PayloadStream(source, memoryview(batch.data)[HEADER_SIZE:])
+    pieces: list[bytes] = []
+    size = 0
+    while size <= WHOLE_PAYLOAD_BYTES and (piece := stream.read(PIECE)):
+        pieces.append(piece)
+        size += len(piece)
+    return b"".join(pieces) if size <= WHOLE_PAYLOAD_BYTES else None
+
+
+def _records_reader(batch: RecordBatch, source: int, data: bytes | None
+                    ) -> Callable[[int], bytes]:
+    """Reads the batch's records (uncompressed) from their start: from ``data`` when the
+    whole payload is at hand, else decompressing again."""
+    if data is None:
+        return payload_reader(source, memoryview(batch.data)[HEADER_SIZE:])
+    return payload_reader(NONE, memoryview(data)[HEADER_SIZE if source == NONE else 0 :])
+
+
+def _stream_scan(batch: RecordBatch, source: int) -> RecordsScan:
+    """:func:`_scan` of a payload too large to hold: read record by record."""
     try:
-        return decompress(source, batch.data[HEADER_SIZE:])
-    except CodecError as exc:
-        # Kafka's iterator wraps the codec's IOException in a KafkaException: unknown error
-        raise ProduceValidationError(ErrorCode.unknown_server_error,
-                                     f"Failed to decompress record stream: {exc}") from None
+        return scan_stream(batch.header, _records_reader(batch, source, None))
+    except CorruptRecordError as exc:
+        raise _invalid(f"Found invalid record structure: {exc}") from None
 
 
 def _scan(header: BatchHeader, data: bytes, source: int) -> RecordsScan:
@@ -274,6 +310,37 @@ def _decode(header: BatchHeader, data: bytes, source: int) -> list[Record]:
         return decode_record_payload(header, data)
     except CorruptRecordError as exc:
         raise _invalid(f"Found invalid record structure: {exc}") from None
+
+
+class _RecordFacts(NamedTuple):
+    """What the per-record checks read of a record (sizes -1 for nulls)."""
+
+    offset: int
+    timestamp: int  # as Kafka reads it: a LogAppendTime batch's is its max timestamp
+    key_size: int
+    value_size: int
+
+
+def _facts(batch: RecordBatch, source: int, data: bytes | None) -> Iterator[_RecordFacts]:
+    """The records' facts: decoded from ``data`` when at hand, else streamed."""
+    header = batch.header
+    if data is not None:
+        for record in _decode(header, data, source):
+            yield _RecordFacts(record.offset, _record_timestamp(header, record.timestamp),
+                               _size(record.key), _size(record.value))
+        return
+    try:
+        for fields in RecordReader(header, _records_reader(batch, source, None)):
+            yield _RecordFacts(header.base_offset + fields.offset_delta,
+                               _record_timestamp(header, header.base_timestamp
+                                                 + fields.timestamp_delta),
+                               fields.key_size, fields.value_size)
+    except CorruptRecordError as exc:
+        raise _invalid(f"Found invalid record structure: {exc}") from None
+
+
+def _size(field: bytes | None) -> int:
+    return -1 if field is None else len(field)
 
 
 def _passes_record_checks(header: BatchHeader, scan: RecordsScan, now_ms: int,
@@ -297,14 +364,14 @@ def _passes_record_checks(header: BatchHeader, scan: RecordsScan, now_ms: int,
         for delta in (scan.min_timestamp_delta, scan.max_timestamp_delta))
 
 
-def _validate_records(header: BatchHeader, records: Sequence[Record], now_ms: int,
+def _validate_records(header: BatchHeader, records: Iterable[_RecordFacts], now_ms: int,
                       config: AppendConfig, tp: str) -> None:
     """Per-record key and timestamp checks; any error rejects the whole batch."""
     errors: list[tuple[ErrorCode, RecordError]] = []
     batch_log_append_time = bool(header.attributes & ATTR_TIMESTAMP_TYPE)
     for index, record in enumerate(records):
-        timestamp = _record_timestamp(header, record)
-        if config.compacted and record.key is None:
+        timestamp = record.timestamp
+        if config.compacted and record.key_size < 0:
             errors.append((ErrorCode.invalid_record, RecordError(
                 index, f"Compacted topic cannot accept message without key in topic partition "
                        f"{tp}.")))
@@ -357,36 +424,62 @@ def _assign_in_place(batch: RecordBatch, scan: RecordsScan, log_end_offset: int,
                    source, source, rebuilt=False)
 
 
-def _rebuild(header: BatchHeader, records: Sequence[Record], target: int, log_end_offset: int,
-             leader_epoch: int, now_ms: int, config: AppendConfig, tp: str) -> ValidatedAppend:
+def _rebuild(header: BatchHeader, read: Callable[[int], bytes], target: int,
+             log_end_offset: int, leader_epoch: int, now_ms: int, config: AppendConfig,
+             tp: str) -> ValidatedAppend:
     """Re-encode the records with fresh offset deltas and the topic's codec (Kafka's
-    ``buildRecordsAndAssignOffsets``), keeping the producer fields."""
+    ``buildRecordsAndAssignOffsets``), keeping the producer fields.
+
+    Record by record from ``read`` into a streaming compressor: each record's head is
+    written anew, its key, value and headers copied as they are read. No more than
+    ``max.message.bytes`` of output is ever held: past it the rebuild stops (the size
+    reported is then the size reached).
+    """
     log_append = config.timestamp_type == LOG_APPEND_TIME
-    stamped = [Record(log_end_offset + i, _record_timestamp(header, r), r.key, r.value,
-                      r.headers) for i, r in enumerate(records)]
-    base_timestamp = stamped[0].timestamp
-    max_timestamp = now_ms if log_append else max(r.timestamp for r in stamped)
-    body = encode_records(stamped, log_end_offset, base_timestamp)
+    reader = RecordReader(header, read)
+    out = Compressor(target)
+
+    def write(piece: bytes) -> None:
+        out.write(piece)
+        _check_rebuilt_size(HEADER_SIZE + out.size, config, tp)
+
+    base_timestamp = max_timestamp = NO_TIMESTAMP
+    for index in range(header.records_count):
+        prefix = reader.prefix()
+        timestamp = _record_timestamp(header, header.base_timestamp + prefix.timestamp_delta)
+        if index == 0:
+            base_timestamp = max_timestamp = timestamp
+        max_timestamp = max(max_timestamp, timestamp)
+        head = b"\x00" + encode_varint(timestamp - base_timestamp) + encode_varint(index)
+        out.write(encode_varint(len(head) + prefix.rest) + head)
+        reader.rest(prefix, write)
+    reader.finish()
     attributes = _with_timestamp_type(
         target | (header.attributes & ATTR_TRANSACTIONAL), log_append)
+    count = header.records_count
     data = assemble_batch(
-        compress(target, body) if target != NONE else body,
-        base_offset=log_end_offset, partition_leader_epoch=leader_epoch, attributes=attributes,
-        last_offset_delta=len(stamped) - 1, base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp, records_count=len(stamped),
+        out.finish(), base_offset=log_end_offset, partition_leader_epoch=leader_epoch,
+        attributes=attributes, last_offset_delta=count - 1, base_timestamp=base_timestamp,
+        max_timestamp=now_ms if log_append else max_timestamp, records_count=count,
         producer_id=header.producer_id, producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
     )
-    if len(data) > config.max_message_bytes:
-        raise ProduceValidationError(
-            ErrorCode.message_too_large,
-            f"Message batch size is {len(data)} bytes in append topartition {tp} which exceeds "
-            f"the maximum configured size of {config.max_message_bytes}.")
-    last_offset = log_end_offset + len(stamped) - 1
+    _check_rebuilt_size(len(data), config, tp)
+    if log_append:
+        max_timestamp = now_ms
+    last_offset = log_end_offset + count - 1
     has_max = log_append or max_timestamp != NO_TIMESTAMP
     return _result(header, data, log_end_offset, last_offset, max_timestamp,
                    last_offset if has_max else -1, now_ms if log_append else -1,
                    header.attributes & ATTR_COMPRESSION_MASK, target, rebuilt=True)
+
+
+def _check_rebuilt_size(size: int, config: AppendConfig, tp: str) -> None:
+    if size > config.max_message_bytes:
+        raise ProduceValidationError(
+            ErrorCode.message_too_large,
+            f"Message batch size is {size} bytes in append topartition {tp} which exceeds "
+            f"the maximum configured size of {config.max_message_bytes}.")
 
 
 def _result(header: BatchHeader, data: bytes, first: int, last: int, max_timestamp: int,
@@ -401,9 +494,9 @@ def _result(header: BatchHeader, data: bytes, first: int, last: int, max_timesta
     )
 
 
-def _record_timestamp(header: BatchHeader, record: Record) -> int:
+def _record_timestamp(header: BatchHeader, timestamp: int) -> int:
     """A record's timestamp as Kafka reads it: a LogAppendTime batch's is its max timestamp."""
-    return header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else record.timestamp
+    return header.max_timestamp if header.attributes & ATTR_TIMESTAMP_TYPE else timestamp
 
 
 def _with_timestamp_type(attributes: int, log_append: bool) -> int:
@@ -411,12 +504,10 @@ def _with_timestamp_type(attributes: int, log_append: bool) -> int:
     return cleared | ATTR_TIMESTAMP_TYPE if log_append else cleared
 
 
-def _describe(record: Record, timestamp: int) -> str:
+def _describe(record: _RecordFacts, timestamp: int) -> str:
     """Java's ``DefaultRecord.toString``."""
-    key = -1 if record.key is None else len(record.key)
-    value = -1 if record.value is None else len(record.value)
-    return (f"DefaultRecord(offset={record.offset}, timestamp={timestamp}, key={key} bytes, "
-            f"value={value} bytes)")
+    return (f"DefaultRecord(offset={record.offset}, timestamp={timestamp}, "
+            f"key={record.key_size} bytes, value={record.value_size} bytes)")
 
 
 def _long(value: int) -> int:

@@ -30,9 +30,9 @@ Interface::
 
     plan = plan_cleaning(segment_stats, config, now_ms=..., first_dirty_offset=...,
                          high_watermark=...)            # None: nothing to clean now
-    offset_map = OffsetMap(); offset_map.put(key, offset)  # over plan.end_offset's range
-    keep = retains_record(record, offset_map, horizon_ms=batch_header.delete_horizon_ms,
-                          now_ms=now_ms)
+    offset_map = OffsetMap(); offset_map.put(key_digest, offset)  # over plan.end_offset's range
+    keep = retains_record(offset, key_digest, value is None, offset_map,
+                          horizon_ms=batch_header.delete_horizon_ms, now_ms=now_ms)
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pykraft.records.batch import Record
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.retention import SegmentStats
 
@@ -56,8 +55,8 @@ class CleaningPlan:
 
 
 class OffsetMap:
-    """Each key's latest offset in the cleanable range (Kafka's ``SkimpyOffsetMap``, but
-    exact: keys are kept whole, not as hashes)."""
+    """Each key's latest offset in the cleanable range, keys as their MD5 digests
+    (Kafka's ``SkimpyOffsetMap``: 16 bytes a key, however long the key)."""
 
     def __init__(self) -> None:
         self._latest: dict[bytes, int] = {}
@@ -116,15 +115,16 @@ def delete_horizon(config: LogConfig, now_ms: int) -> int:
     return now_ms + config.delete_retention_ms
 
 
-def retains_record(record: Record, offset_map: OffsetMap, *, horizon_ms: int | None,
-                   now_ms: int) -> bool:
-    """Whether a data record survives cleaning (Kafka's ``shouldRetainRecord``); a
-    tombstone survives while its batch has no delete horizon yet or ``now_ms`` is before it."""
-    if record.offset > offset_map.latest_offset:
+def retains_record(offset: int, key: bytes | None, tombstone: bool, offset_map: OffsetMap, *,
+                   horizon_ms: int | None, now_ms: int) -> bool:
+    """Whether a data record (its offset, key digest, null value or not) survives cleaning
+    (Kafka's ``shouldRetainRecord``); a tombstone survives while its batch has no delete
+    horizon yet or ``now_ms`` is before it."""
+    if offset > offset_map.latest_offset:
         return True
-    if record.key is None:
+    if key is None:
         return False
-    latest = offset_map.get(record.key)
-    if latest is not None and record.offset < latest:
+    latest = offset_map.get(key)
+    if latest is not None and offset < latest:
         return False
-    return record.value is not None or horizon_ms is None or now_ms < horizon_ms
+    return not tombstone or horizon_ms is None or now_ms < horizon_ms

@@ -45,7 +45,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
-from pykraft.records.batch import complete_batches, decode_records
+from pykraft.records.batch import complete_batches
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import fsync_dir, write_all_at
@@ -67,7 +67,7 @@ from pykraft.storage.segment import (
     LOG_SUFFIX,
     TXN_INDEX_SUFFIX,
     LogSegment,
-    RecordDecoder,
+    RecordTimes,
     TimestampAndOffset,
     segment_file,
 )
@@ -551,15 +551,15 @@ class PartitionLog:
                 return found[1]
         return b""
 
-    def offset_for_timestamp(self, timestamp: int, decode: RecordDecoder = decode_records
+    def offset_for_timestamp(self, timestamp: int, times: RecordTimes | None = None
                              ) -> TimestampAndOffset | None:
         """The first record at or after ``timestamp`` from the log start (ListOffsets);
-        ``decode`` reads the records of the batch that holds it (see the segment's)."""
+        ``times`` reads the records of the batch that holds it (see the segment's)."""
         self._check_open()
         for segment in self._segments:
             if segment.largest_timestamp() >= timestamp:
                 return segment.find_offset_by_timestamp(timestamp, self.log_start_offset,
-                                                        decode)
+                                                        times)
         return None
 
     # ------------------------------------------------------------------ lifecycle

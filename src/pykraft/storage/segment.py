@@ -18,15 +18,17 @@ Not thread-safe; the owner (:class:`pykraft.storage.partition_log.PartitionLog`)
 
 from __future__ import annotations
 
+import io
 import logging
 import mmap
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from pykraft.errors import CorruptLogError, StorageError
-from pykraft.records.batch import HEADER_SIZE, BatchHeader, Record, decode_records, read_header
+from pykraft.errors import CorruptLogError, StorageError, UnsupportedCompressionError
+from pykraft.records.batch import ATTR_COMPRESSION_MASK, HEADER_SIZE, BatchHeader, read_header
+from pykraft.records.record_stream import record_times
 from pykraft.storage.batch_check import BatchProblemError, check_framing
 from pykraft.storage.fsutil import write_all_at
 from pykraft.storage.index_file import CorruptIndexError
@@ -35,8 +37,8 @@ from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex
 from pykraft.storage.time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
 
-#: decodes the records of one batch (header, its bytes, its file position)
-RecordDecoder = Callable[[BatchHeader, bytes, int], list[Record]]
+#: each record's (offset, timestamp) of one batch (header, the whole batch's bytes)
+RecordTimes = Callable[[BatchHeader, bytes], Iterable[tuple[int, int]]]
 
 LOG_SUFFIX = ".log"
 TXN_INDEX_SUFFIX = ".txnindex"
@@ -74,6 +76,14 @@ class TimestampAndOffset(NamedTuple):
     timestamp: int
     offset: int
     leader_epoch: int
+
+
+def uncompressed_record_times(header: BatchHeader, data: bytes) -> Iterator[tuple[int, int]]:
+    """The records' (offset, timestamp) of an uncompressed batch, streamed from ``data``."""
+    if header.attributes & ATTR_COMPRESSION_MASK:
+        raise UnsupportedCompressionError(
+            f"batch at offset {header.base_offset} is compressed with {header.compression}")
+    return record_times(header, io.BytesIO(memoryview(data)[HEADER_SIZE:]).read)
 
 
 class LogSegment:
@@ -191,14 +201,15 @@ class LogSegment:
         return self._rolling_timestamp
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int,
-                                 decode: RecordDecoder = decode_records
+                                 times: RecordTimes | None = None
                                  ) -> TimestampAndOffset | None:
-        """The first record with timestamp >= ``timestamp`` and offset >= ``starting_offset``.
+        """The first record with timestamp >= ``timestamp`` and offset >= ``starting_offset``
+        (Kafka's ``LogSegment.findOffsetByTimestamp``).
 
-        Only the batch whose max timestamp reaches the target is decoded, by ``decode``: the
-        default raises :class:`~pykraft.errors.UnsupportedCompressionError` on a compressed
-        batch, so a user partition's reader passes one that decompresses (``partition/``,
-        above this layer).
+        Batches are skipped by their headers' max timestamps, from the time index's entry
+        on; only the one batch reaching the target is read, by ``times``: the default reads
+        uncompressed batches only, so a user partition's reader passes one that
+        decompresses (``partition/``, above this layer).
         """
         indexed = self.time_index.lookup(timestamp)
         start = self.offset_index.lookup(max(indexed.offset, starting_offset)).position
@@ -207,10 +218,9 @@ class LogSegment:
             if header.max_timestamp < timestamp or header.last_offset < starting_offset:
                 continue
             data = self.read_bytes(found.position, header.size)
-            for record in decode(header, data, found.position):
-                if record.timestamp >= timestamp and record.offset >= starting_offset:
-                    return TimestampAndOffset(record.timestamp, record.offset,
-                                              header.partition_leader_epoch)
+            for offset, at in (times or uncompressed_record_times)(header, data):
+                if at >= timestamp and offset >= starting_offset:
+                    return TimestampAndOffset(at, offset, header.partition_leader_epoch)
         return None
 
     # ------------------------------------------------------------------ writing

@@ -1,0 +1,133 @@
+"""Resource abuse against a real broker process: compression bombs of every codec, a valid
+record expanding to 1 GiB and ListOffsets by timestamp over it, and a Fetch naming one
+partition hundreds of times. The broker's peak RSS (``VmHWM``, reset through
+``clear_refs`` before each step) must stay bounded, and the broker unfenced.
+
+Before the fix, a 32 KB zstd batch peaked a broker at 2.16 GB, ListOffsets over the 1 GiB
+record re-expanded it each time and a 28 KB Fetch was answered with 954 MB.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import uuid
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from broker_harness import (
+    broker_call,
+    create_topic,
+    fenced_brokers,
+    one_broker_cluster,
+    partition_state,
+    wait_for,
+)
+from kio.schema.fetch.v18 import request as fetch
+from kio.schema.list_offsets.v9 import request as list_offsets
+from kio.schema.produce.v13 import request as produce
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
+
+from compression_bombs import NOW, MiB, batch, bomb, huge_record
+from pykraft.partition.compression import GZIP, LZ4, SNAPPY, ZSTD
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import encode_batch
+from pykraft.tools.local_cluster import LocalCluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+TOPIC = "abuse"
+GROWTH = 256 * MiB  # the most any one step may add to the broker's resident memory
+#: NUL bytes per codec within max.message.bytes (1 MiB) compressed: each codec's ratio
+EXPANSION = {GZIP: 512 * MiB, SNAPPY: 16 * MiB, LZ4: 128 * MiB, ZSTD: 1024 * MiB}
+DUPLICATES = 850  # a Fetch naming partition 0 this many times (28 KB at v12, 48 KB at v18)
+T = TypeVar("T")
+
+
+def _rss_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} for pid {pid}")
+
+
+def _measured(pid: int, step: str, growth: dict[str, int], action: Callable[[], T]) -> T:
+    """``action()``, noting in ``growth`` how far the broker's peak RSS rose above its RSS
+    while it ran."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+    before = _rss_kib(pid, "VmRSS")
+    result = action()
+    growth[step] = (_rss_kib(pid, "VmHWM") - before) * 1024
+    print(f"{step}: peak RSS +{growth[step] / MiB:.1f} MiB")  # the closing note's figures
+    return result
+
+
+def _produce(cluster: LocalCluster, broker: int, topic_id: uuid.UUID, records: bytes) -> int:
+    answer = broker_call(cluster, broker, produce.ProduceRequest(
+        transactional_id=None, acks=i16(1),
+        timeout=i32Timedelta.parse(datetime.timedelta(seconds=9)),
+        topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
+            produce.PartitionProduceData(index=i32(0), records=Records(records)),)),)))
+    return int(answer.responses[0].partition_responses[0].error_code)
+
+
+def _offset_at(cluster: LocalCluster, broker: int, timestamp: int) -> int:
+    answer = broker_call(cluster, broker, list_offsets.ListOffsetsRequest(
+        replica_id=BrokerId(-1), isolation_level=i8(0), topics=(list_offsets.ListOffsetsTopic(
+            name=TopicName(TOPIC), partitions=(list_offsets.ListOffsetsPartition(
+                partition_index=i32(0), current_leader_epoch=i32(-1),
+                timestamp=i64(timestamp)),)),)))
+    return int(answer.topics[0].partitions[0].offset)
+
+
+def _fetch_duplicates(cluster: LocalCluster, broker: int, topic_id: uuid.UUID) -> list[int]:
+    """The record bytes of each partition answered to one Fetch naming partition 0
+    :data:`DUPLICATES` times, each up to 1 MiB, and no overall limit (2 GiB)."""
+    part = fetch.FetchPartition(partition=i32(0), current_leader_epoch=i32(-1),
+                                fetch_offset=i64(0), last_fetched_epoch=i32(-1),
+                                log_start_offset=i64(-1), partition_max_bytes=i32(MiB))
+    answer = broker_call(cluster, broker, fetch.FetchRequest(
+        cluster_id=None, replica_state=fetch.ReplicaState(replica_id=BrokerId(-1)),
+        max_wait=i32Timedelta.parse(datetime.timedelta(0)), min_bytes=i32(1),
+        max_bytes=i32((1 << 31) - 1), isolation_level=i8(0), session_id=i32(0),
+        session_epoch=i32(-1), topics=(fetch.FetchTopic(topic_id=topic_id,
+                                                        partitions=(part,) * DUPLICATES),),
+        forgotten_topics_data=(), rack_id=""))
+    return [len(p.records or b"") for t in answer.responses for p in t.partitions]
+
+
+def test_bombs_and_amplified_fetches_leave_the_broker_bounded(tmp_path: Path) -> None:
+    with one_broker_cluster(tmp_path) as cluster:
+        (broker,) = cluster.brokers
+        pid = cluster.pids[broker]
+        create_topic(cluster.nodes[broker].address, TOPIC, 1)
+        topic_id = wait_for(f"{TOPIC} led", lambda: partition_state(cluster, broker, TOPIC)
+                            ).topic_id
+        growth: dict[str, int] = {}
+        for codec, zeros in EXPANSION.items():
+            records = batch(codec, bomb(codec, b"", zeros))
+            step = f"bomb of codec {codec} ({len(records) // 1024} KiB)"
+            assert _measured(pid, step, growth, partial(
+                _produce, cluster, broker, topic_id, records)) == ErrorCode.invalid_record
+
+        head, tail = huge_record(1024 * MiB)
+        valid = batch(ZSTD, bomb(ZSTD, head, 1024 * MiB, tail), timestamp=NOW)
+        assert _measured(pid, "1 GiB record produced", growth, partial(
+            _produce, cluster, broker, topic_id, valid)) == ErrorCode.none
+        assert _measured(pid, "ListOffsets by timestamp", growth, partial(
+            _offset_at, cluster, broker, NOW)) == 0
+
+        for _ in range(16):  # about 1 MiB to read after the bomb
+            assert _produce(cluster, broker, topic_id, encode_batch(
+                0, [(None, os.urandom(64 * 1024))], partition_leader_epoch=-1,
+                timestamp=NOW)) == ErrorCode.none
+        answered = _measured(pid, "duplicate-partition Fetch", growth, partial(
+            _fetch_duplicates, cluster, broker, topic_id))
+        assert len(answered) == 1 and 0 < answered[0] <= 2 * MiB
+
+        assert fenced_brokers(cluster, broker) == {broker: False}
+        assert {step: size for step, size in growth.items() if size > GROWTH} == {}

@@ -34,7 +34,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kio.schema.produce.v12 import request as req
 from kio.schema.produce.v12 import response as res
@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 _FIRST_STORAGE_ERROR_VERSION = 4  # older clients get NOT_LEADER_OR_FOLLOWER instead
 FIRST_TOPIC_ID_VERSION = 13  # KIP-516: topics by id (Kafka 4.1)
 _NIL_UUID = uuid.UUID(int=0)  # a v13 topic without an id (Kafka's Uuid.ZERO_UUID)
+_EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
 @dataclass(slots=True)
@@ -255,13 +256,22 @@ def _settle(outcome: _Outcome) -> bool:
     return True
 
 
+def append_time(log_append_time_ms: int) -> TZAware | None:
+    """The response's ``log_append_time`` for a time in ms (None, sent as -1: CreateTime).
+    Built without ``TZAware.parse``: kio's predicate accepts only whole seconds, so a
+    LogAppendTime topic's answer failed after its records were appended, and the producer
+    retried records the log already held."""
+    if log_append_time_ms < 0:
+        return None
+    return cast(TZAware, _EPOCH + datetime.timedelta(milliseconds=log_append_time_ms))
+
+
 def _partition_response(outcome: _Outcome) -> res.PartitionProduceResponse:
-    append_time = (None if outcome.log_append_time_ms < 0 else TZAware.parse(
-        datetime.datetime.fromtimestamp(outcome.log_append_time_ms / 1000, datetime.UTC)))
     leader = outcome.leader or (-1, -1)
     return res.PartitionProduceResponse(
         index=i32(outcome.index), error_code=outcome.error,
-        base_offset=i64(outcome.base_offset), log_append_time=append_time,
+        base_offset=i64(outcome.base_offset),
+        log_append_time=append_time(outcome.log_append_time_ms),
         log_start_offset=i64(outcome.log_start_offset), record_errors=outcome.record_errors,
         error_message=outcome.message,
         current_leader=res.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),

@@ -107,6 +107,14 @@ def authorized_metadata(response: Any, request: Any, version: int, access: Acces
     return dataclasses.replace(response, topics=tuple(topics))
 
 
+def creatable_topics(names: list[str], access: Access) -> frozenset[str]:
+    """Those of ``names`` the session may have auto-created: CREATE on the cluster or on
+    the topic (KafkaApis' Metadata check; the others get TOPIC_AUTHORIZATION_FAILED)."""
+    if access.allows(_O.CREATE, _R.CLUSTER):
+        return frozenset(names)
+    return access.allowed(_O.CREATE, _R.TOPIC, names)
+
+
 async def authorized_group_answer(api_key: int, request: Any, access: Access,
                                   handle: GroupHandler) -> Any:
     """A group API's latest-version answer to its latest-version ``request`` once its

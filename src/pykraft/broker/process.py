@@ -33,6 +33,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from pykraft.broker.alter_partition import AlterPartitionManager
+from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
@@ -98,6 +99,8 @@ class BrokerRuntime:
         static = settings.controller.properties
         self._static = static
         server = ServerConfig(static)
+        self._auto_create = bool(server.get("auto.create.topics.enable"))
+        self._auto_topics: AutoTopicCreator | None = None
         self.logs = LogManager(server.log_dirs, topic_settings({}, static).log,
                                failures=LogDirFailures(server.log_dirs, server.metadata_log_dir))
         self.replicas = ReplicaManager(
@@ -138,6 +141,10 @@ class BrokerRuntime:
             settings.quorum.request_timeout_ms, tls=settings.controller_tls,
             sasl=settings.controller_sasl)
         self.replicas.clock_ms = node.now_ms
+        if self._auto_create:  # one for every listener: topics in flight are per broker
+            self._auto_topics = AutoTopicCreator(
+                self._channel, num_partitions=settings.controller.default_num_partitions,
+                replication_factor=settings.controller.default_replication_factor)
         self._alter_partition = AlterPartitionManager(
             self._channel, self.replicas, broker_id=settings.node_id,
             broker_epoch=self._broker_epoch)
@@ -192,7 +199,8 @@ class BrokerRuntime:
         return BrokerDispatcher(node, self.metadata, self._channel,
                                 cluster_id=self._settings.cluster_id, listener_name=spec.name,
                                 produce=ProduceHandler(self.replicas, node.now_ms, spec.name),
-                                replicas=self.replicas, groups=(self.groups, finder))
+                                replicas=self.replicas, groups=(self.groups, finder),
+                                auto_topics=self._auto_topics)
 
     def _now_ms(self) -> int:
         assert self._clock is not None, "bind() first"
@@ -262,6 +270,8 @@ class BrokerRuntime:
             await self.groups.close()  # parked group requests answered NOT_COORDINATOR
         for finder in self._finders:
             await finder.close()
+        if self._auto_topics is not None:
+            await self._auto_topics.close()
         await self.fetchers.stop()
         if self._channel is not None:
             self._channel.close()

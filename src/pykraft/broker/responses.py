@@ -20,7 +20,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.broker.replica_manager import INTERNAL_TOPICS
-from pykraft.controller.replication import topic_name_problem
+from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage

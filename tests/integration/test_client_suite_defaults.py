@@ -2,7 +2,8 @@
 Kafka's defaults, on a real controller and two brokers: topics created on demand by
 Metadata with the brokers' ``num.partitions`` and ``default.replication.factor``, the same
 defaults for a CreateTopics that leaves them to the cluster (-1), an illegal name refused
-as invalid rather than unknown, and a producer writing to a topic nobody created."""
+as invalid rather than unknown, a producer writing to a topic nobody created, and a
+commit for a topic that does not exist refused."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
@@ -117,3 +118,18 @@ def test_a_producer_writes_to_a_topic_nobody_created(cluster: LocalCluster) -> N
     assert producer.flush(45) == 0
     assert Counter(delivered) == Counter((None, index % SHAPE[0]) for index in range(10))
     assert shape_once_led(cluster, "produced") == SHAPE
+
+
+def test_committing_an_offset_of_a_topic_that_does_not_exist_fails(
+        cluster: LocalCluster) -> None:
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "g",
+                         "enable.auto.commit": False})
+    try:
+        with pytest.raises(KafkaException) as refused:
+            consumer.commit(offsets=[TopicPartition("never-created", 0, 5)],
+                            asynchronous=False)
+        assert refused.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        (stored,) = consumer.committed([TopicPartition("never-created", 0)], timeout=30)
+        assert stored.offset < 0
+    finally:
+        consumer.close()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
@@ -52,6 +52,7 @@ from pykraft.broker.group_versions import (
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.broker.offset_commit_topics import existing_partitions_only
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.replica_manager import ReplicaManager
@@ -258,9 +259,13 @@ class BrokerDispatcher(Dispatcher):
             response = authorized_coordinators(
                 latest, finder.find(latest, self._metadata.image), access)
         else:
-            response = await authorized_group_answer(api_key, latest, access, lambda body: (
-                service.handle(api_key, version, body, client_id=request.header.client_id or "",
-                               client_host="/" + session.client_host)))
+            def serve(body: Any) -> Awaitable[Any]:
+                return service.handle(api_key, version, body,
+                                      client_id=request.header.client_id or "",
+                                      client_host="/" + session.client_host)
+            handle = (existing_partitions_only(self._metadata.image, serve)
+                      if api_key == ApiKey.OFFSET_COMMIT else serve)
+            response = await authorized_group_answer(api_key, latest, access, handle)
         return self._encode(request, to_version(api_key, version, response, latest))
 
     def _failed(self, request: RequestFrame) -> bytes:

@@ -2,8 +2,9 @@
 Kafka's defaults, on a real controller and two brokers: topics created on demand by
 Metadata with the brokers' ``num.partitions`` and ``default.replication.factor``, the same
 defaults for a CreateTopics that leaves them to the cluster (-1), an illegal name refused
-as invalid rather than unknown, a producer writing to a topic nobody created, and a
-commit for a topic that does not exist refused."""
+as invalid rather than unknown, a producer writing to a topic nobody created, a commit for
+a topic that does not exist refused, and a compacted topic cleaned every
+``log.cleaner.backoff.ms`` rather than on the retention task's 5 minutes."""
 
 from __future__ import annotations
 
@@ -21,17 +22,20 @@ from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
+from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT
 from pykraft.errors import PyKraftError
 from pykraft.protocol.errors import ErrorCode
+from pykraft.storage.offset_checkpoints import TopicPartition as Partition
+from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 from pykraft.tools.local_cluster import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
-from broker_harness import broker_call, running_cluster
+from broker_harness import broker_call, create_topic, running_cluster
 from process_harness import wait_for
 
 PROPERTIES = {"pykraft.shutdown.timeout.ms": "3000", "num.partitions": "3",
-              "default.replication.factor": "2"}
+              "default.replication.factor": "2", "log.cleaner.backoff.ms": "200"}
 SHAPE = (3, 2)  # partitions, replicas of each
 
 
@@ -133,3 +137,30 @@ def test_committing_an_offset_of_a_topic_that_does_not_exist_fails(
         assert stored.offset < 0
     finally:
         consumer.close()
+
+
+def test_a_compacted_topic_is_cleaned_within_the_cleaner_backoff(cluster: LocalCluster) -> None:
+    create_topic(cluster.bootstrap_servers, "compacted", 1, 2, {
+        "cleanup.policy": "compact", "segment.bytes": "200"})
+    shape_once_led(cluster, "compacted")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
+    for index in range(20):  # one batch each: about two per 200-byte segment
+        producer.produce("compacted", key=b"k%d" % (index % 2), value=b"v%d" % index)
+        assert producer.flush(30) == 0
+    checkpoint = cluster.nodes[cluster.brokers[0]].data / CLEANER_OFFSET_CHECKPOINT
+    cleaned_to = wait_for("the cleaner's checkpoint", lambda: read_offset_checkpoint(
+        checkpoint).get(Partition("compacted", 0)) if checkpoint.exists() else None, 30)
+    assert 0 < cleaned_to < 20
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "c",
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition("compacted", 0, 0)])
+        read: list[tuple[int, bytes | None]] = []
+        while not read or read[-1][0] < 19:
+            message = consumer.poll(30)
+            assert message is not None and message.error() is None
+            read.append((message.offset() or 0, message.value()))
+    finally:
+        consumer.close()
+    assert len(read) < 20  # older values of the two keys are gone below cleaned_to
+    assert read[-2:] == [(18, b"v18"), (19, b"v19")]

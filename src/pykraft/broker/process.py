@@ -20,8 +20,10 @@ shard for each ``__consumer_offsets`` partition this broker leads.
 A log directory that fails (a full disk) halts the broker, as Kafka's does when it cannot
 report the directory to the controller (:mod:`pykraft.broker.log_dir_failure`).
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
-checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``) and apply
-retention (``log.retention.check.interval.ms``); a graceful stop writes producer snapshots,
+checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``), apply
+retention (``log.retention.check.interval.ms``) and, as Kafka's log cleaner, compact the
+compacted topics that call for it (every ``log.cleaner.backoff.ms``, unless
+``log.cleaner.enable=false``); a graceful stop writes producer snapshots,
 checkpoints and the clean-shutdown marker.
 """
 
@@ -75,6 +77,7 @@ PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
     "replica.high.watermark.checkpoint.interval.ms": 5_000,
     "log.retention.check.interval.ms": 300_000,
+    "log.cleaner.backoff.ms": 15_000,
 }
 
 
@@ -225,12 +228,20 @@ class BrokerRuntime:
                 lambda _now: self.replicas.checkpoint_high_watermarks(),
             "log.retention.check.interval.ms": self.replicas.run_retention,
         }
+        if self._cleaner_enabled():
+            periodic["log.cleaner.backoff.ms"] = self.replicas.run_cleaner
         for key, action in periodic.items():
             interval = _int_property(self._static, key, PERIODIC_DEFAULTS_MS[key])
             self._tasks.append(loop.create_task(self._every(interval, action)))
         self._tasks.append(loop.create_task(self._alter_partition.run()))
         self._tasks.append(loop.create_task(self._every(  # Kafka's isr-expiration task
             self.replicas.max_lag_ms // 2, self.replicas.shrink_isrs)))
+
+    def _cleaner_enabled(self) -> bool:
+        """Kafka starts no cleaner thread with ``log.cleaner.enable=false`` or
+        ``log.cleaner.threads=0``: compacted topics then grow unbounded."""
+        enabled = self._static.get("log.cleaner.enable", "true").strip().lower() == "true"
+        return enabled and _int_property(self._static, "log.cleaner.threads", 1) > 0
 
     async def _every(self, interval_ms: int, action: Callable[[int], object]) -> None:
         """Run ``action(now_ms)`` every ``interval_ms``; a failure is logged, not fatal."""

@@ -143,6 +143,16 @@ def test_request_level_refusals(replicas: ReplicaManager) -> None:
     assert replicas.partition_for("t", 0).log_end_offset == 0
 
 
+def test_a_transactional_produce_says_transactions_are_unsupported(
+        replicas: ReplicaManager) -> None:
+    response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
+        request({0: client_batch([b"a"])}, transactional_id="tx"), api_version=12))
+    assert response is not None
+    (part,) = response.responses[0].partition_responses
+    assert part.error_code == ErrorCode.transactional_id_authorization_failed
+    assert "Transactions are not supported" in (part.error_message or "")
+
+
 def test_a_null_key_on_a_compacted_topic_gets_record_errors(replicas: ReplicaManager) -> None:
     response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
         request({0: client_batch([b"a", b"b"], key=None)}, name="compacted"), api_version=12))

@@ -43,6 +43,7 @@ from kio.schema.produce.v13 import response as res_by_id
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import TZAware, i32, i64
 
+from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.broker.replica_state import acks_all_outcome
 from pykraft.broker.responses import NO_THROTTLE
@@ -130,6 +131,7 @@ class ProduceHandler:
         outcome = _Outcome(int(part.index))
         if transactional:
             outcome.error = ErrorCode.transactional_id_authorization_failed
+            outcome.message = TRANSACTIONS_UNSUPPORTED
             return outcome
         if self._replicas.registration(topic, outcome.index) is None:
             outcome.error = ErrorCode.unknown_topic_or_partition

@@ -269,9 +269,16 @@ class BrokerDispatcher(Dispatcher):
         return self._encode(request, to_version(api_key, version, response, latest))
 
     def _failed(self, request: RequestFrame) -> bytes:
-        """A group API's UNKNOWN_SERVER_ERROR names every group or partition it asked
-        about, in the caller's version's shape (the others: the listener's rule)."""
+        """A group API's or Produce's UNKNOWN_SERVER_ERROR names every group or partition
+        it asked about, in the caller's version's shape (a failed acks=0 Produce closes the
+        connection; the others: the listener's rule)."""
         api_key, version = request.api_key, request.api_version
+        if api_key == ApiKey.PRODUCE and self._produce is not None:
+            refused = self._produce.refused(request.body, api_version=version,
+                                            code=ErrorCode.unknown_server_error)
+            if refused is None:
+                raise CloseConnection("acks=0 produce failed")
+            return self._encode(request, refused)
         if api_key not in GROUP_APIS:
             return super()._failed(request)
         latest = to_latest(api_key, version, request.body)

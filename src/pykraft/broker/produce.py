@@ -96,7 +96,7 @@ class ProduceHandler:
         """The answer (None for acks=0); TOPIC_AUTHORIZATION_FAILED for ``denied`` topics
         (names, or ids from v13)."""
         by_id = api_version >= FIRST_TOPIC_ID_VERSION
-        body: Any = convert(request, req_by_id.ProduceRequest if by_id else req.ProduceRequest)
+        body = _latest(request, by_id)
         acks = int(body.acks)
         transactional = body.transactional_id is not None
         topics: list[tuple[str | uuid.UUID, list[_Outcome]]] = []
@@ -120,6 +120,19 @@ class ProduceHandler:
             await self._await_replication([o for _, outs in topics for o in outs],
                                           body.timeout.total_seconds())
         return self._response(topics, by_id)
+
+    def refused(self, request: Any, *, api_version: int, code: ErrorCode) -> Any:
+        """Kafka's ``ProduceRequest.getErrorResponse``, for a request whose handling failed:
+        every partition answered with ``code``, so the client settles each one (an answer
+        naming none settles none); None for acks=0, which Kafka answers by closing."""
+        by_id = api_version >= FIRST_TOPIC_ID_VERSION
+        body = _latest(request, by_id)
+        if int(body.acks) == 0:
+            return None
+        return self._response([(
+            (topic.topic_id or _NIL_UUID) if by_id else str(topic.name),
+            [_Outcome(int(part.index), code) for part in topic.partition_data])
+            for topic in body.topic_data], by_id)
 
     def _name_of(self, topic_id: uuid.UUID | None) -> str | None:
         """The image's name for a v13+ topic id (None: unknown, UNKNOWN_TOPIC_ID)."""
@@ -228,6 +241,8 @@ class ProduceHandler:
             for topic, (key, _) in zip(by_id_body.responses, topics, strict=True)))
 
     def _endpoints(self, leaders: list[int]) -> list[res.NodeEndpoint]:
+        if not leaders:
+            return []
         brokers = self._replicas.image.cluster.brokers
         found = []
         for leader in leaders:
@@ -239,6 +254,11 @@ class ProduceHandler:
                 found.append(res.NodeEndpoint(node_id=BrokerId(leader), host=endpoint.host,
                                               port=i32(endpoint.port), rack=broker.rack))
         return found
+
+
+def _latest(request: Any, by_id: bool) -> Any:
+    """The request as v13 (topics by id) when ``by_id``, else as v12 (by name)."""
+    return convert(request, req_by_id.ProduceRequest if by_id else req.ProduceRequest)
 
 
 def _settle(outcome: _Outcome) -> bool:

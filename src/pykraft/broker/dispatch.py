@@ -239,12 +239,12 @@ class BrokerDispatcher(Dispatcher):
         if not missing:
             return answer
         creatable = creatable_topics(missing, access)
-        codes = self._auto_topics.create(name for name in missing if name in creatable)
-        refused = {name: ErrorCode.topic_authorization_failed
-                   for name in missing if name not in creatable}
+        codes = {**self._auto_topics.create(name for name in missing if name in creatable),
+                 **{name: ErrorCode.topic_authorization_failed
+                    for name in missing if name not in creatable}}
         return dataclasses.replace(answer, topics=tuple(
-            dataclasses.replace(t, error_code={**codes, **refused}[str(t.name)])
-            if t.name is not None and str(t.name) in missing else t for t in answer.topics))
+            dataclasses.replace(t, error_code=codes[str(t.name)])
+            if t.name is not None and str(t.name) in codes else t for t in answer.topics))
 
     async def _group_answer(self, request: RequestFrame, session: Session,
                             access: Access) -> bytes:

@@ -11,6 +11,7 @@ import pytest
 from replica_fixtures import client_batch, topic, with_records
 
 from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
+from pykraft.broker.process import cleaner_enabled
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.image.image import MetadataImage
@@ -96,3 +97,11 @@ def test_compaction_settings_follow_topic_then_broker_keys() -> None:
     plain = topic_settings({}, {}).log
     assert (plain.compact, plain.delete, plain.delete_retention_ms,
             plain.min_cleanable_dirty_ratio) == (False, True, 86_400_000, 0.5)
+
+
+@pytest.mark.parametrize(("properties", "enabled"), [
+    ({}, True), ({"log.cleaner.enable": "false"}, False), ({"log.cleaner.threads": "0"}, False),
+    ({"log.cleaner.enable": "TRUE", "log.cleaner.threads": "2"}, True)])
+def test_the_cleaner_runs_unless_kafka_would_start_none(properties: dict[str, str],
+                                                        enabled: bool) -> None:
+    assert cleaner_enabled(properties) is enabled

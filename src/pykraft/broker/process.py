@@ -85,6 +85,13 @@ def _int_property(static: Mapping[str, str], key: str, default: int) -> int:
     return int(static.get(key, default))
 
 
+def cleaner_enabled(static: Mapping[str, str]) -> bool:
+    """Kafka starts no log cleaner with ``log.cleaner.enable=false`` or
+    ``log.cleaner.threads=0``: compacted topics then grow unbounded."""
+    enabled = static.get("log.cleaner.enable", "true").strip().lower() == "true"
+    return enabled and _int_property(static, "log.cleaner.threads", 1) > 0
+
+
 class BrokerRuntime:
     """Create before the node (its :attr:`metadata` is a raft listener), then :meth:`bind`."""
 
@@ -228,7 +235,7 @@ class BrokerRuntime:
                 lambda _now: self.replicas.checkpoint_high_watermarks(),
             "log.retention.check.interval.ms": self.replicas.run_retention,
         }
-        if self._cleaner_enabled():
+        if cleaner_enabled(self._static):
             periodic["log.cleaner.backoff.ms"] = self.replicas.run_cleaner
         for key, action in periodic.items():
             interval = _int_property(self._static, key, PERIODIC_DEFAULTS_MS[key])
@@ -236,12 +243,6 @@ class BrokerRuntime:
         self._tasks.append(loop.create_task(self._alter_partition.run()))
         self._tasks.append(loop.create_task(self._every(  # Kafka's isr-expiration task
             self.replicas.max_lag_ms // 2, self.replicas.shrink_isrs)))
-
-    def _cleaner_enabled(self) -> bool:
-        """Kafka starts no cleaner thread with ``log.cleaner.enable=false`` or
-        ``log.cleaner.threads=0``: compacted topics then grow unbounded."""
-        enabled = self._static.get("log.cleaner.enable", "true").strip().lower() == "true"
-        return enabled and _int_property(self._static, "log.cleaner.threads", 1) > 0
 
     async def _every(self, interval_ms: int, action: Callable[[int], object]) -> None:
         """Run ``action(now_ms)`` every ``interval_ms``; a failure is logged, not fatal."""

@@ -115,3 +115,4 @@ def test_a_transactional_producer_fails_fast_for_want_of_a_transaction_coordinat
     error = raised.value.args[0]
     assert (error.code(), error.fatal()) == (
         confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, True)
+    assert "Transactions are not supported" in error.str()  # not an ACL problem

@@ -32,6 +32,7 @@ from replica_fixtures import (
     with_records,
 )
 
+from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.produce import ProduceHandler
@@ -82,7 +83,9 @@ def image() -> MetadataImage:
         *topic("open", uuid.UUID(int=3), (1,)),
         acl(T.TOPIC, "t", Op.WRITE), acl(T.TOPIC, "t", Op.READ),
         acl(T.TOPIC, "secret", Op.READ, "User:bob"),
-        acl(T.GROUP, "g", Op.READ), acl(T.GROUP, "g", Op.DESCRIBE))
+        acl(T.GROUP, "g", Op.READ), acl(T.GROUP, "g", Op.DESCRIBE),
+        acl(T.TOPIC, "made", Op.DESCRIBE), acl(T.TOPIC, "made", Op.CREATE),
+        acl(T.TOPIC, "not-made", Op.DESCRIBE))
     return built
 
 
@@ -130,7 +133,8 @@ class Broker:
     service: Service
 
 
-def make_broker(tmp_path: Path, properties: dict[str, str]) -> Broker:
+def make_broker(tmp_path: Path, properties: dict[str, str],
+                auto_topics: AutoTopicCreator | None = None) -> Broker:
     metadata = image()
     replicas = replicas_of(tmp_path, 1, metadata)
     node = SimpleNamespace(settings=SimpleNamespace(
@@ -141,7 +145,7 @@ def make_broker(tmp_path: Path, properties: dict[str, str]) -> Broker:
         cluster_id="cid", listener_name="PLAINTEXT",
         produce=ProduceHandler(replicas, lambda: 1_000, "PLAINTEXT"), replicas=replicas,
         groups=(service, CoordinatorFinder(OffsetsTopicConfig(), channel,  # type: ignore[arg-type]
-                                           "PLAINTEXT")))
+                                           "PLAINTEXT")), auto_topics=auto_topics)
     return Broker(dispatcher, channel, service)
 
 
@@ -164,10 +168,10 @@ def produced(answer: Any) -> dict[str, ErrorCode]:
     return {str(t.name): p.error_code for t in answer.responses for p in t.partition_responses}
 
 
-def metadata(*names: str, operations: bool = False) -> MetadataRequest:
+def metadata(*names: str, operations: bool = False, create: bool = False) -> MetadataRequest:
     return MetadataRequest(
         topics=tuple(MetadataRequestTopic(topic_id=None, name=TopicName(n)) for n in names)
-        if names else None, allow_auto_topic_creation=False,
+        if names else None, allow_auto_topic_creation=create,
         include_topic_authorized_operations=operations)
 
 
@@ -191,6 +195,19 @@ def test_metadata_hides_or_refuses_what_may_not_be_described(tmp_path: Path) -> 
         ("missing", TOPIC_REFUSED, None)]  # the zero uuid: no id disclosed
     assert [t.name for t in ask(secured, metadata(), 12, ADMIN).topics] == [
         "open", "secret", "t"]
+
+
+def test_auto_creation_needs_create_on_the_topic_or_cluster(tmp_path: Path) -> None:
+    """KafkaApis: a missing topic the session may describe but not create is refused."""
+    creator = AutoTopicCreator(NoController(), num_partitions=1, replication_factor=1)
+    secured = make_broker(tmp_path, SECURED, creator).dispatcher
+    named = ask(secured, metadata("made", "not-made", "t", create=True), 12, ALICE)
+    assert [(t.name, t.error_code) for t in named.topics] == [
+        ("made", ErrorCode.unknown_topic_or_partition), ("not-made", TOPIC_REFUSED),
+        ("t", ErrorCode.none)]
+    by_admin = ask(secured, metadata("not-made", create=True), 12, ADMIN)
+    assert [(t.name, t.error_code) for t in by_admin.topics] == [
+        ("not-made", ErrorCode.unknown_topic_or_partition)]
 
 
 def test_allow_everyone_if_no_acl_found(tmp_path: Path) -> None:

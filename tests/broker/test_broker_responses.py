@@ -83,6 +83,13 @@ def test_requested_topics_found_and_missing(version: int) -> None:
     assert missing.error_code == ErrorCode.unknown_topic_or_partition
 
 
+@pytest.mark.parametrize("name", ["", "..", "a b", "x" * 250, "caf\u00e9"])
+def test_an_illegal_topic_name_is_invalid_not_unknown(name: str) -> None:
+    """INVALID_TOPIC_EXCEPTION is fatal in clients; UNKNOWN_TOPIC_OR_PARTITION they retry."""
+    (answer,) = metadata(image_of({1: False}, {}), [name]).topics
+    assert answer.error_code == ErrorCode.invalid_topic_exception
+
+
 def test_v0_empty_topic_list_means_all_topics() -> None:
     image = image_of({1: False}, {"a": [(1,)], "b": [(1,)]})
     assert [t.name for t in metadata(image, [], version=0).topics] == ["a", "b"]

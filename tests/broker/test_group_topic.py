@@ -107,6 +107,7 @@ def test_transaction_and_unknown_key_types() -> None:
     finder = CoordinatorFinder(OffsetsTopicConfig(), Channel(), "PLAINTEXT")
     (txn,) = finder.find(find(("t",), key_type=1), cluster(1)).coordinators
     assert txn.error_code == ErrorCode.transactional_id_authorization_failed
+    assert "Transactions are not supported" in (txn.error_message or "")
     (share,) = finder.find(find(("s",), key_type=2), cluster(1)).coordinators
     assert share.error_code == ErrorCode.invalid_request
 

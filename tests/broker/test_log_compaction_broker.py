@@ -1,5 +1,6 @@
-"""A compacted topic on a broker: the retention task compacts it (the latest value per key
-stays at its offset), and a record without a key is refused at produce."""
+"""A compacted topic on a broker: the log cleaner compacts it (the latest value per key
+stays at its offset), the retention task does not, and a record without a key is refused
+at produce."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from replica_fixtures import client_batch, topic, with_records
 
 from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
+from pykraft.broker.process import cleaner_enabled
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.image.image import MetadataImage
@@ -35,14 +37,15 @@ def _compacted(directory: Path) -> ReplicaManager:
     return manager
 
 
-def test_the_retention_task_compacts_a_compacted_topic(tmp_path: Path) -> None:
+def test_the_cleaner_compacts_a_compacted_topic(tmp_path: Path) -> None:
     manager = _compacted(tmp_path)
     part = manager.partition_for("t", 0)
     for index in range(8):
         manager.append_records(part, client_batch([b"v%d" % index], key=b"k%d" % (index % 2)),
                                acks=-1, api_version=12, now_ms=2_000)
     assert len(part.log.segment_stats()) > 2
-    manager.run_retention(3_000)
+    assert manager.run_retention(3_000) == 0
+    assert manager.run_cleaner(3_000) == 1
     data = b""
     offset = part.log.log_start_offset
     while data_part := part.log.read(offset, 1 << 20):
@@ -94,3 +97,11 @@ def test_compaction_settings_follow_topic_then_broker_keys() -> None:
     plain = topic_settings({}, {}).log
     assert (plain.compact, plain.delete, plain.delete_retention_ms,
             plain.min_cleanable_dirty_ratio) == (False, True, 86_400_000, 0.5)
+
+
+@pytest.mark.parametrize(("properties", "enabled"), [
+    ({}, True), ({"log.cleaner.enable": "false"}, False), ({"log.cleaner.threads": "0"}, False),
+    ({"log.cleaner.enable": "TRUE", "log.cleaner.threads": "2"}, True)])
+def test_the_cleaner_runs_unless_kafka_would_start_none(properties: dict[str, str],
+                                                        enabled: bool) -> None:
+    assert cleaner_enabled(properties) is enabled

@@ -9,6 +9,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kio.schema.produce.v12 import request as req
 from kio.schema.produce.v13 import request as req_by_id
 from kio.schema.produce.v13 import response as res_by_id
@@ -16,9 +18,12 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta
 from replica_fixtures import broker, client_batch, request, topic, until, with_records
 
 from pykraft.broker.log_manager import LogManager
-from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
+from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler, append_time
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.image.image import MetadataImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import decode_response, encode_response, response_type
+from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import ConfigRecord, PartitionChangeRecord
 from pykraft.storage.log_config import LogConfig
@@ -37,7 +42,10 @@ def replicas(tmp_path: Path) -> ReplicaManager:
         *topic("t", T1, (ME,), (2, ME), (ME, 2)),
         *topic("compacted", uuid.UUID(int=8), (ME,)),
         ConfigRecord(resource_type=2, resource_name="compacted", name="cleanup.policy",
-                     value="compact")), 0)
+                     value="compact"),
+        *topic("appended", uuid.UUID(int=9), (ME,)),
+        ConfigRecord(resource_type=2, resource_name="appended", name="message.timestamp.type",
+                     value="LogAppendTime")), 0)
     return manager
 
 
@@ -135,6 +143,16 @@ def test_request_level_refusals(replicas: ReplicaManager) -> None:
     assert replicas.partition_for("t", 0).log_end_offset == 0
 
 
+def test_a_transactional_produce_says_transactions_are_unsupported(
+        replicas: ReplicaManager) -> None:
+    response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
+        request({0: client_batch([b"a"])}, transactional_id="tx"), api_version=12))
+    assert response is not None
+    (part,) = response.responses[0].partition_responses
+    assert part.error_code == ErrorCode.transactional_id_authorization_failed
+    assert "Transactions are not supported" in (part.error_message or "")
+
+
 def test_a_null_key_on_a_compacted_topic_gets_record_errors(replicas: ReplicaManager) -> None:
     response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
         request({0: client_batch([b"a", b"b"], key=None)}, name="compacted"), api_version=12))
@@ -161,3 +179,31 @@ def test_v13_names_topics_by_id_and_answers_with_the_id(replicas: ReplicaManager
     assert [(t.topic_id, [(p.index, ErrorCode(p.error_code).name, p.base_offset)
                           for p in t.partition_responses]) for t in response.responses] == [
         (T1, [(0, "none", 0)]), (unknown, [(0, "unknown_topic_id", -1)])]
+
+
+def test_log_append_time_in_milliseconds_is_answered_at_every_version(
+        replicas: ReplicaManager) -> None:
+    """A LogAppendTime topic's answer carries the broker's time to the millisecond; it
+    failed to build after the append (kio's datetime check wants whole seconds), so the
+    producer was told the appended records failed."""
+    now_ms = 1_764_375_000_123
+    response = asyncio.run(ProduceHandler(replicas, lambda: now_ms, "PLAINTEXT").handle(
+        request({0: client_batch([b"a", b"b"])}, name="appended"), api_version=12))
+    assert response is not None
+    (part,) = response.responses[0].partition_responses
+    assert (part.error_code, part.base_offset) == (ErrorCode.none, 0)
+    for version in range(3, 14):
+        body = convert(response, response_type(ApiKey.PRODUCE, version))
+        decoded = decode_response(ApiKey.PRODUCE, version,
+                                  encode_response(7, ApiKey.PRODUCE, version, body)).body
+        (answered,) = decoded.responses[0].partition_responses
+        assert answered.log_append_time is not None
+        assert round(answered.log_append_time.timestamp() * 1000) == now_ms, version
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=-1, max_value=(1 << 43)))
+def test_any_append_time_round_trips_to_the_millisecond(time_ms: int) -> None:
+    """Building the answer's time cannot fail for any time the broker may stamp (-1: none)."""
+    answered = append_time(time_ms)
+    assert (-1 if answered is None else round(answered.timestamp() * 1000)) == time_ms

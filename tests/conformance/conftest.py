@@ -26,8 +26,10 @@ SHARED_TOPIC = "conformance"
 SHARED_PARTITIONS = 2
 #: A group's first rebalance waits group.initial.rebalance.delay.ms (3 s) for more members;
 #: every group row makes a group of its own, so the suite does not wait. The ACL rows need
-#: an authorizer; the anonymous PLAINTEXT clients of the suite are its super users.
+#: an authorizer; the anonymous PLAINTEXT clients of the suite are its super users. The
+#: unknown-topic rows need topics to stay unknown: Metadata v0-3 would create them.
 GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0",
+                    "auto.create.topics.enable": "false",
                     AUTHORIZER_CLASS_NAME: STANDARD_AUTHORIZER,
                     SUPER_USERS: str(ANONYMOUS), **SASL_LISTENER_PROPERTIES}
 

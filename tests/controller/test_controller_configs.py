@@ -81,6 +81,7 @@ def test_incremental_operations(cluster: Cluster) -> None:
     ((TOPIC, "t"), [("retention.ms", SET, "1"), ("retention.ms", SET, "2")],
      ErrorCode.invalid_request),
     ((TOPIC, "missing"), [("retention.ms", SET, "1")], ErrorCode.unknown_topic_or_partition),
+    ((TOPIC, "bad name"), [("retention.ms", SET, "1")], ErrorCode.invalid_topic_exception),
     ((BROKER, "one"), [("num.io.threads", SET, "1")], ErrorCode.invalid_request),
     ((BROKER, "1"), [("num.io.threads", SET, "0")], ErrorCode.invalid_config),
     ((8, "1"), [("kafka.foo", SET, "DEBUG")], ErrorCode.invalid_request),
@@ -124,6 +125,15 @@ def describe(cluster: Cluster, resource_type: int, name: str,
         include_synonyms=True))
     assert isinstance(response, DescribeConfigsResponse)
     return response
+
+
+@pytest.mark.parametrize(("name", "code"), [
+    ("missing", ErrorCode.unknown_topic_or_partition),
+    ("bad/name", ErrorCode.invalid_topic_exception), ("..", ErrorCode.invalid_topic_exception)])
+def test_describe_a_topic_that_is_not_there(cluster: Cluster, name: str,
+                                            code: ErrorCode) -> None:
+    """Kafka's ConfigHelper validates the name first: an illegal one is invalid, not unknown."""
+    assert describe(cluster, TOPIC, name).results[0].error_code == code
 
 
 def test_describe_configs_sources(cluster: Cluster) -> None:

@@ -107,6 +107,14 @@ def authorized_metadata(response: Any, request: Any, version: int, access: Acces
     return dataclasses.replace(response, topics=tuple(topics))
 
 
+def creatable_topics(names: list[str], access: Access) -> frozenset[str]:
+    """Those of ``names`` the session may have auto-created: CREATE on the cluster or on
+    the topic (KafkaApis' Metadata check; the others get TOPIC_AUTHORIZATION_FAILED)."""
+    if access.allows(_O.CREATE, _R.CLUSTER):
+        return frozenset(names)
+    return access.allowed(_O.CREATE, _R.TOPIC, names)
+
+
 async def authorized_group_answer(api_key: int, request: Any, access: Access,
                                   handle: GroupHandler) -> Any:
     """A group API's latest-version answer to its latest-version ``request`` once its
@@ -158,13 +166,27 @@ async def _topics_checked(api_key: int, request: Any, access: Access,
     TOPIC_AUTHORIZATION_FAILED on each partition, the rest handled."""
     readable = access.allowed(_O.READ, _R.TOPIC, (str(t.name) for t in request.topics))
     kept = tuple(t for t in request.topics if str(t.name) in readable)
-    refused = partition_errors(api_key, tuple(t for t in request.topics
-                                              if str(t.name) not in readable), _TOPIC_REFUSED)
+    refused = tuple(t for t in request.topics if str(t.name) not in readable)
+    return await handled_in_part(api_key, request, kept, (refused, _TOPIC_REFUSED), handle)
+
+
+async def handled_in_part(api_key: int, request: Any, kept: tuple[Any, ...],
+                          refused: tuple[tuple[Any, ...], ErrorCode],
+                          handle: GroupHandler) -> Any:
+    """OffsetCommit or OffsetDelete with only the ``kept`` topics handled (none: the
+    service is not asked) and the partitions of the ``refused`` topics answered with its
+    error code, after the handled ones (one entry per topic, as Kafka's builder)."""
+    errors = partition_errors(api_key, *refused)
     if not kept:
         answer = error_response(api_key, request, ErrorCode.none)
-        return dataclasses.replace(answer, topics=refused)
+        return dataclasses.replace(answer, topics=errors)
     answer = await handle(dataclasses.replace(request, topics=kept))
-    return dataclasses.replace(answer, topics=tuple(answer.topics) + refused)
+    topics: dict[str, Any] = {}
+    for topic in (*answer.topics, *errors):
+        seen = topics.get(str(topic.name))
+        topics[str(topic.name)] = topic if seen is None else dataclasses.replace(
+            seen, partitions=tuple(seen.partitions) + tuple(topic.partitions))
+    return dataclasses.replace(answer, topics=tuple(topics.values()))
 
 
 async def _offset_fetch(request: Any, access: Access, handle: GroupHandler) -> Any:

@@ -1,7 +1,8 @@
 """The broker's client listener (PLAINTEXT): answered locally, or forwarded (KIP-590).
 
 Metadata, DescribeCluster and DescribeConfigs come from this broker's metadata image (and
-for its own configs, its properties file); Produce from its replica manager
+for its own configs, its properties file), a Metadata request naming a missing topic
+creating it (:mod:`pykraft.broker.auto_topics`); Produce from its replica manager
 (:mod:`pykraft.broker.produce`), and so are the reads: Fetch (:mod:`pykraft.broker.fetch`),
 ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and DeleteRecords; InitProducerId from
 the producer id blocks this broker gets from the controller
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
@@ -33,9 +34,11 @@ from pykraft.broker.authorization import (
     authorized_coordinators,
     authorized_group_answer,
     authorized_metadata,
+    creatable_topics,
     denied_topics,
     init_producer_refusal,
 )
+from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.group_coordinator import GroupCoordinatorService
@@ -49,6 +52,7 @@ from pykraft.broker.group_versions import (
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
+from pykraft.broker.offset_commit_topics import existing_partitions_only
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.replica_manager import ReplicaManager
@@ -58,6 +62,7 @@ from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.ids import ZERO_UUID
 from pykraft.protocol.api_versions import api_versions_response, node_features
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, response_type
@@ -97,6 +102,7 @@ BROKER_SERVED |= READ_PATH | SASL_APIS  # SASL's answered by the base Dispatcher
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
 FORWARD_BACKOFF_MS = 50
+FIRST_AUTO_CREATE_FLAG_VERSION = 4  # Metadata v0-3 may always auto-create
 
 
 class BrokerDispatcher(Dispatcher):
@@ -108,8 +114,8 @@ class BrokerDispatcher(Dispatcher):
                  channel: ControllerChannel, *, cluster_id: str, listener_name: str,
                  produce: ProduceHandler | None = None,
                  replicas: ReplicaManager | None = None,
-                 groups: tuple[GroupCoordinatorService, CoordinatorFinder] | None = None
-                 ) -> None:
+                 groups: tuple[GroupCoordinatorService, CoordinatorFinder] | None = None,
+                 auto_topics: AutoTopicCreator | None = None) -> None:
         super().__init__(node)
         self._served = BROKER_SERVED if produce is not None else BROKER_SERVED - {ApiKey.PRODUCE}
         if replicas is None:
@@ -117,6 +123,7 @@ class BrokerDispatcher(Dispatcher):
         if groups is not None:
             self._served |= GROUP_APIS
         self._groups = groups
+        self._auto_topics = auto_topics
         self._replicas = replicas
         self._fetcher = None if replicas is None else FetchHandler(replicas, listener_name)
         self._produce = produce
@@ -206,16 +213,38 @@ class BrokerDispatcher(Dispatcher):
         carry the cluster's authorized operations when asked for."""
         latest = convert(request.body, md_req.MetadataRequest)
         version = request.api_version
-        answer = authorized_metadata(metadata_response(
+        answer = self._with_auto_created(authorized_metadata(metadata_response(
             self._metadata.image, request.body, version=version,
             self_id=self._settings.node_id, cluster_id=self._cluster_id,
-            listener=self._listener_name), latest, version, access)
+            listener=self._listener_name), latest, version, access), latest, version, access)
         body = convert(answer, response_type(ApiKey.METADATA, version))
         if hasattr(body, "cluster_authorized_operations"):
             body = dataclasses.replace(body, cluster_authorized_operations=i32(
                 access.cluster_operations(bool(getattr(
                     request.body, "include_cluster_authorized_operations", False)))))
         return body
+
+    def _with_auto_created(self, answer: Any, request: Any, version: int,
+                           access: Access) -> Any:
+        """The missing topics ``request`` names created on demand when
+        ``auto.create.topics.enable`` and the request allow it (:mod:`auto_topics`), each
+        answered UNKNOWN_TOPIC_OR_PARTITION while the controller creates it, or
+        TOPIC_AUTHORIZATION_FAILED when the session may not create it."""
+        allowed = version < FIRST_AUTO_CREATE_FLAG_VERSION or request.allow_auto_topic_creation
+        if self._auto_topics is None or not allowed:
+            return answer
+        missing = [str(t.name) for t in answer.topics
+                   if t.error_code == ErrorCode.unknown_topic_or_partition
+                   and t.name is not None and t.topic_id in (None, ZERO_UUID)]
+        if not missing:
+            return answer
+        creatable = creatable_topics(missing, access)
+        codes = {**self._auto_topics.create(name for name in missing if name in creatable),
+                 **{name: ErrorCode.topic_authorization_failed
+                    for name in missing if name not in creatable}}
+        return dataclasses.replace(answer, topics=tuple(
+            dataclasses.replace(t, error_code=codes[str(t.name)])
+            if t.name is not None and str(t.name) in codes else t for t in answer.topics))
 
     async def _group_answer(self, request: RequestFrame, session: Session,
                             access: Access) -> bytes:
@@ -230,15 +259,26 @@ class BrokerDispatcher(Dispatcher):
             response = authorized_coordinators(
                 latest, finder.find(latest, self._metadata.image), access)
         else:
-            response = await authorized_group_answer(api_key, latest, access, lambda body: (
-                service.handle(api_key, version, body, client_id=request.header.client_id or "",
-                               client_host="/" + session.client_host)))
+            def serve(body: Any) -> Awaitable[Any]:
+                return service.handle(api_key, version, body,
+                                      client_id=request.header.client_id or "",
+                                      client_host="/" + session.client_host)
+            handle = (existing_partitions_only(self._metadata.image, serve)
+                      if api_key == ApiKey.OFFSET_COMMIT else serve)
+            response = await authorized_group_answer(api_key, latest, access, handle)
         return self._encode(request, to_version(api_key, version, response, latest))
 
     def _failed(self, request: RequestFrame) -> bytes:
-        """A group API's UNKNOWN_SERVER_ERROR names every group or partition it asked
-        about, in the caller's version's shape (the others: the listener's rule)."""
+        """A group API's or Produce's UNKNOWN_SERVER_ERROR names every group or partition
+        it asked about, in the caller's version's shape (a failed acks=0 Produce closes the
+        connection; the others: the listener's rule)."""
         api_key, version = request.api_key, request.api_version
+        if api_key == ApiKey.PRODUCE and self._produce is not None:
+            refused = self._produce.refused(request.body, api_version=version,
+                                            code=ErrorCode.unknown_server_error)
+            if refused is None:
+                raise CloseConnection("acks=0 produce failed")
+            return self._encode(request, refused)
         if api_key not in GROUP_APIS:
             return super()._failed(request)
         latest = to_latest(api_key, version, request.body)

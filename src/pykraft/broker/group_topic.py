@@ -8,9 +8,10 @@ controller with ``offsets.topic.num.partitions`` partitions, a replication facto
 ``offsets.topic.segment.bytes``. Until the partition has a leader the answer is
 COORDINATOR_NOT_AVAILABLE, which clients retry.
 
-A transaction coordinator key gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pykraft has no
-transaction coordinator, and that is the answer its InitProducerId gives a transactional id
-(:mod:`pykraft.broker.producer_ids`), fatal in every client, whereas Kafka's answer when
+A transaction coordinator key gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message
+saying transactions are not supported: pykraft has no transaction coordinator, and that is
+the answer its InitProducerId gives a transactional id (:mod:`pykraft.broker.producer_ids`
+says why this code), fatal in every client, whereas Kafka's answer when
 ``__transaction_state`` cannot be created (COORDINATOR_NOT_AVAILABLE) is retried until the
 producer's ``max.block.ms`` runs out. Other key types get INVALID_REQUEST, as in Kafka.
 """
@@ -34,6 +35,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.group_versions import error_response
+from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.config.properties import int_property
 from pykraft.errors import NetworkError
@@ -41,6 +43,7 @@ from pykraft.group.partitioning import partition_for
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.logfmt import event
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +113,11 @@ class CoordinatorFinder:
         """The FindCoordinator answer for each of ``request``'s keys."""
         key_type = int(request.key_type)
         if key_type == TRANSACTION_KEY:
+            event(log, "transactional_producer_refused",
+                  transactional_ids=",".join(request.coordinator_keys))
             return error_response(ApiKey.FIND_COORDINATOR, request,
-                                  ErrorCode.transactional_id_authorization_failed)
+                                  ErrorCode.transactional_id_authorization_failed,
+                                  TRANSACTIONS_UNSUPPORTED)
         if key_type != GROUP_KEY:
             return error_response(ApiKey.FIND_COORDINATOR, request, ErrorCode.invalid_request,
                                   f"Unknown coordinator type {key_type}")

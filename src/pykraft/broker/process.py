@@ -20,8 +20,10 @@ shard for each ``__consumer_offsets`` partition this broker leads.
 A log directory that fails (a full disk) halts the broker, as Kafka's does when it cannot
 report the directory to the controller (:mod:`pykraft.broker.log_dir_failure`).
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
-checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``) and apply
-retention (``log.retention.check.interval.ms``); a graceful stop writes producer snapshots,
+checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``), apply
+retention (``log.retention.check.interval.ms``) and, as Kafka's log cleaner, compact the
+compacted topics that call for it (every ``log.cleaner.backoff.ms``, unless
+``log.cleaner.enable=false``); a graceful stop writes producer snapshots,
 checkpoints and the clean-shutdown marker.
 """
 
@@ -33,6 +35,7 @@ import random
 from collections.abc import Callable, Mapping
 
 from pykraft.broker.alter_partition import AlterPartitionManager
+from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
@@ -74,11 +77,19 @@ PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
     "replica.high.watermark.checkpoint.interval.ms": 5_000,
     "log.retention.check.interval.ms": 300_000,
+    "log.cleaner.backoff.ms": 15_000,
 }
 
 
 def _int_property(static: Mapping[str, str], key: str, default: int) -> int:
     return int(static.get(key, default))
+
+
+def cleaner_enabled(static: Mapping[str, str]) -> bool:
+    """Kafka starts no log cleaner with ``log.cleaner.enable=false`` or
+    ``log.cleaner.threads=0``: compacted topics then grow unbounded."""
+    enabled = static.get("log.cleaner.enable", "true").strip().lower() == "true"
+    return enabled and _int_property(static, "log.cleaner.threads", 1) > 0
 
 
 class BrokerRuntime:
@@ -98,6 +109,8 @@ class BrokerRuntime:
         static = settings.controller.properties
         self._static = static
         server = ServerConfig(static)
+        self._auto_create = bool(server.get("auto.create.topics.enable"))
+        self._auto_topics: AutoTopicCreator | None = None
         self.logs = LogManager(server.log_dirs, topic_settings({}, static).log,
                                failures=LogDirFailures(server.log_dirs, server.metadata_log_dir))
         self.replicas = ReplicaManager(
@@ -138,6 +151,10 @@ class BrokerRuntime:
             settings.quorum.request_timeout_ms, tls=settings.controller_tls,
             sasl=settings.controller_sasl)
         self.replicas.clock_ms = node.now_ms
+        if self._auto_create:  # one for every listener: topics in flight are per broker
+            self._auto_topics = AutoTopicCreator(
+                self._channel, num_partitions=settings.controller.default_num_partitions,
+                replication_factor=settings.controller.default_replication_factor)
         self._alter_partition = AlterPartitionManager(
             self._channel, self.replicas, broker_id=settings.node_id,
             broker_epoch=self._broker_epoch)
@@ -192,7 +209,8 @@ class BrokerRuntime:
         return BrokerDispatcher(node, self.metadata, self._channel,
                                 cluster_id=self._settings.cluster_id, listener_name=spec.name,
                                 produce=ProduceHandler(self.replicas, node.now_ms, spec.name),
-                                replicas=self.replicas, groups=(self.groups, finder))
+                                replicas=self.replicas, groups=(self.groups, finder),
+                                auto_topics=self._auto_topics)
 
     def _now_ms(self) -> int:
         assert self._clock is not None, "bind() first"
@@ -217,6 +235,8 @@ class BrokerRuntime:
                 lambda _now: self.replicas.checkpoint_high_watermarks(),
             "log.retention.check.interval.ms": self.replicas.run_retention,
         }
+        if cleaner_enabled(self._static):
+            periodic["log.cleaner.backoff.ms"] = self.replicas.run_cleaner
         for key, action in periodic.items():
             interval = _int_property(self._static, key, PERIODIC_DEFAULTS_MS[key])
             self._tasks.append(loop.create_task(self._every(interval, action)))
@@ -262,6 +282,8 @@ class BrokerRuntime:
             await self.groups.close()  # parked group requests answered NOT_COORDINATOR
         for finder in self._finders:
             await finder.close()
+        if self._auto_topics is not None:
+            await self._auto_topics.close()
         await self.fetchers.stop()
         if self._channel is not None:
             self._channel.close()

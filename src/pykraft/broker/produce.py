@@ -34,7 +34,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from kio.schema.produce.v12 import request as req
 from kio.schema.produce.v12 import response as res
@@ -43,6 +43,7 @@ from kio.schema.produce.v13 import response as res_by_id
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import TZAware, i32, i64
 
+from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.broker.replica_state import acks_all_outcome
 from pykraft.broker.responses import NO_THROTTLE
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 _FIRST_STORAGE_ERROR_VERSION = 4  # older clients get NOT_LEADER_OR_FOLLOWER instead
 FIRST_TOPIC_ID_VERSION = 13  # KIP-516: topics by id (Kafka 4.1)
 _NIL_UUID = uuid.UUID(int=0)  # a v13 topic without an id (Kafka's Uuid.ZERO_UUID)
+_EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
 @dataclass(slots=True)
@@ -94,7 +96,7 @@ class ProduceHandler:
         """The answer (None for acks=0); TOPIC_AUTHORIZATION_FAILED for ``denied`` topics
         (names, or ids from v13)."""
         by_id = api_version >= FIRST_TOPIC_ID_VERSION
-        body: Any = convert(request, req_by_id.ProduceRequest if by_id else req.ProduceRequest)
+        body = _latest(request, by_id)
         acks = int(body.acks)
         transactional = body.transactional_id is not None
         topics: list[tuple[str | uuid.UUID, list[_Outcome]]] = []
@@ -119,6 +121,19 @@ class ProduceHandler:
                                           body.timeout.total_seconds())
         return self._response(topics, by_id)
 
+    def refused(self, request: Any, *, api_version: int, code: ErrorCode) -> Any:
+        """Kafka's ``ProduceRequest.getErrorResponse``, for a request whose handling failed:
+        every partition answered with ``code``, so the client settles each one (an answer
+        naming none settles none); None for acks=0, which Kafka answers by closing."""
+        by_id = api_version >= FIRST_TOPIC_ID_VERSION
+        body = _latest(request, by_id)
+        if int(body.acks) == 0:
+            return None
+        return self._response([(
+            (topic.topic_id or _NIL_UUID) if by_id else str(topic.name),
+            [_Outcome(int(part.index), code) for part in topic.partition_data])
+            for topic in body.topic_data], by_id)
+
     def _name_of(self, topic_id: uuid.UUID | None) -> str | None:
         """The image's name for a v13+ topic id (None: unknown, UNKNOWN_TOPIC_ID)."""
         found = None if topic_id is None else self._replicas.image.topics.by_id.get(topic_id)
@@ -129,6 +144,7 @@ class ProduceHandler:
         outcome = _Outcome(int(part.index))
         if transactional:
             outcome.error = ErrorCode.transactional_id_authorization_failed
+            outcome.message = TRANSACTIONS_UNSUPPORTED
             return outcome
         if self._replicas.registration(topic, outcome.index) is None:
             outcome.error = ErrorCode.unknown_topic_or_partition
@@ -225,6 +241,8 @@ class ProduceHandler:
             for topic, (key, _) in zip(by_id_body.responses, topics, strict=True)))
 
     def _endpoints(self, leaders: list[int]) -> list[res.NodeEndpoint]:
+        if not leaders:
+            return []
         brokers = self._replicas.image.cluster.brokers
         found = []
         for leader in leaders:
@@ -236,6 +254,11 @@ class ProduceHandler:
                 found.append(res.NodeEndpoint(node_id=BrokerId(leader), host=endpoint.host,
                                               port=i32(endpoint.port), rack=broker.rack))
         return found
+
+
+def _latest(request: Any, by_id: bool) -> Any:
+    """The request as v13 (topics by id) when ``by_id``, else as v12 (by name)."""
+    return convert(request, req_by_id.ProduceRequest if by_id else req.ProduceRequest)
 
 
 def _settle(outcome: _Outcome) -> bool:
@@ -255,13 +278,22 @@ def _settle(outcome: _Outcome) -> bool:
     return True
 
 
+def append_time(log_append_time_ms: int) -> TZAware | None:
+    """The response's ``log_append_time`` for a time in ms (None, sent as -1: CreateTime).
+    Built without ``TZAware.parse``: kio's predicate accepts only whole seconds, so a
+    LogAppendTime topic's answer failed after its records were appended, and the producer
+    retried records the log already held."""
+    if log_append_time_ms < 0:
+        return None
+    return cast(TZAware, _EPOCH + datetime.timedelta(milliseconds=log_append_time_ms))
+
+
 def _partition_response(outcome: _Outcome) -> res.PartitionProduceResponse:
-    append_time = (None if outcome.log_append_time_ms < 0 else TZAware.parse(
-        datetime.datetime.fromtimestamp(outcome.log_append_time_ms / 1000, datetime.UTC)))
     leader = outcome.leader or (-1, -1)
     return res.PartitionProduceResponse(
         index=i32(outcome.index), error_code=outcome.error,
-        base_offset=i64(outcome.base_offset), log_append_time=append_time,
+        base_offset=i64(outcome.base_offset),
+        log_append_time=append_time(outcome.log_append_time_ms),
         log_start_offset=i64(outcome.log_start_offset), record_errors=outcome.record_errors,
         error_message=outcome.message,
         current_leader=res.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),

@@ -27,11 +27,15 @@ and a broker that restarts asks for a new block instead of reusing its old one.
 
 Transactions are not implemented: an InitProducerId naming a transactional id gets
 ``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``, the answer Kafka gives a producer that may not use
-that transactional id. Every client treats it as fatal (Java's and kafka-python's
-``initTransactions`` raise at once, librdkafka raises a fatal error), whereas the
-coordinator errors (``COORDINATOR_NOT_AVAILABLE``, ``NOT_COORDINATOR``,
-``COORDINATOR_LOAD_IN_PROGRESS``) are retriable and would keep the producer looking for a
-coordinator until its ``max.block.ms`` ran out.
+that transactional id, and so do FindCoordinator for a transactional id and a transactional
+Produce, with :data:`TRANSACTIONS_UNSUPPORTED` as the message where the response has one.
+It is the one code every client treats as fatal at its first step, FindCoordinator:
+librdkafka fails only TRANSACTIONAL_ID_AUTHORIZATION_FAILED and CLUSTER_AUTHORIZATION_FAILED
+there and retries any other error every 500 ms (UNSUPPORTED_VERSION: confluent-kafka's
+``init_transactions(20)`` timed out after 20 s with a retriable _TIMED_OUT that never names
+the cause; with this code it fails in 0.6 s with a fatal error carrying the message), and
+the coordinator errors (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS) are retried by every client until its ``max.block.ms``.
 """
 
 from __future__ import annotations
@@ -201,6 +205,12 @@ def _answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID,
     return init_resp.InitProducerIdResponse(
         throttle_time=_NO_THROTTLE, error_code=error, producer_id=ProducerId(producer_id),
         producer_epoch=i16(epoch))
+
+
+#: Why a transactional producer is refused (FindCoordinator v1+ and Produce v8+ carry it,
+#: and librdkafka prints it in its fatal error).
+TRANSACTIONS_UNSUPPORTED = ("Transactions are not supported by this cluster: pykraft has no "
+                            "transaction coordinator yet (this is not an ACL decision)")
 
 
 def init_producer_id(request: Any, manager: ProducerIdManager) -> init_resp.InitProducerIdResponse:

@@ -33,6 +33,7 @@ DeleteRecords build on it)::
     replicas.shrink_isrs(now_ms)             # every replica.lag.time.max.ms / 2
     retry = replicas.complete_isr_change(part, proposal, AlterResult | ErrorCode, now_ms)
     replicas.run_retention(now_ms)           # log.retention.check.interval.ms
+    replicas.run_cleaner(now_ms)             # log.cleaner.backoff.ms (compacted topics)
     replicas.checkpoint(now_ms)              # recovery points, log start offsets, HWMs
     replicas.checkpoint_high_watermarks()    # replication-offset-checkpoint alone
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
@@ -570,16 +571,25 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ periodic work
 
-    def run_retention(self, now_ms: int) -> int:
-        """Compact the logs that ask for it, then delete the segments retention allows on
-        every hosted log; returns how many were deleted."""
-        deleted = 0
+    def run_cleaner(self, now_ms: int) -> int:
+        """One pass of Kafka's log cleaner: compact every hosted log whose
+        ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it;
+        returns how many were cleaned."""
+        cleaned = 0
         for tp, hosted in self._partitions.items():
-            partition_log = hosted.log
-            with self.on_disk(partition_log, "cleaning or deleting segments of"):
-                self.logs.compact(tp, hosted.high_watermark, now_ms, {
+            with self.on_disk(hosted.log, "cleaning segments of"):
+                cleaned += self.logs.compact(tp, hosted.high_watermark, now_ms, {
                     producer_id: entry.last_data_offset
                     for producer_id, entry in hosted.producer_state.producers.items()})
+        return cleaned
+
+    def run_retention(self, now_ms: int) -> int:
+        """Delete the segments retention allows on every hosted log; returns how many were
+        deleted."""
+        deleted = 0
+        for hosted in self._partitions.values():
+            partition_log = hosted.log
+            with self.on_disk(partition_log, "deleting segments of"):
                 doomed = segments_to_delete(
                     partition_log.segment_stats(), hosted.settings.log, now_ms=now_ms,
                     log_start_offset=partition_log.log_start_offset,

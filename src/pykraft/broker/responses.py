@@ -20,6 +20,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.broker.replica_manager import INTERNAL_TOPICS
+from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
@@ -71,6 +72,14 @@ def _topic(image: MetadataImage, topic: TopicImage) -> Any:
         topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
 
 
+def _missing_topic_error(name: str | None) -> ErrorCode:
+    """A named topic the image lacks: INVALID_TOPIC_EXCEPTION when ``Topic.validate``
+    refuses its name (fatal for clients), else UNKNOWN_TOPIC_OR_PARTITION (retried)."""
+    if name is not None and topic_name_problem(name) is not None:
+        return ErrorCode.invalid_topic_exception
+    return ErrorCode.unknown_topic_or_partition
+
+
 def metadata_response(image: MetadataImage, request: Any, *, version: int, self_id: int,
                       cluster_id: str, listener: str) -> Any:
     """Metadata (latest version) for ``request`` of any version; None topics (or v0's empty
@@ -89,7 +98,7 @@ def metadata_response(image: MetadataImage, request: Any, *, version: int, self_
                               if wanted.name is not None else None)
             answered.append(_topic(image, found) if found is not None
                             else topic_error(wanted.name, wanted.topic_id,
-                                              ErrorCode.unknown_topic_or_partition))
+                                              _missing_topic_error(wanted.name)))
         topics = tuple(answered)
     brokers = tuple(
         md.MetadataResponseBroker(node_id=BrokerId(b.broker_id), host=host, port=i32(port),

@@ -261,6 +261,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "close a connection idle this long, authenticated or not"),
     ConfigDef("connection.failed.authentication.delay.ms", parse_count, "100",
               "delay before answering a failed SASL authentication and closing"),
+    ConfigDef("num.partitions", _to_int, "1",
+              "partitions of a topic created without a count (CreateTopics -1, auto-creation)"),
+    ConfigDef("default.replication.factor", _to_int, "1",
+              "replication factor of a topic created without one (CreateTopics -1, "
+              "auto-creation)"),
+    ConfigDef("auto.create.topics.enable", _to_bool, "true",
+              "a Metadata request naming a missing topic creates it"),
     # pykraft's own keys (no Kafka equivalent).
     ConfigDef("metrics.port", _to_int, "-1", "Prometheus /metrics port; -1 = off"),
     ConfigDef("metrics.host", _to_optional_str, "", "metrics bind host; default = listener's"),

@@ -38,6 +38,7 @@ from pykraft.config.definitions import ConfigSource
 from pykraft.controller.config_defs import TOPIC_CONFIGS, ConfigDef, ConfigType, definitions
 from pykraft.controller.context import ControllerContext, ControllerResult
 from pykraft.controller.responses import NO_THROTTLE
+from pykraft.controller.topic_names import topic_name_problem
 from pykraft.image.configs import ConfigResource, ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.errors import ErrorCode
@@ -69,6 +70,9 @@ def check_resource(image: MetadataImage, resource: ConfigResource) -> ConfigFail
         return ConfigFailure(ErrorCode.invalid_request,
                              f"Unsupported resource type {resource_type} for configs")
     if resource_type == ConfigResourceType.TOPIC:
+        problem = topic_name_problem(name)
+        if problem is not None:  # Kafka validates the name before looking the topic up
+            return ConfigFailure(ErrorCode.invalid_topic_exception, problem)
         if name not in image.topics.by_name:
             return ConfigFailure(ErrorCode.unknown_topic_or_partition,
                                  f"Topic {name!r} does not exist")

@@ -9,7 +9,6 @@ refused with INVALID_PARTITIONS, so a huge partition count is never materialised
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from pykraft.controller.config_defs import TOPIC_CONFIGS
 from pykraft.controller.context import MAX_RECORDS_PER_USER_OP, ControllerContext, ControllerResult
 from pykraft.controller.placement import UsableBroker, place_replicas
 from pykraft.controller.responses import NO_THROTTLE
+from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.topics import NO_LEADER, TopicImage
@@ -51,28 +51,11 @@ from pykraft.records.metadata import (
     TopicRecord,
 )
 
-_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-MAX_NAME_LENGTH = 249
-
 
 @dataclass(frozen=True, slots=True)
 class Failure:
     code: ErrorCode
     message: str
-
-
-def topic_name_problem(name: str) -> str | None:
-    """Kafka's ``Topic.validate`` rules."""
-    if not name:
-        return "Topic name is illegal, it can't be empty"
-    if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
-    if len(name) > MAX_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters"
-    if not _LEGAL_NAME.fullmatch(name):
-        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-                "alphanumerics, '.', '_' and '-'")
-    return None
 
 
 def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:

@@ -215,6 +215,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             node_id=node_id, cluster_id=cluster_id,
             session_timeout_ms=config.get("broker.session.timeout.ms"),
             max_idle_interval_ms=config.get("metadata.max.idle.interval.ms"),
+            default_num_partitions=config.get("num.partitions"),
+            default_replication_factor=config.get("default.replication.factor"),
             max_bytes_between_snapshots=config.get(
                 "metadata.log.max.record.bytes.between.snapshots"),
             max_snapshot_interval_ms=config.get("metadata.log.max.snapshot.interval.ms"),

@@ -45,7 +45,7 @@ from kio.static.primitive import i8, i32
 
 from pykraft.config.definitions import ConfigSource
 from pykraft.controller.config_control import AlterOp
-from pykraft.controller.replication import topic_name_problem
+from pykraft.controller.topic_names import topic_name_problem
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.scram import MIN_ITERATIONS, ScramMechanism, salted_password
 from pykraft.protocol.errors import ErrorCode

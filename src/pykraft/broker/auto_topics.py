@@ -1,0 +1,91 @@
+"""Topics created on demand: Kafka's AutoTopicCreationManager, as a KRaft broker runs it.
+
+With ``auto.create.topics.enable`` (Kafka's default: true), a Metadata request that names a
+missing topic and allows it (v4+ ``allow_auto_topic_creation``; always before v4) makes the
+broker send the active controller a CreateTopics for it, with this broker's
+``num.partitions`` and ``default.replication.factor``, and answer at once without waiting:
+UNKNOWN_TOPIC_OR_PARTITION, which clients retry until the topic is in the metadata. A name
+``Topic.validate`` refuses gets INVALID_TOPIC_EXCEPTION and is never sent; a name already
+on its way is not sent twice. Produce never creates (Kafka 4: the client's Metadata does).
+
+Internal topics are left out: ``__consumer_offsets`` is created by FindCoordinator with its
+own shape (:mod:`pykraft.broker.group_topic`), and pykraft has no transaction coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Iterable
+
+from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32, i32Timedelta
+
+from pykraft.broker.group_topic import CREATE_TIMEOUT_MS, Channel
+from pykraft.broker.replica_manager import INTERNAL_TOPICS
+from pykraft.controller.topic_names import topic_name_problem
+from pykraft.errors import NetworkError
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.logfmt import event
+
+log = logging.getLogger(__name__)
+
+
+class AutoTopicCreator:
+    """Sends the CreateTopics of missing topics (one broker-wide instance: Kafka's set of
+    topics in flight is per broker)."""
+
+    def __init__(self, channel: Channel, *, num_partitions: int,
+                 replication_factor: int) -> None:
+        self._channel = channel
+        self._num_partitions = num_partitions
+        self._replication_factor = replication_factor
+        self._in_flight: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def create(self, names: Iterable[str]) -> dict[str, ErrorCode]:
+        """Each missing topic's Metadata error; the creatable ones are sent in one request."""
+        answers: dict[str, ErrorCode] = {}
+        creatable: list[str] = []
+        for name in names:
+            if topic_name_problem(name) is not None:
+                answers[name] = ErrorCode.invalid_topic_exception
+                continue
+            answers[name] = ErrorCode.unknown_topic_or_partition
+            if name not in self._in_flight and name not in INTERNAL_TOPICS:
+                self._in_flight.add(name)
+                creatable.append(name)
+        if creatable:
+            task = asyncio.get_running_loop().create_task(self._send(creatable))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return answers
+
+    async def _send(self, names: list[str]) -> None:
+        request = CreateTopicsRequest(
+            topics=tuple(CreatableTopic(
+                name=TopicName(name), num_partitions=i32(self._num_partitions),
+                replication_factor=i16(self._replication_factor), assignments=(), configs=())
+                for name in names),
+            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=CREATE_TIMEOUT_MS)),
+            validate_only=False)
+        event(log, "auto_topic_creation_sent", topics=",".join(names))
+        try:
+            response = await self._channel.send(request)
+        except NetworkError as exc:
+            event(log, "auto_topic_creation_failed", topics=",".join(names), error=str(exc))
+            return
+        finally:
+            self._in_flight.difference_update(names)
+        for result in response.topics:
+            if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+                event(log, "auto_topic_creation_failed", level=logging.WARNING,
+                      topic=str(result.name), error=result.error_code.name,
+                      message=result.error_message)
+
+    async def close(self) -> None:
+        for task in tuple(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,64 @@
+"""OffsetCommit of partitions the broker's metadata lacks: UNKNOWN_TOPIC_OR_PARTITION for
+each, without the group coordinator storing them (Kafka's handleOffsetCommitRequest)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from kio.schema.offset_commit.v9 import request as req
+from kio.schema.offset_commit.v9 import response as res
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i64
+from replica_fixtures import topic, with_records
+
+from pykraft.broker.offset_commit_topics import existing_partitions_only
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.errors import ErrorCode
+
+IMAGE = with_records(MetadataImage(), *topic("t", uuid.UUID(int=1), (1,), (1,)))
+
+
+def commit(partitions: dict[str, list[int]]) -> req.OffsetCommitRequest:
+    return req.OffsetCommitRequest(
+        group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+        group_instance_id=None, topics=tuple(req.OffsetCommitRequestTopic(
+            name=TopicName(name), partitions=tuple(req.OffsetCommitRequestPartition(
+                partition_index=i32(index), committed_offset=i64(5),
+                committed_leader_epoch=i32(-1), committed_metadata="")
+                for index in indexes)) for name, indexes in partitions.items()))
+
+
+def answer(partitions: dict[str, list[int]]) -> tuple[list[Any], dict[str, list[tuple[int, str]]]]:
+    """What the coordinator was asked to store, and each topic's partition answers."""
+    stored: list[Any] = []
+
+    async def coordinator(request: Any) -> Any:
+        stored.append({str(t.name): [int(p.partition_index) for p in t.partitions]
+                       for t in request.topics})
+        return res.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=tuple(
+            res.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+                res.OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                  error_code=ErrorCode.none)
+                for p in t.partitions)) for t in request.topics))
+
+    async def run() -> Any:
+        return await existing_partitions_only(IMAGE, coordinator)(commit(partitions))
+
+    response = asyncio.run(run())
+    return stored, {str(t.name): [(int(p.partition_index), ErrorCode(p.error_code).name)
+                                  for p in t.partitions] for t in response.topics}
+
+
+def test_a_topic_that_does_not_exist_is_never_stored() -> None:
+    assert answer({"missing": [0, 1]}) == ([], {"missing": [
+        (0, "unknown_topic_or_partition"), (1, "unknown_topic_or_partition")]})
+
+
+def test_existing_partitions_are_stored_the_others_refused() -> None:
+    stored, answered = answer({"t": [0, 1, 2], "missing": [0]})
+    assert stored == [{"t": [0, 1]}]
+    assert answered == {"t": [(0, "none"), (1, "none"), (2, "unknown_topic_or_partition")],
+                        "missing": [(0, "unknown_topic_or_partition")]}

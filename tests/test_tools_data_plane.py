@@ -45,6 +45,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i32, i32Timedelta, i64
 from typer.testing import CliRunner
 
+from pykraft.errors import CorruptRecordError
 from pykraft.partition.compression import GZIP
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools import console_consumer_tool as consumer_tool
@@ -288,6 +289,42 @@ def test_consumer_reads_whole_batches_from_the_position_on() -> None:
     assert (count, timed_out) == (2, False)
     assert lines == [b"CreateTime:1002\tOffset:2\tv2\n", b"CreateTime:1003\tOffset:3\tv3\n"]
     assert consumer.positions == {0: 5}
+
+
+def _batch_at(base_offset: int, count: int) -> bytes:
+    values = [producer_tool.ProducerRecord(None, b"v%d" % (base_offset + i)) for i in range(count)]
+    batch = bytearray(producer_tool.encode_batch(values, [1000] * count, GZIP))
+    batch[:8] = base_offset.to_bytes(8, "big")  # outside the CRC, as a leader assigns it
+    return bytes(batch)
+
+
+def test_consumer_drops_a_fetch_responses_trailing_partial_batch() -> None:
+    """A response cut at partition_max_bytes ends inside a batch: the whole ones are read,
+    the next fetch starts at the partial one (as Kafka's fetcher does)."""
+    first, second, third = _batch_at(0, 3), _batch_at(3, 3), _batch_at(6, 2)
+    answers = [first + second + third[:30], third]
+
+    def answer(broker: int, body: Any) -> FetchResponse:
+        return _fetch_answer({0: answers.pop(0)})(broker, body)
+
+    brokers = FakeBrokers(_cluster({"t": [1]}), answer)
+    consumer = consumer_tool.Consumer(brokers, "t", brokers.cluster, {0: 0})
+    lines: list[bytes] = []
+    count, _ = asyncio.run(consumer_tool.consume(
+        consumer, consumer_tool.FormatterConfig(), lines.append, max_messages=8))
+    assert count == 8
+    assert lines == [b"v%d\n" % i for i in range(8)]
+    assert [int(body.topics[0].partitions[0].fetch_offset) for _, body in brokers.sent] == [0, 6]
+
+
+def test_consumer_names_the_partition_and_offset_of_a_corrupt_batch() -> None:
+    damaged = bytearray(_batch_at(3, 3))
+    damaged[-1] ^= 0xFF
+    brokers = FakeBrokers(_cluster({"t": [1]}), _fetch_answer({0: _batch_at(0, 3) + damaged}))
+    consumer = consumer_tool.Consumer(brokers, "t", brokers.cluster, {0: 0})
+    with pytest.raises(CorruptRecordError, match=r"^Record batch for partition t-0 at offset 3 "
+                       r"is invalid, cause: CRC mismatch"):
+        asyncio.run(consumer_tool.consume(consumer, consumer_tool.FormatterConfig(), print))
 
 
 def test_consumer_timeout_ends_with_what_it_read() -> None:

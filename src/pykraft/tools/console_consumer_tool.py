@@ -34,10 +34,16 @@ from typing import Any
 from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import CorruptRecordError, PyKraftError
 from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import Record, iter_batches
+from pykraft.records.batch import (
+    Record,
+    RecordBatch,
+    complete_batches,
+    iter_batches,
+    read_header,
+)
 from pykraft.tools.admin_client import AdminError, ApiError, ClusterMetadata
 from pykraft.tools.broker_clients import Brokers, by_leader
 from pykraft.tools.get_offsets_tool import EARLIEST, LATEST, list_offsets_request
@@ -217,13 +223,37 @@ class Consumer:
             raise ApiError(error, None)
         position = self.positions[partition]
         out: list[ConsumedRecord] = []
-        for batch in iter_batches(part.records or b""):
+        for batch in self._complete_batches(partition, part.records or b""):
             self.positions[partition] = max(self.positions[partition], batch.header.next_offset)
             if batch.is_control:
                 continue
             out += (_consumed(partition, batch.header, r) for r in batch_records(batch)
                     if r.offset >= position)
         return out
+
+    def _complete_batches(self, partition: int, data: bytes) -> list[RecordBatch]:
+        """The whole batches of a fetched partition, checked: a response is cut at
+        ``partition_max_bytes`` and may end inside a batch, which Kafka's fetcher drops
+        (the next fetch starts at it); a damaged batch is reported as Kafka's
+        ``CompletedFetch`` does, with its partition and offset."""
+        _, end = complete_batches(data)
+        batches: list[RecordBatch] = []
+        try:
+            if end == 0 and data:
+                read_header(data)  # a header too damaged to size the batch is named below
+            for batch in iter_batches(data[:end], verify_crc=False):
+                batches.append(batch)
+                batch.verify()
+        except CorruptRecordError as exc:
+            offset = batches[-1].base_offset if batches else self.positions[partition]
+            raise CorruptRecordError(
+                f"Record batch for partition {self.topic}-{partition} at offset {offset} is "
+                f"invalid, cause: {exc}") from exc
+        if not batches and data:
+            raise AdminError(
+                f"The batch at offset {self.positions[partition]} of {self.topic}-{partition}"
+                f" is larger than the fetch size {_PARTITION_MAX_BYTES}")
+        return batches
 
 
 def _consumed(partition: int, header: Any, record: Record) -> ConsumedRecord:

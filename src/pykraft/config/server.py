@@ -315,6 +315,16 @@ class ServerConfig:
         voters: tuple[VoterSpec, ...] = self.get("controller.quorum.voters")
         return voters
 
+    def require_quorum(self) -> None:
+        """KafkaConfig's check that the node can find the controllers: ``storage format``
+        loads the same KafkaConfig as the server, so a configuration the server refuses is
+        refused when formatting too."""
+        if not self.static_voters and not self.get("controller.quorum.bootstrap.servers"):
+            raise ConfigError(
+                "If using process.roles, either controller.quorum.bootstrap.servers must "
+                "contain the set of bootstrap controllers or controller.quorum.voters must "
+                "contain a parseable set of controllers.")
+
     def security_protocol(self, listener: str) -> str:
         """The protocol of ``listener`` (Kafka's ``effectiveListenerSecurityProtocolMap``):
         with no explicit map and no SSL or SASL listener anywhere, controller listeners not

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pykraft.config.kafka_keys import value_problems
 from pykraft.config.properties import load_properties
 from pykraft.errors import ConfigError
 from pykraft.ids import InvalidUuidError, uuid_from_str
@@ -242,6 +243,9 @@ class ServerConfig:
 
     def __init__(self, props: Mapping[str, str]) -> None:
         self.raw = dict(props)
+        problems = value_problems(self.raw)
+        if problems:
+            raise ConfigError(problems[0])
         self._values: dict[str, Any] = {}
         for definition in CONFIG_DEFS:
             text = self.raw.get(definition.key, definition.default)

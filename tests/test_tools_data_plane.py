@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import io
 import json
 import random
 import re
@@ -209,6 +210,65 @@ def test_a_failed_partition_is_reported_like_kafkas_error_logging_callback() -> 
     assert warnings == ["Error when sending message to topic t with key: 1 bytes, value: 5 "
                         "bytes with error: org.apache.kafka.common.errors."
                         "InvalidRecordException: bad record"]
+
+
+class HeldBrokers(FakeBrokers):
+    """Brokers whose answers wait until released, counting the requests unanswered."""
+
+    def __init__(self, cluster: ClusterMetadata, handler: Handler) -> None:
+        super().__init__(cluster, handler)
+        self.release = asyncio.Event()
+        self.unanswered = 0
+        self.most_unanswered = 0
+
+    async def request_to(self, broker_id: int, body: Any) -> Any:
+        self.sent.append((broker_id, body))
+        self.unanswered += 1
+        self.most_unanswered = max(self.most_unanswered, self.unanswered)
+        await self.release.wait()
+        self.unanswered -= 1
+        return self.handler(broker_id, body)
+
+
+def test_full_batches_are_sent_while_the_next_fill_up_to_max_in_flight() -> None:
+    """send() returns before the answer (the console producer waited for each one, so
+    --batch-size changed nothing); the oldest send is awaited once max.in.flight are out,
+    and flush() waits for every answer."""
+    async def scenario() -> tuple[HeldBrokers, producer_tool.Producer, list[int]]:
+        brokers = HeldBrokers(_cluster({"t": [1]}), _produce_ok)
+        settings_ = producer_tool.producer_settings(
+            {"max.in.flight.requests.per.connection": "2"})
+        producer = producer_tool.Producer(brokers, "t", settings_, brokers.cluster,
+                                          warn=print)
+        unanswered = []
+        for value in (b"1", b"2"):
+            producer.add(producer_tool.ProducerRecord(b"k", value))
+            await producer.send()
+            await asyncio.sleep(0)  # the send task writes its request
+            unanswered.append(brokers.unanswered)
+        producer.add(producer_tool.ProducerRecord(b"k", b"3"))
+        third = asyncio.create_task(producer.send())
+        await asyncio.sleep(0)
+        assert not third.done()  # two out: it waits for the oldest answer
+        brokers.release.set()
+        await third
+        await producer.flush()
+        return brokers, producer, unanswered
+
+    brokers, producer, unanswered = asyncio.run(scenario())
+    assert unanswered == [1, 2] and brokers.most_unanswered == 2
+    assert producer.sent == 3 and producer.failed == 0
+    assert [next(iter(b)).value for b in _batches(brokers.sent)[0]] == [b"1", b"2", b"3"]
+
+
+def test_stdin_is_read_a_chunk_of_lines_at_a_time() -> None:
+    from pykraft.cli.console_producer import _LineChunks
+
+    stream = io.TextIOWrapper(io.BytesIO(b"a\r\nb\n\xc3\xbc\nlast"), encoding="utf-8")
+    chunks = _LineChunks(stream)
+    assert chunks.read() == ["a", "b", "\u00fc"]
+    assert chunks.read() == ["last"]
+    assert chunks.read() is None
 
 
 # -- console-consumer -----------------------------------------------------------------------

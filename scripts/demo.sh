@@ -12,6 +12,7 @@ process.roles=controller
 node.id=1
 listeners=CONTROLLER://127.0.0.1:19093
 controller.listener.names=CONTROLLER
+controller.quorum.bootstrap.servers=127.0.0.1:19093
 log.dirs=$DEMO/metadata
 PROPS
 CLUSTER_ID=$("$PYKRAFT" storage random-uuid)

@@ -50,6 +50,43 @@ def test_bad_values_name_the_key(props: dict[str, str], message: str) -> None:
         ServerConfig(props)
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("unclean.leader.election.enable", "yes", "Expected value to be either true or false"),
+        ("auto.create.topics.enable", "1", "Expected value to be either true or false"),
+        ("num.partitions", "abc", "Not a number of type INT"),
+        ("num.partitions", "0", "Value must be at least 1"),
+        ("log.retention.hours", "forever", "Not a number of type INT"),
+        ("log.retention.ms", "1_000", "Not a number of type LONG"),
+        ("message.max.bytes", "1MB", "Not a number of type INT"),
+        ("message.max.bytes", "2147483648", "Not a number of type INT"),
+        ("offsets.topic.replication.factor", "40000", "Not a number of type SHORT"),
+        ("offsets.topic.replication.factor", "0", "Value must be at least 1"),
+        ("compression.zstd.level", "23", "Value must be no more than 22"),
+        ("node.id", "x", "Not a number of type INT"),
+    ],
+)
+def test_kafka_keys_are_checked_as_kafkas_config_def_checks_them(
+        key: str, value: str, reason: str) -> None:
+    """KafkaConfig refuses to start on a value of the wrong type or out of its key's range,
+    naming the key as written (``message.max.bytes``, not the topic's synonym)."""
+    with pytest.raises(ConfigError) as refused:
+        ServerConfig({key: value})
+    assert str(refused.value) == f"Invalid value {value} for configuration {key}: {reason}"
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("unclean.leader.election.enable", " TRUE "), ("num.partitions", "+3"),
+    ("log.retention.hours", "-1"),
+    # Kafka 3.9 gives default.replication.factor no validator: a negative one is refused
+    # only when a topic is created with it, not at start
+    ("default.replication.factor", "-3"),
+])
+def test_values_kafka_accepts_are_accepted(key: str, value: str) -> None:
+    assert ServerConfig({key: value}).raw[key] == value
+
+
 def test_missing_required_key_is_named() -> None:
     with pytest.raises(ConfigError, match=r"node\.id"):
         _ = ServerConfig({}).node_id

@@ -7,6 +7,9 @@ its help line must not show a ``<bool>`` placeholder.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -72,3 +75,28 @@ def test_a_flag_is_listed_without_a_value_placeholder() -> None:
 def test_a_command_still_needs_its_bootstrap_address(args: list[str], message: str) -> None:
     result = CliRunner().invoke(app, args)
     assert (result.exit_code, result.stderr) == (1, f"Error: {message}\n")
+
+
+def test_version_prints_the_version_alone() -> None:
+    """Kafka's tools' ``--version``: the version on stdout, exit 0, nothing else run."""
+    from pykraft import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert (result.exit_code, result.stdout) == (0, f"{__version__}\n")
+
+
+#: Modules whose import costs most of a second or more: the CLI loads them with the
+#: command that needs them, so ``--help`` and the light tools start at once.
+HEAVY_MODULES = ("kio.schema", "pykraft.chaos.run", "pykraft.tools.local_cluster",
+                 "pykraft.runtime", "pykraft.records.metadata_records", "pykraft.sim.runner",
+                 "pykraft.image", "rich.console", "pyspark", "cryptography")
+
+
+def test_the_command_tree_imports_no_heavy_module() -> None:
+    """Building the whole command tree (what ``--help`` of any command does) imports no
+    protocol schema, runtime, chaos or simulator module."""
+    probe = ("import sys, typer; from pykraft.cli.main import app; typer.main.get_command(app);"
+             "print('\\n'.join(sorted(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True,
+                            text=True).stdout.split()
+    assert [m for m in loaded if m.startswith(HEAVY_MODULES)] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import io
 import json
 import random
 import re
@@ -45,6 +46,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i32, i32Timedelta, i64
 from typer.testing import CliRunner
 
+from pykraft.errors import CorruptRecordError
 from pykraft.partition.compression import GZIP
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools import console_consumer_tool as consumer_tool
@@ -210,6 +212,65 @@ def test_a_failed_partition_is_reported_like_kafkas_error_logging_callback() -> 
                         "InvalidRecordException: bad record"]
 
 
+class HeldBrokers(FakeBrokers):
+    """Brokers whose answers wait until released, counting the requests unanswered."""
+
+    def __init__(self, cluster: ClusterMetadata, handler: Handler) -> None:
+        super().__init__(cluster, handler)
+        self.release = asyncio.Event()
+        self.unanswered = 0
+        self.most_unanswered = 0
+
+    async def request_to(self, broker_id: int, body: Any) -> Any:
+        self.sent.append((broker_id, body))
+        self.unanswered += 1
+        self.most_unanswered = max(self.most_unanswered, self.unanswered)
+        await self.release.wait()
+        self.unanswered -= 1
+        return self.handler(broker_id, body)
+
+
+def test_full_batches_are_sent_while_the_next_fill_up_to_max_in_flight() -> None:
+    """send() returns before the answer (the console producer waited for each one, so
+    --batch-size changed nothing); the oldest send is awaited once max.in.flight are out,
+    and flush() waits for every answer."""
+    async def scenario() -> tuple[HeldBrokers, producer_tool.Producer, list[int]]:
+        brokers = HeldBrokers(_cluster({"t": [1]}), _produce_ok)
+        settings_ = producer_tool.producer_settings(
+            {"max.in.flight.requests.per.connection": "2"})
+        producer = producer_tool.Producer(brokers, "t", settings_, brokers.cluster,
+                                          warn=print)
+        unanswered = []
+        for value in (b"1", b"2"):
+            producer.add(producer_tool.ProducerRecord(b"k", value))
+            await producer.send()
+            await asyncio.sleep(0)  # the send task writes its request
+            unanswered.append(brokers.unanswered)
+        producer.add(producer_tool.ProducerRecord(b"k", b"3"))
+        third = asyncio.create_task(producer.send())
+        await asyncio.sleep(0)
+        assert not third.done()  # two out: it waits for the oldest answer
+        brokers.release.set()
+        await third
+        await producer.flush()
+        return brokers, producer, unanswered
+
+    brokers, producer, unanswered = asyncio.run(scenario())
+    assert unanswered == [1, 2] and brokers.most_unanswered == 2
+    assert producer.sent == 3 and producer.failed == 0
+    assert [next(iter(b)).value for b in _batches(brokers.sent)[0]] == [b"1", b"2", b"3"]
+
+
+def test_stdin_is_read_a_chunk_of_lines_at_a_time() -> None:
+    from pykraft.cli.console_producer import _LineChunks
+
+    stream = io.TextIOWrapper(io.BytesIO(b"a\r\nb\n\xc3\xbc\nlast"), encoding="utf-8")
+    chunks = _LineChunks(stream)
+    assert chunks.read() == ["a", "b", "\u00fc"]
+    assert chunks.read() == ["last"]
+    assert chunks.read() is None
+
+
 # -- console-consumer -----------------------------------------------------------------------
 
 @pytest.mark.parametrize(("partition", "offset", "beginning", "expected"), [
@@ -288,6 +349,42 @@ def test_consumer_reads_whole_batches_from_the_position_on() -> None:
     assert (count, timed_out) == (2, False)
     assert lines == [b"CreateTime:1002\tOffset:2\tv2\n", b"CreateTime:1003\tOffset:3\tv3\n"]
     assert consumer.positions == {0: 5}
+
+
+def _batch_at(base_offset: int, count: int) -> bytes:
+    values = [producer_tool.ProducerRecord(None, b"v%d" % (base_offset + i)) for i in range(count)]
+    batch = bytearray(producer_tool.encode_batch(values, [1000] * count, GZIP))
+    batch[:8] = base_offset.to_bytes(8, "big")  # outside the CRC, as a leader assigns it
+    return bytes(batch)
+
+
+def test_consumer_drops_a_fetch_responses_trailing_partial_batch() -> None:
+    """A response cut at partition_max_bytes ends inside a batch: the whole ones are read,
+    the next fetch starts at the partial one (as Kafka's fetcher does)."""
+    first, second, third = _batch_at(0, 3), _batch_at(3, 3), _batch_at(6, 2)
+    answers = [first + second + third[:30], third]
+
+    def answer(broker: int, body: Any) -> FetchResponse:
+        return _fetch_answer({0: answers.pop(0)})(broker, body)
+
+    brokers = FakeBrokers(_cluster({"t": [1]}), answer)
+    consumer = consumer_tool.Consumer(brokers, "t", brokers.cluster, {0: 0})
+    lines: list[bytes] = []
+    count, _ = asyncio.run(consumer_tool.consume(
+        consumer, consumer_tool.FormatterConfig(), lines.append, max_messages=8))
+    assert count == 8
+    assert lines == [b"v%d\n" % i for i in range(8)]
+    assert [int(body.topics[0].partitions[0].fetch_offset) for _, body in brokers.sent] == [0, 6]
+
+
+def test_consumer_names_the_partition_and_offset_of_a_corrupt_batch() -> None:
+    damaged = bytearray(_batch_at(3, 3))
+    damaged[-1] ^= 0xFF
+    brokers = FakeBrokers(_cluster({"t": [1]}), _fetch_answer({0: _batch_at(0, 3) + damaged}))
+    consumer = consumer_tool.Consumer(brokers, "t", brokers.cluster, {0: 0})
+    with pytest.raises(CorruptRecordError, match=r"^Record batch for partition t-0 at offset 3 "
+                       r"is invalid, cause: CRC mismatch"):
+        asyncio.run(consumer_tool.consume(consumer, consumer_tool.FormatterConfig(), print))
 
 
 def test_consumer_timeout_ends_with_what_it_read() -> None:

@@ -158,3 +158,26 @@ def test_read_tools_on_an_empty_topic(single: LocalCluster, tmp_path: Path) -> N
                  "--timeout-ms", "500")
     assert (result.exit_code, result.stdout) == (0, "")
     assert result.stderr.endswith("Processed a total of 0 messages\n")
+
+
+@needs(0, 2)
+def test_a_group_consumer_starts_where_the_group_committed(single: LocalCluster) -> None:
+    """--group (or group.id) joins the group, as Kafka's console consumer does: what one
+    member printed is committed, and the next one goes on from there."""
+    _create(single, "grouped", 1)
+    ok(single, "console-producer", "--topic", "grouped",
+       stdin="".join(f"m{i}\n" for i in range(10)))
+    first = run(single, "console-consumer", "--topic", "grouped", "--group", "readers",
+                "--from-beginning", "--max-messages", "4", "--timeout-ms", "20000")
+    assert first.exit_code == 0, first.stderr
+    assert first.stdout.split() == ["m0", "m1", "m2", "m3"]
+    second = run(single, "console-consumer", "--topic", "grouped", "--consumer-property",
+                 "group.id=readers", "--max-messages", "6", "--timeout-ms", "20000")
+    assert second.exit_code == 0, second.stderr
+    assert second.stdout.split() == [f"m{i}" for i in range(4, 10)]
+    described = ok(single, "consumer-groups", "--describe", "--group", "readers")
+    assert described.split("\n")[-2].split()[:5] == ["readers", "grouped", "0", "10", "10"]
+    refused = run(single, "console-consumer", "--topic", "grouped", "--group", "readers",
+                  "--partition", "0")
+    assert refused.exit_code == 1
+    assert "Options group and partition cannot be specified together." in refused.stderr

@@ -30,6 +30,7 @@ def _config(tmp_path: Path, **extra: str) -> ServerConfig:
         "node.id": "1",
         "listeners": "CONTROLLER://127.0.0.1:19093",
         "controller.listener.names": "CONTROLLER",
+        "controller.quorum.bootstrap.servers": "127.0.0.1:19093",
         "log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}",
     }
     props.update({k.replace("_", "."): v for k, v in extra.items()})
@@ -140,13 +141,27 @@ def test_already_formatted_and_ignore_formatted(tmp_path: Path) -> None:
         == ["All of the log directories are already formatted."]
 
 
-def _write_config(tmp_path: Path) -> Path:
+def _write_config(tmp_path: Path, quorum: str = "controller.quorum.bootstrap.servers="
+                  "127.0.0.1:19093\n") -> Path:
     path = tmp_path / "server.properties"
     path.write_text(
         "process.roles=controller\nnode.id=1\nlisteners=CONTROLLER://127.0.0.1:19093\n"
-        f"controller.listener.names=CONTROLLER\nlog.dirs={tmp_path / 'data'}\n"
+        f"controller.listener.names=CONTROLLER\n{quorum}log.dirs={tmp_path / 'data'}\n"
     )
     return path
+
+
+def test_format_refuses_a_config_the_server_refuses(tmp_path: Path) -> None:
+    """Kafka's StorageTool loads a KafkaConfig, so a controller with neither
+    controller.quorum.voters nor controller.quorum.bootstrap.servers, which no server
+    starts with, is refused before anything is written."""
+    config = _write_config(tmp_path, quorum="")
+    result = runner.invoke(app, ["storage", "format", "-c", str(config), "-t", "cid", "-s"])
+    assert result.exit_code == 1
+    assert ("If using process.roles, either controller.quorum.bootstrap.servers must contain "
+            "the set of bootstrap controllers or controller.quorum.voters must contain a "
+            "parseable set of controllers.") in result.output
+    assert not (tmp_path / "data").exists()
 
 
 def test_cli_format_info_and_errors(tmp_path: Path) -> None:

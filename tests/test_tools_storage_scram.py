@@ -93,6 +93,7 @@ def _config(tmp_path: Path, **extra: str) -> ServerConfig:
         "process.roles": "broker,controller", "node.id": "1",
         "listeners": "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093",
         "controller.listener.names": "CONTROLLER",
+        "controller.quorum.bootstrap.servers": "127.0.0.1:19093",
         "log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}", **extra})
 
 
@@ -135,7 +136,8 @@ def test_cli_add_scram(tmp_path: Path) -> None:
     config = tmp_path / "server.properties"
     config.write_text(
         "process.roles=controller\nnode.id=1\nlisteners=CONTROLLER://127.0.0.1:19093\n"
-        f"controller.listener.names=CONTROLLER\nlog.dirs={tmp_path / 'data'}\n")
+        "controller.listener.names=CONTROLLER\ncontroller.quorum.bootstrap.servers="
+        f"127.0.0.1:19093\nlog.dirs={tmp_path / 'data'}\n")
     base = ["storage", "format", "-c", str(config), "-t", "cid", "-s"]
     result = runner.invoke(app, [*base, "--add-scram", "SCRAM-SHA-256=[name=alice]"])
     assert result.exit_code == 1

@@ -128,6 +128,23 @@ def test_new_incarnation_with_live_session_is_a_duplicate() -> None:
     assert cluster.controller.image.cluster.brokers[1].incarnation_id == uuid.UUID(int=999)
 
 
+def test_a_cleanly_shut_down_broker_registers_again_at_once() -> None:
+    """Kafka's registerBroker refuses a new incarnation only while the old one has a valid
+    session, and a fenced broker has none (BrokerHeartbeatManager.hasValidSession): a
+    broker fenced by its controlled shutdown restarts without waiting out its session."""
+    cluster = Cluster()
+    cluster.elect()
+    cluster.register(1)
+    cluster.heartbeat(1)
+    shut = cluster.heartbeat(1, want_shut_down=True)  # it leads nothing: fenced at once
+    assert isinstance(shut, BrokerHeartbeatResponse) and shut.should_shut_down
+    assert cluster.controller.image.cluster.brokers[1].fenced
+    response = cluster.register(1, incarnation=uuid.UUID(int=999))
+    assert isinstance(response, BrokerRegistrationResponse)
+    assert response.error_code == ErrorCode.none
+    assert cluster.controller.image.cluster.brokers[1].incarnation_id == uuid.UUID(int=999)
+
+
 def test_registration_refused_when_metadata_version_unsupported() -> None:
     cluster = Cluster()
     cluster.elect()

@@ -66,11 +66,15 @@ def test_the_sender_logs_the_refusal_it_got(caplog: pytest.LogCaptureFixture) ->
         refusals.answered("2", request, REFUSED)
         refusals.answered("2", request, REFUSED)
         refusals.answered("127.0.0.1:9093", request, REFUSED)
+    reason = (f"the peer refused this node's cluster.id {OURS} (meta.properties): this "
+              "node, or the peer, was formatted with another cluster id; the node cannot "
+              "join the cluster until its directories are formatted with the cluster's id")
     assert _lines(caplog) == [
         ("ERROR", "inconsistent_cluster_id_response",
-         {"api": "VOTE", "peer": "2", "cluster_id": OURS, "refusals": 1}),
+         {"api": "VOTE", "peer": "2", "cluster_id": OURS, "refusals": 1, "reason": reason}),
         ("ERROR", "inconsistent_cluster_id_response",
-         {"api": "VOTE", "peer": "127.0.0.1:9093", "cluster_id": OURS, "refusals": 1}),
+         {"api": "VOTE", "peer": "127.0.0.1:9093", "cluster_id": OURS, "refusals": 1,
+          "reason": reason}),
     ]
 
 

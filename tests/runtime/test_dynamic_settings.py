@@ -69,7 +69,8 @@ def test_static_voters_win_and_keep_their_checks(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"controller.quorum.bootstrap.servers": ""},
-     "controller.quorum.voters or controller.quorum.bootstrap.servers"),
+     "either controller.quorum.bootstrap.servers must contain the set of bootstrap "
+     "controllers or controller.quorum.voters"),
     ({"controller.quorum.bootstrap.servers": "127.0.0.1"},
      "invalid value '127.0.0.1' for controller.quorum.bootstrap.servers"),
     ({"controller.quorum.bootstrap.servers": "127.0.0.1:9093,:9094"},

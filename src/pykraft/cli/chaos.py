@@ -7,28 +7,27 @@ import signal
 import threading
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from pykraft.chaos.checker import Figures, check
-from pykraft.chaos.group_workload import CLASSIC, CONSUMER
-from pykraft.chaos.run import HISTORY_FILE, RunOptions, run
 from pykraft.chaos.schedule import BOUNDED, STRESS
 from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
+
+if TYPE_CHECKING:  # the run and the checker load with their command (seconds of imports)
+    from pykraft.chaos.checker import Figures
 
 #: A replay's fault count when --faults is not given: every recorded fault.
 MAX_FAULTS = 1 << 31
 
 
 class GroupProtocol(StrEnum):
-    """The consumer group's protocol: classic (JoinGroup/SyncGroup) or KIP-848's."""
+    """The consumer group's protocol: classic (JoinGroup/SyncGroup) or KIP-848's (the
+    values of :mod:`pykraft.chaos.group_workload`'s names, which load with the run)."""
 
-    classic = CLASSIC
-    consumer = CONSUMER
+    classic = "classic"
+    consumer = "consumer"
 
 
 class Mix(StrEnum):
@@ -62,6 +61,9 @@ _GROUP_ROWS = (("group: acknowledged messages consumed", "consumed"),
 
 
 def _report(figures: Figures, *, as_json: bool, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     if as_json:
         typer.echo(json.dumps(figures.as_dict(), indent=2))
     else:
@@ -98,7 +100,7 @@ def _report(figures: Figures, *, as_json: bool, title: str) -> None:
 @chaos_app.command("run")
 def run_command(
     directory: Annotated[Path, typer.Option("--dir", help="Run directory (cluster and "
-                                                          f"{HISTORY_FILE}); must be new.")],
+                                                          "history.jsonl); must be new.")],
     seed: Annotated[int, typer.Option(help="Seed of the fault schedule.")] = 0,
     faults: Annotated[int | None, typer.Option(
         min=0, help="Number of faults, one at a time [default: 10; a replay: all]."),
@@ -137,6 +139,8 @@ def run_command(
     cuts between two nodes, the active controller killed), let the group drain, then check
     the history; exit code 1 on any anomaly. SIGTERM ends the faults early: the run then
     heals, reads back and checks what it did."""
+    from pykraft.chaos.run import RunOptions, run
+
     if faults is None:
         faults = 10 if replay is None else MAX_FAULTS
     options = RunOptions(directory=directory, seed=seed, faults=faults, brokers=brokers,
@@ -164,6 +168,7 @@ def check_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
 ) -> None:
     """Check a history file again; exit code 1 on any anomaly."""
+    from pykraft.chaos.checker import check
     from pykraft.chaos.recorder import read_history
 
     try:

@@ -6,17 +6,18 @@ import asyncio
 import signal
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
 from pykraft.cli.errors import fail
 from pykraft.cli.server import parse_overrides
 from pykraft.errors import PyKraftError
-from pykraft.tools.local_cluster import STATE_FILE, ClusterError, LocalCluster
+
+if TYPE_CHECKING:  # loaded by the commands: the cluster tool imports the whole runtime
+    from rich.table import Table
+
+    from pykraft.tools.local_cluster import LocalCluster
 
 cluster_app = typer.Typer(help="Run a local KRaft controller quorum.", no_args_is_help=True)
 
@@ -25,6 +26,8 @@ _REFRESH_S = 1.0
 
 
 def _status_table(cluster: LocalCluster) -> Table:
+    from rich.table import Table
+
     from pykraft.tools.quorum_tool import describe_quorum, parse_bootstrap
 
     table = Table(title=f"pykraft cluster {cluster.cluster_id} ({cluster.base})")
@@ -87,6 +90,11 @@ def up(
     """Start the quorum on 127.0.0.1 and show its status until Ctrl-C.
 
     A new --dir is formatted first; a stopped cluster there restarts on its data."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from pykraft.tools.local_cluster import STATE_FILE
+
     restarted = (directory / STATE_FILE).exists() and not fresh
     try:
         properties = parse_overrides(override or [])
@@ -141,6 +149,8 @@ def _cluster_to_start(directory: Path, controllers: int, properties: dict[str, s
                       brokers: int, *, dynamic: bool, fresh: bool, secure: bool
                       ) -> LocalCluster:
     """A new cluster, or the stopped one already in ``directory``."""
+    from pykraft.tools.local_cluster import STATE_FILE, ClusterError, LocalCluster
+
     if not (directory / STATE_FILE).exists():
         return LocalCluster.create(directory, controllers, properties, brokers,
                                    dynamic=dynamic, secure=secure)
@@ -161,6 +171,8 @@ def down(directory: DirOption = Path("data/cluster")) -> None:
     """Stop the cluster's processes; its data stays.
 
     SIGTERM to every node, a bounded wait, then SIGKILL."""
+    from pykraft.tools.local_cluster import ClusterError, LocalCluster
+
     try:
         cluster = LocalCluster.load(directory)
     except ClusterError as exc:
@@ -173,6 +185,8 @@ def down(directory: DirOption = Path("data/cluster")) -> None:
 @cluster_app.command("delete")
 def delete(directory: DirOption = Path("data/cluster")) -> None:
     """Stop the cluster if it runs and remove its files, data included."""
+    from pykraft.tools.local_cluster import ClusterError, LocalCluster
+
     try:
         cluster = LocalCluster.load(directory)
     except ClusterError as exc:

@@ -1,4 +1,4 @@
-"""``pykraft console-consumer``: Kafka's ``kafka-console-consumer.sh`` without groups (see
+"""``pykraft console-consumer``: Kafka's ``kafka-console-consumer.sh`` (see
 :mod:`pykraft.tools.console_consumer_tool`)."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ def console_consumer(
         help="REQUIRED: The server(s) to connect to.")] = None,
     topic: Annotated[str | None, typer.Option(
         "--topic", metavar="TOPIC", help="The topic to consume on.")] = None,
+    group: Annotated[str | None, typer.Option(
+        "--group", metavar="GROUP", help="The consumer group id of the consumer.")] = None,
     partition: Annotated[int | None, typer.Option(
         "--partition", metavar="PARTITION", help="The partition to consume from. Consumption "
         "starts from the end of the partition unless '--offset' is specified.")] = None,
@@ -60,6 +62,7 @@ def console_consumer(
     from pykraft.tools import console_consumer_tool as tool
     from pykraft.tools.admin_client import client_settings
     from pykraft.tools.broker_clients import BrokerClients, parse_key_values
+    from pykraft.tools.group_member import GroupMember
 
     try:
         if topic is None:
@@ -71,8 +74,11 @@ def console_consumer(
         config = tool.formatter_config({
             **(load_properties(formatter_config) if formatter_config else {}),
             **parse_key_values(prop or ())})
-        props = {**(load_properties(consumer_config) if consumer_config else {}),
-                 **parse_key_values(consumer_property or ())}
+        file_props = load_properties(consumer_config) if consumer_config else {}
+        extra_props = parse_key_values(consumer_property or ())
+        group_id = tool.group_id(group, file_props, extra_props, partition)
+        props = {**file_props, **extra_props}
+        reset = tool.offset_reset(props, from_beginning)
         settings = client_settings(bootstrap_server, props, client_id="console-consumer")
     except PyKraftError as exc:
         typer.echo(str(exc), err=True)
@@ -87,15 +93,25 @@ def console_consumer(
     async def main() -> bool:
         nonlocal count
         async with BrokerClients(settings) as brokers:
-            consumer = await tool.Consumer.open(brokers, topic or "", partition, start)
+            if group_id is None:
+                consumer = await tool.Consumer.open(brokers, topic or "", partition, start)
+            else:
+                consumer = await tool.Consumer.open_group(
+                    brokers, topic or "", GroupMember(brokers, group_id, topic or "", props),
+                    reset=reset, auto_commit=props.get("enable.auto.commit", "true")
+                    .strip().lower() == "true")
 
             def counted(data: bytes) -> None:
                 nonlocal count
                 write(data)
                 count += 1
 
-            _, timed_out = await tool.consume(consumer, config, counted,
-                                              max_messages=max_messages, timeout_ms=timeout_ms)
+            try:
+                _, timed_out = await tool.consume(consumer, config, counted,
+                                                  max_messages=max_messages,
+                                                  timeout_ms=timeout_ms)
+            finally:
+                await consumer.close()
             return timed_out
 
     status = 0

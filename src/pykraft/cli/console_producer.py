@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+import codecs
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, TextIO
 
@@ -16,6 +18,7 @@ from pykraft.errors import PyKraftError
 if TYPE_CHECKING:
     from pykraft.tools.console_producer_tool import LineReader, Producer
 
+_CHUNK_BYTES = 64 * 1024  # one read of stdin at most: lines parsed between two hand-offs
 
 def console_producer(
     bootstrap_server: Annotated[str | None, typer.Option(
@@ -117,26 +120,55 @@ def console_producer(
 
 async def _pump(stream: TextIO, reader: LineReader, producer: Producer, *, sync: bool) -> None:
     """Feed stdin's lines to the producer, sending a batch when full, after linger.ms, per
-    record with ``--sync``, and the rest at the end; a sync failure stops at once."""
+    record with ``--sync``, and the rest at the end; a sync failure stops at once. Input is
+    read a chunk at a time (whatever is there, up to 64 KiB), so a line typed at a terminal
+    is sent at once and a piped file costs one thread hand-off per chunk, not per line."""
     loop = asyncio.get_running_loop()
-    next_line: asyncio.Future[str] | None = None
+    chunks = _LineChunks(stream)
+    next_chunk: asyncio.Future[list[str] | None] | None = None
     while True:
-        if next_line is None:
-            next_line = loop.run_in_executor(None, stream.readline)
+        if next_chunk is None:
+            next_chunk = loop.run_in_executor(None, chunks.read)
         wait = None
         if producer.oldest_ms is not None:
             wait = max(0.0, (producer.oldest_ms + producer.settings.linger_ms) / 1000
                        - time.monotonic())
-        done, _ = await asyncio.wait({next_line}, timeout=wait)
+        done, _ = await asyncio.wait({next_chunk}, timeout=wait)
         if not done:
-            await producer.flush()
+            await producer.send()
             continue
-        line, next_line = next_line.result(), None
-        if not line:
+        lines, next_chunk = next_chunk.result(), None
+        if lines is None:
             break
-        full = producer.add(reader.parse(line.rstrip("\n").removesuffix("\r")))
-        if sync or full:
-            await producer.flush()
-            if sync and producer.failed:
-                return
+        for line in lines:
+            full = producer.add(reader.parse(line))
+            if sync:
+                await producer.flush()
+                if producer.failed:
+                    return
+            elif full:
+                await producer.send()
     await producer.flush()
+
+
+class _LineChunks:
+    """The lines of a text stream, as many as one read of its bytes returns (a line's end
+    is ``\n``, with a ``\r`` before it dropped, as ``readLine`` does)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._read: Callable[[int], bytes] = getattr(stream.buffer, "read1", stream.buffer.read)
+        self._decoder = codecs.getincrementaldecoder(stream.encoding or "utf-8")(
+            errors=stream.errors or "strict")
+        self._partial = ""
+
+    def read(self) -> list[str] | None:
+        """The next complete lines (a last one without an end at EOF); None after EOF."""
+        while True:
+            data = self._read(_CHUNK_BYTES)
+            text = self._partial + self._decoder.decode(data, final=not data)
+            if not data:
+                self._partial = ""
+                return [text.removesuffix("\r")] if text else None
+            *lines, self._partial = text.split("\n")
+            if lines:
+                return [line.removesuffix("\r") for line in lines]

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pykraft.errors import PyKraftError
-from pykraft.partition.producer_snapshot import SUFFIX as PRODUCER_SNAPSHOT_SUFFIX
 from pykraft.storage.offset_index import INDEX_SUFFIX
 from pykraft.storage.time_index import TIME_INDEX_SUFFIX
-from pykraft.tools.dump_index_tool import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    IndexOptions,
-    IndexReport,
-    dump_offset_index,
-    dump_producer_snapshot,
-    dump_time_index,
-)
-from pykraft.tools.dump_log_tool import DumpOptions, UnknownFileError, dump_file, format_text
+
+if TYPE_CHECKING:  # the decoders load with the command (record and schema modules)
+    from pykraft.tools.dump_index_tool import IndexOptions, IndexReport
+
+#: Kafka's DumpLogSegments ``--max-message-size`` default (``dump_index_tool``'s too).
+_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
 
 def dump_log(
@@ -51,7 +47,7 @@ def dump_log(
         help="If set, just verify the index log without printing its content.")] = False,
     max_message_size: Annotated[int, typer.Option(
         "--max-message-size", min=1, help="Size of largest message.")
-    ] = DEFAULT_MAX_MESSAGE_SIZE,
+    ] = _MAX_MESSAGE_SIZE,
     as_json: Annotated[bool, typer.Option(
         "--json", help="One JSON document with every .log/.checkpoint file, for machines.")
     ] = False,
@@ -60,6 +56,10 @@ def dump_log(
 
     Exits 1 when a file is missing, unknown or damaged, or an index disagrees with its log.
     """
+    from pykraft.partition.producer_snapshot import SUFFIX as PRODUCER_SNAPSHOT_SUFFIX
+    from pykraft.tools.dump_index_tool import IndexOptions, IndexReport
+    from pykraft.tools.dump_log_tool import DumpOptions, UnknownFileError, dump_file, format_text
+
     paths = [Path(p) for p in files.split(",") if p.strip()]
     if not paths:
         raise typer.BadParameter("no files given", param_hint="--files")
@@ -106,6 +106,12 @@ def dump_log(
 
 
 def _side_file(path: Path, options: IndexOptions, report: IndexReport) -> list[str]:
+    from pykraft.tools.dump_index_tool import (
+        dump_offset_index,
+        dump_producer_snapshot,
+        dump_time_index,
+    )
+
     if path.name.endswith(TIME_INDEX_SUFFIX):
         return dump_time_index(path, options, report)
     if path.name.endswith(INDEX_SUFFIX):

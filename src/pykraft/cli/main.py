@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from pykraft.cli.acls import acls
@@ -36,8 +38,21 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    """Kafka's tools' ``--version``: the version alone on stdout, then exit."""
+    if value:
+        from pykraft import __version__
+
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
 @app.callback()
-def main() -> None:
+def main(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Display pykraft's version and exit.")] = False,
+) -> None:
     """Apache Kafka's KRaft metadata quorum in Python: tools, servers and simulator."""
 
 

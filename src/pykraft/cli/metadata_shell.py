@@ -5,25 +5,26 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from pykraft.errors import CorruptLogError, PyKraftError
-from pykraft.image import MetadataImage, load_log_directory, load_segments, load_snapshot
-from pykraft.shell import DirNode, MetadataShell, Output, image_tree
-from pykraft.shell.kraft import KRaftRecords, kraft_dir, read_kraft_records
-from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.log_verify import TornTail, verify_segments
-from pykraft.storage.segment import LOG_SUFFIX
-from pykraft.storage.snapshot_files import list_snapshots
+
+if TYPE_CHECKING:  # the image and the shell load with the command (the schema modules)
+    from pykraft.image import MetadataImage
+    from pykraft.shell import DirNode, MetadataShell, Output
+    from pykraft.shell.kraft import KRaftRecords
+    from pykraft.storage.log_verify import TornTail
 
 
 def _verify(segments: list[Path]) -> TornTail | None:
     """Segments checked as the server's reader checks them, so damage is reported with its
     file and byte position; a torn end of the log (which the server would truncate) is left
     out of what is loaded, with a warning."""
+    from pykraft.storage.log_verify import verify_segments
+
     tail = verify_segments(segments)
     if tail is not None:
         typer.echo(f"Warning: ignoring {tail.size} invalid bytes at the end of {tail.path} "
@@ -34,6 +35,12 @@ def _verify(segments: list[Path]) -> TornTail | None:
 
 def _load(snapshot: Path | None, directory: Path | None) -> DirNode:
     """The shell's tree and where it came from."""
+    from pykraft.image import load_log_directory, load_segments, load_snapshot
+    from pykraft.shell.kraft import read_kraft_records
+    from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
+    from pykraft.storage.segment import LOG_SUFFIX
+    from pykraft.storage.snapshot_files import list_snapshots
+
     if directory is not None and snapshot is None:
         partition = directory / METADATA_LOG_DIR_NAME
         partition = partition if partition.is_dir() else directory
@@ -59,6 +66,9 @@ def _load(snapshot: Path | None, directory: Path | None) -> DirNode:
 
 def _tree(image: MetadataImage, kraft: KRaftRecords, source: str) -> DirNode:
     """Kafka's ``/image`` and ``/local``, plus ``/raft`` for the KRaft control records."""
+    from pykraft.shell import DirNode, image_tree
+    from pykraft.shell.kraft import kraft_dir
+
     root = image_tree(image, source=source)
     return DirNode({**root.children, "raft": kraft_dir(kraft)})
 
@@ -104,6 +114,8 @@ def metadata_shell(
 ) -> None:
     """Browse KRaft metadata as Kafka's metadata shell tree (/image, /local), plus /raft
     (kraft.version and the voter set from the KRaft control records)."""
+    from pykraft.shell import MetadataShell
+
     try:
         tree = _load(snapshot, directory)
     except (CorruptLogError, StateFileError) as exc:  # the message names file and position

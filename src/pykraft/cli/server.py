@@ -9,10 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError, PyKraftError, StorageError
-from pykraft.storage.meta_properties import ensure_directory_ids
-from pykraft.storage.refusal import refusal_line
 
 
 def parse_overrides(items: list[str]) -> dict[str, str]:
@@ -35,10 +32,13 @@ def server(
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
     """Run a KRaft node: process.roles controller, broker or both (static quorum voters)."""
+    from pykraft.config.server import ServerConfig
     from pykraft.process import run_server
     from pykraft.runtime import event_loop
     from pykraft.runtime.logfmt import configure_logging
     from pykraft.runtime.settings import load_settings
+    from pykraft.storage.meta_properties import ensure_directory_ids
+    from pykraft.storage.refusal import refusal_line
 
     try:
         server_config = ServerConfig.load(config, parse_overrides(override or []))

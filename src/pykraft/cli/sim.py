@@ -6,21 +6,21 @@ import dataclasses
 import json
 import time
 from collections import defaultdict
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-from rich.table import Table
 
-from pykraft.sim.runner import RunResult, run_scenario, sweep
-from pykraft.sim.scenarios import SCENARIOS
-from pykraft.sim.sweep_stats import timing_percentiles
+if TYPE_CHECKING:  # the simulator loads with its commands, not with every CLI call
+    from rich.console import Console
+
+    from pykraft.sim.runner import RunResult
 
 sim_app = typer.Typer(help="Deterministic simulation of a KRaft quorum.", no_args_is_help=True)
 
 
 def _scenario_names(scenario: str) -> list[str]:
+    from pykraft.sim.scenarios import SCENARIOS
+
     if scenario == "all":
         return list(SCENARIOS)
     if scenario not in SCENARIOS:
@@ -47,6 +47,8 @@ def run(
     trace: Annotated[bool, typer.Option("--trace", help="Print every event.")] = False,
 ) -> None:
     """Replay one scenario with one seed; exit code 1 if an invariant is violated."""
+    from pykraft.sim.runner import run_scenario
+
     (name,) = _scenario_names(scenario)
     result = run_scenario(name, seed, trace=typer.echo if trace else None)
     typer.echo(
@@ -73,6 +75,11 @@ def sweep_command(
 ) -> None:
     """Run every (scenario, seed) pair and print a summary with percentiles of the simulated
     election and recovery times; exit code 1 if any run violates an invariant."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from pykraft.sim.runner import sweep
+
     names = _scenario_names(scenario)
     if spark or master or remote:
         _spark_sweep(names, _seed_range(seeds), master, remote, out)
@@ -110,6 +117,10 @@ def _write_outcomes(path: str, tasks: list[tuple[str, int]], results: list[RunRe
 
 
 def _print_summary(console: Console, results: list[RunResult], wall: float) -> None:
+    from rich.table import Table
+
+    from pykraft.sim.sweep_stats import timing_percentiles
+
     by_name: dict[str, list[RunResult]] = defaultdict(list)
     for result in results:
         by_name[result.scenario].append(result)
@@ -147,6 +158,8 @@ def _spark_sweep(names: list[str], seeds: range, master: str | None, remote: str
                  out: str) -> None:
     """``sweep --spark``: the same runs on Spark executors, one Parquet row per run, then
     the local sweep's summary."""
+    from rich.console import Console
+
     from pykraft.spark.session import spark_session
     from pykraft.spark.sweep import run_result, spark_sweep
 

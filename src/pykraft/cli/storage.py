@@ -12,14 +12,6 @@ from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.features import DEFAULT_METADATA_VERSION, parse_release_version
 from pykraft.ids import random_uuid, uuid_to_str
-from pykraft.tools.storage_tool import (
-    FormatRequest,
-    QuorumMode,
-    cluster_id_warning,
-    format_storage,
-    parse_feature,
-    storage_info,
-)
 
 storage_app = typer.Typer(
     help="Format and inspect KRaft storage directories (kafka-storage.sh).",
@@ -74,6 +66,14 @@ def format_command(
     ] = None,
 ) -> None:
     """Format the node's log directories (meta.properties, bootstrap.checkpoint, voters)."""
+    from pykraft.tools.storage_tool import (
+        FormatRequest,
+        QuorumMode,
+        cluster_id_warning,
+        format_storage,
+        parse_feature,
+    )
+
     chosen = [standalone, initial_controllers is not None, no_initial_controllers]
     if sum(chosen) > 1:
         raise fail(
@@ -111,6 +111,8 @@ def format_command(
 @storage_app.command("info")
 def info_command(config: ConfigOption) -> None:
     """Describe the node's log directories and report any problem (exit 1)."""
+    from pykraft.tools.storage_tool import storage_info
+
     try:
         info = storage_info(ServerConfig.load(config))
     except PyKraftError as exc:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pykraft.config.authorizer import ALLOW_EVERYONE_IF_NO_ACL_FOUND, SUPER_USERS
 from pykraft.config.definitions import ConfigDef, ConfigSource, ConfigType
-from pykraft.config.kafka_broker_table import KAFKA_BROKER_CONFIGS, KAFKA_VERSION
+from pykraft.config.kafka_broker_table import KAFKA_VERSION
+from pykraft.config.kafka_keys import KAFKA_KEY_DEFS
 from pykraft.config.server import CONFIG_DEFS as SERVER_KEYS
 
 #: pykraft keys that Kafka 3.9 does not have (controller.quorum.auto.join.enable is Kafka
@@ -33,7 +34,6 @@ _PYKRAFT_KEY_TYPES: Mapping[str, ConfigType] = {
     "pykraft.event.loop": ConfigType.STRING,
 }
 _SERVER_KEYS = {d.key: d for d in SERVER_KEYS}
-_RANGE = re.compile(r"\[(-?[\d.]+),\.\.\.(?:,(-?[\d.]+))?\]")
 _LISTENER_OVERRIDE = re.compile(r"listener\.name\.[^.]*\.(.*)")
 #: Keys a listener override names as listener.name.<listener>.<mechanism>.<key> (Kafka's
 #: ListenerMechanismConfigs): their synonym is <key>, not <mechanism>.<key>.
@@ -57,26 +57,13 @@ def _doc(name: str, mode: str) -> str:
     return f"Kafka {KAFKA_VERSION} broker config ({mode}); accepted, not used by pykraft."
 
 
-def _checks(valid: str) -> tuple[float | None, float | None, tuple[str, ...] | None]:
-    """(minimum, maximum, choices) from Kafka's "Valid Values" text."""
-    bounds = _RANGE.fullmatch(valid)
-    if bounds:
-        low, high = bounds.groups()
-        return float(low), None if high is None else float(high), None
-    if valid:
-        return None, None, tuple(item.strip() for item in valid.strip("[]").split(","))
-    return None, None, None
-
-
 def _table() -> Iterator[ConfigDef]:
-    for name, type_name, kafka_default, mode, valid in KAFKA_BROKER_CONFIGS:
-        default = kafka_default
-        if name in _SERVER_KEYS:  # the default pykraft applies; its "" means unset
-            default = _SERVER_KEYS[name].default or (None if kafka_default else kafka_default)
-        minimum, maximum, choices = _checks(valid)
-        yield ConfigDef(name, ConfigType[type_name], default,
-                        minimum=minimum, maximum=maximum, choices=choices,
-                        doc=_doc(name, mode), update_mode=mode)
+    for kafka in KAFKA_KEY_DEFS.values():
+        default = kafka.default
+        if kafka.name in _SERVER_KEYS:  # the default pykraft applies; its "" means unset
+            default = _SERVER_KEYS[kafka.name].default or (None if kafka.default else
+                                                           kafka.default)
+        yield replace(kafka, default=default, doc=_doc(kafka.name, kafka.update_mode))
     for name, config_type in _PYKRAFT_KEY_TYPES.items():
         yield ConfigDef(name, config_type, _SERVER_KEYS[name].default or None,
                         doc=_SERVER_KEYS[name].doc)

@@ -7,9 +7,11 @@ so a key's type and range are stated once.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from enum import IntEnum
 
+_INT16 = (-(2**15), 2**15 - 1)
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 
@@ -61,44 +63,63 @@ class ConfigDef:
         return self.type is ConfigType.PASSWORD
 
     def problem(self, value: str) -> str | None:
-        """Why ``value`` is invalid for this key, or None when it is valid."""
+        """Why ``value`` is invalid for this key, or None when it is valid: Kafka's
+        ``ConfigException`` text (``ConfigDef.parseType``, then the key's validator)."""
+        reason = self._reason(value)
+        if reason is None:
+            return None
+        return f"Invalid value {value} for configuration {self.name}: {reason}"
+
+    def _reason(self, value: str) -> str | None:
         if self.type is ConfigType.BOOLEAN:
             if value.strip().lower() not in ("true", "false"):
-                return f"Invalid value {value} for configuration {self.name}: expected a boolean"
+                return "Expected value to be either true or false"
             return None
         if self.type is ConfigType.LIST:
             items = [item.strip() for item in value.split(",") if item.strip()]
             bad = [item for item in items if self.choices and item not in self.choices]
             if bad:
-                return (f"Invalid value {value} for configuration {self.name}: "
-                        f"{bad[0]!r} is not one of {', '.join(self.choices or ())}")
+                return f"{bad[0]!r} is not one of {', '.join(self.choices or ())}"
             return None
         if self.type in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
             if self.choices and value.strip() not in self.choices:
-                return (f"Invalid value {value} for configuration {self.name}: "
-                        f"String must be one of: {', '.join(self.choices)}")
+                return f"String must be one of: {', '.join(self.choices)}"
             return None
-        return self._number_problem(value)
+        return self._number_reason(value)
 
-    def _number_problem(self, value: str) -> str | None:
-        number: float
-        try:
-            number = float(value) if self.type is ConfigType.DOUBLE else int(value.strip())
-        except ValueError:
-            return (f"Invalid value {value} for configuration {self.name}: "
-                    f"not a number of type {self.type.name}")
-        bounds = _INT64 if self.type is ConfigType.LONG else _INT32
-        low: float = bounds[0]
-        high: float = bounds[1]
-        if self.type is ConfigType.DOUBLE:
-            low, high = -math.inf, math.inf
-            if not math.isfinite(number):
-                return f"Invalid value {value} for configuration {self.name}: not finite"
-        if self.minimum is not None:
-            low = max(low, self.minimum)
-        if self.maximum is not None:
-            high = min(high, self.maximum)
-        if not low <= number <= high:
-            bound = f"at least {low}" if number < low else f"at most {high}"
-            return f"Invalid value {value} for configuration {self.name}: Value must be {bound}"
+    def _number_reason(self, value: str) -> str | None:
+        number = _parse_number(self.type, value)
+        if number is None:
+            return f"Not a number of type {self.type.name}"
+        if self.type is ConfigType.DOUBLE and not math.isfinite(number):
+            return "not finite"
+        if self.minimum is not None and number < self.minimum:
+            return f"Value must be at least {_java_number(self.minimum)}"
+        if self.maximum is not None and number > self.maximum:
+            return f"Value must be no more than {_java_number(self.maximum)}"
         return None
+
+
+#: Java's integer types' ranges (Short.parseShort, Integer.parseInt, Long.parseLong).
+_BOUNDS = {ConfigType.SHORT: _INT16, ConfigType.INT: _INT32, ConfigType.LONG: _INT64}
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_number(config_type: ConfigType, value: str) -> float | None:
+    """The number Java parses from ``value`` trimmed, or None where it throws."""
+    text = value.strip()
+    if config_type is ConfigType.DOUBLE:
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    if not _JAVA_INTEGER.fullmatch(text):
+        return None
+    low, high = _BOUNDS[config_type]
+    number = int(text)
+    return number if low <= number <= high else None
+
+
+def _java_number(bound: float) -> str:
+    """A range bound as Kafka prints it (an integer key's bound has no fraction)."""
+    return str(int(bound)) if bound == int(bound) else str(bound)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pykraft.config.kafka_keys import value_problems
 from pykraft.config.properties import load_properties
 from pykraft.errors import ConfigError
 from pykraft.ids import InvalidUuidError, uuid_from_str
@@ -287,6 +288,9 @@ class ServerConfig:
 
     def __init__(self, props: Mapping[str, str]) -> None:
         self.raw = dict(props)
+        problems = value_problems(self.raw)
+        if problems:
+            raise ConfigError(problems[0])
         self._values: dict[str, Any] = {}
         for definition in CONFIG_DEFS:
             text = self.raw.get(definition.key, definition.default)
@@ -359,6 +363,16 @@ class ServerConfig:
     def static_voters(self) -> tuple[VoterSpec, ...]:
         voters: tuple[VoterSpec, ...] = self.get("controller.quorum.voters")
         return voters
+
+    def require_quorum(self) -> None:
+        """KafkaConfig's check that the node can find the controllers: ``storage format``
+        loads the same KafkaConfig as the server, so a configuration the server refuses is
+        refused when formatting too."""
+        if not self.static_voters and not self.get("controller.quorum.bootstrap.servers"):
+            raise ConfigError(
+                "If using process.roles, either controller.quorum.bootstrap.servers must "
+                "contain the set of bootstrap controllers or controller.quorum.voters must "
+                "contain a parseable set of controllers.")
 
     def security_protocol(self, listener: str) -> str:
         """The protocol of ``listener`` (Kafka's ``effectiveListenerSecurityProtocolMap``):

@@ -76,7 +76,10 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
         epoch, fenced, shutting_down = (existing.epoch, existing.fenced,
                                         existing.in_controlled_shutdown)
     else:
-        if existing is not None and existing.broker_id not in ctx.session_expired:
+        # Kafka refuses another incarnation only while this one has a valid session: a
+        # fenced broker (a clean shutdown ends fenced) has none, so it restarts at once
+        if (existing is not None and not existing.fenced
+                and existing.broker_id not in ctx.session_expired):
             return ControllerResult((), _registration_error(
                 ErrorCode.duplicate_broker_registration))
         if existing is not None and not existing.fenced:

@@ -4,7 +4,10 @@ Two controllers formatted with different cluster ids never elect a leader togeth
 core answers their requests with INCONSISTENT_CLUSTER_ID, as Kafka does; without a log line
 the operator only saw a quorum that never elects. The receiving node names the remote node
 and both cluster ids (WARN); the sending node logs the answer it got (ERROR, as Kafka logs
-"Unexpected error INCONSISTENT_CLUSTER_ID in VOTE response"). The requests repeat every
+"Unexpected error INCONSISTENT_CLUSTER_ID in VOTE response") with the reason in words: a
+broker formatted for another cluster waits for ever for metadata it is refused, and
+``cluster up`` reports that line (:data:`STARTUP_REFUSAL`) instead of a node that does not
+listen. The requests repeat every
 election or fetch timeout, so each peer and side logs at most once per interval, with the
 number of refusals since its previous line.
 """
@@ -24,6 +27,8 @@ from pykraft.runtime.logfmt import event
 log = logging.getLogger("pykraft.node")
 
 INTERVAL_MS = 60_000
+#: What the line a node cannot start past begins its event with, for a tool that reads logs.
+STARTUP_REFUSAL = "event=inconsistent_cluster_id_response "
 
 
 def remote_node(request: Any) -> int | None:
@@ -81,7 +86,11 @@ class ClusterIdRefusals:
         if refusals:
             event(log, "inconsistent_cluster_id_response", level=logging.ERROR,
                   api=ApiKey(request.__api_key__).name, peer=peer,
-                  cluster_id=self._cluster_id, refusals=refusals)
+                  cluster_id=self._cluster_id, refusals=refusals,
+                  reason=f"the peer refused this node's cluster.id {self._cluster_id} "
+                         "(meta.properties): this node, or the peer, was formatted with "
+                         "another cluster id; the node cannot join the cluster until its "
+                         "directories are formatted with the cluster's id")
 
     def _due(self, side: str, peer: str) -> int:
         """Refusals to report now (counting this one), or 0 within the interval."""

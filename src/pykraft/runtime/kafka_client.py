@@ -34,7 +34,9 @@ CONNECTION_ERRORS = (OSError, EOFError, TimeoutError, ProtocolError, NetworkErro
 
 
 class ClientConnection:
-    """One open connection with negotiated versions; not safe for concurrent requests."""
+    """One open connection with negotiated versions. Concurrent requests are pipelined as
+    Kafka's clients do (``max.in.flight.requests.per.connection``): each is written whole,
+    in turn, and its response read in the same turn, the broker answering in order."""
 
     def __init__(self, stream: FrameStream, client_id: str, versions: dict[int, int | None],
                  ours: VersionRanges) -> None:
@@ -44,6 +46,8 @@ class ClientConnection:
         self._ours = ours
         self._correlation = itertools.count(1)
         self._sasl: SaslSession | None = None
+        self._writing = asyncio.Lock()
+        self._last_read: asyncio.Future[None] | None = None  # the previous request's turn
 
     @classmethod
     async def open(
@@ -80,9 +84,18 @@ class ClientConnection:
                 f"the peer speaks no version of api {api_key} that we do", api_key=api_key
             )
         wire_body = convert(body, request_type(api_key, version))
-        correlation_id = next(self._correlation)
-        response = await _round_trip(self._stream, self._client_id, api_key, version,
-                                     correlation_id, wire_body)
+        async with self._writing:
+            correlation_id = next(self._correlation)
+            header = RequestHeader(api_key, version, correlation_id, self._client_id)
+            await self._stream.write_frame(encode_request(header, wire_body))
+            previous, turn = self._last_read, asyncio.get_running_loop().create_future()
+            self._last_read = turn
+        try:
+            if previous is not None:
+                await asyncio.shield(previous)  # the responses before ours come first
+            response = await _read_response(self._stream, api_key, version, correlation_id)
+        finally:
+            turn.set_result(None)
         latest = response_type(api_key, self._ours[api_key][1])
         return convert(response, latest)
 
@@ -115,6 +128,11 @@ async def _round_trip(stream: FrameStream, client_id: str, api_key: int, version
                       correlation_id: int, body: Any) -> Any:
     header = RequestHeader(api_key, version, correlation_id, client_id)
     await stream.write_frame(encode_request(header, body))
+    return await _read_response(stream, api_key, version, correlation_id)
+
+
+async def _read_response(stream: FrameStream, api_key: int, version: int,
+                         correlation_id: int) -> Any:
     frame = await stream.read_frame()
     if frame is None:
         raise NetworkError(f"connection to {stream.peer} closed while waiting for a response")

@@ -167,11 +167,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
     else:
         # Without static voters the quorum is dynamic (KIP-853): its voters are in the log,
         # and the bootstrap servers are where this node first looks for the leader.
+        config.require_quorum()
         bootstrap_servers = config.get("controller.quorum.bootstrap.servers")
-        if not bootstrap_servers:
-            raise ConfigError("missing required configuration controller.quorum.voters or "
-                              "controller.quorum.bootstrap.servers: one of them must list "
-                              "the controllers")
     quorum = _quorum_config(config, voters, len(bootstrap_servers),
                             local=_local_listeners(config) if "controller" in roles else ())
     # a controller without its listener is named first, before that listener's protocol

@@ -273,12 +273,14 @@ def cluster_metadata(answer: Any) -> ClusterMetadata:
 # -- the client -----------------------------------------------------------------------------
 
 class AdminClient:
-    """One broker connection with retries; use as ``async with``. Not for concurrent calls."""
+    """One broker connection with retries; use as ``async with``. Concurrent calls share
+    the connection (pipelined, see :class:`ClientConnection`)."""
 
     def __init__(self, settings: AdminSettings) -> None:
         self.settings = settings
         self._connection: ClientConnection | None = None
         self._deadline = 0.0
+        self._connecting = asyncio.Lock()  # concurrent first calls open one connection
 
     async def __aenter__(self) -> AdminClient:
         return self
@@ -312,8 +314,10 @@ class AdminClient:
         raise AdminError(f"Timed out after {self.settings.api_timeout_s:.0f} s: {last_error}")
 
     async def _connect(self, deadline: float) -> ClientConnection:
-        if self._connection is not None:
-            return self._connection
+        async with self._connecting:
+            return self._connection or await self._open(deadline)
+
+    async def _open(self, deadline: float) -> ClientConnection:
         refused, errors = [], []
         for host, port in self.settings.bootstrap:
             try:

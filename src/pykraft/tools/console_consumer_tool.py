@@ -1,4 +1,4 @@
-"""``pykraft console-consumer``: Kafka's ``kafka-console-consumer.sh`` without groups.
+"""``pykraft console-consumer``: Kafka's ``kafka-console-consumer.sh``.
 
 Interface (the CLI in :mod:`pykraft.cli.console_consumer` is a thin shell over it)::
 
@@ -7,14 +7,21 @@ Interface (the CLI in :mod:`pykraft.cli.console_consumer` is a thin shell over i
     client = client_settings(bootstrap, props, client_id="console-consumer")  # sasl, ssl
     async with BrokerClients(client) as brokers:
         consumer = await Consumer.open(brokers, "topic", partition=None, start=start)
+        # or, with --group: Consumer.open_group(brokers, "topic", GroupMember(...), ...)
         count = await consume(consumer, formatter, write, max_messages=10, timeout_ms=5000)
+        await consumer.close()                   # commits and leaves the group
 
-Kafka's ConsoleConsumer assigns its partitions through a consumer group; pykraft's has no
-group coordinator yet, so it assigns itself every partition of ``--topic`` (or the one of
-``--partition``), starting at ``--offset`` (earliest, latest or N, with ``--partition``),
-else at the log start with ``--from-beginning``, else at the end. Records are fetched from
-each leader (Fetch v13+, by topic id, read uncommitted), whole batches with records before
-the position skipped and control batches dropped. Output is DefaultMessageFormatter's
+With ``--group`` (or ``group.id``) the tool is a member of that consumer group, as Kafka's
+is (:mod:`pykraft.tools.group_member`): its partitions are the range assignor's share,
+each starting at the group's committed offset, else at ``auto.offset.reset`` (earliest
+with ``--from-beginning``, else latest); what it printed is committed every
+``auto.commit.interval.ms``, at a rebalance and at the end. Without a group (Kafka's makes
+a throw-away one that commits nothing) it assigns itself every partition of ``--topic``
+(or the one of ``--partition``), starting at ``--offset`` (earliest, latest or N, with
+``--partition``), else at the log start with ``--from-beginning``, else at the end.
+Records are fetched from each leader (Fetch v13+, by topic id, read uncommitted), whole
+batches with records before the position skipped, control batches dropped and a batch a
+response cut short fetched again. Output is DefaultMessageFormatter's
 (``print.timestamp``, ``print.partition``, ``print.offset``, ``print.epoch``,
 ``print.headers``, ``print.key``, ``print.value``, ``key.separator``, ``line.separator``,
 ``headers.separator``, ``null.literal``); the CLI ends with ``Processed a total of N
@@ -34,13 +41,20 @@ from typing import Any
 from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import CorruptRecordError, PyKraftError
 from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import Record, iter_batches
+from pykraft.records.batch import (
+    Record,
+    RecordBatch,
+    complete_batches,
+    iter_batches,
+    read_header,
+)
 from pykraft.tools.admin_client import AdminError, ApiError, ClusterMetadata
 from pykraft.tools.broker_clients import Brokers, by_leader
 from pykraft.tools.get_offsets_tool import EARLIEST, LATEST, list_offsets_request
+from pykraft.tools.group_member import GroupMember
 
 DEFAULT_FORMATTER = "org.apache.kafka.tools.consumer.DefaultMessageFormatter"
 _FORMATTERS = frozenset({DEFAULT_FORMATTER, "kafka.tools.DefaultMessageFormatter", "default"})
@@ -74,6 +88,34 @@ def start_offset(partition: int | None, offset: str | None, from_beginning: bool
         raise UsageError(f"The provided offset value '{offset}' is incorrect. Valid values are "
                          "'earliest', 'latest', or a non-negative long.")
     return value
+
+
+def group_id(option: str | None, file_props: Mapping[str, str],
+             extra_props: Mapping[str, str], partition: int | None) -> str | None:
+    """ConsoleConsumerOptions.checkConsumerGroup: ``--group``, ``group.id`` of
+    ``--consumer.config`` and of ``--consumer-property`` must agree, and exclude
+    ``--partition``; None when no group is given."""
+    given = {g for g in (option, file_props.get("group.id"), extra_props.get("group.id"))
+             if g is not None}
+    if len(given) > 1:
+        raise UsageError("The group ids provided in different places (directly using "
+                         "'--group', via '--consumer-property', or via '--consumer.config') "
+                         "do not match. Detected group ids: "
+                         + ", ".join(f"'{g}'" for g in sorted(given)))
+    if given and partition is not None:
+        raise UsageError("Options group and partition cannot be specified together.")
+    return next(iter(given), None)
+
+
+def offset_reset(props: Mapping[str, str], from_beginning: bool) -> int:
+    """``auto.offset.reset`` (EARLIEST or LATEST) as ConsoleConsumerOptions sets it:
+    earliest with ``--from-beginning``, latest otherwise, unless the property is given."""
+    text = props.get("auto.offset.reset", "earliest" if from_beginning else "latest")
+    named = {"earliest": EARLIEST, "latest": LATEST}.get(text.strip().lower())
+    if named is None:
+        raise UsageError(f"Invalid value {text} for configuration auto.offset.reset: String "
+                         "must be one of: latest, earliest, none")
+    return named
 
 
 # -- the formatter --------------------------------------------------------------------------
@@ -156,14 +198,71 @@ def format_record(config: FormatterConfig, record: ConsumedRecord) -> bytes:
 # -- the consumer ---------------------------------------------------------------------------
 
 class Consumer:
-    """Fetches the assigned partitions from their leaders, in offset order per partition."""
+    """Fetches the assigned partitions from their leaders, in offset order per partition;
+    in a group (:meth:`open_group`) its member's partitions, heartbeats and commits."""
 
     def __init__(self, brokers: Brokers, topic: str, cluster: ClusterMetadata,
-                 positions: dict[int, int]) -> None:
+                 positions: dict[int, int], member: GroupMember | None = None,
+                 *, reset: int = LATEST, auto_commit: bool = True) -> None:
         self.brokers = brokers
         self.topic = topic
         self.cluster = cluster
         self.positions = positions  # partition -> next offset to read
+        self.member = member
+        self.reset = reset  # auto.offset.reset: where a partition without a commit starts
+        self.auto_commit = auto_commit and member is not None
+        self.delivered: dict[int, int] = {}  # partition -> offset after the last printed
+        self._next_commit = 0.0
+
+    @classmethod
+    async def open_group(cls, brokers: Brokers, topic: str, member: GroupMember, *,
+                         reset: int, auto_commit: bool) -> Consumer:
+        """Join ``member``'s group; its partitions start at the group's committed offsets,
+        else at ``reset`` (EARLIEST or LATEST: auto.offset.reset)."""
+        cluster = await brokers.metadata([topic])
+        if topic not in cluster.topics:
+            raise AdminError(f"Topic {topic} not present in metadata.")
+        consumer = cls(brokers, topic, cluster, {}, member, reset=reset,
+                       auto_commit=auto_commit)
+        await consumer._join()
+        return consumer
+
+    async def _join(self) -> None:
+        assert self.member is not None
+        partitions = await self.member.join()
+        committed = await self.member.committed(partitions)
+        missing = [p for p in partitions if p not in committed]
+        reset = (await _list_offsets(self.brokers, self.cluster, self.topic, missing,
+                                     self.reset) if missing else {})
+        self.positions = {**reset, **committed}
+        self.delivered = {}
+        self._next_commit = time.monotonic() + self.member.commit_interval_s
+
+    def deliver(self, record: ConsumedRecord) -> None:
+        """``record`` was printed: a commit now includes it."""
+        self.delivered[record.partition] = record.offset + 1
+
+    async def commit(self) -> None:
+        """Commit what was printed (enable.auto.commit: every auto.commit.interval.ms, at a
+        rebalance and at the end, as KafkaConsumer does)."""
+        if self.auto_commit and self.member is not None and self.delivered:
+            await self.member.commit(self.delivered)
+            self.delivered = {}
+
+    async def close(self) -> None:
+        """Commit and leave the group (nothing without one)."""
+        if self.member is not None:
+            await self.commit()
+            await self.member.leave()
+
+    async def _keep_membership(self) -> None:
+        assert self.member is not None
+        if await self.member.heartbeat_due():
+            await self.commit()
+            await self._join()
+        elif time.monotonic() >= self._next_commit:
+            await self.commit()
+            self._next_commit = time.monotonic() + self.member.commit_interval_s
 
     @classmethod
     async def open(cls, brokers: Brokers, topic: str, partition: int | None,
@@ -187,6 +286,8 @@ class Consumer:
 
     async def poll(self) -> list[ConsumedRecord]:
         """One Fetch to each leader; the records past each position, positions moved on."""
+        if self.member is not None:
+            await self._keep_membership()
         leaders, _ = by_leader(self.cluster, [(self.topic, p) for p in self.positions])
         records: list[ConsumedRecord] = []
         for leader, tps in sorted(leaders.items()):
@@ -217,13 +318,37 @@ class Consumer:
             raise ApiError(error, None)
         position = self.positions[partition]
         out: list[ConsumedRecord] = []
-        for batch in iter_batches(part.records or b""):
+        for batch in self._complete_batches(partition, part.records or b""):
             self.positions[partition] = max(self.positions[partition], batch.header.next_offset)
             if batch.is_control:
                 continue
             out += (_consumed(partition, batch.header, r) for r in batch_records(batch)
                     if r.offset >= position)
         return out
+
+    def _complete_batches(self, partition: int, data: bytes) -> list[RecordBatch]:
+        """The whole batches of a fetched partition, checked: a response is cut at
+        ``partition_max_bytes`` and may end inside a batch, which Kafka's fetcher drops
+        (the next fetch starts at it); a damaged batch is reported as Kafka's
+        ``CompletedFetch`` does, with its partition and offset."""
+        _, end = complete_batches(data)
+        batches: list[RecordBatch] = []
+        try:
+            if end == 0 and data:
+                read_header(data)  # a header too damaged to size the batch is named below
+            for batch in iter_batches(data[:end], verify_crc=False):
+                batches.append(batch)
+                batch.verify()
+        except CorruptRecordError as exc:
+            offset = batches[-1].base_offset if batches else self.positions[partition]
+            raise CorruptRecordError(
+                f"Record batch for partition {self.topic}-{partition} at offset {offset} is "
+                f"invalid, cause: {exc}") from exc
+        if not batches and data:
+            raise AdminError(
+                f"The batch at offset {self.positions[partition]} of {self.topic}-{partition}"
+                f" is larger than the fetch size {_PARTITION_MAX_BYTES}")
+        return batches
 
 
 def _consumed(partition: int, header: Any, record: Record) -> ConsumedRecord:
@@ -263,6 +388,7 @@ async def consume(consumer: Consumer, config: FormatterConfig, write: Callable[[
             if max_messages is not None and count >= max_messages:
                 break
             write(format_record(config, record))
+            consumer.deliver(record)
             count += 1
         if records:
             last = time.monotonic()

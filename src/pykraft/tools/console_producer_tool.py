@@ -8,17 +8,18 @@ Interface (the CLI in :mod:`pykraft.cli.console_producer` reads stdin and drives
     async with BrokerClients(client) as brokers:
         producer = await Producer.open(brokers, "topic", settings, warn=print_to_stderr)
         if producer.add(reader.parse(line)):         # True: a partition's batch is full
-            await producer.flush()
-        await producer.flush()                       # at the end, and after linger.ms
+            await producer.send()                    # sent while the next batch fills
+        await producer.flush()                       # at the end (and send after linger.ms)
 
 Kafka's behaviour kept: LineMessageReader's properties (``parse.key``, ``key.separator``,
 ``parse.headers``, ``headers.delimiter``, ``headers.separator``, ``headers.key.separator``,
 ``ignore.error``, ``null.marker``) with its messages; a keyed record goes to
 ``toPositive(murmur2(key)) % partitions`` (the default partitioner), keyless records stick
 to one random partition until its batch is sent; one v2 batch per partition (CreateTime,
-the producer's codec) in one Produce per leader; retriable errors are retried after a
-Metadata refresh (``retries``, ``retry.backoff.ms``); a failed record is reported as
-Kafka's ErrorLoggingCallback does, and with ``--sync`` it ends the tool with status 1.
+the producer's codec) in one Produce per leader, sent while the next batches fill (up to
+``max.in.flight.requests.per.connection`` pipelined requests); retriable errors are retried
+after a Metadata refresh (``retries``, ``retry.backoff.ms``); a failed record is reported
+as Kafka's ErrorLoggingCallback does, and with ``--sync`` it ends the tool with status 1.
 Not done: ``acks=0`` (the client awaits every answer, and Kafka's broker sends none then)
 and idempotence (no producer id: a retried batch may be written twice).
 """
@@ -26,6 +27,7 @@ and idempotence (no producer id: a retried batch may be written twice).
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime
 import random
 import time
@@ -193,6 +195,7 @@ class ProducerSettings:
     request_timeout_ms: int = 1500
     retries: int = 3
     retry_backoff_ms: int = 100
+    max_in_flight: int = 5
 
 
 def _int(props: Mapping[str, str], key: str, default: int) -> int:
@@ -221,7 +224,8 @@ def producer_settings(props: Mapping[str, str]) -> ProducerSettings:
         acks=_ACKS[acks], compression=CODECS[codec], linger_ms=_int(props, "linger.ms", 1000),
         batch_size=_int(props, "batch.size", 16 * 1024),
         request_timeout_ms=_int(props, "request.timeout.ms", 1500),
-        retries=_int(props, "retries", 3), retry_backoff_ms=_int(props, "retry.backoff.ms", 100))
+        retries=_int(props, "retries", 3), retry_backoff_ms=_int(props, "retry.backoff.ms", 100),
+        max_in_flight=max(1, _int(props, "max.in.flight.requests.per.connection", 5)))
 
 
 def encode_batch(records: list[ProducerRecord], timestamps: list[int], codec: int) -> bytes:
@@ -271,6 +275,7 @@ class Producer:
         self._pending: dict[int, _Pending] = {}
         self._sticky: int | None = None
         self.oldest_ms: float | None = None  # monotonic time of the oldest buffered record
+        self._in_flight: collections.deque[asyncio.Task[None]] = collections.deque()
 
     @classmethod
     async def open(cls, brokers: Brokers, topic: str, settings: ProducerSettings, *,
@@ -306,9 +311,26 @@ class Producer:
             self.oldest_ms = time.monotonic() * 1000
         return pending.size >= self.settings.batch_size
 
-    async def flush(self) -> None:
-        """Send every buffered batch (retrying retriable errors); failures are warned."""
+    async def send(self) -> None:
+        """Start sending every buffered batch and return: the next batches fill while these
+        are on the wire, as Kafka's sender thread works beside the caller, with at most
+        ``max.in.flight.requests.per.connection`` sends unanswered (the oldest is awaited
+        first). Requests to a broker are pipelined on its connection and answered in order;
+        as in Kafka without idempotence, a retried batch may land after a later one."""
+        while len(self._in_flight) >= self.settings.max_in_flight:
+            await self._in_flight.popleft()
         pending, self._pending, self._sticky, self.oldest_ms = self._pending, {}, None, None
+        if pending:
+            self._in_flight.append(asyncio.create_task(self._deliver(pending)))
+
+    async def flush(self) -> None:
+        """Send every buffered batch and wait for every answer (retrying retriable errors);
+        failures are warned."""
+        await self.send()
+        while self._in_flight:
+            await self._in_flight.popleft()
+
+    async def _deliver(self, pending: dict[int, _Pending]) -> None:
         for attempt in range(self.settings.retries + 1):
             if not pending:
                 return

@@ -56,8 +56,10 @@ from pykraft.tools.get_offsets_tool import list_offsets_request
 CONSUMER_PROTOCOL = "consumer"
 DEFAULT_TIMEOUT_MS = 5000
 _BACKOFF_S = 0.1
-_RETRY = frozenset({ErrorCode.coordinator_not_available, ErrorCode.not_coordinator,
-                    ErrorCode.coordinator_load_in_progress})
+#: Answers meaning the coordinator moved or is loading: the request is sent again.
+COORDINATOR_ERRORS = frozenset({ErrorCode.coordinator_not_available,
+                                ErrorCode.not_coordinator,
+                                ErrorCode.coordinator_load_in_progress})
 #: Kafka's messages (``Errors``) for the codes the group APIs answer with.
 _MESSAGES = {
     ErrorCode.coordinator_not_available: "The coordinator is not available.",
@@ -101,8 +103,8 @@ class GroupClient:
             code, result = await attempt()
             if code == ErrorCode.none:
                 return result
-            if code not in _RETRY or time.monotonic() >= deadline:
-                if code in _RETRY:
+            if code not in COORDINATOR_ERRORS or time.monotonic() >= deadline:
+                if code in COORDINATOR_ERRORS:
                     raise AdminError(f"Timed out waiting for {what}: "
                                      f"{exception_text(code)}")
                 raise api_error(code)
@@ -124,7 +126,7 @@ class GroupClient:
 
         return await self._retrying(f"the coordinator of group {group}", attempt)
 
-    async def _to_coordinator(self, group: str, body: Any,
+    async def to_coordinator(self, group: str, body: Any,
                               code_of: Callable[[Any], int]) -> tuple[Coordinator, Any]:
         """(coordinator, answer) of ``body`` sent to the group's coordinator, found again
         whenever the answer says it moved or is loading."""
@@ -153,7 +155,7 @@ class GroupClient:
         """DescribeGroups of ``group`` at its coordinator; members' assignments decoded. A
         group the coordinator does not know is ``Dead`` (Kafka answers so, or with
         GROUP_ID_NOT_FOUND)."""
-        coordinator, answer = await self._to_coordinator(
+        coordinator, answer = await self.to_coordinator(
             group, DescribeGroupsRequest(groups=(GroupId(group),),
                                          include_authorized_operations=False),
             lambda a: _unless_not_found(int(a.groups[0].error_code)))
@@ -172,7 +174,7 @@ class GroupClient:
 
     async def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
         """Every offset ``group`` committed (OffsetFetch of all topics)."""
-        _, answer = await self._to_coordinator(
+        _, answer = await self.to_coordinator(
             group, OffsetFetchRequest(groups=(OffsetFetchRequestGroup(
                 group_id=GroupId(group), member_id=None, member_epoch=i32(-1), topics=None),),
                 require_stable=False),
@@ -227,7 +229,7 @@ class GroupClient:
                     partition_index=i32(p), committed_offset=i64(o),
                     committed_leader_epoch=i32(-1), committed_metadata="") for p, o in parts))
                 for topic, parts in by_topic.items()))
-        _, answer = await self._to_coordinator(group, body, _first_partition_error)
+        _, answer = await self.to_coordinator(group, body, _first_partition_error)
         for topic in answer.topics:
             for part in topic.partitions:
                 if part.error_code != ErrorCode.none:
@@ -238,7 +240,7 @@ class GroupClient:
         results = {}
         for group in groups:
             try:
-                _, answer = await self._to_coordinator(
+                _, answer = await self.to_coordinator(
                     group, DeleteGroupsRequest(groups_names=(GroupId(group),)),
                     lambda a: int(a.results[0].error_code))
                 results[group] = int(answer.results[0].error_code)
@@ -257,7 +259,7 @@ class GroupClient:
                 OffsetDeleteRequestPartition(partition_index=i32(p)) for p in parts))
             for t, parts in by_topic.items()))
         try:
-            _, answer = await self._to_coordinator(group, body, lambda a: int(a.error_code))
+            _, answer = await self.to_coordinator(group, body, lambda a: int(a.error_code))
         except ApiError as exc:
             return int(exc.error), {tp: int(exc.error) for tp in
                                     ((t, p) for t, ps in by_topic.items() for p in ps)}
@@ -275,7 +277,7 @@ def _first_partition_error(answer: Any) -> int:
     """OffsetCommit has no top-level error: a coordinator error repeats on every partition."""
     for topic in answer.topics:
         for part in topic.partitions:
-            if part.error_code in _RETRY:
+            if part.error_code in COORDINATOR_ERRORS:
                 return int(part.error_code)
     return ErrorCode.none
 

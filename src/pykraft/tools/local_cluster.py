@@ -40,6 +40,7 @@ from pathlib import Path
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.runtime.cluster_id_refusals import STARTUP_REFUSAL
 from pykraft.tools.admin_client import ClientSecurity
 from pykraft.tools.secure_cluster import BROKER_LISTENER, SecureCluster, write_private
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
@@ -360,13 +361,18 @@ class LocalCluster:
         self.wait_listening(self.controllers)
 
     def wait_listening(self, node_ids: list[int], timeout_s: float = LISTEN_TIMEOUT_S) -> None:
-        """Until each node accepts TCP connections; a ClusterError if one exits first."""
+        """Until each node accepts TCP connections; a ClusterError if one exits first, or
+        logs a line it cannot start past (another cluster's id), naming that line."""
         deadline = time.monotonic() + timeout_s
         for node_id in node_ids:
             node = self.nodes[node_id]
+            refusals = _LogScan(node.log, STARTUP_REFUSAL)
             while not _accepts(node.port):
                 if not self.is_running(node_id):
                     raise ClusterError(f"node {node_id} exited during startup; see {node.log}")
+                refused = refusals.first()
+                if refused is not None:
+                    raise ClusterError(f"node {node_id} cannot start: {refused}; see {node.log}")
                 if time.monotonic() > deadline:
                     raise ClusterError(f"node {node_id} does not listen on {node.address} "
                                        f"after {timeout_s:.0f} s; see {node.log}")
@@ -469,6 +475,28 @@ class LocalCluster:
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
+
+
+class _LogScan:
+    """The first line of a growing log file that contains ``marker``, reading each byte
+    once however often it is asked."""
+
+    def __init__(self, path: Path, marker: str) -> None:
+        self._path = path
+        self._marker = marker
+        self._position = 0
+        self._partial = ""
+
+    def first(self) -> str | None:
+        try:
+            with self._path.open("r", encoding="utf-8", errors="replace") as log:
+                log.seek(self._position)
+                text = self._partial + log.read()
+                self._position = log.tell()
+        except FileNotFoundError:
+            return None
+        *lines, self._partial = text.split("\n")
+        return next((line.strip() for line in lines if self._marker in line), None)
 
 
 def _accepts(port: int) -> bool:

@@ -217,6 +217,7 @@ def format_storage(
     new_salt: Callable[[], bytes] = _random_salt,
 ) -> list[str]:
     """Format the node's directories; returns Kafka's progress lines."""
+    request.config.require_quorum()
     _validate_cluster_id(request.cluster_id)
     _check_modes(request)
     kraft_version = _kraft_version(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid
 
@@ -20,6 +21,7 @@ from kio.schema.create_partitions.v3.request import (
     CreatePartitionsTopic,
 )
 from kio.schema.create_partitions.v3.response import CreatePartitionsResponse
+from kio.schema.create_topics.v7.request import CreateTopicsRequest
 from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.delete_topics.v6.response import DeleteTopicsResponse
@@ -70,7 +72,7 @@ def test_create_topic_records_and_placement(cluster: Cluster) -> None:
     (create_topic("t", -2), ErrorCode.invalid_partitions),
     (create_topic("t", 1, 0), ErrorCode.invalid_replication_factor),
     (create_topic("t", 1, 6), ErrorCode.invalid_replication_factor),
-    (create_topic("t", 2**31 - 1), ErrorCode.invalid_partitions),
+    (create_topic("t", 2**31 - 1), ErrorCode.policy_violation),
     (create_topic("t", configs={"retention.ms": "soon"}), ErrorCode.invalid_config),
     (create_topic("t", configs={"no.such.key": "1"}), ErrorCode.invalid_config),
     (create_topic("t", configs={"min.insync.replicas": "0"}), ErrorCode.invalid_config),
@@ -102,6 +104,49 @@ def test_manual_assignment_and_defaults(cluster: Cluster) -> None:
     assert [partitions[0].replicas, partitions[1].replicas] == [(3, 1), (2, 4)]
     assert created(cluster, create_topic("d", -1, -1))[0] == ErrorCode.none
     assert len(cluster.controller.image.topics.by_name["d"].partitions) == 1
+
+
+def many_topics(count: int, partitions: int = 1, *,
+                validate_only: bool = False) -> CreateTopicsRequest:
+    one: CreateTopicsRequest = create_topic("x", partitions, validate_only=validate_only)
+    return dataclasses.replace(one, topics=tuple(
+        dataclasses.replace(one.topics[0], name=TopicName(f"t-{i}")) for i in range(count)))
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_more_records_than_one_operation_takes_refuse_the_whole_request(
+        cluster: Cluster, validate_only: bool) -> None:
+    """Kafka's MAX_RECORDS_PER_USER_OP (10,000): its bounded record list throws, and every
+    topic gets POLICY_VIOLATION, the valid ones and those that came before included."""
+    before = len(cluster.raft.batches)
+    response = cluster.call(dataclasses.replace(many_topics(5001, validate_only=validate_only),
+                                                topics=(*many_topics(5001).topics,
+                                                        *create_topic("bad/name").topics)))
+    assert isinstance(response, CreateTopicsResponse)
+    assert {(t.error_code, t.error_message) for t in response.topics} == {
+        (ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")}
+    assert len(response.topics) == 5002
+    assert len(cluster.raft.batches) == before and not cluster.controller.image.topics.by_name
+
+
+def test_ten_thousand_records_are_one_operation(cluster: Cluster) -> None:
+    """5,000 topics of one partition: 10,000 records, the most one operation may write."""
+    response = cluster.call(many_topics(5000))
+    assert isinstance(response, CreateTopicsResponse)
+    assert {t.error_code for t in response.topics} == {ErrorCode.none}
+    assert len(cluster.controller.image.topics.by_name) == 5000
+
+
+def test_names_that_collide_within_one_request(cluster: Cluster) -> None:
+    response = cluster.call(dataclasses.replace(create_topic("a.b"), topics=(
+        *create_topic("a.b").topics, *create_topic("a_b").topics, *create_topic("c").topics,
+        *create_topic("c").topics)))
+    assert isinstance(response, CreateTopicsResponse)
+    assert [(t.error_code, t.error_message) for t in response.topics] == [
+        (ErrorCode.none, None),
+        (ErrorCode.invalid_topic_exception, "Topic 'a_b' collides with existing topic: a.b"),
+        (ErrorCode.invalid_request, "Duplicate topic name."),
+        (ErrorCode.invalid_request, "Duplicate topic name.")]
 
 
 def test_validate_only_writes_nothing(cluster: Cluster) -> None:
@@ -173,7 +218,9 @@ def test_create_partitions(cluster: Cluster) -> None:
     assert add_partitions(cluster, "p", 7, [[1, 2]]) == ErrorCode.invalid_replica_assignment
     assert add_partitions(cluster, "p", 6, [[4, 5]]) == ErrorCode.none
     assert cluster.controller.image.topics.by_name["p"].partitions[5].replicas == (4, 5)
-    assert add_partitions(cluster, "p", 2**31 - 1) == ErrorCode.invalid_partitions
+    assert add_partitions(cluster, "p", 2**31 - 1) == ErrorCode.policy_violation
+    assert add_partitions(cluster, "p", 10_006) == ErrorCode.none  # 10,000 new partitions
+    assert add_partitions(cluster, "p", 20_007) == ErrorCode.policy_violation
     assert cluster.replayed_image() == cluster.controller.image
 
 

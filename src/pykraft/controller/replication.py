@@ -3,14 +3,18 @@
 
 New partitions are placed on usable brokers by :mod:`pykraft.controller.placement`, start
 with the whole replica set as ISR, the first replica as leader, and epochs 0. A request may
-not produce more than ``MAX_RECORDS_PER_USER_OP`` records: the topic that would cross it is
-refused with INVALID_PARTITIONS, so a huge partition count is never materialised.
+not produce more than ``MAX_RECORDS_PER_USER_OP`` records (validate_only included): as in
+Kafka, whose bounded record list throws, every topic of such a request gets POLICY_VIOLATION
+"Unable to perform excessively large batch operation.", and a partition count above the bound
+is refused before it is placed, so a huge one is never materialised. The work per request
+stays linear in its size: names, duplicates and collisions are looked up in maps built once.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kio.schema.alter_partition.v3 import request as ap_req
@@ -56,6 +60,12 @@ from pykraft.records.metadata import (
 class Failure:
     code: ErrorCode
     message: str
+
+
+#: Kafka's answer to an operation whose records would not fit MAX_RECORDS_PER_USER_OP (its
+#: BoundedListTooLongException, treated as a PolicyViolationException for the whole request).
+TOO_LARGE = Failure(ErrorCode.policy_violation,
+                    "Unable to perform excessively large batch operation.")
 
 
 def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
@@ -114,15 +124,36 @@ def _auto_assign(ctx: ControllerContext, count: int,
                           rng=ctx.rng)
 
 
+class TakenNames:
+    """The topic names in use and, by their collision form ('.' as '_'), which name holds
+    it: one map lookup per new name instead of a scan of every topic."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._by_form: dict[str, str] = {}
+        self._names: set[str] = set()
+        for name in names:
+            self.add(name)
+
+    def add(self, name: str) -> None:
+        self._names.add(name)
+        self._by_form.setdefault(name.replace(".", "_"), name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def clash(self, name: str) -> str | None:
+        """A taken name that differs from ``name`` only by '.' against '_'."""
+        return self._by_form.get(name.replace(".", "_"))
+
+
 def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
-                taken: set[str]) -> list[tuple[int, ...]] | Failure:
+                taken: TakenNames) -> list[tuple[int, ...]] | Failure:
     problem = topic_name_problem(topic.name)
     if problem is not None:
         return Failure(ErrorCode.invalid_topic_exception, problem)
     if topic.name in taken:
         return Failure(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
-    normalized = topic.name.replace(".", "_")
-    clash = next((t for t in taken if t.replace(".", "_") == normalized), None)
+    clash = taken.clash(topic.name)
     if clash is not None:
         return Failure(ErrorCode.invalid_topic_exception,
                        f"Topic '{topic.name}' collides with existing topic: {clash}")
@@ -157,16 +188,13 @@ def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
         return Failure(ErrorCode.invalid_replication_factor,
                        "Replication factor must be larger than 0, or -1 to use the default "
                        "value.")
-    if count > MAX_RECORDS_PER_USER_OP:
-        return Failure(ErrorCode.invalid_partitions,
-                       f"Unable to create {count} partitions: a request may create at most "
-                       f"{MAX_RECORDS_PER_USER_OP} records.")
+    if count > MAX_RECORDS_PER_USER_OP:  # placed, it could only overflow the batch
+        return TOO_LARGE
     return _auto_assign(ctx, count, factor)
 
 
-def _topic_configs(ctx: ControllerContext, topic: CreatableTopic
-                   ) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
-    given = {c.name: c.value for c in topic.configs if c.value is not None}
+def _topic_configs(given: dict[str, str]) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
+    """Every topic config, ``given`` or at its default, as a CreateTopics answer lists them."""
     return tuple(
         ct_resp.CreatableTopicConfigs(
             name=d.name, value=given.get(d.name, d.default), read_only=False,
@@ -177,23 +205,31 @@ def _topic_configs(ctx: ControllerContext, topic: CreatableTopic
     )
 
 
+def _create_topics_failed(req: CreateTopicsRequest, failure: Failure) -> ControllerResult:
+    """Every topic of the request refused with one error, nothing written."""
+    return ControllerResult((), ct_resp.CreateTopicsResponse(
+        throttle_time=NO_THROTTLE, topics=tuple(ct_resp.CreatableTopicResult(
+            name=topic.name, topic_id=None, error_code=failure.code,
+            error_message=failure.message, configs=None) for topic in req.topics)))
+
+
 def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
-    names = [t.name for t in req.topics]
-    taken = set(ctx.image.topics.by_name)
+    named = Counter(t.name for t in req.topics)
+    taken = TakenNames(ctx.image.topics.by_name)
+    defaults = _topic_configs({})  # shared by the topics that set no config
     budget = MAX_RECORDS_PER_USER_OP
     records: list[object] = []
     results: list[ct_resp.CreatableTopicResult] = []
     for topic in req.topics:
         plan: list[tuple[int, ...]] | Failure
-        if names.count(topic.name) > 1:
+        if named[topic.name] > 1:
             plan = Failure(ErrorCode.invalid_request, "Duplicate topic name.")
         else:
             plan = _plan_topic(ctx, topic, taken)
         configs = [c for c in topic.configs if c.value is not None]
-        if not isinstance(plan, Failure) and 1 + len(plan) + len(configs) > budget:
-            plan = Failure(ErrorCode.invalid_partitions,
-                           f"Unable to create {len(plan)} partitions: a request may create "
-                           f"at most {MAX_RECORDS_PER_USER_OP} records.")
+        if plan is TOO_LARGE or (
+                not isinstance(plan, Failure) and 1 + len(plan) + len(configs) > budget):
+            return _create_topics_failed(req, TOO_LARGE)
         if isinstance(plan, Failure):
             results.append(ct_resp.CreatableTopicResult(
                 name=topic.name, topic_id=None, error_code=plan.code, error_message=plan.message,
@@ -210,7 +246,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             name=topic.name, topic_id=None if req.validate_only else topic_id,
             error_code=ErrorCode.none, error_message=None,
             num_partitions=i32(len(plan)), replication_factor=i16(len(plan[0])),
-            configs=_topic_configs(ctx, topic)))
+            configs=_topic_configs({c.name: c.value for c in configs if c.value is not None})
+            if configs else defaults))
     return ControllerResult(() if req.validate_only else tuple(records),
                             ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE,
                                                          topics=tuple(results)))
@@ -253,20 +290,25 @@ def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> Controlle
 
 
 def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> ControllerResult:
-    names = [t.name for t in req.topics]
+    named = Counter(t.name for t in req.topics)
     budget = MAX_RECORDS_PER_USER_OP
     records: list[object] = []
     results: list[CreatePartitionsTopicResult] = []
     for entry in req.topics:
         topic = ctx.image.topics.by_name.get(entry.name)
         plan: list[tuple[int, ...]] | Failure
-        if names.count(entry.name) > 1:
+        if named[entry.name] > 1:
             plan = Failure(ErrorCode.invalid_request, "Duplicate topic name.")
         elif topic is None:
             plan = Failure(ErrorCode.unknown_topic_or_partition,
                            "This server does not host this topic-partition.")
         else:
             plan = _plan_partitions(ctx, topic, entry.count, entry.assignments, budget)
+        if plan is TOO_LARGE:
+            return ControllerResult((), CreatePartitionsResponse(
+                throttle_time=NO_THROTTLE, results=tuple(CreatePartitionsTopicResult(
+                    name=t.name, error_code=TOO_LARGE.code, error_message=TOO_LARGE.message)
+                    for t in req.topics)))
         if isinstance(plan, Failure) or topic is None:
             failure = plan if isinstance(plan, Failure) else None
             results.append(CreatePartitionsTopicResult(
@@ -294,9 +336,7 @@ def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
                        f"equal to the requested {count}.")
     added = count - current
     if added > budget:
-        return Failure(ErrorCode.invalid_partitions,
-                       f"Unable to create {added} partitions: a request may create at most "
-                       f"{MAX_RECORDS_PER_USER_OP} records.")
+        return TOO_LARGE
     factor = len(topic.partitions[0].replicas) if current else 1
     if assignments is None:
         return _auto_assign(ctx, added, factor)

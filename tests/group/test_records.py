@@ -30,9 +30,11 @@ from pykraft.group.records import (
     decode_record,
     decode_value,
     group_metadata_record,
+    offset_commit_floor,
     offset_commit_record,
 )
 from pykraft.messages import encode
+from pykraft.records.batch import encode_batch
 
 
 def _s(text: str) -> bytes:
@@ -347,3 +349,21 @@ def test_damaged_group_values_only_raise_decode_errors(
     _decodes_or_raises_decode_error(record)
     truncated = OffsetsRecord(record.key, bytes(data[: cut % (len(data) + 1)]))
     _decodes_or_raises_decode_error(truncated)
+
+
+@given(group=st.text(max_size=20), topics=st.lists(st.tuples(
+    st.text(max_size=20), st.lists(st.text(max_size=10), min_size=1, max_size=5)),
+    min_size=1, max_size=4), expiring=st.booleans())
+def test_the_commit_floor_never_exceeds_the_batch_it_bounds(
+        group: str, topics: list[tuple[str, list[str]]], expiring: bool) -> None:
+    """A coordinator refuses a commit above the floor unbuilt: no batch it could have built
+    may be smaller."""
+    records = [offset_commit_record(
+        OffsetCommitKey(group, topic, index),
+        OffsetCommitValue(offset=index, metadata=metadata, commit_timestamp=1,
+                          expire_timestamp=5 if expiring else -1))
+        for topic, metadatas in topics for index, metadata in enumerate(metadatas)]
+    batch = encode_batch(0, [(r.key, r.value) for r in records], partition_leader_epoch=0,
+                         timestamp=1_700_000_000_000)
+    floor = offset_commit_floor(group, [(topic, len(m)) for topic, m in topics])
+    assert floor <= len(batch)

@@ -41,6 +41,7 @@ from pykraft.broker.group_versions import error_response, merge, split
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
+from pykraft.group.records import offset_commit_floor
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import complete_batches, encode_batch, iter_batches
@@ -265,6 +266,8 @@ class GroupCoordinatorService:
             return error_response(api_key, request, ErrorCode.not_coordinator)
         if coordinator.shard is None:
             return error_response(api_key, request, ErrorCode.coordinator_load_in_progress)
+        if api_key == ApiKey.OFFSET_COMMIT and self._oversized_commit(coordinator, request):
+            return error_response(api_key, request, ErrorCode.unknown_server_error)
         token = next(self._tokens)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiters[token] = _Waiter(future, api_key, request)
@@ -278,6 +281,22 @@ class GroupCoordinatorService:
             return await future
         finally:
             self._waiters.pop(token, None)
+
+    @staticmethod
+    def _oversized_commit(coordinator: _Coordinator, request: Any) -> bool:
+        """Whether the records of this OffsetCommit cannot fit one batch of the partition
+        (``max.message.bytes``), logged as Kafka's RecordTooLargeException; its coordinator
+        answers UNKNOWN_SERVER_ERROR without building them (100,000 partitions held the
+        broker's loop for seconds, then failed the append)."""
+        limit = coordinator.hosted.settings.append.max_message_bytes
+        floor = offset_commit_floor(str(request.group_id), (
+            (str(topic.name), len(topic.partitions)) for topic in request.topics))
+        if floor <= limit:
+            return False
+        log.warning("%s-%d: Message batch size is at least %d bytes in append to partition "
+                    "%s-%d which exceeds the maximum configured size of %d.", OFFSETS_TOPIC,
+                    coordinator.partition, floor, OFFSETS_TOPIC, coordinator.partition, limit)
+        return True
 
     def _apply(self, coordinator: _Coordinator, outcome: Outcome) -> None:
         """Append the outcome's records, then queue its replies behind that batch."""

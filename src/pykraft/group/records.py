@@ -13,11 +13,13 @@ we; every version is read. A null value is a tombstone: the offset or group is d
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from pykraft.errors import MessageDecodeError
 from pykraft.group.outcome import OffsetsRecord
 from pykraft.messages import array, decode, encode, kafka_field, message
+from pykraft.records.batch import HEADER_SIZE
 
 OFFSET_COMMIT_KEY_VERSION = 1
 """Key version written for offsets (0 is the same layout and still read)."""
@@ -121,6 +123,27 @@ def offset_commit_record(key: OffsetCommitKey, value: OffsetCommitValue | None) 
         version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
         value = replace(value, leader_epoch=-1)
     return OffsetsRecord(key_bytes, _prefixed(version, encode(value, version)))
+
+
+#: The fewest bytes around one record in a v2 batch (length, attributes, timestamp and
+#: offset deltas, key and value lengths, header count: a byte each) and of a committed
+#: offset's value apart from its metadata string (version, offset, leader epoch, metadata
+#: length, commit timestamp).
+_RECORD_FRAMING_MIN = 7
+_OFFSET_VALUE_MIN = 2 + 8 + 4 + 2 + 8
+
+
+def offset_commit_floor(group: str, partitions_by_topic: Iterable[tuple[str, int]]) -> int:
+    """The fewest bytes a batch of the records committing these offsets can take
+    (``partitions_by_topic``: topic names with their number of partitions committed): a
+    coordinator refuses a commit that cannot fit its batch before it builds a record, as
+    Kafka checks the size of an atomic write before replaying it."""
+    group_bytes = len(group.encode())
+    total = HEADER_SIZE
+    for topic, count in partitions_by_topic:
+        key = 2 + 2 + group_bytes + 2 + len(topic.encode()) + 4  # version, group, topic, index
+        total += count * (_RECORD_FRAMING_MIN + key + _OFFSET_VALUE_MIN)
+    return total
 
 
 def group_metadata_record(key: GroupMetadataKey, value: GroupMetadataValue | None) -> OffsetsRecord:

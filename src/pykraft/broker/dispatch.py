@@ -155,7 +155,8 @@ class BrokerDispatcher(Dispatcher):
         if api_key in PARTS and access.enabled:
             return self._encode(request, await self._split_answer(request, access))
         if api_key in FORWARDED:
-            return self._encode(request, await self._forward(request))
+            forwarded = await self._forward(request)
+            return await self._encode_large(request, lambda: forwarded)
         if api_key in GROUP_APIS:
             return await self._group_answer(request, session, access)
         node_id = self._settings.node_id
@@ -266,7 +267,8 @@ class BrokerDispatcher(Dispatcher):
             handle = (existing_partitions_only(self._metadata.image, serve)
                       if api_key == ApiKey.OFFSET_COMMIT else serve)
             response = await authorized_group_answer(api_key, latest, access, handle)
-        return self._encode(request, to_version(api_key, version, response, latest))
+        return await self._encode_large(
+            request, lambda: to_version(api_key, version, response, latest))
 
     def _failed(self, request: RequestFrame) -> bytes:
         """A group API's or Produce's UNKNOWN_SERVER_ERROR names every group or partition

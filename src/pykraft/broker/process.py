@@ -73,6 +73,7 @@ log = logging.getLogger("pykraft.broker")
 #: How long :meth:`BrokerRuntime.stop` waits for its cancelled background tasks.
 TASK_STOP_TIMEOUT_S = 5.0
 #: Kafka's defaults of the periodic log tasks' intervals.
+REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
     "replica.high.watermark.checkpoint.interval.ms": 5_000,
@@ -102,6 +103,7 @@ class BrokerRuntime:
             None if settings.is_controller
             else SnapshotGenerator(settings.controller.snapshot_policy()))
         self._channel: ControllerChannel | None = None
+        self._forwarding: ControllerChannel | None = None
         self._lifecycle: BrokerLifecycle | None = None
         self._servers: list[ListenerServer] = []
         self._finders: list[CoordinatorFinder] = []
@@ -146,10 +148,19 @@ class BrokerRuntime:
             self.metadata.generator.attach(
                 node.core, step=node.step, clock=node.now_ms,
                 defer=lambda callback: asyncio.get_running_loop().call_soon(callback))
-        self._channel = ControllerChannel(
-            settings.node_id, node.address_of, lambda: node.core.leader_and_epoch.leader_id,
-            settings.quorum.request_timeout_ms, tls=settings.controller_tls,
-            sasl=settings.controller_sasl)
+        def channel(timeout_ms: int, purpose: str) -> ControllerChannel:
+            return ControllerChannel(
+                settings.node_id, node.address_of,
+                lambda: node.core.leader_and_epoch.leader_id, timeout_ms,
+                tls=settings.controller_tls, sasl=settings.controller_sasl, purpose=purpose)
+
+        self._channel = channel(settings.quorum.request_timeout_ms, "heartbeat")
+        # Kafka's "forwarding" channel: admin requests, producer id blocks and internal
+        # topic creation wait for the controller up to request.timeout.ms on their own
+        # connection, never in front of a heartbeat (a 5,000-topic CreateTopics queued the
+        # heartbeats behind it, timed out after 2 s and was sent again and again).
+        self._forwarding = channel(_int_property(self._static, "request.timeout.ms",
+                                                 REQUEST_TIMEOUT_MS_DEFAULT), "forwarding")
         self.replicas.clock_ms = node.now_ms
         if self._auto_create:  # one for every listener: topics in flight are per broker
             self._auto_topics = AutoTopicCreator(
@@ -203,10 +214,10 @@ class BrokerRuntime:
 
     def _dispatcher(self, node: RaftNode, spec: ListenerSettings) -> BrokerDispatcher:
         """The dispatcher of one listener: its answers name that listener's endpoints."""
-        assert self._channel is not None and self.groups is not None
-        finder = CoordinatorFinder(self._offsets_topic, self._channel, spec.name)
+        assert self._forwarding is not None and self.groups is not None
+        finder = CoordinatorFinder(self._offsets_topic, self._forwarding, spec.name)
         self._finders.append(finder)
-        return BrokerDispatcher(node, self.metadata, self._channel,
+        return BrokerDispatcher(node, self.metadata, self._forwarding,
                                 cluster_id=self._settings.cluster_id, listener_name=spec.name,
                                 produce=ProduceHandler(self.replicas, node.now_ms, spec.name),
                                 replicas=self.replicas, groups=(self.groups, finder),
@@ -285,8 +296,9 @@ class BrokerRuntime:
         if self._auto_topics is not None:
             await self._auto_topics.close()
         await self.fetchers.stop()
-        if self._channel is not None:
-            self._channel.close()
+        for channel in (self._channel, self._forwarding):
+            if channel is not None:
+                channel.close()
         for server in self._servers:
             await server.close()
         if self._clock is not None:

@@ -29,9 +29,10 @@ class ControllerChannel:
 
     def __init__(self, node_id: int, address_of: Callable[[int], tuple[str, int] | None],
                  active_controller: Callable[[], int | None], request_timeout_ms: int,
-                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None
-                 ) -> None:
-        self._pool = PeerPool(client_id=f"broker-{node_id}-to-controller",
+                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None,
+                 purpose: str | None = None) -> None:
+        suffix = "" if purpose is None else f"-{purpose}"  # Kafka's channel names
+        self._pool = PeerPool(client_id=f"broker-{node_id}-to-controller{suffix}",
                               ours=listener_ranges(Listener.CONTROLLER),
                               request_timeout_ms=request_timeout_ms, tls=tls,
                               sasl=sasl)

@@ -23,6 +23,11 @@ def encode_frame(payload: bytes) -> bytes:
     return _SIZE.pack(len(payload)) + payload
 
 
+def join_frame(parts: list[bytes]) -> bytes:
+    """A frame from the chunks :meth:`FrameDecoder.feed_parts` gave (one copy at most)."""
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 class FrameDecoder:
     """Turns a byte stream into frames (payloads without their size prefix).
 
@@ -53,9 +58,14 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[bytes]:
         """Consume ``data``; return every frame it completed, in order."""
+        return [join_frame(parts) for parts in self.feed_parts(data)]
+
+    def feed_parts(self, data: bytes) -> list[list[bytes]]:
+        """:meth:`feed`, each completed frame as the chunks it came in (for a caller that
+        chooses when to pay for :func:`join_frame`)."""
         if self._error is not None:
             raise self._error
-        frames: list[bytes] = []
+        frames: list[list[bytes]] = []
         view = memoryview(data)
         while True:
             if self._expected is None:
@@ -79,9 +89,8 @@ class FrameDecoder:
                 view = view[len(taken):]
             if self._received < self._expected:
                 return frames
-            frames.append(self._chunks[0] if len(self._chunks) == 1
-                          else b"".join(self._chunks))
-            self._chunks.clear()
+            frames.append(self._chunks)
+            self._chunks = []
             self._received = 0
             self._expected = None
             if not view:

@@ -12,8 +12,6 @@ handlers before anything else is decoded.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
 import dataclasses
 import datetime
@@ -21,7 +19,7 @@ import functools
 import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.describe_quorum.v2 import response as dq
@@ -52,6 +50,7 @@ from pykraft.protocol.header import read_request_prefix
 from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
+from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, off_loop
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
@@ -83,20 +82,12 @@ LATEST_REQUEST: dict[int, type] = {
     ApiKey.REMOVE_RAFT_VOTER: rpc.RemoveRaftVoterRequest,
     ApiKey.UPDATE_RAFT_VOTER: rpc.UpdateRaftVoterRequest,
 }
-#: A request frame above this size is decoded, and the answers that grow with it encoded,
-#: on a worker thread. The codec is pure Python (a 125 KB CreateTopics of 5,000 topics is
-#: answered with 3.9 MB that took 2 s to encode); off the loop's thread, the interpreter
-#: hands the loop the GIL every switch interval (5 ms), so heartbeats, Raft timers and other
-#: connections are served meanwhile. Small requests stay on the loop (no thread hop).
-OFF_LOOP_BYTES = 64 * 1024
-#: One worker: large requests queue for it rather than compete with each other and the loop
-#: for the GIL (the disk flusher has its own).
-_CODEC = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codec")
+#: Whether the request this connection's task serves is above OFF_LOOP_BYTES (decoded, and its
+#: growing answers encoded, on the codec thread: :mod:`pykraft.runtime.codec_thread`).
 _LARGE_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("large_request",
                                                                       default=False)
 BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type values (KIP-919)
 CONTROLLER_ENDPOINTS = 2
-T = TypeVar("T")
 _NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
 
 
@@ -109,11 +100,6 @@ def _describe_cluster_body(error: ErrorCode, cluster_id: str, controller_id: int
         controller_id=BrokerId(controller_id), brokers=brokers,
         cluster_authorized_operations=i32(operations),
     )
-
-
-async def _off_loop(work: Callable[..., T], *args: Any) -> T:
-    """``work(*args)`` on the codec thread."""
-    return await asyncio.get_running_loop().run_in_executor(_CODEC, work, *args)
 
 
 class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -152,7 +138,7 @@ class Dispatcher:
         large = len(frame) > OFF_LOOP_BYTES
         _LARGE_REQUEST.set(large)  # this connection's task: one request at a time
         try:
-            request = await _off_loop(decode_request, frame) if large else (
+            request = await off_loop(decode_request, frame) if large else (
                 decode_request(frame))
         except UnsupportedVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
@@ -238,7 +224,7 @@ class Dispatcher:
         worker thread when the request was large (see :data:`OFF_LOOP_BYTES`); ``answer``
         must be pure (it may run there)."""
         if _LARGE_REQUEST.get():
-            return await _off_loop(lambda: self._encode(request, answer()))
+            return await off_loop(lambda: self._encode(request, answer()))
         return self._encode(request, answer())
 
     def _encode(self, request: RequestFrame, response: Any) -> bytes:

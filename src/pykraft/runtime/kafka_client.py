@@ -23,6 +23,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pykraft.protocol.header import RequestHeader
+from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, off_loop
 from pykraft.runtime.sasl_client import SASL_RANGES, SaslCredentials, SaslSession
 from pykraft.runtime.streams import FrameStream
 
@@ -136,7 +137,8 @@ async def _read_response(stream: FrameStream, api_key: int, version: int,
     frame = await stream.read_frame()
     if frame is None:
         raise NetworkError(f"connection to {stream.peer} closed while waiting for a response")
-    response = decode_response(api_key, version, frame)
+    response = (await off_loop(decode_response, api_key, version, frame)
+                if len(frame) > OFF_LOOP_BYTES else decode_response(api_key, version, frame))
     if response.correlation_id != correlation_id:
         raise ProtocolError(
             f"response correlation id {response.correlation_id}, expected {correlation_id}"

@@ -1,0 +1,243 @@
+"""The longest stall one expensive request causes on a node (issue 24, defect 5).
+
+A local cluster of 3 controllers and 1 broker (``LocalCluster``, Kafka's default timeouts:
+``broker.session.timeout.ms`` 9 s, ``controller.quorum.fetch.timeout.ms`` 2 s) is sent each
+request below in turn; meanwhile a probe process per node (the active controller and the
+broker) sends ApiVersions every 50 ms over its own connection
+(:class:`pykraft.testing.stalls.StallProbe`). Per case: the worst ApiVersions round trip on
+each node, how long the request took, whether the metadata quorum's leader epoch changed
+(an election) and how often the controller fenced the broker.
+
+* ``create-topics-validate``: CreateTopics of ``--topics`` topics (1 partition each),
+  validate_only, sent to the broker, which forwards it to the active controller;
+* ``create-partitions``: CreateTopics of one topic with ``--partitions`` partitions;
+* ``offset-commit``: an OffsetCommit of ``--commit-partitions`` partitions (one topic) to
+  the group coordinator (the broker), generation -1 (a simple commit);
+* ``produce``: ``--produce-requests`` Produce requests at once, each of ``--produce-mb``
+  one-MB batches (one per partition of a 100-partition topic), acks=1.
+
+    .venv/bin/python bench/stalls.py [--cases produce,offset-commit] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import datetime
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.offset_commit.v9.request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from kio.schema.produce.v13.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
+
+from peers.base import BenchError
+from peers.pykraft_metadata import call, connect, create_topics_request, created_or_exists
+from pykraft.protocol.apis import Listener
+from pykraft.records.batch import encode_batch
+from pykraft.testing.stalls import StallProbe, fences_of
+from pykraft.tools.admin_client import admin_settings
+from pykraft.tools.broker_clients import BrokerClients
+from pykraft.tools.group_admin import GroupClient
+from pykraft.tools.local_cluster import HOST, LocalCluster
+from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_bootstrap
+
+PROPERTIES = {"pykraft.shutdown.timeout.ms": "3000"}
+PRODUCE_TOPIC = "stall-produce"
+PRODUCE_PARTITIONS = 100
+COMMIT_TOPIC = "stall-commit"
+BATCH_BYTES = 1_000_000
+SETUP_TIMEOUT_S = 120.0
+CASES = ("create-topics-validate", "create-partitions", "offset-commit", "produce")
+
+
+@dataclass
+class CaseResult:
+    case: str
+    request_s: float
+    controller_stall_s: float
+    broker_stall_s: float
+    elections: int
+    broker_fences: int
+    outcome: str
+
+
+class StallBench:
+    """The cluster and the requests; see the module docstring."""
+
+    def __init__(self, cluster: LocalCluster, options: argparse.Namespace) -> None:
+        self.cluster = cluster
+        self.options = options
+        self.broker = cluster.brokers[0]
+        self.produce_topic_id: uuid.UUID | None = None
+
+    @property
+    def broker_address(self) -> str:
+        return self.cluster.nodes[self.broker].address
+
+    async def quorum(self) -> QuorumInfo:
+        return await describe_quorum(*parse_bootstrap(self.cluster.bootstrap_controllers),
+                                     timeout_s=SETUP_TIMEOUT_S)
+
+    async def broker_call(self, body: Any) -> Any:
+        connection = await connect(self.broker_address, Listener.BROKER)
+        try:
+            return await call(connection, body)
+        finally:
+            connection.close()
+
+    async def setup(self) -> None:
+        """The topics the cases write to, once the broker serves."""
+        deadline = time.monotonic() + SETUP_TIMEOUT_S
+        for topic, partitions in ((PRODUCE_TOPIC, PRODUCE_PARTITIONS), (COMMIT_TOPIC, 1)):
+            while True:
+                try:
+                    answer = await self.broker_call(create_topics_request([topic], partitions, 1))
+                    if created_or_exists(answer):
+                        break
+                except BenchError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise BenchError(f"cannot create {topic}")
+                await asyncio.sleep(0.5)
+        metadata = await self.broker_call(MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name=TopicName(PRODUCE_TOPIC)),),
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        self.produce_topic_id = metadata.topics[0].topic_id  # Produce v13 names topics by id
+        async with BrokerClients(admin_settings(self.broker_address)) as brokers:
+            await GroupClient(brokers, timeout_s=SETUP_TIMEOUT_S).coordinator("stall-group")
+
+    async def create_topics_validate(self) -> str:
+        body = create_topics_request([f"stall-validate-{i}" for i in range(self.options.topics)],
+                                     1, 1)
+        answer = await self.broker_call(dataclasses.replace(body, validate_only=True))
+        return _codes(t.error_code for t in answer.topics)
+
+    async def create_partitions(self) -> str:
+        name = f"stall-partitions-{time.monotonic_ns()}"
+        answer = await self.broker_call(create_topics_request([name], self.options.partitions,
+                                                              1))
+        return _codes(t.error_code for t in answer.topics)
+
+    async def offset_commit(self) -> str:
+        body = OffsetCommitRequest(
+            group_id=GroupId("stall-group"), generation_id_or_member_epoch=i32(-1),
+            member_id="", group_instance_id=None, topics=(OffsetCommitRequestTopic(
+                name=TopicName(COMMIT_TOPIC), partitions=tuple(OffsetCommitRequestPartition(
+                    partition_index=i32(p), committed_offset=i64(1),
+                    committed_leader_epoch=i32(-1), committed_metadata="")
+                    for p in range(self.options.commit_partitions))),))
+        answer = await self.broker_call(body)
+        return _codes(p.error_code for t in answer.topics for p in t.partitions)
+
+    async def produce(self) -> str:
+        batch = Records(encode_batch(0, [(None, os.urandom(BATCH_BYTES))],
+                                     partition_leader_epoch=-1,
+                                     timestamp=int(time.time() * 1000)))
+        body = ProduceRequest(
+            transactional_id=None, acks=i16(1),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+            topic_data=(TopicProduceData(topic_id=self.produce_topic_id, partition_data=tuple(
+                PartitionProduceData(index=i32(p % PRODUCE_PARTITIONS), records=batch)
+                for p in range(self.options.produce_mb))),))
+        connections = [await connect(self.broker_address, Listener.BROKER)
+                       for _ in range(self.options.produce_requests)]
+        try:  # connected first: encoding 100 MB holds this client's loop too
+            answers = await asyncio.gather(*(call(c, body) for c in connections))
+        finally:
+            for connection in connections:
+                connection.close()
+        return _codes(p.error_code for a in answers for t in a.responses
+                      for p in t.partition_responses)
+
+    async def measure(self, case: str, run: Callable[[], Awaitable[str]]) -> CaseResult:
+        before = await self.quorum()
+        fences = fences_of(self.cluster.nodes[before.leader_id].data, self.broker)
+        leader = self.cluster.nodes[before.leader_id]
+        broker = self.cluster.nodes[self.broker]
+        with StallProbe(HOST, leader.port, Listener.CONTROLLER) as on_c, \
+                StallProbe(HOST, broker.port, Listener.BROKER) as on_b:
+            started = time.monotonic()
+            try:
+                outcome = await run()
+            except BenchError as exc:
+                outcome = str(exc)
+            took = time.monotonic() - started
+            on_controller, on_broker = on_c.stop(), on_b.stop()
+        after = await self.quorum()
+        return CaseResult(case, round(took, 2), round(on_controller.worst_s, 2),
+                          round(on_broker.worst_s, 2), after.leader_epoch - before.leader_epoch,
+                          fences_of(self.cluster.nodes[after.leader_id].data, self.broker)
+                          - fences, outcome)
+
+
+def _codes(codes: Any) -> str:
+    counts: dict[int, int] = {}
+    for code in codes:
+        counts[int(code)] = counts.get(int(code), 0) + 1
+    return ", ".join(f"error {code} x{count}" for code, count in sorted(counts.items()))
+
+
+async def run_cases(bench: StallBench, cases: list[str]) -> list[CaseResult]:
+    await bench.setup()
+    runs = {"create-topics-validate": bench.create_topics_validate,
+            "create-partitions": bench.create_partitions,
+            "offset-commit": bench.offset_commit, "produce": bench.produce}
+    results = []
+    for case in cases:
+        result = await bench.measure(case, runs[case])
+        print(json.dumps(asdict(result)), file=sys.stderr, flush=True)
+        results.append(result)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--topics", type=int, default=5000)
+    parser.add_argument("--partitions", type=int, default=150)
+    parser.add_argument("--commit-partitions", type=int, default=100_000)
+    parser.add_argument("--produce-requests", type=int, default=5)
+    parser.add_argument("--produce-mb", type=int, default=100)
+    parser.add_argument("--dir", type=Path)
+    parser.add_argument("--json", action="store_true")
+    options = parser.parse_args()
+    cases = options.cases.split(",")
+    if unknown := set(cases) - set(CASES):
+        parser.error(f"unknown cases {sorted(unknown)}; choose from {CASES}")
+    with tempfile.TemporaryDirectory() as scratch:
+        cluster = LocalCluster.create((options.dir or Path(scratch)) / "stalls", 3, PROPERTIES,
+                                      brokers=1)
+        try:
+            cluster.start_all()
+            results = asyncio.run(run_cases(StallBench(cluster, options), cases))
+        finally:
+            cluster.stop_all()
+    if options.json:
+        print(json.dumps([asdict(r) for r in results], indent=2))
+        return
+    print(f"{'case':<24} {'request s':>9} {'ctrl stall s':>12} {'broker stall s':>14} "
+          f"{'elections':>9} {'fences':>6}  outcome")
+    for r in results:
+        print(f"{r.case:<24} {r.request_s:>9} {r.controller_stall_s:>12} "
+              f"{r.broker_stall_s:>14} {r.elections:>9} {r.broker_fences:>6}  {r.outcome}")
+
+
+if __name__ == "__main__":
+    main()

@@ -26,6 +26,7 @@ from pykraft.storage.offset_checkpoints import (
     TopicPartition,
     read_offset_checkpoint,
 )
+from pykraft.storage.partition_log import PartitionLog
 from pykraft.storage.partition_metadata import read_partition_metadata
 
 ME = 1
@@ -183,6 +184,24 @@ def test_a_deleted_topic_is_renamed_then_removed_after_the_delay(tmp_path: Path)
     assert renamed.exists()
     manager.checkpoint(10_000 + 60_000)  # file.delete.delay.ms
     assert not renamed.exists()
+
+
+def test_deleting_a_topic_walks_only_its_own_partitions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each deleted partition's directory is renamed and the due ones removed; the other
+    logs' deleted segments wait for the periodic task (walking every log of the broker for
+    each deleted partition made deleting a large topic quadratic)."""
+    kept = uuid.UUID(int=9)
+    image = with_records(MetadataImage(), *topic("t", T1, *[(ME,)] * 20),
+                         *topic("kept", kept, *[(ME,)] * 20))
+    manager = replicas(tmp_path, image)
+    walked: list[Path] = []
+    monkeypatch.setattr(PartitionLog, "remove_deleted_segments",
+                        lambda plog, now_ms: walked.append(plog.directory))
+    manager.apply_image(with_records(image, RemoveTopicRecord(topic_id=T1)), 10_000)
+    assert walked == [] and len(list(tmp_path.glob("t-*.*-delete"))) == 20
+    manager.checkpoint(10_000)
+    assert sorted(walked) == sorted(tmp_path / f"kept-{i}" for i in range(20))
 
 
 def test_a_recreated_topic_starts_an_empty_log(tmp_path: Path) -> None:

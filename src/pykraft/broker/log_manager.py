@@ -171,6 +171,10 @@ class LogManager:
         return True
 
     def _next_log_dir(self) -> Path:
+        """The log directory holding the fewest partitions (the only one, at once: counting
+        every log for each new partition made creating many of them quadratic)."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
         counts = {directory: 0 for directory in self.log_dirs}
         for partition_log in self._logs.values():
             parent = partition_log.directory.parent
@@ -187,13 +191,18 @@ class LogManager:
         partition_log.close()
         renamed = rename_for_delete(partition_log.directory)
         self._pending_removal.append((now_ms + delay_ms, renamed))
-        self.remove_deleted(now_ms)
+        # the directories due only: walking every log's segments here made deleting a
+        # topic's partitions one by one quadratic in the broker's partitions
+        self._remove_deleted_dirs(now_ms)
 
     def remove_deleted(self, now_ms: int) -> None:
         """Remove what waited ``file.delete.delay.ms``: deleted segments' files and
         partition directories renamed for deletion."""
         for partition_log in self._logs.values():
             partition_log.remove_deleted_segments(now_ms)
+        self._remove_deleted_dirs(now_ms)
+
+    def _remove_deleted_dirs(self, now_ms: int) -> None:
         due = [path for when, path in self._pending_removal if when <= now_ms]
         self._pending_removal = [(when, path) for when, path in self._pending_removal
                                  if when > now_ms]

@@ -1,0 +1,63 @@
+"""The resource-abuse suite's request builder writes what kio writes, only faster: for every
+API pykraft serves, the bytes of :func:`abuse_requests.encoded` equal kio's encoding of the
+same request built as objects, at several repeat counts; the largest request fills the
+frame limit exactly; the bombs expand as told."""
+
+from __future__ import annotations
+
+import io
+import uuid
+
+import pytest
+from abuse_requests import (
+    BOMB_CODECS,
+    COMMON,
+    Shape,
+    Target,
+    array_depth,
+    bomb_batch,
+    check_bomb,
+    encoded,
+    filled,
+    largest_request,
+)
+from kio.serial import entity_writer
+
+from pykraft.messages.kio_adapter import kio_schema
+from pykraft.protocol.apis import API_SPECS, ApiKey
+from pykraft.protocol.codec import decode_request, request_type
+
+TARGET = Target("q1w2e3r4t5y6u7i8o9p0aa", "abuse", uuid.UUID(int=7), "abuse-group")
+KEYS = sorted(API_SPECS)
+
+
+@pytest.mark.parametrize("api_key", KEYS, ids=[ApiKey(k).name for k in KEYS])
+@pytest.mark.parametrize("repeat", [0, 1, 3, 130])
+def test_encoded_is_kios_encoding(api_key: int, repeat: int) -> None:
+    """130: compact array lengths past one varint byte; deep schemas at a smaller count
+    (130 per level of four levels is 285 million objects)."""
+    spec = API_SPECS[ApiKey(api_key)]
+    body_type = request_type(api_key, spec.max_version)
+    schema = kio_schema(body_type)
+    repeat = min(repeat, round(130_000 ** (1 / max(1, array_depth(schema)))))
+    out = io.BytesIO()
+    entity_writer(body_type)(out, filled(schema, repeat, COMMON, TARGET))
+    assert encoded(schema, repeat, COMMON, TARGET,
+                   spec.is_flexible(spec.max_version)) == out.getvalue()
+
+
+@pytest.mark.parametrize("api_key", KEYS, ids=[ApiKey(k).name for k in KEYS])
+def test_the_largest_request_fills_the_limit_and_decodes(api_key: int) -> None:
+    abuse = largest_request(api_key, Shape(), TARGET, 64 << 10)
+    assert len(abuse.frame) == 4 + (64 << 10)
+    decoded = decode_request(abuse.frame[4:])
+    assert (decoded.api_key, decoded.api_version) == (api_key, abuse.version)
+    bigger = largest_request(api_key, Shape(), TARGET, 128 << 10)
+    assert bigger.repeat >= abuse.repeat  # the count grows with the limit
+
+
+@pytest.mark.parametrize("codec", list(BOMB_CODECS))
+def test_a_bomb_expands_as_told(codec: str) -> None:
+    batch = bomb_batch(codec, 8 << 20, 0)
+    assert len(batch) < 1 << 20
+    assert check_bomb(codec, batch) >= 8 << 20

@@ -402,9 +402,11 @@ def answers_api_versions(port: int, timeout_s: float) -> bool:
         return False
 
 
-def recover(abused: Abused, stalled_until: float | None = None) -> None:
+def recover(abused: Abused, stalled_until: float | None = None, stuck: bool = False) -> None:
     """Restart every node that died or does not answer ApiVersions within
-    :data:`ANSWER_WITHIN_S` (still stuck on an abusive request), then wait until the broker
+    :data:`ANSWER_WITHIN_S`, and with ``stuck`` (a request went unanswered: a node may still
+    be working on it, off its loop, ahead of later requests) every node, then wait until the
+    broker
     is unfenced, every node answers within :data:`STALL_LIMIT_S` and the good client
     completes a round: each case starts on a healthy cluster whatever the one before did.
 
@@ -413,8 +415,8 @@ def recover(abused: Abused, stalled_until: float | None = None) -> None:
     whole session has passed since then, and since the last fence, with no new fence."""
     cluster = abused.cluster
     for node_id in sorted(cluster.nodes):
-        if not (cluster.is_running(node_id)
-                and answers_api_versions(abused.port(node_id), ANSWER_WITHIN_S)):
+        if stuck or not (cluster.is_running(node_id)
+                         and answers_api_versions(abused.port(node_id), ANSWER_WITHIN_S)):
             cluster.kill(node_id)
             start_capped(cluster, node_id)
 

@@ -108,15 +108,12 @@ _FORWARDED = "issue 24 defect 5: forwarded to the controller, no answer in 15 s"
 _BORDERLINE = ("issue 24 defect 5: served in one loop turn, the node stalls 0.3-7 s across "
                "runs (straddles the 1 s bound: not strict until the fix lands)")
 _BORDERLINE_CASE = Case(defect=_BORDERLINE, strict=False)
-_AMPLIFIED = ("issue 24 defect 4: every duplicate partition read, the answer uncapped "
-              "(RSS +1.5-1.7 GB, stopped by the address-space cap)")
-_BOMB = "issue 24 defect 3: the batch is decompressed whole (RSS +260-510 MiB)"
-_REEXPANDED = ("issue 24 defect 3: ListOffsets by timestamp expands the bomb again (RSS "
-               "+256-510 MiB)")
+_GZIP_BOMB = ("issue 24 defect 3/5: the gzip bomb is inflated on the broker's loop (RSS "
+              "bounded now; 3.1 s stall and a fence on a loaded machine)")
 
 BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.PRODUCE: Case(_PRODUCE, _BORDERLINE, strict=False),
-    ApiKey.FETCH: Case(defect=_AMPLIFIED),
+    ApiKey.FETCH: Case(),
     ApiKey.LIST_OFFSETS: _BORDERLINE_CASE,
     ApiKey.METADATA: Case(defect=_STALL_FENCED),
     ApiKey.OFFSET_COMMIT: _BORDERLINE_CASE,
@@ -276,7 +273,8 @@ def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str) -> Figure
         figures = send_and_measure(abused, node_id, frame, case)
     finally:
         stalled = figures.stall_s.get(abused.broker, STALL_LIMIT_S) > HEARTBEAT_S
-        recover(abused, time.monotonic() if stalled or figures.fenced else None)
+        recover(abused, time.monotonic() if stalled or figures.fenced else None,
+                stuck=not figures.outcome.startswith(("answered", "closed")))
     print(figures.line())
     violations = figures.violations(epoch)
     assert not violations, f"{case}: {'; '.join(violations)}"
@@ -326,14 +324,8 @@ def _bomb(codec: str) -> tuple[bytes, str]:
     return batch, f"{codec} bomb ({len(batch)} bytes expanding to {expanded >> 20} MiB)"
 
 
-def _bombs(defect: str) -> list[object]:
-    """Every codec; today's code fails all but snappy, whose format caps its ratio near
-    21:1, so its bomb (1 MiB of frame) expands to 16 MiB only, within the limit."""
-    return [pytest.param(codec, marks=[] if codec == "snappy" else [
-        pytest.mark.xfail(strict=True, reason=defect)]) for codec in BOMB_CODECS]
-
-
-@pytest.mark.parametrize("codec", _bombs(_BOMB))
+@pytest.mark.parametrize("codec", [pytest.param(codec, marks=[pytest.mark.xfail(
+    strict=False, reason=_GZIP_BOMB)] if codec == "gzip" else []) for codec in BOMB_CODECS])
 def test_compression_bomb(cluster: Cluster, codec: str) -> None:
     """A small Produce whose batch expands to hundreds of MB (a valid batch: Kafka takes it,
     reading it as a stream)."""
@@ -342,7 +334,7 @@ def test_compression_bomb(cluster: Cluster, codec: str) -> None:
     _measured(cluster, cluster.abused.broker, _produce_frame(topic_id, batch), case)
 
 
-@pytest.mark.parametrize("codec", _bombs(_REEXPANDED))
+@pytest.mark.parametrize("codec", list(BOMB_CODECS))
 def test_list_offsets_by_timestamp_over_a_bomb(cluster: Cluster, codec: str) -> None:
     """A 31-byte ListOffsets by timestamp over a partition holding a bomb: answered from the
     batch headers and the time index, the bomb not expanded again."""
@@ -356,7 +348,6 @@ def test_list_offsets_by_timestamp_over_a_bomb(cluster: Cluster, codec: str) -> 
         f"ListOffsets by timestamp over a {case}")
 
 
-@pytest.mark.xfail(strict=True, reason=_AMPLIFIED)
 def test_duplicate_partition_fetch(cluster: Cluster) -> None:
     """One partition holding 1 MiB named as many times as one Fetch holds: read once, the
     answer within ``fetch.max.bytes``."""

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from compression_bombs import NOW, XERIAL, MiB, batch, bomb, huge_record
 from pykraft.broker.partition_reads import FetchIsolation, list_offset
 from pykraft.messages.varint import encode_varint
 from pykraft.partition.batch_records import batch_record_times
@@ -27,6 +26,7 @@ from pykraft.records.batch import ATTR_COMPRESSION_MASK, read_header
 from pykraft.storage.compaction import OffsetMap
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog
+from pykraft.testing.compression_bombs import NOW, XERIAL, MiB, batch, bomb, huge_record
 
 LIMIT = 24 * MiB  # the most a validation or a read may hold, whatever the expansion
 BIG = 64 * MiB  # max.message.bytes for the valid bombs (snappy's is megabytes compressed)

@@ -1,4 +1,5 @@
-"""Compression bombs for the tests: a few kilobytes of batch that expand to gigabytes.
+"""Compression bombs for the tests and benches: a few kilobytes of batch that expand to
+gigabytes.
 
 Written by the codec libraries directly, in pieces (an independent writer: a test never
 holds the expansion either). A bomb of NUL bytes alone is an invalid record (length 0);

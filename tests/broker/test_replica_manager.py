@@ -4,6 +4,7 @@ retention."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 
@@ -14,9 +15,11 @@ from replica_fixtures import client_batch, topic, with_records
 from pykraft.broker.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
 from pykraft.image.image import MetadataImage
+from pykraft.partition.compression import GZIP
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.partition.validator import ProduceValidationError
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import ConfigRecord, PartitionChangeRecord, RemoveTopicRecord
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (
@@ -28,6 +31,7 @@ from pykraft.storage.offset_checkpoints import (
 )
 from pykraft.storage.partition_log import PartitionLog
 from pykraft.storage.partition_metadata import read_partition_metadata
+from pykraft.testing.compression_bombs import NOW, MiB, batch, bomb, huge_record
 
 ME = 1
 T1 = uuid.UUID(int=7)
@@ -123,6 +127,47 @@ def test_acks_all_under_min_isr_is_refused_before_the_append(tmp_path: Path) -> 
     assert refused.value.error_code == ErrorCode.not_enough_replicas
     manager.append_records(part, client_batch([b"a"]), acks=1, api_version=12, now_ms=1)
     assert (part.log_end_offset, part.high_watermark) == (1, 0)  # frozen under min ISR
+
+
+def _costly_batch() -> bytes:
+    """A few KiB of gzip holding a valid record of 2 MiB: validated off the loop."""
+    head, tail = huge_record(2 * MiB)
+    return batch(GZIP, bomb(GZIP, head, 2 * MiB, tail))
+
+
+async def _produced_while(manager: ReplicaManager, meanwhile: object) -> int:
+    """The base offset of a costly batch produced to t-0, ``meanwhile()`` running on the
+    loop while the batch is validated on the validation thread."""
+    part = manager.partition_for("t", 0)
+    task = asyncio.create_task(manager.produce_records(part, _costly_batch(), acks=1,
+                                                       api_version=12, now_ms=NOW))
+    await asyncio.sleep(0)  # the task's first step: it waits for the validation thread
+    assert callable(meanwhile)
+    meanwhile()
+    assert not task.done()
+    return (await task).base_offset
+
+
+def test_a_costly_batch_is_appended_where_the_log_ends_once_validated(tmp_path: Path) -> None:
+    manager = replicas(tmp_path, with_records(MetadataImage(), *topic("t", T1, (ME,))))
+    offsets: list[int] = []
+    offsets.append(asyncio.run(_produced_while(
+        manager, lambda: offsets.append(append(manager, [b"a", b"b"])))))
+    assert offsets == [0, 2]
+    part = manager.partition_for("t", 0)
+    assert part.log_end_offset == 3
+    assert [b.base_offset for b in iter_batches(part.log.read(2, 16 * MiB))] == [2]
+
+
+def test_a_costly_batch_is_not_appended_by_a_broker_no_longer_leading(tmp_path: Path) -> None:
+    image = with_records(MetadataImage(), *topic("t", T1, (ME, 2)))
+    manager = replicas(tmp_path, image)
+    with pytest.raises(PartitionError) as refused:
+        asyncio.run(_produced_while(manager, lambda: manager.apply_image(with_records(
+            image, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2)), 2_000)))
+    assert (refused.value.error_code, refused.value.leader_id) == (
+        ErrorCode.not_leader_or_follower, 2)
+    assert manager.partition_for("t", 0, require_leader=False).log_end_offset == 0
 
 
 def test_internal_topics_and_bad_batches_are_refused(tmp_path: Path) -> None:

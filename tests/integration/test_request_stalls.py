@@ -32,11 +32,13 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 from process_harness import describe, wait_for
 
+from pykraft.partition.compression import GZIP
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.runtime.kafka_client import ClientConnection, open_with_timeout
+from pykraft.testing.compression_bombs import MiB, batch, bomb, huge_record
 from pykraft.testing.stalls import ProbeResult, StallProbe, fences_of
 from pykraft.tools.admin_client import admin_settings
 from pykraft.tools.broker_clients import BrokerClients
@@ -64,6 +66,8 @@ SETUP_TIMEOUT_S = 90.0  # the broker registers and is unfenced first (a loaded m
 PRODUCE_TOPIC = "stall-produce"
 PRODUCE_PARTITIONS = 100
 BATCH_BYTES = 1_000_000
+HUGE_RECORD_BYTES = 1024 * MiB  # one valid record, gzip within max.message.bytes (1019 KiB)
+HUGE_RECORDS = 2  # partitions, each sent one: seconds of zlib in all
 GROUP = "stall-group"
 
 
@@ -172,19 +176,24 @@ def test_an_offset_commit_of_100000_partitions_keeps_the_broker_serving(
     assert probe.worst_s < STALL_LIMIT_S, probe
 
 
-def test_five_large_produce_requests_at_once_keep_the_broker_serving(
-        cluster: LocalCluster) -> None:
+def produce_request(cluster: LocalCluster, batches: list[bytes]) -> ProduceRequest:
+    """acks=1, one batch per partition of the produce topic from partition 0 on."""
     metadata = run(broker_request(cluster, MetadataRequest(
         topics=(MetadataRequestTopic(topic_id=None, name=TopicName(PRODUCE_TOPIC)),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False)))
-    batch = Records(encode_batch(0, [(None, os.urandom(BATCH_BYTES))],
-                                 partition_leader_epoch=-1, timestamp=int(time.time() * 1000)))
-    body = ProduceRequest(
+    return ProduceRequest(
         transactional_id=None, acks=i16(1),
         timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
         topic_data=(TopicProduceData(topic_id=metadata.topics[0].topic_id, partition_data=tuple(
-            PartitionProduceData(index=i32(p), records=batch)
-            for p in range(PRODUCE_PARTITIONS))),))
+            PartitionProduceData(index=i32(p), records=Records(records))
+            for p, records in enumerate(batches))),))
+
+
+def test_five_large_produce_requests_at_once_keep_the_broker_serving(
+        cluster: LocalCluster) -> None:
+    records = encode_batch(0, [(None, os.urandom(BATCH_BYTES))], partition_leader_epoch=-1,
+                           timestamp=int(time.time() * 1000))
+    body = produce_request(cluster, [records] * PRODUCE_PARTITIONS)
 
     async def produce_at_once() -> list[Any]:
         connections = [await connect(cluster) for _ in range(5)]
@@ -200,3 +209,20 @@ def test_five_large_produce_requests_at_once_keep_the_broker_serving(
     assert len(codes) == 5 * PRODUCE_PARTITIONS and set(codes) == {ErrorCode.none}
     assert probe.worst_s < STALL_LIMIT_S, probe
 
+
+
+def test_records_expanding_to_gigabytes_are_validated_while_the_broker_serves(
+        cluster: LocalCluster) -> None:
+    """Two gzip batches of 1019 KiB, each a valid record of 1 GiB: seconds of zlib to
+    validate (Kafka spends them too, on a request handler thread). The broker's loop held
+    them all (about 3 s of CPU each); the validation thread takes them now."""
+    head, tail = huge_record(HUGE_RECORD_BYTES)
+    records = batch(GZIP, bomb(GZIP, head, HUGE_RECORD_BYTES, tail),
+                    timestamp=int(time.time() * 1000))
+    body = produce_request(cluster, [records] * HUGE_RECORDS)
+    answer, probe = probed(cluster, cluster.brokers[0], Listener.BROKER,
+                           lambda: run(broker_request(cluster, body)))
+    parts = [p for t in answer.responses for p in t.partition_responses]
+    assert [(p.error_code, p.base_offset >= 0) for p in parts] == [
+        (ErrorCode.none, True)] * HUGE_RECORDS
+    assert probe.worst_s < STALL_LIMIT_S, probe

@@ -116,8 +116,8 @@ class ProduceHandler:
                     outcomes.append(_Outcome(int(part.index),
                                              ErrorCode.topic_authorization_failed))
                 else:
-                    outcomes.append(self._partition(name, part, acks, api_version, client_id,
-                                                    transactional))
+                    outcomes.append(await self._partition(name, part, acks, api_version,
+                                                          client_id, transactional))
                     unyielded += len(part.records or b"")
                     if unyielded >= YIELD_EVERY_BYTES:
                         unyielded = 0
@@ -152,7 +152,7 @@ class ProduceHandler:
         found = None if topic_id is None else self._replicas.image.topics.by_id.get(topic_id)
         return None if found is None else found.name
 
-    def _partition(self, topic: str, part: Any, acks: int,
+    async def _partition(self, topic: str, part: Any, acks: int,
                    api_version: int, client_id: str | None, transactional: bool) -> _Outcome:
         outcome = _Outcome(int(part.index))
         if transactional:
@@ -167,7 +167,7 @@ class ProduceHandler:
             return outcome
         try:
             hosted = self._replicas.partition_for(topic, outcome.index)
-            result = self._replicas.append_records(
+            result = await self._replicas.produce_records(
                 hosted, bytes(part.records or b""), acks=acks, api_version=api_version,
                 now_ms=self._clock_ms(), client_id=client_id)
         except PartitionError as exc:

@@ -22,6 +22,8 @@ DeleteRecords build on it)::
     replicas.lead_listeners.append(callback)  # callback(part) when this broker starts
                                       # leading a partition (new here, or was a follower)
     result = replicas.append_records(part, records, acks=-1, api_version=v, now_ms=...)
+    result = await replicas.produce_records(...)  # the same; a costly batch validated on
+                                      # the validation thread, the loop serving meanwhile
     result = replicas.append_as_coordinator(part, records, now_ms=...)  # __consumer_offsets
     # -> AppendResult(base_offset, last_offset, log_append_time_ms, log_start_offset), or
     #    raises PartitionError (NOT_ENOUGH_REPLICAS, INVALID_TOPIC_EXCEPTION) or the
@@ -54,6 +56,7 @@ append. A new replica starts from ``replication-offset-checkpoint`` (capped at i
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
@@ -87,9 +90,16 @@ from pykraft.partition.replication import (
     PartitionAssignment,
     effective_min_isr,
 )
-from pykraft.partition.validator import validate_produce
+from pykraft.partition.validator import (
+    ValidatedAppend,
+    admit_produce,
+    complete_produce,
+    placed,
+    validate_produce,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import unpack_header
+from pykraft.runtime.codec_thread import validation_off_loop
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     TopicPartition,
@@ -412,10 +422,36 @@ class ReplicaManager:
         """Validate and append a client's batch on the leader (Kafka's
         ``appendRecordsToLeader``); a retried idempotent batch is answered with its
         original offsets and nothing is written."""
-        if hosted.topic in INTERNAL_TOPICS and client_id != ADMIN_CLIENT_ID:
-            raise PartitionError(ErrorCode.invalid_topic_exception,
-                                 f"Cannot append to internal topic {hosted.topic}")
+        _check_internal(hosted, client_id)
         return self._append(hosted, records, acks=acks, api_version=api_version, now_ms=now_ms)
+
+    async def produce_records(self, hosted: HostedPartition, records: bytes, *, acks: int,
+                              api_version: int, now_ms: int, client_id: str | None = None
+                              ) -> AppendResult:
+        """:meth:`append_records` for a Produce request, whose batch may be costly to
+        validate (a compression bomb, a record of a gigabyte: seconds of CPU, during which
+        the loop would serve no heartbeat). Such a batch is validated on the validation
+        thread, then appended on the loop where the log ends by then, if this broker still
+        leads the partition; a cheap one, as :meth:`append_records`. Appends stay in order:
+        a connection's requests are served one at a time, and the append itself, with the
+        producer state's checks, is one step of the loop."""
+        _check_internal(hosted, client_id)
+        _check_min_isr(hosted, acks)
+        settings = hosted.settings.append
+        name = _name(hosted.tp)
+        admitted = admit_produce(records, config=settings, api_version=api_version,
+                                 partition=name)
+        complete = functools.partial(
+            complete_produce, admitted, log_end_offset=hosted.log.log_end_offset,
+            leader_epoch=hosted.leader_epoch, now_ms=now_ms, config=settings, partition=name)
+        if not admitted.costly:
+            return self._append_validated(hosted, complete(), now_ms)
+        validated = await validation_off_loop(complete)
+        current = self.partition_for(hosted.topic, hosted.index)  # still leading it?
+        _check_min_isr(current, acks)
+        return self._append_validated(current, placed(
+            validated, log_end_offset=current.log.log_end_offset,
+            leader_epoch=current.leader_epoch), now_ms)
 
     def append_as_coordinator(self, hosted: HostedPartition, records: bytes, *,
                               now_ms: int) -> AppendResult:
@@ -429,17 +465,17 @@ class ReplicaManager:
 
     def _append(self, hosted: HostedPartition, records: bytes, *, acks: int,
                 api_version: int, now_ms: int) -> AppendResult:
-        if acks == -1 and len(hosted.isr) < hosted.min_isr:
-            raise PartitionError(
-                ErrorCode.not_enough_replicas,
-                f"The size of the current ISR {set(hosted.isr)} is insufficient to satisfy "
-                f"the min.isr requirement of {hosted.min_isr} for partition "
-                f"{_name(hosted.tp)}")
-        partition_log = hosted.log
+        _check_min_isr(hosted, acks)
         validated = validate_produce(
-            records, log_end_offset=partition_log.log_end_offset,
+            records, log_end_offset=hosted.log.log_end_offset,
             leader_epoch=hosted.leader_epoch, now_ms=now_ms, config=hosted.settings.append,
             api_version=api_version, partition=_name(hosted.tp))
+        return self._append_validated(hosted, validated, now_ms)
+
+    def _append_validated(self, hosted: HostedPartition, validated: ValidatedAppend,
+                          now_ms: int) -> AppendResult:
+        """The producer state's checks, then the append (offsets from the log end)."""
+        partition_log = hosted.log
         state = hosted.producer_state
         outcome = state.prepare(unpack_header(validated.records))
         if isinstance(outcome, BatchMetadata):
@@ -637,3 +673,20 @@ class ReplicaManager:
 
 def _name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
+
+
+def _check_internal(hosted: HostedPartition, client_id: str | None) -> None:
+    """Clients may not write to an internal topic (the admin client may)."""
+    if hosted.topic in INTERNAL_TOPICS and client_id != ADMIN_CLIENT_ID:
+        raise PartitionError(ErrorCode.invalid_topic_exception,
+                             f"Cannot append to internal topic {hosted.topic}")
+
+
+def _check_min_isr(hosted: HostedPartition, acks: int) -> None:
+    """acks=all needs min.insync.replicas in the ISR (checked before any validation)."""
+    if acks == -1 and len(hosted.isr) < hosted.min_isr:
+        raise PartitionError(
+            ErrorCode.not_enough_replicas,
+            f"The size of the current ISR {set(hosted.isr)} is insufficient to satisfy "
+            f"the min.isr requirement of {hosted.min_isr} for partition "
+            f"{_name(hosted.tp)}")

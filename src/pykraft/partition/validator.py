@@ -16,6 +16,13 @@ Interface::
     # or raises ProduceValidationError(error_code, message, record_errors): the partition's
     #    ProduceResponse error_code, error_message and record_errors (v8+).
 
+    # the same in two steps, for a caller that runs the costly one elsewhere:
+    admitted = admit_produce(records, config=..., api_version=v, partition="t-0")
+    # -> AdmittedBatch; .costly: its records exceed INLINE_PAYLOAD_BYTES (may take seconds)
+    result = complete_produce(admitted, log_end_offset=leo, leader_epoch=e, now_ms=now,
+                              config=..., partition="t-0")
+    result = placed(result, log_end_offset=leo2, leader_epoch=e2)  # the log moved meanwhile
+
 The client's bytes are kept when Kafka keeps them: only the header's base offset and leader
 epoch move (outside the CRC), and the attributes, max timestamp and CRC when the timestamp
 changes. A batch is rebuilt (records re-encoded, compressed with the topic's codec) only when
@@ -30,8 +37,10 @@ rebuild a batch or to word a refusal (a malformed record, a key or timestamp err
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
@@ -75,6 +84,10 @@ MAX_MESSAGE_BYTES_DEFAULT: Final = 1048588  # 1 MiB + Kafka's record batch overh
 #: A compressed batch's records are decompressed whole, for the fast scan, up to this size;
 #: a larger payload (a compression bomb, or a batch of huge records) is read as a stream.
 WHOLE_PAYLOAD_BYTES: Final = 8 * 1024 * 1024
+#: A batch whose records (decompressed) take more than this is costly to validate: a
+#: 1019 KiB gzip batch holding a valid 1 GiB record takes seconds of CPU. A leader validates
+#: such a batch off its event loop; smaller ones (the default max.message.bytes) inline.
+INLINE_PAYLOAD_BYTES: Final = 1024 * 1024
 
 _LEGACY_RECORD_OVERHEAD = 14  # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the smallest size
 _HEADER_UP_TO_MAGIC = 17
@@ -167,6 +180,35 @@ def validate_produce(
 
     ``partition`` (``topic-N``) only appears in error messages, as in Kafka's.
     """
+    admitted = admit_produce(records, config=config, api_version=api_version,
+                             partition=partition)
+    return complete_produce(admitted, log_end_offset=log_end_offset, leader_epoch=leader_epoch,
+                            now_ms=now_ms, config=config, partition=partition)
+
+
+@dataclass(frozen=True, slots=True)
+class AdmittedBatch:
+    """A client's batch past the checks whose cost is bounded by :data:`INLINE_PAYLOAD_BYTES`
+    whatever it holds: what :func:`complete_produce` needs."""
+
+    batch: RecordBatch
+    #: the records, uncompressed, when they take at most INLINE_PAYLOAD_BYTES (the CRC and
+    #: the batch's header checked too); None: costly, all of that is left to complete_produce
+    payload: bytes | None
+
+    @property
+    def costly(self) -> bool:
+        """Whether completing the validation may take long (seconds for a bomb)."""
+        return self.payload is None
+
+
+def admit_produce(records: bytes, *, config: AppendConfig,
+                  api_version: int = PRODUCE_LATEST_VERSION,
+                  partition: str = "") -> AdmittedBatch:
+    """The first checks of :func:`validate_produce`, in Kafka's order, as far as they cost
+    little: the framing, the base offset and the size; for a batch within
+    :data:`INLINE_PAYLOAD_BYTES`, the CRC, its header and its records decompressed up to
+    that size (a compressed batch's expansion is known only by decompressing it)."""
     batch = _single_batch(records, api_version)
     header = batch.header
     tp = partition
@@ -178,15 +220,28 @@ def validate_produce(
             ErrorCode.message_too_large,
             f"The record batch size in the append to {tp} is {header.size} bytes which exceeds "
             f"the maximum configured value of {config.max_message_bytes}.")
-    if not batch.crc_valid():
-        raise ProduceValidationError(
-            ErrorCode.corrupt_message,
-            f"Record is corrupt (stored crc = {header.crc}) in topic partition {tp}.")
-    _validate_batch(header, tp)
+    if len(batch.data) > INLINE_PAYLOAD_BYTES:
+        return AdmittedBatch(batch, None)
+    _check_batch(batch, tp)
+    with _codec_errors():
+        return AdmittedBatch(batch, _whole_payload(batch, INLINE_PAYLOAD_BYTES))
+
+
+def complete_produce(admitted: AdmittedBatch, *, log_end_offset: int, leader_epoch: int,
+                     now_ms: int, config: AppendConfig, partition: str = "") -> ValidatedAppend:
+    """The rest of :func:`validate_produce` for an admitted batch: its records' checks and
+    the offsets from ``log_end_offset``. Pure: a costly batch may be completed on another
+    thread, then :func:`placed` where the log ends by then."""
+    batch = admitted.batch
+    header = batch.header
+    tp = partition
     source = header.attributes & ATTR_COMPRESSION_MASK
     target = config.target_codec(source)
-    try:
-        data = _whole_payload(batch, source)
+    with _codec_errors():
+        data = admitted.payload
+        if data is None:
+            _check_batch(batch, tp)  # admit_produce left it to this costly path
+            data = _whole_payload(batch, WHOLE_PAYLOAD_BYTES)
         scan = _scan(header, data, source) if data is not None else _stream_scan(batch, source)
         if not _passes_record_checks(header, scan, now_ms, config):
             _validate_records(header, _facts(batch, source, data), now_ms, config, tp)
@@ -194,10 +249,43 @@ def validate_produce(
             return _assign_in_place(batch, scan, log_end_offset, leader_epoch, now_ms, config)
         return _rebuild(header, _records_reader(batch, source, data), target, log_end_offset,
                         leader_epoch, now_ms, config, tp)
+
+
+def placed(validated: ValidatedAppend, *, log_end_offset: int,
+           leader_epoch: int) -> ValidatedAppend:
+    """``validated`` appended at ``log_end_offset`` in ``leader_epoch`` instead: the log
+    moved while it was completed elsewhere. Both header fields lie outside the CRC."""
+    header = unpack_header(validated.records)
+    shift = log_end_offset - validated.first_offset
+    if shift == 0 and header.partition_leader_epoch == leader_epoch:
+        return validated
+    shallow = validated.shallow_offset_of_max_timestamp
+    return dataclasses.replace(
+        validated, records=restamped_batch(
+            validated.records, base_offset=header.base_offset + shift,
+            partition_leader_epoch=leader_epoch, attributes=header.attributes,
+            max_timestamp=header.max_timestamp),
+        first_offset=log_end_offset, last_offset=validated.last_offset + shift,
+        shallow_offset_of_max_timestamp=shallow + shift if shallow >= 0 else shallow)
+
+
+@contextmanager
+def _codec_errors() -> Iterator[None]:
+    """Kafka's iterator wraps the codec's IOException in a KafkaException: unknown error."""
+    try:
+        yield
     except CodecError as exc:
-        # Kafka's iterator wraps the codec's IOException in a KafkaException: unknown error
         raise ProduceValidationError(ErrorCode.unknown_server_error,
                                      f"Failed to decompress record stream: {exc}") from None
+
+
+def _check_batch(batch: RecordBatch, tp: str) -> None:
+    """The CRC, then :func:`_validate_batch` (Kafka's order)."""
+    if not batch.crc_valid():
+        raise ProduceValidationError(
+            ErrorCode.corrupt_message,
+            f"Record is corrupt (stored crc = {batch.header.crc}) in topic partition {tp}.")
+    _validate_batch(batch.header, tp)
 
 
 def _single_batch(records: bytes, api_version: int) -> RecordBatch:
@@ -262,18 +350,19 @@ def _validate_batch(header: BatchHeader, tp: str) -> None:
                        f"producerId {header.producer_id} in topic partition {tp}")
 
 
-def _whole_payload(batch: RecordBatch, source: int) -> bytes | None:
+def _whole_payload(batch: RecordBatch, limit: int) -> bytes | None:
     """The batch itself if uncompressed; its records decompressed if they take at most
-    :data:`WHOLE_PAYLOAD_BYTES`; else None, and the records are read as a stream."""
+    ``limit``; else None, and the records are read as a stream."""
+    source = batch.header.attributes & ATTR_COMPRESSION_MASK
     if source == NONE:
         return batch.data
     stream = PayloadStream(source, memoryview(batch.data)[HEADER_SIZE:])
     pieces: list[bytes] = []
     size = 0
-    while size <= WHOLE_PAYLOAD_BYTES and (piece := stream.read(PIECE)):
+    while size <= limit and (piece := stream.read(PIECE)):
         pieces.append(piece)
         size += len(piece)
-    return b"".join(pieces) if size <= WHOLE_PAYLOAD_BYTES else None
+    return b"".join(pieces) if size <= limit else None
 
 
 def _records_reader(batch: RecordBatch, source: int, data: bytes | None

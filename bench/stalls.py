@@ -15,7 +15,10 @@ each node, how long the request took, whether the metadata quorum's leader epoch
 * ``offset-commit``: an OffsetCommit of ``--commit-partitions`` partitions (one topic) to
   the group coordinator (the broker), generation -1 (a simple commit);
 * ``produce``: ``--produce-requests`` Produce requests at once, each of ``--produce-mb``
-  one-MB batches (one per partition of a 100-partition topic), acks=1.
+  one-MB batches (one per partition of a 100-partition topic), acks=1;
+* ``bomb-<codec>`` and ``record-<codec>`` (gzip, snappy, lz4, zstd): one batch within
+  max.message.bytes holding NUL bytes only (a bomb: an invalid record) or one valid record
+  of them, as many as the codec packs in 1 MiB (:data:`EXPANSION`), acks=1.
 
     .venv/bin/python bench/stalls.py [--cases produce,offset-commit] [--json]
 
@@ -41,6 +44,20 @@ OffsetCommit, 100,000      broker 6.11 s, COORDINATOR_NOT_AVAILABLE     0.27 s, 
 5 x 100 MB Produce         broker 2.85 s, 15.8 s                        0.26 s, 6.3 s
 =========================  ===========================================  ===================
 
+The compressed cases (before: b633047, after: a costly batch validated on the validation
+thread), the broker's longest stall, one run each on the same loaded machine; every bomb
+was refused INVALID_RECORD and every record accepted, before and after:
+
+=========================  ===========================================  ===================
+case                       before                                       after
+=========================  ===========================================  ===================
+record-gzip (1 GiB)        7.61 s, fenced once, 7.7 s                   0.21 s, none, 6.9 s
+record-lz4 (128 MiB)       0.30 s                                       0.01 s
+record-zstd (1 GiB)        0.26 s                                       0.01 s
+record-snappy (16 MiB)     0.05 s                                       0.01 s
+bombs (any codec)          0.06 s at most                               0.01 s
+=========================  ===========================================  ===================
+
 What is left of the partition cases is I/O: a new partition's log costs three fsyncs (its
 directory after the first segment, ``partition.metadata`` and its directory) on the
 broker's loop, where Kafka creates logs on its metadata publisher thread.
@@ -52,6 +69,7 @@ import argparse
 import asyncio
 import dataclasses
 import datetime
+import functools
 import json
 import os
 import sys
@@ -76,8 +94,10 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
 from peers.base import BenchError
 from peers.pykraft_metadata import call, connect, create_topics_request, created_or_exists
+from pykraft.partition.compression import CODECS as CODEC_IDS
 from pykraft.protocol.apis import Listener
 from pykraft.records.batch import encode_batch
+from pykraft.testing.compression_bombs import MiB, batch, bomb, huge_record
 from pykraft.testing.stalls import StallProbe, fences_of
 from pykraft.tools.admin_client import admin_settings
 from pykraft.tools.broker_clients import BrokerClients
@@ -91,7 +111,12 @@ PRODUCE_PARTITIONS = 100
 COMMIT_TOPIC = "stall-commit"
 BATCH_BYTES = 1_000_000
 SETUP_TIMEOUT_S = 120.0
-CASES = ("create-topics-validate", "create-partitions", "offset-commit", "produce")
+#: NUL bytes each codec packs within max.message.bytes (1 MiB): a 1019 KiB gzip batch
+#: holds 1 GiB.
+EXPANSION = {"gzip": 1024 * MiB, "snappy": 16 * MiB, "lz4": 128 * MiB, "zstd": 1024 * MiB}
+COMPRESSED_CASES = tuple(f"{kind}-{codec}" for codec in EXPANSION for kind in ("bomb", "record"))
+CASES = ("create-topics-validate", "create-partitions", "offset-commit", "produce",
+         *COMPRESSED_CASES)
 
 
 @dataclass
@@ -206,6 +231,16 @@ class StallBench:
         return _codes(p.error_code for a in answers for t in a.responses
                       for p in t.partition_responses)
 
+    async def compressed(self, records: bytes) -> str:
+        """A ``bomb-<codec>`` or ``record-<codec>`` case: its batch (see
+        :func:`compressed_batch`) to partition 0."""
+        answer = await self.broker_call(ProduceRequest(
+            transactional_id=None, acks=i16(1),
+            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+            topic_data=(TopicProduceData(topic_id=self.produce_topic_id, partition_data=(
+                PartitionProduceData(index=i32(0), records=Records(records)),)),)))
+        return _codes(p.error_code for t in answer.responses for p in t.partition_responses)
+
     async def measure(self, case: str, run: Callable[[], Awaitable[str]]) -> CaseResult:
         before = await self.quorum()
         fences = fences_of(self.cluster.nodes[before.leader_id].data, self.broker)
@@ -227,6 +262,15 @@ class StallBench:
                           - fences, outcome)
 
 
+def compressed_batch(case: str) -> bytes:
+    """A ``bomb-<codec>`` or ``record-<codec>`` case's batch (see the module docstring),
+    built before the case runs: compressing a gigabyte takes this process seconds."""
+    kind, codec_name = case.split("-")
+    codec, zeros = CODEC_IDS[codec_name], EXPANSION[codec_name]
+    head, tail = huge_record(zeros) if kind == "record" else (b"", b"")
+    return batch(codec, bomb(codec, head, zeros, tail), timestamp=int(time.time() * 1000))
+
+
 def _codes(codes: Any) -> str:
     counts: dict[int, int] = {}
     for code in codes:
@@ -239,6 +283,8 @@ async def run_cases(bench: StallBench, cases: list[str]) -> list[CaseResult]:
     runs = {"create-topics-validate": bench.create_topics_validate,
             "create-partitions": bench.create_partitions,
             "offset-commit": bench.offset_commit, "produce": bench.produce}
+    runs.update({case: functools.partial(bench.compressed, compressed_batch(case))
+                 for case in COMPRESSED_CASES if case in cases})
     results = []
     for case in cases:
         result = await bench.measure(case, runs[case])

@@ -4,8 +4,11 @@ at produce."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from replica_fixtures import client_batch, topic, with_records
@@ -19,11 +22,13 @@ from pykraft.partition.batch_records import batch_records
 from pykraft.partition.validator import ProduceValidationError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
-from pykraft.records.metadata import ConfigRecord
+from pykraft.records.metadata import ConfigRecord, RemoveTopicRecord
+from pykraft.runtime.codec_thread import CLEANER
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import TopicPartition, read_offset_checkpoint
 
 T1 = uuid.UUID(int=9)
+T = TypeVar("T")
 
 
 def _compacted(directory: Path) -> ReplicaManager:
@@ -37,15 +42,22 @@ def _compacted(directory: Path) -> ReplicaManager:
     return manager
 
 
-def test_the_cleaner_compacts_a_compacted_topic(tmp_path: Path) -> None:
-    manager = _compacted(tmp_path)
+def _filled(directory: Path) -> ReplicaManager:
+    """A compacted t-0 of 8 records over 2 keys, several segments of them cleanable."""
+    manager = _compacted(directory)
     part = manager.partition_for("t", 0)
     for index in range(8):
         manager.append_records(part, client_batch([b"v%d" % index], key=b"k%d" % (index % 2)),
                                acks=-1, api_version=12, now_ms=2_000)
+    return manager
+
+
+def test_the_cleaner_compacts_a_compacted_topic(tmp_path: Path) -> None:
+    manager = _filled(tmp_path)
+    part = manager.partition_for("t", 0)
     assert len(part.log.segment_stats()) > 2
     assert manager.run_retention(3_000) == 0
-    assert manager.run_cleaner(3_000) == 1
+    assert asyncio.run(manager.run_cleaner(3_000)) == 1
     data = b""
     offset = part.log.log_start_offset
     while data_part := part.log.read(offset, 1 << 20):
@@ -63,15 +75,45 @@ def test_the_cleaner_compacts_a_compacted_topic(tmp_path: Path) -> None:
     # the first dirty offset is checkpointed: nothing is dirty again, even after a restart
     checkpoint = tmp_path / CLEANER_OFFSET_CHECKPOINT
     assert read_offset_checkpoint(checkpoint) == {TopicPartition("t", 0): active}
-    assert not manager.logs.compact(TopicPartition("t", 0), 8, 3_000, {})
+    assert not asyncio.run(manager.logs.compact(TopicPartition("t", 0), 8, 3_000, {}))
     manager.shutdown(now_ms=3_000)
     restarted = LogManager([tmp_path], LogConfig(segment_bytes=200, compact=True))
     restarted.startup(4_000)
-    assert not restarted.compact(TopicPartition("t", 0), 8, 4_000, {})
+    assert not asyncio.run(restarted.compact(TopicPartition("t", 0), 8, 4_000, {}))
     checkpoint.unlink()
     fresh = LogManager([tmp_path], LogConfig(segment_bytes=200, compact=True))
     fresh.startup(4_000)
-    assert fresh.compact(TopicPartition("t", 0), 8, 4_000, {})
+    assert asyncio.run(fresh.compact(TopicPartition("t", 0), 8, 4_000, {}))
+
+
+def test_records_appended_while_the_cleaner_walks_the_log_are_kept(tmp_path: Path) -> None:
+    manager = _filled(tmp_path)
+    part = manager.partition_for("t", 0)
+    appended: list[int] = []
+
+    async def append_meanwhile(work: Callable[[], T]) -> T:
+        if not appended:  # the loop serves produces while the cleaner's thread works
+            appended.append(manager.append_records(
+                part, client_batch([b"late"], key=b"k0"), acks=-1, api_version=12,
+                now_ms=2_500).base_offset)
+        return await CLEANER.run(work)
+
+    assert asyncio.run(manager.run_cleaner(3_000, append_meanwhile)) == 1
+    assert appended == [8] and part.log_end_offset == 9
+    last = list(iter_batches(part.log.read(8, 1 << 20)))
+    assert [(r.key, r.value) for r in batch_records(last[0])] == [(b"k0", b"late")]
+
+
+def test_a_topic_deleted_while_the_cleaner_walks_its_log_is_left_alone(
+        tmp_path: Path) -> None:
+    manager = _filled(tmp_path)
+
+    async def delete_meanwhile(work: Callable[[], T]) -> T:
+        manager.apply_image(with_records(manager.image, RemoveTopicRecord(topic_id=T1)), 2_500)
+        return await CLEANER.run(work)
+
+    assert asyncio.run(manager.run_cleaner(3_000, delete_meanwhile)) == 0
+    assert not (tmp_path / CLEANER_OFFSET_CHECKPOINT).exists()
 
 
 def test_a_record_without_key_is_refused(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ any step of the segment swap is completed or undone on open."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
 from collections.abc import Iterator, Mapping
@@ -81,8 +82,9 @@ def _expected(before: list[Entry], tombstone_kept: set[int]) -> list[Entry]:
 
 
 def _clean(log: PartitionLog, now: int, active: Mapping[int, int] | None = None) -> int | None:
-    return clean_log(log, now_ms=now, high_watermark=log.log_end_offset, first_dirty_offset=0,
-                     producer_last_offsets=active or {})
+    return asyncio.run(clean_log(
+        log, now_ms=now, high_watermark=log.log_end_offset, first_dirty_offset=0,
+        producer_last_offsets=active or {}))
 
 
 @settings(max_examples=40, deadline=None,

@@ -15,7 +15,7 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
     logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms, and
                                       # deleted segments' *.deleted files likewise
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
-    logs.compact(tp, high_watermark, now_ms, producer_last_offsets)   # cleanup.policy=compact
+    await logs.compact(tp, high_watermark, now_ms, producer_last_offsets)  # cleanup.policy=compact
 
 Start-up reads each directory's ``recovery-point-offset-checkpoint`` and
 ``log-start-offset-checkpoint`` and the ``.kafka_cleanshutdown`` marker (deleted once the
@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from pykraft.broker.log_cleaner import clean_log
+from pykraft.broker.log_cleaner import Compute, clean_log, inline
 from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.errors import StorageError
 from pykraft.storage.file_error import StateFileError
@@ -146,22 +146,24 @@ class LogManager:
         self._logs[tp] = created
         return created
 
-    def compact(self, tp: TopicPartition, high_watermark: int, now_ms: int,
-                producer_last_offsets: Mapping[int, int]) -> bool:
+    async def compact(self, tp: TopicPartition, high_watermark: int, now_ms: int,
+                      producer_last_offsets: Mapping[int, int], *,
+                      compute: Compute = inline) -> bool:
         """One log-cleaner pass over the partition (a no-op unless its ``cleanup.policy``
         has ``compact`` and its dirty ratio or lag calls for it); True if it ran.
         ``producer_last_offsets`` (active producer id -> last data offset) keeps their
-        last batches, emptied if need be."""
+        last batches, emptied if need be; ``compute`` walks the records (see
+        :func:`clean_log`)."""
         partition_log = self._logs.get(tp)
         if partition_log is None:
             return False
         first_dirty = self._first_dirty.get(tp, 0)
         if not partition_log.log_start_offset <= first_dirty <= partition_log.log_end_offset:
             first_dirty = partition_log.log_start_offset  # Kafka resets an invalid checkpoint
-        end = clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
-                        first_dirty_offset=first_dirty,
-                        producer_last_offsets=producer_last_offsets)
-        if end is None:
+        end = await clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
+                              first_dirty_offset=first_dirty,
+                              producer_last_offsets=producer_last_offsets, compute=compute)
+        if end is None or self._logs.get(tp) is not partition_log:
             return False
         self._first_dirty[tp] = end
         directory = partition_log.directory.parent

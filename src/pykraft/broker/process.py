@@ -30,6 +30,7 @@ checkpoints and the clean-shutdown marker.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -240,7 +241,7 @@ class BrokerRuntime:
         self.fetchers.start()
         self._tasks = [loop.create_task(self._lifecycle.run()),
                        loop.create_task(self._listen_once_unfenced())]
-        periodic = {
+        periodic: dict[str, Callable[[int], object]] = {
             "log.flush.offset.checkpoint.interval.ms": self.replicas.checkpoint,
             "replica.high.watermark.checkpoint.interval.ms":
                 lambda _now: self.replicas.checkpoint_high_watermarks(),
@@ -261,7 +262,9 @@ class BrokerRuntime:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
-                action(self._clock())
+                done = action(self._clock())
+                if inspect.isawaitable(done):  # the log cleaner computes on its thread
+                    await done
             except Exception:
                 log.exception("periodic log task failed")
 

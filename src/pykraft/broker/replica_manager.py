@@ -35,7 +35,7 @@ DeleteRecords build on it)::
     replicas.shrink_isrs(now_ms)             # every replica.lag.time.max.ms / 2
     retry = replicas.complete_isr_change(part, proposal, AlterResult | ErrorCode, now_ms)
     replicas.run_retention(now_ms)           # log.retention.check.interval.ms
-    replicas.run_cleaner(now_ms)             # log.cleaner.backoff.ms (compacted topics)
+    await replicas.run_cleaner(now_ms)       # log.cleaner.backoff.ms (compacted topics)
     replicas.checkpoint(now_ms)              # recovery points, log start offsets, HWMs
     replicas.checkpoint_high_watermarks()    # replication-offset-checkpoint alone
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
@@ -64,6 +64,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from pykraft.broker.log_cleaner import Compute
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.partition_reads import ReadablePartition
 from pykraft.broker.producer_snapshots import (
@@ -99,7 +100,7 @@ from pykraft.partition.validator import (
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import unpack_header
-from pykraft.runtime.codec_thread import validation_off_loop
+from pykraft.runtime.codec_thread import CLEANER, VALIDATION
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     TopicPartition,
@@ -446,7 +447,7 @@ class ReplicaManager:
             leader_epoch=hosted.leader_epoch, now_ms=now_ms, config=settings, partition=name)
         if not admitted.costly:
             return self._append_validated(hosted, complete(), now_ms)
-        validated = await validation_off_loop(complete)
+        validated = await VALIDATION.run(complete)
         current = self.partition_for(hosted.topic, hosted.index)  # still leading it?
         _check_min_isr(current, acks)
         return self._append_validated(current, placed(
@@ -607,16 +608,20 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ periodic work
 
-    def run_cleaner(self, now_ms: int) -> int:
+    async def run_cleaner(self, now_ms: int, compute: Compute = CLEANER.run) -> int:
         """One pass of Kafka's log cleaner: compact every hosted log whose
-        ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it;
-        returns how many were cleaned."""
+        ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it (its
+        records walked by ``compute``: the cleaner's thread); returns how many were
+        cleaned."""
         cleaned = 0
-        for tp, hosted in self._partitions.items():
+        for tp, hosted in list(self._partitions.items()):
+            if self._partitions.get(tp) is not hosted:
+                continue  # deleted or re-created while an earlier log was cleaned
             with self.on_disk(hosted.log, "cleaning segments of"):
-                cleaned += self.logs.compact(tp, hosted.high_watermark, now_ms, {
+                cleaned += await self.logs.compact(tp, hosted.high_watermark, now_ms, {
                     producer_id: entry.last_data_offset
-                    for producer_id, entry in hosted.producer_state.producers.items()})
+                    for producer_id, entry in hosted.producer_state.producers.items()},
+                    compute=compute)
         return cleaned
 
     def run_retention(self, now_ms: int) -> int:

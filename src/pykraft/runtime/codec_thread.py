@@ -9,8 +9,9 @@ with each other and the loop for the GIL (the disk flusher has its own). Small m
 stay on the loop: a thread hop costs more than they do.
 
 Costly produce validations (a compression bomb, a record of a gigabyte: seconds of zlib or
-zstd, which release the GIL) have a worker of their own, :func:`validation_off_loop`: on
-this one, every large frame would wait behind them.
+zstd, which release the GIL) and the log cleaner's record walks have workers of their own
+(:data:`VALIDATION`, :data:`CLEANER`): on the codec thread, every large frame would wait
+behind them.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ T = TypeVar("T")
 #: A frame above this size is decoded (and an answer that grows with it encoded) here.
 OFF_LOOP_BYTES = 64 * 1024
 _CODEC = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codec")
-_VALIDATION = concurrent.futures.ThreadPoolExecutor(max_workers=1,
-                                                    thread_name_prefix="validation")
 
 
 async def off_loop(work: Callable[..., T], *args: Any) -> T:
@@ -35,6 +34,17 @@ async def off_loop(work: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(_CODEC, work, *args)
 
 
-async def validation_off_loop(work: Callable[[], T]) -> T:
-    """``work()`` on the validation thread (in submission order); ``work`` must be pure."""
-    return await asyncio.get_running_loop().run_in_executor(_VALIDATION, work)
+class Worker:
+    """One named worker thread: ``await worker.run(work)`` is ``work()`` run there, in
+    submission order; ``work`` must not touch what the loop changes meanwhile."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                               thread_name_prefix=name)
+
+    async def run(self, work: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+
+
+VALIDATION = Worker("validation")
+CLEANER = Worker("log-cleaner")

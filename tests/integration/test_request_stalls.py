@@ -20,7 +20,11 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.create_topics.v7.request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
@@ -38,6 +42,7 @@ from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.runtime.kafka_client import ClientConnection, open_with_timeout
+from pykraft.storage.offset_checkpoints import TopicPartition, read_offset_checkpoint
 from pykraft.testing.compression_bombs import MiB, batch, bomb, huge_record
 from pykraft.testing.stalls import ProbeResult, StallProbe, fences_of
 from pykraft.tools.admin_client import admin_settings
@@ -56,6 +61,7 @@ PROPERTIES = {
     "pykraft.shutdown.timeout.ms": "3000",
     "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     "broker.heartbeat.interval.ms": "500",
+    "log.cleaner.backoff.ms": "200",  # the compacted topic's log is cleaned at once
 }
 #: The longest ApiVersions round trip allowed on the node serving the request: Kafka's
 #: controller.quorum.fetch.timeout.ms (2 s), past which an active controller's followers
@@ -110,11 +116,13 @@ async def broker_request(cluster: LocalCluster, body: Any) -> Any:
         connection.close()
 
 
-def create_topics(names: list[str], partitions: int, *,
-                  validate_only: bool = False) -> CreateTopicsRequest:
+def create_topics(names: list[str], partitions: int, *, validate_only: bool = False,
+                  configs: dict[str, str] | None = None) -> CreateTopicsRequest:
+    settings = tuple(CreatableTopicConfig(name=key, value=value)
+                     for key, value in (configs or {}).items())
     return CreateTopicsRequest(topics=tuple(
         CreatableTopic(name=TopicName(name), num_partitions=i32(partitions),
-                       replication_factor=i16(1), assignments=(), configs=())
+                       replication_factor=i16(1), assignments=(), configs=settings)
         for name in names), validate_only=validate_only)
 
 
@@ -176,10 +184,11 @@ def test_an_offset_commit_of_100000_partitions_keeps_the_broker_serving(
     assert probe.worst_s < STALL_LIMIT_S, probe
 
 
-def produce_request(cluster: LocalCluster, batches: list[bytes]) -> ProduceRequest:
-    """acks=1, one batch per partition of the produce topic from partition 0 on."""
+def produce_request(cluster: LocalCluster, batches: list[bytes], *,
+                    topic: str = PRODUCE_TOPIC) -> ProduceRequest:
+    """acks=1, one batch per partition of ``topic`` from partition 0 on."""
     metadata = run(broker_request(cluster, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(PRODUCE_TOPIC)),),
+        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False)))
     return ProduceRequest(
         transactional_id=None, acks=i16(1),
@@ -211,18 +220,54 @@ def test_five_large_produce_requests_at_once_keep_the_broker_serving(
 
 
 
+@pytest.fixture(scope="module")
+def gigabyte_record() -> bytes:
+    """A 1019 KiB gzip batch holding one valid record of 1 GiB, keyed: seconds of zlib to
+    read (Kafka spends them too, on a request handler thread or its cleaner's)."""
+    head, tail = huge_record(HUGE_RECORD_BYTES, key=b"huge")
+    return batch(GZIP, bomb(GZIP, head, HUGE_RECORD_BYTES, tail),
+                 timestamp=int(time.time() * 1000))
+
+
 def test_records_expanding_to_gigabytes_are_validated_while_the_broker_serves(
-        cluster: LocalCluster) -> None:
-    """Two gzip batches of 1019 KiB, each a valid record of 1 GiB: seconds of zlib to
-    validate (Kafka spends them too, on a request handler thread). The broker's loop held
-    them all (about 3 s of CPU each); the validation thread takes them now."""
-    head, tail = huge_record(HUGE_RECORD_BYTES)
-    records = batch(GZIP, bomb(GZIP, head, HUGE_RECORD_BYTES, tail),
-                    timestamp=int(time.time() * 1000))
-    body = produce_request(cluster, [records] * HUGE_RECORDS)
+        cluster: LocalCluster, gigabyte_record: bytes) -> None:
+    """Two such batches in one Produce: the broker's loop validated them (about 3 s of CPU
+    each); the validation thread does now."""
+    body = produce_request(cluster, [gigabyte_record] * HUGE_RECORDS)
     answer, probe = probed(cluster, cluster.brokers[0], Listener.BROKER,
                            lambda: run(broker_request(cluster, body)))
     parts = [p for t in answer.responses for p in t.partition_responses]
     assert [(p.error_code, p.base_offset >= 0) for p in parts] == [
         (ErrorCode.none, True)] * HUGE_RECORDS
+    assert probe.worst_s < STALL_LIMIT_S, probe
+
+
+def test_a_compacted_record_of_a_gigabyte_is_cleaned_while_the_broker_serves(
+        cluster: LocalCluster, gigabyte_record: bytes) -> None:
+    """The cleaner walks such a record twice (offset map, cleaned segment): seconds on the
+    broker's loop before, on the cleaner's thread now."""
+    name = "stall-compacted"
+    answer = run(broker_request(cluster, create_topics([name], 1, configs={
+        "cleanup.policy": "compact",  # the huge batch fills a segment, the next rolls it
+        "segment.bytes": str(len(gigabyte_record))})))
+    assert answer.topics[0].error_code == ErrorCode.none
+    tp = f"{name}-0"
+    checkpoint = cluster.nodes[cluster.brokers[0]].data / "cleaner-offset-checkpoint"
+    wait_for(f"{tp} hosted", lambda: True if (
+        cluster.nodes[cluster.brokers[0]].data / tp).is_dir() else None)
+    small = encode_batch(0, [(b"huge", b"small")], partition_leader_epoch=-1,
+                         timestamp=int(time.time() * 1000))
+
+    def produce_then_clean() -> list[ErrorCode]:
+        codes = [p.error_code for records in (gigabyte_record, small)
+                 for t in run(broker_request(cluster, produce_request(
+                     cluster, [records], topic=name))).responses
+                 for p in t.partition_responses]
+        wait_for(f"{tp} cleaned", lambda: True if checkpoint.is_file() and TopicPartition(
+            name, 0) in read_offset_checkpoint(checkpoint) else None,
+            timeout_s=REQUEST_TIMEOUT_S)
+        return codes
+
+    codes, probe = probed(cluster, cluster.brokers[0], Listener.BROKER, produce_then_clean)
+    assert codes == [ErrorCode.none, ErrorCode.none]
     assert probe.worst_s < STALL_LIMIT_S, probe

@@ -3,11 +3,12 @@
 Each node runs one event loop; a request that held it for seconds stopped heartbeats and
 Raft timers: CreateTopics of 5,000 topics (validate-only) froze the active controller ~18 s
 and caused elections, an OffsetCommit of 100,000 partitions froze the broker 5-7 s, five
-100 MB Produce requests at once ~3.5 s. Here 3 controllers and 1 broker run with a short
-``broker.session.timeout.ms``; during each request a probe process sends ApiVersions every
-50 ms to the node serving it (:class:`pykraft.testing.stalls.StallProbe`), and afterwards the
-quorum must have kept its leader and epoch and the controller must not have fenced the
-broker.
+100 MB Produce requests at once ~3.5 s, validating a gzip record of 1 GiB (1019 KiB
+compressed) 7.6 s and cleaning it, compacted, 11.3 s. Here 3 controllers and 1 broker run
+with a short ``broker.session.timeout.ms``; during each request a probe process sends
+ApiVersions every 50 ms to the node serving it (:class:`pykraft.testing.stalls.StallProbe`),
+and afterwards the quorum must have kept its leader and epoch and the controller must not
+have fenced the broker.
 """
 
 from __future__ import annotations

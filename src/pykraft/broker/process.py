@@ -40,6 +40,7 @@ from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
+from pykraft.broker.log_creator import LogCreator
 from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.metadata_listener import BrokerMetadataListener
@@ -105,6 +106,7 @@ class BrokerRuntime:
         self._channel: ControllerChannel | None = None
         self._forwarding: ControllerChannel | None = None
         self._lifecycle: BrokerLifecycle | None = None
+        self._log_creator: LogCreator | None = None
         self._servers: list[ListenerServer] = []
         self._finders: list[CoordinatorFinder] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -162,6 +164,11 @@ class BrokerRuntime:
         self._forwarding = channel(_int_property(self._static, "request.timeout.ms",
                                                  REQUEST_TIMEOUT_MS_DEFAULT), "forwarding")
         self.replicas.clock_ms = node.now_ms
+        # new partitions' logs are created off the loop (three fsyncs each), the fetchers
+        # told of each chunk hosted
+        self._log_creator = LogCreator(self.replicas, node.now_ms,
+                                       lambda: self.fetchers.update(self.replicas.image))
+        self.replicas.defer_logs = self._log_creator.wake
         if self._auto_create:  # one for every listener: topics in flight are per broker
             self._auto_topics = AutoTopicCreator(
                 self._channel, num_partitions=settings.controller.default_num_partitions,
@@ -240,6 +247,8 @@ class BrokerRuntime:
         self.fetchers.start()
         self._tasks = [loop.create_task(self._lifecycle.run()),
                        loop.create_task(self._listen_once_unfenced())]
+        if self._log_creator is not None:
+            self._tasks.append(loop.create_task(self._log_creator.run()))
         periodic = {
             "log.flush.offset.checkpoint.interval.ms": self.replicas.checkpoint,
             "replica.high.watermark.checkpoint.interval.ms":
@@ -301,5 +310,7 @@ class BrokerRuntime:
                 channel.close()
         for server in self._servers:
             await server.close()
+        if self._log_creator is not None:
+            self._log_creator.close()
         if self._clock is not None:
             self.replicas.shutdown(self._broker_epoch(), self._clock())

@@ -7,6 +7,7 @@ log was being created ends up as the image says."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import uuid
 from pathlib import Path
 
@@ -106,6 +107,7 @@ def test_the_log_creator_hosts_every_awaited_partition(tmp_path: Path) -> None:
     manager = ReplicaManager(ME, logs, {})
     count = INLINE_LOGS + 2 * CHUNK + 5  # past the inline ones: three worker chunks
     told: list[int] = []
+    worker = concurrent.futures.ThreadPoolExecutor(max_workers=1)
 
     async def scenario() -> None:
         all_hosted = asyncio.Event()
@@ -115,7 +117,7 @@ def test_the_log_creator_hosts_every_awaited_partition(tmp_path: Path) -> None:
             if len(manager.partitions) == count:
                 all_hosted.set()
 
-        creator = LogCreator(manager, lambda: NOW, hosted)
+        creator = LogCreator(manager, lambda: NOW, hosted, worker)
         manager.defer_logs = creator.wake
         task = asyncio.create_task(creator.run())
         try:
@@ -126,6 +128,7 @@ def test_the_log_creator_hosts_every_awaited_partition(tmp_path: Path) -> None:
         finally:
             task.cancel()
             creator.close()
+            worker.shutdown(wait=True)
 
     asyncio.run(scenario())
     assert told == [INLINE_LOGS + CHUNK, INLINE_LOGS + 2 * CHUNK, count]
@@ -148,3 +151,19 @@ def test_deleting_many_partitions_syncs_their_log_directory_once(
     logs.remove_deleted(NOW + 60_000)  # file.delete.delay.ms later: removed, synced once
     assert synced == [tmp_path, tmp_path]
     assert not [d for d in tmp_path.iterdir() if d.name.startswith("t-")]
+
+
+def test_deleted_directories_due_are_handed_to_the_remover(tmp_path: Path) -> None:
+    """The broker removes them on its disk worker thread: 1,000 took seconds of its loop."""
+    handed: list[list[Path]] = []
+    logs = LogManager([tmp_path], LogConfig(), remove_dirs=handed.append)
+    logs.startup(NOW)
+    manager = ReplicaManager(ME, logs, {})
+    image = with_records(MetadataImage(), *topic("t", T1, (ME,), (ME,)))
+    manager.apply_image(image, NOW)
+    manager.apply_image(with_records(image, RemoveTopicRecord(topic_id=T1)), NOW)
+    logs.remove_deleted(NOW + 59_999)
+    assert handed == []
+    logs.remove_deleted(NOW + 60_000)
+    assert sorted(path.name.split(".")[0] for path in handed[0]) == ["t-0", "t-1"]
+    assert all(path.exists() for path in handed[0])  # the remover's to remove

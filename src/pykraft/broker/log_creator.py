@@ -34,16 +34,16 @@ INLINE_LOGS = 4
 
 class LogCreator:
     """Set as the replica manager's ``defer_logs`` (:meth:`wake`), then :meth:`run` as a
-    task; :meth:`close` before the replica manager shuts down."""
+    task; :meth:`close` before the replica manager shuts down. ``worker`` (one thread, the
+    caller's) runs the file work."""
 
     def __init__(self, replicas: ReplicaManager, now_ms: Callable[[], int],
-                 hosted: Callable[[], None]) -> None:
+                 hosted: Callable[[], None], worker: concurrent.futures.Executor) -> None:
         self._replicas = replicas
         self._now_ms = now_ms
         self._hosted = hosted
         self._wanted = asyncio.Event()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="log-creator")
+        self._executor = worker
         self._in_flight: concurrent.futures.Future[CreatedLogs] | None = None
         replicas.inline_logs = INLINE_LOGS
 
@@ -66,9 +66,8 @@ class LogCreator:
                 self._hosted()
 
     def close(self) -> None:
-        """Wait for the chunk in flight (after :meth:`run` was cancelled) and hand its logs
-        to the log manager, which closes them cleanly on shutdown."""
-        self._executor.shutdown(wait=True)
+        """Wait for the chunk that was in flight when :meth:`run` was cancelled and hand its
+        logs to the log manager, which closes them cleanly on shutdown."""
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is None or in_flight.cancelled():
             return

@@ -4,7 +4,8 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
 :class:`pykraft.broker.process.BrokerRuntime`)::
 
     logs = LogManager(log_dirs, default_config, jitter=None,   # segment.jitter.ms source
-                      failures=None)   # LogDirFailures: a failed directory halts the broker
+                      failures=None,   # LogDirFailures: a failed directory halts the broker
+                      remove_dirs=None)  # runs remove_renamed_dirs(paths), e.g. on a thread
     logs.startup(now_ms)              # open and recover every <topic>-<partition> directory
     log = logs.get_or_create(tp, topic_id, config, now_ms)   # writes partition.metadata
     # ... or in steps, the file work on a worker thread (create_log touches nothing here):
@@ -41,7 +42,7 @@ import json
 import logging
 import random
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,8 @@ class LogManager:
 
     def __init__(self, log_dirs: Sequence[Path], default_config: LogConfig,
                  jitter: JitterSource | None = None,
-                 failures: LogDirFailures | None = None) -> None:
+                 failures: LogDirFailures | None = None,
+                 remove_dirs: Callable[[list[Path]], object] | None = None) -> None:
         if not log_dirs:
             raise StorageError("no log directory: set log.dirs (or log.dir)")
         self.log_dirs = tuple(log_dirs)
@@ -95,6 +97,8 @@ class LogManager:
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._pending_removal: list[tuple[int, Path]] = []
         self._first_dirty: dict[TopicPartition, int] = {}
+        #: runs remove_renamed_dirs (the broker's on its disk worker thread)
+        self._remove_dirs = remove_dirs or remove_renamed_dirs
 
     # ------------------------------------------------------------------ start-up
 
@@ -251,10 +255,8 @@ class LogManager:
         due = [path for when, path in self._pending_removal if when <= now_ms]
         self._pending_removal = [(when, path) for when, path in self._pending_removal
                                  if when > now_ms]
-        for path in due:
-            remove_deleted_dir(path, sync=False)
-        for directory in {path.parent for path in due}:  # once for all its removals
-            fsync_dir(directory)
+        if due:
+            self._remove_dirs(due)
 
     # ------------------------------------------------------------------ checkpoints
 
@@ -311,6 +313,23 @@ def create_log(planned: PlannedLog, now_ms: int) -> PartitionLog:
         created.close()
         raise
     return created
+
+
+def remove_renamed_dirs(paths: Sequence[Path]) -> None:
+    """Remove partition directories renamed for deletion, then sync each log directory
+    once; a failure is logged (start-up removes what is left). It touches nothing the log
+    manager holds, so it may run on a worker thread: removing 1,000 at once held the event
+    loop for seconds."""
+    for path in paths:
+        try:
+            remove_deleted_dir(path, sync=False)
+        except OSError:
+            log.exception("cannot remove %s", path)
+    for directory in {path.parent for path in paths}:
+        try:
+            fsync_dir(directory)
+        except OSError:
+            log.exception("cannot sync %s after removing deleted partitions", directory)
 
 
 def create_logs(planned: Sequence[PlannedLog], now_ms: int

@@ -30,6 +30,7 @@ checkpoints and the clean-shutdown marker.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -42,7 +43,7 @@ from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.log_creator import LogCreator
 from pykraft.broker.log_dir_failure import LogDirFailures
-from pykraft.broker.log_manager import LogManager
+from pykraft.broker.log_manager import LogManager, remove_renamed_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import ProduceHandler
 from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -115,8 +116,13 @@ class BrokerRuntime:
         server = ServerConfig(static)
         self._auto_create = bool(server.get("auto.create.topics.enable"))
         self._auto_topics: AutoTopicCreator | None = None
-        self.logs = LogManager(server.log_dirs, topic_settings({}, static).log,
-                               failures=LogDirFailures(server.log_dirs, server.metadata_log_dir))
+        # one thread for the logs' files: new partitions' logs and deleted ones' removal
+        self._disk_worker = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="log-dirs")
+        self.logs = LogManager(
+            server.log_dirs, topic_settings({}, static).log,
+            failures=LogDirFailures(server.log_dirs, server.metadata_log_dir),
+            remove_dirs=lambda paths: self._disk_worker.submit(remove_renamed_dirs, paths))
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
                 static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
@@ -167,7 +173,8 @@ class BrokerRuntime:
         # new partitions' logs are created off the loop (three fsyncs each), the fetchers
         # told of each chunk hosted
         self._log_creator = LogCreator(self.replicas, node.now_ms,
-                                       lambda: self.fetchers.update(self.replicas.image))
+                                       lambda: self.fetchers.update(self.replicas.image),
+                                       self._disk_worker)
         self.replicas.defer_logs = self._log_creator.wake
         if self._auto_create:  # one for every listener: topics in flight are per broker
             self._auto_topics = AutoTopicCreator(
@@ -314,3 +321,4 @@ class BrokerRuntime:
             self._log_creator.close()
         if self._clock is not None:
             self.replicas.shutdown(self._broker_epoch(), self._clock())
+        self._disk_worker.shutdown(wait=True)  # the removals due at the last checkpoint

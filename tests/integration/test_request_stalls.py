@@ -4,7 +4,7 @@ Each node runs one event loop; a request that held it for seconds stopped heartb
 Raft timers: CreateTopics of 5,000 topics (validate-only) froze the active controller ~18 s
 and caused elections, an OffsetCommit of 100,000 partitions froze the broker 5-7 s, five
 100 MB Produce requests at once ~3.5 s, creating the logs of a 1,000-partition topic (three
-fsyncs each) 5-10 s. Here 3 controllers and 1 broker run with a short
+fsyncs each) 13-20 s, fencing the broker. Here 3 controllers and 1 broker run with a short
 ``broker.session.timeout.ms``; during each request a probe process sends ApiVersions every
 50 ms to the node serving it (:class:`pykraft.testing.stalls.StallProbe`), and afterwards the
 quorum must have kept its leader and epoch and the controller must not have fenced the

@@ -2,8 +2,8 @@
 
 Creating a log costs three fsyncs (its directory after the first segment,
 ``partition.metadata`` and its directory): done inside ``ReplicaManager.apply_image``, a
-CreateTopics of 1,000 partitions held the broker's event loop for 5-10 s, heartbeats
-included, and 2,000 got the broker fenced. Kafka creates logs on its metadata publisher
+CreateTopics of 1,000 partitions held the broker's event loop for 13-20 s, heartbeats
+included, and got the broker fenced. Kafka creates logs on its metadata publisher
 thread while its request threads serve. Here the replica manager keeps the partitions an
 image adds as awaiting their logs; this driver creates up to :data:`CHUNK` of them at a
 time on its one worker thread (fsync releases the GIL, and the interpreter hands the loop

@@ -4,11 +4,12 @@ Each node runs one event loop; a request that held it for seconds stopped heartb
 Raft timers: CreateTopics of 5,000 topics (validate-only) froze the active controller ~18 s
 and caused elections, an OffsetCommit of 100,000 partitions froze the broker 5-7 s, five
 100 MB Produce requests at once ~3.5 s, validating a gzip record of 1 GiB (1019 KiB
-compressed) 7.6 s and cleaning it, compacted, 11.3 s. Here 3 controllers and 1 broker run
-with a short ``broker.session.timeout.ms``; during each request a probe process sends
-ApiVersions every 50 ms to the node serving it (:class:`pykraft.testing.stalls.StallProbe`),
-and afterwards the quorum must have kept its leader and epoch and the controller must not
-have fenced the broker.
+compressed) 7.6 s and cleaning it, compacted, 11.3 s, creating the logs of a
+1,000-partition topic (three fsyncs each) 13-20 s, fencing the broker. Here 3 controllers
+and 1 broker run with a short ``broker.session.timeout.ms``; during each request a probe
+process sends ApiVersions every 50 ms to the node serving it
+(:class:`pykraft.testing.stalls.StallProbe`), and afterwards the quorum must have kept
+its leader and epoch and the controller must not have fenced the broker.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 from process_harness import describe, wait_for
 
+from pykraft.errors import PyKraftError
 from pykraft.partition.compression import GZIP
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
@@ -45,7 +47,13 @@ from pykraft.records.batch import encode_batch
 from pykraft.runtime.kafka_client import ClientConnection, open_with_timeout
 from pykraft.storage.offset_checkpoints import TopicPartition, read_offset_checkpoint
 from pykraft.testing.compression_bombs import MiB, batch, bomb, huge_record
-from pykraft.testing.stalls import ProbeResult, StallProbe, fences_of
+from pykraft.testing.stalls import (
+    ProbeResult,
+    StallProbe,
+    fences_of,
+    latest_offsets,
+    serves_all,
+)
 from pykraft.tools.admin_client import admin_settings
 from pykraft.tools.broker_clients import BrokerClients
 from pykraft.tools.group_admin import GroupClient
@@ -76,6 +84,7 @@ BATCH_BYTES = 1_000_000
 HUGE_RECORD_BYTES = 1024 * MiB  # one valid record, gzip within max.message.bytes (1019 KiB)
 HUGE_RECORDS = 2  # partitions, each sent one: seconds of zlib in all
 GROUP = "stall-group"
+NEW_PARTITIONS = 1000
 
 
 @pytest.fixture(scope="module")
@@ -271,4 +280,27 @@ def test_a_compacted_record_of_a_gigabyte_is_cleaned_while_the_broker_serves(
 
     codes, probe = probed(cluster, cluster.brokers[0], Listener.BROKER, produce_then_clean)
     assert codes == [ErrorCode.none, ErrorCode.none]
+    assert probe.worst_s < STALL_LIMIT_S, probe
+
+
+def test_a_topic_of_1000_partitions_keeps_the_broker_serving(cluster: LocalCluster) -> None:
+    """The broker creates the 1,000 logs off its event loop: it answers ApiVersions and
+    heartbeats meanwhile, then serves every partition (ListOffsets answered)."""
+    topic = "stall-partitions"
+
+    def serving() -> bool | None:
+        try:
+            answer = run(broker_request(cluster, latest_offsets(topic, NEW_PARTITIONS)))
+        except (PyKraftError, OSError):  # a broker holding its loop takes no connection
+            return None
+        return True if serves_all(answer) else None
+
+    def create_until_served() -> Any:
+        answer = run(broker_request(cluster, create_topics([topic], NEW_PARTITIONS)))
+        wait_for(f"the broker serving the partitions of {topic}", serving,
+                 timeout_s=REQUEST_TIMEOUT_S)
+        return answer
+
+    answer, probe = probed(cluster, cluster.brokers[0], Listener.BROKER, create_until_served)
+    assert [(t.name, t.error_code) for t in answer.topics] == [(topic, ErrorCode.none)]
     assert probe.worst_s < STALL_LIMIT_S, probe

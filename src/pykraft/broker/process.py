@@ -30,6 +30,7 @@ checkpoints and the clean-shutdown marker.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import logging
 import random
@@ -41,8 +42,9 @@ from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
+from pykraft.broker.log_creator import LogCreator
 from pykraft.broker.log_dir_failure import LogDirFailures
-from pykraft.broker.log_manager import LogManager
+from pykraft.broker.log_manager import LogManager, remove_renamed_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import ProduceHandler
 from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -106,6 +108,7 @@ class BrokerRuntime:
         self._channel: ControllerChannel | None = None
         self._forwarding: ControllerChannel | None = None
         self._lifecycle: BrokerLifecycle | None = None
+        self._log_creator: LogCreator | None = None
         self._servers: list[ListenerServer] = []
         self._finders: list[CoordinatorFinder] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -114,8 +117,13 @@ class BrokerRuntime:
         server = ServerConfig(static)
         self._auto_create = bool(server.get("auto.create.topics.enable"))
         self._auto_topics: AutoTopicCreator | None = None
-        self.logs = LogManager(server.log_dirs, topic_settings({}, static).log,
-                               failures=LogDirFailures(server.log_dirs, server.metadata_log_dir))
+        # one thread for the logs' files: new partitions' logs and deleted ones' removal
+        self._disk_worker = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="log-dirs")
+        self.logs = LogManager(
+            server.log_dirs, topic_settings({}, static).log,
+            failures=LogDirFailures(server.log_dirs, server.metadata_log_dir),
+            remove_dirs=lambda paths: self._disk_worker.submit(remove_renamed_dirs, paths))
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
                 static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
@@ -163,6 +171,12 @@ class BrokerRuntime:
         self._forwarding = channel(_int_property(self._static, "request.timeout.ms",
                                                  REQUEST_TIMEOUT_MS_DEFAULT), "forwarding")
         self.replicas.clock_ms = node.now_ms
+        # new partitions' logs are created off the loop (three fsyncs each), the fetchers
+        # told of each chunk hosted
+        self._log_creator = LogCreator(self.replicas, node.now_ms,
+                                       lambda: self.fetchers.update(self.replicas.image),
+                                       self._disk_worker)
+        self.replicas.defer_logs = self._log_creator.wake
         if self._auto_create:  # one for every listener: topics in flight are per broker
             self._auto_topics = AutoTopicCreator(
                 self._channel, num_partitions=settings.controller.default_num_partitions,
@@ -241,6 +255,8 @@ class BrokerRuntime:
         self.fetchers.start()
         self._tasks = [loop.create_task(self._lifecycle.run()),
                        loop.create_task(self._listen_once_unfenced())]
+        if self._log_creator is not None:
+            self._tasks.append(loop.create_task(self._log_creator.run()))
         periodic: dict[str, Callable[[int], object]] = {
             "log.flush.offset.checkpoint.interval.ms": self.replicas.checkpoint,
             "replica.high.watermark.checkpoint.interval.ms":
@@ -304,5 +320,8 @@ class BrokerRuntime:
                 channel.close()
         for server in self._servers:
             await server.close()
+        if self._log_creator is not None:
+            self._log_creator.close()
         if self._clock is not None:
             self.replicas.shutdown(self._broker_epoch(), self._clock())
+        self._disk_worker.shutdown(wait=True)  # the removals due at the last checkpoint

@@ -6,6 +6,11 @@ DeleteRecords build on it)::
 
     replicas = ReplicaManager(broker_id, log_manager, static_properties, clock_ms=clock)
     replicas.apply_image(image, now_ms)      # each new image (BrokerMetadataListener)
+    replicas.defer_logs = wake               # new partitions' logs made by a driver
+                                             # (LogCreator) instead of inside apply_image,
+    replicas.inline_logs = n                 # but for n of them (renewed each loop turn):
+    planned = replicas.logs_to_create(limit) # ... claims up to limit awaiting partitions
+    replicas.logs_created(create_logs(planned, now_ms), now_ms)  # ... and hosts them
     part = replicas.partition_for(topic_name_or_id, index, current_leader_epoch=-1,
                                   require_leader=True)
     # -> HostedPartition, or raises PartitionError(error_code, message, leader_id,
@@ -52,6 +57,12 @@ ISR and one lagging past ``replica.lag.time.max.ms`` leaves it, each change prop
 ``isr_changes`` (AlterPartition, :mod:`pykraft.broker.alter_partition`) and committed by the
 answer or a newer image. With ISR == {leader} the high watermark is the log end after every
 append. A new replica starts from ``replication-offset-checkpoint`` (capped at its log end).
+
+A partition new to this broker without a log yet awaits it: with ``defer_logs`` set, past
+the first ``inline_logs`` of a loop turn its files are created off the event loop (three
+fsyncs each; Kafka creates logs on its metadata publisher thread) and it is hosted once
+they exist. Meanwhile it is in the image but not hosted, so Produce and Fetch for it answer
+NOT_LEADER_OR_FOLLOWER, as Kafka's do before the partition is made leader.
 """
 
 from __future__ import annotations
@@ -60,12 +71,12 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pykraft.broker.log_cleaner import Compute
-from pykraft.broker.log_manager import LogManager
+from pykraft.broker.log_manager import LogManager, PlannedLog, create_logs
 from pykraft.broker.partition_reads import ReadablePartition
 from pykraft.broker.producer_snapshots import (
     delete_producer_snapshots,
@@ -101,6 +112,7 @@ from pykraft.partition.validator import (
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import unpack_header
 from pykraft.runtime.codec_thread import CLEANER, VALIDATION
+from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
     TopicPartition,
@@ -151,6 +163,7 @@ class AppendResult:
 
 Listener = Callable[["HostedPartition"], None]
 IsrChangeSink = Callable[["HostedPartition", IsrProposal], None]
+CreatedLogs = Sequence[tuple[PlannedLog, PartitionLog | Exception]]
 
 
 class HostedPartition:
@@ -272,6 +285,15 @@ class ReplicaManager:
         self.image = MetadataImage()
         self.brokers = Brokers({})
         self._partitions: dict[TopicPartition, HostedPartition] = {}
+        self.defer_logs: Callable[[], None] | None = None
+        """Told that partitions await their logs (:meth:`logs_to_create`); None creates them
+        all inside :meth:`apply_image`."""
+        self.inline_logs = 0
+        """With ``defer_logs``, how many logs :meth:`apply_image` still creates itself until
+        the driver renews it (once per loop turn): a small topic's partitions are hosted
+        with the image that names them, the rest wait for the driver."""
+        self._awaiting: dict[TopicPartition, tuple[LocalPartition, LogConfig]] = {}
+        self._creating: set[TopicPartition] = set()
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         for directory in log_manager.log_dirs:
             self._checkpointed_hw.update(
@@ -293,13 +315,20 @@ class ReplicaManager:
                 {b: reg.epoch for b, reg in registered.items() if not reg.fenced},
                 frozenset(b for b, reg in registered.items() if reg.in_controlled_shutdown))
         changes = local_changes(previous.topics, image.topics, self.broker_id)
-        for tp in changes.deleted:
-            self._delete(tp, now_ms)
+        self.logs.delete_many([self._unhost(tp) for tp in changes.deleted], now_ms)
         for local in (*changes.leaders, *changes.followers):
             try:
                 self._host(local, now_ms)
             except (StorageError, ConfigError, OSError):  # Kafka takes the log dir offline
                 log.exception("%s: cannot host the partition", _name(local.tp))
+        if self._awaiting:
+            if self.defer_logs is None:
+                planned = self.logs_to_create(len(self._awaiting))
+            else:
+                planned = self.logs_to_create(self.inline_logs)
+                self.inline_logs -= len(planned)
+                self.defer_logs()
+            self.logs_created(create_logs(planned, now_ms), now_ms)
         if image.configs is not previous.configs:
             for hosted in self._partitions.values():
                 try:
@@ -327,7 +356,52 @@ class ReplicaManager:
                 self._started_leading(hosted)
             return
         settings = self._settings_of(local.tp.topic)
-        partition_log = self.logs.get_or_create(local.tp, local.topic_id, settings.log, now_ms)
+        partition_log = self.logs.existing(local.tp, local.topic_id, settings.log, now_ms)
+        if partition_log is None:
+            self._awaiting[local.tp] = (local, settings.log)
+            return
+        self._install(local, partition_log, settings, now_ms)
+
+    def logs_to_create(self, limit: int) -> list[PlannedLog]:
+        """Up to ``limit`` partitions awaiting their logs, none already claimed, with the
+        directory each goes to; claimed until :meth:`logs_created` hears of them."""
+        wanted: list[tuple[TopicPartition, uuid.UUID, LogConfig]] = []
+        for tp, (local, config) in self._awaiting.items():
+            if len(wanted) == limit:
+                break
+            if tp not in self._creating:
+                wanted.append((tp, local.topic_id, config))
+        self._creating.update(tp for tp, _, _ in wanted)
+        return self.logs.plan(wanted)
+
+    def logs_created(self, created: CreatedLogs, now_ms: int) -> None:
+        """Host the partitions whose logs :func:`create_logs` made, as the image now says;
+        a log no longer wanted (its partition deleted, or its topic recreated, meanwhile)
+        is deleted again."""
+        for planned, outcome in created:
+            tp = planned.tp
+            self._creating.discard(tp)
+            awaited = self._awaiting.get(tp)
+            if awaited is not None and awaited[0].topic_id != planned.topic_id:
+                awaited = None  # its topic was recreated meanwhile: the new one's log waits
+            if isinstance(outcome, Exception):
+                log.error("%s: cannot host the partition", _name(tp), exc_info=outcome)
+                if awaited is not None:
+                    del self._awaiting[tp]
+                continue
+            self.logs.adopt(tp, outcome)
+            try:
+                if awaited is None:
+                    self.logs.delete(tp, now_ms, 0)
+                    continue
+                del self._awaiting[tp]
+                self._install(awaited[0], outcome, self._settings_of(tp.topic), now_ms)
+            except (StorageError, ConfigError, OSError):
+                log.exception("%s: cannot host the partition", _name(tp))
+
+    def _install(self, local: LocalPartition, partition_log: PartitionLog,
+                 settings: TopicSettings, now_ms: int) -> None:
+        partition_log.config = settings.log
         state = load_producer_state(partition_log, partition=_name(local.tp), now_ms=now_ms,
                                     expiration_ms=self._expiration_ms)
         hosted = HostedPartition(local, partition_log, state, settings, self.broker_id,
@@ -357,7 +431,10 @@ class ReplicaManager:
             hosted.replication.assign(hosted.assignment(), leader_end_offset=hosted.log_end_offset,
                                       now_ms=now_ms)
 
-    def _delete(self, tp: TopicPartition, now_ms: int) -> None:
+    def _unhost(self, tp: TopicPartition) -> tuple[TopicPartition, int]:
+        """Stop hosting a partition; its log is to be deleted after the delay returned
+        (the topic's ``file.delete.delay.ms``)."""
+        self._awaiting.pop(tp, None)
         hosted = self._partitions.pop(tp, None)
         delay = 0
         if hosted is not None:
@@ -365,7 +442,7 @@ class ReplicaManager:
             delay = hosted.settings.file_delete_delay_ms
             hosted.notify()
         self._checkpointed_hw.pop(tp, None)
-        self.logs.delete(tp, now_ms, delay)
+        return tp, delay
 
     # ------------------------------------------------------------------ lookups
 
@@ -673,6 +750,7 @@ class ReplicaManager:
             hosted.deleted = True
             hosted.notify()
         self._partitions.clear()
+        self._awaiting.clear()
         self.logs.shutdown(broker_epoch)
 
 

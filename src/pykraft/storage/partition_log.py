@@ -113,23 +113,28 @@ def parse_partition_dir_name(name: str) -> TopicPartition:
     return TopicPartition(match.group(1), int(match.group(2)))
 
 
-def rename_for_delete(directory: Path, unique: uuid.UUID | None = None) -> Path:
+def rename_for_delete(directory: Path, unique: uuid.UUID | None = None, *,
+                      sync: bool = True) -> Path:
     """Rename a (closed) partition directory to ``<topic>-<partition>.<uuid>-delete``, as
-    Kafka does before removing it, so a crash midway leaves no half-deleted live log."""
+    Kafka does before removing it, so a crash midway leaves no half-deleted live log.
+    ``sync=False``: the caller fsyncs the parent directory, once for many renames."""
     unique = unique or uuid.uuid4()
     target = directory.with_name(f"{directory.name}.{unique.hex}{DELETE_DIR_SUFFIX}")
     os.rename(directory, target)
-    fsync_dir(directory.parent)
+    if sync:
+        fsync_dir(directory.parent)
     return target
 
 
-def remove_deleted_dir(path: Path) -> None:
+def remove_deleted_dir(path: Path, *, sync: bool = True) -> None:
     """Remove a directory renamed by :func:`rename_for_delete` (Kafka waits
-    ``file.delete.delay.ms`` first; the caller schedules this)."""
+    ``file.delete.delay.ms`` first; the caller schedules this). ``sync=False``: the caller
+    fsyncs the parent directory, once for many removals."""
     if not path.name.endswith(DELETE_DIR_SUFFIX):
         raise StorageError(f"refusing to remove {path}: not a partition renamed for deletion")
     shutil.rmtree(path)
-    fsync_dir(path.parent)
+    if sync:
+        fsync_dir(path.parent)
 
 
 class PartitionLog:

@@ -7,12 +7,15 @@ every :data:`PROBE_INTERVAL_S`; the longest round trip, a request still unanswer
 end counted up to then, is the node's longest event-loop stall as a client sees it.
 :func:`fences_of` counts the times the controller fenced a broker, read from a node's
 metadata log on disk (complete batches only, so a live log may be read).
+:func:`latest_offsets` and :func:`serves_all` tell when a broker serves every partition of a
+new topic (it creates their logs after its image shows them).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import multiprocessing
 import time
 from dataclasses import dataclass
@@ -21,10 +24,19 @@ from pathlib import Path
 from types import TracebackType
 
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
+from kio.schema.list_offsets.v11.request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from kio.schema.list_offsets.v11.response import ListOffsetsResponse
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft import __version__
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
+from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import RecordBatch, complete_batches
 from pykraft.records.metadata import decode_metadata_record
 from pykraft.records.metadata_records import BrokerRegistrationChangeRecord, FenceBrokerRecord
@@ -35,6 +47,7 @@ PROBE_INTERVAL_S = 0.05
 PROBE_START_S = 60.0
 _STOP_POLL_S = 0.01
 METADATA_PARTITION = "__cluster_metadata-0"
+LATEST_TIMESTAMP = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,3 +164,21 @@ def fences_of(data_dir: Path, broker_id: int) -> int:
                     fenced += 1
     return fenced
 
+
+
+def latest_offsets(topic: str, partitions: int) -> ListOffsetsRequest:
+    """A consumer's ListOffsets (latest) of partitions 0 to ``partitions`` - 1 of ``topic``."""
+    return ListOffsetsRequest(
+        replica_id=BrokerId(-1), isolation_level=i8(0), timeout=i32Timedelta.parse(
+            datetime.timedelta(0)),
+        topics=(ListOffsetsTopic(name=TopicName(topic), partitions=tuple(
+            ListOffsetsPartition(partition_index=i32(p), current_leader_epoch=i32(-1),
+                                 timestamp=i64(LATEST_TIMESTAMP))
+            for p in range(partitions))),))
+
+
+def serves_all(answer: ListOffsetsResponse) -> bool:
+    """Whether every partition asked by :func:`latest_offsets` was answered: only a leader
+    hosting the partition does (one whose log is still being created answers
+    NOT_LEADER_OR_FOLLOWER)."""
+    return all(p.error_code == ErrorCode.none for t in answer.topics for p in t.partitions)

@@ -6,10 +6,11 @@ partition tens of thousands of times, sent to a 1-controller + 1-broker cluster.
 leave the node's memory bounded, its event loop answering ApiVersions within 1 s, the broker
 unfenced, the quorum without an election, and a producer/consumer beside it unharmed.
 
-Cases failing on today's code are strict xfails naming the issue 24 defect that fixes them,
-but for a few whose stall today is near the 1 s bound (they fail under load, pass on a
-quieter machine): non-strict until the fix lands. ``-s`` prints each case's figures (RSS
-growth and worst ApiVersions per node, fencing, elections, the good client's rounds)."""
+A request that still holds a node's loop past those bounds today (issue 24, defect 5) names
+why in its case: for it the stall, the answer time and a fence the stall brings are printed,
+not asserted, while every other invariant (memory, no node dead, no election) still is.
+``-s`` prints each case's figures (RSS growth and worst ApiVersions per node, fencing,
+elections, the good client's rounds)."""
 
 from __future__ import annotations
 
@@ -76,11 +77,12 @@ DATA_BATCHES, DATA_VALUE = 4, 256 << 10
 
 class Case(NamedTuple):
     shape: Shape = Shape()
-    #: "issue 24 defect N: ..." when today's code fails the case (a strict xfail).
-    defect: str | None = None
-    #: False for a case whose stall today is near the 1 s bound: it fails under load and
-    #: passes on a quieter machine, so a strict xfail would fail there (XPASS).
-    strict: bool = True
+    #: "issue 24 defect 5: ..." when today's code may hold the node's loop past the bounds
+    #: (stall, answer time and a fence it brings are then reported, not asserted).
+    stalls: str | None = None
+    #: Also over the memory bound today (a million keys decode to ~100 MiB of objects, near
+    #: the 96 MiB bound): an xfail, not strict since the figure straddles the bound.
+    over_memory: bool = False
 
 
 def _absent(target: Target) -> str:
@@ -100,33 +102,33 @@ _PRODUCE = Shape({"records": _records, "acks": lambda t: -1})
 # with other test runs, quiet to loaded).
 _STALL_FENCED = ("issue 24 defect 5: served in one loop turn, the broker stalls 1.6-10 s (and "
                  "is fenced under load)")
-_STUCK = "issue 24 defect 5: a million keys in one loop turn: no answer in 15 s, broker fenced"
+_STUCK = ("issue 24 defect 5: a million keys in one loop turn: no answer in 15 s, broker "
+          "fenced, and ~100 MiB of decoded keys")
 _FORWARDED = "issue 24 defect 5: forwarded to the controller, no answer in 15 s"
 #: A stall near the 1 s bound (also the few that reached 0.75-0.9 s in every run so far):
-#: 3-5x longer under load than on a quiet machine, it fails or passes with the machine's
-#: load, so it is not strict until the fix lands.
+#: 3-5x longer under load than on a quiet machine.
 _BORDERLINE = ("issue 24 defect 5: served in one loop turn, the node stalls 0.3-7 s across "
-               "runs (straddles the 1 s bound: not strict until the fix lands)")
-_BORDERLINE_CASE = Case(defect=_BORDERLINE, strict=False)
+               "runs (straddles the 1 s bound)")
+_BORDERLINE_CASE = Case(stalls=_BORDERLINE)
 
 BROKER_CASES: Mapping[ApiKey, Case] = {
-    ApiKey.PRODUCE: Case(_PRODUCE, _BORDERLINE, strict=False),
+    ApiKey.PRODUCE: Case(_PRODUCE, _BORDERLINE),
     ApiKey.FETCH: Case(),
     ApiKey.LIST_OFFSETS: _BORDERLINE_CASE,
-    ApiKey.METADATA: Case(defect=_STALL_FENCED),
+    ApiKey.METADATA: Case(stalls=_STALL_FENCED),
     ApiKey.OFFSET_COMMIT: _BORDERLINE_CASE,
     ApiKey.OFFSET_FETCH: Case(),
-    ApiKey.FIND_COORDINATOR: Case(defect=_STUCK),
+    ApiKey.FIND_COORDINATOR: Case(stalls=_STUCK, over_memory=True),
     ApiKey.JOIN_GROUP: _BORDERLINE_CASE,
     ApiKey.HEARTBEAT: Case(),
-    ApiKey.LEAVE_GROUP: Case(defect=_STALL_FENCED),
+    ApiKey.LEAVE_GROUP: Case(stalls=_STALL_FENCED),
     ApiKey.SYNC_GROUP: _BORDERLINE_CASE,
-    ApiKey.DESCRIBE_GROUPS: Case(defect=_STALL_FENCED),
+    ApiKey.DESCRIBE_GROUPS: Case(stalls=_STALL_FENCED),
     ApiKey.LIST_GROUPS: _BORDERLINE_CASE,
     ApiKey.SASL_HANDSHAKE: Case(),
     ApiKey.API_VERSIONS: Case(),
     ApiKey.CREATE_TOPICS: Case(),
-    ApiKey.DELETE_TOPICS: Case(_DELETE_ABSENT, _BORDERLINE, strict=False),
+    ApiKey.DELETE_TOPICS: Case(_DELETE_ABSENT, _BORDERLINE),
     ApiKey.DELETE_RECORDS: _BORDERLINE_CASE,
     ApiKey.INIT_PRODUCER_ID: Case(),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: _BORDERLINE_CASE,
@@ -138,17 +140,17 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.DESCRIBE_LOG_DIRS: Case(),
     ApiKey.SASL_AUTHENTICATE: Case(),
     ApiKey.CREATE_PARTITIONS: Case(),
-    ApiKey.DELETE_GROUPS: Case(defect=_STUCK),
+    ApiKey.DELETE_GROUPS: Case(stalls=_STUCK, over_memory=True),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _BORDERLINE_CASE,
     ApiKey.OFFSET_DELETE: _BORDERLINE_CASE,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _BORDERLINE_CASE,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Case(defect=_FORWARDED),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Case(stalls=_FORWARDED),
     ApiKey.DESCRIBE_QUORUM: _BORDERLINE_CASE,
-    ApiKey.UPDATE_FEATURES: Case(defect=_FORWARDED),
+    ApiKey.UPDATE_FEATURES: Case(stalls=_FORWARDED),
     ApiKey.DESCRIBE_CLUSTER: Case(),
     ApiKey.UNREGISTER_BROKER: Case(),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Case(),
-    ApiKey.CONSUMER_GROUP_DESCRIBE: Case(defect=_STUCK),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: Case(stalls=_STUCK, over_memory=True),
     ApiKey.ADD_RAFT_VOTER: _BORDERLINE_CASE,
     ApiKey.REMOVE_RAFT_VOTER: Case(),
 }
@@ -158,7 +160,7 @@ CONTROLLER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.SASL_HANDSHAKE: Case(),
     ApiKey.API_VERSIONS: Case(),
     ApiKey.CREATE_TOPICS: Case(),
-    ApiKey.DELETE_TOPICS: Case(_DELETE_ABSENT, _BORDERLINE, strict=False),
+    ApiKey.DELETE_TOPICS: Case(_DELETE_ABSENT, _BORDERLINE),
     ApiKey.DESCRIBE_ACLS: Case(),
     ApiKey.CREATE_ACLS: _BORDERLINE_CASE,
     ApiKey.DELETE_ACLS: _BORDERLINE_CASE,
@@ -193,9 +195,9 @@ CASES: Mapping[Listener, Mapping[ApiKey, Case]] = {
 def _params() -> Iterator[object]:
     for listener, cases in CASES.items():
         for key, case in cases.items():
-            marks = [] if case.defect is None else [
-                pytest.mark.xfail(strict=case.strict, reason=case.defect)]
-            yield pytest.param(listener, key, case.shape, marks=marks,
+            marks = [pytest.mark.xfail(strict=False, reason=case.stalls or "")] if (
+                case.over_memory) else []
+            yield pytest.param(listener, key, case, marks=marks,
                                id=f"{listener.value}-{key.name}")
 
 
@@ -260,7 +262,8 @@ def _produce(abused: Abused, topic_id: uuid.UUID, batch: bytes) -> ErrorCode:
     return ErrorCode(body.responses[0].partition_responses[0].error_code)
 
 
-def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str) -> Figures:
+def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str,
+              stalls: str | None = None) -> Figures:
     """Send one abusive frame, restore a healthy cluster whatever it did, print and return
     the figures; fails on every invariant it broke."""
     abused = cluster.abused
@@ -273,8 +276,8 @@ def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str) -> Figure
         stalled = figures.stall_s.get(abused.broker, STALL_LIMIT_S) > HEARTBEAT_S
         recover(abused, time.monotonic() if stalled or figures.fenced else None,
                 stuck=not figures.outcome.startswith(("answered", "closed")))
-    print(figures.line())
-    violations = figures.violations(epoch)
+    print(figures.line() if stalls is None else f"{figures.line()} [{stalls}]")
+    violations = figures.violations(epoch, known_stall=stalls is not None)
     assert not violations, f"{case}: {'; '.join(violations)}"
     return figures
 
@@ -296,13 +299,14 @@ def test_every_advertised_api_has_a_case(cluster: Cluster, listener: Listener) -
     assert set(CASES[listener]) == _advertised(abused.port(node_id))
 
 
-@pytest.mark.parametrize(("listener", "api_key", "shape"), list(_params()))
+@pytest.mark.parametrize(("listener", "api_key", "case"), list(_params()))
 def test_largest_request(cluster: Cluster, listener: Listener, api_key: ApiKey,
-                         shape: Shape) -> None:
+                         case: Case) -> None:
     abused = cluster.abused
     node_id = abused.broker if listener is Listener.BROKER else abused.controller
-    abuse = largest_request(api_key, shape, cluster.target, MAX_REQUEST_BYTES)
-    _measured(cluster, node_id, abuse.frame, f"{listener.value} {abuse.describe()}")
+    abuse = largest_request(api_key, case.shape, cluster.target, MAX_REQUEST_BYTES)
+    _measured(cluster, node_id, abuse.frame, f"{listener.value} {abuse.describe()}",
+              case.stalls)
 
 
 def _bomb_size(codec: str) -> int:

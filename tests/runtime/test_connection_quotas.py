@@ -152,7 +152,8 @@ def test_the_keys_with_kafkas_defaults() -> None:
 @pytest.mark.parametrize(("props", "message"), [
     ({"max.connections": "-1"},
      "Invalid value -1 for configuration max.connections: Value must be at least 0"),
-    ({"max.connections.per.ip": "many"}, "max.connections.per.ip: expected an integer"),
+    ({"max.connections.per.ip": "many"},
+     "Invalid value many for configuration max.connections.per.ip: Not a number of type INT"),
     ({"listener.name.controller.max.connection.creation.rate": "-1"},
      "listener.name.controller.max.connection.creation.rate: Value must be at least 0"),
     ({"listener.name.plaintext.max.connections": "-2"},

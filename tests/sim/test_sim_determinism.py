@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from pykraft.cli import sim as sim_cli
 from pykraft.cli.main import app
+from pykraft.sim import runner as sim_runner
 from pykraft.sim.runner import RunResult, run_scenario
 from pykraft.sim.scheduler import EventQueue
 
@@ -82,7 +82,7 @@ def test_cli_sweep_reports_a_violation_with_its_replay_command(
     def fake_sweep(tasks: list[tuple[str, int]], workers: int) -> Iterator[RunResult]:
         yield broken
 
-    monkeypatch.setattr(sim_cli, "sweep", fake_sweep)
+    monkeypatch.setattr(sim_runner, "sweep", fake_sweep)  # the command imports it late
     result = CliRunner().invoke(app, ["sim", "sweep", "--scenario", "leader-failure",
                                       "--seeds", "42:43"])
     assert result.exit_code == 1

@@ -76,6 +76,20 @@ class Confluent:
         self._consumer.close()
 
 
+def subscribe_with_metadata(consumer: Any, topic: str) -> None:
+    """Subscribe a kafka-python consumer to ``topic`` and fetch the topic's metadata before
+    its first JoinGroup.
+
+    A leader that joins without the metadata rejoins once it arrives, and kafka-python
+    3.0.12 loses that rejoin's assignment when the SyncGroup answer lands after a poll's
+    timeout: the leader's assignment snapshot already matches the metadata, so no later
+    poll completes the join, and the member reads nothing until the coordinator expires it.
+    (Fetching the metadata before subscribing is not enough: the snapshot only counts
+    subscribed topics.)"""
+    consumer.subscribe([topic])
+    assert consumer.partitions_for_topic(topic)
+
+
 class KafkaPython:
     def __init__(self, bootstrap: str, topic: str, group: str, session_ms: int) -> None:
         from kafka import KafkaConsumer
@@ -86,12 +100,7 @@ class KafkaPython:
             enable_auto_commit=False, session_timeout_ms=session_ms,
             heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=MAX_POLL_INTERVAL_MS,
             fetch_max_wait_ms=POLL_MS)
-        # The topic's partitions known before the first JoinGroup: a leader that learns them
-        # later rejoins, and kafka-python 3.0.12 can then drop that rejoin's SyncGroup answer
-        # (a poll that times out mid-join, the next one sees nothing to rejoin and never
-        # awaits it), leaving the member unassigned until the coordinator expires it.
-        assert self._consumer.partitions_for_topic(topic)
-        self._consumer.subscribe([topic])
+        subscribe_with_metadata(self._consumer, topic)
 
     def poll(self) -> list[Record]:
         batches = self._consumer.poll(timeout_ms=POLL_MS)

@@ -26,6 +26,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from secure_harness import SaslSsl
 
+from group_member import subscribe_with_metadata
+
 #: The most a client may take to join its group and read everything: a bound on the wait,
 #: not a timing assertion (kafka-python's SASL_SSL group read nothing in 30 s on a 2-core
 #: machine running two test suites at once).
@@ -379,10 +381,11 @@ class KafkaPython:
         from kafka import KafkaConsumer
 
         def run() -> list[Record]:
-            consumer = KafkaConsumer(topic, **self.config, group_id=group,
+            consumer = KafkaConsumer(**self.config, group_id=group,
                                      auto_offset_reset="earliest", enable_auto_commit=False,
                                      fetch_max_wait_ms=100)
             try:
+                subscribe_with_metadata(consumer, topic)
                 read = self._poll(consumer, count)
                 consumer.commit()
                 return read

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
 
+from group_member import subscribe_with_metadata
 from pykraft.tools.local_cluster import LocalCluster
 
 TOPIC = "old-versions"
@@ -39,10 +40,11 @@ def test_kafka_python_group_commit_and_admin(cluster: LocalCluster) -> None:
     from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
     bootstrap = cluster.bootstrap_servers
-    consumer = KafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id="kp",
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="kp",
                              auto_offset_reset="earliest", enable_auto_commit=False,
                              consumer_timeout_ms=10_000)
     try:
+        subscribe_with_metadata(consumer, TOPIC)
         got = set()
         for message in consumer:
             got.add(message.value)

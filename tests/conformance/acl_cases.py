@@ -4,10 +4,9 @@ suite's cluster runs the StandardAuthorizer; every run names a topic of its own.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from conformance.cases import BOTH, SETTLE_S, Case, Meaning, code
+from conformance.cases import BOTH, Case, Meaning, code, settled
 from conformance.harness import Run
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from pykraft.protocol.apis import ApiKey
@@ -57,12 +56,8 @@ def describe_created(run: Run) -> Any:
     """Created through this listener; described once this node's image has it."""
     name = resource_of(run)
     create(run, creation(name))
-    deadline = time.monotonic() + SETTLE_S
-    while True:
-        body = run.kio(ApiKey.DESCRIBE_ACLS, _filter(name))
-        if body.resources or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
+    return settled(lambda: run.kio(ApiKey.DESCRIBE_ACLS, _filter(name)),
+                   lambda body: bool(body.resources))
 
 
 def described(body: Any, run: Run) -> Meaning:

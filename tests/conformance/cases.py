@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kafka.protocol.admin import (
     AlterConfigsRequest,
@@ -70,6 +70,7 @@ SET = 0  # IncrementalAlterConfigs operation
 BOTH = (BROKER, CONTROLLER)
 SETTLE_S = 10.0
 ABSENT = "UNKNOWN_TOPIC_OR_PARTITION"
+T = TypeVar("T")
 
 Meaning = object
 
@@ -133,6 +134,17 @@ def shared_topic(run: Run) -> Meaning:
     return [(run.cluster.topic, "NONE", run.cluster.partitions, True)]
 
 
+def settled(ask: Callable[[], T], done: Callable[[T], bool]) -> T:
+    """``ask()`` again until ``done`` holds of its answer or :data:`SETTLE_S` passed: the
+    last answer (one that never settles is then compared, and differs)."""
+    deadline = time.monotonic() + SETTLE_S
+    while True:
+        answer = ask()
+        if done(answer) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
 def me(run: Run) -> Meaning:
     return [(run.cluster.broker_id, *run.cluster.broker)]
 
@@ -143,14 +155,12 @@ def topic_state(run: Run, name: str, settles_on: str) -> str:
     asks again until the state is ``settles_on`` or :data:`SETTLE_S` passed (and then
     returns the state it last saw)."""
     probe = Run(run.cluster, "probe", "probe", BROKER, 12)
-    deadline = time.monotonic() + SETTLE_S
-    while True:
+
+    def state() -> str:
         (topic,) = metadata(probe, [name]).topics
-        state = f"{len(topic.partitions)} partitions" if topic.error_code == 0 else code(
+        return f"{len(topic.partitions)} partitions" if topic.error_code == 0 else code(
             topic.error_code)
-        if state == settles_on or time.monotonic() > deadline:
-            return state
-        time.sleep(0.05)
+    return settled(state, lambda seen: seen == settles_on)
 
 
 METADATA = [
@@ -165,6 +175,8 @@ METADATA = [
          lambda b, r: topic_rows(b, r, {r.cluster.topic}), shared_topic),
     Case("Metadata", 3, "unknown_topic", lambda r: metadata(r, ["no-such-topic"]),
          topic_rows, lambda _r: [("no-such-topic", ABSENT, 0, True)]),
+    Case("Metadata", 3, "invalid_topic_name", lambda r: metadata(r, ["no/such topic"]),
+         topic_rows, lambda _r: [("no/such topic", "INVALID_TOPIC_EXCEPTION", 0, True)]),
     Case("Metadata", 3, "authorized_operations_not_requested",
          lambda r: metadata(r, [r.cluster.topic]),
          lambda b, _r: ([t.authorized_operations for t in b.topics],
@@ -203,6 +215,10 @@ CREATE_TOPICS = [
     Case("CreateTopics", 19, "invalid_partitions",
          lambda r: create_topics(r, r.fresh_topic, 0, 1), create_results,
          lambda r: [(r.fresh_topic, "INVALID_PARTITIONS")], listeners=BOTH),
+    Case("CreateTopics", 19, "more_records_than_one_operation_may_write",
+         lambda r: create_topics(r, r.fresh_topic, 10_001, 1, validate_only=True),
+         create_results, lambda r: [(r.fresh_topic, "POLICY_VIOLATION")], listeners=BOTH,
+         since=1),
     Case("CreateTopics", 19, "invalid_replication_factor",
          lambda r: create_topics(r, r.fresh_topic, 1, 3), create_results,
          lambda r: [(r.fresh_topic, "INVALID_REPLICATION_FACTOR")], listeners=BOTH),
@@ -555,16 +571,10 @@ def init_producer_id(run: Run, transactional_id: str | None = None, producer_id:
     """InitProducerId by kafka-python; while the broker waits for its first block of ids
     it answers COORDINATOR_LOAD_IN_PROGRESS, which clients retry, and so does this (for up
     to :data:`SETTLE_S`)."""
-    deadline = time.monotonic() + SETTLE_S
-    while True:
-        body = run.kafka_python(InitProducerIdRequest, InitProducerIdResponse,
-                                transactional_id=transactional_id,
-                                transaction_timeout_ms=60_000, producer_id=producer_id,
-                                producer_epoch=epoch)
-        if code(body.error_code) != "COORDINATOR_LOAD_IN_PROGRESS" or (
-                time.monotonic() > deadline):
-            return body
-        time.sleep(0.05)
+    return settled(lambda: run.kafka_python(
+        InitProducerIdRequest, InitProducerIdResponse, transactional_id=transactional_id,
+        transaction_timeout_ms=60_000, producer_id=producer_id, producer_epoch=epoch),
+        lambda body: code(body.error_code) != "COORDINATOR_LOAD_IN_PROGRESS")
 
 
 def new_ids(run: Run) -> tuple[Any, Any]:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import struct
-import time
 from collections.abc import Callable
 from typing import Any
 
-from conformance.cases import SETTLE_S, Case, Meaning, code
+from conformance.cases import Case, Meaning, code, settled
 from conformance.harness import Run
 from pykraft.protocol.apis import API_SPECS, ApiKey
 
@@ -49,12 +48,7 @@ def subscription(*topics: str) -> bytes:
 def retried(send: Callable[[], Any], errors: Callable[[Any], list[str]]) -> Any:
     """``send()`` again while the answer says the coordinator is not ready yet (the offsets
     topic is being created or loaded), for up to :data:`SETTLE_S`."""
-    deadline = time.monotonic() + SETTLE_S
-    while True:
-        body = send()
-        if not _RETRIED & set(errors(body)) or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
+    return settled(send, lambda body: not _RETRIED & set(errors(body)))
 
 
 # -- FindCoordinator -------------------------------------------------------------------------
@@ -191,12 +185,12 @@ def stranger_leaves(run: Run) -> Any:
 # -- OffsetCommit / OffsetFetch / OffsetDelete -----------------------------------------------
 
 def commit(run: Run, group: str, *, offset: int = COMMITTED, metadata: str = "",
-           generation: int = -1, member_id: str = "") -> Any:
+           generation: int = -1, member_id: str = "", topic: str | None = None) -> Any:
     ready(run, group)
     return retried(lambda: run.kio(ApiKey.OFFSET_COMMIT, {
         "group_id": group, "generation_id_or_member_epoch": generation,
         "member_id": member_id, "retention_time": datetime.timedelta(milliseconds=-1),
-        "topics": [{"name": run.cluster.topic, "partitions": [{
+        "topics": [{"name": topic or run.cluster.topic, "partitions": [{
             "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
             "committed_metadata": metadata}]}]}), commit_errors)
 
@@ -365,6 +359,9 @@ GROUPS = [
     Case("OffsetCommit", 8, "metadata_too_large",
          lambda r: commit(r, group_of(r), metadata="m" * 5000), committed,
          lambda _r: ["OFFSET_METADATA_TOO_LARGE"]),
+    Case("OffsetCommit", 8, "unknown_topic",
+         lambda r: commit(r, group_of(r), topic="no-such-topic"), committed,
+         lambda _r: ["UNKNOWN_TOPIC_OR_PARTITION"]),
     Case("OffsetCommit", 8, "stale_generation_of_a_stable_group", commit_stale_generation,
          committed, lambda _r: ["ILLEGAL_GENERATION"]),
     Case("OffsetFetch", 9, "committed_offset", commit_then_fetch, fetched,

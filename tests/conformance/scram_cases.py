@@ -4,10 +4,9 @@ controller has no handler for it). Every run names users of its own."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from conformance.cases import BOTH, SETTLE_S, Case, Meaning, code
+from conformance.cases import BOTH, Case, Meaning, code, settled
 from conformance.harness import BROKER, Run
 from pykraft.image.scram import ScramMechanism, salted_password
 from pykraft.protocol.apis import ApiKey
@@ -58,12 +57,7 @@ def describe_upserted(run: Run) -> Any:
     """Upserted through the broker; described once the broker's image has it."""
     name = user_of(run)
     alter(run, [upsertion(name, 8192)])
-    deadline = time.monotonic() + SETTLE_S
-    while True:
-        body = describe(run, [name])
-        if body.results[0].error_code == 0 or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
+    return settled(lambda: describe(run, [name]), lambda body: body.results[0].error_code == 0)
 
 
 def described_all_has_upserted(body: Any, run: Run) -> Meaning:
@@ -73,12 +67,8 @@ def described_all_has_upserted(body: Any, run: Run) -> Meaning:
 
 def describe_all(run: Run) -> Any:
     alter(run, [upsertion(user_of(run, "-listed"))])
-    deadline = time.monotonic() + SETTLE_S
-    while True:
-        body = describe(run, None)
-        if described_all_has_upserted(body, run) or time.monotonic() > deadline:
-            return body
-        time.sleep(0.05)
+    return settled(lambda: describe(run, None),
+                   lambda body: bool(described_all_has_upserted(body, run)))
 
 
 SCRAM = [

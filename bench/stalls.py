@@ -171,18 +171,11 @@ class StallBench:
 
     async def setup(self) -> None:
         """The topics the cases write to, once the broker serves."""
-        deadline = time.monotonic() + SETUP_TIMEOUT_S
         for topic, partitions in ((PRODUCE_TOPIC, PRODUCE_PARTITIONS), (COMMIT_TOPIC, 1)):
-            while True:
-                try:
-                    answer = await self.broker_call(create_topics_request([topic], partitions, 1))
-                    if created_or_exists(answer):
-                        break
-                except BenchError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise BenchError(f"cannot create {topic}")
-                await asyncio.sleep(0.5)
+            async def created(topic: str = topic, partitions: int = partitions) -> bool:
+                return created_or_exists(await self.broker_call(
+                    create_topics_request([topic], partitions, 1)))
+            await _until(created, f"cannot create {topic}", 0.5)
         metadata = await self.broker_call(MetadataRequest(
             topics=(MetadataRequestTopic(topic_id=None, name=TopicName(PRODUCE_TOPIC)),),
             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
@@ -226,16 +219,9 @@ class StallBench:
     async def until(self, topic: str, done: Callable[[Any], bool]) -> None:
         """Until the broker's answer to ListOffsets (latest) of every partition of ``topic``
         is ``done``."""
-        deadline = time.monotonic() + SETUP_TIMEOUT_S
-        while True:
-            try:  # a broker holding its loop does not even take a connection
-                if done(await self.broker_call(latest_offsets(topic, self.options.partitions))):
-                    return
-            except BenchError:
-                pass
-            if time.monotonic() > deadline:
-                raise BenchError(f"the broker's ListOffsets of {topic} never changed")
-            await asyncio.sleep(0.05)
+        async def changed() -> bool:
+            return done(await self.broker_call(latest_offsets(topic, self.options.partitions)))
+        await _until(changed, f"the broker's ListOffsets of {topic} never changed", 0.05)
 
     async def offset_commit(self) -> str:
         body = OffsetCommitRequest(
@@ -297,6 +283,21 @@ class StallBench:
                           round(on_broker.worst_s, 2), after.leader_epoch - before.leader_epoch,
                           fences_of(self.cluster.nodes[after.leader_id].data, self.broker)
                           - fences, outcome)
+
+
+async def _until(attempt: Callable[[], Awaitable[bool]], failure: str, pause_s: float) -> None:
+    """``attempt()`` every ``pause_s`` until it holds, for up to :data:`SETUP_TIMEOUT_S` (a
+    broker holding its loop does not even take a connection: that attempt just fails)."""
+    deadline = time.monotonic() + SETUP_TIMEOUT_S
+    while True:
+        try:
+            if await attempt():
+                return
+        except BenchError:
+            pass
+        if time.monotonic() > deadline:
+            raise BenchError(failure)
+        await asyncio.sleep(pause_s)
 
 
 def compressed_batch(case: str) -> bytes:

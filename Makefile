@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit demo cluster clean
+.PHONY: setup test lint unit kafka demo cluster clean
 
 $(BIN)/pykraft: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -25,7 +25,15 @@ PYTEST_WORKERS ?= 2
 unit: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-test: lint unit
+# Apache Kafka for the oracle tests (tests/oracle): the version pinned in scripts/kafka/pom.xml
+# and its runtime jars from Maven Central, checked against scripts/kafka/jars.sha256, into
+# .cache/kafka/<version>/ (at once when cached); prints the classpath.
+kafka: setup
+	$(BIN)/python scripts/fetch_kafka.py
+
+# In CI (CI=true) Kafka is fetched first and a failure fails the run; elsewhere the oracle
+# tests fetch it themselves, or skip saying why.
+test: lint $(if $(filter true,$(CI)),kafka) unit
 
 demo: setup
 	bash scripts/demo.sh

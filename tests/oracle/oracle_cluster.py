@@ -1,0 +1,373 @@
+"""Clusters of Apache Kafka and pykraft nodes as real processes on 127.0.0.1, named by members.
+
+A test says what runs where: ``ClusterSpec(controllers=("kafka",), brokers=("pykraft",))``.
+Every node gets one ``server.properties`` in Kafka's names (``process.roles``, ``node.id``,
+``listeners``, a static ``controller.quorum.voters``, ``log.dirs``) on ports from
+``PYKRAFT_PORT_RANGE``; each is formatted by its own software's tool with the same cluster id
+(Kafka's ``kafka.tools.StorageTool``, ``pykraft storage format``), all at once; then every
+node starts (``java ... kafka.Kafka`` / ``pykraft server``) with its output in its
+``server.log``. :func:`running` yields once every node listens and every broker sees every
+broker registered and unfenced, and stops the nodes by PID when the block ends (brokers
+first: their controlled shutdown needs the controllers), SIGKILL after a bound.
+
+Kafka's JVMs are kept light for a 2-core machine: a small heap, the serial collector, class
+data sharing, C1 only (startup, not peak throughput, is what a test pays for). Mixed
+clusters are accepted here; whether they form is issue 26's question.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
+from kio.static.primitive import i8
+
+from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.apis import Listener
+from pykraft.runtime.kafka_client import CONNECTION_ERRORS, open_with_timeout
+from pykraft.tools.local_cluster import FIRST_BROKER_ID, HOST, free_ports
+
+Kind = Literal["kafka", "pykraft"]
+KAFKA: Kind = "kafka"
+PYKRAFT: Kind = "pykraft"
+CONTROLLER_LISTENER = "CONTROLLER"
+BROKER_LISTENER = "PLAINTEXT"
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+#: what a JVM of Kafka's gets (``kafka-run-class.sh`` would give 1 GiB and G1)
+JVM_OPTIONS = ("-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Xshare:auto",
+               "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
+FORMAT_TIMEOUT_S = 120.0
+READY_TIMEOUT_S = 120.0  # a JVM's start on a loaded 2-core machine: 15-25 s seen
+STOP_TIMEOUT_S = 15.0
+POLL_S = 0.2
+
+
+class OracleClusterError(AssertionError):
+    """A node could not be formatted, did not start, or did not get ready in time."""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaInstall:
+    """The fetched Kafka: its version and runtime classpath (``scripts/fetch_kafka.py``)."""
+
+    version: str
+    classpath: tuple[Path, ...]
+
+    def java(self, main_class: str, *args: str, log_level: str = "INFO") -> list[str]:
+        """The command running one of Kafka's main classes in a light JVM."""
+        return ["java", *JVM_OPTIONS, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
+                f"-Dpykraft.kafka.log.level={log_level}",
+                "-cp", os.pathsep.join(str(jar) for jar in self.classpath),
+                main_class, *args]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """The members, by kind: controllers, brokers and combined (``broker,controller``)
+    nodes. ``properties`` go to every node, over the defaults :func:`node_properties` sets."""
+
+    controllers: Sequence[Kind] = ()
+    brokers: Sequence[Kind] = ()
+    combined: Sequence[Kind] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def kinds(self) -> set[Kind]:
+        return {*self.controllers, *self.brokers, *self.combined}
+
+
+@dataclass(slots=True)
+class Node:
+    node_id: int
+    kind: Kind
+    roles: tuple[str, ...]  # Kafka's process.roles, in its order
+    directory: Path
+    controller_port: int | None
+    broker_port: int | None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "server.properties"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def data(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def broker_address(self) -> str:
+        return f"{HOST}:{self.broker_port}"
+
+    @property
+    def controller_address(self) -> str:
+        return f"{HOST}:{self.controller_port}"
+
+    def address(self, role: str) -> str:
+        """Its listener for ``role`` (``broker`` or ``controller``)."""
+        return self.broker_address if role == "broker" else self.controller_address
+
+    @property
+    def ports(self) -> list[int]:
+        return [p for p in (self.controller_port, self.broker_port) if p is not None]
+
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+
+class OracleCluster:
+    """The files and processes of one cluster built from a :class:`ClusterSpec`."""
+
+    def __init__(self, spec: ClusterSpec, base: Path, kafka: KafkaInstall | None) -> None:
+        if KAFKA in spec.kinds and kafka is None:
+            raise OracleClusterError("a cluster with Kafka members needs a KafkaInstall")
+        if not (spec.controllers or spec.combined):
+            raise OracleClusterError("a cluster needs a controller or a combined node")
+        self.spec = spec
+        self.base = base
+        self.kafka = kafka
+        self.cluster_id = uuid_to_str(random_uuid())
+        members = ([(kind, ("broker", "controller")) for kind in spec.combined]
+                   + [(kind, ("controller",)) for kind in spec.controllers])
+        ports = iter(free_ports(2 * len(spec.combined) + len(spec.controllers)
+                                + len(spec.brokers)))
+        self.nodes: dict[int, Node] = {}
+        for node_id, (kind, roles) in enumerate(members, start=1):
+            broker_port = next(ports) if "broker" in roles else None
+            self._add(Node(node_id, kind, roles, base / f"node-{node_id}", next(ports),
+                           broker_port))
+        for node_id, kind in enumerate(spec.brokers, start=FIRST_BROKER_ID):
+            self._add(Node(node_id, kind, ("broker",), base / f"node-{node_id}", None,
+                           next(ports)))
+
+    def _add(self, node: Node) -> None:
+        self.nodes[node.node_id] = node
+
+    def with_role(self, role: str) -> list[Node]:
+        return [n for n in self.nodes.values() if role in n.roles]
+
+    @property
+    def brokers(self) -> list[Node]:
+        return self.with_role("broker")
+
+    @property
+    def controllers(self) -> list[Node]:
+        return self.with_role("controller")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(n.broker_address for n in self.brokers)
+
+    # -- files -----------------------------------------------------------------------------
+
+    def node_properties(self, node: Node) -> dict[str, str]:
+        """One node's server.properties: what a KRaft node needs, internal topics' replication
+        no larger than the brokers there are, then the spec's properties."""
+        listeners = [f"{CONTROLLER_LISTENER}://{node.controller_address}"
+                     if node.controller_port is not None else "",
+                     f"{BROKER_LISTENER}://{node.broker_address}"
+                     if node.broker_port is not None else ""]
+        replication = str(min(3, max(len(self.brokers), 1)))
+        return {
+            "process.roles": ",".join(node.roles),
+            "node.id": str(node.node_id),
+            "listeners": ",".join(listener for listener in listeners if listener),
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "controller.quorum.voters": ",".join(
+                f"{n.node_id}@{n.controller_address}" for n in self.controllers),
+            "log.dirs": str(node.data),
+            "offsets.topic.replication.factor": replication,
+            "transaction.state.log.replication.factor": replication,
+            "transaction.state.log.min.isr": str(min(2, int(replication))),
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": str(min(2, int(replication))),
+            **self.spec.properties,
+        }
+
+    def write_configs(self) -> None:
+        for node in self.nodes.values():
+            node.directory.mkdir(parents=True, exist_ok=True)
+            node.config.write_text("".join(f"{key}={value}\n" for key, value
+                                           in self.node_properties(node).items()))
+
+    def _format_command(self, node: Node) -> list[str]:
+        args = ("format", "--cluster-id", self.cluster_id, "--config", str(node.config))
+        if node.kind == KAFKA:
+            assert self.kafka is not None
+            return self.kafka.java("kafka.tools.StorageTool", *args, log_level="WARN")
+        return [sys.executable, "-m", "pykraft", "storage", *args]
+
+    def format_all(self) -> None:
+        """Every node formatted by its own software's tool, the tools run side by side."""
+        running = {node.node_id: subprocess.Popen(
+            self._format_command(node), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT) for node in self.nodes.values()}
+        deadline = time.monotonic() + FORMAT_TIMEOUT_S
+        failures = []
+        for node_id, tool in running.items():
+            try:
+                output, _ = tool.communicate(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                tool.kill()
+                output, _ = tool.communicate()
+                failures.append(f"node {node_id}: format still running after "
+                                f"{FORMAT_TIMEOUT_S:.0f} s")
+                continue
+            if tool.returncode != 0:
+                failures.append(f"node {node_id} ({self.nodes[node_id].kind}) format exited "
+                                f"{tool.returncode}: {output.decode(errors='replace')[-2000:]}")
+        if failures:
+            raise OracleClusterError("\n".join(failures))
+
+    # -- processes -------------------------------------------------------------------------
+
+    def _server_command(self, node: Node) -> list[str]:
+        if node.kind == KAFKA:
+            assert self.kafka is not None
+            return self.kafka.java("kafka.Kafka", str(node.config))
+        return [sys.executable, "-m", "pykraft", "server", str(node.config)]
+
+    def start(self, node: Node) -> None:
+        if node.is_running():
+            raise OracleClusterError(f"node {node.node_id} is already running")
+        with node.log.open("ab") as log:
+            node.process = subprocess.Popen(self._server_command(node),
+                                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                            start_new_session=True)
+
+    def launch(self) -> None:
+        """Start every node (ready or not: :meth:`wait_ready`)."""
+        for node in self.nodes.values():
+            self.start(node)
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Until each node listens and every broker sees every broker registered and
+        unfenced."""
+        deadline = time.monotonic() + timeout_s
+        for node in self.nodes.values():
+            self._wait(deadline, node, f"listening on {node.ports}",
+                       partial(_listens, node))
+        for node in self.brokers:
+            self._wait(deadline, node, f"seeing {len(self.brokers)} unfenced brokers",
+                       partial(self._sees_every_broker, node))
+
+    def _sees_every_broker(self, node: Node) -> bool:
+        return unfenced_brokers(node.broker_address) == len(self.brokers)
+
+    def _wait(self, deadline: float, node: Node, what: str,
+              probe: Callable[[], bool]) -> None:
+        while not probe():
+            if not node.is_running():
+                raise OracleClusterError(
+                    f"{node.kind} node {node.node_id} exited while waiting for it {what}; "
+                    f"{node.log}:\n{node.log_tail()}")
+            if time.monotonic() > deadline:
+                raise OracleClusterError(
+                    f"{node.kind} node {node.node_id} not {what} in time; "
+                    f"{node.log}:\n{node.log_tail()}")
+            time.sleep(POLL_S)  # another process: polling is the only way to see it
+
+    def stop(self, node: Node, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """SIGTERM; SIGKILL if it still runs after ``timeout_s``. The exit code."""
+        if node.process is None:
+            return None
+        if node.process.poll() is None:
+            os.kill(node.process.pid, signal.SIGTERM)
+            try:
+                node.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                os.kill(node.process.pid, signal.SIGKILL)
+                node.process.wait(timeout=timeout_s)
+        return node.process.returncode
+
+    def stop_all(self, timeout_s: float = STOP_TIMEOUT_S) -> dict[int, int | None]:
+        """Brokers first (together), then the rest: a broker's controlled shutdown asks
+        the controllers."""
+        codes: dict[int, int | None] = {}
+        only_brokers = [n for n in self.nodes.values() if n.roles == ("broker",)]
+        for group in (only_brokers, [n for n in self.nodes.values() if n not in only_brokers]):
+            for node in group:
+                if node.is_running() and node.process is not None:
+                    os.kill(node.process.pid, signal.SIGTERM)
+            codes.update({node.node_id: self.stop(node, timeout_s) for node in group})
+        return codes
+
+
+def _listens(node: Node) -> bool:
+    return all(_accepts(port) for port in node.ports)
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection((HOST, port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def unfenced_brokers(address: str, timeout_s: float = 5.0) -> int | None:
+    """How many unfenced brokers the broker at ``address`` knows (DescribeCluster v2 through
+    pykraft's client), None while it cannot answer."""
+    async def ask() -> int:
+        host, _, port = address.rpartition(":")
+        connection = await open_with_timeout(host, int(port), client_id="oracle",
+                                             ours=listener_ranges(Listener.BROKER),
+                                             timeout_s=timeout_s)
+        try:
+            async with asyncio.timeout(timeout_s):
+                answer = await connection.request(DescribeClusterRequest(
+                    include_cluster_authorized_operations=False, endpoint_type=i8(1),
+                    include_fenced_brokers=True))
+        finally:
+            connection.close()
+        if answer.error_code != 0:
+            return 0
+        return sum(not broker.is_fenced for broker in answer.brokers)
+    try:
+        return asyncio.run(ask())
+    except (*CONNECTION_ERRORS, TimeoutError):
+        return None
+
+
+@contextmanager
+def running(base: Path, kafka: KafkaInstall | None,
+            *specs: ClusterSpec) -> Iterator[list[OracleCluster]]:
+    """One cluster per spec (in ``base/cluster-<i>``), formatted, all started side by side
+    (their JVMs and interpreters boot together) and ready; every node stopped by PID when
+    the block ends."""
+    clusters = [OracleCluster(spec, base / f"cluster-{i}", kafka)
+                for i, spec in enumerate(specs)]
+    try:
+        for cluster in clusters:
+            cluster.write_configs()
+            cluster.format_all()
+        for cluster in clusters:
+            cluster.launch()
+        for cluster in clusters:
+            cluster.wait_ready()
+        yield clusters
+    finally:
+        for cluster in clusters:
+            cluster.stop_all()

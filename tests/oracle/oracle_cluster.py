@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -38,7 +37,15 @@ from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, open_with_timeout
-from pykraft.tools.local_cluster import FIRST_BROKER_ID, HOST, free_ports
+from pykraft.tools.local_cluster import (
+    BROKER,
+    CONTROLLER,
+    FIRST_BROKER_ID,
+    HOST,
+    NodeFiles,
+    _accepts,
+    free_ports,
+)
 
 Kind = Literal["kafka", "pykraft"]
 KAFKA: Kind = "kafka"
@@ -89,46 +96,32 @@ class ClusterSpec:
         return {*self.controllers, *self.brokers, *self.combined}
 
 
-@dataclass(slots=True)
-class Node:
-    node_id: int
-    kind: Kind
-    roles: tuple[str, ...]  # Kafka's process.roles, in its order
-    directory: Path
-    controller_port: int | None
-    broker_port: int | None
-    process: subprocess.Popen[bytes] | None = None
+@dataclass(frozen=True, slots=True)
+class Node(NodeFiles):
+    """One member: its files as a local cluster's (``port`` and ``address`` are its broker
+    listener's when it has one, else its controller listener's), its software and roles."""
 
-    @property
-    def config(self) -> Path:
-        return self.directory / "server.properties"
+    kind: Kind = field(kw_only=True)
+    roles: tuple[str, ...] = field(kw_only=True)  # Kafka's process.roles, in its order
+    controller_port: int | None = field(kw_only=True)
 
-    @property
-    def log(self) -> Path:
-        return self.directory / "server.log"
+    @classmethod
+    def make(cls, node_id: int, kind: Kind, roles: tuple[str, ...], base: Path,
+             controller_port: int | None, broker_port: int | None) -> Node:
+        port = broker_port if broker_port is not None else controller_port
+        assert port is not None
+        return cls(node_id, port, base / f"node-{node_id}",
+                   BROKER if BROKER in roles else CONTROLLER,
+                   kind=kind, roles=roles, controller_port=controller_port)
 
-    @property
-    def data(self) -> Path:
-        return self.directory / "data"
-
-    @property
-    def broker_address(self) -> str:
-        return f"{HOST}:{self.broker_port}"
-
-    @property
-    def controller_address(self) -> str:
-        return f"{HOST}:{self.controller_port}"
-
-    def address(self, role: str) -> str:
-        """Its listener for ``role`` (``broker`` or ``controller``)."""
-        return self.broker_address if role == "broker" else self.controller_address
+    def listener(self, role: str) -> str:
+        """The address of its listener for ``role`` (``broker`` or ``controller``)."""
+        return f"{HOST}:{self.controller_port}" if role == CONTROLLER else self.address
 
     @property
     def ports(self) -> list[int]:
-        return [p for p in (self.controller_port, self.broker_port) if p is not None]
-
-    def is_running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return ([self.controller_port] if self.controller_port is not None else []) + (
+            [self.port] if BROKER in self.roles else [])
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -149,54 +142,49 @@ class OracleCluster:
         self.base = base
         self.kafka = kafka
         self.cluster_id = uuid_to_str(random_uuid())
-        members = ([(kind, ("broker", "controller")) for kind in spec.combined]
-                   + [(kind, ("controller",)) for kind in spec.controllers])
+        members = ([(kind, (BROKER, CONTROLLER)) for kind in spec.combined]
+                   + [(kind, (CONTROLLER,)) for kind in spec.controllers])
         ports = iter(free_ports(2 * len(spec.combined) + len(spec.controllers)
                                 + len(spec.brokers)))
-        self.nodes: dict[int, Node] = {}
-        for node_id, (kind, roles) in enumerate(members, start=1):
-            broker_port = next(ports) if "broker" in roles else None
-            self._add(Node(node_id, kind, roles, base / f"node-{node_id}", next(ports),
-                           broker_port))
-        for node_id, kind in enumerate(spec.brokers, start=FIRST_BROKER_ID):
-            self._add(Node(node_id, kind, ("broker",), base / f"node-{node_id}", None,
-                           next(ports)))
-
-    def _add(self, node: Node) -> None:
-        self.nodes[node.node_id] = node
+        nodes = [Node.make(node_id, kind, roles, base, next(ports),
+                           next(ports) if BROKER in roles else None)
+                 for node_id, (kind, roles) in enumerate(members, start=1)]
+        nodes += [Node.make(node_id, kind, (BROKER,), base, None, next(ports))
+                  for node_id, kind in enumerate(spec.brokers, start=FIRST_BROKER_ID)]
+        self.nodes = {node.node_id: node for node in nodes}
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     def with_role(self, role: str) -> list[Node]:
         return [n for n in self.nodes.values() if role in n.roles]
 
     @property
     def brokers(self) -> list[Node]:
-        return self.with_role("broker")
+        return self.with_role(BROKER)
 
     @property
     def controllers(self) -> list[Node]:
-        return self.with_role("controller")
+        return self.with_role(CONTROLLER)
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(n.broker_address for n in self.brokers)
+        return ",".join(n.address for n in self.brokers)
 
     # -- files -----------------------------------------------------------------------------
 
     def node_properties(self, node: Node) -> dict[str, str]:
         """One node's server.properties: what a KRaft node needs, internal topics' replication
         no larger than the brokers there are, then the spec's properties."""
-        listeners = [f"{CONTROLLER_LISTENER}://{node.controller_address}"
-                     if node.controller_port is not None else "",
-                     f"{BROKER_LISTENER}://{node.broker_address}"
-                     if node.broker_port is not None else ""]
+        listeners = [f"{name}://{node.listener(role)}" for name, role in
+                     ((CONTROLLER_LISTENER, CONTROLLER), (BROKER_LISTENER, BROKER))
+                     if role in node.roles]
         replication = str(min(3, max(len(self.brokers), 1)))
         return {
             "process.roles": ",".join(node.roles),
             "node.id": str(node.node_id),
-            "listeners": ",".join(listener for listener in listeners if listener),
+            "listeners": ",".join(listeners),
             "controller.listener.names": CONTROLLER_LISTENER,
             "controller.quorum.voters": ",".join(
-                f"{n.node_id}@{n.controller_address}" for n in self.controllers),
+                f"{n.node_id}@{n.listener(CONTROLLER)}" for n in self.controllers),
             "log.dirs": str(node.data),
             "offsets.topic.replication.factor": replication,
             "transaction.state.log.replication.factor": replication,
@@ -249,13 +237,17 @@ class OracleCluster:
             return self.kafka.java("kafka.Kafka", str(node.config))
         return [sys.executable, "-m", "pykraft", "server", str(node.config)]
 
+    def is_running(self, node: Node) -> bool:
+        process = self._processes.get(node.node_id)
+        return process is not None and process.poll() is None
+
     def start(self, node: Node) -> None:
-        if node.is_running():
+        if self.is_running(node):
             raise OracleClusterError(f"node {node.node_id} is already running")
         with node.log.open("ab") as log:
-            node.process = subprocess.Popen(self._server_command(node),
-                                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                            start_new_session=True)
+            self._processes[node.node_id] = subprocess.Popen(
+                self._server_command(node), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True)
 
     def launch(self) -> None:
         """Start every node (ready or not: :meth:`wait_ready`)."""
@@ -274,12 +266,12 @@ class OracleCluster:
                        partial(self._sees_every_broker, node))
 
     def _sees_every_broker(self, node: Node) -> bool:
-        return unfenced_brokers(node.broker_address) == len(self.brokers)
+        return unfenced_brokers(node.address) == len(self.brokers)
 
     def _wait(self, deadline: float, node: Node, what: str,
               probe: Callable[[], bool]) -> None:
         while not probe():
-            if not node.is_running():
+            if not self.is_running(node):
                 raise OracleClusterError(
                     f"{node.kind} node {node.node_id} exited while waiting for it {what}; "
                     f"{node.log}:\n{node.log_tail()}")
@@ -289,42 +281,43 @@ class OracleCluster:
                     f"{node.log}:\n{node.log_tail()}")
             time.sleep(POLL_S)  # another process: polling is the only way to see it
 
-    def stop(self, node: Node, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
-        """SIGTERM; SIGKILL if it still runs after ``timeout_s``. The exit code."""
-        if node.process is None:
+    def _terminate(self, node: Node) -> None:
+        if self.is_running(node):
+            os.kill(self._processes[node.node_id].pid, signal.SIGTERM)
+
+    def _await_stop(self, node: Node, timeout_s: float) -> int | None:
+        """Wait for a node sent SIGTERM; SIGKILL at the deadline (never a second SIGTERM:
+        see :meth:`pykraft.tools.local_cluster.LocalCluster._await_stop`). The exit code."""
+        process = self._processes.get(node.node_id)
+        if process is None:
             return None
-        if node.process.poll() is None:
-            os.kill(node.process.pid, signal.SIGTERM)
-            try:
-                node.process.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                os.kill(node.process.pid, signal.SIGKILL)
-                node.process.wait(timeout=timeout_s)
-        return node.process.returncode
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout_s)
+        return process.returncode
+
+    def stop(self, node: Node, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """SIGTERM; SIGKILL if it still runs after ``timeout_s``. The exit code (Kafka's
+        JVM exits 143 after a clean shutdown on SIGTERM)."""
+        self._terminate(node)
+        return self._await_stop(node, timeout_s)
 
     def stop_all(self, timeout_s: float = STOP_TIMEOUT_S) -> dict[int, int | None]:
         """Brokers first (together), then the rest: a broker's controlled shutdown asks
         the controllers."""
         codes: dict[int, int | None] = {}
-        only_brokers = [n for n in self.nodes.values() if n.roles == ("broker",)]
+        only_brokers = [n for n in self.nodes.values() if n.roles == (BROKER,)]
         for group in (only_brokers, [n for n in self.nodes.values() if n not in only_brokers]):
             for node in group:
-                if node.is_running() and node.process is not None:
-                    os.kill(node.process.pid, signal.SIGTERM)
-            codes.update({node.node_id: self.stop(node, timeout_s) for node in group})
+                self._terminate(node)
+            codes.update({node.node_id: self._await_stop(node, timeout_s) for node in group})
         return codes
 
 
 def _listens(node: Node) -> bool:
     return all(_accepts(port) for port in node.ports)
-
-
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection((HOST, port), timeout=1.0).close()
-    except OSError:
-        return False
-    return True
 
 
 def unfenced_brokers(address: str, timeout_s: float = 5.0) -> int | None:

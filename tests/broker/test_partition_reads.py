@@ -23,11 +23,13 @@ from pykraft.broker.partition_reads import (
     ListedOffset,
     PartitionFetch,
     PartitionRead,
+    TimestampWalk,
     delete_records_target,
     fetch_isolation,
     list_offset,
     read_partition,
     read_partitions,
+    walked_offset,
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch, iter_batches
@@ -212,10 +214,10 @@ def test_list_offsets_special_timestamps(log: PartitionLog) -> None:
 def test_list_offsets_hides_what_consumers_cannot_fetch_yet(log: PartitionLog) -> None:
     _fill(log, [100, 200, 300])
     leader = Leader(log, high_watermark=1)
-    assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW).offset == 1
-    assert list_offset(leader, LATEST_TIMESTAMP, isolation=None).offset == 3  # a replica
+    assert _walked(leader, LATEST_TIMESTAMP, isolation=HW).offset == 1
+    assert _walked(leader, LATEST_TIMESTAMP, isolation=None).offset == 3  # a replica
     assert list_offset(leader, 200, isolation=HW) == ListedOffset(ErrorCode.none)
-    assert list_offset(leader, 200, isolation=None).offset == 1
+    assert _walked(leader, 200, isolation=None).offset == 1
     assert list_offset(leader, MAX_TIMESTAMP, isolation=HW) == ListedOffset(ErrorCode.none)
 
 
@@ -229,10 +231,10 @@ def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
         ErrorCode.offset_not_available)
     assert list_offset(leader, 250, isolation=HW) == ListedOffset(
         ErrorCode.offset_not_available)
-    assert list_offset(leader, EARLIEST_TIMESTAMP, isolation=HW).offset == 0
-    assert list_offset(leader, LATEST_TIMESTAMP, isolation=None).offset == 3
+    assert _walked(leader, EARLIEST_TIMESTAMP).offset == 0
+    assert _walked(leader, LATEST_TIMESTAMP, isolation=None).offset == 3
     leader.high_watermark = 3
-    assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW).offset == 3
+    assert _walked(leader, LATEST_TIMESTAMP, isolation=HW).offset == 3
 
 
 def test_delete_records_target(log: PartitionLog) -> None:
@@ -259,9 +261,33 @@ def test_list_offsets_by_timestamp_inside_a_compressed_batch(log: PartitionLog,
         builder.append(offset, timestamp=timestamp, key=b"k", value=b"v" * 100, headers=[])
     log.append(bytes(builder.build()), now_ms=0)
     leader = Leader(log, high_watermark=3)
-    assert list_offset(leader, 150, isolation=HW) == ListedOffset(ErrorCode.none, 200, 1, 0)
-    assert list_offset(leader, 300, isolation=HW) == ListedOffset(ErrorCode.none, 300, 2, 0)
-    assert list_offset(leader, 301, isolation=HW) == ListedOffset(ErrorCode.none)
+    assert isinstance(list_offset(leader, 150, isolation=HW), TimestampWalk)  # walked apart
+    assert _walked(leader, 150) == ListedOffset(ErrorCode.none, 200, 1, 0)
+    assert _walked(leader, 300) == ListedOffset(ErrorCode.none, 300, 2, 0)
+    assert _walked(leader, 301) == ListedOffset(ErrorCode.none)
+
+
+def _walked(leader: Leader, timestamp: int,
+            isolation: FetchIsolation | None = HW) -> ListedOffset:
+    """ListOffsets with every batch it must read walked here."""
+    answer = list_offset(leader, timestamp, isolation=isolation)
+    while isinstance(answer, TimestampWalk):
+        answer = walked_offset(leader, answer, answer.walk(), isolation=isolation)
+    return answer
+
+
+def test_a_walked_batch_is_judged_by_the_partition_after_the_walk(log: PartitionLog) -> None:
+    """The walk reads a copy of the batch: a log truncated meanwhile neither changes what it
+    reads nor lets it show a record the log no longer holds."""
+    _fill(log, [10, 20])
+    leader = Leader(log, high_watermark=2)
+    found = log.batch_for_timestamp(20, 0)
+    assert found is not None
+    walk = TimestampWalk(*found, timestamp=20, after=0)
+    log.truncate_to(1, now_ms=0)
+    leader.high_watermark = 1
+    assert walk.walk() == (20, 1, 0)
+    assert walked_offset(leader, walk, walk.walk(), isolation=HW) == ListedOffset(ErrorCode.none)
 
 
 def test_an_unreadable_segment_is_a_storage_error_of_its_partition(

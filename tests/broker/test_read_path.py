@@ -233,7 +233,7 @@ def _list_offsets(replicas: ReplicaManager, *timestamps: int, epoch: int = -1,
         schema.ListOffsetsTopic(name=TOPIC, partitions=tuple(schema.ListOffsetsPartition(
             partition_index=partition, current_leader_epoch=epoch, timestamp=ts)
             for ts in timestamps)),), timeout=datetime.timedelta(0))
-    response = list_offsets(request, replicas)
+    response = asyncio.run(list_offsets(request, replicas))
     return [(p.error_code, p.timestamp, p.offset, p.leader_epoch)
             for p in response.topics[0].partitions]
 
@@ -258,7 +258,7 @@ def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:
         request = schema.OffsetForLeaderEpochRequest(replica_id=-1, topics=(
             schema.OffsetForLeaderTopic(topic=TOPIC, partitions=(schema.OffsetForLeaderPartition(
                 partition=0, current_leader_epoch=current, leader_epoch=epoch),)),))
-        (part,) = offset_for_leader_epoch(request, replicas).topics[0].partitions
+        (part,) = asyncio.run(offset_for_leader_epoch(request, replicas)).topics[0].partitions
         return part.error_code, part.leader_epoch, part.end_offset
 
     assert ask(3) == (ErrorCode.none, 3, 2)  # the current epoch ends at the log end
@@ -290,7 +290,7 @@ def test_delete_records(replicas: ReplicaManager) -> None:
             name=TOPIC, partitions=(schema.DeleteRecordsPartition(
                 partition_index=partition, offset=offset),)),),
             timeout=datetime.timedelta(seconds=1))
-        (part,) = delete_records(request, replicas).topics[0].partitions
+        (part,) = asyncio.run(delete_records(request, replicas)).topics[0].partitions
         return part.error_code, part.low_watermark
 
     assert delete(2) == (ErrorCode.none, 2)

@@ -63,8 +63,8 @@ class InProcessLeader:
             answer = await self._fetch.fetch(body, version)
             return convert(answer, response_type(ApiKey.FETCH, 17 if version >= 13 else 12))
         if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
-            return offset_for_leader_epoch(body, self._replicas)
-        return list_offsets(body, self._replicas)
+            return await offset_for_leader_epoch(body, self._replicas)
+        return await list_offsets(body, self._replicas)
 
     def close(self) -> None:
         pass

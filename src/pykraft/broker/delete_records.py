@@ -3,7 +3,7 @@ forward (``kafka-delete-records.sh``, ``Admin.deleteRecords``).
 
 Interface::
 
-    response = delete_records(request_body, replicas)   # v2 body
+    response = await delete_records(request_body, replicas)   # v2 body
 
 As Kafka's ``Partition.deleteRecordsOnLeader``: leader only; offset -1 means the high
 watermark; a negative offset or one past the high watermark is OFFSET_OUT_OF_RANGE; a topic
@@ -12,6 +12,8 @@ moves back, and the segments wholly below it go at the next retention pass. The 
 ``low_watermark`` is the leader's new log start offset (-1 on error): Kafka waits until
 every replica's log start reached it, which followers report in their fetches (issue 15),
 so with more than one replica this answers before the followers have deleted anything.
+Partitions are handled independently, as Kafka does, the event loop running between them
+once a turn has lasted its budget (:mod:`pykraft.runtime.turns`).
 """
 
 from __future__ import annotations
@@ -27,18 +29,21 @@ from pykraft.broker.replica_manager import HostedPartition, PartitionError, Repl
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.turns import Turns
 
 INVALID_LOW_WATERMARK = -1
 
 
-def delete_records(request: Any, replicas: ReplicaManager,
-                   denied: frozenset[object] = frozenset()) -> dr.DeleteRecordsResponse:
+async def delete_records(request: Any, replicas: ReplicaManager,
+                         denied: frozenset[object] = frozenset()) -> dr.DeleteRecordsResponse:
     """Each partition's new log start offset; TOPIC_AUTHORIZATION_FAILED for ``denied``."""
     body = convert(request, dr_req.DeleteRecordsRequest)
+    turns = Turns()
     topics = []
     for topic in body.topics:
         partitions = []
         for part in topic.partitions:
+            await turns.pause()
             try:
                 if topic.name in denied:
                     raise PartitionError(ErrorCode.topic_authorization_failed,

@@ -63,6 +63,7 @@ from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
+from pykraft.image.image import MetadataImage
 from pykraft.protocol.api_versions import api_versions_response, node_features
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, response_type
@@ -70,6 +71,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
 from pykraft.runtime.backoff import ExponentialBackoff
+from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import CONTROLLER_REQUESTS
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
@@ -89,12 +91,17 @@ FORWARDED = frozenset({
 BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
                              ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
                              ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
+
+
+async def _log_dirs(body: Any, replicas: ReplicaManager, _: frozenset[object]) -> Any:
+    return describe_log_dirs(body, replicas)
+
+
 #: The read path's handlers other than Fetch: (request body, replicas, topics refused)
 #: -> latest response.
-READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Any]] = {
+READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Awaitable[Any]]] = {
     ApiKey.LIST_OFFSETS: list_offsets, ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
-    ApiKey.DESCRIBE_LOG_DIRS: lambda body, replicas, _: describe_log_dirs(body, replicas),
-    ApiKey.DELETE_RECORDS: delete_records,
+    ApiKey.DESCRIBE_LOG_DIRS: _log_dirs, ApiKey.DELETE_RECORDS: delete_records,
 }
 READ_PATH = frozenset({ApiKey.FETCH, *(ApiKey(key) for key in READS)})
 BROKER_SERVED |= READ_PATH | SASL_APIS  # SASL's answered by the base Dispatcher
@@ -162,7 +169,7 @@ class BrokerDispatcher(Dispatcher):
         node_id = self._settings.node_id
         image = self._metadata.image
         if api_key == ApiKey.METADATA:
-            return self._encode(request, self._metadata_answer(request, access))
+            return await self._metadata_answer(request, access)
         denied = (denied_topics(api_key, request.body, request.api_version, access, image)
                   if api_key in TOPIC_FIELDS else frozenset())
         if api_key == ApiKey.PRODUCE and self._produce is not None:
@@ -171,7 +178,8 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, await self._fetcher.fetch(
                 request.body, request.api_version, denied))
         if api_key in READS and self._replicas is not None:
-            return self._encode(request, READS[api_key](request.body, self._replicas, denied))
+            answer = await READS[api_key](request.body, self._replicas, denied)
+            return await self._encode_large(request, lambda: answer)
         if api_key == ApiKey.INIT_PRODUCER_ID:
             return self._encode(request, init_producer_refusal(request.body, access, image)
                                 or init_producer_id(request.body, self.producer_ids))
@@ -181,19 +189,20 @@ class BrokerDispatcher(Dispatcher):
                 listener=self._listener_name), cluster_authorized_operations=i32(
                 access.cluster_operations(bool(getattr(
                     request.body, "include_cluster_authorized_operations", False))))))
-        if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
-            return self._encode(request, describe_user_scram_credentials(image.scram,
-                                                                         request.body))
+        if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:  # from the image: off the loop
+            return await self._encode_large(request, lambda: describe_user_scram_credentials(
+                image.scram, request.body))
         if api_key == ApiKey.DESCRIBE_ACLS:
             return self._encode(request, describe_acls(
                 image, convert(request.body, DescribeAclsRequest),
                 enabled=self._authorizers.config is not None))
-        return self._encode(request, self._describe_configs(
-            convert(request.body, DescribeConfigsRequest)))
+        return await self._encode_large(request, lambda: self._describe_configs(
+            convert(request.body, DescribeConfigsRequest), image))
 
-    def _describe_configs(self, body: DescribeConfigsRequest) -> Any:
-        """DescribeConfigs: Kafka's brokers answer it (ConfigHelper)."""
-        return describe_configs(self._metadata.image, body, node_id=self._settings.node_id,
+    def _describe_configs(self, body: DescribeConfigsRequest, image: MetadataImage) -> Any:
+        """DescribeConfigs: Kafka's brokers answer it (ConfigHelper), from ``image`` and the
+        properties file (pure: a large one is answered off the loop)."""
+        return describe_configs(image, body, node_id=self._settings.node_id,
                                 static=self._settings.controller.properties).response
 
     async def _split_answer(self, request: RequestFrame, access: Access) -> Any:
@@ -204,26 +213,36 @@ class BrokerDispatcher(Dispatcher):
         split = split_parts(api_key, body, access, self._metadata.image.topics.by_id)
         answer = None
         if split.allowed is not None:
-            answer = (self._describe_configs(split.allowed)
+            answer = (self._describe_configs(split.allowed, self._metadata.image)
                       if api_key == ApiKey.DESCRIBE_CONFIGS
                       else await self._forward(request, split.allowed))
         return merge_parts(api_key, split, answer)
 
-    def _metadata_answer(self, request: RequestFrame, access: Access) -> Any:
+    async def _metadata_answer(self, request: RequestFrame, access: Access) -> bytes:
         """Metadata from the image, filtered by what the session may DESCRIBE; v8-10
-        carry the cluster's authorized operations when asked for."""
+        carry the cluster's authorized operations when asked for. A large request's answer
+        is built on the codec thread: it reads only the image, which never changes, and
+        tens of thousands of topics took seconds of the loop."""
         latest = convert(request.body, md_req.MetadataRequest)
         version = request.api_version
-        answer = self._with_auto_created(authorized_metadata(metadata_response(
-            self._metadata.image, request.body, version=version,
-            self_id=self._settings.node_id, cluster_id=self._cluster_id,
-            listener=self._listener_name), latest, version, access), latest, version, access)
-        body = convert(answer, response_type(ApiKey.METADATA, version))
-        if hasattr(body, "cluster_authorized_operations"):
-            body = dataclasses.replace(body, cluster_authorized_operations=i32(
-                access.cluster_operations(bool(getattr(
-                    request.body, "include_cluster_authorized_operations", False)))))
-        return body
+        image = self._metadata.image
+
+        def described() -> Any:
+            return authorized_metadata(metadata_response(
+                image, request.body, version=version, self_id=self._settings.node_id,
+                cluster_id=self._cluster_id, listener=self._listener_name), latest, version,
+                access)
+        answer = self._with_auto_created(await off_loop_if_large(described), latest,
+                                         version, access)
+        operations = i32(access.cluster_operations(bool(getattr(
+            request.body, "include_cluster_authorized_operations", False))))
+
+        def body() -> Any:
+            converted = convert(answer, response_type(ApiKey.METADATA, version))
+            if hasattr(converted, "cluster_authorized_operations"):
+                return dataclasses.replace(converted, cluster_authorized_operations=operations)
+            return converted
+        return await self._encode_large(request, body)
 
     def _with_auto_created(self, answer: Any, request: Any, version: int,
                            access: Access) -> Any:
@@ -297,7 +316,7 @@ class BrokerDispatcher(Dispatcher):
                 client_id=request.header.client_id, denied=denied)
         except AcksZeroFailedError as exc:
             raise CloseConnection(str(exc)) from None
-        return b"" if response is None else self._encode(request, response)
+        return b"" if response is None else await self._encode_large(request, lambda: response)
 
     async def _forward(self, request: RequestFrame, body: Any | None = None) -> Any:
         """The active controller's answer. While the controller changes (no leader known

@@ -3,8 +3,14 @@ listener: where a consumer starts or resumes reading a partition.
 
 Interface::
 
-    response = list_offsets(request_body, replicas)              # v11 body
-    response = offset_for_leader_epoch(request_body, replicas)   # v4 body
+    response = await list_offsets(request_body, replicas)              # v11 body
+    response = await offset_for_leader_epoch(request_body, replicas)   # v4 body
+
+Both let the event loop run between partitions once a turn has lasted its budget
+(:mod:`pykraft.runtime.turns`): a request may name a partition hundreds of thousands of
+times. A search by timestamp that must read a compressed or large batch's records does so on
+its own worker thread (a gzip batch of 1 MiB may expand to a gigabyte), on a copy of the
+batch's bytes, and judges the record it found by the partition's state once back.
 
 ListOffsets follows ``KafkaApis.handleListOffsetRequest`` and
 ``Partition.fetchOffsetForTimestamp`` (rules in :func:`~pykraft.broker.partition_reads.
@@ -32,18 +38,29 @@ from kio.static.primitive import i32, i64
 from pykraft.broker.partition_reads import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
+    FetchIsolation,
     ListedOffset,
+    ReadablePartition,
+    ReadFailed,
+    TimestampWalk,
     fetch_isolation,
     list_offset,
+    walked_offset,
 )
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.codec_thread import Worker
+from pykraft.runtime.turns import Turns
+
+#: Reads the records of batches searched by timestamp (a bomb's walk takes seconds; on the
+#: validation or codec thread, produce validations and large frames would wait behind it).
+TIMESTAMP_SEARCH = Worker("timestamp-search")
 
 
-def list_offsets(request: Any, replicas: ReplicaManager,
-                 denied: frozenset[object] = frozenset()) -> lo.ListOffsetsResponse:
+async def list_offsets(request: Any, replicas: ReplicaManager,
+                       denied: frozenset[object] = frozenset()) -> lo.ListOffsetsResponse:
     """The ListOffsets answer, every requested partition in request order
     (TOPIC_AUTHORIZATION_FAILED for the ``denied`` topics)."""
     body = convert(request, lo_req.ListOffsetsRequest)
@@ -51,10 +68,12 @@ def list_offsets(request: Any, replicas: ReplicaManager,
     isolation = (fetch_isolation(replica_id, int(body.isolation_level))
                  if replica_id == CONSUMER_REPLICA_ID else None)
     named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
+    turns = Turns()
     topics = []
     for topic in body.topics:
         partitions = []
         for part in topic.partitions:
+            await turns.pause()
             if topic.name in denied:
                 answer = ListedOffset(ErrorCode.topic_authorization_failed)
             elif named[(topic.name, part.partition_index)] > 1:
@@ -68,8 +87,8 @@ def list_offsets(request: Any, replicas: ReplicaManager,
                 except PartitionError as refused:
                     answer = ListedOffset(refused.error_code)
                 else:
-                    answer = list_offset(hosted, int(part.timestamp), isolation=isolation,
-                                         failed=replicas.read_failed)
+                    answer = await _listed(hosted, int(part.timestamp), isolation,
+                                           replicas.read_failed)
             partitions.append(lo.ListOffsetsPartitionResponse(
                 partition_index=part.partition_index, error_code=answer.error,
                 timestamp=i64(answer.timestamp), offset=i64(answer.offset),
@@ -79,16 +98,29 @@ def list_offsets(request: Any, replicas: ReplicaManager,
     return lo.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
-def offset_for_leader_epoch(request: Any, replicas: ReplicaManager,
-                            denied: frozenset[object] = frozenset()
-                            ) -> ofle.OffsetForLeaderEpochResponse:
+async def _listed(hosted: ReadablePartition, timestamp: int,
+                  isolation: FetchIsolation | None, failed: ReadFailed) -> ListedOffset:
+    """One partition's ListOffsets answer, the batches it must read walked on
+    :data:`TIMESTAMP_SEARCH` (the partition may change meanwhile: each step reads it anew)."""
+    answer = list_offset(hosted, timestamp, isolation=isolation, failed=failed)
+    while isinstance(answer, TimestampWalk):
+        walked = await TIMESTAMP_SEARCH.run(answer.walk)
+        answer = walked_offset(hosted, answer, walked, isolation=isolation, failed=failed)
+    return answer
+
+
+async def offset_for_leader_epoch(request: Any, replicas: ReplicaManager,
+                                  denied: frozenset[object] = frozenset()
+                                  ) -> ofle.OffsetForLeaderEpochResponse:
     """Each partition's (epoch, end offset) for the requested leader epoch, from the
     leader (Kafka answers it on the leader only, for consumers and followers alike)."""
     body = convert(request, ofle_req.OffsetForLeaderEpochRequest)
+    turns = Turns()
     topics = []
     for topic in body.topics:
         partitions = []
         for part in topic.partitions:
+            await turns.pause()
             if topic.topic in denied:
                 partitions.append(ofle.EpochEndOffset(
                     error_code=ErrorCode.topic_authorization_failed, partition=part.partition))

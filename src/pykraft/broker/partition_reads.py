@@ -13,7 +13,9 @@ Interface::
     #   every answer is a PartitionRead(error, records, high_watermark, last_stable_offset,
     #   log_start_offset, log_end_offset, diverging_epoch); failed(part, error) is told of
     #   each I/O error (the caller takes the log directory offline)
-    answer = list_offset(part, timestamp, isolation=..., failed=None)  # -> ListedOffset
+    answer = list_offset(part, timestamp, isolation=..., failed=None)
+    #   -> ListedOffset, or a TimestampWalk: walk.walk() (off the loop when walk.costly),
+    #   then walked_offset(part, walk, its hit, None or error, ...) -> the same again
     target = delete_records_target(part, offset)                # -> offset or ErrorCode
 
 A partition that cannot be read fails alone, as in Kafka's ``readFromLog``: a batch header
@@ -38,8 +40,10 @@ from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageErr
 from pykraft.partition.batch_records import batch_record_times
 from pykraft.partition.compression import CodecError
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import ATTR_COMPRESSION_MASK, BatchHeader
 from pykraft.storage.leader_epoch import UNDEFINED_OFFSET
 from pykraft.storage.partition_log import PartitionLog
+from pykraft.storage.segment import TimestampAndOffset, first_record_at
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP)
 LATEST_TIMESTAMP = -1
@@ -55,6 +59,9 @@ READ_COMMITTED = 1
 NO_TIMESTAMP = -1
 NO_OFFSET = -1
 NO_EPOCH = -1
+#: A batch by timestamp at most this large and uncompressed is walked at once: reading its
+#: records costs less than a hop to another thread.
+WALK_HERE_BYTES = 64 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -222,34 +229,114 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
     return reads
 
 
+@dataclass(frozen=True, slots=True)
+class TimestampWalk:
+    """A batch ListOffsets must read the records of: the first record at or after
+    ``timestamp`` from ``after`` on may be in it. A compressed batch of a few kilobytes may
+    expand to gigabytes, so the caller runs :meth:`walk` where it chooses (off the event
+    loop when :attr:`costly`), then hands its outcome to :func:`walked_offset`. The bytes are
+    a copy: appends, truncation or deletion of the log meanwhile do not change them."""
+
+    header: BatchHeader
+    data: bytes
+    timestamp: int
+    after: int
+
+    @property
+    def costly(self) -> bool:
+        """Whether walking may take long: a compressed batch, or a large one."""
+        return bool(self.header.attributes & ATTR_COMPRESSION_MASK) or (
+            len(self.data) > WALK_HERE_BYTES)
+
+    def walk(self) -> TimestampAndOffset | Exception | None:
+        """The first record at or after the timestamp in this batch, None, or the error
+        its records raised (a corrupt or undecodable batch). Pure."""
+        try:
+            return first_record_at(self.header, self.data, self.timestamp, self.after,
+                                   batch_record_times)
+        except (CorruptRecordError, CodecError) as exc:
+            return exc
+
+
 def list_offset(part: ReadablePartition, timestamp: int, *,
                 isolation: FetchIsolation | None,
-                failed: ReadFailed | None = None) -> ListedOffset:
+                failed: ReadFailed | None = None) -> ListedOffset | TimestampWalk:
     """ListOffsets for one partition (Kafka's ``Partition.fetchOffsetForTimestamp``);
     ``isolation`` None = a replica or debug request, which sees up to the log end. A log
-    that cannot be read fails this partition alone, as for Fetch.
+    that cannot be read fails this partition alone, as for Fetch. A search by timestamp
+    reaching a batch whose records must be read returns it as a :class:`TimestampWalk`.
 
     A consumer asking while the high watermark is still below the start of the leader's
     epoch (a new leader not caught up) gets OFFSET_NOT_AVAILABLE rather than a stale
     latest offset (trap 20); results at or past the last fetchable offset are not shown.
     """
-    last_fetchable = (part.log_end_offset if isolation is None
-                      else upper_bound(part, isolation))
-    lagging = isolation is not None and _epoch_start(part) > part.high_watermark
     if timestamp == LATEST_TIMESTAMP:
-        if lagging:
+        if _lagging(part, isolation):
             return ListedOffset(ErrorCode.offset_not_available)
-        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, last_fetchable, part.leader_epoch)
+        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, _last_fetchable(part, isolation),
+                            part.leader_epoch)
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        start = part.log_start_offset
+        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, start, _epoch_at(part, start))
+    if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+        return ListedOffset(ErrorCode.none)  # nothing is tiered: offset and epoch -1
+    if timestamp == MAX_TIMESTAMP:
+        try:
+            stats = part.log.segment_stats()
+        except StorageError as exc:
+            return ListedOffset(_unreadable(part, exc, failed, "listing the max timestamp"))
+        newest = max((s.largest_timestamp for s in stats if s.size), default=NO_TIMESTAMP)
+        if newest < 0:
+            return ListedOffset(ErrorCode.none)
+        timestamp = newest  # the first record carrying the largest timestamp
+    return _search(part, timestamp, part.log_start_offset, isolation, failed)
+
+
+def walked_offset(part: ReadablePartition, walked: TimestampWalk,
+                  outcome: TimestampAndOffset | Exception | None, *,
+                  isolation: FetchIsolation | None,
+                  failed: ReadFailed | None = None) -> ListedOffset | TimestampWalk:
+    """ListOffsets once ``walked``'s records were read (``outcome``: its hit, None, or the
+    error its records raised): the answer, shown by the partition's state now, or the next
+    batch to walk."""
+    if isinstance(outcome, Exception):
+        return ListedOffset(_unreadable(part, outcome, failed,
+                                        f"listing the offset for timestamp {walked.timestamp}"))
+    if outcome is None:
+        return _search(part, walked.timestamp, walked.header.last_offset + 1, isolation, failed)
+    found = ListedOffset(ErrorCode.none, outcome.timestamp, outcome.offset,
+                         outcome.leader_epoch)
+    if found.offset < _last_fetchable(part, isolation):
+        return found
+    return ListedOffset(ErrorCode.offset_not_available if _lagging(part, isolation)
+                        else ErrorCode.none)
+
+
+def _search(part: ReadablePartition, timestamp: int, after: int,
+            isolation: FetchIsolation | None,
+            failed: ReadFailed | None) -> ListedOffset | TimestampWalk:
+    """The batch to walk next for Kafka's ``UnifiedLog.fetchOffsetByTimestamp`` (no tiered
+    storage), or the answer when none is left."""
     try:
-        found = _offset_by_timestamp(part, timestamp)
-    except (CorruptRecordError, CodecError, StorageError, OSError) as exc:
+        found = part.log.batch_for_timestamp(timestamp, after)
+    except (CorruptRecordError, StorageError, OSError) as exc:
         return ListedOffset(_unreadable(part, exc, failed,
                                         f"listing the offset for timestamp {timestamp}"))
-    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-        return found
-    if found.offset < last_fetchable:
-        return found
-    return ListedOffset(ErrorCode.offset_not_available if lagging else ErrorCode.none)
+    if found is None:
+        return ListedOffset(ErrorCode.none)
+    header, data = found
+    walk = TimestampWalk(header, data, timestamp, max(after, part.log_start_offset))
+    if walk.costly:
+        return walk
+    return walked_offset(part, walk, walk.walk(), isolation=isolation, failed=failed)
+
+
+def _last_fetchable(part: ReadablePartition, isolation: FetchIsolation | None) -> int:
+    return part.log_end_offset if isolation is None else upper_bound(part, isolation)
+
+
+def _lagging(part: ReadablePartition, isolation: FetchIsolation | None) -> bool:
+    return isolation is not None and _epoch_start(part) > part.high_watermark
 
 
 def _epoch_start(part: ReadablePartition) -> int:
@@ -258,26 +345,6 @@ def _epoch_start(part: ReadablePartition) -> int:
         if epoch == part.leader_epoch:
             return start
     return -1
-
-
-def _offset_by_timestamp(part: ReadablePartition, timestamp: int) -> ListedOffset:
-    """Kafka's ``UnifiedLog.fetchOffsetByTimestamp`` without tiered storage."""
-    log = part.log
-    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-        start = part.log_start_offset
-        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, start, _epoch_at(part, start))
-    if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
-        return ListedOffset(ErrorCode.none)  # nothing is tiered: offset and epoch -1
-    if timestamp == MAX_TIMESTAMP:
-        stats = log.segment_stats()
-        newest = max((s.largest_timestamp for s in stats if s.size), default=NO_TIMESTAMP)
-        if newest < 0:
-            return ListedOffset(ErrorCode.none)
-        timestamp = newest  # the first record carrying the largest timestamp
-    hit = log.offset_for_timestamp(timestamp, batch_record_times)
-    if hit is None:
-        return ListedOffset(ErrorCode.none)
-    return ListedOffset(ErrorCode.none, hit.timestamp, hit.offset, hit.leader_epoch)
 
 
 def _epoch_at(part: ReadablePartition, offset: int) -> int:

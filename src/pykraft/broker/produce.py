@@ -48,17 +48,16 @@ from pykraft.broker.replica_manager import HostedPartition, PartitionError, Repl
 from pykraft.broker.replica_state import acks_all_outcome
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import PyKraftError, StorageError
+from pykraft.image.image import MetadataImage
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.partition.validator import ProduceValidationError
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.codec_thread import off_loop_if_large
+from pykraft.runtime.turns import Turns
 from pykraft.storage.partition_log import RecordBatchTooLargeError
 
 VALID_ACKS = (-1, 0, 1)
-#: A large request lets the event loop run after each of its partitions once this much was
-#: appended since the last time: five 100 MB requests at once held the loop for seconds,
-#: and heartbeats and followers' fetches waited behind them.
-YIELD_EVERY_BYTES = 4 * 1024 * 1024
 log = logging.getLogger(__name__)
 _FIRST_STORAGE_ERROR_VERSION = 4  # older clients get NOT_LEADER_OR_FOLLOWER instead
 FIRST_TOPIC_ID_VERSION = 13  # KIP-516: topics by id (Kafka 4.1)
@@ -104,12 +103,16 @@ class ProduceHandler:
         acks = int(body.acks)
         transactional = body.transactional_id is not None
         topics: list[tuple[str | uuid.UUID, list[_Outcome]]] = []
-        unyielded = 0  # bytes appended since this request last let the loop run
+        # The loop runs between partitions once a turn has lasted its budget: five 100 MB
+        # requests at once, or one naming 13,000 partitions, held it for seconds, and
+        # heartbeats and followers' fetches waited behind them.
+        turns = Turns()
         for topic in body.topic_data:
             key: str | uuid.UUID | None = topic.topic_id if by_id else str(topic.name)
             name = self._name_of(topic.topic_id) if by_id else str(topic.name)
             outcomes = []
             for part in topic.partition_data:
+                await turns.pause()
                 if name is None:
                     outcomes.append(_Outcome(int(part.index), ErrorCode.unknown_topic_id))
                 elif key in denied:
@@ -118,10 +121,6 @@ class ProduceHandler:
                 else:
                     outcomes.append(await self._partition(name, part, acks, api_version,
                                                           client_id, transactional))
-                    unyielded += len(part.records or b"")
-                    if unyielded >= YIELD_EVERY_BYTES:
-                        unyielded = 0
-                        await asyncio.sleep(0)
             topics.append((_NIL_UUID if key is None else key, outcomes))
         if acks == 0:
             failed = [f"{name}-{o.index}: {o.error.name}" for name, outs in topics
@@ -132,7 +131,8 @@ class ProduceHandler:
         if acks == -1:
             await self._await_replication([o for _, outs in topics for o in outs],
                                           body.timeout.total_seconds())
-        return self._response(topics, by_id)
+        image = self._replicas.image  # all the answer reads besides the outcomes
+        return await off_loop_if_large(lambda: self._response(topics, by_id, image))
 
     def refused(self, request: Any, *, api_version: int, code: ErrorCode) -> Any:
         """Kafka's ``ProduceRequest.getErrorResponse``, for a request whose handling failed:
@@ -145,7 +145,7 @@ class ProduceHandler:
         return self._response([(
             (topic.topic_id or _NIL_UUID) if by_id else str(topic.name),
             [_Outcome(int(part.index), code) for part in topic.partition_data])
-            for topic in body.topic_data], by_id)
+            for topic in body.topic_data], by_id, self._replicas.image)
 
     def _name_of(self, topic_id: uuid.UUID | None) -> str | None:
         """The image's name for a v13+ topic id (None: unknown, UNKNOWN_TOPIC_ID)."""
@@ -235,8 +235,9 @@ class ProduceHandler:
                 hosted.listeners.remove(check)
 
     def _response(self, topics: list[tuple[str | uuid.UUID, list[_Outcome]]],
-                  by_id: bool) -> Any:
-        """A v12 response (topics by name), or a v13 one (by id) when ``by_id``."""
+                  by_id: bool, image: MetadataImage) -> Any:
+        """A v12 response (topics by name), or a v13 one (by id) when ``by_id``; pure (a
+        large one is built off the loop: 13,000 partitions' answers took 0.2 s)."""
         leaders = sorted({o.leader[0] for _, outs in topics for o in outs
                           if o.leader is not None and o.leader[0] >= 0})
         named = res.ProduceResponse(
@@ -245,7 +246,7 @@ class ProduceHandler:
                 partition_responses=tuple(_partition_response(o) for o in outs))
                 for key, outs in topics),
             throttle_time=NO_THROTTLE,
-            node_endpoints=tuple(self._endpoints(leaders)))
+            node_endpoints=tuple(self._endpoints(leaders, image)))
         if not by_id:
             return named
         by_id_body = convert(named, res_by_id.ProduceResponse)
@@ -253,10 +254,10 @@ class ProduceHandler:
             dataclasses.replace(topic, topic_id=key if isinstance(key, uuid.UUID) else None)
             for topic, (key, _) in zip(by_id_body.responses, topics, strict=True)))
 
-    def _endpoints(self, leaders: list[int]) -> list[res.NodeEndpoint]:
+    def _endpoints(self, leaders: list[int], image: MetadataImage) -> list[res.NodeEndpoint]:
         if not leaders:
             return []
-        brokers = self._replicas.image.cluster.brokers
+        brokers = image.cluster.brokers
         found = []
         for leader in leaders:
             broker = brokers.get(leader)

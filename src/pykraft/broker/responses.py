@@ -83,7 +83,8 @@ def _missing_topic_error(name: str | None) -> ErrorCode:
 def metadata_response(image: MetadataImage, request: Any, *, version: int, self_id: int,
                       cluster_id: str, listener: str) -> Any:
     """Metadata (latest version) for ``request`` of any version; None topics (or v0's empty
-    list) = all. Topics are named by id from v10 on, by name only before."""
+    list) = all, a topic named twice answered once. Topics are named by id from v10 on, by
+    name only before."""
     requested = convert(request, md_req.MetadataRequest).topics
     topics_image = image.topics
     if requested is None or (version == 0 and not requested):
@@ -91,7 +92,11 @@ def metadata_response(image: MetadataImage, request: Any, *, version: int, self_
                        for name in sorted(topics_image.by_name))
     else:
         answered = []
+        seen: set[tuple[object, object]] = set()
         for wanted in requested:
+            if (wanted.topic_id, wanted.name) in seen:
+                continue  # Kafka answers the set of topics named: each once
+            seen.add((wanted.topic_id, wanted.name))
             by_id = (topics_image.by_id.get(wanted.topic_id)
                      if wanted.topic_id not in (None, ZERO_UUID) else None)
             found = by_id or (topics_image.by_name.get(wanted.name)

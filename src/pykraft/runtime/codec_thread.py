@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,10 +29,27 @@ OFF_LOOP_BYTES = 64 * 1024
 _CODEC = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codec")
 
 
+#: Whether the request the current task serves is above OFF_LOOP_BYTES (set by the
+#: listener's dispatcher: a connection's task serves one request at a time): what the task
+#: derives from it that grows with it (its answer, a copy forwarded to the controller) is
+#: coded here too (:func:`off_loop_if_large`).
+SERVING_LARGE: contextvars.ContextVar[bool] = contextvars.ContextVar("serving_large",
+                                                                     default=False)
+
+
 async def off_loop(work: Callable[..., T], *args: Any) -> T:
     """``work(*args)`` on the codec thread; ``work`` must be pure (it runs beside the
     loop)."""
     return await asyncio.get_running_loop().run_in_executor(_CODEC, work, *args)
+
+
+async def off_loop_if_large(work: Callable[[], T]) -> T:
+    """``work()``, work that grows with the request being served: on the codec thread when
+    that request is large (:data:`SERVING_LARGE`), so ``work`` must be pure (reading
+    immutable values only: the image, the request)."""
+    if SERVING_LARGE.get():
+        return await off_loop(work)
+    return work()
 
 
 class Worker:

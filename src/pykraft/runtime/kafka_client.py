@@ -23,7 +23,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, off_loop
+from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, off_loop, off_loop_if_large
 from pykraft.runtime.sasl_client import SASL_RANGES, SaslCredentials, SaslSession
 from pykraft.runtime.streams import FrameStream
 
@@ -84,11 +84,12 @@ class ClientConnection:
             raise UnsupportedVersionError(
                 f"the peer speaks no version of api {api_key} that we do", api_key=api_key
             )
-        wire_body = convert(body, request_type(api_key, version))
         async with self._writing:
-            correlation_id = next(self._correlation)
-            header = RequestHeader(api_key, version, correlation_id, self._client_id)
-            await self._stream.write_frame(encode_request(header, wire_body))
+            header = RequestHeader(api_key, version, next(self._correlation), self._client_id)
+            correlation_id = header.correlation_id
+            # a large request forwarded by a broker: coded off the loop, as its original was
+            await self._stream.write_frame(await off_loop_if_large(lambda: encode_request(
+                header, convert(body, request_type(api_key, version)))))
             previous, turn = self._last_read, asyncio.get_running_loop().create_future()
             self._last_read = turn
         try:

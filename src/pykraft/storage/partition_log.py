@@ -12,6 +12,7 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
     info = log.append(batches, now_ms)   # offsets already assigned; rolls by size/time/index
     data = log.read(offset, max_bytes, max_offset=hw)  # whole batches of one segment
     log.offset_for_timestamp(ts)          # ListOffsets by timestamp
+    header, data = log.batch_for_timestamp(ts, after)   # ... its steps: the batch to walk
     log.flush()                           # fsync up to the LEO; returns the new recovery point
     log.truncate_to(offset, now_ms)       # follower truncation
     log.truncate_fully_and_start_at(offset, now_ms)
@@ -45,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
-from pykraft.records.batch import complete_batches
+from pykraft.records.batch import BatchHeader, complete_batches
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import fsync_dir, write_all_at
@@ -69,6 +70,7 @@ from pykraft.storage.segment import (
     LogSegment,
     RecordTimes,
     TimestampAndOffset,
+    first_record_at,
     segment_file,
 )
 from pykraft.storage.time_index import TIME_INDEX_SUFFIX
@@ -559,12 +561,30 @@ class PartitionLog:
     def offset_for_timestamp(self, timestamp: int, times: RecordTimes | None = None
                              ) -> TimestampAndOffset | None:
         """The first record at or after ``timestamp`` from the log start (ListOffsets);
-        ``times`` reads the records of the batch that holds it (see the segment's)."""
+        ``times`` reads the records of the batches that may hold it (see the segment's)."""
+        after = self.log_start_offset
+        while (found := self.batch_for_timestamp(timestamp, after)) is not None:
+            header, data = found
+            hit = first_record_at(header, data, timestamp, after, times)
+            if hit is not None:
+                return hit
+            after = header.last_offset + 1
+        return None
+
+    def batch_for_timestamp(self, timestamp: int, after: int
+                            ) -> tuple[BatchHeader, bytes] | None:
+        """The first batch at or past offset ``after`` (and the log start) that may hold a
+        record at or after ``timestamp``: its header and a copy of its bytes, whose records
+        the caller walks (:func:`~pykraft.storage.segment.first_record_at`), anywhere, since
+        the copy does not change with the log. None: no such batch."""
         self._check_open()
-        for segment in self._segments:
+        after = max(after, self.log_start_offset)
+        number = max(0, bisect.bisect_right(self._bases, after) - 1)
+        for segment in self._segments[number:]:
             if segment.largest_timestamp() >= timestamp:
-                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset,
-                                                        times)
+                found = segment.batch_by_timestamp(timestamp, after)
+                if found is not None:
+                    return found
         return None
 
     # ------------------------------------------------------------------ lifecycle

@@ -86,6 +86,18 @@ def uncompressed_record_times(header: BatchHeader, data: bytes) -> Iterator[tupl
     return record_times(header, io.BytesIO(memoryview(data)[HEADER_SIZE:]).read)
 
 
+def first_record_at(header: BatchHeader, data: bytes, timestamp: int, starting_offset: int,
+                    times: RecordTimes | None = None) -> TimestampAndOffset | None:
+    """The first record of the batch (``header``, its bytes ``data``) with timestamp >=
+    ``timestamp`` and offset >= ``starting_offset``; ``times`` reads its records: the default
+    reads uncompressed batches only, so a user partition's reader passes one that
+    decompresses (``partition/``, above this layer). Pure: it may run off the event loop."""
+    for offset, at in (times or uncompressed_record_times)(header, data):
+        if at >= timestamp and offset >= starting_offset:
+            return TimestampAndOffset(at, offset, header.partition_leader_epoch)
+    return None
+
+
 class LogSegment:
     """An open segment; create or open one with :meth:`open`."""
 
@@ -200,27 +212,22 @@ class LogSegment:
                 self._rolling_timestamp = header.max_timestamp
         return self._rolling_timestamp
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int,
-                                 times: RecordTimes | None = None
-                                 ) -> TimestampAndOffset | None:
-        """The first record with timestamp >= ``timestamp`` and offset >= ``starting_offset``
-        (Kafka's ``LogSegment.findOffsetByTimestamp``).
+    def batch_by_timestamp(self, timestamp: int, starting_offset: int
+                           ) -> tuple[BatchHeader, bytes] | None:
+        """The first batch whose max timestamp is >= ``timestamp`` and whose last offset is
+        >= ``starting_offset``, header and bytes (Kafka's ``LogSegment.findOffsetByTimestamp``
+        up to reading its records: see :func:`first_record_at`).
 
         Batches are skipped by their headers' max timestamps, from the time index's entry
-        on; only the one batch reaching the target is read, by ``times``: the default reads
-        uncompressed batches only, so a user partition's reader passes one that
-        decompresses (``partition/``, above this layer).
+        on; only the batch found is read, and its records are left to the caller, which may
+        walk them elsewhere: a compressed batch of a few kilobytes may expand to gigabytes.
         """
         indexed = self.time_index.lookup(timestamp)
         start = self.offset_index.lookup(max(indexed.offset, starting_offset)).position
         for found in self.batches_from(start):
             header = found.header
-            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
-                continue
-            data = self.read_bytes(found.position, header.size)
-            for offset, at in (times or uncompressed_record_times)(header, data):
-                if at >= timestamp and offset >= starting_offset:
-                    return TimestampAndOffset(at, offset, header.partition_leader_epoch)
+            if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
+                return header, self.read_bytes(found.position, header.size)
         return None
 
     # ------------------------------------------------------------------ writing

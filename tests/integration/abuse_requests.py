@@ -202,13 +202,16 @@ _BOMB_VALUE = 1 << 20  # one record per MiB of zeros
 _CHUNK = 1 << 20
 
 
-def _bomb_records(expanded: int) -> Iterator[bytes]:
+def _bomb_records(expanded: int, last_later: int) -> Iterator[bytes]:
     """The uncompressed records of a bomb, in chunks: ``expanded // 1 MiB`` records of
-    1 MiB of zeros each (offset deltas 0, 1, ...)."""
+    1 MiB of zeros each (offset deltas 0, 1, ...), the last one ``last_later`` ms later than
+    the others (timestamp delta)."""
     zeros = bytes(_CHUNK)
-    for index in range(expanded // _BOMB_VALUE):
+    count = expanded // _BOMB_VALUE
+    for index in range(count):
         delta = encode_varint(index)
-        head = b"\x00\x00" + delta + b"\x01" + encode_varint(_BOMB_VALUE)
+        later = encode_varint(last_later if index == count - 1 else 0)
+        head = b"\x00" + later + delta + b"\x01" + encode_varint(_BOMB_VALUE)
         body_size = len(head) + _BOMB_VALUE + 1
         yield encode_varint(body_size) + head
         yield zeros
@@ -255,14 +258,15 @@ BOMB_CODECS: Mapping[str, tuple[int, Callable[[Iterator[bytes]], bytes]]] = {
     "lz4": (compression.LZ4, _lz4), "zstd": (compression.ZSTD, _zstd)}
 
 
-def bomb_batch(codec: str, expanded: int, timestamp: int) -> bytes:
-    """One v2 batch (no producer id) of ``codec`` whose records expand to ``expanded``."""
+def bomb_batch(codec: str, expanded: int, timestamp: int, last_later: int = 0) -> bytes:
+    """One v2 batch (no producer id) of ``codec`` whose records expand to ``expanded``, all
+    at ``timestamp`` but the last, ``last_later`` ms later."""
     code, squeeze = BOMB_CODECS[codec]
     count = expanded // _BOMB_VALUE
-    return assemble_batch(squeeze(_bomb_records(expanded)), base_offset=0,
+    return assemble_batch(squeeze(_bomb_records(expanded, last_later)), base_offset=0,
                           partition_leader_epoch=-1, attributes=code,
                           last_offset_delta=count - 1, base_timestamp=timestamp,
-                          max_timestamp=timestamp, records_count=count)
+                          max_timestamp=timestamp + last_later, records_count=count)
 
 
 def check_bomb(codec: str, batch: bytes) -> int:

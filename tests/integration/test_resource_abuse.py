@@ -318,10 +318,12 @@ def _bomb_size(codec: str) -> int:
     return size
 
 
-def _bomb(codec: str) -> tuple[bytes, str]:
-    """A bomb batch of ``codec`` (checked to expand as told by the broker's own codec)."""
+def _bomb(codec: str, timestamp: int | None = None, last_later: int = 0) -> tuple[bytes, str]:
+    """A bomb batch of ``codec`` (checked to expand as told by the broker's own codec), its
+    last record ``last_later`` ms after the others."""
     expanded = _bomb_size(codec)
-    batch = bomb_batch(codec, expanded, int(time.time() * 1000))
+    batch = bomb_batch(codec, expanded, int(time.time() * 1000) if timestamp is None
+                       else timestamp, last_later)
     assert check_bomb(codec, batch) >= expanded
     return batch, f"{codec} bomb ({len(batch)} bytes expanding to {expanded >> 20} MiB)"
 
@@ -340,13 +342,32 @@ def test_list_offsets_by_timestamp_over_a_bomb(cluster: Cluster, codec: str) -> 
     """A 31-byte ListOffsets by timestamp over a partition holding a bomb: answered from the
     batch headers and the time index, the bomb not expanded again."""
     batch, case = _bomb(codec)
-    topic = f"timestamps-{codec}"
+    _list_offsets_over(cluster, f"timestamps-{codec}", batch, 0,
+                       f"ListOffsets by timestamp over a {case}")
+
+
+def test_list_offsets_by_timestamp_to_a_bomb_s_last_record(cluster: Cluster) -> None:
+    """ListOffsets by the timestamp of a gzip bomb's last record: the whole batch is
+    expanded to find it (256 MiB held the loop 1.4 s), on a thread of its own."""
+    now = int(time.time() * 1000)
+    batch, case = _bomb("gzip", now, last_later=1)
+    offset = _list_offsets_over(cluster, "timestamps-last", batch, now + 1,
+                                f"ListOffsets by its last record's timestamp over a {case}")
+    assert offset == BOMB_EXPANDED // (1 << 20) - 1
+
+
+def _list_offsets_over(cluster: Cluster, topic: str, batch: bytes, timestamp: int,
+                       case: str) -> int:
+    """Produce ``batch`` to a new ``topic``, then measure a ListOffsets of ``timestamp``
+    there: the offset it answers."""
     assert _produce(cluster.abused, _created(cluster.abused.cluster, topic), batch) == (
         ErrorCode.none)
     recover(cluster.abused, time.monotonic())  # a fence the bomb's stall may bring
-    _measured(cluster, cluster.abused.broker, frame_of(
-        ApiKey.LIST_OFFSETS, 11, list_offsets_request([(topic, 0)], 0)),
-        f"ListOffsets by timestamp over a {case}")
+    figures = _measured(cluster, cluster.abused.broker, frame_of(
+        ApiKey.LIST_OFFSETS, 11, list_offsets_request([(topic, 0)], timestamp)), case)
+    (listed,) = decode_response(ApiKey.LIST_OFFSETS, 11, figures.answer).body.topics
+    assert listed.partitions[0].error_code == ErrorCode.none
+    return int(listed.partitions[0].offset)
 
 
 def test_duplicate_partition_fetch(cluster: Cluster) -> None:

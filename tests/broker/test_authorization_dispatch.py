@@ -93,7 +93,7 @@ class NoController:
     def __init__(self) -> None:
         self.sent = 0
 
-    async def send(self, body: Any) -> Any:
+    async def send(self, body: Any, client_id: str | None = None) -> Any:
         self.sent += 1
         raise NetworkError("no active controller is known yet")
 

@@ -34,9 +34,11 @@ class ScriptedChannel:
     def __init__(self, *outcomes: object) -> None:
         self.outcomes = list(outcomes)
         self.sent = 0
+        self.client_ids: set[str | None] = set()
 
-    async def send(self, body: Any) -> Any:
+    async def send(self, body: Any, client_id: str | None = None) -> Any:
         self.sent += 1
+        self.client_ids.add(client_id)
         outcome = self.outcomes[min(self.sent, len(self.outcomes)) - 1]
         if isinstance(outcome, Exception):
             raise outcome
@@ -61,6 +63,7 @@ def test_not_controller_and_lost_connections_are_retried_until_an_answer() -> No
                               NetworkError("no active controller is known yet"), done)
     assert forward(channel) is done
     assert channel.sent == 3
+    assert channel.client_ids == {"test"}  # the client's, as inside Kafka's envelope
 
 
 def test_a_partial_answer_is_final() -> None:

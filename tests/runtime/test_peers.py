@@ -19,7 +19,7 @@ class FakeConnection:
         self.closed = False
         self.requests: list[Any] = []
 
-    async def request(self, body: Any) -> Any:
+    async def request(self, body: Any, client_id: str | None = None) -> Any:
         self.requests.append(body)
         await asyncio.sleep(self.delay_s)
         return ("answer", body)

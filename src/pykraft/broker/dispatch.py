@@ -328,7 +328,11 @@ class BrokerDispatcher(Dispatcher):
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
         while True:
             try:
-                response = await self._channel.send(request.body if body is None else body)
+                # with its client's id, as in Kafka's envelope: no larger than it came (the
+                # broker's own id made a request at socket.request.max.bytes 23 bytes too
+                # large for the controller, which closed the connection 15 s long)
+                response = await self._channel.send(request.body if body is None else body,
+                                                    request.header.client_id or "")
             except UnsupportedVersionError as exc:
                 return self._not_controller(request, exc)
             except NetworkError as exc:

@@ -42,13 +42,14 @@ class ControllerChannel:
     def active_id(self) -> int | None:
         return self._active()
 
-    async def send(self, body: Any) -> Any:
-        """The active controller's latest-version response to ``body`` (any version)."""
+    async def send(self, body: Any, client_id: str | None = None) -> Any:
+        """The active controller's latest-version response to ``body`` (any version);
+        ``client_id``: a forwarded request's client's."""
         leader = self._active()
         peer = None if leader is None else self._pool.get(leader, self._address_of(leader))
         if peer is None:
             raise NetworkError("no active controller is known yet")
-        return await peer.send(body)
+        return await peer.send(body, client_id)
 
     def close(self) -> None:
         self._pool.close()

@@ -70,14 +70,16 @@ class ClientConnection:
             raise
         return connection
 
-    async def request(self, body: Any) -> Any:
+    async def request(self, body: Any, client_id: str | None = None) -> Any:
         """Send ``body`` (latest version of its API) and return the latest-version response;
-        first re-authenticate if the SASL session's lifetime is nearly over."""
+        first re-authenticate if the SASL session's lifetime is nearly over. ``client_id``:
+        the header's, when not this connection's (a forwarded request keeps its client's,
+        as inside Kafka's envelope, so it is no larger than the request the broker took)."""
         if self._sasl is not None and self._sasl.due():
             await self._sasl.authenticate(self._send)
-        return await self._send(body)
+        return await self._send(body, client_id)
 
-    async def _send(self, body: Any) -> Any:
+    async def _send(self, body: Any, client_id: str | None = None) -> Any:
         api_key = int(body.__api_key__)
         version = self.versions.get(api_key)
         if version is None:
@@ -85,7 +87,8 @@ class ClientConnection:
                 f"the peer speaks no version of api {api_key} that we do", api_key=api_key
             )
         async with self._writing:
-            header = RequestHeader(api_key, version, next(self._correlation), self._client_id)
+            header = RequestHeader(api_key, version, next(self._correlation),
+                                   self._client_id if client_id is None else client_id)
             correlation_id = header.correlation_id
             # a large request forwarded by a broker: coded off the loop, as its original was
             await self._stream.write_frame(await off_loop_if_large(lambda: encode_request(

@@ -69,8 +69,9 @@ class PeerConnection:
     def connected(self) -> bool:
         return self._connection is not None
 
-    async def send(self, body: Any) -> Any:
-        """One request/response exchange; raises :class:`NetworkError` on any failure."""
+    async def send(self, body: Any, client_id: str | None = None) -> Any:
+        """One request/response exchange (``client_id``: see :meth:`ClientConnection.request`);
+        raises :class:`NetworkError` on any failure."""
         async with self._lock:
             deadline = self._clock() + self._timeout_s
             try:
@@ -78,7 +79,7 @@ class PeerConnection:
                 # asyncio.timeout, unlike 3.11's wait_for, runs the request in this task
                 # instead of a new one: one loop iteration less per exchange.
                 async with asyncio.timeout(max(0.0, deadline - self._clock())):
-                    return await connection.request(body)
+                    return await connection.request(body, client_id)
             except CONNECTION_ERRORS as exc:
                 self._fail(exc)
                 if isinstance(exc, NetworkError):

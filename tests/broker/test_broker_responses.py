@@ -83,6 +83,13 @@ def test_requested_topics_found_and_missing(version: int) -> None:
     assert missing.error_code == ErrorCode.unknown_topic_or_partition
 
 
+def test_a_topic_named_twice_is_answered_once() -> None:
+    """Kafka answers the set of topics a request names (45,000 copies of one name were 45,000
+    answers built on the broker's loop)."""
+    image = image_of({1: False}, {"a": [(1,)]})
+    assert [t.name for t in metadata(image, ["a", "nope", "a", "nope"]).topics] == ["a", "nope"]
+
+
 @pytest.mark.parametrize("name", ["", "..", "a b", "x" * 250, "caf\u00e9"])
 def test_an_illegal_topic_name_is_invalid_not_unknown(name: str) -> None:
     """INVALID_TOPIC_EXCEPTION is fatal in clients; UNKNOWN_TOPIC_OR_PARTITION they retry."""

@@ -51,12 +51,8 @@ from pykraft.broker.replica_manager import PartitionError, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.codec_thread import Worker
+from pykraft.runtime.codec_thread import TIMESTAMP_SEARCH
 from pykraft.runtime.turns import Turns
-
-#: Reads the records of batches searched by timestamp (a bomb's walk takes seconds; on the
-#: validation or codec thread, produce validations and large frames would wait behind it).
-TIMESTAMP_SEARCH = Worker("timestamp-search")
 
 
 async def list_offsets(request: Any, replicas: ReplicaManager,

@@ -9,9 +9,9 @@ with each other and the loop for the GIL (the disk flusher has its own). Small m
 stay on the loop: a thread hop costs more than they do.
 
 Costly produce validations (a compression bomb, a record of a gigabyte: seconds of zlib or
-zstd, which release the GIL) and the log cleaner's record walks have workers of their own
-(:data:`VALIDATION`, :data:`CLEANER`): on the codec thread, every large frame would wait
-behind them.
+zstd, which release the GIL), the log cleaner's record walks and ListOffsets' walks of a
+batch by timestamp have workers of their own (:data:`VALIDATION`, :data:`CLEANER`,
+:data:`TIMESTAMP_SEARCH`): on the codec thread, every large frame would wait behind them.
 """
 
 from __future__ import annotations
@@ -66,3 +66,4 @@ class Worker:
 
 VALIDATION = Worker("validation")
 CLEANER = Worker("log-cleaner")
+TIMESTAMP_SEARCH = Worker("timestamp-search")

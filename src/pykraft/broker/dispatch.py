@@ -328,9 +328,9 @@ class BrokerDispatcher(Dispatcher):
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
         while True:
             try:
-                # with its client's id, as in Kafka's envelope: no larger than it came (the
-                # broker's own id made a request at socket.request.max.bytes 23 bytes too
-                # large for the controller, which closed the connection 15 s long)
+                # with its client's id, as in Kafka's envelope: no larger than it came (with
+                # the broker's own id, a request at socket.request.max.bytes was 23 bytes
+                # over the controller's limit, which closed the connection on every retry)
                 response = await self._channel.send(request.body if body is None else body,
                                                     request.header.client_id or "")
             except UnsupportedVersionError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.log_manager import LogManager
+from pykraft.broker.partition_reads import TimestampWalk
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.cluster_image import BrokerRegistration, ClusterImage
 from pykraft.image.image import MetadataImage
@@ -441,3 +443,26 @@ def test_list_offsets_over_records_that_do_not_decompress_fails_their_partition_
     assert _list_offsets(replicas, 1000, replica_id=-2) == [
         (ErrorCode.unknown_server_error, -1, -1, -1)]
     assert _list_offsets(replicas, -1, replica_id=-2) == [(ErrorCode.none, -1, 1, 3)]
+
+
+def test_a_compressed_batch_is_searched_by_timestamp_off_the_loop(
+        replicas: ReplicaManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compressed batch's records may expand to gigabytes: ListOffsets walks them on the
+    timestamp-search thread (on the loop, a gzip bomb's 256 MiB held it up to 1.4 s)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=1, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for offset, timestamp in enumerate([1000, 2000]):
+        builder.append(offset, timestamp=timestamp, key=None, value=b"v" * 1000, headers=[])
+    _leader(replicas).log.append(bytes(builder.build()), now_ms=2000)
+    threads = []
+    walk = TimestampWalk.walk
+
+    def recorded(self: TimestampWalk) -> Any:
+        threads.append(threading.current_thread().name)
+        return walk(self)
+    monkeypatch.setattr(TimestampWalk, "walk", recorded)
+    assert _list_offsets(replicas, 1500, replica_id=-2)[0][:3] == (ErrorCode.none, 2000, 1)
+    assert threads and all(name.startswith("timestamp-search") for name in threads)

@@ -11,9 +11,13 @@ the producer id blocks this broker gets from the controller
 ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
 controller, whose answer is converted back to the caller's version; while the controller
 changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
-NOT_CONTROLLER. The framing rules (unknown API or version closes the connection, KIP-511
-ApiVersions reply) and the UNKNOWN_SERVER_ERROR answer to a request whose handling failed
-are the controller listener's, inherited from :class:`~pykraft.runtime.dispatch.Dispatcher`.
+NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
+broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
+controller closes the connection on such a frame, and Kafka's forwarding sends it again until
+its timeout, then answers that. The framing rules (unknown API or version closes the
+connection, KIP-511 ApiVersions reply) and the UNKNOWN_SERVER_ERROR answer to a request
+whose handling failed are the controller listener's, inherited from
+:class:`~pykraft.runtime.dispatch.Dispatcher`.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ from pykraft.broker.scram_describe import describe_user_scram_credentials
 from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
-from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.protocol.api_versions import api_versions_response, node_features
 from pykraft.protocol.apis import ApiKey, Listener
@@ -70,6 +74,7 @@ from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
 from pykraft.runtime.backoff import ExponentialBackoff
+from pykraft.runtime.codec_thread import sized
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import CONTROLLER_REQUESTS
 from pykraft.runtime.dispatch import CloseConnection, Dispatcher
@@ -312,6 +317,9 @@ class BrokerDispatcher(Dispatcher):
                 response = await self._channel.send(request.body if body is None else body)
             except UnsupportedVersionError as exc:
                 return self._not_controller(request, exc)
+            except RequestTooLargeError as exc:  # its every part answered: off the loop
+                return await sized(error_answer, request.api_key, request.body,
+                                   ErrorCode.request_timed_out, str(exc))
             except NetworkError as exc:
                 response = self._not_controller(request, exc)
             delay = backoff.next_delay_ms() / 1000

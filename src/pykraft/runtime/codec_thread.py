@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,12 +27,26 @@ T = TypeVar("T")
 #: A frame above this size is decoded (and an answer that grows with it encoded) here.
 OFF_LOOP_BYTES = 64 * 1024
 _CODEC = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codec")
+#: Whether the request the current task serves (a connection's task serves one at a time)
+#: came in a frame above OFF_LOOP_BYTES: then the work that grows with it (converting it,
+#: encoding its answer, re-encoding it to forward it) runs here too (:func:`sized`).
+LARGE_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("large_request",
+                                                                     default=False)
 
 
 async def off_loop(work: Callable[..., T], *args: Any) -> T:
     """``work(*args)`` on the codec thread; ``work`` must be pure (it runs beside the
     loop)."""
     return await asyncio.get_running_loop().run_in_executor(_CODEC, work, *args)
+
+
+async def sized(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)``, on the codec thread when the request being served is large (see
+    :data:`LARGE_REQUEST`), else at once on the loop (a thread hop costs more than a small
+    request's work); ``work`` must be pure."""
+    if LARGE_REQUEST.get():
+        return await off_loop(work, *args)
+    return work(*args)
 
 
 class Worker:

@@ -12,7 +12,6 @@ handlers before anything else is decoded.
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import datetime
 import functools
@@ -50,7 +49,7 @@ from pykraft.protocol.header import read_request_prefix
 from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
-from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, off_loop
+from pykraft.runtime.codec_thread import LARGE_REQUEST, OFF_LOOP_BYTES, off_loop, sized
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
@@ -82,10 +81,6 @@ LATEST_REQUEST: dict[int, type] = {
     ApiKey.REMOVE_RAFT_VOTER: rpc.RemoveRaftVoterRequest,
     ApiKey.UPDATE_RAFT_VOTER: rpc.UpdateRaftVoterRequest,
 }
-#: Whether the request this connection's task serves is above OFF_LOOP_BYTES (decoded, and its
-#: growing answers encoded, on the codec thread: :mod:`pykraft.runtime.codec_thread`).
-_LARGE_REQUEST: contextvars.ContextVar[bool] = contextvars.ContextVar("large_request",
-                                                                      default=False)
 BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type values (KIP-919)
 CONTROLLER_ENDPOINTS = 2
 _NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
@@ -136,7 +131,7 @@ class Dispatcher:
             except ProtocolError as exc:
                 raise CloseConnection(f"malformed request for api key {api_key}: {exc}") from None
         large = len(frame) > OFF_LOOP_BYTES
-        _LARGE_REQUEST.set(large)  # this connection's task: one request at a time
+        LARGE_REQUEST.set(large)  # this connection's task: one request at a time
         try:
             request = await off_loop(decode_request, frame) if large else (
                 decode_request(frame))
@@ -195,7 +190,7 @@ class Dispatcher:
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return self._encode(request, self._describe_cluster(request.body, access))
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
-            body: Any = convert(request.body, CONTROLLER_REQUESTS[api_key])
+            body: Any = await sized(convert, request.body, CONTROLLER_REQUESTS[api_key])
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return self._encode(request, await update_kraft_version(self._node, body))
             if api_key in PARTS and access.enabled:
@@ -223,9 +218,7 @@ class Dispatcher:
         """``_encode(request, answer())`` for an answer that grows with its request: on a
         worker thread when the request was large (see :data:`OFF_LOOP_BYTES`); ``answer``
         must be pure (it may run there)."""
-        if _LARGE_REQUEST.get():
-            return await off_loop(lambda: self._encode(request, answer()))
-        return self._encode(request, answer())
+        return await sized(lambda: self._encode(request, answer()))
 
     def _encode(self, request: RequestFrame, response: Any) -> bytes:
         version = request.api_version

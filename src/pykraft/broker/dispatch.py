@@ -32,7 +32,6 @@ from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.metadata.v13 import request as md_req
 from kio.static.primitive import i32
 
-from pykraft.broker.acl_describe import refused_acl_request
 from pykraft.broker.authorization import (
     TOPIC_FIELDS,
     authorized_coordinators,
@@ -152,8 +151,6 @@ class BrokerDispatcher(Dispatcher):
         """The answer once the session's authorization allows the request (KafkaApis'
         checks; a forwarded request is checked here, with the controller's rules)."""
         api_key = request.api_key
-        if (refusal := refused_acl_request(api_key, request.body)) is not None:
-            raise CloseConnection(refusal)
         access = self._access(session)
         if (answer := cluster_refusal(BROKER_RULES, api_key, request.body, access)) is not None:
             return self._encode(request, answer)

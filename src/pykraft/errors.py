@@ -71,6 +71,11 @@ class PeerUnreachableError(NetworkError):
     not a slow or lossy link), which lets a follower give up on a leader at once."""
 
 
+class RequestTooLargeError(PyKraftError):
+    """A request to a peer would exceed the frame size the peer accepts: it is not sent
+    (the peer would close the connection on it, every time)."""
+
+
 class CorruptRecordError(PyKraftError):
     """A record batch or record that fails validation (CRC, lengths, magic, framing)."""
 

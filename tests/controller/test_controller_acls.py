@@ -6,12 +6,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.static.primitive import i8
 
 from pykraft.config.authorizer import STANDARD_AUTHORIZER
+from pykraft.controller import acl_control
 from pykraft.controller.acl_control import create_acls, delete_acls, describe_acls
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
@@ -142,6 +144,35 @@ def test_delete_answers_each_filter_with_what_it_matched() -> None:
     assert len(result.records) == 4  # each removed once
     left = applied(image, result)
     assert [a.resource_name for a in left.acls.acls.values()] == ["other"]
+
+
+def test_creating_more_acls_than_one_operation_takes_refuses_them_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's bounded record list (MAX_RECORDS_PER_USER_OP, here 2): one new ACL past it
+    and every creation gets POLICY_VIOLATION, nothing is written."""
+    monkeypatch.setattr(acl_control, "MAX_RECORDS_PER_USER_OP", 2)
+    image = _image_with(creation("a"))
+    result = create_acls(context(image), CreateAclsRequest(creations=(
+        creation("a"), creation(""), creation("b"), creation("c"), creation("d"))))
+    assert result.records == ()
+    assert errors(result.response) == [(
+        ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")] * 5
+
+
+def test_a_delete_filter_past_the_bound_fails_on_its_own(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka throws for the filter whose removals pass MAX_RECORDS_PER_USER_OP (here 2):
+    UNKNOWN_SERVER_ERROR without a message for it, the other filters answered."""
+    image = _image_with(creation("a"), creation("b"), creation("c"))
+    monkeypatch.setattr(acl_control, "MAX_RECORDS_PER_USER_OP", 2)
+    result = delete_acls(context(image), DeleteAclsRequest(filters=(
+        wire_filter("a"), wire_filter(), wire_filter("a"), wire_filter("b"))))
+    response: Any = result.response
+    assert [(r.error_code, r.error_message, [m.resource_name for m in r.matching_acls])
+            for r in response.filter_results] == [
+        (ErrorCode.none, None, ["a"]), (ErrorCode.unknown_server_error, None, []),
+        (ErrorCode.none, None, ["a"]), (ErrorCode.none, None, ["b"])]
+    assert sorted(a.resource_name for a in applied(image, result).acls.acls.values()) == ["c"]
 
 
 def describe_request(name: str | None = None, **fields: int) -> DescribeAclsRequest:

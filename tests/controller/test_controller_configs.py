@@ -22,6 +22,7 @@ from kio.schema.incremental_alter_configs.v1.response import IncrementalAlterCon
 from kio.static.primitive import i8
 
 from pykraft.config.broker_configs import BROKER_CONFIG_DEFS
+from pykraft.controller import config_control
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.config_defs import TOPIC_CONFIGS
 from pykraft.protocol.errors import ErrorCode
@@ -116,6 +117,33 @@ def test_legacy_alter_configs_replaces_everything(cluster: Cluster) -> None:
     assert isinstance(response, AlterConfigsResponse)
     assert response.responses[0].error_code == ErrorCode.none
     assert stored(cluster, TOPIC, "t") == {"segment.ms": "1000"}
+
+
+def test_more_config_records_than_one_operation_takes_refuse_every_resource(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's bounded record list (MAX_RECORDS_PER_USER_OP, here 2), validate_only too:
+    every resource gets POLICY_VIOLATION, nothing is written."""
+    monkeypatch.setattr(config_control, "MAX_RECORDS_PER_USER_OP", 2)
+    for name in ("u", "v"):
+        cluster.call(create_topic(name))
+    before = len(cluster.raft.batches)
+    too_large = (ErrorCode.policy_violation,
+                 "Unable to perform excessively large batch operation.")
+    for validate_only in (False, True):
+        assert incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
+                           ("preallocate", SET, "true"), ("segment.ms", SET, "1000"),
+                           validate_only=validate_only) == too_large
+    response = cluster.call(legacy.AlterConfigsRequest(resources=tuple(
+        legacy.AlterConfigsResource(resource_type=i8(resource_type), resource_name=name,
+                                    configs=(legacy.AlterableConfig(name="segment.ms",
+                                                                    value="1000"),))
+        for resource_type, name in ((TOPIC, "t"), (TOPIC, "zz"), (TOPIC, "u"), (TOPIC, "v"))),
+        validate_only=False))
+    assert isinstance(response, AlterConfigsResponse)
+    assert [(r.error_code, r.error_message) for r in response.responses] == [too_large] * 4
+    assert len(cluster.raft.batches) == before
+    assert incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
+                       ("preallocate", SET, "true"))[0] == ErrorCode.none
 
 
 def describe(cluster: Cluster, resource_type: int, name: str,

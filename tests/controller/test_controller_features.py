@@ -72,7 +72,7 @@ def test_feature_rules() -> None:
     ]
     for change, code in cases:
         before = len(cluster.raft.batches)
-        assert update(cluster, change).results[0].error_code == code, change
+        assert update(cluster, change).error_code == code, change
         assert len(cluster.raft.batches) == before
     duplicate = update(cluster, ("metadata.version", 20, UPGRADE),
                        ("metadata.version", 21, UPGRADE))
@@ -83,14 +83,17 @@ def test_feature_rules() -> None:
 
 
 def test_all_or_nothing() -> None:
+    """Kafka's answer: the first failing update's reason at the top level, no per-feature
+    results, nothing written; the updates after it are not even looked at."""
     cluster = started(19)
     response = update(cluster, ("metadata.version", 20, UPGRADE),
-                      ("metadata.version.typo", 1, UPGRADE))
-    assert [r.error_code for r in response.results] == [ErrorCode.none,
-                                                        ErrorCode.invalid_update_version]
-    # UpdateFeatures v2 drops the per-feature results: the failure is top-level too
-    assert response.error_code == ErrorCode.invalid_update_version
-    assert response.error_message is not None and "typo" in response.error_message
+                      ("metadata.version.typo", 1, UPGRADE),
+                      *((f"unknown.{i}", 1, UPGRADE) for i in range(10_000)))
+    assert (response.error_code, response.error_message, response.results) == (
+        ErrorCode.invalid_update_version,
+        "The update failed for all features since the following feature had an error: "
+        "Invalid update version 1 for feature metadata.version.typo. Local controller 0 "
+        "does not support this feature.", ())
     assert cluster.controller.image.features.metadata_version == 19
 
 
@@ -103,12 +106,11 @@ def test_update_features_accepts_only_what_pykraft_implements(feature: str, leve
     cluster = started(19)
     before = len(cluster.raft.batches)
     response = update(cluster, (feature, level, UPGRADE))
-    message = (f"Invalid update version {level} for feature {feature}. "
+    message = ("The update failed for all features since the following feature had an "
+               f"error: Invalid update version {level} for feature {feature}. "
                "Local controller 0 does not support this feature.")
-    assert (response.error_code, response.error_message) == (
-        ErrorCode.invalid_update_version, message)
-    assert [(r.error_code, r.error_message) for r in response.results] == [
-        (ErrorCode.invalid_update_version, message)]
+    assert (response.error_code, response.error_message, response.results) == (
+        ErrorCode.invalid_update_version, message, ())
     assert len(cluster.raft.batches) == before
 
 

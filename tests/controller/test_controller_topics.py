@@ -28,6 +28,7 @@ from kio.schema.delete_topics.v6.response import DeleteTopicsResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
+from pykraft.controller import replication
 from pykraft.protocol.errors import ErrorCode
 
 SECOND = i32Timedelta.parse(datetime.timedelta(seconds=1))
@@ -189,6 +190,23 @@ def test_delete_topics_by_name_and_id(cluster: Cluster) -> None:
     image = cluster.controller.image
     assert image.topics.by_name == {} and image.configs.get((2, "x")) == {}
     assert cluster.replayed_image() == image
+
+
+def test_deleting_more_topics_than_one_operation_takes_refuses_them_all(
+        cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's bounded record list (MAX_RECORDS_PER_USER_OP, here 2): one RemoveTopicRecord
+    past it and every topic named gets POLICY_VIOLATION, nothing is deleted."""
+    monkeypatch.setattr(replication, "MAX_RECORDS_PER_USER_OP", 2)
+    for name in ("a", "b", "c"):
+        cluster.call(create_topic(name))
+    before = len(cluster.raft.batches)
+    named = [DeleteTopicState(name=TopicName(n), topic_id=None) for n in ("a", "zz", "b", "c")]
+    response = delete(cluster, *named)
+    assert [(r.name, r.error_code, r.error_message) for r in response.responses] == [
+        (n.name, ErrorCode.policy_violation,
+         "Unable to perform excessively large batch operation.") for n in named]
+    assert len(cluster.raft.batches) == before
+    assert delete(cluster, *named[:3]).responses[0].error_code == ErrorCode.none
 
 
 def add_partitions(cluster: Cluster, name: str, count: int,

@@ -11,9 +11,13 @@ the producer id blocks this broker gets from the controller
 ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
 controller, whose answer is converted back to the caller's version; while the controller
 changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
-NOT_CONTROLLER. The framing rules (unknown API or version closes the connection, KIP-511
-ApiVersions reply) and the UNKNOWN_SERVER_ERROR answer to a request whose handling failed
-are the controller listener's, inherited from :class:`~pykraft.runtime.dispatch.Dispatcher`.
+NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
+broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
+controller closes the connection on such a frame, and Kafka's forwarding sends it again until
+its timeout, then answers that. The framing rules (unknown API or version closes the
+connection, KIP-511 ApiVersions reply) and the UNKNOWN_SERVER_ERROR answer to a request
+whose handling failed are the controller listener's, inherited from
+:class:`~pykraft.runtime.dispatch.Dispatcher`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,6 @@ from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.metadata.v13 import request as md_req
 from kio.static.primitive import i32
 
-from pykraft.broker.acl_describe import refused_acl_request
 from pykraft.broker.authorization import (
     TOPIC_FIELDS,
     authorized_coordinators,
@@ -61,7 +64,7 @@ from pykraft.broker.scram_describe import describe_user_scram_credentials
 from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
-from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.api_versions import api_versions_response, node_features
@@ -154,8 +157,6 @@ class BrokerDispatcher(Dispatcher):
         """The answer once the session's authorization allows the request (KafkaApis'
         checks; a forwarded request is checked here, with the controller's rules)."""
         api_key = request.api_key
-        if (refusal := refused_acl_request(api_key, request.body)) is not None:
-            raise CloseConnection(refusal)
         access = self._access(session)
         if (answer := cluster_refusal(BROKER_RULES, api_key, request.body, access)) is not None:
             return self._encode(request, answer)
@@ -335,6 +336,9 @@ class BrokerDispatcher(Dispatcher):
                                                     request.header.client_id or "")
             except UnsupportedVersionError as exc:
                 return self._not_controller(request, exc)
+            except RequestTooLargeError as exc:  # its every part answered: off the loop
+                return await off_loop_if_large(error_answer, request.api_key, request.body,
+                                   ErrorCode.request_timed_out, str(exc))
             except NetworkError as exc:
                 response = self._not_controller(request, exc)
             delay = backoff.next_delay_ms() / 1000

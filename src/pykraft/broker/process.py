@@ -161,7 +161,8 @@ class BrokerRuntime:
             return ControllerChannel(
                 settings.node_id, node.address_of,
                 lambda: node.core.leader_and_epoch.leader_id, timeout_ms,
-                tls=settings.controller_tls, sasl=settings.controller_sasl, purpose=purpose)
+                tls=settings.controller_tls, sasl=settings.controller_sasl, purpose=purpose,
+                max_request_bytes=settings.max_frame_size)
 
         self._channel = channel(settings.quorum.request_timeout_ms, "heartbeat")
         # Kafka's "forwarding" channel: admin requests, producer id blocks and internal

@@ -4,7 +4,9 @@ CreateAcls validates each creation on its own (a refused one does not stop the o
 appends an AccessControlEntryRecord, under a fresh id from the controller's randomness, for
 each ACL not already present; an ACL that exists is a success without a record. DeleteAcls
 appends a RemoveAccessControlEntryRecord for every ACL any filter matches, and answers each
-filter with the ACLs it matched. DescribeAcls is a read of an image (the broker answers it
+filter with the ACLs it matched. As in Kafka, neither writes more than
+MAX_RECORDS_PER_USER_OP records: past it, a CreateAcls is refused whole (POLICY_VIOLATION),
+a DeleteAcls filter on its own. DescribeAcls is a read of an image (the broker answers it
 from its own). Without ``authorizer.class.name`` all three answer SECURITY_DISABLED.
 """
 
@@ -22,8 +24,13 @@ from kio.schema.describe_acls.v3 import response as describe_resp
 from kio.static.primitive import i8
 
 from pykraft.config.authorizer import authorizer_config
-from pykraft.controller.context import ControllerContext, ControllerResult
-from pykraft.controller.responses import NO_THROTTLE
+from pykraft.controller.context import (
+    MAX_RECORDS_PER_USER_OP,
+    TOO_LARGE_MESSAGE,
+    ControllerContext,
+    ControllerResult,
+)
+from pykraft.controller.responses import NO_THROTTLE, error_response
 from pykraft.ids import random_uuid
 from pykraft.image.acls import (
     CLUSTER_NAME,
@@ -76,11 +83,8 @@ def _enabled(ctx: ControllerContext) -> bool:
 
 def create_acls(ctx: ControllerContext, req: create_req.CreateAclsRequest) -> ControllerResult:
     if not _enabled(ctx):
-        return ControllerResult((), create_resp.CreateAclsResponse(
-            throttle_time=NO_THROTTLE, results=tuple(
-                create_resp.AclCreationResult(error_code=ErrorCode.security_disabled,
-                                              error_message=NO_AUTHORIZER)
-                for _ in req.creations)))
+        return ControllerResult((), error_response(req, ErrorCode.security_disabled,
+                                                   NO_AUTHORIZER))
     existing = set(ctx.image.acls.acls.values())
     taken = set(ctx.image.acls.acls)
     records: list[object] = []
@@ -95,6 +99,9 @@ def create_acls(ctx: ControllerContext, req: create_req.CreateAclsRequest) -> Co
                 acl_id = random_uuid(lambda: uuid.UUID(int=ctx.rng.getrandbits(128)))
             taken.add(acl_id)
             records.append(acl.to_record(acl_id))
+            if len(records) > MAX_RECORDS_PER_USER_OP:  # every creation refused, as Kafka
+                return ControllerResult((), error_response(req, ErrorCode.policy_violation,
+                                                           TOO_LARGE_MESSAGE))
         results.append(create_resp.AclCreationResult(
             error_code=ErrorCode.none if problem is None else ErrorCode.invalid_request,
             error_message=problem))
@@ -116,20 +123,28 @@ def _matching(acl: StandardAcl) -> delete_resp.DeleteAclsMatchingAcl:
         permission_type=i8(acl.permission_type))
 
 
+#: A filter whose removals would take the request past MAX_RECORDS_PER_USER_OP: Kafka's
+#: AclControlManager throws for it, answered UNKNOWN_SERVER_ERROR without a message; it
+#: removes nothing here (Kafka keeps the one record past the bound it had added).
+_TOO_MANY_REMOVED = delete_resp.DeleteAclsFilterResult(
+    error_code=ErrorCode.unknown_server_error, error_message=None, matching_acls=())
+
+
 def delete_acls(ctx: ControllerContext, req: delete_req.DeleteAclsRequest) -> ControllerResult:
     if not _enabled(ctx):
-        return ControllerResult((), delete_resp.DeleteAclsResponse(
-            throttle_time=NO_THROTTLE, filter_results=tuple(
-                delete_resp.DeleteAclsFilterResult(
-                    error_code=ErrorCode.security_disabled, error_message=NO_AUTHORIZER,
-                    matching_acls=()) for _ in req.filters)))
+        return ControllerResult((), error_response(req, ErrorCode.security_disabled,
+                                                   NO_AUTHORIZER))
     removed: dict[uuid.UUID, None] = {}  # ordered: the records follow the filters
     results = []
     for wire_filter in req.filters:
         acl_filter = delete_filter(wire_filter)
         problem = acl_filter.unknown_problem()
         matched = [] if problem is not None else list(ctx.image.acls.matching(acl_filter))
-        removed.update(dict.fromkeys(acl_id for acl_id, _ in matched))
+        fresh = [acl_id for acl_id, _ in matched if acl_id not in removed]
+        if len(removed) + len(fresh) > MAX_RECORDS_PER_USER_OP:
+            results.append(_TOO_MANY_REMOVED)
+            continue
+        removed.update(dict.fromkeys(fresh))
         results.append(delete_resp.DeleteAclsFilterResult(
             error_code=ErrorCode.none if problem is None else ErrorCode.invalid_request,
             error_message=problem, matching_acls=tuple(_matching(acl) for _, acl in matched)))

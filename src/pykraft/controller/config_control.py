@@ -10,9 +10,10 @@ static properties as a layer (:mod:`pykraft.config.broker_configs`), as Kafka do
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypeVar
 
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_configs.v2.response import (
@@ -36,7 +37,12 @@ from pykraft.config.broker_configs import (
 )
 from pykraft.config.definitions import ConfigSource
 from pykraft.controller.config_defs import TOPIC_CONFIGS, ConfigDef, ConfigType, definitions
-from pykraft.controller.context import ControllerContext, ControllerResult
+from pykraft.controller.context import (
+    MAX_RECORDS_PER_USER_OP,
+    TOO_LARGE_MESSAGE,
+    ControllerContext,
+    ControllerResult,
+)
 from pykraft.controller.responses import NO_THROTTLE
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.image.configs import ConfigResource, ConfigResourceType
@@ -61,6 +67,12 @@ class AlterOp(IntEnum):
 class ConfigFailure:
     code: ErrorCode
     message: str
+
+
+Changes = Sequence[tuple[str, int, str | None]]
+"""One resource's changes: (key, AlterOp, value)."""
+W = TypeVar("W")
+_TOO_LARGE = ConfigFailure(ErrorCode.policy_violation, TOO_LARGE_MESSAGE)
 
 
 def check_resource(image: MetadataImage, resource: ConfigResource) -> ConfigFailure | None:
@@ -234,7 +246,7 @@ def _unknown_key(resource: ConfigResource, key: str) -> ConfigFailure:
 def _alter(
     ctx: ControllerContext,
     resource: ConfigResource,
-    changes: Sequence[tuple[str, int, str | None]],
+    changes: Changes,
     *,
     replace_all: bool,
 ) -> tuple[list[object], ConfigFailure | None]:
@@ -269,21 +281,26 @@ def _alter(
 
 def _alter_all(
     ctx: ControllerContext,
-    items: Sequence[tuple[ConfigResource, Sequence[tuple[str, int, str | None]]]],
+    items: Sequence[tuple[ConfigResource, W]],
+    changes_of: Callable[[W], Changes],
     *,
     replace_all: bool,
 ) -> tuple[list[object], list[ConfigFailure | None]]:
-    """Records and per-resource outcome; a resource named twice fails both times."""
+    """Records and per-resource outcome; a resource named twice fails both times (its
+    changes, ``changes_of`` its wire entry, are not even read). Records past
+    MAX_RECORDS_PER_USER_OP fail every resource, as Kafka's bounded record list does."""
     dups = _duplicates([resource for resource, _ in items])
     records: list[object] = []
     outcomes: list[ConfigFailure | None] = []
-    for resource, changes in items:
+    for resource, wire in items:
         if resource in dups:
             outcomes.append(ConfigFailure(ErrorCode.invalid_request,
                                           "Duplicate resource in request"))
             continue
-        changed, failure = _alter(ctx, resource, changes, replace_all=replace_all)
+        changed, failure = _alter(ctx, resource, changes_of(wire), replace_all=replace_all)
         records += changed
+        if len(records) > MAX_RECORDS_PER_USER_OP:
+            return [], [_TOO_LARGE] * len(items)
         outcomes.append(failure)
     return records, outcomes
 
@@ -298,11 +315,10 @@ def _message(failure: ConfigFailure | None) -> str | None:
 
 def incremental_alter_configs(ctx: ControllerContext,
                               req: IncrementalAlterConfigsRequest) -> ControllerResult:
-    records, outcomes = _alter_all(ctx, [
-        ((int(r.resource_type), r.resource_name),
-         [(c.name, int(c.config_operation), c.value) for c in r.configs])
-        for r in req.resources
-    ], replace_all=False)
+    records, outcomes = _alter_all(
+        ctx, [((int(r.resource_type), r.resource_name), r) for r in req.resources],
+        lambda r: [(c.name, int(c.config_operation), c.value) for c in r.configs],
+        replace_all=False)
     answers = tuple(
         AlterConfigsResourceResponse(error_code=_code(f), error_message=_message(f),
                                      resource_type=r.resource_type,
@@ -316,11 +332,10 @@ def incremental_alter_configs(ctx: ControllerContext,
 
 def alter_configs(ctx: ControllerContext, req: AlterConfigsRequest) -> ControllerResult:
     """Legacy AlterConfigs: the given keys become the resource's whole config."""
-    records, outcomes = _alter_all(ctx, [
-        ((int(r.resource_type), r.resource_name),
-         [(c.name, int(AlterOp.SET), c.value) for c in r.configs])
-        for r in req.resources
-    ], replace_all=True)
+    records, outcomes = _alter_all(
+        ctx, [((int(r.resource_type), r.resource_name), r) for r in req.resources],
+        lambda r: [(c.name, int(AlterOp.SET), c.value) for c in r.configs],
+        replace_all=True)
     answers = tuple(
         LegacyResourceResponse(error_code=_code(f), error_message=_message(f),
                                resource_type=r.resource_type, resource_name=r.resource_name)

@@ -24,6 +24,9 @@ from pykraft.image.snapshot import (
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
+#: Kafka's answer to an operation whose records would pass MAX_RECORDS_PER_USER_OP (its
+#: BoundedListTooLongException, a POLICY_VIOLATION for every part of the request).
+TOO_LARGE_MESSAGE = "Unable to perform excessively large batch operation."
 UNCLEAN_ELECTION_INTERVAL_MS = 300_000  # unclean.leader.election.interval.ms (internal)
 NO_OFFSET_BOUND = 2**63 - 1
 

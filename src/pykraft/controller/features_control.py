@@ -7,7 +7,9 @@ UpdateFeatures follows Kafka's FeatureControlManager, in its order and words:
   every range), and every registered broker and other controller declared it;
 * ``UPGRADE`` does not lower a level, the downgrade types do not raise it; metadata.version
   never goes down (its records could become unreadable) nor below the minimum;
-* all-or-nothing: if any update fails, nothing is written.
+* all-or-nothing: the updates are checked in order, the first that fails ends the request
+  (its reason, at the top level, with no per-feature results: Kafka's answer) and nothing is
+  written; so a request naming 200,000 unknown features is refused after its first.
 
 ``kraft.version`` is a control record of the raft log: such updates go to
 ``runtime/kraft_version.py`` and never reach this module.
@@ -39,6 +41,8 @@ UPGRADE = 1
 SAFE_DOWNGRADE = 2
 UNSAFE_DOWNGRADE = 3
 
+#: Kafka's QuorumController: a failed UpdateFeatures answers at the top level only.
+_FAILED = "The update failed for all features since the following feature had an error: "
 _LONG_MAX = 2**63 - 1
 _DISABLED = (0, 0)  # Kafka's QuorumFeatures.DISABLED: what a node that names nothing supports
 
@@ -112,27 +116,25 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
         return ControllerResult((), UpdateFeaturesResponse(
             throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request,
             error_message="The request contains a feature more than once", results=()))
-    problems = [_problem(ctx, u) for u in req.feature_updates]
-    results = tuple(
-        UpdatableFeatureResult(
-            feature=u.feature,
-            error_code=ErrorCode.none if p is None else ErrorCode.invalid_update_version,
-            error_message=p)
-        for u, p in zip(req.feature_updates, problems, strict=True)
-    )
+    for update in req.feature_updates:  # the first failure ends it, as in Kafka
+        problem = _problem(ctx, update)
+        if problem is not None:
+            return ControllerResult((), UpdateFeaturesResponse(
+                throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_update_version,
+                error_message=_FAILED + problem, results=()))
     records: tuple[object, ...] = ()
-    if not req.validate_only and all(p is None for p in problems):
+    if not req.validate_only:
         finalized = ctx.image.features.finalized
         records = tuple(
             FeatureLevelRecord(name=u.feature, feature_level=u.max_version_level)
             for u in req.feature_updates
             if finalized.get(u.feature, 0) != u.max_version_level
         )
-    failed = next((p for p in problems if p is not None), None)  # v2 answers: top level only
     return ControllerResult(records, UpdateFeaturesResponse(
-        throttle_time=NO_THROTTLE,
-        error_code=ErrorCode.none if failed is None else ErrorCode.invalid_update_version,
-        error_message=failed, results=results))
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        results=tuple(UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.none,
+                                             error_message=None)
+                      for u in req.feature_updates)))
 
 
 def allocate_producer_ids(ctx: ControllerContext,

@@ -37,9 +37,14 @@ from kio.static.primitive import i8, i16, i32
 from pykraft.controller import config_control
 from pykraft.controller.cluster_control import usable_brokers
 from pykraft.controller.config_defs import TOPIC_CONFIGS
-from pykraft.controller.context import MAX_RECORDS_PER_USER_OP, ControllerContext, ControllerResult
+from pykraft.controller.context import (
+    MAX_RECORDS_PER_USER_OP,
+    TOO_LARGE_MESSAGE,
+    ControllerContext,
+    ControllerResult,
+)
 from pykraft.controller.placement import UsableBroker, place_replicas
-from pykraft.controller.responses import NO_THROTTLE
+from pykraft.controller.responses import NO_THROTTLE, error_response
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
@@ -62,10 +67,8 @@ class Failure:
     message: str
 
 
-#: Kafka's answer to an operation whose records would not fit MAX_RECORDS_PER_USER_OP (its
-#: BoundedListTooLongException, treated as a PolicyViolationException for the whole request).
-TOO_LARGE = Failure(ErrorCode.policy_violation,
-                    "Unable to perform excessively large batch operation.")
+#: Kafka's answer to an operation whose records would not fit MAX_RECORDS_PER_USER_OP.
+TOO_LARGE = Failure(ErrorCode.policy_violation, TOO_LARGE_MESSAGE)
 
 
 def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
@@ -283,6 +286,8 @@ def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> Controlle
             continue
         deleted.add(topic.topic_id)
         records.append(RemoveTopicRecord(topic_id=topic.topic_id))
+        if len(records) > MAX_RECORDS_PER_USER_OP:
+            return ControllerResult((), error_response(req, TOO_LARGE.code, TOO_LARGE.message))
         results.append(DeletableTopicResult(name=TopicName(topic.name), topic_id=topic.topic_id,
                                             error_code=ErrorCode.none, error_message=None))
     return ControllerResult(tuple(records), DeleteTopicsResponse(throttle_time=NO_THROTTLE,

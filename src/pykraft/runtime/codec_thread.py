@@ -27,8 +27,6 @@ T = TypeVar("T")
 #: A frame above this size is decoded (and an answer that grows with it encoded) here.
 OFF_LOOP_BYTES = 64 * 1024
 _CODEC = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codec")
-
-
 #: Whether the request the current task serves is above OFF_LOOP_BYTES (set by the
 #: listener's dispatcher: a connection's task serves one request at a time): what the task
 #: derives from it that grows with it (its answer, a copy forwarded to the controller) is
@@ -43,13 +41,14 @@ async def off_loop(work: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(_CODEC, work, *args)
 
 
-async def off_loop_if_large(work: Callable[[], T]) -> T:
-    """``work()``, work that grows with the request being served: on the codec thread when
-    that request is large (:data:`SERVING_LARGE`), so ``work`` must be pure (reading
-    immutable values only: the image, the request)."""
+async def off_loop_if_large(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)``, work that grows with the request being served: on the codec thread
+    when that request is large (:data:`SERVING_LARGE`), else at once on the loop (a thread
+    hop costs more than a small request's work); ``work`` must be pure (reading immutable
+    values only: the image, the request)."""
     if SERVING_LARGE.get():
-        return await off_loop(work)
-    return work()
+        return await off_loop(work, *args)
+    return work(*args)
 
 
 class Worker:

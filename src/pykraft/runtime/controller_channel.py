@@ -7,8 +7,11 @@ already tracks; where it listens comes from the node (the voter set in the log, 
 voters, or the leader's endpoint a Fetch answer named), so a broker works with a static or a
 dynamic quorum. A request with no known leader, or to a controller that cannot be reached,
 fails with :class:`NetworkError` and the caller retries or answers the client with a
-retriable error. On a TLS controller listener, ``tls`` is the node's client context; on a
-SASL one, ``sasl`` the node's credentials.
+retriable error. One larger than ``max_request_bytes`` (the cluster's
+``socket.request.max.bytes``: a forwarded request grows by the broker's header) fails with
+:class:`RequestTooLargeError` unsent: the controller would close the connection on it. On
+a TLS controller listener, ``tls`` is the node's client context; on a SASL one, ``sasl``
+the node's credentials.
 """
 
 from __future__ import annotations
@@ -30,12 +33,12 @@ class ControllerChannel:
     def __init__(self, node_id: int, address_of: Callable[[int], tuple[str, int] | None],
                  active_controller: Callable[[], int | None], request_timeout_ms: int,
                  tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None,
-                 purpose: str | None = None) -> None:
+                 purpose: str | None = None, max_request_bytes: int | None = None) -> None:
         suffix = "" if purpose is None else f"-{purpose}"  # Kafka's channel names
         self._pool = PeerPool(client_id=f"broker-{node_id}-to-controller{suffix}",
                               ours=listener_ranges(Listener.CONTROLLER),
                               request_timeout_ms=request_timeout_ms, tls=tls,
-                              sasl=sasl)
+                              sasl=sasl, max_request_bytes=max_request_bytes)
         self._address_of = address_of
         self._active = active_controller
 

@@ -2,7 +2,8 @@
 
 Kafka's rules for what cannot be served: an ApiVersions request of a version we lack gets
 the KIP-511 v0 reply with UNSUPPORTED_VERSION; any other API or version this listener does
-not serve, and any frame that does not parse, closes the connection (Kafka's SocketServer
+not serve, any frame that does not parse, and an ACL request naming an UNKNOWN code (which
+Kafka's request classes cannot parse), closes the connection (Kafka's SocketServer
 does the same: "api key ... which is not enabled"). A request whose handling fails gets
 UNKNOWN_SERVER_ERROR in its API's response, as Kafka's request handler answers it. KRaft
 RPCs are converted to the latest version for the core and the answer back to the version
@@ -35,6 +36,7 @@ from pykraft.errors import (
 )
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
+from pykraft.protocol.acl_requests import refused_acl_request
 from pykraft.protocol.api_versions import (
     api_versions_response,
     encode_unsupported_version_reply,
@@ -153,6 +155,9 @@ class Dispatcher:
                                    self._api_versions(request.api_version))
         if api_key in SASL_APIS:  # authenticated already, or a listener without SASL
             return self._encode(request, sasl_refusal(request))
+        refusal = await off_loop_if_large(refused_acl_request, api_key, request.body)
+        if refusal is not None:
+            raise CloseConnection(refusal)  # Kafka cannot parse it, on either listener
         try:
             return await self._route(request, session)
         except CloseConnection:
@@ -195,7 +200,7 @@ class Dispatcher:
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return self._encode(request, self._describe_cluster(request.body, access))
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
-            body: Any = convert(request.body, CONTROLLER_REQUESTS[api_key])
+            body: Any = await off_loop_if_large(convert, request.body, CONTROLLER_REQUESTS[api_key])
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return self._encode(request, await update_kraft_version(self._node, body))
             if api_key in PARTS and access.enabled:

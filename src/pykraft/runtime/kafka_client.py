@@ -15,7 +15,12 @@ import ssl
 from typing import Any
 
 from pykraft import __version__
-from pykraft.errors import NetworkError, ProtocolError, UnsupportedVersionError
+from pykraft.errors import (
+    NetworkError,
+    ProtocolError,
+    RequestTooLargeError,
+    UnsupportedVersionError,
+)
 from pykraft.protocol.api_versions import VersionRanges, negotiate, ranges_from_response
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request, request_type, response_type
@@ -40,11 +45,12 @@ class ClientConnection:
     in turn, and its response read in the same turn, the broker answering in order."""
 
     def __init__(self, stream: FrameStream, client_id: str, versions: dict[int, int | None],
-                 ours: VersionRanges) -> None:
+                 ours: VersionRanges, max_request_bytes: int | None = None) -> None:
         self._stream = stream
         self._client_id = client_id
         self.versions = versions
         self._ours = ours
+        self._max_request_bytes = max_request_bytes
         self._correlation = itertools.count(1)
         self._sasl: SaslSession | None = None
         self._writing = asyncio.Lock()
@@ -54,14 +60,17 @@ class ClientConnection:
     async def open(
         cls, host: str, port: int, *, client_id: str, ours: VersionRanges,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, tls: ssl.SSLContext | None = None,
-        sasl: SaslCredentials | None = None,
+        sasl: SaslCredentials | None = None, max_request_bytes: int | None = None,
     ) -> ClientConnection:
         """Connect (over TLS when ``tls`` is given), negotiate versions and, with ``sasl``,
-        authenticate (:mod:`pykraft.runtime.sasl_client`)."""
+        authenticate (:mod:`pykraft.runtime.sasl_client`). ``max_request_bytes``: the
+        peer's ``socket.request.max.bytes``, if known; a larger request is not sent
+        (:class:`RequestTooLargeError`), since the peer would only close the connection."""
         stream = await FrameStream.connect(host, port, max_frame_size, tls=tls)
         try:
             ours = ours if sasl is None else {**ours, **SASL_RANGES}
-            connection = cls(stream, client_id, await _negotiate(stream, client_id, ours), ours)
+            connection = cls(stream, client_id, await _negotiate(stream, client_id, ours), ours,
+                             max_request_bytes)
             if sasl is not None:
                 connection._sasl = SaslSession(sasl)
                 await connection._sasl.authenticate(connection._send)
@@ -91,8 +100,12 @@ class ClientConnection:
                                    self._client_id if client_id is None else client_id)
             correlation_id = header.correlation_id
             # a large request forwarded by a broker: coded off the loop, as its original was
-            await self._stream.write_frame(await off_loop_if_large(lambda: encode_request(
-                header, convert(body, request_type(api_key, version)))))
+            payload = await off_loop_if_large(_encode, header, body)
+            if self._max_request_bytes is not None and len(payload) > self._max_request_bytes:
+                raise RequestTooLargeError(
+                    f"the request is {len(payload)} bytes, more than the "
+                    f"{self._max_request_bytes} the peer accepts (socket.request.max.bytes)")
+            await self._stream.write_frame(payload)
             previous, turn = self._last_read, asyncio.get_running_loop().create_future()
             self._last_read = turn
         try:
@@ -106,6 +119,12 @@ class ClientConnection:
 
     def close(self) -> None:
         self._stream.close()
+
+
+def _encode(header: RequestHeader, body: Any) -> bytes:
+    """``body`` (any version of its API) in the header's version, after the header."""
+    return encode_request(header, convert(body, request_type(header.api_key,
+                                                             header.api_version)))
 
 
 async def _negotiate(stream: FrameStream, client_id: str, ours: VersionRanges) -> (

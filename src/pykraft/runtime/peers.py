@@ -43,7 +43,7 @@ class PeerConnection:
         request_timeout_ms: int, backoff: ExponentialBackoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         opener: Callable[[str, int], Any] | None = None, tls: ssl.SSLContext | None = None,
-        sasl: SaslCredentials | None = None,
+        sasl: SaslCredentials | None = None, max_request_bytes: int | None = None,
     ) -> None:
         self.peer_id = peer_id
         self.host = host
@@ -56,6 +56,7 @@ class PeerConnection:
         self._opener = opener or self._open
         self._tls = tls
         self._sasl = sasl
+        self._max_request_bytes = max_request_bytes
         self._tls_failing = False
         self._connection: ClientConnection | None = None
         self._last_used = 0.0
@@ -114,7 +115,8 @@ class PeerConnection:
 
     async def _open(self, host: str, port: int) -> ClientConnection:
         return await ClientConnection.open(host, port, client_id=self._client_id,
-                                           ours=self._ours, tls=self._tls, sasl=self._sasl)
+                                           ours=self._ours, tls=self._tls, sasl=self._sasl,
+                                           max_request_bytes=self._max_request_bytes)
 
     def _fail(self, error: BaseException) -> None:
         self.failures += 1
@@ -148,10 +150,12 @@ class PeerPool:
     voter back with new endpoints, a replica id reused by a new controller)."""
 
     def __init__(self, *, client_id: str, ours: VersionRanges, request_timeout_ms: int,
-                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, sasl: SaslCredentials | None = None,
+                 max_request_bytes: int | None = None) -> None:
         self._client_id = client_id
         self._tls = tls
         self._sasl = sasl
+        self._max_request_bytes = max_request_bytes
         self._ours = ours
         self._request_timeout_ms = request_timeout_ms
         self.peers: dict[int, PeerConnection] = {}
@@ -167,7 +171,8 @@ class PeerPool:
             current.close()
         self.peers[destination] = PeerConnection(
             destination, *address, client_id=self._client_id, ours=self._ours,
-            request_timeout_ms=self._request_timeout_ms, tls=self._tls, sasl=self._sasl)
+            request_timeout_ms=self._request_timeout_ms, tls=self._tls, sasl=self._sasl,
+            max_request_bytes=self._max_request_bytes)
         return self.peers[destination]
 
     def close(self) -> None:

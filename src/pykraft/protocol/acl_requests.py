@@ -1,10 +1,9 @@
-"""What a broker refuses in the ACL APIs before answering or forwarding them.
+"""What both listeners refuse in the ACL APIs' requests before handling them.
 
 Kafka's request classes (CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest) refuse
 a body naming the UNKNOWN code (0) of a resource type, pattern type, operation or permission
-while it is parsed; a request that cannot be parsed closes the connection. DescribeAcls
-itself is answered from the broker's image by
-:func:`pykraft.controller.acl_control.describe_acls`.
+while it is parsed, on a broker's listener and a controller's alike (Kafka 4.4.0 closes
+either): a request that cannot be parsed closes the connection.
 """
 
 from __future__ import annotations

@@ -121,9 +121,9 @@ def judge(api: str, case: str, theirs: Plain, ours: Plain,
 def outcome_of(api: str, case: str, reasons: set[str], defects: set[str]) -> str:
     """What the table shows for a row that did not fail."""
     if defects:
-        return "defect: " + "; ".join(sorted(defects))
+        return "defect: " + " | ".join(sorted(defects))
     if reasons:
-        return "excepted: " + "; ".join(sorted(reasons))
+        return "excepted: " + " | ".join(sorted(reasons))
     was_fixed = fixed(api, case)
     return "same" if was_fixed is None else f"fixed: {was_fixed.what}"
 

@@ -32,7 +32,7 @@ from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
 from process_harness import wait_for
 
-__all__ = ["PROPERTIES", "PartitionState", "add_broker_listener", "broker_call",
+__all__ = ["PROPERTIES", "PartitionState", "add_broker_listener", "add_listener", "broker_call",
            "combined_node", "fenced_brokers", "partition_leaders", "partition_state",
            "produce_one", "replica_log_bytes", "wait_for", "wait_for_brokers"]
 
@@ -83,8 +83,13 @@ def running_cluster(base: Path, properties: dict[str, str] = PROPERTIES, *,
 def add_broker_listener(cluster: LocalCluster, broker_id: int, name: str) -> int:
     """Bind one more listener, ``NAME://127.0.0.1:<free port>``, on a broker that was
     created but not started; returns its port."""
+    return add_listener(cluster.nodes[broker_id].config, name)
+
+
+def add_listener(config: Path, name: str) -> int:
+    """Append ``NAME://127.0.0.1:<free port>`` to the ``listeners`` of a node's
+    ``server.properties`` (of pykraft's or of Kafka's: same key); returns its port."""
     (port,) = free_ports(1)
-    config = cluster.nodes[broker_id].config
     config.write_text("".join(
         (f"{line},{name}://{HOST}:{port}" if line.startswith("listeners=") else line) + "\n"
         for line in config.read_text().splitlines()))

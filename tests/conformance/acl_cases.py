@@ -42,7 +42,9 @@ def _filter(name: str) -> dict[str, Any]:
 
 def create_then_delete(run: Run) -> Any:
     name = resource_of(run)
-    assert created(create(run, creation(name)), run) == [("NONE", None)]
+    made = create(run, creation(name))
+    # codes only: Kafka's message is '', pykraft's null (a known defect: kafka_differences)
+    assert [code(r.error_code) for r in made.results] == ["NONE"]
     return run.kio(ApiKey.DELETE_ACLS, {"filters": [_filter(name), _filter(name + "-none")]})
 
 

@@ -43,22 +43,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterInfo]:
     try:
         wait_for_brokers(made, 1)
         (controller_id,), (broker_id,) = made.controllers, made.brokers
-        info = ClusterInfo(
+        yield set_up(ClusterInfo(
             cluster_id=made.cluster_id, controller_id=controller_id,
             controller=parse_host_port(made.nodes[controller_id].address),
             broker_id=broker_id, broker=parse_host_port(made.nodes[broker_id].address),
             topic=SHARED_TOPIC, partitions=SHARED_PARTITIONS, epoch=-1,
-            sasl=(HOST, sasl_port))
-        quorum = describe_quorum(Run(info, "setup", "setup", CONTROLLER, 2))
-        assert quorum.error_code == 0, quorum
-        info = dataclasses.replace(info, epoch=quorum.topics[0].partitions[0].leader_epoch)
-        setup = Run(info, "setup", "setup", BROKER, CreateTopicsRequest.max_version)
-        create_topics(setup, SHARED_TOPIC, SHARED_PARTITIONS, 1)
-        wait_for("the shared topic's leaders", lambda: _has_leaders(setup))
-        yield info
+            sasl=(HOST, sasl_port)))
     finally:
         for node_id in made.nodes:
             made.kill(node_id)
+
+
+def set_up(info: ClusterInfo) -> ClusterInfo:
+    """What every row may read: the metadata partition's epoch (in the returned info) and
+    the shared topic, its partitions led. Run against pykraft's cluster and Kafka's alike."""
+    quorum = describe_quorum(Run(info, "setup", "setup", CONTROLLER, 2))
+    assert quorum.error_code == 0, quorum
+    info = dataclasses.replace(info, epoch=quorum.topics[0].partitions[0].leader_epoch)
+    setup = Run(info, "setup", "setup", BROKER, CreateTopicsRequest.max_version)
+    create_topics(setup, SHARED_TOPIC, SHARED_PARTITIONS, 1)
+    wait_for("the shared topic's leaders", lambda: _has_leaders(setup))
+    return info
 
 
 def _has_leaders(run: Run) -> bool | None:

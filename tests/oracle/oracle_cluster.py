@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
+from kio.schema.index import api_key_map
 from kio.static.primitive import i8
 
 from pykraft.ids import random_uuid, uuid_to_str
@@ -316,6 +317,12 @@ class OracleCluster:
         return codes
 
 
+def api_name(key: int) -> str:
+    """An API key's name as Kafka spells it (``DescribeCluster``), or ``key <n>``."""
+    snake = api_key_map.get(key)
+    return f"key {key}" if snake is None else "".join(w.title() for w in snake.split("_"))
+
+
 def _listens(node: Node) -> bool:
     return all(_accepts(port) for port in node.ports)
 
@@ -345,16 +352,20 @@ def unfenced_brokers(address: str, timeout_s: float = 5.0) -> int | None:
 
 
 @contextmanager
-def running(base: Path, kafka: KafkaInstall | None,
-            *specs: ClusterSpec) -> Iterator[list[OracleCluster]]:
+def running(base: Path, kafka: KafkaInstall | None, *specs: ClusterSpec,
+            prepare: Callable[[OracleCluster], None] | None = None,
+            ) -> Iterator[list[OracleCluster]]:
     """One cluster per spec (in ``base/cluster-<i>``), formatted, all started side by side
     (their JVMs and interpreters boot together) and ready; every node stopped by PID when
-    the block ends."""
+    the block ends. ``prepare`` edits a cluster's written configs before it is formatted
+    (e.g. one more listener)."""
     clusters = [OracleCluster(spec, base / f"cluster-{i}", kafka)
                 for i, spec in enumerate(specs)]
     try:
         for cluster in clusters:
             cluster.write_configs()
+            if prepare is not None:
+                prepare(cluster)
             cluster.format_all()
         for cluster in clusters:
             cluster.launch()

@@ -14,13 +14,13 @@ import struct
 from collections.abc import Iterator
 
 import pytest
-from kio.schema.index import api_key_map
 from oracle_cluster import (
     KAFKA,
     PYKRAFT,
     ClusterSpec,
     KafkaInstall,
     OracleCluster,
+    api_name,
     running,
 )
 from oracle_kafka import skip_module_off_ci
@@ -69,11 +69,6 @@ def _read(sock: socket.socket, count: int) -> bytes:
         assert chunk, f"connection closed after {len(data)} of {count} bytes"
         data += chunk
     return bytes(data)
-
-
-def api_name(key: int) -> str:
-    snake = api_key_map.get(key)
-    return f"key {key}" if snake is None else "".join(w.title() for w in snake.split("_"))
 
 
 def comparison_table(listener: str, kafka: Ranges, pykraft: Ranges) -> str:

@@ -106,10 +106,14 @@ def api_versions_response(
 
 def unsupported_version_response(listener: Listener) -> Body:
     """KIP-511 reply to an ApiVersions request of a version we do not speak: v0 body format,
-    UNSUPPORTED_VERSION, and our ApiKeys so the client can retry with a version we have."""
+    UNSUPPORTED_VERSION, and ApiVersions' own range only, so the client can retry with a
+    version we have (Kafka's ``ApiVersionsRequest.getErrorResponse`` lists no other API)."""
     schema = load_payload_module(ApiKey.API_VERSIONS, 0, EntityType.response)
+    low, high = listener_ranges(listener)[ApiKey.API_VERSIONS]
     return schema.ApiVersionsResponse(
-        error_code=ErrorCode.unsupported_version, api_keys=_api_keys(schema, listener)
+        error_code=ErrorCode.unsupported_version,
+        api_keys=(schema.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=low,
+                                    max_version=high),),
     )
 
 

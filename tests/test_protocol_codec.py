@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import io
 import uuid
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +24,7 @@ from kio.schema.describe_topic_partitions.v0.request import (
 )
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch_snapshot.v0.response import FetchSnapshotResponse
+from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v2.request import VoteRequest
 from kio.schema.vote.v2.response import VoteResponse
@@ -62,6 +64,7 @@ def test_request_round_trip(api_key: int, version: int, data: st.DataObject) -> 
         data.draw(st.none() | st.text(max_size=20)),
     )
     wire = encode_request(header, body)
+    assert wire.endswith(_kio_bytes(body))  # kio's own writer: the oracle
     frame = decode_request(wire)
     assert frame.header == header
     assert frame.body == body
@@ -79,9 +82,27 @@ def test_response_round_trip(api_key: int, version: int, data: st.DataObject) ->
         body = dataclasses.replace(body, error_code=ErrorCode.none)
     correlation_id = data.draw(st.integers(-(2**31), 2**31 - 1))
     wire = encode_response(correlation_id, api_key, version, body)
+    assert wire.endswith(_kio_bytes(body))
     frame = decode_response(api_key, version, wire)
     assert (frame.correlation_id, frame.body, frame.api_version) == (correlation_id, body, version)
     assert encode_response(correlation_id, api_key, version, frame.body) == wire
+
+
+def _kio_bytes(body: Any) -> bytes:
+    buffer = io.BytesIO()
+    entity_writer(type(body))(buffer, body)
+    return buffer.getvalue()
+
+
+def test_a_repeated_entry_is_written_as_often_as_named() -> None:
+    coordinator = Coordinator(key="g", node_id=BrokerId(1), host="h", port=i32(9092),
+                              error_code=ErrorCode.none, error_message=None)
+    other = dataclasses.replace(coordinator, key="k")
+    body = FindCoordinatorResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+                                   coordinators=(coordinator, coordinator, other, coordinator))
+    wire = encode_response(1, 10, 6, body)
+    assert wire.endswith(_kio_bytes(body))
+    assert decode_response(10, 6, wire).body == body
 
 
 def _compact(text: bytes) -> bytes:

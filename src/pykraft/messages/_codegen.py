@@ -152,7 +152,9 @@ def _nullable_struct_writer(write_struct: FieldWriter) -> FieldWriter:
 
 
 def _array_writer(write_item: FieldWriter, flexible: bool, nullable: bool) -> FieldWriter:
-    """The general array writer: any element type, null, lists, and every error."""
+    """The general array writer: any element type, null, lists, and every error. An entry
+    that is the same object as the one before (an answer repeating one entry per duplicate
+    a request named, a million times) is written once and its bytes copied."""
 
     def write_array(out: bytearray, items: Any) -> None:
         if items is None:
@@ -163,12 +165,18 @@ def _array_writer(write_item: FieldWriter, flexible: bool, nullable: bool) -> Fi
         if not isinstance(items, tuple | list):
             raise FieldEncodeError(f"expected a tuple, got {type(items).__name__}")
         write_length(out, len(items), flexible, INT32.struct)
+        last, start, end = None, 0, 0
         for index, item in enumerate(items):
+            if item is last and last is not None:  # a repeated entry: its bytes again
+                out += out[start:end]
+                continue
+            start = len(out)
             try:
                 write_item(out, item)
             except FieldEncodeError as exc:
                 exc.path.insert(0, f"[{index}]")
                 raise
+            last, end = item, len(out)
 
     return write_array
 

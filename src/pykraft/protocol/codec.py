@@ -7,18 +7,16 @@ entities (e.g. ``kio.schema.vote.v2.request.VoteRequest``).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_writer
 from kio.static.constants import EntityType
 
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
-from pykraft.messages.kio_adapter import KioBody, TaggedField, decode_kio_body
+from pykraft.messages.kio_adapter import KioBody, TaggedField, decode_kio_body, encode_kio
 from pykraft.protocol.apis import ApiKey, ApiSpec, api_spec
 from pykraft.protocol.cursor import Reader, encode_tagged_fields
 from pykraft.protocol.header import (
@@ -104,12 +102,11 @@ def _decode_body(reader: Reader, body_type: type) -> tuple[Body, tuple[TaggedFie
     return decoded.entity, decoded.unknown_tags
 
 
-def _encode_body(body: Body, unknown_tags: Sequence[TaggedField]) -> bytes:
-    buffer = io.BytesIO()
-    entity_writer(type(body))(buffer, body)
-    encoded = buffer.getvalue()
+def _encode_body(body: Body, unknown_tags: Sequence[TaggedField], header: bytes) -> bytes:
+    """``header`` then the body's bytes."""
     if not unknown_tags:
-        return encoded
+        return encode_kio(body, header)
+    encoded = encode_kio(body)
     # The top-level TAG_BUFFER is the last thing in a flexible body: find it and merge.
     tags_start = decode_kio_body(type(body), encoded).tags_start
     if tags_start is None:
@@ -117,7 +114,7 @@ def _encode_body(body: Body, unknown_tags: Sequence[TaggedField]) -> bytes:
     known = Reader(encoded, tags_start).tagged_fields("tagged fields")
     if {tag for tag, _ in known} & {tag for tag, _ in unknown_tags}:
         raise ValueError("an unknown tag collides with a tag the schema defines")
-    return encoded[:tags_start] + encode_tagged_fields([*known, *unknown_tags])
+    return header + encoded[:tags_start] + encode_tagged_fields([*known, *unknown_tags])
 
 
 def _check_body(body: Body, kind: EntityType, api_key: int, api_version: int) -> None:
@@ -159,7 +156,7 @@ def encode_request(
     version = request_header_version(
         header.api_key, header.api_version, spec.is_flexible(header.api_version)
     )
-    return encode_request_header(header, version) + _encode_body(body, unknown_tags) + trailing
+    return _encode_body(body, unknown_tags, encode_request_header(header, version)) + trailing
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes) -> ResponseFrame:
@@ -206,4 +203,4 @@ def encode_response(
     spec = _spec_for(api_key, api_version)
     _check_body(body, EntityType.response, api_key, api_version)
     version = response_header_version(api_key, spec.is_flexible(api_version))
-    return encode_response_header(correlation_id, version) + _encode_body(body, unknown_tags)
+    return _encode_body(body, unknown_tags, encode_response_header(correlation_id, version))

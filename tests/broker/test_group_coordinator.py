@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.heartbeat.v4.response import HeartbeatResponse
 from kio.schema.offset_commit.v9 import request as commit
@@ -424,5 +425,60 @@ def test_a_commit_whose_records_cannot_fit_one_batch_never_reaches_the_shard(
         assert r.part.log_end_offset == 0 and r.service.partition_states == {0: "loaded"}
         assert (await r.request("write:a")).error_code == ErrorCode.none
         await r.service.close()
+
+    run(scenario)
+
+
+class CountingShard(GroupShard):
+    """A group shard noting, per request it handles, how many groups it names and how many
+    loop turns the ticker had seen by then."""
+
+    def __init__(self, partition: int, turns: list[int]) -> None:
+        super().__init__(partition, GroupConfig(), random.Random(1))
+        self.turns = turns
+        self.seen: list[tuple[int, int]] = []
+
+    def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
+               context: RequestContext) -> Outcome:
+        self.seen.append((len(request.groups), self.turns[0]))
+        return super().handle(token, api_key, api_version, request, context)
+
+
+def test_a_batched_request_reaches_its_shard_a_piece_per_loop_turn(tmp_path: Path) -> None:
+    """DescribeGroups of 1,201 groups, each named twice: the shard gets each group once,
+    at most GROUPS_PER_TURN a request, the loop running between two; the answer names
+    every group as the request did."""
+    async def scenario() -> None:
+        logs = LogManager([tmp_path], LogConfig())
+        logs.startup(1_000)
+        replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
+        turns = [0]
+        shards: list[CountingShard] = []
+
+        def new_shard(partition: int) -> CountingShard:
+            shards.append(CountingShard(partition, turns))
+            return shards[-1]
+        service = GroupCoordinatorService(replicas, lambda: 1_000, new_shard,
+                                          OffsetsTopicConfig(num_partitions=1))
+        replicas.apply_image(offsets_image(), 1_000)
+        await until(lambda: service.partition_states == {0: "loaded"}, "shard loaded")
+
+        async def tick() -> None:
+            while True:
+                turns[0] += 1
+                await asyncio.sleep(0)
+        ticker = asyncio.get_running_loop().create_task(tick())
+        names = [GroupId(f"g{i}") for i in range(1_201)] * 2
+        answer = await service.handle(ApiKey.DESCRIBE_GROUPS, 6, DescribeGroupsRequest(
+            groups=tuple(names), include_authorized_operations=False), client_id="c",
+            client_host="/127.0.0.1")
+        ticker.cancel()
+        sizes = [size for size, _ in shards[-1].seen]
+        assert sizes == [500, 500, 201] and group_coordinator.GROUPS_PER_TURN == 500
+        seen_turns = [turn for _, turn in shards[-1].seen]
+        assert seen_turns == sorted(set(seen_turns))  # another loop turn before each piece
+        assert [g.group_id for g in answer.groups] == names
+        assert {g.error_code for g in answer.groups} == {ErrorCode.group_id_not_found}
+        await service.close()
 
     run(scenario)

@@ -19,10 +19,12 @@ from pykraft.broker.group_topic import (
     CoordinatorFinder,
     OffsetsTopicConfig,
 )
+from pykraft.broker.group_versions import to_version
 from pykraft.broker.responses import NO_THROTTLE, metadata_response
 from pykraft.errors import ConfigError
 from pykraft.group.partitioning import partition_for
 from pykraft.image.image import MetadataImage
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerRegistrationChangeRecord,
@@ -70,8 +72,11 @@ def test_the_first_find_creates_the_offsets_topic_capped_by_live_brokers() -> No
         channel = Channel()
         finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=7, segment_bytes=1 << 20),
                                    channel, "PLAINTEXT")
-        answer = finder.find(find(("g", "h")), cluster(3, fenced=(3,)))
-        finder.find(find(("g",)), cluster(3, fenced=(3,)))  # one creation at a time
+        image = cluster(3, fenced=(3,))
+        finder.create_missing(find(("g", "h")), image)
+        answer = finder.find(find(("g", "h")), image)
+        finder.create_missing(find(("g",)), image)  # one creation at a time
+        finder.create_missing(find(("t",), key_type=1), image)  # not for a transactional id
         await asyncio.sleep(0)  # the creation task sends
         await finder.close()
         return answer, channel
@@ -96,11 +101,26 @@ def test_the_coordinator_is_the_leader_of_the_groups_partition() -> None:
     assert partition_for("group-1", 5) < 5
 
 
+def test_a_key_named_again_gets_the_same_entry() -> None:
+    """Each distinct key is looked up once: a million duplicates are one entry repeated
+    (the codec writes it once and copies its bytes)."""
+    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=5), Channel(), "PLAINTEXT")
+    image = with_offsets_topic(cluster(2), 5, leader=2)
+    found = finder.find(find(("a", "b", "a")), image).coordinators
+    assert [c.key for c in found] == ["a", "b", "a"] and found[0] is found[2]
+
+
 def test_no_leader_yet_is_coordinator_not_available() -> None:
     finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=3), Channel(), "PLAINTEXT")
     image = with_offsets_topic(cluster(1), 3, leader=-1)
-    (found,) = finder.find(find(("g",)), image).coordinators
+    request = find(("g",))
+    answer = finder.find(request, image)
+    (found,) = answer.coordinators
     assert found.error_code == ErrorCode.coordinator_not_available and found.node_id == -1
+    assert found.error_message is None  # Kafka's batched entries carry no message
+    old = to_version(ApiKey.FIND_COORDINATOR, 3, answer, request)
+    assert (old.error_code, old.error_message) == (
+        ErrorCode.coordinator_not_available, "The coordinator is not available.")
 
 
 def test_transaction_and_unknown_key_types() -> None:

@@ -10,6 +10,7 @@ import pytest
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest as FindV2
 from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
+from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as FetchV1
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequestTopic as FetchTopicV1
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as FetchV5
@@ -20,6 +21,7 @@ from pykraft.broker.group_versions import (
     GROUP_APIS,
     error_response,
     merge,
+    pieces,
     split,
     to_latest,
     to_version,
@@ -101,6 +103,47 @@ def test_batched_requests_split_by_partition_and_merge_in_request_order() -> Non
     assert [(g.group_id, g.error_code) for g in merged.groups] == [
         ("a", ErrorCode.none), ("b", ErrorCode.not_coordinator), ("c", ErrorCode.none),
         ("a", ErrorCode.none)]
+
+
+def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
+    """A group named again is handed once (merge answers every naming of it), a partition's
+    groups a few at a time; a request naming a group a million times makes one entry."""
+    request = DescribeGroupsRequest(groups=tuple(GroupId(g) for g in "abcadeaf"),
+                                    include_authorized_operations=False)
+    partition = {"a": 1, "b": 2, "c": 1, "d": 1, "e": 2, "f": 1}
+    found = pieces(ApiKey.DESCRIBE_GROUPS, request, partition.__getitem__, 2)
+    assert [(p, tuple(r.groups)) for p, r in found] == [
+        (1, ("a", "c")), (1, ("d", "f")), (2, ("b", "e"))]
+    answers = {i: error_response(ApiKey.DESCRIBE_GROUPS, r, ErrorCode.none)
+               for i, (_, r) in enumerate(found)}
+    merged = merge(ApiKey.DESCRIBE_GROUPS, request, answers)
+    assert [g.group_id for g in merged.groups] == list("abcadeaf")
+    assert merged.groups[0] is merged.groups[3] is merged.groups[6]
+    many = DescribeGroupsRequest(groups=(GroupId("g"),) * 1_000_000,
+                                 include_authorized_operations=False)
+    ((_, one),) = pieces(ApiKey.DESCRIBE_GROUPS, many, lambda group: 0, 500)
+    assert one.groups == ("g",)
+    refused = error_response(ApiKey.DESCRIBE_GROUPS, many, ErrorCode.not_coordinator)
+    assert len(refused.groups) == 1_000_000 and len({id(g) for g in refused.groups}) == 1
+
+
+def test_a_leave_group_goes_in_pieces_of_members_and_comes_back_whole() -> None:
+    members = tuple(MemberIdentity(member_id=f"m{i}", group_instance_id=None, reason=None)
+                    for i in range(5))
+    request = LeaveGroupRequest(group_id=GroupId("g"), members=members)
+    found = pieces(ApiKey.LEAVE_GROUP, request, lambda group: 3, 2)
+    assert [(p, [m.member_id for m in r.members]) for p, r in found] == [
+        (3, ["m0", "m1"]), (3, ["m2", "m3"]), (3, ["m4"])]
+    codes = [ErrorCode.none, ErrorCode.unknown_member_id, ErrorCode.none]
+    answers = {i: error_response(ApiKey.LEAVE_GROUP, r, code)
+               for i, ((_, r), code) in enumerate(zip(found, codes, strict=True))}
+    merged = merge(ApiKey.LEAVE_GROUP, request, answers)
+    assert merged.error_code == ErrorCode.unknown_member_id
+    assert [(m.member_id, m.error_code) for m in merged.members] == [
+        ("m0", ErrorCode.none), ("m1", ErrorCode.none), ("m2", ErrorCode.unknown_member_id),
+        ("m3", ErrorCode.unknown_member_id), ("m4", ErrorCode.none)]
+    empty = dataclasses.replace(request, members=())
+    assert [r.members for _, r in pieces(ApiKey.LEAVE_GROUP, empty, lambda g: 3, 2)] == [()]
 
 
 def test_list_groups_concatenates_and_keeps_the_first_error_but_not_coordinator() -> None:

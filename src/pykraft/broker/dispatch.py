@@ -275,18 +275,21 @@ class BrokerDispatcher(Dispatcher):
         assert self._groups is not None
         service, finder = self._groups
         api_key, version = request.api_key, request.api_version
-        latest = to_latest(api_key, version, request.body)
-        if api_key == ApiKey.FIND_COORDINATOR:
-            response = authorized_coordinators(
-                latest, finder.find(latest, self._metadata.image), access)
-        else:
-            def serve(body: Any) -> Awaitable[Any]:
-                return service.handle(api_key, version, body,
-                                      client_id=request.header.client_id or "",
-                                      client_host="/" + session.client_host)
-            handle = (existing_partitions_only(self._metadata.image, serve)
-                      if api_key == ApiKey.OFFSET_COMMIT else serve)
-            response = await authorized_group_answer(api_key, latest, access, handle)
+        latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
+        if api_key == ApiKey.FIND_COORDINATOR:  # from the image alone: built off the loop
+            image = self._metadata.image
+            finder.create_missing(latest, image)
+            return await self._encode_large(request, lambda: to_version(
+                api_key, version, authorized_coordinators(latest, finder.find(latest, image),
+                                                          access), latest))
+
+        def serve(body: Any) -> Awaitable[Any]:
+            return service.handle(api_key, version, body,
+                                  client_id=request.header.client_id or "",
+                                  client_host="/" + session.client_host)
+        handle = (existing_partitions_only(self._metadata.image, serve)
+                  if api_key == ApiKey.OFFSET_COMMIT else serve)
+        response = await authorized_group_answer(api_key, latest, access, handle)
         return await self._encode_large(
             request, lambda: to_version(api_key, version, response, latest))
 

@@ -32,12 +32,12 @@ import asyncio
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
-from pykraft.broker.group_versions import error_response, merge, split
+from pykraft.broker.group_versions import distinct_filters, error_response, merge, pieces
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
@@ -45,9 +45,12 @@ from pykraft.group.records import offset_commit_floor
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import complete_batches, encode_batch, iter_batches
+from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.storage.partition_log import RecordBatchTooLargeError
 
 log = logging.getLogger(__name__)
+#: How many groups of a batched request a shard handles in one loop turn.
+GROUPS_PER_TURN = 500
 #: How much of the log one load step reads (Kafka's offsets.load.buffer.size).
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024
 #: A failed write's error as the operation answers it (Kafka's coordinator runtime).
@@ -235,19 +238,27 @@ class GroupCoordinatorService:
 
     async def handle(self, api_key: int, api_version: int, request: Any, *, client_id: str,
                      client_host: str) -> Any:
-        """The latest-version answer to a latest-version request of a shard API."""
+        """The latest-version answer to a latest-version request of a shard API. A batched
+        request's groups go to their shards :data:`GROUPS_PER_TURN` at a time, the loop
+        running between (a million group ids held it for seconds); its split and merge,
+        pure, run off the loop when it is large."""
         if api_key == ApiKey.LIST_GROUPS:
-            parts = {p: request for p in sorted(self._coordinators)}
+            listed = await off_loop_if_large(lambda: distinct_filters(request))
+            parts = [(p, listed) for p in sorted(self._coordinators)]
         else:
             image = self._replicas.image
-            parts = split(api_key, request,
-                          lambda group: self.config.partition_of(group, image))
+            parts = await off_loop_if_large(lambda: pieces(
+                api_key, request, lambda group: self.config.partition_of(group, image),
+                GROUPS_PER_TURN))
         context = RequestContext(now_ms=self._clock_ms(), client_id=client_id,
                                  client_host=client_host, topics=self._topics())
-        answers = await asyncio.gather(*(
-            self._on_partition(partition, api_key, api_version, part, context)
-            for partition, part in parts.items()))
-        return merge(api_key, request, dict(zip(parts, answers, strict=True)))
+        answers: list[Awaitable[Any]] = []
+        for index, (partition, part) in enumerate(parts):
+            if index:
+                await asyncio.sleep(0)
+            answers.append(self._submit(partition, api_key, api_version, part, context))
+        answered = dict(enumerate(await asyncio.gather(*answers)))
+        return await off_loop_if_large(lambda: merge(api_key, request, answered))
 
     def _topics(self) -> Mapping[str, TopicInfo]:
         """The image's topics for the shards, built once per image (every heartbeat
@@ -259,28 +270,37 @@ class GroupCoordinatorService:
                 for name, topic in topics.by_name.items()})
         return self._topic_infos[1]
 
-    async def _on_partition(self, partition: int, api_key: int, api_version: int,
-                            request: Any, context: RequestContext) -> Any:
+    def _submit(self, partition: int, api_key: int, api_version: int, request: Any,
+                context: RequestContext) -> Awaitable[Any]:
+        """Hand ``request`` to its partition's shard now; its answer once the shard's
+        records are committed (a refusal's, pure, built off the loop when large)."""
         coordinator = self._coordinators.get(partition)
-        if coordinator is None or not coordinator.current():
-            return error_response(api_key, request, ErrorCode.not_coordinator)
-        if coordinator.shard is None:
-            return error_response(api_key, request, ErrorCode.coordinator_load_in_progress)
-        if api_key == ApiKey.OFFSET_COMMIT and self._oversized_commit(coordinator, request):
-            return error_response(api_key, request, ErrorCode.unknown_server_error)
-        token = next(self._tokens)
+        refusal = self._refusal(coordinator, api_key, request)
+        if refusal is not None:
+            return off_loop_if_large(lambda: error_response(api_key, request, refusal))
+        assert coordinator is not None and coordinator.shard is not None
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        token = next(self._tokens)
         self._waiters[token] = _Waiter(future, api_key, request)
         try:
             outcome = coordinator.shard.handle(token, api_key, api_version, request, context)
         except BaseException:
             del self._waiters[token]
             raise
+        future.add_done_callback(lambda _: self._waiters.pop(token, None))
         self._apply(coordinator, outcome)
-        try:
-            return await future
-        finally:
-            self._waiters.pop(token, None)
+        return future
+
+    def _refusal(self, coordinator: _Coordinator | None, api_key: int,
+                 request: Any) -> ErrorCode | None:
+        """Why the partition's shard cannot take ``request`` now (None: it can)."""
+        if coordinator is None or not coordinator.current():
+            return ErrorCode.not_coordinator
+        if coordinator.shard is None:
+            return ErrorCode.coordinator_load_in_progress
+        if api_key == ApiKey.OFFSET_COMMIT and self._oversized_commit(coordinator, request):
+            return ErrorCode.unknown_server_error
+        return None
 
     @staticmethod
     def _oversized_commit(coordinator: _Coordinator, request: Any) -> bool:

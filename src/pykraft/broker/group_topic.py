@@ -110,24 +110,36 @@ class CoordinatorFinder:
         self._creating: asyncio.Task[None] | None = None
 
     def find(self, request: Any, image: MetadataImage) -> Any:
-        """The FindCoordinator answer for each of ``request``'s keys."""
+        """The FindCoordinator answer for each of ``request``'s keys; pure (a large request's
+        is built off the loop), so the missing offsets topic is asked for apart
+        (:meth:`create_missing`)."""
         key_type = int(request.key_type)
         if key_type == TRANSACTION_KEY:
             event(log, "transactional_producer_refused",
-                  transactional_ids=",".join(request.coordinator_keys))
+                  transactional_ids=",".join(dict.fromkeys(request.coordinator_keys)))
             return error_response(ApiKey.FIND_COORDINATOR, request,
                                   ErrorCode.transactional_id_authorization_failed,
                                   TRANSACTIONS_UNSUPPORTED)
         if key_type != GROUP_KEY:
             return error_response(ApiKey.FIND_COORDINATOR, request, ErrorCode.invalid_request,
                                   f"Unknown coordinator type {key_type}")
-        topic = image.topics.by_name.get(OFFSETS_TOPIC)
-        if topic is None:
-            self._create(image)
-        return FindCoordinatorResponse(throttle_time=NO_THROTTLE, coordinators=tuple(
-            self._coordinator(key, image) for key in request.coordinator_keys))
+        found: dict[str, Coordinator] = {}  # a key named again gets the same entry
+        coordinators = []
+        for key in request.coordinator_keys:
+            entry = found.get(key)
+            if entry is None:
+                entry = found[key] = self._coordinator(key, image)
+            coordinators.append(entry)
+        return FindCoordinatorResponse(throttle_time=NO_THROTTLE,
+                                       coordinators=tuple(coordinators))
 
-    def _coordinator(self, key: str, image: MetadataImage) -> Any:
+    def create_missing(self, request: Any, image: MetadataImage) -> None:
+        """Ask for the offsets topic when a group's coordinator is looked for before it
+        exists (Kafka's AutoTopicCreationManager)."""
+        if int(request.key_type) == GROUP_KEY and OFFSETS_TOPIC not in image.topics.by_name:
+            self._create(image)
+
+    def _coordinator(self, key: str, image: MetadataImage) -> Coordinator:
         """One key's coordinator: its partition's leader and that broker's endpoint."""
         topic = image.topics.by_name.get(OFFSETS_TOPIC)
         registration = None if topic is None else topic.partitions.get(
@@ -136,10 +148,10 @@ class CoordinatorFinder:
         broker = image.cluster.brokers.get(leader)
         endpoint = None if broker is None else next(
             (e for e in broker.listeners if e.name == self._listener), None)
-        if endpoint is None:
+        if endpoint is None:  # no message, as Kafka's batched answer (versions 4+)
             return Coordinator(key=key, node_id=BrokerId(NO_LEADER), host="", port=i32(-1),
                                error_code=ErrorCode.coordinator_not_available,
-                               error_message="The coordinator is not available.")
+                               error_message=None)
         return Coordinator(key=key, node_id=BrokerId(leader), host=endpoint.host,
                            port=i32(endpoint.port), error_code=ErrorCode.none, error_message=None)
 

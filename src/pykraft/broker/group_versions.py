@@ -16,11 +16,13 @@ one per version, so the runtime does here what Kafka's request classes do per ve
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
+from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.types import GroupId
 
 from pykraft.protocol.apis import API_SPECS, ApiKey
@@ -49,6 +51,10 @@ _FIRST_BATCHED: Mapping[int, int] = {
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
 LAST_RETENTION_COMMIT_VERSION = 4
 _UNLISTED = (ErrorCode.none, ErrorCode.not_coordinator)
+#: Kafka's message for COORDINATOR_NOT_AVAILABLE, which FindCoordinator v0-3 carry (v4+
+#: entries carry none: a million keys would repeat it a million times).
+COORDINATOR_NOT_AVAILABLE = "The coordinator is not available."
+_K = TypeVar("_K", bound=Hashable)
 
 
 def latest_version(api_key: int) -> int:
@@ -98,9 +104,10 @@ def to_latest(api_key: int, version: int, request: Any) -> Any:
 def to_version(api_key: int, version: int, response: Any, request: Any) -> Any:
     """The latest-version ``response`` to ``request`` (latest version too) as ``version``."""
     target = response_type(api_key, version)
-    if version < _FIRST_BATCHED.get(api_key, 0):
-        response = _unbatched(api_key, version, response, request)
-    return _fill_nulls(convert(response, target))
+    source: type | None = type(response)
+    if version < _FIRST_BATCHED.get(api_key, 0):  # one entry, of mixed classes: walked
+        response, source = _unbatched(api_key, version, response, request), None
+    return _fill_nulls(convert(response, target), source)
 
 
 def _unbatched(api_key: int, version: int, response: Any, request: Any) -> Any:
@@ -109,9 +116,12 @@ def _unbatched(api_key: int, version: int, response: Any, request: Any) -> Any:
     target = response_type(api_key, version)
     if api_key == ApiKey.FIND_COORDINATOR:
         found = response.coordinators[0]
+        message = found.error_message
+        if message is None and found.error_code == ErrorCode.coordinator_not_available:
+            message = COORDINATOR_NOT_AVAILABLE  # Kafka's prepareOldResponse: error.message()
         return _build(target, throttle_time=response.throttle_time, error_code=found.error_code,
-                      error_message=found.error_message, node_id=found.node_id,
-                      host=found.host, port=found.port)
+                      error_message=message, node_id=found.node_id, host=found.host,
+                      port=found.port)
     if api_key == ApiKey.LEAVE_GROUP:
         code = response.error_code
         if code == ErrorCode.none and response.members:  # Kafka's LeaveGroupResponse
@@ -141,20 +151,55 @@ def _offset_fetch_errors(code: ErrorCode, topics: tuple[Any, ...],
         for p in t.partition_indexes)) for t in topics)
 
 
-def _fill_nulls(entity: Any) -> Any:
+def _fill_nulls(entity: Any, source: type | None) -> Any:
     """Nulls the target version cannot carry as its zero (JoinGroup's protocol_name is
-    nullable from v7 only: Kafka writes "" before)."""
+    nullable from v7 only: Kafka writes "" before). ``source``: the class ``entity`` was
+    converted from (None: any); only what its fields let be null is looked at, so a million
+    entries whose classes agree on nulls are not walked."""
     changes: dict[str, Any] = {}
     not_nullable = _not_nullable(type(entity))
     for field in dataclasses.fields(entity):
         value = getattr(entity, field.name)
-        if value is None and field.name in not_nullable:
-            changes[field.name] = default_value(field)
-        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
-            changes[field.name] = tuple(_fill_nulls(item) for item in value)
-        elif dataclasses.is_dataclass(value):
-            changes[field.name] = _fill_nulls(value)
+        nested = None if source is None else _nested_source(source, field.name)
+        if value is None:
+            if field.name in not_nullable:
+                changes[field.name] = default_value(field)
+            continue
+        first = value[0] if isinstance(value, tuple) and value else value
+        kind: type = type(first)
+        if not dataclasses.is_dataclass(first) or (source is not None and (
+                nested is None or not _may_fill(nested, kind))):
+            continue
+        changes[field.name] = (tuple(_fill_nulls(item, nested) for item in value)
+                               if isinstance(value, tuple) else _fill_nulls(value, nested))
     return dataclasses.replace(entity, **changes) if changes else entity
+
+
+@functools.cache
+def _nested_source(source: type, name: str) -> type | None:
+    """The entity class of ``source``'s field ``name`` (None: not an entity field)."""
+    hints = typing.get_type_hints(source)
+    return entity_in(hints[name]) if name in hints else None
+
+
+@functools.cache
+def _may_fill(source: type, target: type) -> bool:
+    """Whether an entity of ``target`` converted from ``source`` may hold a null its
+    fields cannot carry, here or below."""
+    if not dataclasses.is_dataclass(target):
+        return False
+    if _nullable_fields(source) & _not_nullable(target):
+        return True
+    return any(_may_fill(nested, inner) for name, annotation in
+               typing.get_type_hints(target).items()
+               if (inner := entity_in(annotation)) is not None
+               and (nested := _nested_source(source, name)) is not None)
+
+
+@functools.cache
+def _nullable_fields(cls: type) -> frozenset[str]:
+    return frozenset(name for name, annotation in typing.get_type_hints(cls).items()
+                     if _nullable(annotation))
 
 
 _NOT_NULLABLE: dict[type, frozenset[str]] = {}
@@ -180,12 +225,15 @@ def _nullable(annotation: object) -> bool:
 
 def group_ids(api_key: int, request: Any) -> tuple[str, ...]:
     """The groups a latest-version request names, in order (ListGroups: none)."""
+    return tuple(_named(api_key, request))
+
+
+def _named(api_key: int, request: Any) -> Iterator[str]:
+    """:func:`group_ids` one at a time (a million of them are not held twice)."""
     if api_key in BATCHED:
         entries = getattr(request, BATCHED[api_key][0])
-        return tuple(str(getattr(e, "group_id", e)) for e in entries)
-    if api_key == ApiKey.LIST_GROUPS:
-        return ()
-    return (str(request.group_id),)
+        return (str(getattr(e, "group_id", e)) for e in entries)
+    return iter(() if api_key == ApiKey.LIST_GROUPS else (str(request.group_id),))
 
 
 def split(api_key: int, request: Any, partition_of: Callable[[str], int]) -> dict[int, Any]:
@@ -200,10 +248,40 @@ def split(api_key: int, request: Any, partition_of: Callable[[str], int]) -> dic
             for p, entries in parts.items()}
 
 
+def pieces(api_key: int, request: Any, partition_of: Callable[[str], int],
+           most: int) -> list[tuple[int, Any]]:
+    """:func:`split`, each group once (:func:`merge` gives a group named again the same
+    answer) and at most ``most`` groups (or LeaveGroup members) a piece, each piece with its
+    partition: the runtime hands a shard one piece per loop turn."""
+    if api_key == ApiKey.LEAVE_GROUP:  # one group: its members in pieces, in order
+        members = request.members
+        return [(partition_of(str(request.group_id)),
+                 dataclasses.replace(request, members=members[at:at + most]))
+                for at in range(0, max(len(members), 1), most)]
+    if api_key not in BATCHED:
+        return list(split(api_key, request, partition_of).items())
+    field = BATCHED[api_key][0]
+    partitions: dict[str, int] = {}
+    parts: dict[int, dict[str, Any]] = {}
+    for entry in getattr(request, field):
+        group = str(getattr(entry, "group_id", entry))
+        known = partitions.get(group)
+        if known is None:
+            known = partitions[group] = partition_of(group)
+        parts.setdefault(known, {})[group] = entry
+    found = []
+    for partition, by_group in parts.items():
+        entries = tuple(by_group.values())
+        found += [(partition, dataclasses.replace(request, **{field: entries[at:at + most]}))
+                  for at in range(0, len(entries), most)]
+    return found
+
+
 def merge(api_key: int, request: Any, answers: Mapping[int, Any]) -> Any:
-    """The partitions' answers (latest version) to :func:`split`'s parts as one answer to
-    ``request``, its groups in request order; ListGroups concatenates them (a partition
-    whose leadership just moved lists nothing, as in Kafka, rather than failing the list)."""
+    """The partitions' answers (latest version) to :func:`split`'s parts (or
+    :func:`pieces`', in order) as one answer to ``request``, its groups in request order;
+    ListGroups concatenates them (a partition whose leadership just moved lists nothing, as
+    in Kafka, rather than failing the list), and LeaveGroup its members' answers."""
     if not answers:
         return error_response(api_key, request, ErrorCode.none)
     if api_key == ApiKey.LIST_GROUPS:
@@ -212,6 +290,12 @@ def merge(api_key: int, request: Any, answers: Mapping[int, Any]) -> Any:
                     ErrorCode.none)
         return dataclasses.replace(first, error_code=code, groups=tuple(
             g for answer in answers.values() for g in answer.groups))
+    if api_key == ApiKey.LEAVE_GROUP:  # :func:`pieces`' members, in order
+        first = next(iter(answers.values()))
+        code = next((a.error_code for a in answers.values() if a.error_code != ErrorCode.none),
+                    ErrorCode.none)
+        return dataclasses.replace(first, error_code=code, members=tuple(
+            m for answer in answers.values() for m in answer.members))
     if api_key not in BATCHED:
         (answer,) = answers.values()
         return answer
@@ -219,10 +303,16 @@ def merge(api_key: int, request: Any, answers: Mapping[int, Any]) -> Any:
     by_group = {str(getattr(e, key)): e for a in answers.values() for e in getattr(a, field)}
     first = next(iter(answers.values()))
     return dataclasses.replace(first, **{field: tuple(
-        by_group[group] for group in group_ids(api_key, request))})
+        by_group[group] for group in _named(api_key, request))})
 
 
 # ---------------------------------------------------------------------- errors
+
+
+def distinct_filters(request: ListGroupsRequest) -> ListGroupsRequest:
+    """ListGroups with each filter once: every shard reads them all."""
+    return dataclasses.replace(request, states_filter=tuple(dict.fromkeys(
+        request.states_filter)), types_filter=tuple(dict.fromkeys(request.types_filter)))
 
 
 def error_response(api_key: int, request: Any, code: ErrorCode,
@@ -237,30 +327,57 @@ def error_response(api_key: int, request: Any, code: ErrorCode,
             body = dataclasses.replace(body, error_message=message)
     if api_key == ApiKey.FIND_COORDINATOR:
         entry = _nested(cls, "coordinators")
-        return dataclasses.replace(body, coordinators=tuple(
-            entry(key=key, node_id=-1, host="", port=-1, error_code=code, error_message=message)
-            for key in request.coordinator_keys))
+        return dataclasses.replace(body, coordinators=_each_once(
+            request.coordinator_keys, lambda key: entry(
+                key=key, node_id=-1, host="", port=-1, error_code=code,
+                error_message=message)))
     if api_key == ApiKey.OFFSET_COMMIT:
         return dataclasses.replace(body, topics=_partition_errors(
             request.topics, _nested(cls, "topics"), code))
     if api_key == ApiKey.LEAVE_GROUP:
         member = _nested(cls, "members")
-        return dataclasses.replace(body, members=tuple(
-            member(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                   error_code=code) for m in request.members))
+        return dataclasses.replace(body, members=_each_once(
+            ((m.member_id, m.group_instance_id) for m in request.members),
+            lambda ids: member(member_id=ids[0], group_instance_id=ids[1], error_code=code)))
     if api_key in BATCHED:
         _, field, _ = BATCHED[api_key]
         entry = _nested(cls, field)
-        return dataclasses.replace(body, **{field: tuple(
-            _group_error(entry, GroupId(group), code, message)
-            for group in group_ids(api_key, request))})
+        defaults = _defaults(entry)
+        return dataclasses.replace(body, **{field: _each_once(
+            _named(api_key, request),
+            lambda group: _group_error(entry, defaults, GroupId(group), code, message))})
     return body
 
 
-def _group_error(entry: type[Any], group: GroupId, code: ErrorCode,
-                 message: str | None) -> Any:
-    fields = {f.name: default_value(f) for f in dataclasses.fields(entry)}
-    fields.update(group_id=group, error_code=code)
+def _each_once(keys: Iterable[_K], make: Callable[[_K], Any]) -> tuple[Any, ...]:
+    """``make(key)`` for each of ``keys``, made once per distinct key: a request naming
+    one group a million times is answered with one entry a million times (the codec writes
+    a repeated entry once, then copies its bytes)."""
+    made: dict[_K, Any] = {}
+    entries = []
+    for key in keys:
+        entry = made.get(key)
+        if entry is None:
+            entry = made[key] = make(key)
+        entries.append(entry)
+    return tuple(entries)
+
+
+_DEFAULTS: dict[type, Mapping[str, Any]] = {}
+
+
+def _defaults(entry: type) -> Mapping[str, Any]:
+    """Each field's default in ``entry`` (resolved once per class, not per group)."""
+    found = _DEFAULTS.get(entry)
+    if found is None:
+        found = _DEFAULTS[entry] = types.MappingProxyType(
+            {f.name: default_value(f) for f in dataclasses.fields(entry)})
+    return found
+
+
+def _group_error(entry: type[Any], defaults: Mapping[str, Any], group: GroupId,
+                 code: ErrorCode, message: str | None) -> Any:
+    fields = {**defaults, "group_id": group, "error_code": code}
     if "error_message" in fields:
         fields["error_message"] = message
     return entry(**fields)

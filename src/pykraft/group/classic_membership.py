@@ -539,16 +539,17 @@ class ClassicMembership:
         if not request.group_id:
             return _reply(out, token, _leave_reply(E.invalid_group_id, ()))
         group = self.classic(request.group_id)
+        left: dict[tuple[str, str | None, int], MemberResponse] = {}
         if group is None:
             return _reply(out, token, _leave_reply(E.none, tuple(
-                _left(m.member_id, m.group_instance_id, E.unknown_member_id)
+                _left(left, m.member_id, m.group_instance_id, E.unknown_member_id)
                 for m in request.members)))
         if group.in_state(GroupState.DEAD):
             return _reply(out, token, _leave_reply(E.coordinator_not_available, ()))
         answers = []
         for identity in request.members:
             error = self._leave_one(out, group, identity.member_id, identity.group_instance_id)
-            answers.append(_left(identity.member_id, identity.group_instance_id, error))
+            answers.append(_left(left, identity.member_id, identity.group_instance_id, error))
         if any(answer.error_code == E.none for answer in answers):
             if group.in_state(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
                 out.extend(self._rebalance_or_complete_join(group, now))
@@ -614,9 +615,16 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
-def _left(member_id: str, instance_id: str | None, error: int) -> MemberResponse:
-    return MemberResponse(member_id=member_id, group_instance_id=instance_id,
-                          error_code=ErrorCode(error))
+def _left(made: dict[tuple[str, str | None, int], MemberResponse], member_id: str,
+          instance_id: str | None, error: int) -> MemberResponse:
+    """A member's answer, made once per distinct answer of one request (``made``): a
+    member named again is answered with the same entry, which the codec writes once."""
+    key = (member_id, instance_id, error)
+    found = made.get(key)
+    if found is None:
+        found = made[key] = MemberResponse(member_id=member_id, group_instance_id=instance_id,
+                                           error_code=ErrorCode(error))
+    return found
 
 
 def _leave_reply(error: int, members: tuple[MemberResponse, ...]) -> LeaveGroupResponse:

@@ -271,24 +271,21 @@ class Figures:
                 f"fenced {self.fenced}x; leader epochs {sorted(self.epochs)}; good rounds "
                 f"{self.good_rounds}, errors {self.good_errors[:1]}; dead {self.dead}")
 
-    def violations(self, epoch_before: int, *, known_stall: bool = False) -> list[str]:
-        """Every invariant the case broke (empty: none); with ``known_stall`` (a request
-        that still holds the loop, issue 24 defect 5) not the stall, the answer time, and a
-        fence or good-client error the stall brings."""
+    def violations(self, epoch_before: int) -> list[str]:
+        """Every invariant the case broke (empty: none)."""
         found = [f"node {n} died" for n in self.dead]
         found += [f"node {n}'s RSS grew {g >> 20} MiB > {RSS_GROWTH_LIMIT >> 20} MiB"
                   for n, g in sorted(self.rss_growth.items()) if g > RSS_GROWTH_LIMIT]
-        if not known_stall:
-            if not self.outcome.startswith(("answered", "closed")):
-                found.append(f"the request got {self.outcome}")
-            found += [f"node {n} answered ApiVersions after {s:.2f} s > {STALL_LIMIT_S} s"
-                      for n, s in sorted(self.stall_s.items()) if s > STALL_LIMIT_S]
-            if self.fenced:
-                found.append(f"the broker was fenced {self.fenced}x")
+        if not self.outcome.startswith(("answered", "closed")):
+            found.append(f"the request got {self.outcome}")
+        found += [f"node {n} answered ApiVersions after {s:.2f} s > {STALL_LIMIT_S} s"
+                  for n, s in sorted(self.stall_s.items()) if s > STALL_LIMIT_S]
+        if self.fenced:
+            found.append(f"the broker was fenced {self.fenced}x")
         if self.epochs - {epoch_before}:
             found.append(f"an election: leader epochs {sorted(self.epochs)} after "
                          f"{epoch_before}")
-        if self.good_errors and not known_stall:  # a stalled or fenced broker fails it
+        if self.good_errors:
             found.append(f"the good client failed: {self.good_errors[:3]}")
         return found
 

@@ -4,13 +4,9 @@ the largest counts its schema allows (every array repeated as often as fits, its
 duplicate naming a topic with data), compression bombs of every codec and a Fetch naming one
 partition tens of thousands of times, sent to a 1-controller + 1-broker cluster. Each must
 leave the node's memory bounded, its event loop answering ApiVersions within 1 s, the broker
-unfenced, the quorum without an election, and a producer/consumer beside it unharmed.
-
-A request that still holds a node's loop past those bounds today (issue 24, defect 5) names
-why in its case: for it the stall, the answer time and a fence the stall brings are printed,
-not asserted, while every other invariant (memory, no node dead, no election) still is.
-``-s`` prints each case's figures (RSS growth and worst ApiVersions per node, fencing,
-elections, the good client's rounds)."""
+unfenced, the quorum without an election, and a producer/consumer beside it unharmed: every
+case asserts every bound. ``-s`` prints each case's figures (RSS growth and worst ApiVersions
+per node, fencing, elections, the good client's rounds)."""
 
 from __future__ import annotations
 
@@ -77,12 +73,6 @@ DATA_BATCHES, DATA_VALUE = 4, 256 << 10
 
 class Case(NamedTuple):
     shape: Shape = Shape()
-    #: "issue 24 defect 5: ..." when today's code may hold the node's loop past the bounds
-    #: (stall, answer time and a fence it brings are then reported, not asserted).
-    stalls: str | None = None
-    #: Also over the memory bound today (a million keys decode to ~100 MiB of objects, near
-    #: the 96 MiB bound): an xfail, not strict since the figure straddles the bound.
-    over_memory: bool = False
 
 
 def _absent(target: Target) -> str:
@@ -97,16 +87,6 @@ def _records(target: Target) -> Records:
 #: A DeleteTopics of the abused topic would delete it for the cases after it.
 _DELETE_ABSENT = Shape({"name": _absent, "topic_id": lambda t: None})
 _PRODUCE = Shape({"records": _records, "acks": lambda t: -1})
-
-# Why today's code fails a case (1 MiB requests; figures from runs on a 2-core machine shared
-# with other test runs, quiet to loaded).
-_STALL_FENCED = ("issue 24 defect 5: served in one loop turn, the broker stalls 1.6-10 s (and "
-                 "is fenced under load)")
-#: A stall near the 1 s bound (also the few that reached 0.75-0.9 s in every run so far):
-#: 3-5x longer under load than on a quiet machine.
-_BORDERLINE = ("issue 24 defect 5: served in one loop turn, the node stalls 0.3-7 s across "
-               "runs (straddles the 1 s bound)")
-_BORDERLINE_CASE = Case(stalls=_BORDERLINE)
 
 BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.PRODUCE: Case(_PRODUCE),
@@ -192,10 +172,7 @@ CASES: Mapping[Listener, Mapping[ApiKey, Case]] = {
 def _params() -> Iterator[object]:
     for listener, cases in CASES.items():
         for key, case in cases.items():
-            marks = [pytest.mark.xfail(strict=False, reason=case.stalls or "")] if (
-                case.over_memory) else []
-            yield pytest.param(listener, key, case, marks=marks,
-                               id=f"{listener.value}-{key.name}")
+            yield pytest.param(listener, key, case, id=f"{listener.value}-{key.name}")
 
 
 class Cluster(NamedTuple):
@@ -259,8 +236,7 @@ def _produce(abused: Abused, topic_id: uuid.UUID, batch: bytes) -> ErrorCode:
     return ErrorCode(body.responses[0].partition_responses[0].error_code)
 
 
-def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str,
-              stalls: str | None = None) -> Figures:
+def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str) -> Figures:
     """Send one abusive frame, restore a healthy cluster whatever it did, print and return
     the figures; fails on every invariant it broke."""
     abused = cluster.abused
@@ -273,8 +249,8 @@ def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str,
         stalled = figures.stall_s.get(abused.broker, STALL_LIMIT_S) > HEARTBEAT_S
         recover(abused, time.monotonic() if stalled or figures.fenced else None,
                 stuck=not figures.outcome.startswith(("answered", "closed")))
-    print(figures.line() if stalls is None else f"{figures.line()} [{stalls}]")
-    violations = figures.violations(epoch, known_stall=stalls is not None)
+    print(figures.line())
+    violations = figures.violations(epoch)
     assert not violations, f"{case}: {'; '.join(violations)}"
     return figures
 
@@ -302,8 +278,7 @@ def test_largest_request(cluster: Cluster, listener: Listener, api_key: ApiKey,
     abused = cluster.abused
     node_id = abused.broker if listener is Listener.BROKER else abused.controller
     abuse = largest_request(api_key, case.shape, cluster.target, MAX_REQUEST_BYTES)
-    _measured(cluster, node_id, abuse.frame, f"{listener.value} {abuse.describe()}",
-              case.stalls)
+    _measured(cluster, node_id, abuse.frame, f"{listener.value} {abuse.describe()}")
 
 
 def _bomb_size(codec: str) -> int:

@@ -113,8 +113,8 @@ def test_create_describe_alter_delete(single: LocalCluster) -> None:
         single, "--describe", "--topic", "orders") else None)
     fewer = topics(single, "--alter", "--topic", "orders", "--partitions", "2")
     assert fewer.exit_code == 1
-    assert fewer.stdout.startswith("Error while executing topic command : Topic currently "
-                                   "has 5 partitions")
+    assert fewer.stdout == ("Error while executing topic command : The topic orders currently "
+                            "has 5 partition(s); 2 would not be an increase.\n")
     assert ok(single, "--alter", "--topic", "orders", "--partitions", "7",
               "--replica-assignment", ",".join([str(broker)] * 7)) == ""
     wait_for("7 partitions", lambda: True if "PartitionCount: 7" in ok(

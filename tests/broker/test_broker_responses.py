@@ -112,15 +112,24 @@ def test_partition_without_leader_reports_leader_not_available() -> None:
 def test_describe_cluster_brokers_only_and_fenced_on_request() -> None:
     image = image_of({1: False, 2: True}, {})
 
-    def ask(endpoint_type: int, include_fenced: bool) -> Any:
+    def ask(endpoint_type: int, include_fenced: bool, version: int = 1) -> Any:
         return describe_cluster_response(image, DescribeClusterRequest(
             include_cluster_authorized_operations=False, endpoint_type=i8(endpoint_type),
-            include_fenced_brokers=include_fenced), self_id=SELF, cluster_id="cid",
-            listener=LISTENER)
+            include_fenced_brokers=include_fenced), version=version, self_id=SELF,
+            cluster_id="cid", listener=LISTENER, operations=-(2**31))
     assert [b.broker_id for b in ask(1, False).brokers] == [1]
     both = ask(1, True).brokers
     assert [(b.broker_id, b.is_fenced) for b in both] == [(1, False), (2, True)]
-    assert ask(2, False).error_code == ErrorCode.unsupported_endpoint_type
+    # Kafka 4.4's AuthHelper.computeDescribeClusterResponse, field by field
+    mismatched = ask(2, False)
+    assert (mismatched.error_code, mismatched.error_message, mismatched.endpoint_type,
+            mismatched.brokers) == (
+        ErrorCode.mismatched_endpoint_type, "The request was sent to an endpoint of type "
+        "BROKER, but we wanted an endpoint of type CONTROLLER", 1, ())
+    unknown = ask(3, False)
+    assert (unknown.error_code, unknown.error_message) == (
+        ErrorCode.unsupported_endpoint_type, "Unsupported endpoint type 3")
+    assert ask(3, False, version=0).error_code == ErrorCode.invalid_request
 
 
 brokers = st.dictionaries(st.integers(1, 6), st.booleans(), min_size=1, max_size=4)

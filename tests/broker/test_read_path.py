@@ -247,7 +247,8 @@ def test_list_offsets(replicas: ReplicaManager) -> None:
     assert _list_offsets(replicas, -1) == [(ErrorCode.none, -1, 3, 3)]
     assert _list_offsets(replicas, 1500) == [(ErrorCode.none, 2000, 2, 3)]
     assert _list_offsets(replicas, -3) == [(ErrorCode.none, 2000, 2, 3)]
-    assert _list_offsets(replicas, 1000, 1000) == [(ErrorCode.invalid_request, -1, -1, -1)] * 2
+    # named twice: refused once, as Kafka's ReplicaManager.fetchOffset answers a map
+    assert _list_offsets(replicas, 1000, 1000) == [(ErrorCode.invalid_request, -1, -1, -1)]
     assert _list_offsets(replicas, -1, epoch=2)[0][0] == ErrorCode.fenced_leader_epoch
     assert _list_offsets(replicas, -1, partition=1)[0][0] == ErrorCode.not_leader_or_follower
 

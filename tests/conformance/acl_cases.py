@@ -72,7 +72,7 @@ def described(body: Any, run: Run) -> Meaning:
 ACLS = [
     Case("CreateAcls", ApiKey.CREATE_ACLS, "creates",
          lambda r: create(r, creation(resource_of(r)), creation(resource_of(r))), created,
-         lambda _r: [("NONE", None), ("NONE", None)], listeners=BOTH),
+         lambda _r: [("NONE", ""), ("NONE", "")], listeners=BOTH),
     Case("CreateAcls", ApiKey.CREATE_ACLS, "invalid_cluster_name",
          lambda r: create(r, creation("c", ResourceType.CLUSTER)), created,
          lambda _r: [("INVALID_REQUEST",

@@ -67,6 +67,11 @@ EXCEPTIONS = [
     Difference("DescribeLogDirs", "*", r"\.results\[0\]\.log_dir",
                "each cluster's broker has its own log directory",
                "core/src/main/scala/kafka/log/LogManager.scala liveLogDirs"),
+    Difference("DescribeLogDirs", "*", r"\.results\[0\]\.usable_bytes",
+               "the free space of the file system both clusters' log directories share, read "
+               "by each at its own instant while the other writes",
+               "core/src/main/scala/kafka/server/ReplicaManager.scala describeLogDirs "
+               "(fileStore.getUsableSpace)"),
     Difference("DescribeLogDirs", "all_partitions", r"\.results\[0\]\.topics.*",
                "Kafka lists a log dir's topics in its HashMap's order, not in any order a "
                "client may rely on",
@@ -78,7 +83,6 @@ EXCEPTIONS = [
                "GroupMetadataManager.java listGroups"),
 ]
 
-_NULL_MESSAGE = "pykraft sends a null error message where Kafka sends ''"
 _WORDS = "pykraft's error message is not in Kafka's words"
 
 
@@ -87,62 +91,70 @@ def _words(api: str, cases: str = "*") -> Difference:
 
 
 KNOWN_DEFECTS = [
-    Difference("*", "*", r".*error_message", _NULL_MESSAGE, values=("", None)),
-    Difference("SaslAuthenticate", "valid_plain", r"\[1\]", _NULL_MESSAGE, values=("", None)),
     Difference("ApiVersions", "*", r"\.api_keys.*",
                "pykraft serves 41 of the APIs Kafka 4.4 serves, some at fewer versions "
                "(issue 25: later issues serve them)"),
-    *(_words(api, cases) for api, cases in (
-        ("AddRaftVoter", "wrong_cluster_id"), ("RemoveRaftVoter", "wrong_cluster_id"),
-        ("AlterConfigs", "unknown_topic"), ("IncrementalAlterConfigs", "unknown_topic"),
-        ("CreatePartitions", "*"), ("CreateTopics", "*"), ("DescribeConfigs", "unknown_topic"),
-        ("ConsumerGroupDescribe", "unknown_group"), ("UpdateFeatures", "unknown_feature"),
-        ("DescribeCluster", "*"))),
-    Difference("CreateTopics", "*", r"\.topics\[\d+\]\.configs", "pykraft sends a null "
-               "configs array with a topic's error where Kafka sends an empty one",
-               values=([], None)),
+    _words("ConsumerGroupDescribe", "unknown_group"),
     Difference("CreateTopics", "*", r"\.topics\[\d+\]\.configs\[\d+\]\..*",
                "a created topic's configs lack some of Kafka's topic configs "
                "(follower.replication.throttled.replicas, index.interval.bytes, ...)"),
-    Difference("Fetch", "*", r".*\.aborted_transactions", "pykraft sends a null "
-               "aborted_transactions array where Kafka sends an empty one", values=([], None)),
-    Difference("AllocateProducerIds", "unknown_broker", r"\.producer_id_start",
-               "pykraft answers producer_id_start -1 with the error, Kafka 0"),
-    Difference("AlterPartition", "unknown_broker", r"\.error_code",
-               "pykraft answers a top-level STALE_BROKER_EPOCH from v2 where Kafka answers NONE"),
     Difference("ConsumerGroupHeartbeat", "first_heartbeat_joins", r"\.member_epoch",
                "a first heartbeat gets member epoch 1 where Kafka's gets 2"),
-    Difference("ControllerRegistration", "no_incarnation_id", r"\.error_(code|message)",
-               "pykraft refuses a zero incarnation id (INVALID_REQUEST); Kafka registers it"),
     Difference("ApiVersions", "*", r"\.(finalized|supported)_features.*",
                "pykraft supports and finalizes metadata.version only; Kafka also "
                "group.version, streams.version, transaction.version, ..."),
-    Difference("FindCoordinator", "group_key", r"\.error_message",
-               "Kafka sends its error's name ('NONE') as the v1-3 message, pykraft null",
-               values=("NONE", None)),
-    Difference("CreateTopics", "validate_only", r"\.topics\[0\]\.topic_id",
-               "Kafka answers a validate-only creation with a topic id, pykraft with none"),
     Difference("Fetch", "observer_reads_the_metadata_log", r"\.node_endpoints.*",
                "pykraft's controller lists its endpoint in a Fetch answer to an observer; "
                "Kafka's lists none"),
-    Difference("UpdateFeatures", "unknown_feature", r"\.results.*",
-               "pykraft's controller lists the feature's result beside the top-level error; "
-               "Kafka's lists none"),
-    Difference("DescribeCluster", "*", r"\.(error_code|endpoint_type)",
-               "pykraft answers UNSUPPORTED_ENDPOINT_TYPE (115) and echoes no endpoint type "
-               "where Kafka answers MISMATCHED_ENDPOINT_TYPE (114)"),
-    Difference("FetchSnapshot", "wrong_cluster_id", r"\.topics.*",
-               "pykraft lists the partition beside a wrong cluster id; Kafka lists none"),
     Difference("InitProducerId", "transactional_id", r"\.error_code",
                "pykraft has no transaction coordinator (53 where Kafka answers NOT_COORDINATOR "
                "until __transaction_state exists)"),
-    Difference("ListOffsets", "duplicate_partition", r"\.topics\[0\]\.partitions\[1\].*",
-               "pykraft answers each duplicate partition; Kafka answers it once"),
 ]
 
+_MISMATCHED = ("MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0) with Kafka's message and "
+               "default fields")
+_EMPTY_MESSAGE = "an empty error message where Kafka sets none, not null"
+_WORDED = "Kafka's error message, word for word"
+_EMPTY_CONFIGS = "an empty configs array with a topic's error, as Kafka's"
 FIXED = [
     Fixed("ApiVersions", "unsupported_version", "the KIP-511 reply to an unsupported "
           "ApiVersions version lists ApiVersions' own range only, as Kafka's does"),
+    *(Fixed(api, case, what) for api, case, what in (
+        ("CreateAcls", "creates", _EMPTY_MESSAGE),
+        ("DescribeAcls", "lists_created", _EMPTY_MESSAGE),
+        ("DescribeConfigs", "topic_key", _EMPTY_MESSAGE),
+        ("DescribeConfigs", "unknown_topic", _EMPTY_MESSAGE),
+        ("DescribeUserScramCredentials", "all_users", _EMPTY_MESSAGE),
+        ("DescribeUserScramCredentials", "unknown_user", _EMPTY_MESSAGE),
+        ("DescribeUserScramCredentials", "upserted_user", _EMPTY_MESSAGE),
+        ("DescribeUserScramCredentials", "user_twice", _EMPTY_MESSAGE),
+        ("FindCoordinator", "batched_group_keys", _EMPTY_MESSAGE),
+        ("SaslAuthenticate", "valid_plain", _EMPTY_MESSAGE),
+        ("FindCoordinator", "group_key",
+         "Kafka's message: empty in a v4+ coordinator, the error's name ('NONE') at v1-3"),
+        ("AddRaftVoter", "wrong_cluster_id", _WORDED),
+        ("RemoveRaftVoter", "wrong_cluster_id", _WORDED),
+        ("AlterConfigs", "unknown_topic", _WORDED),
+        ("IncrementalAlterConfigs", "unknown_topic", _WORDED),
+        ("CreatePartitions", "fewer_partitions", _WORDED),
+        ("CreatePartitions", "unknown_topic", _WORDED + " (none: Kafka's exception has none)"),
+        ("CreateTopics", "already_exists", _EMPTY_CONFIGS),
+        ("CreateTopics", "invalid_partitions", _EMPTY_CONFIGS),
+        ("CreateTopics", "invalid_replication_factor", _WORDED + "; " + _EMPTY_CONFIGS),
+        ("CreateTopics", "more_records_than_one_operation_may_write",
+         "the partition total refused first, in Kafka's words; " + _EMPTY_CONFIGS),
+        ("Fetch", "unknown_topic", "an empty aborted_transactions array for a partition "
+         "refused before reading, as Kafka's FetchResponse.partitionResponse"),
+        ("AllocateProducerIds", "unknown_broker", "producer_id_start 0 with the error"),
+        ("AlterPartition", "unknown_broker", "a request naming no topic is answered NONE "
+         "before the broker epoch is checked, as Kafka's QuorumController"),
+        ("ControllerRegistration", "no_incarnation_id",
+         "a zero incarnation id is registered, as Kafka's"),
+        ("DescribeCluster", "controller_endpoints_on_a_broker", _MISMATCHED),
+        ("DescribeCluster", "broker_endpoints_on_a_controller", _MISMATCHED),
+        ("FetchSnapshot", "wrong_cluster_id", "a top-level error lists no topics"),
+        ("ListOffsets", "duplicate_partition", "a partition named twice is answered once"),
+    )),
 ]
 
 

@@ -126,7 +126,7 @@ SASL_ROWS = [
          lambda run: handshake(run, "GSSAPI"), same,
          fixed(("UNSUPPORTED_SASL_MECHANISM", ["PLAIN"], True)), listeners=(SASL,)),
     Case("SaslAuthenticate", ApiKey.SASL_AUTHENTICATE, "valid_plain",
-         lambda run: authenticate(run, GOOD), same, fixed(("NONE", None, b"", False)),
+         lambda run: authenticate(run, GOOD), same, fixed(("NONE", "", b"", False)),
          listeners=(SASL,)),
     Case("SaslAuthenticate", ApiKey.SASL_AUTHENTICATE, "wrong_password_then_closed",
          lambda run: authenticate(run, plain_client_token("alice", "nope")), same,

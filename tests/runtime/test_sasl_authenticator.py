@@ -64,7 +64,7 @@ def test_api_versions_then_plain_then_requests_as_the_user() -> None:
     assert (body.error_code, body.mechanisms) == (ErrorCode.none, ("PLAIN", SCRAM))
     step = authenticator.receive(auth(plain_client_token("alice", "alice-secret")), 0)
     body = answer(step, ApiKey.SASL_AUTHENTICATE, 2)
-    assert (body.error_code, body.error_message, step.close) == (ErrorCode.none, None, None)
+    assert (body.error_code, body.error_message, step.close) == (ErrorCode.none, "", None)
     assert body.session_lifetime.total_seconds() == 0
     assert authenticator.session == dataclasses.replace(BASE,
                                                         principal=KafkaPrincipal("User", "alice"))

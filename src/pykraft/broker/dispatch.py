@@ -185,11 +185,11 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, init_producer_refusal(request.body, access, image)
                                 or init_producer_id(request.body, self.producer_ids))
         if api_key == ApiKey.DESCRIBE_CLUSTER:
-            return self._encode(request, dataclasses.replace(describe_cluster_response(
-                image, request.body, self_id=node_id, cluster_id=self._cluster_id,
-                listener=self._listener_name), cluster_authorized_operations=i32(
-                access.cluster_operations(bool(getattr(
-                    request.body, "include_cluster_authorized_operations", False))))))
+            return self._encode(request, describe_cluster_response(
+                image, request.body, version=request.api_version, self_id=node_id,
+                cluster_id=self._cluster_id, listener=self._listener_name,
+                operations=access.cluster_operations(bool(getattr(
+                    request.body, "include_cluster_authorized_operations", False)))))
         if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:  # from the image: off the loop
             return await self._encode_large(request, lambda: describe_user_scram_credentials(
                 image.scram, request.body))

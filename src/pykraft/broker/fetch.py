@@ -74,6 +74,13 @@ BY_ID_VERSION = 18
 INITIAL_EPOCH = 0  # FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: a full fetch
 FINAL_EPOCH = -1
 _LEADER_HINTS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+#: Errors Kafka's ``KafkaApis.handleFetchRequest`` answers before reading, with
+#: ``FetchResponse.partitionResponse``: its ``aborted_transactions`` keeps the schema's
+#: default, an empty array, where a read's (an error of the replica manager's included)
+#: is null unless read_committed.
+_REFUSED_BEFORE_READING = frozenset({ErrorCode.unknown_topic_or_partition,
+                                     ErrorCode.unknown_topic_id,
+                                     ErrorCode.topic_authorization_failed})
 
 #: A requested partition: its topic (name or id), index and current leader epoch.
 PartitionKey = tuple[str | uuid.UUID, int, int]
@@ -258,8 +265,7 @@ class FetchHandler:
                                                       end_offset=i64(diverging[1])),
                 current_leader=schema.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),
                                                        leader_epoch=i32(leader[1])),
-                aborted_transactions=(() if isolation is FetchIsolation.TXN_COMMITTED
-                                      else None),
+                aborted_transactions=_aborted_transactions(read.error, isolation),
                 records=Records(read.records)))
         responses = tuple(
             schema.FetchableTopicResponse(partitions=tuple(parts),
@@ -282,6 +288,15 @@ class FetchHandler:
                                                  host=endpoint.host, port=i32(endpoint.port),
                                                  rack=broker.rack if broker else None))
         return tuple(found)
+
+
+def _aborted_transactions(error: ErrorCode, isolation: FetchIsolation) -> tuple[()] | None:
+    """None (null) for a read of uncommitted records or a failed read; an empty array for
+    a committed read (pykraft has no aborted transactions) or a partition refused before
+    reading (see :data:`_REFUSED_BEFORE_READING`)."""
+    if error in _REFUSED_BEFORE_READING:
+        return ()
+    return () if isolation is FetchIsolation.TXN_COMMITTED and error == ErrorCode.none else None
 
 
 async def _changed(partitions: list[HostedPartition], timeout_s: float,

@@ -140,7 +140,8 @@ class CoordinatorFinder:
             self._create(image)
 
     def _coordinator(self, key: str, image: MetadataImage) -> Coordinator:
-        """One key's coordinator: its partition's leader and that broker's endpoint."""
+        """One key's coordinator: its partition's leader and that broker's endpoint (no
+        message: Kafka's lookup sets none; v0-3 get ``Errors.message()`` on the way out)."""
         topic = image.topics.by_name.get(OFFSETS_TOPIC)
         registration = None if topic is None else topic.partitions.get(
             self._config.partition_of(key, image))
@@ -150,10 +151,9 @@ class CoordinatorFinder:
             (e for e in broker.listeners if e.name == self._listener), None)
         if endpoint is None:  # no message, as Kafka's batched answer (versions 4+)
             return Coordinator(key=key, node_id=BrokerId(NO_LEADER), host="", port=i32(-1),
-                               error_code=ErrorCode.coordinator_not_available,
-                               error_message=None)
+                               error_code=ErrorCode.coordinator_not_available, error_message="")
         return Coordinator(key=key, node_id=BrokerId(leader), host=endpoint.host,
-                           port=i32(endpoint.port), error_code=ErrorCode.none, error_message=None)
+                           port=i32(endpoint.port), error_code=ErrorCode.none, error_message="")
 
     def _create(self, image: MetadataImage) -> None:
         """Ask the controller for the offsets topic, once at a time."""

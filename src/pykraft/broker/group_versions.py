@@ -54,6 +54,11 @@ _UNLISTED = (ErrorCode.none, ErrorCode.not_coordinator)
 #: Kafka's message for COORDINATOR_NOT_AVAILABLE, which FindCoordinator v0-3 carry (v4+
 #: entries carry none: a million keys would repeat it a million times).
 COORDINATOR_NOT_AVAILABLE = "The coordinator is not available."
+#: Kafka's ``Errors.message()`` of the codes a coordinator lookup answers, the v0-3
+#: top-level message (``FindCoordinatorResponse.prepareOldResponse``; "NONE" on success);
+#: v4+ coordinators carry none (``handleFindCoordinatorRequestV4AndAbove`` leaves it empty).
+_LOOKUP_MESSAGES: Mapping[int, str] = {
+    ErrorCode.none: "NONE", ErrorCode.coordinator_not_available: COORDINATOR_NOT_AVAILABLE}
 _K = TypeVar("_K", bound=Hashable)
 
 
@@ -116,9 +121,8 @@ def _unbatched(api_key: int, version: int, response: Any, request: Any) -> Any:
     target = response_type(api_key, version)
     if api_key == ApiKey.FIND_COORDINATOR:
         found = response.coordinators[0]
-        message = found.error_message
-        if message is None and found.error_code == ErrorCode.coordinator_not_available:
-            message = COORDINATOR_NOT_AVAILABLE  # Kafka's prepareOldResponse: error.message()
+        message = found.error_message or _LOOKUP_MESSAGES.get(found.error_code,
+                                                              found.error_message)
         return _build(target, throttle_time=response.throttle_time, error_code=found.error_code,
                       error_message=message, node_id=found.node_id, host=found.host,
                       port=found.port)

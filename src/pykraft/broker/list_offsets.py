@@ -17,7 +17,9 @@ ListOffsets follows ``KafkaApis.handleListOffsetRequest`` and
 list_offset`): a consumer (replica id -1) asks the leader and sees up to the high watermark
 (the last stable offset under READ_COMMITTED, the same while there are no transactions); a
 replica (id >= 0) asks the leader and sees up to the log end; the debug id -2 may ask any
-replica. A partition named twice gets INVALID_REQUEST on every entry. v0 was removed in
+replica. A partition named twice gets INVALID_REQUEST, once: Kafka's
+``ReplicaManager.fetchOffset`` keys its answers by partition and groups them by topic (in
+its map's order; here, in the order the request first names them). v0 was removed in
 Kafka 4.0 and is not served. v11's earliest pending upload (-6, KIP-1023) is offset -1, as
 Kafka answers without tiered storage. OffsetForLeaderEpoch answers from the leader's epoch cache
 (``LeaderEpochFileCache.endOffsetFor``): the largest epoch at or below the requested one
@@ -33,6 +35,7 @@ from kio.schema.list_offsets.v11 import request as lo_req
 from kio.schema.list_offsets.v11 import response as lo
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_req
 from kio.schema.offset_for_leader_epoch.v4 import response as ofle
+from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
 from pykraft.broker.partition_reads import (
@@ -57,18 +60,20 @@ from pykraft.runtime.turns import Turns
 
 async def list_offsets(request: Any, replicas: ReplicaManager,
                        denied: frozenset[object] = frozenset()) -> lo.ListOffsetsResponse:
-    """The ListOffsets answer, every requested partition in request order
-    (TOPIC_AUTHORIZATION_FAILED for the ``denied`` topics)."""
+    """The ListOffsets answer, each requested partition once, by topic, in the order the
+    request first names them (TOPIC_AUTHORIZATION_FAILED for the ``denied`` topics)."""
     body = convert(request, lo_req.ListOffsetsRequest)
     replica_id = int(body.replica_id)
     isolation = (fetch_isolation(replica_id, int(body.isolation_level))
                  if replica_id == CONSUMER_REPLICA_ID else None)
     named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
     turns = Turns()
-    topics = []
+    answered: dict[TopicName, dict[int, lo.ListOffsetsPartitionResponse]] = {}
     for topic in body.topics:
-        partitions = []
+        partitions = answered.setdefault(topic.name, {})
         for part in topic.partitions:
+            if int(part.partition_index) in partitions:
+                continue
             await turns.pause()
             if topic.name in denied:
                 answer = ListedOffset(ErrorCode.topic_authorization_failed)
@@ -85,13 +90,13 @@ async def list_offsets(request: Any, replicas: ReplicaManager,
                 else:
                     answer = await _listed(hosted, int(part.timestamp), isolation,
                                            replicas.read_failed)
-            partitions.append(lo.ListOffsetsPartitionResponse(
+            partitions[int(part.partition_index)] = lo.ListOffsetsPartitionResponse(
                 partition_index=part.partition_index, error_code=answer.error,
                 timestamp=i64(answer.timestamp), offset=i64(answer.offset),
-                leader_epoch=i32(answer.leader_epoch)))
-        topics.append(lo.ListOffsetsTopicResponse(name=topic.name,
-                                                  partitions=tuple(partitions)))
-    return lo.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+                leader_epoch=i32(answer.leader_epoch))
+    return lo.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(
+        lo.ListOffsetsTopicResponse(name=name, partitions=tuple(partitions.values()))
+        for name, partitions in answered.items()))
 
 
 async def _listed(hosted: ReadablePartition, timestamp: int,

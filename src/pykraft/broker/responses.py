@@ -26,11 +26,11 @@ from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.protocol.convert import convert
+from pykraft.protocol.describe_cluster import BROKER_ENDPOINTS, endpoint_type_refusal
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import OPERATIONS_NOT_REQUESTED, topic_error
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
-BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type (KIP-919)
 
 
 def _endpoint(broker: BrokerRegistration, listener: str) -> tuple[str, int] | None:
@@ -114,15 +114,14 @@ def metadata_response(image: MetadataImage, request: Any, *, version: int, self_
                                topics=topics, error_code=ErrorCode.none)
 
 
-def describe_cluster_response(image: MetadataImage, request: Any, *, self_id: int,
-                              cluster_id: str, listener: str) -> Any:
-    """DescribeCluster on a broker: brokers only (endpoint_type 1), fenced ones on demand."""
-    if getattr(request, "endpoint_type", BROKER_ENDPOINTS) != BROKER_ENDPOINTS:
-        return dc.DescribeClusterResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.unsupported_endpoint_type,
-            error_message="brokers describe broker endpoints only",
-            endpoint_type=i8(BROKER_ENDPOINTS), cluster_id="", controller_id=BrokerId(-1),
-            brokers=(), cluster_authorized_operations=OPERATIONS_NOT_REQUESTED)
+def describe_cluster_response(image: MetadataImage, request: Any, *, version: int,
+                              self_id: int, cluster_id: str, listener: str,
+                              operations: int) -> Any:
+    """DescribeCluster on a broker: brokers only (endpoint_type 1), fenced ones on demand;
+    ``operations``: the cluster operations the caller may perform, or Kafka's "omitted"."""
+    refusal = endpoint_type_refusal(request, version, BROKER_ENDPOINTS)
+    if refusal is not None:
+        return refusal
     include_fenced = bool(getattr(request, "include_fenced_brokers", False))
     brokers = tuple(
         dc.DescribeClusterBroker(broker_id=BrokerId(b.broker_id), host=host, port=i32(port),
@@ -133,4 +132,4 @@ def describe_cluster_response(image: MetadataImage, request: Any, *, self_id: in
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
         endpoint_type=i8(BROKER_ENDPOINTS), cluster_id=cluster_id,
         controller_id=BrokerId(self_id), brokers=brokers,
-        cluster_authorized_operations=OPERATIONS_NOT_REQUESTED)
+        cluster_authorized_operations=i32(operations))

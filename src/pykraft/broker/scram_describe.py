@@ -3,7 +3,8 @@
 
 No users (null or an empty list) describes every user with a credential; a user named twice
 gets DUPLICATE_RESOURCE, one without credentials RESOURCE_NOT_FOUND, each with Kafka's
-message. Results follow the request's order (Kafka's follow a hash map's).
+message. Results follow the request's order (Kafka's follow a hash map's). Kafka's
+``ScramImage.describe`` sets no message where nothing failed: the schema's default, empty.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def _result(scram: ScramImage, user: str, duplicate: bool
             user=user, error_code=ErrorCode.resource_not_found,
             error_message=_NOT_FOUND + user, credential_infos=())
     return DescribeUserScramCredentialsResult(user=user, error_code=ErrorCode.none,
-                                              error_message=None, credential_infos=infos)
+                                              error_message="", credential_infos=infos)
 
 
 def describe_user_scram_credentials(scram: ScramImage,
@@ -49,5 +50,5 @@ def describe_user_scram_credentials(scram: ScramImage,
                                     ) -> DescribeUserScramCredentialsResponse:
     asked = Counter([u.name for u in request.users or ()] or scram.users())
     return DescribeUserScramCredentialsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="",
         results=tuple(_result(scram, user, times > 1) for user, times in asked.items()))

@@ -104,7 +104,7 @@ def create_acls(ctx: ControllerContext, req: create_req.CreateAclsRequest) -> Co
                                                            TOO_LARGE_MESSAGE))
         results.append(create_resp.AclCreationResult(
             error_code=ErrorCode.none if problem is None else ErrorCode.invalid_request,
-            error_message=problem))
+            error_message="" if problem is None else problem))  # Kafka's AclApis: unset
     return ControllerResult(tuple(records), create_resp.CreateAclsResponse(
         throttle_time=NO_THROTTLE, results=tuple(results)))
 
@@ -188,5 +188,5 @@ def describe_acls(image: MetadataImage, req: describe_req.DescribeAclsRequest, *
             error_message=NO_AUTHORIZER_ON_BROKER, resources=())
     acl_filter = describe_filter(req)
     return describe_resp.DescribeAclsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="",
         resources=_resources(acl for _, acl in image.acls.matching(acl_filter)))

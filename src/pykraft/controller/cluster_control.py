@@ -236,7 +236,7 @@ def unregister_broker(ctx: ControllerContext, req: UnregisterBrokerRequest) -> C
 
 def register_controller(ctx: ControllerContext,
                         req: ControllerRegistrationRequest) -> ControllerResult:
-    def answer(code: ErrorCode, message: str | None = None) -> ControllerRegistrationResponse:
+    def answer(code: ErrorCode, message: str = "") -> ControllerRegistrationResponse:
         return ControllerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=code,
                                               error_message=message)
 
@@ -244,10 +244,8 @@ def register_controller(ctx: ControllerContext,
         return ControllerResult((), answer(
             ErrorCode.unsupported_version,
             "controller registration needs metadata.version 3.7-IV0 or later"))
-    if req.incarnation_id is None:
-        return ControllerResult((), answer(ErrorCode.invalid_request, "no incarnation id"))
-    record = RegisterControllerRecord(
-        controller_id=req.controller_id, incarnation_id=req.incarnation_id,
+    record = RegisterControllerRecord(  # a zero incarnation id too, as Kafka's
+        controller_id=req.controller_id, incarnation_id=req.incarnation_id or ZERO_UUID,
         zk_migration_ready=req.zk_migration_ready,
         end_points=tuple(ControllerEndpoint(name=lst.name, host=lst.host, port=lst.port,
                                             security_protocol=lst.security_protocol)

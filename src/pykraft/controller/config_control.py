@@ -87,7 +87,7 @@ def check_resource(image: MetadataImage, resource: ConfigResource) -> ConfigFail
             return ConfigFailure(ErrorCode.invalid_topic_exception, problem)
         if name not in image.topics.by_name:
             return ConfigFailure(ErrorCode.unknown_topic_or_partition,
-                                 f"Topic {name!r} does not exist")
+                                 f"The topic '{name}' does not exist.")
     elif name and not (name.isascii() and name.isdigit()):
         return ConfigFailure(ErrorCode.invalid_request, f"Invalid broker name {name!r}")
     return None
@@ -183,7 +183,7 @@ def describe_configs(image: MetadataImage, req: DescribeConfigsRequest, *, node_
             _wire_entry(config, req) for config in outcome
             if not wanted or config.name in wanted)
         results.append(describe.DescribeConfigsResult(
-            error_code=_code(failure), error_message=_message(failure),
+            error_code=_code(failure), error_message=_described_message(failure),
             resource_type=res.resource_type, resource_name=res.resource_name,
             configs=entries,
         ))
@@ -311,6 +311,14 @@ def _code(failure: ConfigFailure | None) -> ErrorCode:
 
 def _message(failure: ConfigFailure | None) -> str | None:
     return None if failure is None else failure.message
+
+
+def _described_message(failure: ConfigFailure | None) -> str:
+    """Kafka's ConfigHelper sets no message on a described resource nor on an unknown
+    topic (the schema's default: empty), only on a failure it caught."""
+    if failure is None or failure.code == ErrorCode.unknown_topic_or_partition:
+        return ""
+    return failure.message
 
 
 def incremental_alter_configs(ctx: ControllerContext,

@@ -27,7 +27,7 @@ from kio.schema.update_features.v1.response import UpdatableFeatureResult, Updat
 from kio.static.primitive import i32
 
 from pykraft.controller.context import PRODUCER_ID_BLOCK_SIZE, ControllerContext, ControllerResult
-from pykraft.controller.responses import NO_THROTTLE
+from pykraft.controller.responses import NO_THROTTLE, error_response
 from pykraft.features import METADATA_VERSION_FEATURE, SUPPORTED_FEATURES
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
@@ -142,14 +142,10 @@ def allocate_producer_ids(ctx: ControllerContext,
     """The next block of 1000 ids; the record stores where the following block starts."""
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if broker is None or broker.epoch != req.broker_epoch:
-        return ControllerResult((), AllocateProducerIdsResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.stale_broker_epoch,
-            producer_id_start=ProducerId(-1), producer_id_len=i32(0)))
+        return ControllerResult((), error_response(req, ErrorCode.stale_broker_epoch))
     start = max(ctx.image.producer_ids.next_producer_id, 0)
     if start > _LONG_MAX - PRODUCER_ID_BLOCK_SIZE:
-        return ControllerResult((), AllocateProducerIdsResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.unknown_server_error,
-            producer_id_start=ProducerId(-1), producer_id_len=i32(0)))
+        return ControllerResult((), error_response(req, ErrorCode.unknown_server_error))
     record = ProducerIdsRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch,
                                next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
     return ControllerResult((record,), AllocateProducerIdsResponse(

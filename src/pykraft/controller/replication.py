@@ -2,12 +2,15 @@
 (Kafka's ReplicationControlManager, without reassignment and eligible leader replicas).
 
 New partitions are placed on usable brokers by :mod:`pykraft.controller.placement`, start
-with the whole replica set as ISR, the first replica as leader, and epochs 0. A request may
-not produce more than ``MAX_RECORDS_PER_USER_OP`` records (validate_only included): as in
-Kafka, whose bounded record list throws, every topic of such a request gets POLICY_VIOLATION
-"Unable to perform excessively large batch operation.", and a partition count above the bound
-is refused before it is placed, so a huge one is never materialised. The work per request
-stays linear in its size: names, duplicates and collisions are looked up in maps built once.
+with the whole replica set as ISR, the first replica as leader, and epochs 0. As in Kafka
+4.4, a CreateTopics or CreatePartitions request asking for more than
+``MAX_PARTITIONS_PER_REQUEST`` partitions in all is refused whole before any topic is looked
+at (POLICY_VIOLATION "Excessively large number of [additional] partitions per request."), so
+a huge count is never placed; and a request may not produce more than
+``MAX_RECORDS_PER_USER_OP`` records (validate_only included): Kafka's bounded record list
+throws, and every topic of such a request gets POLICY_VIOLATION "Unable to perform
+excessively large batch operation.". The work per request stays linear in its size: names,
+duplicates and collisions are looked up in maps built once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kio.schema.alter_partition.v3 import response as ap_resp
 from kio.schema.create_partitions.v3.request import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
+    CreatePartitionsTopic,
 )
 from kio.schema.create_partitions.v3.response import (
     CreatePartitionsResponse,
@@ -69,6 +73,9 @@ class Failure:
 
 #: Kafka's answer to an operation whose records would not fit MAX_RECORDS_PER_USER_OP.
 TOO_LARGE = Failure(ErrorCode.policy_violation, TOO_LARGE_MESSAGE)
+#: Kafka's ReplicationControlManager refuses a CreateTopics or CreatePartitions request
+#: asking for more partitions than this in all, before looking at any topic of it.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
 def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
@@ -122,7 +129,8 @@ def _auto_assign(ctx: ControllerContext, count: int,
             ErrorCode.invalid_replication_factor,
             f"Unable to replicate the partition {replication_factor} time(s): The target "
             f"replication factor of {replication_factor} cannot be reached because only "
-            f"{len(brokers)} broker(s) are registered.")
+            f"{len(brokers)} broker(s) are registered or some brokers have all their log "
+            "directories cordoned.")
     return place_replicas(brokers, num_partitions=count, replication_factor=replication_factor,
                           rng=ctx.rng)
 
@@ -191,8 +199,6 @@ def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
         return Failure(ErrorCode.invalid_replication_factor,
                        "Replication factor must be larger than 0, or -1 to use the default "
                        "value.")
-    if count > MAX_RECORDS_PER_USER_OP:  # placed, it could only overflow the batch
-        return TOO_LARGE
     return _auto_assign(ctx, count, factor)
 
 
@@ -210,13 +216,24 @@ def _topic_configs(given: dict[str, str]) -> tuple[ct_resp.CreatableTopicConfigs
 
 def _create_topics_failed(req: CreateTopicsRequest, failure: Failure) -> ControllerResult:
     """Every topic of the request refused with one error, nothing written."""
-    return ControllerResult((), ct_resp.CreateTopicsResponse(
-        throttle_time=NO_THROTTLE, topics=tuple(ct_resp.CreatableTopicResult(
-            name=topic.name, topic_id=None, error_code=failure.code,
-            error_message=failure.message, configs=None) for topic in req.topics)))
+    return ControllerResult((), error_response(req, failure.code, failure.message))
+
+
+def _partitions_asked(topic: CreatableTopic, default: int) -> int:
+    """The partitions a topic asks for, as Kafka's ``validateTotalNumberOfPartitions``
+    counts them (an invalid count counts none)."""
+    if topic.assignments:
+        return len(topic.assignments)
+    if topic.num_partitions == -1:
+        return default
+    return max(0, int(topic.num_partitions))
 
 
 def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
+    if sum(_partitions_asked(t, ctx.config.default_num_partitions)
+           for t in req.topics) > MAX_PARTITIONS_PER_REQUEST:
+        return _create_topics_failed(req, Failure(
+            ErrorCode.policy_violation, "Excessively large number of partitions per request."))
     named = Counter(t.name for t in req.topics)
     taken = TakenNames(ctx.image.topics.by_name)
     defaults = _topic_configs({})  # shared by the topics that set no config
@@ -230,13 +247,12 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         else:
             plan = _plan_topic(ctx, topic, taken)
         configs = [c for c in topic.configs if c.value is not None]
-        if plan is TOO_LARGE or (
-                not isinstance(plan, Failure) and 1 + len(plan) + len(configs) > budget):
+        if not isinstance(plan, Failure) and 1 + len(plan) + len(configs) > budget:
             return _create_topics_failed(req, TOO_LARGE)
         if isinstance(plan, Failure):
             results.append(ct_resp.CreatableTopicResult(
                 name=topic.name, topic_id=None, error_code=plan.code, error_message=plan.message,
-                configs=None))
+                configs=()))
             continue
         topic_id = _new_topic_id(ctx)
         taken.add(topic.name)
@@ -245,8 +261,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         records += [_partition_record(ctx, topic_id, i, r) for i, r in enumerate(plan)]
         records += [ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=topic.name,
                                  name=c.name, value=c.value) for c in configs]
-        results.append(ct_resp.CreatableTopicResult(
-            name=topic.name, topic_id=None if req.validate_only else topic_id,
+        results.append(ct_resp.CreatableTopicResult(  # validate_only too, as Kafka
+            name=topic.name, topic_id=topic_id,
             error_code=ErrorCode.none, error_message=None,
             num_partitions=i32(len(plan)), replication_factor=i16(len(plan[0])),
             configs=_topic_configs({c.name: c.value for c in configs if c.value is not None})
@@ -294,33 +310,40 @@ def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> Controlle
                                                                  responses=tuple(results)))
 
 
+def _partitions_added(ctx: ControllerContext, entries: Iterable[CreatePartitionsTopic]) -> int:
+    """The partitions a request adds to existing topics, as Kafka's
+    ``validateTotalNumberOfPartitions`` counts them (unknown topics and decreases add none)."""
+    added = 0
+    for entry in entries:
+        topic = ctx.image.topics.by_name.get(entry.name)
+        if topic is not None:
+            added += max(0, int(entry.count) - len(topic.partitions))
+    return added
+
+
 def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> ControllerResult:
     named = Counter(t.name for t in req.topics)
-    budget = MAX_RECORDS_PER_USER_OP
+    if _partitions_added(ctx, (t for t in req.topics if named[t.name] == 1)) \
+            > MAX_PARTITIONS_PER_REQUEST:  # within MAX_RECORDS_PER_USER_OP too, then
+        return ControllerResult((), error_response(
+            req, ErrorCode.policy_violation,
+            "Excessively large number of additional partitions per request."))
     records: list[object] = []
     results: list[CreatePartitionsTopicResult] = []
     for entry in req.topics:
         topic = ctx.image.topics.by_name.get(entry.name)
-        plan: list[tuple[int, ...]] | Failure
-        if named[entry.name] > 1:
-            plan = Failure(ErrorCode.invalid_request, "Duplicate topic name.")
-        elif topic is None:
-            plan = Failure(ErrorCode.unknown_topic_or_partition,
-                           "This server does not host this topic-partition.")
-        else:
-            plan = _plan_partitions(ctx, topic, entry.count, entry.assignments, budget)
-        if plan is TOO_LARGE:
-            return ControllerResult((), CreatePartitionsResponse(
-                throttle_time=NO_THROTTLE, results=tuple(CreatePartitionsTopicResult(
-                    name=t.name, error_code=TOO_LARGE.code, error_message=TOO_LARGE.message)
-                    for t in req.topics)))
-        if isinstance(plan, Failure) or topic is None:
-            failure = plan if isinstance(plan, Failure) else None
+        if topic is None or named[entry.name] > 1:
+            duplicate = named[entry.name] > 1  # Kafka's unknown topic exception: no message
             results.append(CreatePartitionsTopicResult(
-                name=entry.name, error_code=failure.code if failure else ErrorCode.none,
-                error_message=failure.message if failure else None))
+                name=entry.name, error_code=ErrorCode.invalid_request if duplicate
+                else ErrorCode.unknown_topic_or_partition,
+                error_message="Duplicate topic name." if duplicate else None))
             continue
-        budget -= len(plan)
+        plan = _plan_partitions(ctx, topic, entry.count, entry.assignments)
+        if isinstance(plan, Failure):
+            results.append(CreatePartitionsTopicResult(
+                name=entry.name, error_code=plan.code, error_message=plan.message))
+            continue
         first = len(topic.partitions)
         records += [_partition_record(ctx, topic.topic_id, first + i, r)
                     for i, r in enumerate(plan)]
@@ -332,16 +355,17 @@ def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> C
 
 
 def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
-                     assignments: Sequence[CreatePartitionsAssignment] | None,
-                     budget: int) -> list[tuple[int, ...]] | Failure:
+                     assignments: Sequence[CreatePartitionsAssignment] | None
+                     ) -> list[tuple[int, ...]] | Failure:
     current = len(topic.partitions)
-    if count <= current:
+    if count == current:
         return Failure(ErrorCode.invalid_partitions,
-                       f"Topic currently has {current} partitions, which is higher than or "
-                       f"equal to the requested {count}.")
+                       f"Topic already has {current} partition(s).")
+    if count < current:
+        return Failure(ErrorCode.invalid_partitions,
+                       f"The topic {topic.name} currently has {current} partition(s); "
+                       f"{count} would not be an increase.")
     added = count - current
-    if added > budget:
-        return TOO_LARGE
     factor = len(topic.partitions[0].replicas) if current else 1
     if assignments is None:
         return _auto_assign(ctx, added, factor)
@@ -361,9 +385,10 @@ def _partition_error(index: int, code: ErrorCode) -> ap_resp.PartitionData:
 
 
 def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -> ControllerResult:
-    """ISR changes proposed by a partition leader, checked against its epochs."""
+    """ISR changes proposed by a partition leader, checked against its epochs (Kafka's
+    QuorumController answers a request naming no topic at once, before the broker epoch)."""
     broker = ctx.image.cluster.brokers.get(req.broker_id)
-    if broker is None or broker.epoch != req.broker_epoch:
+    if req.topics and (broker is None or broker.epoch != req.broker_epoch):
         return ControllerResult((), ap_resp.AlterPartitionResponse(
             throttle_time=NO_THROTTLE, error_code=ErrorCode.stale_broker_epoch, topics=()))
     records: list[object] = []

@@ -56,7 +56,7 @@ def _create_topics(req: ct_req.CreateTopicsRequest, code: ErrorCode,
                    message: str | None) -> object:
     return ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(
         ct_resp.CreatableTopicResult(name=t.name, topic_id=None, error_code=code,
-                                     error_message=message, configs=None)
+                                     error_message=message, configs=())  # Kafka's default
         for t in req.topics))
 
 
@@ -142,9 +142,9 @@ _BUILDERS: dict[type, _Builder] = {
         throttle_time=NO_THROTTLE, error_code=c, topics=()),
     uf_req.UpdateFeaturesRequest: lambda _r, c, m: uf_resp.UpdateFeaturesResponse(
         throttle_time=NO_THROTTLE, error_code=c, error_message=m, results=()),
-    allocate_req.AllocateProducerIdsRequest: lambda _r, c, _m: (
+    allocate_req.AllocateProducerIdsRequest: lambda _r, c, _m: (  # Kafka's defaults: 0, 0
         allocate_resp.AllocateProducerIdsResponse(throttle_time=NO_THROTTLE, error_code=c,
-                                                  producer_id_start=ProducerId(-1),
+                                                  producer_id_start=ProducerId(0),
                                                   producer_id_len=i32(0))),
     ct_req.CreateTopicsRequest: _create_topics,
     dt_req.DeleteTopicsRequest: _delete_topics,

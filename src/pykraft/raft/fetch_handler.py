@@ -105,12 +105,11 @@ def answer_parked(core: Replica, is_due: Callable[[ParkedFetch], bool]) -> None:
 def handle_fetch_snapshot_request(core: Replica, request: rpc.FetchSnapshotRequest
                                   ) -> rpc.FetchSnapshotResponse:
     if core.cluster_mismatch(request.cluster_id):
-        return rpc.fetch_snapshot_response(ErrorCode.none, None, core.epoch,
-                                           top_error=ErrorCode.inconsistent_cluster_id)
+        return rpc.fetch_snapshot_error(ErrorCode.inconsistent_cluster_id)
     part = rpc.fetch_snapshot_partition(request)
     if isinstance(part, ErrorCode):
         if part == ErrorCode.invalid_request:
-            return rpc.fetch_snapshot_response(ErrorCode.none, None, core.epoch, top_error=part)
+            return rpc.fetch_snapshot_error(part)
         return rpc.fetch_snapshot_response(part, core.state.leader_id, core.epoch)
     state = core.state
     error = leader_only_error(core, int(part.current_leader_epoch))

@@ -307,7 +307,7 @@ def fetch_response(
         ),
         current_leader=fetch_resp.LeaderIdAndEpoch(leader_id=_leader(leader_id),
                                                    leader_epoch=i32(epoch)),
-        aborted_transactions=None,
+        aborted_transactions=(),  # Kafka's RaftUtil leaves the schema's default: empty
         records=Records(records),
     )
     return FetchResponse(
@@ -349,7 +349,8 @@ def describe_quorum_response(
     leader_id: int, epoch: int, high_watermark: int | None, voters: list[ReplicaRow],
     observers: list[ReplicaRow], voter_set: VoterSet | None = None,
 ) -> DescribeQuorumResponse:
-    """``Nodes`` (v2) lists the listeners of every voter in ``voter_set``."""
+    """``Nodes`` (v2) lists the listeners of every voter in ``voter_set``; the messages
+    are empty, as Kafka's ``RaftUtil.singletonDescribeQuorumResponse`` leaves them."""
     def states(rows: list[ReplicaRow]) -> tuple[dq_resp.ReplicaState, ...]:
         return tuple(
             dq_resp.ReplicaState(
@@ -362,7 +363,7 @@ def describe_quorum_response(
         )
 
     partition = dq_resp.PartitionData(
-        partition_index=_PARTITION, error_code=ErrorCode.none, error_message=None,
+        partition_index=_PARTITION, error_code=ErrorCode.none, error_message="",
         leader_id=BrokerId(leader_id), leader_epoch=i32(epoch),
         high_watermark=_or_unknown(high_watermark), current_voters=states(voters),
         observers=states(observers),
@@ -374,7 +375,7 @@ def describe_quorum_response(
         for node in voter_set.nodes
     )
     return DescribeQuorumResponse(
-        error_code=ErrorCode.none, error_message=None, nodes=nodes,
+        error_code=ErrorCode.none, error_message="", nodes=nodes,
         topics=(dq_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
     )
 
@@ -388,7 +389,7 @@ def describe_quorum_error(error: ErrorCode, top_error: ErrorCode = ErrorCode.non
         current_voters=(), observers=(),
     )
     return DescribeQuorumResponse(
-        error_code=top_error, error_message=None,
+        error_code=top_error, error_message="",
         topics=(dq_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),), nodes=(),
     )
 
@@ -421,10 +422,17 @@ def fetch_snapshot_partition(request: FetchSnapshotRequest) -> (
     return parts[0] if error is None else error
 
 
+def fetch_snapshot_error(top_error: ErrorCode) -> FetchSnapshotResponse:
+    """A refusal of the whole request: the top-level error and no topics, as Kafka's
+    ``FetchSnapshotResponse.withTopLevelError`` sends."""
+    return FetchSnapshotResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+                                 error_code=top_error, topics=())
+
+
 def fetch_snapshot_response(
     error: ErrorCode, leader_id: int | None, epoch: int, *,
     snapshot_id: OffsetAndEpoch | None = None, size: int = -1, position: int = -1,
-    chunk: bytes = b"", top_error: ErrorCode = ErrorCode.none,
+    chunk: bytes = b"",
 ) -> FetchSnapshotResponse:
     wanted = snapshot_id or OffsetAndEpoch(-1, -1)
     partition = fs_resp.PartitionSnapshot(
@@ -435,7 +443,7 @@ def fetch_snapshot_response(
         size=i64(size), position=i64(position), unaligned_records=Records(chunk),
     )
     return FetchSnapshotResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=top_error,
+        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
         topics=(fs_resp.TopicSnapshot(name=_TOPIC, partitions=(partition,)),),
     )
 

@@ -64,7 +64,9 @@ def handle_reconfig(core: Replica, source: int, correlation_id: int,
                     request: rpc.ReconfigRequest) -> rpc.ReconfigResponse | None:
     """Validate and append a voter change; None while the answer waits for its commit."""
     if core.cluster_mismatch(request.cluster_id):
-        return _answer(core, request, ErrorCode.inconsistent_cluster_id, "cluster id mismatch")
+        return _answer(core, request, ErrorCode.inconsistent_cluster_id,  # KafkaRaftClient's
+                       f'The given id "{request.cluster_id}" doesn\'t match the cluster id '
+                       f'"{core.cluster_id}"')
     epoch = (int(request.current_leader_epoch)
              if isinstance(request, rpc.UpdateRaftVoterRequest) else core.epoch)
     error = fetch_handler.leader_only_error(core, epoch)

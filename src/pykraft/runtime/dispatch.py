@@ -47,6 +47,7 @@ from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.cursor import Reader
+from pykraft.protocol.describe_cluster import CONTROLLER_ENDPOINTS, endpoint_type_refusal
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.raft import rpc
@@ -70,7 +71,6 @@ from pykraft.runtime.node import SERVED_APIS, RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS, sasl_refusal
 from pykraft.security.api_rules import (
     CONTROLLER_RULES,
-    OPERATIONS_OMITTED,
     Access,
     AuthorizerCache,
 )
@@ -89,20 +89,7 @@ LATEST_REQUEST: dict[int, type] = {
     ApiKey.REMOVE_RAFT_VOTER: rpc.RemoveRaftVoterRequest,
     ApiKey.UPDATE_RAFT_VOTER: rpc.UpdateRaftVoterRequest,
 }
-BROKER_ENDPOINTS = 1  # DescribeCluster endpoint_type values (KIP-919)
-CONTROLLER_ENDPOINTS = 2
 _NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
-
-
-def _describe_cluster_body(error: ErrorCode, cluster_id: str, controller_id: int,
-                           brokers: tuple[Any, ...], operations: int = OPERATIONS_OMITTED
-                           ) -> Any:
-    return dc.DescribeClusterResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=error,
-        endpoint_type=i8(CONTROLLER_ENDPOINTS), cluster_id=cluster_id,
-        controller_id=BrokerId(controller_id), brokers=brokers,
-        cluster_authorized_operations=i32(operations),
-    )
 
 
 class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -208,7 +195,8 @@ class Dispatcher:
         if refusal is not None:
             return self._encode(request, refusal)
         if api_key == ApiKey.DESCRIBE_CLUSTER:
-            return self._encode(request, self._describe_cluster(request.body, access))
+            return self._encode(request, self._describe_cluster(request.body,
+                                                                request.api_version, access))
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
             body: Any = await off_loop_if_large(convert, request.body, CONTROLLER_REQUESTS[api_key])
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
@@ -325,11 +313,12 @@ class Dispatcher:
         return [(node_id, endpoint) for node_id, endpoint in sorted(found.items())
                 if endpoint is not None]
 
-    def _describe_cluster(self, request: Any, access: Access) -> Any:
+    def _describe_cluster(self, request: Any, version: int, access: Access) -> Any:
         """A controller answers for ``endpoint_type=2`` (controllers) only, as Kafka does."""
         core = self._node.core
-        if getattr(request, "endpoint_type", BROKER_ENDPOINTS) != CONTROLLER_ENDPOINTS:
-            return _describe_cluster_body(ErrorCode.unsupported_endpoint_type, "", -1, ())
+        refusal = endpoint_type_refusal(request, version, CONTROLLER_ENDPOINTS)
+        if refusal is not None:
+            return refusal
         leader = core.leader_and_epoch.leader_id
         brokers = tuple(
             dc.DescribeClusterBroker(broker_id=BrokerId(node_id), host=endpoint.host,
@@ -337,6 +326,8 @@ class Dispatcher:
             for node_id, endpoint in self._controller_endpoints()
         )
         requested = bool(getattr(request, "include_cluster_authorized_operations", False))
-        return _describe_cluster_body(ErrorCode.none, self._settings.cluster_id,
-                                      -1 if leader is None else leader, brokers,
-                                      access.cluster_operations(requested))
+        return dc.DescribeClusterResponse(
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+            endpoint_type=i8(CONTROLLER_ENDPOINTS), cluster_id=self._settings.cluster_id,
+            controller_id=BrokerId(-1 if leader is None else leader), brokers=brokers,
+            cluster_authorized_operations=i32(access.cluster_operations(requested)))

@@ -179,8 +179,8 @@ class SaslAuthenticator:
         except SaslAuthenticationError as exc:
             body = _authenticate_response(ErrorCode.sasl_authentication_failed, str(exc))
             return _fail(str(exc), _encode(request, body))
-        return Step(reply=_encode(request, _authenticate_response(
-            ErrorCode.none, None, challenge, lifetime_ms)))
+        return Step(reply=_encode(request, _authenticate_response(  # no message: Kafka's
+            ErrorCode.none, "", challenge, lifetime_ms)))  # SaslServerAuthenticator sets none
 
     def _raw_token(self, token: bytes, now_ms: int) -> Step:
         try:
@@ -248,7 +248,7 @@ def _encode(request: RequestFrame, latest: Any) -> bytes:
                            body)
 
 
-def _authenticate_response(code: ErrorCode, message: str | None, token: bytes = b"",
+def _authenticate_response(code: ErrorCode, message: str, token: bytes = b"",
                            lifetime_ms: int = 0) -> Any:
     return sasl_auth.SaslAuthenticateResponse(
         error_code=code, error_message=message, auth_bytes=token,

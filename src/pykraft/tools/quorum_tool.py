@@ -166,7 +166,8 @@ async def _ask_controller(address: Address, deadline: float, security: ClientSec
     cluster = await request_once(address, dc_req.DescribeClusterRequest(
         include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS),
         include_fenced_brokers=False), deadline, security)
-    if cluster.error_code == ErrorCode.unsupported_endpoint_type:
+    if cluster.error_code in (ErrorCode.mismatched_endpoint_type,
+                              ErrorCode.unsupported_endpoint_type):  # Kafka 3.7-3.9
         # A broker (--bootstrap-server): it forwards the quorum APIs to the active controller.
         brokers = await request_once(address, dc_req.DescribeClusterRequest(
             include_cluster_authorized_operations=False, endpoint_type=i8(BROKER_ENDPOINTS),

@@ -103,9 +103,6 @@ KNOWN_DEFECTS = [
     Difference("ApiVersions", "*", r"\.(finalized|supported)_features.*",
                "pykraft supports and finalizes metadata.version only; Kafka also "
                "group.version, streams.version, transaction.version, ..."),
-    Difference("Fetch", "observer_reads_the_metadata_log", r"\.node_endpoints.*",
-               "pykraft's controller lists its endpoint in a Fetch answer to an observer; "
-               "Kafka's lists none"),
     Difference("InitProducerId", "transactional_id", r"\.error_code",
                "pykraft has no transaction coordinator (53 where Kafka answers NOT_COORDINATOR "
                "until __transaction_state exists)"),

@@ -90,6 +90,7 @@ LATEST_REQUEST: dict[int, type] = {
     ApiKey.UPDATE_RAFT_VOTER: rpc.UpdateRaftVoterRequest,
 }
 _NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
+FIRST_RAFT_NODE_ENDPOINTS_VERSION = 17
 
 
 class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -218,7 +219,8 @@ class Dispatcher:
         response = refusal if refusal is not None else await self._node.request(latest)
         if isinstance(response, rpc.DescribeQuorumResponse):
             response = self._with_nodes(response)
-        elif isinstance(response, rpc.FetchResponse):
+        elif isinstance(response, rpc.FetchResponse) and (
+                request.api_version >= FIRST_RAFT_NODE_ENDPOINTS_VERSION):
             response = self._with_leader_endpoint(response)
         return self._encode(request, response)
 
@@ -285,8 +287,9 @@ class Dispatcher:
         return dataclasses.replace(response, nodes=nodes)
 
     def _with_leader_endpoint(self, response: rpc.FetchResponse) -> rpc.FetchResponse:
-        """Fetch v17+ names the leader's address (Kafka's NodeEndpoints), so an observer that
-        asked a bootstrap server learns where the leader it names can be reached."""
+        """Fetch v17+ names the leader's address (Kafka's NodeEndpoints, which
+        ``RaftUtil.singletonFetchResponse`` fills from v17 only: v16's are the brokers'), so
+        an observer that asked a bootstrap server learns where the leader it names is."""
         leaders = sorted({int(p.current_leader.leader_id) for t in response.responses
                           for p in t.partitions if int(p.current_leader.leader_id) >= 0})
         addresses = ((leader, self._node.address_of(leader)) for leader in leaders)

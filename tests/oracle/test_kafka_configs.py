@@ -107,13 +107,16 @@ def _alter(address: str, name: str, key: str, value: str) -> tuple[int, str | No
     return int(result.error_code), result.error_message
 
 
-def _create(address: str, topics: dict[str, dict[str, str]]) -> dict[str, tuple[int, Any]]:
+def _create(address: str, topics: dict[str, dict[str, str]]
+            ) -> dict[str, tuple[int, Any, dict[str, Any]]]:
+    """Each topic's error and the configs the answer lists: (value, source) by name."""
     body = create.CreateTopicsRequest(topics=tuple(create.CreatableTopic(
         name=TopicName(name), num_partitions=i32(1), replication_factor=i16(1), assignments=(),
         configs=tuple(create.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()))
         for name, configs in topics.items()))
-    return {str(t.name): (int(t.error_code), t.error_message)
-            for t in call(address, ApiKey.CREATE_TOPICS, 7, body).topics}
+    return {str(t.name): (int(t.error_code), t.error_message, {
+        c.name: (c.value, int(c.config_source)) for c in t.configs or ()})
+        for t in call(address, ApiKey.CREATE_TOPICS, 7, body).topics}
 
 
 def _describe(address: str, resource_type: int, name: str) -> dict[str, Any]:
@@ -137,8 +140,22 @@ def _describe(address: str, resource_type: int, name: str) -> dict[str, Any]:
 
 def test_topic_keys_are_accepted_and_refused_as_kafka_does(
         answers: dict[str, dict[str, Any]]) -> None:
-    assert answers[PYKRAFT]["created"] == answers[KAFKA]["created"]
-    assert answers[KAFKA]["created"]["keys"] == (0, None)
+    def outcomes(kind: str) -> dict[str, tuple[int, str | None]]:
+        return {name: (code, message) for name, (code, message, _) in
+                answers[kind]["created"].items()}
+    assert outcomes(PYKRAFT) == outcomes(KAFKA)
+    assert outcomes(KAFKA)["keys"] == (0, None)
+
+
+@pytest.mark.parametrize("topic", ["keys", "plain"])
+def test_a_created_topics_configs_are_listed_as_kafka_lists_them(
+        answers: dict[str, dict[str, Any]], topic: str) -> None:
+    """CreateTopics answers every key with its value in force and its source: the topic's
+    own, or the broker default the controller has (dynamic, then its properties file)."""
+    theirs, ours = (answers[kind]["created"][topic][2] for kind in (KAFKA, PYKRAFT))
+    assert set(ours) == set(theirs)
+    differ = {key: (theirs[key], ours[key]) for key in theirs if theirs[key] != ours[key]}
+    assert set(differ) <= TOPIC_DESCRIBE_EXCEPTIONS, differ
 
 
 def test_broker_changes_get_kafkas_answers(answers: dict[str, dict[str, Any]]) -> None:

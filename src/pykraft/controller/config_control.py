@@ -56,8 +56,8 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import ConfigRecord
 
 __all__ = ["AlterOp", "ConfigFailure", "ConfigSource", "alter_configs", "check_resource",
-           "describe_configs", "incremental_alter_configs", "unclean_election_enabled",
-           "validate"]
+           "describe_configs", "incremental_alter_configs", "topic_entries",
+           "unclean_election_enabled", "validate"]
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
 
 
@@ -121,11 +121,10 @@ def validate(resource_type: int, configs: Mapping[str, str | None]) -> ConfigFai
     return None
 
 
-def _topic_configs(image: MetadataImage, name: str, layers: BrokerConfigLayers
-                   ) -> list[DescribedConfig]:
-    """Every topic key as Kafka's ConfigHelper gives it: the value in force, and as synonyms
-    the topic's own value then those of its broker synonym as this node describes that."""
-    own = image.configs.get((ConfigResourceType.TOPIC, name))
+def topic_entries(own: Mapping[str, str], layers: BrokerConfigLayers) -> list[DescribedConfig]:
+    """Every key of a topic whose own configs are ``own``, as Kafka's ConfigHelper gives it
+    on a node of config ``layers``: the value in force, and as synonyms the topic's own value
+    then those of its broker synonym as this node describes that."""
     broker = layers.applied()
     described = []
     for key, definition in sorted(TOPIC_CONFIGS.items()):
@@ -198,7 +197,7 @@ def describe_configs(image: MetadataImage, req: DescribeConfigsRequest, *, node_
         resource = (int(res.resource_type), res.resource_name)
         outcome: list[DescribedConfig] | ConfigFailure | None = check_resource(image, resource)
         if outcome is None:
-            outcome = (_topic_configs(image, res.resource_name, BrokerConfigLayers.of(
+            outcome = (topic_entries(image.configs.get(resource), BrokerConfigLayers.of(
                            image.configs.broker, node_id, static))
                        if resource[0] == ConfigResourceType.TOPIC
                        else _broker_configs(image, res.resource_name, node_id, static))

@@ -243,7 +243,11 @@ def test_read_only_and_per_broker_keys_are_refused_as_kafka_does(cluster: Cluste
     assert incremental(cluster, BROKER, "", (override, SET, "x")) == (
         ErrorCode.invalid_request, "Cannot update these configs at default cluster level, "
         f"broker id must be specified: [{override}]")
-    # dynamic in Kafka, read once at start by pykraft: refused, never accepted and ignored
+    # dynamic in Kafka (4.4's max.decompressed.message.bytes too), read once at start by
+    # pykraft or not at all: refused, never accepted and ignored
+    assert incremental(cluster, BROKER, "", ("max.decompressed.message.bytes", SET, "9")) == (
+        ErrorCode.invalid_request,
+        "Cannot update these configs dynamically: [max.decompressed.message.bytes]")
     assert incremental(cluster, BROKER, "0", (override, SET, "x")) == (
         ErrorCode.invalid_request, f"Cannot update these configs dynamically: [{override}]")
     # a key nobody knows is stored, as Kafka 4.4 stores it (zookeeper.* is one since 4.0)

@@ -114,9 +114,26 @@ _FREE_PREFIXES = ("listener.name.", "config.providers.", "rsm.config.", "rlmm.co
                   "remote.log.metadata.")
 
 
+#: Keys Kafka 4.4 changes on a running broker that the table of Kafka 3.9's keys lacks: known,
+#: so IncrementalAlterConfigs refuses them (pykraft applies none) rather than storing them
+#: as a plugin's unknown key, and a properties file naming one gets no warning.
+_KAFKA_4_DYNAMIC_KEYS = frozenset({
+    "config.providers", "cordoned.log.dirs", "errors.deadletterqueue.auto.create.topics.enable",
+    "errors.deadletterqueue.topic.name.prefix", "follower.fetch.last.tiered.offset.enable",
+    "follower.replication.throttled.rate", "group.consumer.assignment.interval.ms",
+    "group.consumer.assignor.offload.enable", "group.coordinator.cached.buffer.max.bytes",
+    "group.share.assignment.interval.ms", "group.share.assignor.offload.enable",
+    "group.streams.assignment.interval.ms", "group.streams.assignor.offload.enable",
+    "leader.replication.throttled.rate", "log.remote.copy.lag.bytes", "log.remote.copy.lag.ms",
+    "max.decompressed.message.bytes", "remote.list.offsets.request.timeout.ms",
+    "remote.log.manager.follower.thread.pool.size",
+    "replica.alter.log.dirs.io.max.bytes.per.second", "share.coordinator.cached.buffer.max.bytes",
+})
+
+
 def is_known(name: str) -> bool:
     return (name in BROKER_CONFIG_DEFS or name in _INTERNAL_KEYS or name in _AUTHORIZER_KEYS
-            or name.startswith(_FREE_PREFIXES))
+            or name in _KAFKA_4_DYNAMIC_KEYS or name.startswith(_FREE_PREFIXES))
 
 
 def unknown_key_warnings(names: Iterable[str]) -> list[str]:

@@ -146,7 +146,7 @@ def _broker_synonyms(key: str, definition: ConfigDef, layers: BrokerConfigLayers
     server = BROKER_SYNONYMS.get(key)
     if server is None:
         return []
-    if not is_known(server[0]):
+    if broker_definition(server[0]) is None:
         return [(server[0], definition.default, ConfigSource.DEFAULT_CONFIG)]
     return list(describe_key(layers, server[0]).synonyms)
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
@@ -28,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.index import api_key_map
@@ -36,7 +38,9 @@ from kio.static.primitive import i8
 
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
-from pykraft.protocol.apis import Listener
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.codec import decode_response, encode_request
+from pykraft.protocol.header import RequestHeader
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, open_with_timeout
 from pykraft.tools.local_cluster import (
     BROKER,
@@ -315,6 +319,26 @@ class OracleCluster:
                 self._terminate(node)
             codes.update({node.node_id: self._await_stop(node, timeout_s) for node in group})
         return codes
+
+
+def call(address: str, api: ApiKey, version: int, body: Any, *, timeout_s: float = 30.0) -> Any:
+    """One request on a fresh connection (sent and read with pykraft's codec): its decoded
+    response body."""
+    payload = encode_request(RequestHeader(api, version, 1, "pykraft-oracle"), body)
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        return decode_response(api, version, _read(sock, size)).body
+
+
+def _read(sock: socket.socket, count: int) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        assert chunk, f"connection closed after {len(data)} of {count} bytes"
+        data += chunk
+    return bytes(data)
 
 
 def api_name(key: int) -> str:

@@ -9,8 +9,6 @@ on the Kafka cluster, produce to it and consume from it.
 
 from __future__ import annotations
 
-import socket
-import struct
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +19,7 @@ from oracle_cluster import (
     KafkaInstall,
     OracleCluster,
     api_name,
+    call,
     running,
 )
 from oracle_kafka import skip_module_off_ci
@@ -28,8 +27,7 @@ from typer.testing import CliRunner, Result
 
 from pykraft.protocol.api_versions import ranges_from_response
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type
-from pykraft.protocol.header import RequestHeader
+from pykraft.protocol.codec import request_type
 
 skip_module_off_ci()
 
@@ -49,26 +47,12 @@ def clusters(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
 
 def advertised(address: str) -> Ranges:
     """ApiVersions v4 on a fresh connection: the (min, max) of every API key listed."""
-    header = RequestHeader(ApiKey.API_VERSIONS, API_VERSIONS_VERSION, 1, "oracle")
-    body = request_type(ApiKey.API_VERSIONS, API_VERSIONS_VERSION)(
-        client_software_name="pykraft-oracle", client_software_version="1")
-    payload = encode_request(header, body)
-    host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=SOCKET_TIMEOUT_S) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        response = decode_response(ApiKey.API_VERSIONS, API_VERSIONS_VERSION, _read(sock, size))
-    assert response.body.error_code == 0
-    return ranges_from_response(response.body)
-
-
-def _read(sock: socket.socket, count: int) -> bytes:
-    data = bytearray()
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        assert chunk, f"connection closed after {len(data)} of {count} bytes"
-        data += chunk
-    return bytes(data)
+    body = call(address, ApiKey.API_VERSIONS, API_VERSIONS_VERSION, request_type(
+        ApiKey.API_VERSIONS, API_VERSIONS_VERSION)(
+        client_software_name="pykraft-oracle", client_software_version="1"),
+        timeout_s=SOCKET_TIMEOUT_S)
+    assert body.error_code == 0
+    return ranges_from_response(body)
 
 
 def comparison_table(listener: str, kafka: Ranges, pykraft: Ranges) -> str:

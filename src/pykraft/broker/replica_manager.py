@@ -85,6 +85,7 @@ from pykraft.broker.producer_snapshots import (
 )
 from pykraft.broker.replica_state import LocalPartition, check_leader_epoch, local_changes
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
+from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
@@ -338,8 +339,11 @@ class ReplicaManager:
                 hosted.log.config = hosted.settings.log
 
     def _settings_of(self, topic: str) -> TopicSettings:
-        own = self.image.configs.get((ConfigResourceType.TOPIC, topic))
-        return topic_settings(own, self._static)
+        """The topic's settings under this broker's properties and the dynamic broker configs
+        it applies (re-read on every config change, as Kafka's DynamicLogConfig does)."""
+        configs = self.image.configs
+        layers = BrokerConfigLayers.of(configs.broker, self.broker_id, self._static)
+        return topic_settings(configs.get((ConfigResourceType.TOPIC, topic)), layers.applied())
 
     def _host(self, local: LocalPartition, now_ms: int) -> None:
         hosted = self._partitions.get(local.tp)

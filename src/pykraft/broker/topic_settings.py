@@ -1,9 +1,10 @@
 """A topic's effective log and produce settings, as a broker resolves them (sans-I/O).
 
 Kafka's ``LogConfig``: a topic's own config (``ConfigRecord`` of the TOPIC) wins, then the
-broker's ``log.*`` synonym from its properties file, then Kafka's default. Interface::
+broker's ``log.*`` synonym (its dynamic configs, then its properties file), then Kafka's
+default (:mod:`pykraft.config.topic_keys`). Interface::
 
-    settings = topic_settings(image.configs.get((ConfigResourceType.TOPIC, name)), static)
+    settings = topic_settings(image.configs.get((ConfigResourceType.TOPIC, name)), broker)
     settings.log     # LogConfig for storage.partition_log
     settings.append  # AppendConfig for partition.validator
     settings.min_insync_replicas, settings.file_delete_delay_ms
@@ -15,40 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pykraft.controller.config_defs import TOPIC_CONFIGS
+from pykraft.config.topic_keys import topic_value
 from pykraft.errors import ConfigError
 from pykraft.partition.validator import AppendConfig
 from pykraft.storage.log_config import LogConfig
-
-#: Topic key -> the broker keys that give its default, highest precedence first (Kafka's
-#: ``ServerTopicConfigSynonyms``); ``log.roll.hours`` and ``log.retention.hours`` are
-#: converted to milliseconds.
-_BROKER_SYNONYMS: Mapping[str, tuple[str, ...]] = {
-    "segment.bytes": ("log.segment.bytes",),
-    "segment.ms": ("log.roll.ms", "log.roll.hours"),
-    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "segment.index.bytes": ("log.index.size.max.bytes",),
-    "index.interval.bytes": ("log.index.interval.bytes",),
-    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "retention.bytes": ("log.retention.bytes",),
-    "cleanup.policy": ("log.cleanup.policy",),
-    "max.message.bytes": ("message.max.bytes",),
-    "message.timestamp.type": ("log.message.timestamp.type",),
-    "compression.type": ("compression.type",),
-    "min.insync.replicas": ("min.insync.replicas",),
-    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
-    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
-    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
-    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
-    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
-    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
-    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
-}
-_TO_MS = {"log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000,
-          "log.retention.hours": 3_600_000,
-          "log.retention.minutes": 60_000}
-_DEFAULTS = {"message.timestamp.before.max.ms": str((1 << 63) - 1),
-             "message.timestamp.after.max.ms": "3600000"}
 
 T = TypeVar("T")
 
@@ -65,24 +36,11 @@ class TopicSettings:
         return self.log.file_delete_delay_ms
 
 
-def _value(key: str, own: Mapping[str, str], static: Mapping[str, str]) -> str:
-    if key in own:
-        return own[key]
-    for synonym in _BROKER_SYNONYMS.get(key, ()):
-        if synonym in static:
-            text = static[synonym]
-            factor = _TO_MS.get(synonym)
-            return text if factor is None else str(int(text) * factor)
-    definition = TOPIC_CONFIGS.get(key)
-    default = _DEFAULTS.get(key) if definition is None else definition.default
-    assert default is not None, key
-    return default
-
-
-def topic_settings(own: Mapping[str, str], static: Mapping[str, str]) -> TopicSettings:
-    """The settings of a topic with configs ``own`` on a broker started with ``static``."""
+def topic_settings(own: Mapping[str, str], broker: Mapping[str, str]) -> TopicSettings:
+    """The settings of a topic with configs ``own`` on a broker whose properties, with the
+    dynamic configs it applies laid over them, are ``broker``."""
     def text(key: str) -> str:
-        return _value(key, own, static)
+        return topic_value(key, own, broker)
 
     def parsed(key: str, kind: Callable[[str], T]) -> T:
         try:

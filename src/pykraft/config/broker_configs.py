@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from pykraft.config.authorizer import ALLOW_EVERYONE_IF_NO_ACL_FOUND, SUPER_USERS
@@ -57,9 +57,14 @@ def _doc(name: str, mode: str) -> str:
     return f"Kafka {KAFKA_VERSION} broker config ({mode}); accepted, not used by pykraft."
 
 
+#: Defaults Kafka 4 changed among the keys pykraft applies (KIP-1030), which the generated
+#: table of Kafka 3.9's keys does not have yet.
+_KAFKA_4_DEFAULTS = {"log.message.timestamp.after.max.ms": "3600000"}
+
+
 def _table() -> Iterator[ConfigDef]:
     for kafka in KAFKA_KEY_DEFS.values():
-        default = kafka.default
+        default = _KAFKA_4_DEFAULTS.get(kafka.name, kafka.default)
         if kafka.name in _SERVER_KEYS:  # the default pykraft applies; its "" means unset
             default = _SERVER_KEYS[kafka.name].default or (None if kafka.default else
                                                            kafka.default)
@@ -75,6 +80,19 @@ BROKER_CONFIG_DEFS: Mapping[str, ConfigDef] = {d.name: d for d in _table()}
 DYNAMIC_BROKER_CONFIGS: Mapping[str, ConfigDef] = {
     name: d for name, d in BROKER_CONFIG_DEFS.items() if d.update_mode != "read-only"}
 _DEFAULTS = {name: d.default for name, d in BROKER_CONFIG_DEFS.items() if d.default is not None}
+#: The dynamic keys pykraft applies on a running node: the broker defaults of topic settings,
+#: which each broker re-reads whenever a config changes
+#: (:func:`pykraft.broker.topic_settings.topic_settings`), and the controller's unclean
+#: election switch, read at each election. Every other dynamic key of Kafka's is read once at
+#: start, so IncrementalAlterConfigs refuses it as Kafka refuses a read-only key.
+APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS[name] for name in (
+    "compression.type", "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms", "log.cleanup.policy",
+    "log.index.interval.bytes", "log.index.size.max.bytes",
+    "log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.type", "log.retention.bytes", "log.retention.ms",
+    "log.roll.jitter.ms", "log.roll.ms", "log.segment.bytes", "log.segment.delete.delay.ms",
+    "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable")}
 
 
 #: Kafka 3.9's internal keys (``defineInternal``): known, so accepted silently, but Kafka's
@@ -86,7 +104,6 @@ _INTERNAL_KEYS = frozenset({
     "remote.log.manager.task.retry.backoff.ms", "remote.log.manager.task.retry.jitter",
     "server.max.startup.time.ms", "unclean.leader.election.interval.ms",
     "unstable.api.versions.enable", "unstable.feature.versions.enable",
-    "zookeeper.metadata.migration.min.batch.size",
 })
 #: Prefixes whose keys Kafka passes on without knowing them: per-listener overrides, config
 #: providers, and the remote storage plugins' own configs.
@@ -97,9 +114,26 @@ _FREE_PREFIXES = ("listener.name.", "config.providers.", "rsm.config.", "rlmm.co
                   "remote.log.metadata.")
 
 
+#: Keys Kafka 4.4 changes on a running broker that the table of Kafka 3.9's keys lacks: known,
+#: so IncrementalAlterConfigs refuses them (pykraft applies none) rather than storing them
+#: as a plugin's unknown key, and a properties file naming one gets no warning.
+_KAFKA_4_DYNAMIC_KEYS = frozenset({
+    "config.providers", "cordoned.log.dirs", "errors.deadletterqueue.auto.create.topics.enable",
+    "errors.deadletterqueue.topic.name.prefix", "follower.fetch.last.tiered.offset.enable",
+    "follower.replication.throttled.rate", "group.consumer.assignment.interval.ms",
+    "group.consumer.assignor.offload.enable", "group.coordinator.cached.buffer.max.bytes",
+    "group.share.assignment.interval.ms", "group.share.assignor.offload.enable",
+    "group.streams.assignment.interval.ms", "group.streams.assignor.offload.enable",
+    "leader.replication.throttled.rate", "log.remote.copy.lag.bytes", "log.remote.copy.lag.ms",
+    "max.decompressed.message.bytes", "remote.list.offsets.request.timeout.ms",
+    "remote.log.manager.follower.thread.pool.size",
+    "replica.alter.log.dirs.io.max.bytes.per.second", "share.coordinator.cached.buffer.max.bytes",
+})
+
+
 def is_known(name: str) -> bool:
     return (name in BROKER_CONFIG_DEFS or name in _INTERNAL_KEYS or name in _AUTHORIZER_KEYS
-            or name.startswith(_FREE_PREFIXES))
+            or name in _KAFKA_4_DYNAMIC_KEYS or name.startswith(_FREE_PREFIXES))
 
 
 def unknown_key_warnings(names: Iterable[str]) -> list[str]:
@@ -161,6 +195,22 @@ class BrokerConfigLayers:
     dynamic_default: Mapping[str, str]
     static: Mapping[str, str]
 
+    @classmethod
+    def of(cls, broker_configs: Callable[[str], Mapping[str, str]], node_id: int,
+           static: Mapping[str, str]) -> BrokerConfigLayers:
+        """Node ``node_id``'s layers; ``broker_configs`` gives a BROKER resource's configs by
+        name (``""`` for the cluster default)."""
+        return cls(dynamic_broker=broker_configs(str(node_id)),
+                   dynamic_default=broker_configs(""), static=static)
+
+    def applied(self) -> dict[str, str]:
+        """The properties file with the dynamic keys pykraft applies laid over it, cluster
+        default then this node's, as Kafka's DynamicBrokerConfig merges them."""
+        merged = dict(self.static)
+        for layer in (self.dynamic_default, self.dynamic_broker):
+            merged.update((k, v) for k, v in layer.items() if k in APPLIED_DYNAMIC_CONFIGS)
+        return merged
+
     def sources(self) -> tuple[tuple[Mapping[str, str], ConfigSource], ...]:
         return ((self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
                 (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
@@ -197,6 +247,11 @@ def describe_broker(layers: BrokerConfigLayers, *, per_broker: bool,
             for name in sorted(names) if keys is None or name in keys]
 
 
+def describe_key(layers: BrokerConfigLayers, name: str) -> DescribedConfig:
+    """One key as BROKER "<this node>" describes it (a topic's broker synonym)."""
+    return _entry(layers, name, per_broker=True)
+
+
 def _entry(layers: BrokerConfigLayers, name: str, *, per_broker: bool) -> DescribedConfig:
     found = definition(name)
     # A key Kafka does not know has no type, so it may be secret: its value is hidden.
@@ -215,7 +270,7 @@ def _entry(layers: BrokerConfigLayers, name: str, *, per_broker: bool) -> Descri
     return DescribedConfig(
         name=name, value=None if sensitive else own,
         source=chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG,
-        read_only=name not in DYNAMIC_BROKER_CONFIGS, sensitive=sensitive,
+        read_only=name not in APPLIED_DYNAMIC_CONFIGS, sensitive=sensitive,
         config_type=ConfigType.UNKNOWN if found is None else found.type,
         synonyms=tuple((synonym, None if sensitive else value, source)
                        for synonym, value, source in chain),

@@ -56,6 +56,8 @@ class ConfigDef:
     doc: str = ""
     update_mode: str = "read-only"
     """``read-only``, ``per-broker`` or ``cluster-wide``, as in Kafka's docs."""
+    or_equal: int | None = None
+    """One more valid value outside the range (``compression.gzip.level``'s -1)."""
 
     @property
     def sensitive(self) -> bool:
@@ -93,6 +95,14 @@ class ConfigDef:
             return f"Not a number of type {self.type.name}"
         if self.type is ConfigType.DOUBLE and not math.isfinite(number):
             return "not finite"
+        if self.or_equal is not None and number == self.or_equal:
+            return None
+        low, high = self.minimum, self.maximum
+        if self.or_equal is not None and low is not None and high is not None:
+            if not low <= number <= high:  # Kafka's BetweenOrEqualValidator
+                return (f"Value must be between {_java_number(low)} and {_java_number(high)} "
+                        f"or equal to {self.or_equal}")
+            return None
         if self.minimum is not None and number < self.minimum:
             return f"Value must be at least {_java_number(self.minimum)}"
         if self.maximum is not None and number > self.maximum:

@@ -30,12 +30,17 @@ from kio.schema.incremental_alter_configs.v1.response import (
 from kio.static.primitive import i8
 
 from pykraft.config.broker_configs import (
-    BROKER_CONFIG_DEFS,
     BrokerConfigLayers,
     DescribedConfig,
     describe_broker,
+    describe_key,
+    is_known,
+)
+from pykraft.config.broker_configs import (
+    definition as broker_definition,
 )
 from pykraft.config.definitions import ConfigSource
+from pykraft.config.topic_keys import BROKER_SYNONYMS, remote_storage_problem, topic_value
 from pykraft.controller.config_defs import TOPIC_CONFIGS, ConfigDef, ConfigType, definitions
 from pykraft.controller.context import (
     MAX_RECORDS_PER_USER_OP,
@@ -51,8 +56,8 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import ConfigRecord
 
 __all__ = ["AlterOp", "ConfigFailure", "ConfigSource", "alter_configs", "check_resource",
-           "describe_configs", "incremental_alter_configs", "unclean_election_enabled",
-           "validate"]
+           "describe_configs", "incremental_alter_configs", "topic_entries",
+           "unclean_election_enabled", "validate"]
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
 
 
@@ -94,35 +99,56 @@ def check_resource(image: MetadataImage, resource: ConfigResource) -> ConfigFail
 
 
 def validate(resource_type: int, configs: Mapping[str, str | None]) -> ConfigFailure | None:
-    """Unknown keys, null values and out-of-range values fail with INVALID_CONFIG."""
+    """Unknown topic keys, null values and out-of-range values fail with INVALID_CONFIG; a
+    broker key nobody knows is not checked (Kafka stores it for whoever reads it)."""
     defs = definitions(resource_type) or {}
     for key, value in configs.items():
         definition = defs.get(key)
+        if definition is None and resource_type == ConfigResourceType.BROKER:
+            continue
         if definition is None:
-            return ConfigFailure(ErrorCode.invalid_config, f"Unknown configuration '{key}'")
+            return ConfigFailure(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
         if value is None:
             return ConfigFailure(ErrorCode.invalid_config,
                                  f"Null value not supported for configuration '{key}'")
         problem = definition.problem(value)
         if problem is not None:
             return ConfigFailure(ErrorCode.invalid_config, problem)
+    if resource_type == ConfigResourceType.TOPIC:
+        problem = remote_storage_problem({k: v for k, v in configs.items() if v is not None})
+        if problem is not None:
+            return ConfigFailure(ErrorCode.invalid_config, problem)
     return None
 
 
-def _topic_configs(image: MetadataImage, name: str) -> list[DescribedConfig]:
-    """Every topic key: the topic's own value, else the default."""
-    own = image.configs.get((ConfigResourceType.TOPIC, name))
+def topic_entries(own: Mapping[str, str], layers: BrokerConfigLayers) -> list[DescribedConfig]:
+    """Every key of a topic whose own configs are ``own``, as Kafka's ConfigHelper gives it
+    on a node of config ``layers``: the value in force, and as synonyms the topic's own value
+    then those of its broker synonym as this node describes that."""
+    broker = layers.applied()
     described = []
     for key, definition in sorted(TOPIC_CONFIGS.items()):
-        chain = [(key, value, source) for value, source in (
-            (own.get(key), ConfigSource.TOPIC_CONFIG),
-            (definition.default, ConfigSource.DEFAULT_CONFIG)) if value is not None]
+        chain: list[tuple[str, str | None, ConfigSource]] = (
+            [(key, own[key], ConfigSource.TOPIC_CONFIG)] if key in own else [])
+        chain += _broker_synonyms(key, definition, layers)
         described.append(DescribedConfig(
-            name=key, value=chain[0][1] if chain else None,
+            name=key, value=topic_value(key, own, broker),
             source=chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG, read_only=False,
             sensitive=False, config_type=definition.type, synonyms=tuple(chain),
             documentation=definition.doc))
     return described
+
+
+def _broker_synonyms(key: str, definition: ConfigDef, layers: BrokerConfigLayers
+                     ) -> list[tuple[str, str | None, ConfigSource]]:
+    """The synonyms of the topic key's first broker synonym; a Kafka 4 broker key missing
+    from pykraft's table of Kafka 3.9's broker keys has only its default."""
+    server = BROKER_SYNONYMS.get(key)
+    if server is None:
+        return []
+    if broker_definition(server[0]) is None:
+        return [(server[0], definition.default, ConfigSource.DEFAULT_CONFIG)]
+    return list(describe_key(layers, server[0]).synonyms)
 
 
 def unclean_election_enabled(ctx: ControllerContext, topic: str) -> bool:
@@ -147,10 +173,8 @@ def _broker_configs(image: MetadataImage, name: str, node_id: int,
                                  f"Broker id must be an integer, but it is: {name}")
         return ConfigFailure(ErrorCode.invalid_request, f"Unexpected broker id, expected "
                              f"{node_id} or empty string, but received {name}")
-    broker = ConfigResourceType.BROKER
-    layers = BrokerConfigLayers(dynamic_broker=image.configs.get((broker, str(node_id))),
-                                dynamic_default=image.configs.get((broker, "")), static=static)
-    return describe_broker(layers, per_broker=bool(name))
+    return describe_broker(BrokerConfigLayers.of(image.configs.broker, node_id, static),
+                           per_broker=bool(name))
 
 
 def _wire_entry(config: DescribedConfig, req: DescribeConfigsRequest
@@ -173,7 +197,8 @@ def describe_configs(image: MetadataImage, req: DescribeConfigsRequest, *, node_
         resource = (int(res.resource_type), res.resource_name)
         outcome: list[DescribedConfig] | ConfigFailure | None = check_resource(image, resource)
         if outcome is None:
-            outcome = (_topic_configs(image, res.resource_name)
+            outcome = (topic_entries(image.configs.get(resource), BrokerConfigLayers.of(
+                           image.configs.broker, node_id, static))
                        if resource[0] == ConfigResourceType.TOPIC
                        else _broker_configs(image, res.resource_name, node_id, static))
         failure = outcome if isinstance(outcome, ConfigFailure) else None
@@ -234,13 +259,35 @@ def _duplicates(resources: Sequence[ConfigResource]) -> set[ConfigResource]:
     return dups
 
 
-def _unknown_key(resource: ConfigResource, key: str) -> ConfigFailure:
-    """A read-only broker key gets Kafka's DynamicBrokerConfig refusal (INVALID_REQUEST,
-    KAFKA-13609); a key nobody knows is INVALID_CONFIG."""
-    if resource[0] == ConfigResourceType.BROKER and key in BROKER_CONFIG_DEFS:
-        return ConfigFailure(ErrorCode.invalid_request,
-                             f"Cannot update these configs dynamically: Set({key})")
-    return ConfigFailure(ErrorCode.invalid_config, f"Unknown configuration '{key}'")
+#: Kafka's ``DynamicBrokerConfig.DYNAMIC_SECURITY_CONFIGS``: changed per listener only.
+_SECURITY_KEYS = frozenset({
+    "ssl.key.password", "ssl.keystore.certificate.chain", "ssl.keystore.key",
+    "ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type",
+    "ssl.truststore.certificates", "ssl.truststore.location", "ssl.truststore.password",
+    "ssl.truststore.type"})
+
+
+def _refusal(resource: ConfigResource, key: str) -> ConfigFailure | None:
+    """Why a key may not be changed, in Kafka's words and order (DynamicBrokerConfig
+    .validateConfigs: INVALID_REQUEST): a security key without a listener prefix, a per-broker
+    key (or listener override) as a cluster default, then any key pykraft cannot change at
+    run time, as for a read-only key (KAFKA-13609). A broker key nobody knows is stored, as
+    Kafka stores it; an unknown topic key is INVALID_CONFIG (LogConfig.validateNames)."""
+    resource_type, name = resource
+    if resource_type != ConfigResourceType.BROKER:
+        return ConfigFailure(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
+    found = broker_definition(key)
+    if key in _SECURITY_KEYS:
+        reason = ("These security configs can be dynamically updated only per-listener using "
+                  "the listener prefix")
+    elif not name and found is not None and found.update_mode == "per-broker":
+        reason = "Cannot update these configs at default cluster level, broker id must be " \
+                 "specified"
+    elif is_known(key):
+        reason = "Cannot update these configs dynamically"
+    else:
+        return None
+    return ConfigFailure(ErrorCode.invalid_request, f"{reason}: [{key}]")
 
 
 def _alter(
@@ -261,16 +308,13 @@ def _alter(
     old = ctx.image.configs.get(resource)
     new: dict[str, str | None] = {key: None for key in old} if replace_all else {}
     for key, op, value in changes:
-        if key not in defs:
-            return [], _unknown_key(resource, key)
-        if resource == (ConfigResourceType.BROKER, "") and defs[key].update_mode == "per-broker":
-            return [], ConfigFailure(ErrorCode.invalid_request, "Cannot update these configs at "
-                                     f"default cluster level, broker id must be specified: "
-                                     f"Set({key})")
+        definition = defs.get(key)
+        if definition is None and (failure := _refusal(resource, key)) is not None:
+            return [], failure
         if op == AlterOp.SET and value is None:
             return [], ConfigFailure(ErrorCode.invalid_config,
                                      f"Null value not supported for configuration '{key}'")
-        new[key], failure = _apply_op(defs[key], op, old.get(key), value)
+        new[key], failure = _apply_op(definition, op, old.get(key), value)
         if failure is not None:
             return [], failure
     failure = validate(resource[0], {k: v for k, v in new.items() if v is not None})

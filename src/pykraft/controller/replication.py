@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.alter_partition.v3 import response as ap_resp
@@ -38,9 +38,9 @@ from kio.schema.delete_topics.v6.response import DeletableTopicResult, DeleteTop
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32
 
+from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.controller import config_control
 from pykraft.controller.cluster_control import usable_brokers
-from pykraft.controller.config_defs import TOPIC_CONFIGS
 from pykraft.controller.context import (
     MAX_RECORDS_PER_USER_OP,
     TOO_LARGE_MESSAGE,
@@ -202,16 +202,25 @@ def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
     return _auto_assign(ctx, count, factor)
 
 
-def _topic_configs(given: dict[str, str]) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
-    """Every topic config, ``given`` or at its default, as a CreateTopics answer lists them."""
+def _topic_configs(ctx: ControllerContext) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
+    """Every topic config of a topic that sets none, as a CreateTopics answer lists them:
+    this controller's broker default (its dynamic configs, its properties), else Kafka's."""
+    layers = BrokerConfigLayers.of(ctx.image.configs.broker, ctx.config.node_id,
+                                   ctx.config.properties)
     return tuple(
         ct_resp.CreatableTopicConfigs(
-            name=d.name, value=given.get(d.name, d.default), read_only=False,
-            config_source=i8(int(config_control.ConfigSource.TOPIC_CONFIG if d.name in given
-                                 else config_control.ConfigSource.DEFAULT_CONFIG)),
-            is_sensitive=False)
-        for d in TOPIC_CONFIGS.values()
+            name=entry.name, value=entry.value, read_only=False,
+            config_source=i8(int(entry.source)), is_sensitive=False)
+        for entry in config_control.topic_entries({}, layers)
     )
+
+
+def _given_configs(defaults: tuple[ct_resp.CreatableTopicConfigs, ...], given: dict[str, str]
+                   ) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
+    """``defaults`` with the topic's own values in their place (TOPIC_CONFIG)."""
+    topic = i8(int(config_control.ConfigSource.TOPIC_CONFIG))
+    return tuple(replace(entry, value=given[entry.name], config_source=topic)
+                 if entry.name in given else entry for entry in defaults)
 
 
 def _create_topics_failed(req: CreateTopicsRequest, failure: Failure) -> ControllerResult:
@@ -236,7 +245,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             ErrorCode.policy_violation, "Excessively large number of partitions per request."))
     named = Counter(t.name for t in req.topics)
     taken = TakenNames(ctx.image.topics.by_name)
-    defaults = _topic_configs({})  # shared by the topics that set no config
+    defaults = _topic_configs(ctx)  # shared by the topics that set no config
     budget = MAX_RECORDS_PER_USER_OP
     records: list[object] = []
     results: list[ct_resp.CreatableTopicResult] = []
@@ -265,7 +274,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             name=topic.name, topic_id=topic_id,
             error_code=ErrorCode.none, error_message=None,
             num_partitions=i32(len(plan)), replication_factor=i16(len(plan[0])),
-            configs=_topic_configs({c.name: c.value for c in configs if c.value is not None})
+            configs=_given_configs(defaults, {c.name: c.value for c in configs
+                                              if c.value is not None})
             if configs else defaults))
     return ControllerResult(() if req.validate_only else tuple(records),
                             ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE,

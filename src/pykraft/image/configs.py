@@ -34,6 +34,10 @@ class ConfigurationsImage:
     def get(self, resource: ConfigResource) -> Mapping[str, str]:
         return self.resources.get(resource, {})
 
+    def broker(self, name: str) -> Mapping[str, str]:
+        """BROKER ``name``'s dynamic configs (``""``: the cluster default)."""
+        return self.get((ConfigResourceType.BROKER, name))
+
     def records(self) -> Iterator[tuple[object, int]]:
         for resource_type, name in sorted(self.resources):
             configs = self.resources[resource_type, name]

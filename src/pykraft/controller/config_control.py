@@ -99,7 +99,7 @@ def validate(resource_type: int, configs: Mapping[str, str | None]) -> ConfigFai
     for key, value in configs.items():
         definition = defs.get(key)
         if definition is None:
-            return ConfigFailure(ErrorCode.invalid_config, f"Unknown configuration '{key}'")
+            return _unknown_config(resource_type, key)
         if value is None:
             return ConfigFailure(ErrorCode.invalid_config,
                                  f"Null value not supported for configuration '{key}'")
@@ -240,6 +240,14 @@ def _unknown_key(resource: ConfigResource, key: str) -> ConfigFailure:
     if resource[0] == ConfigResourceType.BROKER and key in BROKER_CONFIG_DEFS:
         return ConfigFailure(ErrorCode.invalid_request,
                              f"Cannot update these configs dynamically: Set({key})")
+    return _unknown_config(resource[0], key)
+
+
+def _unknown_config(resource_type: int, key: str) -> ConfigFailure:
+    """INVALID_CONFIG for a key nobody knows, in Kafka's words for a topic (LogConfig's
+    validateNames, what kafka-configs.sh prints)."""
+    if resource_type == ConfigResourceType.TOPIC:
+        return ConfigFailure(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
     return ConfigFailure(ErrorCode.invalid_config, f"Unknown configuration '{key}'")
 
 

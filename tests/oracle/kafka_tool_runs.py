@@ -4,7 +4,10 @@ in order: each run finds the state the runs before it left (the same on both clu
 First the admin tools (topics, configs, acls, the console producer and consumer, consumer
 groups, get-offsets, log-dirs, delete-records, metadata-quorum, features), then dump-log
 over the files they wrote (the broker's segments and indexes, the consumer offsets, the
-metadata log), then the perf and verifiable tools.
+metadata log), then the perf and verifiable tools; once the clusters have stopped, dump-log
+over the files written at shutdown and at format (a producer snapshot, the bootstrap
+metadata snapshot) and the metadata shell over the metadata log (it locks the directory it
+reads, which a running controller holds).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
+METADATA_SHELL = "org.apache.kafka.shell.MetadataShell"
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
 PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
@@ -55,8 +59,15 @@ def groups(operation: str, *args: str) -> ToolRun:
     return ToolRun("kafka-consumer-groups", operation, GROUPS, (*BS, *args))
 
 
+#: a batch's size, which depends on its records' timestamp deltas (varints: a record sent
+#: 64 ms or more after the batch's first takes a byte more), so on the machine's pace
+BATCH_SIZE = r"(?<= size: )\d+"
+BATCH_SIZE_JSON = r'(?<="size":)\d+'
+
+
 def dump(operation: str, path: str, *args: str) -> ToolRun:
-    return ToolRun("kafka-dump-log", operation, DUMP_LOG, ("--files", path, *args))
+    return ToolRun("kafka-dump-log", operation, DUMP_LOG, ("--files", path, *args),
+                   masks=(BATCH_SIZE,))
 
 
 ADMIN = [
@@ -65,6 +76,8 @@ ADMIN = [
     topics("create existing", "--create", "--topic", TOPIC, "--partitions", "2"),
     topics("create other", "--create", "--topic", "other", "--partitions", "1",
            "--config", "cleanup.policy=compact"),
+    # kafka-e2e-latency's own creation races its consumer's first metadata (either cluster)
+    topics("create for e2e-latency", "--create", "--topic", "latency", "--partitions", "1"),
     topics("alter partitions", "--alter", "--topic", "other", "--partitions", "3"),
     topics("list", "--list"),
     topics("describe", "--describe", "--topic", TOPIC),
@@ -116,7 +129,7 @@ ADMIN = [
     ToolRun("kafka-get-offsets", "earliest", GET_OFFSETS,
             (*BS, "--topic", TOPIC, "--time", "-2")),
     ToolRun("kafka-log-dirs", "describe", LOG_DIRS,
-            (*BS, "--describe", "--topic-list", TOPIC)),
+            (*BS, "--describe", "--topic-list", TOPIC), masks=(BATCH_SIZE_JSON,)),
     ToolRun("kafka-delete-records", "delete before 1", DELETE_RECORDS,
             (*BS, "--offset-json-file", "{files}/delete.json")),
     ToolRun("kafka-get-offsets", "earliest after delete", GET_OFFSETS,
@@ -168,4 +181,22 @@ PERF = [
     ToolRun("kafka-e2e-latency", "20 messages", E2E_LATENCY,
             ("--bootstrap-server", "{bootstrap}", "--topic", "latency", "--num-records", "20",
              "--producer-acks", "1", "--record-size", "100"), measures=True),
+]
+
+#: ``{bootstrap_snapshot}``: Kafka 4.4's format writes it as the metadata log's
+#: 00000000000000000000-0000000000.checkpoint, pykraft's as bootstrap.checkpoint beside it
+BOOTSTRAP_SNAPSHOTS = ("__cluster_metadata-0/00000000000000000000-0000000000.checkpoint",
+                       "bootstrap.checkpoint")
+
+STOPPED = [
+    dump("producer snapshot", f"{{broker_data}}/{TOPIC}-0/00000000000000000004.snapshot"),
+    ToolRun("kafka-dump-log", "bootstrap snapshot --cluster-metadata-decoder", DUMP_LOG,
+            ("--files", "{bootstrap_snapshot}", "--cluster-metadata-decoder"),
+            errors_only=True),
+    # errors only: the shell runs its command once its loader's publishers are installed,
+    # not once the log is replayed, so what it lists varies run to run on Kafka's log too
+    *(ToolRun("kafka-metadata-shell", " ".join(command), METADATA_SHELL,
+              ("--snapshot", f"{{controller_data}}/__cluster_metadata-0/{SEGMENT}.log", *command),
+              errors_only=True)
+      for command in (("ls", "/image/topics/byName"), ("ls", "/image/cluster/brokers"))),
 ]

@@ -2,11 +2,13 @@
 
 One Kafka cluster and one pykraft cluster (a controller and a broker each) get the same runs
 of Kafka's tools (:mod:`kafka_tool_runs`: the admin tools, dump-log over the files they
-wrote, the perf and verifiable tools), each cluster's runs in one JVM; every run's exit
+wrote, the perf and verifiable tools, then dump-log and the metadata shell over the stopped
+clusters' files), each cluster's runs in one JVM per stage; every run's exit
 code, stdout and stderr must agree after :func:`kafka_tools.normalise`. A known difference
 is a strict xfail naming the pykraft defect (:data:`KNOWN`). pykraft's own ``dump-log``
-then reads Kafka's files as it reads its own. The tools matrix (tool x operation: same /
-differs / unsupported) is printed by :func:`test_tools_matrix` (``-s`` shows it).
+and ``metadata-shell`` then read Kafka's files as they read pykraft's, and a node of each
+software, formatted by the other's storage tool, must start. The tools matrix (tool x
+operation: same / differs) is printed by :func:`test_tools_matrix` (``-s`` shows it).
 """
 
 from __future__ import annotations
@@ -17,12 +19,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from kafka_tool_runs import ADMIN, DELETE_RECORDS_JSON, DUMP, PERF, SEGMENT, TOPIC
+from kafka_tool_runs import (
+    ADMIN,
+    BATCH_SIZE,
+    BOOTSTRAP_SNAPSHOTS,
+    DELETE_RECORDS_JSON,
+    DUMP,
+    PERF,
+    SEGMENT,
+    STOPPED,
+    TOPIC,
+)
 from kafka_tools import (
     DIFFERS,
     INVALID_BATCH,
     SAME,
-    UNSUPPORTED,
     ClusterTools,
     Outcome,
     ToolRun,
@@ -40,7 +51,6 @@ from oracle_cluster import (
     ClusterSpec,
     KafkaInstall,
     Kind,
-    OracleCluster,
     running,
     unfenced_brokers,
 )
@@ -49,7 +59,7 @@ from typer.testing import CliRunner
 
 skip_module_off_ci()
 
-RUNS = [*ADMIN, *DUMP, *PERF]
+RUNS = [*ADMIN, *DUMP, *PERF, *STOPPED]
 #: run name -> the pykraft defect that makes its outcome differ from Kafka's
 KNOWN = {
     "kafka-topics.describe": "pykraft serves no DescribeTopicPartitions (the tool falls back "
@@ -76,19 +86,13 @@ KNOWN = {
         "writes offset commit values v3 (Kafka 4.4: v4) and batches with baseSequence -1 "
         "(Kafka: 0)",
 }
-#: tool -> why it is not run here
-UNSUPPORTED_TOOLS = {
-    "kafka-metadata-shell": "org.apache.kafka:kafka-shell is not published for 4.4.0 and "
-                            "4.3.0's does not run on 4.4.0's jars (Exit, TerseFailure moved)",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Results:
     outcomes: dict[Kind, dict[str, Outcome]]
     files: dict[Kind, ClusterTools]
     seconds: float
-    cross_formatted: list[OracleCluster]
+    #: (formatted by, started kind) -> unfenced brokers its node saw once all were ready
+    cross_formatted: dict[tuple[Kind, Kind], int | None]
 
 
 @pytest.fixture(scope="module")
@@ -102,16 +106,25 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
     specs += [ClusterSpec(combined=(PYKRAFT,), formatted_by=KAFKA),
               ClusterSpec(combined=(KAFKA,), formatted_by=PYKRAFT)]
     with running(base, kafka, *specs) as (theirs, ours, *cross_formatted):
+        cross = {(cluster.spec.formatted_by, cluster.spec.combined[0]):
+                 unfenced_brokers(cluster.brokers[0].address) for cluster in cross_formatted}
         tools = {kind: ClusterTools(cluster, base / f"{kind}-files")
                  for kind, cluster in ((KAFKA, theirs), (PYKRAFT, ours))}
         for cluster_tools in tools.values():
             (cluster_tools.files / "delete.json").write_text(DELETE_RECORDS_JSON)
-        outcomes, batch_s = run_both(install, tools, RUNS)
+        outcomes, batch_s = run_both(install, tools, [*ADMIN, *DUMP, *PERF])
         first = outcomes[KAFKA][RUNS[0].name]
         assert first.stdout == f"Created topic {TOPIC}.\n", f"ToolBatch ran no tool: {first}"
-        print(f"\n{len(RUNS)} tool runs per cluster in {batch_s:.1f} s; module set-up "
-              f"{time.monotonic() - started:.1f} s")
-        yield Results(outcomes, tools, batch_s, cross_formatted)
+    for cluster_tools in tools.values():
+        root = Path(cluster_tools.values["controller_data"])
+        cluster_tools.values["bootstrap_snapshot"] = next(
+            str(root / name) for name in BOOTSTRAP_SNAPSHOTS if (root / name).is_file())
+    stopped, stopped_s = run_both(install, tools, STOPPED)
+    for kind, found in stopped.items():
+        outcomes[kind].update(found)
+    print(f"\n{len(RUNS)} tool runs per cluster in {batch_s + stopped_s:.1f} s; module "
+          f"set-up {time.monotonic() - started:.1f} s")
+    yield Results(outcomes, tools, batch_s + stopped_s, cross)
 
 
 @pytest.mark.parametrize("run", [
@@ -129,26 +142,26 @@ def test_tools_matrix(results: Results) -> None:
         result = verdict(run, *(results.outcomes[kind][run.name] for kind in (KAFKA, PYKRAFT)))
         note = KNOWN.get(run.name, "errors and exit code only" if run.errors_only else "")
         rows.append((run.tool, run.operation, result, note))
-    rows += [(tool, "-", UNSUPPORTED, why) for tool, why in UNSUPPORTED_TOOLS.items()]
-    rows += [(f"{cluster.spec.formatted_by} storage format", f"starts {cluster.spec.combined[0]}",
-              SAME, "a combined node formatted by the other tool starts, registers, unfences")
-             for cluster in results.cross_formatted]
+    rows += [(f"{by} storage format", f"starts {started}", SAME if seen == 1 else DIFFERS,
+              "a combined node formatted by the other tool starts, registers, unfences")
+             for (by, started), seen in results.cross_formatted.items()]
     print("\n" + matrix(rows))
-    counts = {label: sum(row[2] == label for row in rows) for label in (SAME, DIFFERS,
-                                                                           UNSUPPORTED)}
+    counts = {label: sum(row[2] == label for row in rows) for label in (SAME, DIFFERS)}
     print(f"{counts}; {len(RUNS)} runs per cluster took {results.seconds:.1f} s")
     assert {f"{tool}.{operation}" for tool, operation, result, _ in rows
             if result == DIFFERS} == KNOWN.keys()
 
 
 PYKRAFT_DUMPS = [
-    ToolRun("pykraft dump-log", operation, "pykraft.cli.main", ("dump-log", "--files", path, *args))
+    ToolRun("pykraft dump-log", operation, "pykraft.cli.main", ("dump-log", "--files", path, *args),
+            masks=(BATCH_SIZE,))
     for operation, path, args in (
         ("segment --deep-iteration", f"{{broker_data}}/{TOPIC}-0/{SEGMENT}.log",
          ("--deep-iteration", "--print-data-log")),
         ("offset index --index-sanity-check", f"{{broker_data}}/{TOPIC}-0/{SEGMENT}.index",
          ("--index-sanity-check",)),
         ("time index", f"{{broker_data}}/{TOPIC}-0/{SEGMENT}.timeindex", ()),
+        ("producer snapshot", f"{{broker_data}}/{TOPIC}-0/00000000000000000004.snapshot", ()),
     )]
 
 
@@ -168,13 +181,9 @@ def test_pykraft_dump_log_reads_kafka_files(results: Results, run: ToolRun) -> N
 
 def test_storage_format_output_starts_the_other_software(results: Results) -> None:
     """Kafka's ``kafka-storage.sh format`` output starts a pykraft node, and ``pykraft
-    storage format``'s a Kafka node: each combined node, formatted by the other tool, was
-    ready with the others (listening, its broker registered and unfenced) and still is."""
-    for cluster in results.cross_formatted:
-        node = cluster.brokers[0]
-        assert cluster.spec.formatted_by != node.kind
-        assert cluster.is_running(node)
-        assert unfenced_brokers(node.address) == 1
+    storage format``'s a Kafka node: each combined node, formatted by the other tool, got
+    ready with the others (listening, its broker registered and unfenced)."""
+    assert results.cross_formatted == {(KAFKA, PYKRAFT): 1, (PYKRAFT, KAFKA): 1}
 
 
 @pytest.mark.xfail(strict=True, reason="pykraft's metadata records stop at REGISTER_BROKER_RECORD "

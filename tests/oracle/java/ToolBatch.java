@@ -12,13 +12,16 @@
 // again) is dropped, as a JVM that exited would not have written it. The tools parsing their
 // arguments with argparse4j's parseArgsOrFail call System.exit: a security manager (Java 17
 // still allows one) turns that into the same unwinding. The shutdown hooks a tool adds
-// through Exit.addShutdownHook (the verifiable tools print their last lines there) run when
-// its main ends, as a JVM's would, their output kept.
+// (through Exit.addShutdownHook, or Runtime's: the verifiable producer closes its producer
+// and prints its last lines there) run when its main ends, as a JVM's would, their output
+// kept; Runtime's hooks are read from java.lang.ApplicationShutdownHooks, which needs
+// --add-opens java.base/java.lang=ALL-UNNAMED.
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.lang.reflect.Field;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
@@ -28,6 +31,7 @@ import java.security.Permission;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 
 import org.apache.kafka.common.utils.internals.Exit;
 
@@ -62,8 +66,32 @@ public final class ToolBatch {
         return exitCode == null ? bytes : Arrays.copyOf(bytes, atExit);
     }
 
+    /** The JVM's registered shutdown hooks (java.lang.ApplicationShutdownHooks.hooks). */
+    @SuppressWarnings("unchecked")
+    private static Map<Thread, Thread> runtimeHooks() throws ReflectiveOperationException {
+        Field hooks = Class.forName("java.lang.ApplicationShutdownHooks").getDeclaredField("hooks");
+        hooks.setAccessible(true);
+        return (Map<Thread, Thread>) hooks.get(null);
+    }
+
+    /** Runtime's hooks the tool added are taken over: removed, and run with Exit's. */
+    private static void takeRuntimeHooks() throws ReflectiveOperationException {
+        for (Thread thread : new ArrayList<>(runtimeHooks().keySet())) {
+            Runtime.getRuntime().removeShutdownHook(thread);
+            HOOKS.add(() -> {
+                thread.start();
+                try {
+                    thread.join();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+        }
+    }
+
     /** The tool's shutdown hooks, their output kept after the cut at its exit. */
-    private static void runHooks() {
+    private static void runHooks() throws ReflectiveOperationException {
+        takeRuntimeHooks();
         if (HOOKS.isEmpty()) {
             return;
         }

@@ -151,19 +151,20 @@ def with_tool_batch(kafka: KafkaInstall, classes: Path) -> KafkaInstall:
 def run_batch(kafka: KafkaInstall, tools: ClusterTools, runs: Sequence[ToolRun],
               ) -> dict[str, Outcome]:
     """Every run, in order, in one JVM; the outcomes by run name."""
-    output = tools.files / "outputs"
-    output.mkdir(exist_ok=True)
+    batch = tools.files / f"batch-{len(list(tools.files.glob('batch-*')))}"
+    output = batch / "outputs"
+    output.mkdir(parents=True)
     lines = []
     for index, run in enumerate(runs):
         stdin = "-"
         if run.stdin is not None:
-            stdin_file = tools.files / f"{index}.stdin"
+            stdin_file = batch / f"{index}.stdin"
             stdin_file.write_text(tools.argument(run.stdin))
             stdin = str(stdin_file)
         fields = [str(index), stdin, run.main_class, *(tools.argument(a) for a in run.args)]
         assert not any("\t" in f or "\n" in f for f in fields), fields
         lines.append("\t".join(fields))
-    script = tools.files / "batch.tsv"
+    script = batch / "runs.tsv"
     script.write_text("\n".join(lines) + "\n")
     command = kafka.java("ToolBatch", str(script), str(output), log_level="WARN")
     done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True,

@@ -21,7 +21,8 @@ What is compared is each run's exit code, standard output and standard error aft
   covers the batch's timestamps);
 * a run's own ``masks`` (regular expressions) become ``<masked>``: the offsets of the
   metadata log, whose length depends on how many records (NoOps, registrations) each
-  cluster's controller wrote, not on the state the runs compare; a record batch's size,
+  cluster's controller wrote, not on the state the runs compare, and the followers' lag at
+  the instant asked; a record batch's size,
   which depends on its records' timestamp deltas (varints), so on the machine's pace;
 * a run marked ``measures=True`` (the perf tools, whose output is measurements: rates,
   latencies, durations) has every number replaced by ``<n>``;

@@ -89,16 +89,20 @@ class KafkaInstall:
 @dataclass(frozen=True, slots=True)
 class ClusterSpec:
     """The members, by kind: controllers, brokers and combined (``broker,controller``)
-    nodes. ``properties`` go to every node, over the defaults :func:`node_properties` sets."""
+    nodes. ``properties`` go to every node, over the defaults :func:`node_properties` sets.
+    ``formatted_by`` formats every node with that software's tool instead of its own (Kafka's
+    ``StorageTool`` output must start pykraft, and ``pykraft storage format``'s Kafka)."""
 
     controllers: Sequence[Kind] = ()
     brokers: Sequence[Kind] = ()
     combined: Sequence[Kind] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
+    formatted_by: Kind | None = None
 
     @property
     def kinds(self) -> set[Kind]:
-        return {*self.controllers, *self.brokers, *self.combined}
+        return {*self.controllers, *self.brokers, *self.combined,
+                *([self.formatted_by] if self.formatted_by else [])}
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +211,7 @@ class OracleCluster:
 
     def _format_command(self, node: Node) -> list[str]:
         args = ("format", "--cluster-id", self.cluster_id, "--config", str(node.config))
-        if node.kind == KAFKA:
+        if (self.spec.formatted_by or node.kind) == KAFKA:
             assert self.kafka is not None
             return self.kafka.java("kafka.tools.StorageTool", *args, log_level="WARN")
         return [sys.executable, "-m", "pykraft", "storage", *args]

@@ -61,13 +61,6 @@ class IndexReport:
     not_found: Pairs = field(default_factory=dict)
     non_consecutive: Pairs = field(default_factory=dict)
 
-    @property
-    def found_problems(self) -> bool:
-        """Whether an index disagrees with its segment (non-consecutive offsets are normal
-        in compacted topics and do not count)."""
-        return bool(self.offset_mismatches or self.timestamp_mismatches or self.out_of_order
-                    or self.not_found)
-
     def error_lines(self) -> Iterator[str]:
         """Kafka's stderr reports; its offset lists are built by prepending, so newest first."""
         for name, pairs in self.offset_mismatches.items():
@@ -80,8 +73,8 @@ class IndexReport:
             yield f"Found out of order timestamp in :{name}"
             yield from (f"  Index timestamp: {a}, Previously indexed timestamp: {b}"
                         for a, b in pairs)
-        for pairs in self.not_found.values():
-            yield "The following indexed offsets are not found in the log."
+        for name, pairs in self.not_found.items():
+            yield f"The following indexed offsets are not found in :{name}"
             yield from (f"Indexed offset: {a}, found log offset: {b}" for a, b in pairs)
         for name, pairs in self.non_consecutive.items():
             yield f"Non-consecutive offsets in {name}"

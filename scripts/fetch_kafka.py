@@ -79,6 +79,16 @@ def check_jars(libs: Path, sums: dict[str, str]) -> None:
         raise FetchError(f"SHA-256 of {', '.join(wrong)} in {libs} differs from {SUMS.name}")
 
 
+def _holds(libs: Path, sums: dict[str, str]) -> bool:
+    """Whether the cache holds exactly the pinned jars (else the pom or the sums changed
+    since it was filled, and it is fetched again)."""
+    try:
+        check_jars(libs, sums)
+    except FetchError:
+        return False
+    return True
+
+
 def _maven_copy(into: Path) -> None:
     if shutil.which("mvn") is None:
         raise FetchError("mvn (Maven) is not installed")
@@ -113,7 +123,7 @@ def fetch(cache: Path = CACHE, *, write_sums: bool = False) -> list[Path]:
     home = cache / version
     libs, classpath_file = home / "libs", home / "classpath"
     with _locked(cache):
-        if write_sums or not classpath_file.is_file():
+        if write_sums or not classpath_file.is_file() or not _holds(libs, read_sums()):
             with tempfile.TemporaryDirectory(prefix="kafka-jars-", dir=cache) as scratch:
                 fetched = Path(scratch) / "libs"
                 _maven_copy(fetched)

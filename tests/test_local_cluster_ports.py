@@ -30,6 +30,16 @@ def test_ports_come_from_the_range_distinct_and_skip_a_bound_one(
     assert all(port in ports[1:] for port in chosen)
 
 
+def test_ports_handed_out_lately_are_not_handed_out_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clusters made one after another bind their ports only when they start: the second
+    must not be given the first's (two oracle clusters once got the same port)."""
+    taken, _ = _bound_range(monkeypatch, 9)
+    with taken:
+        first, second = free_ports(4), free_ports(4)
+    assert not set(first) & set(second)
+
+
 def test_a_range_without_enough_free_ports_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     taken, _ = _bound_range(monkeypatch, 3)
     with taken, pytest.raises(ClusterError, match=PORT_RANGE_ENV):

@@ -21,6 +21,7 @@ brokers then listen as ``SASL_SSL``, and :meth:`LocalCluster.security` is how a 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import datetime
 import itertools
@@ -93,8 +94,14 @@ class NodeFiles:
 PORT_RANGE_ENV = "PYKRAFT_PORT_RANGE"
 
 
+#: The ports this process handed out last: a node binds its ports only when it starts, so
+#: clusters made one after another before any of them starts must not be given the same one.
+_HANDED_OUT: collections.deque[int] = collections.deque(maxlen=128)
+
+
 def free_ports(count: int) -> list[int]:
-    """Ports nothing is bound to now (held open together so they differ)."""
+    """Ports nothing is bound to now (held open together so they differ), none of them
+    handed out lately by this process."""
     sockets: list[socket.socket] = []
     try:
         for port in _candidates():
@@ -104,9 +111,14 @@ def free_ports(count: int) -> list[int]:
             except OSError:
                 sock.close()
                 continue
+            if sock.getsockname()[1] in _HANDED_OUT:
+                sock.close()
+                continue
             sockets.append(sock)
             if len(sockets) == count:
-                return [sock.getsockname()[1] for sock in sockets]
+                chosen = [sock.getsockname()[1] for sock in sockets]
+                _HANDED_OUT.extend(chosen)
+                return chosen
         raise ClusterError(f"fewer than {count} free ports in {PORT_RANGE_ENV}="
                                 f"{os.environ.get(PORT_RANGE_ENV)}")
     finally:

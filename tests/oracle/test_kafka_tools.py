@@ -66,9 +66,9 @@ KNOWN = {
                              "to Metadata: 'Elr: N/A') and sets no cluster-level "
                              "min.insync.replicas as Kafka's controller does with ELR on",
     "kafka-topics.describe other": "as kafka-topics.describe",
-    "kafka-configs.describe topic": "a topic config's DEFAULT_CONFIG synonym: Kafka names the "
-                                    "broker key (message.max.bytes) and lists none for "
-                                    "retention.ms; pykraft names the topic key",
+    "kafka-configs.alter broker cleaner threads": "Kafka resizes its cleaner's threads at "
+                                                  "run time; pykraft refuses the key (its "
+                                                  "cleaner is one worker thread)",
     "kafka-configs.describe broker --all": "pykraft's broker config set is not Kafka 4.4's "
                                            "(keys missing and extra, other defaults)",
     "kafka-configs.alter client quota": "pykraft serves no DescribeClientQuotas / "

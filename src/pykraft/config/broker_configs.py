@@ -80,11 +80,16 @@ BROKER_CONFIG_DEFS: Mapping[str, ConfigDef] = {d.name: d for d in _table()}
 DYNAMIC_BROKER_CONFIGS: Mapping[str, ConfigDef] = {
     name: d for name, d in BROKER_CONFIG_DEFS.items() if d.update_mode != "read-only"}
 _DEFAULTS = {name: d.default for name, d in BROKER_CONFIG_DEFS.items() if d.default is not None}
+#: The connection limits a running broker re-reads from its dynamic configs (Kafka's
+#: DynamicConnectionQuota; :func:`pykraft.runtime.settings.dynamic_connection_limits`).
+CONNECTION_LIMIT_KEYS = ("max.connections", "max.connections.per.ip",
+                         "max.connections.per.ip.overrides", "max.connection.creation.rate")
 #: The dynamic keys pykraft applies on a running node: the broker defaults of topic settings,
 #: which each broker re-reads whenever a config changes
-#: (:func:`pykraft.broker.topic_settings.topic_settings`), and the controller's unclean
-#: election switch, read at each election. Every other dynamic key of Kafka's is read once at
-#: start, so IncrementalAlterConfigs refuses it as Kafka refuses a read-only key.
+#: (:func:`pykraft.broker.topic_settings.topic_settings`), the connection limits, and the
+#: controller's unclean election switch, read at each election. Every other dynamic key of
+#: Kafka's is read once at start, so IncrementalAlterConfigs refuses it as Kafka refuses a
+#: read-only key.
 APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS[name] for name in (
     "compression.type", "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms", "log.cleanup.policy",
@@ -92,7 +97,8 @@ APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS
     "log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms",
     "log.message.timestamp.type", "log.retention.bytes", "log.retention.ms",
     "log.roll.jitter.ms", "log.roll.ms", "log.segment.bytes", "log.segment.delete.delay.ms",
-    "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable")}
+    "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable",
+    *CONNECTION_LIMIT_KEYS)}
 
 
 #: Kafka 3.9's internal keys (``defineInternal``): known, so accepted silently, but Kafka's

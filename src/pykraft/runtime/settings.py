@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pykraft.config.broker_configs import static_layer, unknown_key_warnings
+from pykraft.config.broker_configs import CONNECTION_LIMIT_KEYS, static_layer, unknown_key_warnings
 from pykraft.config.server import Endpoint, ServerConfig, VoterSpec, parse_count
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
@@ -262,17 +262,13 @@ def connection_limits(config: ServerConfig, broker: BrokerListenerSettings | Non
         listener_creation_rate=per_listener["max.connection.creation.rate"])
 
 
-#: The connection keys a running broker takes from dynamic configs (Kafka's
-#: DynamicConnectionQuota and DynamicListenerConfig).
-DYNAMIC_CONNECTION_KEYS = ("max.connections", "max.connections.per.ip",
-                           "max.connections.per.ip.overrides", "max.connection.creation.rate")
 _DYNAMIC_LISTENER_SUFFIXES = (".max.connections", ".max.connection.creation.rate")
 
 
 def dynamic_connection_keys(layer: Mapping[str, str]) -> dict[str, str]:
     """The entries of a dynamic config layer that change connection limits."""
     return {key: value for key, value in layer.items()
-            if key in DYNAMIC_CONNECTION_KEYS
+            if key in CONNECTION_LIMIT_KEYS
             or (key.startswith("listener.name.") and key.endswith(_DYNAMIC_LISTENER_SUFFIXES))}
 
 

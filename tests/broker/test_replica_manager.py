@@ -5,6 +5,8 @@ retention."""
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import uuid
 from pathlib import Path
 
@@ -279,3 +281,32 @@ def test_retention_deletes_old_segments_below_the_high_watermark(tmp_path: Path)
         f"{offset:020d}.snapshot" for offset in (3, 4, 5)]
     manager.checkpoint(5_000)
     assert read_offset_checkpoint(tmp_path / LOG_START_OFFSET_CHECKPOINT) == {}
+
+
+def test_the_periodic_checkpoint_does_its_file_work_off_the_loop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checkpoint of a new topic's 1,000 leader-epoch files held the broker's loop 0.7 s
+    (seconds on a busy disk); off the loop, only the worker thread fsyncs, and the files and
+    recovery points come out as the on-loop checkpoint's."""
+    image = with_records(MetadataImage(), *topic("t", T1, *[(ME,)] * 3))
+    manager = replicas(tmp_path, image)
+    append(manager, [b"a", b"b"])
+    loop_thread = threading.get_ident()
+    fsyncs: list[bool] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        fsyncs.append(threading.get_ident() == loop_thread)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    asyncio.run(manager.checkpoint_off_loop(2_000, asyncio.to_thread))
+    assert fsyncs and not any(fsyncs), "fsync on the loop's thread"
+    assert manager.partition_for("t", 0).log.recovery_point == 2
+    assert read_offset_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {
+        TP: 2, TopicPartition("t", 1): 0, TopicPartition("t", 2): 0}
+    assert read_offset_checkpoint(tmp_path / REPLICATION_OFFSET_CHECKPOINT) == {
+        TP: 2, TopicPartition("t", 1): 0, TopicPartition("t", 2): 0}
+    for partition in range(3):  # each leader's epoch, from its becoming leader
+        assert (tmp_path / f"t-{partition}" / "leader-epoch-checkpoint").read_text() == \
+            "0\n1\n0 0\n"

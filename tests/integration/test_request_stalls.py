@@ -71,6 +71,10 @@ PROPERTIES = {
     "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
     "broker.heartbeat.interval.ms": "500",
     "log.cleaner.backoff.ms": "200",  # the compacted topic's log is cleaned at once
+    # the periodic checkpoints fall inside each request's probe (1,000 new partitions' are
+    # 1,000 leader-epoch files: 0.7 s of fsyncs, seconds on a busy disk, on the loop once)
+    "log.flush.offset.checkpoint.interval.ms": "1000",
+    "replica.high.watermark.checkpoint.interval.ms": "500",
 }
 #: The longest ApiVersions round trip allowed on the node serving the request: Kafka's
 #: controller.quorum.fetch.timeout.ms (2 s), past which an active controller's followers

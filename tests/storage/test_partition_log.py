@@ -14,11 +14,13 @@ from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.partition_log import (
+    LogFlush,
     PartitionLog,
     RecordBatchTooLargeError,
     parse_partition_dir_name,
     remove_deleted_dir,
     rename_for_delete,
+    run_log_flush,
 )
 
 
@@ -180,3 +182,50 @@ def test_partition_directory_names(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(StorageError, match="not a partition renamed"):
         remove_deleted_dir(tmp_path)
+
+
+def test_a_flush_planned_before_a_truncation_leaves_the_recovery_point(tmp_path: Path) -> None:
+    """The fsyncs of a flush run on another thread; a truncation meanwhile may rewrite what
+    it covered, so the recovery point stays where the truncation put it."""
+    with PartitionLog.open(tmp_path / "t-0", LogConfig(), now_ms=0) as log:
+        for offset in range(4):
+            log.append(_batch(offset), now_ms=0)
+        job = log.plan_flush()
+        run_log_flush(job)
+        log.truncate_to(2, now_ms=0)
+        log.append(_batch(2), now_ms=0)
+        log.append(_batch(3), now_ms=0)
+        assert log.flushed(job) == 0
+        assert log.flushed(run_flush_of(log)) == 4
+
+
+def run_flush_of(log: PartitionLog) -> LogFlush:
+    job = log.plan_flush()
+    run_log_flush(job)
+    return job
+
+
+def test_a_flush_writes_no_epochs_into_a_directory_deleted_or_recreated_meanwhile(
+        tmp_path: Path) -> None:
+    with PartitionLog.open(tmp_path / "t-0", LogConfig(), now_ms=0) as log:
+        log.assign_epoch_start_offset(3, 0)
+        job = log.plan_flush()
+    renamed = rename_for_delete(tmp_path / "t-0")
+    run_log_flush(job)  # renamed for deletion: nothing to write, no error
+    assert not (renamed / "leader-epoch-checkpoint").exists()
+    with PartitionLog.open(tmp_path / "t-0", LogConfig(), now_ms=0) as recreated:
+        run_log_flush(job)  # the topic re-created at the same path: not the same directory
+        assert not (tmp_path / "t-0" / "leader-epoch-checkpoint").exists()
+        assert recreated.leader_epochs.entries == []
+
+
+def test_a_flush_skips_the_files_of_segments_deleted_meanwhile(tmp_path: Path) -> None:
+    size = len(_batch(0))
+    with PartitionLog.open(tmp_path / "t-0", LogConfig(segment_bytes=size), now_ms=0) as log:
+        for offset in range(3):
+            log.append(_batch(offset), now_ms=0)
+        job = log.plan_flush()
+        log.increment_log_start_offset(2, high_watermark=3)
+        log.delete_segments([0, 1], now_ms=0)
+        run_log_flush(job)
+        assert log.flushed(job) == 3

@@ -18,6 +18,7 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
     logs.checkpoint()                 # flush + recovery-point and log-start-offset checkpoints
                                       # (every log.flush.offset.checkpoint.interval.ms, 60 s;
                                       # a directory that cannot be written fails)
+    await logs.checkpoint_off_loop(compute)  # ... its fsyncs and writes run by compute
     logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
     logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms, and
                                       # deleted segments' *.deleted files likewise
@@ -38,11 +39,13 @@ written after each cleaning and read at start-up, as Kafka's cleaner manager doe
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import random
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,11 +64,13 @@ from pykraft.storage.offset_checkpoints import (
 )
 from pykraft.storage.partition_log import (
     DELETE_DIR_SUFFIX,
+    LogFlush,
     PartitionLog,
     parse_partition_dir_name,
     partition_dir_name,
     remove_deleted_dir,
     rename_for_delete,
+    run_log_flush,
 )
 from pykraft.storage.partition_metadata import (
     PARTITION_METADATA,
@@ -266,18 +271,44 @@ class LogManager:
         """Flush every log and write each directory's recovery point and log start offset
         checkpoints (the latter only where it moved past the first segment, as Kafka)."""
         for directory in self.log_dirs:
-            here = {tp: plog for tp, plog in self._logs.items()
-                    if plog.directory.parent == directory}
-            try:
-                recovery = {tp: plog.flush() for tp, plog in sorted(here.items())}
-                starts = {tp: plog.log_start_offset for tp, plog in sorted(here.items())
-                          if plog.log_start_offset > plog.segment_stats()[0].base_offset}
-                write_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, recovery)
-                write_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT, starts)
-            except OSError as exc:
-                self.failures.fail(directory, "Disk error while writing recovery offsets "
-                                              f"checkpoint in directory {directory}", exc)
-                raise
+            job = self._plan_checkpoint(directory)
+            with self._checkpointing(directory):
+                write_directory_checkpoint(job)
+            self._checkpointed(job)
+
+    async def checkpoint_off_loop(self, compute: Compute) -> None:
+        """:meth:`checkpoint` with the fsyncs and writes run by ``compute`` (the broker's
+        disk worker: Kafka's scheduler thread runs them, never a request thread)."""
+        for directory in self.log_dirs:
+            job = self._plan_checkpoint(directory)
+            with self._checkpointing(directory):
+                await compute(functools.partial(write_directory_checkpoint, job))
+            self._checkpointed(job)
+
+    def _plan_checkpoint(self, directory: Path) -> DirectoryCheckpoint:
+        here = sorted(((tp, plog) for tp, plog in self._logs.items()
+                       if plog.directory.parent == directory), key=lambda item: item[0])
+        flushes = tuple(plog.plan_flush() for _, plog in here)
+        return DirectoryCheckpoint(
+            directory, flushes,
+            recovery_points={tp: flush.recovery_point
+                             for (tp, _), flush in zip(here, flushes, strict=True)},
+            log_start_offsets={tp: plog.log_start_offset for tp, plog in here
+                               if plog.log_start_offset > plog.segment_stats()[0].base_offset},
+            logs=tuple(plog for _, plog in here))
+
+    def _checkpointed(self, job: DirectoryCheckpoint) -> None:
+        for plog, flush in zip(job.logs, job.flushes, strict=True):
+            plog.flushed(flush)
+
+    @contextmanager
+    def _checkpointing(self, directory: Path) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            self.failures.fail(directory, "Disk error while writing recovery offsets "
+                                          f"checkpoint in directory {directory}", exc)
+            raise
 
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Flush and checkpoint, close every log and mark each directory cleanly shut
@@ -289,6 +320,27 @@ class LogManager:
         marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
         for directory in self.log_dirs:
             atomic_write(directory / CLEAN_SHUTDOWN_FILE, marker.encode("ascii"))
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryCheckpoint:
+    """One log directory's checkpoint, planned on the loop: each log's flush, then the
+    recovery points they make true and the log start offsets. ``logs`` (each flush's log)
+    is for the loop's side only: :func:`write_directory_checkpoint` never touches them."""
+
+    directory: Path
+    flushes: tuple[LogFlush, ...]
+    recovery_points: Mapping[TopicPartition, int]
+    log_start_offsets: Mapping[TopicPartition, int]
+    logs: tuple[PartitionLog, ...]
+
+
+def write_directory_checkpoint(job: DirectoryCheckpoint) -> None:
+    """The blocking part of :meth:`LogManager.checkpoint`, safe on another thread."""
+    for flush in job.flushes:
+        run_log_flush(flush)
+    write_offset_checkpoint(job.directory / RECOVERY_POINT_CHECKPOINT, job.recovery_points)
+    write_offset_checkpoint(job.directory / LOG_START_OFFSET_CHECKPOINT, job.log_start_offsets)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ import inspect
 import logging
 import random
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.auto_topics import AutoTopicCreator
@@ -73,6 +74,7 @@ from pykraft.runtime.settings import (
 )
 
 log = logging.getLogger("pykraft.broker")
+T = TypeVar("T")
 #: How long :meth:`BrokerRuntime.stop` waits for its cancelled background tasks.
 TASK_STOP_TIMEOUT_S = 5.0
 #: Kafka's defaults of the periodic log tasks' intervals.
@@ -259,9 +261,11 @@ class BrokerRuntime:
         if self._log_creator is not None:
             self._tasks.append(loop.create_task(self._log_creator.run()))
         periodic: dict[str, Callable[[int], object]] = {
-            "log.flush.offset.checkpoint.interval.ms": self.replicas.checkpoint,
+            "log.flush.offset.checkpoint.interval.ms":
+                lambda now: self.replicas.checkpoint_off_loop(now, self._on_disk_worker),
             "replica.high.watermark.checkpoint.interval.ms":
-                lambda _now: self.replicas.checkpoint_high_watermarks(),
+                lambda _now: self.replicas.checkpoint_high_watermarks_off_loop(
+                    self._on_disk_worker),
             "log.retention.check.interval.ms": self.replicas.run_retention,
         }
         if cleaner_enabled(self._static):
@@ -272,6 +276,13 @@ class BrokerRuntime:
         self._tasks.append(loop.create_task(self._alter_partition.run()))
         self._tasks.append(loop.create_task(self._every(  # Kafka's isr-expiration task
             self.replicas.max_lag_ms // 2, self.replicas.shrink_isrs)))
+
+    async def _on_disk_worker(self, work: Callable[[], T]) -> T:
+        """``work()`` on the disk worker, after what is queued there. Shielded: a stop
+        cancelling the caller lets the work finish (a checkpoint half planned is never
+        dropped) and :meth:`stop` waits for it before the last checkpoint."""
+        running = asyncio.get_running_loop().run_in_executor(self._disk_worker, work)
+        return await asyncio.shield(running)
 
     async def _every(self, interval_ms: int, action: Callable[[int], object]) -> None:
         """Run ``action(now_ms)`` every ``interval_ms``; a failure is logged, not fatal."""
@@ -324,5 +335,6 @@ class BrokerRuntime:
         if self._log_creator is not None:
             self._log_creator.close()
         if self._clock is not None:
+            await self._on_disk_worker(lambda: None)  # a periodic checkpoint in flight first
             self.replicas.shutdown(self._broker_epoch(), self._clock())
         self._disk_worker.shutdown(wait=True)  # the removals due at the last checkpoint

@@ -26,8 +26,18 @@ def fsync_dir(directory: Path) -> None:
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably (tmp, fsync, rename, fsync dir)."""
-    tmp = path.with_name(path.name + TMP_SUFFIX)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        atomic_write_in(directory, path.name, data)
+    finally:
+        os.close(directory)
+
+
+def atomic_write_in(directory_fd: int, name: str, data: bytes) -> None:
+    """:func:`atomic_write` of ``name`` in the directory open as ``directory_fd``: the
+    directory it was opened as, even if renamed since."""
+    tmp = name + TMP_SUFFIX
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=directory_fd)
     try:
         view = memoryview(data)
         while view:
@@ -36,8 +46,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+    os.replace(tmp, name, src_dir_fd=directory_fd, dst_dir_fd=directory_fd)
+    os.fsync(directory_fd)
 
 
 def write_all_at(fd: int, path: Path, data: bytes, position: int) -> None:

@@ -5,8 +5,14 @@ update mode) into ``generated/kafka_config.html``, published in apache/kafka-sit
 ``<version>/generated/``. This script reads that file and writes those facts (no prose) as a
 Python table, so DescribeConfigs lists the keys a Kafka broker of that version lists.
 
-Usage: ``python scripts/gen_kafka_broker_configs.py KAFKA_CONFIG_HTML [VERSION]``, e.g.
-``git -C kafka-site show HEAD:39/generated/kafka_config.html > /tmp/kafka_config.html``.
+Usage: ``python scripts/gen_kafka_broker_configs.py KAFKA_CONFIG_HTML [VERSION]``. The
+table of Kafka 4.4 was rendered from the jars ``make kafka`` fetches, by the same call Kafka's
+site build makes (``scripts/kafka/java/BrokerConfigsHtml.java``)::
+
+    CP=$(ls .cache/kafka/4.4.0/libs/*.jar | tr '\n' :)
+    javac -d /tmp/bch -cp "$CP" scripts/kafka/java/BrokerConfigsHtml.java
+    java -cp "/tmp/bch:$CP" BrokerConfigsHtml > /tmp/kafka_config.html
+    python scripts/gen_kafka_broker_configs.py /tmp/kafka_config.html 4.4
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ def render(rows: list[tuple[str, str, str | None, str, str]], version: str) -> s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("html", type=Path)
-    parser.add_argument("version", nargs="?", default="3.9")
+    parser.add_argument("version", nargs="?", default="4.4")
     args = parser.parse_args()
     rows = parse(args.html.read_text(encoding="utf-8"))
     OUTPUT.write_text(render(rows, args.version), encoding="utf-8")

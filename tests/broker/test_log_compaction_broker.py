@@ -34,7 +34,7 @@ T = TypeVar("T")
 def _compacted(directory: Path) -> ReplicaManager:
     image = with_records(MetadataImage(), *topic("t", T1, (1,)), *(
         ConfigRecord(resource_type=2, resource_name="t", name=name, value=value)
-        for name, value in (("cleanup.policy", "compact"), ("segment.bytes", "200"))))
+        for name, value in (("cleanup.policy", "compact"), ("internal.segment.bytes", "200"))))
     logs = LogManager([directory], LogConfig())
     logs.startup(1_000)
     manager = ReplicaManager(1, logs, {})

@@ -266,7 +266,7 @@ def test_a_recreated_topic_starts_an_empty_log(tmp_path: Path) -> None:
 def test_retention_deletes_old_segments_below_the_high_watermark(tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (ME,)),
                          ConfigRecord(resource_type=2, resource_name="t",
-                                      name="segment.bytes", value="150"),
+                                      name="internal.segment.bytes", value="150"),
                          ConfigRecord(resource_type=2, resource_name="t",
                                       name="retention.bytes", value="250"))
     manager = replicas(tmp_path, image)

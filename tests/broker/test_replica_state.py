@@ -101,6 +101,8 @@ def test_topic_settings_prefer_the_topic_then_the_broker_then_kafka() -> None:
                           "cleanup.policy": "compact,delete"}, broker)
     assert (own.log.segment_bytes, own.log.retention_ms, own.log.delete,
             own.append.compacted) == (4096, 5, True, True)
+    internal = topic_settings({"segment.bytes": "4096", "internal.segment.bytes": "300"}, broker)
+    assert internal.log.segment_bytes == 300  # Kafka's LogConfig.segmentSize()
 
 
 def test_a_bad_topic_setting_is_a_config_error() -> None:

@@ -70,6 +70,8 @@ def test_incremental_operations(cluster: Cluster) -> None:
     ((TOPIC, "t"), [("retention.ms", SET, "x")], ErrorCode.invalid_config),
     ((TOPIC, "t"), [("retention.ms", SET, "-2")], ErrorCode.invalid_config),
     ((TOPIC, "t"), [("segment.bytes", SET, str(2**31))], ErrorCode.invalid_config),
+    ((TOPIC, "t"), [("segment.bytes", SET, "1048575")], ErrorCode.invalid_config),  # Kafka 4
+    ((TOPIC, "t"), [("internal.segment.bytes", SET, "13")], ErrorCode.invalid_config),
     ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "1.5")], ErrorCode.invalid_config),
     ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "nan")], ErrorCode.invalid_config),
     ((TOPIC, "t"), [("preallocate", SET, "yes")], ErrorCode.invalid_config),
@@ -169,7 +171,7 @@ def test_describe_configs_sources(cluster: Cluster) -> None:
     """Controller node 0 describes itself: every Kafka broker key, dynamic layers first."""
     incremental(cluster, BROKER, "", ("message.max.bytes", SET, "4"))
     incremental(cluster, BROKER, "0", ("message.max.bytes", SET, "6"),
-                ("log.segment.bytes", SET, "2000"))
+                ("log.segment.bytes", SET, "2097152"))
     incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"))
     broker = describe(cluster, BROKER, "0").results[0]
     assert broker.error_code == ErrorCode.none
@@ -342,3 +344,19 @@ def test_a_topics_configs_show_the_broker_layers_as_kafka_does(cluster: Cluster)
     assert entries["segment.ms"] == ("604800000", 5, [])  # log.roll.ms is null
     assert entries["local.retention.ms"] == ("-2", 5, [("log.local.retention.ms", "-2", 5)])
     assert entries["remote.storage.enable"] == ("false", 5, [])
+
+
+def test_the_internal_segment_bytes_key_is_described_only_when_set(cluster: Cluster) -> None:
+    """Kafka 4's floor of segment.bytes is 1 MiB; its tests roll small segments through
+    ``internal.segment.bytes``, which DescribeConfigs lists only for a topic that sets it
+    (Kafka 4.4 does so: tests/oracle/test_kafka_configs.py)."""
+    def described() -> dict[str, tuple[str | None, int]]:
+        return {c.name: (c.value, c.config_source)
+                for c in describe(cluster, TOPIC, "t").results[0].configs}
+
+    assert "internal.segment.bytes" not in described()
+    assert incremental(cluster, TOPIC, "t", ("internal.segment.bytes", SET, "200"))[0] == (
+        ErrorCode.none)
+    assert stored(cluster, TOPIC, "t")["internal.segment.bytes"] == "200"
+    assert described()["internal.segment.bytes"] == ("200", 1)
+    assert described()["segment.bytes"] == ("1073741824", 5)

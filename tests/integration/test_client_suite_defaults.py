@@ -141,7 +141,7 @@ def test_committing_an_offset_of_a_topic_that_does_not_exist_fails(
 
 def test_a_compacted_topic_is_cleaned_within_the_cleaner_backoff(cluster: LocalCluster) -> None:
     create_topic(cluster.bootstrap_servers, "compacted", 1, 2, {
-        "cleanup.policy": "compact", "segment.bytes": "200"})
+        "cleanup.policy": "compact", "internal.segment.bytes": "200"})
     shape_once_led(cluster, "compacted")
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 0})
     for index in range(20):  # one batch each: about two per 200-byte segment

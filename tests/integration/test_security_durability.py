@@ -72,7 +72,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
               "authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:ANONYMOUS",
               "allow.everyone.if.no.acl.found": "true",
               "metadata.log.max.record.bytes.between.snapshots": "1024",
-              "metadata.log.segment.bytes": "2048", "metadata.max.retention.bytes": "1"}
+              "internal.metadata.log.segment.bytes": "2048", "metadata.max.retention.bytes": "1"}
     controller = NodeFiles(1, controller_port, base / "node-1", CONTROLLER)
     broker = NodeFiles(BROKER_ID, plain_port, base / f"node-{BROKER_ID}", BROKER)
     write_node(controller, {**common, "process.roles": "controller", "node.id": "1",

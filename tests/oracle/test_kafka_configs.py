@@ -51,7 +51,12 @@ NEW_TOPIC_KEYS = {
     "max.decompressed.message.bytes": "100"}
 #: a topic of keys Kafka 3.x had too, one of them set
 PLAIN_TOPIC = {"retention.bytes": "1000"}
+#: topics whose configs Kafka 4.4 takes, their answers compared; then refused ones
+ACCEPTED_TOPIC_CONFIGS = {
+    "internal-segment": {"internal.segment.bytes": "1000"},  # below segment.bytes' floor
+}
 REFUSED_TOPIC_CONFIGS = {
+    "small-segment": {"segment.bytes": "1048575"},  # at least 1 MiB since Kafka 4.0
     "gzip-zero": {"compression.gzip.level": "0"},
     "lz4-high": {"compression.lz4.level": "18"},
     "downconversion": {"message.downconversion.enable": "true"},  # gone in Kafka 4.0
@@ -92,10 +97,12 @@ def answers(clusters: dict[str, OracleCluster]) -> dict[str, dict[str, Any]]:
 
 def _ask(address: str) -> dict[str, Any]:
     changes = [_alter(address, name, key, value) for name, key, value in BROKER_CHANGES]
-    topics = {"keys": NEW_TOPIC_KEYS, "plain": PLAIN_TOPIC, **REFUSED_TOPIC_CONFIGS}
+    topics = {"keys": NEW_TOPIC_KEYS, "plain": PLAIN_TOPIC, **ACCEPTED_TOPIC_CONFIGS,
+              **REFUSED_TOPIC_CONFIGS}
     created = _create(address, topics)
     return {"changes": changes, "created": created,
-            "topics": {name: _describe(address, TOPIC, name) for name in ("keys", "plain")},
+            "topics": {name: _describe(address, TOPIC, name)
+                       for name in ("keys", "plain", *ACCEPTED_TOPIC_CONFIGS)},
             "broker": _describe(address, BROKER, BROKER_ID)}
 
 
@@ -147,7 +154,7 @@ def test_topic_keys_are_accepted_and_refused_as_kafka_does(
     assert outcomes(KAFKA)["keys"] == (0, None)
 
 
-@pytest.mark.parametrize("topic", ["keys", "plain"])
+@pytest.mark.parametrize("topic", ["keys", "plain", *ACCEPTED_TOPIC_CONFIGS])
 def test_a_created_topics_configs_are_listed_as_kafka_lists_them(
         answers: dict[str, dict[str, Any]], topic: str) -> None:
     """CreateTopics answers every key with its value in force and its source: the topic's
@@ -162,7 +169,7 @@ def test_broker_changes_get_kafkas_answers(answers: dict[str, dict[str, Any]]) -
     assert answers[PYKRAFT]["changes"] == answers[KAFKA]["changes"]
 
 
-@pytest.mark.parametrize("topic", ["keys", "plain"])
+@pytest.mark.parametrize("topic", ["keys", "plain", *ACCEPTED_TOPIC_CONFIGS])
 def test_a_topics_describe_configs_shows_kafkas_sources_and_synonyms(
         answers: dict[str, dict[str, Any]], topic: str) -> None:
     theirs, ours = answers[KAFKA]["topics"][topic], answers[PYKRAFT]["topics"][topic]

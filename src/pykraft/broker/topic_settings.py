@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pykraft.config.topic_keys import topic_value
+from pykraft.config.topic_keys import INTERNAL_SEGMENT_BYTES, topic_value
 from pykraft.errors import ConfigError
 from pykraft.partition.validator import AppendConfig
 from pykraft.storage.log_config import LogConfig
@@ -55,9 +55,11 @@ def topic_settings(own: Mapping[str, str], broker: Mapping[str, str]) -> TopicSe
         return parsed(key, float)
 
     policy = {part.strip() for part in text("cleanup.policy").split(",")}
+    # Kafka's LogConfig.segmentSize(): the internal key, when set, wins
+    segment_key = INTERNAL_SEGMENT_BYTES if INTERNAL_SEGMENT_BYTES in own else "segment.bytes"
     try:
         return TopicSettings(
-            log=LogConfig(segment_bytes=number("segment.bytes"),
+            log=LogConfig(segment_bytes=number(segment_key),
                           segment_ms=number("segment.ms"),
                           segment_jitter_ms=number("segment.jitter.ms"),
                           index_interval_bytes=number("index.interval.bytes"),

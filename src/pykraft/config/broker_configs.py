@@ -5,7 +5,7 @@ synonyms, sensitivity, type and update mode (Kafka's ``ConfigHelper`` and
 A node's config has four layers, highest precedence first: dynamic configs of this node
 (ConfigRecords of BROKER ``"<id>"``), dynamic cluster defaults (BROKER ``""``), the static
 properties file the process started with, and Kafka's defaults. The keys and defaults are
-Kafka 3.9's (:mod:`pykraft.config.kafka_broker_table`) plus pykraft's own keys, the same
+Kafka 4.4's (:mod:`pykraft.config.kafka_broker_table`) plus pykraft's own keys, the same
 table ``pykraft server`` checks its properties against, so what DescribeConfigs shows is
 what the process reads.
 """
@@ -22,11 +22,11 @@ from pykraft.config.definitions import ConfigDef, ConfigSource, ConfigType
 from pykraft.config.kafka_broker_table import KAFKA_VERSION
 from pykraft.config.kafka_keys import KAFKA_KEY_DEFS
 from pykraft.config.server import CONFIG_DEFS as SERVER_KEYS
+from pykraft.config.server import INTERNAL_METADATA_LOG_SEGMENT_BYTES
 
-#: pykraft keys that Kafka 3.9 does not have (controller.quorum.auto.join.enable is Kafka
-#: 4.0's), with their types; defaults and docs come from :mod:`pykraft.config.server`.
+#: pykraft's own keys (Kafka has none of them), with their types; defaults and docs come
+#: from :mod:`pykraft.config.server`.
 _PYKRAFT_KEY_TYPES: Mapping[str, ConfigType] = {
-    "controller.quorum.auto.join.enable": ConfigType.BOOLEAN,
     "metrics.port": ConfigType.INT,
     "metrics.host": ConfigType.STRING,
     "pykraft.server.extension.class": ConfigType.CLASS,
@@ -57,14 +57,9 @@ def _doc(name: str, mode: str) -> str:
     return f"Kafka {KAFKA_VERSION} broker config ({mode}); accepted, not used by pykraft."
 
 
-#: Defaults Kafka 4 changed among the keys pykraft applies (KIP-1030), which the generated
-#: table of Kafka 3.9's keys does not have yet.
-_KAFKA_4_DEFAULTS = {"log.message.timestamp.after.max.ms": "3600000"}
-
-
 def _table() -> Iterator[ConfigDef]:
     for kafka in KAFKA_KEY_DEFS.values():
-        default = _KAFKA_4_DEFAULTS.get(kafka.name, kafka.default)
+        default = kafka.default
         if kafka.name in _SERVER_KEYS:  # the default pykraft applies; its "" means unset
             default = _SERVER_KEYS[kafka.name].default or (None if kafka.default else
                                                            kafka.default)
@@ -101,14 +96,23 @@ APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS
     *CONNECTION_LIMIT_KEYS)}
 
 
-#: Kafka 3.9's internal keys (``defineInternal``): known, so accepted silently, but Kafka's
+#: Kafka 4.4's internal keys (``defineInternal``): known, so accepted silently, but Kafka's
 #: DescribeConfigs leaves them out, and so does pykraft.
 _INTERNAL_KEYS = frozenset({
-    "group.consumer.migration.policy", "group.coordinator.new.enable", "group.share.enable",
-    "log.initial.task.delay.ms", "metadata.log.segment.min.bytes",
-    "producer.id.expiration.check.interval.ms", "remote.log.manager.task.retry.backoff.max.ms",
+    "controller.performance.always.log.threshold.ms",
+    "controller.performance.sample.period.ms", "group.consumer.assignor.offload.enable",
+    "group.consumer.regex.refresh.interval.ms", "group.share.assignor.offload.enable",
+    "group.share.dlq.manager.class.name", "group.share.initialize.retry.interval.ms",
+    "group.share.persister.class.name", "group.streams.acceptable.recovery.lag",
+    "group.streams.assignor.offload.enable", "group.streams.max.warmup.replicas",
+    "group.streams.min.task.offset.interval.ms", "group.streams.num.warmup.replicas",
+    "group.streams.task.offset.interval.ms", "internal.metadata.delete.delay.millis",
+    INTERNAL_METADATA_LOG_SEGMENT_BYTES, "internal.metadata.max.batch.size.in.bytes",
+    "log.initial.task.delay.ms", "producer.id.expiration.check.interval.ms",
+    "remote.log.index.file.cache.ttl.ms", "remote.log.manager.task.retry.backoff.max.ms",
     "remote.log.manager.task.retry.backoff.ms", "remote.log.manager.task.retry.jitter",
-    "server.max.startup.time.ms", "unclean.leader.election.interval.ms",
+    "server.max.startup.time.ms", "share.coordinator.cold.partition.snapshot.interval.ms",
+    "share.coordinator.state.topic.prune.interval.ms", "unclean.leader.election.interval.ms",
     "unstable.api.versions.enable", "unstable.feature.versions.enable",
 })
 #: Prefixes whose keys Kafka passes on without knowing them: per-listener overrides, config
@@ -120,20 +124,14 @@ _FREE_PREFIXES = ("listener.name.", "config.providers.", "rsm.config.", "rlmm.co
                   "remote.log.metadata.")
 
 
-#: Keys Kafka 4.4 changes on a running broker that the table of Kafka 3.9's keys lacks: known,
-#: so IncrementalAlterConfigs refuses them (pykraft applies none) rather than storing them
-#: as a plugin's unknown key, and a properties file naming one gets no warning.
+#: Keys Kafka 4.4 changes on a running broker that are not public ``KafkaConfig`` keys (the
+#: replication throttles of ``DynamicConfig.Broker``, internal assignor switches): known, so
+#: IncrementalAlterConfigs refuses them (pykraft applies none) rather than storing them as a
+#: plugin's unknown key, and a properties file naming one gets no warning.
 _KAFKA_4_DYNAMIC_KEYS = frozenset({
-    "config.providers", "cordoned.log.dirs", "errors.deadletterqueue.auto.create.topics.enable",
-    "errors.deadletterqueue.topic.name.prefix", "follower.fetch.last.tiered.offset.enable",
-    "follower.replication.throttled.rate", "group.consumer.assignment.interval.ms",
-    "group.consumer.assignor.offload.enable", "group.coordinator.cached.buffer.max.bytes",
-    "group.share.assignment.interval.ms", "group.share.assignor.offload.enable",
-    "group.streams.assignment.interval.ms", "group.streams.assignor.offload.enable",
-    "leader.replication.throttled.rate", "log.remote.copy.lag.bytes", "log.remote.copy.lag.ms",
-    "max.decompressed.message.bytes", "remote.list.offsets.request.timeout.ms",
-    "remote.log.manager.follower.thread.pool.size",
-    "replica.alter.log.dirs.io.max.bytes.per.second", "share.coordinator.cached.buffer.max.bytes",
+    "follower.replication.throttled.rate", "group.consumer.assignor.offload.enable",
+    "group.share.assignor.offload.enable", "group.streams.assignor.offload.enable",
+    "leader.replication.throttled.rate", "replica.alter.log.dirs.io.max.bytes.per.second",
 })
 
 

@@ -14,9 +14,6 @@ from collections.abc import Mapping
 from pykraft.config.definitions import ConfigDef, ConfigType
 from pykraft.config.kafka_broker_table import KAFKA_BROKER_CONFIGS
 
-#: Kafka 4.0 removed ZooKeeper mode and every ``zookeeper.*`` key (KIP-833): a Kafka 4 node
-#: warns that such a key "isn't a known config" and describes it as any unknown key.
-_REMOVED_PREFIX = "zookeeper."
 _RANGE = re.compile(r"\[(-?[\d.]+),\.\.\.(?:,(-?[\d.]+))?\]")
 
 
@@ -34,8 +31,6 @@ def _checks(valid: str) -> tuple[float | None, float | None, tuple[str, ...] | N
 def _defs() -> dict[str, ConfigDef]:
     defs = {}
     for name, type_name, default, mode, valid in KAFKA_BROKER_CONFIGS:
-        if name.startswith(_REMOVED_PREFIX):
-            continue
         minimum, maximum, choices = _checks(valid)
         defs[name] = ConfigDef(name, ConfigType[type_name], default, minimum=minimum,
                                maximum=maximum, choices=choices, update_mode=mode)

@@ -178,6 +178,10 @@ def _to_optional_str(text: str, key: str) -> str | None:
     return text.strip() or None
 
 
+def _to_optional_int(text: str, key: str) -> int | None:
+    return _to_int(text, key) if text.strip() else None
+
+
 def _to_protocol(text: str, key: str) -> str | None:
     protocol = text.strip().upper()
     if protocol and protocol not in SECURITY_PROTOCOLS:
@@ -210,6 +214,10 @@ class ConfigDef:
     doc: str
 
 
+#: Kafka's internal override of ``metadata.log.segment.bytes``, whose floor is 8 MiB since
+#: Kafka 4.0: how Kafka's own tests (and pykraft's) roll small metadata segments.
+INTERNAL_METADATA_LOG_SEGMENT_BYTES = "internal.metadata.log.segment.bytes"
+
 CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("process.roles", _to_roles, None, "broker, controller, or both"),
     ConfigDef("node.id", _to_int, None, "this node's id, unique in the cluster"),
@@ -236,6 +244,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("controller.quorum.retry.backoff.ms", _to_int, "20", "RPC retry backoff"),
     ConfigDef("controller.quorum.auto.join.enable", _to_bool, "false", "auto-join (KIP-853)"),
     ConfigDef("metadata.log.segment.bytes", _to_int, str(1 << 30), "segment size"),
+    ConfigDef(INTERNAL_METADATA_LOG_SEGMENT_BYTES, _to_optional_int, "",
+              "segment size below metadata.log.segment.bytes' 8 MiB floor (tests; internal)"),
     ConfigDef("metadata.log.segment.ms", _to_int, str(7 * 24 * 3600 * 1000), "segment age"),
     ConfigDef("metadata.max.retention.bytes", _to_int, str(100 << 20), "retention bytes"),
     ConfigDef("metadata.max.retention.ms", _to_int, str(7 * 24 * 3600 * 1000), "retention"),

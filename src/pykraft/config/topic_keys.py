@@ -16,10 +16,12 @@ from pykraft.config.definitions import ConfigDef, ConfigType
 _COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 _WEEK_MS = str(7 * 24 * 3600 * 1000)
 _LONG_MAX = str(2**63 - 1)
-#: pykraft's ``segment.bytes`` floor: Kafka 4.4's is 1 MiB (KIP-1030), with an internal
-#: ``internal.segment.bytes`` for tests; pykraft's tests roll tiny segments through the
-#: public key, so it keeps Kafka 3.x's floor.
-_MIN_SEGMENT_BYTES = 14
+#: ``segment.bytes``' floor since Kafka 4.0 (KIP-1030); tests roll tiny segments through
+#: the internal key :data:`INTERNAL_SEGMENT_BYTES` instead, as Kafka's own tests do.
+_MIN_SEGMENT_BYTES = 1024 * 1024
+#: Kafka's internal topic key that overrides ``segment.bytes`` with no floor: accepted by
+#: CreateTopics and AlterConfigs, never described (``LogConfig.nonInternalConfigNames``).
+INTERNAL_SEGMENT_BYTES = "internal.segment.bytes"
 
 
 def _defs(*defs: ConfigDef) -> Mapping[str, ConfigDef]:
@@ -69,6 +71,13 @@ TOPIC_CONFIGS = _defs(
     ConfigDef("segment.ms", ConfigType.LONG, _WEEK_MS, minimum=1),
     ConfigDef("unclean.leader.election.enable", ConfigType.BOOLEAN, "false"),
 )
+
+#: Kafka's internal topic keys (``defineInternal``): valid in a topic's configs, never
+#: listed. pykraft keeps a floor of 14 bytes (Kafka 3.x's, a v0 record's overhead): Kafka
+#: checks none, and a segment smaller than a batch header would roll at every append.
+INTERNAL_TOPIC_CONFIGS = _defs(ConfigDef(INTERNAL_SEGMENT_BYTES, ConfigType.INT, None, minimum=14))
+#: Every key a topic's configs may hold.
+TOPIC_KEYS: Mapping[str, ConfigDef] = {**TOPIC_CONFIGS, **INTERNAL_TOPIC_CONFIGS}
 
 #: Topic key -> the broker keys that give its default, highest precedence first (Kafka's
 #: ``ServerTopicConfigSynonyms.ALL_TOPIC_CONFIG_SYNONYMS``); a key missing here has none.

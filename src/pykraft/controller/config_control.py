@@ -40,7 +40,12 @@ from pykraft.config.broker_configs import (
     definition as broker_definition,
 )
 from pykraft.config.definitions import ConfigSource
-from pykraft.config.topic_keys import BROKER_SYNONYMS, remote_storage_problem, topic_value
+from pykraft.config.topic_keys import (
+    BROKER_SYNONYMS,
+    INTERNAL_TOPIC_CONFIGS,
+    remote_storage_problem,
+    topic_value,
+)
 from pykraft.controller.config_defs import TOPIC_CONFIGS, ConfigDef, ConfigType, definitions
 from pykraft.controller.context import (
     MAX_RECORDS_PER_USER_OP,
@@ -127,10 +132,12 @@ def topic_entries(own: Mapping[str, str], layers: BrokerConfigLayers) -> list[De
     then those of its broker synonym as this node describes that."""
     broker = layers.applied()
     described = []
-    for key, definition in sorted(TOPIC_CONFIGS.items()):
+    # an internal key is listed only when the topic sets it, as Kafka's ConfigHelper does
+    internal = {key: d for key, d in INTERNAL_TOPIC_CONFIGS.items() if key in own}
+    for key, definition in sorted({**TOPIC_CONFIGS, **internal}.items()):
         chain: list[tuple[str, str | None, ConfigSource]] = (
             [(key, own[key], ConfigSource.TOPIC_CONFIG)] if key in own else [])
-        chain += _broker_synonyms(key, definition, layers)
+        chain += _broker_synonyms(key, layers)
         described.append(DescribedConfig(
             name=key, value=topic_value(key, own, broker),
             source=chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG, read_only=False,
@@ -139,15 +146,12 @@ def topic_entries(own: Mapping[str, str], layers: BrokerConfigLayers) -> list[De
     return described
 
 
-def _broker_synonyms(key: str, definition: ConfigDef, layers: BrokerConfigLayers
+def _broker_synonyms(key: str, layers: BrokerConfigLayers
                      ) -> list[tuple[str, str | None, ConfigSource]]:
-    """The synonyms of the topic key's first broker synonym; a Kafka 4 broker key missing
-    from pykraft's table of Kafka 3.9's broker keys has only its default."""
+    """The synonyms of the topic key's first broker synonym."""
     server = BROKER_SYNONYMS.get(key)
     if server is None:
         return []
-    if broker_definition(server[0]) is None:
-        return [(server[0], definition.default, ConfigSource.DEFAULT_CONFIG)]
     return list(describe_key(layers, server[0]).synonyms)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from pykraft.config.broker_configs import APPLIED_DYNAMIC_CONFIGS, BROKER_CONFIG_DEFS
 from pykraft.config.definitions import ConfigDef, ConfigSource, ConfigType
-from pykraft.config.topic_keys import TOPIC_CONFIGS
+from pykraft.config.topic_keys import TOPIC_CONFIGS, TOPIC_KEYS
 from pykraft.image.configs import ConfigResourceType
 
 __all__ = ["BROKER_CONFIGS", "BROKER_CONFIG_DEFS", "TOPIC_CONFIGS", "ConfigDef", "ConfigSource",
@@ -27,7 +27,7 @@ BROKER_CONFIGS = APPLIED_DYNAMIC_CONFIGS
 def definitions(resource_type: int) -> Mapping[str, ConfigDef] | None:
     """The keys of a resource type, or None for a type the controller does not store."""
     if resource_type == ConfigResourceType.TOPIC:
-        return TOPIC_CONFIGS
+        return TOPIC_KEYS
     if resource_type == ConfigResourceType.BROKER:
         return BROKER_CONFIGS
     return None

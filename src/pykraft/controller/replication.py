@@ -39,6 +39,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32
 
 from pykraft.config.broker_configs import BrokerConfigLayers
+from pykraft.config.topic_keys import INTERNAL_TOPIC_CONFIGS
 from pykraft.controller import config_control
 from pykraft.controller.cluster_control import usable_brokers
 from pykraft.controller.context import (
@@ -217,10 +218,15 @@ def _topic_configs(ctx: ControllerContext) -> tuple[ct_resp.CreatableTopicConfig
 
 def _given_configs(defaults: tuple[ct_resp.CreatableTopicConfigs, ...], given: dict[str, str]
                    ) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
-    """``defaults`` with the topic's own values in their place (TOPIC_CONFIG)."""
+    """``defaults`` with the topic's own values in their place (TOPIC_CONFIG), and the
+    internal keys it sets (listed only then, as Kafka's answer lists them)."""
     topic = i8(int(config_control.ConfigSource.TOPIC_CONFIG))
-    return tuple(replace(entry, value=given[entry.name], config_source=topic)
-                 if entry.name in given else entry for entry in defaults)
+    internal = [ct_resp.CreatableTopicConfigs(name=name, value=value, read_only=False,
+                                              config_source=topic, is_sensitive=False)
+                for name, value in given.items() if name in INTERNAL_TOPIC_CONFIGS]
+    return tuple(sorted([replace(entry, value=given[entry.name], config_source=topic)
+                         if entry.name in given else entry for entry in defaults] + internal,
+                        key=lambda entry: entry.name))
 
 
 def _create_topics_failed(req: CreateTopicsRequest, failure: Failure) -> ControllerResult:

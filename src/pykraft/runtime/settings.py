@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.config.broker_configs import CONNECTION_LIMIT_KEYS, static_layer, unknown_key_warnings
-from pykraft.config.server import Endpoint, ServerConfig, VoterSpec, parse_count
+from pykraft.config.server import (
+    INTERNAL_METADATA_LOG_SEGMENT_BYTES,
+    Endpoint,
+    ServerConfig,
+    VoterSpec,
+    parse_count,
+)
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.errors import ConfigError, StorageError
@@ -188,10 +194,12 @@ def load_settings(config: ServerConfig) -> NodeSettings:
     for key in _NON_NEGATIVE_KEYS:
         if config.get(key) < 0:
             raise ConfigError(f"invalid value {config.get(key)} for {key}: must be >= 0")
-    segment_bytes = config.get("metadata.log.segment.bytes")
+    segment_key = ("metadata.log.segment.bytes"
+                   if config.get(INTERNAL_METADATA_LOG_SEGMENT_BYTES) is None
+                   else INTERNAL_METADATA_LOG_SEGMENT_BYTES)  # as Kafka's MetadataLogConfig
+    segment_bytes = config.get(segment_key)
     if segment_bytes <= 0:
-        raise ConfigError(f"invalid value {segment_bytes} for metadata.log.segment.bytes: "
-                          "must be positive")
+        raise ConfigError(f"invalid value {segment_bytes} for {segment_key}: must be positive")
     segment_ms = config.get("metadata.log.segment.ms")
     if segment_ms <= 0:
         raise ConfigError(f"invalid value {segment_ms} for metadata.log.segment.ms: "

@@ -46,7 +46,7 @@ from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopic
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
-from pykraft.controller.config_defs import TOPIC_CONFIGS
+from pykraft.config.topic_keys import TOPIC_KEYS
 from pykraft.errors import PyKraftError
 from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
 from pykraft.protocol.errors import ErrorCode
@@ -184,7 +184,7 @@ def parse_configs(texts: Sequence[str]) -> dict[str, str]:
         raise UsageError('requirement failed: Invalid topic config: all configs to be added '
                          'must be in the format "key=val".')
     configs = {key.strip(): value.strip() for key, value in pairs}
-    unknown = next((name for name in configs if name not in TOPIC_CONFIGS), None)
+    unknown = next((name for name in configs if name not in TOPIC_KEYS), None)
     if unknown is not None:
         raise AdminError(f"Unknown topic config name: {unknown}")
     return configs

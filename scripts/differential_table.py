@@ -7,6 +7,8 @@ A cell is the worst outcome over the rows of that API, version and listener: ``s
 the oracle prompted), ``exc`` (differ only where tests/conformance/kafka_differences.py
 justifies it from Kafka's source), ``defect`` (differ where it lists a known pykraft defect),
 ``DIFF`` (differ otherwise: the row failed). ``v-`` is a row about what is not served.
+Real clients' captured frames (case ``frame:<file>``, sent to the broker listener) have
+cells of their own, under the listener ``client frames``.
 
 Usage: scripts/differential_table.py [extra pytest arguments]
 """
@@ -23,9 +25,12 @@ from pathlib import Path
 from conformance_table import run_suite
 
 TARGET = "tests/conformance/test_differential.py"
-ROW = re.compile(r"test_kafka_and_pykraft_answer_alike\[(?P<api>[A-Za-z]+)-v(?P<version>\d+)"
+#: A conformance row, or a client's captured frame (case ``frame:<file>``, on the broker).
+ROW = re.compile(r"test_(kafka_and_pykraft_answer_alike|a_client_s_captured_frame_gets_kafka_s"
+                 r"_answer)\[(?P<api>[A-Za-z]+)-v(?P<version>\d+)"
                  r"-(?P<case>[^@\]]+)(?P<controller>@controller)?\]")
 NOT_SERVED = re.compile(r"test_\w+\[(?P<api>.+)-(?P<listener>broker|controller)\]")
+FRAME = "frame:"
 RANK = {"same": 0, "fixed": 1, "exc": 2, "defect": 3, "DIFF": 4}
 Cell = tuple[str, str, str]  # api, version, listener
 
@@ -46,6 +51,8 @@ def cell_of(name: str) -> tuple[Cell, str] | None:
         listener = "controller" if found.group("controller") else "broker"
         if found.group("case") in {"valid_plain", "wrong_password", "unknown_mechanism"}:
             listener = "sasl"
+        if found.group("case").startswith(FRAME):
+            listener = "client frames"
         return (found.group("api"), found.group("version"), listener), found.group("case")
     other = NOT_SERVED.fullmatch(name)
     if other is not None:

@@ -19,6 +19,10 @@ a random UUID (a       topic ids, directory ids and the uuids inside member ids 
 uuid inside a string)  appearance in the response, so two fields naming the same topic
                        must still agree and two naming different ones must still differ;
                        the zero uuid and the metadata topic's fixed id are kept
+a list Kafka builds    sorted by its items' names, before any other rule (so uuids are
+from a hash set or     numbered in that order): Kafka's order is its hash map's, which no
+map (see               client may rely on; each item is still compared field by field
+:data:`UNORDERED`)
 =====================  ==================================================================
 
 Nothing else is rewritten: node ids are the same on both sides (the oracle harness numbers
@@ -74,21 +78,33 @@ def _scalar(value: Any) -> Plain:
     return repr(value)
 
 
-class Normaliser:
-    """The rules of the module docstring for one cluster's responses."""
+#: (API, list field) -> where Kafka's source builds that list from a hash set or map; the
+#: list is sorted by its items' ``name``.
+UNORDERED = {
+    ("Metadata", "topics"): "core/src/main/scala/kafka/server/KafkaApis.scala "
+                            "handleTopicMetadataRequest (a Set of topic names)",
+    ("DescribeConfigs", "configs"): "core/src/main/scala/kafka/server/ConfigHelper.scala "
+                                    "allConfigs (a scala mutable.HashMap)",
+}
 
-    def __init__(self, cluster: ClusterInfo) -> None:
+
+class Normaliser:
+    """The rules of the module docstring for one cluster's responses to ``api``."""
+
+    def __init__(self, cluster: ClusterInfo, api: str) -> None:
         self._ports = {cluster.broker[1]: f"<{BROKER} port>",
                        cluster.controller[1]: f"<{CONTROLLER} port>",
                        cluster.sasl[1]: f"<{SASL} port>"}
         self._cluster_id = cluster.cluster_id
+        self._unordered = {field for unordered_api, field in UNORDERED if unordered_api == api}
         self._uuids: dict[str, str] = {}
 
     def __call__(self, value: Plain, name: str = "") -> Plain:
         if isinstance(value, dict):
             return {key: self(item, key) for key, item in value.items()}
         if isinstance(value, list):
-            return [self(item, name) for item in value]
+            ordered = sorted(value, key=_name) if name in self._unordered else value
+            return [self(item, name) for item in ordered]
         if name == "port" and isinstance(value, int) and value in self._ports:
             return self._ports[value]
         if name == "cluster_id" and value == self._cluster_id:
@@ -101,8 +117,13 @@ class Normaliser:
         return self._uuids.setdefault(found.group(0), f"<uuid {len(self._uuids) + 1}>")
 
 
-def normalised(body: Any, cluster: ClusterInfo) -> Plain:
-    return Normaliser(cluster)(plain(body))
+def _name(item: Plain) -> str:
+    return str(item.get("name")) if isinstance(item, dict) else ""
+
+
+def normalised(body: Any, cluster: ClusterInfo, api: str) -> Plain:
+    """``body``, an answer of ``cluster`` to a request of ``api``, normalised."""
+    return Normaliser(cluster, api)(plain(body))
 
 
 def leaves(tree: Plain, path: str = "") -> Iterator[tuple[str, Plain]]:

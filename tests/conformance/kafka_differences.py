@@ -90,15 +90,26 @@ def _words(api: str, cases: str = "*") -> Difference:
     return Difference(api, cases, r".*error_message", _WORDS)
 
 
+_CLUSTER_MIN_ISR = (
+    "min.insync.replicas comes from a cluster default in Kafka's answer "
+    "(DYNAMIC_DEFAULT_BROKER_CONFIG, written by Kafka 4's controller when the cluster "
+    "bootstraps with eligible.leader.replicas.version 1, and listed as the first synonym, "
+    "before the default); pykraft's controller writes none")
+_ELR_SAFETY = ("metadata/src/main/java/org/apache/kafka/controller/"
+               "ConfigurationControlManager.java maybeGenerateElrSafetyRecords")
 KNOWN_DEFECTS = [
     Difference("ApiVersions", "*", r"\.api_keys.*",
                "pykraft serves 41 of the APIs Kafka 4.4 serves, some at fewer versions "
                "(issue 25: later issues serve them)"),
     _words("ConsumerGroupDescribe", "unknown_group"),
     Difference("CreateTopics", "*", r"\.topics\[\d+\]\.configs\[\d+\]\.config_source",
-               "min.insync.replicas comes from a cluster default in Kafka's answer "
-               "(DYNAMIC_DEFAULT_BROKER_CONFIG, written by Kafka 4's controller when the "
-               "cluster bootstraps); pykraft's controller writes none", values=(3, 5)),
+               _CLUSTER_MIN_ISR, _ELR_SAFETY, values=(3, 5)),
+    Difference("DescribeConfigs", "*",
+               r"\.results\[\d+\]\.configs\[\d+\]\.(config_source|synonyms\[0\]\.source)",
+               _CLUSTER_MIN_ISR, _ELR_SAFETY, values=(3, 5)),
+    Difference("DescribeConfigs", "*",
+               r"\.results\[\d+\]\.configs\[\d+\]\.synonyms\[1\]\.\w+",
+               _CLUSTER_MIN_ISR, _ELR_SAFETY),
     Difference("ConsumerGroupHeartbeat", "first_heartbeat_joins", r"\.member_epoch",
                "a first heartbeat gets member epoch 1 where Kafka's gets 2"),
     Difference("ApiVersions", "*", r"\.(finalized|supported)_features.*",

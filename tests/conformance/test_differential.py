@@ -10,6 +10,9 @@ clusters as the previous rows left them. The two answers are compared field by f
 the normalisation of :mod:`conformance.differential`; what differs fails the row unless
 :mod:`conformance.kafka_differences` lists it with the Kafka source that explains it.
 
+Real clients' captured request frames (:mod:`conformance.frame_cases`) join the rows: each
+is sent as captured to both brokers, after the rows, and judged the same way.
+
 Each test records its outcome (``same``, ``fixed: ...``, ``excepted: ...``) as a junit
 property, which ``scripts/differential_table.py`` prints as the API x version x listener
 table.
@@ -36,6 +39,7 @@ from oracle_kafka import required, skip_module_off_ci
 from conformance.cases import api_versions
 from conformance.conftest import GROUP_PROPERTIES, SHARED_PARTITIONS, SHARED_TOPIC, set_up
 from conformance.differential import Plain, differences, normalised, plain
+from conformance.frame_cases import Frame, frames, send
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.kafka_differences import excepted, fixed, known_defect
 from conformance.test_conformance import ROWS, Row, param
@@ -79,22 +83,41 @@ def info_of(cluster: OracleCluster, sasl_port: int) -> ClusterInfo:
         sasl=(broker.address.rpartition(":")[0], sasl_port))
 
 
-def answer(row: Row, cluster: ClusterInfo) -> Plain:
-    """The row's response on ``cluster``, normalised; what it raised instead, by type."""
-    case, listener, version = row
-    try:
-        body: Any = case.send(Run(cluster, case.api, case.name, listener, version))
-    except Exception as exc:  # a row that raises on one side only is a difference
-        return {"raised": type(exc).__name__}
-    return normalised(body, cluster)
+def answers(pair: Pair, api: str, ask: Callable[[ClusterInfo], Any]) -> tuple[Plain, Plain]:
+    """Kafka's response to ``ask`` (a request of ``api``), then pykraft's (asked at once),
+    each normalised; what it raised instead, by type."""
+    def answer(cluster: ClusterInfo) -> Plain:
+        try:
+            body = ask(cluster)
+        except Exception as exc:  # a row that raises on one side only is a difference
+            return {"raised": type(exc).__name__}
+        return normalised(body, cluster, api)
+
+    with ThreadPoolExecutor(2) as both:
+        theirs, ours = both.map(answer, (pair[KAFKA], pair[PYKRAFT]))
+    return theirs, ours
 
 
 @pytest.mark.parametrize("row", [param(r) for r in ROWS])
 def test_kafka_and_pykraft_answer_alike(
         row: Row, pair: Pair, record_property: Callable[[str, object], None]) -> None:
-    with ThreadPoolExecutor(2) as both:
-        theirs, ours = both.map(lambda kind: answer(row, pair[kind]), (KAFKA, PYKRAFT))
-    judge(row[0].api, row[0].name, theirs, ours, record_property)
+    case, listener, version = row
+    theirs, ours = answers(pair, case.api, lambda cluster: case.send(
+        Run(cluster, case.api, case.name, listener, version)))
+    judge(case.api, case.name, theirs, ours, record_property)
+
+
+FRAMES = frames()
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=[
+    f"{api_name(f.api_key)}-v{f.version}-{f.case}" for f in FRAMES])
+def test_a_client_s_captured_frame_gets_kafka_s_answer(
+        frame: Frame, pair: Pair, record_property: Callable[[str, object], None]) -> None:
+    """A real client's request (:mod:`conformance.frame_cases`), sent as it captured it."""
+    api = api_name(frame.api_key)
+    theirs, ours = answers(pair, api, lambda cluster: send(frame, cluster))
+    judge(api, frame.case, theirs, ours, record_property)
 
 
 def judge(api: str, case: str, theirs: Plain, ours: Plain,

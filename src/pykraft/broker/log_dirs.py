@@ -1,15 +1,16 @@
-"""DescribeLogDirs (API 35, v1-4) on the broker listener: this broker's log directories,
+"""DescribeLogDirs (API 35, v1-5) on the broker listener: this broker's log directories,
 the partitions in each, their sizes and the room left on the volume (``kafka-log-dirs.sh``,
 ``Admin.describeLogDirs``).
 
 Interface::
 
-    response = describe_log_dirs(request_body, replicas)   # v4 body
+    response = describe_log_dirs(request_body, replicas)   # v5 body
 
 As Kafka's ``ReplicaManager.describeLogDirs``: a null topic list means every partition; a
 directory lists only the requested partitions it holds; ``offset_lag`` is how far the log
 end is behind the high watermark (0 for a current log), ``is_future_key`` false (no
-AlterReplicaLogDirs moves); total and usable bytes are the volume's (v4+).
+AlterReplicaLogDirs moves); total and usable bytes are the volume's (v4+); ``is_cordoned``
+(v5, KIP-1066) false: pykraft cordons no directory (``cordoned.log.dirs`` is refused).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from kio.schema.describe_log_dirs.v4 import request as dld_req
-from kio.schema.describe_log_dirs.v4 import response as dld
+from kio.schema.describe_log_dirs.v5 import request as dld_req
+from kio.schema.describe_log_dirs.v5 import response as dld
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
@@ -47,6 +48,6 @@ def describe_log_dirs(request: Any, replicas: ReplicaManager) -> dld.DescribeLog
                     offset_lag=i64(max(0, hosted.high_watermark - hosted.log_end_offset)),
                     is_future_key=False)
                 for hosted in hosted_list)) for topic, hosted_list in by_topic.items()),
-            total_bytes=i64(usage.total), usable_bytes=i64(usage.free)))
+            total_bytes=i64(usage.total), usable_bytes=i64(usage.free), is_cordoned=False))
     return dld.DescribeLogDirsResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
                                        results=tuple(results))

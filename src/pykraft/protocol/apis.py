@@ -128,13 +128,13 @@ _SPECS = (
     # storage's earliest pending upload offset (-6), -1 here as on Kafka without it.
     _spec(ApiKey.LIST_OFFSETS, (1, 11), 6, _BROKER),
     _spec(ApiKey.METADATA, (0, 13), 9, _BROKER),
-    # The group coordinator's APIs at Kafka 4.0's ranges (KIP-896 floors: OffsetCommit 2+,
-    # OffsetFetch 1+, JoinGroup 2+); v10 of OffsetCommit/OffsetFetch (topic ids, 4.1) is not
-    # served, so v9 is the latest shape the group shards see.
+    # The group coordinator's APIs at Kafka 4.4's ranges (KIP-896 floors: OffsetCommit 2+,
+    # OffsetFetch 1+; JoinGroup keeps v0-1); v10 of OffsetCommit/OffsetFetch (topic ids,
+    # 4.1) is not served, so v9 is the latest shape the group shards see.
     _spec(ApiKey.OFFSET_COMMIT, (2, 9), 8, _BROKER),
     _spec(ApiKey.OFFSET_FETCH, (1, 9), 6, _BROKER),
     _spec(ApiKey.FIND_COORDINATOR, (0, 6), 3, _BROKER),
-    _spec(ApiKey.JOIN_GROUP, (2, 9), 6, _BROKER),
+    _spec(ApiKey.JOIN_GROUP, (0, 9), 6, _BROKER),
     _spec(ApiKey.HEARTBEAT, (0, 4), 4, _BROKER),
     _spec(ApiKey.LEAVE_GROUP, (0, 5), 4, _BROKER),
     _spec(ApiKey.SYNC_GROUP, (0, 5), 4, _BROKER),
@@ -155,8 +155,8 @@ _SPECS = (
     _spec(ApiKey.DELETE_ACLS, (1, 3), 2, _BOTH),
     _spec(ApiKey.DESCRIBE_CONFIGS, (1, 4), 4, _BOTH),
     _spec(ApiKey.ALTER_CONFIGS, (0, 2), 2, _BOTH),
-    # v5 (KIP-1066 cordoned log dirs, Kafka 4.3) is not advertised.
-    _spec(ApiKey.DESCRIBE_LOG_DIRS, (1, 4), 2, _BROKER),
+    # v5 (KIP-1066, Kafka 4.3) says whether each directory is cordoned.
+    _spec(ApiKey.DESCRIBE_LOG_DIRS, (1, 5), 2, _BROKER),
     _spec(ApiKey.SASL_AUTHENTICATE, (0, 2), 2, _BOTH),
     _spec(ApiKey.CREATE_PARTITIONS, (0, 3), 2, _BOTH),
     _spec(ApiKey.DELETE_GROUPS, (0, 2), 2, _BROKER),

@@ -29,9 +29,19 @@ def test_describe_line_is_kafka_feature_commands() -> None:
     assert describe_line(FeatureLevels("kraft.version", 0, 1, 0, 12)) == (
         "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: 1\t"
         "FinalizedVersionLevel: 0\tEpoch: 12")
-    # no epoch from the node: "-"; a level this release does not know: "UNKNOWN <level>"
+    # no epoch from the node: "-"; a level Kafka does not know: "UNKNOWN <level>"
     assert describe_line(FeatureLevels("metadata.version", 7, 999, 0)).endswith(
         "SupportedMaxVersion: UNKNOWN 999\tFinalizedVersionLevel: UNKNOWN 0\tEpoch: -")
+
+
+def test_describe_line_names_kafka_levels_pykraft_does_not_support() -> None:
+    """A Kafka 4.4 node supports up to 4.5-IV0 (34) and finalizes 4.4-IV2 (33): named as
+    kafka-features.sh names them, not ``UNKNOWN 33``."""
+    assert describe_line(FeatureLevels("metadata.version", 7, 34, 33, 9)) == (
+        "Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: "
+        "4.5-IV0\tFinalizedVersionLevel: 4.4-IV2\tEpoch: 9")
+    assert upgraded_line("metadata.version", 30, dry_run=True) == (
+        "metadata.version can be upgraded to 4.3-IV0.")
 
 
 def test_upgraded_line() -> None:

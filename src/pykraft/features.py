@@ -44,6 +44,15 @@ METADATA_VERSIONS: tuple[MetadataVersion, ...] = tuple(
     )
 )
 _BY_LEVEL = {mv.level: mv for mv in METADATA_VERSIONS}
+#: Kafka's release names of its MetadataVersion levels, Kafka 4.4's levels past
+#: :data:`METADATA_VERSIONS` too (4.5-IV0 not yet for production): never supported here, but
+#: a Kafka node reports them, and the tools name them as Kafka's own tools do
+#: (``kafka-features.sh describe`` against Kafka 4.4 prints 4.4-IV2).
+_KAFKA_NAMES = {
+    **{mv.level: mv.name for mv in METADATA_VERSIONS},
+    **dict(enumerate(("4.3-IV0", "4.4-IV0", "4.4-IV1", "4.4-IV2", "4.5-IV0"),
+                     start=METADATA_VERSIONS[-1].level + 1)),
+}
 
 MINIMUM_METADATA_VERSION = _BY_LEVEL[7]  # 3.3-IV3, the oldest Kafka 4.x still accepts
 DYNAMIC_QUORUM_METADATA_VERSION = _BY_LEVEL[21]  # 3.9-IV0: KIP-853 needs it
@@ -68,6 +77,12 @@ def metadata_version_for_level(level: int) -> MetadataVersion:
         return _BY_LEVEL[level]
     except KeyError:
         raise ConfigError(f"unknown metadata.version feature level {level}") from None
+
+
+def kafka_metadata_version_name(level: int) -> str | None:
+    """Kafka's release name of a ``metadata.version`` level, whether this software supports
+    it or not; None for a level Kafka 4.4 does not know either."""
+    return _KAFKA_NAMES.get(level)
 
 
 def parse_release_version(text: str) -> MetadataVersion:

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
 from kio.static.primitive import i8, i16, i32Timedelta
 
-from pykraft.errors import ConfigError
-from pykraft.features import METADATA_VERSION_FEATURE, metadata_version_for_level
+from pykraft.features import METADATA_VERSION_FEATURE, kafka_metadata_version_name
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
 from pykraft.tools.admin_client import ClientSecurity
@@ -62,13 +61,12 @@ def parse_feature(text: str) -> tuple[str, int]:
 
 
 def _level_text(name: str, level: int) -> str:
-    """metadata.version levels print as Kafka's release names (3.9-IV0); one this release
-    does not know prints as Kafka's FeatureCommand does (``UNKNOWN <level>``)."""
+    """metadata.version levels print as Kafka's release names (3.9-IV0), the levels of Kafka
+    4.4 that pykraft does not support too (a Kafka node finalizes 4.4-IV2); one Kafka does
+    not know either prints as Kafka's FeatureCommand does (``UNKNOWN <level>``)."""
     if name == METADATA_VERSION_FEATURE:
-        try:
-            return metadata_version_for_level(level).name
-        except ConfigError:
-            return f"UNKNOWN {level}"
+        known = kafka_metadata_version_name(level)
+        return f"UNKNOWN {level}" if known is None else known
     return str(level)
 
 

@@ -34,6 +34,7 @@ from pykraft.tools.topics_tool import (
     parse_configs,
     parse_replica_assignment,
     topic_filter,
+    topic_line,
 )
 
 B = "127.0.0.1:9092"
@@ -203,6 +204,20 @@ def test_kafkas_describe_lines() -> None:
         "\tTopic: plain\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: N/A\t"
         "LastKnownElr: N/A",
     ]
+
+
+def test_configs_print_in_kafkas_hash_map_order_whatever_the_brokers_order() -> None:
+    """TopicCommand prints a topic's overrides as its admin client's ``Config`` (a Java
+    HashMap) iterates them: Kafka 4.4's tool prints ``min.insync.replicas=1,cleanup.policy=
+    compact`` against Kafka and pykraft alike, whose brokers answer in other orders."""
+    names = [f"key.{i}" for i in range(36)]  # a topic's DescribeConfigs: 37 entries
+    defaults = [ConfigEntry(name, "1", ConfigSource.DEFAULT_CONFIG) for name in names]
+    overrides = [
+        ConfigEntry("cleanup.policy", "compact", ConfigSource.TOPIC_CONFIG),
+        ConfigEntry("min.insync.replicas", "1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    for configs in ((*overrides, *defaults), (*defaults, *reversed(overrides))):
+        topic = TopicDescription("t", ZERO_UUID, (_partition(0, 1, (1,), (1,)),), configs)
+        assert topic_line(topic).endswith("Configs: min.insync.replicas=1,cleanup.policy=compact")
 
 
 @pytest.mark.parametrize(("reports", "expected"), [

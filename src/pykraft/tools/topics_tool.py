@@ -50,6 +50,7 @@ from pykraft.config.topic_keys import TOPIC_KEYS
 from pykraft.errors import PyKraftError
 from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
 from pykraft.protocol.errors import ErrorCode
+from pykraft.storage.java_properties import java_string_hash
 from pykraft.tools.admin_client import (
     AdminClient,
     AdminError,
@@ -58,6 +59,7 @@ from pykraft.tools.admin_client import (
     PartitionMetadata,
     raise_for,
 )
+from pykraft.tools.log_dirs_tool import java_hash_order
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 #: Kafka 4's ``Topic.isInternal`` names.
@@ -323,7 +325,11 @@ class TopicDescription:
 
     @property
     def overrides(self) -> list[ConfigEntry]:
-        return [c for c in self.configs if not c.is_default]
+        """The entries not at their default, in the order TopicCommand prints them: its admin
+        client keeps the answer's entries in a Java ``HashMap`` (``Config``), so in the
+        buckets of their names' hashes, whatever order the broker answered in."""
+        in_map = java_hash_order(self.configs, lambda entry: java_string_hash(entry.name))
+        return [c for c in in_map if not c.is_default]
 
     @property
     def min_isr(self) -> int:

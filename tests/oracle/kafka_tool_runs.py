@@ -63,6 +63,14 @@ def groups(operation: str, *args: str) -> ToolRun:
 #: 64 ms or more after the batch's first takes a byte more), so on the machine's pace
 BATCH_SIZE = r"(?<= size: )\d+"
 BATCH_SIZE_JSON = r'(?<="size":)\d+'
+#: the metadata log's offsets (its length depends on how many records, NoOps and
+#: registrations, each cluster's controller wrote) and the followers' lag at the instant asked
+QUORUM_STATUS = (r"(?<=HighWatermark:)\s+\d+", r"(?<=MaxFollowerLag:)\s+\d+",
+                 r"(?<=MaxFollowerLagTimeMs:)\s+-?\d+")
+#: a replica's LogEndOffset and Lag columns (after its directory id), as QUORUM_STATUS
+QUORUM_REPLICATION = (r"(?<=<uuid>\t)\d+ *\t\d+ *",)
+#: the finalized features' epoch: the metadata log offset that finalized them
+FEATURES_EPOCH = r"(?<=Epoch: )\d+"
 
 
 def dump(operation: str, path: str, *args: str) -> ToolRun:
@@ -137,15 +145,12 @@ ADMIN = [
     ToolRun("kafka-get-offsets", "earliest after delete", GET_OFFSETS,
             (*BS, "--topic", TOPIC, "--time", "-2")),
     groups("delete", "--delete", "--group", GROUP),
-    # masked: metadata log offsets, and the followers' lag at the instant asked
     ToolRun("kafka-metadata-quorum", "describe status", QUORUM, (*BS, "describe", "--status"),
-            masks=(r"(?<=HighWatermark:)\s+\d+", r"(?<=MaxFollowerLag:)\s+\d+",
-                   r"(?<=MaxFollowerLagTimeMs:)\s+-?\d+")),
+            masks=QUORUM_STATUS),
     ToolRun("kafka-metadata-quorum", "describe replication", QUORUM,
             ("--bootstrap-controller", "{controller}", "describe", "--replication"),
-            masks=(r"(?<=<uuid>\t)\d+ *\t\d+ *",)),
-    ToolRun("kafka-features", "describe", FEATURES, (*BS, "describe"),
-            masks=(r"(?<=Epoch: )\d+",)),
+            masks=QUORUM_REPLICATION),
+    ToolRun("kafka-features", "describe", FEATURES, (*BS, "describe"), masks=(FEATURES_EPOCH,)),
     ToolRun("kafka-features", "upgrade dry run", FEATURES,
             (*BS, "upgrade", "--feature", "group.version=1", "--dry-run")),
 ]

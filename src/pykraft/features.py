@@ -43,7 +43,16 @@ METADATA_VERSIONS: tuple[MetadataVersion, ...] = tuple(
         start=1,
     )
 )
-_BY_LEVEL = {mv.level: mv for mv in METADATA_VERSIONS}
+# Levels Kafka 4.4 defines past pykraft's newest (IBP_4_3_IV0 .. IBP_4_5_IV0): named only, so
+# that a metadata log Kafka 4.4 wrote (metadata.version 4.4-IV2 by default) can be read and
+# shown; pykraft neither supports nor finalizes them.
+_NEWER_KAFKA_LEVELS = ("4.3-IV0", "4.4-IV0", "4.4-IV1", "4.4-IV2", "4.5-IV0")
+_BY_LEVEL = {
+    mv.level: mv
+    for mv in (*METADATA_VERSIONS,
+               *(MetadataVersion(level, name) for level, name in
+                 enumerate(_NEWER_KAFKA_LEVELS, start=METADATA_VERSIONS[-1].level + 1)))
+}
 
 MINIMUM_METADATA_VERSION = _BY_LEVEL[7]  # 3.3-IV3, the oldest Kafka 4.x still accepts
 DYNAMIC_QUORUM_METADATA_VERSION = _BY_LEVEL[21]  # 3.9-IV0: KIP-853 needs it

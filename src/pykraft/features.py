@@ -15,6 +15,7 @@ from pykraft.errors import ConfigError
 
 METADATA_VERSION_FEATURE = "metadata.version"
 KRAFT_VERSION_FEATURE = "kraft.version"
+ELIGIBLE_LEADER_REPLICAS_FEATURE = "eligible.leader.replicas.version"
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -9,6 +9,12 @@ classes can be regenerated (and checked) without a Kafka checkout:
    versions, nullable and tagged versions, tag, default, nested fields), no prose;
 2. render the facts file into ``src/pykraft/records/metadata_records.py``.
 
+The facts name the Kafka release they describe (4.4.0) and its commit as Kafka's jars record
+it (``kafka/kafka-version.properties``: 16 hex digits). The 4.4.0 changes (RegisterBrokerRecord
+v4 and BrokerRegistrationChangeRecord v3's CordonedLogDirs, ClearElrRecord,
+UnregisterControllerRecord) were checked field by field, version by version, against the
+release's compiled record classes (their ``SCHEMAS`` and default instances).
+
 Usage::
 
     python scripts/gen_metadata_records.py --git-dir KAFKA_GIT_DIR --commit SHA

@@ -15,6 +15,7 @@ from pykraft.errors import ConfigError
 
 METADATA_VERSION_FEATURE = "metadata.version"
 KRAFT_VERSION_FEATURE = "kraft.version"
+ELIGIBLE_LEADER_REPLICAS_FEATURE = "eligible.leader.replicas.version"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -43,15 +44,16 @@ METADATA_VERSIONS: tuple[MetadataVersion, ...] = tuple(
         start=1,
     )
 )
-_BY_LEVEL = {mv.level: mv for mv in METADATA_VERSIONS}
-#: Kafka's release names of its MetadataVersion levels, Kafka 4.4's levels past
-#: :data:`METADATA_VERSIONS` too (4.5-IV0 not yet for production): never supported here, but
-#: a Kafka node reports them, and the tools name them as Kafka's own tools do
-#: (``kafka-features.sh describe`` against Kafka 4.4 prints 4.4-IV2).
-_KAFKA_NAMES = {
-    **{mv.level: mv.name for mv in METADATA_VERSIONS},
-    **dict(enumerate(("4.3-IV0", "4.4-IV0", "4.4-IV1", "4.4-IV2", "4.5-IV0"),
-                     start=METADATA_VERSIONS[-1].level + 1)),
+# Levels Kafka 4.4 defines past pykraft's newest (IBP_4_3_IV0 .. IBP_4_5_IV0, 4.5-IV0 not yet
+# for production): named only, so that a metadata log Kafka 4.4 wrote (metadata.version
+# 4.4-IV2 by default) can be read and the tools name a Kafka node's levels as Kafka's own do
+# (``kafka-features.sh describe`` prints 4.4-IV2); pykraft neither supports nor finalizes them.
+_NEWER_KAFKA_LEVELS = ("4.3-IV0", "4.4-IV0", "4.4-IV1", "4.4-IV2", "4.5-IV0")
+_BY_LEVEL = {
+    mv.level: mv
+    for mv in (*METADATA_VERSIONS,
+               *(MetadataVersion(level, name) for level, name in
+                 enumerate(_NEWER_KAFKA_LEVELS, start=METADATA_VERSIONS[-1].level + 1)))
 }
 
 MINIMUM_METADATA_VERSION = _BY_LEVEL[7]  # 3.3-IV3, the oldest Kafka 4.x still accepts
@@ -82,7 +84,8 @@ def metadata_version_for_level(level: int) -> MetadataVersion:
 def kafka_metadata_version_name(level: int) -> str | None:
     """Kafka's release name of a ``metadata.version`` level, whether this software supports
     it or not; None for a level Kafka 4.4 does not know either."""
-    return _KAFKA_NAMES.get(level)
+    found = _BY_LEVEL.get(level)
+    return None if found is None else found.name
 
 
 def parse_release_version(text: str) -> MetadataVersion:

@@ -94,7 +94,8 @@ _CLUSTER_MIN_ISR = (
     "min.insync.replicas comes from a cluster default in Kafka's answer "
     "(DYNAMIC_DEFAULT_BROKER_CONFIG, written by Kafka 4's controller when the cluster "
     "bootstraps with eligible.leader.replicas.version 1, and listed as the first synonym, "
-    "before the default); pykraft's controller writes none")
+    "before the default); pykraft's controller writes it on the same condition, but "
+    "pykraft finalizes no eligible.leader.replicas.version level")
 _ELR_SAFETY = ("metadata/src/main/java/org/apache/kafka/controller/"
                "ConfigurationControlManager.java maybeGenerateElrSafetyRecords")
 KNOWN_DEFECTS = [

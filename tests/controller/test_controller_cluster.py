@@ -18,12 +18,13 @@ from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.static.primitive import i32
 
 from pykraft.errors import ConfigError
-from pykraft.features import METADATA_VERSION_FEATURE
+from pykraft.features import ELIGIBLE_LEADER_REPLICAS_FEATURE, METADATA_VERSION_FEATURE
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     AbortTransactionRecord,
     BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
+    ConfigRecord,
     EndTransactionRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -49,6 +50,37 @@ def test_activation_on_empty_log_writes_bootstrap_in_a_transaction() -> None:
     ]
     assert cluster.controller.committed_image.features.finalized == {
         METADATA_VERSION_FEATURE: 19, "group.version": 1}
+
+
+def test_bootstrap_with_elr_on_writes_the_cluster_min_insync_replicas() -> None:
+    """Kafka's ActivationRecordsGenerator: eligible.leader.replicas.version > 0 in the
+    bootstrap (Kafka 4.4's format default) adds min.insync.replicas for the cluster (BROKER
+    "") at the controller's static value, last in the bootstrap transaction; its topics
+    then describe it as DYNAMIC_DEFAULT_BROKER_CONFIG."""
+    elr = FeatureLevelRecord(name=ELIGIBLE_LEADER_REPLICAS_FEATURE, feature_level=1)
+    cluster = Cluster(bootstrap=[FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
+                                                    feature_level=21), elr],
+                      properties={"min.insync.replicas": " 2"})
+    cluster.elect()
+    assert [r.message for r in cluster.raft.metadata_records()] == [
+        BeginTransactionRecord(name="Bootstrap records"),
+        FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=21), elr,
+        ConfigRecord(resource_type=4, resource_name="", name="min.insync.replicas", value="2"),
+        EndTransactionRecord(),
+    ]
+    assert cluster.controller.committed_image.configs.get((4, "")) == {
+        "min.insync.replicas": "2"}
+
+
+def test_bootstrap_without_elr_writes_no_cluster_config() -> None:
+    """ELR off (pykraft's own format, Kafka's before 4.1) or at level 0: nothing is added;
+    the static value is Kafka's default 1 when the properties omit it."""
+    off = FeatureLevelRecord(name=ELIGIBLE_LEADER_REPLICAS_FEATURE, feature_level=0)
+    cluster = Cluster(bootstrap=[FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
+                                                    feature_level=21), off])
+    cluster.elect()
+    assert not any(isinstance(r.message, ConfigRecord)
+                   for r in cluster.raft.metadata_records())
 
 
 def test_old_metadata_version_bootstraps_without_transaction() -> None:

@@ -15,6 +15,7 @@ from pykraft.records.metadata import (
     BeginTransactionRecord,
     BrokerEndpoint,
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     ConfigRecord,
     EndTransactionRecord,
     FeatureLevelRecord,
@@ -28,6 +29,8 @@ from pykraft.records.metadata import (
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UnregisterControllerRecord,
+    decode_metadata_record,
     encode_metadata_record,
 )
 
@@ -91,7 +94,8 @@ def test_records_follow_metadata_version() -> None:
 
 @pytest.mark.parametrize(("cls", "mv", "version"), [
     (RegisterBrokerRecord, 7, 1), (RegisterBrokerRecord, 8, 2), (RegisterBrokerRecord, 17, 3),
-    (RegisterBrokerRecord, 6, 0), (PartitionRecord, 16, 0), (PartitionRecord, 17, 1),
+    (RegisterBrokerRecord, 6, 0), (RegisterBrokerRecord, 30, 4), (PartitionRecord, 16, 0),
+    (PartitionRecord, 17, 1),
     (PartitionChangeRecord, 23, 2), (BrokerRegistrationChangeRecord, 7, 1),
     (BrokerRegistrationChangeRecord, 17, 2), (TopicRecord, 29, 0),
 ])
@@ -149,6 +153,62 @@ def test_fencing_records() -> None:
     assert changed.cluster.brokers[1].in_controlled_shutdown
     gone = image_of([UnregisterBrokerRecord(broker_id=1, broker_epoch=10)], changed)
     assert 1 not in gone.cluster.brokers
+
+
+def test_cordoned_log_dirs_of_kafka_4_4s_registrations() -> None:
+    """RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (Kafka 4.3-IV0 on) carry
+    cordoned log directories; a change without them (null) leaves them."""
+    dirs = (uuid.UUID(int=7), uuid.UUID(int=8))
+    value = encode_metadata_record(
+        RegisterBrokerRecord(broker_id=1, broker_epoch=10, log_dirs=dirs,
+                             cordoned_log_dirs=dirs[:1]), 4)
+    image = image_of([*sample_records(), decode_metadata_record(value)])
+    assert image.cluster.brokers[1].cordoned_log_dirs == dirs[:1]
+    assert image.cluster.brokers[1].to_record().cordoned_log_dirs == dirs[:1]
+    changed = image_of([BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=10, fenced=-1,
+                                                        cordoned_log_dirs=dirs)], image)
+    assert changed.cluster.brokers[1].cordoned_log_dirs == dirs
+    unchanged = image_of([BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=10,
+                                                          fenced=1)], changed)
+    assert unchanged.cluster.brokers[1].cordoned_log_dirs == dirs
+
+
+def test_unregister_controller_removes_its_registration() -> None:
+    image = image_of([*sample_records(), UnregisterControllerRecord(controller_id=3000)])
+    assert image.cluster.controllers == {}
+
+
+def _elr_image() -> MetadataImage:
+    other = uuid.UUID(int=78)
+    return image_of([
+        *sample_records(),
+        PartitionChangeRecord(partition_id=0, topic_id=TOPIC, eligible_leader_replicas=(2,),
+                              last_known_elr=()),
+        TopicRecord(name="u", topic_id=other),
+        PartitionRecord(partition_id=0, topic_id=other, replicas=(1, 2), isr=(1,), leader=1,
+                        leader_epoch=0, partition_epoch=0, eligible_leader_replicas=(),
+                        last_known_elr=(2,)),
+        PartitionRecord(partition_id=1, topic_id=other, replicas=(1, 2), isr=(1, 2), leader=1),
+    ])
+
+
+def test_clear_elr_of_one_topic_empties_its_elrs_and_moves_the_epoch() -> None:
+    image = _elr_image()
+    cleared = image_of([ClearElrRecord(topic_name="t")], image)
+    p = cleared.topics.by_name["t"].partitions[0]
+    assert (p.eligible_leader_replicas, p.last_known_elr, p.partition_epoch) == ((), (), 2)
+    assert cleared.topics.by_name["u"] is image.topics.by_name["u"]
+    with pytest.raises(MetadataImageError, match="no such topic found"):
+        image_of([ClearElrRecord(topic_name="gone")], image)
+
+
+def test_clear_elr_without_a_name_clears_every_topic_with_elrs() -> None:
+    image = _elr_image()
+    cleared = image_of([ClearElrRecord(topic_name="")], image)
+    u = cleared.topics.by_name["u"].partitions
+    assert (u[0].last_known_elr, u[0].partition_epoch) == ((), 1)
+    assert u[1] == image.topics.by_name["u"].partitions[1]  # no ELR: untouched
+    assert cleared.topics.by_name["t"].partitions[0].eligible_leader_replicas == ()
 
 
 @pytest.mark.parametrize("record", [

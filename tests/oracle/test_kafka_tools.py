@@ -186,9 +186,6 @@ def test_storage_format_output_starts_the_other_software(results: Results) -> No
     assert results.cross_formatted == {(KAFKA, PYKRAFT): 1, (PYKRAFT, KAFKA): 1}
 
 
-@pytest.mark.xfail(strict=True, reason="pykraft's metadata records stop at REGISTER_BROKER_RECORD "
-                   "v3; Kafka 4.4's controller writes v4 (pykraft's metadata-shell: 'unsupported "
-                   "version 4 of REGISTER_BROKER_RECORD')")
 def test_pykraft_metadata_shell_reads_kafka_metadata_log(results: Results) -> None:
     """pykraft's metadata-shell replays Kafka's metadata log as its own: the same topics."""
     from pykraft.cli.main import app

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -51,13 +52,16 @@ def test_facts_file_is_in_the_generator_layout() -> None:
     assert GEN.FACTS.read_text() == GEN.dump_facts(FACTS)
 
 
-def test_facts_name_a_kafka_commit_and_every_record_file() -> None:
+def test_facts_name_a_kafka_release_and_every_record_file() -> None:
+    """Kafka 4.4.0's records: its jars name the release's commit by the 16-digit id Kafka's
+    build records (kafka-version.properties)."""
     source = FACTS["source"]
     assert source["repository"] == "apache/kafka"
-    assert len(source["commit"]) == 40
+    assert source["release"] == "4.4.0"
+    assert re.fullmatch("[0-9a-f]{16}|[0-9a-f]{40}", source["commit"])
     keys = [record["apiKey"] for record in FACTS["records"]]
     assert keys == sorted(METADATA_RECORD_TYPES) == [*range(6), *range(7, 13), 14, 15,
-                                                     *range(17, 28)]
+                                                     *range(17, 30)]
 
 
 def test_module_header_names_the_commit() -> None:

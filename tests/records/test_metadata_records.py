@@ -44,11 +44,12 @@ def _all_versions() -> list[tuple[int, int]]:
 
 
 def test_registry_matches_kafka_api_keys() -> None:
-    assert sorted(METADATA_RECORD_TYPES) == [*range(0, 6), *range(7, 13), 14, 15, *range(17, 28)]
+    assert sorted(METADATA_RECORD_TYPES) == [*range(0, 6), *range(7, 13), 14, 15, *range(17, 30)]
     assert METADATA_RECORD_NAMES[12] == "FEATURE_LEVEL_RECORD"
     assert METADATA_RECORD_NAMES[21] == "ZK_MIGRATION_STATE_RECORD"
     assert METADATA_RECORD_TYPES[0] is RegisterBrokerRecord
-    assert len(_all_versions()) == 34  # 25 types; RegisterBroker 0-3, Partition(Change) 0-2, ...
+    assert METADATA_RECORD_NAMES[29] == "UNREGISTER_CONTROLLER_RECORD"
+    assert len(_all_versions()) == 38  # 27 types; RegisterBroker 0-4, Partition(Change) 0-2, ...
 
 
 @pytest.mark.parametrize(("api_key", "version"), _all_versions())
@@ -66,7 +67,7 @@ def test_every_type_and_version_round_trips(api_key: int, version: int, data: An
 def test_default_version_is_the_highest() -> None:
     value = encode_metadata_record(PartitionRecord(topic_id=TOPIC))
     assert decode_metadata_record(value).version == 2
-    assert decode_metadata_record(encode_metadata_record(RegisterBrokerRecord())).version == 3
+    assert decode_metadata_record(encode_metadata_record(RegisterBrokerRecord())).version == 4
 
 
 def test_bootstrap_checkpoint_fixture(kafka37_dir: Path) -> None:

@@ -4,19 +4,31 @@ On an empty log: the bootstrap records (metadata.version first, then other featu
 name, then anything else from ``bootstrap.checkpoint``), wrapped in Begin/EndTransaction
 when that metadata.version has metadata transactions. A transaction left open by the
 previous controller is aborted first; if it was the bootstrap, the bootstrap is re-appended.
+
+With eligible leader replicas on (KIP-966: the bootstrap's eligible.leader.replicas.version
+above 0) the bootstrap ends with the cluster default ``min.insync.replicas``: a BROKER
+ConfigRecord named "" holding the controller's static value, as Kafka's
+ActivationRecordsGenerator.recordsForEmptyLog writes it, so that ELR's safety rule reads one
+cluster-wide value (topics then show it as DYNAMIC_DEFAULT_BROKER_CONFIG).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pykraft.errors import ConfigError
-from pykraft.features import DEFAULT_METADATA_VERSION, METADATA_VERSION_FEATURE
+from pykraft.features import (
+    DEFAULT_METADATA_VERSION,
+    ELIGIBLE_LEADER_REPLICAS_FEATURE,
+    METADATA_VERSION_FEATURE,
+)
+from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.versions import MV_3_6_IV1
 from pykraft.records.metadata import (
     AbortTransactionRecord,
     BeginTransactionRecord,
+    ConfigRecord,
     EndTransactionRecord,
     FeatureLevelRecord,
 )
@@ -40,13 +52,40 @@ def ordered_bootstrap(records: Sequence[object]) -> tuple[int, list[object]]:
     return mv[0].feature_level, [mv[0], *others, *rest]
 
 
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+_MIN_INSYNC_REPLICAS_DEFAULT = "1"
+
+
+def static_min_insync_replicas(properties: Mapping[str, str]) -> int:
+    """The controller's own ``min.insync.replicas`` (its properties file, else Kafka's
+    default 1), parsed as Kafka's ConfigDef parses an INT."""
+    text = properties.get(MIN_INSYNC_REPLICAS, _MIN_INSYNC_REPLICAS_DEFAULT).strip()
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"Invalid value {text} for configuration {MIN_INSYNC_REPLICAS}: "
+                          "Not a number of type INT") from None
+
+
+def _elr_enabled(bootstrap: Sequence[object]) -> bool:
+    return any(isinstance(r, FeatureLevelRecord) and r.name == ELIGIBLE_LEADER_REPLICAS_FEATURE
+               and r.feature_level > 0 for r in bootstrap)
+
+
 def activation_records(committed: MetadataImage, *, in_transaction: bool,
-                       bootstrap: Sequence[object]) -> list[object]:
+                       bootstrap: Sequence[object], min_insync_replicas: int) -> list[object]:
+    """``min_insync_replicas``: the controller's static value (the cluster default written
+    with ELR on)."""
     records: list[object] = []
     if in_transaction:
         records.append(AbortTransactionRecord(reason="Controller failover"))
     if committed.features.metadata_version is None:
         level, ordered = ordered_bootstrap(bootstrap)
+        if _elr_enabled(bootstrap):
+            ordered.append(ConfigRecord(
+                resource_type=ConfigResourceType.BROKER, resource_name="",
+                name=MIN_INSYNC_REPLICAS, value=str(min_insync_replicas),
+            ))
         if level >= MV_3_6_IV1:
             ordered = [BeginTransactionRecord(name="Bootstrap records"), *ordered,
                        EndTransactionRecord()]

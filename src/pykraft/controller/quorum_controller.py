@@ -54,6 +54,7 @@ from pykraft.controller.activation import (
     DEFAULT_BOOTSTRAP,
     activation_records,
     ordered_bootstrap,
+    static_min_insync_replicas,
 )
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.controller.responses import error_response
@@ -136,6 +137,7 @@ class QuorumController:
         self._rng = rng
         ordered_bootstrap(bootstrap)  # refuse a bootstrap without metadata.version up front
         self._bootstrap = tuple(bootstrap)
+        self._min_insync_replicas = static_min_insync_replicas(config.properties)
         self._committed = ImageLoader()
         self._committed_registrations: dict[int, int] = {}
         self._image = MetadataImage()
@@ -325,7 +327,8 @@ class QuorumController:
         self._next_unclean_ms = self._now_ms + self.config.unclean_election_interval_ms
         records = activation_records(self.committed_image,
                                      in_transaction=self._committed.in_transaction,
-                                     bootstrap=self._bootstrap)
+                                     bootstrap=self._bootstrap,
+                                     min_insync_replicas=self._min_insync_replicas)
         self._last_write_ms = self._now_ms
         try:
             self._write(tuple(records))

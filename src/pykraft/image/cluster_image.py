@@ -2,7 +2,8 @@
 
 A broker's registration is created by RegisterBrokerRecord and changed by fencing records
 (FenceBrokerRecord/UnfenceBrokerRecord before metadata.version 3.3-IV2,
-BrokerRegistrationChangeRecord after); UnregisterBrokerRecord removes it.
+BrokerRegistrationChangeRecord after); UnregisterBrokerRecord removes it. A controller's
+is created by RegisterControllerRecord and removed by UnregisterControllerRecord.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pykraft.records.metadata import (
     RegisterControllerRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UnregisterControllerRecord,
 )
 
 FENCE = 1
@@ -46,13 +48,14 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     is_migrating_zk_broker: bool = False
     log_dirs: tuple[uuid.UUID, ...] = ()
+    cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None
 
     @classmethod
     def from_record(cls, record: RegisterBrokerRecord) -> BrokerRegistration:
         return cls(record.broker_id, record.broker_epoch, record.incarnation_id,
                    record.end_points, record.features, record.rack, record.fenced,
                    record.in_controlled_shutdown, record.is_migrating_zk_broker,
-                   record.log_dirs)
+                   record.log_dirs, record.cordoned_log_dirs)
 
     def to_record(self) -> RegisterBrokerRecord:
         return RegisterBrokerRecord(
@@ -60,7 +63,7 @@ class BrokerRegistration:
             incarnation_id=self.incarnation_id, broker_epoch=self.epoch,
             end_points=self.listeners, features=self.features, rack=self.rack,
             fenced=self.fenced, in_controlled_shutdown=self.in_controlled_shutdown,
-            log_dirs=self.log_dirs,
+            log_dirs=self.log_dirs, cordoned_log_dirs=self.cordoned_log_dirs,
         )
 
     def supported_range(self, feature: str) -> tuple[int, int] | None:
@@ -109,7 +112,7 @@ class ClusterImage:
 
 ClusterRecord = (
     RegisterBrokerRecord | UnregisterBrokerRecord | FenceBrokerRecord | UnfenceBrokerRecord
-    | BrokerRegistrationChangeRecord | RegisterControllerRecord
+    | BrokerRegistrationChangeRecord | RegisterControllerRecord | UnregisterControllerRecord
 )
 
 
@@ -139,13 +142,17 @@ class ClusterDelta:
                     True if record.in_controlled_shutdown == IN_CONTROLLED_SHUTDOWN else None
                 ),
                 log_dirs=record.log_dirs or None,
+                cordoned_log_dirs=record.cordoned_log_dirs,
             )
+        elif isinstance(record, UnregisterControllerRecord):
+            self._controllers.pop(record.controller_id, None)
         else:
             self._controllers[record.controller_id] = ControllerRegistration.from_record(record)
 
     def _change(
         self, broker_id: int, epoch: int, *, fenced: bool | None = None,
         in_controlled_shutdown: bool | None = None, log_dirs: tuple[uuid.UUID, ...] | None = None,
+        cordoned_log_dirs: tuple[uuid.UUID, ...] | None = None,
     ) -> None:
         current = self._brokers.get(broker_id)
         if current is None or current.epoch != epoch:
@@ -161,6 +168,9 @@ class ClusterDelta:
                 else in_controlled_shutdown
             ),
             log_dirs=current.log_dirs if log_dirs is None else log_dirs,
+            cordoned_log_dirs=(
+                current.cordoned_log_dirs if cordoned_log_dirs is None else cordoned_log_dirs
+            ),
         )
 
     def apply(self) -> ClusterImage:

@@ -29,6 +29,7 @@ from pykraft.records.metadata import (
     AccessControlEntryRecord,
     BeginTransactionRecord,
     BrokerRegistrationChangeRecord,
+    ClearElrRecord,
     ClientQuotaRecord,
     ConfigRecord,
     DelegationTokenRecord,
@@ -49,6 +50,7 @@ from pykraft.records.metadata import (
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UnregisterControllerRecord,
     UserScramCredentialRecord,
     ZkMigrationStateRecord,
     encode_metadata_record,
@@ -61,9 +63,9 @@ _IGNORED = (
 _SCRAM = (UserScramCredentialRecord, RemoveUserScramCredentialRecord)
 _CLUSTER = (
     RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
-    BrokerRegistrationChangeRecord, RegisterControllerRecord,
+    BrokerRegistrationChangeRecord, RegisterControllerRecord, UnregisterControllerRecord,
 )
-_TOPICS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
+_TOPICS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ClearElrRecord)
 _ACLS = (AccessControlEntryRecord, RemoveAccessControlEntryRecord)
 
 

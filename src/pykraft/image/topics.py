@@ -1,5 +1,5 @@
 """Topics and their partitions: created by TopicRecord + PartitionRecord, changed by
-PartitionChangeRecord, deleted by RemoveTopicRecord."""
+PartitionChangeRecord (and ClearElrRecord), deleted by RemoveTopicRecord."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pykraft.errors import MetadataImageError
 from pykraft.ids import uuid_to_str
 from pykraft.image.versions import record_version
 from pykraft.records.metadata import (
+    ClearElrRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RemoveTopicRecord,
@@ -108,7 +109,9 @@ class TopicsImage:
                 yield registration.to_record(topic.topic_id, partition_id), version
 
 
-TopicsRecord = TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord
+TopicsRecord = (
+    TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord | ClearElrRecord
+)
 
 
 class TopicsDelta:
@@ -132,6 +135,9 @@ class TopicsDelta:
             del self._by_id[record.topic_id]
             self._changed.pop(record.topic_id, None)
             return removed.name
+        if isinstance(record, ClearElrRecord):
+            self._clear_elr(record.topic_name)
+            return None
         partitions = self._partitions(record.topic_id)
         if isinstance(record, PartitionRecord):
             partitions[record.partition_id] = PartitionRegistration.from_record(record)
@@ -144,6 +150,25 @@ class TopicsDelta:
                 )
             partitions[record.partition_id] = current.merge(record)
         return None
+
+    def _clear_elr(self, topic_name: str) -> None:
+        """Kafka's TopicsDelta: every partition of the named topic (of every topic when the
+        name is empty) with eligible or last known leader replicas gets both emptied, as a
+        PartitionChangeRecord setting them would (its partition epoch moves on)."""
+        topic_ids = [topic.topic_id for topic in self._by_id.values()
+                     if not topic_name or topic.name == topic_name]
+        if topic_name and not topic_ids:
+            raise MetadataImageError(
+                f"Unable to clear elr for topic with name {topic_name}: no such topic found."
+            )
+        for topic_id in topic_ids:
+            partitions = self._partitions(topic_id)
+            for partition_id, partition in partitions.items():
+                if partition.eligible_leader_replicas or partition.last_known_elr:
+                    partitions[partition_id] = partition.merge(PartitionChangeRecord(
+                        partition_id=partition_id, topic_id=topic_id,
+                        eligible_leader_replicas=(), last_known_elr=(),
+                    ))
 
     def _require(self, topic_id: uuid.UUID) -> TopicImage:
         topic = self._by_id.get(topic_id)

@@ -23,12 +23,16 @@ MV_3_6_IV1 = 13  # metadata transactions (Begin/End/AbortTransactionRecord)
 MV_3_7_IV0 = 15  # controller registrations (RegisterControllerRecord)
 MV_3_7_IV2 = 17  # JBOD directory assignment: log dirs and partition directories
 MV_4_0_IV1 = 23  # eligible leader replicas
+MV_4_3_IV0 = 30  # cordoned log directories (KIP-1066)
 
 
 def record_version(record_class: type, metadata_version: int) -> int:
     """The version of ``record_class`` to write at ``metadata_version``; 0 when not gated."""
     if record_class is RegisterBrokerRecord:
-        return _first_at(metadata_version, ((MV_3_7_IV2, 3), (MV_3_4_IV0, 2), (MV_3_3_IV3, 1)))
+        return _first_at(
+            metadata_version,
+            ((MV_4_3_IV0, 4), (MV_3_7_IV2, 3), (MV_3_4_IV0, 2), (MV_3_3_IV3, 1)),
+        )
     if record_class in (PartitionRecord, PartitionChangeRecord):
         return _first_at(metadata_version, ((MV_4_0_IV1, 2), (MV_3_7_IV2, 1)))
     if record_class is BrokerRegistrationChangeRecord:

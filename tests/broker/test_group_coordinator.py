@@ -34,6 +34,7 @@ from pykraft.group.shard import GroupShard
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
@@ -201,6 +202,9 @@ def test_a_reply_waits_for_its_batch_and_every_earlier_one_to_commit(tmp_path: P
         await r.loaded()
         write = asyncio.create_task(r.request("write:a"))
         await until(lambda: r.part.log_end_offset == 1, "batch appended")
+        # sequence 0 with no producer, as Kafka's coordinator runtime writes its batches
+        (batch,) = iter_batches(r.part.log.read(0, 0))
+        assert (batch.header.producer_id, batch.header.base_sequence) == (-1, 0)
         read = asyncio.create_task(r.request("read"))  # no records, behind the write
         for _ in range(10):
             await asyncio.sleep(0)

@@ -137,8 +137,11 @@ def test_an_invalid_regex_is_refused() -> None:
 
 def test_heartbeats_of_unknown_groups_and_members() -> None:
     c = Coordinator()
-    assert c.heartbeat(request("m", 1)).error_code == ErrorCode.group_id_not_found
-    assert c.heartbeat(request("m", -1)).error_code == ErrorCode.group_id_not_found
+    # Kafka 4.4's words: a heartbeat's lookup says "Consumer group", a leave's "Group"
+    assert (c.heartbeat(request("m", 1)).error_code, c.heartbeat(request("m", 1)).error_message
+            ) == (ErrorCode.group_id_not_found, "Consumer group g not found.")
+    assert (c.heartbeat(request("m", -1)).error_code, c.heartbeat(request("m", -1)).error_message
+            ) == (ErrorCode.group_id_not_found, "Group g not found.")
     join(c, "m1")
     response = c.heartbeat(request("ghost", 1))
     assert (response.error_code, response.error_message) == (
@@ -271,7 +274,8 @@ def test_describe_reports_the_group_and_its_members() -> None:
     c = Coordinator()
     join(c, "m1", topics=("foo", "bar"), instance_id="i1", rack_id="r1")
     (found, missing) = c.groups.describe(("g", "nope"), c.topics)
-    assert missing.error_code == ErrorCode.group_id_not_found and missing.group_id == "nope"
+    assert (missing.error_code, missing.error_message, missing.group_id) == (
+        ErrorCode.group_id_not_found, "Group nope not found.", "nope")
     assert (found.error_code, found.group_state, found.group_epoch, found.assignment_epoch,
             found.assignor_name) == (ErrorCode.none, "Stable", 1, 1, "uniform")
     (member,) = found.members
@@ -345,7 +349,8 @@ def test_a_group_id_held_by_a_classic_group_is_not_a_consumer_group() -> None:
     assert joined.error_code == ErrorCode.group_id_not_found
     assert isinstance(c.registry["classic"], ClassicGroup)
     (described,) = c.groups.describe(("classic",), c.topics)
-    assert described.error_code == ErrorCode.group_id_not_found
+    assert (described.error_code, described.error_message) == (
+        ErrorCode.group_id_not_found, "Group classic is not a consumer group.")
 
 
 def test_an_empty_classic_group_gives_way_to_a_consumer_group() -> None:

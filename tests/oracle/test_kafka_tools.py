@@ -74,17 +74,13 @@ KNOWN = {
     "kafka-configs.alter client quota": "pykraft serves no DescribeClientQuotas / "
                                         "AlterClientQuotas",
     "kafka-configs.describe client quota": "as kafka-configs.alter client quota",
-    "kafka-consumer-groups.describe missing": "GroupIdNotFound's message: Kafka 'Group nobody "
-                                              "not found.', pykraft 'The group id does not "
-                                              "exist.' (group coordinator)",
     "kafka-features.describe": "pykraft finalizes metadata.version 3.9-IV0 (supports up to "
                                "4.2-IV1) and none of eligible.leader.replicas, group, share, "
                                "streams, transaction.version; Kafka 4.4 finalizes 4.4-IV2 "
                                "and all of them",
     "kafka-features.upgrade dry run": "pykraft's controller knows no group.version",
     "kafka-dump-log.__consumer_offsets --offsets-decoder": "pykraft's group coordinator "
-        "writes offset commit values v3 (Kafka 4.4: v4) and batches with baseSequence -1 "
-        "(Kafka: 0)",
+        "writes offset commit values v3 (Kafka 4.4: v4, with the topic id tagged)",
 }
 @dataclass(frozen=True, slots=True)
 class Results:

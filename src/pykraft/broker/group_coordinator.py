@@ -325,7 +325,7 @@ class GroupCoordinatorService:
         if outcome.records:
             batch = encode_batch(0, [(r.key, r.value) for r in outcome.records],
                                  partition_leader_epoch=coordinator.epoch,
-                                 timestamp=self._clock_ms())
+                                 timestamp=self._clock_ms(), base_sequence=0)
             try:
                 result = self._replicas.append_as_coordinator(hosted, batch,
                                                               now_ms=self._clock_ms())

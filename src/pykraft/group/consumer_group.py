@@ -403,10 +403,13 @@ class ConsumerGroups:
                     f"regular expression: {exc}.",
                 ) from None
 
-    def _existing(self, group_id: str) -> ConsumerGroup:
+    def _existing(self, group_id: str, missing: str = "Group") -> ConsumerGroup:
+        """The consumer group ``group_id``, else GROUP_ID_NOT_FOUND in Kafka's words: a
+        heartbeat's lookup names a missing group "Consumer group", a leave's and a
+        describe's "Group" (GroupMetadataManager getOrMaybeCreateConsumerGroup vs group)."""
         group = self.groups.get(group_id)
         if group is None:
-            raise GroupError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+            raise GroupError(ErrorCode.group_id_not_found, f"{missing} {group_id} not found.")
         if not isinstance(group, ConsumerGroup):
             raise GroupError(
                 ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
@@ -436,7 +439,8 @@ class ConsumerGroups:
     ) -> tuple[HeartbeatResponse, list[OffsetsRecord]]:
         group_id = request.group_id
         joining = request.member_epoch == 0
-        group = self._for_join(group_id) if joining else self._existing(group_id)
+        group = (self._for_join(group_id) if joining
+                 else self._existing(group_id, missing="Consumer group"))
         member_id = request.member_id or uuid_to_str(random_uuid(self._random_uuid))
         owned = _owned(request.topic_partitions)
         if (
@@ -744,11 +748,12 @@ class ConsumerGroups:
         names = {info.topic_id: name for name, info in topics.items()}
         described = []
         for group_id in group_ids:
-            group = self.group(group_id)
-            if group is None:
+            try:
+                group = self._existing(group_id)
+            except GroupError as error:
                 described.append(describe_v1.DescribedGroup(
-                    error_code=ErrorCode.group_id_not_found, group_id=GroupId(group_id),
-                    group_state="",
+                    error_code=error.code, error_message=error.message,
+                    group_id=GroupId(group_id), group_state="",
                     group_epoch=i32(0), assignment_epoch=i32(0), assignor_name="", members=(),
                 ))
                 continue

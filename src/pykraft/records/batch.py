@@ -353,11 +353,14 @@ def encode_batch(
     timestamp: int,
     control: bool = False,
     headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None,
+    base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
     """Build one uncompressed v2 batch the way KRaft does (timestamp deltas 0, no producer).
 
     ``records`` are (key, value) pairs; KRaft data records have ``key=None`` and control
     records a 4-byte key. KRaft never mixes the two kinds in one batch, so neither do we.
+    ``base_sequence``: KRaft's batches carry none (-1); the group coordinator's carry 0, as
+    Kafka's coordinator runtime's MemoryRecordsBuilder writes them.
     """
     if not records:
         raise ValueError("a record batch needs at least one record")
@@ -376,6 +379,7 @@ def encode_batch(
         b"".join(parts), base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
         attributes=ATTR_CONTROL if control else 0, last_offset_delta=count - 1,
         base_timestamp=timestamp, max_timestamp=timestamp, records_count=count,
+        base_sequence=base_sequence,
     )
 
 

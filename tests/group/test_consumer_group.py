@@ -23,23 +23,37 @@ def join(c: Coordinator, member: str, **kwargs: object) -> int:
     return int(response.member_epoch)
 
 
-def test_the_first_member_gets_every_partition_at_epoch_one() -> None:
+def test_the_first_member_gets_every_partition_at_epoch_two() -> None:
+    """A new group is at epoch 1 (Kafka 4.4's ModernGroup and TargetAssignmentMetadata
+    .INITIAL); the first subscription bumps it to 2, the epoch Kafka answers."""
     c = Coordinator()
     response = c.heartbeat(request("m1", 0))
     assert response.error_code == ErrorCode.none
-    assert (response.member_id, response.member_epoch) == ("m1", 1)
+    assert (response.member_id, response.member_epoch) == ("m1", 2)
     assert response.heartbeat_interval.total_seconds() == 5
     assert assigned(response) == ALL_FOO
     group = c.group()
+    assert (group.epoch, group.assignment_epoch, group.state) == (2, 2, "Stable")
+
+
+def test_a_member_subscribing_to_nothing_joins_at_epoch_one_without_a_bump() -> None:
+    """Kafka bumps the group epoch for a changed subscription only, not for a new member:
+    one that subscribes to nothing joins the new group at its initial epoch, 1."""
+    c = Coordinator()
+    before = len(c.log)
+    response = c.heartbeat(request("m1", 0, topics=()))
+    assert (response.error_code, response.member_epoch) == (ErrorCode.none, 1)
+    group = c.group()
     assert (group.epoch, group.assignment_epoch, group.state) == (1, 1, "Stable")
+    assert len(c.log) == before + 2  # the member's subscription and assignment only
 
 
 def test_a_heartbeat_without_changes_writes_nothing_and_omits_the_assignment() -> None:
     c = Coordinator()
     join(c, "m1")
     before = len(c.log)
-    response = c.heartbeat(request("m1", 1))
-    assert response.error_code == ErrorCode.none and response.member_epoch == 1
+    response = c.heartbeat(request("m1", 2))
+    assert response.error_code == ErrorCode.none and response.member_epoch == 2
     assert response.assignment is None
     assert len(c.log) == before
 
@@ -47,25 +61,25 @@ def test_a_heartbeat_without_changes_writes_nothing_and_omits_the_assignment() -
 def test_partitions_move_only_after_their_owner_revokes_them() -> None:
     c = Coordinator()
     join(c, "m1")
-    # m2 joins: epoch 2, but m1 still owns everything, so m2 waits for them.
+    # m2 joins: epoch 3, but m1 still owns everything, so m2 waits for them.
     second = c.heartbeat(request("m2", 0))
-    assert second.member_epoch == 2 and assigned(second) == {}
+    assert second.member_epoch == 3 and assigned(second) == {}
     assert c.group().members["m2"].state is MemberState.UNRELEASED_PARTITIONS
     assert c.group().state == "Reconciling"
-    # m1 is asked to revoke half; it keeps epoch 1 until it reports them gone.
-    first = c.heartbeat(request("m1", 1))
+    # m1 is asked to revoke half; it keeps epoch 2 until it reports them gone.
+    first = c.heartbeat(request("m1", 2))
     keep = assigned(first)
-    assert first.member_epoch == 1 and keep is not None and len(keep[FOO]) == 3
+    assert first.member_epoch == 2 and keep is not None and len(keep[FOO]) == 3
     m1 = c.group().members["m1"]
     assert m1.state is MemberState.UNREVOKED_PARTITIONS
     # m2 still gets nothing while m1 holds them.
-    assert assigned(c.heartbeat(request("m2", 2))) in (None, {})
+    assert assigned(c.heartbeat(request("m2", 3))) in (None, {})
     # m1 still reports all six: nothing moves.
-    assert c.heartbeat(request("m1", 1, owned=ALL_FOO)).member_epoch == 1
-    # m1 reports only what it keeps: it moves to epoch 2.
-    assert c.heartbeat(request("m1", 1, owned=keep)).member_epoch == 2
+    assert c.heartbeat(request("m1", 2, owned=ALL_FOO)).member_epoch == 2
+    # m1 reports only what it keeps: it moves to epoch 3.
+    assert c.heartbeat(request("m1", 2, owned=keep)).member_epoch == 3
     # Now m2 gets the released partitions.
-    final = c.heartbeat(request("m2", 2))
+    final = c.heartbeat(request("m2", 3))
     got = assigned(final)
     assert got is not None and got[FOO] == set(range(6)) - keep[FOO]
     assert c.group().state == "Stable"
@@ -79,12 +93,12 @@ def test_a_leave_removes_the_member_and_bumps_the_epoch() -> None:
     assert (response.error_code, response.member_id, response.member_epoch) == (
         ErrorCode.none, "m2", -1)
     group = c.group()
-    assert set(group.members) == {"m1"} and group.epoch == 3
-    # m1's next heartbeat gets the whole topic back at epoch 3.
-    c.heartbeat(request("m1", 1, owned=assigned(c.heartbeat(request("m1", 1)))))
-    final = c.heartbeat(request("m1", 3))
+    assert set(group.members) == {"m1"} and group.epoch == 4
+    # m1's next heartbeat gets the whole topic back at epoch 4.
+    c.heartbeat(request("m1", 2, owned=assigned(c.heartbeat(request("m1", 2)))))
+    final = c.heartbeat(request("m1", 4))
     assert group.members["m1"].assigned == {FOO: frozenset(range(6))}
-    assert final.member_epoch == 3
+    assert final.member_epoch == 4
 
 
 def test_the_member_id_is_generated_from_the_rng_for_v0_and_required_from_v1() -> None:
@@ -155,15 +169,15 @@ def test_member_epochs_ahead_or_behind_are_fenced() -> None:
     ahead = c.heartbeat(request("m1", 5))
     assert ahead.error_code == ErrorCode.fenced_member_epoch
     assert ahead.error_message is not None and "greater member epoch (5)" in ahead.error_message
-    join(c, "m2")  # epoch 2; m1 must revoke, then moves to 2
-    keep = assigned(c.heartbeat(request("m1", 1)))
-    assert c.heartbeat(request("m1", 1, owned=keep)).member_epoch == 2
+    join(c, "m2")  # epoch 3; m1 must revoke, then moves to 3
+    keep = assigned(c.heartbeat(request("m1", 2)))
+    assert c.heartbeat(request("m1", 2, owned=keep)).member_epoch == 3
     # The previous epoch is accepted when it owns a subset of its assignment (lost reply)...
-    assert c.heartbeat(request("m1", 1, owned=keep)).error_code == ErrorCode.none
+    assert c.heartbeat(request("m1", 2, owned=keep)).error_code == ErrorCode.none
     # ...but not when it owns more, nor when it does not say what it owns.
-    assert c.heartbeat(request("m1", 1, owned=ALL_FOO)).error_code == (
+    assert c.heartbeat(request("m1", 2, owned=ALL_FOO)).error_code == (
         ErrorCode.fenced_member_epoch)
-    assert c.heartbeat(request("m1", 1)).error_code == ErrorCode.fenced_member_epoch
+    assert c.heartbeat(request("m1", 2)).error_code == ErrorCode.fenced_member_epoch
     # A known member rejoining with epoch 0 is behind too.
     assert c.heartbeat(request("m1", 0)).error_code == ErrorCode.fenced_member_epoch
 
@@ -175,17 +189,17 @@ def test_a_full_group_refuses_new_members_only() -> None:
     assert (full.error_code, full.error_message) == (
         ErrorCode.group_max_size_reached,
         "The consumer group has reached its maximum capacity of 1 members.")
-    assert c.heartbeat(request("m1", 1)).error_code == ErrorCode.none
+    assert c.heartbeat(request("m1", 2)).error_code == ErrorCode.none
 
 
 def test_static_members_leave_with_minus_two_and_come_back_without_a_rebalance() -> None:
     c = Coordinator()
     join(c, "a1", instance_id="A")
     join(c, "b1", instance_id="B")
-    keep = assigned(c.heartbeat(request("a1", 1, instance_id="A")))
-    c.heartbeat(request("a1", 1, instance_id="A", owned=keep))
-    final_b = c.heartbeat(request("b1", 2, instance_id="B"))
-    assert final_b.member_epoch == 2
+    keep = assigned(c.heartbeat(request("a1", 2, instance_id="A")))
+    c.heartbeat(request("a1", 2, instance_id="A", owned=keep))
+    final_b = c.heartbeat(request("b1", 3, instance_id="B"))
+    assert final_b.member_epoch == 3
     group = c.group()
     a_parts = group.members["a1"].assigned
     epoch = group.epoch
@@ -193,9 +207,9 @@ def test_static_members_leave_with_minus_two_and_come_back_without_a_rebalance()
     taken = c.heartbeat(request("a2", 0, instance_id="A"))
     assert taken.error_code == ErrorCode.unreleased_instance_id
     # Another member id using A's instance id in a heartbeat is fenced.
-    assert c.heartbeat(request("a2", 2, instance_id="A")).error_code == (
+    assert c.heartbeat(request("a2", 3, instance_id="A")).error_code == (
         ErrorCode.fenced_instance_id)
-    assert c.heartbeat(request("a2", 2, instance_id="Z")).error_code == (
+    assert c.heartbeat(request("a2", 3, instance_id="Z")).error_code == (
         ErrorCode.unknown_member_id)
     away = c.heartbeat(request("a1", -2, instance_id="A"))
     assert (away.error_code, away.member_epoch) == (ErrorCode.none, -2)
@@ -223,33 +237,33 @@ def test_the_session_timeout_fences_a_silent_member() -> None:
     join(c, "m2")
     assert c.timers.next_deadline_ms() == c.now_ms + 45_000
     assert c.advance(44_999) == []
-    c.heartbeat(request("m1", 1))  # m1 heartbeats; m2 stays silent
+    c.heartbeat(request("m1", 2))  # m1 heartbeats; m2 stays silent
     c.advance(1)
     group = c.group()
-    assert set(group.members) == {"m1"} and group.epoch == 3
+    assert set(group.members) == {"m1"} and group.epoch == 4
 
 
 def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced() -> None:
     c = Coordinator()
     join(c, "m1", rebalance_timeout_ms=10_000)
     join(c, "m2")
-    c.heartbeat(request("m1", 1))  # asked to revoke; never confirms
+    c.heartbeat(request("m1", 2))  # asked to revoke; never confirms
     assert c.group().members["m1"].state is MemberState.UNREVOKED_PARTITIONS
     assert c.timers.next_deadline_ms() == c.now_ms + 10_000
-    c.heartbeat(request("m2", 2))
+    c.heartbeat(request("m2", 3))
     c.advance(10_000)
     group = c.group()
     assert set(group.members) == {"m2"}
-    final = c.heartbeat(request("m2", 2))
-    assert final.member_epoch == 3 and assigned(final) == ALL_FOO
+    final = c.heartbeat(request("m2", 3))
+    assert final.member_epoch == 4 and assigned(final) == ALL_FOO
 
 
 def test_a_new_partition_count_bumps_the_group_epoch() -> None:
     c = Coordinator()
     join(c, "m1")
     c.topics["foo"] = TopicInfo(FOO, 8)
-    response = c.heartbeat(request("m1", 1))
-    assert response.member_epoch == 2 and assigned(response) == {FOO: set(range(8))}
+    response = c.heartbeat(request("m1", 2))
+    assert response.member_epoch == 3 and assigned(response) == {FOO: set(range(8))}
 
 
 def test_subscription_changes_and_regex_subscriptions() -> None:
@@ -257,9 +271,9 @@ def test_subscription_changes_and_regex_subscriptions() -> None:
     join(c, "m1", topics=None, regex="b.*")
     group = c.group()
     assert group.members["m1"].assigned == {BAR: frozenset(range(3))}
-    response = c.heartbeat(request("m1", 1, topics=("foo",), regex=""))
-    assert response.member_epoch == 1  # bar must be revoked first
-    c.heartbeat(request("m1", 1, owned={}))
+    response = c.heartbeat(request("m1", 2, topics=("foo",), regex=""))
+    assert response.member_epoch == 2  # bar must be revoked first
+    c.heartbeat(request("m1", 2, owned={}))
     assert group.members["m1"].assigned == {FOO: frozenset(range(6))}
     assert group.members["m1"].subscribed_topic_regex is None
 
@@ -277,11 +291,11 @@ def test_describe_reports_the_group_and_its_members() -> None:
     assert (missing.error_code, missing.error_message, missing.group_id) == (
         ErrorCode.group_id_not_found, "Group nope not found.", "nope")
     assert (found.error_code, found.group_state, found.group_epoch, found.assignment_epoch,
-            found.assignor_name) == (ErrorCode.none, "Stable", 1, 1, "uniform")
+            found.assignor_name) == (ErrorCode.none, "Stable", 2, 2, "uniform")
     (member,) = found.members
     assert (member.member_id, member.instance_id, member.rack_id, member.member_epoch,
             member.client_id, member.client_host, member.member_type) == (
-        "m1", "i1", "r1", 1, "client-1", "/127.0.0.1", 1)
+        "m1", "i1", "r1", 2, "client-1", "/127.0.0.1", 1)
     assert member.subscribed_topic_names == ("bar", "foo")
     names = {tp.topic_name: set(tp.partitions) for tp in member.assignment.topic_partitions}
     assert names == {"foo": set(range(6)), "bar": set(range(3))}
@@ -292,15 +306,15 @@ def test_offset_commit_and_fetch_checks_use_member_epochs() -> None:
     c = Coordinator()
     join(c, "m1")
     group = c.group()
-    assert group.validate_offset_commit("m1", None, 1, 9) is None
-    assert group.validate_offset_commit("m1", None, 0, 9) == ErrorCode.stale_member_epoch
-    assert group.validate_offset_commit("m1", None, 1, 8) == ErrorCode.unsupported_version
-    assert group.validate_offset_commit("x", None, 1, 9) == ErrorCode.unknown_member_id
+    assert group.validate_offset_commit("m1", None, 2, 9) is None
+    assert group.validate_offset_commit("m1", None, 1, 9) == ErrorCode.stale_member_epoch
+    assert group.validate_offset_commit("m1", None, 2, 8) == ErrorCode.unsupported_version
+    assert group.validate_offset_commit("x", None, 2, 9) == ErrorCode.unknown_member_id
     assert group.validate_offset_commit("", None, -1, 9) == ErrorCode.unknown_member_id
     assert group.validate_offset_fetch(None, -1) is None
-    assert group.validate_offset_fetch("m1", 1) is None
-    assert group.validate_offset_fetch("m1", 2) == ErrorCode.stale_member_epoch
-    assert group.validate_offset_fetch("x", 1) == ErrorCode.unknown_member_id
+    assert group.validate_offset_fetch("m1", 2) is None
+    assert group.validate_offset_fetch("m1", 3) == ErrorCode.stale_member_epoch
+    assert group.validate_offset_fetch("x", 2) == ErrorCode.unknown_member_id
     c.heartbeat(request("m1", -1))
     assert group.validate_offset_commit("", None, -1, 9) is None  # empty: simple commits
 
@@ -318,15 +332,15 @@ def test_a_reloaded_coordinator_has_the_same_groups_and_arms_their_sessions() ->
     c = Coordinator()
     join(c, "m1", topics=("foo", "bar"))
     join(c, "m2", instance_id="i2")
-    keep = assigned(c.heartbeat(request("m1", 1)))
-    c.heartbeat(request("m1", 1, owned=keep))
+    keep = assigned(c.heartbeat(request("m1", 2)))
+    c.heartbeat(request("m1", 2, owned=keep))
     fresh = c.reloaded()
     assert fresh.groups == c.registry
     assert fresh.timers.next_deadline_ms() is None
     fresh.arm(c.now_ms)
     assert fresh.timers.next_deadline_ms() == c.now_ms + 45_000
     (described,) = fresh.describe((GROUP,), c.topics)
-    assert described.group_epoch == 2 and len(described.members) == 2
+    assert described.group_epoch == 3 and len(described.members) == 2
 
 
 def test_what_list_groups_and_offset_delete_ask_of_a_group() -> None:
@@ -358,26 +372,26 @@ def test_an_empty_classic_group_gives_way_to_a_consumer_group() -> None:
     c.registry["old"] = ClassicGroup("old")
     c.timers.schedule(("heartbeat", "old", "x"), 10**9, lambda now: Outcome())
     response = c.heartbeat(request("m1", 0, group="old"))
-    assert response.error_code == ErrorCode.none and response.member_epoch == 1
+    assert response.error_code == ErrorCode.none and response.member_epoch == 2
     assert c.log[0] == group_metadata_record(GroupMetadataKey("old"), None)
     assert c.group("old").members.keys() == {"m1"}
     assert c.timers.deadline(("heartbeat", "old", "x")) is None
 
 
 def test_a_topic_created_after_the_join_is_assigned_at_the_next_heartbeat() -> None:
-    """Kafka's ConsumerGroupHeartbeatRequestTest: epoch 1 with an empty assignment, then
-    epoch 2 with the new topic's partitions; deleting it takes them back (still epoch 2,
-    waiting for the member to let them go)."""
+    """Kafka's ConsumerGroupHeartbeatRequestTest, from a group's initial epoch 1: epoch 2
+    with an empty assignment, then epoch 3 with the new topic's partitions; deleting it
+    takes them back (still epoch 3, waiting for the member to let them go)."""
     c = Coordinator()
     c.topics.pop("foo")
     first = c.heartbeat(request("m1", 0, topics=None, regex="fo.*"))
-    assert (first.member_epoch, assigned(first)) == (1, {})
+    assert (first.member_epoch, assigned(first)) == (2, {})
     c.topics["foo"] = TopicInfo(FOO, 3)
-    second = c.heartbeat(request("m1", 1))
-    assert (second.member_epoch, assigned(second)) == (2, {FOO: {0, 1, 2}})
+    second = c.heartbeat(request("m1", 2))
+    assert (second.member_epoch, assigned(second)) == (3, {FOO: {0, 1, 2}})
     c.topics.pop("foo")
-    third = c.heartbeat(request("m1", 2))
-    assert (third.member_epoch, assigned(third)) == (2, {})
+    third = c.heartbeat(request("m1", 3))
+    assert (third.member_epoch, assigned(third)) == (3, {})
 
 
 def test_a_static_member_expired_by_its_session_gives_its_instance_id_back() -> None:
@@ -388,4 +402,4 @@ def test_a_static_member_expired_by_its_session_gives_its_instance_id_back() -> 
     c.advance(45_000)
     back = c.heartbeat(request("a2", 0, instance_id="A"))
     assert (back.error_code, back.member_epoch, assigned(back)) == (
-        ErrorCode.none, 3, ALL_FOO)
+        ErrorCode.none, 4, ALL_FOO)

@@ -46,21 +46,21 @@ def describe(*groups: str) -> ConsumerGroupDescribeRequest:
 def test_a_consumer_group_survives_a_coordinator_change() -> None:
     d = Driver()
     joined = call(d, HEARTBEAT, request("m1", 0))
-    assert (joined.error_code, joined.member_epoch) == (ErrorCode.none, 1)
+    assert (joined.error_code, joined.member_epoch) == (ErrorCode.none, 2)
     assert d.records  # the join is durable only through its records
     fresh = d.replayed()
     # The new coordinator starts the member's session timer at its first input.
     assert fresh.next_deadline_ms() == 0
     d.now += 1_000
     (group,) = call(d, CONSUMER_DESCRIBE, describe("g"), shard=fresh).groups
-    assert (group.group_state, group.group_epoch) == ("Stable", 1)
+    assert (group.group_state, group.group_epoch) == ("Stable", 2)
     (member,) = group.members
     assert member.member_id == "m1" and member.assignment.topic_partitions[0].topic_id == FOO
     session = ("consumer-session", "g", "m1")
     assert fresh.timers.deadline(session) == d.now + 45_000
     # The member carries on with the new coordinator at its epoch.
-    again = call(d, HEARTBEAT, request("m1", 1), shard=fresh)
-    assert (again.error_code, again.member_epoch) == (ErrorCode.none, 1)
+    again = call(d, HEARTBEAT, request("m1", 2), shard=fresh)
+    assert (again.error_code, again.member_epoch) == (ErrorCode.none, 2)
 
 
 def test_list_groups_shows_consumer_groups_and_describe_groups_does_not() -> None:
@@ -94,6 +94,6 @@ def test_offset_commits_of_consumer_group_members_are_checked_by_member_epoch() 
                                               member_id="m1"), version=version)
         return int(reply.topics[0].partitions[0].error_code)
 
-    assert commit(1) == ErrorCode.none
-    assert commit(0) == ErrorCode.stale_member_epoch
-    assert commit(1, version=8) == ErrorCode.unsupported_version
+    assert commit(2) == ErrorCode.none
+    assert commit(1) == ErrorCode.stale_member_epoch
+    assert commit(2, version=8) == ErrorCode.unsupported_version

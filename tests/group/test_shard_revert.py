@@ -80,7 +80,7 @@ def test_a_consumer_group_join_that_was_not_written_is_forgotten() -> None:
     from epoch 0 joins it again as the first time."""
     d = Driver()
     written = len(d.records)
-    assert d.replies[d.send(CONSUMER_HEARTBEAT, request("m1", 0), version=1)].member_epoch == 1
+    assert d.replies[d.send(CONSUMER_HEARTBEAT, request("m1", 0), version=1)].member_epoch == 2
     failed = d.records[written:]
     del d.records[written:]
     out = d.shard.revert([(-1, OffsetsRecord(r.key, None)) for r in failed],
@@ -88,4 +88,4 @@ def test_a_consumer_group_join_that_was_not_written_is_forgotten() -> None:
     assert out.replies == [] and "g" not in d.shard.groups
     d.tick()  # the forgotten member's timers find no group
     again = d.replies[d.send(CONSUMER_HEARTBEAT, request("m1", 0), version=1)]
-    assert (again.error_code, again.member_epoch) == (0, 1)
+    assert (again.error_code, again.member_epoch) == (0, 2)

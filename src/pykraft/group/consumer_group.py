@@ -98,8 +98,10 @@ class ConsumerGroup:
     """One consumer group as its records describe it."""
 
     group_id: str
-    epoch: int = 0
-    assignment_epoch: int = 0
+    #: Kafka 4.4's ModernGroup starts both at 1 (TargetAssignmentMetadata.INITIAL): a new
+    #: group's first subscription bumps it to 2, a member subscribing to nothing gets 1
+    epoch: int = 1
+    assignment_epoch: int = 1
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     subscription: dict[str, TopicInfo] = field(default_factory=dict)
@@ -489,7 +491,8 @@ class ConsumerGroups:
         bump = False
         if member_id not in group.members or not updated.same_metadata(member):
             self._write(records, *_member_record(group_id, updated))
-            bump = member_id not in group.members or not updated.same_subscription(member)
+            # a new member is compared with an empty one, as Kafka's hasMemberSubscriptionChanged
+            bump = not updated.same_subscription(member)
         bump = self._refresh_subscription(records, group, context.topics) or bump
         if bump:
             self._write(records, ConsumerGroupMetadataKey(group_id),

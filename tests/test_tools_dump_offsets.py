@@ -4,6 +4,7 @@ Kafka's ``DumpLogSegments.OffsetsMessageParser`` prints it."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -45,7 +46,8 @@ def _segment(tmp_path: Path) -> Path:
     records = [
         offset_commit_record(
             OffsetCommitKey("g", "t1", 0),
-            OffsetCommitValue(offset=5, leader_epoch=0, metadata="", commit_timestamp=1000),
+            OffsetCommitValue(offset=5, leader_epoch=0, metadata="", commit_timestamp=1000,
+                              topic_id=uuid.UUID(int=7)),
         ),
         group_metadata_record(GroupMetadataKey("g"), group),
         offset_commit_record(OffsetCommitKey("g", "t1", 0), None),
@@ -73,7 +75,8 @@ def test_offsets_decoder_prints_keys_and_values_as_kafka_does(tmp_path: Path) ->
     assert len(lines) == 7
     assert lines[0].endswith(
         ' key: {"type":"1","data":{"group":"g","topic":"t1","partition":0}} payload: '
-        '{"version":"3","data":{"offset":5,"leaderEpoch":0,"metadata":"","commitTimestamp":1000}}'
+        '{"version":"4","data":{"offset":5,"leaderEpoch":0,"metadata":"","commitTimestamp":1000,'
+        '"topicId":"AAAAAAAAAAAAAAAAAAAABw"}}'
     )
     assert lines[1].endswith(
         ' key: {"type":"2","data":{"group":"g"}} payload: {"version":"3","data":{'

@@ -33,7 +33,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.group.config import GroupConfig
-from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext
+from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.shard import GroupShard
 
 JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
@@ -138,6 +138,8 @@ class Driver:
         self.tokens = 0
         self.replies: dict[int, Any] = {}
         self.records: list[OffsetsRecord] = []
+        #: the image's topics the runtime hands each request (none unless a test adds some)
+        self.topics: dict[str, TopicInfo] = {}
 
     def _take(self, outcome: Outcome) -> None:
         self.records.extend(outcome.records)
@@ -151,7 +153,8 @@ class Driver:
         self.tokens += 1
         outcome = self.shard.handle(self.tokens, api_key, LATEST[api_key] if version is None
                                     else version, request,
-                                    RequestContext(self.now, client_id, "/127.0.0.1"))
+                                    RequestContext(self.now, client_id, "/127.0.0.1",
+                                                   self.topics))
         self._take(outcome)
         return self.tokens
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import struct
+import uuid
 
 import pytest
 from hypothesis import given, settings
@@ -69,19 +70,23 @@ _GROUP = GroupMetadataValue(
 )
 
 
-def test_offset_commit_record_layout_v3() -> None:
+def test_offset_commit_record_layout_v4() -> None:
+    """Kafka 4.4's: flexible v4, the topic's id as tagged field 0 (none when it is zero)."""
+    topic_id = uuid.UUID(int=0x0102)
     record = offset_commit_record(
         OffsetCommitKey("g", "t", 5),
-        OffsetCommitValue(offset=42, leader_epoch=3, metadata="md", commit_timestamp=1000),
+        OffsetCommitValue(offset=42, leader_epoch=3, metadata="md", commit_timestamp=1000,
+                          topic_id=topic_id),
     )
     assert record.key == b"\x00\x01" + _s("g") + _s("t") + struct.pack(">i", 5)
-    assert record.value == (
-        b"\x00\x03"
-        + struct.pack(">q", 42)
-        + struct.pack(">i", 3)
-        + _s("md")
-        + struct.pack(">q", 1000)
-    )
+    body = b"\x00\x04" + struct.pack(">q", 42) + struct.pack(">i", 3) + b"\x03md" + struct.pack(
+        ">q", 1000)
+    assert record.value == body + b"\x01" + b"\x00\x10" + topic_id.bytes
+    unknown = offset_commit_record(OffsetCommitKey("g", "t", 5), OffsetCommitValue(
+        offset=42, leader_epoch=3, metadata="md", commit_timestamp=1000))
+    assert unknown.value == body + b"\x00"
+    assert decode_record(record) == (OffsetCommitKey("g", "t", 5), OffsetCommitValue(
+        offset=42, leader_epoch=3, metadata="md", commit_timestamp=1000, topic_id=topic_id))
 
 
 def test_offset_commit_with_expiry_is_written_at_v1_without_leader_epoch() -> None:

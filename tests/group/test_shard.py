@@ -4,6 +4,7 @@ deletion, listing and describing, loading from its records and unloading."""
 from __future__ import annotations
 
 import datetime
+import uuid
 
 from classic_driver import (
     COMMIT,
@@ -43,7 +44,13 @@ from pykraft.group.classic import ClassicGroup, GroupState
 from pykraft.group.config import GroupConfig
 from pykraft.group.consumer_group import ConsumerGroup
 from pykraft.group.consumer_member import ConsumerMember
-from pykraft.group.records import OffsetCommitKey, OffsetCommitValue, decode_record
+from pykraft.group.outcome import TopicInfo
+from pykraft.group.records import (
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_record,
+)
 
 G = "g"
 TOPIC = "t"
@@ -74,6 +81,7 @@ def consumer_group(d: Driver, *topics: str, session_ms: int = 10_000) -> str:
 
 def test_standalone_commit_creates_a_simple_group_and_is_fetched_back() -> None:
     d = Driver()
+    d.topics[TOPIC] = TopicInfo(uuid.UUID(int=9), 3)
     reply = d.call(COMMIT, commit_request(G, {(TOPIC, 0): 5, (TOPIC, 1): 7}))
     assert errors(reply) == [0, 0]
     assert fetched(d, topics={TOPIC: [0, 1, 2]}) == {(TOPIC, 0): 5, (TOPIC, 1): 7, (TOPIC, 2): -1}
@@ -81,6 +89,17 @@ def test_standalone_commit_creates_a_simple_group_and_is_fetched_back() -> None:
     key, value = decode_record(d.records[-1])  # type: ignore[misc]
     assert key == OffsetCommitKey(G, TOPIC, 1)
     assert isinstance(value, OffsetCommitValue) and value.commit_timestamp == d.now
+    assert value.topic_id == uuid.UUID(int=9)  # the image's id, as Kafka 4.4 writes it
+
+
+def test_a_new_classic_groups_first_record_dates_its_state_from_the_join() -> None:
+    """Kafka's ClassicGroup starts with its current state timestamp at creation: the empty
+    group written for a join that must first get a member id carries the join's time."""
+    d = Driver()
+    d.join_new(G)
+    _, value = decode_record(d.records[0])  # type: ignore[misc]
+    assert isinstance(value, GroupMetadataValue)
+    assert (value.generation, value.current_state_timestamp) == (0, d.now)
 
 
 def test_fetch_of_an_unknown_group_answers_minus_one_and_no_topics_for_all() -> None:

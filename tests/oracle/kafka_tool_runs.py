@@ -73,9 +73,13 @@ QUORUM_REPLICATION = (r"(?<=<uuid>\t)\d+ *\t\d+ *",)
 FEATURES_EPOCH = r"(?<=Epoch: )\d+"
 
 
-def dump(operation: str, path: str, *args: str) -> ToolRun:
+#: the member id a coordinator gives a classic member: its client id and a random UUID
+MEMBER_ID = r"(?<=console-consumer-)[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+
+
+def dump(operation: str, path: str, *args: str, masks: tuple[str, ...] = ()) -> ToolRun:
     return ToolRun("kafka-dump-log", operation, DUMP_LOG, ("--files", path, *args),
-                   masks=(BATCH_SIZE,))
+                   masks=(BATCH_SIZE, *masks))
 
 
 ADMIN = [
@@ -167,7 +171,7 @@ DUMP = [
     dump("time index", f"{{broker_data}}/{TOPIC}-0/{SEGMENT}.timeindex"),
     dump("__consumer_offsets --offsets-decoder",
          f"{{broker_data}}/__consumer_offsets-{OFFSETS_PARTITION}/{SEGMENT}.log",
-         "--offsets-decoder"),
+         "--offsets-decoder", masks=(MEMBER_ID,)),
     ToolRun("kafka-dump-log", "metadata log --cluster-metadata-decoder", DUMP_LOG,
             ("--files", f"{{controller_data}}/__cluster_metadata-0/{SEGMENT}.log",
              "--cluster-metadata-decoder"), errors_only=True),

@@ -79,8 +79,6 @@ KNOWN = {
                                "streams, transaction.version; Kafka 4.4 finalizes 4.4-IV2 "
                                "and all of them",
     "kafka-features.upgrade dry run": "pykraft's controller knows no group.version",
-    "kafka-dump-log.__consumer_offsets --offsets-decoder": "pykraft's group coordinator "
-        "writes offset commit values v3 (Kafka 4.4: v4, with the topic id tagged)",
 }
 @dataclass(frozen=True, slots=True)
 class Results:

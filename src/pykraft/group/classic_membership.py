@@ -101,7 +101,10 @@ class ClassicMembership:
         if existing is None and not unknown:
             return _reply(out, token, join_error(E.unknown_member_id, request.member_id))
         written = len(out.records)
-        group = existing if existing is not None else ClassicGroup(request.group_id)
+        # a new group's state dates from its creation (Kafka's ClassicGroup constructor):
+        # the empty group's first record carries it
+        group = (existing if existing is not None
+                 else ClassicGroup(request.group_id, state_timestamp_ms=now))
         if existing is None:
             self.groups[group.group_id] = group
         if not self._accepts(group, request.member_id):

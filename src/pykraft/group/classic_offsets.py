@@ -5,6 +5,7 @@ group checks it calls), on top of the :class:`OffsetStore`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
@@ -22,10 +23,11 @@ from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupSta
 from pykraft.group.classic_membership import ClassicMembership
 from pykraft.group.config import GroupConfig
 from pykraft.group.offsets import OffsetStore
-from pykraft.group.outcome import OffsetsRecord
+from pykraft.group.outcome import OffsetsRecord, TopicInfo
 from pykraft.group.records import OffsetCommitValue
 from pykraft.group.registry import Groups
 from pykraft.group.replies import NO_THROTTLE, millis
+from pykraft.ids import ZERO_UUID
 
 E = ErrorCode
 _LAST_RETENTION_VERSION = 4
@@ -43,9 +45,11 @@ class ClassicOffsets:
         self.config = config
         self.membership = membership
 
-    def commit(self, version: int, request: Any, now: int) -> tuple[list[OffsetsRecord], Any]:
+    def commit(self, version: int, request: Any, now: int, topics: Mapping[str, TopicInfo],
+               ) -> tuple[list[OffsetsRecord], Any]:
         """OffsetCommit. ``request`` is v9, or for v2-4 the request as received (its
-        ``retention_time`` sets an expire timestamp; v9 has no such field)."""
+        ``retention_time`` sets an expire timestamp; v9 has no such field). Each record
+        carries its topic's id from ``topics`` (the image), as Kafka 4.4's."""
         group = self.groups.get(request.group_id)
         error: int | None
         generation = int(request.generation_id_or_member_epoch)
@@ -78,10 +82,12 @@ class ClassicOffsets:
                 if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
                     errors[(topic.name, partition.partition_index)] = E.offset_metadata_too_large
                     continue
+                known = topics.get(topic.name)
                 value = OffsetCommitValue(
                     offset=partition.committed_offset,
                     leader_epoch=getattr(partition, "committed_leader_epoch", -1),
-                    metadata=metadata, commit_timestamp=now, expire_timestamp=expire)
+                    metadata=metadata, commit_timestamp=now, expire_timestamp=expire,
+                    topic_id=ZERO_UUID if known is None else known.topic_id)
                 records.append(self.store.commit(request.group_id, topic.name,
                                                  partition.partition_index, value))
         return records, _commit_reply(

@@ -5,26 +5,29 @@ Key and value are each an ``int16 version`` followed by a struct (Kafka's
 record type: 0 and 1 an :class:`OffsetCommitKey`, 2 a :class:`GroupMetadataKey`, 3 and up
 the KIP-848 and share-group records this module skips (:func:`decode_record` returns None).
 The value's version is the version of its schema: ``OffsetCommitValue`` and
-``GroupMetadataValue`` define 0-4, classic up to 3 and flexible at 4. Kafka writes offsets
-at v3 (v1 when the commit carries an explicit expire timestamp) and groups at v3, and so do
-we; every version is read. A null value is a tombstone: the offset or group is deleted.
+``GroupMetadataValue`` define 0-4, classic up to 3 and flexible at 4. Kafka 4.4 writes
+offsets at v4, with the topic's id tagged (v1 when the commit carries an explicit expire
+timestamp), and groups at v3, and so do we; every version is read. A null value is a
+tombstone: the offset or group is deleted.
 """
 
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from pykraft.errors import MessageDecodeError
 from pykraft.group.outcome import OffsetsRecord
+from pykraft.ids import ZERO_UUID
 from pykraft.messages import array, decode, encode, kafka_field, message
 from pykraft.records.batch import HEADER_SIZE
 
 OFFSET_COMMIT_KEY_VERSION = 1
 """Key version written for offsets (0 is the same layout and still read)."""
 GROUP_METADATA_KEY_VERSION = 2
-OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION = 4
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 """The only version with ``expireTimestamp`` (OffsetCommit v2-4 retention)."""
 GROUP_METADATA_VALUE_VERSION = 3
@@ -45,13 +48,16 @@ class OffsetCommitKey:
 @message(versions="0-4", flexible="4+")
 @dataclass(frozen=True, slots=True)
 class OffsetCommitValue:
-    """A committed offset; ``expire_timestamp`` exists only at v1 (-1: none)."""
+    """A committed offset; ``expire_timestamp`` exists only at v1 (-1: none), the topic's
+    id from v4 (tagged: absent when zero, a topic the cluster does not know)."""
 
     offset: int = kafka_field("int64")
     leader_epoch: int = kafka_field("int32", versions="3+", default=-1)
     metadata: str = kafka_field("string")
     commit_timestamp: int = kafka_field("int64")
     expire_timestamp: int = kafka_field("int64", versions="1", default=-1)
+    topic_id: uuid.UUID = kafka_field(  # noqa: RUF009 (a spec, as every field's)
+        "uuid", versions="4+", tag=0, tagged_versions="4+", default=ZERO_UUID)
 
 
 @message(versions="0")
@@ -119,18 +125,18 @@ def offset_commit_record(key: OffsetCommitKey, value: OffsetCommitValue | None) 
     if value.expire_timestamp == -1:
         version = OFFSET_COMMIT_VALUE_VERSION
     else:
-        # v1 has no leader epoch; Kafka drops it (the field is ignorable), so do we.
+        # v1 has no leader epoch nor topic id; Kafka drops them (ignorable), so do we.
         version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
-        value = replace(value, leader_epoch=-1)
+        value = replace(value, leader_epoch=-1, topic_id=ZERO_UUID)
     return OffsetsRecord(key_bytes, _prefixed(version, encode(value, version)))
 
 
 #: The fewest bytes around one record in a v2 batch (length, attributes, timestamp and
 #: offset deltas, key and value lengths, header count: a byte each) and of a committed
-#: offset's value apart from its metadata string (version, offset, leader epoch, metadata
-#: length, commit timestamp).
+#: offset's value apart from its metadata string (v4: version, offset, leader epoch, compact
+#: metadata length, commit timestamp, tagged-field count).
 _RECORD_FRAMING_MIN = 7
-_OFFSET_VALUE_MIN = 2 + 8 + 4 + 2 + 8
+_OFFSET_VALUE_MIN = 2 + 8 + 4 + 1 + 8 + 1
 
 
 def offset_commit_floor(group: str, partitions_by_topic: Iterable[tuple[str, int]]) -> int:

@@ -208,7 +208,8 @@ class GroupShard:
 
     def _offset_commit(self, token: ReplyToken, version: int, request: Any,
                        context: RequestContext) -> Outcome:
-        records, reply = self.offset_apis.commit(version, request, context.now_ms)
+        records, reply = self.offset_apis.commit(version, request, context.now_ms,
+                                                 context.topics)
         return Outcome(records=records, replies=[(token, reply)])
 
     def _offset_fetch(self, token: ReplyToken, version: int, request: Any,

@@ -37,7 +37,7 @@ def parse(text: str) -> list[tuple[str, str, str | None, str, str]]:
     for name, table in _ENTRY.findall(text):
         fields = {key: html.unescape(value.strip()) for key, value in _ROW.findall(table)}
         default: str | None = _HUMAN_SUFFIX.sub("", fields["Default"])
-        if default == "null":
+        if default in ("null", ""):  # "": no default at all (a required key, e.g. node.id)
             default = None
         elif default == '""':
             default = ""

@@ -69,8 +69,11 @@ KNOWN = {
     "kafka-configs.alter broker cleaner threads": "Kafka resizes its cleaner's threads at "
                                                   "run time; pykraft refuses the key (its "
                                                   "cleaner is one worker thread)",
-    "kafka-configs.describe broker --all": "pykraft's broker config set is not Kafka 4.4's "
-                                           "(keys missing and extra, other defaults)",
+    "kafka-configs.describe broker --all": (
+        "Kafka 4.4's keys and defaults, but pykraft also lists its own keys (metrics.*, "
+        "pykraft.*), has no default for listeners (Kafka: PLAINTEXT://:9092) nor "
+        "security.inter.broker.protocol (it follows inter.broker.listener.name), no "
+        "cluster-level min.insync.replicas (ELR) and refuses log.cleaner.threads"),
     "kafka-configs.alter client quota": "pykraft serves no DescribeClientQuotas / "
                                         "AlterClientQuotas",
     "kafka-configs.describe client quota": "as kafka-configs.alter client quota",

@@ -85,8 +85,11 @@ KNOWN = {
         "Kafka 4.4's controller writes a cluster-level min.insync.replicas=1 at bootstrap "
         "(eligible leader replicas on), which the topic shows; pykraft's writes none (the "
         "next run sets it on both)",
-    "pykraft configs.describe broker --all": "pykraft's broker config set is not Kafka 4.4's "
-                                             "(keys missing and extra, other defaults)",
+    "pykraft configs.describe broker --all": (
+        "Kafka 4.4's keys and defaults, but pykraft also lists its own keys (metrics.*, "
+        "pykraft.*), has no default for listeners (Kafka: PLAINTEXT://:9092) nor "
+        "security.inter.broker.protocol (it follows inter.broker.listener.name), no "
+        "cluster-level min.insync.replicas (ELR) and refuses log.cleaner.threads"),
     "pykraft metadata-quorum.remove-controller static voter":
         "Kafka refuses a zero directory id first (INVALID_REQUEST 'Remove voter request "
         "didn't include a valid voter', KafkaRaftClient); pykraft checks kraft.version "

@@ -228,7 +228,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("security.inter.broker.protocol", _to_protocol, "",
               "protocol brokers use (when inter.broker.listener.name is unset)"),
     ConfigDef("listener.security.protocol.map", _to_protocol_map,
-              ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS),
+              # each protocol to itself, in the order Kafka's default string has them
+              "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
               "listener name -> security protocol"),
     ConfigDef("controller.quorum.voters", _to_voters, "", "static voters id@host:port"),
     ConfigDef("controller.quorum.bootstrap.servers", _to_addresses, "",

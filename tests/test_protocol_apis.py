@@ -19,16 +19,13 @@ def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -
 
 #: Versions kio ships that Kafka 4.x marks latestVersionUnstable and does not advertise.
 UNSTABLE_IN_KAFKA = {ApiKey.INIT_PRODUCER_ID: {6}}  # KIP-939 two-phase commit
-#: Versions kio ships that pykraft does not serve yet: OffsetCommit/OffsetFetch v10 (topics
-#: by id) are Kafka 4.1's.
-NOT_SERVED_YET = {ApiKey.OFFSET_COMMIT: {10}, ApiKey.OFFSET_FETCH: {10}}
 
 
 @pytest.mark.parametrize("spec", API_SPECS.values(), ids=lambda spec: spec.key.name)
 def test_range_is_everything_kio_has(spec: object) -> None:
     key = spec.key  # type: ignore[attr-defined]
     kio_versions = sorted(set(schema_name_map[api_key_map[key]])
-                          - UNSTABLE_IN_KAFKA.get(key, set()) - NOT_SERVED_YET.get(key, set()))
+                          - UNSTABLE_IN_KAFKA.get(key, set()))
     assert list(spec.versions) == kio_versions  # type: ignore[attr-defined]
 
 
@@ -50,8 +47,8 @@ def test_kip_896_floors_and_kraft_ranges() -> None:
         ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
         ApiKey.DESCRIBE_LOG_DIRS: (1, 5),
         ApiKey.DELETE_RECORDS: (0, 2),
-        ApiKey.OFFSET_COMMIT: (2, 9),
-        ApiKey.OFFSET_FETCH: (1, 9),
+        ApiKey.OFFSET_COMMIT: (2, 10),
+        ApiKey.OFFSET_FETCH: (1, 10),
         ApiKey.FIND_COORDINATOR: (0, 6),
         ApiKey.JOIN_GROUP: (0, 9),  # Kafka 4.4 kept v0-1 (KIP-896 dropped it)
         ApiKey.DESCRIBE_GROUPS: (0, 6),

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from conformance.cases import Case, Meaning, code, settled
+from conformance.cases import NO_SUCH_TOPIC, Case, Meaning, code, settled, topic_id_of
 from conformance.harness import Run
 from pykraft.protocol.apis import API_SPECS, ApiKey
 
@@ -25,6 +25,8 @@ _RETRIED = frozenset({"COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS
                       "NOT_COORDINATOR"})
 #: Offsets committed by the rows (to the shared topic's partition 0).
 COMMITTED = 42
+#: OffsetCommit and OffsetFetch name topics by id from v10 (Kafka 4.1).
+FIRST_TOPIC_ID = 10
 
 
 def group_of(run: Run, suffix: str = "") -> str:
@@ -184,15 +186,23 @@ def stranger_leaves(run: Run) -> Any:
 
 # -- OffsetCommit / OffsetFetch / OffsetDelete -----------------------------------------------
 
+def by_name_or_id(run: Run, topic: str) -> dict[str, Any]:
+    """A topic by name, or from OffsetCommit/OffsetFetch v10 by id (a random one for a
+    topic that is not)."""
+    return {"name": topic} if run.version < FIRST_TOPIC_ID else {
+        "topic_id": topic_id_of(run, topic)}
+
+
 def commit(run: Run, group: str, *, offset: int = COMMITTED, metadata: str = "",
-           generation: int = -1, member_id: str = "", topic: str | None = None) -> Any:
+           generation: int = -1, member_id: str = "", topics: tuple[str, ...] = ()) -> Any:
     ready(run, group)
     return retried(lambda: run.kio(ApiKey.OFFSET_COMMIT, {
         "group_id": group, "generation_id_or_member_epoch": generation,
         "member_id": member_id, "retention_time": datetime.timedelta(milliseconds=-1),
-        "topics": [{"name": topic or run.cluster.topic, "partitions": [{
+        "topics": [{**by_name_or_id(run, topic), "partitions": [{
             "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
-            "committed_metadata": metadata}]}]}), commit_errors)
+            "committed_metadata": metadata}]} for topic in topics or (run.cluster.topic,)]}),
+        commit_errors)
 
 
 def commit_stale_generation(run: Run) -> Any:
@@ -209,8 +219,10 @@ def committed(body: Any, _run: Run) -> Meaning:
     return commit_errors(body)
 
 
-def fetch_offsets(run: Run, group: str, *, all_topics: bool = False) -> Any:
-    topics = None if all_topics else [{"name": run.cluster.topic, "partition_indexes": [0]}]
+def fetch_offsets(run: Run, group: str, *, all_topics: bool = False,
+                  named: tuple[str, ...] = ()) -> Any:
+    topics = None if all_topics else [{**by_name_or_id(run, topic), "partition_indexes": [0]}
+                                      for topic in named or (run.cluster.topic,)]
     if run.version < 8:
         return run.kio(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": topics})
     return run.kio(ApiKey.OFFSET_FETCH, {"groups": [{"group_id": group, "topics": topics}]})
@@ -228,10 +240,11 @@ def fetched(body: Any, _run: Run) -> Meaning:
                    for t in topics for p in t.partitions]
 
 
-def commit_then_fetch(run: Run, *, all_topics: bool = False) -> Any:
+def commit_then_fetch(run: Run, *, all_topics: bool = False,
+                      named: tuple[str, ...] = ()) -> Any:
     group = group_of(run)
     assert committed(commit(latest(run, ApiKey.OFFSET_COMMIT), group), run) == ["NONE"]
-    return fetch_offsets(run, group, all_topics=all_topics)
+    return fetch_offsets(run, group, all_topics=all_topics, named=named)
 
 
 def delete_offsets(run: Run, group: str) -> Any:
@@ -360,8 +373,15 @@ GROUPS = [
          lambda r: commit(r, group_of(r), metadata="m" * 5000), committed,
          lambda _r: ["OFFSET_METADATA_TOO_LARGE"]),
     Case("OffsetCommit", 8, "unknown_topic",
-         lambda r: commit(r, group_of(r), topic="no-such-topic"), committed,
-         lambda _r: ["UNKNOWN_TOPIC_OR_PARTITION"]),
+         lambda r: commit(r, group_of(r), topics=(NO_SUCH_TOPIC,)), committed,
+         lambda _r: ["UNKNOWN_TOPIC_OR_PARTITION"], until=FIRST_TOPIC_ID),
+    Case("OffsetCommit", 8, "unknown_topic_id",
+         lambda r: commit(r, group_of(r), topics=(NO_SUCH_TOPIC,)), committed,
+         lambda _r: ["UNKNOWN_TOPIC_ID"], since=FIRST_TOPIC_ID),
+    # Kafka's builder answers the unknown id first, then merges the coordinator's answer
+    Case("OffsetCommit", 8, "known_then_unknown_topic_id",
+         lambda r: commit(r, group_of(r), topics=(r.cluster.topic, NO_SUCH_TOPIC)),
+         committed, lambda _r: ["UNKNOWN_TOPIC_ID", "NONE"], since=FIRST_TOPIC_ID),
     Case("OffsetCommit", 8, "stale_generation_of_a_stable_group", commit_stale_generation,
          committed, lambda _r: ["ILLEGAL_GENERATION"]),
     Case("OffsetFetch", 9, "committed_offset", commit_then_fetch, fetched,
@@ -371,6 +391,10 @@ GROUPS = [
          lambda _r: ("NONE", [("NONE", COMMITTED)]), since=2),
     Case("OffsetFetch", 9, "unknown_group", lambda r: fetch_offsets(r, group_of(r)), fetched,
          lambda _r: ("NONE", [("NONE", -1)])),
+    Case("OffsetFetch", 9, "unknown_then_known_topic_id",
+         lambda r: commit_then_fetch(r, named=(NO_SUCH_TOPIC, r.cluster.topic)), fetched,
+         lambda _r: ("NONE", [("NONE", COMMITTED), ("UNKNOWN_TOPIC_ID", -1)]),
+         since=FIRST_TOPIC_ID),
     Case("ListGroups", 16, "lists_a_stable_group", list_groups, listed_group,
          lambda _r: ("NONE", [("consumer", "Stable")])),
     Case("DescribeGroups", 15, "unknown_group_is_dead",

@@ -56,6 +56,8 @@ from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.offset_commit_topics import existing_partitions_only
+from pykraft.broker.offset_topic_ids import SHARD_VERSION, answered_by_id, by_topic_id
+from pykraft.broker.offset_topic_ids import refused as refused_by_id
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
 from pykraft.broker.replica_manager import ReplicaManager
@@ -275,20 +277,27 @@ class BrokerDispatcher(Dispatcher):
         assert self._groups is not None
         service, finder = self._groups
         api_key, version = request.api_key, request.api_version
-        latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
         if api_key == ApiKey.FIND_COORDINATOR:  # from the image alone: built off the loop
+            latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
             image = self._metadata.image
             finder.create_missing(latest, image)
             return await self._encode_large(request, lambda: to_version(
                 api_key, version, authorized_coordinators(latest, finder.find(latest, image),
                                                           access), latest))
+        ids = by_topic_id(api_key, version)
 
         def serve(body: Any) -> Awaitable[Any]:
-            return service.handle(api_key, version, body,
+            return service.handle(api_key, SHARD_VERSION if ids else version, body,
                                   client_id=request.header.client_id or "",
                                   client_host="/" + session.client_host)
         handle = (existing_partitions_only(self._metadata.image, serve)
                   if api_key == ApiKey.OFFSET_COMMIT else serve)
+        if ids:  # v10: topics by id, resolved to names for the shards and back
+            answer = await answered_by_id(
+                api_key, request.body, self._metadata.image.topics, access,
+                lambda body: authorized_group_answer(api_key, body, access, handle))
+            return await self._encode_large(request, lambda: answer)
+        latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
         response = await authorized_group_answer(api_key, latest, access, handle)
         return await self._encode_large(
             request, lambda: to_version(api_key, version, response, latest))
@@ -306,6 +315,9 @@ class BrokerDispatcher(Dispatcher):
             return self._encode(request, refused)
         if api_key not in GROUP_APIS:
             return super()._failed(request)
+        if by_topic_id(api_key, version):
+            return self._encode(request, refused_by_id(api_key, request.body,
+                                                       ErrorCode.unknown_server_error))
         latest = to_latest(api_key, version, request.body)
         return self._encode(request, to_version(api_key, version, error_response(
             api_key, latest, ErrorCode.unknown_server_error), latest))

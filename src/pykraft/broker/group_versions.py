@@ -62,8 +62,14 @@ _LOOKUP_MESSAGES: Mapping[int, str] = {
 _K = TypeVar("_K", bound=Hashable)
 
 
+#: The shards' latest version where the broker's is newer: OffsetCommit and OffsetFetch v10
+#: name topics by id, resolved to names at the broker's edge (:mod:`offset_topic_ids`).
+_SHARD_LATEST: Mapping[int, int] = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
+
+
 def latest_version(api_key: int) -> int:
-    return API_SPECS[api_key].max_version
+    """The newest version a group shard speaks (its requests' and answers' one shape)."""
+    return _SHARD_LATEST.get(api_key, API_SPECS[api_key].max_version)
 
 
 def latest_request(api_key: int) -> type[Any]:
@@ -74,7 +80,8 @@ def latest_response(api_key: int) -> type[Any]:
     return response_type(api_key, latest_version(api_key))
 
 
-def _nested(cls: type[Any], name: str) -> type[Any]:
+def nested(cls: type[Any], name: str) -> type[Any]:
+    """The entity class of ``cls``'s field ``name``."""
     found = entity_in(typing.get_type_hints(cls)[name])
     assert found is not None, f"{cls.__name__}.{name} holds no entity"
     return found
@@ -92,14 +99,14 @@ def to_latest(api_key: int, version: int, request: Any) -> Any:
     if version >= _FIRST_BATCHED.get(api_key, 0):
         return body
     if api_key == ApiKey.OFFSET_FETCH:
-        group_cls = _nested(target, "groups")
+        group_cls = nested(target, "groups")
         topics = None if request.topics is None else tuple(
-            convert(t, _nested(group_cls, "topics")) for t in request.topics)
+            convert(t, nested(group_cls, "topics")) for t in request.topics)
         group = group_cls(group_id=request.group_id, member_id=None,
                           topics=topics)
         return dataclasses.replace(body, groups=(group,))
     if api_key == ApiKey.LEAVE_GROUP:
-        member = _nested(target, "members")(member_id=request.member_id, group_instance_id=None,
+        member = nested(target, "members")(member_id=request.member_id, group_instance_id=None,
                                             reason=None)
         return dataclasses.replace(body, members=(member,))
     assert api_key == ApiKey.FIND_COORDINATOR
@@ -136,9 +143,9 @@ def _unbatched(api_key: int, version: int, response: Any, request: Any) -> Any:
     topics = group.topics
     if version < _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR and group.error_code != ErrorCode.none:
         topics = _offset_fetch_errors(group.error_code, request.groups[0].topics or (),
-                                      _nested(type(group), "topics"))
+                                      nested(type(group), "topics"))
     return _build(target, throttle_time=response.throttle_time, error_code=group.error_code,
-                  topics=tuple(convert(t, _nested(target, "topics")) for t in topics))
+                  topics=tuple(convert(t, nested(target, "topics")) for t in topics))
 
 
 def _build(target: type[Any], **fields: Any) -> Any:
@@ -149,7 +156,7 @@ def _build(target: type[Any], **fields: Any) -> Any:
 def _offset_fetch_errors(code: ErrorCode, topics: tuple[Any, ...],
                          topic_cls: type[Any]) -> tuple[Any, ...]:
     """OffsetFetch v0-1 have no group error: every asked partition carries it."""
-    partition_cls = _nested(topic_cls, "partitions")
+    partition_cls = nested(topic_cls, "partitions")
     return tuple(topic_cls(name=t.name, partitions=tuple(
         partition_cls(partition_index=p, committed_offset=-1, metadata="", error_code=code)
         for p in t.partition_indexes)) for t in topics)
@@ -330,22 +337,22 @@ def error_response(api_key: int, request: Any, code: ErrorCode,
         if hasattr(body, "error_message"):
             body = dataclasses.replace(body, error_message=message)
     if api_key == ApiKey.FIND_COORDINATOR:
-        entry = _nested(cls, "coordinators")
+        entry = nested(cls, "coordinators")
         return dataclasses.replace(body, coordinators=_each_once(
             request.coordinator_keys, lambda key: entry(
                 key=key, node_id=-1, host="", port=-1, error_code=code,
                 error_message=message)))
     if api_key == ApiKey.OFFSET_COMMIT:
         return dataclasses.replace(body, topics=_partition_errors(
-            request.topics, _nested(cls, "topics"), code))
+            request.topics, nested(cls, "topics"), code))
     if api_key == ApiKey.LEAVE_GROUP:
-        member = _nested(cls, "members")
+        member = nested(cls, "members")
         return dataclasses.replace(body, members=_each_once(
             ((m.member_id, m.group_instance_id) for m in request.members),
             lambda ids: member(member_id=ids[0], group_instance_id=ids[1], error_code=code)))
     if api_key in BATCHED:
         _, field, _ = BATCHED[api_key]
-        entry = _nested(cls, field)
+        entry = nested(cls, field)
         defaults = _defaults(entry)
         return dataclasses.replace(body, **{field: _each_once(
             _named(api_key, request),
@@ -392,13 +399,13 @@ def partition_errors(api_key: int, topics: tuple[Any, ...], code: ErrorCode) -> 
     the answer's shape: OffsetCommit's and OffsetDelete's topics, OffsetFetch's group's."""
     cls = latest_response(api_key)
     if api_key == ApiKey.OFFSET_FETCH:
-        return _offset_fetch_errors(code, topics, _nested(_nested(cls, "groups"), "topics"))
-    return _partition_errors(topics, _nested(cls, "topics"), code)
+        return _offset_fetch_errors(code, topics, nested(nested(cls, "groups"), "topics"))
+    return _partition_errors(topics, nested(cls, "topics"), code)
 
 
 def _partition_errors(topics: tuple[Any, ...], topic_cls: type[Any],
                       code: ErrorCode) -> tuple[Any, ...]:
-    partition_cls = _nested(topic_cls, "partitions")
+    partition_cls = nested(topic_cls, "partitions")
     return tuple(topic_cls(name=t.name, partitions=tuple(
         partition_cls(partition_index=p.partition_index, error_code=code)
         for p in t.partitions)) for t in topics)

@@ -129,10 +129,10 @@ _SPECS = (
     _spec(ApiKey.LIST_OFFSETS, (1, 11), 6, _BROKER),
     _spec(ApiKey.METADATA, (0, 13), 9, _BROKER),
     # The group coordinator's APIs at Kafka 4.4's ranges (KIP-896 floors: OffsetCommit 2+,
-    # OffsetFetch 1+; JoinGroup keeps v0-1); v10 of OffsetCommit/OffsetFetch (topic ids,
-    # 4.1) is not served, so v9 is the latest shape the group shards see.
-    _spec(ApiKey.OFFSET_COMMIT, (2, 9), 8, _BROKER),
-    _spec(ApiKey.OFFSET_FETCH, (1, 9), 6, _BROKER),
+    # OffsetFetch 1+; JoinGroup keeps v0-1); OffsetCommit/OffsetFetch v10 (topics by id,
+    # 4.1) are resolved to names at the broker's edge: the group shards see v9.
+    _spec(ApiKey.OFFSET_COMMIT, (2, 10), 8, _BROKER),
+    _spec(ApiKey.OFFSET_FETCH, (1, 10), 6, _BROKER),
     _spec(ApiKey.FIND_COORDINATOR, (0, 6), 3, _BROKER),
     _spec(ApiKey.JOIN_GROUP, (0, 9), 6, _BROKER),
     _spec(ApiKey.HEARTBEAT, (0, 4), 4, _BROKER),

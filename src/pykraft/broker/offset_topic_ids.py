@@ -1,0 +1,163 @@
+"""OffsetCommit and OffsetFetch v10 name topics by id (Kafka 4.1); the group shards speak
+v9, by name, so the ids are resolved here, at the broker's edge, from its metadata image,
+as Kafka's ``KafkaApis`` resolves them from its metadata cache before its coordinator sees
+the request (``handleOffsetCommitRequest``, ``fetchOffsetsForGroup``):
+
+* a topic whose id the image lacks (or the zero id) is not passed on: each of its partitions
+  is answered UNKNOWN_TOPIC_ID, a commit's before the others (Kafka's
+  ``OffsetCommitResponse.TopicIdBuilder`` adds its errors first, then merges the
+  coordinator's answer into them by id), a fetch's after its group's other topics;
+* the answer names each topic by its id; an all-topics fetch leaves out a topic the image
+  no longer holds (``fetchAllOffsetsForGroup`` drops a topic whose id is zero);
+* an OffsetCommit whose group the session may not READ is refused on every topic it names,
+  by the ids it sent (``OffsetCommitRequest.getErrorResponse``: one entry per topic).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from pykraft.broker.group_versions import error_response, latest_request, nested
+from pykraft.ids import ZERO_UUID
+from pykraft.image.acls import ResourceType
+from pykraft.image.topics import TopicsImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import response_type
+from pykraft.protocol.convert import convert
+from pykraft.protocol.errors import ErrorCode
+from pykraft.security.api_rules import BROKER_RULES, Access
+
+#: The first version of OffsetCommit and OffsetFetch naming topics by id.
+FIRST_TOPIC_ID_VERSION = 10
+#: The version the group shards answer instead (the same meaning, topics by name).
+SHARD_VERSION = 9
+TOPIC_ID_APIS = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
+#: A latest-version (v9) request -> its latest-version answer.
+ByName = Callable[[Any], Awaitable[Any]]
+
+
+def by_topic_id(api_key: int, version: int) -> bool:
+    """Whether ``api_key`` at ``version`` names its topics by id."""
+    return api_key in TOPIC_ID_APIS and version >= FIRST_TOPIC_ID_VERSION
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """A v10 request as the v9 request the shards answer, and what the image could not
+    name: OffsetCommit's topics (one tuple), OffsetFetch's per group, in request order."""
+
+    request: Any
+    unknown: tuple[tuple[Any, ...], ...]
+
+
+def resolved(api_key: int, request: Any, topics: TopicsImage) -> Resolved:
+    """``request`` (v10) with each topic the image knows named, the others set apart."""
+    target = latest_request(api_key)
+    if api_key == ApiKey.OFFSET_COMMIT:
+        named, unknown = _named(request.topics, topics, nested(target, "topics"))
+        return Resolved(dataclasses.replace(convert(request, target), topics=named),
+                        (unknown,))
+    group_cls = nested(target, "groups")
+    topic_cls = nested(group_cls, "topics")
+    groups, unknowns = [], []
+    for group in request.groups:
+        kept: tuple[Any, ...] | None = None  # all topics
+        unnamed: tuple[Any, ...] = ()
+        if group.topics is not None:
+            kept, unnamed = _named(group.topics, topics, topic_cls)
+        groups.append(dataclasses.replace(convert(group, group_cls), topics=kept))
+        unknowns.append(unnamed)
+    return Resolved(dataclasses.replace(convert(request, target), groups=tuple(groups)),
+                    tuple(unknowns))
+
+
+def _named(entries: Iterable[Any], topics: TopicsImage,
+           named_cls: type[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The v9 (named) form of each entry whose id ``topics`` holds, and the others."""
+    named, unknown = [], []
+    for entry in entries:
+        found = None if entry.topic_id is None else topics.by_id.get(entry.topic_id)
+        if found is None:
+            unknown.append(entry)
+        else:
+            named.append(dataclasses.replace(convert(entry, named_cls), name=found.name))
+    return tuple(named), tuple(unknown)
+
+
+async def answered_by_id(api_key: int, request: Any, topics: TopicsImage, access: Access,
+                         by_name: ByName) -> Any:
+    """The v10 answer to the v10 ``request``: its known topics answered by ``by_name``
+    (the v9 path: authorization, existence, the shards), the unknown ones here."""
+    if api_key == ApiKey.OFFSET_COMMIT and not access.allows(
+            _group_operation(api_key), ResourceType.GROUP, str(request.group_id)):
+        return refused(api_key, request, ErrorCode.group_authorization_failed)
+    found = resolved(api_key, request, topics)
+    answer = await by_name(found.request)
+    ids = {name: topic.topic_id for name, topic in topics.by_name.items()}
+    if api_key == ApiKey.OFFSET_COMMIT:
+        return _commit_answer(answer, found.unknown[0], ids)
+    return _fetch_answer(answer, found, ids)
+
+
+def _group_operation(api_key: int) -> Any:
+    operation = BROKER_RULES[api_key].operation
+    assert operation is not None
+    return operation
+
+
+def refused(api_key: int, request: Any, code: ErrorCode) -> Any:
+    """The v10 answer refusing the v10 ``request`` with ``code``: on each partition of
+    each topic of a commit, on each group of a fetch."""
+    target = response_type(api_key, FIRST_TOPIC_ID_VERSION)
+    if api_key == ApiKey.OFFSET_FETCH:
+        return convert(error_response(api_key, request, code), target)
+    topic_cls = nested(target, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    return target(throttle_time=0, topics=tuple(topic_cls(
+        topic_id=t.topic_id or ZERO_UUID, partitions=tuple(
+            partition_cls(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions)) for t in request.topics))
+
+
+def _commit_answer(answer: Any, unknown: tuple[Any, ...],
+                   ids: Mapping[str, uuid.UUID]) -> Any:
+    """The v9 ``answer`` by id, after the ``unknown`` topics' errors, one entry per id."""
+    target = response_type(ApiKey.OFFSET_COMMIT, FIRST_TOPIC_ID_VERSION)
+    topic_cls = nested(target, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    by_id: dict[uuid.UUID, list[Any]] = {}
+    for entry in unknown:
+        by_id.setdefault(entry.topic_id or ZERO_UUID, []).extend(
+            partition_cls(partition_index=p.partition_index,
+                          error_code=ErrorCode.unknown_topic_id) for p in entry.partitions)
+    for topic in answer.topics:
+        by_id.setdefault(ids.get(str(topic.name), ZERO_UUID), []).extend(
+            convert(p, partition_cls) for p in topic.partitions)
+    return target(throttle_time=answer.throttle_time, topics=tuple(
+        topic_cls(topic_id=topic_id, partitions=tuple(partitions))
+        for topic_id, partitions in by_id.items()))
+
+
+def _fetch_answer(answer: Any, found: Resolved, ids: Mapping[str, uuid.UUID]) -> Any:
+    """The v9 ``answer`` (its groups in request order) by id: a group without error gets
+    its unknown topics' errors after its others; all topics: those the image holds."""
+    target = response_type(ApiKey.OFFSET_FETCH, FIRST_TOPIC_ID_VERSION)
+    group_cls = nested(target, "groups")
+    topic_cls = nested(group_cls, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    groups = []
+    for group, asked, unknown in zip(answer.groups, found.request.groups, found.unknown,
+                                     strict=True):
+        topics = tuple(topic_cls(topic_id=ids.get(str(t.name), ZERO_UUID), partitions=tuple(
+            convert(p, partition_cls) for p in t.partitions))
+            for t in group.topics if asked.topics is not None or str(t.name) in ids)
+        if group.error_code == ErrorCode.none:
+            topics += tuple(topic_cls(topic_id=t.topic_id or ZERO_UUID, partitions=tuple(
+                partition_cls(partition_index=p, committed_offset=-1, metadata="",
+                              error_code=ErrorCode.unknown_topic_id)
+                for p in t.partition_indexes)) for t in unknown)
+        groups.append(dataclasses.replace(convert(group, group_cls), topics=topics))
+    return target(throttle_time=answer.throttle_time, groups=tuple(groups))

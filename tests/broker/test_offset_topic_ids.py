@@ -1,0 +1,113 @@
+"""OffsetCommit and OffsetFetch v10 at the broker's edge: topic ids resolved to names from
+the image before the group shards (which speak v9) see the request, names back to ids in
+the answer, UNKNOWN_TOPIC_ID for an id the image lacks (Kafka's KafkaApis)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from kio.schema.offset_commit.v9 import response as commit_v9
+from kio.schema.offset_commit.v10 import request as commit
+from kio.schema.offset_fetch.v9 import response as fetch_v9
+from kio.schema.offset_fetch.v10 import request as fetch
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i32, i64
+from replica_fixtures import topic, with_records
+
+from pykraft.broker.offset_topic_ids import answered_by_id
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.config.authorizer import AuthorizerConfig
+from pykraft.image.acls import AclsImage
+from pykraft.image.image import MetadataImage
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.security.api_rules import AuthorizerCache
+from pykraft.security.session import KafkaPrincipal, Session
+
+KNOWN, UNKNOWN, ZERO = uuid.UUID(int=7), uuid.UUID(int=8), uuid.UUID(int=0)
+IMAGE = with_records(MetadataImage(), *topic("t", KNOWN, (1,), (1,)))
+SESSION = Session(KafkaPrincipal("User", "alice"), "127.0.0.1:5000")
+ANYONE = AuthorizerCache(None).access(AclsImage, SESSION)
+NOBODY = AuthorizerCache(AuthorizerConfig()).access(AclsImage, SESSION)  # no ACL: denied
+
+
+def commit_request(*ids: uuid.UUID) -> commit.OffsetCommitRequest:
+    return commit.OffsetCommitRequest(
+        group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+        group_instance_id=None, topics=tuple(commit.OffsetCommitRequestTopic(
+            topic_id=topic_id, partitions=(commit.OffsetCommitRequestPartition(
+                partition_index=i32(0), committed_offset=i64(5),
+                committed_leader_epoch=i32(-1), committed_metadata=""),))
+            for topic_id in ids))
+
+
+async def shard_commit(request: Any) -> Any:
+    """The v9 path: each named partition stored."""
+    assert {str(t.name) for t in request.topics} <= {"t"}, request
+    return commit_v9.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=tuple(
+        commit_v9.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+            commit_v9.OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                                    error_code=ErrorCode.none)
+            for p in t.partitions)) for t in request.topics))
+
+
+def commit_answer(request: Any, access: Any = ANYONE) -> list[tuple[uuid.UUID, list[str]]]:
+    answer = asyncio.run(answered_by_id(ApiKey.OFFSET_COMMIT, request, IMAGE.topics, access,
+                                        shard_commit))
+    return [(t.topic_id, [ErrorCode(p.error_code).name for p in t.partitions])
+            for t in answer.topics]
+
+
+def test_a_commit_s_known_id_is_stored_by_name_its_unknown_ids_answered_first() -> None:
+    assert commit_answer(commit_request(KNOWN, UNKNOWN, ZERO)) == [
+        (UNKNOWN, ["unknown_topic_id"]), (ZERO, ["unknown_topic_id"]), (KNOWN, ["none"])]
+
+
+def test_a_commit_naming_an_unknown_id_twice_gets_one_entry_for_it() -> None:
+    assert commit_answer(commit_request(UNKNOWN, UNKNOWN)) == [
+        (UNKNOWN, ["unknown_topic_id", "unknown_topic_id"])]
+
+
+def test_a_commit_to_a_refused_group_is_refused_on_every_id_sent() -> None:
+    assert commit_answer(commit_request(KNOWN, UNKNOWN), NOBODY) == [
+        (KNOWN, ["group_authorization_failed"]), (UNKNOWN, ["group_authorization_failed"])]
+
+
+def fetch_group(group: str, *ids: uuid.UUID) -> fetch.OffsetFetchRequestGroup:
+    return fetch.OffsetFetchRequestGroup(
+        group_id=GroupId(group), member_id=None, member_epoch=i32(-1),
+        topics=None if not ids else tuple(fetch.OffsetFetchRequestTopics(
+            topic_id=topic_id, partition_indexes=(i32(0),)) for topic_id in ids))
+
+
+async def shard_fetch(request: Any) -> Any:
+    """The v9 path: offset 5 for each asked partition; all topics: "t" and "gone" (a
+    topic the image no longer holds)."""
+    def topics(group: Any) -> tuple[Any, ...]:
+        asked = group.topics or (fetch_v9.OffsetFetchResponseTopics(name=TopicName("t"),
+                                                                     partitions=()),
+                                 fetch_v9.OffsetFetchResponseTopics(name=TopicName("gone"),
+                                                                    partitions=()))
+        return tuple(fetch_v9.OffsetFetchResponseTopics(name=t.name, partitions=(
+            fetch_v9.OffsetFetchResponsePartitions(
+                partition_index=i32(0), committed_offset=i64(5), committed_leader_epoch=i32(-1),
+                metadata="", error_code=ErrorCode.none),)) for t in asked)
+    return fetch_v9.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(
+        fetch_v9.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics(g),
+                                          error_code=ErrorCode.none)
+        for g in request.groups))
+
+
+def test_a_fetch_answers_by_id_its_unknown_ids_after_the_others() -> None:
+    request = fetch.OffsetFetchRequest(groups=(fetch_group("a", UNKNOWN, KNOWN),
+                                               fetch_group("b")), require_stable=False)
+    answer = asyncio.run(answered_by_id(ApiKey.OFFSET_FETCH, request, IMAGE.topics, ANYONE,
+                                        shard_fetch))
+    assert [[(t.topic_id, [(ErrorCode(p.error_code).name, p.committed_offset)
+                           for p in t.partitions]) for t in g.topics]
+            for g in answer.groups] == [
+        [(KNOWN, [("none", 5)]), (UNKNOWN, [("unknown_topic_id", -1)])],
+        [(KNOWN, [("none", 5)])],  # all topics: "gone" has no id any more, left out
+    ]

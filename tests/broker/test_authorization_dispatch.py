@@ -21,6 +21,7 @@ from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberRespons
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_fetch.v8 import request as of_req
 from kio.schema.offset_fetch.v9 import response as of_resp
+from kio.schema.offset_fetch.v10 import request as of_v10
 from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 from replica_fixtures import (
@@ -254,6 +255,25 @@ def test_offset_fetch_refuses_groups_and_topics(tmp_path: Path) -> None:
         ("h", ErrorCode.group_authorization_failed): []}
     (seen,) = secured.service.seen  # only g, only t
     assert [(g.group_id, [t.name for t in g.topics]) for g in seen.groups] == [("g", ["t"])]
+
+
+def test_offset_fetch_v10_names_topics_by_id(tmp_path: Path) -> None:
+    """v10: the shards see the ids the image holds as names; the answer names each topic
+    by its id, a refused one TOPIC_AUTHORIZATION_FAILED, one the image lacks
+    UNKNOWN_TOPIC_ID (Kafka's fetchOffsetsForGroup: both after the coordinator's topics)."""
+    secured = make_broker(tmp_path, SECURED)
+    body = of_v10.OffsetFetchRequest(require_stable=False, groups=(
+        of_v10.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=tuple(
+            of_v10.OffsetFetchRequestTopics(topic_id=uuid.UUID(int=n),
+                                            partition_indexes=(i32(0),))
+            for n in (1, 2, 9))),))
+    (group,) = ask(secured.dispatcher, body, 10, ALICE).groups
+    assert [(t.topic_id, p.error_code, p.committed_offset)
+            for t in group.topics for p in t.partitions] == [
+        (uuid.UUID(int=1), ErrorCode.none, 5), (uuid.UUID(int=2), TOPIC_REFUSED, -1),
+        (uuid.UUID(int=9), ErrorCode.unknown_topic_id, -1)]
+    (seen,) = secured.service.seen
+    assert [[t.name for t in g.topics] for g in seen.groups] == [["t"]]
 
 
 def test_cluster_operations_are_refused_whole(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from group_cluster import PARTITIONS, TOPIC
 from harness import LevelResult
 from peers.base import BenchError
 from pykraft import __version__
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.runtime.kafka_client import ClientConnection, open_with_timeout
@@ -40,7 +40,7 @@ from pykraft.tools.group_admin import GroupClient
 
 CONNECT_TIMEOUT_S = 10.0
 COORDINATOR_TIMEOUT_S = 60.0
-BROKER_RANGES = listener_ranges(Listener.BROKER)
+BROKER_RANGES = offsets_by_name(listener_ranges(Listener.BROKER))
 
 
 def commit_body(group: str, offset: int) -> OffsetCommitRequest:

@@ -32,7 +32,7 @@ from kio.static.primitive import i8, i16, i32
 from peers.base import BenchError, Writer, until
 from peers.pykraft_sut import Pykraft
 from pykraft.errors import PyKraftError
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
@@ -57,7 +57,7 @@ async def connect(address: str, listener: Listener) -> ClientConnection:
     host, port = parse_host_port(address)
     try:
         return await open_with_timeout(host, port, client_id="pykraft-bench",
-                                       ours=listener_ranges(listener),
+                                       ours=offsets_by_name(listener_ranges(listener)),
                                        timeout_s=CONNECT_TIMEOUT_S)
     except CONNECTION_ERRORS as exc:
         raise BenchError(f"cannot connect to {address}: {exc}") from exc

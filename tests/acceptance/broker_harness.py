@@ -21,7 +21,7 @@ from kio.static.primitive import Records, i8, i16, i32, i32Timedelta
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.records.batch import encode_batch
 from pykraft.runtime.kafka_client import ClientConnection
@@ -106,7 +106,8 @@ def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:
     async def run() -> Any:
         host, port = parse_host_port(cluster.nodes[broker_id].address)
         conn = await asyncio.wait_for(ClientConnection.open(
-            host, port, client_id="acceptance", ours=listener_ranges(Listener.BROKER)), 5)
+            host, port, client_id="acceptance",
+            ours=offsets_by_name(listener_ranges(Listener.BROKER))), 5)
         try:
             return await asyncio.wait_for(conn.request(body), 10)
         finally:

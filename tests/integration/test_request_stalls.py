@@ -40,7 +40,7 @@ from process_harness import describe, wait_for
 
 from pykraft.errors import PyKraftError
 from pykraft.partition.compression import GZIP
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
@@ -119,7 +119,8 @@ def run(work: Awaitable[T]) -> T:
 async def connect(cluster: LocalCluster) -> ClientConnection:
     broker = cluster.nodes[cluster.brokers[0]]
     return await open_with_timeout(HOST, broker.port, client_id="stall-test",
-                                   ours=listener_ranges(Listener.BROKER), timeout_s=10.0)
+                                   ours=offsets_by_name(listener_ranges(Listener.BROKER)),
+                                   timeout_s=10.0)
 
 
 async def broker_request(cluster: LocalCluster, body: Any) -> Any:

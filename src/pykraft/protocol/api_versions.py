@@ -61,6 +61,18 @@ def listener_ranges(listener: Listener) -> dict[int, tuple[int, int]]:
     return {spec.key: spec.advertised_range for spec in specs_for_listener(listener)}
 
 
+#: The last OffsetCommit and OffsetFetch versions naming topics (v10 names them by id only).
+LAST_NAMED_OFFSETS_VERSION = 9
+
+
+def offsets_by_name(ranges: Mapping[int, tuple[int, int]]) -> dict[int, tuple[int, int]]:
+    """``ranges`` for a client whose OffsetCommit and OffsetFetch bodies name topics: a
+    named body converted up to v10 would reach the broker without its topics, and answers
+    would come back without names."""
+    return {**ranges, **{key: (ranges[key][0], min(ranges[key][1], LAST_NAMED_OFFSETS_VERSION))
+                         for key in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH) if key in ranges}}
+
+
 def api_versions_response(
     listener: Listener,
     version: int,

@@ -51,7 +51,7 @@ from pykraft.config.properties import load_properties
 from pykraft.errors import ConfigError, PyKraftError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.configs import ConfigResourceType
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
@@ -67,9 +67,10 @@ DEFAULT_CLIENT_ID = "pykraft-admin"
 REQUEST_TIMEOUT_MS = 30_000
 DEFAULT_API_TIMEOUT_MS = 60_000
 _RETRY_BACKOFF_S = 0.1
-#: The tools name topics in Produce: v13 names them by id only, so they stop at v12 (a v12
-#: body converted up would reach the broker with no topic id at all).
-_BROKER_RANGES = listener_ranges(Listener.BROKER) | {
+#: The tools name topics in Produce, OffsetCommit and OffsetFetch: Produce v13 (and the
+#: offset APIs' v10) names them by id only, so they stop at v12 (a v12 body converted up
+#: would reach the broker with no topic id at all).
+_BROKER_RANGES = offsets_by_name(listener_ranges(Listener.BROKER)) | {
     ApiKey.PRODUCE: (listener_ranges(Listener.BROKER)[ApiKey.PRODUCE][0], 12)}
 _URL = re.compile(r"^\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from pykraft.broker.group_versions import error_response, latest_request, nested
@@ -28,6 +28,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import response_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.security.api_rules import BROKER_RULES, Access
 
 #: The first version of OffsetCommit and OffsetFetch naming topics by id.
@@ -94,12 +95,11 @@ async def answered_by_id(api_key: int, request: Any, topics: TopicsImage, access
     if api_key == ApiKey.OFFSET_COMMIT and not access.allows(
             _group_operation(api_key), ResourceType.GROUP, str(request.group_id)):
         return refused(api_key, request, ErrorCode.group_authorization_failed)
-    found = resolved(api_key, request, topics)
+    found = await off_loop_if_large(resolved, api_key, request, topics)
     answer = await by_name(found.request)
-    ids = {name: topic.topic_id for name, topic in topics.by_name.items()}
     if api_key == ApiKey.OFFSET_COMMIT:
-        return _commit_answer(answer, found.unknown[0], ids)
-    return _fetch_answer(answer, found, ids)
+        return await off_loop_if_large(_commit_answer, answer, found.unknown[0], topics)
+    return await off_loop_if_large(_fetch_answer, answer, found, topics)
 
 
 def _group_operation(api_key: int) -> Any:
@@ -122,8 +122,13 @@ def refused(api_key: int, request: Any, code: ErrorCode) -> Any:
             for p in t.partitions)) for t in request.topics))
 
 
-def _commit_answer(answer: Any, unknown: tuple[Any, ...],
-                   ids: Mapping[str, uuid.UUID]) -> Any:
+def _id_of(name: object, topics: TopicsImage) -> uuid.UUID:
+    """The id of the topic named ``name`` (the zero id: the image no longer holds it)."""
+    found = topics.by_name.get(str(name))
+    return ZERO_UUID if found is None else found.topic_id
+
+
+def _commit_answer(answer: Any, unknown: tuple[Any, ...], topics: TopicsImage) -> Any:
     """The v9 ``answer`` by id, after the ``unknown`` topics' errors, one entry per id."""
     target = response_type(ApiKey.OFFSET_COMMIT, FIRST_TOPIC_ID_VERSION)
     topic_cls = nested(target, "topics")
@@ -134,14 +139,14 @@ def _commit_answer(answer: Any, unknown: tuple[Any, ...],
             partition_cls(partition_index=p.partition_index,
                           error_code=ErrorCode.unknown_topic_id) for p in entry.partitions)
     for topic in answer.topics:
-        by_id.setdefault(ids.get(str(topic.name), ZERO_UUID), []).extend(
+        by_id.setdefault(_id_of(topic.name, topics), []).extend(
             convert(p, partition_cls) for p in topic.partitions)
     return target(throttle_time=answer.throttle_time, topics=tuple(
         topic_cls(topic_id=topic_id, partitions=tuple(partitions))
         for topic_id, partitions in by_id.items()))
 
 
-def _fetch_answer(answer: Any, found: Resolved, ids: Mapping[str, uuid.UUID]) -> Any:
+def _fetch_answer(answer: Any, found: Resolved, image: TopicsImage) -> Any:
     """The v9 ``answer`` (its groups in request order) by id: a group without error gets
     its unknown topics' errors after its others; all topics: those the image holds."""
     target = response_type(ApiKey.OFFSET_FETCH, FIRST_TOPIC_ID_VERSION)
@@ -151,9 +156,9 @@ def _fetch_answer(answer: Any, found: Resolved, ids: Mapping[str, uuid.UUID]) ->
     groups = []
     for group, asked, unknown in zip(answer.groups, found.request.groups, found.unknown,
                                      strict=True):
-        topics = tuple(topic_cls(topic_id=ids.get(str(t.name), ZERO_UUID), partitions=tuple(
+        topics = tuple(topic_cls(topic_id=_id_of(t.name, image), partitions=tuple(
             convert(p, partition_cls) for p in t.partitions))
-            for t in group.topics if asked.topics is not None or str(t.name) in ids)
+            for t in group.topics if asked.topics is not None or str(t.name) in image.by_name)
         if group.error_code == ErrorCode.none:
             topics += tuple(topic_cls(topic_id=t.topic_id or ZERO_UUID, partitions=tuple(
                 partition_cls(partition_index=p, committed_offset=-1, metadata="",

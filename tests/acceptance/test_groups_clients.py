@@ -101,7 +101,7 @@ def test_the_group_apis_are_advertised_at_kafkas_ranges(cluster: LocalCluster) -
     ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
     keys = (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69)
     assert {key: ranges.get(key) for key in keys} == {
-        8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (2, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
+        8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
         15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 1)}
 
 

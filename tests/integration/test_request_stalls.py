@@ -264,7 +264,7 @@ def test_a_compacted_record_of_a_gigabyte_is_cleaned_while_the_broker_serves(
     name = "stall-compacted"
     answer = run(broker_request(cluster, create_topics([name], 1, configs={
         "cleanup.policy": "compact",  # the huge batch fills a segment, the next rolls it
-        "segment.bytes": str(len(gigabyte_record))})))
+        "internal.segment.bytes": str(len(gigabyte_record))})))  # below the 1 MiB floor
     assert answer.topics[0].error_code == ErrorCode.none
     tp = f"{name}-0"
     checkpoint = cluster.nodes[cluster.brokers[0]].data / "cleaner-offset-checkpoint"

@@ -77,8 +77,9 @@ def test_static_voters_win_and_keep_their_checks(tmp_path: Path) -> None:
      "invalid value ':9094' for controller.quorum.bootstrap.servers: the host is missing"),
     ({"controller.quorum.bootstrap.servers": "127.0.0.1:99999"},
      "invalid port 99999 in controller.quorum.bootstrap.servers"),
-    ({"controller.quorum.auto.join.enable": "maybe"},
-     "for controller.quorum.auto.join.enable"),
+    ({"controller.quorum.auto.join.enable": "maybe"},  # Kafka's ConfigDef words
+     "Invalid value maybe for configuration controller.quorum.auto.join.enable: Expected "
+     "value to be either true or false"),
     ({"metadata.log.max.record.bytes.between.snapshots": "0"},
      "metadata.log.max.record.bytes.between.snapshots"),
 ])

@@ -375,6 +375,11 @@ GROUPS = [
     Case("OffsetCommit", 8, "unknown_topic",
          lambda r: commit(r, group_of(r), topics=(NO_SUCH_TOPIC,)), committed,
          lambda _r: ["UNKNOWN_TOPIC_OR_PARTITION"], until=FIRST_TOPIC_ID),
+    # Kafka 4's OffsetCommitResponse.Builder: the refused partitions first, then the merge of
+    # the coordinator's answer
+    Case("OffsetCommit", 8, "known_then_unknown_topic",
+         lambda r: commit(r, group_of(r), topics=(r.cluster.topic, NO_SUCH_TOPIC)), committed,
+         lambda _r: ["UNKNOWN_TOPIC_OR_PARTITION", "NONE"], until=FIRST_TOPIC_ID),
     Case("OffsetCommit", 8, "unknown_topic_id",
          lambda r: commit(r, group_of(r), topics=(NO_SUCH_TOPIC,)), committed,
          lambda _r: ["UNKNOWN_TOPIC_ID"], since=FIRST_TOPIC_ID),

@@ -175,14 +175,18 @@ async def handled_in_part(api_key: int, request: Any, kept: tuple[Any, ...],
                           handle: GroupHandler) -> Any:
     """OffsetCommit or OffsetDelete with only the ``kept`` topics handled (none: the
     service is not asked) and the partitions of the ``refused`` topics answered with its
-    error code, after the handled ones (one entry per topic, as Kafka's builder)."""
+    error code, one entry per topic: OffsetCommit's first (Kafka 4's
+    ``OffsetCommitResponse.Builder`` holds them, then merges the coordinator's answer),
+    OffsetDelete's after the handled ones."""
     errors = partition_errors(api_key, *refused)
     if not kept:
         answer = error_response(api_key, request, ErrorCode.none)
         return dataclasses.replace(answer, topics=errors)
     answer = await handle(dataclasses.replace(request, topics=kept))
     topics: dict[str, Any] = {}
-    for topic in (*answer.topics, *errors):
+    ordered = ((*errors, *answer.topics) if api_key == ApiKey.OFFSET_COMMIT
+               else (*answer.topics, *errors))
+    for topic in ordered:
         seen = topics.get(str(topic.name))
         topics[str(topic.name)] = topic if seen is None else dataclasses.replace(
             seen, partitions=tuple(seen.partitions) + tuple(topic.partitions))

@@ -12,14 +12,13 @@ the loop thread, as its contract requires.
 from __future__ import annotations
 
 import bisect
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from pykraft.errors import CorruptLogError, CorruptRecordError, StorageError
 from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
 from pykraft.raft.memory_log import snapshot_timestamp
-from pykraft.storage.fsutil import fsync_dir
+from pykraft.storage.fsutil import fsync_dir, fsync_files
 from pykraft.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
 from pykraft.storage.log_config import DEFAULT_SEGMENT_MS
 from pykraft.storage.metadata_log import MetadataLog
@@ -50,15 +49,7 @@ def run_flush(job: FlushJob) -> None:
     fsync through a second descriptor flushes the file's data no matter which descriptor
     wrote it. A segment deleted meanwhile (truncation) needs no fsync any more.
     """
-    for path in job.segment_paths:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            continue
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    fsync_files(job.segment_paths)
     if job.directory is not None:
         fsync_dir(job.directory)
 

@@ -8,6 +8,7 @@ itself survives a power loss. A stale ``.tmp`` left by a crash is simply overwri
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from pykraft.errors import StorageIOError
@@ -22,6 +23,21 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_files(paths: Iterable[Path]) -> None:
+    """Fsync each file through a descriptor of its own (which flushes the data whichever
+    descriptor wrote it): safe beside the thread writing them. A file gone meanwhile (a
+    segment deleted) needs no fsync any more."""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -51,7 +51,7 @@ from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageErr
 from pykraft.records.batch import BatchHeader, complete_batches
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.file_error import StateFileError
-from pykraft.storage.fsutil import atomic_write_in, fsync_dir, write_all_at
+from pykraft.storage.fsutil import atomic_write_in, fsync_dir, fsync_files, write_all_at
 from pykraft.storage.index_file import CorruptIndexError
 from pykraft.storage.leader_epoch import (
     LEADER_EPOCH_CHECKPOINT,
@@ -123,15 +123,7 @@ def run_log_flush(job: LogFlush) -> None:
     """The blocking part of a flush, safe beside the log's thread: it opens files by name.
     A file gone meanwhile (a segment deleted) needs no fsync; the directory is written
     only if it is still the log's (not renamed for deletion, or re-created since)."""
-    for path in job.files:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            continue
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    fsync_files(job.files)
     if not job.sync_directory and job.epochs is None:
         return
     try:

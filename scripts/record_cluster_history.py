@@ -52,7 +52,7 @@ PROPERTIES = {
     "broker.session.timeout.ms": "3000",  # fencing within seconds of the kill
     "pykraft.shutdown.timeout.ms": "3000",
     "metadata.max.idle.interval.ms": "2000",  # fewer NoOpRecords: a smaller fixture
-    "metadata.log.segment.bytes": "1024",  # several segments
+    "internal.metadata.log.segment.bytes": "1024",  # several segments (below the 8 MiB floor)
     # Snapshot thresholds stay Kafka's: no snapshot in so short a run, so the recorded
     # history is all log segments (the generated history in tests/spark covers snapshots).
 }

@@ -73,8 +73,12 @@ async def run_server(settings: NodeSettings) -> int:
         event(log, "metrics_listening", address=f"{host}:{port}")
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, _on_signal, stop, signum)
+    # Python-level handlers, not the loop's: the loop's removal passes through the default
+    # action, which a signal landing on a worker thread then meets (exit -15 after a clean
+    # shutdown); replacing a handler by SIG_IGN below is one atomic step.
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, lambda received, _frame: loop.call_soon_threadsafe(
+            _on_signal, stop, received))
     node.start()
     registering = (None if controller is None
                    else asyncio.create_task(ControllerRegistrar(node, controller).run()))
@@ -94,16 +98,14 @@ async def run_server(settings: NodeSettings) -> int:
     for server in servers:
         await server.close()
     await connections.close()
-    # Closing the loop would put the default action back, and a late signal would kill a
-    # process that already shut down cleanly (exit -15 instead of 0): ignore them from now
-    # on, blocked meanwhile so that none falls between the two.
-    late = {signal.SIGTERM, signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, late)
-    for signum in late:
-        loop.remove_signal_handler(signum)
+    # a late signal must not kill a process that already shut down cleanly (exit -15
+    # instead of 0): ignore them from now on
+    for signum in _STOP_SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, late)
     return 1 if broker is not None and broker.failed.is_set() else node.exit_code
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def _on_signal(stop: asyncio.Event, signum: int) -> None:

@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit kafka demo cluster clean
+.PHONY: setup test lint unit kafka test-interop demo cluster clean
 
 $(BIN)/pykraft: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,7 +23,7 @@ lint: setup
 # timers and other processes, not on the CPU. PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 unit: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=tests/interop $(PYTEST_ARGS)
 
 # Apache Kafka for the oracle tests (tests/oracle): the version pinned in scripts/kafka/pom.xml
 # and its runtime jars from Maven Central, checked against scripts/kafka/jars.sha256, into
@@ -34,6 +34,11 @@ kafka: setup
 # In CI (CI=true) Kafka is fetched first and a failure fails the run; elsewhere the oracle
 # tests fetch it themselves, or skip saying why.
 test: lint $(if $(filter true,$(CI)),kafka) unit
+
+# Mixed clusters of Apache Kafka and pykraft nodes (tests/interop, issue 26): clusters of
+# several JVMs each, so apart from `make test`; CI runs it after `make test`.
+test-interop: setup kafka
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/interop $(PYTEST_ARGS)
 
 demo: setup
 	bash scripts/demo.sh

@@ -65,6 +65,9 @@ FORMAT_TIMEOUT_S = 120.0
 READY_TIMEOUT_S = 120.0  # a JVM's start on a loaded 2-core machine: 15-25 s seen
 STOP_TIMEOUT_S = 15.0
 POLL_S = 0.2
+#: The release both kinds support, pykraft's default: Kafka 4.4's ``version-mapping`` gives
+#: it kraft.version 1 and every other feature at 0, as pykraft formats it.
+MIXED_RELEASE_VERSION = "3.9-IV0"
 
 
 class OracleClusterError(AssertionError):
@@ -91,13 +94,17 @@ class ClusterSpec:
     """The members, by kind: controllers, brokers and combined (``broker,controller``)
     nodes. ``properties`` go to every node, over the defaults :func:`node_properties` sets.
     ``formatted_by`` formats every node with that software's tool instead of its own (Kafka's
-    ``StorageTool`` output must start pykraft, and ``pykraft storage format``'s Kafka)."""
+    ``StorageTool`` output must start pykraft, and ``pykraft storage format``'s Kafka).
+    ``release_version`` goes to every format (``--release-version``): a mixed cluster needs
+    one both kinds support (Kafka 4.4 formats 4.4-IV2 with five more features by default,
+    which pykraft's brokers do not support; :data:`MIXED_RELEASE_VERSION`)."""
 
     controllers: Sequence[Kind] = ()
     brokers: Sequence[Kind] = ()
     combined: Sequence[Kind] = ()
     properties: Mapping[str, str] = field(default_factory=dict)
     formatted_by: Kind | None = None
+    release_version: str | None = None
 
     @property
     def kinds(self) -> set[Kind]:
@@ -210,7 +217,10 @@ class OracleCluster:
                                            in self.node_properties(node).items()))
 
     def _format_command(self, node: Node) -> list[str]:
-        args = ("format", "--cluster-id", self.cluster_id, "--config", str(node.config))
+        args: tuple[str, ...] = ("format", "--cluster-id", self.cluster_id,
+                                 "--config", str(node.config))
+        if self.spec.release_version is not None:
+            args += ("--release-version", self.spec.release_version)
         if (self.spec.formatted_by or node.kind) == KAFKA:
             assert self.kafka is not None
             return self.kafka.java("kafka.tools.StorageTool", *args, log_level="WARN")
@@ -306,6 +316,14 @@ class OracleCluster:
             process.kill()
             process.wait(timeout=timeout_s)
         return process.returncode
+
+    def kill(self, node: Node) -> int | None:
+        """SIGKILL, as a crash: its exit code once it is gone."""
+        process = self._processes.get(node.node_id)
+        if process is None or process.poll() is not None:
+            return None if process is None else process.returncode
+        process.kill()
+        return process.wait(timeout=STOP_TIMEOUT_S)
 
     def stop(self, node: Node, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
         """SIGTERM; SIGKILL if it still runs after ``timeout_s``. The exit code (Kafka's

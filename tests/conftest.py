@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,20 @@ KAFKA37 = Path(__file__).parent / "fixtures" / "kafka-3.7-kraft"
 @pytest.fixture
 def kafka37_dir() -> Path:
     return KAFKA37
+
+
+@pytest.fixture
+def cluster_directory(tmp_path: Path) -> Iterator[Path]:
+    """A directory for ``pykraft cluster up --dir``; whatever still runs there at the end
+    is killed by PID (a failed test must not leave servers behind)."""
+    from pykraft.tools.local_cluster import STATE_FILE, LocalCluster
+
+    base = tmp_path / "cluster"
+    yield base
+    if (base / STATE_FILE).exists():
+        cluster = LocalCluster.load(base)
+        for node_id in cluster.nodes:
+            cluster.kill(node_id)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,14 +26,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def directory(tmp_path: Path) -> Iterator[Path]:
-    """The cluster directory; whatever still runs there at the end is killed by PID."""
-    base = tmp_path / "cluster"
-    yield base
-    if (base / "cluster.json").exists():
-        cluster = LocalCluster.load(base)
-        for node_id in cluster.nodes:
-            cluster.kill(node_id)
+def directory(cluster_directory: Path) -> Path:
+    return cluster_directory
 
 
 def test_up_down_up_restarts_the_stopped_cluster_on_its_data(directory: Path) -> None:

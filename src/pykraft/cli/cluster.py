@@ -6,7 +6,7 @@ import asyncio
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
@@ -17,6 +17,7 @@ from pykraft.errors import PyKraftError
 if TYPE_CHECKING:  # loaded by the commands: the cluster tool imports the whole runtime
     from rich.table import Table
 
+    from pykraft.tools.kafka_runtime import KafkaRuntime
     from pykraft.tools.local_cluster import LocalCluster
 
 cluster_app = typer.Typer(help="Run a local KRaft controller quorum.", no_args_is_help=True)
@@ -86,20 +87,38 @@ def up(
                                             "certificates in --dir, SCRAM-SHA-512 user admin "
                                             "in <dir>/client.properties) with ACLs.")
     ] = False,
+    kafka_brokers: Annotated[
+        int, typer.Option(help="Apache Kafka brokers beside pykraft's (ids after them).")
+    ] = 0,
+    kafka_controllers: Annotated[
+        int, typer.Option(help="Apache Kafka controllers beside pykraft's in the quorum.")
+    ] = 0,
+    kafka_home: Annotated[
+        Path | None,
+        typer.Option(envvar="KAFKA_HOME", help="The Apache Kafka that runs the Kafka nodes: "
+                     "a distribution's directory (its libs/*.jar); in a checkout, "
+                     "`make kafka` fetches one into .cache/kafka/<version>.")
+    ] = None,
 ) -> None:
     """Start the quorum on 127.0.0.1 and show its status until Ctrl-C.
 
-    A new --dir is formatted first; a stopped cluster there restarts on its data."""
+    A new --dir is formatted first; a stopped cluster there restarts on its data. With
+    --kafka-brokers or --kafka-controllers, Apache Kafka's own nodes join it (a mixed
+    cluster, formatted at metadata.version 3.9-IV0, which both kinds support)."""
     from rich.console import Console
     from rich.live import Live
 
+    from pykraft.tools.kafka_runtime import KafkaRuntime
     from pykraft.tools.local_cluster import STATE_FILE
 
     restarted = (directory / STATE_FILE).exists() and not fresh
     try:
         properties = parse_overrides(override or [])
+        kafka = (KafkaRuntime.locate(kafka_home) if kafka_brokers or kafka_controllers
+                 else None)
         cluster = _cluster_to_start(directory, controllers, properties, brokers,
-                                    dynamic=dynamic, fresh=fresh, secure=secure)
+                                    dynamic=dynamic, fresh=fresh, secure=secure,
+                                    kafka=_KafkaNodes(kafka_controllers, kafka_brokers, kafka))
     except (PyKraftError, OSError) as exc:
         raise fail(str(exc)) from None
     try:
@@ -115,10 +134,14 @@ def up(
     except KeyboardInterrupt:
         _stop(cluster)
         raise typer.Exit(130) from None
+    kafka_text = (f" (Apache Kafka: {kafka_controllers} controllers and {kafka_brokers} "
+                  "brokers)" if kafka_brokers or kafka_controllers else "")
     typer.echo(f"{'Restarted' if restarted else 'Started'} {controllers} controllers and "
-               f"{brokers} brokers of cluster {cluster.cluster_id}; bootstrap controllers "
+               f"{brokers} brokers{kafka_text} of cluster {cluster.cluster_id}; "
+               "bootstrap controllers "
                f"{cluster.bootstrap_controllers}"
-               + (f"; bootstrap servers {cluster.bootstrap_servers}" if brokers else "")
+               + (f"; bootstrap servers {cluster.bootstrap_servers}"
+                  if cluster.brokers else "")
                + f"; logs in {directory}/node-*/server.log")
     if secure:
         typer.echo("\n".join(cluster.security_files.usage_lines(
@@ -145,25 +168,34 @@ def _stop(cluster: LocalCluster) -> None:
                f"Its data stays in {cluster.base}: `pykraft cluster up` restarts it.")
 
 
+class _KafkaNodes(NamedTuple):
+    """The Apache Kafka nodes asked for, and the Kafka that runs them."""
+
+    controllers: int
+    brokers: int
+    runtime: KafkaRuntime | None
+
+
 def _cluster_to_start(directory: Path, controllers: int, properties: dict[str, str],
-                      brokers: int, *, dynamic: bool, fresh: bool, secure: bool
-                      ) -> LocalCluster:
+                      brokers: int, *, dynamic: bool, fresh: bool, secure: bool,
+                      kafka: _KafkaNodes) -> LocalCluster:
     """A new cluster, or the stopped one already in ``directory``."""
     from pykraft.tools.local_cluster import STATE_FILE, ClusterError, LocalCluster
 
-    if not (directory / STATE_FILE).exists():
-        return LocalCluster.create(directory, controllers, properties, brokers,
-                                   dynamic=dynamic, secure=secure)
-    if fresh:
+    if fresh and (directory / STATE_FILE).exists():
         existing = LocalCluster.load(directory)
         if existing.running():
             raise ClusterError(f"the cluster in {directory} is running; stop it with "
                                f"`pykraft cluster down --dir {directory}` first")
         existing.delete()
+    if not (directory / STATE_FILE).exists():
         return LocalCluster.create(directory, controllers, properties, brokers,
-                                   dynamic=dynamic, secure=secure)
+                                   dynamic=dynamic, secure=secure,
+                                   kafka_controllers=kafka.controllers,
+                                   kafka_brokers=kafka.brokers, kafka=kafka.runtime)
     return LocalCluster.reopen(directory, controllers, properties, brokers, dynamic=dynamic,
-                               secure=secure)
+                               secure=secure, kafka_controllers=kafka.controllers,
+                               kafka_brokers=kafka.brokers, kafka=kafka.runtime)
 
 
 @cluster_app.command("down")

@@ -16,6 +16,10 @@ controller 1 is formatted ``--standalone`` (the only initial voter) and the othe
 A secure cluster (``cluster up --secure``) runs every listener SASL_SSL with ACLs, its CA,
 certificates and credentials under the cluster directory (:mod:`pykraft.tools.secure_cluster`);
 brokers then listen as ``SASL_SSL``, and :meth:`LocalCluster.security` is how a tool connects.
+
+A mixed cluster (``cluster up --kafka-brokers N --kafka-controllers M``) adds Apache Kafka's
+own nodes (:mod:`pykraft.tools.kafka_runtime`): the same configs, each node formatted by its
+own software's tool at one release version, Kafka's after pykraft's in each role's ids.
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.runtime.cluster_id_refusals import STARTUP_REFUSAL
 from pykraft.tools.admin_client import ClientSecurity
+from pykraft.tools.kafka_runtime import (
+    KAFKA_MAIN_CLASS,
+    LOG4J2_FILE,
+    KafkaRuntime,
+    write_log4j2,
+)
 from pykraft.tools.secure_cluster import BROKER_LISTENER, SecureCluster, write_private
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
@@ -50,6 +60,7 @@ STATE_FILE = "cluster.json"
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 10.0
 LISTEN_TIMEOUT_S = 30.0
+KAFKA_FORMAT_TIMEOUT_S = 120.0
 FIRST_BROKER_ID = 1000
 CONTROLLER = "controller"
 BROKER = "broker"
@@ -145,7 +156,9 @@ class LocalCluster:
 
     def __init__(self, base: Path, cluster_id: str, nodes: list[NodeFiles],
                  pids: dict[int, int] | None = None, *, dynamic: bool = False,
-                 properties: dict[str, str] | None = None, secure: bool = False) -> None:
+                 properties: dict[str, str] | None = None, secure: bool = False,
+                 kafka_nodes: frozenset[int] = frozenset(),
+                 kafka: KafkaRuntime | None = None) -> None:
         self.base = base
         self.cluster_id = cluster_id
         self.nodes = {node.node_id: node for node in nodes}
@@ -153,6 +166,9 @@ class LocalCluster:
         self.dynamic = dynamic
         self.properties: dict[str, str] = dict(properties or {})
         self.secure = secure
+        #: the nodes that run Apache Kafka, not pykraft
+        self.kafka_nodes = kafka_nodes
+        self._kafka = kafka
         self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     # -- creation and persistence ----------------------------------------------------------
@@ -161,25 +177,41 @@ class LocalCluster:
     def create(cls, base: Path, controllers: int = 3,
                properties: dict[str, str] | None = None, brokers: int = 0, *,
                dynamic: bool = False, format_nodes: bool = True,
-               secure: bool = False) -> LocalCluster:
+               secure: bool = False, kafka_controllers: int = 0, kafka_brokers: int = 0,
+               kafka: KafkaRuntime | None = None) -> LocalCluster:
         """Write configs and (unless ``format_nodes`` is false, for a caller that formats
         with ``pykraft storage format`` itself) format every node; ``base`` must not hold a
-        cluster yet. ``secure`` first makes the CA and the credentials."""
-        if controllers < 1:
-            raise ClusterError(f"--controllers must be at least 1, not {controllers}")
-        if brokers < 0:
-            raise ClusterError(f"--brokers must be at least 0, not {brokers}")
+        cluster yet. ``secure`` first makes the CA and the credentials. ``kafka_controllers``
+        and ``kafka_brokers`` Kafka nodes (run from ``kafka``) follow pykraft's in each role."""
+        counts = {"--controllers": controllers, "--brokers": brokers,
+                  "--kafka-controllers": kafka_controllers, "--kafka-brokers": kafka_brokers}
+        for option, count in counts.items():
+            if count < 0:
+                raise ClusterError(f"{option} must be at least 0, not {count}")
+        if controllers + kafka_controllers < 1:
+            raise ClusterError("a cluster needs a controller: --controllers (or "
+                               "--kafka-controllers) must be at least 1")
+        if (kafka_controllers or kafka_brokers) and (kafka is None or secure):
+            raise ClusterError("Kafka nodes need --kafka-home" if kafka is None else
+                               "--secure is for pykraft nodes only")
         if (base / STATE_FILE).exists():
             raise ClusterError(f"{base} already holds a cluster ({STATE_FILE}); run "
                                "`pykraft cluster down` or choose another --dir")
         base.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(controllers + brokers)
+        all_controllers, all_brokers = controllers + kafka_controllers, brokers + kafka_brokers
+        ports = free_ports(all_controllers + all_brokers)
         nodes = [NodeFiles(i + 1, port, base / f"node-{i + 1}")
-                 for i, port in enumerate(ports[:controllers])]
+                 for i, port in enumerate(ports[:all_controllers])]
         nodes += [NodeFiles(FIRST_BROKER_ID + i, port, base / f"node-{FIRST_BROKER_ID + i}",
-                            BROKER) for i, port in enumerate(ports[controllers:])]
+                            BROKER) for i, port in enumerate(ports[all_controllers:])]
+        kafka_nodes = frozenset(
+            [*range(controllers + 1, all_controllers + 1),
+             *range(FIRST_BROKER_ID + brokers, FIRST_BROKER_ID + all_brokers)])
         cluster = cls(base, uuid_to_str(random_uuid()), nodes, dynamic=dynamic,
-                      properties=properties, secure=secure)
+                      properties=properties, secure=secure, kafka_nodes=kafka_nodes,
+                      kafka=kafka)
+        if kafka_nodes:
+            write_log4j2(base)
         if secure:
             cluster.security_files.create(_now())
             cluster.security_files.write_client_files(cluster.bootstrap_servers)
@@ -228,6 +260,7 @@ class LocalCluster:
             **self.quorum_properties(),
             "log.dirs": str(node.data),
             **security,
+            **self.internal_topic_properties(),
             **self.properties,
         }
         text = "".join(f"{k}={v}\n" for k, v in props.items())
@@ -236,17 +269,54 @@ class LocalCluster:
         else:
             node.config.write_text(text)
 
+    def internal_topic_properties(self) -> dict[str, str]:
+        """With Kafka brokers, the internal topics' replication no larger than the brokers
+        there are: Kafka's brokers do not cap it by the live brokers as pykraft's do, and
+        the offsets topic could never be created in a cluster of fewer than 3."""
+        if not self.kafka_nodes:
+            return {}
+        replication = min(3, max(len(self.brokers), 1))
+        return {"offsets.topic.replication.factor": str(replication),
+                "transaction.state.log.replication.factor": str(replication),
+                "transaction.state.log.min.isr": str(min(2, replication)),
+                "share.coordinator.state.topic.replication.factor": str(replication),
+                "share.coordinator.state.topic.min.isr": str(min(2, replication))}
+
     def format(self, node_id: int) -> list[str]:
-        """Format as ``pykraft storage format`` would: static, or in a dynamic cluster
-        ``--standalone`` for controller 1 and ``--no-initial-controllers`` otherwise."""
+        """Format as ``pykraft storage format`` would (Kafka's ``kafka-storage.sh format``
+        for a Kafka node): static, or in a dynamic cluster ``--standalone`` for controller 1
+        and ``--no-initial-controllers`` otherwise."""
         node = self.nodes[node_id]
         mode = QuorumMode.STATIC
         if self.dynamic and node.role == CONTROLLER:
             mode = (QuorumMode.STANDALONE if node_id == min(self.controllers)
                     else QuorumMode.NO_INITIAL_CONTROLLERS)
+        if node_id in self.kafka_nodes:
+            return self._format_kafka_node(node, mode)
         scram = self.security_files.scram_arguments() if self.secure else ()
         return format_storage(FormatRequest(config=ServerConfig.load(node.config),
                                             cluster_id=self.cluster_id, mode=mode, scram=scram))
+
+    def _format_kafka_node(self, node: NodeFiles, mode: QuorumMode) -> list[str]:
+        mode_args = {QuorumMode.STANDALONE: ["--standalone"],
+                     QuorumMode.NO_INITIAL_CONTROLLERS: ["--no-initial-controllers"]}
+        command = self.kafka.format_command(node.config, self.cluster_id,
+                                            *mode_args.get(mode, []),
+                                            log4j2=self.base / LOG4J2_FILE)
+        done = subprocess.run(command, capture_output=True, text=True, check=False,
+                              stdin=subprocess.DEVNULL, timeout=KAFKA_FORMAT_TIMEOUT_S)
+        if done.returncode != 0:
+            raise ClusterError(f"Kafka's format of node {node.node_id} exited "
+                               f"{done.returncode}: {(done.stdout + done.stderr).strip()}")
+        return done.stdout.strip().splitlines()
+
+    @property
+    def kafka(self) -> KafkaRuntime:
+        """The Kafka that runs this cluster's Kafka nodes."""
+        if self._kafka is None:
+            raise ClusterError(f"the cluster in {self.base} has Kafka nodes: pass "
+                               "--kafka-home (or set KAFKA_HOME)")
+        return self._kafka
 
     def add_controller_node(self) -> NodeFiles:
         """A new controller (next free id, a free port) with its config written but not
@@ -264,26 +334,36 @@ class LocalCluster:
 
     @classmethod
     def reopen(cls, base: Path, controllers: int, properties: dict[str, str] | None = None,
-               brokers: int = 0, *, dynamic: bool = False, secure: bool = False
-               ) -> LocalCluster:
+               brokers: int = 0, *, dynamic: bool = False, secure: bool = False,
+               kafka_controllers: int = 0, kafka_brokers: int = 0,
+               kafka: KafkaRuntime | None = None) -> LocalCluster:
         """The stopped cluster in ``base``, to start again on its data, ports and ids; a
         ClusterError while its processes run or if it was made with other options."""
-        cluster = cls.load(base)
+        cluster = cls.load(base, kafka)
         running = cluster.running()
         if running:
             pids = ", ".join(f"node {n} pid {cluster.pids[n]}" for n in running)
             raise ClusterError(f"the cluster in {base} is running ({pids}); stop it with "
                                f"`pykraft cluster down --dir {base}`")
-        made = (len(cluster.controllers), len(cluster.brokers), cluster.dynamic,
-                cluster.properties, cluster.secure)
-        if made != (controllers, brokers, dynamic, dict(properties or {}), secure):
+        kafka_made = (cluster.count(CONTROLLER, kafka=True), cluster.count(BROKER, kafka=True))
+        made = (cluster.count(CONTROLLER, kafka=False), cluster.count(BROKER, kafka=False),
+                cluster.dynamic, cluster.properties, cluster.secure, kafka_made)
+        if made != (controllers, brokers, dynamic, dict(properties or {}), secure,
+                    (kafka_controllers, kafka_brokers)):
+            kafka_text = (f" and {kafka_made[0]} Kafka controllers and {kafka_made[1]} Kafka "
+                          "brokers" if any(kafka_made) else "")
             raise ClusterError(
                 f"{base} holds a {'secure ' if made[4] else ''}"
                 f"{'dynamic' if made[2] else 'static'} cluster of {made[0]} "
-                f"controllers and {made[1]} brokers with properties {made[3]}; restart it "
-                "with the options it was made with, or remove it first with "
+                f"controllers and {made[1]} brokers{kafka_text} with properties {made[3]}; "
+                "restart it with the options it was made with, or remove it first with "
                 f"`pykraft cluster delete --dir {base}`")
         return cluster
+
+    def count(self, role: str, *, kafka: bool) -> int:
+        """How many nodes of ``role`` run Kafka (or pykraft)."""
+        return sum(files.role == role and (node_id in self.kafka_nodes) == kafka
+                   for node_id, files in self.nodes.items())
 
     def delete(self) -> None:
         """Stop what runs, then remove the cluster's files (its nodes' data included)."""
@@ -293,11 +373,13 @@ class LocalCluster:
         if self.secure:
             self.security_files.delete()
         (self.base / STATE_FILE).unlink(missing_ok=True)
+        (self.base / LOG4J2_FILE).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.base.rmdir()  # only when nothing else lives there
 
     @classmethod
-    def load(cls, base: Path) -> LocalCluster:
+    def load(cls, base: Path, kafka: KafkaRuntime | None = None) -> LocalCluster:
+        """The cluster recorded in ``base``; ``kafka`` runs its Kafka nodes, if any."""
         try:
             state = json.loads((base / STATE_FILE).read_text())
             nodes = [NodeFiles(int(n["id"]), int(n["port"]), base / n["dir"],
@@ -308,7 +390,10 @@ class LocalCluster:
                        dynamic=bool(state.get("dynamic", False)),
                        properties={str(k): str(v)
                                    for k, v in state.get("properties", {}).items()},
-                       secure=bool(state.get("secure", False)))
+                       secure=bool(state.get("secure", False)),
+                       kafka_nodes=frozenset(int(n["id"]) for n in state["nodes"]
+                                             if n.get("software") == "kafka"),
+                       kafka=kafka)
         except FileNotFoundError:
             raise ClusterError(f"no cluster in {base} ({STATE_FILE} is missing)") from None
         except (ValueError, KeyError, TypeError) as exc:
@@ -318,7 +403,9 @@ class LocalCluster:
         state = {
             "cluster_id": self.cluster_id,
             "nodes": [{"id": n.node_id, "port": n.port, "dir": n.directory.name,
-                       "role": n.role} for n in self.nodes.values()],
+                       "role": n.role,
+                       "software": "kafka" if n.node_id in self.kafka_nodes else "pykraft"}
+                      for n in self.nodes.values()],
             "pids": {str(k): v for k, v in self.pids.items()},
             "dynamic": self.dynamic,
             "properties": self.properties,
@@ -355,11 +442,14 @@ class LocalCluster:
         node = self.nodes[node_id]
         if self.is_running(node_id):
             raise ClusterError(f"node {node_id} is already running (pid {self.pids[node_id]})")
+        if node_id in self.kafka_nodes and extra_args:
+            raise ClusterError(f"node {node_id} runs Kafka: no pykraft server arguments")
+        command = ([sys.executable, "-m", "pykraft", "server", str(node.config), *extra_args]
+                   if node_id not in self.kafka_nodes else
+                   self.kafka.server_command(node.config, log4j2=self.base / LOG4J2_FILE))
         with node.log.open("ab") as log:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "pykraft", "server", str(node.config), *extra_args],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-            )
+            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=log, start_new_session=True)
         self._children[node_id] = child
         self.pids[node_id] = child.pid
         self.save()
@@ -532,4 +622,5 @@ def _pid_alive(pid: int) -> bool:
         command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return True  # no /proc: trust the PID
-    return b"pykraft" in command and b"server" in command
+    return (b"pykraft" in command and b"server" in command) or (
+        KAFKA_MAIN_CLASS.encode() in command)

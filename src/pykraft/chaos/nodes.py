@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from pykraft.chaos.links import FrontDoor, Links
+from pykraft.tools.kafka_runtime import KafkaRuntime
 from pykraft.tools.local_cluster import (
     CONTROLLER,
     HOST,
@@ -20,7 +21,7 @@ from pykraft.tools.local_cluster import (
     free_ports,
 )
 
-LISTEN_TIMEOUT_S = 30.0
+LISTEN_TIMEOUT_S = 60.0  # a Kafka node's JVM on a busy 2-core machine: 15-25 s seen
 
 
 class ChaosCluster:
@@ -34,9 +35,12 @@ class ChaosCluster:
 
     @classmethod
     def create(cls, base: Path, *, controllers: int, brokers: int,
-               properties: dict[str, str]) -> ChaosCluster:
+               properties: dict[str, str], kafka_controllers: int = 0,
+               kafka_brokers: int = 0, kafka: KafkaRuntime | None = None) -> ChaosCluster:
+        """The cluster ``cluster up`` would make (Kafka's nodes too), behind front doors."""
         cluster = LocalCluster.create(base, controllers, properties, brokers,
-                                      format_nodes=False)
+                                      format_nodes=False, kafka_controllers=kafka_controllers,
+                                      kafka_brokers=kafka_brokers, kafka=kafka)
         hidden = dict(zip(cluster.nodes, free_ports(len(cluster.nodes)), strict=True))
         for node_id, node in cluster.nodes.items():
             listener = "CONTROLLER" if node.role == CONTROLLER else "PLAINTEXT"

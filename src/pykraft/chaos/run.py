@@ -42,6 +42,7 @@ from pykraft.chaos.replica_logs import read_replica
 from pykraft.chaos.schedule import BOUNDED, NORMAL, SHORT, Fault, Topology, plan
 from pykraft.chaos.workload import Consuming, Producing, Target, read_committed
 from pykraft.errors import PyKraftError
+from pykraft.tools.kafka_runtime import KafkaRuntime
 
 HISTORY_FILE = "history.jsonl"
 TOPIC = "chaos"
@@ -90,6 +91,9 @@ class RunOptions:
     properties: dict[str, str] = field(default_factory=dict)
     mix: str = BOUNDED
     replay: Path | None = None  # a history whose faults to carry out again (--faults: how many)
+    kafka_brokers: int = 0  # Apache Kafka's own brokers and controllers beside pykraft's
+    kafka_controllers: int = 0
+    kafka_home: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +112,8 @@ def schedule_for(options: RunOptions, topology: Topology) -> list[Fault]:
 REPLAYED = ("seed", "brokers", "controllers", "partitions", "replication_factor",
             "min_insync_replicas", "producers", "consumers", "rate_per_s")
 #: Settings a run records since the group joined the workload (an older run keeps ours).
-REPLAYED_IF_RECORDED = ("group_consumers", "group_protocol")
+REPLAYED_IF_RECORDED = ("group_consumers", "group_protocol", "kafka_brokers",
+                        "kafka_controllers")
 
 
 def replaying(options: RunOptions, history: Path) -> tuple[RunOptions, list[Step]]:
@@ -143,9 +148,13 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
         raise ChaosError(f"{options.directory} already holds a run ({HISTORY_FILE}); "
                          "choose another --dir")
     options.directory.mkdir(parents=True, exist_ok=True)
+    kafka = (KafkaRuntime.locate(options.kafka_home)
+             if options.kafka_brokers or options.kafka_controllers else None)
     nodes = ChaosCluster.create(options.directory / "cluster", controllers=options.controllers,
                                 brokers=options.brokers,
-                                properties={**CLUSTER_PROPERTIES, **options.properties})
+                                properties={**CLUSTER_PROPERTIES, **options.properties},
+                                kafka_controllers=options.kafka_controllers,
+                                kafka_brokers=options.kafka_brokers, kafka=kafka)
     cluster = nodes.cluster
     topology = Topology(tuple(cluster.brokers), tuple(cluster.controllers), options.partitions)
     schedule = schedule_for(options, topology) if steps is None else []
@@ -157,8 +166,10 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
     injector = Injector(nodes, TOPIC, recorder.fault)
     stop, stop_reading = threading.Event(), threading.Event()
     try:
-        progress(f"starting {options.controllers} controllers and {options.brokers} brokers "
-                 f"in {options.directory}")
+        kafka_text = (f" (and Apache Kafka's: {options.kafka_controllers} controllers, "
+                      f"{options.kafka_brokers} brokers)" if kafka is not None else "")
+        progress(f"starting {options.controllers} controllers and {options.brokers} brokers"
+                 f"{kafka_text} in {options.directory}")
         nodes.start_all()
         _create_topic(options, target)
         _wait(lambda: _all_led(injector, options.partitions), "every partition led",

@@ -13,6 +13,11 @@ import typer
 
 from pykraft.chaos.schedule import BOUNDED, STRESS
 from pykraft.cli.errors import fail
+from pykraft.cli.kafka_options import (
+    KafkaBrokersOption,
+    KafkaControllersOption,
+    KafkaHomeOption,
+)
 from pykraft.errors import PyKraftError
 
 if TYPE_CHECKING:  # the run and the checker load with their command (seconds of imports)
@@ -105,8 +110,11 @@ def run_command(
     faults: Annotated[int | None, typer.Option(
         min=0, help="Number of faults, one at a time [default: 10; a replay: all]."),
     ] = None,
-    brokers: Annotated[int, typer.Option(min=1, help="Brokers (ids from 1000).")] = 3,
-    controllers: Annotated[int, typer.Option(min=1, help="Controllers (voters).")] = 3,
+    brokers: Annotated[int, typer.Option(min=0, help="Brokers (ids from 1000).")] = 3,
+    controllers: Annotated[int, typer.Option(min=0, help="Controllers (voters).")] = 3,
+    kafka_brokers: KafkaBrokersOption = 0,
+    kafka_controllers: KafkaControllersOption = 0,
+    kafka_home: KafkaHomeOption = None,
     partitions: Annotated[int, typer.Option(min=1, help="Partitions of the topic.")] = 3,
     replication_factor: Annotated[int, typer.Option(min=1, help="Its replication factor.")] = 3,
     min_insync_replicas: Annotated[int, typer.Option(min=1, help="Its min.insync.replicas.")]
@@ -149,7 +157,9 @@ def run_command(
                          min_insync_replicas=min_insync_replicas, producers=producers,
                          consumers=consumers, group_consumers=group_consumers,
                          group_protocol=group_protocol.value, rate_per_s=rate, short=short,
-                         safe=safe, mix=mix.value, replay=replay)
+                         safe=safe, mix=mix.value, replay=replay,
+                         kafka_brokers=kafka_brokers, kafka_controllers=kafka_controllers,
+                         kafka_home=kafka_home)
     enough = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: enough.set())
     try:

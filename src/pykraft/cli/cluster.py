@@ -11,6 +11,11 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 import typer
 
 from pykraft.cli.errors import fail
+from pykraft.cli.kafka_options import (
+    KafkaBrokersOption,
+    KafkaControllersOption,
+    KafkaHomeOption,
+)
 from pykraft.cli.server import parse_overrides
 from pykraft.errors import PyKraftError
 
@@ -87,18 +92,9 @@ def up(
                                             "certificates in --dir, SCRAM-SHA-512 user admin "
                                             "in <dir>/client.properties) with ACLs.")
     ] = False,
-    kafka_brokers: Annotated[
-        int, typer.Option(help="Apache Kafka brokers beside pykraft's (ids after them).")
-    ] = 0,
-    kafka_controllers: Annotated[
-        int, typer.Option(help="Apache Kafka controllers beside pykraft's in the quorum.")
-    ] = 0,
-    kafka_home: Annotated[
-        Path | None,
-        typer.Option(envvar="KAFKA_HOME", help="The Apache Kafka that runs the Kafka nodes: "
-                     "a distribution's directory (its libs/*.jar); in a checkout, "
-                     "`make kafka` fetches one into .cache/kafka/<version>.")
-    ] = None,
+    kafka_brokers: KafkaBrokersOption = 0,
+    kafka_controllers: KafkaControllersOption = 0,
+    kafka_home: KafkaHomeOption = None,
 ) -> None:
     """Start the quorum on 127.0.0.1 and show its status until Ctrl-C.
 

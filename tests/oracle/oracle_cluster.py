@@ -42,6 +42,8 @@ from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.header import RequestHeader
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, open_with_timeout
+from pykraft.tools import kafka_runtime
+from pykraft.tools.kafka_runtime import JVM_OPTIONS
 from pykraft.tools.local_cluster import (
     BROKER,
     CONTROLLER,
@@ -58,16 +60,12 @@ PYKRAFT: Kind = "pykraft"
 CONTROLLER_LISTENER = "CONTROLLER"
 BROKER_LISTENER = "PLAINTEXT"
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
-#: what a JVM of Kafka's gets (``kafka-run-class.sh`` would give 1 GiB and G1)
-JVM_OPTIONS = ("-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-Xshare:auto",
-               "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true")
 FORMAT_TIMEOUT_S = 120.0
 READY_TIMEOUT_S = 120.0  # a JVM's start on a loaded 2-core machine: 15-25 s seen
 STOP_TIMEOUT_S = 15.0
 POLL_S = 0.2
-#: The release both kinds support, pykraft's default: Kafka 4.4's ``version-mapping`` gives
-#: it kraft.version 1 and every other feature at 0, as pykraft formats it.
-MIXED_RELEASE_VERSION = "3.9-IV0"
+#: what a mixed cluster is formatted at (``cluster up --kafka-brokers`` formats the same)
+MIXED_RELEASE_VERSION = kafka_runtime.MIXED_RELEASE_VERSION
 
 
 class OracleClusterError(AssertionError):
@@ -97,7 +95,8 @@ class ClusterSpec:
     ``StorageTool`` output must start pykraft, and ``pykraft storage format``'s Kafka).
     ``release_version`` goes to every format (``--release-version``): a mixed cluster needs
     one both kinds support (Kafka 4.4 formats 4.4-IV2 with five more features by default,
-    which pykraft's brokers do not support; :data:`MIXED_RELEASE_VERSION`)."""
+    which pykraft's brokers do not support: ``MIXED_RELEASE_VERSION``, from
+    :mod:`pykraft.tools.kafka_runtime`)."""
 
     controllers: Sequence[Kind] = ()
     brokers: Sequence[Kind] = ()

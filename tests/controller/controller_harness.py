@@ -157,7 +157,7 @@ class Cluster:
 
     def register(self, broker_id: int, *, rack: str | None = None,
                  incarnation: uuid.UUID | None = None, mv_range: tuple[int, int] = (1, 29),
-                 commit: bool = True) -> object:
+                 commit: bool = True, log_dirs: Sequence[uuid.UUID] = ()) -> object:
         inc = incarnation or self.incarnations.get(broker_id) or uuid.UUID(int=1000 + broker_id)
         self.incarnations[broker_id] = inc
         return self.call(BrokerRegistrationRequest(
@@ -166,7 +166,7 @@ class Cluster:
                                 security_protocol=i16(0)),),
             features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(
                 mv_range[0]), max_supported_version=i16(mv_range[1])),),
-            rack=rack,
+            rack=rack, log_dirs=tuple(log_dirs),
         ), commit=commit)
 
     def heartbeat(self, broker_id: int, *, offset: int | None = None, want_fence: bool = False,

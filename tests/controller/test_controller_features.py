@@ -58,6 +58,20 @@ def test_metadata_version_upgrade_changes_record_versions() -> None:
     assert cluster.replayed_image() == cluster.controller.image
 
 
+def test_a_new_partitions_directories_are_kafkas_default_dirs() -> None:
+    """Each replica's broker's only log directory; UNASSIGNED (0, 1) when it has several,
+    MIGRATING (0, 0) when it named none (ClusterControlManager.defaultDir)."""
+    cluster = started(19)
+    only = uuid.UUID(int=7)
+    for broker_id, dirs in ((1, (only,)), (2, (uuid.UUID(int=8), uuid.UUID(int=9))), (3, ())):
+        cluster.register(broker_id, log_dirs=dirs)
+        cluster.heartbeat(broker_id)
+    cluster.call(create_topic("t", partitions=-1, rf=-1, assignments=[(1, 2, 3)]))
+    (partition,) = [r.message for r in cluster.raft.metadata_records()
+                    if isinstance(r.message, PartitionRecord)]
+    assert partition.directories == (only, uuid.UUID(int=1), uuid.UUID(int=0))
+
+
 def test_feature_rules() -> None:
     cluster = started(19)
     cluster.start_brokers([None])  # the harness broker supports metadata.version 1-29 only

@@ -79,6 +79,10 @@ TOO_LARGE = Failure(ErrorCode.policy_violation, TOO_LARGE_MESSAGE)
 MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
+#: Kafka's DirectoryId.UNASSIGNED: the broker picks the directory, then says which.
+UNASSIGNED_DIR = uuid.UUID(int=1)
+
+
 def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
     while True:
         topic_id = random_uuid(lambda: uuid.UUID(int=ctx.rng.getrandbits(128)))
@@ -89,12 +93,25 @@ def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
 def _partition_record(ctx: ControllerContext, topic_id: uuid.UUID, partition_id: int,
                       replicas: tuple[int, ...]) -> PartitionRecord:
     isr = tuple(r for r in replicas if ctx.usable(r))
-    directories = (ZERO_UUID,) * len(replicas) if ctx.metadata_version >= MV_3_7_IV2 else ()
+    directories = (tuple(_default_dir(ctx, r) for r in replicas)
+                   if ctx.metadata_version >= MV_3_7_IV2 else ())
     return PartitionRecord(
         partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=isr,
         leader=next(iter(isr), NO_LEADER), leader_epoch=0, partition_epoch=0,
         directories=directories,
     )
+
+
+def _default_dir(ctx: ControllerContext, broker_id: int) -> uuid.UUID:
+    """Kafka's ``ClusterControlManager.defaultDir``: a broker's only log directory, so a
+    broker with one directory has nothing to send AssignReplicasToDirs about; UNASSIGNED
+    when it has several (or is not registered), MIGRATING when it named none."""
+    registration = ctx.image.cluster.brokers.get(broker_id)
+    if registration is None:
+        return UNASSIGNED_DIR
+    if not registration.log_dirs:
+        return ZERO_UUID  # DirectoryId.MIGRATING
+    return registration.log_dirs[0] if len(registration.log_dirs) == 1 else UNASSIGNED_DIR
 
 
 def _check_manual(ctx: ControllerContext, assignments: Sequence[Sequence[int]],

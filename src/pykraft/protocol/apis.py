@@ -52,6 +52,7 @@ class ApiKey(IntEnum):
     DESCRIBE_QUORUM = 55
     ALTER_PARTITION = 56
     UPDATE_FEATURES = 57
+    ENVELOPE = 58
     FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
     BROKER_REGISTRATION = 62
@@ -172,6 +173,8 @@ _SPECS = (
     _spec(ApiKey.DESCRIBE_QUORUM, (0, 2), 0, _BOTH),
     _spec(ApiKey.ALTER_PARTITION, (2, 3), 0, _CONTROLLER),
     _spec(ApiKey.UPDATE_FEATURES, (0, 2), 0, _BOTH),
+    # A broker's forwarded admin request with its client's principal (KIP-590).
+    _spec(ApiKey.ENVELOPE, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.FETCH_SNAPSHOT, (0, 1), 0, _CONTROLLER),
     _spec(ApiKey.DESCRIBE_CLUSTER, (0, 2), 0, _BOTH),
     _spec(ApiKey.BROKER_REGISTRATION, (0, 4), 0, _CONTROLLER),

@@ -23,6 +23,8 @@ from typing import Any
 
 from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.describe_quorum.v2 import response as dq
+from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.fetch.v18 import response as fetch_v18
 from kio.schema.types import BrokerId
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
@@ -63,6 +65,7 @@ from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
 )
+from pykraft.runtime.envelope import envelope_answer, envelope_error, open_envelope
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.extension import RequestHandler, checked_handlers
 from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_version
@@ -119,8 +122,8 @@ class Dispatcher:
         self._settings = node.settings
         self._controller = controller
         self._handlers = checked_handlers(handlers)
-        self._served = (SERVED_APIS if controller is None
-                        else SERVED_APIS | frozenset(CONTROLLER_REQUESTS)) | SASL_APIS
+        self._served = (SERVED_APIS if controller is None else SERVED_APIS | frozenset(
+            CONTROLLER_REQUESTS) | {ApiKey.ENVELOPE}) | SASL_APIS
 
     async def handle(self, frame: bytes, session: Session) -> bytes:
         """The encoded response to a request that came on ``session``'s connection; raises
@@ -188,28 +191,55 @@ class Dispatcher:
             else controller.controller.committed_image.acls, session)
 
     async def _route(self, request: RequestFrame, session: Session) -> bytes:
-        """The encoded answer to a decoded request this listener serves, once the
+        """The encoded answer to a decoded request this listener serves."""
+        if request.api_key == ApiKey.ENVELOPE:
+            refusal = cluster_refusal(CONTROLLER_RULES, ApiKey.ENVELOPE, request.body,
+                                      self._access(session))
+            answer = refusal if refusal is not None else await self._envelope(request.body,
+                                                                             session)
+            return self._encode(request, answer)
+        response = await self._answer(request, session)
+        return await self._encode_large(request, lambda: response)
+
+    async def _envelope(self, envelope: EnvelopeRequest, session: Session) -> EnvelopeResponse:
+        """A broker's forwarded request answered as its client's own (ControllerApis'
+        ``handleEnvelopeRequest``): authorized as the client, its response wrapped."""
+        forwarded = open_envelope(envelope, session)
+        if isinstance(forwarded, ErrorCode):
+            return envelope_error(forwarded)
+        inner = forwarded.request
+        if inner.api_key not in self._served:
+            return envelope_error(ErrorCode.unsupported_version)
+        try:
+            response = await self._answer(inner, forwarded.session)
+        except Exception:  # Kafka's handleError of the forwarded request: its own answer
+            log.exception("forwarded_request_failed", extra={"fields": {
+                "api_key": inner.api_key, "api_version": inner.api_version,
+                "peer": session.client_address}})
+            response = error_answer(inner.api_key, inner.body, ErrorCode.unknown_server_error)
+        return envelope_answer(response, await self._encode_large(inner, lambda: response))
+
+    async def _answer(self, request: RequestFrame, session: Session) -> Any:
+        """The latest-version answer to a decoded request this listener serves, once the
         session's authorization allows it (ControllerApis' checks)."""
         api_key = request.api_key
         access = self._access(session)
         refusal = cluster_refusal(CONTROLLER_RULES, api_key, request.body, access)
         if refusal is not None:
-            return self._encode(request, refusal)
+            return refusal
         if api_key == ApiKey.DESCRIBE_CLUSTER:
-            return self._encode(request, self._describe_cluster(request.body,
-                                                                request.api_version, access))
+            return self._describe_cluster(request.body, request.api_version, access)
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
             body: Any = await off_loop_if_large(convert, request.body, CONTROLLER_REQUESTS[api_key])
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
-                return self._encode(request, await update_kraft_version(self._node, body))
+                return await update_kraft_version(self._node, body)
             if api_key in PARTS and access.enabled:
                 image = self._controller.controller.committed_image
                 split = split_parts(api_key, body, access, image.topics.by_id)
                 answer = (None if split.allowed is None
                           else await self._controller.submit(split.allowed))
-                return self._encode(request, merge_parts(api_key, split, answer))
-            response = await self._controller.submit(body)
-            return await self._encode_large(request, lambda: response)
+                return merge_parts(api_key, split, answer)
+            return await self._controller.submit(body)
         latest: Any = convert(request.body, LATEST_REQUEST[api_key])
         if isinstance(latest, rpc.EndQuorumEpochRequest):
             part = rpc.end_quorum_partition(latest)
@@ -222,7 +252,7 @@ class Dispatcher:
         elif isinstance(response, rpc.FetchResponse) and (
                 request.api_version >= FIRST_RAFT_NODE_ENDPOINTS_VERSION):
             response = self._with_leader_endpoint(response)
-        return self._encode(request, response)
+        return response
 
     async def _encode_large(self, request: RequestFrame, answer: Callable[[], Any]) -> bytes:
         """``_encode(request, answer())`` for an answer that grows with its request: on the

@@ -1,0 +1,225 @@
+"""Brokers of both kinds in one cluster (issue 26 item 3): what the test reads and drives.
+
+The cluster is driven with confluent-kafka's admin client (Metadata for leaders and ISRs,
+ElectLeaders for preferred and unclean elections), its producer (an idempotent acks=all
+producer in a thread for the whole run of moves) and its consumer (the whole topic read back),
+and read from the disks of its brokers (each replica's segments, compared byte for byte).
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer as KafkaConsumer
+from confluent_kafka import (
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
+from kio.schema.elect_leaders.v2.request import TopicPartitions as ElectTopic
+from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
+from kio.schema.types import TopicName
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i8, i32
+from oracle_cluster import _read
+
+from pykraft.storage.offset_checkpoints import TopicPartition as PartitionName
+from pykraft.storage.partition_log import partition_dir_name
+
+POLL_S = 0.2
+STATE_TIMEOUT_S = 90.0
+#: the producer's pace: one message per poll of this many seconds (a bounded count spread
+#: over the moves, not as many as the machine can write)
+PRODUCE_PACE_S = 0.01
+ELECT_LEADERS_KEY = 43
+ELECT_PREFERRED, ELECT_UNCLEAN = 0, 1
+#: Kafka's ELECTION_NOT_NEEDED: the controller had already elected the leader asked for
+ELECTION_NOT_NEEDED = 84
+
+
+def wait_for(what: str, probe: Callable[[], bool], timeout_s: float = STATE_TIMEOUT_S) -> None:
+    """Poll ``probe`` until it holds (other processes' state: polling is the only way)."""
+    deadline = time.monotonic() + timeout_s
+    while not probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} after {timeout_s:.0f} s")
+        time.sleep(POLL_S)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    leader: int
+    isr: frozenset[int]
+
+
+def partitions(admin: AdminClient, topic: str) -> dict[int, PartitionState]:
+    """Each partition's leader and ISR as a broker's metadata says (empty while unknown)."""
+    try:
+        metadata = admin.list_topics(topic, timeout=5)
+    except KafkaException:
+        return {}
+    described = metadata.topics.get(topic)
+    if described is None or described.error is not None:
+        return {}
+    return {p.id: PartitionState(p.leader, frozenset(p.isrs))
+            for p in described.partitions.values()}
+
+
+def leader_is(admin: AdminClient, topic: str, partition: int, leader: int) -> bool:
+    state = partitions(admin, topic).get(partition)
+    return state is not None and state.leader == leader
+
+
+def isr_is(admin: AdminClient, topic: str, partition: int, isr: Iterable[int]) -> bool:
+    state = partitions(admin, topic).get(partition)
+    return state is not None and state.isr == frozenset(isr)
+
+
+def elect(address: str, election: int, topic: str, partition_ids: Iterable[int],
+          ) -> dict[int, int]:
+    """ElectLeaders v2 (``election`` 0 preferred, 1 unclean) sent to the broker at
+    ``address``: each partition's error code (0, or e.g. :data:`ELECTION_NOT_NEEDED`). Sent
+    to a Kafka broker, which forwards it to Kafka's controller: pykraft's brokers do not
+    serve ElectLeaders (issue 31), and pykraft's codec does not know it."""
+    body = io.BytesIO()
+    entity_writer(ElectLeadersRequest)(body, ElectLeadersRequest(
+        election_type=i8(election), topic_partitions=(ElectTopic(
+            topic=TopicName(topic), partitions=tuple(i32(p) for p in partition_ids)),)))
+    client = b"brokers-test"
+    # request header v2: key, version, correlation id, client id, no tagged fields
+    payload = (struct.pack(">hhih", ELECT_LEADERS_KEY, 2, 1, len(client)) + client + b"\0"
+               + body.getvalue())
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=70) as sock:
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        size = struct.unpack(">i", _read(sock, 4))[0]
+        frame = _read(sock, size)
+    # response header v1: correlation id, no tagged fields
+    answer, _ = entity_reader(ElectLeadersResponse)(frame, 5)
+    assert answer.error_code == 0, answer
+    return {p.partition_id: int(p.error_code)
+            for r in answer.replica_election_results for p in r.partition_result}
+
+
+@dataclass
+class PacedProducer:
+    """An idempotent acks=all producer writing ``str(i)`` for i = 0, 1, ... at a pace,
+    in a thread, until stopped or ``limit`` messages: what was acknowledged, and the
+    delivery errors."""
+
+    bootstrap: str
+    topic: str
+    limit: int
+    acknowledged: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="paced-producer", daemon=True)
+        self._thread.start()
+
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.errors.append(str(error))
+            return
+        value = message.value()
+        assert isinstance(value, bytes)
+        self.acknowledged.append(value.decode())
+
+    def _run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True,
+                             "acks": "all", "linger.ms": 5, "message.timeout.ms": 120_000})
+        for i in range(self.limit):
+            if self._stop.is_set():
+                break
+            producer.produce(self.topic, str(i).encode(), on_delivery=self._delivered)
+            producer.poll(PRODUCE_PACE_S)
+        remaining = producer.flush(120)
+        if remaining:
+            self.errors.append(f"{remaining} messages not delivered at the end")
+
+    def stop(self) -> None:
+        """Stop producing and wait for every outstanding delivery report."""
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join(timeout=180)
+        assert not self._thread.is_alive(), "the producer did not finish flushing"
+
+
+def produce(bootstrap: str, topic: str, partition: int, values: Iterable[str],
+            acks: str) -> None:
+    """Write ``values`` to one partition with ``acks``; every one acknowledged."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks,
+                         "enable.idempotence": False, "message.timeout.ms": 60_000})
+    errors: list[str] = []
+    for value in values:
+        producer.produce(topic, value.encode(), partition=partition,
+                         on_delivery=lambda e, _m: errors.append(str(e)) if e else None)
+    assert producer.flush(60) == 0
+    assert errors == []
+
+
+def consume_all(bootstrap: str, topic: str, partition_ids: Iterable[int]) -> Counter[str]:
+    """Every value of those partitions from their start to their high watermark, counted."""
+    consumer = KafkaConsumer({"bootstrap.servers": bootstrap, "group.id": "brokers-check",
+                              "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    counts: Counter[str] = Counter()
+    try:
+        for p in partition_ids:
+            tp = TopicPartition(topic, p, 0)
+            low, high = consumer.get_watermark_offsets(tp, timeout=30)
+            consumer.assign([TopicPartition(topic, p, low)])
+            position = low
+            deadline = time.monotonic() + STATE_TIMEOUT_S
+            while position < high:
+                assert time.monotonic() < deadline, f"{topic}-{p} read to {position} of {high}"
+                message = consumer.poll(1.0)
+                if message is None:
+                    continue
+                assert message.error() is None, message.error()
+                value = message.value()
+                assert isinstance(value, bytes)
+                counts[value.decode()] += 1
+                offset = message.offset()
+                assert offset is not None
+                position = offset + 1
+    finally:
+        consumer.close()
+    return counts
+
+
+def segments(log_dir: Path, topic: str, partition: int) -> dict[str, bytes]:
+    """The partition's ``.log`` files in ``log_dir``, by name, with their bytes."""
+    directory = log_dir / partition_dir_name(PartitionName(topic, partition))
+    return {path.name: path.read_bytes() for path in sorted(directory.glob("*.log"))}
+
+
+#: ERRORs a cluster of Kafka brokers alone logs too, each with why
+KAFKA_ONLY_ERRORS = (
+    # Kafka's group coordinator loading a __consumer_offsets partition it has just been made
+    # leader of when a controlled shutdown (its own or a restart's) takes the leadership
+    # away mid-load: CoordinatorRuntime logs the aborted load at ERROR
+    "because the partition is not online or is no longer the leader",
+)
+
+
+def error_lines(server_log: Path) -> list[str]:
+    """The ERROR lines of a Kafka node's log, but for :data:`KAFKA_ONLY_ERRORS`. (Stack
+    traces under WARN and INFO lines are a fetcher's connection to a stopped leader, as in
+    any cluster whose brokers are killed.)"""
+    lines = server_log.read_text(errors="replace").splitlines()
+    return [line for line in lines if " ERROR " in line
+            and not any(allowed in line for allowed in KAFKA_ONLY_ERRORS)]

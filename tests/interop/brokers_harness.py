@@ -14,7 +14,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,14 +27,21 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
+from kio.schema.create_topics.v7.request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
 from kio.schema.elect_leaders.v2.request import TopicPartitions as ElectTopic
 from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
-from kio.schema.types import TopicName
+from kio.schema.types import BrokerId, TopicName
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i8, i32
-from oracle_cluster import _read
+from kio.static.primitive import i8, i16, i32
+from oracle_cluster import _read, call
 
+from pykraft.protocol.apis import ApiKey
 from pykraft.storage.offset_checkpoints import TopicPartition as PartitionName
 from pykraft.storage.partition_log import partition_dir_name
 
@@ -44,9 +51,7 @@ STATE_TIMEOUT_S = 90.0
 #: over the moves, not as many as the machine can write)
 PRODUCE_PACE_S = 0.01
 ELECT_LEADERS_KEY = 43
-ELECT_PREFERRED, ELECT_UNCLEAN = 0, 1
-#: Kafka's ELECTION_NOT_NEEDED: the controller had already elected the leader asked for
-ELECTION_NOT_NEEDED = 84
+ELECT_PREFERRED = 0
 
 
 def wait_for(what: str, probe: Callable[[], bool], timeout_s: float = STATE_TIMEOUT_S) -> None:
@@ -90,7 +95,7 @@ def isr_is(admin: AdminClient, topic: str, partition: int, isr: Iterable[int]) -
 def elect(address: str, election: int, topic: str, partition_ids: Iterable[int],
           ) -> dict[int, int]:
     """ElectLeaders v2 (``election`` 0 preferred, 1 unclean) sent to the broker at
-    ``address``: each partition's error code (0, or e.g. :data:`ELECTION_NOT_NEEDED`). Sent
+    ``address``: each partition's error code. Sent
     to a Kafka broker, which forwards it to Kafka's controller: pykraft's brokers do not
     serve ElectLeaders (issue 31), and pykraft's codec does not know it."""
     body = io.BytesIO()
@@ -157,6 +162,18 @@ class PacedProducer:
         assert self._thread is not None
         self._thread.join(timeout=180)
         assert not self._thread.is_alive(), "the producer did not finish flushing"
+
+
+def create_topic(address: str, topic: str, assignment: Mapping[int, Sequence[int]],
+                 configs: Mapping[str, str]) -> None:
+    """CreateTopics v7 with a replica assignment, sent to the broker at ``address``."""
+    answer = call(address, ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=(CreatableTopic(
+        name=TopicName(topic), num_partitions=i32(-1), replication_factor=i16(-1),
+        assignments=tuple(CreatableReplicaAssignment(
+            partition_index=i32(p), broker_ids=tuple(BrokerId(b) for b in brokers))
+            for p, brokers in assignment.items()),
+        configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in configs.items())),)))
+    assert [(t.error_code, t.error_message) for t in answer.topics] == [(0, None)], answer
 
 
 def produce(bootstrap: str, topic: str, partition: int, values: Iterable[str],

@@ -14,7 +14,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,22 +45,12 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.storage.offset_checkpoints import TopicPartition as PartitionName
 from pykraft.storage.partition_log import partition_dir_name
 
-POLL_S = 0.2
 STATE_TIMEOUT_S = 90.0
 #: the producer's pace: one message per poll of this many seconds (a bounded count spread
 #: over the moves, not as many as the machine can write)
 PRODUCE_PACE_S = 0.01
 ELECT_LEADERS_KEY = 43
 ELECT_PREFERRED = 0
-
-
-def wait_for(what: str, probe: Callable[[], bool], timeout_s: float = STATE_TIMEOUT_S) -> None:
-    """Poll ``probe`` until it holds (other processes' state: polling is the only way)."""
-    deadline = time.monotonic() + timeout_s
-    while not probe():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} after {timeout_s:.0f} s")
-        time.sleep(POLL_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,21 +212,3 @@ def segments(log_dir: Path, topic: str, partition: int) -> dict[str, bytes]:
     """The partition's ``.log`` files in ``log_dir``, by name, with their bytes."""
     directory = log_dir / partition_dir_name(PartitionName(topic, partition))
     return {path.name: path.read_bytes() for path in sorted(directory.glob("*.log"))}
-
-
-#: ERRORs a cluster of Kafka brokers alone logs too, each with why
-KAFKA_ONLY_ERRORS = (
-    # Kafka's group coordinator loading a __consumer_offsets partition it has just been made
-    # leader of when a controlled shutdown (its own or a restart's) takes the leadership
-    # away mid-load: CoordinatorRuntime logs the aborted load at ERROR
-    "because the partition is not online or is no longer the leader",
-)
-
-
-def error_lines(server_log: Path) -> list[str]:
-    """The ERROR lines of a Kafka node's log, but for :data:`KAFKA_ONLY_ERRORS`. (Stack
-    traces under WARN and INFO lines are a fetcher's connection to a stopped leader, as in
-    any cluster whose brokers are killed.)"""
-    lines = server_log.read_text(errors="replace").splitlines()
-    return [line for line in lines if " ERROR " in line
-            and not any(allowed in line for allowed in KAFKA_ONLY_ERRORS)]

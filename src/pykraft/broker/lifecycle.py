@@ -127,8 +127,9 @@ class BrokerLifecycle:
     async def _register(self) -> None:
         response = await self._channel.send(self.registration())
         if response.error_code != ErrorCode.none:
-            event(log, "registration_refused", level=logging.WARNING,
-                  error=ErrorCode(response.error_code).name)
+            # INFO as Kafka's BrokerLifecycleManager: a broker restarted within its old
+            # session's timeout is refused (DUPLICATE_BROKER_REGISTRATION) and retries
+            event(log, "registration_refused", error=ErrorCode(response.error_code).name)
             return
         self.epoch = int(response.broker_epoch)
         event(log, "registered", broker_epoch=self.epoch,

@@ -239,3 +239,15 @@ def test_preferred_successors_most_caught_up_first() -> None:
 def test_single_voter_check_quorum_never_expires() -> None:
     assert not progress({0}).check_quorum_expired(10**9)
     assert progress({0, 1, 2}).check_quorum_expired(10**9)
+
+
+def test_a_voter_added_to_a_long_sole_leader_gets_a_whole_check_quorum_window() -> None:
+    """A standalone controller that led alone for minutes, then added a voter, resigned at
+    once (its deadline had passed long ago) and the quorum of two could not elect anyone
+    while the new voter did not know it was one (Kafka's joiner, issue 26)."""
+    p = progress({0})
+    assert not p.check_quorum_expired(10**6)
+    p.set_voters(VoterSet.static({0, 1}))
+    timeout = config({0, 1}).check_quorum_timeout_ms
+    assert not p.check_quorum_expired(10**6 + timeout - 1)
+    assert p.check_quorum_expired(10**6 + timeout)

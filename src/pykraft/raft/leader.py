@@ -130,7 +130,12 @@ class LeaderProgress:
             self.check_quorum_deadline_ms = now_ms + self._check_quorum_timeout_ms
 
     def check_quorum_expired(self, now_ms: int) -> bool:
+        """A sole voter never expires, and keeps its window fresh (as Kafka's LeaderState
+        resets its check-quorum timer then): the voter it adds next gets a whole window to
+        fetch, instead of a deadline long past that resigns the leader the moment the
+        VotersRecord is appended."""
         if self.voters.is_only_voter(self.local_id):
+            self.check_quorum_deadline_ms = now_ms + self._check_quorum_timeout_ms
             return False
         return now_ms >= self.check_quorum_deadline_ms
 

@@ -343,6 +343,39 @@ def test_an_unreachable_leader_starts_a_pre_vote_at_once() -> None:
     assert votes and all(part.pre_vote for _dst, part in votes)
 
 
+def test_a_refused_early_pre_vote_resumes_the_follower_until_its_fetch_timeout() -> None:
+    """Kafka's voters start a pre-vote only at the fetch timeout and refuse pre-votes until
+    theirs expires; a pykraft voter that probed early and came back as a fresh Follower
+    would grant the first Kafka voter's pre-vote and never win against it. Refused once,
+    it resumes the Follower it was (same deadline, no second probe) and, past half the
+    fetch timeout, refuses pre-votes as Kafka's do; before that only another early
+    prober can ask, and is granted (pykraft's fast failover)."""
+    h, fetch = follower_fetching_from(1)
+    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 1, high_watermark=0))
+    before = h.state()
+    assert isinstance(before, Follower) and before.has_fetched_from_leader
+    deadline = before.fetch_deadline_ms
+    (fetch,) = h.take_requests(rpc.FetchRequest)
+    h.client.handle_send_failure(h.now, fetch.destination, fetch.correlation_id,
+                                 unreachable=True)
+    h.drain()
+    assert isinstance(h.state(), Prospective)
+    (to_2,) = [out for out in h.take_requests(rpc.VoteRequest) if out.destination == 2]
+    h.respond(to_2, rpc.vote_response(ErrorCode.none, None, 1, False))
+    resumed = h.state()
+    assert isinstance(resumed, Follower) and resumed.fetch_deadline_ms == deadline
+    assert vote_partition(h.vote(2, 1, pre_vote=True)).vote_granted  # an early prober
+    h.advance(h.config.fetch_timeout_ms // 2)
+    assert not vote_partition(h.vote(2, 1, pre_vote=True)).vote_granted  # at its timeout
+    for fetch in h.take_requests(rpc.FetchRequest):
+        h.client.handle_send_failure(h.now, fetch.destination, fetch.correlation_id,
+                                     unreachable=True)
+    h.drain()
+    assert isinstance(h.state(), Follower)  # no second probe in this epoch
+    h.advance(deadline - h.now)
+    assert isinstance(h.state(), Prospective)
+
+
 def vote_from(h: Harness, candidate: int, directory: uuid.UUID, epoch: int) -> bool:
     h.request(candidate, rpc.vote_request(
         None, 0, epoch=epoch, local_id=candidate, last=OffsetAndEpoch(0, 0), pre_vote=False,

@@ -93,10 +93,19 @@ def _fetch_from_any_voter(core: Replica) -> None:
 
 
 def maybe_win_election(core: Replica) -> None:
+    """A probe (a pre-vote started before the fetch timeout, see
+    :func:`~pykraft.raft.follower_role.handle_send_failure`) ends at its first refusal: a
+    voter still hears from the leader, so this replica goes back to the very Follower it
+    left (same fetch deadline, still refusing pre-votes if it had fetched) and waits out
+    its fetch timeout as Kafka's followers do. Were it to come back as a fresh Follower,
+    it would grant the pre-vote of the first Kafka voter whose timeout expires, and a
+    pykraft controller could never win an election against Kafka's after a crash."""
     state = core.state
     if isinstance(state, Prospective):
         if state.election.is_granted:
             core.become_candidate()
+        elif state.resume is not None and state.election.rejected:
+            core.set_state(dataclasses.replace(state.resume, probed=True, download=None))
         elif state.election.is_rejected:
             _lose_pre_vote(core, state)
     elif isinstance(state, Candidate):

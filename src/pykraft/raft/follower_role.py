@@ -62,10 +62,13 @@ def handle_send_failure(core: Replica, destination: int, request: rpc.RaftReques
     lossy link start an election that voters cut off from the leader would support, as in
     KIP-996's ping-pong topology.) ``unreachable`` says the driver knows the leader is gone
     (connection refused: nothing listens there), which starts the pre-vote at once: a dead
-    process cannot be a lossy link.
+    process cannot be a lossy link. Such an early pre-vote is a probe: refused once, the
+    follower resumes and waits for its fetch timeout (:func:`~pykraft.raft.election_role.
+    maybe_win_election`).
     """
     state = core.state
     if (isinstance(state, Follower) and destination == state.leader_id and core.is_voter
+            and not state.probed
             and isinstance(request, rpc.FetchRequest | rpc.FetchSnapshotRequest)
             and (unreachable or _leader_silent_for_half_fetch_timeout(core, state))):
         core.become_prospective()

@@ -180,9 +180,11 @@ class QuorumState:
         state = self.state
         leader = state.leader_id if isinstance(state, Follower) else None
         retries = state.retries if isinstance(state, Candidate) else 1
+        resume = (state if isinstance(state, Follower) and now_ms < state.fetch_deadline_ms
+                  else None)
         election = EpochElection(voters, granted={self.node_id})
         return Prospective(state.epoch, leader, self.vote_kept_in(state.epoch), election,
-                           self.election_deadline(now_ms), retries)
+                           self.election_deadline(now_ms), retries, resume)
 
     def candidate(self, voters: VoterSet, now_ms: int) -> Candidate | None:
         """The next epoch's candidacy; None at :data:`~pykraft.raft.limits.MAX_EPOCH`, which

@@ -127,7 +127,15 @@ class Replica(ABC):
                               config=self.config)
 
     def can_grant_vote(self, candidate: ReplicaKey, up_to_date: bool, pre_vote: bool) -> bool:
-        return self.state.can_grant_vote(candidate, up_to_date, pre_vote)
+        """As the state decides; except that a Follower whose own probe was refused
+        grants the pre-votes that come while the leader has been silent for less than
+        half the fetch timeout: only another early prober, which saw the leader go as it
+        did, asks that soon (Kafka's voters ask at their fetch timeout, and are refused)."""
+        state = self.state
+        if (isinstance(state, Follower) and state.probed and pre_vote and up_to_date
+                and self.now < state.fetch_deadline_ms - self.config.fetch_timeout_ms // 2):
+            return True
+        return state.can_grant_vote(candidate, up_to_date, pre_vote)
 
     def truncate_diverging(self, diverging: OffsetAndEpoch) -> None:
         offset = truncation_offset(self.log, diverging)

@@ -52,6 +52,9 @@ class Prospective:
     election: EpochElection
     election_deadline_ms: int
     retries: int
+    #: the Follower an early pre-vote left before its fetch timeout (a probe; see
+    #: :func:`pykraft.raft.election_role.maybe_win_election`), None for a real timeout
+    resume: Follower | None = None
     name = "Prospective"
 
     @property
@@ -95,6 +98,7 @@ class Follower:
     download: SnapshotDownload | None = None  # pulling a snapshot instead of fetching
     next_membership_ms: int = 0  # next UpdateRaftVoter / auto-join attempt
     membership_done: bool = False  # this epoch's leader has our up-to-date entry
+    probed: bool = False  # an early pre-vote was refused: wait out the fetch timeout now
     name = "Follower"
 
     @property

@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from kafka_brokers_harness import logged_errors, wait_until
 from oracle_cluster import (
     KAFKA,
-    POLL_S,
     ClusterSpec,
     KafkaInstall,
     Node,
@@ -36,9 +35,6 @@ from pykraft.tools.quorum_tool import QuorumInfo, QuorumToolError, describe_quor
 
 METADATA_PARTITION = "__cluster_metadata-0"
 TOOL_TIMEOUT_S = 120.0
-#: Where a Kafka node's log entry starts (the oracle log4j2 layout: ``[date] LEVEL msg``).
-_LOG_ENTRY = re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,]+\] ", re.MULTILINE)
-_STACK_TRACE = re.compile(r"\s+at |Caused by: |[\w.$]+(Exception|Error)(: |$)")
 
 
 class DynamicCluster(OracleCluster):  # type: ignore[misc]  # Any to mypy: see pyproject
@@ -80,15 +76,6 @@ def dynamic_running(base: Path, kafka: KafkaInstall, *specs: ClusterSpec,
             cluster.stop_all()
 
 
-def wait_for(what: str, probe: Callable[[], bool], timeout_s: float = 120.0) -> None:
-    """Poll another process's state until ``probe`` holds (bounded)."""
-    deadline = time.monotonic() + timeout_s
-    while not probe():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not {what} within {timeout_s:.0f} s")
-        time.sleep(POLL_S)  # another process: polling is the only way to see it
-
-
 def quorum(cluster: OracleCluster, timeout_s: float = 30.0) -> QuorumInfo | None:
     """The quorum as the active controller describes it, None while none answers."""
     addresses = [(n.listener(CONTROLLER).rpartition(":")[0],
@@ -117,7 +104,7 @@ def settled_leader(cluster: OracleCluster, timeout_s: float = 120.0) -> Node:
             found[:] = [leader]
             return True
         return False
-    wait_for(f"a leader elected in {cluster.base.name}", led, timeout_s)
+    wait_until(f"a leader elected in {cluster.base.name}", led, timeout_s)
     return found[0]
 
 
@@ -151,19 +138,9 @@ def kafka_quorum_tool(cluster: OracleCluster, bootstrap: Node, *args: str,
 
 
 def kafka_problems(clusters: Sequence[OracleCluster], allowed: Sequence[str]) -> list[str]:
-    """The Kafka nodes' log entries at level ERROR or carrying a stack trace (an entry is a
-    ``[date] LEVEL`` line and the lines after it), but those matching an ``allowed``
-    regular expression; each as its node and first two lines."""
-    found = []
-    for cluster in clusters:
-        for node in cluster.nodes.values():
-            if node.kind != KAFKA or not node.log.exists():
-                continue
-            for entry in _LOG_ENTRY.split(node.log.read_text(errors="replace")):
-                lines = entry.splitlines()
-                if not lines or not (lines[0].startswith("ERROR ")
-                                     or any(map(_STACK_TRACE.match, lines[1:]))):
-                    continue
-                if not any(re.search(pattern, entry) for pattern in allowed):
-                    found.append(f"node {node.node_id}: " + " | ".join(lines[:2]))
-    return found
+    """The ERROR entries of the Kafka nodes' logs (with their stack traces) that match none
+    of the ``allowed`` regular expressions, each prefixed by its node."""
+    return [f"node {node.node_id}: {entry}"
+            for cluster in clusters for node in cluster.nodes.values() if node.kind == KAFKA
+            for entry in logged_errors(node)
+            if not any(re.search(pattern, entry) for pattern in allowed)]

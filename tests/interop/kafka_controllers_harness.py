@@ -269,14 +269,3 @@ def pykraft_problems(node: Node) -> list[str]:
             if _PROBLEM.search(line)]
 
 
-#: Kafka logs this at ERROR on every node given internal.metadata.log.segment.bytes (a
-#: Kafka-only cluster too): KafkaRaftLog's warning that the override is for testing
-ALLOWED_KAFKA_ERRORS = ("Overriding internal.metadata.log.segment.bytes is only supported "
-                        "for testing",)
-
-
-def kafka_errors(node: Node) -> list[str]:
-    """A Kafka node's ERROR lines and stack traces in its server.log, but the allowed."""
-    return [line for line in node.log.read_text(errors="replace").splitlines()
-            if (" ERROR " in line or line.startswith(("\tat ", "Caused by:")))
-            and not any(allowed in line for allowed in ALLOWED_KAFKA_ERRORS)]

@@ -12,7 +12,6 @@ a Kafka leader's answer and a pykraft leader's alike.
 from __future__ import annotations
 
 import asyncio
-import re
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from oracle_cluster import (
     KafkaInstall,
     Node,
     OracleCluster,
+    running,
 )
 
 from pykraft.ids import uuid_to_str
@@ -60,20 +60,8 @@ class DynamicCluster(OracleCluster):  # type: ignore[misc]  # Any to mypy: see p
 def dynamic_running(base: Path, kafka: KafkaInstall, *specs: ClusterSpec,
                     ) -> Iterator[list[DynamicCluster]]:
     """As :func:`oracle_cluster.running`, for dynamic quorums."""
-    clusters = [DynamicCluster(spec, base / f"dynamic-{i}", kafka)
-                for i, spec in enumerate(specs)]
-    try:
-        for cluster in clusters:
-            cluster.write_configs()
-            cluster.format_all()
-        for cluster in clusters:
-            cluster.launch()
-        for cluster in clusters:
-            cluster.wait_ready()
-        yield clusters
-    finally:
-        for cluster in clusters:
-            cluster.stop_all()
+    with running(base, kafka, *specs, cluster_type=DynamicCluster) as clusters:
+        yield [cluster for cluster in clusters if isinstance(cluster, DynamicCluster)]
 
 
 def quorum(cluster: OracleCluster, timeout_s: float = 30.0) -> QuorumInfo | None:
@@ -142,5 +130,4 @@ def kafka_problems(clusters: Sequence[OracleCluster], allowed: Sequence[str]) ->
     of the ``allowed`` regular expressions, each prefixed by its node."""
     return [f"node {node.node_id}: {entry}"
             for cluster in clusters for node in cluster.nodes.values() if node.kind == KAFKA
-            for entry in logged_errors(node)
-            if not any(re.search(pattern, entry) for pattern in allowed)]
+            for entry in logged_errors(node, tuple(allowed))]

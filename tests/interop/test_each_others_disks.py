@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_brokers_harness import logged_errors
 from oracle_cluster import (
     KAFKA,
     MIXED_RELEASE_VERSION,
@@ -156,11 +157,9 @@ def caught_up(cluster: OracleCluster, node_id: int) -> bool:
 
 
 def kafka_errors(cluster: OracleCluster) -> list[str]:
-    """ERROR lines in the Kafka nodes' logs (Kafka and pykraft nodes share a log file when
-    swapped: only Kafka's own line format is matched)."""
-    return [line for node in cluster.nodes.values() if node.log.exists()
-            for line in node.log.read_text(errors="replace").splitlines()
-            if line.startswith("[") and "] ERROR " in line]
+    """ERROR entries in the logs of every node (a swapped node's log holds both kinds' lines:
+    only Kafka's entry format is matched)."""
+    return [entry for node in cluster.nodes.values() for entry in logged_errors(node)]
 
 
 @pytest.fixture(scope="module")

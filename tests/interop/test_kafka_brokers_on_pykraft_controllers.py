@@ -213,10 +213,9 @@ def test_a_broker_with_an_empty_metadata_log_loads_pykrafts_snapshot(
     } <= set(partition_counts(client)))
 
 
-#: What a cluster of Kafka nodes only logs at ERROR all the same.
+#: What a cluster of Kafka nodes only logs at ERROR all the same (beyond
+#: kafka_brokers_harness.KAFKA_OWN_ERRORS).
 KAFKA_ONLY_ERRORS = (
-    # KafkaRaftLog, for the test-only setting SNAPSHOTTING rolls the metadata log with.
-    "Overriding internal.metadata.log.segment.bytes is only supported for testing",
     # ReplicaManager.getOrCreatePartition: a partition CreatePartitions added to a topic the
     # broker's previous image held (test_admin_requests_through_a_kafka_broker).
     "Expected partition via-broker-1 with topic id",

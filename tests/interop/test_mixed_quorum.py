@@ -54,22 +54,12 @@ SNAPSHOT_PROPERTIES = {
 }
 
 
-#: What Kafka's nodes also log without pykraft (each seen in a cluster of 3 Kafka controllers
-#: and 2 Kafka brokers whose leader was SIGKILLed three times, unless said otherwise):
+#: What Kafka's nodes also log without pykraft, beyond kafka_brokers_harness.KAFKA_OWN_ERRORS:
 KAFKA_ONLY_PROBLEMS = (
-    # a controller answering a request (a broker's heartbeat, a controller's registration)
-    # sent to it before it took up, or after it lost, the leadership
-    r"ERROR \[ControllerApis nodeId=\d+\] Unexpected error handling request.*\n.*"
-    r"NotControllerException",
-    # a controller stopped while no other leads cannot hand its leadership over
-    r"ERROR \[RaftManager id=\d+\] Graceful shutdown of RaftClient failed",
     # this test's DescribeCluster (pykraft's metadata-quorum client, as Kafka's admin would)
     # reaching a controller restarted a moment ago, before it loaded a metadata.version
     r"ERROR \[ControllerApis nodeId=\d+\] Unexpected error handling request "
     r"RequestHeader\(apiKey=DESCRIBE_CLUSTER.*\n.*There is no finalized MetadataVersion",
-    # Kafka's own words on the internal.metadata.log.segment.bytes these tests set
-    r"ERROR .*Overriding internal\.metadata\.log\.segment\.bytes is only supported for "
-    r"testing",
 )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
+from kafka_brokers_harness import logged_errors
 from kafka_controllers_harness import (
     SPEC,
     MetadataState,
@@ -24,7 +25,6 @@ from kafka_controllers_harness import (
     TopicsView,
     active_controller,
     controller_request,
-    kafka_errors,
     metadata_state,
     pykraft_problems,
     record_types,
@@ -326,7 +326,7 @@ def test_brokers_carry_on_after_the_active_kafka_controller_is_killed(
 
 def test_no_node_logged_an_error(cluster: OracleCluster) -> None:
     for node in cluster.controllers:
-        assert kafka_errors(node) == [], f"{node.log}"
+        assert logged_errors(node) == [], f"{node.log}"
     for node in cluster.brokers:
         assert pykraft_problems(node) == [], f"{node.log}"
 

@@ -399,12 +399,13 @@ def unfenced_brokers(address: str, timeout_s: float = 5.0) -> int | None:
 @contextmanager
 def running(base: Path, kafka: KafkaInstall | None, *specs: ClusterSpec,
             prepare: Callable[[OracleCluster], None] | None = None,
+            cluster_type: type[OracleCluster] = OracleCluster,
             ) -> Iterator[list[OracleCluster]]:
     """One cluster per spec (in ``base/cluster-<i>``), formatted, all started side by side
     (their JVMs and interpreters boot together) and ready; every node stopped by PID when
     the block ends. ``prepare`` edits a cluster's written configs before it is formatted
-    (e.g. one more listener)."""
-    clusters = [OracleCluster(spec, base / f"cluster-{i}", kafka)
+    (e.g. one more listener). ``cluster_type`` may be a subclass formatting otherwise."""
+    clusters = [cluster_type(spec, base / f"cluster-{i}", kafka)
                 for i, spec in enumerate(specs)]
     try:
         for cluster in clusters:

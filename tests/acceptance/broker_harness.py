@@ -25,7 +25,14 @@ from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.records.batch import encode_batch
 from pykraft.runtime.kafka_client import ClientConnection
-from pykraft.tools.local_cluster import BROKER, HOST, LocalCluster, NodeFiles, free_ports
+from pykraft.tools.local_cluster import (
+    BROKER,
+    HOST,
+    LocalCluster,
+    NodeFiles,
+    free_ports,
+    internal_topic_properties,
+)
 from pykraft.tools.quorum_tool import parse_host_port
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
@@ -51,6 +58,7 @@ def combined_node(base: Path, properties: dict[str, str]) -> LocalCluster:
     node = NodeFiles(1, client_port, base / "node-1", BROKER)
     node.directory.mkdir(parents=True)
     node.config.write_text("".join(f"{k}={v}\n" for k, v in {
+        **internal_topic_properties(1),
         **properties,
         "process.roles": "broker,controller",
         "node.id": "1",

@@ -11,7 +11,7 @@ import pytest
 from kio.schema.create_topics.v7 import response as ct
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.metadata.v13.request import MetadataRequest
-from kio.static.primitive import i8
+from kio.static.primitive import i8, i16, i32
 from replica_fixtures import broker, with_records
 
 from pykraft.broker.group_topic import (
@@ -36,14 +36,20 @@ TOPIC_ID = uuid.UUID(int=50)
 
 
 class Channel:
-    """Records what a finder asks the controller."""
+    """Records what a finder asks the controller; answers each topic with ``error``."""
 
-    def __init__(self) -> None:
+    def __init__(self, error: ErrorCode = ErrorCode.none) -> None:
         self.sent: list[Any] = []
+        self.error = error
 
     async def send(self, body: Any) -> Any:
         self.sent.append(body)
-        return ct.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=())
+        return ct.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(
+            ct.CreatableTopicResult(
+                name=t.name, topic_id=uuid.UUID(int=0), error_code=self.error,
+                error_message=None, topic_config_error_code=i16(0),
+                num_partitions=i32(-1), replication_factor=i16(-1), configs=None)
+            for t in body.topics))
 
 
 def cluster(brokers: int, *, fenced: tuple[int, ...] = ()) -> MetadataImage:
@@ -67,7 +73,9 @@ def find(keys: tuple[str, ...], key_type: int = 0) -> FindCoordinatorRequest:
     return FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=keys)
 
 
-def test_the_first_find_creates_the_offsets_topic_capped_by_live_brokers() -> None:
+def test_the_first_find_creates_the_offsets_topic_with_the_configured_factor() -> None:
+    """Exactly ``offsets.topic.replication.factor``, even with fewer live brokers: Kafka
+    does not cap it (the controller refuses it until the cluster is large enough)."""
     async def scenario() -> tuple[Any, Channel]:
         channel = Channel()
         finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=7, segment_bytes=1 << 20),
@@ -86,10 +94,33 @@ def test_the_first_find_creates_the_offsets_topic_capped_by_live_brokers() -> No
         ("g", ErrorCode.coordinator_not_available), ("h", ErrorCode.coordinator_not_available)]
     (request,) = channel.sent
     (topic,) = request.topics
-    assert (topic.name, topic.num_partitions, topic.replication_factor) == (OFFSETS_TOPIC, 7, 2)
+    assert (topic.name, topic.num_partitions, topic.replication_factor) == (OFFSETS_TOPIC, 7, 3)
     assert {c.name: c.value for c in topic.configs} == {
         "cleanup.policy": "compact", "segment.bytes": str(1 << 20),
         "compression.type": "producer"}
+
+
+def test_a_refused_creation_is_asked_again_by_the_next_find() -> None:
+    """INVALID_REPLICATION_FACTOR (fewer unfenced brokers than the factor): no topic, the
+    groups' coordinator not available, and the next FindCoordinator asks again (no retry
+    of its own between them)."""
+    async def scenario() -> tuple[Any, Channel]:
+        channel = Channel(ErrorCode.invalid_replication_factor)
+        finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=3), channel, "PLAINTEXT")
+        image = cluster(1)
+        finder.create_missing(find(("g",)), image)
+        for _ in range(3):  # the refusal comes back; nothing more is sent by itself
+            await asyncio.sleep(0)
+        assert len(channel.sent) == 1
+        finder.create_missing(find(("g",)), image)
+        await asyncio.sleep(0)
+        answer = finder.find(find(("g",)), image)
+        await finder.close()
+        return answer, channel
+
+    answer, channel = asyncio.run(scenario())
+    assert [c.error_code for c in answer.coordinators] == [ErrorCode.coordinator_not_available]
+    assert [t.replication_factor for r in channel.sent for t in r.topics] == [3, 3]
 
 
 def test_the_coordinator_is_the_leader_of_the_groups_partition() -> None:

@@ -3,10 +3,14 @@
 A group's coordinator is the leader of its ``__consumer_offsets`` partition
 (:func:`~pykraft.group.partitioning.partition_for`). The topic is created on the first
 FindCoordinator, as Kafka's AutoTopicCreationManager does: a CreateTopics to the active
-controller with ``offsets.topic.num.partitions`` partitions, a replication factor of
-``offsets.topic.replication.factor`` capped by the live (unfenced) brokers, compaction, and
-``offsets.topic.segment.bytes``. Until the partition has a leader the answer is
-COORDINATOR_NOT_AVAILABLE, which clients retry.
+controller with ``offsets.topic.num.partitions`` partitions, exactly
+``offsets.topic.replication.factor`` replicas, compaction, and ``offsets.topic.segment.bytes``.
+Until the partition has a leader the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
+The factor is not capped by the brokers there are: while fewer are unfenced the controller
+refuses it (INVALID_REPLICATION_FACTOR) and a later FindCoordinator asks again, so the topic
+waits for the cluster to reach its factor instead of being made with fewer replicas forever
+(Kafka: "Internal topic creation will fail until the cluster size meets this replication
+factor requirement").
 
 A transaction coordinator key gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message
 saying transactions are not supported: pykraft has no transaction coordinator, and that is
@@ -108,6 +112,7 @@ class CoordinatorFinder:
         self._channel = channel
         self._listener = listener_name
         self._creating: asyncio.Task[None] | None = None
+        self._last_error: ErrorCode | None = None  # a refusal repeated is not logged again
 
     def find(self, request: Any, image: MetadataImage) -> Any:
         """The FindCoordinator answer for each of ``request``'s keys; pure (a large request's
@@ -137,7 +142,7 @@ class CoordinatorFinder:
         """Ask for the offsets topic when a group's coordinator is looked for before it
         exists (Kafka's AutoTopicCreationManager)."""
         if int(request.key_type) == GROUP_KEY and OFFSETS_TOPIC not in image.topics.by_name:
-            self._create(image)
+            self._create()
 
     def _coordinator(self, key: str, image: MetadataImage) -> Coordinator:
         """One key's coordinator: its partition's leader and that broker's endpoint (no
@@ -155,21 +160,19 @@ class CoordinatorFinder:
         return Coordinator(key=key, node_id=BrokerId(leader), host=endpoint.host,
                            port=i32(endpoint.port), error_code=ErrorCode.none, error_message="")
 
-    def _create(self, image: MetadataImage) -> None:
-        """Ask the controller for the offsets topic, once at a time."""
+    def _create(self) -> None:
+        """Ask the controller for the offsets topic, once at a time (a refused one is asked
+        for again by the next FindCoordinator, as Kafka's in-flight set allows)."""
         if self._creating is not None and not self._creating.done():
             return
-        live = sum(1 for b in image.cluster.brokers.values() if not b.fenced)
-        replication = max(1, min(self._config.replication_factor, live))
-        self._creating = asyncio.get_running_loop().create_task(
-            self._send_create(replication))
+        self._creating = asyncio.get_running_loop().create_task(self._send_create())
 
-    async def _send_create(self, replication: int) -> None:
+    async def _send_create(self) -> None:
         config = self._config
         request = CreateTopicsRequest(
             topics=(CreatableTopic(
                 name=TopicName(OFFSETS_TOPIC), num_partitions=i32(config.num_partitions),
-                replication_factor=i16(replication), assignments=(),
+                replication_factor=i16(config.replication_factor), assignments=(),
                 configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (
                     ("cleanup.policy", "compact"),
                     ("segment.bytes", str(config.segment_bytes)),
@@ -182,9 +185,12 @@ class CoordinatorFinder:
             log.info("cannot create %s yet: %s", OFFSETS_TOPIC, exc)
             return
         for result in response.topics:
-            if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
-                log.warning("creating %s failed: %s %s", OFFSETS_TOPIC, result.error_code.name,
-                            result.error_message)
+            error = result.error_code
+            if error not in (ErrorCode.none, ErrorCode.topic_already_exists) \
+                    and error != self._last_error:
+                event(log, "offsets_topic_creation_failed", level=logging.WARNING,
+                      error=error.name, message=result.error_message)
+            self._last_error = error
 
     async def close(self) -> None:
         if self._creating is not None:

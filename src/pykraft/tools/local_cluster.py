@@ -270,17 +270,9 @@ class LocalCluster:
             node.config.write_text(text)
 
     def internal_topic_properties(self) -> dict[str, str]:
-        """With Kafka brokers, the internal topics' replication no larger than the brokers
-        there are: Kafka's brokers do not cap it by the live brokers as pykraft's do, and
-        the offsets topic could never be created in a cluster of fewer than 3."""
-        if not self.kafka_nodes:
-            return {}
-        replication = min(3, max(len(self.brokers), 1))
-        return {"offsets.topic.replication.factor": str(replication),
-                "transaction.state.log.replication.factor": str(replication),
-                "transaction.state.log.min.isr": str(min(2, replication)),
-                "share.coordinator.state.topic.replication.factor": str(replication),
-                "share.coordinator.state.topic.min.isr": str(min(2, replication))}
+        """The internal topics' replication for this cluster's brokers
+        (:func:`internal_topic_properties`)."""
+        return internal_topic_properties(len(self.brokers))
 
     def format(self, node_id: int) -> list[str]:
         """Format as ``pykraft storage format`` would (Kafka's ``kafka-storage.sh format``
@@ -624,3 +616,16 @@ def _pid_alive(pid: int) -> bool:
         return True  # no /proc: trust the PID
     return (b"pykraft" in command and b"server" in command) or (
         KAFKA_MAIN_CLASS.encode() in command)
+
+
+def internal_topic_properties(brokers: int) -> dict[str, str]:
+    """The internal topics' replication no larger than the ``brokers`` a cluster has (3 at
+    most, Kafka's default), as Kafka's sample ``server.properties`` sets it for one broker:
+    neither Kafka nor pykraft creates them with fewer replicas than configured, so with the
+    default of 3 a smaller cluster could never have ``__consumer_offsets``."""
+    replication = min(3, max(brokers, 1))
+    return {"offsets.topic.replication.factor": str(replication),
+            "transaction.state.log.replication.factor": str(replication),
+            "transaction.state.log.min.isr": str(min(2, replication)),
+            "share.coordinator.state.topic.replication.factor": str(replication),
+            "share.coordinator.state.topic.min.isr": str(min(2, replication))}

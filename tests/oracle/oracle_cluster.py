@@ -52,6 +52,7 @@ from pykraft.tools.local_cluster import (
     NodeFiles,
     _accepts,
     free_ports,
+    internal_topic_properties,
 )
 
 Kind = Literal["kafka", "pykraft"]
@@ -192,7 +193,6 @@ class OracleCluster:
         listeners = [f"{name}://{node.listener(role)}" for name, role in
                      ((CONTROLLER_LISTENER, CONTROLLER), (BROKER_LISTENER, BROKER))
                      if role in node.roles]
-        replication = str(min(3, max(len(self.brokers), 1)))
         return {
             "process.roles": ",".join(node.roles),
             "node.id": str(node.node_id),
@@ -201,11 +201,7 @@ class OracleCluster:
             "controller.quorum.voters": ",".join(
                 f"{n.node_id}@{n.listener(CONTROLLER)}" for n in self.controllers),
             "log.dirs": str(node.data),
-            "offsets.topic.replication.factor": replication,
-            "transaction.state.log.replication.factor": replication,
-            "transaction.state.log.min.isr": str(min(2, int(replication))),
-            "share.coordinator.state.topic.replication.factor": replication,
-            "share.coordinator.state.topic.min.isr": str(min(2, int(replication))),
+            **internal_topic_properties(len(self.brokers)),
             **self.spec.properties,
         }
 

@@ -48,7 +48,7 @@ class ScriptedChannel:
 def forward(channel: ScriptedChannel) -> Any:
     broker = object.__new__(BrokerDispatcher)  # _forward needs only the channel
     broker._channel = channel  # type: ignore[assignment]
-    return asyncio.run(broker._forward(FRAME))
+    return asyncio.run(broker._forward(FRAME, lambda: broker._send_plain(FRAME)))
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any
 
+import oracle_cluster as oracle
 import pytest
 from kafka_brokers_harness import logged_errors, wait_until
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
@@ -22,17 +23,7 @@ from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequ
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32
-from oracle_cluster import (
-    CONTROLLER,
-    KAFKA,
-    MIXED_RELEASE_VERSION,
-    PYKRAFT,
-    ClusterSpec,
-    KafkaInstall,
-    OracleCluster,
-    call,
-    running,
-)
+from oracle_cluster import KafkaInstall, OracleCluster, call
 
 from pykraft.config.authorizer import ALLOW_EVERYONE_IF_NO_ACL_FOUND, STANDARD_AUTHORIZER
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
@@ -47,10 +38,10 @@ ALLOWED_HOST = "127.0.0.2"
 #: allow.everyone.if.no.acl.found: the cluster's ACLs (CLUSTER_ACTION for the broker and its
 #: Envelopes, DESCRIBE to list ACLs) leave CREATE on the cluster to no one; topic ``fwd``'s
 #: ACL names the one host that may create it.
-SPEC = ClusterSpec(controllers=(KAFKA,), brokers=(PYKRAFT,),
-                   release_version=MIXED_RELEASE_VERSION,
-                   properties={"authorizer.class.name": STANDARD_AUTHORIZER,
-                               ALLOW_EVERYONE_IF_NO_ACL_FOUND: "true"})
+SPEC = oracle.ClusterSpec(controllers=(oracle.KAFKA,), brokers=(oracle.PYKRAFT,),
+                          release_version=oracle.MIXED_RELEASE_VERSION,
+                          properties={"authorizer.class.name": STANDARD_AUTHORIZER,
+                                      ALLOW_EVERYONE_IF_NO_ACL_FOUND: "true"})
 
 
 def _acl(resource_type: ResourceType, name: str, operation: AclOperation,
@@ -64,8 +55,8 @@ def _acl(resource_type: ResourceType, name: str, operation: AclOperation,
 @pytest.fixture(scope="module")
 def cluster(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
             ) -> Iterator[OracleCluster]:
-    with running(tmp_path_factory.mktemp("envelope"), kafka, SPEC) as (made,):
-        controller = made.controllers[0].listener(CONTROLLER)
+    with oracle.running(tmp_path_factory.mktemp("envelope"), kafka, SPEC) as (made,):
+        controller = made.controllers[0].listener(oracle.CONTROLLER)
         created = call(controller, ApiKey.CREATE_ACLS, 3, CreateAclsRequest(creations=(
             _acl(ResourceType.TOPIC, TOPIC, AclOperation.CREATE, ALLOWED_HOST),
             _acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.CLUSTER_ACTION, "*"),

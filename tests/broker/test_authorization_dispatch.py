@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
+from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
@@ -44,7 +45,7 @@ from pykraft.config.authorizer import (
     STANDARD_AUTHORIZER,
     SUPER_USERS,
 )
-from pykraft.errors import NetworkError
+from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.image.acls import (
     AclOperation,
     AclPermissionType,
@@ -91,10 +92,15 @@ def image() -> MetadataImage:
 
 
 class NoController:
+    """A controller that takes no Envelope (so the broker checks forwarded requests
+    itself) and that no request reaches."""
+
     def __init__(self) -> None:
         self.sent = 0
 
     async def send(self, body: Any, client_id: str | None = None) -> Any:
+        if isinstance(body, EnvelopeRequest):
+            raise UnsupportedVersionError("no Envelope", api_key=ApiKey.ENVELOPE)
         self.sent += 1
         raise NetworkError("no active controller is known yet")
 

@@ -1,4 +1,6 @@
-"""A broker retries forwarded admin requests while the active controller changes."""
+"""A broker retries forwarded admin requests while the active controller changes; to a
+controller that takes Envelope it sends them inside one, as its client's (Kafka's
+ForwardingManager)."""
 
 from __future__ import annotations
 
@@ -9,17 +11,22 @@ from typing import Any
 import pytest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.create_topics.v7.response import CreateTopicsResponse
+from kio.schema.envelope.v0.request import EnvelopeRequest
+from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32
 
 from pykraft.broker import dispatch
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.controller.responses import error_codes, error_response, is_not_controller
-from pykraft.errors import NetworkError
+from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import RequestFrame
+from pykraft.protocol.codec import RequestFrame, encode_request, encode_response
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
+from pykraft.runtime.dispatch import CloseConnection
+from pykraft.security.principal_serde import deserialize_principal
+from pykraft.security.session import KafkaPrincipal, Session
 
 REQUEST = CreateTopicsRequest(topics=tuple(
     CreatableTopic(name=TopicName(name), num_partitions=i32(1), replication_factor=i16(1),
@@ -35,20 +42,36 @@ class ScriptedChannel:
         self.outcomes = list(outcomes)
         self.sent = 0
         self.client_ids: set[str | None] = set()
+        self.bodies: list[Any] = []
 
     async def send(self, body: Any, client_id: str | None = None) -> Any:
         self.sent += 1
         self.client_ids.add(client_id)
+        self.bodies.append(body)
         outcome = self.outcomes[min(self.sent, len(self.outcomes)) - 1]
         if isinstance(outcome, Exception):
             raise outcome
         return outcome
 
 
-def forward(channel: ScriptedChannel) -> Any:
-    broker = object.__new__(BrokerDispatcher)  # _forward needs only the channel
+def broker_on(channel: ScriptedChannel) -> BrokerDispatcher:
+    broker = object.__new__(BrokerDispatcher)  # forwarding needs only the channel
     broker._channel = channel  # type: ignore[assignment]
-    return asyncio.run(broker._forward(FRAME))
+    return broker
+
+
+def forward(channel: ScriptedChannel) -> Any:
+    broker = broker_on(channel)
+    return asyncio.run(broker._forward(FRAME, lambda: broker._send_plain(FRAME)))
+
+
+CAROL = Session(KafkaPrincipal("User", "carol"), "[::1]:5000")
+
+
+def enveloped(channel: ScriptedChannel) -> Any:
+    """The answer to FRAME forwarded inside an Envelope for carol (None: sent plain)."""
+    answer = asyncio.run(broker_on(channel)._enveloped(FRAME, CAROL))
+    return None if answer is None else answer.response
 
 
 @pytest.fixture(autouse=True)
@@ -86,3 +109,48 @@ def test_no_controller_within_the_bound_answers_not_controller() -> None:
 def test_error_codes_read_top_level_and_per_part_errors() -> None:
     assert is_not_controller(error_response(REQUEST, ErrorCode.not_controller))
     assert not is_not_controller(error_response(REQUEST, ErrorCode.none))
+
+
+def _wrapped(response: Any) -> EnvelopeResponse:
+    """The controller's Envelope answer carrying ``response`` to FRAME."""
+    return EnvelopeResponse(response_data=encode_response(1, ApiKey.CREATE_TOPICS, 7, response),
+                            error_code=ErrorCode.none)
+
+
+def test_the_client_request_goes_whole_inside_an_envelope() -> None:
+    done = error_response(REQUEST, ErrorCode.topic_already_exists)
+    channel = ScriptedChannel(EnvelopeResponse(response_data=None,
+                                               error_code=ErrorCode.not_controller),
+                              NetworkError("lost"), _wrapped(done))
+    assert error_codes(enveloped(channel)) == [ErrorCode.topic_already_exists] * 2
+    assert channel.sent == 3 and channel.client_ids == {None}  # the broker's own header
+    envelope = channel.bodies[-1]
+    assert isinstance(envelope, EnvelopeRequest)
+    assert envelope.request_data == encode_request(FRAME.header, REQUEST)
+    assert deserialize_principal(envelope.request_principal) == CAROL.principal
+    assert envelope.client_host_address == bytes(15) + b"\x01"
+
+
+@pytest.mark.parametrize(("code", "data"), [
+    (ErrorCode.cluster_authorization_failed, None),
+    (ErrorCode.principal_deserialization_failure, None),
+    (ErrorCode.none, b"\x00"),  # a response that does not parse
+])
+def test_an_envelope_error_is_an_unknown_server_error(code: ErrorCode,
+                                                      data: bytes | None) -> None:
+    channel = ScriptedChannel(EnvelopeResponse(response_data=data, error_code=code))
+    assert error_codes(enveloped(channel)) == [ErrorCode.unknown_server_error] * 2
+    assert channel.sent == 1
+
+
+def test_unsupported_version_closes_the_client_connection() -> None:
+    channel = ScriptedChannel(EnvelopeResponse(response_data=None,
+                                               error_code=ErrorCode.unsupported_version))
+    with pytest.raises(CloseConnection):
+        enveloped(channel)
+
+
+def test_a_controller_without_envelope_gets_the_request_plain() -> None:
+    channel = ScriptedChannel(UnsupportedVersionError("no", api_key=ApiKey.ENVELOPE))
+    assert enveloped(channel) is None
+    assert channel.sent == 1

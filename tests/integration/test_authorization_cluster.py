@@ -2,7 +2,9 @@
 SASL_PLAINTEXT with PLAIN users admin (a super user: the broker's own identity towards the
 controller too) and alice. Without ACLs alice is refused producing, consuming, joining a
 group and creating ACLs, each with Kafka's error; once admin grants her the producer and
-consumer roles with ``pykraft acls``, she produces and consumes through a group."""
+consumer roles with ``pykraft acls``, she produces and consumes through a group. carol is a
+super user on the controller alone: the broker forwards her CreateTopics inside an
+Envelope unchecked, as Kafka's does, and the controller, seeing carol, creates the topic."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ TOPIC = "secured"
 GROUP = "alice-group"
 COUNT = 5
 DEADLINE_S = 60.0
-USERS = 'user_admin="admin-secret" user_alice="alice-secret"'
+USERS = 'user_admin="admin-secret" user_alice="alice-secret" user_carol="carol-secret"'
 SECURED_PROPERTIES = {
     **PROPERTIES,
     "authorizer.class.name": STANDARD_AUTHORIZER,
@@ -63,6 +65,10 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     cluster = LocalCluster.create(base / "cluster", 1, SECURED_PROPERTIES, brokers=1)
     (broker_id,) = cluster.brokers
     port = add_broker_listener(cluster, broker_id, "SASL_PLAINTEXT")
+    for controller_id in set(cluster.nodes) - set(cluster.brokers):
+        config = cluster.nodes[controller_id].config
+        config.write_text(config.read_text().replace(
+            "super.users=User:admin", "super.users=User:admin;User:carol"))
     admin_config = base / "admin.properties"
     admin_config.write_text(
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
@@ -170,3 +176,12 @@ def test_alice_is_refused_until_admin_grants_her_roles(secured: Secured) -> None
         e is None for e in produce_errors(secured, "alice")) else None, timeout_s=DEADLINE_S)
     assert consumer_error(secured, "alice") is None  # joined and read
     assert create_acl_error(secured, "alice") == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_the_controller_authorizes_a_forwarded_request_as_its_client(secured: Secured) -> None:
+    """The broker's rules would refuse carol (no ACL, not its super user); the controller's
+    make her a super user, and it sees her, not the broker, inside the Envelope."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(secured.client("carol"))
+    admin.create_topics([NewTopic("carols", 1, 1)])["carols"].result(timeout=30)

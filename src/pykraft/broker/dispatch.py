@@ -44,6 +44,7 @@ from pykraft.broker.authorization import (
 from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
+from pykraft.broker.forwarding import EnvelopeRefusedError, envelope_for, unwrapped
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder
 from pykraft.broker.group_versions import (
@@ -117,6 +118,13 @@ FORWARD_BACKOFF_MS = 50
 FIRST_AUTO_CREATE_FLAG_VERSION = 4  # Metadata v0-3 may always auto-create
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Enveloped:
+    """The controller's answer to a request forwarded inside an Envelope."""
+
+    response: Any
+
+
 class BrokerDispatcher(Dispatcher):
     """Turns one client request frame into one response frame on a broker."""
 
@@ -157,15 +165,20 @@ class BrokerDispatcher(Dispatcher):
 
     async def _route(self, request: RequestFrame, session: Session) -> bytes:
         """The answer once the session's authorization allows the request (KafkaApis'
-        checks; a forwarded request is checked here, with the controller's rules)."""
+        checks). A forwarded request goes inside an Envelope when the active controller
+        takes one, unchecked here as in Kafka (the controller authorizes the client); to a
+        controller without Envelope it is checked here, with the controller's rules, and
+        sent as the broker's own."""
         api_key = request.api_key
+        if api_key in FORWARDED and (enveloped := await self._enveloped(request, session)):
+            return await self._encode_large(request, lambda: enveloped.response)
         access = self._access(session)
         if (answer := cluster_refusal(BROKER_RULES, api_key, request.body, access)) is not None:
             return self._encode(request, answer)
         if api_key in PARTS and access.enabled:
             return self._encode(request, await self._split_answer(request, access))
         if api_key in FORWARDED:
-            forwarded = await self._forward(request)
+            forwarded = await self._forward(request, lambda: self._send_plain(request))
             return await self._encode_large(request, lambda: forwarded)
         if api_key in GROUP_APIS:
             return await self._group_answer(request, session, access)
@@ -216,9 +229,11 @@ class BrokerDispatcher(Dispatcher):
         split = split_parts(api_key, body, access, self._metadata.image.topics.by_id)
         answer = None
         if split.allowed is not None:
-            answer = (self._describe_configs(split.allowed, self._metadata.image)
+            allowed = split.allowed
+            answer = (self._describe_configs(allowed, self._metadata.image)
                       if api_key == ApiKey.DESCRIBE_CONFIGS
-                      else await self._forward(request, split.allowed))
+                      else await self._forward(request, lambda: self._send_plain(request,
+                                                                                 allowed)))
         return merge_parts(api_key, split, answer)
 
     async def _metadata_answer(self, request: RequestFrame, access: Access) -> bytes:
@@ -334,22 +349,47 @@ class BrokerDispatcher(Dispatcher):
             raise CloseConnection(str(exc)) from None
         return b"" if response is None else await self._encode_large(request, lambda: response)
 
-    async def _forward(self, request: RequestFrame, body: Any | None = None) -> Any:
-        """The active controller's answer. While the controller changes (no leader known
-        yet, a lost connection, an answer of NOT_CONTROLLER from a former leader), retry
-        with backoff for up to :data:`FORWARD_TIMEOUT_MS`, as Kafka's forwarding does: some
-        clients (librdkafka's CreateTopics) do not retry per-topic NOT_CONTROLLER errors."""
+    async def _enveloped(self, request: RequestFrame, session: Session) -> Enveloped | None:
+        """The controller's answer to ``request`` forwarded inside an Envelope (as the
+        client's own, for ``session``), or None when the active controller does not take
+        Envelope (it did not advertise it): the caller then forwards it as the broker's."""
+        async def send() -> Any:
+            envelope = await off_loop_if_large(envelope_for, request, session)
+            response = await self._channel.send(envelope)
+            return await off_loop_if_large(unwrapped, response, request)
+        try:
+            return Enveloped(await self._forward(request, send))
+        except UnsupportedVersionError as exc:
+            if exc.api_key == ApiKey.ENVELOPE:
+                return None
+            raise
+        except EnvelopeRefusedError as exc:
+            raise CloseConnection(str(exc)) from None
+
+    async def _send_plain(self, request: RequestFrame, body: Any | None = None) -> Any:
+        """``request`` (or its ``body`` instead) sent as the broker's own request, with
+        its client's id, as in Kafka's envelope: no larger than it came (with the broker's
+        own id, a request at socket.request.max.bytes was 23 bytes over the controller's
+        limit, which closed the connection on every retry)."""
+        return await self._channel.send(request.body if body is None else body,
+                                        request.header.client_id or "")
+
+    async def _forward(self, request: RequestFrame, send: Callable[[], Awaitable[Any]]) -> Any:
+        """The active controller's answer, by ``send``. While the controller changes (no
+        leader known yet, a lost connection, an answer of NOT_CONTROLLER from a former
+        leader), retry with backoff for up to :data:`FORWARD_TIMEOUT_MS`, as Kafka's
+        forwarding does: some clients (librdkafka's CreateTopics) do not retry per-topic
+        NOT_CONTROLLER errors. A controller that speaks no Envelope raises
+        UnsupportedVersionError for the caller."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + FORWARD_TIMEOUT_MS / 1000
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
         while True:
             try:
-                # with its client's id, as in Kafka's envelope: no larger than it came (with
-                # the broker's own id, a request at socket.request.max.bytes was 23 bytes
-                # over the controller's limit, which closed the connection on every retry)
-                response = await self._channel.send(request.body if body is None else body,
-                                                    request.header.client_id or "")
+                response = await send()
             except UnsupportedVersionError as exc:
+                if exc.api_key == ApiKey.ENVELOPE:
+                    raise
                 return self._not_controller(request, exc)
             except RequestTooLargeError as exc:  # its every part answered: off the loop
                 return await off_loop_if_large(error_answer, request.api_key, request.body,

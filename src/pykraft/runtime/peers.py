@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pykraft.errors import NetworkError, PeerUnreachableError
+from pykraft.errors import NetworkError, PeerUnreachableError, UnsupportedVersionError
 from pykraft.protocol.api_versions import VersionRanges
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection
@@ -72,7 +72,8 @@ class PeerConnection:
 
     async def send(self, body: Any, client_id: str | None = None) -> Any:
         """One request/response exchange (``client_id``: see :meth:`ClientConnection.request`);
-        raises :class:`NetworkError` on any failure."""
+        raises :class:`NetworkError` on any failure, and :class:`UnsupportedVersionError`,
+        the connection kept, for an API the peer does not speak (as Kafka's NetworkClient)."""
         async with self._lock:
             deadline = self._clock() + self._timeout_s
             try:
@@ -81,6 +82,8 @@ class PeerConnection:
                 # instead of a new one: one loop iteration less per exchange.
                 async with asyncio.timeout(max(0.0, deadline - self._clock())):
                     return await connection.request(body, client_id)
+            except UnsupportedVersionError:  # nothing was sent: the connection is sound
+                raise
             except CONNECTION_ERRORS as exc:
                 self._fail(exc)
                 if isinstance(exc, NetworkError):

@@ -249,7 +249,8 @@ def test_an_unregistered_broker_registers_again(
 
 
 #: Kafka's names of the record types the operations above make Kafka's controllers write.
-#: Not here: DelegationTokenRecord (needs a SASL listener and a token secret), ClearElrRecord
+#: Not here: DelegationTokenRecord and RemoveDelegationTokenRecord (they need a Kafka broker
+#: with a SASL listener: test_delegation_tokens_on_kafka_controllers.py), ClearElrRecord
 #: (eligible.leader.replicas.version is not finalized in a mixed cluster), AbortTransaction
 #: (a controller failing over inside a metadata transaction), FenceBrokerRecord and
 #: UnfenceBrokerRecord (Kafka writes them below metadata.version 3.3-IV3 only; from there a

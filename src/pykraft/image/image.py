@@ -5,8 +5,8 @@ Controllers and brokers share it: a replica replays committed records into a
 :class:`MetadataDelta` and applies it to get the next :class:`MetadataImage`; a snapshot is
 the image written back as records (:meth:`MetadataImage.records`), in Kafka's image write
 order (features with metadata.version first, cluster, topics, configs, producer ids, ACLs,
-SCRAM credentials). Client quotas and delegation tokens are not modeled: their records
-are accepted and ignored, as are NoOpRecord and ZkMigrationStateRecord. Transaction markers
+SCRAM credentials, delegation tokens). Client quotas are not modeled: their records are
+accepted and ignored, as are NoOpRecord and ZkMigrationStateRecord. Transaction markers
 are handled by :class:`pykraft.image.loader.ImageLoader`, not here.
 """
 
@@ -20,6 +20,7 @@ from pykraft.features import MINIMUM_METADATA_VERSION
 from pykraft.image.acls import AclsDelta, AclsImage
 from pykraft.image.cluster_image import ClusterDelta, ClusterImage
 from pykraft.image.configs import ConfigurationsDelta, ConfigurationsImage
+from pykraft.image.delegation_tokens import DelegationTokensDelta, DelegationTokensImage
 from pykraft.image.features import FeaturesDelta, FeaturesImage
 from pykraft.image.producer_ids import ProducerIdsImage
 from pykraft.image.scram import ScramDelta, ScramImage
@@ -58,8 +59,9 @@ from pykraft.records.metadata import (
 
 _IGNORED = (
     NoOpRecord, ZkMigrationStateRecord, BeginTransactionRecord, EndTransactionRecord,
-    AbortTransactionRecord, ClientQuotaRecord, DelegationTokenRecord, RemoveDelegationTokenRecord,
+    AbortTransactionRecord, ClientQuotaRecord,
 )
+_TOKENS = (DelegationTokenRecord, RemoveDelegationTokenRecord)
 _SCRAM = (UserScramCredentialRecord, RemoveUserScramCredentialRecord)
 _CLUSTER = (
     RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord, UnfenceBrokerRecord,
@@ -89,6 +91,8 @@ class MetadataImage:
     producer_ids: ProducerIdsImage = dataclasses.field(default_factory=ProducerIdsImage)
     acls: AclsImage = dataclasses.field(default_factory=AclsImage)
     scram: ScramImage = dataclasses.field(default_factory=ScramImage)
+    delegation_tokens: DelegationTokensImage = dataclasses.field(
+        default_factory=DelegationTokensImage)
     provenance: Provenance = dataclasses.field(default_factory=Provenance, compare=False)
 
     @property
@@ -115,6 +119,7 @@ class MetadataImage:
         yield from self.producer_ids.records()
         yield from self.acls.records()
         yield from self.scram.records(mv)
+        yield from self.delegation_tokens.records(mv)
 
     def encoded_records(self) -> list[bytes]:
         """:meth:`records` framed as metadata record values."""
@@ -133,6 +138,7 @@ class MetadataDelta:
         self._producer_ids: ProducerIdsImage | None = None
         self._acls: AclsDelta | None = None
         self._scram: ScramDelta | None = None
+        self._tokens: DelegationTokensDelta | None = None
 
     @property
     def features(self) -> FeaturesDelta:
@@ -181,6 +187,10 @@ class MetadataDelta:
             if self._scram is None:
                 self._scram = ScramDelta(self.image.scram)
             self._scram.replay(body)
+        elif isinstance(body, _TOKENS):
+            if self._tokens is None:
+                self._tokens = DelegationTokensDelta(self.image.delegation_tokens)
+            self._tokens.replay(body)
         elif not isinstance(body, _IGNORED):
             raise TypeError(f"{type(body).__name__} is not a metadata record")
 
@@ -196,5 +206,7 @@ class MetadataDelta:
             producer_ids=self._producer_ids or image.producer_ids,
             acls=image.acls if self._acls is None else self._acls.apply(),
             scram=image.scram if self._scram is None else self._scram.apply(),
+            delegation_tokens=(image.delegation_tokens if self._tokens is None
+                               else self._tokens.apply()),
             provenance=provenance,
         )

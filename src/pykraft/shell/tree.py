@@ -17,6 +17,7 @@ from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.scram import ScramCredential, ScramImage, ScramMechanism
 from pykraft.image.topics import PartitionRegistration, TopicImage
+from pykraft.records.metadata import DelegationTokenRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,15 @@ def _scram_text(c: ScramCredential) -> str:
             f"serverKey={c.server_key.hex()}, iterations={c.iterations})")
 
 
+def _token_text(t: DelegationTokenRecord) -> str:
+    """Kafka's DelegationTokenDataNode, unredacted as the shell prints it: its parentheses
+    and its renewers joined with no separator are Kafka's."""
+    return (f"DelegationTokenDatatokenId={t.token_id}(owner={t.owner}"
+            f"(tokenRequester={t.requester}(renewers={''.join(t.renewers)}, "
+            f"issueTimestamp={t.issue_timestamp}, maxTimestamp={t.max_timestamp}), "
+            f"expiryTimestamp={t.expiration_timestamp}")
+
+
 def _scram_dir(scram: ScramImage) -> DirNode:
     """One directory per known mechanism, listed even when it has no users."""
     return DirNode({
@@ -149,7 +159,9 @@ def image_tree(image: MetadataImage, *, source: str) -> DirNode:
         "acls": DirNode({"byId": DirNode({uuid_to_str(acl_id): FileNode(str(acl))
                                           for acl_id, acl in image.acls.acls.items()})}),
         "scram": _scram_dir(image.scram),
-        "delegationToken": DirNode(),
+        "delegationToken": DirNode({
+            token_id: FileNode(_token_text(token))
+            for token_id, token in image.delegation_tokens.tokens.items()}),
     })
     local = DirNode({"version": FileNode(__version__), "commitId": FileNode("unknown"),
                      "source": FileNode(source)})

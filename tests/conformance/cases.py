@@ -562,6 +562,12 @@ BROKER_LIFECYCLE = [
     Case("AlterPartition", 56, "unknown_broker",
          kio(56, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5, "topics": []}),
          top_error, error_is("NONE"), listeners=(CONTROLLER,)),  # no topic: no epoch check
+    # Kafka's checkBrokerEpoch: an unregistered broker is a stale epoch, for the whole request
+    Case("AssignReplicasToDirs", 73, "unknown_broker",
+         kio(73, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5, "directories": [
+             {"id_": uuid.UUID(int=9), "topics": [
+                 {"topic_id": uuid.UUID(int=10), "partitions": [{"partition_index": 0}]}]}]}),
+         top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
 ]
 
 

@@ -27,6 +27,7 @@ from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsReque
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
+from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
@@ -46,6 +47,7 @@ from pykraft.controller import (
     acl_control,
     cluster_control,
     config_control,
+    dir_assignment,
     features_control,
     replication,
     scram_control,
@@ -96,6 +98,8 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
         return replication.create_partitions(ctx, request)
     if isinstance(request, AlterPartitionRequest):
         return replication.alter_partition(ctx, request)
+    if isinstance(request, AssignReplicasToDirsRequest):
+        return dir_assignment.assign_replicas_to_dirs(ctx, request)
     if isinstance(request, IncrementalAlterConfigsRequest):
         return config_control.incremental_alter_configs(ctx, request)
     if isinstance(request, AlterConfigsRequest):

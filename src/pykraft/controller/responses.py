@@ -16,6 +16,8 @@ from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.alter_partition.v3 import response as ap_resp
 from kio.schema.alter_user_scram_credentials.v0 import request as scram_req
 from kio.schema.alter_user_scram_credentials.v0 import response as scram_resp
+from kio.schema.assign_replicas_to_dirs.v0 import request as ard_req
+from kio.schema.assign_replicas_to_dirs.v0 import response as ard_resp
 from kio.schema.broker_heartbeat.v1 import request as hb_req
 from kio.schema.broker_heartbeat.v1 import response as hb_resp
 from kio.schema.broker_registration.v4 import request as reg_req
@@ -140,6 +142,8 @@ _BUILDERS: dict[type, _Builder] = {
                                                  error_message=m)),
     ap_req.AlterPartitionRequest: lambda _r, c, _m: ap_resp.AlterPartitionResponse(
         throttle_time=NO_THROTTLE, error_code=c, topics=()),
+    ard_req.AssignReplicasToDirsRequest: lambda _r, c, _m: ard_resp.AssignReplicasToDirsResponse(
+        throttle_time=NO_THROTTLE, error_code=c, directories=()),
     uf_req.UpdateFeaturesRequest: lambda _r, c, m: uf_resp.UpdateFeaturesResponse(
         throttle_time=NO_THROTTLE, error_code=c, error_message=m, results=()),
     allocate_req.AllocateProducerIdsRequest: lambda _r, c, _m: (  # Kafka's defaults: 0, 0

@@ -26,6 +26,7 @@ from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsReque
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
+from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
@@ -59,6 +60,7 @@ CONTROLLER_REQUESTS: dict[int, type] = {
     ApiKey.UNREGISTER_BROKER: UnregisterBrokerRequest,
     ApiKey.CONTROLLER_REGISTRATION: ControllerRegistrationRequest,
     ApiKey.ALTER_PARTITION: AlterPartitionRequest,
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: AssignReplicasToDirsRequest,
     ApiKey.CREATE_TOPICS: CreateTopicsRequest,
     ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
     ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,

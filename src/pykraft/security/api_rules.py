@@ -125,6 +125,7 @@ CONTROLLER_RULES: dict[int, ApiRule] = _COMMON | {
     _K.CONTROLLER_REGISTRATION: _cluster(_O.CLUSTER_ACTION),
     _K.ALTER_PARTITION: _cluster(_O.CLUSTER_ACTION),
     _K.ALLOCATE_PRODUCER_IDS: _cluster(_O.CLUSTER_ACTION),
+    _K.ASSIGN_REPLICAS_TO_DIRS: _cluster(_O.CLUSTER_ACTION),
     _K.ENVELOPE: _cluster(_O.CLUSTER_ACTION),  # then the inner request, as its client
 }
 

@@ -1,0 +1,96 @@
+"""AssignReplicasToDirs (API 73, KIP-858): a broker with several log directories says in
+which one it placed each of its replicas (Kafka's
+ReplicationControlManager.handleAssignReplicasToDirs).
+
+The controller created those replicas with the directory UNASSIGNED (see
+``replication._default_dir``); the broker's answer becomes a PartitionChangeRecord setting
+its entry of the partition's ``directories``. As in Kafka: refused whole below
+metadata.version 3.7-IV2 (UNSUPPORTED_VERSION) or for a broker epoch that is not the
+registered one (STALE_BROKER_EPOCH); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION,
+or NOT_LEADER_OR_FOLLOWER for a partition the broker holds no replica of. A replica assigned
+to a directory the broker's registration does not list as online is then taken out of the
+ISR and leadership, as a replica on an offline directory.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kio.schema.assign_replicas_to_dirs.v0 import request as req_
+from kio.schema.assign_replicas_to_dirs.v0 import response as resp_
+
+from pykraft.controller.cluster_control import election
+from pykraft.controller.context import ControllerContext, ControllerResult
+from pykraft.controller.partition_change import partition_change
+from pykraft.controller.responses import NO_THROTTLE, error_response
+from pykraft.ids import ZERO_UUID
+from pykraft.image.cluster_image import BrokerRegistration
+from pykraft.image.topics import TopicImage
+from pykraft.image.versions import MV_3_7_IV2
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import PartitionChangeRecord
+
+
+def assign_replicas_to_dirs(ctx: ControllerContext,
+                            req: req_.AssignReplicasToDirsRequest) -> ControllerResult:
+    """The records moving the broker's replicas to the directories it names."""
+    if ctx.metadata_version < MV_3_7_IV2:
+        return ControllerResult((), error_response(req, ErrorCode.unsupported_version))
+    broker = ctx.image.cluster.brokers.get(req.broker_id)
+    if broker is None or broker.epoch != req.broker_epoch:
+        return ControllerResult((), error_response(req, ErrorCode.stale_broker_epoch))
+    records: list[object] = []
+    offline: list[tuple[TopicImage, int]] = []
+    directories: list[resp_.DirectoryData] = []
+    for directory in req.directories:
+        dir_id = directory.id_ or ZERO_UUID
+        topics: list[resp_.TopicData] = []
+        for data in directory.topics:
+            topic = ctx.image.topics.by_id.get(data.topic_id) if data.topic_id else None
+            answers: list[resp_.PartitionData] = []
+            for part in data.partitions:
+                code = (ErrorCode.unknown_topic_id if topic is None
+                        else _assign(broker, topic, part.partition_index, dir_id, records))
+                if topic is not None and code == ErrorCode.none and dir_id not in broker.log_dirs:
+                    offline.append((topic, part.partition_index))
+                answers.append(resp_.PartitionData(partition_index=part.partition_index,
+                                                   error_code=code))
+            topics.append(resp_.TopicData(topic_id=data.topic_id, partitions=tuple(answers)))
+        directories.append(resp_.DirectoryData(id_=directory.id_, topics=tuple(topics)))
+    records += _leave_offline(ctx, broker.broker_id, offline)
+    return ControllerResult(tuple(records), resp_.AssignReplicasToDirsResponse(
+        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, directories=tuple(directories)))
+
+
+def _assign(broker: BrokerRegistration, topic: TopicImage, partition_id: int,
+            dir_id: uuid.UUID, records: list[object]) -> ErrorCode:
+    """Append the change putting the broker's replica of the partition in ``dir_id``."""
+    partition = topic.partitions.get(partition_id)
+    if partition is None:
+        return ErrorCode.unknown_topic_or_partition
+    if broker.broker_id not in partition.replicas:
+        return ErrorCode.not_leader_or_follower
+    index = partition.replicas.index(broker.broker_id)
+    # a partition from before 3.7-IV2 has no directories: Kafka reads them as MIGRATING
+    directories = list(partition.directories or (ZERO_UUID,) * len(partition.replicas))
+    if directories[index] != dir_id:
+        directories[index] = dir_id
+        records.append(PartitionChangeRecord(partition_id=partition_id,
+                                             topic_id=topic.topic_id,
+                                             directories=tuple(directories)))
+    return ErrorCode.none
+
+
+def _leave_offline(ctx: ControllerContext, broker_id: int,
+                   partitions: list[tuple[TopicImage, int]]) -> list[object]:
+    """Kafka's "offline-dir-assignment" updates: the broker leaves the ISR and leadership of
+    replicas it placed in a directory that is not online."""
+    without = election(ctx, lambda b: b != broker_id and ctx.usable(b))
+    records: list[object] = []
+    for topic, partition_id in partitions:
+        partition = topic.partitions[partition_id]
+        isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
+        change = partition_change(topic, partition_id, partition, isr=isr, election=without)
+        if change is not None:
+            records.append(change)
+    return records

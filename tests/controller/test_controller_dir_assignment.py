@@ -1,0 +1,99 @@
+"""AssignReplicasToDirs on the controller: Kafka's ReplicationControlManager rules."""
+
+from __future__ import annotations
+
+import uuid
+
+from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
+from kio.schema.assign_replicas_to_dirs.v0.request import (
+    AssignReplicasToDirsRequest,
+    DirectoryData,
+    PartitionData,
+    TopicData,
+)
+from kio.schema.assign_replicas_to_dirs.v0.response import AssignReplicasToDirsResponse
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32, i64
+
+from pykraft.image.versions import MV_3_7_IV2
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import PartitionChangeRecord
+
+DIR_A, DIR_B, OFFLINE = uuid.UUID(int=8), uuid.UUID(int=9), uuid.UUID(int=10)
+UNASSIGNED = uuid.UUID(int=1)
+
+
+def _cluster(mv: int = MV_3_7_IV2) -> Cluster:
+    """Brokers 1 and 2 with two directories each (none before 3.7-IV2, which has no
+    directory ids), topic "t" with 2 partitions on both."""
+    cluster = Cluster(mv=mv)
+    cluster.elect()
+    for broker_id in (1, 2):
+        cluster.register(broker_id, log_dirs=(DIR_A, DIR_B) if mv >= MV_3_7_IV2 else ())
+        cluster.heartbeat(broker_id)
+    cluster.call(create_topic("t", partitions=-1, rf=-1, assignments=[(1, 2), (2, 1)]))
+    return cluster
+
+
+def _assign(cluster: Cluster, broker_id: int, dirs: dict[uuid.UUID, dict[uuid.UUID, list[int]]],
+            *, epoch: int | None = None) -> AssignReplicasToDirsResponse:
+    broker = cluster.controller.image.cluster.brokers[broker_id]
+    response = cluster.call(AssignReplicasToDirsRequest(
+        broker_id=BrokerId(broker_id), broker_epoch=i64(broker.epoch if epoch is None else epoch),
+        directories=tuple(DirectoryData(id_=dir_id, topics=tuple(
+            TopicData(topic_id=topic_id, partitions=tuple(
+                PartitionData(partition_index=i32(p)) for p in parts))
+            for topic_id, parts in topics.items()))
+            for dir_id, topics in dirs.items())))
+    assert isinstance(response, AssignReplicasToDirsResponse)
+    return response
+
+
+def _codes(response: AssignReplicasToDirsResponse) -> list[list[list[int]]]:
+    return [[[p.error_code for p in t.partitions] for t in d.topics]
+            for d in response.directories]
+
+
+def test_assigned_directories_land_in_the_image_per_replica() -> None:
+    cluster = _cluster()
+    topic = cluster.controller.image.topics.by_name["t"]
+    assert topic.partitions[0].directories == (UNASSIGNED, UNASSIGNED)
+    response = _assign(cluster, 1, {DIR_A: {topic.topic_id: [0]}, DIR_B: {topic.topic_id: [1]}})
+    assert response.error_code == ErrorCode.none
+    assert _codes(response) == [[[ErrorCode.none]], [[ErrorCode.none]]]
+    partitions = cluster.controller.image.topics.by_name["t"].partitions
+    assert partitions[0].directories == (DIR_A, UNASSIGNED)  # broker 1 is replica 0 of p0
+    assert partitions[1].directories == (UNASSIGNED, DIR_B)  # and replica 1 of p1
+    assert partitions[0].isr == (1, 2) and partitions[0].leader == 1
+    before = len(cluster.raft.metadata_records())
+    _assign(cluster, 1, {DIR_A: {topic.topic_id: [0]}})  # already there: no record
+    assert len(cluster.raft.metadata_records()) == before
+    assert cluster.replayed_image() == cluster.controller.image
+
+
+def test_partition_errors_and_refusals() -> None:
+    cluster = _cluster()
+    topic = cluster.controller.image.topics.by_name["t"]
+    cluster.register(3, log_dirs=(DIR_A,))
+    cluster.heartbeat(3)
+    response = _assign(cluster, 3, {DIR_A: {topic.topic_id: [0, 7], uuid.UUID(int=99): [0]}})
+    assert _codes(response) == [[[ErrorCode.not_leader_or_follower,
+                                  ErrorCode.unknown_topic_or_partition],
+                                 [ErrorCode.unknown_topic_id]]]
+    stale = _assign(cluster, 1, {DIR_A: {topic.topic_id: [0]}}, epoch=12345)
+    assert (stale.error_code, stale.directories) == (ErrorCode.stale_broker_epoch, ())
+    old = _cluster(mv=MV_3_7_IV2 - 1)
+    refused = _assign(old, 1, {DIR_A: {topic.topic_id: [0]}})
+    assert refused.error_code == ErrorCode.unsupported_version
+
+
+def test_a_replica_in_an_offline_directory_leaves_isr_and_leadership() -> None:
+    cluster = _cluster()
+    topic = cluster.controller.image.topics.by_name["t"]
+    _assign(cluster, 1, {OFFLINE: {topic.topic_id: [0]}})
+    partition = cluster.controller.image.topics.by_name["t"].partitions[0]
+    assert partition.directories == (OFFLINE, UNASSIGNED)
+    assert partition.isr == (2,) and partition.leader == 2
+    changes = [r.message for r in cluster.raft.metadata_records()
+               if isinstance(r.message, PartitionChangeRecord)]
+    assert len(changes) == 2  # the directory, then the offline-dir-assignment update

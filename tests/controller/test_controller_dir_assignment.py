@@ -15,6 +15,7 @@ from kio.schema.assign_replicas_to_dirs.v0.response import AssignReplicasToDirsR
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32, i64
 
+from pykraft.controller.dir_assignment import dir_is_online
 from pykraft.image.versions import MV_3_7_IV2
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import PartitionChangeRecord
@@ -97,3 +98,11 @@ def test_a_replica_in_an_offline_directory_leaves_isr_and_leadership() -> None:
     changes = [r.message for r in cluster.raft.metadata_records()
                if isinstance(r.message, PartitionChangeRecord)]
     assert len(changes) == 2  # the directory, then the offline-dir-assignment update
+
+
+def test_which_directories_count_as_online() -> None:
+    """Kafka's DirectoryId.isOnline."""
+    assert dir_is_online(UNASSIGNED, (DIR_A,)) and dir_is_online(uuid.UUID(int=0), (DIR_A,))
+    assert not dir_is_online(uuid.UUID(int=2), ())  # LOST
+    assert dir_is_online(DIR_A, (DIR_A, DIR_B)) and not dir_is_online(OFFLINE, (DIR_A,))
+    assert dir_is_online(OFFLINE, ())  # registered before 3.7-IV2: no list to check

@@ -15,20 +15,25 @@ ISR and leadership, as a replica on an offline directory.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from kio.schema.assign_replicas_to_dirs.v0 import request as req_
 from kio.schema.assign_replicas_to_dirs.v0 import response as resp_
 
 from pykraft.controller.cluster_control import election
-from pykraft.controller.context import ControllerContext, ControllerResult
-from pykraft.controller.partition_change import partition_change
+from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
+from pykraft.controller.partition_change import Election, partition_change
+from pykraft.controller.replication import UNASSIGNED_DIR
 from pykraft.controller.responses import NO_THROTTLE, error_response
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
-from pykraft.image.topics import TopicImage
+from pykraft.image.topics import PartitionRegistration, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import PartitionChangeRecord
+
+#: Kafka's DirectoryId.LOST: a replica whose directory is known to be gone.
+LOST_DIR = uuid.UUID(int=2)
 
 
 def assign_replicas_to_dirs(ctx: ControllerContext,
@@ -50,8 +55,9 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
             answers: list[resp_.PartitionData] = []
             for part in data.partitions:
                 code = (ErrorCode.unknown_topic_id if topic is None
-                        else _assign(broker, topic, part.partition_index, dir_id, records))
-                if topic is not None and code == ErrorCode.none and dir_id not in broker.log_dirs:
+                        else _assign(ctx, broker, topic, part.partition_index, dir_id, records))
+                if (topic is not None and code == ErrorCode.none
+                        and not dir_is_online(dir_id, broker.log_dirs)):
                     offline.append((topic, part.partition_index))
                 answers.append(resp_.PartitionData(partition_index=part.partition_index,
                                                    error_code=code))
@@ -62,22 +68,47 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
         throttle_time=NO_THROTTLE, error_code=ErrorCode.none, directories=tuple(directories)))
 
 
-def _assign(broker: BrokerRegistration, topic: TopicImage, partition_id: int,
-            dir_id: uuid.UUID, records: list[object]) -> ErrorCode:
-    """Append the change putting the broker's replica of the partition in ``dir_id``."""
+def dir_is_online(dir_id: uuid.UUID, online: tuple[uuid.UUID, ...]) -> bool:
+    """Kafka's DirectoryId.isOnline: UNASSIGNED and MIGRATING count as online, LOST never;
+    a broker registered with no directories (before 3.7-IV2) has them all online."""
+    if dir_id in (UNASSIGNED_DIR, ZERO_UUID):
+        return True
+    return dir_id != LOST_DIR and (not online or dir_id in online)
+
+
+def _directory(partition: PartitionRegistration, broker_id: int) -> uuid.UUID:
+    if not partition.directories:
+        return ZERO_UUID  # a partition from before 3.7-IV2: Kafka reads MIGRATING
+    return partition.directories[partition.replicas.index(broker_id)]
+
+
+def _assign(ctx: ControllerContext, broker: BrokerRegistration, topic: TopicImage,
+            partition_id: int, dir_id: uuid.UUID, records: list[object]) -> ErrorCode:
+    """Append the change putting the broker's replica of the partition in ``dir_id``: as
+    Kafka's PartitionChangeBuilder, it also elects a leader if the current one may no longer
+    lead (an active broker whose replica's directory is online, Kafka's LeaderAcceptor)."""
     partition = topic.partitions.get(partition_id)
     if partition is None:
         return ErrorCode.unknown_topic_or_partition
     if broker.broker_id not in partition.replicas:
         return ErrorCode.not_leader_or_follower
-    index = partition.replicas.index(broker.broker_id)
-    # a partition from before 3.7-IV2 has no directories: Kafka reads them as MIGRATING
-    directories = list(partition.directories or (ZERO_UUID,) * len(partition.replicas))
-    if directories[index] != dir_id:
-        directories[index] = dir_id
-        records.append(PartitionChangeRecord(partition_id=partition_id,
-                                             topic_id=topic.topic_id,
-                                             directories=tuple(directories)))
+    directories = tuple(dir_id if replica == broker.broker_id else _directory(partition, replica)
+                        for replica in partition.replicas)
+
+    def acceptable(replica: int) -> bool:
+        registration = ctx.image.cluster.brokers.get(replica)
+        return (registration is not None and is_usable(registration)
+                and dir_is_online(_directory(partition, replica), registration.log_dirs))
+
+    elected = partition_change(topic, partition_id, partition, isr=partition.isr,
+                               election=Election(acceptable, leader_recovery=True))
+    if directories != partition.directories:
+        records.append(replace(elected, directories=directories) if elected is not None
+                       else PartitionChangeRecord(partition_id=partition_id,
+                                                  topic_id=topic.topic_id,
+                                                  directories=directories))
+    elif elected is not None:
+        records.append(elected)
     return ErrorCode.none
 
 

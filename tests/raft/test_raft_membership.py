@@ -59,6 +59,21 @@ def test_a_voter_with_a_stale_entry_sends_update_raft_voter_once() -> None:
     assert isinstance(after.request, rpc.FetchRequest)  # done for this epoch
 
 
+def test_an_update_raft_voter_answer_restarts_the_fetch_timer() -> None:
+    """As Kafka's handleUpdateVoterResponse: the leader's answer is news from the leader,
+    as a Fetch answer is, so the voter does not start an election over a leader that just
+    answered it."""
+    h = Harness(1, set(), log=bootstrapped_log(0, 1), directory_id=dir_id(1),
+                bootstrap_servers=(0,), local_listeners=MOVED)
+    out = following(h, 0, 1)
+    assert isinstance(out.request, rpc.UpdateRaftVoterRequest)
+    almost = h.config.fetch_timeout_ms - 1
+    h.advance(almost)
+    h.respond(out, rpc.reconfig_response(out.request, ErrorCode.none, leader_id=0, epoch=1))
+    h.advance(almost)
+    assert isinstance(h.state(), Follower)
+
+
 def test_a_voter_with_an_up_to_date_entry_just_fetches() -> None:
     same = (VoterEndpoint("CONTROLLER", "localhost", 9093),)
     h = Harness(1, set(), log=bootstrapped_log(0, 1), directory_id=dir_id(1),

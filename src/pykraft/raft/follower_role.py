@@ -87,6 +87,8 @@ def handle_response(core: Replica, state: Follower, source: int, request: rpc.Ra
         elif (isinstance(response, rpc.UpdateRaftVoterResponse)
               and header.error != ErrorCode.request_timed_out):
             state.membership_done = True  # refused for good in this epoch
+            if header.error == ErrorCode.unsupported_version and source == state.leader_id:
+                _heard_from_leader(core, state)  # Kafka counts it as done, as success
         core.backoff(source)
     elif isinstance(response, rpc.FetchResponse) and isinstance(request, rpc.FetchRequest):
         _handle_fetch_response(core, state, source, request, response)
@@ -95,6 +97,8 @@ def handle_response(core: Replica, state: Follower, source: int, request: rpc.Ra
         _handle_fetch_snapshot_response(core, state, source, response)
     elif isinstance(response, rpc.UpdateRaftVoterResponse):
         state.membership_done = True
+        if source == state.leader_id:
+            _heard_from_leader(core, state)  # as Kafka's handleUpdateVoterResponse
 
 
 def _handle_fetch_response(core: Replica, state: Follower, source: int,
@@ -135,6 +139,14 @@ def _handle_fetch_response(core: Replica, state: Follower, source: int,
         hwm = min(int(part.high_watermark), log.log_end_offset)
         if state.high_watermark is None or hwm > state.high_watermark:
             state.high_watermark = hwm
+    _heard_from_leader(core, state)
+
+
+def _heard_from_leader(core: Replica, state: Follower) -> None:
+    """A successful answer from the leader restarts the fetch timer and makes this voter
+    refuse pre-votes, as Kafka's ``resetFetchTimeoutForSuccessfulFetch`` after a Fetch,
+    FetchSnapshot or UpdateRaftVoter answer (nothing else resets it: not an error answer,
+    nor a refused vote)."""
     state.has_fetched_from_leader = True
     state.fetch_deadline_ms = core.now + core.config.fetch_timeout_ms
 
@@ -153,8 +165,7 @@ def _handle_fetch_snapshot_response(core: Replica, state: Follower, source: int,
         abort_download(state)
         return
     download.sink.write(chunk)
-    state.has_fetched_from_leader = True
-    state.fetch_deadline_ms = core.now + core.config.fetch_timeout_ms
+    _heard_from_leader(core, state)
     if download.position < part.size:
         return
     try:

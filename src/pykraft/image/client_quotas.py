@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pykraft.records.metadata import ClientQuotaRecord, EntityData
 
 QuotaEntity = tuple[tuple[str, str | None], ...]
-"""(entity type, name) pairs sorted by type; a None name is the type's default entity."""
+"""(entity type, name) pairs sorted by type; a None name is the type's default entity.
+Sorted is also the order of Kafka's HashMap for every entity Kafka accepts (client-id before
+user; ip alone), so a snapshot's EntityData come in Kafka's order."""
 
 
 def quota_entity(entity: Iterable[EntityData]) -> QuotaEntity:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -46,7 +48,7 @@ from kio.schema.elect_leaders.v2 import request as elect
 from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import f64, i8, i16, i32
-from oracle_cluster import KafkaInstall, OracleCluster, running, unfenced_brokers
+from oracle_cluster import KafkaInstall, Node, OracleCluster, running, unfenced_brokers
 
 CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
@@ -63,6 +65,9 @@ SNAPSHOT_LOADED = "event=snapshot_loaded listener=broker"
 CLEANER_WAIT_S = 150.0
 #: what the SCRAM runs leave: alice's SCRAM-SHA-256 (mechanism 1) at 4096 iterations
 ALICE_SCRAM = frozenset({("alice", 1, 4096)})
+#: the quota set through Kafka's controller, as Kafka's metadata shell names and prints it
+QUOTA_FILE = "/image/clientQuotas/clientId(c1)/producer_byte_rate"
+QUOTA_TEXT = "1048576.0"
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +146,15 @@ ADMIN = [
 ]
 
 
+def shell_cat(broker: Node, path: str) -> str:
+    """A file of the image pykraft's metadata shell replays from ``broker``'s metadata log
+    ("" when it has no such file yet)."""
+    done = subprocess.run([sys.executable, "-m", "pykraft", "metadata-shell", "--directory",
+                           str(broker.data), "--", "cat", path], capture_output=True,
+                          text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    return done.stdout.strip()
+
+
 def test_brokers_on_kafka_controllers_apply_kafkas_admin_operations(
         java: KafkaInstall, cluster: OracleCluster, tools: ClusterTools) -> None:
     outcomes = run_tools(java, tools, ADMIN)
@@ -162,6 +176,8 @@ def test_brokers_on_kafka_controllers_apply_kafkas_admin_operations(
         view = topics_view(broker)
         assert len(view[TOPIC]) == PARTITIONS
         assert view[MOVED] == {0: PartitionView(1000, (1000,), (1000,))}
+        wait_until(lambda b=broker: shell_cat(b, QUOTA_FILE) == QUOTA_TEXT,
+                   f"broker {broker.node_id}'s image holds the client quota")
 
 
 def test_confluent_kafka_produces_and_commits_in_a_group(cluster: OracleCluster) -> None:
@@ -307,6 +323,7 @@ def test_a_broker_with_an_empty_metadata_dir_loads_a_kafka_controller_snapshot(
     wait_until(lambda: topics_view(restarted) == topics_view(cluster.nodes[1000]),
                "1002's topics as 1000's")
     assert _image(cluster, 1002) == _image(cluster, 1000)
+    assert shell_cat(restarted, QUOTA_FILE) == QUOTA_TEXT
 
 
 def test_brokers_carry_on_after_the_active_kafka_controller_is_killed(

@@ -4,9 +4,9 @@ that builds the next image from records.
 Controllers and brokers share it: a replica replays committed records into a
 :class:`MetadataDelta` and applies it to get the next :class:`MetadataImage`; a snapshot is
 the image written back as records (:meth:`MetadataImage.records`), in Kafka's image write
-order (features with metadata.version first, cluster, topics, configs, producer ids, ACLs,
-SCRAM credentials, delegation tokens). Client quotas are not modeled: their records are
-accepted and ignored, as are NoOpRecord and ZkMigrationStateRecord. Transaction markers
+order (features with metadata.version first, cluster, topics, configs, client quotas,
+producer ids, ACLs, SCRAM credentials, delegation tokens). NoOpRecord and
+ZkMigrationStateRecord are accepted and ignored. Transaction markers
 are handled by :class:`pykraft.image.loader.ImageLoader`, not here.
 """
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from pykraft.features import MINIMUM_METADATA_VERSION
 from pykraft.image.acls import AclsDelta, AclsImage
+from pykraft.image.client_quotas import ClientQuotasDelta, ClientQuotasImage
 from pykraft.image.cluster_image import ClusterDelta, ClusterImage
 from pykraft.image.configs import ConfigurationsDelta, ConfigurationsImage
 from pykraft.image.delegation_tokens import DelegationTokensDelta, DelegationTokensImage
@@ -59,7 +60,7 @@ from pykraft.records.metadata import (
 
 _IGNORED = (
     NoOpRecord, ZkMigrationStateRecord, BeginTransactionRecord, EndTransactionRecord,
-    AbortTransactionRecord, ClientQuotaRecord,
+    AbortTransactionRecord,
 )
 _TOKENS = (DelegationTokenRecord, RemoveDelegationTokenRecord)
 _SCRAM = (UserScramCredentialRecord, RemoveUserScramCredentialRecord)
@@ -88,6 +89,7 @@ class MetadataImage:
     cluster: ClusterImage = dataclasses.field(default_factory=ClusterImage)
     topics: TopicsImage = dataclasses.field(default_factory=TopicsImage)
     configs: ConfigurationsImage = dataclasses.field(default_factory=ConfigurationsImage)
+    client_quotas: ClientQuotasImage = dataclasses.field(default_factory=ClientQuotasImage)
     producer_ids: ProducerIdsImage = dataclasses.field(default_factory=ProducerIdsImage)
     acls: AclsImage = dataclasses.field(default_factory=AclsImage)
     scram: ScramImage = dataclasses.field(default_factory=ScramImage)
@@ -116,6 +118,7 @@ class MetadataImage:
         yield from self.cluster.records(mv)
         yield from self.topics.records(mv)
         yield from self.configs.records()
+        yield from self.client_quotas.records()
         yield from self.producer_ids.records()
         yield from self.acls.records()
         yield from self.scram.records(mv)
@@ -135,6 +138,7 @@ class MetadataDelta:
         self._cluster: ClusterDelta | None = None
         self._topics: TopicsDelta | None = None
         self._configs: ConfigurationsDelta | None = None
+        self._quotas: ClientQuotasDelta | None = None
         self._producer_ids: ProducerIdsImage | None = None
         self._acls: AclsDelta | None = None
         self._scram: ScramDelta | None = None
@@ -175,6 +179,10 @@ class MetadataDelta:
                 self.configs.remove_topic(removed)
         elif isinstance(body, ConfigRecord):
             self.configs.replay(body)
+        elif isinstance(body, ClientQuotaRecord):
+            if self._quotas is None:
+                self._quotas = ClientQuotasDelta(self.image.client_quotas)
+            self._quotas.replay(body)
         elif isinstance(body, FeatureLevelRecord):
             self.features.replay(body)
         elif isinstance(body, ProducerIdsRecord):
@@ -203,6 +211,8 @@ class MetadataDelta:
             cluster=image.cluster if self._cluster is None else self._cluster.apply(),
             topics=image.topics if self._topics is None else self._topics.apply(),
             configs=image.configs if self._configs is None else self._configs.apply(),
+            client_quotas=(image.client_quotas if self._quotas is None
+                           else self._quotas.apply()),
             producer_ids=self._producer_ids or image.producer_ids,
             acls=image.acls if self._acls is None else self._acls.apply(),
             scram=image.scram if self._scram is None else self._scram.apply(),

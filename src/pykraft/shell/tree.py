@@ -6,12 +6,15 @@ shell sessions are read-only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from pykraft import __version__
 from pykraft.features import METADATA_VERSION_FEATURE, metadata_version_for_level
 from pykraft.ids import uuid_to_str
+from pykraft.image.client_quotas import ClientQuotasImage, QuotaEntity
 from pykraft.image.cluster_image import BrokerRegistration, ControllerRegistration
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
@@ -123,6 +126,43 @@ def _token_text(t: DelegationTokenRecord) -> str:
             f"expiryTimestamp={t.expiration_timestamp}")
 
 
+_QUOTA_NAME_PREFIXES = (("client-id", "clientId"), ("ip", "ip"), ("user", "user"))
+
+
+def _quota_entity_name(entity: QuotaEntity) -> str:
+    """Kafka's ClientQuotasImageNode.clientQuotaEntityToString: clientId, ip then user,
+    each escaped, joined by "_"; like Kafka's, it leaves out a default (null) name."""
+    names = dict(entity)
+    return "_".join(
+        f"{prefix}({_escape_quota_name(name)})"
+        for kind, prefix in _QUOTA_NAME_PREFIXES if (name := names.get(kind)) is not None)
+
+
+def _escape_quota_name(name: str) -> str:
+    return name.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def java_double_text(value: float) -> str:
+    """Java's ``Double.toString`` (what Kafka's ClientQuotaImageNode prints): shortest
+    digits, scientific ``d.dddE±n`` outside [1e-3, 1e7)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{int(exponent) + len(text) - 1}"
+
+
+def _quotas_dir(quotas: ClientQuotasImage) -> DirNode:
+    return DirNode({
+        _quota_entity_name(entity): DirNode({key: FileNode(java_double_text(value))
+                                             for key, value in values.items()})
+        for entity, values in quotas.entities.items()})
+
+
 def _scram_dir(scram: ScramImage) -> DirNode:
     """One directory per known mechanism, listed even when it has no users."""
     return DirNode({
@@ -153,7 +193,7 @@ def image_tree(image: MetadataImage, *, source: str) -> DirNode:
             "byId": DirNode({uuid_to_str(i): _topic_dir(t) for i, t in topics.by_id.items()}),
         }),
         "configs": _configs_dir(image),
-        "clientQuotas": DirNode(),
+        "clientQuotas": _quotas_dir(image.client_quotas),
         "producerIds": DirNode({"nextProducerId": FileNode(
             str(image.producer_ids.next_producer_id))}),
         "acls": DirNode({"byId": DirNode({uuid_to_str(acl_id): FileNode(str(acl))

@@ -1,0 +1,72 @@
+"""Client quotas in the metadata log (KIP-546): entity -> quota key -> value.
+
+pykraft neither serves nor enforces client quotas, but a Kafka controller in the quorum (or
+a Kafka broker forwarding AlterClientQuotas to it) writes ClientQuotaRecords, and an image
+must carry them into its snapshots as Kafka's ClientQuotasImage does: a Kafka node loading
+a snapshot a pykraft node wrote would otherwise lose every quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from pykraft.records.metadata import ClientQuotaRecord, EntityData
+
+QuotaEntity = tuple[tuple[str, str | None], ...]
+"""(entity type, name) pairs sorted by type; a None name is the type's default entity.
+Sorted is also the order of Kafka's HashMap for every entity Kafka accepts (client-id before
+user; ip alone), so a snapshot's EntityData come in Kafka's order."""
+
+
+def quota_entity(entity: Iterable[EntityData]) -> QuotaEntity:
+    """Kafka's ClientQuotaImage.dataToEntity: a map by type, so order and repeats vanish."""
+    return tuple(sorted({data.entity_type: data.entity_name for data in entity}.items()))
+
+
+def _entity_order(entity: QuotaEntity) -> tuple[tuple[str, bool, str], ...]:
+    """A total order for snapshots: a default (None) name sorts before any name."""
+    return tuple((kind, name is not None, name or "") for kind, name in entity)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotasImage:
+    """Entity -> its quotas; an entity is only present with at least one key."""
+
+    entities: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=dict)
+
+    def records(self) -> Iterator[tuple[object, int]]:
+        """Kafka's ClientQuotasImage.write: one record per key, at every metadata.version.
+        Kafka iterates hash maps; pykraft sorts, so its own snapshots are reproducible."""
+        for entity in sorted(self.entities, key=_entity_order):
+            data = tuple(EntityData(entity_type=kind, entity_name=name)
+                         for kind, name in entity)
+            quotas = self.entities[entity]
+            for key in sorted(quotas):
+                yield ClientQuotaRecord(entity=data, key=key, value=quotas[key],
+                                        remove=False), 0
+
+
+class ClientQuotasDelta:
+    """Quota changes on top of an image; None removes a key."""
+
+    def __init__(self, image: ClientQuotasImage) -> None:
+        self._image = image
+        self._changes: dict[QuotaEntity, dict[str, float | None]] = {}
+
+    def replay(self, record: ClientQuotaRecord) -> None:
+        changes = self._changes.setdefault(quota_entity(record.entity), {})
+        changes[record.key] = None if record.remove else record.value
+
+    def apply(self) -> ClientQuotasImage:
+        if not self._changes:
+            return self._image
+        entities = dict(self._image.entities)
+        for entity, changes in self._changes.items():
+            merged = {**entities.get(entity, {}), **changes}
+            quotas = {key: value for key, value in merged.items() if value is not None}
+            if quotas:
+                entities[entity] = quotas
+            else:
+                entities.pop(entity, None)
+        return ClientQuotasImage(entities)

@@ -12,6 +12,7 @@ import datetime
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,12 @@ def test_committing_an_offset_of_a_topic_that_does_not_exist_fails(
         consumer.close()
 
 
+def _cleaned_to(checkpoint: Path) -> int | None:
+    """Where the cleaner's checkpoint says it cleaned compacted-0 to, None before it did."""
+    return (read_offset_checkpoint(checkpoint).get(Partition("compacted", 0))
+            if checkpoint.exists() else None)
+
+
 def test_a_compacted_topic_is_cleaned_within_the_cleaner_backoff(cluster: LocalCluster) -> None:
     create_topic(cluster.bootstrap_servers, "compacted", 1, 2, {
         "cleanup.policy": "compact", "internal.segment.bytes": "200"})
@@ -147,13 +154,15 @@ def test_a_compacted_topic_is_cleaned_within_the_cleaner_backoff(cluster: LocalC
     for index in range(20):  # one batch each: about two per 200-byte segment
         producer.produce("compacted", key=b"k%d" % (index % 2), value=b"v%d" % index)
         assert producer.flush(30) == 0
-    data = cluster.nodes[cluster.brokers[0]].data
-    checkpoint = data / CLEANER_OFFSET_CHECKPOINT
-    cleaned_to = wait_for("the cleaner's checkpoint", lambda: read_offset_checkpoint(
-        checkpoint).get(Partition("compacted", 0)) if checkpoint.exists() else None, 30)
-    # never into the active segment (which starts at 20 when the last one rolled full)
-    active = max(int(segment.stem) for segment in (data / "compacted-0").glob("*.log"))
-    assert 0 < cleaned_to <= active
+    replicas = [cluster.nodes[b].data for b in cluster.brokers
+                if (cluster.nodes[b].data / "compacted-0").is_dir()]
+    assert len(replicas) == 2
+    for data in replicas:  # each replica cleans its own log; the consumer reads the leader's
+        cleaned_to = wait_for("the cleaner's checkpoint",
+                              partial(_cleaned_to, data / CLEANER_OFFSET_CHECKPOINT), 30)
+        # never into the active segment (which starts at 20 when the last one rolled full)
+        active = max(int(segment.stem) for segment in (data / "compacted-0").glob("*.log"))
+        assert 0 < cleaned_to <= active
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "c",
                          "enable.auto.commit": False})
     try:

@@ -163,6 +163,8 @@ CONTROLLER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.ADD_RAFT_VOTER: Case(),
     ApiKey.REMOVE_RAFT_VOTER: Case(),
     ApiKey.UPDATE_RAFT_VOTER: Case(),
+    ApiKey.ENVELOPE: Case(),
+    ApiKey.ASSIGN_REPLICAS_TO_DIRS: Case(),
 }
 
 CASES: Mapping[Listener, Mapping[ApiKey, Case]] = {

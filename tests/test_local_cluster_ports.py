@@ -2,23 +2,40 @@
 
 from __future__ import annotations
 
+import collections
+import os
 import socket
 
 import pytest
 
+from conftest import EPHEMERAL_LOW, PORTS_LOW
+from pykraft.tools import local_cluster
 from pykraft.tools.local_cluster import HOST, PORT_RANGE_ENV, ClusterError, free_ports
 
 
 def _bound_range(monkeypatch: pytest.MonkeyPatch, size: int) -> tuple[socket.socket, range]:
-    """A range of ``size`` ports starting at one the kernel just gave us."""
-    probe = socket.socket()
-    probe.bind((HOST, 0))
-    low = probe.getsockname()[1]
-    probe.close()
+    """A range of ``size`` ports, every one free now, inside this worker's own
+    ``PYKRAFT_PORT_RANGE`` (below the kernel's ephemeral ports, so no outgoing connection of
+    another test takes one meanwhile: a window of ephemeral ports once had one taken)."""
+    bounds = os.environ.get(PORT_RANGE_ENV) or f"{PORTS_LOW}-{EPHEMERAL_LOW - 1}"
+    first, _, last = bounds.partition("-")
+    low = next(start for start in range(int(first), int(last) - size + 2, size)
+               if all(_free(port) for port in range(start, start + size)))
     monkeypatch.setenv(PORT_RANGE_ENV, f"{low}-{low + size - 1}")
+    # what earlier tests of this process handed out (maybe of this window) is forgotten
+    monkeypatch.setattr(local_cluster, "_HANDED_OUT", collections.deque(maxlen=128))
     taken = socket.socket()
     taken.bind((HOST, low))  # one port of the range is in use: it must be skipped
     return taken, range(low, low + size)
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+    return True
 
 
 def test_ports_come_from_the_range_distinct_and_skip_a_bound_one(

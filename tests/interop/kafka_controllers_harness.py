@@ -16,12 +16,11 @@ import re
 import socket
 import struct
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from kafka_brokers_harness import wait_until
 from kafka_tools import ClusterTools, Outcome, ToolRun, run_batch
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import (
@@ -146,16 +145,8 @@ def active_controller(cluster: OracleCluster) -> Node:
                 if leader in cluster.nodes and cluster.is_running(cluster.nodes[leader]):
                     return True
         return False
-    wait_until(known, "a running controller leads the quorum")
+    wait_until("a running controller leads the quorum", known)
     return cluster.nodes[leader]
-
-
-def wait_until(probe: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
-    """Poll another process's state until ``probe`` holds (bounded)."""
-    deadline = time.monotonic() + timeout_s
-    while not probe():
-        assert time.monotonic() < deadline, f"not true after {timeout_s:.0f} s: {what}"
-        time.sleep(POLL_S)  # another process's state: polling is the only way to see it
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_brokers_harness import logged_errors
+from kafka_brokers_harness import logged_errors, wait_until
 from oracle_cluster import (
     KAFKA,
     MIXED_RELEASE_VERSION,
@@ -53,10 +53,7 @@ Record = tuple[int, int, bytes]  # partition, offset, value
 
 
 def wait_for(what: str, probe: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not probe():
-        assert time.monotonic() < deadline, f"not {what} after {DEADLINE_S:.0f} s"
-        time.sleep(0.2)  # other processes: polling is the only way to see it
+    wait_until(what, probe, DEADLINE_S)
 
 
 def swap(cluster: OracleCluster, node_id: int) -> Node:

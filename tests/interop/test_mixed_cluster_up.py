@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from kafka_brokers_harness import wait_until
 from oracle_cluster import KafkaInstall, unfenced_brokers
 
 from pykraft.tools.local_cluster import LocalCluster
@@ -35,10 +35,8 @@ def directory(cluster_directory: Path) -> Path:
 
 
 def wait_unfenced(address: str, brokers: int) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while unfenced_brokers(address) != brokers:
-        assert time.monotonic() < deadline, f"{address} never saw {brokers} unfenced brokers"
-        time.sleep(0.2)  # other processes: polling is the only way to see it
+    wait_until(f"{address} seeing {brokers} unfenced brokers",
+               lambda: unfenced_brokers(address) == brokers, DEADLINE_S)
 
 
 def read_back(broker: str) -> list[str]:

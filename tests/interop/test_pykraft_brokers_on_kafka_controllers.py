@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from kafka_brokers_harness import logged_errors
+from kafka_brokers_harness import logged_errors, wait_until
 from kafka_controllers_harness import (
     SPEC,
     MetadataState,
@@ -32,7 +32,6 @@ from kafka_controllers_harness import (
     record_types,
     run_tools,
     topics_view,
-    wait_until,
 )
 from kafka_tool_runs import ACLS, CONFIGS, CONSUMER, TOPICS, VERIFIABLE_PRODUCER
 from kafka_tools import ClusterTools, ToolRun, with_tool_batch
@@ -171,13 +170,14 @@ def test_brokers_on_kafka_controllers_apply_kafkas_admin_operations(
         AlterClientQuotasResponse)
     assert [e.error_code for e in quota.entries] == [0], quota
     for broker in cluster.brokers:
-        wait_until(lambda b=broker: {TOPIC, MOVED, "from-controller"} <= set(topics_view(b))
-                   and "gone" not in topics_view(b), f"broker {broker.node_id} sees topics")
+        wait_until(f"broker {broker.node_id} sees topics",
+                   lambda b=broker: {TOPIC, MOVED, "from-controller"} <= set(topics_view(b))
+                   and "gone" not in topics_view(b))
         view = topics_view(broker)
         assert len(view[TOPIC]) == PARTITIONS
         assert view[MOVED] == {0: PartitionView(1000, (1000,), (1000,))}
-        wait_until(lambda b=broker: shell_cat(b, QUOTA_FILE) == QUOTA_TEXT,
-                   f"broker {broker.node_id}'s image holds the client quota")
+        wait_until(f"broker {broker.node_id}'s image holds the client quota",
+                   lambda b=broker: shell_cat(b, QUOTA_FILE) == QUOTA_TEXT)
 
 
 def test_confluent_kafka_produces_and_commits_in_a_group(cluster: OracleCluster) -> None:
@@ -191,7 +191,7 @@ def test_confluent_kafka_produces_and_commits_in_a_group(cluster: OracleCluster)
     consumer.subscribe(["from-controller"])
     values: set[bytes] = set()
     try:
-        wait_until(lambda: _poll_into(consumer, values) >= 20, "20 messages consumed")
+        wait_until("20 messages consumed", lambda: _poll_into(consumer, values) >= 20)
         committed = consumer.commit(asynchronous=False)
     finally:
         consumer.close()
@@ -218,10 +218,11 @@ def test_a_reassignment_moves_the_replica_between_pykraft_brokers(
     assert moving.error_code == 0 and [
         p.error_code for t in moving.responses for p in t.partitions] == [0], moving
     for broker in cluster.brokers:
-        wait_until(lambda b=broker: topics_view(b)[MOVED][0] == PartitionView(
-            1001, (1001,), (1001,)), f"broker {broker.node_id} sees {MOVED}-0 on 1001")
+        wait_until(f"broker {broker.node_id} sees {MOVED}-0 on 1001",
+                   lambda b=broker: topics_view(b)[MOVED][0] == PartitionView(
+                       1001, (1001,), (1001,)))
     old, new = (cluster.nodes[n].data / f"{MOVED}-0" for n in (1000, 1001))
-    wait_until(lambda: not old.exists(), f"{old} deleted")
+    wait_until(f"{old} deleted", lambda: not old.exists())
     assert sum(f.stat().st_size for f in new.glob("*.log")) > 0
 
 
@@ -230,13 +231,13 @@ def test_fenced_then_unfenced_broker_regains_leadership_by_preferred_election(
     stopped = cluster.nodes[1002]
     first = cluster.nodes[1000]
     cluster.stop(stopped)
-    wait_until(lambda: unfenced_brokers(first.address) == 2, "1002 fenced")
-    wait_until(lambda: all(p.leader != 1002 for p in topics_view(first)[TOPIC].values()),
-               "leadership moved off 1002")
+    wait_until("1002 fenced", lambda: unfenced_brokers(first.address) == 2)
+    wait_until("leadership moved off 1002",
+               lambda: all(p.leader != 1002 for p in topics_view(first)[TOPIC].values()))
     cluster.start(stopped)
-    wait_until(lambda: unfenced_brokers(first.address) == 3, "1002 unfenced")
-    wait_until(lambda: all(1002 in p.isr for p in topics_view(first)[TOPIC].values()),
-               "1002 back in every ISR")
+    wait_until("1002 unfenced", lambda: unfenced_brokers(first.address) == 3)
+    wait_until("1002 back in every ISR",
+               lambda: all(1002 in p.isr for p in topics_view(first)[TOPIC].values()))
     preferred = [i for i, p in topics_view(first)[TOPIC].items() if p.replicas[0] == 1002]
     assert preferred, topics_view(first)[TOPIC]
     elected = controller_request(cluster, elect.ElectLeadersRequest(
@@ -247,9 +248,9 @@ def test_fenced_then_unfenced_broker_regains_leadership_by_preferred_election(
         p.error_code == 0 for r in elected.replica_election_results
         for p in r.partition_result), elected
     for broker in cluster.brokers:
-        wait_until(lambda b=broker: all(topics_view(b)[TOPIC][i].leader == 1002
-                                        for i in preferred),
-                   f"broker {broker.node_id} sees 1002 lead again")
+        wait_until(f"broker {broker.node_id} sees 1002 lead again",
+                   lambda b=broker: all(topics_view(b)[TOPIC][i].leader == 1002
+                                        for i in preferred))
 
 
 def test_an_unregistered_broker_registers_again(
@@ -257,11 +258,11 @@ def test_an_unregistered_broker_registers_again(
     stopped = cluster.nodes[1001]
     first = cluster.nodes[1000]
     cluster.stop(stopped)
-    wait_until(lambda: unfenced_brokers(first.address) == 2, "1001 fenced")
+    wait_until("1001 fenced", lambda: unfenced_brokers(first.address) == 2)
     run_tools(java, tools, [tool("kafka-cluster unregister", CLUSTER_TOOL, "unregister", *BS,
                                  "--id", "1001")])
     cluster.start(stopped)
-    wait_until(lambda: unfenced_brokers(first.address) == 3, "1001 registered again")
+    wait_until("1001 registered again", lambda: unfenced_brokers(first.address) == 3)
 
 
 #: Kafka's names of the record types the operations above make Kafka's controllers write.
@@ -309,19 +310,19 @@ def test_a_broker_with_an_empty_metadata_dir_loads_a_kafka_controller_snapshot(
     first = active_controller(cluster).data / METADATA_DIR / FIRST_SEGMENT
     # Kafka's controller deletes the segments a snapshot covers every 60 s (KafkaRaftClient's
     # log cleaner): without its first segment, a fetch from offset 0 must FetchSnapshot
-    wait_until(lambda: not first.exists(), f"{first} deleted", timeout_s=CLEANER_WAIT_S)
+    wait_until(f"{first} deleted", lambda: not first.exists(), timeout_s=CLEANER_WAIT_S)
     restarted = cluster.nodes[1002]
     cluster.stop(restarted)
     loaded_before = restarted.log.read_text().count(SNAPSHOT_LOADED)
     shutil.rmtree(restarted.data / METADATA_DIR)
     cluster.start(restarted)
-    wait_until(lambda: unfenced_brokers(restarted.address) == 3, "1002 back")
+    wait_until("1002 back", lambda: unfenced_brokers(restarted.address) == 3)
     assert restarted.log.read_text().count(SNAPSHOT_LOADED) == loaded_before + 1
-    wait_until(lambda: all(set(p.isr) == set(p.replicas) for partitions in
-                           topics_view(cluster.nodes[1000]).values()
-                           for p in partitions.values()), "every replica back in sync")
-    wait_until(lambda: topics_view(restarted) == topics_view(cluster.nodes[1000]),
-               "1002's topics as 1000's")
+    wait_until("every replica back in sync", lambda: all(
+        set(p.isr) == set(p.replicas) for partitions in
+        topics_view(cluster.nodes[1000]).values() for p in partitions.values()))
+    wait_until("1002's topics as 1000's",
+               lambda: topics_view(restarted) == topics_view(cluster.nodes[1000]))
     assert _image(cluster, 1002) == _image(cluster, 1000)
     assert shell_cat(restarted, QUOTA_FILE) == QUOTA_TEXT
 
@@ -338,8 +339,8 @@ def test_brokers_carry_on_after_the_active_kafka_controller_is_killed(
              "--topic", "after-failover", "--max-messages", "10"),
     ])
     cluster.start(killed)
-    wait_until(lambda: all(unfenced_brokers(b.address) == 3 for b in cluster.brokers),
-               "every broker unfenced")
+    wait_until("every broker unfenced",
+               lambda: all(unfenced_brokers(b.address) == 3 for b in cluster.brokers))
 
 
 def test_no_node_logged_an_error(cluster: OracleCluster) -> None:

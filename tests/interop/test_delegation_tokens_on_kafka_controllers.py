@@ -145,8 +145,8 @@ def create_topic(name: str) -> ToolRun:
 def replayed(cluster: SaslCluster, topic: str) -> None:
     """Until every broker sees ``topic``: it has replayed the records written before it."""
     for broker in cluster.brokers:
-        wait_until(lambda b=broker: topic in topics_view(b),
-                   f"broker {broker.node_id} sees {topic}")
+        wait_until(f"broker {broker.node_id} sees {topic}",
+                   lambda b=broker: topic in topics_view(b))
 
 
 def pykraft_tool(*args: str) -> str:

@@ -10,10 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from pykraft.tools.local_cluster import PORT_RANGE_ENV
-
-#: Linux hands out outgoing connections' ports from 32768 (ip_local_port_range).
-PORTS_LOW = 20000
-EPHEMERAL_LOW = 32768
+from worker_ports import EPHEMERAL_LOW, PORTS_LOW
 
 # Tests assert behaviour, never timing: hypothesis's per-example deadline and its slow-data
 # health check both fail a correct test on a loaded machine (seen on a 2-core CI run).

@@ -8,9 +8,9 @@ import socket
 
 import pytest
 
-from conftest import EPHEMERAL_LOW, PORTS_LOW
 from pykraft.tools import local_cluster
 from pykraft.tools.local_cluster import HOST, PORT_RANGE_ENV, ClusterError, free_ports
+from worker_ports import EPHEMERAL_LOW, PORTS_LOW
 
 
 def _bound_range(monkeypatch: pytest.MonkeyPatch, size: int) -> tuple[socket.socket, range]:

@@ -434,7 +434,7 @@ def test_hostile_connections_are_closed_counted_and_harmless(fuzzed: Fuzzed) -> 
     for path in logs:
         assert not unhandled(path), f"{replay}: {unhandled(path)[:3]}"
         new = _refusals(path)[before[path]:]
-        connections = [line.split(" connection=")[1].split()[0] for line in new]
+        connections = [line.split(" channel_id=")[1].split()[0] for line in new]
         duplicated = [c for c, n in collections.Counter(connections).items() if n > 1]
         assert not duplicated, f"{replay}: logged more than once: {duplicated[:3]}"
         print(f"{path.parent.name}: {len(new)} refusals logged")

@@ -55,14 +55,6 @@ ACCEPT_RETRY_S = 1.0
 _CLIENT_GONE = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EINTR, errno.EAGAIN})
 
 
-def failed_authentication(peer: str, listener: str, reason: str) -> None:
-    """Log a refused connection once, with its reason (Kafka's "Failed authentication with
-    /127.0.0.1 (SSL handshake failed)")."""
-    host = peer.rsplit(":", 1)[0] if ":" in peer else peer
-    event(log, "failed_authentication", level=logging.INFO, peer=f"/{host.strip('[]')}",
-          connection=peer, listener=listener, reason=reason)
-
-
 class ListenerServer:
     """Accepts connections on one endpoint and serves them with a :class:`Dispatcher`."""
 
@@ -150,7 +142,8 @@ class ListenerServer:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             stream = await FrameStream.accept(sock, self._max_frame_size, connection.touch)
             connection.abort_with(stream.abort)
-            await self._serve(stream)
+            # Kafka's channel id: unique for the node's life, though the kernel reuses ports
+            await self._serve(stream, f"{stream.local}-{stream.peer}-{connection.key}")
         except asyncio.CancelledError:
             pass  # server shutdown; asyncio would report a cancelled handler as an error
         except OSError:
@@ -162,7 +155,14 @@ class ListenerServer:
             else:
                 stream.close()
 
-    async def _handshake(self, stream: FrameStream) -> Session | None:
+    def _refused(self, stream: FrameStream, channel_id: str, reason: str) -> None:
+        """Log a refused connection once, with its reason (Kafka's "Failed authentication
+        with /127.0.0.1 (channelId=...) (SSL handshake failed)")."""
+        host = stream.peer.rsplit(":", 1)[0] if ":" in stream.peer else stream.peer
+        event(log, "failed_authentication", level=logging.INFO, peer=f"/{host.strip('[]')}",
+              channel_id=channel_id, listener=self.listener_name, reason=reason)
+
+    async def _handshake(self, stream: FrameStream, channel_id: str) -> Session | None:
         """The connection's session; None when its TLS handshake failed (logged)."""
         peer = stream.peer
         principal = ANONYMOUS
@@ -176,22 +176,21 @@ class ListenerServer:
                     reason += f" ({exc.verify_message})"  # why: expired, unknown issuer, ...
                 if reason == "UNEXPECTED_EOF_WHILE_READING":  # the client gave no alert
                     reason += " (the client hung up: does it trust this listener's certificate?)"
-                failed_authentication(peer, self.listener_name, f"SSL handshake failed: {reason}")
+                self._refused(stream, channel_id, f"SSL handshake failed: {reason}")
                 return None
             except NoMatchingRuleError as exc:
-                failed_authentication(peer, self.listener_name, str(exc))
+                self._refused(stream, channel_id, str(exc))
                 return None
             except EOFError:
                 return None  # closed before saying anything (a port probe)
             except (OSError, TimeoutError) as exc:
-                failed_authentication(peer, self.listener_name, "SSL handshake failed: "
-                                      f"{type(exc).__name__}: {exc}".rstrip(": "))
+                self._refused(stream, channel_id, "SSL handshake failed: "
+                              f"{type(exc).__name__}: {exc}".rstrip(": "))
                 return None
         return Session(principal, peer, self.listener_name, self.protocol)
 
-    async def _serve(self, stream: FrameStream) -> None:
-        peer = stream.peer
-        session = await self._handshake(stream)
+    async def _serve(self, stream: FrameStream, channel_id: str) -> None:
+        session = await self._handshake(stream, channel_id)
         if session is None:
             return
         gate = None if self._sasl is None else SaslGate(
@@ -212,22 +211,21 @@ class ListenerServer:
                 if response:  # b"": a request answered with nothing (Produce acks=0)
                     await stream.write_frame(response)
             except CloseConnection as exc:
-                event(log, "connection_closed", level=logging.WARNING, peer=peer,
+                event(log, "connection_closed", level=logging.WARNING, channel_id=channel_id,
                       reason=str(exc))
                 return
             except SaslRefused as exc:
                 if exc.failed:
-                    failed_authentication(peer, self.listener_name, str(exc))
+                    self._refused(stream, channel_id, str(exc))
                 else:
-                    event(log, "connection_closed", peer=peer, reason=str(exc))
+                    event(log, "connection_closed", channel_id=channel_id, reason=str(exc))
                 return
             except ProtocolError as exc:
                 if isinstance(exc, FrameTooLargeError) and gate and not gate.authenticated:
-                    failed_authentication(peer, self.listener_name,
-                                          f"{INVALID_RECEIVE_SIZE} ({exc})")
+                    self._refused(stream, channel_id, f"{INVALID_RECEIVE_SIZE} ({exc})")
                 else:
-                    event(log, "connection_closed", level=logging.WARNING, peer=peer,
-                          reason=f"{type(exc).__name__}: {exc}")
+                    event(log, "connection_closed", level=logging.WARNING,
+                          channel_id=channel_id, reason=f"{type(exc).__name__}: {exc}")
                 return
             except (OSError, EOFError):
                 return

@@ -154,7 +154,15 @@ class FrameStream:
 
     @property
     def peer(self) -> str:
-        address = self._writer.get_extra_info("peername")
+        return self._address("peername")
+
+    @property
+    def local(self) -> str:
+        """This end's host:port (the listener's)."""
+        return self._address("sockname")
+
+    def _address(self, which: str) -> str:
+        address = self._writer.get_extra_info(which)
         return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
 
     async def read_frame(self) -> bytes | None:

@@ -107,10 +107,10 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
 from peers.base import BenchError
 from peers.pykraft_metadata import call, connect, create_topics_request, created_or_exists
-from pykraft.partition.compression import CODECS as CODEC_IDS
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
+from pykraft.records.compression import CODECS as CODEC_IDS
 from pykraft.testing.compression_bombs import MiB, batch, bomb, huge_record
 from pykraft.testing.stalls import StallProbe, fences_of, latest_offsets, serves_all
 from pykraft.tools.admin_client import admin_settings

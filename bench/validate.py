@@ -19,9 +19,9 @@ import os
 import time
 import timeit
 
-from pykraft.partition.compression import CODECS, NONE, compress
 from pykraft.partition.validator import AppendConfig, validate_produce
 from pykraft.records.batch import Record, assemble_batch, encode_records
+from pykraft.records.compression import CODECS, NONE, compress
 
 NOW_MS = 1_700_000_000_000
 PRODUCER_ID = 4000

@@ -47,8 +47,8 @@ from kio.static.primitive import Records, i32, i32Timedelta, i64
 from typer.testing import CliRunner
 
 from pykraft.errors import CorruptRecordError
-from pykraft.partition.compression import GZIP
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.compression import GZIP
 from pykraft.tools import console_consumer_tool as consumer_tool
 from pykraft.tools import console_producer_tool as producer_tool
 from pykraft.tools import delete_records_tool, get_offsets_tool, log_dirs_tool

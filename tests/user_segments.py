@@ -16,7 +16,6 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from pykraft.messages import encode
-from pykraft.partition.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from pykraft.records.batch import (
     ATTR_CONTROL,
     ATTR_TIMESTAMP_TYPE,
@@ -28,6 +27,7 @@ from pykraft.records.batch import (
     read_header,
     rewrite_header,
 )
+from pykraft.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from pykraft.records.control import ControlType, EndTxnMarker, control_key
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog

@@ -32,9 +32,9 @@ from kio.schema.produce.v13 import request as produce
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
-from pykraft.partition.compression import GZIP, LZ4, SNAPPY, ZSTD
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
+from pykraft.records.compression import GZIP, LZ4, SNAPPY, ZSTD
 from pykraft.testing.compression_bombs import NOW, MiB, batch, bomb, huge_record
 from pykraft.tools.local_cluster import LocalCluster
 

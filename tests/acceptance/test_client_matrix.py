@@ -18,7 +18,7 @@ import pytest
 from broker_harness import codecs_on_disk, confluent_produce, create_topic, one_broker_cluster
 from java_clients import Message, decode, encode, run_probe
 
-from pykraft.partition.compression import CODECS
+from pykraft.records.compression import CODECS
 from pykraft.tools.local_cluster import LocalCluster
 
 COUNT = 10_000

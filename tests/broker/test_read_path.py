@@ -29,9 +29,9 @@ from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.cluster_image import BrokerRegistration, ClusterImage
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
-from pykraft.partition.compression import ZSTD
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import assemble_batch, encode_batch
+from pykraft.records.compression import ZSTD
 from pykraft.records.metadata_records import BrokerEndpoint
 from pykraft.storage.log_config import LogConfig
 

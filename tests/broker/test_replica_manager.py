@@ -17,11 +17,11 @@ from replica_fixtures import client_batch, topic, with_records
 from pykraft.broker.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
 from pykraft.image.image import MetadataImage
-from pykraft.partition.compression import GZIP
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.partition.validator import ProduceValidationError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
+from pykraft.records.compression import GZIP
 from pykraft.records.metadata import ConfigRecord, PartitionChangeRecord, RemoveTopicRecord
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (

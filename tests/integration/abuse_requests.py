@@ -24,7 +24,6 @@ from kio.serial import entity_writer
 from pykraft.messages.kio_adapter import kio_schema
 from pykraft.messages.schema import ArrayOf, FieldSpec, MessageSchema
 from pykraft.messages.varint import encode_uvarint, encode_varint
-from pykraft.partition import compression
 from pykraft.protocol.apis import API_SPECS, ApiKey
 from pykraft.protocol.codec import request_type
 from pykraft.protocol.frame import encode_frame
@@ -33,6 +32,7 @@ from pykraft.protocol.header import (
     encode_request_header,
     request_header_version,
 )
+from pykraft.records import compression
 from pykraft.records.batch import assemble_batch
 
 

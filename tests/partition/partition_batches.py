@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from pykraft.partition.compression import NONE, compress
 from pykraft.records.batch import Record, assemble_batch, encode_records
+from pykraft.records.compression import NONE, compress
 
 Pair = tuple[bytes | None, bytes | None]
 

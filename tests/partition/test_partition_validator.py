@@ -11,7 +11,6 @@ from kafka.record.default_records import DefaultRecordBatch as KafkaPythonBatch
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from partition_batches import client_batch, raw_batch, record
 
-from pykraft.partition.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, decompress
 from pykraft.partition.validator import (
     LOG_APPEND_TIME,
     AppendConfig,
@@ -29,6 +28,7 @@ from pykraft.records.batch import (
     decode_records,
     iter_batches,
 )
+from pykraft.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, decompress
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 NOW = 10_000

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from pykraft.partition.compression import GZIP, NONE, ZSTD
 from pykraft.partition.validator import (
     INLINE_PAYLOAD_BYTES,
     AppendConfig,
@@ -16,6 +15,7 @@ from pykraft.partition.validator import (
     validate_produce,
 )
 from pykraft.records.batch import encode_batch
+from pykraft.records.compression import GZIP, NONE, ZSTD
 from pykraft.testing.compression_bombs import NOW, MiB, batch, bomb, huge_record
 
 BIG = 64 * MiB  # max.message.bytes for an uncompressed batch above INLINE_PAYLOAD_BYTES

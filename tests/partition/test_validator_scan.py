@@ -12,7 +12,6 @@ from partition_batches import client_batch, raw_batch, record
 
 from pykraft.errors import CorruptRecordError
 from pykraft.partition import validator
-from pykraft.partition.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from pykraft.partition.validator import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -24,6 +23,7 @@ from pykraft.partition.validator import (
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_TIMESTAMP_TYPE, Record, decode_records, unpack_header
+from pykraft.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 NOW = 1_700_000_000_000

@@ -38,9 +38,9 @@ from typing import Generic, Protocol, TypeVar
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
 from pykraft.partition.batch_records import batch_record_times
-from pykraft.partition.compression import CodecError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, BatchHeader
+from pykraft.records.compression import CodecError
 from pykraft.storage.leader_epoch import UNDEFINED_OFFSET
 from pykraft.storage.partition_log import PartitionLog
 from pykraft.storage.segment import TimestampAndOffset, first_record_at

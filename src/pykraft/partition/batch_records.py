@@ -2,7 +2,7 @@
 
 ``records/`` decodes only uncompressed batches (the metadata log never compresses); user
 partitions hold batches in any codec, so the tools and the Spark reader decompress with
-:mod:`pykraft.partition.compression` first. Timestamps are as stored: for a LogAppendTime
+:mod:`pykraft.records.compression` first. Timestamps are as stored: for a LogAppendTime
 batch the records keep their producer timestamps and readers substitute the batch's max
 timestamp (:func:`record_timestamp`), as Kafka's consumer does.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pykraft.partition.compression import NONE, decompress, payload_reader
 from pykraft.partition.validator import CREATE_TIME, LOG_APPEND_TIME
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -31,6 +30,7 @@ from pykraft.records.batch import (
     RecordBatch,
     decode_record_payload,
 )
+from pykraft.records.compression import NONE, decompress, payload_reader
 from pykraft.records.record_stream import record_times
 
 # Kafka's FileLogInputStream refuses a size field below a v0 record's overhead as corrupt.

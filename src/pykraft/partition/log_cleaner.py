@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from pykraft.messages.varint import encode_varint
-from pykraft.partition.compression import Compressor, payload_reader
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_DELETE_HORIZON,
@@ -33,6 +32,7 @@ from pykraft.records.batch import (
     assemble_batch,
     iter_batches,
 )
+from pykraft.records.compression import Compressor, payload_reader
 from pykraft.records.record_stream import RecordFields, RecordReader
 from pykraft.storage.compaction import OffsetMap, retains_record
 

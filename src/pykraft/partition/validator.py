@@ -46,15 +46,6 @@ from typing import Final, NamedTuple
 
 from pykraft.errors import CorruptRecordError, PyKraftError
 from pykraft.messages.varint import encode_varint
-from pykraft.partition.compression import (
-    CODECS,
-    NONE,
-    ZSTD,
-    CodecError,
-    Compressor,
-    PayloadStream,
-    payload_reader,
-)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -71,6 +62,15 @@ from pykraft.records.batch import (
     decode_records,
     restamped_batch,
     unpack_header,
+)
+from pykraft.records.compression import (
+    CODECS,
+    NONE,
+    ZSTD,
+    CodecError,
+    Compressor,
+    PayloadStream,
+    payload_reader,
 )
 from pykraft.records.record_scan import RecordsScan, scan_records
 from pykraft.records.record_stream import PIECE, RecordReader, scan_stream

@@ -17,8 +17,8 @@ import lz4.frame
 import zstandard
 
 from pykraft.messages.varint import encode_varint
-from pykraft.partition.compression import GZIP, LZ4, ZSTD
 from pykraft.records.batch import assemble_batch
+from pykraft.records.compression import GZIP, LZ4, ZSTD
 
 MiB = 1 << 20
 NOW = 1_700_000_000_000

@@ -40,9 +40,9 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.errors import ConfigError, PyKraftError
-from pykraft.partition.compression import CODECS, NONE, compress
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import Record, assemble_batch, encode_records
+from pykraft.records.compression import CODECS, NONE, compress
 from pykraft.tools.admin_client import AdminError, ApiError, ClusterMetadata
 from pykraft.tools.broker_clients import Brokers, by_leader, java_exception
 

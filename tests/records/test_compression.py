@@ -7,7 +7,7 @@ import os
 import pytest
 from kafka import codec as kafka_codec
 
-from pykraft.partition.compression import (
+from pykraft.records.compression import (
     GZIP,
     LZ4,
     SNAPPY,

@@ -23,11 +23,11 @@ from pykraft.broker.partition_reads import (
 )
 from pykraft.messages.varint import encode_varint
 from pykraft.partition.batch_records import batch_record_times
-from pykraft.partition.compression import GZIP, LZ4, SNAPPY, ZSTD
 from pykraft.partition.log_cleaner import add_to_offset_map, clean_batches
 from pykraft.partition.validator import AppendConfig, ProduceValidationError, validate_produce
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, read_header
+from pykraft.records.compression import GZIP, LZ4, SNAPPY, ZSTD
 from pykraft.storage.compaction import OffsetMap
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog

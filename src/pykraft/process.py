@@ -14,7 +14,7 @@ import asyncio
 import logging
 import signal
 
-from pykraft.broker.process import BrokerRuntime
+from pykraft.broker.broker_server import BrokerServer
 from pykraft.raft.api import RaftListener
 from pykraft.runtime.connection_registry import ConnectionRegistry, raise_open_files_limit
 from pykraft.runtime.controller_registration import ControllerRegistrar
@@ -37,7 +37,7 @@ async def run_server(settings: NodeSettings) -> int:
     runs_controller = extension is None or not extension.replaces_controller
     controller = (ControllerService(settings.controller, bootstrap=settings.bootstrap)
                   if settings.is_controller and runs_controller else None)
-    broker = None if settings.broker is None else BrokerRuntime(settings, settings.broker)
+    broker = None if settings.broker is None else BrokerServer(settings, settings.broker)
     listeners: list[RaftListener] = []
     if controller is not None:
         listeners.append(controller)

@@ -13,8 +13,8 @@ from typing import TypeVar
 import pytest
 from replica_fixtures import client_batch, topic, with_records
 
+from pykraft.broker.broker_server import cleaner_enabled
 from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
-from pykraft.broker.process import cleaner_enabled
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.image.image import MetadataImage

@@ -1,7 +1,7 @@
 """The broker's log directories (``log.dirs``, else ``log.dir``): Kafka's ``LogManager``.
 
 Interface (time always comes in as ``now_ms``; the periodic calls are the driver's, see
-:class:`pykraft.broker.process.BrokerRuntime`)::
+:class:`pykraft.broker.broker_server.BrokerServer`)::
 
     logs = LogManager(log_dirs, default_config, jitter=None,   # segment.jitter.ms source
                       failures=None,   # LogDirFailures: a failed directory halts the broker

@@ -1,7 +1,7 @@
 """Follower fetchers: Kafka's ``ReplicaFetcherManager`` and ``ReplicaFetcherThread`` as
 asyncio tasks of the broker's event loop.
 
-Interface (wired by :class:`pykraft.broker.process.BrokerRuntime`)::
+Interface (wired by :class:`pykraft.broker.broker_server.BrokerServer`)::
 
     fetchers = ReplicaFetcherManager(broker_id, replicas, FetcherConfig.of(properties),
                                      listener_name, now_ms, broker_epoch)

@@ -1,4 +1,5 @@
-"""The broker half of a ``pykraft server`` process (``process.roles`` with ``broker``).
+"""The broker half of a ``pykraft server`` process (``process.roles`` with ``broker``),
+Kafka's BrokerServer.
 
 Its metadata listener joins the node's raft listeners (alone on a broker-only node, which
 the core runs as an observer; beside the controller on a combined node, which is a voter).
@@ -75,7 +76,7 @@ from pykraft.runtime.settings import (
 
 log = logging.getLogger("pykraft.broker")
 T = TypeVar("T")
-#: How long :meth:`BrokerRuntime.stop` waits for its cancelled background tasks.
+#: How long :meth:`BrokerServer.stop` waits for its cancelled background tasks.
 TASK_STOP_TIMEOUT_S = 5.0
 #: Kafka's defaults of the periodic log tasks' intervals.
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
@@ -98,7 +99,7 @@ def cleaner_enabled(static: Mapping[str, str]) -> bool:
     return enabled and _int_property(static, "log.cleaner.threads", 1) > 0
 
 
-class BrokerRuntime:
+class BrokerServer:
     """Create before the node (its :attr:`metadata` is a raft listener), then :meth:`bind`."""
 
     def __init__(self, settings: NodeSettings, broker: BrokerListenerSettings) -> None:

@@ -27,8 +27,8 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import iter_batches
+from pykraft.runtime.committed_counter import records_in_snapshot
 from pykraft.runtime.kafka_client import open_with_timeout
-from pykraft.runtime.state_machine import records_in_snapshot
 from pykraft.storage.meta_properties import read_meta_properties
 from pykraft.tools.local_cluster import LocalCluster, free_ports
 from pykraft.tools.quorum_tool import (

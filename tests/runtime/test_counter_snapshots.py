@@ -11,7 +11,7 @@ from pykraft.errors import CorruptRecordError
 from pykraft.image.snapshot import SnapshotPolicy
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
-from pykraft.runtime.state_machine import (
+from pykraft.runtime.committed_counter import (
     CommittedCounter,
     CounterSnapshot,
     records_in_snapshot,

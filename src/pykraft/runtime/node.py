@@ -15,7 +15,7 @@ servers of ``controller.quorum.bootstrap.servers``.
 
 The state machines are pluggable: ``listeners`` get the core's events (the controller, a
 broker's metadata image, or an application through :mod:`pykraft.embed`); the record counter
-of :mod:`pykraft.runtime.state_machine` always runs beside it for metrics and commit waits,
+of :mod:`pykraft.runtime.committed_counter` always runs beside it for metrics and commit waits,
 and is the only state machine, snapshots included, of a node given none. The node hands
 events to each in order with :func:`pykraft.raft.api.deliver`.
 """
@@ -47,6 +47,7 @@ from pykraft.raft.core import RaftClient
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.states import Leader
 from pykraft.runtime.cluster_id_refusals import ClusterIdRefusals
+from pykraft.runtime.committed_counter import CommittedCounter, CounterSnapshot
 from pykraft.runtime.disk_log import DiskRaftLog
 from pykraft.runtime.disk_quorum_state import FileQuorumStateStore
 from pykraft.runtime.event_loop import running_loop_name
@@ -55,7 +56,6 @@ from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection, PeerPool
 from pykraft.runtime.settings import NodeSettings
-from pykraft.runtime.state_machine import CommittedCounter, CounterSnapshot
 from pykraft.runtime.waits import wait_set
 
 log = logging.getLogger("pykraft.node")

@@ -28,7 +28,7 @@ from kio.schema.delete_topics.v6.response import DeleteTopicsResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from pykraft.controller import replication
+from pykraft.controller import replication_control
 from pykraft.protocol.errors import ErrorCode
 
 SECOND = i32Timedelta.parse(datetime.timedelta(seconds=1))
@@ -196,7 +196,7 @@ def test_deleting_more_topics_than_one_operation_takes_refuses_them_all(
         cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     """Kafka's bounded record list (MAX_RECORDS_PER_USER_OP, here 2): one RemoveTopicRecord
     past it and every topic named gets POLICY_VIOLATION, nothing is deleted."""
-    monkeypatch.setattr(replication, "MAX_RECORDS_PER_USER_OP", 2)
+    monkeypatch.setattr(replication_control, "MAX_RECORDS_PER_USER_OP", 2)
     for name in ("a", "b", "c"):
         cluster.call(create_topic(name))
     before = len(cluster.raft.batches)

@@ -49,7 +49,7 @@ from pykraft.controller import (
     config_control,
     dir_assignment,
     features_control,
-    replication,
+    replication_control,
     scram_control,
 )
 from pykraft.controller.activation import (
@@ -91,13 +91,13 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
     if isinstance(request, ControllerRegistrationRequest):
         return cluster_control.register_controller(ctx, request)
     if isinstance(request, CreateTopicsRequest):
-        return replication.create_topics(ctx, request)
+        return replication_control.create_topics(ctx, request)
     if isinstance(request, DeleteTopicsRequest):
-        return replication.delete_topics(ctx, request)
+        return replication_control.delete_topics(ctx, request)
     if isinstance(request, CreatePartitionsRequest):
-        return replication.create_partitions(ctx, request)
+        return replication_control.create_partitions(ctx, request)
     if isinstance(request, AlterPartitionRequest):
-        return replication.alter_partition(ctx, request)
+        return replication_control.alter_partition(ctx, request)
     if isinstance(request, AssignReplicasToDirsRequest):
         return dir_assignment.assign_replicas_to_dirs(ctx, request)
     if isinstance(request, IncrementalAlterConfigsRequest):

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from pykraft.cli.main import app
 from pykraft.group.subscriptions import ConsumerProtocolAssignment, ConsumerTopicPartitions
+from pykraft.ids import TopicPartition as Tp
 from pykraft.messages import encode
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ClusterMetadata, PartitionMetadata, TopicMetadata
@@ -47,8 +48,9 @@ def _group(state: str = "Stable", *members: Member) -> GroupDescription:
     return GroupDescription("my-group", state, "range", members, COORDINATOR)
 
 
-C1 = Member("consumer1-3fc8d6f1", None, "consumer1", "/127.0.0.1", (("topic1", 0), ("topic2", 0)))
-C2 = Member("consumer2-e76ea8c3", None, "consumer2", "/127.0.0.1", (("topic3", 1),))
+C1 = Member("consumer1-3fc8d6f1", None, "consumer1", "/127.0.0.1",
+            (Tp("topic1", 0), Tp("topic2", 0)))
+C2 = Member("consumer2-e76ea8c3", None, "consumer2", "/127.0.0.1", (Tp("topic3", 1),))
 C3 = Member("consumer3-ecea43e4", None, "consumer3", "/127.0.0.1", ())
 
 
@@ -56,8 +58,8 @@ C3 = Member("consumer3-ecea43e4", None, "consumer3", "/127.0.0.1", ())
 
 def test_offsets_table_is_kafkas() -> None:
     group = _group("Stable", C2, C1, C3)
-    committed = {("topic1", 0): 5, ("topic2", 0): 7, ("topic3", 2): 1}
-    ends = {("topic1", 0): 9, ("topic3", 1): 4, ("topic3", 2): 3}
+    committed = {Tp("topic1", 0): 5, Tp("topic2", 0): 7, Tp("topic3", 2): 1}
+    ends = {Tp("topic1", 0): 9, Tp("topic3", 1): 4, Tp("topic3", 2): 3}
     rows = offset_rows(group, committed, ends)
     lines = offsets_table(group, rows)
     assert lines[0] == ("out", "")
@@ -78,7 +80,7 @@ def test_offsets_table_is_kafkas() -> None:
 
 
 def test_group_state_notices_go_to_stderr_and_dead_groups_print_no_table() -> None:
-    empty = offsets_table(_group("Empty"), offset_rows(_group("Empty"), {("t", 0): 1}, {}))
+    empty = offsets_table(_group("Empty"), offset_rows(_group("Empty"), {Tp("t", 0): 1}, {}))
     assert empty[:2] == [("err", ""), ("err", "Consumer group 'my-group' has no active members.")]
     assert len(_out(empty)) == 3
     dead = offsets_table(_group("Dead"), [])
@@ -103,7 +105,7 @@ def test_members_table_plain_and_verbose() -> None:
 
 
 def test_members_table_shows_instance_ids_when_any() -> None:
-    static = Member("m-1", "instance-a", "c", "/10.0.0.1", (("t", 0), ("t", 1)))
+    static = Member("m-1", "instance-a", "c", "/10.0.0.1", (Tp("t", 0), Tp("t", 1)))
     lines = _out(members_table(_group("Stable", static), verbose=False))
     assert lines[1] == ("GROUP           CONSUMER-ID     GROUP-INSTANCE-ID HOST            "
                         "CLIENT-ID       #PARTITIONS     ")
@@ -140,10 +142,10 @@ def test_clamp_keeps_offsets_within_the_log() -> None:
 
 
 def test_shift_needs_a_committed_offset() -> None:
-    assert shifted([("t", 0)], {("t", 0): 10}, -3) == {("t", 0): 7}
+    assert shifted([Tp("t", 0)], {Tp("t", 0): 10}, -3) == {Tp("t", 0): 7}
     with pytest.raises(UsageError, match="Cannot shift offset for partition t-1 since there "
                                          "is no current committed offset"):
-        shifted([("t", 1)], {("t", 0): 10}, 1)
+        shifted([Tp("t", 1)], {Tp("t", 0): 10}, 1)
 
 
 def test_parse_datetime() -> None:

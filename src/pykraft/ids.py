@@ -1,4 +1,5 @@
-"""Kafka's UUIDs: 16 bytes on the wire, URL-safe base64 without padding as text.
+"""Kafka's identifiers: UUIDs (16 bytes on the wire, URL-safe base64 without padding as
+text), the metadata topic's name, and a partition's (topic, partition).
 
 Kafka reserves the zero UUID ("no id") and the one UUID (the metadata topic id), and never
 hands out a random id whose text starts with ``-`` (it would read as a CLI flag).
@@ -10,6 +11,7 @@ import base64
 import binascii
 import uuid
 from collections.abc import Callable
+from typing import NamedTuple
 
 from pykraft.errors import PyKraftError
 
@@ -17,6 +19,14 @@ ZERO_UUID = uuid.UUID(int=0)
 ONE_UUID = uuid.UUID(int=1)
 METADATA_TOPIC_ID = ONE_UUID
 METADATA_TOPIC_NAME = "__cluster_metadata"
+
+
+class TopicPartition(NamedTuple):
+    """Kafka's ``TopicPartition``: which partition of which topic (a plain tuple to compare
+    and hash, so ``(topic, partition)`` finds the same dict entry)."""
+
+    topic: str
+    partition: int
 
 
 class InvalidUuidError(PyKraftError, ValueError):

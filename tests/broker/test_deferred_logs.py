@@ -18,12 +18,12 @@ from pykraft.broker import log_manager
 from pykraft.broker.log_creator import CHUNK, INLINE_LOGS, LogCreator
 from pykraft.broker.log_manager import LogManager, create_logs
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import RemoveTopicRecord
 from pykraft.runtime.waits import wait_set
 from pykraft.storage.log_config import LogConfig
-from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.partition_metadata import read_partition_metadata
 
 ME = 1

@@ -17,6 +17,7 @@ from pykraft.broker.broker_server import cleaner_enabled
 from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.partition.batch_records import batch_records
 from pykraft.partition.validator import ProduceValidationError
@@ -25,7 +26,7 @@ from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import ConfigRecord, RemoveTopicRecord
 from pykraft.runtime.codec_thread import CLEANER
 from pykraft.storage.log_config import LogConfig
-from pykraft.storage.offset_checkpoints import TopicPartition, read_offset_checkpoint
+from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 
 T1 = uuid.UUID(int=9)
 T = TypeVar("T")

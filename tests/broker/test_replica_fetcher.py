@@ -28,6 +28,7 @@ from pykraft.broker.replica_fetcher import (
     fetcher_id,
 )
 from pykraft.broker.replica_manager import ReplicaManager
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.api_versions import api_versions_response
 from pykraft.protocol.apis import ApiKey, Listener
@@ -35,7 +36,6 @@ from pykraft.protocol.codec import decode_request, encode_response, response_typ
 from pykraft.protocol.convert import convert
 from pykraft.protocol.frame import encode_frame
 from pykraft.records.metadata import PartitionChangeRecord
-from pykraft.storage.offset_checkpoints import TopicPartition
 
 T1 = uuid.UUID(int=7)
 BIG = 1 << 24

@@ -16,6 +16,7 @@ from replica_fixtures import client_batch, topic, with_records
 
 from pykraft.broker.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.partition.validator import ProduceValidationError
@@ -28,7 +29,6 @@ from pykraft.storage.offset_checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
     read_offset_checkpoint,
 )
 from pykraft.storage.partition_log import PartitionLog

@@ -16,6 +16,7 @@ from pykraft.broker.replica_state import (
 )
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.errors import ConfigError
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import TopicsImage
 from pykraft.protocol.errors import ErrorCode
@@ -23,7 +24,6 @@ from pykraft.records.metadata import (
     PartitionChangeRecord,
     RemoveTopicRecord,
 )
-from pykraft.storage.offset_checkpoints import TopicPartition
 
 ME = 1
 T1 = uuid.UUID(int=1)

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pykraft.chaos.replica_logs import read_replica
+from pykraft.ids import TopicPartition
 from pykraft.records.batch import Record, assemble_batch, encode_records
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
     write_offset_checkpoint,
 )
 

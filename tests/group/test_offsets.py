@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from pykraft.group.offsets import OffsetStore
 from pykraft.group.records import OffsetCommitKey, OffsetCommitValue, decode_record
+from pykraft.ids import TopicPartition
 
 DAY = 86_400_000
 
@@ -17,7 +18,7 @@ def _value(offset: int, at: int = 0, expire: int = -1) -> OffsetCommitValue:
     )
 
 
-def _contents(store: OffsetStore) -> dict[str, dict[tuple[str, int], OffsetCommitValue]]:
+def _contents(store: OffsetStore) -> dict[str, dict[TopicPartition, OffsetCommitValue]]:
     return {group: dict(store.offsets(group)) for group in store.groups()}
 
 
@@ -29,7 +30,7 @@ def test_commit_stores_the_offset_and_returns_its_record() -> None:
     assert store.get("other", "t", 1) is None
     assert decode_record(record) == (OffsetCommitKey("g", "t", 1), _value(5))
     store.commit("g", "t", 1, _value(9))
-    assert store.offsets("g") == {("t", 1): _value(9)}
+    assert store.offsets("g") == {TopicPartition("t", 1): _value(9)}
     assert store.groups() == ["g"]
 
 
@@ -37,10 +38,10 @@ def test_delete_returns_tombstones_only_for_offsets_held() -> None:
     store = OffsetStore()
     store.commit("g", "t", 0, _value(1))
     store.commit("g", "u", 0, _value(2))
-    records = store.delete("g", [("t", 0), ("t", 7)])
+    records = store.delete("g", [TopicPartition("t", 0), TopicPartition("t", 7)])
     assert [decode_record(r) for r in records] == [(OffsetCommitKey("g", "t", 0), None)]
-    assert store.offsets("g") == {("u", 0): _value(2)}
-    assert store.delete("nobody", [("t", 0)]) == []
+    assert store.offsets("g") == {TopicPartition("u", 0): _value(2)}
+    assert store.delete("nobody", [TopicPartition("t", 0)]) == []
 
 
 def test_delete_group_drops_everything_and_forgets_the_group() -> None:
@@ -123,7 +124,7 @@ def test_replaying_the_records_rebuilds_an_equal_store(
         if op == "commit":
             log.append(store.commit(group, topic, partition, _value(number, at=number)))
         elif op == "delete":
-            log.extend(store.delete(group, [(topic, partition)]))
+            log.extend(store.delete(group, [TopicPartition(topic, partition)]))
         elif op == "delete_group":
             log.extend(store.delete_group(group))
         else:

@@ -25,8 +25,8 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT
 from pykraft.errors import PyKraftError
+from pykraft.ids import TopicPartition as Partition
 from pykraft.protocol.errors import ErrorCode
-from pykraft.storage.offset_checkpoints import TopicPartition as Partition
 from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 from pykraft.tools.local_cluster import LocalCluster
 

@@ -39,13 +39,14 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 from process_harness import describe, wait_for
 
 from pykraft.errors import PyKraftError
+from pykraft.ids import TopicPartition
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.records.compression import GZIP
 from pykraft.runtime.kafka_client import ClientConnection, open_with_timeout
-from pykraft.storage.offset_checkpoints import TopicPartition, read_offset_checkpoint
+from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 from pykraft.testing.compression_bombs import MiB, batch, bomb, huge_record
 from pykraft.testing.stalls import (
     ProbeResult,

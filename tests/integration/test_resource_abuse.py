@@ -51,6 +51,7 @@ from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.produce.v13 import request as produce
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
+from pykraft.ids import TopicPartition
 from pykraft.protocol.api_versions import ranges_from_response
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_response, request_type
@@ -324,7 +325,7 @@ def test_list_offsets_by_timestamp_over_a_bomb(cluster: Cluster, codec: str) -> 
         ErrorCode.none)
     recover(cluster.abused, time.monotonic())  # a fence the bomb's stall may bring
     figures = _measured(cluster, cluster.abused.broker, frame_of(
-        ApiKey.LIST_OFFSETS, 11, list_offsets_request([(topic, 0)], now + 1)),
+        ApiKey.LIST_OFFSETS, 11, list_offsets_request([TopicPartition(topic, 0)], now + 1)),
         f"ListOffsets by its last record's timestamp over a {case}")
     (listed,) = decode_response(ApiKey.LIST_OFFSETS, 11, figures.answer).body.topics
     assert (listed.partitions[0].error_code, listed.partitions[0].offset) == (

@@ -41,8 +41,8 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8, i16, i32
 from oracle_cluster import _read, call
 
+from pykraft.ids import TopicPartition as PartitionName
 from pykraft.protocol.apis import ApiKey
-from pykraft.storage.offset_checkpoints import TopicPartition as PartitionName
 from pykraft.storage.partition_log import partition_dir_name
 
 STATE_TIMEOUT_S = 90.0

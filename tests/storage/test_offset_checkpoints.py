@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pykraft.ids import TopicPartition
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.offset_checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
-    TopicPartition,
     decode_offset_checkpoint,
     read_offset_checkpoint,
     write_offset_checkpoint,

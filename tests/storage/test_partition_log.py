@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
+from pykraft.ids import TopicPartition
 from pykraft.records.batch import encode_batch, iter_batches
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log_config import LogConfig
-from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.partition_log import (
     LogFlush,
     PartitionLog,

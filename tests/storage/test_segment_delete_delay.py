@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pykraft.broker.log_manager import LogManager
+from pykraft.ids import TopicPartition
 from pykraft.records.batch import encode_batch
 from pykraft.storage.log_config import LogConfig
-from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.partition_log import PartitionLog
 
 DELAY = LogConfig(segment_bytes=200, file_delete_delay_ms=1000)

@@ -52,13 +52,13 @@ from pathlib import Path
 from pykraft.broker.log_cleaner import Compute, clean_log, inline
 from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.errors import StorageError
+from pykraft.ids import TopicPartition
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write, fsync_dir
 from pykraft.storage.log_config import JitterSource, LogConfig
 from pykraft.storage.offset_checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
-    TopicPartition,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )

@@ -70,6 +70,7 @@ from pykraft.errors import (
     StorageIOError,
     UnsupportedVersionError,
 )
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
@@ -78,7 +79,6 @@ from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, op
 from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.waits import wait_set
 from pykraft.storage.java_properties import java_string_hash
-from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)

@@ -89,6 +89,7 @@ from pykraft.broker.replica_state import LocalPartition, check_leader_epoch, loc
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
+from pykraft.ids import TopicPartition
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
@@ -118,7 +119,6 @@ from pykraft.runtime.codec_thread import CLEANER, VALIDATION
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
     read_offset_checkpoint,
     write_offset_checkpoint,
 )

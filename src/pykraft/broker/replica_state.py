@@ -19,10 +19,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from pykraft.ids import TopicPartition
 from pykraft.image.topics import PartitionRegistration, TopicsImage
 from pykraft.partition.replication import effective_min_isr
 from pykraft.protocol.errors import ErrorCode
-from pykraft.storage.offset_checkpoints import TopicPartition
 
 
 @dataclass(frozen=True, slots=True)

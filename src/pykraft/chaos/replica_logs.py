@@ -11,13 +11,10 @@ from pathlib import Path
 
 from pykraft.chaos.history import ReplicaLog
 from pykraft.errors import PyKraftError
+from pykraft.ids import TopicPartition
 from pykraft.partition.batch_records import batch_records
 from pykraft.records.batch import NO_PRODUCER_ID, iter_batches
-from pykraft.storage.offset_checkpoints import (
-    REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
-    read_offset_checkpoint,
-)
+from pykraft.storage.offset_checkpoints import REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
 from pykraft.storage.partition_log import partition_dir_name
 
 

@@ -27,7 +27,7 @@ from pykraft.group.outcome import OffsetsRecord, TopicInfo
 from pykraft.group.records import OffsetCommitValue
 from pykraft.group.registry import Groups
 from pykraft.group.replies import NO_THROTTLE, millis
-from pykraft.ids import ZERO_UUID
+from pykraft.ids import ZERO_UUID, TopicPartition
 
 E = ErrorCode
 _LAST_RETENTION_VERSION = 4
@@ -117,7 +117,7 @@ class ClassicOffsets:
             wanted = [(t.name, tuple(t.partition_indexes)) for t in request.topics]
         return fetched.OffsetFetchResponseGroup(group_id=request.group_id, topics=tuple(
             fetched.OffsetFetchResponseTopics(name=TopicName(name), partitions=tuple(
-                _fetched(index, held.get((name, index))) for index in indexes))
+                _fetched(index, held.get(TopicPartition(name, index))) for index in indexes))
             for name, indexes in wanted))
 
     def delete_offsets(self, request: OffsetDeleteRequest) -> tuple[
@@ -135,7 +135,8 @@ class ClassicOffsets:
             code = E.group_subscribed_to_topic if subscribed else E.none
             if not subscribed:
                 records.extend(self.store.delete(
-                    request.group_id, [(topic.name, p.partition_index) for p in topic.partitions]))
+                    request.group_id,
+                    [TopicPartition(topic.name, p.partition_index) for p in topic.partitions]))
             topics.append(deleted.OffsetDeleteResponseTopic(name=topic.name, partitions=tuple(
                 deleted.OffsetDeleteResponsePartition(partition_index=p.partition_index,
                                                      error_code=ErrorCode(code))

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from pykraft.group.outcome import OffsetsRecord
 from pykraft.group.records import OffsetCommitKey, OffsetCommitValue, offset_commit_record
-
-TopicPartition = tuple[str, int]
+from pykraft.ids import TopicPartition
 
 ExpiryBase = Callable[[str, str, OffsetCommitValue], int | None]
 """For (group, topic, offset): the timestamp the offset's retention counts from, or None to
@@ -40,7 +39,7 @@ class OffsetStore:
 
     def get(self, group: str, topic: str, partition: int) -> OffsetCommitValue | None:
         """The committed offset, or None when there is none."""
-        return self._offsets.get(group, {}).get((topic, partition))
+        return self._offsets.get(group, {}).get(TopicPartition(topic, partition))
 
     def offsets(self, group: str) -> Mapping[TopicPartition, OffsetCommitValue]:
         """Every committed offset of ``group`` (empty when it has none)."""
@@ -78,7 +77,7 @@ class OffsetStore:
                 else:
                     due = now_ms - since >= retention_ms
                 if due:
-                    expired.append((topic, partition))
+                    expired.append(TopicPartition(topic, partition))
             records.extend(self.delete(group, expired))
         return records
 
@@ -87,12 +86,13 @@ class OffsetStore:
         if value is None:
             self._drop(key)
         else:
-            self._offsets.setdefault(key.group, {})[(key.topic, key.partition)] = value
+            held = self._offsets.setdefault(key.group, {})
+            held[TopicPartition(key.topic, key.partition)] = value
 
     def _drop(self, key: OffsetCommitKey) -> bool:
         """Forget one offset (and the group once it has none); whether it was there."""
         held = self._offsets.get(key.group)
-        if held is None or held.pop((key.topic, key.partition), None) is None:
+        if held is None or held.pop(TopicPartition(key.topic, key.partition), None) is None:
             return False
         if not held:
             del self._offsets[key.group]

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
 
+from pykraft.ids import TopicPartition
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write
 
@@ -29,11 +29,6 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CHECKPOINT_VERSION = 0
 _INT = re.compile(r"[+-]?[0-9]+")
-
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
 
 
 def encode_offset_checkpoint(offsets: Mapping[TopicPartition, int]) -> bytes:

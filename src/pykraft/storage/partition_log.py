@@ -48,6 +48,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
+from pykraft.ids import TopicPartition
 from pykraft.records.batch import BatchHeader, complete_batches
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.file_error import StateFileError
@@ -61,7 +62,6 @@ from pykraft.storage.leader_epoch import (
 )
 from pykraft.storage.log_config import JitterSource, LogConfig, no_jitter
 from pykraft.storage.log_verify import TornTail, verify_segments
-from pykraft.storage.offset_checkpoints import TopicPartition
 from pykraft.storage.offset_index import INDEX_SUFFIX
 from pykraft.storage.retention import SegmentStats
 from pykraft.storage.segment import (

@@ -23,10 +23,10 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from pykraft.errors import ConfigError
+from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import AdminClient, AdminError, AdminSettings, ClusterMetadata
 
-TopicPartition = tuple[str, int]
 _JAVA_ERRORS = "org.apache.kafka.common.errors."
 #: Kafka's exception classes whose names are not the error's name in CamelCase.
 _EXCEPTION_NAMES = {
@@ -100,9 +100,9 @@ def by_leader(cluster: ClusterMetadata, partitions: Iterable[TopicPartition]) ->
         meta = cluster.topics.get(topic)
         part = next((p for p in meta.partitions if p.partition == index), None) if meta else None
         if part is None or part.leader is None:
-            leaderless.append((topic, index))
+            leaderless.append(TopicPartition(topic, index))
         else:
-            leaders.setdefault(part.leader, []).append((topic, index))
+            leaders.setdefault(part.leader, []).append(TopicPartition(topic, index))
     return leaders, leaderless
 
 

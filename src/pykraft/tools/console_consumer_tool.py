@@ -42,6 +42,7 @@ from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopi
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.errors import CorruptRecordError, PyKraftError
+from pykraft.ids import TopicPartition
 from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
@@ -288,7 +289,8 @@ class Consumer:
         """One Fetch to each leader; the records past each position, positions moved on."""
         if self.member is not None:
             await self._keep_membership()
-        leaders, _ = by_leader(self.cluster, [(self.topic, p) for p in self.positions])
+        partitions = [TopicPartition(self.topic, p) for p in self.positions]
+        leaders, _ = by_leader(self.cluster, partitions)
         records: list[ConsumedRecord] = []
         for leader, tps in sorted(leaders.items()):
             answer = await self.brokers.request_to(leader, self._request([p for _, p in tps]))
@@ -359,7 +361,7 @@ def _consumed(partition: int, header: Any, record: Record) -> ConsumedRecord:
 
 async def _list_offsets(brokers: Brokers, cluster: ClusterMetadata, topic: str,
                         partitions: list[int], timestamp: int) -> dict[int, int]:
-    leaders, leaderless = by_leader(cluster, [(topic, p) for p in partitions])
+    leaders, leaderless = by_leader(cluster, [TopicPartition(topic, p) for p in partitions])
     if leaderless:
         raise ApiError(ErrorCode.leader_not_available, None)
     positions = {}

@@ -40,6 +40,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.errors import ConfigError, PyKraftError
+from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import Record, assemble_batch, encode_records
 from pykraft.records.compression import CODECS, NONE, compress
@@ -341,7 +342,8 @@ class Producer:
             pending = retry
 
     async def _send_all(self, pending: dict[int, _Pending], final: bool) -> dict[int, _Pending]:
-        leaders, leaderless = by_leader(self.cluster, [(self.topic, p) for p in pending])
+        partitions = [TopicPartition(self.topic, p) for p in pending]
+        leaders, leaderless = by_leader(self.cluster, partitions)
         retry = {p: pending[p] for _, p in leaderless}
         if final:
             for partition in retry:

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pykraft.errors import PyKraftError
-from pykraft.tools.broker_clients import TopicPartition, tp_name
+from pykraft.ids import TopicPartition
+from pykraft.tools.broker_clients import tp_name
 
 MISSING = "-"
 Line = tuple[str, str]
@@ -94,8 +95,8 @@ def offset_rows(
     def rows(tps: Iterable[TopicPartition], member: Member | None) -> list[OffsetRow]:
         return [
             OffsetRow(
-                group.group_id, topic, partition, committed.get((topic, partition)),
-                log_end.get((topic, partition)),
+                group.group_id, topic, partition, committed.get(TopicPartition(topic, partition)),
+                log_end.get(TopicPartition(topic, partition)),
                 member.member_id if member else MISSING, member.host if member else MISSING,
                 member.client_id if member else MISSING,
             )

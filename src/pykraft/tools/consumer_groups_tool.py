@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
-from pykraft.tools.broker_clients import TopicPartition, tp_name
+from pykraft.tools.broker_clients import tp_name
 from pykraft.tools.consumer_groups_report import (
     GroupDescription,
     Line,
@@ -149,7 +150,7 @@ async def _partitions(client: GroupClient, args: Iterable[str]) -> list[TopicPar
         if partitions is None:
             whole.append(topic)
         else:
-            named += [(topic, p) for p in partitions]
+            named += [TopicPartition(topic, p) for p in partitions]
     return named + (await client.topic_partitions(whole) if whole else [])
 
 
@@ -277,12 +278,12 @@ async def delete_offsets_lines(client: GroupClient, group: str,
     for arg in topics:
         topic, partitions = parse_topic_arg(arg)
         if partitions is not None:
-            named += [(topic, p) for p in partitions]
+            named += [TopicPartition(topic, p) for p in partitions]
             continue
         try:
             named += await client.topic_partitions([topic])
         except ApiError as exc:  # Kafka reports a topic it cannot describe as partition -1
-            results[(topic, -1)] = exception_text(exc.error)
+            results[TopicPartition(topic, -1)] = exception_text(exc.error)
     top, per = await client.delete_offsets(group, named)
     for tp, code in per.items():
         results[tp] = None if code == ErrorCode.none else exception_text(code)

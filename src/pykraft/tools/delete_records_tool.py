@@ -30,15 +30,10 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.errors import PyKraftError
+from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
-from pykraft.tools.broker_clients import (
-    Brokers,
-    TopicPartition,
-    by_leader,
-    java_exception,
-    tp_name,
-)
+from pykraft.tools.broker_clients import Brokers, by_leader, java_exception, tp_name
 
 EARLIEST_VERSION = 1
 #: The Admin client's default ``timeout.ms`` for DeleteRecords.
@@ -78,7 +73,7 @@ def parse_offset_json(text: str) -> dict[TopicPartition, int]:
         raise UsageError("Expected `partitions` to be an array of objects")
     seen: dict[TopicPartition, list[int]] = {}
     for entry in entries:
-        tp = (_field(entry, "topic", str), _field(entry, "partition", int))
+        tp = TopicPartition(_field(entry, "topic", str), _field(entry, "partition", int))
         seen.setdefault(tp, []).append(_field(entry, "offset", int))
     duplicates = [tp_name(tp) for tp, offsets in seen.items() if len(offsets) > 1]
     if duplicates:
@@ -101,7 +96,7 @@ async def delete_records(brokers: Brokers, offsets: Mapping[TopicPartition, int]
             {tp: offsets[tp] for tp in tps}))
         for topic in answer.topics:
             for part in topic.partitions:
-                tp = (str(topic.name), int(part.partition_index))
+                tp = TopicPartition(str(topic.name), int(part.partition_index))
                 results[tp] = (f"low_watermark: {int(part.low_watermark)}"
                                if part.error_code == ErrorCode.none
                                else _error(ErrorCode(part.error_code)))

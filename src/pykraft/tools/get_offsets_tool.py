@@ -32,15 +32,10 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft.errors import PyKraftError
+from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
-from pykraft.tools.broker_clients import (
-    Brokers,
-    TopicPartition,
-    by_leader,
-    java_exception,
-    tp_name,
-)
+from pykraft.tools.broker_clients import Brokers, by_leader, java_exception, tp_name
 from pykraft.tools.topics_tool import is_internal
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -153,7 +148,7 @@ async def get_offsets(brokers: Brokers, wanted: PartitionFilter, timestamp: int,
                       warn: Callable[[str], None] = print) -> dict[TopicPartition, int]:
     """The offset of each matching partition at ``timestamp``, from each leader."""
     cluster = await brokers.metadata()
-    selected = [(name, p.partition) for name, meta in cluster.topics.items()
+    selected = [TopicPartition(name, p.partition) for name, meta in cluster.topics.items()
                 if wanted.allows_topic(name) and not (exclude_internal and is_internal(name))
                 for p in meta.partitions if wanted.allows(name, p.partition)]
     if not selected:
@@ -166,7 +161,7 @@ async def get_offsets(brokers: Brokers, wanted: PartitionFilter, timestamp: int,
         answer = await brokers.request_to(leader, list_offsets_request(tps, timestamp))
         for topic in answer.topics:
             for part in topic.partitions:
-                tp = (str(topic.name), int(part.partition_index))
+                tp = TopicPartition(str(topic.name), int(part.partition_index))
                 if part.error_code != ErrorCode.none:
                     warn(_skip(tp, ApiError(ErrorCode(part.error_code), None)))
                 elif int(part.offset) != UNKNOWN_OFFSET:

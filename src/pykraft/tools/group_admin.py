@@ -47,9 +47,10 @@ from kio.static.primitive import i8, i32, i64
 
 from pykraft.errors import PyKraftError
 from pykraft.group.subscriptions import ConsumerProtocolAssignment, read_consumer_protocol
+from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import AdminError, ApiError
-from pykraft.tools.broker_clients import Brokers, TopicPartition, by_leader, java_exception
+from pykraft.tools.broker_clients import Brokers, by_leader, java_exception
 from pykraft.tools.consumer_groups_report import Coordinator, GroupDescription, Member
 from pykraft.tools.get_offsets_tool import list_offsets_request
 
@@ -185,7 +186,7 @@ class GroupClient:
                 if part.error_code != ErrorCode.none:
                     raise api_error(part.error_code)
                 if int(part.committed_offset) >= 0:
-                    offsets[(str(topic.name), int(part.partition_index))] = int(
+                    offsets[TopicPartition(str(topic.name), int(part.partition_index))] = int(
                         part.committed_offset)
         return offsets
 
@@ -204,7 +205,8 @@ class GroupClient:
             for topic in answer.topics:
                 for part in topic.partitions:
                     if part.error_code == ErrorCode.none:
-                        offsets[(str(topic.name), int(part.partition_index))] = int(part.offset)
+                        offsets[TopicPartition(str(topic.name), int(part.partition_index))] = (
+                            int(part.offset))
         return offsets
 
     async def topic_partitions(self, topics: Iterable[str]) -> list[TopicPartition]:
@@ -214,7 +216,7 @@ class GroupClient:
         missing = [t for t in names if t not in cluster.topics]
         if missing:
             raise api_error(ErrorCode.unknown_topic_or_partition)
-        return [(t, p.partition) for t in names for p in cluster.topics[t].partitions]
+        return [TopicPartition(t, p.partition) for t in names for p in cluster.topics[t].partitions]
 
     async def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Kafka's ``alterConsumerGroupOffsets``: a standalone commit (generation -1, no
@@ -261,9 +263,9 @@ class GroupClient:
         try:
             _, answer = await self.to_coordinator(group, body, lambda a: int(a.error_code))
         except ApiError as exc:
-            return int(exc.error), {tp: int(exc.error) for tp in
-                                    ((t, p) for t, ps in by_topic.items() for p in ps)}
-        per = {(str(topic.name), int(part.partition_index)): int(part.error_code)
+            return int(exc.error), {TopicPartition(t, p): int(exc.error)
+                                    for t, ps in by_topic.items() for p in ps}
+        per = {TopicPartition(str(topic.name), int(part.partition_index)): int(part.error_code)
                for topic in answer.topics for part in topic.partitions}
         failed = [code for code in per.values() if code != ErrorCode.none]
         return (failed[0] if failed else ErrorCode.none), per
@@ -290,4 +292,5 @@ def _assignment(data: bytes) -> tuple[TopicPartition, ...]:
         _, assignment = read_consumer_protocol(ConsumerProtocolAssignment, data)
     except PyKraftError as exc:
         raise AdminError(f"Could not read a member's assignment: {exc}") from None
-    return tuple((tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions)
+    return tuple(TopicPartition(tp.topic, p)
+                 for tp in assignment.assigned_partitions for p in tp.partitions)

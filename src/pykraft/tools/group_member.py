@@ -44,6 +44,7 @@ from pykraft.group.subscriptions import (
     ConsumerTopicPartitions,
     read_consumer_protocol,
 )
+from pykraft.ids import TopicPartition
 from pykraft.messages import encode
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.broker_clients import Brokers
@@ -172,7 +173,8 @@ class GroupMember:
     async def committed(self, partitions: list[int]) -> dict[int, int]:
         """The group's committed offsets of this member's partitions (those it has)."""
         offsets = await self.admin.committed_offsets(self.group)
-        return {p: offsets[(self.topic, p)] for p in partitions if (self.topic, p) in offsets}
+        return {p: offsets[TopicPartition(self.topic, p)] for p in partitions
+                if TopicPartition(self.topic, p) in offsets}
 
     async def commit(self, positions: Mapping[int, int]) -> None:
         """Commit ``positions`` (partition -> next offset) as this generation's member."""

@@ -1,5 +1,5 @@
 """Kafka's identifiers: UUIDs (16 bytes on the wire, URL-safe base64 without padding as
-text), the metadata topic's name, and a partition's (topic, partition).
+text), the reserved topics' names, and a partition's (topic, partition).
 
 Kafka reserves the zero UUID ("no id") and the one UUID (the metadata topic id), and never
 hands out a random id whose text starts with ``-`` (it would read as a CLI flag).
@@ -19,6 +19,10 @@ ZERO_UUID = uuid.UUID(int=0)
 ONE_UUID = uuid.UUID(int=1)
 METADATA_TOPIC_ID = ONE_UUID
 METADATA_TOPIC_NAME = "__cluster_metadata"
+OFFSETS_TOPIC_NAME = "__consumer_offsets"
+#: Kafka's ``Topic.INTERNAL_TOPICS``: shown as internal, never matched by a regex subscription,
+#: never auto-created, written only by the broker or an admin client.
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC_NAME, "__transaction_state", "__share_group_state"})
 
 
 class TopicPartition(NamedTuple):

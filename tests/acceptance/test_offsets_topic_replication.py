@@ -16,7 +16,7 @@ from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.types import TopicName
 from kio.static.primitive import i8
 
-from pykraft.broker.group_topic import OFFSETS_TOPIC
+from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -33,7 +33,7 @@ def find_coordinator(cluster: LocalCluster, broker_id: int) -> ErrorCode:
 def offsets_topic(cluster: LocalCluster, broker_id: int) -> tuple[ErrorCode, list[int]]:
     """The offsets topic's Metadata error and each partition's replica count."""
     answer = broker_call(cluster, broker_id, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(OFFSETS_TOPIC)),),
+        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(OFFSETS_TOPIC_NAME)),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     (topic,) = answer.topics
     return ErrorCode(topic.error_code), [len(p.replica_nodes) for p in topic.partitions]

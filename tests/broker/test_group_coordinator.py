@@ -23,7 +23,7 @@ from replica_fixtures import broker, until, with_records
 
 from pykraft.broker import group_coordinator
 from pykraft.broker.group_coordinator import GroupCoordinatorService
-from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
+from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
@@ -31,6 +31,7 @@ from pykraft.errors import CorruptRecordError
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
 from pykraft.group.shard import GroupShard
+from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
@@ -117,12 +118,12 @@ def offsets_image(*, leader: int = ME, epoch: int = 0, isr: tuple[int, ...] = (M
                 for b in (ME, OTHER)]
     image: MetadataImage = with_records(
         MetadataImage(), broker(ME, 9091), broker(OTHER, 9092), *unfenced,
-        TopicRecord(name=OFFSETS_TOPIC, topic_id=TOPIC_ID),
+        TopicRecord(name=OFFSETS_TOPIC_NAME, topic_id=TOPIC_ID),
         PartitionRecord(partition_id=0, topic_id=TOPIC_ID, replicas=replicas, isr=isr,
                         leader=leader, leader_epoch=epoch, partition_epoch=epoch),
-        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC, name="min.insync.replicas",
+        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC_NAME, name="min.insync.replicas",
                      value=str(min_isr)),
-        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC, name="max.message.bytes",
+        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC_NAME, name="max.message.bytes",
                      value=str(max_message_bytes)))
     return image
 
@@ -136,7 +137,7 @@ class Rig:
 
     @property
     def part(self) -> HostedPartition:
-        return self.replicas.partition_for(OFFSETS_TOPIC, 0, require_leader=False)
+        return self.replicas.partition_for(OFFSETS_TOPIC_NAME, 0, require_leader=False)
 
     @property
     def shard(self) -> ScriptedShard:
@@ -399,7 +400,7 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
                     i32(0), i32(1))),)),)), client_id="c", client_host="/127.0.0.1")
         assert [int(p.committed_offset) for p in fetched.groups[0].topics[0].partitions] == [
             5, -1]
-        part = replicas.partition_for(OFFSETS_TOPIC, 0)
+        part = replicas.partition_for(OFFSETS_TOPIC_NAME, 0)
         assert part.log_end_offset == 1 and service.partition_states == {0: "loaded"}
         await service.close()
 

@@ -14,15 +14,12 @@ from kio.schema.metadata.v13.request import MetadataRequest
 from kio.static.primitive import i8, i16, i32
 from replica_fixtures import broker, with_records
 
-from pykraft.broker.group_topic import (
-    OFFSETS_TOPIC,
-    CoordinatorFinder,
-    OffsetsTopicConfig,
-)
+from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.group_versions import to_version
 from pykraft.broker.responses import NO_THROTTLE, metadata_response
 from pykraft.errors import ConfigError
 from pykraft.group.partitioning import partition_for
+from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
@@ -62,7 +59,7 @@ def cluster(brokers: int, *, fenced: tuple[int, ...] = ()) -> MetadataImage:
 
 def with_offsets_topic(image: MetadataImage, partitions: int, leader: int) -> MetadataImage:
     result: MetadataImage = with_records(
-        image, TopicRecord(name=OFFSETS_TOPIC, topic_id=TOPIC_ID),
+        image, TopicRecord(name=OFFSETS_TOPIC_NAME, topic_id=TOPIC_ID),
         *(PartitionRecord(partition_id=p, topic_id=TOPIC_ID, replicas=(1,), isr=(1,),
                           leader=leader, leader_epoch=0, partition_epoch=0)
           for p in range(partitions)))
@@ -94,7 +91,8 @@ def test_the_first_find_creates_the_offsets_topic_with_the_configured_factor() -
         ("g", ErrorCode.coordinator_not_available), ("h", ErrorCode.coordinator_not_available)]
     (request,) = channel.sent
     (topic,) = request.topics
-    assert (topic.name, topic.num_partitions, topic.replication_factor) == (OFFSETS_TOPIC, 7, 3)
+    assert (topic.name, topic.num_partitions, topic.replication_factor) == (
+        OFFSETS_TOPIC_NAME, 7, 3)
     assert {c.name: c.value for c in topic.configs} == {
         "cleanup.policy": "compact", "segment.bytes": str(1 << 20),
         "compression.type": "producer"}
@@ -183,12 +181,12 @@ def test_metadata_names_the_offsets_topic_internal() -> None:
                               include_topic_authorized_operations=False)
     body = metadata_response(image, request, version=12, self_id=1, cluster_id="c",
                              listener="PLAINTEXT")
-    assert [(t.name, t.is_internal) for t in body.topics] == [(OFFSETS_TOPIC, True)]
+    assert [(t.name, t.is_internal) for t in body.topics] == [(OFFSETS_TOPIC_NAME, True)]
 
 
 def test_an_existing_topics_partition_count_wins_over_the_setting() -> None:
     image: MetadataImage = with_records(
-        cluster(2), TopicRecord(name=OFFSETS_TOPIC, topic_id=TOPIC_ID),
+        cluster(2), TopicRecord(name=OFFSETS_TOPIC_NAME, topic_id=TOPIC_ID),
         *(PartitionRecord(partition_id=p, topic_id=TOPIC_ID, replicas=(p + 1,), isr=(p + 1,),
                           leader=p + 1, leader_epoch=0, partition_epoch=0) for p in (0, 1)))
     finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=50), Channel(), "PLAINTEXT")

@@ -24,9 +24,9 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.group_topic import CREATE_TIMEOUT_MS, Channel
-from pykraft.broker.replica_manager import INTERNAL_TOPICS
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.errors import NetworkError
+from pykraft.ids import INTERNAL_TOPICS
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.logfmt import event
 

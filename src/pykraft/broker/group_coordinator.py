@@ -36,12 +36,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pykraft.broker.group_topic import OFFSETS_TOPIC, OffsetsTopicConfig
+from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.group_versions import distinct_filters, error_response, merge, pieces
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
+from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import complete_batches, encode_batch, iter_batches

@@ -44,6 +44,7 @@ from pykraft.broker.responses import NO_THROTTLE
 from pykraft.config.properties import int_property
 from pykraft.errors import NetworkError
 from pykraft.group.partitioning import partition_for
+from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
@@ -51,7 +52,6 @@ from pykraft.runtime.logfmt import event
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
 NO_LEADER = -1
@@ -82,7 +82,7 @@ class OffsetsTopicConfig:
         it exists (Kafka reads its partition count from the metadata, so a topic created
         under another ``offsets.topic.num.partitions`` keeps its groups), else the
         configured count."""
-        topic = image.topics.by_name.get(OFFSETS_TOPIC)
+        topic = image.topics.by_name.get(OFFSETS_TOPIC_NAME)
         count = self.num_partitions if topic is None or not topic.partitions else len(
             topic.partitions)
         return partition_for(group_id, count)
@@ -141,13 +141,13 @@ class CoordinatorFinder:
     def create_missing(self, request: Any, image: MetadataImage) -> None:
         """Ask for the offsets topic when a group's coordinator is looked for before it
         exists (Kafka's AutoTopicCreationManager)."""
-        if int(request.key_type) == GROUP_KEY and OFFSETS_TOPIC not in image.topics.by_name:
+        if int(request.key_type) == GROUP_KEY and OFFSETS_TOPIC_NAME not in image.topics.by_name:
             self._create()
 
     def _coordinator(self, key: str, image: MetadataImage) -> Coordinator:
         """One key's coordinator: its partition's leader and that broker's endpoint (no
         message: Kafka's lookup sets none; v0-3 get ``Errors.message()`` on the way out)."""
-        topic = image.topics.by_name.get(OFFSETS_TOPIC)
+        topic = image.topics.by_name.get(OFFSETS_TOPIC_NAME)
         registration = None if topic is None else topic.partitions.get(
             self._config.partition_of(key, image))
         leader = NO_LEADER if registration is None else registration.leader
@@ -171,7 +171,7 @@ class CoordinatorFinder:
         config = self._config
         request = CreateTopicsRequest(
             topics=(CreatableTopic(
-                name=TopicName(OFFSETS_TOPIC), num_partitions=i32(config.num_partitions),
+                name=TopicName(OFFSETS_TOPIC_NAME), num_partitions=i32(config.num_partitions),
                 replication_factor=i16(config.replication_factor), assignments=(),
                 configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (
                     ("cleanup.policy", "compact"),
@@ -182,7 +182,7 @@ class CoordinatorFinder:
         try:
             response = await self._channel.send(request)
         except NetworkError as exc:
-            log.info("cannot create %s yet: %s", OFFSETS_TOPIC, exc)
+            log.info("cannot create %s yet: %s", OFFSETS_TOPIC_NAME, exc)
             return
         for result in response.topics:
             error = result.error_code

@@ -52,7 +52,7 @@ from pathlib import Path
 from pykraft.broker.log_cleaner import Compute, clean_log, inline
 from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.errors import StorageError
-from pykraft.ids import TopicPartition
+from pykraft.ids import METADATA_TOPIC_NAME, TopicPartition
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write, fsync_dir
 from pykraft.storage.log_config import JitterSource, LogConfig
@@ -80,7 +80,6 @@ from pykraft.storage.partition_metadata import (
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
-METADATA_TOPIC = "__cluster_metadata"
 
 log = logging.getLogger(__name__)
 
@@ -408,7 +407,7 @@ def _partition_dirs(directory: Path) -> Iterator[tuple[Path, TopicPartition]]:
             tp = parse_partition_dir_name(child.name)
         except StateFileError:
             continue
-        if tp.topic != METADATA_TOPIC:
+        if tp.topic != METADATA_TOPIC_NAME:
             yield child, tp
 
 

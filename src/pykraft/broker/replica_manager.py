@@ -89,7 +89,7 @@ from pykraft.broker.replica_state import LocalPartition, check_leader_epoch, loc
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
-from pykraft.ids import TopicPartition
+from pykraft.ids import INTERNAL_TOPICS, TopicPartition
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
@@ -125,7 +125,6 @@ from pykraft.storage.offset_checkpoints import (
 from pykraft.storage.partition_log import PartitionLog
 from pykraft.storage.retention import segments_to_delete
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
 REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000

@@ -19,9 +19,8 @@ from kio.schema.metadata.v13 import response as md
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta
 
-from pykraft.broker.replica_manager import INTERNAL_TOPICS
 from pykraft.controller.topic_names import topic_name_problem
-from pykraft.ids import ZERO_UUID
+from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, TopicImage

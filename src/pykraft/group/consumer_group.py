@@ -67,7 +67,7 @@ from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
 from pykraft.group.replies import NO_THROTTLE, millis
 from pykraft.group.timers import Timers
-from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.ids import INTERNAL_TOPICS, random_uuid, uuid_to_str
 from pykraft.protocol.errors import ErrorCode
 
 HeartbeatRequest = heartbeat_request.ConsumerGroupHeartbeatRequest
@@ -76,8 +76,6 @@ DescribeResponse = describe_v1.ConsumerGroupDescribeResponse
 
 #: ConsumerGroupHeartbeat v1+ (Kafka 4.0): the client generates its member id.
 CLIENT_MEMBER_ID_VERSION = 1
-#: Topics a regex subscription never matches (Kafka's internal topics).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 CONSUMER_GROUP_TYPE = "consumer"
 """ListGroups' group type and protocol type of a KIP-848 group."""
 CONSUMER_MEMBER_TYPE = 1

@@ -48,7 +48,7 @@ from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.config.topic_keys import TOPIC_KEYS
 from pykraft.errors import PyKraftError
-from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.java_properties import java_string_hash
 from pykraft.tools.admin_client import (
@@ -62,8 +62,6 @@ from pykraft.tools.admin_client import (
 from pykraft.tools.log_dirs_tool import java_hash_order
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
-#: Kafka 4's ``Topic.isInternal`` names.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 MAX_REPLICATION_FACTOR = 32767
 DEFAULT_MIN_ISR = 1
 _CONFIGS_TOOL = " (To alter topic configurations, the kafka-configs tool can be used.)"

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from pykraft.config.properties import parse_properties
+from pykraft.java import java_string_hash
 from pykraft.storage.java_properties import (
     escape,
     java_date,
     java_store_order,
-    java_string_hash,
     store,
 )
 

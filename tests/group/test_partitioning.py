@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pykraft.group.partitioning import java_abs, java_string_hash, partition_for
+from pykraft.group.partitioning import partition_for
+from pykraft.java import java_abs, java_string_hash
 
 
 @pytest.mark.parametrize(

@@ -72,13 +72,13 @@ from pykraft.errors import (
 )
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
+from pykraft.java import int32, java_abs, java_string_hash
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.waits import wait_set
-from pykraft.storage.java_properties import java_string_hash
 from pykraft.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,6 @@ FETCHER_VERSIONS: Mapping[int, tuple[int, int]] = {
 #: Against a leader without topic ids, answers stay at its version so they keep names.
 BY_NAME_VERSIONS: Mapping[int, tuple[int, int]] = {
     **FETCHER_VERSIONS, ApiKey.FETCH: (4, FIRST_TOPIC_ID_VERSION - 1)}
-_INT32 = 1 << 32
 
 #: Opens a connection to a leader at (host, port) within a timeout in seconds.
 Opener = Callable[[tuple[str, int], str, float], Awaitable[ClientConnection]]
@@ -161,10 +160,7 @@ class FetcherConfig:
 def fetcher_id(tp: TopicPartition, num_fetchers: int) -> int:
     """Kafka's ``AbstractFetcherManager.getFetcherId``: ``Utils.abs(31 * topic.hashCode +
     partition) % numFetchers`` in Java's int arithmetic."""
-    value = (31 * java_string_hash(tp.topic) + tp.partition) % _INT32
-    if value >= 1 << 31:
-        value -= _INT32
-    return (0 if value == -(1 << 31) else abs(value)) % num_fetchers
+    return java_abs(int32(31 * java_string_hash(tp.topic) + tp.partition)) % num_fetchers
 
 
 def leader_address(image: MetadataImage, leader_id: int, listener: str

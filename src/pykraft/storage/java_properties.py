@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from pykraft.java import java_string_hash
+
 _INITIAL_TABLE = 16  # new Properties() -> new ConcurrentHashMap<>(8) -> 16 bins
 _TREEIFY_THRESHOLD = 8
 _UNTREEIFY_THRESHOLD = 6
@@ -23,17 +25,10 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 _SIMPLE_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
 
 
-def java_string_hash(text: str) -> int:
-    """``String.hashCode`` (over UTF-16 code units) as an unsigned 32-bit value."""
-    units = text.encode("utf-16-be", "surrogatepass")
-    value = 0
-    for index in range(0, len(units), 2):
-        value = (31 * value + (units[index] << 8 | units[index + 1])) & 0xFFFFFFFF
-    return value
-
-
 def _spread(hash_code: int) -> int:
-    return (hash_code ^ (hash_code >> 16)) & 0x7FFFFFFF
+    """``ConcurrentHashMap.spread``: ``(h ^ (h >>> 16)) & HASH_BITS``."""
+    unsigned = hash_code & 0xFFFFFFFF
+    return (unsigned ^ (unsigned >> 16)) & 0x7FFFFFFF
 
 
 class _Bin:

@@ -25,8 +25,8 @@ from typing import Any, TypeVar
 from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest
 
 from pykraft.errors import PyKraftError
+from pykraft.java import java_string_hash
 from pykraft.protocol.errors import ErrorCode
-from pykraft.storage.java_properties import java_string_hash
 from pykraft.tools.admin_client import raise_for
 from pykraft.tools.broker_clients import Brokers, java_exception
 

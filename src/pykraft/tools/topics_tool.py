@@ -49,8 +49,8 @@ from kio.static.primitive import i16, i32, i32Timedelta
 from pykraft.config.topic_keys import TOPIC_KEYS
 from pykraft.errors import PyKraftError
 from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.java import java_string_hash
 from pykraft.protocol.errors import ErrorCode
-from pykraft.storage.java_properties import java_string_hash
 from pykraft.tools.admin_client import (
     AdminClient,
     AdminError,

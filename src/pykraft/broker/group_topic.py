@@ -46,6 +46,7 @@ from pykraft.errors import NetworkError
 from pykraft.group.partitioning import partition_for
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
+from pykraft.image.topics import NO_LEADER
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.logfmt import event
@@ -54,7 +55,6 @@ log = logging.getLogger(__name__)
 
 GROUP_KEY = 0
 TRANSACTION_KEY = 1
-NO_LEADER = -1
 #: How long the broker waits for the controller's CreateTopics answer (Kafka's
 #: AutoTopicCreationManager uses the request timeout).
 CREATE_TIMEOUT_MS = 30_000

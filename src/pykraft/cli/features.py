@@ -20,8 +20,7 @@ from pykraft.cli.errors import fail
 from pykraft.errors import PyKraftError
 
 if TYPE_CHECKING:
-    from pykraft.tools.admin_client import ClientSecurity
-    from pykraft.tools.quorum_tool import Address
+    from pykraft.tools.admin_client import Address, ClientSecurity
 
 features_app = typer.Typer(
     help="Describe and upgrade finalized feature levels (kafka-features.sh).",

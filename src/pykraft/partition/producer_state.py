@@ -36,12 +36,17 @@ from typing import Final
 
 from pykraft.errors import PyKraftError
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader
+from pykraft.records.batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    BatchHeader,
+)
 
 NUM_BATCHES_TO_RETAIN: Final = 5
 PRODUCER_ID_EXPIRATION_MS_DEFAULT: Final = 86_400_000  # producer.id.expiration.ms
 INT32_MAX: Final = (1 << 31) - 1
-NO_TIMESTAMP: Final = -1
 
 
 class AppendOrigin(Enum):

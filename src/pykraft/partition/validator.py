@@ -54,6 +54,7 @@ from pykraft.records.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     NO_PRODUCER_ID,
+    NO_TIMESTAMP,
     BatchHeader,
     Record,
     RecordBatch,
@@ -77,7 +78,6 @@ from pykraft.records.record_stream import PIECE, RecordReader, scan_stream
 
 CREATE_TIME: Final = "CreateTime"
 LOG_APPEND_TIME: Final = "LogAppendTime"
-NO_TIMESTAMP: Final = -1
 LONG_MAX: Final = (1 << 63) - 1
 PRODUCE_LATEST_VERSION: Final = 12
 MAX_MESSAGE_BYTES_DEFAULT: Final = 1048588  # 1 MiB + Kafka's record batch overhead

@@ -13,13 +13,17 @@ core never calls the application, so the application may call back into the core
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.rpc import RaftRequest, RaftResponse
 from pykraft.records.batch import RecordBatch
+
+ReadSnapshot = Callable[[OffsetAndEpoch], list[RecordBatch]]
+"""The core's ``read_snapshot``: a frozen snapshot's batches, for the state machines that
+load one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from kio.schema.vote.v2 import request as vote_req
 from kio.schema.vote.v2 import response as vote_resp
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64, u16
 
+from pykraft.features import KRAFT_VERSION_FEATURE
 from pykraft.ids import METADATA_TOPIC_ID, METADATA_TOPIC_NAME, ZERO_UUID
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.voter_set import ReplicaKey, VoterSet
@@ -553,9 +554,6 @@ def _epoch_or_none(epoch: int) -> int | None:
 
 
 # -- ApiVersions (the leader's probe of a voter being added) -------------------------------
-
-KRAFT_VERSION_FEATURE = "kraft.version"
-
 
 def api_versions_request(software_version: str) -> ApiVersionsRequest:
     return ApiVersionsRequest(client_software_name="pykraft",

@@ -22,11 +22,10 @@ from dataclasses import dataclass
 
 from pykraft.errors import CorruptRecordError
 from pykraft.image.snapshot import SnapshotPolicy
-from pykraft.raft.api import LeaderAndEpoch
+from pykraft.raft.api import LeaderAndEpoch, ReadSnapshot
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
 
-SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
 _COUNT = struct.Struct(">q")
 
 
@@ -70,11 +69,11 @@ class CommittedCounter:
         self.snapshot_due: CounterSnapshot | None = None
         """Set by a commit that passed the thresholds; the node takes it and writes it."""
         self._clock = clock
-        self._reader: SnapshotReader | None = None
+        self._reader: ReadSnapshot | None = None
         self._waiters: list[tuple[int, int, float, asyncio.Future[bool]]] = []
         self._sequence = itertools.count()
 
-    def attach(self, reader: SnapshotReader) -> None:
+    def attach(self, reader: ReadSnapshot) -> None:
         """Read snapshots with ``reader`` (``core.read_snapshot``): the core is built after
         its state machine, and hands out no event before its driver starts."""
         self._reader = reader

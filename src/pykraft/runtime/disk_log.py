@@ -19,7 +19,11 @@ from pykraft.errors import CorruptLogError, CorruptRecordError, StorageError
 from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
 from pykraft.raft.memory_log import snapshot_timestamp
 from pykraft.storage.fsutil import fsync_dir, fsync_files
-from pykraft.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, write_epoch_checkpoint
+from pykraft.storage.leader_epoch import (
+    LEADER_EPOCH_CHECKPOINT,
+    UNDEFINED_EPOCH,
+    write_epoch_checkpoint,
+)
 from pykraft.storage.log_config import DEFAULT_SEGMENT_MS
 from pykraft.storage.metadata_log import MetadataLog
 from pykraft.storage.segment import segment_name
@@ -30,8 +34,6 @@ from pykraft.storage.snapshot_files import (
     mark_for_deletion,
     recover_snapshots,
 )
-
-UNDEFINED_EPOCH = -1
 
 
 @dataclass(frozen=True, slots=True)

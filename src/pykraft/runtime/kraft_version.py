@@ -13,9 +13,9 @@ from kio.schema.update_features.v1.response import UpdatableFeatureResult, Updat
 
 from pykraft.controller.features_control import UPGRADE
 from pykraft.controller.responses import NO_THROTTLE
+from pykraft.features import KRAFT_VERSION_FEATURE
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.reconfig import Refusal
-from pykraft.raft.rpc import KRAFT_VERSION_FEATURE
 from pykraft.runtime.node import RaftNode
 
 

@@ -57,6 +57,7 @@ from pykraft.runtime.metrics import RaftMetrics
 from pykraft.runtime.peers import PeerConnection, PeerPool
 from pykraft.runtime.settings import NodeSettings
 from pykraft.runtime.waits import wait_set
+from pykraft.storage.metadata_log import wall_clock_ms
 
 log = logging.getLogger("pykraft.node")
 
@@ -70,11 +71,6 @@ SERVED_RANGES = {key: r for key, r in listener_ranges(Listener.CONTROLLER).items
                  if key in SERVED_APIS}
 #: Inbound requests are routed back by a token far above any node id.
 _FIRST_INBOUND_TOKEN = 1 << 40
-
-
-def wall_clock_ms() -> int:
-    """Kafka stamps batches and DescribeQuorum timestamps with wall-clock milliseconds."""
-    return time.time_ns() // 1_000_000
 
 
 class RaftNode:

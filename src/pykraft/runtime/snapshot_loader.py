@@ -12,14 +12,12 @@ from collections.abc import Callable
 
 from pykraft.image.image import MetadataImage
 from pykraft.image.loader import image_from_snapshot
+from pykraft.raft.api import ReadSnapshot
 from pykraft.raft.log import OffsetAndEpoch
-from pykraft.records.batch import RecordBatch
 from pykraft.runtime.logfmt import event
 
 log = logging.getLogger("pykraft.metadata")
 
-SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
-"""The raft core's ``read_snapshot``: a frozen snapshot's batches."""
 
 
 class SnapshotLoader:
@@ -33,9 +31,9 @@ class SnapshotLoader:
     def __init__(self, on_image: Callable[[MetadataImage], None], *, label: str) -> None:
         self._on_image = on_image
         self._label = label
-        self._reader: SnapshotReader | None = None
+        self._reader: ReadSnapshot | None = None
 
-    def attach(self, reader: SnapshotReader) -> None:
+    def attach(self, reader: ReadSnapshot) -> None:
         self._reader = reader
 
     def announce(self, snapshot_id: OffsetAndEpoch) -> None:

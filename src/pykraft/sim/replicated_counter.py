@@ -8,22 +8,18 @@ the count every snapshot holds, is checked against one
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from pykraft.raft.api import LeaderAndEpoch
+from pykraft.raft.api import LeaderAndEpoch, ReadSnapshot
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
 from pykraft.sim.committed_data import CommittedHistory
 from pykraft.sim.violations import InvariantViolation
-
-SnapshotReader = Callable[[OffsetAndEpoch], list[RecordBatch]]
 
 
 class CounterMachine:
     """Counts committed data records and checks each against the shared history."""
 
     def __init__(self, node_id: int, history: CommittedHistory,
-                 read_snapshot: SnapshotReader) -> None:
+                 read_snapshot: ReadSnapshot) -> None:
         self.node_id = node_id
         self._history = history
         self._read_snapshot = read_snapshot

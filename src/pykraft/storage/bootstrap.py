@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pykraft.errors import StorageError
@@ -23,14 +23,12 @@ from pykraft.records.metadata import (
 )
 from pykraft.records.snapshot import snapshot_batches
 from pykraft.storage.fsutil import atomic_write
+from pykraft.storage.metadata_log import Clock
 from pykraft.storage.snapshot_files import SnapshotId, write_snapshot
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 METADATA_LOG_DIR_NAME = "__cluster_metadata-0"
 BOOTSTRAP_SNAPSHOT_ID = SnapshotId(0, 0)
-
-Clock = Callable[[], int]
-"""Milliseconds since the epoch; called once per batch, as Kafka stamps each batch."""
 
 
 def write_bootstrap_checkpoint(

@@ -42,9 +42,11 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # metadata.log.segment.bytes
 _NO_RETENTION = -1  # the raft layer deletes by snapshot, never by time or size
 
 Clock = Callable[[], int]
+"""Milliseconds since the epoch; called once per batch, as Kafka stamps each batch."""
 
 
 def wall_clock_ms() -> int:
+    """Kafka stamps batches and DescribeQuorum timestamps with wall-clock milliseconds."""
     return time.time_ns() // 1_000_000
 
 

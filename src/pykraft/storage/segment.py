@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pykraft.errors import CorruptLogError, StorageError, UnsupportedCompressionError
-from pykraft.records.batch import ATTR_COMPRESSION_MASK, HEADER_SIZE, BatchHeader, read_header
+from pykraft.records.batch import (
+    ATTR_COMPRESSION_MASK,
+    HEADER_SIZE,
+    NO_TIMESTAMP,
+    BatchHeader,
+    read_header,
+)
 from pykraft.records.record_stream import record_times
 from pykraft.storage.batch_check import BatchProblemError, check_framing
 from pykraft.storage.fsutil import write_all_at
@@ -35,7 +41,7 @@ from pykraft.storage.index_file import CorruptIndexError
 from pykraft.storage.leader_epoch import LeaderEpochCache
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex
-from pykraft.storage.time_index import NO_TIMESTAMP, TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
+from pykraft.storage.time_index import TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
 
 #: each record's (offset, timestamp) of one batch (header, the whole batch's bytes)
 RecordTimes = Callable[[BatchHeader, bytes], Iterable[tuple[int, int]]]

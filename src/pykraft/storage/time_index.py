@@ -12,10 +12,10 @@ import struct
 from typing import NamedTuple
 
 from pykraft.errors import StorageError
+from pykraft.records.batch import NO_TIMESTAMP
 from pykraft.storage.index_file import CorruptIndexError, IndexFile
 
 TIME_INDEX_SUFFIX = ".timeindex"
-NO_TIMESTAMP = -1
 _ENTRY = struct.Struct(">qi")
 
 

@@ -34,6 +34,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft import __version__
+from pykraft.broker.partition_reads import LATEST_TIMESTAMP
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -47,7 +48,6 @@ PROBE_INTERVAL_S = 0.05
 PROBE_START_S = 60.0
 _STOP_POLL_S = 0.01
 METADATA_PARTITION = "__cluster_metadata-0"
-LATEST_TIMESTAMP = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,8 +61,8 @@ from pykraft.tools.configs_args import (
     ConfigsCommand,
     Entity,
 )
+from pykraft.tools.scram_args import DEFAULT_ITERATIONS
 
-DEFAULT_ITERATIONS = 4096
 SALT_BYTES = 32
 #: Kafka's ``ConfigEntry.ConfigSource`` names by DescribeConfigs wire value.
 SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",

@@ -27,11 +27,11 @@ from typing import TypeVar
 from pykraft.errors import CorruptRecordError, PyKraftError
 from pykraft.partition.batch_records import batch_records, record_timestamp
 from pykraft.partition.producer_snapshot import decode_snapshot
-from pykraft.records.batch import RecordBatch, iter_batches
+from pykraft.records.batch import NO_TIMESTAMP, RecordBatch, iter_batches
 from pykraft.storage.index_file import IndexFile
 from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex
 from pykraft.storage.segment import LOG_SUFFIX
-from pykraft.storage.time_index import NO_TIMESTAMP, TimeIndex
+from pykraft.storage.time_index import TimeIndex
 
 _Index = TypeVar("_Index", bound=IndexFile)
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # Kafka's --max-message-size default

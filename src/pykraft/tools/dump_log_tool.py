@@ -57,7 +57,7 @@ from pykraft.records.batch import (
 from pykraft.records.control import ControlType, EndTxnMarker, decode_control
 from pykraft.records.metadata import decode_metadata_record
 from pykraft.storage.batch_check import continuity_problem
-from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
+from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT, METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log_verify import TornTail, is_last_segment, is_torn_tail
 from pykraft.storage.partition_log import parse_partition_dir_name
@@ -65,7 +65,6 @@ from pykraft.tools.dump_offsets import offsets_contents
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
-BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 
 # Control record types whose value Kafka prints as JSON; the others only by type name.
 _JSON_CONTROL_TYPES = (

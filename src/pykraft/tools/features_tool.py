@@ -18,22 +18,20 @@ from dataclasses import dataclass
 from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
 from kio.static.primitive import i8, i16, i32Timedelta
 
+from pykraft.controller.features_control import UPGRADE
 from pykraft.features import METADATA_VERSION_FEATURE, kafka_metadata_version_name
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
-from pykraft.tools.admin_client import ClientSecurity
+from pykraft.tools.admin_client import Address, ClientSecurity
 from pykraft.tools.quorum_tool import (
     DEFAULT_API_TIMEOUT_S,
     PLAINTEXT,
-    Address,
     QuorumToolError,
     RefusedError,
     active_controller,
     request_once,
     retrying,
 )
-
-UPGRADE = 1  # FeatureUpdateKey.upgrade_type
 
 
 class FeatureUpdateError(RefusedError):

@@ -33,25 +33,23 @@ from pykraft.errors import ConfigError, ProtocolError
 from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.describe_cluster import BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.runtime.sasl_client import SaslClientError
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
-from pykraft.tools.admin_client import ClientSecurity
+from pykraft.tools.admin_client import Address, ClientSecurity
 
 CLIENT_ID = "pykraft-metadata-quorum"
 _TOOL_APIS = (ApiKey.API_VERSIONS, ApiKey.DESCRIBE_QUORUM, ApiKey.DESCRIBE_CLUSTER,
               ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER, ApiKey.UPDATE_FEATURES)
 TOOL_RANGES = {k: r for k, r in listener_ranges(Listener.CONTROLLER).items() if k in _TOOL_APIS}
-BROKER_ENDPOINTS = 1
-CONTROLLER_ENDPOINTS = 2
 #: Kafka's admin ``request.timeout.ms`` (one attempt) and ``default.api.timeout.ms`` (all).
 REQUEST_TIMEOUT_S = 30.0
 DEFAULT_API_TIMEOUT_S = 60.0
 _RETRY_BACKOFF_S = 0.2
 
-Address = tuple[str, int]
 
 
 class QuorumToolError(ProtocolError):

@@ -34,14 +34,13 @@ from pykraft.records.control import Voter, VoterEndpoint, VotersRecord
 from pykraft.records.metadata import FeatureLevelRecord
 from pykraft.storage.bootstrap import write_bootstrap_checkpoint, write_bootstrap_voters_snapshot
 from pykraft.storage.meta_properties import (
+    META_PROPERTIES,
     MetaProperties,
     is_reserved_directory_id,
     read_meta_properties,
     write_meta_properties,
 )
 from pykraft.tools.scram_args import parse_add_scram
-
-META_PROPERTIES = "meta.properties"
 
 
 class QuorumMode(Enum):

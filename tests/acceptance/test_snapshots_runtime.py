@@ -20,7 +20,8 @@ from pykraft.image import MetadataImage, load_snapshot
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.runtime.kafka_client import ClientConnection
-from pykraft.runtime.settings import METADATA_PARTITION_DIR, load_settings
+from pykraft.runtime.settings import load_settings
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.snapshot_files import list_snapshots
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
@@ -91,7 +92,7 @@ def _topics_served(cluster: LocalCluster, broker_id: int) -> dict[str, int] | No
 
 
 def _partition_dir(cluster: LocalCluster, node_id: int) -> Path:
-    return cluster.nodes[node_id].data / METADATA_PARTITION_DIR
+    return cluster.nodes[node_id].data / METADATA_LOG_DIR_NAME
 
 
 def _newest_snapshot(cluster: LocalCluster, node_id: int) -> tuple[str, MetadataImage] | None:

@@ -26,7 +26,7 @@ from pykraft.image import MetadataImage, load_snapshot
 from pykraft.image.scram import ScramMechanism
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import decode_metadata_record
-from pykraft.runtime.settings import METADATA_PARTITION_DIR
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.metadata_log import MetadataLog
 from pykraft.storage.snapshot_files import list_snapshots
 from pykraft.tools.local_cluster import (
@@ -140,7 +140,7 @@ def _upsert(secured: Secured, user: str, password: str, mechanism: str) -> None:
 
 
 def _snapshot(secured: Secured, node_id: int) -> tuple[int, MetadataImage] | None:
-    directory = secured.cluster.nodes[node_id].data / METADATA_PARTITION_DIR
+    directory = secured.cluster.nodes[node_id].data / METADATA_LOG_DIR_NAME
     real = [sid for sid in list_snapshots(directory) if sid.end_offset > 0]
     if not real:
         return None
@@ -152,7 +152,7 @@ def _snapshot(secured: Secured, node_id: int) -> tuple[int, MetadataImage] | Non
 
 def _records_on_disk(secured: Secured, node_id: int) -> tuple[int, set[str]]:
     """A stopped node's metadata log start offset and the record types still in its log."""
-    with MetadataLog.open(secured.cluster.nodes[node_id].data / METADATA_PARTITION_DIR) as log:
+    with MetadataLog.open(secured.cluster.nodes[node_id].data / METADATA_LOG_DIR_NAME) as log:
         start = log.log_start_offset
         data = log.read(start, 1 << 30)
     return start, {type(decode_metadata_record(record.value)).__name__

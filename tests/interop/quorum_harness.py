@@ -29,11 +29,11 @@ from oracle_cluster import (
 
 from pykraft.ids import uuid_to_str
 from pykraft.records.batch import iter_batches
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 from pykraft.tools.local_cluster import CONTROLLER
 from pykraft.tools.quorum_tool import QuorumInfo, QuorumToolError, describe_quorum
 
-METADATA_PARTITION = "__cluster_metadata-0"
 TOOL_TIMEOUT_S = 120.0
 
 
@@ -100,7 +100,7 @@ def committed_batches(node: Node, high_watermark: int) -> list[bytes]:
     """The batches of a stopped controller's metadata log below ``high_watermark``, as
     stored (the leader's bytes: a follower appends them unchanged)."""
     batches: list[bytes] = []
-    for segment in sorted((node.data / METADATA_PARTITION).glob("*.log")):
+    for segment in sorted((node.data / METADATA_LOG_DIR_NAME).glob("*.log")):
         for batch in iter_batches(segment.read_bytes()):
             if batch.header.base_offset < high_watermark:
                 batches.append(batch.data)

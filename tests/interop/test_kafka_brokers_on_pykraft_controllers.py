@@ -42,7 +42,7 @@ from oracle_cluster import (
 from oracle_kafka import skip_module_off_ci
 
 from pykraft.protocol.apis import ApiKey
-from pykraft.runtime.settings import METADATA_PARTITION_DIR
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 
 skip_module_off_ci()
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -198,7 +198,7 @@ def test_a_broker_with_an_empty_metadata_log_loads_pykrafts_snapshot(
     empty metadata log is sent to the leader's snapshot (FetchSnapshot) by its first Fetch."""
     broker = cluster.brokers[-1]
     cluster.stop(broker)
-    shutil.rmtree(broker.data / METADATA_PARTITION_DIR)
+    shutil.rmtree(broker.data / METADATA_LOG_DIR_NAME)
     created(admin(cluster), NewTopic("while-away", 1, 2))
     logged_before = broker.log.stat().st_size
     cluster.start(broker)

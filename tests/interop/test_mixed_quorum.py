@@ -30,7 +30,6 @@ from oracle_cluster import (
     running,
 )
 from quorum_harness import (
-    METADATA_PARTITION,
     DynamicCluster,
     committed_batches,
     directory_id,
@@ -42,6 +41,7 @@ from quorum_harness import (
 )
 from typer.testing import CliRunner, Result
 
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.tools.local_cluster import CONTROLLER
 
 BOOTSTRAP_CHECKPOINT = "00000000000000000000-0000000000.checkpoint"
@@ -174,7 +174,7 @@ def test_static_controllers_hold_one_committed_log(static: list[OracleCluster]) 
 def snapshotted(node: Node) -> bool:
     """Whether a controller's metadata log starts at a snapshot of its own (not the
     bootstrap ``0-0`` checkpoint) and no longer at offset 0."""
-    log = node.data / METADATA_PARTITION
+    log = node.data / METADATA_LOG_DIR_NAME
     return (any(path.name != BOOTSTRAP_CHECKPOINT for path in log.glob("*.checkpoint"))
             and not (log / FIRST_SEGMENT).exists())
 
@@ -182,7 +182,7 @@ def snapshotted(node: Node) -> bool:
 def empty_metadata_log(node: Node) -> None:
     """Remove what the metadata log holds (segments, indexes, snapshots), keeping what
     formatting wrote there, as a controller that lost its log but not its identity."""
-    for path in (node.data / METADATA_PARTITION).iterdir():
+    for path in (node.data / METADATA_LOG_DIR_NAME).iterdir():
         if path.name not in (BOOTSTRAP_CHECKPOINT, "partition.metadata"):
             path.unlink()
 

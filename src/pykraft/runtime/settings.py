@@ -34,10 +34,13 @@ from pykraft.runtime.sasl_client import SaslCredentials, node_credentials
 from pykraft.runtime.tls import ServerTls, client_context, server_tls
 from pykraft.security.sasl_listener import SaslListener, sasl_listener
 from pykraft.security.session import SecurityProtocol
-from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT, read_bootstrap_checkpoint
+from pykraft.storage.bootstrap import (
+    BOOTSTRAP_CHECKPOINT,
+    METADATA_LOG_DIR_NAME,
+    read_bootstrap_checkpoint,
+)
 from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
 
-METADATA_PARTITION_DIR = "__cluster_metadata-0"
 _SUPPORTED_ROLES = (("controller",), ("broker",), ("broker", "controller"))
 _NON_NEGATIVE_KEYS = (
     "metadata.log.max.record.bytes.between.snapshots",
@@ -136,7 +139,7 @@ class NodeSettings:
 
     @property
     def partition_dir(self) -> Path:
-        return self.metadata_dir / METADATA_PARTITION_DIR
+        return self.metadata_dir / METADATA_LOG_DIR_NAME
 
     @property
     def is_dynamic(self) -> bool:

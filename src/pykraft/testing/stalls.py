@@ -42,12 +42,12 @@ from pykraft.records.batch import RecordBatch, complete_batches
 from pykraft.records.metadata import decode_metadata_record
 from pykraft.records.metadata_records import BrokerRegistrationChangeRecord, FenceBrokerRecord
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection
+from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 
 PROBE_INTERVAL_S = 0.05
 #: How long the probe process may take to start and get its first answer.
 PROBE_START_S = 60.0
 _STOP_POLL_S = 0.01
-METADATA_PARTITION = "__cluster_metadata-0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +147,7 @@ def fences_of(data_dir: Path, broker_id: int) -> int:
     """How many times the metadata log under ``data_dir`` fenced ``broker_id`` (a lapsed
     session or a controlled shutdown; not its registration, which starts fenced)."""
     fenced = 0
-    for segment in sorted((data_dir / METADATA_PARTITION).glob("*.log")):
+    for segment in sorted((data_dir / METADATA_LOG_DIR_NAME).glob("*.log")):
         data = segment.read_bytes()
         headers, _ = complete_batches(data)
         position = 0

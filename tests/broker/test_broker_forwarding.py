@@ -24,7 +24,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import RequestFrame, encode_request, encode_response
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime.dispatch import CloseConnection
+from pykraft.runtime.listener_dispatch import CloseConnection
 from pykraft.security.principal_serde import deserialize_principal
 from pykraft.security.session import KafkaPrincipal, Session
 

@@ -23,7 +23,7 @@ from pykraft.protocol.codec import decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime.dispatch import CloseConnection
+from pykraft.runtime.listener_dispatch import CloseConnection
 from pykraft.security.session import anonymous
 
 CLIENT = anonymous("127.0.0.1:5000")

@@ -19,7 +19,8 @@ from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, Res
 from pykraft.protocol.codec import encode_request
 from pykraft.protocol.header import RequestHeader
 from pykraft.runtime.controller_service import ControllerService
-from pykraft.runtime.dispatch import CloseConnection, Dispatcher
+from pykraft.runtime.dispatch import Dispatcher
+from pykraft.runtime.listener_dispatch import CloseConnection
 from pykraft.security.session import anonymous
 
 UNKNOWN = 0

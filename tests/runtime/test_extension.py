@@ -14,13 +14,14 @@ from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError, MalformedMessageError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.header import RequestHeader, encode_request_header
-from pykraft.runtime.dispatch import CloseConnection, Dispatcher
+from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.extension import (
     EXTENSION_KEY,
     RequestHandler,
     checked_handlers,
     load_extension,
 )
+from pykraft.runtime.listener_dispatch import CloseConnection
 from pykraft.security.session import anonymous
 from pykraft.testing.append import (
     APPEND_API_KEY,

@@ -14,7 +14,7 @@ from kio.static.primitive import i32
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime import dispatch
+from pykraft.runtime import listener_dispatch
 
 
 def test_a_large_request_decodes_without_a_collection() -> None:
@@ -32,7 +32,7 @@ def test_a_large_request_decodes_without_a_collection() -> None:
         plain = decode_request(frame)
         assert len(collections) > 10, "100,000 entries set off collections"
         collections.clear()
-        paused = dispatch._decode_large(frame)
+        paused = listener_dispatch._decode_large(frame)
     finally:
         gc.callbacks.remove(counted)
     assert collections in ([], [0], [1]) and gc.isenabled()  # one young one, once resumed

@@ -80,8 +80,9 @@ from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import CONTROLLER_REQUESTS
-from pykraft.runtime.dispatch import CloseConnection, Dispatcher
+from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.error_answer import error_answer
+from pykraft.runtime.listener_dispatch import CloseConnection
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import BROKER_RULES, Access

@@ -33,7 +33,7 @@ import ssl
 
 from pykraft.errors import FrameTooLargeError, ProtocolError
 from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
-from pykraft.runtime.dispatch import CloseConnection, Dispatcher
+from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.sasl_authenticator import INVALID_RECEIVE_SIZE, SaslGate, SaslRefused
 from pykraft.runtime.streams import FrameStream
@@ -56,9 +56,11 @@ _CLIENT_GONE = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EINTR, errno.E
 
 
 class ListenerServer:
-    """Accepts connections on one endpoint and serves them with a :class:`Dispatcher`."""
+    """Accepts connections on one endpoint and serves them with a
+    :class:`ListenerDispatcher`."""
 
-    def __init__(self, dispatcher: Dispatcher, host: str, port: int, max_frame_size: int, *,
+    def __init__(self, dispatcher: ListenerDispatcher, host: str, port: int,
+                 max_frame_size: int, *,
                  listener_name: str = "PLAINTEXT",
                  protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
                  tls: ServerTls | None = None, sasl: SaslListener | None = None,

@@ -1,0 +1,161 @@
+"""One request frame in, one response frame out: the rules every listener shares, the
+controller's (:class:`pykraft.runtime.dispatch.Dispatcher`) and a broker's
+(:class:`pykraft.broker.dispatch.BrokerDispatcher`), apart from which APIs each serves and
+how it answers them.
+
+Kafka's rules for what cannot be served: an ApiVersions request of a version we lack gets
+the KIP-511 v0 reply with UNSUPPORTED_VERSION; any other API or version this listener does
+not serve, any frame that does not parse, and an ACL request naming an UNKNOWN code (which
+Kafka's request classes cannot parse), closes the connection (Kafka's SocketServer
+does the same: "api key ... which is not enabled"). A request whose handling fails gets
+UNKNOWN_SERVER_ERROR in its API's response, as Kafka's request handler answers it. A server
+extension's api keys (:mod:`pykraft.runtime.extension`) go to its handlers before anything
+else is decoded.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from pykraft.config.authorizer import authorizer_config
+from pykraft.errors import (
+    MalformedMessageError,
+    ProtocolError,
+    UnsupportedVersionError,
+)
+from pykraft.image.loader import cyclic_gc_paused
+from pykraft.protocol.acl_requests import refused_acl_request
+from pykraft.protocol.api_versions import encode_unsupported_version_reply
+from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
+from pykraft.protocol.convert import convert
+from pykraft.protocol.cursor import Reader
+from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.header import read_request_prefix
+from pykraft.runtime.codec_thread import (
+    OFF_LOOP_BYTES,
+    SERVING_LARGE,
+    off_loop,
+    off_loop_if_large,
+)
+from pykraft.runtime.error_answer import error_answer
+from pykraft.runtime.extension import RequestHandler, checked_handlers
+from pykraft.runtime.node import RaftNode
+from pykraft.runtime.sasl_authenticator import SASL_APIS, sasl_refusal
+from pykraft.security.api_rules import AuthorizerCache
+from pykraft.security.session import Session
+
+log = logging.getLogger("pykraft.dispatch")
+
+NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
+
+
+class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """The request cannot be answered: the connection is closed, as Kafka does."""
+
+
+def _decode_large(frame: bytes) -> RequestFrame:
+    """:func:`decode_request` with Python's cyclic collector paused: a large request decodes
+    to hundreds of thousands of objects without cycles, and each full collection their
+    allocation triggered walked the whole heap holding the GIL (a 1 MiB SyncGroup beside a
+    heap of a million objects: 0.6 s of the loop's thread, 0.1 s paused)."""
+    with cyclic_gc_paused():
+        return decode_request(frame)
+
+
+class ListenerDispatcher(ABC):
+    """Turns one request frame into one response frame on a listener that serves
+    ``served`` (an api key outside it closes the connection) and answers them with
+    :meth:`_route`; ``handlers`` serve a server extension's api keys."""
+
+    listener: Listener
+
+    def __init__(self, node: RaftNode, served: frozenset[int],
+                 handlers: Mapping[int, RequestHandler] = NO_HANDLERS) -> None:
+        self._node = node
+        self._settings = node.settings
+        self._handlers = checked_handlers(handlers)
+        self._served = served
+
+    async def handle(self, frame: bytes, session: Session) -> bytes:
+        """The encoded response to a request that came on ``session``'s connection; raises
+        :class:`CloseConnection` for what Kafka drops."""
+        try:
+            api_key, _, correlation_id = read_request_prefix(Reader(frame))
+        except MalformedMessageError as exc:
+            raise CloseConnection(f"unreadable request header: {exc}") from None
+        handler = self._handlers.get(api_key)
+        if handler is not None:
+            try:
+                return await handler(frame)
+            except ProtocolError as exc:
+                raise CloseConnection(f"malformed request for api key {api_key}: {exc}") from None
+        large = len(frame) > OFF_LOOP_BYTES
+        SERVING_LARGE.set(large)  # this connection's task: one request at a time
+        try:
+            request = await off_loop(_decode_large, frame) if large else (
+                decode_request(frame))
+        except UnsupportedVersionError as exc:
+            if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
+                return encode_unsupported_version_reply(exc.correlation_id, self.listener)
+            raise CloseConnection(str(exc)) from None
+        except ProtocolError as exc:
+            raise CloseConnection(f"malformed request: {exc}") from None
+        if api_key not in self._served:
+            raise CloseConnection(f"api key {api_key} is not enabled on this listener")
+        if api_key == ApiKey.API_VERSIONS:
+            return encode_response(correlation_id, api_key, request.api_version,
+                                   self._api_versions(request.api_version))
+        if api_key in SASL_APIS:  # authenticated already, or a listener without SASL
+            return self._encode(request, sasl_refusal(request))
+        refusal = await off_loop_if_large(refused_acl_request, api_key, request.body)
+        if refusal is not None:
+            raise CloseConnection(refusal)  # Kafka cannot parse it, on either listener
+        try:
+            return await self._route(request, session)
+        except CloseConnection:
+            raise
+        except Exception:  # Kafka's handleError: answer in the API's response, stay open
+            log.exception("request_failed", extra={"fields": {
+                "api_key": api_key, "api_version": request.api_version,
+                "peer": session.client_address}})
+            return self._failed(request)
+
+    def _failed(self, request: RequestFrame) -> bytes:
+        """UNKNOWN_SERVER_ERROR in the API's own response, as Kafka answers a request whose
+        handler threw (its message is null for that error)."""
+        answer = error_answer(request.api_key, request.body, ErrorCode.unknown_server_error)
+        try:
+            return self._encode(request, answer)
+        except Exception as exc:  # nothing is left to answer with
+            raise CloseConnection(f"cannot encode an error response: {exc}") from None
+
+    @functools.cached_property
+    def _authorizers(self) -> AuthorizerCache:
+        """The configured authorizer's decisions (read on the first request)."""
+        return AuthorizerCache(authorizer_config(self._settings.controller.properties))
+
+    @abstractmethod
+    async def _route(self, request: RequestFrame, session: Session) -> bytes:
+        """The encoded answer to a decoded request of an API this listener serves (neither
+        ApiVersions nor SASL's, which :meth:`handle` answers)."""
+
+    @abstractmethod
+    def _api_versions(self, version: int) -> Any:
+        """The ApiVersions answer: the APIs this listener serves, at their versions."""
+
+    async def _encode_large(self, request: RequestFrame, answer: Callable[[], Any]) -> bytes:
+        """``_encode(request, answer())`` for an answer that grows with its request: on the
+        codec thread when the request was large (:func:`off_loop_if_large`); ``answer``
+        must be pure (it may run there)."""
+        return await off_loop_if_large(lambda: self._encode(request, answer()))
+
+    def _encode(self, request: RequestFrame, response: Any) -> bytes:
+        version = request.api_version
+        body = convert(response, response_type(request.api_key, version))
+        return encode_response(request.header.correlation_id, request.api_key, version, body)

@@ -62,6 +62,7 @@ from pykraft.protocol.header import RequestHeader
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.runtime.dispatch import Dispatcher
+from pykraft.runtime.listener_dispatch import ListenerDispatcher
 from pykraft.security.session import KafkaPrincipal, Session
 
 Op, T = AclOperation, ResourceType
@@ -156,7 +157,7 @@ def make_broker(tmp_path: Path, properties: dict[str, str],
     return Broker(dispatcher, channel, service)
 
 
-def ask(dispatcher: Dispatcher, body: Any, version: int, session: Session) -> Any:
+def ask(dispatcher: ListenerDispatcher, body: Any, version: int, session: Session) -> Any:
     api_key = int(body.__api_key__)
     wire = convert(body, request_type(api_key, version))
     frame = encode_request(RequestHeader(api_key, version, 9, "test"), wire)

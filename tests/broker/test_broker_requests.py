@@ -77,7 +77,7 @@ def test_quorum_apis_are_advertised_and_forwarded(body: Any) -> None:
     api_key = int(body.__api_key__)
     spec = api_spec(api_key)
     assert spec is not None and Listener.BROKER in spec.listeners  # advertised on brokers
-    assert api_key in dispatch.BROKER_SERVED
+    assert api_key in dispatch.BROKER_APIS
     channel = NoController()
     refused = ask(broker(channel), body, 0)
     assert refused.error_code == ErrorCode.not_controller

@@ -14,17 +14,21 @@ changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the 
 NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
 broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
 controller closes the connection on such a frame, and Kafka's forwarding sends it again until
-its timeout, then answers that. The framing rules (unknown API or version closes the
-connection, KIP-511 ApiVersions reply) and the UNKNOWN_SERVER_ERROR answer to a request
-whose handling failed are the controller listener's, inherited from
-:class:`~pykraft.runtime.dispatch.Dispatcher`.
+its timeout, then answers that.
+
+Which APIs a broker serves, and what answers each, is one table: :data:`BROKER_APIS` (at the
+end of this module, after the handlers it names). The framing rules (unknown API or version
+closes the connection, KIP-511 ApiVersions reply, SASL) and the UNKNOWN_SERVER_ERROR answer
+to a request whose handling failed are every listener's
+(:class:`~pykraft.runtime.listener_dispatch.ListenerDispatcher`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+import enum
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
@@ -49,6 +53,7 @@ from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder
 from pykraft.broker.group_versions import (
     GROUP_APIS,
+    SHARD_APIS,
     error_response,
     to_latest,
     to_version,
@@ -80,24 +85,12 @@ from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import CONTROLLER_REQUESTS
-from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.error_answer import error_answer
-from pykraft.runtime.listener_dispatch import CloseConnection
+from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
-
-FORWARDED = frozenset({
-    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
-    ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
-    ApiKey.UPDATE_FEATURES, ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER,
-    ApiKey.REMOVE_RAFT_VOTER, ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-})
-BROKER_SERVED = FORWARDED | {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.DESCRIBE_CLUSTER,
-                             ApiKey.DESCRIBE_ACLS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-                             ApiKey.DESCRIBE_CONFIGS, ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}
 
 
 async def _log_dirs(body: Any, replicas: ReplicaManager, _: frozenset[object]) -> Any:
@@ -110,13 +103,35 @@ READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Awaitable[An
     ApiKey.LIST_OFFSETS: list_offsets, ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
     ApiKey.DESCRIBE_LOG_DIRS: _log_dirs, ApiKey.DELETE_RECORDS: delete_records,
 }
-READ_PATH = frozenset({ApiKey.FETCH, *(ApiKey(key) for key in READS)})
-BROKER_SERVED |= READ_PATH | SASL_APIS  # SASL's answered by the base Dispatcher
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
 FORWARD_BACKOFF_MS = 50
 FIRST_AUTO_CREATE_FLAG_VERSION = 4  # Metadata v0-3 may always auto-create
+
+
+class Needs(enum.Enum):
+    """What must run on a broker for it to serve an API (a broker without it closes the
+    connection on that API, and does not advertise it)."""
+
+    NOTHING = enum.auto()
+    PRODUCE = enum.auto()  # the produce handler
+    REPLICAS = enum.auto()  # the replica manager: this broker's partition logs
+    GROUPS = enum.auto()  # the group coordinator
+
+
+Answer = Callable[["BrokerDispatcher", RequestFrame, Session, Access], Awaitable[bytes]]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerApi:
+    """How a broker answers one API: ``answer`` (None: the listener's framing answers it, as
+    ApiVersions and SASL's), what it ``needs``, and whether it is ``forwarded`` to the
+    active controller."""
+
+    answer: Answer | None
+    needs: Needs = Needs.NOTHING
+    forwarded: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -126,7 +141,7 @@ class Enveloped:
     response: Any
 
 
-class BrokerDispatcher(Dispatcher):
+class BrokerDispatcher(ListenerDispatcher):
     """Turns one client request frame into one response frame on a broker."""
 
     listener = Listener.BROKER
@@ -137,12 +152,10 @@ class BrokerDispatcher(Dispatcher):
                  replicas: ReplicaManager | None = None,
                  groups: tuple[GroupCoordinatorService, CoordinatorFinder] | None = None,
                  auto_topics: AutoTopicCreator | None = None) -> None:
-        super().__init__(node)
-        self._served = BROKER_SERVED if produce is not None else BROKER_SERVED - {ApiKey.PRODUCE}
-        if replicas is None:
-            self._served -= READ_PATH
-        if groups is not None:
-            self._served |= GROUP_APIS
+        running = {Needs.NOTHING: True, Needs.PRODUCE: produce is not None,
+                   Needs.REPLICAS: replicas is not None, Needs.GROUPS: groups is not None}
+        super().__init__(node, frozenset(
+            key for key, api in BROKER_APIS.items() if running[api.needs]))
         self._groups = groups
         self._auto_topics = auto_topics
         self._replicas = replicas
@@ -171,48 +184,70 @@ class BrokerDispatcher(Dispatcher):
         controller without Envelope it is checked here, with the controller's rules, and
         sent as the broker's own."""
         api_key = request.api_key
-        if api_key in FORWARDED and (enveloped := await self._enveloped(request, session)):
+        api = BROKER_APIS[api_key]
+        if api.forwarded and (enveloped := await self._enveloped(request, session)):
             return await self._encode_large(request, lambda: enveloped.response)
         access = self._access(session)
         if (answer := cluster_refusal(BROKER_RULES, api_key, request.body, access)) is not None:
             return self._encode(request, answer)
         if api_key in PARTS and access.enabled:
             return self._encode(request, await self._split_answer(request, access))
-        if api_key in FORWARDED:
-            forwarded = await self._forward(request, lambda: self._send_plain(request))
-            return await self._encode_large(request, lambda: forwarded)
-        if api_key in GROUP_APIS:
-            return await self._group_answer(request, session, access)
-        node_id = self._settings.node_id
+        assert api.answer is not None, "ApiVersions and SASL are answered before routing"
+        return await api.answer(self, request, session, access)
+
+    def _denied(self, request: RequestFrame, access: Access) -> frozenset[object]:
+        """The topics of a produce or read request the session may not use."""
+        if request.api_key not in TOPIC_FIELDS:
+            return frozenset()
+        return denied_topics(request.api_key, request.body, request.api_version, access,
+                             self._metadata.image)
+
+    async def _forwarded(self, request: RequestFrame, _: Session, __: Access) -> bytes:
+        """A request for the active controller, sent as the broker's own (the controller
+        takes no Envelope)."""
+        forwarded = await self._forward(request, lambda: self._send_plain(request))
+        return await self._encode_large(request, lambda: forwarded)
+
+    async def _fetch(self, request: RequestFrame, _: Session, access: Access) -> bytes:
+        assert self._fetcher is not None
+        return self._encode(request, await self._fetcher.fetch(
+            request.body, request.api_version, self._denied(request, access)))
+
+    async def _read(self, request: RequestFrame, _: Session, access: Access) -> bytes:
+        """The read path's other APIs (:data:`READS`), from the replica manager."""
+        assert self._replicas is not None
+        answer = await READS[request.api_key](request.body, self._replicas,
+                                              self._denied(request, access))
+        return await self._encode_large(request, lambda: answer)
+
+    async def _init_producer_id(self, request: RequestFrame, _: Session,
+                                access: Access) -> bytes:
+        return self._encode(request, init_producer_refusal(
+            request.body, access, self._metadata.image)
+            or init_producer_id(request.body, self.producer_ids))
+
+    async def _describe_cluster(self, request: RequestFrame, _: Session,
+                                access: Access) -> bytes:
+        return self._encode(request, describe_cluster_response(
+            self._metadata.image, request.body, version=request.api_version,
+            self_id=self._settings.node_id, cluster_id=self._cluster_id,
+            listener=self._listener_name, operations=access.cluster_operations(bool(getattr(
+                request.body, "include_cluster_authorized_operations", False)))))
+
+    async def _describe_scram(self, request: RequestFrame, _: Session, __: Access) -> bytes:
+        """From the image: off the loop when large."""
         image = self._metadata.image
-        if api_key == ApiKey.METADATA:
-            return await self._metadata_answer(request, access)
-        denied = (denied_topics(api_key, request.body, request.api_version, access, image)
-                  if api_key in TOPIC_FIELDS else frozenset())
-        if api_key == ApiKey.PRODUCE and self._produce is not None:
-            return await self._produce_answer(request, denied)
-        if api_key == ApiKey.FETCH and self._fetcher is not None:
-            return self._encode(request, await self._fetcher.fetch(
-                request.body, request.api_version, denied))
-        if api_key in READS and self._replicas is not None:
-            answer = await READS[api_key](request.body, self._replicas, denied)
-            return await self._encode_large(request, lambda: answer)
-        if api_key == ApiKey.INIT_PRODUCER_ID:
-            return self._encode(request, init_producer_refusal(request.body, access, image)
-                                or init_producer_id(request.body, self.producer_ids))
-        if api_key == ApiKey.DESCRIBE_CLUSTER:
-            return self._encode(request, describe_cluster_response(
-                image, request.body, version=request.api_version, self_id=node_id,
-                cluster_id=self._cluster_id, listener=self._listener_name,
-                operations=access.cluster_operations(bool(getattr(
-                    request.body, "include_cluster_authorized_operations", False)))))
-        if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:  # from the image: off the loop
-            return await self._encode_large(request, lambda: describe_user_scram_credentials(
-                image.scram, request.body))
-        if api_key == ApiKey.DESCRIBE_ACLS:
-            return self._encode(request, describe_acls(
-                image, convert(request.body, DescribeAclsRequest),
-                enabled=self._authorizers.config is not None))
+        return await self._encode_large(request, lambda: describe_user_scram_credentials(
+            image.scram, request.body))
+
+    async def _describe_acls(self, request: RequestFrame, _: Session, __: Access) -> bytes:
+        return self._encode(request, describe_acls(
+            self._metadata.image, convert(request.body, DescribeAclsRequest),
+            enabled=self._authorizers.config is not None))
+
+    async def _describe_configs_answer(self, request: RequestFrame, _: Session,
+                                       __: Access) -> bytes:
+        image = self._metadata.image
         return await self._encode_large(request, lambda: self._describe_configs(
             convert(request.body, DescribeConfigsRequest), image))
 
@@ -237,7 +272,8 @@ class BrokerDispatcher(Dispatcher):
                                                                                  allowed)))
         return merge_parts(api_key, split, answer)
 
-    async def _metadata_answer(self, request: RequestFrame, access: Access) -> bytes:
+    async def _metadata_answer(self, request: RequestFrame, _: Session,
+                               access: Access) -> bytes:
         """Metadata from the image, filtered by what the session may DESCRIBE; v8-10
         carry the cluster's authorized operations when asked for. A large request's answer
         is built on the codec thread: it reads only the image, which never changes, and
@@ -285,21 +321,27 @@ class BrokerDispatcher(Dispatcher):
             dataclasses.replace(t, error_code=codes[str(t.name)])
             if t.name is not None and str(t.name) in codes else t for t in answer.topics))
 
+    async def _find_coordinator(self, request: RequestFrame, _: Session,
+                                access: Access) -> bytes:
+        """FindCoordinator from the image alone (built off the loop when large), the
+        offsets topic created when missing."""
+        assert self._groups is not None
+        finder = self._groups[1]
+        api_key, version = request.api_key, request.api_version
+        latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
+        image = self._metadata.image
+        finder.create_missing(latest, image)
+        return await self._encode_large(request, lambda: to_version(
+            api_key, version, authorized_coordinators(latest, finder.find(latest, image),
+                                                      access), latest))
+
     async def _group_answer(self, request: RequestFrame, session: Session,
                             access: Access) -> bytes:
-        """FindCoordinator from the image, the rest from the group shards, once the
-        session's groups and topics are checked; each request in the latest shape and
-        its answer back in the caller's version."""
+        """A group shard's answer, once the session's groups and topics are checked; each
+        request in the latest shape and its answer back in the caller's version."""
         assert self._groups is not None
-        service, finder = self._groups
+        service = self._groups[0]
         api_key, version = request.api_key, request.api_version
-        if api_key == ApiKey.FIND_COORDINATOR:  # from the image alone: built off the loop
-            latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
-            image = self._metadata.image
-            finder.create_missing(latest, image)
-            return await self._encode_large(request, lambda: to_version(
-                api_key, version, authorized_coordinators(latest, finder.find(latest, image),
-                                                          access), latest))
         ids = by_topic_id(api_key, version)
 
         def serve(body: Any) -> Awaitable[Any]:
@@ -338,14 +380,14 @@ class BrokerDispatcher(Dispatcher):
         return self._encode(request, to_version(api_key, version, error_response(
             api_key, latest, ErrorCode.unknown_server_error), latest))
 
-    async def _produce_answer(self, request: RequestFrame, denied: frozenset[object]) -> bytes:
+    async def _produce_answer(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """The Produce response; nothing for acks=0 (b""), and for a failed acks=0 request a
         closed connection, as Kafka answers."""
         assert self._produce is not None
         try:
             response = await self._produce.handle(
                 request.body, api_version=request.api_version,
-                client_id=request.header.client_id, denied=denied)
+                client_id=request.header.client_id, denied=self._denied(request, access))
         except AcksZeroFailedError as exc:
             raise CloseConnection(str(exc)) from None
         return b"" if response is None else await self._encode_large(request, lambda: response)
@@ -414,3 +456,37 @@ class BrokerDispatcher(Dispatcher):
             image.provenance.last_offset))
         served = tuple(k for k in body.api_keys if k.api_key in self._served)
         return dataclasses.replace(body, api_keys=served)
+
+
+_FORWARDED = BrokerApi(BrokerDispatcher._forwarded, forwarded=True)
+_READ = BrokerApi(BrokerDispatcher._read, Needs.REPLICAS)
+#: Every API a broker's client listener serves, and what answers it: the image, the
+#: replica manager, the group coordinator, or the active controller (forwarded).
+BROKER_APIS: Mapping[int, BrokerApi] = {
+    # answered by the listener itself
+    ApiKey.API_VERSIONS: BrokerApi(None),
+    **dict.fromkeys(SASL_APIS, BrokerApi(None)),
+    # from this broker's image (and its properties, for its own configs)
+    ApiKey.METADATA: BrokerApi(BrokerDispatcher._metadata_answer),
+    ApiKey.DESCRIBE_CLUSTER: BrokerApi(BrokerDispatcher._describe_cluster),
+    ApiKey.DESCRIBE_CONFIGS: BrokerApi(BrokerDispatcher._describe_configs_answer),
+    ApiKey.DESCRIBE_ACLS: BrokerApi(BrokerDispatcher._describe_acls),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerApi(BrokerDispatcher._describe_scram),
+    # from the producer id blocks the controller hands this broker
+    ApiKey.INIT_PRODUCER_ID: BrokerApi(BrokerDispatcher._init_producer_id),
+    # the data plane: partition logs
+    ApiKey.PRODUCE: BrokerApi(BrokerDispatcher._produce_answer, Needs.PRODUCE),
+    ApiKey.FETCH: BrokerApi(BrokerDispatcher._fetch, Needs.REPLICAS),
+    **dict.fromkeys(READS, _READ),  # ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs,
+    # DeleteRecords
+    # the group coordinator: FindCoordinator from the image, the rest from its shards
+    ApiKey.FIND_COORDINATOR: BrokerApi(BrokerDispatcher._find_coordinator, Needs.GROUPS),
+    **dict.fromkeys(SHARD_APIS, BrokerApi(BrokerDispatcher._group_answer, Needs.GROUPS)),
+    # forwarded to the active controller (KIP-590)
+    **dict.fromkeys((
+        ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
+        ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.UPDATE_FEATURES,
+        ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER,
+        ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS), _FORWARDED),
+}

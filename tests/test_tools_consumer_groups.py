@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
+from pykraft.errors import UsageError
 from pykraft.group.subscriptions import ConsumerProtocolAssignment, ConsumerTopicPartitions
 from pykraft.ids import TopicPartition as Tp
 from pykraft.messages import encode
@@ -23,7 +24,6 @@ from pykraft.tools.consumer_groups_report import (
     Coordinator,
     GroupDescription,
     Member,
-    UsageError,
     clamp,
     list_table,
     members_table,

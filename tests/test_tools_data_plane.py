@@ -46,7 +46,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import Records, i32, i32Timedelta, i64
 from typer.testing import CliRunner
 
-from pykraft.errors import CorruptRecordError
+from pykraft.errors import CorruptRecordError, UsageError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.compression import GZIP
 from pykraft.tools import console_consumer_tool as consumer_tool
@@ -294,7 +294,7 @@ def test_start_offsets(partition: int | None, offset: str | None, beginning: boo
 ])
 def test_offset_option_rules(partition: int | None, offset: str, beginning: bool,
                              message: str) -> None:
-    with pytest.raises(consumer_tool.UsageError) as info:
+    with pytest.raises(UsageError) as info:
         consumer_tool.start_offset(partition, offset, beginning)
     assert str(info.value).startswith(message)
 
@@ -400,7 +400,7 @@ def test_time_option() -> None:
     assert [get_offsets_tool.parse_time(t) for t in ("latest", "earliest", "max-timestamp",
                                                      "-4", "1700000000000")] == [
         -1, -2, -3, -4, 1700000000000]
-    with pytest.raises(get_offsets_tool.UsageError,
+    with pytest.raises(UsageError,
                        match=re.escape("Malformed time argument x. Please")):
         get_offsets_tool.parse_time("x")
 
@@ -410,9 +410,9 @@ def test_topic_partition_patterns() -> None:
     assert [p for p in range(7) if rules.allows("tx", p)] == [0, 1]
     assert [p for p in range(7) if rules.allows("u", p)] == [0, 2, 3]
     assert [p for p in range(7) if rules.allows("v", p)] == [0, 5, 6]
-    with pytest.raises(get_offsets_tool.UsageError, match="cannot be used with --topic"):
+    with pytest.raises(UsageError, match="cannot be used with --topic"):
         get_offsets_tool.check_options("t", "t", None)
-    with pytest.raises(get_offsets_tool.UsageError, match="numeric partition ids, but received"):
+    with pytest.raises(UsageError, match="numeric partition ids, but received"):
         get_offsets_tool.check_options(None, None, "1,x")
 
 
@@ -440,7 +440,7 @@ def test_offsets_sorted_as_kafka_sorts_topic_partition_strings() -> None:
     assert {b for b, _ in brokers.sent} == {1, 2}
     assert "Skip getting offsets for topic-partition t-3 due to error: org.apache.kafka." \
            "common.errors.NotLeaderOrFollowerException: " in "\n".join(warnings)
-    with pytest.raises(get_offsets_tool.UsageError, match="Could not match any"):
+    with pytest.raises(UsageError, match="Could not match any"):
         asyncio.run(get_offsets_tool.get_offsets(
             brokers, get_offsets_tool.partition_filter("nope", None), -1))
 
@@ -457,7 +457,7 @@ def test_offsets_sorted_as_kafka_sorts_topic_partition_strings() -> None:
     ('{"partitions": [{"topic": "a", "partition": 0}]}', "No such field exists: `offset`"),
 ])
 def test_offset_json_refusals(text: str, message: str) -> None:
-    with pytest.raises(delete_records_tool.UsageError, match="^" + re.escape(message) + "$"):
+    with pytest.raises(UsageError, match="^" + re.escape(message) + "$"):
         delete_records_tool.parse_offset_json(text)
 
 
@@ -522,7 +522,7 @@ def test_java_hash_map_order_follows_buckets() -> None:
 
 def test_log_dirs_refuses_brokers_not_in_the_cluster() -> None:
     brokers = FakeBrokers(_cluster({}), _log_dirs_answer)
-    with pytest.raises(log_dirs_tool.UsageError, match=re.escape(
+    with pytest.raises(UsageError, match=re.escape(
             "ERROR: The given brokers do not exist from --broker-list: 5,7. Current existent "
             "brokers: 1,2")):
         asyncio.run(log_dirs_tool.describe(brokers, "7,5,1"))

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from pykraft.cli.main import app
 from pykraft.config.definitions import ConfigSource
-from pykraft.errors import ConfigError
+from pykraft.errors import ConfigError, UsageError
 from pykraft.ids import ZERO_UUID, uuid_to_str
 from pykraft.tools.admin_client import (
     AdminError,
@@ -27,7 +27,6 @@ from pykraft.tools.topics_tool import (
     Description,
     TopicDescription,
     TopicOptions,
-    UsageError,
     check_options,
     describe_json,
     describe_lines,

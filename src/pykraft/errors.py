@@ -123,6 +123,11 @@ class ConfigError(PyKraftError):
     """A missing or invalid configuration key; the message names the key."""
 
 
+class UsageError(PyKraftError):
+    """A command line a tool refuses before any request (Kafka's tools print the message,
+    often with their usage, and exit with status 1)."""
+
+
 class RaftError(PyKraftError):
     """The consensus core refused an operation or detected a broken invariant."""
 

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import PyKraftError, UsageError
 
 
 def console_consumer(
@@ -66,10 +66,10 @@ def console_consumer(
 
     try:
         if topic is None:
-            raise tool.UsageError("Exactly one of --include/--topic is required. ")
+            raise UsageError("Exactly one of --include/--topic is required. ")
         start = tool.start_offset(partition, offset, from_beginning)
         if bootstrap_server is None:
-            raise tool.UsageError('Missing required argument "[bootstrap-server]"')
+            raise UsageError('Missing required argument "[bootstrap-server]"')
         tool.check_formatter(formatter)
         config = tool.formatter_config({
             **(load_properties(formatter_config) if formatter_config else {}),

@@ -82,10 +82,10 @@ def consumer_groups(
     as_json: Annotated[bool, _flag("--json", "Print --list or --describe as JSON.")] = False,
 ) -> None:
     """List, describe, delete consumer groups; reset or delete their offsets."""
+    from pykraft.errors import UsageError
     from pykraft.tools import consumer_groups_tool as tool
     from pykraft.tools.admin_client import admin_settings
     from pykraft.tools.broker_clients import BrokerClients
-    from pykraft.tools.consumer_groups_report import UsageError
     from pykraft.tools.group_admin import GroupClient
 
     chosen = {"list": list_, "describe": describe, "delete": delete,

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import PyKraftError, UsageError
 
 
 def _flag(name: str, text: str) -> object:
@@ -105,10 +105,10 @@ def topics(
     try:
         topics_tool.check_options(options)
         if as_json and options.action not in ("list", "describe"):
-            raise topics_tool.UsageError("--json applies to --list and --describe only")
+            raise UsageError("--json applies to --list and --describe only")
         if table and options.action != "describe":
-            raise topics_tool.UsageError("--table applies to --describe only")
-    except topics_tool.UsageError as exc:
+            raise UsageError("--table applies to --describe only")
+    except UsageError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None
 
@@ -130,7 +130,7 @@ def topics(
 
     try:
         asyncio.run(main())
-    except topics_tool.UsageError as exc:
+    except UsageError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None
     except PyKraftError as exc:

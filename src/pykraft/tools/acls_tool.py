@@ -26,7 +26,7 @@ from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsReques
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.static.primitive import i8
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import UsageError
 from pykraft.image.acls import (
     CLUSTER_NAME,
     WILDCARD,
@@ -44,9 +44,6 @@ Pattern = tuple[ResourceType, str, PatternType]
 Entry = tuple[str, str, AclOperation, AclPermissionType]
 """(principal, host, operation, permission)."""
 
-
-class UsageError(PyKraftError):
-    """The options do not make a command (Kafka prints the usage and exits)."""
 
 
 @dataclass(frozen=True, slots=True)

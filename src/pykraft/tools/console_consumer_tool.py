@@ -41,7 +41,7 @@ from typing import Any
 from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from pykraft.errors import CorruptRecordError, PyKraftError
+from pykraft.errors import CorruptRecordError, UsageError
 from pykraft.ids import TopicPartition
 from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
 from pykraft.protocol.errors import ErrorCode
@@ -64,9 +64,6 @@ _PARTITION_MAX_BYTES = 1024 * 1024
 _FETCH_MAX_BYTES = 50 * 1024 * 1024
 _EMPTY_BACKOFF_S = 0.05  # a broker that answers an empty fetch at once is not hammered
 
-
-class UsageError(PyKraftError):
-    """A command line ConsoleConsumer refuses (its message on stderr, status 1)."""
 
 
 def start_offset(partition: int | None, offset: str | None, from_beginning: bool) -> int:

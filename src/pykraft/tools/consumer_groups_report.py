@@ -13,7 +13,7 @@ import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import UsageError
 from pykraft.ids import TopicPartition
 from pykraft.tools.broker_clients import tp_name
 
@@ -22,9 +22,6 @@ Line = tuple[str, str]
 
 _REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
-
-class UsageError(PyKraftError):
-    """A command line ConsumerGroupCommand refuses: the message, then exit status 1."""
 
 
 @dataclass(frozen=True, slots=True)

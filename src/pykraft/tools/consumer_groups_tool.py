@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from pykraft.errors import UsageError
 from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
@@ -29,7 +30,6 @@ from pykraft.tools.consumer_groups_report import (
     GroupDescription,
     Line,
     OffsetRow,
-    UsageError,
     clamp,
     delete_offsets_table,
     list_table,

@@ -29,7 +29,7 @@ from kio.schema.delete_records.v2.request import (
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import UsageError
 from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
@@ -39,9 +39,6 @@ EARLIEST_VERSION = 1
 #: The Admin client's default ``timeout.ms`` for DeleteRecords.
 _TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 
-
-class UsageError(PyKraftError):
-    """The offset JSON file is refused before any request."""
 
 
 def _field(entry: Mapping[str, Any], name: str, kind: type) -> Any:

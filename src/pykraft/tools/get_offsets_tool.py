@@ -31,7 +31,7 @@ from kio.schema.list_offsets.v11.request import (
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import UsageError
 from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
@@ -47,9 +47,6 @@ UNKNOWN_OFFSET = -1
 _CONSUMER = BrokerId(-1)
 _TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 
-
-class UsageError(PyKraftError):
-    """A command line GetOffsetShell refuses (``Error occurred: <message>``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest
 
-from pykraft.errors import PyKraftError
+from pykraft.errors import UsageError
 from pykraft.java import java_string_hash
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import raise_for
@@ -34,9 +34,6 @@ T = TypeVar("T")
 _LOAD_FACTOR = 0.75
 _INITIAL_CAPACITY = 16
 
-
-class UsageError(PyKraftError):
-    """A command line LogDirsCommand refuses (its message on stderr, status 1)."""
 
 
 def java_hash_order(items: Sequence[T], hash_code: Callable[[T], int]) -> list[T]:

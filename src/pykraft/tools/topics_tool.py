@@ -47,7 +47,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.config.topic_keys import TOPIC_KEYS
-from pykraft.errors import PyKraftError
+from pykraft.errors import UsageError
 from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
 from pykraft.java import java_string_hash
 from pykraft.protocol.errors import ErrorCode
@@ -68,9 +68,6 @@ _CONFIGS_TOOL = " (To alter topic configurations, the kafka-configs tool can be 
 _REPORTS = ("under-replicated-partitions", "under-min-isr-partitions",
             "at-min-isr-partitions", "unavailable-partitions")
 
-
-class UsageError(PyKraftError):
-    """A command line TopicCommand refuses before talking to a broker."""
 
 
 # -- the command line -----------------------------------------------------------------------

@@ -24,7 +24,6 @@ from pykraft.chaos.replica_logs import text
 from pykraft.chaos.workload import CLIENT_LOGGING, Target
 
 CLASSIC = "classic"
-CONSUMER = "consumer"
 COMMIT_INTERVAL_S = 0.3
 POLL_S = 0.2
 #: librdkafka's close never returns once a fatal error stopped the consumer.

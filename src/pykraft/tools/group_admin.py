@@ -46,6 +46,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i8, i32, i64
 
 from pykraft.errors import PyKraftError
+from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
 from pykraft.group.subscriptions import ConsumerProtocolAssignment, read_consumer_protocol
 from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
@@ -54,7 +55,6 @@ from pykraft.tools.broker_clients import Brokers, by_leader, java_exception
 from pykraft.tools.consumer_groups_report import Coordinator, GroupDescription, Member
 from pykraft.tools.get_offsets_tool import list_offsets_request
 
-CONSUMER_PROTOCOL = "consumer"
 DEFAULT_TIMEOUT_MS = 5000
 _BACKOFF_S = 0.1
 #: Answers meaning the coordinator moved or is loading: the request is sent again.
@@ -148,7 +148,7 @@ class GroupClient:
             if answer.error_code != ErrorCode.none:
                 raise api_error(answer.error_code)
             for listed in answer.groups:
-                if listed.protocol_type in (CONSUMER_PROTOCOL, ""):
+                if listed.protocol_type in (CONSUMER_PROTOCOL_TYPE, ""):
                     groups[str(listed.group_id)] = listed.group_state
         return groups
 
@@ -164,7 +164,7 @@ class GroupClient:
         if described.error_code == ErrorCode.group_id_not_found:
             return GroupDescription(group, "Dead", "", (), coordinator)
         protocol_type = described.protocol_type
-        if protocol_type not in (CONSUMER_PROTOCOL, ""):
+        if protocol_type not in (CONSUMER_PROTOCOL_TYPE, ""):
             raise AdminError(f"GroupId {group} is not a consumer group ({protocol_type}).")
         members = tuple(
             Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,

@@ -38,6 +38,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.group.assignors import MemberSpec, RangeAssignor
+from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
 from pykraft.group.subscriptions import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
@@ -49,7 +50,6 @@ from pykraft.messages import encode
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.broker_clients import Brokers
 from pykraft.tools.group_admin import (
-    CONSUMER_PROTOCOL,
     COORDINATOR_ERRORS,
     GroupClient,
     api_error,
@@ -122,7 +122,7 @@ class GroupMember:
                 self.topic, await self._partition_count(), list(joined.members)))
             synced = await self.brokers.request_to(coordinator.node_id, SyncGroupRequest(
                 group_id=GroupId(self.group), generation_id=i32(self.generation),
-                member_id=self.member_id, protocol_type=CONSUMER_PROTOCOL,
+                member_id=self.member_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
                 protocol_name=ASSIGNOR, assignments=tuple(
                     SyncGroupRequestAssignment(member_id=m, assignment=a)
                     for m, a in sorted(assignments.items()))))
@@ -142,7 +142,7 @@ class GroupMember:
             session_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=self.session_ms)),
             rebalance_timeout=i32Timedelta.parse(
                 datetime.timedelta(milliseconds=self.rebalance_ms)),
-            member_id=self.member_id, protocol_type=CONSUMER_PROTOCOL,
+            member_id=self.member_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
             protocols=(JoinGroupRequestProtocol(name=ASSIGNOR, metadata=subscription),))
 
     async def _partition_count(self) -> int:

@@ -56,7 +56,7 @@ DELETE_UP_TO_HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 CONSUMER_REPLICA_ID = -1
 DEBUGGING_REPLICA_ID = -2
 READ_COMMITTED = 1
-NO_TIMESTAMP = -1
+UNKNOWN_TIMESTAMP = -1  # ListOffsetsResponse.UNKNOWN_TIMESTAMP
 NO_OFFSET = -1
 NO_EPOCH = -1
 #: A batch by timestamp at most this large and uncompressed is walked at once: reading its
@@ -125,7 +125,7 @@ class ListedOffset:
     """A ListOffsets partition answer (timestamp, offset and epoch -1 when none)."""
 
     error: ErrorCode
-    timestamp: int = NO_TIMESTAMP
+    timestamp: int = UNKNOWN_TIMESTAMP
     offset: int = NO_OFFSET
     leader_epoch: int = NO_EPOCH
 
@@ -273,11 +273,11 @@ def list_offset(part: ReadablePartition, timestamp: int, *,
     if timestamp == LATEST_TIMESTAMP:
         if _lagging(part, isolation):
             return ListedOffset(ErrorCode.offset_not_available)
-        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, _last_fetchable(part, isolation),
+        return ListedOffset(ErrorCode.none, UNKNOWN_TIMESTAMP, _last_fetchable(part, isolation),
                             part.leader_epoch)
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         start = part.log_start_offset
-        return ListedOffset(ErrorCode.none, NO_TIMESTAMP, start, _epoch_at(part, start))
+        return ListedOffset(ErrorCode.none, UNKNOWN_TIMESTAMP, start, _epoch_at(part, start))
     if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
         return ListedOffset(ErrorCode.none)  # nothing is tiered: offset and epoch -1
     if timestamp == MAX_TIMESTAMP:
@@ -285,7 +285,7 @@ def list_offset(part: ReadablePartition, timestamp: int, *,
             stats = part.log.segment_stats()
         except StorageError as exc:
             return ListedOffset(_unreadable(part, exc, failed, "listing the max timestamp"))
-        newest = max((s.largest_timestamp for s in stats if s.size), default=NO_TIMESTAMP)
+        newest = max((s.largest_timestamp for s in stats if s.size), default=UNKNOWN_TIMESTAMP)
         if newest < 0:
             return ListedOffset(ErrorCode.none)
         timestamp = newest  # the first record carrying the largest timestamp

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pykraft.errors import PyKraftError
+from pykraft.group.errors import GroupError
 from pykraft.group.outcome import OffsetsRecord, ReplyToken
 from pykraft.group.records import (
     GroupMetadataKey,
@@ -19,6 +20,7 @@ from pykraft.group.records import (
     group_metadata_record,
 )
 from pykraft.group.subscriptions import ConsumerProtocolSubscription, read_consumer_protocol
+from pykraft.protocol.errors import ErrorCode
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 """The protocol type of Kafka consumers, whose metadata the coordinator can read."""
@@ -45,21 +47,6 @@ _VALID_PREVIOUS: dict[GroupState, frozenset[GroupState]] = {
     GroupState.DEAD: frozenset(GroupState),
 }
 
-
-class GroupError(Exception):
-    """A request refused by a group check; ``code`` is Kafka's error code."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-# Kafka's error codes the group checks raise (kio's ErrorCode values).
-UNKNOWN_MEMBER_ID = 25
-FENCED_INSTANCE_ID = 82
-ILLEGAL_GENERATION = 22
-REBALANCE_IN_PROGRESS = 27
-COORDINATOR_NOT_AVAILABLE = 15
 
 
 @dataclass(slots=True)
@@ -230,18 +217,18 @@ class ClassicGroup:
         if instance_id is not None:
             existing = self.static_members.get(instance_id)
             if existing is None:
-                raise GroupError(UNKNOWN_MEMBER_ID)
+                raise GroupError(ErrorCode.unknown_member_id)
             if existing != member_id:
-                raise GroupError(FENCED_INSTANCE_ID)
+                raise GroupError(ErrorCode.fenced_instance_id)
         if member_id not in self.members:
-            raise GroupError(UNKNOWN_MEMBER_ID)
+            raise GroupError(ErrorCode.unknown_member_id)
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None,
                                generation: int, api_version: int) -> int | None:
         """Kafka's ``ClassicGroup.validateOffsetCommit``: the error code refusing a commit, or
         None. Generation -1 with no member is a standalone commit, allowed while Empty."""
         if self.in_state(GroupState.DEAD):
-            return COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.coordinator_not_available
         if generation < 0 and self.is_empty():
             return None
         if generation >= 0 or member_id or instance_id is not None:
@@ -250,11 +237,11 @@ class ClassicGroup:
             except GroupError as refused:
                 return refused.code
             if generation != self.generation:
-                return ILLEGAL_GENERATION
+                return ErrorCode.illegal_generation
         elif not self.is_empty():
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.unknown_member_id
         if self.in_state(GroupState.COMPLETING_REBALANCE):
-            return REBALANCE_IN_PROGRESS
+            return ErrorCode.rebalance_in_progress
         return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:

@@ -23,8 +23,9 @@ from kio.schema.leave_group.v5.request import LeaveGroupRequest
 from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
 from kio.schema.sync_group.v5.request import SyncGroupRequest
 
-from pykraft.group.classic import GROUP_TYPE, ClassicGroup, ClassicMember, GroupError, GroupState
+from pykraft.group.classic import GROUP_TYPE, ClassicGroup, ClassicMember, GroupState
 from pykraft.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
+from pykraft.group.errors import GroupError
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken
 from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups

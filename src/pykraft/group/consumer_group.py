@@ -62,6 +62,7 @@ from pykraft.group.consumer_records import (
     TopicPartitions,
     consumer_record,
 )
+from pykraft.group.errors import GroupError
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
@@ -81,14 +82,6 @@ CONSUMER_GROUP_TYPE = "consumer"
 CONSUMER_MEMBER_TYPE = 1
 """ConsumerGroupDescribe v1 ``member_type``: a member using the consumer protocol."""
 
-
-class GroupError(Exception):
-    """An error a heartbeat is answered with (Kafka's ApiException)."""
-
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message or code.name)
-        self.code = code
-        self.message = message
 
 
 @dataclass(slots=True)

@@ -69,7 +69,8 @@ async def run_server(settings: NodeSettings) -> int:
         broker.start()
     if settings.metrics_address is not None:
         host, port = settings.metrics_address
-        serve_metrics(node.metrics, host, port)
+        serve_metrics(node.metrics, host, port,
+                      () if broker is None else broker.replicas.purgatories)
         event(log, "metrics_listening", address=f"{host}:{port}")
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

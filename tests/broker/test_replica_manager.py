@@ -8,6 +8,7 @@ import asyncio
 import os
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ from kafka.record.memory_records import MemoryRecords
 from replica_fixtures import client_batch, topic, with_records
 
 from pykraft.broker.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
-from pykraft.broker.replica_manager import PartitionError, ReplicaManager
+from pykraft.broker.purgatory import DelayedOperation
+from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.partition.producer_state import ProducerStateError
@@ -50,6 +52,26 @@ def replicas(directory: Path, image: MetadataImage | None = None, now_ms: int = 
     return manager
 
 
+class _Watcher(DelayedOperation):
+    """Never completes: tells ``seen`` of t-0 each time the purgatory checks it."""
+
+    def __init__(self, part: HostedPartition, seen: Callable[[HostedPartition], None]) -> None:
+        super().__init__(deadline_ms=1 << 62)
+        self._part, self._seen = part, seen
+
+    def try_complete(self) -> bool:
+        self._seen(self._part)
+        return False
+
+    def on_complete(self, expired: bool) -> None:
+        raise AssertionError("never completes")
+
+
+def _watch(manager: ReplicaManager, seen: Callable[[HostedPartition], None]) -> None:
+    part = manager.partition_for("t", 0)
+    manager.purgatories.produce.try_complete_else_watch(_Watcher(part, seen), [part.tp])
+
+
 def append(manager: ReplicaManager, values: list[bytes], **producer: int) -> int:
     part = manager.partition_for("t", 0)
     return manager.append_records(part, client_batch(values, **producer), acks=-1,
@@ -59,11 +81,11 @@ def append(manager: ReplicaManager, values: list[bytes], **producer: int) -> int
 def test_a_led_partition_takes_appends_and_its_high_watermark_follows(tmp_path: Path) -> None:
     manager = replicas(tmp_path, with_records(MetadataImage(), *topic("t", T1, (ME,))))
     seen: list[int] = []
-    manager.partition_for("t", 0).listeners.append(lambda p: seen.append(p.high_watermark))
+    _watch(manager, lambda p: seen.append(p.high_watermark))
     assert [append(manager, [b"a", b"b"]), append(manager, [b"c"])] == [0, 2]
     part = manager.partition_for(T1, 0)
     assert (part.log_end_offset, part.high_watermark, part.leader_epoch) == (3, 3, 0)
-    assert seen == [2, 3]
+    assert seen == [0, 2, 3]  # as watched, then after each append
     assert read_partition_metadata(tmp_path / "t-0" / "partition.metadata") == T1
     batches = MemoryRecords(part.log.read(0, 1 << 20))
     values = []
@@ -220,11 +242,10 @@ def test_after_a_crash_producer_state_is_replayed_from_the_log(tmp_path: Path) -
 def test_a_deleted_topic_is_renamed_then_removed_after_the_delay(tmp_path: Path) -> None:
     image = with_records(MetadataImage(), *topic("t", T1, (ME,)))
     manager = replicas(tmp_path, image)
-    part = manager.partition_for("t", 0)
     events: list[bool] = []
-    part.listeners.append(lambda p: events.append(p.is_leader))
+    _watch(manager, lambda p: events.append(p.is_leader))
     manager.apply_image(with_records(image, RemoveTopicRecord(topic_id=T1)), 10_000)
-    assert events == [False]
+    assert events == [True, False]
     (renamed,) = tmp_path.glob("t-0.*-delete")
     assert not (tmp_path / "t-0").exists()
     manager.checkpoint(10_000 + 59_999)

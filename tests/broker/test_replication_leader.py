@@ -26,8 +26,10 @@ from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.log_manager import LogManager
 from pykraft.broker.produce import ProduceHandler
+from pykraft.broker.purgatory import FollowerKey
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.partition.replication import AlterResult, IsrProposal
 from pykraft.protocol.errors import ErrorCode
@@ -94,6 +96,11 @@ def leader(tmp_path: Path) -> Iterator[Leader]:
     made = _leader(tmp_path)
     yield made
     made.replicas.shutdown()
+
+
+def _parked(leader: Leader, key: TopicPartition | FollowerKey | None = None) -> int:
+    """Fetches waiting in the purgatory on ``key`` (t-0 by default)."""
+    return leader.replicas.purgatories.fetch.watching(key or leader.part.tp)
 
 
 def fetch_request(replica: int, offset: int, *, version: int = 15, epoch: int = EPOCH,
@@ -164,10 +171,36 @@ def test_acks_all_completes_once_the_followers_fetched_past_the_batch(leader: Le
     asyncio.run(run())
 
 
+def test_an_acks_all_answer_goes_before_the_fetch_woken_by_the_same_high_watermark_move(
+        leader: Leader) -> None:
+    """A consumer parked first on the partition still gets its answer after the produce
+    whose batch the follower's fetch commits: the Produce purgatory is checked first."""
+    async def run() -> None:
+        done: list[str] = []
+        consumer = asyncio.create_task(FetchHandler(leader.replicas, "PLAINTEXT").fetch(
+            fetch_request(-1, 0, version=12, max_wait_ms=60_000), 12))
+        await until(lambda: _parked(leader), "the consumer fetch parked")
+        produce = asyncio.create_task(ProduceHandler(leader.replicas, leader.clock,
+                                                     "PLAINTEXT").handle(
+            request({0: client_batch([b"a"])}, acks=-1), api_version=12))
+        produces = leader.replicas.purgatories.produce
+        await until(lambda: produces.watching(leader.part.tp), "the produce parked")
+        consumer.add_done_callback(lambda _: done.append("fetch"))
+        produce.add_done_callback(lambda _: done.append("produce"))
+        await follower_fetch(leader, F2, 1)
+        assert not done  # F3 is in the ISR and not there yet
+        await follower_fetch(leader, F3, 1)
+        await asyncio.wait_for(asyncio.gather(consumer, produce), 5)
+        assert done == ["produce", "fetch"]
+        assert consumer.result().responses[0].partitions[0].records
+
+    asyncio.run(run())
+
+
 def test_a_follower_fetch_at_the_log_end_parks_until_an_append(leader: Leader) -> None:
     async def run() -> None:
         parked = asyncio.create_task(follower_fetch(leader, F2, 0, max_wait_ms=30_000))
-        await until(lambda: leader.part.listeners, "the follower fetch parked")
+        await until(lambda: _parked(leader), "the follower fetch parked")
         assert not parked.done()
         append(leader)
         answer = await asyncio.wait_for(parked, 5)
@@ -192,7 +225,7 @@ def test_a_high_watermark_move_leaves_a_parked_follower_fetch_parked(
 
         monkeypatch.setattr(FetchHandler, "_read", counted)
         parked = asyncio.create_task(follower_fetch(leader, F2, 2, max_wait_ms=60_000))
-        await until(lambda: leader.part.listeners, "the follower fetch parked")
+        await until(lambda: _parked(leader), "the follower fetch parked")
         await follower_fetch(leader, F3, 2)
         assert leader.part.high_watermark == 2
         for _ in range(5):
@@ -220,7 +253,7 @@ def test_a_parked_follower_fetch_is_answered_when_a_partition_it_follows_is_led_
     acks=all produce to a new topic waited out replica.fetch.wait.max.ms)."""
     async def run() -> None:
         parked = asyncio.create_task(follower_fetch(leader, F2, 0, max_wait_ms=60_000))
-        await until(lambda: leader.replicas.lead_listeners, "the follower fetch parked")
+        await until(lambda: _parked(leader, FollowerKey(F2)), "the follower fetch parked")
         _new_topic(leader, "elsewhere", (F3, ME, F2), leader_id=F3)  # not led here
         _new_topic(leader, "without-f2", (ME, F3))
         await asyncio.sleep(0)
@@ -228,7 +261,7 @@ def test_a_parked_follower_fetch_is_answered_when_a_partition_it_follows_is_led_
         _new_topic(leader, "new", (ME, F2, F3))
         answer = await asyncio.wait_for(parked, 5)
         assert answer.error_code == ErrorCode.none and not answer.records
-        assert not leader.replicas.lead_listeners
+        assert not _parked(leader, FollowerKey(F2))
 
     asyncio.run(run())
 

@@ -17,11 +17,13 @@ from their leader
 ``current_leader_epoch`` fenced and the leader's id and epoch (plus its endpoint from v16)
 named on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951). The answer is immediate
 when ``max_wait_ms`` <= 0, nothing is asked, ``min_bytes`` are there or a partition failed;
-otherwise the request parks until an append, a high watermark move or a leadership change
-on one of its partitions (``HostedPartition.listeners``) brings enough bytes or an error, or
-``max_wait_ms`` passes, and every partition is read again. A parked follower fetch is also
-answered when this broker starts leading another partition the follower replicates
-(``ReplicaManager.lead_listeners``), so that its next fetch names it at once: Kafka's
+otherwise the request parks in the broker's Fetch purgatory (:mod:`pykraft.broker.purgatory`)
+until what its reads depend on moves on one of its partitions (the high watermark, or the
+log end for a follower; the log start, the leader epoch, leadership) or ``max_wait_ms``
+passes, and every partition is read again (bytes still short of ``min_bytes``: it parks
+again for the rest of the wait). A parked follower fetch is also answered when this broker
+starts leading another partition the follower replicates, so that its next fetch names it
+at once: Kafka's
 follower, blocked in its fetch, picks a new partition up only when that fetch returns, up
 to ``replica.fetch.wait.max.ms`` later (the first acks=all produce to a new topic waited
 that long).
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -61,9 +64,12 @@ from pykraft.broker.partition_reads import (
     ReadablePartition,
     fetch_isolation,
     read_partitions,
+    upper_bound,
 )
+from pykraft.broker.purgatory import DelayedOperation, FollowerKey
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
+from pykraft.ids import TopicPartition
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 
@@ -224,8 +230,23 @@ class FetchHandler:
                     or any(r.error != ErrorCode.none or r.diverging_epoch for r in reads)
                     or newly_led):
                 return reads, resolver
-            newly_led = await _changed(resolver.hosted, remaining, self._replicas,
-                                       follower.replica_id)
+            newly_led = await self._park(resolver.hosted, isolation, follower.replica_id,
+                                         remaining)
+
+    async def _park(self, partitions: list[HostedPartition], isolation: FetchIsolation,
+                    replica_id: int, timeout_s: float) -> bool:
+        """Wait in the Fetch purgatory until one of ``partitions`` moves or ``timeout_s``
+        passes (False), or until this broker starts leading a partition the fetching
+        follower ``replica_id`` replicates (True: answer now)."""
+        delayed = self._replicas.delayed
+        purgatories = delayed.purgatories
+        op = _DelayedFetch(partitions, isolation, replica_id, purgatories.led,
+                           delayed.deadline_ms(timeout_s * 1000))
+        keys: list[TopicPartition | FollowerKey] = [part.tp for part in partitions]
+        if replica_id >= 0:
+            keys.append(FollowerKey(replica_id))
+        await delayed.wait(purgatories.fetch, op, keys)
+        return op.newly_led
 
     def _record_follower(self, wanted: list[PartitionFetch[PartitionKey]],
                          reads: list[PartitionRead], follower: _Follower
@@ -299,43 +320,36 @@ def _aborted_transactions(error: ErrorCode, isolation: FetchIsolation) -> tuple[
     return () if isolation is FetchIsolation.TXN_COMMITTED and error == ErrorCode.none else None
 
 
-async def _changed(partitions: list[HostedPartition], timeout_s: float,
-                   replicas: ReplicaManager, replica_id: int) -> bool:
-    """Return when any of ``partitions`` reports a change, or after ``timeout_s``
-    (False); or when this broker starts leading a partition the fetching follower
-    ``replica_id`` replicates (True: answer now, as its fetcher adds the partition to its
-    next request only, and waiting out ``max_wait_ms`` would hold back its first records
-    and every acks=all produce to it). A follower reads to the log end, so a high
-    watermark move alone does not wake it (Kafka's DelayedFetch of a follower)."""
-    woken: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-    parked = {id(part): _follower_view(part) for part in partitions} if replica_id >= 0 else {}
+class _DelayedFetch(DelayedOperation):
+    """Kafka's DelayedFetch, woken rather than read: completes when a partition's view
+    moved since the read (see :func:`_view`), or for a follower (``replica_id`` >= 0) when
+    ``led`` counts a new partition led here that it replicates (``newly_led``: its fetcher
+    adds a partition to its next request only, and waiting out ``max_wait_ms`` would hold
+    back its first records and every acks=all produce to it)."""
 
-    def wake(part: HostedPartition, newly_led: bool = False) -> None:
-        if not newly_led and parked.get(id(part)) == _follower_view(part):
-            return
-        if not woken.done():
-            woken.set_result(newly_led)
+    def __init__(self, partitions: list[HostedPartition], isolation: FetchIsolation,
+                 replica_id: int, led: Counter[int], deadline_ms: int) -> None:
+        super().__init__(deadline_ms)
+        self._parked = [(part, _view(part, isolation)) for part in partitions]
+        self._isolation = isolation
+        self._replica_id = replica_id
+        self._led = led
+        self._led_at = led[replica_id] if replica_id >= 0 else 0
+        self.newly_led = False
 
-    def led(part: HostedPartition) -> None:
-        if replica_id in part.replicas:
-            wake(part, newly_led=True)
-
-    for part in partitions:
-        part.listeners.append(wake)
-    if replica_id >= 0:
-        replicas.lead_listeners.append(led)
-    try:
-        async with asyncio.timeout(timeout_s):
-            return await woken
-    except TimeoutError:
+    def try_complete(self) -> bool:
+        if self._replica_id >= 0 and self._led[self._replica_id] != self._led_at:
+            self.newly_led = True
+            return self.force_complete()
+        if any(_view(part, self._isolation) != view for part, view in self._parked):
+            return self.force_complete()
         return False
-    finally:
-        for part in partitions:
-            part.listeners.remove(wake)
-        if replica_id >= 0:
-            replicas.lead_listeners.remove(led)
+
+    def on_complete(self, expired: bool) -> None:
+        """Nothing to do here: the awaiting request reads its partitions again."""
 
 
-def _follower_view(part: HostedPartition) -> tuple[int, int, int, bool]:
-    """What a follower's read of ``part`` depends on: its log's bounds and leadership."""
-    return part.log_end_offset, part.log_start_offset, part.leader_epoch, part.is_leader
+def _view(part: HostedPartition, isolation: FetchIsolation) -> tuple[int, int, int, bool]:
+    """What a read of ``part`` depends on: how far it may read (the log end for a follower,
+    so a high watermark move alone does not wake one), its log start and leadership."""
+    return upper_bound(part, isolation), part.log_start_offset, part.leader_epoch, part.is_leader

@@ -14,16 +14,19 @@ the high watermark passes that batch and every earlier one, so no client sees a 
 log might lose (replies of an outcome without records wait for the earlier batches too).
 ``offsets.commit.timeout.ms`` bounds that wait: past it the replies get
 COORDINATOR_NOT_AVAILABLE and, as in Kafka, the state stays (the batch is in the log and a
-reload would replay it anyway). An append that fails (a record over the partition's
-``max.message.bytes``, too few in-sync replicas) answers the replies with Kafka's error for
-it (``CoordinatorOperationExceptionHelper``: UNKNOWN_SERVER_ERROR for a record too large,
-COORDINATOR_NOT_AVAILABLE for too few replicas, NOT_COORDINATOR when leadership moved) and
-reverts that write alone, as Kafka's runtime reverts the failed batch: each key it wrote
-goes back to its last record in the log (the runtime keeps every key's last offset), and
-every other group of the partition goes on untouched. Before, the whole shard was reloaded:
-every group hashed there saw NOT_COORDINATOR and a reload, and a client retrying its
-oversized commit on COORDINATOR_NOT_AVAILABLE did so for ever. Each shard's timers fire
-through one timer handle set to :meth:`next_deadline_ms`.
+reload would replay it anyway). The waiting replies are delayed operations of the broker's
+group purgatory (:mod:`pykraft.broker.purgatory`), keyed by the partition and checked on
+each of its changes after the produces and fetches. An append that fails (a record over the
+partition's ``max.message.bytes``, too few in-sync replicas) answers the replies with
+Kafka's error for it (``CoordinatorOperationExceptionHelper``: UNKNOWN_SERVER_ERROR for a
+record too large, COORDINATOR_NOT_AVAILABLE for too few replicas, NOT_COORDINATOR when
+leadership moved) and reverts that write alone, as Kafka's runtime reverts the failed batch:
+each key it wrote goes back to its last record in the log (the runtime keeps every key's
+last offset), and every other group of the partition goes on untouched. Before, the whole
+shard was reloaded: every group hashed there saw NOT_COORDINATOR and a reload, and a client
+retrying its oversized commit on COORDINATOR_NOT_AVAILABLE did so for ever. Each shard's
+timers fire through one timer handle set to :meth:`next_deadline_ms`; the shard loads and
+unloads on the replica manager's ``leadership`` news (Kafka's onElection / onResignation).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any, Protocol
 
 from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.group_versions import distinct_filters, error_response, merge, pieces
+from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
@@ -87,13 +91,30 @@ class Shard(Protocol):
 ShardFactory = Callable[[int], Shard]
 
 
-@dataclass(slots=True)
-class _Pending:
-    """Replies waiting for the high watermark to reach ``required``."""
+class _DelayedReplies(DelayedOperation):
+    """Replies waiting for the high watermark to reach ``required`` (their batch and every
+    earlier one), COORDINATOR_NOT_AVAILABLE past ``offsets.commit.timeout.ms``."""
 
-    required: int
-    replies: list[tuple[ReplyToken, Any]]
-    deadline: float  # loop time
+    def __init__(self, service: GroupCoordinatorService, coordinator: _Coordinator,
+                 required: int, replies: list[tuple[ReplyToken, Any]], deadline_ms: int
+                 ) -> None:
+        super().__init__(deadline_ms)
+        self._service = service
+        self._coordinator = coordinator
+        self.required = required
+        self.replies = replies
+
+    def try_complete(self) -> bool:
+        coordinator = self._coordinator  # a lost partition's replies: its unload answers
+        if coordinator.current() and self.required <= coordinator.hosted.high_watermark:
+            return self.force_complete()
+        return False
+
+    def on_complete(self, expired: bool) -> None:
+        if expired:
+            self._service.fail(self.replies, ErrorCode.coordinator_not_available)
+        else:
+            self._service.deliver(self.replies)
 
 
 @dataclass(slots=True)
@@ -106,10 +127,10 @@ class _Coordinator:
     last_offsets: dict[bytes, int] = field(default_factory=dict)
     """Each live key's last record in the log (a tombstone drops it): what a failed
     write's keys go back to."""
-    pending: deque[_Pending] = field(default_factory=deque)
+    pending: deque[_DelayedReplies] = field(default_factory=deque)
+    """The replies in the group purgatory, oldest first (ended ones until pruned)."""
     loading: asyncio.Task[None] | None = None
     tick_timer: asyncio.TimerHandle | None = None
-    commit_timer: asyncio.TimerHandle | None = None
 
     @property
     def partition(self) -> int:
@@ -142,33 +163,31 @@ class GroupCoordinatorService:
         self._tokens = itertools.count(1)
         self._closed = False
         self._topic_infos: tuple[object, Mapping[str, TopicInfo]] = (None, {})
-        replicas.lead_listeners.append(self.started_leading)
+        replicas.leadership = self.leadership_changed
 
     # ------------------------------------------------------------------ leadership
 
-    def started_leading(self, hosted: HostedPartition) -> None:
-        """The replica manager's lead listener: load the partition's shard."""
+    def leadership_changed(self, hosted: HostedPartition) -> None:
+        """The replica manager's news of a hosted partition: load the shard of an offsets
+        partition led here in a new epoch, unload the one no longer led in its epoch."""
         if hosted.topic != OFFSETS_TOPIC or self._closed:
             return
+        coordinator = self._coordinators.get(hosted.index)
+        if coordinator is not None and coordinator.hosted is hosted and coordinator.current():
+            return
+        if hosted.is_leader:
+            self._start(hosted)
+        elif coordinator is not None and coordinator.hosted is hosted:
+            self._unload(coordinator)
+
+    def _start(self, hosted: HostedPartition) -> None:
+        """Load the partition's shard (any previous one unloaded)."""
         previous = self._coordinators.get(hosted.index)
         if previous is not None:
             self._unload(previous)
         coordinator = _Coordinator(hosted, hosted.leader_epoch)
         self._coordinators[hosted.index] = coordinator
-        hosted.listeners.append(self._partition_changed)
         self._load(coordinator)
-
-    def _partition_changed(self, hosted: HostedPartition) -> None:
-        """Appends, high watermark moves and leadership changes of a led partition."""
-        coordinator = self._coordinators.get(hosted.index)
-        if coordinator is None or coordinator.hosted is not hosted:
-            return
-        if coordinator.current():
-            self._complete(coordinator)
-            return
-        self._unload(coordinator)
-        if hosted.is_leader and not hosted.deleted:  # a new epoch of ours: load again
-            self.started_leading(hosted)
 
     def _load(self, coordinator: _Coordinator) -> None:
         coordinator.loading = asyncio.get_running_loop().create_task(self._replay(coordinator))
@@ -221,16 +240,13 @@ class GroupCoordinatorService:
         """Answer everything the shard owes NOT_COORDINATOR and forget it."""
         if self._coordinators.get(coordinator.partition) is coordinator:
             del self._coordinators[coordinator.partition]
-        if self._partition_changed in coordinator.hosted.listeners:
-            coordinator.hosted.listeners.remove(self._partition_changed)
-        for timer in (coordinator.tick_timer, coordinator.commit_timer):
-            if timer is not None:
-                timer.cancel()
+        if coordinator.tick_timer is not None:
+            coordinator.tick_timer.cancel()
         if coordinator.loading is not None:
             coordinator.loading.cancel()
         self._fail_pending(coordinator, ErrorCode.not_coordinator)
         if coordinator.shard is not None:
-            self._deliver(coordinator.shard.unload().replies)
+            self.deliver(coordinator.shard.unload().replies)
             coordinator.shard = None
         log.info("%s-%d: unloaded (epoch %d)", OFFSETS_TOPIC, coordinator.partition,
                  coordinator.epoch)
@@ -322,7 +338,10 @@ class GroupCoordinatorService:
     def _apply(self, coordinator: _Coordinator, outcome: Outcome) -> None:
         """Append the outcome's records, then queue its replies behind that batch."""
         hosted = coordinator.hosted
-        required = coordinator.pending[-1].required if coordinator.pending else 0
+        pending = coordinator.pending
+        while pending and pending[0].completed:
+            pending.popleft()
+        required = pending[-1].required if pending else 0
         if outcome.records:
             batch = encode_batch(0, [(r.key, r.value) for r in outcome.records],
                                  partition_leader_epoch=coordinator.epoch,
@@ -336,10 +355,11 @@ class GroupCoordinatorService:
             _index(coordinator.last_offsets, (
                 (result.base_offset + i, r.key, r.value) for i, r in enumerate(outcome.records)))
             required = result.last_offset + 1
-        loop = asyncio.get_running_loop()
-        coordinator.pending.append(_Pending(
-            required, outcome.replies, loop.time() + self.config.commit_timeout_ms / 1000))
-        self._complete(coordinator)
+        delayed = self._replicas.delayed
+        replies = _DelayedReplies(self, coordinator, required, outcome.replies,
+                                  delayed.deadline_ms(self.config.commit_timeout_ms))
+        if not delayed.watch(delayed.purgatories.group, replies, (hosted.tp,)):
+            pending.append(replies)
         self._schedule_tick(coordinator)
 
     def _append_failed(self, coordinator: _Coordinator, outcome: Outcome,
@@ -349,7 +369,7 @@ class GroupCoordinatorService:
         code = _operation_error(exc) if coordinator.current() else ErrorCode.not_coordinator
         log.error("%s-%d: writing %d records failed (%s): %s", OFFSETS_TOPIC,
                   coordinator.partition, len(outcome.records), code.name, exc)
-        self._fail(outcome.replies, code)
+        self.fail(outcome.replies, code)
         if coordinator.current() and coordinator.shard is not None:
             try:
                 reverted = coordinator.shard.revert([
@@ -359,13 +379,13 @@ class GroupCoordinatorService:
                 log.error("%s-%d: cannot revert the failed write, reloading: %s",
                           OFFSETS_TOPIC, coordinator.partition, unreadable)
             else:
-                self._deliver(reverted.replies)
+                self.deliver(reverted.replies)
                 self._schedule_tick(coordinator)
                 return
         hosted = coordinator.hosted
         self._unload(coordinator)
         if hosted.is_leader and not self._closed:
-            self.started_leading(hosted)
+            self._start(hosted)
 
     def _last_record(self, coordinator: _Coordinator, key: bytes) -> tuple[int, OffsetsRecord]:
         """``key``'s last record in the log, or (-1, a tombstone) when it has none."""
@@ -380,36 +400,26 @@ class GroupCoordinatorService:
         raise OffsetOutOfRangeError(f"{OFFSETS_TOPIC}-{coordinator.partition}: no record of "
                                     f"the key at offset {offset}")
 
-    def _complete(self, coordinator: _Coordinator) -> None:
-        """Send the replies whose batches the high watermark passed; time out the rest."""
-        pending = coordinator.pending
-        while pending and pending[0].required <= coordinator.hosted.high_watermark:
-            self._deliver(pending.popleft().replies)
-        loop = asyncio.get_running_loop()
-        while pending and pending[0].deadline <= loop.time():
-            self._fail(pending.popleft().replies, ErrorCode.coordinator_not_available)
-        if coordinator.commit_timer is not None:
-            coordinator.commit_timer.cancel()
-            coordinator.commit_timer = None
-        if pending:
-            coordinator.commit_timer = loop.call_at(pending[0].deadline, self._complete,
-                                                    coordinator)
-
     def _fail_pending(self, coordinator: _Coordinator, code: ErrorCode) -> None:
+        """Answer the replies still in the purgatory ``code`` (taken out of it)."""
         while coordinator.pending:
-            self._fail(coordinator.pending.popleft().replies, code)
+            replies = coordinator.pending.popleft()
+            if replies.cancel():
+                self.fail(replies.replies, code)
 
-    def _deliver(self, replies: Iterable[tuple[ReplyToken, Any]]) -> None:
+    def deliver(self, replies: Iterable[tuple[ReplyToken, Any]]) -> None:
+        """Answer the requests waiting for ``replies``."""
         for token, response in replies:
             waiter = self._waiters.pop(token, None)
             if waiter is not None and not waiter.future.done():
                 waiter.future.set_result(response)
 
-    def _fail(self, replies: Iterable[tuple[ReplyToken, Any]], code: ErrorCode) -> None:
+    def fail(self, replies: Iterable[tuple[ReplyToken, Any]], code: ErrorCode) -> None:
+        """Answer the requests waiting for ``replies`` with the error ``code``."""
         for token, _ in replies:
             waiter = self._waiters.get(token)
             if waiter is not None:
-                self._deliver([(token, error_response(waiter.api_key, waiter.request, code))])
+                self.deliver([(token, error_response(waiter.api_key, waiter.request, code))])
 
     # ------------------------------------------------------------------ timers
 

@@ -18,16 +18,17 @@ UNKNOWN_TOPIC_ID), a topic or partition unknown to the image,
 from v10, its endpoint: KIP-951), validation (record_errors and error_message from v8), the
 producer state (duplicates answered with their original offsets), the append.
 
-acks=all waits for each appended partition's high watermark to pass its batch, woken by the
-partition's listeners (appends, follower fetches that move the high watermark, ISR changes,
-leadership moves); with ISR == {leader} that is at once. When the ISR shrank under
+acks=all waits for each appended partition's high watermark to pass its batch: a delayed
+operation in the broker's Produce purgatory (:mod:`pykraft.broker.purgatory`), checked on
+each change of its partitions (appends, follower fetches that move the high watermark, ISR
+changes, leadership moves) ahead of the parked fetches; with ISR == {leader} that is at
+once. When the ISR shrank under
 min.insync.replicas meanwhile the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND; when followers
 do not keep up it is REQUEST_TIMED_OUT after ``timeout_ms`` (the batch stays in the log).
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime
 import logging
@@ -44,6 +45,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import TZAware, i32, i64
 
 from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
+from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.broker.replica_state import acks_all_outcome
 from pykraft.broker.responses import NO_THROTTLE
@@ -78,6 +80,25 @@ class _Outcome:
     record_errors: tuple[res.BatchIndexAndErrorMessage, ...] = ()
     leader: tuple[int, int] | None = None  # (id, epoch) hint on NOT_LEADER_OR_FOLLOWER
     waiting: tuple[HostedPartition, int] | None = None  # acks=all: (partition, offset)
+
+
+class _DelayedProduce(DelayedOperation):
+    """Kafka's DelayedProduce: complete when every waiting partition is settled (its error
+    set by :func:`_settle`), or answer REQUEST_TIMED_OUT for those still waiting at the
+    deadline."""
+
+    def __init__(self, waiting: list[_Outcome], deadline_ms: int) -> None:
+        super().__init__(deadline_ms)
+        self._waiting = waiting
+
+    def try_complete(self) -> bool:
+        self._waiting[:] = [o for o in self._waiting if not _settle(o)]
+        return False if self._waiting else self.force_complete()
+
+    def on_complete(self, expired: bool) -> None:
+        if expired:
+            for outcome in self._waiting:
+                outcome.error = ErrorCode.request_timed_out
 
 
 class AcksZeroFailedError(PyKraftError):
@@ -204,35 +225,16 @@ class ProduceHandler:
         return outcome
 
     async def _await_replication(self, outcomes: list[_Outcome], timeout_s: float) -> None:
-        """Kafka's DelayedProduce: complete when every waiting partition is satisfied, or
-        answer REQUEST_TIMED_OUT for those still waiting at the timeout. As Kafka's
-        ``tryComplete`` inside the high watermark update, the check runs in the partitions'
-        notifications themselves, and first of their listeners: the produce task is woken
-        once, when done, and ahead of the parked fetches the same change wakes (on this one
-        event loop their answers, records encoded, would otherwise go out first)."""
+        """Wait in the Produce purgatory, keyed by the waiting partitions, until every one
+        is settled or the timeout passes."""
         waiting = [o for o in outcomes if o.waiting is not None]
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        def check(_: HostedPartition | None = None) -> None:
-            waiting[:] = [o for o in waiting if not _settle(o)]
-            if not waiting and not done.done():
-                done.set_result(None)
-
-        check()
         if not waiting:
             return
-        partitions = {id(o.waiting[0]): o.waiting[0] for o in waiting if o.waiting}
-        for hosted in partitions.values():
-            hosted.listeners.insert(0, check)
-        try:
-            async with asyncio.timeout(max(timeout_s, 0.0)):
-                await done
-        except TimeoutError:
-            for outcome in waiting:
-                outcome.error = ErrorCode.request_timed_out
-        finally:
-            for hosted in partitions.values():
-                hosted.listeners.remove(check)
+        delayed = self._replicas.delayed
+        keys = dict.fromkeys(o.waiting[0].tp for o in waiting if o.waiting is not None)
+        await delayed.wait(delayed.purgatories.produce,
+                           _DelayedProduce(waiting, delayed.deadline_ms(timeout_s * 1000)),
+                           keys)
 
     def _response(self, topics: list[tuple[str | uuid.UUID, list[_Outcome]]],
                   by_id: bool, image: MetadataImage) -> Any:

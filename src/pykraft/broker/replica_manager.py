@@ -21,11 +21,14 @@ DeleteRecords build on it)::
     part.high_watermark .log_start_offset .log_end_offset .isr .maximal_isr .replicas
     part.settings .producer_state (ProducerStateManager)
     part.replication (LeaderReplication while this broker leads, else None)
-    part.listeners.append(callback)   # callback(part) after each append, high watermark
-                                      # move, leadership change or deletion (no asyncio:
-                                      # wake long-poll fetches / acks=all produces from it)
-    replicas.lead_listeners.append(callback)  # callback(part) when this broker starts
-                                      # leading a partition (new here, or was a follower)
+    part.notify()                     # after each append, high watermark or log start
+                                      # move, leadership change or deletion: checks the
+                                      # delayed operations watching it (replicas.purgatories:
+                                      # acks=all produces, then fetches, then group replies)
+    replicas.delayed                  # DelayedOperations: their expiry on the loop's clock
+    replicas.leadership = callback    # callback(part) on each registration change of a
+                                      # hosted partition, its deletion, and once hosted
+                                      # when led here (the group coordinator's load/unload)
     result = replicas.append_records(part, records, acks=-1, api_version=v, now_ms=...)
     result = await replicas.produce_records(...)  # the same; a costly batch validated on
                                       # the validation thread, the loop serving meanwhile
@@ -85,6 +88,8 @@ from pykraft.broker.producer_snapshots import (
     load_producer_state,
     write_producer_snapshot,
 )
+from pykraft.broker.purgatory import Purgatories
+from pykraft.broker.purgatory_timer import DelayedOperations
 from pykraft.broker.replica_state import LocalPartition, check_leader_epoch, local_changes
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
@@ -163,7 +168,7 @@ class AppendResult:
     log_start_offset: int
 
 
-Listener = Callable[["HostedPartition"], None]
+PartitionHook = Callable[["HostedPartition"], None]
 IsrChangeSink = Callable[["HostedPartition", IsrProposal], None]
 CreatedLogs = Sequence[tuple[PlannedLog, PartitionLog | Exception]]
 
@@ -173,7 +178,7 @@ class HostedPartition:
 
     def __init__(self, local: LocalPartition, partition_log: PartitionLog,
                  producer_state: ProducerStateManager, settings: TopicSettings,
-                 broker_id: int, high_watermark: int) -> None:
+                 broker_id: int, high_watermark: int, changed: PartitionHook) -> None:
         self.tp = local.tp
         self.topic_id = local.topic_id
         self.registration = local.registration
@@ -183,7 +188,7 @@ class HostedPartition:
         self.broker_id = broker_id
         self.high_watermark = min(high_watermark, partition_log.log_end_offset)
         self.deleted = False
-        self.listeners: list[Listener] = []
+        self._changed = changed
         self.replication: LeaderReplication | None = None  # while this broker leads
 
     @property
@@ -258,8 +263,8 @@ class HostedPartition:
                                    reg.leader_recovery_state)
 
     def notify(self) -> None:
-        for listener in list(self.listeners):
-            listener(self)
+        """Check the delayed operations that may wait for this change."""
+        self._changed(self)
 
 
 class ReplicaManager:
@@ -281,9 +286,11 @@ class ReplicaManager:
         self.fetch_max_bytes = int(self._static.get(FETCH_MAX_BYTES, FETCH_MAX_BYTES_DEFAULT))
         """The most one Fetch response carries (KIP-74's first batch excepted)."""
         self.isr_changes: IsrChangeSink | None = None
-        self.lead_listeners: list[Listener] = []
-        """Told of each partition this broker starts leading: a follower's fetch parked
-        here does not name it yet, and only an answer lets the follower ask for it."""
+        self.purgatories: Purgatories[TopicPartition] = Purgatories()
+        """Acks=all produces, long-poll fetches and group replies waiting on partitions."""
+        self.delayed = DelayedOperations(self.purgatories)
+        self.leadership: PartitionHook | None = None
+        """Told of each hosted partition's registration change (see the interface)."""
         self.image = MetadataImage()
         self.brokers = Brokers({})
         self._partitions: dict[TopicPartition, HostedPartition] = {}
@@ -358,7 +365,8 @@ class ReplicaManager:
                          "leader" if hosted.is_leader else "follower", hosted.leader_epoch)
             hosted.notify()
             if hosted.is_leader and not was_leader:
-                self._started_leading(hosted)
+                self.purgatories.started_leading(hosted.replicas)
+            self._leadership_changed(hosted)
             return
         settings = self._settings_of(local.tp.topic)
         partition_log = self.logs.existing(local.tp, local.topic_id, settings.log, now_ms)
@@ -410,16 +418,21 @@ class ReplicaManager:
         state = load_producer_state(partition_log, partition=_name(local.tp), now_ms=now_ms,
                                     expiration_ms=self._expiration_ms)
         hosted = HostedPartition(local, partition_log, state, settings, self.broker_id,
-                                 self._checkpointed_hw.get(local.tp, 0))
+                                 self._checkpointed_hw.get(local.tp, 0),
+                                 self._partition_changed)
         self._lead(hosted, now_ms)
         hosted.maybe_advance_high_watermark(now_ms, self.brokers)
         self._partitions[local.tp] = hosted
         if hosted.is_leader:
-            self._started_leading(hosted)
+            self.purgatories.started_leading(hosted.replicas)
+            self._leadership_changed(hosted)
 
-    def _started_leading(self, hosted: HostedPartition) -> None:
-        for listener in list(self.lead_listeners):
-            listener(hosted)
+    def _partition_changed(self, hosted: HostedPartition) -> None:
+        self.purgatories.partition_changed(hosted.tp)
+
+    def _leadership_changed(self, hosted: HostedPartition) -> None:
+        if self.leadership is not None:
+            self.leadership(hosted)
 
     def _lead(self, hosted: HostedPartition, now_ms: int) -> None:
         """Kafka's ``makeLeader`` / ``makeFollower`` for the replication state: a new
@@ -446,6 +459,7 @@ class ReplicaManager:
             hosted.deleted = True
             delay = hosted.settings.file_delete_delay_ms
             hosted.notify()
+            self._leadership_changed(hosted)
         self._checkpointed_hw.pop(tp, None)
         return tp, delay
 
@@ -777,6 +791,7 @@ class ReplicaManager:
         for hosted in self._partitions.values():
             hosted.deleted = True
             hosted.notify()
+            self._leadership_changed(hosted)
         self._partitions.clear()
         self._awaiting.clear()
         self.logs.shutdown(broker_epoch)

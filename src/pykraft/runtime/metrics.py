@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import collections
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client import start_http_server
 from prometheus_client.core import GaugeMetricFamily
@@ -25,6 +26,8 @@ from prometheus_client.registry import Collector, CollectorRegistry
 PREFIX = "kafka_server_raft_metrics_"
 #: ``kafka.controller:type=KafkaController`` (Kafka's ControllerMetadataMetrics), controllers only.
 CONTROLLER_PREFIX = "kafka_controller_kafkacontroller_"
+#: ``kafka.server:type=DelayedOperationPurgatory`` (a broker's), by ``delayedOperation``.
+PURGATORY_PREFIX = "kafka_server_delayedoperationpurgatory_"
 WINDOW_S = 30.0
 STATES = ("unattached", "prospective", "candidate", "leader", "follower", "resigned")
 
@@ -141,17 +144,50 @@ class RaftMetrics:
         yield state
 
 
+class PurgatoryGauges(Protocol):
+    """What a purgatory of delayed operations shows (a broker's Produce, Fetch, ...)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def watched(self) -> int: ...
+
+    @property
+    def delayed(self) -> int: ...
+
+
+def purgatory_metrics(purgatories: Iterable[PurgatoryGauges]) -> Iterator[GaugeMetricFamily]:
+    """Kafka's ``PurgatorySize`` (watch entries) and ``NumDelayedOperations`` per
+    purgatory, labelled ``delayedOperation`` as the JMX exporter spells the key."""
+    size = GaugeMetricFamily(PURGATORY_PREFIX + "purgatorysize",
+                             "Delayed operations' watch entries over all keys",
+                             labels=["delayedOperation"])
+    delayed = GaugeMetricFamily(PURGATORY_PREFIX + "numdelayedoperations",
+                                "Delayed operations waiting", labels=["delayedOperation"])
+    for purgatory in purgatories:
+        size.add_metric([purgatory.name], float(purgatory.watched))
+        delayed.add_metric([purgatory.name], float(purgatory.delayed))
+    yield size
+    yield delayed
+
+
 class _MetricsCollector(Collector):
-    def __init__(self, metrics: RaftMetrics) -> None:
+    def __init__(self, metrics: RaftMetrics, purgatories: tuple[PurgatoryGauges, ...]) -> None:
         self._metrics = metrics
+        self._purgatories = purgatories
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        return self._metrics.collect()
+        yield from self._metrics.collect()
+        if self._purgatories:
+            yield from purgatory_metrics(self._purgatories)
 
 
-def serve_metrics(metrics: RaftMetrics, host: str, port: int) -> CollectorRegistry:
-    """Expose ``/metrics`` on ``host:port`` from a daemon thread; returns the registry."""
+def serve_metrics(metrics: RaftMetrics, host: str, port: int,
+                  purgatories: Iterable[PurgatoryGauges] = ()) -> CollectorRegistry:
+    """Expose ``/metrics`` on ``host:port`` from a daemon thread; returns the registry.
+    A broker's ``purgatories`` add their sizes."""
     registry = CollectorRegistry()
-    registry.register(_MetricsCollector(metrics))
+    registry.register(_MetricsCollector(metrics, tuple(purgatories)))
     start_http_server(port, addr=host, registry=registry)
     return registry

@@ -23,10 +23,9 @@ log end for a follower; the log start, the leader epoch, leadership) or ``max_wa
 passes, and every partition is read again (bytes still short of ``min_bytes``: it parks
 again for the rest of the wait). A parked follower fetch is also answered when this broker
 starts leading another partition the follower replicates, so that its next fetch names it
-at once: Kafka's
-follower, blocked in its fetch, picks a new partition up only when that fetch returns, up
-to ``replica.fetch.wait.max.ms`` later (the first acks=all produce to a new topic waited
-that long).
+at once: Kafka's follower, blocked in its fetch, picks a new partition up only when that
+fetch returns, up to ``replica.fetch.wait.max.ms`` later (the first acks=all produce to a
+new topic waited that long).
 
 Fetch sessions (KIP-227) are always declined, as Kafka allows: full requests get
 ``session_id`` 0 and every incremental request FETCH_SESSION_ID_NOT_FOUND, after which

@@ -1,26 +1,33 @@
-"""Generate pykraft's KRaft metadata record classes from Kafka's record schemas.
+"""Generate pykraft's Kafka message classes from Kafka's JSON message schemas.
 
-Kafka declares each metadata record in ``metadata/src/main/resources/common/metadata/*.json``
-and generates its Java classes from them. This script does the same in two steps, so the
-classes can be regenerated (and checked) without a Kafka checkout:
+Kafka declares its KRaft metadata records (``metadata/src/main/resources/common/metadata``)
+and its RPC messages, requests, responses and their headers
+(``clients/src/main/resources/common/message``), in JSON schema files and generates its Java
+classes from them. This script does the same for both families in two steps, so the classes
+can be regenerated (and checked) without Kafka at hand:
 
-1. distil the schema files into the facts file ``src/pykraft/records/schemas/
-   metadata_records.json``: per record its name, api key, versions and fields (name, type,
-   versions, nullable and tagged versions, tag, default, nested fields), no prose;
-2. render the facts file into ``src/pykraft/records/metadata_records.py``.
+1. distil the schema files into a facts file per family (``records/schemas/
+   metadata_records.json``, ``messages/schemas/rpc_messages.json``): per message its name,
+   kind, api key, versions and fields (name, type, versions, nullable, tagged and flexible
+   versions, tag, default, ignorable, mapKey, entityType, zeroCopy, nested fields) and its
+   common structs, no prose;
+2. render the facts into Python: ``records/metadata_records.py`` (one module), and one module
+   per RPC message under ``messages/kafka/`` with its nested structs, plus the package's
+   ``__init__.py`` naming every api.
 
 The facts name the Kafka release they describe (4.4.0) and its commit as Kafka's jars record
-it (``kafka/kafka-version.properties``: 16 hex digits). The 4.4.0 changes (RegisterBrokerRecord
-v4 and BrokerRegistrationChangeRecord v3's CordonedLogDirs, ClearElrRecord,
-UnregisterControllerRecord) were checked field by field, version by version, against the
-release's compiled record classes (their ``SCHEMAS`` and default instances).
+it (``kafka/kafka-version.properties``: 16 hex digits). The records' 4.4.0 changes
+(RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3's CordonedLogDirs,
+ClearElrRecord, UnregisterControllerRecord) were checked field by field, version by version,
+against the release's compiled record classes (their ``SCHEMAS`` and default instances).
 
 Usage::
 
-    python scripts/gen_messages.py --git-dir KAFKA_GIT_DIR --commit SHA
-    python scripts/gen_messages.py --schema-dir DIR --commit SHA  # files on disk
-    python scripts/gen_messages.py           # the module from the facts file alone
-    python scripts/gen_messages.py --check   # exit 1 when the module is out of date
+    python scripts/gen_messages.py --kafka-libs .cache/kafka/4.4.0/libs  # a release's jars
+    python scripts/gen_messages.py --git-dir KAFKA_GIT_DIR --commit SHA --release X.Y.Z
+    python scripts/gen_messages.py --source-dir KAFKA_CHECKOUT --commit SHA --release X.Y.Z
+    python scripts/gen_messages.py           # the modules from the facts files alone
+    python scripts/gen_messages.py --check   # exit 1 when a facts file or module is stale
 """
 
 from __future__ import annotations
@@ -30,18 +37,40 @@ import json
 import re
 import subprocess
 import sys
+import zipfile
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-FACTS = ROOT / "src/pykraft/records/schemas/metadata_records.json"
-OUTPUT = ROOT / "src/pykraft/records/metadata_records.py"
-SCHEMA_DIR = "metadata/src/main/resources/common/metadata"
 _WIDTH = 100
 _COMMENT = re.compile(r"^\s*//.*$", re.M)  # Kafka's schema files are JSON with // comments
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_FACT_KEYS = ("name", "type", "versions", "nullableVersions", "tag", "taggedVersions", "default")
+# A field ruff's RUF009 flags: one typed a UUID or a struct.
+_RUF009 = re.compile(r": uuid\.UUID( \| None)? = |= kafka_field\([A-Z]")
+_FACT_KEYS = (
+    "name",
+    "type",
+    "versions",
+    "nullableVersions",
+    "tag",
+    "taggedVersions",
+    "flexibleVersions",
+    "default",
+    "ignorable",
+    "mapKey",
+    "entityType",
+    "zeroCopy",
+)
+_MESSAGE_KEYS = (
+    "name",
+    "type",
+    "apiKey",
+    "validVersions",
+    "flexibleVersions",
+    "latestVersionUnstable",
+)
 _PYTHON_TYPES = {
     "bool": "bool",
     "int8": "int",
@@ -58,21 +87,89 @@ _PYTHON_TYPES = {
 }
 
 
+@dataclass(frozen=True)
+class Family:
+    """One family of Kafka schemas: where Kafka keeps them and where pykraft's facts go."""
+
+    name: str
+    kinds: frozenset[str]  # the schema files' "type"s this family keeps
+    directory: str  # in Kafka's source tree
+    jar: str  # the release jar that ships them (``<jar>-<release>.jar``)
+    facts: Path
+    message_keys: tuple[str, ...]
+
+
+RECORDS = Family(
+    "records",
+    frozenset({"metadata"}),
+    "metadata/src/main/resources/common/metadata",
+    "kafka-metadata",
+    ROOT / "src/pykraft/records/schemas/metadata_records.json",
+    ("name", "apiKey", "validVersions", "flexibleVersions"),
+)
+MESSAGES = Family(
+    "messages",
+    frozenset({"request", "response", "header"}),
+    "clients/src/main/resources/common/message",
+    "kafka-clients",
+    ROOT / "src/pykraft/messages/schemas/rpc_messages.json",
+    _MESSAGE_KEYS,
+)
+FAMILIES = (RECORDS, MESSAGES)
+RECORDS_OUTPUT = ROOT / "src/pykraft/records/metadata_records.py"
+MESSAGES_PACKAGE = ROOT / "src/pykraft/messages/kafka"
+
+
 # --- step 1: schema files -> facts ----------------------------------------------------------
 
 
-def schemas_from_git(git_dir: Path, commit: str) -> dict[str, str]:
-    """File name -> text of every ``*Record.json`` in Kafka's schema directory at a commit."""
-    names = _git(git_dir, "ls-tree", "--name-only", commit, SCHEMA_DIR + "/").split()
+@dataclass(frozen=True)
+class Release:
+    """The Kafka release the schema texts come from."""
+
+    version: str
+    commit: str
+
+
+def schemas_from_git(git_dir: Path, commit: str, family: Family) -> dict[str, str]:
+    """File name -> text of every schema file of a family at a commit of a Kafka git dir."""
+    names = _git(git_dir, "ls-tree", "--name-only", commit, family.directory + "/").split()
     return {
         Path(name).name: _git(git_dir, "show", f"{commit}:{name}")
         for name in names
-        if name.endswith("Record.json")
+        if name.endswith(".json")
     }
 
 
-def schemas_from_dir(directory: Path) -> dict[str, str]:
-    return {path.name: path.read_text() for path in sorted(directory.glob("*Record.json"))}
+def schemas_from_tree(root: Path, family: Family) -> dict[str, str]:
+    """The schema files of a family in a Kafka source tree on disk."""
+    directory = root / family.directory
+    return {path.name: path.read_text() for path in sorted(directory.glob("*.json"))}
+
+
+def schemas_from_jars(libs: Path, family: Family) -> tuple[dict[str, str], Release]:
+    """The schema files a release's jar ships (``common/<dir>/*.json``) and the release."""
+    properties = _jar_properties(libs)
+    release = Release(properties["version"], properties["commitId"])
+    prefix = "common/" + Path(family.directory).name + "/"
+    with zipfile.ZipFile(libs / f"{family.jar}-{release.version}.jar") as jar:
+        texts = {
+            Path(name).name: jar.read(name).decode("utf-8")
+            for name in sorted(jar.namelist())
+            if name.startswith(prefix) and name.endswith(".json")
+        }
+    return texts, release
+
+
+def _jar_properties(libs: Path) -> dict[str, str]:
+    """``kafka/kafka-version.properties`` of the clients jar: version and commitId."""
+    jars = sorted(libs.glob("kafka-clients-*.jar"))
+    if len(jars) != 1:
+        raise SystemExit(f"expected one kafka-clients jar in {libs}, found {len(jars)}")
+    with zipfile.ZipFile(jars[0]) as jar:
+        text = jar.read("kafka/kafka-version.properties").decode("utf-8")
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -81,24 +178,34 @@ def _git(git_dir: Path, *args: str) -> str:
     ).stdout
 
 
-def distil(schemas: Mapping[str, str], commit: str) -> dict[str, Any]:
-    """The facts of every metadata record schema, ordered by api key."""
-    records = []
+def distil(family: Family, schemas: Mapping[str, str], release: Release) -> dict[str, Any]:
+    """The facts of every schema of a family, ordered by api key (headers first)."""
+    messages = []
     for text in schemas.values():
         schema = json.loads(_COMMENT.sub("", text))
-        if schema.get("type") != "metadata":
-            continue
-        records.append({
-            "name": schema["name"],
-            "apiKey": schema["apiKey"],
-            "validVersions": schema["validVersions"],
-            "flexibleVersions": schema["flexibleVersions"],
-            "fields": [_field_facts(field) for field in schema["fields"]],
-        })
-    records.sort(key=lambda record: record["apiKey"])
+        if schema.get("type") not in family.kinds or schema["validVersions"] == "none":
+            continue  # not this family, or an api Kafka removed (LeaderAndIsr...)
+        facts = {key: schema[key] for key in family.message_keys if key in schema}
+        facts["fields"] = [_field_facts(field) for field in schema.get("fields", ())]
+        if "commonStructs" in schema:
+            facts["commonStructs"] = [
+                {
+                    "name": struct["name"],
+                    "versions": struct["versions"],
+                    "fields": [_field_facts(field) for field in struct["fields"]],
+                }
+                for struct in schema["commonStructs"]
+            ]
+        messages.append(facts)
+    messages.sort(key=lambda facts: (facts.get("apiKey", -1), facts["name"]))
     return {
-        "source": {"repository": "apache/kafka", "commit": commit, "directory": SCHEMA_DIR},
-        "records": records,
+        "source": {
+            "repository": "apache/kafka",
+            "release": release.version,
+            "commit": release.commit,
+            "directory": family.directory,
+        },
+        family.name: messages,
     }
 
 
@@ -106,6 +213,11 @@ def _field_facts(field: Mapping[str, Any]) -> dict[str, Any]:
     facts = {key: field[key] for key in _FACT_KEYS if key in field}
     if "tag" in facts:
         facts["tag"] = int(facts["tag"])  # some schemas write the tag as a string
+    default = facts.get("default")
+    if isinstance(default, bool):  # a few schemas write a JSON boolean or number
+        facts["default"] = "true" if default else "false"
+    elif isinstance(default, int):
+        facts["default"] = str(default)
     if "fields" in field:
         facts["fields"] = [_field_facts(child) for child in field["fields"]]
     return facts
@@ -113,14 +225,22 @@ def _field_facts(field: Mapping[str, Any]) -> dict[str, Any]:
 
 def dump_facts(facts: Mapping[str, Any]) -> str:
     """The facts as JSON with one line per field, so a schema change is a one-line diff."""
-    lines = ["{", f'  "source": {_one_line(facts["source"])},', '  "records": [']
-    for i, record in enumerate(facts["records"]):
-        head = {key: value for key, value in record.items() if key != "fields"}
+    (family,) = (key for key in facts if key != "source")
+    lines = ["{", f'  "source": {_one_line(facts["source"])},', f'  "{family}": [']
+    messages = facts[family]
+    for i, message in enumerate(messages):
+        head = {key: value for key, value in message.items() if key not in _NESTED}
         lines.append(f"    {_one_line(head)[:-1]}, \"fields\": [")
-        lines.extend(_dump_fields(record["fields"], "      "))
-        lines.append("    ]}" + ("," if i + 1 < len(facts["records"]) else ""))
+        lines.extend(_dump_fields(message["fields"], "      "))
+        if "commonStructs" in message:
+            lines.append('    ], "commonStructs": [')
+            lines.extend(_dump_fields(message["commonStructs"], "      "))
+        lines.append("    ]}" + ("," if i + 1 < len(messages) else ""))
     lines += ["  ]", "}"]
     return "\n".join(lines) + "\n"
+
+
+_NESTED = ("fields", "commonStructs")
 
 
 def _dump_fields(fields: list[dict[str, Any]], indent: str) -> Iterator[str]:
@@ -139,48 +259,35 @@ def _one_line(value: Any) -> str:
     return json.dumps(value, separators=(", ", ": "))
 
 
-# --- step 2: facts -> Python module ---------------------------------------------------------
+# --- step 2: facts -> Python modules --------------------------------------------------------
 
 
-def render(facts: Mapping[str, Any]) -> str:
-    """The generated module's text."""
-    source = facts["source"]
-    body: list[str] = []
-    registry: list[str] = []
-    names: list[str] = []
-    structs: dict[str, list[dict[str, Any]]] = {}
-    for record in facts["records"]:
-        for name, fields in _structs(record["fields"]):
-            if structs.setdefault(name, fields) != fields:
-                raise ValueError(f"two different structs are named {name}")
-            body += _class(name, fields, "@message()")
-            names.append(name)
-        decorator = (
-            f'@message(versions="{record["validVersions"]}", '
-            f'flexible="{record["flexibleVersions"]}")'
-        )
-        body += _class(record["name"], record["fields"], decorator)
-        names.append(record["name"])
-        enum_name = snake_case(record["name"]).upper()
-        registry.append(f'    ({record["apiKey"]}, "{enum_name}", {record["name"]}),')
-    text = "\n".join(body)
-    imports = ["import uuid"] if "uuid.UUID" in text else []
-    schema_names = "array, kafka_field, message" if "array(" in text else "kafka_field, message"
-    exported = sorted([*names, "RECORD_CLASSES"], key=_isort_key)
-    lines = [
+def _preamble(source: Mapping[str, Any], where: str, docstring: list[str]) -> list[str]:
+    """The header every generated module starts with: provenance, then its docstring."""
+    return [
         "# Generated by scripts/gen_messages.py from Kafka",
         f"# {source['repository']}@{source['commit']}",
-        f"# ({source['directory']}); do not edit.",
-        '"""KRaft metadata records: one ``@message`` dataclass per Kafka record schema.',
-        "",
-        "Fields are in wire order, named as the schema names them in snake case. The facts come",
-        "from ``records/schemas/metadata_records.json``; framing and decoding live in",
-        ":mod:`pykraft.records.metadata`.",
-        '"""',
-        "",
+        f"# ({where}); do not edit.",
+        *docstring,
+    ]
+
+
+def _classes_module(
+    preamble: list[str], body: list[str], exported: list[str], tail: list[str]
+) -> str:
+    """A module of ``@message`` classes: preamble, imports, ``__all__``, classes, ``tail``."""
+    text = "\n".join(body)
+    imports = ["import uuid"] if "uuid.UUID" in text else []
+    noqa = [
         "# kafka_field() returns a dataclasses.Field, which ruff cannot see for uuid-typed fields:",
         "# ruff: noqa: RUF009",
         "",
+    ] if _RUF009.search(text) else []
+    schema_names = "array, kafka_field, message" if "array(" in text else "kafka_field, message"
+    lines = [
+        *preamble,
+        "",
+        *noqa,
         "from __future__ import annotations",
         "",
         *imports,
@@ -189,9 +296,68 @@ def render(facts: Mapping[str, Any]) -> str:
         f"from pykraft.messages import {schema_names}",
         "",
         "__all__ = [",
-        *(f'    "{name}",' for name in exported),
+        *(f'    "{name}",' for name in sorted(exported, key=_isort_key)),
         "]",
         text,
+        *tail,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _message_classes(
+    name: str,
+    decorator: str,
+    fields: list[dict[str, Any]],
+    common: Mapping[str, list[dict[str, Any]]],
+    rendered: dict[str, list[dict[str, Any]]],
+) -> tuple[list[str], list[str]]:
+    """(source lines, class names) of a message and the structs it uses not yet ``rendered``,
+    each struct before its first use."""
+    body: list[str] = []
+    names: list[str] = []
+    for struct_name, struct_fields in _structs(fields, common):
+        known = rendered.setdefault(struct_name, struct_fields)
+        if known is not struct_fields and known != struct_fields:
+            raise ValueError(f"two different structs are named {struct_name}")
+        if struct_name in names or known is not struct_fields:
+            continue
+        body += _class(struct_name, struct_fields, "@message()")
+        names.append(struct_name)
+    body += _class(name, fields, decorator)
+    return body, [*names, name]
+
+
+def _decorator(facts: Mapping[str, Any]) -> str:
+    return (
+        f'@message(versions="{facts["validVersions"]}", '
+        f'flexible="{facts["flexibleVersions"]}")'
+    )
+
+
+def render_records(facts: Mapping[str, Any]) -> str:
+    """The generated metadata records module's text."""
+    source = facts["source"]
+    body: list[str] = []
+    registry: list[str] = []
+    names: list[str] = []
+    rendered: dict[str, list[dict[str, Any]]] = {}
+    for record in facts["records"]:
+        lines, classes = _message_classes(
+            record["name"], _decorator(record), record["fields"], {}, rendered
+        )
+        body += lines
+        names += classes
+        enum_name = snake_case(record["name"]).upper()
+        registry.append(f'    ({record["apiKey"]}, "{enum_name}", {record["name"]}),')
+    preamble = _preamble(source, source["directory"], [
+        '"""KRaft metadata records: one ``@message`` dataclass per Kafka record schema.',
+        "",
+        "Fields are in wire order, named as the schema names them in snake case. The facts come",
+        "from ``records/schemas/metadata_records.json``; framing and decoding live in",
+        ":mod:`pykraft.records.metadata`.",
+        '"""',
+    ])
+    tail = [
         "",
         "",
         "RECORD_CLASSES: tuple[tuple[int, str, type], ...] = (",
@@ -199,15 +365,94 @@ def render(facts: Mapping[str, Any]) -> str:
         ")",
         '"""(api key, Kafka\'s ``MetadataRecordType`` name, class) of every record, by api key."""',
     ]
+    return _classes_module(preamble, body, [*names, "RECORD_CLASSES"], tail)
+
+
+def render_messages(facts: Mapping[str, Any]) -> dict[str, str]:
+    """File name -> text of every module of the ``messages/kafka`` package."""
+    source = facts["source"]
+    modules: dict[str, str] = {}
+    apis: dict[int, str] = {}
+    for message in facts["messages"]:
+        name = message["name"]
+        common = {struct["name"]: struct["fields"] for struct in message.get("commonStructs", ())}
+        body, names = _message_classes(name, _decorator(message), message["fields"], common, {})
+        kind = message["type"]
+        if kind != "header":
+            api = name.removesuffix(kind.capitalize())
+            if apis.setdefault(message["apiKey"], api) != api:
+                raise ValueError(f"api key {message['apiKey']} has two names")
+        about = f"api key {message['apiKey']}, " if "apiKey" in message else ""
+        preamble = _preamble(source, f"common/message/{name}.json", [
+            f'"""Kafka\'s {name}.',
+            "",
+            "One class for every version, after the structs it nests. "
+            f"{about.capitalize()}versions {message['validVersions']},",
+            f"flexible {message['flexibleVersions']}; conventions: :mod:`pykraft.messages.kafka`.",
+            '"""',
+        ])
+        modules[f"{snake_case(name)}.py"] = _classes_module(preamble, body, names, [])
+    modules["__init__.py"] = _package_init(source, apis)
+    return modules
+
+
+_CONVENTIONS = '''"""Kafka's RPC messages: one generated class per request, response and header, for
+every version Kafka defines, and one per struct they nest.
+
+The classes are rendered by ``scripts/gen_messages.py`` from the facts of Kafka's JSON
+message schemas (``messages/schemas/rpc_messages.json``); :mod:`pykraft.messages.rpc` encodes
+and decodes them, bodies alone or whole frames with their headers. Conventions:
+
+- One class serves every version: a field is present in the versions its schema names and
+  keeps its default elsewhere. Writing a non-default value of a field at a version that lacks
+  it raises :class:`~pykraft.errors.UnsupportedVersionError`, unless Kafka's schema marks the
+  field ``ignorable``: then it is dropped, as Kafka's generated writers do.
+- Names are Kafka's: classes as the schema names its messages and structs (``MetadataRequest``,
+  ``MetadataRequestTopic``), fields in snake case (``allow_auto_topic_creation``); modules are
+  the message names in snake case (``metadata_request``).
+- Defaults are Kafka's: 0, ``""``, ``b""``, empty tuples, the zero UUID, or the schema's
+  ``default`` (``None`` where it says ``null``). Arrays are tuples.
+- The zero UUID stays a :class:`uuid.UUID` (``pykraft.ids.ZERO_UUID``), never ``None``.
+- Error codes are the wire's ``int``; :class:`pykraft.protocol.errors.ErrorCode` names them.
+- Times and durations are the wire's ``int`` milliseconds.
+- ``records`` fields decode to ``bytes`` and are written from any bytes-like value.
+- Nullable fields are typed ``T | None``; ``None`` is written as Kafka's null.
+- Top-level tagged fields the schema does not define are kept by :mod:`pykraft.messages.rpc`
+  and written back; unknown tags inside nested structs are skipped.
+"""'''
+
+
+def _package_init(source: Mapping[str, Any], apis: Mapping[int, str]) -> str:
+    lines = [
+        *_preamble(source, source["directory"], [_CONVENTIONS]),
+        "",
+        "from __future__ import annotations",
+        "",
+        '__all__ = ["API_MESSAGES"]',
+        "",
+        "API_MESSAGES: dict[int, tuple[str, str]] = {",
+        *(f'    {key}: ("{name}", "{snake_case(name)}"),' for key, name in sorted(apis.items())),
+        "}",
+        '"""Api key -> (Kafka\'s api name, module stem): the classes ``<name>Request`` and',
+        "``<name>Response`` live in this package's modules ``<stem>_request`` and",
+        '``<stem>_response``."""',
+    ]
     return "\n".join(lines) + "\n"
 
 
-def _structs(fields: list[dict[str, Any]]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Nested structs, innermost first, so each class is defined before it is used."""
+def _structs(
+    fields: list[dict[str, Any]], common: Mapping[str, list[dict[str, Any]]]
+) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Nested structs, innermost first, so each class is defined before it is used: inline
+    ones and the message's common structs its fields name."""
     for field in fields:
+        name = field["type"].removeprefix("[]")
         if "fields" in field:
-            yield from _structs(field["fields"])
-            yield field["type"].removeprefix("[]"), field["fields"]
+            yield from _structs(field["fields"], common)
+            yield name, field["fields"]
+        elif name in common:
+            yield from _structs(common[name], common)
+            yield name, common[name]
 
 
 def _class(name: str, fields: list[dict[str, Any]], decorator: str) -> list[str]:
@@ -220,8 +465,10 @@ def _field_line(field: dict[str, Any]) -> str:
     kafka_type: str = field["type"]
     element = kafka_type.removeprefix("[]")
     is_array = element != kafka_type
-    is_struct = "fields" in field
+    is_struct = element not in _PYTHON_TYPES
     py_type = element if is_struct else _PYTHON_TYPES[element]
+    if element == "records":  # written from any bytes-like value, read as bytes
+        py_type = "bytes | bytearray | memoryview"
     annotation = f"tuple[{py_type}, ...]" if is_array else py_type
     if "nullableVersions" in field:
         annotation += " | None"
@@ -233,9 +480,13 @@ def _field_line(field: dict[str, Any]) -> str:
         args.append(f'nullable_versions="{field["nullableVersions"]}"')
     if "tag" in field:
         args += [f"tag={field['tag']}", f'tagged_versions="{field["taggedVersions"]}"']
+    if "flexibleVersions" in field:
+        args.append(f'flexible_versions="{field["flexibleVersions"]}"')
     default = _default(field, element, is_array or is_struct)
     if default is not None:
         args.append(f"default={default}")
+    if field.get("ignorable"):
+        args.append("ignorable=True")
     attr = snake_case(field["name"])
     if _camel(attr) != field["name"]:
         args.append(f'name="{field["name"]}"')
@@ -244,7 +495,7 @@ def _field_line(field: dict[str, Any]) -> str:
         return line
     inner = f"        {', '.join(args)}"
     if len(inner) > _WIDTH:
-        raise ValueError(f"{field['name']}: field declaration too long to wrap")
+        inner = ",\n".join(f"        {arg}" for arg in args) + ","
     return f"    {attr}: {annotation} = kafka_field(\n{inner}\n    )"
 
 
@@ -289,33 +540,77 @@ def _isort_key(name: str) -> tuple[int, str]:
 # --- command line ---------------------------------------------------------------------------
 
 
+def outputs(family: Family, facts: Mapping[str, Any]) -> dict[Path, str]:
+    """Path -> text of every module a family's facts render to."""
+    if family is RECORDS:
+        return {RECORDS_OUTPUT: render_records(facts)}
+    return {MESSAGES_PACKAGE / name: text for name, text in render_messages(facts).items()}
+
+
+def stale_modules(family: Family, facts: Mapping[str, Any]) -> list[Path]:
+    """Generated files that differ from what the facts render, or that they no longer render."""
+    wanted = outputs(family, facts)
+    stale = [path for path, text in wanted.items() if not _same(path, text)]
+    if family is MESSAGES:
+        stale += sorted(set(MESSAGES_PACKAGE.glob("*.py")) - set(wanted))
+    return stale
+
+
+def _same(path: Path, text: str) -> bool:
+    return path.is_file() and path.read_text() == text
+
+
+def _facts_texts(args: argparse.Namespace) -> dict[Family, str]:
+    texts = {}
+    for family in FAMILIES:
+        if args.kafka_libs:
+            schemas, release = schemas_from_jars(args.kafka_libs, family)
+        elif args.git_dir or args.source_dir:
+            release = Release(args.release, args.commit)
+            schemas = (
+                schemas_from_git(args.git_dir, args.commit, family)
+                if args.git_dir
+                else schemas_from_tree(args.source_dir, family)
+            )
+        else:
+            texts[family] = family.facts.read_text()
+            continue
+        texts[family] = dump_facts(distil(family, schemas, release))
+    return texts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group()
+    source.add_argument("--kafka-libs", type=Path, help="a Kafka release's libs/ directory")
     source.add_argument("--git-dir", type=Path, help="a Kafka git directory to read schemas from")
-    source.add_argument("--schema-dir", type=Path, help="a directory of Kafka schema files")
+    source.add_argument("--source-dir", type=Path, help="a Kafka source tree on disk")
     parser.add_argument("--commit", help="the Kafka commit the schemas are taken from")
+    parser.add_argument("--release", help="the Kafka release that commit is")
     parser.add_argument("--check", action="store_true", help="only compare, write nothing")
     args = parser.parse_args(argv)
-    if (args.git_dir or args.schema_dir) and not args.commit:
-        parser.error("--commit is required with --git-dir or --schema-dir")
-    if args.git_dir:
-        facts_text = dump_facts(distil(schemas_from_git(args.git_dir, args.commit), args.commit))
-    elif args.schema_dir:
-        facts_text = dump_facts(distil(schemas_from_dir(args.schema_dir), args.commit))
-    else:
-        facts_text = FACTS.read_text()
-    module_text = render(json.loads(facts_text))
-    if args.check:
-        stale = [p for p, t in ((FACTS, facts_text), (OUTPUT, module_text)) if p.read_text() != t]
-        for path in stale:
-            print(f"{path.relative_to(ROOT)} is out of date: run {Path(__file__).name}")
-        return 1 if stale else 0
-    FACTS.parent.mkdir(parents=True, exist_ok=True)
-    FACTS.write_text(facts_text)
-    OUTPUT.write_text(module_text)
-    print(f"wrote {FACTS.relative_to(ROOT)} and {OUTPUT.relative_to(ROOT)}")
-    return 0
+    if (args.git_dir or args.source_dir) and not (args.commit and args.release):
+        parser.error("--commit and --release are required with --git-dir or --source-dir")
+    stale: list[Path] = []
+    for family, facts_text in _facts_texts(args).items():
+        facts = json.loads(facts_text)
+        if args.check:
+            stale += [] if _same(family.facts, facts_text) else [family.facts]
+            stale += stale_modules(family, facts)
+            continue
+        family.facts.parent.mkdir(parents=True, exist_ok=True)
+        family.facts.write_text(facts_text)
+        wanted = outputs(family, facts)
+        for path in stale_modules(family, facts):
+            if path in wanted:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(wanted[path])
+            else:
+                path.unlink()
+        print(f"{family.name}: {family.facts.relative_to(ROOT)} and {len(wanted)} module(s)")
+    for path in stale:
+        print(f"{path.relative_to(ROOT)} is out of date: run {Path(__file__).name}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

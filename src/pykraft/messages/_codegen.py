@@ -738,6 +738,8 @@ class _WriterGen:
         tagged: list[FieldSpec] = []
         for spec in schema.fields:
             if version not in spec.versions:
+                if spec.ignorable:
+                    continue
                 with src.block(f"if obj.{spec.attr} != {src.const('_D', spec.default)}:"):
                     src.emit(f"raise absent({spec.kafka_name!r}, {version})")
             elif spec.is_tagged_in(version):

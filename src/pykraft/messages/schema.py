@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pykraft.messages.versions import ALL_VERSIONS, NO_VERSIONS, Versions
-from pykraft.messages.wire import PRIMITIVES, Primitive
+from pykraft.messages.wire import CLASSIC_STRING, PRIMITIVES, Primitive
 
 _SPEC_KEY = "pykraft.kafka_field"
 _UNSET: Any = object()
@@ -52,6 +52,9 @@ class FieldSpec:
     tag: int | None
     tagged_versions: Versions
     default: Any
+    #: Kafka's ``ignorable``: a non-default value is dropped, not refused, when written at a
+    #: version that lacks the field.
+    ignorable: bool = False
 
     @property
     def json_name(self) -> str:
@@ -106,6 +109,7 @@ class _Declared:
     tag: int | None
     tagged_versions: str | None
     name: str | None
+    ignorable: bool
 
 
 _SCHEMAS: dict[type, MessageSchema] = {}
@@ -135,11 +139,19 @@ def kafka_field(
     tagged_versions: str | None = None,
     default: Any = _UNSET,
     name: str | None = None,
+    ignorable: bool = False,
+    flexible_versions: str | None = None,
 ) -> Any:
     """A dataclass field carrying its Kafka spec. ``kafka_type`` is a primitive name
-    (``"int32"``), ``"[]int32"``, ``array(Struct)`` or a nested ``@message`` struct class."""
+    (``"int32"``), ``"[]int32"``, ``array(Struct)`` or a nested ``@message`` struct class.
+    ``flexible_versions="none"`` keeps a string classic in flexible versions, the one
+    field-level flexibility Kafka's schemas use (RequestHeader.ClientId)."""
     declared_type: Primitive | ArrayOf | type
-    if isinstance(kafka_type, str):
+    if flexible_versions is not None:
+        if (kafka_type, flexible_versions) != ("string", "none"):
+            raise TypeError("only a string field may set flexible_versions, to 'none'")
+        declared_type = CLASSIC_STRING
+    elif isinstance(kafka_type, str):
         declared_type = (
             array(kafka_type[2:]) if kafka_type.startswith("[]") else _primitive(kafka_type)
         )
@@ -147,7 +159,9 @@ def kafka_field(
         declared_type = kafka_type
     if (tag is None) != (tagged_versions is None):
         raise TypeError("tag and tagged_versions go together")
-    declared = _Declared(declared_type, versions, nullable_versions, tag, tagged_versions, name)
+    declared = _Declared(
+        declared_type, versions, nullable_versions, tag, tagged_versions, name, ignorable
+    )
     metadata = {_SPEC_KEY: declared}
     if default is not _UNSET:
         return dataclasses.field(default=default, metadata=metadata)
@@ -209,6 +223,7 @@ def _field_spec(cls: type, field: dataclasses.Field[Any]) -> FieldSpec:
         ),
         default=default,
         owner=cls.__name__,
+        ignorable=declared.ignorable,
     )
 
 
@@ -223,6 +238,7 @@ def make_field_spec(
     tagged_versions: Versions = NO_VERSIONS,
     default: Any = None,
     owner: str = "?",
+    ignorable: bool = False,
 ) -> FieldSpec:
     """Build a spec and reject combinations Kafka's generator also rejects."""
     where = f"{owner}.{kafka_name}"
@@ -232,7 +248,15 @@ def make_field_spec(
         if isinstance(field_type, Primitive) and not field_type.nullable_ok:
             raise TypeError(f"{where}: a {field_type.name} cannot be nullable")
     return FieldSpec(
-        attr, kafka_name, field_type, versions, nullable_versions, tag, tagged_versions, default
+        attr,
+        kafka_name,
+        field_type,
+        versions,
+        nullable_versions,
+        tag,
+        tagged_versions,
+        default,
+        ignorable,
     )
 
 

@@ -1,110 +1,164 @@
-"""Time per inbound request of :func:`pykraft.protocol.codec.decode_request` on typical frames.
+"""Time per frame of the two request/response codecs: kio's classes (``pykraft.protocol.codec``,
+what the handlers use today) beside the generated classes (``pykraft.messages.rpc``).
 
 Usage: ``.venv/bin/python bench/decode.py [--repeat 5]``
 
-Why: every request a listener receives is decoded once before it is routed; this measures
-that cost per frame (best of ``--repeat`` timeit runs, as ``python -m timeit`` reports it).
-It uses only the codec's public API, so the same script times an older checkout when run
-with ``PYTHONPATH=<old checkout>/src``.
+Why: every request a listener receives is decoded once before it is routed, and every answer
+encoded once; the generated classes are to replace kio's (issue 27), so one run prints both
+paths on the same frames: decode and encode, µs per frame (best of ``--repeat`` timeit runs,
+as ``python -m timeit`` reports it), kio -> generated.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import timeit
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
 
-from kio.schema.create_topics.v7.request import (
+from pykraft.messages import rpc
+from pykraft.messages.kafka.create_topics_request import (
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.fetch.v13.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+from pykraft.messages.kafka.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from pykraft.messages.kafka.fetch_response import (
+    FetchableTopicResponse,
+    FetchResponse,
+    PartitionData,
+)
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
+from pykraft.messages.kafka.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from pykraft.protocol import codec as kio_codec
+from pykraft.protocol.header import RequestHeader as KioRequestHeader
 
-from pykraft.protocol.codec import RequestHeader, decode_request, encode_request
-
-_MS = datetime.timedelta(milliseconds=500)
-_METADATA_TOPIC_ID = uuid.UUID(int=1)
+_TOPIC_ID = uuid.UUID(int=0x1234)
+_RECORDS = bytes(1024)  # the codecs copy records as bytes: their content does not matter
 
 
-def _metadata_v12() -> bytes:
-    topics = tuple(MetadataRequestTopic(topic_id=None, name=TopicName(f"t{i}")) for i in range(3))
-    body = MetadataRequest(
-        topics=topics, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+@dataclass(frozen=True)
+class Case:
+    """A frame and how each codec decodes and re-encodes it."""
+
+    api_key: int
+    version: int
+    body: object
+    response: bool = False
+
+    def frame(self) -> bytes:
+        if self.response:
+            return rpc.encode_response(5, self.api_key, self.version, self.body)
+        return rpc.encode_request(rpc.RequestHeader(self.api_key, self.version, 5, "bench"),
+                                  self.body)
+
+    def paths(
+        self, codec: ModuleType, header: type, frame: bytes
+    ) -> tuple[Callable[[], object], Callable[[], object]]:
+        """(decode, encode) of ``frame`` by one codec module (both have the same functions)."""
+        key, version = self.api_key, self.version
+        if self.response:
+            body = codec.decode_response(key, version, frame).body
+            return (lambda: codec.decode_response(key, version, frame),
+                    lambda: codec.encode_response(5, key, version, body))
+        request = codec.decode_request(frame)
+        request_header = header(key, version, 5, "bench")
+        return (lambda: codec.decode_request(frame),
+                lambda: codec.encode_request(request_header, request.body))
+
+
+def _metadata() -> MetadataRequest:
+    return MetadataRequest(
+        topics=tuple(MetadataRequestTopic(name=f"t{i}") for i in range(3)),
+        allow_auto_topic_creation=False,
     )
-    return encode_request(RequestHeader(3, 12, 7, "bench"), body)
 
 
-def _fetch_v13_raft() -> bytes:
+def _produce() -> ProduceRequest:
+    partition = PartitionProduceData(index=0, records=_RECORDS)
+    return ProduceRequest(acks=-1, timeout_ms=30_000,
+                          topic_data=(TopicProduceData(name="t", partition_data=(partition,)),))
+
+
+def _fetch_raft() -> FetchRequest:
     """A follower's Raft Fetch of ``__cluster_metadata``: one partition, cluster id tag."""
-    partition = FetchPartition(
-        partition=i32(0),
-        current_leader_epoch=i32(4),
-        fetch_offset=i64(123_456),
-        last_fetched_epoch=i32(4),
-        log_start_offset=i64(-1),
-        partition_max_bytes=i32(0),
-    )
-    body = FetchRequest(
-        cluster_id="MkU3OEVBNTcwNTJENDM2Qk",
-        replica_id=BrokerId(2),
-        max_wait=i32Timedelta.parse(_MS),
-        min_bytes=i32(0),
-        max_bytes=i32(8 * 1024 * 1024),
-        isolation_level=i8(0),
-        session_id=i32(0),
-        session_epoch=i32(-1),
-        topics=(FetchTopic(topic_id=_METADATA_TOPIC_ID, partitions=(partition,)),),
-        forgotten_topics_data=(),
-        rack_id="",
-    )
-    return encode_request(RequestHeader(1, 13, 8, "raft-client-2"), body)
+    partition = FetchPartition(partition=0, current_leader_epoch=4, fetch_offset=123_456,
+                               last_fetched_epoch=4, log_start_offset=-1)
+    return FetchRequest(cluster_id="MkU3OEVBNTcwNTJENDM2Qk", replica_id=2, max_wait_ms=500,
+                        max_bytes=8 * 1024 * 1024, session_epoch=-1,
+                        topics=(FetchTopic(topic_id=_TOPIC_ID, partitions=(partition,)),))
 
 
-def _create_topics_v7(count: int) -> bytes:
+def _fetch_response(partitions: int) -> FetchResponse:
+    data = tuple(
+        PartitionData(partition_index=i, high_watermark=1000, last_stable_offset=1000,
+                      log_start_offset=0, records=_RECORDS)
+        for i in range(partitions)
+    )
+    return FetchResponse(responses=(FetchableTopicResponse(topic_id=_TOPIC_ID, partitions=data),))
+
+
+def _join_group() -> JoinGroupRequest:
+    protocols = tuple(JoinGroupRequestProtocol(name=name, metadata=bytes(40))
+                      for name in ("range", "cooperative-sticky"))
+    return JoinGroupRequest(group_id="group-1", session_timeout_ms=45_000,
+                            rebalance_timeout_ms=300_000, member_id="", protocol_type="consumer",
+                            protocols=protocols)
+
+
+def _create_topics(count: int) -> CreateTopicsRequest:
     configs = (
         CreatableTopicConfig(name="cleanup.policy", value="compact"),
         CreatableTopicConfig(name="retention.ms", value="604800000"),
     )
     topics = tuple(
-        CreatableTopic(
-            name=TopicName(f"topic-{i:05d}"),
-            num_partitions=i32(12),
-            replication_factor=i16(3),
-            assignments=(),
-            configs=configs,
-        )
+        CreatableTopic(name=f"topic-{i:05d}", num_partitions=12, replication_factor=3,
+                       configs=configs)
         for i in range(count)
     )
-    body = CreateTopicsRequest(
-        topics=topics, timeout=i32Timedelta.parse(_MS), validate_only=False
-    )
-    return encode_request(RequestHeader(19, 7, 9, "adminclient-1"), body)
+    return CreateTopicsRequest(topics=topics, timeout_ms=500)
 
 
-FRAMES = {
-    "Metadata v12 (3 topics)": _metadata_v12,
-    "Fetch v13 (raft, 1 partition)": _fetch_v13_raft,
-    "CreateTopics v7 (1 topic)": lambda: _create_topics_v7(1),
-    "CreateTopics v7 (1000 topics, big)": lambda: _create_topics_v7(1000),
+CASES = {
+    "Metadata v12 request (3 topics)": Case(3, 12, _metadata()),
+    "Produce v9 request (1 KiB)": Case(0, 9, _produce()),
+    "Fetch v13 request (raft, 1 partition)": Case(1, 13, _fetch_raft()),
+    "Fetch v13 response (1 partition, 1 KiB)": Case(1, 13, _fetch_response(1), response=True),
+    "Fetch v13 response (100 partitions)": Case(1, 13, _fetch_response(100), response=True),
+    "JoinGroup v9 request": Case(11, 9, _join_group()),
+    "CreateTopics v7 request (1000 topics)": Case(19, 7, _create_topics(1000)),
 }
+
+
+def _best(run: Callable[[], object], repeat: int) -> float:
+    """µs per call, best of ``repeat`` autoranged timeit runs."""
+    run()  # compile and cache the readers and writers outside the timing
+    timer = timeit.Timer(run)
+    number, _ = timer.autorange()
+    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e6
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    for name, build in FRAMES.items():
-        frame = build()
-        decode_request(frame)  # compile and cache the readers outside the timing
-        timer = timeit.Timer(lambda frame=frame: decode_request(frame))
-        number, _ = timer.autorange()
-        best = min(timer.repeat(repeat=args.repeat, number=number)) / number
-        print(f"{name:<36} {len(frame):>7} bytes  {best * 1e6:>10.2f} us per request")
+    print(f"{'frame':<42} {'bytes':>7}  {'decode kio -> generated (us)':>30}"
+          f"  {'encode kio -> generated (us)':>30}")
+    for name, case in CASES.items():
+        frame = case.frame()
+        kio_decode, kio_encode = case.paths(kio_codec, KioRequestHeader, frame)
+        new_decode, new_encode = case.paths(rpc, rpc.RequestHeader, frame)
+        assert kio_encode() == new_encode() == frame, name  # both paths: the same bytes
+        decode = f"{_best(kio_decode, args.repeat):.1f} -> {_best(new_decode, args.repeat):.1f}"
+        encode = f"{_best(kio_encode, args.repeat):.1f} -> {_best(new_encode, args.repeat):.1f}"
+        print(f"{name:<42} {len(frame):>7}  {decode:>30}  {encode:>30}")
 
 
 if __name__ == "__main__":

@@ -39,8 +39,9 @@ _TOP_READERS: dict[tuple[type, int], FieldReader] = {}
 _TOP_WRITERS: dict[tuple[type, int], FieldWriter] = {}
 
 
-def encode(msg: object, version: int) -> bytes:
-    """Serialize a ``@message`` at ``version`` (flexible or classic as its schema says)."""
+def encode(msg: object, version: int, prefix: bytes = b"") -> bytes:
+    """Serialize a ``@message`` at ``version`` (flexible or classic as its schema says),
+    after ``prefix`` (a frame's header: one buffer, so a large body is not copied again)."""
     write = _TOP_WRITERS.get((type(msg), version))
     if write is None:
         schema = schema_of(type(msg))
@@ -52,7 +53,7 @@ def encode(msg: object, version: int) -> bytes:
             )
         write = struct_writer(schema, version, schema.is_flexible(version))
         _TOP_WRITERS[(type(msg), version)] = write
-    out = bytearray()
+    out = bytearray(prefix)
     try:
         write(out, msg)
     except FieldEncodeError as exc:

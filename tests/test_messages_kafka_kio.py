@@ -102,7 +102,7 @@ PAIRS = [(cls, kio_type) for cls, kio_types in CASES for kio_type in kio_types]
 @pytest.mark.parametrize(
     ("cls", "kio_type"), PAIRS, ids=[f"{cls.__name__}-v{t.__version__}" for cls, t in PAIRS]
 )
-@settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_kio_bytes_decode_and_re_encode_identically(
     cls: type, kio_type: type[Entity], data: st.DataObject

@@ -44,10 +44,10 @@ from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i16, i32
 
-from pykraft.partition.replication import RECOVERED, RECOVERING
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import PartitionChangeRecord, decode_metadata_record
+from pykraft.replica.leader import RECOVERED, RECOVERING
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.log_verify import verify_segments
 from pykraft.storage.segment import LOG_SUFFIX

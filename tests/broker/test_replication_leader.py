@@ -31,7 +31,6 @@ from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
-from pykraft.partition.replication import AlterResult, IsrProposal
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerRegistrationChangeRecord,
@@ -40,6 +39,7 @@ from pykraft.records.metadata import (
     PartitionRecord,
     TopicRecord,
 )
+from pykraft.replica.leader import AlterResult, IsrProposal
 from pykraft.storage.log_config import LogConfig
 
 ME, F2, F3 = 1, 2, 3

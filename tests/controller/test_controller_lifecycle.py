@@ -22,9 +22,9 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
 from pykraft.image.topics import NO_LEADER, PartitionRegistration
-from pykraft.partition.replication import RECOVERED, RECOVERING
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
+from pykraft.replica.leader import RECOVERED, RECOVERING
 
 UNCLEAN = "unclean.leader.election.enable"
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4

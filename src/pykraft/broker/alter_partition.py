@@ -33,8 +33,8 @@ from kio.static.primitive import i8, i32, i64
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import NetworkError, PyKraftError
 from pykraft.ids import TopicPartition
-from pykraft.partition.replication import AlterResult, IsrProposal
 from pykraft.protocol.errors import ErrorCode
+from pykraft.replica.leader import AlterResult, IsrProposal
 
 RETRY_BACKOFF_S = 0.05  # Kafka reschedules a failed AlterPartition after 50 ms
 

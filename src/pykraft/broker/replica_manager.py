@@ -54,7 +54,7 @@ DeleteRecords build on it)::
     replicas.read_failed(part, error)        # or log_dir_failed(log, action, error)
 
 High watermark and ISR: a leader keeps a
-:class:`~pykraft.partition.replication.LeaderReplication` (Kafka's ``Partition`` leader
+:class:`~pykraft.replica.leader.LeaderReplication` (Kafka's ``Partition`` leader
 state): its followers' fetch positions move the high watermark (the smallest log end offset
 over the maximal ISR, frozen under min.insync.replicas), a follower that caught up joins the
 ISR and one lagging past ``replica.lag.time.max.ms`` leaves it, each change proposed through
@@ -103,14 +103,6 @@ from pykraft.partition.producer_state import (
     BatchMetadata,
     ProducerStateManager,
 )
-from pykraft.partition.replication import (
-    AlterResult,
-    Brokers,
-    IsrProposal,
-    LeaderReplication,
-    PartitionAssignment,
-    effective_min_isr,
-)
 from pykraft.partition.validator import (
     ValidatedAppend,
     admit_produce,
@@ -120,6 +112,14 @@ from pykraft.partition.validator import (
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import unpack_header
+from pykraft.replica.leader import (
+    AlterResult,
+    Brokers,
+    IsrProposal,
+    LeaderReplication,
+    PartitionAssignment,
+    effective_min_isr,
+)
 from pykraft.runtime.codec_thread import CLEANER, VALIDATION
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (

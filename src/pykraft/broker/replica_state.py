@@ -1,7 +1,7 @@
 """A broker's pure replica decisions (sans-I/O): which partitions it hosts and leads after a
 metadata image change, the leader-epoch check of a request and when an acks=all produce is
 satisfied (the leader's ISR and high watermark rules are
-:mod:`pykraft.partition.replication`). The I/O driver is
+:mod:`pykraft.replica.leader`). The I/O driver is
 :class:`pykraft.broker.replica_manager.ReplicaManager`.
 
 Interface::
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from pykraft.ids import TopicPartition
 from pykraft.image.topics import PartitionRegistration, TopicsImage
-from pykraft.partition.replication import effective_min_isr
 from pykraft.protocol.errors import ErrorCode
+from pykraft.replica.leader import effective_min_isr
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, NO_LEADER_CHANGE, PartitionRegistration, TopicImage
-from pykraft.partition.replication import RECOVERING
 from pykraft.records.metadata import PartitionChangeRecord
+from pykraft.replica.leader import RECOVERING
 
 Usable = Callable[[int], bool]
 

@@ -55,7 +55,6 @@ from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
-from pykraft.partition.replication import RECOVERED, RECOVERING
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     ConfigRecord,
@@ -64,6 +63,7 @@ from pykraft.records.metadata import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from pykraft.replica.leader import RECOVERED, RECOVERING
 
 
 @dataclass(frozen=True, slots=True)

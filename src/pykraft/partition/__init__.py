@@ -4,9 +4,9 @@
   (offsets from the log end, leader epoch, timestamps) or Kafka's error for them;
 * :mod:`.producer_state`: idempotent producers (duplicates, epochs, sequences, expiration);
 * :mod:`.producer_snapshot`: the ``.snapshot`` file bytes of that state;
-* :mod:`.compression`: the batch codecs (gzip, snappy, lz4, zstd);
-* :mod:`.replication`: the leader's ISR protocol (follower states, high watermark,
-  ISR expansion and shrink, pending AlterPartition changes).
+* :mod:`.compression`: the batch codecs (gzip, snappy, lz4, zstd).
+
+The replicas' decisions (high watermark, ISR changes, truncation) are :mod:`pykraft.replica`.
 
 No I/O, clocks or threads: time comes in as ``now_ms``, files as bytes.
 """

@@ -1,4 +1,4 @@
-"""The leader's ISR protocol (pykraft.partition.replication) against Kafka's Partition and
+"""The leader's ISR protocol (pykraft.replica.leader) against Kafka's Partition and
 Replica rules, with property tests over random fetch / append / ISR-change sequences."""
 
 from __future__ import annotations
@@ -6,7 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykraft.partition.replication import (
+from pykraft.protocol.errors import ErrorCode
+from pykraft.replica.leader import (
     RECOVERED,
     RECOVERING,
     AlterResult,
@@ -19,7 +20,6 @@ from pykraft.partition.replication import (
     PendingExpand,
     PendingShrink,
 )
-from pykraft.protocol.errors import ErrorCode
 
 ME, F1, F2 = 1, 2, 3
 LAG = 30_000

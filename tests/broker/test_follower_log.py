@@ -14,11 +14,11 @@ from pykraft.broker.follower_log import (
     last_fetched_epoch,
     truncate_fully_and_start_at,
     truncate_to,
-    truncation_for,
 )
 from pykraft.broker.replica_manager import HostedPartition
 from pykraft.image.image import MetadataImage
 from pykraft.records.metadata import PartitionChangeRecord
+from pykraft.replica.follower import truncation_for
 
 T1 = uuid.UUID(int=7)
 BIG = 1 << 24
@@ -90,7 +90,8 @@ def test_extra_batches_of_an_old_epoch_are_truncated_to_the_new_leaders_epoch_en
 
     epoch, end = diverging(lead_new, part)
     assert (epoch, end) == (0, 3)
-    cut = truncation_for(part, epoch, end, part.log_end_offset)
+    cut = truncation_for(part.log.leader_epochs, part.log_end_offset, epoch, end,
+                         part.log_end_offset)
     assert (cut.offset, cut.completed) == (3, True)
     truncate_to(part, cut.offset, 5_000)
     assert part.log_end_offset == 3
@@ -105,23 +106,6 @@ def test_extra_batches_of_an_old_epoch_are_truncated_to_the_new_leaders_epoch_en
     follower.apply_image(image, 6_000)
     assert produce(follower, [b"d", b"e", b"f"], producer_id=9, epoch=0, sequence=0) == 3
     assert part.log_end_offset == 6
-
-
-def test_an_epoch_the_follower_lacks_truncates_in_two_rounds() -> None:
-    class Part:  # only the log's epoch cache and end offset are read
-        def __init__(self) -> None:
-            from pykraft.storage.leader_epoch import LeaderEpochCache
-
-            self.log = type("L", (), {"log_end_offset": 10,
-                                      "leader_epochs": LeaderEpochCache([(0, 0), (2, 6)])})()
-
-    part = Part()
-    # leader: epoch 1 ends at 8; we never had epoch 1: back to the end of our epoch 0 first
-    first = truncation_for(part, 1, 8, 10)  # type: ignore[arg-type]
-    assert (first.offset, first.completed) == (6, False)
-    assert truncation_for(part, 2, 12, 10).offset == 10  # type: ignore[arg-type]
-    assert truncation_for(part, -1, 4, 10).offset == 4  # type: ignore[arg-type]
-    assert truncation_for(part, 0, -1, 9).offset == 9  # type: ignore[arg-type]
 
 
 def test_a_follower_behind_the_leaders_log_start_restarts_there(tmp_path: Path) -> None:
@@ -173,7 +157,8 @@ def test_an_epoch_led_without_appending_is_dropped_at_the_log_end(tmp_path: Path
 
     epoch, end = diverging(c_part, b_part)
     assert (epoch, end) == (0, 3)
-    cut = truncation_for(b_part, epoch, end, b_part.log_end_offset)
+    cut = truncation_for(b_part.log.leader_epochs, b_part.log_end_offset, epoch, end,
+                         b_part.log_end_offset)
     assert (cut.offset, cut.completed) == (3, True)
     truncate_to(b_part, cut.offset, 6_000)
     assert b_part.log.leader_epochs.entries == [(0, 0)]

@@ -1,6 +1,5 @@
-"""The broker's pure replica decisions: local changes between images, leader-epoch
-fencing, acks=all completion and topic settings (the high watermark's rules are tested in
-tests/partition/test_partition_replication.py)."""
+"""The broker's local changes between images and topic settings (the replicas' own rules
+are tested in tests/replica)."""
 
 from __future__ import annotations
 
@@ -9,17 +8,12 @@ import uuid
 import pytest
 from replica_fixtures import topic, with_records
 
-from pykraft.broker.replica_state import (
-    acks_all_outcome,
-    check_leader_epoch,
-    local_changes,
-)
+from pykraft.broker.replica_state import local_changes
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.errors import ConfigError
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import TopicsImage
-from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     PartitionChangeRecord,
     RemoveTopicRecord,
@@ -67,24 +61,6 @@ def test_deleted_recreated_and_reassigned_partitions_are_deletes() -> None:
                                TopicPartition("moved", 0))
     assert [(p.tp, p.topic_id) for p in changes.leaders] == [
         (TopicPartition("again", 0), uuid.UUID(int=4))]
-
-
-@pytest.mark.parametrize(("request_epoch", "code"), [
-    (-1, ErrorCode.none), (5, ErrorCode.none), (4, ErrorCode.fenced_leader_epoch),
-    (6, ErrorCode.unknown_leader_epoch)])
-def test_leader_epoch_check(request_epoch: int, code: ErrorCode) -> None:
-    assert check_leader_epoch(request_epoch, 5) == code
-
-
-def test_acks_all_outcomes() -> None:
-    common = {"required_offset": 5, "min_isr": 2, "replication_factor": 3}
-    assert acks_all_outcome(is_leader=True, high_watermark=4, isr_size=3, **common) is None
-    assert acks_all_outcome(is_leader=True, high_watermark=5, isr_size=3,
-                            **common) == ErrorCode.none
-    assert acks_all_outcome(is_leader=True, high_watermark=5, isr_size=1,
-                            **common) == ErrorCode.not_enough_replicas_after_append
-    assert acks_all_outcome(is_leader=False, high_watermark=4, isr_size=3,
-                            **common) == ErrorCode.not_leader_or_follower
 
 
 def test_topic_settings_prefer_the_topic_then_the_broker_then_kafka() -> None:

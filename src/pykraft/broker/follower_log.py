@@ -1,14 +1,13 @@
 """A follower replica's log writes and truncation decisions (Kafka's
 ``Partition.appendRecordsToFollowerOrFutureReplica``, ``UnifiedLog.appendAsFollower``,
-``truncateTo``/``truncateFullyAndStartAt`` and ``AbstractFetcherThread``'s truncation
-offset). No sockets, clocks or event loop: the fetcher
+``truncateTo``/``truncateFullyAndStartAt``; where to truncate is
+:func:`pykraft.replica.follower.truncation_for`). No sockets, clocks or event loop: the fetcher
 (:mod:`pykraft.broker.replica_fetcher`) does the I/O and passes ``now_ms`` in.
 
 Interface::
 
     append_as_follower(part, records, leader_high_watermark=..., leader_log_start_offset=...,
                        now_ms=...)          # the leader's batches, offsets as they are
-    cut = truncation_for(part, leader_epoch, leader_end_offset, fetch_offset)
     truncate_to(part, cut.offset, now_ms)  # producer state reloaded at the new end
     truncate_fully_and_start_at(part, offset, now_ms)
     last_fetched_epoch(part)               # the latest epoch in the log, -1 without one
@@ -17,7 +16,6 @@ Interface::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pykraft.broker.producer_snapshots import (
     delete_producer_snapshots,
@@ -31,17 +29,8 @@ from pykraft.partition.producer_state import (
     ProducerStateManager,
 )
 from pykraft.records.batch import BatchHeader, complete_batches, runs_within
-from pykraft.storage.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_OFFSET
-
-
-@dataclass(frozen=True, slots=True)
-class Truncation:
-    """Where to truncate, and whether that ends the truncation (Kafka's
-    ``OffsetTruncationState``): not when the leader named an epoch this replica does not
-    have, so the next round asks again from the epoch it truncated back to."""
-
-    offset: int
-    completed: bool
+from pykraft.replica.follower import follower_high_watermark
+from pykraft.storage.leader_epoch import UNDEFINED_EPOCH
 
 
 def last_fetched_epoch(part: HostedPartition) -> int:
@@ -76,8 +65,9 @@ def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_wat
         _append_chunk(part, data[start:end], run, now_ms)
         appended += end - start
     log = part.log
-    part.high_watermark = max(log.log_start_offset,
-                              min(leader_high_watermark, log.log_end_offset))
+    part.high_watermark = follower_high_watermark(
+        leader_high_watermark, log_start_offset=log.log_start_offset,
+        log_end_offset=log.log_end_offset)
     if leader_log_start_offset > log.log_start_offset:
         log.increment_log_start_offset(min(leader_log_start_offset, part.high_watermark),
                                        part.high_watermark)
@@ -102,24 +92,6 @@ def _append_chunk(part: HostedPartition, chunk: bytes, run: Sequence[BatchHeader
         if isinstance(entry, ProducerStateEntry):
             state.update(entry)
     state.update_map_end_offset(log.log_end_offset)
-
-
-def truncation_for(part: HostedPartition, leader_epoch: int, leader_end_offset: int,
-                   fetch_offset: int) -> Truncation:
-    """Kafka's ``getOffsetTruncationState`` for the leader's (epoch, end offset): a
-    diverging epoch from Fetch, or an OffsetForLeaderEpoch answer."""
-    log = part.log
-    end = log.log_end_offset
-    if leader_end_offset == UNDEFINED_OFFSET:
-        return Truncation(fetch_offset, True)
-    if leader_epoch == UNDEFINED_EPOCH:
-        return Truncation(min(leader_end_offset, end), True)
-    own_epoch, own_end = log.leader_epochs.end_offset_for(leader_epoch, end)
-    if own_end == UNDEFINED_OFFSET:
-        return Truncation(min(leader_end_offset, end), True)
-    if own_epoch != leader_epoch:
-        return Truncation(min(own_end, end), False)
-    return Truncation(min(own_end, leader_end_offset, end), True)
 
 
 def truncate_to(part: HostedPartition, offset: int, now_ms: int) -> None:

@@ -41,7 +41,7 @@ from pykraft.partition.batch_records import batch_record_times
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, BatchHeader
 from pykraft.records.compression import CodecError
-from pykraft.storage.leader_epoch import UNDEFINED_OFFSET
+from pykraft.replica.epochs import fetch_divergence
 from pykraft.storage.partition_log import PartitionLog
 from pykraft.storage.segment import TimestampAndOffset, first_record_at
 
@@ -168,12 +168,14 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
     """
     hw, lso, start = part.high_watermark, last_stable_offset(part), part.log_start_offset
     end = part.log_end_offset
-    if last_fetched_epoch >= 0:
-        epoch, epoch_end = part.log.leader_epochs.end_offset_for(last_fetched_epoch, end)
-        if epoch_end == UNDEFINED_OFFSET or epoch == NO_EPOCH or fetch_offset < start:
-            return PartitionRead(ErrorCode.offset_out_of_range)
-        if epoch < last_fetched_epoch or epoch_end < fetch_offset:
-            return PartitionRead(ErrorCode.none, b"", hw, lso, start, end, (epoch, epoch_end))
+    verdict = fetch_divergence(part.log.leader_epochs, fetch_offset=fetch_offset,
+                               last_fetched_epoch=last_fetched_epoch, log_start_offset=start,
+                               log_end_offset=end)
+    if isinstance(verdict, ErrorCode):
+        return PartitionRead(verdict)
+    if verdict is not None:
+        return PartitionRead(ErrorCode.none, b"", hw, lso, start, end,
+                             (verdict.epoch, verdict.end_offset))
     try:
         records = part.log.read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
                                 min_one_batch=min_one_batch)

@@ -47,7 +47,6 @@ from kio.static.primitive import TZAware, i32, i64
 from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
-from pykraft.broker.replica_state import acks_all_outcome
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import PyKraftError, StorageError
 from pykraft.image.image import MetadataImage
@@ -55,6 +54,7 @@ from pykraft.partition.producer_state import ProducerStateError
 from pykraft.partition.validator import ProduceValidationError
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
+from pykraft.replica.acks import acks_all_outcome
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.turns import Turns
 from pykraft.storage.partition_log import RecordBatchTooLargeError

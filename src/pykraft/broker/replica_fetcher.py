@@ -60,7 +60,6 @@ from pykraft.broker.follower_log import (
     last_fetched_epoch,
     truncate_fully_and_start_at,
     truncate_to,
-    truncation_for,
 )
 from pykraft.broker.partition_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
@@ -76,6 +75,7 @@ from pykraft.java import int32, java_abs, java_string_hash
 from pykraft.partition.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
+from pykraft.replica.follower import truncation_for
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.waits import wait_set
@@ -412,8 +412,9 @@ class ReplicaFetcher:
                              ErrorCode(answer.error_code).name)
                     self._delay([followed])
                     continue
-                cut = truncation_for(followed.part, int(answer.leader_epoch),
-                                     int(answer.end_offset), end)
+                cut = truncation_for(followed.part.log.leader_epochs,
+                                     followed.part.log_end_offset,
+                                     int(answer.leader_epoch), int(answer.end_offset), end)
                 truncate_to(followed.part, cut.offset, self._now_ms())
                 followed.truncating = not cut.completed and last_fetched_epoch(
                     followed.part) >= 0
@@ -440,8 +441,8 @@ class ReplicaFetcher:
     def _apply(self, part: HostedPartition, fetch_offset: int, answer: Any) -> None:
         diverging = answer.diverging_epoch
         if int(diverging.epoch) >= 0 or int(diverging.end_offset) >= 0:
-            cut = truncation_for(part, int(diverging.epoch), int(diverging.end_offset),
-                                 fetch_offset)
+            cut = truncation_for(part.log.leader_epochs, part.log_end_offset,
+                                 int(diverging.epoch), int(diverging.end_offset), fetch_offset)
             log.info("%s-%d: truncating to offset %d for the leader's diverging epoch %d "
                      "ending at %d", part.topic, part.index, cut.offset, int(diverging.epoch),
                      int(diverging.end_offset))

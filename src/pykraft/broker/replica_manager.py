@@ -90,7 +90,7 @@ from pykraft.broker.producer_snapshots import (
 )
 from pykraft.broker.purgatory import Purgatories
 from pykraft.broker.purgatory_timer import DelayedOperations
-from pykraft.broker.replica_state import LocalPartition, check_leader_epoch, local_changes
+from pykraft.broker.replica_state import LocalPartition, local_changes
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
@@ -112,6 +112,7 @@ from pykraft.partition.validator import (
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import unpack_header
+from pykraft.replica.epochs import check_leader_epoch
 from pykraft.replica.leader import (
     AlterResult,
     Brokers,

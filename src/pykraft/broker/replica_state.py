@@ -1,7 +1,5 @@
-"""A broker's pure replica decisions (sans-I/O): which partitions it hosts and leads after a
-metadata image change, the leader-epoch check of a request and when an acks=all produce is
-satisfied (the leader's ISR and high watermark rules are
-:mod:`pykraft.replica.leader`). The I/O driver is
+"""Which partitions a broker hosts and leads after a metadata image change (sans-I/O; the
+replicas' own decisions are :mod:`pykraft.replica`). The I/O driver is
 :class:`pykraft.broker.replica_manager.ReplicaManager`.
 
 Interface::
@@ -10,8 +8,6 @@ Interface::
     #   .deleted  (partitions this broker no longer hosts: topic deleted, recreated or the
     #              replica reassigned away), then .leaders and .followers (new or changed
     #              registrations), in Kafka's order: deletes, leaders, followers
-    code = check_leader_epoch(request_epoch, local_epoch)   # NONE, FENCED or UNKNOWN
-    outcome = acks_all_outcome(...)                        # None while still waiting
 """
 
 from __future__ import annotations
@@ -21,8 +17,6 @@ from dataclasses import dataclass
 
 from pykraft.ids import TopicPartition
 from pykraft.image.topics import PartitionRegistration, TopicsImage
-from pykraft.protocol.errors import ErrorCode
-from pykraft.replica.leader import effective_min_isr
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,30 +67,3 @@ def local_changes(old: TopicsImage, new: TopicsImage, broker_id: int) -> LocalCh
             continue
         (leaders if part.registration.leader == broker_id else followers).append(part)
     return LocalChanges(deleted, tuple(leaders), tuple(followers))
-
-
-def check_leader_epoch(request_epoch: int, local_epoch: int) -> ErrorCode:
-    """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check; an older epoch
-    than ours is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (we lag behind)."""
-    if request_epoch in (-1, local_epoch):
-        return ErrorCode.none
-    if request_epoch < local_epoch:
-        return ErrorCode.fenced_leader_epoch
-    return ErrorCode.unknown_leader_epoch
-
-
-def acks_all_outcome(*, is_leader: bool, high_watermark: int, required_offset: int,
-                     isr_size: int, min_isr: int, replication_factor: int
-                     ) -> ErrorCode | None:
-    """Kafka's ``checkEnoughReplicasReachOffset`` for an acks=all partition waiting until
-    the high watermark reaches ``required_offset`` (its last offset + 1): None while it
-    waits; NOT_LEADER_OR_FOLLOWER once leadership moved; NONE, or
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR (``isr_size``: the maximal ISR, with a
-    pending expansion's member) shrank under the min ISR meanwhile."""
-    if not is_leader:
-        return ErrorCode.not_leader_or_follower
-    if high_watermark < required_offset:
-        return None
-    if isr_size < effective_min_isr(min_isr, replication_factor):
-        return ErrorCode.not_enough_replicas_after_append
-    return ErrorCode.none

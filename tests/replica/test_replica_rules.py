@@ -55,3 +55,28 @@ def test_a_follower_takes_the_leaders_high_watermark_within_its_log() -> None:
     assert follower_high_watermark(9, log_start_offset=0, log_end_offset=5) == 5
     assert follower_high_watermark(3, log_start_offset=0, log_end_offset=5) == 3
     assert follower_high_watermark(3, log_start_offset=4, log_end_offset=5) == 4
+
+
+def test_the_controller_refuses_isr_changes_by_kafkas_rules() -> None:
+    from pykraft.replica.isr_change import isr_change_error
+    from pykraft.replica.leader import IsrProposal, PartitionAssignment
+
+    current = PartitionAssignment(leader_epoch=3, partition_epoch=7, replicas=(1, 2, 3),
+                                  isr=(1, 2))
+
+    def error(sender: int, leader_epoch: int, partition_epoch: int,
+              isr: tuple[int, ...]) -> ErrorCode:
+        proposal = IsrProposal(leader_epoch, partition_epoch, tuple((b, 5) for b in isr))
+        return isr_change_error(current, leader_id=1, sender=sender, proposal=proposal,
+                                eligible=lambda broker, epoch: broker != 3 or epoch == 5)
+    assert error(1, 3, 7, (1, 2, 3)) == ErrorCode.none
+    assert error(1, 2, 7, (1,)) == ErrorCode.fenced_leader_epoch
+    assert error(1, 3, 6, (1,)) == ErrorCode.invalid_update_version
+    assert error(1, 4, 7, (1,)) == ErrorCode.not_controller
+    assert error(2, 3, 7, (1, 2)) == ErrorCode.invalid_request  # not the leader
+    assert error(1, 3, 7, (2, 3)) == ErrorCode.invalid_request  # without the leader
+    assert error(1, 3, 7, (1, 4)) == ErrorCode.invalid_request  # not a replica
+    proposal = IsrProposal(3, 7, ((1, 5), (3, 4)))
+    assert isr_change_error(current, leader_id=1, sender=1, proposal=proposal,
+                            eligible=lambda broker, epoch: broker != 3 or epoch == 5
+                            ) == ErrorCode.ineligible_replica

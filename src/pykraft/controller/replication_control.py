@@ -63,7 +63,8 @@ from pykraft.records.metadata import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from pykraft.replica.leader import RECOVERED, RECOVERING
+from pykraft.replica.isr_change import isr_change_error
+from pykraft.replica.leader import IsrProposal, PartitionAssignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,28 +453,24 @@ def _alter_one(
     partition = topic.partitions.get(part.partition_index)
     if partition is None:
         return ErrorCode.unknown_topic_or_partition
-    if (part.leader_epoch > partition.leader_epoch
-            or part.partition_epoch > partition.partition_epoch):
-        return ErrorCode.not_controller  # this controller is behind the request
-    if part.leader_epoch < partition.leader_epoch:
-        return ErrorCode.fenced_leader_epoch
-    if partition.leader != leader_id:
-        return ErrorCode.invalid_request
-    if part.partition_epoch < partition.partition_epoch:
-        return ErrorCode.invalid_update_version
-    new_isr = tuple(int(s.broker_id) for s in part.new_isr_with_epochs)
-    recovery = int(part.leader_recovery_state)
-    if (leader_id not in new_isr or len(set(new_isr)) != len(new_isr)
-            or any(b not in partition.replicas for b in new_isr)
-            or (recovery == RECOVERING and len(new_isr) > 1)
-            or (partition.leader_recovery_state == RECOVERED and recovery == RECOVERING)):
-        return ErrorCode.invalid_request
+    proposal = IsrProposal(
+        int(part.leader_epoch), int(part.partition_epoch),
+        tuple((int(s.broker_id), int(s.broker_epoch)) for s in part.new_isr_with_epochs),
+        int(part.leader_recovery_state))
     brokers = ctx.image.cluster.brokers
-    for state in part.new_isr_with_epochs:
-        member = brokers.get(state.broker_id)
-        if (not ctx.usable(state.broker_id) or member is None
-                or state.broker_epoch not in (-1, member.epoch)):
-            return ErrorCode.ineligible_replica
+
+    def eligible(broker_id: int, broker_epoch: int) -> bool:
+        member = brokers.get(broker_id)
+        return (ctx.usable(broker_id) and member is not None
+                and broker_epoch in (-1, member.epoch))
+    code = isr_change_error(
+        PartitionAssignment(partition.leader_epoch, partition.partition_epoch,
+                            partition.replicas, partition.isr,
+                            partition.leader_recovery_state),
+        leader_id=partition.leader, sender=leader_id, proposal=proposal, eligible=eligible)
+    if code != ErrorCode.none:
+        return code
+    new_isr, recovery = proposal.isr, proposal.leader_recovery_state
     change = None
     leader_epoch, partition_epoch = partition.leader_epoch, partition.partition_epoch
     if new_isr != partition.isr or recovery != partition.leader_recovery_state:

@@ -66,3 +66,14 @@ class Network:
 
     def heal(self) -> None:
         self._blocked.clear()
+
+
+def lossy_network(rng: random.Random, nodes: Iterable[int]) -> Network:
+    """Loss and delay drawn per run, plus one slow, lossy link direction between two nodes."""
+    network = Network(rng, LinkProfile(1, rng.choice((3, 5, 10)),
+                                       rng.choice((0.0, 0.0, 0.01, 0.03))))
+    members = sorted(nodes)
+    if len(members) > 1:
+        a, b = rng.sample(members, 2)
+        network.set_link(a, b, LinkProfile(5, 50, 0.1))
+    return network

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from pykraft.errors import PyKraftError
 from pykraft.raft.api import OutboundRequest, OutboundResponse, RaftListener, deliver
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.core import RaftClient
@@ -36,11 +35,10 @@ from pykraft.raft.voter_set import SUPPORTED_KRAFT_VERSIONS, ReplicaKey, VoterNo
 from pykraft.records.batch import RecordBatch, iter_batches
 from pykraft.records.control import KRaftVersionRecord, VoterEndpoint
 from pykraft.sim.committed_data import CommittedHistory
-from pykraft.sim.network import LinkProfile, Network
+from pykraft.sim.event_loop import SimLoop
+from pykraft.sim.network import LinkProfile, Network, lossy_network
 from pykraft.sim.replicated_counter import CounterMachine
-from pykraft.sim.scheduler import EventQueue
 from pykraft.sim.trace import describe
-from pykraft.sim.violations import InvariantViolation
 
 ClientFactory = Callable[..., RaftClient]
 ADMIN = -100  # routing token of the administrator sending voter changes
@@ -83,7 +81,7 @@ class SimNode:
     last_state: tuple[str, int] = ("", -1)
 
 
-class Cluster:
+class Cluster(SimLoop["Cluster"]):
     """Everything one simulated run owns; all randomness comes from one seeded Random."""
 
     def __init__(
@@ -91,19 +89,13 @@ class Cluster:
         client_factory: ClientFactory = RaftClient, lossy: bool = True,
         trace: Callable[[str], None] | None = None, kip853: bool = False,
     ) -> None:
+        super().__init__(trace)
         self.rng = random.Random(seed)
         self.kip853 = kip853
-        self.queue = EventQueue()
         self.voter_ids = frozenset(range(voters))
         self.nodes = {i: SimNode(i) for i in range(voters + observers)}
-        if lossy:  # loss and delay drawn per run, plus one slow, lossy link direction
-            self.network = Network(self.rng, LinkProfile(
-                1, self.rng.choice((3, 5, 10)), self.rng.choice((0.0, 0.0, 0.01, 0.03))))
-            if len(self.nodes) > 1:
-                a, b = self.rng.sample(sorted(self.nodes), 2)
-                self.network.set_link(a, b, LinkProfile(5, 50, 0.1))
-        else:
-            self.network = Network(self.rng, LinkProfile())
+        self.network = lossy_network(self.rng, self.nodes) if lossy else Network(
+            self.rng, LinkProfile())
         self.directory_ids: dict[int, uuid.UUID | None] = {i: None for i in self.nodes}
         self.auto_join: set[int] = set()  # nodes started with auto-join enabled
         self.moved: dict[int, int] = {}  # node -> the port it listens on after a move
@@ -120,13 +112,10 @@ class Cluster:
         self.history = CommittedHistory()
         self.admin_replies: dict[int, RaftResponse | None] = {}
         self._admin_correlation = 0
-        self.events = 0
         self.elections = 0
         self._client_factory = client_factory
-        self._trace = trace
         self._next_value = 0
         self._reply_to: dict[tuple[int, int, int], int] = {}
-        self.invariants: list[Callable[[Cluster], None]] = []
         self.garblers: dict[int, Callable[[RaftResponse], RaftResponse]] = {}
         """Responses a (hostile) node sends pass through its garbler, if it has one."""
         self.injected = 0
@@ -305,38 +294,6 @@ class Cluster:
     def _notified(self, client: RaftClient) -> object:
         machine = self.nodes[client.node_id].machine
         return None if machine is None else machine.leader
-
-    def run_until(self, predicate: Callable[[], bool], max_ms: int, *, what: str = "",
-                  require: bool = True, max_events: int = 500_000) -> None:
-        deadline = self.queue.now_ms + max_ms
-        while not predicate():
-            if self.queue.now_ms > deadline or self.events > max_events:
-                if require:
-                    raise InvariantViolation(
-                        "Liveness", f"{what or 'condition'} not reached within {max_ms} ms"
-                    )
-                return
-            popped = self.queue.pop()
-            if popped is None:
-                raise InvariantViolation("Liveness", "no events left")
-            label, action = popped
-            self.events += 1
-            if self._trace is not None:
-                self._trace(f"{self.queue.now_ms:>8} {label}")
-            try:
-                action()
-            except PyKraftError as exc:
-                raise InvariantViolation("FatalError", f"{type(exc).__name__}: {exc}") from exc
-            for invariant in self.invariants:
-                invariant(self)
-
-    def run_for(self, ms: int) -> None:
-        end = self.queue.now_ms + ms
-        self.run_until(lambda: self.queue.now_ms >= end, ms + 1)
-
-    def _log(self, text: str) -> None:
-        if self._trace is not None:
-            self._trace(f"{self.queue.now_ms:>8} {text}")
 
     def _drain(self, node: SimNode) -> None:
         """Carry out the core's outputs: events first (a state machine may call back into

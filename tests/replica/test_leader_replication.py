@@ -236,6 +236,26 @@ def test_an_older_partition_epoch_from_the_image_is_ignored() -> None:
     assert rep.isr == proposal.isr
 
 
+def test_the_registration_already_held_keeps_the_change_in_flight() -> None:
+    """Found by the replication simulation (replica-churn seed 153): an expansion is sent
+    on the partition epoch an AlterPartition answer gave; the image of that same epoch
+    arrives afterwards. Replacing the pending expansion by it would let the high watermark
+    pass the new member, which the controller may already hold in the ISR."""
+    rep = leader((ME, F1), leo=10)
+    fetch(rep, F1, 10, now=1, leo=10)
+    assert rep.high_watermark(0, leader_end_offset=10, now_ms=1, min_insync_replicas=1,
+                              brokers=ALL) == 10
+    fetch(rep, F2, 10, now=2, leo=10)
+    proposal = rep.propose_expand(F2, high_watermark=10, brokers=ALL, local_epoch=10)
+    assert proposal is not None
+    assert not rep.assign(PartitionAssignment(5, 7, (ME, F1, F2), (ME, F1)),
+                          leader_end_offset=20, now_ms=3)
+    assert isinstance(rep.state, PendingExpand)
+    fetch(rep, F1, 20, now=4, leo=20)
+    assert rep.high_watermark(10, leader_end_offset=20, now_ms=4, min_insync_replicas=1,
+                              brokers=ALL) == 10  # F2 (at 10) still holds it
+
+
 def test_a_new_leader_epoch_restarts_the_followers_clocks() -> None:
     rep = leader((ME, F1), leo=0, now=0)
     fetch(rep, F1, 4, now=10, leo=4)

@@ -240,8 +240,17 @@ class LeaderReplication:
         """A newer registration while still leader (``makeLeader`` again): ignored when
         its partition epoch is older than ours (an AlterPartition answer got here first);
         otherwise it replaces the ISR state, and a new leader epoch restarts the
-        followers' catch-up clocks from ``leader_end_offset``. True if applied."""
+        followers' catch-up clocks from ``leader_end_offset``. True if applied.
+
+        The very registration we hold (both epochs equal: its answer got here first) leaves
+        a change in flight pending. Kafka's ``makeLeader`` replaces it with the committed
+        ISR, after which the high watermark may pass a member the controller has just
+        added; the replication simulation found that race.
+        """
         if assignment.partition_epoch < self.assignment.partition_epoch:
+            return False
+        if self.in_flight and (assignment.leader_epoch, assignment.partition_epoch) == (
+                self.assignment.leader_epoch, self.assignment.partition_epoch):
             return False
         new_epoch = assignment.leader_epoch > self.assignment.leader_epoch
         self.assignment = assignment

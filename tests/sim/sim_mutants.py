@@ -10,6 +10,7 @@ from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.reconfig import ReconfigContext
 from pykraft.raft.states import Prospective, Unattached
 from pykraft.raft.voter_set import ReplicaKey
+from pykraft.replica.leader import Brokers, IsrProposal, LeaderReplication
 
 
 class _LeaderProgressWithoutMajority(LeaderProgress):
@@ -75,3 +76,20 @@ class CountsObserversTowardHighWatermark(RaftClient):
             self.local_key, self.epoch, self.voters, epoch_start_offset=epoch_start_offset,
             now_ms=0, config=self.config,
         )
+
+
+class HighWatermarkAtLeaderEnd(LeaderReplication):
+    """Moves a partition's high watermark to the leader's log end, ignoring the followers."""
+
+    def high_watermark(self, current: int, *, leader_end_offset: int, now_ms: int,
+                       min_insync_replicas: int, brokers: Brokers) -> int:
+        return max(current, leader_end_offset)
+
+
+class ExpandsBehindHighWatermark(LeaderReplication):
+    """Takes a fetching follower into the ISR before it reached the high watermark."""
+
+    def propose_expand(self, replica_id: int, *, high_watermark: int, brokers: Brokers,
+                       local_epoch: int) -> IsrProposal | None:
+        return super().propose_expand(replica_id, high_watermark=0, brokers=brokers,
+                                      local_epoch=local_epoch)

@@ -15,17 +15,19 @@ if TYPE_CHECKING:  # the simulator loads with its commands, not with every CLI c
 
     from pykraft.sim.runner import RunResult
 
-sim_app = typer.Typer(help="Deterministic simulation of a KRaft quorum.", no_args_is_help=True)
+sim_app = typer.Typer(help="Deterministic simulation of a KRaft quorum and of partition "
+                      "replication.", no_args_is_help=True)
 
 
 def _scenario_names(scenario: str) -> list[str]:
-    from pykraft.sim.scenarios import SCENARIOS
+    from pykraft.sim.runner import scenario_names
 
+    names = scenario_names()
     if scenario == "all":
-        return list(SCENARIOS)
-    if scenario not in SCENARIOS:
+        return names
+    if scenario not in names:
         raise typer.BadParameter(
-            f"unknown scenario {scenario!r}; choose all or one of: {', '.join(SCENARIOS)}"
+            f"unknown scenario {scenario!r}; choose all or one of: {', '.join(names)}"
         )
     return [scenario]
 

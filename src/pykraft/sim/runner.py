@@ -1,4 +1,5 @@
-"""Run one scenario for one seed and summarise it; used by the CLI, tests and sweeps."""
+"""Run one scenario (of the quorum or of a replicated partition) for one seed and summarise
+it; used by the CLI, tests and sweeps."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from pykraft.raft.core import RaftClient
+from pykraft.replica.leader import LeaderReplication
+from pykraft.sim.replica_broker import ReplicationFactory
+from pykraft.sim.replica_cluster import ReplicaCluster
+from pykraft.sim.replica_invariants import replica_invariants
+from pykraft.sim.replica_scenarios import REPLICA_SCENARIOS
+from pykraft.sim.replica_scenarios import shape as replica_shape
 from pykraft.sim.scenarios import SCENARIOS
 from pykraft.sim.simulated_cluster import ClientFactory, Cluster
 from pykraft.sim.violations import InvariantViolation
@@ -87,6 +94,8 @@ def run_scenario(
     trace: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Build the cluster the seed describes, drive the scenario, report what happened."""
+    if name in REPLICA_SCENARIOS:
+        return run_replica_scenario(name, seed, trace=trace)
     scenario = SCENARIOS[name]
     shape_rng = random.Random(f"{name}:{seed}")
     voters, observers = scenario.shape(shape_rng)
@@ -104,15 +113,50 @@ def run_scenario(
                       lossy=scenario.lossy_network, trace=observe, kip853=kip853)
     cluster.invariants.extend(scenario.invariants())
     started = time.perf_counter()
-    violation = None
-    try:
-        scenario.drive(cluster, shape_rng)
-    except InvariantViolation as exc:
-        violation = str(exc)
+    violation = _drive(lambda: scenario.drive(cluster, shape_rng))
     return RunResult(name, seed, violation, cluster.events, cluster.elections,
                      cluster.queue.now_ms, time.perf_counter() - started,
                      observer.first_leader_ms, observer.recovery_ms,
                      len(cluster.history.data_offsets), digest.hexdigest())
+
+
+def run_replica_scenario(
+    name: str, seed: int, *, replication_factory: ReplicationFactory = LeaderReplication,
+    trace: Callable[[str], None] | None = None,
+) -> RunResult:
+    """One replication scenario: ``elections`` counts the controller's leader changes and
+    ``commit_count`` the acknowledged acks=all writes."""
+    scenario = REPLICA_SCENARIOS[name]
+    shape_rng = random.Random(f"{name}:{seed}")
+    brokers, min_insync = replica_shape(shape_rng)
+    digest = hashlib.sha256()
+
+    def observe(line: str) -> None:
+        digest.update(line.encode())
+        if trace is not None:
+            trace(line)
+
+    cluster = ReplicaCluster(seed, brokers, min_insync, replication_factory=replication_factory,
+                             trace=observe)
+    cluster.invariants.extend(replica_invariants())
+    started = time.perf_counter()
+    violation = _drive(lambda: scenario.drive(cluster, shape_rng))
+    return RunResult(name, seed, violation, cluster.events, cluster.controller.leader_changes,
+                     cluster.queue.now_ms, time.perf_counter() - started,
+                     commit_count=cluster.acked_all, trace_digest=digest.hexdigest())
+
+
+def _drive(drive: Callable[[], None]) -> str | None:
+    try:
+        drive()
+    except InvariantViolation as exc:
+        return str(exc)
+    return None
+
+
+def scenario_names() -> list[str]:
+    """Every scenario: the quorum's, then the partition replication's."""
+    return [*SCENARIOS, *REPLICA_SCENARIOS]
 
 
 def _run_task(task: tuple[str, int]) -> RunResult:

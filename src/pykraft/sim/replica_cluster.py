@@ -1,0 +1,329 @@
+"""A simulated partition: N brokers replicating one partition (replication factor N), the
+controller stand-in, a producer (acks=all and acks=1), a consumer reading committed
+records, and faults: crashes and restarts, network partitions, leader elections and a
+hostile sender of malformed fetches and AlterPartition requests.
+
+Brokers talk over the lossy :class:`~pykraft.sim.network.Network` (a request lost or
+refused times out); the controller, producer and consumer links are never partitioned.
+Every broker flushes its log every ``flush_every_ms`` (drawn per run).
+
+Kafka acknowledges acks=all writes once they are in memory on every ISR member, so a crash
+of every member holding them loses them (fsync is left to the OS): :meth:`kill` refuses to
+crash the last live member of the ISR, which is the condition under which Kafka promises
+that an acknowledged write survives.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TypeVar
+
+from pykraft.protocol.errors import ErrorCode
+from pykraft.replica.leader import IsrProposal, LeaderReplication
+from pykraft.sim.event_loop import SimLoop
+from pykraft.sim.network import LinkProfile, Network, lossy_network
+from pykraft.sim.replica_broker import (
+    AlterAnswer,
+    MetadataUpdate,
+    ReplicationFactory,
+    SimBroker,
+)
+from pykraft.sim.replica_controller import NO_LEADER, SimController
+from pykraft.sim.replica_log import Fetch, FetchAnswer, ProduceAnswer, Record
+from pykraft.sim.violations import InvariantViolation
+
+A = TypeVar("A")
+PRODUCER, CONSUMER, HOSTILE = -2, -3, -4
+REQUEST_TIMEOUT_MS = 150
+SESSION_TIMEOUT_MS = 200  # a crashed broker is fenced this long after its crash
+PRODUCE_EVERY_MS = 10
+CONSUME_EVERY_MS = 25
+HOSTILE_EVERY_MS = 20
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+#: Malformed values per Fetch field: what no honest replica sends (a negative epoch other
+#: than -1, offsets outside the log, ids of no replica). A well-formed lie in a replica's
+#: name (a plausible offset, "no epoch") is Byzantine and no Kafka replica can detect it.
+MALFORMED_FETCH = {
+    "replica_id": (99, -2, *_INT32),
+    "broker_epoch": (-2, _INT64[0]),
+    "current_leader_epoch": (-2, *_INT32),
+    "fetch_offset": (-1, *_INT64),
+    "last_fetched_epoch": (_INT32[1],),
+}
+
+
+class ReplicaCluster(SimLoop["ReplicaCluster"]):
+    """Everything one simulated replication run owns; all randomness from one Random."""
+
+    def __init__(self, seed: int, brokers: int, min_insync_replicas: int, *,
+                 replication_factory: ReplicationFactory = LeaderReplication,
+                 lossy: bool = True, trace: Callable[[str], None] | None = None) -> None:
+        super().__init__(trace)
+        self.rng = random.Random(seed)
+        ids = tuple(range(brokers))
+        self.network = lossy_network(self.rng, ids) if lossy else Network(self.rng,
+                                                                           LinkProfile())
+        self.min_insync_replicas = min_insync_replicas
+        self.flush_every_ms = self.rng.choice((5, 50, 200))
+        self.controller = SimController(ids, self._publish)
+        self.brokers = {i: SimBroker(i, self, replication_factory) for i in ids}
+        self.history: list[Record] = []
+        """The committed records, offset by offset, as replicas' high watermarks show them."""
+        self.protected_end = 0
+        """Offsets below it hold an acknowledged acks=all write or a record a consumer read."""
+        self.acked_all = 0
+        self.acked_one = 0
+        self._next_value = 0
+        self._consumer_offset = 0
+
+    # ------------------------------------------------------------------ BrokerEnv
+
+    @property
+    def now_ms(self) -> int:
+        return self.queue.now_ms
+
+    def schedule(self, delay_ms: int, label: str, action: Callable[[], None]) -> None:
+        self.queue.schedule(self.queue.now_ms + delay_ms, label, action)
+
+    def log(self, text: str) -> None:
+        self._log(text)
+
+    def send_fetch(self, source: int, destination: int, request: Fetch,
+                   on_answer: Callable[[FetchAnswer], None],
+                   on_failure: Callable[[], None]) -> None:
+        broker = self.brokers[destination]
+
+        def handle(respond: Callable[[FetchAnswer], None]) -> None:
+            answer = broker.handle_fetch(request)
+            if answer is not None:
+                respond(answer)
+        self._rpc(source, destination, "fetch", handle, on_answer, on_failure)
+
+    def send_alter_partition(self, sender: int, proposal: IsrProposal,
+                             on_answer: Callable[[AlterAnswer], None]) -> None:
+        def arrive() -> None:
+            answer = self.controller.alter_partition(sender, proposal)
+            self.schedule(self.rng.randint(1, 5), f"controller->{sender} {_name(answer)}",
+                          lambda: on_answer(answer))
+        self.schedule(self.rng.randint(1, 5), f"{sender}->controller AlterPartition", arrive)
+
+    # ------------------------------------------------------------------ messaging
+
+    def _rpc(self, source: int, destination: int, name: str,
+             handle: Callable[[Callable[[A], None]], None], on_answer: Callable[[A], None],
+             on_failure: Callable[[], None]) -> None:
+        """A request and its answer over the network; without an answer within
+        REQUEST_TIMEOUT_MS (lost, refused, or a dead destination) ``on_failure`` runs."""
+        done = False
+
+        def finish(action: Callable[[], None]) -> None:
+            nonlocal done
+            if not done:
+                done = True
+                action()
+        self.schedule(REQUEST_TIMEOUT_MS, f"timeout {source}->{destination} {name}",
+                      lambda: finish(on_failure))
+        delay = self._delay(source, destination)
+        if delay is None:
+            return
+
+        def respond(answer: A) -> None:
+            back = self._delay(destination, source)
+            if back is not None:
+                self.schedule(back, f"{destination}->{source} {name} answer",
+                              lambda: finish(lambda: on_answer(answer)))
+        self.schedule(delay, f"{source}->{destination} {name}", lambda: handle(respond))
+
+    def _delay(self, source: int, destination: int) -> int | None:
+        if self.network.is_blocked(source, destination):
+            return None
+        return self.network.delay_ms(source, destination)
+
+    # ------------------------------------------------------------------ metadata
+
+    def metadata(self) -> MetadataUpdate:
+        c = self.controller
+        return MetadataUpdate(c.metadata_offset, c.leader, c.assignment, c.brokers)
+
+    def _publish(self) -> None:
+        update = self.metadata()
+        self._log(f"controller: leader {update.leader} epoch {update.assignment.leader_epoch} "
+                  f"ISR {list(update.assignment.isr)} (partition epoch "
+                  f"{update.assignment.partition_epoch})")
+        for broker in self.brokers.values():
+            if broker.alive:
+                self.schedule(self.rng.randint(1, 10), f"metadata->{broker.broker_id}",
+                              lambda b=broker: b.apply(update))  # type: ignore[misc]
+
+    # ------------------------------------------------------------------ faults
+
+    def start_all(self) -> None:
+        for broker_id in sorted(self.brokers):
+            self.restart(broker_id)
+        self._every(PRODUCE_EVERY_MS, "produce", self._produce)
+        self._every(CONSUME_EVERY_MS, "consume", self._consume)
+        self._every(self.flush_every_ms, "flush", self._flush)
+
+    def restart(self, broker_id: int) -> None:
+        broker = self.brokers[broker_id]
+        if broker.alive:
+            return
+        self._log(f"start broker {broker_id}")
+        epoch = self.controller.register(broker_id)
+        broker.start(epoch, self.metadata())
+
+    def can_kill(self, broker_id: int) -> bool:
+        """Another live ISR member holds what the ISR acknowledged."""
+        return self.brokers[broker_id].alive and any(
+            b != broker_id and self.brokers[b].alive for b in self.controller.assignment.isr)
+
+    def kill(self, broker_id: int) -> bool:
+        if not self.can_kill(broker_id):
+            return False
+        broker = self.brokers[broker_id]
+        broker.crash()
+        self._log(f"kill broker {broker_id} (log end {broker.log.end_offset} after losing "
+                  f"the unflushed suffix)")
+        incarnation = broker.incarnation
+
+        def session_expired() -> None:
+            if broker.incarnation == incarnation:
+                self.controller.fence(broker_id)
+        self.schedule(SESSION_TIMEOUT_MS, f"session of {broker_id} expires", session_expired)
+        return True
+
+    def live_brokers(self) -> list[int]:
+        return [b for b in sorted(self.brokers) if self.brokers[b].alive]
+
+    def leader(self) -> SimBroker | None:
+        """The controller's leader, if alive and leading the controller's leader epoch."""
+        c = self.controller
+        broker = self.brokers.get(c.leader)
+        if broker is None or not broker.alive or broker.replication is None:
+            return None
+        return broker if broker.replication.leader_epoch == c.assignment.leader_epoch else None
+
+    def full_isr(self) -> bool:
+        c = self.controller
+        return (c.leader != NO_LEADER and len(c.assignment.isr) == len(self.brokers)
+                and self.leader() is not None)
+
+    def hostile(self) -> None:
+        """From now on, malformed fetches to the leader in a follower's name and forged
+        AlterPartition requests to the controller, every HOSTILE_EVERY_MS."""
+        self._every(HOSTILE_EVERY_MS, "hostile", self._attack)
+
+    # ------------------------------------------------------------------ workload
+
+    def _every(self, period_ms: int, label: str, action: Callable[[], None]) -> None:
+        def run() -> None:
+            action()
+            self.schedule(period_ms, label, run)
+        self.schedule(period_ms, label, run)
+
+    def _flush(self) -> None:
+        for broker in self.brokers.values():
+            if broker.alive:
+                broker.log.flush()
+
+    def _produce(self) -> None:
+        leader = self.controller.leader
+        if leader == NO_LEADER:
+            return
+        self._next_value += 1
+        value, acks = self._next_value, -1 if self.rng.random() < 0.75 else 1
+        broker = self.brokers[leader]
+
+        def handle(respond: Callable[[ProduceAnswer], None]) -> None:
+            broker.handle_produce(acks, value, respond)
+        self._rpc(PRODUCER, leader, f"produce acks={acks}", handle,
+                  lambda answer: self._produced(acks, value, answer), lambda: None)
+
+    def _produced(self, acks: int, value: int, answer: ProduceAnswer) -> None:
+        if answer.error != ErrorCode.none:
+            return
+        if acks == 1:
+            self.acked_one += 1
+            return
+        offset = answer.offset
+        if offset >= len(self.history) or self.history[offset][1] != value:
+            seen = self.history[offset] if offset < len(self.history) else None
+            raise InvariantViolation(
+                "AckedWriteCommitted",
+                f"value {value} acknowledged (acks=all) at offset {offset}, committed "
+                f"history has {seen}")
+        self.acked_all += 1
+        self.protected_end = max(self.protected_end, offset + 1)
+
+    def _consume(self) -> None:
+        leader = self.controller.leader
+        if leader == NO_LEADER:
+            return
+        broker, offset = self.brokers[leader], self._consumer_offset
+
+        def handle(respond: Callable[[FetchAnswer], None]) -> None:
+            answer = broker.read_committed(offset)
+            if answer is not None:
+                self._check_read(leader, offset, answer)
+                respond(answer)
+
+        def consumed(answer: FetchAnswer) -> None:
+            if offset == self._consumer_offset and answer.records:
+                self._consumer_offset += len(answer.records)
+                self.protected_end = max(self.protected_end, self._consumer_offset)
+        self._rpc(CONSUMER, leader, "consume", handle, consumed, lambda: None)
+
+    def _check_read(self, leader: int, offset: int, answer: FetchAnswer) -> None:
+        """What a consumer is served must be committed (below a high watermark) already."""
+        for index, record in enumerate(answer.records):
+            at = offset + index
+            if at >= len(self.history) or self.history[at] != record:
+                raise InvariantViolation(
+                    "NoReadPastHighWatermark",
+                    f"leader {leader} served {record} at offset {at} to a consumer; "
+                    f"committed history has {self.history[at] if at < len(self.history) else None}")
+
+    def _attack(self) -> None:
+        c = self.controller
+        leader = self.brokers.get(c.leader)
+        followers = [b for b in c.assignment.replicas if b != c.leader]
+        if leader is None or not followers:
+            return
+        name = self.rng.choice(followers)
+        follower = self.brokers[name]
+        fields = {"replica_id": name, "broker_epoch": follower.broker_epoch,
+                  "current_leader_epoch": c.assignment.leader_epoch,
+                  "fetch_offset": follower.log.end_offset,
+                  "last_fetched_epoch": follower.log.last_epoch}
+        field = self.rng.choice(sorted(MALFORMED_FETCH))
+        fields[field] = self.rng.choice(MALFORMED_FETCH[field])
+        request = Fetch(**fields)
+        self._log(f"hostile fetch {request}")
+        self.send_fetch(HOSTILE, leader.broker_id, request, lambda answer: None, lambda: None)
+        self._forge_alter_partition(name)
+
+    def _forge_alter_partition(self, follower: int) -> None:
+        """In a follower's name with the current epochs, or in the leader's with a
+        malformed epoch: the controller must refuse both."""
+        c = self.controller
+        current = c.assignment
+        isr = tuple((b, self.brokers[b].broker_epoch) for b in current.replicas)
+        if self.rng.random() < 0.5:
+            sender, proposal = follower, IsrProposal(current.leader_epoch,
+                                                     current.partition_epoch, isr)
+        else:
+            epochs = [current.leader_epoch, current.partition_epoch]
+            epochs[self.rng.randrange(2)] = self.rng.choice(_INT32)
+            sender, proposal = c.leader, IsrProposal(epochs[0], epochs[1], isr)
+        before = current
+        answer = c.alter_partition(sender, proposal)
+        if c.assignment != before or not isinstance(answer, ErrorCode):
+            raise InvariantViolation(
+                "ForgedIsrChangeRefused",
+                f"the controller accepted {proposal} from {sender}: {answer}")
+
+
+def _name(answer: AlterAnswer) -> str:
+    return answer.name if isinstance(answer, ErrorCode) else f"ISR {list(answer.isr)}"

@@ -1,0 +1,103 @@
+"""The replication simulation's safety invariants, checked after every event.
+
+* CommittedPrefixesEqual: below its high watermark, every replica's log equals the
+  committed history (which the first replica to show an offset committed writes).
+* AckedWritesKept: every live ISR member holds the committed history up to the last
+  acknowledged acks=all write or consumed record (none is lost while the ISR keeps a live
+  member, which :meth:`~pykraft.sim.replica_cluster.ReplicaCluster.kill` guarantees).
+* HighWatermarkWithinIsr: the leader's high watermark is never above the log end of a
+  live member of the ISR.
+* MonotonicLeaderHighWatermark: a leader's high watermark never goes back within its epoch.
+
+A consumer served a record not (yet) committed breaks NoReadPastHighWatermark, and an
+acknowledged acks=all write missing from the history AckedWriteCommitted, where they happen
+(:mod:`pykraft.sim.replica_cluster`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pykraft.sim.replica_cluster import ReplicaCluster
+from pykraft.sim.violations import InvariantViolation
+
+ReplicaInvariant = Callable[[ReplicaCluster], None]
+
+
+class ReplicaLogs:
+    """CommittedPrefixesEqual and AckedWritesKept, over the prefix of each replica's log
+    already known to equal the history (only what was truncated is checked again)."""
+
+    def __init__(self) -> None:
+        self._agreed: dict[int, int] = {}
+
+    def __call__(self, cluster: ReplicaCluster) -> None:
+        history = cluster.history
+        isr = cluster.controller.assignment.isr
+        for broker_id, broker in cluster.brokers.items():
+            log = broker.log
+            agreed = min(self._agreed.get(broker_id, 0), log.take_dirty(), log.end_offset)
+            while agreed < log.high_watermark:
+                record = log.records[agreed]
+                if agreed == len(history):
+                    history.append(record)
+                elif history[agreed] != record:
+                    raise InvariantViolation(
+                        "CommittedPrefixesEqual",
+                        f"broker {broker_id} has {record} at offset {agreed} below its high "
+                        f"watermark {log.high_watermark}; committed history has "
+                        f"{history[agreed]}")
+                agreed += 1
+            if broker.alive and broker_id in isr:
+                agreed = self._holds_protected(cluster, broker_id, agreed)
+            self._agreed[broker_id] = agreed
+
+    @staticmethod
+    def _holds_protected(cluster: ReplicaCluster, broker_id: int, agreed: int) -> int:
+        log, end = cluster.brokers[broker_id].log, cluster.protected_end
+        while agreed < end:
+            if agreed >= log.end_offset or log.records[agreed] != cluster.history[agreed]:
+                found = log.records[agreed] if agreed < log.end_offset else "nothing"
+                raise InvariantViolation(
+                    "AckedWritesKept",
+                    f"ISR member {broker_id} has {found} at offset {agreed}, committed "
+                    f"{cluster.history[agreed]} (acknowledged or consumed up to {end})")
+            agreed += 1
+        return agreed
+
+
+def high_watermark_within_isr(cluster: ReplicaCluster) -> None:
+    leader = cluster.leader()
+    if leader is None:
+        return
+    hw = leader.log.high_watermark
+    for member in cluster.controller.assignment.isr:
+        broker = cluster.brokers[member]
+        if broker.alive and broker.log.end_offset < hw:
+            raise InvariantViolation(
+                "HighWatermarkWithinIsr",
+                f"leader {leader.broker_id} has high watermark {hw}; ISR member {member} "
+                f"ends at {broker.log.end_offset}")
+
+
+class MonotonicLeaderHighWatermark:
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, int, int], int] = {}
+
+    def __call__(self, cluster: ReplicaCluster) -> None:
+        for broker in cluster.brokers.values():
+            rep = broker.replication
+            if rep is None:
+                continue
+            key = (broker.broker_id, broker.incarnation, rep.leader_epoch)
+            hw = broker.log.high_watermark
+            if hw < self._seen.get(key, 0):
+                raise InvariantViolation(
+                    "MonotonicLeaderHighWatermark",
+                    f"leader {broker.broker_id} of epoch {rep.leader_epoch}: high watermark "
+                    f"{hw} after {self._seen[key]}")
+            self._seen[key] = hw
+
+
+def replica_invariants() -> list[ReplicaInvariant]:
+    return [ReplicaLogs(), high_watermark_within_isr, MonotonicLeaderHighWatermark()]

@@ -3,8 +3,7 @@
 * :mod:`.validator`: a Produce request's records for one partition -> the batch to append
   (offsets from the log end, leader epoch, timestamps) or Kafka's error for them;
 * :mod:`.producer_state`: idempotent producers (duplicates, epochs, sequences, expiration);
-* :mod:`.producer_snapshot`: the ``.snapshot`` file bytes of that state;
-* :mod:`.compression`: the batch codecs (gzip, snappy, lz4, zstd).
+* :mod:`.producer_snapshot`: the ``.snapshot`` file bytes of that state.
 
 The replicas' decisions (high watermark, ISR changes, truncation) are :mod:`pykraft.replica`.
 

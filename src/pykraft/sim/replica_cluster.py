@@ -15,6 +15,7 @@ that an acknowledged write survives.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from typing import TypeVar
@@ -155,7 +156,7 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
         for broker in self.brokers.values():
             if broker.alive:
                 self.schedule(self.rng.randint(1, 10), f"metadata->{broker.broker_id}",
-                              lambda b=broker: b.apply(update))  # type: ignore[misc]
+                              functools.partial(broker.apply, update))
 
     # ------------------------------------------------------------------ faults
 

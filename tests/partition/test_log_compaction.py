@@ -24,8 +24,7 @@ from pykraft.records.compression import NONE
 from pykraft.records.control import ControlType, control_key
 from pykraft.storage.compaction import OffsetMap, plan_cleaning
 from pykraft.storage.log_config import LogConfig
-from pykraft.storage.partition_log import PartitionLog
-from pykraft.storage.retention import SegmentStats
+from pykraft.storage.partition_log import PartitionLog, SegmentStats
 
 GZIP = 1
 DAY = 86_400_000

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pykraft.storage.log_config import LogConfig
+from pykraft.storage.partition_log import SegmentStats
 from pykraft.storage.retention import (
-    SegmentStats,
     log_start_offset_breached,
     retention_size_breached,
     retention_time_breached,

@@ -63,7 +63,6 @@ from pykraft.storage.leader_epoch import (
 from pykraft.storage.log_config import JitterSource, LogConfig, no_jitter
 from pykraft.storage.log_verify import TornTail, verify_segments
 from pykraft.storage.offset_index import INDEX_SUFFIX
-from pykraft.storage.retention import SegmentStats
 from pykraft.storage.segment import (
     DELETED_SUFFIX,
     LOG_SUFFIX,
@@ -85,6 +84,18 @@ _TEMP_SUFFIXES = (DELETED_SUFFIX, _CLEANED_SUFFIX)
 _SWAP_SUFFIX = ".swap"
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentStats:
+    """A segment's base offset, end (the next segment's base, or the log end offset for the
+    last), size in bytes and largest batch timestamp (its mtime when it has none): what the
+    retention and compaction rules decide over, without reading the files."""
+
+    base_offset: int
+    end_offset: int
+    size: int
+    largest_timestamp: int
 
 
 class RecordBatchTooLargeError(StorageError):

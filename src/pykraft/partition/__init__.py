@@ -1,12 +1,6 @@
-"""A partition leader's pure logic for user data: produce validation and producer state.
+"""The partition leader's ISR protocol as pure logic (:mod:`.replication`: follower states,
+high watermark, ISR expansion and shrink, pending AlterPartition changes); the partition
+log's rules are :mod:`pykraft.log`.
 
-* :mod:`.validator`: a Produce request's records for one partition -> the batch to append
-  (offsets from the log end, leader epoch, timestamps) or Kafka's error for them;
-* :mod:`.producer_state`: idempotent producers (duplicates, epochs, sequences, expiration);
-* :mod:`.producer_snapshot`: the ``.snapshot`` file bytes of that state;
-* :mod:`.compression`: the batch codecs (gzip, snappy, lz4, zstd);
-* :mod:`.replication`: the leader's ISR protocol (follower states, high watermark,
-  ISR expansion and shrink, pending AlterPartition changes).
-
-No I/O, clocks or threads: time comes in as ``now_ms``, files as bytes.
+No I/O, clocks or threads: time comes in as ``now_ms``.
 """

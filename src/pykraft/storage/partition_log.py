@@ -19,7 +19,7 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
     log.truncate_to(offset, now_ms)       # follower truncation
     log.truncate_fully_and_start_at(offset, now_ms)
     log.increment_log_start_offset(offset, high_watermark)   # DeleteRecords
-    log.segment_stats()  ->  storage.retention  ->  log.delete_segments(base_offsets, now_ms)
+    log.segment_stats()  ->  log.retention  ->  log.delete_segments(base_offsets, now_ms)
     log.segment_data(base); log.replace_segment(base, cleaned, now_ms)   # compaction
     log.remove_deleted_segments(now_ms)   # periodic: files of segments deleted (renamed
                                           # *.deleted) file.delete.delay.ms ago go

@@ -1,4 +1,4 @@
-"""Time of :func:`pykraft.partition.validator.validate_produce` on producer-like batches.
+"""Time of :func:`pykraft.log.validator.validate_produce` on producer-like batches.
 
 Usage: ``.venv/bin/python bench/validate.py [--repeat 5] [--counts 100,1000]
 [--sizes 100,1024] [--codecs none,gzip,snappy,lz4,zstd]``
@@ -19,7 +19,7 @@ import os
 import time
 import timeit
 
-from pykraft.partition.validator import AppendConfig, validate_produce
+from pykraft.log.validator import AppendConfig, validate_produce
 from pykraft.records.batch import Record, assemble_batch, encode_records
 from pykraft.records.compression import CODECS, NONE, compress
 

@@ -29,7 +29,7 @@ def _words(text: str) -> str:
 
 
 def _short(module: str) -> str:
-    """``pykraft.storage.retention`` as the page writes it: ``storage.retention``."""
+    """``pykraft.log.retention`` as the page writes it: ``log.retention``."""
     return module.removeprefix("pykraft.")
 
 

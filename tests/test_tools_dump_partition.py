@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
-from pykraft.partition.producer_snapshot import encode_snapshot
-from pykraft.partition.producer_state import BatchMetadata, ProducerStateEntry
+from pykraft.log.producer_snapshot import encode_snapshot
+from pykraft.log.producer_state import BatchMetadata, ProducerStateEntry
 from pykraft.records.batch import iter_batches
 from pykraft.storage.offset_index import OffsetIndex
 from user_segments import EPOCH, LOG_APPEND_TIME_MS, kafka_python_batch, kafka_python_rows

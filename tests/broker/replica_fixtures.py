@@ -13,9 +13,9 @@ from kio.schema.produce.v12 import request as req
 from kio.schema.types import TopicName, TransactionalId
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
-from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.image import MetadataDelta, MetadataImage
+from pykraft.log.log_manager import LogManager
 from pykraft.records.metadata import (
     BrokerEndpoint,
     PartitionRecord,

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from replica_fixtures import topic, with_records
 
-from pykraft.broker import log_manager
 from pykraft.broker.log_creator import CHUNK, INLINE_LOGS, LogCreator
-from pykraft.broker.log_manager import LogManager, create_logs
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
+from pykraft.log import log_manager
+from pykraft.log.log_manager import LogManager, create_logs
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import RemoveTopicRecord
 from pykraft.runtime.waits import wait_set

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from replica_fixtures import client_batch, topic, with_records
 
-from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import TopicSettings
 from pykraft.config.broker_configs import APPLIED_DYNAMIC_CONFIGS, CONNECTION_LIMIT_KEYS
 from pykraft.image.image import MetadataImage
-from pykraft.partition.validator import ProduceValidationError
+from pykraft.log.log_manager import LogManager
+from pykraft.log.validator import ProduceValidationError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import ConfigRecord
 from pykraft.storage.log_config import LogConfig

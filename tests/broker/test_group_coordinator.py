@@ -24,7 +24,6 @@ from replica_fixtures import broker, until, with_records
 from pykraft.broker import group_coordinator
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import OffsetsTopicConfig
-from pykraft.broker.log_manager import LogManager
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import CorruptRecordError
@@ -33,6 +32,7 @@ from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestCon
 from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
+from pykraft.log.log_manager import LogManager
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches

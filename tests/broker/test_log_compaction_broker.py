@@ -14,13 +14,13 @@ import pytest
 from replica_fixtures import client_batch, topic, with_records
 
 from pykraft.broker.broker_server import cleaner_enabled
-from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
-from pykraft.partition.batch_records import batch_records
-from pykraft.partition.validator import ProduceValidationError
+from pykraft.log.batch_records import batch_records
+from pykraft.log.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
+from pykraft.log.validator import ProduceValidationError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import ConfigRecord, RemoveTopicRecord

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from replica_fixtures import client_batch, hosted, produce, topic, with_records
 
-from pykraft.broker.log_dir_failure import LogDirFailures
-from pykraft.broker.log_manager import LogManager
-from pykraft.broker.partition_reads import FetchIsolation, PartitionFetch, read_partitions
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.errors import StorageIOError
 from pykraft.image.image import MetadataImage
+from pykraft.log.log_dir_failure import LogDirFailures
+from pykraft.log.log_manager import LogManager
+from pykraft.log.partition_reads import FetchIsolation, PartitionFetch, read_partitions
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.log_config import LogConfig
 
@@ -57,7 +57,7 @@ def test_each_failure_is_logged_once_with_kafkas_reason(
     halts = Halts()
     failures = LogDirFailures([meta, data, other], metadata_log_dir=meta, halt=halts)
     error = OSError(errno.ENOSPC, "No space left on device")
-    with caplog.at_level(logging.ERROR, logger="pykraft.broker.log_dir_failure"):
+    with caplog.at_level(logging.ERROR, logger="pykraft.log.log_dir_failure"):
         failures.fail(other, "Error while appending records to t-0", error)
         failures.fail(other, "again", error)
         failures.fail(meta, "Error while reading t-1", error)

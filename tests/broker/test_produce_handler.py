@@ -17,10 +17,10 @@ from kio.schema.produce.v13 import response as res_by_id
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 from replica_fixtures import broker, client_batch, request, topic, until, with_records
 
-from pykraft.broker.log_manager import LogManager
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler, append_time
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.image.image import MetadataImage
+from pykraft.log.log_manager import LogManager
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_response, response_type
 from pykraft.protocol.convert import convert

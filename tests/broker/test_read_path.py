@@ -23,12 +23,12 @@ from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dirs import describe_log_dirs
-from pykraft.broker.log_manager import LogManager
-from pykraft.broker.partition_reads import TimestampWalk
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.cluster_image import BrokerRegistration, ClusterImage
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
+from pykraft.log.log_manager import LogManager
+from pykraft.log.partition_reads import TimestampWalk
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import assemble_batch, encode_batch
 from pykraft.records.compression import ZSTD

@@ -15,13 +15,13 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 from replica_fixtures import client_batch, topic, with_records
 
-from pykraft.broker.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
-from pykraft.partition.producer_state import ProducerStateError
-from pykraft.partition.validator import ProduceValidationError
+from pykraft.log.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
+from pykraft.log.producer_state import ProducerStateError
+from pykraft.log.validator import ProduceValidationError
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.compression import GZIP

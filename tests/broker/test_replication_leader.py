@@ -24,13 +24,13 @@ from replica_fixtures import broker, client_batch, request, until, with_records
 from conformance.harness import kio_entity
 from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.fetch import FetchHandler
-from pykraft.broker.log_manager import LogManager
 from pykraft.broker.produce import ProduceHandler
 from pykraft.broker.purgatory import FollowerKey
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
+from pykraft.log.log_manager import LogManager
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerRegistrationChangeRecord,

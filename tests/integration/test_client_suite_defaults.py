@@ -23,9 +23,9 @@ from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 
-from pykraft.broker.log_manager import CLEANER_OFFSET_CHECKPOINT
 from pykraft.errors import PyKraftError
 from pykraft.ids import TopicPartition as Partition
+from pykraft.log.log_manager import CLEANER_OFFSET_CHECKPOINT
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 from pykraft.tools.local_cluster import LocalCluster

@@ -15,20 +15,20 @@ from pathlib import Path
 
 import pytest
 
-from pykraft.broker.partition_reads import (
+from pykraft.log.batch_records import batch_record_times
+from pykraft.log.cleaner_bytes import add_to_offset_map, clean_batches
+from pykraft.log.compaction import OffsetMap
+from pykraft.log.partition_reads import (
     FetchIsolation,
     TimestampWalk,
     list_offset,
     walked_offset,
 )
+from pykraft.log.validator import AppendConfig, ProduceValidationError, validate_produce
 from pykraft.messages.varint import encode_varint
-from pykraft.partition.batch_records import batch_record_times
-from pykraft.partition.log_cleaner import add_to_offset_map, clean_batches
-from pykraft.partition.validator import AppendConfig, ProduceValidationError, validate_produce
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, read_header
 from pykraft.records.compression import GZIP, LZ4, SNAPPY, ZSTD
-from pykraft.storage.compaction import OffsetMap
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog
 from pykraft.testing.compression_bombs import NOW, XERIAL, MiB, batch, bomb, huge_record

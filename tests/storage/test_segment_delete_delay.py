@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pykraft.broker.log_manager import LogManager
 from pykraft.ids import TopicPartition
+from pykraft.log.log_manager import LogManager
 from pykraft.records.batch import encode_batch
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog

@@ -13,13 +13,13 @@ node leaves that to its controller: one snapshot per offset and process). On a g
 stop it asks the controller for a controlled shutdown first, so leadership leaves this
 broker before it goes away rather than a session timeout later.
 
-Its partitions live in ``log.dirs`` (:mod:`pykraft.broker.log_manager`), loaded and
+Its partitions live in ``log.dirs`` (:mod:`pykraft.log.log_manager`), loaded and
 recovered at start-up; the replica manager applies every new image and serves Produce, and
 the replica fetchers (:mod:`pykraft.broker.replica_fetcher`) follow the partitions led
 elsewhere. The group coordinator (:mod:`pykraft.broker.group_coordinator`) runs a group
 shard for each ``__consumer_offsets`` partition this broker leads.
 A log directory that fails (a full disk) halts the broker, as Kafka's does when it cannot
-report the directory to the controller (:mod:`pykraft.broker.log_dir_failure`).
+report the directory to the controller (:mod:`pykraft.log.log_dir_failure`).
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
 checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``), apply
 retention (``log.retention.check.interval.ms``) and, as Kafka's log cleaner, compact the
@@ -45,8 +45,6 @@ from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.log_creator import LogCreator
-from pykraft.broker.log_dir_failure import LogDirFailures
-from pykraft.broker.log_manager import LogManager, remove_renamed_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import ProduceHandler
 from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -59,7 +57,9 @@ from pykraft.group.shard import GroupShard
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
-from pykraft.partition.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT
+from pykraft.log.log_dir_failure import LogDirFailures
+from pykraft.log.log_manager import LogManager, remove_renamed_dirs
+from pykraft.log.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT
 from pykraft.runtime.connection_registry import ConnectionRegistry
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.listener_server import ListenerServer

@@ -24,9 +24,9 @@ from kio.schema.delete_records.v2 import request as dr_req
 from kio.schema.delete_records.v2 import response as dr
 from kio.static.primitive import i64
 
-from pykraft.broker.partition_reads import delete_records_target
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.broker.responses import NO_THROTTLE
+from pykraft.log.partition_reads import delete_records_target
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.turns import Turns

@@ -13,7 +13,7 @@ first appears, with its last entry's fields (Kafka keys the request's partitions
 the response holds at most the request's ``max_bytes`` capped by the broker's
 ``fetch.max.bytes`` (KIP-74's first batch excepted); partitions are read in request order
 from their leader
-(:mod:`pykraft.broker.partition_reads` holds the byte budget and isolation rules), with
+(:mod:`pykraft.log.partition_reads` holds the byte budget and isolation rules), with
 ``current_leader_epoch`` fenced and the leader's id and epoch (plus its endpoint from v16)
 named on NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH (KIP-951). The answer is immediate
 when ``max_wait_ms`` <= 0, nothing is asked, ``min_bytes`` are there or a partition failed;
@@ -56,7 +56,11 @@ from kio.schema.types import BrokerId
 from kio.static.constants import EntityType
 from kio.static.primitive import Records, i32, i64
 
-from pykraft.broker.partition_reads import (
+from pykraft.broker.purgatory import DelayedOperation, FollowerKey
+from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.ids import TopicPartition
+from pykraft.log.partition_reads import (
     FetchIsolation,
     PartitionFetch,
     PartitionRead,
@@ -65,10 +69,6 @@ from pykraft.broker.partition_reads import (
     read_partitions,
     upper_bound,
 )
-from pykraft.broker.purgatory import DelayedOperation, FollowerKey
-from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
-from pykraft.ids import TopicPartition
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 

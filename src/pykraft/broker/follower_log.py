@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pykraft.broker.producer_snapshots import (
+from pykraft.broker.replica_manager import HostedPartition
+from pykraft.log.producer_snapshot_files import (
     delete_producer_snapshots,
     load_producer_state,
     write_producer_snapshot,
 )
-from pykraft.broker.replica_manager import HostedPartition
-from pykraft.partition.producer_state import (
+from pykraft.log.producer_state import (
     AppendOrigin,
     ProducerStateEntry,
     ProducerStateManager,

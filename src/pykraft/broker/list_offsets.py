@@ -13,7 +13,7 @@ its own worker thread (a gzip batch of 1 MiB may expand to a gigabyte), on a cop
 batch's bytes, and judges the record it found by the partition's state once back.
 
 ListOffsets follows ``KafkaApis.handleListOffsetRequest`` and
-``Partition.fetchOffsetForTimestamp`` (rules in :func:`~pykraft.broker.partition_reads.
+``Partition.fetchOffsetForTimestamp`` (rules in :func:`~pykraft.log.partition_reads.
 list_offset`): a consumer (replica id -1) asks the leader and sees up to the high watermark
 (the last stable offset under READ_COMMITTED, the same while there are no transactions); a
 replica (id >= 0) asks the leader and sees up to the log end; the debug id -2 may ask any
@@ -38,7 +38,9 @@ from kio.schema.offset_for_leader_epoch.v4 import response as ofle
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
-from pykraft.broker.partition_reads import (
+from pykraft.broker.replica_manager import PartitionError, ReplicaManager
+from pykraft.broker.responses import NO_THROTTLE
+from pykraft.log.partition_reads import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
     FetchIsolation,
@@ -50,8 +52,6 @@ from pykraft.broker.partition_reads import (
     list_offset,
     walked_offset,
 )
-from pykraft.broker.replica_manager import PartitionError, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.codec_thread import TIMESTAMP_SEARCH

@@ -22,8 +22,8 @@ import asyncio
 import concurrent.futures
 from collections.abc import Callable
 
-from pykraft.broker.log_manager import create_logs
 from pykraft.broker.replica_manager import CreatedLogs, ReplicaManager
+from pykraft.log.log_manager import create_logs
 from pykraft.storage.partition_log import PartitionLog
 
 #: Logs created per worker round: the loop turn hosting them stays short (milliseconds).

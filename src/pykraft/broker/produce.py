@@ -50,8 +50,8 @@ from pykraft.broker.replica_manager import HostedPartition, PartitionError, Repl
 from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import PyKraftError, StorageError
 from pykraft.image.image import MetadataImage
-from pykraft.partition.producer_state import ProducerStateError
-from pykraft.partition.validator import ProduceValidationError
+from pykraft.log.producer_state import ProducerStateError
+from pykraft.log.validator import ProduceValidationError
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.acks import acks_all_outcome

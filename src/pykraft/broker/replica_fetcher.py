@@ -61,7 +61,6 @@ from pykraft.broker.follower_log import (
     truncate_fully_and_start_at,
     truncate_to,
 )
-from pykraft.broker.partition_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import (
     CorruptRecordError,
@@ -72,7 +71,8 @@ from pykraft.errors import (
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.java import int32, java_abs, java_string_hash
-from pykraft.partition.producer_state import ProducerStateError
+from pykraft.log.partition_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from pykraft.log.producer_state import ProducerStateError
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.follower import truncation_for

@@ -80,14 +80,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykraft.broker.log_cleaner import Compute
-from pykraft.broker.log_manager import LogManager, PlannedLog, create_logs
-from pykraft.broker.partition_reads import ReadablePartition
-from pykraft.broker.producer_snapshots import (
-    delete_producer_snapshots,
-    load_producer_state,
-    write_producer_snapshot,
-)
 from pykraft.broker.purgatory import Purgatories
 from pykraft.broker.purgatory_timer import DelayedOperations
 from pykraft.broker.replica_state import LocalPartition, local_changes
@@ -98,12 +90,21 @@ from pykraft.ids import INTERNAL_TOPICS, TopicPartition
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
-from pykraft.partition.producer_state import (
+from pykraft.log.cleaner import Compute
+from pykraft.log.log_manager import LogManager, PlannedLog, create_logs
+from pykraft.log.partition_reads import ReadablePartition
+from pykraft.log.producer_snapshot_files import (
+    delete_producer_snapshots,
+    load_producer_state,
+    write_producer_snapshot,
+)
+from pykraft.log.producer_state import (
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     BatchMetadata,
     ProducerStateManager,
 )
-from pykraft.partition.validator import (
+from pykraft.log.retention import segments_to_delete
+from pykraft.log.validator import (
     ValidatedAppend,
     admit_produce,
     complete_produce,
@@ -129,7 +130,6 @@ from pykraft.storage.offset_checkpoints import (
     write_offset_checkpoint,
 )
 from pykraft.storage.partition_log import PartitionLog
-from pykraft.storage.retention import segments_to_delete
 
 ADMIN_CLIENT_ID = "__admin_client"  # Kafka's AdminUtils.ADMIN_CLIENT_ID
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"

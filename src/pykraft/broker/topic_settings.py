@@ -6,7 +6,7 @@ default (:mod:`pykraft.config.topic_keys`). Interface::
 
     settings = topic_settings(image.configs.get((ConfigResourceType.TOPIC, name)), broker)
     settings.log     # LogConfig for storage.partition_log
-    settings.append  # AppendConfig for partition.validator
+    settings.append  # AppendConfig for log.validator
     settings.min_insync_replicas, settings.file_delete_delay_ms
 """
 
@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from pykraft.config.topic_keys import INTERNAL_SEGMENT_BYTES, topic_value
 from pykraft.errors import ConfigError
-from pykraft.partition.validator import AppendConfig
+from pykraft.log.validator import AppendConfig
 from pykraft.storage.log_config import LogConfig
 
 T = TypeVar("T")

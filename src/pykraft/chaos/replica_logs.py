@@ -12,7 +12,7 @@ from pathlib import Path
 from pykraft.chaos.history import ReplicaLog
 from pykraft.errors import PyKraftError
 from pykraft.ids import TopicPartition
-from pykraft.partition.batch_records import batch_records
+from pykraft.log.batch_records import batch_records
 from pykraft.records.batch import NO_PRODUCER_ID, iter_batches
 from pykraft.storage.offset_checkpoints import REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
 from pykraft.storage.partition_log import partition_dir_name

@@ -57,7 +57,7 @@ def dump_log(
     Exits 1 when a file is missing, unknown or damaged; an index that disagrees with its log
     is reported on stderr with exit 0, as Kafka's tool does.
     """
-    from pykraft.partition.producer_snapshot import SUFFIX as PRODUCER_SNAPSHOT_SUFFIX
+    from pykraft.log.producer_snapshot import SUFFIX as PRODUCER_SNAPSHOT_SUFFIX
     from pykraft.tools.dump_index_tool import IndexOptions, IndexReport
     from pykraft.tools.dump_log_tool import DumpOptions, UnknownFileError, dump_file, format_text
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.errors import CorruptLogError, CorruptRecordError, StorageError
-from pykraft.partition.batch_records import (
+from pykraft.log.batch_records import (
     batch_records,
     complete_batches_end,
     record_timestamp,

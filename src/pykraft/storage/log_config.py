@@ -31,7 +31,7 @@ class LogConfig:
     """``segment.bytes``, ``segment.ms``, ``index.interval.bytes``, ``segment.index.bytes``,
     ``retention.ms`` and ``retention.bytes`` of one topic (-1 disables a retention limit).
     ``delete`` and ``compact`` are whether ``cleanup.policy`` includes them; the last four
-    are the log cleaner's (:mod:`pykraft.storage.compaction`). ``segment_jitter_ms`` is
+    are the log cleaner's (:mod:`pykraft.log.compaction`). ``segment_jitter_ms`` is
     the most a segment's ``segment.ms`` roll is brought forward (drawn per segment, so
     partitions created together do not all roll at once); ``file_delete_delay_ms`` is how
     long a deleted segment's files wait, renamed ``.deleted``, before they go."""

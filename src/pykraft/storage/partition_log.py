@@ -19,7 +19,7 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
     log.truncate_to(offset, now_ms)       # follower truncation
     log.truncate_fully_and_start_at(offset, now_ms)
     log.increment_log_start_offset(offset, high_watermark)   # DeleteRecords
-    log.segment_stats()  ->  storage.retention  ->  log.delete_segments(base_offsets, now_ms)
+    log.segment_stats()  ->  log.retention  ->  log.delete_segments(base_offsets, now_ms)
     log.segment_data(base); log.replace_segment(base, cleaned, now_ms)   # compaction
     log.remove_deleted_segments(now_ms)   # periodic: files of segments deleted (renamed
                                           # *.deleted) file.delete.delay.ms ago go
@@ -63,7 +63,6 @@ from pykraft.storage.leader_epoch import (
 from pykraft.storage.log_config import JitterSource, LogConfig, no_jitter
 from pykraft.storage.log_verify import TornTail, verify_segments
 from pykraft.storage.offset_index import INDEX_SUFFIX
-from pykraft.storage.retention import SegmentStats
 from pykraft.storage.segment import (
     DELETED_SUFFIX,
     LOG_SUFFIX,
@@ -85,6 +84,18 @@ _TEMP_SUFFIXES = (DELETED_SUFFIX, _CLEANED_SUFFIX)
 _SWAP_SUFFIX = ".swap"
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentStats:
+    """A segment's base offset, end (the next segment's base, or the log end offset for the
+    last), size in bytes and largest batch timestamp (its mtime when it has none): what the
+    retention and compaction rules decide over, without reading the files."""
+
+    base_offset: int
+    end_offset: int
+    size: int
+    largest_timestamp: int
 
 
 class RecordBatchTooLargeError(StorageError):

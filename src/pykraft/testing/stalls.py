@@ -34,7 +34,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft import __version__
-from pykraft.broker.partition_reads import LATEST_TIMESTAMP
+from pykraft.log.partition_reads import LATEST_TIMESTAMP
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode

@@ -43,7 +43,7 @@ from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.errors import CorruptRecordError, UsageError
 from pykraft.ids import TopicPartition
-from pykraft.partition.batch_records import batch_records, record_timestamp, timestamp_type_name
+from pykraft.log.batch_records import batch_records, record_timestamp, timestamp_type_name
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
     Record,

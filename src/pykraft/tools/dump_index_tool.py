@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from pykraft.errors import CorruptRecordError, PyKraftError
-from pykraft.partition.batch_records import batch_records, record_timestamp
-from pykraft.partition.producer_snapshot import decode_snapshot
+from pykraft.log.batch_records import batch_records, record_timestamp
+from pykraft.log.producer_snapshot import decode_snapshot
 from pykraft.records.batch import NO_TIMESTAMP, RecordBatch, iter_batches
 from pykraft.storage.index_file import IndexFile
 from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex

@@ -37,15 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from pykraft.errors import CorruptLogError, CorruptRecordError, PyKraftError
-from pykraft.messages import to_json_dict
-from pykraft.partition.batch_records import (
+from pykraft.log.batch_records import (
     MIN_RECORD_OVERHEAD,
     batch_records,
     complete_batches_end,
     record_timestamp,
     timestamp_type_name,
 )
-from pykraft.partition.producer_state import increment_sequence
+from pykraft.log.producer_state import increment_sequence
+from pykraft.messages import to_json_dict
 from pykraft.records.batch import (
     LOG_OVERHEAD,
     NO_SEQUENCE,

@@ -7,8 +7,9 @@ Layout (``ProducerSnapshot.json`` v1, big-endian, version-prefixed, not flexible
              timestamp i64, coordinatorEpoch i32, currentTxnFirstOffset i64 (-1: none)}
 
 Only each producer's last batch is kept, so after a restart a retry can be recognised only if
-it repeats that batch. Writing the file (and fsync, rename) is the storage layer's job:
-:func:`encode_snapshot` gives its bytes, :func:`decode_snapshot` reads them back.
+it repeats that batch. Writing the file (and fsync, rename) is
+:mod:`pykraft.log.producer_snapshot_files`' job: :func:`encode_snapshot` gives its bytes,
+:func:`decode_snapshot` reads them back.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Final
 import crc32c
 
 from pykraft.errors import PyKraftError
-from pykraft.partition.producer_state import BatchMetadata, ProducerStateEntry
+from pykraft.log.producer_state import BatchMetadata, ProducerStateEntry
 
 VERSION: Final = 1
 SUFFIX: Final = ".snapshot"

@@ -49,10 +49,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykraft.broker.log_cleaner import Compute, clean_log, inline
-from pykraft.broker.log_dir_failure import LogDirFailures
 from pykraft.errors import StorageError
 from pykraft.ids import METADATA_TOPIC_NAME, TopicPartition
+from pykraft.log.cleaner import Compute, clean_log, inline
+from pykraft.log.log_dir_failure import LogDirFailures
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write, fsync_dir
 from pykraft.storage.log_config import JitterSource, LogConfig

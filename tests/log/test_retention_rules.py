@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pykraft.storage.log_config import LogConfig
-from pykraft.storage.retention import (
-    SegmentStats,
+from pykraft.log.retention import (
     log_start_offset_breached,
     retention_size_breached,
     retention_time_breached,
     segments_to_delete,
 )
+from pykraft.storage.log_config import LogConfig
+from pykraft.storage.partition_log import SegmentStats
 
 # four segments [0,10) [10,20) [20,30) [30,35), 100 bytes each but the last (50)
 _SEGMENTS = [SegmentStats(0, 10, 100, 1000), SegmentStats(10, 20, 100, 2000),

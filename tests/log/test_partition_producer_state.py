@@ -9,14 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pykraft.partition.producer_snapshot import (
+from pykraft.log.producer_snapshot import (
     CorruptSnapshotError,
     decode_snapshot,
     encode_snapshot,
     snapshot_file_name,
     snapshot_offset,
 )
-from pykraft.partition.producer_state import (
+from pykraft.log.producer_state import (
     INT32_MAX,
     AppendOrigin,
     BatchMetadata,

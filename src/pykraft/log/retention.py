@@ -16,20 +16,9 @@ returned segments and advances the log start offset to the next segment's base.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from pykraft.storage.log_config import LogConfig
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentStats:
-    """A segment's base offset, end (the next segment's base, or the log end offset for the
-    last), size in bytes and largest batch timestamp (its mtime when it has none)."""
-
-    base_offset: int
-    end_offset: int
-    size: int
-    largest_timestamp: int
+from pykraft.storage.partition_log import SegmentStats
 
 
 def _deletable(segments: Sequence[SegmentStats], high_watermark: int,

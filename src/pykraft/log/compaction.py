@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pykraft.storage.log_config import LogConfig
-from pykraft.storage.retention import SegmentStats
+from pykraft.storage.partition_log import SegmentStats
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,6 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pykraft.runtime.logfmt import event
-
 log = logging.getLogger(__name__)
 
 #: Ends the process at once with a status (Kafka's ``Exit.halt``); tests pass their own.
@@ -62,9 +60,11 @@ class LogDirFailures:
         if directory in self.offline:
             return
         self.offline.add(directory)
-        event(log, "log_dir_failed", level=logging.ERROR, dir=str(directory), message=message,
-              error=f"{type(error).__name__}: {error}")
-        event(log, "halting", level=logging.ERROR, reason=self._reason(directory))
+        # structured as runtime.logfmt.event logs, without importing the runtime above us
+        log.error("log_dir_failed", extra={"fields": {
+            "dir": str(directory), "message": message,
+            "error": f"{type(error).__name__}: {error}"}})
+        log.error("halting", extra={"fields": {"reason": self._reason(directory)}})
         self._halt(1)
 
     def _reason(self, directory: Path) -> str:

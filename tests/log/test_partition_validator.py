@@ -11,7 +11,7 @@ from kafka.record.default_records import DefaultRecordBatch as KafkaPythonBatch
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from partition_batches import client_batch, raw_batch, record
 
-from pykraft.partition.validator import (
+from pykraft.log.validator import (
     LOG_APPEND_TIME,
     AppendConfig,
     ProduceValidationError,

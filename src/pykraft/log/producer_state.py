@@ -5,7 +5,7 @@ first offset and the metadata of its last 5 appended batches (sequence range, of
 timestamp): enough to answer a retried batch with its original offsets, to refuse a stale
 epoch and to catch gaps in sequences, as Kafka 4.x brokers do.
 
-Interface, for the leader after :func:`pykraft.partition.validator.validate_produce` and for
+Interface, for the leader after :func:`pykraft.log.validator.validate_produce` and for
 followers and log recovery with each batch read back (``header`` is the batch's
 :class:`~pykraft.records.batch.BatchHeader` with its offsets assigned)::
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pykraft.partition.validator import CREATE_TIME, LOG_APPEND_TIME
+from pykraft.log.validator import CREATE_TIME, LOG_APPEND_TIME
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_TIMESTAMP_TYPE,

@@ -1,5 +1,5 @@
 """The byte-level half of log compaction: the offset map of a segment's batches and the
-cleaned copy of a segment, in any codec (the rules are :mod:`pykraft.storage.compaction`).
+cleaned copy of a segment, in any codec (the rules are :mod:`pykraft.log.compaction`).
 
 A batch whose records all survive is copied byte for byte. Otherwise its surviving records
 are re-encoded into one batch of the same codec, with the same base offset, leader epoch,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from pykraft.log.compaction import OffsetMap, retains_record
 from pykraft.messages.varint import encode_varint
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -34,7 +35,6 @@ from pykraft.records.batch import (
 )
 from pykraft.records.compression import Compressor, payload_reader
 from pykraft.records.record_stream import RecordFields, RecordReader
-from pykraft.storage.compaction import OffsetMap, retains_record
 
 
 def add_to_offset_map(data: bytes, offset_map: OffsetMap, end_offset: int) -> None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
-from pykraft.partition.batch_records import batch_record_times
+from pykraft.log.batch_records import batch_record_times
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, BatchHeader
 from pykraft.records.compression import CodecError

@@ -17,14 +17,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from pykraft.partition.producer_snapshot import (
+from pykraft.log.producer_snapshot import (
     CorruptSnapshotError,
     decode_snapshot,
     encode_snapshot,
     snapshot_file_name,
     snapshot_offset,
 )
-from pykraft.partition.producer_state import (
+from pykraft.log.producer_state import (
     AppendOrigin,
     ProducerStateEntry,
     ProducerStateManager,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykraft.partition.validator import (
+from pykraft.log.validator import (
     INLINE_PAYLOAD_BYTES,
     AppendConfig,
     admit_produce,

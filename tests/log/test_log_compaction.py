@@ -16,16 +16,15 @@ from hypothesis import strategies as st
 from kafka.record.memory_records import MemoryRecords
 from partition_batches import raw_batch, record
 
-from pykraft.broker.log_cleaner import clean_log
-from pykraft.partition.batch_records import batch_records
-from pykraft.partition.log_cleaner import add_to_offset_map, clean_batches
+from pykraft.log.batch_records import batch_records
+from pykraft.log.cleaner import clean_log
+from pykraft.log.cleaner_bytes import add_to_offset_map, clean_batches
+from pykraft.log.compaction import OffsetMap, plan_cleaning
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
 from pykraft.records.compression import NONE
 from pykraft.records.control import ControlType, control_key
-from pykraft.storage.compaction import OffsetMap, plan_cleaning
 from pykraft.storage.log_config import LogConfig
-from pykraft.storage.partition_log import PartitionLog
-from pykraft.storage.retention import SegmentStats
+from pykraft.storage.partition_log import PartitionLog, SegmentStats
 
 GZIP = 1
 DAY = 86_400_000

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from partition_batches import client_batch, raw_batch, record
 
 from pykraft.errors import CorruptRecordError
-from pykraft.partition import validator
-from pykraft.partition.validator import (
+from pykraft.log import validator
+from pykraft.log.validator import (
     CREATE_TIME,
     LOG_APPEND_TIME,
     LONG_MAX,

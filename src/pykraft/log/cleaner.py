@@ -1,5 +1,5 @@
-"""One compaction pass over a partition log: plan (:mod:`pykraft.storage.compaction`),
-build the offset map and rewrite segments (:mod:`pykraft.partition.log_cleaner`), swap them
+"""One compaction pass over a partition log: plan (:mod:`pykraft.log.compaction`),
+build the offset map and rewrite segments (:mod:`pykraft.log.cleaner_bytes`), swap them
 in (:meth:`pykraft.storage.partition_log.PartitionLog.replace_segment`).
 
 Interface::
@@ -21,8 +21,8 @@ import functools
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol, TypeVar
 
-from pykraft.partition.log_cleaner import add_to_offset_map, clean_batches
-from pykraft.storage.compaction import OffsetMap, delete_horizon, plan_cleaning
+from pykraft.log.cleaner_bytes import add_to_offset_map, clean_batches
+from pykraft.log.compaction import OffsetMap, delete_horizon, plan_cleaning
 from pykraft.storage.partition_log import PartitionLog
 
 T = TypeVar("T")

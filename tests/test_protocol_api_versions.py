@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from kafka.protocol.metadata import ApiVersionsResponse as KafkaPythonApiVersionsResponse
 
 from pykraft.errors import UnsupportedVersionError
 from pykraft.protocol.api_versions import (
+    ApiVersionsRequest,
     FeatureRange,
+    api_versions_error,
     api_versions_response,
     encode_unsupported_version_reply,
     listener_ranges,
     negotiate,
     ranges_from_response,
+    refused_api_versions,
     unsupported_version_response,
 )
 from pykraft.protocol.apis import ApiKey, Listener, specs_for_listener
@@ -22,7 +27,7 @@ from pykraft.protocol.errors import ErrorCode
 
 def test_response_lists_the_listener_apis() -> None:
     for listener in Listener:
-        for version in range(5):
+        for version in range(6):
             body = api_versions_response(listener, version)
             assert body.error_code == ErrorCode.none
             assert ranges_from_response(body) == listener_ranges(listener)
@@ -60,16 +65,20 @@ def test_v3_drops_features_with_minimum_zero() -> None:
 
 
 def test_versions_below_3_have_no_feature_fields() -> None:
+    """Kafka's feature fields are ignorable: written at v2 they are left out."""
     body = api_versions_response(
-        Listener.BROKER, 2, supported_features=[FeatureRange("metadata.version", 7, 25)]
+        Listener.BROKER, 2, throttle_time_ms=5,
+        supported_features=[FeatureRange("metadata.version", 7, 25)]
     )
-    assert not hasattr(body, "supported_features")
+    frame = decode_response(18, 2, encode_response(1, 18, 2, body))
+    assert frame.body.supported_features == ()
+    assert frame.body == dataclasses.replace(body, supported_features=())
 
 
 def test_unsupported_version_reply_bytes() -> None:
     """Only ApiVersions' own range, as Kafka's ``ApiVersionsRequest.getErrorResponse``."""
     wire = encode_unsupported_version_reply(0x63, Listener.CONTROLLER)
-    assert wire == bytes.fromhex("00000063" "0023" "00000001" "001200000004")
+    assert wire == bytes.fromhex("00000063" "0023" "00000001" "001200000005")
     assert unsupported_version_response(Listener.CONTROLLER).error_code == 35
 
 
@@ -79,11 +88,11 @@ def test_unsupported_api_versions_request_flow() -> None:
         decode_request(bytes.fromhex("0012007f00000042000474657374"))
     assert caught.value.correlation_id == 0x42
     reply = encode_unsupported_version_reply(caught.value.correlation_id, Listener.BROKER)
-    for asked in (0, 3, 4):  # whatever the client asked for, the reply reads as v0
+    for asked in (0, 3, 4, 5):  # whatever the client asked for, the reply reads as v0
         frame = decode_response(18, asked, reply)
         assert (frame.correlation_id, frame.api_version) == (0x42, 0)
         assert frame.body.error_code == ErrorCode.unsupported_version
-        assert ranges_from_response(frame.body)[ApiKey.API_VERSIONS] == (0, 4)
+        assert ranges_from_response(frame.body)[ApiKey.API_VERSIONS] == (0, 5)
 
 
 def test_negotiate_picks_highest_common_version() -> None:
@@ -114,3 +123,55 @@ def test_node_features_names_what_pykraft_implements_and_the_finalized_levels() 
         {"metadata.version": 21}, 0, 5))
     assert [f.name for f in static.finalized_features] == ["metadata.version"]
     assert [f.name for f in static.supported_features] == ["metadata.version"]
+
+
+_CLUSTER, _NODE = "6U_ZDAzXShm0XXRIPFw9VA", 1000
+_OTHER_CLUSTER = "AAAAAAAAAAAAAAAAAAAAAA"
+#: (cluster id, node id) named by a v5 request -> Kafka 4.4's error on a broker, on a
+#: controller (seen by sending each to Kafka 4.4.0's two listeners; the connection stayed
+#: open after every one).
+_V5_TARGETS = [
+    (None, -1, ErrorCode.none, ErrorCode.none),
+    (_CLUSTER, _NODE, ErrorCode.none, ErrorCode.none),
+    (_CLUSTER, -1, ErrorCode.invalid_request, ErrorCode.invalid_request),
+    (None, _NODE, ErrorCode.invalid_request, ErrorCode.invalid_request),
+    (_OTHER_CLUSTER, -1, ErrorCode.invalid_request, ErrorCode.invalid_request),
+    ("", -1, ErrorCode.invalid_request, ErrorCode.invalid_request),
+    (None, 999, ErrorCode.invalid_request, ErrorCode.invalid_request),
+    (_OTHER_CLUSTER, _NODE, ErrorCode.rebootstrap_required, ErrorCode.none),
+    (_CLUSTER, 999, ErrorCode.rebootstrap_required, ErrorCode.none),
+]
+
+
+@pytest.mark.parametrize(("cluster_id", "node_id", "broker", "controller"), _V5_TARGETS)
+def test_v5_target_checks_are_kafkas(cluster_id: str | None, node_id: int,
+                                     broker: ErrorCode, controller: ErrorCode) -> None:
+    request = ApiVersionsRequest("probe", "1", cluster_id, node_id)
+    for target, expected in (((_CLUSTER, _NODE), broker), (None, controller)):
+        refusal = refused_api_versions(request, 5, target)
+        assert (ErrorCode.none if refusal is None else refusal) == expected
+        # below v5 the fields are not on the wire: nothing to check
+        assert refused_api_versions(request, 4, target) is None
+
+
+@pytest.mark.parametrize(("name", "version", "valid"), [
+    ("librdkafka", "2.16.0", True), ("kafka-python", "2.0.2", True), ("a", "1", True),
+    ("", "1", False), ("pykraft", "", False), ("-pykraft", "1", False),
+    ("pykraft.", "1", False), ("py kraft", "1", False), ("pykraft", "1_0", False),
+])
+def test_software_name_and_version_are_checked_from_v3(name: str, version: str,
+                                                       valid: bool) -> None:
+    """KIP-511: Kafka answers INVALID_REQUEST to a name or version outside its pattern."""
+    request = ApiVersionsRequest(name, version)
+    assert refused_api_versions(request, 3, None) == (
+        None if valid else ErrorCode.invalid_request)
+    assert refused_api_versions(request, 2, None) is None
+
+
+def test_a_refusal_lists_no_apis() -> None:
+    """Kafka's ``getErrorResponse``: the error alone (v5 and v0 alike)."""
+    body = api_versions_error(ErrorCode.rebootstrap_required)
+    for version in (0, 5):
+        frame = decode_response(18, version, encode_response(9, 18, version, body))
+        assert (frame.api_version, frame.body.error_code, frame.body.api_keys) == (
+            version, ErrorCode.rebootstrap_required, ())

@@ -1,4 +1,5 @@
-"""The API table agrees with kio's schemas and with Kafka 4.x's version floors."""
+"""The API table agrees with the schemas its APIs are coded with (the generated classes of
+GENERATED_APIS, kio's for the others) and with Kafka 4.x's version floors."""
 
 from __future__ import annotations
 
@@ -6,10 +7,23 @@ import pytest
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
 
-from pykraft.protocol.apis import API_SPECS, ApiKey, Listener, api_spec, specs_for_listener
+from pykraft.messages import schema_of
+from pykraft.messages.rpc import request_class, response_class
+from pykraft.protocol.apis import (
+    API_SPECS,
+    GENERATED_APIS,
+    ApiKey,
+    ApiSpec,
+    Listener,
+    api_spec,
+    specs_for_listener,
+)
+
+KIO_SPECS = [spec for spec in API_SPECS.values() if spec.key not in GENERATED_APIS]
+GENERATED_SPECS = [spec for spec in API_SPECS.values() if spec.key in GENERATED_APIS]
 
 
-@pytest.mark.parametrize("spec", API_SPECS.values(), ids=lambda spec: spec.key.name)
+@pytest.mark.parametrize("spec", KIO_SPECS, ids=lambda spec: spec.key.name)
 def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -> None:
     for version in spec.versions:  # type: ignore[attr-defined]
         for load in (load_request_schema, load_response_schema):
@@ -17,11 +31,21 @@ def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -
             assert schema.__flexible__ == spec.is_flexible(version)  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("spec", GENERATED_SPECS, ids=lambda spec: spec.key.name)
+def test_a_generated_api_is_served_at_every_version_kafka_has(spec: ApiSpec) -> None:
+    for cls in (request_class(spec.key), response_class(spec.key)):
+        schema = schema_of(cls)
+        assert schema.valid_versions is not None
+        assert list(spec.versions) == [v for v in range(spec.max_version + 2)
+                                       if v in schema.valid_versions]
+        assert all(schema.is_flexible(v) == spec.is_flexible(v) for v in spec.versions)
+
+
 #: Versions kio ships that Kafka 4.x marks latestVersionUnstable and does not advertise.
 UNSTABLE_IN_KAFKA = {ApiKey.INIT_PRODUCER_ID: {6}}  # KIP-939 two-phase commit
 
 
-@pytest.mark.parametrize("spec", API_SPECS.values(), ids=lambda spec: spec.key.name)
+@pytest.mark.parametrize("spec", KIO_SPECS, ids=lambda spec: spec.key.name)
 def test_range_is_everything_kio_has(spec: object) -> None:
     key = spec.key  # type: ignore[attr-defined]
     kio_versions = sorted(set(schema_name_map[api_key_map[key]])
@@ -40,7 +64,7 @@ def test_kip_896_floors_and_kraft_ranges() -> None:
         ApiKey.VOTE: (0, 2),
         ApiKey.BROKER_HEARTBEAT: (0, 2),
         ApiKey.ADD_RAFT_VOTER: (0, 1),
-        ApiKey.API_VERSIONS: (0, 4),  # Kafka has 0-5; kio stops at 4
+        ApiKey.API_VERSIONS: (0, 5),
         ApiKey.INIT_PRODUCER_ID: (0, 5),
         ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
         ApiKey.LIST_OFFSETS: (1, 11),

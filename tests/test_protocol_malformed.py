@@ -9,9 +9,8 @@ import tracemalloc
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from kio.index import load_request_schema, load_response_schema
 
-from kio_strategies import PAIR_IDS, PAIRS
+from kio_strategies import PAIR_IDS, PAIRS, request_bodies, response_bodies
 from pykraft.errors import MalformedMessageError, ProtocolError
 from pykraft.protocol.codec import (
     decode_request,
@@ -29,14 +28,14 @@ MAX_FRAME = 1500
 
 
 def _request(data: st.DataObject, api_key: int, version: int) -> bytes:
-    body = data.draw(st.from_type(load_request_schema(api_key, version)))
+    body = data.draw(request_bodies(api_key, version))
     wire = encode_request(RequestHeader(api_key, version, 1, "client"), body)
     assume(len(wire) <= MAX_FRAME)
     return wire
 
 
 def _response(data: st.DataObject, api_key: int, version: int) -> bytes:
-    body = data.draw(st.from_type(load_response_schema(api_key, version)))
+    body = data.draw(response_bodies(api_key, version))
     wire = encode_response(1, api_key, version, body)
     assume(len(wire) <= MAX_FRAME)
     return wire

@@ -98,6 +98,7 @@ class FakeController:
         try:
             while (frame := await stream.read_frame()) is not None:
                 request = decode_request(frame)
+                body: Any
                 if request.api_key == ApiKey.API_VERSIONS:
                     body = api_versions_response(Listener.CONTROLLER, request.api_version)
                 else:

@@ -94,7 +94,7 @@ def test_aiokafka_group_commit(cluster: LocalCluster) -> None:
 
 
 def test_the_group_apis_are_advertised_at_kafkas_ranges(cluster: LocalCluster) -> None:
-    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+    from pykraft.protocol.api_versions import ApiVersionsRequest
 
     answer = broker_call(cluster, cluster.brokers[0], ApiVersionsRequest(
         client_software_name="acceptance", client_software_version="1"))

@@ -126,7 +126,7 @@ def test_aiokafka_admin_lists_topics(cluster: LocalCluster) -> None:
 
 
 def test_every_broker_advertises_the_same_api_versions(cluster: LocalCluster) -> None:
-    from kio.schema.api_versions.v4.request import ApiVersionsRequest
+    from pykraft.protocol.api_versions import ApiVersionsRequest
 
     def advertised(broker_id: int) -> dict[int, tuple[int, int]]:
         answer = broker_call(cluster, broker_id, ApiVersionsRequest(

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.describe_configs.v4.request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -25,7 +24,7 @@ from kio.schema.incremental_alter_configs.v1.request import (
 from kio.static.primitive import i8
 
 from pykraft.errors import PyKraftError
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import ApiVersionsRequest, listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import ClientConnection

@@ -6,10 +6,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from kio.schema.api_versions.v4 import request as av_request
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
+from pykraft.messages.kafka import api_versions_request as av_request
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.header import RequestHeader

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from sasl_fixtures import Versions, listener
 from tls_fixtures import pem_files, pki, trust_only
 
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import ApiVersionsRequest, listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.kafka_client import ClientConnection

@@ -75,7 +75,11 @@ from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
-from pykraft.protocol.api_versions import api_versions_response, node_features
+from pykraft.protocol.api_versions import (
+    ApiVersionsResponse,
+    api_versions_response,
+    node_features,
+)
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, response_type
 from pykraft.protocol.convert import convert
@@ -145,6 +149,7 @@ class BrokerDispatcher(ListenerDispatcher):
     """Turns one client request frame into one response frame on a broker."""
 
     listener = Listener.BROKER
+    checks_target = True
 
     def __init__(self, node: RaftNode, metadata: BrokerMetadataListener,
                  channel: ControllerChannel, *, cluster_id: str, listener_name: str,
@@ -448,7 +453,7 @@ class BrokerDispatcher(ListenerDispatcher):
     def _not_controller(request: RequestFrame, exc: Exception) -> Any:
         return error_answer(request.api_key, request.body, ErrorCode.not_controller, str(exc))
 
-    def _api_versions(self, version: int) -> Any:
+    def _api_versions(self, version: int) -> ApiVersionsResponse:
         """The same fixed set on every broker, so a client may talk to any of them."""
         image = self._metadata.image  # Kafka's broker: its image's offset is the epoch
         body = api_versions_response(Listener.BROKER, version, **node_features(

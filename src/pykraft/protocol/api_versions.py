@@ -7,27 +7,53 @@ pykraft listener must answer correctly.
 
 from __future__ import annotations
 
-import datetime
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
-
-from kio.index import load_payload_module
-from kio.static.constants import EntityType
+from typing import TypedDict
 
 from pykraft.features import KRAFT_VERSION_FEATURE, SUPPORTED_FEATURES
+from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
+from pykraft.messages.kafka.api_versions_response import (
+    ApiVersion,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
 from pykraft.protocol.apis import ApiKey, Listener, specs_for_listener
-from pykraft.protocol.codec import Body, encode_response
+from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode
+
+__all__ = [
+    "ApiVersionsRequest",
+    "ApiVersionsResponse",
+    "FeatureRange",
+    "NodeFeatures",
+    "api_versions_error",
+    "api_versions_response",
+    "encode_unsupported_version_reply",
+    "listener_ranges",
+    "negotiate",
+    "node_features",
+    "offsets_by_name",
+    "ranges_from_response",
+    "refused_api_versions",
+    "unsupported_version_response",
+]
 
 #: Per api key, the inclusive (min, max) version range.
 VersionRanges = Mapping[int, tuple[int, int]]
 
-_FIRST_FEATURES_VERSION = 3
 # ApiVersions v0-v3 responses leave out supported features whose minimum is 0 (KAFKA-17011),
 # because clients of those versions treat a 0 minimum as invalid.
 _FIRST_ZERO_MIN_FEATURES_VERSION = 4
+#: The first version naming the software (KIP-511), and the first naming the cluster and
+#: node the client means to reach (KIP-1242).
+_FIRST_SOFTWARE_VERSION = 3
+_FIRST_TARGET_VERSION = 5
+#: Kafka's ``ApiVersionsRequest.SOFTWARE_NAME_VERSION_PATTERN``.
+_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+_NO_NODE = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +65,17 @@ class FeatureRange:
     max_version: int
 
 
+class NodeFeatures(TypedDict):
+    """The feature fields of :func:`api_versions_response`, as :func:`node_features` fills
+    them."""
+
+    supported_features: tuple[FeatureRange, ...]
+    finalized_features: tuple[FeatureRange, ...]
+    finalized_features_epoch: int
+
+
 def node_features(finalized: Mapping[str, int], kraft_version: int,
-                  epoch: int) -> dict[str, Any]:
+                  epoch: int) -> NodeFeatures:
     """ApiVersions' feature fields as a Kafka node fills them: the features this software
     implements (:data:`SUPPORTED_FEATURES`: metadata.version and kraft.version), the levels
     finalized in the metadata log plus the kraft.version in force, and the epoch of those
@@ -48,12 +83,12 @@ def node_features(finalized: Mapping[str, int], kraft_version: int,
     supported = tuple(FeatureRange(name, low, high)
                       for name, (low, high) in sorted(SUPPORTED_FEATURES.items()))
     levels = {**finalized, KRAFT_VERSION_FEATURE: kraft_version}
-    return {
-        "supported_features": supported,
-        "finalized_features": tuple(FeatureRange(name, level, level)
-                                    for name, level in sorted(levels.items())),
-        "finalized_features_epoch": epoch,
-    }
+    return NodeFeatures(
+        supported_features=supported,
+        finalized_features=tuple(FeatureRange(name, level, level)
+                                 for name, level in sorted(levels.items())),
+        finalized_features_epoch=epoch,
+    )
 
 
 def listener_ranges(listener: Listener) -> dict[int, tuple[int, int]]:
@@ -81,52 +116,38 @@ def api_versions_response(
     supported_features: Sequence[FeatureRange] = (),
     finalized_features_epoch: int = -1,
     finalized_features: Sequence[FeatureRange] = (),
-) -> Body:
-    """The ApiVersionsResponse body (kio entity) at ``version`` for ``listener``.
+) -> ApiVersionsResponse:
+    """The ApiVersionsResponse to a request of ``version`` on ``listener``.
 
-    Feature fields only exist from v3 on (tagged fields); below that they are dropped.
+    The throttle time (v1+) and the feature fields (v3+, tagged) are ignorable: writing the
+    body at an older version drops them, as Kafka's writer does.
     """
-    schema = load_payload_module(ApiKey.API_VERSIONS, version, EntityType.response)
-    fields: dict[str, object] = {
-        "error_code": ErrorCode.none,
-        "api_keys": _api_keys(schema, listener),
-    }
-    if version >= 1:
-        fields["throttle_time"] = datetime.timedelta(milliseconds=throttle_time_ms)
-    if version >= _FIRST_FEATURES_VERSION:
-        fields["supported_features"] = tuple(
-            schema.SupportedFeatureKey(
-                name=feature.name,
-                min_version=feature.min_version,
-                max_version=feature.max_version,
-            )
+    return ApiVersionsResponse(
+        error_code=ErrorCode.none,
+        api_keys=tuple(ApiVersion(api_key, low, high)
+                       for api_key, (low, high) in listener_ranges(listener).items()),
+        throttle_time_ms=throttle_time_ms,
+        supported_features=tuple(
+            SupportedFeatureKey(feature.name, feature.min_version, feature.max_version)
             for feature in supported_features
             if feature.min_version > 0 or version >= _FIRST_ZERO_MIN_FEATURES_VERSION
-        )
-        fields["finalized_features_epoch"] = finalized_features_epoch
-        fields["finalized_features"] = tuple(
-            schema.FinalizedFeatureKey(
-                name=feature.name,
-                max_version_level=feature.max_version,
-                min_version_level=feature.min_version,
-            )
+        ),
+        finalized_features_epoch=finalized_features_epoch,
+        finalized_features=tuple(
+            FinalizedFeatureKey(feature.name, feature.max_version, feature.min_version)
             for feature in finalized_features
             if feature.max_version != 0  # Kafka lists no feature finalized at level 0
-        )
-    return schema.ApiVersionsResponse(**fields)
+        ),
+    )
 
 
-def unsupported_version_response(listener: Listener) -> Body:
+def unsupported_version_response(listener: Listener) -> ApiVersionsResponse:
     """KIP-511 reply to an ApiVersions request of a version we do not speak: v0 body format,
     UNSUPPORTED_VERSION, and ApiVersions' own range only, so the client can retry with a
     version we have (Kafka's ``ApiVersionsRequest.getErrorResponse`` lists no other API)."""
-    schema = load_payload_module(ApiKey.API_VERSIONS, 0, EntityType.response)
     low, high = listener_ranges(listener)[ApiKey.API_VERSIONS]
-    return schema.ApiVersionsResponse(
-        error_code=ErrorCode.unsupported_version,
-        api_keys=(schema.ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=low,
-                                    max_version=high),),
-    )
+    return ApiVersionsResponse(error_code=ErrorCode.unsupported_version,
+                               api_keys=(ApiVersion(ApiKey.API_VERSIONS, low, high),))
 
 
 def encode_unsupported_version_reply(correlation_id: int, listener: Listener) -> bytes:
@@ -136,7 +157,37 @@ def encode_unsupported_version_reply(correlation_id: int, listener: Listener) ->
     )
 
 
-def ranges_from_response(body: Body) -> dict[int, tuple[int, int]]:
+def refused_api_versions(request: ApiVersionsRequest, version: int,
+                         target: tuple[str, int] | None) -> ErrorCode | None:
+    """Why Kafka 4.4 refuses an ApiVersions request, if it does (the connection stays open).
+
+    INVALID_REQUEST (``ApiVersionsRequest.isValid``): from v3, a software name or version
+    outside ``[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?`` (KIP-511); from v5, a cluster named
+    without a node or a node without a cluster (KIP-1242). REBOOTSTRAP_REQUIRED: a v5 request
+    naming both, on a listener that checks them (``target``, its cluster id and node id: a
+    broker's; Kafka's controllers do not check), when either is not this node's, so a client
+    that a stale address led to the wrong broker or cluster bootstraps again."""
+    if version >= _FIRST_SOFTWARE_VERSION and not all(
+            _SOFTWARE_NAME_VERSION.fullmatch(text) for text in (
+                request.client_software_name, request.client_software_version)):
+        return ErrorCode.invalid_request
+    if version < _FIRST_TARGET_VERSION:
+        return None
+    if (request.cluster_id is None) != (request.node_id == _NO_NODE):
+        return ErrorCode.invalid_request
+    if target is not None and request.cluster_id is not None and (
+            (request.cluster_id, request.node_id) != target):
+        return ErrorCode.rebootstrap_required
+    return None
+
+
+def api_versions_error(error: ErrorCode) -> ApiVersionsResponse:
+    """The answer to a refused request (:func:`refused_api_versions`): the error and no
+    APIs, as Kafka's ``ApiVersionsRequest.getErrorResponse`` builds it."""
+    return ApiVersionsResponse(error_code=error)
+
+
+def ranges_from_response(body: ApiVersionsResponse) -> dict[int, tuple[int, int]]:
     """A peer's advertised ranges, from its ApiVersionsResponse body (any version)."""
     return {entry.api_key: (entry.min_version, entry.max_version) for entry in body.api_keys}
 
@@ -152,10 +203,3 @@ def negotiate(ours: VersionRanges, theirs: VersionRanges) -> dict[int, int | Non
         low, high = max(our_min, their_range[0]), min(our_max, their_range[1])
         result[api_key] = high if low <= high else None
     return result
-
-
-def _api_keys(schema: ModuleType, listener: Listener) -> tuple[Body, ...]:
-    return tuple(
-        schema.ApiVersion(api_key=api_key, min_version=low, max_version=high)
-        for api_key, (low, high) in listener_ranges(listener).items()
-    )

@@ -1,8 +1,11 @@
 """Request/response codec: header + kio message body, without the 4-byte size prefix.
 
 ``decode_*`` take a frame as :class:`~pykraft.protocol.frame.FrameDecoder` yields it;
-``encode_*`` return bytes for :func:`~pykraft.protocol.frame.encode_frame`. Bodies are kio
-entities (e.g. ``kio.schema.vote.v2.request.VoteRequest``).
+``encode_*`` return bytes for :func:`~pykraft.protocol.frame.encode_frame`. Bodies are the
+generated classes of :mod:`pykraft.messages.kafka` for the APIs of
+:data:`~pykraft.protocol.apis.GENERATED_APIS` (one class for every version, coded by
+:mod:`pykraft.messages.rpc`), and kio entities for the others (one class per version, e.g.
+``kio.schema.vote.v2.request.VoteRequest``). Headers are this package's either way.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from kio.index import load_request_schema, load_response_schema
 from kio.static.constants import EntityType
 
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
+from pykraft.messages import rpc
 from pykraft.messages.kio_adapter import KioBody, TaggedField, decode_kio_body, encode_kio
-from pykraft.protocol.apis import ApiKey, ApiSpec, api_spec
+from pykraft.protocol.apis import GENERATED_APIS, ApiKey, ApiSpec, api_spec
 from pykraft.protocol.cursor import Reader, encode_tagged_fields
 from pykraft.protocol.header import (
     RequestHeader,
@@ -31,7 +35,8 @@ from pykraft.protocol.header import (
 )
 
 Body = Any
-"""A kio request or response entity (kio types them per schema class)."""
+"""A request or response body: a generated class or a kio entity, as the API's migration
+stands (:data:`~pykraft.protocol.apis.GENERATED_APIS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,32 +83,58 @@ def _spec_for(api_key: int, api_version: int, correlation_id: int | None = None)
 
 @cache
 def _body_type(api_key: int, api_version: int, kind: EntityType) -> type:
+    if api_key in GENERATED_APIS:
+        if kind is EntityType.request:
+            return rpc.request_class(api_key)
+        return rpc.response_class(api_key)
     if kind is EntityType.request:
         return load_request_schema(api_key, api_version)
     return load_response_schema(api_key, api_version)
 
 
 def request_type(api_key: int, api_version: int) -> type[Any]:
-    """kio's request class for the version, cached (kio resolves the module by name on
-    every call, a few percent of a node's CPU when done per request)."""
+    """The request class of the version (the generated class of every version, or kio's of
+    that one), cached (kio resolves the module by name on every call, a few percent of a
+    node's CPU when done per request)."""
     return _body_type(api_key, api_version, EntityType.request)
 
 
 def response_type(api_key: int, api_version: int) -> type[Any]:
-    """kio's response class for the version, cached like :func:`request_type`."""
+    """The response class of the version, cached like :func:`request_type`."""
     return _body_type(api_key, api_version, EntityType.response)
 
 
-def _decode_body(reader: Reader, body_type: type) -> tuple[Body, tuple[TaggedField, ...]]:
-    """One bounds-checked pass over the body (see :mod:`pykraft.messages.kio_adapter`); the
-    reader is left after it."""
+@cache
+def _generated_api_keys() -> dict[type, int]:
+    return {cls: key for key in GENERATED_APIS
+            for cls in (rpc.request_class(key), rpc.response_class(key))}
+
+
+def api_key_of(body: Body) -> int:
+    """The api key of a request or response body, generated or kio's."""
+    key = _generated_api_keys().get(type(body))
+    return int(body.__api_key__) if key is None else key
+
+
+def _decode_body(reader: Reader, body_type: type, api_key: int,
+                 api_version: int) -> tuple[Body, tuple[TaggedField, ...]]:
+    """One bounds-checked pass over the body (see :mod:`pykraft.messages.rpc` and
+    :mod:`pykraft.messages.kio_adapter`); the reader is left after it."""
+    if api_key in GENERATED_APIS:
+        body: Body
+        body, unknown, reader.pos = rpc.decode_body(body_type, api_version, reader.buf,
+                                                    reader.pos, reader.end)
+        return body, unknown
     decoded: KioBody[Body] = decode_kio_body(body_type, reader.buf, reader.pos, reader.end)
     reader.pos = decoded.end
     return decoded.entity, decoded.unknown_tags
 
 
-def _encode_body(body: Body, unknown_tags: Sequence[TaggedField], header: bytes) -> bytes:
+def _encode_body(body: Body, api_key: int, api_version: int,
+                 unknown_tags: Sequence[TaggedField], header: bytes) -> bytes:
     """``header`` then the body's bytes."""
+    if api_key in GENERATED_APIS:
+        return rpc.encode_body(body, api_version, unknown_tags, header)
     if not unknown_tags:
         return encode_kio(body, header)
     encoded = encode_kio(body)
@@ -140,7 +171,8 @@ def decode_request(frame: bytes) -> RequestFrame:
     header = read_request_header_rest(
         reader, prefix, request_header_version(api_key, api_version, flexible)
     )
-    body, unknown = _decode_body(reader, _body_type(api_key, api_version, EntityType.request))
+    body, unknown = _decode_body(
+        reader, _body_type(api_key, api_version, EntityType.request), api_key, api_version)
     trailing = reader.take(reader.remaining, "trailing bytes")
     return RequestFrame(header, body, api_key, api_version, unknown, trailing)
 
@@ -156,7 +188,8 @@ def encode_request(
     version = request_header_version(
         header.api_key, header.api_version, spec.is_flexible(header.api_version)
     )
-    return _encode_body(body, unknown_tags, encode_request_header(header, version)) + trailing
+    return _encode_body(body, header.api_key, header.api_version, unknown_tags,
+                        encode_request_header(header, version)) + trailing
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes) -> ResponseFrame:
@@ -187,7 +220,7 @@ def _decode_whole_body(
     reader: Reader, api_key: int, api_version: int
 ) -> tuple[Body, tuple[TaggedField, ...]]:
     body_type = _body_type(api_key, api_version, EntityType.response)
-    body, unknown = _decode_body(reader, body_type)
+    body, unknown = _decode_body(reader, body_type, api_key, api_version)
     if reader.remaining:
         raise reader.fail(f"{reader.remaining} trailing bytes after {body_type.__name__}")
     return body, unknown
@@ -203,4 +236,5 @@ def encode_response(
     spec = _spec_for(api_key, api_version)
     _check_body(body, EntityType.response, api_key, api_version)
     version = response_header_version(api_key, spec.is_flexible(api_version))
-    return _encode_body(body, unknown_tags, encode_response_header(correlation_id, version))
+    return _encode_body(body, api_key, api_version, unknown_tags,
+                        encode_response_header(correlation_id, version))

@@ -47,7 +47,11 @@ def is_entity_class(value: object) -> bool:
 
 
 def convert(entity: object, target: type[T]) -> T:
-    """``entity`` re-expressed as an instance of ``target`` (same API, another version)."""
+    """``entity`` re-expressed as an instance of ``target`` (same API, another version);
+    ``entity`` itself when it is a ``target`` already (always so for a generated class, which
+    serves every version)."""
+    if type(entity) is target and isinstance(entity, target):
+        return entity
     if not is_entity_class(type(entity)) or not is_entity_class(target):
         raise TypeError(f"convert needs kio entities, got {type(entity).__name__} -> "
                         f"{getattr(target, '__name__', target)!r}")
@@ -56,8 +60,6 @@ def convert(entity: object, target: type[T]) -> T:
     if source_key != target_key:
         raise TypeError(f"{type(entity).__name__} (api {source_key}) cannot become "
                         f"{target.__name__} (api {target_key})")
-    if type(entity) is target:
-        return entity
     return _convert_entity(entity, target)  # type: ignore[no-any-return]
 
 

@@ -1,4 +1,5 @@
-"""Builders and readers for the KRaft RPCs, on kio's latest wire types.
+"""Builders and readers for the KRaft RPCs, on kio's latest wire types (ApiVersions: the
+generated class of every version, :mod:`pykraft.messages.kafka`).
 
 KRaft RPCs carry one topic with one partition; these helpers hide that nesting so the core
 deals in (epoch, leader, offsets) and the runtime only encodes and decodes.
@@ -13,8 +14,6 @@ from typing import Protocol, TypeVar
 
 from kio.schema.add_raft_voter.v1 import request as add_req
 from kio.schema.add_raft_voter.v1 import response as add_resp
-from kio.schema.api_versions.v4 import request as av_req
-from kio.schema.api_versions.v4 import response as av_resp
 from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
 from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
 from kio.schema.describe_quorum.v2 import request as dq_req
@@ -37,10 +36,14 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta, i64, u16
 
 from pykraft.features import KRAFT_VERSION_FEATURE
 from pykraft.ids import METADATA_TOPIC_ID, METADATA_TOPIC_NAME, ZERO_UUID
+from pykraft.messages.kafka import api_versions_request as av_req
+from pykraft.messages.kafka import api_versions_response as av_resp
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.voter_set import ReplicaKey, VoterSet
 
 VoteRequest = vote_req.VoteRequest
+ApiVersionsRequest = av_req.ApiVersionsRequest
+ApiVersionsResponse = av_resp.ApiVersionsResponse
 VoteResponse = vote_resp.VoteResponse
 BeginQuorumEpochRequest = bqe_req.BeginQuorumEpochRequest
 BeginQuorumEpochResponse = bqe_resp.BeginQuorumEpochResponse
@@ -59,8 +62,6 @@ RemoveRaftVoterResponse = remove_resp.RemoveRaftVoterResponse
 UpdateRaftVoterRequest = update_req.UpdateRaftVoterRequest
 UpdateRaftVoterResponse = update_resp.UpdateRaftVoterResponse
 
-ApiVersionsRequest = av_req.ApiVersionsRequest
-ApiVersionsResponse = av_resp.ApiVersionsResponse
 
 ReconfigRequest = AddRaftVoterRequest | RemoveRaftVoterRequest | UpdateRaftVoterRequest
 ReconfigResponse = AddRaftVoterResponse | RemoveRaftVoterResponse | UpdateRaftVoterResponse
@@ -522,8 +523,10 @@ def response_header(response: RaftResponse) -> ResponseHeader:
             _epoch_or_none(fpart.current_leader.leader_epoch),
         )
     if isinstance(response, DescribeQuorumResponse | AddRaftVoterResponse
-                  | RemoveRaftVoterResponse | ApiVersionsResponse):
+                  | RemoveRaftVoterResponse):
         return ResponseHeader(response.error_code, None, None)
+    if isinstance(response, ApiVersionsResponse):
+        return ResponseHeader(ErrorCode(response.error_code), None, None)
     if isinstance(response, UpdateRaftVoterResponse):
         leader = response.current_leader
         return ResponseHeader(response.error_code, _leader_or_none(leader.leader_id),
@@ -565,16 +568,10 @@ def kraft_api_versions_response(supported: tuple[int, int],
     """The kraft.version part of an ApiVersions answer (the simulator's replicas give it;
     a real listener adds its API ranges)."""
     return ApiVersionsResponse(
-        error_code=ErrorCode.none, api_keys=(), throttle_time=i32Timedelta.parse(
-            datetime.timedelta(0)),
-        supported_features=(av_resp.SupportedFeatureKey(
-            name=KRAFT_VERSION_FEATURE, min_version=i16(supported[0]),
-            max_version=i16(supported[1])),),
-        finalized_features_epoch=i64(-1),
-        finalized_features=(av_resp.FinalizedFeatureKey(
-            name=KRAFT_VERSION_FEATURE, max_version_level=i16(finalized),
-            min_version_level=i16(finalized)),),
-        zk_migration_ready=False,
+        error_code=ErrorCode.none,
+        supported_features=(av_resp.SupportedFeatureKey(KRAFT_VERSION_FEATURE, *supported),),
+        finalized_features=(
+            av_resp.FinalizedFeatureKey(KRAFT_VERSION_FEATURE, finalized, finalized),),
     )
 
 
@@ -583,5 +580,5 @@ def supported_kraft_versions(response: ApiVersionsResponse) -> tuple[int, int]:
     0 (Kafka before 3.9)."""
     for feature in response.supported_features:
         if feature.name == KRAFT_VERSION_FEATURE:
-            return int(feature.min_version), int(feature.max_version)
+            return feature.min_version, feature.max_version
     return 0, 0

@@ -25,7 +25,11 @@ from kio.static.primitive import i8, i32, i32Timedelta, u16
 
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
-from pykraft.protocol.api_versions import api_versions_response, node_features
+from pykraft.protocol.api_versions import (
+    ApiVersionsResponse,
+    api_versions_response,
+    node_features,
+)
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame
 from pykraft.protocol.convert import convert
@@ -149,7 +153,7 @@ class Dispatcher(ListenerDispatcher):
             response = self._with_leader_endpoint(response)
         return response
 
-    def _api_versions(self, version: int) -> Any:
+    def _api_versions(self, version: int) -> ApiVersionsResponse:
         """Only the APIs served today are advertised: a client must never pick one we would
         close the connection for. Like Kafka's controller, it names the kraft.version range
         this software supports and the level finalized in the log: a leader adding this

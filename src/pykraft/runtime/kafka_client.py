@@ -3,8 +3,9 @@
 It opens with ApiVersions (answered in v0 format with UNSUPPORTED_VERSION by a server that
 lacks our version, after which we retry at the server's highest, as Kafka's clients do),
 negotiates per API the highest version both sides speak, then carries one request at a time.
-Callers hand in and get back the *latest* kio classes; :func:`convert` bridges to whatever
-version the peer speaks.
+Callers hand in and get back the generated class of an API that has one
+(:data:`~pykraft.protocol.apis.GENERATED_APIS`: it serves every version), else the *latest*
+kio class; :func:`convert` bridges kio's to whatever version the peer speaks.
 """
 
 from __future__ import annotations
@@ -21,9 +22,21 @@ from pykraft.errors import (
     RequestTooLargeError,
     UnsupportedVersionError,
 )
-from pykraft.protocol.api_versions import VersionRanges, negotiate, ranges_from_response
-from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type, response_type
+from pykraft.protocol.api_versions import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    VersionRanges,
+    negotiate,
+    ranges_from_response,
+)
+from pykraft.protocol.apis import API_SPECS, ApiKey
+from pykraft.protocol.codec import (
+    api_key_of,
+    decode_response,
+    encode_request,
+    request_type,
+    response_type,
+)
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
@@ -32,7 +45,7 @@ from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, off_loop, off_loop_if_l
 from pykraft.runtime.sasl_client import SASL_RANGES, SaslCredentials, SaslSession
 from pykraft.runtime.streams import FrameStream
 
-API_VERSIONS_MAX = 4
+API_VERSIONS_MAX = API_SPECS[ApiKey.API_VERSIONS].max_version
 CLIENT_SOFTWARE_NAME = "pykraft"
 
 #: Everything that means "this connection is unusable now".
@@ -89,7 +102,7 @@ class ClientConnection:
         return await self._send(body, client_id)
 
     async def _send(self, body: Any, client_id: str | None = None) -> Any:
-        api_key = int(body.__api_key__)
+        api_key = api_key_of(body)
         version = self.versions.get(api_key)
         if version is None:
             raise UnsupportedVersionError(
@@ -131,13 +144,12 @@ async def _negotiate(stream: FrameStream, client_id: str, ours: VersionRanges) -
     dict[int, int | None]
 ):
     version = API_VERSIONS_MAX
+    body = ApiVersionsRequest(client_software_name=CLIENT_SOFTWARE_NAME,
+                              client_software_version=__version__)
     for attempt in range(2):
-        body = request_type(ApiKey.API_VERSIONS, version)(
-            **({"client_software_name": CLIENT_SOFTWARE_NAME,
-                "client_software_version": __version__} if version >= 3 else {})
-        )
         response = await _round_trip(stream, client_id, ApiKey.API_VERSIONS, version,
                                      attempt + 1, body)
+        assert isinstance(response, ApiVersionsResponse)
         theirs = ranges_from_response(response)
         if response.error_code == ErrorCode.none:
             return negotiate(ours, theirs)

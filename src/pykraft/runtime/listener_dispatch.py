@@ -4,13 +4,14 @@ controller's (:class:`pykraft.runtime.dispatch.Dispatcher`) and a broker's
 how it answers them.
 
 Kafka's rules for what cannot be served: an ApiVersions request of a version we lack gets
-the KIP-511 v0 reply with UNSUPPORTED_VERSION; any other API or version this listener does
-not serve, any frame that does not parse, and an ACL request naming an UNKNOWN code (which
-Kafka's request classes cannot parse), closes the connection (Kafka's SocketServer
-does the same: "api key ... which is not enabled"). A request whose handling fails gets
-UNKNOWN_SERVER_ERROR in its API's response, as Kafka's request handler answers it. A server
-extension's api keys (:mod:`pykraft.runtime.extension`) go to its handlers before anything
-else is decoded.
+the KIP-511 v0 reply with UNSUPPORTED_VERSION, one Kafka's ``isValid`` refuses (or, on a
+broker, one naming another cluster or node: KIP-1242) its error and no APIs; any other
+API or version this listener does not serve, any frame that does not parse, and an ACL
+request naming an UNKNOWN code (which Kafka's request classes cannot parse), closes the
+connection (Kafka's SocketServer does the same: "api key ... which is not enabled"). A
+request whose handling fails gets UNKNOWN_SERVER_ERROR in its API's response, as Kafka's
+request handler answers it. A server extension's api keys (:mod:`pykraft.runtime.extension`)
+go to its handlers before anything else is decoded.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from pykraft.errors import (
 )
 from pykraft.image.loader import cyclic_gc_paused
 from pykraft.protocol.acl_requests import refused_acl_request
-from pykraft.protocol.api_versions import encode_unsupported_version_reply
+from pykraft.protocol.api_versions import (
+    ApiVersionsResponse,
+    api_versions_error,
+    encode_unsupported_version_reply,
+    refused_api_versions,
+)
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
 from pykraft.protocol.convert import convert
@@ -110,7 +116,7 @@ class ListenerDispatcher(ABC):
             raise CloseConnection(f"api key {api_key} is not enabled on this listener")
         if api_key == ApiKey.API_VERSIONS:
             return encode_response(correlation_id, api_key, request.api_version,
-                                   self._api_versions(request.api_version))
+                                   self._api_versions_answer(request))
         if api_key in SASL_APIS:  # authenticated already, or a listener without SASL
             return self._encode(request, sasl_refusal(request))
         refusal = await off_loop_if_large(refused_acl_request, api_key, request.body)
@@ -145,8 +151,20 @@ class ListenerDispatcher(ABC):
         """The encoded answer to a decoded request of an API this listener serves (neither
         ApiVersions nor SASL's, which :meth:`handle` answers)."""
 
+    #: Whether ApiVersions v5's cluster and node must be this node's (KIP-1242): Kafka's
+    #: brokers check them, its controllers do not.
+    checks_target = False
+
+    def _api_versions_answer(self, request: RequestFrame) -> ApiVersionsResponse:
+        target = ((self._settings.cluster_id, self._settings.node_id) if self.checks_target
+                  else None)
+        refusal = refused_api_versions(request.body, request.api_version, target)
+        if refusal is not None:
+            return api_versions_error(refusal)
+        return self._api_versions(request.api_version)
+
     @abstractmethod
-    def _api_versions(self, version: int) -> Any:
+    def _api_versions(self, version: int) -> ApiVersionsResponse:
         """The ApiVersions answer: the APIs this listener serves, at their versions."""
 
     async def _encode_large(self, request: RequestFrame, answer: Callable[[], Any]) -> bytes:

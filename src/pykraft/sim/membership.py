@@ -58,7 +58,8 @@ def _change(cluster: Cluster, make: Callable[[], rpc.RaftRequest],
             error = None if reply is None else reply.error_code
             if error is not None and error != ErrorCode.none and error not in _NOT_NOW and (
                     not done(_committed_voters(cluster))):
-                raise InvariantViolation("Reconfiguration", f"{what}: refused with {error.name}")
+                raise InvariantViolation("Reconfiguration",
+                                         f"{what}: refused with {ErrorCode(error).name}")
         if cluster.queue.now_ms > deadline:
             raise InvariantViolation("Liveness", f"{what} not committed within {PHASE_MS} ms")
         cluster.run_for(200)

@@ -23,7 +23,6 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from types import TracebackType
 
-from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.list_offsets.v11.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -35,7 +34,7 @@ from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft import __version__
 from pykraft.log.partition_reads import LATEST_TIMESTAMP
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import ApiVersionsRequest, listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import RecordBatch, complete_batches

@@ -59,6 +59,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
 
 from conformance.harness import BROKER, CONTROLLER, Run
+from pykraft.messages.kafka.api_versions_request import (
+    ApiVersionsRequest as GeneratedApiVersionsRequest,
+)
 
 METADATA_TOPIC = "__cluster_metadata"
 #: Kafka's fixed id of the metadata topic (``Uuid.METADATA_TOPIC_ID``).
@@ -352,9 +355,24 @@ ALTER_CONFIGS = [*alter_rows("AlterConfigs", 33, alter_configs),
 
 # -- cluster, features, quorum ---------------------------------------------------------------
 
-def api_versions(run: Run) -> Any:
-    return run.kafka_python(ApiVersionsRequest, ApiVersionsResponse,
-                            client_software_name="conformance", client_software_version="1")
+def api_versions(run: Run, cluster_id: str | None = None, node_id: int = -1) -> Any:
+    """ApiVersions by kafka-python up to its newest (v4), by the generated classes above
+    (v5 names the cluster and node the client means to reach: KIP-1242)."""
+    if run.version <= ApiVersionsRequest.max_version:
+        return run.kafka_python(ApiVersionsRequest, ApiVersionsResponse,
+                                client_software_name="conformance",
+                                client_software_version="1")
+    return run.generated(18, GeneratedApiVersionsRequest(
+        "conformance", "1", cluster_id=cluster_id, node_id=node_id))
+
+
+def node_id_of(run: Run) -> int:
+    return run.cluster.broker_id if run.listener == BROKER else run.cluster.controller_id
+
+
+def api_versions_refusal(body: Any, _run: Run) -> Meaning:
+    """The error of an ApiVersions answer, and whether it lists APIs (a refusal does not)."""
+    return code(body.error_code), bool(body.api_keys)
 
 
 def describe_cluster(run: Run, endpoint_type: int, *, tagged: bool = False) -> Any:
@@ -400,6 +418,23 @@ CLUSTER = [
          lambda b, _r: (code(b.error_code),
                         sorted((k.api_key, k.min_version, k.max_version) for k in b.api_keys)),
          None, listeners=BOTH, check=lambda m, _r: isinstance(m, tuple) and m[0] == "NONE"),
+    # KIP-1242 (v5): Kafka 4.4's brokers check the cluster and node a client names, its
+    # controllers only that both or neither are named.
+    Case("ApiVersions", 18, "v5_this_node",
+         lambda r: api_versions(r, r.cluster.cluster_id, node_id_of(r)), api_versions_refusal,
+         lambda _r: ("NONE", True), listeners=BOTH, since=5),
+    Case("ApiVersions", 18, "v5_another_cluster",
+         lambda r: api_versions(r, WRONG_CLUSTER, node_id_of(r)), api_versions_refusal,
+         lambda r: ("REBOOTSTRAP_REQUIRED", False) if r.listener == BROKER else ("NONE", True),
+         listeners=BOTH, since=5),
+    Case("ApiVersions", 18, "v5_another_node",
+         lambda r: api_versions(r, r.cluster.cluster_id, node_id_of(r) + 100),
+         api_versions_refusal,
+         lambda r: ("REBOOTSTRAP_REQUIRED", False) if r.listener == BROKER else ("NONE", True),
+         listeners=BOTH, since=5),
+    Case("ApiVersions", 18, "v5_cluster_without_node",
+         lambda r: api_versions(r, r.cluster.cluster_id), api_versions_refusal,
+         lambda _r: ("INVALID_REQUEST", False), listeners=BOTH, since=5),
     Case("DescribeCluster", 60, "brokers", lambda r: describe_cluster(r, 1), cluster_meaning,
          lambda r: ("NONE", r.cluster.cluster_id, r.cluster.broker_id, me(r), None)),
     Case("DescribeCluster", 60, "unknown_tagged_field",

@@ -17,7 +17,7 @@ from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 
-from conformance.wire import Answer, kafka_python_call, kio_call
+from conformance.wire import Answer, generated_call, kafka_python_call, kio_call
 from pykraft.protocol.convert import entity_in
 
 BROKER = "broker"
@@ -74,6 +74,11 @@ class Run:
         request = request_class[self.version](**fields)
         return kafka_python_call(self.address, request, response_class,
                                  unknown_tag=unknown_tag).body
+
+    def generated(self, api_key: int, request: Any) -> Any:
+        """The response body to a generated request (:mod:`pykraft.messages.kafka`) at
+        this version."""
+        return generated_call(self.address, api_key, self.version, request).body
 
     def kio(self, api_key: int, fields: Mapping[str, Any]) -> Any:
         """The response body to the kio request at this version built from ``fields``."""

@@ -1,8 +1,10 @@
 """Framing and encoding that do not go through pykraft's codec.
 
 A request is encoded by kafka-python (its ``ApiMessage`` classes carry Kafka's JSON
-schemas) when it has the API, else by kio's entity writer with kio's header entities; the
-response is decoded by the same library. Connections are plain blocking sockets.
+schemas) when it has the API, else by kio's entity writer with kio's header entities, and a
+version neither has (ApiVersions v5) by pykraft's generated classes and their codec
+(:mod:`pykraft.messages.rpc`, not the server's kio/generated switch); the response is decoded
+by the same library. Connections are plain blocking sockets.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
+
+from pykraft.messages import rpc
 
 CLIENT_ID = "conformance"
 CORRELATION_ID = 4242
@@ -71,6 +75,16 @@ def kafka_python_call(address: tuple[str, int], request: Any, response_class: An
     payload = exchange(address, framed(encoded))
     body = response_class.decode(payload, version=request.API_VERSION, header=True)
     return Answer(body, body.header.correlation_id)
+
+
+def generated_call(address: tuple[str, int], api_key: int, version: int,
+                   request: Any) -> Answer:
+    """``request`` is a generated class (:mod:`pykraft.messages.kafka`), sent at ``version``
+    by their codec: for versions neither kafka-python nor kio has."""
+    header = rpc.RequestHeader(api_key, version, CORRELATION_ID, CLIENT_ID)
+    payload = exchange(address, framed(rpc.encode_request(header, request)))
+    frame = rpc.decode_response(api_key, version, payload)
+    return Answer(frame.body, frame.correlation_id)
 
 
 def kio_call(address: tuple[str, int], request: Any, response_class: Any) -> Answer:

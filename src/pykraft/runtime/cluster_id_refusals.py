@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import api_key_of
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.runtime.logfmt import event
@@ -73,7 +74,7 @@ class ClusterIdRefusals:
         refusals = self._due("received", peer)
         if refusals:
             event(log, "inconsistent_cluster_id", level=logging.WARNING,
-                  api=ApiKey(request.__api_key__).name, peer=peer,
+                  api=ApiKey(api_key_of(request)).name, peer=peer,
                   peer_cluster_id=request.cluster_id, cluster_id=self._cluster_id,
                   refusals=refusals)
 
@@ -85,7 +86,7 @@ class ClusterIdRefusals:
         refusals = self._due("answered", peer)
         if refusals:
             event(log, "inconsistent_cluster_id_response", level=logging.ERROR,
-                  api=ApiKey(request.__api_key__).name, peer=peer,
+                  api=ApiKey(api_key_of(request)).name, peer=peer,
                   cluster_id=self._cluster_id, refusals=refusals,
                   reason=f"the peer refused this node's cluster.id {self._cluster_id} "
                          "(meta.properties): this node, or the peer, was formatted with "

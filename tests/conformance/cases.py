@@ -355,15 +355,17 @@ ALTER_CONFIGS = [*alter_rows("AlterConfigs", 33, alter_configs),
 
 # -- cluster, features, quorum ---------------------------------------------------------------
 
-def api_versions(run: Run, cluster_id: str | None = None, node_id: int = -1) -> Any:
+def api_versions(run: Run, cluster_id: str | None = None, node_id: int = -1, *,
+                 software: str = "conformance", generated: bool = False) -> Any:
     """ApiVersions by kafka-python up to its newest (v4), by the generated classes above
-    (v5 names the cluster and node the client means to reach: KIP-1242)."""
-    if run.version <= ApiVersionsRequest.max_version:
+    (v5 names the cluster and node the client means to reach: KIP-1242) or when
+    ``generated`` (kafka-python reads any error answer as v0, which a refusal is not)."""
+    if run.version <= ApiVersionsRequest.max_version and not generated:
         return run.kafka_python(ApiVersionsRequest, ApiVersionsResponse,
-                                client_software_name="conformance",
+                                client_software_name=software,
                                 client_software_version="1")
     return run.generated(18, GeneratedApiVersionsRequest(
-        "conformance", "1", cluster_id=cluster_id, node_id=node_id))
+        software, "1", cluster_id=cluster_id, node_id=node_id))
 
 
 def node_id_of(run: Run) -> int:
@@ -418,6 +420,11 @@ CLUSTER = [
          lambda b, _r: (code(b.error_code),
                         sorted((k.api_key, k.min_version, k.max_version) for k in b.api_keys)),
          None, listeners=BOTH, check=lambda m, _r: isinstance(m, tuple) and m[0] == "NONE"),
+    # KIP-511 (v3): a software name outside Kafka's pattern is INVALID_REQUEST
+    Case("ApiVersions", 18, "invalid_software_name",
+         lambda r: api_versions(r, software="-conformance", generated=True),
+         api_versions_refusal,
+         lambda _r: ("INVALID_REQUEST", False), listeners=BOTH, since=3),
     # KIP-1242 (v5): Kafka 4.4's brokers check the cluster and node a client names, its
     # controllers only that both or neither are named.
     Case("ApiVersions", 18, "v5_this_node",

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import confluent_kafka
-from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -30,6 +29,7 @@ from group_cluster import PARTITIONS, TOPIC
 from harness import LevelResult
 from peers.base import BenchError
 from pykraft import __version__
+from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode, error_name

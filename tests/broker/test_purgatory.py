@@ -156,7 +156,7 @@ def test_the_driver_answers_completed_and_expired_waits() -> None:
         assert await delayed.wait(produce, ready, ["k"]) is False  # at once
         waiting = Op("waiting", log, delayed.deadline_ms(60_000))
         woken = asyncio.create_task(delayed.wait(produce, waiting, ["k"]))
-        await asyncio.sleep(0)
+        await _until_delayed(produce, 1)
         waiting.ready = True
         produce.check_and_complete("k")
         assert await asyncio.wait_for(woken, 5) is False
@@ -176,8 +176,7 @@ def test_a_cancelled_waiter_takes_its_operation_out_of_the_purgatory() -> None:
         fetch = delayed.purgatories.fetch
         op = Op("gone", log, delayed.deadline_ms(60_000))
         waiter = asyncio.create_task(delayed.wait(fetch, op, ["k"]))
-        await asyncio.sleep(0)
-        assert fetch.delayed == 1
+        await _until_delayed(fetch, 1)
         waiter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiter
@@ -201,3 +200,14 @@ def test_each_purgatory_shows_kafka_s_size_and_delayed_operation_gauges() -> Non
         (prefix + "numdelayedoperations", "Produce"): 1.0,
         (prefix + "numdelayedoperations", "Fetch"): 1.0,
         (prefix + "numdelayedoperations", "GroupCommit"): 0.0}
+
+
+async def _until_delayed(purgatory: Purgatory[str] | Purgatory[str | FollowerKey],
+                         count: int) -> None:
+    """Let the waiting task run until ``purgatory`` holds ``count`` operations (a bounded
+    number of event-loop turns, not a time)."""
+    for _ in range(100):
+        if purgatory.delayed == count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{purgatory.delayed} operations delayed, expected {count}")

@@ -59,7 +59,8 @@ SAME, DIFFERS = "same", "differs"
 
 _UUID = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{21}[AQgw](?![A-Za-z0-9_-])")
 _LOG4J_TIME = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\]")
-_EPOCH_MS = re.compile(r"(?<!\d)1\d{12}(?!\d)")
+#: not the digits after a decimal point: a throughput of 12.1234567890123 is not a time
+_EPOCH_MS = re.compile(r"(?<![\d.])1\d{12}(?!\d)")
 _CRC = re.compile(r"crc: \d+")
 _NUMBER = re.compile(r"(?<![A-Za-z<])-?\d+(\.\d+)?")
 
@@ -121,13 +122,18 @@ class ClusterTools:
         return sorted(pairs, key=lambda pair: -len(pair[0]))
 
 
+def masked_epoch_ms(text: str) -> str:
+    """Epoch milliseconds as ``<ms>``, but not 13 digits after a decimal point."""
+    return _EPOCH_MS.sub("<ms>", text)
+
+
 def normalise(text: str, tools: ClusterTools, run: ToolRun, *, stdout: bool) -> str:
     """The rules of the module docstring, in that order."""
     for value, placeholder in tools.placeholders():
         text = text.replace(value, placeholder)
     text = _LOG4J_TIME.sub("[<time>]", text)
     text = _UUID.sub("<uuid>", text)
-    text = _EPOCH_MS.sub("<ms>", text)
+    text = masked_epoch_ms(text)
     text = _CRC.sub("crc: <crc>", text)
     for mask in run.masks:
         text = re.sub(mask, "<masked>", text)
@@ -226,5 +232,6 @@ def matrix(rows: Iterable[tuple[str, str, str, str]]) -> str:
     return "\n".join(table)
 
 
-__all__ = ["DIFFERS", "KAFKA", "PYKRAFT", "SAME", "ClusterTools", "Outcome",
-           "ToolRun", "compared", "difference", "matrix", "normalise", "run_both", "verdict"]
+__all__ = ["DIFFERS", "KAFKA", "PYKRAFT", "SAME", "ClusterTools", "Outcome", "ToolRun",
+           "compared", "difference", "masked_epoch_ms", "matrix", "normalise", "run_both",
+           "verdict"]

@@ -12,7 +12,7 @@ from sasl_fixtures import BASE, SCRAM, listener
 
 from pykraft.errors import ConfigError
 from pykraft.protocol.apis import api_spec
-from pykraft.protocol.codec import decode_response, encode_request
+from pykraft.protocol.codec import api_key_of, decode_response, encode_request
 from pykraft.protocol.header import RequestHeader
 from pykraft.runtime.sasl_authenticator import SaslAuthenticator
 from pykraft.runtime.sasl_client import (
@@ -36,9 +36,10 @@ class Wire:
         self._ids = itertools.count(1)
 
     async def exchange(self, body: Any) -> Any:
-        api_key = int(body.__api_key__)
-        version = int(body.__version__)
-        assert api_spec(api_key) is not None
+        api_key = api_key_of(body)
+        spec = api_spec(api_key)
+        assert spec is not None
+        version = spec.max_version
         self.sent.append(api_key)
         step = self.authenticator.receive(
             encode_request(RequestHeader(api_key, version, next(self._ids), "c"), body),

@@ -25,22 +25,19 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import enum
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
-
-from kio.schema.sasl_authenticate.v2 import response as sasl_auth
-from kio.schema.sasl_handshake.v1 import response as sasl_handshake
-from kio.static.primitive import i64Timedelta
 
 from pykraft.errors import ProtocolError
 from pykraft.image.scram import ScramImage
+from pykraft.messages.kafka.sasl_authenticate_request import SaslAuthenticateRequest
+from pykraft.messages.kafka.sasl_authenticate_response import SaslAuthenticateResponse
+from pykraft.messages.kafka.sasl_handshake_request import SaslHandshakeRequest
+from pykraft.messages.kafka.sasl_handshake_response import SaslHandshakeResponse
 from pykraft.protocol.apis import ApiKey, api_spec
-from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import RequestFrame, decode_request, encode_response
 from pykraft.protocol.cursor import Reader
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
@@ -156,10 +153,11 @@ class SaslAuthenticator:
         return self._handshake(decode_request(frame))
 
     def _handshake(self, request: RequestFrame) -> Step:
-        mechanism = request.body.mechanism
+        handshake: SaslHandshakeRequest = request.body
+        mechanism = handshake.mechanism
         enabled = self._listener.mechanisms
         ok = mechanism in enabled and mechanism in self._listener.factories
-        body = sasl_handshake.SaslHandshakeResponse(
+        body = SaslHandshakeResponse(
             error_code=ErrorCode.none if ok else ErrorCode.unsupported_sasl_mechanism,
             mechanisms=enabled)
         reply = _encode(request, body)
@@ -174,8 +172,9 @@ class SaslAuthenticator:
         return Step(reply=reply)
 
     def _authenticate(self, request: RequestFrame, now_ms: int) -> Step:
+        token: SaslAuthenticateRequest = request.body
         try:
-            challenge, lifetime_ms = self._evaluate(request.body.auth_bytes, now_ms)
+            challenge, lifetime_ms = self._evaluate(token.auth_bytes, now_ms)
         except SaslAuthenticationError as exc:
             body = _authenticate_response(ErrorCode.sasl_authentication_failed, str(exc))
             return _fail(str(exc), _encode(request, body))
@@ -242,25 +241,26 @@ def _name(api_key: int) -> str:
         return str(api_key)
 
 
-def _encode(request: RequestFrame, latest: Any) -> bytes:
-    body = convert(latest, response_type(request.api_key, request.api_version))
+def _encode(request: RequestFrame,
+            body: SaslHandshakeResponse | SaslAuthenticateResponse) -> bytes:
+    """The answer in the request's version (SaslAuthenticate v0 drops the lifetime, an
+    ignorable field, as Kafka's writer does)."""
     return encode_response(request.header.correlation_id, request.api_key, request.api_version,
                            body)
 
 
 def _authenticate_response(code: ErrorCode, message: str, token: bytes = b"",
-                           lifetime_ms: int = 0) -> Any:
-    return sasl_auth.SaslAuthenticateResponse(
-        error_code=code, error_message=message, auth_bytes=token,
-        session_lifetime=i64Timedelta.parse(datetime.timedelta(milliseconds=lifetime_ms)))
+                           lifetime_ms: int = 0) -> SaslAuthenticateResponse:
+    return SaslAuthenticateResponse(error_code=code, error_message=message, auth_bytes=token,
+                                    session_lifetime_ms=lifetime_ms)
 
 
-def sasl_refusal(request: RequestFrame) -> Any:
+def sasl_refusal(request: RequestFrame) -> SaslHandshakeResponse | SaslAuthenticateResponse:
     """The dispatcher's answer to SaslHandshake or SaslAuthenticate on a connection that is
     already authenticated (or needs no authentication), as Kafka's KafkaApis gives it."""
     if request.api_key == ApiKey.SASL_AUTHENTICATE:
         return _authenticate_response(ErrorCode.illegal_sasl_state, AFTER_AUTHENTICATION)
-    return sasl_handshake.SaslHandshakeResponse(error_code=ErrorCode.illegal_sasl_state)
+    return SaslHandshakeResponse(error_code=ErrorCode.illegal_sasl_state)
 
 
 def server_nonce() -> str:

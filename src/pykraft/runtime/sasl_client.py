@@ -17,13 +17,14 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import scramp
-from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from pykraft.errors import ConfigError, NetworkError
+from pykraft.messages.kafka.sasl_authenticate_request import SaslAuthenticateRequest
+from pykraft.messages.kafka.sasl_authenticate_response import SaslAuthenticateResponse
+from pykraft.messages.kafka.sasl_handshake_request import SaslHandshakeRequest
+from pykraft.messages.kafka.sasl_handshake_response import SaslHandshakeResponse
 from pykraft.protocol.apis import ApiKey, api_spec
 from pykraft.protocol.errors import ErrorCode
 from pykraft.security.jaas import listener_jaas, single_login_module
@@ -37,8 +38,8 @@ SASL_RANGES: dict[int, tuple[int, int]] = {key: (spec.min_version, spec.max_vers
                if (spec := api_spec(key)) is not None}
 _REAUTH_WINDOW = (0.85, 0.95)
 
-#: Sends one request (latest version of its API) and returns the latest-version response.
-Exchange = Callable[[Any], Awaitable[Any]]
+#: Sends one request and returns its response (generated classes: one for every version).
+Exchange = Callable[[SaslHandshakeRequest | SaslAuthenticateRequest], Awaitable[object]]
 
 
 class SaslClientError(NetworkError):
@@ -100,10 +101,10 @@ def node_credentials(props: Mapping[str, str], listener: str, mechanism_key: str
 
 async def _token(exchange: Exchange, token: bytes) -> tuple[bytes, int]:
     response = await exchange(SaslAuthenticateRequest(auth_bytes=token))
+    assert isinstance(response, SaslAuthenticateResponse)
     if response.error_code != ErrorCode.none:
         raise SaslClientError(response.error_message or ErrorCode(response.error_code).name)
-    lifetime_ms = int(response.session_lifetime.total_seconds() * 1000)
-    return bytes(response.auth_bytes), lifetime_ms
+    return response.auth_bytes, response.session_lifetime_ms
 
 
 async def authenticate(exchange: Exchange, credentials: SaslCredentials) -> int:
@@ -111,6 +112,7 @@ async def authenticate(exchange: Exchange, credentials: SaslCredentials) -> int:
     Raises :class:`SaslClientError` when the server refuses."""
     mechanism = credentials.mechanism
     handshake = await exchange(SaslHandshakeRequest(mechanism=mechanism))
+    assert isinstance(handshake, SaslHandshakeResponse)
     if handshake.error_code == ErrorCode.unsupported_sasl_mechanism:
         raise SaslClientError(f"Client SASL mechanism '{mechanism}' not enabled in the server, "
                               f"enabled mechanisms are {list(handshake.mechanisms)}")

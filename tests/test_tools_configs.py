@@ -11,12 +11,16 @@ from typing import Any, cast
 
 import pytest
 from kio.schema.describe_configs.v4 import response as dc
-from kio.schema.describe_user_scram_credentials.v0 import response as ds
-from kio.static.primitive import i8, i32
+from kio.static.primitive import i8
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
 from pykraft.controller.responses import NO_THROTTLE
+from pykraft.messages.kafka import describe_user_scram_credentials_response as ds
+from pykraft.messages.kafka.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools import configs_tool as tool
 from pykraft.tools.admin_client import AdminError
@@ -200,11 +204,7 @@ def run_alter(clients: FakeClients, **fields: Any) -> str:
 
 
 def test_scram_upsertions_are_salted_on_the_client() -> None:
-    from kio.schema.alter_user_scram_credentials.v0.response import (
-        AlterUserScramCredentialsResponse,
-        AlterUserScramCredentialsResult,
-    )
-    ok = AlterUserScramCredentialsResponse(throttle_time=NO_THROTTLE, results=(
+    ok = AlterUserScramCredentialsResponse(results=(
         AlterUserScramCredentialsResult(user="alice", error_code=ErrorCode.none,
                                         error_message=None),))
     clients = FakeClients(ok)
@@ -227,11 +227,7 @@ def test_scram_upsertions_are_salted_on_the_client() -> None:
 
 
 def test_an_alter_refused_by_the_controller_is_its_message() -> None:
-    from kio.schema.alter_user_scram_credentials.v0.response import (
-        AlterUserScramCredentialsResponse,
-        AlterUserScramCredentialsResult,
-    )
-    refused = AlterUserScramCredentialsResponse(throttle_time=NO_THROTTLE, results=(
+    refused = AlterUserScramCredentialsResponse(results=(
         AlterUserScramCredentialsResult(
             user="bob", error_code=ErrorCode.resource_not_found,
             error_message="Attempt to delete a user credential that does not exist"),))
@@ -314,11 +310,11 @@ def test_broker_headers_sensitive_values_and_missing_entities() -> None:
 
 def test_user_credentials_and_failures() -> None:
     answer = ds.DescribeUserScramCredentialsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=(
+        error_code=ErrorCode.none, error_message=None, results=(
             ds.DescribeUserScramCredentialsResult(
                 user="alice", error_code=ErrorCode.none, error_message=None,
-                credential_infos=(ds.CredentialInfo(mechanism=i8(1), iterations=i32(8192)),
-                                  ds.CredentialInfo(mechanism=i8(2), iterations=i32(4096)))),
+                credential_infos=(ds.CredentialInfo(mechanism=1, iterations=8192),
+                                  ds.CredentialInfo(mechanism=2, iterations=4096))),
             ds.DescribeUserScramCredentialsResult(
                 user="bob", error_code=ErrorCode.resource_not_found,
                 error_message="Attempt to describe a user credential that does not exist: bob",

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
@@ -54,8 +53,9 @@ from pykraft.image.acls import (
     StandardAcl,
 )
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type
+from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
@@ -158,7 +158,7 @@ def make_broker(tmp_path: Path, properties: dict[str, str],
 
 
 def ask(dispatcher: ListenerDispatcher, body: Any, version: int, session: Session) -> Any:
-    api_key = int(body.__api_key__)
+    api_key = api_key_of(body)
     wire = convert(body, request_type(api_key, version))
     frame = encode_request(RequestHeader(api_key, version, 9, "test"), wire)
     return decode_response(api_key, version,
@@ -285,9 +285,8 @@ def test_offset_fetch_v10_names_topics_by_id(tmp_path: Path) -> None:
 
 def test_cluster_operations_are_refused_whole(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED)
-    creation = AclCreation(resource_type=i8(2), resource_name="t",
-                           resource_pattern_type=i8(3), principal="User:alice", host="*",
-                           operation=i8(3), permission_type=i8(3))
+    creation = AclCreation(resource_type=2, resource_name="t", resource_pattern_type=3,
+                           principal="User:alice", host="*", operation=3, permission_type=3)
     answer = ask(secured.dispatcher, CreateAclsRequest(creations=(creation,)), 3, ALICE)
     assert [r.error_code for r in answer.results] == [ErrorCode.cluster_authorization_failed]
     assert secured.channel.sent == 0  # never forwarded

@@ -7,10 +7,6 @@ import random
 from typing import Any
 
 import pytest
-from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
-from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
-from kio.schema.describe_acls.v3.request import DescribeAclsRequest
-from kio.static.primitive import i8
 
 from pykraft.config.authorizer import STANDARD_AUTHORIZER
 from pykraft.controller import acl_control
@@ -18,6 +14,9 @@ from pykraft.controller.acl_control import create_acls, delete_acls, describe_ac
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from pykraft.image.image import MetadataDelta, MetadataImage
+from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.protocol.errors import ErrorCode
 
 ENABLED = ControllerConfig(node_id=1, properties={"authorizer.class.name": STANDARD_AUTHORIZER})
@@ -28,19 +27,19 @@ ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 def creation(name: str = "t", *, resource_type: int = T.TOPIC, pattern: int = P.LITERAL,
              principal: str = "User:alice", host: str = "*", operation: int = Op.READ,
              permission: int = ALLOW) -> AclCreation:
-    return AclCreation(resource_type=i8(resource_type), resource_name=name,
-                       resource_pattern_type=i8(pattern), principal=principal, host=host,
-                       operation=i8(operation), permission_type=i8(permission))
+    return AclCreation(resource_type=resource_type, resource_name=name,
+                       resource_pattern_type=pattern, principal=principal, host=host,
+                       operation=operation, permission_type=permission)
 
 
 def wire_filter(name: str | None = None, *, resource_type: int = T.ANY,
                 pattern: int = P.ANY, principal: str | None = None,
                 operation: int = Op.ANY, permission: int = AclPermissionType.ANY
                 ) -> DeleteAclsFilter:
-    return DeleteAclsFilter(resource_type_filter=i8(resource_type), resource_name_filter=name,
-                            pattern_type_filter=i8(pattern), principal_filter=principal,
-                            host_filter=None, operation=i8(operation),
-                            permission_type=i8(permission))
+    return DeleteAclsFilter(resource_type_filter=resource_type, resource_name_filter=name,
+                            pattern_type_filter=pattern, principal_filter=principal,
+                            host_filter=None, operation=operation,
+                            permission_type=permission)
 
 
 def context(image: MetadataImage, config: ControllerConfig = ENABLED,
@@ -179,7 +178,7 @@ def describe_request(name: str | None = None, **fields: int) -> DescribeAclsRequ
     values = {"resource_type_filter": T.ANY, "pattern_type_filter": P.ANY,
               "operation": Op.ANY, "permission_type": AclPermissionType.ANY, **fields}
     return DescribeAclsRequest(resource_name_filter=name, principal_filter=None,
-                               host_filter=None, **{k: i8(v) for k, v in values.items()})
+                               host_filter=None, **{k: v for k, v in values.items()})
 
 
 def test_describe_groups_the_matching_acls_by_resource_pattern() -> None:

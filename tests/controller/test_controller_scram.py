@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from controller_harness import Cluster  # type: ignore[import-not-found]
-from kio.schema.alter_user_scram_credentials.v0.request import (
+
+from pykraft.controller.responses import error_response
+from pykraft.image.scram import ScramCredential, ScramMechanism, salted_password
+from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
     ScramCredentialDeletion,
     ScramCredentialUpsertion,
 )
-from kio.schema.alter_user_scram_credentials.v0.response import AlterUserScramCredentialsResponse
-from kio.static.primitive import i8, i32
-
-from pykraft.controller.responses import error_response
-from pykraft.image.scram import ScramCredential, ScramMechanism, salted_password
+from pykraft.messages.kafka.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     RemoveUserScramCredentialRecord,
@@ -29,13 +30,12 @@ def upsert(name: str, mechanism: int = SHA256, iterations: int = 4096,
     known = ScramMechanism.of(mechanism)
     salted = (salted_password(known, password, SALT, iterations)
               if known is not ScramMechanism.UNKNOWN else b"x")
-    return ScramCredentialUpsertion(name=name, mechanism=i8(mechanism),
-                                    iterations=i32(iterations), salt=SALT,
-                                    salted_password=salted)
+    return ScramCredentialUpsertion(name=name, mechanism=mechanism, iterations=iterations,
+                                    salt=SALT, salted_password=salted)
 
 
 def delete(name: str, mechanism: int = SHA256) -> ScramCredentialDeletion:
-    return ScramCredentialDeletion(name=name, mechanism=i8(mechanism))
+    return ScramCredentialDeletion(name=name, mechanism=mechanism)
 
 
 def alter(cluster: Cluster, upsertions: tuple[ScramCredentialUpsertion, ...] = (),

@@ -22,7 +22,6 @@ from typing import TypeVar
 
 from kafka_brokers_harness import wait_until
 from kafka_tools import ClusterTools, Outcome, ToolRun, run_batch
-from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -31,9 +30,6 @@ from kio.schema.describe_quorum.v2.request import (
     DescribeQuorumRequest,
     PartitionData,
     TopicData,
-)
-from kio.schema.describe_user_scram_credentials.v0.request import (
-    DescribeUserScramCredentialsRequest,
 )
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.types import TopicName
@@ -51,6 +47,10 @@ from oracle_cluster import (
     call,
 )
 
+from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+)
 from pykraft.messages.kio_adapter import decode_kio, encode_kio
 from pykraft.protocol.apis import ApiKey
 
@@ -182,8 +182,8 @@ def metadata_state(address: str, topic: str, *, scram: bool = True) -> MetadataS
         (c.name, c.value) for c in r.configs if c.config_source == source)
         for r, source in zip(configs.results, (_TOPIC_SOURCE, _CLUSTER_SOURCE), strict=True))
     acls = call(address, ApiKey.DESCRIBE_ACLS, 3, DescribeAclsRequest(
-        resource_type_filter=i8(_ANY), resource_name_filter=None, principal_filter=None,
-        host_filter=None, operation=i8(_ANY), permission_type=i8(_ANY)))
+        resource_type_filter=_ANY, resource_name_filter=None, principal_filter=None,
+        host_filter=None, operation=_ANY, permission_type=_ANY))
     assert acls.error_code == 0, acls
     return MetadataState(
         topic_configs, broker_configs,

@@ -18,15 +18,15 @@ from typing import Any
 import oracle_cluster as oracle
 import pytest
 from kafka_brokers_harness import logged_errors, wait_until
-from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i16, i32
 from oracle_cluster import KafkaInstall, OracleCluster, call
 
 from pykraft.config.authorizer import ALLOW_EVERYONE_IF_NO_ACL_FOUND, STANDARD_AUTHORIZER
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
+from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
@@ -46,10 +46,10 @@ SPEC = oracle.ClusterSpec(controllers=(oracle.KAFKA,), brokers=(oracle.PYKRAFT,)
 
 def _acl(resource_type: ResourceType, name: str, operation: AclOperation,
          host: str) -> AclCreation:
-    return AclCreation(resource_type=i8(resource_type), resource_name=name,
-                       resource_pattern_type=i8(PatternType.LITERAL),
-                       principal="User:ANONYMOUS", host=host, operation=i8(operation),
-                       permission_type=i8(AclPermissionType.ALLOW))
+    return AclCreation(resource_type=resource_type, resource_name=name,
+                       resource_pattern_type=PatternType.LITERAL,
+                       principal="User:ANONYMOUS", host=host, operation=operation,
+                       permission_type=AclPermissionType.ALLOW)
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +62,9 @@ def cluster(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
             _acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.CLUSTER_ACTION, "*"),
             _acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.DESCRIBE, "*"))))
         assert [r.error_code for r in created.results] == [ErrorCode.none] * 3
-        every = DescribeAclsRequest(resource_type_filter=i8(1), resource_name_filter=None,
-                                    pattern_type_filter=i8(1), principal_filter=None,
-                                    host_filter=None, operation=i8(1), permission_type=i8(1))
+        every = DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None,
+                                    pattern_type_filter=1, principal_filter=None,
+                                    host_filter=None, operation=1, permission_type=1)
         wait_until("the controller's authorizer holds the ACLs", lambda: sum(
             len(r.acls) for r in call(controller, ApiKey.DESCRIBE_ACLS, 3, every).resources
         ) == len(created.results))

@@ -9,14 +9,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
-from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
-from kio.static.primitive import i8
 
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
-from pykraft.protocol.codec import encode_request
+from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from pykraft.protocol.codec import api_key_of, encode_request
 from pykraft.protocol.header import RequestHeader
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
@@ -28,17 +27,17 @@ CLIENT = anonymous("127.0.0.1:5000")
 
 
 def _creation(resource_type: int) -> AclCreation:
-    return AclCreation(resource_type=i8(resource_type), resource_name="t",
-                       resource_pattern_type=i8(PatternType.LITERAL), principal="User:a",
-                       host="*", operation=i8(AclOperation.READ),
-                       permission_type=i8(AclPermissionType.ALLOW))
+    return AclCreation(resource_type=resource_type, resource_name="t",
+                       resource_pattern_type=PatternType.LITERAL, principal="User:a",
+                       host="*", operation=AclOperation.READ,
+                       permission_type=AclPermissionType.ALLOW)
 
 
 def _filter(operation: int) -> DeleteAclsFilter:
-    return DeleteAclsFilter(resource_type_filter=i8(ResourceType.ANY),
-                            resource_name_filter=None, pattern_type_filter=i8(PatternType.ANY),
-                            principal_filter=None, host_filter=None, operation=i8(operation),
-                            permission_type=i8(AclPermissionType.ANY))
+    return DeleteAclsFilter(resource_type_filter=ResourceType.ANY,
+                            resource_name_filter=None, pattern_type_filter=PatternType.ANY,
+                            principal_filter=None, host_filter=None, operation=operation,
+                            permission_type=AclPermissionType.ANY)
 
 
 @pytest.mark.parametrize(("body", "reason"), [
@@ -52,6 +51,6 @@ def test_an_unknown_code_closes_the_controllers_connection(body: Any, reason: st
         node_id=1, controller=SimpleNamespace(properties={})))
     service = ControllerService(ControllerConfig(node_id=1), bootstrap=DEFAULT_BOOTSTRAP)
     dispatcher = Dispatcher(node, service)  # type: ignore[arg-type]
-    frame = encode_request(RequestHeader(int(body.__api_key__), 3, 7, "test"), body)
+    frame = encode_request(RequestHeader(api_key_of(body), 3, 7, "test"), body)
     with pytest.raises(CloseConnection, match=reason):
         asyncio.run(dispatcher.handle(frame, CLIENT))

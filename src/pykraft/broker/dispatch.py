@@ -31,7 +31,6 @@ import enum
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.metadata.v13 import request as md_req
 from kio.static.primitive import i32
@@ -75,6 +74,10 @@ from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+)
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
     api_versions_response,
@@ -242,13 +245,14 @@ class BrokerDispatcher(ListenerDispatcher):
     async def _describe_scram(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         """From the image: off the loop when large."""
         image = self._metadata.image
+        body: DescribeUserScramCredentialsRequest = request.body
         return await self._encode_large(request, lambda: describe_user_scram_credentials(
-            image.scram, request.body))
+            image.scram, body))
 
     async def _describe_acls(self, request: RequestFrame, _: Session, __: Access) -> bytes:
+        body: DescribeAclsRequest = request.body
         return self._encode(request, describe_acls(
-            self._metadata.image, convert(request.body, DescribeAclsRequest),
-            enabled=self._authorizers.config is not None))
+            self._metadata.image, body, enabled=self._authorizers.config is not None))
 
     async def _describe_configs_answer(self, request: RequestFrame, _: Session,
                                        __: Access) -> bytes:

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kio.schema.describe_user_scram_credentials.v0.request import (
+from pykraft.image.scram import ScramImage
+from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
-from kio.schema.describe_user_scram_credentials.v0.response import (
+from pykraft.messages.kafka.describe_user_scram_credentials_response import (
     CredentialInfo,
     DescribeUserScramCredentialsResponse,
     DescribeUserScramCredentialsResult,
 )
-from kio.static.primitive import i8, i32
-
-from pykraft.controller.responses import NO_THROTTLE
-from pykraft.image.scram import ScramImage
 from pykraft.protocol.errors import ErrorCode
 
 _DUPLICATE = "Cannot describe SCRAM credentials for the same user twice in a single request: "
@@ -35,7 +32,7 @@ def _result(scram: ScramImage, user: str, duplicate: bool
         return DescribeUserScramCredentialsResult(
             user=user, error_code=ErrorCode.duplicate_resource,
             error_message=_DUPLICATE + user, credential_infos=())
-    infos = tuple(CredentialInfo(mechanism=i8(mechanism), iterations=i32(credential.iterations))
+    infos = tuple(CredentialInfo(mechanism=mechanism, iterations=credential.iterations)
                   for mechanism, credential in scram.credentials_of(user))
     if not infos:
         return DescribeUserScramCredentialsResult(
@@ -50,5 +47,5 @@ def describe_user_scram_credentials(scram: ScramImage,
                                     ) -> DescribeUserScramCredentialsResponse:
     asked = Counter([u.name for u in request.users or ()] or scram.users())
     return DescribeUserScramCredentialsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="",
+        error_code=ErrorCode.none, error_message="",
         results=tuple(_result(scram, user, times > 1) for user, times in asked.items()))

@@ -15,14 +15,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from kio.schema.create_acls.v3 import request as create_req
-from kio.schema.create_acls.v3 import response as create_resp
-from kio.schema.delete_acls.v3 import request as delete_req
-from kio.schema.delete_acls.v3 import response as delete_resp
-from kio.schema.describe_acls.v3 import request as describe_req
-from kio.schema.describe_acls.v3 import response as describe_resp
-from kio.static.primitive import i8
-
 from pykraft.config.authorizer import authorizer_config
 from pykraft.controller.context import (
     MAX_RECORDS_PER_USER_OP,
@@ -30,7 +22,7 @@ from pykraft.controller.context import (
     ControllerContext,
     ControllerResult,
 )
-from pykraft.controller.responses import NO_THROTTLE, error_response
+from pykraft.controller.responses import error_response
 from pykraft.ids import random_uuid
 from pykraft.image.acls import (
     CLUSTER_NAME,
@@ -42,6 +34,12 @@ from pykraft.image.acls import (
     StandardAcl,
 )
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka import create_acls_request as create_req
+from pykraft.messages.kafka import create_acls_response as create_resp
+from pykraft.messages.kafka import delete_acls_request as delete_req
+from pykraft.messages.kafka import delete_acls_response as delete_resp
+from pykraft.messages.kafka import describe_acls_request as describe_req
+from pykraft.messages.kafka import describe_acls_response as describe_resp
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import RemoveAccessControlEntryRecord
 
@@ -106,7 +104,7 @@ def create_acls(ctx: ControllerContext, req: create_req.CreateAclsRequest) -> Co
             error_code=ErrorCode.none if problem is None else ErrorCode.invalid_request,
             error_message="" if problem is None else problem))  # Kafka's AclApis: unset
     return ControllerResult(tuple(records), create_resp.CreateAclsResponse(
-        throttle_time=NO_THROTTLE, results=tuple(results)))
+        results=tuple(results)))
 
 
 def delete_filter(f: delete_req.DeleteAclsFilter) -> AclFilter:
@@ -117,10 +115,10 @@ def delete_filter(f: delete_req.DeleteAclsFilter) -> AclFilter:
 
 def _matching(acl: StandardAcl) -> delete_resp.DeleteAclsMatchingAcl:
     return delete_resp.DeleteAclsMatchingAcl(
-        error_code=ErrorCode.none, error_message=None, resource_type=i8(acl.resource_type),
-        resource_name=acl.resource_name, pattern_type=i8(acl.pattern_type),
-        principal=acl.principal, host=acl.host, operation=i8(acl.operation),
-        permission_type=i8(acl.permission_type))
+        error_code=ErrorCode.none, error_message=None, resource_type=acl.resource_type,
+        resource_name=acl.resource_name, pattern_type=acl.pattern_type,
+        principal=acl.principal, host=acl.host, operation=acl.operation,
+        permission_type=acl.permission_type)
 
 
 #: A filter whose removals would take the request past MAX_RECORDS_PER_USER_OP: Kafka's
@@ -150,8 +148,7 @@ def delete_acls(ctx: ControllerContext, req: delete_req.DeleteAclsRequest) -> Co
             error_message=problem, matching_acls=tuple(_matching(acl) for _, acl in matched)))
     return ControllerResult(
         tuple(RemoveAccessControlEntryRecord(id=acl_id) for acl_id in removed),
-        delete_resp.DeleteAclsResponse(throttle_time=NO_THROTTLE,
-                                       filter_results=tuple(results)))
+        delete_resp.DeleteAclsResponse(filter_results=tuple(results)))
 
 
 def describe_filter(req: describe_req.DescribeAclsRequest) -> AclFilter:
@@ -171,10 +168,10 @@ def _resources(acls: Iterable[StandardAcl]) -> tuple[describe_resp.DescribeAclsR
         by_pattern.setdefault(key, {})[acl] = None
     return tuple(
         describe_resp.DescribeAclsResource(
-            resource_type=i8(resource_type), resource_name=name, pattern_type=i8(pattern),
+            resource_type=resource_type, resource_name=name, pattern_type=pattern,
             acls=tuple(describe_resp.AclDescription(
-                principal=acl.principal, host=acl.host, operation=i8(acl.operation),
-                permission_type=i8(acl.permission_type)) for acl in entries))
+                principal=acl.principal, host=acl.host, operation=acl.operation,
+                permission_type=acl.permission_type) for acl in entries))
         for (resource_type, name, pattern), entries in by_pattern.items())
 
 
@@ -184,9 +181,8 @@ def describe_acls(image: MetadataImage, req: describe_req.DescribeAclsRequest, *
     is configured on the answering node)."""
     if not enabled:
         return describe_resp.DescribeAclsResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.security_disabled,
-            error_message=NO_AUTHORIZER_ON_BROKER, resources=())
+            error_code=ErrorCode.security_disabled, error_message=NO_AUTHORIZER_ON_BROKER)
     acl_filter = describe_filter(req)
     return describe_resp.DescribeAclsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="",
+        error_code=ErrorCode.none, error_message="",
         resources=_resources(acl for _, acl in image.acls.matching(acl_filter)))

@@ -26,17 +26,13 @@ from dataclasses import dataclass
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
-from kio.schema.alter_user_scram_credentials.v0.request import AlterUserScramCredentialsRequest
 from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.create_acls.v3.request import CreateAclsRequest
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 from kio.schema.create_topics.v7.request import CreateTopicsRequest
-from kio.schema.delete_acls.v3.request import DeleteAclsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
-from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
@@ -65,6 +61,12 @@ from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
 from pykraft.image.versions import MV_3_3_IV1, record_version
+from pykraft.messages.kafka.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+)
+from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
+from pykraft.messages.kafka.delete_acls_request import DeleteAclsRequest
+from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch

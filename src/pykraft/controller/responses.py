@@ -14,8 +14,6 @@ from kio.schema.alter_configs.v2 import request as alter_req
 from kio.schema.alter_configs.v2 import response as alter_resp
 from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.alter_partition.v3 import response as ap_resp
-from kio.schema.alter_user_scram_credentials.v0 import request as scram_req
-from kio.schema.alter_user_scram_credentials.v0 import response as scram_resp
 from kio.schema.assign_replicas_to_dirs.v0 import request as ard_req
 from kio.schema.assign_replicas_to_dirs.v0 import response as ard_resp
 from kio.schema.broker_heartbeat.v1 import request as hb_req
@@ -24,18 +22,12 @@ from kio.schema.broker_registration.v4 import request as reg_req
 from kio.schema.broker_registration.v4 import response as reg_resp
 from kio.schema.controller_registration.v0 import request as creg_req
 from kio.schema.controller_registration.v0 import response as creg_resp
-from kio.schema.create_acls.v3 import request as cacl_req
-from kio.schema.create_acls.v3 import response as cacl_resp
 from kio.schema.create_partitions.v3 import request as cp_req
 from kio.schema.create_partitions.v3 import response as cp_resp
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
-from kio.schema.delete_acls.v3 import request as dacl_req
-from kio.schema.delete_acls.v3 import response as dacl_resp
 from kio.schema.delete_topics.v6 import request as dt_req
 from kio.schema.delete_topics.v6 import response as dt_resp
-from kio.schema.describe_acls.v3 import request as descacl_req
-from kio.schema.describe_acls.v3 import response as descacl_resp
 from kio.schema.describe_configs.v4 import request as dc_req
 from kio.schema.describe_configs.v4 import response as dc_resp
 from kio.schema.incremental_alter_configs.v1 import request as iac_req
@@ -47,6 +39,14 @@ from kio.schema.update_features.v1 import request as uf_req
 from kio.schema.update_features.v1 import response as uf_resp
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from pykraft.messages.kafka import alter_user_scram_credentials_request as scram_req
+from pykraft.messages.kafka import alter_user_scram_credentials_response as scram_resp
+from pykraft.messages.kafka import create_acls_request as cacl_req
+from pykraft.messages.kafka import create_acls_response as cacl_resp
+from pykraft.messages.kafka import delete_acls_request as dacl_req
+from pykraft.messages.kafka import delete_acls_response as dacl_resp
+from pykraft.messages.kafka import describe_acls_request as descacl_req
+from pykraft.messages.kafka import describe_acls_response as descacl_resp
 from pykraft.protocol.errors import ErrorCode
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
@@ -107,23 +107,23 @@ def _alter_configs(req: alter_req.AlterConfigsRequest, code: ErrorCode,
 def _create_acls(req: cacl_req.CreateAclsRequest, code: ErrorCode,
                  message: str | None) -> object:
     # one immutable answer, repeated: cheap for the 80,000 creations a 1 MiB request holds
-    return cacl_resp.CreateAclsResponse(throttle_time=NO_THROTTLE, results=(
+    return cacl_resp.CreateAclsResponse(results=(
         cacl_resp.AclCreationResult(error_code=code, error_message=message),)
         * len(req.creations))
 
 
 def _delete_acls(req: dacl_req.DeleteAclsRequest, code: ErrorCode,
                  message: str | None) -> object:
-    return dacl_resp.DeleteAclsResponse(throttle_time=NO_THROTTLE, filter_results=(
-        dacl_resp.DeleteAclsFilterResult(error_code=code, error_message=message,
-                                         matching_acls=()),) * len(req.filters))
+    return dacl_resp.DeleteAclsResponse(filter_results=(
+        dacl_resp.DeleteAclsFilterResult(error_code=code, error_message=message),)
+        * len(req.filters))
 
 
 def _alter_scram(req: scram_req.AlterUserScramCredentialsRequest, code: ErrorCode,
                  message: str | None) -> object:
     """Kafka's getErrorResponse: every user named, once, sorted."""
     users = sorted({d.name for d in req.deletions} | {u.name for u in req.upsertions})
-    return scram_resp.AlterUserScramCredentialsResponse(throttle_time=NO_THROTTLE, results=tuple(
+    return scram_resp.AlterUserScramCredentialsResponse(results=tuple(
         scram_resp.AlterUserScramCredentialsResult(user=user, error_code=code,
                                                    error_message=message)
         for user in users))
@@ -160,7 +160,7 @@ _BUILDERS: dict[type, _Builder] = {
     cacl_req.CreateAclsRequest: _create_acls,
     dacl_req.DeleteAclsRequest: _delete_acls,
     descacl_req.DescribeAclsRequest: lambda _r, c, m: descacl_resp.DescribeAclsResponse(
-        throttle_time=NO_THROTTLE, error_code=c, error_message=m, resources=()),
+        error_code=c, error_message=m),
 }
 
 

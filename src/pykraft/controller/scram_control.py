@@ -10,18 +10,7 @@ others are answered with their error; nothing is written below metadata.version 
 
 from __future__ import annotations
 
-from kio.schema.alter_user_scram_credentials.v0.request import (
-    AlterUserScramCredentialsRequest,
-    ScramCredentialDeletion,
-    ScramCredentialUpsertion,
-)
-from kio.schema.alter_user_scram_credentials.v0.response import (
-    AlterUserScramCredentialsResponse,
-    AlterUserScramCredentialsResult,
-)
-
 from pykraft.controller.context import ControllerContext, ControllerResult
-from pykraft.controller.responses import NO_THROTTLE
 from pykraft.image.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -29,6 +18,15 @@ from pykraft.image.scram import (
     ScramCredential,
     ScramImage,
     ScramMechanism,
+)
+from pykraft.messages.kafka.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from pykraft.messages.kafka.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import RemoveUserScramCredentialRecord, UserScramCredentialRecord
@@ -69,7 +67,7 @@ def _upsertion_failure(upsertion: ScramCredentialUpsertion) -> Failure | None:
 def _credential_record(upsertion: ScramCredentialUpsertion) -> UserScramCredentialRecord:
     mechanism = ScramMechanism(upsertion.mechanism)
     credential = ScramCredential.from_salted_password(
-        mechanism, upsertion.salt, int(upsertion.iterations), upsertion.salted_password)
+        mechanism, upsertion.salt, upsertion.iterations, upsertion.salted_password)
     return UserScramCredentialRecord(
         name=upsertion.name, mechanism=mechanism, salt=credential.salt,
         stored_key=credential.stored_key, server_key=credential.server_key,
@@ -114,4 +112,4 @@ def alter_user_scram_credentials(ctx: ControllerContext,
     results += [AlterUserScramCredentialsResult(user=name, error_code=code, error_message=text)
                 for name, (code, text) in failures.items()]
     return ControllerResult(tuple(records), AlterUserScramCredentialsResponse(
-        throttle_time=NO_THROTTLE, results=tuple(results)))
+        results=tuple(results)))

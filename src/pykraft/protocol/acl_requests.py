@@ -8,8 +8,6 @@ either): a request that cannot be parsed closes the connection.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pykraft.protocol.apis import ApiKey
 
 _UNKNOWN = 0
@@ -26,7 +24,7 @@ _FIELDS: dict[int, tuple[str | None, str, tuple[str, ...]]] = {
 }
 
 
-def refused_acl_request(api_key: int, body: Any) -> str | None:
+def refused_acl_request(api_key: int, body: object) -> str | None:
     """Why Kafka would not parse this ACL request (None for any other API, or a valid one)."""
     spec = _FIELDS.get(api_key)
     if spec is None:

@@ -17,14 +17,8 @@ topics and READ on the groups. The output is Kafka's text (``Current ACLs for re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
-from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
-from kio.schema.describe_acls.v3.request import DescribeAclsRequest
-from kio.static.primitive import i8
 
 from pykraft.errors import UsageError
 from pykraft.image.acls import (
@@ -36,10 +30,17 @@ from pykraft.image.acls import (
     ResourceType,
     StandardAcl,
 )
+from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.create_acls_response import CreateAclsResponse
+from pykraft.messages.kafka.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from pykraft.messages.kafka.delete_acls_response import DeleteAclsResponse
+from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_acls_response import DescribeAclsResponse
 from pykraft.security.authorizer import SUPPORTED_OPERATIONS
 from pykraft.tools.admin_client import raise_for
 
-Request = Callable[[Any], Any]
+#: Sends a request to the cluster and returns its answer (:meth:`AdminClient.request`).
+Request = Callable[[object], Awaitable[object]]
 Pattern = tuple[ResourceType, str, PatternType]
 Entry = tuple[str, str, AclOperation, AclPermissionType]
 """(principal, host, operation, permission)."""
@@ -178,10 +179,11 @@ async def add_acls(request: Request, options: AclOptions) -> list[str]:
     for pattern, entries in plan.items():
         lines += _block(f"Adding ACLs for resource `{pattern_text(pattern)}`:", entries)
         answer = await request(CreateAclsRequest(creations=tuple(
-            AclCreation(resource_type=i8(pattern[0]), resource_name=pattern[1],
-                        resource_pattern_type=i8(pattern[2]), principal=principal, host=host,
-                        operation=i8(operation), permission_type=i8(permission))
+            AclCreation(resource_type=pattern[0], resource_name=pattern[1],
+                        resource_pattern_type=pattern[2], principal=principal, host=host,
+                        operation=operation, permission_type=permission)
             for principal, host, operation, permission in entries)))
+        assert isinstance(answer, CreateAclsResponse)
         for result in answer.results:
             raise_for(result.error_code, result.error_message)
     return lines
@@ -208,11 +210,11 @@ async def remove_acls(request: Request, pattern: Pattern, entries: Sequence[Entr
         (principal, host, operation, permission)
         for principal, host, operation, permission in entries]
     answer = await request(DeleteAclsRequest(filters=tuple(
-        DeleteAclsFilter(resource_type_filter=i8(pattern[0]), resource_name_filter=pattern[1],
-                         pattern_type_filter=i8(pattern[2]), principal_filter=principal,
-                         host_filter=host, operation=i8(operation),
-                         permission_type=i8(permission))
+        DeleteAclsFilter(resource_type_filter=pattern[0], resource_name_filter=pattern[1],
+                         pattern_type_filter=pattern[2], principal_filter=principal,
+                         host_filter=host, operation=operation, permission_type=permission)
         for principal, host, operation, permission in filters)))
+    assert isinstance(answer, DeleteAclsResponse)
     for result in answer.filter_results:
         raise_for(result.error_code, result.error_message)
 
@@ -224,9 +226,10 @@ async def describe(request: Request, options: AclOptions) -> dict[Pattern, list[
     found: dict[Pattern, list[Entry]] = {}
     for resource_type, name, pattern in wanted:
         answer = await request(DescribeAclsRequest(
-            resource_type_filter=i8(resource_type), resource_name_filter=name,
-            pattern_type_filter=i8(pattern), principal_filter=None, host_filter=None,
-            operation=i8(AclOperation.ANY), permission_type=i8(AclPermissionType.ANY)))
+            resource_type_filter=resource_type, resource_name_filter=name,
+            pattern_type_filter=pattern, principal_filter=None, host_filter=None,
+            operation=AclOperation.ANY, permission_type=AclPermissionType.ANY))
+        assert isinstance(answer, DescribeAclsResponse)
         raise_for(answer.error_code, answer.error_message)
         for res in answer.resources:
             key = (ResourceType.of(res.resource_type), res.resource_name,

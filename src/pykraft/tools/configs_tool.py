@@ -22,32 +22,38 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.alter_user_scram_credentials.v0.request import (
-    AlterUserScramCredentialsRequest,
-    ScramCredentialDeletion,
-    ScramCredentialUpsertion,
-)
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.describe_configs.v4.request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
-)
-from kio.schema.describe_user_scram_credentials.v0.request import (
-    DescribeUserScramCredentialsRequest,
-    UserName,
 )
 from kio.schema.incremental_alter_configs.v1.request import (
     AlterableConfig,
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
-from kio.static.primitive import i8, i32
+from kio.static.primitive import i8
 
 from pykraft.config.definitions import ConfigSource
 from pykraft.controller.config_control import AlterOp
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.scram import MIN_ITERATIONS, ScramMechanism, salted_password
+from pykraft.messages.kafka.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from pykraft.messages.kafka.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+)
+from pykraft.messages.kafka.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+    UserName,
+)
+from pykraft.messages.kafka.describe_user_scram_credentials_response import (
+    DescribeUserScramCredentialsResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import AdminError, AdminSettings, raise_for
 from pykraft.tools.broker_clients import BrokerClients, java_exception
@@ -225,6 +231,7 @@ async def _describe_users(clients: ConfigsClients, entity: Entity) -> list[Repor
     clients.brokers_only("DescribeUserScramCredentials")
     answer = await clients.bootstrap.request(DescribeUserScramCredentialsRequest(
         users=(UserName(name=entity.name),) if entity.name is not None else ()))
+    assert isinstance(answer, DescribeUserScramCredentialsResponse)
     raise_for(answer.error_code, answer.error_message)
     reports: list[Report] = []
     for result in answer.results:
@@ -234,7 +241,7 @@ async def _describe_users(clients: ConfigsClients, entity: Entity) -> list[Repor
             error = (java_exception(code).rsplit(".", 1)[1],
                      result.error_message or code.name)
         reports.append(UserReport(result.user, tuple(
-            (ScramMechanism.of(int(info.mechanism)).mechanism_name, int(info.iterations))
+            (ScramMechanism.of(info.mechanism).mechanism_name, info.iterations)
             for info in result.credential_infos), error))
     return reports
 
@@ -383,12 +390,13 @@ async def _alter_user(clients: ConfigsClients, command: ConfigsCommand,
         mechanism = ScramMechanism.named(key)
         salt = new_salt()
         upsertions.append(ScramCredentialUpsertion(
-            name=user, mechanism=i8(mechanism), iterations=i32(iterations), salt=salt,
+            name=user, mechanism=mechanism, iterations=iterations, salt=salt,
             salted_password=salted_password(mechanism, password, salt, iterations)))
     answer = await clients.bootstrap.request(AlterUserScramCredentialsRequest(
-        deletions=tuple(ScramCredentialDeletion(name=user, mechanism=i8(
-            ScramMechanism.named(key))) for key in command.to_delete),
+        deletions=tuple(ScramCredentialDeletion(name=user, mechanism=ScramMechanism.named(key))
+                        for key in command.to_delete),
         upsertions=tuple(upsertions)))
+    assert isinstance(answer, AlterUserScramCredentialsResponse)
     for result in answer.results:
         raise_for(result.error_code, result.error_message)
 

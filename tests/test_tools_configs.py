@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from kio.schema.describe_configs.v4 import response as dc
-from kio.static.primitive import i8
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
-from pykraft.controller.responses import NO_THROTTLE
+from pykraft.messages.kafka import describe_configs_response as dc
 from pykraft.messages.kafka import describe_user_scram_credentials_response as ds
 from pykraft.messages.kafka.alter_user_scram_credentials_response import (
     AlterUserScramCredentialsResponse,
@@ -259,15 +257,15 @@ def test_user_keys_refused_before_any_request(fields: dict[str, Any], message: s
 def _synonyms(name: str, value: str | None, source: int) -> tuple[Any, ...]:
     """The entry's own value, then (unless it is the default) the default 604800000."""
     chain = [(value, source)] + ([("604800000", 5)] if source != 5 else [])
-    return tuple(dc.DescribeConfigsSynonym(name=name, value=v, source=i8(s)) for v, s in chain)
+    return tuple(dc.DescribeConfigsSynonym(name=name, value=v, source=s) for v, s in chain)
 
 
 def _described(*entries: tuple[str, str | None, int]) -> dc.DescribeConfigsResponse:
-    return dc.DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=(dc.DescribeConfigsResult(
-        error_code=ErrorCode.none, error_message=None, resource_type=i8(2),
+    return dc.DescribeConfigsResponse(results=(dc.DescribeConfigsResult(
+        error_code=ErrorCode.none, error_message=None, resource_type=2,
         resource_name="t", configs=tuple(dc.DescribeConfigsResourceResult(
-            name=name, value=value, read_only=False, config_source=i8(source),
-            is_sensitive=False, config_type=i8(2), documentation=None,
+            name=name, value=value, read_only=False, config_source=source,
+            is_sensitive=False, config_type=2, documentation=None,
             synonyms=_synonyms(name, value, source))
             for name, value, source in entries)),))
 

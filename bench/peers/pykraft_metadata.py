@@ -20,11 +20,6 @@ from typing import Any
 
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
-from kio.schema.incremental_alter_configs.v1.request import (
-    AlterableConfig,
-    AlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-)
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32
@@ -32,6 +27,11 @@ from kio.static.primitive import i8, i16, i32
 from peers.base import BenchError, Writer, until
 from peers.pykraft_sut import Pykraft
 from pykraft.errors import PyKraftError
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -40,8 +40,8 @@ from pykraft.testing.append import APPEND_PROPERTIES
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
-TOPIC_RESOURCE = i8(2)
-SET = i8(0)
+TOPIC_RESOURCE = 2
+SET = 0
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
 #: Topics the writers alter (one each), created before the measurement.

@@ -35,15 +35,15 @@ from kio.schema.create_topics.v7.request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.incremental_alter_configs.v1.request import (
+from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i16, i32
+
+from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i16, i32
-
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import PartitionChangeRecord, decode_metadata_record
@@ -197,8 +197,8 @@ def test_controlled_shutdown_of_the_leader_during_acks_all_production(
 
 def set_unclean(cluster: LocalCluster, via: int) -> None:
     answer = broker_call(cluster, via, IncrementalAlterConfigsRequest(resources=(
-        AlterConfigsResource(resource_type=i8(2), resource_name=TOPIC, configs=(
-            AlterableConfig(name="unclean.leader.election.enable", config_operation=i8(0),
+        AlterConfigsResource(resource_type=2, resource_name=TOPIC, configs=(
+            AlterableConfig(name="unclean.leader.election.enable", config_operation=0,
                             value="true"),)),), validate_only=False))
     assert answer.responses[0].error_code == ErrorCode.none
 

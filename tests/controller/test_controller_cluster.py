@@ -11,14 +11,14 @@ from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
 from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
 from kio.schema.create_topics.v7.response import CreateTopicsResponse
-from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
-from kio.schema.describe_configs.v4.response import DescribeConfigsResponse
 from kio.schema.types import BrokerId
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.static.primitive import i32
 
 from pykraft.errors import ConfigError
 from pykraft.features import ELIGIBLE_LEADER_REPLICAS_FEATURE, METADATA_VERSION_FEATURE
+from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
+from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     AbortTransactionRecord,

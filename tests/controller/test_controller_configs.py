@@ -6,25 +6,26 @@ from typing import Any
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.alter_configs.v2 import request as legacy
-from kio.schema.alter_configs.v2.response import AlterConfigsResponse
-from kio.schema.describe_configs.v4.request import (
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-)
-from kio.schema.describe_configs.v4.response import DescribeConfigsResponse
-from kio.schema.incremental_alter_configs.v1.request import (
-    AlterableConfig,
-    AlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-)
-from kio.schema.incremental_alter_configs.v1.response import IncrementalAlterConfigsResponse
-from kio.static.primitive import i8
 
 from pykraft.config.broker_configs import BROKER_CONFIG_DEFS, unknown_key_warnings
 from pykraft.controller import config_control
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.config_defs import TOPIC_CONFIGS
+from pykraft.messages.kafka import alter_configs_request as legacy
+from pykraft.messages.kafka.alter_configs_response import AlterConfigsResponse
+from pykraft.messages.kafka.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from pykraft.messages.kafka.incremental_alter_configs_response import (
+    IncrementalAlterConfigsResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 
 TOPIC, BROKER = 2, 4
@@ -44,11 +45,11 @@ def incremental(cluster: Cluster, resource_type: int, name: str,
                 *ops: tuple[str, int, str | None], validate_only: bool = False
                 ) -> tuple[ErrorCode, str | None]:
     response = cluster.call(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
-        resource_type=i8(resource_type), resource_name=name,
-        configs=tuple(AlterableConfig(name=k, config_operation=i8(op), value=v)
+        resource_type=resource_type, resource_name=name,
+        configs=tuple(AlterableConfig(name=k, config_operation=op, value=v)
                       for k, op, v in ops)),), validate_only=validate_only))
     assert isinstance(response, IncrementalAlterConfigsResponse)
-    return response.responses[0].error_code, response.responses[0].error_message
+    return ErrorCode(response.responses[0].error_code), response.responses[0].error_message
 
 
 def stored(cluster: Cluster, resource_type: int, name: str) -> dict[str, str]:
@@ -114,7 +115,7 @@ def test_validate_only(cluster: Cluster) -> None:
 def test_legacy_alter_configs_replaces_everything(cluster: Cluster) -> None:
     incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"), ("preallocate", SET, "true"))
     response = cluster.call(legacy.AlterConfigsRequest(resources=(legacy.AlterConfigsResource(
-        resource_type=i8(TOPIC), resource_name="t",
+        resource_type=TOPIC, resource_name="t",
         configs=(legacy.AlterableConfig(name="segment.ms", value="1000"),)),),
         validate_only=False))
     assert isinstance(response, AlterConfigsResponse)
@@ -137,7 +138,7 @@ def test_more_config_records_than_one_operation_takes_refuse_every_resource(
                            ("preallocate", SET, "true"), ("segment.ms", SET, "1000"),
                            validate_only=validate_only) == too_large
     response = cluster.call(legacy.AlterConfigsRequest(resources=tuple(
-        legacy.AlterConfigsResource(resource_type=i8(resource_type), resource_name=name,
+        legacy.AlterConfigsResource(resource_type=resource_type, resource_name=name,
                                     configs=(legacy.AlterableConfig(name="segment.ms",
                                                                     value="1000"),))
         for resource_type, name in ((TOPIC, "t"), (TOPIC, "zz"), (TOPIC, "u"), (TOPIC, "v"))),
@@ -152,7 +153,7 @@ def test_more_config_records_than_one_operation_takes_refuse_every_resource(
 def describe(cluster: Cluster, resource_type: int, name: str,
              keys: tuple[str, ...] | None = None) -> DescribeConfigsResponse:
     response = cluster.call(DescribeConfigsRequest(resources=(DescribeConfigsResource(
-        resource_type=i8(resource_type), resource_name=name, configuration_keys=keys),),
+        resource_type=resource_type, resource_name=name, configuration_keys=keys),),
         include_synonyms=True))
     assert isinstance(response, DescribeConfigsResponse)
     return response
@@ -200,11 +201,10 @@ STATIC = {"node.id": "0", "log.retention.hours": "1", "ssl.keystore.password": "
 
 def describe_static(cluster: Cluster, *, documentation: bool) -> dict[str, Any]:
     request = DescribeConfigsRequest(resources=(DescribeConfigsResource(
-        resource_type=i8(BROKER), resource_name="0", configuration_keys=()),),
+        resource_type=BROKER, resource_name="0", configuration_keys=()),),
         include_synonyms=True, include_documentation=documentation)
     response = describe_configs(cluster.controller.committed_image, request, node_id=0,
-                                static=STATIC).response
-    assert isinstance(response, DescribeConfigsResponse)
+                                static=STATIC)
     return {c.name: c for c in response.results[0].configs}
 
 
@@ -259,11 +259,11 @@ def test_read_only_and_per_broker_keys_are_refused_as_kafka_does(cluster: Cluste
 
 def test_describe_reads_the_committed_image(cluster: Cluster) -> None:
     cluster.submit(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
-        resource_type=i8(TOPIC), resource_name="t",
-        configs=(AlterableConfig(name="retention.ms", config_operation=i8(SET), value="7"),)),),
+        resource_type=TOPIC, resource_name="t",
+        configs=(AlterableConfig(name="retention.ms", config_operation=SET, value="7"),)),),
         validate_only=False))
     ticket = cluster.submit(DescribeConfigsRequest(resources=(DescribeConfigsResource(
-        resource_type=i8(TOPIC), resource_name="t", configuration_keys=("retention.ms",)),)))
+        resource_type=TOPIC, resource_name="t", configuration_keys=("retention.ms",)),)))
     response = cluster.responses[ticket]
     assert isinstance(response, DescribeConfigsResponse)
     assert response.results[0].configs[0].config_source == 5  # not yet committed
@@ -305,11 +305,10 @@ def test_zookeeper_keys_are_unknown_as_in_kafka_4(cluster: Cluster) -> None:
     assert unknown_key_warnings(["zookeeper.connect"]) == [
         "The configuration 'zookeeper.connect' was supplied but isn't a known config."]
     request = DescribeConfigsRequest(resources=(DescribeConfigsResource(
-        resource_type=i8(BROKER), resource_name="0", configuration_keys=()),),
+        resource_type=BROKER, resource_name="0", configuration_keys=()),),
         include_synonyms=True)
     response = describe_configs(cluster.controller.committed_image, request, node_id=0,
-                                static={"node.id": "0", "zookeeper.connect": "zk:2181"}).response
-    assert isinstance(response, DescribeConfigsResponse)
+                                static={"node.id": "0", "zookeeper.connect": "zk:2181"})
     entries = {c.name: c for c in response.results[0].configs}
     assert [name for name in entries if name.startswith("zookeeper.")] == ["zookeeper.connect"]
     zk = entries["zookeeper.connect"]
@@ -323,11 +322,10 @@ def test_a_topics_configs_show_the_broker_layers_as_kafka_does(cluster: Cluster)
         ErrorCode.none
     incremental(cluster, TOPIC, "t", ("message.timestamp.after.max.ms", SET, "2000"))
     request = DescribeConfigsRequest(resources=(DescribeConfigsResource(
-        resource_type=i8(TOPIC), resource_name="t", configuration_keys=None),),
+        resource_type=TOPIC, resource_name="t", configuration_keys=None),),
         include_synonyms=True)
     response = describe_configs(cluster.controller.committed_image, request, node_id=0, static={
-        "node.id": "0", "log.retention.hours": "100", "message.max.bytes": "2000000"}).response
-    assert isinstance(response, DescribeConfigsResponse)
+        "node.id": "0", "log.retention.hours": "100", "message.max.bytes": "2000000"})
     entries = {c.name: (c.value, c.config_source, [(s.name, s.value, s.source)
                                                     for s in c.synonyms])
                for c in response.results[0].configs}

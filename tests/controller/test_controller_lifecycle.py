@@ -13,15 +13,15 @@ from kio.schema.alter_partition.v3.request import (
 )
 from kio.schema.alter_partition.v3.response import AlterPartitionResponse
 from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
-from kio.schema.incremental_alter_configs.v1.request import (
-    AlterableConfig,
-    AlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-)
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
 from pykraft.image.topics import NO_LEADER, PartitionRegistration
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
 from pykraft.replica.leader import RECOVERED, RECOVERING
@@ -63,8 +63,8 @@ def shrink_to_leader(cluster: Cluster) -> None:
 def set_config(cluster: Cluster, key: str, value: str, *, resource_type: int = TOPIC_RESOURCE,
                name: str = "t") -> None:
     cluster.call(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
-        resource_type=i8(resource_type), resource_name=name,
-        configs=(AlterableConfig(name=key, config_operation=i8(0), value=value),)),),
+        resource_type=resource_type, resource_name=name,
+        configs=(AlterableConfig(name=key, config_operation=0, value=value),)),),
         validate_only=False))
 
 

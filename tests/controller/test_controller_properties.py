@@ -23,11 +23,6 @@ from kio.schema.alter_partition.v3.request import (
 )
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
-from kio.schema.incremental_alter_configs.v1.request import (
-    AlterableConfig,
-    AlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-)
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
@@ -35,6 +30,11 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.image import MetadataImage, Provenance, load_snapshot, write_image_snapshot
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 
 SECOND = i32Timedelta.parse(datetime.timedelta(seconds=1))
 NAMES = ["a", "b", "c.d", "c_d"]
@@ -102,8 +102,8 @@ def apply(cluster: Cluster, op: tuple[object, ...], incarnations: dict[int, int]
     elif kind == "config":
         _, name, key, value = op
         cluster.submit(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
-            resource_type=i8(2), resource_name=str(name), configs=(AlterableConfig(
-                name=str(key), config_operation=i8(0 if value is not None else 1),
+            resource_type=2, resource_name=str(name), configs=(AlterableConfig(
+                name=str(key), config_operation=0 if value is not None else 1,
                 value=value if isinstance(value, str) else None),)),), validate_only=False))
     elif kind == "isr":
         alter_isr(cluster, str(op[1]), shrink=bool(op[2]))

@@ -22,10 +22,6 @@ from typing import TypeVar
 
 from kafka_brokers_harness import wait_until
 from kafka_tools import ClusterTools, Outcome, ToolRun, run_batch
-from kio.schema.describe_configs.v4.request import (
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-)
 from kio.schema.describe_quorum.v2.request import (
     DescribeQuorumRequest,
     PartitionData,
@@ -33,7 +29,7 @@ from kio.schema.describe_quorum.v2.request import (
 )
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.schema.types import TopicName
-from kio.static.primitive import i8, i32
+from kio.static.primitive import i32
 from kio.static.protocol import HeaderV1ResponsePayload, HeaderV2RequestPayload
 from oracle_cluster import (
     KAFKA,
@@ -48,6 +44,10 @@ from oracle_cluster import (
 )
 
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
@@ -173,9 +173,9 @@ def metadata_state(address: str, topic: str, *, scram: bool = True) -> MetadataS
     ``scram=False`` for a Kafka controller: it advertises DescribeUserScramCredentials but
     fails it (``Unsupported ApiKey``, then a NullPointerException on ``users=null``)."""
     configs = call(address, ApiKey.DESCRIBE_CONFIGS, 4, DescribeConfigsRequest(resources=(
-        DescribeConfigsResource(resource_type=i8(_TOPIC_RESOURCE), resource_name=topic,
+        DescribeConfigsResource(resource_type=_TOPIC_RESOURCE, resource_name=topic,
                                 configuration_keys=None),
-        DescribeConfigsResource(resource_type=i8(_BROKER_RESOURCE), resource_name="",
+        DescribeConfigsResource(resource_type=_BROKER_RESOURCE, resource_name="",
                                 configuration_keys=None))))
     assert [r.error_code for r in configs.results] == [0, 0], configs
     topic_configs, broker_configs = (frozenset(

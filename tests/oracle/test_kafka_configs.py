@@ -16,10 +16,8 @@ from typing import Any
 
 import pytest
 from kio.schema.create_topics.v7 import request as create
-from kio.schema.describe_configs.v4 import request as describe
-from kio.schema.incremental_alter_configs.v1 import request as alter
 from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i16, i32
 from oracle_cluster import (
     KAFKA,
     PYKRAFT,
@@ -31,6 +29,8 @@ from oracle_cluster import (
 )
 from oracle_kafka import skip_module_off_ci
 
+from pykraft.messages.kafka import describe_configs_request as describe
+from pykraft.messages.kafka import incremental_alter_configs_request as alter
 from pykraft.protocol.apis import ApiKey
 
 skip_module_off_ci()
@@ -108,8 +108,8 @@ def _ask(address: str) -> dict[str, Any]:
 
 def _alter(address: str, name: str, key: str, value: str) -> tuple[int, str | None]:
     body = alter.IncrementalAlterConfigsRequest(resources=(alter.AlterConfigsResource(
-        resource_type=i8(BROKER), resource_name=name, configs=(alter.AlterableConfig(
-            name=key, config_operation=i8(0), value=value),)),), validate_only=False)
+        resource_type=BROKER, resource_name=name, configs=(alter.AlterableConfig(
+            name=key, config_operation=0, value=value),)),), validate_only=False)
     result = call(address, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body).responses[0]
     return int(result.error_code), result.error_message
 
@@ -131,7 +131,7 @@ def _describe(address: str, resource_type: int, name: str) -> dict[str, Any]:
     has the resource in its metadata (a topic just created may not be there yet); else the
     error."""
     body = describe.DescribeConfigsRequest(resources=(describe.DescribeConfigsResource(
-        resource_type=i8(resource_type), resource_name=name, configuration_keys=None),),
+        resource_type=resource_type, resource_name=name, configuration_keys=None),),
         include_synonyms=True, include_documentation=False)
     deadline = time.monotonic() + SETTLE_S
     result = call(address, ApiKey.DESCRIBE_CONFIGS, 4, body).results[0]

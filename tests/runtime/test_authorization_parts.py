@@ -9,9 +9,8 @@ import uuid
 from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
 from kio.schema.delete_topics.v6 import request as dt_req
-from kio.schema.describe_configs.v4 import request as dc_req
 from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.config.authorizer import AuthorizerConfig
 from pykraft.controller.responses import NO_THROTTLE
@@ -24,6 +23,7 @@ from pykraft.image.acls import (
     StandardAcl,
 )
 from pykraft.image.topics import TopicImage
+from pykraft.messages.kafka import describe_configs_request as dc_req
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.authorization import merge_parts, split_parts
@@ -84,9 +84,9 @@ def test_delete_topics_by_id_needs_describe_and_delete() -> None:
 
 def test_describe_configs_refuses_each_resource_with_its_types_error() -> None:
     request = dc_req.DescribeConfigsRequest(resources=(
-        dc_req.DescribeConfigsResource(resource_type=i8(2), resource_name="t",
+        dc_req.DescribeConfigsResource(resource_type=2, resource_name="t",
                                        configuration_keys=None),
-        dc_req.DescribeConfigsResource(resource_type=i8(4), resource_name="1",
+        dc_req.DescribeConfigsResource(resource_type=4, resource_name="1",
                                        configuration_keys=None),
     ), include_synonyms=False, include_documentation=False)
     split = split_parts(ApiKey.DESCRIBE_CONFIGS, request, access(), {})

@@ -31,7 +31,6 @@ import enum
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
 from kio.schema.metadata.v13 import request as md_req
 from kio.static.primitive import i32
 
@@ -75,6 +74,8 @@ from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersio
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
+from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
@@ -257,14 +258,15 @@ class BrokerDispatcher(ListenerDispatcher):
     async def _describe_configs_answer(self, request: RequestFrame, _: Session,
                                        __: Access) -> bytes:
         image = self._metadata.image
-        return await self._encode_large(request, lambda: self._describe_configs(
-            convert(request.body, DescribeConfigsRequest), image))
+        body: DescribeConfigsRequest = request.body
+        return await self._encode_large(request, lambda: self._describe_configs(body, image))
 
-    def _describe_configs(self, body: DescribeConfigsRequest, image: MetadataImage) -> Any:
+    def _describe_configs(self, body: DescribeConfigsRequest,
+                          image: MetadataImage) -> DescribeConfigsResponse:
         """DescribeConfigs: Kafka's brokers answer it (ConfigHelper), from ``image`` and the
         properties file (pure: a large one is answered off the loop)."""
         return describe_configs(image, body, node_id=self._settings.node_id,
-                                static=self._settings.controller.properties).response
+                                static=self._settings.controller.properties)
 
     async def _split_answer(self, request: RequestFrame, access: Access) -> Any:
         """An admin request with parts: the refused parts answered here, the others

@@ -15,20 +15,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypeVar
 
-from kio.schema.alter_configs.v2.request import AlterConfigsRequest
-from kio.schema.alter_configs.v2.response import (
-    AlterConfigsResourceResponse as LegacyResourceResponse,
-)
-from kio.schema.alter_configs.v2.response import AlterConfigsResponse
-from kio.schema.describe_configs.v4 import response as describe
-from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
-from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
-from kio.schema.incremental_alter_configs.v1.response import (
-    AlterConfigsResourceResponse,
-    IncrementalAlterConfigsResponse,
-)
-from kio.static.primitive import i8
-
 from pykraft.config.broker_configs import (
     BrokerConfigLayers,
     DescribedConfig,
@@ -53,10 +39,23 @@ from pykraft.controller.context import (
     ControllerContext,
     ControllerResult,
 )
-from pykraft.controller.responses import NO_THROTTLE
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.image.configs import ConfigResource, ConfigResourceType
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka import describe_configs_response as describe
+from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
+from pykraft.messages.kafka.alter_configs_response import (
+    AlterConfigsResourceResponse as LegacyResourceResponse,
+)
+from pykraft.messages.kafka.alter_configs_response import AlterConfigsResponse
+from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    IncrementalAlterConfigsRequest,
+)
+from pykraft.messages.kafka.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import ConfigRecord
 
@@ -185,20 +184,21 @@ def _wire_entry(config: DescribedConfig, req: DescribeConfigsRequest
                 ) -> describe.DescribeConfigsResourceResult:
     return describe.DescribeConfigsResourceResult(
         name=config.name, value=config.value, read_only=config.read_only,
-        config_source=i8(int(config.source)), is_sensitive=config.sensitive,
+        config_source=config.source, is_sensitive=config.sensitive,
         synonyms=tuple(
-            describe.DescribeConfigsSynonym(name=name, value=value, source=i8(int(source)))
+            describe.DescribeConfigsSynonym(name=name, value=value, source=source)
             for name, value, source in config.synonyms) if req.include_synonyms else (),
-        config_type=i8(int(config.config_type)),
+        config_type=config.config_type,
         documentation=config.documentation if req.include_documentation else None)
 
 
 def describe_configs(image: MetadataImage, req: DescribeConfigsRequest, *, node_id: int,
-                     static: Mapping[str, str]) -> ControllerResult:
-    """Kafka's ConfigHelper as node ``node_id`` started from the properties ``static``."""
+                     static: Mapping[str, str]) -> describe.DescribeConfigsResponse:
+    """Kafka's ConfigHelper as node ``node_id`` started from the properties ``static`` (a
+    read: no records)."""
     results = []
     for res in req.resources:
-        resource = (int(res.resource_type), res.resource_name)
+        resource = (res.resource_type, res.resource_name)
         outcome: list[DescribedConfig] | ConfigFailure | None = check_resource(image, resource)
         if outcome is None:
             outcome = (topic_entries(image.configs.get(resource), BrokerConfigLayers.of(
@@ -216,8 +216,7 @@ def describe_configs(image: MetadataImage, req: DescribeConfigsRequest, *, node_
             resource_type=res.resource_type, resource_name=res.resource_name,
             configs=entries,
         ))
-    return ControllerResult((), describe.DescribeConfigsResponse(
-        throttle_time=NO_THROTTLE, results=tuple(results)))
+    return describe.DescribeConfigsResponse(results=tuple(results))
 
 
 def _apply_op(definition: ConfigDef | None, op: int, current: str | None,
@@ -372,8 +371,8 @@ def _described_message(failure: ConfigFailure | None) -> str:
 def incremental_alter_configs(ctx: ControllerContext,
                               req: IncrementalAlterConfigsRequest) -> ControllerResult:
     records, outcomes = _alter_all(
-        ctx, [((int(r.resource_type), r.resource_name), r) for r in req.resources],
-        lambda r: [(c.name, int(c.config_operation), c.value) for c in r.configs],
+        ctx, [((r.resource_type, r.resource_name), r) for r in req.resources],
+        lambda r: [(c.name, c.config_operation, c.value) for c in r.configs],
         replace_all=False)
     answers = tuple(
         AlterConfigsResourceResponse(error_code=_code(f), error_message=_message(f),
@@ -382,14 +381,13 @@ def incremental_alter_configs(ctx: ControllerContext,
         for r, f in zip(req.resources, outcomes, strict=True)
     )
     return ControllerResult(() if req.validate_only else tuple(records),
-                            IncrementalAlterConfigsResponse(throttle_time=NO_THROTTLE,
-                                                            responses=answers))
+                            IncrementalAlterConfigsResponse(responses=answers))
 
 
 def alter_configs(ctx: ControllerContext, req: AlterConfigsRequest) -> ControllerResult:
     """Legacy AlterConfigs: the given keys become the resource's whole config."""
     records, outcomes = _alter_all(
-        ctx, [((int(r.resource_type), r.resource_name), r) for r in req.resources],
+        ctx, [((r.resource_type, r.resource_name), r) for r in req.resources],
         lambda r: [(c.name, int(AlterOp.SET), c.value) for c in r.configs],
         replace_all=True)
     answers = tuple(
@@ -398,4 +396,4 @@ def alter_configs(ctx: ControllerContext, req: AlterConfigsRequest) -> Controlle
         for r, f in zip(req.resources, outcomes, strict=True)
     )
     return ControllerResult(() if req.validate_only else tuple(records),
-                            AlterConfigsResponse(throttle_time=NO_THROTTLE, responses=answers))
+                            AlterConfigsResponse(responses=answers))

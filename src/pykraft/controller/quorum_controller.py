@@ -24,7 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
@@ -33,8 +32,6 @@ from kio.schema.controller_registration.v0.request import ControllerRegistration
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 from kio.schema.create_topics.v7.request import CreateTopicsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
-from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
-from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
@@ -61,12 +58,17 @@ from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
 from pykraft.image.versions import MV_3_3_IV1, record_version
+from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
 from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
 from pykraft.messages.kafka.delete_acls_request import DeleteAclsRequest
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    IncrementalAlterConfigsRequest,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
@@ -253,7 +255,7 @@ class QuorumController:
             described = config_control.describe_configs(
                 self.committed_image, request, node_id=self.config.node_id,
                 static=self.config.properties)
-            self._ready.append((ticket, described.response))
+            self._ready.append((ticket, described))
             return ticket
         if isinstance(request, DescribeAclsRequest):  # a read too, as Kafka's authorizer's
             self._ready.append((ticket, acl_control.describe_acls(

@@ -10,8 +10,6 @@ from typing import Any
 
 from kio.schema.allocate_producer_ids.v0 import request as allocate_req
 from kio.schema.allocate_producer_ids.v0 import response as allocate_resp
-from kio.schema.alter_configs.v2 import request as alter_req
-from kio.schema.alter_configs.v2 import response as alter_resp
 from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.alter_partition.v3 import response as ap_resp
 from kio.schema.assign_replicas_to_dirs.v0 import request as ard_req
@@ -28,10 +26,6 @@ from kio.schema.create_topics.v7 import request as ct_req
 from kio.schema.create_topics.v7 import response as ct_resp
 from kio.schema.delete_topics.v6 import request as dt_req
 from kio.schema.delete_topics.v6 import response as dt_resp
-from kio.schema.describe_configs.v4 import request as dc_req
-from kio.schema.describe_configs.v4 import response as dc_resp
-from kio.schema.incremental_alter_configs.v1 import request as iac_req
-from kio.schema.incremental_alter_configs.v1 import response as iac_resp
 from kio.schema.types import ProducerId
 from kio.schema.unregister_broker.v0 import request as unreg_req
 from kio.schema.unregister_broker.v0 import response as unreg_resp
@@ -39,6 +33,8 @@ from kio.schema.update_features.v1 import request as uf_req
 from kio.schema.update_features.v1 import response as uf_resp
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from pykraft.messages.kafka import alter_configs_request as alter_req
+from pykraft.messages.kafka import alter_configs_response as alter_resp
 from pykraft.messages.kafka import alter_user_scram_credentials_request as scram_req
 from pykraft.messages.kafka import alter_user_scram_credentials_response as scram_resp
 from pykraft.messages.kafka import create_acls_request as cacl_req
@@ -47,6 +43,10 @@ from pykraft.messages.kafka import delete_acls_request as dacl_req
 from pykraft.messages.kafka import delete_acls_response as dacl_resp
 from pykraft.messages.kafka import describe_acls_request as descacl_req
 from pykraft.messages.kafka import describe_acls_response as descacl_resp
+from pykraft.messages.kafka import describe_configs_request as dc_req
+from pykraft.messages.kafka import describe_configs_response as dc_resp
+from pykraft.messages.kafka import incremental_alter_configs_request as iac_req
+from pykraft.messages.kafka import incremental_alter_configs_response as iac_resp
 from pykraft.protocol.errors import ErrorCode
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
@@ -79,16 +79,16 @@ def _create_partitions(req: cp_req.CreatePartitionsRequest, code: ErrorCode,
 
 def _describe_configs(req: dc_req.DescribeConfigsRequest, code: ErrorCode,
                       message: str | None) -> object:
-    return dc_resp.DescribeConfigsResponse(throttle_time=NO_THROTTLE, results=tuple(
+    return dc_resp.DescribeConfigsResponse(results=tuple(
         dc_resp.DescribeConfigsResult(error_code=code, error_message=message,
                                       resource_type=r.resource_type,
-                                      resource_name=r.resource_name, configs=())
+                                      resource_name=r.resource_name)
         for r in req.resources))
 
 
 def _incremental(req: iac_req.IncrementalAlterConfigsRequest, code: ErrorCode,
                  message: str | None) -> object:
-    return iac_resp.IncrementalAlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(
+    return iac_resp.IncrementalAlterConfigsResponse(responses=tuple(
         iac_resp.AlterConfigsResourceResponse(error_code=code, error_message=message,
                                               resource_type=r.resource_type,
                                               resource_name=r.resource_name)
@@ -97,7 +97,7 @@ def _incremental(req: iac_req.IncrementalAlterConfigsRequest, code: ErrorCode,
 
 def _alter_configs(req: alter_req.AlterConfigsRequest, code: ErrorCode,
                    message: str | None) -> object:
-    return alter_resp.AlterConfigsResponse(throttle_time=NO_THROTTLE, responses=tuple(
+    return alter_resp.AlterConfigsResponse(responses=tuple(
         alter_resp.AlterConfigsResourceResponse(error_code=code, error_message=message,
                                                 resource_type=r.resource_type,
                                                 resource_name=r.resource_name)

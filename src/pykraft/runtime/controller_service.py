@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.alter_configs.v2.request import AlterConfigsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
@@ -32,8 +31,6 @@ from kio.schema.controller_registration.v0.request import ControllerRegistration
 from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
 from kio.schema.create_topics.v7.request import CreateTopicsRequest
 from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
-from kio.schema.describe_configs.v4.request import DescribeConfigsRequest
-from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
@@ -41,12 +38,17 @@ from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import error_response
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
+from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
 from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
 from pykraft.messages.kafka.delete_acls_request import DeleteAclsRequest
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    IncrementalAlterConfigsRequest,
+)
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch

@@ -38,19 +38,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kio.schema.describe_configs.v4.request import (
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-)
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
-from kio.static.primitive import i8
 
 from pykraft.config.definitions import ConfigSource
 from pykraft.config.properties import load_properties
 from pykraft.errors import ConfigError, PyKraftError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.configs import ConfigResourceType
+from pykraft.messages.kafka.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
@@ -351,14 +351,15 @@ class AdminClient:
         if not topics:
             return {}
         answer = await self.request(DescribeConfigsRequest(resources=tuple(
-            DescribeConfigsResource(resource_type=i8(ConfigResourceType.TOPIC),
+            DescribeConfigsResource(resource_type=ConfigResourceType.TOPIC,
                                     resource_name=name, configuration_keys=None)
             for name in topics), include_synonyms=False, include_documentation=False))
+        assert isinstance(answer, DescribeConfigsResponse)
         configs = {}
         for result in answer.results:
             raise_for(result.error_code, result.error_message)
             configs[result.resource_name] = tuple(
-                ConfigEntry(c.name, c.value, int(c.config_source)) for c in result.configs)
+                ConfigEntry(c.name, c.value, c.config_source) for c in result.configs)
         return configs
 
 

@@ -23,15 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
-from kio.schema.describe_configs.v4.request import (
-    DescribeConfigsRequest,
-    DescribeConfigsResource,
-)
-from kio.schema.incremental_alter_configs.v1.request import (
-    AlterableConfig,
-    AlterConfigsResource,
-    IncrementalAlterConfigsRequest,
-)
 from kio.static.primitive import i8
 
 from pykraft.config.definitions import ConfigSource
@@ -47,12 +38,25 @@ from pykraft.messages.kafka.alter_user_scram_credentials_request import (
 from pykraft.messages.kafka.alter_user_scram_credentials_response import (
     AlterUserScramCredentialsResponse,
 )
+from pykraft.messages.kafka.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
     UserName,
 )
 from pykraft.messages.kafka.describe_user_scram_credentials_response import (
     DescribeUserScramCredentialsResponse,
+)
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from pykraft.messages.kafka.incremental_alter_configs_response import (
+    IncrementalAlterConfigsResponse,
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import AdminError, AdminSettings, raise_for
@@ -188,15 +192,16 @@ async def resource_configs(clients: ConfigsClients, entity: Entity, *, synonyms:
     name = entity.name or ""
     answer = await clients.ask(entity, DescribeConfigsRequest(
         resources=(DescribeConfigsResource(
-            resource_type=i8(_resource_type(entity.type, name)), resource_name=name,
+            resource_type=_resource_type(entity.type, name), resource_name=name,
             configuration_keys=None),),
         include_synonyms=synonyms, include_documentation=False))
+    assert isinstance(answer, DescribeConfigsResponse)
     result = answer.results[0]
     raise_for(result.error_code, result.error_message)
     wanted = None if describe_all else _dynamic_source(entity.type, name)
     return tuple(sorted((
-        ConfigLine(c.name, c.value, int(c.config_source), bool(c.is_sensitive),
-                   tuple((int(s.source), s.name, s.value) for s in c.synonyms))
+        ConfigLine(c.name, c.value, c.config_source, c.is_sensitive,
+                   tuple((s.source, s.name, s.value) for s in c.synonyms))
         for c in result.configs if wanted is None or c.config_source == wanted),
         key=lambda line: line.name))
 
@@ -331,13 +336,14 @@ async def _alter_resource(clients: ConfigsClients, command: ConfigsCommand) -> N
     name = entity.name or ""
     answer = await clients.ask(entity, IncrementalAlterConfigsRequest(
         resources=(AlterConfigsResource(
-            resource_type=i8(_resource_type(entity.type, name)), resource_name=name,
+            resource_type=_resource_type(entity.type, name), resource_name=name,
             configs=tuple(
-                [AlterableConfig(name=key, config_operation=i8(AlterOp.DELETE), value="")
+                [AlterableConfig(name=key, config_operation=AlterOp.DELETE, value="")
                  for key in command.to_delete]
-                + [AlterableConfig(name=key, config_operation=i8(AlterOp.SET), value=value)
+                + [AlterableConfig(name=key, config_operation=AlterOp.SET, value=value)
                    for key, value in command.to_add.items()])),),
         validate_only=False))
+    assert isinstance(answer, IncrementalAlterConfigsResponse)
     for response in answer.responses:
         raise_for(response.error_code, response.error_message)
 

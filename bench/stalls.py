@@ -94,7 +94,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
@@ -107,6 +106,7 @@ from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
 from peers.base import BenchError
 from peers.pykraft_metadata import call, connect, create_topics_request, created_or_exists
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
@@ -208,9 +208,9 @@ class StallBench:
     async def delete_partitions(self) -> str:
         assert self.doomed_topic is not None
         answer = await self.broker_call(DeleteTopicsRequest(
-            topics=(DeleteTopicState(name=TopicName(self.doomed_topic),
+            topics=(DeleteTopicState(name=self.doomed_topic,
                                      topic_id=uuid.UUID(int=0)),),
-            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30))))
+            timeout_ms=30000))
         await self.until(self.doomed_topic, lambda offsets: all(
             p.error_code == ErrorCode.unknown_topic_or_partition
             for t in offsets.topics for p in t.partitions))

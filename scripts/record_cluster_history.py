@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
 import shutil
 import sys
@@ -30,16 +29,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest
-from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.primitive import i8
 
 from pykraft.errors import PyKraftError
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
+from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import QuorumInfo, describe_quorum, parse_host_port
@@ -62,7 +61,6 @@ DELETED = "scratch"
 LIVE = {name: n for name, n in TOPICS.items() if name != DELETED}
 LATE_TOPIC = "audit"  # created in the epoch after the controller failover
 REQUEST_TIMEOUT_S = 5.0
-_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=REQUEST_TIMEOUT_S))
 
 
 def now_ms() -> int:
@@ -125,23 +123,23 @@ def partition_leaders(cluster: LocalCluster, via: int) -> dict[str, list[int]] |
 
 def create_topic(cluster: LocalCluster, via: int, name: str, partitions: int) -> bool | None:
     answer = broker_call(cluster, via, CreateTopicsRequest(
-        topics=(CreatableTopic(name=TopicName(name), num_partitions=i32(partitions),
-                               replication_factor=i16(3), assignments=(), configs=()),),
-        timeout=_TIMEOUT, validate_only=False))
+        topics=(CreatableTopic(name=name, num_partitions=partitions,
+                               replication_factor=3, assignments=(), configs=()),),
+        timeout_ms=REQUEST_TIMEOUT_S * 1000, validate_only=False))
     if answer is None:
         return None
     code = answer.topics[0].error_code
-    return True if code.name in ("none", "topic_already_exists") else None
+    return True if code in (ErrorCode.none, ErrorCode.topic_already_exists) else None
 
 
 def delete_topic(cluster: LocalCluster, via: int, name: str) -> bool | None:
     answer = broker_call(cluster, via, DeleteTopicsRequest(
-        topics=(DeleteTopicState(name=TopicName(name), topic_id=None),),
-        timeout=_TIMEOUT))
+        topics=(DeleteTopicState(name=name),),
+        timeout_ms=REQUEST_TIMEOUT_S * 1000))
     if answer is None:
         return None
     code = answer.responses[0].error_code
-    return True if code.name in ("none", "unknown_topic_or_partition") else None
+    return True if code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition) else None
 
 
 def quorum(cluster: LocalCluster) -> QuorumInfo | None:

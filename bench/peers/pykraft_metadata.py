@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i8
 
 from peers.base import BenchError, Writer, until
 from peers.pykraft_sut import Pykraft
 from pykraft.errors import PyKraftError
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
@@ -75,8 +75,8 @@ async def call(connection: ClientConnection, body: Any) -> Any:
 def create_topics_request(names: list[str], partitions: int,
                           replication_factor: int) -> CreateTopicsRequest:
     return CreateTopicsRequest(topics=tuple(
-        CreatableTopic(name=TopicName(name), num_partitions=i32(partitions),
-                       replication_factor=i16(replication_factor), assignments=(), configs=())
+        CreatableTopic(name=name, num_partitions=partitions,
+                       replication_factor=replication_factor, assignments=(), configs=())
         for name in names))
 
 

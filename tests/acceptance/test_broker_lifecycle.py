@@ -29,16 +29,15 @@ from broker_harness import (
     running_cluster,
     wait_for,
 )
-from kio.schema.create_topics.v7.request import (
+from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
+
+from pykraft.messages.kafka.create_topics_request import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i16, i32
-
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
@@ -68,9 +67,9 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 
 def create_topic(cluster: LocalCluster, replicas: list[int]) -> None:
     created = broker_call(cluster, cluster.brokers[0], CreateTopicsRequest(topics=(CreatableTopic(
-        name=TopicName(TOPIC), num_partitions=i32(-1), replication_factor=i16(-1),
-        assignments=(CreatableReplicaAssignment(partition_index=i32(0), broker_ids=tuple(
-            BrokerId(b) for b in replicas)),),
+        name=TOPIC, num_partitions=-1, replication_factor=-1,
+        assignments=(CreatableReplicaAssignment(partition_index=0, broker_ids=tuple(
+            b for b in replicas)),),
         configs=(CreatableTopicConfig(name="min.insync.replicas", value="2"),)),)))
     assert created.topics[0].error_code == ErrorCode.none
 

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 from broker_harness import broker_call, combined_node, partition_leaders, wait_for_brokers
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
 
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -29,7 +27,7 @@ def combined(tmp_path: Path) -> Iterator[LocalCluster]:
 def test_combined_node_registers_itself_and_serves_topics(combined: LocalCluster) -> None:
     wait_for_brokers(combined, 1)
     created = broker_call(combined, 1, CreateTopicsRequest(topics=(CreatableTopic(
-        name=TopicName("solo"), num_partitions=i32(3), replication_factor=i16(1),
+        name="solo", num_partitions=3, replication_factor=1,
         assignments=(), configs=()),)))
     assert created.topics[0].error_code == ErrorCode.none
     # One process: its broker image got the records in the same commit that released the

@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 from broker_harness import PROPERTIES, broker_call, running_cluster, wait_for
-from kio.schema.create_topics.v7.request import (
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
-)
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v13 import request as produce
 from kio.schema.types import TopicName
 from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.errors import PyKraftError
+from pykraft.messages.kafka.create_topics_request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.tools.local_cluster import LocalCluster
@@ -72,7 +72,7 @@ def produce_all(cluster: LocalCluster, leader: int, topic_id: uuid.UUID,
 def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) -> None:
     brokers = cluster.brokers
     created = broker_call(cluster, brokers[0], CreateTopicsRequest(topics=(CreatableTopic(
-        name=TopicName(TOPIC), num_partitions=i32(1), replication_factor=i16(3),
+        name=TOPIC, num_partitions=1, replication_factor=3,
         assignments=(), configs=(CreatableTopicConfig(name="min.insync.replicas",
                                                       value="2"),)),)))
     assert created.topics[0].error_code == ErrorCode.none
@@ -108,7 +108,7 @@ def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
                          brokers=3) as cluster:
         brokers = cluster.brokers
         created = broker_call(cluster, brokers[0], CreateTopicsRequest(topics=(CreatableTopic(
-            name=TopicName(TOPIC), num_partitions=i32(1), replication_factor=i16(3),
+            name=TOPIC, num_partitions=1, replication_factor=3,
             assignments=(), configs=()),)))
         assert created.topics[0].error_code == ErrorCode.none
         a_id, _isr, topic_id = wait_for("the topic's leader",

@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kio.schema.create_topics.v7.response import CreatableTopicResult, CreateTopicsResponse
-from kio.schema.types import TopicName
-
 from pykraft.broker.auto_topics import AutoTopicCreator
-from pykraft.broker.responses import NO_THROTTLE
+from pykraft.messages.kafka.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 
 UNKNOWN = ErrorCode.unknown_topic_or_partition
@@ -25,8 +22,8 @@ class HeldChannel:
     async def send(self, body: Any) -> Any:
         self.sent.append(body)
         await self.release.wait()
-        return CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(
-            CreatableTopicResult(name=TopicName(t.name), topic_id=None, error_code=ErrorCode.none,
+        return CreateTopicsResponse(topics=tuple(
+            CreatableTopicResult(name=t.name, error_code=ErrorCode.none,
                                  error_message=None, configs=None) for t in body.topics))
 
 

@@ -9,17 +9,15 @@ import dataclasses
 from typing import Any
 
 import pytest
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.envelope.v0.response import EnvelopeResponse
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
 
 from pykraft.broker import dispatch
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.controller.responses import error_codes, error_response, is_not_controller
 from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import RequestFrame, encode_request, encode_response
 from pykraft.protocol.errors import ErrorCode
@@ -29,7 +27,7 @@ from pykraft.security.principal_serde import deserialize_principal
 from pykraft.security.session import KafkaPrincipal, Session
 
 REQUEST = CreateTopicsRequest(topics=tuple(
-    CreatableTopic(name=TopicName(name), num_partitions=i32(1), replication_factor=i16(1),
+    CreatableTopic(name=name, num_partitions=1, replication_factor=1,
                    assignments=(), configs=()) for name in ("a", "b")))
 FRAME = RequestFrame(RequestHeader(ApiKey.CREATE_TOPICS, 7, 1, "test"), REQUEST,
                      ApiKey.CREATE_TOPICS, 7)

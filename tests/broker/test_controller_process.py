@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i16, i32, u16
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, u16
 
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener as ListenerKind
 from pykraft.protocol.errors import ErrorCode
@@ -63,7 +63,7 @@ def registration(cluster: LocalCluster, broker_id: int) -> BrokerRegistrationReq
 
 def create(name: str) -> CreateTopicsRequest:
     return CreateTopicsRequest(topics=(CreatableTopic(
-        name=TopicName(name), num_partitions=i32(2), replication_factor=i16(1),
+        name=name, num_partitions=2, replication_factor=1,
         assignments=(), configs=()),))
 
 

@@ -8,19 +8,19 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.schema.create_topics.v7 import response as ct
 from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.metadata.v13.request import MetadataRequest
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i8
 from replica_fixtures import broker, with_records
 
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.group_versions import to_version
-from pykraft.broker.responses import NO_THROTTLE, metadata_response
+from pykraft.broker.responses import metadata_response
 from pykraft.errors import ConfigError
 from pykraft.group.partitioning import partition_for
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka import create_topics_response as ct
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
@@ -41,11 +41,11 @@ class Channel:
 
     async def send(self, body: Any) -> Any:
         self.sent.append(body)
-        return ct.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(
+        return ct.CreateTopicsResponse(topics=tuple(
             ct.CreatableTopicResult(
                 name=t.name, topic_id=uuid.UUID(int=0), error_code=self.error,
-                error_message=None, topic_config_error_code=i16(0),
-                num_partitions=i32(-1), replication_factor=i16(-1), configs=None)
+                error_message=None, topic_config_error_code=0,
+                num_partitions=-1, replication_factor=-1, configs=None)
             for t in body.topics))
 
 

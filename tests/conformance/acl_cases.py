@@ -9,6 +9,9 @@ from typing import Any
 from conformance.cases import BOTH, Case, Meaning, code, settled
 from conformance.harness import Run
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
+from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.delete_acls_request import DeleteAclsFilter, DeleteAclsRequest
+from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.protocol.apis import ApiKey
 
 PRINCIPAL = "User:conformance"
@@ -18,26 +21,26 @@ def resource_of(run: Run) -> str:
     return f"acl-{run.api_name}-{run.case}-{run.listener}-v{run.version}".lower()
 
 
-def creation(name: str, resource_type: int = ResourceType.TOPIC) -> dict[str, Any]:
-    return {"resource_type": resource_type, "resource_name": name,
-            "resource_pattern_type": PatternType.LITERAL, "principal": PRINCIPAL,
-            "host": "*", "operation": AclOperation.READ,
-            "permission_type": AclPermissionType.ALLOW}
+def creation(name: str, resource_type: int = ResourceType.TOPIC) -> AclCreation:
+    return AclCreation(resource_type=resource_type, resource_name=name,
+                       resource_pattern_type=PatternType.LITERAL, principal=PRINCIPAL,
+                       host="*", operation=AclOperation.READ,
+                       permission_type=AclPermissionType.ALLOW)
 
 
-def create(run: Run, *creations: dict[str, Any]) -> Any:
-    return run.kio(ApiKey.CREATE_ACLS, {"creations": list(creations)})
+def create(run: Run, *creations: AclCreation) -> Any:
+    return run.generated(ApiKey.CREATE_ACLS, CreateAclsRequest(creations=creations))
 
 
 def created(body: Any, _run: Run) -> Meaning:
     return [(code(r.error_code), r.error_message) for r in body.results]
 
 
-def _filter(name: str) -> dict[str, Any]:
-    return {"resource_type_filter": ResourceType.TOPIC, "resource_name_filter": name,
-            "pattern_type_filter": PatternType.LITERAL, "principal_filter": None,
-            "host_filter": None, "operation": AclOperation.ANY,
-            "permission_type": AclPermissionType.ANY}
+def _filter(name: str) -> DeleteAclsFilter:
+    return DeleteAclsFilter(resource_type_filter=ResourceType.TOPIC, resource_name_filter=name,
+                            pattern_type_filter=PatternType.LITERAL, principal_filter=None,
+                            host_filter=None, operation=AclOperation.ANY,
+                            permission_type=AclPermissionType.ANY)
 
 
 def create_then_delete(run: Run) -> Any:
@@ -45,7 +48,8 @@ def create_then_delete(run: Run) -> Any:
     made = create(run, creation(name))
     # codes only: Kafka's message is '', pykraft's null (a known defect: kafka_differences)
     assert [code(r.error_code) for r in made.results] == ["NONE"]
-    return run.kio(ApiKey.DELETE_ACLS, {"filters": [_filter(name), _filter(name + "-none")]})
+    return run.generated(ApiKey.DELETE_ACLS, DeleteAclsRequest(
+        filters=(_filter(name), _filter(name + "-none"))))
 
 
 def deleted(body: Any, run: Run) -> Meaning:
@@ -58,7 +62,11 @@ def describe_created(run: Run) -> Any:
     """Created through this listener; described once this node's image has it."""
     name = resource_of(run)
     create(run, creation(name))
-    return settled(lambda: run.kio(ApiKey.DESCRIBE_ACLS, _filter(name)),
+    request = DescribeAclsRequest(
+        resource_type_filter=ResourceType.TOPIC, resource_name_filter=name,
+        pattern_type_filter=PatternType.LITERAL, principal_filter=None, host_filter=None,
+        operation=AclOperation.ANY, permission_type=AclPermissionType.ANY)
+    return settled(lambda: run.generated(ApiKey.DESCRIBE_ACLS, request),
                    lambda body: bool(body.resources))
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from kio.index import load_request_schema
-
 from conformance.cases import Case, Meaning, code, top_error
-from conformance.harness import CONTROLLER, Run, kio_entity
+from conformance.harness import CONTROLLER, Run
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.header import RequestHeader
@@ -25,10 +24,9 @@ LOCALHOST = bytes([127, 0, 0, 1])
 
 def _create_topics(run: Run) -> bytes:
     """A validate-only CreateTopics (nothing is created), as its client sent it."""
-    body = {"topics": [{"name": f"envelope-{run.version}", "num_partitions": 1,
-                        "replication_factor": 1, "assignments": [], "configs": []}],
-            "validate_only": True}
-    request = kio_entity(load_request_schema(ApiKey.CREATE_TOPICS, CREATE_TOPICS_VERSION), body)
+    request = CreateTopicsRequest(topics=(CreatableTopic(
+        name=f"envelope-{run.version}", num_partitions=1, replication_factor=1),),
+        validate_only=True)
     return encode_request(RequestHeader(ApiKey.CREATE_TOPICS, CREATE_TOPICS_VERSION,
                                         INNER_CORRELATION_ID, "forwarded"), request)
 

@@ -11,11 +11,12 @@ import socket
 import struct
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-
 from conformance.cases import BOTH, Case, Meaning, code
-from conformance.harness import SASL, Run, kio_entity
-from conformance.wire import TIMEOUT_S, framed, kio_decode, kio_encode
+from conformance.harness import SASL, Run
+from conformance.wire import CLIENT_ID, CORRELATION_ID, TIMEOUT_S, framed
+from pykraft.messages import rpc
+from pykraft.messages.kafka.sasl_authenticate_request import SaslAuthenticateRequest
+from pykraft.messages.kafka.sasl_handshake_request import SaslHandshakeRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.runtime.sasl_authenticator import AFTER_AUTHENTICATION
 from pykraft.security.jaas import PLAIN_LOGIN_MODULE
@@ -39,13 +40,16 @@ class Connection:
     def __init__(self, run: Run) -> None:
         self._sock = socket.create_connection(run.address, timeout=TIMEOUT_S)
 
-    def ask(self, api_key: int, version: int, fields: dict[str, Any]) -> Any:
+    def ask(self, version: int, request: SaslHandshakeRequest | SaslAuthenticateRequest
+            ) -> Any:
         """The answer's body, or :data:`CLOSED` when the server closed instead."""
-        request = kio_entity(load_request_schema(api_key, version), fields)
-        self._sock.sendall(framed(kio_encode(request)))
+        api_key = (ApiKey.SASL_HANDSHAKE if isinstance(request, SaslHandshakeRequest)
+                   else ApiKey.SASL_AUTHENTICATE)
+        header = rpc.RequestHeader(api_key, version, CORRELATION_ID, CLIENT_ID)
+        self._sock.sendall(framed(rpc.encode_request(header, request)))
         payload = self._frame()
-        return CLOSED if payload is None else kio_decode(
-            payload, load_response_schema(api_key, version)).body
+        return CLOSED if payload is None else rpc.decode_response(
+            api_key, version, payload).body
 
     def closed(self) -> bool:
         """Whether the server closed the connection (it does so right after a refusal)."""
@@ -67,7 +71,7 @@ class Connection:
 def handshake(run: Run, mechanism: str) -> Meaning:
     connection = Connection(run)
     try:
-        body = connection.ask(ApiKey.SASL_HANDSHAKE, run.version, {"mechanism": mechanism})
+        body = connection.ask(run.version, SaslHandshakeRequest(mechanism=mechanism))
         if body == CLOSED:
             return CLOSED
         refused = body.error_code != 0
@@ -82,9 +86,9 @@ def authenticate(run: Run, token: bytes, *, first: bool = True, again: bool = Fa
     connection = Connection(run)
     try:
         if first:
-            connection.ask(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+            connection.ask(1, SaslHandshakeRequest(mechanism="PLAIN"))
         for _ in range(2 if again else 1):
-            body = connection.ask(ApiKey.SASL_AUTHENTICATE, run.version, {"auth_bytes": token})
+            body = connection.ask(run.version, SaslAuthenticateRequest(auth_bytes=token))
         if body == CLOSED:
             return CLOSED
         refused = body.error_code != 0 and not again
@@ -99,11 +103,11 @@ def same(meaning: Any, _run: Run) -> Meaning:
 
 
 def plaintext_handshake(run: Run) -> Any:
-    return run.kio(ApiKey.SASL_HANDSHAKE, {"mechanism": "PLAIN"})
+    return run.generated(ApiKey.SASL_HANDSHAKE, SaslHandshakeRequest(mechanism="PLAIN"))
 
 
 def plaintext_authenticate(run: Run) -> Any:
-    return run.kio(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": GOOD})
+    return run.generated(ApiKey.SASL_AUTHENTICATE, SaslAuthenticateRequest(auth_bytes=GOOD))
 
 
 def handshake_meaning(body: Any, _run: Run) -> Meaning:

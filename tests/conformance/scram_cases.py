@@ -9,6 +9,15 @@ from typing import Any
 from conformance.cases import BOTH, Case, Meaning, code, settled
 from conformance.harness import BROKER, Run
 from pykraft.image.scram import ScramMechanism, salted_password
+from pykraft.messages.kafka.alter_user_scram_credentials_request import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from pykraft.messages.kafka.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
+    UserName,
+)
 from pykraft.protocol.apis import ApiKey
 
 SHA256 = ScramMechanism.SCRAM_SHA_256
@@ -19,16 +28,17 @@ def user_of(run: Run, suffix: str = "") -> str:
     return f"u-{run.api_name}-{run.case}-{run.listener}-v{run.version}{suffix}".lower()
 
 
-def upsertion(name: str, iterations: int = 4096) -> dict[str, Any]:
-    return {"name": name, "mechanism": int(SHA256), "iterations": iterations, "salt": SALT,
-            "salted_password": salted_password(SHA256, "pw", SALT, max(iterations, 1))}
+def upsertion(name: str, iterations: int = 4096) -> ScramCredentialUpsertion:
+    return ScramCredentialUpsertion(
+        name=name, mechanism=SHA256, iterations=iterations, salt=SALT,
+        salted_password=salted_password(SHA256, "pw", SALT, max(iterations, 1)))
 
 
-def alter(run: Run, upsertions: list[dict[str, Any]],
+def alter(run: Run, upsertions: list[ScramCredentialUpsertion],
           deletions: tuple[tuple[str, int], ...] = ()) -> Any:
-    return run.kio(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, {
-        "deletions": [{"name": n, "mechanism": m} for n, m in deletions],
-        "upsertions": upsertions})
+    return run.generated(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, AlterUserScramCredentialsRequest(
+        deletions=tuple(ScramCredentialDeletion(name=n, mechanism=m) for n, m in deletions),
+        upsertions=tuple(upsertions)))
 
 
 def altered(body: Any, run: Run) -> Meaning:
@@ -43,8 +53,9 @@ def upsert_then_delete(run: Run) -> Any:
 
 
 def describe(run: Run, names: list[str] | None) -> Any:
-    users = None if names is None else [{"name": n} for n in names]
-    return run.kio(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": users})
+    users = None if names is None else tuple(UserName(name=n) for n in names)
+    return run.generated(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+                         DescribeUserScramCredentialsRequest(users=users))
 
 
 def described(body: Any, _run: Run) -> Meaning:

@@ -12,20 +12,20 @@ from typing import Any
 
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
-from kio.schema.create_topics.v7.request import (
-    CreatableReplicaAssignment,
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
-)
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i16, i32, i64, u16
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, i64, u16
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.image import ImageLoader, MetadataImage
+from pykraft.messages.kafka.create_topics_request import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
 from pykraft.records.control import LeaderChangeMessage, encode_control
@@ -222,8 +222,8 @@ def create_topic(name: str, partitions: int = 1, rf: int = 1, *,
                  assignments: Sequence[Sequence[int]] = (),
                  validate_only: bool = False) -> CreateTopicsRequest:
     return CreateTopicsRequest(topics=(CreatableTopic(
-        name=TopicName(name), num_partitions=i32(partitions), replication_factor=i16(rf),
-        assignments=tuple(CreatableReplicaAssignment(partition_index=i32(i), broker_ids=tuple(
-            BrokerId(b) for b in replicas)) for i, replicas in enumerate(assignments)),
+        name=name, num_partitions=partitions, replication_factor=rf,
+        assignments=tuple(CreatableReplicaAssignment(partition_index=i, broker_ids=tuple(
+            b for b in replicas)) for i, replicas in enumerate(assignments)),
         configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()),
     ),), validate_only=validate_only)

@@ -10,13 +10,13 @@ from controller_harness import Cluster, create_topic  # type: ignore[import-not-
 from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
 from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.types import BrokerId
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.static.primitive import i32
 
 from pykraft.errors import ConfigError
 from pykraft.features import ELIGIBLE_LEADER_REPLICAS_FEATURE, METADATA_VERSION_FEATURE
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.protocol.errors import ErrorCode

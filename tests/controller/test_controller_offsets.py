@@ -4,8 +4,8 @@ the controller takes the offsets the core assigns instead of predicting them."""
 from __future__ import annotations
 
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.create_topics.v7.response import CreateTopicsResponse
 
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 
 

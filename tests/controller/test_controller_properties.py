@@ -5,7 +5,6 @@ snapshot of it loads back equal, and the partition invariants hold."""
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import random
 import tempfile
 import uuid
@@ -21,22 +20,24 @@ from kio.schema.alter_partition.v3.request import (
     PartitionData,
     TopicData,
 )
-from kio.schema.create_partitions.v3.request import CreatePartitionsRequest, CreatePartitionsTopic
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.types import BrokerId
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+from kio.static.primitive import i8, i16, i32, i64
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.image import MetadataImage, Provenance, load_snapshot, write_image_snapshot
+from pykraft.messages.kafka.create_partitions_request import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
 
-SECOND = i32Timedelta.parse(datetime.timedelta(seconds=1))
 NAMES = ["a", "b", "c.d", "c_d"]
 BROKERS = st.integers(1, 4)
 
@@ -91,14 +92,14 @@ def apply(cluster: Cluster, op: tuple[object, ...], incarnations: dict[int, int]
         cluster.submit(create_topic(name, partitions, rf))
     elif kind == "delete":
         cluster.submit(DeleteTopicsRequest(topics=(DeleteTopicState(
-            name=TopicName(str(op[1])), topic_id=None),), timeout=SECOND))
+            name=str(op[1])),), timeout_ms=1000))
     elif kind == "partitions":
         topic = image.topics.by_name.get(str(op[1]))
         count = len(topic.partitions) if topic else 0
         assert isinstance(op[2], int)
         cluster.submit(CreatePartitionsRequest(topics=(CreatePartitionsTopic(
-            name=TopicName(str(op[1])), count=i32(count + op[2]), assignments=None),),
-            timeout=SECOND, validate_only=False))
+            name=str(op[1]), count=count + op[2], assignments=None),),
+            timeout_ms=1000, validate_only=False))
     elif kind == "config":
         _, name, key, value = op
         cluster.submit(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(

@@ -15,7 +15,6 @@ import pytest
 from controller_harness import create_topic  # type: ignore[import-not-found]
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
-from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i64, u16
 
@@ -23,6 +22,7 @@ from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.image import ImageLoader, MetadataImage
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.core import RaftClient
 from pykraft.records.batch import iter_batches

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
-from kio.schema.create_topics.v7.response import CreateTopicsResponse
 
 from pykraft.errors import ControllerError
 from pykraft.image import ImageLoader, MetadataImage
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 

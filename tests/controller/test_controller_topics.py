@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import uuid
 
 import pytest
@@ -15,23 +14,21 @@ from kio.schema.alter_partition.v3.request import (
     TopicData,
 )
 from kio.schema.alter_partition.v3.response import AlterPartitionResponse
-from kio.schema.create_partitions.v3.request import (
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i32, i64
+
+from pykraft.controller import replication_control
+from pykraft.messages.kafka.create_partitions_request import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
     CreatePartitionsTopic,
 )
-from kio.schema.create_partitions.v3.response import CreatePartitionsResponse
-from kio.schema.create_topics.v7.request import CreateTopicsRequest
-from kio.schema.create_topics.v7.response import CreateTopicsResponse
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
-from kio.schema.delete_topics.v6.response import DeleteTopicsResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
-
-from pykraft.controller import replication_control
+from pykraft.messages.kafka.create_partitions_response import CreatePartitionsResponse
+from pykraft.messages.kafka.create_topics_request import CreateTopicsRequest
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from pykraft.messages.kafka.delete_topics_response import DeleteTopicsResponse
 from pykraft.protocol.errors import ErrorCode
-
-SECOND = i32Timedelta.parse(datetime.timedelta(seconds=1))
 
 
 @pytest.fixture
@@ -45,7 +42,7 @@ def cluster() -> Cluster:
 def created(cluster: Cluster, request: object) -> tuple[ErrorCode, str | None]:
     response = cluster.call(request)
     assert isinstance(response, CreateTopicsResponse)
-    return response.topics[0].error_code, response.topics[0].error_message
+    return ErrorCode(response.topics[0].error_code), response.topics[0].error_message
 
 
 def test_create_topic_records_and_placement(cluster: Cluster) -> None:
@@ -170,7 +167,7 @@ def test_fenced_brokers_never_get_new_partitions(cluster: Cluster) -> None:
 
 def delete(cluster: Cluster, *states: DeleteTopicState) -> DeleteTopicsResponse:
     response = cluster.call(DeleteTopicsRequest(
-        topics=states, timeout=SECOND))
+        topics=states, timeout_ms=1000))
     assert isinstance(response, DeleteTopicsResponse)
     return response
 
@@ -179,9 +176,9 @@ def test_delete_topics_by_name_and_id(cluster: Cluster) -> None:
     cluster.call(create_topic("x", configs={"retention.ms": "10"}))
     cluster.call(create_topic("y"))
     y_id = cluster.controller.image.topics.by_name["y"].topic_id
-    response = delete(cluster, DeleteTopicState(name=TopicName("x"), topic_id=None),
+    response = delete(cluster, DeleteTopicState(name="x"),
                       DeleteTopicState(name=None, topic_id=y_id),
-                      DeleteTopicState(name=TopicName("zz"), topic_id=None),
+                      DeleteTopicState(name="zz"),
                       DeleteTopicState(name=None, topic_id=uuid.UUID(int=5)))
     codes = [r.error_code for r in response.responses]
     assert codes == [ErrorCode.none, ErrorCode.none, ErrorCode.unknown_topic_or_partition,
@@ -200,7 +197,7 @@ def test_deleting_more_topics_than_one_operation_takes_refuses_them_all(
     for name in ("a", "b", "c"):
         cluster.call(create_topic(name))
     before = len(cluster.raft.batches)
-    named = [DeleteTopicState(name=TopicName(n), topic_id=None) for n in ("a", "zz", "b", "c")]
+    named = [DeleteTopicState(name=n) for n in ("a", "zz", "b", "c")]
     response = delete(cluster, *named)
     assert [(r.name, r.error_code, r.error_message) for r in response.responses] == [
         (n.name, ErrorCode.policy_violation,
@@ -213,14 +210,14 @@ def add_partitions(cluster: Cluster, name: str, count: int,
                    assignments: list[list[int]] | None = None) -> ErrorCode:
     response = cluster.call(CreatePartitionsRequest(
         topics=(CreatePartitionsTopic(
-            name=TopicName(name), count=i32(count),
+            name=name, count=count,
             assignments=None if assignments is None else tuple(
-                CreatePartitionsAssignment(broker_ids=tuple(BrokerId(b) for b in a))
+                CreatePartitionsAssignment(broker_ids=tuple(a))
                 for a in assignments)),),
-        timeout=SECOND,
+        timeout_ms=1000,
         validate_only=False))
     assert isinstance(response, CreatePartitionsResponse)
-    return response.results[0].error_code
+    return ErrorCode(response.results[0].error_code)
 
 
 def test_create_partitions(cluster: Cluster) -> None:

@@ -8,7 +8,6 @@ a topic that does not exist refused, and a compacted topic cleaned every
 
 from __future__ import annotations
 
-import datetime
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -18,14 +17,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.errors import PyKraftError
 from pykraft.ids import TopicPartition as Partition
 from pykraft.log.log_manager import CLEANER_OFFSET_CHECKPOINT
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 from pykraft.tools.local_cluster import LocalCluster
@@ -100,9 +98,9 @@ def test_an_illegal_name_is_invalid_and_never_created(cluster: LocalCluster,
 def test_create_topics_without_counts_takes_the_controller_defaults(
         cluster: LocalCluster) -> None:
     answer = wait_for("a CreateTopics answer", lambda: call(cluster, CreateTopicsRequest(
-        topics=(CreatableTopic(name=TopicName("defaults"), num_partitions=i32(-1),
-                               replication_factor=i16(-1), assignments=(), configs=()),),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)), validate_only=False)))
+        topics=(CreatableTopic(name="defaults", num_partitions=-1,
+                               replication_factor=-1, assignments=(), configs=()),),
+        timeout_ms=10000, validate_only=False)))
     (result,) = answer.topics
     assert (result.error_code, result.num_partitions, result.replication_factor) == (
         ErrorCode.none, *SHAPE)

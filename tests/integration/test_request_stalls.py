@@ -22,11 +22,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from kio.schema.create_topics.v7.request import (
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
-)
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
@@ -40,6 +35,11 @@ from process_harness import describe, wait_for
 
 from pykraft.errors import PyKraftError
 from pykraft.ids import TopicPartition
+from pykraft.messages.kafka.create_topics_request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -137,8 +137,8 @@ def create_topics(names: list[str], partitions: int, *, validate_only: bool = Fa
     settings = tuple(CreatableTopicConfig(name=key, value=value)
                      for key, value in (configs or {}).items())
     return CreateTopicsRequest(topics=tuple(
-        CreatableTopic(name=TopicName(name), num_partitions=i32(partitions),
-                       replication_factor=i16(1), assignments=(), configs=settings)
+        CreatableTopic(name=name, num_partitions=partitions,
+                       replication_factor=1, assignments=(), configs=settings)
         for name in names), validate_only=validate_only)
 
 

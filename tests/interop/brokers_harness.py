@@ -27,21 +27,21 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from kio.schema.create_topics.v7.request import (
+from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
+from kio.schema.elect_leaders.v2.request import TopicPartitions as ElectTopic
+from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
+from kio.schema.types import TopicName
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i8, i32
+from oracle_cluster import _read, call
+
+from pykraft.ids import TopicPartition as PartitionName
+from pykraft.messages.kafka.create_topics_request import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
-from kio.schema.elect_leaders.v2.request import TopicPartitions as ElectTopic
-from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i8, i16, i32
-from oracle_cluster import _read, call
-
-from pykraft.ids import TopicPartition as PartitionName
 from pykraft.protocol.apis import ApiKey
 from pykraft.storage.partition_log import partition_dir_name
 
@@ -158,9 +158,9 @@ def create_topic(address: str, topic: str, assignment: Mapping[int, Sequence[int
                  configs: Mapping[str, str]) -> None:
     """CreateTopics v7 with a replica assignment, sent to the broker at ``address``."""
     answer = call(address, ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=(CreatableTopic(
-        name=TopicName(topic), num_partitions=i32(-1), replication_factor=i16(-1),
+        name=topic, num_partitions=-1, replication_factor=-1,
         assignments=tuple(CreatableReplicaAssignment(
-            partition_index=i32(p), broker_ids=tuple(BrokerId(b) for b in brokers))
+            partition_index=p, broker_ids=tuple(b for b in brokers))
             for p, brokers in assignment.items()),
         configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in configs.items())),)))
     assert [(t.error_code, t.error_message) for t in answer.topics] == [(0, None)], answer

@@ -24,9 +24,6 @@ from kafka_brokers_harness import (
     logged_errors,
     wait_until,
 )
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
 from oracle_cluster import (
     CONTROLLER,
     KAFKA,
@@ -41,6 +38,7 @@ from oracle_cluster import (
 )
 from oracle_kafka import skip_module_off_ci
 
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 
@@ -147,8 +145,8 @@ def test_topic_created_through_the_controllers(cluster: OracleCluster) -> None:
     """CreateTopics on the active controller's own listener (no broker, no Envelope)."""
     leader = active_controller(cluster)
     assert leader is not None
-    topic = CreatableTopic(name=TopicName("via-controllers"), num_partitions=i32(1),
-                           replication_factor=i16(3), assignments=(), configs=())
+    topic = CreatableTopic(name="via-controllers", num_partitions=1,
+                           replication_factor=3, assignments=(), configs=())
     answer = call(cluster.nodes[leader].listener(CONTROLLER), ApiKey.CREATE_TOPICS, 7,
                   CreateTopicsRequest(topics=(topic,), validate_only=False))
     assert [t.error_code for t in answer.topics] == [0]

@@ -18,14 +18,12 @@ from typing import Any
 import oracle_cluster as oracle
 import pytest
 from kafka_brokers_harness import logged_errors, wait_until
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
 from oracle_cluster import KafkaInstall, OracleCluster, call
 
 from pykraft.config.authorizer import ALLOW_EVERYONE_IF_NO_ACL_FOUND, STANDARD_AUTHORIZER
 from pykraft.image.acls import AclOperation, AclPermissionType, PatternType, ResourceType
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
@@ -73,8 +71,8 @@ def cluster(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
 
 def create_topic_from(source_host: str, address: str) -> ErrorCode:
     """CreateTopics v7 for :data:`TOPIC` from a connection bound to ``source_host``."""
-    topic = CreatableTopic(name=TopicName(TOPIC), num_partitions=i32(1),
-                           replication_factor=i16(1), assignments=(), configs=())
+    topic = CreatableTopic(name=TOPIC, num_partitions=1,
+                           replication_factor=1, assignments=(), configs=())
     payload = encode_request(RequestHeader(ApiKey.CREATE_TOPICS, 7, 7, "envelope-test"),
                              CreateTopicsRequest(topics=(topic,), validate_only=False))
     host, _, port = address.rpartition(":")

@@ -41,13 +41,14 @@ from kio.schema.alter_partition_reassignments.v0 import request as reassign
 from kio.schema.alter_partition_reassignments.v0.response import (
     AlterPartitionReassignmentsResponse,
 )
-from kio.schema.create_topics.v7 import request as create
-from kio.schema.create_topics.v7.response import CreateTopicsResponse
 from kio.schema.elect_leaders.v2 import request as elect
 from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import f64, i8, i16, i32
+from kio.static.primitive import f64, i8, i32
 from oracle_cluster import KafkaInstall, Node, OracleCluster, running, unfenced_brokers
+
+from pykraft.messages.kafka import create_topics_request as create
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 
 CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
@@ -159,8 +160,8 @@ def test_brokers_on_kafka_controllers_apply_kafkas_admin_operations(
     outcomes = run_tools(java, tools, ADMIN)
     assert len(outcomes["kafka-console-consumer.group"].stdout.splitlines()) == 40
     created = controller_request(cluster, create.CreateTopicsRequest(topics=(
-        create.CreatableTopic(name=TopicName("from-controller"), num_partitions=i32(2),
-                              replication_factor=i16(3), assignments=(), configs=()),)),
+        create.CreatableTopic(name="from-controller", num_partitions=2,
+                              replication_factor=3, assignments=(), configs=()),)),
         CreateTopicsResponse)
     assert [t.error_code for t in created.topics] == [0], created
     quota = controller_request(cluster, quotas.AlterClientQuotasRequest(entries=(

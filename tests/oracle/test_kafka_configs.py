@@ -15,9 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kio.schema.create_topics.v7 import request as create
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
 from oracle_cluster import (
     KAFKA,
     PYKRAFT,
@@ -29,6 +26,7 @@ from oracle_cluster import (
 )
 from oracle_kafka import skip_module_off_ci
 
+from pykraft.messages.kafka import create_topics_request as create
 from pykraft.messages.kafka import describe_configs_request as describe
 from pykraft.messages.kafka import incremental_alter_configs_request as alter
 from pykraft.protocol.apis import ApiKey
@@ -118,7 +116,7 @@ def _create(address: str, topics: dict[str, dict[str, str]]
             ) -> dict[str, tuple[int, Any, dict[str, Any]]]:
     """Each topic's error and the configs the answer lists: (value, source) by name."""
     body = create.CreateTopicsRequest(topics=tuple(create.CreatableTopic(
-        name=TopicName(name), num_partitions=i32(1), replication_factor=i16(1), assignments=(),
+        name=name, num_partitions=1, replication_factor=1, assignments=(),
         configs=tuple(create.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()))
         for name, configs in topics.items()))
     return {str(t.name): (int(t.error_code), t.error_message, {

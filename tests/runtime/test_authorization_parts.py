@@ -3,17 +3,9 @@ their error, the rest is handled, and the two answers are merged."""
 
 from __future__ import annotations
 
-import datetime
 import uuid
 
-from kio.schema.create_topics.v7 import request as ct_req
-from kio.schema.create_topics.v7 import response as ct_resp
-from kio.schema.delete_topics.v6 import request as dt_req
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32, i32Timedelta
-
 from pykraft.config.authorizer import AuthorizerConfig
-from pykraft.controller.responses import NO_THROTTLE
 from pykraft.image.acls import (
     AclOperation,
     AclPermissionType,
@@ -23,6 +15,9 @@ from pykraft.image.acls import (
     StandardAcl,
 )
 from pykraft.image.topics import TopicImage
+from pykraft.messages.kafka import create_topics_request as ct_req
+from pykraft.messages.kafka import create_topics_response as ct_resp
+from pykraft.messages.kafka import delete_topics_request as dt_req
 from pykraft.messages.kafka import describe_configs_request as dc_req
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
@@ -42,22 +37,22 @@ def access(*allowed: tuple[ResourceType, str, AclOperation]) -> Access:
 
 
 def creatable(name: str) -> ct_req.CreatableTopic:
-    return ct_req.CreatableTopic(name=TopicName(name), num_partitions=i32(1),
-                                 replication_factor=i16(1), assignments=(), configs=())
+    return ct_req.CreatableTopic(name=name, num_partitions=1,
+                                 replication_factor=1, assignments=(), configs=())
 
 
 def test_create_topics_creates_the_allowed_and_refuses_the_rest() -> None:
     request = ct_req.CreateTopicsRequest(
         topics=(creatable("a"), creatable("b")),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=1)),
+        timeout_ms=1000,
         validate_only=False)
     split = split_parts(ApiKey.CREATE_TOPICS, request, access((T.TOPIC, "a", Op.CREATE)), {})
     assert split.allowed is not None
     assert [t.name for t in split.allowed.topics] == ["a"]
-    created = ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=(
-        ct_resp.CreatableTopicResult(name=TopicName("a"), topic_id=uuid.UUID(int=5),
+    created = ct_resp.CreateTopicsResponse(topics=(
+        ct_resp.CreatableTopicResult(name="a", topic_id=uuid.UUID(int=5),
                                      error_code=ErrorCode.none, error_message=None,
-                                     num_partitions=i32(1), replication_factor=i16(1),
+                                     num_partitions=1, replication_factor=1,
                                      configs=()),))
     merged = merge_parts(ApiKey.CREATE_TOPICS, split, created)
     assert [(t.name, t.error_code, t.topic_config_error_code) for t in merged.topics] == [
@@ -70,7 +65,7 @@ def test_delete_topics_by_id_needs_describe_and_delete() -> None:
     request = dt_req.DeleteTopicsRequest(topics=(
         dt_req.DeleteTopicState(name=None, topic_id=known),
         dt_req.DeleteTopicState(name=None, topic_id=uuid.UUID(int=2)),  # unknown id
-    ), timeout=i32Timedelta.parse(datetime.timedelta(seconds=1)))
+    ), timeout_ms=1000)
     topics = {known: TopicImage("t", known, {})}
     split = split_parts(ApiKey.DELETE_TOPICS, request, access((T.TOPIC, "t", Op.DELETE)),
                         topics)

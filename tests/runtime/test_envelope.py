@@ -9,15 +9,13 @@ import struct
 from types import SimpleNamespace
 
 import pytest
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.envelope.v0.response import EnvelopeResponse
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32
 
 from pykraft.config.authorizer import STANDARD_AUTHORIZER
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
@@ -35,8 +33,8 @@ CORRELATION_ID = 42
 
 
 def _create_topics() -> bytes:
-    topic = CreatableTopic(name=TopicName("t"), num_partitions=i32(1),
-                           replication_factor=i16(1), assignments=(), configs=())
+    topic = CreatableTopic(name="t", num_partitions=1,
+                           replication_factor=1, assignments=(), configs=())
     body = CreateTopicsRequest(topics=(topic,), validate_only=False)
     return encode_request(RequestHeader(ApiKey.CREATE_TOPICS, 7, CORRELATION_ID, "c"), body)
 

@@ -5,15 +5,12 @@ written, the connection still usable."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 
 import pytest
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
-from kio.schema.delete_topics.v6.response import DeleteTopicsResponse
-from kio.schema.types import TopicName
-from kio.static.primitive import i32Timedelta
 
 from pykraft.errors import RequestTooLargeError
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from pykraft.messages.kafka.delete_topics_response import DeleteTopicsResponse
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_request, encode_response
@@ -27,8 +24,8 @@ LIMIT = 200
 
 def _delete(count: int) -> DeleteTopicsRequest:
     return DeleteTopicsRequest(
-        topics=(DeleteTopicState(name=TopicName("some-topic"), topic_id=None),) * count,
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=1)))
+        topics=(DeleteTopicState(name="some-topic"),) * count,
+        timeout_ms=1000)
 
 
 async def _exchange() -> tuple[list[int], DeleteTopicsResponse]:
@@ -43,8 +40,7 @@ async def _exchange() -> tuple[list[int], DeleteTopicsResponse]:
         request = decode_request(frame)
         writer.write(encode_frame(encode_response(
             request.header.correlation_id, ApiKey.DELETE_TOPICS, VERSION,
-            DeleteTopicsResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
-                                 responses=()))))
+            DeleteTopicsResponse(responses=()))))
         await writer.drain()
         writer.close()
 

@@ -15,18 +15,15 @@ own shape (:mod:`pykraft.broker.group_topic`), and pykraft has no transaction co
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 from collections.abc import Iterable
-
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.types import TopicName
-from kio.static.primitive import i16, i32, i32Timedelta
 
 from pykraft.broker.group_topic import CREATE_TIMEOUT_MS, Channel
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.errors import NetworkError
 from pykraft.ids import INTERNAL_TOPICS
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.logfmt import event
 
@@ -65,12 +62,10 @@ class AutoTopicCreator:
 
     async def _send(self, names: list[str]) -> None:
         request = CreateTopicsRequest(
-            topics=tuple(CreatableTopic(
-                name=TopicName(name), num_partitions=i32(self._num_partitions),
-                replication_factor=i16(self._replication_factor), assignments=(), configs=())
-                for name in names),
-            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=CREATE_TIMEOUT_MS)),
-            validate_only=False)
+            topics=tuple(CreatableTopic(name=name, num_partitions=self._num_partitions,
+                                        replication_factor=self._replication_factor)
+                         for name in names),
+            timeout_ms=CREATE_TIMEOUT_MS, validate_only=False)
         event(log, "auto_topic_creation_sent", topics=",".join(names))
         try:
             response = await self._channel.send(request)
@@ -79,10 +74,11 @@ class AutoTopicCreator:
             return
         finally:
             self._in_flight.difference_update(names)
+        assert isinstance(response, CreateTopicsResponse)
         for result in response.topics:
             if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
                 event(log, "auto_topic_creation_failed", level=logging.WARNING,
-                      topic=str(result.name), error=result.error_code.name,
+                      topic=result.name, error=ErrorCode(result.error_code).name,
                       message=result.error_message)
 
     async def close(self) -> None:

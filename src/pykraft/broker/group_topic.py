@@ -23,20 +23,14 @@ producer's ``max.block.ms`` runs out. Other key types get INVALID_REQUEST, as in
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kio.schema.create_topics.v7.request import (
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
-)
 from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i16, i32, i32Timedelta
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 
 from pykraft.broker.group_versions import error_response
 from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
@@ -47,6 +41,12 @@ from pykraft.group.partitioning import partition_for
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER
+from pykraft.messages.kafka.create_topics_request import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.logfmt import event
@@ -99,7 +99,7 @@ _KEYS = {
 class Channel(Protocol):
     """Where the offsets topic's CreateTopics goes (the broker's ControllerChannel)."""
 
-    async def send(self, body: Any) -> Any: ...
+    async def send(self, body: CreateTopicsRequest) -> object: ...
 
 
 class CoordinatorFinder:
@@ -171,21 +171,21 @@ class CoordinatorFinder:
         config = self._config
         request = CreateTopicsRequest(
             topics=(CreatableTopic(
-                name=TopicName(OFFSETS_TOPIC_NAME), num_partitions=i32(config.num_partitions),
-                replication_factor=i16(config.replication_factor), assignments=(),
+                name=OFFSETS_TOPIC_NAME, num_partitions=config.num_partitions,
+                replication_factor=config.replication_factor,
                 configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (
                     ("cleanup.policy", "compact"),
                     ("segment.bytes", str(config.segment_bytes)),
                     ("compression.type", "producer")))),),
-            timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=CREATE_TIMEOUT_MS)),
-            validate_only=False)
+            timeout_ms=CREATE_TIMEOUT_MS, validate_only=False)
         try:
             response = await self._channel.send(request)
         except NetworkError as exc:
             log.info("cannot create %s yet: %s", OFFSETS_TOPIC_NAME, exc)
             return
+        assert isinstance(response, CreateTopicsResponse)
         for result in response.topics:
-            error = result.error_code
+            error = ErrorCode(result.error_code)
             if error not in (ErrorCode.none, ErrorCode.topic_already_exists) \
                     and error != self._last_error:
                 event(log, "offsets_topic_creation_failed", level=logging.WARNING,

@@ -29,9 +29,6 @@ from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRe
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
-from kio.schema.create_topics.v7.request import CreateTopicsRequest
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
@@ -63,7 +60,10 @@ from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
 from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
+from pykraft.messages.kafka.create_partitions_request import CreatePartitionsRequest
+from pykraft.messages.kafka.create_topics_request import CreateTopicsRequest
 from pykraft.messages.kafka.delete_acls_request import DeleteAclsRequest
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.incremental_alter_configs_request import (

@@ -22,21 +22,8 @@ from dataclasses import dataclass, replace
 
 from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.alter_partition.v3 import response as ap_resp
-from kio.schema.create_partitions.v3.request import (
-    CreatePartitionsAssignment,
-    CreatePartitionsRequest,
-    CreatePartitionsTopic,
-)
-from kio.schema.create_partitions.v3.response import (
-    CreatePartitionsResponse,
-    CreatePartitionsTopicResult,
-)
-from kio.schema.create_topics.v7 import response as ct_resp
-from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
-from kio.schema.delete_topics.v6.response import DeletableTopicResult, DeleteTopicsResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i16, i32
+from kio.schema.types import BrokerId
+from kio.static.primitive import i8, i32
 
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.config.topic_keys import INTERNAL_TOPIC_CONFIGS
@@ -49,12 +36,28 @@ from pykraft.controller.context import (
     ControllerResult,
 )
 from pykraft.controller.placement import UsableBroker, place_replicas
-from pykraft.controller.responses import NO_THROTTLE, error_response
+from pykraft.controller.responses import NO_THROTTLE, delete_topic_states, error_response
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
+from pykraft.messages.kafka import create_topics_response as ct_resp
+from pykraft.messages.kafka.create_partitions_request import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from pykraft.messages.kafka.create_partitions_response import (
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+)
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
+from pykraft.messages.kafka.delete_topics_response import (
+    DeletableTopicResult,
+    DeleteTopicsResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     ConfigRecord,
@@ -204,7 +207,7 @@ def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
             return Failure(ErrorCode.invalid_replica_assignment,
                            "Partitions must be numbered 0 to N-1 in the manual assignment.")
         ordered = sorted(topic.assignments, key=lambda a: a.partition_index)
-        assignments = [tuple(int(b) for b in a.broker_ids) for a in ordered]
+        assignments = [a.broker_ids for a in ordered]
         failure_m = _check_manual(ctx, assignments, None)
         return assignments if failure_m is None else failure_m
     count = ctx.config.default_num_partitions if topic.num_partitions == -1 \
@@ -229,7 +232,7 @@ def _topic_configs(ctx: ControllerContext) -> tuple[ct_resp.CreatableTopicConfig
     return tuple(
         ct_resp.CreatableTopicConfigs(
             name=entry.name, value=entry.value, read_only=False,
-            config_source=i8(int(entry.source)), is_sensitive=False)
+            config_source=entry.source, is_sensitive=False)
         for entry in config_control.topic_entries({}, layers)
     )
 
@@ -238,7 +241,7 @@ def _given_configs(defaults: tuple[ct_resp.CreatableTopicConfigs, ...], given: d
                    ) -> tuple[ct_resp.CreatableTopicConfigs, ...]:
     """``defaults`` with the topic's own values in their place (TOPIC_CONFIG), and the
     internal keys it sets (listed only then, as Kafka's answer lists them)."""
-    topic = i8(int(config_control.ConfigSource.TOPIC_CONFIG))
+    topic = config_control.ConfigSource.TOPIC_CONFIG
     internal = [ct_resp.CreatableTopicConfigs(name=name, value=value, read_only=False,
                                               config_source=topic, is_sensitive=False)
                 for name, value in given.items() if name in INTERNAL_TOPIC_CONFIGS]
@@ -259,7 +262,7 @@ def _partitions_asked(topic: CreatableTopic, default: int) -> int:
         return len(topic.assignments)
     if topic.num_partitions == -1:
         return default
-    return max(0, int(topic.num_partitions))
+    return max(0, topic.num_partitions)
 
 
 def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
@@ -284,8 +287,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             return _create_topics_failed(req, TOO_LARGE)
         if isinstance(plan, Failure):
             results.append(ct_resp.CreatableTopicResult(
-                name=topic.name, topic_id=None, error_code=plan.code, error_message=plan.message,
-                configs=()))
+                name=topic.name, error_code=plan.code, error_message=plan.message))
             continue
         topic_id = _new_topic_id(ctx)
         taken.add(topic.name)
@@ -297,26 +299,25 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         results.append(ct_resp.CreatableTopicResult(  # validate_only too, as Kafka
             name=topic.name, topic_id=topic_id,
             error_code=ErrorCode.none, error_message=None,
-            num_partitions=i32(len(plan)), replication_factor=i16(len(plan[0])),
+            num_partitions=len(plan), replication_factor=len(plan[0]),
             configs=_given_configs(defaults, {c.name: c.value for c in configs
                                               if c.value is not None})
             if configs else defaults))
     return ControllerResult(() if req.validate_only else tuple(records),
-                            ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE,
-                                                         topics=tuple(results)))
+                            ct_resp.CreateTopicsResponse(topics=tuple(results)))
 
 
 def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> ControllerResult:
     records: list[object] = []
     results: list[DeletableTopicResult] = []
     deleted: set[uuid.UUID] = set()
-    for state in req.topics:
+    for state in delete_topic_states(req):
         topic: TopicImage | None = None
         failure: Failure | None = None
-        if state.name is not None and state.topic_id is not None:
+        if state.name is not None and state.topic_id != ZERO_UUID:
             failure = Failure(ErrorCode.invalid_request,
                               "A topic must be named by its name or its id, not both")
-        elif state.topic_id is not None:
+        elif state.topic_id != ZERO_UUID:
             topic = ctx.image.topics.by_id.get(state.topic_id)
             if topic is None:
                 failure = Failure(ErrorCode.unknown_topic_id, "This server does not host this "
@@ -338,10 +339,9 @@ def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> Controlle
         records.append(RemoveTopicRecord(topic_id=topic.topic_id))
         if len(records) > MAX_RECORDS_PER_USER_OP:
             return ControllerResult((), error_response(req, TOO_LARGE.code, TOO_LARGE.message))
-        results.append(DeletableTopicResult(name=TopicName(topic.name), topic_id=topic.topic_id,
+        results.append(DeletableTopicResult(name=topic.name, topic_id=topic.topic_id,
                                             error_code=ErrorCode.none, error_message=None))
-    return ControllerResult(tuple(records), DeleteTopicsResponse(throttle_time=NO_THROTTLE,
-                                                                 responses=tuple(results)))
+    return ControllerResult(tuple(records), DeleteTopicsResponse(responses=tuple(results)))
 
 
 def _partitions_added(ctx: ControllerContext, entries: Iterable[CreatePartitionsTopic]) -> int:
@@ -351,7 +351,7 @@ def _partitions_added(ctx: ControllerContext, entries: Iterable[CreatePartitions
     for entry in entries:
         topic = ctx.image.topics.by_name.get(entry.name)
         if topic is not None:
-            added += max(0, int(entry.count) - len(topic.partitions))
+            added += max(0, entry.count - len(topic.partitions))
     return added
 
 
@@ -384,8 +384,7 @@ def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> C
         results.append(CreatePartitionsTopicResult(name=entry.name, error_code=ErrorCode.none,
                                                    error_message=None))
     return ControllerResult(() if req.validate_only else tuple(records),
-                            CreatePartitionsResponse(throttle_time=NO_THROTTLE,
-                                                     results=tuple(results)))
+                            CreatePartitionsResponse(results=tuple(results)))
 
 
 def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
@@ -403,7 +402,7 @@ def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
     factor = len(topic.partitions[0].replicas) if current else 1
     if assignments is None:
         return _auto_assign(ctx, added, factor)
-    lists = [tuple(int(b) for b in a.broker_ids) for a in assignments]
+    lists = [a.broker_ids for a in assignments]
     if len(lists) != added:
         return Failure(ErrorCode.invalid_replica_assignment,
                        f"Attempted to add {added} additional partition(s), but only "

@@ -20,12 +20,6 @@ from kio.schema.broker_registration.v4 import request as reg_req
 from kio.schema.broker_registration.v4 import response as reg_resp
 from kio.schema.controller_registration.v0 import request as creg_req
 from kio.schema.controller_registration.v0 import response as creg_resp
-from kio.schema.create_partitions.v3 import request as cp_req
-from kio.schema.create_partitions.v3 import response as cp_resp
-from kio.schema.create_topics.v7 import request as ct_req
-from kio.schema.create_topics.v7 import response as ct_resp
-from kio.schema.delete_topics.v6 import request as dt_req
-from kio.schema.delete_topics.v6 import response as dt_resp
 from kio.schema.types import ProducerId
 from kio.schema.unregister_broker.v0 import request as unreg_req
 from kio.schema.unregister_broker.v0 import response as unreg_resp
@@ -39,8 +33,14 @@ from pykraft.messages.kafka import alter_user_scram_credentials_request as scram
 from pykraft.messages.kafka import alter_user_scram_credentials_response as scram_resp
 from pykraft.messages.kafka import create_acls_request as cacl_req
 from pykraft.messages.kafka import create_acls_response as cacl_resp
+from pykraft.messages.kafka import create_partitions_request as cp_req
+from pykraft.messages.kafka import create_partitions_response as cp_resp
+from pykraft.messages.kafka import create_topics_request as ct_req
+from pykraft.messages.kafka import create_topics_response as ct_resp
 from pykraft.messages.kafka import delete_acls_request as dacl_req
 from pykraft.messages.kafka import delete_acls_response as dacl_resp
+from pykraft.messages.kafka import delete_topics_request as dt_req
+from pykraft.messages.kafka import delete_topics_response as dt_resp
 from pykraft.messages.kafka import describe_acls_request as descacl_req
 from pykraft.messages.kafka import describe_acls_response as descacl_resp
 from pykraft.messages.kafka import describe_configs_request as dc_req
@@ -56,23 +56,29 @@ _Builder = Callable[[Any, ErrorCode, str | None], object]
 
 def _create_topics(req: ct_req.CreateTopicsRequest, code: ErrorCode,
                    message: str | None) -> object:
-    return ct_resp.CreateTopicsResponse(throttle_time=NO_THROTTLE, topics=tuple(
-        ct_resp.CreatableTopicResult(name=t.name, topic_id=None, error_code=code,
-                                     error_message=message, configs=())  # Kafka's default
+    return ct_resp.CreateTopicsResponse(topics=tuple(
+        ct_resp.CreatableTopicResult(name=t.name, error_code=code, error_message=message)
         for t in req.topics))
+
+
+def delete_topic_states(req: dt_req.DeleteTopicsRequest) -> tuple[dt_req.DeleteTopicState, ...]:
+    """The topics a DeleteTopics request names, whatever its version: v6's ``topics`` (by
+    name or id), or v1-5's ``topic_names`` as named entries (one class holds both; the
+    request's version filled one of them, as in Kafka's ControllerApis)."""
+    return req.topics + tuple(dt_req.DeleteTopicState(name=name) for name in req.topic_names)
 
 
 def _delete_topics(req: dt_req.DeleteTopicsRequest, code: ErrorCode,
                    message: str | None) -> object:
-    return dt_resp.DeleteTopicsResponse(throttle_time=NO_THROTTLE, responses=tuple(
+    return dt_resp.DeleteTopicsResponse(responses=tuple(
         dt_resp.DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=code,
                                      error_message=message)
-        for t in req.topics))
+        for t in delete_topic_states(req)))
 
 
 def _create_partitions(req: cp_req.CreatePartitionsRequest, code: ErrorCode,
                        message: str | None) -> object:
-    return cp_resp.CreatePartitionsResponse(throttle_time=NO_THROTTLE, results=tuple(
+    return cp_resp.CreatePartitionsResponse(results=tuple(
         cp_resp.CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
         for t in req.topics))
 

@@ -213,6 +213,9 @@ GENERATED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.DESCRIBE_CONFIGS,
     ApiKey.ALTER_CONFIGS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.CREATE_TOPICS,
+    ApiKey.DELETE_TOPICS,
+    ApiKey.CREATE_PARTITIONS,
 })
 
 

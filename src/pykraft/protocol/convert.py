@@ -15,7 +15,7 @@ import dataclasses
 import datetime
 import types
 import typing
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from functools import cache
 from typing import Any, TypeVar
 
@@ -63,45 +63,14 @@ def convert(entity: object, target: type[T]) -> T:
     return _convert_entity(entity, target)  # type: ignore[no-any-return]
 
 
-def _topic_states(names: tuple[str, ...], state: type) -> tuple[object, ...]:
-    """DeleteTopics v1-v5 ``topic_names`` as v6 ``topics`` entries (named, no id)."""
-    return tuple(state(name=name, topic_id=None) for name in names)
-
-
-def _topic_names(states: tuple[Any, ...], _: type) -> tuple[object, ...]:
-    """DeleteTopics v6 ``topics`` as v1-v5 ``topic_names`` (entries without a name drop)."""
-    return tuple(state.name for state in states if state.name is not None)
-
-
-_DELETE_TOPICS = 20
-#: (api key, target field) -> (source field, how to reshape it, given the target's nested
-#: entity class). Only requests: their responses kept one shape.
-_RESHAPED: dict[tuple[int, str], tuple[str, Callable[[Any, Any], tuple[object, ...]]]] = {
-    (_DELETE_TOPICS, "topics"): ("topic_names", _topic_states),
-    (_DELETE_TOPICS, "topic_names"): ("topics", _topic_names),
-}
-
-
 def _convert_entity(entity: object, target: type) -> Any:
     values: dict[str, object] = {}
     for field in _fields(target):
         if hasattr(entity, field.name):
             values[field.name] = _convert_value(getattr(entity, field.name), field.type)
         else:
-            values[field.name] = _reshaped(entity, target, field)
+            values[field.name] = default_value(field)
     return target(**values)
-
-
-def _reshaped(entity: object, target: type, field: dataclasses.Field[Any]) -> object:
-    """The value of a field ``entity``'s version lacks: reshaped from the field it has in
-    its place (see :data:`_RESHAPED`), else the field's default."""
-    rule = None
-    if getattr(target, "__type__", None) is EntityType.request:
-        rule = _RESHAPED.get((getattr(target, "__api_key__", -1), field.name))
-    if rule is None or not hasattr(entity, rule[0]):
-        return default_value(field)
-    source_field, reshape = rule
-    return reshape(getattr(entity, source_field), entity_in(field.type))
 
 
 def _convert_value(value: object, annotation: object) -> object:

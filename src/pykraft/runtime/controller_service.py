@@ -18,6 +18,7 @@ active controller).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -28,14 +29,11 @@ from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRe
 from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.create_partitions.v3.request import CreatePartitionsRequest
-from kio.schema.create_topics.v7.request import CreateTopicsRequest
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest
 from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
 from pykraft.controller import ControllerConfig, QuorumController
-from pykraft.controller.responses import error_response
+from pykraft.controller.responses import delete_topic_states, error_response
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
@@ -43,7 +41,10 @@ from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
 from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
+from pykraft.messages.kafka.create_partitions_request import CreatePartitionsRequest
+from pykraft.messages.kafka.create_topics_request import CreateTopicsRequest
 from pykraft.messages.kafka.delete_acls_request import DeleteAclsRequest
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.incremental_alter_configs_request import (
@@ -78,6 +79,16 @@ CONTROLLER_REQUESTS: dict[int, type] = {
     ApiKey.CREATE_ACLS: CreateAclsRequest,
     ApiKey.DELETE_ACLS: DeleteAclsRequest,
 }
+
+
+def controller_body(body: object) -> object:
+    """A request body as the controller takes it and a broker forwards it: a DeleteTopics
+    of v1-5 names its topics in ``topic_names``, which v6 (what a broker speaks to the
+    controller) has as ``topics`` entries; written at v6 as it came, its names would be
+    dropped (an ignorable field), so they move (kio's convert did this reshape)."""
+    if isinstance(body, DeleteTopicsRequest) and body.topic_names:
+        return dataclasses.replace(body, topics=delete_topic_states(body), topic_names=())
+    return body
 
 class ControllerService:
     """Drives one :class:`QuorumController` from the event loop; see the module docstring."""

@@ -39,7 +39,11 @@ from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
 from pykraft.runtime.codec_thread import off_loop_if_large
-from pykraft.runtime.controller_service import CONTROLLER_REQUESTS, ControllerService
+from pykraft.runtime.controller_service import (
+    CONTROLLER_REQUESTS,
+    ControllerService,
+    controller_body,
+)
 from pykraft.runtime.envelope import envelope_answer, envelope_error, open_envelope
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.extension import RequestHandler
@@ -129,7 +133,8 @@ class Dispatcher(ListenerDispatcher):
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return self._describe_cluster(request.body, request.api_version, access)
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
-            body: Any = await off_loop_if_large(convert, request.body, CONTROLLER_REQUESTS[api_key])
+            body: Any = controller_body(await off_loop_if_large(
+                convert, request.body, CONTROLLER_REQUESTS[api_key]))
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return await update_kraft_version(self._node, body)
             if api_key in PARTS and access.enabled:

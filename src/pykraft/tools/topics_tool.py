@@ -24,32 +24,31 @@ partition reassignments are not listed (ListPartitionReassignments is not served
 
 from __future__ import annotations
 
-import datetime
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.create_partitions.v3.request import (
+from pykraft.config.topic_keys import TOPIC_KEYS
+from pykraft.errors import UsageError
+from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.java import java_string_hash
+from pykraft.messages.kafka.create_partitions_request import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
     CreatePartitionsTopic,
 )
-from kio.schema.create_topics.v7.request import (
+from pykraft.messages.kafka.create_partitions_response import CreatePartitionsResponse
+from pykraft.messages.kafka.create_topics_request import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i16, i32, i32Timedelta
-
-from pykraft.config.topic_keys import TOPIC_KEYS
-from pykraft.errors import UsageError
-from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
-from pykraft.java import java_string_hash
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from pykraft.messages.kafka.delete_topics_response import DeleteTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import (
     AdminClient,
@@ -212,8 +211,8 @@ def _ensure_found(found: Sequence[object], options: TopicOptions) -> None:
 
 # -- the operations -------------------------------------------------------------------------
 
-def _timeout(admin: AdminClient) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(seconds=admin.settings.request_timeout_s))
+def _timeout_ms(admin: AdminClient) -> int:
+    return int(admin.settings.request_timeout_s * 1000)
 
 
 def matching(cluster: ClusterMetadata, pattern: str | None, exclude_internal: bool) -> (
@@ -244,16 +243,16 @@ async def create_topic(admin: AdminClient, name: str, *, partitions: int | None 
         raise UsageError("The partitions must be greater than 0")
     manual = bool(assignment)
     topic = CreatableTopic(
-        name=TopicName(name),
-        num_partitions=i32(-1 if manual or partitions is None else partitions),
-        replication_factor=i16(-1 if manual or replication_factor is None
-                               else replication_factor),
-        assignments=tuple(CreatableReplicaAssignment(
-            partition_index=i32(index), broker_ids=tuple(BrokerId(b) for b in brokers))
-            for index, brokers in (assignment or {}).items()),
+        name=name,
+        num_partitions=-1 if manual or partitions is None else partitions,
+        replication_factor=-1 if manual or replication_factor is None else replication_factor,
+        assignments=tuple(CreatableReplicaAssignment(partition_index=index,
+                                                     broker_ids=tuple(brokers))
+                          for index, brokers in (assignment or {}).items()),
         configs=tuple(CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()))
-    answer = await admin.request(CreateTopicsRequest(topics=(topic,), timeout=_timeout(admin),
-                                                     validate_only=False))
+    answer = await admin.request(CreateTopicsRequest(
+        topics=(topic,), timeout_ms=_timeout_ms(admin), validate_only=False))
+    assert isinstance(answer, CreateTopicsResponse)
     for result in answer.topics:
         if result.error_code == ErrorCode.topic_already_exists and if_not_exists:
             return False
@@ -276,14 +275,15 @@ async def alter_topic(admin: AdminClient, options: TopicOptions) -> None:
         placed = None
         if assignment is not None:
             start = len(cluster.topics[name].partitions)
-            placed = tuple(CreatePartitionsAssignment(broker_ids=tuple(BrokerId(b) for b in v))
+            placed = tuple(CreatePartitionsAssignment(broker_ids=tuple(v))
                            for k, v in assignment.items() if k >= start)
-        return CreatePartitionsTopic(name=TopicName(name), count=i32(options.partitions or 0),
+        return CreatePartitionsTopic(name=name, count=options.partitions or 0,
                                      assignments=placed)
 
     answer = await admin.request(CreatePartitionsRequest(
-        topics=tuple(new_partitions(name) for name in topics), timeout=_timeout(admin),
+        topics=tuple(new_partitions(name) for name in topics), timeout_ms=_timeout_ms(admin),
         validate_only=False))
+    assert isinstance(answer, CreatePartitionsResponse)
     for result in answer.results:
         raise_for(result.error_code, result.error_message)
 
@@ -295,8 +295,9 @@ async def delete_topics(admin: AdminClient, pattern: str, *, if_exists: bool = F
         raise UsageError(f"Topic '{pattern}' does not exist as expected")
     if topics:
         answer = await admin.request(DeleteTopicsRequest(
-            topics=tuple(DeleteTopicState(name=TopicName(t), topic_id=ZERO_UUID) for t in topics),
-            timeout=_timeout(admin)))
+            topics=tuple(DeleteTopicState(name=t, topic_id=ZERO_UUID) for t in topics),
+            timeout_ms=_timeout_ms(admin)))
+        assert isinstance(answer, DeleteTopicsResponse)
         for result in answer.responses:
             raise_for(result.error_code, result.error_message)
     return topics

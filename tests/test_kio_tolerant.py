@@ -37,9 +37,7 @@ APIS = (
     *("describe_quorum", "add_raft_voter", "remove_raft_voter", "update_raft_voter"),
     *("broker_registration", "broker_heartbeat", "controller_registration"),
     *("unregister_broker", "alter_partition", "api_versions", "metadata", "describe_cluster"),
-    *("create_topics", "delete_topics", "create_partitions", "describe_configs"),
-    *("alter_configs", "incremental_alter_configs", "update_features"),
-    *("sasl_handshake", "sasl_authenticate"),
+    "update_features",
     *("produce", "list_offsets", "offset_for_leader_epoch", "describe_log_dirs"),
     *("delete_records", "init_producer_id", "allocate_producer_ids"),
 )

@@ -16,8 +16,6 @@ from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
-from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_fetch.v8 import request as of_req
 from kio.schema.offset_fetch.v9 import response as of_resp
@@ -54,6 +52,8 @@ from pykraft.image.acls import (
 )
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
+from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
@@ -116,11 +116,9 @@ class Service:
                      client_host: str) -> Any:
         self.seen.append(body)
         if api_key == ApiKey.LEAVE_GROUP:
-            return LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                                      members=tuple(MemberResponse(
-                                          member_id=m.member_id, group_instance_id=None,
-                                          error_code=ErrorCode.unknown_member_id)
-                                          for m in body.members))
+            return LeaveGroupResponse(members=tuple(MemberResponse(
+                member_id=m.member_id, error_code=ErrorCode.unknown_member_id)
+                for m in body.members))
         return of_resp.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(
             of_resp.OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.none,
                                              topics=tuple(of_resp.OffsetFetchResponseTopics(
@@ -237,10 +235,10 @@ def test_without_an_authorizer_nothing_is_checked(tmp_path: Path) -> None:
 
 def test_a_group_is_refused_before_the_coordinator_sees_it(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED)
-    refused = ask(secured.dispatcher, LeaveV1(group_id=GroupId("h"), member_id="m"), 1, ALICE)
+    refused = ask(secured.dispatcher, LeaveGroupRequest(group_id="h", member_id="m"), 1, ALICE)
     assert refused.error_code == ErrorCode.group_authorization_failed
     assert secured.service.seen == []
-    allowed = ask(secured.dispatcher, LeaveV1(group_id=GroupId("g"), member_id="m"), 1, ALICE)
+    allowed = ask(secured.dispatcher, LeaveGroupRequest(group_id="g", member_id="m"), 1, ALICE)
     assert allowed.error_code == ErrorCode.unknown_member_id
     assert len(secured.service.seen) == 1
 

@@ -13,8 +13,6 @@ from typing import Any
 
 import pytest
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.heartbeat.v4.response import HeartbeatResponse
 from kio.schema.offset_commit.v9 import request as commit
 from kio.schema.offset_fetch.v9 import request as fetch
 from kio.schema.types import GroupId, TopicName
@@ -25,7 +23,6 @@ from pykraft.broker import group_coordinator
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import CorruptRecordError
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
@@ -33,6 +30,8 @@ from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.log.log_manager import LogManager
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.heartbeat_response import HeartbeatResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
@@ -50,7 +49,7 @@ TOPIC_ID = uuid.UUID(int=50)
 
 
 def answer(code: ErrorCode = ErrorCode.none) -> HeartbeatResponse:
-    return HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code)
+    return HeartbeatResponse(error_code=code)
 
 
 class ScriptedShard:
@@ -144,7 +143,7 @@ class Rig:
         return self.shards[-1]
 
     def request(self, group: str) -> Coroutine[Any, Any, Any]:
-        body = HeartbeatRequest(group_id=GroupId(group), generation_id=i32(1), member_id="m")
+        body = HeartbeatRequest(group_id=group, generation_id=1, member_id="m")
         return self.service.handle(ApiKey.HEARTBEAT, 4, body, client_id="c",
                                    client_host="/127.0.0.1")
 

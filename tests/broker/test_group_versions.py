@@ -9,8 +9,6 @@ from typing import Any
 import pytest
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest as FindV2
-from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
-from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as FetchV1
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequestTopic as FetchTopicV1
 from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as FetchV5
@@ -27,6 +25,8 @@ from pykraft.broker.group_versions import (
     to_version,
 )
 from pykraft.controller.responses import error_codes
+from pykraft.messages.kafka.join_group_response import JoinGroupResponse
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
 from pykraft.protocol.apis import API_SPECS, ApiKey
 from pykraft.protocol.codec import decode_response, encode_response, request_type
 from pykraft.protocol.convert import default_value
@@ -74,12 +74,23 @@ def test_offset_fetch_v1_has_the_group_error_on_every_asked_partition() -> None:
 
 
 def test_leave_group_v1_takes_the_member_error_when_the_top_level_is_none() -> None:
-    latest = to_latest(ApiKey.LEAVE_GROUP, 1, LeaveV1(group_id=GroupId("g"), member_id="m-1"))
+    latest = to_latest(ApiKey.LEAVE_GROUP, 1, LeaveGroupRequest(group_id="g", member_id="m-1"))
     assert [m.member_id for m in latest.members] == ["m-1"]
     refused = error_response(ApiKey.LEAVE_GROUP, latest, ErrorCode.unknown_member_id)
     per_member = dataclasses.replace(refused, error_code=ErrorCode.none)
-    assert to_version(ApiKey.LEAVE_GROUP, 1, per_member, latest).error_code == \
-        ErrorCode.unknown_member_id
+    answer = to_version(ApiKey.LEAVE_GROUP, 1, per_member, latest)
+    assert (answer.error_code, answer.members) == (ErrorCode.unknown_member_id, ())
+
+
+@pytest.mark.parametrize(("version", "written"), [(6, ""), (7, None)])
+def test_join_group_has_no_null_protocol_name_before_v7(version: int,
+                                                        written: str | None) -> None:
+    """Kafka's JoinGroupResponse writes "" for a null protocol name before v7."""
+    answer = to_version(ApiKey.JOIN_GROUP, version, JoinGroupResponse(
+        error_code=ErrorCode.unknown_member_id, protocol_name=None), None)
+    body = decode_response(ApiKey.JOIN_GROUP, version,
+                           encode_response(1, ApiKey.JOIN_GROUP, version, answer)).body
+    assert body.protocol_name == written
 
 
 def test_find_coordinator_v2_key_round_trip() -> None:
@@ -128,9 +139,8 @@ def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
 
 
 def test_a_leave_group_goes_in_pieces_of_members_and_comes_back_whole() -> None:
-    members = tuple(MemberIdentity(member_id=f"m{i}", group_instance_id=None, reason=None)
-                    for i in range(5))
-    request = LeaveGroupRequest(group_id=GroupId("g"), members=members)
+    members = tuple(MemberIdentity(member_id=f"m{i}") for i in range(5))
+    request = LeaveGroupRequest(group_id="g", members=members)
     found = pieces(ApiKey.LEAVE_GROUP, request, lambda group: 3, 2)
     assert [(p, [m.member_id for m in r.members]) for p, r in found] == [
         (3, ["m0", "m1"]), (3, ["m2", "m3"]), (3, ["m4"])]

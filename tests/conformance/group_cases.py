@@ -3,8 +3,9 @@
 Every run uses a group of its own (:func:`group_of`), so rows never see each other's
 members. A row's API is sent at the row's version; the steps that set a group up (find the
 coordinator, join, sync, commit) go at each API's latest version, so a failure names the
-API under test. The requests are kio's: kafka-python's group classes encode a different
-field set per version, and kio's version-independent dicts keep one builder per API.
+API under test. The requests are pykraft's generated classes where the API moved to them
+(one class for every version, :meth:`Run.generated`), else kio's version-independent dicts
+(kafka-python's group classes encode a different field set per version).
 """
 
 from __future__ import annotations
@@ -17,10 +18,18 @@ from typing import Any
 
 from conformance.cases import NO_SUCH_TOPIC, Case, Meaning, code, settled, topic_id_of
 from conformance.harness import Run
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.sync_group_request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
 from pykraft.protocol.apis import API_SPECS, ApiKey
 
 PROTOCOL = "range"
 SESSION = datetime.timedelta(seconds=30)
+SESSION_MS = 30_000
 _RETRIED = frozenset({"COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
                       "NOT_COORDINATOR"})
 #: Offsets committed by the rows (to the shared topic's partition 0).
@@ -83,7 +92,7 @@ def ready(run: Run, group: str) -> None:
 
 # -- JoinGroup / SyncGroup -------------------------------------------------------------------
 
-def join(run: Run, group: str, member_id: str = "", *, session: datetime.timedelta = SESSION,
+def join(run: Run, group: str, member_id: str = "", *, session: int = SESSION_MS,
          topics: tuple[str, ...] | None = None, first_call_only: bool = False) -> Any:
     """JoinGroup at ``run``'s version; from v4 an unknown member is first told its id
     (MEMBER_ID_REQUIRED) and joins again with it, as clients do."""
@@ -92,10 +101,10 @@ def join(run: Run, group: str, member_id: str = "", *, session: datetime.timedel
     subscribed = topics if topics is not None else (run.cluster.topic,)
 
     def send(member: str) -> Any:
-        return retried(lambda: run.kio(ApiKey.JOIN_GROUP, {
-            "group_id": group, "session_timeout": session, "rebalance_timeout": session,
-            "member_id": member, "protocol_type": "consumer",
-            "protocols": [{"name": PROTOCOL, "metadata": subscription(*subscribed)}]}),
+        return retried(lambda: run.generated(ApiKey.JOIN_GROUP, JoinGroupRequest(
+            group_id=group, session_timeout_ms=session, rebalance_timeout_ms=session,
+            member_id=member, protocol_type="consumer", protocols=(JoinGroupRequestProtocol(
+                name=PROTOCOL, metadata=subscription(*subscribed)),))),
             lambda b: [code(b.error_code)])
 
     body = send(member_id)
@@ -115,11 +124,11 @@ def join_error(body: Any, _run: Run) -> Meaning:
 
 def sync(run: Run, group: str, generation: int, member_id: str,
          assignment: bytes | None = None) -> Any:
-    assignments = [] if assignment is None else [
-        {"member_id": member_id, "assignment": assignment}]
-    return run.kio(ApiKey.SYNC_GROUP, {
-        "group_id": group, "generation_id": generation, "member_id": member_id,
-        "protocol_type": "consumer", "protocol_name": PROTOCOL, "assignments": assignments})
+    assignments = () if assignment is None else (
+        SyncGroupRequestAssignment(member_id=member_id, assignment=assignment),)
+    return run.generated(ApiKey.SYNC_GROUP, SyncGroupRequest(
+        group_id=group, generation_id=generation, member_id=member_id,
+        protocol_type="consumer", protocol_name=PROTOCOL, assignments=assignments))
 
 
 def stable_member(run: Run, group: str, topics: tuple[str, ...] | None = None
@@ -154,15 +163,15 @@ def sync_wrong_generation(run: Run) -> Any:
 def heartbeat(run: Run, generation_delta: int = 0) -> Any:
     group = group_of(run)
     generation, member = stable_member(run, group)
-    return run.kio(ApiKey.HEARTBEAT, {"group_id": group, "member_id": member,
-                                       "generation_id": generation + generation_delta})
+    return run.generated(ApiKey.HEARTBEAT, HeartbeatRequest(
+        group_id=group, member_id=member, generation_id=generation + generation_delta))
 
 
 def leave(run: Run, group: str, member_id: str) -> Any:
-    fields: dict[str, Any] = (
-        {"group_id": group, "member_id": member_id} if run.version < 3
-        else {"group_id": group, "members": [{"member_id": member_id}]})
-    return run.kio(ApiKey.LEAVE_GROUP, fields)
+    request = (LeaveGroupRequest(group_id=group, member_id=member_id) if run.version < 3
+               else LeaveGroupRequest(group_id=group,
+                                      members=(MemberIdentity(member_id=member_id),)))
+    return run.generated(ApiKey.LEAVE_GROUP, request)
 
 
 def left(body: Any, _run: Run) -> Meaning:
@@ -350,7 +359,7 @@ GROUPS = [
          lambda b, _r: (code(b.error_code), bool(b.member_id)),
          lambda _r: ("MEMBER_ID_REQUIRED", True), since=4),
     Case("JoinGroup", 11, "session_timeout_too_short",
-         lambda r: join(r, group_of(r), session=datetime.timedelta(milliseconds=1)),
+         lambda r: join(r, group_of(r), session=1),
          join_error, lambda _r: "INVALID_SESSION_TIMEOUT"),
     Case("JoinGroup", 11, "unknown_member_id", lambda r: join(r, group_of(r), "stranger"),
          join_error, lambda _r: "UNKNOWN_MEMBER_ID"),

@@ -3,15 +3,11 @@ built at their latest versions, a clock, reply tokens, and every record the shar
 
 from __future__ import annotations
 
-import datetime
 import random
 from typing import Any
 
 from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
 from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
@@ -28,22 +24,24 @@ from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i64
 
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.shard import GroupShard
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.sync_group_request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
 
 JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
 COMMIT, FETCH, DESCRIBE, LIST, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
 LATEST = {JOIN: 9, SYNC: 5, HEARTBEAT: 4, LEAVE: 5, COMMIT: 9, FETCH: 9, DESCRIBE: 6,
           LIST: 5, DELETE_GROUPS: 2, OFFSET_DELETE: 0}
-
-
-def ms(value: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
 
 
 def subscription(*topics: str) -> bytes:
@@ -59,8 +57,8 @@ def join_request(group: str, member_id: str = "", *, session_ms: int = 10_000,
                  protocol_type: str = "consumer",
                  protocols: tuple[tuple[str, bytes], ...] = (("range", b"m"),)) -> JoinGroupRequest:
     return JoinGroupRequest(
-        group_id=GroupId(group), session_timeout=ms(session_ms),
-        rebalance_timeout=ms(rebalance_ms), member_id=member_id,
+        group_id=group, session_timeout_ms=session_ms, rebalance_timeout_ms=rebalance_ms,
+        member_id=member_id,
         group_instance_id=instance_id, protocol_type=protocol_type,
         protocols=tuple(JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols))
 
@@ -69,7 +67,7 @@ def sync_request(group: str, member_id: str, generation: int,
                  assignments: dict[str, bytes] | None = None,
                  instance_id: str | None = None) -> SyncGroupRequest:
     return SyncGroupRequest(
-        group_id=GroupId(group), generation_id=i32(generation), member_id=member_id,
+        group_id=group, generation_id=generation, member_id=member_id,
         group_instance_id=instance_id, protocol_type="consumer", protocol_name=None,
         assignments=tuple(SyncGroupRequestAssignment(member_id=k, assignment=v)
                           for k, v in (assignments or {}).items()))
@@ -77,12 +75,12 @@ def sync_request(group: str, member_id: str, generation: int,
 
 def heartbeat_request(group: str, member_id: str, generation: int,
                       instance_id: str | None = None) -> HeartbeatRequest:
-    return HeartbeatRequest(group_id=GroupId(group), generation_id=i32(generation),
-                            member_id=member_id, group_instance_id=instance_id)
+    return HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id,
+                            group_instance_id=instance_id)
 
 
 def leave_request(group: str, *members: tuple[str, str | None]) -> LeaveGroupRequest:
-    return LeaveGroupRequest(group_id=GroupId(group), members=tuple(
+    return LeaveGroupRequest(group_id=group, members=tuple(
         MemberIdentity(member_id=m, group_instance_id=i) for m, i in members))
 
 

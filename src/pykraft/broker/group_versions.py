@@ -25,7 +25,8 @@ from typing import Any, TypeVar
 from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.types import GroupId
 
-from pykraft.protocol.apis import API_SPECS, ApiKey
+from pykraft.messages.kafka.leave_group_request import MemberIdentity
+from pykraft.protocol.apis import API_SPECS, GENERATED_APIS, ApiKey
 from pykraft.protocol.codec import request_type, response_type
 from pykraft.protocol.convert import convert, default_value, entity_in
 from pykraft.protocol.errors import ErrorCode
@@ -49,6 +50,8 @@ BATCHED: Mapping[int, tuple[str, str, str]] = {
 _FIRST_BATCHED: Mapping[int, int] = {
     ApiKey.OFFSET_FETCH: 8, ApiKey.LEAVE_GROUP: 3, ApiKey.FIND_COORDINATOR: 4}
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
+#: JoinGroup's protocol name is nullable from v7 (Kafka writes "" before).
+_FIRST_NULL_PROTOCOL_NAME = 7
 LAST_RETENTION_COMMIT_VERSION = 4
 _UNLISTED = (ErrorCode.none, ErrorCode.not_coordinator)
 #: Kafka's message for COORDINATOR_NOT_AVAILABLE, which FindCoordinator v0-3 carry (v4+
@@ -81,10 +84,18 @@ def latest_response(api_key: int) -> type[Any]:
 
 
 def nested(cls: type[Any], name: str) -> type[Any]:
-    """The entity class of ``cls``'s field ``name``."""
-    found = entity_in(typing.get_type_hints(cls)[name])
-    assert found is not None, f"{cls.__name__}.{name} holds no entity"
+    """The struct class of ``cls``'s field ``name`` (a kio entity or a generated struct)."""
+    found = _struct_in(typing.get_type_hints(cls)[name])
+    assert found is not None, f"{cls.__name__}.{name} holds no struct"
     return found
+
+
+def _struct_in(annotation: object) -> type | None:
+    """The dataclass inside ``S``, ``S | None``, ``tuple[S, ...]`` or ``tuple[S, ...] | None``."""
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    return next((found for arg in typing.get_args(annotation)
+                 if (found := _struct_in(arg)) is not None), None)
 
 
 # ---------------------------------------------------------------------- versions
@@ -92,6 +103,8 @@ def nested(cls: type[Any], name: str) -> type[Any]:
 
 def to_latest(api_key: int, version: int, request: Any) -> Any:
     """``request`` (of ``version``) as the API's latest version."""
+    if api_key in GENERATED_APIS:
+        return _batched(api_key, version, request)
     if api_key == ApiKey.OFFSET_COMMIT and version <= LAST_RETENTION_COMMIT_VERSION:
         return request  # the shard reads its retention_time (v5+ have none)
     target = latest_request(api_key)
@@ -105,16 +118,45 @@ def to_latest(api_key: int, version: int, request: Any) -> Any:
         group = group_cls(group_id=request.group_id, member_id=None,
                           topics=topics)
         return dataclasses.replace(body, groups=(group,))
-    if api_key == ApiKey.LEAVE_GROUP:
-        member = nested(target, "members")(member_id=request.member_id, group_instance_id=None,
-                                            reason=None)
-        return dataclasses.replace(body, members=(member,))
     assert api_key == ApiKey.FIND_COORDINATOR
     return dataclasses.replace(body, coordinator_keys=(request.key,))
 
 
+def _batched(api_key: int, version: int, request: Any) -> Any:
+    """A generated request of a version before batching with its single entry in the
+    batched field the shards read (the one class has both; Kafka's handlers read each
+    version's own)."""
+    if version >= _FIRST_BATCHED.get(api_key, 0):
+        return request
+    assert api_key == ApiKey.LEAVE_GROUP
+    return dataclasses.replace(request, members=(MemberIdentity(member_id=request.member_id),))
+
+
+def _unbatched_generated(api_key: int, version: int, response: Any) -> Any:
+    """A generated answer with what ``version`` cannot carry in the fields it has (Kafka's
+    response classes per version): JoinGroup's protocol name is "" before v7, LeaveGroup
+    v0-2 answer the one member's error at the top."""
+    if (api_key == ApiKey.JOIN_GROUP and version < _FIRST_NULL_PROTOCOL_NAME
+            and response.protocol_name is None):
+        return dataclasses.replace(response, protocol_name="")
+    if api_key == ApiKey.LEAVE_GROUP and version < _FIRST_BATCHED[api_key]:
+        return dataclasses.replace(response, error_code=_leave_code(response), members=())
+    return response
+
+
+def _leave_code(response: Any) -> int:
+    """LeaveGroup's error before v3: the top one, else the one member's (Kafka's
+    ``LeaveGroupResponse``)."""
+    code: int = response.error_code
+    if code == ErrorCode.none and response.members:
+        code = response.members[0].error_code
+    return code
+
+
 def to_version(api_key: int, version: int, response: Any, request: Any) -> Any:
     """The latest-version ``response`` to ``request`` (latest version too) as ``version``."""
+    if api_key in GENERATED_APIS:
+        return _unbatched_generated(api_key, version, response)
     target = response_type(api_key, version)
     source: type | None = type(response)
     if version < _FIRST_BATCHED.get(api_key, 0):  # one entry, of mixed classes: walked
@@ -133,11 +175,6 @@ def _unbatched(api_key: int, version: int, response: Any, request: Any) -> Any:
         return _build(target, throttle_time=response.throttle_time, error_code=found.error_code,
                       error_message=message, node_id=found.node_id, host=found.host,
                       port=found.port)
-    if api_key == ApiKey.LEAVE_GROUP:
-        code = response.error_code
-        if code == ErrorCode.none and response.members:  # Kafka's LeaveGroupResponse
-            code = response.members[0].error_code
-        return _build(target, throttle_time=response.throttle_time, error_code=code)
     assert api_key == ApiKey.OFFSET_FETCH
     group = response.groups[0]
     topics = group.topics

@@ -51,6 +51,10 @@ from pykraft.group.records import (
 from pykraft.group.registry import Groups
 from pykraft.group.replies import NO_THROTTLE
 from pykraft.group.timers import Timers
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
+from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
 
 Handler = Callable[[ReplyToken, int, Any, RequestContext], Outcome]
 """One API's handling: (token, api_version, latest-version request, context)."""
@@ -178,20 +182,20 @@ class GroupShard:
 
     # -- handlers -------------------------------------------------------------------------
 
-    def _join(self, token: ReplyToken, version: int, request: Any,
+    def _join(self, token: ReplyToken, version: int, request: JoinGroupRequest,
               context: RequestContext) -> Outcome:
         return self.membership.join(token, version, request, context.client_id,
                                     context.client_host, context.now_ms)
 
-    def _sync(self, token: ReplyToken, version: int, request: Any,
+    def _sync(self, token: ReplyToken, version: int, request: SyncGroupRequest,
               context: RequestContext) -> Outcome:
         return self.membership.sync(token, request, context.now_ms)
 
-    def _heartbeat(self, token: ReplyToken, version: int, request: Any,
+    def _heartbeat(self, token: ReplyToken, version: int, request: HeartbeatRequest,
                    context: RequestContext) -> Outcome:
         return self.membership.heartbeat(token, request, context.now_ms)
 
-    def _leave(self, token: ReplyToken, version: int, request: Any,
+    def _leave(self, token: ReplyToken, version: int, request: LeaveGroupRequest,
                context: RequestContext) -> Outcome:
         return self.membership.leave(token, request, context.now_ms)
 

@@ -216,6 +216,7 @@ GENERATED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.CREATE_TOPICS,
     ApiKey.DELETE_TOPICS,
     ApiKey.CREATE_PARTITIONS,
+    ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP,
 })
 
 

@@ -24,7 +24,6 @@ from broker_harness import (
     running_cluster,
     wait_for,
 )
-from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
@@ -35,6 +34,7 @@ from kio.static.primitive import i32
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -191,8 +191,7 @@ def committed(cluster: LocalCluster, group: str, topic: str) -> dict[int, int]:
 def described(cluster: LocalCluster, group: str) -> tuple[str, int]:
     """The group's state and member count as its coordinator describes it."""
     (broker,) = cluster.brokers
-    answer = broker_call(cluster, broker, DescribeGroupsRequest(
-        groups=(GroupId(group),), include_authorized_operations=False))
+    answer = broker_call(cluster, broker, DescribeGroupsRequest(groups=(group,)))
     (found,) = answer.groups
     return str(found.group_state), len(found.members)
 

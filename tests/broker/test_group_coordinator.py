@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
 from kio.schema.offset_commit.v9 import request as commit
 from kio.schema.offset_fetch.v9 import request as fetch
 from kio.schema.types import GroupId, TopicName
@@ -30,6 +29,7 @@ from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.log.log_manager import LogManager
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.heartbeat_response import HeartbeatResponse
 from pykraft.protocol.apis import ApiKey
@@ -472,9 +472,9 @@ def test_a_batched_request_reaches_its_shard_a_piece_per_loop_turn(tmp_path: Pat
                 turns[0] += 1
                 await asyncio.sleep(0)
         ticker = asyncio.get_running_loop().create_task(tick())
-        names = [GroupId(f"g{i}") for i in range(1_201)] * 2
+        names = [f"g{i}" for i in range(1_201)] * 2
         answer = await service.handle(ApiKey.DESCRIBE_GROUPS, 6, DescribeGroupsRequest(
-            groups=tuple(names), include_authorized_operations=False), client_id="c",
+            groups=tuple(names)), client_id="c",
             client_host="/127.0.0.1")
         ticker.cancel()
         sizes = [size for size, _ in shards[-1].seen]

@@ -7,7 +7,6 @@ import dataclasses
 from typing import Any
 
 import pytest
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
 from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest as FindV2
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as FetchV1
 from kio.schema.offset_fetch.v1.request import OffsetFetchRequestTopic as FetchTopicV1
@@ -25,6 +24,7 @@ from pykraft.broker.group_versions import (
     to_version,
 )
 from pykraft.controller.responses import error_codes
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.join_group_response import JoinGroupResponse
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
 from pykraft.protocol.apis import API_SPECS, ApiKey
@@ -103,8 +103,7 @@ def test_find_coordinator_v2_key_round_trip() -> None:
 
 
 def test_batched_requests_split_by_partition_and_merge_in_request_order() -> None:
-    request = DescribeGroupsRequest(groups=tuple(GroupId(g) for g in "abca"),
-                                    include_authorized_operations=False)
+    request = DescribeGroupsRequest(groups=tuple("abca"))
     partition = {"a": 1, "b": 2, "c": 1}
     parts = split(ApiKey.DESCRIBE_GROUPS, request, partition.__getitem__)
     assert {p: tuple(r.groups) for p, r in parts.items()} == {1: ("a", "c", "a"), 2: ("b",)}
@@ -119,8 +118,7 @@ def test_batched_requests_split_by_partition_and_merge_in_request_order() -> Non
 def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
     """A group named again is handed once (merge answers every naming of it), a partition's
     groups a few at a time; a request naming a group a million times makes one entry."""
-    request = DescribeGroupsRequest(groups=tuple(GroupId(g) for g in "abcadeaf"),
-                                    include_authorized_operations=False)
+    request = DescribeGroupsRequest(groups=tuple("abcadeaf"))
     partition = {"a": 1, "b": 2, "c": 1, "d": 1, "e": 2, "f": 1}
     found = pieces(ApiKey.DESCRIBE_GROUPS, request, partition.__getitem__, 2)
     assert [(p, tuple(r.groups)) for p, r in found] == [
@@ -130,8 +128,7 @@ def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
     merged = merge(ApiKey.DESCRIBE_GROUPS, request, answers)
     assert [g.group_id for g in merged.groups] == list("abcadeaf")
     assert merged.groups[0] is merged.groups[3] is merged.groups[6]
-    many = DescribeGroupsRequest(groups=(GroupId("g"),) * 1_000_000,
-                                 include_authorized_operations=False)
+    many = DescribeGroupsRequest(groups=("g",) * 1_000_000)
     ((_, one),) = pieces(ApiKey.DESCRIBE_GROUPS, many, lambda group: 0, 500)
     assert one.groups == ("g",)
     refused = error_response(ApiKey.DESCRIBE_GROUPS, many, ErrorCode.not_coordinator)

@@ -18,9 +18,17 @@ from typing import Any
 
 from conformance.cases import NO_SUCH_TOPIC, Case, Meaning, code, settled, topic_id_of
 from conformance.harness import Run
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_delete_request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
 from pykraft.messages.kafka.sync_group_request import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
@@ -36,6 +44,8 @@ _RETRIED = frozenset({"COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS
 COMMITTED = 42
 #: OffsetCommit and OffsetFetch name topics by id from v10 (Kafka 4.1).
 FIRST_TOPIC_ID = 10
+#: ListGroups lists each group's state from v4.
+FIRST_LISTED_STATE = 4
 
 
 def group_of(run: Run, suffix: str = "") -> str:
@@ -257,8 +267,9 @@ def commit_then_fetch(run: Run, *, all_topics: bool = False,
 
 
 def delete_offsets(run: Run, group: str) -> Any:
-    return run.kio(ApiKey.OFFSET_DELETE, {"group_id": group, "topics": [
-        {"name": run.cluster.topic, "partitions": [{"partition_index": 0}]}]})
+    return run.generated(ApiKey.OFFSET_DELETE, OffsetDeleteRequest(group_id=group, topics=(
+        OffsetDeleteRequestTopic(name=run.cluster.topic, partitions=(
+            OffsetDeleteRequestPartition(partition_index=0),)),)))
 
 
 def offsets_deleted(body: Any, _run: Run) -> Meaning:
@@ -283,18 +294,19 @@ def committed_group(run: Run) -> str:
 def list_groups(run: Run) -> Any:
     group = group_of(run)
     stable_member(run, group)
-    return run.kio(ApiKey.LIST_GROUPS, {}), group
+    return run.generated(ApiKey.LIST_GROUPS, ListGroupsRequest()), group
 
 
-def listed_group(answer: tuple[Any, str], _run: Run) -> Meaning:
+def listed_group(answer: tuple[Any, str], run: Run) -> Meaning:
+    """The group's protocol type and state (v4+; "Stable" before, which lists no state)."""
     body, group = answer
-    mine = [(g.protocol_type, getattr(g, "group_state", "Stable"))
+    mine = [(g.protocol_type, g.group_state if run.version >= FIRST_LISTED_STATE else "Stable")
             for g in body.groups if g.group_id == group]
     return code(body.error_code), mine
 
 
 def describe(run: Run, group: str) -> Any:
-    return run.kio(ApiKey.DESCRIBE_GROUPS, {"groups": [group]})
+    return run.generated(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=(group,)))
 
 
 def described(body: Any, _run: Run) -> Meaning:
@@ -309,7 +321,7 @@ def describe_stable(run: Run) -> Any:
 
 
 def delete_groups(run: Run, group: str) -> Any:
-    return run.kio(ApiKey.DELETE_GROUPS, {"groups_names": [group]})
+    return run.generated(ApiKey.DELETE_GROUPS, DeleteGroupsRequest(groups_names=(group,)))
 
 
 def groups_deleted(body: Any, _run: Run) -> Meaning:

@@ -6,18 +6,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.list_groups.v5.request import ListGroupsRequest
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
-)
-from kio.schema.offset_delete.v0.request import (
-    OffsetDeleteRequest,
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
 )
 from kio.schema.offset_fetch.v9.request import (
     OffsetFetchRequest,
@@ -30,9 +22,17 @@ from kio.static.primitive import i32, i64
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.shard import GroupShard
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_delete_request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
 from pykraft.messages.kafka.sync_group_request import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
@@ -107,15 +107,14 @@ def fetch_request(group: str, topics: dict[str, list[int]] | None = None) -> Off
 
 
 def offset_delete_request(group: str, topics: dict[str, list[int]]) -> OffsetDeleteRequest:
-    return OffsetDeleteRequest(group_id=GroupId(group), topics=tuple(
-        OffsetDeleteRequestTopic(name=TopicName(t), partitions=tuple(
-            OffsetDeleteRequestPartition(partition_index=i32(p)) for p in ps))
+    return OffsetDeleteRequest(group_id=group, topics=tuple(
+        OffsetDeleteRequestTopic(name=t, partitions=tuple(
+            OffsetDeleteRequestPartition(partition_index=p) for p in ps))
         for t, ps in topics.items()))
 
 
 def describe_request(*groups: str) -> DescribeGroupsRequest:
-    return DescribeGroupsRequest(groups=tuple(GroupId(g) for g in groups),
-                                 include_authorized_operations=False)
+    return DescribeGroupsRequest(groups=groups)
 
 
 def list_request(states: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> ListGroupsRequest:
@@ -123,7 +122,7 @@ def list_request(states: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> L
 
 
 def delete_groups_request(*groups: str) -> DeleteGroupsRequest:
-    return DeleteGroupsRequest(groups_names=tuple(GroupId(g) for g in groups))
+    return DeleteGroupsRequest(groups_names=groups)
 
 
 class Driver:

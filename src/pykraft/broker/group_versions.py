@@ -22,10 +22,8 @@ import typing
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.types import GroupId
-
 from pykraft.messages.kafka.leave_group_request import MemberIdentity
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.protocol.apis import API_SPECS, GENERATED_APIS, ApiKey
 from pykraft.protocol.codec import request_type, response_type
 from pykraft.protocol.convert import convert, default_value, entity_in
@@ -393,7 +391,7 @@ def error_response(api_key: int, request: Any, code: ErrorCode,
         defaults = _defaults(entry)
         return dataclasses.replace(body, **{field: _each_once(
             _named(api_key, request),
-            lambda group: _group_error(entry, defaults, GroupId(group), code, message))})
+            lambda group: _group_error(entry, defaults, group, code, message))})
     return body
 
 
@@ -423,7 +421,7 @@ def _defaults(entry: type) -> Mapping[str, Any]:
     return found
 
 
-def _group_error(entry: type[Any], defaults: Mapping[str, Any], group: GroupId,
+def _group_error(entry: type[Any], defaults: Mapping[str, Any], group: str,
                  code: ErrorCode, message: str | None) -> Any:
     fields = {**defaults, "group_id": group, "error_code": code}
     if "error_message" in fields:

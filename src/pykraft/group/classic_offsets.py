@@ -8,12 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
-from kio.schema.errors import ErrorCode
 from kio.schema.offset_commit.v9 import response as committed
-from kio.schema.offset_delete.v0 import response as deleted
-from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
 from kio.schema.offset_fetch.v9 import response as fetched
 from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
 from kio.schema.types import TopicName
@@ -28,6 +23,14 @@ from pykraft.group.records import OffsetCommitValue
 from pykraft.group.registry import Groups
 from pykraft.group.replies import NO_THROTTLE, millis
 from pykraft.ids import ZERO_UUID, TopicPartition
+from pykraft.messages.kafka import offset_delete_response as deleted
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.delete_groups_response import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+)
+from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
+from pykraft.protocol.errors import ErrorCode
 
 E = ErrorCode
 _LAST_RETENTION_VERSION = 4
@@ -125,8 +128,7 @@ class ClassicOffsets:
         group = self.groups.get(request.group_id)
         error = _offset_delete_error(group)
         if error is not None:
-            return [], deleted.OffsetDeleteResponse(error_code=ErrorCode(error),
-                                                   throttle_time=NO_THROTTLE, topics=())
+            return [], deleted.OffsetDeleteResponse(error_code=error)
         assert group is not None  # refused above
         records: list[OffsetsRecord] = []
         topics = []
@@ -139,10 +141,9 @@ class ClassicOffsets:
                     [TopicPartition(topic.name, p.partition_index) for p in topic.partitions]))
             topics.append(deleted.OffsetDeleteResponseTopic(name=topic.name, partitions=tuple(
                 deleted.OffsetDeleteResponsePartition(partition_index=p.partition_index,
-                                                     error_code=ErrorCode(code))
+                                                     error_code=code)
                 for p in topic.partitions)))
-        return records, deleted.OffsetDeleteResponse(
-            error_code=E.none, throttle_time=NO_THROTTLE, topics=tuple(topics))
+        return records, deleted.OffsetDeleteResponse(topics=tuple(topics))
 
     def delete_groups(self, request: DeleteGroupsRequest) -> tuple[
             list[OffsetsRecord], DeleteGroupsResponse]:
@@ -157,8 +158,8 @@ class ClassicOffsets:
             else:
                 code = E.none
                 records.extend(self.remove_group(group_id))
-            results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode(code)))
-        return records, DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
+            results.append(DeletableGroupResult(group_id=group_id, error_code=code))
+        return records, DeleteGroupsResponse(results=tuple(results))
 
     def remove_group(self, group_id: str) -> list[OffsetsRecord]:
         """Drop an empty group and its offsets; their tombstones (offsets first, as Kafka)."""

@@ -18,17 +18,6 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.describe_groups.v6.response import (
-    DescribedGroup,
-    DescribedGroupMember,
-    DescribeGroupsResponse,
-)
-from kio.schema.errors import ErrorCode
-from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.list_groups.v5.response import ListedGroup, ListGroupsResponse
-from kio.schema.types import GroupId
-
 from pykraft.group.classic import ClassicGroup, GroupState, group_from_record
 from pykraft.group.classic_membership import ClassicMembership, heartbeat_key
 from pykraft.group.classic_offsets import ClassicOffsets
@@ -51,10 +40,21 @@ from pykraft.group.records import (
 from pykraft.group.registry import Groups
 from pykraft.group.replies import NO_THROTTLE
 from pykraft.group.timers import Timers
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.describe_groups_response import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsResponse,
+)
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.list_groups_response import ListedGroup, ListGroupsResponse
+from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
 from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
+from pykraft.protocol.errors import ErrorCode
 
 Handler = Callable[[ReplyToken, int, Any, RequestContext], Outcome]
 """One API's handling: (token, api_version, latest-version request, context)."""
@@ -220,12 +220,12 @@ class GroupShard:
                       context: RequestContext) -> Outcome:
         return Outcome(replies=[(token, self.offset_apis.fetch(request))])
 
-    def _offset_delete(self, token: ReplyToken, version: int, request: Any,
+    def _offset_delete(self, token: ReplyToken, version: int, request: OffsetDeleteRequest,
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.delete_offsets(request)
         return Outcome(records=records, replies=[(token, reply)])
 
-    def _delete_groups(self, token: ReplyToken, version: int, request: Any,
+    def _delete_groups(self, token: ReplyToken, version: int, request: DeleteGroupsRequest,
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.delete_groups(request)
         return Outcome(records=records, replies=[(token, reply)])
@@ -242,16 +242,14 @@ class GroupShard:
             if types and group.group_type not in types:
                 continue
             listed.append(ListedGroup(
-                group_id=GroupId(group.group_id), protocol_type=group.listed_protocol_type(),
+                group_id=group.group_id, protocol_type=group.listed_protocol_type(),
                 group_state=state, group_type=group.group_type))
-        return Outcome(replies=[(token, ListGroupsResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(listed)))])
+        return Outcome(replies=[(token, ListGroupsResponse(groups=tuple(listed)))])
 
     def _describe(self, token: ReplyToken, version: int, request: DescribeGroupsRequest,
                   context: RequestContext) -> Outcome:
         described = tuple(self._describe_one(group_id, version) for group_id in request.groups)
-        return Outcome(replies=[(token, DescribeGroupsResponse(
-            throttle_time=NO_THROTTLE, groups=described))])
+        return Outcome(replies=[(token, DescribeGroupsResponse(groups=described))])
 
     def _describe_one(self, group_id: str, version: int) -> DescribedGroup:
         group = self.groups.get(group_id)
@@ -263,11 +261,10 @@ class GroupShard:
             return DescribedGroup(
                 error_code=ErrorCode.group_id_not_found if not_found else ErrorCode.none,
                 error_message=message if not_found else None,
-                group_id=GroupId(group_id), group_state=GroupState.DEAD.value, protocol_type="",
-                protocol_data="", members=())
+                group_id=group_id, group_state=GroupState.DEAD.value)
         stable = group.in_state(GroupState.STABLE)
         return DescribedGroup(
-            error_code=ErrorCode.none, group_id=GroupId(group_id), group_state=group.state.value,
+            group_id=group_id, group_state=group.state.value,
             protocol_type=group.protocol_type or "",
             protocol_data=(group.protocol_name or "") if stable else "",
             members=tuple(DescribedGroupMember(

@@ -18,6 +18,10 @@ from typing import Any
 
 from conformance.cases import NO_SUCH_TOPIC, Case, Meaning, code, settled, topic_id_of
 from conformance.harness import Run
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from pykraft.messages.kafka.consumer_group_heartbeat_request import (
+    ConsumerGroupHeartbeatRequest,
+)
 from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
@@ -36,7 +40,6 @@ from pykraft.messages.kafka.sync_group_request import (
 from pykraft.protocol.apis import API_SPECS, ApiKey
 
 PROTOCOL = "range"
-SESSION = datetime.timedelta(seconds=30)
 SESSION_MS = 30_000
 _RETRIED = frozenset({"COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
                       "NOT_COORDINATOR"})
@@ -340,10 +343,11 @@ def consumer_joins(run: Run) -> Any:
     """A member's first heartbeat (epoch 0) with the id it made itself (Kafka 4's clients)."""
     group = group_of(run)
     ready(run, group)
-    return retried(lambda: run.kio(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
-        "group_id": group, "member_id": f"{group}-member", "member_epoch": 0,
-        "rebalance_timeout": SESSION, "subscribed_topic_names": [run.cluster.topic],
-        "topic_partitions": []}), lambda b: [code(b.error_code)])
+    return retried(lambda: run.generated(ApiKey.CONSUMER_GROUP_HEARTBEAT, (
+        ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=f"{group}-member", member_epoch=0,
+            rebalance_timeout_ms=SESSION_MS, subscribed_topic_names=(run.cluster.topic,),
+            topic_partitions=()))), lambda b: [code(b.error_code)])
 
 
 def consumer_joined(body: Any, _run: Run) -> Meaning:
@@ -353,8 +357,8 @@ def consumer_joined(body: Any, _run: Run) -> Meaning:
 def describe_consumer_group(run: Run) -> Any:
     group = group_of(run)
     ready(run, group)
-    return run.kio(ApiKey.CONSUMER_GROUP_DESCRIBE, {
-        "group_ids": [group], "include_authorized_operations": False})
+    return run.generated(ApiKey.CONSUMER_GROUP_DESCRIBE,
+                         ConsumerGroupDescribeRequest(group_ids=(group,)))
 
 
 GROUPS = [

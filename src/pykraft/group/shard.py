@@ -38,8 +38,11 @@ from pykraft.group.records import (
     decode_record,
 )
 from pykraft.group.registry import Groups
-from pykraft.group.replies import NO_THROTTLE
 from pykraft.group.timers import Timers
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from pykraft.messages.kafka.consumer_group_heartbeat_request import (
+    ConsumerGroupHeartbeatRequest,
+)
 from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.describe_groups_response import (
@@ -199,16 +202,17 @@ class GroupShard:
                context: RequestContext) -> Outcome:
         return self.membership.leave(token, request, context.now_ms)
 
-    def _consumer_heartbeat(self, token: ReplyToken, version: int, request: Any,
+    def _consumer_heartbeat(self, token: ReplyToken, version: int,
+                            request: ConsumerGroupHeartbeatRequest,
                             context: RequestContext) -> Outcome:
         reply, records = self.consumer.heartbeat(request, version, context)
         return Outcome(records=records, replies=[(token, reply)])
 
-    def _consumer_describe(self, token: ReplyToken, version: int, request: Any,
+    def _consumer_describe(self, token: ReplyToken, version: int,
+                           request: ConsumerGroupDescribeRequest,
                            context: RequestContext) -> Outcome:
         groups = self.consumer.describe(request.group_ids, context.topics)
-        return Outcome(replies=[(token, DescribeResponse(
-            throttle_time=NO_THROTTLE, groups=tuple(groups)))])
+        return Outcome(replies=[(token, DescribeResponse(groups=tuple(groups)))])
 
     def _offset_commit(self, token: ReplyToken, version: int, request: Any,
                        context: RequestContext) -> Outcome:

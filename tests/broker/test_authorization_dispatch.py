@@ -14,14 +14,13 @@ from typing import Any
 import pytest
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_fetch.v8 import request as of_req
 from kio.schema.offset_fetch.v9 import response as of_resp
 from kio.schema.offset_fetch.v10 import request as of_v10
 from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+from kio.static.primitive import i16, i32, i32Timedelta, i64
 from replica_fixtures import (
     broker,
     client_batch,
@@ -52,6 +51,7 @@ from pykraft.image.acls import (
 )
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
 from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.protocol.apis import ApiKey
@@ -330,7 +330,7 @@ def test_init_producer_id_needs_a_write_right(tmp_path: Path) -> None:
 
 def test_find_coordinator_needs_describe_on_the_group(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED).dispatcher
-    refused = ask(secured, FindV3(key="h", key_type=i8(0)), 3, ALICE)
+    refused = ask(secured, FindCoordinatorRequest(key="h"), 3, ALICE)
     assert (refused.error_code, refused.node_id) == (ErrorCode.group_authorization_failed, -1)
-    allowed = ask(secured, FindV3(key="g", key_type=i8(0)), 3, ALICE)
+    allowed = ask(secured, FindCoordinatorRequest(key="g"), 3, ALICE)
     assert allowed.error_code != ErrorCode.group_authorization_failed

@@ -8,18 +8,14 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as FindV1
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest as FindV6
-from kio.static.primitive import i8
-
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.errors import NetworkError
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
 from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import api_key_of, decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.security.session import anonymous
@@ -68,16 +64,15 @@ def broker(service: Service) -> BrokerDispatcher:
 def ask(dispatcher: BrokerDispatcher, body: Any, version: int) -> Any:
     """The decoded answer to ``body`` sent as ``version`` on the wire."""
     api_key = api_key_of(body)
-    frame = encode_request(RequestHeader(api_key, version, 9, "test"),
-                           convert(body, request_type(api_key, version)))
+    frame = encode_request(RequestHeader(api_key, version, 9, "test"), body)
     return decode_response(api_key, version, asyncio.run(dispatcher.handle(frame, CLIENT))).body
 
 
 def test_a_failing_find_coordinator_answers_in_the_callers_shape() -> None:
     dispatcher = broker(Service())
-    old = ask(dispatcher, FindV1(key="g", key_type=i8(0)), 1)
+    old = ask(dispatcher, FindCoordinatorRequest(key="g"), 1)
     assert (old.error_code, old.node_id) == (ErrorCode.unknown_server_error, -1)
-    new = ask(dispatcher, FindV6(key_type=i8(0), coordinator_keys=("g", "h")), 6)
+    new = ask(dispatcher, FindCoordinatorRequest(coordinator_keys=("g", "h")), 6)
     assert [(c.key, c.error_code) for c in new.coordinators] == [
         ("g", ErrorCode.unknown_server_error), ("h", ErrorCode.unknown_server_error)]
 

@@ -24,6 +24,7 @@ from pykraft.messages.kafka.consumer_group_heartbeat_request import (
 )
 from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
@@ -78,21 +79,20 @@ def retried(send: Callable[[], Any], errors: Callable[[Any], list[str]]) -> Any:
 # -- FindCoordinator -------------------------------------------------------------------------
 
 def find_coordinator(run: Run, keys: list[str], key_type: int = 0) -> Any:
-    fields: dict[str, Any] = (
-        {"key": keys[0], "key_type": key_type} if run.version < 4
-        else {"key_type": key_type, "coordinator_keys": keys})
-    return retried(lambda: run.kio(ApiKey.FIND_COORDINATOR, fields), coordinator_errors)
+    request = (FindCoordinatorRequest(key=keys[0], key_type=key_type) if run.version < 4
+               else FindCoordinatorRequest(key_type=key_type, coordinator_keys=tuple(keys)))
+    return retried(lambda: run.generated(ApiKey.FIND_COORDINATOR, request), coordinator_errors)
 
 
 def coordinator_errors(body: Any) -> list[str]:
-    if hasattr(body, "coordinators"):
+    if body.coordinators:
         return [code(c.error_code) for c in body.coordinators]
     return [code(body.error_code)]
 
 
 def coordinators(body: Any, run: Run) -> list[tuple[str, bool]]:
-    """(error, is this broker) per key, for either shape."""
-    found = body.coordinators if hasattr(body, "coordinators") else [body]
+    """(error, is this broker) per key, for either shape (v0-3: the top level)."""
+    found = body.coordinators or [body]
     return [(code(c.error_code), c.node_id == run.cluster.broker_id) for c in found]
 
 

@@ -109,15 +109,12 @@ def to_latest(api_key: int, version: int, request: Any) -> Any:
     body: Any = convert(request, target)
     if version >= _FIRST_BATCHED.get(api_key, 0):
         return body
-    if api_key == ApiKey.OFFSET_FETCH:
-        group_cls = nested(target, "groups")
-        topics = None if request.topics is None else tuple(
-            convert(t, nested(group_cls, "topics")) for t in request.topics)
-        group = group_cls(group_id=request.group_id, member_id=None,
-                          topics=topics)
-        return dataclasses.replace(body, groups=(group,))
-    assert api_key == ApiKey.FIND_COORDINATOR
-    return dataclasses.replace(body, coordinator_keys=(request.key,))
+    assert api_key == ApiKey.OFFSET_FETCH
+    group_cls = nested(target, "groups")
+    topics = None if request.topics is None else tuple(
+        convert(t, nested(group_cls, "topics")) for t in request.topics)
+    group = group_cls(group_id=request.group_id, member_id=None, topics=topics)
+    return dataclasses.replace(body, groups=(group,))
 
 
 def _batched(api_key: int, version: int, request: Any) -> Any:
@@ -126,6 +123,8 @@ def _batched(api_key: int, version: int, request: Any) -> Any:
     version's own)."""
     if version >= _FIRST_BATCHED.get(api_key, 0):
         return request
+    if api_key == ApiKey.FIND_COORDINATOR:
+        return dataclasses.replace(request, coordinator_keys=(request.key,))
     assert api_key == ApiKey.LEAVE_GROUP
     return dataclasses.replace(request, members=(MemberIdentity(member_id=request.member_id),))
 
@@ -139,6 +138,13 @@ def _unbatched_generated(api_key: int, version: int, response: Any) -> Any:
         return dataclasses.replace(response, protocol_name="")
     if api_key == ApiKey.LEAVE_GROUP and version < _FIRST_BATCHED[api_key]:
         return dataclasses.replace(response, error_code=_leave_code(response), members=())
+    if api_key == ApiKey.FIND_COORDINATOR and version < _FIRST_BATCHED[api_key]:
+        found = response.coordinators[0]
+        message = found.error_message or _LOOKUP_MESSAGES.get(found.error_code,
+                                                              found.error_message)
+        return dataclasses.replace(
+            response, error_code=found.error_code, error_message=message,
+            node_id=found.node_id, host=found.host, port=found.port, coordinators=())
     return response
 
 
@@ -166,13 +172,6 @@ def _unbatched(api_key: int, version: int, response: Any, request: Any) -> Any:
     """A batched answer as the single-entry fields of the versions before batching, still
     in the latest class (its extra fields drop in the conversion)."""
     target = response_type(api_key, version)
-    if api_key == ApiKey.FIND_COORDINATOR:
-        found = response.coordinators[0]
-        message = found.error_message or _LOOKUP_MESSAGES.get(found.error_code,
-                                                              found.error_message)
-        return _build(target, throttle_time=response.throttle_time, error_code=found.error_code,
-                      error_message=message, node_id=found.node_id, host=found.host,
-                      port=found.port)
     assert api_key == ApiKey.OFFSET_FETCH
     group = response.groups[0]
     topics = group.topics
@@ -367,16 +366,16 @@ def error_response(api_key: int, request: Any, code: ErrorCode,
     every group, member or partition it names (Kafka's ``getErrorResponse``)."""
     cls = latest_response(api_key)
     body = cls(**{f.name: default_value(f) for f in dataclasses.fields(cls)})
-    if hasattr(body, "error_code"):
-        body = dataclasses.replace(body, error_code=code)
-        if hasattr(body, "error_message"):
-            body = dataclasses.replace(body, error_message=message)
-    if api_key == ApiKey.FIND_COORDINATOR:
+    if api_key == ApiKey.FIND_COORDINATOR:  # v0-3's top level is the one key's entry
         entry = nested(cls, "coordinators")
         return dataclasses.replace(body, coordinators=_each_once(
             request.coordinator_keys, lambda key: entry(
                 key=key, node_id=-1, host="", port=-1, error_code=code,
                 error_message=message)))
+    if hasattr(body, "error_code"):
+        body = dataclasses.replace(body, error_code=code)
+        if hasattr(body, "error_message"):
+            body = dataclasses.replace(body, error_message=message)
     if api_key == ApiKey.OFFSET_COMMIT:
         return dataclasses.replace(body, topics=_partition_errors(
             request.topics, nested(cls, "topics"), code))

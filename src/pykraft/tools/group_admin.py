@@ -27,7 +27,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.offset_commit.v9.request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -35,7 +34,7 @@ from kio.schema.offset_commit.v9.request import (
 )
 from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
 from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i32, i64
 
 from pykraft.errors import PyKraftError
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
@@ -43,6 +42,7 @@ from pykraft.group.subscriptions import ConsumerProtocolAssignment, read_consume
 from pykraft.ids import TopicPartition
 from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.messages.kafka.offset_delete_request import (
     OffsetDeleteRequest,
@@ -120,7 +120,7 @@ class GroupClient:
 
         async def attempt() -> tuple[int, Coordinator]:
             answer = await self.brokers.request_to(asked, FindCoordinatorRequest(
-                key_type=i8(0), coordinator_keys=(group,)))
+                coordinator_keys=(group,)))
             found = answer.coordinators[0]
             return int(found.error_code), Coordinator(int(found.node_id), found.host,
                                                       int(found.port))

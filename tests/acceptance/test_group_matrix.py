@@ -24,17 +24,15 @@ from broker_harness import (
     running_cluster,
     wait_for,
 )
-from kio.schema.offset_fetch.v9.request import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopics,
-)
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
 from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -179,8 +177,8 @@ def committed(cluster: LocalCluster, group: str, topic: str) -> dict[int, int]:
     """The group's committed offsets as its coordinator answers OffsetFetch (-1: none)."""
     (broker,) = cluster.brokers
     answer = broker_call(cluster, broker, OffsetFetchRequest(groups=(OffsetFetchRequestGroup(
-        group_id=GroupId(group), topics=(OffsetFetchRequestTopics(
-            name=TopicName(topic), partition_indexes=tuple(i32(p) for p in range(PARTITIONS))),
+        group_id=group, topics=(OffsetFetchRequestTopics(
+            name=topic, partition_indexes=tuple(range(PARTITIONS))),
         )),)))
     (found,) = answer.groups
     assert found.error_code == 0

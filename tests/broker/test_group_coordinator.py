@@ -12,10 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.offset_commit.v9 import request as commit
-from kio.schema.offset_fetch.v9 import request as fetch
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
 from replica_fixtures import broker, until, with_records
 
 from pykraft.broker import group_coordinator
@@ -29,6 +25,8 @@ from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.log.log_manager import LogManager
+from pykraft.messages.kafka import offset_commit_request as commit
+from pykraft.messages.kafka import offset_fetch_request as fetch
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.heartbeat_response import HeartbeatResponse
@@ -383,10 +381,10 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
 
         async def commit_offsets(offsets: dict[int, int], metadata: str) -> set[int]:
             answer = await service.handle(ApiKey.OFFSET_COMMIT, 9, commit.OffsetCommitRequest(
-                group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
-                topics=(commit.OffsetCommitRequestTopic(name=TopicName("t"), partitions=tuple(
+                group_id="g", generation_id_or_member_epoch=-1, member_id="",
+                topics=(commit.OffsetCommitRequestTopic(name="t", partitions=tuple(
                     commit.OffsetCommitRequestPartition(
-                        partition_index=i32(p), committed_offset=i64(o),
+                        partition_index=p, committed_offset=o,
                         committed_metadata=metadata) for p, o in offsets.items())),)),
                 client_id="c", client_host="/127.0.0.1")
             return {int(p.error_code) for p in answer.topics[0].partitions}
@@ -394,9 +392,9 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
         assert await commit_offsets({0: 5}, "") == {ErrorCode.none}
         assert await commit_offsets({0: 9, 1: 9}, "m" * 3_000) == {ErrorCode.unknown_server_error}
         fetched = await service.handle(ApiKey.OFFSET_FETCH, 9, fetch.OffsetFetchRequest(
-            groups=(fetch.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=(
-                fetch.OffsetFetchRequestTopics(name=TopicName("t"), partition_indexes=(
-                    i32(0), i32(1))),)),)), client_id="c", client_host="/127.0.0.1")
+            groups=(fetch.OffsetFetchRequestGroup(group_id="g", topics=(
+                fetch.OffsetFetchRequestTopics(name="t", partition_indexes=(
+                    0, 1)),)),)), client_id="c", client_host="/127.0.0.1")
         assert [int(p.committed_offset) for p in fetched.groups[0].topics[0].partitions] == [
             5, -1]
         part = replicas.partition_for(OFFSETS_TOPIC_NAME, 0)
@@ -416,11 +414,11 @@ def test_a_commit_whose_records_cannot_fit_one_batch_never_reaches_the_shard(
         r = rig(tmp_path, offsets_image())
         await r.loaded()
         body = commit.OffsetCommitRequest(
-            group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+            group_id="g", generation_id_or_member_epoch=-1, member_id="",
             group_instance_id=None, topics=(commit.OffsetCommitRequestTopic(
-                name=TopicName("t"), partitions=tuple(commit.OffsetCommitRequestPartition(
-                    partition_index=i32(p), committed_offset=i64(1),
-                    committed_leader_epoch=i32(-1), committed_metadata="")
+                name="t", partitions=tuple(commit.OffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=1,
+                    committed_leader_epoch=-1, committed_metadata="")
                     for p in range(30_000))),))
         reply = await r.service.handle(ApiKey.OFFSET_COMMIT, 9, body, client_id="c",
                                        client_host="/127.0.0.1")

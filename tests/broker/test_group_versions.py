@@ -7,11 +7,6 @@ import dataclasses
 from typing import Any
 
 import pytest
-from kio.schema.offset_fetch.v1.request import OffsetFetchRequest as FetchV1
-from kio.schema.offset_fetch.v1.request import OffsetFetchRequestTopic as FetchTopicV1
-from kio.schema.offset_fetch.v5.request import OffsetFetchRequest as FetchV5
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32
 
 from pykraft.broker.group_versions import (
     GROUP_APIS,
@@ -26,6 +21,10 @@ from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.join_group_response import JoinGroupResponse
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+)
 from pykraft.messages.schema import schema_of
 from pykraft.protocol.apis import API_SPECS, GENERATED_APIS, ApiKey
 from pykraft.protocol.codec import decode_response, encode_response, request_type
@@ -69,7 +68,7 @@ def vars_of(body: Any) -> list[Any]:
 
 
 def test_offset_fetch_v5_is_one_group_and_its_answer_comes_back_single() -> None:
-    request = FetchV5(group_id=GroupId("g"), topics=None)
+    request = OffsetFetchRequest(group_id="g", topics=None)
     latest = to_latest(ApiKey.OFFSET_FETCH, 5, request)
     assert [g.group_id for g in latest.groups] == ["g"] and latest.groups[0].topics is None
     answer = to_version(ApiKey.OFFSET_FETCH, 5, error_response(
@@ -78,8 +77,8 @@ def test_offset_fetch_v5_is_one_group_and_its_answer_comes_back_single() -> None
 
 
 def test_offset_fetch_v1_has_the_group_error_on_every_asked_partition() -> None:
-    request = FetchV1(group_id=GroupId("g"), topics=(
-        FetchTopicV1(name=TopicName("t"), partition_indexes=(i32(0), i32(2))),))
+    request = OffsetFetchRequest(group_id="g", topics=(
+        OffsetFetchRequestTopic(name="t", partition_indexes=(0, 2)),))
     latest = to_latest(ApiKey.OFFSET_FETCH, 1, request)
     answer = to_version(ApiKey.OFFSET_FETCH, 1, error_response(
         ApiKey.OFFSET_FETCH, latest, ErrorCode.not_coordinator), latest)

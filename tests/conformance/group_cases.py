@@ -3,21 +3,23 @@
 Every run uses a group of its own (:func:`group_of`), so rows never see each other's
 members. A row's API is sent at the row's version; the steps that set a group up (find the
 coordinator, join, sync, commit) go at each API's latest version, so a failure names the
-API under test. The requests are pykraft's generated classes where the API moved to them
-(one class for every version, :meth:`Run.generated`), else kio's version-independent dicts
-(kafka-python's group classes encode a different field set per version).
+API under test. The requests are pykraft's generated classes, one class for every version
+(:meth:`Run.generated`): kafka-python's group classes encode a different field set per
+version.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import struct
 from collections.abc import Callable
 from typing import Any
 
 from conformance.cases import NO_SUCH_TOPIC, Case, Meaning, code, settled, topic_id_of
 from conformance.harness import Run
+from pykraft.messages.kafka import offset_commit_request as oc
+from pykraft.messages.kafka import offset_delete_request as od
+from pykraft.messages.kafka import offset_fetch_request as of
 from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from pykraft.messages.kafka.consumer_group_heartbeat_request import (
     ConsumerGroupHeartbeatRequest,
@@ -29,11 +31,6 @@ from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
-from pykraft.messages.kafka.offset_delete_request import (
-    OffsetDeleteRequest,
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
-)
 from pykraft.messages.kafka.sync_group_request import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
@@ -48,6 +45,8 @@ _RETRIED = frozenset({"COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS
 COMMITTED = 42
 #: OffsetCommit and OffsetFetch name topics by id from v10 (Kafka 4.1).
 FIRST_TOPIC_ID = 10
+#: OffsetFetch names groups (several) from v8.
+FIRST_BATCHED_FETCH = 8
 #: ListGroups lists each group's state from v4.
 FIRST_LISTED_STATE = 4
 
@@ -218,13 +217,13 @@ def by_name_or_id(run: Run, topic: str) -> dict[str, Any]:
 def commit(run: Run, group: str, *, offset: int = COMMITTED, metadata: str = "",
            generation: int = -1, member_id: str = "", topics: tuple[str, ...] = ()) -> Any:
     ready(run, group)
-    return retried(lambda: run.kio(ApiKey.OFFSET_COMMIT, {
-        "group_id": group, "generation_id_or_member_epoch": generation,
-        "member_id": member_id, "retention_time": datetime.timedelta(milliseconds=-1),
-        "topics": [{**by_name_or_id(run, topic), "partitions": [{
-            "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
-            "committed_metadata": metadata}]} for topic in topics or (run.cluster.topic,)]}),
-        commit_errors)
+    request = oc.OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+        topics=tuple(oc.OffsetCommitRequestTopic(**by_name_or_id(run, topic), partitions=(
+            oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                         committed_metadata=metadata),))
+            for topic in topics or (run.cluster.topic,)))
+    return retried(lambda: run.generated(ApiKey.OFFSET_COMMIT, request), commit_errors)
 
 
 def commit_stale_generation(run: Run) -> Any:
@@ -243,21 +242,26 @@ def committed(body: Any, _run: Run) -> Meaning:
 
 def fetch_offsets(run: Run, group: str, *, all_topics: bool = False,
                   named: tuple[str, ...] = ()) -> Any:
-    topics = None if all_topics else [{**by_name_or_id(run, topic), "partition_indexes": [0]}
-                                      for topic in named or (run.cluster.topic,)]
-    if run.version < 8:
-        return run.kio(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": topics})
-    return run.kio(ApiKey.OFFSET_FETCH, {"groups": [{"group_id": group, "topics": topics}]})
+    wanted = named or (run.cluster.topic,)
+    if run.version < FIRST_BATCHED_FETCH:
+        return run.generated(ApiKey.OFFSET_FETCH, of.OffsetFetchRequest(
+            group_id=group, topics=None if all_topics else tuple(
+                of.OffsetFetchRequestTopic(name=topic, partition_indexes=(0,))
+                for topic in wanted)))
+    return run.generated(ApiKey.OFFSET_FETCH, of.OffsetFetchRequest(groups=(
+        of.OffsetFetchRequestGroup(group_id=group, topics=None if all_topics else tuple(
+            of.OffsetFetchRequestTopics(**by_name_or_id(run, topic), partition_indexes=(0,))
+            for topic in wanted)),)))
 
 
-def fetched(body: Any, _run: Run) -> Meaning:
+def fetched(body: Any, run: Run) -> Meaning:
     """(group error, [(partition error, offset)]) for either shape (the group error is
     NONE before v2, which had none)."""
-    if hasattr(body, "groups"):
+    if run.version >= FIRST_BATCHED_FETCH:
         (group,) = body.groups
         error, topics = code(group.error_code), group.topics
     else:
-        error, topics = code(getattr(body, "error_code", 0)), body.topics
+        error, topics = code(body.error_code), body.topics
     return error, [(code(p.error_code), p.committed_offset)
                    for t in topics for p in t.partitions]
 
@@ -270,9 +274,9 @@ def commit_then_fetch(run: Run, *, all_topics: bool = False,
 
 
 def delete_offsets(run: Run, group: str) -> Any:
-    return run.generated(ApiKey.OFFSET_DELETE, OffsetDeleteRequest(group_id=group, topics=(
-        OffsetDeleteRequestTopic(name=run.cluster.topic, partitions=(
-            OffsetDeleteRequestPartition(partition_index=0),)),)))
+    return run.generated(ApiKey.OFFSET_DELETE, od.OffsetDeleteRequest(group_id=group, topics=(
+        od.OffsetDeleteRequestTopic(name=run.cluster.topic, partitions=(
+            od.OffsetDeleteRequestPartition(partition_index=0),)),)))
 
 
 def offsets_deleted(body: Any, _run: Run) -> Meaning:

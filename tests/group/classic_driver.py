@@ -6,19 +6,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.schema.offset_fetch.v9.request import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopics,
-)
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
-
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.shard import GroupShard
@@ -28,10 +15,20 @@ from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from pykraft.messages.kafka.offset_delete_request import (
     OffsetDeleteRequest,
     OffsetDeleteRequestPartition,
     OffsetDeleteRequestTopic,
+)
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
 )
 from pykraft.messages.kafka.sync_group_request import (
     SyncGroupRequest,
@@ -89,21 +86,17 @@ def commit_request(group: str, offsets: dict[tuple[str, int], int], *, generatio
     topics: dict[str, list[OffsetCommitRequestPartition]] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(OffsetCommitRequestPartition(
-            partition_index=i32(partition), committed_offset=i64(offset),
-            committed_metadata=metadata))
+            partition_index=partition, committed_offset=offset, committed_metadata=metadata))
     return OffsetCommitRequest(
-        group_id=GroupId(group), generation_id_or_member_epoch=i32(generation),
-        member_id=member_id, topics=tuple(
-            OffsetCommitRequestTopic(name=TopicName(t), partitions=tuple(p))
+        group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+        topics=tuple(OffsetCommitRequestTopic(name=t, partitions=tuple(p))
             for t, p in topics.items()))
 
 
 def fetch_request(group: str, topics: dict[str, list[int]] | None = None) -> OffsetFetchRequest:
     wanted = None if topics is None else tuple(
-        OffsetFetchRequestTopics(name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps))
-        for t, ps in topics.items())
-    return OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=GroupId(group),
-                                                              topics=wanted),))
+        OffsetFetchRequestTopics(name=t, partition_indexes=tuple(ps)) for t, ps in topics.items())
+    return OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=group, topics=wanted),))
 
 
 def offset_delete_request(group: str, topics: dict[str, list[int]]) -> OffsetDeleteRequest:

@@ -3,20 +3,9 @@ for the fields an error leaves unset (generation -1, empty member id, no protoco
 
 from __future__ import annotations
 
-import datetime
-
-from kio.static.primitive import i32Timedelta
-
 from pykraft.messages.kafka.heartbeat_response import HeartbeatResponse
 from pykraft.messages.kafka.join_group_response import JoinGroupResponse, JoinGroupResponseMember
 from pykraft.messages.kafka.sync_group_response import SyncGroupResponse
-
-NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
-
-
-def millis(duration: datetime.timedelta) -> int:
-    """A kio duration field as Kafka's int32 milliseconds."""
-    return int(duration / datetime.timedelta(milliseconds=1))
 
 
 def join_error(error: int, member_id: str = "") -> JoinGroupResponse:

@@ -55,7 +55,9 @@ from pykraft.messages.kafka.join_group_request import JoinGroupRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.messages.kafka.list_groups_response import ListedGroup, ListGroupsResponse
+from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
 from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
+from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
 from pykraft.protocol.errors import ErrorCode
 
@@ -214,13 +216,13 @@ class GroupShard:
         groups = self.consumer.describe(request.group_ids, context.topics)
         return Outcome(replies=[(token, DescribeResponse(groups=tuple(groups)))])
 
-    def _offset_commit(self, token: ReplyToken, version: int, request: Any,
+    def _offset_commit(self, token: ReplyToken, version: int, request: OffsetCommitRequest,
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.commit(version, request, context.now_ms,
                                                  context.topics)
         return Outcome(records=records, replies=[(token, reply)])
 
-    def _offset_fetch(self, token: ReplyToken, version: int, request: Any,
+    def _offset_fetch(self, token: ReplyToken, version: int, request: OffsetFetchRequest,
                       context: RequestContext) -> Outcome:
         return Outcome(replies=[(token, self.offset_apis.fetch(request))])
 

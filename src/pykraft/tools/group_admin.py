@@ -27,15 +27,6 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
-
 from pykraft.errors import PyKraftError
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
 from pykraft.group.subscriptions import ConsumerProtocolAssignment, read_consumer_protocol
@@ -44,10 +35,19 @@ from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from pykraft.messages.kafka.offset_delete_request import (
     OffsetDeleteRequest,
     OffsetDeleteRequestPartition,
     OffsetDeleteRequestTopic,
+)
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import AdminError, ApiError
@@ -176,8 +176,7 @@ class GroupClient:
         """Every offset ``group`` committed (OffsetFetch of all topics)."""
         _, answer = await self.to_coordinator(
             group, OffsetFetchRequest(groups=(OffsetFetchRequestGroup(
-                group_id=GroupId(group), member_id=None, member_epoch=i32(-1), topics=None),),
-                require_stable=False),
+                group_id=group, topics=None),)),
             lambda a: int(a.groups[0].error_code))
         offsets = {}
         for topic in answer.groups[0].topics:
@@ -223,13 +222,10 @@ class GroupClient:
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
             by_topic.setdefault(topic, []).append((partition, offset))
-        body = OffsetCommitRequest(
-            group_id=GroupId(group), generation_id_or_member_epoch=i32(-1), member_id="",
-            group_instance_id=None, topics=tuple(OffsetCommitRequestTopic(
-                name=TopicName(topic), partitions=tuple(OffsetCommitRequestPartition(
-                    partition_index=i32(p), committed_offset=i64(o),
-                    committed_leader_epoch=i32(-1), committed_metadata="") for p, o in parts))
-                for topic, parts in by_topic.items()))
+        body = OffsetCommitRequest(group_id=group, topics=tuple(OffsetCommitRequestTopic(
+            name=topic, partitions=tuple(OffsetCommitRequestPartition(
+                partition_index=p, committed_offset=o, committed_metadata="")
+                for p, o in parts)) for topic, parts in by_topic.items()))
         _, answer = await self.to_coordinator(group, body, _first_partition_error)
         for topic in answer.topics:
             for part in topic.partitions:

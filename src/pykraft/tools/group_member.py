@@ -24,14 +24,6 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
-
 from pykraft.group.assignors import MemberSpec, RangeAssignor
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
 from pykraft.group.subscriptions import (
@@ -46,6 +38,11 @@ from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from pykraft.messages.kafka.join_group_response import JoinGroupResponseMember
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from pykraft.messages.kafka.sync_group_request import (
     SyncGroupRequest,
     SyncGroupRequestAssignment,
@@ -183,11 +180,10 @@ class GroupMember:
         if not positions:
             return
         body = OffsetCommitRequest(
-            group_id=GroupId(self.group), generation_id_or_member_epoch=i32(self.generation),
-            member_id=self.member_id, group_instance_id=None, topics=(OffsetCommitRequestTopic(
-                name=TopicName(self.topic), partitions=tuple(OffsetCommitRequestPartition(
-                    partition_index=i32(p), committed_offset=i64(o),
-                    committed_leader_epoch=i32(-1), committed_metadata="")
+            group_id=self.group, generation_id_or_member_epoch=self.generation,
+            member_id=self.member_id, topics=(OffsetCommitRequestTopic(
+                name=self.topic, partitions=tuple(OffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=o, committed_metadata="")
                     for p, o in sorted(positions.items()))),))
         _, answer = await self.admin.to_coordinator(self.group, body, _moved_partition)
         code = _first_error(answer)

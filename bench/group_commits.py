@@ -15,13 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import confluent_kafka
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
 from rich.console import Console
 
 from dataplane import profiled
@@ -30,6 +23,11 @@ from harness import LevelResult
 from peers.base import BenchError
 from pykraft import __version__
 from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode, error_name
@@ -45,11 +43,11 @@ BROKER_RANGES = offsets_by_name(listener_ranges(Listener.BROKER))
 
 def commit_body(group: str, offset: int) -> OffsetCommitRequest:
     return OffsetCommitRequest(
-        group_id=GroupId(group), generation_id_or_member_epoch=i32(-1), member_id="",
+        group_id=group, generation_id_or_member_epoch=-1, member_id="",
         group_instance_id=None, topics=(OffsetCommitRequestTopic(
-            name=TopicName(TOPIC), partitions=tuple(OffsetCommitRequestPartition(
-                partition_index=i32(p), committed_offset=i64(offset),
-                committed_leader_epoch=i32(-1), committed_metadata="")
+            name=TOPIC, partitions=tuple(OffsetCommitRequestPartition(
+                partition_index=p, committed_offset=offset,
+                committed_leader_epoch=-1, committed_metadata="")
                 for p in range(PARTITIONS))),))
 
 

@@ -95,18 +95,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
 from kio.schema.produce.v13.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from peers.base import BenchError
 from peers.pykraft_metadata import call, connect, create_topics_request, created_or_exists
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
@@ -225,11 +225,11 @@ class StallBench:
 
     async def offset_commit(self) -> str:
         body = OffsetCommitRequest(
-            group_id=GroupId("stall-group"), generation_id_or_member_epoch=i32(-1),
+            group_id="stall-group", generation_id_or_member_epoch=-1,
             member_id="", group_instance_id=None, topics=(OffsetCommitRequestTopic(
-                name=TopicName(COMMIT_TOPIC), partitions=tuple(OffsetCommitRequestPartition(
-                    partition_index=i32(p), committed_offset=i64(1),
-                    committed_leader_epoch=i32(-1), committed_metadata="")
+                name=COMMIT_TOPIC, partitions=tuple(OffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=1,
+                    committed_leader_epoch=-1, committed_metadata="")
                     for p in range(self.options.commit_partitions))),))
         answer = await self.broker_call(body)
         return _codes(p.error_code for t in answer.topics for p in t.partitions)

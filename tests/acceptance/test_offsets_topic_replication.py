@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker_harness import PROPERTIES, broker_call, fenced_brokers, wait_for, wait_for_brokers
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
-from kio.static.primitive import i8
 
 from pykraft.ids import OFFSETS_TOPIC_NAME
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -25,7 +24,7 @@ GROUP = "waits-for-brokers"
 
 def find_coordinator(cluster: LocalCluster, broker_id: int) -> ErrorCode:
     answer = broker_call(cluster, broker_id, FindCoordinatorRequest(
-        key_type=i8(0), coordinator_keys=(GROUP,)))
+        coordinator_keys=(GROUP,)))
     (coordinator,) = answer.coordinators
     return ErrorCode(coordinator.error_code)
 

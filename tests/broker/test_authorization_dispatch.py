@@ -14,16 +14,10 @@ from typing import Any
 import pytest
 from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest as FindV3
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
-from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.offset_fetch.v8 import request as of_req
-from kio.schema.offset_fetch.v9 import response as of_resp
-from kio.schema.offset_fetch.v10 import request as of_v10
-from kio.schema.types import GroupId, ProducerId, TopicName, TransactionalId
-from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+from kio.schema.types import ProducerId, TopicName, TransactionalId
+from kio.static.primitive import i16, i32Timedelta
 from replica_fixtures import (
     broker,
     client_batch,
@@ -37,7 +31,6 @@ from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.produce import ProduceHandler
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.config.authorizer import (
     ALLOW_EVERYONE_IF_NO_ACL_FOUND,
     AUTHORIZER_CLASS_NAME,
@@ -53,7 +46,12 @@ from pykraft.image.acls import (
     StandardAcl,
 )
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka import offset_fetch_request as fetch
+from pykraft.messages.kafka import offset_fetch_response as fetched
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
+from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
@@ -116,21 +114,16 @@ class Service:
                      client_host: str) -> Any:
         self.seen.append(body)
         if api_key == ApiKey.LEAVE_GROUP:
-            return LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                                      members=tuple(MemberResponse(
-                                          member_id=m.member_id, group_instance_id=None,
-                                          error_code=ErrorCode.unknown_member_id)
-                                          for m in body.members))
-        return of_resp.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(
-            of_resp.OffsetFetchResponseGroup(group_id=g.group_id, error_code=ErrorCode.none,
-                                             topics=tuple(of_resp.OffsetFetchResponseTopics(
-                                                 name=t.name, partitions=tuple(
-                                                     of_resp.OffsetFetchResponsePartitions(
-                                                         partition_index=p,
-                                                         committed_offset=i64(5),
-                                                         metadata="", error_code=ErrorCode.none)
-                                                     for p in t.partition_indexes))
-                                                 for t in g.topics or ()))
+            return LeaveGroupResponse(members=tuple(MemberResponse(
+                member_id=m.member_id, error_code=ErrorCode.unknown_member_id)
+                for m in body.members))
+        return fetched.OffsetFetchResponse(groups=tuple(
+            fetched.OffsetFetchResponseGroup(group_id=g.group_id, topics=tuple(
+                fetched.OffsetFetchResponseTopics(name=t.name, partitions=tuple(
+                    fetched.OffsetFetchResponsePartitions(partition_index=p, committed_offset=5,
+                                                          metadata="")
+                    for p in t.partition_indexes))
+                for t in g.topics or ()))
             for g in body.groups))
 
 
@@ -237,22 +230,21 @@ def test_without_an_authorizer_nothing_is_checked(tmp_path: Path) -> None:
 
 def test_a_group_is_refused_before_the_coordinator_sees_it(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED)
-    refused = ask(secured.dispatcher, LeaveV1(group_id=GroupId("h"), member_id="m"), 1, ALICE)
+    refused = ask(secured.dispatcher, LeaveGroupRequest(group_id="h", member_id="m"), 1, ALICE)
     assert refused.error_code == ErrorCode.group_authorization_failed
     assert secured.service.seen == []
-    allowed = ask(secured.dispatcher, LeaveV1(group_id=GroupId("g"), member_id="m"), 1, ALICE)
+    allowed = ask(secured.dispatcher, LeaveGroupRequest(group_id="g", member_id="m"), 1, ALICE)
     assert allowed.error_code == ErrorCode.unknown_member_id
     assert len(secured.service.seen) == 1
 
 
 def test_offset_fetch_refuses_groups_and_topics(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED)
-    wanted = (of_req.OffsetFetchRequestTopics(name=TopicName("t"), partition_indexes=(i32(0),)),
-              of_req.OffsetFetchRequestTopics(name=TopicName("secret"),
-                                              partition_indexes=(i32(0),)))
-    body = of_req.OffsetFetchRequest(require_stable=False, groups=(
-        of_req.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=wanted),
-        of_req.OffsetFetchRequestGroup(group_id=GroupId("h"), topics=wanted)))
+    wanted = (fetch.OffsetFetchRequestTopics(name="t", partition_indexes=(0,)),
+              fetch.OffsetFetchRequestTopics(name="secret", partition_indexes=(0,)))
+    body = fetch.OffsetFetchRequest(groups=(
+        fetch.OffsetFetchRequestGroup(group_id="g", topics=wanted),
+        fetch.OffsetFetchRequestGroup(group_id="h", topics=wanted)))
     answer = ask(secured.dispatcher, body, 8, ALICE)
     found = {(g.group_id, g.error_code): [(t.name, p.error_code, p.committed_offset)
                                           for t in g.topics for p in t.partitions]
@@ -269,10 +261,9 @@ def test_offset_fetch_v10_names_topics_by_id(tmp_path: Path) -> None:
     by its id, a refused one TOPIC_AUTHORIZATION_FAILED, one the image lacks
     UNKNOWN_TOPIC_ID (Kafka's fetchOffsetsForGroup: both after the coordinator's topics)."""
     secured = make_broker(tmp_path, SECURED)
-    body = of_v10.OffsetFetchRequest(require_stable=False, groups=(
-        of_v10.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=tuple(
-            of_v10.OffsetFetchRequestTopics(topic_id=uuid.UUID(int=n),
-                                            partition_indexes=(i32(0),))
+    body = fetch.OffsetFetchRequest(groups=(
+        fetch.OffsetFetchRequestGroup(group_id="g", topics=tuple(
+            fetch.OffsetFetchRequestTopics(topic_id=uuid.UUID(int=n), partition_indexes=(0,))
             for n in (1, 2, 9))),))
     (group,) = ask(secured.dispatcher, body, 10, ALICE).groups
     assert [(t.topic_id, p.error_code, p.committed_offset)
@@ -332,7 +323,7 @@ def test_init_producer_id_needs_a_write_right(tmp_path: Path) -> None:
 
 def test_find_coordinator_needs_describe_on_the_group(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED).dispatcher
-    refused = ask(secured, FindV3(key="h", key_type=i8(0)), 3, ALICE)
+    refused = ask(secured, FindCoordinatorRequest(key="h"), 3, ALICE)
     assert (refused.error_code, refused.node_id) == (ErrorCode.group_authorization_failed, -1)
-    allowed = ask(secured, FindV3(key="g", key_type=i8(0)), 3, ALICE)
+    allowed = ask(secured, FindCoordinatorRequest(key="g"), 3, ALICE)
     assert allowed.error_code != ErrorCode.group_authorization_failed

@@ -12,20 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.heartbeat.v4.response import HeartbeatResponse
-from kio.schema.offset_commit.v9 import request as commit
-from kio.schema.offset_fetch.v9 import request as fetch
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
 from replica_fixtures import broker, until, with_records
 
 from pykraft.broker import group_coordinator
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import CorruptRecordError
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
@@ -33,6 +25,11 @@ from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.log.log_manager import LogManager
+from pykraft.messages.kafka import offset_commit_request as commit
+from pykraft.messages.kafka import offset_fetch_request as fetch
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.heartbeat_response import HeartbeatResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
@@ -50,7 +47,7 @@ TOPIC_ID = uuid.UUID(int=50)
 
 
 def answer(code: ErrorCode = ErrorCode.none) -> HeartbeatResponse:
-    return HeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code)
+    return HeartbeatResponse(error_code=code)
 
 
 class ScriptedShard:
@@ -144,7 +141,7 @@ class Rig:
         return self.shards[-1]
 
     def request(self, group: str) -> Coroutine[Any, Any, Any]:
-        body = HeartbeatRequest(group_id=GroupId(group), generation_id=i32(1), member_id="m")
+        body = HeartbeatRequest(group_id=group, generation_id=1, member_id="m")
         return self.service.handle(ApiKey.HEARTBEAT, 4, body, client_id="c",
                                    client_host="/127.0.0.1")
 
@@ -384,10 +381,10 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
 
         async def commit_offsets(offsets: dict[int, int], metadata: str) -> set[int]:
             answer = await service.handle(ApiKey.OFFSET_COMMIT, 9, commit.OffsetCommitRequest(
-                group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
-                topics=(commit.OffsetCommitRequestTopic(name=TopicName("t"), partitions=tuple(
+                group_id="g", generation_id_or_member_epoch=-1, member_id="",
+                topics=(commit.OffsetCommitRequestTopic(name="t", partitions=tuple(
                     commit.OffsetCommitRequestPartition(
-                        partition_index=i32(p), committed_offset=i64(o),
+                        partition_index=p, committed_offset=o,
                         committed_metadata=metadata) for p, o in offsets.items())),)),
                 client_id="c", client_host="/127.0.0.1")
             return {int(p.error_code) for p in answer.topics[0].partitions}
@@ -395,9 +392,9 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
         assert await commit_offsets({0: 5}, "") == {ErrorCode.none}
         assert await commit_offsets({0: 9, 1: 9}, "m" * 3_000) == {ErrorCode.unknown_server_error}
         fetched = await service.handle(ApiKey.OFFSET_FETCH, 9, fetch.OffsetFetchRequest(
-            groups=(fetch.OffsetFetchRequestGroup(group_id=GroupId("g"), topics=(
-                fetch.OffsetFetchRequestTopics(name=TopicName("t"), partition_indexes=(
-                    i32(0), i32(1))),)),)), client_id="c", client_host="/127.0.0.1")
+            groups=(fetch.OffsetFetchRequestGroup(group_id="g", topics=(
+                fetch.OffsetFetchRequestTopics(name="t", partition_indexes=(
+                    0, 1)),)),)), client_id="c", client_host="/127.0.0.1")
         assert [int(p.committed_offset) for p in fetched.groups[0].topics[0].partitions] == [
             5, -1]
         part = replicas.partition_for(OFFSETS_TOPIC_NAME, 0)
@@ -417,11 +414,11 @@ def test_a_commit_whose_records_cannot_fit_one_batch_never_reaches_the_shard(
         r = rig(tmp_path, offsets_image())
         await r.loaded()
         body = commit.OffsetCommitRequest(
-            group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+            group_id="g", generation_id_or_member_epoch=-1, member_id="",
             group_instance_id=None, topics=(commit.OffsetCommitRequestTopic(
-                name=TopicName("t"), partitions=tuple(commit.OffsetCommitRequestPartition(
-                    partition_index=i32(p), committed_offset=i64(1),
-                    committed_leader_epoch=i32(-1), committed_metadata="")
+                name="t", partitions=tuple(commit.OffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=1,
+                    committed_leader_epoch=-1, committed_metadata="")
                     for p in range(30_000))),))
         reply = await r.service.handle(ApiKey.OFFSET_COMMIT, 9, body, client_id="c",
                                        client_host="/127.0.0.1")
@@ -473,9 +470,9 @@ def test_a_batched_request_reaches_its_shard_a_piece_per_loop_turn(tmp_path: Pat
                 turns[0] += 1
                 await asyncio.sleep(0)
         ticker = asyncio.get_running_loop().create_task(tick())
-        names = [GroupId(f"g{i}") for i in range(1_201)] * 2
+        names = [f"g{i}" for i in range(1_201)] * 2
         answer = await service.handle(ApiKey.DESCRIBE_GROUPS, 6, DescribeGroupsRequest(
-            groups=tuple(names), include_authorized_operations=False), client_id="c",
+            groups=tuple(names)), client_id="c",
             client_host="/127.0.0.1")
         ticker.cancel()
         sizes = [size for size, _ in shards[-1].seen]

@@ -8,20 +8,14 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as FindV1
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest as FindV6
-from kio.schema.leave_group.v1.request import LeaveGroupRequest as LeaveV1
-from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
-from kio.schema.types import GroupId
-from kio.static.primitive import i8
-
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import NetworkError
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
+from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import api_key_of, decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.security.session import anonymous
@@ -53,11 +47,9 @@ class Service:
     async def handle(self, api_key: int, api_version: int, request: Any, *, client_id: str,
                      client_host: str) -> Any:
         self.seen.append((api_key, api_version, request, client_id, client_host))
-        return LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                                  members=tuple(MemberResponse(
-                                      member_id=m.member_id, group_instance_id=None,
-                                      error_code=ErrorCode.unknown_member_id)
-                                      for m in request.members))
+        return LeaveGroupResponse(members=tuple(MemberResponse(
+            member_id=m.member_id, error_code=ErrorCode.unknown_member_id)
+            for m in request.members))
 
 
 def broker(service: Service) -> BrokerDispatcher:
@@ -71,24 +63,23 @@ def broker(service: Service) -> BrokerDispatcher:
 
 def ask(dispatcher: BrokerDispatcher, body: Any, version: int) -> Any:
     """The decoded answer to ``body`` sent as ``version`` on the wire."""
-    api_key = int(body.__api_key__)
-    frame = encode_request(RequestHeader(api_key, version, 9, "test"),
-                           convert(body, request_type(api_key, version)))
+    api_key = api_key_of(body)
+    frame = encode_request(RequestHeader(api_key, version, 9, "test"), body)
     return decode_response(api_key, version, asyncio.run(dispatcher.handle(frame, CLIENT))).body
 
 
 def test_a_failing_find_coordinator_answers_in_the_callers_shape() -> None:
     dispatcher = broker(Service())
-    old = ask(dispatcher, FindV1(key="g", key_type=i8(0)), 1)
+    old = ask(dispatcher, FindCoordinatorRequest(key="g"), 1)
     assert (old.error_code, old.node_id) == (ErrorCode.unknown_server_error, -1)
-    new = ask(dispatcher, FindV6(key_type=i8(0), coordinator_keys=("g", "h")), 6)
+    new = ask(dispatcher, FindCoordinatorRequest(coordinator_keys=("g", "h")), 6)
     assert [(c.key, c.error_code) for c in new.coordinators] == [
         ("g", ErrorCode.unknown_server_error), ("h", ErrorCode.unknown_server_error)]
 
 
 def test_an_old_leave_group_reaches_the_service_batched_and_comes_back_single() -> None:
     service = Service()
-    answer = ask(broker(service), LeaveV1(group_id=GroupId("g"), member_id="m-1"), 1)
+    answer = ask(broker(service), LeaveGroupRequest(group_id="g", member_id="m-1"), 1)
     assert answer.error_code == ErrorCode.unknown_member_id
     ((api_key, version, request, client_id, host),) = service.seen
     assert (api_key, version, [m.member_id for m in request.members], client_id, host) == (

@@ -8,9 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
 from kio.schema.metadata.v13.request import MetadataRequest
-from kio.static.primitive import i8
 from replica_fixtures import broker, with_records
 
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
@@ -21,6 +19,7 @@ from pykraft.group.partitioning import partition_for
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka import create_topics_response as ct
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
@@ -67,7 +66,7 @@ def with_offsets_topic(image: MetadataImage, partitions: int, leader: int) -> Me
 
 
 def find(keys: tuple[str, ...], key_type: int = 0) -> FindCoordinatorRequest:
-    return FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=keys)
+    return FindCoordinatorRequest(key_type=key_type, coordinator_keys=keys)
 
 
 def test_the_first_find_creates_the_offsets_topic_with_the_configured_factor() -> None:

@@ -7,15 +7,12 @@ import asyncio
 import uuid
 from typing import Any
 
-from kio.schema.offset_commit.v9 import request as req
-from kio.schema.offset_commit.v9 import response as res
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
 from replica_fixtures import topic, with_records
 
 from pykraft.broker.offset_commit_topics import existing_partitions_only
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka import offset_commit_request as req
+from pykraft.messages.kafka import offset_commit_response as res
 from pykraft.protocol.errors import ErrorCode
 
 IMAGE = with_records(MetadataImage(), *topic("t", uuid.UUID(int=1), (1,), (1,)))
@@ -23,11 +20,11 @@ IMAGE = with_records(MetadataImage(), *topic("t", uuid.UUID(int=1), (1,), (1,)))
 
 def commit(partitions: dict[str, list[int]]) -> req.OffsetCommitRequest:
     return req.OffsetCommitRequest(
-        group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+        group_id="g", generation_id_or_member_epoch=-1, member_id="",
         group_instance_id=None, topics=tuple(req.OffsetCommitRequestTopic(
-            name=TopicName(name), partitions=tuple(req.OffsetCommitRequestPartition(
-                partition_index=i32(index), committed_offset=i64(5),
-                committed_leader_epoch=i32(-1), committed_metadata="")
+            name=name, partitions=tuple(req.OffsetCommitRequestPartition(
+                partition_index=index, committed_offset=5,
+                committed_leader_epoch=-1, committed_metadata="")
                 for index in indexes)) for name, indexes in partitions.items()))
 
 
@@ -38,7 +35,7 @@ def answer(partitions: dict[str, list[int]]) -> tuple[list[Any], dict[str, list[
     async def coordinator(request: Any) -> Any:
         stored.append({str(t.name): [int(p.partition_index) for p in t.partitions]
                        for t in request.topics})
-        return res.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=tuple(
+        return res.OffsetCommitResponse(topics=tuple(
             res.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
                 res.OffsetCommitResponsePartition(partition_index=p.partition_index,
                                                   error_code=ErrorCode.none)

@@ -8,19 +8,16 @@ import asyncio
 import uuid
 from typing import Any
 
-from kio.schema.offset_commit.v9 import response as commit_v9
-from kio.schema.offset_commit.v10 import request as commit
-from kio.schema.offset_fetch.v9 import response as fetch_v9
-from kio.schema.offset_fetch.v10 import request as fetch
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64
 from replica_fixtures import topic, with_records
 
 from pykraft.broker.offset_topic_ids import answered_by_id
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.config.authorizer import AuthorizerConfig
 from pykraft.image.acls import AclsImage
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka import offset_commit_request as commit
+from pykraft.messages.kafka import offset_commit_response as committed
+from pykraft.messages.kafka import offset_fetch_request as fetch
+from pykraft.messages.kafka import offset_fetch_response as fetched
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.security.api_rules import AuthorizerCache
@@ -35,20 +32,20 @@ NOBODY = AuthorizerCache(AuthorizerConfig()).access(AclsImage, SESSION)  # no AC
 
 def commit_request(*ids: uuid.UUID) -> commit.OffsetCommitRequest:
     return commit.OffsetCommitRequest(
-        group_id=GroupId("g"), generation_id_or_member_epoch=i32(-1), member_id="",
+        group_id="g", generation_id_or_member_epoch=-1, member_id="",
         group_instance_id=None, topics=tuple(commit.OffsetCommitRequestTopic(
             topic_id=topic_id, partitions=(commit.OffsetCommitRequestPartition(
-                partition_index=i32(0), committed_offset=i64(5),
-                committed_leader_epoch=i32(-1), committed_metadata=""),))
+                partition_index=0, committed_offset=5,
+                committed_leader_epoch=-1, committed_metadata=""),))
             for topic_id in ids))
 
 
 async def shard_commit(request: Any) -> Any:
     """The v9 path: each named partition stored."""
     assert {str(t.name) for t in request.topics} <= {"t"}, request
-    return commit_v9.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=tuple(
-        commit_v9.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
-            commit_v9.OffsetCommitResponsePartition(partition_index=p.partition_index,
+    return committed.OffsetCommitResponse(topics=tuple(
+        committed.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+            committed.OffsetCommitResponsePartition(partition_index=p.partition_index,
                                                     error_code=ErrorCode.none)
             for p in t.partitions)) for t in request.topics))
 
@@ -56,6 +53,7 @@ async def shard_commit(request: Any) -> Any:
 def commit_answer(request: Any, access: Any = ANYONE) -> list[tuple[uuid.UUID, list[str]]]:
     answer = asyncio.run(answered_by_id(ApiKey.OFFSET_COMMIT, request, IMAGE.topics, access,
                                         shard_commit))
+    assert isinstance(answer, committed.OffsetCommitResponse)
     return [(t.topic_id, [ErrorCode(p.error_code).name for p in t.partitions])
             for t in answer.topics]
 
@@ -77,25 +75,25 @@ def test_a_commit_to_a_refused_group_is_refused_on_every_id_sent() -> None:
 
 def fetch_group(group: str, *ids: uuid.UUID) -> fetch.OffsetFetchRequestGroup:
     return fetch.OffsetFetchRequestGroup(
-        group_id=GroupId(group), member_id=None, member_epoch=i32(-1),
+        group_id=group, member_id=None, member_epoch=-1,
         topics=None if not ids else tuple(fetch.OffsetFetchRequestTopics(
-            topic_id=topic_id, partition_indexes=(i32(0),)) for topic_id in ids))
+            topic_id=topic_id, partition_indexes=(0,)) for topic_id in ids))
 
 
 async def shard_fetch(request: Any) -> Any:
     """The v9 path: offset 5 for each asked partition; all topics: "t" and "gone" (a
     topic the image no longer holds)."""
     def topics(group: Any) -> tuple[Any, ...]:
-        asked = group.topics or (fetch_v9.OffsetFetchResponseTopics(name=TopicName("t"),
+        asked = group.topics or (fetched.OffsetFetchResponseTopics(name="t",
                                                                      partitions=()),
-                                 fetch_v9.OffsetFetchResponseTopics(name=TopicName("gone"),
+                                 fetched.OffsetFetchResponseTopics(name="gone",
                                                                     partitions=()))
-        return tuple(fetch_v9.OffsetFetchResponseTopics(name=t.name, partitions=(
-            fetch_v9.OffsetFetchResponsePartitions(
-                partition_index=i32(0), committed_offset=i64(5), committed_leader_epoch=i32(-1),
+        return tuple(fetched.OffsetFetchResponseTopics(name=t.name, partitions=(
+            fetched.OffsetFetchResponsePartitions(
+                partition_index=0, committed_offset=5, committed_leader_epoch=-1,
                 metadata="", error_code=ErrorCode.none),)) for t in asked)
-    return fetch_v9.OffsetFetchResponse(throttle_time=NO_THROTTLE, groups=tuple(
-        fetch_v9.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics(g),
+    return fetched.OffsetFetchResponse(groups=tuple(
+        fetched.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics(g),
                                           error_code=ErrorCode.none)
         for g in request.groups))
 
@@ -105,6 +103,7 @@ def test_a_fetch_answers_by_id_its_unknown_ids_after_the_others() -> None:
                                                fetch_group("b")), require_stable=False)
     answer = asyncio.run(answered_by_id(ApiKey.OFFSET_FETCH, request, IMAGE.topics, ANYONE,
                                         shard_fetch))
+    assert isinstance(answer, fetched.OffsetFetchResponse)
     assert [[(t.topic_id, [(ErrorCode(p.error_code).name, p.committed_offset)
                            for p in t.partitions]) for t in g.topics]
             for g in answer.groups] == [

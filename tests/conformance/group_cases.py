@@ -3,30 +3,52 @@
 Every run uses a group of its own (:func:`group_of`), so rows never see each other's
 members. A row's API is sent at the row's version; the steps that set a group up (find the
 coordinator, join, sync, commit) go at each API's latest version, so a failure names the
-API under test. The requests are kio's: kafka-python's group classes encode a different
-field set per version, and kio's version-independent dicts keep one builder per API.
+API under test. The requests are pykraft's generated classes, one class for every version
+(:meth:`Run.generated`): kafka-python's group classes encode a different field set per
+version.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import struct
 from collections.abc import Callable
 from typing import Any
 
 from conformance.cases import NO_SUCH_TOPIC, Case, Meaning, code, settled, topic_id_of
 from conformance.harness import Run
+from pykraft.messages.kafka import offset_commit_request as oc
+from pykraft.messages.kafka import offset_delete_request as od
+from pykraft.messages.kafka import offset_fetch_request as of
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from pykraft.messages.kafka.consumer_group_heartbeat_request import (
+    ConsumerGroupHeartbeatRequest,
+)
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.sync_group_request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
 from pykraft.protocol.apis import API_SPECS, ApiKey
 
 PROTOCOL = "range"
-SESSION = datetime.timedelta(seconds=30)
+SESSION_MS = 30_000
 _RETRIED = frozenset({"COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
                       "NOT_COORDINATOR"})
 #: Offsets committed by the rows (to the shared topic's partition 0).
 COMMITTED = 42
 #: OffsetCommit and OffsetFetch name topics by id from v10 (Kafka 4.1).
 FIRST_TOPIC_ID = 10
+#: OffsetFetch names groups (several) from v8.
+FIRST_BATCHED_FETCH = 8
+#: ListGroups lists each group's state from v4.
+FIRST_LISTED_STATE = 4
 
 
 def group_of(run: Run, suffix: str = "") -> str:
@@ -56,21 +78,20 @@ def retried(send: Callable[[], Any], errors: Callable[[Any], list[str]]) -> Any:
 # -- FindCoordinator -------------------------------------------------------------------------
 
 def find_coordinator(run: Run, keys: list[str], key_type: int = 0) -> Any:
-    fields: dict[str, Any] = (
-        {"key": keys[0], "key_type": key_type} if run.version < 4
-        else {"key_type": key_type, "coordinator_keys": keys})
-    return retried(lambda: run.kio(ApiKey.FIND_COORDINATOR, fields), coordinator_errors)
+    request = (FindCoordinatorRequest(key=keys[0], key_type=key_type) if run.version < 4
+               else FindCoordinatorRequest(key_type=key_type, coordinator_keys=tuple(keys)))
+    return retried(lambda: run.generated(ApiKey.FIND_COORDINATOR, request), coordinator_errors)
 
 
 def coordinator_errors(body: Any) -> list[str]:
-    if hasattr(body, "coordinators"):
+    if body.coordinators:
         return [code(c.error_code) for c in body.coordinators]
     return [code(body.error_code)]
 
 
 def coordinators(body: Any, run: Run) -> list[tuple[str, bool]]:
-    """(error, is this broker) per key, for either shape."""
-    found = body.coordinators if hasattr(body, "coordinators") else [body]
+    """(error, is this broker) per key, for either shape (v0-3: the top level)."""
+    found = body.coordinators or [body]
     return [(code(c.error_code), c.node_id == run.cluster.broker_id) for c in found]
 
 
@@ -83,7 +104,7 @@ def ready(run: Run, group: str) -> None:
 
 # -- JoinGroup / SyncGroup -------------------------------------------------------------------
 
-def join(run: Run, group: str, member_id: str = "", *, session: datetime.timedelta = SESSION,
+def join(run: Run, group: str, member_id: str = "", *, session: int = SESSION_MS,
          topics: tuple[str, ...] | None = None, first_call_only: bool = False) -> Any:
     """JoinGroup at ``run``'s version; from v4 an unknown member is first told its id
     (MEMBER_ID_REQUIRED) and joins again with it, as clients do."""
@@ -92,10 +113,10 @@ def join(run: Run, group: str, member_id: str = "", *, session: datetime.timedel
     subscribed = topics if topics is not None else (run.cluster.topic,)
 
     def send(member: str) -> Any:
-        return retried(lambda: run.kio(ApiKey.JOIN_GROUP, {
-            "group_id": group, "session_timeout": session, "rebalance_timeout": session,
-            "member_id": member, "protocol_type": "consumer",
-            "protocols": [{"name": PROTOCOL, "metadata": subscription(*subscribed)}]}),
+        return retried(lambda: run.generated(ApiKey.JOIN_GROUP, JoinGroupRequest(
+            group_id=group, session_timeout_ms=session, rebalance_timeout_ms=session,
+            member_id=member, protocol_type="consumer", protocols=(JoinGroupRequestProtocol(
+                name=PROTOCOL, metadata=subscription(*subscribed)),))),
             lambda b: [code(b.error_code)])
 
     body = send(member_id)
@@ -115,11 +136,11 @@ def join_error(body: Any, _run: Run) -> Meaning:
 
 def sync(run: Run, group: str, generation: int, member_id: str,
          assignment: bytes | None = None) -> Any:
-    assignments = [] if assignment is None else [
-        {"member_id": member_id, "assignment": assignment}]
-    return run.kio(ApiKey.SYNC_GROUP, {
-        "group_id": group, "generation_id": generation, "member_id": member_id,
-        "protocol_type": "consumer", "protocol_name": PROTOCOL, "assignments": assignments})
+    assignments = () if assignment is None else (
+        SyncGroupRequestAssignment(member_id=member_id, assignment=assignment),)
+    return run.generated(ApiKey.SYNC_GROUP, SyncGroupRequest(
+        group_id=group, generation_id=generation, member_id=member_id,
+        protocol_type="consumer", protocol_name=PROTOCOL, assignments=assignments))
 
 
 def stable_member(run: Run, group: str, topics: tuple[str, ...] | None = None
@@ -154,15 +175,15 @@ def sync_wrong_generation(run: Run) -> Any:
 def heartbeat(run: Run, generation_delta: int = 0) -> Any:
     group = group_of(run)
     generation, member = stable_member(run, group)
-    return run.kio(ApiKey.HEARTBEAT, {"group_id": group, "member_id": member,
-                                       "generation_id": generation + generation_delta})
+    return run.generated(ApiKey.HEARTBEAT, HeartbeatRequest(
+        group_id=group, member_id=member, generation_id=generation + generation_delta))
 
 
 def leave(run: Run, group: str, member_id: str) -> Any:
-    fields: dict[str, Any] = (
-        {"group_id": group, "member_id": member_id} if run.version < 3
-        else {"group_id": group, "members": [{"member_id": member_id}]})
-    return run.kio(ApiKey.LEAVE_GROUP, fields)
+    request = (LeaveGroupRequest(group_id=group, member_id=member_id) if run.version < 3
+               else LeaveGroupRequest(group_id=group,
+                                      members=(MemberIdentity(member_id=member_id),)))
+    return run.generated(ApiKey.LEAVE_GROUP, request)
 
 
 def left(body: Any, _run: Run) -> Meaning:
@@ -196,13 +217,13 @@ def by_name_or_id(run: Run, topic: str) -> dict[str, Any]:
 def commit(run: Run, group: str, *, offset: int = COMMITTED, metadata: str = "",
            generation: int = -1, member_id: str = "", topics: tuple[str, ...] = ()) -> Any:
     ready(run, group)
-    return retried(lambda: run.kio(ApiKey.OFFSET_COMMIT, {
-        "group_id": group, "generation_id_or_member_epoch": generation,
-        "member_id": member_id, "retention_time": datetime.timedelta(milliseconds=-1),
-        "topics": [{**by_name_or_id(run, topic), "partitions": [{
-            "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
-            "committed_metadata": metadata}]} for topic in topics or (run.cluster.topic,)]}),
-        commit_errors)
+    request = oc.OffsetCommitRequest(
+        group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+        topics=tuple(oc.OffsetCommitRequestTopic(**by_name_or_id(run, topic), partitions=(
+            oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=offset,
+                                         committed_metadata=metadata),))
+            for topic in topics or (run.cluster.topic,)))
+    return retried(lambda: run.generated(ApiKey.OFFSET_COMMIT, request), commit_errors)
 
 
 def commit_stale_generation(run: Run) -> Any:
@@ -221,21 +242,26 @@ def committed(body: Any, _run: Run) -> Meaning:
 
 def fetch_offsets(run: Run, group: str, *, all_topics: bool = False,
                   named: tuple[str, ...] = ()) -> Any:
-    topics = None if all_topics else [{**by_name_or_id(run, topic), "partition_indexes": [0]}
-                                      for topic in named or (run.cluster.topic,)]
-    if run.version < 8:
-        return run.kio(ApiKey.OFFSET_FETCH, {"group_id": group, "topics": topics})
-    return run.kio(ApiKey.OFFSET_FETCH, {"groups": [{"group_id": group, "topics": topics}]})
+    wanted = named or (run.cluster.topic,)
+    if run.version < FIRST_BATCHED_FETCH:
+        return run.generated(ApiKey.OFFSET_FETCH, of.OffsetFetchRequest(
+            group_id=group, topics=None if all_topics else tuple(
+                of.OffsetFetchRequestTopic(name=topic, partition_indexes=(0,))
+                for topic in wanted)))
+    return run.generated(ApiKey.OFFSET_FETCH, of.OffsetFetchRequest(groups=(
+        of.OffsetFetchRequestGroup(group_id=group, topics=None if all_topics else tuple(
+            of.OffsetFetchRequestTopics(**by_name_or_id(run, topic), partition_indexes=(0,))
+            for topic in wanted)),)))
 
 
-def fetched(body: Any, _run: Run) -> Meaning:
+def fetched(body: Any, run: Run) -> Meaning:
     """(group error, [(partition error, offset)]) for either shape (the group error is
     NONE before v2, which had none)."""
-    if hasattr(body, "groups"):
+    if run.version >= FIRST_BATCHED_FETCH:
         (group,) = body.groups
         error, topics = code(group.error_code), group.topics
     else:
-        error, topics = code(getattr(body, "error_code", 0)), body.topics
+        error, topics = code(body.error_code), body.topics
     return error, [(code(p.error_code), p.committed_offset)
                    for t in topics for p in t.partitions]
 
@@ -248,8 +274,9 @@ def commit_then_fetch(run: Run, *, all_topics: bool = False,
 
 
 def delete_offsets(run: Run, group: str) -> Any:
-    return run.kio(ApiKey.OFFSET_DELETE, {"group_id": group, "topics": [
-        {"name": run.cluster.topic, "partitions": [{"partition_index": 0}]}]})
+    return run.generated(ApiKey.OFFSET_DELETE, od.OffsetDeleteRequest(group_id=group, topics=(
+        od.OffsetDeleteRequestTopic(name=run.cluster.topic, partitions=(
+            od.OffsetDeleteRequestPartition(partition_index=0),)),)))
 
 
 def offsets_deleted(body: Any, _run: Run) -> Meaning:
@@ -274,18 +301,19 @@ def committed_group(run: Run) -> str:
 def list_groups(run: Run) -> Any:
     group = group_of(run)
     stable_member(run, group)
-    return run.kio(ApiKey.LIST_GROUPS, {}), group
+    return run.generated(ApiKey.LIST_GROUPS, ListGroupsRequest()), group
 
 
-def listed_group(answer: tuple[Any, str], _run: Run) -> Meaning:
+def listed_group(answer: tuple[Any, str], run: Run) -> Meaning:
+    """The group's protocol type and state (v4+; "Stable" before, which lists no state)."""
     body, group = answer
-    mine = [(g.protocol_type, getattr(g, "group_state", "Stable"))
+    mine = [(g.protocol_type, g.group_state if run.version >= FIRST_LISTED_STATE else "Stable")
             for g in body.groups if g.group_id == group]
     return code(body.error_code), mine
 
 
 def describe(run: Run, group: str) -> Any:
-    return run.kio(ApiKey.DESCRIBE_GROUPS, {"groups": [group]})
+    return run.generated(ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=(group,)))
 
 
 def described(body: Any, _run: Run) -> Meaning:
@@ -300,7 +328,7 @@ def describe_stable(run: Run) -> Any:
 
 
 def delete_groups(run: Run, group: str) -> Any:
-    return run.kio(ApiKey.DELETE_GROUPS, {"groups_names": [group]})
+    return run.generated(ApiKey.DELETE_GROUPS, DeleteGroupsRequest(groups_names=(group,)))
 
 
 def groups_deleted(body: Any, _run: Run) -> Meaning:
@@ -319,10 +347,11 @@ def consumer_joins(run: Run) -> Any:
     """A member's first heartbeat (epoch 0) with the id it made itself (Kafka 4's clients)."""
     group = group_of(run)
     ready(run, group)
-    return retried(lambda: run.kio(ApiKey.CONSUMER_GROUP_HEARTBEAT, {
-        "group_id": group, "member_id": f"{group}-member", "member_epoch": 0,
-        "rebalance_timeout": SESSION, "subscribed_topic_names": [run.cluster.topic],
-        "topic_partitions": []}), lambda b: [code(b.error_code)])
+    return retried(lambda: run.generated(ApiKey.CONSUMER_GROUP_HEARTBEAT, (
+        ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=f"{group}-member", member_epoch=0,
+            rebalance_timeout_ms=SESSION_MS, subscribed_topic_names=(run.cluster.topic,),
+            topic_partitions=()))), lambda b: [code(b.error_code)])
 
 
 def consumer_joined(body: Any, _run: Run) -> Meaning:
@@ -332,8 +361,8 @@ def consumer_joined(body: Any, _run: Run) -> Meaning:
 def describe_consumer_group(run: Run) -> Any:
     group = group_of(run)
     ready(run, group)
-    return run.kio(ApiKey.CONSUMER_GROUP_DESCRIBE, {
-        "group_ids": [group], "include_authorized_operations": False})
+    return run.generated(ApiKey.CONSUMER_GROUP_DESCRIBE,
+                         ConsumerGroupDescribeRequest(group_ids=(group,)))
 
 
 GROUPS = [
@@ -350,7 +379,7 @@ GROUPS = [
          lambda b, _r: (code(b.error_code), bool(b.member_id)),
          lambda _r: ("MEMBER_ID_REQUIRED", True), since=4),
     Case("JoinGroup", 11, "session_timeout_too_short",
-         lambda r: join(r, group_of(r), session=datetime.timedelta(milliseconds=1)),
+         lambda r: join(r, group_of(r), session=1),
          join_error, lambda _r: "INVALID_SESSION_TIMEOUT"),
     Case("JoinGroup", 11, "unknown_member_id", lambda r: join(r, group_of(r), "stranger"),
          join_error, lambda _r: "UNKNOWN_MEMBER_ID"),

@@ -3,47 +3,42 @@ built at their latest versions, a clock, reply tokens, and every record the shar
 
 from __future__ import annotations
 
-import datetime
 import random
 from typing import Any
-
-from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
-from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.schema.offset_delete.v0.request import (
-    OffsetDeleteRequest,
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
-)
-from kio.schema.offset_fetch.v9.request import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopics,
-)
-from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.group.config import GroupConfig
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.shard import GroupShard
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from pykraft.messages.kafka.offset_delete_request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
+from pykraft.messages.kafka.sync_group_request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
 
 JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
 COMMIT, FETCH, DESCRIBE, LIST, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 15, 16, 42, 47
 LATEST = {JOIN: 9, SYNC: 5, HEARTBEAT: 4, LEAVE: 5, COMMIT: 9, FETCH: 9, DESCRIBE: 6,
           LIST: 5, DELETE_GROUPS: 2, OFFSET_DELETE: 0}
-
-
-def ms(value: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=value))
 
 
 def subscription(*topics: str) -> bytes:
@@ -59,8 +54,8 @@ def join_request(group: str, member_id: str = "", *, session_ms: int = 10_000,
                  protocol_type: str = "consumer",
                  protocols: tuple[tuple[str, bytes], ...] = (("range", b"m"),)) -> JoinGroupRequest:
     return JoinGroupRequest(
-        group_id=GroupId(group), session_timeout=ms(session_ms),
-        rebalance_timeout=ms(rebalance_ms), member_id=member_id,
+        group_id=group, session_timeout_ms=session_ms, rebalance_timeout_ms=rebalance_ms,
+        member_id=member_id,
         group_instance_id=instance_id, protocol_type=protocol_type,
         protocols=tuple(JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols))
 
@@ -69,7 +64,7 @@ def sync_request(group: str, member_id: str, generation: int,
                  assignments: dict[str, bytes] | None = None,
                  instance_id: str | None = None) -> SyncGroupRequest:
     return SyncGroupRequest(
-        group_id=GroupId(group), generation_id=i32(generation), member_id=member_id,
+        group_id=group, generation_id=generation, member_id=member_id,
         group_instance_id=instance_id, protocol_type="consumer", protocol_name=None,
         assignments=tuple(SyncGroupRequestAssignment(member_id=k, assignment=v)
                           for k, v in (assignments or {}).items()))
@@ -77,12 +72,12 @@ def sync_request(group: str, member_id: str, generation: int,
 
 def heartbeat_request(group: str, member_id: str, generation: int,
                       instance_id: str | None = None) -> HeartbeatRequest:
-    return HeartbeatRequest(group_id=GroupId(group), generation_id=i32(generation),
-                            member_id=member_id, group_instance_id=instance_id)
+    return HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id,
+                            group_instance_id=instance_id)
 
 
 def leave_request(group: str, *members: tuple[str, str | None]) -> LeaveGroupRequest:
-    return LeaveGroupRequest(group_id=GroupId(group), members=tuple(
+    return LeaveGroupRequest(group_id=group, members=tuple(
         MemberIdentity(member_id=m, group_instance_id=i) for m, i in members))
 
 
@@ -91,33 +86,28 @@ def commit_request(group: str, offsets: dict[tuple[str, int], int], *, generatio
     topics: dict[str, list[OffsetCommitRequestPartition]] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(OffsetCommitRequestPartition(
-            partition_index=i32(partition), committed_offset=i64(offset),
-            committed_metadata=metadata))
+            partition_index=partition, committed_offset=offset, committed_metadata=metadata))
     return OffsetCommitRequest(
-        group_id=GroupId(group), generation_id_or_member_epoch=i32(generation),
-        member_id=member_id, topics=tuple(
-            OffsetCommitRequestTopic(name=TopicName(t), partitions=tuple(p))
+        group_id=group, generation_id_or_member_epoch=generation, member_id=member_id,
+        topics=tuple(OffsetCommitRequestTopic(name=t, partitions=tuple(p))
             for t, p in topics.items()))
 
 
 def fetch_request(group: str, topics: dict[str, list[int]] | None = None) -> OffsetFetchRequest:
     wanted = None if topics is None else tuple(
-        OffsetFetchRequestTopics(name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps))
-        for t, ps in topics.items())
-    return OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=GroupId(group),
-                                                              topics=wanted),))
+        OffsetFetchRequestTopics(name=t, partition_indexes=tuple(ps)) for t, ps in topics.items())
+    return OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=group, topics=wanted),))
 
 
 def offset_delete_request(group: str, topics: dict[str, list[int]]) -> OffsetDeleteRequest:
-    return OffsetDeleteRequest(group_id=GroupId(group), topics=tuple(
-        OffsetDeleteRequestTopic(name=TopicName(t), partitions=tuple(
-            OffsetDeleteRequestPartition(partition_index=i32(p)) for p in ps))
+    return OffsetDeleteRequest(group_id=group, topics=tuple(
+        OffsetDeleteRequestTopic(name=t, partitions=tuple(
+            OffsetDeleteRequestPartition(partition_index=p) for p in ps))
         for t, ps in topics.items()))
 
 
 def describe_request(*groups: str) -> DescribeGroupsRequest:
-    return DescribeGroupsRequest(groups=tuple(GroupId(g) for g in groups),
-                                 include_authorized_operations=False)
+    return DescribeGroupsRequest(groups=groups)
 
 
 def list_request(states: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> ListGroupsRequest:
@@ -125,7 +115,7 @@ def list_request(states: tuple[str, ...] = (), types: tuple[str, ...] = ()) -> L
 
 
 def delete_groups_request(*groups: str) -> DeleteGroupsRequest:
-    return DeleteGroupsRequest(groups_names=tuple(GroupId(g) for g in groups))
+    return DeleteGroupsRequest(groups_names=groups)
 
 
 class Driver:

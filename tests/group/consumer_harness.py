@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import datetime
 import random
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-
-from kio.schema.consumer_group_heartbeat.v1.request import (
-    ConsumerGroupHeartbeatRequest,
-    TopicPartitions,
-)
-from kio.schema.consumer_group_heartbeat.v1.response import ConsumerGroupHeartbeatResponse
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i32Timedelta
 
 from pykraft.group.config import GroupConfig
 from pykraft.group.consumer_group import ConsumerGroup, ConsumerGroups
@@ -22,6 +13,13 @@ from pykraft.group.consumer_records import decode_consumer_record
 from pykraft.group.outcome import OffsetsRecord, RequestContext, TopicInfo
 from pykraft.group.registry import Groups
 from pykraft.group.timers import Timers
+from pykraft.messages.kafka.consumer_group_heartbeat_request import (
+    ConsumerGroupHeartbeatRequest,
+    TopicPartitions,
+)
+from pykraft.messages.kafka.consumer_group_heartbeat_response import (
+    ConsumerGroupHeartbeatResponse,
+)
 
 FOO = uuid.UUID(int=0xF00)
 BAR = uuid.UUID(int=0xBA4)
@@ -53,22 +51,18 @@ def request(
         rebalance_timeout_ms = 30_000 if joining else -1
     assert isinstance(rebalance_timeout_ms, int)
     return ConsumerGroupHeartbeatRequest(
-        group_id=GroupId(group),
+        group_id=group,
         member_id=member_id,
-        member_epoch=i32(epoch),
+        member_epoch=epoch,
         instance_id=instance_id,
         rack_id=rack_id,
-        rebalance_timeout=i32Timedelta.parse(
-            datetime.timedelta(milliseconds=rebalance_timeout_ms)
-        ),
-        subscribed_topic_names=(
-            tuple(TopicName(t) for t in topics) if isinstance(topics, tuple) else None
-        ),
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        subscribed_topic_names=topics if isinstance(topics, tuple) else None,
         subscribed_topic_regex=regex,
         server_assignor=assignor,
         topic_partitions=(
             tuple(
-                TopicPartitions(topic_id=t, partitions=tuple(i32(p) for p in sorted(ps)))
+                TopicPartitions(topic_id=t, partitions=tuple(sorted(ps)))
                 for t, ps in owned.items()
             )
             if isinstance(owned, Mapping)
@@ -80,11 +74,7 @@ def request(
 def assigned(response: ConsumerGroupHeartbeatResponse) -> dict[uuid.UUID, set[int]] | None:
     if response.assignment is None:
         return None
-    return {
-        tp.topic_id: set(tp.partitions)
-        for tp in response.assignment.topic_partitions
-        if tp.topic_id is not None
-    }
+    return {tp.topic_id: set(tp.partitions) for tp in response.assignment.topic_partitions}
 
 
 @dataclass

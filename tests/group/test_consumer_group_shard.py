@@ -16,11 +16,10 @@ from classic_driver import (
     list_request,
 )
 from consumer_harness import FOO, TOPICS, request
-from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
-from kio.schema.types import GroupId
 
 from pykraft.group.outcome import RequestContext
 from pykraft.group.shard import GroupShard
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
 from pykraft.protocol.errors import ErrorCode
 
 HEARTBEAT, CONSUMER_DESCRIBE = 68, 69
@@ -39,8 +38,7 @@ def call(d: Driver, api_key: int, req: Any, version: int = 1, shard: GroupShard 
 
 
 def describe(*groups: str) -> ConsumerGroupDescribeRequest:
-    return ConsumerGroupDescribeRequest(
-        group_ids=tuple(GroupId(g) for g in groups), include_authorized_operations=False)
+    return ConsumerGroupDescribeRequest(group_ids=groups)
 
 
 def test_a_consumer_group_survives_a_coordinator_change() -> None:

@@ -3,7 +3,7 @@ deletion, listing and describing, loading from its records and unloading."""
 
 from __future__ import annotations
 
-import datetime
+import dataclasses
 import uuid
 
 from classic_driver import (
@@ -28,17 +28,6 @@ from classic_driver import (
     subscription,
     sync_request,
 )
-from kio.schema.offset_commit.v4.request import (
-    OffsetCommitRequest as CommitV4,
-)
-from kio.schema.offset_commit.v4.request import (
-    OffsetCommitRequestPartition as PartitionV4,
-)
-from kio.schema.offset_commit.v4.request import (
-    OffsetCommitRequestTopic as TopicV4,
-)
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i64, i64Timedelta
 
 from pykraft.group.classic import ClassicGroup, GroupState
 from pykraft.group.config import GroupConfig
@@ -154,11 +143,7 @@ def test_metadata_over_offset_metadata_max_bytes_is_refused_per_partition() -> N
 
 def test_commit_v4_retention_sets_an_explicit_expire_timestamp_that_expiry_honours() -> None:
     d = Driver(GroupConfig(offsets_retention_check_interval_ms=1000))
-    request = CommitV4(
-        group_id=GroupId(G), generation_id_or_member_epoch=i32(-1), member_id="",
-        retention_time=i64Timedelta.parse(datetime.timedelta(milliseconds=5000)),
-        topics=(TopicV4(name=TopicName(TOPIC), partitions=(PartitionV4(
-            partition_index=i32(0), committed_offset=i64(9), committed_metadata=None),)),))
+    request = dataclasses.replace(commit_request(G, {(TOPIC, 0): 9}), retention_time_ms=5000)
     assert errors(d.call(COMMIT, request, version=4)) == [0]
     _, value = decode_record(d.records[-1])  # type: ignore[misc]
     assert isinstance(value, OffsetCommitValue) and value.expire_timestamp == d.now + 5000

@@ -76,74 +76,82 @@ def _value(spec: FieldSpec, values: Mapping[str, Callable[[Target], object]],
     return spec.default if make is None else make(target)
 
 
-def _repeated(spec: FieldSpec) -> bool:
-    """Arrays are filled, except tagged ones (left at their default, so not written)."""
-    return isinstance(spec.type, ArrayOf) and spec.tag is None
+def _written(spec: FieldSpec, version: int) -> bool:
+    """Whether ``spec`` is filled: on the wire at ``version`` (a generated class has the
+    fields of every version) and not tagged (tagged ones keep their default, not written)."""
+    return version in spec.versions and spec.tag is None
+
+
+def _repeated(spec: FieldSpec, version: int) -> bool:
+    return isinstance(spec.type, ArrayOf) and _written(spec, version)
 
 
 def filled(schema: MessageSchema, n: int, values: Mapping[str, Callable[[Target], object]],
-           target: Target) -> Any:
-    """An instance of ``schema`` whose every array holds ``n`` copies of one element (kio's
-    entity: slow to encode for large ``n``; :func:`encoded` writes the same bytes fast)."""
+           target: Target, version: int) -> Any:
+    """An instance of ``schema`` at ``version`` whose every array holds ``n`` copies of one
+    element (slow to encode for large ``n``; :func:`encoded` writes the same bytes fast)."""
     built: list[object] = []
     for spec in schema.fields:
         kind = spec.type
-        if _repeated(spec):
-            assert isinstance(kind, ArrayOf)
-            built.append((_element(spec, kind, n, values, target),) * n)
-        elif isinstance(kind, MessageSchema) and spec.tag is None:
-            built.append(filled(kind, n, values, target))
+        if not _written(spec, version):
+            built.append(spec.default)
+        elif isinstance(kind, ArrayOf):
+            built.append((_element(spec, kind, n, values, target, version),) * n)
+        elif isinstance(kind, MessageSchema):
+            built.append(filled(kind, n, values, target, version))
         else:
-            built.append(spec.default if spec.tag is not None else _value(spec, values, target))
+            built.append(_value(spec, values, target))
     return schema.build()(built)
 
 
 def _element(spec: FieldSpec, kind: ArrayOf, n: int,
-             values: Mapping[str, Callable[[Target], object]], target: Target) -> object:
+             values: Mapping[str, Callable[[Target], object]], target: Target,
+             version: int) -> object:
     if isinstance(kind.element, MessageSchema):
-        return filled(kind.element, n, values, target)
+        return filled(kind.element, n, values, target, version)
     return _value(spec, values, target) if spec.attr in values else kind.element.default
 
 
 def encoded(schema: MessageSchema, n: int, values: Mapping[str, Callable[[Target], object]],
-            target: Target, flexible: bool) -> bytes:
+            target: Target, version: int, flexible: bool) -> bytes:
     """The bytes of :func:`filled` (same arguments) as Kafka's writers lay them out: each
     repeated element is written once and its bytes repeated, so millions cost little."""
     out = bytearray()
     for spec in schema.fields:
         kind = spec.type
-        if spec.tag is not None:
+        if not _written(spec, version):
             continue  # default: not written
+        nullable = version in spec.nullable_versions
         if isinstance(kind, ArrayOf):
             if isinstance(kind.element, MessageSchema):
-                one = encoded(kind.element, n, values, target, flexible)
+                one = encoded(kind.element, n, values, target, version, flexible)
             else:
                 item = bytearray()
                 kind.element.writer(flexible, False)(item, _element(spec, kind, n, values,
-                                                                    target))
+                                                                    target, version))
                 one = bytes(item)
             out += encode_uvarint(n + 1) if flexible else struct.pack(">i", n)
             out += one * n
         elif isinstance(kind, MessageSchema):
-            if 0 in spec.nullable_versions:  # KIP-893: a present nullable struct
+            if nullable:  # KIP-893: a present nullable struct
                 out.append(1)
-            out += encoded(kind, n, values, target, flexible)
+            out += encoded(kind, n, values, target, version, flexible)
         else:
-            kind.writer(flexible, 0 in spec.nullable_versions)(out, _value(spec, values,
-                                                                            target))
+            kind.writer(flexible, nullable)(out, _value(spec, values, target))
     if flexible:
         out.append(0)  # no tagged fields
     return bytes(out)
 
 
-def array_depth(schema: MessageSchema) -> int:
-    """How deeply repeated arrays nest in ``schema`` (0: none)."""
+def array_depth(schema: MessageSchema, version: int) -> int:
+    """How deeply repeated arrays nest in ``schema`` at ``version`` (0: none)."""
     deepest = 0
     for spec in schema.fields:
         kind = spec.type
         inner = kind.element if isinstance(kind, ArrayOf) else kind
-        below = array_depth(inner) if isinstance(inner, MessageSchema) and spec.tag is None else 0
-        deepest = max(deepest, below + (1 if _repeated(spec) else 0))
+        below = (array_depth(inner, version)
+                 if isinstance(inner, MessageSchema) and _written(spec, version) else 0)
+        deepest = max(deepest, below + (1 if _repeated(spec, version) else 0))
     return deepest
 
 
@@ -169,17 +177,13 @@ def header_bytes(api_key: int, version: int) -> bytes:
 
 
 def request_schema(api_key: int, version: int) -> MessageSchema:
-    """The schema of the request at ``version``, its fields all on the wire there: kio's
-    class of that version, or the generated class of every version (which the API table
-    moves to one by one; refused here until a field absent at ``version`` needs filtering)."""
+    """The schema of the request: kio's class of ``version``, or the generated class of
+    every version (which the API table moves to one by one; its fields absent at
+    ``version`` are left out by :func:`filled` and :func:`encoded`)."""
     body_type = request_type(api_key, version)
     if ApiKey(api_key) not in GENERATED_APIS:
         return kio_schema(body_type)
-    schema = schema_of(body_type)
-    absent = [spec.attr for spec in schema.fields if version not in spec.versions]
-    if absent:
-        raise NotImplementedError(f"{schema.name} v{version} lacks {absent}: filter them")
-    return schema
+    return schema_of(body_type)
 
 
 def largest_request(api_key: int, shape: Shape, target: Target, max_bytes: int) -> Abuse:
@@ -193,16 +197,16 @@ def largest_request(api_key: int, shape: Shape, target: Target, max_bytes: int) 
     header = header_bytes(api_key, version)
 
     def size(n: int) -> int:
-        return len(header) + len(encoded(schema, n, values, target, flexible))
+        return len(header) + len(encoded(schema, n, values, target, version, flexible))
 
     low, high = 0, 1
-    if array_depth(schema):
+    if array_depth(schema, version):
         while size(high) <= max_bytes:
             low, high = high, high * 2
         while low < high - 1:  # the largest count that fits
             middle = (low + high) // 2
             low, high = (middle, high) if size(middle) <= max_bytes else (low, middle)
-    payload = header + encoded(schema, low, values, target, flexible)
+    payload = header + encoded(schema, low, values, target, version, flexible)
     if len(payload) > max_bytes:
         raise AssertionError(f"{ApiKey(api_key).name}: {len(payload)} bytes > {max_bytes}")
     return Abuse(encode_frame(payload + bytes(max_bytes - len(payload))), low, api_key,

@@ -40,15 +40,16 @@ def test_encoded_is_kios_encoding(api_key: int, repeat: int) -> None:
     spec = API_SPECS[ApiKey(api_key)]
     version = spec.max_version
     schema = request_schema(api_key, version)
-    repeat = min(repeat, round(130_000 ** (1 / max(1, array_depth(schema)))))
-    body = filled(schema, repeat, COMMON, TARGET)
+    repeat = min(repeat, round(130_000 ** (1 / max(1, array_depth(schema, version)))))
+    body = filled(schema, repeat, COMMON, TARGET, version)
     if ApiKey(api_key) in GENERATED_APIS:
         expected = rpc.encode_body(body, version)
     else:
         out = io.BytesIO()
         entity_writer(request_type(api_key, version))(out, body)
         expected = out.getvalue()
-    assert encoded(schema, repeat, COMMON, TARGET, spec.is_flexible(version)) == expected
+    assert encoded(schema, repeat, COMMON, TARGET, version,
+                   spec.is_flexible(version)) == expected
 
 
 @pytest.mark.parametrize("api_key", KEYS, ids=[ApiKey(k).name for k in KEYS])

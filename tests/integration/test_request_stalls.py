@@ -23,14 +23,9 @@ from typing import Any, TypeVar
 
 import pytest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
 from kio.schema.produce.v13.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
+from kio.schema.types import TopicName
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 from process_harness import describe, wait_for
 
 from pykraft.errors import PyKraftError
@@ -39,6 +34,11 @@ from pykraft.messages.kafka.create_topics_request import (
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
+)
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
 )
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
@@ -185,10 +185,10 @@ def test_an_offset_commit_of_100000_partitions_keeps_the_broker_serving(
             await GroupClient(brokers, timeout_s=60.0).coordinator(GROUP)
     run(coordinator())  # the only broker: __consumer_offsets exists and is loaded
     body = OffsetCommitRequest(
-        group_id=GroupId(GROUP), generation_id_or_member_epoch=i32(-1), member_id="",
+        group_id=GROUP, generation_id_or_member_epoch=-1, member_id="",
         group_instance_id=None, topics=(OffsetCommitRequestTopic(
-            name=TopicName(PRODUCE_TOPIC), partitions=tuple(OffsetCommitRequestPartition(
-                partition_index=i32(p), committed_offset=i64(1), committed_leader_epoch=i32(-1),
+            name=PRODUCE_TOPIC, partitions=tuple(OffsetCommitRequestPartition(
+                partition_index=p, committed_offset=1, committed_leader_epoch=-1,
                 committed_metadata="") for p in range(100_000))),))
     answer, probe = probed(cluster, cluster.brokers[0], Listener.BROKER,
                            lambda: run(broker_request(cluster, body)))

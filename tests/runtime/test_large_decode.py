@@ -7,10 +7,10 @@ from __future__ import annotations
 import gc
 from typing import Any
 
-from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.schema.types import GroupId
-from kio.static.primitive import i32
-
+from pykraft.messages.kafka.sync_group_request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.header import RequestHeader
@@ -20,8 +20,8 @@ from pykraft.runtime import listener_dispatch
 def test_a_large_request_decodes_without_a_collection() -> None:
     assignment = SyncGroupRequestAssignment(member_id="m", assignment=b"a")
     frame = encode_request(RequestHeader(ApiKey.SYNC_GROUP, 5, 1, "c"), SyncGroupRequest(
-        group_id=GroupId("g"), generation_id=i32(1), member_id="m", group_instance_id=None,
-        protocol_type=None, protocol_name=None, assignments=(assignment,) * 100_000))
+        group_id="g", generation_id=1, member_id="m", protocol_type=None, protocol_name=None,
+        assignments=(assignment,) * 100_000))
     collections: list[int] = []
 
     def counted(phase: str, info: dict[str, Any]) -> None:

@@ -26,15 +26,10 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
-from kio.schema.types import BrokerId
-from kio.static.primitive import i32
+from typing import Protocol
 
 from pykraft.broker.group_versions import error_response
 from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.config.properties import int_property
 from pykraft.errors import NetworkError
 from pykraft.group.partitioning import partition_for
@@ -47,6 +42,11 @@ from pykraft.messages.kafka.create_topics_request import (
     CreateTopicsRequest,
 )
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.find_coordinator_response import (
+    Coordinator,
+    FindCoordinatorResponse,
+)
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.logfmt import event
@@ -114,20 +114,25 @@ class CoordinatorFinder:
         self._creating: asyncio.Task[None] | None = None
         self._last_error: ErrorCode | None = None  # a refusal repeated is not logged again
 
-    def find(self, request: Any, image: MetadataImage) -> Any:
+    def find(self, request: FindCoordinatorRequest,
+             image: MetadataImage) -> FindCoordinatorResponse:
         """The FindCoordinator answer for each of ``request``'s keys; pure (a large request's
         is built off the loop), so the missing offsets topic is asked for apart
         (:meth:`create_missing`)."""
-        key_type = int(request.key_type)
+        key_type = request.key_type
+        refused: FindCoordinatorResponse
         if key_type == TRANSACTION_KEY:
             event(log, "transactional_producer_refused",
                   transactional_ids=",".join(dict.fromkeys(request.coordinator_keys)))
-            return error_response(ApiKey.FIND_COORDINATOR, request,
-                                  ErrorCode.transactional_id_authorization_failed,
-                                  TRANSACTIONS_UNSUPPORTED)
+            refused = error_response(ApiKey.FIND_COORDINATOR, request,
+                                     ErrorCode.transactional_id_authorization_failed,
+                                     TRANSACTIONS_UNSUPPORTED)
+            return refused
         if key_type != GROUP_KEY:
-            return error_response(ApiKey.FIND_COORDINATOR, request, ErrorCode.invalid_request,
-                                  f"Unknown coordinator type {key_type}")
+            refused = error_response(ApiKey.FIND_COORDINATOR, request,
+                                     ErrorCode.invalid_request,
+                                     f"Unknown coordinator type {key_type}")
+            return refused
         found: dict[str, Coordinator] = {}  # a key named again gets the same entry
         coordinators = []
         for key in request.coordinator_keys:
@@ -135,13 +140,12 @@ class CoordinatorFinder:
             if entry is None:
                 entry = found[key] = self._coordinator(key, image)
             coordinators.append(entry)
-        return FindCoordinatorResponse(throttle_time=NO_THROTTLE,
-                                       coordinators=tuple(coordinators))
+        return FindCoordinatorResponse(coordinators=tuple(coordinators))
 
-    def create_missing(self, request: Any, image: MetadataImage) -> None:
+    def create_missing(self, request: FindCoordinatorRequest, image: MetadataImage) -> None:
         """Ask for the offsets topic when a group's coordinator is looked for before it
         exists (Kafka's AutoTopicCreationManager)."""
-        if int(request.key_type) == GROUP_KEY and OFFSETS_TOPIC_NAME not in image.topics.by_name:
+        if request.key_type == GROUP_KEY and OFFSETS_TOPIC_NAME not in image.topics.by_name:
             self._create()
 
     def _coordinator(self, key: str, image: MetadataImage) -> Coordinator:
@@ -155,10 +159,10 @@ class CoordinatorFinder:
         endpoint = None if broker is None else next(
             (e for e in broker.listeners if e.name == self._listener), None)
         if endpoint is None:  # no message, as Kafka's batched answer (versions 4+)
-            return Coordinator(key=key, node_id=BrokerId(NO_LEADER), host="", port=i32(-1),
+            return Coordinator(key=key, node_id=NO_LEADER, port=-1,
                                error_code=ErrorCode.coordinator_not_available, error_message="")
-        return Coordinator(key=key, node_id=BrokerId(leader), host=endpoint.host,
-                           port=i32(endpoint.port), error_code=ErrorCode.none, error_message="")
+        return Coordinator(key=key, node_id=leader, host=endpoint.host, port=endpoint.port,
+                           error_code=ErrorCode.none, error_message="")
 
     def _create(self) -> None:
         """Ask the controller for the offsets topic, once at a time (a refused one is asked

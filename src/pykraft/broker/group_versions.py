@@ -1,14 +1,15 @@
-"""The group APIs' requests at any version in the one shape the group shards speak, and
-their answers back: Kafka's generated messages are one class for every version, kio's are
-one per version, so the runtime does here what Kafka's request classes do per version.
+"""The group APIs' requests of any version in the one shape the group shards speak, and
+their answers back. Kafka's generated classes are one class for every version, and so are
+pykraft's (:mod:`pykraft.messages.kafka`); what is left here is what Kafka's request and
+response classes do per version:
 
-* Every request becomes its latest version (:func:`to_latest`), but OffsetCommit v2-4 stay
-  as received (the shard reads their ``retention_time``, which v5+ dropped); the few whose
-  shape changed are reshaped: OffsetFetch v1-7 (one group) as v8+ ``groups[]``, LeaveGroup v0-2
-  (one ``member_id``) as v3+ ``members[]``, FindCoordinator v0-3 (one ``key``) as v4+
-  ``coordinator_keys``. Answers go back the same way (:func:`to_version`).
-* Batched requests are split by the ``__consumer_offsets`` partition of each group
-  (:func:`split`) and the partitions' answers merged in request order (:func:`merge`).
+* the versions before batching carry their one entry in fields of their own
+  (:func:`to_latest`): OffsetFetch v1-7 (one group) as v8+ ``groups[]``, LeaveGroup v0-2 (one
+  ``member_id``) as v3+ ``members[]``, FindCoordinator v0-3 (one ``key``) as v4+
+  ``coordinator_keys``; answers go back the same way (:func:`to_version`), with JoinGroup's
+  null protocol name written "" before v7;
+* batched requests are split by the ``__consumer_offsets`` partition of each group
+  (:func:`split`) and the partitions' answers merged in request order (:func:`merge`);
 * :func:`error_response` is Kafka's ``getErrorResponse`` for these APIs: the error on every
   group, member or partition the request names.
 """
@@ -16,18 +17,28 @@ one per version, so the runtime does here what Kafka's request classes do per ve
 from __future__ import annotations
 
 import dataclasses
-import functools
-import types
 import typing
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.types import GroupId
-
-from pykraft.protocol.apis import API_SPECS, ApiKey
-from pykraft.protocol.codec import request_type, response_type
-from pykraft.protocol.convert import convert, default_value, entity_in
+from pykraft.messages import rpc
+from pykraft.messages.kafka.find_coordinator_response import FindCoordinatorResponse
+from pykraft.messages.kafka.leave_group_request import MemberIdentity
+from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
+from pykraft.messages.kafka.offset_fetch_response import (
+    OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 
 #: The APIs a group shard answers (FindCoordinator is the runtime's own).
@@ -49,7 +60,8 @@ BATCHED: Mapping[int, tuple[str, str, str]] = {
 _FIRST_BATCHED: Mapping[int, int] = {
     ApiKey.OFFSET_FETCH: 8, ApiKey.LEAVE_GROUP: 3, ApiKey.FIND_COORDINATOR: 4}
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
-LAST_RETENTION_COMMIT_VERSION = 4
+#: JoinGroup's protocol name is nullable from v7 (Kafka writes "" before).
+_FIRST_NULL_PROTOCOL_NAME = 7
 _UNLISTED = (ErrorCode.none, ErrorCode.not_coordinator)
 #: Kafka's message for COORDINATOR_NOT_AVAILABLE, which FindCoordinator v0-3 carry (v4+
 #: entries carry none: a million keys would repeat it a million times).
@@ -62,173 +74,104 @@ _LOOKUP_MESSAGES: Mapping[int, str] = {
 _K = TypeVar("_K", bound=Hashable)
 
 
-#: The shards' latest version where the broker's is newer: OffsetCommit and OffsetFetch v10
-#: name topics by id, resolved to names at the broker's edge (:mod:`offset_topic_ids`).
-_SHARD_LATEST: Mapping[int, int] = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
-
-
-def latest_version(api_key: int) -> int:
-    """The newest version a group shard speaks (its requests' and answers' one shape)."""
-    return _SHARD_LATEST.get(api_key, API_SPECS[api_key].max_version)
-
-
-def latest_request(api_key: int) -> type[Any]:
-    return request_type(api_key, latest_version(api_key))
-
-
 def latest_response(api_key: int) -> type[Any]:
-    return response_type(api_key, latest_version(api_key))
+    """The response class of a group API (one for every version)."""
+    return rpc.response_class(api_key)
 
 
 def nested(cls: type[Any], name: str) -> type[Any]:
-    """The entity class of ``cls``'s field ``name``."""
-    found = entity_in(typing.get_type_hints(cls)[name])
-    assert found is not None, f"{cls.__name__}.{name} holds no entity"
+    """The struct class of ``cls``'s field ``name``."""
+    found = _struct_in(typing.get_type_hints(cls)[name])
+    assert found is not None, f"{cls.__name__}.{name} holds no struct"
     return found
+
+
+def _struct_in(annotation: object) -> type | None:
+    """The dataclass inside ``S``, ``S | None``, ``tuple[S, ...]`` or ``tuple[S, ...] | None``."""
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    return next((found for arg in typing.get_args(annotation)
+                 if (found := _struct_in(arg)) is not None), None)
 
 
 # ---------------------------------------------------------------------- versions
 
 
 def to_latest(api_key: int, version: int, request: Any) -> Any:
-    """``request`` (of ``version``) as the API's latest version."""
-    if api_key == ApiKey.OFFSET_COMMIT and version <= LAST_RETENTION_COMMIT_VERSION:
-        return request  # the shard reads its retention_time (v5+ have none)
-    target = latest_request(api_key)
-    body: Any = convert(request, target)
+    """``request`` (of ``version``) with a version before batching's single entry in the
+    batched field the shards read (the one class has both)."""
     if version >= _FIRST_BATCHED.get(api_key, 0):
-        return body
-    if api_key == ApiKey.OFFSET_FETCH:
-        group_cls = nested(target, "groups")
-        topics = None if request.topics is None else tuple(
-            convert(t, nested(group_cls, "topics")) for t in request.topics)
-        group = group_cls(group_id=request.group_id, member_id=None,
-                          topics=topics)
-        return dataclasses.replace(body, groups=(group,))
+        return request
+    if api_key == ApiKey.FIND_COORDINATOR:
+        return dataclasses.replace(request, coordinator_keys=(request.key,))
     if api_key == ApiKey.LEAVE_GROUP:
-        member = nested(target, "members")(member_id=request.member_id, group_instance_id=None,
-                                            reason=None)
-        return dataclasses.replace(body, members=(member,))
-    assert api_key == ApiKey.FIND_COORDINATOR
-    return dataclasses.replace(body, coordinator_keys=(request.key,))
+        return dataclasses.replace(request, members=(MemberIdentity(member_id=request.member_id),))
+    assert api_key == ApiKey.OFFSET_FETCH
+    return _one_group(request)
+
+
+def _one_group(request: OffsetFetchRequest) -> OffsetFetchRequest:
+    """OffsetFetch v1-7's group and topics (null: all) as its one ``groups`` entry."""
+    topics = None if request.topics is None else tuple(
+        OffsetFetchRequestTopics(name=t.name, partition_indexes=t.partition_indexes)
+        for t in request.topics)
+    return dataclasses.replace(request, groups=(OffsetFetchRequestGroup(
+        group_id=request.group_id, topics=topics),))
 
 
 def to_version(api_key: int, version: int, response: Any, request: Any) -> Any:
-    """The latest-version ``response`` to ``request`` (latest version too) as ``version``."""
-    target = response_type(api_key, version)
-    source: type | None = type(response)
-    if version < _FIRST_BATCHED.get(api_key, 0):  # one entry, of mixed classes: walked
-        response, source = _unbatched(api_key, version, response, request), None
-    return _fill_nulls(convert(response, target), source)
-
-
-def _unbatched(api_key: int, version: int, response: Any, request: Any) -> Any:
-    """A batched answer as the single-entry fields of the versions before batching, still
-    in the latest class (its extra fields drop in the conversion)."""
-    target = response_type(api_key, version)
-    if api_key == ApiKey.FIND_COORDINATOR:
-        found = response.coordinators[0]
-        message = found.error_message or _LOOKUP_MESSAGES.get(found.error_code,
-                                                              found.error_message)
-        return _build(target, throttle_time=response.throttle_time, error_code=found.error_code,
-                      error_message=message, node_id=found.node_id, host=found.host,
-                      port=found.port)
+    """The ``response`` to ``request`` (both as :func:`to_latest` has them) with what
+    ``version`` carries in fields of its own there."""
+    if api_key == ApiKey.JOIN_GROUP and version < _FIRST_NULL_PROTOCOL_NAME:
+        if response.protocol_name is None:
+            return dataclasses.replace(response, protocol_name="")
+        return response
+    if version >= _FIRST_BATCHED.get(api_key, 0):
+        return response
     if api_key == ApiKey.LEAVE_GROUP:
-        code = response.error_code
-        if code == ErrorCode.none and response.members:  # Kafka's LeaveGroupResponse
-            code = response.members[0].error_code
-        return _build(target, throttle_time=response.throttle_time, error_code=code)
+        return _one_member(response)
+    if api_key == ApiKey.FIND_COORDINATOR:
+        return _one_coordinator(response)
     assert api_key == ApiKey.OFFSET_FETCH
+    return _one_group_answer(version, response, request)
+
+
+def _one_member(response: LeaveGroupResponse) -> LeaveGroupResponse:
+    """LeaveGroup v0-2: the top-level error, else the one member's (Kafka's
+    ``LeaveGroupResponse``)."""
+    code = response.error_code
+    if code == ErrorCode.none and response.members:
+        code = response.members[0].error_code
+    return dataclasses.replace(response, error_code=code, members=())
+
+
+def _one_coordinator(response: FindCoordinatorResponse) -> FindCoordinatorResponse:
+    """FindCoordinator v0-3: the one key's coordinator at the top, with Kafka's message."""
+    found = response.coordinators[0]
+    message = found.error_message or _LOOKUP_MESSAGES.get(found.error_code, found.error_message)
+    return dataclasses.replace(
+        response, error_code=found.error_code, error_message=message, node_id=found.node_id,
+        host=found.host, port=found.port, coordinators=())
+
+
+def _one_group_answer(version: int, response: OffsetFetchResponse,
+                      request: OffsetFetchRequest) -> OffsetFetchResponse:
+    """OffsetFetch v1-7: the one group's topics and error at the top; v1 has no group
+    error, so every asked partition carries it."""
     group = response.groups[0]
-    topics = group.topics
     if version < _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR and group.error_code != ErrorCode.none:
-        topics = _offset_fetch_errors(group.error_code, request.groups[0].topics or (),
-                                      nested(type(group), "topics"))
-    return _build(target, throttle_time=response.throttle_time, error_code=group.error_code,
-                  topics=tuple(convert(t, nested(target, "topics")) for t in topics))
-
-
-def _build(target: type[Any], **fields: Any) -> Any:
-    """``target`` from those of ``fields`` its version has."""
-    return target(**{f.name: fields[f.name] for f in dataclasses.fields(target)})
-
-
-def _offset_fetch_errors(code: ErrorCode, topics: tuple[Any, ...],
-                         topic_cls: type[Any]) -> tuple[Any, ...]:
-    """OffsetFetch v0-1 have no group error: every asked partition carries it."""
-    partition_cls = nested(topic_cls, "partitions")
-    return tuple(topic_cls(name=t.name, partitions=tuple(
-        partition_cls(partition_index=p, committed_offset=-1, metadata="", error_code=code)
-        for p in t.partition_indexes)) for t in topics)
-
-
-def _fill_nulls(entity: Any, source: type | None) -> Any:
-    """Nulls the target version cannot carry as its zero (JoinGroup's protocol_name is
-    nullable from v7 only: Kafka writes "" before). ``source``: the class ``entity`` was
-    converted from (None: any); only what its fields let be null is looked at, so a million
-    entries whose classes agree on nulls are not walked."""
-    changes: dict[str, Any] = {}
-    not_nullable = _not_nullable(type(entity))
-    for field in dataclasses.fields(entity):
-        value = getattr(entity, field.name)
-        nested = None if source is None else _nested_source(source, field.name)
-        if value is None:
-            if field.name in not_nullable:
-                changes[field.name] = default_value(field)
-            continue
-        first = value[0] if isinstance(value, tuple) and value else value
-        kind: type = type(first)
-        if not dataclasses.is_dataclass(first) or (source is not None and (
-                nested is None or not _may_fill(nested, kind))):
-            continue
-        changes[field.name] = (tuple(_fill_nulls(item, nested) for item in value)
-                               if isinstance(value, tuple) else _fill_nulls(value, nested))
-    return dataclasses.replace(entity, **changes) if changes else entity
-
-
-@functools.cache
-def _nested_source(source: type, name: str) -> type | None:
-    """The entity class of ``source``'s field ``name`` (None: not an entity field)."""
-    hints = typing.get_type_hints(source)
-    return entity_in(hints[name]) if name in hints else None
-
-
-@functools.cache
-def _may_fill(source: type, target: type) -> bool:
-    """Whether an entity of ``target`` converted from ``source`` may hold a null its
-    fields cannot carry, here or below."""
-    if not dataclasses.is_dataclass(target):
-        return False
-    if _nullable_fields(source) & _not_nullable(target):
-        return True
-    return any(_may_fill(nested, inner) for name, annotation in
-               typing.get_type_hints(target).items()
-               if (inner := entity_in(annotation)) is not None
-               and (nested := _nested_source(source, name)) is not None)
-
-
-@functools.cache
-def _nullable_fields(cls: type) -> frozenset[str]:
-    return frozenset(name for name, annotation in typing.get_type_hints(cls).items()
-                     if _nullable(annotation))
-
-
-_NOT_NULLABLE: dict[type, frozenset[str]] = {}
-
-
-def _not_nullable(cls: type) -> frozenset[str]:
-    """The fields of ``cls`` that cannot be null (resolving the hints is slow: once per
-    class, not per answer)."""
-    found = _NOT_NULLABLE.get(cls)
-    if found is None:
-        found = _NOT_NULLABLE[cls] = frozenset(
-            name for name, annotation in typing.get_type_hints(cls).items()
-            if not _nullable(annotation))
-    return found
-
-
-def _nullable(annotation: object) -> bool:
-    return isinstance(annotation, types.UnionType) and type(None) in typing.get_args(annotation)
+        topics = tuple(OffsetFetchResponseTopic(name=t.name, partitions=tuple(
+            OffsetFetchResponsePartition(partition_index=p, committed_offset=-1, metadata="",
+                                         error_code=group.error_code)
+            for p in t.partition_indexes)) for t in request.groups[0].topics or ())
+    else:
+        topics = tuple(OffsetFetchResponseTopic(name=t.name, partitions=tuple(
+            OffsetFetchResponsePartition(
+                partition_index=p.partition_index, committed_offset=p.committed_offset,
+                committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
+                error_code=p.error_code) for p in t.partitions)) for t in group.topics)
+    return OffsetFetchResponse(throttle_time_ms=response.throttle_time_ms,
+                               error_code=group.error_code, topics=topics)
 
 
 # ---------------------------------------------------------------------- routing
@@ -331,17 +274,17 @@ def error_response(api_key: int, request: Any, code: ErrorCode,
     """The latest-version answer refusing the latest-version ``request`` with ``code`` on
     every group, member or partition it names (Kafka's ``getErrorResponse``)."""
     cls = latest_response(api_key)
-    body = cls(**{f.name: default_value(f) for f in dataclasses.fields(cls)})
-    if hasattr(body, "error_code"):
-        body = dataclasses.replace(body, error_code=code)
-        if hasattr(body, "error_message"):
-            body = dataclasses.replace(body, error_message=message)
-    if api_key == ApiKey.FIND_COORDINATOR:
+    body = cls()
+    if api_key == ApiKey.FIND_COORDINATOR:  # v0-3's top level is the one key's entry
         entry = nested(cls, "coordinators")
         return dataclasses.replace(body, coordinators=_each_once(
             request.coordinator_keys, lambda key: entry(
                 key=key, node_id=-1, host="", port=-1, error_code=code,
                 error_message=message)))
+    if hasattr(body, "error_code"):
+        body = dataclasses.replace(body, error_code=code)
+        if hasattr(body, "error_message"):
+            body = dataclasses.replace(body, error_message=message)
     if api_key == ApiKey.OFFSET_COMMIT:
         return dataclasses.replace(body, topics=_partition_errors(
             request.topics, nested(cls, "topics"), code))
@@ -353,10 +296,8 @@ def error_response(api_key: int, request: Any, code: ErrorCode,
     if api_key in BATCHED:
         _, field, _ = BATCHED[api_key]
         entry = nested(cls, field)
-        defaults = _defaults(entry)
         return dataclasses.replace(body, **{field: _each_once(
-            _named(api_key, request),
-            lambda group: _group_error(entry, defaults, GroupId(group), code, message))})
+            _named(api_key, request), lambda group: entry(group_id=group, error_code=code))})
     return body
 
 
@@ -374,33 +315,15 @@ def _each_once(keys: Iterable[_K], make: Callable[[_K], Any]) -> tuple[Any, ...]
     return tuple(entries)
 
 
-_DEFAULTS: dict[type, Mapping[str, Any]] = {}
-
-
-def _defaults(entry: type) -> Mapping[str, Any]:
-    """Each field's default in ``entry`` (resolved once per class, not per group)."""
-    found = _DEFAULTS.get(entry)
-    if found is None:
-        found = _DEFAULTS[entry] = types.MappingProxyType(
-            {f.name: default_value(f) for f in dataclasses.fields(entry)})
-    return found
-
-
-def _group_error(entry: type[Any], defaults: Mapping[str, Any], group: GroupId,
-                 code: ErrorCode, message: str | None) -> Any:
-    fields = {**defaults, "group_id": group, "error_code": code}
-    if "error_message" in fields:
-        fields["error_message"] = message
-    return entry(**fields)
-
-
 def partition_errors(api_key: int, topics: tuple[Any, ...], code: ErrorCode) -> tuple[Any, ...]:
     """Each partition of a latest-version request's ``topics`` refused with ``code``, in
     the answer's shape: OffsetCommit's and OffsetDelete's topics, OffsetFetch's group's."""
-    cls = latest_response(api_key)
     if api_key == ApiKey.OFFSET_FETCH:
-        return _offset_fetch_errors(code, topics, nested(nested(cls, "groups"), "topics"))
-    return _partition_errors(topics, nested(cls, "topics"), code)
+        return tuple(OffsetFetchResponseTopics(name=t.name, partitions=tuple(
+            OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1, metadata="",
+                                          error_code=code)
+            for p in t.partition_indexes)) for t in topics)
+    return _partition_errors(topics, nested(latest_response(api_key), "topics"), code)
 
 
 def _partition_errors(topics: tuple[Any, ...], topic_cls: type[Any],

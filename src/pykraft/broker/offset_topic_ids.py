@@ -18,15 +18,31 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-from pykraft.broker.group_versions import error_response, latest_request, nested
+from pykraft.broker.group_versions import error_response
 from pykraft.ids import ZERO_UUID
 from pykraft.image.acls import ResourceType
 from pykraft.image.topics import TopicsImage
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestTopic,
+)
+from pykraft.messages.kafka.offset_commit_response import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestTopics,
+)
+from pykraft.messages.kafka.offset_fetch_response import (
+    OffsetFetchResponse,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopics,
+)
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import response_type
-from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.security.api_rules import BROKER_RULES, Access
@@ -36,8 +52,11 @@ FIRST_TOPIC_ID_VERSION = 10
 #: The version the group shards answer instead (the same meaning, topics by name).
 SHARD_VERSION = 9
 TOPIC_ID_APIS = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
-#: A latest-version (v9) request -> its latest-version answer.
+OffsetRequest = OffsetCommitRequest | OffsetFetchRequest
+OffsetResponse = OffsetCommitResponse | OffsetFetchResponse
+#: A request with its topics named -> its answer by name.
 ByName = Callable[[Any], Awaitable[Any]]
+_Topic = TypeVar("_Topic", OffsetCommitRequestTopic, OffsetFetchRequestTopics)
 
 
 def by_topic_id(api_key: int, version: int) -> bool:
@@ -47,55 +66,48 @@ def by_topic_id(api_key: int, version: int) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Resolved:
-    """A v10 request as the v9 request the shards answer, and what the image could not
-    name: OffsetCommit's topics (one tuple), OffsetFetch's per group, in request order."""
+    """A v10 request with the topics the image knows named, as the shards answer it, and
+    the others: OffsetCommit's (one tuple), OffsetFetch's per group, in request order."""
 
     request: Any
     unknown: tuple[tuple[Any, ...], ...]
 
 
-def resolved(api_key: int, request: Any, topics: TopicsImage) -> Resolved:
+def resolved(request: OffsetRequest, topics: TopicsImage) -> Resolved:
     """``request`` (v10) with each topic the image knows named, the others set apart."""
-    target = latest_request(api_key)
-    if api_key == ApiKey.OFFSET_COMMIT:
-        named, unknown = _named(request.topics, topics, nested(target, "topics"))
-        return Resolved(dataclasses.replace(convert(request, target), topics=named),
-                        (unknown,))
-    group_cls = nested(target, "groups")
-    topic_cls = nested(group_cls, "topics")
+    if isinstance(request, OffsetCommitRequest):
+        named, unknown = _named(request.topics, topics)
+        return Resolved(dataclasses.replace(request, topics=named), (unknown,))
     groups, unknowns = [], []
     for group in request.groups:
-        kept: tuple[Any, ...] | None = None  # all topics
-        unnamed: tuple[Any, ...] = ()
+        kept: tuple[OffsetFetchRequestTopics, ...] | None = None  # all topics
+        unnamed: tuple[OffsetFetchRequestTopics, ...] = ()
         if group.topics is not None:
-            kept, unnamed = _named(group.topics, topics, topic_cls)
-        groups.append(dataclasses.replace(convert(group, group_cls), topics=kept))
+            kept, unnamed = _named(group.topics, topics)
+        groups.append(dataclasses.replace(group, topics=kept))
         unknowns.append(unnamed)
-    return Resolved(dataclasses.replace(convert(request, target), groups=tuple(groups)),
-                    tuple(unknowns))
+    return Resolved(dataclasses.replace(request, groups=tuple(groups)), tuple(unknowns))
 
 
-def _named(entries: Iterable[Any], topics: TopicsImage,
-           named_cls: type[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """The v9 (named) form of each entry whose id ``topics`` holds, and the others."""
+def _named(entries: Iterable[_Topic], topics: TopicsImage) -> tuple[tuple[_Topic, ...],
+                                                                   tuple[_Topic, ...]]:
+    """Each entry whose id ``topics`` holds with its name, and the others."""
     named, unknown = [], []
     for entry in entries:
-        found = None if entry.topic_id is None else topics.by_id.get(entry.topic_id)
+        found = topics.by_id.get(entry.topic_id)
         if found is None:
             unknown.append(entry)
         else:
-            named.append(dataclasses.replace(convert(entry, named_cls), name=found.name))
+            named.append(dataclasses.replace(entry, name=found.name))
     return tuple(named), tuple(unknown)
-
-
-async def answered_by_id(api_key: int, request: Any, topics: TopicsImage, access: Access,
-                         by_name: ByName) -> Any:
+async def answered_by_id(api_key: int, request: OffsetRequest, topics: TopicsImage,
+                         access: Access, by_name: ByName) -> OffsetResponse:
     """The v10 answer to the v10 ``request``: its known topics answered by ``by_name``
     (the v9 path: authorization, existence, the shards), the unknown ones here."""
-    if api_key == ApiKey.OFFSET_COMMIT and not access.allows(
-            _group_operation(api_key), ResourceType.GROUP, str(request.group_id)):
+    if isinstance(request, OffsetCommitRequest) and not access.allows(
+            _group_operation(api_key), ResourceType.GROUP, request.group_id):
         return refused(api_key, request, ErrorCode.group_authorization_failed)
-    found = await off_loop_if_large(resolved, api_key, request, topics)
+    found = await off_loop_if_large(resolved, request, topics)
     answer = await by_name(found.request)
     if api_key == ApiKey.OFFSET_COMMIT:
         return await off_loop_if_large(_commit_answer, answer, found.unknown[0], topics)
@@ -108,61 +120,55 @@ def _group_operation(api_key: int) -> Any:
     return operation
 
 
-def refused(api_key: int, request: Any, code: ErrorCode) -> Any:
+def refused(api_key: int, request: OffsetRequest, code: ErrorCode) -> OffsetResponse:
     """The v10 answer refusing the v10 ``request`` with ``code``: on each partition of
     each topic of a commit, on each group of a fetch."""
-    target = response_type(api_key, FIRST_TOPIC_ID_VERSION)
-    if api_key == ApiKey.OFFSET_FETCH:
-        return convert(error_response(api_key, request, code), target)
-    topic_cls = nested(target, "topics")
-    partition_cls = nested(topic_cls, "partitions")
-    return target(throttle_time=0, topics=tuple(topic_cls(
-        topic_id=t.topic_id or ZERO_UUID, partitions=tuple(
-            partition_cls(partition_index=p.partition_index, error_code=code)
+    if isinstance(request, OffsetFetchRequest):
+        answer: OffsetFetchResponse = error_response(api_key, request, code)
+        return answer
+    return OffsetCommitResponse(topics=tuple(OffsetCommitResponseTopic(
+        topic_id=t.topic_id, partitions=tuple(
+            OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions)) for t in request.topics))
 
 
-def _id_of(name: object, topics: TopicsImage) -> uuid.UUID:
+def _id_of(name: str, topics: TopicsImage) -> uuid.UUID:
     """The id of the topic named ``name`` (the zero id: the image no longer holds it)."""
-    found = topics.by_name.get(str(name))
+    found = topics.by_name.get(name)
     return ZERO_UUID if found is None else found.topic_id
 
 
-def _commit_answer(answer: Any, unknown: tuple[Any, ...], topics: TopicsImage) -> Any:
-    """The v9 ``answer`` by id, after the ``unknown`` topics' errors, one entry per id."""
-    target = response_type(ApiKey.OFFSET_COMMIT, FIRST_TOPIC_ID_VERSION)
-    topic_cls = nested(target, "topics")
-    partition_cls = nested(topic_cls, "partitions")
-    by_id: dict[uuid.UUID, list[Any]] = {}
+def _commit_answer(answer: OffsetCommitResponse, unknown: tuple[OffsetCommitRequestTopic, ...],
+                   topics: TopicsImage) -> OffsetCommitResponse:
+    """The by-name ``answer`` by id, after the ``unknown`` topics' errors, one entry per id."""
+    by_id: dict[uuid.UUID, list[OffsetCommitResponsePartition]] = {}
     for entry in unknown:
-        by_id.setdefault(entry.topic_id or ZERO_UUID, []).extend(
-            partition_cls(partition_index=p.partition_index,
-                          error_code=ErrorCode.unknown_topic_id) for p in entry.partitions)
+        by_id.setdefault(entry.topic_id, []).extend(
+            OffsetCommitResponsePartition(partition_index=p.partition_index,
+                                          error_code=ErrorCode.unknown_topic_id)
+            for p in entry.partitions)
     for topic in answer.topics:
-        by_id.setdefault(_id_of(topic.name, topics), []).extend(
-            convert(p, partition_cls) for p in topic.partitions)
-    return target(throttle_time=answer.throttle_time, topics=tuple(
-        topic_cls(topic_id=topic_id, partitions=tuple(partitions))
+        by_id.setdefault(_id_of(topic.name, topics), []).extend(topic.partitions)
+    return OffsetCommitResponse(throttle_time_ms=answer.throttle_time_ms, topics=tuple(
+        OffsetCommitResponseTopic(topic_id=topic_id, partitions=tuple(partitions))
         for topic_id, partitions in by_id.items()))
 
 
-def _fetch_answer(answer: Any, found: Resolved, image: TopicsImage) -> Any:
-    """The v9 ``answer`` (its groups in request order) by id: a group without error gets
-    its unknown topics' errors after its others; all topics: those the image holds."""
-    target = response_type(ApiKey.OFFSET_FETCH, FIRST_TOPIC_ID_VERSION)
-    group_cls = nested(target, "groups")
-    topic_cls = nested(group_cls, "topics")
-    partition_cls = nested(topic_cls, "partitions")
+def _fetch_answer(answer: OffsetFetchResponse, found: Resolved,
+                  image: TopicsImage) -> OffsetFetchResponse:
+    """The by-name ``answer`` (its groups in request order) by id: a group without error
+    gets its unknown topics' errors after its others; all topics: those the image holds."""
     groups = []
     for group, asked, unknown in zip(answer.groups, found.request.groups, found.unknown,
                                      strict=True):
-        topics = tuple(topic_cls(topic_id=_id_of(t.name, image), partitions=tuple(
-            convert(p, partition_cls) for p in t.partitions))
-            for t in group.topics if asked.topics is not None or str(t.name) in image.by_name)
+        topics = tuple(OffsetFetchResponseTopics(topic_id=_id_of(t.name, image),
+                                                 partitions=t.partitions)
+                       for t in group.topics
+                       if asked.topics is not None or t.name in image.by_name)
         if group.error_code == ErrorCode.none:
-            topics += tuple(topic_cls(topic_id=t.topic_id or ZERO_UUID, partitions=tuple(
-                partition_cls(partition_index=p, committed_offset=-1, metadata="",
-                              error_code=ErrorCode.unknown_topic_id)
+            topics += tuple(OffsetFetchResponseTopics(topic_id=t.topic_id, partitions=tuple(
+                OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1,
+                                              metadata="", error_code=ErrorCode.unknown_topic_id)
                 for p in t.partition_indexes)) for t in unknown)
-        groups.append(dataclasses.replace(convert(group, group_cls), topics=topics))
-    return target(throttle_time=answer.throttle_time, groups=tuple(groups))
+        groups.append(dataclasses.replace(group, topics=topics))
+    return OffsetFetchResponse(throttle_time_ms=answer.throttle_time_ms, groups=tuple(groups))

@@ -15,29 +15,21 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.join_group.v9.request import JoinGroupRequest
-from kio.schema.join_group.v9.response import JoinGroupResponseMember
-from kio.schema.leave_group.v5.request import LeaveGroupRequest
-from kio.schema.leave_group.v5.response import LeaveGroupResponse, MemberResponse
-from kio.schema.sync_group.v5.request import SyncGroupRequest
-
 from pykraft.group.classic import GROUP_TYPE, ClassicGroup, ClassicMember, GroupState
 from pykraft.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
 from pykraft.group.errors import GroupError
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken
 from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
-from pykraft.group.replies import (
-    NO_THROTTLE,
-    heartbeat_reply,
-    join_error,
-    join_success,
-    millis,
-    sync_reply,
-)
+from pykraft.group.replies import heartbeat_reply, join_error, join_success, sync_reply
 from pykraft.group.timers import Timers
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest
+from pykraft.messages.kafka.join_group_response import JoinGroupResponseMember
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
+from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
+from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
+from pykraft.protocol.errors import ErrorCode
 
 E = ErrorCode
 #: Kafka's INFO lines for a group's life (the only way an operator sees rebalances).
@@ -81,7 +73,7 @@ class ClassicMembership:
     def join(self, token: ReplyToken, version: int, request: JoinGroupRequest,
              client_id: str, client_host: str, now: int) -> Outcome:
         out = Outcome()
-        session_ms = millis(request.session_timeout)
+        session_ms = request.session_timeout_ms
         if not request.group_id:
             return _reply(out, token, join_error(E.invalid_group_id, request.member_id))
         if not (self.config.min_session_timeout_ms <= session_ms
@@ -155,7 +147,7 @@ class ClassicMembership:
             # KIP-394: the member must come back with this id within its session timeout.
             group.pending_join_members.add(new_id)
             self.timers.schedule(heartbeat_key(group.group_id, new_id),
-                                 now + millis(request.session_timeout),
+                                 now + request.session_timeout_ms,
                                  self._expire_heartbeat_action(group.group_id, new_id))
             return _reply(out, token, join_error(E.member_id_required, new_id))
         return self._add_member(token, request, group, new_id,
@@ -214,7 +206,7 @@ class ClassicMembership:
 
     def _add_member(self, token: ReplyToken, request: JoinGroupRequest, group: ClassicGroup,
                     member_id: str, client_id: str, client_host: str, now: int) -> Outcome:
-        session_ms = millis(request.session_timeout)
+        session_ms = request.session_timeout_ms
         member = ClassicMember(
             member_id, request.group_instance_id, client_id, client_host,
             _rebalance_timeout(request), session_ms, request.protocol_type,
@@ -232,7 +224,7 @@ class ClassicMembership:
         self._park_join(out, member, token)
         member.protocols = _protocols(request)
         member.rebalance_timeout_ms = _rebalance_timeout(request)
-        member.session_timeout_ms = millis(request.session_timeout)
+        member.session_timeout_ms = request.session_timeout_ms
         out.extend(self._rebalance_or_complete_join(group, now))
         return out
 
@@ -263,7 +255,7 @@ class ClassicMembership:
         self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
         member.protocols = _protocols(request)
         member.rebalance_timeout_ms = _rebalance_timeout(request)
-        member.session_timeout_ms = millis(request.session_timeout)
+        member.session_timeout_ms = request.session_timeout_ms
         if group.in_state(GroupState.STABLE):
             if group.protocol_name == group.select_protocol():
                 out.records.append(group.metadata_record())
@@ -611,8 +603,8 @@ def _protocols(request: JoinGroupRequest) -> tuple[tuple[str, bytes], ...]:
 
 def _rebalance_timeout(request: JoinGroupRequest) -> int:
     """JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout."""
-    rebalance = millis(request.rebalance_timeout)
-    return millis(request.session_timeout) if rebalance < 0 else rebalance
+    rebalance = request.rebalance_timeout_ms
+    return request.session_timeout_ms if rebalance < 0 else rebalance
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:
@@ -627,10 +619,9 @@ def _left(made: dict[tuple[str, str | None, int], MemberResponse], member_id: st
     found = made.get(key)
     if found is None:
         found = made[key] = MemberResponse(member_id=member_id, group_instance_id=instance_id,
-                                           error_code=ErrorCode(error))
+                                           error_code=error)
     return found
 
 
 def _leave_reply(error: int, members: tuple[MemberResponse, ...]) -> LeaveGroupResponse:
-    return LeaveGroupResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode(error),
-                              members=members)
+    return LeaveGroupResponse(error_code=error, members=members)

@@ -5,19 +5,7 @@ group checks it calls), on top of the :class:`OffsetStore`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.delete_groups.v2.response import DeletableGroupResult, DeleteGroupsResponse
-from kio.schema.errors import ErrorCode
-from kio.schema.offset_commit.v9 import response as committed
-from kio.schema.offset_delete.v0 import response as deleted
-from kio.schema.offset_delete.v0.request import OffsetDeleteRequest
-from kio.schema.offset_fetch.v9 import response as fetched
-from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
-from kio.schema.types import TopicName
-from kio.static.primitive import i32, i64
+from collections.abc import Callable, Mapping
 
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupState
 from pykraft.group.classic_membership import ClassicMembership
@@ -26,8 +14,19 @@ from pykraft.group.offsets import OffsetStore
 from pykraft.group.outcome import OffsetsRecord, TopicInfo
 from pykraft.group.records import OffsetCommitValue
 from pykraft.group.registry import Groups
-from pykraft.group.replies import NO_THROTTLE, millis
 from pykraft.ids import ZERO_UUID, TopicPartition
+from pykraft.messages.kafka import offset_commit_response as committed
+from pykraft.messages.kafka import offset_delete_response as deleted
+from pykraft.messages.kafka import offset_fetch_response as fetched
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.delete_groups_response import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+)
+from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
+from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
+from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestGroup
+from pykraft.protocol.errors import ErrorCode
 
 E = ErrorCode
 _LAST_RETENTION_VERSION = 4
@@ -45,16 +44,17 @@ class ClassicOffsets:
         self.config = config
         self.membership = membership
 
-    def commit(self, version: int, request: Any, now: int, topics: Mapping[str, TopicInfo],
-               ) -> tuple[list[OffsetsRecord], Any]:
-        """OffsetCommit. ``request`` is v9, or for v2-4 the request as received (its
-        ``retention_time`` sets an expire timestamp; v9 has no such field). Each record
-        carries its topic's id from ``topics`` (the image), as Kafka 4.4's."""
+    def commit(self, version: int, request: OffsetCommitRequest, now: int,
+               topics: Mapping[str, TopicInfo],
+               ) -> tuple[list[OffsetsRecord], committed.OffsetCommitResponse]:
+        """OffsetCommit, its topics by name (v2-4's ``retention_time_ms`` sets an expire
+        timestamp). Each record carries its topic's id from ``topics`` (the image), as Kafka
+        4.4's."""
         group = self.groups.get(request.group_id)
         error: int | None
-        generation = int(request.generation_id_or_member_epoch)
+        generation = request.generation_id_or_member_epoch
         member_id = request.member_id
-        instance_id = getattr(request, "group_instance_id", None)
+        instance_id = request.group_instance_id
         if group is None:
             if generation < 0:
                 group = ClassicGroup(request.group_id)
@@ -69,11 +69,8 @@ class ClassicOffsets:
         if isinstance(group, ClassicGroup):
             self.membership.touch(group, member_id, now)
         expire = -1
-        retention = getattr(request, "retention_time", None)
-        if version <= _LAST_RETENTION_VERSION and retention is not None:
-            retention_ms = millis(retention)
-            if retention_ms != NO_RETENTION:
-                expire = now + retention_ms
+        if version <= _LAST_RETENTION_VERSION and request.retention_time_ms != NO_RETENTION:
+            expire = now + request.retention_time_ms
         records = []
         errors: dict[tuple[str, int], int] = {}
         for topic in request.topics:
@@ -85,7 +82,7 @@ class ClassicOffsets:
                 known = topics.get(topic.name)
                 value = OffsetCommitValue(
                     offset=partition.committed_offset,
-                    leader_epoch=getattr(partition, "committed_leader_epoch", -1),
+                    leader_epoch=partition.committed_leader_epoch,
                     metadata=metadata, commit_timestamp=now, expire_timestamp=expire,
                     topic_id=ZERO_UUID if known is None else known.topic_id)
                 records.append(self.store.commit(request.group_id, topic.name,
@@ -96,7 +93,6 @@ class ClassicOffsets:
     def fetch(self, request: OffsetFetchRequest) -> fetched.OffsetFetchResponse:
         """OffsetFetch v8+ (every group of the request is on this shard)."""
         return fetched.OffsetFetchResponse(
-            throttle_time=NO_THROTTLE,
             groups=tuple(self._fetch_group(group) for group in request.groups))
 
     def _fetch_group(self, request: OffsetFetchRequestGroup) -> fetched.OffsetFetchResponseGroup:
@@ -105,8 +101,8 @@ class ClassicOffsets:
         if group is not None:
             error = group.validate_offset_fetch(request.member_id, request.member_epoch)
             if error is not None:
-                return fetched.OffsetFetchResponseGroup(
-                    group_id=request.group_id, topics=(), error_code=ErrorCode(error))
+                return fetched.OffsetFetchResponseGroup(group_id=request.group_id,
+                                                        error_code=error)
         held = self.store.offsets(request.group_id) if group is not None else {}
         if request.topics is None:
             by_topic: dict[str, list[int]] = {}
@@ -116,7 +112,7 @@ class ClassicOffsets:
         else:
             wanted = [(t.name, tuple(t.partition_indexes)) for t in request.topics]
         return fetched.OffsetFetchResponseGroup(group_id=request.group_id, topics=tuple(
-            fetched.OffsetFetchResponseTopics(name=TopicName(name), partitions=tuple(
+            fetched.OffsetFetchResponseTopics(name=name, partitions=tuple(
                 _fetched(index, held.get(TopicPartition(name, index))) for index in indexes))
             for name, indexes in wanted))
 
@@ -125,8 +121,7 @@ class ClassicOffsets:
         group = self.groups.get(request.group_id)
         error = _offset_delete_error(group)
         if error is not None:
-            return [], deleted.OffsetDeleteResponse(error_code=ErrorCode(error),
-                                                   throttle_time=NO_THROTTLE, topics=())
+            return [], deleted.OffsetDeleteResponse(error_code=error)
         assert group is not None  # refused above
         records: list[OffsetsRecord] = []
         topics = []
@@ -139,10 +134,9 @@ class ClassicOffsets:
                     [TopicPartition(topic.name, p.partition_index) for p in topic.partitions]))
             topics.append(deleted.OffsetDeleteResponseTopic(name=topic.name, partitions=tuple(
                 deleted.OffsetDeleteResponsePartition(partition_index=p.partition_index,
-                                                     error_code=ErrorCode(code))
+                                                     error_code=code)
                 for p in topic.partitions)))
-        return records, deleted.OffsetDeleteResponse(
-            error_code=E.none, throttle_time=NO_THROTTLE, topics=tuple(topics))
+        return records, deleted.OffsetDeleteResponse(topics=tuple(topics))
 
     def delete_groups(self, request: DeleteGroupsRequest) -> tuple[
             list[OffsetsRecord], DeleteGroupsResponse]:
@@ -157,8 +151,8 @@ class ClassicOffsets:
             else:
                 code = E.none
                 records.extend(self.remove_group(group_id))
-            results.append(DeletableGroupResult(group_id=group_id, error_code=ErrorCode(code)))
-        return records, DeleteGroupsResponse(throttle_time=NO_THROTTLE, results=tuple(results))
+            results.append(DeletableGroupResult(group_id=group_id, error_code=code))
+        return records, DeleteGroupsResponse(results=tuple(results))
 
     def remove_group(self, group_id: str) -> list[OffsetsRecord]:
         """Drop an empty group and its offsets; their tombstones (offsets first, as Kafka)."""
@@ -214,21 +208,20 @@ def _offset_delete_error(group: object) -> int | None:
 
 def _fetched(index: int, value: OffsetCommitValue | None) -> fetched.OffsetFetchResponsePartitions:
     if value is None:
-        return fetched.OffsetFetchResponsePartitions(
-            partition_index=i32(index), committed_offset=i64(-1), committed_leader_epoch=i32(-1),
-            metadata="", error_code=E.none)
+        return fetched.OffsetFetchResponsePartitions(partition_index=index,
+                                                     committed_offset=-1, metadata="")
     return fetched.OffsetFetchResponsePartitions(
-        partition_index=i32(index), committed_offset=i64(value.offset),
-        committed_leader_epoch=i32(value.leader_epoch), metadata=value.metadata,
-        error_code=E.none)
+        partition_index=index, committed_offset=value.offset,
+        committed_leader_epoch=value.leader_epoch, metadata=value.metadata)
 
 
-def _commit_reply(request: Any, error_of: Any) -> committed.OffsetCommitResponse:
-    return committed.OffsetCommitResponse(throttle_time=NO_THROTTLE, topics=tuple(
+def _commit_reply(request: OffsetCommitRequest,
+                  error_of: Callable[[tuple[str, int]], int]) -> committed.OffsetCommitResponse:
+    return committed.OffsetCommitResponse(topics=tuple(
         committed.OffsetCommitResponseTopic(name=topic.name, partitions=tuple(
             committed.OffsetCommitResponsePartition(
                 partition_index=p.partition_index,
-                error_code=ErrorCode(error_of((topic.name, p.partition_index))))
+                error_code=error_of((topic.name, p.partition_index)))
             for p in topic.partitions))
         for topic in request.topics))
 

@@ -19,18 +19,11 @@ member's session timer at its first input (:meth:`ConsumerGroups.arm`).
 
 from __future__ import annotations
 
-import datetime
 import random
 import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-
-from kio.schema.consumer_group_describe.v1 import response as describe_v1
-from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_request
-from kio.schema.consumer_group_heartbeat.v1 import response as heartbeat_v1
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.group.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, Assignment, MemberSpec
 from pykraft.group.config import GroupConfig
@@ -66,9 +59,11 @@ from pykraft.group.errors import GroupError
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
-from pykraft.group.replies import NO_THROTTLE, millis
 from pykraft.group.timers import Timers
 from pykraft.ids import INTERNAL_TOPICS, random_uuid, uuid_to_str
+from pykraft.messages.kafka import consumer_group_describe_response as describe_v1
+from pykraft.messages.kafka import consumer_group_heartbeat_request as heartbeat_request
+from pykraft.messages.kafka import consumer_group_heartbeat_response as heartbeat_v1
 from pykraft.protocol.errors import ErrorCode
 
 HeartbeatRequest = heartbeat_request.ConsumerGroupHeartbeatRequest
@@ -191,18 +186,6 @@ def _subscribed(member: ConsumerMember, topics: Mapping[str, TopicInfo]) -> set[
             t for t in topics if t not in INTERNAL_TOPICS and pattern.fullmatch(t) is not None
         )
     return names
-
-
-def _ms(value: int) -> datetime.timedelta:
-    return datetime.timedelta(milliseconds=value)
-
-
-_NO_INTERVAL = i32Timedelta.parse(_ms(0))
-"""The heartbeat interval of answers that set none (errors, leaves), as Kafka's default."""
-
-
-def _i32s(values: tuple[int, ...]) -> tuple[i32, ...]:
-    return tuple(i32(v) for v in values)
 
 
 def _to_wire(assignment: Assignment) -> tuple[TopicPartitions, ...]:
@@ -368,7 +351,7 @@ class ConsumerGroups:
         if request.rack_id == "":
             raise invalid("RackId can't be empty.")
         if epoch == 0:
-            if millis(request.rebalance_timeout) == -1:
+            if request.rebalance_timeout_ms == -1:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if request.topic_partitions is None or request.topic_partitions:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
@@ -461,8 +444,8 @@ class ConsumerGroups:
             instance_id=request.instance_id or member.instance_id,
             rack_id=request.rack_id or member.rack_id,
             rebalance_timeout_ms=(
-                millis(request.rebalance_timeout)
-                if millis(request.rebalance_timeout) != -1
+                request.rebalance_timeout_ms
+                if request.rebalance_timeout_ms != -1
                 else member.rebalance_timeout_ms
             ),
             server_assignor=request.server_assignor or member.server_assignor,
@@ -496,7 +479,7 @@ class ConsumerGroups:
         if after != before:
             self._schedule_revocation(group_id, after, context.now_ms)
         full = joining or (
-            millis(request.rebalance_timeout) != -1
+            request.rebalance_timeout_ms != -1
             and request.subscribed_topic_names is not None
             and request.topic_partitions is not None
         )
@@ -504,21 +487,15 @@ class ConsumerGroups:
         if full or after.assigned != member.assigned:
             assignment = heartbeat_v1.Assignment(
                 topic_partitions=tuple(
-                    heartbeat_v1.TopicPartitions(
-                        topic_id=t.topic_id, partitions=_i32s(t.partitions)
-                    )
+                    heartbeat_v1.TopicPartitions(topic_id=t.topic_id, partitions=t.partitions)
                     for t in _to_wire(after.assigned)
                 )
             )
         return (
             HeartbeatResponse(
-                throttle_time=NO_THROTTLE,
-                error_code=ErrorCode.none,
                 member_id=member_id,
-                member_epoch=i32(after.member_epoch),
-                heartbeat_interval=i32Timedelta.parse(
-                    _ms(self.config.consumer_heartbeat_interval_ms)
-                ),
+                member_epoch=after.member_epoch,
+                heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
                 assignment=assignment,
             ),
             records,
@@ -706,13 +683,7 @@ class ConsumerGroups:
             else:
                 self._fence(records, group, member.member_id)
         return (
-            HeartbeatResponse(
-                throttle_time=NO_THROTTLE,
-                error_code=ErrorCode.none,
-                member_id=request.member_id,
-                member_epoch=i32(request.member_epoch),
-                heartbeat_interval=_NO_INTERVAL,
-            ),
+            HeartbeatResponse(member_id=request.member_id, member_epoch=request.member_epoch),
             records,
         )
 
@@ -746,17 +717,13 @@ class ConsumerGroups:
                 group = self._existing(group_id)
             except GroupError as error:
                 described.append(describe_v1.DescribedGroup(
-                    error_code=error.code, error_message=error.message,
-                    group_id=GroupId(group_id), group_state="",
-                    group_epoch=i32(0), assignment_epoch=i32(0), assignor_name="", members=(),
-                ))
+                    error_code=error.code, error_message=error.message, group_id=group_id))
                 continue
             described.append(describe_v1.DescribedGroup(
-                error_code=ErrorCode.none,
-                group_id=GroupId(group_id),
+                group_id=group_id,
                 group_state=group.state,
-                group_epoch=i32(group.epoch),
-                assignment_epoch=i32(group.assignment_epoch),
+                group_epoch=group.epoch,
+                assignment_epoch=group.assignment_epoch,
                 assignor_name=group.preferred_assignor(DEFAULT_ASSIGNOR),
                 members=tuple(
                     _describe_member(m, group.target.get(m.member_id, {}), names)
@@ -793,7 +760,7 @@ def _check_epoch(member: ConsumerMember, received: int, owned: Owned) -> None:
 def _owned(parts: tuple[heartbeat_request.TopicPartitions, ...] | None) -> Owned:
     if parts is None:
         return None
-    return partitions_of((tp.topic_id or uuid.UUID(int=0), tp.partitions) for tp in parts)
+    return partitions_of((tp.topic_id, tp.partitions) for tp in parts)
 
 
 def _member_record(
@@ -827,27 +794,22 @@ def _describe_member(
         return describe_v1.Assignment(topic_partitions=tuple(
             describe_v1.TopicPartitions(
                 topic_id=tp.topic_id,
-                topic_name=TopicName(names[tp.topic_id]),
-                partitions=_i32s(tp.partitions),
+                topic_name=names[tp.topic_id],
+                partitions=tp.partitions,
             )
             for tp in _to_wire(parts) if tp.topic_id in names
         ))
 
     return describe_v1.Member(
         member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
-        member_epoch=i32(m.member_epoch), client_id=m.client_id, client_host=m.client_host,
-        subscribed_topic_names=tuple(TopicName(n) for n in m.subscribed_topic_names),
+        member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+        subscribed_topic_names=m.subscribed_topic_names,
         subscribed_topic_regex=m.subscribed_topic_regex,
         assignment=assignment(m.assigned), target_assignment=assignment(target),
-        member_type=i8(CONSUMER_MEMBER_TYPE),
+        member_type=CONSUMER_MEMBER_TYPE,
     )
 
 
 def _error_response(error: GroupError) -> HeartbeatResponse:
-    return HeartbeatResponse(
-        throttle_time=NO_THROTTLE,
-        error_code=error.code,
-        error_message=error.message,
-        member_epoch=i32(0),
-        heartbeat_interval=_NO_INTERVAL,
-    )
+    """Kafka's error answer: no member epoch nor heartbeat interval (0, the defaults)."""
+    return HeartbeatResponse(error_code=error.code, error_message=error.message)

@@ -18,17 +18,6 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.describe_groups.v6.response import (
-    DescribedGroup,
-    DescribedGroupMember,
-    DescribeGroupsResponse,
-)
-from kio.schema.errors import ErrorCode
-from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.list_groups.v5.response import ListedGroup, ListGroupsResponse
-from kio.schema.types import GroupId
-
 from pykraft.group.classic import ClassicGroup, GroupState, group_from_record
 from pykraft.group.classic_membership import ClassicMembership, heartbeat_key
 from pykraft.group.classic_offsets import ClassicOffsets
@@ -49,8 +38,28 @@ from pykraft.group.records import (
     decode_record,
 )
 from pykraft.group.registry import Groups
-from pykraft.group.replies import NO_THROTTLE
 from pykraft.group.timers import Timers
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from pykraft.messages.kafka.consumer_group_heartbeat_request import (
+    ConsumerGroupHeartbeatRequest,
+)
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.describe_groups_response import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsResponse,
+)
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.list_groups_response import ListedGroup, ListGroupsResponse
+from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
+from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
+from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
+from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
+from pykraft.protocol.errors import ErrorCode
 
 Handler = Callable[[ReplyToken, int, Any, RequestContext], Outcome]
 """One API's handling: (token, api_version, latest-version request, context)."""
@@ -178,50 +187,51 @@ class GroupShard:
 
     # -- handlers -------------------------------------------------------------------------
 
-    def _join(self, token: ReplyToken, version: int, request: Any,
+    def _join(self, token: ReplyToken, version: int, request: JoinGroupRequest,
               context: RequestContext) -> Outcome:
         return self.membership.join(token, version, request, context.client_id,
                                     context.client_host, context.now_ms)
 
-    def _sync(self, token: ReplyToken, version: int, request: Any,
+    def _sync(self, token: ReplyToken, version: int, request: SyncGroupRequest,
               context: RequestContext) -> Outcome:
         return self.membership.sync(token, request, context.now_ms)
 
-    def _heartbeat(self, token: ReplyToken, version: int, request: Any,
+    def _heartbeat(self, token: ReplyToken, version: int, request: HeartbeatRequest,
                    context: RequestContext) -> Outcome:
         return self.membership.heartbeat(token, request, context.now_ms)
 
-    def _leave(self, token: ReplyToken, version: int, request: Any,
+    def _leave(self, token: ReplyToken, version: int, request: LeaveGroupRequest,
                context: RequestContext) -> Outcome:
         return self.membership.leave(token, request, context.now_ms)
 
-    def _consumer_heartbeat(self, token: ReplyToken, version: int, request: Any,
+    def _consumer_heartbeat(self, token: ReplyToken, version: int,
+                            request: ConsumerGroupHeartbeatRequest,
                             context: RequestContext) -> Outcome:
         reply, records = self.consumer.heartbeat(request, version, context)
         return Outcome(records=records, replies=[(token, reply)])
 
-    def _consumer_describe(self, token: ReplyToken, version: int, request: Any,
+    def _consumer_describe(self, token: ReplyToken, version: int,
+                           request: ConsumerGroupDescribeRequest,
                            context: RequestContext) -> Outcome:
         groups = self.consumer.describe(request.group_ids, context.topics)
-        return Outcome(replies=[(token, DescribeResponse(
-            throttle_time=NO_THROTTLE, groups=tuple(groups)))])
+        return Outcome(replies=[(token, DescribeResponse(groups=tuple(groups)))])
 
-    def _offset_commit(self, token: ReplyToken, version: int, request: Any,
+    def _offset_commit(self, token: ReplyToken, version: int, request: OffsetCommitRequest,
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.commit(version, request, context.now_ms,
                                                  context.topics)
         return Outcome(records=records, replies=[(token, reply)])
 
-    def _offset_fetch(self, token: ReplyToken, version: int, request: Any,
+    def _offset_fetch(self, token: ReplyToken, version: int, request: OffsetFetchRequest,
                       context: RequestContext) -> Outcome:
         return Outcome(replies=[(token, self.offset_apis.fetch(request))])
 
-    def _offset_delete(self, token: ReplyToken, version: int, request: Any,
+    def _offset_delete(self, token: ReplyToken, version: int, request: OffsetDeleteRequest,
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.delete_offsets(request)
         return Outcome(records=records, replies=[(token, reply)])
 
-    def _delete_groups(self, token: ReplyToken, version: int, request: Any,
+    def _delete_groups(self, token: ReplyToken, version: int, request: DeleteGroupsRequest,
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.delete_groups(request)
         return Outcome(records=records, replies=[(token, reply)])
@@ -238,16 +248,14 @@ class GroupShard:
             if types and group.group_type not in types:
                 continue
             listed.append(ListedGroup(
-                group_id=GroupId(group.group_id), protocol_type=group.listed_protocol_type(),
+                group_id=group.group_id, protocol_type=group.listed_protocol_type(),
                 group_state=state, group_type=group.group_type))
-        return Outcome(replies=[(token, ListGroupsResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=tuple(listed)))])
+        return Outcome(replies=[(token, ListGroupsResponse(groups=tuple(listed)))])
 
     def _describe(self, token: ReplyToken, version: int, request: DescribeGroupsRequest,
                   context: RequestContext) -> Outcome:
         described = tuple(self._describe_one(group_id, version) for group_id in request.groups)
-        return Outcome(replies=[(token, DescribeGroupsResponse(
-            throttle_time=NO_THROTTLE, groups=described))])
+        return Outcome(replies=[(token, DescribeGroupsResponse(groups=described))])
 
     def _describe_one(self, group_id: str, version: int) -> DescribedGroup:
         group = self.groups.get(group_id)
@@ -259,11 +267,10 @@ class GroupShard:
             return DescribedGroup(
                 error_code=ErrorCode.group_id_not_found if not_found else ErrorCode.none,
                 error_message=message if not_found else None,
-                group_id=GroupId(group_id), group_state=GroupState.DEAD.value, protocol_type="",
-                protocol_data="", members=())
+                group_id=group_id, group_state=GroupState.DEAD.value)
         stable = group.in_state(GroupState.STABLE)
         return DescribedGroup(
-            error_code=ErrorCode.none, group_id=GroupId(group_id), group_state=group.state.value,
+            group_id=group_id, group_state=group.state.value,
             protocol_type=group.protocol_type or "",
             protocol_data=(group.protocol_name or "") if stable else "",
             members=tuple(DescribedGroupMember(

@@ -27,28 +27,28 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
-from kio.schema.delete_groups.v2.request import DeleteGroupsRequest
-from kio.schema.describe_groups.v6.request import DescribeGroupsRequest
-from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
-from kio.schema.list_groups.v5.request import ListGroupsRequest
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.schema.offset_delete.v0.request import (
-    OffsetDeleteRequest,
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
-)
-from kio.schema.offset_fetch.v9.request import OffsetFetchRequest, OffsetFetchRequestGroup
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i8, i32, i64
-
 from pykraft.errors import PyKraftError
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
 from pykraft.group.subscriptions import ConsumerProtocolAssignment, read_consumer_protocol
 from pykraft.ids import TopicPartition
+from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from pykraft.messages.kafka.offset_delete_request import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import AdminError, ApiError
 from pykraft.tools.broker_clients import Brokers, by_leader, java_exception
@@ -120,7 +120,7 @@ class GroupClient:
 
         async def attempt() -> tuple[int, Coordinator]:
             answer = await self.brokers.request_to(asked, FindCoordinatorRequest(
-                key_type=i8(0), coordinator_keys=(group,)))
+                coordinator_keys=(group,)))
             found = answer.coordinators[0]
             return int(found.error_code), Coordinator(int(found.node_id), found.host,
                                                       int(found.port))
@@ -144,7 +144,7 @@ class GroupClient:
         groups: dict[str, str] = {}
         for broker in sorted(cluster.brokers):
             answer = await self.brokers.request_to(
-                broker, ListGroupsRequest(states_filter=(), types_filter=()))
+                broker, ListGroupsRequest())
             if answer.error_code != ErrorCode.none:
                 raise api_error(answer.error_code)
             for listed in answer.groups:
@@ -157,8 +157,7 @@ class GroupClient:
         group the coordinator does not know is ``Dead`` (Kafka answers so, or with
         GROUP_ID_NOT_FOUND)."""
         coordinator, answer = await self.to_coordinator(
-            group, DescribeGroupsRequest(groups=(GroupId(group),),
-                                         include_authorized_operations=False),
+            group, DescribeGroupsRequest(groups=(group,)),
             lambda a: _unless_not_found(int(a.groups[0].error_code)))
         described = answer.groups[0]
         if described.error_code == ErrorCode.group_id_not_found:
@@ -177,8 +176,7 @@ class GroupClient:
         """Every offset ``group`` committed (OffsetFetch of all topics)."""
         _, answer = await self.to_coordinator(
             group, OffsetFetchRequest(groups=(OffsetFetchRequestGroup(
-                group_id=GroupId(group), member_id=None, member_epoch=i32(-1), topics=None),),
-                require_stable=False),
+                group_id=group, topics=None),)),
             lambda a: int(a.groups[0].error_code))
         offsets = {}
         for topic in answer.groups[0].topics:
@@ -224,13 +222,10 @@ class GroupClient:
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for (topic, partition), offset in sorted(offsets.items()):
             by_topic.setdefault(topic, []).append((partition, offset))
-        body = OffsetCommitRequest(
-            group_id=GroupId(group), generation_id_or_member_epoch=i32(-1), member_id="",
-            group_instance_id=None, topics=tuple(OffsetCommitRequestTopic(
-                name=TopicName(topic), partitions=tuple(OffsetCommitRequestPartition(
-                    partition_index=i32(p), committed_offset=i64(o),
-                    committed_leader_epoch=i32(-1), committed_metadata="") for p, o in parts))
-                for topic, parts in by_topic.items()))
+        body = OffsetCommitRequest(group_id=group, topics=tuple(OffsetCommitRequestTopic(
+            name=topic, partitions=tuple(OffsetCommitRequestPartition(
+                partition_index=p, committed_offset=o, committed_metadata="")
+                for p, o in parts)) for topic, parts in by_topic.items()))
         _, answer = await self.to_coordinator(group, body, _first_partition_error)
         for topic in answer.topics:
             for part in topic.partitions:
@@ -243,7 +238,7 @@ class GroupClient:
         for group in groups:
             try:
                 _, answer = await self.to_coordinator(
-                    group, DeleteGroupsRequest(groups_names=(GroupId(group),)),
+                    group, DeleteGroupsRequest(groups_names=(group,)),
                     lambda a: int(a.results[0].error_code))
                 results[group] = int(answer.results[0].error_code)
             except ApiError as exc:
@@ -256,9 +251,9 @@ class GroupClient:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(set(tps)):
             by_topic.setdefault(topic, []).append(partition)
-        body = OffsetDeleteRequest(group_id=GroupId(group), topics=tuple(
-            OffsetDeleteRequestTopic(name=TopicName(t), partitions=tuple(
-                OffsetDeleteRequestPartition(partition_index=i32(p)) for p in parts))
+        body = OffsetDeleteRequest(group_id=group, topics=tuple(
+            OffsetDeleteRequestTopic(name=t, partitions=tuple(
+                OffsetDeleteRequestPartition(partition_index=p) for p in parts))
             for t, parts in by_topic.items()))
         try:
             _, answer = await self.to_coordinator(group, body, lambda a: int(a.error_code))

@@ -19,23 +19,10 @@ The subscription and assignment are the Java consumer's (ConsumerProtocol, versi
 
 from __future__ import annotations
 
-import datetime
 import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
-
-from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
-from kio.schema.leave_group.v5.request import LeaveGroupRequest, MemberIdentity
-from kio.schema.offset_commit.v9.request import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-)
-from kio.schema.sync_group.v5.request import SyncGroupRequest, SyncGroupRequestAssignment
-from kio.schema.types import GroupId, TopicName
-from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.group.assignors import MemberSpec, RangeAssignor
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
@@ -47,6 +34,19 @@ from pykraft.group.subscriptions import (
 )
 from pykraft.ids import TopicPartition
 from pykraft.messages import encode
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
+from pykraft.messages.kafka.join_group_response import JoinGroupResponseMember
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from pykraft.messages.kafka.sync_group_request import (
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.broker_clients import Brokers
 from pykraft.tools.group_admin import (
@@ -75,7 +75,8 @@ def _protocol_bytes(version: int, message: object) -> bytes:
     return version.to_bytes(2, "big") + encode(message, version)
 
 
-def _assign(topic: str, partitions: int, members: list[Any]) -> dict[str, bytes]:
+def _assign(topic: str, partitions: int,
+            members: list[JoinGroupResponseMember]) -> dict[str, bytes]:
     """The leader's range assignment of ``topic`` over the members subscribed to it."""
     topic_key = uuid.uuid5(uuid.NAMESPACE_URL, topic)  # the assignor works on topic ids
     specs = {}
@@ -121,7 +122,7 @@ class GroupMember:
             assignments = ({} if joined.leader != self.member_id else _assign(
                 self.topic, await self._partition_count(), list(joined.members)))
             synced = await self.brokers.request_to(coordinator.node_id, SyncGroupRequest(
-                group_id=GroupId(self.group), generation_id=i32(self.generation),
+                group_id=self.group, generation_id=self.generation,
                 member_id=self.member_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
                 protocol_name=ASSIGNOR, assignments=tuple(
                     SyncGroupRequestAssignment(member_id=m, assignment=a)
@@ -138,11 +139,9 @@ class GroupMember:
         subscription = _protocol_bytes(_VERSION, ConsumerProtocolSubscription(
             topics=(self.topic,), user_data=None, owned_partitions=()))
         return JoinGroupRequest(
-            group_id=GroupId(self.group),
-            session_timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=self.session_ms)),
-            rebalance_timeout=i32Timedelta.parse(
-                datetime.timedelta(milliseconds=self.rebalance_ms)),
-            member_id=self.member_id, protocol_type=CONSUMER_PROTOCOL_TYPE,
+            group_id=self.group, session_timeout_ms=self.session_ms,
+            rebalance_timeout_ms=self.rebalance_ms, member_id=self.member_id,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
             protocols=(JoinGroupRequestProtocol(name=ASSIGNOR, metadata=subscription),))
 
     async def _partition_count(self) -> int:
@@ -162,7 +161,7 @@ class GroupMember:
             return False
         self._next_heartbeat = time.monotonic() + self.heartbeat_s
         _, answer = await self.admin.to_coordinator(self.group, HeartbeatRequest(
-            group_id=GroupId(self.group), generation_id=i32(self.generation),
+            group_id=self.group, generation_id=self.generation,
             member_id=self.member_id), _moved)
         if answer.error_code in _REJOIN:
             return True
@@ -181,11 +180,10 @@ class GroupMember:
         if not positions:
             return
         body = OffsetCommitRequest(
-            group_id=GroupId(self.group), generation_id_or_member_epoch=i32(self.generation),
-            member_id=self.member_id, group_instance_id=None, topics=(OffsetCommitRequestTopic(
-                name=TopicName(self.topic), partitions=tuple(OffsetCommitRequestPartition(
-                    partition_index=i32(p), committed_offset=i64(o),
-                    committed_leader_epoch=i32(-1), committed_metadata="")
+            group_id=self.group, generation_id_or_member_epoch=self.generation,
+            member_id=self.member_id, topics=(OffsetCommitRequestTopic(
+                name=self.topic, partitions=tuple(OffsetCommitRequestPartition(
+                    partition_index=p, committed_offset=o, committed_metadata="")
                     for p, o in sorted(positions.items()))),))
         _, answer = await self.admin.to_coordinator(self.group, body, _moved_partition)
         code = _first_error(answer)
@@ -196,7 +194,7 @@ class GroupMember:
         """LeaveGroup, so the others get this member's partitions at once."""
         if self.member_id:
             await self.admin.to_coordinator(self.group, LeaveGroupRequest(
-                group_id=GroupId(self.group), members=(MemberIdentity(
+                group_id=self.group, members=(MemberIdentity(
                     member_id=self.member_id, reason="the console consumer is closing"),)),
                 _moved)
 

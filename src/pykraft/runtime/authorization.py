@@ -19,6 +19,12 @@ from typing import Any
 from pykraft.controller.responses import error_response
 from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.topics import TopicImage
+from pykraft.messages.kafka import alter_configs_request as alter
+from pykraft.messages.kafka import incremental_alter_configs_request as incremental
+from pykraft.messages.kafka.create_partitions_request import CreatePartitionsTopic
+from pykraft.messages.kafka.create_topics_request import CreatableTopic
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicState
+from pykraft.messages.kafka.describe_configs_request import DescribeConfigsResource
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import error_answer
@@ -34,6 +40,9 @@ PARTS: dict[int, tuple[str, str]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: ("resources", "responses"),
 }
 _TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+#: A part of a request of :data:`PARTS`.
+Part = (CreatableTopic | DeleteTopicState | CreatePartitionsTopic | DescribeConfigsResource
+        | alter.AlterConfigsResource | incremental.AlterConfigsResource)
 
 
 def cluster_refusal(rules: Mapping[int, ApiRule], api_key: int, body: Any,
@@ -67,7 +76,7 @@ def split_parts(api_key: int, request: Any, access: Access,
     refused: dict[ErrorCode, list[Any]] = {}
     allowed: list[Any] = []
     for part in getattr(request, field):
-        code = _refusal(api_key, part, access, topics_by_id)
+        code = _refusal(part, access, topics_by_id)
         if code is None:
             allowed.append(part)
         else:
@@ -100,15 +109,15 @@ def _concat(api_key: int, answers: list[Any]) -> Any:
         entry for answer in answers for entry in getattr(answer, field))})
 
 
-def _refusal(api_key: int, part: Any, access: Access,
+def _refusal(part: Part, access: Access,
              topics_by_id: Mapping[uuid.UUID, TopicImage]) -> ErrorCode | None:
     """The error refusing one part, None when it is allowed."""
     topic, op = ResourceType.TOPIC, AclOperation
-    if api_key == ApiKey.CREATE_TOPICS:
+    if isinstance(part, CreatableTopic):
         if access.allows(op.CREATE, ResourceType.CLUSTER):
             return None
-        return None if access.allows(op.CREATE, topic, str(part.name)) else _TOPIC_REFUSED
-    if api_key == ApiKey.DELETE_TOPICS:
+        return None if access.allows(op.CREATE, topic, part.name) else _TOPIC_REFUSED
+    if isinstance(part, DeleteTopicState):
         if access.allows(op.DELETE, ResourceType.CLUSTER):
             return None  # ControllerApis: DELETE on the cluster covers every topic
         if part.name is None:  # named by id: an unknown id is the controller's to answer
@@ -119,11 +128,11 @@ def _refusal(api_key: int, part: Any, access: Access,
             if not access.allows(op.DESCRIBE, topic, name):
                 return _TOPIC_REFUSED
         else:
-            name = str(part.name)
+            name = part.name
         return None if access.allows(op.DELETE, topic, name) else _TOPIC_REFUSED
-    if api_key == ApiKey.CREATE_PARTITIONS:
-        return None if access.allows(op.ALTER, topic, str(part.name)) else _TOPIC_REFUSED
-    acl_type, name, code = config_resource(part.resource_type, str(part.resource_name))
-    operation = (op.DESCRIBE_CONFIGS if api_key == ApiKey.DESCRIBE_CONFIGS
+    if isinstance(part, CreatePartitionsTopic):
+        return None if access.allows(op.ALTER, topic, part.name) else _TOPIC_REFUSED
+    acl_type, name, code = config_resource(part.resource_type, part.resource_name)
+    operation = (op.DESCRIBE_CONFIGS if isinstance(part, DescribeConfigsResource)
                  else op.ALTER_CONFIGS)
     return None if access.allows(operation, acl_type, name) else code

@@ -92,7 +92,7 @@ from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, s
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
-from pykraft.runtime.controller_service import CONTROLLER_REQUESTS, controller_body
+from pykraft.runtime.controller_service import controller_body
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.node import RaftNode
@@ -272,7 +272,7 @@ class BrokerDispatcher(ListenerDispatcher):
         """An admin request with parts: the refused parts answered here, the others
         forwarded (or, for DescribeConfigs, answered from the image)."""
         api_key = request.api_key
-        body: Any = controller_body(convert(request.body, CONTROLLER_REQUESTS[api_key]))
+        body = controller_body(request.body)  # the generated class of every version
         split = split_parts(api_key, body, access, self._metadata.image.topics.by_id)
         answer = None
         if split.allowed is not None:

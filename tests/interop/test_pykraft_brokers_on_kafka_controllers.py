@@ -45,10 +45,11 @@ from kio.schema.elect_leaders.v2 import request as elect
 from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import f64, i8, i32
-from oracle_cluster import KafkaInstall, Node, OracleCluster, running, unfenced_brokers
+from oracle_cluster import KafkaInstall, Node, OracleCluster, call, running, unfenced_brokers
 
 from pykraft.messages.kafka import create_topics_request as create
-from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
+from pykraft.messages.kafka import create_topics_response as create_resp
+from pykraft.protocol.apis import ApiKey
 
 CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
@@ -159,10 +160,10 @@ def test_brokers_on_kafka_controllers_apply_kafkas_admin_operations(
         java: KafkaInstall, cluster: OracleCluster, tools: ClusterTools) -> None:
     outcomes = run_tools(java, tools, ADMIN)
     assert len(outcomes["kafka-console-consumer.group"].stdout.splitlines()) == 40
-    created = controller_request(cluster, create.CreateTopicsRequest(topics=(
-        create.CreatableTopic(name="from-controller", num_partitions=2,
-                              replication_factor=3, assignments=(), configs=()),)),
-        CreateTopicsResponse)
+    created = call(active_controller(cluster).listener("controller"), ApiKey.CREATE_TOPICS, 7,
+                   create.CreateTopicsRequest(topics=(create.CreatableTopic(
+                       name="from-controller", num_partitions=2, replication_factor=3),)))
+    assert isinstance(created, create_resp.CreateTopicsResponse)
     assert [t.error_code for t in created.topics] == [0], created
     quota = controller_request(cluster, quotas.AlterClientQuotasRequest(entries=(
         quotas.EntryData(entity=(quotas.EntityData(entity_type="client-id", entity_name="c1"),),

@@ -32,11 +32,6 @@ from kio.schema.describe_log_dirs.v5.response import (
     DescribeLogDirsTopic,
 )
 from kio.schema.fetch.v18.response import FetchableTopicResponse, FetchResponse, PartitionData
-from kio.schema.list_offsets.v11.response import (
-    ListOffsetsPartitionResponse,
-    ListOffsetsResponse,
-    ListOffsetsTopicResponse,
-)
 from kio.schema.produce.v12.response import (
     PartitionProduceResponse,
     ProduceResponse,
@@ -47,6 +42,11 @@ from kio.static.primitive import Records, i32, i32Timedelta, i64
 from typer.testing import CliRunner
 
 from pykraft.errors import CorruptRecordError, UsageError
+from pykraft.messages.kafka.list_offsets_response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.compression import GZIP
 from pykraft.tools import console_consumer_tool as consumer_tool
@@ -420,10 +420,10 @@ def _list_offsets_answer(broker: int, body: Any) -> ListOffsetsResponse:
     def offset(partition: int) -> tuple[ErrorCode, int]:
         return {3: (ErrorCode.not_leader_or_follower, -1), 4: (ErrorCode.none, -1)}.get(
             partition, (ErrorCode.none, 100 + partition))
-    return ListOffsetsResponse(throttle_time=ZERO, topics=tuple(ListOffsetsTopicResponse(
+    return ListOffsetsResponse(topics=tuple(ListOffsetsTopicResponse(
         name=t.name, partitions=tuple(ListOffsetsPartitionResponse(
-            partition_index=p.partition_index, error_code=offset(int(p.partition_index))[0],
-            offset=i64(offset(int(p.partition_index))[1])) for p in t.partitions))
+            partition_index=p.partition_index, error_code=offset(p.partition_index)[0],
+            offset=offset(p.partition_index)[1]) for p in t.partitions))
         for t in body.topics))
 
 

@@ -27,11 +27,16 @@ from broker_harness import (
     wait_for,
 )
 from kio.schema.fetch.v18 import request as fetch
-from kio.schema.list_offsets.v9 import request as list_offsets
 from kio.schema.produce.v13 import request as produce
-from kio.schema.types import BrokerId, TopicName
+from kio.schema.types import BrokerId
 from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
+from pykraft.messages.kafka.list_offsets_request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from pykraft.messages.kafka.list_offsets_response import ListOffsetsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.records.compression import GZIP, LZ4, SNAPPY, ZSTD
@@ -76,12 +81,11 @@ def _produce(cluster: LocalCluster, broker: int, topic_id: uuid.UUID, records: b
 
 
 def _offset_at(cluster: LocalCluster, broker: int, timestamp: int) -> int:
-    answer = broker_call(cluster, broker, list_offsets.ListOffsetsRequest(
-        replica_id=BrokerId(-1), isolation_level=i8(0), topics=(list_offsets.ListOffsetsTopic(
-            name=TopicName(TOPIC), partitions=(list_offsets.ListOffsetsPartition(
-                partition_index=i32(0), current_leader_epoch=i32(-1),
-                timestamp=i64(timestamp)),)),)))
-    return int(answer.topics[0].partitions[0].offset)
+    answer = broker_call(cluster, broker, ListOffsetsRequest(
+        replica_id=-1, topics=(ListOffsetsTopic(name=TOPIC, partitions=(ListOffsetsPartition(
+            partition_index=0, current_leader_epoch=-1, timestamp=timestamp),)),)))
+    assert isinstance(answer, ListOffsetsResponse)
+    return answer.topics[0].partitions[0].offset
 
 
 def _fetch_duplicates(cluster: LocalCluster, broker: int, topic_id: uuid.UUID) -> list[int]:

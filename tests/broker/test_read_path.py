@@ -29,6 +29,13 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
 from pykraft.log.log_manager import LogManager
 from pykraft.log.partition_reads import TimestampWalk
+from pykraft.messages.kafka.list_offsets_request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import assemble_batch, encode_batch
 from pykraft.records.compression import ZSTD
@@ -234,13 +241,14 @@ def test_a_long_poll_ends_at_max_wait_with_nothing(replicas: ReplicaManager) -> 
 
 
 def _list_offsets(replicas: ReplicaManager, *timestamps: int, epoch: int = -1,
-                  replica_id: int = -1, partition: int = 0) -> list[tuple[int, int, int, int]]:
-    schema = load_payload_module(2, 10, EntityType.request)
-    request = schema.ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=(
-        schema.ListOffsetsTopic(name=TOPIC, partitions=tuple(schema.ListOffsetsPartition(
+                  replica_id: int = -1, partition: int = 0,
+                  version: int = 11) -> list[tuple[int, int, int, int]]:
+    request = ListOffsetsRequest(replica_id=replica_id, topics=(
+        ListOffsetsTopic(name=TOPIC, partitions=tuple(ListOffsetsPartition(
             partition_index=partition, current_leader_epoch=epoch, timestamp=ts)
-            for ts in timestamps)),), timeout=datetime.timedelta(0))
-    response = asyncio.run(list_offsets(request, replicas))
+            for ts in timestamps)),))
+    response = asyncio.run(list_offsets(request, replicas, api_version=version))
+    encode_response(0, ApiKey.LIST_OFFSETS, version, response)  # the version has its fields
     return [(p.error_code, p.timestamp, p.offset, p.leader_epoch)
             for p in response.topics[0].partitions]
 
@@ -256,6 +264,9 @@ def test_list_offsets(replicas: ReplicaManager) -> None:
     assert _list_offsets(replicas, 1000, 1000) == [(ErrorCode.invalid_request, -1, -1, -1)]
     assert _list_offsets(replicas, -1, epoch=2)[0][0] == ErrorCode.fenced_leader_epoch
     assert _list_offsets(replicas, -1, partition=1)[0][0] == ErrorCode.not_leader_or_follower
+    # v1-3 have no leader epoch to answer (Kafka sets it from v4)
+    assert _list_offsets(replicas, 1500, version=3) == [(ErrorCode.none, 2000, 2, -1)]
+    assert _list_offsets(replicas, -1, version=1) == [(ErrorCode.none, -1, 3, -1)]
 
 
 def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:

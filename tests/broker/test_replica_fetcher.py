@@ -32,7 +32,7 @@ from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.api_versions import api_versions_response
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import decode_request, encode_response, response_type
+from pykraft.protocol.codec import api_key_of, decode_request, encode_response, response_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.frame import encode_frame
 from pykraft.records.metadata import PartitionChangeRecord
@@ -57,7 +57,7 @@ class InProcessLeader:
     async def request(self, body: Any) -> Any:
         self.requests.append(body)
         await asyncio.sleep(0)  # a network round trip lets the loop run other tasks
-        api_key = int(body.__api_key__)
+        api_key = api_key_of(body)
         if api_key == ApiKey.FETCH:
             version = int(body.__version__)
             answer = await self._fetch.fetch(body, version)
@@ -145,7 +145,7 @@ def test_batches_of_an_old_epoch_the_new_leader_lacks_are_truncated_away(
     produce(new, [b"d", b"e", b"f"])  # offsets 3-5 in leader epoch 1
     connection = follow(new, follower, lambda: same_logs(new, follower), version)
     assert hosted(follower).log.leader_epochs.entries == [(0, 0), (1, 3)]
-    asked = {int(r.__api_key__) for r in connection.requests}
+    asked = {api_key_of(r) for r in connection.requests}
     assert (ApiKey.OFFSET_FOR_LEADER_EPOCH in asked) == (version < 12)
 
 

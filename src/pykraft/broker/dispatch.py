@@ -108,8 +108,8 @@ async def _log_dirs(body: Any, replicas: ReplicaManager, _: frozenset[object]) -
 #: The read path's handlers other than Fetch: (request body, replicas, topics refused)
 #: -> latest response.
 READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Awaitable[Any]]] = {
-    ApiKey.LIST_OFFSETS: list_offsets, ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
-    ApiKey.DESCRIBE_LOG_DIRS: _log_dirs, ApiKey.DELETE_RECORDS: delete_records,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch, ApiKey.DESCRIBE_LOG_DIRS: _log_dirs,
+    ApiKey.DELETE_RECORDS: delete_records,
 }
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
@@ -227,6 +227,13 @@ class BrokerDispatcher(ListenerDispatcher):
         assert self._replicas is not None
         answer = await READS[request.api_key](request.body, self._replicas,
                                               self._denied(request, access))
+        return await self._encode_large(request, lambda: answer)
+
+    async def _list_offsets(self, request: RequestFrame, _: Session, access: Access) -> bytes:
+        """ListOffsets from the replica manager, answered as the request's version has it."""
+        assert self._replicas is not None
+        answer = await list_offsets(request.body, self._replicas, self._denied(request, access),
+                                    api_version=request.api_version)
         return await self._encode_large(request, lambda: answer)
 
     async def _init_producer_id(self, request: RequestFrame, _: Session,
@@ -488,8 +495,8 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     # the data plane: partition logs
     ApiKey.PRODUCE: BrokerApi(BrokerDispatcher._produce_answer, Needs.PRODUCE),
     ApiKey.FETCH: BrokerApi(BrokerDispatcher._fetch, Needs.REPLICAS),
-    **dict.fromkeys(READS, _READ),  # ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs,
-    # DeleteRecords
+    ApiKey.LIST_OFFSETS: BrokerApi(BrokerDispatcher._list_offsets, Needs.REPLICAS),
+    **dict.fromkeys(READS, _READ),  # OffsetForLeaderEpoch, DescribeLogDirs, DeleteRecords
     # the group coordinator: FindCoordinator from the image, the rest from its shards
     ApiKey.FIND_COORDINATOR: BrokerApi(BrokerDispatcher._find_coordinator, Needs.GROUPS),
     **dict.fromkeys(SHARD_APIS, BrokerApi(BrokerDispatcher._group_answer, Needs.GROUPS)),

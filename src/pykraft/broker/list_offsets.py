@@ -3,7 +3,7 @@ listener: where a consumer starts or resumes reading a partition.
 
 Interface::
 
-    response = await list_offsets(request_body, replicas)              # v11 body
+    response = await list_offsets(request_body, replicas, api_version=v)  # any version
     response = await offset_for_leader_epoch(request_body, replicas)   # v4 body
 
 Both let the event loop run between partitions once a turn has lasted its budget
@@ -31,11 +31,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kio.schema.list_offsets.v11 import request as lo_req
-from kio.schema.list_offsets.v11 import response as lo
 from kio.schema.offset_for_leader_epoch.v4 import request as ofle_req
 from kio.schema.offset_for_leader_epoch.v4 import response as ofle
-from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
@@ -43,6 +40,7 @@ from pykraft.broker.responses import NO_THROTTLE
 from pykraft.log.partition_reads import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
+    NO_EPOCH,
     FetchIsolation,
     ListedOffset,
     ReadablePartition,
@@ -52,27 +50,41 @@ from pykraft.log.partition_reads import (
     list_offset,
     walked_offset,
 )
+from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
+from pykraft.messages.kafka.list_offsets_response import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.codec_thread import TIMESTAMP_SEARCH
 from pykraft.runtime.turns import Turns
 
+LATEST_VERSION = 11
+FIRST_LEADER_EPOCH_VERSION = 4  # ListOffsetsResponse's LeaderEpoch: "versions": "4+"
 
-async def list_offsets(request: Any, replicas: ReplicaManager,
-                       denied: frozenset[object] = frozenset()) -> lo.ListOffsetsResponse:
+
+async def list_offsets(body: ListOffsetsRequest, replicas: ReplicaManager,
+                       denied: frozenset[object] = frozenset(), *,
+                       api_version: int = LATEST_VERSION) -> ListOffsetsResponse:
     """The ListOffsets answer, each requested partition once, by topic, in the order the
-    request first names them (TOPIC_AUTHORIZATION_FAILED for the ``denied`` topics)."""
-    body = convert(request, lo_req.ListOffsetsRequest)
-    replica_id = int(body.replica_id)
-    isolation = (fetch_isolation(replica_id, int(body.isolation_level))
+    request first names them (TOPIC_AUTHORIZATION_FAILED for the ``denied`` topics). One
+    class serves every version: fields a version lacks read as the schema's defaults (no
+    current leader epoch before v4, read uncommitted before v2), as Kafka's reader leaves
+    them; the found offset's leader epoch is answered from v4, as ``ReplicaManager.
+    fetchOffset`` sets it (older versions have no field for it)."""
+    epochs = api_version >= FIRST_LEADER_EPOCH_VERSION
+    replica_id = body.replica_id
+    isolation = (fetch_isolation(replica_id, body.isolation_level)
                  if replica_id == CONSUMER_REPLICA_ID else None)
     named = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
     turns = Turns()
-    answered: dict[TopicName, dict[int, lo.ListOffsetsPartitionResponse]] = {}
+    answered: dict[str, dict[int, ListOffsetsPartitionResponse]] = {}
     for topic in body.topics:
         partitions = answered.setdefault(topic.name, {})
         for part in topic.partitions:
-            if int(part.partition_index) in partitions:
+            if part.partition_index in partitions:
                 continue
             await turns.pause()
             if topic.name in denied:
@@ -82,20 +94,20 @@ async def list_offsets(request: Any, replicas: ReplicaManager,
             else:
                 try:
                     hosted = replicas.partition_for(
-                        topic.name, int(part.partition_index),
-                        current_leader_epoch=int(part.current_leader_epoch),
+                        topic.name, part.partition_index,
+                        current_leader_epoch=part.current_leader_epoch,
                         require_leader=replica_id != DEBUGGING_REPLICA_ID)
                 except PartitionError as refused:
                     answer = ListedOffset(refused.error_code)
                 else:
-                    answer = await _listed(hosted, int(part.timestamp), isolation,
+                    answer = await _listed(hosted, part.timestamp, isolation,
                                            replicas.read_failed)
-            partitions[int(part.partition_index)] = lo.ListOffsetsPartitionResponse(
+            partitions[part.partition_index] = ListOffsetsPartitionResponse(
                 partition_index=part.partition_index, error_code=answer.error,
-                timestamp=i64(answer.timestamp), offset=i64(answer.offset),
-                leader_epoch=i32(answer.leader_epoch))
-    return lo.ListOffsetsResponse(throttle_time=NO_THROTTLE, topics=tuple(
-        lo.ListOffsetsTopicResponse(name=name, partitions=tuple(partitions.values()))
+                timestamp=answer.timestamp, offset=answer.offset,
+                leader_epoch=answer.leader_epoch if epochs else NO_EPOCH)
+    return ListOffsetsResponse(topics=tuple(
+        ListOffsetsTopicResponse(name=name, partitions=tuple(partitions.values()))
         for name, partitions in answered.items()))
 
 

@@ -73,6 +73,12 @@ from pykraft.image.image import MetadataImage
 from pykraft.java import int32, java_abs, java_string_hash
 from pykraft.log.partition_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from pykraft.log.producer_state import ProducerStateError
+from pykraft.messages.kafka.list_offsets_request import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from pykraft.messages.kafka.list_offsets_response import ListOffsetsResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.follower import truncation_for
@@ -481,23 +487,20 @@ class ReplicaFetcher:
     async def _list_offset(self, followed: _FollowedPartition, timestamp: int) -> int | None:
         part = followed.part
 
-        def make(version: int) -> Any:
-            schema = load_payload_module(ApiKey.LIST_OFFSETS, version, EntityType.request)
-            return build(
-                schema.ListOffsetsRequest, replica_id=BrokerId(self.broker_id),
-                isolation_level=i8(0), timeout=i32Timedelta.parse(
-                    datetime.timedelta(milliseconds=self._config.socket_timeout_ms)),
-                topics=(schema.ListOffsetsTopic(name=part.topic, partitions=(build(
-                    schema.ListOffsetsPartition, partition_index=i32(part.index),
-                    current_leader_epoch=i32(followed.leader_epoch),
-                    timestamp=i64(timestamp)),)),))
+        def make(_: int) -> ListOffsetsRequest:  # one class: each version writes its fields
+            return ListOffsetsRequest(
+                replica_id=self.broker_id, timeout_ms=self._config.socket_timeout_ms,
+                topics=(ListOffsetsTopic(name=part.topic, partitions=(ListOffsetsPartition(
+                    partition_index=part.index, current_leader_epoch=followed.leader_epoch,
+                    timestamp=timestamp),)),))
 
         response = await self._request(make, ApiKey.LIST_OFFSETS)
+        assert isinstance(response, ListOffsetsResponse)
         for topic in response.topics:
             for answer in topic.partitions:
-                if topic.name == part.topic and int(answer.partition_index) == part.index:
+                if topic.name == part.topic and answer.partition_index == part.index:
                     if answer.error_code == ErrorCode.none:
-                        return int(answer.offset)
+                        return answer.offset
                     log.info("[%s] %s-%d: ListOffsets answered %s", self.name, part.topic,
                              part.index, ErrorCode(answer.error_code).name)
         self._delay([followed])

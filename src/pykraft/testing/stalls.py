@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import multiprocessing
 import time
 from dataclasses import dataclass
@@ -23,17 +22,14 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from types import TracebackType
 
-from kio.schema.list_offsets.v11.request import (
+from pykraft import __version__
+from pykraft.log.partition_reads import LATEST_TIMESTAMP
+from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
-from kio.schema.list_offsets.v11.response import ListOffsetsResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
-
-from pykraft import __version__
-from pykraft.log.partition_reads import LATEST_TIMESTAMP
+from pykraft.messages.kafka.list_offsets_response import ListOffsetsResponse
 from pykraft.protocol.api_versions import ApiVersionsRequest, listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -168,11 +164,10 @@ def fences_of(data_dir: Path, broker_id: int) -> int:
 def latest_offsets(topic: str, partitions: int) -> ListOffsetsRequest:
     """A consumer's ListOffsets (latest) of partitions 0 to ``partitions`` - 1 of ``topic``."""
     return ListOffsetsRequest(
-        replica_id=BrokerId(-1), isolation_level=i8(0), timeout=i32Timedelta.parse(
-            datetime.timedelta(0)),
-        topics=(ListOffsetsTopic(name=TopicName(topic), partitions=tuple(
-            ListOffsetsPartition(partition_index=i32(p), current_leader_epoch=i32(-1),
-                                 timestamp=i64(LATEST_TIMESTAMP))
+        replica_id=-1, isolation_level=0, timeout_ms=0,
+        topics=(ListOffsetsTopic(name=topic, partitions=tuple(
+            ListOffsetsPartition(partition_index=p, current_leader_epoch=-1,
+                                 timestamp=LATEST_TIMESTAMP)
             for p in range(partitions))),))
 
 

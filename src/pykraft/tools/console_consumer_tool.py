@@ -368,7 +368,7 @@ async def _list_offsets(brokers: Brokers, cluster: ClusterMetadata, topic: str,
             for part in answered.partitions:
                 if part.error_code != ErrorCode.none:
                     raise ApiError(ErrorCode(part.error_code), None)
-                positions[int(part.partition_index)] = int(part.offset)
+                positions[part.partition_index] = part.offset
     return positions
 
 

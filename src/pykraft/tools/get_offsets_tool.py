@@ -18,21 +18,17 @@ Errors print as ``Error occurred: <message>`` with status 1.
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from kio.schema.list_offsets.v11.request import (
+from pykraft.errors import UsageError
+from pykraft.ids import TopicPartition
+from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta, i64
-
-from pykraft.errors import UsageError
-from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
 from pykraft.tools.broker_clients import Brokers, by_leader, java_exception, tp_name
@@ -44,8 +40,8 @@ _NAMED_TIMES = {"latest": LATEST, "earliest": EARLIEST, "max-timestamp": MAX_TIM
 _RULE = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
 _INT_MAX = 2**31 - 1
 UNKNOWN_OFFSET = -1
-_CONSUMER = BrokerId(-1)
-_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
+_CONSUMER = -1
+_TIMEOUT_MS = 30_000
 
 
 
@@ -158,11 +154,11 @@ async def get_offsets(brokers: Brokers, wanted: PartitionFilter, timestamp: int,
         answer = await brokers.request_to(leader, list_offsets_request(tps, timestamp))
         for topic in answer.topics:
             for part in topic.partitions:
-                tp = TopicPartition(str(topic.name), int(part.partition_index))
+                tp = TopicPartition(topic.name, part.partition_index)
                 if part.error_code != ErrorCode.none:
                     warn(_skip(tp, ApiError(ErrorCode(part.error_code), None)))
-                elif int(part.offset) != UNKNOWN_OFFSET:
-                    offsets[tp] = int(part.offset)
+                elif part.offset != UNKNOWN_OFFSET:
+                    offsets[tp] = part.offset
     return offsets
 
 
@@ -172,9 +168,9 @@ def list_offsets_request(tps: list[TopicPartition], timestamp: int) -> ListOffse
     for topic, partition in tps:
         topics.setdefault(topic, []).append(partition)
     return ListOffsetsRequest(
-        replica_id=_CONSUMER, isolation_level=i8(0), timeout=_TIMEOUT,
-        topics=tuple(ListOffsetsTopic(name=TopicName(name), partitions=tuple(
-            ListOffsetsPartition(partition_index=i32(p), timestamp=i64(timestamp))
+        replica_id=_CONSUMER, isolation_level=0, timeout_ms=_TIMEOUT_MS,
+        topics=tuple(ListOffsetsTopic(name=name, partitions=tuple(
+            ListOffsetsPartition(partition_index=p, timestamp=timestamp)
             for p in parts)) for name, parts in topics.items()))
 
 

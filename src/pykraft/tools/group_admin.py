@@ -203,8 +203,7 @@ class GroupClient:
             for topic in answer.topics:
                 for part in topic.partitions:
                     if part.error_code == ErrorCode.none:
-                        offsets[TopicPartition(str(topic.name), int(part.partition_index))] = (
-                            int(part.offset))
+                        offsets[TopicPartition(topic.name, part.partition_index)] = part.offset
         return offsets
 
     async def topic_partitions(self, topics: Iterable[str]) -> list[TopicPartition]:

@@ -20,11 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_murmur2
 from kafka.record.default_records import DefaultRecordBatch
-from kio.schema.delete_records.v2.response import (
-    DeleteRecordsPartitionResult,
-    DeleteRecordsResponse,
-    DeleteRecordsTopicResult,
-)
 from kio.schema.describe_log_dirs.v5.response import (
     DescribeLogDirsPartition,
     DescribeLogDirsResponse,
@@ -42,6 +37,11 @@ from kio.static.primitive import Records, i32, i32Timedelta, i64
 from typer.testing import CliRunner
 
 from pykraft.errors import CorruptRecordError, UsageError
+from pykraft.messages.kafka.delete_records_response import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
 from pykraft.messages.kafka.list_offsets_response import (
     ListOffsetsPartitionResponse,
     ListOffsetsResponse,
@@ -463,10 +463,10 @@ def test_offset_json_refusals(text: str, message: str) -> None:
 
 def test_delete_records_lines() -> None:
     def answer(broker: int, body: Any) -> DeleteRecordsResponse:
-        return DeleteRecordsResponse(throttle_time=ZERO, topics=tuple(DeleteRecordsTopicResult(
+        return DeleteRecordsResponse(topics=tuple(DeleteRecordsTopicResult(
             name=t.name, partitions=tuple(DeleteRecordsPartitionResult(
                 partition_index=p.partition_index, low_watermark=p.offset if p.offset >= 0
-                else i64(-1), error_code=ErrorCode.none if p.offset >= 0
+                else -1, error_code=ErrorCode.none if p.offset >= 0
                 else ErrorCode.offset_out_of_range) for p in t.partitions))
             for t in body.topics))
 

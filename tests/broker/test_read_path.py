@@ -29,6 +29,11 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
 from pykraft.log.log_manager import LogManager
 from pykraft.log.partition_reads import TimestampWalk
+from pykraft.messages.kafka.delete_records_request import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -302,13 +307,11 @@ def test_describe_log_dirs(replicas: ReplicaManager, tmp_path: Path) -> None:
 def test_delete_records(replicas: ReplicaManager) -> None:
     _produce(replicas, [b"a", b"b"])
     _produce(replicas, [b"c"])
-    schema = load_payload_module(21, 2, EntityType.request)
 
     def delete(offset: int, partition: int = 0) -> tuple[int, int]:
-        request = schema.DeleteRecordsRequest(topics=(schema.DeleteRecordsTopic(
-            name=TOPIC, partitions=(schema.DeleteRecordsPartition(
-                partition_index=partition, offset=offset),)),),
-            timeout=datetime.timedelta(seconds=1))
+        request = DeleteRecordsRequest(topics=(DeleteRecordsTopic(
+            name=TOPIC, partitions=(DeleteRecordsPartition(
+                partition_index=partition, offset=offset),)),), timeout_ms=1000)
         (part,) = asyncio.run(delete_records(request, replicas)).topics[0].partitions
         return part.error_code, part.low_watermark
 

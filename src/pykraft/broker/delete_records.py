@@ -3,7 +3,7 @@ forward (``kafka-delete-records.sh``, ``Admin.deleteRecords``).
 
 Interface::
 
-    response = await delete_records(request_body, replicas)   # v2 body
+    response = await delete_records(request_body, replicas)   # every version
 
 As Kafka's ``Partition.deleteRecordsOnLeader``: leader only; offset -1 means the high
 watermark; a negative offset or one past the high watermark is OFFSET_OUT_OF_RANGE; a topic
@@ -18,26 +18,24 @@ once a turn has lasted its budget (:mod:`pykraft.runtime.turns`).
 
 from __future__ import annotations
 
-from typing import Any
-
-from kio.schema.delete_records.v2 import request as dr_req
-from kio.schema.delete_records.v2 import response as dr
-from kio.static.primitive import i64
-
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.log.partition_reads import delete_records_target
-from pykraft.protocol.convert import convert
+from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
+from pykraft.messages.kafka.delete_records_response import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.turns import Turns
 
 INVALID_LOW_WATERMARK = -1
 
 
-async def delete_records(request: Any, replicas: ReplicaManager,
-                         denied: frozenset[object] = frozenset()) -> dr.DeleteRecordsResponse:
-    """Each partition's new log start offset; TOPIC_AUTHORIZATION_FAILED for ``denied``."""
-    body = convert(request, dr_req.DeleteRecordsRequest)
+async def delete_records(body: DeleteRecordsRequest, replicas: ReplicaManager,
+                         denied: frozenset[object] = frozenset()) -> DeleteRecordsResponse:
+    """Each partition's new log start offset; TOPIC_AUTHORIZATION_FAILED for ``denied``
+    (every version has the same fields: one class, no per-version rule)."""
     turns = Turns()
     topics = []
     for topic in body.topics:
@@ -48,17 +46,15 @@ async def delete_records(request: Any, replicas: ReplicaManager,
                 if topic.name in denied:
                     raise PartitionError(ErrorCode.topic_authorization_failed,
                                          "Topic authorization failed.")
-                hosted = replicas.partition_for(topic.name, int(part.partition_index))
+                hosted = replicas.partition_for(topic.name, part.partition_index)
             except PartitionError as refused:
                 error, low = refused.error_code, INVALID_LOW_WATERMARK
             else:
-                error, low = _delete_on_leader(hosted, int(part.offset))
-            partitions.append(dr.DeleteRecordsPartitionResult(
-                partition_index=part.partition_index, low_watermark=i64(low),
-                error_code=error))
-        topics.append(dr.DeleteRecordsTopicResult(name=topic.name,
-                                                  partitions=tuple(partitions)))
-    return dr.DeleteRecordsResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+                error, low = _delete_on_leader(hosted, part.offset)
+            partitions.append(DeleteRecordsPartitionResult(
+                partition_index=part.partition_index, low_watermark=low, error_code=error))
+        topics.append(DeleteRecordsTopicResult(name=topic.name, partitions=tuple(partitions)))
+    return DeleteRecordsResponse(topics=tuple(topics))
 
 
 def _delete_on_leader(hosted: HostedPartition, offset: int) -> tuple[ErrorCode, int]:

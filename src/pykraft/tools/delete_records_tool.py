@@ -16,28 +16,24 @@ A malformed file or a partition listed twice fails before any request (:class:`U
 
 from __future__ import annotations
 
-import datetime
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.delete_records.v2.request import (
+from pykraft.errors import UsageError
+from pykraft.ids import TopicPartition
+from pykraft.messages.kafka.delete_records_request import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,
     DeleteRecordsTopic,
 )
-from kio.schema.types import TopicName
-from kio.static.primitive import i32, i32Timedelta, i64
-
-from pykraft.errors import UsageError
-from pykraft.ids import TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError
 from pykraft.tools.broker_clients import Brokers, by_leader, java_exception, tp_name
 
 EARLIEST_VERSION = 1
 #: The Admin client's default ``timeout.ms`` for DeleteRecords.
-_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
+_TIMEOUT_MS = 30_000
 
 
 
@@ -93,8 +89,8 @@ async def delete_records(brokers: Brokers, offsets: Mapping[TopicPartition, int]
             {tp: offsets[tp] for tp in tps}))
         for topic in answer.topics:
             for part in topic.partitions:
-                tp = TopicPartition(str(topic.name), int(part.partition_index))
-                results[tp] = (f"low_watermark: {int(part.low_watermark)}"
+                tp = TopicPartition(topic.name, part.partition_index)
+                results[tp] = (f"low_watermark: {part.low_watermark}"
                                if part.error_code == ErrorCode.none
                                else _error(ErrorCode(part.error_code)))
     return ["Executing records delete operation", "Records delete operation completed:",
@@ -106,9 +102,9 @@ def delete_records_request(offsets: Mapping[TopicPartition, int]) -> DeleteRecor
     topics: dict[str, list[DeleteRecordsPartition]] = {}
     for (topic, partition), offset in offsets.items():
         topics.setdefault(topic, []).append(
-            DeleteRecordsPartition(partition_index=i32(partition), offset=i64(offset)))
-    return DeleteRecordsRequest(timeout=_TIMEOUT, topics=tuple(
-        DeleteRecordsTopic(name=TopicName(name), partitions=tuple(parts))
+            DeleteRecordsPartition(partition_index=partition, offset=offset))
+    return DeleteRecordsRequest(timeout_ms=_TIMEOUT_MS, topics=tuple(
+        DeleteRecordsTopic(name=name, partitions=tuple(parts))
         for name, parts in topics.items()))
 
 

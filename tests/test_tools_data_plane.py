@@ -20,20 +20,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_murmur2
 from kafka.record.default_records import DefaultRecordBatch
-from kio.schema.describe_log_dirs.v5.response import (
-    DescribeLogDirsPartition,
-    DescribeLogDirsResponse,
-    DescribeLogDirsResult,
-    DescribeLogDirsTopic,
-)
 from kio.schema.fetch.v18.response import FetchableTopicResponse, FetchResponse, PartitionData
 from kio.schema.produce.v12.response import (
     PartitionProduceResponse,
     ProduceResponse,
     TopicProduceResponse,
 )
-from kio.schema.types import TopicName
-from kio.static.primitive import Records, i32, i32Timedelta, i64
+from kio.static.primitive import Records, i32Timedelta, i64
 from typer.testing import CliRunner
 
 from pykraft.errors import CorruptRecordError, UsageError
@@ -41,6 +34,12 @@ from pykraft.messages.kafka.delete_records_response import (
     DeleteRecordsPartitionResult,
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
+)
+from pykraft.messages.kafka.describe_log_dirs_response import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
 )
 from pykraft.messages.kafka.list_offsets_response import (
     ListOffsetsPartitionResponse,
@@ -489,12 +488,12 @@ def test_delete_records_lines() -> None:
 def _log_dirs_answer(broker: int, body: Any) -> DescribeLogDirsResponse:
     assert body.topics is None
     def partition(index: int) -> DescribeLogDirsPartition:
-        return DescribeLogDirsPartition(partition_index=i32(index), partition_size=i64(10 * index),
-                                        offset_lag=i64(0), is_future_key=False)
-    return DescribeLogDirsResponse(throttle_time=ZERO, error_code=ErrorCode.none, results=(
+        return DescribeLogDirsPartition(partition_index=index, partition_size=10 * index,
+                                        offset_lag=0, is_future_key=False)
+    return DescribeLogDirsResponse(error_code=ErrorCode.none, results=(
         DescribeLogDirsResult(error_code=ErrorCode.none, log_dir=f"/data/b{broker}", topics=(
-            DescribeLogDirsTopic(name=TopicName("t"), partitions=(partition(0), partition(1))),
-            DescribeLogDirsTopic(name=TopicName("u"), partitions=(partition(0),)))),
+            DescribeLogDirsTopic(name="t", partitions=(partition(0), partition(1))),
+            DescribeLogDirsTopic(name="u", partitions=(partition(0),)))),
         DescribeLogDirsResult(error_code=ErrorCode.kafka_storage_error, log_dir="/bad",
                               topics=())))
 

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kio.schema.describe_log_dirs.v4.request import DescribeLogDirsRequest
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
@@ -49,6 +48,7 @@ from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka import offset_fetch_request as fetch
 from pykraft.messages.kafka import offset_fetch_response as fetched
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
+from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
 from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse

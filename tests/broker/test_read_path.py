@@ -34,6 +34,10 @@ from pykraft.messages.kafka.delete_records_request import (
     DeleteRecordsRequest,
     DeleteRecordsTopic,
 )
+from pykraft.messages.kafka.describe_log_dirs_request import (
+    DescribableLogDirTopic,
+    DescribeLogDirsRequest,
+)
 from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -293,13 +297,12 @@ def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:
 
 def test_describe_log_dirs(replicas: ReplicaManager, tmp_path: Path) -> None:
     _produce(replicas, [b"a"])
-    schema = load_payload_module(35, 4, EntityType.request)
-    (result,) = describe_log_dirs(schema.DescribeLogDirsRequest(topics=None), replicas).results
+    (result,) = describe_log_dirs(DescribeLogDirsRequest(topics=None), replicas).results
     assert result.log_dir == str(tmp_path / "logs") and result.total_bytes > 0
     assert [(t.name, [(p.partition_index, p.partition_size, p.offset_lag, p.is_future_key)
                       for p in t.partitions]) for t in result.topics] == [
         (TOPIC, [(0, _leader(replicas).log.size, 0, False), (2, 0, 0, False)])]
-    nothing = schema.DescribeLogDirsRequest(topics=(schema.DescribableLogDirTopic(
+    nothing = DescribeLogDirsRequest(topics=(DescribableLogDirTopic(
         topic="other", partitions=(0,)),))
     assert describe_log_dirs(nothing, replicas).results[0].topics == ()
 

@@ -4,35 +4,35 @@ the partitions in each, their sizes and the room left on the volume (``kafka-log
 
 Interface::
 
-    response = describe_log_dirs(request_body, replicas)   # v5 body
+    response = describe_log_dirs(request_body, replicas)   # any version
 
 As Kafka's ``ReplicaManager.describeLogDirs``: a null topic list means every partition; a
 directory lists only the requested partitions it holds; ``offset_lag`` is how far the log
 end is behind the high watermark (0 for a current log), ``is_future_key`` false (no
 AlterReplicaLogDirs moves); total and usable bytes are the volume's (v4+); ``is_cordoned``
 (v5, KIP-1066) false: pykraft cordons no directory (``cordoned.log.dirs`` is refused).
+The fields newer versions add are ignorable: an older version's writer leaves them out.
 """
 
 from __future__ import annotations
 
 import shutil
-from typing import Any
-
-from kio.schema.describe_log_dirs.v5 import request as dld_req
-from kio.schema.describe_log_dirs.v5 import response as dld
-from kio.schema.types import TopicName
-from kio.static.primitive import i32, i64
 
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
-from pykraft.protocol.convert import convert
+from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
+from pykraft.messages.kafka.describe_log_dirs_response import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
 from pykraft.protocol.errors import ErrorCode
 
 
-def describe_log_dirs(request: Any, replicas: ReplicaManager) -> dld.DescribeLogDirsResponse:
-    body = convert(request, dld_req.DescribeLogDirsRequest)
+def describe_log_dirs(body: DescribeLogDirsRequest,
+                      replicas: ReplicaManager) -> DescribeLogDirsResponse:
     wanted = (None if body.topics is None
-              else {(t.topic, int(p)) for t in body.topics for p in t.partitions})
+              else {(t.topic, p) for t in body.topics for p in t.partitions})
     results = []
     for directory in replicas.logs.log_dirs:
         by_topic: dict[str, list[HostedPartition]] = {}
@@ -40,14 +40,13 @@ def describe_log_dirs(request: Any, replicas: ReplicaManager) -> dld.DescribeLog
             if hosted.log.directory.parent == directory and (wanted is None or tp in wanted):
                 by_topic.setdefault(tp.topic, []).append(hosted)
         usage = shutil.disk_usage(directory)
-        results.append(dld.DescribeLogDirsResult(
+        results.append(DescribeLogDirsResult(
             error_code=ErrorCode.none, log_dir=str(directory.absolute()),
-            topics=tuple(dld.DescribeLogDirsTopic(name=TopicName(topic), partitions=tuple(
-                dld.DescribeLogDirsPartition(
-                    partition_index=i32(hosted.index), partition_size=i64(hosted.log.size),
-                    offset_lag=i64(max(0, hosted.high_watermark - hosted.log_end_offset)),
+            topics=tuple(DescribeLogDirsTopic(name=topic, partitions=tuple(
+                DescribeLogDirsPartition(
+                    partition_index=hosted.index, partition_size=hosted.log.size,
+                    offset_lag=max(0, hosted.high_watermark - hosted.log_end_offset),
                     is_future_key=False)
                 for hosted in hosted_list)) for topic, hosted_list in by_topic.items()),
-            total_bytes=i64(usage.total), usable_bytes=i64(usage.free), is_cordoned=False))
-    return dld.DescribeLogDirsResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                                       results=tuple(results))
+            total_bytes=usage.total, usable_bytes=usage.free, is_cordoned=False))
+    return DescribeLogDirsResponse(error_code=ErrorCode.none, results=tuple(results))

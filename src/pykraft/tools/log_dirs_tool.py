@@ -22,10 +22,13 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from kio.schema.describe_log_dirs.v5.request import DescribeLogDirsRequest
-
 from pykraft.errors import UsageError
 from pykraft.java import java_string_hash
+from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
+from pykraft.messages.kafka.describe_log_dirs_response import (
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import raise_for
 from pykraft.tools.broker_clients import Brokers, java_exception
@@ -71,20 +74,20 @@ def parse_list(text: str) -> list[str]:
     return [part for part in text.split(",") if part]
 
 
-def _partitions(result: Any, topics: set[str]) -> list[dict[str, Any]]:
-    replicas = [((str(t.name), int(p.partition_index)), p) for t in result.topics
-                for p in t.partitions if not topics or str(t.name) in topics]
+def _partitions(result: DescribeLogDirsResult, topics: set[str]) -> list[dict[str, Any]]:
+    replicas = [((t.name, p.partition_index), p) for t in result.topics
+                for p in t.partitions if not topics or t.name in topics]
     by_tp = dict(replicas)
     return [_ordered_object({"partition": f"{tp[0]}-{tp[1]}",
-                             "size": int(by_tp[tp].partition_size),
-                             "offsetLag": int(by_tp[tp].offset_lag),
-                             "isFuture": bool(by_tp[tp].is_future_key)})
+                             "size": by_tp[tp].partition_size,
+                             "offsetLag": by_tp[tp].offset_lag,
+                             "isFuture": by_tp[tp].is_future_key})
             for tp in java_hash_order(list(by_tp), _partition_hash)]
 
 
-def _log_dirs(answer: Any, topics: set[str]) -> list[dict[str, Any]]:
+def _log_dirs(answer: DescribeLogDirsResponse, topics: set[str]) -> list[dict[str, Any]]:
     raise_for(answer.error_code)
-    results = {str(r.log_dir): r for r in answer.results}
+    results = {r.log_dir: r for r in answer.results}
     return [_ordered_object({
         "logDir": log_dir,
         "error": (None if results[log_dir].error_code == ErrorCode.none

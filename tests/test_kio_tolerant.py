@@ -39,7 +39,7 @@ APIS = (
     *("unregister_broker", "alter_partition", "api_versions", "metadata", "describe_cluster"),
     "update_features",
     *("produce", "offset_for_leader_epoch"),
-    *("init_producer_id", "allocate_producer_ids"),
+    "allocate_producer_ids",
 )
 
 

@@ -5,17 +5,14 @@ was committed first), and transactional producers fail at once with a clear erro
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from broker_harness import broker_call, one_broker_cluster, wait_for, wait_for_brokers
-from kio.schema.init_producer_id.v5.request import InitProducerIdRequest
-from kio.schema.types import ProducerId, TransactionalId
-from kio.static.primitive import i16, i32Timedelta
 
+from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -28,10 +25,8 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 
 def init_producer_id(cluster: LocalCluster, transactional_id: str | None = None) -> Any:
     """The broker's answer, asked again while it waits for a block of ids."""
-    request = InitProducerIdRequest(
-        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
-        transaction_timeout=i32Timedelta.parse(datetime.timedelta(minutes=1)),
-        producer_id=ProducerId(-1), producer_epoch=i16(-1))
+    request = InitProducerIdRequest(transactional_id=transactional_id,
+                                    transaction_timeout_ms=60_000)
 
     def answered() -> Any | None:
         response = broker_call(cluster, cluster.brokers[0], request)

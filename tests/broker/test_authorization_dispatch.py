@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,10 +12,8 @@ from typing import Any
 
 import pytest
 from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import ProducerId, TopicName, TransactionalId
-from kio.static.primitive import i16, i32Timedelta
+from kio.schema.types import TopicName
 from replica_fixtures import (
     broker,
     client_batch,
@@ -50,6 +47,7 @@ from pykraft.messages.kafka import offset_fetch_response as fetched
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
 from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.protocol.apis import ApiKey
@@ -303,10 +301,7 @@ BOB = Session(KafkaPrincipal("User", "bob"), "127.0.0.1:5002")
 
 
 def init_producer(transactional_id: str | None) -> InitProducerIdRequest:
-    return InitProducerIdRequest(
-        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
-        transaction_timeout=i32Timedelta.parse(datetime.timedelta(seconds=60)),
-        producer_id=ProducerId(-1), producer_epoch=i16(-1))
+    return InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=60_000)
 
 
 def test_init_producer_id_needs_a_write_right(tmp_path: Path) -> None:

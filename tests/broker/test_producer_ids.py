@@ -13,9 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
-from kio.schema.init_producer_id.v6.request import InitProducerIdRequest
-from kio.schema.types import ProducerId, TransactionalId
-from kio.static.primitive import i16, i32, i32Timedelta
+from kio.schema.types import ProducerId
+from kio.static.primitive import i32, i32Timedelta
 
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.producer_ids import (
@@ -25,9 +24,9 @@ from pykraft.broker.producer_ids import (
     init_producer_id,
 )
 from pykraft.errors import MalformedMessageError, NetworkError
+from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.protocol.apis import API_SPECS, ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import decode_request, decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.security.session import anonymous
@@ -204,11 +203,10 @@ def ready_manager(first: int = 0) -> ProducerIdManager:
 
 def init(version: int, manager: ProducerIdManager, *, transactional_id: str | None = None,
          producer_id: int = -1, epoch: int = -1) -> tuple[str, int, int]:
-    latest = InitProducerIdRequest(
-        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
-        transaction_timeout=i32Timedelta.parse(datetime.timedelta(minutes=1)),
-        producer_id=ProducerId(producer_id), producer_epoch=i16(epoch))
-    request = convert(latest, request_type(ApiKey.INIT_PRODUCER_ID, version))
+    request = decode_request(encode_request(  # as the version carries it
+        RequestHeader(ApiKey.INIT_PRODUCER_ID, version, 9, "test"), InitProducerIdRequest(
+            transactional_id=transactional_id, transaction_timeout_ms=60_000,
+            producer_id=producer_id, producer_epoch=epoch))).body
 
     async def answer() -> Any:  # the manager runs on the event loop
         return init_producer_id(request, manager)
@@ -264,11 +262,8 @@ def test_the_broker_listener_answers_init_producer_id_with_its_registration_epoc
     dispatcher = BrokerDispatcher(node, SimpleNamespace(image=image),  # type: ignore[arg-type]
                                   controller,  # type: ignore[arg-type]
                                   cluster_id="cid", listener_name="PLAINTEXT")
-    request = InitProducerIdRequest(
-        transactional_id=None, producer_id=ProducerId(-1), producer_epoch=i16(-1),
-        transaction_timeout=i32Timedelta.parse(datetime.timedelta(minutes=1)))
-    frame = encode_request(RequestHeader(ApiKey.INIT_PRODUCER_ID, 4, 9, "test"),
-                           convert(request, request_type(ApiKey.INIT_PRODUCER_ID, 4)))
+    request = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
+    frame = encode_request(RequestHeader(ApiKey.INIT_PRODUCER_ID, 4, 9, "test"), request)
 
     async def run() -> list[tuple[int, int]]:
         answers = []

@@ -10,8 +10,9 @@ Kafka's RPCProducerIdManager and the non-transactional half of its TransactionCo
   None while the broker holds no block (InitProducerId then answers
   ``COORDINATOR_LOAD_IN_PROGRESS``, which clients retry); it never waits: the block
   request runs as a background task, bounded by the channel's request timeout.
-* :func:`init_producer_id` ``(request, manager)``: the InitProducerId response (latest
-  version, the dispatcher converts it) to a request of any version.
+* :func:`init_producer_id` ``(request, manager)``: the InitProducerId response to a
+  request of any version (one class: a version's absent producer id and epoch, v0-2, read
+  as their -1 defaults; the answer's v6 fields keep theirs).
 
 The rules, in the pure :class:`ProducerIdBlocks` (time is passed in): ids come in blocks of
 1000 from the active controller; when the id at 90 % of the current block is handed out,
@@ -41,20 +42,18 @@ COORDINATOR_LOAD_IN_PROGRESS) are retried by every client until its ``max.block.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.init_producer_id.v6 import request as init_req
-from kio.schema.init_producer_id.v6 import response as init_resp
-from kio.schema.types import BrokerId, ProducerId
-from kio.static.primitive import i16, i32Timedelta, i64
+from kio.schema.types import BrokerId
+from kio.static.primitive import i64
 
 from pykraft.errors import NetworkError, UnsupportedVersionError
-from pykraft.protocol.convert import convert
+from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
+from pykraft.messages.kafka.init_producer_id_response import InitProducerIdResponse
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 from pykraft.runtime.logfmt import event
@@ -65,7 +64,6 @@ PREFETCH_THRESHOLD = 0.90  # Kafka's ProducerIdManager.PidPrefetchThreshold
 ITERATION_LIMIT = 3
 RETRY_BACKOFF_MS = 50
 _NO_RETRY = -1
-_NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,10 +199,9 @@ class ProducerIdManager:
 
 
 def _answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID,
-            epoch: int = NO_PRODUCER_EPOCH) -> init_resp.InitProducerIdResponse:
-    return init_resp.InitProducerIdResponse(
-        throttle_time=_NO_THROTTLE, error_code=error, producer_id=ProducerId(producer_id),
-        producer_epoch=i16(epoch))
+            epoch: int = NO_PRODUCER_EPOCH) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=error, producer_id=producer_id,
+                                  producer_epoch=epoch)
 
 
 #: Why a transactional producer is refused (FindCoordinator v1+ and Produce v8+ carry it,
@@ -213,9 +210,9 @@ TRANSACTIONS_UNSUPPORTED = ("Transactions are not supported by this cluster: pyk
                             "transaction coordinator yet (this is not an ACL decision)")
 
 
-def init_producer_id(request: Any, manager: ProducerIdManager) -> init_resp.InitProducerIdResponse:
+def init_producer_id(body: InitProducerIdRequest,
+                     manager: ProducerIdManager) -> InitProducerIdResponse:
     """Kafka's answer to InitProducerId of any version (see the module docstring)."""
-    body = convert(request, init_req.InitProducerIdRequest)
     transactional_id = body.transactional_id
     if transactional_id:  # Kafka authorizes the transactional id first
         return _answer(ErrorCode.transactional_id_authorization_failed)

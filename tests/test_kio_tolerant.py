@@ -38,7 +38,7 @@ APIS = (
     *("broker_registration", "broker_heartbeat", "controller_registration"),
     *("unregister_broker", "alter_partition", "api_versions", "metadata", "describe_cluster"),
     "update_features",
-    *("produce", "offset_for_leader_epoch"),
+    "produce",
     "allocate_producer_ids",
 )
 

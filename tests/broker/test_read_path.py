@@ -43,6 +43,11 @@ from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
+from pykraft.messages.kafka.offset_for_leader_epoch_request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import encode_response
 from pykraft.protocol.errors import ErrorCode
@@ -280,11 +285,10 @@ def test_list_offsets(replicas: ReplicaManager) -> None:
 
 def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:
     _produce(replicas, [b"a", b"b"])
-    schema = load_payload_module(23, 4, EntityType.request)
 
     def ask(epoch: int, current: int = -1) -> tuple[int, int, int]:
-        request = schema.OffsetForLeaderEpochRequest(replica_id=-1, topics=(
-            schema.OffsetForLeaderTopic(topic=TOPIC, partitions=(schema.OffsetForLeaderPartition(
+        request = OffsetForLeaderEpochRequest(replica_id=-1, topics=(
+            OffsetForLeaderTopic(topic=TOPIC, partitions=(OffsetForLeaderPartition(
                 partition=0, current_leader_epoch=current, leader_epoch=epoch),)),))
         (part,) = asyncio.run(offset_for_leader_epoch(request, replicas)).topics[0].partitions
         return part.error_code, part.leader_epoch, part.end_offset

@@ -4,7 +4,7 @@ listener: where a consumer starts or resumes reading a partition.
 Interface::
 
     response = await list_offsets(request_body, replicas, api_version=v)  # any version
-    response = await offset_for_leader_epoch(request_body, replicas)   # v4 body
+    response = await offset_for_leader_epoch(request_body, replicas)  # any version
 
 Both let the event loop run between partitions once a turn has lasted its budget
 (:mod:`pykraft.runtime.turns`): a request may name a partition hundreds of thousands of
@@ -29,14 +29,8 @@ and where it ends (the log end for the current one), -1/-1 when unknown.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
-
-from kio.schema.offset_for_leader_epoch.v4 import request as ofle_req
-from kio.schema.offset_for_leader_epoch.v4 import response as ofle
-from kio.static.primitive import i32, i64
 
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.log.partition_reads import (
     CONSUMER_REPLICA_ID,
     DEBUGGING_REPLICA_ID,
@@ -56,7 +50,12 @@ from pykraft.messages.kafka.list_offsets_response import (
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
-from pykraft.protocol.convert import convert
+from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from pykraft.messages.kafka.offset_for_leader_epoch_response import (
+    EpochEndOffset,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderTopicResult,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.codec_thread import TIMESTAMP_SEARCH
 from pykraft.runtime.turns import Turns
@@ -122,12 +121,12 @@ async def _listed(hosted: ReadablePartition, timestamp: int,
     return answer
 
 
-async def offset_for_leader_epoch(request: Any, replicas: ReplicaManager,
+async def offset_for_leader_epoch(body: OffsetForLeaderEpochRequest, replicas: ReplicaManager,
                                   denied: frozenset[object] = frozenset()
-                                  ) -> ofle.OffsetForLeaderEpochResponse:
+                                  ) -> OffsetForLeaderEpochResponse:
     """Each partition's (epoch, end offset) for the requested leader epoch, from the
-    leader (Kafka answers it on the leader only, for consumers and followers alike)."""
-    body = convert(request, ofle_req.OffsetForLeaderEpochRequest)
+    leader (Kafka answers it on the leader only, for consumers and followers alike); v2-4
+    have the same fields but v3+'s replica id, which this answer does not depend on."""
     turns = Turns()
     topics = []
     for topic in body.topics:
@@ -135,22 +134,21 @@ async def offset_for_leader_epoch(request: Any, replicas: ReplicaManager,
         for part in topic.partitions:
             await turns.pause()
             if topic.topic in denied:
-                partitions.append(ofle.EpochEndOffset(
+                partitions.append(EpochEndOffset(
                     error_code=ErrorCode.topic_authorization_failed, partition=part.partition))
                 continue
             try:
                 hosted = replicas.partition_for(
-                    topic.topic, int(part.partition),
-                    current_leader_epoch=int(part.current_leader_epoch))
+                    topic.topic, part.partition, current_leader_epoch=part.current_leader_epoch)
             except PartitionError as refused:
-                partitions.append(ofle.EpochEndOffset(error_code=refused.error_code,
-                                                      partition=part.partition))
+                partitions.append(EpochEndOffset(error_code=refused.error_code,
+                                                 partition=part.partition))
                 continue
-            epoch, end = hosted.log.leader_epochs.end_offset_for(int(part.leader_epoch),
+            epoch, end = hosted.log.leader_epochs.end_offset_for(part.leader_epoch,
                                                                  hosted.log_end_offset)
-            partitions.append(ofle.EpochEndOffset(
-                error_code=ErrorCode.none, partition=part.partition, leader_epoch=i32(epoch),
-                end_offset=i64(end)))
-        topics.append(ofle.OffsetForLeaderTopicResult(topic=topic.topic,
-                                                      partitions=tuple(partitions)))
-    return ofle.OffsetForLeaderEpochResponse(throttle_time=NO_THROTTLE, topics=tuple(topics))
+            partitions.append(EpochEndOffset(
+                error_code=ErrorCode.none, partition=part.partition, leader_epoch=epoch,
+                end_offset=end))
+        topics.append(OffsetForLeaderTopicResult(topic=topic.topic,
+                                                 partitions=tuple(partitions)))
+    return OffsetForLeaderEpochResponse(topics=tuple(topics))

@@ -79,6 +79,12 @@ from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsTopic,
 )
 from pykraft.messages.kafka.list_offsets_response import ListOffsetsResponse
+from pykraft.messages.kafka.offset_for_leader_epoch_request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from pykraft.messages.kafka.offset_for_leader_epoch_response import OffsetForLeaderEpochResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.follower import truncation_for
@@ -392,35 +398,33 @@ class ReplicaFetcher:
         the epoch we asked about, else ask again from the epoch we are back to."""
         asked = {(f.part.topic, f.part.index): (f, f.part.log_end_offset) for f in truncating}
 
-        def make(version: int) -> Any:
-            schema = load_payload_module(ApiKey.OFFSET_FOR_LEADER_EPOCH, version,
-                                         EntityType.request)
-            topics: dict[str, list[Any]] = {}
+        def make(_: int) -> OffsetForLeaderEpochRequest:  # v3+ (FETCHER_VERSIONS): one class
+            topics: dict[str, list[OffsetForLeaderPartition]] = {}
             for entry in truncating:
-                topics.setdefault(entry.part.topic, []).append(schema.OffsetForLeaderPartition(
-                    partition=i32(entry.part.index), current_leader_epoch=i32(entry.leader_epoch),
-                    leader_epoch=i32(last_fetched_epoch(entry.part))))
-            return schema.OffsetForLeaderEpochRequest(
-                replica_id=BrokerId(self.broker_id), topics=tuple(
-                    schema.OffsetForLeaderTopic(topic=name, partitions=tuple(parts))
-                    for name, parts in topics.items()))
+                topics.setdefault(entry.part.topic, []).append(OffsetForLeaderPartition(
+                    partition=entry.part.index, current_leader_epoch=entry.leader_epoch,
+                    leader_epoch=last_fetched_epoch(entry.part)))
+            return OffsetForLeaderEpochRequest(replica_id=self.broker_id, topics=tuple(
+                OffsetForLeaderTopic(topic=name, partitions=tuple(parts))
+                for name, parts in topics.items()))
 
         response = await self._request(make, ApiKey.OFFSET_FOR_LEADER_EPOCH)
+        assert isinstance(response, OffsetForLeaderEpochResponse)
         for topic in response.topics:
             for answer in topic.partitions:
-                found = asked.get((topic.topic, int(answer.partition)))
+                found = asked.get((topic.topic, answer.partition))
                 if found is None or not self._current(*found):
                     continue
                 followed, end = found
                 if answer.error_code != ErrorCode.none:
                     log.info("[%s] %s-%d: OffsetForLeaderEpoch answered %s; backing off",
-                             self.name, topic.topic, int(answer.partition),
+                             self.name, topic.topic, answer.partition,
                              ErrorCode(answer.error_code).name)
                     self._delay([followed])
                     continue
                 cut = truncation_for(followed.part.log.leader_epochs,
                                      followed.part.log_end_offset,
-                                     int(answer.leader_epoch), int(answer.end_offset), end)
+                                     answer.leader_epoch, answer.end_offset, end)
                 truncate_to(followed.part, cut.offset, self._now_ms())
                 followed.truncating = not cut.completed and last_fetched_epoch(
                     followed.part) >= 0

@@ -29,6 +29,7 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
 from pykraft.log.log_manager import LogManager
 from pykraft.log.partition_reads import TimestampWalk
+from pykraft.messages.kafka import offset_for_leader_epoch_request as ofle
 from pykraft.messages.kafka.delete_records_request import (
     DeleteRecordsPartition,
     DeleteRecordsRequest,
@@ -42,11 +43,6 @@ from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
-)
-from pykraft.messages.kafka.offset_for_leader_epoch_request import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderPartition,
-    OffsetForLeaderTopic,
 )
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import encode_response
@@ -287,8 +283,8 @@ def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:
     _produce(replicas, [b"a", b"b"])
 
     def ask(epoch: int, current: int = -1) -> tuple[int, int, int]:
-        request = OffsetForLeaderEpochRequest(replica_id=-1, topics=(
-            OffsetForLeaderTopic(topic=TOPIC, partitions=(OffsetForLeaderPartition(
+        request = ofle.OffsetForLeaderEpochRequest(replica_id=-1, topics=(
+            ofle.OffsetForLeaderTopic(topic=TOPIC, partitions=(ofle.OffsetForLeaderPartition(
                 partition=0, current_leader_epoch=current, leader_epoch=epoch),)),))
         (part,) = asyncio.run(offset_for_leader_epoch(request, replicas)).topics[0].partitions
         return part.error_code, part.leader_epoch, part.end_offset

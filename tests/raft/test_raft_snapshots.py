@@ -99,7 +99,7 @@ def test_fetch_snapshot_error_cases_and_chunks() -> None:
         return out.response
 
     def error(response: rpc.FetchSnapshotResponse) -> ErrorCode:
-        return rpc.response_header(response).error
+        return ErrorCode(rpc.response_header(response).error)
 
     assert error(fetch_snapshot(OffsetAndEpoch(99, 1), 0)) == ErrorCode.snapshot_not_found
     assert error(fetch_snapshot(OffsetAndEpoch(0, 0), 0)) == ErrorCode.snapshot_not_found

@@ -148,7 +148,10 @@ def _handle_vote_response(core: Replica, state: Leaderless, source: int,
         return
     if sent.pre_vote != isinstance(state, Prospective):
         return
-    state.election.record(source, response.topics[0].partitions[0].vote_granted)
+    answer = rpc.vote_response_partition(response)
+    if isinstance(answer, ErrorCode):
+        return  # not the metadata partition alone: no vote to count
+    state.election.record(source, answer.vote_granted)
     maybe_win_election(core)
 
 

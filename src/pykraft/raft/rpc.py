@@ -173,6 +173,13 @@ def vote_partition(request: VoteRequest) -> vote_req.PartitionData | ErrorCode:
                                [p for t in request.topics for p in t.partitions])
 
 
+def vote_response_partition(response: VoteResponse) -> vote_resp.PartitionData | ErrorCode:
+    """The one partition of a Vote answer; any other shape is INVALID_REQUEST, which the
+    voter ignores (Kafka's ``hasValidTopicPartition`` on the response)."""
+    return _election_partition([t.topic_name for t in response.topics],
+                               [p for t in response.topics for p in t.partitions])
+
+
 def vote_response(
     error: ErrorCode, leader_id: int | None, epoch: int, granted: bool,
     top_error: ErrorCode = ErrorCode.none,

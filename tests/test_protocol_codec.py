@@ -9,7 +9,6 @@ UpdateRaftVoterResponse).
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import io
 import uuid
 from typing import Any
@@ -22,12 +21,9 @@ from kio.schema.describe_topic_partitions.v0.request import (
     DescribeTopicPartitionsRequest,
 )
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch_snapshot.v0.response import FetchSnapshotResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.schema.vote.v2.request import VoteRequest
-from kio.schema.vote.v2.response import VoteResponse
+from kio.schema.types import TopicName
 from kio.serial import entity_writer
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i32
 
 from kio_strategies import PAIR_IDS, PAIRS, request_bodies, response_bodies
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
@@ -45,6 +41,7 @@ from pykraft.protocol.codec import (
     encode_response,
 )
 from pykraft.protocol.header import RequestHeader
+from pykraft.raft import rpc as raft_rpc
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 METADATA_TOPIC = b"__cluster_metadata"
@@ -269,12 +266,8 @@ def test_unknown_tag_merges_in_order_with_known_tags() -> None:
     assert frame.body == response.body
 
 
-def _fetch_snapshot_response() -> FetchSnapshotResponse:
-    return FetchSnapshotResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
-        error_code=ErrorCode.none,
-        topics=(),
-    )
+def _fetch_snapshot_response() -> raft_rpc.FetchSnapshotResponse:
+    return raft_rpc.fetch_snapshot_error(ErrorCode.none)
 
 
 @pytest.mark.parametrize(
@@ -295,15 +288,15 @@ def test_unsupported_requests_carry_correlation_id(prefix: str, api_key: int, ve
 
 
 def test_encoding_an_unsupported_version_is_refused() -> None:
-    body = VoteRequest(cluster_id=None, voter_id=BrokerId(1), topics=())
+    body = raft_rpc.VoteRequest(voter_id=1)
     with pytest.raises(UnsupportedVersionError):
         encode_request(RequestHeader(52, 9, 1, None), body)
 
 
 def test_body_must_match_header() -> None:
-    body = VoteRequest(cluster_id=None, voter_id=BrokerId(1), topics=())
+    body = raft_rpc.VoteRequest(voter_id=1)
     with pytest.raises(ValueError, match="not the request"):
-        encode_request(RequestHeader(52, 1, 1, None), body)
+        encode_request(RequestHeader(53, 1, 1, None), body)
 
 
 def test_trailing_request_bytes_are_kept_like_kafka_does() -> None:
@@ -325,8 +318,8 @@ def test_trailing_response_bytes_are_rejected() -> None:
         decode_response(52, 2, wire + b"\x00")
 
 
-def _vote_response() -> VoteResponse:
-    return VoteResponse(error_code=ErrorCode.none, topics=())
+def _vote_response() -> raft_rpc.VoteResponse:
+    return raft_rpc.VoteResponse(error_code=ErrorCode.none)
 
 
 @pytest.mark.parametrize("with_cursor", [False, True])

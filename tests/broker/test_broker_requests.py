@@ -18,7 +18,7 @@ from pykraft.broker import dispatch
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.errors import NetworkError
 from pykraft.protocol.apis import Listener, api_spec
-from pykraft.protocol.codec import decode_response, encode_request, request_type
+from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
@@ -55,7 +55,7 @@ def broker(channel: object, metadata: object = FailingImage()) -> BrokerDispatch
 
 
 def ask(dispatcher: BrokerDispatcher, body: Any, version: int) -> Any:
-    api_key = int(body.__api_key__)
+    api_key = api_key_of(body)
     wire = convert(body, request_type(api_key, version))
     frame = encode_request(RequestHeader(api_key, version, 9, "test"), wire)
     answer = asyncio.run(dispatcher.handle(frame, anonymous("127.0.0.1:5000")))
@@ -74,7 +74,7 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     rpc.remove_voter_request("cid", 4, DIRECTORY),
 ], ids=["DescribeQuorum", "AddRaftVoter", "RemoveRaftVoter"])
 def test_quorum_apis_are_advertised_and_forwarded(body: Any) -> None:
-    api_key = int(body.__api_key__)
+    api_key = api_key_of(body)
     spec = api_spec(api_key)
     assert spec is not None and Listener.BROKER in spec.listeners  # advertised on brokers
     assert api_key in dispatch.BROKER_APIS

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, TypeVar
 
 from kafka.protocol.admin import (
@@ -59,6 +60,13 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
 
 from conformance.harness import BROKER, CONTROLLER, Run
+from pykraft.messages.kafka import add_raft_voter_request as add_req
+from pykraft.messages.kafka import begin_quorum_epoch_request as bqe_req
+from pykraft.messages.kafka import end_quorum_epoch_request as eqe_req
+from pykraft.messages.kafka import fetch_snapshot_request as fs_req
+from pykraft.messages.kafka import remove_raft_voter_request as remove_req
+from pykraft.messages.kafka import update_raft_voter_request as update_req
+from pykraft.messages.kafka import vote_request as vote_req
 from pykraft.messages.kafka.api_versions_request import (
     ApiVersionsRequest as GeneratedApiVersionsRequest,
 )
@@ -482,65 +490,75 @@ def error_is(name: str) -> Callable[[Run], Meaning]:
     return lambda _run: name
 
 
-def partition(**fields: Any) -> dict[str, Any]:
-    return {"partition_index": 0, **fields}
+def generated(api_key: int, request: Any) -> Callable[[Run], Any]:
+    """A row sent as a generated class (:mod:`pykraft.messages.kafka`) at its version."""
+    return lambda run: run.generated(api_key, request)
 
 
-def metadata_topic(**fields: Any) -> dict[str, Any]:
-    return {"topic_name": METADATA_TOPIC, "partitions": [partition(**fields)]}
+def election_topic(module: ModuleType, name: str, **fields: int) -> Any:
+    """A Vote, BeginQuorumEpoch or EndQuorumEpoch topic of one partition (index 0)."""
+    return module.TopicData(topic_name=name,
+                            partitions=(module.PartitionData(partition_index=0, **fields),))
 
 
-def other_topic(**fields: Any) -> dict[str, Any]:
-    return {"topic_name": "other", "partitions": [partition(**fields)]}
+def election_request(module: ModuleType, cluster_id: str | None, topic: str) -> Any:
+    """Leader 7's BeginQuorumEpoch or EndQuorumEpoch request, by the module of its class
+    (the leader's endpoint goes from v1)."""
+    request_class = (module.BeginQuorumEpochRequest if module is bqe_req
+                     else module.EndQuorumEpochRequest)
+    return request_class(
+        cluster_id=cluster_id, topics=(election_topic(module, topic, leader_id=7,
+                                                      leader_epoch=1),),
+        leader_endpoints=(module.LeaderEndpoint(**VOTER_ENDPOINT),))
 
 
-VOTER_ENDPOINT = {"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}
-EPOCH = {"replica_epoch": 1, "leader_epoch": 1, "last_offset_epoch": 0, "last_offset": 0}
+def vote(cluster_id: str | None, topic: str) -> vote_req.VoteRequest:
+    return vote_req.VoteRequest(cluster_id=cluster_id, topics=(
+        election_topic(vote_req, topic, replica_id=7, replica_epoch=1),))
+
+
+VOTER_ENDPOINT: dict[str, Any] = {"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}
+VOTER_KEY: dict[str, Any] = {"voter_id": 7, "voter_directory_id": uuid.UUID(int=7)}
 
 RAFT = [
-    Case("Vote", 52, "wrong_cluster_id",
-         kio(52, {"cluster_id": WRONG_CLUSTER, "topics": [metadata_topic(
-             replica_id=7, **EPOCH)]}),
+    Case("Vote", 52, "wrong_cluster_id", generated(52, vote(WRONG_CLUSTER, METADATA_TOPIC)),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
     Case("BeginQuorumEpoch", 53, "wrong_cluster_id",
-         kio(53, {"cluster_id": WRONG_CLUSTER, "topics": [metadata_topic(
-             leader_id=7, leader_epoch=1)], "leader_endpoints": [VOTER_ENDPOINT]}),
+         generated(53, election_request(bqe_req, WRONG_CLUSTER, METADATA_TOPIC)),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
     Case("EndQuorumEpoch", 54, "wrong_cluster_id",
-         kio(54, {"cluster_id": WRONG_CLUSTER, "topics": [metadata_topic(
-             leader_id=7, leader_epoch=1)], "leader_endpoints": [VOTER_ENDPOINT]}),
+         generated(54, election_request(eqe_req, WRONG_CLUSTER, METADATA_TOPIC)),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
     # Until multi-raft, Kafka answers an election RPC for any other topic partition with a
     # top-level INVALID_REQUEST (KafkaRaftClient, RaftUtil.hasValidTopicPartition).
-    Case("Vote", 52, "other_topic",
-         kio(52, {"cluster_id": None, "topics": [other_topic(replica_id=7, **EPOCH)]}),
+    Case("Vote", 52, "other_topic", generated(52, vote(None, "other")),
          top_error, error_is("INVALID_REQUEST"), listeners=(CONTROLLER,)),
     Case("BeginQuorumEpoch", 53, "other_topic",
-         kio(53, {"cluster_id": None, "topics": [other_topic(leader_id=7, leader_epoch=1)],
-                  "leader_endpoints": [VOTER_ENDPOINT]}),
+         generated(53, election_request(bqe_req, None, "other")),
          top_error, error_is("INVALID_REQUEST"), listeners=(CONTROLLER,)),
     Case("EndQuorumEpoch", 54, "other_topic",
-         kio(54, {"cluster_id": None, "topics": [other_topic(leader_id=7, leader_epoch=1)],
-                  "leader_endpoints": [VOTER_ENDPOINT]}),
+         generated(54, election_request(eqe_req, None, "other")),
          top_error, error_is("INVALID_REQUEST"), listeners=(CONTROLLER,)),
     Case("FetchSnapshot", 59, "wrong_cluster_id",
-         kio(59, {"cluster_id": WRONG_CLUSTER, "topics": [{"name": METADATA_TOPIC,
-              "partitions": [{"partition": 0, "snapshot_id": {"end_offset": 1, "epoch": 1}}]}]}),
+         generated(59, fs_req.FetchSnapshotRequest(cluster_id=WRONG_CLUSTER, topics=(
+             fs_req.TopicSnapshot(name=METADATA_TOPIC, partitions=(fs_req.PartitionSnapshot(
+                 partition=0, snapshot_id=fs_req.SnapshotId(end_offset=1, epoch=1)),)),))),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
     Case("AddRaftVoter", 80, "wrong_cluster_id",
-         kio(80, {"cluster_id": WRONG_CLUSTER, "timeout": datetime.timedelta(seconds=5),
-                  "voter_id": 7, "voter_directory_id": uuid.UUID(int=7),
-                  "listeners": [VOTER_ENDPOINT]}),
+         generated(80, add_req.AddRaftVoterRequest(
+             cluster_id=WRONG_CLUSTER, timeout_ms=5_000, **VOTER_KEY,
+             listeners=(add_req.Listener(**VOTER_ENDPOINT),))),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=BOTH),
     Case("RemoveRaftVoter", 81, "wrong_cluster_id",
-         kio(81, {"cluster_id": WRONG_CLUSTER, "voter_id": 7,
-                  "voter_directory_id": uuid.UUID(int=7)}),
+         generated(81, remove_req.RemoveRaftVoterRequest(cluster_id=WRONG_CLUSTER,
+                                                         **VOTER_KEY)),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=BOTH),
     Case("UpdateRaftVoter", 82, "wrong_cluster_id",
-         kio(82, {"cluster_id": WRONG_CLUSTER, "current_leader_epoch": 1, "voter_id": 7,
-                  "voter_directory_id": uuid.UUID(int=7), "listeners": [VOTER_ENDPOINT],
-                  "k_raft_version_feature": {"min_supported_version": 0,
-                                             "max_supported_version": 1}}),
+         generated(82, update_req.UpdateRaftVoterRequest(
+             cluster_id=WRONG_CLUSTER, current_leader_epoch=1, **VOTER_KEY,
+             listeners=(update_req.Listener(**VOTER_ENDPOINT),),
+             k_raft_version_feature=update_req.KRaftVersionFeature(
+                 min_supported_version=0, max_supported_version=1))),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
 ]
 

@@ -51,7 +51,7 @@ from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.produce.v13 import request as produce
 from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
-from pykraft.ids import TopicPartition
+from pykraft.ids import ZERO_UUID, TopicPartition
 from pykraft.protocol.api_versions import ranges_from_response
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_response, request_type
@@ -85,8 +85,9 @@ def _records(target: Target) -> Records:
                                 timestamp=1_700_000_000_000))
 
 
-#: A DeleteTopics of the abused topic would delete it for the cases after it.
-_DELETE_ABSENT = Shape({"name": _absent, "topic_id": lambda t: None})
+#: A DeleteTopics of the abused topic would delete it for the cases after it (named, with
+#: the zero topic id: none).
+_DELETE_ABSENT = Shape({"name": _absent, "topic_id": lambda t: ZERO_UUID})
 _PRODUCE = Shape({"records": _records, "acks": lambda t: -1})
 
 BROKER_CASES: Mapping[ApiKey, Case] = {

@@ -22,13 +22,7 @@ from typing import TypeVar
 
 from kafka_brokers_harness import wait_until
 from kafka_tools import ClusterTools, Outcome, ToolRun, run_batch
-from kio.schema.describe_quorum.v2.request import (
-    DescribeQuorumRequest,
-    PartitionData,
-    TopicData,
-)
 from kio.schema.metadata.v12.request import MetadataRequest
-from kio.schema.types import TopicName
 from kio.static.primitive import i32
 from kio.static.protocol import HeaderV1ResponsePayload, HeaderV2RequestPayload
 from oracle_cluster import (
@@ -53,6 +47,7 @@ from pykraft.messages.kafka.describe_user_scram_credentials_request import (
 )
 from pykraft.messages.kio_adapter import decode_kio, encode_kio
 from pykraft.protocol.apis import ApiKey
+from pykraft.raft import rpc
 
 R = TypeVar("R", bound=HeaderV1ResponsePayload)
 
@@ -131,9 +126,7 @@ def topics_view(broker: Node) -> TopicsView:
 
 def active_controller(cluster: OracleCluster) -> Node:
     """The quorum's leader, as the first running controller that answers says."""
-    request = DescribeQuorumRequest(topics=(TopicData(
-        topic_name=TopicName(METADATA_TOPIC),
-        partitions=(PartitionData(partition_index=i32(0)),)),))
+    request = rpc.describe_quorum_request()
     leader = -1
 
     def known() -> bool:
@@ -141,7 +134,7 @@ def active_controller(cluster: OracleCluster) -> Node:
         for node in cluster.controllers:
             if cluster.is_running(node):
                 answer = call(node.listener("controller"), ApiKey.DESCRIBE_QUORUM, 2, request)
-                leader = int(answer.topics[0].partitions[0].leader_id)
+                leader = answer.topics[0].partitions[0].leader_id
                 if leader in cluster.nodes and cluster.is_running(cluster.nodes[leader]):
                     return True
         return False

@@ -7,11 +7,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18 import response as fetch_resp
-from kio.schema.vote.v2 import request as vote_req
-from kio.schema.vote.v2 import response as vote_resp
 
+from pykraft.messages.kafka import vote_request as vote_req
+from pykraft.messages.kafka import vote_response as vote_resp
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.api import LeaderAndEpoch, OutboundRequest, OutboundResponse, Ready, deliver
 from pykraft.raft.config import QuorumConfig

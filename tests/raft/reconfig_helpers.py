@@ -54,7 +54,7 @@ def ask(h: Harness, request: rpc.RaftRequest) -> rpc.RaftResponse | None:
 
 def error_of(response: rpc.RaftResponse | None) -> ErrorCode:
     assert response is not None
-    return rpc.response_header(response).error
+    return ErrorCode(rpc.response_header(response).error)
 
 
 def catch_up(h: Harness, node: int) -> None:

@@ -3,6 +3,8 @@ follower installing a snapshot chunk by chunk."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from kio.schema.errors import ErrorCode
 from raft_harness import Harness, partition_of
@@ -99,7 +101,7 @@ def test_fetch_snapshot_error_cases_and_chunks() -> None:
         return out.response
 
     def error(response: rpc.FetchSnapshotResponse) -> ErrorCode:
-        return rpc.response_header(response).error
+        return ErrorCode(rpc.response_header(response).error)
 
     assert error(fetch_snapshot(OffsetAndEpoch(99, 1), 0)) == ErrorCode.snapshot_not_found
     assert error(fetch_snapshot(OffsetAndEpoch(0, 0), 0)) == ErrorCode.snapshot_not_found
@@ -160,3 +162,23 @@ def test_time_based_retention_applies_without_a_new_snapshot() -> None:
         h.advance_to_next_tick()
     assert h.log.log_start_offset == second.offset
     assert [s.snapshot_id for s in h.log.snapshots()] == [second]
+
+
+def test_a_snapshot_chunk_behind_an_empty_topic_is_read_without_failing() -> None:
+    """A peer's answer may put its one partition in a second topic after an empty one:
+    the follower reads the partition the header found (it indexed the first topic and
+    stopped on an IndexError)."""
+    f = Harness(1, {0, 1})
+    f.request(0, rpc.begin_quorum_request(None, 1, 0, 1))
+    (fetch,) = f.take_requests(rpc.FetchRequest)
+    sid = OffsetAndEpoch(5, 1)
+    f.respond(fetch, rpc.fetch_response(ErrorCode.none, 0, 1, high_watermark=5,
+                                        snapshot_id=sid))
+    (out,) = f.take_requests(rpc.FetchSnapshotRequest)
+    answer = rpc.fetch_snapshot_response(ErrorCode.none, 0, 1, snapshot_id=sid, size=100,
+                                         position=0, chunk=b"x" * 10)
+    empty = dataclasses.replace(answer.topics[0], partitions=())
+    f.respond(out, dataclasses.replace(answer, topics=(empty, *answer.topics)))
+    (again,) = f.take_requests(rpc.FetchSnapshotRequest)
+    assert isinstance(again.request, rpc.FetchSnapshotRequest)
+    assert again.request.topics[0].partitions[0].position == 10

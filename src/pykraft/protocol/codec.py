@@ -5,7 +5,7 @@
 generated classes of :mod:`pykraft.messages.kafka` for the APIs of
 :data:`~pykraft.protocol.apis.GENERATED_APIS` (one class for every version, coded by
 :mod:`pykraft.messages.rpc`), and kio entities for the others (one class per version, e.g.
-``kio.schema.vote.v2.request.VoteRequest``). Headers are this package's either way.
+``kio.schema.metadata.v12.request.MetadataRequest``). Headers are this package's either way.
 """
 
 from __future__ import annotations

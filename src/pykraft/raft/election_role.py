@@ -148,7 +148,10 @@ def _handle_vote_response(core: Replica, state: Leaderless, source: int,
         return
     if sent.pre_vote != isinstance(state, Prospective):
         return
-    state.election.record(source, response.topics[0].partitions[0].vote_granted)
+    answer = rpc.vote_response_partition(response)
+    if isinstance(answer, ErrorCode):
+        return  # not the metadata partition alone: no vote to count
+    state.election.record(source, answer.vote_granted)
     maybe_win_election(core)
 
 
@@ -255,8 +258,7 @@ def handle_end_quorum_request(core: Replica, request: rpc.EndQuorumEpochRequest
     core.maybe_transition(leader, epoch)
     state = core.state
     if isinstance(state, Follower) and state.leader_id == leader:
-        successors = [ReplicaKey.of(int(c.candidate_id), c.candidate_directory_id)
-                      for c in part.preferred_candidates]
+        successors = rpc.preferred_successors(part)
         position = next((i for i, key in enumerate(successors) if _is_me(core, key)), None)
         state.fetch_deadline_ms = core.now + end_quorum_backoff_ms(
             position, len(successors), core.config.election_backoff_max_ms

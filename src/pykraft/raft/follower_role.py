@@ -156,8 +156,9 @@ def _handle_fetch_snapshot_response(core: Replica, state: Follower, source: int,
     if source != state.leader_id:
         return
     download = state.download
-    part = response.topics[0].partitions[0]
-    got = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
+    # the one partition response_header found (two topics may carry it, one of them empty)
+    (part,) = [p for t in response.topics for p in t.partitions]
+    got = OffsetAndEpoch(part.snapshot_id.end_offset, part.snapshot_id.epoch)
     if download is None or got != download.snapshot_id:
         return
     chunk = bytes(part.unaligned_records or b"")

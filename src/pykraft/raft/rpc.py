@@ -1,5 +1,6 @@
-"""Builders and readers for the KRaft RPCs, on kio's latest wire types (ApiVersions: the
-generated class of every version, :mod:`pykraft.messages.kafka`).
+"""Builders and readers for the KRaft RPCs, on the generated classes of
+:mod:`pykraft.messages.kafka` (one class serves every version; Fetch is still kio's latest
+wire type until it moves too).
 
 KRaft RPCs carry one topic with one partition; these helpers hide that nesting so the core
 deals in (epoch, leader, offsets) and the runtime only encodes and decodes.
@@ -7,37 +8,39 @@ deals in (epoch, leader, offsets) and the runtime only encodes and decodes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid
-from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from kio.schema.add_raft_voter.v1 import request as add_req
-from kio.schema.add_raft_voter.v1 import response as add_resp
-from kio.schema.begin_quorum_epoch.v1 import request as bqe_req
-from kio.schema.begin_quorum_epoch.v1 import response as bqe_resp
-from kio.schema.describe_quorum.v2 import request as dq_req
-from kio.schema.describe_quorum.v2 import response as dq_resp
-from kio.schema.end_quorum_epoch.v1 import request as eqe_req
-from kio.schema.end_quorum_epoch.v1 import response as eqe_resp
-from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v18 import request as fetch_req
 from kio.schema.fetch.v18 import response as fetch_resp
-from kio.schema.fetch_snapshot.v1 import request as fs_req
-from kio.schema.fetch_snapshot.v1 import response as fs_resp
-from kio.schema.remove_raft_voter.v0 import request as remove_req
-from kio.schema.remove_raft_voter.v0 import response as remove_resp
-from kio.schema.types import BrokerId, TopicName
-from kio.schema.update_raft_voter.v0 import request as update_req
-from kio.schema.update_raft_voter.v0 import response as update_resp
-from kio.schema.vote.v2 import request as vote_req
-from kio.schema.vote.v2 import response as vote_resp
-from kio.static.primitive import Records, i16, i32, i32Timedelta, i64, u16
+from kio.schema.types import BrokerId
+from kio.static.primitive import Records, i32, i32Timedelta, i64
 
 from pykraft.features import KRAFT_VERSION_FEATURE
 from pykraft.ids import METADATA_TOPIC_ID, METADATA_TOPIC_NAME, ZERO_UUID
+from pykraft.messages.kafka import add_raft_voter_request as add_req
+from pykraft.messages.kafka import add_raft_voter_response as add_resp
 from pykraft.messages.kafka import api_versions_request as av_req
 from pykraft.messages.kafka import api_versions_response as av_resp
+from pykraft.messages.kafka import begin_quorum_epoch_request as bqe_req
+from pykraft.messages.kafka import begin_quorum_epoch_response as bqe_resp
+from pykraft.messages.kafka import describe_quorum_request as dq_req
+from pykraft.messages.kafka import describe_quorum_response as dq_resp
+from pykraft.messages.kafka import end_quorum_epoch_request as eqe_req
+from pykraft.messages.kafka import end_quorum_epoch_response as eqe_resp
+from pykraft.messages.kafka import fetch_snapshot_request as fs_req
+from pykraft.messages.kafka import fetch_snapshot_response as fs_resp
+from pykraft.messages.kafka import remove_raft_voter_request as remove_req
+from pykraft.messages.kafka import remove_raft_voter_response as remove_resp
+from pykraft.messages.kafka import update_raft_voter_request as update_req
+from pykraft.messages.kafka import update_raft_voter_response as update_resp
+from pykraft.messages.kafka import vote_request as vote_req
+from pykraft.messages.kafka import vote_response as vote_resp
+from pykraft.messages.rpc import response_class
+from pykraft.protocol.codec import api_key_of
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.voter_set import ReplicaKey, VoterSet
 
@@ -53,6 +56,7 @@ FetchRequest = fetch_req.FetchRequest
 FetchResponse = fetch_resp.FetchResponse
 DescribeQuorumRequest = dq_req.DescribeQuorumRequest
 DescribeQuorumResponse = dq_resp.DescribeQuorumResponse
+ReplicaState = dq_resp.ReplicaState
 FetchSnapshotRequest = fs_req.FetchSnapshotRequest
 FetchSnapshotResponse = fs_resp.FetchSnapshotResponse
 AddRaftVoterRequest = add_req.AddRaftVoterRequest
@@ -79,30 +83,40 @@ NO_LEADER = -1
 
 class _PartitionIndexed(Protocol):
     @property
-    def partition_index(self) -> i32: ...
+    def partition_index(self) -> int: ...
 
 
 _P = TypeVar("_P", bound=_PartitionIndexed)
 _T = TypeVar("_T")
-_TOPIC = TopicName(METADATA_TOPIC_NAME)
 _PARTITION = i32(0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ResponseHeader:
-    """What every KRaft response says about the quorum, for the common response handling."""
+    """What every KRaft response says about the quorum, for the common response handling;
+    ``error`` is the wire's code (compare it with :class:`ErrorCode`: a peer may send a
+    code this software does not name)."""
 
-    error: ErrorCode
+    error: int
     leader_id: int | None
     epoch: int | None
 
 
 def _leader(leader_id: int | None) -> BrokerId:
-    return BrokerId(NO_LEADER if leader_id is None else leader_id)
+    return BrokerId(_leader_id(leader_id))
+
+
+def _leader_id(leader_id: int | None) -> int:
+    return NO_LEADER if leader_id is None else leader_id
 
 
 def _leader_or_none(leader_id: int) -> int | None:
     return None if leader_id < 0 else leader_id
+
+
+def _directory(directory_id: uuid.UUID | None) -> uuid.UUID:
+    """A directory id on the wire: the zero UUID stands for none."""
+    return ZERO_UUID if directory_id is None else directory_id
 
 
 # -- partition selection ------------------------------------------------------------------
@@ -140,14 +154,17 @@ def vote_request(
     pre_vote: bool, local_directory_id: uuid.UUID | None = None,
     voter_directory_id: uuid.UUID | None = None,
 ) -> VoteRequest:
+    """A pre-vote cannot be written below v2 (Kafka's VoteRequest builder refuses it too):
+    encoding it for a peer that predates KIP-996 raises UnsupportedVersionError."""
     partition = vote_req.PartitionData(
-        partition_index=_PARTITION, replica_epoch=i32(epoch), replica_id=BrokerId(local_id),
-        replica_directory_id=local_directory_id, voter_directory_id=voter_directory_id,
-        last_offset_epoch=i32(last.epoch), last_offset=i64(last.offset), pre_vote=pre_vote,
+        partition_index=0, replica_epoch=epoch, replica_id=local_id,
+        replica_directory_id=_directory(local_directory_id),
+        voter_directory_id=_directory(voter_directory_id),
+        last_offset_epoch=last.epoch, last_offset=last.offset, pre_vote=pre_vote,
     )
     return VoteRequest(
-        cluster_id=cluster_id, voter_id=BrokerId(voter_id),
-        topics=(vote_req.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
+        cluster_id=cluster_id, voter_id=voter_id,
+        topics=(vote_req.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
 
 
@@ -156,17 +173,24 @@ def vote_partition(request: VoteRequest) -> vote_req.PartitionData | ErrorCode:
                                [p for t in request.topics for p in t.partitions])
 
 
+def vote_response_partition(response: VoteResponse) -> vote_resp.PartitionData | ErrorCode:
+    """The one partition of a Vote answer; any other shape is INVALID_REQUEST, which the
+    voter ignores (Kafka's ``hasValidTopicPartition`` on the response)."""
+    return _election_partition([t.topic_name for t in response.topics],
+                               [p for t in response.topics for p in t.partitions])
+
+
 def vote_response(
     error: ErrorCode, leader_id: int | None, epoch: int, granted: bool,
     top_error: ErrorCode = ErrorCode.none,
 ) -> VoteResponse:
     partition = vote_resp.PartitionData(
-        partition_index=_PARTITION, error_code=error, leader_id=_leader(leader_id),
-        leader_epoch=i32(epoch), vote_granted=granted,
+        partition_index=0, error_code=error, leader_id=_leader_id(leader_id),
+        leader_epoch=epoch, vote_granted=granted,
     )
     return VoteResponse(
         error_code=top_error,
-        topics=_topics_unless(top_error, (vote_resp.TopicData(topic_name=_TOPIC,
+        topics=_topics_unless(top_error, (vote_resp.TopicData(topic_name=METADATA_TOPIC_NAME,
                                                                partitions=(partition,)),)),
     )
 
@@ -178,14 +202,12 @@ def begin_quorum_request(
     voter_directory_id: uuid.UUID | None = None,
 ) -> BeginQuorumEpochRequest:
     partition = bqe_req.PartitionData(
-        partition_index=_PARTITION, voter_directory_id=voter_directory_id,
-        leader_id=BrokerId(leader_id),
-        leader_epoch=i32(epoch),
+        partition_index=0, voter_directory_id=_directory(voter_directory_id),
+        leader_id=leader_id, leader_epoch=epoch,
     )
     return BeginQuorumEpochRequest(
-        cluster_id=cluster_id, voter_id=BrokerId(voter_id),
-        topics=(bqe_req.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
-        leader_endpoints=(),
+        cluster_id=cluster_id, voter_id=voter_id,
+        topics=(bqe_req.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
 
 
@@ -198,12 +220,12 @@ def begin_quorum_response(
     error: ErrorCode, leader_id: int | None, epoch: int, top_error: ErrorCode = ErrorCode.none
 ) -> BeginQuorumEpochResponse:
     partition = bqe_resp.PartitionData(
-        partition_index=_PARTITION, error_code=error, leader_id=_leader(leader_id),
-        leader_epoch=i32(epoch),
+        partition_index=0, error_code=error, leader_id=_leader_id(leader_id),
+        leader_epoch=epoch,
     )
     return BeginQuorumEpochResponse(
         error_code=top_error,
-        topics=_topics_unless(top_error, (bqe_resp.TopicData(topic_name=_TOPIC,
+        topics=_topics_unless(top_error, (bqe_resp.TopicData(topic_name=METADATA_TOPIC_NAME,
                                                                partitions=(partition,)),)),
     )
 
@@ -211,20 +233,21 @@ def begin_quorum_response(
 def end_quorum_request(
     cluster_id: str | None, leader_id: int, epoch: int, successors: tuple[ReplicaKey, ...]
 ) -> EndQuorumEpochRequest:
-    """v1's PreferredCandidates name each successor's directory id when it is known
-    (kraft.version 1); the zero UUID otherwise."""
+    """The successors twice, as Kafka's ``RaftUtil`` writes them: v0's PreferredSuccessors
+    (ids) and v1's PreferredCandidates (ids and directory ids, the zero UUID when unknown);
+    each version's writer keeps its own and drops the other (both are ignorable)."""
     partition = eqe_req.PartitionData(
-        partition_index=_PARTITION, leader_id=BrokerId(leader_id), leader_epoch=i32(epoch),
+        partition_index=0, leader_id=leader_id, leader_epoch=epoch,
+        preferred_successors=tuple(s.id for s in successors),
         preferred_candidates=tuple(
-            eqe_req.ReplicaInfo(candidate_id=BrokerId(s.id),
-                                candidate_directory_id=s.directory_id or ZERO_UUID)
+            eqe_req.ReplicaInfo(candidate_id=s.id,
+                                candidate_directory_id=_directory(s.directory_id))
             for s in successors
         ),
     )
     return EndQuorumEpochRequest(
         cluster_id=cluster_id,
-        topics=(eqe_req.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
-        leader_endpoints=(),
+        topics=(eqe_req.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
 
 
@@ -233,16 +256,25 @@ def end_quorum_partition(request: EndQuorumEpochRequest) -> eqe_req.PartitionDat
                                [p for t in request.topics for p in t.partitions])
 
 
+def preferred_successors(partition: eqe_req.PartitionData) -> list[ReplicaKey]:
+    """The successors an EndQuorumEpoch names, best first: v1's candidates, else v0's ids
+    without directory (Kafka's ``EndQuorumEpochRequest.preferredCandidates``)."""
+    if partition.preferred_candidates:
+        return [ReplicaKey.of(c.candidate_id, c.candidate_directory_id)
+                for c in partition.preferred_candidates]
+    return [ReplicaKey(replica_id) for replica_id in partition.preferred_successors]
+
+
 def end_quorum_response(
     error: ErrorCode, leader_id: int | None, epoch: int, top_error: ErrorCode = ErrorCode.none
 ) -> EndQuorumEpochResponse:
     partition = eqe_resp.PartitionData(
-        partition_index=_PARTITION, error_code=error, leader_id=_leader(leader_id),
-        leader_epoch=i32(epoch),
+        partition_index=0, error_code=error, leader_id=_leader_id(leader_id),
+        leader_epoch=epoch,
     )
     return EndQuorumEpochResponse(
         error_code=top_error,
-        topics=_topics_unless(top_error, (eqe_resp.TopicData(topic_name=_TOPIC,
+        topics=_topics_unless(top_error, (eqe_resp.TopicData(topic_name=METADATA_TOPIC_NAME,
                                                                partitions=(partition,)),)),
     )
 
@@ -327,12 +359,12 @@ def max_wait_ms(request: FetchRequest) -> int:
 
 def describe_quorum_request() -> DescribeQuorumRequest:
     return DescribeQuorumRequest(topics=(
-        dq_req.TopicData(topic_name=_TOPIC, partitions=(dq_req.PartitionData(
-            partition_index=_PARTITION),)),
+        dq_req.TopicData(topic_name=METADATA_TOPIC_NAME,
+                         partitions=(dq_req.PartitionData(partition_index=0),)),
     ))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class ReplicaRow:
     """One replica's line in DescribeQuorum; None means unknown (-1 on the wire)."""
 
@@ -343,20 +375,30 @@ class ReplicaRow:
     directory_id: uuid.UUID | None = None
 
 
-def _or_unknown(value: int | None) -> i64:
-    return i64(-1 if value is None else value)
+def _or_unknown(value: int | None) -> int:
+    return -1 if value is None else value
+
+
+def describe_quorum_nodes(voter_set: VoterSet) -> tuple[dq_resp.Node, ...]:
+    """DescribeQuorum v2's ``Nodes``: the listeners of every voter in ``voter_set``."""
+    return tuple(
+        dq_resp.Node(node_id=node.key.id, listeners=tuple(
+            dq_resp.Listener(name=e.name, host=e.host, port=e.port) for e in node.endpoints))
+        for node in voter_set.nodes
+    )
 
 
 def describe_quorum_response(
     leader_id: int, epoch: int, high_watermark: int | None, voters: list[ReplicaRow],
     observers: list[ReplicaRow], voter_set: VoterSet | None = None,
 ) -> DescribeQuorumResponse:
-    """``Nodes`` (v2) lists the listeners of every voter in ``voter_set``; the messages
-    are empty, as Kafka's ``RaftUtil.singletonDescribeQuorumResponse`` leaves them."""
+    """The v2 answer: ``Nodes`` lists the listeners of every voter in ``voter_set``; the
+    messages are empty, as Kafka's ``RaftUtil.singletonDescribeQuorumResponse`` leaves
+    them. :func:`describe_quorum_at` trims it for an older version."""
     def states(rows: list[ReplicaRow]) -> tuple[dq_resp.ReplicaState, ...]:
         return tuple(
             dq_resp.ReplicaState(
-                replica_id=BrokerId(row.replica_id), replica_directory_id=row.directory_id,
+                replica_id=row.replica_id, replica_directory_id=_directory(row.directory_id),
                 log_end_offset=_or_unknown(row.log_end_offset),
                 last_fetch_timestamp=_or_unknown(row.last_fetch_ms),
                 last_caught_up_timestamp=_or_unknown(row.last_caught_up_ms),
@@ -365,34 +407,47 @@ def describe_quorum_response(
         )
 
     partition = dq_resp.PartitionData(
-        partition_index=_PARTITION, error_code=ErrorCode.none, error_message="",
-        leader_id=BrokerId(leader_id), leader_epoch=i32(epoch),
+        partition_index=0, error_code=ErrorCode.none, error_message="",
+        leader_id=leader_id, leader_epoch=epoch,
         high_watermark=_or_unknown(high_watermark), current_voters=states(voters),
         observers=states(observers),
     )
-    nodes = () if voter_set is None else tuple(
-        dq_resp.Node(node_id=BrokerId(node.key.id), listeners=tuple(
-            dq_resp.Listener(name=e.name, host=e.host, port=u16(e.port)) for e in node.endpoints
-        ))
-        for node in voter_set.nodes
-    )
     return DescribeQuorumResponse(
-        error_code=ErrorCode.none, error_message="", nodes=nodes,
-        topics=(dq_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),),
+        error_code=ErrorCode.none, error_message="",
+        nodes=() if voter_set is None else describe_quorum_nodes(voter_set),
+        topics=(dq_resp.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
+
+
+def describe_quorum_at(response: DescribeQuorumResponse, version: int) -> DescribeQuorumResponse:
+    """``response`` as ``version`` can carry it: directory ids and ``Nodes`` are v2's, which
+    Kafka's ``RaftUtil`` fills from v2 only (the timestamps v0 lacks are dropped by the
+    writer: they are ignorable)."""
+    if version >= 2:
+        return response
+
+    def without_directories(states: tuple[dq_resp.ReplicaState, ...]) -> (
+        tuple[dq_resp.ReplicaState, ...]
+    ):
+        return tuple(dataclasses.replace(s, replica_directory_id=ZERO_UUID) for s in states)
+
+    topics = tuple(dataclasses.replace(t, partitions=tuple(
+        dataclasses.replace(p, current_voters=without_directories(p.current_voters),
+                            observers=without_directories(p.observers))
+        for p in t.partitions)) for t in response.topics)
+    return dataclasses.replace(response, topics=topics, nodes=())
 
 
 def describe_quorum_error(error: ErrorCode, top_error: ErrorCode = ErrorCode.none) -> (
     DescribeQuorumResponse
 ):
     partition = dq_resp.PartitionData(
-        partition_index=_PARTITION, error_code=error, error_message=None,
-        leader_id=BrokerId(NO_LEADER), leader_epoch=i32(-1), high_watermark=i64(-1),
-        current_voters=(), observers=(),
+        partition_index=0, error_code=error, error_message=None, leader_id=NO_LEADER,
+        leader_epoch=-1, high_watermark=-1,
     )
     return DescribeQuorumResponse(
         error_code=top_error, error_message="",
-        topics=(dq_resp.TopicData(topic_name=_TOPIC, partitions=(partition,)),), nodes=(),
+        topics=(dq_resp.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
 
 
@@ -403,14 +458,13 @@ def fetch_snapshot_request(
     position: int, max_bytes: int, directory_id: uuid.UUID | None = None,
 ) -> FetchSnapshotRequest:
     partition = fs_req.PartitionSnapshot(
-        partition=_PARTITION, current_leader_epoch=i32(epoch),
-        snapshot_id=fs_req.SnapshotId(end_offset=i64(snapshot_id.offset),
-                                      epoch=i32(snapshot_id.epoch)),
-        position=i64(position), replica_directory_id=directory_id,
+        partition=0, current_leader_epoch=epoch,
+        snapshot_id=fs_req.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch),
+        position=position, replica_directory_id=_directory(directory_id),
     )
     return FetchSnapshotRequest(
-        cluster_id=cluster_id, replica_id=_leader(local_id), max_bytes=i32(max_bytes),
-        topics=(fs_req.TopicSnapshot(name=_TOPIC, partitions=(partition,)),),
+        cluster_id=cluster_id, replica_id=_leader_id(local_id), max_bytes=max_bytes,
+        topics=(fs_req.TopicSnapshot(name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
 
 
@@ -427,8 +481,7 @@ def fetch_snapshot_partition(request: FetchSnapshotRequest) -> (
 def fetch_snapshot_error(top_error: ErrorCode) -> FetchSnapshotResponse:
     """A refusal of the whole request: the top-level error and no topics, as Kafka's
     ``FetchSnapshotResponse.withTopLevelError`` sends."""
-    return FetchSnapshotResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
-                                 error_code=top_error, topics=())
+    return FetchSnapshotResponse(error_code=top_error)
 
 
 def fetch_snapshot_response(
@@ -438,15 +491,15 @@ def fetch_snapshot_response(
 ) -> FetchSnapshotResponse:
     wanted = snapshot_id or OffsetAndEpoch(-1, -1)
     partition = fs_resp.PartitionSnapshot(
-        index=_PARTITION, error_code=error,
-        snapshot_id=fs_resp.SnapshotId(end_offset=i64(wanted.offset), epoch=i32(wanted.epoch)),
-        current_leader=fs_resp.LeaderIdAndEpoch(leader_id=_leader(leader_id),
-                                                leader_epoch=i32(epoch)),
-        size=i64(size), position=i64(position), unaligned_records=Records(chunk),
+        index=0, error_code=error,
+        snapshot_id=fs_resp.SnapshotId(end_offset=wanted.offset, epoch=wanted.epoch),
+        current_leader=fs_resp.LeaderIdAndEpoch(leader_id=_leader_id(leader_id),
+                                                leader_epoch=epoch),
+        size=size, position=position, unaligned_records=chunk,
     )
     return FetchSnapshotResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
-        topics=(fs_resp.TopicSnapshot(name=_TOPIC, partitions=(partition,)),),
+        error_code=ErrorCode.none,
+        topics=(fs_resp.TopicSnapshot(name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
 
 
@@ -457,11 +510,12 @@ def add_voter_request(
     listeners: list[tuple[str, str, int]], timeout_ms: int = 30_000, *,
     ack_when_committed: bool = True,
 ) -> AddRaftVoterRequest:
+    """``ack_when_committed=False`` needs v1 (KIP-1186): v0 cannot carry it, and encoding
+    it for a v0 peer raises UnsupportedVersionError, as Kafka's builder refuses it."""
     return AddRaftVoterRequest(
-        cluster_id=cluster_id,
-        timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
-        voter_id=i32(voter_id), voter_directory_id=directory_id,
-        listeners=tuple(add_req.Listener(name=n, host=h, port=u16(p)) for n, h, p in listeners),
+        cluster_id=cluster_id, timeout_ms=timeout_ms, voter_id=voter_id,
+        voter_directory_id=_directory(directory_id),
+        listeners=tuple(add_req.Listener(name=n, host=h, port=p) for n, h, p in listeners),
         ack_when_committed=ack_when_committed,
     )
 
@@ -469,8 +523,8 @@ def add_voter_request(
 def remove_voter_request(
     cluster_id: str | None, voter_id: int, directory_id: uuid.UUID | None
 ) -> RemoveRaftVoterRequest:
-    return RemoveRaftVoterRequest(cluster_id=cluster_id, voter_id=i32(voter_id),
-                                  voter_directory_id=directory_id)
+    return RemoveRaftVoterRequest(cluster_id=cluster_id, voter_id=voter_id,
+                                  voter_directory_id=_directory(directory_id))
 
 
 def update_voter_request(
@@ -478,12 +532,11 @@ def update_voter_request(
     listeners: list[tuple[str, str, int]], supported: tuple[int, int],
 ) -> UpdateRaftVoterRequest:
     return UpdateRaftVoterRequest(
-        cluster_id=cluster_id, current_leader_epoch=i32(epoch), voter_id=i32(voter_id),
-        voter_directory_id=directory_id,
-        listeners=tuple(update_req.Listener(name=n, host=h, port=u16(p))
-                        for n, h, p in listeners),
+        cluster_id=cluster_id, current_leader_epoch=epoch, voter_id=voter_id,
+        voter_directory_id=_directory(directory_id),
+        listeners=tuple(update_req.Listener(name=n, host=h, port=p) for n, h, p in listeners),
         k_raft_version_feature=update_req.KRaftVersionFeature(
-            min_supported_version=i16(supported[0]), max_supported_version=i16(supported[1])),
+            min_supported_version=supported[0], max_supported_version=supported[1]),
     )
 
 
@@ -493,19 +546,15 @@ def reconfig_response(
 ) -> ReconfigResponse:
     """The answer to an Add/Remove/UpdateRaftVoter request (Update also names the leader and,
     when known, its host and port on the controller listener)."""
-    throttle = i32Timedelta.parse(datetime.timedelta(0))
     if isinstance(request, AddRaftVoterRequest):
-        return AddRaftVoterResponse(throttle_time=throttle, error_code=error,
-                                    error_message=message)
+        return AddRaftVoterResponse(error_code=error, error_message=message)
     if isinstance(request, RemoveRaftVoterRequest):
-        return RemoveRaftVoterResponse(throttle_time=throttle, error_code=error,
-                                       error_message=message)
+        return RemoveRaftVoterResponse(error_code=error, error_message=message)
     host, port = leader_endpoint or ("", -1)
     return UpdateRaftVoterResponse(
-        throttle_time=throttle, error_code=error,
-        current_leader=update_resp.CurrentLeader(leader_id=_leader(leader_id),
-                                                 leader_epoch=i32(epoch), host=host,
-                                                 port=i32(port)),
+        error_code=error,
+        current_leader=update_resp.CurrentLeader(leader_id=_leader_id(leader_id),
+                                                 leader_epoch=epoch, host=host, port=port),
     )
 
 
@@ -523,10 +572,8 @@ def response_header(response: RaftResponse) -> ResponseHeader:
             _epoch_or_none(fpart.current_leader.leader_epoch),
         )
     if isinstance(response, DescribeQuorumResponse | AddRaftVoterResponse
-                  | RemoveRaftVoterResponse):
+                  | RemoveRaftVoterResponse | ApiVersionsResponse):
         return ResponseHeader(response.error_code, None, None)
-    if isinstance(response, ApiVersionsResponse):
-        return ResponseHeader(ErrorCode(response.error_code), None, None)
     if isinstance(response, UpdateRaftVoterResponse):
         leader = response.current_leader
         return ResponseHeader(response.error_code, _leader_or_none(leader.leader_id),
@@ -548,7 +595,17 @@ def response_header(response: RaftResponse) -> ResponseHeader:
                           _epoch_or_none(part.leader_epoch))
 
 
-def _top_error(error: ErrorCode) -> ErrorCode:
+def error_response(request: RaftRequest, error: ErrorCode) -> RaftResponse:
+    """The answer a transport gives for a request it could not exchange, e.g. one the peer's
+    versions cannot carry (Kafka's ``RaftUtil.errorResponse``, which ``KafkaNetworkChannel``
+    answers a version mismatch with): the response type, its top-level error only."""
+    if isinstance(request, FetchRequest):
+        return fetch_error(error)
+    response: RaftResponse = response_class(api_key_of(request))(error_code=error)
+    return response
+
+
+def _top_error(error: int) -> int:
     return ErrorCode.invalid_request if error == ErrorCode.none else error
 
 

@@ -88,8 +88,8 @@ def _add_voter(core: Replica, state: Leader, source: int, correlation_id: int,
     joining = validate_add(core.reconfig_context(state.progress), request)
     if isinstance(joining, Refusal):
         return _answer(core, request, joining.error, joining.message)
-    timeout = int(request.timeout.total_seconds() * 1000)
-    core.pending_change = PendingChange(source, correlation_id, request, core.now + timeout,
+    core.pending_change = PendingChange(source, correlation_id, request,
+                                        core.now + request.timeout_ms,
                                         joining=joining)
     probe_joining_replica(core)
     return None

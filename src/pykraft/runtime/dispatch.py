@@ -1,9 +1,10 @@
 """The controller listener: which APIs it serves and how it answers them (the framing rules
 every listener shares are :mod:`pykraft.runtime.listener_dispatch`'s).
 
-KRaft RPCs are converted to the latest version for the core and the answer back to the
-version the caller spoke; the controller's requests go to its state machine, an Envelope's
-inner request is answered as its client's own.
+KRaft RPCs reach the core as the generated class that serves every version (Fetch, still
+kio's, is converted to the latest version and back), and an answer carries what the caller's
+version can; the controller's requests go to its state machine, an Envelope's inner request
+is answered as its client's own.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.describe_cluster.v2 import response as dc
-from kio.schema.describe_quorum.v2 import response as dq
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.fetch.v18 import response as fetch_v18
 from kio.schema.types import BrokerId
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
-from kio.static.primitive import i8, i32, i32Timedelta, u16
+from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
@@ -57,16 +57,10 @@ from pykraft.security.session import Session
 
 log = logging.getLogger("pykraft.dispatch")
 
+#: The KRaft RPCs still coded by kio, by the latest-version class the core takes (the others
+#: are the generated classes of :data:`~pykraft.protocol.apis.GENERATED_APIS` already).
 LATEST_REQUEST: dict[int, type] = {
-    ApiKey.VOTE: rpc.VoteRequest,
-    ApiKey.BEGIN_QUORUM_EPOCH: rpc.BeginQuorumEpochRequest,
-    ApiKey.END_QUORUM_EPOCH: rpc.EndQuorumEpochRequest,
     ApiKey.FETCH: rpc.FetchRequest,
-    ApiKey.DESCRIBE_QUORUM: rpc.DescribeQuorumRequest,
-    ApiKey.FETCH_SNAPSHOT: rpc.FetchSnapshotRequest,
-    ApiKey.ADD_RAFT_VOTER: rpc.AddRaftVoterRequest,
-    ApiKey.REMOVE_RAFT_VOTER: rpc.RemoveRaftVoterRequest,
-    ApiKey.UPDATE_RAFT_VOTER: rpc.UpdateRaftVoterRequest,
 }
 FIRST_RAFT_NODE_ENDPOINTS_VERSION = 17
 
@@ -144,7 +138,8 @@ class Dispatcher(ListenerDispatcher):
                           else await self._controller.submit(split.allowed))
                 return merge_parts(api_key, split, answer)
             return await self._controller.submit(body)
-        latest: Any = convert(request.body, LATEST_REQUEST[api_key])
+        latest: rpc.RaftRequest = (convert(request.body, LATEST_REQUEST[api_key])
+                                   if api_key in LATEST_REQUEST else request.body)
         if isinstance(latest, rpc.EndQuorumEpochRequest):
             part = rpc.end_quorum_partition(latest)
             event(log, "end_quorum_epoch_received", source=session.client_address,
@@ -152,7 +147,7 @@ class Dispatcher(ListenerDispatcher):
         refusal = self._refuse_unknown_voter(latest)
         response = refusal if refusal is not None else await self._node.request(latest)
         if isinstance(response, rpc.DescribeQuorumResponse):
-            response = self._with_nodes(response)
+            response = rpc.describe_quorum_at(response, request.api_version)
         elif isinstance(response, rpc.FetchResponse) and (
                 request.api_version >= FIRST_RAFT_NODE_ENDPOINTS_VERSION):
             response = self._with_leader_endpoint(response)
@@ -170,7 +165,7 @@ class Dispatcher(ListenerDispatcher):
         served = tuple(k for k in body.api_keys if k.api_key in self._served)
         return dataclasses.replace(body, api_keys=served)
 
-    def _refuse_unknown_voter(self, request: Any) -> Any | None:
+    def _refuse_unknown_voter(self, request: rpc.RaftRequest) -> rpc.RaftResponse | None:
         """Kafka 3.x's ``validateVoterOnlyRequest`` for a static quorum: Vote, BeginQuorumEpoch
         and EndQuorumEpoch from a node outside the voter set get INCONSISTENT_VOTER_SET, once
         their cluster id matched (the core answers a foreign one). A dynamic quorum lets the
@@ -196,18 +191,6 @@ class Dispatcher(ListenerDispatcher):
             if not isinstance(eqe, ErrorCode) and eqe.leader_id not in voters:
                 return rpc.end_quorum_response(error, leader, epoch)
         return None
-
-    def _with_nodes(self, response: rpc.DescribeQuorumResponse) -> rpc.DescribeQuorumResponse:
-        """DescribeQuorum v2 lists every voter's endpoints, from the voter set in force."""
-        if response.error_code != ErrorCode.none:
-            return response
-        nodes = tuple(
-            dq.Node(node_id=BrokerId(voter.key.id), listeners=tuple(
-                dq.Listener(name=e.name, host=e.host, port=u16(e.port))
-                for e in voter.endpoints))
-            for voter in self._node.core.voters.nodes
-        )
-        return dataclasses.replace(response, nodes=nodes)
 
     def _with_leader_endpoint(self, response: rpc.FetchResponse) -> rpc.FetchResponse:
         """Fetch v17+ names the leader's address (Kafka's NodeEndpoints, which

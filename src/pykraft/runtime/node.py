@@ -41,6 +41,7 @@ from pykraft.errors import (
 )
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest, RaftListener, deliver
 from pykraft.raft.core import RaftClient
@@ -197,8 +198,8 @@ class RaftNode:
     def _on_flushed(self, offset: int) -> None:
         self._step(lambda now: self.core.flush_completed(now, offset))
 
-    def request(self, body: Any) -> asyncio.Future[rpc.RaftResponse]:
-        """Hand an inbound KRaft request (latest version) to the core; resolves with its
+    def request(self, body: rpc.RaftRequest) -> asyncio.Future[rpc.RaftResponse]:
+        """Hand an inbound KRaft request to the core; resolves with its
         response, which may come later (a parked Fetch)."""
         token = next(self._tokens)
         answer: asyncio.Future[rpc.RaftResponse] = asyncio.get_running_loop().create_future()
@@ -343,7 +344,12 @@ class RaftNode:
             return
         try:
             response = await peer.send(out.request)
-        except (NetworkError, UnsupportedVersionError) as exc:
+        except UnsupportedVersionError:
+            # as Kafka's KafkaNetworkChannel: UNSUPPORTED_VERSION answers a request that no
+            # version the peer speaks can carry (a pre-vote to a replica before KIP-996 then
+            # campaigns for real, an UpdateRaftVoter to a leader before KIP-853 is done)
+            response = rpc.error_response(out.request, ErrorCode.unsupported_version)
+        except NetworkError as exc:
             unreachable = isinstance(exc, PeerUnreachableError)
             self._step(lambda now: self.core.handle_send_failure(
                 now, out.destination, out.correlation_id, unreachable=unreachable))

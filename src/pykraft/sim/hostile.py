@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 
 from kio.static.primitive import Interval, i32Timedelta
 
+from pykraft.messages import schema_of
+from pykraft.messages.wire import Primitive
 from pykraft.raft import rpc
 from pykraft.raft.core import RaftClient
 from pykraft.raft.log import OffsetAndEpoch
@@ -63,7 +65,7 @@ class IntField:
 
 
 def _interval_of(annotation: Any) -> tuple[int, int, bool] | None:
-    """(low, high, is_timedelta) of an integer annotation, also inside ``X | None``."""
+    """(low, high, is_timedelta) of a kio integer annotation, also inside ``X | None``."""
     options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (
         annotation,)
     for option in options:
@@ -74,12 +76,34 @@ def _interval_of(annotation: Any) -> tuple[int, int, bool] | None:
     return None
 
 
+#: The integer wire types of the generated classes and what each holds.
+_INT_TYPES = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
+              "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
+              "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1)}
+
+
+def _intervals(message: object) -> dict[str, tuple[int, int, bool]]:
+    """The integer fields of a message by name, with their bounds: from the schema of a
+    generated class (error codes left out: an error code names a case, it holds no
+    quantity), from the annotations of a kio entity."""
+    try:
+        schema = schema_of(type(message))
+    except TypeError:
+        found = {f.name: _interval_of(f.type)
+                 for f in dataclasses.fields(message)}  # type: ignore[arg-type]
+        return {name: interval for name, interval in found.items() if interval is not None}
+    return {f.attr: (*_INT_TYPES[f.type.name], False) for f in schema.fields
+            if isinstance(f.type, Primitive) and f.type.name in _INT_TYPES
+            and f.attr != "error_code"}
+
+
 def int_fields(message: object, prefix: Path = ()) -> list[IntField]:
-    """Every integer field of a (nested) kio message, entries of arrays included."""
+    """Every integer field of a (nested) message, entries of arrays included."""
     found: list[IntField] = []
+    intervals = _intervals(message)
     for field in dataclasses.fields(message):  # type: ignore[arg-type]
         value = getattr(message, field.name)
-        interval = _interval_of(field.type)
+        interval = intervals.get(field.name)
         if interval is not None and value is not None:
             found.append(IntField((*prefix, field.name), *interval))
         elif dataclasses.is_dataclass(value):

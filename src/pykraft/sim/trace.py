@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 
 
@@ -27,6 +28,6 @@ def describe(message: rpc.RaftRequest | rpc.RaftResponse) -> str:
                 f"e{r.current_leader.leader_epoch} hwm={r.high_watermark}{extra})")
     if isinstance(message, rpc.VoteResponse) and message.topics:
         v = message.topics[0].partitions[0]
-        return (f"VoteResponse({v.error_code.name} granted={v.vote_granted} "
+        return (f"VoteResponse({ErrorCode(v.error_code).name} granted={v.vote_granted} "
                 f"leader={v.leader_id} e{v.leader_epoch})")
     return type(message).__name__

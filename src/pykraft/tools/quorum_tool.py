@@ -242,25 +242,22 @@ def _quorum_info(cluster_id: str, response: rpc.DescribeQuorumResponse) -> Quoru
     if part.error_code != ErrorCode.none:
         raise QuorumToolError(f"DescribeQuorum failed: {error_name(part.error_code)}")
     endpoints = {
-        int(node.node_id): tuple(f"{lst.name}://{lst.host}:{lst.port}" for lst in node.listeners)
+        node.node_id: tuple(f"{lst.name}://{lst.host}:{lst.port}" for lst in node.listeners)
         for node in response.nodes
     }
     return QuorumInfo(
-        cluster_id=cluster_id, leader_id=int(part.leader_id),
-        leader_epoch=int(part.leader_epoch), high_watermark=int(part.high_watermark),
+        cluster_id=cluster_id, leader_id=part.leader_id, leader_epoch=part.leader_epoch,
+        high_watermark=part.high_watermark,
         voters=tuple(_replica(r) for r in part.current_voters),
         observers=tuple(_replica(r) for r in part.observers), endpoints=endpoints,
     )
 
 
-def _replica(state: Any) -> Replica:
-    directory = state.replica_directory_id
+def _replica(state: rpc.ReplicaState) -> Replica:
     return Replica(
-        replica_id=int(state.replica_id),
-        directory_id=uuid_to_str(ZERO_UUID if directory is None else directory),
-        log_end_offset=int(state.log_end_offset),
-        last_fetch_ms=int(state.last_fetch_timestamp),
-        last_caught_up_ms=int(state.last_caught_up_timestamp),
+        replica_id=state.replica_id, directory_id=uuid_to_str(state.replica_directory_id),
+        log_end_offset=state.log_end_offset, last_fetch_ms=state.last_fetch_timestamp,
+        last_caught_up_ms=state.last_caught_up_timestamp,
     )
 
 

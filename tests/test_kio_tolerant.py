@@ -70,7 +70,6 @@ def _name(cls: type) -> str:
 def test_every_api_and_direction_is_covered() -> None:
     apis = {(cls.__module__.split(".")[2], cls.__type__) for cls in CLASSES}
     assert len(apis) == 2 * len(APIS)
-    assert len(CLASSES) > 150
 
 
 _INTS = {

@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, u16
 
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
+from pykraft.messages.kafka.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener as ListenerKind
@@ -53,11 +55,9 @@ def call(cluster: LocalCluster, node_id: int, body: Any) -> Any:
 
 def registration(cluster: LocalCluster, broker_id: int) -> BrokerRegistrationRequest:
     return BrokerRegistrationRequest(
-        broker_id=BrokerId(broker_id), cluster_id=cluster.cluster_id, incarnation_id=uuid.uuid4(),
-        listeners=(Listener(name="PLAINTEXT", host="127.0.0.1", port=u16(9092),
-                            security_protocol=i16(0)),),
-        features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(1),
-                          max_supported_version=i16(METADATA_VERSIONS[-1].level)),),
+        broker_id=broker_id, cluster_id=cluster.cluster_id, incarnation_id=uuid.uuid4(),
+        listeners=(Listener(name="PLAINTEXT", host="127.0.0.1", port=9092),),
+        features=(Feature(METADATA_VERSION_FEATURE, 1, METADATA_VERSIONS[-1].level),),
         rack=None)
 
 

@@ -70,6 +70,12 @@ from pykraft.messages.kafka import vote_request as vote_req
 from pykraft.messages.kafka.api_versions_request import (
     ApiVersionsRequest as GeneratedApiVersionsRequest,
 )
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
+from pykraft.messages.kafka.controller_registration_request import (
+    ControllerRegistrationRequest,
+)
+from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 
 METADATA_TOPIC = "__cluster_metadata"
 #: Kafka's fixed id of the metadata topic (``Uuid.METADATA_TOPIC_ID``).
@@ -476,10 +482,15 @@ CLUSTER = [
 ]
 
 
-# -- the controller's own RPCs (kio: kafka-python does not have them) -----------------------
+# -- the controller's own RPCs (generated classes: kafka-python does not have them) ---------
 
 def kio(api_key: int, fields: dict[str, Any]) -> Callable[[Run], Any]:
     return lambda run: run.kio(api_key, fields)
+
+
+def generated(api_key: int, request: object) -> Callable[[Run], Any]:
+    """``request`` (a generated class, :mod:`pykraft.messages.kafka`) at the run's version."""
+    return lambda run: run.generated(api_key, request)
 
 
 def top_error(body: Any, _run: Run) -> Meaning:
@@ -601,23 +612,21 @@ FETCH = [
 
 BROKER_LIFECYCLE = [
     Case("BrokerRegistration", 62, "wrong_cluster_id",
-         kio(62, {"broker_id": UNKNOWN_BROKER, "cluster_id": WRONG_CLUSTER,
-                  "incarnation_id": uuid.UUID(int=9), "listeners": [], "features": [],
-                  "rack": None}),
+         generated(62, BrokerRegistrationRequest(
+             broker_id=UNKNOWN_BROKER, cluster_id=WRONG_CLUSTER,
+             incarnation_id=uuid.UUID(int=9), rack=None)),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
     Case("BrokerHeartbeat", 63, "unknown_broker",
-         kio(63, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5,
-                  "current_metadata_offset": 0, "want_fence": True,
-                  "want_shut_down": False}),
+         generated(63, BrokerHeartbeatRequest(broker_id=UNKNOWN_BROKER, broker_epoch=5,
+                                              want_fence=True)),
          top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
     Case("UnregisterBroker", 64, "unknown_broker",
-         kio(64, {"broker_id": UNKNOWN_BROKER}),
+         generated(64, UnregisterBrokerRequest(broker_id=UNKNOWN_BROKER)),
          top_error, error_is("BROKER_ID_NOT_REGISTERED"), listeners=BOTH),
     # Kafka registers any controller id; a request that registers nothing (no incarnation
     # id) is the one that leaves the cluster as it is. Its error is pykraft's choice.
     Case("ControllerRegistration", 70, "no_incarnation_id",
-         kio(70, {"controller_id": UNKNOWN_BROKER, "incarnation_id": None,
-                  "zk_migration_ready": False, "listeners": [], "features": []}),
+         generated(70, ControllerRegistrationRequest(controller_id=UNKNOWN_BROKER)),
          top_error, error_is("NONE"), listeners=(CONTROLLER,)),  # registered, as Kafka
     Case("AlterPartition", 56, "unknown_broker",
          kio(56, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5, "topics": []}),

@@ -10,16 +10,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, i64, u16
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.image import ImageLoader, MetadataImage
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
 from pykraft.messages.kafka.create_topics_request import (
     CreatableReplicaAssignment,
     CreatableTopic,
@@ -161,11 +163,9 @@ class Cluster:
         inc = incarnation or self.incarnations.get(broker_id) or uuid.UUID(int=1000 + broker_id)
         self.incarnations[broker_id] = inc
         return self.call(BrokerRegistrationRequest(
-            broker_id=BrokerId(broker_id), cluster_id="test-cluster", incarnation_id=inc,
-            listeners=(Listener(name="PLAINTEXT", host=f"b{broker_id}", port=u16(9092),
-                                security_protocol=i16(0)),),
-            features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(
-                mv_range[0]), max_supported_version=i16(mv_range[1])),),
+            broker_id=broker_id, cluster_id="test-cluster", incarnation_id=inc,
+            listeners=(Listener(name="PLAINTEXT", host=f"b{broker_id}", port=9092),),
+            features=(Feature(METADATA_VERSION_FEATURE, *mv_range),),
             rack=rack, log_dirs=tuple(log_dirs),
         ), commit=commit)
 
@@ -174,10 +174,10 @@ class Cluster:
                   commit: bool = True) -> object:
         broker = self.controller.image.cluster.brokers.get(broker_id)
         return self.call(BrokerHeartbeatRequest(
-            broker_id=BrokerId(broker_id),
-            broker_epoch=i64(epoch if epoch is not None else (broker.epoch if broker else -1)),
-            current_metadata_offset=i64(self.controller.committed_offset if offset is None
-                                        else offset),
+            broker_id=broker_id,
+            broker_epoch=epoch if epoch is not None else (broker.epoch if broker else -1),
+            current_metadata_offset=(self.controller.committed_offset if offset is None
+                                     else offset),
             want_fence=want_fence, want_shut_down=want_shut_down,
         ), commit=commit)
 

@@ -16,11 +16,11 @@ from controller_harness import (  # type: ignore[import-not-found]
     ControllerOf,
     create_topic,
 )
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
 
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.security.session import SecurityProtocol
 

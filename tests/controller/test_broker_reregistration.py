@@ -13,15 +13,14 @@ from controller_harness import (  # type: ignore[import-not-found]
     ControllerOf,
     Metadata,
 )
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId
-from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
+from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.security.session import SecurityProtocol
 
@@ -36,7 +35,7 @@ async def _unregister_after_first_heartbeat(cluster: Cluster, lifecycle: BrokerL
     task = asyncio.create_task(lifecycle.run())
     try:
         await channel.wait_for(BrokerHeartbeatRequest, 1)
-        response = cluster.call(UnregisterBrokerRequest(broker_id=BrokerId(BROKER)))
+        response = cluster.call(UnregisterBrokerRequest(broker_id=BROKER))
         assert getattr(response, "error_code", None) == ErrorCode.none
         await channel.wait_for(BrokerRegistrationRequest, 2)
     finally:

@@ -7,18 +7,18 @@ import uuid
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
-from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
-from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.types import BrokerId
-from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
-from kio.static.primitive import i32
 
 from pykraft.errors import ConfigError
 from pykraft.features import ELIGIBLE_LEADER_REPLICAS_FEATURE, METADATA_VERSION_FEATURE
+from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
+from pykraft.messages.kafka.broker_registration_response import BrokerRegistrationResponse
+from pykraft.messages.kafka.controller_registration_request import (
+    ControllerRegistrationRequest,
+)
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     AbortTransactionRecord,
@@ -283,21 +283,20 @@ def test_unregister_broker() -> None:
     cluster.elect()
     cluster.start_brokers(["a", "b"])
     cluster.call(create_topic("t", 2, 2))
-    response = cluster.call(UnregisterBrokerRequest(broker_id=BrokerId(1)))
+    response = cluster.call(UnregisterBrokerRequest(broker_id=1))
     assert getattr(response, "error_code", None) == ErrorCode.none
     assert 1 not in cluster.controller.image.cluster.brokers
     assert isinstance(cluster.raft.metadata_records()[-1].message, UnregisterBrokerRecord)
     for partition in cluster.controller.image.topics.by_name["t"].partitions.values():
         assert 1 not in partition.isr and partition.leader == 2
-    missing = cluster.call(UnregisterBrokerRequest(broker_id=BrokerId(1)))
+    missing = cluster.call(UnregisterBrokerRequest(broker_id=1))
     assert getattr(missing, "error_code", None) == ErrorCode.broker_id_not_registered
 
 
 def test_controller_registration() -> None:
     cluster = Cluster()
     cluster.elect()
-    request = ControllerRegistrationRequest(controller_id=i32(3000), incarnation_id=uuid.UUID(
-        int=8), zk_migration_ready=False, listeners=(), features=())
+    request = ControllerRegistrationRequest(controller_id=3000, incarnation_id=uuid.UUID(int=8))
     response = cluster.call(request)
     assert getattr(response, "error_code", None) == ErrorCode.none
     assert isinstance(cluster.raft.metadata_records()[-1].message, RegisterControllerRecord)

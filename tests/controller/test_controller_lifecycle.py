@@ -12,11 +12,11 @@ from kio.schema.alter_partition.v3.request import (
     TopicData,
 )
 from kio.schema.alter_partition.v3.response import AlterPartitionResponse
-from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
 from kio.schema.types import BrokerId
 from kio.static.primitive import i8, i32, i64
 
 from pykraft.image.topics import NO_LEADER, PartitionRegistration
+from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,

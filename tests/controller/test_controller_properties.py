@@ -21,7 +21,6 @@ from kio.schema.alter_partition.v3.request import (
     TopicData,
 )
 from kio.schema.types import BrokerId
-from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
 from kio.static.primitive import i8, i16, i32, i64
 
@@ -37,6 +36,7 @@ from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
+from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 
 NAMES = ["a", "b", "c.d", "c_d"]
 BROKERS = st.integers(1, 4)
@@ -117,7 +117,7 @@ def apply(cluster: Cluster, op: tuple[object, ...], incarnations: dict[int, int]
         cluster.submit(AllocateProducerIdsRequest(
             broker_id=BrokerId(int(str(op[1]))), broker_epoch=i64(broker.epoch if broker else 0)))
     elif kind == "unregister":
-        cluster.submit(UnregisterBrokerRequest(broker_id=BrokerId(int(str(op[1])))))
+        cluster.submit(UnregisterBrokerRequest(broker_id=int(str(op[1]))))
     elif kind == "commit":
         cluster.commit()
     else:

@@ -9,14 +9,14 @@ from __future__ import annotations
 import random
 import uuid
 
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature
-from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, i64
-
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.image import ImageLoader
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+)
+from pykraft.messages.kafka.broker_registration_response import BrokerRegistrationResponse
 from pykraft.raft.api import deliver
 from pykraft.raft.config import QuorumConfig
 from pykraft.raft.core import RaftClient
@@ -61,9 +61,8 @@ def test_controller_over_the_raft_core() -> None:
     assert node.controller.is_active
     assert node.controller.committed_image.features.metadata_version is not None
     ticket = node.controller.submit(node.now, BrokerRegistrationRequest(
-        broker_id=BrokerId(1), cluster_id="c", incarnation_id=uuid.UUID(int=5), listeners=(),
-        features=(Feature(name="metadata.version", min_supported_version=i16(1),
-                          max_supported_version=i16(29)),), rack=None))
+        broker_id=1, cluster_id="c", incarnation_id=uuid.UUID(int=5), listeners=(),
+        features=(Feature("metadata.version", 1, 29),), rack=None))
     assert ticket not in node.responses  # not committed yet
     node.run(100)
     response = node.responses[ticket]
@@ -76,7 +75,7 @@ def test_controller_over_the_raft_core() -> None:
     offset, message = next((o, m) for o, m in registered if isinstance(m, RegisterBrokerRecord))
     assert response.broker_epoch == offset == message.broker_epoch
     heartbeat = node.controller.submit(node.now, BrokerHeartbeatRequest(
-        broker_id=BrokerId(1), broker_epoch=i64(offset), current_metadata_offset=i64(offset),
+        broker_id=1, broker_epoch=offset, current_metadata_offset=offset,
         want_fence=False, want_shut_down=False))
     node.run(100)
     assert not getattr(node.responses[heartbeat], "is_fenced", True)

@@ -13,15 +13,17 @@ from typing import Any
 
 import pytest
 from controller_harness import create_topic  # type: ignore[import-not-found]
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, i64, u16
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.image import ImageLoader, MetadataImage
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.core import RaftClient
@@ -113,9 +115,8 @@ class ControllerCluster:
                     self.submit(_registration(broker_id))
                 else:
                     self.submit(BrokerHeartbeatRequest(
-                        broker_id=BrokerId(broker_id), broker_epoch=i64(broker.epoch),
-                        current_metadata_offset=i64(
-                            self.controllers[node_id].committed_offset),
+                        broker_id=broker_id, broker_epoch=broker.epoch,
+                        current_metadata_offset=self.controllers[node_id].committed_offset,
                         want_fence=False, want_shut_down=False))
             if rng.random() < 0.3:
                 name = f"t{rng.randrange(10_000)}"
@@ -126,12 +127,9 @@ class ControllerCluster:
 
 def _registration(broker_id: int) -> BrokerRegistrationRequest:
     return BrokerRegistrationRequest(
-        broker_id=BrokerId(broker_id), cluster_id="sim",
-        incarnation_id=uuid.UUID(int=broker_id),
-        listeners=(Listener(name="PLAINTEXT", host=f"b{broker_id}", port=u16(9092),
-                            security_protocol=i16(0)),),
-        features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(7),
-                          max_supported_version=i16(29)),), rack=None)
+        broker_id=broker_id, cluster_id="sim", incarnation_id=uuid.UUID(int=broker_id),
+        listeners=(Listener(name="PLAINTEXT", host=f"b{broker_id}", port=9092),),
+        features=(Feature(METADATA_VERSION_FEATURE, 7, 29),), rack=None)
 
 
 def _replay(cluster: ControllerCluster, node_id: int) -> MetadataImage:

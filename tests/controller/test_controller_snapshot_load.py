@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
 
 from pykraft.errors import ControllerError
 from pykraft.image import ImageLoader, MetadataImage
+from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch

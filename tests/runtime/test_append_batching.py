@@ -8,14 +8,16 @@ import time
 import uuid
 from pathlib import Path
 
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Feature, Listener
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, u16
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
+from pykraft.messages.kafka.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import RegisterBrokerRecord, decode_metadata_record
 from pykraft.runtime.controller_service import ControllerService
@@ -80,11 +82,9 @@ def test_appends_on_a_non_leader_all_fail_with_not_leader(tmp_path: Path) -> Non
 
 def _registration(cluster_id: str, broker_id: int) -> BrokerRegistrationRequest:
     return BrokerRegistrationRequest(
-        broker_id=BrokerId(broker_id), cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
-        listeners=(Listener(name="PLAINTEXT", host="127.0.0.1", port=u16(9092 + broker_id),
-                            security_protocol=i16(0)),),
-        features=(Feature(name=METADATA_VERSION_FEATURE, min_supported_version=i16(1),
-                          max_supported_version=i16(METADATA_VERSIONS[-1].level)),),
+        broker_id=broker_id, cluster_id=cluster_id, incarnation_id=uuid.uuid4(),
+        listeners=(Listener(name="PLAINTEXT", host="127.0.0.1", port=9092 + broker_id),),
+        features=(Feature(METADATA_VERSION_FEATURE, 1, METADATA_VERSIONS[-1].level),),
         rack=None)
 
 

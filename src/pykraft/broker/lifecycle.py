@@ -23,19 +23,18 @@ import logging
 import uuid
 from dataclasses import dataclass
 
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_registration.v4.request import (
-    BrokerRegistrationRequest,
-    Feature,
-    Listener,
-)
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, i64, u16
-
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
 from pykraft.errors import NetworkError
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS, MINIMUM_METADATA_VERSION
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
+from pykraft.messages.kafka.broker_registration_request import (
+    BrokerRegistrationRequest,
+    Feature,
+    Listener,
+)
+from pykraft.messages.kafka.broker_registration_response import BrokerRegistrationResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.logfmt import event
@@ -78,20 +77,20 @@ class BrokerLifecycle:
     def registration(self) -> BrokerRegistrationRequest:
         ident = self._identity
         return BrokerRegistrationRequest(
-            broker_id=BrokerId(ident.broker_id), cluster_id=ident.cluster_id,
+            broker_id=ident.broker_id, cluster_id=ident.cluster_id,
             incarnation_id=self.incarnation_id,
-            listeners=tuple(Listener(name=e.name, host=e.host, port=u16(e.port),
-                                     security_protocol=i16(protocol))
+            listeners=tuple(Listener(name=e.name, host=e.host, port=e.port,
+                                     security_protocol=protocol)
                             for e, protocol in ident.endpoints),
             features=(Feature(name=METADATA_VERSION_FEATURE,
-                              min_supported_version=i16(MINIMUM_METADATA_VERSION.level),
-                              max_supported_version=i16(METADATA_VERSIONS[-1].level)),),
+                              min_supported_version=MINIMUM_METADATA_VERSION.level,
+                              max_supported_version=METADATA_VERSIONS[-1].level),),
             rack=ident.rack, log_dirs=ident.log_dirs)
 
     def heartbeat(self) -> BrokerHeartbeatRequest:
         return BrokerHeartbeatRequest(
-            broker_id=BrokerId(self._identity.broker_id), broker_epoch=i64(self.epoch),
-            current_metadata_offset=i64(max(0, self._metadata.committed_offset)),
+            broker_id=self._identity.broker_id, broker_epoch=self.epoch,
+            current_metadata_offset=max(0, self._metadata.committed_offset),
             want_fence=False, want_shut_down=self._wants_shut_down)
 
     async def run(self) -> None:
@@ -126,18 +125,20 @@ class BrokerLifecycle:
 
     async def _register(self) -> None:
         response = await self._channel.send(self.registration())
+        assert isinstance(response, BrokerRegistrationResponse)
         if response.error_code != ErrorCode.none:
             # INFO as Kafka's BrokerLifecycleManager: a broker restarted within its old
             # session's timeout is refused (DUPLICATE_BROKER_REGISTRATION) and retries
             event(log, "registration_refused", error=ErrorCode(response.error_code).name)
             return
-        self.epoch = int(response.broker_epoch)
+        self.epoch = response.broker_epoch
         event(log, "registered", broker_epoch=self.epoch,
               incarnation_id=str(self.incarnation_id))
 
     async def _heartbeat(self) -> None:
         request = self.heartbeat()
         response = await self._channel.send(request)
+        assert isinstance(response, BrokerHeartbeatResponse)
         if response.error_code in (ErrorCode.stale_broker_epoch,
                                    ErrorCode.broker_id_not_registered):
             event(log, "registration_lost", error=ErrorCode(response.error_code).name)

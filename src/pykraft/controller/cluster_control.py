@@ -20,16 +20,6 @@ check (``unclean.leader.election.interval.ms``) does the same for leaderless par
 
 from __future__ import annotations
 
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_heartbeat.v1.response import BrokerHeartbeatResponse
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
-from kio.schema.broker_registration.v4.response import BrokerRegistrationResponse
-from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.controller_registration.v0.response import ControllerRegistrationResponse
-from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
-from kio.schema.unregister_broker.v0.response import UnregisterBrokerResponse
-from kio.static.primitive import i64
-
 from pykraft.controller import config_control
 from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
 from pykraft.controller.partition_change import (
@@ -39,10 +29,21 @@ from pykraft.controller.partition_change import (
     leads_any,
     remove_from_isrs,
 )
-from pykraft.controller.responses import NO_THROTTLE
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE, BrokerRegistration
 from pykraft.image.versions import MV_3_2_IV0, MV_3_3_IV2, MV_3_3_IV3, MV_3_7_IV0
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
+from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
+from pykraft.messages.kafka.broker_registration_response import BrokerRegistrationResponse
+from pykraft.messages.kafka.controller_registration_request import (
+    ControllerRegistrationRequest,
+)
+from pykraft.messages.kafka.controller_registration_response import (
+    ControllerRegistrationResponse,
+)
+from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
+from pykraft.messages.kafka.unregister_broker_response import UnregisterBrokerResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerEndpoint,
@@ -58,14 +59,13 @@ from pykraft.records.metadata import (
 
 
 def _registration_error(code: ErrorCode) -> BrokerRegistrationResponse:
-    return BrokerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=code,
-                                      broker_epoch=i64(-1))
+    return BrokerRegistrationResponse(error_code=code)  # Kafka's default epoch: -1
 
 
 def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> ControllerResult:
     if ctx.config.cluster_id is not None and req.cluster_id != ctx.config.cluster_id:
         return ControllerResult((), _registration_error(ErrorCode.inconsistent_cluster_id))
-    if req.incarnation_id is None or req.is_migrating_zk_broker:
+    if req.incarnation_id == ZERO_UUID or req.is_migrating_zk_broker:
         return ControllerResult((), _registration_error(ErrorCode.invalid_registration))
     if not _supports_finalized(ctx, {f.name: (f.min_supported_version, f.max_supported_version)
                                      for f in req.features}):
@@ -94,11 +94,10 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
                                      max_supported_version=f.max_supported_version)
                        for f in req.features),
         rack=req.rack, fenced=fenced, in_controlled_shutdown=shutting_down,
-        log_dirs=tuple(d for d in req.log_dirs if d is not None and d != ZERO_UUID),
+        log_dirs=tuple(d for d in req.log_dirs if d != ZERO_UUID),
     )
     records.append(registration.to_record())
-    response = BrokerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                                          broker_epoch=i64(epoch))
+    response = BrokerRegistrationResponse(error_code=ErrorCode.none, broker_epoch=epoch)
     return ControllerResult(tuple(records), response)
 
 
@@ -113,8 +112,7 @@ def _supports_finalized(ctx: ControllerContext, ranges: dict[str, tuple[int, int
 
 def _heartbeat_response(code: ErrorCode, *, caught_up: bool = False, fenced: bool = True,
                         shut_down: bool = False) -> BrokerHeartbeatResponse:
-    return BrokerHeartbeatResponse(throttle_time=NO_THROTTLE, error_code=code,
-                                   is_caught_up=caught_up, is_fenced=fenced,
+    return BrokerHeartbeatResponse(error_code=code, is_caught_up=caught_up, is_fenced=fenced,
                                    should_shut_down=shut_down)
 
 
@@ -226,26 +224,24 @@ def unregister_broker(ctx: ControllerContext, req: UnregisterBrokerRequest) -> C
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if broker is None:
         return ControllerResult((), UnregisterBrokerResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.broker_id_not_registered,
+            error_code=ErrorCode.broker_id_not_registered,
             error_message=f"Broker ID {req.broker_id} is not currently registered"))
     records = [*remove_from_isrs(ctx.image, broker.broker_id, _without(ctx, broker.broker_id)),
                UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch)]
-    return ControllerResult(tuple(records), UnregisterBrokerResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None))
+    return ControllerResult(tuple(records), UnregisterBrokerResponse(error_code=ErrorCode.none))
 
 
 def register_controller(ctx: ControllerContext,
                         req: ControllerRegistrationRequest) -> ControllerResult:
     def answer(code: ErrorCode, message: str = "") -> ControllerRegistrationResponse:
-        return ControllerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=code,
-                                              error_message=message)
+        return ControllerRegistrationResponse(error_code=code, error_message=message)
 
     if ctx.metadata_version < MV_3_7_IV0:
         return ControllerResult((), answer(
             ErrorCode.unsupported_version,
             "controller registration needs metadata.version 3.7-IV0 or later"))
     record = RegisterControllerRecord(  # a zero incarnation id too, as Kafka's
-        controller_id=req.controller_id, incarnation_id=req.incarnation_id or ZERO_UUID,
+        controller_id=req.controller_id, incarnation_id=req.incarnation_id,
         zk_migration_ready=req.zk_migration_ready,
         end_points=tuple(ControllerEndpoint(name=lst.name, host=lst.host, port=lst.port,
                                             security_protocol=lst.security_protocol)

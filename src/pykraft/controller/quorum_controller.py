@@ -26,10 +26,6 @@ from dataclasses import dataclass
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
-from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
 from pykraft.config.authorizer import authorizer_config
@@ -59,6 +55,11 @@ from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
+from pykraft.messages.kafka.controller_registration_request import (
+    ControllerRegistrationRequest,
+)
 from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
 from pykraft.messages.kafka.create_partitions_request import CreatePartitionsRequest
 from pykraft.messages.kafka.create_topics_request import CreateTopicsRequest
@@ -69,6 +70,7 @@ from pykraft.messages.kafka.describe_configs_request import DescribeConfigsReque
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
+from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
@@ -358,7 +360,7 @@ class QuorumController:
         controlled shutdown wrote; forgotten once the broker is fenced."""
         if getattr(response, "error_code", None) != ErrorCode.none:
             return
-        broker_id = int(request.broker_id)
+        broker_id = request.broker_id
         if getattr(response, "is_fenced", True):
             self._shutdown_offsets.pop(broker_id, None)
         elif request.want_shut_down or broker_id in self._shutdown_offsets:
@@ -369,7 +371,7 @@ class QuorumController:
             broker = self._image.cluster.brokers.get(request.broker_id)
             if broker is not None and broker.epoch == request.broker_epoch:
                 self._sessions[broker.broker_id] = self._now_ms
-                self._metadata_offsets[broker.broker_id] = int(request.current_metadata_offset)
+                self._metadata_offsets[broker.broker_id] = request.current_metadata_offset
         elif isinstance(request, UnregisterBrokerRequest):
             self._sessions.pop(request.broker_id, None)
 

@@ -14,23 +14,21 @@ from kio.schema.alter_partition.v3 import request as ap_req
 from kio.schema.alter_partition.v3 import response as ap_resp
 from kio.schema.assign_replicas_to_dirs.v0 import request as ard_req
 from kio.schema.assign_replicas_to_dirs.v0 import response as ard_resp
-from kio.schema.broker_heartbeat.v1 import request as hb_req
-from kio.schema.broker_heartbeat.v1 import response as hb_resp
-from kio.schema.broker_registration.v4 import request as reg_req
-from kio.schema.broker_registration.v4 import response as reg_resp
-from kio.schema.controller_registration.v0 import request as creg_req
-from kio.schema.controller_registration.v0 import response as creg_resp
 from kio.schema.types import ProducerId
-from kio.schema.unregister_broker.v0 import request as unreg_req
-from kio.schema.unregister_broker.v0 import response as unreg_resp
 from kio.schema.update_features.v1 import request as uf_req
 from kio.schema.update_features.v1 import response as uf_resp
-from kio.static.primitive import i32, i32Timedelta, i64
+from kio.static.primitive import i32, i32Timedelta
 
 from pykraft.messages.kafka import alter_configs_request as alter_req
 from pykraft.messages.kafka import alter_configs_response as alter_resp
 from pykraft.messages.kafka import alter_user_scram_credentials_request as scram_req
 from pykraft.messages.kafka import alter_user_scram_credentials_response as scram_resp
+from pykraft.messages.kafka import broker_heartbeat_request as hb_req
+from pykraft.messages.kafka import broker_heartbeat_response as hb_resp
+from pykraft.messages.kafka import broker_registration_request as reg_req
+from pykraft.messages.kafka import broker_registration_response as reg_resp
+from pykraft.messages.kafka import controller_registration_request as creg_req
+from pykraft.messages.kafka import controller_registration_response as creg_resp
 from pykraft.messages.kafka import create_acls_request as cacl_req
 from pykraft.messages.kafka import create_acls_response as cacl_resp
 from pykraft.messages.kafka import create_partitions_request as cp_req
@@ -47,6 +45,8 @@ from pykraft.messages.kafka import describe_configs_request as dc_req
 from pykraft.messages.kafka import describe_configs_response as dc_resp
 from pykraft.messages.kafka import incremental_alter_configs_request as iac_req
 from pykraft.messages.kafka import incremental_alter_configs_response as iac_resp
+from pykraft.messages.kafka import unregister_broker_request as unreg_req
+from pykraft.messages.kafka import unregister_broker_response as unreg_resp
 from pykraft.protocol.errors import ErrorCode
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
@@ -135,17 +135,23 @@ def _alter_scram(req: scram_req.AlterUserScramCredentialsRequest, code: ErrorCod
         for user in users))
 
 
+def _top_level(response: type) -> _Builder:
+    """Kafka's ``getErrorResponse`` of a request without parts, as a generated class: the
+    code, the message where the response has one, every other field at the schema's
+    default (a broker epoch of -1, fenced, no producer ids)."""
+    has_message = any(f.name == "error_message" for f in dataclasses.fields(response))
+
+    def build(_request: object, code: ErrorCode, message: str | None) -> object:
+        return response(error_code=code, **({"error_message": message} if has_message else {}))
+    return build
+
+
 _BUILDERS: dict[type, _Builder] = {
-    reg_req.BrokerRegistrationRequest: lambda _r, c, _m: reg_resp.BrokerRegistrationResponse(
-        throttle_time=NO_THROTTLE, error_code=c, broker_epoch=i64(-1)),
-    hb_req.BrokerHeartbeatRequest: lambda _r, c, _m: hb_resp.BrokerHeartbeatResponse(
-        throttle_time=NO_THROTTLE, error_code=c, is_caught_up=False, is_fenced=True,
-        should_shut_down=False),
-    unreg_req.UnregisterBrokerRequest: lambda _r, c, m: unreg_resp.UnregisterBrokerResponse(
-        throttle_time=NO_THROTTLE, error_code=c, error_message=m),
-    creg_req.ControllerRegistrationRequest: lambda _r, c, m: (
-        creg_resp.ControllerRegistrationResponse(throttle_time=NO_THROTTLE, error_code=c,
-                                                 error_message=m)),
+    reg_req.BrokerRegistrationRequest: _top_level(reg_resp.BrokerRegistrationResponse),
+    hb_req.BrokerHeartbeatRequest: _top_level(hb_resp.BrokerHeartbeatResponse),
+    unreg_req.UnregisterBrokerRequest: _top_level(unreg_resp.UnregisterBrokerResponse),
+    creg_req.ControllerRegistrationRequest: _top_level(
+        creg_resp.ControllerRegistrationResponse),
     ap_req.AlterPartitionRequest: lambda _r, c, _m: ap_resp.AlterPartitionResponse(
         throttle_time=NO_THROTTLE, error_code=c, topics=()),
     ard_req.AssignReplicasToDirsRequest: lambda _r, c, _m: ard_resp.AssignReplicasToDirsResponse(

@@ -14,16 +14,16 @@ import asyncio
 import logging
 import uuid
 
-from kio.schema.controller_registration.v0.request import (
+from pykraft.errors import PyKraftError
+from pykraft.features import SUPPORTED_FEATURES
+from pykraft.messages.kafka.controller_registration_request import (
     ControllerRegistrationRequest,
     Feature,
     Listener,
 )
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, u16
-
-from pykraft.errors import PyKraftError
-from pykraft.features import SUPPORTED_FEATURES
+from pykraft.messages.kafka.controller_registration_response import (
+    ControllerRegistrationResponse,
+)
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import ControllerService
@@ -38,13 +38,12 @@ RETRY_S = 0.5
 def registration_request(node_id: int, incarnation_id: uuid.UUID,
                          node: RaftNode) -> ControllerRegistrationRequest:
     return ControllerRegistrationRequest(
-        controller_id=BrokerId(node_id), incarnation_id=incarnation_id,
-        zk_migration_ready=False,
-        listeners=tuple(Listener(name=e.name, host=e.host, port=u16(e.port),
-                                 security_protocol=i16(node.settings.protocol_of(e.name)))
+        controller_id=node_id, incarnation_id=incarnation_id,
+        listeners=tuple(Listener(name=e.name, host=e.host, port=e.port,
+                                 security_protocol=node.settings.protocol_of(e.name))
                         for e in node.settings.quorum.local_listeners),
-        features=tuple(Feature(name=name, min_supported_version=i16(low),
-                               max_supported_version=i16(high))
+        features=tuple(Feature(name=name, min_supported_version=low,
+                               max_supported_version=high)
                        for name, (low, high) in sorted(SUPPORTED_FEATURES.items())))
 
 
@@ -85,6 +84,7 @@ class ControllerRegistrar:
         except PyKraftError as exc:
             event(log, "controller_registration_retry", reason=str(exc))
             return
+        assert isinstance(response, ControllerRegistrationResponse)
         if response.error_code == ErrorCode.none:
             self.registered = True
             event(log, "controller_registered", incarnation_id=str(self.incarnation_id),

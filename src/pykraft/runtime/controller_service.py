@@ -26,10 +26,6 @@ from typing import Any
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest
 from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
-from kio.schema.broker_heartbeat.v1.request import BrokerHeartbeatRequest
-from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest
-from kio.schema.controller_registration.v0.request import ControllerRegistrationRequest
-from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
 from pykraft.controller import ControllerConfig, QuorumController
@@ -39,6 +35,11 @@ from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
+)
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
+from pykraft.messages.kafka.controller_registration_request import (
+    ControllerRegistrationRequest,
 )
 from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
 from pykraft.messages.kafka.create_partitions_request import CreatePartitionsRequest
@@ -50,6 +51,7 @@ from pykraft.messages.kafka.describe_configs_request import DescribeConfigsReque
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
+from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch

@@ -4,17 +4,12 @@ answers built on them, at every version the broker advertises."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
-from kio.schema.types import ProducerId
-from kio.static.primitive import i32, i32Timedelta
 
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.producer_ids import (
@@ -24,6 +19,8 @@ from pykraft.broker.producer_ids import (
     init_producer_id,
 )
 from pykraft.errors import MalformedMessageError, NetworkError
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
 from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.protocol.apis import API_SPECS, ApiKey
 from pykraft.protocol.codec import decode_request, decode_response, encode_request
@@ -148,9 +145,8 @@ class Controller:
         if self.failure is not None:
             raise self.failure
         start, self.next_start = self.next_start, self.next_start + BLOCK
-        return AllocateProducerIdsResponse(
-            throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
-            producer_id_start=ProducerId(start), producer_id_len=i32(BLOCK))
+        return AllocateProducerIdsResponse(error_code=ErrorCode.none, producer_id_start=start,
+                                           producer_id_len=BLOCK)
 
 
 async def settle(manager: ProducerIdManager) -> None:

@@ -14,11 +14,7 @@ from typing import Any
 
 import pytest
 from kio.index import load_payload_module
-from kio.schema.alter_partition.v3 import request as ap_req
-from kio.schema.alter_partition.v3 import response as ap_res
-from kio.schema.types import BrokerId
 from kio.static.constants import EntityType
-from kio.static.primitive import i8, i32, i32Timedelta
 from replica_fixtures import broker, client_batch, request, until, with_records
 
 from conformance.harness import kio_entity
@@ -31,6 +27,8 @@ from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.log.log_manager import LogManager
+from pykraft.messages.kafka import alter_partition_request as ap_req
+from pykraft.messages.kafka import alter_partition_response as ap_res
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerRegistrationChangeRecord,
@@ -447,13 +445,10 @@ class FakeController:
 def _answer(error: ErrorCode = ErrorCode.none, *, code: ErrorCode = ErrorCode.none,
             isr: tuple[int, ...] = (ME, F2), partition_epoch: int = 10
             ) -> ap_res.AlterPartitionResponse:
-    return ap_res.AlterPartitionResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=error,
-        topics=() if error else (
-            ap_res.TopicData(topic_id=T1, partitions=(ap_res.PartitionData(
-                partition_index=i32(0), error_code=code, leader_id=BrokerId(ME),
-                leader_epoch=i32(4), isr=tuple(BrokerId(b) for b in isr),
-                leader_recovery_state=i8(0), partition_epoch=i32(partition_epoch)),)),))
+    return ap_res.AlterPartitionResponse(error_code=error, topics=() if error else (
+        ap_res.TopicData(topic_id=T1, partitions=(ap_res.PartitionData(
+            partition_index=0, error_code=code, leader_id=ME, leader_epoch=4, isr=isr,
+            partition_epoch=partition_epoch),)),))
 
 
 def _shrinking(leader: Leader, controller: FakeController) -> AlterPartitionManager:

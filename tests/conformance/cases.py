@@ -61,12 +61,15 @@ from kio.schema.errors import ErrorCode
 
 from conformance.harness import BROKER, CONTROLLER, Run
 from pykraft.messages.kafka import add_raft_voter_request as add_req
+from pykraft.messages.kafka import assign_replicas_to_dirs_request as dirs_req
 from pykraft.messages.kafka import begin_quorum_epoch_request as bqe_req
 from pykraft.messages.kafka import end_quorum_epoch_request as eqe_req
 from pykraft.messages.kafka import fetch_snapshot_request as fs_req
 from pykraft.messages.kafka import remove_raft_voter_request as remove_req
 from pykraft.messages.kafka import update_raft_voter_request as update_req
 from pykraft.messages.kafka import vote_request as vote_req
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.alter_partition_request import AlterPartitionRequest
 from pykraft.messages.kafka.api_versions_request import (
     ApiVersionsRequest as GeneratedApiVersionsRequest,
 )
@@ -484,15 +487,6 @@ CLUSTER = [
 
 # -- the controller's own RPCs (generated classes: kafka-python does not have them) ---------
 
-def kio(api_key: int, fields: dict[str, Any]) -> Callable[[Run], Any]:
-    return lambda run: run.kio(api_key, fields)
-
-
-def generated(api_key: int, request: object) -> Callable[[Run], Any]:
-    """``request`` (a generated class, :mod:`pykraft.messages.kafka`) at the run's version."""
-    return lambda run: run.generated(api_key, request)
-
-
 def top_error(body: Any, _run: Run) -> Meaning:
     return code(body.error_code)
 
@@ -629,13 +623,15 @@ BROKER_LIFECYCLE = [
          generated(70, ControllerRegistrationRequest(controller_id=UNKNOWN_BROKER)),
          top_error, error_is("NONE"), listeners=(CONTROLLER,)),  # registered, as Kafka
     Case("AlterPartition", 56, "unknown_broker",
-         kio(56, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5, "topics": []}),
+         generated(56, AlterPartitionRequest(broker_id=UNKNOWN_BROKER, broker_epoch=5)),
          top_error, error_is("NONE"), listeners=(CONTROLLER,)),  # no topic: no epoch check
     # Kafka's checkBrokerEpoch: an unregistered broker is a stale epoch, for the whole request
     Case("AssignReplicasToDirs", 73, "unknown_broker",
-         kio(73, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5, "directories": [
-             {"id_": uuid.UUID(int=9), "topics": [
-                 {"topic_id": uuid.UUID(int=10), "partitions": [{"partition_index": 0}]}]}]}),
+         generated(73, dirs_req.AssignReplicasToDirsRequest(
+             broker_id=UNKNOWN_BROKER, broker_epoch=5, directories=(dirs_req.DirectoryData(
+                 id=uuid.UUID(int=9), topics=(dirs_req.TopicData(
+                     topic_id=uuid.UUID(int=10),
+                     partitions=(dirs_req.PartitionData(partition_index=0),)),)),))),
          top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
 ]
 
@@ -678,7 +674,7 @@ PRODUCER_IDS = [
          lambda r: init_producer_id(r, producer_id=5, epoch=0), producer_meaning,
          lambda _r: ("NONE", True, 0), since=3),
     Case("AllocateProducerIds", 67, "unknown_broker",
-         kio(67, {"broker_id": UNKNOWN_BROKER, "broker_epoch": 5}),
+         generated(67, AllocateProducerIdsRequest(broker_id=UNKNOWN_BROKER, broker_epoch=5)),
          top_error, error_is("STALE_BROKER_EPOCH"), listeners=(CONTROLLER,)),
 ]
 

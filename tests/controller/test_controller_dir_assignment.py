@@ -5,18 +5,16 @@ from __future__ import annotations
 import uuid
 
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.assign_replicas_to_dirs.v0.request import (
+
+from pykraft.controller.dir_assignment import dir_is_online
+from pykraft.image.versions import MV_3_7_IV2
+from pykraft.messages.kafka.assign_replicas_to_dirs_request import (
     AssignReplicasToDirsRequest,
     DirectoryData,
     PartitionData,
     TopicData,
 )
-from kio.schema.assign_replicas_to_dirs.v0.response import AssignReplicasToDirsResponse
-from kio.schema.types import BrokerId
-from kio.static.primitive import i32, i64
-
-from pykraft.controller.dir_assignment import dir_is_online
-from pykraft.image.versions import MV_3_7_IV2
+from pykraft.messages.kafka.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import PartitionChangeRecord
 
@@ -40,10 +38,10 @@ def _assign(cluster: Cluster, broker_id: int, dirs: dict[uuid.UUID, dict[uuid.UU
             *, epoch: int | None = None) -> AssignReplicasToDirsResponse:
     broker = cluster.controller.image.cluster.brokers[broker_id]
     response = cluster.call(AssignReplicasToDirsRequest(
-        broker_id=BrokerId(broker_id), broker_epoch=i64(broker.epoch if epoch is None else epoch),
-        directories=tuple(DirectoryData(id_=dir_id, topics=tuple(
+        broker_id=broker_id, broker_epoch=broker.epoch if epoch is None else epoch,
+        directories=tuple(DirectoryData(id=dir_id, topics=tuple(
             TopicData(topic_id=topic_id, partitions=tuple(
-                PartitionData(partition_index=i32(p)) for p in parts))
+                PartitionData(partition_index=p) for p in parts))
             for topic_id, parts in topics.items()))
             for dir_id, topics in dirs.items())))
     assert isinstance(response, AssignReplicasToDirsResponse)

@@ -8,14 +8,13 @@ from typing import cast
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
-from kio.schema.types import BrokerId
 from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
 from kio.schema.update_features.v1.response import UpdateFeaturesResponse
-from kio.static.primitive import i8, i16, i64
+from kio.static.primitive import i8, i16
 
 from pykraft.features import SUPPORTED_FEATURES
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
 from pykraft.protocol.api_versions import node_features
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import FeatureLevelRecord, PartitionRecord, RegisterBrokerRecord
@@ -158,14 +157,14 @@ def test_producer_id_blocks() -> None:
     starts = []
     for broker_id in (1, 2, 1):
         epoch = cluster.controller.image.cluster.brokers[broker_id].epoch
-        response = cluster.call(AllocateProducerIdsRequest(broker_id=BrokerId(broker_id),
-                                                           broker_epoch=i64(epoch)))
+        response = cluster.call(AllocateProducerIdsRequest(broker_id=broker_id,
+                                                           broker_epoch=epoch))
         assert isinstance(response, AllocateProducerIdsResponse)
         assert response.error_code == ErrorCode.none and response.producer_id_len == 1000
         starts.append(response.producer_id_start)
     assert starts == [0, 1000, 2000]
     assert cluster.controller.image.producer_ids.next_producer_id == 3000
-    stale = cluster.call(AllocateProducerIdsRequest(broker_id=BrokerId(1), broker_epoch=i64(0)))
+    stale = cluster.call(AllocateProducerIdsRequest(broker_id=1, broker_epoch=0))
     assert isinstance(stale, AllocateProducerIdsResponse)
     assert stale.error_code == ErrorCode.stale_broker_epoch
     assert cluster.replayed_image() == cluster.controller.image

@@ -5,17 +5,15 @@ waits for the active brokers to see them), fencing, and elections, clean and unc
 from __future__ import annotations
 
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.alter_partition.v3.request import (
+
+from pykraft.image.topics import NO_LEADER, PartitionRegistration
+from pykraft.messages.kafka.alter_partition_request import (
     AlterPartitionRequest,
     BrokerState,
     PartitionData,
     TopicData,
 )
-from kio.schema.alter_partition.v3.response import AlterPartitionResponse
-from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i32, i64
-
-from pykraft.image.topics import NO_LEADER, PartitionRegistration
+from pykraft.messages.kafka.alter_partition_response import AlterPartitionResponse
 from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterableConfig,
@@ -50,12 +48,12 @@ def shrink_to_leader(cluster: Cluster) -> None:
     leader = cluster.controller.image.cluster.brokers[state.leader]
     topic_id = cluster.controller.image.topics.by_name["t"].topic_id
     response = cluster.call(AlterPartitionRequest(
-        broker_id=BrokerId(leader.broker_id), broker_epoch=i64(leader.epoch),
+        broker_id=leader.broker_id, broker_epoch=leader.epoch,
         topics=(TopicData(topic_id=topic_id, partitions=(PartitionData(
-            partition_index=i32(0), leader_epoch=i32(state.leader_epoch),
-            new_isr_with_epochs=(BrokerState(broker_id=BrokerId(leader.broker_id),
-                                             broker_epoch=i64(-1)),),
-            partition_epoch=i32(state.partition_epoch)),)),)))
+            partition_index=0, leader_epoch=state.leader_epoch,
+            new_isr_with_epochs=(BrokerState(broker_id=leader.broker_id,
+                                             broker_epoch=-1),),
+            partition_epoch=state.partition_epoch),)),)))
     assert isinstance(response, AlterPartitionResponse)
     assert response.topics[0].partitions[0].error_code == ErrorCode.none
 
@@ -184,12 +182,12 @@ def test_the_unclean_leader_marks_the_partition_recovered() -> None:
     topic_id = cluster.controller.image.topics.by_name["t"].topic_id
     leader = cluster.controller.image.cluster.brokers[2]
     response = cluster.call(AlterPartitionRequest(
-        broker_id=BrokerId(2), broker_epoch=i64(leader.epoch),
+        broker_id=2, broker_epoch=leader.epoch,
         topics=(TopicData(topic_id=topic_id, partitions=(PartitionData(
-            partition_index=i32(0), leader_epoch=i32(state.leader_epoch),
-            new_isr_with_epochs=(BrokerState(broker_id=BrokerId(2), broker_epoch=i64(-1)),),
-            leader_recovery_state=i8(RECOVERED),
-            partition_epoch=i32(state.partition_epoch)),)),)))
+            partition_index=0, leader_epoch=state.leader_epoch,
+            new_isr_with_epochs=(BrokerState(broker_id=2, broker_epoch=-1),),
+            leader_recovery_state=RECOVERED,
+            partition_epoch=state.partition_epoch),)),)))
     assert isinstance(response, AlterPartitionResponse)
     assert response.topics[0].partitions[0].error_code == ErrorCode.none
     assert partition(cluster).leader_recovery_state == RECOVERED

@@ -13,19 +13,18 @@ from pathlib import Path
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.alter_partition.v3.request import (
+from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
+from kio.static.primitive import i8, i16
+
+from pykraft.controller import ControllerConfig, QuorumController
+from pykraft.image import MetadataImage, Provenance, load_snapshot, write_image_snapshot
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.alter_partition_request import (
     AlterPartitionRequest,
     BrokerState,
     PartitionData,
     TopicData,
 )
-from kio.schema.types import BrokerId
-from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
-from kio.static.primitive import i8, i16, i32, i64
-
-from pykraft.controller import ControllerConfig, QuorumController
-from pykraft.image import MetadataImage, Provenance, load_snapshot, write_image_snapshot
 from pykraft.messages.kafka.create_partitions_request import (
     CreatePartitionsRequest,
     CreatePartitionsTopic,
@@ -115,7 +114,7 @@ def apply(cluster: Cluster, op: tuple[object, ...], incarnations: dict[int, int]
     elif kind == "pids":
         broker = image.cluster.brokers.get(int(str(op[1])))
         cluster.submit(AllocateProducerIdsRequest(
-            broker_id=BrokerId(int(str(op[1]))), broker_epoch=i64(broker.epoch if broker else 0)))
+            broker_id=int(str(op[1])), broker_epoch=broker.epoch if broker else 0))
     elif kind == "unregister":
         cluster.submit(UnregisterBrokerRequest(broker_id=int(str(op[1]))))
     elif kind == "commit":
@@ -138,12 +137,12 @@ def alter_isr(cluster: Cluster, name: str, *, shrink: bool) -> None:
         r for r in partition.replicas
         if (b := image.cluster.brokers.get(r)) and not b.fenced and not b.in_controlled_shutdown]
     cluster.submit(AlterPartitionRequest(
-        broker_id=BrokerId(leader.broker_id), broker_epoch=i64(leader.epoch),
+        broker_id=leader.broker_id, broker_epoch=leader.epoch,
         topics=(TopicData(topic_id=topic.topic_id, partitions=(PartitionData(
-            partition_index=i32(0), leader_epoch=i32(partition.leader_epoch),
-            new_isr_with_epochs=tuple(BrokerState(broker_id=BrokerId(b), broker_epoch=i64(-1))
+            partition_index=0, leader_epoch=partition.leader_epoch,
+            new_isr_with_epochs=tuple(BrokerState(broker_id=b, broker_epoch=-1)
                                       for b in isr),
-            partition_epoch=i32(partition.partition_epoch)),)),)))
+            partition_epoch=partition.partition_epoch),)),)))
 
 
 def check_invariants(image: MetadataImage) -> None:

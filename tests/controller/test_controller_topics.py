@@ -7,17 +7,16 @@ import uuid
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.alter_partition.v3.request import (
+from kio.schema.types import TopicName
+
+from pykraft.controller import replication_control
+from pykraft.messages.kafka.alter_partition_request import (
     AlterPartitionRequest,
     BrokerState,
     PartitionData,
     TopicData,
 )
-from kio.schema.alter_partition.v3.response import AlterPartitionResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
-
-from pykraft.controller import replication_control
+from pykraft.messages.kafka.alter_partition_response import AlterPartitionResponse
 from pykraft.messages.kafka.create_partitions_request import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
@@ -28,7 +27,10 @@ from pykraft.messages.kafka.create_topics_request import CreateTopicsRequest
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from pykraft.messages.kafka.delete_topics_response import DeleteTopicsResponse
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.header import RequestHeader
 
 
 @pytest.fixture
@@ -245,13 +247,11 @@ def alter(cluster: Cluster, leader: int, isr: list[int], *, leader_epoch: int = 
     topic = cluster.controller.image.topics.by_name["ap"]
     epoch = cluster.controller.image.cluster.brokers[leader].epoch
     response = cluster.call(AlterPartitionRequest(
-        broker_id=BrokerId(leader), broker_epoch=i64(epoch if broker_epoch is None
-                                                     else broker_epoch),
+        broker_id=leader, broker_epoch=epoch if broker_epoch is None else broker_epoch,
         topics=(TopicData(topic_id=topic.topic_id, partitions=(PartitionData(
-            partition_index=i32(0), leader_epoch=i32(leader_epoch),
-            new_isr_with_epochs=tuple(BrokerState(broker_id=BrokerId(b), broker_epoch=i64(-1))
-                                      for b in isr),
-            leader_recovery_state=i8(recovery), partition_epoch=i32(partition_epoch)),)),)))
+            partition_index=0, leader_epoch=leader_epoch,
+            new_isr_with_epochs=tuple(BrokerState(broker_id=b, broker_epoch=-1) for b in isr),
+            leader_recovery_state=recovery, partition_epoch=partition_epoch),)),)))
     assert isinstance(response, AlterPartitionResponse)
     return response
 
@@ -267,6 +267,23 @@ def test_alter_partition_shrinks_and_expands_isr(cluster: Cluster) -> None:
     grown = alter(cluster, 1, [1, 2, 3], partition_epoch=1)
     assert grown.topics[0].partitions[0].isr == (1, 2, 3)
     assert cluster.replayed_image() == cluster.controller.image
+
+
+def test_alter_partition_v2_names_the_isr_without_broker_epochs(cluster: Cluster) -> None:
+    """v2 carries ``new_isr`` (v3 ``new_isr_with_epochs``): Kafka's controller reads its
+    members with epoch -1, so a v2 leader's ISR change applies too."""
+    cluster.call(create_topic("ap", -1, -1, assignments=[[1, 2, 3]]))
+    topic = cluster.controller.image.topics.by_name["ap"]
+    request = AlterPartitionRequest(
+        broker_id=1, broker_epoch=cluster.controller.image.cluster.brokers[1].epoch,
+        topics=(TopicData(topic_id=topic.topic_id, partitions=(
+            PartitionData(partition_index=0, new_isr=(1, 2)),)),))
+    header = RequestHeader(ApiKey.ALTER_PARTITION, 2, 1, "leader")
+    response = cluster.call(decode_request(encode_request(header, request)).body)
+    assert isinstance(response, AlterPartitionResponse)
+    part = response.topics[0].partitions[0]
+    assert (part.error_code, part.isr, part.partition_epoch) == (ErrorCode.none, (1, 2), 1)
+    assert cluster.controller.image.topics.by_name["ap"].partitions[0].isr == (1, 2)
 
 
 def test_alter_partition_checks(cluster: Cluster) -> None:

@@ -5,11 +5,9 @@ controller replaying the log."""
 from __future__ import annotations
 
 from controller_harness import MV_3_7_IV4, Cluster  # type: ignore[import-not-found]
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
-from kio.schema.types import BrokerId
-from kio.static.primitive import i64
 
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
 from pykraft.protocol.errors import ErrorCode
 
 BROKER = 1
@@ -17,7 +15,7 @@ BROKER = 1
 
 def request(cluster: Cluster) -> AllocateProducerIdsRequest:
     epoch = cluster.controller.image.cluster.brokers[BROKER].epoch
-    return AllocateProducerIdsRequest(broker_id=BrokerId(BROKER), broker_epoch=i64(epoch))
+    return AllocateProducerIdsRequest(broker_id=BROKER, broker_epoch=epoch)
 
 
 def block(response: object) -> range:

@@ -9,12 +9,13 @@ Interface::
 
 A proposal waits in the unsent set until an answer names its partition; one submitted
 while its partition's previous proposal is still unsent is answered
-OPERATION_NOT_ATTEMPTED at once. Everything unsent goes out together (v3: topic ids and
-``new_isr_with_epochs``, the channel converts down to what the controller speaks), and each
-partition's answer goes to :meth:`ReplicaManager.complete_isr_change`. A top-level error
-(STALE_BROKER_EPOCH, NOT_CONTROLLER), a network failure or a partition to retry sends again
-after a short backoff. The controller must speak v3 (Kafka >= 3.5, as pykraft's does): the
-request is built at v3 and the channel's down-conversion to v2 would drop the ISR.
+OPERATION_NOT_ATTEMPTED at once. Everything unsent goes out together (topic ids and
+``new_isr_with_epochs``, the members' broker epochs of v3), and each partition's answer goes
+to :meth:`ReplicaManager.complete_isr_change`. A top-level error (STALE_BROKER_EPOCH,
+NOT_CONTROLLER), a network failure or a partition to retry sends again after a short
+backoff. The controller must speak v3 (Kafka >= 3.5, as pykraft's does): v2 cannot carry
+``new_isr_with_epochs``, so writing the request at v2 fails (and is retried) rather than
+send no ISR.
 """
 
 from __future__ import annotations
@@ -25,14 +26,11 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kio.schema.alter_partition.v3 import request as req
-from kio.schema.alter_partition.v3 import response as res
-from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i32, i64
-
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import NetworkError, PyKraftError
 from pykraft.ids import TopicPartition
+from pykraft.messages.kafka import alter_partition_request as req
+from pykraft.messages.kafka import alter_partition_response as res
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.leader import AlterResult, IsrProposal
 
@@ -92,14 +90,15 @@ class AlterPartitionManager:
         except NetworkError as exc:
             log.debug("AlterPartition not sent: %s", exc)
             return False
-        except PyKraftError as exc:  # e.g. a controller without AlterPartition v2+
+        except PyKraftError as exc:  # e.g. a controller without AlterPartition v3
             log.warning("AlterPartition failed: %s", exc)
             return False
+        assert isinstance(response, res.AlterPartitionResponse)
         if response.error_code != ErrorCode.none:
             log.warning("controller refused AlterPartition: %s",
                         ErrorCode(response.error_code).name)
             return False
-        answers = {(topic.topic_id, int(part.partition_index)): part
+        answers = {(topic.topic_id, part.partition_index): part
                    for topic in response.topics for part in topic.partitions}
         settled = True
         for hosted, proposal in items:
@@ -126,14 +125,13 @@ class AlterPartitionManager:
         by_topic: dict[uuid.UUID, list[req.PartitionData]] = {}
         for hosted, proposal in items:
             by_topic.setdefault(hosted.topic_id, []).append(req.PartitionData(
-                partition_index=i32(hosted.index), leader_epoch=i32(proposal.leader_epoch),
-                new_isr_with_epochs=tuple(
-                    req.BrokerState(broker_id=BrokerId(broker), broker_epoch=i64(epoch))
-                    for broker, epoch in proposal.isr_with_epochs),
-                leader_recovery_state=i8(proposal.leader_recovery_state),
-                partition_epoch=i32(proposal.partition_epoch)))
+                partition_index=hosted.index, leader_epoch=proposal.leader_epoch,
+                new_isr_with_epochs=tuple(req.BrokerState(broker, epoch)
+                                          for broker, epoch in proposal.isr_with_epochs),
+                leader_recovery_state=proposal.leader_recovery_state,
+                partition_epoch=proposal.partition_epoch))
         return req.AlterPartitionRequest(
-            broker_id=BrokerId(self._broker_id), broker_epoch=i64(self._broker_epoch()),
+            broker_id=self._broker_id, broker_epoch=self._broker_epoch(),
             topics=tuple(req.TopicData(topic_id=topic_id, partitions=tuple(parts))
                          for topic_id, parts in by_topic.items()))
 
@@ -142,5 +140,5 @@ def _result(answer: res.PartitionData) -> AlterResult | ErrorCode:
     """A partition's answer: the committed state, or its error."""
     if answer.error_code != ErrorCode.none:
         return ErrorCode(answer.error_code)
-    return AlterResult(int(answer.leader_epoch), int(answer.partition_epoch),
-                       tuple(int(b) for b in answer.isr), int(answer.leader_recovery_state))
+    return AlterResult(answer.leader_epoch, answer.partition_epoch, answer.isr,
+                       answer.leader_recovery_state)

@@ -47,11 +47,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.types import BrokerId
-from kio.static.primitive import i64
-
 from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
 from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.messages.kafka.init_producer_id_response import InitProducerIdResponse
 from pykraft.protocol.errors import ErrorCode, error_name
@@ -174,8 +172,8 @@ class ProducerIdManager:
         return producer_id
 
     async def _request_block(self) -> None:
-        request = AllocateProducerIdsRequest(broker_id=BrokerId(self._broker_id),
-                                             broker_epoch=i64(self._broker_epoch()))
+        request = AllocateProducerIdsRequest(broker_id=self._broker_id,
+                                             broker_epoch=self._broker_epoch())
         try:
             response = await self._channel.send(request)
         except (NetworkError, UnsupportedVersionError) as exc:
@@ -186,7 +184,8 @@ class ProducerIdManager:
             log.exception("producer_id_block_request_failed")
             self.blocks.request_failed()
             return
-        start, length = int(response.producer_id_start), int(response.producer_id_len)
+        assert isinstance(response, AllocateProducerIdsResponse)
+        start, length = response.producer_id_start, response.producer_id_len
         refused = self.blocks.block_received(self._now_ms(), response.error_code, start, length)
         if refused is None:
             event(log, "producer_id_block", start=start, length=length)

@@ -17,18 +17,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from kio.schema.assign_replicas_to_dirs.v0 import request as req_
-from kio.schema.assign_replicas_to_dirs.v0 import response as resp_
-
 from pykraft.controller.cluster_control import election
 from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
 from pykraft.controller.partition_change import Election, partition_change
 from pykraft.controller.replication_control import UNASSIGNED_DIR
-from pykraft.controller.responses import NO_THROTTLE, error_response
+from pykraft.controller.responses import error_response
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.topics import PartitionRegistration, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
+from pykraft.messages.kafka import assign_replicas_to_dirs_request as req_
+from pykraft.messages.kafka import assign_replicas_to_dirs_response as resp_
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import PartitionChangeRecord
 
@@ -48,10 +47,10 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
     offline: list[tuple[TopicImage, int]] = []
     directories: list[resp_.DirectoryData] = []
     for directory in req.directories:
-        dir_id = directory.id_ or ZERO_UUID
+        dir_id = directory.id
         topics: list[resp_.TopicData] = []
         for data in directory.topics:
-            topic = ctx.image.topics.by_id.get(data.topic_id) if data.topic_id else None
+            topic = ctx.image.topics.by_id.get(data.topic_id)
             answers: list[resp_.PartitionData] = []
             for part in data.partitions:
                 code = (ErrorCode.unknown_topic_id if topic is None
@@ -62,10 +61,10 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
                 answers.append(resp_.PartitionData(partition_index=part.partition_index,
                                                    error_code=code))
             topics.append(resp_.TopicData(topic_id=data.topic_id, partitions=tuple(answers)))
-        directories.append(resp_.DirectoryData(id_=directory.id_, topics=tuple(topics)))
+        directories.append(resp_.DirectoryData(id=directory.id, topics=tuple(topics)))
     records += _leave_offline(ctx, broker.broker_id, offline)
     return ControllerResult(tuple(records), resp_.AssignReplicasToDirsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, directories=tuple(directories)))
+        error_code=ErrorCode.none, directories=tuple(directories)))
 
 
 def dir_is_online(dir_id: uuid.UUID, online: tuple[uuid.UUID, ...]) -> bool:

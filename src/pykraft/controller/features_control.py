@@ -19,16 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.allocate_producer_ids.v0.response import AllocateProducerIdsResponse
-from kio.schema.types import ProducerId
 from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
 from kio.schema.update_features.v1.response import UpdatableFeatureResult, UpdateFeaturesResponse
-from kio.static.primitive import i32
 
 from pykraft.controller.context import PRODUCER_ID_BLOCK_SIZE, ControllerContext, ControllerResult
 from pykraft.controller.responses import NO_THROTTLE, error_response
 from pykraft.features import METADATA_VERSION_FEATURE, SUPPORTED_FEATURES
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerFeature,
@@ -149,5 +147,5 @@ def allocate_producer_ids(ctx: ControllerContext,
     record = ProducerIdsRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch,
                                next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
     return ControllerResult((record,), AllocateProducerIdsResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-        producer_id_start=ProducerId(start), producer_id_len=i32(PRODUCER_ID_BLOCK_SIZE)))
+        error_code=ErrorCode.none, producer_id_start=start,
+        producer_id_len=PRODUCER_ID_BLOCK_SIZE))

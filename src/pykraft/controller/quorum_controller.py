@@ -23,9 +23,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.alter_partition.v3.request import AlterPartitionRequest
-from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
 from pykraft.config.authorizer import authorizer_config
@@ -51,10 +48,13 @@ from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
 from pykraft.image.versions import MV_3_3_IV1, record_version
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
+from pykraft.messages.kafka.alter_partition_request import AlterPartitionRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
+from pykraft.messages.kafka.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
 from pykraft.messages.kafka.controller_registration_request import (

@@ -20,11 +20,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from kio.schema.alter_partition.v3 import request as ap_req
-from kio.schema.alter_partition.v3 import response as ap_resp
-from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i32
-
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.config.topic_keys import INTERNAL_TOPIC_CONFIGS
 from pykraft.controller import config_control
@@ -36,12 +31,14 @@ from pykraft.controller.context import (
     ControllerResult,
 )
 from pykraft.controller.placement import UsableBroker, place_replicas
-from pykraft.controller.responses import NO_THROTTLE, delete_topic_states, error_response
+from pykraft.controller.responses import delete_topic_states, error_response
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
+from pykraft.messages.kafka import alter_partition_request as ap_req
+from pykraft.messages.kafka import alter_partition_response as ap_resp
 from pykraft.messages.kafka import create_topics_response as ct_resp
 from pykraft.messages.kafka.create_partitions_request import (
     CreatePartitionsAssignment,
@@ -412,9 +409,8 @@ def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
 
 
 def _partition_error(index: int, code: ErrorCode) -> ap_resp.PartitionData:
-    return ap_resp.PartitionData(partition_index=i32(index), error_code=code,
-                                 leader_id=BrokerId(-1), leader_epoch=i32(-1),
-                                 partition_epoch=i32(-1))
+    return ap_resp.PartitionData(partition_index=index, error_code=code, leader_id=-1,
+                                 leader_epoch=-1, partition_epoch=-1)
 
 
 def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -> ControllerResult:
@@ -423,11 +419,11 @@ def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if req.topics and (broker is None or broker.epoch != req.broker_epoch):
         return ControllerResult((), ap_resp.AlterPartitionResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.stale_broker_epoch, topics=()))
+            error_code=ErrorCode.stale_broker_epoch))
     records: list[object] = []
     topics: list[ap_resp.TopicData] = []
     for data in req.topics:
-        topic = ctx.image.topics.by_id.get(data.topic_id) if data.topic_id else None
+        topic = ctx.image.topics.by_id.get(data.topic_id)
         answers: list[ap_resp.PartitionData] = []
         for part in data.partitions:
             if topic is None:
@@ -443,7 +439,7 @@ def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -
             answers.append(answer)
         topics.append(ap_resp.TopicData(topic_id=data.topic_id, partitions=tuple(answers)))
     return ControllerResult(tuple(records), ap_resp.AlterPartitionResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, topics=tuple(topics)))
+        error_code=ErrorCode.none, topics=tuple(topics)))
 
 
 def _alter_one(
@@ -452,10 +448,12 @@ def _alter_one(
     partition = topic.partitions.get(part.partition_index)
     if partition is None:
         return ErrorCode.unknown_topic_or_partition
-    proposal = IsrProposal(
-        int(part.leader_epoch), int(part.partition_epoch),
-        tuple((int(s.broker_id), int(s.broker_epoch)) for s in part.new_isr_with_epochs),
-        int(part.leader_recovery_state))
+    # v3 names each member's broker epoch; v0-2 name members only (Kafka's controller reads
+    # their epochs as -1); a request carries only the field of its version
+    members = (tuple((s.broker_id, s.broker_epoch) for s in part.new_isr_with_epochs)
+               or tuple((broker_id, -1) for broker_id in part.new_isr))
+    proposal = IsrProposal(part.leader_epoch, part.partition_epoch, members,
+                           part.leader_recovery_state)
     brokers = ctx.image.cluster.brokers
 
     def eligible(broker_id: int, broker_epoch: int) -> bool:
@@ -480,7 +478,6 @@ def _alter_one(
                                    else recovery))
         partition_epoch += 1
     return change, ap_resp.PartitionData(
-        partition_index=part.partition_index, error_code=ErrorCode.none,
-        leader_id=BrokerId(leader_id), leader_epoch=i32(leader_epoch),
-        isr=tuple(BrokerId(b) for b in new_isr),
-        leader_recovery_state=i8(recovery), partition_epoch=i32(partition_epoch))
+        partition_index=part.partition_index, error_code=ErrorCode.none, leader_id=leader_id,
+        leader_epoch=leader_epoch, isr=new_isr, leader_recovery_state=recovery,
+        partition_epoch=partition_epoch)

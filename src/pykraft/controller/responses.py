@@ -8,21 +8,20 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from kio.schema.allocate_producer_ids.v0 import request as allocate_req
-from kio.schema.allocate_producer_ids.v0 import response as allocate_resp
-from kio.schema.alter_partition.v3 import request as ap_req
-from kio.schema.alter_partition.v3 import response as ap_resp
-from kio.schema.assign_replicas_to_dirs.v0 import request as ard_req
-from kio.schema.assign_replicas_to_dirs.v0 import response as ard_resp
-from kio.schema.types import ProducerId
 from kio.schema.update_features.v1 import request as uf_req
 from kio.schema.update_features.v1 import response as uf_resp
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i32Timedelta
 
+from pykraft.messages.kafka import allocate_producer_ids_request as allocate_req
+from pykraft.messages.kafka import allocate_producer_ids_response as allocate_resp
 from pykraft.messages.kafka import alter_configs_request as alter_req
 from pykraft.messages.kafka import alter_configs_response as alter_resp
+from pykraft.messages.kafka import alter_partition_request as ap_req
+from pykraft.messages.kafka import alter_partition_response as ap_resp
 from pykraft.messages.kafka import alter_user_scram_credentials_request as scram_req
 from pykraft.messages.kafka import alter_user_scram_credentials_response as scram_resp
+from pykraft.messages.kafka import assign_replicas_to_dirs_request as ard_req
+from pykraft.messages.kafka import assign_replicas_to_dirs_response as ard_resp
 from pykraft.messages.kafka import broker_heartbeat_request as hb_req
 from pykraft.messages.kafka import broker_heartbeat_response as hb_resp
 from pykraft.messages.kafka import broker_registration_request as reg_req
@@ -152,16 +151,12 @@ _BUILDERS: dict[type, _Builder] = {
     unreg_req.UnregisterBrokerRequest: _top_level(unreg_resp.UnregisterBrokerResponse),
     creg_req.ControllerRegistrationRequest: _top_level(
         creg_resp.ControllerRegistrationResponse),
-    ap_req.AlterPartitionRequest: lambda _r, c, _m: ap_resp.AlterPartitionResponse(
-        throttle_time=NO_THROTTLE, error_code=c, topics=()),
-    ard_req.AssignReplicasToDirsRequest: lambda _r, c, _m: ard_resp.AssignReplicasToDirsResponse(
-        throttle_time=NO_THROTTLE, error_code=c, directories=()),
+    ap_req.AlterPartitionRequest: _top_level(ap_resp.AlterPartitionResponse),
+    ard_req.AssignReplicasToDirsRequest: _top_level(ard_resp.AssignReplicasToDirsResponse),
     uf_req.UpdateFeaturesRequest: lambda _r, c, m: uf_resp.UpdateFeaturesResponse(
         throttle_time=NO_THROTTLE, error_code=c, error_message=m, results=()),
-    allocate_req.AllocateProducerIdsRequest: lambda _r, c, _m: (  # Kafka's defaults: 0, 0
-        allocate_resp.AllocateProducerIdsResponse(throttle_time=NO_THROTTLE, error_code=c,
-                                                  producer_id_start=ProducerId(0),
-                                                  producer_id_len=i32(0))),
+    allocate_req.AllocateProducerIdsRequest: _top_level(
+        allocate_resp.AllocateProducerIdsResponse),
     ct_req.CreateTopicsRequest: _create_topics,
     dt_req.DeleteTopicsRequest: _delete_topics,
     cp_req.CreatePartitionsRequest: _create_partitions,

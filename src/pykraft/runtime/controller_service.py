@@ -23,19 +23,19 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
-from kio.schema.alter_partition.v3.request import AlterPartitionRequest
-from kio.schema.assign_replicas_to_dirs.v0.request import AssignReplicasToDirsRequest
 from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import delete_topic_states, error_response
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
+from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
+from pykraft.messages.kafka.alter_partition_request import AlterPartitionRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
 )
+from pykraft.messages.kafka.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
 from pykraft.messages.kafka.controller_registration_request import (

@@ -8,15 +8,17 @@ from typing import cast
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
-from kio.schema.update_features.v1.response import UpdateFeaturesResponse
-from kio.static.primitive import i8, i16
 
 from pykraft.features import SUPPORTED_FEATURES
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
+from pykraft.messages.kafka.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+from pykraft.messages.kafka.update_features_response import UpdateFeaturesResponse
 from pykraft.protocol.api_versions import node_features
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.header import RequestHeader
 from pykraft.records.metadata import FeatureLevelRecord, PartitionRecord, RegisterBrokerRecord
 from pykraft.runtime.controller_registration import registration_request
 from pykraft.runtime.node import RaftNode
@@ -27,7 +29,7 @@ UPGRADE, SAFE, UNSAFE = 1, 2, 3
 def update(cluster: Cluster, *updates: tuple[str, int, int],
            validate_only: bool = False) -> UpdateFeaturesResponse:
     response = cluster.call(UpdateFeaturesRequest(feature_updates=tuple(
-        FeatureUpdateKey(feature=name, max_version_level=i16(level), upgrade_type=i8(kind))
+        FeatureUpdateKey(feature=name, max_version_level=level, upgrade_type=kind)
         for name, level, kind in updates), validate_only=validate_only))
     assert isinstance(response, UpdateFeaturesResponse)
     return response
@@ -93,6 +95,22 @@ def test_feature_rules() -> None:
     assert update(cluster, ("metadata.version", 20, UPGRADE),
                   validate_only=True).results[0].error_code == ErrorCode.none
     assert cluster.controller.image.features.metadata_version == 19
+
+
+def test_v0_allow_downgrade_is_not_read() -> None:
+    """v0 has ``AllowDowngrade`` where v1+ have ``UpgradeType``; Kafka's QuorumController
+    reads ``UpgradeType`` only (its default, UPGRADE, at v0), so a v0 downgrade is refused
+    as an upgrade to a lower level."""
+    cluster = started(19)
+    request = UpdateFeaturesRequest(feature_updates=(
+        FeatureUpdateKey("metadata.version", 15, allow_downgrade=True),))
+    header = RequestHeader(ApiKey.UPDATE_FEATURES, 0, 1, "admin")
+    response = cluster.call(decode_request(encode_request(header, request)).body)
+    assert isinstance(response, UpdateFeaturesResponse)
+    assert response.error_code == ErrorCode.invalid_update_version
+    assert str(response.error_message).endswith(
+        "Can't downgrade the version of this feature without setting the upgrade type to "
+        "either safe or unsafe downgrade.")
 
 
 def test_all_or_nothing() -> None:

@@ -13,8 +13,6 @@ from pathlib import Path
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
-from kio.static.primitive import i8, i16
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.image import MetadataImage, Provenance, load_snapshot, write_image_snapshot
@@ -36,6 +34,7 @@ from pykraft.messages.kafka.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
+from pykraft.messages.kafka.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 
 NAMES = ["a", "b", "c.d", "c_d"]
 BROKERS = st.integers(1, 4)
@@ -110,7 +109,7 @@ def apply(cluster: Cluster, op: tuple[object, ...], incarnations: dict[int, int]
     elif kind == "features":
         assert isinstance(op[1], int)
         cluster.submit(UpdateFeaturesRequest(feature_updates=(FeatureUpdateKey(
-            feature="metadata.version", max_version_level=i16(op[1]), upgrade_type=i8(1)),)))
+            feature="metadata.version", max_version_level=op[1], upgrade_type=1),)))
     elif kind == "pids":
         broker = image.cluster.brokers.get(int(str(op[1])))
         cluster.submit(AllocateProducerIdsRequest(

@@ -2,7 +2,8 @@
 
 UpdateFeatures follows Kafka's FeatureControlManager, in its order and words:
 
-* a known upgrade type, a level not below 0;
+* a known upgrade type (v0 has none but ``AllowDowngrade``, which Kafka's QuorumController
+  does not read: a v0 update is an upgrade), a level not below 0;
 * a level this controller supports (:data:`SUPPORTED_FEATURES`; level 0, the removal, is in
   every range), and every registered broker and other controller declared it;
 * ``UPGRADE`` does not lower a level, the downgrade types do not raise it; metadata.version
@@ -19,14 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
-from kio.schema.update_features.v1.response import UpdatableFeatureResult, UpdateFeaturesResponse
-
 from pykraft.controller.context import PRODUCER_ID_BLOCK_SIZE, ControllerContext, ControllerResult
-from pykraft.controller.responses import NO_THROTTLE, error_response
+from pykraft.controller.responses import error_response
 from pykraft.features import METADATA_VERSION_FEATURE, SUPPORTED_FEATURES
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
+from pykraft.messages.kafka.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+from pykraft.messages.kafka.update_features_response import (
+    UpdatableFeatureResult,
+    UpdateFeaturesResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerFeature,
@@ -75,25 +78,25 @@ def _reason_not_supported(ctx: ControllerContext, name: str, level: int) -> str 
 
 
 def _reason(ctx: ControllerContext, update: FeatureUpdateKey, current: int) -> str | None:
-    level = int(update.max_version_level)
-    if update.upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+    level, kind = update.max_version_level, update.upgrade_type
+    if kind not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
         return "The controller does not support the given upgrade type."
     if level < 0:
         return "A feature version cannot be less than 0."
     reason = _reason_not_supported(ctx, update.feature, level)
     if reason is not None:
         return reason
-    if level < current and update.upgrade_type == UPGRADE:
+    if level < current and kind == UPGRADE:
         return ("Can't downgrade the version of this feature without setting the upgrade "
                 "type to either safe or unsafe downgrade.")
-    if level > current and update.upgrade_type != UPGRADE:
+    if level > current and kind != UPGRADE:
         return "Can't downgrade to a newer version."
     return None
 
 
 def _problem(ctx: ControllerContext, update: FeatureUpdateKey) -> str | None:
     """Kafka's error message for ``update``, or None if it may be applied."""
-    name, level = update.feature, int(update.max_version_level)
+    name, level = update.feature, update.max_version_level
     current = ctx.image.features.finalized.get(name, 0)
     reason = _reason(ctx, update, current)
     if reason is not None:
@@ -112,14 +115,13 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
     names = [u.feature for u in req.feature_updates]
     if len(set(names)) != len(names):
         return ControllerResult((), UpdateFeaturesResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request,
-            error_message="The request contains a feature more than once", results=()))
+            error_code=ErrorCode.invalid_request,
+            error_message="The request contains a feature more than once"))
     for update in req.feature_updates:  # the first failure ends it, as in Kafka
         problem = _problem(ctx, update)
         if problem is not None:
             return ControllerResult((), UpdateFeaturesResponse(
-                throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_update_version,
-                error_message=_FAILED + problem, results=()))
+                error_code=ErrorCode.invalid_update_version, error_message=_FAILED + problem))
     records: tuple[object, ...] = ()
     if not req.validate_only:
         finalized = ctx.image.features.finalized
@@ -129,7 +131,7 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
             if finalized.get(u.feature, 0) != u.max_version_level
         )
     return ControllerResult(records, UpdateFeaturesResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
+        error_code=ErrorCode.none, error_message=None,
         results=tuple(UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.none,
                                              error_message=None)
                       for u in req.feature_updates)))

@@ -23,8 +23,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kio.schema.update_features.v1.request import UpdateFeaturesRequest
-
 from pykraft.config.authorizer import authorizer_config
 from pykraft.controller import (
     acl_control,
@@ -71,6 +69,7 @@ from pykraft.messages.kafka.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
+from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch

@@ -8,8 +8,6 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-from kio.schema.update_features.v1 import request as uf_req
-from kio.schema.update_features.v1 import response as uf_resp
 from kio.static.primitive import i32Timedelta
 
 from pykraft.messages.kafka import allocate_producer_ids_request as allocate_req
@@ -46,6 +44,8 @@ from pykraft.messages.kafka import incremental_alter_configs_request as iac_req
 from pykraft.messages.kafka import incremental_alter_configs_response as iac_resp
 from pykraft.messages.kafka import unregister_broker_request as unreg_req
 from pykraft.messages.kafka import unregister_broker_response as unreg_resp
+from pykraft.messages.kafka import update_features_request as uf_req
+from pykraft.messages.kafka import update_features_response as uf_resp
 from pykraft.protocol.errors import ErrorCode
 
 NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
@@ -153,8 +153,7 @@ _BUILDERS: dict[type, _Builder] = {
         creg_resp.ControllerRegistrationResponse),
     ap_req.AlterPartitionRequest: _top_level(ap_resp.AlterPartitionResponse),
     ard_req.AssignReplicasToDirsRequest: _top_level(ard_resp.AssignReplicasToDirsResponse),
-    uf_req.UpdateFeaturesRequest: lambda _r, c, m: uf_resp.UpdateFeaturesResponse(
-        throttle_time=NO_THROTTLE, error_code=c, error_message=m, results=()),
+    uf_req.UpdateFeaturesRequest: _top_level(uf_resp.UpdateFeaturesResponse),
     allocate_req.AllocateProducerIdsRequest: _top_level(
         allocate_resp.AllocateProducerIdsResponse),
     ct_req.CreateTopicsRequest: _create_topics,

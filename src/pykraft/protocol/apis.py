@@ -237,6 +237,7 @@ GENERATED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.ALTER_PARTITION,
     ApiKey.ALLOCATE_PRODUCER_IDS,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS,
+    ApiKey.UPDATE_FEATURES,
 })
 
 

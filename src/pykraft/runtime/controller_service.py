@@ -23,8 +23,6 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from kio.schema.update_features.v1.request import UpdateFeaturesRequest
-
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import delete_topic_states, error_response
 from pykraft.image.image import MetadataImage
@@ -52,6 +50,7 @@ from pykraft.messages.kafka.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
+from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch

@@ -20,11 +20,11 @@ from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.fetch.v18 import response as fetch_v18
 from kio.schema.types import BrokerId
-from kio.schema.update_features.v1.request import UpdateFeaturesRequest
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
+from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
     api_versions_response,

@@ -8,12 +8,13 @@ so a tool that sees success can go on and add or remove controllers.
 
 from __future__ import annotations
 
-from kio.schema.update_features.v1.request import UpdateFeaturesRequest
-from kio.schema.update_features.v1.response import UpdatableFeatureResult, UpdateFeaturesResponse
-
 from pykraft.controller.features_control import UPGRADE
-from pykraft.controller.responses import NO_THROTTLE
 from pykraft.features import KRAFT_VERSION_FEATURE
+from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
+from pykraft.messages.kafka.update_features_response import (
+    UpdatableFeatureResult,
+    UpdateFeaturesResponse,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.reconfig import Refusal
 from pykraft.runtime.node import RaftNode
@@ -26,20 +27,18 @@ def names_kraft_version(request: UpdateFeaturesRequest) -> bool:
 def _answer(error: ErrorCode, message: str | None) -> UpdateFeaturesResponse:
     """The error is top-level too: UpdateFeatures v2 has no per-feature results."""
     return UpdateFeaturesResponse(
-        throttle_time=NO_THROTTLE, error_code=error, error_message=message,
-        results=(UpdatableFeatureResult(feature=KRAFT_VERSION_FEATURE, error_code=error,
-                                        error_message=message),))
+        error_code=error, error_message=message,
+        results=(UpdatableFeatureResult(KRAFT_VERSION_FEATURE, error, message),))
 
 
 async def update_kraft_version(node: RaftNode,
                                request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
     """Finalize the requested kraft.version on the leader; answered once committed."""
     if len(request.feature_updates) != 1:
-        return UpdateFeaturesResponse(
-            throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request,
-            error_message="kraft.version must be updated on its own", results=())
+        return UpdateFeaturesResponse(error_code=ErrorCode.invalid_request,
+                                      error_message="kraft.version must be updated on its own")
     update = request.feature_updates[0]
-    level, core = int(update.max_version_level), node.core
+    level, core = update.max_version_level, node.core
     if level < core.kraft_version or update.upgrade_type != UPGRADE:
         return _answer(ErrorCode.invalid_update_version,
                        f"kraft.version cannot go from {core.kraft_version} to {level}")

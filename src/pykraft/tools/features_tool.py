@@ -11,15 +11,13 @@ writes the first VotersRecord, and the command returns once it is committed.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kio.schema.update_features.v1.request import FeatureUpdateKey, UpdateFeaturesRequest
-from kio.static.primitive import i8, i16, i32Timedelta
-
 from pykraft.controller.features_control import UPGRADE
 from pykraft.features import METADATA_VERSION_FEATURE, kafka_metadata_version_name
+from pykraft.messages.kafka.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
+from pykraft.messages.kafka.update_features_response import UpdateFeaturesResponse
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.raft import rpc
 from pykraft.tools.admin_client import Address, ClientSecurity
@@ -105,15 +103,16 @@ async def upgrade_feature(bootstrap: Sequence[Address], name: str, level: int, *
                           security: ClientSecurity = PLAINTEXT) -> None:
     """Finalize ``name`` at ``level`` on the active controller (validate only on a dry run)."""
     request = UpdateFeaturesRequest(
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=timeout_s)),
-        feature_updates=(FeatureUpdateKey(feature=name, max_version_level=i16(level),
-                                          upgrade_type=i8(UPGRADE)),),
+        timeout_ms=int(timeout_s * 1000),
+        feature_updates=(FeatureUpdateKey(feature=name, max_version_level=level,
+                                          upgrade_type=UPGRADE),),
         validate_only=dry_run)
 
     async def attempt(deadline: float) -> None:
         active = await active_controller(bootstrap, deadline, security)
         answer = await request_once(active.address, request, deadline, security)
-        errors = [(r.error_code, r.error_message) for r in getattr(answer, "results", ())
+        assert isinstance(answer, UpdateFeaturesResponse)
+        errors = [(r.error_code, r.error_message) for r in answer.results
                   if r.error_code != ErrorCode.none]  # v2 answers have no per-feature list
         if answer.error_code != ErrorCode.none:
             errors.insert(0, (answer.error_code, answer.error_message))

@@ -29,13 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest
-from kio.static.primitive import i8
 
 from pykraft.errors import PyKraftError
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -103,10 +102,8 @@ def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:
 
 
 def fenced_brokers(cluster: LocalCluster, via: int) -> dict[int, bool] | None:
-    answer = broker_call(cluster, via, DescribeClusterRequest(
-        include_cluster_authorized_operations=False, endpoint_type=i8(1),
-        include_fenced_brokers=True))
-    return None if answer is None else {int(b.broker_id): bool(b.is_fenced)
+    answer = broker_call(cluster, via, DescribeClusterRequest(include_fenced_brokers=True))
+    return None if answer is None else {b.broker_id: b.is_fenced
                                         for b in answer.brokers}
 
 

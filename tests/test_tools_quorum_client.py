@@ -5,7 +5,6 @@ answer whose change did happen, and Kafka's error names on refusal."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -14,19 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.index import load_response_schema
-from kio.schema.describe_cluster.v2 import response as dc_resp
-from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i32, i32Timedelta
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
 from pykraft.config.server import Endpoint
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.messages.kafka import describe_cluster_response as dc_resp
 from pykraft.protocol.api_versions import api_versions_response
-from pykraft.protocol.apis import GENERATED_APIS, ApiKey, Listener
+from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_request, encode_response
-from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.runtime.streams import FrameStream
@@ -106,8 +101,7 @@ class FakeController:
                     answer = self.handler(request.api_key, request.body)
                     if answer is None:
                         return
-                    body = answer if request.api_key in GENERATED_APIS else convert(
-                        answer, load_response_schema(request.api_key, request.api_version))
+                    body = answer
                 await stream.write_frame(encode_response(
                     request.header.correlation_id, request.api_key, request.api_version, body))
         finally:
@@ -120,12 +114,10 @@ class FakeController:
 def describe_cluster(leader: FakeController | None,
                      voters: list[FakeController]) -> dc_resp.DescribeClusterResponse:
     return dc_resp.DescribeClusterResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
-        endpoint_type=i8(2), cluster_id=CLUSTER_ID,
-        controller_id=BrokerId(-1 if leader is None else leader.node_id),
-        brokers=tuple(dc_resp.DescribeClusterBroker(broker_id=BrokerId(v.node_id),
-                                                    host="127.0.0.1", port=i32(v.port),
-                                                    is_fenced=False) for v in voters))
+        error_code=ErrorCode.none, endpoint_type=2, cluster_id=CLUSTER_ID,
+        controller_id=-1 if leader is None else leader.node_id,
+        brokers=tuple(dc_resp.DescribeClusterBroker(v.node_id, "127.0.0.1", v.port)
+                      for v in voters))
 
 
 def answer(request: Any, error: ErrorCode, message: str | None = None) -> Any:

@@ -18,15 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
-from kio.static.primitive import i8
 
 from peers.base import BenchError, Writer, until
 from peers.pykraft_sut import Pykraft
 from pykraft.errors import PyKraftError
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterableConfig,
     AlterConfigsResource,
@@ -188,9 +187,7 @@ class Propagation:
 
 
 async def unfenced_brokers(connection: ClientConnection) -> int:
-    answer = await call(connection, DescribeClusterRequest(
-        include_cluster_authorized_operations=False, endpoint_type=i8(1),
-        include_fenced_brokers=True))
+    answer = await call(connection, DescribeClusterRequest(include_fenced_brokers=True))
     return sum(1 for b in answer.brokers if not b.is_fenced)
 
 

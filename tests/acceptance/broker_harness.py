@@ -12,15 +12,15 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v13 import request as produce
 from kio.schema.types import TopicName
-from kio.static.primitive import Records, i8, i16, i32, i32Timedelta
+from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.records.batch import encode_batch
@@ -126,12 +126,10 @@ def broker_call(cluster: LocalCluster, broker_id: int, body: Any) -> Any:
 def fenced_brokers(cluster: LocalCluster, via: int) -> dict[int, bool] | None:
     """Broker id -> fenced, as broker ``via`` describes the cluster (None if unreachable)."""
     try:
-        answer = broker_call(cluster, via, DescribeClusterRequest(
-            include_cluster_authorized_operations=False, endpoint_type=i8(1),
-            include_fenced_brokers=True))
+        answer = broker_call(cluster, via, DescribeClusterRequest(include_fenced_brokers=True))
     except (PyKraftError, OSError, TimeoutError):
         return None
-    return {int(b.broker_id): bool(b.is_fenced) for b in answer.brokers}
+    return {b.broker_id: b.is_fenced for b in answer.brokers}
 
 
 def wait_for_brokers(cluster: LocalCluster, count: int) -> None:

@@ -9,13 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema, load_response_schema
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
-from kio.static.primitive import i8
 
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.image.image import MetadataDelta, MetadataImage
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.codec import decode_response, encode_response
 from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
@@ -114,8 +113,8 @@ def test_describe_cluster_brokers_only_and_fenced_on_request() -> None:
 
     def ask(endpoint_type: int, include_fenced: bool, version: int = 1) -> Any:
         return describe_cluster_response(image, DescribeClusterRequest(
-            include_cluster_authorized_operations=False, endpoint_type=i8(endpoint_type),
-            include_fenced_brokers=include_fenced), version=version, self_id=SELF,
+            endpoint_type=endpoint_type, include_fenced_brokers=include_fenced),
+            version=version, self_id=SELF,
             cluster_id="cid", listener=LISTENER, operations=-(2**31))
     assert [b.broker_id for b in ask(1, False).brokers] == [1]
     both = ask(1, True).brokers

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.describe_cluster.v2 import request as dc_req
-from kio.static.primitive import i8
 from process_harness import TEST_PROPERTIES, describe, wait_for, write_values
 
 from pykraft.config.properties import load_properties
 from pykraft.ids import uuid_to_str
+from pykraft.messages.kafka import describe_cluster_request as dc_req
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -155,11 +154,9 @@ def request_once(cluster: LocalCluster, node_id: int, body: Any) -> Any:
 
 def controllers_described(cluster: LocalCluster, node_id: int) -> dict[int, str]:
     """DescribeCluster (controller endpoints) as ``node_id`` answers it."""
-    response = request_once(cluster, node_id, dc_req.DescribeClusterRequest(
-        include_cluster_authorized_operations=False, endpoint_type=i8(2),
-        include_fenced_brokers=False))
+    response = request_once(cluster, node_id, dc_req.DescribeClusterRequest(endpoint_type=2))
     assert response.error_code == ErrorCode.none
-    return {int(b.broker_id): f"{b.host}:{b.port}" for b in response.brokers}
+    return {b.broker_id: f"{b.host}:{b.port}" for b in response.brokers}
 
 
 def test_add_raft_voter_with_a_wrong_cluster_id_is_refused(

@@ -9,10 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
-from kio.static.primitive import i8
 from oracle_cluster import CONTROLLER, KafkaInstall, Node, OracleCluster, call
 
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.apis import ApiKey
 
 POLL_S = 0.2
@@ -38,9 +37,7 @@ def active_controller(cluster: OracleCluster) -> int | None:
             continue
         try:
             answer = call(node.listener(CONTROLLER), ApiKey.DESCRIBE_CLUSTER, 2,
-                          DescribeClusterRequest(include_cluster_authorized_operations=False,
-                                                 endpoint_type=i8(CONTROLLERS_ENDPOINT_TYPE),
-                                                 include_fenced_brokers=False),
+                          DescribeClusterRequest(endpoint_type=CONTROLLERS_ENDPOINT_TYPE),
                           timeout_s=5.0)
         except OSError:
             continue

@@ -32,11 +32,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.index import api_key_map
-from kio.static.primitive import i8
 
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_response, encode_request
@@ -378,9 +377,8 @@ def unfenced_brokers(address: str, timeout_s: float = 5.0) -> int | None:
                                              timeout_s=timeout_s)
         try:
             async with asyncio.timeout(timeout_s):
-                answer = await connection.request(DescribeClusterRequest(
-                    include_cluster_authorized_operations=False, endpoint_type=i8(1),
-                    include_fenced_brokers=True))
+                answer = await connection.request(
+                    DescribeClusterRequest(include_fenced_brokers=True))
         finally:
             connection.close()
         if answer.error_code != 0:

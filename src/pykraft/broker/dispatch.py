@@ -247,8 +247,8 @@ class BrokerDispatcher(ListenerDispatcher):
         return self._encode(request, describe_cluster_response(
             self._metadata.image, request.body, version=request.api_version,
             self_id=self._settings.node_id, cluster_id=self._cluster_id,
-            listener=self._listener_name, operations=access.cluster_operations(bool(getattr(
-                request.body, "include_cluster_authorized_operations", False)))))
+            listener=self._listener_name, operations=access.cluster_operations(
+                request.body.include_cluster_authorized_operations)))
 
     async def _describe_scram(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         """From the image: off the loop when large."""

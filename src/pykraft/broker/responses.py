@@ -13,17 +13,18 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.metadata.v13 import request as md_req
 from kio.schema.metadata.v13 import response as md
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i32Timedelta
+from kio.static.primitive import i32, i32Timedelta
 
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, TopicImage
+from pykraft.messages.kafka import describe_cluster_response as dc
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.convert import convert
 from pykraft.protocol.describe_cluster import BROKER_ENDPOINTS, endpoint_type_refusal
 from pykraft.protocol.errors import ErrorCode
@@ -113,22 +114,19 @@ def metadata_response(image: MetadataImage, request: Any, *, version: int, self_
                                topics=topics, error_code=ErrorCode.none)
 
 
-def describe_cluster_response(image: MetadataImage, request: Any, *, version: int,
-                              self_id: int, cluster_id: str, listener: str,
-                              operations: int) -> Any:
+def describe_cluster_response(image: MetadataImage, request: DescribeClusterRequest, *,
+                              version: int, self_id: int, cluster_id: str, listener: str,
+                              operations: int) -> dc.DescribeClusterResponse:
     """DescribeCluster on a broker: brokers only (endpoint_type 1), fenced ones on demand;
     ``operations``: the cluster operations the caller may perform, or Kafka's "omitted"."""
     refusal = endpoint_type_refusal(request, version, BROKER_ENDPOINTS)
     if refusal is not None:
         return refusal
-    include_fenced = bool(getattr(request, "include_fenced_brokers", False))
     brokers = tuple(
-        dc.DescribeClusterBroker(broker_id=BrokerId(b.broker_id), host=host, port=i32(port),
-                                 rack=b.rack, is_fenced=b.fenced)
+        dc.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack,
+                                 is_fenced=b.fenced)
         for b, host, port in _visible_brokers(image, self_id, listener,
-                                              include_fenced=include_fenced))
+                                              include_fenced=request.include_fenced_brokers))
     return dc.DescribeClusterResponse(
-        throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None,
-        endpoint_type=i8(BROKER_ENDPOINTS), cluster_id=cluster_id,
-        controller_id=BrokerId(self_id), brokers=brokers,
-        cluster_authorized_operations=i32(operations))
+        error_code=ErrorCode.none, endpoint_type=BROKER_ENDPOINTS, cluster_id=cluster_id,
+        controller_id=self_id, brokers=brokers, cluster_authorized_operations=operations)

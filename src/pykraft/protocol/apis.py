@@ -238,6 +238,7 @@ GENERATED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.ALLOCATE_PRODUCER_IDS,
     ApiKey.ASSIGN_REPLICAS_TO_DIRS,
     ApiKey.UPDATE_FEATURES,
+    ApiKey.DESCRIBE_CLUSTER,
 })
 
 

@@ -9,27 +9,20 @@ at the schema's default; clients (and pykraft's tools) tell a broker from a cont
 
 from __future__ import annotations
 
-import datetime
-from typing import Any
-
-from kio.schema.describe_cluster.v2 import response as dc
-from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i32, i32Timedelta
-
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
+from pykraft.messages.kafka.describe_cluster_response import DescribeClusterResponse
 from pykraft.protocol.errors import ErrorCode
 
 BROKER_ENDPOINTS = 1
 CONTROLLER_ENDPOINTS = 2
 _NAMES = {BROKER_ENDPOINTS: "BROKER", CONTROLLER_ENDPOINTS: "CONTROLLER"}
-#: Kafka's AUTHORIZED_OPERATIONS_OMITTED, the schema's default.
-_OPERATIONS_OMITTED = -(2**31)
 
 
-def endpoint_type_refusal(request: Any, version: int,
-                          served: int) -> dc.DescribeClusterResponse | None:
+def endpoint_type_refusal(request: DescribeClusterRequest, version: int,
+                          served: int) -> DescribeClusterResponse | None:
     """The answer refusing ``request`` (any version) on a listener describing ``served``
-    endpoints, or None when it asks for those (v0 always asks for brokers)."""
-    wanted = int(getattr(request, "endpoint_type", BROKER_ENDPOINTS))
+    endpoints, or None when it asks for those (v0 has no endpoint type: its default, brokers)."""
+    wanted = request.endpoint_type
     if wanted == served:
         return None
     if wanted in _NAMES:
@@ -38,8 +31,5 @@ def endpoint_type_refusal(request: Any, version: int,
                    f"wanted an endpoint of type {_NAMES[wanted]}")
     else:
         code, message = ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {wanted}"
-    return dc.DescribeClusterResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
-        error_code=ErrorCode.invalid_request if version == 0 else code, error_message=message,
-        endpoint_type=i8(BROKER_ENDPOINTS), cluster_id="", controller_id=BrokerId(-1),
-        brokers=(), cluster_authorized_operations=i32(_OPERATIONS_OMITTED))
+    return DescribeClusterResponse(
+        error_code=ErrorCode.invalid_request if version == 0 else code, error_message=message)

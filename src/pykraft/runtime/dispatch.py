@@ -10,20 +10,20 @@ is answered as its client's own.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.describe_cluster.v2 import response as dc
 from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.fetch.v18 import response as fetch_v18
 from kio.schema.types import BrokerId
-from kio.static.primitive import i8, i32, i32Timedelta
+from kio.static.primitive import i32
 
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
+from pykraft.messages.kafka import describe_cluster_response as dc
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
@@ -222,21 +222,19 @@ class Dispatcher(ListenerDispatcher):
         return [(node_id, endpoint) for node_id, endpoint in sorted(found.items())
                 if endpoint is not None]
 
-    def _describe_cluster(self, request: Any, version: int, access: Access) -> Any:
+    def _describe_cluster(self, request: DescribeClusterRequest, version: int,
+                          access: Access) -> dc.DescribeClusterResponse:
         """A controller answers for ``endpoint_type=2`` (controllers) only, as Kafka does."""
         core = self._node.core
         refusal = endpoint_type_refusal(request, version, CONTROLLER_ENDPOINTS)
         if refusal is not None:
             return refusal
         leader = core.leader_and_epoch.leader_id
-        brokers = tuple(
-            dc.DescribeClusterBroker(broker_id=BrokerId(node_id), host=endpoint.host,
-                                     port=i32(endpoint.port), rack=None, is_fenced=False)
-            for node_id, endpoint in self._controller_endpoints()
-        )
-        requested = bool(getattr(request, "include_cluster_authorized_operations", False))
+        brokers = tuple(dc.DescribeClusterBroker(node_id, endpoint.host, endpoint.port)
+                        for node_id, endpoint in self._controller_endpoints())
         return dc.DescribeClusterResponse(
-            throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
-            endpoint_type=i8(CONTROLLER_ENDPOINTS), cluster_id=self._settings.cluster_id,
-            controller_id=BrokerId(-1 if leader is None else leader), brokers=brokers,
-            cluster_authorized_operations=i32(access.cluster_operations(requested)))
+            error_code=ErrorCode.none, endpoint_type=CONTROLLER_ENDPOINTS,
+            cluster_id=self._settings.cluster_id,
+            controller_id=-1 if leader is None else leader, brokers=brokers,
+            cluster_authorized_operations=access.cluster_operations(
+                request.include_cluster_authorized_operations))

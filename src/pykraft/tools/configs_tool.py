@@ -22,9 +22,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
-from kio.static.primitive import i8
-
 from pykraft.config.definitions import ConfigSource
 from pykraft.controller.config_control import AlterOp
 from pykraft.controller.topic_names import topic_name_problem
@@ -38,6 +35,8 @@ from pykraft.messages.kafka.alter_user_scram_credentials_request import (
 from pykraft.messages.kafka.alter_user_scram_credentials_response import (
     AlterUserScramCredentialsResponse,
 )
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
+from pykraft.messages.kafka.describe_cluster_response import DescribeClusterResponse
 from pykraft.messages.kafka.describe_configs_request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -95,11 +94,10 @@ class ConfigsClients(BrokerClients):
     async def node_ids(self) -> list[str]:
         """The live nodes' ids (Kafka's ``describeCluster().nodes()``); learns addresses."""
         answer = await self.bootstrap.request(DescribeClusterRequest(
-            include_cluster_authorized_operations=False, include_fenced_brokers=False,
-            endpoint_type=i8(_CONTROLLER_ENDPOINTS if self.controllers else _BROKER_ENDPOINTS)))
+            endpoint_type=_CONTROLLER_ENDPOINTS if self.controllers else _BROKER_ENDPOINTS))
+        assert isinstance(answer, DescribeClusterResponse)
         raise_for(answer.error_code, answer.error_message)
-        self._addresses.update({int(b.broker_id): (b.host, int(b.port))
-                                for b in answer.brokers})
+        self._addresses.update({b.broker_id: (b.host, b.port) for b in answer.brokers})
         return [str(b.broker_id) for b in answer.brokers]
 
     def brokers_only(self, api: str) -> None:

@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kio.schema.describe_cluster.v2 import request as dc_req
-from kio.static.primitive import i8
-
 from pykraft.config.server import Endpoint, parse_listeners
 from pykraft.errors import ConfigError, ProtocolError
 from pykraft.ids import ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
+from pykraft.messages.kafka.describe_cluster_response import DescribeClusterResponse
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.describe_cluster import BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS
@@ -161,23 +160,22 @@ async def request_once(address: Address, body: Any, deadline: float,
 
 async def _ask_controller(address: Address, deadline: float, security: ClientSecurity
                           ) -> ActiveController:
-    cluster = await request_once(address, dc_req.DescribeClusterRequest(
-        include_cluster_authorized_operations=False, endpoint_type=i8(CONTROLLER_ENDPOINTS),
-        include_fenced_brokers=False), deadline, security)
+    cluster = await request_once(address, DescribeClusterRequest(
+        endpoint_type=CONTROLLER_ENDPOINTS), deadline, security)
+    assert isinstance(cluster, DescribeClusterResponse)
     if cluster.error_code in (ErrorCode.mismatched_endpoint_type,
                               ErrorCode.unsupported_endpoint_type):  # Kafka 3.7-3.9
         # A broker (--bootstrap-server): it forwards the quorum APIs to the active controller.
-        brokers = await request_once(address, dc_req.DescribeClusterRequest(
-            include_cluster_authorized_operations=False, endpoint_type=i8(BROKER_ENDPOINTS),
-            include_fenced_brokers=False), deadline, security)
-        return ActiveController(brokers.cluster_id, int(brokers.controller_id), address)
+        brokers = await request_once(address, DescribeClusterRequest(
+            endpoint_type=BROKER_ENDPOINTS), deadline, security)
+        assert isinstance(brokers, DescribeClusterResponse)
+        return ActiveController(brokers.cluster_id, brokers.controller_id, address)
     if cluster.error_code != ErrorCode.none:
         raise QuorumToolError(f"DescribeCluster failed: {error_name(cluster.error_code)}")
     leader = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
     if leader is None:
         raise QuorumToolError("no active controller known yet")
-    return ActiveController(cluster.cluster_id, int(leader.broker_id),
-                            (leader.host, int(leader.port)))
+    return ActiveController(cluster.cluster_id, leader.broker_id, (leader.host, leader.port))
 
 
 async def active_controller(bootstrap: Sequence[Address], deadline: float,

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kio.schema.envelope.v0.request import EnvelopeRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import TopicName
 from replica_fixtures import (
@@ -46,6 +45,7 @@ from pykraft.messages.kafka import offset_fetch_request as fetch
 from pykraft.messages.kafka import offset_fetch_response as fetched
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
+from pykraft.messages.kafka.envelope_request import EnvelopeRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest

@@ -9,8 +9,6 @@ import dataclasses
 from typing import Any
 
 import pytest
-from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.envelope.v0.response import EnvelopeResponse
 
 from pykraft.broker import dispatch
 from pykraft.broker.dispatch import BrokerDispatcher
@@ -18,6 +16,8 @@ from pykraft.controller.responses import error_codes, error_response, is_not_con
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
+from pykraft.messages.kafka.envelope_request import EnvelopeRequest
+from pykraft.messages.kafka.envelope_response import EnvelopeResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import RequestFrame, encode_request, encode_response
 from pykraft.protocol.errors import ErrorCode

@@ -10,6 +10,7 @@ from typing import Any
 from conformance.cases import Case, Meaning, code, top_error
 from conformance.harness import CONTROLLER, Run
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.envelope_request import EnvelopeRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.header import RequestHeader
@@ -38,9 +39,9 @@ def _header_only(api_key: int, version: int) -> bytes:
 
 def _envelope(run: Run, data: bytes, *, principal: bytes | None = None,
               address: bytes = LOCALHOST) -> Any:
-    return run.kio(ApiKey.ENVELOPE, {
-        "request_data": data, "client_host_address": address,
-        "request_principal": serialize_principal(ANONYMOUS) if principal is None else principal})
+    return run.generated(ApiKey.ENVELOPE, EnvelopeRequest(
+        request_data=data, client_host_address=address,
+        request_principal=serialize_principal(ANONYMOUS) if principal is None else principal))
 
 
 def _forwarded(body: Any, _run: Run) -> Meaning:

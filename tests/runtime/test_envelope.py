@@ -9,13 +9,13 @@ import struct
 from types import SimpleNamespace
 
 import pytest
-from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.envelope.v0.response import EnvelopeResponse
 
 from pykraft.config.authorizer import STANDARD_AUTHORIZER
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.envelope_request import EnvelopeRequest
+from pykraft.messages.kafka.envelope_response import EnvelopeResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode

@@ -17,10 +17,9 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.envelope.v0.response import EnvelopeResponse
-
 from pykraft.errors import ProtocolError
+from pykraft.messages.kafka.envelope_request import EnvelopeRequest
+from pykraft.messages.kafka.envelope_response import EnvelopeResponse
 from pykraft.protocol.codec import RequestFrame, decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import error_answer
@@ -53,7 +52,7 @@ def unwrapped(envelope: EnvelopeResponse, request: RequestFrame) -> Any:
     if code == ErrorCode.none and envelope.response_data is not None:
         try:
             return decode_response(request.api_key, request.api_version,
-                                   bytes(envelope.response_data)).body
+                                   envelope.response_data).body
         except ProtocolError:
             pass  # Kafka's parseResponse: UNKNOWN_SERVER_ERROR
     refusal = code if code == ErrorCode.not_controller else ErrorCode.unknown_server_error

@@ -239,6 +239,7 @@ GENERATED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.ASSIGN_REPLICAS_TO_DIRS,
     ApiKey.UPDATE_FEATURES,
     ApiKey.DESCRIBE_CLUSTER,
+    ApiKey.ENVELOPE,
 })
 
 

@@ -14,8 +14,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.envelope.v0.response import EnvelopeResponse
 from kio.schema.fetch.v18 import response as fetch_v18
 from kio.schema.types import BrokerId
 from kio.static.primitive import i32
@@ -24,6 +22,8 @@ from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.messages.kafka import describe_cluster_response as dc
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
+from pykraft.messages.kafka.envelope_request import EnvelopeRequest
+from pykraft.messages.kafka.envelope_response import EnvelopeResponse
 from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,

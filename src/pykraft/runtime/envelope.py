@@ -15,11 +15,10 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from kio.schema.envelope.v0.request import EnvelopeRequest
-from kio.schema.envelope.v0.response import EnvelopeResponse
-
 from pykraft.controller.responses import error_codes
 from pykraft.errors import ProtocolError
+from pykraft.messages.kafka.envelope_request import EnvelopeRequest
+from pykraft.messages.kafka.envelope_response import EnvelopeResponse
 from pykraft.protocol.acl_requests import refused_acl_request
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import RequestFrame, decode_request
@@ -60,10 +59,10 @@ def open_envelope(envelope: EnvelopeRequest, session: Session) -> Forwarded | Er
     except PrincipalDeserializationError:
         return ErrorCode.principal_deserialization_failure
     try:
-        host = ipaddress.ip_address(bytes(envelope.client_host_address))
+        host = ipaddress.ip_address(envelope.client_host_address)
     except ValueError:  # not 4 or 16 bytes: Kafka's InetAddress.getByAddress refuses it
         return ErrorCode.invalid_request
-    data = bytes(envelope.request_data)
+    data = envelope.request_data
     try:
         api_key, _, _ = read_request_prefix(Reader(data))
     except ProtocolError:
@@ -83,7 +82,7 @@ def open_envelope(envelope: EnvelopeRequest, session: Session) -> Forwarded | Er
 
 def envelope_error(code: ErrorCode) -> EnvelopeResponse:
     """An Envelope refused as a whole: its error, no response data."""
-    return EnvelopeResponse(response_data=None, error_code=code)
+    return EnvelopeResponse(error_code=code)
 
 
 def envelope_answer(response: object, encoded: bytes) -> EnvelopeResponse:

@@ -33,12 +33,7 @@ from pykraft.messages.kio_adapter import decode_kio, decode_kio_body, kio_schema
 from pykraft.messages.varint import encode_uvarint
 
 APIS = (
-    "fetch",
-    *("broker_registration", "broker_heartbeat", "controller_registration"),
-    *("unregister_broker", "alter_partition", "api_versions", "metadata", "describe_cluster"),
-    "update_features",
-    "produce",
-    "allocate_producer_ids",
+    *("fetch", "api_versions", "metadata", "produce"),
 )
 
 

@@ -80,7 +80,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import datetime
 import functools
 import json
 import os
@@ -95,9 +94,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.produce.v13.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from peers.base import BenchError
 from peers.pykraft_metadata import call, connect, create_topics_request, created_or_exists
@@ -106,6 +103,11 @@ from pykraft.messages.kafka.offset_commit_request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+)
+from pykraft.messages.kafka.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
 )
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -235,14 +237,12 @@ class StallBench:
         return _codes(p.error_code for t in answer.topics for p in t.partitions)
 
     async def produce(self) -> str:
-        batch = Records(encode_batch(0, [(None, os.urandom(BATCH_BYTES))],
-                                     partition_leader_epoch=-1,
-                                     timestamp=int(time.time() * 1000)))
+        batch = encode_batch(0, [(None, os.urandom(BATCH_BYTES))], partition_leader_epoch=-1,
+                             timestamp=int(time.time() * 1000))
         body = ProduceRequest(
-            transactional_id=None, acks=i16(1),
-            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+            acks=1, timeout_ms=30_000,
             topic_data=(TopicProduceData(topic_id=self.produce_topic_id, partition_data=tuple(
-                PartitionProduceData(index=i32(p % PRODUCE_PARTITIONS), records=batch)
+                PartitionProduceData(index=p % PRODUCE_PARTITIONS, records=batch)
                 for p in range(self.options.produce_mb))),))
         connections = [await connect(self.broker_address, Listener.BROKER)
                        for _ in range(self.options.produce_requests)]
@@ -258,10 +258,9 @@ class StallBench:
         """A ``bomb-<codec>`` or ``record-<codec>`` case: its batch (see
         :func:`compressed_batch`) to partition 0."""
         answer = await self.broker_call(ProduceRequest(
-            transactional_id=None, acks=i16(1),
-            timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+            acks=1, timeout_ms=30_000,
             topic_data=(TopicProduceData(topic_id=self.produce_topic_id, partition_data=(
-                PartitionProduceData(index=i32(0), records=Records(records)),)),)))
+                PartitionProduceData(index=0, records=records),)),)))
         return _codes(p.error_code for t in answer.responses for p in t.partition_responses)
 
     async def measure(self, case: str, run: Callable[[], Awaitable[str]]) -> CaseResult:

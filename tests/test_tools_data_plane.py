@@ -20,13 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_murmur2
 from kafka.record.default_records import DefaultRecordBatch
-from kio.schema.fetch.v18.response import FetchableTopicResponse, FetchResponse, PartitionData
-from kio.schema.produce.v12.response import (
-    PartitionProduceResponse,
-    ProduceResponse,
-    TopicProduceResponse,
-)
-from kio.static.primitive import Records, i32Timedelta, i64
+from kio.static.primitive import i32Timedelta
 from typer.testing import CliRunner
 
 from pykraft.errors import CorruptRecordError, UsageError
@@ -41,10 +35,20 @@ from pykraft.messages.kafka.describe_log_dirs_response import (
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
 )
+from pykraft.messages.kafka.fetch_response import (
+    FetchableTopicResponse,
+    FetchResponse,
+    PartitionData,
+)
 from pykraft.messages.kafka.list_offsets_response import (
     ListOffsetsPartitionResponse,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
+)
+from pykraft.messages.kafka.produce_response import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.compression import GZIP
@@ -143,9 +147,9 @@ def test_producer_settings_refusals() -> None:
 
 
 def _produce_ok(broker: int, body: Any) -> ProduceResponse:
-    return ProduceResponse(throttle_time=ZERO, responses=tuple(TopicProduceResponse(
+    return ProduceResponse(responses=tuple(TopicProduceResponse(
         name=t.name, partition_responses=tuple(PartitionProduceResponse(
-            index=p.index, error_code=ErrorCode.none, base_offset=i64(0), record_errors=())
+            index=p.index, error_code=ErrorCode.none, base_offset=0)
             for p in t.partition_data)) for t in body.topic_data))
 
 
@@ -154,7 +158,7 @@ def _batches(sent: list[tuple[int, Any]]) -> dict[int, list[DefaultRecordBatch]]
     for _, body in sent:
         for topic in body.topic_data:
             for part in topic.partition_data:
-                out.setdefault(int(part.index), []).append(DefaultRecordBatch(bytes(part.records)))
+                out.setdefault(part.index, []).append(DefaultRecordBatch(bytes(part.records)))
     return out
 
 
@@ -194,9 +198,8 @@ def test_a_failed_partition_is_reported_like_kafkas_error_logging_callback() -> 
         answer = _produce_ok(broker, body)
         part = answer.responses[0].partition_responses[0]
         bad = PartitionProduceResponse(index=part.index, error_code=ErrorCode.invalid_record,
-                                       base_offset=i64(-1), record_errors=(),
-                                       error_message="bad record")
-        return ProduceResponse(throttle_time=ZERO, responses=(TopicProduceResponse(
+                                       base_offset=-1, error_message="bad record")
+        return ProduceResponse(responses=(TopicProduceResponse(
             name=answer.responses[0].name, partition_responses=(bad,)),))
 
     warnings: list[str] = []
@@ -326,11 +329,10 @@ def test_no_headers_and_null_key() -> None:
 def _fetch_answer(batches: dict[int, bytes]) -> Callable[[int, Any], FetchResponse]:
     def answer(broker: int, body: Any) -> FetchResponse:
         assert body.topics[0].topic_id == TOPIC_ID
-        return FetchResponse(throttle_time=ZERO, error_code=ErrorCode.none, responses=(
+        return FetchResponse(responses=(
             FetchableTopicResponse(topic_id=TOPIC_ID, partitions=tuple(PartitionData(
-                partition_index=p.partition, error_code=ErrorCode.none,
-                high_watermark=i64(10), aborted_transactions=None,
-                records=Records(batches.pop(int(p.partition), b"")))
+                partition_index=p.partition, error_code=ErrorCode.none, high_watermark=10,
+                aborted_transactions=None, records=batches.pop(p.partition, b""))
                 for p in body.topics[0].partitions)),))
     return answer
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime
 import sys
 import time
 import uuid
@@ -13,13 +12,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.produce.v13 import request as produce
 from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.messages.kafka import produce_request as produce
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
@@ -179,12 +177,11 @@ def produce_one(cluster: LocalCluster, broker_id: int, topic_id: uuid.UUID, key:
     """Produce v13 (the topic by id) of one record without a producer id to partition 0,
     straight to ``broker_id`` (no metadata asked of other brokers); the error code."""
     answer = broker_call(cluster, broker_id, produce.ProduceRequest(
-        transactional_id=None, acks=i16(acks),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=9)),
+        acks=acks, timeout_ms=9_000,
         topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
-            produce.PartitionProduceData(index=i32(0), records=Records(encode_batch(
+            produce.PartitionProduceData(index=0, records=encode_batch(
                 0, [(key, value)], partition_leader_epoch=-1,
-                timestamp=int(time.time() * 1000)))),)),)))
+                timestamp=int(time.time() * 1000))),)),)))
     return int(answer.responses[0].partition_responses[0].error_code)
 
 

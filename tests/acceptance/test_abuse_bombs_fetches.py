@@ -9,7 +9,6 @@ record re-expanded it each time and a 28 KB Fetch was answered with 954 MB.
 
 from __future__ import annotations
 
-import datetime
 import os
 import uuid
 from collections.abc import Callable
@@ -26,11 +25,9 @@ from broker_harness import (
     partition_state,
     wait_for,
 )
-from kio.schema.fetch.v18 import request as fetch
-from kio.schema.produce.v13 import request as produce
-from kio.schema.types import BrokerId
-from kio.static.primitive import Records, i8, i16, i32, i32Timedelta, i64
 
+from pykraft.messages.kafka import fetch_request as fetch
+from pykraft.messages.kafka import produce_request as produce
 from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -73,10 +70,9 @@ def _measured(pid: int, step: str, growth: dict[str, int], action: Callable[[], 
 
 def _produce(cluster: LocalCluster, broker: int, topic_id: uuid.UUID, records: bytes) -> int:
     answer = broker_call(cluster, broker, produce.ProduceRequest(
-        transactional_id=None, acks=i16(1),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=9)),
+        acks=1, timeout_ms=9_000,
         topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
-            produce.PartitionProduceData(index=i32(0), records=Records(records)),)),)))
+            produce.PartitionProduceData(index=0, records=records),)),)))
     return int(answer.responses[0].partition_responses[0].error_code)
 
 
@@ -91,16 +87,10 @@ def _offset_at(cluster: LocalCluster, broker: int, timestamp: int) -> int:
 def _fetch_duplicates(cluster: LocalCluster, broker: int, topic_id: uuid.UUID) -> list[int]:
     """The record bytes of each partition answered to one Fetch naming partition 0
     :data:`DUPLICATES` times, each up to 1 MiB, and no overall limit (2 GiB)."""
-    part = fetch.FetchPartition(partition=i32(0), current_leader_epoch=i32(-1),
-                                fetch_offset=i64(0), last_fetched_epoch=i32(-1),
-                                log_start_offset=i64(-1), partition_max_bytes=i32(MiB))
+    part = fetch.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=MiB)
     answer = broker_call(cluster, broker, fetch.FetchRequest(
-        cluster_id=None, replica_state=fetch.ReplicaState(replica_id=BrokerId(-1)),
-        max_wait=i32Timedelta.parse(datetime.timedelta(0)), min_bytes=i32(1),
-        max_bytes=i32((1 << 31) - 1), isolation_level=i8(0), session_id=i32(0),
-        session_epoch=i32(-1), topics=(fetch.FetchTopic(topic_id=topic_id,
-                                                        partitions=(part,) * DUPLICATES),),
-        forgotten_topics_data=(), rack_id=""))
+        max_wait_ms=0, min_bytes=1, max_bytes=(1 << 31) - 1,
+        topics=(fetch.FetchTopic(topic_id=topic_id, partitions=(part,) * DUPLICATES),)))
     return [len(p.records or b"") for t in answer.responses for p in t.partitions]
 
 

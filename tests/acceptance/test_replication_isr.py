@@ -7,7 +7,6 @@ after SIGCONT the follower catches up and rejoins the ISR."""
 
 from __future__ import annotations
 
-import datetime
 import signal
 import uuid
 from collections.abc import Iterator
@@ -16,11 +15,10 @@ from pathlib import Path
 import pytest
 from broker_harness import PROPERTIES, broker_call, running_cluster, wait_for
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.produce.v13 import request as produce
 from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.errors import PyKraftError
+from pykraft.messages.kafka import produce_request as produce
 from pykraft.messages.kafka.create_topics_request import (
     CreatableTopic,
     CreatableTopicConfig,
@@ -61,11 +59,10 @@ def produce_all(cluster: LocalCluster, leader: int, topic_id: uuid.UUID,
                 value: bytes) -> ErrorCode:
     """An acks=all Produce v13 (topics by id) of one record to partition 0."""
     answer = broker_call(cluster, leader, produce.ProduceRequest(
-        transactional_id=None, acks=i16(-1),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=9)),
+        acks=-1, timeout_ms=9_000,
         topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
-            produce.PartitionProduceData(index=i32(0), records=Records(encode_batch(
-                0, [(None, value)], partition_leader_epoch=-1, timestamp=1_000))),)),)))
+            produce.PartitionProduceData(index=0, records=encode_batch(
+                0, [(None, value)], partition_leader_epoch=-1, timestamp=1_000)),)),)))
     return ErrorCode(answer.responses[0].partition_responses[0].error_code)
 
 

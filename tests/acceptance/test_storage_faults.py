@@ -5,7 +5,6 @@ another replica leads, as Kafka's log-directory failure handling does."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import os
 import shutil
 import subprocess
@@ -26,10 +25,9 @@ from broker_harness import (
     wait_for,
     wait_for_brokers,
 )
-from kio.schema.fetch.v18 import request as fetch
-from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.errors import PyKraftError
+from pykraft.messages.kafka import fetch_request as fetch
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.tools.local_cluster import LocalCluster
@@ -47,10 +45,10 @@ def _topic_id(cluster: LocalCluster, broker: int, topic: str) -> uuid.UUID:
 def _fetch(cluster: LocalCluster, broker: int, offsets: dict[uuid.UUID, int]) -> Any:
     """A consumer's Fetch of partition 0 of each topic (by id), from the given offsets."""
     return broker_call(cluster, broker, fetch.FetchRequest(
-        max_wait=i32Timedelta.parse(datetime.timedelta(0)), min_bytes=i32(0), topics=tuple(
+        max_wait_ms=0, min_bytes=0, topics=tuple(
             fetch.FetchTopic(topic_id=topic_id, partitions=(fetch.FetchPartition(
-                partition=i32(0), fetch_offset=i64(offset), partition_max_bytes=i32(1 << 20)),))
-            for topic_id, offset in offsets.items()), forgotten_topics_data=()))
+                partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),))
+            for topic_id, offset in offsets.items())))
 
 
 def test_rotten_bytes_in_a_segment_fail_only_their_partition(tmp_path: Path) -> None:

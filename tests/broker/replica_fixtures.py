@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import datetime
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from kio.schema.produce.v12 import request as req
-from kio.schema.types import TopicName, TransactionalId
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.log.log_manager import LogManager
+from pykraft.messages.kafka import produce_request as req
 from pykraft.records.metadata import (
     BrokerEndpoint,
     PartitionRecord,
@@ -60,12 +57,11 @@ def client_batch(values: Sequence[bytes], *, producer_id: int = -1, epoch: int =
 
 def request(partitions: dict[int, bytes], *, acks: int = 1, timeout_ms: int = 30_000,
             name: str = "t", transactional_id: str | None = None) -> req.ProduceRequest:
-    """A v12 Produce of ``partitions`` (index -> records) to topic ``name``."""
+    """A Produce of ``partitions`` (index -> records) to topic ``name``, by name (v3-12)."""
     return req.ProduceRequest(
-        transactional_id=None if transactional_id is None else TransactionalId(transactional_id),
-        acks=i16(acks), timeout=i32Timedelta.parse(datetime.timedelta(milliseconds=timeout_ms)),
-        topic_data=(req.TopicProduceData(name=TopicName(name), partition_data=tuple(
-            req.PartitionProduceData(index=i32(index), records=Records(records))
+        transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms,
+        topic_data=(req.TopicProduceData(name=name, partition_data=tuple(
+            req.PartitionProduceData(index=index, records=records)
             for index, records in partitions.items())),))
 
 

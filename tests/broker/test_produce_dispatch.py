@@ -11,16 +11,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kio.schema.produce.v13 import request as req_by_id
-from kio.static.primitive import Records, i16, i32
 from replica_fixtures import client_batch, request, topic, with_records
 
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.produce import ProduceHandler
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka import produce_request as req
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import decode_response, encode_request, request_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.runtime.listener_dispatch import CloseConnection
@@ -48,9 +46,8 @@ def broker() -> BrokerDispatcher:
                             cluster_id="cid", listener_name="PLAINTEXT", produce=produce)
 
 
-def ask(body: Any, version: int) -> Any:
-    frame = encode_request(RequestHeader(ApiKey.PRODUCE, version, 9, "test"),
-                           convert(body, request_type(ApiKey.PRODUCE, version)))
+def ask(body: req.ProduceRequest, version: int) -> Any:
+    frame = encode_request(RequestHeader(ApiKey.PRODUCE, version, 9, "test"), body)
     return decode_response(ApiKey.PRODUCE, version,
                            asyncio.run(broker().handle(frame, CLIENT))).body
 
@@ -65,10 +62,10 @@ def test_every_partition_named_gets_the_error(version: int) -> None:
 
 
 def test_by_topic_id_from_v13() -> None:
-    body = req_by_id.ProduceRequest(
-        transactional_id=None, acks=i16(1), timeout=request({}).timeout,
-        topic_data=(req_by_id.TopicProduceData(topic_id=TOPIC_ID, partition_data=(
-            req_by_id.PartitionProduceData(index=i32(1), records=Records(client_batch([b"a"]))),
+    body = req.ProduceRequest(
+        acks=1, timeout_ms=30_000,
+        topic_data=(req.TopicProduceData(topic_id=TOPIC_ID, partition_data=(
+            req.PartitionProduceData(index=1, records=client_batch([b"a"])),
         )),))
     answer = ask(body, 13)
     assert [(t.topic_id, [(p.index, p.error_code) for p in t.partition_responses])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import threading
 import uuid
 from collections.abc import Iterator
@@ -14,11 +13,8 @@ from typing import Any
 
 import pytest
 from kafka.record.memory_records import MemoryRecords
-from kio.index import load_payload_module
-from kio.static.constants import EntityType
 from replica_fixtures import until
 
-from conformance.harness import kio_entity
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
@@ -29,6 +25,7 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
 from pykraft.log.log_manager import LogManager
 from pykraft.log.partition_reads import TimestampWalk
+from pykraft.messages.codec import decode, encode
 from pykraft.messages.kafka import offset_for_leader_epoch_request as ofle
 from pykraft.messages.kafka.delete_records_request import (
     DeleteRecordsPartition,
@@ -38,6 +35,12 @@ from pykraft.messages.kafka.delete_records_request import (
 from pykraft.messages.kafka.describe_log_dirs_request import (
     DescribableLogDirTopic,
     DescribeLogDirsRequest,
+)
+from pykraft.messages.kafka.fetch_request import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ReplicaState,
 )
 from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
@@ -97,18 +100,20 @@ def _produce(replicas: ReplicaManager, values: list[bytes], timestamp: int = 100
 def _fetch(version: int, partitions: list[dict[str, Any]], *, max_wait_ms: int = 0,
            min_bytes: int = 0, session_epoch: int = -1, isolation: int = 0,
            topic_id: uuid.UUID = TOPIC_ID, replica_id: int = -1, max_bytes: int = 1 << 20
-           ) -> Any:
-    """A consumer's Fetch at ``version`` (fields the version lacks left out)."""
-    parts = [{"partition": p["partition"], "current_leader_epoch": p.get("epoch", -1),
-              "fetch_offset": p.get("offset", 0), "last_fetched_epoch": -1,
-              "log_start_offset": -1, "partition_max_bytes": 1 << 20} for p in partitions]
-    return kio_entity(load_payload_module(1, version, EntityType.request).FetchRequest, {
-        "replica_id": replica_id, "replica_state": {"replica_id": replica_id},
-        "max_wait": datetime.timedelta(milliseconds=max_wait_ms),
-        "min_bytes": min_bytes, "max_bytes": max_bytes, "isolation_level": isolation,
-        "session_id": 0, "session_epoch": session_epoch, "rack_id": "",
-        "topics": [{"topic": TOPIC, "topic_id": topic_id, "partitions": parts}],
-        "forgotten_topics_data": []})
+           ) -> FetchRequest:
+    """A consumer's Fetch as it arrives at ``version`` (coded there and back: fields the
+    version lacks hold their defaults)."""
+    parts = tuple(FetchPartition(partition=p["partition"], current_leader_epoch=p.get("epoch", -1),
+                                 fetch_offset=p.get("offset", 0), partition_max_bytes=1 << 20)
+                  for p in partitions)
+    by_state = version >= 15
+    body = FetchRequest(
+        replica_id=-1 if by_state else replica_id,
+        replica_state=ReplicaState(replica_id=replica_id) if by_state else ReplicaState(),
+        max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+        isolation_level=isolation, session_epoch=session_epoch,
+        topics=(FetchTopic(topic=TOPIC, topic_id=topic_id, partitions=parts),))
+    return decode(FetchRequest, version, encode(body, version))
 
 
 def _partitions(response: Any) -> list[Any]:

@@ -6,18 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.index import load_payload_module
-from kio.static.constants import EntityType
 from replica_fixtures import broker, client_batch, request, until, with_records
 
-from conformance.harness import kio_entity
 from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.produce import ProduceHandler
@@ -27,8 +23,15 @@ from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
 from pykraft.log.log_manager import LogManager
+from pykraft.messages.codec import decode, encode
 from pykraft.messages.kafka import alter_partition_request as ap_req
 from pykraft.messages.kafka import alter_partition_response as ap_res
+from pykraft.messages.kafka.fetch_request import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ReplicaState,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerRegistrationChangeRecord,
@@ -103,17 +106,20 @@ def _parked(leader: Leader, key: TopicPartition | FollowerKey | None = None) -> 
 
 def fetch_request(replica: int, offset: int, *, version: int = 15, epoch: int = EPOCH,
                   last_fetched_epoch: int = -1, leader_epoch: int = 4,
-                  max_wait_ms: int = 0) -> Any:
-    """A follower's Fetch of t-0 as Kafka's ReplicaFetcherThread builds it."""
-    return kio_entity(load_payload_module(1, version, EntityType.request).FetchRequest, {
-        "replica_id": replica, "replica_state": {"replica_id": replica, "replica_epoch": epoch},
-        "max_wait": datetime.timedelta(milliseconds=max_wait_ms), "min_bytes": 1,
-        "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-        "rack_id": "", "forgotten_topics_data": [],
-        "topics": [{"topic": "t", "topic_id": T1, "partitions": [{
-            "partition": 0, "current_leader_epoch": leader_epoch, "fetch_offset": offset,
-            "last_fetched_epoch": last_fetched_epoch, "log_start_offset": 0,
-            "partition_max_bytes": 1 << 20}]}]})
+                  max_wait_ms: int = 0) -> FetchRequest:
+    """A follower's Fetch of t-0 as Kafka's ReplicaFetcherThread builds it, as it arrives at
+    ``version`` (coded there and back: fields the version lacks hold their defaults)."""
+    by_state = version >= 15
+    body = FetchRequest(
+        replica_id=-1 if by_state else replica,
+        replica_state=ReplicaState(replica_id=replica, replica_epoch=epoch) if by_state
+        else ReplicaState(),
+        max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+        topics=(FetchTopic(topic="t", topic_id=T1, partitions=(FetchPartition(
+            partition=0, current_leader_epoch=leader_epoch, fetch_offset=offset,
+            last_fetched_epoch=last_fetched_epoch, log_start_offset=0,
+            partition_max_bytes=1 << 20),)),))
+    return decode(FetchRequest, version, encode(body, version))
 
 
 async def follower_fetch(leader: Leader, replica: int, offset: int, **kwargs: Any) -> Any:
@@ -164,6 +170,7 @@ def test_acks_all_completes_once_the_followers_fetched_past_the_batch(leader: Le
         assert not produce.done()
         await follower_fetch(leader, F3, 2)
         response = await asyncio.wait_for(produce, 5)
+        assert response is not None
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
 
     asyncio.run(run())
@@ -363,6 +370,7 @@ def test_a_lagging_follower_leaves_the_isr_and_acks_all_completes(leader: Leader
                                             AlterResult(4, 10, (ME, F2)), leader.clock())
         assert leader.part.high_watermark == 1
         response = await asyncio.wait_for(produce, 5)
+        assert response is not None
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
 
     asyncio.run(run())
@@ -382,6 +390,7 @@ def test_under_min_isr_the_high_watermark_stays_and_acks_all_is_refused(
         handler = ProduceHandler(made.replicas, made.clock, "PLAINTEXT")
         response = await handler.handle(request({0: client_batch([b"a"])}, acks=-1),
                                         api_version=12)
+        assert response is not None
         assert response.responses[0].partition_responses[0].error_code == \
             ErrorCode.not_enough_replicas
 
@@ -404,6 +413,7 @@ def test_a_wait_whose_isr_falls_under_min_isr_times_out(tmp_path: Path) -> None:
         made.replicas.complete_isr_change(made.part, made.proposals[0],
                                           AlterResult(4, 10, (ME, F2)), made.clock())
         response = await asyncio.wait_for(produce, 5)
+        assert response is not None
         assert response.responses[0].partition_responses[0].error_code == \
             ErrorCode.request_timed_out
         assert made.part.high_watermark == 0

@@ -6,7 +6,6 @@ case that fails cannot take the shared machine down with it."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import os
 import resource
 import socket
@@ -18,12 +17,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.produce.v13 import request as produce
-from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
-
 from pykraft.errors import PyKraftError
 from pykraft.image.cluster_image import FENCE
+from pykraft.messages.kafka import produce_request as produce
+from pykraft.messages.kafka.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode
@@ -204,12 +201,11 @@ class GoodClient(Watch):
 
     async def _produce(self, connection: ClientConnection, value: bytes) -> int:
         answer = await connection.request(produce.ProduceRequest(
-            transactional_id=None, acks=i16(-1),
-            timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+            acks=-1, timeout_ms=10_000,
             topic_data=(produce.TopicProduceData(topic_id=self._topic_id, partition_data=(
-                produce.PartitionProduceData(index=i32(0), records=Records(encode_batch(
+                produce.PartitionProduceData(index=0, records=encode_batch(
                     0, [(None, value)], partition_leader_epoch=-1,
-                    timestamp=int(time.time() * 1000)))),)),)))
+                    timestamp=int(time.time() * 1000))),)),)))
         part = answer.responses[0].partition_responses[0]
         if part.error_code != ErrorCode.none:
             raise OSError(f"good produce refused: {ErrorCode(part.error_code).name}")
@@ -217,11 +213,9 @@ class GoodClient(Watch):
 
     async def _read_back(self, connection: ClientConnection, offset: int, value: bytes) -> None:
         answer = await connection.request(FetchRequest(
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=0)), min_bytes=i32(1),
-            max_bytes=i32(1 << 20), forgotten_topics_data=(),
+            max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
             topics=(FetchTopic(topic_id=self._topic_id, partitions=(FetchPartition(
-                partition=i32(0), fetch_offset=i64(offset),
-                partition_max_bytes=i32(1 << 20)),)),)))
+                partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),)),)))
         part = answer.responses[0].partitions[0]
         if part.error_code != ErrorCode.none:
             raise OSError(f"good fetch refused: {ErrorCode(part.error_code).name}")

@@ -15,7 +15,6 @@ its leader and epoch and the controller must not have fenced the broker.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,9 +22,7 @@ from typing import Any, TypeVar
 
 import pytest
 from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.produce.v13.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 from process_harness import describe, wait_for
 
 from pykraft.errors import PyKraftError
@@ -39,6 +36,11 @@ from pykraft.messages.kafka.offset_commit_request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
+)
+from pykraft.messages.kafka.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
 )
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
@@ -207,10 +209,9 @@ def produce_request(cluster: LocalCluster, batches: list[bytes], *,
         topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False)))
     return ProduceRequest(
-        transactional_id=None, acks=i16(1),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=30)),
+        acks=1, timeout_ms=30_000,
         topic_data=(TopicProduceData(topic_id=metadata.topics[0].topic_id, partition_data=tuple(
-            PartitionProduceData(index=i32(p), records=Records(records))
+            PartitionProduceData(index=p, records=records)
             for p, records in enumerate(batches))),))
 
 

@@ -10,7 +10,6 @@ per node, fencing, elections, the good client's rounds)."""
 
 from __future__ import annotations
 
-import datetime
 import socket
 import time
 import uuid
@@ -47,11 +46,11 @@ from broker_harness import (
     wait_for,
     wait_for_brokers,
 )
-from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic
-from kio.schema.produce.v13 import request as produce
-from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
+from kio.static.primitive import Records
 
 from pykraft.ids import ZERO_UUID, TopicPartition
+from pykraft.messages.kafka import produce_request as produce
+from pykraft.messages.kafka.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from pykraft.protocol.api_versions import ranges_from_response
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_response, request_type
@@ -222,10 +221,9 @@ def _created(cluster: LocalCluster, topic: str) -> uuid.UUID:
 
 def _produce_frame(topic_id: uuid.UUID, batch: bytes) -> bytes:
     frame: bytes = frame_of(ApiKey.PRODUCE, 13, produce.ProduceRequest(
-        transactional_id=None, acks=i16(-1),
-        timeout=i32Timedelta.parse(datetime.timedelta(seconds=10)),
+        acks=-1, timeout_ms=10_000,
         topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
-            produce.PartitionProduceData(index=i32(0), records=Records(batch)),)),)))
+            produce.PartitionProduceData(index=0, records=batch),)),)))
     return frame
 
 
@@ -336,13 +334,11 @@ def test_list_offsets_by_timestamp_over_a_bomb(cluster: Cluster, codec: str) -> 
 def test_duplicate_partition_fetch(cluster: Cluster) -> None:
     """One partition holding 1 MiB named as many times as one Fetch holds: read once, the
     answer within ``fetch.max.bytes``."""
-    one = FetchPartition(partition=i32(0), fetch_offset=i64(0),
-                         partition_max_bytes=i32(1 << 20))
+    one = FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
 
     def request(count: int) -> bytes:
         frame: bytes = frame_of(ApiKey.FETCH, 18, FetchRequest(
-            max_wait=i32Timedelta.parse(datetime.timedelta(0)), min_bytes=i32(1),
-            max_bytes=i32(2**31 - 1), forgotten_topics_data=(),
+            max_wait_ms=0, min_bytes=1, max_bytes=2**31 - 1,
             topics=(FetchTopic(topic_id=cluster.target.topic_id,
                                partitions=(one,) * count),)))
         return frame

@@ -7,8 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.fetch.v18 import response as fetch_resp
-
+from pykraft.messages.kafka import fetch_response as fetch_resp
 from pykraft.messages.kafka import vote_request as vote_req
 from pykraft.messages.kafka import vote_response as vote_resp
 from pykraft.protocol.errors import ErrorCode

@@ -7,11 +7,10 @@ import contextlib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v18 import response as fetch_resp
-from kio.static.primitive import Records
 from raft_harness import Harness, data_batches
 
 from pykraft.errors import FatalRaftError
+from pykraft.messages.kafka import fetch_response as fetch_resp
 from pykraft.raft import rpc
 from pykraft.raft.quorum_state import ElectionState
 
@@ -26,7 +25,7 @@ FUZZ = settings(max_examples=60, deadline=None,
 
 _PARTITIONS = st.builds(
     fetch_resp.PartitionData,
-    records=st.one_of(st.none(), st.binary(max_size=120).map(Records)),
+    records=st.one_of(st.none(), st.binary(max_size=120)),
     aborted_transactions=st.none(),
 )
 FETCH_RESPONSES = st.builds(

@@ -6,12 +6,11 @@ import uuid
 
 import pytest
 from kio.schema.errors import ErrorCode
-from kio.schema.fetch.v18 import request as fetch_req
-from kio.static.primitive import i32
 from raft_harness import Harness, data_batches, partition_of
 
 from pykraft.errors import NotLeaderError
-from pykraft.ids import METADATA_TOPIC_ID
+from pykraft.ids import METADATA_TOPIC_ID, ZERO_UUID
+from pykraft.messages.kafka import fetch_request as fetch_req
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
@@ -136,10 +135,10 @@ def test_non_leader_answers_fetch_with_not_leader_and_the_known_leader() -> None
 
 
 @pytest.mark.parametrize(("topic_id", "partition"), [
-    (None, 0), (uuid.UUID(int=7), 0), (METADATA_TOPIC_ID, 1),
+    (ZERO_UUID, 0), (uuid.UUID(int=7), 0), (METADATA_TOPIC_ID, 1),
 ], ids=["by_name", "other_topic_id", "other_partition"])
 def test_fetch_of_another_topic_partition_is_an_invalid_request(
-        topic_id: uuid.UUID | None, partition: int) -> None:
+        topic_id: uuid.UUID, partition: int) -> None:
     """Kafka (RaftUtil.hasValidTopicPartition) matches the topic by id only, so a Fetch
     naming the topic (v4-v12, no id) or another partition gets a top-level INVALID_REQUEST
     with no topics, like any request the single-partition KRaft client does not serve."""
@@ -148,12 +147,12 @@ def test_fetch_of_another_topic_partition_is_an_invalid_request(
                                 high_watermark=None, max_wait_ms=0, max_bytes=100)
     (sent,) = request.topics[0].partitions
     part = fetch_req.FetchPartition(
-        partition=i32(partition), current_leader_epoch=sent.current_leader_epoch,
+        partition=partition, current_leader_epoch=sent.current_leader_epoch,
         fetch_offset=sent.fetch_offset, last_fetched_epoch=sent.last_fetched_epoch,
         log_start_offset=sent.log_start_offset, partition_max_bytes=sent.partition_max_bytes)
     topic = fetch_req.FetchTopic(topic_id=topic_id, partitions=(part,))
-    h.request(1, rpc.FetchRequest(max_wait=request.max_wait, min_bytes=request.min_bytes,
-                                  topics=(topic,), forgotten_topics_data=()))
+    h.request(1, rpc.FetchRequest(max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+                                  topics=(topic,)))
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.FetchResponse)
     assert (out.response.error_code, out.response.responses) == (ErrorCode.invalid_request, ())

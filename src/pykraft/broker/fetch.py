@@ -4,8 +4,8 @@ Fetch of the metadata log is KRaft's and stays in :mod:`pykraft.runtime.dispatch
 Interface::
 
     fetcher = FetchHandler(replicas, listener_name)       # replicas: ReplicaManager
-    response = await fetcher.fetch(request_body, version)  # any version 4-18; the answer
-    # is a v12 (topics by name, v4-12) or v18 (topic ids, v13+) body to convert down
+    response = await fetcher.fetch(request_body, version)  # the generated FetchRequest as
+    # version 4-18 came; the answer is the FetchResponse to encode at that version
 
 Kafka's rules (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
 ``DelayedFetch``): a partition named more than once is read and answered once, where it
@@ -47,18 +47,9 @@ import asyncio
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
-from types import ModuleType
-from typing import Any
-
-from kio.index import load_payload_module
-from kio.schema.types import BrokerId
-from kio.static.constants import EntityType
-from kio.static.primitive import Records, i32, i64
 
 from pykraft.broker.purgatory import DelayedOperation, FollowerKey
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.ids import TopicPartition
 from pykraft.log.partition_reads import (
     FetchIsolation,
@@ -69,13 +60,21 @@ from pykraft.log.partition_reads import (
     read_partitions,
     upper_bound,
 )
-from pykraft.protocol.apis import ApiKey
+from pykraft.messages.kafka.fetch_request import FetchRequest
+from pykraft.messages.kafka.fetch_response import (
+    EpochEndOffset,
+    FetchableTopicResponse,
+    FetchResponse,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
+    PartitionData,
+)
 from pykraft.protocol.errors import ErrorCode
+from pykraft.raft.rpc import fetch_replica_id
 
 FIRST_TOPIC_ID_VERSION = 13
-FIRST_REPLICA_STATE_VERSION = 15
-BY_NAME_VERSION = 12  # the latest version naming topics
-BY_ID_VERSION = 18
+FIRST_LEADER_HINT_VERSION = 12  # current_leader and diverging_epoch (tagged, KIP-595/951)
+FIRST_NODE_ENDPOINTS_VERSION = 16  # the named leaders' endpoints (KIP-951)
 INITIAL_EPOCH = 0  # FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: a full fetch
 FINAL_EPOCH = -1
 _LEADER_HINTS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
@@ -91,29 +90,9 @@ _REFUSED_BEFORE_READING = frozenset({ErrorCode.unknown_topic_or_partition,
 PartitionKey = tuple[str | uuid.UUID, int, int]
 
 
-@cache
-def _response_schema(version: int) -> ModuleType:
-    """The response module a Fetch of ``version`` is answered at (to convert down)."""
-    at = BY_ID_VERSION if version >= FIRST_TOPIC_ID_VERSION else BY_NAME_VERSION
-    return load_payload_module(ApiKey.FETCH, at, EntityType.response)
-
-
-def _field(entity: Any, name: str, default: int) -> int:
-    """A request field, or its schema default when the request's version lacks it."""
-    return int(getattr(entity, name, default))
-
-
-def replica_id_of(request: Any) -> int:
-    """The fetching replica: ``replica_id`` up to v14, ``replica_state`` from v15."""
-    if hasattr(request, "replica_id"):
-        return int(request.replica_id)
-    return int(request.replica_state.replica_id)
-
-
-def replica_epoch_of(request: Any) -> int:
-    """The fetching broker's epoch (v15+, KIP-903); -1 before, which skips the checks."""
-    state = getattr(request, "replica_state", None)
-    return -1 if state is None else int(state.replica_epoch)
+def replica_id_of(request: FetchRequest) -> int:
+    """The fetching replica: ``replica_id`` up to v14, ``replica_state``'s from v15."""
+    return fetch_replica_id(request)
 
 
 class _Resolver:
@@ -166,16 +145,13 @@ class FetchHandler:
         self._replicas = replicas
         self._listener = listener_name
 
-    async def fetch(self, request: Any, version: int,
-                    denied: frozenset[object] = frozenset()) -> Any:
-        """The answer to ``request``; TOPIC_AUTHORIZATION_FAILED for ``denied`` topics."""
-        resp_schema = _response_schema(version)
-        # read as it came: a field its version lacks has the schema's default (no
-        # conversion of every partition entry to the latest version: the hot path)
-        if _field(request, "session_epoch", FINAL_EPOCH) not in (INITIAL_EPOCH, FINAL_EPOCH):
-            return resp_schema.FetchResponse(
-                throttle_time=NO_THROTTLE, error_code=ErrorCode.fetch_session_id_not_found,
-                session_id=i32(0), responses=())
+    async def fetch(self, request: FetchRequest, version: int,
+                    denied: frozenset[object] = frozenset()) -> FetchResponse:
+        """The answer to ``request`` at ``version``; TOPIC_AUTHORIZATION_FAILED for
+        ``denied`` topics. Read as it came: a field its version lacks holds the schema's
+        default, as Kafka's generated classes do."""
+        if request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
+            return FetchResponse(error_code=ErrorCode.fetch_session_id_not_found)
         by_id = version >= FIRST_TOPIC_ID_VERSION
         # Kafka's FetchRequest.fetchData: a map by topic partition, so a partition named
         # twice is read once, where it first appears, with what it last asked
@@ -183,23 +159,22 @@ class FetchHandler:
         for topic in request.topics:
             name: str | uuid.UUID = topic.topic_id if by_id else topic.topic
             for part in topic.partitions:
-                named[(name, int(part.partition))] = (PartitionFetch(
-                    (name, int(part.partition), _field(part, "current_leader_epoch", -1)),
-                    int(part.fetch_offset), int(part.partition_max_bytes),
-                    _field(part, "last_fetched_epoch", -1)),
-                    _field(part, "log_start_offset", -1))  # a follower's (v5+)
+                named[(name, part.partition)] = (PartitionFetch(
+                    (name, part.partition, part.current_leader_epoch), part.fetch_offset,
+                    part.partition_max_bytes, part.last_fetched_epoch),
+                    part.log_start_offset)  # a follower's (v5+)
         wanted = [fetch for fetch, _ in named.values()]
         starts = tuple(start for _, start in named.values())
         replica_id = replica_id_of(request)
-        isolation = fetch_isolation(replica_id, int(request.isolation_level))
-        follower = _Follower(replica_id, replica_epoch_of(request), starts, denied)
+        isolation = fetch_isolation(replica_id, request.isolation_level)
+        follower = _Follower(replica_id, request.replica_state.replica_epoch, starts, denied)
         # KafkaApis: the request's max_bytes, capped by the broker's fetch.max.bytes
-        max_bytes = min(int(request.max_bytes), self._replicas.fetch_max_bytes)
+        max_bytes = min(request.max_bytes, self._replicas.fetch_max_bytes)
         reads, resolver = await self._read_until_ready(
             wanted, isolation, follower, max_bytes=max_bytes,
-            min_bytes=min(int(request.min_bytes), max_bytes),
-            max_wait_s=request.max_wait.total_seconds())
-        return self._response(resp_schema, wanted, reads, resolver, isolation, by_id)
+            min_bytes=min(request.min_bytes, max_bytes),
+            max_wait_s=request.max_wait_ms / 1000)
+        return self._response(version, wanted, reads, resolver, isolation)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
               max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:
@@ -268,34 +243,34 @@ class FetchHandler:
             recorded.append(read)
         return recorded
 
-    def _response(self, schema: ModuleType, wanted: list[PartitionFetch[PartitionKey]],
-                  reads: list[PartitionRead], resolver: _Resolver, isolation: FetchIsolation,
-                  by_id: bool) -> Any:
-        topics: dict[str | uuid.UUID, list[Any]] = {}
+    def _response(self, version: int, wanted: list[PartitionFetch[PartitionKey]],
+                  reads: list[PartitionRead], resolver: _Resolver,
+                  isolation: FetchIsolation) -> FetchResponse:
+        """The answer at ``version``: topics by name or id as asked, the leader hints and
+        divergence from v12 and the leaders' endpoints from v16 (older versions lack the
+        fields); records are the log's bytes as read, not copied."""
+        hints = version >= FIRST_LEADER_HINT_VERSION
+        topics: dict[str | uuid.UUID, list[PartitionData]] = {}
         for fetch, read in zip(wanted, reads, strict=True):
             topic, index, _ = fetch.key
-            leader = resolver.leaders.get(fetch.key, (-1, -1))
+            leader = resolver.leaders.get(fetch.key, (-1, -1)) if hints else (-1, -1)
             diverging = read.diverging_epoch or (-1, -1)
-            topics.setdefault(topic, []).append(schema.PartitionData(
-                partition_index=i32(index), error_code=read.error,
-                high_watermark=i64(read.high_watermark),
-                last_stable_offset=i64(read.last_stable_offset),
-                log_start_offset=i64(read.log_start_offset),
-                diverging_epoch=schema.EpochEndOffset(epoch=i32(diverging[0]),
-                                                      end_offset=i64(diverging[1])),
-                current_leader=schema.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),
-                                                       leader_epoch=i32(leader[1])),
+            topics.setdefault(topic, []).append(PartitionData(
+                partition_index=index, error_code=read.error,
+                high_watermark=read.high_watermark,
+                last_stable_offset=read.last_stable_offset,
+                log_start_offset=read.log_start_offset,
+                diverging_epoch=EpochEndOffset(epoch=diverging[0], end_offset=diverging[1]),
+                current_leader=LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]),
                 aborted_transactions=_aborted_transactions(read.error, isolation),
-                records=Records(read.records)))
-        responses = tuple(
-            schema.FetchableTopicResponse(partitions=tuple(parts),
-                                          **({"topic_id": topic} if by_id else {"topic": topic}))
-            for topic, parts in topics.items())
-        extra = {"node_endpoints": self._endpoints(schema, resolver)} if by_id else {}
-        return schema.FetchResponse(throttle_time=NO_THROTTLE, error_code=ErrorCode.none,
-                                    session_id=i32(0), responses=responses, **extra)
+                records=read.records))
+        endpoints = (self._endpoints(resolver) if version >= FIRST_NODE_ENDPOINTS_VERSION
+                     else ())
+        return FetchResponse(responses=tuple(_topic_response(topic, parts)
+                                             for topic, parts in topics.items()),
+                             node_endpoints=endpoints)
 
-    def _endpoints(self, schema: ModuleType, resolver: _Resolver) -> tuple[Any, ...]:
+    def _endpoints(self, resolver: _Resolver) -> tuple[NodeEndpoint, ...]:
         """The named leaders' endpoints on this listener (Fetch v16+, KIP-951)."""
         brokers = self._replicas.image.cluster.brokers
         found = []
@@ -304,10 +279,18 @@ class FetchHandler:
             endpoint = None if broker is None or broker.fenced else next(
                 (e for e in broker.listeners if e.name == self._listener), None)
             if endpoint is not None:
-                found.append(schema.NodeEndpoint(node_id=BrokerId(leader_id),
-                                                 host=endpoint.host, port=i32(endpoint.port),
-                                                 rack=broker.rack if broker else None))
+                found.append(NodeEndpoint(node_id=leader_id, host=endpoint.host,
+                                          port=endpoint.port,
+                                          rack=broker.rack if broker else None))
         return tuple(found)
+
+
+def _topic_response(topic: str | uuid.UUID,
+                    partitions: list[PartitionData]) -> FetchableTopicResponse:
+    """A topic's answer, named as the request named it (by id from v13)."""
+    if isinstance(topic, uuid.UUID):
+        return FetchableTopicResponse(topic_id=topic, partitions=tuple(partitions))
+    return FetchableTopicResponse(topic=topic, partitions=tuple(partitions))
 
 
 def _aborted_transactions(error: ErrorCode, isolation: FetchIsolation) -> tuple[()] | None:

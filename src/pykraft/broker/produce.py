@@ -5,10 +5,10 @@ Interface::
 
     handler = ProduceHandler(replicas, clock_ms, listener_name)
     response = await handler.handle(request_body, api_version=v, client_id=...)
-    # request_body: a ProduceRequest of any version v (v13 names topics by id, KIP-516)
-    # -> a v12 ProduceResponse (v3-v12) or a v13 one (v13+) for the dispatcher to convert to
-    #    the caller's version, or None for acks=0 (no response); an acks=0 request with a failed
-    #    partition raises AcksZeroFailedError: close the connection, as Kafka does
+    # request_body: the generated ProduceRequest as version v came (v13 names topics by id,
+    # KIP-516) -> the ProduceResponse to encode at v, or None for acks=0 (no response); an
+    # acks=0 request with a failed partition raises AcksZeroFailedError: close the
+    # connection, as Kafka does
 
 Order of checks, as Kafka: a transactional id is refused for every partition
 (TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pykraft has no transaction coordinator, as its
@@ -29,31 +29,29 @@ do not keep up it is REQUEST_TIMED_OUT after ``timeout_ms`` (the batch stays in 
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
-
-from kio.schema.produce.v12 import request as req
-from kio.schema.produce.v12 import response as res
-from kio.schema.produce.v13 import request as req_by_id
-from kio.schema.produce.v13 import response as res_by_id
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import TZAware, i32, i64
 
 from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
-from pykraft.broker.responses import NO_THROTTLE
 from pykraft.errors import PyKraftError, StorageError
 from pykraft.image.image import MetadataImage
 from pykraft.log.producer_state import ProducerStateError
 from pykraft.log.validator import ProduceValidationError
-from pykraft.protocol.convert import convert
+from pykraft.messages.kafka.produce_request import PartitionProduceData, ProduceRequest
+from pykraft.messages.kafka.produce_response import (
+    BatchIndexAndErrorMessage,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import records_field
 from pykraft.replica.acks import acks_all_outcome
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.turns import Turns
@@ -63,8 +61,7 @@ VALID_ACKS = (-1, 0, 1)
 log = logging.getLogger(__name__)
 _FIRST_STORAGE_ERROR_VERSION = 4  # older clients get NOT_LEADER_OR_FOLLOWER instead
 FIRST_TOPIC_ID_VERSION = 13  # KIP-516: topics by id (Kafka 4.1)
-_NIL_UUID = uuid.UUID(int=0)  # a v13 topic without an id (Kafka's Uuid.ZERO_UUID)
-_EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
+FIRST_LEADER_HINT_VERSION = 10  # KIP-951: current leader and its endpoint
 
 
 @dataclass(slots=True)
@@ -77,7 +74,7 @@ class _Outcome:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     message: str | None = None
-    record_errors: tuple[res.BatchIndexAndErrorMessage, ...] = ()
+    record_errors: tuple[BatchIndexAndErrorMessage, ...] = ()
     leader: tuple[int, int] | None = None  # (id, epoch) hint on NOT_LEADER_OR_FOLLOWER
     waiting: tuple[HostedPartition, int] | None = None  # acks=all: (partition, offset)
 
@@ -115,34 +112,33 @@ class ProduceHandler:
         self._clock_ms = clock_ms
         self._listener = listener_name
 
-    async def handle(self, request: Any, *, api_version: int, client_id: str | None = None,
-                     denied: frozenset[object] = frozenset()) -> Any:
+    async def handle(self, request: ProduceRequest, *, api_version: int,
+                     client_id: str | None = None,
+                     denied: frozenset[object] = frozenset()) -> ProduceResponse | None:
         """The answer (None for acks=0); TOPIC_AUTHORIZATION_FAILED for ``denied`` topics
         (names, or ids from v13)."""
         by_id = api_version >= FIRST_TOPIC_ID_VERSION
-        body = _latest(request, by_id)
-        acks = int(body.acks)
-        transactional = body.transactional_id is not None
+        acks = request.acks
+        transactional = request.transactional_id is not None
         topics: list[tuple[str | uuid.UUID, list[_Outcome]]] = []
         # The loop runs between partitions once a turn has lasted its budget: five 100 MB
         # requests at once, or one naming 13,000 partitions, held it for seconds, and
         # heartbeats and followers' fetches waited behind them.
         turns = Turns()
-        for topic in body.topic_data:
-            key: str | uuid.UUID | None = topic.topic_id if by_id else str(topic.name)
-            name = self._name_of(topic.topic_id) if by_id else str(topic.name)
+        for topic in request.topic_data:
+            key: str | uuid.UUID = topic.topic_id if by_id else topic.name
+            name = self._name_of(topic.topic_id) if by_id else topic.name
             outcomes = []
             for part in topic.partition_data:
                 await turns.pause()
                 if name is None:
-                    outcomes.append(_Outcome(int(part.index), ErrorCode.unknown_topic_id))
+                    outcomes.append(_Outcome(part.index, ErrorCode.unknown_topic_id))
                 elif key in denied:
-                    outcomes.append(_Outcome(int(part.index),
-                                             ErrorCode.topic_authorization_failed))
+                    outcomes.append(_Outcome(part.index, ErrorCode.topic_authorization_failed))
                 else:
                     outcomes.append(await self._partition(name, part, acks, api_version,
                                                           client_id, transactional))
-            topics.append((_NIL_UUID if key is None else key, outcomes))
+            topics.append((key, outcomes))
         if acks == 0:
             failed = [f"{name}-{o.index}: {o.error.name}" for name, outs in topics
                       for o in outs if o.error != ErrorCode.none]
@@ -151,31 +147,31 @@ class ProduceHandler:
             return None
         if acks == -1:
             await self._await_replication([o for _, outs in topics for o in outs],
-                                          body.timeout.total_seconds())
+                                          request.timeout_ms)
         image = self._replicas.image  # all the answer reads besides the outcomes
-        return await off_loop_if_large(lambda: self._response(topics, by_id, image))
+        return await off_loop_if_large(lambda: self._response(topics, image, api_version))
 
-    def refused(self, request: Any, *, api_version: int, code: ErrorCode) -> Any:
+    def refused(self, request: ProduceRequest, *, api_version: int,
+                code: ErrorCode) -> ProduceResponse | None:
         """Kafka's ``ProduceRequest.getErrorResponse``, for a request whose handling failed:
         every partition answered with ``code``, so the client settles each one (an answer
         naming none settles none); None for acks=0, which Kafka answers by closing."""
-        by_id = api_version >= FIRST_TOPIC_ID_VERSION
-        body = _latest(request, by_id)
-        if int(body.acks) == 0:
+        if request.acks == 0:
             return None
+        by_id = api_version >= FIRST_TOPIC_ID_VERSION
         return self._response([(
-            (topic.topic_id or _NIL_UUID) if by_id else str(topic.name),
-            [_Outcome(int(part.index), code) for part in topic.partition_data])
-            for topic in body.topic_data], by_id, self._replicas.image)
+            topic.topic_id if by_id else topic.name,
+            [_Outcome(part.index, code) for part in topic.partition_data])
+            for topic in request.topic_data], self._replicas.image, api_version)
 
-    def _name_of(self, topic_id: uuid.UUID | None) -> str | None:
+    def _name_of(self, topic_id: uuid.UUID) -> str | None:
         """The image's name for a v13+ topic id (None: unknown, UNKNOWN_TOPIC_ID)."""
-        found = None if topic_id is None else self._replicas.image.topics.by_id.get(topic_id)
+        found = self._replicas.image.topics.by_id.get(topic_id)
         return None if found is None else found.name
 
-    async def _partition(self, topic: str, part: Any, acks: int,
+    async def _partition(self, topic: str, part: PartitionProduceData, acks: int,
                    api_version: int, client_id: str | None, transactional: bool) -> _Outcome:
-        outcome = _Outcome(int(part.index))
+        outcome = _Outcome(part.index)
         if transactional:
             outcome.error = ErrorCode.transactional_id_authorization_failed
             outcome.message = TRANSACTIONS_UNSUPPORTED
@@ -189,7 +185,7 @@ class ProduceHandler:
         try:
             hosted = self._replicas.partition_for(topic, outcome.index)
             result = await self._replicas.produce_records(
-                hosted, bytes(part.records or b""), acks=acks, api_version=api_version,
+                hosted, records_field(part.records), acks=acks, api_version=api_version,
                 now_ms=self._clock_ms(), client_id=client_id)
         except PartitionError as exc:
             outcome.error = exc.error_code
@@ -202,8 +198,8 @@ class ProduceHandler:
             if exc.record_errors:
                 outcome.message = exc.message
                 outcome.record_errors = tuple(
-                    res.BatchIndexAndErrorMessage(batch_index=i32(e.batch_index),
-                                                  batch_index_error_message=e.message)
+                    BatchIndexAndErrorMessage(batch_index=e.batch_index,
+                                              batch_index_error_message=e.message)
                     for e in exc.record_errors)
             return outcome
         except ProducerStateError as exc:
@@ -224,7 +220,7 @@ class ProduceHandler:
             outcome.waiting = (hosted, result.last_offset + 1)
         return outcome
 
-    async def _await_replication(self, outcomes: list[_Outcome], timeout_s: float) -> None:
+    async def _await_replication(self, outcomes: list[_Outcome], timeout_ms: int) -> None:
         """Wait in the Produce purgatory, keyed by the waiting partitions, until every one
         is settled or the timeout passes."""
         waiting = [o for o in outcomes if o.waiting is not None]
@@ -233,32 +229,26 @@ class ProduceHandler:
         delayed = self._replicas.delayed
         keys = dict.fromkeys(o.waiting[0].tp for o in waiting if o.waiting is not None)
         await delayed.wait(delayed.purgatories.produce,
-                           _DelayedProduce(waiting, delayed.deadline_ms(timeout_s * 1000)),
+                           _DelayedProduce(waiting, delayed.deadline_ms(timeout_ms)),
                            keys)
 
     def _response(self, topics: list[tuple[str | uuid.UUID, list[_Outcome]]],
-                  by_id: bool, image: MetadataImage) -> Any:
-        """A v12 response (topics by name), or a v13 one (by id) when ``by_id``; pure (a
-        large one is built off the loop: 13,000 partitions' answers took 0.2 s)."""
+                  image: MetadataImage, version: int) -> ProduceResponse:
+        """The answer at ``version``, its topics named as the request named them (by id
+        from v13), with the leader hints from v10 only (older versions lack the fields, as
+        Kafka's handler fills them); pure (a large one is built off the loop: 13,000
+        partitions' answers took 0.2 s)."""
+        hints = version >= FIRST_LEADER_HINT_VERSION
         leaders = sorted({o.leader[0] for _, outs in topics for o in outs
-                          if o.leader is not None and o.leader[0] >= 0})
-        named = res.ProduceResponse(
-            responses=tuple(res.TopicProduceResponse(
-                name=TopicName("" if by_id else str(key)),
-                partition_responses=tuple(_partition_response(o) for o in outs))
-                for key, outs in topics),
-            throttle_time=NO_THROTTLE,
-            node_endpoints=tuple(self._endpoints(leaders, image)))
-        if not by_id:
-            return named
-        by_id_body = convert(named, res_by_id.ProduceResponse)
-        return dataclasses.replace(by_id_body, responses=tuple(
-            dataclasses.replace(topic, topic_id=key if isinstance(key, uuid.UUID) else None)
-            for topic, (key, _) in zip(by_id_body.responses, topics, strict=True)))
+                          if hints and o.leader is not None and o.leader[0] >= 0})
+        return ProduceResponse(
+            responses=tuple(_topic_response(key, outs, hints) for key, outs in topics),
+            node_endpoints=self._endpoints(leaders, image))
 
-    def _endpoints(self, leaders: list[int], image: MetadataImage) -> list[res.NodeEndpoint]:
+    def _endpoints(self, leaders: list[int], image: MetadataImage
+                   ) -> tuple[NodeEndpoint, ...]:
         if not leaders:
-            return []
+            return ()
         brokers = image.cluster.brokers
         found = []
         for leader in leaders:
@@ -267,14 +257,9 @@ class ProduceHandler:
                 continue
             endpoint = next((e for e in broker.listeners if e.name == self._listener), None)
             if endpoint is not None:
-                found.append(res.NodeEndpoint(node_id=BrokerId(leader), host=endpoint.host,
-                                              port=i32(endpoint.port), rack=broker.rack))
-        return found
-
-
-def _latest(request: Any, by_id: bool) -> Any:
-    """The request as v13 (topics by id) when ``by_id``, else as v12 (by name)."""
-    return convert(request, req_by_id.ProduceRequest if by_id else req.ProduceRequest)
+                found.append(NodeEndpoint(node_id=leader, host=endpoint.host,
+                                          port=endpoint.port, rack=broker.rack))
+        return tuple(found)
 
 
 def _settle(outcome: _Outcome) -> bool:
@@ -294,23 +279,20 @@ def _settle(outcome: _Outcome) -> bool:
     return True
 
 
-def append_time(log_append_time_ms: int) -> TZAware | None:
-    """The response's ``log_append_time`` for a time in ms (None, sent as -1: CreateTime).
-    Built without ``TZAware.parse``: kio's predicate accepts only whole seconds, so a
-    LogAppendTime topic's answer failed after its records were appended, and the producer
-    retried records the log already held."""
-    if log_append_time_ms < 0:
-        return None
-    return cast(TZAware, _EPOCH + datetime.timedelta(milliseconds=log_append_time_ms))
+def _topic_response(key: str | uuid.UUID, outcomes: list[_Outcome],
+                    hints: bool) -> TopicProduceResponse:
+    """A topic's answer, named as the request named it (by id from v13)."""
+    partitions = tuple(_partition_response(o, hints) for o in outcomes)
+    if isinstance(key, uuid.UUID):
+        return TopicProduceResponse(topic_id=key, partition_responses=partitions)
+    return TopicProduceResponse(name=key, partition_responses=partitions)
 
 
-def _partition_response(outcome: _Outcome) -> res.PartitionProduceResponse:
-    leader = outcome.leader or (-1, -1)
-    return res.PartitionProduceResponse(
-        index=i32(outcome.index), error_code=outcome.error,
-        base_offset=i64(outcome.base_offset),
-        log_append_time=append_time(outcome.log_append_time_ms),
-        log_start_offset=i64(outcome.log_start_offset), record_errors=outcome.record_errors,
+def _partition_response(outcome: _Outcome, hints: bool) -> PartitionProduceResponse:
+    leader = (outcome.leader if hints else None) or (-1, -1)
+    return PartitionProduceResponse(
+        index=outcome.index, error_code=outcome.error, base_offset=outcome.base_offset,
+        log_append_time_ms=outcome.log_append_time_ms,
+        log_start_offset=outcome.log_start_offset, record_errors=outcome.record_errors,
         error_message=outcome.message,
-        current_leader=res.LeaderIdAndEpoch(leader_id=BrokerId(leader[0]),
-                                            leader_epoch=i32(leader[1])))
+        current_leader=LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]))

@@ -40,8 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import datetime
 import functools
 import logging
 import ssl
@@ -49,11 +47,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-from kio.index import load_payload_module
-from kio.schema.types import BrokerId
-from kio.static.constants import EntityType
-from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from pykraft.broker.follower_log import (
     append_as_follower,
@@ -73,6 +66,13 @@ from pykraft.image.image import MetadataImage
 from pykraft.java import int32, java_abs, java_string_hash
 from pykraft.log.partition_reads import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from pykraft.log.producer_state import ProducerStateError
+from pykraft.messages.kafka.fetch_request import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ReplicaState,
+)
+from pykraft.messages.kafka.fetch_response import FetchResponse, PartitionData
 from pykraft.messages.kafka.list_offsets_request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -86,7 +86,8 @@ from pykraft.messages.kafka.offset_for_leader_epoch_request import (
 )
 from pykraft.messages.kafka.offset_for_leader_epoch_response import OffsetForLeaderEpochResponse
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.errors import ErrorCode
+from pykraft.protocol.errors import ErrorCode, error_name, for_code
+from pykraft.records.batch import records_field
 from pykraft.replica.follower import truncation_for
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.runtime.sasl_client import SaslCredentials
@@ -129,13 +130,6 @@ async def open_connection(address: tuple[str, int], client_id: str, timeout_s: f
     connection.close()
     return await open_with_timeout(*address, client_id=client_id, ours=BY_NAME_VERSIONS,
                                    timeout_s=timeout_s, tls=tls, sasl=sasl)
-
-
-def build(entity: type[Any], **values: Any) -> Any:
-    """An instance of a kio class of some version from the values its version has (older
-    versions lack newer fields: writing at that version drops them, as Kafka does)."""
-    names = {f.name for f in dataclasses.fields(entity)}
-    return entity(**{name: value for name, value in values.items() if name in names})
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,16 +336,17 @@ class ReplicaFetcher:
         asked = {f.part.tp: (f, f.part.log_end_offset) for f in ready}
         version = await self._version(ApiKey.FETCH)
         response = await self._request(lambda at: self._fetch_request(at, ready), ApiKey.FETCH)
+        assert isinstance(response, FetchResponse)
         if response.error_code != ErrorCode.none:
             log.warning("[%s] fetch from broker %d failed: %s", self.name, self.key.source,
-                        response.error_code.name)
+                        error_name(response.error_code))
             self._delay(ready)
             return
         by_key = {(_topic_key(f.part, version), f.part.index): f.part.tp for f in ready}
         for topic in response.responses:
             name = topic.topic_id if version >= FIRST_TOPIC_ID_VERSION else topic.topic
             for answer in topic.partitions:
-                tp = by_key.get((name, int(answer.partition_index)))
+                tp = by_key.get((name, answer.partition_index))
                 if tp is None:
                     continue
                 followed, offset = asked[tp]
@@ -364,31 +359,27 @@ class ReplicaFetcher:
         return (self.partitions.get(followed.part.tp) is followed
                 and followed.part.log_end_offset == log_end_offset)
 
-    def _fetch_request(self, version: int, ready: list[_FollowedPartition]) -> Any:
-        schema = load_payload_module(ApiKey.FETCH, version, EntityType.request)
-        topics: dict[uuid.UUID | str, list[Any]] = {}
+    def _fetch_request(self, version: int, ready: list[_FollowedPartition]) -> FetchRequest:
+        """The fetch at ``version``: the replica named by ``replica_id`` up to v14, by
+        ``replica_state`` with this broker's epoch from v15 (KIP-903); topics by id from
+        v13. Fields a version lacks keep their defaults, so it encodes at that version."""
+        topics: dict[uuid.UUID | str, list[FetchPartition]] = {}
         for entry in ready:
             part = entry.part
-            topics.setdefault(_topic_key(part, version), []).append(build(
-                schema.FetchPartition, partition=i32(part.index),
-                current_leader_epoch=i32(entry.leader_epoch),
-                fetch_offset=i64(part.log_end_offset),
-                last_fetched_epoch=i32(last_fetched_epoch(part)),
-                log_start_offset=i64(part.log_start_offset),
-                partition_max_bytes=i32(self._config.max_bytes)))
-        by_id = version >= FIRST_TOPIC_ID_VERSION
-        return build(
-            schema.FetchRequest, replica_id=BrokerId(self.broker_id),
-            replica_state=schema.ReplicaState(replica_id=BrokerId(self.broker_id),
-                                              replica_epoch=i64(self._broker_epoch()))
-            if version >= FIRST_REPLICA_STATE_VERSION else None,
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=self._config.wait_max_ms)),
-            min_bytes=i32(self._config.min_bytes), max_bytes=i32(self._config.response_max_bytes),
-            isolation_level=i8(0), session_id=i32(0), session_epoch=i32(-1),
-            topics=tuple(schema.FetchTopic(**{"topic_id" if by_id else "topic": key},
-                                           partitions=tuple(parts))
-                         for key, parts in topics.items()),
-            forgotten_topics_data=(), rack_id="")
+            topics.setdefault(_topic_key(part, version), []).append(FetchPartition(
+                partition=part.index, current_leader_epoch=entry.leader_epoch,
+                fetch_offset=part.log_end_offset, last_fetched_epoch=last_fetched_epoch(part),
+                log_start_offset=part.log_start_offset,
+                partition_max_bytes=self._config.max_bytes))
+        by_state = version >= FIRST_REPLICA_STATE_VERSION
+        return FetchRequest(
+            replica_id=-1 if by_state else self.broker_id,
+            replica_state=ReplicaState(replica_id=self.broker_id,
+                                       replica_epoch=self._broker_epoch())
+            if by_state else ReplicaState(),
+            max_wait_ms=self._config.wait_max_ms, min_bytes=self._config.min_bytes,
+            max_bytes=self._config.response_max_bytes,
+            topics=tuple(_fetch_topic(key, parts) for key, parts in topics.items()))
 
     # ------------------------------------------------------------------ OffsetForLeaderEpoch
 
@@ -429,9 +420,10 @@ class ReplicaFetcher:
                 followed.truncating = not cut.completed and last_fetched_epoch(
                     followed.part) >= 0
 
-    async def _handle(self, followed: _FollowedPartition, fetch_offset: int, answer: Any) -> None:
+    async def _handle(self, followed: _FollowedPartition, fetch_offset: int,
+                      answer: PartitionData) -> None:
         part = followed.part
-        error = ErrorCode(answer.error_code)
+        error = for_code(answer.error_code)
         try:
             if error == ErrorCode.none:
                 self._apply(part, fetch_offset, answer)
@@ -448,19 +440,19 @@ class ReplicaFetcher:
                 self._disk_failed(part.log, "appending fetched records to", exc)
             self._delay([followed])
 
-    def _apply(self, part: HostedPartition, fetch_offset: int, answer: Any) -> None:
+    def _apply(self, part: HostedPartition, fetch_offset: int, answer: PartitionData) -> None:
         diverging = answer.diverging_epoch
-        if int(diverging.epoch) >= 0 or int(diverging.end_offset) >= 0:
+        if diverging.epoch >= 0 or diverging.end_offset >= 0:
             cut = truncation_for(part.log.leader_epochs, part.log_end_offset,
-                                 int(diverging.epoch), int(diverging.end_offset), fetch_offset)
+                                 diverging.epoch, diverging.end_offset, fetch_offset)
             log.info("%s-%d: truncating to offset %d for the leader's diverging epoch %d "
-                     "ending at %d", part.topic, part.index, cut.offset, int(diverging.epoch),
-                     int(diverging.end_offset))
+                     "ending at %d", part.topic, part.index, cut.offset, diverging.epoch,
+                     diverging.end_offset)
             truncate_to(part, cut.offset, self._now_ms())
             return
-        append_as_follower(part, bytes(answer.records or b""),
-                           leader_high_watermark=int(answer.high_watermark),
-                           leader_log_start_offset=int(answer.log_start_offset),
+        append_as_follower(part, records_field(answer.records),
+                           leader_high_watermark=answer.high_watermark,
+                           leader_log_start_offset=answer.log_start_offset,
                            now_ms=self._now_ms())
 
     # ------------------------------------------------------------------ out of range
@@ -509,6 +501,12 @@ class ReplicaFetcher:
                              part.index, ErrorCode(answer.error_code).name)
         self._delay([followed])
         return None
+
+
+def _fetch_topic(key: uuid.UUID | str, partitions: list[FetchPartition]) -> FetchTopic:
+    if isinstance(key, uuid.UUID):
+        return FetchTopic(topic_id=key, partitions=tuple(partitions))
+    return FetchTopic(topic=key, partitions=tuple(partitions))
 
 
 def _topic_key(part: HostedPartition, version: int) -> uuid.UUID | str:

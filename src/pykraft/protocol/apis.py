@@ -203,6 +203,8 @@ API_SPECS: Mapping[int, ApiSpec] = {spec.key: spec for spec in _SPECS}
 #: API here means its handlers, its clients and its tests move to the generated class at once.
 GENERATED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.API_VERSIONS,
+    ApiKey.FETCH,
+    ApiKey.PRODUCE,
     ApiKey.SASL_HANDSHAKE,
     ApiKey.SASL_AUTHENTICATE,
     ApiKey.DESCRIBE_ACLS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kio.schema.errors import ErrorCode
 
-__all__ = ["ADMIN_ERRORS", "KRAFT_ERRORS", "ErrorCode", "error_name"]
+__all__ = ["ADMIN_ERRORS", "KRAFT_ERRORS", "ErrorCode", "error_name", "for_code"]
 
 KRAFT_ERRORS = frozenset(
     {
@@ -75,3 +75,12 @@ def error_name(code: int) -> str:
         return ErrorCode(code).name.upper()
     except ValueError:
         return f"UNKNOWN_ERROR_CODE_{code}"
+
+
+def for_code(code: int) -> ErrorCode:
+    """Kafka's ``Errors.forCode``: a generated class's ``error_code`` as the member it names,
+    UNKNOWN_SERVER_ERROR for a code this table lacks (a peer's, newer or hostile)."""
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.unknown_server_error

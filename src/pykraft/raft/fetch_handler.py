@@ -53,15 +53,15 @@ def _try_fetch(core: Replica, source: int, correlation_id: int, request: rpc.Fet
     if part is None:
         return rpc.fetch_error(ErrorCode.invalid_request)
     wait_ms = rpc.max_wait_ms(request)
-    offset, last_epoch = int(part.fetch_offset), int(part.last_fetched_epoch)
+    offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
     if wait_ms < 0 or offset < 0 or last_epoch < 0 or last_epoch > part.current_leader_epoch:
         return rpc.fetch_response(ErrorCode.invalid_request, core.state.leader_id, core.epoch)
     state = core.state
-    error = leader_only_error(core, int(part.current_leader_epoch))
+    error = leader_only_error(core, part.current_leader_epoch)
     if error is not None or not isinstance(state, Leader):
         return rpc.fetch_response(error or ErrorCode.not_leader_or_follower,
                                   core.state.leader_id, core.epoch)
-    replica = ReplicaKey.of(int(request.replica_state.replica_id), part.replica_directory_id)
+    replica = ReplicaKey.of(rpc.fetch_replica_id(request), part.replica_directory_id)
     progress = state.progress
     now, log = core.now, core.log
     progress.record_voter_fetch(replica, now)
@@ -76,7 +76,7 @@ def _try_fetch(core: Replica, source: int, correlation_id: int, request: rpc.Fet
         return rpc.fetch_response(ErrorCode.none, core.node_id, core.epoch,
                                   high_watermark=progress.high_watermark,
                                   diverging=diverging, log_start_offset=start)
-    records = log.read(offset, int(part.partition_max_bytes))
+    records = log.read(offset, part.partition_max_bytes)
     if replica.id >= 0 and progress.update_replica(replica, offset, now, log.log_end_offset):
         complete_parked(core, all_fetches=True)
     hwm = progress.high_watermark

@@ -1,6 +1,5 @@
 """Builders and readers for the KRaft RPCs, on the generated classes of
-:mod:`pykraft.messages.kafka` (one class serves every version; Fetch is still kio's latest
-wire type until it moves too).
+:mod:`pykraft.messages.kafka` (one class serves every version).
 
 KRaft RPCs carry one topic with one partition; these helpers hide that nesting so the core
 deals in (epoch, leader, offsets) and the runtime only encodes and decodes.
@@ -9,14 +8,8 @@ deals in (epoch, leader, offsets) and the runtime only encodes and decodes.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import uuid
 from typing import Protocol, TypeVar
-
-from kio.schema.fetch.v18 import request as fetch_req
-from kio.schema.fetch.v18 import response as fetch_resp
-from kio.schema.types import BrokerId
-from kio.static.primitive import Records, i32, i32Timedelta, i64
 
 from pykraft.features import KRAFT_VERSION_FEATURE
 from pykraft.ids import METADATA_TOPIC_ID, METADATA_TOPIC_NAME, ZERO_UUID
@@ -30,6 +23,8 @@ from pykraft.messages.kafka import describe_quorum_request as dq_req
 from pykraft.messages.kafka import describe_quorum_response as dq_resp
 from pykraft.messages.kafka import end_quorum_epoch_request as eqe_req
 from pykraft.messages.kafka import end_quorum_epoch_response as eqe_resp
+from pykraft.messages.kafka import fetch_request as fetch_req
+from pykraft.messages.kafka import fetch_response as fetch_resp
 from pykraft.messages.kafka import fetch_snapshot_request as fs_req
 from pykraft.messages.kafka import fetch_snapshot_response as fs_resp
 from pykraft.messages.kafka import remove_raft_voter_request as remove_req
@@ -88,7 +83,6 @@ class _PartitionIndexed(Protocol):
 
 _P = TypeVar("_P", bound=_PartitionIndexed)
 _T = TypeVar("_T")
-_PARTITION = i32(0)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -100,10 +94,6 @@ class ResponseHeader:
     error: int
     leader_id: int | None
     epoch: int | None
-
-
-def _leader(leader_id: int | None) -> BrokerId:
-    return BrokerId(_leader_id(leader_id))
 
 
 def _leader_id(leader_id: int | None) -> int:
@@ -287,19 +277,26 @@ def fetch_request(
     directory_id: uuid.UUID | None = None, log_start_offset: int = 0,
 ) -> FetchRequest:
     partition = fetch_req.FetchPartition(
-        partition=_PARTITION, current_leader_epoch=i32(epoch), fetch_offset=i64(position.offset),
-        last_fetched_epoch=i32(position.epoch), log_start_offset=i64(log_start_offset),
-        partition_max_bytes=i32(max_bytes), replica_directory_id=directory_id,
-        high_watermark=i64(-1 if high_watermark is None else high_watermark),
+        partition=0, current_leader_epoch=epoch, fetch_offset=position.offset,
+        last_fetched_epoch=position.epoch, log_start_offset=log_start_offset,
+        partition_max_bytes=max_bytes,
+        replica_directory_id=ZERO_UUID if directory_id is None else directory_id,
+        high_watermark=-1 if high_watermark is None else high_watermark,
     )
     return FetchRequest(
         cluster_id=cluster_id,
-        replica_state=fetch_req.ReplicaState(replica_id=_leader(local_id)),
-        max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=max_wait_ms)),
-        min_bytes=i32(1), max_bytes=i32(max_bytes),
+        replica_state=fetch_req.ReplicaState(replica_id=_leader_id(local_id)),
+        max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes,
         topics=(fetch_req.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
-        forgotten_topics_data=(),
     )
+
+
+def fetch_replica_id(request: FetchRequest) -> int:
+    """Kafka's ``FetchRequest.replicaId``: ``replica_id`` up to v14, ``replica_state``'s
+    from v15 (KIP-903); the field a version lacks keeps its default, -1, when decoded."""
+    if request.replica_id >= 0:
+        return request.replica_id
+    return request.replica_state.replica_id
 
 
 def fetch_partition(request: FetchRequest) -> fetch_req.FetchPartition | None:
@@ -315,8 +312,7 @@ def fetch_partition(request: FetchRequest) -> fetch_req.FetchPartition | None:
 
 def fetch_error(top_error: ErrorCode) -> FetchResponse:
     """A refusal of the whole request: the top-level error and no topics, as Kafka sends."""
-    return FetchResponse(throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
-                         error_code=top_error, responses=())
+    return FetchResponse(error_code=top_error, responses=())
 
 
 def fetch_response(
@@ -325,34 +321,31 @@ def fetch_response(
     snapshot_id: OffsetAndEpoch | None = None, log_start_offset: int = 0,
 ) -> FetchResponse:
     partition = fetch_resp.PartitionData(
-        partition_index=_PARTITION, error_code=error,
-        high_watermark=i64(-1 if high_watermark is None else high_watermark),
-        log_start_offset=i64(log_start_offset),
+        partition_index=0, error_code=error,
+        high_watermark=-1 if high_watermark is None else high_watermark,
+        log_start_offset=log_start_offset,
         snapshot_id=(
             fetch_resp.SnapshotId() if snapshot_id is None
-            else fetch_resp.SnapshotId(end_offset=i64(snapshot_id.offset),
-                                       epoch=i32(snapshot_id.epoch))
+            else fetch_resp.SnapshotId(end_offset=snapshot_id.offset, epoch=snapshot_id.epoch)
         ),
         diverging_epoch=(
-            fetch_resp.EpochEndOffset()
-            if diverging is None
-            else fetch_resp.EpochEndOffset(epoch=i32(diverging.epoch),
-                                           end_offset=i64(diverging.offset))
+            fetch_resp.EpochEndOffset() if diverging is None
+            else fetch_resp.EpochEndOffset(epoch=diverging.epoch, end_offset=diverging.offset)
         ),
-        current_leader=fetch_resp.LeaderIdAndEpoch(leader_id=_leader(leader_id),
-                                                   leader_epoch=i32(epoch)),
+        current_leader=fetch_resp.LeaderIdAndEpoch(leader_id=_leader_id(leader_id),
+                                                   leader_epoch=epoch),
         aborted_transactions=(),  # Kafka's RaftUtil leaves the schema's default: empty
-        records=Records(records),
+        records=records,
     )
     return FetchResponse(
-        throttle_time=i32Timedelta.parse(datetime.timedelta(0)), error_code=ErrorCode.none,
+        error_code=ErrorCode.none,
         responses=(fetch_resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID,
                                                      partitions=(partition,)),),
     )
 
 
 def max_wait_ms(request: FetchRequest) -> int:
-    return int(request.max_wait.total_seconds() * 1000)
+    return request.max_wait_ms
 
 
 # -- DescribeQuorum -----------------------------------------------------------------------
@@ -563,8 +556,10 @@ def reconfig_response(
 def response_header(response: RaftResponse) -> ResponseHeader:
     """Top-level error, else the single partition's error, leader and epoch."""
     if isinstance(response, FetchResponse):
+        # one topic with one partition (Kafka's RaftUtil.hasValidTopicPartition)
         fparts = [p for t in response.responses for p in t.partitions]
-        if response.error_code != ErrorCode.none or len(fparts) != 1:
+        if (response.error_code != ErrorCode.none or len(response.responses) != 1
+                or len(fparts) != 1):
             return ResponseHeader(_top_error(response.error_code), None, None)
         fpart = fparts[0]
         return ResponseHeader(

@@ -481,6 +481,15 @@ def _patch_header(buf: bytearray, pos: int, base_offset: int, partition_leader_e
     return True
 
 
+def records_field(records: bytes | bytearray | memoryview | None) -> bytes:
+    """A message's ``records`` field (Produce's, Fetch's) as the log reads and appends it:
+    null is no records, and the bytes the codec sliced out of the frame are taken as they
+    are (no copy)."""
+    if records is None:
+        return b""
+    return records if isinstance(records, bytes) else bytes(records)
+
+
 def iter_batches(
     buf: bytes, *, verify_crc: bool = True, start: int = 0, base_position: int = 0
 ) -> Iterator[RecordBatch]:

@@ -35,7 +35,7 @@ STARTUP_REFUSAL = "event=inconsistent_cluster_id_response "
 def remote_node(request: Any) -> int | None:
     """The node id a KRaft request names as its sender (None for admin requests)."""
     if isinstance(request, rpc.FetchRequest):
-        return int(request.replica_state.replica_id)
+        return rpc.fetch_replica_id(request)
     if isinstance(request, rpc.FetchSnapshotRequest):
         return int(request.replica_id)
     if isinstance(request, rpc.VoteRequest):

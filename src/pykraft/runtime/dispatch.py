@@ -1,10 +1,9 @@
 """The controller listener: which APIs it serves and how it answers them (the framing rules
 every listener shares are :mod:`pykraft.runtime.listener_dispatch`'s).
 
-KRaft RPCs reach the core as the generated class that serves every version (Fetch, still
-kio's, is converted to the latest version and back), and an answer carries what the caller's
-version can; the controller's requests go to its state machine, an Envelope's inner request
-is answered as its client's own.
+KRaft RPCs reach the core as the generated class that serves every version, and an answer
+carries what the caller's version can; the controller's requests go to its state machine, an
+Envelope's inner request is answered as its client's own.
 """
 
 from __future__ import annotations
@@ -14,16 +13,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.fetch.v18 import response as fetch_v18
-from kio.schema.types import BrokerId
-from kio.static.primitive import i32
-
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.messages.kafka import describe_cluster_response as dc
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.envelope_request import EnvelopeRequest
 from pykraft.messages.kafka.envelope_response import EnvelopeResponse
+from pykraft.messages.kafka.fetch_response import NodeEndpoint
 from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
@@ -57,11 +53,6 @@ from pykraft.security.session import Session
 
 log = logging.getLogger("pykraft.dispatch")
 
-#: The KRaft RPCs still coded by kio, by the latest-version class the core takes (the others
-#: are the generated classes of :data:`~pykraft.protocol.apis.GENERATED_APIS` already).
-LATEST_REQUEST: dict[int, type] = {
-    ApiKey.FETCH: rpc.FetchRequest,
-}
 FIRST_RAFT_NODE_ENDPOINTS_VERSION = 17
 
 
@@ -138,8 +129,7 @@ class Dispatcher(ListenerDispatcher):
                           else await self._controller.submit(split.allowed))
                 return merge_parts(api_key, split, answer)
             return await self._controller.submit(body)
-        latest: rpc.RaftRequest = (convert(request.body, LATEST_REQUEST[api_key])
-                                   if api_key in LATEST_REQUEST else request.body)
+        latest: rpc.RaftRequest = request.body
         if isinstance(latest, rpc.EndQuorumEpochRequest):
             part = rpc.end_quorum_partition(latest)
             event(log, "end_quorum_epoch_received", source=session.client_address,
@@ -196,13 +186,11 @@ class Dispatcher(ListenerDispatcher):
         """Fetch v17+ names the leader's address (Kafka's NodeEndpoints, which
         ``RaftUtil.singletonFetchResponse`` fills from v17 only: v16's are the brokers'), so
         an observer that asked a bootstrap server learns where the leader it names is."""
-        leaders = sorted({int(p.current_leader.leader_id) for t in response.responses
-                          for p in t.partitions if int(p.current_leader.leader_id) >= 0})
+        leaders = sorted({p.current_leader.leader_id for t in response.responses
+                          for p in t.partitions if p.current_leader.leader_id >= 0})
         addresses = ((leader, self._node.address_of(leader)) for leader in leaders)
-        endpoints = tuple(
-            fetch_v18.NodeEndpoint(node_id=BrokerId(leader), host=address[0],
-                                   port=i32(address[1]), rack=None)
-            for leader, address in addresses if address is not None)
+        endpoints = tuple(NodeEndpoint(node_id=leader, host=address[0], port=address[1])
+                          for leader, address in addresses if address is not None)
         return dataclasses.replace(response, node_endpoints=endpoints) if endpoints else response
 
     def _controller_endpoints(self) -> list[tuple[int, VoterEndpoint]]:

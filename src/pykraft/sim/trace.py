@@ -24,7 +24,8 @@ def describe(message: rpc.RaftRequest | rpc.RaftResponse) -> str:
         r = message.responses[0].partitions[0]
         extra = f" diverging={r.diverging_epoch.end_offset}@{r.diverging_epoch.epoch}" if (
             r.diverging_epoch.epoch >= 0) else f" bytes={len(r.records or b'')}"
-        return (f"FetchResponse({r.error_code.name} leader={r.current_leader.leader_id} "
+        return (f"FetchResponse({ErrorCode(r.error_code).name} "
+                f"leader={r.current_leader.leader_id} "
                 f"e{r.current_leader.leader_epoch} hwm={r.high_watermark}{extra})")
     if isinstance(message, rpc.VoteResponse) and message.topics:
         v = message.topics[0].partitions[0]

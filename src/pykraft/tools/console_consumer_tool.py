@@ -31,26 +31,25 @@ messages`` on stderr. ``--timeout-ms`` ends the tool when no record came for tha
 from __future__ import annotations
 
 import asyncio
-import datetime
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kio.schema.fetch.v18.request import FetchPartition, FetchRequest, FetchTopic
-from kio.static.primitive import i32, i32Timedelta, i64
-
 from pykraft.errors import CorruptRecordError, UsageError
 from pykraft.ids import TopicPartition
 from pykraft.log.batch_records import batch_records, record_timestamp, timestamp_type_name
-from pykraft.protocol.errors import ErrorCode
+from pykraft.messages.kafka.fetch_request import FetchPartition, FetchRequest, FetchTopic
+from pykraft.messages.kafka.fetch_response import FetchResponse, PartitionData
+from pykraft.protocol.errors import ErrorCode, for_code
 from pykraft.records.batch import (
     Record,
     RecordBatch,
     complete_batches,
     iter_batches,
     read_header,
+    records_field,
 )
 from pykraft.tools.admin_client import AdminError, ApiError, ClusterMetadata
 from pykraft.tools.broker_clients import Brokers, by_leader
@@ -291,33 +290,33 @@ class Consumer:
         records: list[ConsumedRecord] = []
         for leader, tps in sorted(leaders.items()):
             answer = await self.brokers.request_to(leader, self._request([p for _, p in tps]))
+            assert isinstance(answer, FetchResponse)
             if answer.error_code != ErrorCode.none:
-                raise ApiError(ErrorCode(answer.error_code), None)
+                raise ApiError(for_code(answer.error_code), None)
             for topic in answer.responses:
                 for part in topic.partitions:
-                    records += self._read(int(part.partition_index), part)
+                    records += self._read(part.partition_index, part)
         if len(leaders) < len(set(self.positions)):
             self.cluster = await self.brokers.metadata([self.topic])
         return records
 
     def _request(self, partitions: list[int]) -> FetchRequest:
         return FetchRequest(
-            max_wait=i32Timedelta.parse(datetime.timedelta(milliseconds=_MAX_WAIT_MS)),
-            min_bytes=i32(1), max_bytes=i32(_FETCH_MAX_BYTES), forgotten_topics_data=(),
+            max_wait_ms=_MAX_WAIT_MS, min_bytes=1, max_bytes=_FETCH_MAX_BYTES,
             topics=(FetchTopic(topic_id=self.topic_id, partitions=tuple(
-                FetchPartition(partition=i32(p), fetch_offset=i64(self.positions[p]),
-                               partition_max_bytes=i32(_PARTITION_MAX_BYTES))
+                FetchPartition(partition=p, fetch_offset=self.positions[p],
+                               partition_max_bytes=_PARTITION_MAX_BYTES)
                 for p in partitions)),))
 
-    def _read(self, partition: int, part: Any) -> list[ConsumedRecord]:
+    def _read(self, partition: int, part: PartitionData) -> list[ConsumedRecord]:
         if part.error_code != ErrorCode.none:
-            error = ErrorCode(part.error_code)
+            error = for_code(part.error_code)
             if error.retriable:
                 return []
             raise ApiError(error, None)
         position = self.positions[partition]
         out: list[ConsumedRecord] = []
-        for batch in self._complete_batches(partition, part.records or b""):
+        for batch in self._complete_batches(partition, records_field(part.records)):
             self.positions[partition] = max(self.positions[partition], batch.header.next_offset)
             if batch.is_control:
                 continue

@@ -28,19 +28,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import datetime
 import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from kio.schema.produce.v12.request import PartitionProduceData, ProduceRequest, TopicProduceData
-from kio.schema.types import TopicName
-from kio.static.primitive import Records, i16, i32, i32Timedelta
 
 from pykraft.errors import ConfigError, PyKraftError
 from pykraft.ids import TopicPartition
+from pykraft.messages.kafka.produce_request import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from pykraft.messages.kafka.produce_response import ProduceResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import Record, assemble_batch, encode_records
 from pykraft.records.compression import CODECS, NONE, compress
@@ -367,21 +367,19 @@ class Producer:
 
     def _request(self, batches: dict[int, _Pending]) -> ProduceRequest:
         return ProduceRequest(
-            transactional_id=None, acks=i16(self.settings.acks),
-            timeout=i32Timedelta.parse(datetime.timedelta(
-                milliseconds=self.settings.request_timeout_ms)),
-            topic_data=(TopicProduceData(name=TopicName(self.topic), partition_data=tuple(
-                PartitionProduceData(index=i32(p), records=Records(encode_batch(
-                    b.records, b.timestamps, self.settings.compression)))
+            acks=self.settings.acks, timeout_ms=self.settings.request_timeout_ms,
+            topic_data=(TopicProduceData(name=self.topic, partition_data=tuple(
+                PartitionProduceData(index=p, records=encode_batch(
+                    b.records, b.timestamps, self.settings.compression))
                 for p, b in sorted(batches.items()))),))
 
-    def _errors(self, answer: Any) -> dict[int, ApiError]:
+    def _errors(self, answer: ProduceResponse) -> dict[int, ApiError]:
         errors = {}
         for topic in answer.responses:
             for part in topic.partition_responses:
                 if part.error_code != ErrorCode.none:
-                    errors[int(part.index)] = ApiError(ErrorCode(part.error_code),
-                                                       part.error_message)
+                    errors[part.index] = ApiError(ErrorCode(part.error_code),
+                                                  part.error_message)
         return errors
 
     def _fail(self, batch: _Pending, error: ApiError) -> None:

@@ -60,6 +60,7 @@ DELETED = "scratch"
 LIVE = {name: n for name, n in TOPICS.items() if name != DELETED}
 LATE_TOPIC = "audit"  # created in the epoch after the controller failover
 REQUEST_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_MS = int(REQUEST_TIMEOUT_S * 1000)  # the requests' int32 timeout_ms
 
 
 def now_ms() -> int:
@@ -122,7 +123,7 @@ def create_topic(cluster: LocalCluster, via: int, name: str, partitions: int) ->
     answer = broker_call(cluster, via, CreateTopicsRequest(
         topics=(CreatableTopic(name=name, num_partitions=partitions,
                                replication_factor=3, assignments=(), configs=()),),
-        timeout_ms=REQUEST_TIMEOUT_S * 1000, validate_only=False))
+        timeout_ms=REQUEST_TIMEOUT_MS, validate_only=False))
     if answer is None:
         return None
     code = answer.topics[0].error_code
@@ -132,7 +133,7 @@ def create_topic(cluster: LocalCluster, via: int, name: str, partitions: int) ->
 def delete_topic(cluster: LocalCluster, via: int, name: str) -> bool | None:
     answer = broker_call(cluster, via, DeleteTopicsRequest(
         topics=(DeleteTopicState(name=name),),
-        timeout_ms=REQUEST_TIMEOUT_S * 1000))
+        timeout_ms=REQUEST_TIMEOUT_MS))
     if answer is None:
         return None
     code = answer.responses[0].error_code

@@ -93,12 +93,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 
 from peers.base import BenchError
 from peers.pykraft_metadata import call, connect, create_topics_request, created_or_exists
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.messages.kafka.offset_commit_request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -179,7 +178,7 @@ class StallBench:
                     create_topics_request([topic], partitions, 1)))
             await _until(created, f"cannot create {topic}", 0.5)
         metadata = await self.broker_call(MetadataRequest(
-            topics=(MetadataRequestTopic(topic_id=None, name=TopicName(PRODUCE_TOPIC)),),
+            topics=(MetadataRequestTopic(name=PRODUCE_TOPIC),),
             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
         self.produce_topic_id = metadata.topics[0].topic_id  # Produce v13 names topics by id
         async with BrokerClients(admin_settings(self.broker_address)) as brokers:

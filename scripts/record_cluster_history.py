@@ -29,12 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kio.schema.metadata.v13.request import MetadataRequest
-
 from pykraft.errors import PyKraftError
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode

@@ -18,9 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
-
 from peers.base import BenchError, Writer, until
 from peers.pykraft_sut import Pykraft
 from pykraft.errors import PyKraftError
@@ -31,6 +28,7 @@ from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.protocol.errors import ErrorCode
@@ -193,7 +191,7 @@ async def unfenced_brokers(connection: ClientConnection) -> int:
 
 async def serves(connection: ClientConnection, topic: str) -> bool:
     answer = await call(connection, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+        topics=(MetadataRequestTopic(name=topic),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     found = answer.topics[0] if answer.topics else None
     return found is not None and found.error_code == ErrorCode.none and bool(found.partitions)

@@ -11,14 +11,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
-
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.messages.kafka import produce_request as produce
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
 from pykraft.records.batch import encode_batch
@@ -143,7 +141,7 @@ def wait_for_brokers(cluster: LocalCluster, count: int) -> None:
 
 def partition_leaders(cluster: LocalCluster, via: int, topic: str) -> list[int]:
     answer = broker_call(cluster, via, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+        topics=(MetadataRequestTopic(name=topic),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     return [int(p.leader_id) for p in answer.topics[0].partitions]
 
@@ -161,7 +159,7 @@ def partition_state(cluster: LocalCluster, via: int, topic: str,
     not know the partition)."""
     try:
         answer = broker_call(cluster, via, MetadataRequest(
-            topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+            topics=(MetadataRequestTopic(name=topic),),
             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     except (PyKraftError, OSError, TimeoutError):
         return None

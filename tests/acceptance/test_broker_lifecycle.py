@@ -29,8 +29,6 @@ from broker_harness import (
     running_cluster,
     wait_for,
 )
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 
 from pykraft.messages.kafka.create_topics_request import (
     CreatableReplicaAssignment,
@@ -43,6 +41,7 @@ from pykraft.messages.kafka.incremental_alter_configs_request import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import PartitionChangeRecord, decode_metadata_record
@@ -78,7 +77,7 @@ def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int]] | No
     """Partition 0's leader (-1: offline) and ISR as broker ``via`` answers Metadata."""
     try:
         answer = broker_call(cluster, via, MetadataRequest(
-            topics=(MetadataRequestTopic(topic_id=None, name=TopicName(TOPIC)),),
+            topics=(MetadataRequestTopic(name=TOPIC),),
             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     except (OSError, TimeoutError):
         return None

@@ -14,9 +14,8 @@ from typing import Any, Protocol
 import pytest
 from broker_harness import broker_call, wait_for
 from java_admin import BOOTSTRAP_SERVERS, JavaAdmin, JavaAdminError, OpenAdmin
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -208,7 +207,7 @@ def kcat_topic(cluster: LocalCluster, topic: str) -> str:
 
 def metadata_errors(cluster: LocalCluster, topic: str) -> set[int]:
     """The topic's error code in each broker's Metadata v13 answer naming it."""
-    request = MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+    request = MetadataRequest(topics=(MetadataRequestTopic(name=topic),),
                               allow_auto_topic_creation=False,
                               include_topic_authorized_operations=False)
     return {int(broker_call(cluster, b, request).topics[0].error_code) for b in cluster.brokers}

@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker_harness import PROPERTIES, broker_call, fenced_brokers, wait_for, wait_for_brokers
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
@@ -32,7 +31,7 @@ def find_coordinator(cluster: LocalCluster, broker_id: int) -> ErrorCode:
 def offsets_topic(cluster: LocalCluster, broker_id: int) -> tuple[ErrorCode, list[int]]:
     """The offsets topic's Metadata error and each partition's replica count."""
     answer = broker_call(cluster, broker_id, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(OFFSETS_TOPIC_NAME)),),
+        topics=(MetadataRequestTopic(name=OFFSETS_TOPIC_NAME),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     (topic,) = answer.topics
     return ErrorCode(topic.error_code), [len(p.replica_nodes) for p in topic.partitions]

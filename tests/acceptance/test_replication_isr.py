@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 from broker_harness import PROPERTIES, broker_call, running_cluster, wait_for
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 
 from pykraft.errors import PyKraftError
 from pykraft.messages.kafka import produce_request as produce
@@ -24,6 +22,7 @@ from pykraft.messages.kafka.create_topics_request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.tools.local_cluster import LocalCluster
@@ -46,7 +45,7 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int], uuid.UUID] | None:
     """Partition 0's leader and ISR, and the topic id, as broker ``via`` answers Metadata."""
     answer = broker_call(cluster, via, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(TOPIC)),),
+        topics=(MetadataRequestTopic(name=TOPIC),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     parts = answer.topics[0].partitions
     if answer.topics[0].error_code != ErrorCode.none or not parts or parts[0].leader_id < 0:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from broker_harness import broker_call, combined_node, wait_for, wait_for_brokers
-from kio.schema.metadata.v13.request import MetadataRequest
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import PyKraftError
 from pykraft.image import MetadataImage, load_snapshot
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.runtime.kafka_client import ClientConnection

@@ -11,8 +11,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 from replica_fixtures import (
     broker,
     client_batch,
@@ -33,6 +31,7 @@ from pykraft.config.authorizer import (
     SUPER_USERS,
 )
 from pykraft.errors import NetworkError, UnsupportedVersionError
+from pykraft.ids import ZERO_UUID
 from pykraft.image.acls import (
     AclOperation,
     AclPermissionType,
@@ -50,6 +49,7 @@ from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorReque
 from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
 from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
@@ -169,7 +169,7 @@ def produced(answer: Any) -> dict[str, ErrorCode]:
 
 def metadata(*names: str, operations: bool = False, create: bool = False) -> MetadataRequest:
     return MetadataRequest(
-        topics=tuple(MetadataRequestTopic(topic_id=None, name=TopicName(n)) for n in names)
+        topics=tuple(MetadataRequestTopic(name=n) for n in names)
         if names else None, allow_auto_topic_creation=create,
         include_topic_authorized_operations=operations)
 
@@ -190,8 +190,8 @@ def test_metadata_hides_or_refuses_what_may_not_be_described(tmp_path: Path) -> 
         ("t", (1 << Op.READ) | (1 << Op.WRITE) | (1 << Op.DESCRIBE))]
     named = ask(secured, metadata("t", "secret", "missing"), 12, ALICE)
     assert [(t.name, t.error_code, t.topic_id) for t in named.topics] == [
-        ("t", ErrorCode.none, uuid.UUID(int=1)), ("secret", TOPIC_REFUSED, None),
-        ("missing", TOPIC_REFUSED, None)]  # the zero uuid: no id disclosed
+        ("t", ErrorCode.none, uuid.UUID(int=1)), ("secret", TOPIC_REFUSED, ZERO_UUID),
+        ("missing", TOPIC_REFUSED, ZERO_UUID)]  # no id disclosed
     assert [t.name for t in ask(secured, metadata(), 12, ADMIN).topics] == [
         "open", "secret", "t"]
 

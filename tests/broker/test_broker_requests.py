@@ -11,12 +11,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from kio.schema.metadata.v4.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 
 from pykraft.broker import dispatch
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.errors import NetworkError
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.apis import Listener, api_spec
 from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
 from pykraft.protocol.convert import convert
@@ -85,7 +84,7 @@ def test_quorum_apis_are_advertised_and_forwarded(body: Any) -> None:
 
 
 def test_a_failing_handler_answers_unknown_server_error_per_topic() -> None:
-    request = MetadataRequest(topics=(MetadataRequestTopic(name=TopicName("t")),),
+    request = MetadataRequest(topics=(MetadataRequestTopic(name="t"),),
                               allow_auto_topic_creation=False)
     answer = ask(broker(NoController()), request, 4)
     assert [(t.name, t.error_code) for t in answer.topics] == [

@@ -8,7 +8,6 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.schema.metadata.v13.request import MetadataRequest
 from replica_fixtures import broker, with_records
 
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
@@ -20,6 +19,7 @@ from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka import create_topics_response as ct
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (

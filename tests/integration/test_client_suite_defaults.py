@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 
 from pykraft.errors import PyKraftError
 from pykraft.ids import TopicPartition as Partition
 from pykraft.log.log_manager import CLEANER_OFFSET_CHECKPOINT
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.errors import ErrorCode
 from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 from pykraft.tools.local_cluster import LocalCluster
@@ -55,7 +54,7 @@ def call(cluster: LocalCluster, body: Any) -> Any:
 
 def metadata(cluster: LocalCluster, name: str, *, auto_create: bool = True) -> Any:
     answer = wait_for("a Metadata answer", lambda: call(cluster, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(name)),),
+        topics=(MetadataRequestTopic(name=name),),
         allow_auto_topic_creation=auto_create, include_topic_authorized_operations=False)))
     (topic,) = answer.topics
     return topic

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from process_harness import leader_info
 
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.protocol.codec import encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import encode_frame
@@ -124,7 +125,5 @@ def test_running_node_refuses_foreign_requests_and_survives_bad_frames(
     assert all(cluster.is_running(n) for n in cluster.nodes)
 
 
-def _metadata_v0() -> object:
-    from kio.schema.metadata.v0.request import MetadataRequest
-
+def _metadata_v0() -> MetadataRequest:
     return MetadataRequest(topics=())

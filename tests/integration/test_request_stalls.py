@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
 from process_harness import describe, wait_for
 
 from pykraft.errors import PyKraftError
@@ -32,6 +30,7 @@ from pykraft.messages.kafka.create_topics_request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.messages.kafka.offset_commit_request import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -206,7 +205,7 @@ def produce_request(cluster: LocalCluster, batches: list[bytes], *,
                     topic: str = PRODUCE_TOPIC) -> ProduceRequest:
     """acks=1, one batch per partition of ``topic`` from partition 0 on."""
     metadata = run(broker_request(cluster, MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+        topics=(MetadataRequestTopic(name=topic),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False)))
     return ProduceRequest(
         acks=1, timeout_ms=30_000,

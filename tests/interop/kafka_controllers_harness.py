@@ -22,7 +22,6 @@ from typing import TypeVar
 
 from kafka_brokers_harness import wait_until
 from kafka_tools import ClusterTools, Outcome, ToolRun, run_batch
-from kio.schema.metadata.v12.request import MetadataRequest
 from kio.static.primitive import i32
 from kio.static.protocol import HeaderV1ResponsePayload, HeaderV2RequestPayload
 from oracle_cluster import (
@@ -45,6 +44,7 @@ from pykraft.messages.kafka.describe_configs_request import (
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kio_adapter import decode_kio, encode_kio
 from pykraft.protocol.apis import ApiKey
 from pykraft.raft import rpc

@@ -25,6 +25,8 @@ from pykraft.broker.group_versions import (
 from pykraft.ids import ZERO_UUID
 from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.metadata_request import MetadataRequest
+from pykraft.messages.kafka.metadata_response import MetadataResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import error_answer, topic_error
@@ -86,13 +88,15 @@ def init_producer_refusal(body: Any, access: Access, image: MetadataImage) -> An
     return error_answer(ApiKey.INIT_PRODUCER_ID, body, code)
 
 
-def authorized_metadata(response: Any, request: Any, version: int, access: Access) -> Any:
-    """The latest-version Metadata ``response`` to ``request`` (latest version too) with
-    the topics the session may not DESCRIBE left out of an all-topics answer and refused
-    when named (a topic named by id keeps its id, one named by name its name), and the
-    topics' authorized operations when asked for."""
-    every = request.topics is None or (version == 0 and not request.topics)
-    by_id = not every and any(t.topic_id not in (None, ZERO_UUID) for t in request.topics)
+def authorized_metadata(response: MetadataResponse, request: MetadataRequest, version: int,
+                        access: Access) -> MetadataResponse:
+    """The Metadata ``response`` to ``request`` with the topics the session may not
+    DESCRIBE left out of an all-topics answer and refused when named (a topic named by id
+    keeps its id, one named by name its name), and the topics' authorized operations when
+    asked for."""
+    named = request.topics or ()
+    every = request.topics is None or (version == 0 and not named)
+    by_id = not every and any(t.topic_id != ZERO_UUID for t in named)
     with_operations = bool(request.include_topic_authorized_operations)
     topics = []
     for topic in response.topics:

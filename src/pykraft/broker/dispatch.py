@@ -9,7 +9,7 @@ the producer id blocks this broker gets from the controller
 (:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum and the voter changes
 (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them, and a
 ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
-controller, whose answer is converted back to the caller's version; while the controller
+controller, whose answer is written at the caller's version; while the controller
 changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
 NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
 broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
@@ -30,9 +30,6 @@ import dataclasses
 import enum
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-
-from kio.schema.metadata.v13 import request as md_req
-from kio.static.primitive import i32
 
 from pykraft.broker.authorization import (
     TOPIC_FIELDS,
@@ -79,14 +76,15 @@ from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResp
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
+from pykraft.messages.kafka.metadata_request import MetadataRequest
+from pykraft.messages.kafka.metadata_response import MetadataResponse
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
     api_versions_response,
     node_features,
 )
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import RequestFrame, response_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import RequestFrame
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
 from pykraft.runtime.backoff import ExponentialBackoff
@@ -116,6 +114,9 @@ READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Awaitable[An
 FORWARD_TIMEOUT_MS = 15_000
 FORWARD_BACKOFF_MS = 50
 FIRST_AUTO_CREATE_FLAG_VERSION = 4  # Metadata v0-3 may always auto-create
+#: Metadata v8-10 carry the cluster's authorized operations (KIP-430; v11 moved them to
+#: DescribeCluster)
+FIRST_CLUSTER_OPERATIONS_VERSION, LAST_CLUSTER_OPERATIONS_VERSION = 8, 10
 
 
 class Needs(enum.Enum):
@@ -296,29 +297,24 @@ class BrokerDispatcher(ListenerDispatcher):
         carry the cluster's authorized operations when asked for. A large request's answer
         is built on the codec thread: it reads only the image, which never changes, and
         tens of thousands of topics took seconds of the loop."""
-        latest = convert(request.body, md_req.MetadataRequest)
+        body: MetadataRequest = request.body
         version = request.api_version
         image = self._metadata.image
 
-        def described() -> Any:
+        def described() -> MetadataResponse:
             return authorized_metadata(metadata_response(
-                image, request.body, version=version, self_id=self._settings.node_id,
-                cluster_id=self._cluster_id, listener=self._listener_name), latest, version,
+                image, body, version=version, self_id=self._settings.node_id,
+                cluster_id=self._cluster_id, listener=self._listener_name), body, version,
                 access)
-        answer = self._with_auto_created(await off_loop_if_large(described), latest,
-                                         version, access)
-        operations = i32(access.cluster_operations(bool(getattr(
-            request.body, "include_cluster_authorized_operations", False))))
+        answer = self._with_auto_created(await off_loop_if_large(described), body, version,
+                                         access)
+        if FIRST_CLUSTER_OPERATIONS_VERSION <= version <= LAST_CLUSTER_OPERATIONS_VERSION:
+            answer = dataclasses.replace(answer, cluster_authorized_operations=(
+                access.cluster_operations(body.include_cluster_authorized_operations)))
+        return await self._encode_large(request, lambda: answer)
 
-        def body() -> Any:
-            converted = convert(answer, response_type(ApiKey.METADATA, version))
-            if hasattr(converted, "cluster_authorized_operations"):
-                return dataclasses.replace(converted, cluster_authorized_operations=operations)
-            return converted
-        return await self._encode_large(request, body)
-
-    def _with_auto_created(self, answer: Any, request: Any, version: int,
-                           access: Access) -> Any:
+    def _with_auto_created(self, answer: MetadataResponse, request: MetadataRequest,
+                           version: int, access: Access) -> MetadataResponse:
         """The missing topics ``request`` names created on demand when
         ``auto.create.topics.enable`` and the request allow it (:mod:`auto_topics`), each
         answered UNKNOWN_TOPIC_OR_PARTITION while the controller creates it, or

@@ -1,7 +1,7 @@
 """Client answers a broker computes from its metadata image: Metadata and DescribeCluster.
 
-Bodies are built at the latest version kio ships and converted to the caller's version by
-the dispatcher (fields a version lacks, such as topic ids before Metadata v10, drop out).
+Bodies are the generated classes of every version; fields a version lacks, such as topic ids
+before Metadata v10, are ignorable and drop out when written at that version.
 Kafka's KRaft rules: only unfenced brokers are listed (plus the answering broker itself, so
 a client bootstrapping through a broker still being unfenced sees where it is), and the
 "controller id" is a live broker: clients send admin requests there and brokers forward
@@ -10,27 +10,18 @@ them, because controllers are not reachable by clients under KIP-590.
 
 from __future__ import annotations
 
-import datetime
-from typing import Any
-
-from kio.schema.metadata.v13 import request as md_req
-from kio.schema.metadata.v13 import response as md
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i32, i32Timedelta
-
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import NO_LEADER, TopicImage
 from pykraft.messages.kafka import describe_cluster_response as dc
+from pykraft.messages.kafka import metadata_response as md
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
-from pykraft.protocol.convert import convert
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.protocol.describe_cluster import BROKER_ENDPOINTS, endpoint_type_refusal
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.error_answer import OPERATIONS_NOT_REQUESTED, topic_error
-
-NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
+from pykraft.runtime.error_answer import topic_error
 
 
 def _endpoint(broker: BrokerRegistration, listener: str) -> tuple[str, int] | None:
@@ -50,26 +41,25 @@ def _visible_brokers(image: MetadataImage, self_id: int, listener: str, *,
     return visible
 
 
-def _partitions(image: MetadataImage, topic: TopicImage) -> tuple[Any, ...]:
+def _partitions(image: MetadataImage,
+                topic: TopicImage) -> tuple[md.MetadataResponsePartition, ...]:
     alive = {b for b, reg in image.cluster.brokers.items() if not reg.fenced}
     rows = []
     for index in sorted(topic.partitions):
         part = topic.partitions[index]
         error = ErrorCode.none if part.leader != NO_LEADER else ErrorCode.leader_not_available
         rows.append(md.MetadataResponsePartition(
-            error_code=error, partition_index=i32(index), leader_id=BrokerId(part.leader),
-            leader_epoch=i32(part.leader_epoch),
-            replica_nodes=tuple(BrokerId(r) for r in part.replicas),
-            isr_nodes=tuple(BrokerId(r) for r in part.isr),
-            offline_replicas=tuple(BrokerId(r) for r in part.replicas if r not in alive)))
+            error_code=error, partition_index=index, leader_id=part.leader,
+            leader_epoch=part.leader_epoch, replica_nodes=tuple(part.replicas),
+            isr_nodes=tuple(part.isr),
+            offline_replicas=tuple(r for r in part.replicas if r not in alive)))
     return tuple(rows)
 
 
-def _topic(image: MetadataImage, topic: TopicImage) -> Any:
+def _topic(image: MetadataImage, topic: TopicImage) -> md.MetadataResponseTopic:
     return md.MetadataResponseTopic(
-        error_code=ErrorCode.none, name=TopicName(topic.name), topic_id=topic.topic_id,
-        is_internal=topic.name in INTERNAL_TOPICS, partitions=_partitions(image, topic),
-        topic_authorized_operations=OPERATIONS_NOT_REQUESTED)
+        error_code=ErrorCode.none, name=topic.name, topic_id=topic.topic_id,
+        is_internal=topic.name in INTERNAL_TOPICS, partitions=_partitions(image, topic))
 
 
 def _missing_topic_error(name: str | None) -> ErrorCode:
@@ -80,12 +70,12 @@ def _missing_topic_error(name: str | None) -> ErrorCode:
     return ErrorCode.unknown_topic_or_partition
 
 
-def metadata_response(image: MetadataImage, request: Any, *, version: int, self_id: int,
-                      cluster_id: str, listener: str) -> Any:
-    """Metadata (latest version) for ``request`` of any version; None topics (or v0's empty
-    list) = all, a topic named twice answered once. Topics are named by id from v10 on, by
-    name only before."""
-    requested = convert(request, md_req.MetadataRequest).topics
+def metadata_response(image: MetadataImage, request: MetadataRequest, *, version: int,
+                      self_id: int, cluster_id: str, listener: str) -> md.MetadataResponse:
+    """Metadata for ``request`` at ``version``; None topics (or v0's empty list) = all, a
+    topic named twice answered once. Topics are named by id from v10 on, by name only
+    before."""
+    requested = request.topics
     topics_image = image.topics
     if requested is None or (version == 0 and not requested):
         topics = tuple(_topic(image, topics_image.by_name[name])
@@ -106,11 +96,9 @@ def metadata_response(image: MetadataImage, request: Any, *, version: int, self_
                                               _missing_topic_error(wanted.name)))
         topics = tuple(answered)
     brokers = tuple(
-        md.MetadataResponseBroker(node_id=BrokerId(b.broker_id), host=host, port=i32(port),
-                                  rack=b.rack)
+        md.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
         for b, host, port in _visible_brokers(image, self_id, listener))
-    return md.MetadataResponse(throttle_time=NO_THROTTLE, brokers=brokers,
-                               cluster_id=cluster_id, controller_id=BrokerId(self_id),
+    return md.MetadataResponse(brokers=brokers, cluster_id=cluster_id, controller_id=self_id,
                                topics=topics, error_code=ErrorCode.none)
 
 

@@ -242,6 +242,7 @@ GENERATED_APIS: frozenset[ApiKey] = frozenset({
     ApiKey.UPDATE_FEATURES,
     ApiKey.DESCRIBE_CLUSTER,
     ApiKey.ENVELOPE,
+    ApiKey.METADATA,
 })
 
 

@@ -9,7 +9,7 @@ properties; this is that client, for brokers (``--bootstrap-controller`` tools u
     async with AdminClient(settings) as admin:
         cluster = await admin.metadata(["t1"])      # ClusterMetadata (None: every topic)
         configs = await admin.topic_configs(["t1"])  # {topic: (ConfigEntry, ...)}
-        answer = await admin.request(body)           # any broker API, latest kio classes
+        answer = await admin.request(body)           # any broker API, the generated classes
 
 It talks to the first bootstrap broker that answers (ApiVersions first, versions negotiated
 per API by :class:`~pykraft.runtime.kafka_client.ClientConnection`); a connection that breaks
@@ -38,19 +38,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kio.schema.metadata.v13.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import TopicName
-
 from pykraft.config.definitions import ConfigSource
 from pykraft.config.properties import load_properties
 from pykraft.errors import ConfigError, PyKraftError, UnsupportedVersionError
-from pykraft.ids import ZERO_UUID
 from pykraft.image.configs import ConfigResourceType
 from pykraft.messages.kafka.describe_configs_request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
+from pykraft.messages.kafka.metadata_response import MetadataResponse, MetadataResponsePartition
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.errors import ErrorCode, error_name
@@ -243,32 +241,30 @@ class ConfigEntry:
         return self.source == ConfigSource.DEFAULT_CONFIG
 
 
-def _partition(part: Any) -> PartitionMetadata:
-    leader = int(part.leader_id)
+def _partition(part: MetadataResponsePartition) -> PartitionMetadata:
+    leader = part.leader_id
     return PartitionMetadata(
-        partition=int(part.partition_index), leader=leader if leader >= 0 else None,
-        leader_epoch=int(part.leader_epoch), replicas=tuple(int(r) for r in part.replica_nodes),
-        isr=tuple(int(r) for r in part.isr_nodes),
-        offline=tuple(int(r) for r in part.offline_replicas))
+        partition=part.partition_index, leader=leader if leader >= 0 else None,
+        leader_epoch=part.leader_epoch, replicas=part.replica_nodes, isr=part.isr_nodes,
+        offline=part.offline_replicas)
 
 
-def cluster_metadata(answer: Any) -> ClusterMetadata:
+def cluster_metadata(answer: MetadataResponse) -> ClusterMetadata:
     """The tool's view of a Metadata answer; a topic that failed with anything but
     UNKNOWN_TOPIC_OR_PARTITION is an :class:`ApiError`."""
-    raise_for(getattr(answer, "error_code", ErrorCode.none))
+    raise_for(answer.error_code)
     topics = {}
     for topic in answer.topics:
         if topic.error_code == ErrorCode.unknown_topic_or_partition:
             continue
         raise_for(topic.error_code)
         topics[str(topic.name)] = TopicMetadata(
-            name=str(topic.name), topic_id=topic.topic_id or ZERO_UUID,
-            internal=bool(topic.is_internal),
+            name=str(topic.name), topic_id=topic.topic_id, internal=topic.is_internal,
             partitions=tuple(sorted((_partition(p) for p in topic.partitions),
                                     key=lambda p: p.partition)))
     return ClusterMetadata(
-        cluster_id=answer.cluster_id, controller_id=int(answer.controller_id),
-        brokers={int(b.node_id): (b.host, int(b.port)) for b in answer.brokers}, topics=topics)
+        cluster_id=answer.cluster_id, controller_id=answer.controller_id,
+        brokers={b.node_id: (b.host, b.port) for b in answer.brokers}, topics=topics)
 
 
 # -- the client -----------------------------------------------------------------------------
@@ -296,7 +292,7 @@ class AdminClient:
             self._connection = None
 
     async def request(self, body: Any) -> Any:
-        """``body``'s answer (latest kio version); a broken connection is reopened and the
+        """``body``'s answer (the generated class); a broken connection is reopened and the
         request sent again until ``default.api.timeout.ms``."""
         deadline = time.monotonic() + self.settings.api_timeout_s
         last_error = "no attempt"
@@ -341,7 +337,7 @@ class AdminClient:
     async def metadata(self, topics: Sequence[str] | None = None) -> ClusterMetadata:
         """Metadata for ``topics`` (None: every topic), never creating one."""
         wanted = None if topics is None else tuple(
-            MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics)
+            MetadataRequestTopic(name=t) for t in topics)
         return cluster_metadata(await self.request(MetadataRequest(
             topics=wanted, allow_auto_topic_creation=False,
             include_topic_authorized_operations=False)))

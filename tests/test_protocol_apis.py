@@ -1,11 +1,9 @@
-"""The API table agrees with the schemas its APIs are coded with (the generated classes of
-GENERATED_APIS, kio's for the others) and with Kafka 4.x's version floors."""
+"""The API table agrees with the generated classes every API is coded with (Kafka 4.4's
+schemas) and with Kafka 4.x's version floors."""
 
 from __future__ import annotations
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
-from kio.schema.index import api_key_map, schema_name_map
 
 from pykraft.messages import schema_of
 from pykraft.messages.rpc import request_class, response_class
@@ -19,16 +17,11 @@ from pykraft.protocol.apis import (
     specs_for_listener,
 )
 
-KIO_SPECS = [spec for spec in API_SPECS.values() if spec.key not in GENERATED_APIS]
 GENERATED_SPECS = [spec for spec in API_SPECS.values() if spec.key in GENERATED_APIS]
 
 
-@pytest.mark.parametrize("spec", KIO_SPECS, ids=lambda spec: spec.key.name)
-def test_every_version_has_kio_schemas_with_matching_flexibility(spec: object) -> None:
-    for version in spec.versions:  # type: ignore[attr-defined]
-        for load in (load_request_schema, load_response_schema):
-            schema = load(spec.key, version)  # type: ignore[attr-defined]
-            assert schema.__flexible__ == spec.is_flexible(version)  # type: ignore[attr-defined]
+def test_every_served_api_is_coded_by_the_generated_classes() -> None:
+    assert set(GENERATED_APIS) == set(API_SPECS)
 
 
 #: Generated APIs whose newest versions in Kafka 4.4 pykraft does not serve yet (moved to the
@@ -50,14 +43,6 @@ def test_a_generated_api_is_served_at_every_version_kafka_has(spec: ApiSpec) -> 
         assert kafka[-1] == newest
         assert list(spec.versions) == [v for v in kafka if v <= spec.max_version]
         assert all(schema.is_flexible(v) == spec.is_flexible(v) for v in spec.versions)
-
-
-@pytest.mark.parametrize("spec", KIO_SPECS, ids=lambda spec: spec.key.name)
-def test_range_is_everything_kio_has(spec: object) -> None:
-    key = spec.key  # type: ignore[attr-defined]
-    kio_versions = sorted(set(schema_name_map[api_key_map[key]])
-                          - UNSTABLE_IN_KAFKA.get(key, set()))
-    assert list(spec.versions) == kio_versions  # type: ignore[attr-defined]
 
 
 def test_kip_896_floors_and_kraft_ranges() -> None:

@@ -53,7 +53,7 @@ def commit_body(group: str, offset: int) -> OffsetCommitRequest:
 
 def check_commit(answer: Any) -> None:
     codes = {int(p.error_code) for t in answer.topics for p in t.partitions}
-    if codes != {ErrorCode.none}:
+    if codes != {ErrorCode.NONE}:
         raise BenchError(f"OffsetCommit answered {sorted(error_name(c) for c in codes)}")
 
 
@@ -140,7 +140,7 @@ async def commit(group: str, connection: ClientConnection, sequence: int) -> Non
 async def api_versions(_group: str, connection: ClientConnection, _sequence: int) -> None:
     answer = await connection.request(ApiVersionsRequest(
         client_software_name="pykraft-bench", client_software_version=__version__))
-    if answer.error_code != ErrorCode.none:
+    if answer.error_code != ErrorCode.NONE:
         raise BenchError(f"ApiVersions answered {error_name(answer.error_code)}")
 
 

@@ -213,7 +213,7 @@ class StallBench:
                                      topic_id=uuid.UUID(int=0)),),
             timeout_ms=30000))
         await self.until(self.doomed_topic, lambda offsets: all(
-            p.error_code == ErrorCode.unknown_topic_or_partition
+            p.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             for t in offsets.topics for p in t.partitions))
         return _codes(t.error_code for t in answer.responses)
 

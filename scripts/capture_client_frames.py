@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from kio.index import load_response_schema
-from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 
 from pykraft.errors import ProtocolError, UnsupportedVersionError
 from pykraft.protocol.api_versions import api_versions_response, encode_unsupported_version_reply
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response
+from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import FrameDecoder, encode_frame
 
 CLIENT_TIMEOUT_S = 40.0
@@ -138,7 +138,7 @@ def default_value(annotation: Any) -> Any:
         return build(typing.cast(type, annotation), {})
     if isinstance(annotation, type):
         if issubclass(annotation, ErrorCode):
-            return ErrorCode.none
+            return ErrorCode.NONE
         if issubclass(annotation, datetime.timedelta):
             return datetime.timedelta(0)
         if issubclass(annotation, uuid.UUID):

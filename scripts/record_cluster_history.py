@@ -126,7 +126,7 @@ def create_topic(cluster: LocalCluster, via: int, name: str, partitions: int) ->
     if answer is None:
         return None
     code = answer.topics[0].error_code
-    return True if code in (ErrorCode.none, ErrorCode.topic_already_exists) else None
+    return True if code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) else None
 
 
 def delete_topic(cluster: LocalCluster, via: int, name: str) -> bool | None:
@@ -136,7 +136,7 @@ def delete_topic(cluster: LocalCluster, via: int, name: str) -> bool | None:
     if answer is None:
         return None
     code = answer.responses[0].error_code
-    return True if code in (ErrorCode.none, ErrorCode.unknown_topic_or_partition) else None
+    return True if code in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) else None
 
 
 def quorum(cluster: LocalCluster) -> QuorumInfo | None:

@@ -29,7 +29,7 @@ def test_response_lists_the_listener_apis() -> None:
     for listener in Listener:
         for version in range(6):
             body = api_versions_response(listener, version)
-            assert body.error_code == ErrorCode.none
+            assert body.error_code == ErrorCode.NONE
             assert ranges_from_response(body) == listener_ranges(listener)
             assert len(body.api_keys) == len(specs_for_listener(listener))
 
@@ -91,7 +91,7 @@ def test_unsupported_api_versions_request_flow() -> None:
     for asked in (0, 3, 4, 5):  # whatever the client asked for, the reply reads as v0
         frame = decode_response(18, asked, reply)
         assert (frame.correlation_id, frame.api_version) == (0x42, 0)
-        assert frame.body.error_code == ErrorCode.unsupported_version
+        assert frame.body.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert ranges_from_response(frame.body)[ApiKey.API_VERSIONS] == (0, 5)
 
 
@@ -131,15 +131,15 @@ _OTHER_CLUSTER = "AAAAAAAAAAAAAAAAAAAAAA"
 #: controller (seen by sending each to Kafka 4.4.0's two listeners; the connection stayed
 #: open after every one).
 _V5_TARGETS = [
-    (None, -1, ErrorCode.none, ErrorCode.none),
-    (_CLUSTER, _NODE, ErrorCode.none, ErrorCode.none),
-    (_CLUSTER, -1, ErrorCode.invalid_request, ErrorCode.invalid_request),
-    (None, _NODE, ErrorCode.invalid_request, ErrorCode.invalid_request),
-    (_OTHER_CLUSTER, -1, ErrorCode.invalid_request, ErrorCode.invalid_request),
-    ("", -1, ErrorCode.invalid_request, ErrorCode.invalid_request),
-    (None, 999, ErrorCode.invalid_request, ErrorCode.invalid_request),
-    (_OTHER_CLUSTER, _NODE, ErrorCode.rebootstrap_required, ErrorCode.none),
-    (_CLUSTER, 999, ErrorCode.rebootstrap_required, ErrorCode.none),
+    (None, -1, ErrorCode.NONE, ErrorCode.NONE),
+    (_CLUSTER, _NODE, ErrorCode.NONE, ErrorCode.NONE),
+    (_CLUSTER, -1, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST),
+    (None, _NODE, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST),
+    (_OTHER_CLUSTER, -1, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST),
+    ("", -1, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST),
+    (None, 999, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST),
+    (_OTHER_CLUSTER, _NODE, ErrorCode.REBOOTSTRAP_REQUIRED, ErrorCode.NONE),
+    (_CLUSTER, 999, ErrorCode.REBOOTSTRAP_REQUIRED, ErrorCode.NONE),
 ]
 
 
@@ -149,7 +149,7 @@ def test_v5_target_checks_are_kafkas(cluster_id: str | None, node_id: int,
     request = ApiVersionsRequest("probe", "1", cluster_id, node_id)
     for target, expected in (((_CLUSTER, _NODE), broker), (None, controller)):
         refusal = refused_api_versions(request, 5, target)
-        assert (ErrorCode.none if refusal is None else refusal) == expected
+        assert (ErrorCode.NONE if refusal is None else refusal) == expected
         # below v5 the fields are not on the wire: nothing to check
         assert refused_api_versions(request, 4, target) is None
 
@@ -164,14 +164,14 @@ def test_software_name_and_version_are_checked_from_v3(name: str, version: str,
     """KIP-511: Kafka answers INVALID_REQUEST to a name or version outside its pattern."""
     request = ApiVersionsRequest(name, version)
     assert refused_api_versions(request, 3, None) == (
-        None if valid else ErrorCode.invalid_request)
+        None if valid else ErrorCode.INVALID_REQUEST)
     assert refused_api_versions(request, 2, None) is None
 
 
 def test_a_refusal_lists_no_apis() -> None:
     """Kafka's ``getErrorResponse``: the error alone (v5 and v0 alike)."""
-    body = api_versions_error(ErrorCode.rebootstrap_required)
+    body = api_versions_error(ErrorCode.REBOOTSTRAP_REQUIRED)
     for version in (0, 5):
         frame = decode_response(18, version, encode_response(9, 18, version, body))
         assert (frame.api_version, frame.body.error_code, frame.body.api_keys) == (
-            version, ErrorCode.rebootstrap_required, ())
+            version, ErrorCode.REBOOTSTRAP_REQUIRED, ())

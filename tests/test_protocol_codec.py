@@ -20,7 +20,6 @@ from kio.schema.describe_topic_partitions.v0.request import (
     Cursor,
     DescribeTopicPartitionsRequest,
 )
-from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.serial import entity_writer
 from kio.static.primitive import i32
@@ -40,6 +39,7 @@ from pykraft.protocol.codec import (
     encode_request,
     encode_response,
 )
+from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.raft import rpc as raft_rpc
 
@@ -81,7 +81,7 @@ def test_response_round_trip(api_key: int, version: int, data: st.DataObject) ->
     body = data.draw(response_bodies(api_key, version))
     if api_key == 18 and version > 0:
         # An ApiVersions error body is legitimately re-read as v0 (KIP-511); tested elsewhere.
-        body = dataclasses.replace(body, error_code=ErrorCode.none)
+        body = dataclasses.replace(body, error_code=ErrorCode.NONE)
     correlation_id = data.draw(st.integers(-(2**31), 2**31 - 1))
     wire = encode_response(correlation_id, api_key, version, body)
     assert wire.endswith(_body_bytes(body, api_key, version))
@@ -267,7 +267,7 @@ def test_unknown_tag_merges_in_order_with_known_tags() -> None:
 
 
 def _fetch_snapshot_response() -> raft_rpc.FetchSnapshotResponse:
-    return raft_rpc.fetch_snapshot_error(ErrorCode.none)
+    return raft_rpc.fetch_snapshot_error(ErrorCode.NONE)
 
 
 @pytest.mark.parametrize(
@@ -319,7 +319,7 @@ def test_trailing_response_bytes_are_rejected() -> None:
 
 
 def _vote_response() -> raft_rpc.VoteResponse:
-    return raft_rpc.VoteResponse(error_code=ErrorCode.none)
+    return raft_rpc.VoteResponse(error_code=ErrorCode.NONE)
 
 
 @pytest.mark.parametrize("with_cursor", [False, True])

@@ -22,7 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.codecs import types as kp_types
-from kio.schema.errors import ErrorCode
 
 from kio_strategies import request_bodies, response_bodies
 from pykraft.ids import ZERO_UUID
@@ -33,6 +32,7 @@ from pykraft.protocol.codec import (
     encode_request,
     encode_response,
 )
+from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
@@ -207,7 +207,7 @@ def test_pykraft_response_reencodes_identically_in_kafka_python(
     body = data.draw(response_bodies(api_key, version))
     if api_key == ApiKey.API_VERSIONS:
         # kafka-python reads any ApiVersions error reply as v0 (the KIP-511 fallback body).
-        body = dataclasses.replace(body, error_code=ErrorCode.none)
+        body = dataclasses.replace(body, error_code=ErrorCode.NONE)
     wire = encode_response(data.draw(st.integers(0, 2**31 - 1)), api_key, version, body)
     parsed = KP_CLASSES[(api_key, "response")].decode(wire, version=version, header=True)
     assert parsed.encode(header=True) == wire

@@ -203,7 +203,7 @@ def run_alter(clients: FakeClients, **fields: Any) -> str:
 
 def test_scram_upsertions_are_salted_on_the_client() -> None:
     ok = AlterUserScramCredentialsResponse(results=(
-        AlterUserScramCredentialsResult(user="alice", error_code=ErrorCode.none,
+        AlterUserScramCredentialsResult(user="alice", error_code=ErrorCode.NONE,
                                         error_message=None),))
     clients = FakeClients(ok)
     message = run_alter(clients, user="alice",
@@ -227,7 +227,7 @@ def test_scram_upsertions_are_salted_on_the_client() -> None:
 def test_an_alter_refused_by_the_controller_is_its_message() -> None:
     refused = AlterUserScramCredentialsResponse(results=(
         AlterUserScramCredentialsResult(
-            user="bob", error_code=ErrorCode.resource_not_found,
+            user="bob", error_code=ErrorCode.RESOURCE_NOT_FOUND,
             error_message="Attempt to delete a user credential that does not exist"),))
     with pytest.raises(AdminError, match=r"^Attempt to delete a user credential"):
         run_alter(FakeClients(refused), user="bob", delete_config=("SCRAM-SHA-256",))
@@ -262,7 +262,7 @@ def _synonyms(name: str, value: str | None, source: int) -> tuple[Any, ...]:
 
 def _described(*entries: tuple[str, str | None, int]) -> dc.DescribeConfigsResponse:
     return dc.DescribeConfigsResponse(results=(dc.DescribeConfigsResult(
-        error_code=ErrorCode.none, error_message=None, resource_type=2,
+        error_code=ErrorCode.NONE, error_message=None, resource_type=2,
         resource_name="t", configs=tuple(dc.DescribeConfigsResourceResult(
             name=name, value=value, read_only=False, config_source=source,
             is_sensitive=False, config_type=2, documentation=None,
@@ -308,13 +308,13 @@ def test_broker_headers_sensitive_values_and_missing_entities() -> None:
 
 def test_user_credentials_and_failures() -> None:
     answer = ds.DescribeUserScramCredentialsResponse(
-        error_code=ErrorCode.none, error_message=None, results=(
+        error_code=ErrorCode.NONE, error_message=None, results=(
             ds.DescribeUserScramCredentialsResult(
-                user="alice", error_code=ErrorCode.none, error_message=None,
+                user="alice", error_code=ErrorCode.NONE, error_message=None,
                 credential_infos=(ds.CredentialInfo(mechanism=1, iterations=8192),
                                   ds.CredentialInfo(mechanism=2, iterations=4096))),
             ds.DescribeUserScramCredentialsResult(
-                user="bob", error_code=ErrorCode.resource_not_found,
+                user="bob", error_code=ErrorCode.RESOURCE_NOT_FOUND,
                 error_message="Attempt to describe a user credential that does not exist: bob",
                 credential_infos=())))
     clients = FakeClients(answer)

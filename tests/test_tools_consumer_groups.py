@@ -213,18 +213,18 @@ class FakeCluster:
     async def request_to(self, broker_id: int, body: Any) -> Any:
         name = type(body).__name__
         if name == "FindCoordinatorRequest":
-            code = ErrorCode.none
+            code = ErrorCode.NONE
             if self.unavailable:
                 self.unavailable -= 1
-                code = ErrorCode.coordinator_not_available
+                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             return Ns(coordinators=(Ns(error_code=code, node_id=1, host="localhost", port=9092),))
         if name == "DescribeGroupsRequest" and self.state == "Unknown":
-            return Ns(groups=(Ns(error_code=ErrorCode.group_id_not_found, group_id=body.groups[0],
+            return Ns(groups=(Ns(error_code=ErrorCode.GROUP_ID_NOT_FOUND, group_id=body.groups[0],
                                  group_state="", protocol_type="", protocol_data="",
                                  members=()),))
         if name == "DescribeGroupsRequest":
             members = () if self.state in ("Empty", "Dead") else tuple(self.members)
-            return Ns(groups=(Ns(error_code=ErrorCode.none, group_id=body.groups[0],
+            return Ns(groups=(Ns(error_code=ErrorCode.NONE, group_id=body.groups[0],
                                  group_state=self.state, protocol_type="consumer",
                                  protocol_data="range", members=members),))
         if name == "OffsetFetchRequest":
@@ -232,29 +232,29 @@ class FakeCluster:
             for (topic, partition), offset in self.committed.items():
                 topics.setdefault(topic, []).append(Ns(
                     partition_index=partition, committed_offset=offset,
-                    error_code=ErrorCode.none))
-            return Ns(groups=(Ns(error_code=ErrorCode.none, topics=tuple(
+                    error_code=ErrorCode.NONE))
+            return Ns(groups=(Ns(error_code=ErrorCode.NONE, topics=tuple(
                 Ns(name=t, partitions=tuple(ps)) for t, ps in topics.items())),))
         if name == "ListOffsetsRequest":
             return Ns(topics=tuple(Ns(name=t.name, partitions=tuple(
-                Ns(partition_index=p.partition_index, error_code=ErrorCode.none,
+                Ns(partition_index=p.partition_index, error_code=ErrorCode.NONE,
                    offset=_log_offset(int(p.timestamp))) for p in t.partitions))
                 for t in body.topics))
         if name == "OffsetCommitRequest":
             self.commits.append(body)
             return Ns(topics=tuple(Ns(name=t.name, partitions=tuple(
-                Ns(partition_index=p.partition_index, error_code=ErrorCode.none)
+                Ns(partition_index=p.partition_index, error_code=ErrorCode.NONE)
                 for p in t.partitions)) for t in body.topics))
         if name == "DeleteGroupsRequest":
-            code = ErrorCode.none if self.state == "Empty" else ErrorCode.non_empty_group
+            code = ErrorCode.NONE if self.state == "Empty" else ErrorCode.NON_EMPTY_GROUP
             return Ns(results=(Ns(group_id=body.groups_names[0], error_code=code),))
         if name == "OffsetDeleteRequest":
-            return Ns(error_code=ErrorCode.none, topics=tuple(Ns(name=t.name, partitions=tuple(
+            return Ns(error_code=ErrorCode.NONE, topics=tuple(Ns(name=t.name, partitions=tuple(
                 Ns(partition_index=p.partition_index,
-                   error_code=ErrorCode.group_subscribed_to_topic if p.partition_index == 1
-                   else ErrorCode.none) for p in t.partitions)) for t in body.topics))
+                   error_code=ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if p.partition_index == 1
+                   else ErrorCode.NONE) for p in t.partitions)) for t in body.topics))
         if name == "ListGroupsRequest":
-            return Ns(error_code=ErrorCode.none, groups=(
+            return Ns(error_code=ErrorCode.NONE, groups=(
                 Ns(group_id="g", protocol_type="consumer", group_state=self.state),
                 Ns(group_id="connect-x", protocol_type="connect", group_state="Stable")))
         raise AssertionError(name)

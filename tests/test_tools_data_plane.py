@@ -149,7 +149,7 @@ def test_producer_settings_refusals() -> None:
 def _produce_ok(broker: int, body: Any) -> ProduceResponse:
     return ProduceResponse(responses=tuple(TopicProduceResponse(
         name=t.name, partition_responses=tuple(PartitionProduceResponse(
-            index=p.index, error_code=ErrorCode.none, base_offset=0)
+            index=p.index, error_code=ErrorCode.NONE, base_offset=0)
             for p in t.partition_data)) for t in body.topic_data))
 
 
@@ -197,7 +197,7 @@ def test_a_failed_partition_is_reported_like_kafkas_error_logging_callback() -> 
     def refuse(broker: int, body: Any) -> ProduceResponse:
         answer = _produce_ok(broker, body)
         part = answer.responses[0].partition_responses[0]
-        bad = PartitionProduceResponse(index=part.index, error_code=ErrorCode.invalid_record,
+        bad = PartitionProduceResponse(index=part.index, error_code=ErrorCode.INVALID_RECORD,
                                        base_offset=-1, error_message="bad record")
         return ProduceResponse(responses=(TopicProduceResponse(
             name=answer.responses[0].name, partition_responses=(bad,)),))
@@ -331,7 +331,7 @@ def _fetch_answer(batches: dict[int, bytes]) -> Callable[[int, Any], FetchRespon
         assert body.topics[0].topic_id == TOPIC_ID
         return FetchResponse(responses=(
             FetchableTopicResponse(topic_id=TOPIC_ID, partitions=tuple(PartitionData(
-                partition_index=p.partition, error_code=ErrorCode.none, high_watermark=10,
+                partition_index=p.partition, error_code=ErrorCode.NONE, high_watermark=10,
                 aborted_transactions=None, records=batches.pop(p.partition, b""))
                 for p in body.topics[0].partitions)),))
     return answer
@@ -419,8 +419,8 @@ def test_topic_partition_patterns() -> None:
 
 def _list_offsets_answer(broker: int, body: Any) -> ListOffsetsResponse:
     def offset(partition: int) -> tuple[ErrorCode, int]:
-        return {3: (ErrorCode.not_leader_or_follower, -1), 4: (ErrorCode.none, -1)}.get(
-            partition, (ErrorCode.none, 100 + partition))
+        return {3: (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1), 4: (ErrorCode.NONE, -1)}.get(
+            partition, (ErrorCode.NONE, 100 + partition))
     return ListOffsetsResponse(topics=tuple(ListOffsetsTopicResponse(
         name=t.name, partitions=tuple(ListOffsetsPartitionResponse(
             partition_index=p.partition_index, error_code=offset(p.partition_index)[0],
@@ -467,8 +467,8 @@ def test_delete_records_lines() -> None:
         return DeleteRecordsResponse(topics=tuple(DeleteRecordsTopicResult(
             name=t.name, partitions=tuple(DeleteRecordsPartitionResult(
                 partition_index=p.partition_index, low_watermark=p.offset if p.offset >= 0
-                else -1, error_code=ErrorCode.none if p.offset >= 0
-                else ErrorCode.offset_out_of_range) for p in t.partitions))
+                else -1, error_code=ErrorCode.NONE if p.offset >= 0
+                else ErrorCode.OFFSET_OUT_OF_RANGE) for p in t.partitions))
             for t in body.topics))
 
     brokers = FakeBrokers(_cluster({"a": [1, 2]}), answer)
@@ -492,11 +492,11 @@ def _log_dirs_answer(broker: int, body: Any) -> DescribeLogDirsResponse:
     def partition(index: int) -> DescribeLogDirsPartition:
         return DescribeLogDirsPartition(partition_index=index, partition_size=10 * index,
                                         offset_lag=0, is_future_key=False)
-    return DescribeLogDirsResponse(error_code=ErrorCode.none, results=(
-        DescribeLogDirsResult(error_code=ErrorCode.none, log_dir=f"/data/b{broker}", topics=(
+    return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=(
+        DescribeLogDirsResult(error_code=ErrorCode.NONE, log_dir=f"/data/b{broker}", topics=(
             DescribeLogDirsTopic(name="t", partitions=(partition(0), partition(1))),
             DescribeLogDirsTopic(name="u", partitions=(partition(0),)))),
-        DescribeLogDirsResult(error_code=ErrorCode.kafka_storage_error, log_dir="/bad",
+        DescribeLogDirsResult(error_code=ErrorCode.KAFKA_STORAGE_ERROR, log_dir="/bad",
                               topics=())))
 
 

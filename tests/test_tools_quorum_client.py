@@ -114,7 +114,7 @@ class FakeController:
 def describe_cluster(leader: FakeController | None,
                      voters: list[FakeController]) -> dc_resp.DescribeClusterResponse:
     return dc_resp.DescribeClusterResponse(
-        error_code=ErrorCode.none, endpoint_type=2, cluster_id=CLUSTER_ID,
+        error_code=ErrorCode.NONE, endpoint_type=2, cluster_id=CLUSTER_ID,
         controller_id=-1 if leader is None else leader.node_id,
         brokers=tuple(dc_resp.DescribeClusterBroker(v.node_id, "127.0.0.1", v.port)
                       for v in voters))
@@ -153,7 +153,7 @@ def test_add_is_sent_to_the_leader_that_a_follower_names(controllers: Make) -> N
     def leader_handler(api_key: int, body: Any) -> Any:
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return describe_cluster(cluster[0], cluster)
-        return answer(body, ErrorCode.none)
+        return answer(body, ErrorCode.NONE)
 
     leader = controllers(1, leader_handler)
     follower = controllers(2, lambda key, body: describe_cluster(leader, cluster))
@@ -174,7 +174,7 @@ def test_an_unreachable_bootstrap_controller_is_skipped(controllers: Make) -> No
     cluster: list[FakeController] = []
     leader = controllers(1, lambda key, body: (
         describe_cluster(cluster[0], cluster) if key == ApiKey.DESCRIBE_CLUSTER
-        else answer(body, ErrorCode.none)))
+        else answer(body, ErrorCode.NONE)))
     cluster.append(leader)
     dead = controllers(2, lambda key, body: None)
     dead.stop()
@@ -188,8 +188,8 @@ def test_transient_refusals_are_retried_until_the_change_commits(controllers: Ma
     """No leader yet, then NOT_LEADER_OR_FOLLOWER, then REQUEST_TIMED_OUT (a change still
     uncommitted), then success: three AddRaftVoter attempts in all."""
     cluster: list[FakeController] = []
-    answers = iter([ErrorCode.not_leader_or_follower, ErrorCode.request_timed_out,
-                    ErrorCode.none])
+    answers = iter([ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.REQUEST_TIMED_OUT,
+                    ErrorCode.NONE])
     described = iter([None, *[cluster] * 10])
 
     def handler(api_key: int, body: Any) -> Any:
@@ -204,10 +204,10 @@ def test_transient_refusals_are_retried_until_the_change_commits(controllers: Ma
 
 
 @pytest.mark.parametrize(("error", "name"), [
-    (ErrorCode.duplicate_voter, "DUPLICATE_VOTER"),
-    (ErrorCode.invalid_request, "INVALID_REQUEST"),
-    (ErrorCode.unsupported_version, "UNSUPPORTED_VERSION"),
-    (ErrorCode.inconsistent_cluster_id, "INCONSISTENT_CLUSTER_ID"),
+    (ErrorCode.DUPLICATE_VOTER, "DUPLICATE_VOTER"),
+    (ErrorCode.INVALID_REQUEST, "INVALID_REQUEST"),
+    (ErrorCode.UNSUPPORTED_VERSION, "UNSUPPORTED_VERSION"),
+    (ErrorCode.INCONSISTENT_CLUSTER_ID, "INCONSISTENT_CLUSTER_ID"),
 ])
 def test_a_refusal_fails_at_once_with_kafka_s_error_name(
     controllers: Make, error: ErrorCode, name: str,
@@ -226,7 +226,7 @@ def test_a_lost_answer_whose_add_happened_counts_as_done(controllers: Make) -> N
     """The first AddRaftVoter's answer never arrives (connection closed); the retry meets
     DUPLICATE_VOTER, and DescribeQuorum shows (4, its directory id) as a voter."""
     cluster: list[FakeController] = []
-    answers = iter([None, ErrorCode.duplicate_voter])
+    answers = iter([None, ErrorCode.DUPLICATE_VOTER])
 
     def handler(api_key: int, body: Any) -> Any:
         if api_key == ApiKey.DESCRIBE_CLUSTER:
@@ -245,7 +245,7 @@ def test_a_duplicate_of_another_directory_after_a_lost_answer_still_fails(
     controllers: Make,
 ) -> None:
     cluster: list[FakeController] = []
-    answers = iter([None, ErrorCode.duplicate_voter])
+    answers = iter([None, ErrorCode.DUPLICATE_VOTER])
 
     def handler(api_key: int, body: Any) -> Any:
         if api_key == ApiKey.DESCRIBE_CLUSTER:
@@ -286,7 +286,7 @@ def test_cli_add_controller_prints_kafka_s_line(controllers: Make, tmp_path: Pat
     cluster: list[FakeController] = []
     cluster.append(controllers(1, lambda key, body: (
         describe_cluster(cluster[0], cluster) if key == ApiKey.DESCRIBE_CLUSTER
-        else answer(body, ErrorCode.none))))
+        else answer(body, ErrorCode.NONE))))
     config = _controller_config(tmp_path, NEW.directory_id)
     result = CliRunner().invoke(app, [
         "metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{cluster[0].port}",
@@ -301,7 +301,7 @@ def test_cli_remove_controller_failure_exits_1_with_the_error_name(controllers: 
     cluster: list[FakeController] = []
     cluster.append(controllers(1, lambda key, body: (
         describe_cluster(cluster[0], cluster) if key == ApiKey.DESCRIBE_CLUSTER
-        else answer(body, ErrorCode.voter_not_found))))
+        else answer(body, ErrorCode.VOTER_NOT_FOUND))))
     result = CliRunner().invoke(app, [
         "metadata-quorum", "--bootstrap-controller", f"127.0.0.1:{cluster[0].port}",
         "remove-controller", "--controller-id", "3",

@@ -79,7 +79,7 @@ def create_topics_request(names: list[str], partitions: int,
 
 def created_or_exists(response: Any) -> bool:
     """Whether every topic of a CreateTopics answer now exists."""
-    return all(t.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
+    return all(t.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)
                for t in response.topics)
 
 
@@ -101,7 +101,7 @@ class ConfigWriter(Writer):
             validate_only=False)
         response = await call(self._connection, body)
         code = response.responses[0].error_code
-        if code != ErrorCode.none:
+        if code != ErrorCode.NONE:
             raise BenchError(f"IncrementalAlterConfigs on {self._topic}: error {code} "
                              f"({response.responses[0].error_message})")
 
@@ -194,7 +194,7 @@ async def serves(connection: ClientConnection, topic: str) -> bool:
         topics=(MetadataRequestTopic(name=topic),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     found = answer.topics[0] if answer.topics else None
-    return found is not None and found.error_code == ErrorCode.none and bool(found.partitions)
+    return found is not None and found.error_code == ErrorCode.NONE and bool(found.partitions)
 
 
 class PropagationProbe:
@@ -237,7 +237,7 @@ class PropagationProbe:
         finally:
             controller.close()
         acked = time.monotonic()
-        if response.topics[0].error_code != ErrorCode.none:
+        if response.topics[0].error_code != ErrorCode.NONE:
             raise BenchError(f"CreateTopics {topic}: error {response.topics[0].error_code} "
                              f"({response.topics[0].error_message})")
         seen = await asyncio.gather(*(self._wait_served(c, topic, acked)

@@ -47,8 +47,8 @@ class Node:
         done: asyncio.Future[int] = loop.create_future()
 
         def callback(_result: object, error: int) -> None:
-            code = ErrorCode.none if error == FAIL_REASON.SUCCESS else (
-                ErrorCode.not_leader_or_follower)
+            code = ErrorCode.NONE if error == FAIL_REASON.SUCCESS else (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER)
             loop.call_soon_threadsafe(_settle, done, int(code))
 
         self.data.set(key, value, callback=callback)

@@ -106,19 +106,19 @@ def test_bombs_and_amplified_fetches_leave_the_broker_bounded(tmp_path: Path) ->
             records = batch(codec, bomb(codec, b"", zeros))
             step = f"bomb of codec {codec} ({len(records) // 1024} KiB)"
             assert _measured(pid, step, growth, partial(
-                _produce, cluster, broker, topic_id, records)) == ErrorCode.invalid_record
+                _produce, cluster, broker, topic_id, records)) == ErrorCode.INVALID_RECORD
 
         head, tail = huge_record(1024 * MiB)
         valid = batch(ZSTD, bomb(ZSTD, head, 1024 * MiB, tail), timestamp=NOW)
         assert _measured(pid, "1 GiB record produced", growth, partial(
-            _produce, cluster, broker, topic_id, valid)) == ErrorCode.none
+            _produce, cluster, broker, topic_id, valid)) == ErrorCode.NONE
         assert _measured(pid, "ListOffsets by timestamp", growth, partial(
             _offset_at, cluster, broker, NOW)) == 0
 
         for _ in range(16):  # about 1 MiB to read after the bomb
             assert _produce(cluster, broker, topic_id, encode_batch(
                 0, [(None, os.urandom(64 * 1024))], partition_leader_epoch=-1,
-                timestamp=NOW)) == ErrorCode.none
+                timestamp=NOW)) == ErrorCode.NONE
         answered = _measured(pid, "duplicate-partition Fetch", growth, partial(
             _fetch_duplicates, cluster, broker, topic_id))
         assert len(answered) == 1 and 0 < answered[0] <= 2 * MiB

@@ -70,7 +70,7 @@ def create_topic(cluster: LocalCluster, replicas: list[int]) -> None:
         assignments=(CreatableReplicaAssignment(partition_index=0, broker_ids=tuple(
             b for b in replicas)),),
         configs=(CreatableTopicConfig(name="min.insync.replicas", value="2"),)),)))
-    assert created.topics[0].error_code == ErrorCode.none
+    assert created.topics[0].error_code == ErrorCode.NONE
 
 
 def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int]] | None:
@@ -82,7 +82,7 @@ def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int]] | No
     except (OSError, TimeoutError):
         return None
     parts = answer.topics[0].partitions
-    if answer.topics[0].error_code != ErrorCode.none or not parts:
+    if answer.topics[0].error_code != ErrorCode.NONE or not parts:
         return None
     return int(parts[0].leader_id), {int(b) for b in parts[0].isr_nodes}
 
@@ -198,7 +198,7 @@ def set_unclean(cluster: LocalCluster, via: int) -> None:
         AlterConfigsResource(resource_type=2, resource_name=TOPIC, configs=(
             AlterableConfig(name="unclean.leader.election.enable", config_operation=0,
                             value="true"),)),), validate_only=False))
-    assert answer.responses[0].error_code == ErrorCode.none
+    assert answer.responses[0].error_code == ErrorCode.NONE
 
 
 def unfenced(cluster: LocalCluster, broker_id: int, via: int) -> bool | None:

@@ -29,7 +29,7 @@ def test_combined_node_registers_itself_and_serves_topics(combined: LocalCluster
     created = broker_call(combined, 1, CreateTopicsRequest(topics=(CreatableTopic(
         name="solo", num_partitions=3, replication_factor=1,
         assignments=(), configs=()),)))
-    assert created.topics[0].error_code == ErrorCode.none
+    assert created.topics[0].error_code == ErrorCode.NONE
     # One process: its broker image got the records in the same commit that released the
     # answer, so the topic is served at once.
     assert partition_leaders(combined, 1, "solo") == [1, 1, 1]

@@ -48,21 +48,21 @@ def test_the_offsets_topic_waits_for_its_replication_factor(tmp_path: Path) -> N
         wait_for("the first broker unfenced",
                  lambda: True if fenced_brokers(cluster, first) == {first: False} else None)
 
-        assert find_coordinator(cluster, first) == ErrorCode.coordinator_not_available
+        assert find_coordinator(cluster, first) == ErrorCode.COORDINATOR_NOT_AVAILABLE
         wait_for("the controller's answer", lambda: True if (
             "offsets_topic_creation_failed" in cluster.nodes[first].log.read_text()
-            or offsets_topic(cluster, first)[0] == ErrorCode.none) else None)
-        assert offsets_topic(cluster, first) == (ErrorCode.unknown_topic_or_partition, [])
+            or offsets_topic(cluster, first)[0] == ErrorCode.NONE) else None)
+        assert offsets_topic(cluster, first) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
         log = cluster.nodes[first].log.read_text()
         assert "invalid_replication_factor" in log.lower(), log[-2000:]
-        assert find_coordinator(cluster, first) == ErrorCode.coordinator_not_available
+        assert find_coordinator(cluster, first) == ErrorCode.COORDINATOR_NOT_AVAILABLE
 
         for node_id in others:
             cluster.start(node_id)
         wait_for_brokers(cluster, 3)
         wait_for("a coordinator", lambda: True if find_coordinator(
-            cluster, first) == ErrorCode.none else None)
-        assert offsets_topic(cluster, first) == (ErrorCode.none, [3, 3, 3])
+            cluster, first) == ErrorCode.NONE else None)
+        assert offsets_topic(cluster, first) == (ErrorCode.NONE, [3, 3, 3])
     finally:
         for node_id in cluster.nodes:
             cluster.kill(node_id)

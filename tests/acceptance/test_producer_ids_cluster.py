@@ -30,14 +30,14 @@ def init_producer_id(cluster: LocalCluster, transactional_id: str | None = None)
 
     def answered() -> Any | None:
         response = broker_call(cluster, cluster.brokers[0], request)
-        retry = response.error_code == ErrorCode.coordinator_load_in_progress
+        retry = response.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return None if retry else response
     return wait_for("an InitProducerId answer", answered)
 
 
 def new_id(cluster: LocalCluster) -> int:
     response = init_producer_id(cluster)
-    assert (response.error_code, response.producer_epoch) == (ErrorCode.none, 0)
+    assert (response.error_code, response.producer_epoch) == (ErrorCode.NONE, 0)
     return int(response.producer_id)
 
 
@@ -59,7 +59,7 @@ def test_kafka_python_idempotent_producer_gets_a_producer_id(cluster: LocalClust
 
 def test_a_transactional_id_is_refused_with_a_fatal_error(cluster: LocalCluster) -> None:
     response = init_producer_id(cluster, "txn")
-    assert response.error_code == ErrorCode.transactional_id_authorization_failed
+    assert response.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert not ErrorCode(response.error_code).retriable
 
 

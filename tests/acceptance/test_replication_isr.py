@@ -48,7 +48,7 @@ def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int], uuid
         topics=(MetadataRequestTopic(name=TOPIC),),
         allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     parts = answer.topics[0].partitions
-    if answer.topics[0].error_code != ErrorCode.none or not parts or parts[0].leader_id < 0:
+    if answer.topics[0].error_code != ErrorCode.NONE or not parts or parts[0].leader_id < 0:
         return None
     return (int(parts[0].leader_id), {int(b) for b in parts[0].isr_nodes},
             answer.topics[0].topic_id)
@@ -71,18 +71,18 @@ def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) 
         name=TOPIC, num_partitions=1, replication_factor=3,
         assignments=(), configs=(CreatableTopicConfig(name="min.insync.replicas",
                                                       value="2"),)),)))
-    assert created.topics[0].error_code == ErrorCode.none
+    assert created.topics[0].error_code == ErrorCode.NONE
     leader, isr, topic_id = wait_for("the topic's leader",
                                      lambda: leader_and_isr(cluster, brokers[0]))
     assert isr == set(brokers)
-    assert produce_all(cluster, leader, topic_id, b"all three") == ErrorCode.none
+    assert produce_all(cluster, leader, topic_id, b"all three") == ErrorCode.NONE
 
     follower = next(b for b in brokers if b != leader)
     cluster.signal(follower, signal.SIGSTOP)
     try:
         # A follower at the log end stays in sync (Kafka's rule): the write makes it lag,
         # and the acks=all wait ends once the leader's lag check took it out of the ISR.
-        assert produce_all(cluster, leader, topic_id, b"two of three") == ErrorCode.none
+        assert produce_all(cluster, leader, topic_id, b"two of three") == ErrorCode.NONE
         wait_for("the frozen follower out of the ISR in the leader's metadata", lambda: (
             leader_and_isr(cluster, leader) == (leader, set(brokers) - {follower}, topic_id))
             or None)
@@ -91,7 +91,7 @@ def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) 
     wait_for("the follower back in the ISR", lambda: (
         (seen := leader_and_isr(cluster, leader)) is not None
         and seen[1] == set(brokers)) or None)
-    assert produce_all(cluster, leader, topic_id, b"all three again") == ErrorCode.none
+    assert produce_all(cluster, leader, topic_id, b"all three again") == ErrorCode.NONE
 
 
 def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
@@ -106,14 +106,14 @@ def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
         created = broker_call(cluster, brokers[0], CreateTopicsRequest(topics=(CreatableTopic(
             name=TOPIC, num_partitions=1, replication_factor=3,
             assignments=(), configs=()),)))
-        assert created.topics[0].error_code == ErrorCode.none
+        assert created.topics[0].error_code == ErrorCode.NONE
         a_id, _isr, topic_id = wait_for("the topic's leader",
                                        lambda: leader_and_isr(cluster, brokers[0]))
         wait_for("three in-sync replicas", lambda: (
             (seen := leader_and_isr(cluster, a_id)) is not None and seen[1] == set(brokers))
             or None)
         for n in range(10):
-            assert produce_all(cluster, a_id, topic_id, b"v%d" % n) == ErrorCode.none
+            assert produce_all(cluster, a_id, topic_id, b"v%d" % n) == ErrorCode.NONE
         others = [b for b in brokers if b != a_id]
 
         cluster.kill(a_id)
@@ -131,7 +131,7 @@ def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
         wait_for("B and A back in the ISR led by C", lambda: (
             (seen := leader_and_isr(cluster, c_id)) is not None
             and seen[:2] == (c_id, set(brokers))) or None)
-        assert produce_all(cluster, c_id, topic_id, b"after") == ErrorCode.none
+        assert produce_all(cluster, c_id, topic_id, b"after") == ErrorCode.NONE
 
 
 def _leader_seen_by(cluster: LocalCluster, via: list[int]) -> int | None:

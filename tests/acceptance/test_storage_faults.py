@@ -75,11 +75,11 @@ def test_rotten_bytes_in_a_segment_fail_only_their_partition(tmp_path: Path) -> 
         wait_for_brokers(cluster, 1)
 
         answer = _fetch(cluster, broker, {ids["rot"]: 1, ids["sound"]: 0})
-        assert answer.error_code == ErrorCode.none
+        assert answer.error_code == ErrorCode.NONE
         parts = {t.topic_id: t.partitions[0] for t in answer.responses}
-        assert parts[ids["rot"]].error_code == ErrorCode.corrupt_message
+        assert parts[ids["rot"]].error_code == ErrorCode.CORRUPT_MESSAGE
         sound = parts[ids["sound"]]
-        assert sound.error_code == ErrorCode.none
+        assert sound.error_code == ErrorCode.NONE
         assert [b.header.base_offset for b in iter_batches(bytes(sound.records))] == [0, 1, 2]
 
 
@@ -138,14 +138,14 @@ def test_a_leader_whose_disk_fills_up_halts_and_another_replica_leads(tmp_path: 
             wait_for("the ISR of 3", lambda: True if (state := partition_state(
                 cluster, victim, "full")) is not None and len(state.isr) == 3 else None)
             acked = 0
-            while (code := _produce(cluster, victim, topic_id)) == ErrorCode.none:
+            while (code := _produce(cluster, victim, topic_id)) == ErrorCode.NONE:
                 acked += 1
                 assert acked < MAX_PRODUCES, "the 2 MiB disk never filled up"
             first_failure = time.monotonic()
-            assert code in (ErrorCode.kafka_storage_error, -1)
+            assert code in (ErrorCode.KAFKA_STORAGE_ERROR, -1)
             assert cluster.wait(victim, 30) == 1
             new_leader = wait_for("a new leader serving acks=all", lambda: next(
-                (b for b in others if _produce(cluster, b, topic_id) == ErrorCode.none), None))
+                (b for b in others if _produce(cluster, b, topic_id) == ErrorCode.NONE), None))
             failover_s = time.monotonic() - first_failure
             log = cluster.nodes[victim].log.read_text()
             assert "level=error" in log and "event=log_dir_failed" in log

@@ -64,7 +64,7 @@ from pykraft.security.session import KafkaPrincipal, Session
 Op, T = AclOperation, ResourceType
 ALICE = Session(KafkaPrincipal("User", "alice"), "127.0.0.1:5000")
 ADMIN = Session(KafkaPrincipal("User", "admin"), "127.0.0.1:5001")
-TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 SECURED = {AUTHORIZER_CLASS_NAME: STANDARD_AUTHORIZER, SUPER_USERS: "User:admin"}
 
 
@@ -113,7 +113,7 @@ class Service:
         self.seen.append(body)
         if api_key == ApiKey.LEAVE_GROUP:
             return LeaveGroupResponse(members=tuple(MemberResponse(
-                member_id=m.member_id, error_code=ErrorCode.unknown_member_id)
+                member_id=m.member_id, error_code=ErrorCode.UNKNOWN_MEMBER_ID)
                 for m in body.members))
         return fetched.OffsetFetchResponse(groups=tuple(
             fetched.OffsetFetchResponseGroup(group_id=g.group_id, topics=tuple(
@@ -177,9 +177,9 @@ def metadata(*names: str, operations: bool = False, create: bool = False) -> Met
 def test_produce_is_refused_per_topic(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED)
     answer = ask(secured.dispatcher, produce("t", "secret"), 9, ALICE)
-    assert produced(answer) == {"t": ErrorCode.none, "secret": TOPIC_REFUSED}
+    assert produced(answer) == {"t": ErrorCode.NONE, "secret": TOPIC_REFUSED}
     again = ask(secured.dispatcher, produce("secret"), 9, ADMIN)  # a super user
-    assert produced(again) == {"secret": ErrorCode.none}
+    assert produced(again) == {"secret": ErrorCode.NONE}
     assert [p.base_offset for t in again.responses for p in t.partition_responses] == [0]
 
 
@@ -190,7 +190,7 @@ def test_metadata_hides_or_refuses_what_may_not_be_described(tmp_path: Path) -> 
         ("t", (1 << Op.READ) | (1 << Op.WRITE) | (1 << Op.DESCRIBE))]
     named = ask(secured, metadata("t", "secret", "missing"), 12, ALICE)
     assert [(t.name, t.error_code, t.topic_id) for t in named.topics] == [
-        ("t", ErrorCode.none, uuid.UUID(int=1)), ("secret", TOPIC_REFUSED, ZERO_UUID),
+        ("t", ErrorCode.NONE, uuid.UUID(int=1)), ("secret", TOPIC_REFUSED, ZERO_UUID),
         ("missing", TOPIC_REFUSED, ZERO_UUID)]  # no id disclosed
     assert [t.name for t in ask(secured, metadata(), 12, ADMIN).topics] == [
         "open", "secret", "t"]
@@ -202,37 +202,37 @@ def test_auto_creation_needs_create_on_the_topic_or_cluster(tmp_path: Path) -> N
     secured = make_broker(tmp_path, SECURED, creator).dispatcher
     named = ask(secured, metadata("made", "not-made", "t", create=True), 12, ALICE)
     assert [(t.name, t.error_code) for t in named.topics] == [
-        ("made", ErrorCode.unknown_topic_or_partition), ("not-made", TOPIC_REFUSED),
-        ("t", ErrorCode.none)]
+        ("made", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), ("not-made", TOPIC_REFUSED),
+        ("t", ErrorCode.NONE)]
     by_admin = ask(secured, metadata("not-made", create=True), 12, ADMIN)
     assert [(t.name, t.error_code) for t in by_admin.topics] == [
-        ("not-made", ErrorCode.unknown_topic_or_partition)]
+        ("not-made", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
 
 
 def test_allow_everyone_if_no_acl_found(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED | {ALLOW_EVERYONE_IF_NO_ACL_FOUND: "true"})
     answer = ask(secured.dispatcher, produce("open", "secret"), 9, ALICE)
-    assert produced(answer) == {"open": ErrorCode.none, "secret": TOPIC_REFUSED}
+    assert produced(answer) == {"open": ErrorCode.NONE, "secret": TOPIC_REFUSED}
 
 
 def test_without_an_authorizer_nothing_is_checked(tmp_path: Path) -> None:
     plain = make_broker(tmp_path, {}).dispatcher
-    assert produced(ask(plain, produce("secret"), 9, ALICE)) == {"secret": ErrorCode.none}
+    assert produced(ask(plain, produce("secret"), 9, ALICE)) == {"secret": ErrorCode.NONE}
     topics = ask(plain, metadata("secret", operations=True), 12, ALICE).topics
     every_topic_operation = sum(1 << op for op in (
         Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS,
         Op.ALTER_CONFIGS))
     assert [(t.error_code, t.topic_authorized_operations) for t in topics] == [
-        (ErrorCode.none, every_topic_operation)]
+        (ErrorCode.NONE, every_topic_operation)]
 
 
 def test_a_group_is_refused_before_the_coordinator_sees_it(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED)
     refused = ask(secured.dispatcher, LeaveGroupRequest(group_id="h", member_id="m"), 1, ALICE)
-    assert refused.error_code == ErrorCode.group_authorization_failed
+    assert refused.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert secured.service.seen == []
     allowed = ask(secured.dispatcher, LeaveGroupRequest(group_id="g", member_id="m"), 1, ALICE)
-    assert allowed.error_code == ErrorCode.unknown_member_id
+    assert allowed.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert len(secured.service.seen) == 1
 
 
@@ -248,8 +248,8 @@ def test_offset_fetch_refuses_groups_and_topics(tmp_path: Path) -> None:
                                           for t in g.topics for p in t.partitions]
              for g in answer.groups}
     assert found == {
-        ("g", ErrorCode.none): [("t", ErrorCode.none, 5), ("secret", TOPIC_REFUSED, -1)],
-        ("h", ErrorCode.group_authorization_failed): []}
+        ("g", ErrorCode.NONE): [("t", ErrorCode.NONE, 5), ("secret", TOPIC_REFUSED, -1)],
+        ("h", ErrorCode.GROUP_AUTHORIZATION_FAILED): []}
     (seen,) = secured.service.seen  # only g, only t
     assert [(g.group_id, [t.name for t in g.topics]) for g in seen.groups] == [("g", ["t"])]
 
@@ -266,8 +266,8 @@ def test_offset_fetch_v10_names_topics_by_id(tmp_path: Path) -> None:
     (group,) = ask(secured.dispatcher, body, 10, ALICE).groups
     assert [(t.topic_id, p.error_code, p.committed_offset)
             for t in group.topics for p in t.partitions] == [
-        (uuid.UUID(int=1), ErrorCode.none, 5), (uuid.UUID(int=2), TOPIC_REFUSED, -1),
-        (uuid.UUID(int=9), ErrorCode.unknown_topic_id, -1)]
+        (uuid.UUID(int=1), ErrorCode.NONE, 5), (uuid.UUID(int=2), TOPIC_REFUSED, -1),
+        (uuid.UUID(int=9), ErrorCode.UNKNOWN_TOPIC_ID, -1)]
     (seen,) = secured.service.seen
     assert [[t.name for t in g.topics] for g in seen.groups] == [["t"]]
 
@@ -277,12 +277,12 @@ def test_cluster_operations_are_refused_whole(tmp_path: Path) -> None:
     creation = AclCreation(resource_type=2, resource_name="t", resource_pattern_type=3,
                            principal="User:alice", host="*", operation=3, permission_type=3)
     answer = ask(secured.dispatcher, CreateAclsRequest(creations=(creation,)), 3, ALICE)
-    assert [r.error_code for r in answer.results] == [ErrorCode.cluster_authorization_failed]
+    assert [r.error_code for r in answer.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
     assert secured.channel.sent == 0  # never forwarded
     dirs = ask(secured.dispatcher, DescribeLogDirsRequest(topics=None), 4, ALICE)
-    assert dirs.error_code == ErrorCode.cluster_authorization_failed
+    assert dirs.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     assert ask(secured.dispatcher, DescribeLogDirsRequest(topics=None), 4,
-               ADMIN).error_code == ErrorCode.none
+               ADMIN).error_code == ErrorCode.NONE
 
 
 @pytest.mark.parametrize("body", [
@@ -294,7 +294,7 @@ def test_the_controller_listener_refuses_a_principal_without_cluster_rights(body
         node_id=1, controller=SimpleNamespace(properties=SECURED)))
     dispatcher = Dispatcher(node)  # type: ignore[arg-type]
     answer = ask(dispatcher, body, 0, ALICE)
-    assert answer.error_code == ErrorCode.cluster_authorization_failed
+    assert answer.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 BOB = Session(KafkaPrincipal("User", "bob"), "127.0.0.1:5002")
@@ -308,17 +308,17 @@ def test_init_producer_id_needs_a_write_right(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED).dispatcher
     idempotent = ask(secured, init_producer(None), 4, BOB)  # bob may write nowhere
     assert (idempotent.error_code, idempotent.producer_id) == (
-        ErrorCode.cluster_authorization_failed, -1)
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED, -1)
     transactional = ask(secured, init_producer("tx"), 4, ALICE)
-    assert transactional.error_code == ErrorCode.transactional_id_authorization_failed
+    assert transactional.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     allowed = ask(secured, init_producer(None), 4, ALICE)  # WRITE on t is enough
-    assert allowed.error_code not in (ErrorCode.cluster_authorization_failed,
-                                      ErrorCode.transactional_id_authorization_failed)
+    assert allowed.error_code not in (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                      ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 
 
 def test_find_coordinator_needs_describe_on_the_group(tmp_path: Path) -> None:
     secured = make_broker(tmp_path, SECURED).dispatcher
     refused = ask(secured, FindCoordinatorRequest(key="h"), 3, ALICE)
-    assert (refused.error_code, refused.node_id) == (ErrorCode.group_authorization_failed, -1)
+    assert (refused.error_code, refused.node_id) == (ErrorCode.GROUP_AUTHORIZATION_FAILED, -1)
     allowed = ask(secured, FindCoordinatorRequest(key="g"), 3, ALICE)
-    assert allowed.error_code != ErrorCode.group_authorization_failed
+    assert allowed.error_code != ErrorCode.GROUP_AUTHORIZATION_FAILED

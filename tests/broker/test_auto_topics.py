@@ -9,7 +9,7 @@ from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.messages.kafka.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
 
-UNKNOWN = ErrorCode.unknown_topic_or_partition
+UNKNOWN = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class HeldChannel:
@@ -23,7 +23,7 @@ class HeldChannel:
         self.sent.append(body)
         await self.release.wait()
         return CreateTopicsResponse(topics=tuple(
-            CreatableTopicResult(name=t.name, error_code=ErrorCode.none,
+            CreatableTopicResult(name=t.name, error_code=ErrorCode.NONE,
                                  error_message=None, configs=None) for t in body.topics))
 
 
@@ -34,7 +34,7 @@ def test_missing_topics_are_sent_once_with_the_broker_defaults() -> None:
         assert creator.create(["a", "b..", "__consumer_offsets", "b"]) == {
             "a": UNKNOWN, "b..": UNKNOWN, "__consumer_offsets": UNKNOWN, "b": UNKNOWN}
         assert creator.create(["a", "bad name"]) == {
-            "a": UNKNOWN, "bad name": ErrorCode.invalid_topic_exception}
+            "a": UNKNOWN, "bad name": ErrorCode.INVALID_TOPIC_EXCEPTION}
         await asyncio.sleep(0)  # let the first request go out
         (request,) = channel.sent
         assert [(t.name, t.num_partitions, t.replication_factor) for t in request.topics] == [

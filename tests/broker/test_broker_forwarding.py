@@ -79,8 +79,8 @@ def quick_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_not_controller_and_lost_connections_are_retried_until_an_answer() -> None:
-    done = error_response(REQUEST, ErrorCode.none)
-    channel = ScriptedChannel(error_response(REQUEST, ErrorCode.not_controller),
+    done = error_response(REQUEST, ErrorCode.NONE)
+    channel = ScriptedChannel(error_response(REQUEST, ErrorCode.NOT_CONTROLLER),
                               NetworkError("no active controller is known yet"), done)
     assert forward(channel) is done
     assert channel.sent == 3
@@ -88,9 +88,9 @@ def test_not_controller_and_lost_connections_are_retried_until_an_answer() -> No
 
 
 def test_a_partial_answer_is_final() -> None:
-    refused = error_response(REQUEST, ErrorCode.not_controller)
+    refused = error_response(REQUEST, ErrorCode.NOT_CONTROLLER)
     assert isinstance(refused, CreateTopicsResponse)
-    exists = dataclasses.replace(refused.topics[1], error_code=ErrorCode.topic_already_exists)
+    exists = dataclasses.replace(refused.topics[1], error_code=ErrorCode.TOPIC_ALREADY_EXISTS)
     partial = dataclasses.replace(refused, topics=(refused.topics[0], exists))
     channel = ScriptedChannel(partial)
     assert forward(channel) is partial
@@ -100,27 +100,27 @@ def test_a_partial_answer_is_final() -> None:
 def test_no_controller_within_the_bound_answers_not_controller() -> None:
     channel = ScriptedChannel(NetworkError("connection refused"))
     answer = forward(channel)
-    assert error_codes(answer) == [ErrorCode.not_controller] * 2
+    assert error_codes(answer) == [ErrorCode.NOT_CONTROLLER] * 2
     assert channel.sent > 1
 
 
 def test_error_codes_read_top_level_and_per_part_errors() -> None:
-    assert is_not_controller(error_response(REQUEST, ErrorCode.not_controller))
-    assert not is_not_controller(error_response(REQUEST, ErrorCode.none))
+    assert is_not_controller(error_response(REQUEST, ErrorCode.NOT_CONTROLLER))
+    assert not is_not_controller(error_response(REQUEST, ErrorCode.NONE))
 
 
 def _wrapped(response: Any) -> EnvelopeResponse:
     """The controller's Envelope answer carrying ``response`` to FRAME."""
     return EnvelopeResponse(response_data=encode_response(1, ApiKey.CREATE_TOPICS, 7, response),
-                            error_code=ErrorCode.none)
+                            error_code=ErrorCode.NONE)
 
 
 def test_the_client_request_goes_whole_inside_an_envelope() -> None:
-    done = error_response(REQUEST, ErrorCode.topic_already_exists)
+    done = error_response(REQUEST, ErrorCode.TOPIC_ALREADY_EXISTS)
     channel = ScriptedChannel(EnvelopeResponse(response_data=None,
-                                               error_code=ErrorCode.not_controller),
+                                               error_code=ErrorCode.NOT_CONTROLLER),
                               NetworkError("lost"), _wrapped(done))
-    assert error_codes(enveloped(channel)) == [ErrorCode.topic_already_exists] * 2
+    assert error_codes(enveloped(channel)) == [ErrorCode.TOPIC_ALREADY_EXISTS] * 2
     assert channel.sent == 3 and channel.client_ids == {None}  # the broker's own header
     envelope = channel.bodies[-1]
     assert isinstance(envelope, EnvelopeRequest)
@@ -130,20 +130,20 @@ def test_the_client_request_goes_whole_inside_an_envelope() -> None:
 
 
 @pytest.mark.parametrize(("code", "data"), [
-    (ErrorCode.cluster_authorization_failed, None),
-    (ErrorCode.principal_deserialization_failure, None),
-    (ErrorCode.none, b"\x00"),  # a response that does not parse
+    (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None),
+    (ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE, None),
+    (ErrorCode.NONE, b"\x00"),  # a response that does not parse
 ])
 def test_an_envelope_error_is_an_unknown_server_error(code: ErrorCode,
                                                       data: bytes | None) -> None:
     channel = ScriptedChannel(EnvelopeResponse(response_data=data, error_code=code))
-    assert error_codes(enveloped(channel)) == [ErrorCode.unknown_server_error] * 2
+    assert error_codes(enveloped(channel)) == [ErrorCode.UNKNOWN_SERVER_ERROR] * 2
     assert channel.sent == 1
 
 
 def test_unsupported_version_closes_the_client_connection() -> None:
     channel = ScriptedChannel(EnvelopeResponse(response_data=None,
-                                               error_code=ErrorCode.unsupported_version))
+                                               error_code=ErrorCode.UNSUPPORTED_VERSION))
     with pytest.raises(CloseConnection):
         enveloped(channel)
 

@@ -79,7 +79,7 @@ def test_quorum_apis_are_advertised_and_forwarded(body: Any) -> None:
     assert api_key in dispatch.BROKER_APIS
     channel = NoController()
     refused = ask(broker(channel), body, 0)
-    assert refused.error_code == ErrorCode.not_controller
+    assert refused.error_code == ErrorCode.NOT_CONTROLLER
     assert channel.sent > 1
 
 
@@ -88,4 +88,4 @@ def test_a_failing_handler_answers_unknown_server_error_per_topic() -> None:
                               allow_auto_topic_creation=False)
     answer = ask(broker(NoController()), request, 4)
     assert [(t.name, t.error_code) for t in answer.topics] == [
-        ("t", ErrorCode.unknown_server_error)]
+        ("t", ErrorCode.UNKNOWN_SERVER_ERROR)]

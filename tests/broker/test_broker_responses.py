@@ -75,10 +75,10 @@ def test_requested_topics_found_and_missing(version: int) -> None:
     image = image_of({1: False, 2: True}, {"a": [(1, 2), (2, 1)]})
     answer = metadata(image, ["a", "nope"], version)
     found, missing = answer.topics
-    assert found.error_code == ErrorCode.none
+    assert found.error_code == ErrorCode.NONE
     assert [p.leader_id for p in found.partitions] == [1, 2]
     assert [p.offline_replicas for p in found.partitions] == [(2,), (2,)]
-    assert missing.error_code == ErrorCode.unknown_topic_or_partition
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_a_topic_named_twice_is_answered_once() -> None:
@@ -92,7 +92,7 @@ def test_a_topic_named_twice_is_answered_once() -> None:
 def test_an_illegal_topic_name_is_invalid_not_unknown(name: str) -> None:
     """INVALID_TOPIC_EXCEPTION is fatal in clients; UNKNOWN_TOPIC_OR_PARTITION they retry."""
     (answer,) = metadata(image_of({1: False}, {}), [name]).topics
-    assert answer.error_code == ErrorCode.invalid_topic_exception
+    assert answer.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 def test_v0_empty_topic_list_means_all_topics() -> None:
@@ -104,7 +104,7 @@ def test_v0_empty_topic_list_means_all_topics() -> None:
 def test_partition_without_leader_reports_leader_not_available() -> None:
     image = image_of({1: False}, {"a": [()]})
     assert metadata(image, ["a"]).topics[0].partitions[0].error_code == (
-        ErrorCode.leader_not_available)
+        ErrorCode.LEADER_NOT_AVAILABLE)
 
 
 def test_describe_cluster_brokers_only_and_fenced_on_request() -> None:
@@ -122,12 +122,12 @@ def test_describe_cluster_brokers_only_and_fenced_on_request() -> None:
     mismatched = ask(2, False)
     assert (mismatched.error_code, mismatched.error_message, mismatched.endpoint_type,
             mismatched.brokers) == (
-        ErrorCode.mismatched_endpoint_type, "The request was sent to an endpoint of type "
+        ErrorCode.MISMATCHED_ENDPOINT_TYPE, "The request was sent to an endpoint of type "
         "BROKER, but we wanted an endpoint of type CONTROLLER", 1, ())
     unknown = ask(3, False)
     assert (unknown.error_code, unknown.error_message) == (
-        ErrorCode.unsupported_endpoint_type, "Unsupported endpoint type 3")
-    assert ask(3, False, version=0).error_code == ErrorCode.invalid_request
+        ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "Unsupported endpoint type 3")
+    assert ask(3, False, version=0).error_code == ErrorCode.INVALID_REQUEST
 
 
 brokers = st.dictionaries(st.integers(1, 6), st.booleans(), min_size=1, max_size=4)

@@ -73,26 +73,26 @@ def test_active_controller_registers_brokers_and_creates_topics(
     leader = leader_info(cluster).leader_id
     follower = next(n for n in cluster.nodes if n != leader)
     registered = call(cluster, leader, registration(cluster, 100))
-    assert registered.error_code == ErrorCode.none
+    assert registered.error_code == ErrorCode.NONE
     assert registered.broker_epoch > 0
     refused = call(cluster, follower, create("t1"))
-    assert refused.topics[0].error_code == ErrorCode.not_controller
+    assert refused.topics[0].error_code == ErrorCode.NOT_CONTROLLER
     # The fenced broker 100 is the only one: no usable broker for a replica yet.
     created = call(cluster, leader, create("t1"))
-    assert created.topics[0].error_code != ErrorCode.none
+    assert created.topics[0].error_code != ErrorCode.NONE
 
 
 def test_records_commit_before_the_answer_and_survive_failover(cluster: LocalCluster) -> None:
     first = leader_info(cluster)
     request = registration(cluster, 100)
     registered = call(cluster, first.leader_id, request)
-    assert registered.error_code == ErrorCode.none
+    assert registered.error_code == ErrorCode.NONE
     cluster.kill(first.leader_id)
     second = leader_info(cluster, min_epoch=first.leader_epoch + 1, exclude=first.leader_id)
     # The committed registration survived the failover: the new active controller knows
     # this incarnation, so its retry keeps the epoch it was given (Kafka's rule).
     answer = call(cluster, second.leader_id, request)
-    assert (answer.error_code, answer.broker_epoch) == (ErrorCode.none,
+    assert (answer.error_code, answer.broker_epoch) == (ErrorCode.NONE,
                                                         registered.broker_epoch)
 
 

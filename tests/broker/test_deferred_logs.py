@@ -54,7 +54,7 @@ def test_a_new_partition_is_served_once_its_log_exists(tmp_path: Path) -> None:
     manager.apply_image(with_records(MetadataImage(), *topic("t", T1, (ME,), (ME,))), NOW)
     assert wakes == [0] and not manager.partitions
     refused = refusal(manager, 0)
-    assert (refused.error_code, refused.leader_id) == (ErrorCode.not_leader_or_follower, ME)
+    assert (refused.error_code, refused.leader_id) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, ME)
     assert not (tmp_path / "t-0").exists()
     planned = manager.logs_to_create(1)
     assert [p.tp for p in planned] == [TopicPartition("t", 0)]
@@ -62,7 +62,7 @@ def test_a_new_partition_is_served_once_its_log_exists(tmp_path: Path) -> None:
     manager.logs_created(create_logs(planned, NOW), NOW)
     assert manager.partition_for("t", 0).is_leader
     assert read_partition_metadata(tmp_path / "t-0" / "partition.metadata") == T1
-    assert refusal(manager, 1).error_code == ErrorCode.not_leader_or_follower
+    assert refusal(manager, 1).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_the_first_inline_logs_are_hosted_with_the_image(tmp_path: Path) -> None:

@@ -107,7 +107,7 @@ def test_a_produce_over_a_lowered_message_max_bytes_is_refused(tmp_path: Path) -
     with pytest.raises(ProduceValidationError) as refused:
         manager.append_records(manager.partition_for("t", 0), client_batch([b"x" * 200]),
                                acks=1, api_version=12, now_ms=2_000)
-    assert refused.value.error_code == ErrorCode.message_too_large
+    assert refused.value.error_code == ErrorCode.MESSAGE_TOO_LARGE
 
 
 def test_the_properties_files_hours_give_way_to_a_dynamic_log_retention_ms(

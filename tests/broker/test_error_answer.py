@@ -31,15 +31,15 @@ PAIRS = [(key, v) for key, v in all_versions() if key not in GROUP_APIS]
 @pytest.mark.parametrize(("api_key", "version"), PAIRS,
                          ids=[f"{key.name}-v{v}" for key, v in PAIRS])
 def test_every_api_version_gets_an_encodable_error_answer(api_key: int, version: int) -> None:
-    answer = error_answer(api_key, empty_request(api_key, version), ErrorCode.not_controller)
+    answer = error_answer(api_key, empty_request(api_key, version), ErrorCode.NOT_CONTROLLER)
     wire = convert(answer, response_type(api_key, version))
     body = decode_response(api_key, version, encode_response(1, api_key, version, wire)).body
     if not has_top_level_error(body, version):  # Fetch v4-6: an empty request has no part
-        assert set(error_codes(body)) <= {ErrorCode.none}  # to carry it, as in Kafka
+        assert set(error_codes(body)) <= {ErrorCode.NONE}  # to carry it, as in Kafka
         return
-    assert set(error_codes(body)) <= {ErrorCode.not_controller}
+    assert set(error_codes(body)) <= {ErrorCode.NOT_CONTROLLER}
     if hasattr(wire, "error_code"):
-        assert body.error_code == ErrorCode.not_controller
+        assert body.error_code == ErrorCode.NOT_CONTROLLER
 
 
 def has_top_level_error(body: object, version: int) -> bool:

@@ -46,7 +46,7 @@ ME, OTHER = 1, 2
 TOPIC_ID = uuid.UUID(int=50)
 
 
-def answer(code: ErrorCode = ErrorCode.none) -> HeartbeatResponse:
+def answer(code: ErrorCode = ErrorCode.NONE) -> HeartbeatResponse:
     return HeartbeatResponse(error_code=code)
 
 
@@ -99,7 +99,7 @@ class ScriptedShard:
         return self.deadline
 
     def unload(self) -> Outcome:
-        replies = [(t, answer(ErrorCode.not_coordinator)) for t in self.parked]
+        replies = [(t, answer(ErrorCode.NOT_COORDINATOR)) for t in self.parked]
         self.parked.clear()
         return Outcome(replies=replies)
 
@@ -179,12 +179,12 @@ def test_requests_wait_for_the_load_and_the_load_replays_the_log(
         r = rig(tmp_path, offsets_image())
         await r.loaded()
         for value in ("a", "b"):
-            assert (await r.request(f"write:{value}")).error_code == ErrorCode.none
+            assert (await r.request(f"write:{value}")).error_code == ErrorCode.NONE
         # a new leader epoch of ours: unload, then load again from the log
         r.replicas.apply_image(with_records(r.replicas.image, PartitionChangeRecord(
             partition_id=0, topic_id=TOPIC_ID, leader=ME)), r.now[0])
         reply = await r.request("park")  # the load yields after each batch
-        assert reply.error_code == ErrorCode.coordinator_load_in_progress
+        assert reply.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         await r.loaded()
         assert len(r.shards) == 2 and r.shard.parked == []
         assert [(o, rec.key, rec.value) for o, rec in r.shard.replayed] == [
@@ -209,8 +209,8 @@ def test_a_reply_waits_for_its_batch_and_every_earlier_one_to_commit(tmp_path: P
         assert not write.done() and not read.done() and r.part.high_watermark == 0
         r.replicas.record_follower_fetch(r.part, OTHER, broker_epoch=10, fetch_offset=1,
                                          log_start_offset=0, leader_end_offset=1, now_ms=1_000)
-        assert (await write).error_code == ErrorCode.none
-        assert (await read).error_code == ErrorCode.none
+        assert (await write).error_code == ErrorCode.NONE
+        assert (await read).error_code == ErrorCode.NONE
         await r.service.close()
 
     run(scenario)
@@ -223,7 +223,7 @@ def test_a_batch_not_committed_in_time_answers_coordinator_not_available(
                 commit_timeout_ms=50)
         await r.loaded()
         reply = await r.request("write:a")
-        assert reply.error_code == ErrorCode.coordinator_not_available
+        assert reply.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
         assert len(r.shards) == 1  # the state stays: the batch is in the log
         await r.service.close()
 
@@ -237,11 +237,11 @@ def test_a_failed_append_answers_the_error_and_reverts_that_write_alone(
         r = rig(tmp_path, offsets_image(isr=(ME,), replicas=(ME, OTHER), min_isr=2))
         await r.loaded()
         reply = await r.request("write:a")
-        assert reply.error_code == ErrorCode.coordinator_not_available
+        assert reply.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
         assert r.part.log_end_offset == 0
         assert r.service.partition_states == {0: "loaded"} and len(r.shards) == 1
         assert r.shard.reverted == [([(-1, OffsetsRecord(b"ka", None))],
-                                     ErrorCode.coordinator_not_available)]
+                                     ErrorCode.COORDINATOR_NOT_AVAILABLE)]
         await r.service.close()
 
     run(scenario)
@@ -258,7 +258,7 @@ def test_a_write_that_cannot_be_reverted_reloads_the_shard(
         r = rig(tmp_path, offsets_image(isr=(ME,), replicas=(ME, OTHER), min_isr=2))
         await r.loaded()
         monkeypatch.setattr(ScriptedShard, "revert", refuse)
-        assert (await r.request("write:a")).error_code == ErrorCode.coordinator_not_available
+        assert (await r.request("write:a")).error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
         await r.loaded()
         assert len(r.shards) == 2 and r.shard.replayed == []
         await r.service.close()
@@ -277,17 +277,17 @@ def test_an_oversized_write_is_unknown_server_error_and_other_groups_go_on(
         r = rig(tmp_path, offsets_image(max_message_bytes=1_000))
         await r.loaded()
         for value in ("b", "a"):
-            assert (await r.request(f"write:{value}")).error_code == ErrorCode.none
+            assert (await r.request(f"write:{value}")).error_code == ErrorCode.NONE
         parked = asyncio.create_task(r.request("park"))
         await until(lambda: r.shard.parked, "request parked")
-        assert (await r.request("big:2000")).error_code == ErrorCode.unknown_server_error
+        assert (await r.request("big:2000")).error_code == ErrorCode.UNKNOWN_SERVER_ERROR
         assert r.part.log_end_offset == 2 and len(r.shards) == 1 and not parked.done()
         assert r.shard.reverted == [([(-1, OffsetsRecord(b"kz", None)),
                                       (1, OffsetsRecord(b"ka", b"a"))],
-                                     ErrorCode.unknown_server_error)]
-        assert (await r.request("big:10")).error_code == ErrorCode.none  # fits: written
-        assert (await r.request("release")).error_code == ErrorCode.none
-        assert (await parked).error_code == ErrorCode.none
+                                     ErrorCode.UNKNOWN_SERVER_ERROR)]
+        assert (await r.request("big:10")).error_code == ErrorCode.NONE  # fits: written
+        assert (await r.request("release")).error_code == ErrorCode.NONE
+        assert (await parked).error_code == ErrorCode.NONE
         await r.service.close()
 
     run(scenario)
@@ -302,8 +302,8 @@ def test_losing_leadership_answers_parked_and_later_requests_not_coordinator(
         await until(lambda: r.shard.parked, "request parked")
         r.replicas.apply_image(with_records(r.replicas.image, PartitionChangeRecord(
             partition_id=0, topic_id=TOPIC_ID, leader=OTHER)), r.now[0])
-        assert (await parked).error_code == ErrorCode.not_coordinator
-        assert (await r.request("read")).error_code == ErrorCode.not_coordinator
+        assert (await parked).error_code == ErrorCode.NOT_COORDINATOR
+        assert (await r.request("read")).error_code == ErrorCode.NOT_COORDINATOR
         await r.service.close()
 
     run(scenario)
@@ -315,8 +315,8 @@ def test_a_parked_request_is_answered_by_another_requests_outcome(tmp_path: Path
         await r.loaded()
         parked = asyncio.create_task(r.request("park"))
         await until(lambda: r.shard.parked, "request parked")
-        assert (await r.request("release")).error_code == ErrorCode.none
-        assert (await parked).error_code == ErrorCode.none
+        assert (await r.request("release")).error_code == ErrorCode.NONE
+        assert (await parked).error_code == ErrorCode.NONE
         await r.service.close()
 
     run(scenario)
@@ -329,7 +329,7 @@ def test_the_shard_timer_fires_at_its_deadline(tmp_path: Path) -> None:
         r.shard.deadline = r.now[0] + 20
         parked = asyncio.create_task(r.request("park"))  # rescheduled after each request
         await until(lambda: r.shard.ticks, "tick fired")
-        assert (await parked).error_code == ErrorCode.none
+        assert (await parked).error_code == ErrorCode.NONE
         assert r.part.log_end_offset == 1  # the tick's record was appended
         await r.service.close()
 
@@ -343,7 +343,7 @@ def test_close_answers_parked_requests(tmp_path: Path) -> None:
         parked = asyncio.create_task(r.request("park"))
         await until(lambda: r.shard.parked, "request parked")
         await r.service.close()
-        assert (await parked).error_code == ErrorCode.not_coordinator
+        assert (await parked).error_code == ErrorCode.NOT_COORDINATOR
         assert r.service.partition_states == {}
 
     run(scenario)
@@ -354,12 +354,12 @@ def test_a_load_that_fails_leaves_the_partition_not_coordinator(
     async def scenario() -> None:
         r = rig(tmp_path, offsets_image())
         await r.loaded()
-        assert (await r.request("write:a")).error_code == ErrorCode.none
+        assert (await r.request("write:a")).error_code == ErrorCode.NONE
         monkeypatch.setattr(ScriptedShard, "refuses_replay", True)  # a bug, not bad bytes
         r.replicas.apply_image(with_records(r.replicas.image, PartitionChangeRecord(
             partition_id=0, topic_id=TOPIC_ID, leader=ME)), r.now[0])
         await until(lambda: r.service.partition_states == {}, "failed load unloaded")
-        assert (await r.request("read")).error_code == ErrorCode.not_coordinator
+        assert (await r.request("read")).error_code == ErrorCode.NOT_COORDINATOR
         await r.service.close()
 
     run(scenario)
@@ -389,8 +389,8 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
                 client_id="c", client_host="/127.0.0.1")
             return {int(p.error_code) for p in answer.topics[0].partitions}
 
-        assert await commit_offsets({0: 5}, "") == {ErrorCode.none}
-        assert await commit_offsets({0: 9, 1: 9}, "m" * 3_000) == {ErrorCode.unknown_server_error}
+        assert await commit_offsets({0: 5}, "") == {ErrorCode.NONE}
+        assert await commit_offsets({0: 9, 1: 9}, "m" * 3_000) == {ErrorCode.UNKNOWN_SERVER_ERROR}
         fetched = await service.handle(ApiKey.OFFSET_FETCH, 9, fetch.OffsetFetchRequest(
             groups=(fetch.OffsetFetchRequestGroup(group_id="g", topics=(
                 fetch.OffsetFetchRequestTopics(name="t", partition_indexes=(
@@ -423,9 +423,9 @@ def test_a_commit_whose_records_cannot_fit_one_batch_never_reaches_the_shard(
         reply = await r.service.handle(ApiKey.OFFSET_COMMIT, 9, body, client_id="c",
                                        client_host="/127.0.0.1")
         codes = [p.error_code for t in reply.topics for p in t.partitions]
-        assert len(codes) == 30_000 and set(codes) == {ErrorCode.unknown_server_error}
+        assert len(codes) == 30_000 and set(codes) == {ErrorCode.UNKNOWN_SERVER_ERROR}
         assert r.part.log_end_offset == 0 and r.service.partition_states == {0: "loaded"}
-        assert (await r.request("write:a")).error_code == ErrorCode.none
+        assert (await r.request("write:a")).error_code == ErrorCode.NONE
         await r.service.close()
 
     run(scenario)
@@ -480,7 +480,7 @@ def test_a_batched_request_reaches_its_shard_a_piece_per_loop_turn(tmp_path: Pat
         seen_turns = [turn for _, turn in shards[-1].seen]
         assert seen_turns == sorted(set(seen_turns))  # another loop turn before each piece
         assert [g.group_id for g in answer.groups] == names
-        assert {g.error_code for g in answer.groups} == {ErrorCode.group_id_not_found}
+        assert {g.error_code for g in answer.groups} == {ErrorCode.GROUP_ID_NOT_FOUND}
         await service.close()
 
     run(scenario)

@@ -48,7 +48,7 @@ class Service:
                      client_host: str) -> Any:
         self.seen.append((api_key, api_version, request, client_id, client_host))
         return LeaveGroupResponse(members=tuple(MemberResponse(
-            member_id=m.member_id, error_code=ErrorCode.unknown_member_id)
+            member_id=m.member_id, error_code=ErrorCode.UNKNOWN_MEMBER_ID)
             for m in request.members))
 
 
@@ -71,16 +71,16 @@ def ask(dispatcher: BrokerDispatcher, body: Any, version: int) -> Any:
 def test_a_failing_find_coordinator_answers_in_the_callers_shape() -> None:
     dispatcher = broker(Service())
     old = ask(dispatcher, FindCoordinatorRequest(key="g"), 1)
-    assert (old.error_code, old.node_id) == (ErrorCode.unknown_server_error, -1)
+    assert (old.error_code, old.node_id) == (ErrorCode.UNKNOWN_SERVER_ERROR, -1)
     new = ask(dispatcher, FindCoordinatorRequest(coordinator_keys=("g", "h")), 6)
     assert [(c.key, c.error_code) for c in new.coordinators] == [
-        ("g", ErrorCode.unknown_server_error), ("h", ErrorCode.unknown_server_error)]
+        ("g", ErrorCode.UNKNOWN_SERVER_ERROR), ("h", ErrorCode.UNKNOWN_SERVER_ERROR)]
 
 
 def test_an_old_leave_group_reaches_the_service_batched_and_comes_back_single() -> None:
     service = Service()
     answer = ask(broker(service), LeaveGroupRequest(group_id="g", member_id="m-1"), 1)
-    assert answer.error_code == ErrorCode.unknown_member_id
+    assert answer.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     ((api_key, version, request, client_id, host),) = service.seen
     assert (api_key, version, [m.member_id for m in request.members], client_id, host) == (
         ApiKey.LEAVE_GROUP, 1, ["m-1"], "test", "/127.0.0.1")

@@ -34,7 +34,7 @@ TOPIC_ID = uuid.UUID(int=50)
 class Channel:
     """Records what a finder asks the controller; answers each topic with ``error``."""
 
-    def __init__(self, error: ErrorCode = ErrorCode.none) -> None:
+    def __init__(self, error: ErrorCode = ErrorCode.NONE) -> None:
         self.sent: list[Any] = []
         self.error = error
 
@@ -87,7 +87,7 @@ def test_the_first_find_creates_the_offsets_topic_with_the_configured_factor() -
 
     answer, channel = asyncio.run(scenario())
     assert [(c.key, c.error_code) for c in answer.coordinators] == [
-        ("g", ErrorCode.coordinator_not_available), ("h", ErrorCode.coordinator_not_available)]
+        ("g", ErrorCode.COORDINATOR_NOT_AVAILABLE), ("h", ErrorCode.COORDINATOR_NOT_AVAILABLE)]
     (request,) = channel.sent
     (topic,) = request.topics
     assert (topic.name, topic.num_partitions, topic.replication_factor) == (
@@ -102,7 +102,7 @@ def test_a_refused_creation_is_asked_again_by_the_next_find() -> None:
     groups' coordinator not available, and the next FindCoordinator asks again (no retry
     of its own between them)."""
     async def scenario() -> tuple[Any, Channel]:
-        channel = Channel(ErrorCode.invalid_replication_factor)
+        channel = Channel(ErrorCode.INVALID_REPLICATION_FACTOR)
         finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=3), channel, "PLAINTEXT")
         image = cluster(1)
         finder.create_missing(find(("g",)), image)
@@ -116,7 +116,7 @@ def test_a_refused_creation_is_asked_again_by_the_next_find() -> None:
         return answer, channel
 
     answer, channel = asyncio.run(scenario())
-    assert [c.error_code for c in answer.coordinators] == [ErrorCode.coordinator_not_available]
+    assert [c.error_code for c in answer.coordinators] == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
     assert [t.replication_factor for r in channel.sent for t in r.topics] == [3, 3]
 
 
@@ -125,7 +125,7 @@ def test_the_coordinator_is_the_leader_of_the_groups_partition() -> None:
     image = with_offsets_topic(cluster(2), 5, leader=2)
     (found,) = finder.find(find(("group-1",)), image).coordinators
     assert (found.error_code, found.node_id, found.host, found.port) == (
-        ErrorCode.none, 2, "127.0.0.1", 9092)
+        ErrorCode.NONE, 2, "127.0.0.1", 9092)
     assert partition_for("group-1", 5) < 5
 
 
@@ -144,20 +144,20 @@ def test_no_leader_yet_is_coordinator_not_available() -> None:
     request = find(("g",))
     answer = finder.find(request, image)
     (found,) = answer.coordinators
-    assert found.error_code == ErrorCode.coordinator_not_available and found.node_id == -1
+    assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE and found.node_id == -1
     assert found.error_message == ""  # Kafka's batched entries set none: empty
     old = to_version(ApiKey.FIND_COORDINATOR, 3, answer, request)
     assert (old.error_code, old.error_message) == (
-        ErrorCode.coordinator_not_available, "The coordinator is not available.")
+        ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")
 
 
 def test_transaction_and_unknown_key_types() -> None:
     finder = CoordinatorFinder(OffsetsTopicConfig(), Channel(), "PLAINTEXT")
     (txn,) = finder.find(find(("t",), key_type=1), cluster(1)).coordinators
-    assert txn.error_code == ErrorCode.transactional_id_authorization_failed
+    assert txn.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert "Transactions are not supported" in (txn.error_message or "")
     (share,) = finder.find(find(("s",), key_type=2), cluster(1)).coordinators
-    assert share.error_code == ErrorCode.invalid_request
+    assert share.error_code == ErrorCode.INVALID_REQUEST
 
 
 @pytest.mark.parametrize(("key", "value"), [

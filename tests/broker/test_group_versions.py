@@ -45,13 +45,13 @@ PAIRS = [(key, v) for key in sorted(GROUP_APIS) for v in API_SPECS[key].versions
 def test_every_version_gets_an_encodable_error_answer(api_key: int, version: int) -> None:
     latest = to_latest(api_key, version, empty_request(api_key, version))
     answer = to_version(api_key, version, error_response(
-        api_key, latest, ErrorCode.coordinator_not_available), latest)
+        api_key, latest, ErrorCode.COORDINATOR_NOT_AVAILABLE), latest)
     body = decode_response(api_key, version, encode_response(1, api_key, version, answer)).body
     if has_top_level_code(api_key, version, body):
-        assert body.error_code == ErrorCode.coordinator_not_available
+        assert body.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     else:
         assert {part.error_code for value in vars_of(body) if isinstance(value, tuple)
-                for part in value} <= {ErrorCode.coordinator_not_available}
+                for part in value} <= {ErrorCode.COORDINATOR_NOT_AVAILABLE}
 
 
 def has_top_level_code(api_key: int, version: int, body: Any) -> bool:
@@ -72,8 +72,8 @@ def test_offset_fetch_v5_is_one_group_and_its_answer_comes_back_single() -> None
     latest = to_latest(ApiKey.OFFSET_FETCH, 5, request)
     assert [g.group_id for g in latest.groups] == ["g"] and latest.groups[0].topics is None
     answer = to_version(ApiKey.OFFSET_FETCH, 5, error_response(
-        ApiKey.OFFSET_FETCH, latest, ErrorCode.coordinator_load_in_progress), latest)
-    assert answer.error_code == ErrorCode.coordinator_load_in_progress and answer.topics == ()
+        ApiKey.OFFSET_FETCH, latest, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS), latest)
+    assert answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and answer.topics == ()
 
 
 def test_offset_fetch_v1_has_the_group_error_on_every_asked_partition() -> None:
@@ -81,19 +81,19 @@ def test_offset_fetch_v1_has_the_group_error_on_every_asked_partition() -> None:
         OffsetFetchRequestTopic(name="t", partition_indexes=(0, 2)),))
     latest = to_latest(ApiKey.OFFSET_FETCH, 1, request)
     answer = to_version(ApiKey.OFFSET_FETCH, 1, error_response(
-        ApiKey.OFFSET_FETCH, latest, ErrorCode.not_coordinator), latest)
+        ApiKey.OFFSET_FETCH, latest, ErrorCode.NOT_COORDINATOR), latest)
     assert [(p.partition_index, p.committed_offset, p.error_code)
             for p in answer.topics[0].partitions] == [
-        (0, -1, ErrorCode.not_coordinator), (2, -1, ErrorCode.not_coordinator)]
+        (0, -1, ErrorCode.NOT_COORDINATOR), (2, -1, ErrorCode.NOT_COORDINATOR)]
 
 
 def test_leave_group_v1_takes_the_member_error_when_the_top_level_is_none() -> None:
     latest = to_latest(ApiKey.LEAVE_GROUP, 1, LeaveGroupRequest(group_id="g", member_id="m-1"))
     assert [m.member_id for m in latest.members] == ["m-1"]
-    refused = error_response(ApiKey.LEAVE_GROUP, latest, ErrorCode.unknown_member_id)
-    per_member = dataclasses.replace(refused, error_code=ErrorCode.none)
+    refused = error_response(ApiKey.LEAVE_GROUP, latest, ErrorCode.UNKNOWN_MEMBER_ID)
+    per_member = dataclasses.replace(refused, error_code=ErrorCode.NONE)
     answer = to_version(ApiKey.LEAVE_GROUP, 1, per_member, latest)
-    assert (answer.error_code, answer.members) == (ErrorCode.unknown_member_id, ())
+    assert (answer.error_code, answer.members) == (ErrorCode.UNKNOWN_MEMBER_ID, ())
 
 
 @pytest.mark.parametrize(("version", "written"), [(6, ""), (7, None)])
@@ -101,7 +101,7 @@ def test_join_group_has_no_null_protocol_name_before_v7(version: int,
                                                         written: str | None) -> None:
     """Kafka's JoinGroupResponse writes "" for a null protocol name before v7."""
     answer = to_version(ApiKey.JOIN_GROUP, version, JoinGroupResponse(
-        error_code=ErrorCode.unknown_member_id, protocol_name=None), None)
+        error_code=ErrorCode.UNKNOWN_MEMBER_ID, protocol_name=None), None)
     body = decode_response(ApiKey.JOIN_GROUP, version,
                            encode_response(1, ApiKey.JOIN_GROUP, version, answer)).body
     assert body.protocol_name == written
@@ -111,9 +111,9 @@ def test_find_coordinator_v2_key_round_trip() -> None:
     latest = to_latest(ApiKey.FIND_COORDINATOR, 2, FindCoordinatorRequest(key="g"))
     assert latest.coordinator_keys == ("g",)
     answer = to_version(ApiKey.FIND_COORDINATOR, 2, error_response(
-        ApiKey.FIND_COORDINATOR, latest, ErrorCode.coordinator_not_available, "none"), latest)
+        ApiKey.FIND_COORDINATOR, latest, ErrorCode.COORDINATOR_NOT_AVAILABLE, "none"), latest)
     assert (answer.error_code, answer.error_message, answer.node_id) == (
-        ErrorCode.coordinator_not_available, "none", -1)
+        ErrorCode.COORDINATOR_NOT_AVAILABLE, "none", -1)
 
 
 def test_batched_requests_split_by_partition_and_merge_in_request_order() -> None:
@@ -121,12 +121,12 @@ def test_batched_requests_split_by_partition_and_merge_in_request_order() -> Non
     partition = {"a": 1, "b": 2, "c": 1}
     parts = split(ApiKey.DESCRIBE_GROUPS, request, partition.__getitem__)
     assert {p: tuple(r.groups) for p, r in parts.items()} == {1: ("a", "c", "a"), 2: ("b",)}
-    codes = {1: ErrorCode.none, 2: ErrorCode.not_coordinator}
+    codes = {1: ErrorCode.NONE, 2: ErrorCode.NOT_COORDINATOR}
     answers = {p: error_response(ApiKey.DESCRIBE_GROUPS, r, codes[p]) for p, r in parts.items()}
     merged = merge(ApiKey.DESCRIBE_GROUPS, request, answers)
     assert [(g.group_id, g.error_code) for g in merged.groups] == [
-        ("a", ErrorCode.none), ("b", ErrorCode.not_coordinator), ("c", ErrorCode.none),
-        ("a", ErrorCode.none)]
+        ("a", ErrorCode.NONE), ("b", ErrorCode.NOT_COORDINATOR), ("c", ErrorCode.NONE),
+        ("a", ErrorCode.NONE)]
 
 
 def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
@@ -137,7 +137,7 @@ def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
     found = pieces(ApiKey.DESCRIBE_GROUPS, request, partition.__getitem__, 2)
     assert [(p, tuple(r.groups)) for p, r in found] == [
         (1, ("a", "c")), (1, ("d", "f")), (2, ("b", "e"))]
-    answers = {i: error_response(ApiKey.DESCRIBE_GROUPS, r, ErrorCode.none)
+    answers = {i: error_response(ApiKey.DESCRIBE_GROUPS, r, ErrorCode.NONE)
                for i, (_, r) in enumerate(found)}
     merged = merge(ApiKey.DESCRIBE_GROUPS, request, answers)
     assert [g.group_id for g in merged.groups] == list("abcadeaf")
@@ -145,7 +145,7 @@ def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
     many = DescribeGroupsRequest(groups=("g",) * 1_000_000)
     ((_, one),) = pieces(ApiKey.DESCRIBE_GROUPS, many, lambda group: 0, 500)
     assert one.groups == ("g",)
-    refused = error_response(ApiKey.DESCRIBE_GROUPS, many, ErrorCode.not_coordinator)
+    refused = error_response(ApiKey.DESCRIBE_GROUPS, many, ErrorCode.NOT_COORDINATOR)
     assert len(refused.groups) == 1_000_000 and len({id(g) for g in refused.groups}) == 1
 
 
@@ -155,23 +155,23 @@ def test_a_leave_group_goes_in_pieces_of_members_and_comes_back_whole() -> None:
     found = pieces(ApiKey.LEAVE_GROUP, request, lambda group: 3, 2)
     assert [(p, [m.member_id for m in r.members]) for p, r in found] == [
         (3, ["m0", "m1"]), (3, ["m2", "m3"]), (3, ["m4"])]
-    codes = [ErrorCode.none, ErrorCode.unknown_member_id, ErrorCode.none]
+    codes = [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.NONE]
     answers = {i: error_response(ApiKey.LEAVE_GROUP, r, code)
                for i, ((_, r), code) in enumerate(zip(found, codes, strict=True))}
     merged = merge(ApiKey.LEAVE_GROUP, request, answers)
-    assert merged.error_code == ErrorCode.unknown_member_id
+    assert merged.error_code == ErrorCode.UNKNOWN_MEMBER_ID
     assert [(m.member_id, m.error_code) for m in merged.members] == [
-        ("m0", ErrorCode.none), ("m1", ErrorCode.none), ("m2", ErrorCode.unknown_member_id),
-        ("m3", ErrorCode.unknown_member_id), ("m4", ErrorCode.none)]
+        ("m0", ErrorCode.NONE), ("m1", ErrorCode.NONE), ("m2", ErrorCode.UNKNOWN_MEMBER_ID),
+        ("m3", ErrorCode.UNKNOWN_MEMBER_ID), ("m4", ErrorCode.NONE)]
     empty = dataclasses.replace(request, members=())
     assert [r.members for _, r in pieces(ApiKey.LEAVE_GROUP, empty, lambda g: 3, 2)] == [()]
 
 
 def test_list_groups_concatenates_and_keeps_the_first_error_but_not_coordinator() -> None:
     request = empty_request(ApiKey.LIST_GROUPS, 5)
-    ok = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.none)
-    loading = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.coordinator_load_in_progress)
-    moved = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.not_coordinator)
-    assert merge(ApiKey.LIST_GROUPS, request, {0: ok, 2: moved}).error_code == ErrorCode.none
+    ok = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.NONE)
+    loading = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    moved = error_response(ApiKey.LIST_GROUPS, request, ErrorCode.NOT_COORDINATOR)
+    assert merge(ApiKey.LIST_GROUPS, request, {0: ok, 2: moved}).error_code == ErrorCode.NONE
     merged = merge(ApiKey.LIST_GROUPS, request, {0: ok, 2: moved, 3: loading})
-    assert merged.error_code == ErrorCode.coordinator_load_in_progress
+    assert merged.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS

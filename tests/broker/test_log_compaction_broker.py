@@ -123,7 +123,7 @@ def test_a_record_without_key_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ProduceValidationError) as refused:
         manager.append_records(part, client_batch([b"v"], key=None), acks=-1, api_version=12,
                                now_ms=2_000)
-    assert refused.value.error_code == ErrorCode.invalid_record
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
     assert "Compacted topic cannot accept message without key" in str(refused.value)
 
 

@@ -108,7 +108,7 @@ def test_an_unreadable_log_fails_its_directory(
     monkeypatch.setattr(part.log.active, "read", unreadable)
     reads = read_partitions([PartitionFetch(0, 0, 100)], lambda _: part, max_bytes=100,
                             isolation=FetchIsolation.LOG_END, failed=manager.read_failed)
-    assert [r.error for r in reads] == [ErrorCode.kafka_storage_error]
+    assert [r.error for r in reads] == [ErrorCode.KAFKA_STORAGE_ERROR]
     assert halts.statuses == [1] and manager.logs.failures.offline == {tmp_path / "logs"}
     manager.shutdown()
 

@@ -38,7 +38,7 @@ def answer(partitions: dict[str, list[int]]) -> tuple[list[Any], dict[str, list[
         return res.OffsetCommitResponse(topics=tuple(
             res.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
                 res.OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                                  error_code=ErrorCode.none)
+                                                  error_code=ErrorCode.NONE)
                 for p in t.partitions)) for t in request.topics))
 
     async def run() -> Any:
@@ -51,12 +51,12 @@ def answer(partitions: dict[str, list[int]]) -> tuple[list[Any], dict[str, list[
 
 def test_a_topic_that_does_not_exist_is_never_stored() -> None:
     assert answer({"missing": [0, 1]}) == ([], {"missing": [
-        (0, "unknown_topic_or_partition"), (1, "unknown_topic_or_partition")]})
+        (0, "UNKNOWN_TOPIC_OR_PARTITION"), (1, "UNKNOWN_TOPIC_OR_PARTITION")]})
 
 
 def test_existing_partitions_are_stored_the_others_refused() -> None:
     stored, answered = answer({"t": [0, 1, 2], "missing": [0]})
     assert stored == [{"t": [0, 1]}]
     # Kafka 4's builder holds the refused partitions, then merges the coordinator's answer
-    assert answered == {"t": [(2, "unknown_topic_or_partition"), (0, "none"), (1, "none")],
-                        "missing": [(0, "unknown_topic_or_partition")]}
+    assert answered == {"t": [(2, "UNKNOWN_TOPIC_OR_PARTITION"), (0, "NONE"), (1, "NONE")],
+                        "missing": [(0, "UNKNOWN_TOPIC_OR_PARTITION")]}

@@ -46,7 +46,7 @@ async def shard_commit(request: Any) -> Any:
     return committed.OffsetCommitResponse(topics=tuple(
         committed.OffsetCommitResponseTopic(name=t.name, partitions=tuple(
             committed.OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                                    error_code=ErrorCode.none)
+                                                    error_code=ErrorCode.NONE)
             for p in t.partitions)) for t in request.topics))
 
 
@@ -60,17 +60,17 @@ def commit_answer(request: Any, access: Any = ANYONE) -> list[tuple[uuid.UUID, l
 
 def test_a_commit_s_known_id_is_stored_by_name_its_unknown_ids_answered_first() -> None:
     assert commit_answer(commit_request(KNOWN, UNKNOWN, ZERO)) == [
-        (UNKNOWN, ["unknown_topic_id"]), (ZERO, ["unknown_topic_id"]), (KNOWN, ["none"])]
+        (UNKNOWN, ["UNKNOWN_TOPIC_ID"]), (ZERO, ["UNKNOWN_TOPIC_ID"]), (KNOWN, ["NONE"])]
 
 
 def test_a_commit_naming_an_unknown_id_twice_gets_one_entry_for_it() -> None:
     assert commit_answer(commit_request(UNKNOWN, UNKNOWN)) == [
-        (UNKNOWN, ["unknown_topic_id", "unknown_topic_id"])]
+        (UNKNOWN, ["UNKNOWN_TOPIC_ID", "UNKNOWN_TOPIC_ID"])]
 
 
 def test_a_commit_to_a_refused_group_is_refused_on_every_id_sent() -> None:
     assert commit_answer(commit_request(KNOWN, UNKNOWN), NOBODY) == [
-        (KNOWN, ["group_authorization_failed"]), (UNKNOWN, ["group_authorization_failed"])]
+        (KNOWN, ["GROUP_AUTHORIZATION_FAILED"]), (UNKNOWN, ["GROUP_AUTHORIZATION_FAILED"])]
 
 
 def fetch_group(group: str, *ids: uuid.UUID) -> fetch.OffsetFetchRequestGroup:
@@ -91,10 +91,10 @@ async def shard_fetch(request: Any) -> Any:
         return tuple(fetched.OffsetFetchResponseTopics(name=t.name, partitions=(
             fetched.OffsetFetchResponsePartitions(
                 partition_index=0, committed_offset=5, committed_leader_epoch=-1,
-                metadata="", error_code=ErrorCode.none),)) for t in asked)
+                metadata="", error_code=ErrorCode.NONE),)) for t in asked)
     return fetched.OffsetFetchResponse(groups=tuple(
         fetched.OffsetFetchResponseGroup(group_id=g.group_id, topics=topics(g),
-                                          error_code=ErrorCode.none)
+                                          error_code=ErrorCode.NONE)
         for g in request.groups))
 
 
@@ -107,6 +107,6 @@ def test_a_fetch_answers_by_id_its_unknown_ids_after_the_others() -> None:
     assert [[(t.topic_id, [(ErrorCode(p.error_code).name, p.committed_offset)
                            for p in t.partitions]) for t in g.topics]
             for g in answer.groups] == [
-        [(KNOWN, [("none", 5)]), (UNKNOWN, [("unknown_topic_id", -1)])],
-        [(KNOWN, [("none", 5)])],  # all topics: "gone" has no id any more, left out
+        [(KNOWN, [("NONE", 5)]), (UNKNOWN, [("UNKNOWN_TOPIC_ID", -1)])],
+        [(KNOWN, [("NONE", 5)])],  # all topics: "gone" has no id any more, left out
     ]

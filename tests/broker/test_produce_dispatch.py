@@ -58,7 +58,7 @@ def test_every_partition_named_gets_the_error(version: int) -> None:
     answer = ask(request({0: batch, 2: batch}), version)
     assert [(str(t.name), [(p.index, p.error_code) for p in t.partition_responses])
             for t in answer.responses] == [
-        ("t", [(0, ErrorCode.unknown_server_error), (2, ErrorCode.unknown_server_error)])]
+        ("t", [(0, ErrorCode.UNKNOWN_SERVER_ERROR), (2, ErrorCode.UNKNOWN_SERVER_ERROR)])]
 
 
 def test_by_topic_id_from_v13() -> None:
@@ -69,7 +69,7 @@ def test_by_topic_id_from_v13() -> None:
         )),))
     answer = ask(body, 13)
     assert [(t.topic_id, [(p.index, p.error_code) for p in t.partition_responses])
-            for t in answer.responses] == [(TOPIC_ID, [(1, ErrorCode.unknown_server_error)])]
+            for t in answer.responses] == [(TOPIC_ID, [(1, ErrorCode.UNKNOWN_SERVER_ERROR)])]
 
 
 def test_acks_0_closes_the_connection() -> None:

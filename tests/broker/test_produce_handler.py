@@ -54,20 +54,20 @@ def produce(replicas: ReplicaManager, body: req.ProduceRequest) -> list[tuple[in
 def test_acks_1_appends_and_a_retry_gets_the_original_offset(
         replicas: ReplicaManager) -> None:
     batch = client_batch([b"a", b"b"], producer_id=3, epoch=0, sequence=0)
-    assert produce(replicas, request({0: batch})) == [(0, "none", 0)]
-    assert produce(replicas, request({0: batch})) == [(0, "none", 0)]
-    assert produce(replicas, request({0: client_batch([b"c"])})) == [(0, "none", 2)]
+    assert produce(replicas, request({0: batch})) == [(0, "NONE", 0)]
+    assert produce(replicas, request({0: batch})) == [(0, "NONE", 0)]
+    assert produce(replicas, request({0: client_batch([b"c"])})) == [(0, "NONE", 2)]
 
 
 def test_acks_all_with_the_leader_alone_in_the_isr_answers_at_once(
         replicas: ReplicaManager) -> None:
-    assert produce(replicas, request({0: client_batch([b"a"])}, acks=-1)) == [(0, "none", 0)]
+    assert produce(replicas, request({0: client_batch([b"a"])}, acks=-1)) == [(0, "NONE", 0)]
 
 
 def test_acks_all_times_out_while_followers_do_not_replicate(
         replicas: ReplicaManager) -> None:
     answer = produce(replicas, request({2: client_batch([b"a"])}, acks=-1, timeout_ms=50))
-    assert answer == [(2, "request_timed_out", 0)]  # the batch is in the log all the same
+    assert answer == [(2, "REQUEST_TIMED_OUT", 0)]  # the batch is in the log all the same
     assert replicas.partition_for("t", 2).log_end_offset == 1
 
 
@@ -85,7 +85,7 @@ def test_acks_all_completes_once_the_high_watermark_passes(replicas: ReplicaMana
 
     response = asyncio.run(run())
     (part,) = response.responses[0].partition_responses  # type: ignore[attr-defined]
-    assert (part.error_code, part.base_offset) == (ErrorCode.none, 0)
+    assert (part.error_code, part.base_offset) == (ErrorCode.NONE, 0)
 
 
 def test_acks_all_answers_not_leader_when_leadership_moves_while_waiting(
@@ -102,7 +102,7 @@ def test_acks_all_answers_not_leader_when_leadership_moves_while_waiting(
 
     response = asyncio.run(run())
     (part,) = response.responses[0].partition_responses  # type: ignore[attr-defined]
-    assert part.error_code == ErrorCode.not_leader_or_follower
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (2, 1)
 
 
@@ -111,7 +111,7 @@ def test_not_leader_names_the_leader_and_its_endpoint(replicas: ReplicaManager) 
         request({1: client_batch([b"a"])}), api_version=12))
     assert response is not None
     (part,) = response.responses[0].partition_responses
-    assert part.error_code == ErrorCode.not_leader_or_follower
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (part.current_leader.leader_id, part.current_leader.leader_epoch) == (2, 0)
     assert [(e.node_id, e.host, e.port, e.rack) for e in response.node_endpoints] == [
         (2, "127.0.0.1", 9093, "r1")]
@@ -123,17 +123,17 @@ def test_acks_0_answers_nothing_and_a_failure_closes_the_connection(
     assert asyncio.run(handler.handle(request({0: client_batch([b"a"])}, acks=0),
                                       api_version=12)) is None
     assert replicas.partition_for("t", 0).log_end_offset == 1
-    with pytest.raises(AcksZeroFailedError, match="t-1: not_leader_or_follower"):
+    with pytest.raises(AcksZeroFailedError, match="t-1: NOT_LEADER_OR_FOLLOWER"):
         asyncio.run(handler.handle(request({1: client_batch([b"a"])}, acks=0), api_version=12))
 
 
 def test_request_level_refusals(replicas: ReplicaManager) -> None:
     batch = client_batch([b"a"])
-    assert produce(replicas, request({0: batch}, acks=2)) == [(0, "invalid_required_acks", -1)]
+    assert produce(replicas, request({0: batch}, acks=2)) == [(0, "INVALID_REQUIRED_ACKS", -1)]
     assert produce(replicas, request({0: batch}, transactional_id="tx")) == [
-        (0, "transactional_id_authorization_failed", -1)]
+        (0, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", -1)]
     assert produce(replicas, request({0: batch}, name="nope")) == [
-        (0, "unknown_topic_or_partition", -1)]
+        (0, "UNKNOWN_TOPIC_OR_PARTITION", -1)]
     assert replicas.partition_for("t", 0).log_end_offset == 0
 
 
@@ -143,7 +143,7 @@ def test_a_transactional_produce_says_transactions_are_unsupported(
         request({0: client_batch([b"a"])}, transactional_id="tx"), api_version=12))
     assert response is not None
     (part,) = response.responses[0].partition_responses
-    assert part.error_code == ErrorCode.transactional_id_authorization_failed
+    assert part.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     assert "Transactions are not supported" in (part.error_message or "")
 
 
@@ -153,7 +153,7 @@ def test_a_null_key_on_a_compacted_topic_gets_record_errors(replicas: ReplicaMan
     assert response is not None
     (part,) = response.responses[0].partition_responses
     assert (part.error_code, part.base_offset, part.log_start_offset) == (
-        ErrorCode.invalid_record, -1, -1)
+        ErrorCode.INVALID_RECORD, -1, -1)
     assert [e.batch_index for e in part.record_errors] == [0, 1]
     assert part.error_message is not None
 
@@ -171,7 +171,7 @@ def test_v13_names_topics_by_id_and_answers_with_the_id(replicas: ReplicaManager
     assert isinstance(response, ProduceResponse)
     assert [(t.topic_id, [(p.index, ErrorCode(p.error_code).name, p.base_offset)
                           for p in t.partition_responses]) for t in response.responses] == [
-        (T1, [(0, "none", 0)]), (unknown, [(0, "unknown_topic_id", -1)])]
+        (T1, [(0, "NONE", 0)]), (unknown, [(0, "UNKNOWN_TOPIC_ID", -1)])]
 
 
 def test_log_append_time_in_milliseconds_is_answered_at_every_version(
@@ -186,7 +186,7 @@ def test_log_append_time_in_milliseconds_is_answered_at_every_version(
         decoded = decode_response(ApiKey.PRODUCE, version,
                                   encode_response(7, ApiKey.PRODUCE, version, response)).body
         (answered,) = decoded.responses[0].partition_responses
-        assert (answered.error_code, answered.log_append_time_ms) == (ErrorCode.none, now_ms)
+        assert (answered.error_code, answered.log_append_time_ms) == (ErrorCode.NONE, now_ms)
 
 
 @pytest.mark.parametrize("version", [3, 9, 10, 12])
@@ -200,7 +200,7 @@ def test_the_answer_is_the_generated_class_at_the_callers_version(
     decoded = decode_response(ApiKey.PRODUCE, version,
                               encode_response(7, ApiKey.PRODUCE, version, response)).body
     (part,) = decoded.responses[0].partition_responses
-    assert part.error_code == ErrorCode.not_leader_or_follower
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     hinted = version >= 10
     assert part.current_leader.leader_id == (2 if hinted else -1)
     assert len(decoded.node_endpoints) == (1 if hinted else 0)

@@ -36,7 +36,7 @@ def holding(start: int) -> ProducerIdBlocks:
     """Blocks that asked for, and got, the block at ``start``."""
     blocks = ProducerIdBlocks()
     assert blocks.generate(0) is None and blocks.take_request()
-    assert blocks.block_received(0, ErrorCode.none, start, BLOCK) is None
+    assert blocks.block_received(0, ErrorCode.NONE, start, BLOCK) is None
     return blocks
 
 
@@ -45,7 +45,7 @@ def test_first_id_waits_for_a_block_then_ids_run_through_it() -> None:
     assert blocks.generate(0) is None
     assert blocks.take_request() and not blocks.take_request()  # one request, once
     assert blocks.generate(0) is None and not blocks.take_request()  # still in flight
-    blocks.block_received(0, ErrorCode.none, 5000, BLOCK)
+    blocks.block_received(0, ErrorCode.NONE, 5000, BLOCK)
     assert [blocks.generate(0) for _ in range(3)] == [5000, 5001, 5002]
 
 
@@ -54,7 +54,7 @@ def test_the_next_block_is_asked_for_at_90_percent_and_takes_over_seamlessly() -
     handed = [blocks.generate(0) for _ in range(900)]
     assert handed == list(range(900)) and not blocks.take_request()
     assert blocks.generate(0) == 900 and blocks.take_request()  # the prefetch
-    blocks.block_received(0, ErrorCode.none, 7000, BLOCK)
+    blocks.block_received(0, ErrorCode.NONE, 7000, BLOCK)
     rest = [blocks.generate(0) for _ in range(101)]
     assert rest == [*range(901, 1000), 7000, 7001]
     assert not blocks.take_request()
@@ -71,8 +71,8 @@ def test_an_exhausted_block_without_a_successor_answers_none_and_asks_again() ->
     assert blocks.generate(0) is None and blocks.take_request()
 
 
-@pytest.mark.parametrize("error", [ErrorCode.stale_broker_epoch, ErrorCode.not_controller,
-                                   ErrorCode.unknown_server_error])
+@pytest.mark.parametrize("error", [ErrorCode.STALE_BROKER_EPOCH, ErrorCode.NOT_CONTROLLER,
+                                   ErrorCode.UNKNOWN_SERVER_ERROR])
 def test_a_refused_request_backs_off_before_the_next(error: ErrorCode) -> None:
     blocks = ProducerIdBlocks()
     blocks.generate(100)
@@ -87,7 +87,7 @@ def test_an_invalid_block_is_refused(start: int, length: int) -> None:
     blocks = ProducerIdBlocks()
     blocks.generate(0)
     blocks.take_request()
-    assert blocks.block_received(0, ErrorCode.none, start, length) is not None
+    assert blocks.block_received(0, ErrorCode.NONE, start, length) is not None
     assert blocks.next_block is None
 
 
@@ -96,7 +96,7 @@ def test_a_block_below_the_current_one_is_refused() -> None:
     for _ in range(901):
         blocks.generate(0)
     blocks.take_request()
-    assert "not above" in str(blocks.block_received(0, ErrorCode.none, 0, BLOCK))
+    assert "not above" in str(blocks.block_received(0, ErrorCode.NONE, 0, BLOCK))
     assert blocks.next_block is None
 
 
@@ -116,7 +116,7 @@ def test_ids_handed_out_are_unique_and_only_from_blocks_received(steps: list[str
             pending = pending or blocks.take_request()
         elif pending and step == "answer":
             pending = False
-            blocks.block_received(now, ErrorCode.none, next_start, BLOCK)
+            blocks.block_received(now, ErrorCode.NONE, next_start, BLOCK)
             received.append(range(next_start, next_start + BLOCK))
             next_start += BLOCK
         elif pending:
@@ -124,7 +124,7 @@ def test_ids_handed_out_are_unique_and_only_from_blocks_received(steps: list[str
             if step == "fail":
                 blocks.request_failed()
             else:
-                blocks.block_received(now, ErrorCode.stale_broker_epoch, -1, 0)
+                blocks.block_received(now, ErrorCode.STALE_BROKER_EPOCH, -1, 0)
     assert handed == sorted(set(handed))
     assert all(any(p in block for block in received) for p in handed)
 
@@ -145,7 +145,7 @@ class Controller:
         if self.failure is not None:
             raise self.failure
         start, self.next_start = self.next_start, self.next_start + BLOCK
-        return AllocateProducerIdsResponse(error_code=ErrorCode.none, producer_id_start=start,
+        return AllocateProducerIdsResponse(error_code=ErrorCode.NONE, producer_id_start=start,
                                            producer_id_len=BLOCK)
 
 
@@ -214,27 +214,27 @@ def init(version: int, manager: ProducerIdManager, *, transactional_id: str | No
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_idempotent_producer_gets_a_new_id_with_epoch_0(version: int) -> None:
     manager = ready_manager(3000)
-    assert init(version, manager) == ("none", 3000, 0)
-    assert init(version, manager) == ("none", 3001, 0)
+    assert init(version, manager) == ("NONE", 3000, 0)
+    assert init(version, manager) == ("NONE", 3001, 0)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_without_a_block_the_answer_is_retriable(version: int) -> None:
     manager = ProducerIdManager(1, lambda: 1, Controller(failure=NetworkError("unreachable")))
-    assert init(version, manager) == ("coordinator_load_in_progress", -1, -1)
-    assert ErrorCode.coordinator_load_in_progress.retriable
+    assert init(version, manager) == ("COORDINATOR_LOAD_IN_PROGRESS", -1, -1)
+    assert ErrorCode.COORDINATOR_LOAD_IN_PROGRESS.retriable
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_transactional_id_fails_fast(version: int) -> None:
     assert init(version, ready_manager(), transactional_id="txn") == (
-        "transactional_id_authorization_failed", -1, -1)
-    assert not ErrorCode.transactional_id_authorization_failed.retriable
+        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", -1, -1)
+    assert not ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.retriable
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_empty_transactional_id_is_an_invalid_request(version: int) -> None:
-    assert init(version, ready_manager(), transactional_id="") == ("invalid_request", -1, -1)
+    assert init(version, ready_manager(), transactional_id="") == ("INVALID_REQUEST", -1, -1)
 
 
 @pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 3])
@@ -242,9 +242,9 @@ def test_kip_360_fields(version: int) -> None:
     """A producer id without an epoch (or the reverse) is invalid; both, from an
     idempotent producer, get a new id (Kafka ignores them without a transactional id)."""
     manager = ready_manager(0)
-    assert init(version, manager, producer_id=7, epoch=-1) == ("invalid_request", -1, -1)
-    assert init(version, manager, producer_id=-1, epoch=3) == ("invalid_request", -1, -1)
-    assert init(version, manager, producer_id=7, epoch=3) == ("none", 0, 0)
+    assert init(version, manager, producer_id=7, epoch=-1) == ("INVALID_REQUEST", -1, -1)
+    assert init(version, manager, producer_id=-1, epoch=3) == ("INVALID_REQUEST", -1, -1)
+    assert init(version, manager, producer_id=7, epoch=3) == ("NONE", 0, 0)
 
 
 # -- through the broker's listener ---------------------------------------------------------
@@ -270,6 +270,6 @@ def test_the_broker_listener_answers_init_producer_id_with_its_registration_epoc
             await settle(dispatcher.producer_ids)
         return answers
 
-    assert asyncio.run(run()) == [(ErrorCode.coordinator_load_in_progress, -1),
-                                  (ErrorCode.none, 0)]
+    assert asyncio.run(run()) == [(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1),
+                                  (ErrorCode.NONE, 0)]
     assert [(r.broker_id, r.broker_epoch) for r in controller.requests] == [(1, 77)]

@@ -140,7 +140,7 @@ def test_fetch_reads_by_name_and_by_id(replicas: ReplicaManager, version: int) -
         (part,) = _partitions(response)
         assert (part.error_code, part.high_watermark, part.last_stable_offset,
                 part.log_start_offset, part.preferred_read_replica) == (
-                    ErrorCode.none, 3, 3, 0, -1)
+                    ErrorCode.NONE, 3, 3, 0, -1)
         # whole batches: the client skips offset 0
         assert _values(part.records) == [b"a", b"b", b"c"]
         assert response.session_id == 0 and part.aborted_transactions is None
@@ -160,9 +160,9 @@ def test_fetch_errors_name_the_leader(replicas: ReplicaManager) -> None:
             {"partition": 0, "offset": 5}, {"partition": 9})]
         parts = [part for response in responses for part in _partitions(response)]
         assert [p.error_code for p in parts] == [
-            ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch,
-            ErrorCode.unknown_leader_epoch, ErrorCode.offset_out_of_range,
-            ErrorCode.unknown_topic_or_partition]
+            ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH,
+            ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.OFFSET_OUT_OF_RANGE,
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
         leaders = [(p.current_leader.leader_id, p.current_leader.leader_epoch) for p in parts]
         assert leaders[:2] == [(2, 5), (1, 3)]
         assert all((p.high_watermark, p.log_start_offset) == (-1, -1) for p in parts)
@@ -184,12 +184,12 @@ def test_only_the_leader_serves_fetches(replicas: ReplicaManager, version: int) 
             response = await fetcher.fetch(_fetch(version, [{"partition": 2}],
                                                   replica_id=replica_id), version)
             assert [p.error_code for p in _partitions(response)] == [
-                ErrorCode.not_leader_or_follower]
+                ErrorCode.NOT_LEADER_OR_FOLLOWER]
         _produce(replicas, [b"a"])
         refusals = [await fetcher.fetch(_fetch(version, [case], replica_id=2), version)
                     for case in ({"partition": 0}, {"partition": 0, "epoch": 3})]
         assert [p.error_code for r in refusals for p in _partitions(r)] == [
-            ErrorCode.not_leader_or_follower, ErrorCode.unknown_leader_epoch]
+            ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_LEADER_EPOCH]
 
     asyncio.run(run())
 
@@ -198,7 +198,7 @@ def test_fetch_by_an_unknown_topic_id(replicas: ReplicaManager) -> None:
     async def run() -> None:
         request = _fetch(13, [{"partition": 0}], topic_id=uuid.UUID(int=99))
         response = await FetchHandler(replicas, LISTENER).fetch(request, 13)
-        assert [p.error_code for p in _partitions(response)] == [ErrorCode.unknown_topic_id]
+        assert [p.error_code for p in _partitions(response)] == [ErrorCode.UNKNOWN_TOPIC_ID]
 
     asyncio.run(run())
 
@@ -209,10 +209,10 @@ def test_incremental_fetch_sessions_are_unknown(replicas: ReplicaManager) -> Non
     async def run() -> None:
         fetcher = FetchHandler(replicas, LISTENER)
         full = await fetcher.fetch(_fetch(12, [{"partition": 0}], session_epoch=0), 12)
-        assert (full.error_code, full.session_id) == (ErrorCode.none, 0)
+        assert (full.error_code, full.session_id) == (ErrorCode.NONE, 0)
         incremental = await fetcher.fetch(_fetch(12, [{"partition": 0}], session_epoch=1), 12)
         assert (incremental.error_code, incremental.responses) == (
-            ErrorCode.fetch_session_id_not_found, ())
+            ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ())
 
     asyncio.run(run())
 
@@ -249,7 +249,7 @@ def test_a_long_poll_ends_at_max_wait_with_nothing(replicas: ReplicaManager) -> 
         response = await FetchHandler(replicas, LISTENER).fetch(
             _fetch(12, [{"partition": 0}], max_wait_ms=20, min_bytes=1), 12)
         (part,) = _partitions(response)
-        assert (part.error_code, part.records) == (ErrorCode.none, b"")
+        assert (part.error_code, part.records) == (ErrorCode.NONE, b"")
         assert _parked(replicas) == 0
 
     asyncio.run(run())
@@ -271,17 +271,17 @@ def _list_offsets(replicas: ReplicaManager, *timestamps: int, epoch: int = -1,
 def test_list_offsets(replicas: ReplicaManager) -> None:
     _produce(replicas, [b"a", b"b"], timestamp=1000)
     _produce(replicas, [b"c"], timestamp=2000)
-    assert _list_offsets(replicas, -2) == [(ErrorCode.none, -1, 0, 3)]
-    assert _list_offsets(replicas, -1) == [(ErrorCode.none, -1, 3, 3)]
-    assert _list_offsets(replicas, 1500) == [(ErrorCode.none, 2000, 2, 3)]
-    assert _list_offsets(replicas, -3) == [(ErrorCode.none, 2000, 2, 3)]
+    assert _list_offsets(replicas, -2) == [(ErrorCode.NONE, -1, 0, 3)]
+    assert _list_offsets(replicas, -1) == [(ErrorCode.NONE, -1, 3, 3)]
+    assert _list_offsets(replicas, 1500) == [(ErrorCode.NONE, 2000, 2, 3)]
+    assert _list_offsets(replicas, -3) == [(ErrorCode.NONE, 2000, 2, 3)]
     # named twice: refused once, as Kafka's ReplicaManager.fetchOffset answers a map
-    assert _list_offsets(replicas, 1000, 1000) == [(ErrorCode.invalid_request, -1, -1, -1)]
-    assert _list_offsets(replicas, -1, epoch=2)[0][0] == ErrorCode.fenced_leader_epoch
-    assert _list_offsets(replicas, -1, partition=1)[0][0] == ErrorCode.not_leader_or_follower
+    assert _list_offsets(replicas, 1000, 1000) == [(ErrorCode.INVALID_REQUEST, -1, -1, -1)]
+    assert _list_offsets(replicas, -1, epoch=2)[0][0] == ErrorCode.FENCED_LEADER_EPOCH
+    assert _list_offsets(replicas, -1, partition=1)[0][0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
     # v1-3 have no leader epoch to answer (Kafka sets it from v4)
-    assert _list_offsets(replicas, 1500, version=3) == [(ErrorCode.none, 2000, 2, -1)]
-    assert _list_offsets(replicas, -1, version=1) == [(ErrorCode.none, -1, 3, -1)]
+    assert _list_offsets(replicas, 1500, version=3) == [(ErrorCode.NONE, 2000, 2, -1)]
+    assert _list_offsets(replicas, -1, version=1) == [(ErrorCode.NONE, -1, 3, -1)]
 
 
 def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:
@@ -294,10 +294,10 @@ def test_offset_for_leader_epoch(replicas: ReplicaManager) -> None:
         (part,) = asyncio.run(offset_for_leader_epoch(request, replicas)).topics[0].partitions
         return part.error_code, part.leader_epoch, part.end_offset
 
-    assert ask(3) == (ErrorCode.none, 3, 2)  # the current epoch ends at the log end
-    assert ask(9) == (ErrorCode.none, -1, -1)
-    assert ask(1) == (ErrorCode.none, 1, 0)  # older than the first: where the log starts
-    assert ask(3, current=9)[0] == ErrorCode.unknown_leader_epoch
+    assert ask(3) == (ErrorCode.NONE, 3, 2)  # the current epoch ends at the log end
+    assert ask(9) == (ErrorCode.NONE, -1, -1)
+    assert ask(1) == (ErrorCode.NONE, 1, 0)  # older than the first: where the log starts
+    assert ask(3, current=9)[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def test_describe_log_dirs(replicas: ReplicaManager, tmp_path: Path) -> None:
@@ -323,11 +323,11 @@ def test_delete_records(replicas: ReplicaManager) -> None:
         (part,) = asyncio.run(delete_records(request, replicas)).topics[0].partitions
         return part.error_code, part.low_watermark
 
-    assert delete(2) == (ErrorCode.none, 2)
-    assert delete(1) == (ErrorCode.none, 2)  # never moves back
-    assert delete(4) == (ErrorCode.offset_out_of_range, -1)
-    assert delete(0, partition=1) == (ErrorCode.not_leader_or_follower, -1)
-    assert delete(-1) == (ErrorCode.none, 3)
+    assert delete(2) == (ErrorCode.NONE, 2)
+    assert delete(1) == (ErrorCode.NONE, 2)  # never moves back
+    assert delete(4) == (ErrorCode.OFFSET_OUT_OF_RANGE, -1)
+    assert delete(0, partition=1) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    assert delete(-1) == (ErrorCode.NONE, 3)
     assert _list_offsets(replicas, -2)[0][2] == 3
 
 
@@ -355,12 +355,12 @@ def test_a_new_leader_behind_its_epoch_start_refuses_latest_offsets(tmp_path: Pa
     manager.apply_image(dataclasses.replace(image, topics=TopicsImage(
         by_id={TOPIC_ID: topic}, by_name={TOPIC: topic})), 0)
     _produce(manager, [b"a", b"b"])
-    assert _list_offsets(manager, -1) == [(ErrorCode.none, -1, 0, 3)]
+    assert _list_offsets(manager, -1) == [(ErrorCode.NONE, -1, 0, 3)]
     newer = dataclasses.replace(topic, partitions={0: dataclasses.replace(two, leader_epoch=4)})
     manager.apply_image(dataclasses.replace(image, topics=TopicsImage(
         by_id={TOPIC_ID: newer}, by_name={TOPIC: newer})), 0)
-    assert _list_offsets(manager, -1) == [(ErrorCode.offset_not_available, -1, -1, -1)]
-    assert _list_offsets(manager, -1, replica_id=-2) == [(ErrorCode.none, -1, 2, 4)]
+    assert _list_offsets(manager, -1) == [(ErrorCode.OFFSET_NOT_AVAILABLE, -1, -1, -1)]
+    assert _list_offsets(manager, -1, replica_id=-2) == [(ErrorCode.NONE, -1, 2, 4)]
     manager.shutdown()
 
 
@@ -389,14 +389,14 @@ def test_a_corrupt_batch_fails_its_partition_only(replicas: ReplicaManager) -> N
         fetcher = FetchHandler(replicas, LISTENER)
         response = await fetcher.fetch(_fetch(18, [
             {"partition": 0, "offset": 1}, {"partition": 1}]), 18)
-        assert response.error_code == ErrorCode.none
+        assert response.error_code == ErrorCode.NONE
         corrupt, elsewhere = _partitions(response)
         # a request names a partition once (Kafka keeps the last entry): read it again
         (healthy,) = _partitions(await fetcher.fetch(_fetch(18, [{"partition": 0}]), 18))
         assert (corrupt.error_code, corrupt.records, corrupt.high_watermark) == (
-            ErrorCode.corrupt_message, b"", -1)
-        assert elsewhere.error_code == ErrorCode.not_leader_or_follower
-        assert (healthy.error_code, healthy.high_watermark) == (ErrorCode.none, 2)
+            ErrorCode.CORRUPT_MESSAGE, b"", -1)
+        assert elsewhere.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        assert (healthy.error_code, healthy.high_watermark) == (ErrorCode.NONE, 2)
         assert bytes(healthy.records).startswith(_leader(replicas).log.read(0, second))
 
     asyncio.run(run())
@@ -428,8 +428,8 @@ def test_list_offsets_over_a_corrupt_batch_fails_its_partition_only(
     second = len(_leader(replicas).log.read(0, 1 << 20))
     _produce(replicas, [b"b"], timestamp=2000)
     _flip(replicas, second)
-    assert _list_offsets(replicas, 2000) == [(ErrorCode.corrupt_message, -1, -1, -1)]
-    assert _list_offsets(replicas, -1) == [(ErrorCode.none, -1, 2, 3)]
+    assert _list_offsets(replicas, 2000) == [(ErrorCode.CORRUPT_MESSAGE, -1, -1, -1)]
+    assert _list_offsets(replicas, -1) == [(ErrorCode.NONE, -1, 2, 3)]
 
 
 def test_a_response_is_capped_by_fetch_max_bytes(tmp_path: Path) -> None:
@@ -469,8 +469,8 @@ def test_list_offsets_over_records_that_do_not_decompress_fails_their_partition_
         last_offset_delta=0, base_timestamp=1000, max_timestamp=1000, records_count=1),
         now_ms=1000)
     assert _list_offsets(replicas, 1000, replica_id=-2) == [
-        (ErrorCode.unknown_server_error, -1, -1, -1)]
-    assert _list_offsets(replicas, -1, replica_id=-2) == [(ErrorCode.none, -1, 1, 3)]
+        (ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1, -1)]
+    assert _list_offsets(replicas, -1, replica_id=-2) == [(ErrorCode.NONE, -1, 1, 3)]
 
 
 def test_a_compressed_batch_is_searched_by_timestamp_off_the_loop(
@@ -492,5 +492,5 @@ def test_a_compressed_batch_is_searched_by_timestamp_off_the_loop(
         threads.append(threading.current_thread().name)
         return walk(self)
     monkeypatch.setattr(TimestampWalk, "walk", recorded)
-    assert _list_offsets(replicas, 1500, replica_id=-2)[0][:3] == (ErrorCode.none, 2000, 1)
+    assert _list_offsets(replicas, 1500, replica_id=-2)[0][:3] == (ErrorCode.NONE, 2000, 1)
     assert threads and all(name.startswith("timestamp-search") for name in threads)

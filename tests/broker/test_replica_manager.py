@@ -112,7 +112,7 @@ def test_a_retry_gets_its_original_offsets_and_nothing_is_written(tmp_path: Path
     assert manager.partition_for("t", 0).log_end_offset == 3
     with pytest.raises(ProducerStateError) as refused:
         append(manager, [b"d"], producer_id=9, epoch=0, sequence=7)
-    assert refused.value.error_code == ErrorCode.out_of_order_sequence_number
+    assert refused.value.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 def test_lookups_answer_kafkas_errors_with_the_leader(tmp_path: Path) -> None:
@@ -124,18 +124,18 @@ def test_lookups_answer_kafkas_errors_with_the_leader(tmp_path: Path) -> None:
             manager.partition_for(topic_name, index, current_leader_epoch=epoch)
         return raised.value
 
-    assert refusal("nope", 0).error_code == ErrorCode.unknown_topic_or_partition
-    assert refusal(uuid.UUID(int=99), 0).error_code == ErrorCode.unknown_topic_id
-    assert refusal("t", 5).error_code == ErrorCode.unknown_topic_or_partition
+    assert refusal("nope", 0).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert refusal(uuid.UUID(int=99), 0).error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert refusal("t", 5).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     follower = refusal("t", 1)
     assert (follower.error_code, follower.leader_id, follower.leader_epoch) == (
-        ErrorCode.not_leader_or_follower, 2, 0)
+        ErrorCode.NOT_LEADER_OR_FOLLOWER, 2, 0)
     assert manager.partition_for("t", 1, require_leader=False).is_leader is False
-    assert refusal("t", 2).error_code == ErrorCode.not_leader_or_follower  # not hosted
+    assert refusal("t", 2).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER  # not hosted
     manager.apply_image(with_records(image, PartitionChangeRecord(
         partition_id=0, topic_id=T1, leader=ME)), 2_000)  # a new leader epoch
-    assert refusal("t", 0, 0).error_code == ErrorCode.fenced_leader_epoch
-    assert refusal("t", 0, 2).error_code == ErrorCode.unknown_leader_epoch
+    assert refusal("t", 0, 0).error_code == ErrorCode.FENCED_LEADER_EPOCH
+    assert refusal("t", 0, 2).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
     assert manager.partition_for("t", 0, current_leader_epoch=1).leader_epoch == 1
 
 
@@ -148,7 +148,7 @@ def test_acks_all_under_min_isr_is_refused_before_the_append(tmp_path: Path) -> 
     part = manager.partition_for("t", 0)
     with pytest.raises(PartitionError) as refused:
         append(manager, [b"a"])
-    assert refused.value.error_code == ErrorCode.not_enough_replicas
+    assert refused.value.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     manager.append_records(part, client_batch([b"a"]), acks=1, api_version=12, now_ms=1)
     assert (part.log_end_offset, part.high_watermark) == (1, 0)  # frozen under min ISR
 
@@ -190,7 +190,7 @@ def test_a_costly_batch_is_not_appended_by_a_broker_no_longer_leading(tmp_path: 
         asyncio.run(_produced_while(manager, lambda: manager.apply_image(with_records(
             image, PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2)), 2_000)))
     assert (refused.value.error_code, refused.value.leader_id) == (
-        ErrorCode.not_leader_or_follower, 2)
+        ErrorCode.NOT_LEADER_OR_FOLLOWER, 2)
     assert manager.partition_for("t", 0, require_leader=False).log_end_offset == 0
 
 
@@ -202,11 +202,11 @@ def test_internal_topics_and_bad_batches_are_refused(tmp_path: Path) -> None:
     with pytest.raises(PartitionError) as refused:
         manager.append_records(internal, client_batch([b"a"]), acks=1, api_version=12,
                                now_ms=1, client_id="app")
-    assert refused.value.error_code == ErrorCode.invalid_topic_exception
+    assert refused.value.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     with pytest.raises(ProduceValidationError) as invalid:
         manager.append_records(manager.partition_for("t", 0), b"", acks=1, api_version=12,
                                now_ms=1)
-    assert invalid.value.error_code == ErrorCode.invalid_record
+    assert invalid.value.error_code == ErrorCode.INVALID_RECORD
 
 
 def test_a_clean_restart_keeps_offsets_high_watermark_and_producer_state(

@@ -142,7 +142,7 @@ def test_follower_fetches_move_the_high_watermark(leader: Leader, version: int) 
         append(leader, 3)
         assert leader.part.high_watermark == 0
         first = await follower_fetch(leader, F2, 0, version=version)
-        assert first.error_code == ErrorCode.none and first.records
+        assert first.error_code == ErrorCode.NONE and first.records
         assert first.high_watermark == 0  # as of the read
         await follower_fetch(leader, F2, 3, version=version)
         assert leader.part.high_watermark == 0  # F3 is in the ISR and not there yet
@@ -171,7 +171,7 @@ def test_acks_all_completes_once_the_followers_fetched_past_the_batch(leader: Le
         await follower_fetch(leader, F3, 2)
         response = await asyncio.wait_for(produce, 5)
         assert response is not None
-        assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
     asyncio.run(run())
 
@@ -265,7 +265,7 @@ def test_a_parked_follower_fetch_is_answered_when_a_partition_it_follows_is_led_
         assert not parked.done()
         _new_topic(leader, "new", (ME, F2, F3))
         answer = await asyncio.wait_for(parked, 5)
-        assert answer.error_code == ErrorCode.none and not answer.records
+        assert answer.error_code == ErrorCode.NONE and not answer.records
         assert not _parked(leader, FollowerKey(F2))
 
     asyncio.run(run())
@@ -277,7 +277,7 @@ def test_a_fetch_from_an_older_broker_incarnation_is_refused(leader: Leader) -> 
     async def run() -> None:
         append(leader)
         answer = await follower_fetch(leader, F2, 1, epoch=EPOCH - 1)
-        assert answer.error_code == ErrorCode.not_leader_or_follower
+        assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         assert leader.part.replication is not None
         assert leader.part.replication.followers[F2].log_end_offset == -1
 
@@ -290,9 +290,9 @@ def test_a_fetch_from_a_broker_that_is_no_replica_is_refused(tmp_path: Path) -> 
         partition_id=0, topic_id=T1, replicas=(ME, F2), isr=(ME, F2))), 0)
 
     async def run() -> None:
-        assert (await follower_fetch(made, F3, 0)).error_code == ErrorCode.unknown_leader_epoch
+        assert (await follower_fetch(made, F3, 0)).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
         assert (await follower_fetch(made, F3, 0, leader_epoch=-1)).error_code == \
-            ErrorCode.not_leader_or_follower
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     asyncio.run(run())
     made.replicas.shutdown()
@@ -309,7 +309,7 @@ def test_a_diverging_follower_is_told_where_its_epoch_ends(leader: Leader) -> No
         past = await follower_fetch(leader, F2, 5, last_fetched_epoch=4)
         assert (past.diverging_epoch.epoch, past.diverging_epoch.end_offset) == (4, 2)
         unknown = await follower_fetch(leader, F2, 0, last_fetched_epoch=9)
-        assert unknown.error_code == ErrorCode.offset_out_of_range
+        assert unknown.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
         assert leader.part.replication is not None
         assert leader.part.replication.followers[F2].log_end_offset == 2  # only 'same'
 
@@ -371,7 +371,7 @@ def test_a_lagging_follower_leaves_the_isr_and_acks_all_completes(leader: Leader
         assert leader.part.high_watermark == 1
         response = await asyncio.wait_for(produce, 5)
         assert response is not None
-        assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
     asyncio.run(run())
 
@@ -392,7 +392,7 @@ def test_under_min_isr_the_high_watermark_stays_and_acks_all_is_refused(
                                         api_version=12)
         assert response is not None
         assert response.responses[0].partition_responses[0].error_code == \
-            ErrorCode.not_enough_replicas
+            ErrorCode.NOT_ENOUGH_REPLICAS
 
     asyncio.run(run())
     made.replicas.shutdown()
@@ -415,7 +415,7 @@ def test_a_wait_whose_isr_falls_under_min_isr_times_out(tmp_path: Path) -> None:
         response = await asyncio.wait_for(produce, 5)
         assert response is not None
         assert response.responses[0].partition_responses[0].error_code == \
-            ErrorCode.request_timed_out
+            ErrorCode.REQUEST_TIMED_OUT
         assert made.part.high_watermark == 0
 
     asyncio.run(run())
@@ -452,7 +452,7 @@ class FakeController:
         return answer
 
 
-def _answer(error: ErrorCode = ErrorCode.none, *, code: ErrorCode = ErrorCode.none,
+def _answer(error: ErrorCode = ErrorCode.NONE, *, code: ErrorCode = ErrorCode.NONE,
             isr: tuple[int, ...] = (ME, F2), partition_epoch: int = 10
             ) -> ap_res.AlterPartitionResponse:
     return ap_res.AlterPartitionResponse(error_code=error, topics=() if error else (
@@ -493,9 +493,9 @@ def test_the_manager_sends_the_proposal_and_commits_the_answer(leader: Leader) -
 def test_the_manager_retries_failures_and_drops_refused_changes(leader: Leader) -> None:
     async def run() -> None:
         controller = FakeController(NetworkError("down"), UnsupportedVersionError("v1"),
-                                    _answer(ErrorCode.stale_broker_epoch),
-                                    _answer(code=ErrorCode.not_controller),
-                                    _answer(code=ErrorCode.ineligible_replica))
+                                    _answer(ErrorCode.STALE_BROKER_EPOCH),
+                                    _answer(code=ErrorCode.NOT_CONTROLLER),
+                                    _answer(code=ErrorCode.INELIGIBLE_REPLICA))
         manager = _shrinking(leader, controller)
         for _ in range(4):
             assert not await manager.send_once()

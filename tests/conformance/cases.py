@@ -57,7 +57,6 @@ from kafka.protocol.metadata import (
 )
 from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProducerIdResponse
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from kio.schema.errors import ErrorCode
 
 from conformance.harness import BROKER, CONTROLLER, Run
 from pykraft.messages.kafka import add_raft_voter_request as add_req
@@ -79,6 +78,7 @@ from pykraft.messages.kafka.controller_registration_request import (
     ControllerRegistrationRequest,
 )
 from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
+from pykraft.protocol.errors import ErrorCode
 
 METADATA_TOPIC = "__cluster_metadata"
 #: Kafka's fixed id of the metadata topic (``Uuid.METADATA_TOPIC_ID``).

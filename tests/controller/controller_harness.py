@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE
@@ -28,6 +26,7 @@ from pykraft.messages.kafka.create_topics_request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.records.batch import RecordBatch, encode_batch, iter_batches
 from pykraft.records.control import LeaderChangeMessage, encode_control

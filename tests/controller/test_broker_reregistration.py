@@ -13,7 +13,6 @@ from controller_harness import (  # type: ignore[import-not-found]
     ControllerOf,
     Metadata,
 )
-from kio.schema.errors import ErrorCode
 
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.metadata_listener import BrokerMetadataListener
@@ -21,6 +20,7 @@ from pykraft.config.server import Endpoint
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
 from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
+from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.security.session import SecurityProtocol
 
@@ -36,7 +36,7 @@ async def _unregister_after_first_heartbeat(cluster: Cluster, lifecycle: BrokerL
     try:
         await channel.wait_for(BrokerHeartbeatRequest, 1)
         response = cluster.call(UnregisterBrokerRequest(broker_id=BROKER))
-        assert getattr(response, "error_code", None) == ErrorCode.none
+        assert getattr(response, "error_code", None) == ErrorCode.NONE
         await channel.wait_for(BrokerRegistrationRequest, 2)
     finally:
         task.cancel()
@@ -54,7 +54,7 @@ def test_a_broker_the_controller_lost_registers_again() -> None:
                                 cast(BrokerMetadataListener, Metadata()))
     asyncio.run(asyncio.wait_for(
         _unregister_after_first_heartbeat(cluster, lifecycle, channel), DEADLINE_S))
-    refusals = [error for kind, error in channel.sent if error != ErrorCode.none]
-    assert refusals == [ErrorCode.stale_broker_epoch]
-    assert channel.sent[-1] == (BrokerRegistrationRequest, ErrorCode.none)
+    refusals = [error for kind, error in channel.sent if error != ErrorCode.NONE]
+    assert refusals == [ErrorCode.STALE_BROKER_EPOCH]
+    assert channel.sent[-1] == (BrokerRegistrationRequest, ErrorCode.NONE)
     assert cluster.controller.image.cluster.brokers[BROKER].epoch == lifecycle.epoch

@@ -71,9 +71,9 @@ def test_create_validates_each_acl_as_kafka_does() -> None:
     ]
     result = create_acls(context(MetadataImage()),
                          CreateAclsRequest(creations=(creation(), *bad)))
-    invalid = ErrorCode.invalid_request
+    invalid = ErrorCode.INVALID_REQUEST
     assert errors(result.response) == [
-        (ErrorCode.none, ""),  # Kafka's AclApis sets no message: the schema's default
+        (ErrorCode.NONE, ""),  # Kafka's AclApis sets no message: the schema's default
         (invalid, "The only valid name for the CLUSTER resource is kafka-cluster"),
         (invalid, "Invalid empty resource name"),
         (invalid, "Invalid resourceType ANY"),
@@ -89,10 +89,10 @@ def test_create_validates_each_acl_as_kafka_does() -> None:
 def test_creating_an_existing_acl_is_a_success_without_a_record() -> None:
     request = CreateAclsRequest(creations=(creation(), creation()))
     first = create_acls(context(MetadataImage()), request)
-    assert len(first.records) == 1 and errors(first.response) == [(ErrorCode.none, "")] * 2
+    assert len(first.records) == 1 and errors(first.response) == [(ErrorCode.NONE, "")] * 2
     image = applied(MetadataImage(), first)
     again = create_acls(context(image), request)
-    assert again.records == () and errors(again.response) == [(ErrorCode.none, "")] * 2
+    assert again.records == () and errors(again.response) == [(ErrorCode.NONE, "")] * 2
 
 
 def test_ids_come_from_the_injected_randomness() -> None:
@@ -108,15 +108,15 @@ def test_without_an_authorizer_every_acl_api_is_security_disabled() -> None:
     created = create_acls(context(MetadataImage(), plain),
                           CreateAclsRequest(creations=(creation(),)))
     assert created.records == ()
-    assert errors(created.response) == [(ErrorCode.security_disabled,
+    assert errors(created.response) == [(ErrorCode.SECURITY_DISABLED,
                                          "No Authorizer is configured.")]
     deleted = delete_acls(context(MetadataImage(), plain),
                           DeleteAclsRequest(filters=(wire_filter(),)))
-    assert errors(deleted.response) == [(ErrorCode.security_disabled,
+    assert errors(deleted.response) == [(ErrorCode.SECURITY_DISABLED,
                                          "No Authorizer is configured.")]
     described = describe_acls(MetadataImage(), describe_request(), enabled=False)
     assert (described.error_code, described.error_message) == (
-        ErrorCode.security_disabled, "No Authorizer is configured on the broker")
+        ErrorCode.SECURITY_DISABLED, "No Authorizer is configured on the broker")
 
 
 def _image_with(*creations: AclCreation) -> MetadataImage:
@@ -139,7 +139,7 @@ def test_delete_answers_each_filter_with_what_it_matched() -> None:
     matched = [sorted(m.resource_name for m in r.matching_acls)
                for r in response.filter_results]
     assert matched == [["*", "app-", "app-1"], ["g"], ["app-1"], []]
-    assert errors(response)[3] == (ErrorCode.invalid_request, "Unknown patternFilter.")
+    assert errors(response)[3] == (ErrorCode.INVALID_REQUEST, "Unknown patternFilter.")
     assert len(result.records) == 4  # each removed once
     left = applied(image, result)
     assert [a.resource_name for a in left.acls.acls.values()] == ["other"]
@@ -155,7 +155,7 @@ def test_creating_more_acls_than_one_operation_takes_refuses_them_all(
         creation("a"), creation(""), creation("b"), creation("c"), creation("d"))))
     assert result.records == ()
     assert errors(result.response) == [(
-        ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")] * 5
+        ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")] * 5
 
 
 def test_a_delete_filter_past_the_bound_fails_on_its_own(
@@ -169,8 +169,8 @@ def test_a_delete_filter_past_the_bound_fails_on_its_own(
     response: Any = result.response
     assert [(r.error_code, r.error_message, [m.resource_name for m in r.matching_acls])
             for r in response.filter_results] == [
-        (ErrorCode.none, None, ["a"]), (ErrorCode.unknown_server_error, None, []),
-        (ErrorCode.none, None, ["a"]), (ErrorCode.none, None, ["b"])]
+        (ErrorCode.NONE, None, ["a"]), (ErrorCode.UNKNOWN_SERVER_ERROR, None, []),
+        (ErrorCode.NONE, None, ["a"]), (ErrorCode.NONE, None, ["b"])]
     assert sorted(a.resource_name for a in applied(image, result).acls.acls.values()) == ["c"]
 
 
@@ -187,7 +187,7 @@ def test_describe_groups_the_matching_acls_by_resource_pattern() -> None:
     response = describe_acls(image, describe_request("t", resource_type_filter=T.TOPIC,
                                                      pattern_type_filter=P.MATCH),
                              enabled=True)
-    assert response.error_code == ErrorCode.none
+    assert response.error_code == ErrorCode.NONE
     assert [(r.resource_name, int(r.pattern_type), sorted(a.principal for a in r.acls))
             for r in response.resources] == [
         ("t", P.LITERAL, ["User:alice", "User:bob"]), ("t", P.PREFIXED, ["User:alice"])]

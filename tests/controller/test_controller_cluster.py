@@ -125,7 +125,7 @@ def test_broker_epoch_is_the_next_write_offset() -> None:
     expected = cluster.controller.next_offset
     response = cluster.register(1)
     assert isinstance(response, BrokerRegistrationResponse)
-    assert response.error_code == ErrorCode.none and response.broker_epoch == expected
+    assert response.error_code == ErrorCode.NONE and response.broker_epoch == expected
     registration = cluster.controller.image.cluster.brokers[1]
     assert registration.epoch == expected and registration.fenced
 
@@ -150,12 +150,12 @@ def test_new_incarnation_with_live_session_is_a_duplicate() -> None:
     cluster.heartbeat(1)
     response = cluster.register(1, incarnation=uuid.UUID(int=999))
     assert isinstance(response, BrokerRegistrationResponse)
-    assert response.error_code == ErrorCode.duplicate_broker_registration
+    assert response.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
     cluster.tick(9001)  # session lapses: the broker is fenced, a new incarnation may register
     assert cluster.controller.image.cluster.brokers[1].fenced
     response = cluster.register(1, incarnation=uuid.UUID(int=999))
     assert isinstance(response, BrokerRegistrationResponse)
-    assert response.error_code == ErrorCode.none
+    assert response.error_code == ErrorCode.NONE
     assert response.broker_epoch == cluster.controller.image.cluster.brokers[1].epoch
     assert cluster.controller.image.cluster.brokers[1].incarnation_id == uuid.UUID(int=999)
 
@@ -173,7 +173,7 @@ def test_a_cleanly_shut_down_broker_registers_again_at_once() -> None:
     assert cluster.controller.image.cluster.brokers[1].fenced
     response = cluster.register(1, incarnation=uuid.UUID(int=999))
     assert isinstance(response, BrokerRegistrationResponse)
-    assert response.error_code == ErrorCode.none
+    assert response.error_code == ErrorCode.NONE
     assert cluster.controller.image.cluster.brokers[1].incarnation_id == uuid.UUID(int=999)
 
 
@@ -182,7 +182,7 @@ def test_registration_refused_when_metadata_version_unsupported() -> None:
     cluster.elect()
     response = cluster.register(1, mv_range=(1, 18))
     assert isinstance(response, BrokerRegistrationResponse)
-    assert response.error_code == ErrorCode.unsupported_version
+    assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert 1 not in cluster.controller.image.cluster.brokers
 
 
@@ -211,11 +211,11 @@ def test_heartbeat_errors() -> None:
     cluster.elect()
     unknown = cluster.heartbeat(5, epoch=3)
     assert isinstance(unknown, BrokerHeartbeatResponse)
-    assert unknown.error_code == ErrorCode.stale_broker_epoch
+    assert unknown.error_code == ErrorCode.STALE_BROKER_EPOCH
     cluster.register(1)
     stale = cluster.heartbeat(1, epoch=1)
     assert isinstance(stale, BrokerHeartbeatResponse)
-    assert stale.error_code == ErrorCode.stale_broker_epoch
+    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
 
 
 def test_session_timeout_fences_and_moves_leadership() -> None:
@@ -284,13 +284,13 @@ def test_unregister_broker() -> None:
     cluster.start_brokers(["a", "b"])
     cluster.call(create_topic("t", 2, 2))
     response = cluster.call(UnregisterBrokerRequest(broker_id=1))
-    assert getattr(response, "error_code", None) == ErrorCode.none
+    assert getattr(response, "error_code", None) == ErrorCode.NONE
     assert 1 not in cluster.controller.image.cluster.brokers
     assert isinstance(cluster.raft.metadata_records()[-1].message, UnregisterBrokerRecord)
     for partition in cluster.controller.image.topics.by_name["t"].partitions.values():
         assert 1 not in partition.isr and partition.leader == 2
     missing = cluster.call(UnregisterBrokerRequest(broker_id=1))
-    assert getattr(missing, "error_code", None) == ErrorCode.broker_id_not_registered
+    assert getattr(missing, "error_code", None) == ErrorCode.BROKER_ID_NOT_REGISTERED
 
 
 def test_controller_registration() -> None:
@@ -298,13 +298,13 @@ def test_controller_registration() -> None:
     cluster.elect()
     request = ControllerRegistrationRequest(controller_id=3000, incarnation_id=uuid.UUID(int=8))
     response = cluster.call(request)
-    assert getattr(response, "error_code", None) == ErrorCode.none
+    assert getattr(response, "error_code", None) == ErrorCode.NONE
     assert isinstance(cluster.raft.metadata_records()[-1].message, RegisterControllerRecord)
     assert 3000 in cluster.controller.image.cluster.controllers
     old = Cluster(mv=14)
     old.elect()
     refused = old.call(request)
-    assert getattr(refused, "error_code", None) == ErrorCode.unsupported_version
+    assert getattr(refused, "error_code", None) == ErrorCode.UNSUPPORTED_VERSION
 
 
 def test_noop_record_every_idle_interval() -> None:
@@ -327,7 +327,7 @@ def test_responses_are_withheld_until_commit() -> None:
     cluster.commit()
     response = cluster.responses.pop(ticket)
     assert isinstance(response, CreateTopicsResponse)
-    assert response.topics[0].error_code == ErrorCode.none
+    assert response.topics[0].error_code == ErrorCode.NONE
     # a request without records still waits for what was appended before it
     first = cluster.submit(create_topic("u"))
     second = cluster.submit(create_topic("t"))
@@ -348,14 +348,14 @@ def test_lost_leadership_reverts_uncommitted_state() -> None:
     assert cluster.controller.image == committed
     response = cluster.responses.pop(ticket)
     assert isinstance(response, CreateTopicsResponse)
-    assert response.topics[0].error_code == ErrorCode.not_controller
+    assert response.topics[0].error_code == ErrorCode.NOT_CONTROLLER
     refused = cluster.call(create_topic("t"), commit=False)
     assert isinstance(refused, CreateTopicsResponse)
-    assert refused.topics[0].error_code == ErrorCode.not_controller
+    assert refused.topics[0].error_code == ErrorCode.NOT_CONTROLLER
     cluster.elect()  # leader again: it continues from the committed state
     again = cluster.call(create_topic("t"))
     assert isinstance(again, CreateTopicsResponse)
-    assert again.topics[0].error_code == ErrorCode.none
+    assert again.topics[0].error_code == ErrorCode.NONE
     assert cluster.replayed_image() == cluster.controller.image
 
 
@@ -381,5 +381,5 @@ def test_inactive_controller_refuses_everything() -> None:
     assert isinstance(response, DescribeConfigsResponse)
     heartbeat = cluster.heartbeat(1, epoch=0, commit=False)
     assert isinstance(heartbeat, BrokerHeartbeatResponse)
-    assert heartbeat.error_code == ErrorCode.not_controller
+    assert heartbeat.error_code == ErrorCode.NOT_CONTROLLER
     assert cluster.raft.batches == []

@@ -58,38 +58,38 @@ def stored(cluster: Cluster, resource_type: int, name: str) -> dict[str, str]:
 
 def test_incremental_operations(cluster: Cluster) -> None:
     assert incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
-                       ("cleanup.policy", APPEND, "compact"))[0] == ErrorCode.none
+                       ("cleanup.policy", APPEND, "compact"))[0] == ErrorCode.NONE
     assert stored(cluster, TOPIC, "t") == {"retention.ms": "100",
                                            "cleanup.policy": "delete,compact"}
     assert incremental(cluster, TOPIC, "t", ("cleanup.policy", SUBTRACT, "delete"),
-                       ("retention.ms", DELETE, None))[0] == ErrorCode.none
+                       ("retention.ms", DELETE, None))[0] == ErrorCode.NONE
     assert stored(cluster, TOPIC, "t") == {"cleanup.policy": "compact"}
     assert cluster.replayed_image() == cluster.controller.image
 
 
 @pytest.mark.parametrize(("resource", "ops", "code"), [
-    ((TOPIC, "t"), [("retention.ms", SET, "x")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("retention.ms", SET, "-2")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("segment.bytes", SET, str(2**31))], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("segment.bytes", SET, "1048575")], ErrorCode.invalid_config),  # Kafka 4
-    ((TOPIC, "t"), [("internal.segment.bytes", SET, "13")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "1.5")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "nan")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("preallocate", SET, "yes")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("compression.type", SET, "brotli")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("cleanup.policy", APPEND, "shred")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("retention.ms", APPEND, "1")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("unknown.key", SET, "1")], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("retention.ms", SET, None)], ErrorCode.invalid_config),
-    ((TOPIC, "t"), [("retention.ms", 9, "1")], ErrorCode.invalid_request),
+    ((TOPIC, "t"), [("retention.ms", SET, "x")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("retention.ms", SET, "-2")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("segment.bytes", SET, str(2**31))], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("segment.bytes", SET, "1048575")], ErrorCode.INVALID_CONFIG),  # Kafka 4
+    ((TOPIC, "t"), [("internal.segment.bytes", SET, "13")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "1.5")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("min.cleanable.dirty.ratio", SET, "nan")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("preallocate", SET, "yes")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("compression.type", SET, "brotli")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("cleanup.policy", APPEND, "shred")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("retention.ms", APPEND, "1")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("unknown.key", SET, "1")], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("retention.ms", SET, None)], ErrorCode.INVALID_CONFIG),
+    ((TOPIC, "t"), [("retention.ms", 9, "1")], ErrorCode.INVALID_REQUEST),
     ((TOPIC, "t"), [("retention.ms", SET, "1"), ("retention.ms", SET, "2")],
-     ErrorCode.invalid_request),
-    ((TOPIC, "missing"), [("retention.ms", SET, "1")], ErrorCode.unknown_topic_or_partition),
-    ((TOPIC, "bad name"), [("retention.ms", SET, "1")], ErrorCode.invalid_topic_exception),
-    ((BROKER, "one"), [("num.io.threads", SET, "1")], ErrorCode.invalid_request),
-    ((BROKER, "1"), [("log.cleaner.min.cleanable.ratio", SET, "2")], ErrorCode.invalid_config),
-    ((BROKER, "1"), [("num.io.threads", SET, "4")], ErrorCode.invalid_request),
-    ((8, "1"), [("kafka.foo", SET, "DEBUG")], ErrorCode.invalid_request),
+     ErrorCode.INVALID_REQUEST),
+    ((TOPIC, "missing"), [("retention.ms", SET, "1")], ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ((TOPIC, "bad name"), [("retention.ms", SET, "1")], ErrorCode.INVALID_TOPIC_EXCEPTION),
+    ((BROKER, "one"), [("num.io.threads", SET, "1")], ErrorCode.INVALID_REQUEST),
+    ((BROKER, "1"), [("log.cleaner.min.cleanable.ratio", SET, "2")], ErrorCode.INVALID_CONFIG),
+    ((BROKER, "1"), [("num.io.threads", SET, "4")], ErrorCode.INVALID_REQUEST),
+    ((8, "1"), [("kafka.foo", SET, "DEBUG")], ErrorCode.INVALID_REQUEST),
 ])
 def test_invalid_changes_are_refused_whole(cluster: Cluster, resource: tuple[int, str],
                                            ops: list[tuple[str, int, str | None]],
@@ -102,13 +102,13 @@ def test_invalid_changes_are_refused_whole(cluster: Cluster, resource: tuple[int
 def test_a_bad_key_fails_the_whole_resource(cluster: Cluster) -> None:
     code, message = incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
                                 ("bogus", SET, "1"))
-    assert code == ErrorCode.invalid_config and "bogus" in (message or "")
+    assert code == ErrorCode.INVALID_CONFIG and "bogus" in (message or "")
     assert stored(cluster, TOPIC, "t") == {}
 
 
 def test_validate_only(cluster: Cluster) -> None:
     assert incremental(cluster, BROKER, "", ("message.max.bytes", SET, "4"),
-                       validate_only=True)[0] == ErrorCode.none
+                       validate_only=True)[0] == ErrorCode.NONE
     assert stored(cluster, BROKER, "") == {}
 
 
@@ -119,7 +119,7 @@ def test_legacy_alter_configs_replaces_everything(cluster: Cluster) -> None:
         configs=(legacy.AlterableConfig(name="segment.ms", value="1000"),)),),
         validate_only=False))
     assert isinstance(response, AlterConfigsResponse)
-    assert response.responses[0].error_code == ErrorCode.none
+    assert response.responses[0].error_code == ErrorCode.NONE
     assert stored(cluster, TOPIC, "t") == {"segment.ms": "1000"}
 
 
@@ -131,7 +131,7 @@ def test_more_config_records_than_one_operation_takes_refuse_every_resource(
     for name in ("u", "v"):
         cluster.call(create_topic(name))
     before = len(cluster.raft.batches)
-    too_large = (ErrorCode.policy_violation,
+    too_large = (ErrorCode.POLICY_VIOLATION,
                  "Unable to perform excessively large batch operation.")
     for validate_only in (False, True):
         assert incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
@@ -147,7 +147,7 @@ def test_more_config_records_than_one_operation_takes_refuse_every_resource(
     assert [(r.error_code, r.error_message) for r in response.responses] == [too_large] * 4
     assert len(cluster.raft.batches) == before
     assert incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"),
-                       ("preallocate", SET, "true"))[0] == ErrorCode.none
+                       ("preallocate", SET, "true"))[0] == ErrorCode.NONE
 
 
 def describe(cluster: Cluster, resource_type: int, name: str,
@@ -160,8 +160,8 @@ def describe(cluster: Cluster, resource_type: int, name: str,
 
 
 @pytest.mark.parametrize(("name", "code"), [
-    ("missing", ErrorCode.unknown_topic_or_partition),
-    ("bad/name", ErrorCode.invalid_topic_exception), ("..", ErrorCode.invalid_topic_exception)])
+    ("missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ("bad/name", ErrorCode.INVALID_TOPIC_EXCEPTION), ("..", ErrorCode.INVALID_TOPIC_EXCEPTION)])
 def test_describe_a_topic_that_is_not_there(cluster: Cluster, name: str,
                                             code: ErrorCode) -> None:
     """Kafka's ConfigHelper validates the name first: an illegal one is invalid, not unknown."""
@@ -175,7 +175,7 @@ def test_describe_configs_sources(cluster: Cluster) -> None:
                 ("log.segment.bytes", SET, "2097152"))
     incremental(cluster, TOPIC, "t", ("retention.ms", SET, "100"))
     broker = describe(cluster, BROKER, "0").results[0]
-    assert broker.error_code == ErrorCode.none
+    assert broker.error_code == ErrorCode.NONE
     entries = {c.name: (c.value, c.config_source) for c in broker.configs}
     assert set(entries) == set(BROKER_CONFIG_DEFS)
     assert entries["message.max.bytes"] == ("6", 2) and entries["num.network.threads"] == ("3", 5)
@@ -186,13 +186,13 @@ def test_describe_configs_sources(cluster: Cluster) -> None:
             for c in cluster_default.configs] == [("message.max.bytes", "4", 3, [3])]
     other = describe(cluster, BROKER, "2").results[0]
     assert (other.error_code, other.error_message) == (
-        ErrorCode.invalid_request,
+        ErrorCode.INVALID_REQUEST,
         "Unexpected broker id, expected 0 or empty string, but received 2")
     topic = describe(cluster, TOPIC, "t", ("retention.ms", "segment.ms")).results[0]
     assert [(c.name, c.value, c.config_source) for c in topic.configs] == [
         ("retention.ms", "100", 1), ("segment.ms", TOPIC_CONFIGS["segment.ms"].default, 5)]
     assert describe(cluster, TOPIC, "nope").results[0].error_code == \
-        ErrorCode.unknown_topic_or_partition
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 STATIC = {"node.id": "0", "log.retention.hours": "1", "ssl.keystore.password": "secret",
@@ -210,7 +210,7 @@ def describe_static(cluster: Cluster, *, documentation: bool) -> dict[str, Any]:
 
 def test_describe_layers_static_dynamic_synonyms_and_secrets(cluster: Cluster) -> None:
     assert incremental(cluster, BROKER, "0", ("log.retention.ms", SET, "5000"))[0] == \
-        ErrorCode.none
+        ErrorCode.NONE
     entries = describe_static(cluster, documentation=True)
     retention = entries["log.retention.ms"]
     assert (retention.value, retention.config_source, retention.read_only) == ("5000", 2, False)
@@ -236,25 +236,25 @@ def test_describe_layers_static_dynamic_synonyms_and_secrets(cluster: Cluster) -
 
 def test_read_only_and_per_broker_keys_are_refused_as_kafka_does(cluster: Cluster) -> None:
     assert incremental(cluster, BROKER, "0", ("node.id", SET, "3")) == (
-        ErrorCode.invalid_request, "Cannot update these configs dynamically: [node.id]")
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically: [node.id]")
     for name in ("", "0"):
         assert incremental(cluster, BROKER, name, ("ssl.keystore.password", SET, "x")) == (
-            ErrorCode.invalid_request, "These security configs can be dynamically updated "
+            ErrorCode.INVALID_REQUEST, "These security configs can be dynamically updated "
             "only per-listener using the listener prefix: [ssl.keystore.password]")
     override = "listener.name.external.ssl.keystore.password"
     assert incremental(cluster, BROKER, "", (override, SET, "x")) == (
-        ErrorCode.invalid_request, "Cannot update these configs at default cluster level, "
+        ErrorCode.INVALID_REQUEST, "Cannot update these configs at default cluster level, "
         f"broker id must be specified: [{override}]")
     # dynamic in Kafka (4.4's max.decompressed.message.bytes too), read once at start by
     # pykraft or not at all: refused, never accepted and ignored
     assert incremental(cluster, BROKER, "", ("max.decompressed.message.bytes", SET, "9")) == (
-        ErrorCode.invalid_request,
+        ErrorCode.INVALID_REQUEST,
         "Cannot update these configs dynamically: [max.decompressed.message.bytes]")
     assert incremental(cluster, BROKER, "0", (override, SET, "x")) == (
-        ErrorCode.invalid_request, f"Cannot update these configs dynamically: [{override}]")
+        ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: [{override}]")
     # a key nobody knows is stored, as Kafka 4.4 stores it (zookeeper.* is one since 4.0)
     for key in ("no.such.key", "zookeeper.connect"):
-        assert incremental(cluster, BROKER, "0", (key, SET, "x"))[0] == ErrorCode.none
+        assert incremental(cluster, BROKER, "0", (key, SET, "x"))[0] == ErrorCode.NONE
 
 
 def test_describe_reads_the_committed_image(cluster: Cluster) -> None:
@@ -280,7 +280,7 @@ def test_describe_reads_the_committed_image(cluster: Cluster) -> None:
     ("max.decompressed.message.bytes", "100")])
 def test_kafka_4_4s_topic_keys_are_accepted(cluster: Cluster, key: str, value: str) -> None:
     """Each key Kafka 4.4's LogConfig accepts (the oracle test creates a topic with each)."""
-    assert incremental(cluster, TOPIC, "t", (key, SET, value)) == (ErrorCode.none, None)
+    assert incremental(cluster, TOPIC, "t", (key, SET, value)) == (ErrorCode.NONE, None)
     assert stored(cluster, TOPIC, "t") == {key: value}
 
 
@@ -295,7 +295,7 @@ def test_kafka_4_4s_topic_keys_are_accepted(cluster: Cluster, key: str, value: s
      "Topic cannot be configured with remote log storage.")])
 def test_topic_values_kafka_4_4_refuses(cluster: Cluster, key: str, value: str,
                                         message: str) -> None:
-    assert incremental(cluster, TOPIC, "t", (key, SET, value)) == (ErrorCode.invalid_config,
+    assert incremental(cluster, TOPIC, "t", (key, SET, value)) == (ErrorCode.INVALID_CONFIG,
                                                                    message)
 
 
@@ -319,7 +319,7 @@ def test_a_topics_configs_show_the_broker_layers_as_kafka_does(cluster: Cluster)
     """Kafka 4.4's answer for the same state (tests/oracle compares the two): each topic key
     lists its own value, then its first broker synonym's layers."""
     assert incremental(cluster, BROKER, "", ("log.retention.ms", SET, "5000000"))[0] == \
-        ErrorCode.none
+        ErrorCode.NONE
     incremental(cluster, TOPIC, "t", ("message.timestamp.after.max.ms", SET, "2000"))
     request = DescribeConfigsRequest(resources=(DescribeConfigsResource(
         resource_type=TOPIC, resource_name="t", configuration_keys=None),),
@@ -354,7 +354,7 @@ def test_the_internal_segment_bytes_key_is_described_only_when_set(cluster: Clus
 
     assert "internal.segment.bytes" not in described()
     assert incremental(cluster, TOPIC, "t", ("internal.segment.bytes", SET, "200"))[0] == (
-        ErrorCode.none)
+        ErrorCode.NONE)
     assert stored(cluster, TOPIC, "t")["internal.segment.bytes"] == "200"
     assert described()["internal.segment.bytes"] == ("200", 1)
     assert described()["segment.bytes"] == ("1073741824", 5)

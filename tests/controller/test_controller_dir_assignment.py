@@ -58,8 +58,8 @@ def test_assigned_directories_land_in_the_image_per_replica() -> None:
     topic = cluster.controller.image.topics.by_name["t"]
     assert topic.partitions[0].directories == (UNASSIGNED, UNASSIGNED)
     response = _assign(cluster, 1, {DIR_A: {topic.topic_id: [0]}, DIR_B: {topic.topic_id: [1]}})
-    assert response.error_code == ErrorCode.none
-    assert _codes(response) == [[[ErrorCode.none]], [[ErrorCode.none]]]
+    assert response.error_code == ErrorCode.NONE
+    assert _codes(response) == [[[ErrorCode.NONE]], [[ErrorCode.NONE]]]
     partitions = cluster.controller.image.topics.by_name["t"].partitions
     assert partitions[0].directories == (DIR_A, UNASSIGNED)  # broker 1 is replica 0 of p0
     assert partitions[1].directories == (UNASSIGNED, DIR_B)  # and replica 1 of p1
@@ -76,14 +76,14 @@ def test_partition_errors_and_refusals() -> None:
     cluster.register(3, log_dirs=(DIR_A,))
     cluster.heartbeat(3)
     response = _assign(cluster, 3, {DIR_A: {topic.topic_id: [0, 7], uuid.UUID(int=99): [0]}})
-    assert _codes(response) == [[[ErrorCode.not_leader_or_follower,
-                                  ErrorCode.unknown_topic_or_partition],
-                                 [ErrorCode.unknown_topic_id]]]
+    assert _codes(response) == [[[ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION],
+                                 [ErrorCode.UNKNOWN_TOPIC_ID]]]
     stale = _assign(cluster, 1, {DIR_A: {topic.topic_id: [0]}}, epoch=12345)
-    assert (stale.error_code, stale.directories) == (ErrorCode.stale_broker_epoch, ())
+    assert (stale.error_code, stale.directories) == (ErrorCode.STALE_BROKER_EPOCH, ())
     old = _cluster(mv=MV_3_7_IV2 - 1)
     refused = _assign(old, 1, {DIR_A: {topic.topic_id: [0]}})
-    assert refused.error_code == ErrorCode.unsupported_version
+    assert refused.error_code == ErrorCode.UNSUPPORTED_VERSION
 
 
 def test_a_replica_in_an_offline_directory_leaves_isr_and_leadership() -> None:

@@ -49,8 +49,8 @@ def test_metadata_version_upgrade_changes_record_versions() -> None:
                   if isinstance(r.message, RegisterBrokerRecord)]
     assert registered[-1].version == 2
     response = update(cluster, ("metadata.version", 19, UPGRADE))
-    assert response.error_code == ErrorCode.none
-    assert [r.error_code for r in response.results] == [ErrorCode.none]
+    assert response.error_code == ErrorCode.NONE
+    assert [r.error_code for r in response.results] == [ErrorCode.NONE]
     assert cluster.controller.image.features.metadata_version == 19
     cluster.call(create_topic("t"))
     partitions = [r for r in cluster.raft.metadata_records()
@@ -77,13 +77,13 @@ def test_feature_rules() -> None:
     cluster = started(19)
     cluster.start_brokers([None])  # the harness broker supports metadata.version 1-29 only
     cases = [
-        (("metadata.version", 15, SAFE), ErrorCode.invalid_update_version),
-        (("metadata.version", 15, UNSAFE), ErrorCode.invalid_update_version),
-        (("metadata.version", 0, UNSAFE), ErrorCode.invalid_update_version),
-        (("metadata.version", 99, UPGRADE), ErrorCode.invalid_update_version),
-        (("no.such.feature", 1, UPGRADE), ErrorCode.invalid_update_version),
-        (("metadata.version", 20, SAFE), ErrorCode.invalid_update_version),
-        (("metadata.version", 20, 7), ErrorCode.invalid_update_version),
+        (("metadata.version", 15, SAFE), ErrorCode.INVALID_UPDATE_VERSION),
+        (("metadata.version", 15, UNSAFE), ErrorCode.INVALID_UPDATE_VERSION),
+        (("metadata.version", 0, UNSAFE), ErrorCode.INVALID_UPDATE_VERSION),
+        (("metadata.version", 99, UPGRADE), ErrorCode.INVALID_UPDATE_VERSION),
+        (("no.such.feature", 1, UPGRADE), ErrorCode.INVALID_UPDATE_VERSION),
+        (("metadata.version", 20, SAFE), ErrorCode.INVALID_UPDATE_VERSION),
+        (("metadata.version", 20, 7), ErrorCode.INVALID_UPDATE_VERSION),
     ]
     for change, code in cases:
         before = len(cluster.raft.batches)
@@ -91,9 +91,9 @@ def test_feature_rules() -> None:
         assert len(cluster.raft.batches) == before
     duplicate = update(cluster, ("metadata.version", 20, UPGRADE),
                        ("metadata.version", 21, UPGRADE))
-    assert duplicate.error_code == ErrorCode.invalid_request
+    assert duplicate.error_code == ErrorCode.INVALID_REQUEST
     assert update(cluster, ("metadata.version", 20, UPGRADE),
-                  validate_only=True).results[0].error_code == ErrorCode.none
+                  validate_only=True).results[0].error_code == ErrorCode.NONE
     assert cluster.controller.image.features.metadata_version == 19
 
 
@@ -107,7 +107,7 @@ def test_v0_allow_downgrade_is_not_read() -> None:
     header = RequestHeader(ApiKey.UPDATE_FEATURES, 0, 1, "admin")
     response = cluster.call(decode_request(encode_request(header, request)).body)
     assert isinstance(response, UpdateFeaturesResponse)
-    assert response.error_code == ErrorCode.invalid_update_version
+    assert response.error_code == ErrorCode.INVALID_UPDATE_VERSION
     assert str(response.error_message).endswith(
         "Can't downgrade the version of this feature without setting the upgrade type to "
         "either safe or unsafe downgrade.")
@@ -121,7 +121,7 @@ def test_all_or_nothing() -> None:
                       ("metadata.version.typo", 1, UPGRADE),
                       *((f"unknown.{i}", 1, UPGRADE) for i in range(10_000)))
     assert (response.error_code, response.error_message, response.results) == (
-        ErrorCode.invalid_update_version,
+        ErrorCode.INVALID_UPDATE_VERSION,
         "The update failed for all features since the following feature had an error: "
         "Invalid update version 1 for feature metadata.version.typo. Local controller 0 "
         "does not support this feature.", ())
@@ -141,7 +141,7 @@ def test_update_features_accepts_only_what_pykraft_implements(feature: str, leve
                f"error: Invalid update version {level} for feature {feature}. "
                "Local controller 0 does not support this feature.")
     assert (response.error_code, response.error_message, response.results) == (
-        ErrorCode.invalid_update_version, message, ())
+        ErrorCode.INVALID_UPDATE_VERSION, message, ())
     assert len(cluster.raft.batches) == before
 
 
@@ -152,7 +152,7 @@ def test_a_level_pykraft_does_not_implement_can_still_be_removed() -> None:
                                  FeatureLevelRecord(name="group.version", feature_level=1)])
     cluster.elect()
     assert cluster.controller.image.features.finalized["group.version"] == 1
-    assert update(cluster, ("group.version", 0, SAFE)).error_code == ErrorCode.none
+    assert update(cluster, ("group.version", 0, SAFE)).error_code == ErrorCode.NONE
     assert "group.version" not in cluster.controller.image.features.finalized
 
 
@@ -178,11 +178,11 @@ def test_producer_id_blocks() -> None:
         response = cluster.call(AllocateProducerIdsRequest(broker_id=broker_id,
                                                            broker_epoch=epoch))
         assert isinstance(response, AllocateProducerIdsResponse)
-        assert response.error_code == ErrorCode.none and response.producer_id_len == 1000
+        assert response.error_code == ErrorCode.NONE and response.producer_id_len == 1000
         starts.append(response.producer_id_start)
     assert starts == [0, 1000, 2000]
     assert cluster.controller.image.producer_ids.next_producer_id == 3000
     stale = cluster.call(AllocateProducerIdsRequest(broker_id=1, broker_epoch=0))
     assert isinstance(stale, AllocateProducerIdsResponse)
-    assert stale.error_code == ErrorCode.stale_broker_epoch
+    assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
     assert cluster.replayed_image() == cluster.controller.image

@@ -38,7 +38,7 @@ def partition(cluster: Cluster, index: int = 0) -> PartitionRegistration:
 def beat(cluster: Cluster, broker_id: int, **flags: bool) -> BrokerHeartbeatResponse:
     response = cluster.heartbeat(broker_id, **flags)
     assert isinstance(response, BrokerHeartbeatResponse)
-    assert response.error_code == ErrorCode.none
+    assert response.error_code == ErrorCode.NONE
     return response
 
 
@@ -55,7 +55,7 @@ def shrink_to_leader(cluster: Cluster) -> None:
                                              broker_epoch=-1),),
             partition_epoch=state.partition_epoch),)),)))
     assert isinstance(response, AlterPartitionResponse)
-    assert response.topics[0].partitions[0].error_code == ErrorCode.none
+    assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
 
 
 def set_config(cluster: Cluster, key: str, value: str, *, resource_type: int = TOPIC_RESOURCE,
@@ -189,7 +189,7 @@ def test_the_unclean_leader_marks_the_partition_recovered() -> None:
             leader_recovery_state=RECOVERED,
             partition_epoch=state.partition_epoch),)),)))
     assert isinstance(response, AlterPartitionResponse)
-    assert response.topics[0].partitions[0].error_code == ErrorCode.none
+    assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert partition(cluster).leader_recovery_state == RECOVERED
 
 

@@ -17,7 +17,7 @@ def test_writes_after_a_control_batch_the_core_appended() -> None:
     raft.batches.append((raft.end_offset, raft.epoch, [b"voters"], True))  # a VotersRecord
     response = cluster.call(create_topic("after-voters", 2))
     assert isinstance(response, CreateTopicsResponse)
-    assert response.topics[0].error_code == ErrorCode.none
+    assert response.topics[0].error_code == ErrorCode.NONE
     assert "after-voters" in cluster.controller.committed_image.topics.by_name
     assert cluster.controller.next_offset == raft.end_offset
     assert cluster.replayed_image() == cluster.controller.committed_image

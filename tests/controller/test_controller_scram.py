@@ -55,7 +55,7 @@ def started(mv: int = 21) -> Cluster:
 def test_upsert_derives_the_keys_from_the_salted_password() -> None:
     cluster = started()
     assert alter(cluster, (upsert("alice"), upsert("bob", SHA512, 8192))) == {
-        "alice": (ErrorCode.none, None), "bob": (ErrorCode.none, None)}
+        "alice": (ErrorCode.NONE, None), "bob": (ErrorCode.NONE, None)}
     scram = cluster.controller.image.scram
     assert scram.get("alice", SHA256) == ScramCredential.from_password(
         SHA256, "secret", SALT, 4096)
@@ -69,8 +69,8 @@ def test_alterations_are_one_batch_with_deletions_first() -> None:
     alter(cluster, (upsert("alice"), upsert("bob")))
     batches = len(cluster.raft.batches)
     assert alter(cluster, (upsert("carol"), upsert("dave", SHA512)), (delete("alice"),)) == {
-        "alice": (ErrorCode.none, None), "carol": (ErrorCode.none, None),
-        "dave": (ErrorCode.none, None)}
+        "alice": (ErrorCode.NONE, None), "carol": (ErrorCode.NONE, None),
+        "dave": (ErrorCode.NONE, None)}
     assert len(cluster.raft.batches) == batches + 1
     kinds = [type(r.message) for r in cluster.raft.metadata_records()[-3:]]
     assert kinds == [RemoveUserScramCredentialRecord, UserScramCredentialRecord,
@@ -85,14 +85,14 @@ def test_validation_errors_in_kafkas_words() -> None:
         upsert("", SHA256), upsert("odd", mechanism=3), upsert("ok", iterations=16384),
     ), (delete("ghost"), delete("nomech", mechanism=0)))
     assert results == {
-        "few": (ErrorCode.unacceptable_credential, "Too few iterations"),
-        "many": (ErrorCode.unacceptable_credential, "Too many iterations"),
-        "": (ErrorCode.unacceptable_credential, "Username must not be empty"),
-        "odd": (ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"),
-        "ghost": (ErrorCode.resource_not_found,
+        "few": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"),
+        "many": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"),
+        "": (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"),
+        "odd": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        "ghost": (ErrorCode.RESOURCE_NOT_FOUND,
                   "Attempt to delete a user credential that does not exist"),
-        "nomech": (ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"),
-        "ok": (ErrorCode.none, None),
+        "nomech": (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"),
+        "ok": (ErrorCode.NONE, None),
     }
     assert cluster.controller.image.scram.users() == ["ok"]
 
@@ -100,7 +100,7 @@ def test_validation_errors_in_kafkas_words() -> None:
 def test_a_user_named_twice_fails_every_mention() -> None:
     cluster = started()
     alter(cluster, (upsert("alice"), upsert("bob")))
-    twice = (ErrorCode.duplicate_resource,
+    twice = (ErrorCode.DUPLICATE_RESOURCE,
              "A user credential cannot be altered twice in the same request")
     results = alter(cluster, (upsert("alice", SHA512), upsert("carol"), upsert("carol", SHA512),
                               upsert("bob")),
@@ -115,15 +115,15 @@ def test_a_deleted_credential_of_another_mechanism_is_not_found() -> None:
     cluster = started()
     alter(cluster, (upsert("alice"),))
     assert alter(cluster, deletions=(delete("alice", SHA512),))["alice"][0] == (
-        ErrorCode.resource_not_found)
-    assert alter(cluster, deletions=(delete("alice"),)) == {"alice": (ErrorCode.none, None)}
+        ErrorCode.RESOURCE_NOT_FOUND)
+    assert alter(cluster, deletions=(delete("alice"),)) == {"alice": (ErrorCode.NONE, None)}
     assert cluster.controller.image.scram.users() == []
     assert cluster.replayed_image().scram.users() == []
 
 
 def test_refused_below_metadata_version_3_5_iv2() -> None:
     cluster = started(MV_3_5_IV1)
-    unsupported = (ErrorCode.unsupported_version,
+    unsupported = (ErrorCode.UNSUPPORTED_VERSION,
                    "The current metadata.version does not support SCRAM")
     assert alter(cluster, (upsert("alice"),), (delete("bob"),)) == {
         "alice": unsupported, "bob": unsupported}
@@ -133,7 +133,7 @@ def test_refused_below_metadata_version_3_5_iv2() -> None:
 def test_not_controller_answer_names_each_user_once_sorted() -> None:
     request = AlterUserScramCredentialsRequest(deletions=(delete("zed"), delete("amy")),
                                                upsertions=(upsert("zed"),))
-    response = error_response(request, ErrorCode.not_controller)
+    response = error_response(request, ErrorCode.NOT_CONTROLLER)
     assert isinstance(response, AlterUserScramCredentialsResponse)
     assert [(r.user, r.error_code) for r in response.results] == [
-        ("amy", ErrorCode.not_controller), ("zed", ErrorCode.not_controller)]
+        ("amy", ErrorCode.NOT_CONTROLLER), ("zed", ErrorCode.NOT_CONTROLLER)]

@@ -79,7 +79,7 @@ class ControllerCluster:
                 for ticket, response in controller.take_responses():
                     name = self._tickets.pop((node_id, ticket), None)
                     if (name is not None and isinstance(response, CreateTopicsResponse)
-                            and response.topics[0].error_code == ErrorCode.none):
+                            and response.topics[0].error_code == ErrorCode.NONE):
                         self.acked_topics.add(name)
         return self.sim.call(node_id, run)
 

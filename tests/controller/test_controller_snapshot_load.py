@@ -74,13 +74,13 @@ def test_controller_that_loaded_a_snapshot_becomes_active_and_serves_from_it() -
     # a broker from the snapshot heartbeats with the epoch it registered with
     beat = follower.heartbeat(1)
     assert isinstance(beat, BrokerHeartbeatResponse)
-    assert beat.error_code == ErrorCode.none and not beat.is_fenced
+    assert beat.error_code == ErrorCode.NONE and not beat.is_fenced
     created = follower.call(create_topic("later", partitions=2, rf=1))
     assert isinstance(created, CreateTopicsResponse)
-    assert created.topics[0].error_code == ErrorCode.none
+    assert created.topics[0].error_code == ErrorCode.NONE
     duplicate = follower.call(create_topic("before"))
     assert isinstance(duplicate, CreateTopicsResponse)
-    assert duplicate.topics[0].error_code == ErrorCode.topic_already_exists
+    assert duplicate.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     resumed = ImageLoader(snapshot)  # what a broker that loaded the snapshot then replays
     for index in range(covered, follower.raft.committed_batches):
         resumed.load_batch(follower.raft.batch(index))

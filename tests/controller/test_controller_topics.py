@@ -51,7 +51,7 @@ def test_create_topic_records_and_placement(cluster: Cluster) -> None:
     response = cluster.call(create_topic("orders", 10, 3, configs={"cleanup.policy": "compact"}))
     assert isinstance(response, CreateTopicsResponse)
     result = response.topics[0]
-    assert result.error_code == ErrorCode.none
+    assert result.error_code == ErrorCode.NONE
     assert (result.num_partitions, result.replication_factor) == (10, 3)
     topic = cluster.controller.image.topics.by_name["orders"]
     assert topic.topic_id == result.topic_id
@@ -65,24 +65,24 @@ def test_create_topic_records_and_placement(cluster: Cluster) -> None:
 
 
 @pytest.mark.parametrize(("request_", "code"), [
-    (create_topic("bad/name"), ErrorCode.invalid_topic_exception),
-    (create_topic(".."), ErrorCode.invalid_topic_exception),
-    (create_topic("x" * 250), ErrorCode.invalid_topic_exception),
-    (create_topic("t", 0), ErrorCode.invalid_partitions),
-    (create_topic("t", -2), ErrorCode.invalid_partitions),
-    (create_topic("t", 1, 0), ErrorCode.invalid_replication_factor),
-    (create_topic("t", 1, 6), ErrorCode.invalid_replication_factor),
-    (create_topic("t", 2**31 - 1), ErrorCode.policy_violation),
-    (create_topic("t", configs={"retention.ms": "soon"}), ErrorCode.invalid_config),
-    (create_topic("t", configs={"no.such.key": "1"}), ErrorCode.invalid_config),
-    (create_topic("t", configs={"min.insync.replicas": "0"}), ErrorCode.invalid_config),
+    (create_topic("bad/name"), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (create_topic(".."), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (create_topic("x" * 250), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (create_topic("t", 0), ErrorCode.INVALID_PARTITIONS),
+    (create_topic("t", -2), ErrorCode.INVALID_PARTITIONS),
+    (create_topic("t", 1, 0), ErrorCode.INVALID_REPLICATION_FACTOR),
+    (create_topic("t", 1, 6), ErrorCode.INVALID_REPLICATION_FACTOR),
+    (create_topic("t", 2**31 - 1), ErrorCode.POLICY_VIOLATION),
+    (create_topic("t", configs={"retention.ms": "soon"}), ErrorCode.INVALID_CONFIG),
+    (create_topic("t", configs={"no.such.key": "1"}), ErrorCode.INVALID_CONFIG),
+    (create_topic("t", configs={"min.insync.replicas": "0"}), ErrorCode.INVALID_CONFIG),
     (create_topic("t", assignments=[[1, 1]], partitions=-1, rf=-1),
-     ErrorCode.invalid_replica_assignment),
+     ErrorCode.INVALID_REPLICA_ASSIGNMENT),
     (create_topic("t", assignments=[[1, 99]], partitions=-1, rf=-1),
-     ErrorCode.invalid_replica_assignment),
+     ErrorCode.INVALID_REPLICA_ASSIGNMENT),
     (create_topic("t", assignments=[[1, 2], [3]], partitions=-1, rf=-1),
-     ErrorCode.invalid_replica_assignment),
-    (create_topic("t", assignments=[[1]], partitions=1, rf=1), ErrorCode.invalid_request),
+     ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (create_topic("t", assignments=[[1]], partitions=1, rf=1), ErrorCode.INVALID_REQUEST),
 ])
 def test_create_topic_errors(cluster: Cluster, request_: object, code: ErrorCode) -> None:
     before = len(cluster.raft.batches)
@@ -91,18 +91,18 @@ def test_create_topic_errors(cluster: Cluster, request_: object, code: ErrorCode
 
 
 def test_existing_and_colliding_names(cluster: Cluster) -> None:
-    assert created(cluster, create_topic("a.b"))[0] == ErrorCode.none
+    assert created(cluster, create_topic("a.b"))[0] == ErrorCode.NONE
     code, message = created(cluster, create_topic("a.b"))
-    assert code == ErrorCode.topic_already_exists and message == "Topic 'a.b' already exists."
-    assert created(cluster, create_topic("a_b"))[0] == ErrorCode.invalid_topic_exception
+    assert code == ErrorCode.TOPIC_ALREADY_EXISTS and message == "Topic 'a.b' already exists."
+    assert created(cluster, create_topic("a_b"))[0] == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 def test_manual_assignment_and_defaults(cluster: Cluster) -> None:
     code, _ = created(cluster, create_topic("m", -1, -1, assignments=[[3, 1], [2, 4]]))
-    assert code == ErrorCode.none
+    assert code == ErrorCode.NONE
     partitions = cluster.controller.image.topics.by_name["m"].partitions
     assert [partitions[0].replicas, partitions[1].replicas] == [(3, 1), (2, 4)]
-    assert created(cluster, create_topic("d", -1, -1))[0] == ErrorCode.none
+    assert created(cluster, create_topic("d", -1, -1))[0] == ErrorCode.NONE
     assert len(cluster.controller.image.topics.by_name["d"].partitions) == 1
 
 
@@ -124,7 +124,7 @@ def test_more_records_than_one_operation_takes_refuse_the_whole_request(
                                                         *create_topic("bad/name").topics)))
     assert isinstance(response, CreateTopicsResponse)
     assert {(t.error_code, t.error_message) for t in response.topics} == {
-        (ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")}
+        (ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")}
     assert len(response.topics) == 5002
     assert len(cluster.raft.batches) == before and not cluster.controller.image.topics.by_name
 
@@ -133,7 +133,7 @@ def test_ten_thousand_records_are_one_operation(cluster: Cluster) -> None:
     """5,000 topics of one partition: 10,000 records, the most one operation may write."""
     response = cluster.call(many_topics(5000))
     assert isinstance(response, CreateTopicsResponse)
-    assert {t.error_code for t in response.topics} == {ErrorCode.none}
+    assert {t.error_code for t in response.topics} == {ErrorCode.NONE}
     assert len(cluster.controller.image.topics.by_name) == 5000
 
 
@@ -143,17 +143,17 @@ def test_names_that_collide_within_one_request(cluster: Cluster) -> None:
         *create_topic("c").topics)))
     assert isinstance(response, CreateTopicsResponse)
     assert [(t.error_code, t.error_message) for t in response.topics] == [
-        (ErrorCode.none, None),
-        (ErrorCode.invalid_topic_exception, "Topic 'a_b' collides with existing topic: a.b"),
-        (ErrorCode.invalid_request, "Duplicate topic name."),
-        (ErrorCode.invalid_request, "Duplicate topic name.")]
+        (ErrorCode.NONE, None),
+        (ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic 'a_b' collides with existing topic: a.b"),
+        (ErrorCode.INVALID_REQUEST, "Duplicate topic name."),
+        (ErrorCode.INVALID_REQUEST, "Duplicate topic name.")]
 
 
 def test_validate_only_writes_nothing(cluster: Cluster) -> None:
     before = len(cluster.raft.batches)
     response = cluster.call(create_topic("v", 3, 2, validate_only=True))
     assert isinstance(response, CreateTopicsResponse)
-    assert response.topics[0].error_code == ErrorCode.none
+    assert response.topics[0].error_code == ErrorCode.NONE
     assert response.topics[0].num_partitions == 3
     assert len(cluster.raft.batches) == before
     assert "v" not in cluster.controller.image.topics.by_name
@@ -164,7 +164,7 @@ def test_fenced_brokers_never_get_new_partitions(cluster: Cluster) -> None:
     cluster.call(create_topic("f", 20, 4))
     for partition in cluster.controller.image.topics.by_name["f"].partitions.values():
         assert 5 not in partition.replicas
-    assert created(cluster, create_topic("g", 1, 5))[0] == ErrorCode.invalid_replication_factor
+    assert created(cluster, create_topic("g", 1, 5))[0] == ErrorCode.INVALID_REPLICATION_FACTOR
 
 
 def delete(cluster: Cluster, *states: DeleteTopicState) -> DeleteTopicsResponse:
@@ -183,8 +183,8 @@ def test_delete_topics_by_name_and_id(cluster: Cluster) -> None:
                       DeleteTopicState(name="zz"),
                       DeleteTopicState(name=None, topic_id=uuid.UUID(int=5)))
     codes = [r.error_code for r in response.responses]
-    assert codes == [ErrorCode.none, ErrorCode.none, ErrorCode.unknown_topic_or_partition,
-                     ErrorCode.unknown_topic_id]
+    assert codes == [ErrorCode.NONE, ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                     ErrorCode.UNKNOWN_TOPIC_ID]
     assert response.responses[1].name == "y"
     image = cluster.controller.image
     assert image.topics.by_name == {} and image.configs.get((2, "x")) == {}
@@ -202,10 +202,10 @@ def test_deleting_more_topics_than_one_operation_takes_refuses_them_all(
     named = [DeleteTopicState(name=n) for n in ("a", "zz", "b", "c")]
     response = delete(cluster, *named)
     assert [(r.name, r.error_code, r.error_message) for r in response.responses] == [
-        (n.name, ErrorCode.policy_violation,
+        (n.name, ErrorCode.POLICY_VIOLATION,
          "Unable to perform excessively large batch operation.") for n in named]
     assert len(cluster.raft.batches) == before
-    assert delete(cluster, *named[:3]).responses[0].error_code == ErrorCode.none
+    assert delete(cluster, *named[:3]).responses[0].error_code == ErrorCode.NONE
 
 
 def add_partitions(cluster: Cluster, name: str, count: int,
@@ -224,20 +224,20 @@ def add_partitions(cluster: Cluster, name: str, count: int,
 
 def test_create_partitions(cluster: Cluster) -> None:
     cluster.call(create_topic("p", 2, 2))
-    assert add_partitions(cluster, "p", 5) == ErrorCode.none
+    assert add_partitions(cluster, "p", 5) == ErrorCode.NONE
     partitions = cluster.controller.image.topics.by_name["p"].partitions
     assert sorted(partitions) == [0, 1, 2, 3, 4]
     assert all(len(p.replicas) == 2 for p in partitions.values())
-    assert add_partitions(cluster, "p", 5) == ErrorCode.invalid_partitions
-    assert add_partitions(cluster, "p", 3) == ErrorCode.invalid_partitions
-    assert add_partitions(cluster, "nope", 3) == ErrorCode.unknown_topic_or_partition
-    assert add_partitions(cluster, "p", 6, [[1, 2, 3]]) == ErrorCode.invalid_replica_assignment
-    assert add_partitions(cluster, "p", 7, [[1, 2]]) == ErrorCode.invalid_replica_assignment
-    assert add_partitions(cluster, "p", 6, [[4, 5]]) == ErrorCode.none
+    assert add_partitions(cluster, "p", 5) == ErrorCode.INVALID_PARTITIONS
+    assert add_partitions(cluster, "p", 3) == ErrorCode.INVALID_PARTITIONS
+    assert add_partitions(cluster, "nope", 3) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert add_partitions(cluster, "p", 6, [[1, 2, 3]]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert add_partitions(cluster, "p", 7, [[1, 2]]) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    assert add_partitions(cluster, "p", 6, [[4, 5]]) == ErrorCode.NONE
     assert cluster.controller.image.topics.by_name["p"].partitions[5].replicas == (4, 5)
-    assert add_partitions(cluster, "p", 2**31 - 1) == ErrorCode.policy_violation
-    assert add_partitions(cluster, "p", 10_006) == ErrorCode.none  # 10,000 new partitions
-    assert add_partitions(cluster, "p", 20_007) == ErrorCode.policy_violation
+    assert add_partitions(cluster, "p", 2**31 - 1) == ErrorCode.POLICY_VIOLATION
+    assert add_partitions(cluster, "p", 10_006) == ErrorCode.NONE  # 10,000 new partitions
+    assert add_partitions(cluster, "p", 20_007) == ErrorCode.POLICY_VIOLATION
     assert cluster.replayed_image() == cluster.controller.image
 
 
@@ -260,10 +260,10 @@ def test_alter_partition_shrinks_and_expands_isr(cluster: Cluster) -> None:
     cluster.call(create_topic("ap", -1, -1, assignments=[[1, 2, 3]]))
     shrunk = alter(cluster, 1, [1, 2])
     part = shrunk.topics[0].partitions[0]
-    assert part.error_code == ErrorCode.none and part.isr == (1, 2) and part.partition_epoch == 1
+    assert part.error_code == ErrorCode.NONE and part.isr == (1, 2) and part.partition_epoch == 1
     assert cluster.controller.image.topics.by_name["ap"].partitions[0].isr == (1, 2)
     stale = alter(cluster, 1, [1, 2, 3])  # partition epoch 0 is stale now
-    assert stale.topics[0].partitions[0].error_code == ErrorCode.invalid_update_version
+    assert stale.topics[0].partitions[0].error_code == ErrorCode.INVALID_UPDATE_VERSION
     grown = alter(cluster, 1, [1, 2, 3], partition_epoch=1)
     assert grown.topics[0].partitions[0].isr == (1, 2, 3)
     assert cluster.replayed_image() == cluster.controller.image
@@ -282,31 +282,31 @@ def test_alter_partition_v2_names_the_isr_without_broker_epochs(cluster: Cluster
     response = cluster.call(decode_request(encode_request(header, request)).body)
     assert isinstance(response, AlterPartitionResponse)
     part = response.topics[0].partitions[0]
-    assert (part.error_code, part.isr, part.partition_epoch) == (ErrorCode.none, (1, 2), 1)
+    assert (part.error_code, part.isr, part.partition_epoch) == (ErrorCode.NONE, (1, 2), 1)
     assert cluster.controller.image.topics.by_name["ap"].partitions[0].isr == (1, 2)
 
 
 def test_alter_partition_checks(cluster: Cluster) -> None:
     cluster.call(create_topic("ap", -1, -1, assignments=[[1, 2, 3]]))
     assert alter(cluster, 2, [2, 3]).topics[0].partitions[0].error_code == \
-        ErrorCode.invalid_request  # not the leader
+        ErrorCode.INVALID_REQUEST  # not the leader
     assert alter(cluster, 1, [1, 2], leader_epoch=-1).topics[0].partitions[0].error_code == \
-        ErrorCode.fenced_leader_epoch
+        ErrorCode.FENCED_LEADER_EPOCH
     assert alter(cluster, 1, [1, 4]).topics[0].partitions[0].error_code == \
-        ErrorCode.invalid_request  # 4 is not a replica (Kafka's Replicas.validateIsr)
+        ErrorCode.INVALID_REQUEST  # 4 is not a replica (Kafka's Replicas.validateIsr)
     assert alter(cluster, 1, [1, 2], leader_epoch=1).topics[0].partitions[0].error_code == \
-        ErrorCode.not_controller  # the request is ahead of this controller
+        ErrorCode.NOT_CONTROLLER  # the request is ahead of this controller
     assert alter(cluster, 1, [1, 2], partition_epoch=1).topics[0].partitions[0].error_code \
-        == ErrorCode.not_controller
+        == ErrorCode.NOT_CONTROLLER
     assert alter(cluster, 1, [1, 2], recovery=1).topics[0].partitions[0].error_code == \
-        ErrorCode.invalid_request  # RECOVERING with more than the leader
+        ErrorCode.INVALID_REQUEST  # RECOVERING with more than the leader
     assert alter(cluster, 1, [1], recovery=1).topics[0].partitions[0].error_code == \
-        ErrorCode.invalid_request  # RECOVERED cannot go back to RECOVERING
+        ErrorCode.INVALID_REQUEST  # RECOVERED cannot go back to RECOVERING
     assert alter(cluster, 1, [2, 3]).topics[0].partitions[0].error_code == \
-        ErrorCode.invalid_request  # the leader cannot leave its own ISR
-    assert alter(cluster, 1, [1], broker_epoch=1).error_code == ErrorCode.stale_broker_epoch
+        ErrorCode.INVALID_REQUEST  # the leader cannot leave its own ISR
+    assert alter(cluster, 1, [1], broker_epoch=1).error_code == ErrorCode.STALE_BROKER_EPOCH
     cluster.heartbeat(3, want_fence=True)
     fenced = cluster.controller.image.topics.by_name["ap"].partitions[0]
     assert fenced.isr == (1, 2)
     assert alter(cluster, 1, [1, 2, 3], partition_epoch=fenced.partition_epoch).topics[0] \
-        .partitions[0].error_code == ErrorCode.ineligible_replica
+        .partitions[0].error_code == ErrorCode.INELIGIBLE_REPLICA

@@ -20,7 +20,7 @@ def request(cluster: Cluster) -> AllocateProducerIdsRequest:
 
 def block(response: object) -> range:
     assert isinstance(response, AllocateProducerIdsResponse)
-    assert response.error_code == ErrorCode.none, response
+    assert response.error_code == ErrorCode.NONE, response
     start = int(response.producer_id_start)
     return range(start, start + int(response.producer_id_len))
 
@@ -46,7 +46,7 @@ def test_a_block_lost_with_its_leader_was_never_handed_out() -> None:
     handed = [block(cluster.call(request(cluster)))]
     ticket = cluster.submit(request(cluster))  # appended, not committed
     cluster.depose(truncate=True)
-    assert cluster.responses.pop(ticket).error_code == ErrorCode.not_controller
+    assert cluster.responses.pop(ticket).error_code == ErrorCode.NOT_CONTROLLER
     cluster.elect()
     handed += [block(cluster.call(request(cluster))) for _ in range(2)]
     assert handed == [range(0, 1000), range(1000, 2000), range(2000, 3000)]
@@ -59,7 +59,7 @@ def test_a_block_committed_after_its_leader_left_is_not_handed_out_again() -> No
     cluster.depose(truncate=False)  # the next leader commits the record
     cluster.commit()
     late = cluster.responses.pop(ticket)
-    assert late.error_code == ErrorCode.not_controller  # the broker asks again
+    assert late.error_code == ErrorCode.NOT_CONTROLLER  # the broker asks again
     cluster.elect()
     handed.append(block(cluster.call(request(cluster))))
     assert handed == [range(0, 1000), range(2000, 3000)]

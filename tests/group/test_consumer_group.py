@@ -19,7 +19,7 @@ ALL_FOO = {FOO: set(range(6))}
 
 def join(c: Coordinator, member: str, **kwargs: object) -> int:
     response = c.heartbeat(request(member, 0, **kwargs))
-    assert response.error_code == ErrorCode.none, response.error_message
+    assert response.error_code == ErrorCode.NONE, response.error_message
     return int(response.member_epoch)
 
 
@@ -28,7 +28,7 @@ def test_the_first_member_gets_every_partition_at_epoch_two() -> None:
     .INITIAL); the first subscription bumps it to 2, the epoch Kafka answers."""
     c = Coordinator()
     response = c.heartbeat(request("m1", 0))
-    assert response.error_code == ErrorCode.none
+    assert response.error_code == ErrorCode.NONE
     assert (response.member_id, response.member_epoch) == ("m1", 2)
     assert response.heartbeat_interval_ms == 5_000
     assert assigned(response) == ALL_FOO
@@ -42,7 +42,7 @@ def test_a_member_subscribing_to_nothing_joins_at_epoch_one_without_a_bump() -> 
     c = Coordinator()
     before = len(c.log)
     response = c.heartbeat(request("m1", 0, topics=()))
-    assert (response.error_code, response.member_epoch) == (ErrorCode.none, 1)
+    assert (response.error_code, response.member_epoch) == (ErrorCode.NONE, 1)
     group = c.group()
     assert (group.epoch, group.assignment_epoch, group.state) == (1, 1, "Stable")
     assert len(c.log) == before + 2  # the member's subscription and assignment only
@@ -53,7 +53,7 @@ def test_a_heartbeat_without_changes_writes_nothing_and_omits_the_assignment() -
     join(c, "m1")
     before = len(c.log)
     response = c.heartbeat(request("m1", 2))
-    assert response.error_code == ErrorCode.none and response.member_epoch == 2
+    assert response.error_code == ErrorCode.NONE and response.member_epoch == 2
     assert response.assignment is None
     assert len(c.log) == before
 
@@ -91,7 +91,7 @@ def test_a_leave_removes_the_member_and_bumps_the_epoch() -> None:
     join(c, "m2")
     response = c.heartbeat(request("m2", -1))
     assert (response.error_code, response.member_id, response.member_epoch) == (
-        ErrorCode.none, "m2", -1)
+        ErrorCode.NONE, "m2", -1)
     group = c.group()
     assert set(group.members) == {"m1"} and group.epoch == 4
     # m1's next heartbeat gets the whole topic back at epoch 4.
@@ -104,12 +104,12 @@ def test_a_leave_removes_the_member_and_bumps_the_epoch() -> None:
 def test_the_member_id_is_generated_from_the_rng_for_v0_and_required_from_v1() -> None:
     c = Coordinator()
     v0 = c.heartbeat(request("", 0), api_version=0)
-    assert v0.error_code == ErrorCode.none and v0.member_id and len(v0.member_id) == 22
+    assert v0.error_code == ErrorCode.NONE and v0.member_id and len(v0.member_id) == 22
     again = Coordinator().heartbeat(request("", 0), api_version=0)
     assert again.member_id == v0.member_id  # same seed, same id: no global randomness
     v1 = c.heartbeat(request("", 0), api_version=1)
     assert (v1.error_code, v1.error_message) == (
-        ErrorCode.invalid_request, "MemberId can't be empty.")
+        ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
 
 
 @pytest.mark.parametrize(
@@ -133,53 +133,53 @@ def test_the_member_id_is_generated_from_the_rng_for_v0_and_required_from_v1() -
 )
 def test_bad_heartbeats_are_invalid_requests(req: object, message: str) -> None:
     response = Coordinator().heartbeat(req)
-    assert (response.error_code, response.error_message) == (ErrorCode.invalid_request, message)
+    assert (response.error_code, response.error_message) == (ErrorCode.INVALID_REQUEST, message)
     assert response.member_id is None
 
 
 def test_an_unknown_assignor_is_unsupported() -> None:
     response = Coordinator().heartbeat(request("m", 0, assignor="sticky"))
-    assert response.error_code == ErrorCode.unsupported_assignor
+    assert response.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
     assert response.error_message == (
         "ServerAssignor sticky is not supported. Supported assignors: uniform, range.")
 
 
 def test_an_invalid_regex_is_refused() -> None:
     response = Coordinator().heartbeat(request("m", 0, regex="foo("))
-    assert response.error_code == ErrorCode.invalid_regular_expression
+    assert response.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
 
 
 def test_heartbeats_of_unknown_groups_and_members() -> None:
     c = Coordinator()
     # Kafka 4.4's words: a heartbeat's lookup says "Consumer group", a leave's "Group"
     assert (c.heartbeat(request("m", 1)).error_code, c.heartbeat(request("m", 1)).error_message
-            ) == (ErrorCode.group_id_not_found, "Consumer group g not found.")
+            ) == (ErrorCode.GROUP_ID_NOT_FOUND, "Consumer group g not found.")
     assert (c.heartbeat(request("m", -1)).error_code, c.heartbeat(request("m", -1)).error_message
-            ) == (ErrorCode.group_id_not_found, "Group g not found.")
+            ) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group g not found.")
     join(c, "m1")
     response = c.heartbeat(request("ghost", 1))
     assert (response.error_code, response.error_message) == (
-        ErrorCode.unknown_member_id, "Member ghost is not a member of group g.")
-    assert c.heartbeat(request("ghost", -1)).error_code == ErrorCode.unknown_member_id
+        ErrorCode.UNKNOWN_MEMBER_ID, "Member ghost is not a member of group g.")
+    assert c.heartbeat(request("ghost", -1)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_member_epochs_ahead_or_behind_are_fenced() -> None:
     c = Coordinator()
     join(c, "m1")
     ahead = c.heartbeat(request("m1", 5))
-    assert ahead.error_code == ErrorCode.fenced_member_epoch
+    assert ahead.error_code == ErrorCode.FENCED_MEMBER_EPOCH
     assert ahead.error_message is not None and "greater member epoch (5)" in ahead.error_message
     join(c, "m2")  # epoch 3; m1 must revoke, then moves to 3
     keep = assigned(c.heartbeat(request("m1", 2)))
     assert c.heartbeat(request("m1", 2, owned=keep)).member_epoch == 3
     # The previous epoch is accepted when it owns a subset of its assignment (lost reply)...
-    assert c.heartbeat(request("m1", 2, owned=keep)).error_code == ErrorCode.none
+    assert c.heartbeat(request("m1", 2, owned=keep)).error_code == ErrorCode.NONE
     # ...but not when it owns more, nor when it does not say what it owns.
     assert c.heartbeat(request("m1", 2, owned=ALL_FOO)).error_code == (
-        ErrorCode.fenced_member_epoch)
-    assert c.heartbeat(request("m1", 2)).error_code == ErrorCode.fenced_member_epoch
+        ErrorCode.FENCED_MEMBER_EPOCH)
+    assert c.heartbeat(request("m1", 2)).error_code == ErrorCode.FENCED_MEMBER_EPOCH
     # A known member rejoining with epoch 0 is behind too.
-    assert c.heartbeat(request("m1", 0)).error_code == ErrorCode.fenced_member_epoch
+    assert c.heartbeat(request("m1", 0)).error_code == ErrorCode.FENCED_MEMBER_EPOCH
 
 
 def test_a_full_group_refuses_new_members_only() -> None:
@@ -187,9 +187,9 @@ def test_a_full_group_refuses_new_members_only() -> None:
     join(c, "m1")
     full = c.heartbeat(request("m2", 0))
     assert (full.error_code, full.error_message) == (
-        ErrorCode.group_max_size_reached,
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
         "The consumer group has reached its maximum capacity of 1 members.")
-    assert c.heartbeat(request("m1", 2)).error_code == ErrorCode.none
+    assert c.heartbeat(request("m1", 2)).error_code == ErrorCode.NONE
 
 
 def test_static_members_leave_with_minus_two_and_come_back_without_a_rebalance() -> None:
@@ -205,19 +205,19 @@ def test_static_members_leave_with_minus_two_and_come_back_without_a_rebalance()
     epoch = group.epoch
     # The same instance id may not join under another member id while a1 is active.
     taken = c.heartbeat(request("a2", 0, instance_id="A"))
-    assert taken.error_code == ErrorCode.unreleased_instance_id
+    assert taken.error_code == ErrorCode.UNRELEASED_INSTANCE_ID
     # Another member id using A's instance id in a heartbeat is fenced.
     assert c.heartbeat(request("a2", 3, instance_id="A")).error_code == (
-        ErrorCode.fenced_instance_id)
+        ErrorCode.FENCED_INSTANCE_ID)
     assert c.heartbeat(request("a2", 3, instance_id="Z")).error_code == (
-        ErrorCode.unknown_member_id)
+        ErrorCode.UNKNOWN_MEMBER_ID)
     away = c.heartbeat(request("a1", -2, instance_id="A"))
-    assert (away.error_code, away.member_epoch) == (ErrorCode.none, -2)
+    assert (away.error_code, away.member_epoch) == (ErrorCode.NONE, -2)
     assert group.members["a1"].member_epoch == -2 and group.epoch == epoch
     # b does not get a's partitions while a is away.
     assert group.target["b1"] != {FOO: frozenset(range(6))}
     back = c.heartbeat(request("a2", 0, instance_id="A"))
-    assert back.error_code == ErrorCode.none and back.member_epoch == epoch
+    assert back.error_code == ErrorCode.NONE and back.member_epoch == epoch
     assert assigned(back) == {t: set(p) for t, p in a_parts.items()}
     assert "a1" not in group.members and group.epoch == epoch
 
@@ -226,7 +226,7 @@ def test_a_static_member_leaving_for_good_is_removed() -> None:
     c = Coordinator()
     join(c, "a1", instance_id="A")
     gone = c.heartbeat(request("a1", -1, instance_id="A"))
-    assert gone.error_code == ErrorCode.none
+    assert gone.error_code == ErrorCode.NONE
     assert c.group().members == {}
     assert c.group().state == "Empty"
 
@@ -289,9 +289,9 @@ def test_describe_reports_the_group_and_its_members() -> None:
     join(c, "m1", topics=("foo", "bar"), instance_id="i1", rack_id="r1")
     (found, missing) = c.groups.describe(("g", "nope"), c.topics)
     assert (missing.error_code, missing.error_message, missing.group_id) == (
-        ErrorCode.group_id_not_found, "Group nope not found.", "nope")
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group nope not found.", "nope")
     assert (found.error_code, found.group_state, found.group_epoch, found.assignment_epoch,
-            found.assignor_name) == (ErrorCode.none, "Stable", 2, 2, "uniform")
+            found.assignor_name) == (ErrorCode.NONE, "Stable", 2, 2, "uniform")
     (member,) = found.members
     assert (member.member_id, member.instance_id, member.rack_id, member.member_epoch,
             member.client_id, member.client_host, member.member_type) == (
@@ -307,14 +307,14 @@ def test_offset_commit_and_fetch_checks_use_member_epochs() -> None:
     join(c, "m1")
     group = c.group()
     assert group.validate_offset_commit("m1", None, 2, 9) is None
-    assert group.validate_offset_commit("m1", None, 1, 9) == ErrorCode.stale_member_epoch
-    assert group.validate_offset_commit("m1", None, 2, 8) == ErrorCode.unsupported_version
-    assert group.validate_offset_commit("x", None, 2, 9) == ErrorCode.unknown_member_id
-    assert group.validate_offset_commit("", None, -1, 9) == ErrorCode.unknown_member_id
+    assert group.validate_offset_commit("m1", None, 1, 9) == ErrorCode.STALE_MEMBER_EPOCH
+    assert group.validate_offset_commit("m1", None, 2, 8) == ErrorCode.UNSUPPORTED_VERSION
+    assert group.validate_offset_commit("x", None, 2, 9) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert group.validate_offset_commit("", None, -1, 9) == ErrorCode.UNKNOWN_MEMBER_ID
     assert group.validate_offset_fetch(None, -1) is None
     assert group.validate_offset_fetch("m1", 2) is None
-    assert group.validate_offset_fetch("m1", 3) == ErrorCode.stale_member_epoch
-    assert group.validate_offset_fetch("x", 2) == ErrorCode.unknown_member_id
+    assert group.validate_offset_fetch("m1", 3) == ErrorCode.STALE_MEMBER_EPOCH
+    assert group.validate_offset_fetch("x", 2) == ErrorCode.UNKNOWN_MEMBER_ID
     c.heartbeat(request("m1", -1))
     assert group.validate_offset_commit("", None, -1, 9) is None  # empty: simple commits
 
@@ -358,13 +358,13 @@ def test_a_group_id_held_by_a_classic_group_is_not_a_consumer_group() -> None:
     c.registry["classic"] = ClassicGroup("classic", state=GroupState.STABLE)
     response = c.heartbeat(request("m1", 1, group="classic"))
     assert (response.error_code, response.error_message) == (
-        ErrorCode.group_id_not_found, "Group classic is not a consumer group.")
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a consumer group.")
     joined = c.heartbeat(request("m1", 0, group="classic"))
-    assert joined.error_code == ErrorCode.group_id_not_found
+    assert joined.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert isinstance(c.registry["classic"], ClassicGroup)
     (described,) = c.groups.describe(("classic",), c.topics)
     assert (described.error_code, described.error_message) == (
-        ErrorCode.group_id_not_found, "Group classic is not a consumer group.")
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group classic is not a consumer group.")
 
 
 def test_an_empty_classic_group_gives_way_to_a_consumer_group() -> None:
@@ -372,7 +372,7 @@ def test_an_empty_classic_group_gives_way_to_a_consumer_group() -> None:
     c.registry["old"] = ClassicGroup("old")
     c.timers.schedule(("heartbeat", "old", "x"), 10**9, lambda now: Outcome())
     response = c.heartbeat(request("m1", 0, group="old"))
-    assert response.error_code == ErrorCode.none and response.member_epoch == 2
+    assert response.error_code == ErrorCode.NONE and response.member_epoch == 2
     assert c.log[0] == group_metadata_record(GroupMetadataKey("old"), None)
     assert c.group("old").members.keys() == {"m1"}
     assert c.timers.deadline(("heartbeat", "old", "x")) is None
@@ -398,8 +398,8 @@ def test_a_static_member_expired_by_its_session_gives_its_instance_id_back() -> 
     c = Coordinator()
     join(c, "a1", instance_id="A")
     assert c.heartbeat(request("a2", 0, instance_id="A")).error_code == (
-        ErrorCode.unreleased_instance_id)
+        ErrorCode.UNRELEASED_INSTANCE_ID)
     c.advance(45_000)
     back = c.heartbeat(request("a2", 0, instance_id="A"))
     assert (back.error_code, back.member_epoch, assigned(back)) == (
-        ErrorCode.none, 4, ALL_FOO)
+        ErrorCode.NONE, 4, ALL_FOO)

@@ -50,11 +50,11 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
             client.owned, client.revoking_towards = client.revoking_towards, None
         req = request(member, client.epoch, topics=topics, owned=client.owned)
         response = self.c.heartbeat(req)
-        if response.error_code in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id):
+        if response.error_code in (ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID):
             del self.clients[member]  # the Java consumer drops everything and rejoins later
             self.member_epochs.pop(member, None)
             return
-        assert response.error_code == ErrorCode.none, response.error_message
+        assert response.error_code == ErrorCode.NONE, response.error_message
         client.epoch = int(response.member_epoch)
         new = assigned(response)
         if new is None:
@@ -88,7 +88,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     def leave(self, data: st.DataObject) -> None:
         member = data.draw(st.sampled_from(sorted(self.clients)))
         response = self.c.heartbeat(request(member, -1))
-        assert response.error_code == ErrorCode.none
+        assert response.error_code == ErrorCode.NONE
         del self.clients[member]
         self.member_epochs.pop(member, None)
 

@@ -44,7 +44,7 @@ def describe(*groups: str) -> ConsumerGroupDescribeRequest:
 def test_a_consumer_group_survives_a_coordinator_change() -> None:
     d = Driver()
     joined = call(d, HEARTBEAT, request("m1", 0))
-    assert (joined.error_code, joined.member_epoch) == (ErrorCode.none, 2)
+    assert (joined.error_code, joined.member_epoch) == (ErrorCode.NONE, 2)
     assert d.records  # the join is durable only through its records
     fresh = d.replayed()
     # The new coordinator starts the member's session timer at its first input.
@@ -58,7 +58,7 @@ def test_a_consumer_group_survives_a_coordinator_change() -> None:
     assert fresh.timers.deadline(session) == d.now + 45_000
     # The member carries on with the new coordinator at its epoch.
     again = call(d, HEARTBEAT, request("m1", 2), shard=fresh)
-    assert (again.error_code, again.member_epoch) == (ErrorCode.none, 2)
+    assert (again.error_code, again.member_epoch) == (ErrorCode.NONE, 2)
 
 
 def test_list_groups_shows_consumer_groups_and_describe_groups_does_not() -> None:
@@ -71,7 +71,7 @@ def test_list_groups_shows_consumer_groups_and_describe_groups_does_not() -> Non
     assert len(d.call(LIST, list_request(types=("consumer",))).groups) == 1
     (described,) = d.call(DESCRIBE, describe_request("g")).groups
     assert (described.error_code, described.group_state) == (
-        ErrorCode.group_id_not_found, "Dead")
+        ErrorCode.GROUP_ID_NOT_FOUND, "Dead")
 
 
 def test_a_silent_member_is_fenced_by_the_shards_tick() -> None:
@@ -80,7 +80,7 @@ def test_a_silent_member_is_fenced_by_the_shards_tick() -> None:
     d.advance(45_000)
     (listed,) = d.call(LIST, list_request()).groups
     assert listed.group_state == "Empty"
-    assert call(d, HEARTBEAT, request("m1", 1)).error_code == ErrorCode.unknown_member_id
+    assert call(d, HEARTBEAT, request("m1", 1)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 def test_offset_commits_of_consumer_group_members_are_checked_by_member_epoch() -> None:
@@ -92,6 +92,6 @@ def test_offset_commits_of_consumer_group_members_are_checked_by_member_epoch() 
                                               member_id="m1"), version=version)
         return int(reply.topics[0].partitions[0].error_code)
 
-    assert commit(2) == ErrorCode.none
-    assert commit(1) == ErrorCode.stale_member_epoch
-    assert commit(2, version=8) == ErrorCode.unsupported_version
+    assert commit(2) == ErrorCode.NONE
+    assert commit(1) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(2, version=8) == ErrorCode.UNSUPPORTED_VERSION

@@ -207,7 +207,7 @@ class GoodClient(Watch):
                     0, [(None, value)], partition_leader_epoch=-1,
                     timestamp=int(time.time() * 1000))),)),)))
         part = answer.responses[0].partition_responses[0]
-        if part.error_code != ErrorCode.none:
+        if part.error_code != ErrorCode.NONE:
             raise OSError(f"good produce refused: {ErrorCode(part.error_code).name}")
         return int(part.base_offset)
 
@@ -217,7 +217,7 @@ class GoodClient(Watch):
             topics=(FetchTopic(topic_id=self._topic_id, partitions=(FetchPartition(
                 partition=0, fetch_offset=offset, partition_max_bytes=1 << 20),)),)))
         part = answer.responses[0].partitions[0]
-        if part.error_code != ErrorCode.none:
+        if part.error_code != ErrorCode.NONE:
             raise OSError(f"good fetch refused: {ErrorCode(part.error_code).name}")
         read = [r.value for b in iter_batches(part.records or b"") for r in b.records()
                 if r.offset == offset]

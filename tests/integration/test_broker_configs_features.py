@@ -79,7 +79,7 @@ def describe_broker(cluster: LocalCluster, broker: int, version: int) -> dict[st
         resource_type=BROKER, resource_name=str(broker), configuration_keys=None),),
         # documentation is a v3+ field, not ignorable: Kafka's writer refuses it below
         include_synonyms=True, include_documentation=version >= 3), version)
-    assert answer.results[0].error_code == ErrorCode.none
+    assert answer.results[0].error_code == ErrorCode.NONE
     return {c.name: c for c in answer.results[0].configs}
 
 
@@ -92,7 +92,7 @@ def test_broker_describes_its_static_and_dynamic_configs(cluster: LocalCluster) 
 
     def altered() -> bool | None:
         answer = try_call(cluster, broker, request)
-        return (answer is not None and answer.responses[0].error_code == ErrorCode.none) or None
+        return (answer is not None and answer.responses[0].error_code == ErrorCode.NONE) or None
     wait_for("the broker to take the dynamic config", altered)
 
     def dynamic_seen() -> dict[str, Any] | None:

@@ -66,7 +66,7 @@ def shape_once_led(cluster: LocalCluster, name: str) -> tuple[int, int]:
     def led() -> tuple[int, int] | None:
         topic = metadata(cluster, name, auto_create=False)
         parts = topic.partitions
-        if topic.error_code != ErrorCode.none or not all(p.leader_id >= 0 for p in parts):
+        if topic.error_code != ErrorCode.NONE or not all(p.leader_id >= 0 for p in parts):
             return None
         (factor,) = {len(p.replica_nodes) for p in parts}
         return len(parts), factor
@@ -77,21 +77,21 @@ def shape_once_led(cluster: LocalCluster, name: str) -> tuple[int, int]:
 def test_metadata_creates_a_missing_topic_with_the_broker_defaults(
         cluster: LocalCluster) -> None:
     assert metadata(cluster, "wanted", auto_create=False).error_code == (
-        ErrorCode.unknown_topic_or_partition)
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     assert metadata(cluster, "not-wanted", auto_create=False).error_code == (
-        ErrorCode.unknown_topic_or_partition)
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     first = metadata(cluster, "wanted")
-    assert first.error_code in (ErrorCode.unknown_topic_or_partition, ErrorCode.none)
+    assert first.error_code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NONE)
     assert shape_once_led(cluster, "wanted") == SHAPE
     assert metadata(cluster, "not-wanted", auto_create=False).error_code == (
-        ErrorCode.unknown_topic_or_partition)
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
 @pytest.mark.parametrize("auto_create", [True, False])
 def test_an_illegal_name_is_invalid_and_never_created(cluster: LocalCluster,
                                                       auto_create: bool) -> None:
     assert metadata(cluster, "no spaces", auto_create=auto_create).error_code == (
-        ErrorCode.invalid_topic_exception)
+        ErrorCode.INVALID_TOPIC_EXCEPTION)
 
 
 def test_create_topics_without_counts_takes_the_controller_defaults(
@@ -102,7 +102,7 @@ def test_create_topics_without_counts_takes_the_controller_defaults(
         timeout_ms=10000, validate_only=False)))
     (result,) = answer.topics
     assert (result.error_code, result.num_partitions, result.replication_factor) == (
-        ErrorCode.none, *SHAPE)
+        ErrorCode.NONE, *SHAPE)
     assert shape_once_led(cluster, "defaults") == SHAPE
 
 

@@ -89,7 +89,7 @@ def _client_works(cluster: LocalCluster, topic: str) -> None:
     """A real client (kafka-python's admin) creates a topic; a record is produced to it."""
     create_topic(cluster.bootstrap_servers, topic, 1)
     state = wait_for(f"{topic} led", lambda: partition_state(cluster, 1, topic))
-    assert produce_one(cluster, 1, state.topic_id, b"k", b"v", acks=-1) == ErrorCode.none
+    assert produce_one(cluster, 1, state.topic_id, b"k", b"v", acks=-1) == ErrorCode.NONE
 
 
 def test_max_connections_holds_the_rest_and_per_ip_closes_at_once(tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ def test_idle_and_unauthenticated_connections_close_and_failed_logins_wait(tmp_p
         attempts = 0
         end = time.monotonic() + window_s
         while time.monotonic() < end:
-            assert _wrong_login(sasl_port) == ErrorCode.sasl_authentication_failed
+            assert _wrong_login(sasl_port) == ErrorCode.SASL_AUTHENTICATION_FAILED
             attempts += 1
         # one client gets one answer per delay at most (before: ~44 a second)
         assert 1 <= attempts <= window_s * 1000 / DELAY_MS + 1

@@ -155,7 +155,7 @@ def request_once(cluster: LocalCluster, node_id: int, body: Any) -> Any:
 def controllers_described(cluster: LocalCluster, node_id: int) -> dict[int, str]:
     """DescribeCluster (controller endpoints) as ``node_id`` answers it."""
     response = request_once(cluster, node_id, dc_req.DescribeClusterRequest(endpoint_type=2))
-    assert response.error_code == ErrorCode.none
+    assert response.error_code == ErrorCode.NONE
     return {b.broker_id: f"{b.host}:{b.port}" for b in response.brokers}
 
 
@@ -168,7 +168,7 @@ def test_add_raft_voter_with_a_wrong_cluster_id_is_refused(
     response = request_once(cluster, 1, rpc.add_voter_request(
         "not-the-cluster", identity.node_id, identity.directory_id,
         [(e.name, e.host, e.port) for e in identity.endpoints], 5000))
-    assert response.error_code == ErrorCode.inconsistent_cluster_id
+    assert response.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
 
 
 def three_voters(cluster: LocalCluster) -> QuorumInfo:

@@ -54,7 +54,7 @@ def test_a_vote_in_the_largest_int32_epoch_stops_no_controller(
                             last=OffsetAndEpoch(0, 0), pre_vote=False)
     answer = asyncio.run(_vote_v2(cluster.nodes[1].port, vote))
     part = answer.topics[0].partitions[0]
-    assert part.error_code == ErrorCode.invalid_request and not part.vote_granted
+    assert part.error_code == ErrorCode.INVALID_REQUEST and not part.vote_granted
 
     after = leader_info(cluster, min_epoch=before.leader_epoch)
     assert after.leader_epoch <= MAX_EPOCH

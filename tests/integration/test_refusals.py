@@ -101,17 +101,17 @@ def test_running_node_refuses_foreign_requests_and_survives_bad_frames(
                             local_id=info.leader_id, last=position, pre_vote=False)
     answer = asyncio.run(_request(host, port, vote))
     assert isinstance(answer, rpc.VoteResponse)
-    assert answer.error_code == ErrorCode.inconsistent_cluster_id
+    assert answer.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
     fetch = rpc.fetch_request("wrong-cluster", 9, epoch=info.leader_epoch, position=position,
                               high_watermark=None, max_wait_ms=0, max_bytes=1024)
     leader_port = cluster.nodes[info.leader_id].port
     fetched = asyncio.run(_request(host, leader_port, fetch))
     assert isinstance(fetched, rpc.FetchResponse)
-    assert fetched.error_code == ErrorCode.inconsistent_cluster_id
+    assert fetched.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
     stranger = rpc.begin_quorum_request(cluster.cluster_id, follower, 42, info.leader_epoch + 1)
     refused = asyncio.run(_request(host, port, stranger))
     assert isinstance(refused, rpc.BeginQuorumEpochResponse)
-    assert refused.topics[0].partitions[0].error_code == ErrorCode.inconsistent_voter_set
+    assert refused.topics[0].partitions[0].error_code == ErrorCode.INCONSISTENT_VOTER_SET
 
     assert _raw_exchange(port, struct.pack(">i", 2**31 - 1) + b"x" * 64) == b""
     assert _raw_exchange(port, encode_frame(b"\x00\x12")) == b""

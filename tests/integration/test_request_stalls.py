@@ -101,7 +101,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         made.start_all()
         made.wait_listening(made.brokers)
         wait_for(f"{PRODUCE_TOPIC} created", lambda: True if all(
-            r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
+            r.error_code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)
             for r in run(broker_request(made, create_topics(
                 [PRODUCE_TOPIC], PRODUCE_PARTITIONS))).topics) else None,
             timeout_s=SETUP_TIMEOUT_S)
@@ -173,7 +173,7 @@ def test_five_thousand_topics_validated_at_once_keep_the_controller_leading(
     answer, probe = probed(cluster, leader, Listener.CONTROLLER, lambda: run(broker_request(
         cluster, create_topics(names, 1, validate_only=True))))
     assert [t.name for t in answer.topics] == names
-    assert {t.error_code for t in answer.topics} == {ErrorCode.none}
+    assert {t.error_code for t in answer.topics} == {ErrorCode.NONE}
     assert probe.worst_s < STALL_LIMIT_S, probe
 
 
@@ -195,9 +195,9 @@ def test_an_offset_commit_of_100000_partitions_keeps_the_broker_serving(
                            lambda: run(broker_request(cluster, body)))
     codes = {int(p.partition_index): p.error_code for t in answer.topics for p in t.partitions}
     assert sorted(codes) == list(range(100_000))
-    assert {codes[p] for p in range(PRODUCE_PARTITIONS)} == {ErrorCode.none}
+    assert {codes[p] for p in range(PRODUCE_PARTITIONS)} == {ErrorCode.NONE}
     assert {codes[p] for p in range(PRODUCE_PARTITIONS, 100_000)} == {
-        ErrorCode.unknown_topic_or_partition}
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert probe.worst_s < STALL_LIMIT_S, probe
 
 
@@ -231,7 +231,7 @@ def test_five_large_produce_requests_at_once_keep_the_broker_serving(
     answers, probe = probed(cluster, cluster.brokers[0], Listener.BROKER,
                             lambda: run(produce_at_once()))
     codes = [p.error_code for a in answers for t in a.responses for p in t.partition_responses]
-    assert len(codes) == 5 * PRODUCE_PARTITIONS and set(codes) == {ErrorCode.none}
+    assert len(codes) == 5 * PRODUCE_PARTITIONS and set(codes) == {ErrorCode.NONE}
     assert probe.worst_s < STALL_LIMIT_S, probe
 
 
@@ -254,7 +254,7 @@ def test_records_expanding_to_gigabytes_are_validated_while_the_broker_serves(
                            lambda: run(broker_request(cluster, body)))
     parts = [p for t in answer.responses for p in t.partition_responses]
     assert [(p.error_code, p.base_offset >= 0) for p in parts] == [
-        (ErrorCode.none, True)] * HUGE_RECORDS
+        (ErrorCode.NONE, True)] * HUGE_RECORDS
     assert probe.worst_s < STALL_LIMIT_S, probe
 
 
@@ -266,7 +266,7 @@ def test_a_compacted_record_of_a_gigabyte_is_cleaned_while_the_broker_serves(
     answer = run(broker_request(cluster, create_topics([name], 1, configs={
         "cleanup.policy": "compact",  # the huge batch fills a segment, the next rolls it
         "internal.segment.bytes": str(len(gigabyte_record))})))  # below the 1 MiB floor
-    assert answer.topics[0].error_code == ErrorCode.none
+    assert answer.topics[0].error_code == ErrorCode.NONE
     tp = f"{name}-0"
     checkpoint = cluster.nodes[cluster.brokers[0]].data / "cleaner-offset-checkpoint"
     wait_for(f"{tp} hosted", lambda: True if (
@@ -285,7 +285,7 @@ def test_a_compacted_record_of_a_gigabyte_is_cleaned_while_the_broker_serves(
         return codes
 
     codes, probe = probed(cluster, cluster.brokers[0], Listener.BROKER, produce_then_clean)
-    assert codes == [ErrorCode.none, ErrorCode.none]
+    assert codes == [ErrorCode.NONE, ErrorCode.NONE]
     assert probe.worst_s < STALL_LIMIT_S, probe
 
 
@@ -308,5 +308,5 @@ def test_a_topic_of_1000_partitions_keeps_the_broker_serving(cluster: LocalClust
         return answer
 
     answer, probe = probed(cluster, cluster.brokers[0], Listener.BROKER, create_until_served)
-    assert [(t.name, t.error_code) for t in answer.topics] == [(topic, ErrorCode.none)]
+    assert [(t.name, t.error_code) for t in answer.topics] == [(topic, ErrorCode.NONE)]
     assert probe.worst_s < STALL_LIMIT_S, probe

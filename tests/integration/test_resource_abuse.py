@@ -203,7 +203,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         for _ in range(DATA_BATCHES):
             assert _produce(abused, ids[ABUSED_TOPIC], encode_batch(
                 0, [(None, bytes(DATA_VALUE))], partition_leader_epoch=-1,
-                timestamp=int(time.time() * 1000))) == ErrorCode.none
+                timestamp=int(time.time() * 1000))) == ErrorCode.NONE
         yield Cluster(abused, Target(made.cluster_id, ABUSED_TOPIC, ids[ABUSED_TOPIC], GROUP))
     finally:
         for node_id in made.nodes:
@@ -321,14 +321,14 @@ def test_list_offsets_by_timestamp_over_a_bomb(cluster: Cluster, codec: str) -> 
     batch, case = _bomb(codec, now, last_later=1)
     topic = f"timestamps-{codec}"
     assert _produce(cluster.abused, _created(cluster.abused.cluster, topic), batch) == (
-        ErrorCode.none)
+        ErrorCode.NONE)
     recover(cluster.abused, time.monotonic())  # a fence the bomb's stall may bring
     figures = _measured(cluster, cluster.abused.broker, frame_of(
         ApiKey.LIST_OFFSETS, 11, list_offsets_request([TopicPartition(topic, 0)], now + 1)),
         f"ListOffsets by its last record's timestamp over a {case}")
     (listed,) = decode_response(ApiKey.LIST_OFFSETS, 11, figures.answer).body.topics
     assert (listed.partitions[0].error_code, listed.partitions[0].offset) == (
-        ErrorCode.none, _bomb_size(codec) // (1 << 20) - 1)
+        ErrorCode.NONE, _bomb_size(codec) // (1 << 20) - 1)
 
 
 def test_duplicate_partition_fetch(cluster: Cluster) -> None:
@@ -349,7 +349,7 @@ def test_duplicate_partition_fetch(cluster: Cluster) -> None:
                         f"Fetch of partition 0 named {count} times")
     assert len(figures.answer) <= FETCH_MAX_BYTES + MAX_REQUEST_BYTES
     answer = decode_response(ApiKey.FETCH, 18, figures.answer).body
-    assert answer.error_code == ErrorCode.none
+    assert answer.error_code == ErrorCode.NONE
     read = [p for topic in answer.responses for p in topic.partitions
-            if p.error_code == ErrorCode.none and p.records]
+            if p.error_code == ErrorCode.NONE and p.records]
     assert read, "the partition's data is read at least once"

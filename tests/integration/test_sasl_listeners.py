@@ -183,14 +183,14 @@ def test_wrong_password_is_refused_logged_and_others_still_served(sasl: Sasl) ->
         handshake = read_frame(sock)
         assert handshake is not None
         assert decode_response(ApiKey.SASL_HANDSHAKE, 1, handshake).body.error_code == (
-            ErrorCode.none)
+            ErrorCode.NONE)
         sock.sendall(frame(ApiKey.SASL_AUTHENTICATE, 2,
                            auth_bytes=plain_client_token("alice", "wrong")))
         answer = read_frame(sock)
         assert answer is not None
         body = decode_response(ApiKey.SASL_AUTHENTICATE, 2, answer).body
         assert (body.error_code, body.error_message) == (
-            ErrorCode.sasl_authentication_failed, reason)
+            ErrorCode.SASL_AUTHENTICATION_FAILED, reason)
         assert read_frame(sock) is None  # closed after the answer
     wait_for("the refusal in the broker's log",
              lambda: failed_authentications(sasl, broker_id, reason) > before or None)

@@ -59,7 +59,7 @@ def cluster(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
             _acl(ResourceType.TOPIC, TOPIC, AclOperation.CREATE, ALLOWED_HOST),
             _acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.CLUSTER_ACTION, "*"),
             _acl(ResourceType.CLUSTER, "kafka-cluster", AclOperation.DESCRIBE, "*"))))
-        assert [r.error_code for r in created.results] == [ErrorCode.none] * 3
+        assert [r.error_code for r in created.results] == [ErrorCode.NONE] * 3
         every = DescribeAclsRequest(resource_type_filter=1, resource_name_filter=None,
                                     pattern_type_filter=1, principal_filter=None,
                                     host_filter=None, operation=1, permission_type=1)
@@ -88,6 +88,6 @@ def create_topic_from(source_host: str, address: str) -> ErrorCode:
 
 def test_the_controller_judges_the_client_by_its_address(cluster: OracleCluster) -> None:
     broker = cluster.brokers[0].address
-    assert create_topic_from("127.0.0.1", broker) == ErrorCode.topic_authorization_failed
-    assert create_topic_from(ALLOWED_HOST, broker) == ErrorCode.none
+    assert create_topic_from("127.0.0.1", broker) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert create_topic_from(ALLOWED_HOST, broker) == ErrorCode.NONE
     assert logged_errors(cluster.controllers[0]) == []

@@ -70,7 +70,7 @@ def test_a_gap_or_a_repeat_out_of_the_window_is_out_of_order() -> None:
     log = Log()
     log.produce(0, 2)
     error = refusal(log, 3)
-    assert error.error_code == ErrorCode.out_of_order_sequence_number
+    assert error.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert error.message == ("Out of order sequence number for producer 7 at offset 2 in "
                              "partition t-0: 3 (incoming seq. number), 1 (current end sequence "
                              "number)")
@@ -80,14 +80,14 @@ def test_an_older_epoch_is_invalid_producer_epoch() -> None:
     log = Log()
     log.produce(0, epoch=3)
     error = refusal(log, 1, epoch=2)
-    assert error.error_code == ErrorCode.invalid_producer_epoch
+    assert error.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     assert "is 2, which is smaller than the last seen epoch 3" in error.message
 
 
 def test_an_epoch_bump_restarts_at_sequence_zero_and_forgets_old_batches() -> None:
     log = Log()
     log.produce(0, epoch=0)
-    assert refusal(log, 5, epoch=1).error_code == ErrorCode.out_of_order_sequence_number
+    assert refusal(log, 5, epoch=1).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert isinstance(log.produce(0, epoch=1), ProducerStateEntry)
     entry = log.state.last_entry(PID)
     assert entry is not None and entry.producer_epoch == 1 and len(entry.batches) == 1
@@ -125,7 +125,7 @@ def test_retries_within_the_last_five_batches_answer_the_original_offsets(
     assert log.end == end  # nothing appended
     for seq, size, _ in sent[:-5]:
         assert refusal(log, seq, count=size).error_code == (
-            ErrorCode.out_of_order_sequence_number)
+            ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 
 
 def test_a_retry_with_another_epoch_is_not_a_duplicate() -> None:
@@ -150,7 +150,7 @@ def test_a_plain_write_inside_an_open_transaction_is_invalid_txn_state() -> None
     log = Log()
     log.produce(0, transactional=True)
     assert log.state.last_entry(PID).current_txn_first_offset == 0  # type: ignore[union-attr]
-    assert refusal(log, 1).error_code == ErrorCode.invalid_txn_state
+    assert refusal(log, 1).error_code == ErrorCode.INVALID_TXN_STATE
 
 
 def test_idle_producers_expire_unless_in_a_transaction() -> None:
@@ -187,7 +187,7 @@ def test_snapshot_round_trip_and_the_one_batch_window_after_a_restart() -> None:
     again = Log()
     again.state, again.end = restored, 12
     assert again.produce(9, 3) == BatchMetadata(11, 11, 2, 100)
-    assert refusal(again, 6, count=3).error_code == ErrorCode.out_of_order_sequence_number
+    assert refusal(again, 6, count=3).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert isinstance(again.produce(12), ProducerStateEntry)
 
 

@@ -107,10 +107,10 @@ def test_an_offset_between_the_high_watermark_and_the_log_end_is_not_out_of_rang
     leader = Leader(log, high_watermark=1)
     for offset in (1, 2, 3):
         read = read_partition(leader, offset, 1 << 20, isolation=HW, min_one_batch=True)
-        assert read == PartitionRead(ErrorCode.none, b"", 1, 1, 0, 3)
+        assert read == PartitionRead(ErrorCode.NONE, b"", 1, 1, 0, 3)
     for offset in (4, -1):
         read = read_partition(leader, offset, 1 << 20, isolation=HW, min_one_batch=True)
-        assert read == PartitionRead(ErrorCode.offset_out_of_range)  # -1 offsets
+        assert read == PartitionRead(ErrorCode.OFFSET_OUT_OF_RANGE)  # -1 offsets
 
 
 def test_below_the_log_start_is_out_of_range(log: PartitionLog) -> None:
@@ -118,7 +118,7 @@ def test_below_the_log_start_is_out_of_range(log: PartitionLog) -> None:
     log.increment_log_start_offset(2, high_watermark=3)
     leader = Leader(log, high_watermark=3)
     assert read_partition(leader, 1, 100, isolation=HW, min_one_batch=True).error == (
-        ErrorCode.offset_out_of_range)
+        ErrorCode.OFFSET_OUT_OF_RANGE)
     assert _offsets(read_partition(leader, 2, 1 << 20, isolation=HW,
                                    min_one_batch=True).records) == [2]
 
@@ -135,7 +135,7 @@ def test_the_first_batch_is_whole_then_the_budget_holds(tmp_path: Path) -> None:
     wanted = [PartitionFetch("a", 0, 10), PartitionFetch("b", 0, 10)]
     reads = read_partitions(wanted, leaders.__getitem__, max_bytes=10, isolation=HW)
     assert [len(r.records) for r in reads] == [big, 0]
-    assert [r.error for r in reads] == [ErrorCode.none] * 2
+    assert [r.error for r in reads] == [ErrorCode.NONE] * 2
     # with room for both, each partition is limited by its own partition_max_bytes
     wanted = [PartitionFetch("a", 0, big), PartitionFetch("b", 0, big - 1)]
     reads = read_partitions(wanted, leaders.__getitem__, max_bytes=10 * big, isolation=HW)
@@ -149,11 +149,11 @@ def test_refused_partitions_keep_their_place(log: PartitionLog) -> None:
     leader = Leader(log, high_watermark=1)
 
     def resolve(key: str) -> Leader | ErrorCode:
-        return leader if key == "ok" else ErrorCode.not_leader_or_follower
+        return leader if key == "ok" else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     reads = read_partitions([PartitionFetch("no", 0, 100), PartitionFetch("ok", 0, 100)],
                             resolve, max_bytes=100, isolation=HW)
-    assert reads[0] == PartitionRead(ErrorCode.not_leader_or_follower)
+    assert reads[0] == PartitionRead(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert _offsets(reads[1].records) == [0]
 
 
@@ -191,24 +191,24 @@ def test_list_offsets_special_timestamps(log: PartitionLog) -> None:
     _fill(log, [250], epoch=2)
     leader = Leader(log, high_watermark=4, leader_epoch=2)
     assert list_offset(leader, EARLIEST_TIMESTAMP, isolation=HW) == ListedOffset(
-        ErrorCode.none, -1, 0, 0)
+        ErrorCode.NONE, -1, 0, 0)
     assert list_offset(leader, EARLIEST_LOCAL_TIMESTAMP, isolation=HW) == ListedOffset(
-        ErrorCode.none, -1, 0, 0)
+        ErrorCode.NONE, -1, 0, 0)
     assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW) == ListedOffset(
-        ErrorCode.none, -1, 4, 2)
+        ErrorCode.NONE, -1, 4, 2)
     assert list_offset(leader, MAX_TIMESTAMP, isolation=HW) == ListedOffset(
-        ErrorCode.none, 300, 1, 0)
+        ErrorCode.NONE, 300, 1, 0)
     assert list_offset(leader, LATEST_TIERED_TIMESTAMP, isolation=HW) == ListedOffset(
-        ErrorCode.none)
+        ErrorCode.NONE)
     assert list_offset(leader, EARLIEST_PENDING_UPLOAD_TIMESTAMP, isolation=HW) == (
-        ListedOffset(ErrorCode.none))  # nothing is tiered (KIP-1023)
+        ListedOffset(ErrorCode.NONE))  # nothing is tiered (KIP-1023)
     # by timestamp: the first record at or after it
-    assert list_offset(leader, 150, isolation=HW) == ListedOffset(ErrorCode.none, 300, 1, 0)
-    assert list_offset(leader, 240, isolation=HW) == ListedOffset(ErrorCode.none, 300, 1, 0)
-    assert list_offset(leader, 301, isolation=HW) == ListedOffset(ErrorCode.none)
+    assert list_offset(leader, 150, isolation=HW) == ListedOffset(ErrorCode.NONE, 300, 1, 0)
+    assert list_offset(leader, 240, isolation=HW) == ListedOffset(ErrorCode.NONE, 300, 1, 0)
+    assert list_offset(leader, 301, isolation=HW) == ListedOffset(ErrorCode.NONE)
     log.increment_log_start_offset(3, high_watermark=4)
     assert list_offset(leader, EARLIEST_TIMESTAMP, isolation=HW) == ListedOffset(
-        ErrorCode.none, -1, 3, 2)
+        ErrorCode.NONE, -1, 3, 2)
 
 
 def test_list_offsets_hides_what_consumers_cannot_fetch_yet(log: PartitionLog) -> None:
@@ -216,9 +216,9 @@ def test_list_offsets_hides_what_consumers_cannot_fetch_yet(log: PartitionLog) -
     leader = Leader(log, high_watermark=1)
     assert _walked(leader, LATEST_TIMESTAMP, isolation=HW).offset == 1
     assert _walked(leader, LATEST_TIMESTAMP, isolation=None).offset == 3  # a replica
-    assert list_offset(leader, 200, isolation=HW) == ListedOffset(ErrorCode.none)
+    assert list_offset(leader, 200, isolation=HW) == ListedOffset(ErrorCode.NONE)
     assert _walked(leader, 200, isolation=None).offset == 1
-    assert list_offset(leader, MAX_TIMESTAMP, isolation=HW) == ListedOffset(ErrorCode.none)
+    assert list_offset(leader, MAX_TIMESTAMP, isolation=HW) == ListedOffset(ErrorCode.NONE)
 
 
 def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
@@ -228,9 +228,9 @@ def test_a_new_leader_behind_its_epoch_start_answers_offset_not_available(
     _fill(log, [300], epoch=3)
     leader = Leader(log, high_watermark=1, leader_epoch=3)
     assert list_offset(leader, LATEST_TIMESTAMP, isolation=HW) == ListedOffset(
-        ErrorCode.offset_not_available)
+        ErrorCode.OFFSET_NOT_AVAILABLE)
     assert list_offset(leader, 250, isolation=HW) == ListedOffset(
-        ErrorCode.offset_not_available)
+        ErrorCode.OFFSET_NOT_AVAILABLE)
     assert _walked(leader, EARLIEST_TIMESTAMP).offset == 0
     assert _walked(leader, LATEST_TIMESTAMP, isolation=None).offset == 3
     leader.high_watermark = 3
@@ -243,8 +243,8 @@ def test_delete_records_target(log: PartitionLog) -> None:
     assert delete_records_target(leader, -1) == 2
     assert delete_records_target(leader, 0) == 0
     assert delete_records_target(leader, 2) == 2
-    assert delete_records_target(leader, 3) == ErrorCode.offset_out_of_range
-    assert delete_records_target(leader, -2) == ErrorCode.offset_out_of_range
+    assert delete_records_target(leader, 3) == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert delete_records_target(leader, -2) == ErrorCode.OFFSET_OUT_OF_RANGE
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])  # gzip, snappy, lz4, zstd
@@ -262,9 +262,9 @@ def test_list_offsets_by_timestamp_inside_a_compressed_batch(log: PartitionLog,
     log.append(bytes(builder.build()), now_ms=0)
     leader = Leader(log, high_watermark=3)
     assert isinstance(list_offset(leader, 150, isolation=HW), TimestampWalk)  # walked apart
-    assert _walked(leader, 150) == ListedOffset(ErrorCode.none, 200, 1, 0)
-    assert _walked(leader, 300) == ListedOffset(ErrorCode.none, 300, 2, 0)
-    assert _walked(leader, 301) == ListedOffset(ErrorCode.none)
+    assert _walked(leader, 150) == ListedOffset(ErrorCode.NONE, 200, 1, 0)
+    assert _walked(leader, 300) == ListedOffset(ErrorCode.NONE, 300, 2, 0)
+    assert _walked(leader, 301) == ListedOffset(ErrorCode.NONE)
 
 
 def _walked(leader: Leader, timestamp: int,
@@ -287,7 +287,7 @@ def test_a_walked_batch_is_judged_by_the_partition_after_the_walk(log: Partition
     log.truncate_to(1, now_ms=0)
     leader.high_watermark = 1
     assert walk.walk() == (20, 1, 0)
-    assert walked_offset(leader, walk, walk.walk(), isolation=HW) == ListedOffset(ErrorCode.none)
+    assert walked_offset(leader, walk, walk.walk(), isolation=HW) == ListedOffset(ErrorCode.NONE)
 
 
 def test_an_unreadable_segment_is_a_storage_error_of_its_partition(
@@ -305,11 +305,11 @@ def test_an_unreadable_segment_is_a_storage_error_of_its_partition(
         leaders = {"ok": Leader(log, high_watermark=1), "bad": Leader(broken, high_watermark=1)}
         wanted = [PartitionFetch("bad", 0, 100), PartitionFetch("ok", 0, 100)]
         assert read_partitions(wanted, leaders.__getitem__, max_bytes=100,
-                               isolation=HW)[0] == PartitionRead(ErrorCode.kafka_storage_error)
+                               isolation=HW)[0] == PartitionRead(ErrorCode.KAFKA_STORAGE_ERROR)
         failures: list[tuple[PartitionLog, Exception]] = []
         reads = read_partitions(
             wanted, leaders.__getitem__, max_bytes=100, isolation=HW,
             failed=lambda part, exc: failures.append((part.log, exc)))
-    assert reads[0] == PartitionRead(ErrorCode.kafka_storage_error)
+    assert reads[0] == PartitionRead(ErrorCode.KAFKA_STORAGE_ERROR)
     assert _offsets(reads[1].records) == [0]
     assert [(part_log, type(exc)) for part_log, exc in failures] == [(broken, OSError)]

@@ -136,12 +136,12 @@ def test_a_partial_trailing_batch_is_ignored() -> None:
 
 
 @pytest.mark.parametrize(("data", "code", "message"), [
-    (b"", ErrorCode.invalid_record, "must have at least one record batch per partition"),
-    (client_batch(PAIRS)[:40], ErrorCode.invalid_record, "at least one record batch"),
-    (client_batch(PAIRS) * 2, ErrorCode.invalid_record, "exactly one record batch"),
-    (bytes(8) + struct.pack(">i", 13) + bytes(10), ErrorCode.corrupt_message,
+    (b"", ErrorCode.INVALID_RECORD, "must have at least one record batch per partition"),
+    (client_batch(PAIRS)[:40], ErrorCode.INVALID_RECORD, "at least one record batch"),
+    (client_batch(PAIRS) * 2, ErrorCode.INVALID_RECORD, "exactly one record batch"),
+    (bytes(8) + struct.pack(">i", 13) + bytes(10), ErrorCode.CORRUPT_MESSAGE,
      "Record size 13 is less than the minimum record overhead (14)"),
-    (bytes(8) + struct.pack(">i", 60) + bytes(4) + b"\x03" + bytes(56), ErrorCode.corrupt_message,
+    (bytes(8) + struct.pack(">i", 60) + bytes(4) + b"\x03" + bytes(56), ErrorCode.CORRUPT_MESSAGE,
      "Invalid magic found in record: 3"),
 ])
 def test_request_level_refusals(data: bytes, code: ErrorCode, message: str) -> None:
@@ -153,20 +153,20 @@ def test_magic_below_2_is_refused_as_kafka_4() -> None:
     builder = LegacyRecordBatchBuilder(magic=1, compression_type=0, batch_size=1 << 16)
     builder.append(0, timestamp=1, key=b"k", value=b"v")
     error = refused(bytes(builder.build()), api_version=9)
-    assert error.error_code == ErrorCode.invalid_record
+    assert error.error_code == ErrorCode.INVALID_RECORD
     assert error.message == ("Produce requests with version 9 are only allowed to contain "
                              "record batches with magic version 2")
 
 
 def test_zstd_needs_produce_v7() -> None:
     raw = client_batch(PAIRS, codec=ZSTD)
-    assert refused(raw, api_version=6).error_code == ErrorCode.unsupported_compression_type
+    assert refused(raw, api_version=6).error_code == ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
     assert run(raw, api_version=7).records_count == 7
 
 
 def test_client_base_offset_must_be_zero() -> None:
     error = refused(raw_batch([record(0)], base_offset=3))
-    assert error.error_code == ErrorCode.invalid_record
+    assert error.error_code == ErrorCode.INVALID_RECORD
     assert error.message == ("The baseOffset of the record batch in the append to t-0 should "
                              "be 0, but it is 3")
 
@@ -174,7 +174,7 @@ def test_client_base_offset_must_be_zero() -> None:
 def test_max_message_bytes() -> None:
     raw = client_batch(PAIRS)
     error = refused(raw, AppendConfig(max_message_bytes=len(raw) - 1))
-    assert error.error_code == ErrorCode.message_too_large
+    assert error.error_code == ErrorCode.MESSAGE_TOO_LARGE
     assert f"is {len(raw)} bytes which exceeds the maximum configured value" in error.message
     assert run(raw, AppendConfig(max_message_bytes=len(raw))).records_count == 7
 
@@ -182,7 +182,7 @@ def test_max_message_bytes() -> None:
 def test_a_rebuilt_batch_is_measured_again() -> None:
     raw = client_batch([(b"k", b"a" * 5000)], codec=GZIP)
     error = refused(raw, AppendConfig(compression_type="uncompressed", max_message_bytes=len(raw)))
-    assert error.error_code == ErrorCode.message_too_large
+    assert error.error_code == ErrorCode.MESSAGE_TOO_LARGE
     assert error.message.startswith("Message batch size is")
 
 
@@ -190,7 +190,7 @@ def test_crc_mismatch_is_corrupt_message() -> None:
     raw = bytearray(client_batch(PAIRS))
     raw[-1] ^= 0xFF
     error = refused(bytes(raw))
-    assert error.error_code == ErrorCode.corrupt_message
+    assert error.error_code == ErrorCode.CORRUPT_MESSAGE
     assert error.message.startswith("Record is corrupt (stored crc = ")
 
 
@@ -204,27 +204,27 @@ def test_crc_mismatch_is_corrupt_message() -> None:
 ])
 def test_batch_shape_refusals(kwargs: dict[str, int], message: str) -> None:
     error = refused(raw_batch([record(0)], **kwargs))
-    assert error.error_code == ErrorCode.invalid_record
+    assert error.error_code == ErrorCode.INVALID_RECORD
     assert message in error.message and error.record_errors == ()
 
 
 def test_malformed_records_under_a_valid_crc_are_invalid_record() -> None:
     body = b"\x40" + bytes(10)  # a record claiming 32 bytes
     error = refused(raw_batch([record(0)], body=body))
-    assert error.error_code == ErrorCode.invalid_record
+    assert error.error_code == ErrorCode.INVALID_RECORD
 
 
 def test_a_payload_that_does_not_decompress_is_unknown_server_error() -> None:
     raw = raw_batch([record(0)], attributes=GZIP, body=b"not gzip at all")
     error = refused(raw)
-    assert error.error_code == ErrorCode.unknown_server_error
+    assert error.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     assert error.message.startswith("Failed to decompress record stream")
 
 
 def test_compacted_topics_refuse_null_keys_per_record() -> None:
     raw = client_batch([(b"a", b"1"), (None, b"2"), (b"c", b"3"), (None, b"4")])
     error = refused(raw, AppendConfig(compacted=True))
-    assert error.error_code == ErrorCode.invalid_record
+    assert error.error_code == ErrorCode.INVALID_RECORD
     assert [e.batch_index for e in error.record_errors] == [1, 3]
     assert error.record_errors[0].message == (
         "Compacted topic cannot accept message without key in topic partition t-0.")
@@ -238,7 +238,7 @@ def test_timestamps_outside_before_and_after_max_are_invalid_timestamp() -> None
     raw = raw_batch([record(0, NOW - 1_000), record(1, NOW - 1_001), record(2, NOW + 500),
                      record(3, NOW + 501)])
     error = refused(raw, config)
-    assert error.error_code == ErrorCode.invalid_timestamp
+    assert error.error_code == ErrorCode.INVALID_TIMESTAMP
     assert error.message == "One or more records have been rejected due to invalid timestamp"
     assert [e.batch_index for e in error.record_errors] == [1, 3]
     assert error.record_errors[0].message == (
@@ -250,14 +250,14 @@ def test_invalid_timestamp_wins_over_invalid_record() -> None:
     config = AppendConfig(compacted=True, timestamp_after_max_ms=0)
     raw = raw_batch([record(0, key=None), record(1, NOW + 1)])
     error = refused(raw, config)
-    assert error.error_code == ErrorCode.invalid_timestamp
+    assert error.error_code == ErrorCode.INVALID_TIMESTAMP
     assert [e.batch_index for e in error.record_errors] == [0, 1]
 
 
 def test_a_client_batch_flagged_log_append_time_is_refused_on_a_log_append_time_topic() -> None:
     raw = raw_batch([record(0)], attributes=ATTR_TIMESTAMP_TYPE)
     error = refused(raw, AppendConfig(timestamp_type=LOG_APPEND_TIME))
-    assert error.error_code == ErrorCode.invalid_timestamp
+    assert error.error_code == ErrorCode.INVALID_TIMESTAMP
     assert "Producer should not set timestamp type to LogAppendTime." in (
         error.record_errors[0].message or "")
 

@@ -70,7 +70,7 @@ def test_malformed_records_are_refused_in_the_decoders_words() -> None:
     with pytest.raises(CorruptRecordError) as decoded:
         decode_records(unpack_header(data), data)
     assert outcome(data, AppendConfig()) == (
-        ErrorCode.invalid_record, f"Found invalid record structure: {decoded.value}",
+        ErrorCode.INVALID_RECORD, f"Found invalid record structure: {decoded.value}",
         ())
 
 

@@ -155,7 +155,7 @@ class Harness:
         for out in self.take_requests(rpc.VoteRequest):
             assert isinstance(out.request, rpc.VoteRequest)
             epoch = out.request.topics[0].partitions[0].replica_epoch
-            self.respond(out, rpc.vote_response(ErrorCode.none, None, epoch, granted))
+            self.respond(out, rpc.vote_response(ErrorCode.NONE, None, epoch, granted))
 
     def run_elections(self, rounds: int = 30) -> None:
         """Let timers fire and grant every vote asked for, so the node campaigns if it can."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import uuid
 
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog

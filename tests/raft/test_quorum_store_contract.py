@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness, vote_partition
 from reconfig_helpers import bootstrapped_log, dir_id
 
 from pykraft.errors import StorageError
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.limits import INT32_MAX
 from pykraft.raft.log import OffsetAndEpoch
@@ -86,7 +86,7 @@ def _vote(h: Harness, candidate: int, directory: uuid.UUID) -> bool:
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.VoteResponse)
     part = vote_partition(out.response)
-    assert part.error_code == ErrorCode.none
+    assert part.error_code == ErrorCode.NONE
     return bool(part.vote_granted)
 
 

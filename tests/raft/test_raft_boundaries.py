@@ -8,10 +8,10 @@ file then refused to load.
 from __future__ import annotations
 
 import pytest
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness, vote_partition
 
 from pykraft.errors import StorageError
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.limits import INT32_MAX, MAX_EPOCH
 from pykraft.raft.log import OffsetAndEpoch
@@ -29,7 +29,7 @@ def sent_epochs(h: Harness) -> set[int]:
 def test_a_vote_in_the_largest_int32_epoch_is_an_invalid_request() -> None:
     h = Harness(0, {0, 1, 2}, stored=ElectionState(2, leader_id=1))
     answer = vote_partition(h.vote(2, INT32_MAX, last=EMPTY))
-    assert answer.error_code == ErrorCode.invalid_request and not answer.vote_granted
+    assert answer.error_code == ErrorCode.INVALID_REQUEST and not answer.vote_granted
     assert h.client.epoch == 2 and isinstance(h.state(), Follower)
     assert h.store.read() == ElectionState(2, leader_id=1)
 
@@ -38,7 +38,7 @@ def test_a_voter_at_the_largest_epoch_it_may_hold_stays_put() -> None:
     """It votes in MAX_EPOCH, but never campaigns past it: it waits, alive, in its epoch."""
     h = Harness(0, {0, 1, 2})
     answer = vote_partition(h.vote(1, MAX_EPOCH, last=EMPTY))
-    assert answer.error_code == ErrorCode.none and answer.vote_granted
+    assert answer.error_code == ErrorCode.NONE and answer.vote_granted
     h.run_elections()
     assert h.client.epoch == MAX_EPOCH and isinstance(h.state(), Unattached)
     assert sent_epochs(h) <= {MAX_EPOCH}
@@ -65,7 +65,7 @@ def test_begin_quorum_epoch_in_the_largest_int32_epoch_is_refused() -> None:
     h = Harness(0, {0, 1, 2})
     h.request(1, rpc.begin_quorum_request(None, 0, 1, INT32_MAX))
     (out,) = h.take_responses()
-    assert rpc.response_header(out.response).error == ErrorCode.invalid_request
+    assert rpc.response_header(out.response).error == ErrorCode.INVALID_REQUEST
     assert h.client.epoch == 0
 
 
@@ -75,14 +75,14 @@ def test_a_second_leader_for_a_known_epoch_is_refused_not_fatal() -> None:
     h.request(2, rpc.begin_quorum_request(None, 0, 2, 3))
     h.request(2, rpc.end_quorum_request(None, 2, 3, (ReplicaKey(0),)))
     errors = [rpc.response_header(r.response).error for r in h.take_responses()]
-    assert errors == [ErrorCode.invalid_request, ErrorCode.invalid_request]
+    assert errors == [ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST]
     assert h.store.read() == ElectionState(3, leader_id=1)
 
 
 @pytest.mark.parametrize(("leader", "epoch", "error"), [
-    (-1, 3, ErrorCode.invalid_request),  # Kafka's validateVoterOnlyRequest
-    (1, INT32_MAX, ErrorCode.invalid_request),
-    (1, 2, ErrorCode.fenced_leader_epoch),
+    (-1, 3, ErrorCode.INVALID_REQUEST),  # Kafka's validateVoterOnlyRequest
+    (1, INT32_MAX, ErrorCode.INVALID_REQUEST),
+    (1, 2, ErrorCode.FENCED_LEADER_EPOCH),
 ])
 def test_end_quorum_epoch_validation(leader: int, epoch: int, error: ErrorCode) -> None:
     h = Harness(0, {0, 1, 2}, stored=ElectionState(3, leader_id=1))
@@ -95,7 +95,7 @@ def test_end_quorum_epoch_validation(leader: int, epoch: int, error: ErrorCode) 
 def test_a_response_naming_the_largest_int32_epoch_is_ignored() -> None:
     h = Harness(0, {0, 1, 2}, stored=ElectionState(2, leader_id=1))
     (fetch,) = h.take_requests(rpc.FetchRequest)
-    h.respond(fetch, rpc.fetch_response(ErrorCode.fenced_leader_epoch, 2, INT32_MAX))
+    h.respond(fetch, rpc.fetch_response(ErrorCode.FENCED_LEADER_EPOCH, 2, INT32_MAX))
     assert h.client.epoch == 2 and h.store.read() == ElectionState(2, leader_id=1)
     h.run_elections()
     assert h.client.epoch < MAX_EPOCH

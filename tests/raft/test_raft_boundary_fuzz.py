@@ -15,10 +15,10 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness
 from reconfig_helpers import LISTENERS, bootstrapped_log, dir_id
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest
 from pykraft.raft.limits import INT32_MAX
@@ -37,7 +37,7 @@ def _leader() -> Harness:
 def _follower() -> Harness:
     h = Harness(0, {0, 1, 2}, stored=ElectionState(2, leader_id=1))
     (fetch,) = h.take_requests(rpc.FetchRequest)
-    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0))
+    h.respond(fetch, rpc.fetch_response(ErrorCode.NONE, 1, 2, high_watermark=0))
     return h
 
 
@@ -108,17 +108,17 @@ def answer_to(out: OutboundRequest) -> rpc.RaftResponse | None:
     """A well-formed answer from the destination to a request the role sent."""
     request, peer = out.request, out.destination
     if isinstance(request, rpc.VoteRequest):
-        return rpc.vote_response(ErrorCode.none, None,
+        return rpc.vote_response(ErrorCode.NONE, None,
                                  int(request.topics[0].partitions[0].replica_epoch), True)
     if isinstance(request, rpc.FetchRequest):
         epoch = int(request.topics[0].partitions[0].current_leader_epoch)
-        return rpc.fetch_response(ErrorCode.none, peer, epoch, high_watermark=0,
+        return rpc.fetch_response(ErrorCode.NONE, peer, epoch, high_watermark=0,
                                   diverging=OffsetAndEpoch(0, 0), snapshot_id=None)
     if isinstance(request, rpc.BeginQuorumEpochRequest):
-        return rpc.begin_quorum_response(ErrorCode.none, None,
+        return rpc.begin_quorum_response(ErrorCode.NONE, None,
                                          int(request.topics[0].partitions[0].leader_epoch))
     if isinstance(request, rpc.EndQuorumEpochRequest):
-        return rpc.end_quorum_response(ErrorCode.none, None,
+        return rpc.end_quorum_response(ErrorCode.NONE, None,
                                        int(request.topics[0].partitions[0].leader_epoch))
     if isinstance(request, rpc.ApiVersionsRequest):
         return rpc.kraft_api_versions_response((0, 1), 1)
@@ -150,11 +150,11 @@ def test_boundary_values_in_every_field_of_every_rpc(tmp_path: Path) -> None:
                 counts["requests sent"] += 1
                 if not answers:
                     counts["requests parked or pending"] += 1
-                elif rpc.response_header(answers[0]).error == ErrorCode.none:
+                elif rpc.response_header(answers[0]).error == ErrorCode.NONE:
                     counts["requests accepted"] += 1
                 else:
                     counts["requests refused"] += 1
-                    if rpc.response_header(answers[0]).error == ErrorCode.invalid_request:
+                    if rpc.response_header(answers[0]).error == ErrorCode.INVALID_REQUEST:
                         counts["requests refused as INVALID_REQUEST"] += 1
                 h.run_elections(rounds=8)
                 check_alive_and_readable(h, store)

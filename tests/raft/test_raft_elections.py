@@ -7,11 +7,11 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from raft_harness import Harness, data_batches, vote_partition
 from reconfig_helpers import bootstrapped_log, dir_id
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest
 from pykraft.raft.log import OffsetAndEpoch
@@ -162,7 +162,7 @@ def test_vote_from_higher_epoch_bumps_epoch_before_deciding() -> None:
 def test_stale_vote_is_fenced() -> None:
     h = Harness(stored=ElectionState(3))
     part = vote_partition(h.vote(1, 2))
-    assert part.error_code == ErrorCode.fenced_leader_epoch
+    assert part.error_code == ErrorCode.FENCED_LEADER_EPOCH
     assert part.leader_epoch == 3 and not part.vote_granted
 
 
@@ -178,9 +178,9 @@ def test_vote_for_candidate_with_shorter_log_is_refused() -> None:
 def test_malformed_vote_requests_get_specific_errors() -> None:
     h = Harness()
     bad_epoch = vote_partition(h.vote(1, 1, last=OffsetAndEpoch(0, 1)))
-    assert bad_epoch.error_code == ErrorCode.invalid_request
+    assert bad_epoch.error_code == ErrorCode.INVALID_REQUEST
     wrong_voter = vote_partition(h.vote(1, 1, voter_id=7))
-    assert wrong_voter.error_code == ErrorCode.invalid_voter_key
+    assert wrong_voter.error_code == ErrorCode.INVALID_VOTER_KEY
 
 
 def _renamed(request: Any, name: str, copies: int) -> ElectionRequest:
@@ -213,7 +213,7 @@ def test_election_rpcs_for_another_topic_partition_are_invalid_requests(
     response = out.response
     assert isinstance(response, rpc.VoteResponse | rpc.BeginQuorumEpochResponse
                       | rpc.EndQuorumEpochResponse)
-    assert (response.error_code, response.topics) == (ErrorCode.invalid_request, ())
+    assert (response.error_code, response.topics) == (ErrorCode.INVALID_REQUEST, ())
     assert h.client.epoch == 1  # nothing was acted on
 
 
@@ -221,7 +221,7 @@ def test_follower_refuses_pre_votes_once_it_fetched_from_its_leader() -> None:
     h = Harness(stored=ElectionState(2, leader_id=1))
     assert vote_partition(h.vote(2, 2, pre_vote=True)).vote_granted
     (fetch,) = h.take_requests(rpc.FetchRequest)
-    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0))
+    h.respond(fetch, rpc.fetch_response(ErrorCode.NONE, 1, 2, high_watermark=0))
     assert not vote_partition(h.vote(2, 2, pre_vote=True)).vote_granted
     assert not vote_partition(h.vote(2, 2)).vote_granted  # never a real vote with a leader
 
@@ -239,7 +239,7 @@ def test_begin_quorum_epoch_makes_follower() -> None:
     h.request(2, rpc.begin_quorum_request(None, 0, 2, 4))
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.BeginQuorumEpochResponse)
-    assert out.response.topics[0].partitions[0].error_code == ErrorCode.none
+    assert out.response.topics[0].partitions[0].error_code == ErrorCode.NONE
     assert isinstance(h.state(), Follower) and h.state().leader_id == 2
     assert h.store.read() == ElectionState(4, leader_id=2)
 
@@ -249,14 +249,14 @@ def test_stale_begin_quorum_epoch_is_fenced() -> None:
     h.request(2, rpc.begin_quorum_request(None, 0, 2, 4))
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.BeginQuorumEpochResponse)
-    assert out.response.topics[0].partitions[0].error_code == ErrorCode.fenced_leader_epoch
+    assert out.response.topics[0].partitions[0].error_code == ErrorCode.FENCED_LEADER_EPOCH
     assert h.client.epoch == 5
 
 
 def test_end_quorum_epoch_lets_first_preferred_successor_run_at_once() -> None:
     h = Harness(stored=ElectionState(2, leader_id=1))
     (fetch,) = h.take_requests(rpc.FetchRequest)
-    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0))
+    h.respond(fetch, rpc.fetch_response(ErrorCode.NONE, 1, 2, high_watermark=0))
     h.request(1, rpc.end_quorum_request(None, 1, 2, (ReplicaKey(0), ReplicaKey(2))))
     h.advance(0)
     assert isinstance(h.state(), Prospective)
@@ -281,7 +281,7 @@ def test_graceful_shutdown_names_successors_by_fetch_offset() -> None:
     h.fetch(2, 1, 2, 1)
     h.fetch(1, 1, 1, 1)
     for out in h.take_requests(rpc.BeginQuorumEpochRequest):
-        h.respond(out, rpc.begin_quorum_response(ErrorCode.none, 0, 1))
+        h.respond(out, rpc.begin_quorum_response(ErrorCode.NONE, 0, 1))
     h.client.begin_shutdown(h.now)
     h.drain()
     assert isinstance(h.state(), Resigned)
@@ -293,7 +293,7 @@ def test_graceful_shutdown_names_successors_by_fetch_offset() -> None:
     successors = [c.candidate_id for c in first.topics[0].partitions[0].preferred_candidates]
     assert successors == [2, 1]
     for out in eqes:
-        h.respond(out, rpc.end_quorum_response(ErrorCode.none, 0, 1))
+        h.respond(out, rpc.end_quorum_response(ErrorCode.NONE, 0, 1))
     assert h.client.shutdown_complete
 
 
@@ -301,8 +301,8 @@ def test_peer_without_pre_vote_support_makes_prospective_campaign_for_real() -> 
     h = Harness()
     h.advance_to_next_tick()
     out = h.take_requests(rpc.VoteRequest)[0]
-    h.respond(out, rpc.vote_response(ErrorCode.none, None, 0, False,
-                                     top_error=ErrorCode.unsupported_version))
+    h.respond(out, rpc.vote_response(ErrorCode.NONE, None, 0, False,
+                                     top_error=ErrorCode.UNSUPPORTED_VERSION))
     assert isinstance(h.state(), Candidate)
     assert h.client.epoch == 1
 
@@ -351,7 +351,7 @@ def test_a_refused_early_pre_vote_resumes_the_follower_until_its_fetch_timeout()
     fetch timeout, refuses pre-votes as Kafka's do; before that only another early
     prober can ask, and is granted (pykraft's fast failover)."""
     h, fetch = follower_fetching_from(1)
-    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 1, high_watermark=0))
+    h.respond(fetch, rpc.fetch_response(ErrorCode.NONE, 1, 1, high_watermark=0))
     before = h.state()
     assert isinstance(before, Follower) and before.has_fetched_from_leader
     deadline = before.fetch_deadline_ms
@@ -361,7 +361,7 @@ def test_a_refused_early_pre_vote_resumes_the_follower_until_its_fetch_timeout()
     h.drain()
     assert isinstance(h.state(), Prospective)
     (to_2,) = [out for out in h.take_requests(rpc.VoteRequest) if out.destination == 2]
-    h.respond(to_2, rpc.vote_response(ErrorCode.none, None, 1, False))
+    h.respond(to_2, rpc.vote_response(ErrorCode.NONE, None, 1, False))
     resumed = h.state()
     assert isinstance(resumed, Follower) and resumed.fetch_deadline_ms == deadline
     assert vote_partition(h.vote(2, 1, pre_vote=True)).vote_granted  # an early prober

@@ -6,11 +6,11 @@ import contextlib
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness, data_batches
 
 from pykraft.errors import FatalRaftError
 from pykraft.messages.kafka import fetch_response as fetch_resp
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.quorum_state import ElectionState
 
@@ -71,7 +71,7 @@ def test_garbage_records_are_rejected_without_appending(garbage: bytes, prefix: 
     h = Harness(stored=ElectionState(2, leader_id=1))
     (out,) = h.take_requests(rpc.FetchRequest)
     records = data_batches(0, 2, prefix) + garbage
-    h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0, records=records))
+    h.respond(out, rpc.fetch_response(ErrorCode.NONE, 1, 2, high_watermark=0, records=records))
     assert h.log.log_end_offset in (0, prefix)
 
 

@@ -3,10 +3,10 @@ LeaderChange version, and votes asked by replicas outside the voter set."""
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness, vote_partition
 from reconfig_helpers import bootstrapped_log, dir_id
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.quorum_state import ElectionState
@@ -41,7 +41,7 @@ def test_end_quorum_epoch_names_successors_with_their_directory_ids() -> None:
     h = dynamic(0)
     h.make_leader()
     for out in h.take_requests(rpc.BeginQuorumEpochRequest):
-        h.respond(out, rpc.begin_quorum_response(ErrorCode.none, 0, h.client.epoch))
+        h.respond(out, rpc.begin_quorum_response(ErrorCode.NONE, 0, h.client.epoch))
     h.client.begin_shutdown(h.now)
     h.drain()
     assert isinstance(h.state(), Resigned)
@@ -71,11 +71,11 @@ def test_begin_quorum_epoch_for_another_voter_key_is_an_invalid_voter_key() -> N
     h.request(0, rpc.begin_quorum_request(None, 1, 0, 3, voter_directory_id=dir_id(9)))
     h.request(0, rpc.begin_quorum_request(None, 2, 0, 3, voter_directory_id=dir_id(2)))
     errors = [rpc.response_header(r.response).error for r in h.take_responses()]
-    assert errors == [ErrorCode.invalid_voter_key, ErrorCode.invalid_voter_key]
+    assert errors == [ErrorCode.INVALID_VOTER_KEY, ErrorCode.INVALID_VOTER_KEY]
     assert h.store.read() == ElectionState(3, leader_id=0)
     h.request(0, rpc.begin_quorum_request(None, 1, 0, 3, voter_directory_id=dir_id(1)))
     (answer,) = h.take_responses()
-    assert rpc.response_header(answer.response).error == ErrorCode.none
+    assert rpc.response_header(answer.response).error == ErrorCode.NONE
 
 
 def test_a_replica_outside_the_voter_set_is_granted_a_vote_as_kafka_does() -> None:
@@ -95,9 +95,9 @@ def test_a_replica_outside_the_voter_set_is_granted_a_vote_as_kafka_does() -> No
 def test_a_candidate_does_not_count_a_vote_from_outside_its_voter_set() -> None:
     h = Harness(0, {0, 1, 2}, stored=ElectionState(3, voted_id=0))
     assert isinstance(h.state(), Candidate)
-    h.client.handle_response(h.now, 7, 0, rpc.vote_response(ErrorCode.none, None, 3, True))
+    h.client.handle_response(h.now, 7, 0, rpc.vote_response(ErrorCode.NONE, None, 3, True))
     (out, *_) = h.take_requests(rpc.VoteRequest)
-    h.respond(out, rpc.vote_response(ErrorCode.none, None, 3, False))
+    h.respond(out, rpc.vote_response(ErrorCode.NONE, None, 3, False))
     state = h.state()
     assert isinstance(state, Candidate)
     assert state.election.granted == {0} and 7 not in state.election.rejected

@@ -3,7 +3,6 @@ auto-join of an observer, and the kraft.version 0 -> 1 upgrade of a static quoru
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness
 from reconfig_helpers import (
     LISTENERS,
@@ -15,6 +14,7 @@ from reconfig_helpers import (
     error_of,
 )
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.api import OutboundRequest
 from pykraft.raft.reconfig import Refusal
@@ -40,7 +40,7 @@ def following(h: Harness, leader: int, epoch: int) -> OutboundRequest:
                 isinstance(state, Follower) and state.has_fetched_from_leader):
             assert sent.destination == leader
             return sent
-        h.respond(sent, rpc.fetch_response(ErrorCode.none, leader, epoch,
+        h.respond(sent, rpc.fetch_response(ErrorCode.NONE, leader, epoch,
                                            high_watermark=h.log.log_end_offset))
     raise AssertionError("no request after three fetches")
 
@@ -54,7 +54,7 @@ def test_a_voter_with_a_stale_entry_sends_update_raft_voter_once() -> None:
     assert (request.voter_id, request.voter_directory_id) == (1, dir_id(1))
     assert [(item.host, item.port) for item in request.listeners] == [("moved-host", 19093)]
     assert int(request.current_leader_epoch) == 1
-    h.respond(out, rpc.reconfig_response(request, ErrorCode.none, leader_id=0, epoch=1))
+    h.respond(out, rpc.reconfig_response(request, ErrorCode.NONE, leader_id=0, epoch=1))
     (after,) = h.take_requests()
     assert isinstance(after.request, rpc.FetchRequest)  # done for this epoch
 
@@ -69,7 +69,7 @@ def test_an_update_raft_voter_answer_restarts_the_fetch_timer() -> None:
     assert isinstance(out.request, rpc.UpdateRaftVoterRequest)
     almost = h.config.fetch_timeout_ms - 1
     h.advance(almost)
-    h.respond(out, rpc.reconfig_response(out.request, ErrorCode.none, leader_id=0, epoch=1))
+    h.respond(out, rpc.reconfig_response(out.request, ErrorCode.NONE, leader_id=0, epoch=1))
     h.advance(almost)
     assert isinstance(h.state(), Follower)
 
@@ -150,11 +150,11 @@ def test_a_static_follower_tells_the_leader_its_directory_id() -> None:
 def test_upgrade_waits_for_every_voter_then_writes_the_first_voters_record() -> None:
     h = static_leader()
     refused = h.client.upgrade_kraft_version(h.now, 1)
-    assert isinstance(refused, Refusal) and refused.error == ErrorCode.request_timed_out
-    assert tell(h, 1) == ErrorCode.none
-    assert tell(h, 2) == ErrorCode.none
+    assert isinstance(refused, Refusal) and refused.error == ErrorCode.REQUEST_TIMED_OUT
+    assert tell(h, 1) == ErrorCode.NONE
+    assert tell(h, 2) == ErrorCode.NONE
     assert h.client.kraft_version == 0  # learning appends nothing
-    assert tell(h, 7) == ErrorCode.voter_not_found
+    assert tell(h, 7) == ErrorCode.VOTER_NOT_FOUND
     offset = h.client.upgrade_kraft_version(h.now, 1)
     assert isinstance(offset, int)
     assert h.client.kraft_version == 1
@@ -176,7 +176,7 @@ def test_upgrade_is_refused_when_a_voter_supports_only_version_0() -> None:
     tell(h, 2, supported=(0, 0))
     refused = h.client.upgrade_kraft_version(h.now, 1)
     assert isinstance(refused, Refusal)
-    assert refused.error == ErrorCode.invalid_update_version
+    assert refused.error == ErrorCode.INVALID_UPDATE_VERSION
     assert h.client.kraft_version == 0
 
 
@@ -186,7 +186,7 @@ def test_downgrade_and_unknown_versions_are_refused() -> None:
     tell(h, 2)
     refused = h.client.upgrade_kraft_version(h.now, SUPPORTED_KRAFT_VERSIONS.max_supported_version
                                              + 1)
-    assert isinstance(refused, Refusal) and refused.error == ErrorCode.invalid_update_version
+    assert isinstance(refused, Refusal) and refused.error == ErrorCode.INVALID_UPDATE_VERSION
 
 
 def test_validate_only_checks_the_upgrade_without_writing() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness
 from reconfig_helpers import (
     LISTENERS,
@@ -20,6 +19,7 @@ from reconfig_helpers import (
     error_of,
 )
 
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.states import Leader, Resigned
@@ -35,12 +35,12 @@ def test_new_leader_writes_the_bootstrap_voters_into_the_log() -> None:
 
 def test_add_voter_error_cases() -> None:
     h = dynamic_leader()
-    assert error_of(ask(h, add(0))) == ErrorCode.duplicate_voter
-    assert error_of(ask(h, add(1, directory=uuid.UUID(int=0)))) == ErrorCode.invalid_request
-    assert error_of(ask(h, add(1, listeners=[("OTHER", "h", 1)]))) == ErrorCode.invalid_request
-    assert error_of(add_voter(h, 1)) == ErrorCode.request_timed_out  # never fetched
+    assert error_of(ask(h, add(0))) == ErrorCode.DUPLICATE_VOTER
+    assert error_of(ask(h, add(1, directory=uuid.UUID(int=0)))) == ErrorCode.INVALID_REQUEST
+    assert error_of(ask(h, add(1, listeners=[("OTHER", "h", 1)]))) == ErrorCode.INVALID_REQUEST
+    assert error_of(add_voter(h, 1)) == ErrorCode.REQUEST_TIMED_OUT  # never fetched
     catch_up(h, 1)
-    assert error_of(add_voter(h, 1, supported=(0, 0))) == ErrorCode.invalid_request
+    assert error_of(add_voter(h, 1, supported=(0, 0))) == ErrorCode.INVALID_REQUEST
     assert h.client.voters.ids == {0}
 
 
@@ -54,14 +54,14 @@ def test_add_voter_takes_effect_on_append_and_answers_on_commit() -> None:
     record_offset = h.client.control_state.last_voter_set_offset
     assert record_offset is not None
     # one change at a time
-    assert error_of(ask(h, add(2))) == ErrorCode.request_timed_out
+    assert error_of(ask(h, add(2))) == ErrorCode.REQUEST_TIMED_OUT
     assert error_of(ask(h, rpc.remove_voter_request(None, 0, dir_id(0)))) == (
-        ErrorCode.request_timed_out)
+        ErrorCode.REQUEST_TIMED_OUT)
     h.flush()
     assert h.hwm() is not None and h.hwm() <= record_offset  # the new voter must have it too
     catch_up(h, 1)
     (answer,) = [r.response for r in h.take_responses() if r.destination == -7]
-    assert error_of(answer) == ErrorCode.none
+    assert error_of(answer) == ErrorCode.NONE
     assert h.hwm() is not None and h.hwm() > record_offset
 
 
@@ -73,15 +73,15 @@ def test_remove_voter_errors_and_a_removed_leader_resigns() -> None:
     catch_up(h, 1)
     h.take_responses()
     assert error_of(ask(h, rpc.remove_voter_request(None, 5, dir_id(5)))) == (
-        ErrorCode.voter_not_found)
+        ErrorCode.VOTER_NOT_FOUND)
     assert error_of(ask(h, rpc.remove_voter_request(None, 1, dir_id(9)))) == (
-        ErrorCode.voter_not_found)  # same id, another directory
+        ErrorCode.VOTER_NOT_FOUND)  # same id, another directory
     assert ask(h, rpc.remove_voter_request(None, 0, dir_id(0))) is None
     assert isinstance(h.state(), Leader)  # keeps serving until the removal commits
     catch_up(h, 1)
     assert isinstance(h.state(), Resigned)
     (answer,) = [r.response for r in h.take_responses() if r.destination == -7]
-    assert error_of(answer) == ErrorCode.none
+    assert error_of(answer) == ErrorCode.NONE
 
 
 def test_update_voter_checks_epoch_range_and_listener() -> None:
@@ -94,20 +94,20 @@ def test_update_voter_checks_epoch_range_and_listener() -> None:
             None, e, 0, dir_id(0), listeners, supported)))
         return error
 
-    assert update(epoch - 1) == ErrorCode.fenced_leader_epoch
-    assert update(epoch + 1) == ErrorCode.unknown_leader_epoch
-    assert update(epoch, supported=(0, 0)) == ErrorCode.invalid_request
-    assert update(epoch, listeners=[("OTHER", "h", 1)]) == ErrorCode.invalid_request
+    assert update(epoch - 1) == ErrorCode.FENCED_LEADER_EPOCH
+    assert update(epoch + 1) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert update(epoch, supported=(0, 0)) == ErrorCode.INVALID_REQUEST
+    assert update(epoch, listeners=[("OTHER", "h", 1)]) == ErrorCode.INVALID_REQUEST
     assert error_of(ask(h, rpc.update_voter_request(None, epoch, 0, dir_id(5), LISTENERS,
-                                                    (0, 1)))) == ErrorCode.voter_not_found
+                                                    (0, 1)))) == ErrorCode.VOTER_NOT_FOUND
     # answered on append: the voter asking is also one whose fetches commit it
     assert error_of(ask(h, rpc.update_voter_request(
         None, epoch, 0, dir_id(0), [("CONTROLLER", "new-host", 1234)], (0, 1)))) == (
-        ErrorCode.none)
+        ErrorCode.NONE)
     answer = ask(h, rpc.update_voter_request(None, epoch, 0, dir_id(0), LISTENERS, (0, 1)))
     assert isinstance(answer, rpc.UpdateRaftVoterResponse)
     # refused (the first update is not committed), naming the leader at its new endpoint
-    assert answer.error_code == ErrorCode.request_timed_out
+    assert answer.error_code == ErrorCode.REQUEST_TIMED_OUT
     assert (answer.current_leader.host, answer.current_leader.port) == ("new-host", 1234)
     node = h.client.voters.node(0)
     assert node is not None and node.endpoints[0].host == "new-host"
@@ -116,9 +116,9 @@ def test_update_voter_checks_epoch_range_and_listener() -> None:
 def test_static_quorum_and_followers_refuse_changes() -> None:
     static = Harness(0, {0})
     static.flush()
-    assert error_of(ask(static, add(1))) == ErrorCode.unsupported_version
+    assert error_of(ask(static, add(1))) == ErrorCode.UNSUPPORTED_VERSION
     follower = Harness(1, {0, 1, 2})
-    assert error_of(ask(follower, add(3))) == ErrorCode.not_leader_or_follower
+    assert error_of(ask(follower, add(3))) == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_describe_quorum_nodes_come_from_the_voter_set() -> None:
@@ -137,7 +137,7 @@ def test_vote_for_another_directory_of_me_is_an_invalid_voter_key() -> None:
                                   pre_vote=False, voter_directory_id=dir_id(7)))
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.VoteResponse)
-    assert out.response.topics[0].partitions[0].error_code == ErrorCode.invalid_voter_key
+    assert out.response.topics[0].partitions[0].error_code == ErrorCode.INVALID_VOTER_KEY
 
 
 def test_endpoint_of_names_voters_and_a_replica_being_added() -> None:
@@ -155,11 +155,11 @@ def test_add_voter_without_ack_when_committed_answers_after_the_append() -> None
     h = dynamic_leader()
     catch_up(h, 1)
     answer = add_voter(h, 1, ack_when_committed=False)
-    assert error_of(answer) == ErrorCode.none
+    assert error_of(answer) == ErrorCode.NONE
     record_offset = h.client.control_state.last_voter_set_offset
     assert record_offset is not None and (h.hwm() or 0) <= record_offset  # not committed
     # the next change still waits for this one to commit
-    assert error_of(ask(h, add(2))) == ErrorCode.request_timed_out
+    assert error_of(ask(h, add(2))) == ErrorCode.REQUEST_TIMED_OUT
 
 
 def test_the_probe_is_sent_again_after_a_failure_until_the_timeout() -> None:
@@ -173,5 +173,5 @@ def test_the_probe_is_sent_again_after_a_failure_until_the_timeout() -> None:
     assert again.destination == 1
     h.advance(1000)
     answers = [r.response for r in h.take_responses() if r.destination == -7]
-    assert [error_of(a) for a in answers] == [ErrorCode.request_timed_out]
+    assert [error_of(a) for a in answers] == [ErrorCode.REQUEST_TIMED_OUT]
     assert h.client.voters.ids == {0}

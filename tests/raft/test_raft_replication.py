@@ -5,12 +5,12 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness, data_batches, partition_of
 
 from pykraft.errors import NotLeaderError
 from pykraft.ids import METADATA_TOPIC_ID, ZERO_UUID
 from pykraft.messages.kafka import fetch_request as fetch_req
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.raft.memory_log import MemoryLog
@@ -37,7 +37,7 @@ def test_leader_returns_records_from_the_fetch_offset() -> None:
     response = h.fetch(1, 1, 1, 1)
     assert response is not None
     part = partition_of(response)
-    assert part.error_code == ErrorCode.none
+    assert part.error_code == ErrorCode.NONE
     batches = list(iter_batches(bytes(part.records or b"")))
     assert [b.base_offset for b in batches] == [1]
     assert [r.value for r in batches[0].records()] == [b"r0", b"r1"]
@@ -117,7 +117,7 @@ def test_fetch_from_follower_behind_on_hwm_is_answered_at_once() -> None:
 
 
 @pytest.mark.parametrize(("epoch", "error"), [
-    (0, ErrorCode.fenced_leader_epoch), (2, ErrorCode.unknown_leader_epoch),
+    (0, ErrorCode.FENCED_LEADER_EPOCH), (2, ErrorCode.UNKNOWN_LEADER_EPOCH),
 ])
 def test_fetch_epoch_mismatch(epoch: int, error: ErrorCode) -> None:
     h = leader_with_data(0)
@@ -130,7 +130,7 @@ def test_non_leader_answers_fetch_with_not_leader_and_the_known_leader() -> None
     response = h.fetch(1, 3, 0, 0)
     assert response is not None
     part = partition_of(response)
-    assert part.error_code == ErrorCode.not_leader_or_follower
+    assert part.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert part.current_leader.leader_id == 2
 
 
@@ -155,14 +155,14 @@ def test_fetch_of_another_topic_partition_is_an_invalid_request(
                                   topics=(topic,)))
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.FetchResponse)
-    assert (out.response.error_code, out.response.responses) == (ErrorCode.invalid_request, ())
+    assert (out.response.error_code, out.response.responses) == (ErrorCode.INVALID_REQUEST, ())
 
 
 def test_invalid_fetch_fields() -> None:
     h = leader_with_data(0)
     response = h.fetch(1, 1, 0, 2)  # last fetched epoch beyond the current epoch
     assert response is not None and partition_of(response).error_code == (
-        ErrorCode.invalid_request)
+        ErrorCode.INVALID_REQUEST)
 
 
 def test_check_quorum_resigns_a_leader_nobody_fetches_from() -> None:
@@ -206,7 +206,7 @@ def follower() -> Harness:
 def answer_fetch(h: Harness, **kwargs: object) -> rpc.FetchRequest:
     (out,) = h.take_requests(rpc.FetchRequest)
     assert isinstance(out.request, rpc.FetchRequest)
-    h.respond(out, rpc.fetch_response(ErrorCode.none, 1, h.client.epoch,
+    h.respond(out, rpc.fetch_response(ErrorCode.NONE, 1, h.client.epoch,
                                       **kwargs))  # type: ignore[arg-type]
     return out.request
 
@@ -246,7 +246,7 @@ def test_truncation_below_committed_data_is_refused_and_the_fetch_retried() -> N
     answer_fetch(h, high_watermark=4, records=data_batches(0, 2, 4))
     h.flush()
     (out,) = h.take_requests(rpc.FetchRequest)
-    h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2, diverging=OffsetAndEpoch(1, 2)))
+    h.respond(out, rpc.fetch_response(ErrorCode.NONE, 1, 2, diverging=OffsetAndEpoch(1, 2)))
     assert h.log.log_end_offset == 4 and h.hwm() == 4
     assert not h.take_requests(rpc.FetchRequest)
     h.advance(h.config.retry_backoff_ms)
@@ -266,7 +266,7 @@ def test_corrupt_records_are_not_appended_and_the_fetch_is_retried() -> None:
 def test_fetch_response_naming_a_new_leader_switches_leader() -> None:
     h = follower()
     (out,) = h.take_requests(rpc.FetchRequest)
-    h.respond(out, rpc.fetch_response(ErrorCode.fenced_leader_epoch, 2, 3))
+    h.respond(out, rpc.fetch_response(ErrorCode.FENCED_LEADER_EPOCH, 2, 3))
     assert isinstance(h.state(), Follower)
     assert (h.state().leader_id, h.client.epoch) == (2, 3)
 
@@ -274,7 +274,7 @@ def test_fetch_response_naming_a_new_leader_switches_leader() -> None:
 def test_stale_response_is_ignored() -> None:
     h = follower()
     (out,) = h.take_requests(rpc.FetchRequest)
-    h.respond(out, rpc.fetch_response(ErrorCode.none, 0, 1, records=data_batches(0, 1, 1)))
+    h.respond(out, rpc.fetch_response(ErrorCode.NONE, 0, 1, records=data_batches(0, 1, 1)))
     assert h.log.log_end_offset == 0 and h.client.epoch == 2
 
 
@@ -289,7 +289,7 @@ def test_observer_finds_the_leader_through_any_voter() -> None:
     h = Harness(node_id=5, voters={0, 1, 2})
     assert isinstance(h.state(), Unattached)
     (out,) = h.take_requests(rpc.FetchRequest)
-    h.respond(out, rpc.fetch_response(ErrorCode.not_leader_or_follower, 2, 4))
+    h.respond(out, rpc.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, 2, 4))
     assert isinstance(h.state(), Follower) and h.state().leader_id == 2
     h.advance(10 * h.config.election_timeout_ms)
     assert not isinstance(h.state(), Prospective)  # observers never campaign
@@ -299,7 +299,7 @@ def test_response_after_timeout_is_ignored() -> None:
     h = follower()
     (out,) = h.take_requests(rpc.FetchRequest)
     h.advance(h.config.request_timeout_ms)
-    h.respond(out, rpc.fetch_response(ErrorCode.none, 1, 2, records=data_batches(0, 2, 1)))
+    h.respond(out, rpc.fetch_response(ErrorCode.NONE, 1, 2, records=data_batches(0, 2, 1)))
     assert h.log.log_end_offset == 0
 
 
@@ -336,13 +336,13 @@ def test_describe_quorum_on_a_follower_is_not_leader() -> None:
     h.request(3, rpc.describe_quorum_request())
     (out,) = h.take_responses()
     assert isinstance(out.response, rpc.DescribeQuorumResponse)
-    assert out.response.topics[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
+    assert out.response.topics[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_observer_asks_voters_at_most_once_per_retry_backoff() -> None:
     h = Harness(node_id=5, voters={0, 1, 2})
     (out,) = h.take_requests(rpc.FetchRequest)
-    h.respond(out, rpc.fetch_response(ErrorCode.not_leader_or_follower, None, 0))
+    h.respond(out, rpc.fetch_response(ErrorCode.NOT_LEADER_OR_FOLLOWER, None, 0))
     assert h.take_requests(rpc.FetchRequest) == []
     h.advance(h.config.retry_backoff_ms)
     assert len(h.take_requests(rpc.FetchRequest)) == 1

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from kio.schema.errors import ErrorCode
 from raft_harness import Harness, partition_of
 
 from pykraft.errors import RaftError
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
 from pykraft.raft.snapshots import retention_target
@@ -103,14 +103,14 @@ def test_fetch_snapshot_error_cases_and_chunks() -> None:
     def error(response: rpc.FetchSnapshotResponse) -> ErrorCode:
         return ErrorCode(rpc.response_header(response).error)
 
-    assert error(fetch_snapshot(OffsetAndEpoch(99, 1), 0)) == ErrorCode.snapshot_not_found
-    assert error(fetch_snapshot(OffsetAndEpoch(0, 0), 0)) == ErrorCode.snapshot_not_found
-    assert error(fetch_snapshot(sid, size)) == ErrorCode.position_out_of_range
+    assert error(fetch_snapshot(OffsetAndEpoch(99, 1), 0)) == ErrorCode.SNAPSHOT_NOT_FOUND
+    assert error(fetch_snapshot(OffsetAndEpoch(0, 0), 0)) == ErrorCode.SNAPSHOT_NOT_FOUND
+    assert error(fetch_snapshot(sid, size)) == ErrorCode.POSITION_OUT_OF_RANGE
     assert error(fetch_snapshot(sid, 0, epoch=h.client.epoch - 1)) == (
-        ErrorCode.fenced_leader_epoch)
+        ErrorCode.FENCED_LEADER_EPOCH)
     assert error(fetch_snapshot(sid, 0, epoch=h.client.epoch + 1)) == (
-        ErrorCode.unknown_leader_epoch)
-    assert error(fetch_snapshot(sid, 0, max_bytes=0)) == ErrorCode.invalid_request
+        ErrorCode.UNKNOWN_LEADER_EPOCH)
+    assert error(fetch_snapshot(sid, 0, max_bytes=0)) == ErrorCode.INVALID_REQUEST
     data = b""
     while len(data) < size:
         part = fetch_snapshot(sid, len(data)).topics[0].partitions[0]
@@ -129,7 +129,7 @@ def test_follower_downloads_installs_and_loads_a_snapshot() -> None:
     f.take_responses()
     assert isinstance(f.state(), Follower)
     (fetch,) = f.take_requests(rpc.FetchRequest)
-    f.respond(fetch, rpc.fetch_response(ErrorCode.none, 0, sid.epoch, high_watermark=sid.offset,
+    f.respond(fetch, rpc.fetch_response(ErrorCode.NONE, 0, sid.epoch, high_watermark=sid.offset,
                                         snapshot_id=sid))
     position = 0
     while position < size:
@@ -137,7 +137,7 @@ def test_follower_downloads_installs_and_loads_a_snapshot() -> None:
         assert isinstance(out.request, rpc.FetchSnapshotRequest)
         assert out.request.topics[0].partitions[0].position == position
         chunk = leader.log.read_snapshot(sid, position, 100)
-        f.respond(out, rpc.fetch_snapshot_response(ErrorCode.none, 0, sid.epoch, snapshot_id=sid,
+        f.respond(out, rpc.fetch_snapshot_response(ErrorCode.NONE, 0, sid.epoch, snapshot_id=sid,
                                                    size=size, position=position, chunk=chunk))
         position += len(chunk)
     assert f.log.log_start_offset == sid.offset == f.log.log_end_offset
@@ -172,10 +172,10 @@ def test_a_snapshot_chunk_behind_an_empty_topic_is_read_without_failing() -> Non
     f.request(0, rpc.begin_quorum_request(None, 1, 0, 1))
     (fetch,) = f.take_requests(rpc.FetchRequest)
     sid = OffsetAndEpoch(5, 1)
-    f.respond(fetch, rpc.fetch_response(ErrorCode.none, 0, 1, high_watermark=5,
+    f.respond(fetch, rpc.fetch_response(ErrorCode.NONE, 0, 1, high_watermark=5,
                                         snapshot_id=sid))
     (out,) = f.take_requests(rpc.FetchSnapshotRequest)
-    answer = rpc.fetch_snapshot_response(ErrorCode.none, 0, 1, snapshot_id=sid, size=100,
+    answer = rpc.fetch_snapshot_response(ErrorCode.NONE, 0, 1, snapshot_id=sid, size=100,
                                          position=0, chunk=b"x" * 10)
     empty = dataclasses.replace(answer.topics[0], partitions=())
     f.respond(out, dataclasses.replace(answer, topics=(empty, *answer.topics)))

@@ -46,7 +46,7 @@ def test_end_quorum_epoch_v0_names_the_successors_by_id() -> None:
 
     h = Harness(stored=ElectionState(2, leader_id=1))
     (fetch,) = h.take_requests(rpc.FetchRequest)
-    h.respond(fetch, rpc.fetch_response(ErrorCode.none, 1, 2, high_watermark=0))
+    h.respond(fetch, rpc.fetch_response(ErrorCode.NONE, 1, 2, high_watermark=0))
     h.request(1, v0)
     h.advance(0)
     assert isinstance(h.state(), Prospective)  # first successor: no backoff
@@ -83,7 +83,7 @@ def test_what_an_older_version_cannot_carry_is_refused_not_dropped() -> None:
                                 ack_when_committed=False)
     with pytest.raises(UnsupportedVersionError):
         encode_request(RequestHeader(ApiKey.ADD_RAFT_VOTER, 0, 1, None), add)
-    answer = rpc.error_response(pre_vote, ErrorCode.unsupported_version)
+    answer = rpc.error_response(pre_vote, ErrorCode.UNSUPPORTED_VERSION)
     assert isinstance(answer, rpc.VoteResponse)
     assert rpc.response_header(answer) == rpc.ResponseHeader(
-        ErrorCode.unsupported_version, None, None)
+        ErrorCode.UNSUPPORTED_VERSION, None, None)

@@ -62,7 +62,7 @@ def test_a_bomb_of_nul_bytes_is_refused_at_its_first_record(codec: int) -> None:
     records = batch(codec, bomb(codec, b"", EXPANSION[codec]))
     with peak_memory() as peak, pytest.raises(ProduceValidationError) as refused:
         produce(records, max_message_bytes=BIG)
-    assert refused.value.error_code == ErrorCode.invalid_record
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
     assert "Found invalid record structure" in refused.value.message
     assert peak[0] < LIMIT
 
@@ -84,7 +84,7 @@ def test_bytes_after_the_last_record_are_refused_before_they_are_expanded() -> N
     records = batch(ZSTD, bomb(ZSTD, head + bytes(10) + tail, EXPANSION[ZSTD]))
     with peak_memory() as peak, pytest.raises(ProduceValidationError) as refused:
         produce(records)
-    assert refused.value.error_code == ErrorCode.invalid_record
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
     assert "unexpected bytes after 1 records" in refused.value.message
     assert peak[0] < LIMIT
 
@@ -94,7 +94,7 @@ def test_a_field_longer_than_its_record_is_refused_without_reading_it() -> None:
     records = batch(ZSTD, bomb(ZSTD, encode_varint(len(body) + 1) + body, 64 * MiB))
     with peak_memory() as peak, pytest.raises(ProduceValidationError) as refused:
         produce(records)
-    assert refused.value.error_code == ErrorCode.invalid_record
+    assert refused.value.error_code == ErrorCode.INVALID_RECORD
     assert "overruns its record" in refused.value.message
     assert peak[0] < LIMIT
 
@@ -104,7 +104,7 @@ def test_a_snappy_block_declaring_more_than_it_can_hold_is_refused_before_alloca
     records = batch(SNAPPY, XERIAL + struct.pack(">i", len(block)) + block)
     with peak_memory() as peak, pytest.raises(ProduceValidationError) as refused:
         produce(records)
-    assert refused.value.error_code == ErrorCode.unknown_server_error
+    assert refused.value.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
     assert peak[0] < LIMIT
 
 
@@ -125,7 +125,7 @@ def test_a_rebuild_stops_once_past_max_message_bytes() -> None:
     records = batch(ZSTD, bomb(ZSTD, head, EXPANSION[ZSTD], tail))
     with peak_memory() as peak, pytest.raises(ProduceValidationError) as refused:
         produce(records, compression_type="uncompressed")
-    assert refused.value.error_code == ErrorCode.message_too_large
+    assert refused.value.error_code == ErrorCode.MESSAGE_TOO_LARGE
     assert peak[0] < LIMIT
 
 
@@ -159,7 +159,7 @@ def test_list_offsets_by_timestamp_reads_a_bomb_stored_in_the_log_as_a_stream(
             found = list_offset(leader, NOW + 5, isolation=isolation)
             while isinstance(found, TimestampWalk):  # the broker walks it off its loop
                 found = walked_offset(leader, found, found.walk(), isolation=isolation)
-    assert (found.error, found.offset, found.timestamp) == (ErrorCode.none, 1, NOW + 10)
+    assert (found.error, found.offset, found.timestamp) == (ErrorCode.NONE, 1, NOW + 10)
     assert peak[0] < LIMIT
 
 

@@ -84,16 +84,16 @@ def test_a_new_leader_starts_isr_members_caught_up_and_forgets_positions() -> No
 
 def test_a_fetch_from_a_broker_not_among_the_replicas_is_refused() -> None:
     rep = leader(replicas=(ME, F1), isr=(ME, F1))
-    assert rep.check_follower(F1, 5) == ErrorCode.none
-    assert rep.check_follower(9, 5) == ErrorCode.unknown_leader_epoch
-    assert rep.check_follower(9, -1) == ErrorCode.not_leader_or_follower
+    assert rep.check_follower(F1, 5) == ErrorCode.NONE
+    assert rep.check_follower(9, 5) == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert rep.check_follower(9, -1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_a_fetch_from_an_older_broker_incarnation_is_not_leader_or_follower() -> None:
     rep = leader()
-    assert fetch(rep, F1, 3, now=1, leo=3, epoch=19) == ErrorCode.not_leader_or_follower
+    assert fetch(rep, F1, 3, now=1, leo=3, epoch=19) == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert rep.followers[F1].log_end_offset == -1
-    assert fetch(rep, F1, 3, now=1, leo=3, epoch=-1) == ErrorCode.none  # before v15
+    assert fetch(rep, F1, 3, now=1, leo=3, epoch=-1) == ErrorCode.NONE  # before v15
 
 
 # ---------------------------------------------------------------------- high watermark
@@ -199,20 +199,20 @@ def pending_shrink() -> tuple[LeaderReplication, IsrProposal]:
 
 
 def test_ineligible_replica_returns_to_the_committed_state() -> None:
-    for code in (ErrorCode.ineligible_replica, ErrorCode.operation_not_attempted):
+    for code in (ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED):
         rep, proposal = pending_shrink()
         assert rep.complete(proposal, code) is False
         assert rep.state == Committed((ME, F1, F2))
 
 
 def test_fencing_and_version_errors_wait_for_metadata_and_others_retry() -> None:
-    for code in (ErrorCode.fenced_leader_epoch, ErrorCode.invalid_update_version,
-                 ErrorCode.unknown_topic_id, ErrorCode.new_leader_elected):
+    for code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+                 ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.NEW_LEADER_ELECTED):
         rep, proposal = pending_shrink()
         assert rep.complete(proposal, code) is False
         assert rep.in_flight
     rep, proposal = pending_shrink()
-    assert rep.complete(proposal, ErrorCode.not_controller) is True
+    assert rep.complete(proposal, ErrorCode.NOT_CONTROLLER) is True
     assert rep.in_flight
 
 
@@ -309,9 +309,9 @@ def test_isr_and_high_watermark_invariants(steps: list[tuple[object, ...]], min_
             case ("answer", kind) if sent is not None:
                 answers: dict[str, AlterResult | ErrorCode] = {
                     "ok": AlterResult(rep.leader_epoch, rep.partition_epoch + 1, sent.isr),
-                    "ineligible": ErrorCode.ineligible_replica,
-                    "fenced": ErrorCode.fenced_leader_epoch,
-                    "retry": ErrorCode.not_controller}
+                    "ineligible": ErrorCode.INELIGIBLE_REPLICA,
+                    "fenced": ErrorCode.FENCED_LEADER_EPOCH,
+                    "retry": ErrorCode.NOT_CONTROLLER}
                 result = answers[str(kind)]
                 rep.complete(sent, result)
         assert ME in rep.isr

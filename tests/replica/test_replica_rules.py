@@ -13,8 +13,8 @@ from pykraft.storage.leader_epoch import LeaderEpochCache
 
 
 @pytest.mark.parametrize(("request_epoch", "code"), [
-    (-1, ErrorCode.none), (5, ErrorCode.none), (4, ErrorCode.fenced_leader_epoch),
-    (6, ErrorCode.unknown_leader_epoch)])
+    (-1, ErrorCode.NONE), (5, ErrorCode.NONE), (4, ErrorCode.FENCED_LEADER_EPOCH),
+    (6, ErrorCode.UNKNOWN_LEADER_EPOCH)])
 def test_leader_epoch_check(request_epoch: int, code: ErrorCode) -> None:
     assert check_leader_epoch(request_epoch, 5) == code
 
@@ -23,11 +23,11 @@ def test_acks_all_outcomes() -> None:
     common = {"required_offset": 5, "min_isr": 2, "replication_factor": 3}
     assert acks_all_outcome(is_leader=True, high_watermark=4, isr_size=3, **common) is None
     assert acks_all_outcome(is_leader=True, high_watermark=5, isr_size=3,
-                            **common) == ErrorCode.none
+                            **common) == ErrorCode.NONE
     assert acks_all_outcome(is_leader=True, high_watermark=5, isr_size=1,
-                            **common) == ErrorCode.not_enough_replicas_after_append
+                            **common) == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     assert acks_all_outcome(is_leader=False, high_watermark=4, isr_size=3,
-                            **common) == ErrorCode.not_leader_or_follower
+                            **common) == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 def test_an_epoch_the_follower_lacks_truncates_in_two_rounds() -> None:
@@ -48,7 +48,7 @@ def test_the_leader_answers_a_diverging_fetch_with_where_its_epoch_ends() -> Non
     assert verdict(8, 2) is None and verdict(8, -1) is None
     assert verdict(8, 1) == Divergence(0, 6)  # an epoch we never had: ours before it
     assert verdict(7, 0) == Divergence(0, 6)  # epoch 0 ended at 6 here
-    assert verdict(5, 3) == ErrorCode.offset_out_of_range  # an epoch from our future
+    assert verdict(5, 3) == ErrorCode.OFFSET_OUT_OF_RANGE  # an epoch from our future
 
 
 def test_a_follower_takes_the_leaders_high_watermark_within_its_log() -> None:
@@ -69,14 +69,14 @@ def test_the_controller_refuses_isr_changes_by_kafkas_rules() -> None:
         proposal = IsrProposal(leader_epoch, partition_epoch, tuple((b, 5) for b in isr))
         return isr_change_error(current, leader_id=1, sender=sender, proposal=proposal,
                                 eligible=lambda broker, epoch: broker != 3 or epoch == 5)
-    assert error(1, 3, 7, (1, 2, 3)) == ErrorCode.none
-    assert error(1, 2, 7, (1,)) == ErrorCode.fenced_leader_epoch
-    assert error(1, 3, 6, (1,)) == ErrorCode.invalid_update_version
-    assert error(1, 4, 7, (1,)) == ErrorCode.not_controller
-    assert error(2, 3, 7, (1, 2)) == ErrorCode.invalid_request  # not the leader
-    assert error(1, 3, 7, (2, 3)) == ErrorCode.invalid_request  # without the leader
-    assert error(1, 3, 7, (1, 4)) == ErrorCode.invalid_request  # not a replica
+    assert error(1, 3, 7, (1, 2, 3)) == ErrorCode.NONE
+    assert error(1, 2, 7, (1,)) == ErrorCode.FENCED_LEADER_EPOCH
+    assert error(1, 3, 6, (1,)) == ErrorCode.INVALID_UPDATE_VERSION
+    assert error(1, 4, 7, (1,)) == ErrorCode.NOT_CONTROLLER
+    assert error(2, 3, 7, (1, 2)) == ErrorCode.INVALID_REQUEST  # not the leader
+    assert error(1, 3, 7, (2, 3)) == ErrorCode.INVALID_REQUEST  # without the leader
+    assert error(1, 3, 7, (1, 4)) == ErrorCode.INVALID_REQUEST  # not a replica
     proposal = IsrProposal(3, 7, ((1, 5), (3, 4)))
     assert isr_change_error(current, leader_id=1, sender=1, proposal=proposal,
                             eligible=lambda broker, epoch: broker != 3 or epoch == 5
-                            ) == ErrorCode.ineligible_replica
+                            ) == ErrorCode.INELIGIBLE_REPLICA

@@ -8,8 +8,6 @@ import time
 import uuid
 from pathlib import Path
 
-from kio.schema.errors import ErrorCode
-
 from pykraft.config.server import ServerConfig
 from pykraft.errors import NotLeaderError
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
@@ -18,6 +16,7 @@ from pykraft.messages.kafka.broker_registration_request import (
     Feature,
     Listener,
 )
+from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import RegisterBrokerRecord, decode_metadata_record
 from pykraft.runtime.controller_service import ControllerService
@@ -100,12 +99,12 @@ def test_controller_requests_of_one_iteration_are_one_batch(tmp_path: Path) -> N
             await _until_leader(node)
             first = await asyncio.wait_for(
                 service.submit(_registration(settings.cluster_id, 100)), DEADLINE_S)
-            assert first.error_code == ErrorCode.none  # active, activation records written
+            assert first.error_code == ErrorCode.NONE  # active, activation records written
             start = node.disk_log.log_end_offset
             answers = await asyncio.wait_for(asyncio.gather(*(
                 service.submit(_registration(settings.cluster_id, b)) for b in range(1, 6))),
                 DEADLINE_S)
-            assert [a.error_code for a in answers] == [ErrorCode.none] * 5
+            assert [a.error_code for a in answers] == [ErrorCode.NONE] * 5
             data_batches = [b for b in iter_batches(node.disk_log.read(start, 1 << 20))
                             if not b.is_control]
             assert len(data_batches) == 1

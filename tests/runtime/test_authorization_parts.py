@@ -51,13 +51,13 @@ def test_create_topics_creates_the_allowed_and_refuses_the_rest() -> None:
     assert [t.name for t in split.allowed.topics] == ["a"]
     created = ct_resp.CreateTopicsResponse(topics=(
         ct_resp.CreatableTopicResult(name="a", topic_id=uuid.UUID(int=5),
-                                     error_code=ErrorCode.none, error_message=None,
+                                     error_code=ErrorCode.NONE, error_message=None,
                                      num_partitions=1, replication_factor=1,
                                      configs=()),))
     merged = merge_parts(ApiKey.CREATE_TOPICS, split, created)
     assert [(t.name, t.error_code, t.topic_config_error_code) for t in merged.topics] == [
-        ("a", ErrorCode.none, ErrorCode.topic_authorization_failed),  # no DESCRIBE_CONFIGS
-        ("b", ErrorCode.topic_authorization_failed, ErrorCode.none)]
+        ("a", ErrorCode.NONE, ErrorCode.TOPIC_AUTHORIZATION_FAILED),  # no DESCRIBE_CONFIGS
+        ("b", ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.NONE)]
 
 
 def test_delete_topics_by_id_needs_describe_and_delete() -> None:
@@ -74,7 +74,7 @@ def test_delete_topics_by_id_needs_describe_and_delete() -> None:
     assert refused.allowed is not None and refused.refused is not None
     assert [t.topic_id for t in refused.allowed.topics] == [uuid.UUID(int=2)]
     assert [(r.topic_id, r.error_code) for r in refused.refused.responses] == [
-        (known, ErrorCode.topic_authorization_failed)]
+        (known, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
 
 
 def test_describe_configs_refuses_each_resource_with_its_types_error() -> None:
@@ -88,5 +88,5 @@ def test_describe_configs_refuses_each_resource_with_its_types_error() -> None:
     assert split.allowed is None
     merged = merge_parts(ApiKey.DESCRIBE_CONFIGS, split, None)
     assert [(r.resource_name, r.error_code) for r in merged.results] == [
-        ("t", ErrorCode.topic_authorization_failed),
-        ("1", ErrorCode.cluster_authorization_failed)]
+        ("t", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        ("1", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]

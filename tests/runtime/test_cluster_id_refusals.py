@@ -19,9 +19,9 @@ def _vote(sender: int) -> rpc.VoteRequest:
     return rpc.vote_request(THEIRS, 1, epoch=3, local_id=sender, last=START, pre_vote=False)
 
 
-REFUSED = rpc.vote_response(ErrorCode.none, None, 0, False,
-                            top_error=ErrorCode.inconsistent_cluster_id)
-GRANTED = rpc.vote_response(ErrorCode.none, None, 3, True)
+REFUSED = rpc.vote_response(ErrorCode.NONE, None, 0, False,
+                            top_error=ErrorCode.INCONSISTENT_CLUSTER_ID)
+GRANTED = rpc.vote_response(ErrorCode.NONE, None, 3, True)
 
 
 class Clock:

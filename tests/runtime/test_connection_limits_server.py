@@ -184,7 +184,7 @@ def test_failed_logins_are_answered_after_the_delay() -> None:
             answer = await _wrong_login(port)
             assert answer is not None
             assert decode_response(ApiKey.SASL_AUTHENTICATE, 2, answer).body.error_code == (
-                ErrorCode.sasl_authentication_failed)
+                ErrorCode.SASL_AUTHENTICATION_FAILED)
             attempts += 1
         # one client, one attempt per delay at most (before: hundreds in the window)
         assert 1 <= attempts <= window_s * 1000 / delay_ms + 1

@@ -9,11 +9,11 @@ from kio.index import load_request_schema
 from kio.schema.describe_log_dirs.v1 import response as dld1
 from kio.schema.describe_log_dirs.v3 import response as dld3
 from kio.schema.describe_log_dirs.v5 import response as dld
+from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i32Timedelta, i64
 
 from pykraft.protocol.convert import convert
-from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch
 

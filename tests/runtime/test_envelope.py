@@ -71,13 +71,13 @@ _FETCH = struct.pack(">hhih", ApiKey.FETCH, 4, 1, -1)  # refused by its header a
 
 @pytest.mark.parametrize(("envelope", "code"), [
     (EnvelopeRequest(request_data=_create_topics(), request_principal=None,
-                     client_host_address=LOCALHOST), ErrorCode.principal_deserialization_failure),
+                     client_host_address=LOCALHOST), ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE),
     (_envelope(_create_topics(), principal=b"\x00\x01\x05User\x06alice\x00\x00"),
-     ErrorCode.principal_deserialization_failure),
-    (_envelope(_create_topics(), address=b"\x7f\x00\x01"), ErrorCode.invalid_request),
-    (_envelope(b"\x00"), ErrorCode.unsupported_version),
-    (_envelope(_FETCH), ErrorCode.invalid_request),  # not forwardable
-    (_envelope(_CREATE_TOPICS_V1), ErrorCode.unsupported_version),  # below KIP-896
+     ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE),
+    (_envelope(_create_topics(), address=b"\x7f\x00\x01"), ErrorCode.INVALID_REQUEST),
+    (_envelope(b"\x00"), ErrorCode.UNSUPPORTED_VERSION),
+    (_envelope(_FETCH), ErrorCode.INVALID_REQUEST),  # not forwardable
+    (_envelope(_CREATE_TOPICS_V1), ErrorCode.UNSUPPORTED_VERSION),  # below KIP-896
 ], ids=["null-principal", "principal-version", "address", "header", "fetch", "version"])
 def test_what_kafka_refuses_is_the_envelopes_error(envelope: EnvelopeRequest,
                                                    code: ErrorCode) -> None:
@@ -105,14 +105,14 @@ def test_an_envelope_needs_cluster_action() -> None:
     stranger = Session(KafkaPrincipal("User", "stranger"), "127.0.0.1:5000")
     answer = _sent(_envelope(_create_topics()), stranger)
     assert (answer.error_code, answer.response_data) == (
-        ErrorCode.cluster_authorization_failed, None)
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
 
 
 def test_the_inner_request_is_authorized_as_the_client() -> None:
     """The broker is a super user, alice has no ACL: her CreateTopics is refused inside
     the Envelope's response data, which carries her request's correlation id."""
     answer = _sent(_envelope(_create_topics()), BROKER)
-    assert answer.error_code == ErrorCode.none and answer.response_data is not None
+    assert answer.error_code == ErrorCode.NONE and answer.response_data is not None
     inner = decode_response(ApiKey.CREATE_TOPICS, 7, answer.response_data)
     assert inner.correlation_id == CORRELATION_ID
-    assert [t.error_code for t in inner.body.topics] == [ErrorCode.topic_authorization_failed]
+    assert [t.error_code for t in inner.body.topics] == [ErrorCode.TOPIC_AUTHORIZATION_FAILED]

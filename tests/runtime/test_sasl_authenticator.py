@@ -51,7 +51,7 @@ def answer(step: Step, api_key: int, version: int) -> Any:
 def plain_login(authenticator: SaslAuthenticator, user: str = "alice",
                 password: str = "alice-secret", now_ms: int = 0, version: int = 2) -> Step:
     step = authenticator.receive(handshake(), now_ms)
-    assert answer(step, ApiKey.SASL_HANDSHAKE, 1).error_code == ErrorCode.none
+    assert answer(step, ApiKey.SASL_HANDSHAKE, 1).error_code == ErrorCode.NONE
     return authenticator.receive(auth(plain_client_token(user, password), version), now_ms)
 
 
@@ -61,10 +61,10 @@ def test_api_versions_then_plain_then_requests_as_the_user() -> None:
                                        client_software_version="1"), 0) == Step(forward=True)
     step = authenticator.receive(handshake(), 0)
     body = answer(step, ApiKey.SASL_HANDSHAKE, 1)
-    assert (body.error_code, body.mechanisms) == (ErrorCode.none, ("PLAIN", SCRAM))
+    assert (body.error_code, body.mechanisms) == (ErrorCode.NONE, ("PLAIN", SCRAM))
     step = authenticator.receive(auth(plain_client_token("alice", "alice-secret")), 0)
     body = answer(step, ApiKey.SASL_AUTHENTICATE, 2)
-    assert (body.error_code, body.error_message, step.close) == (ErrorCode.none, "", None)
+    assert (body.error_code, body.error_message, step.close) == (ErrorCode.NONE, "", None)
     assert body.session_lifetime_ms == 0
     assert authenticator.session == dataclasses.replace(BASE,
                                                         principal=KafkaPrincipal("User", "alice"))
@@ -75,7 +75,7 @@ def test_wrong_password_is_answered_then_closed() -> None:
     authenticator = SaslAuthenticator(listener(), BASE)
     step = plain_login(authenticator, password="wrong")
     body = answer(step, ApiKey.SASL_AUTHENTICATE, 2)
-    assert body.error_code == ErrorCode.sasl_authentication_failed
+    assert body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert body.error_message == "Authentication failed: Invalid username or password"
     assert (step.close, step.failed) == (body.error_message, True)
     assert authenticator.session.principal.name == "ANONYMOUS"
@@ -86,14 +86,14 @@ def test_an_enabled_mechanism_without_a_server_is_unsupported() -> None:
     bare = SaslListener(("PLAIN", "SCRAM-SHA-256"), {"PLAIN": lambda: PlainServer(USERS)})
     step = SaslAuthenticator(bare, BASE).receive(handshake("SCRAM-SHA-256"), 0)
     body = answer(step, ApiKey.SASL_HANDSHAKE, 1)
-    assert (body.error_code, body.mechanisms) == (ErrorCode.unsupported_sasl_mechanism,
+    assert (body.error_code, body.mechanisms) == (ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                                                   ("PLAIN", "SCRAM-SHA-256"))
 
 
 def test_unknown_mechanism_lists_the_enabled_ones_then_closes() -> None:
     step = SaslAuthenticator(listener(), BASE).receive(handshake("GSSAPI"), 0)
     body = answer(step, ApiKey.SASL_HANDSHAKE, 1)
-    assert (body.error_code, body.mechanisms) == (ErrorCode.unsupported_sasl_mechanism,
+    assert (body.error_code, body.mechanisms) == (ErrorCode.UNSUPPORTED_SASL_MECHANISM,
                                                   ("PLAIN", SCRAM))
     assert (step.close, step.failed) == ("Unsupported SASL mechanism GSSAPI", True)
 
@@ -178,7 +178,7 @@ def test_scram_two_round_trips() -> None:
 def test_a_mechanisms_unexpected_error_becomes_kafkas_generic_message() -> None:
     step = scram_login(SaslAuthenticator(listener(), BASE), "wrong")
     body = answer(step, ApiKey.SASL_AUTHENTICATE, 2)
-    assert body.error_code == ErrorCode.sasl_authentication_failed
+    assert body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert body.error_message == ("Authentication failed during authentication due to invalid "
                                   "credentials with SASL mechanism SCRAM-SHA-512")
 
@@ -213,7 +213,7 @@ def test_session_lifetime_is_not_in_version_zero() -> None:
     authenticator = SaslAuthenticator(listener(reauth_ms=1000), BASE)
     body = answer(plain_login(authenticator, version=0), ApiKey.SASL_AUTHENTICATE, 0)
     # v0 has no lifetime: the whole answer was read at v0, so none was written
-    assert (body.error_code, body.session_lifetime_ms) == (ErrorCode.none, 0)
+    assert (body.error_code, body.session_lifetime_ms) == (ErrorCode.NONE, 0)
 
 
 def test_reauthentication_keeps_the_principal() -> None:
@@ -223,14 +223,14 @@ def test_reauthentication_keeps_the_principal() -> None:
     assert step.failed and step.close == ("Cannot change principals during re-authentication "
                                           "from User.alice: User.admin")
     assert answer(step, ApiKey.SASL_AUTHENTICATE, 2).error_code == (
-        ErrorCode.sasl_authentication_failed)
+        ErrorCode.SASL_AUTHENTICATION_FAILED)
 
 
 def test_reauthentication_keeps_the_mechanism() -> None:
     authenticator = SaslAuthenticator(listener(reauth_ms=60_000), BASE)
     plain_login(authenticator)
     step = authenticator.receive(handshake(SCRAM), 5000)
-    assert answer(step, ApiKey.SASL_HANDSHAKE, 1).error_code == ErrorCode.none
+    assert answer(step, ApiKey.SASL_HANDSHAKE, 1).error_code == ErrorCode.NONE
     step = authenticator.receive(auth(b"n,,n=alice,r=abc"), 5000)
     assert step.failed and step.close == ("SASL mechanism 'SCRAM-SHA-512' requested by client "
                                           "is not supported for re-authentication of "
@@ -317,10 +317,10 @@ def test_arbitrary_tokens_fail_cleanly(state: str, token: bytes) -> None:
     step = authenticator.receive(auth(token), 5000)
     if step.close is None and not step.forward:
         body = answer(step, ApiKey.SASL_AUTHENTICATE, 2)
-        assert body.error_code == ErrorCode.none
+        assert body.error_code == ErrorCode.NONE
     elif step.reply is not None and state in ("handshaken", "reauth"):
         body = answer(step, ApiKey.SASL_AUTHENTICATE, 2)
-        assert body.error_code == ErrorCode.sasl_authentication_failed and step.failed
+        assert body.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED and step.failed
 
 
 class _Written:

@@ -77,10 +77,10 @@ def test_kafkas_rules(rules: dict[int, object], api_key: int, scope: Scope,
 
 
 def test_config_resources_are_checked_on_their_acl_resource() -> None:
-    assert config_resource(2, "t") == (T.TOPIC, "t", ErrorCode.topic_authorization_failed)
+    assert config_resource(2, "t") == (T.TOPIC, "t", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     assert config_resource(4, "1") == (T.CLUSTER, "kafka-cluster",
-                                       ErrorCode.cluster_authorization_failed)
-    assert config_resource(32, "g") == (T.GROUP, "g", ErrorCode.group_authorization_failed)
+                                       ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    assert config_resource(32, "g") == (T.GROUP, "g", ErrorCode.GROUP_AUTHORIZATION_FAILED)
 
 
 def test_without_an_authorizer_everything_is_allowed_and_every_operation_listed() -> None:

@@ -153,7 +153,7 @@ def authenticate(image: list[ScramImage], user: str, password: str,
                                            auth_bytes=token().encode()), 0)
         assert step.reply is not None
         body = decode_response(ApiKey.SASL_AUTHENTICATE, 2, step.reply).body
-        if body.error_code != ErrorCode.none:
+        if body.error_code != ErrorCode.NONE:
             return authenticator, body
         if token == client.get_client_first:
             client.set_server_first(body.auth_bytes.decode())
@@ -164,21 +164,21 @@ def test_the_listener_authenticates_image_users_and_refuses_the_rest_alike() -> 
     image = [image_with(("alice", "alice-secret", ScramMechanism.SCRAM_SHA_512),
                         ("bob", "bob-secret", ScramMechanism.SCRAM_SHA_256))]
     authenticator, body = authenticate(image, "alice", "alice-secret")
-    assert body.error_code == ErrorCode.none
+    assert body.error_code == ErrorCode.NONE
     assert authenticator.session.principal == KafkaPrincipal("User", "alice")
     generic = ("Authentication failed during authentication due to invalid credentials with "
                "SASL mechanism SCRAM-SHA-512")
     for user, password in [("alice", "wrong"), ("mallory", "x"), ("bob", "bob-secret")]:
         _, body = authenticate(image, user, password)
         assert (body.error_code, body.error_message) == (
-            ErrorCode.sasl_authentication_failed, generic)
+            ErrorCode.SASL_AUTHENTICATION_FAILED, generic)
     _, body = authenticate(image, "bob", "bob-secret", "SCRAM-SHA-256")
-    assert body.error_code == ErrorCode.none
+    assert body.error_code == ErrorCode.NONE
 
 
 def test_a_removed_credential_fails_the_next_authentication() -> None:
     image = [image_with(("alice", "pw", ScramMechanism.SCRAM_SHA_512))]
-    assert authenticate(image, "alice", "pw")[1].error_code == ErrorCode.none
+    assert authenticate(image, "alice", "pw")[1].error_code == ErrorCode.NONE
     image[0] = ScramImage()
     assert authenticate(image, "alice", "pw")[1].error_code == (
-        ErrorCode.sasl_authentication_failed)
+        ErrorCode.SASL_AUTHENTICATION_FAILED)

@@ -60,7 +60,7 @@ class AlterPartitionManager:
     def submit(self, hosted: HostedPartition, proposal: IsrProposal) -> None:
         """Queue ``proposal``; refused at once while the partition has one unsent."""
         if hosted.tp in self._unsent:
-            self._answer(hosted, proposal, ErrorCode.operation_not_attempted)
+            self._answer(hosted, proposal, ErrorCode.OPERATION_NOT_ATTEMPTED)
             return
         self._unsent[hosted.tp] = (hosted, proposal)
         self._wake.set()
@@ -94,7 +94,7 @@ class AlterPartitionManager:
             log.warning("AlterPartition failed: %s", exc)
             return False
         assert isinstance(response, res.AlterPartitionResponse)
-        if response.error_code != ErrorCode.none:
+        if response.error_code != ErrorCode.NONE:
             log.warning("controller refused AlterPartition: %s",
                         ErrorCode(response.error_code).name)
             return False
@@ -138,7 +138,7 @@ class AlterPartitionManager:
 
 def _result(answer: res.PartitionData) -> AlterResult | ErrorCode:
     """A partition's answer: the committed state, or its error."""
-    if answer.error_code != ErrorCode.none:
+    if answer.error_code != ErrorCode.NONE:
         return ErrorCode(answer.error_code)
     return AlterResult(answer.leader_epoch, answer.partition_epoch, answer.isr,
                        answer.leader_recovery_state)

@@ -40,8 +40,8 @@ TOPIC_FIELDS: dict[int, tuple[str, str]] = {
     ApiKey.LIST_OFFSETS: ("topics", "name"), ApiKey.OFFSET_FOR_LEADER_EPOCH: ("topics", "topic"),
     ApiKey.DELETE_RECORDS: ("topics", "name"),
 }
-_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
-_GROUP_REFUSED = ErrorCode.group_authorization_failed
+_TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+_GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 GroupHandler = Callable[[Any], Awaitable[Any]]
 
 
@@ -79,12 +79,12 @@ def init_producer_refusal(body: Any, access: Access, image: MetadataImage) -> An
     if transactional_id is not None:
         if access.allows(_O.WRITE, _R.TRANSACTIONAL_ID, str(transactional_id)):
             return None
-        code = ErrorCode.transactional_id_authorization_failed
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif (access.allows(_O.IDEMPOTENT_WRITE, _R.CLUSTER)
           or access.allows_any(_O.WRITE, _R.TOPIC, image.topics.by_name)):
         return None
     else:
-        code = ErrorCode.cluster_authorization_failed
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     return error_answer(ApiKey.INIT_PRODUCER_ID, body, code)
 
 
@@ -156,7 +156,7 @@ def authorized_coordinators(request: Any, answer: Any, access: Access) -> Any:
     """FindCoordinator: DESCRIBE on each group (key type 0) or transactional id (1)."""
     if not access.enabled:
         return answer
-    resource, code = ((_R.TRANSACTIONAL_ID, ErrorCode.transactional_id_authorization_failed)
+    resource, code = ((_R.TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
                       if int(request.key_type) == 1 else (_R.GROUP, _GROUP_REFUSED))
     return dataclasses.replace(answer, coordinators=tuple(
         c if access.allows(_O.DESCRIBE, resource, str(c.key)) else dataclasses.replace(
@@ -184,7 +184,7 @@ async def handled_in_part(api_key: int, request: Any, kept: tuple[Any, ...],
     OffsetDelete's after the handled ones."""
     errors = partition_errors(api_key, *refused)
     if not kept:
-        answer = error_response(api_key, request, ErrorCode.none)
+        answer = error_response(api_key, request, ErrorCode.NONE)
         return dataclasses.replace(answer, topics=errors)
     answer = await handle(dataclasses.replace(request, topics=kept))
     topics: dict[str, Any] = {}

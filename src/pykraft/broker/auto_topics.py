@@ -48,9 +48,9 @@ class AutoTopicCreator:
         creatable: list[str] = []
         for name in names:
             if topic_name_problem(name) is not None:
-                answers[name] = ErrorCode.invalid_topic_exception
+                answers[name] = ErrorCode.INVALID_TOPIC_EXCEPTION
                 continue
-            answers[name] = ErrorCode.unknown_topic_or_partition
+            answers[name] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if name not in self._in_flight and name not in INTERNAL_TOPICS:
                 self._in_flight.add(name)
                 creatable.append(name)
@@ -76,7 +76,7 @@ class AutoTopicCreator:
             self._in_flight.difference_update(names)
         assert isinstance(response, CreateTopicsResponse)
         for result in response.topics:
-            if result.error_code not in (ErrorCode.none, ErrorCode.topic_already_exists):
+            if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
                 event(log, "auto_topic_creation_failed", level=logging.WARNING,
                       topic=result.name, error=ErrorCode(result.error_code).name,
                       message=result.error_message)

@@ -44,7 +44,7 @@ async def delete_records(body: DeleteRecordsRequest, replicas: ReplicaManager,
             await turns.pause()
             try:
                 if topic.name in denied:
-                    raise PartitionError(ErrorCode.topic_authorization_failed,
+                    raise PartitionError(ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                                          "Topic authorization failed.")
                 hosted = replicas.partition_for(topic.name, part.partition_index)
             except PartitionError as refused:
@@ -59,10 +59,10 @@ async def delete_records(body: DeleteRecordsRequest, replicas: ReplicaManager,
 
 def _delete_on_leader(hosted: HostedPartition, offset: int) -> tuple[ErrorCode, int]:
     if not hosted.log.config.delete:
-        return ErrorCode.policy_violation, INVALID_LOW_WATERMARK
+        return ErrorCode.POLICY_VIOLATION, INVALID_LOW_WATERMARK
     target = delete_records_target(hosted, offset)
     if isinstance(target, ErrorCode):
         return target, INVALID_LOW_WATERMARK
     if hosted.log.increment_log_start_offset(target, hosted.high_watermark):
         hosted.notify()
-    return ErrorCode.none, hosted.log_start_offset
+    return ErrorCode.NONE, hosted.log_start_offset

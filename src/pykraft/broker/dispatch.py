@@ -323,13 +323,13 @@ class BrokerDispatcher(ListenerDispatcher):
         if self._auto_topics is None or not allowed:
             return answer
         missing = [str(t.name) for t in answer.topics
-                   if t.error_code == ErrorCode.unknown_topic_or_partition
+                   if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                    and t.name is not None and t.topic_id in (None, ZERO_UUID)]
         if not missing:
             return answer
         creatable = creatable_topics(missing, access)
         codes = {**self._auto_topics.create(name for name in missing if name in creatable),
-                 **{name: ErrorCode.topic_authorization_failed
+                 **{name: ErrorCode.TOPIC_AUTHORIZATION_FAILED
                     for name in missing if name not in creatable}}
         return dataclasses.replace(answer, topics=tuple(
             dataclasses.replace(t, error_code=codes[str(t.name)])
@@ -381,7 +381,7 @@ class BrokerDispatcher(ListenerDispatcher):
         api_key, version = request.api_key, request.api_version
         if api_key == ApiKey.PRODUCE and self._produce is not None:
             refused = self._produce.refused(request.body, api_version=version,
-                                            code=ErrorCode.unknown_server_error)
+                                            code=ErrorCode.UNKNOWN_SERVER_ERROR)
             if refused is None:
                 raise CloseConnection("acks=0 produce failed")
             return self._encode(request, refused)
@@ -389,10 +389,10 @@ class BrokerDispatcher(ListenerDispatcher):
             return super()._failed(request)
         if by_topic_id(api_key, version):
             return self._encode(request, refused_by_id(api_key, request.body,
-                                                       ErrorCode.unknown_server_error))
+                                                       ErrorCode.UNKNOWN_SERVER_ERROR))
         latest = to_latest(api_key, version, request.body)
         return self._encode(request, to_version(api_key, version, error_response(
-            api_key, latest, ErrorCode.unknown_server_error), latest))
+            api_key, latest, ErrorCode.UNKNOWN_SERVER_ERROR), latest))
 
     async def _produce_answer(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """The Produce response; nothing for acks=0 (b""), and for a failed acks=0 request a
@@ -450,7 +450,7 @@ class BrokerDispatcher(ListenerDispatcher):
                 return self._not_controller(request, exc)
             except RequestTooLargeError as exc:  # its every part answered: off the loop
                 return await off_loop_if_large(error_answer, request.api_key, request.body,
-                                   ErrorCode.request_timed_out, str(exc))
+                                   ErrorCode.REQUEST_TIMED_OUT, str(exc))
             except NetworkError as exc:
                 response = self._not_controller(request, exc)
             delay = backoff.next_delay_ms() / 1000
@@ -460,7 +460,7 @@ class BrokerDispatcher(ListenerDispatcher):
 
     @staticmethod
     def _not_controller(request: RequestFrame, exc: Exception) -> Any:
-        return error_answer(request.api_key, request.body, ErrorCode.not_controller, str(exc))
+        return error_answer(request.api_key, request.body, ErrorCode.NOT_CONTROLLER, str(exc))
 
     def _api_versions(self, version: int) -> ApiVersionsResponse:
         """The same fixed set on every broker, so a client may talk to any of them."""

@@ -77,14 +77,14 @@ FIRST_LEADER_HINT_VERSION = 12  # current_leader and diverging_epoch (tagged, KI
 FIRST_NODE_ENDPOINTS_VERSION = 16  # the named leaders' endpoints (KIP-951)
 INITIAL_EPOCH = 0  # FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: a full fetch
 FINAL_EPOCH = -1
-_LEADER_HINTS = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch})
+_LEADER_HINTS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 #: Errors Kafka's ``KafkaApis.handleFetchRequest`` answers before reading, with
 #: ``FetchResponse.partitionResponse``: its ``aborted_transactions`` keeps the schema's
 #: default, an empty array, where a read's (an error of the replica manager's included)
 #: is null unless read_committed.
-_REFUSED_BEFORE_READING = frozenset({ErrorCode.unknown_topic_or_partition,
-                                     ErrorCode.unknown_topic_id,
-                                     ErrorCode.topic_authorization_failed})
+_REFUSED_BEFORE_READING = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                     ErrorCode.UNKNOWN_TOPIC_ID,
+                                     ErrorCode.TOPIC_AUTHORIZATION_FAILED})
 
 #: A requested partition: its topic (name or id), index and current leader epoch.
 PartitionKey = tuple[str | uuid.UUID, int, int]
@@ -111,7 +111,7 @@ class _Resolver:
     def __call__(self, key: PartitionKey) -> ReadablePartition | ErrorCode:
         topic, index, epoch = key
         if topic in self._denied:
-            return ErrorCode.topic_authorization_failed
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED
         try:
             part = self._replicas.partition_for(topic, index, current_leader_epoch=epoch)
         except PartitionError as refused:
@@ -120,7 +120,7 @@ class _Resolver:
             return refused.error_code
         if self._replica_id >= 0:
             code = self._replicas.check_follower(part, self._replica_id, epoch)
-            if code != ErrorCode.none:
+            if code != ErrorCode.NONE:
                 return code
         self.hosted.append(part)
         return part
@@ -151,7 +151,7 @@ class FetchHandler:
         ``denied`` topics. Read as it came: a field its version lacks holds the schema's
         default, as Kafka's generated classes do."""
         if request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-            return FetchResponse(error_code=ErrorCode.fetch_session_id_not_found)
+            return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         by_id = version >= FIRST_TOPIC_ID_VERSION
         # Kafka's FetchRequest.fetchData: a map by topic partition, so a partition named
         # twice is read once, where it first appears, with what it last asked
@@ -201,7 +201,7 @@ class FetchHandler:
             first = False
             remaining = deadline - loop.time()
             if (remaining <= 0 or not wanted or sum(len(r.records) for r in reads) >= min_bytes
-                    or any(r.error != ErrorCode.none or r.diverging_epoch for r in reads)
+                    or any(r.error != ErrorCode.NONE or r.diverging_epoch for r in reads)
                     or newly_led):
                 return reads, resolver
             newly_led = await self._park(resolver.hosted, isolation, follower.replica_id,
@@ -230,14 +230,14 @@ class FetchHandler:
         now_ms = self._replicas.clock_ms()
         recorded = []
         for fetch, read, start in zip(wanted, reads, follower.log_starts, strict=True):
-            if read.error == ErrorCode.none and read.diverging_epoch is None:
+            if read.error == ErrorCode.NONE and read.diverging_epoch is None:
                 topic, index, _ = fetch.key
                 code = self._replicas.record_follower_fetch(
                     self._replicas.partition_for(topic, index), follower.replica_id,
                     broker_epoch=follower.broker_epoch, fetch_offset=fetch.fetch_offset,
                     log_start_offset=start, leader_end_offset=read.log_end_offset,
                     now_ms=now_ms)
-                if code != ErrorCode.none:
+                if code != ErrorCode.NONE:
                     recorded.append(PartitionRead(code))
                     continue
             recorded.append(read)
@@ -299,7 +299,7 @@ def _aborted_transactions(error: ErrorCode, isolation: FetchIsolation) -> tuple[
     reading (see :data:`_REFUSED_BEFORE_READING`)."""
     if error in _REFUSED_BEFORE_READING:
         return ()
-    return () if isolation is FetchIsolation.TXN_COMMITTED and error == ErrorCode.none else None
+    return () if isolation is FetchIsolation.TXN_COMMITTED and error == ErrorCode.NONE else None
 
 
 class _DelayedFetch(DelayedOperation):

@@ -47,13 +47,13 @@ def unwrapped(envelope: EnvelopeResponse, request: RequestFrame) -> Any:
     Kafka's ``ForwardingManager`` gives for the Envelope's error (NOT_CONTROLLER kept, for
     the caller's retry); raises :class:`EnvelopeRefusedError` for UNSUPPORTED_VERSION."""
     code = ErrorCode(envelope.error_code)
-    if code == ErrorCode.unsupported_version:
+    if code == ErrorCode.UNSUPPORTED_VERSION:
         raise EnvelopeRefusedError("the active controller lacks the request's version")
-    if code == ErrorCode.none and envelope.response_data is not None:
+    if code == ErrorCode.NONE and envelope.response_data is not None:
         try:
             return decode_response(request.api_key, request.api_version,
                                    envelope.response_data).body
         except ProtocolError:
             pass  # Kafka's parseResponse: UNKNOWN_SERVER_ERROR
-    refusal = code if code == ErrorCode.not_controller else ErrorCode.unknown_server_error
+    refusal = code if code == ErrorCode.NOT_CONTROLLER else ErrorCode.UNKNOWN_SERVER_ERROR
     return error_answer(request.api_key, request.body, refusal)

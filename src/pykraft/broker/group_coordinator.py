@@ -60,14 +60,14 @@ GROUPS_PER_TURN = 500
 LOAD_BUFFER_BYTES = 5 * 1024 * 1024
 #: A failed write's error as the operation answers it (Kafka's coordinator runtime).
 _OPERATION_ERRORS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
 
 
@@ -112,7 +112,7 @@ class _DelayedReplies(DelayedOperation):
 
     def on_complete(self, expired: bool) -> None:
         if expired:
-            self._service.fail(self.replies, ErrorCode.coordinator_not_available)
+            self._service.fail(self.replies, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         else:
             self._service.deliver(self.replies)
 
@@ -244,7 +244,7 @@ class GroupCoordinatorService:
             coordinator.tick_timer.cancel()
         if coordinator.loading is not None:
             coordinator.loading.cancel()
-        self._fail_pending(coordinator, ErrorCode.not_coordinator)
+        self._fail_pending(coordinator, ErrorCode.NOT_COORDINATOR)
         if coordinator.shard is not None:
             self.deliver(coordinator.shard.unload().replies)
             coordinator.shard = None
@@ -312,11 +312,11 @@ class GroupCoordinatorService:
                  request: Any) -> ErrorCode | None:
         """Why the partition's shard cannot take ``request`` now (None: it can)."""
         if coordinator is None or not coordinator.current():
-            return ErrorCode.not_coordinator
+            return ErrorCode.NOT_COORDINATOR
         if coordinator.shard is None:
-            return ErrorCode.coordinator_load_in_progress
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         if api_key == ApiKey.OFFSET_COMMIT and self._oversized_commit(coordinator, request):
-            return ErrorCode.unknown_server_error
+            return ErrorCode.UNKNOWN_SERVER_ERROR
         return None
 
     @staticmethod
@@ -366,7 +366,7 @@ class GroupCoordinatorService:
                        exc: Exception) -> None:
         """Kafka's answer to a failed write, and the write reverted alone: its keys go
         back to their last records in the log (a reload if one cannot be read)."""
-        code = _operation_error(exc) if coordinator.current() else ErrorCode.not_coordinator
+        code = _operation_error(exc) if coordinator.current() else ErrorCode.NOT_COORDINATOR
         log.error("%s-%d: writing %d records failed (%s): %s", OFFSETS_TOPIC,
                   coordinator.partition, len(outcome.records), code.name, exc)
         self.fail(outcome.replies, code)
@@ -474,11 +474,11 @@ def _operation_error(exc: Exception) -> ErrorCode:
     """Kafka's error for an operation whose write failed with ``exc``
     (``CoordinatorOperationExceptionHelper.handleOperationException``)."""
     if isinstance(exc, RecordBatchTooLargeError):
-        append_error = ErrorCode.record_list_too_large
+        append_error = ErrorCode.RECORD_LIST_TOO_LARGE
     elif isinstance(exc, StorageError):
-        append_error = ErrorCode.kafka_storage_error
+        append_error = ErrorCode.KAFKA_STORAGE_ERROR
     else:
-        append_error = ErrorCode(getattr(exc, "error_code", ErrorCode.unknown_server_error))
+        append_error = ErrorCode(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
     return _OPERATION_ERRORS.get(append_error, append_error)
 
 

@@ -125,12 +125,12 @@ class CoordinatorFinder:
             event(log, "transactional_producer_refused",
                   transactional_ids=",".join(dict.fromkeys(request.coordinator_keys)))
             refused = error_response(ApiKey.FIND_COORDINATOR, request,
-                                     ErrorCode.transactional_id_authorization_failed,
+                                     ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                      TRANSACTIONS_UNSUPPORTED)
             return refused
         if key_type != GROUP_KEY:
             refused = error_response(ApiKey.FIND_COORDINATOR, request,
-                                     ErrorCode.invalid_request,
+                                     ErrorCode.INVALID_REQUEST,
                                      f"Unknown coordinator type {key_type}")
             return refused
         found: dict[str, Coordinator] = {}  # a key named again gets the same entry
@@ -160,9 +160,9 @@ class CoordinatorFinder:
             (e for e in broker.listeners if e.name == self._listener), None)
         if endpoint is None:  # no message, as Kafka's batched answer (versions 4+)
             return Coordinator(key=key, node_id=NO_LEADER, port=-1,
-                               error_code=ErrorCode.coordinator_not_available, error_message="")
+                               error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, error_message="")
         return Coordinator(key=key, node_id=leader, host=endpoint.host, port=endpoint.port,
-                           error_code=ErrorCode.none, error_message="")
+                           error_code=ErrorCode.NONE, error_message="")
 
     def _create(self) -> None:
         """Ask the controller for the offsets topic, once at a time (a refused one is asked
@@ -190,7 +190,7 @@ class CoordinatorFinder:
         assert isinstance(response, CreateTopicsResponse)
         for result in response.topics:
             error = ErrorCode(result.error_code)
-            if error not in (ErrorCode.none, ErrorCode.topic_already_exists) \
+            if error not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS) \
                     and error != self._last_error:
                 event(log, "offsets_topic_creation_failed", level=logging.WARNING,
                       error=error.name, message=result.error_message)

@@ -62,7 +62,7 @@ _FIRST_BATCHED: Mapping[int, int] = {
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
 #: JoinGroup's protocol name is nullable from v7 (Kafka writes "" before).
 _FIRST_NULL_PROTOCOL_NAME = 7
-_UNLISTED = (ErrorCode.none, ErrorCode.not_coordinator)
+_UNLISTED = (ErrorCode.NONE, ErrorCode.NOT_COORDINATOR)
 #: Kafka's message for COORDINATOR_NOT_AVAILABLE, which FindCoordinator v0-3 carry (v4+
 #: entries carry none: a million keys would repeat it a million times).
 COORDINATOR_NOT_AVAILABLE = "The coordinator is not available."
@@ -70,7 +70,7 @@ COORDINATOR_NOT_AVAILABLE = "The coordinator is not available."
 #: top-level message (``FindCoordinatorResponse.prepareOldResponse``; "NONE" on success);
 #: v4+ coordinators carry none (``handleFindCoordinatorRequestV4AndAbove`` leaves it empty).
 _LOOKUP_MESSAGES: Mapping[int, str] = {
-    ErrorCode.none: "NONE", ErrorCode.coordinator_not_available: COORDINATOR_NOT_AVAILABLE}
+    ErrorCode.NONE: "NONE", ErrorCode.COORDINATOR_NOT_AVAILABLE: COORDINATOR_NOT_AVAILABLE}
 _K = TypeVar("_K", bound=Hashable)
 
 
@@ -140,7 +140,7 @@ def _one_member(response: LeaveGroupResponse) -> LeaveGroupResponse:
     """LeaveGroup v0-2: the top-level error, else the one member's (Kafka's
     ``LeaveGroupResponse``)."""
     code = response.error_code
-    if code == ErrorCode.none and response.members:
+    if code == ErrorCode.NONE and response.members:
         code = response.members[0].error_code
     return dataclasses.replace(response, error_code=code, members=())
 
@@ -159,7 +159,7 @@ def _one_group_answer(version: int, response: OffsetFetchResponse,
     """OffsetFetch v1-7: the one group's topics and error at the top; v1 has no group
     error, so every asked partition carries it."""
     group = response.groups[0]
-    if version < _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR and group.error_code != ErrorCode.none:
+    if version < _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR and group.error_code != ErrorCode.NONE:
         topics = tuple(OffsetFetchResponseTopic(name=t.name, partitions=tuple(
             OffsetFetchResponsePartition(partition_index=p, committed_offset=-1, metadata="",
                                          error_code=group.error_code)
@@ -237,17 +237,17 @@ def merge(api_key: int, request: Any, answers: Mapping[int, Any]) -> Any:
     ListGroups concatenates them (a partition whose leadership just moved lists nothing, as
     in Kafka, rather than failing the list), and LeaveGroup its members' answers."""
     if not answers:
-        return error_response(api_key, request, ErrorCode.none)
+        return error_response(api_key, request, ErrorCode.NONE)
     if api_key == ApiKey.LIST_GROUPS:
         first = next(iter(answers.values()))
         code = next((a.error_code for a in answers.values() if a.error_code not in _UNLISTED),
-                    ErrorCode.none)
+                    ErrorCode.NONE)
         return dataclasses.replace(first, error_code=code, groups=tuple(
             g for answer in answers.values() for g in answer.groups))
     if api_key == ApiKey.LEAVE_GROUP:  # :func:`pieces`' members, in order
         first = next(iter(answers.values()))
-        code = next((a.error_code for a in answers.values() if a.error_code != ErrorCode.none),
-                    ErrorCode.none)
+        code = next((a.error_code for a in answers.values() if a.error_code != ErrorCode.NONE),
+                    ErrorCode.NONE)
         return dataclasses.replace(first, error_code=code, members=tuple(
             m for answer in answers.values() for m in answer.members))
     if api_key not in BATCHED:

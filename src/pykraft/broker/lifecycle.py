@@ -126,7 +126,7 @@ class BrokerLifecycle:
     async def _register(self) -> None:
         response = await self._channel.send(self.registration())
         assert isinstance(response, BrokerRegistrationResponse)
-        if response.error_code != ErrorCode.none:
+        if response.error_code != ErrorCode.NONE:
             # INFO as Kafka's BrokerLifecycleManager: a broker restarted within its old
             # session's timeout is refused (DUPLICATE_BROKER_REGISTRATION) and retries
             event(log, "registration_refused", error=ErrorCode(response.error_code).name)
@@ -139,13 +139,13 @@ class BrokerLifecycle:
         request = self.heartbeat()
         response = await self._channel.send(request)
         assert isinstance(response, BrokerHeartbeatResponse)
-        if response.error_code in (ErrorCode.stale_broker_epoch,
-                                   ErrorCode.broker_id_not_registered):
+        if response.error_code in (ErrorCode.STALE_BROKER_EPOCH,
+                                   ErrorCode.BROKER_ID_NOT_REGISTERED):
             event(log, "registration_lost", error=ErrorCode(response.error_code).name)
             self.epoch = -1
             self.fenced = True
             return
-        if response.error_code != ErrorCode.none:
+        if response.error_code != ErrorCode.NONE:
             return
         if response.is_fenced != self.fenced:
             self.fenced = response.is_fenced

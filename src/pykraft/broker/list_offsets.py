@@ -87,9 +87,9 @@ async def list_offsets(body: ListOffsetsRequest, replicas: ReplicaManager,
                 continue
             await turns.pause()
             if topic.name in denied:
-                answer = ListedOffset(ErrorCode.topic_authorization_failed)
+                answer = ListedOffset(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif named[(topic.name, part.partition_index)] > 1:
-                answer = ListedOffset(ErrorCode.invalid_request)
+                answer = ListedOffset(ErrorCode.INVALID_REQUEST)
             else:
                 try:
                     hosted = replicas.partition_for(
@@ -135,7 +135,7 @@ async def offset_for_leader_epoch(body: OffsetForLeaderEpochRequest, replicas: R
             await turns.pause()
             if topic.topic in denied:
                 partitions.append(EpochEndOffset(
-                    error_code=ErrorCode.topic_authorization_failed, partition=part.partition))
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, partition=part.partition))
                 continue
             try:
                 hosted = replicas.partition_for(
@@ -147,7 +147,7 @@ async def offset_for_leader_epoch(body: OffsetForLeaderEpochRequest, replicas: R
             epoch, end = hosted.log.leader_epochs.end_offset_for(part.leader_epoch,
                                                                  hosted.log_end_offset)
             partitions.append(EpochEndOffset(
-                error_code=ErrorCode.none, partition=part.partition, leader_epoch=epoch,
+                error_code=ErrorCode.NONE, partition=part.partition, leader_epoch=epoch,
                 end_offset=end))
         topics.append(OffsetForLeaderTopicResult(topic=topic.topic,
                                                  partitions=tuple(partitions)))

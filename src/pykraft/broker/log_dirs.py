@@ -41,7 +41,7 @@ def describe_log_dirs(body: DescribeLogDirsRequest,
                 by_topic.setdefault(tp.topic, []).append(hosted)
         usage = shutil.disk_usage(directory)
         results.append(DescribeLogDirsResult(
-            error_code=ErrorCode.none, log_dir=str(directory.absolute()),
+            error_code=ErrorCode.NONE, log_dir=str(directory.absolute()),
             topics=tuple(DescribeLogDirsTopic(name=topic, partitions=tuple(
                 DescribeLogDirsPartition(
                     partition_index=hosted.index, partition_size=hosted.log.size,
@@ -49,4 +49,4 @@ def describe_log_dirs(body: DescribeLogDirsRequest,
                     is_future_key=False)
                 for hosted in hosted_list)) for topic, hosted_list in by_topic.items()),
             total_bytes=usage.total, usable_bytes=usage.free, is_cordoned=False))
-    return DescribeLogDirsResponse(error_code=ErrorCode.none, results=tuple(results))
+    return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=tuple(results))

@@ -21,7 +21,7 @@ def existing_partitions_only(image: MetadataImage, handle: GroupHandler) -> Grou
     async def commit(request: Any) -> Any:
         kept, missing = await off_loop_if_large(lambda: _existing(request, image))
         return await handled_in_part(ApiKey.OFFSET_COMMIT, request, kept, (
-            missing, ErrorCode.unknown_topic_or_partition), handle)
+            missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), handle)
     return commit
 
 

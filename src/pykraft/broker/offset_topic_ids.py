@@ -106,7 +106,7 @@ async def answered_by_id(api_key: int, request: OffsetRequest, topics: TopicsIma
     (the v9 path: authorization, existence, the shards), the unknown ones here."""
     if isinstance(request, OffsetCommitRequest) and not access.allows(
             _group_operation(api_key), ResourceType.GROUP, request.group_id):
-        return refused(api_key, request, ErrorCode.group_authorization_failed)
+        return refused(api_key, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     found = await off_loop_if_large(resolved, request, topics)
     answer = await by_name(found.request)
     if api_key == ApiKey.OFFSET_COMMIT:
@@ -145,7 +145,7 @@ def _commit_answer(answer: OffsetCommitResponse, unknown: tuple[OffsetCommitRequ
     for entry in unknown:
         by_id.setdefault(entry.topic_id, []).extend(
             OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                          error_code=ErrorCode.unknown_topic_id)
+                                          error_code=ErrorCode.UNKNOWN_TOPIC_ID)
             for p in entry.partitions)
     for topic in answer.topics:
         by_id.setdefault(_id_of(topic.name, topics), []).extend(topic.partitions)
@@ -165,10 +165,10 @@ def _fetch_answer(answer: OffsetFetchResponse, found: Resolved,
                                                  partitions=t.partitions)
                        for t in group.topics
                        if asked.topics is not None or t.name in image.by_name)
-        if group.error_code == ErrorCode.none:
+        if group.error_code == ErrorCode.NONE:
             topics += tuple(OffsetFetchResponseTopics(topic_id=t.topic_id, partitions=tuple(
                 OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1,
-                                              metadata="", error_code=ErrorCode.unknown_topic_id)
+                                              metadata="", error_code=ErrorCode.UNKNOWN_TOPIC_ID)
                 for p in t.partition_indexes)) for t in unknown)
         groups.append(dataclasses.replace(group, topics=topics))
     return OffsetFetchResponse(throttle_time_ms=answer.throttle_time_ms, groups=tuple(groups))

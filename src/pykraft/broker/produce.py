@@ -69,7 +69,7 @@ class _Outcome:
     """One partition's answer while it is being built."""
 
     index: int
-    error: ErrorCode = ErrorCode.none
+    error: ErrorCode = ErrorCode.NONE
     base_offset: int = -1
     log_append_time_ms: int = -1
     log_start_offset: int = -1
@@ -95,7 +95,7 @@ class _DelayedProduce(DelayedOperation):
     def on_complete(self, expired: bool) -> None:
         if expired:
             for outcome in self._waiting:
-                outcome.error = ErrorCode.request_timed_out
+                outcome.error = ErrorCode.REQUEST_TIMED_OUT
 
 
 class AcksZeroFailedError(PyKraftError):
@@ -132,16 +132,16 @@ class ProduceHandler:
             for part in topic.partition_data:
                 await turns.pause()
                 if name is None:
-                    outcomes.append(_Outcome(part.index, ErrorCode.unknown_topic_id))
+                    outcomes.append(_Outcome(part.index, ErrorCode.UNKNOWN_TOPIC_ID))
                 elif key in denied:
-                    outcomes.append(_Outcome(part.index, ErrorCode.topic_authorization_failed))
+                    outcomes.append(_Outcome(part.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 else:
                     outcomes.append(await self._partition(name, part, acks, api_version,
                                                           client_id, transactional))
             topics.append((key, outcomes))
         if acks == 0:
             failed = [f"{name}-{o.index}: {o.error.name}" for name, outs in topics
-                      for o in outs if o.error != ErrorCode.none]
+                      for o in outs if o.error != ErrorCode.NONE]
             if failed:
                 raise AcksZeroFailedError(f"acks=0 produce failed: {', '.join(failed)}")
             return None
@@ -173,14 +173,14 @@ class ProduceHandler:
                    api_version: int, client_id: str | None, transactional: bool) -> _Outcome:
         outcome = _Outcome(part.index)
         if transactional:
-            outcome.error = ErrorCode.transactional_id_authorization_failed
+            outcome.error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             outcome.message = TRANSACTIONS_UNSUPPORTED
             return outcome
         if self._replicas.registration(topic, outcome.index) is None:
-            outcome.error = ErrorCode.unknown_topic_or_partition
+            outcome.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             return outcome
         if acks not in VALID_ACKS:
-            outcome.error = ErrorCode.invalid_required_acks
+            outcome.error = ErrorCode.INVALID_REQUIRED_ACKS
             return outcome
         try:
             hosted = self._replicas.partition_for(topic, outcome.index)
@@ -189,7 +189,7 @@ class ProduceHandler:
                 now_ms=self._clock_ms(), client_id=client_id)
         except PartitionError as exc:
             outcome.error = exc.error_code
-            if exc.error_code == ErrorCode.not_leader_or_follower:
+            if exc.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 outcome.leader = (exc.leader_id, exc.leader_epoch)
             return outcome
         except ProduceValidationError as exc:
@@ -206,12 +206,12 @@ class ProduceHandler:
             outcome.error = exc.error_code
             return outcome
         except RecordBatchTooLargeError:
-            outcome.error = ErrorCode.record_list_too_large
+            outcome.error = ErrorCode.RECORD_LIST_TOO_LARGE
             return outcome
         except StorageError:
-            outcome.error = (ErrorCode.kafka_storage_error
+            outcome.error = (ErrorCode.KAFKA_STORAGE_ERROR
                              if api_version >= _FIRST_STORAGE_ERROR_VERSION
-                             else ErrorCode.not_leader_or_follower)
+                             else ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return outcome
         outcome.base_offset = result.base_offset
         outcome.log_append_time_ms = result.log_append_time_ms
@@ -274,7 +274,7 @@ def _settle(outcome: _Outcome) -> bool:
     if code is None:
         return False
     outcome.error = code
-    if code == ErrorCode.not_leader_or_follower:
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         outcome.leader = (hosted.leader_id, hosted.leader_epoch)
     return True
 

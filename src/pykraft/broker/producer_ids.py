@@ -135,7 +135,7 @@ class ProducerIdBlocks:
         self._in_flight = False
 
     def _refusal(self, error: int, start: int, length: int) -> str | None:
-        if error != ErrorCode.none:
+        if error != ErrorCode.NONE:
             return error_name(error)
         if start < self.current.last:
             return f"block {start}+{length} is not above the current block {self.current}"
@@ -214,13 +214,13 @@ def init_producer_id(body: InitProducerIdRequest,
     """Kafka's answer to InitProducerId of any version (see the module docstring)."""
     transactional_id = body.transactional_id
     if transactional_id:  # Kafka authorizes the transactional id first
-        return _answer(ErrorCode.transactional_id_authorization_failed)
+        return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if (body.producer_id == NO_PRODUCER_ID) != (body.producer_epoch == NO_PRODUCER_EPOCH):
-        return _answer(ErrorCode.invalid_request)
+        return _answer(ErrorCode.INVALID_REQUEST)
     if transactional_id is not None:  # "" (the coordinator's check)
-        return _answer(ErrorCode.invalid_request)
+        return _answer(ErrorCode.INVALID_REQUEST)
     # without a transactional id, a producer id and epoch sent (KIP-360) are ignored
     producer_id = manager.generate_producer_id()
     if producer_id is None:
-        return _answer(ErrorCode.coordinator_load_in_progress)
-    return _answer(ErrorCode.none, producer_id, 0)
+        return _answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    return _answer(ErrorCode.NONE, producer_id, 0)

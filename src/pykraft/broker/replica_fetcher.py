@@ -337,7 +337,7 @@ class ReplicaFetcher:
         version = await self._version(ApiKey.FETCH)
         response = await self._request(lambda at: self._fetch_request(at, ready), ApiKey.FETCH)
         assert isinstance(response, FetchResponse)
-        if response.error_code != ErrorCode.none:
+        if response.error_code != ErrorCode.NONE:
             log.warning("[%s] fetch from broker %d failed: %s", self.name, self.key.source,
                         error_name(response.error_code))
             self._delay(ready)
@@ -407,7 +407,7 @@ class ReplicaFetcher:
                 if found is None or not self._current(*found):
                     continue
                 followed, end = found
-                if answer.error_code != ErrorCode.none:
+                if answer.error_code != ErrorCode.NONE:
                     log.info("[%s] %s-%d: OffsetForLeaderEpoch answered %s; backing off",
                              self.name, topic.topic, answer.partition,
                              ErrorCode(answer.error_code).name)
@@ -425,9 +425,9 @@ class ReplicaFetcher:
         part = followed.part
         error = for_code(answer.error_code)
         try:
-            if error == ErrorCode.none:
+            if error == ErrorCode.NONE:
                 self._apply(part, fetch_offset, answer)
-            elif error == ErrorCode.offset_out_of_range:
+            elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
                 await self._out_of_range(followed)
             else:
                 log.info("[%s] %s-%d: fetch answered %s; backing off %d ms", self.name,
@@ -495,7 +495,7 @@ class ReplicaFetcher:
         for topic in response.topics:
             for answer in topic.partitions:
                 if topic.name == part.topic and answer.partition_index == part.index:
-                    if answer.error_code == ErrorCode.none:
+                    if answer.error_code == ErrorCode.NONE:
                         return answer.offset
                     log.info("[%s] %s-%d: ListOffsets answered %s", self.name, part.topic,
                              part.index, ErrorCode(answer.error_code).name)

@@ -474,18 +474,18 @@ class ReplicaManager:
         topic_image = self._topic(topic)
         registration = topic_image.partitions.get(index)
         if registration is None:
-            raise PartitionError(ErrorCode.unknown_topic_or_partition,
+            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  "This server does not host this topic-partition.")
         hosted = self._partitions.get(TopicPartition(topic_image.name, index))
         if hosted is None or (require_leader and not hosted.is_leader):
             raise PartitionError(
-                ErrorCode.not_leader_or_follower,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 f"Leader not local for partition {topic_image.name}-{index} on broker "
                 f"{self.broker_id}", leader_id=registration.leader,
                 leader_epoch=registration.leader_epoch)
         code = check_leader_epoch(current_leader_epoch, hosted.leader_epoch)
-        if code != ErrorCode.none:
-            relation = "older" if code == ErrorCode.fenced_leader_epoch else "newer"
+        if code != ErrorCode.NONE:
+            relation = "older" if code == ErrorCode.FENCED_LEADER_EPOCH else "newer"
             raise PartitionError(
                 code, f"The leader epoch in the request {current_leader_epoch} is {relation} "
                 f"than the current leader epoch {hosted.leader_epoch} of partition "
@@ -498,12 +498,12 @@ class ReplicaManager:
         if isinstance(topic, uuid.UUID):
             found = topics.by_id.get(topic)
             if found is None:
-                raise PartitionError(ErrorCode.unknown_topic_id,
+                raise PartitionError(ErrorCode.UNKNOWN_TOPIC_ID,
                                      "This server does not host this topic ID.")
             return found
         named = topics.by_name.get(topic)
         if named is None:
-            raise PartitionError(ErrorCode.unknown_topic_or_partition,
+            raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  "This server does not host this topic-partition.")
         return named
 
@@ -556,7 +556,7 @@ class ReplicaManager:
         """A coordinator's own batch to its internal topic (Kafka's AppendOrigin.COORDINATOR:
         no internal-topic refusal), acks=all, validated as a client's."""
         if not hosted.is_leader:
-            raise PartitionError(ErrorCode.not_leader_or_follower,
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"Leader not local for partition {_name(hosted.tp)}")
         return self._append(hosted, records, acks=-1, api_version=COORDINATOR_APPEND_VERSION,
                             now_ms=now_ms)
@@ -628,7 +628,7 @@ class ReplicaManager:
                        current_leader_epoch: int) -> ErrorCode:
         """Whether ``replica_id`` may fetch this led partition as a follower."""
         if hosted.replication is None:
-            return ErrorCode.not_leader_or_follower
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return hosted.replication.check_follower(replica_id, current_leader_epoch)
 
     def record_follower_fetch(self, hosted: HostedPartition, replica_id: int, *,
@@ -639,13 +639,13 @@ class ReplicaManager:
         high watermark and wake waiting produces and fetches."""
         replication = hosted.replication
         if replication is None or not hosted.is_leader:
-            return ErrorCode.not_leader_or_follower
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         before = replication.followers.get(replica_id)
         code = replication.record_fetch(
             replica_id, fetch_offset=fetch_offset, log_start_offset=log_start_offset,
             broker_epoch=broker_epoch, now_ms=now_ms, leader_end_offset=leader_end_offset,
             brokers=self.brokers)
-        if code != ErrorCode.none:
+        if code != ErrorCode.NONE:
             return code
         proposal = replication.propose_expand(replica_id, high_watermark=hosted.high_watermark,
                                               brokers=self.brokers,
@@ -658,7 +658,7 @@ class ReplicaManager:
             hosted.maybe_advance_high_watermark(now_ms, self.brokers)
         if moved:
             hosted.notify()
-        return ErrorCode.none
+        return ErrorCode.NONE
 
     def shrink_isrs(self, now_ms: int) -> None:
         """Kafka's ``isr-expiration`` task: propose removing the followers that lagged
@@ -805,7 +805,7 @@ def _name(tp: TopicPartition) -> str:
 def _check_internal(hosted: HostedPartition, client_id: str | None) -> None:
     """Clients may not write to an internal topic (the admin client may)."""
     if hosted.topic in INTERNAL_TOPICS and client_id != ADMIN_CLIENT_ID:
-        raise PartitionError(ErrorCode.invalid_topic_exception,
+        raise PartitionError(ErrorCode.INVALID_TOPIC_EXCEPTION,
                              f"Cannot append to internal topic {hosted.topic}")
 
 
@@ -813,7 +813,7 @@ def _check_min_isr(hosted: HostedPartition, acks: int) -> None:
     """acks=all needs min.insync.replicas in the ISR (checked before any validation)."""
     if acks == -1 and len(hosted.isr) < hosted.min_isr:
         raise PartitionError(
-            ErrorCode.not_enough_replicas,
+            ErrorCode.NOT_ENOUGH_REPLICAS,
             f"The size of the current ISR {set(hosted.isr)} is insufficient to satisfy "
             f"the min.isr requirement of {hosted.min_isr} for partition "
             f"{_name(hosted.tp)}")

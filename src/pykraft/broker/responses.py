@@ -47,7 +47,7 @@ def _partitions(image: MetadataImage,
     rows = []
     for index in sorted(topic.partitions):
         part = topic.partitions[index]
-        error = ErrorCode.none if part.leader != NO_LEADER else ErrorCode.leader_not_available
+        error = ErrorCode.NONE if part.leader != NO_LEADER else ErrorCode.LEADER_NOT_AVAILABLE
         rows.append(md.MetadataResponsePartition(
             error_code=error, partition_index=index, leader_id=part.leader,
             leader_epoch=part.leader_epoch, replica_nodes=tuple(part.replicas),
@@ -58,7 +58,7 @@ def _partitions(image: MetadataImage,
 
 def _topic(image: MetadataImage, topic: TopicImage) -> md.MetadataResponseTopic:
     return md.MetadataResponseTopic(
-        error_code=ErrorCode.none, name=topic.name, topic_id=topic.topic_id,
+        error_code=ErrorCode.NONE, name=topic.name, topic_id=topic.topic_id,
         is_internal=topic.name in INTERNAL_TOPICS, partitions=_partitions(image, topic))
 
 
@@ -66,8 +66,8 @@ def _missing_topic_error(name: str | None) -> ErrorCode:
     """A named topic the image lacks: INVALID_TOPIC_EXCEPTION when ``Topic.validate``
     refuses its name (fatal for clients), else UNKNOWN_TOPIC_OR_PARTITION (retried)."""
     if name is not None and topic_name_problem(name) is not None:
-        return ErrorCode.invalid_topic_exception
-    return ErrorCode.unknown_topic_or_partition
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def metadata_response(image: MetadataImage, request: MetadataRequest, *, version: int,
@@ -99,7 +99,7 @@ def metadata_response(image: MetadataImage, request: MetadataRequest, *, version
         md.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
         for b, host, port in _visible_brokers(image, self_id, listener))
     return md.MetadataResponse(brokers=brokers, cluster_id=cluster_id, controller_id=self_id,
-                               topics=topics, error_code=ErrorCode.none)
+                               topics=topics, error_code=ErrorCode.NONE)
 
 
 def describe_cluster_response(image: MetadataImage, request: DescribeClusterRequest, *,
@@ -116,5 +116,5 @@ def describe_cluster_response(image: MetadataImage, request: DescribeClusterRequ
         for b, host, port in _visible_brokers(image, self_id, listener,
                                               include_fenced=request.include_fenced_brokers))
     return dc.DescribeClusterResponse(
-        error_code=ErrorCode.none, endpoint_type=BROKER_ENDPOINTS, cluster_id=cluster_id,
+        error_code=ErrorCode.NONE, endpoint_type=BROKER_ENDPOINTS, cluster_id=cluster_id,
         controller_id=self_id, brokers=brokers, cluster_authorized_operations=operations)

@@ -30,15 +30,15 @@ def _result(scram: ScramImage, user: str, duplicate: bool
             ) -> DescribeUserScramCredentialsResult:
     if duplicate:
         return DescribeUserScramCredentialsResult(
-            user=user, error_code=ErrorCode.duplicate_resource,
+            user=user, error_code=ErrorCode.DUPLICATE_RESOURCE,
             error_message=_DUPLICATE + user, credential_infos=())
     infos = tuple(CredentialInfo(mechanism=mechanism, iterations=credential.iterations)
                   for mechanism, credential in scram.credentials_of(user))
     if not infos:
         return DescribeUserScramCredentialsResult(
-            user=user, error_code=ErrorCode.resource_not_found,
+            user=user, error_code=ErrorCode.RESOURCE_NOT_FOUND,
             error_message=_NOT_FOUND + user, credential_infos=())
-    return DescribeUserScramCredentialsResult(user=user, error_code=ErrorCode.none,
+    return DescribeUserScramCredentialsResult(user=user, error_code=ErrorCode.NONE,
                                               error_message="", credential_infos=infos)
 
 
@@ -47,5 +47,5 @@ def describe_user_scram_credentials(scram: ScramImage,
                                     ) -> DescribeUserScramCredentialsResponse:
     asked = Counter([u.name for u in request.users or ()] or scram.users())
     return DescribeUserScramCredentialsResponse(
-        error_code=ErrorCode.none, error_message="",
+        error_code=ErrorCode.NONE, error_message="",
         results=tuple(_result(scram, user, times > 1) for user, times in asked.items()))

@@ -81,7 +81,7 @@ def _enabled(ctx: ControllerContext) -> bool:
 
 def create_acls(ctx: ControllerContext, req: create_req.CreateAclsRequest) -> ControllerResult:
     if not _enabled(ctx):
-        return ControllerResult((), error_response(req, ErrorCode.security_disabled,
+        return ControllerResult((), error_response(req, ErrorCode.SECURITY_DISABLED,
                                                    NO_AUTHORIZER))
     existing = set(ctx.image.acls.acls.values())
     taken = set(ctx.image.acls.acls)
@@ -98,10 +98,10 @@ def create_acls(ctx: ControllerContext, req: create_req.CreateAclsRequest) -> Co
             taken.add(acl_id)
             records.append(acl.to_record(acl_id))
             if len(records) > MAX_RECORDS_PER_USER_OP:  # every creation refused, as Kafka
-                return ControllerResult((), error_response(req, ErrorCode.policy_violation,
+                return ControllerResult((), error_response(req, ErrorCode.POLICY_VIOLATION,
                                                            TOO_LARGE_MESSAGE))
         results.append(create_resp.AclCreationResult(
-            error_code=ErrorCode.none if problem is None else ErrorCode.invalid_request,
+            error_code=ErrorCode.NONE if problem is None else ErrorCode.INVALID_REQUEST,
             error_message="" if problem is None else problem))  # Kafka's AclApis: unset
     return ControllerResult(tuple(records), create_resp.CreateAclsResponse(
         results=tuple(results)))
@@ -115,7 +115,7 @@ def delete_filter(f: delete_req.DeleteAclsFilter) -> AclFilter:
 
 def _matching(acl: StandardAcl) -> delete_resp.DeleteAclsMatchingAcl:
     return delete_resp.DeleteAclsMatchingAcl(
-        error_code=ErrorCode.none, error_message=None, resource_type=acl.resource_type,
+        error_code=ErrorCode.NONE, error_message=None, resource_type=acl.resource_type,
         resource_name=acl.resource_name, pattern_type=acl.pattern_type,
         principal=acl.principal, host=acl.host, operation=acl.operation,
         permission_type=acl.permission_type)
@@ -125,12 +125,12 @@ def _matching(acl: StandardAcl) -> delete_resp.DeleteAclsMatchingAcl:
 #: AclControlManager throws for it, answered UNKNOWN_SERVER_ERROR without a message; it
 #: removes nothing here (Kafka keeps the one record past the bound it had added).
 _TOO_MANY_REMOVED = delete_resp.DeleteAclsFilterResult(
-    error_code=ErrorCode.unknown_server_error, error_message=None, matching_acls=())
+    error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message=None, matching_acls=())
 
 
 def delete_acls(ctx: ControllerContext, req: delete_req.DeleteAclsRequest) -> ControllerResult:
     if not _enabled(ctx):
-        return ControllerResult((), error_response(req, ErrorCode.security_disabled,
+        return ControllerResult((), error_response(req, ErrorCode.SECURITY_DISABLED,
                                                    NO_AUTHORIZER))
     removed: dict[uuid.UUID, None] = {}  # ordered: the records follow the filters
     results = []
@@ -144,7 +144,7 @@ def delete_acls(ctx: ControllerContext, req: delete_req.DeleteAclsRequest) -> Co
             continue
         removed.update(dict.fromkeys(fresh))
         results.append(delete_resp.DeleteAclsFilterResult(
-            error_code=ErrorCode.none if problem is None else ErrorCode.invalid_request,
+            error_code=ErrorCode.NONE if problem is None else ErrorCode.INVALID_REQUEST,
             error_message=problem, matching_acls=tuple(_matching(acl) for _, acl in matched)))
     return ControllerResult(
         tuple(RemoveAccessControlEntryRecord(id=acl_id) for acl_id in removed),
@@ -181,8 +181,8 @@ def describe_acls(image: MetadataImage, req: describe_req.DescribeAclsRequest, *
     is configured on the answering node)."""
     if not enabled:
         return describe_resp.DescribeAclsResponse(
-            error_code=ErrorCode.security_disabled, error_message=NO_AUTHORIZER_ON_BROKER)
+            error_code=ErrorCode.SECURITY_DISABLED, error_message=NO_AUTHORIZER_ON_BROKER)
     acl_filter = describe_filter(req)
     return describe_resp.DescribeAclsResponse(
-        error_code=ErrorCode.none, error_message="",
+        error_code=ErrorCode.NONE, error_message="",
         resources=_resources(acl for _, acl in image.acls.matching(acl_filter)))

@@ -64,12 +64,12 @@ def _registration_error(code: ErrorCode) -> BrokerRegistrationResponse:
 
 def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> ControllerResult:
     if ctx.config.cluster_id is not None and req.cluster_id != ctx.config.cluster_id:
-        return ControllerResult((), _registration_error(ErrorCode.inconsistent_cluster_id))
+        return ControllerResult((), _registration_error(ErrorCode.INCONSISTENT_CLUSTER_ID))
     if req.incarnation_id == ZERO_UUID or req.is_migrating_zk_broker:
-        return ControllerResult((), _registration_error(ErrorCode.invalid_registration))
+        return ControllerResult((), _registration_error(ErrorCode.INVALID_REGISTRATION))
     if not _supports_finalized(ctx, {f.name: (f.min_supported_version, f.max_supported_version)
                                      for f in req.features}):
-        return ControllerResult((), _registration_error(ErrorCode.unsupported_version))
+        return ControllerResult((), _registration_error(ErrorCode.UNSUPPORTED_VERSION))
     existing = ctx.image.cluster.brokers.get(req.broker_id)
     records: list[object] = []
     if existing is not None and existing.incarnation_id == req.incarnation_id:
@@ -81,7 +81,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
         if (existing is not None and not existing.fenced
                 and existing.broker_id not in ctx.session_expired):
             return ControllerResult((), _registration_error(
-                ErrorCode.duplicate_broker_registration))
+                ErrorCode.DUPLICATE_BROKER_REGISTRATION))
         if existing is not None and not existing.fenced:
             records += fence_broker(ctx, existing)
         epoch, fenced, shutting_down = ctx.next_offset, True, False
@@ -97,7 +97,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
         log_dirs=tuple(d for d in req.log_dirs if d != ZERO_UUID),
     )
     records.append(registration.to_record())
-    response = BrokerRegistrationResponse(error_code=ErrorCode.none, broker_epoch=epoch)
+    response = BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=epoch)
     return ControllerResult(tuple(records), response)
 
 
@@ -123,14 +123,14 @@ def heartbeat(ctx: ControllerContext, req: BrokerHeartbeatRequest) -> Controller
     if broker is None or broker.epoch != req.broker_epoch:
         # Kafka's checkBrokerEpoch: no registration is a stale epoch too; either way the
         # broker registers again
-        return ControllerResult((), _heartbeat_response(ErrorCode.stale_broker_epoch))
+        return ControllerResult((), _heartbeat_response(ErrorCode.STALE_BROKER_EPOCH))
     caught_up = req.current_metadata_offset >= ctx.registration_offsets.get(
         broker.broker_id, broker.epoch)
 
     def answer(records: list[object], *, fenced: bool,
                shut_down: bool = False) -> ControllerResult:
         return ControllerResult(tuple(records), _heartbeat_response(
-            ErrorCode.none, caught_up=caught_up, fenced=fenced, shut_down=shut_down))
+            ErrorCode.NONE, caught_up=caught_up, fenced=fenced, shut_down=shut_down))
 
     if broker.fenced:
         if req.want_shut_down:
@@ -224,11 +224,11 @@ def unregister_broker(ctx: ControllerContext, req: UnregisterBrokerRequest) -> C
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if broker is None:
         return ControllerResult((), UnregisterBrokerResponse(
-            error_code=ErrorCode.broker_id_not_registered,
+            error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
             error_message=f"Broker ID {req.broker_id} is not currently registered"))
     records = [*remove_from_isrs(ctx.image, broker.broker_id, _without(ctx, broker.broker_id)),
                UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch)]
-    return ControllerResult(tuple(records), UnregisterBrokerResponse(error_code=ErrorCode.none))
+    return ControllerResult(tuple(records), UnregisterBrokerResponse(error_code=ErrorCode.NONE))
 
 
 def register_controller(ctx: ControllerContext,
@@ -238,7 +238,7 @@ def register_controller(ctx: ControllerContext,
 
     if ctx.metadata_version < MV_3_7_IV0:
         return ControllerResult((), answer(
-            ErrorCode.unsupported_version,
+            ErrorCode.UNSUPPORTED_VERSION,
             "controller registration needs metadata.version 3.7-IV0 or later"))
     record = RegisterControllerRecord(  # a zero incarnation id too, as Kafka's
         controller_id=req.controller_id, incarnation_id=req.incarnation_id,
@@ -251,7 +251,7 @@ def register_controller(ctx: ControllerContext,
                                          max_supported_version=f.max_supported_version)
                        for f in req.features),
     )
-    return ControllerResult((record,), answer(ErrorCode.none))
+    return ControllerResult((record,), answer(ErrorCode.NONE))
 
 
 def usable_brokers(ctx: ControllerContext) -> list[BrokerRegistration]:

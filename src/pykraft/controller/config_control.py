@@ -81,24 +81,24 @@ class ConfigFailure:
 Changes = Sequence[tuple[str, int, str | None]]
 """One resource's changes: (key, AlterOp, value)."""
 W = TypeVar("W")
-_TOO_LARGE = ConfigFailure(ErrorCode.policy_violation, TOO_LARGE_MESSAGE)
+_TOO_LARGE = ConfigFailure(ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE)
 
 
 def check_resource(image: MetadataImage, resource: ConfigResource) -> ConfigFailure | None:
     """Is the resource one the controller stores configs for, and does it exist?"""
     resource_type, name = resource
     if definitions(resource_type) is None:
-        return ConfigFailure(ErrorCode.invalid_request,
+        return ConfigFailure(ErrorCode.INVALID_REQUEST,
                              f"Unsupported resource type {resource_type} for configs")
     if resource_type == ConfigResourceType.TOPIC:
         problem = topic_name_problem(name)
         if problem is not None:  # Kafka validates the name before looking the topic up
-            return ConfigFailure(ErrorCode.invalid_topic_exception, problem)
+            return ConfigFailure(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if name not in image.topics.by_name:
-            return ConfigFailure(ErrorCode.unknown_topic_or_partition,
+            return ConfigFailure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  f"The topic '{name}' does not exist.")
     elif name and not (name.isascii() and name.isdigit()):
-        return ConfigFailure(ErrorCode.invalid_request, f"Invalid broker name {name!r}")
+        return ConfigFailure(ErrorCode.INVALID_REQUEST, f"Invalid broker name {name!r}")
     return None
 
 
@@ -111,17 +111,17 @@ def validate(resource_type: int, configs: Mapping[str, str | None]) -> ConfigFai
         if definition is None and resource_type == ConfigResourceType.BROKER:
             continue
         if definition is None:
-            return ConfigFailure(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
+            return ConfigFailure(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
         if value is None:
-            return ConfigFailure(ErrorCode.invalid_config,
+            return ConfigFailure(ErrorCode.INVALID_CONFIG,
                                  f"Null value not supported for configuration '{key}'")
         problem = definition.problem(value)
         if problem is not None:
-            return ConfigFailure(ErrorCode.invalid_config, problem)
+            return ConfigFailure(ErrorCode.INVALID_CONFIG, problem)
     if resource_type == ConfigResourceType.TOPIC:
         problem = remote_storage_problem({k: v for k, v in configs.items() if v is not None})
         if problem is not None:
-            return ConfigFailure(ErrorCode.invalid_config, problem)
+            return ConfigFailure(ErrorCode.INVALID_CONFIG, problem)
     return None
 
 
@@ -172,9 +172,9 @@ def _broker_configs(image: MetadataImage, name: str, node_id: int,
     """This node's configs (BROKER "<node_id>") or the cluster defaults (BROKER "")."""
     if name and name != str(node_id):
         if not name.lstrip("-").isdigit():
-            return ConfigFailure(ErrorCode.invalid_request,
+            return ConfigFailure(ErrorCode.INVALID_REQUEST,
                                  f"Broker id must be an integer, but it is: {name}")
-        return ConfigFailure(ErrorCode.invalid_request, f"Unexpected broker id, expected "
+        return ConfigFailure(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected "
                              f"{node_id} or empty string, but received {name}")
     return describe_broker(BrokerConfigLayers.of(image.configs.broker, node_id, static),
                            per_broker=bool(name))
@@ -227,13 +227,13 @@ def _apply_op(definition: ConfigDef | None, op: int, current: str | None,
     if op == AlterOp.DELETE:
         return None, None
     if op not in (AlterOp.APPEND, AlterOp.SUBTRACT):
-        return None, ConfigFailure(ErrorCode.invalid_request, f"Unknown config operation {op}")
+        return None, ConfigFailure(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
     if definition is None or definition.type is not ConfigType.LIST:
         return None, ConfigFailure(
-            ErrorCode.invalid_config,
+            ErrorCode.INVALID_CONFIG,
             "APPEND and SUBTRACT only apply to list-type configurations")
     if value is None:
-        return None, ConfigFailure(ErrorCode.invalid_config, "Null value for APPEND/SUBTRACT")
+        return None, ConfigFailure(ErrorCode.INVALID_CONFIG, "Null value for APPEND/SUBTRACT")
     base = current if current is not None else definition.default or ""
     items = [item.strip() for item in base.split(",") if item.strip()]
     given = [item.strip() for item in value.split(",") if item.strip()]
@@ -278,7 +278,7 @@ def _refusal(resource: ConfigResource, key: str) -> ConfigFailure | None:
     Kafka stores it; an unknown topic key is INVALID_CONFIG (LogConfig.validateNames)."""
     resource_type, name = resource
     if resource_type != ConfigResourceType.BROKER:
-        return ConfigFailure(ErrorCode.invalid_config, f"Unknown topic config name: {key}")
+        return ConfigFailure(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
     found = broker_definition(key)
     if key in _SECURITY_KEYS:
         reason = ("These security configs can be dynamically updated only per-listener using "
@@ -290,7 +290,7 @@ def _refusal(resource: ConfigResource, key: str) -> ConfigFailure | None:
         reason = "Cannot update these configs dynamically"
     else:
         return None
-    return ConfigFailure(ErrorCode.invalid_request, f"{reason}: [{key}]")
+    return ConfigFailure(ErrorCode.INVALID_REQUEST, f"{reason}: [{key}]")
 
 
 def _alter(
@@ -306,7 +306,7 @@ def _alter(
         return [], failure
     keys = [key for key, _, _ in changes]
     if len(set(keys)) != len(keys):
-        return [], ConfigFailure(ErrorCode.invalid_request, "Duplicate configuration keys")
+        return [], ConfigFailure(ErrorCode.INVALID_REQUEST, "Duplicate configuration keys")
     defs = definitions(resource[0]) or {}
     old = ctx.image.configs.get(resource)
     new: dict[str, str | None] = {key: None for key in old} if replace_all else {}
@@ -315,7 +315,7 @@ def _alter(
         if definition is None and (failure := _refusal(resource, key)) is not None:
             return [], failure
         if op == AlterOp.SET and value is None:
-            return [], ConfigFailure(ErrorCode.invalid_config,
+            return [], ConfigFailure(ErrorCode.INVALID_CONFIG,
                                      f"Null value not supported for configuration '{key}'")
         new[key], failure = _apply_op(definition, op, old.get(key), value)
         if failure is not None:
@@ -341,7 +341,7 @@ def _alter_all(
     outcomes: list[ConfigFailure | None] = []
     for resource, wire in items:
         if resource in dups:
-            outcomes.append(ConfigFailure(ErrorCode.invalid_request,
+            outcomes.append(ConfigFailure(ErrorCode.INVALID_REQUEST,
                                           "Duplicate resource in request"))
             continue
         changed, failure = _alter(ctx, resource, changes_of(wire), replace_all=replace_all)
@@ -353,7 +353,7 @@ def _alter_all(
 
 
 def _code(failure: ConfigFailure | None) -> ErrorCode:
-    return ErrorCode.none if failure is None else failure.code
+    return ErrorCode.NONE if failure is None else failure.code
 
 
 def _message(failure: ConfigFailure | None) -> str | None:
@@ -363,7 +363,7 @@ def _message(failure: ConfigFailure | None) -> str | None:
 def _described_message(failure: ConfigFailure | None) -> str:
     """Kafka's ConfigHelper sets no message on a described resource nor on an unknown
     topic (the schema's default: empty), only on a failure it caught."""
-    if failure is None or failure.code == ErrorCode.unknown_topic_or_partition:
+    if failure is None or failure.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
         return ""
     return failure.message
 

@@ -39,10 +39,10 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
                             req: req_.AssignReplicasToDirsRequest) -> ControllerResult:
     """The records moving the broker's replicas to the directories it names."""
     if ctx.metadata_version < MV_3_7_IV2:
-        return ControllerResult((), error_response(req, ErrorCode.unsupported_version))
+        return ControllerResult((), error_response(req, ErrorCode.UNSUPPORTED_VERSION))
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if broker is None or broker.epoch != req.broker_epoch:
-        return ControllerResult((), error_response(req, ErrorCode.stale_broker_epoch))
+        return ControllerResult((), error_response(req, ErrorCode.STALE_BROKER_EPOCH))
     records: list[object] = []
     offline: list[tuple[TopicImage, int]] = []
     directories: list[resp_.DirectoryData] = []
@@ -53,9 +53,9 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
             topic = ctx.image.topics.by_id.get(data.topic_id)
             answers: list[resp_.PartitionData] = []
             for part in data.partitions:
-                code = (ErrorCode.unknown_topic_id if topic is None
+                code = (ErrorCode.UNKNOWN_TOPIC_ID if topic is None
                         else _assign(ctx, broker, topic, part.partition_index, dir_id, records))
-                if (topic is not None and code == ErrorCode.none
+                if (topic is not None and code == ErrorCode.NONE
                         and not dir_is_online(dir_id, broker.log_dirs)):
                     offline.append((topic, part.partition_index))
                 answers.append(resp_.PartitionData(partition_index=part.partition_index,
@@ -64,7 +64,7 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
         directories.append(resp_.DirectoryData(id=directory.id, topics=tuple(topics)))
     records += _leave_offline(ctx, broker.broker_id, offline)
     return ControllerResult(tuple(records), resp_.AssignReplicasToDirsResponse(
-        error_code=ErrorCode.none, directories=tuple(directories)))
+        error_code=ErrorCode.NONE, directories=tuple(directories)))
 
 
 def dir_is_online(dir_id: uuid.UUID, online: tuple[uuid.UUID, ...]) -> bool:
@@ -88,9 +88,9 @@ def _assign(ctx: ControllerContext, broker: BrokerRegistration, topic: TopicImag
     lead (an active broker whose replica's directory is online, Kafka's LeaderAcceptor)."""
     partition = topic.partitions.get(partition_id)
     if partition is None:
-        return ErrorCode.unknown_topic_or_partition
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if broker.broker_id not in partition.replicas:
-        return ErrorCode.not_leader_or_follower
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
     directories = tuple(dir_id if replica == broker.broker_id else _directory(partition, replica)
                         for replica in partition.replicas)
 
@@ -108,7 +108,7 @@ def _assign(ctx: ControllerContext, broker: BrokerRegistration, topic: TopicImag
                                                   directories=directories))
     elif elected is not None:
         records.append(elected)
-    return ErrorCode.none
+    return ErrorCode.NONE
 
 
 def _leave_offline(ctx: ControllerContext, broker_id: int,

@@ -115,13 +115,13 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
     names = [u.feature for u in req.feature_updates]
     if len(set(names)) != len(names):
         return ControllerResult((), UpdateFeaturesResponse(
-            error_code=ErrorCode.invalid_request,
+            error_code=ErrorCode.INVALID_REQUEST,
             error_message="The request contains a feature more than once"))
     for update in req.feature_updates:  # the first failure ends it, as in Kafka
         problem = _problem(ctx, update)
         if problem is not None:
             return ControllerResult((), UpdateFeaturesResponse(
-                error_code=ErrorCode.invalid_update_version, error_message=_FAILED + problem))
+                error_code=ErrorCode.INVALID_UPDATE_VERSION, error_message=_FAILED + problem))
     records: tuple[object, ...] = ()
     if not req.validate_only:
         finalized = ctx.image.features.finalized
@@ -131,8 +131,8 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
             if finalized.get(u.feature, 0) != u.max_version_level
         )
     return ControllerResult(records, UpdateFeaturesResponse(
-        error_code=ErrorCode.none, error_message=None,
-        results=tuple(UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.none,
+        error_code=ErrorCode.NONE, error_message=None,
+        results=tuple(UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.NONE,
                                              error_message=None)
                       for u in req.feature_updates)))
 
@@ -142,12 +142,12 @@ def allocate_producer_ids(ctx: ControllerContext,
     """The next block of 1000 ids; the record stores where the following block starts."""
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if broker is None or broker.epoch != req.broker_epoch:
-        return ControllerResult((), error_response(req, ErrorCode.stale_broker_epoch))
+        return ControllerResult((), error_response(req, ErrorCode.STALE_BROKER_EPOCH))
     start = max(ctx.image.producer_ids.next_producer_id, 0)
     if start > _LONG_MAX - PRODUCER_ID_BLOCK_SIZE:
-        return ControllerResult((), error_response(req, ErrorCode.unknown_server_error))
+        return ControllerResult((), error_response(req, ErrorCode.UNKNOWN_SERVER_ERROR))
     record = ProducerIdsRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch,
                                next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
     return ControllerResult((record,), AllocateProducerIdsResponse(
-        error_code=ErrorCode.none, producer_id_start=start,
+        error_code=ErrorCode.NONE, producer_id_start=start,
         producer_id_len=PRODUCER_ID_BLOCK_SIZE))

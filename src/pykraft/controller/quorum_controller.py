@@ -250,7 +250,7 @@ class QuorumController:
         self._tickets += 1
         ticket = self._tickets
         if not self._active:
-            self._ready.append((ticket, error_response(request, ErrorCode.not_controller)))
+            self._ready.append((ticket, error_response(request, ErrorCode.NOT_CONTROLLER)))
             return ticket
         if isinstance(request, DescribeConfigsRequest):  # a read: answered from committed state
             described = config_control.describe_configs(
@@ -273,7 +273,7 @@ class QuorumController:
             self._write(result.records)
         except NotLeaderError:
             self._resign()
-            self._ready.append((ticket, error_response(request, ErrorCode.not_controller)))
+            self._ready.append((ticket, error_response(request, ErrorCode.NOT_CONTROLLER)))
             return ticket
         if isinstance(request, BrokerHeartbeatRequest):
             self._track_shutdown(request, result.response)
@@ -357,7 +357,7 @@ class QuorumController:
     def _track_shutdown(self, request: BrokerHeartbeatRequest, response: object) -> None:
         """Kafka's controlled shutdown offset: the end of what the heartbeat that began a
         controlled shutdown wrote; forgotten once the broker is fenced."""
-        if getattr(response, "error_code", None) != ErrorCode.none:
+        if getattr(response, "error_code", None) != ErrorCode.NONE:
             return
         broker_id = request.broker_id
         if getattr(response, "is_fenced", True):
@@ -424,4 +424,4 @@ class QuorumController:
         while self._waiting:
             done = self._waiting.popleft()
             self._ready.append((done.ticket,
-                                error_response(done.request, ErrorCode.not_controller)))
+                                error_response(done.request, ErrorCode.NOT_CONTROLLER)))

@@ -74,7 +74,7 @@ class Failure:
 
 
 #: Kafka's answer to an operation whose records would not fit MAX_RECORDS_PER_USER_OP.
-TOO_LARGE = Failure(ErrorCode.policy_violation, TOO_LARGE_MESSAGE)
+TOO_LARGE = Failure(ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE)
 #: Kafka's ReplicationControlManager refuses a CreateTopics or CreatePartitions request
 #: asking for more partitions than this in all, before looking at any topic of it.
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -120,20 +120,20 @@ def _check_manual(ctx: ControllerContext, assignments: Sequence[Sequence[int]],
     """Manual replica lists: non-empty, distinct, registered, one usable broker, same size."""
     for replicas in assignments:
         if not replicas or len(set(replicas)) != len(replicas):
-            return Failure(ErrorCode.invalid_replica_assignment,
+            return Failure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                            "A manual partition assignment must list distinct brokers")
         unknown = [b for b in replicas if b not in ctx.image.cluster.brokers]
         if unknown:
-            return Failure(ErrorCode.invalid_replica_assignment,
+            return Failure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                            f"The manual partition assignment includes broker {unknown[0]}, "
                            "but no such broker is registered.")
         if not any(ctx.usable(b) for b in replicas):
-            return Failure(ErrorCode.invalid_replica_assignment,
+            return Failure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                            f"All brokers specified in the partition assignment {list(replicas)} "
                            "are fenced or shutting down.")
         expected = replication_factor if replication_factor is not None else len(assignments[0])
         if len(replicas) != expected:
-            return Failure(ErrorCode.invalid_replica_assignment,
+            return Failure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                            f"The manual partition assignment includes a partition with "
                            f"{len(replicas)} replica(s), but this is not consistent with "
                            f"previous partitions, which have {expected} replica(s).")
@@ -145,7 +145,7 @@ def _auto_assign(ctx: ControllerContext, count: int,
     brokers = [UsableBroker(b.broker_id, b.rack) for b in usable_brokers(ctx)]
     if replication_factor > len(brokers):
         return Failure(
-            ErrorCode.invalid_replication_factor,
+            ErrorCode.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {replication_factor} time(s): The target "
             f"replication factor of {replication_factor} cannot be reached because only "
             f"{len(brokers)} broker(s) are registered or some brokers have all their log "
@@ -180,28 +180,28 @@ def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
                 taken: TakenNames) -> list[tuple[int, ...]] | Failure:
     problem = topic_name_problem(topic.name)
     if problem is not None:
-        return Failure(ErrorCode.invalid_topic_exception, problem)
+        return Failure(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
     if topic.name in taken:
-        return Failure(ErrorCode.topic_already_exists, f"Topic '{topic.name}' already exists.")
+        return Failure(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
     clash = taken.clash(topic.name)
     if clash is not None:
-        return Failure(ErrorCode.invalid_topic_exception,
+        return Failure(ErrorCode.INVALID_TOPIC_EXCEPTION,
                        f"Topic '{topic.name}' collides with existing topic: {clash}")
     keys = [c.name for c in topic.configs]
     if len(set(keys)) != len(keys):
-        return Failure(ErrorCode.invalid_request, "Duplicate configuration keys")
+        return Failure(ErrorCode.INVALID_REQUEST, "Duplicate configuration keys")
     failure = config_control.validate(ConfigResourceType.TOPIC,
                                       {c.name: c.value for c in topic.configs})
     if failure is not None:
         return Failure(failure.code, failure.message)
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
-            return Failure(ErrorCode.invalid_request,
+            return Failure(ErrorCode.INVALID_REQUEST,
                            "Both numPartitions or replicationFactor and replicasAssignments "
                            "were set. Both cannot be used at the same time.")
         indexes = sorted(a.partition_index for a in topic.assignments)
         if indexes != list(range(len(indexes))):
-            return Failure(ErrorCode.invalid_replica_assignment,
+            return Failure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                            "Partitions must be numbered 0 to N-1 in the manual assignment.")
         ordered = sorted(topic.assignments, key=lambda a: a.partition_index)
         assignments = [a.broker_ids for a in ordered]
@@ -212,10 +212,10 @@ def _plan_topic(ctx: ControllerContext, topic: CreatableTopic,
     factor = ctx.config.default_replication_factor if topic.replication_factor == -1 \
         else topic.replication_factor
     if count < 1:
-        return Failure(ErrorCode.invalid_partitions,
+        return Failure(ErrorCode.INVALID_PARTITIONS,
                        "Number of partitions was set to an invalid non-positive value.")
     if factor < 1:
-        return Failure(ErrorCode.invalid_replication_factor,
+        return Failure(ErrorCode.INVALID_REPLICATION_FACTOR,
                        "Replication factor must be larger than 0, or -1 to use the default "
                        "value.")
     return _auto_assign(ctx, count, factor)
@@ -266,7 +266,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
     if sum(_partitions_asked(t, ctx.config.default_num_partitions)
            for t in req.topics) > MAX_PARTITIONS_PER_REQUEST:
         return _create_topics_failed(req, Failure(
-            ErrorCode.policy_violation, "Excessively large number of partitions per request."))
+            ErrorCode.POLICY_VIOLATION, "Excessively large number of partitions per request."))
     named = Counter(t.name for t in req.topics)
     taken = TakenNames(ctx.image.topics.by_name)
     defaults = _topic_configs(ctx)  # shared by the topics that set no config
@@ -276,7 +276,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
     for topic in req.topics:
         plan: list[tuple[int, ...]] | Failure
         if named[topic.name] > 1:
-            plan = Failure(ErrorCode.invalid_request, "Duplicate topic name.")
+            plan = Failure(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
         else:
             plan = _plan_topic(ctx, topic, taken)
         configs = [c for c in topic.configs if c.value is not None]
@@ -295,7 +295,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
                                  name=c.name, value=c.value) for c in configs]
         results.append(ct_resp.CreatableTopicResult(  # validate_only too, as Kafka
             name=topic.name, topic_id=topic_id,
-            error_code=ErrorCode.none, error_message=None,
+            error_code=ErrorCode.NONE, error_message=None,
             num_partitions=len(plan), replication_factor=len(plan[0]),
             configs=_given_configs(defaults, {c.name: c.value for c in configs
                                               if c.value is not None})
@@ -312,24 +312,24 @@ def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> Controlle
         topic: TopicImage | None = None
         failure: Failure | None = None
         if state.name is not None and state.topic_id != ZERO_UUID:
-            failure = Failure(ErrorCode.invalid_request,
+            failure = Failure(ErrorCode.INVALID_REQUEST,
                               "A topic must be named by its name or its id, not both")
         elif state.topic_id != ZERO_UUID:
             topic = ctx.image.topics.by_id.get(state.topic_id)
             if topic is None:
-                failure = Failure(ErrorCode.unknown_topic_id, "This server does not host this "
+                failure = Failure(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this "
                                   "topic ID.")
         else:
             topic = ctx.image.topics.by_name.get(state.name or "")
             if topic is None:
-                failure = Failure(ErrorCode.unknown_topic_or_partition,
+                failure = Failure(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                   "This server does not host this topic-partition.")
         if topic is not None and topic.topic_id in deleted:
-            failure = Failure(ErrorCode.invalid_request, "Topic named twice in the request")
+            failure = Failure(ErrorCode.INVALID_REQUEST, "Topic named twice in the request")
         if failure is not None or topic is None:
             results.append(DeletableTopicResult(
                 name=state.name, topic_id=state.topic_id,
-                error_code=failure.code if failure else ErrorCode.unknown_server_error,
+                error_code=failure.code if failure else ErrorCode.UNKNOWN_SERVER_ERROR,
                 error_message=failure.message if failure else None))
             continue
         deleted.add(topic.topic_id)
@@ -337,7 +337,7 @@ def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> Controlle
         if len(records) > MAX_RECORDS_PER_USER_OP:
             return ControllerResult((), error_response(req, TOO_LARGE.code, TOO_LARGE.message))
         results.append(DeletableTopicResult(name=topic.name, topic_id=topic.topic_id,
-                                            error_code=ErrorCode.none, error_message=None))
+                                            error_code=ErrorCode.NONE, error_message=None))
     return ControllerResult(tuple(records), DeleteTopicsResponse(responses=tuple(results)))
 
 
@@ -357,7 +357,7 @@ def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> C
     if _partitions_added(ctx, (t for t in req.topics if named[t.name] == 1)) \
             > MAX_PARTITIONS_PER_REQUEST:  # within MAX_RECORDS_PER_USER_OP too, then
         return ControllerResult((), error_response(
-            req, ErrorCode.policy_violation,
+            req, ErrorCode.POLICY_VIOLATION,
             "Excessively large number of additional partitions per request."))
     records: list[object] = []
     results: list[CreatePartitionsTopicResult] = []
@@ -366,8 +366,8 @@ def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> C
         if topic is None or named[entry.name] > 1:
             duplicate = named[entry.name] > 1  # Kafka's unknown topic exception: no message
             results.append(CreatePartitionsTopicResult(
-                name=entry.name, error_code=ErrorCode.invalid_request if duplicate
-                else ErrorCode.unknown_topic_or_partition,
+                name=entry.name, error_code=ErrorCode.INVALID_REQUEST if duplicate
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 error_message="Duplicate topic name." if duplicate else None))
             continue
         plan = _plan_partitions(ctx, topic, entry.count, entry.assignments)
@@ -378,7 +378,7 @@ def create_partitions(ctx: ControllerContext, req: CreatePartitionsRequest) -> C
         first = len(topic.partitions)
         records += [_partition_record(ctx, topic.topic_id, first + i, r)
                     for i, r in enumerate(plan)]
-        results.append(CreatePartitionsTopicResult(name=entry.name, error_code=ErrorCode.none,
+        results.append(CreatePartitionsTopicResult(name=entry.name, error_code=ErrorCode.NONE,
                                                    error_message=None))
     return ControllerResult(() if req.validate_only else tuple(records),
                             CreatePartitionsResponse(results=tuple(results)))
@@ -389,10 +389,10 @@ def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
                      ) -> list[tuple[int, ...]] | Failure:
     current = len(topic.partitions)
     if count == current:
-        return Failure(ErrorCode.invalid_partitions,
+        return Failure(ErrorCode.INVALID_PARTITIONS,
                        f"Topic already has {current} partition(s).")
     if count < current:
-        return Failure(ErrorCode.invalid_partitions,
+        return Failure(ErrorCode.INVALID_PARTITIONS,
                        f"The topic {topic.name} currently has {current} partition(s); "
                        f"{count} would not be an increase.")
     added = count - current
@@ -401,7 +401,7 @@ def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
         return _auto_assign(ctx, added, factor)
     lists = [a.broker_ids for a in assignments]
     if len(lists) != added:
-        return Failure(ErrorCode.invalid_replica_assignment,
+        return Failure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                        f"Attempted to add {added} additional partition(s), but only "
                        f"{len(lists)} assignment(s) were specified.")
     failure = _check_manual(ctx, lists, factor)
@@ -419,7 +419,7 @@ def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -
     broker = ctx.image.cluster.brokers.get(req.broker_id)
     if req.topics and (broker is None or broker.epoch != req.broker_epoch):
         return ControllerResult((), ap_resp.AlterPartitionResponse(
-            error_code=ErrorCode.stale_broker_epoch))
+            error_code=ErrorCode.STALE_BROKER_EPOCH))
     records: list[object] = []
     topics: list[ap_resp.TopicData] = []
     for data in req.topics:
@@ -427,7 +427,7 @@ def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -
         answers: list[ap_resp.PartitionData] = []
         for part in data.partitions:
             if topic is None:
-                answers.append(_partition_error(part.partition_index, ErrorCode.unknown_topic_id))
+                answers.append(_partition_error(part.partition_index, ErrorCode.UNKNOWN_TOPIC_ID))
                 continue
             outcome = _alter_one(ctx, req.broker_id, topic, part)
             if isinstance(outcome, ErrorCode):
@@ -439,7 +439,7 @@ def alter_partition(ctx: ControllerContext, req: ap_req.AlterPartitionRequest) -
             answers.append(answer)
         topics.append(ap_resp.TopicData(topic_id=data.topic_id, partitions=tuple(answers)))
     return ControllerResult(tuple(records), ap_resp.AlterPartitionResponse(
-        error_code=ErrorCode.none, topics=tuple(topics)))
+        error_code=ErrorCode.NONE, topics=tuple(topics)))
 
 
 def _alter_one(
@@ -447,7 +447,7 @@ def _alter_one(
 ) -> ErrorCode | tuple[PartitionChangeRecord | None, ap_resp.PartitionData]:
     partition = topic.partitions.get(part.partition_index)
     if partition is None:
-        return ErrorCode.unknown_topic_or_partition
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     # v3 names each member's broker epoch; v0-2 name members only (Kafka's controller reads
     # their epochs as -1); a request carries only the field of its version
     members = (tuple((s.broker_id, s.broker_epoch) for s in part.new_isr_with_epochs)
@@ -465,7 +465,7 @@ def _alter_one(
                             partition.replicas, partition.isr,
                             partition.leader_recovery_state),
         leader_id=partition.leader, sender=leader_id, proposal=proposal, eligible=eligible)
-    if code != ErrorCode.none:
+    if code != ErrorCode.NONE:
         return code
     new_isr, recovery = proposal.isr, proposal.leader_recovery_state
     change = None
@@ -478,6 +478,6 @@ def _alter_one(
                                    else recovery))
         partition_epoch += 1
     return change, ap_resp.PartitionData(
-        partition_index=part.partition_index, error_code=ErrorCode.none, leader_id=leader_id,
+        partition_index=part.partition_index, error_code=ErrorCode.NONE, leader_id=leader_id,
         leader_epoch=leader_epoch, isr=new_isr, leader_recovery_state=recovery,
         partition_epoch=partition_epoch)

@@ -198,4 +198,4 @@ def is_not_controller(response: object) -> bool:
     """Every part was refused with NOT_CONTROLLER: nothing was done, another controller
     may take the same request."""
     codes = error_codes(response)
-    return bool(codes) and all(code == ErrorCode.not_controller for code in codes)
+    return bool(codes) and all(code == ErrorCode.NOT_CONTROLLER for code in codes)

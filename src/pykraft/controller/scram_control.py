@@ -33,24 +33,24 @@ from pykraft.records.metadata import RemoveUserScramCredentialRecord, UserScramC
 
 Failure = tuple[ErrorCode, str]
 
-_TWICE: Failure = (ErrorCode.duplicate_resource,
+_TWICE: Failure = (ErrorCode.DUPLICATE_RESOURCE,
                    "A user credential cannot be altered twice in the same request")
-_UNSUPPORTED: Failure = (ErrorCode.unsupported_version,
+_UNSUPPORTED: Failure = (ErrorCode.UNSUPPORTED_VERSION,
                          "The current metadata.version does not support SCRAM")
 
 
 def _name_and_mechanism(name: str, mechanism: int) -> Failure | None:
     if not name:
-        return ErrorCode.unacceptable_credential, "Username must not be empty"
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
     if ScramMechanism.of(mechanism) is ScramMechanism.UNKNOWN:
-        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
     return None
 
 
 def _deletion_failure(scram: ScramImage, deletion: ScramCredentialDeletion) -> Failure | None:
     failure = _name_and_mechanism(deletion.name, deletion.mechanism)
     if failure is None and scram.get(deletion.name, ScramMechanism(deletion.mechanism)) is None:
-        return (ErrorCode.resource_not_found,
+        return (ErrorCode.RESOURCE_NOT_FOUND,
                 "Attempt to delete a user credential that does not exist")
     return failure
 
@@ -58,9 +58,9 @@ def _deletion_failure(scram: ScramImage, deletion: ScramCredentialDeletion) -> F
 def _upsertion_failure(upsertion: ScramCredentialUpsertion) -> Failure | None:
     failure = _name_and_mechanism(upsertion.name, upsertion.mechanism)
     if failure is None and upsertion.iterations < MIN_ITERATIONS:
-        return ErrorCode.unacceptable_credential, "Too few iterations"
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
     if failure is None and upsertion.iterations > MAX_ITERATIONS:
-        return ErrorCode.unacceptable_credential, "Too many iterations"
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
     return failure
 
 
@@ -106,7 +106,7 @@ def alter_user_scram_credentials(ctx: ControllerContext,
         RemoveUserScramCredentialRecord(name=d.name, mechanism=d.mechanism)
         for d in deletions.values()]
     records += [_credential_record(u) for u in upsertions.values()]
-    results = [AlterUserScramCredentialsResult(user=name, error_code=ErrorCode.none,
+    results = [AlterUserScramCredentialsResult(user=name, error_code=ErrorCode.NONE,
                                                error_message=None)
                for name in [*deletions, *upsertions]]
     results += [AlterUserScramCredentialsResult(user=name, error_code=code, error_message=text)

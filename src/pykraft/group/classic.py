@@ -217,18 +217,18 @@ class ClassicGroup:
         if instance_id is not None:
             existing = self.static_members.get(instance_id)
             if existing is None:
-                raise GroupError(ErrorCode.unknown_member_id)
+                raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
             if existing != member_id:
-                raise GroupError(ErrorCode.fenced_instance_id)
+                raise GroupError(ErrorCode.FENCED_INSTANCE_ID)
         if member_id not in self.members:
-            raise GroupError(ErrorCode.unknown_member_id)
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None,
                                generation: int, api_version: int) -> int | None:
         """Kafka's ``ClassicGroup.validateOffsetCommit``: the error code refusing a commit, or
         None. Generation -1 with no member is a standalone commit, allowed while Empty."""
         if self.in_state(GroupState.DEAD):
-            return ErrorCode.coordinator_not_available
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation < 0 and self.is_empty():
             return None
         if generation >= 0 or member_id or instance_id is not None:
@@ -237,11 +237,11 @@ class ClassicGroup:
             except GroupError as refused:
                 return refused.code
             if generation != self.generation:
-                return ErrorCode.illegal_generation
+                return ErrorCode.ILLEGAL_GENERATION
         elif not self.is_empty():
-            return ErrorCode.unknown_member_id
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if self.in_state(GroupState.COMPLETING_REBALANCE):
-            return ErrorCode.rebalance_in_progress
+            return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:

@@ -75,24 +75,24 @@ class ClassicMembership:
         out = Outcome()
         session_ms = request.session_timeout_ms
         if not request.group_id:
-            return _reply(out, token, join_error(E.invalid_group_id, request.member_id))
+            return _reply(out, token, join_error(E.INVALID_GROUP_ID, request.member_id))
         if not (self.config.min_session_timeout_ms <= session_ms
                 <= self.config.max_session_timeout_ms):
-            return _reply(out, token, join_error(E.invalid_session_timeout, request.member_id))
+            return _reply(out, token, join_error(E.INVALID_SESSION_TIMEOUT, request.member_id))
         unknown = request.member_id == ""
         existing = self.groups.get(request.group_id)
         if existing is not None and not isinstance(existing, ClassicGroup):
             if not existing.is_empty():
                 # Kafka would move the member into the consumer group; pykraft does not
                 # mix the protocols in one group.
-                return _reply(out, token, join_error(E.inconsistent_group_protocol))
+                return _reply(out, token, join_error(E.INCONSISTENT_GROUP_PROTOCOL))
             if unknown:
                 # An empty consumer group gives its id to the classic group (its offsets stay).
                 out.records.extend(self.deleters[existing.group_type](request.group_id))
                 del self.groups[request.group_id]
             existing = None
         if existing is None and not unknown:
-            return _reply(out, token, join_error(E.unknown_member_id, request.member_id))
+            return _reply(out, token, join_error(E.UNKNOWN_MEMBER_ID, request.member_id))
         written = len(out.records)
         # a new group's state dates from its creation (Kafka's ClassicGroup constructor):
         # the empty group's first record carries it
@@ -103,9 +103,9 @@ class ClassicMembership:
         if not self._accepts(group, request.member_id):
             member = group.members.get(request.member_id)
             if member is not None:
-                self._answer_parked(out, member, E.unknown_member_id)
+                self._answer_parked(out, member, E.UNKNOWN_MEMBER_ID)
             group.remove(request.member_id)
-            _reply(out, token, join_error(E.group_max_size_reached))
+            _reply(out, token, join_error(E.GROUP_MAX_SIZE_REACHED))
         elif unknown:
             out.extend(self._join_new_member(token, version, request, group,
                                              client_id, client_host, now))
@@ -132,10 +132,10 @@ class ClassicMembership:
                          now: int) -> Outcome:
         out = Outcome()
         if group.in_state(GroupState.DEAD):
-            return _reply(out, token, join_error(E.coordinator_not_available))
+            return _reply(out, token, join_error(E.COORDINATOR_NOT_AVAILABLE))
         if not group.supports_protocols(request.protocol_type,
                                         {p.name for p in request.protocols}):
-            return _reply(out, token, join_error(E.inconsistent_group_protocol))
+            return _reply(out, token, join_error(E.INCONSISTENT_GROUP_PROTOCOL))
         instance_id = request.group_instance_id
         new_id = f"{instance_id if instance_id is not None else client_id}-{self._uuid()}"
         if instance_id is not None:
@@ -149,7 +149,7 @@ class ClassicMembership:
             self.timers.schedule(heartbeat_key(group.group_id, new_id),
                                  now + request.session_timeout_ms,
                                  self._expire_heartbeat_action(group.group_id, new_id))
-            return _reply(out, token, join_error(E.member_id_required, new_id))
+            return _reply(out, token, join_error(E.MEMBER_ID_REQUIRED, new_id))
         return self._add_member(token, request, group, new_id,
                                 client_id, client_host, now)
 
@@ -162,14 +162,14 @@ class ClassicMembership:
         out = Outcome()
         member_id = request.member_id
         if group.in_state(GroupState.DEAD):
-            return _reply(out, token, join_error(E.coordinator_not_available, member_id))
+            return _reply(out, token, join_error(E.COORDINATOR_NOT_AVAILABLE, member_id))
         if not group.supports_protocols(request.protocol_type,
                                         {p.name for p in request.protocols}):
-            return _reply(out, token, join_error(E.inconsistent_group_protocol, member_id))
+            return _reply(out, token, join_error(E.INCONSISTENT_GROUP_PROTOCOL, member_id))
         if member_id in group.pending_join_members:
             if request.group_instance_id is not None:
                 # Pending ids are only handed to dynamic members (Kafka throws here).
-                return _reply(out, token, join_error(E.unknown_member_id, member_id))
+                return _reply(out, token, join_error(E.UNKNOWN_MEMBER_ID, member_id))
             return self._add_member(token, request, group, member_id,
                                     client_id, client_host, now)
         try:
@@ -188,7 +188,7 @@ class ClassicMembership:
             if group.is_leader(member_id) or member.protocols != protocols:
                 return self._update_member(token, request, group, member, now)
             return _reply(out, token, self._join_reply(group, member_id, with_members=False))
-        return _reply(out, token, join_error(E.unknown_member_id, member_id))
+        return _reply(out, token, join_error(E.UNKNOWN_MEMBER_ID, member_id))
 
     def _join_reply(self, group: ClassicGroup, member_id: str, *,
                     with_members: bool = True, skip_assignment: bool = False) -> Any:
@@ -232,7 +232,7 @@ class ClassicMembership:
         """Hold ``token`` for the rebalance's end; a JoinGroup it supersedes is answered
         REBALANCE_IN_PROGRESS (Kafka drops it), so no request waits forever."""
         if member.join_token is not None:
-            out.replies.append((member.join_token, join_error(E.rebalance_in_progress,
+            out.replies.append((member.join_token, join_error(E.REBALANCE_IN_PROGRESS,
                                                               member.member_id)))
         member.join_token = token
 
@@ -248,9 +248,9 @@ class ClassicMembership:
         old = group.replace_static_member(instance_id, old_id, new_id)
         self.timers.cancel(heartbeat_key(group.group_id, old_id))
         if old.join_token is not None:
-            out.replies.append((old.join_token, join_error(E.fenced_instance_id, old_id)))
+            out.replies.append((old.join_token, join_error(E.FENCED_INSTANCE_ID, old_id)))
         if old.sync_token is not None:
-            out.replies.append((old.sync_token, sync_reply(E.fenced_instance_id)))
+            out.replies.append((old.sync_token, sync_reply(E.FENCED_INSTANCE_ID)))
         member = group.members[new_id]
         self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
         member.protocols = _protocols(request)
@@ -291,7 +291,7 @@ class ClassicMembership:
         if group.in_state(GroupState.COMPLETING_REBALANCE):
             for member in group.members.values():
                 member.assignment = b""
-            self._propagate_assignment(out, group, E.rebalance_in_progress, now)
+            self._propagate_assignment(out, group, E.REBALANCE_IN_PROGRESS, now)
         log.info("Preparing to rebalance group %s in state %s with old generation %d",
                  group.group_id, group.state_name(), group.generation)
         group.pending_sync_members.clear()
@@ -350,7 +350,7 @@ class ClassicMembership:
         self.timers.cancel(_join_key(group.group_id))
         for member in [m for m in group.members.values()
                        if not m.awaiting_join and m.group_instance_id is None]:
-            self._drop_member(out, group, member, E.unknown_member_id)
+            self._drop_member(out, group, member, E.UNKNOWN_MEMBER_ID)
         if group.in_state(GroupState.DEAD):
             return out
         if not group.maybe_elect_joined_leader() and group.members:
@@ -383,14 +383,14 @@ class ClassicMembership:
                     or not group.pending_sync_members):
                 return out
             for member_id in sorted(group.pending_sync_members):
-                self._drop_member(out, group, group.members[member_id], E.unknown_member_id)
+                self._drop_member(out, group, group.members[member_id], E.UNKNOWN_MEMBER_ID)
             out.extend(self.prepare_rebalance(group, now))
             return out
         return fire
 
     def _propagate_assignment(self, out: Outcome, group: ClassicGroup, error: int,
                               now: int) -> None:
-        ok = error == E.none
+        ok = error == E.NONE
         for member in group.members.values():
             if member.sync_token is None:
                 continue
@@ -424,7 +424,7 @@ class ClassicMembership:
                 log.info("Member %s in group %s has failed (no heartbeat within its session "
                          "timeout of %d ms), removing it from the group", member_id, group_id,
                          member.session_timeout_ms)
-                self._drop_member(out, group, member, E.unknown_member_id)
+                self._drop_member(out, group, member, E.UNKNOWN_MEMBER_ID)
                 out.extend(self._after_removal(group, now))
             return out
         return fire
@@ -456,22 +456,22 @@ class ClassicMembership:
     def sync(self, token: ReplyToken, request: SyncGroupRequest, now: int) -> Outcome:
         out = Outcome()
         if not request.group_id:
-            return _reply(out, token, sync_reply(E.invalid_group_id))
+            return _reply(out, token, sync_reply(E.INVALID_GROUP_ID))
         group = self.classic(request.group_id)
         if group is None or group.is_empty():
-            return _reply(out, token, sync_reply(E.unknown_member_id))
+            return _reply(out, token, sync_reply(E.UNKNOWN_MEMBER_ID))
         error = self._sync_error(group, request)
         if error is not None:
             return _reply(out, token, sync_reply(error))
         member = group.members[request.member_id]
         if group.in_state(GroupState.PREPARING_REBALANCE):
-            return _reply(out, token, sync_reply(E.rebalance_in_progress))
+            return _reply(out, token, sync_reply(E.REBALANCE_IN_PROGRESS))
         if group.in_state(GroupState.STABLE):
             group.pending_sync_members.discard(member.member_id)
-            return _reply(out, token, sync_reply(E.none, member.assignment,
+            return _reply(out, token, sync_reply(E.NONE, member.assignment,
                                                  group.protocol_type, group.protocol_name))
         if member.sync_token is not None:
-            out.replies.append((member.sync_token, sync_reply(E.rebalance_in_progress)))
+            out.replies.append((member.sync_token, sync_reply(E.REBALANCE_IN_PROGRESS)))
         member.sync_token = token
         group.pending_sync_members.discard(member.member_id)
         if not group.pending_sync_members:
@@ -481,47 +481,47 @@ class ClassicMembership:
             out.records.append(group.metadata_record(assignment))
             for each in group.members.values():
                 each.assignment = assignment.get(each.member_id, b"")
-            self._propagate_assignment(out, group, E.none, now)
+            self._propagate_assignment(out, group, E.NONE, now)
             group.transition(GroupState.STABLE, now)
         return out
 
     @staticmethod
     def _sync_error(group: ClassicGroup, request: SyncGroupRequest) -> int | None:
         if group.in_state(GroupState.DEAD):
-            return E.coordinator_not_available
+            return E.COORDINATOR_NOT_AVAILABLE
         try:
             group.validate_member(request.member_id, request.group_instance_id)
         except GroupError as refused:
             return refused.code
         if request.generation_id != group.generation:
-            return E.illegal_generation
+            return E.ILLEGAL_GENERATION
         if (_inconsistent(request.protocol_type, group.protocol_type)
                 or _inconsistent(request.protocol_name, group.protocol_name)):
-            return E.inconsistent_group_protocol
+            return E.INCONSISTENT_GROUP_PROTOCOL
         return None
 
     def heartbeat(self, token: ReplyToken, request: HeartbeatRequest, now: int) -> Outcome:
         out = Outcome()
         if not request.group_id:
-            return _reply(out, token, heartbeat_reply(E.invalid_group_id))
+            return _reply(out, token, heartbeat_reply(E.INVALID_GROUP_ID))
         group = self.classic(request.group_id)
         if group is None:
-            return _reply(out, token, heartbeat_reply(E.unknown_member_id))
+            return _reply(out, token, heartbeat_reply(E.UNKNOWN_MEMBER_ID))
         if group.in_state(GroupState.DEAD):
-            return _reply(out, token, heartbeat_reply(E.coordinator_not_available))
+            return _reply(out, token, heartbeat_reply(E.COORDINATOR_NOT_AVAILABLE))
         try:
             group.validate_member(request.member_id, request.group_instance_id)
         except GroupError as refused:
             return _reply(out, token, heartbeat_reply(refused.code))
         if request.generation_id != group.generation:
-            return _reply(out, token, heartbeat_reply(E.illegal_generation))
+            return _reply(out, token, heartbeat_reply(E.ILLEGAL_GENERATION))
         if group.is_empty():
-            return _reply(out, token, heartbeat_reply(E.unknown_member_id))
+            return _reply(out, token, heartbeat_reply(E.UNKNOWN_MEMBER_ID))
         member = group.members[request.member_id]
         self.reschedule_heartbeat(group, member, now, member.session_timeout_ms)
         if group.in_state(GroupState.PREPARING_REBALANCE):
-            return _reply(out, token, heartbeat_reply(E.rebalance_in_progress))
-        return _reply(out, token, heartbeat_reply(E.none))
+            return _reply(out, token, heartbeat_reply(E.REBALANCE_IN_PROGRESS))
+        return _reply(out, token, heartbeat_reply(E.NONE))
 
     def touch(self, group: ClassicGroup, member_id: str, now: int) -> None:
         """An offset commit from a member counts as a heartbeat (Stable or rebalancing)."""
@@ -533,25 +533,25 @@ class ClassicMembership:
     def leave(self, token: ReplyToken, request: LeaveGroupRequest, now: int) -> Outcome:
         out = Outcome()
         if not request.group_id:
-            return _reply(out, token, _leave_reply(E.invalid_group_id, ()))
+            return _reply(out, token, _leave_reply(E.INVALID_GROUP_ID, ()))
         group = self.classic(request.group_id)
         left: dict[tuple[str, str | None, int], MemberResponse] = {}
         if group is None:
-            return _reply(out, token, _leave_reply(E.none, tuple(
-                _left(left, m.member_id, m.group_instance_id, E.unknown_member_id)
+            return _reply(out, token, _leave_reply(E.NONE, tuple(
+                _left(left, m.member_id, m.group_instance_id, E.UNKNOWN_MEMBER_ID)
                 for m in request.members)))
         if group.in_state(GroupState.DEAD):
-            return _reply(out, token, _leave_reply(E.coordinator_not_available, ()))
+            return _reply(out, token, _leave_reply(E.COORDINATOR_NOT_AVAILABLE, ()))
         answers = []
         for identity in request.members:
             error = self._leave_one(out, group, identity.member_id, identity.group_instance_id)
             answers.append(_left(left, identity.member_id, identity.group_instance_id, error))
-        if any(answer.error_code == E.none for answer in answers):
+        if any(answer.error_code == E.NONE for answer in answers):
             if group.in_state(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
                 out.extend(self._rebalance_or_complete_join(group, now))
             elif group.in_state(GroupState.PREPARING_REBALANCE):
                 out.extend(self._maybe_complete_join_phase(group, now))
-        return _reply(out, token, _leave_reply(E.none, tuple(answers)))
+        return _reply(out, token, _leave_reply(E.NONE, tuple(answers)))
 
     def _leave_one(self, out: Outcome, group: ClassicGroup, member_id: str,
                    instance_id: str | None) -> int:
@@ -559,21 +559,21 @@ class ClassicMembership:
             # An admin removing a static member by its instance id alone.
             static_id = None if instance_id is None else group.static_members.get(instance_id)
             if static_id is None:
-                return E.unknown_member_id
-            self._drop_member(out, group, group.members[static_id], E.unknown_member_id)
-            return E.none
+                return E.UNKNOWN_MEMBER_ID
+            self._drop_member(out, group, group.members[static_id], E.UNKNOWN_MEMBER_ID)
+            return E.NONE
         if member_id in group.pending_join_members:
             group.remove(member_id)
             self.timers.cancel(heartbeat_key(group.group_id, member_id))
-            return E.none
+            return E.NONE
         try:
             group.validate_member(member_id, instance_id)
         except GroupError as refused:
             return refused.code
         log.info("Member %s has left group %s through explicit LeaveGroup", member_id,
                  group.group_id)
-        self._drop_member(out, group, group.members[member_id], E.unknown_member_id)
-        return E.none
+        self._drop_member(out, group, group.members[member_id], E.UNKNOWN_MEMBER_ID)
+        return E.NONE
 
     def answer_all_parked(self, error: int) -> list[tuple[ReplyToken, Any]]:
         """Every parked JoinGroup and SyncGroup of every group, answered with ``error``."""

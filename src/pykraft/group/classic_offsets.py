@@ -61,7 +61,7 @@ class ClassicOffsets:
                 self.groups[group.group_id] = group
                 error = None
             else:
-                error = E.group_id_not_found if version >= 9 else E.illegal_generation
+                error = E.GROUP_ID_NOT_FOUND if version >= 9 else E.ILLEGAL_GENERATION
         else:
             error = group.validate_offset_commit(member_id, instance_id, generation, version)
         if error is not None:
@@ -77,7 +77,7 @@ class ClassicOffsets:
             for partition in topic.partitions:
                 metadata = partition.committed_metadata or ""
                 if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
-                    errors[(topic.name, partition.partition_index)] = E.offset_metadata_too_large
+                    errors[(topic.name, partition.partition_index)] = E.OFFSET_METADATA_TOO_LARGE
                     continue
                 known = topics.get(topic.name)
                 value = OffsetCommitValue(
@@ -88,7 +88,7 @@ class ClassicOffsets:
                 records.append(self.store.commit(request.group_id, topic.name,
                                                  partition.partition_index, value))
         return records, _commit_reply(
-            request, lambda key: errors.get(key, E.none))
+            request, lambda key: errors.get(key, E.NONE))
 
     def fetch(self, request: OffsetFetchRequest) -> fetched.OffsetFetchResponse:
         """OffsetFetch v8+ (every group of the request is on this shard)."""
@@ -127,7 +127,7 @@ class ClassicOffsets:
         topics = []
         for topic in request.topics:
             subscribed = group.is_subscribed_to(topic.name)
-            code = E.group_subscribed_to_topic if subscribed else E.none
+            code = E.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else E.NONE
             if not subscribed:
                 records.extend(self.store.delete(
                     request.group_id,
@@ -145,11 +145,11 @@ class ClassicOffsets:
         for group_id in request.groups_names:
             group = self.groups.get(group_id)
             if group is None:
-                code = E.group_id_not_found
+                code = E.GROUP_ID_NOT_FOUND
             elif not group.is_empty():
-                code = E.non_empty_group
+                code = E.NON_EMPTY_GROUP
             else:
-                code = E.none
+                code = E.NONE
                 records.extend(self.remove_group(group_id))
             results.append(DeletableGroupResult(group_id=group_id, error_code=code))
         return records, DeleteGroupsResponse(results=tuple(results))
@@ -196,13 +196,13 @@ def _offset_delete_error(group: object) -> int | None:
     """Kafka's ``validateOffsetDelete``: unknown groups are not found, busy groups other
     than consumers' refused."""
     if group is None:
-        return E.group_id_not_found
+        return E.GROUP_ID_NOT_FOUND
     if not isinstance(group, ClassicGroup):
         return None
     if group.in_state(GroupState.DEAD):
-        return E.group_id_not_found
+        return E.GROUP_ID_NOT_FOUND
     if not group.is_empty() and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
-        return E.non_empty_group
+        return E.NON_EMPTY_GROUP
     return None
 
 

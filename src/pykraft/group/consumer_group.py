@@ -155,11 +155,11 @@ class ConsumerGroup:
             return None
         member = self.members.get(member_id)
         if member is None:
-            return ErrorCode.unknown_member_id
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if api_version < 9:
-            return ErrorCode.unsupported_version
+            return ErrorCode.UNSUPPORTED_VERSION
         if generation != member.member_epoch:
-            return ErrorCode.stale_member_epoch
+            return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
@@ -168,9 +168,9 @@ class ConsumerGroup:
             return None
         member = self.members.get(member_id or "")
         if member is None:
-            return ErrorCode.unknown_member_id
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
+            return ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def subscribed_topic_names(self, topics: Mapping[str, TopicInfo]) -> set[str]:
@@ -200,7 +200,7 @@ def _from_wire(parts: tuple[TopicPartitions, ...]) -> Assignment:
 
 def _fenced(received: int, known: int, word: str) -> GroupError:
     return GroupError(
-        ErrorCode.fenced_member_epoch,
+        ErrorCode.FENCED_MEMBER_EPOCH,
         f"The consumer group member has a {word} member epoch ({received}) than the one known "
         f"by the group coordinator ({known}). The member must abandon all its partitions and "
         "rejoin.",
@@ -338,7 +338,7 @@ class ConsumerGroups:
 
     def _validate(self, request: HeartbeatRequest, api_version: int) -> None:
         def invalid(message: str) -> GroupError:
-            return GroupError(ErrorCode.invalid_request, message)
+            return GroupError(ErrorCode.INVALID_REQUEST, message)
 
         epoch = request.member_epoch
         needs_id = api_version >= CLIENT_MEMBER_ID_VERSION or epoch > 0 or epoch == LEAVE_EPOCH
@@ -365,7 +365,7 @@ class ConsumerGroups:
             raise invalid("MemberEpoch is invalid.")
         if request.server_assignor is not None and request.server_assignor not in ASSIGNORS:
             raise GroupError(
-                ErrorCode.unsupported_assignor,
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {request.server_assignor} is not supported. Supported "
                 f"assignors: {', '.join(ASSIGNORS)}.",
             )
@@ -374,7 +374,7 @@ class ConsumerGroups:
                 re.compile(request.subscribed_topic_regex)
             except re.error as exc:
                 raise GroupError(
-                    ErrorCode.invalid_regular_expression,
+                    ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex `{request.subscribed_topic_regex}` is not a valid "
                     f"regular expression: {exc}.",
                 ) from None
@@ -385,10 +385,10 @@ class ConsumerGroups:
         describe's "Group" (GroupMetadataManager getOrMaybeCreateConsumerGroup vs group)."""
         group = self.groups.get(group_id)
         if group is None:
-            raise GroupError(ErrorCode.group_id_not_found, f"{missing} {group_id} not found.")
+            raise GroupError(ErrorCode.GROUP_ID_NOT_FOUND, f"{missing} {group_id} not found.")
         if not isinstance(group, ConsumerGroup):
             raise GroupError(
-                ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group."
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
             )
         return group
 
@@ -425,7 +425,7 @@ class ConsumerGroups:
             and (not request.member_id or member_id not in group.members)
         ):
             raise GroupError(
-                ErrorCode.group_max_size_reached,
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
                 "The consumer group has reached its maximum capacity of "
                 f"{self.config.consumer_max_size} members.",
             )
@@ -517,7 +517,7 @@ class ConsumerGroups:
                 if joining:
                     return None
                 raise GroupError(
-                    ErrorCode.unknown_member_id,
+                    ErrorCode.UNKNOWN_MEMBER_ID,
                     f"Member {member_id} is not a member of group {request.group_id}.",
                 )
             _check_epoch(member, request.member_epoch, owned)
@@ -527,7 +527,7 @@ class ConsumerGroups:
             if existing is not None and existing.member_id != member_id:
                 if existing.member_epoch != STATIC_LEAVE_EPOCH:
                     raise GroupError(
-                        ErrorCode.unreleased_instance_id,
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
                         f"Static member {member_id} with instance id {instance_id} cannot join "
                         f"the group because the instance id is owned by {existing.member_id} "
                         "member.",
@@ -543,10 +543,10 @@ class ConsumerGroups:
     def _static(group: ConsumerGroup | None, instance_id: str, member_id: str) -> ConsumerMember:
         existing = None if group is None else group.static_member(instance_id)
         if existing is None:
-            raise GroupError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+            raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
             raise GroupError(
-                ErrorCode.fenced_instance_id,
+                ErrorCode.FENCED_INSTANCE_ID,
                 f"Static member {member_id} with instance id {instance_id} was fenced by member "
                 f"{existing.member_id}.",
             )
@@ -669,7 +669,7 @@ class ConsumerGroups:
             member = group.members.get(request.member_id)
             if member is None:
                 raise GroupError(
-                    ErrorCode.unknown_member_id,
+                    ErrorCode.UNKNOWN_MEMBER_ID,
                     f"Member {request.member_id} is not a member of group {request.group_id}.",
                 )
             self._fence(records, group, member.member_id)

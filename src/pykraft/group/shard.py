@@ -136,7 +136,7 @@ class GroupShard:
 
     def unload(self) -> Outcome:
         """Leadership lost: answer every parked request NOT_COORDINATOR, stop every timer."""
-        replies = self.membership.answer_all_parked(ErrorCode.not_coordinator)
+        replies = self.membership.answer_all_parked(ErrorCode.NOT_COORDINATOR)
         self.timers.clear()
         return Outcome(replies=replies)
 
@@ -265,7 +265,7 @@ class GroupShard:
             message = (f"Group {group_id} not found." if group is None
                        else f"Group {group_id} is not a classic group.")
             return DescribedGroup(
-                error_code=ErrorCode.group_id_not_found if not_found else ErrorCode.none,
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND if not_found else ErrorCode.NONE,
                 error_message=message if not_found else None,
                 group_id=group_id, group_state=GroupState.DEAD.value)
         stable = group.in_state(GroupState.STABLE)

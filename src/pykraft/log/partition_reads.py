@@ -174,18 +174,18 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
     if isinstance(verdict, ErrorCode):
         return PartitionRead(verdict)
     if verdict is not None:
-        return PartitionRead(ErrorCode.none, b"", hw, lso, start, end,
+        return PartitionRead(ErrorCode.NONE, b"", hw, lso, start, end,
                              (verdict.epoch, verdict.end_offset))
     try:
         records = part.log.read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
                                 min_one_batch=min_one_batch)
     except OffsetOutOfRangeError:
-        return PartitionRead(ErrorCode.offset_out_of_range)
+        return PartitionRead(ErrorCode.OFFSET_OUT_OF_RANGE)
     except (CorruptRecordError, StorageError, OSError) as exc:
         return PartitionRead(_unreadable(
             part, exc, failed, f"processing fetch with max size {max_bytes} from offset "
                                f"{fetch_offset}"))
-    return PartitionRead(ErrorCode.none, records, hw, lso, start, end)
+    return PartitionRead(ErrorCode.NONE, records, hw, lso, start, end)
 
 
 def _unreadable(part: ReadablePartition, exc: Exception, failed: ReadFailed | None,
@@ -196,12 +196,12 @@ def _unreadable(part: ReadablePartition, exc: Exception, failed: ReadFailed | No
     ``failed``)."""
     log.error("Error %s on partition %s: %s", doing, part.log.directory.name, exc)
     if isinstance(exc, CorruptRecordError):
-        return ErrorCode.corrupt_message
+        return ErrorCode.CORRUPT_MESSAGE
     if isinstance(exc, CodecError):
-        return ErrorCode.unknown_server_error
+        return ErrorCode.UNKNOWN_SERVER_ERROR
     if isinstance(exc, OSError) and failed is not None:
         failed(part, exc)
-    return ErrorCode.kafka_storage_error
+    return ErrorCode.KAFKA_STORAGE_ERROR
 
 
 def read_partitions(wanted: Sequence[PartitionFetch[K]],
@@ -274,14 +274,14 @@ def list_offset(part: ReadablePartition, timestamp: int, *,
     """
     if timestamp == LATEST_TIMESTAMP:
         if _lagging(part, isolation):
-            return ListedOffset(ErrorCode.offset_not_available)
-        return ListedOffset(ErrorCode.none, UNKNOWN_TIMESTAMP, _last_fetchable(part, isolation),
+            return ListedOffset(ErrorCode.OFFSET_NOT_AVAILABLE)
+        return ListedOffset(ErrorCode.NONE, UNKNOWN_TIMESTAMP, _last_fetchable(part, isolation),
                             part.leader_epoch)
     if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         start = part.log_start_offset
-        return ListedOffset(ErrorCode.none, UNKNOWN_TIMESTAMP, start, _epoch_at(part, start))
+        return ListedOffset(ErrorCode.NONE, UNKNOWN_TIMESTAMP, start, _epoch_at(part, start))
     if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
-        return ListedOffset(ErrorCode.none)  # nothing is tiered: offset and epoch -1
+        return ListedOffset(ErrorCode.NONE)  # nothing is tiered: offset and epoch -1
     if timestamp == MAX_TIMESTAMP:
         try:
             stats = part.log.segment_stats()
@@ -289,7 +289,7 @@ def list_offset(part: ReadablePartition, timestamp: int, *,
             return ListedOffset(_unreadable(part, exc, failed, "listing the max timestamp"))
         newest = max((s.largest_timestamp for s in stats if s.size), default=UNKNOWN_TIMESTAMP)
         if newest < 0:
-            return ListedOffset(ErrorCode.none)
+            return ListedOffset(ErrorCode.NONE)
         timestamp = newest  # the first record carrying the largest timestamp
     return _search(part, timestamp, part.log_start_offset, isolation, failed)
 
@@ -306,12 +306,12 @@ def walked_offset(part: ReadablePartition, walked: TimestampWalk,
                                         f"listing the offset for timestamp {walked.timestamp}"))
     if outcome is None:
         return _search(part, walked.timestamp, walked.header.last_offset + 1, isolation, failed)
-    found = ListedOffset(ErrorCode.none, outcome.timestamp, outcome.offset,
+    found = ListedOffset(ErrorCode.NONE, outcome.timestamp, outcome.offset,
                          outcome.leader_epoch)
     if found.offset < _last_fetchable(part, isolation):
         return found
-    return ListedOffset(ErrorCode.offset_not_available if _lagging(part, isolation)
-                        else ErrorCode.none)
+    return ListedOffset(ErrorCode.OFFSET_NOT_AVAILABLE if _lagging(part, isolation)
+                        else ErrorCode.NONE)
 
 
 def _search(part: ReadablePartition, timestamp: int, after: int,
@@ -325,7 +325,7 @@ def _search(part: ReadablePartition, timestamp: int, after: int,
         return ListedOffset(_unreadable(part, exc, failed,
                                         f"listing the offset for timestamp {timestamp}"))
     if found is None:
-        return ListedOffset(ErrorCode.none)
+        return ListedOffset(ErrorCode.NONE)
     header, data = found
     walk = TimestampWalk(header, data, timestamp, max(after, part.log_start_offset))
     if walk.costly:
@@ -364,5 +364,5 @@ def delete_records_target(part: ReadablePartition, offset: int) -> int | ErrorCo
     or OFFSET_OUT_OF_RANGE for a negative one or one past the high watermark."""
     target = part.high_watermark if offset == DELETE_UP_TO_HIGH_WATERMARK else offset
     if target < 0 or target > part.high_watermark:
-        return ErrorCode.offset_out_of_range
+        return ErrorCode.OFFSET_OUT_OF_RANGE
     return target

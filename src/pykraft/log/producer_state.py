@@ -189,7 +189,7 @@ class ProducerStateManager:
             header.max_timestamp))
         if updated.current_txn_first_offset is not None and not header.is_transactional:
             raise ProducerStateError(
-                ErrorCode.invalid_txn_state,
+                ErrorCode.INVALID_TXN_STATE,
                 f"Expected transactional write from producer {header.producer_id} at offset "
                 f"{header.base_offset} in partition {self.partition}")
         if updated.current_txn_first_offset is None and header.is_transactional:
@@ -231,7 +231,7 @@ class ProducerStateManager:
                      origin: AppendOrigin) -> None:
         if header.producer_epoch < current.producer_epoch and origin is AppendOrigin.CLIENT:
             raise ProducerStateError(
-                ErrorCode.invalid_producer_epoch,
+                ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"Epoch of producer {header.producer_id} at offset {header.base_offset} in "
                 f"{self.partition} is {header.producer_epoch}, which is smaller than the last "
                 f"seen epoch {current.producer_epoch}")
@@ -241,7 +241,7 @@ class ProducerStateManager:
         if header.producer_epoch != current.producer_epoch:
             if first_seq != 0 and current.producer_epoch != NO_PRODUCER_EPOCH:
                 raise ProducerStateError(
-                    ErrorCode.out_of_order_sequence_number,
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                     f"Invalid sequence number for new epoch of producer {header.producer_id}"
                     f"at offset {header.base_offset} in partition {self.partition}: "
                     f"{header.producer_epoch} (request epoch), {first_seq} (seq. number), "
@@ -251,7 +251,7 @@ class ProducerStateManager:
         in_sequence = first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX)
         if not (current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence):
             raise ProducerStateError(
-                ErrorCode.out_of_order_sequence_number,
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"Out of order sequence number for producer {header.producer_id} at offset "
                 f"{header.base_offset} in partition {self.partition}: {first_seq} (incoming seq. "
                 f"number), {last_seq} (current end sequence number)")

@@ -217,7 +217,7 @@ def admit_produce(records: bytes, *, config: AppendConfig,
                        f"but it is {header.base_offset}")
     if header.size > config.max_message_bytes:
         raise ProduceValidationError(
-            ErrorCode.message_too_large,
+            ErrorCode.MESSAGE_TOO_LARGE,
             f"The record batch size in the append to {tp} is {header.size} bytes which exceeds "
             f"the maximum configured value of {config.max_message_bytes}.")
     if len(batch.data) > INLINE_PAYLOAD_BYTES:
@@ -275,7 +275,7 @@ def _codec_errors() -> Iterator[None]:
     try:
         yield
     except CodecError as exc:
-        raise ProduceValidationError(ErrorCode.unknown_server_error,
+        raise ProduceValidationError(ErrorCode.UNKNOWN_SERVER_ERROR,
                                      f"Failed to decompress record stream: {exc}") from None
 
 
@@ -283,7 +283,7 @@ def _check_batch(batch: RecordBatch, tp: str) -> None:
     """The CRC, then :func:`_validate_batch` (Kafka's order)."""
     if not batch.crc_valid():
         raise ProduceValidationError(
-            ErrorCode.corrupt_message,
+            ErrorCode.CORRUPT_MESSAGE,
             f"Record is corrupt (stored crc = {batch.header.crc}) in topic partition {tp}.")
     _validate_batch(batch.header, tp)
 
@@ -296,14 +296,14 @@ def _single_batch(records: bytes, api_version: int) -> RecordBatch:
         size = struct.unpack_from(">i", records, pos + 8)[0]
         if size < _LEGACY_RECORD_OVERHEAD:
             raise ProduceValidationError(
-                ErrorCode.corrupt_message,
+                ErrorCode.CORRUPT_MESSAGE,
                 f"Record size {size} is less than the minimum record overhead "
                 f"({_LEGACY_RECORD_OVERHEAD})")
         if len(records) - pos < _HEADER_UP_TO_MAGIC:
             break
         magic = _SIZE_AND_MAGIC.unpack_from(records, pos + 8)[1]
         if not 0 <= magic <= 2:
-            raise ProduceValidationError(ErrorCode.corrupt_message,
+            raise ProduceValidationError(ErrorCode.CORRUPT_MESSAGE,
                                          f"Invalid magic found in record: {magic}")
         if len(records) - pos < size + LOG_OVERHEAD:
             break  # a partial trailing batch is ignored, as Kafka's reader does
@@ -317,13 +317,13 @@ def _single_batch(records: bytes, api_version: int) -> RecordBatch:
         raise _invalid(f"{prefix} are only allowed to contain record batches with magic version 2")
     if size < HEADER_SIZE:
         raise ProduceValidationError(
-            ErrorCode.corrupt_message,
+            ErrorCode.CORRUPT_MESSAGE,
             f"Record batch is corrupt (the size {size} is smaller than the minimum allowed "
             f"overhead {HEADER_SIZE})")
     header = unpack_header(records, start)
     if api_version < 7 and header.attributes & ATTR_COMPRESSION_MASK == ZSTD:
         raise ProduceValidationError(
-            ErrorCode.unsupported_compression_type,
+            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
             f"{prefix} are not allowed to use ZStandard compression")
     if len(spans) > 1:
         raise _invalid(f"{prefix} are only allowed to contain exactly one record batch per "
@@ -461,31 +461,31 @@ def _validate_records(header: BatchHeader, records: Iterable[_RecordFacts], now_
     for index, record in enumerate(records):
         timestamp = record.timestamp
         if config.compacted and record.key_size < 0:
-            errors.append((ErrorCode.invalid_record, RecordError(
+            errors.append((ErrorCode.INVALID_RECORD, RecordError(
                 index, f"Compacted topic cannot accept message without key in topic partition "
                        f"{tp}.")))
         elif config.timestamp_type == CREATE_TIME and timestamp != NO_TIMESTAMP:
             diff = _long(now_ms - timestamp)
             if diff > config.timestamp_before_max_ms or -diff > config.timestamp_after_max_ms:
-                errors.append((ErrorCode.invalid_timestamp, RecordError(
+                errors.append((ErrorCode.INVALID_TIMESTAMP, RecordError(
                     index, f"Timestamp {timestamp} of message with offset {record.offset} is out "
                            f"of range. The timestamp should be within "
                            f"[{_long(now_ms - config.timestamp_before_max_ms)}, "
                            f"{_long(now_ms + config.timestamp_after_max_ms)}]")))
         elif batch_log_append_time:
-            errors.append((ErrorCode.invalid_timestamp, RecordError(
+            errors.append((ErrorCode.INVALID_TIMESTAMP, RecordError(
                 index, f"Invalid timestamp type in message {_describe(record, timestamp)}. "
                        "Producer should not set timestamp type to LogAppendTime.")))
     if not errors:
         return
     record_errors = [error for _, error in errors]
-    if any(code == ErrorCode.invalid_timestamp for code, _ in errors):
+    if any(code == ErrorCode.INVALID_TIMESTAMP for code, _ in errors):
         raise ProduceValidationError(
-            ErrorCode.invalid_timestamp,
+            ErrorCode.INVALID_TIMESTAMP,
             "One or more records have been rejected due to invalid timestamp", record_errors)
     shown = ", ".join(str(error) for error in record_errors[:3])
     raise ProduceValidationError(
-        ErrorCode.invalid_record,
+        ErrorCode.INVALID_RECORD,
         f"One or more records have been rejected due to {len(record_errors)} record errors in "
         f"total, and only showing the first three errors at most: [{shown}]", record_errors)
 
@@ -566,7 +566,7 @@ def _rebuild(header: BatchHeader, read: Callable[[int], bytes], target: int,
 def _check_rebuilt_size(size: int, config: AppendConfig, tp: str) -> None:
     if size > config.max_message_bytes:
         raise ProduceValidationError(
-            ErrorCode.message_too_large,
+            ErrorCode.MESSAGE_TOO_LARGE,
             f"Message batch size is {size} bytes in append topartition {tp} which exceeds "
             f"the maximum configured size of {config.max_message_bytes}.")
 
@@ -605,4 +605,4 @@ def _long(value: int) -> int:
 
 
 def _invalid(message: str) -> ProduceValidationError:
-    return ProduceValidationError(ErrorCode.invalid_record, message)
+    return ProduceValidationError(ErrorCode.INVALID_RECORD, message)

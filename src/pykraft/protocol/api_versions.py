@@ -123,7 +123,7 @@ def api_versions_response(
     body at an older version drops them, as Kafka's writer does.
     """
     return ApiVersionsResponse(
-        error_code=ErrorCode.none,
+        error_code=ErrorCode.NONE,
         api_keys=tuple(ApiVersion(api_key, low, high)
                        for api_key, (low, high) in listener_ranges(listener).items()),
         throttle_time_ms=throttle_time_ms,
@@ -146,7 +146,7 @@ def unsupported_version_response(listener: Listener) -> ApiVersionsResponse:
     UNSUPPORTED_VERSION, and ApiVersions' own range only, so the client can retry with a
     version we have (Kafka's ``ApiVersionsRequest.getErrorResponse`` lists no other API)."""
     low, high = listener_ranges(listener)[ApiKey.API_VERSIONS]
-    return ApiVersionsResponse(error_code=ErrorCode.unsupported_version,
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION,
                                api_keys=(ApiVersion(ApiKey.API_VERSIONS, low, high),))
 
 
@@ -170,14 +170,14 @@ def refused_api_versions(request: ApiVersionsRequest, version: int,
     if version >= _FIRST_SOFTWARE_VERSION and not all(
             _SOFTWARE_NAME_VERSION.fullmatch(text) for text in (
                 request.client_software_name, request.client_software_version)):
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     if version < _FIRST_TARGET_VERSION:
         return None
     if (request.cluster_id is None) != (request.node_id == _NO_NODE):
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     if target is not None and request.cluster_id is not None and (
             (request.cluster_id, request.node_id) != target):
-        return ErrorCode.rebootstrap_required
+        return ErrorCode.REBOOTSTRAP_REQUIRED
     return None
 
 

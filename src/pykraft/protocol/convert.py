@@ -19,9 +19,10 @@ from collections.abc import Hashable
 from functools import cache
 from typing import Any, TypeVar
 
-from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 from kio.static.primitive import i32Timedelta, i64Timedelta
+
+from pykraft.protocol.errors import ErrorCode
 
 T = TypeVar("T")
 
@@ -35,7 +36,7 @@ _ZERO_BY_KAFKA_TYPE: dict[str, object] = {
     "float64": 0.0,
     "string": "",
     "bytes": b"",
-    "error_code": ErrorCode.none,
+    "error_code": ErrorCode.NONE,
     "timedelta_i32": i32Timedelta.parse(datetime.timedelta(0)),
     "timedelta_i64": i64Timedelta.parse(datetime.timedelta(0)),
 }

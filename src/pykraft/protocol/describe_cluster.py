@@ -26,10 +26,10 @@ def endpoint_type_refusal(request: DescribeClusterRequest, version: int,
     if wanted == served:
         return None
     if wanted in _NAMES:
-        code = ErrorCode.mismatched_endpoint_type
+        code = ErrorCode.MISMATCHED_ENDPOINT_TYPE
         message = (f"The request was sent to an endpoint of type {_NAMES[served]}, but we "
                    f"wanted an endpoint of type {_NAMES[wanted]}")
     else:
-        code, message = ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {wanted}"
+        code, message = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {wanted}"
     return DescribeClusterResponse(
-        error_code=ErrorCode.invalid_request if version == 0 else code, error_message=message)
+        error_code=ErrorCode.INVALID_REQUEST if version == 0 else code, error_message=message)

@@ -1,70 +1,70 @@
 """Kafka error codes on the wire.
 
-kio already ships Kafka's complete error table as an IntEnum (``kio.schema.errors.ErrorCode``,
-with a ``retriable`` flag), and kio bodies carry that type, so it is re-exported rather than
-duplicated. The groups below name the codes the KRaft RPCs and the admin APIs answer with.
+Kafka's complete error table is generated from the pinned Kafka (:mod:`.error_codes`, with
+Kafka's names and ``retriable``) and re-exported here with the groups that name the codes the
+KRaft RPCs and the admin APIs answer with.
 """
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
+from pykraft.protocol.error_codes import ErrorCode
 
 __all__ = ["ADMIN_ERRORS", "KRAFT_ERRORS", "ErrorCode", "error_name", "for_code"]
 
 KRAFT_ERRORS = frozenset(
     {
-        ErrorCode.none,
-        ErrorCode.unknown_server_error,
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.not_leader_or_follower,
-        ErrorCode.request_timed_out,
-        ErrorCode.broker_not_available,
-        ErrorCode.cluster_authorization_failed,
-        ErrorCode.unsupported_version,
-        ErrorCode.not_controller,
-        ErrorCode.invalid_request,
-        ErrorCode.fenced_leader_epoch,
-        ErrorCode.unknown_leader_epoch,
-        ErrorCode.stale_broker_epoch,
-        ErrorCode.inconsistent_voter_set,
-        ErrorCode.snapshot_not_found,
-        ErrorCode.position_out_of_range,
-        ErrorCode.duplicate_broker_registration,
-        ErrorCode.broker_id_not_registered,
-        ErrorCode.inconsistent_cluster_id,
-        ErrorCode.ineligible_replica,
-        ErrorCode.new_leader_elected,
-        ErrorCode.invalid_registration,
-        ErrorCode.invalid_voter_key,
-        ErrorCode.duplicate_voter,
-        ErrorCode.voter_not_found,
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.BROKER_NOT_AVAILABLE,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.NOT_CONTROLLER,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.STALE_BROKER_EPOCH,
+        ErrorCode.INCONSISTENT_VOTER_SET,
+        ErrorCode.SNAPSHOT_NOT_FOUND,
+        ErrorCode.POSITION_OUT_OF_RANGE,
+        ErrorCode.DUPLICATE_BROKER_REGISTRATION,
+        ErrorCode.BROKER_ID_NOT_REGISTERED,
+        ErrorCode.INCONSISTENT_CLUSTER_ID,
+        ErrorCode.INELIGIBLE_REPLICA,
+        ErrorCode.NEW_LEADER_ELECTED,
+        ErrorCode.INVALID_REGISTRATION,
+        ErrorCode.INVALID_VOTER_KEY,
+        ErrorCode.DUPLICATE_VOTER,
+        ErrorCode.VOTER_NOT_FOUND,
     }
 )
 
 ADMIN_ERRORS = frozenset(
     {
-        ErrorCode.unknown_topic_or_partition,
-        ErrorCode.invalid_topic_exception,
-        ErrorCode.topic_authorization_failed,
-        ErrorCode.cluster_authorization_failed,
-        ErrorCode.unsupported_version,
-        ErrorCode.topic_already_exists,
-        ErrorCode.invalid_partitions,
-        ErrorCode.invalid_replication_factor,
-        ErrorCode.invalid_replica_assignment,
-        ErrorCode.invalid_config,
-        ErrorCode.not_controller,
-        ErrorCode.invalid_request,
-        ErrorCode.policy_violation,
-        ErrorCode.topic_deletion_disabled,
-        ErrorCode.unknown_topic_id,
-        ErrorCode.invalid_update_version,
-        ErrorCode.feature_update_failed,
-        ErrorCode.resource_not_found,
-        ErrorCode.unsupported_sasl_mechanism,
-        ErrorCode.illegal_sasl_state,
-        ErrorCode.sasl_authentication_failed,
-        ErrorCode.throttling_quota_exceeded,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.UNSUPPORTED_VERSION,
+        ErrorCode.TOPIC_ALREADY_EXISTS,
+        ErrorCode.INVALID_PARTITIONS,
+        ErrorCode.INVALID_REPLICATION_FACTOR,
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        ErrorCode.INVALID_CONFIG,
+        ErrorCode.NOT_CONTROLLER,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.POLICY_VIOLATION,
+        ErrorCode.TOPIC_DELETION_DISABLED,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.INVALID_UPDATE_VERSION,
+        ErrorCode.FEATURE_UPDATE_FAILED,
+        ErrorCode.RESOURCE_NOT_FOUND,
+        ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+        ErrorCode.ILLEGAL_SASL_STATE,
+        ErrorCode.SASL_AUTHENTICATION_FAILED,
+        ErrorCode.THROTTLING_QUOTA_EXCEEDED,
     }
 )
 
@@ -72,7 +72,7 @@ ADMIN_ERRORS = frozenset(
 def error_name(code: int) -> str:
     """Kafka's own spelling (``Errors.name()``), e.g. ``NOT_CONTROLLER``; tools print it."""
     try:
-        return ErrorCode(code).name.upper()
+        return ErrorCode(code).name
     except ValueError:
         return f"UNKNOWN_ERROR_CODE_{code}"
 
@@ -83,4 +83,4 @@ def for_code(code: int) -> ErrorCode:
     try:
         return ErrorCode(code)
     except ValueError:
-        return ErrorCode.unknown_server_error
+        return ErrorCode.UNKNOWN_SERVER_ERROR

@@ -28,9 +28,8 @@ import random
 import uuid
 from collections.abc import Iterable, Sequence
 
-from kio.schema.errors import ErrorCode
-
 from pykraft.errors import RaftError
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import (
     election_role,
     fetch_handler,
@@ -240,7 +239,7 @@ class RaftClient(Replica):
 
     def _left_leadership(self) -> None:
         fetch_handler.complete_parked(self, all_fetches=True)
-        voter_handlers.finish_pending_change(self, ErrorCode.not_leader_or_follower,
+        voter_handlers.finish_pending_change(self, ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                          "leadership changed before the change committed")
 
     # -- the poll loop ----------------------------------------------------------------
@@ -327,7 +326,7 @@ class RaftClient(Replica):
         before = self.state
         if not self._handle_common_response(header):
             self._dispatch_response(source, request, response, header)
-        elif self.state is before and header.error != ErrorCode.none:
+        elif self.state is before and header.error != ErrorCode.NONE:
             # an error that taught us nothing: do not hammer the peer
             self.requests.backoff(source, now_ms)
 
@@ -335,7 +334,7 @@ class RaftClient(Replica):
         """True when nothing more is to be done with the response."""
         if header.epoch is not None and header.epoch < self.epoch:
             return True
-        if header.error in (ErrorCode.fenced_leader_epoch, ErrorCode.not_leader_or_follower):
+        if header.error in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER):
             self.maybe_transition(header.leader_id, header.epoch)
             return True
         if header.epoch is not None and header.epoch > self.epoch:
@@ -344,7 +343,7 @@ class RaftClient(Replica):
         if (header.epoch == self.epoch and header.leader_id is not None
                 and self.state.leader_id is None):
             self.maybe_transition(header.leader_id, header.epoch)
-            return header.error != ErrorCode.none
+            return header.error != ErrorCode.NONE
         return False
 
     def _dispatch_response(self, source: int, request: rpc.RaftRequest,

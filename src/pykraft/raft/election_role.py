@@ -13,9 +13,8 @@ import dataclasses
 import uuid
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
-
 from pykraft.ids import ZERO_UUID
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.election import election_backoff_ms, end_quorum_backoff_ms, is_log_up_to_date
 from pykraft.raft.follower_role import fetch_request
@@ -128,10 +127,10 @@ def _lose_pre_vote(core: Replica, state: Prospective) -> None:
 def handle_response(core: Replica, state: Leaderless, source: int,
                     request: rpc.RaftRequest, response: rpc.RaftResponse,
                     header: rpc.ResponseHeader) -> None:
-    if (header.error == ErrorCode.unsupported_version and isinstance(state, Prospective)
+    if (header.error == ErrorCode.UNSUPPORTED_VERSION and isinstance(state, Prospective)
             and isinstance(response, rpc.VoteResponse)):
         core.become_candidate()  # the peer predates pre-vote (KIP-996): campaign for real
-    elif header.error != ErrorCode.none:
+    elif header.error != ErrorCode.NONE:
         core.backoff(source)
     elif isinstance(response, rpc.VoteResponse) and isinstance(request, rpc.VoteRequest):
         _handle_vote_response(core, state, source, request, response)
@@ -159,24 +158,24 @@ def _handle_vote_response(core: Replica, state: Leaderless, source: int,
 
 def handle_vote_request(core: Replica, request: rpc.VoteRequest) -> rpc.VoteResponse:
     if core.cluster_mismatch(request.cluster_id):
-        return rpc.vote_response(ErrorCode.none, None, core.epoch, False,
-                                 ErrorCode.inconsistent_cluster_id)
+        return rpc.vote_response(ErrorCode.NONE, None, core.epoch, False,
+                                 ErrorCode.INCONSISTENT_CLUSTER_ID)
     part = rpc.vote_partition(request)
     if isinstance(part, ErrorCode):
-        return rpc.vote_response(ErrorCode.none, None, core.epoch, False, part)
+        return rpc.vote_response(ErrorCode.NONE, None, core.epoch, False, part)
     epoch, candidate = int(part.replica_epoch), int(part.replica_id)
     last_epoch, last_offset = int(part.last_offset_epoch), int(part.last_offset)
     too_new = last_epoch > epoch if part.pre_vote else last_epoch >= epoch
     if last_offset < 0 or last_epoch < 0 or too_new or epoch > MAX_EPOCH:
-        return _vote_error(core, ErrorCode.invalid_request)
+        return _vote_error(core, ErrorCode.INVALID_REQUEST)
     if epoch < core.epoch:
-        return _vote_error(core, ErrorCode.fenced_leader_epoch)
+        return _vote_error(core, ErrorCode.FENCED_LEADER_EPOCH)
     if candidate < 0:
-        return _vote_error(core, ErrorCode.invalid_request)
+        return _vote_error(core, ErrorCode.INVALID_REQUEST)
     if epoch > core.epoch:
         core.become_unattached(epoch)
     if not _is_addressed_to_me(core, request.voter_id, part.voter_directory_id):
-        return _vote_error(core, ErrorCode.invalid_voter_key)
+        return _vote_error(core, ErrorCode.INVALID_VOTER_KEY)
     local = OffsetAndEpoch(core.log.log_end_offset, core.log.last_fetched_epoch)
     up_to_date = is_log_up_to_date(OffsetAndEpoch(last_offset, last_epoch), local)
     candidate_key = ReplicaKey.of(candidate, part.replica_directory_id)
@@ -190,7 +189,7 @@ def handle_vote_request(core: Replica, request: rpc.VoteRequest) -> rpc.VoteResp
             core.quorum.persist(dataclasses.replace(state, voted=candidate_key),
                                 core.kraft_version)
             state.voted = candidate_key
-    return rpc.vote_response(ErrorCode.none, core.state.leader_id, core.epoch, granted)
+    return rpc.vote_response(ErrorCode.NONE, core.state.leader_id, core.epoch, granted)
 
 
 def _vote_error(core: Replica, error: ErrorCode) -> rpc.VoteResponse:
@@ -216,20 +215,20 @@ def _voter_only_error(core: Replica, leader_id: int, epoch: int) -> ErrorCode | 
     (fenced epoch, negative leader id), plus the refusal of a leader or epoch this replica
     cannot believe (:meth:`~pykraft.raft.quorum_state.QuorumState.is_believable`)."""
     if epoch < core.epoch:
-        return ErrorCode.fenced_leader_epoch
+        return ErrorCode.FENCED_LEADER_EPOCH
     if leader_id < 0 or not core.quorum.is_believable(leader_id, epoch):
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     return None
 
 
 def handle_begin_quorum_request(core: Replica, request: rpc.BeginQuorumEpochRequest
                                 ) -> rpc.BeginQuorumEpochResponse:
     if core.cluster_mismatch(request.cluster_id):
-        return rpc.begin_quorum_response(ErrorCode.none, None, core.epoch,
-                                         ErrorCode.inconsistent_cluster_id)
+        return rpc.begin_quorum_response(ErrorCode.NONE, None, core.epoch,
+                                         ErrorCode.INCONSISTENT_CLUSTER_ID)
     part = rpc.begin_quorum_partition(request)
     if isinstance(part, ErrorCode):
-        return rpc.begin_quorum_response(ErrorCode.none, None, core.epoch, part)
+        return rpc.begin_quorum_response(ErrorCode.NONE, None, core.epoch, part)
     leader, epoch = int(part.leader_id), int(part.leader_epoch)
     error = _voter_only_error(core, leader, epoch)
     if error is not None:
@@ -238,19 +237,19 @@ def handle_begin_quorum_request(core: Replica, request: rpc.BeginQuorumEpochRequ
     # the same id with a new disk), which answers INVALID_VOTER_KEY after learning
     core.maybe_transition(leader, epoch)
     if not _is_addressed_to_me(core, request.voter_id, part.voter_directory_id):
-        return rpc.begin_quorum_response(ErrorCode.invalid_voter_key, core.state.leader_id,
+        return rpc.begin_quorum_response(ErrorCode.INVALID_VOTER_KEY, core.state.leader_id,
                                          core.epoch)
-    return rpc.begin_quorum_response(ErrorCode.none, core.state.leader_id, core.epoch)
+    return rpc.begin_quorum_response(ErrorCode.NONE, core.state.leader_id, core.epoch)
 
 
 def handle_end_quorum_request(core: Replica, request: rpc.EndQuorumEpochRequest
                               ) -> rpc.EndQuorumEpochResponse:
     if core.cluster_mismatch(request.cluster_id):
-        return rpc.end_quorum_response(ErrorCode.none, None, core.epoch,
-                                       ErrorCode.inconsistent_cluster_id)
+        return rpc.end_quorum_response(ErrorCode.NONE, None, core.epoch,
+                                       ErrorCode.INCONSISTENT_CLUSTER_ID)
     part = rpc.end_quorum_partition(request)
     if isinstance(part, ErrorCode):
-        return rpc.end_quorum_response(ErrorCode.none, None, core.epoch, part)
+        return rpc.end_quorum_response(ErrorCode.NONE, None, core.epoch, part)
     leader, epoch = int(part.leader_id), int(part.leader_epoch)
     error = _voter_only_error(core, leader, epoch)
     if error is not None:
@@ -264,4 +263,4 @@ def handle_end_quorum_request(core: Replica, request: rpc.EndQuorumEpochRequest
             position, len(successors), core.config.election_backoff_max_ms
         )
         state.has_fetched_from_leader = False  # the leader left: pre-votes are fair again
-    return rpc.end_quorum_response(ErrorCode.none, core.state.leader_id, core.epoch)
+    return rpc.end_quorum_response(ErrorCode.NONE, core.state.leader_id, core.epoch)

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
-
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch, is_valid_fetch_position
 from pykraft.raft.replica import ParkedFetch
@@ -27,13 +26,13 @@ if TYPE_CHECKING:
 def leader_only_error(core: Replica, request_epoch: int) -> ErrorCode | None:
     """Kafka's validation of leader-only requests (Fetch, FetchSnapshot, UpdateVoter)."""
     if request_epoch < core.epoch:
-        return ErrorCode.fenced_leader_epoch
+        return ErrorCode.FENCED_LEADER_EPOCH
     if request_epoch > core.epoch:
-        return ErrorCode.unknown_leader_epoch
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
     if not isinstance(core.state, Leader):
-        return ErrorCode.not_leader_or_follower
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if core.shutting_down:
-        return ErrorCode.broker_not_available
+        return ErrorCode.BROKER_NOT_AVAILABLE
     return None
 
 
@@ -48,18 +47,18 @@ def _try_fetch(core: Replica, source: int, correlation_id: int, request: rpc.Fet
                may_park: bool) -> rpc.FetchResponse | None:
     """The answer to a Fetch, or None when it was parked."""
     if core.cluster_mismatch(request.cluster_id):
-        return rpc.fetch_error(ErrorCode.inconsistent_cluster_id)
+        return rpc.fetch_error(ErrorCode.INCONSISTENT_CLUSTER_ID)
     part = rpc.fetch_partition(request)
     if part is None:
-        return rpc.fetch_error(ErrorCode.invalid_request)
+        return rpc.fetch_error(ErrorCode.INVALID_REQUEST)
     wait_ms = rpc.max_wait_ms(request)
     offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
     if wait_ms < 0 or offset < 0 or last_epoch < 0 or last_epoch > part.current_leader_epoch:
-        return rpc.fetch_response(ErrorCode.invalid_request, core.state.leader_id, core.epoch)
+        return rpc.fetch_response(ErrorCode.INVALID_REQUEST, core.state.leader_id, core.epoch)
     state = core.state
     error = leader_only_error(core, part.current_leader_epoch)
     if error is not None or not isinstance(state, Leader):
-        return rpc.fetch_response(error or ErrorCode.not_leader_or_follower,
+        return rpc.fetch_response(error or ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                   core.state.leader_id, core.epoch)
     replica = ReplicaKey.of(rpc.fetch_replica_id(request), part.replica_directory_id)
     progress = state.progress
@@ -68,12 +67,12 @@ def _try_fetch(core: Replica, source: int, correlation_id: int, request: rpc.Fet
     start = log.log_start_offset
     snapshot = snapshot_for_fetch(log, offset, last_epoch)
     if snapshot is not None:
-        return rpc.fetch_response(ErrorCode.none, core.node_id, core.epoch,
+        return rpc.fetch_response(ErrorCode.NONE, core.node_id, core.epoch,
                                   high_watermark=progress.high_watermark,
                                   snapshot_id=snapshot, log_start_offset=start)
     diverging = is_valid_fetch_position(log, offset, last_epoch)
     if diverging is not None:
-        return rpc.fetch_response(ErrorCode.none, core.node_id, core.epoch,
+        return rpc.fetch_response(ErrorCode.NONE, core.node_id, core.epoch,
                                   high_watermark=progress.high_watermark,
                                   diverging=diverging, log_start_offset=start)
     records = log.read(offset, part.partition_max_bytes)
@@ -84,7 +83,7 @@ def _try_fetch(core: Replica, source: int, correlation_id: int, request: rpc.Fet
     if not records and may_park and wait_ms > 0 and not follower_behind:
         core.parked.append(ParkedFetch(source, correlation_id, request, offset, now + wait_ms))
         return None
-    return rpc.fetch_response(ErrorCode.none, core.node_id, core.epoch,
+    return rpc.fetch_response(ErrorCode.NONE, core.node_id, core.epoch,
                               high_watermark=hwm, records=records, log_start_offset=start)
 
 
@@ -105,32 +104,32 @@ def answer_parked(core: Replica, is_due: Callable[[ParkedFetch], bool]) -> None:
 def handle_fetch_snapshot_request(core: Replica, request: rpc.FetchSnapshotRequest
                                   ) -> rpc.FetchSnapshotResponse:
     if core.cluster_mismatch(request.cluster_id):
-        return rpc.fetch_snapshot_error(ErrorCode.inconsistent_cluster_id)
+        return rpc.fetch_snapshot_error(ErrorCode.INCONSISTENT_CLUSTER_ID)
     part = rpc.fetch_snapshot_partition(request)
     if isinstance(part, ErrorCode):
-        if part == ErrorCode.invalid_request:
+        if part == ErrorCode.INVALID_REQUEST:
             return rpc.fetch_snapshot_error(part)
         return rpc.fetch_snapshot_response(part, core.state.leader_id, core.epoch)
     state = core.state
     error = leader_only_error(core, int(part.current_leader_epoch))
     if error is None and request.max_bytes <= 0:
-        error = ErrorCode.invalid_request
+        error = ErrorCode.INVALID_REQUEST
     if error is not None or not isinstance(state, Leader):
-        return rpc.fetch_snapshot_response(error or ErrorCode.not_leader_or_follower,
+        return rpc.fetch_snapshot_response(error or ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                            core.state.leader_id, core.epoch)
     wanted = OffsetAndEpoch(int(part.snapshot_id.end_offset), int(part.snapshot_id.epoch))
     info = next((s for s in core.log.snapshots() if s.snapshot_id == wanted), None)
     if info is None or wanted == BOOTSTRAP_SNAPSHOT_ID:
-        return rpc.fetch_snapshot_response(ErrorCode.snapshot_not_found, core.node_id,
+        return rpc.fetch_snapshot_response(ErrorCode.SNAPSHOT_NOT_FOUND, core.node_id,
                                            core.epoch, snapshot_id=wanted)
     position = int(part.position)
     if position < 0 or position >= info.size:
-        return rpc.fetch_snapshot_response(ErrorCode.position_out_of_range, core.node_id,
+        return rpc.fetch_snapshot_response(ErrorCode.POSITION_OUT_OF_RANGE, core.node_id,
                                            core.epoch, snapshot_id=wanted, size=info.size)
     state.progress.record_voter_fetch(
         ReplicaKey.of(int(request.replica_id), part.replica_directory_id), core.now)
     chunk = core.log.read_snapshot(
         wanted, position, min(int(request.max_bytes), core.config.max_fetch_bytes))
-    return rpc.fetch_snapshot_response(ErrorCode.none, core.node_id, core.epoch,
+    return rpc.fetch_snapshot_response(ErrorCode.NONE, core.node_id, core.epoch,
                                        snapshot_id=wanted, size=info.size,
                                        position=position, chunk=chunk)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
-
 from pykraft.errors import CorruptRecordError, StorageError
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc, snapshot_state, voter_handlers
 from pykraft.raft.log import OffsetAndEpoch, truncation_offset
 from pykraft.raft.snapshots import SnapshotDownload
@@ -81,13 +80,13 @@ def _leader_silent_for_half_fetch_timeout(core: Replica, state: Follower) -> boo
 
 def handle_response(core: Replica, state: Follower, source: int, request: rpc.RaftRequest,
                     response: rpc.RaftResponse, header: rpc.ResponseHeader) -> None:
-    if header.error != ErrorCode.none:
+    if header.error != ErrorCode.NONE:
         if isinstance(response, rpc.FetchSnapshotResponse):
             abort_download(state)  # e.g. SNAPSHOT_NOT_FOUND: fetch anew
         elif (isinstance(response, rpc.UpdateRaftVoterResponse)
-              and header.error != ErrorCode.request_timed_out):
+              and header.error != ErrorCode.REQUEST_TIMED_OUT):
             state.membership_done = True  # refused for good in this epoch
-            if header.error == ErrorCode.unsupported_version and source == state.leader_id:
+            if header.error == ErrorCode.UNSUPPORTED_VERSION and source == state.leader_id:
                 _heard_from_leader(core, state)  # Kafka counts it as done, as success
         core.backoff(source)
     elif isinstance(response, rpc.FetchResponse) and isinstance(request, rpc.FetchRequest):

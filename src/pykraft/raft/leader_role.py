@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
-
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import fetch_handler, rpc, voter_handlers
 from pykraft.raft.leader import ReplicaProgress
 from pykraft.raft.states import Leader
@@ -66,7 +65,7 @@ def deadlines(core: Replica, state: Leader) -> list[int]:
 
 def handle_response(core: Replica, state: Leader, source: int, response: rpc.RaftResponse,
                     header: rpc.ResponseHeader) -> None:
-    if header.error != ErrorCode.none:
+    if header.error != ErrorCode.NONE:
         core.backoff(source)
     elif isinstance(response, rpc.BeginQuorumEpochResponse):
         state.progress.begin_quorum_acked.add(source)
@@ -78,7 +77,7 @@ def describe_quorum(core: Replica) -> rpc.DescribeQuorumResponse:
     is found by id: a static voter set names no directory id for the leader."""
     state = core.state
     if not isinstance(state, Leader):
-        return rpc.describe_quorum_error(ErrorCode.not_leader_or_follower)
+        return rpc.describe_quorum_error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     progress = state.progress
     now = core.now
 

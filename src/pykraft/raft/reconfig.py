@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from kio.schema.errors import ErrorCode
-
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.voter_set import (
     SUPPORTED_KRAFT_VERSIONS,
@@ -73,15 +72,15 @@ class PendingChange:
 
 def _gate(ctx: ReconfigContext) -> Refusal | None:
     if ctx.change_pending:
-        return Refusal(ErrorCode.request_timed_out, "another voter change is in progress")
+        return Refusal(ErrorCode.REQUEST_TIMED_OUT, "another voter change is in progress")
     if ctx.high_watermark is None:
-        return Refusal(ErrorCode.request_timed_out,
+        return Refusal(ErrorCode.REQUEST_TIMED_OUT,
                        "the leader has not committed its first record of this epoch yet")
     if ctx.kraft_version < 1:
-        return Refusal(ErrorCode.unsupported_version,
+        return Refusal(ErrorCode.UNSUPPORTED_VERSION,
                        "kraft.version 0: the voter set is static (controller.quorum.voters)")
     if ctx.last_voters_offset is not None and ctx.last_voters_offset >= ctx.high_watermark:
-        return Refusal(ErrorCode.request_timed_out, "the last voter change is not committed yet")
+        return Refusal(ErrorCode.REQUEST_TIMED_OUT, "the last voter change is not committed yet")
     return None
 
 
@@ -89,7 +88,7 @@ def _unsupported(ctx: ReconfigContext, key: ReplicaKey,
                  supported: KRaftVersionFeature) -> Refusal | None:
     if supported.min_supported_version <= ctx.kraft_version <= supported.max_supported_version:
         return None
-    return Refusal(ErrorCode.invalid_request,
+    return Refusal(ErrorCode.INVALID_REQUEST,
                    f"replica {key} supports kraft.version {supported.min_supported_version}-"
                    f"{supported.max_supported_version}, not the finalized {ctx.kraft_version}")
 
@@ -99,7 +98,7 @@ def _endpoints(listeners: Iterable[_Listener], listener_name: str) -> (
 ):
     endpoints = tuple(VoterEndpoint(item.name, item.host, int(item.port)) for item in listeners)
     if not any(e.name == listener_name for e in endpoints):
-        return Refusal(ErrorCode.invalid_request,
+        return Refusal(ErrorCode.INVALID_REQUEST,
                        f"no endpoint for the default listener {listener_name}")
     return endpoints
 
@@ -111,9 +110,9 @@ def validate_add(ctx: ReconfigContext, request: rpc.AddRaftVoterRequest) -> Vote
         return refusal
     key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
     if key.directory_id is None or key.id < 0:
-        return Refusal(ErrorCode.invalid_request, "the new voter needs an id and a directory id")
+        return Refusal(ErrorCode.INVALID_REQUEST, "the new voter needs an id and a directory id")
     if key.id in ctx.voters:
-        return Refusal(ErrorCode.duplicate_voter, f"replica id {key.id} is already a voter")
+        return Refusal(ErrorCode.DUPLICATE_VOTER, f"replica id {key.id} is already a voter")
     endpoints = _endpoints(request.listeners, ctx.listener_name)
     if isinstance(endpoints, Refusal):
         return endpoints
@@ -129,9 +128,9 @@ def plan_add(ctx: ReconfigContext, joining: VoterNode, supported: KRaftVersionFe
         return refusal
     added = ctx.voters.with_added(VoterNode(joining.key, joining.endpoints, supported))
     if added is None:
-        return Refusal(ErrorCode.duplicate_voter, f"replica id {joining.key.id} is already a voter")
+        return Refusal(ErrorCode.DUPLICATE_VOTER, f"replica id {joining.key.id} is already a voter")
     if not caught_up(joining.key):
-        return Refusal(ErrorCode.request_timed_out,
+        return Refusal(ErrorCode.REQUEST_TIMED_OUT,
                        f"replica {joining.key} has not caught up with the leader")
     return added
 
@@ -143,9 +142,9 @@ def plan_remove(ctx: ReconfigContext, request: rpc.RemoveRaftVoterRequest) -> Vo
     key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
     removed = ctx.voters.with_removed(key)
     if removed is None:
-        return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
+        return Refusal(ErrorCode.VOTER_NOT_FOUND, f"replica {key} is not a voter")
     if not removed.ids:
-        return Refusal(ErrorCode.invalid_request, "the last voter cannot be removed")
+        return Refusal(ErrorCode.INVALID_REQUEST, "the last voter cannot be removed")
     return removed
 
 
@@ -165,7 +164,7 @@ def plan_update(ctx: ReconfigContext, request: rpc.UpdateRaftVoterRequest) -> Vo
         return endpoints
     updated = ctx.voters.with_updated(VoterNode(key, endpoints, supported))
     if updated is None:
-        return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
+        return Refusal(ErrorCode.VOTER_NOT_FOUND, f"replica {key} is not a voter")
     return updated
 
 
@@ -176,9 +175,9 @@ def learn_static_voter(voters: VoterSet, request: rpc.UpdateRaftVoterRequest,
     kraft.version 1 needs to write the first VotersRecord."""
     key = ReplicaKey.of(int(request.voter_id), request.voter_directory_id)
     if not voters.is_voter(key):
-        return Refusal(ErrorCode.voter_not_found, f"replica {key} is not a voter")
+        return Refusal(ErrorCode.VOTER_NOT_FOUND, f"replica {key} is not a voter")
     if key.directory_id is None:
-        return Refusal(ErrorCode.invalid_request, "the voter needs a directory id")
+        return Refusal(ErrorCode.INVALID_REQUEST, "the voter needs a directory id")
     endpoints = _endpoints(request.listeners, listener_name)
     if isinstance(endpoints, Refusal):
         return endpoints
@@ -194,19 +193,19 @@ def plan_upgrade(ctx: ReconfigContext, version: int,
     if version == ctx.kraft_version:
         return ctx.voters
     if version < ctx.kraft_version or version > SUPPORTED_KRAFT_VERSIONS.max_supported_version:
-        return Refusal(ErrorCode.invalid_update_version,
+        return Refusal(ErrorCode.INVALID_UPDATE_VERSION,
                        f"cannot change kraft.version {ctx.kraft_version} to {version}")
     if ctx.change_pending or ctx.high_watermark is None:
-        return Refusal(ErrorCode.request_timed_out, "the leader is busy; retry")
+        return Refusal(ErrorCode.REQUEST_TIMED_OUT, "the leader is busy; retry")
     nodes = []
     for voter in sorted(ctx.voters.ids):
         node = known(voter)
         if node is None:
-            return Refusal(ErrorCode.request_timed_out,
+            return Refusal(ErrorCode.REQUEST_TIMED_OUT,
                            f"voter {voter} has not told the leader its directory id yet")
         if not node.supported.min_supported_version <= version <= (
                 node.supported.max_supported_version):
-            return Refusal(ErrorCode.invalid_update_version,
+            return Refusal(ErrorCode.INVALID_UPDATE_VERSION,
                            f"voter {voter} does not support kraft.version {version}")
         nodes.append(node)
     return VoterSet(nodes)

@@ -118,9 +118,9 @@ def check_topic_name(topics: tuple[object, ...], names: list[str], partitions: l
     FetchSnapshot's errors (Kafka: INVALID_REQUEST for the shape, UNKNOWN_TOPIC_OR_PARTITION
     for another partition)."""
     if len(topics) != 1 or len(partitions) != 1:
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     if names[0] != METADATA_TOPIC_NAME or partitions[0] != 0:
-        return ErrorCode.unknown_topic_or_partition
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return None
 
 
@@ -129,12 +129,12 @@ def _election_partition(names: list[str], parts: list[_P]) -> _P | ErrorCode:
     ``__cluster_metadata-0`` alone is INVALID_REQUEST (Kafka's hasValidTopicPartition)."""
     if names == [METADATA_TOPIC_NAME] and len(parts) == 1 and parts[0].partition_index == 0:
         return parts[0]
-    return ErrorCode.invalid_request
+    return ErrorCode.INVALID_REQUEST
 
 
 def _topics_unless(top_error: ErrorCode, topics: tuple[_T, ...]) -> tuple[_T, ...]:
     """A request refused as a whole (top-level error) is answered with no topics, as Kafka."""
-    return () if top_error != ErrorCode.none else topics
+    return () if top_error != ErrorCode.NONE else topics
 
 
 # -- Vote ---------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def vote_response_partition(response: VoteResponse) -> vote_resp.PartitionData |
 
 def vote_response(
     error: ErrorCode, leader_id: int | None, epoch: int, granted: bool,
-    top_error: ErrorCode = ErrorCode.none,
+    top_error: ErrorCode = ErrorCode.NONE,
 ) -> VoteResponse:
     partition = vote_resp.PartitionData(
         partition_index=0, error_code=error, leader_id=_leader_id(leader_id),
@@ -207,7 +207,7 @@ def begin_quorum_partition(request: BeginQuorumEpochRequest) -> bqe_req.Partitio
 
 
 def begin_quorum_response(
-    error: ErrorCode, leader_id: int | None, epoch: int, top_error: ErrorCode = ErrorCode.none
+    error: ErrorCode, leader_id: int | None, epoch: int, top_error: ErrorCode = ErrorCode.NONE
 ) -> BeginQuorumEpochResponse:
     partition = bqe_resp.PartitionData(
         partition_index=0, error_code=error, leader_id=_leader_id(leader_id),
@@ -256,7 +256,7 @@ def preferred_successors(partition: eqe_req.PartitionData) -> list[ReplicaKey]:
 
 
 def end_quorum_response(
-    error: ErrorCode, leader_id: int | None, epoch: int, top_error: ErrorCode = ErrorCode.none
+    error: ErrorCode, leader_id: int | None, epoch: int, top_error: ErrorCode = ErrorCode.NONE
 ) -> EndQuorumEpochResponse:
     partition = eqe_resp.PartitionData(
         partition_index=0, error_code=error, leader_id=_leader_id(leader_id),
@@ -338,7 +338,7 @@ def fetch_response(
         records=records,
     )
     return FetchResponse(
-        error_code=ErrorCode.none,
+        error_code=ErrorCode.NONE,
         responses=(fetch_resp.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID,
                                                      partitions=(partition,)),),
     )
@@ -400,13 +400,13 @@ def describe_quorum_response(
         )
 
     partition = dq_resp.PartitionData(
-        partition_index=0, error_code=ErrorCode.none, error_message="",
+        partition_index=0, error_code=ErrorCode.NONE, error_message="",
         leader_id=leader_id, leader_epoch=epoch,
         high_watermark=_or_unknown(high_watermark), current_voters=states(voters),
         observers=states(observers),
     )
     return DescribeQuorumResponse(
-        error_code=ErrorCode.none, error_message="",
+        error_code=ErrorCode.NONE, error_message="",
         nodes=() if voter_set is None else describe_quorum_nodes(voter_set),
         topics=(dq_resp.TopicData(topic_name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
@@ -431,7 +431,7 @@ def describe_quorum_at(response: DescribeQuorumResponse, version: int) -> Descri
     return dataclasses.replace(response, topics=topics, nodes=())
 
 
-def describe_quorum_error(error: ErrorCode, top_error: ErrorCode = ErrorCode.none) -> (
+def describe_quorum_error(error: ErrorCode, top_error: ErrorCode = ErrorCode.NONE) -> (
     DescribeQuorumResponse
 ):
     partition = dq_resp.PartitionData(
@@ -491,7 +491,7 @@ def fetch_snapshot_response(
         size=size, position=position, unaligned_records=chunk,
     )
     return FetchSnapshotResponse(
-        error_code=ErrorCode.none,
+        error_code=ErrorCode.NONE,
         topics=(fs_resp.TopicSnapshot(name=METADATA_TOPIC_NAME, partitions=(partition,)),),
     )
 
@@ -558,7 +558,7 @@ def response_header(response: RaftResponse) -> ResponseHeader:
     if isinstance(response, FetchResponse):
         # one topic with one partition (Kafka's RaftUtil.hasValidTopicPartition)
         fparts = [p for t in response.responses for p in t.partitions]
-        if (response.error_code != ErrorCode.none or len(response.responses) != 1
+        if (response.error_code != ErrorCode.NONE or len(response.responses) != 1
                 or len(fparts) != 1):
             return ResponseHeader(_top_error(response.error_code), None, None)
         fpart = fparts[0]
@@ -575,7 +575,7 @@ def response_header(response: RaftResponse) -> ResponseHeader:
                               _epoch_or_none(leader.leader_epoch))
     if isinstance(response, FetchSnapshotResponse):
         sparts = [p for t in response.topics for p in t.partitions]
-        if response.error_code != ErrorCode.none or len(sparts) != 1:
+        if response.error_code != ErrorCode.NONE or len(sparts) != 1:
             return ResponseHeader(_top_error(response.error_code), None, None)
         spart = sparts[0]
         return ResponseHeader(
@@ -583,7 +583,7 @@ def response_header(response: RaftResponse) -> ResponseHeader:
             _epoch_or_none(spart.current_leader.leader_epoch),
         )
     parts = [p for t in response.topics for p in t.partitions]
-    if response.error_code != ErrorCode.none or len(parts) != 1:
+    if response.error_code != ErrorCode.NONE or len(parts) != 1:
         return ResponseHeader(_top_error(response.error_code), None, None)
     part = parts[0]
     return ResponseHeader(part.error_code, _leader_or_none(part.leader_id),
@@ -601,7 +601,7 @@ def error_response(request: RaftRequest, error: ErrorCode) -> RaftResponse:
 
 
 def _top_error(error: int) -> int:
-    return ErrorCode.invalid_request if error == ErrorCode.none else error
+    return ErrorCode.INVALID_REQUEST if error == ErrorCode.NONE else error
 
 
 def _epoch_or_none(epoch: int) -> int | None:
@@ -620,7 +620,7 @@ def kraft_api_versions_response(supported: tuple[int, int],
     """The kraft.version part of an ApiVersions answer (the simulator's replicas give it;
     a real listener adds its API ranges)."""
     return ApiVersionsResponse(
-        error_code=ErrorCode.none,
+        error_code=ErrorCode.NONE,
         supported_features=(av_resp.SupportedFeatureKey(KRAFT_VERSION_FEATURE, *supported),),
         finalized_features=(
             av_resp.FinalizedFeatureKey(KRAFT_VERSION_FEATURE, finalized, finalized),),

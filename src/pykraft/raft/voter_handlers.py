@@ -12,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
-
 from pykraft import __version__
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import fetch_handler, rpc
 from pykraft.raft.leader import LeaderProgress, voters_batch
 from pykraft.raft.reconfig import (
@@ -64,7 +63,7 @@ def handle_reconfig(core: Replica, source: int, correlation_id: int,
                     request: rpc.ReconfigRequest) -> rpc.ReconfigResponse | None:
     """Validate and append a voter change; None while the answer waits for its commit."""
     if core.cluster_mismatch(request.cluster_id):
-        return _answer(core, request, ErrorCode.inconsistent_cluster_id,  # KafkaRaftClient's
+        return _answer(core, request, ErrorCode.INCONSISTENT_CLUSTER_ID,  # KafkaRaftClient's
                        f'The given id "{request.cluster_id}" doesn\'t match the cluster id '
                        f'"{core.cluster_id}"')
     epoch = (int(request.current_leader_epoch)
@@ -72,7 +71,7 @@ def handle_reconfig(core: Replica, source: int, correlation_id: int,
     error = fetch_handler.leader_only_error(core, epoch)
     state = core.state
     if error is not None or not isinstance(state, Leader):
-        return _answer(core, request, error or ErrorCode.not_leader_or_follower,
+        return _answer(core, request, error or ErrorCode.NOT_LEADER_OR_FOLLOWER,
                        f"node {core.node_id} is not the leader")
     if isinstance(request, rpc.AddRaftVoterRequest):
         return _add_voter(core, state, source, correlation_id, request)
@@ -119,12 +118,12 @@ def _update_voter(core: Replica, state: Leader,
         if isinstance(learned, Refusal):
             return _answer(core, request, learned.error, learned.message)
         state.progress.static_voter_info[learned.key.id] = learned
-        return _answer(core, request, ErrorCode.none, None)
+        return _answer(core, request, ErrorCode.NONE, None)
     plan = plan_update(context, request)
     if isinstance(plan, Refusal):
         return _answer(core, request, plan.error, plan.message)
     _append_voters(core, state, plan)
-    return _answer(core, request, ErrorCode.none, None)
+    return _answer(core, request, ErrorCode.NONE, None)
 
 
 def probe_joining_replica(core: Replica) -> None:
@@ -146,7 +145,7 @@ def handle_api_versions_response(core: Replica, source: int,
     if (pending is None or pending.joining is None or pending.voters_offset is not None
             or pending.joining.key.id != source or not isinstance(state, Leader)):
         return
-    if response.error_code != ErrorCode.none:
+    if response.error_code != ErrorCode.NONE:
         core.backoff(source)
         return
     low, high = rpc.supported_kraft_versions(response)
@@ -159,7 +158,7 @@ def handle_api_versions_response(core: Replica, source: int,
     pending.voters_offset = _append_voters(core, state, plan)
     assert isinstance(pending.request, rpc.AddRaftVoterRequest)
     if not pending.request.ack_when_committed:
-        finish_pending_change(core, ErrorCode.none, None)
+        finish_pending_change(core, ErrorCode.NONE, None)
 
 
 def poll_voter_change(core: Replica, progress: LeaderProgress) -> None:
@@ -169,9 +168,9 @@ def poll_voter_change(core: Replica, progress: LeaderProgress) -> None:
     pending = core.pending_change
     if (pending is not None and pending.voters_offset is not None and hwm is not None
             and hwm > pending.voters_offset):
-        finish_pending_change(core, ErrorCode.none, None)
+        finish_pending_change(core, ErrorCode.NONE, None)
     elif pending is not None and core.now >= pending.deadline_ms:
-        finish_pending_change(core, ErrorCode.request_timed_out,
+        finish_pending_change(core, ErrorCode.REQUEST_TIMED_OUT,
                               "the change did not commit in time")
     last = core.control.last_voter_set_offset
     if not core.is_voter and last is not None and hwm is not None and hwm > last:

@@ -14,9 +14,9 @@ def acks_all_outcome(*, is_leader: bool, high_watermark: int, required_offset: i
     moved; NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR (``isr_size``: the
     maximal ISR, with a pending expansion's member) shrank under the min ISR meanwhile."""
     if not is_leader:
-        return ErrorCode.not_leader_or_follower
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if high_watermark < required_offset:
         return None
     if isr_size < effective_min_isr(min_isr, replication_factor):
-        return ErrorCode.not_enough_replicas_after_append
-    return ErrorCode.none
+        return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    return ErrorCode.NONE

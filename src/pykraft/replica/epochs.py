@@ -23,10 +23,10 @@ def check_leader_epoch(request_epoch: int, local_epoch: int) -> ErrorCode:
     """Kafka's ``Partition.checkCurrentLeaderEpoch``: -1 skips the check; an older epoch
     than ours is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (we lag behind)."""
     if request_epoch in (-1, local_epoch):
-        return ErrorCode.none
+        return ErrorCode.NONE
     if request_epoch < local_epoch:
-        return ErrorCode.fenced_leader_epoch
-    return ErrorCode.unknown_leader_epoch
+        return ErrorCode.FENCED_LEADER_EPOCH
+    return ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def fetch_divergence(epochs: LeaderEpochCache, *, fetch_offset: int, last_fetche
     epoch, epoch_end = epochs.end_offset_for(last_fetched_epoch, log_end_offset)
     if epoch_end == UNDEFINED_OFFSET or epoch == UNDEFINED_EPOCH or (
             fetch_offset < log_start_offset):
-        return ErrorCode.offset_out_of_range
+        return ErrorCode.OFFSET_OUT_OF_RANGE
     if epoch < last_fetched_epoch or epoch_end < fetch_offset:
         return Divergence(epoch, epoch_end)
     return None

@@ -32,19 +32,19 @@ def isr_change_error(current: PartitionAssignment, *, leader_id: int, sender: in
     """
     if (proposal.leader_epoch > current.leader_epoch
             or proposal.partition_epoch > current.partition_epoch):
-        return ErrorCode.not_controller
+        return ErrorCode.NOT_CONTROLLER
     if proposal.leader_epoch < current.leader_epoch:
-        return ErrorCode.fenced_leader_epoch
+        return ErrorCode.FENCED_LEADER_EPOCH
     if leader_id != sender:
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     if proposal.partition_epoch < current.partition_epoch:
-        return ErrorCode.invalid_update_version
+        return ErrorCode.INVALID_UPDATE_VERSION
     new_isr, recovery = proposal.isr, proposal.leader_recovery_state
     if (sender not in new_isr or len(set(new_isr)) != len(new_isr)
             or any(b not in current.replicas for b in new_isr)
             or (recovery == RECOVERING and len(new_isr) > 1)
             or (current.leader_recovery_state == RECOVERED and recovery == RECOVERING)):
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     if not all(eligible(broker, epoch) for broker, epoch in proposal.isr_with_epochs):
-        return ErrorCode.ineligible_replica
-    return ErrorCode.none
+        return ErrorCode.INELIGIBLE_REPLICA
+    return ErrorCode.NONE

@@ -35,12 +35,12 @@ RECOVERED = 0  # LeaderRecoveryState (KIP-704)
 RECOVERING = 1
 
 #: AlterPartition errors after which the leader drops its proposal and may propose again.
-_RESET = frozenset({ErrorCode.operation_not_attempted, ErrorCode.ineligible_replica})
+_RESET = frozenset({ErrorCode.OPERATION_NOT_ATTEMPTED, ErrorCode.INELIGIBLE_REPLICA})
 #: Errors after which it stays pending until newer metadata arrives (no retry).
 _AWAIT_METADATA = frozenset({
-    ErrorCode.unknown_topic_or_partition, ErrorCode.unknown_topic_id,
-    ErrorCode.fenced_leader_epoch, ErrorCode.invalid_update_version,
-    ErrorCode.invalid_request, ErrorCode.new_leader_elected})
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.INVALID_UPDATE_VERSION,
+    ErrorCode.INVALID_REQUEST, ErrorCode.NEW_LEADER_ELECTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,10 +278,10 @@ class LeaderReplication:
         UNKNOWN_LEADER_EPOCH when the request names an epoch (it may be ahead of us),
         NOT_LEADER_OR_FOLLOWER when it names none."""
         if replica_id in self.followers:
-            return ErrorCode.none
+            return ErrorCode.NONE
         if current_leader_epoch >= 0:
-            return ErrorCode.unknown_leader_epoch
-        return ErrorCode.not_leader_or_follower
+            return ErrorCode.UNKNOWN_LEADER_EPOCH
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     def record_fetch(self, replica_id: int, *, fetch_offset: int, log_start_offset: int,
                      broker_epoch: int, now_ms: int, leader_end_offset: int,
@@ -293,11 +293,11 @@ class LeaderReplication:
             return self.check_follower(replica_id, -1)
         cached = brokers.alive_epochs.get(replica_id)
         if broker_epoch != NO_BROKER_EPOCH and cached is not None and cached > broker_epoch:
-            return ErrorCode.not_leader_or_follower
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
         self.followers[replica_id] = current.fetched(
             fetch_offset=fetch_offset, log_start_offset=log_start_offset, now_ms=now_ms,
             leader_end_offset=leader_end_offset, broker_epoch=broker_epoch)
-        return ErrorCode.none
+        return ErrorCode.NONE
 
     # ------------------------------------------------------------------ high watermark
 

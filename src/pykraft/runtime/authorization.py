@@ -39,7 +39,7 @@ PARTS: dict[int, tuple[str, str]] = {
     ApiKey.ALTER_CONFIGS: ("resources", "responses"),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: ("resources", "responses"),
 }
-_TOPIC_REFUSED = ErrorCode.topic_authorization_failed
+_TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 #: A part of a request of :data:`PARTS`.
 Part = (CreatableTopic | DeleteTopicState | CreatePartitionsTopic | DescribeConfigsResource
         | alter.AlterConfigsResource | incremental.AlterConfigsResource)
@@ -54,7 +54,7 @@ def cluster_refusal(rules: Mapping[int, ApiRule], api_key: int, body: Any,
         return None
     if access.allows(rule.operation, ResourceType.CLUSTER):
         return None
-    return error_answer(api_key, body, ErrorCode.cluster_authorization_failed,
+    return error_answer(api_key, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                         "Cluster authorization failed.")
 
 
@@ -96,7 +96,7 @@ def merge_parts(api_key: int, split: PartSplit, answer: Any | None) -> Any:
     """One answer from the handled part's ``answer`` and the refused parts' answer."""
     if answer is not None and api_key == ApiKey.CREATE_TOPICS and split.allowed is not None:
         answer = dataclasses.replace(answer, topics=tuple(
-            t if str(t.name) in split.describable or t.error_code != ErrorCode.none
+            t if str(t.name) in split.describable or t.error_code != ErrorCode.NONE
             else dataclasses.replace(t, topic_config_error_code=_TOPIC_REFUSED, configs=())
             for t in answer.topics))
     found = [a for a in (answer, split.refused) if a is not None]

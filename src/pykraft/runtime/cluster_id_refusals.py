@@ -108,5 +108,5 @@ class ClusterIdRefusals:
 
 
 def _refused(response: Any) -> bool:
-    return bool(rpc.response_header(response).error == ErrorCode.inconsistent_cluster_id)
+    return bool(rpc.response_header(response).error == ErrorCode.INCONSISTENT_CLUSTER_ID)
 

@@ -85,7 +85,7 @@ class ControllerRegistrar:
             event(log, "controller_registration_retry", reason=str(exc))
             return
         assert isinstance(response, ControllerRegistrationResponse)
-        if response.error_code == ErrorCode.none:
+        if response.error_code == ErrorCode.NONE:
             self.registered = True
             event(log, "controller_registered", incarnation_id=str(self.incarnation_id),
                   active_controller=leader)

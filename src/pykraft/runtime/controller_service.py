@@ -169,7 +169,7 @@ class ControllerService:
             self._waiting[ticket] = waiter
         for request, waiter in pending[len(tickets):]:  # the node hit a fatal error
             if not waiter.done():
-                waiter.set_result(error_response(request, ErrorCode.not_controller))
+                waiter.set_result(error_response(request, ErrorCode.NOT_CONTROLLER))
         self._follow_up()
 
     # -- RaftListener ---------------------------------------------------------------------

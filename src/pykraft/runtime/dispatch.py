@@ -97,14 +97,14 @@ class Dispatcher(ListenerDispatcher):
             return envelope_error(forwarded)
         inner = forwarded.request
         if inner.api_key not in self._served:
-            return envelope_error(ErrorCode.unsupported_version)
+            return envelope_error(ErrorCode.UNSUPPORTED_VERSION)
         try:
             response = await self._answer(inner, forwarded.session)
         except Exception:  # Kafka's handleError of the forwarded request: its own answer
             log.exception("forwarded_request_failed", extra={"fields": {
                 "api_key": inner.api_key, "api_version": inner.api_version,
                 "peer": session.client_address}})
-            response = error_answer(inner.api_key, inner.body, ErrorCode.unknown_server_error)
+            response = error_answer(inner.api_key, inner.body, ErrorCode.UNKNOWN_SERVER_ERROR)
         return envelope_answer(response, await self._encode_large(inner, lambda: response))
 
     async def _answer(self, request: RequestFrame, session: Session) -> Any:
@@ -166,7 +166,7 @@ class Dispatcher(ListenerDispatcher):
                 None, self._settings.cluster_id):
             return None  # Kafka checks the cluster id first: INCONSISTENT_CLUSTER_ID
         leader, epoch = core.leader_and_epoch.leader_id, core.epoch
-        error = ErrorCode.inconsistent_voter_set
+        error = ErrorCode.INCONSISTENT_VOTER_SET
         voters = core.config.voters
         if isinstance(request, rpc.VoteRequest):
             part = rpc.vote_partition(request)
@@ -221,7 +221,7 @@ class Dispatcher(ListenerDispatcher):
         brokers = tuple(dc.DescribeClusterBroker(node_id, endpoint.host, endpoint.port)
                         for node_id, endpoint in self._controller_endpoints())
         return dc.DescribeClusterResponse(
-            error_code=ErrorCode.none, endpoint_type=CONTROLLER_ENDPOINTS,
+            error_code=ErrorCode.NONE, endpoint_type=CONTROLLER_ENDPOINTS,
             cluster_id=self._settings.cluster_id,
             controller_id=-1 if leader is None else leader, brokers=brokers,
             cluster_authorized_operations=access.cluster_operations(

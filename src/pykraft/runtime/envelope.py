@@ -57,24 +57,24 @@ def open_envelope(envelope: EnvelopeRequest, session: Session) -> Forwarded | Er
     try:
         principal = deserialize_principal(envelope.request_principal)
     except PrincipalDeserializationError:
-        return ErrorCode.principal_deserialization_failure
+        return ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE
     try:
         host = ipaddress.ip_address(envelope.client_host_address)
     except ValueError:  # not 4 or 16 bytes: Kafka's InetAddress.getByAddress refuses it
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     data = envelope.request_data
     try:
         api_key, _, _ = read_request_prefix(Reader(data))
     except ProtocolError:
-        return ErrorCode.unsupported_version
+        return ErrorCode.UNSUPPORTED_VERSION
     if api_key not in FORWARDABLE:
-        return ErrorCode.invalid_request
+        return ErrorCode.INVALID_REQUEST
     try:
         inner = decode_request(data)
     except ProtocolError:
-        return ErrorCode.unsupported_version
+        return ErrorCode.UNSUPPORTED_VERSION
     if refused_acl_request(api_key, inner.body) is not None:  # Kafka cannot parse it
-        return ErrorCode.unsupported_version
+        return ErrorCode.UNSUPPORTED_VERSION
     address = f"[{host}]:0" if host.version == 6 else f"{host}:0"
     return Forwarded(inner, Session(principal, address, session.listener_name,
                                     session.security_protocol))
@@ -89,6 +89,6 @@ def envelope_answer(response: object, encoded: bytes) -> EnvelopeResponse:
     """The Envelope carrying the forwarded request's ``response`` (``encoded``: its header
     and body); Kafka's ``buildResponseSend`` turns a NOT_CONTROLLER in it into the
     Envelope's."""
-    if ErrorCode.not_controller in error_codes(response):
-        return envelope_error(ErrorCode.not_controller)
-    return EnvelopeResponse(response_data=encoded, error_code=ErrorCode.none)
+    if ErrorCode.NOT_CONTROLLER in error_codes(response):
+        return envelope_error(ErrorCode.NOT_CONTROLLER)
+    return EnvelopeResponse(response_data=encoded, error_code=ErrorCode.NONE)

@@ -151,10 +151,10 @@ async def _negotiate(stream: FrameStream, client_id: str, ours: VersionRanges) -
                                      attempt + 1, body)
         assert isinstance(response, ApiVersionsResponse)
         theirs = ranges_from_response(response)
-        if response.error_code == ErrorCode.none:
+        if response.error_code == ErrorCode.NONE:
             return negotiate(ours, theirs)
         their_max = theirs.get(ApiKey.API_VERSIONS, (0, -1))[1]
-        if response.error_code != ErrorCode.unsupported_version or their_max >= version:
+        if response.error_code != ErrorCode.UNSUPPORTED_VERSION or their_max >= version:
             break
         version = their_max
     raise ProtocolError(f"ApiVersions failed with error {response.error_code}")

@@ -35,12 +35,12 @@ async def update_kraft_version(node: RaftNode,
                                request: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
     """Finalize the requested kraft.version on the leader; answered once committed."""
     if len(request.feature_updates) != 1:
-        return UpdateFeaturesResponse(error_code=ErrorCode.invalid_request,
+        return UpdateFeaturesResponse(error_code=ErrorCode.INVALID_REQUEST,
                                       error_message="kraft.version must be updated on its own")
     update = request.feature_updates[0]
     level, core = update.max_version_level, node.core
     if level < core.kraft_version or update.upgrade_type != UPGRADE:
-        return _answer(ErrorCode.invalid_update_version,
+        return _answer(ErrorCode.INVALID_UPDATE_VERSION,
                        f"kraft.version cannot go from {core.kraft_version} to {level}")
     outcome: list[int | Refusal | None] = []
 
@@ -51,10 +51,10 @@ async def update_kraft_version(node: RaftNode,
 
     node.step(upgrade)
     if not outcome:
-        return _answer(ErrorCode.not_controller, f"node {core.node_id} is not the leader")
+        return _answer(ErrorCode.NOT_CONTROLLER, f"node {core.node_id} is not the leader")
     result = outcome[0]
     if isinstance(result, Refusal):
         return _answer(result.error, result.message)
     if result is not None and not await node.machine.wait_committed(result):
-        return _answer(ErrorCode.not_controller, "leadership moved before the upgrade committed")
-    return _answer(ErrorCode.none, None)
+        return _answer(ErrorCode.NOT_CONTROLLER, "leadership moved before the upgrade committed")
+    return _answer(ErrorCode.NONE, None)

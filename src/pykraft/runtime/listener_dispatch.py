@@ -135,7 +135,7 @@ class ListenerDispatcher(ABC):
     def _failed(self, request: RequestFrame) -> bytes:
         """UNKNOWN_SERVER_ERROR in the API's own response, as Kafka answers a request whose
         handler threw (its message is null for that error)."""
-        answer = error_answer(request.api_key, request.body, ErrorCode.unknown_server_error)
+        answer = error_answer(request.api_key, request.body, ErrorCode.UNKNOWN_SERVER_ERROR)
         try:
             return self._encode(request, answer)
         except Exception as exc:  # nothing is left to answer with

@@ -348,7 +348,7 @@ class RaftNode:
             # as Kafka's KafkaNetworkChannel: UNSUPPORTED_VERSION answers a request that no
             # version the peer speaks can carry (a pre-vote to a replica before KIP-996 then
             # campaigns for real, an UpdateRaftVoter to a leader before KIP-853 is done)
-            response = rpc.error_response(out.request, ErrorCode.unsupported_version)
+            response = rpc.error_response(out.request, ErrorCode.UNSUPPORTED_VERSION)
         except NetworkError as exc:
             unreachable = isinstance(exc, PeerUnreachableError)
             self._step(lambda now: self.core.handle_send_failure(

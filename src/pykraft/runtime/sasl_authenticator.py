@@ -158,7 +158,7 @@ class SaslAuthenticator:
         enabled = self._listener.mechanisms
         ok = mechanism in enabled and mechanism in self._listener.factories
         body = SaslHandshakeResponse(
-            error_code=ErrorCode.none if ok else ErrorCode.unsupported_sasl_mechanism,
+            error_code=ErrorCode.NONE if ok else ErrorCode.UNSUPPORTED_SASL_MECHANISM,
             mechanisms=enabled)
         reply = _encode(request, body)
         if not ok:
@@ -176,10 +176,10 @@ class SaslAuthenticator:
         try:
             challenge, lifetime_ms = self._evaluate(token.auth_bytes, now_ms)
         except SaslAuthenticationError as exc:
-            body = _authenticate_response(ErrorCode.sasl_authentication_failed, str(exc))
+            body = _authenticate_response(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc))
             return _fail(str(exc), _encode(request, body))
         return Step(reply=_encode(request, _authenticate_response(  # no message: Kafka's
-            ErrorCode.none, "", challenge, lifetime_ms)))  # SaslServerAuthenticator sets none
+            ErrorCode.NONE, "", challenge, lifetime_ms)))  # SaslServerAuthenticator sets none
 
     def _raw_token(self, token: bytes, now_ms: int) -> Step:
         try:
@@ -259,8 +259,8 @@ def sasl_refusal(request: RequestFrame) -> SaslHandshakeResponse | SaslAuthentic
     """The dispatcher's answer to SaslHandshake or SaslAuthenticate on a connection that is
     already authenticated (or needs no authentication), as Kafka's KafkaApis gives it."""
     if request.api_key == ApiKey.SASL_AUTHENTICATE:
-        return _authenticate_response(ErrorCode.illegal_sasl_state, AFTER_AUTHENTICATION)
-    return SaslHandshakeResponse(error_code=ErrorCode.illegal_sasl_state)
+        return _authenticate_response(ErrorCode.ILLEGAL_SASL_STATE, AFTER_AUTHENTICATION)
+    return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
 
 
 def server_nonce() -> str:

@@ -102,7 +102,7 @@ def node_credentials(props: Mapping[str, str], listener: str, mechanism_key: str
 async def _token(exchange: Exchange, token: bytes) -> tuple[bytes, int]:
     response = await exchange(SaslAuthenticateRequest(auth_bytes=token))
     assert isinstance(response, SaslAuthenticateResponse)
-    if response.error_code != ErrorCode.none:
+    if response.error_code != ErrorCode.NONE:
         raise SaslClientError(response.error_message or ErrorCode(response.error_code).name)
     return response.auth_bytes, response.session_lifetime_ms
 
@@ -113,10 +113,10 @@ async def authenticate(exchange: Exchange, credentials: SaslCredentials) -> int:
     mechanism = credentials.mechanism
     handshake = await exchange(SaslHandshakeRequest(mechanism=mechanism))
     assert isinstance(handshake, SaslHandshakeResponse)
-    if handshake.error_code == ErrorCode.unsupported_sasl_mechanism:
+    if handshake.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
         raise SaslClientError(f"Client SASL mechanism '{mechanism}' not enabled in the server, "
                               f"enabled mechanisms are {list(handshake.mechanisms)}")
-    if handshake.error_code != ErrorCode.none:
+    if handshake.error_code != ErrorCode.NONE:
         raise SaslClientError(f"Unexpected handshake request with client mechanism {mechanism}, "
                               f"enabled mechanisms are {list(handshake.mechanisms)}")
     if mechanism == PLAIN:

@@ -131,17 +131,17 @@ CONTROLLER_RULES: dict[int, ApiRule] = _COMMON | {
 
 #: DescribeConfigs/AlterConfigs resource type codes -> the ACL resource and the refusal.
 _CONFIG_RESOURCES: dict[int, tuple[ResourceType, ErrorCode]] = {
-    2: (_R.TOPIC, ErrorCode.topic_authorization_failed),
-    4: (_R.CLUSTER, ErrorCode.cluster_authorization_failed),  # BROKER
-    8: (_R.CLUSTER, ErrorCode.cluster_authorization_failed),  # BROKER_LOGGER
-    16: (_R.CLUSTER, ErrorCode.cluster_authorization_failed),  # CLIENT_METRICS
-    32: (_R.GROUP, ErrorCode.group_authorization_failed),
+    2: (_R.TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    4: (_R.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),  # BROKER
+    8: (_R.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),  # BROKER_LOGGER
+    16: (_R.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),  # CLIENT_METRICS
+    32: (_R.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
 }
 REFUSALS: dict[ResourceType, ErrorCode] = {
-    _R.TOPIC: ErrorCode.topic_authorization_failed,
-    _R.GROUP: ErrorCode.group_authorization_failed,
-    _R.CLUSTER: ErrorCode.cluster_authorization_failed,
-    _R.TRANSACTIONAL_ID: ErrorCode.transactional_id_authorization_failed,
+    _R.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    _R.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    _R.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    _R.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 }
 
 

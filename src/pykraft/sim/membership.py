@@ -10,8 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from kio.schema.errors import ErrorCode
-
+from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.raft.reconfig import Refusal
 from pykraft.raft.voter_set import ReplicaKey, VoterSet
@@ -21,8 +20,8 @@ from pykraft.sim.phases import PHASE_MS, elect, new_leader, progress
 from pykraft.sim.simulated_cluster import Cluster, endpoints_of
 from pykraft.sim.violations import InvariantViolation
 
-_NOT_NOW = {ErrorCode.request_timed_out, ErrorCode.not_leader_or_follower,
-            ErrorCode.broker_not_available}
+_NOT_NOW = {ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ErrorCode.BROKER_NOT_AVAILABLE}
 _REPLY_WAIT_MS = 8_000
 _ADD_TIMEOUT_MS = 5_000
 
@@ -56,7 +55,7 @@ def _change(cluster: Cluster, make: Callable[[], rpc.RaftRequest],
         if leader is not None:
             reply = _ask(cluster, leader, make())
             error = None if reply is None else reply.error_code
-            if error is not None and error != ErrorCode.none and error not in _NOT_NOW and (
+            if error is not None and error != ErrorCode.NONE and error not in _NOT_NOW and (
                     not done(_committed_voters(cluster))):
                 raise InvariantViolation("Reconfiguration",
                                          f"{what}: refused with {ErrorCode(error).name}")
@@ -271,7 +270,7 @@ def static_upgrade(cluster: Cluster, rng: random.Random) -> None:
         leader = cluster.leader_id()
         if leader is not None:
             result = cluster.call(leader, lambda client, now: client.upgrade_kraft_version(now, 1))
-            if isinstance(result, Refusal) and result.error != ErrorCode.request_timed_out:
+            if isinstance(result, Refusal) and result.error != ErrorCode.REQUEST_TIMED_OUT:
                 raise InvariantViolation("Reconfiguration", f"upgrade refused: {result.message}")
         if cluster.queue.now_ms > deadline:
             raise InvariantViolation("Liveness", f"no kraft.version upgrade in {PHASE_MS} ms")

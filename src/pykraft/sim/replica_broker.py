@@ -173,17 +173,17 @@ class SimBroker:
         if not self.alive:
             return
         if rep is None:
-            reply(ProduceAnswer(ErrorCode.not_leader_or_follower))
+            reply(ProduceAnswer(ErrorCode.NOT_LEADER_OR_FOLLOWER))
             return
         if acks == -1 and len(rep.isr) < effective_min_isr(
                 self._env.min_insync_replicas, len(rep.assignment.replicas)):
-            reply(ProduceAnswer(ErrorCode.not_enough_replicas))
+            reply(ProduceAnswer(ErrorCode.NOT_ENOUGH_REPLICAS))
             return
         offset = self.log.append((rep.leader_epoch, value))
         if acks == -1:
             self._waiting.append(_WaitingProduce(offset, reply))
         else:
-            reply(ProduceAnswer(ErrorCode.none, offset))
+            reply(ProduceAnswer(ErrorCode.NONE, offset))
         self._advance_high_watermark()
 
     def handle_fetch(self, request: Fetch) -> FetchAnswer | None:
@@ -193,44 +193,44 @@ class SimBroker:
         if not self.alive:
             return None
         if rep is None:
-            return FetchAnswer(ErrorCode.not_leader_or_follower)
+            return FetchAnswer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         code = check_leader_epoch(request.current_leader_epoch, rep.leader_epoch)
-        if code == ErrorCode.none:
+        if code == ErrorCode.NONE:
             code = rep.check_follower(request.replica_id, request.current_leader_epoch)
-        if code != ErrorCode.none:
+        if code != ErrorCode.NONE:
             return FetchAnswer(code)
         end = log.end_offset
         verdict = fetch_divergence(log.epochs, fetch_offset=request.fetch_offset,
                                    last_fetched_epoch=request.last_fetched_epoch,
                                    log_start_offset=0, log_end_offset=end)
         if isinstance(verdict, Divergence):
-            return FetchAnswer(ErrorCode.none, (), log.high_watermark, end, verdict)
+            return FetchAnswer(ErrorCode.NONE, (), log.high_watermark, end, verdict)
         if verdict is not None or not 0 <= request.fetch_offset <= end:
-            return FetchAnswer(ErrorCode.offset_out_of_range, log_end_offset=end)
+            return FetchAnswer(ErrorCode.OFFSET_OUT_OF_RANGE, log_end_offset=end)
         code = rep.record_fetch(request.replica_id, fetch_offset=request.fetch_offset,
                                 log_start_offset=0, broker_epoch=request.broker_epoch,
                                 now_ms=self._env.now_ms, leader_end_offset=end,
                                 brokers=self._brokers)
-        if code != ErrorCode.none:
+        if code != ErrorCode.NONE:
             return FetchAnswer(code)
         self._advance_high_watermark()
         self._send(rep.propose_expand(request.replica_id, high_watermark=log.high_watermark,
                                       brokers=self._brokers, local_epoch=self.broker_epoch))
         records = tuple(log.records[request.fetch_offset:
                                     request.fetch_offset + FETCH_MAX_RECORDS])
-        return FetchAnswer(ErrorCode.none, records, log.high_watermark, end)
+        return FetchAnswer(ErrorCode.NONE, records, log.high_watermark, end)
 
     def read_committed(self, offset: int) -> FetchAnswer | None:
         """A consumer's fetch: records from ``offset`` up to the high watermark only."""
         if not self.alive:
             return None
         if self.replication is None:
-            return FetchAnswer(ErrorCode.not_leader_or_follower)
+            return FetchAnswer(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         hw = self.log.high_watermark
         if not 0 <= offset <= self.log.end_offset:
-            return FetchAnswer(ErrorCode.offset_out_of_range)
+            return FetchAnswer(ErrorCode.OFFSET_OUT_OF_RANGE)
         records = tuple(self.log.records[offset:min(hw, offset + FETCH_MAX_RECORDS)])
-        return FetchAnswer(ErrorCode.none, records, hw, self.log.end_offset)
+        return FetchAnswer(ErrorCode.NONE, records, hw, self.log.end_offset)
 
     @property
     def _brokers(self) -> Brokers:
@@ -319,8 +319,8 @@ class SimBroker:
         if not self.alive or token != self._fetch_token:
             return
         log = self.log
-        if answer.error != ErrorCode.none:
-            if answer.error == ErrorCode.offset_out_of_range and (
+        if answer.error != ErrorCode.NONE:
+            if answer.error == ErrorCode.OFFSET_OUT_OF_RANGE and (
                     0 <= answer.log_end_offset < log.end_offset):
                 log.truncate_to(answer.log_end_offset)  # the leader's log is shorter
             self._fetch_later(token, BACKOFF_MS)

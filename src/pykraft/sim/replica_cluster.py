@@ -243,7 +243,7 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
                   lambda answer: self._produced(acks, value, answer), lambda: None)
 
     def _produced(self, acks: int, value: int, answer: ProduceAnswer) -> None:
-        if answer.error != ErrorCode.none:
+        if answer.error != ErrorCode.NONE:
             return
         if acks == 1:
             self.acked_one += 1

@@ -75,7 +75,7 @@ class SimController:
     def alter_partition(self, sender: int, proposal: IsrProposal) -> AlterResult | ErrorCode:
         code = isr_change_error(self.assignment, leader_id=self.leader, sender=sender,
                                 proposal=proposal, eligible=self._eligible)
-        if code != ErrorCode.none:
+        if code != ErrorCode.NONE:
             return code
         if proposal.isr != self.assignment.isr:
             self._change(self.leader, proposal.isr)

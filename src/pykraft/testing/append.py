@@ -104,13 +104,13 @@ async def _append(node: RaftNode, value: bytes) -> AppendResult:
     except NotLeaderError:
         return _not_leader(node)
     if await node.machine.wait_committed(offset):
-        return AppendResult(ErrorCode.none, node.settings.node_id, offset)
+        return AppendResult(ErrorCode.NONE, node.settings.node_id, offset)
     return _not_leader(node)
 
 
 def _not_leader(node: RaftNode) -> AppendResult:
     leader = node.core.leader_and_epoch.leader_id
-    return AppendResult(ErrorCode.not_leader_or_follower, -1 if leader is None else leader, -1)
+    return AppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, -1 if leader is None else leader, -1)
 
 
 class AppendClient:

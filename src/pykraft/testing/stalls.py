@@ -175,4 +175,4 @@ def serves_all(answer: ListOffsetsResponse) -> bool:
     """Whether every partition asked by :func:`latest_offsets` was answered: only a leader
     hosting the partition does (one whose log is still being created answers
     NOT_LEADER_OR_FOLLOWER)."""
-    return all(p.error_code == ErrorCode.none for t in answer.topics for p in t.partitions)
+    return all(p.error_code == ErrorCode.NONE for t in answer.topics for p in t.partitions)

@@ -74,20 +74,20 @@ _URL = re.compile(r"^\[?([0-9a-zA-Z\-%._:]*)\]?:([0-9]+)$")
 
 #: Kafka's default exception messages, for an answer that carries a code but no message.
 _DEFAULT_MESSAGES = {
-    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
-    ErrorCode.topic_already_exists: "Topic with this name already exists.",
-    ErrorCode.invalid_topic_exception: "The request attempted to perform an operation on an "
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+    ErrorCode.TOPIC_ALREADY_EXISTS: "Topic with this name already exists.",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "The request attempted to perform an operation on an "
                                        "invalid topic.",
-    ErrorCode.invalid_partitions: "Number of partitions is below 1.",
-    ErrorCode.invalid_replication_factor: "Replication factor is below 1 or larger than the "
+    ErrorCode.INVALID_PARTITIONS: "Number of partitions is below 1.",
+    ErrorCode.INVALID_REPLICATION_FACTOR: "Replication factor is below 1 or larger than the "
                                           "number of available brokers.",
-    ErrorCode.invalid_replica_assignment: "Replica assignment is invalid.",
-    ErrorCode.invalid_config: "Configuration is invalid.",
-    ErrorCode.policy_violation: "Request parameters do not satisfy the configured policy.",
-    ErrorCode.topic_deletion_disabled: "Topic deletion is disabled.",
-    ErrorCode.not_controller: "This is not the correct controller for this cluster.",
-    ErrorCode.request_timed_out: "The request timed out.",
-    ErrorCode.unknown_topic_id: "This server does not host this topic ID.",
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT: "Replica assignment is invalid.",
+    ErrorCode.INVALID_CONFIG: "Configuration is invalid.",
+    ErrorCode.POLICY_VIOLATION: "Request parameters do not satisfy the configured policy.",
+    ErrorCode.TOPIC_DELETION_DISABLED: "Topic deletion is disabled.",
+    ErrorCode.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
+    ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
+    ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
 }
 
 
@@ -105,7 +105,7 @@ class ApiError(AdminError):
 
 def raise_for(error_code: int, message: str | None = None) -> None:
     """Raise :class:`ApiError` unless ``error_code`` is NONE."""
-    if error_code != ErrorCode.none:
+    if error_code != ErrorCode.NONE:
         raise ApiError(ErrorCode(error_code), message)
 
 
@@ -255,7 +255,7 @@ def cluster_metadata(answer: MetadataResponse) -> ClusterMetadata:
     raise_for(answer.error_code)
     topics = {}
     for topic in answer.topics:
-        if topic.error_code == ErrorCode.unknown_topic_or_partition:
+        if topic.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             continue
         raise_for(topic.error_code)
         topics[str(topic.name)] = TopicMetadata(

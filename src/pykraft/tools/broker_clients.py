@@ -30,16 +30,16 @@ from pykraft.tools.admin_client import AdminClient, AdminError, AdminSettings, C
 _JAVA_ERRORS = "org.apache.kafka.common.errors."
 #: Kafka's exception classes whose names are not the error's name in CamelCase.
 _EXCEPTION_NAMES = {
-    ErrorCode.request_timed_out: "TimeoutException",
-    ErrorCode.unknown_server_error: "UnknownServerException",
-    ErrorCode.kafka_storage_error: "KafkaStorageException",
-    ErrorCode.topic_authorization_failed: "TopicAuthorizationException",
-    ErrorCode.cluster_authorization_failed: "ClusterAuthorizationException",
-    ErrorCode.invalid_topic_exception: "InvalidTopicException",
-    ErrorCode.corrupt_message: "CorruptRecordException",
-    ErrorCode.invalid_record: "InvalidRecordException",
-    ErrorCode.non_empty_group: "GroupNotEmptyException",
-    ErrorCode.group_authorization_failed: "GroupAuthorizationException",
+    ErrorCode.REQUEST_TIMED_OUT: "TimeoutException",
+    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerException",
+    ErrorCode.KAFKA_STORAGE_ERROR: "KafkaStorageException",
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "TopicAuthorizationException",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "ClusterAuthorizationException",
+    ErrorCode.INVALID_TOPIC_EXCEPTION: "InvalidTopicException",
+    ErrorCode.CORRUPT_MESSAGE: "CorruptRecordException",
+    ErrorCode.INVALID_RECORD: "InvalidRecordException",
+    ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "GroupAuthorizationException",
 }
 
 

@@ -239,7 +239,7 @@ async def _describe_users(clients: ConfigsClients, entity: Entity) -> list[Repor
     reports: list[Report] = []
     for result in answer.results:
         error = None
-        if result.error_code != ErrorCode.none:
+        if result.error_code != ErrorCode.NONE:
             code = ErrorCode(result.error_code)
             error = (java_exception(code).rsplit(".", 1)[1],
                      result.error_message or code.name)

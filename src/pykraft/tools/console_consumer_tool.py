@@ -291,7 +291,7 @@ class Consumer:
         for leader, tps in sorted(leaders.items()):
             answer = await self.brokers.request_to(leader, self._request([p for _, p in tps]))
             assert isinstance(answer, FetchResponse)
-            if answer.error_code != ErrorCode.none:
+            if answer.error_code != ErrorCode.NONE:
                 raise ApiError(for_code(answer.error_code), None)
             for topic in answer.responses:
                 for part in topic.partitions:
@@ -309,7 +309,7 @@ class Consumer:
                 for p in partitions)),))
 
     def _read(self, partition: int, part: PartitionData) -> list[ConsumedRecord]:
-        if part.error_code != ErrorCode.none:
+        if part.error_code != ErrorCode.NONE:
             error = for_code(part.error_code)
             if error.retriable:
                 return []
@@ -359,13 +359,13 @@ async def _list_offsets(brokers: Brokers, cluster: ClusterMetadata, topic: str,
                         partitions: list[int], timestamp: int) -> dict[int, int]:
     leaders, leaderless = by_leader(cluster, [TopicPartition(topic, p) for p in partitions])
     if leaderless:
-        raise ApiError(ErrorCode.leader_not_available, None)
+        raise ApiError(ErrorCode.LEADER_NOT_AVAILABLE, None)
     positions = {}
     for leader, tps in sorted(leaders.items()):
         answer = await brokers.request_to(leader, list_offsets_request(tps, timestamp))
         for answered in answer.topics:
             for part in answered.partitions:
-                if part.error_code != ErrorCode.none:
+                if part.error_code != ErrorCode.NONE:
                     raise ApiError(ErrorCode(part.error_code), None)
                 positions[part.partition_index] = part.offset
     return positions

@@ -347,7 +347,7 @@ class Producer:
         retry = {p: pending[p] for _, p in leaderless}
         if final:
             for partition in retry:
-                self._fail(pending[partition], ApiError(ErrorCode.leader_not_available, None))
+                self._fail(pending[partition], ApiError(ErrorCode.LEADER_NOT_AVAILABLE, None))
             retry = {}
         for leader, tps in sorted(leaders.items()):
             batches = {p: pending[p] for _, p in tps}
@@ -377,7 +377,7 @@ class Producer:
         errors = {}
         for topic in answer.responses:
             for part in topic.partition_responses:
-                if part.error_code != ErrorCode.none:
+                if part.error_code != ErrorCode.NONE:
                     errors[part.index] = ApiError(ErrorCode(part.error_code),
                                                   part.error_message)
         return errors

@@ -55,16 +55,16 @@ _DRY_RUN_WARNING = (
     "explicitly if you are scripting this command and want to keep the current default "
     "behavior without prompting.")
 _DELETE_OFFSETS_ERRORS = {
-    ErrorCode.invalid_group_id: "'{g}' is not valid.",
-    ErrorCode.group_id_not_found: "'{g}' does not exist.",
-    ErrorCode.group_authorization_failed: "Access to '{g}' is not authorized.",
-    ErrorCode.non_empty_group:
+    ErrorCode.INVALID_GROUP_ID: "'{g}' is not valid.",
+    ErrorCode.GROUP_ID_NOT_FOUND: "'{g}' does not exist.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Access to '{g}' is not authorized.",
+    ErrorCode.NON_EMPTY_GROUP:
         "Deleting offsets of a consumer group '{g}' is forbidden if the group is not empty.",
-    ErrorCode.group_subscribed_to_topic:
+    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC:
         "Encounter some partition level error, see the follow-up details:",
-    ErrorCode.topic_authorization_failed:
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED:
         "Encounter some partition level error, see the follow-up details:",
-    ErrorCode.unknown_topic_or_partition:
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
         "Encounter some partition level error, see the follow-up details:",
 }
 
@@ -254,8 +254,8 @@ async def run(client: GroupClient, options: GroupOptions, emit: Emit) -> int:
 
 def delete_lines(results: Mapping[str, int]) -> list[Line]:
     """``--delete``'s report of each group's DeleteGroups error code."""
-    ok = [g for g, code in results.items() if code == ErrorCode.none]
-    failed = {g: code for g, code in results.items() if code != ErrorCode.none}
+    ok = [g for g, code in results.items() if code == ErrorCode.NONE]
+    failed = {g: code for g, code in results.items() if code != ErrorCode.NONE}
     if not failed:
         return [("out", f"Deletion of requested consumer groups ('{', '.join(ok)}') was "
                         "successful.")]
@@ -286,14 +286,14 @@ async def delete_offsets_lines(client: GroupClient, group: str,
             results[TopicPartition(topic, -1)] = exception_text(exc.error)
     top, per = await client.delete_offsets(group, named)
     for tp, code in per.items():
-        results[tp] = None if code == ErrorCode.none else exception_text(code)
-    if top == ErrorCode.none:
+        results[tp] = None if code == ErrorCode.NONE else exception_text(code)
+    if top == ErrorCode.NONE:
         lines: list[Line] = [("out", f"Request succeed for deleting offsets with topic "
                                      f"{', '.join(topics)} group {group}")]
     else:
         known = _DELETE_OFFSETS_ERRORS.get(ErrorCode(top))
         lines = _error(known.format(g=group) if known else
-                       f"Encounter some unknown error: {ErrorCode(top).name.upper()}")
+                       f"Encounter some unknown error: {ErrorCode(top).name}")
     return lines + delete_offsets_table(results)
 
 

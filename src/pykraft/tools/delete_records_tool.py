@@ -82,8 +82,8 @@ async def delete_records(brokers: Brokers, offsets: Mapping[TopicPartition, int]
     results: dict[TopicPartition, str] = {}
     for tp in leaderless:
         known = tp[0] in cluster.topics
-        results[tp] = _error(ErrorCode.leader_not_available if known
-                             else ErrorCode.unknown_topic_or_partition)
+        results[tp] = _error(ErrorCode.LEADER_NOT_AVAILABLE if known
+                             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     for leader, tps in sorted(leaders.items()):
         answer = await brokers.request_to(leader, delete_records_request(
             {tp: offsets[tp] for tp in tps}))
@@ -91,10 +91,10 @@ async def delete_records(brokers: Brokers, offsets: Mapping[TopicPartition, int]
             for part in topic.partitions:
                 tp = TopicPartition(topic.name, part.partition_index)
                 results[tp] = (f"low_watermark: {part.low_watermark}"
-                               if part.error_code == ErrorCode.none
+                               if part.error_code == ErrorCode.NONE
                                else _error(ErrorCode(part.error_code)))
     return ["Executing records delete operation", "Records delete operation completed:",
-            *(f"partition: {tp_name(tp)}\t{results.get(tp, _error(ErrorCode.unknown_server_error))}"
+            *(f"partition: {tp_name(tp)}\t{results.get(tp, _error(ErrorCode.UNKNOWN_SERVER_ERROR))}"
               for tp in offsets)]
 
 

@@ -87,7 +87,7 @@ async def describe_features(bootstrap: Sequence[Address], *,
         active = await active_controller(bootstrap, deadline, security)
         answer = await request_once(active.address, rpc.api_versions_request("pykraft"),
                                     deadline, security)
-        if answer.error_code != ErrorCode.none:
+        if answer.error_code != ErrorCode.NONE:
             raise QuorumToolError(f"ApiVersions failed: {error_name(answer.error_code)}")
         finalized = {f.name: int(f.max_version_level) for f in answer.finalized_features}
         epoch = int(answer.finalized_features_epoch)
@@ -113,14 +113,14 @@ async def upgrade_feature(bootstrap: Sequence[Address], name: str, level: int, *
         answer = await request_once(active.address, request, deadline, security)
         assert isinstance(answer, UpdateFeaturesResponse)
         errors = [(r.error_code, r.error_message) for r in answer.results
-                  if r.error_code != ErrorCode.none]  # v2 answers have no per-feature list
-        if answer.error_code != ErrorCode.none:
+                  if r.error_code != ErrorCode.NONE]  # v2 answers have no per-feature list
+        if answer.error_code != ErrorCode.NONE:
             errors.insert(0, (answer.error_code, answer.error_message))
         if not errors:
             return
         error, message = ErrorCode(errors[0][0]), errors[0][1]
         text = f"{error_name(error)}: {message}" if message else error_name(error)
-        if error.retriable or error == ErrorCode.not_controller:
+        if error.retriable or error == ErrorCode.NOT_CONTROLLER:
             raise QuorumToolError(text)  # an election or a voter change in progress
         raise FeatureUpdateError(f"could not upgrade {name} to {level}: {text}")
     await retrying(f"upgrade {name}", attempt, timeout_s)

@@ -149,13 +149,13 @@ async def get_offsets(brokers: Brokers, wanted: PartitionFilter, timestamp: int,
     leaders, leaderless = by_leader(cluster, selected)
     offsets: dict[TopicPartition, int] = {}
     for tp in leaderless:
-        warn(_skip(tp, ApiError(ErrorCode.leader_not_available, None)))
+        warn(_skip(tp, ApiError(ErrorCode.LEADER_NOT_AVAILABLE, None)))
     for leader, tps in sorted(leaders.items()):
         answer = await brokers.request_to(leader, list_offsets_request(tps, timestamp))
         for topic in answer.topics:
             for part in topic.partitions:
                 tp = TopicPartition(topic.name, part.partition_index)
-                if part.error_code != ErrorCode.none:
+                if part.error_code != ErrorCode.NONE:
                     warn(_skip(tp, ApiError(ErrorCode(part.error_code), None)))
                 elif part.offset != UNKNOWN_OFFSET:
                     offsets[tp] = part.offset

@@ -58,23 +58,23 @@ from pykraft.tools.get_offsets_tool import list_offsets_request
 DEFAULT_TIMEOUT_MS = 5000
 _BACKOFF_S = 0.1
 #: Answers meaning the coordinator moved or is loading: the request is sent again.
-COORDINATOR_ERRORS = frozenset({ErrorCode.coordinator_not_available,
-                                ErrorCode.not_coordinator,
-                                ErrorCode.coordinator_load_in_progress})
+COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                ErrorCode.NOT_COORDINATOR,
+                                ErrorCode.COORDINATOR_LOAD_IN_PROGRESS})
 #: Kafka's messages (``Errors``) for the codes the group APIs answer with.
 _MESSAGES = {
-    ErrorCode.coordinator_not_available: "The coordinator is not available.",
-    ErrorCode.not_coordinator: "This is not the correct coordinator.",
-    ErrorCode.coordinator_load_in_progress:
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
         "The coordinator is loading and hence can't process requests.",
-    ErrorCode.non_empty_group: "The group is not empty.",
-    ErrorCode.group_id_not_found: "The group id does not exist.",
-    ErrorCode.group_subscribed_to_topic: "The consumer group is actively subscribed to the topic",
-    ErrorCode.invalid_group_id: "The configured groupId is invalid.",
-    ErrorCode.group_authorization_failed: "Group authorization failed.",
-    ErrorCode.unknown_member_id: "The coordinator is not aware of this member.",
-    ErrorCode.rebalance_in_progress: "The group is rebalancing, so a rejoin is needed.",
-    ErrorCode.unknown_topic_or_partition: "This server does not host this topic-partition.",
+    ErrorCode.NON_EMPTY_GROUP: "The group is not empty.",
+    ErrorCode.GROUP_ID_NOT_FOUND: "The group id does not exist.",
+    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC: "The consumer group is actively subscribed to the topic",
+    ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.UNKNOWN_MEMBER_ID: "The coordinator is not aware of this member.",
+    ErrorCode.REBALANCE_IN_PROGRESS: "The group is rebalancing, so a rejoin is needed.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
 }
 T = TypeVar("T")
 
@@ -102,7 +102,7 @@ class GroupClient:
         deadline = time.monotonic() + self.timeout_s
         while True:
             code, result = await attempt()
-            if code == ErrorCode.none:
+            if code == ErrorCode.NONE:
                 return result
             if code not in COORDINATOR_ERRORS or time.monotonic() >= deadline:
                 if code in COORDINATOR_ERRORS:
@@ -145,7 +145,7 @@ class GroupClient:
         for broker in sorted(cluster.brokers):
             answer = await self.brokers.request_to(
                 broker, ListGroupsRequest())
-            if answer.error_code != ErrorCode.none:
+            if answer.error_code != ErrorCode.NONE:
                 raise api_error(answer.error_code)
             for listed in answer.groups:
                 if listed.protocol_type in (CONSUMER_PROTOCOL_TYPE, ""):
@@ -160,7 +160,7 @@ class GroupClient:
             group, DescribeGroupsRequest(groups=(group,)),
             lambda a: _unless_not_found(int(a.groups[0].error_code)))
         described = answer.groups[0]
-        if described.error_code == ErrorCode.group_id_not_found:
+        if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
             return GroupDescription(group, "Dead", "", (), coordinator)
         protocol_type = described.protocol_type
         if protocol_type not in (CONSUMER_PROTOCOL_TYPE, ""):
@@ -181,7 +181,7 @@ class GroupClient:
         offsets = {}
         for topic in answer.groups[0].topics:
             for part in topic.partitions:
-                if part.error_code != ErrorCode.none:
+                if part.error_code != ErrorCode.NONE:
                     raise api_error(part.error_code)
                 if int(part.committed_offset) >= 0:
                     offsets[TopicPartition(str(topic.name), int(part.partition_index))] = int(
@@ -202,7 +202,7 @@ class GroupClient:
             answer = await self.brokers.request_to(leader, list_offsets_request(owned, timestamp))
             for topic in answer.topics:
                 for part in topic.partitions:
-                    if part.error_code == ErrorCode.none:
+                    if part.error_code == ErrorCode.NONE:
                         offsets[TopicPartition(topic.name, part.partition_index)] = part.offset
         return offsets
 
@@ -212,7 +212,7 @@ class GroupClient:
         cluster = await self.brokers.metadata(names)
         missing = [t for t in names if t not in cluster.topics]
         if missing:
-            raise api_error(ErrorCode.unknown_topic_or_partition)
+            raise api_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return [TopicPartition(t, p.partition) for t in names for p in cluster.topics[t].partitions]
 
     async def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
@@ -228,7 +228,7 @@ class GroupClient:
         _, answer = await self.to_coordinator(group, body, _first_partition_error)
         for topic in answer.topics:
             for part in topic.partitions:
-                if part.error_code != ErrorCode.none:
+                if part.error_code != ErrorCode.NONE:
                     raise api_error(part.error_code)
 
     async def delete_groups(self, groups: Iterable[str]) -> dict[str, int]:
@@ -261,12 +261,12 @@ class GroupClient:
                                     for t, ps in by_topic.items() for p in ps}
         per = {TopicPartition(str(topic.name), int(part.partition_index)): int(part.error_code)
                for topic in answer.topics for part in topic.partitions}
-        failed = [code for code in per.values() if code != ErrorCode.none]
-        return (failed[0] if failed else ErrorCode.none), per
+        failed = [code for code in per.values() if code != ErrorCode.NONE]
+        return (failed[0] if failed else ErrorCode.NONE), per
 
 
 def _unless_not_found(code: int) -> int:
-    return ErrorCode.none if code == ErrorCode.group_id_not_found else code
+    return ErrorCode.NONE if code == ErrorCode.GROUP_ID_NOT_FOUND else code
 
 
 def _first_partition_error(answer: Any) -> int:
@@ -275,7 +275,7 @@ def _first_partition_error(answer: Any) -> int:
         for part in topic.partitions:
             if part.error_code in COORDINATOR_ERRORS:
                 return int(part.error_code)
-    return ErrorCode.none
+    return ErrorCode.NONE
 
 
 def _assignment(data: bytes) -> tuple[TopicPartition, ...]:

@@ -62,8 +62,8 @@ _VERSION = 0
 _DEFAULTS = {"session.timeout.ms": 45_000, "heartbeat.interval.ms": 3_000,
              "max.poll.interval.ms": 300_000, "auto.commit.interval.ms": 5_000}
 #: Answers after which the member joins again (its generation is over).
-_REJOIN = frozenset({ErrorCode.rebalance_in_progress, ErrorCode.illegal_generation,
-                     ErrorCode.unknown_member_id})
+_REJOIN = frozenset({ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION,
+                     ErrorCode.UNKNOWN_MEMBER_ID})
 _MAX_JOIN_ATTEMPTS = 10
 
 
@@ -113,10 +113,10 @@ class GroupMember:
         for _ in range(_MAX_JOIN_ATTEMPTS):
             coordinator, joined = await self.admin.to_coordinator(
                 self.group, self._join_request(), _moved)
-            if joined.error_code == ErrorCode.member_id_required:
+            if joined.error_code == ErrorCode.MEMBER_ID_REQUIRED:
                 self.member_id = joined.member_id
                 continue
-            if joined.error_code != ErrorCode.none:
+            if joined.error_code != ErrorCode.NONE:
                 raise api_error(joined.error_code)
             self.member_id, self.generation = joined.member_id, int(joined.generation_id)
             assignments = ({} if joined.leader != self.member_id else _assign(
@@ -129,11 +129,11 @@ class GroupMember:
                     for m, a in sorted(assignments.items()))))
             if synced.error_code in _REJOIN:
                 continue
-            if synced.error_code != ErrorCode.none:
+            if synced.error_code != ErrorCode.NONE:
                 raise api_error(synced.error_code)
             self._next_heartbeat = time.monotonic() + self.heartbeat_s
             return self._own_partitions(bytes(synced.assignment))
-        raise api_error(ErrorCode.rebalance_in_progress)
+        raise api_error(ErrorCode.REBALANCE_IN_PROGRESS)
 
     def _join_request(self) -> JoinGroupRequest:
         subscription = _protocol_bytes(_VERSION, ConsumerProtocolSubscription(
@@ -165,7 +165,7 @@ class GroupMember:
             member_id=self.member_id), _moved)
         if answer.error_code in _REJOIN:
             return True
-        if answer.error_code != ErrorCode.none:
+        if answer.error_code != ErrorCode.NONE:
             raise api_error(answer.error_code)
         return False
 
@@ -187,7 +187,7 @@ class GroupMember:
                     for p, o in sorted(positions.items()))),))
         _, answer = await self.admin.to_coordinator(self.group, body, _moved_partition)
         code = _first_error(answer)
-        if code != ErrorCode.none and code not in _REJOIN:
+        if code != ErrorCode.NONE and code not in _REJOIN:
             raise api_error(code)
 
     async def leave(self) -> None:
@@ -201,12 +201,12 @@ class GroupMember:
 
 def _moved_partition(answer: Any) -> int:
     code = _first_error(answer)
-    return code if code in COORDINATOR_ERRORS else int(ErrorCode.none)
+    return code if code in COORDINATOR_ERRORS else int(ErrorCode.NONE)
 
 
 def _first_error(answer: Any) -> int:
     return next((int(p.error_code) for t in answer.topics for p in t.partitions
-                 if p.error_code != ErrorCode.none), int(ErrorCode.none))
+                 if p.error_code != ErrorCode.NONE), int(ErrorCode.NONE))
 
 
 
@@ -214,4 +214,4 @@ def _moved(answer: Any) -> int:
     """The answer's error when it says the coordinator moved or loads (sent again, to the
     coordinator found anew); the member handles every other error itself."""
     code = int(answer.error_code)
-    return code if code in COORDINATOR_ERRORS else int(ErrorCode.none)
+    return code if code in COORDINATOR_ERRORS else int(ErrorCode.NONE)

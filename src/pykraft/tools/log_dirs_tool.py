@@ -90,7 +90,7 @@ def _log_dirs(answer: DescribeLogDirsResponse, topics: set[str]) -> list[dict[st
     results = {r.log_dir: r for r in answer.results}
     return [_ordered_object({
         "logDir": log_dir,
-        "error": (None if results[log_dir].error_code == ErrorCode.none
+        "error": (None if results[log_dir].error_code == ErrorCode.NONE
                   else java_exception(results[log_dir].error_code)),
         "partitions": _partitions(results[log_dir], topics),
     }) for log_dir in java_hash_order(list(results), java_string_hash)]

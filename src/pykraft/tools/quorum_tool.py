@@ -70,13 +70,13 @@ class VoterChangeError(RefusedError):
 
 #: Kafka's default exception messages for the errors the voter RPCs answer with.
 _DEFAULT_MESSAGES = {
-    ErrorCode.duplicate_voter: "The voter is already part of the set of voters.",
-    ErrorCode.voter_not_found: "The voter is not part of the set of voters.",
-    ErrorCode.invalid_request: "This most likely occurs because of a request being malformed "
+    ErrorCode.DUPLICATE_VOTER: "The voter is already part of the set of voters.",
+    ErrorCode.VOTER_NOT_FOUND: "The voter is not part of the set of voters.",
+    ErrorCode.INVALID_REQUEST: "This most likely occurs because of a request being malformed "
                                "by the client library or the message was sent to an "
                                "incompatible broker. See the broker logs for more details.",
-    ErrorCode.unsupported_version: "The version of API is not supported.",
-    ErrorCode.inconsistent_cluster_id: "The clusterId in the request does not match that "
+    ErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
+    ErrorCode.INCONSISTENT_CLUSTER_ID: "The clusterId in the request does not match that "
                                        "found on the server",
 }
 
@@ -163,14 +163,14 @@ async def _ask_controller(address: Address, deadline: float, security: ClientSec
     cluster = await request_once(address, DescribeClusterRequest(
         endpoint_type=CONTROLLER_ENDPOINTS), deadline, security)
     assert isinstance(cluster, DescribeClusterResponse)
-    if cluster.error_code in (ErrorCode.mismatched_endpoint_type,
-                              ErrorCode.unsupported_endpoint_type):  # Kafka 3.7-3.9
+    if cluster.error_code in (ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                              ErrorCode.UNSUPPORTED_ENDPOINT_TYPE):  # Kafka 3.7-3.9
         # A broker (--bootstrap-server): it forwards the quorum APIs to the active controller.
         brokers = await request_once(address, DescribeClusterRequest(
             endpoint_type=BROKER_ENDPOINTS), deadline, security)
         assert isinstance(brokers, DescribeClusterResponse)
         return ActiveController(brokers.cluster_id, brokers.controller_id, address)
-    if cluster.error_code != ErrorCode.none:
+    if cluster.error_code != ErrorCode.NONE:
         raise QuorumToolError(f"DescribeCluster failed: {error_name(cluster.error_code)}")
     leader = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
     if leader is None:
@@ -231,13 +231,13 @@ async def describe_quorum(bootstrap: Address, *more: Address, timeout_s: float =
 
 
 def _quorum_info(cluster_id: str, response: rpc.DescribeQuorumResponse) -> QuorumInfo:
-    if response.error_code != ErrorCode.none:
+    if response.error_code != ErrorCode.NONE:
         raise QuorumToolError(f"DescribeQuorum failed: {error_name(response.error_code)}")
     parts = [p for t in response.topics for p in t.partitions]
     if len(parts) != 1:
         raise QuorumToolError(f"DescribeQuorum returned {len(parts)} partitions, expected 1")
     part = parts[0]
-    if part.error_code != ErrorCode.none:
+    if part.error_code != ErrorCode.NONE:
         raise QuorumToolError(f"DescribeQuorum failed: {error_name(part.error_code)}")
     endpoints = {
         node.node_id: tuple(f"{lst.name}://{lst.host}:{lst.port}" for lst in node.listeners)
@@ -376,7 +376,7 @@ async def add_controller(bootstrap: Sequence[Address], identity: ControllerIdent
             [(e.name, e.host, e.port) for e in identity.endpoints], max(timeout_ms, 1))
 
     await _change_voters(
-        "add the controller", bootstrap, request, ErrorCode.duplicate_voter,
+        "add the controller", bootstrap, request, ErrorCode.DUPLICATE_VOTER,
         lambda info: info.has_voter(identity.node_id, identity.directory_id), timeout_s,
         security)
 
@@ -389,7 +389,7 @@ async def remove_controller(bootstrap: Sequence[Address], node_id: int,
     await _change_voters(
         "remove the controller", bootstrap,
         lambda cluster_id, _: rpc.remove_voter_request(cluster_id, node_id, directory_id),
-        ErrorCode.voter_not_found,
+        ErrorCode.VOTER_NOT_FOUND,
         lambda info: not info.has_voter(node_id, directory_id), timeout_s, security)
 
 
@@ -413,7 +413,7 @@ async def _change_voters(
         sent = True
         response = await request_once(active.address, request, deadline, security)
         error = ErrorCode(response.error_code)
-        if error == ErrorCode.none:
+        if error == ErrorCode.NONE:
             return
         if error == already_done_error and retry_is_ambiguous:
             described = await request_once(active.address, rpc.describe_quorum_request(),

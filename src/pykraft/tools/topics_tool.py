@@ -254,7 +254,7 @@ async def create_topic(admin: AdminClient, name: str, *, partitions: int | None 
         topics=(topic,), timeout_ms=_timeout_ms(admin), validate_only=False))
     assert isinstance(answer, CreateTopicsResponse)
     for result in answer.topics:
-        if result.error_code == ErrorCode.topic_already_exists and if_not_exists:
+        if result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and if_not_exists:
             return False
         raise_for(result.error_code, result.error_message)
     return True

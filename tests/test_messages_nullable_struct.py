@@ -1,6 +1,6 @@
 """KIP-893 nullable structs in the schema codec: an int8 marker (-1 null, 1 present) before
-the struct, as Kafka's generated readers and writers lay it out; the reader of inbound kio
-requests relies on it (DescribeTopicPartitions' Cursor)."""
+the struct, as Kafka's generated readers and writers lay it out; the generated classes with a
+nullable struct rely on it (ConsumerGroupHeartbeatResponse's Assignment)."""
 
 # kafka_field() returns a dataclasses.Field, which ruff cannot see for struct-typed fields:
 # ruff: noqa: RUF009

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from kio.schema.index import api_key_map
 
+from pykraft.messages.kafka import API_MESSAGES
 from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.header import RequestHeader
 
@@ -29,7 +29,7 @@ def test_captured_frame_decodes_and_reencodes_identically(path: Path) -> None:
     frame = decode_request(wire)
     match = NAME.match(path.name)
     assert match is not None
-    assert api_key_map[frame.api_key] == match.group("api")
+    assert API_MESSAGES[frame.api_key][1] == match.group("api")
     assert frame.api_version == int(match.group("v"))
     assert encode_request(frame.header, frame.body, frame.unknown_tags, frame.trailing) == wire
 

@@ -18,19 +18,19 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kio_strategies import request_bodies
 from pykraft.errors import MalformedMessageError, MessageDecodeError
 from pykraft.messages.varint import encode_uvarint
 from pykraft.protocol.apis import ApiKey, api_spec
 from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.header import RequestHeader, encode_request_header, request_header_version
+from rpc_strategies import request_bodies
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 MAX_FRAME = 4000
 _INT32 = struct.Struct(">i")
 
-#: (api, version) -> (bytes of fixed-width fields before the first array, its name in Kafka's
-#: schema; kio's decoder says it in snake case, the generated classes as Kafka spells it).
+#: (api, version) -> (bytes of fixed-width fields before the first array, its name as Kafka's
+#: schema spells it, which the generated classes' decode errors name).
 FIRST_ARRAY = {
     (ApiKey.METADATA, 4): (0, "Topics"),  # classic
     (ApiKey.METADATA, 12): (0, "Topics"),  # flexible

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kio_strategies import PAIR_IDS, PAIRS, request_bodies, response_bodies
 from pykraft.errors import MalformedMessageError, ProtocolError
 from pykraft.protocol.codec import (
     decode_request,
@@ -19,6 +18,7 @@ from pykraft.protocol.codec import (
     encode_response,
 )
 from pykraft.protocol.header import RequestHeader
+from rpc_strategies import PAIR_IDS, PAIRS, request_bodies, response_bodies
 
 SETTINGS = settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -95,7 +95,7 @@ SASL_AUTH_V0 = bytes.fromhex("0024000000000001ffff")
 FETCH_SNAPSHOT_V0 = bytes.fromhex("003b000000000001ffff00")
 
 ABSURD = {
-    # kio 0.6.5's native reader aborts the process on this compact array count.
+    # A count a reader that trusts it would allocate for (a native reader once aborted).
     "compact count 2^32-2": METADATA_V13 + bytes.fromhex("ffffffff0f") + b"\x00" * 8,
     "compact count 2^31": METADATA_V13 + bytes.fromhex("8180808008") + b"\x00" * 8,
     "compact count over 5 bytes": METADATA_V13 + bytes.fromhex("ffffffffff01"),

@@ -1,15 +1,14 @@
 """The conformance table: one :class:`Case` per (API, behaviour).
 
 A case sends its request at any version (``send``: built by kafka-python where it has the
-API, else by kio), reduces the response to a version-independent meaning (``meaning``),
-and says what that meaning must be (``expect``; None: the same as at the latest version,
-for answers that depend on the cluster's state rather than on the request). Adding a
-data-plane API is adding rows here.
+API, else by pykraft's generated classes), reduces the response to a version-independent
+meaning (``meaning``), and says what that meaning must be (``expect``; None: the same as at
+the latest version, for answers that depend on the cluster's state rather than on the
+request). Adding a data-plane API is adding rows here.
 """
 
 from __future__ import annotations
 
-import datetime
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -64,6 +63,7 @@ from pykraft.messages.kafka import assign_replicas_to_dirs_request as dirs_req
 from pykraft.messages.kafka import begin_quorum_epoch_request as bqe_req
 from pykraft.messages.kafka import end_quorum_epoch_request as eqe_req
 from pykraft.messages.kafka import fetch_snapshot_request as fs_req
+from pykraft.messages.kafka import produce_request as produce_req
 from pykraft.messages.kafka import remove_raft_voter_request as remove_req
 from pykraft.messages.kafka import update_raft_voter_request as update_req
 from pykraft.messages.kafka import vote_request as vote_req
@@ -118,7 +118,7 @@ class Case:
 def code(value: int) -> str:
     """Error codes shown by Kafka's name, so a failing row reads like Kafka's logs."""
     try:
-        return ErrorCode(value).name.upper()
+        return ErrorCode(value).name
     except ValueError:
         return str(value)
 
@@ -686,9 +686,10 @@ def produce(acks: int, topic: str | None = None, *, records: bytes = b"") -> Cal
     def send(run: Run) -> Any:
         name = topic or run.cluster.topic
         named = {"name": name} if run.version < 13 else {"topic_id": topic_id_of(run, name)}
-        return run.kio(0, {
-            "acks": acks, "timeout": datetime.timedelta(seconds=5), "topic_data": [
-                {**named, "partition_data": [{"index": 0, "records": records}]}]})
+        return run.generated(0, produce_req.ProduceRequest(
+            acks=acks, timeout_ms=5_000, topic_data=(produce_req.TopicProduceData(
+                **named, partition_data=(produce_req.PartitionProduceData(
+                    index=0, records=records),)),)))
     return send
 
 

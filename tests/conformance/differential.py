@@ -1,9 +1,9 @@
 """Decoded responses of Kafka and pykraft, made comparable field by field.
 
-A response body (kafka-python's ``ApiMessage``, kio's dataclass entity, or what a row
-returns around them: a list of bodies, a string such as ``CLOSED``) becomes a tree of plain
-values (:func:`plain`); :func:`normalised` then rewrites only what two clusters in the same
-state cannot share, each rule for one reason:
+A response body (kafka-python's ``ApiMessage``, a generated dataclass of
+:mod:`pykraft.messages.kafka`, or what a row returns around them: a list of bodies, a string
+such as ``CLOSED``) becomes a tree of plain values (:func:`plain`); :func:`normalised` then
+rewrites only what two clusters in the same state cannot share, each rule for one reason:
 
 =====================  ==================================================================
 What                   Why it is rewritten
@@ -34,7 +34,6 @@ defect, or an exception of :mod:`conformance.kafka_differences` citing Kafka's s
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import enum
 import re
 import uuid
@@ -67,10 +66,6 @@ def plain(value: Any) -> Plain:
 def _scalar(value: Any) -> Plain:
     if isinstance(value, enum.Enum):
         return _scalar(value.value)
-    if isinstance(value, datetime.timedelta):
-        return round(value.total_seconds() * 1000)
-    if isinstance(value, datetime.datetime):
-        return round(value.timestamp() * 1000)
     if isinstance(value, uuid.UUID):
         return str(value) if value not in FIXED_UUIDS else f"<fixed uuid {value.int}>"
     if value is None or isinstance(value, bool | int | float | str | bytes):

@@ -21,15 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader
 
 from conformance.cases import ABSENT, topic_state
 from conformance.differential import Plain, plain
 from conformance.harness import BROKER, ClusterInfo, Run
-from conformance.wire import exchange, framed, kio_decode
+from conformance.wire import exchange, framed, generated_answer
+from pykraft.messages import rpc
+from pykraft.messages.kafka.create_partitions_request import CreatePartitionsRequest
+from pykraft.messages.kafka.create_topics_request import CreateTopicsRequest
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 
 FRAMES_DIR = Path(__file__).parent.parent / "fixtures" / "client_frames"
 _NAME = re.compile(r"(?P<client>[a-z-]+?)-(?P<api>[a-z_]+)-v(?P<version>\d+)(-\d+)?")
@@ -70,13 +70,10 @@ class Frame:
         return f"frame:{self.path.stem}"
 
     @cached_property
-    def body(self) -> Any:
-        """The request body, read by kio (the bytes sent are the file's, not a re-encoding;
-        bytes after the body, which Kafka ignores, are left unread)."""
-        schema: Any = load_request_schema(self.api_key, self.version)
-        _header, header_size = entity_reader(schema.__header_schema__)(self.wire, 0)
-        body, _size = entity_reader(schema)(self.wire, header_size)
-        return body
+    def body(self) -> object:
+        """The request body, read by the generated classes (the bytes sent are the file's,
+        not a re-encoding; bytes after the body, which Kafka ignores, are left unread)."""
+        return rpc.decode_request(self.wire).body
 
 
 def frames() -> list[Frame]:
@@ -86,11 +83,12 @@ def frames() -> list[Frame]:
 
 
 def send(frame: Frame, cluster: ClusterInfo) -> Plain:
-    """The response body to ``frame`` on ``cluster``'s broker (decoded by kio at the
-    frame's version) with two more fields no response has: ``header`` (the correlation id
-    echoed) and, for a frame that changes topics, ``then`` (their states afterwards)."""
+    """The response body to ``frame`` on ``cluster``'s broker (decoded by the generated
+    classes at the frame's version) with two more fields no response has: ``header`` (the
+    correlation id echoed) and, for a frame that changes topics, ``then`` (their states
+    afterwards)."""
     payload = exchange(cluster.broker, framed(frame.wire))
-    answer = kio_decode(payload, load_response_schema(frame.api_key, frame.version))
+    answer = generated_answer(frame.api_key, frame.version, payload)
     body = plain(answer.body)
     assert isinstance(body, dict)
     body["header"] = {"correlation_id": answer.correlation_id}
@@ -102,18 +100,29 @@ def send(frame: Frame, cluster: ClusterInfo) -> Plain:
     return body
 
 
-def _deleted(body: Any) -> list[tuple[str, str]]:
-    names = body.topic_names if hasattr(body, "topic_names") else [
-        topic.name for topic in body.topics]
-    return [(name, ABSENT) for name in names]
+Settles = list[tuple[str, str]]
+
+
+def _created(body: object) -> Settles:
+    assert isinstance(body, CreateTopicsRequest)
+    return [] if body.validate_only else [
+        (t.name, f"{t.num_partitions} partitions") for t in body.topics]
+
+
+def _partitioned(body: object) -> Settles:
+    assert isinstance(body, CreatePartitionsRequest)
+    return [] if body.validate_only else [
+        (t.name, f"{t.count} partitions") for t in body.topics]
+
+
+def _deleted(body: object) -> Settles:
+    """Named by ``topic_names`` before v6, by ``topics`` from v6 (the other one is empty)."""
+    assert isinstance(body, DeleteTopicsRequest)
+    names = [*body.topic_names, *(topic.name for topic in body.topics)]
+    return [(name, ABSENT) for name in names if name is not None]
 
 
 #: API key -> the (topic, state it settles on) of each topic a request of it changes:
 #: CreateTopics, CreatePartitions, DeleteTopics.
-STATES: dict[int, Callable[[Any], list[tuple[str, str]]]] = {
-    19: lambda body: [] if body.validate_only else [
-        (t.name, f"{t.num_partitions} partitions") for t in body.topics],
-    37: lambda body: [] if body.validate_only else [
-        (t.name, f"{t.count} partitions") for t in body.topics],
-    20: _deleted,
-}
+STATES: dict[int, Callable[[object], Settles]] = {19: _created, 37: _partitioned,
+                                                  20: _deleted}

@@ -1,32 +1,18 @@
 """What a conformance row runs against: the cluster's addresses, one (case, listener,
-version) run, and builders for the two independent encoders.
-
-kio's entities are one class per version, so :func:`kio_entity` builds one from a
-version-independent dict: fields the version lacks are left out, fields it has and the dict
-does not name get their schema default (or the zero of their type).
-"""
+version) run, and senders for its two encoders (kafka-python's, independent of pykraft, and
+pykraft's generated classes for what kafka-python lacks)."""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import typing
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-
-from conformance.wire import Answer, generated_call, kafka_python_call, kio_call
-from pykraft.protocol.convert import entity_in
+from conformance.wire import generated_call, kafka_python_call
 
 BROKER = "broker"
 CONTROLLER = "controller"
 #: The broker's SASL_PLAINTEXT listener (PLAIN, users of sasl_cases.py).
 SASL = "sasl"
-_ZEROS: dict[str, object] = {"bool": False, "string": "", "bytes": b"", "uuid": None,
-                             "timedelta_i32": datetime.timedelta(0),
-                             "timedelta_i64": datetime.timedelta(0)}
 
 
 @dataclass(frozen=True)
@@ -75,47 +61,7 @@ class Run:
         return kafka_python_call(self.address, request, response_class,
                                  unknown_tag=unknown_tag).body
 
-    def generated(self, api_key: int, request: Any) -> Any:
+    def generated(self, api_key: int, request: object) -> Any:
         """The response body to a generated request (:mod:`pykraft.messages.kafka`) at
-        this version."""
+        this version, decoded by the same classes."""
         return generated_call(self.address, api_key, self.version, request).body
-
-    def kio(self, api_key: int, fields: Mapping[str, Any]) -> Any:
-        """The response body to the kio request at this version built from ``fields``."""
-        answer: Answer = kio_call(self.address, kio_entity(
-            load_request_schema(api_key, self.version), fields),
-            load_response_schema(api_key, self.version))
-        return answer.body
-
-
-def kio_entity(cls: type, values: Mapping[str, Any]) -> Any:
-    """``cls`` (a kio entity of some version) from a version-independent dict."""
-    kwargs: dict[str, Any] = {}
-    for field in dataclasses.fields(cls):
-        if field.name in values:
-            kwargs[field.name] = _value(values[field.name], field.type)
-        elif (field.default is dataclasses.MISSING
-              and field.default_factory is dataclasses.MISSING):
-            kwargs[field.name] = _zero(field)
-    return cls(**kwargs)
-
-
-def _value(value: Any, annotation: Any) -> Any:
-    nested = entity_in(annotation)
-    if nested is None or value is None:
-        return tuple(value) if isinstance(value, list) else value
-    if isinstance(value, list):
-        return tuple(kio_entity(nested, item) for item in value)
-    return kio_entity(nested, value)
-
-
-def _zero(field: dataclasses.Field[Any]) -> Any:
-    if typing.get_origin(field.type) is tuple:
-        return ()
-    nested = entity_in(field.type)
-    if nested is not None:
-        return kio_entity(nested, {})
-    kafka_type = field.metadata.get("kafka_type", "")
-    return _ZEROS.get(kafka_type, 0)
-
-

@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
-from kio.schema.index import api_key_map
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "oracle"))
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
@@ -44,6 +43,7 @@ from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.kafka_differences import excepted, fixed, known_defect
 from conformance.test_conformance import ROWS, Row, param
 from conformance.wire import ConnectionClosed, exchange, framed, raw_header
+from pykraft.messages.kafka import API_MESSAGES
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.tools.quorum_tool import parse_host_port
@@ -172,7 +172,7 @@ def ranges(cluster: ClusterInfo, listener: str) -> dict[int, tuple[int, int]]:
 
 LISTENERS = (BROKER, CONTROLLER)
 NOT_SERVED = [(listener, key) for listener in LISTENERS
-              for key in sorted({*api_key_map, UNKNOWN_API_KEY})
+              for key in sorted({*API_MESSAGES, UNKNOWN_API_KEY})
               if key not in listener_ranges(Listener(listener))]
 SERVED = [(listener, key) for listener in LISTENERS
           for key in sorted(listener_ranges(Listener(listener)))]

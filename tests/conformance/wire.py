@@ -1,21 +1,17 @@
 """Framing and encoding that do not go through pykraft's codec.
 
 A request is encoded by kafka-python (its ``ApiMessage`` classes carry Kafka's JSON
-schemas) when it has the API, else by kio's entity writer with kio's header entities, and a
-version neither has (ApiVersions v5) by pykraft's generated classes and their codec
-(:mod:`pykraft.messages.rpc`, not the server's kio/generated switch); the response is decoded
-by the same library. Connections are plain blocking sockets.
+schemas) when it has the API and version, else by pykraft's generated classes and their codec
+(:mod:`pykraft.messages.rpc`, called directly, not through the server's codec); the response
+is decoded by the same library. Connections are plain blocking sockets.
 """
 
 from __future__ import annotations
 
-import io
 import socket
 import struct
 from dataclasses import dataclass
 from typing import Any
-
-from kio.serial import entity_reader, entity_writer
 
 from pykraft.messages import rpc
 
@@ -78,41 +74,19 @@ def kafka_python_call(address: tuple[str, int], request: Any, response_class: An
 
 
 def generated_call(address: tuple[str, int], api_key: int, version: int,
-                   request: Any) -> Answer:
+                   request: object) -> Answer:
     """``request`` is a generated class (:mod:`pykraft.messages.kafka`), sent at ``version``
-    by their codec: for versions neither kafka-python nor kio has."""
+    by their codec: for the APIs and versions kafka-python lacks."""
     header = rpc.RequestHeader(api_key, version, CORRELATION_ID, CLIENT_ID)
     payload = exchange(address, framed(rpc.encode_request(header, request)))
+    return generated_answer(api_key, version, payload)
+
+
+def generated_answer(api_key: int, version: int, payload: bytes) -> Answer:
+    """A response frame (no size) to ``api_key`` v``version``, read by the generated
+    classes, header included (trailing bytes refused)."""
     frame = rpc.decode_response(api_key, version, payload)
     return Answer(frame.body, frame.correlation_id)
-
-
-def kio_call(address: tuple[str, int], request: Any, response_class: Any) -> Answer:
-    """``request`` is a kio request entity; ``response_class`` the kio response entity."""
-    return kio_decode(exchange(address, framed(kio_encode(request))), response_class)
-
-
-def kio_encode(request: Any) -> bytes:
-    """A kio request entity with its header, unframed."""
-    header_class: Any = type(request).__header_schema__
-    fields = {"request_api_key": request.__api_key__,
-              "request_api_version": request.__version__,
-              "correlation_id": CORRELATION_ID, "client_id": CLIENT_ID}
-    names = {f for f in header_class.__dataclass_fields__}
-    buffer = io.BytesIO()
-    entity_writer(header_class)(buffer, header_class(**{k: v for k, v in fields.items()
-                                                          if k in names}))
-    entity_writer(type(request))(buffer, request)
-    return buffer.getvalue()
-
-
-def kio_decode(payload: bytes, response_class: Any) -> Answer:
-    """A response frame (no size) read as ``response_class``, header included."""
-    header, header_size = entity_reader(response_class.__header_schema__)(payload, 0)
-    body, body_size = entity_reader(response_class)(payload, header_size)
-    if header_size + body_size != len(payload):
-        raise AssertionError(f"trailing bytes after {response_class.__name__}")
-    return Answer(body, int(header.correlation_id))
 
 
 def raw_header(api_key: int, version: int) -> bytes:

@@ -1,10 +1,11 @@
-"""The abusive requests of the resource-abuse suite, built from the protocol's own message
-classes (kio's schemas): every array of a request repeats one element (duplicates) as many
-times as fits the frame limit, fields naming a topic, topic id, group or cluster name ones
-the target cluster has (so the request reaches real work, not a cheap "unknown topic"),
-other fields keep the schema's defaults (empty strings: the most entries per byte), and
-trailing bytes, which Kafka ignores, pad the frame to exactly ``socket.request.max.bytes``.
-Also the compression bombs: one small batch expanding to hundreds of MB, per codec."""
+"""The abusive requests of the resource-abuse suite, built from the schemas of the generated
+message classes (:mod:`pykraft.messages.kafka`): every array of a request repeats one element
+(duplicates) as many times as fits the frame limit, fields naming a topic, topic id, group or
+cluster name ones the target cluster has (so the request reaches real work, not a cheap
+"unknown topic"), other fields keep the schema's defaults (empty strings: the most entries
+per byte), and trailing bytes, which Kafka ignores, pad the frame to exactly
+``socket.request.max.bytes``. Also the compression bombs: one small batch expanding to
+hundreds of MB, per codec."""
 
 from __future__ import annotations
 
@@ -14,19 +15,15 @@ import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import cramjam
 import lz4.frame
 import zstandard
-from kio.serial import entity_writer
 
 from pykraft.messages import rpc
-from pykraft.messages.kio_adapter import kio_schema
 from pykraft.messages.schema import ArrayOf, FieldSpec, MessageSchema, schema_of
 from pykraft.messages.varint import encode_uvarint, encode_varint
-from pykraft.protocol.apis import API_SPECS, GENERATED_APIS, ApiKey
-from pykraft.protocol.codec import request_type
+from pykraft.protocol.apis import API_SPECS, ApiKey
 from pykraft.protocol.frame import encode_frame
 from pykraft.protocol.header import (
     RequestHeader,
@@ -87,7 +84,7 @@ def _repeated(spec: FieldSpec, version: int) -> bool:
 
 
 def filled(schema: MessageSchema, n: int, values: Mapping[str, Callable[[Target], object]],
-           target: Target, version: int) -> Any:
+           target: Target, version: int) -> object:
     """An instance of ``schema`` at ``version`` whose every array holds ``n`` copies of one
     element (slow to encode for large ``n``; :func:`encoded` writes the same bytes fast)."""
     built: list[object] = []
@@ -176,14 +173,10 @@ def header_bytes(api_key: int, version: int) -> bytes:
                                  request_header_version(api_key, version, flexible))
 
 
-def request_schema(api_key: int, version: int) -> MessageSchema:
-    """The schema of the request: kio's class of ``version``, or the generated class of
-    every version (which the API table moves to one by one; its fields absent at
-    ``version`` are left out by :func:`filled` and :func:`encoded`)."""
-    body_type = request_type(api_key, version)
-    if ApiKey(api_key) not in GENERATED_APIS:
-        return kio_schema(body_type)
-    return schema_of(body_type)
+def request_schema(api_key: int) -> MessageSchema:
+    """The schema of the request's generated class, one for every version (its fields absent
+    at a version are left out by :func:`filled` and :func:`encoded`)."""
+    return schema_of(rpc.request_class(api_key))
 
 
 def largest_request(api_key: int, shape: Shape, target: Target, max_bytes: int) -> Abuse:
@@ -191,7 +184,7 @@ def largest_request(api_key: int, shape: Shape, target: Target, max_bytes: int) 
     trailing bytes (which Kafka ignores) to exactly ``max_bytes``."""
     spec = API_SPECS[ApiKey(api_key)]
     version = spec.max_version
-    schema = request_schema(api_key, version)
+    schema = request_schema(api_key)
     values = {**COMMON, **shape.values}
     flexible = spec.is_flexible(version)
     header = header_bytes(api_key, version)
@@ -295,15 +288,6 @@ def check_bomb(codec: str, batch: bytes) -> int:
     return len(compression.decompress(code, batch[61:]))
 
 
-
-def frame_of(api_key: int, version: int, body: Any) -> bytes:
-    """One size-prefixed request of a kio or generated body (correlation id 1)."""
-    return encode_frame(header_bytes(api_key, version) + _body_bytes(body, version))
-
-
-def _body_bytes(body: Any, version: int) -> bytes:
-    if not hasattr(type(body), "__version__"):  # a generated class serves every version
-        return rpc.encode_body(body, version)
-    out = io.BytesIO()
-    entity_writer(type(body))(out, body)
-    return out.getvalue()
+def frame_of(api_key: int, version: int, body: object) -> bytes:
+    """One size-prefixed request of a generated body at ``version`` (correlation id 1)."""
+    return encode_frame(header_bytes(api_key, version) + rpc.encode_body(body, version))

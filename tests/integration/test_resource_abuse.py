@@ -46,14 +46,14 @@ from broker_harness import (
     wait_for,
     wait_for_brokers,
 )
-from kio.static.primitive import Records
 
 from pykraft.ids import ZERO_UUID, TopicPartition
 from pykraft.messages.kafka import produce_request as produce
+from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
 from pykraft.messages.kafka.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from pykraft.protocol.api_versions import ranges_from_response
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import decode_response, request_type
+from pykraft.protocol.codec import decode_response
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.tools.get_offsets_tool import list_offsets_request
@@ -79,9 +79,9 @@ def _absent(target: Target) -> str:
     return f"{target.topic}-absent"
 
 
-def _records(target: Target) -> Records:
-    return Records(encode_batch(0, [(None, b"abuse")], partition_leader_epoch=-1,
-                                timestamp=1_700_000_000_000))
+def _records(target: Target) -> bytes:
+    return encode_batch(0, [(None, b"abuse")], partition_leader_epoch=-1,
+                        timestamp=1_700_000_000_000)
 
 
 #: A DeleteTopics of the abused topic would delete it for the cases after it (named, with
@@ -258,7 +258,7 @@ def _measured(cluster: Cluster, node_id: int, frame: bytes, case: str) -> Figure
 
 
 def _advertised(port: int) -> set[int]:
-    frame = frame_of(ApiKey.API_VERSIONS, 3, request_type(ApiKey.API_VERSIONS, 3)(
+    frame = frame_of(ApiKey.API_VERSIONS, 3, ApiVersionsRequest(
         client_software_name="abuse", client_software_version="1"))
     with socket.create_connection((HOST, port), timeout=ANSWER_WITHIN_S) as sock:
         sock.sendall(frame)

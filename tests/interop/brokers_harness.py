@@ -8,9 +8,6 @@ and read from the disks of its brokers (each replica's segments, compared byte f
 
 from __future__ import annotations
 
-import io
-import socket
-import struct
 import threading
 import time
 from collections import Counter
@@ -27,13 +24,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
-from kio.schema.elect_leaders.v2.request import ElectLeadersRequest
-from kio.schema.elect_leaders.v2.request import TopicPartitions as ElectTopic
-from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
-from kio.schema.types import TopicName
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i8, i32
-from oracle_cluster import _read, call
+from oracle_cluster import call
 
 from pykraft.ids import TopicPartition as PartitionName
 from pykraft.messages.kafka.create_topics_request import (
@@ -42,6 +33,9 @@ from pykraft.messages.kafka.create_topics_request import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from pykraft.messages.kafka.elect_leaders_request import ElectLeadersRequest
+from pykraft.messages.kafka.elect_leaders_request import TopicPartitions as ElectTopic
+from pykraft.messages.kafka.elect_leaders_response import ElectLeadersResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.storage.partition_log import partition_dir_name
 
@@ -87,23 +81,11 @@ def elect(address: str, election: int, topic: str, partition_ids: Iterable[int],
     """ElectLeaders v2 (``election`` 0 preferred, 1 unclean) sent to the broker at
     ``address``: each partition's error code. Sent
     to a Kafka broker, which forwards it to Kafka's controller: pykraft's brokers do not
-    serve ElectLeaders (issue 31), and pykraft's codec does not know it."""
-    body = io.BytesIO()
-    entity_writer(ElectLeadersRequest)(body, ElectLeadersRequest(
-        election_type=i8(election), topic_partitions=(ElectTopic(
-            topic=TopicName(topic), partitions=tuple(i32(p) for p in partition_ids)),)))
-    client = b"brokers-test"
-    # request header v2: key, version, correlation id, client id, no tagged fields
-    payload = (struct.pack(">hhih", ELECT_LEADERS_KEY, 2, 1, len(client)) + client + b"\0"
-               + body.getvalue())
-    host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=70) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        frame = _read(sock, size)
-    # response header v1: correlation id, no tagged fields
-    answer, _ = entity_reader(ElectLeadersResponse)(frame, 5)
-    assert answer.error_code == 0, answer
+    serve ElectLeaders (issue 31)."""
+    answer = call(address, ELECT_LEADERS_KEY, 2, ElectLeadersRequest(
+        election_type=election, topic_partitions=(ElectTopic(
+            topic=topic, partitions=tuple(partition_ids)),)), timeout_s=70)
+    assert isinstance(answer, ElectLeadersResponse) and answer.error_code == 0, answer
     return {p.partition_id: int(p.error_code)
             for r in answer.replica_election_results for p in r.partition_result}
 

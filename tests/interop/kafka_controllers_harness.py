@@ -5,7 +5,7 @@ Kafka's controllers are driven with Kafka's own tools (through the pykraft broke
 the controllers where a tool takes ``--bootstrap-controller``) and, for the requests Kafka's
 Admin client refuses to send to a controller (CreateTopics, ElectLeaders, AlterClientQuotas:
 ``UnsupportedEndpointTypeException``) and a pykraft broker does not serve, with the request
-itself sent to the active controller (:func:`controller_request`, encoded by kio).
+itself sent to the active controller (:func:`controller_request`, a generated class).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
-import struct
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +20,6 @@ from typing import TypeVar
 
 from kafka_brokers_harness import wait_until
 from kafka_tools import ClusterTools, Outcome, ToolRun, run_batch
-from kio.static.primitive import i32
-from kio.static.protocol import HeaderV1ResponsePayload, HeaderV2RequestPayload
 from oracle_cluster import (
     KAFKA,
     MIXED_RELEASE_VERSION,
@@ -32,7 +28,6 @@ from oracle_cluster import (
     KafkaInstall,
     Node,
     OracleCluster,
-    _read,
     call,
 )
 
@@ -45,11 +40,10 @@ from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
 from pykraft.messages.kafka.metadata_request import MetadataRequest
-from pykraft.messages.kio_adapter import decode_kio, encode_kio
 from pykraft.protocol.apis import ApiKey
 from pykraft.raft import rpc
 
-R = TypeVar("R", bound=HeaderV1ResponsePayload)
+R = TypeVar("R")
 
 REQUEST_TIMEOUT_S = 60.0
 WAIT_S = 90.0
@@ -77,21 +71,16 @@ SPEC = ClusterSpec(
 )
 
 
-def controller_request(cluster: OracleCluster, body: HeaderV2RequestPayload,
+def controller_request(cluster: OracleCluster, api_key: int, version: int, body: object,
                        response: type[R]) -> R:
-    """One request (a kio body) to the active controller; its response. Sent with kio's own
-    encoding, not pykraft's codec: pykraft's API table has no ElectLeaders or
+    """One request (a generated class, at ``version``) to the active controller; its
+    response, a ``response``. Sent by :func:`oracle_cluster.call`, which codes any API Kafka
+    defines: pykraft's API table has no ElectLeaders, AlterPartitionReassignments or
     AlterClientQuotas."""
-    header = body.__header_schema__(request_api_key=body.__api_key__,
-                                    request_api_version=body.__version__,
-                                    correlation_id=i32(1), client_id="pykraft-interop")
-    payload = encode_kio(header) + encode_kio(body)
-    host, _, port = active_controller(cluster).listener("controller").rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=REQUEST_TIMEOUT_S) as sock:
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        frame = _read(sock, struct.unpack(">i", _read(sock, 4))[0])
-    _, position = decode_kio(response.__header_schema__, frame, 0)
-    return decode_kio(response, frame, position)[0]
+    answer = call(active_controller(cluster).listener("controller"), api_key, version, body,
+                  timeout_s=REQUEST_TIMEOUT_S)
+    assert isinstance(answer, response), answer
+    return answer
 
 
 def run_tools(kafka: KafkaInstall, tools: ClusterTools, runs: list[ToolRun],

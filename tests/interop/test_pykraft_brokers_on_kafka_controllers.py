@@ -35,20 +35,18 @@ from kafka_controllers_harness import (
 )
 from kafka_tool_runs import ACLS, CONFIGS, CONSUMER, TOPICS, VERIFIABLE_PRODUCER
 from kafka_tools import ClusterTools, ToolRun, with_tool_batch
-from kio.schema.alter_client_quotas.v1 import request as quotas
-from kio.schema.alter_client_quotas.v1.response import AlterClientQuotasResponse
-from kio.schema.alter_partition_reassignments.v0 import request as reassign
-from kio.schema.alter_partition_reassignments.v0.response import (
-    AlterPartitionReassignmentsResponse,
-)
-from kio.schema.elect_leaders.v2 import request as elect
-from kio.schema.elect_leaders.v2.response import ElectLeadersResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import f64, i8, i32
 from oracle_cluster import KafkaInstall, Node, OracleCluster, call, running, unfenced_brokers
 
+from pykraft.messages.kafka import alter_client_quotas_request as quotas
+from pykraft.messages.kafka import alter_partition_reassignments_request as reassign
 from pykraft.messages.kafka import create_topics_request as create
 from pykraft.messages.kafka import create_topics_response as create_resp
+from pykraft.messages.kafka import elect_leaders_request as elect
+from pykraft.messages.kafka.alter_client_quotas_response import AlterClientQuotasResponse
+from pykraft.messages.kafka.alter_partition_reassignments_response import (
+    AlterPartitionReassignmentsResponse,
+)
+from pykraft.messages.kafka.elect_leaders_response import ElectLeadersResponse
 from pykraft.protocol.apis import ApiKey
 
 CLUSTER_TOOL = "org.apache.kafka.tools.ClusterTool"
@@ -57,6 +55,8 @@ BS = ("--bootstrap-server", "{bootstrap}")
 TOPIC = "events"
 MOVED = "moved"
 PARTITIONS = 4
+#: Kafka's keys of the admin APIs pykraft does not serve (not in ``ApiKey``).
+ELECT_LEADERS, ALTER_PARTITION_REASSIGNMENTS, ALTER_CLIENT_QUOTAS = 43, 45, 49
 #: pykraft's newest metadata.version (features.METADATA_VERSIONS), past the cluster's 3.9-IV0
 UPGRADED_METADATA_VERSION = "4.2-IV1"
 METADATA_DIR = "__cluster_metadata-0"
@@ -165,11 +165,11 @@ def test_brokers_on_kafka_controllers_apply_kafkas_admin_operations(
                        name="from-controller", num_partitions=2, replication_factor=3),)))
     assert isinstance(created, create_resp.CreateTopicsResponse)
     assert [t.error_code for t in created.topics] == [0], created
-    quota = controller_request(cluster, quotas.AlterClientQuotasRequest(entries=(
-        quotas.EntryData(entity=(quotas.EntityData(entity_type="client-id", entity_name="c1"),),
-                         ops=(quotas.OpData(key="producer_byte_rate", value=f64(1048576.0),
-                                            remove=False),)),), validate_only=False),
-        AlterClientQuotasResponse)
+    quota = controller_request(cluster, ALTER_CLIENT_QUOTAS, 1, quotas.AlterClientQuotasRequest(
+        entries=(quotas.EntryData(
+            entity=(quotas.EntityData(entity_type="client-id", entity_name="c1"),),
+            ops=(quotas.OpData(key="producer_byte_rate", value=1048576.0, remove=False),)),),
+        validate_only=False), AlterClientQuotasResponse)
     assert [e.error_code for e in quota.entries] == [0], quota
     for broker in cluster.brokers:
         wait_until(f"broker {broker.node_id} sees topics",
@@ -212,10 +212,10 @@ def _poll_into(consumer: Consumer, values: set[bytes]) -> int:
 
 def test_a_reassignment_moves_the_replica_between_pykraft_brokers(
         cluster: OracleCluster) -> None:
-    moving = controller_request(cluster, reassign.AlterPartitionReassignmentsRequest(topics=(
-        reassign.ReassignableTopic(name=TopicName(MOVED), partitions=(
-            reassign.ReassignablePartition(partition_index=i32(0),
-                                           replicas=(BrokerId(1001),)),)),)),
+    moving = controller_request(
+        cluster, ALTER_PARTITION_REASSIGNMENTS, 0, reassign.AlterPartitionReassignmentsRequest(
+            topics=(reassign.ReassignableTopic(name=MOVED, partitions=(
+                reassign.ReassignablePartition(partition_index=0, replicas=(1001,)),)),)),
         AlterPartitionReassignmentsResponse)
     assert moving.error_code == 0 and [
         p.error_code for t in moving.responses for p in t.partitions] == [0], moving
@@ -242,9 +242,9 @@ def test_fenced_then_unfenced_broker_regains_leadership_by_preferred_election(
                lambda: all(1002 in p.isr for p in topics_view(first)[TOPIC].values()))
     preferred = [i for i, p in topics_view(first)[TOPIC].items() if p.replicas[0] == 1002]
     assert preferred, topics_view(first)[TOPIC]
-    elected = controller_request(cluster, elect.ElectLeadersRequest(
-        election_type=i8(0), topic_partitions=(elect.TopicPartitions(
-            topic=TopicName(TOPIC), partitions=tuple(map(i32, preferred))),)),
+    elected = controller_request(cluster, ELECT_LEADERS, 2, elect.ElectLeadersRequest(
+        election_type=0, topic_partitions=(elect.TopicPartitions(
+            topic=TOPIC, partitions=tuple(preferred)),)),
         ElectLeadersResponse)
     assert elected.error_code == 0 and all(
         p.error_code == 0 for r in elected.replica_election_results

@@ -32,14 +32,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
-from kio.schema.index import api_key_map
-
 from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.messages import rpc
+from pykraft.messages.kafka import API_MESSAGES
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.protocol.api_versions import listener_ranges
-from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import decode_response, encode_request
-from pykraft.protocol.header import RequestHeader
+from pykraft.protocol.apis import Listener
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, open_with_timeout
 from pykraft.tools import kafka_runtime
 from pykraft.tools.kafka_runtime import JVM_OPTIONS
@@ -337,15 +335,15 @@ class OracleCluster:
         return codes
 
 
-def call(address: str, api: ApiKey, version: int, body: Any, *, timeout_s: float = 30.0) -> Any:
-    """One request on a fresh connection (sent and read with pykraft's codec): its decoded
-    response body."""
-    payload = encode_request(RequestHeader(api, version, 1, "pykraft-oracle"), body)
+def call(address: str, api: int, version: int, body: object, *, timeout_s: float = 30.0) -> Any:
+    """One request of any API Kafka defines on a fresh connection (sent and read with the
+    generated classes, :mod:`pykraft.messages.rpc`): its decoded response body."""
+    payload = rpc.encode_request(rpc.RequestHeader(api, version, 1, "pykraft-oracle"), body)
     host, _, port = address.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
         sock.sendall(struct.pack(">i", len(payload)) + payload)
         size = struct.unpack(">i", _read(sock, 4))[0]
-        return decode_response(api, version, _read(sock, size)).body
+        return rpc.decode_response(api, version, _read(sock, size)).body
 
 
 def _read(sock: socket.socket, count: int) -> bytes:
@@ -359,8 +357,8 @@ def _read(sock: socket.socket, count: int) -> bytes:
 
 def api_name(key: int) -> str:
     """An API key's name as Kafka spells it (``DescribeCluster``), or ``key <n>``."""
-    snake = api_key_map.get(key)
-    return f"key {key}" if snake is None else "".join(w.title() for w in snake.split("_"))
+    names = API_MESSAGES.get(key)
+    return f"key {key}" if names is None else names[0]
 
 
 def _listens(node: Node) -> bool:

@@ -17,24 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
-import datetime
 import shutil
 import sys
-import types
-import typing
-import uuid
 from pathlib import Path
-from typing import Any
-
-from kio.index import load_response_schema
-from kio.schema.index import api_key_map
 
 from pykraft.errors import ProtocolError, UnsupportedVersionError
+from pykraft.messages import rpc
+from pykraft.messages.kafka import API_MESSAGES
+from pykraft.messages.kafka.metadata_response import MetadataResponse, MetadataResponseBroker
 from pykraft.protocol.api_versions import api_versions_response, encode_unsupported_version_reply
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame, decode_request, encode_response
-from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import FrameDecoder, encode_frame
 
 CLIENT_TIMEOUT_S = 40.0
@@ -128,60 +121,22 @@ def client_commands(bootstrap: str) -> dict[str, list[str] | None]:
 # --- responses ---------------------------------------------------------------------------
 
 
-def default_value(annotation: Any) -> Any:
-    """An all-defaults value of a kio field type: zero, empty, none-error, recursively."""
-    if typing.get_origin(annotation) in (types.UnionType, typing.Union):
-        return None
-    if typing.get_origin(annotation) is tuple:
-        return ()
-    if dataclasses.is_dataclass(annotation):
-        return build(typing.cast(type, annotation), {})
-    if isinstance(annotation, type):
-        if issubclass(annotation, ErrorCode):
-            return ErrorCode.NONE
-        if issubclass(annotation, datetime.timedelta):
-            return datetime.timedelta(0)
-        if issubclass(annotation, uuid.UUID):
-            return uuid.UUID(int=0)
-        if issubclass(annotation, bool):
-            return False
-        if issubclass(annotation, int | float):
-            return 0
-        if issubclass(annotation, str | bytes):
-            return annotation()
-    raise TypeError(f"no default for {annotation!r}")
-
-
-def build(entity_type: type, values: dict[str, Any]) -> Any:
-    """A kio entity with ``values`` where it has those fields, defaults elsewhere."""
-    hints = typing.get_type_hints(entity_type)
-    kwargs = {}
-    for field in dataclasses.fields(entity_type):
-        if field.name in values:
-            kwargs[field.name] = values[field.name]
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            kwargs[field.name] = default_value(hints[field.name])
-    return entity_type(**kwargs)
-
-
-def metadata_response(version: int, port: int) -> Any:
-    schema = load_response_schema(ApiKey.METADATA, version)
-    broker_type = typing.get_args(typing.get_type_hints(schema)["brokers"])[0]
-    broker = build(broker_type, {"node_id": BROKER_ID, "host": "127.0.0.1", "port": port})
-    return build(
-        schema,
-        {"brokers": (broker,), "cluster_id": CLUSTER_ID, "controller_id": BROKER_ID, "topics": ()},
-    )
+def metadata_response(port: int) -> MetadataResponse:
+    """A one-broker cluster of no topics, the broker this server (so clients stay)."""
+    return MetadataResponse(
+        brokers=(MetadataResponseBroker(node_id=BROKER_ID, host="127.0.0.1", port=port),),
+        cluster_id=CLUSTER_ID, controller_id=BROKER_ID)
 
 
 def respond(frame: RequestFrame, port: int) -> bytes:
     api_key, version = frame.api_key, frame.api_version
+    body: object
     if api_key == ApiKey.API_VERSIONS:
         body = api_versions_response(Listener.BROKER, version)
     elif api_key == ApiKey.METADATA:
-        body = metadata_response(version, port)
-    else:
-        body = build(load_response_schema(api_key, version), {})
+        body = metadata_response(port)
+    else:  # all Kafka's schema defaults: no error, nothing listed
+        body = rpc.response_class(api_key)()
     return encode_response(frame.header.correlation_id, api_key, version, body)
 
 
@@ -200,7 +155,7 @@ class Capture:
     def record(self, frame: bytes, api_key: int, version: int) -> None:
         """Keep each distinct request once (ignoring its correlation id); the first variant
         is ``<client>-<api>-v<version>.bin``, later ones get ``-2``, ``-3``... suffixes."""
-        name = f"{self.client}-{api_key_map.get(api_key, f'api{api_key}')}-v{version}"
+        name = f"{self.client}-{API_MESSAGES[api_key][1]}-v{version}"
         variants = self.seen.setdefault(name, [])
         shape = frame[:4] + frame[8:]
         if shape in variants:

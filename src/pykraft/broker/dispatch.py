@@ -9,7 +9,8 @@ the producer id blocks this broker gets from the controller
 (:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum and the voter changes
 (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them, and a
 ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
-controller, whose answer is written at the caller's version; while the controller
+controller, whose answer is written at the caller's version once this broker's image holds
+the write (read-after-write, :mod:`pykraft.broker.read_after_write`); while the controller
 changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
 NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
 broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
@@ -61,6 +62,7 @@ from pykraft.broker.offset_topic_ids import SHARD_VERSION, answered_by_id, by_to
 from pykraft.broker.offset_topic_ids import refused as refused_by_id
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
+from pykraft.broker.read_after_write import settle
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.broker.scram_describe import describe_user_scram_credentials
@@ -437,7 +439,8 @@ class BrokerDispatcher(ListenerDispatcher):
         leader), retry with backoff for up to :data:`FORWARD_TIMEOUT_MS`, as Kafka's
         forwarding does: some clients (librdkafka's CreateTopics) do not retry per-topic
         NOT_CONTROLLER errors. A controller that speaks no Envelope raises
-        UnsupportedVersionError for the caller."""
+        UnsupportedVersionError for the caller. A write's answer waits, within the same
+        bound, until this broker's image holds it (:mod:`pykraft.broker.read_after_write`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + FORWARD_TIMEOUT_MS / 1000
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
@@ -453,8 +456,12 @@ class BrokerDispatcher(ListenerDispatcher):
                                    ErrorCode.REQUEST_TIMED_OUT, str(exc))
             except NetworkError as exc:
                 response = self._not_controller(request, exc)
+            if not is_not_controller(response):
+                await settle(request.api_key, self._channel, self._metadata,
+                             deadline - loop.time())
+                return response
             delay = backoff.next_delay_ms() / 1000
-            if not is_not_controller(response) or loop.time() + delay >= deadline:
+            if loop.time() + delay >= deadline:
                 return response
             await asyncio.sleep(delay)
 

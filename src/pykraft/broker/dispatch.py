@@ -72,14 +72,22 @@ from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
+from pykraft.messages.kafka.delete_records_response import DeleteRecordsResponse
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
+from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsResponse
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.metadata_response import MetadataResponse
+from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from pykraft.messages.kafka.offset_for_leader_epoch_response import (
+    OffsetForLeaderEpochResponse,
+)
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
     api_versions_response,
@@ -100,17 +108,8 @@ from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
 
-
-async def _log_dirs(body: Any, replicas: ReplicaManager, _: frozenset[object]) -> Any:
-    return describe_log_dirs(body, replicas)
-
-
-#: The read path's handlers other than Fetch: (request body, replicas, topics refused)
-#: -> latest response.
-READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Awaitable[Any]]] = {
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch, ApiKey.DESCRIBE_LOG_DIRS: _log_dirs,
-    ApiKey.DELETE_RECORDS: delete_records,
-}
+#: The read path's APIs other than Fetch and ListOffsets (:meth:`BrokerDispatcher._read`).
+READS = (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DELETE_RECORDS)
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
@@ -149,7 +148,7 @@ class BrokerApi:
 class Enveloped:
     """The controller's answer to a request forwarded inside an Envelope."""
 
-    response: Any
+    response: object
 
 
 class BrokerDispatcher(ListenerDispatcher):
@@ -228,8 +227,16 @@ class BrokerDispatcher(ListenerDispatcher):
     async def _read(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """The read path's other APIs (:data:`READS`), from the replica manager."""
         assert self._replicas is not None
-        answer = await READS[request.api_key](request.body, self._replicas,
-                                              self._denied(request, access))
+        body = request.body
+        answer: OffsetForLeaderEpochResponse | DeleteRecordsResponse | DescribeLogDirsResponse
+        if isinstance(body, OffsetForLeaderEpochRequest):
+            answer = await offset_for_leader_epoch(body, self._replicas,
+                                                   self._denied(request, access))
+        elif isinstance(body, DeleteRecordsRequest):
+            answer = await delete_records(body, self._replicas, self._denied(request, access))
+        else:
+            assert isinstance(body, DescribeLogDirsRequest)
+            answer = describe_log_dirs(body, self._replicas)
         return await self._encode_large(request, lambda: answer)
 
     async def _list_offsets(self, request: RequestFrame, _: Session, access: Access) -> bytes:
@@ -278,7 +285,7 @@ class BrokerDispatcher(ListenerDispatcher):
         return describe_configs(image, body, node_id=self._settings.node_id,
                                 static=self._settings.controller.properties)
 
-    async def _split_answer(self, request: RequestFrame, access: Access) -> Any:
+    async def _split_answer(self, request: RequestFrame, access: Access) -> object:
         """An admin request with parts: the refused parts answered here, the others
         forwarded (or, for DescribeConfigs, answered from the image)."""
         api_key = request.api_key
@@ -412,7 +419,7 @@ class BrokerDispatcher(ListenerDispatcher):
         """The controller's answer to ``request`` forwarded inside an Envelope (as the
         client's own, for ``session``), or None when the active controller does not take
         Envelope (it did not advertise it): the caller then forwards it as the broker's."""
-        async def send() -> Any:
+        async def send() -> object:
             envelope = await off_loop_if_large(envelope_for, request, session)
             response = await self._channel.send(envelope)
             return await off_loop_if_large(unwrapped, response, request)
@@ -425,7 +432,7 @@ class BrokerDispatcher(ListenerDispatcher):
         except EnvelopeRefusedError as exc:
             raise CloseConnection(str(exc)) from None
 
-    async def _send_plain(self, request: RequestFrame, body: Any | None = None) -> Any:
+    async def _send_plain(self, request: RequestFrame, body: object | None = None) -> object:
         """``request`` (or its ``body`` instead) sent as the broker's own request, with
         its client's id, as in Kafka's envelope: no larger than it came (with the broker's
         own id, a request at socket.request.max.bytes was 23 bytes over the controller's
@@ -433,7 +440,8 @@ class BrokerDispatcher(ListenerDispatcher):
         return await self._channel.send(controller_body(request.body) if body is None else body,
                                         request.header.client_id or "")
 
-    async def _forward(self, request: RequestFrame, send: Callable[[], Awaitable[Any]]) -> Any:
+    async def _forward(self, request: RequestFrame,
+                       send: Callable[[], Awaitable[object]]) -> object:
         """The active controller's answer, by ``send``. While the controller changes (no
         leader known yet, a lost connection, an answer of NOT_CONTROLLER from a former
         leader), retry with backoff for up to :data:`FORWARD_TIMEOUT_MS`, as Kafka's
@@ -466,7 +474,7 @@ class BrokerDispatcher(ListenerDispatcher):
             await asyncio.sleep(delay)
 
     @staticmethod
-    def _not_controller(request: RequestFrame, exc: Exception) -> Any:
+    def _not_controller(request: RequestFrame, exc: Exception) -> object:
         return error_answer(request.api_key, request.body, ErrorCode.NOT_CONTROLLER, str(exc))
 
     def _api_versions(self, version: int) -> ApiVersionsResponse:

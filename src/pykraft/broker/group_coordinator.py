@@ -44,6 +44,7 @@ from pykraft.broker.group_versions import distinct_filters, error_response, merg
 from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
+from pykraft.group.messages import ShardRequest
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
 from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
@@ -259,6 +260,7 @@ class GroupCoordinatorService:
         request's groups go to their shards :data:`GROUPS_PER_TURN` at a time, the loop
         running between (a million group ids held it for seconds); its split and merge,
         pure, run off the loop when it is large."""
+        parts: list[tuple[int, ShardRequest]]
         if api_key == ApiKey.LIST_GROUPS:
             listed = await off_loop_if_large(lambda: distinct_filters(request))
             parts = [(p, listed) for p in sorted(self._coordinators)]

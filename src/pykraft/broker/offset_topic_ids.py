@@ -124,7 +124,8 @@ def refused(api_key: int, request: OffsetRequest, code: ErrorCode) -> OffsetResp
     """The v10 answer refusing the v10 ``request`` with ``code``: on each partition of
     each topic of a commit, on each group of a fetch."""
     if isinstance(request, OffsetFetchRequest):
-        answer: OffsetFetchResponse = error_response(api_key, request, code)
+        answer = error_response(api_key, request, code)
+        assert isinstance(answer, OffsetFetchResponse)
         return answer
     return OffsetCommitResponse(topics=tuple(OffsetCommitResponseTopic(
         topic_id=t.topic_id, partitions=tuple(

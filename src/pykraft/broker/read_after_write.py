@@ -27,15 +27,10 @@ from pykraft.messages.kafka.describe_quorum_response import DescribeQuorumRespon
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.rpc import describe_quorum_request
+from pykraft.runtime.controller_channel import ControllerSender
 
 #: Forwarded APIs that write nothing: their answers are relayed at once.
 NOT_WRITES = frozenset({ApiKey.DESCRIBE_QUORUM})
-
-
-class Channel(Protocol):
-    """Where the controller's high watermark is asked (the broker's forwarding channel)."""
-
-    async def send(self, body: object, client_id: str | None = None) -> object: ...
 
 
 class Image(Protocol):
@@ -44,7 +39,7 @@ class Image(Protocol):
     async def reached(self, end_offset: int) -> None: ...
 
 
-async def controller_high_watermark(channel: Channel) -> int | None:
+async def controller_high_watermark(channel: ControllerSender) -> int | None:
     """The active controller's high watermark now, or None when it cannot be learnt."""
     try:
         answer = await channel.send(describe_quorum_request())
@@ -58,7 +53,8 @@ async def controller_high_watermark(channel: Channel) -> int | None:
     return parts[0].high_watermark
 
 
-async def settle(api_key: int, channel: Channel, image: Image, timeout_s: float) -> bool:
+async def settle(api_key: int, channel: ControllerSender, image: Image,
+                 timeout_s: float) -> bool:
     """Wait, up to ``timeout_s``, until ``image`` holds every write the controller had
     committed when it answered a forwarded ``api_key``; whether it does."""
     if api_key in NOT_WRITES or timeout_s <= 0:

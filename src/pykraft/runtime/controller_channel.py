@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from pykraft.errors import NetworkError
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.peers import PeerPool
 from pykraft.runtime.sasl_client import SaslCredentials
+
+
+class ControllerSender(Protocol):
+    """What the broker's parts that ask the controller need of :class:`ControllerChannel`
+    (the answer is any API's: each caller checks it is the one it asked for)."""
+
+    async def send(self, body: object) -> object: ...
 
 
 class ControllerChannel:

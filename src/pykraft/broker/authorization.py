@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pykraft.broker.fetch import replica_id_of
 from pykraft.broker.group_versions import (
@@ -34,12 +34,17 @@ from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroup
 from pykraft.messages.kafka.consumer_group_describe_response import (
     ConsumerGroupDescribeResponse,
 )
+from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.describe_groups_response import DescribeGroupsResponse
+from pykraft.messages.kafka.fetch_request import FetchRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.find_coordinator_response import FindCoordinatorResponse
+from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
+from pykraft.messages.kafka.init_producer_id_response import InitProducerIdResponse
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.messages.kafka.list_groups_response import ListGroupsResponse
+from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.metadata_response import MetadataResponse
 from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
@@ -54,6 +59,8 @@ from pykraft.messages.kafka.offset_delete_response import (
 )
 from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
+from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from pykraft.messages.kafka.produce_request import ProduceRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import error_answer, topic_error
@@ -72,11 +79,14 @@ _GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 _T = TypeVar("_T", OffsetCommitResponseTopic, OffsetDeleteResponseTopic)
 #: Answers a latest-version group request (a shard's, or the service's for all of them).
 GroupHandler = Callable[[ShardRequest], Awaitable[ShardResponse]]
+#: The requests checked per topic (:data:`TOPIC_FIELDS`).
+TopicRequest = (ProduceRequest | FetchRequest | ListOffsetsRequest
+                | OffsetForLeaderEpochRequest | DeleteRecordsRequest)
 #: The two group APIs checked per topic too.
 TopicsRequest = OffsetCommitRequest | OffsetDeleteRequest
 
 
-def denied_topics(api_key: int, body: Any, version: int, access: Access,
+def denied_topics(api_key: int, body: TopicRequest, version: int, access: Access,
                   image: MetadataImage) -> frozenset[object]:
     """The topics of a per-topic request (as it names them: by name, or by id from
     Produce/Fetch v13) the session may not use; an unknown id is left to the handler."""
@@ -95,7 +105,7 @@ def denied_topics(api_key: int, body: Any, version: int, access: Access,
                 keys[topic.topic_id] = found.name
         else:
             keys[str(getattr(topic, name_field))] = str(getattr(topic, name_field))
-    if api_key == ApiKey.FETCH and replica_id_of(body) >= 0:  # a follower's fetch
+    if isinstance(body, FetchRequest) and replica_id_of(body) >= 0:  # a follower's fetch
         return frozenset() if cluster_action else frozenset(keys)
     operation = BROKER_RULES[api_key].operation
     assert operation is not None
@@ -103,7 +113,8 @@ def denied_topics(api_key: int, body: Any, version: int, access: Access,
     return frozenset(key for key, name in keys.items() if name not in allowed)
 
 
-def init_producer_refusal(body: Any, access: Access, image: MetadataImage) -> Any | None:
+def init_producer_refusal(body: InitProducerIdRequest, access: Access,
+                          image: MetadataImage) -> InitProducerIdResponse | None:
     """InitProducerId: WRITE on its transactional id; an idempotent producer needs
     IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
     transactional_id = body.transactional_id
@@ -116,7 +127,9 @@ def init_producer_refusal(body: Any, access: Access, image: MetadataImage) -> An
         return None
     else:
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    return error_answer(ApiKey.INIT_PRODUCER_ID, body, code)
+    refusal = error_answer(ApiKey.INIT_PRODUCER_ID, body, code)
+    assert isinstance(refusal, InitProducerIdResponse)
+    return refusal
 
 
 def authorized_metadata(response: MetadataResponse, request: MetadataRequest, version: int,

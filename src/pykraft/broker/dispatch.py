@@ -30,7 +30,6 @@ import asyncio
 import dataclasses
 import enum
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from pykraft.broker.authorization import (
     TOPIC_FIELDS,
@@ -70,6 +69,7 @@ from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
+from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
@@ -367,7 +367,7 @@ class BrokerDispatcher(ListenerDispatcher):
         api_key, version = request.api_key, request.api_version
         ids = by_topic_id(api_key, version)
 
-        def serve(body: Any) -> Awaitable[Any]:
+        def serve(body: ShardRequest) -> Awaitable[ShardResponse]:
             return service.handle(api_key, SHARD_VERSION if ids else version, body,
                                   client_id=request.header.client_id or "",
                                   client_host="/" + session.client_host)

@@ -23,7 +23,6 @@ from pykraft.broker.group_versions import (
     merge,
     offset_commit_errors,
     offset_delete_errors,
-    replaced,
     split,
 )
 from pykraft.group.messages import ShardRequest, ShardResponse
@@ -61,6 +60,7 @@ from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
 from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from pykraft.messages.kafka.produce_request import ProduceRequest
+from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import error_answer, topic_error

@@ -96,7 +96,13 @@ from pykraft.protocol.api_versions import (
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
+from pykraft.runtime.authorization import (
+    PARTS,
+    PARTS_REQUESTS,
+    cluster_refusal,
+    merge_parts,
+    split_parts,
+)
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
@@ -290,12 +296,13 @@ class BrokerDispatcher(ListenerDispatcher):
         forwarded (or, for DescribeConfigs, answered from the image)."""
         api_key = request.api_key
         body = controller_body(request.body)  # the generated class of every version
+        assert isinstance(body, PARTS_REQUESTS)
         split = split_parts(api_key, body, access, self._metadata.image.topics.by_id)
         answer = None
         if split.allowed is not None:
             allowed = split.allowed
             answer = (self._describe_configs(allowed, self._metadata.image)
-                      if api_key == ApiKey.DESCRIBE_CONFIGS
+                      if isinstance(allowed, DescribeConfigsRequest)
                       else await self._forward(request, lambda: self._send_plain(request,
                                                                                  allowed)))
         return merge_parts(api_key, split, answer)

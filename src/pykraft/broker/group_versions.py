@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar, overload
+from typing import Protocol, TypeVar, overload
 
 from pykraft.group.messages import GroupRequest, GroupResponse, ShardRequest, ShardResponse
 from pykraft.messages import rpc
@@ -62,11 +62,9 @@ from pykraft.messages.kafka.offset_fetch_response import (
     OffsetFetchResponseTopics,
 )
 from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
+from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
 #: The APIs a group shard answers (FindCoordinator is the runtime's own).
 SHARD_APIS = frozenset({
@@ -100,7 +98,6 @@ _LOOKUP_MESSAGES: Mapping[int, str] = {
     ErrorCode.NONE: "NONE", ErrorCode.COORDINATOR_NOT_AVAILABLE: COORDINATOR_NOT_AVAILABLE}
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
-_M = TypeVar("_M", bound="DataclassInstance")
 _Req = TypeVar("_Req", bound=GroupRequest)
 _Resp = TypeVar("_Resp", bound=GroupResponse)
 _Leave = TypeVar("_Leave", bound=LeaveGroupResponse)
@@ -154,13 +151,6 @@ def _struct_in(annotation: object) -> type | None:
         return annotation
     return next((found for arg in typing.get_args(annotation)
                  if (found := _struct_in(arg)) is not None), None)
-
-
-def replaced(message: _M, **changes: object) -> _M:
-    """``message`` with the fields ``changes`` names set: fields named at run time (by
-    :data:`BATCHED`, or the ``error_code`` a response may have), which no static type
-    can check; the generated class checks them when it is written."""
-    return dataclasses.replace(message, **changes)
 
 
 # ---------------------------------------------------------------------- versions

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from pykraft.errors import NetworkError
 from pykraft.protocol.api_versions import listener_ranges
@@ -52,7 +52,7 @@ class ControllerChannel:
     def active_id(self) -> int | None:
         return self._active()
 
-    async def send(self, body: Any, client_id: str | None = None) -> Any:
+    async def send(self, body: object, client_id: str | None = None) -> object:
         """The active controller's latest-version response to ``body`` (any version);
         ``client_id``: a forwarded request's client's."""
         leader = self._active()

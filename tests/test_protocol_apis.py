@@ -24,17 +24,13 @@ def test_every_served_api_is_coded_by_the_generated_classes() -> None:
     assert set(GENERATED_APIS) == set(API_SPECS)
 
 
-#: Generated APIs whose newest versions in Kafka 4.4 pykraft does not serve yet (moved to the
-#: generated classes at kio's range; a newer version is served once its behaviour is tested
-#: against Kafka): api -> Kafka 4.4's newest version.
-BEHIND_KAFKA = {ApiKey.DELETE_GROUPS: 3}
 #: Versions Kafka 4.x's schemas have but marks latestVersionUnstable and does not advertise.
 UNSTABLE_IN_KAFKA = {ApiKey.INIT_PRODUCER_ID: {6}}  # KIP-939 two-phase commit
 
 
 @pytest.mark.parametrize("spec", GENERATED_SPECS, ids=lambda spec: spec.key.name)
 def test_a_generated_api_is_served_at_every_version_kafka_has(spec: ApiSpec) -> None:
-    newest = BEHIND_KAFKA.get(spec.key, spec.max_version)
+    newest = spec.max_version
     for cls in (request_class(spec.key), response_class(spec.key)):
         schema = schema_of(cls)
         assert schema.valid_versions is not None

@@ -102,7 +102,7 @@ def test_the_group_apis_are_advertised_at_kafkas_ranges(cluster: LocalCluster) -
     keys = (8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69)
     assert {key: ranges.get(key) for key in keys} == {
         8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
-        15: (0, 6), 16: (0, 5), 42: (0, 2), 47: (0, 0), 68: (0, 1), 69: (0, 1)}
+        15: (0, 6), 16: (0, 5), 42: (0, 3), 47: (0, 0), 68: (0, 1), 69: (0, 1)}
 
 
 def test_a_transactional_producer_fails_fast_for_want_of_a_transaction_coordinator(

@@ -1,6 +1,6 @@
 """A broker retries forwarded admin requests while the active controller changes; to a
 controller that takes Envelope it sends them inside one, as its client's (Kafka's
-ForwardingManager)."""
+ForwardingManager); it relays a write's answer once its image holds the write."""
 
 from __future__ import annotations
 
@@ -16,12 +16,14 @@ from pykraft.controller.responses import error_codes, error_response, is_not_con
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
+from pykraft.messages.kafka.describe_quorum_request import DescribeQuorumRequest
 from pykraft.messages.kafka.envelope_request import EnvelopeRequest
 from pykraft.messages.kafka.envelope_response import EnvelopeResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import RequestFrame, encode_request, encode_response
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
+from pykraft.raft import rpc
 from pykraft.runtime.listener_dispatch import CloseConnection
 from pykraft.security.principal_serde import deserialize_principal
 from pykraft.security.session import KafkaPrincipal, Session
@@ -34,15 +36,21 @@ FRAME = RequestFrame(RequestHeader(ApiKey.CREATE_TOPICS, 7, 1, "test"), REQUEST,
 
 
 class ScriptedChannel:
-    """Answers each send with the next scripted outcome (a response or an exception)."""
+    """Answers each send with the next scripted outcome (a response or an exception); a
+    DescribeQuorum, aside, with ``high_watermark``."""
 
-    def __init__(self, *outcomes: object) -> None:
+    def __init__(self, *outcomes: object, high_watermark: int = 0) -> None:
         self.outcomes = list(outcomes)
         self.sent = 0
         self.client_ids: set[str | None] = set()
         self.bodies: list[Any] = []
+        self.high_watermark = high_watermark
+        self.quorum_asked = 0
 
     async def send(self, body: Any, client_id: str | None = None) -> Any:
+        if isinstance(body, DescribeQuorumRequest):
+            self.quorum_asked += 1
+            return rpc.describe_quorum_response(1, 1, self.high_watermark, [], [])
         self.sent += 1
         self.client_ids.add(client_id)
         self.bodies.append(body)
@@ -52,14 +60,36 @@ class ScriptedChannel:
         return outcome
 
 
-def broker_on(channel: ScriptedChannel) -> BrokerDispatcher:
-    broker = object.__new__(BrokerDispatcher)  # forwarding needs only the channel
+class HeldImage:
+    """A broker's image that has replayed up to ``end`` (exclusive) until told more."""
+
+    def __init__(self, end: int) -> None:
+        self.end = end
+        self.moved = asyncio.Event()
+
+    async def reached(self, end_offset: int) -> None:
+        while self.end < end_offset:
+            self.moved.clear()
+            await self.moved.wait()
+
+    def replay_to(self, end: int) -> None:
+        self.end = end
+        self.moved.set()
+
+
+def broker_on(channel: ScriptedChannel, image: HeldImage | None = None) -> BrokerDispatcher:
+    broker = object.__new__(BrokerDispatcher)  # forwarding needs the channel and the image
     broker._channel = channel  # type: ignore[assignment]
+    broker._metadata = image or HeldImage(0)  # type: ignore[assignment]
     return broker
 
 
 def forward(channel: ScriptedChannel) -> Any:
-    broker = broker_on(channel)
+    return forward_on(channel, HeldImage(0))
+
+
+def forward_on(channel: ScriptedChannel, image: HeldImage) -> Any:
+    broker = broker_on(channel, image)
     return asyncio.run(broker._forward(FRAME, lambda: broker._send_plain(FRAME)))
 
 
@@ -152,3 +182,42 @@ def test_a_controller_without_envelope_gets_the_request_plain() -> None:
     channel = ScriptedChannel(UnsupportedVersionError("no", api_key=ApiKey.ENVELOPE))
     assert enveloped(channel) is None
     assert channel.sent == 1
+
+
+def test_a_write_is_relayed_once_the_image_holds_what_the_controller_committed() -> None:
+    """The controller's answer comes while this broker's image is still at offset 5 and
+    the controller's high watermark is 9: the answer waits until the image gets there."""
+    done = error_response(REQUEST, ErrorCode.NONE)
+    channel = ScriptedChannel(done, high_watermark=9)
+    image = HeldImage(5)
+    broker = broker_on(channel, image)
+
+    async def run() -> None:
+        answer = asyncio.create_task(broker._forward(FRAME, lambda: broker._send_plain(FRAME)))
+        for end in (6, 8):  # bounded: the answer is still held at each step
+            await asyncio.sleep(0)
+            image.replay_to(end)
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert not answer.done()
+        image.replay_to(9)
+        assert await answer is done
+    asyncio.run(run())
+    assert (channel.sent, channel.quorum_asked) == (1, 1)
+
+
+def test_a_write_is_relayed_at_the_bound_when_the_image_does_not_catch_up() -> None:
+    done = error_response(REQUEST, ErrorCode.NONE)
+    assert forward_on(ScriptedChannel(done, high_watermark=9), HeldImage(5)) is done
+
+
+def test_describe_quorum_and_an_unknown_high_watermark_are_relayed_at_once() -> None:
+    unknown = ScriptedChannel(error_response(REQUEST, ErrorCode.NONE), high_watermark=-1)
+    forward_on(unknown, HeldImage(0))
+    assert unknown.quorum_asked == 1
+    quorum = RequestFrame(RequestHeader(ApiKey.DESCRIBE_QUORUM, 2, 1, "test"),
+                          rpc.describe_quorum_request(), ApiKey.DESCRIBE_QUORUM, 2)
+    channel = ScriptedChannel(rpc.describe_quorum_response(1, 1, 9, [], []))
+    broker = broker_on(channel, HeldImage(0))
+    asyncio.run(broker._forward(quorum, lambda: broker._send_plain(quorum)))
+    assert channel.quorum_asked == 1  # the client's own, and no probe after it

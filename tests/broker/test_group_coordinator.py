@@ -20,6 +20,7 @@ from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import CorruptRecordError
 from pykraft.group.config import GroupConfig
+from pykraft.group.messages import ShardResponse
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
 from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
@@ -28,8 +29,11 @@ from pykraft.log.log_manager import LogManager
 from pykraft.messages.kafka import offset_commit_request as commit
 from pykraft.messages.kafka import offset_fetch_request as fetch
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.describe_groups_response import DescribeGroupsResponse
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.heartbeat_response import HeartbeatResponse
+from pykraft.messages.kafka.offset_commit_response import OffsetCommitResponse
+from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
@@ -91,7 +95,7 @@ class ScriptedShard:
     def tick(self, now_ms: int) -> Outcome:
         self.ticks.append(now_ms)
         self.deadline = None
-        replies = [(t, answer()) for t in self.parked]
+        replies: list[tuple[ReplyToken, ShardResponse]] = [(t, answer()) for t in self.parked]
         self.parked.clear()
         return Outcome(records=[OffsetsRecord(b"tick", b"1")], replies=replies)
 
@@ -99,7 +103,8 @@ class ScriptedShard:
         return self.deadline
 
     def unload(self) -> Outcome:
-        replies = [(t, answer(ErrorCode.NOT_COORDINATOR)) for t in self.parked]
+        replies: list[tuple[ReplyToken, ShardResponse]] = [
+            (t, answer(ErrorCode.NOT_COORDINATOR)) for t in self.parked]
         self.parked.clear()
         return Outcome(replies=replies)
 
@@ -387,6 +392,7 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
                         partition_index=p, committed_offset=o,
                         committed_metadata=metadata) for p, o in offsets.items())),)),
                 client_id="c", client_host="/127.0.0.1")
+            assert isinstance(answer, OffsetCommitResponse)
             return {int(p.error_code) for p in answer.topics[0].partitions}
 
         assert await commit_offsets({0: 5}, "") == {ErrorCode.NONE}
@@ -395,6 +401,7 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
             groups=(fetch.OffsetFetchRequestGroup(group_id="g", topics=(
                 fetch.OffsetFetchRequestTopics(name="t", partition_indexes=(
                     0, 1)),)),)), client_id="c", client_host="/127.0.0.1")
+        assert isinstance(fetched, OffsetFetchResponse)
         assert [int(p.committed_offset) for p in fetched.groups[0].topics[0].partitions] == [
             5, -1]
         part = replicas.partition_for(OFFSETS_TOPIC_NAME, 0)
@@ -422,6 +429,7 @@ def test_a_commit_whose_records_cannot_fit_one_batch_never_reaches_the_shard(
                     for p in range(30_000))),))
         reply = await r.service.handle(ApiKey.OFFSET_COMMIT, 9, body, client_id="c",
                                        client_host="/127.0.0.1")
+        assert isinstance(reply, OffsetCommitResponse)
         codes = [p.error_code for t in reply.topics for p in t.partitions]
         assert len(codes) == 30_000 and set(codes) == {ErrorCode.UNKNOWN_SERVER_ERROR}
         assert r.part.log_end_offset == 0 and r.service.partition_states == {0: "loaded"}
@@ -479,6 +487,7 @@ def test_a_batched_request_reaches_its_shard_a_piece_per_loop_turn(tmp_path: Pat
         assert sizes == [500, 500, 201] and group_coordinator.GROUPS_PER_TURN == 500
         seen_turns = [turn for _, turn in shards[-1].seen]
         assert seen_turns == sorted(set(seen_turns))  # another loop turn before each piece
+        assert isinstance(answer, DescribeGroupsResponse)
         assert [g.group_id for g in answer.groups] == names
         assert {g.error_code for g in answer.groups} == {ErrorCode.GROUP_ID_NOT_FOUND}
         await service.close()

@@ -332,7 +332,9 @@ def delete_groups(run: Run, group: str) -> Any:
 
 
 def groups_deleted(body: Any, _run: Run) -> Meaning:
-    return [code(r.error_code) for r in body.results]
+    """Each group's error and, from v3, its message (Kafka's is null but for its streams
+    topology plugin's failures; decoded below v3 as the field's default, null)."""
+    return [(code(r.error_code), r.error_message) for r in body.results]
 
 
 def delete_live_group(run: Run) -> Any:
@@ -441,11 +443,12 @@ GROUPS = [
     Case("DescribeGroups", 15, "stable_group", describe_stable, described,
          lambda _r: ("NONE", "Stable", "consumer", 1)),
     Case("DeleteGroups", 42, "unknown_group", lambda r: delete_groups(r, group_of(r)),
-         groups_deleted, lambda _r: ["GROUP_ID_NOT_FOUND"]),
+         groups_deleted, lambda _r: [("GROUP_ID_NOT_FOUND", None)]),
     Case("DeleteGroups", 42, "empty_group_with_offsets",
-         lambda r: delete_groups(r, committed_group(r)), groups_deleted, lambda _r: ["NONE"]),
+         lambda r: delete_groups(r, committed_group(r)), groups_deleted,
+         lambda _r: [("NONE", None)]),
     Case("DeleteGroups", 42, "group_with_members", delete_live_group, groups_deleted,
-         lambda _r: ["NON_EMPTY_GROUP"]),
+         lambda _r: [("NON_EMPTY_GROUP", None)]),
     Case("OffsetDelete", 47, "empty_group", lambda r: delete_offsets(r, committed_group(r)),
          offsets_deleted, lambda _r: ("NONE", ["NONE"])),
     Case("OffsetDelete", 47, "unknown_group", lambda r: delete_offsets(r, group_of(r)),

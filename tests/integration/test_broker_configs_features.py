@@ -150,3 +150,39 @@ def test_api_versions_name_finalized_and_supported_features(cluster: LocalCluste
                                "SupportedMaxVersion: 4.2-IV1\tFinalizedVersionLevel: 3.9-IV0\t"
                                "Epoch: ")
     assert int(lines[1].rsplit(" ", 1)[1]) >= 0
+
+
+def test_a_forwarded_alter_is_described_by_the_same_broker_at_once(
+        cluster: LocalCluster) -> None:
+    """Read-after-write: the broker relays the controller's answer to a forwarded write only
+    once its own image holds it, so a DescribeConfigs right after never sees the old value."""
+    broker = cluster.brokers[0]
+    key = "log.segment.delete.delay.ms"
+
+    def alter(value: str) -> IncrementalAlterConfigsRequest:
+        return IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
+            resource_type=BROKER, resource_name=str(broker),
+            configs=(AlterableConfig(name=key, config_operation=0, value=value),)),),
+            validate_only=False)
+    describe = DescribeConfigsRequest(resources=(DescribeConfigsResource(
+        resource_type=BROKER, resource_name=str(broker), configuration_keys=(key,)),))
+    wait_for("the broker to take a dynamic config",
+             lambda: try_call(cluster, broker, alter("60000")))
+
+    async def run() -> list[tuple[str, str | None]]:
+        host, port = parse_host_port(cluster.nodes[broker].address)
+        conn = await asyncio.wait_for(ClientConnection.open(
+            host, port, client_id="test", ours=listener_ranges(Listener.BROKER)), 10)
+        seen = []
+        try:
+            for i in range(50):
+                value = str(60001 + i)
+                altered = await asyncio.wait_for(conn.request(alter(value)), 30)
+                assert altered.responses[0].error_code == ErrorCode.NONE
+                described = await asyncio.wait_for(conn.request(describe), 10)
+                seen.append((value, described.results[0].configs[0].value))
+        finally:
+            conn.close()
+        return seen
+    seen = asyncio.run(run())
+    assert [value for value, described in seen if value != described] == []

@@ -19,6 +19,8 @@ from pykraft.messages.kafka import create_topics_request as ct_req
 from pykraft.messages.kafka import create_topics_response as ct_resp
 from pykraft.messages.kafka import delete_topics_request as dt_req
 from pykraft.messages.kafka import describe_configs_request as dc_req
+from pykraft.messages.kafka.delete_topics_response import DeleteTopicsResponse
+from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.authorization import merge_parts, split_parts
@@ -47,7 +49,7 @@ def test_create_topics_creates_the_allowed_and_refuses_the_rest() -> None:
         timeout_ms=1000,
         validate_only=False)
     split = split_parts(ApiKey.CREATE_TOPICS, request, access((T.TOPIC, "a", Op.CREATE)), {})
-    assert split.allowed is not None
+    assert isinstance(split.allowed, ct_req.CreateTopicsRequest)
     assert [t.name for t in split.allowed.topics] == ["a"]
     created = ct_resp.CreateTopicsResponse(topics=(
         ct_resp.CreatableTopicResult(name="a", topic_id=uuid.UUID(int=5),
@@ -55,6 +57,7 @@ def test_create_topics_creates_the_allowed_and_refuses_the_rest() -> None:
                                      num_partitions=1, replication_factor=1,
                                      configs=()),))
     merged = merge_parts(ApiKey.CREATE_TOPICS, split, created)
+    assert isinstance(merged, ct_resp.CreateTopicsResponse)
     assert [(t.name, t.error_code, t.topic_config_error_code) for t in merged.topics] == [
         ("a", ErrorCode.NONE, ErrorCode.TOPIC_AUTHORIZATION_FAILED),  # no DESCRIBE_CONFIGS
         ("b", ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.NONE)]
@@ -71,7 +74,8 @@ def test_delete_topics_by_id_needs_describe_and_delete() -> None:
                         topics)
     assert split.refused is None and split.allowed == request  # DELETE implies DESCRIBE
     refused = split_parts(ApiKey.DELETE_TOPICS, request, access(), topics)
-    assert refused.allowed is not None and refused.refused is not None
+    assert isinstance(refused.allowed, dt_req.DeleteTopicsRequest)
+    assert isinstance(refused.refused, DeleteTopicsResponse)
     assert [t.topic_id for t in refused.allowed.topics] == [uuid.UUID(int=2)]
     assert [(r.topic_id, r.error_code) for r in refused.refused.responses] == [
         (known, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
@@ -87,6 +91,7 @@ def test_describe_configs_refuses_each_resource_with_its_types_error() -> None:
     split = split_parts(ApiKey.DESCRIBE_CONFIGS, request, access(), {})
     assert split.allowed is None
     merged = merge_parts(ApiKey.DESCRIBE_CONFIGS, split, None)
+    assert isinstance(merged, DescribeConfigsResponse)
     assert [(r.resource_name, r.error_code) for r in merged.results] == [
         ("t", ErrorCode.TOPIC_AUTHORIZATION_FAILED),
         ("1", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)]

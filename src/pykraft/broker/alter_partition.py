@@ -24,7 +24,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import NetworkError, PyKraftError
@@ -33,16 +32,11 @@ from pykraft.messages.kafka import alter_partition_request as req
 from pykraft.messages.kafka import alter_partition_response as res
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.leader import AlterResult, IsrProposal
+from pykraft.runtime.controller_channel import ControllerSender
 
 RETRY_BACKOFF_S = 0.05  # Kafka reschedules a failed AlterPartition after 50 ms
 
 log = logging.getLogger(__name__)
-
-
-class ControllerSender(Protocol):
-    """What the manager needs of :class:`pykraft.runtime.controller_channel.ControllerChannel`."""
-
-    async def send(self, body: Any) -> Any: ...
 
 
 class AlterPartitionManager:

@@ -11,22 +11,56 @@ authorized-operations fields list every operation, as Kafka does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TypeVar
 
 from pykraft.broker.fetch import replica_id_of
 from pykraft.broker.group_versions import (
+    Topic,
     error_response,
+    fetch_partition_errors,
     group_ids,
     merge,
-    partition_errors,
+    offset_commit_errors,
+    offset_delete_errors,
     split,
 )
+from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
 from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from pykraft.messages.kafka.consumer_group_describe_response import (
+    ConsumerGroupDescribeResponse,
+)
+from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
+from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
+from pykraft.messages.kafka.describe_groups_response import DescribeGroupsResponse
+from pykraft.messages.kafka.fetch_request import FetchRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.find_coordinator_response import FindCoordinatorResponse
+from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
+from pykraft.messages.kafka.init_producer_id_response import InitProducerIdResponse
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.list_groups_response import ListGroupsResponse
+from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.metadata_response import MetadataResponse
+from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
+from pykraft.messages.kafka.offset_commit_response import (
+    OffsetCommitResponse,
+    OffsetCommitResponseTopic,
+)
+from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
+from pykraft.messages.kafka.offset_delete_response import (
+    OffsetDeleteResponse,
+    OffsetDeleteResponseTopic,
+)
+from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
+from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
+from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from pykraft.messages.kafka.produce_request import ProduceRequest
+from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import error_answer, topic_error
@@ -42,10 +76,17 @@ TOPIC_FIELDS: dict[int, tuple[str, str]] = {
 }
 _TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 _GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
-GroupHandler = Callable[[Any], Awaitable[Any]]
+_T = TypeVar("_T", OffsetCommitResponseTopic, OffsetDeleteResponseTopic)
+#: Answers a latest-version group request (a shard's, or the service's for all of them).
+GroupHandler = Callable[[ShardRequest], Awaitable[ShardResponse]]
+#: The requests checked per topic (:data:`TOPIC_FIELDS`).
+TopicRequest = (ProduceRequest | FetchRequest | ListOffsetsRequest
+                | OffsetForLeaderEpochRequest | DeleteRecordsRequest)
+#: The two group APIs checked per topic too.
+TopicsRequest = OffsetCommitRequest | OffsetDeleteRequest
 
 
-def denied_topics(api_key: int, body: Any, version: int, access: Access,
+def denied_topics(api_key: int, body: TopicRequest, version: int, access: Access,
                   image: MetadataImage) -> frozenset[object]:
     """The topics of a per-topic request (as it names them: by name, or by id from
     Produce/Fetch v13) the session may not use; an unknown id is left to the handler."""
@@ -64,7 +105,7 @@ def denied_topics(api_key: int, body: Any, version: int, access: Access,
                 keys[topic.topic_id] = found.name
         else:
             keys[str(getattr(topic, name_field))] = str(getattr(topic, name_field))
-    if api_key == ApiKey.FETCH and replica_id_of(body) >= 0:  # a follower's fetch
+    if isinstance(body, FetchRequest) and replica_id_of(body) >= 0:  # a follower's fetch
         return frozenset() if cluster_action else frozenset(keys)
     operation = BROKER_RULES[api_key].operation
     assert operation is not None
@@ -72,7 +113,8 @@ def denied_topics(api_key: int, body: Any, version: int, access: Access,
     return frozenset(key for key, name in keys.items() if name not in allowed)
 
 
-def init_producer_refusal(body: Any, access: Access, image: MetadataImage) -> Any | None:
+def init_producer_refusal(body: InitProducerIdRequest, access: Access,
+                          image: MetadataImage) -> InitProducerIdResponse | None:
     """InitProducerId: WRITE on its transactional id; an idempotent producer needs
     IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
     transactional_id = body.transactional_id
@@ -85,7 +127,9 @@ def init_producer_refusal(body: Any, access: Access, image: MetadataImage) -> An
         return None
     else:
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    return error_answer(ApiKey.INIT_PRODUCER_ID, body, code)
+    refusal = error_answer(ApiKey.INIT_PRODUCER_ID, body, code)
+    assert isinstance(refusal, InitProducerIdResponse)
+    return refusal
 
 
 def authorized_metadata(response: MetadataResponse, request: MetadataRequest, version: int,
@@ -119,14 +163,15 @@ def creatable_topics(names: list[str], access: Access) -> frozenset[str]:
     return access.allowed(_O.CREATE, _R.TOPIC, names)
 
 
-async def authorized_group_answer(api_key: int, request: Any, access: Access,
-                                  handle: GroupHandler) -> Any:
+async def authorized_group_answer(api_key: int, request: ShardRequest, access: Access,
+                                  handle: GroupHandler) -> ShardResponse:
     """A group API's latest-version answer to its latest-version ``request`` once its
     groups (and topics) are checked; ``handle`` answers what is allowed."""
     if not access.enabled:
-        return _with_group_operations(api_key, request, await handle(request), access)
-    if api_key == ApiKey.LIST_GROUPS:
+        return _with_group_operations(request, await handle(request), access)
+    if isinstance(request, ListGroupsRequest):
         answer = await handle(request)
+        assert isinstance(answer, ListGroupsResponse)
         if access.allows(_O.DESCRIBE, _R.CLUSTER):
             return answer
         return dataclasses.replace(answer, groups=tuple(
@@ -134,25 +179,25 @@ async def authorized_group_answer(api_key: int, request: Any, access: Access,
     operation = BROKER_RULES[api_key].operation
     assert operation is not None
     allowed = access.allowed(operation, _R.GROUP, group_ids(api_key, request))
-    if api_key in (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_DELETE):
+    if isinstance(request, (OffsetCommitRequest, OffsetDeleteRequest)):
         if not allowed:
             return error_response(api_key, request, _GROUP_REFUSED)
         return await _topics_checked(api_key, request, access, handle)
     parts = split(api_key, request, lambda group: 0 if group in allowed else 1)
-    answers = {}
+    answers: dict[int, ShardResponse] = {}
     if 0 in parts:
-        answer = parts[0]
-        if api_key == ApiKey.OFFSET_FETCH:
-            answer = await _offset_fetch(answer, access, handle)
-        else:
-            answer = await handle(answer)
-        answers[0] = _with_group_operations(api_key, request, answer, access)
+        allowed_part = parts[0]
+        answered = (await _offset_fetch(allowed_part, access, handle)
+                    if isinstance(allowed_part, OffsetFetchRequest)
+                    else await handle(allowed_part))
+        answers[0] = _with_group_operations(request, answered, access)
     if 1 in parts:
         answers[1] = error_response(api_key, parts[1], _GROUP_REFUSED)
     return merge(api_key, request, answers)
 
 
-def authorized_coordinators(request: Any, answer: Any, access: Access) -> Any:
+def authorized_coordinators(request: FindCoordinatorRequest, answer: FindCoordinatorResponse,
+                            access: Access) -> FindCoordinatorResponse:
     """FindCoordinator: DESCRIBE on each group (key type 0) or transactional id (1)."""
     if not access.enabled:
         return answer
@@ -164,8 +209,8 @@ def authorized_coordinators(request: Any, answer: Any, access: Access) -> Any:
         for c in answer.coordinators))
 
 
-async def _topics_checked(api_key: int, request: Any, access: Access,
-                          handle: GroupHandler) -> Any:
+async def _topics_checked(api_key: int, request: TopicsRequest, access: Access,
+                          handle: GroupHandler) -> ShardResponse:
     """OffsetCommit and OffsetDelete: READ on each topic; the refused ones answered with
     TOPIC_AUTHORIZATION_FAILED on each partition, the rest handled."""
     readable = access.allowed(_O.READ, _R.TOPIC, (str(t.name) for t in request.topics))
@@ -174,30 +219,43 @@ async def _topics_checked(api_key: int, request: Any, access: Access,
     return await handled_in_part(api_key, request, kept, (refused, _TOPIC_REFUSED), handle)
 
 
-async def handled_in_part(api_key: int, request: Any, kept: tuple[Any, ...],
-                          refused: tuple[tuple[Any, ...], ErrorCode],
-                          handle: GroupHandler) -> Any:
+async def handled_in_part(api_key: int, request: TopicsRequest, kept: Sequence[Topic],
+                          refused: tuple[Sequence[Topic], ErrorCode],
+                          handle: GroupHandler) -> ShardResponse:
     """OffsetCommit or OffsetDelete with only the ``kept`` topics handled (none: the
     service is not asked) and the partitions of the ``refused`` topics answered with its
     error code, one entry per topic: OffsetCommit's first (Kafka 4's
     ``OffsetCommitResponse.Builder`` holds them, then merges the coordinator's answer),
     OffsetDelete's after the handled ones."""
-    errors = partition_errors(api_key, *refused)
+    if isinstance(request, OffsetCommitRequest):
+        commit_errors = offset_commit_errors(*refused)
+        if not kept:
+            return OffsetCommitResponse(topics=commit_errors)
+        committed = await handle(replaced(request, topics=tuple(kept)))
+        assert isinstance(committed, OffsetCommitResponse)
+        return dataclasses.replace(committed, topics=_joined(
+            (*commit_errors, *committed.topics)))
+    delete_errors = offset_delete_errors(*refused)
     if not kept:
-        answer = error_response(api_key, request, ErrorCode.NONE)
-        return dataclasses.replace(answer, topics=errors)
-    answer = await handle(dataclasses.replace(request, topics=kept))
-    topics: dict[str, Any] = {}
-    ordered = ((*errors, *answer.topics) if api_key == ApiKey.OFFSET_COMMIT
-               else (*answer.topics, *errors))
-    for topic in ordered:
-        seen = topics.get(str(topic.name))
-        topics[str(topic.name)] = topic if seen is None else dataclasses.replace(
+        return OffsetDeleteResponse(topics=delete_errors)
+    deleted = await handle(replaced(request, topics=tuple(kept)))
+    assert isinstance(deleted, OffsetDeleteResponse)
+    return dataclasses.replace(deleted, topics=_joined((*deleted.topics, *delete_errors)))
+
+
+def _joined(topics: Iterable[_T]) -> tuple[_T, ...]:
+    """``topics`` with each named once: the partitions of a name met again appended to
+    its first entry's."""
+    joined: dict[str, _T] = {}
+    for topic in topics:
+        seen: _T | None = joined.get(topic.name)
+        joined[topic.name] = topic if seen is None else replaced(
             seen, partitions=tuple(seen.partitions) + tuple(topic.partitions))
-    return dataclasses.replace(answer, topics=tuple(topics.values()))
+    return tuple(joined.values())
 
 
-async def _offset_fetch(request: Any, access: Access, handle: GroupHandler) -> Any:
+async def _offset_fetch(request: OffsetFetchRequest, access: Access,
+                        handle: GroupHandler) -> OffsetFetchResponse:
     """OffsetFetch for groups the session may DESCRIBE: topics it may not DESCRIBE are
     left out of an all-topics answer, and refused per partition when named."""
     named = {t.name for g in request.groups for t in g.topics or ()}
@@ -206,6 +264,7 @@ async def _offset_fetch(request: Any, access: Access, handle: GroupHandler) -> A
         g if g.topics is None else dataclasses.replace(
             g, topics=tuple(t for t in g.topics if str(t.name) in visible))
         for g in request.groups)))
+    assert isinstance(answer, OffsetFetchResponse)
     asked = {str(g.group_id): g for g in request.groups}
     groups = []
     for group in answer.groups:
@@ -214,21 +273,21 @@ async def _offset_fetch(request: Any, access: Access, handle: GroupHandler) -> A
             topics = tuple(t for t in group.topics
                            if access.allows(_O.DESCRIBE, _R.TOPIC, str(t.name)))
         else:
-            topics = tuple(group.topics) + partition_errors(
-                ApiKey.OFFSET_FETCH, tuple(t for t in wanted if str(t.name) not in visible),
-                _TOPIC_REFUSED)
+            topics = tuple(group.topics) + fetch_partition_errors(
+                (t for t in wanted if str(t.name) not in visible), _TOPIC_REFUSED)
         groups.append(dataclasses.replace(group, topics=topics))
     return dataclasses.replace(answer, groups=tuple(groups))
 
 
-def _with_group_operations(api_key: int, request: Any, answer: Any, access: Access) -> Any:
+def _with_group_operations(request: ShardRequest, answer: ShardResponse,
+                           access: Access) -> ShardResponse:
     """DescribeGroups and ConsumerGroupDescribe: each group's authorized operations,
     when asked for."""
-    if api_key not in (ApiKey.DESCRIBE_GROUPS, ApiKey.CONSUMER_GROUP_DESCRIBE) or (
+    if not isinstance(request, (DescribeGroupsRequest, ConsumerGroupDescribeRequest)) or (
             not request.include_authorized_operations):
         return answer
-    return dataclasses.replace(answer, groups=tuple(
-        dataclasses.replace(g, authorized_operations=access.operations(_R.GROUP,
-                                                                       str(g.group_id)))
+    assert isinstance(answer, (DescribeGroupsResponse, ConsumerGroupDescribeResponse))
+    return replaced(answer, groups=tuple(
+        replaced(g, authorized_operations=access.operations(_R.GROUP, str(g.group_id)))
         for g in answer.groups))
 

@@ -9,7 +9,8 @@ the producer id blocks this broker gets from the controller
 (:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum and the voter changes
 (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them, and a
 ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
-controller, whose answer is written at the caller's version; while the controller
+controller, whose answer is written at the caller's version once this broker's image holds
+the write (read-after-write, :mod:`pykraft.broker.read_after_write`); while the controller
 changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
 NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
 broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
@@ -29,7 +30,6 @@ import asyncio
 import dataclasses
 import enum
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
 
 from pykraft.broker.authorization import (
     TOPIC_FIELDS,
@@ -61,6 +61,7 @@ from pykraft.broker.offset_topic_ids import SHARD_VERSION, answered_by_id, by_to
 from pykraft.broker.offset_topic_ids import refused as refused_by_id
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
+from pykraft.broker.read_after_write import settle
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.broker.scram_describe import describe_user_scram_credentials
@@ -68,16 +69,25 @@ from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
+from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
+from pykraft.messages.kafka.delete_records_response import DeleteRecordsResponse
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
+from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsResponse
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.metadata_response import MetadataResponse
+from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
+from pykraft.messages.kafka.offset_for_leader_epoch_response import (
+    OffsetForLeaderEpochResponse,
+)
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
     api_versions_response,
@@ -86,7 +96,13 @@ from pykraft.protocol.api_versions import (
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame
 from pykraft.protocol.errors import ErrorCode
-from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
+from pykraft.runtime.authorization import (
+    PARTS,
+    PARTS_REQUESTS,
+    cluster_refusal,
+    merge_parts,
+    split_parts,
+)
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
@@ -98,17 +114,8 @@ from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
 
-
-async def _log_dirs(body: Any, replicas: ReplicaManager, _: frozenset[object]) -> Any:
-    return describe_log_dirs(body, replicas)
-
-
-#: The read path's handlers other than Fetch: (request body, replicas, topics refused)
-#: -> latest response.
-READS: dict[int, Callable[[Any, ReplicaManager, frozenset[object]], Awaitable[Any]]] = {
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch, ApiKey.DESCRIBE_LOG_DIRS: _log_dirs,
-    ApiKey.DELETE_RECORDS: delete_records,
-}
+#: The read path's APIs other than Fetch and ListOffsets (:meth:`BrokerDispatcher._read`).
+READS = (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DELETE_RECORDS)
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
@@ -147,7 +154,7 @@ class BrokerApi:
 class Enveloped:
     """The controller's answer to a request forwarded inside an Envelope."""
 
-    response: Any
+    response: object
 
 
 class BrokerDispatcher(ListenerDispatcher):
@@ -226,8 +233,16 @@ class BrokerDispatcher(ListenerDispatcher):
     async def _read(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """The read path's other APIs (:data:`READS`), from the replica manager."""
         assert self._replicas is not None
-        answer = await READS[request.api_key](request.body, self._replicas,
-                                              self._denied(request, access))
+        body = request.body
+        answer: OffsetForLeaderEpochResponse | DeleteRecordsResponse | DescribeLogDirsResponse
+        if isinstance(body, OffsetForLeaderEpochRequest):
+            answer = await offset_for_leader_epoch(body, self._replicas,
+                                                   self._denied(request, access))
+        elif isinstance(body, DeleteRecordsRequest):
+            answer = await delete_records(body, self._replicas, self._denied(request, access))
+        else:
+            assert isinstance(body, DescribeLogDirsRequest)
+            answer = describe_log_dirs(body, self._replicas)
         return await self._encode_large(request, lambda: answer)
 
     async def _list_offsets(self, request: RequestFrame, _: Session, access: Access) -> bytes:
@@ -276,17 +291,18 @@ class BrokerDispatcher(ListenerDispatcher):
         return describe_configs(image, body, node_id=self._settings.node_id,
                                 static=self._settings.controller.properties)
 
-    async def _split_answer(self, request: RequestFrame, access: Access) -> Any:
+    async def _split_answer(self, request: RequestFrame, access: Access) -> object:
         """An admin request with parts: the refused parts answered here, the others
         forwarded (or, for DescribeConfigs, answered from the image)."""
         api_key = request.api_key
         body = controller_body(request.body)  # the generated class of every version
+        assert isinstance(body, PARTS_REQUESTS)
         split = split_parts(api_key, body, access, self._metadata.image.topics.by_id)
         answer = None
         if split.allowed is not None:
             allowed = split.allowed
             answer = (self._describe_configs(allowed, self._metadata.image)
-                      if api_key == ApiKey.DESCRIBE_CONFIGS
+                      if isinstance(allowed, DescribeConfigsRequest)
                       else await self._forward(request, lambda: self._send_plain(request,
                                                                                  allowed)))
         return merge_parts(api_key, split, answer)
@@ -358,7 +374,7 @@ class BrokerDispatcher(ListenerDispatcher):
         api_key, version = request.api_key, request.api_version
         ids = by_topic_id(api_key, version)
 
-        def serve(body: Any) -> Awaitable[Any]:
+        def serve(body: ShardRequest) -> Awaitable[ShardResponse]:
             return service.handle(api_key, SHARD_VERSION if ids else version, body,
                                   client_id=request.header.client_id or "",
                                   client_host="/" + session.client_host)
@@ -410,7 +426,7 @@ class BrokerDispatcher(ListenerDispatcher):
         """The controller's answer to ``request`` forwarded inside an Envelope (as the
         client's own, for ``session``), or None when the active controller does not take
         Envelope (it did not advertise it): the caller then forwards it as the broker's."""
-        async def send() -> Any:
+        async def send() -> object:
             envelope = await off_loop_if_large(envelope_for, request, session)
             response = await self._channel.send(envelope)
             return await off_loop_if_large(unwrapped, response, request)
@@ -423,7 +439,7 @@ class BrokerDispatcher(ListenerDispatcher):
         except EnvelopeRefusedError as exc:
             raise CloseConnection(str(exc)) from None
 
-    async def _send_plain(self, request: RequestFrame, body: Any | None = None) -> Any:
+    async def _send_plain(self, request: RequestFrame, body: object | None = None) -> object:
         """``request`` (or its ``body`` instead) sent as the broker's own request, with
         its client's id, as in Kafka's envelope: no larger than it came (with the broker's
         own id, a request at socket.request.max.bytes was 23 bytes over the controller's
@@ -431,13 +447,15 @@ class BrokerDispatcher(ListenerDispatcher):
         return await self._channel.send(controller_body(request.body) if body is None else body,
                                         request.header.client_id or "")
 
-    async def _forward(self, request: RequestFrame, send: Callable[[], Awaitable[Any]]) -> Any:
+    async def _forward(self, request: RequestFrame,
+                       send: Callable[[], Awaitable[object]]) -> object:
         """The active controller's answer, by ``send``. While the controller changes (no
         leader known yet, a lost connection, an answer of NOT_CONTROLLER from a former
         leader), retry with backoff for up to :data:`FORWARD_TIMEOUT_MS`, as Kafka's
         forwarding does: some clients (librdkafka's CreateTopics) do not retry per-topic
         NOT_CONTROLLER errors. A controller that speaks no Envelope raises
-        UnsupportedVersionError for the caller."""
+        UnsupportedVersionError for the caller. A write's answer waits, within the same
+        bound, until this broker's image holds it (:mod:`pykraft.broker.read_after_write`)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + FORWARD_TIMEOUT_MS / 1000
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
@@ -453,13 +471,17 @@ class BrokerDispatcher(ListenerDispatcher):
                                    ErrorCode.REQUEST_TIMED_OUT, str(exc))
             except NetworkError as exc:
                 response = self._not_controller(request, exc)
+            if not is_not_controller(response):
+                await settle(request.api_key, self._channel, self._metadata,
+                             deadline - loop.time())
+                return response
             delay = backoff.next_delay_ms() / 1000
-            if not is_not_controller(response) or loop.time() + delay >= deadline:
+            if loop.time() + delay >= deadline:
                 return response
             await asyncio.sleep(delay)
 
     @staticmethod
-    def _not_controller(request: RequestFrame, exc: Exception) -> Any:
+    def _not_controller(request: RequestFrame, exc: Exception) -> object:
         return error_answer(request.api_key, request.body, ErrorCode.NOT_CONTROLLER, str(exc))
 
     def _api_versions(self, version: int) -> ApiVersionsResponse:

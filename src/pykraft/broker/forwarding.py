@@ -15,7 +15,6 @@ client gets UNKNOWN_SERVER_ERROR.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
 from pykraft.errors import ProtocolError
 from pykraft.messages.kafka.envelope_request import EnvelopeRequest
@@ -42,7 +41,7 @@ def envelope_for(request: RequestFrame, session: Session) -> EnvelopeRequest:
                            client_host_address=host.packed)
 
 
-def unwrapped(envelope: EnvelopeResponse, request: RequestFrame) -> Any:
+def unwrapped(envelope: EnvelopeResponse, request: RequestFrame) -> object:
     """The client's response inside ``envelope``, or the answer refusing ``request`` that
     Kafka's ``ForwardingManager`` gives for the Envelope's error (NOT_CONTROLLER kept, for
     the caller's retry); raises :class:`EnvelopeRefusedError` for UNSUPPORTED_VERSION."""

@@ -37,19 +37,27 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.group_versions import distinct_filters, error_response, merge, pieces
 from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
+from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
 from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
-from pykraft.protocol.apis import ApiKey
+from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import complete_batches, encode_batch, iter_batches
+from pykraft.records.batch import (
+    Record,
+    RecordBatch,
+    complete_batches,
+    encode_batch,
+    iter_batches,
+)
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.storage.partition_log import RecordBatchTooLargeError
 
@@ -76,8 +84,8 @@ class Shard(Protocol):
 
     def replay(self, offset: int, record: OffsetsRecord) -> None: ...
 
-    def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
-               context: RequestContext) -> Outcome: ...
+    def handle(self, token: ReplyToken, api_key: int, api_version: int,
+               request: ShardRequest, context: RequestContext) -> Outcome: ...
 
     def tick(self, now_ms: int) -> Outcome: ...
 
@@ -96,7 +104,8 @@ class _DelayedReplies(DelayedOperation):
     earlier one), COORDINATOR_NOT_AVAILABLE past ``offsets.commit.timeout.ms``."""
 
     def __init__(self, service: GroupCoordinatorService, coordinator: _Coordinator,
-                 required: int, replies: list[tuple[ReplyToken, Any]], deadline_ms: int
+                 required: int, replies: list[tuple[ReplyToken, ShardResponse]],
+                 deadline_ms: int
                  ) -> None:
         super().__init__(deadline_ms)
         self._service = service
@@ -144,9 +153,9 @@ class _Coordinator:
 
 @dataclass(slots=True)
 class _Waiter:
-    future: asyncio.Future[Any]
+    future: asyncio.Future[ShardResponse]
     api_key: int
-    request: Any
+    request: ShardRequest
 
 
 class GroupCoordinatorService:
@@ -253,13 +262,14 @@ class GroupCoordinatorService:
 
     # ------------------------------------------------------------------ requests
 
-    async def handle(self, api_key: int, api_version: int, request: Any, *, client_id: str,
-                     client_host: str) -> Any:
+    async def handle(self, api_key: int, api_version: int, request: ShardRequest, *,
+                     client_id: str, client_host: str) -> ShardResponse:
         """The latest-version answer to a latest-version request of a shard API. A batched
         request's groups go to their shards :data:`GROUPS_PER_TURN` at a time, the loop
         running between (a million group ids held it for seconds); its split and merge,
         pure, run off the loop when it is large."""
-        if api_key == ApiKey.LIST_GROUPS:
+        parts: list[tuple[int, ShardRequest]]
+        if isinstance(request, ListGroupsRequest):
             listed = await off_loop_if_large(lambda: distinct_filters(request))
             parts = [(p, listed) for p in sorted(self._coordinators)]
         else:
@@ -269,7 +279,7 @@ class GroupCoordinatorService:
                 GROUPS_PER_TURN))
         context = RequestContext(now_ms=self._clock_ms(), client_id=client_id,
                                  client_host=client_host, topics=self._topics())
-        answers: list[Awaitable[Any]] = []
+        answers: list[Awaitable[ShardResponse]] = []
         for index, (partition, part) in enumerate(parts):
             if index:
                 await asyncio.sleep(0)
@@ -287,8 +297,8 @@ class GroupCoordinatorService:
                 for name, topic in topics.by_name.items()})
         return self._topic_infos[1]
 
-    def _submit(self, partition: int, api_key: int, api_version: int, request: Any,
-                context: RequestContext) -> Awaitable[Any]:
+    def _submit(self, partition: int, api_key: int, api_version: int, request: ShardRequest,
+                context: RequestContext) -> Awaitable[ShardResponse]:
         """Hand ``request`` to its partition's shard now; its answer once the shard's
         records are committed (a refusal's, pure, built off the loop when large)."""
         coordinator = self._coordinators.get(partition)
@@ -296,7 +306,7 @@ class GroupCoordinatorService:
         if refusal is not None:
             return off_loop_if_large(lambda: error_response(api_key, request, refusal))
         assert coordinator is not None and coordinator.shard is not None
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[ShardResponse] = asyncio.get_running_loop().create_future()
         token = next(self._tokens)
         self._waiters[token] = _Waiter(future, api_key, request)
         try:
@@ -309,18 +319,19 @@ class GroupCoordinatorService:
         return future
 
     def _refusal(self, coordinator: _Coordinator | None, api_key: int,
-                 request: Any) -> ErrorCode | None:
+                 request: ShardRequest) -> ErrorCode | None:
         """Why the partition's shard cannot take ``request`` now (None: it can)."""
         if coordinator is None or not coordinator.current():
             return ErrorCode.NOT_COORDINATOR
         if coordinator.shard is None:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if api_key == ApiKey.OFFSET_COMMIT and self._oversized_commit(coordinator, request):
+        if isinstance(request, OffsetCommitRequest) and self._oversized_commit(coordinator,
+                                                                               request):
             return ErrorCode.UNKNOWN_SERVER_ERROR
         return None
 
     @staticmethod
-    def _oversized_commit(coordinator: _Coordinator, request: Any) -> bool:
+    def _oversized_commit(coordinator: _Coordinator, request: OffsetCommitRequest) -> bool:
         """Whether the records of this OffsetCommit cannot fit one batch of the partition
         (``max.message.bytes``), logged as Kafka's RecordTooLargeException; its coordinator
         answers UNKNOWN_SERVER_ERROR without building them (100,000 partitions held the
@@ -407,14 +418,15 @@ class GroupCoordinatorService:
             if replies.cancel():
                 self.fail(replies.replies, code)
 
-    def deliver(self, replies: Iterable[tuple[ReplyToken, Any]]) -> None:
+    def deliver(self, replies: Iterable[tuple[ReplyToken, ShardResponse]]) -> None:
         """Answer the requests waiting for ``replies``."""
         for token, response in replies:
             waiter = self._waiters.pop(token, None)
             if waiter is not None and not waiter.future.done():
                 waiter.future.set_result(response)
 
-    def fail(self, replies: Iterable[tuple[ReplyToken, Any]], code: ErrorCode) -> None:
+    def fail(self, replies: Iterable[tuple[ReplyToken, ShardResponse]],
+             code: ErrorCode) -> None:
         """Answer the requests waiting for ``replies`` with the error ``code``."""
         for token, _ in replies:
             waiter = self._waiters.get(token)
@@ -464,7 +476,7 @@ class GroupCoordinatorService:
                 for p, c in sorted(self._coordinators.items())}
 
 
-def _whole_batches(data: bytes) -> Iterable[Any]:
+def _whole_batches(data: bytes) -> Iterable[RecordBatch]:
     """The complete batches of a read (its last one may be cut short)."""
     _, end = complete_batches(data)
     return iter_batches(data[:end])
@@ -494,7 +506,7 @@ def _index(last_offsets: dict[bytes, int],
             last_offsets[key] = offset
 
 
-def _replay_batch(shard: Shard, records: Iterable[Any]) -> int:
+def _replay_batch(shard: Shard, records: Iterable[Record]) -> int:
     """Replay a batch's keyed records; a record the shard cannot read is logged and
     skipped, as Kafka's loader skips what it cannot deserialize."""
     count = 0

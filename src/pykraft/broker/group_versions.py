@@ -18,14 +18,37 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Protocol, TypeVar, overload
 
+from pykraft.group.messages import GroupRequest, GroupResponse, ShardRequest, ShardResponse
 from pykraft.messages import rpc
-from pykraft.messages.kafka.find_coordinator_response import FindCoordinatorResponse
-from pykraft.messages.kafka.leave_group_request import MemberIdentity
-from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse
+from pykraft.messages.kafka.consumer_group_heartbeat_request import (
+    ConsumerGroupHeartbeatRequest,
+)
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.find_coordinator_response import (
+    Coordinator,
+    FindCoordinatorResponse,
+)
+from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
+from pykraft.messages.kafka.join_group_request import JoinGroupRequest
+from pykraft.messages.kafka.join_group_response import JoinGroupResponse
+from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest, MemberIdentity
+from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
+from pykraft.messages.kafka.list_groups_response import ListGroupsResponse
+from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
+from pykraft.messages.kafka.offset_commit_response import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
+from pykraft.messages.kafka.offset_delete_response import (
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
 from pykraft.messages.kafka.offset_fetch_request import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
@@ -38,6 +61,8 @@ from pykraft.messages.kafka.offset_fetch_response import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
+from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 
@@ -72,15 +97,49 @@ COORDINATOR_NOT_AVAILABLE = "The coordinator is not available."
 _LOOKUP_MESSAGES: Mapping[int, str] = {
     ErrorCode.NONE: "NONE", ErrorCode.COORDINATOR_NOT_AVAILABLE: COORDINATOR_NOT_AVAILABLE}
 _K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
+_Req = TypeVar("_Req", bound=GroupRequest)
+_Resp = TypeVar("_Resp", bound=GroupResponse)
+_Leave = TypeVar("_Leave", bound=LeaveGroupResponse)
+_Found = TypeVar("_Found", bound=FindCoordinatorResponse)
+_Fetched = TypeVar("_Fetched", bound=OffsetFetchResponse)
+#: The requests naming one group in their ``group_id``.
+_ONE_GROUP = (OffsetCommitRequest, JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest,
+              SyncGroupRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest)
 
 
-def latest_response(api_key: int) -> type[Any]:
+class Partition(Protocol):
+    @property
+    def partition_index(self) -> int: ...
+
+
+class Topic(Protocol):
+    """A topic of OffsetCommit's, TxnOffsetCommit's or OffsetDelete's request (one class
+    each: what they share)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[Partition]: ...
+
+
+class FetchTopic(Protocol):
+    """A topic of an OffsetFetch group's request."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+def latest_response(api_key: int) -> type:
     """The response class of a group API (one for every version)."""
     return rpc.response_class(api_key)
 
 
-def nested(cls: type[Any], name: str) -> type[Any]:
-    """The struct class of ``cls``'s field ``name``."""
+def nested(cls: type, name: str) -> type:
+    """The struct class of ``cls``'s field ``name`` (found by reflection on the generated
+    class: which struct a field holds is known from its name only at run time)."""
     found = _struct_in(typing.get_type_hints(cls)[name])
     assert found is not None, f"{cls.__name__}.{name} holds no struct"
     return found
@@ -97,46 +156,47 @@ def _struct_in(annotation: object) -> type | None:
 # ---------------------------------------------------------------------- versions
 
 
-def to_latest(api_key: int, version: int, request: Any) -> Any:
+def to_latest(api_key: int, version: int, request: _Req) -> _Req:
     """``request`` (of ``version``) with a version before batching's single entry in the
     batched field the shards read (the one class has both)."""
     if version >= _FIRST_BATCHED.get(api_key, 0):
         return request
-    if api_key == ApiKey.FIND_COORDINATOR:
+    if isinstance(request, FindCoordinatorRequest):
         return dataclasses.replace(request, coordinator_keys=(request.key,))
-    if api_key == ApiKey.LEAVE_GROUP:
+    if isinstance(request, LeaveGroupRequest):
         return dataclasses.replace(request, members=(MemberIdentity(member_id=request.member_id),))
-    assert api_key == ApiKey.OFFSET_FETCH
-    return _one_group(request)
+    assert isinstance(request, OffsetFetchRequest)
+    return dataclasses.replace(request, groups=(_one_group(request),))
 
 
-def _one_group(request: OffsetFetchRequest) -> OffsetFetchRequest:
+def _one_group(request: OffsetFetchRequest) -> OffsetFetchRequestGroup:
     """OffsetFetch v1-7's group and topics (null: all) as its one ``groups`` entry."""
     topics = None if request.topics is None else tuple(
         OffsetFetchRequestTopics(name=t.name, partition_indexes=t.partition_indexes)
         for t in request.topics)
-    return dataclasses.replace(request, groups=(OffsetFetchRequestGroup(
-        group_id=request.group_id, topics=topics),))
+    return OffsetFetchRequestGroup(group_id=request.group_id, topics=topics)
 
 
-def to_version(api_key: int, version: int, response: Any, request: Any) -> Any:
+def to_version(api_key: int, version: int, response: _Resp,
+               request: GroupRequest | None) -> _Resp:
     """The ``response`` to ``request`` (both as :func:`to_latest` has them) with what
     ``version`` carries in fields of its own there."""
-    if api_key == ApiKey.JOIN_GROUP and version < _FIRST_NULL_PROTOCOL_NAME:
+    if isinstance(response, JoinGroupResponse) and version < _FIRST_NULL_PROTOCOL_NAME:
         if response.protocol_name is None:
             return dataclasses.replace(response, protocol_name="")
         return response
     if version >= _FIRST_BATCHED.get(api_key, 0):
         return response
-    if api_key == ApiKey.LEAVE_GROUP:
+    if isinstance(response, LeaveGroupResponse):
         return _one_member(response)
-    if api_key == ApiKey.FIND_COORDINATOR:
+    if isinstance(response, FindCoordinatorResponse):
         return _one_coordinator(response)
-    assert api_key == ApiKey.OFFSET_FETCH
+    assert isinstance(response, OffsetFetchResponse)
+    assert isinstance(request, OffsetFetchRequest)
     return _one_group_answer(version, response, request)
 
 
-def _one_member(response: LeaveGroupResponse) -> LeaveGroupResponse:
+def _one_member(response: _Leave) -> _Leave:
     """LeaveGroup v0-2: the top-level error, else the one member's (Kafka's
     ``LeaveGroupResponse``)."""
     code = response.error_code
@@ -145,7 +205,7 @@ def _one_member(response: LeaveGroupResponse) -> LeaveGroupResponse:
     return dataclasses.replace(response, error_code=code, members=())
 
 
-def _one_coordinator(response: FindCoordinatorResponse) -> FindCoordinatorResponse:
+def _one_coordinator(response: _Found) -> _Found:
     """FindCoordinator v0-3: the one key's coordinator at the top, with Kafka's message."""
     found = response.coordinators[0]
     message = found.error_message or _LOOKUP_MESSAGES.get(found.error_code, found.error_message)
@@ -154,8 +214,8 @@ def _one_coordinator(response: FindCoordinatorResponse) -> FindCoordinatorRespon
         host=found.host, port=found.port, coordinators=())
 
 
-def _one_group_answer(version: int, response: OffsetFetchResponse,
-                      request: OffsetFetchRequest) -> OffsetFetchResponse:
+def _one_group_answer(version: int, response: _Fetched,
+                      request: OffsetFetchRequest) -> _Fetched:
     """OffsetFetch v1-7: the one group's topics and error at the top; v1 has no group
     error, so every asked partition carries it."""
     group = response.groups[0]
@@ -170,44 +230,47 @@ def _one_group_answer(version: int, response: OffsetFetchResponse,
                 partition_index=p.partition_index, committed_offset=p.committed_offset,
                 committed_leader_epoch=p.committed_leader_epoch, metadata=p.metadata,
                 error_code=p.error_code) for p in t.partitions)) for t in group.topics)
-    return OffsetFetchResponse(throttle_time_ms=response.throttle_time_ms,
-                               error_code=group.error_code, topics=topics)
+    return dataclasses.replace(response, error_code=group.error_code, topics=topics, groups=())
 
 
 # ---------------------------------------------------------------------- routing
 
 
-def group_ids(api_key: int, request: Any) -> tuple[str, ...]:
+def group_ids(api_key: int, request: ShardRequest) -> tuple[str, ...]:
     """The groups a latest-version request names, in order (ListGroups: none)."""
     return tuple(_named(api_key, request))
 
 
-def _named(api_key: int, request: Any) -> Iterator[str]:
+def _named(api_key: int, request: ShardRequest) -> Iterator[str]:
     """:func:`group_ids` one at a time (a million of them are not held twice)."""
     if api_key in BATCHED:
         entries = getattr(request, BATCHED[api_key][0])
         return (str(getattr(e, "group_id", e)) for e in entries)
-    return iter(() if api_key == ApiKey.LIST_GROUPS else (str(request.group_id),))
+    if isinstance(request, ListGroupsRequest):
+        return iter(())
+    assert isinstance(request, _ONE_GROUP)
+    return iter((str(request.group_id),))
 
 
-def split(api_key: int, request: Any, partition_of: Callable[[str], int]) -> dict[int, Any]:
+def split(api_key: int, request: ShardRequest,
+          partition_of: Callable[[str], int]) -> dict[int, ShardRequest]:
     """The latest-version ``request`` as one request per partition holding its groups."""
     if api_key not in BATCHED:
         return {partition_of(group): request for group in group_ids(api_key, request)}
     field = BATCHED[api_key][0]
-    parts: dict[int, list[Any]] = {}
+    parts: dict[int, list[object]] = {}
     for entry in getattr(request, field):
         parts.setdefault(partition_of(str(getattr(entry, "group_id", entry))), []).append(entry)
-    return {p: dataclasses.replace(request, **{field: tuple(entries)})
+    return {p: replaced(request, **{field: tuple(entries)})
             for p, entries in parts.items()}
 
 
-def pieces(api_key: int, request: Any, partition_of: Callable[[str], int],
-           most: int) -> list[tuple[int, Any]]:
+def pieces(api_key: int, request: ShardRequest, partition_of: Callable[[str], int],
+           most: int) -> list[tuple[int, ShardRequest]]:
     """:func:`split`, each group once (:func:`merge` gives a group named again the same
     answer) and at most ``most`` groups (or LeaveGroup members) a piece, each piece with its
     partition: the runtime hands a shard one piece per loop turn."""
-    if api_key == ApiKey.LEAVE_GROUP:  # one group: its members in pieces, in order
+    if isinstance(request, LeaveGroupRequest):  # one group: its members in pieces, in order
         members = request.members
         return [(partition_of(str(request.group_id)),
                  dataclasses.replace(request, members=members[at:at + most]))
@@ -216,22 +279,23 @@ def pieces(api_key: int, request: Any, partition_of: Callable[[str], int],
         return list(split(api_key, request, partition_of).items())
     field = BATCHED[api_key][0]
     partitions: dict[str, int] = {}
-    parts: dict[int, dict[str, Any]] = {}
+    parts: dict[int, dict[str, object]] = {}
     for entry in getattr(request, field):
         group = str(getattr(entry, "group_id", entry))
         known = partitions.get(group)
         if known is None:
             known = partitions[group] = partition_of(group)
         parts.setdefault(known, {})[group] = entry
-    found = []
+    found: list[tuple[int, ShardRequest]] = []
     for partition, by_group in parts.items():
         entries = tuple(by_group.values())
-        found += [(partition, dataclasses.replace(request, **{field: entries[at:at + most]}))
+        found += [(partition, replaced(request, **{field: entries[at:at + most]}))
                   for at in range(0, len(entries), most)]
     return found
 
 
-def merge(api_key: int, request: Any, answers: Mapping[int, Any]) -> Any:
+def merge(api_key: int, request: ShardRequest,
+          answers: Mapping[int, ShardResponse]) -> ShardResponse:
     """The partitions' answers (latest version) to :func:`split`'s parts (or
     :func:`pieces`', in order) as one answer to ``request``, its groups in request order;
     ListGroups concatenates them (a partition whose leadership just moved lists nothing, as
@@ -239,24 +303,24 @@ def merge(api_key: int, request: Any, answers: Mapping[int, Any]) -> Any:
     if not answers:
         return error_response(api_key, request, ErrorCode.NONE)
     if api_key == ApiKey.LIST_GROUPS:
-        first = next(iter(answers.values()))
-        code = next((a.error_code for a in answers.values() if a.error_code not in _UNLISTED),
+        lists = [a for a in answers.values() if isinstance(a, ListGroupsResponse)]
+        code = next((a.error_code for a in lists if a.error_code not in _UNLISTED),
                     ErrorCode.NONE)
-        return dataclasses.replace(first, error_code=code, groups=tuple(
-            g for answer in answers.values() for g in answer.groups))
+        return dataclasses.replace(lists[0], error_code=code, groups=tuple(
+            g for answer in lists for g in answer.groups))
     if api_key == ApiKey.LEAVE_GROUP:  # :func:`pieces`' members, in order
-        first = next(iter(answers.values()))
-        code = next((a.error_code for a in answers.values() if a.error_code != ErrorCode.NONE),
+        leaves = [a for a in answers.values() if isinstance(a, LeaveGroupResponse)]
+        code = next((a.error_code for a in leaves if a.error_code != ErrorCode.NONE),
                     ErrorCode.NONE)
-        return dataclasses.replace(first, error_code=code, members=tuple(
-            m for answer in answers.values() for m in answer.members))
+        return dataclasses.replace(leaves[0], error_code=code, members=tuple(
+            m for answer in leaves for m in answer.members))
     if api_key not in BATCHED:
         (answer,) = answers.values()
         return answer
     _, field, key = BATCHED[api_key]
     by_group = {str(getattr(e, key)): e for a in answers.values() for e in getattr(a, field)}
     first = next(iter(answers.values()))
-    return dataclasses.replace(first, **{field: tuple(
+    return replaced(first, **{field: tuple(
         by_group[group] for group in _named(api_key, request))})
 
 
@@ -269,43 +333,50 @@ def distinct_filters(request: ListGroupsRequest) -> ListGroupsRequest:
         request.states_filter)), types_filter=tuple(dict.fromkeys(request.types_filter)))
 
 
-def error_response(api_key: int, request: Any, code: ErrorCode,
-                   message: str | None = None) -> Any:
+@overload
+def error_response(api_key: int, request: FindCoordinatorRequest, code: ErrorCode,
+                   message: str | None = None) -> FindCoordinatorResponse: ...
+@overload
+def error_response(api_key: int, request: ShardRequest, code: ErrorCode,
+                   message: str | None = None) -> ShardResponse: ...
+@overload
+def error_response(api_key: int, request: GroupRequest, code: ErrorCode,
+                   message: str | None = None) -> GroupResponse: ...
+def error_response(api_key: int, request: GroupRequest, code: ErrorCode,
+                   message: str | None = None) -> GroupResponse:
     """The latest-version answer refusing the latest-version ``request`` with ``code`` on
     every group, member or partition it names (Kafka's ``getErrorResponse``)."""
-    cls = latest_response(api_key)
-    body = cls()
-    if api_key == ApiKey.FIND_COORDINATOR:  # v0-3's top level is the one key's entry
-        entry = nested(cls, "coordinators")
-        return dataclasses.replace(body, coordinators=_each_once(
-            request.coordinator_keys, lambda key: entry(
+    if isinstance(request, FindCoordinatorRequest):  # v0-3's top level is the key's entry
+        return FindCoordinatorResponse(coordinators=_each_once(
+            request.coordinator_keys, lambda key: Coordinator(
                 key=key, node_id=-1, host="", port=-1, error_code=code,
                 error_message=message)))
-    if hasattr(body, "error_code"):
-        body = dataclasses.replace(body, error_code=code)
-        if hasattr(body, "error_message"):
-            body = dataclasses.replace(body, error_message=message)
-    if api_key == ApiKey.OFFSET_COMMIT:
-        return dataclasses.replace(body, topics=_partition_errors(
-            request.topics, nested(cls, "topics"), code))
-    if api_key == ApiKey.LEAVE_GROUP:
-        member = nested(cls, "members")
-        return dataclasses.replace(body, members=_each_once(
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(topics=offset_commit_errors(request.topics, code))
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(error_code=code, members=_each_once(
             ((m.member_id, m.group_instance_id) for m in request.members),
-            lambda ids: member(member_id=ids[0], group_instance_id=ids[1], error_code=code)))
+            lambda ids: MemberResponse(member_id=ids[0], group_instance_id=ids[1],
+                                       error_code=code)))
+    cls = latest_response(api_key)
+    body: ShardResponse = cls()
+    if hasattr(body, "error_code"):
+        body = replaced(body, error_code=code)
+        if hasattr(body, "error_message"):
+            body = replaced(body, error_message=message)
     if api_key in BATCHED:
         _, field, _ = BATCHED[api_key]
         entry = nested(cls, field)
-        return dataclasses.replace(body, **{field: _each_once(
+        return replaced(body, **{field: _each_once(
             _named(api_key, request), lambda group: entry(group_id=group, error_code=code))})
     return body
 
 
-def _each_once(keys: Iterable[_K], make: Callable[[_K], Any]) -> tuple[Any, ...]:
+def _each_once(keys: Iterable[_K], make: Callable[[_K], _V]) -> tuple[_V, ...]:
     """``make(key)`` for each of ``keys``, made once per distinct key: a request naming
     one group a million times is answered with one entry a million times (the codec writes
     a repeated entry once, then copies its bytes)."""
-    made: dict[_K, Any] = {}
+    made: dict[_K, _V] = {}
     entries = []
     for key in keys:
         entry = made.get(key)
@@ -315,20 +386,27 @@ def _each_once(keys: Iterable[_K], make: Callable[[_K], Any]) -> tuple[Any, ...]
     return tuple(entries)
 
 
-def partition_errors(api_key: int, topics: tuple[Any, ...], code: ErrorCode) -> tuple[Any, ...]:
-    """Each partition of a latest-version request's ``topics`` refused with ``code``, in
-    the answer's shape: OffsetCommit's and OffsetDelete's topics, OffsetFetch's group's."""
-    if api_key == ApiKey.OFFSET_FETCH:
-        return tuple(OffsetFetchResponseTopics(name=t.name, partitions=tuple(
-            OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1, metadata="",
-                                          error_code=code)
-            for p in t.partition_indexes)) for t in topics)
-    return _partition_errors(topics, nested(latest_response(api_key), "topics"), code)
+def fetch_partition_errors(topics: Iterable[FetchTopic],
+                           code: ErrorCode) -> tuple[OffsetFetchResponseTopics, ...]:
+    """Each partition of an OffsetFetch group's ``topics`` refused with ``code``, in the
+    answer's shape."""
+    return tuple(OffsetFetchResponseTopics(name=t.name, partitions=tuple(
+        OffsetFetchResponsePartitions(partition_index=p, committed_offset=-1, metadata="",
+                                      error_code=code)
+        for p in t.partition_indexes)) for t in topics)
 
 
-def _partition_errors(topics: tuple[Any, ...], topic_cls: type[Any],
-                      code: ErrorCode) -> tuple[Any, ...]:
-    partition_cls = nested(topic_cls, "partitions")
-    return tuple(topic_cls(name=t.name, partitions=tuple(
-        partition_cls(partition_index=p.partition_index, error_code=code)
+def offset_commit_errors(topics: Iterable[Topic],
+                         code: ErrorCode) -> tuple[OffsetCommitResponseTopic, ...]:
+    """Each partition of OffsetCommit's ``topics`` refused with ``code``, as its answer's."""
+    return tuple(OffsetCommitResponseTopic(name=t.name, partitions=tuple(
+        OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+        for p in t.partitions)) for t in topics)
+
+
+def offset_delete_errors(topics: Iterable[Topic],
+                         code: ErrorCode) -> tuple[OffsetDeleteResponseTopic, ...]:
+    """Each partition of OffsetDelete's ``topics`` refused with ``code``, as its answer's."""
+    return tuple(OffsetDeleteResponseTopic(name=t.name, partitions=tuple(
+        OffsetDeleteResponsePartition(partition_index=p.partition_index, error_code=code)
         for p in t.partitions)) for t in topics)

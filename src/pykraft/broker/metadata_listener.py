@@ -11,10 +11,15 @@ As Kafka's MetadataLoader, nothing is published while the listener first catches
 it has replayed up to the high watermark it learnt from the quorum, the replica manager
 would otherwise act out every historical leadership of a restarted broker, one batch after
 another (becoming leader in old epochs, starting fetchers for old leaders).
+
+A forwarded write waits here (:meth:`BrokerMetadataListener.reached`) until the image holds
+what the controller had committed when it answered, so that a read sent to this broker
+right after sees the write (:mod:`pykraft.broker.read_after_write`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from pykraft.image.image import MetadataImage
@@ -41,6 +46,7 @@ class BrokerMetadataListener:
         self.high_watermark: Callable[[], int | None] = lambda: None
         """The quorum's high watermark as the raft core knows it (None: not yet known)."""
         self._catching_up = True
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     def _restart_from(self, image: MetadataImage) -> None:
         self._loader = ImageLoader(image)
@@ -49,6 +55,7 @@ class BrokerMetadataListener:
         self._publish(image)
 
     def _publish(self, image: MetadataImage) -> None:
+        self._wake_reached()
         if self._still_catching_up():
             return
         for publisher in self.publishers:
@@ -73,6 +80,24 @@ class BrokerMetadataListener:
     def committed_offset(self) -> int:
         """The last offset replayed (-1 before any): the heartbeat's metadata offset."""
         return self._loader.last_offset
+
+    async def reached(self, end_offset: int) -> None:
+        """Return once the image holds every record below ``end_offset`` (await on the
+        loop that drives the raft core; the caller bounds the wait)."""
+        if self._loader.last_offset + 1 >= end_offset:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append((end_offset, waiter))
+        try:
+            await waiter
+        finally:
+            self._waiters = [(o, w) for o, w in self._waiters if w is not waiter]
+
+    def _wake_reached(self) -> None:
+        end = self._loader.last_offset + 1
+        for offset, waiter in self._waiters:
+            if offset <= end and not waiter.done():
+                waiter.set_result(None)
 
     def handle_commit(self, batch: RecordBatch) -> None:
         image = self._loader.load_batch(batch)

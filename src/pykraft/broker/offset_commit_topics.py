@@ -6,10 +6,14 @@ which stores only the others. Runs after the authorization checks, as in Kafka."
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from pykraft.broker.authorization import GroupHandler, handled_in_part
+from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.offset_commit_request import (
+    OffsetCommitRequest,
+    OffsetCommitRequestTopic,
+)
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.codec_thread import off_loop_if_large
@@ -18,18 +22,22 @@ from pykraft.runtime.codec_thread import off_loop_if_large
 def existing_partitions_only(image: MetadataImage, handle: GroupHandler) -> GroupHandler:
     """``handle`` for a latest-version OffsetCommit, given only the partitions ``image``
     holds; the others answered UNKNOWN_TOPIC_OR_PARTITION."""
-    async def commit(request: Any) -> Any:
+    async def commit(request: ShardRequest) -> ShardResponse:
+        assert isinstance(request, OffsetCommitRequest)
         kept, missing = await off_loop_if_large(lambda: _existing(request, image))
         return await handled_in_part(ApiKey.OFFSET_COMMIT, request, kept, (
             missing, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), handle)
     return commit
 
 
-def _existing(request: Any, image: MetadataImage) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+Topics = tuple[OffsetCommitRequestTopic, ...]
+
+
+def _existing(request: OffsetCommitRequest, image: MetadataImage) -> tuple[Topics, Topics]:
     """The request's topics with the partitions ``image`` holds, and with the others
     (pure: a large request's are sorted off the loop)."""
-    kept: list[Any] = []
-    missing: list[Any] = []
+    kept: list[OffsetCommitRequestTopic] = []
+    missing: list[OffsetCommitRequestTopic] = []
     for topic in request.topics:
         found = image.topics.by_name.get(str(topic.name))
         known = set() if found is None else found.partitions.keys()

@@ -18,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pykraft.broker.group_versions import error_response
+from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
-from pykraft.image.acls import ResourceType
+from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.topics import TopicsImage
 from pykraft.messages.kafka.offset_commit_request import (
     OffsetCommitRequest,
@@ -55,7 +56,7 @@ TOPIC_ID_APIS = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
 OffsetRequest = OffsetCommitRequest | OffsetFetchRequest
 OffsetResponse = OffsetCommitResponse | OffsetFetchResponse
 #: A request with its topics named -> its answer by name.
-ByName = Callable[[Any], Awaitable[Any]]
+ByName = Callable[[ShardRequest], Awaitable[ShardResponse]]
 _Topic = TypeVar("_Topic", OffsetCommitRequestTopic, OffsetFetchRequestTopics)
 
 
@@ -66,18 +67,15 @@ def by_topic_id(api_key: int, version: int) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Resolved:
-    """A v10 request with the topics the image knows named, as the shards answer it, and
-    the others: OffsetCommit's (one tuple), OffsetFetch's per group, in request order."""
+    """A v10 OffsetFetch with the topics the image knows named, as the shards answer it,
+    and the others of each group, in request order."""
 
-    request: Any
-    unknown: tuple[tuple[Any, ...], ...]
+    request: OffsetFetchRequest
+    unknown: tuple[tuple[OffsetFetchRequestTopics, ...], ...]
 
 
-def resolved(request: OffsetRequest, topics: TopicsImage) -> Resolved:
+def resolved(request: OffsetFetchRequest, topics: TopicsImage) -> Resolved:
     """``request`` (v10) with each topic the image knows named, the others set apart."""
-    if isinstance(request, OffsetCommitRequest):
-        named, unknown = _named(request.topics, topics)
-        return Resolved(dataclasses.replace(request, topics=named), (unknown,))
     groups, unknowns = [], []
     for group in request.groups:
         kept: tuple[OffsetFetchRequestTopics, ...] | None = None  # all topics
@@ -107,14 +105,18 @@ async def answered_by_id(api_key: int, request: OffsetRequest, topics: TopicsIma
     if isinstance(request, OffsetCommitRequest) and not access.allows(
             _group_operation(api_key), ResourceType.GROUP, request.group_id):
         return refused(api_key, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if isinstance(request, OffsetCommitRequest):
+        named, unknown = await off_loop_if_large(_named, request.topics, topics)
+        committed = await by_name(dataclasses.replace(request, topics=named))
+        assert isinstance(committed, OffsetCommitResponse)
+        return await off_loop_if_large(_commit_answer, committed, unknown, topics)
     found = await off_loop_if_large(resolved, request, topics)
-    answer = await by_name(found.request)
-    if api_key == ApiKey.OFFSET_COMMIT:
-        return await off_loop_if_large(_commit_answer, answer, found.unknown[0], topics)
-    return await off_loop_if_large(_fetch_answer, answer, found, topics)
+    fetched = await by_name(found.request)
+    assert isinstance(fetched, OffsetFetchResponse)
+    return await off_loop_if_large(_fetch_answer, fetched, found, topics)
 
 
-def _group_operation(api_key: int) -> Any:
+def _group_operation(api_key: int) -> AclOperation:
     operation = BROKER_RULES[api_key].operation
     assert operation is not None
     return operation
@@ -124,7 +126,8 @@ def refused(api_key: int, request: OffsetRequest, code: ErrorCode) -> OffsetResp
     """The v10 answer refusing the v10 ``request`` with ``code``: on each partition of
     each topic of a commit, on each group of a fetch."""
     if isinstance(request, OffsetFetchRequest):
-        answer: OffsetFetchResponse = error_response(api_key, request, code)
+        answer = error_response(api_key, request, code)
+        assert isinstance(answer, OffsetFetchResponse)
         return answer
     return OffsetCommitResponse(topics=tuple(OffsetCommitResponseTopic(
         topic_id=t.topic_id, partitions=tuple(

@@ -45,7 +45,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pykraft.errors import NetworkError, UnsupportedVersionError
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
@@ -54,6 +53,7 @@ from pykraft.messages.kafka.init_producer_id_request import InitProducerIdReques
 from pykraft.messages.kafka.init_producer_id_response import InitProducerIdResponse
 from pykraft.protocol.errors import ErrorCode, error_name
 from pykraft.records.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from pykraft.runtime.controller_channel import ControllerSender
 from pykraft.runtime.logfmt import event
 
 log = logging.getLogger("pykraft.broker.producer_ids")
@@ -155,7 +155,8 @@ class ProducerIdBlocks:
 class ProducerIdManager:
     """Drives :class:`ProducerIdBlocks` on the event loop; see the module docstring."""
 
-    def __init__(self, broker_id: int, broker_epoch: Callable[[], int], channel: Any) -> None:
+    def __init__(self, broker_id: int, broker_epoch: Callable[[], int],
+                 channel: ControllerSender) -> None:
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._channel = channel

@@ -46,7 +46,6 @@ import ssl
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pykraft.broker.follower_log import (
     append_as_follower,
@@ -308,7 +307,7 @@ class ReplicaFetcher:
                 f"({FETCHER_VERSIONS[api_key]})", api_key=api_key)
         return version
 
-    async def _request(self, make: Callable[[int], Any], api_key: ApiKey) -> Any:
+    async def _request(self, make: Callable[[int], object], api_key: ApiKey) -> object:
         """Build a request at the version negotiated with the leader, send it and wait at
         most ``replica.socket.timeout.ms`` (plus the fetch's own wait) for the answer."""
         version = await self._version(api_key)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from pykraft.group.messages import ShardResponse
 
 ReplyToken = int
 """The runtime's name for one request in flight to a shard."""
@@ -56,7 +57,7 @@ class Outcome:
     """Records to append, then replies to send once they are committed."""
 
     records: list[OffsetsRecord] = field(default_factory=list)
-    replies: list[tuple[ReplyToken, Any]] = field(default_factory=list)
+    replies: list[tuple[ReplyToken, ShardResponse]] = field(default_factory=list)
 
     def extend(self, other: Outcome) -> None:
         """Append ``other``'s records and replies after this outcome's own."""

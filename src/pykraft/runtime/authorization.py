@@ -14,17 +14,31 @@ import dataclasses
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pykraft.controller.responses import error_response
 from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.topics import TopicImage
 from pykraft.messages.kafka import alter_configs_request as alter
 from pykraft.messages.kafka import incremental_alter_configs_request as incremental
-from pykraft.messages.kafka.create_partitions_request import CreatePartitionsTopic
-from pykraft.messages.kafka.create_topics_request import CreatableTopic
-from pykraft.messages.kafka.delete_topics_request import DeleteTopicState
-from pykraft.messages.kafka.describe_configs_request import DescribeConfigsResource
+from pykraft.messages.kafka.alter_configs_response import AlterConfigsResponse
+from pykraft.messages.kafka.create_partitions_request import (
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from pykraft.messages.kafka.create_partitions_response import CreatePartitionsResponse
+from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
+from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from pykraft.messages.kafka.delete_topics_response import DeleteTopicsResponse
+from pykraft.messages.kafka.describe_configs_request import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.incremental_alter_configs_response import (
+    IncrementalAlterConfigsResponse,
+)
+from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.error_answer import error_answer
@@ -43,10 +57,23 @@ _TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 #: A part of a request of :data:`PARTS`.
 Part = (CreatableTopic | DeleteTopicState | CreatePartitionsTopic | DescribeConfigsResource
         | alter.AlterConfigsResource | incremental.AlterConfigsResource)
+#: A request of :data:`PARTS`, and its answer.
+PartsRequest = (CreateTopicsRequest | DeleteTopicsRequest | CreatePartitionsRequest
+                | DescribeConfigsRequest | alter.AlterConfigsRequest
+                | incremental.IncrementalAlterConfigsRequest)
+PartsResponse = (CreateTopicsResponse | DeleteTopicsResponse | CreatePartitionsResponse
+                 | DescribeConfigsResponse | AlterConfigsResponse
+                 | IncrementalAlterConfigsResponse)
+PARTS_REQUESTS = (CreateTopicsRequest, DeleteTopicsRequest, CreatePartitionsRequest,
+                  DescribeConfigsRequest, alter.AlterConfigsRequest,
+                  incremental.IncrementalAlterConfigsRequest)
+PARTS_RESPONSES = (CreateTopicsResponse, DeleteTopicsResponse, CreatePartitionsResponse,
+                   DescribeConfigsResponse, AlterConfigsResponse,
+                   IncrementalAlterConfigsResponse)
 
 
-def cluster_refusal(rules: Mapping[int, ApiRule], api_key: int, body: Any,
-                    access: Access) -> Any | None:
+def cluster_refusal(rules: Mapping[int, ApiRule], api_key: int, body: object,
+                    access: Access) -> object | None:
     """The latest-version answer refusing a request whose rule is a cluster operation
     the session lacks; None when it may go on."""
     rule = rules[api_key]
@@ -54,8 +81,9 @@ def cluster_refusal(rules: Mapping[int, ApiRule], api_key: int, body: Any,
         return None
     if access.allows(rule.operation, ResourceType.CLUSTER):
         return None
-    return error_answer(api_key, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                        "Cluster authorization failed.")
+    refusal: object = error_answer(api_key, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                   "Cluster authorization failed.")
+    return refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,38 +91,41 @@ class PartSplit:
     """A request with parts, split: ``allowed`` (None when no part is) and the answer to
     the refused parts (None when none is)."""
 
-    allowed: Any | None
-    refused: Any | None
+    allowed: PartsRequest | None
+    refused: PartsResponse | None
     describable: frozenset[str] = frozenset()  # CreateTopics: whose configs it may see
 
 
-def split_parts(api_key: int, request: Any, access: Access,
+def split_parts(api_key: int, request: PartsRequest, access: Access,
                 topics_by_id: Mapping[uuid.UUID, TopicImage]) -> PartSplit:
     """``request`` (the controller's latest version of an API in :data:`PARTS`) split by
     what ``access`` allows of each part."""
     field = PARTS[api_key][0]
-    refused: dict[ErrorCode, list[Any]] = {}
-    allowed: list[Any] = []
-    for part in getattr(request, field):
+    refused: dict[ErrorCode, list[Part]] = {}
+    allowed: list[Part] = []
+    parts: tuple[Part, ...] = getattr(request, field)
+    for part in parts:
         code = _refusal(part, access, topics_by_id)
         if code is None:
             allowed.append(part)
         else:
             refused.setdefault(code, []).append(part)
-    answers = [error_response(dataclasses.replace(request, **{field: tuple(parts)}), code)
-               for code, parts in refused.items()]
+    answers = [_refused(replaced(request, **{field: tuple(these)}), code)
+               for code, these in refused.items()]
     describable: frozenset[str] = frozenset()
     if api_key == ApiKey.CREATE_TOPICS:
-        describable = access.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC,
-                                     (str(t.name) for t in allowed))
+        describable = access.allowed(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, (
+            t.name for t in allowed if isinstance(t, CreatableTopic)))
     return PartSplit(
-        allowed=dataclasses.replace(request, **{field: tuple(allowed)}) if allowed else None,
+        allowed=replaced(request, **{field: tuple(allowed)}) if allowed else None,
         refused=_concat(api_key, answers) if answers else None, describable=describable)
 
 
-def merge_parts(api_key: int, split: PartSplit, answer: Any | None) -> Any:
-    """One answer from the handled part's ``answer`` and the refused parts' answer."""
-    if answer is not None and api_key == ApiKey.CREATE_TOPICS and split.allowed is not None:
+def merge_parts(api_key: int, split: PartSplit, answer: object | None) -> PartsResponse:
+    """One answer from the handled part's ``answer`` (the API's response) and the
+    refused parts' answer."""
+    assert answer is None or isinstance(answer, PARTS_RESPONSES)
+    if isinstance(answer, CreateTopicsResponse) and split.allowed is not None:
         answer = dataclasses.replace(answer, topics=tuple(
             t if str(t.name) in split.describable or t.error_code != ErrorCode.NONE
             else dataclasses.replace(t, topic_config_error_code=_TOPIC_REFUSED, configs=())
@@ -103,9 +134,16 @@ def merge_parts(api_key: int, split: PartSplit, answer: Any | None) -> Any:
     return _concat(api_key, found)
 
 
-def _concat(api_key: int, answers: list[Any]) -> Any:
+def _refused(request: PartsRequest, code: ErrorCode) -> PartsResponse:
+    """``request``'s answer with ``code`` on every part."""
+    answer = error_response(request, code)
+    assert isinstance(answer, PARTS_RESPONSES)
+    return answer
+
+
+def _concat(api_key: int, answers: list[PartsResponse]) -> PartsResponse:
     field = PARTS[api_key][1]
-    return dataclasses.replace(answers[0], **{field: tuple(
+    return replaced(answers[0], **{field: tuple(
         entry for answer in answers for entry in getattr(answer, field))})
 
 

@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
 
 from pykraft.errors import NetworkError
 from pykraft.protocol.api_versions import listener_ranges
 from pykraft.protocol.apis import Listener
 from pykraft.runtime.peers import PeerPool
 from pykraft.runtime.sasl_client import SaslCredentials
+
+
+class ControllerSender(Protocol):
+    """What the broker's parts that ask the controller need of :class:`ControllerChannel`
+    (the answer is any API's: each caller checks it is the one it asked for)."""
+
+    async def send(self, body: object) -> object: ...
 
 
 class ControllerChannel:
@@ -45,7 +52,7 @@ class ControllerChannel:
     def active_id(self) -> int | None:
         return self._active()
 
-    async def send(self, body: Any, client_id: str | None = None) -> Any:
+    async def send(self, body: object, client_id: str | None = None) -> object:
         """The active controller's latest-version response to ``body`` (any version);
         ``client_id``: a forwarded request's client's."""
         leader = self._active()

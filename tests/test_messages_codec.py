@@ -20,6 +20,7 @@ from pykraft.errors import MessageDecodeError, MessageEncodeError, UnsupportedVe
 from pykraft.ids import ZERO_UUID
 from pykraft.messages import (
     MessageSchema,
+    TaggedField,
     Versions,
     array,
     decode,
@@ -29,6 +30,7 @@ from pykraft.messages import (
     message,
     schema_of,
     to_json_dict,
+    unknown_tags,
 )
 from pykraft.messages.codec import generated_source
 from pykraft.messages.schema import ArrayOf, FieldType
@@ -199,6 +201,56 @@ def test_unknown_tagged_fields_are_skipped_between_known_ones() -> None:
         + b"\x96\x01\x00"  # tag 150: unknown, empty
     )
     assert decode(Tiny, 0, raw) == Tiny(a=1, b=2, c="z")
+
+
+@message(versions="0-1", flexible="1+")
+@dataclass(frozen=True, slots=True)
+class Keeping:
+    """Tiny's fields, keeping the unknown tags it reads (as the generated classes do)."""
+
+    a: int = kafka_field("int32")
+    b: int = kafka_field("int32", versions="1+", tag=0, tagged_versions="1+")
+    c: str = kafka_field("string", versions="1+", tag=2, tagged_versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
+
+
+def test_unknown_tagged_fields_are_kept_and_written_back_between_known_ones() -> None:
+    raw = (
+        b"\x00\x00\x00\x01"
+        + b"\x04"
+        + b"\x00\x04\x00\x00\x00\x02"  # tag 0 (b)
+        + b"\x01\x03abc"  # tag 1: unknown
+        + b"\x02\x02\x02z"  # tag 2 (c)
+        + b"\x96\x01\x00"  # tag 150: unknown, empty
+    )
+    kept = Keeping(a=1, b=2, c="z", unknown_tagged_fields=((1, b"abc"), (150, b"")))
+    assert decode(Keeping, 1, raw) == kept
+    assert encode(kept, 1) == raw
+    assert decode(Keeping, 1, b"\x00\x00\x00\x01\x01\x07\x00") == Keeping(
+        a=1, unknown_tagged_fields=((7, b""),)
+    )
+    assert Keeping(a=1) != replace(kept, b=0, c="")  # compared, as Kafka's equals does
+
+
+@pytest.mark.parametrize(
+    ("unknown", "fragment"),
+    [
+        (((2, b""),), "collides"),
+        (((5, b""), (3, b"")), "ascending"),
+        (((-1, b""),), "ascending"),
+        (((5, "text"),), "pairs"),
+    ],
+)
+def test_bad_unknown_tagged_fields_are_refused(unknown: Any, fragment: str) -> None:
+    with pytest.raises(MessageEncodeError, match=fragment):
+        encode(Keeping(c="z", unknown_tagged_fields=unknown), 1)
+
+
+def test_unknown_tagged_fields_are_refused_where_the_version_has_none() -> None:
+    """Kafka's writers throw UnsupportedVersionException; the default writes as before."""
+    with pytest.raises(UnsupportedVersionError, match="no tagged fields"):
+        encode(Keeping(unknown_tagged_fields=((7, b""),)), 0)
+    assert encode(Keeping(a=3), 0) == b"\x00\x00\x00\x03"
 
 
 @pytest.mark.parametrize(

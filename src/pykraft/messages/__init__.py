@@ -7,11 +7,20 @@ strict decoding that skips only unknown tags).
 
 from pykraft.messages.codec import decode, decode_from, encode
 from pykraft.messages.jsonview import to_json_dict
-from pykraft.messages.schema import MessageSchema, array, kafka_field, message, schema_of
+from pykraft.messages.schema import (
+    MessageSchema,
+    TaggedField,
+    array,
+    kafka_field,
+    message,
+    schema_of,
+    unknown_tags,
+)
 from pykraft.messages.versions import Versions
 
 __all__ = [
     "MessageSchema",
+    "TaggedField",
     "Versions",
     "array",
     "decode",
@@ -21,4 +30,5 @@ __all__ = [
     "message",
     "schema_of",
     "to_json_dict",
+    "unknown_tags",
 ]

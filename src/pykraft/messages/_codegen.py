@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykraft.messages.schema import ArrayOf, FieldSpec, FieldType, MessageSchema
+from pykraft.messages.schema import UNKNOWN_TAGS, ArrayOf, FieldSpec, FieldType, MessageSchema
 from pykraft.messages.varint import encode_uvarint
 from pykraft.messages.wire import (
     INT32,
@@ -124,6 +124,57 @@ def _absent(name: str, version: int) -> FieldEncodeError:
     return error
 
 
+def _tags_in_classic(version: int) -> FieldEncodeError:
+    """Kafka's writers refuse unknown tagged fields at a version without tagged fields."""
+    error = FieldEncodeError(
+        f"unknown tagged fields are set, but version {version} has no tagged fields",
+        unsupported=True,
+    )
+    error.path.append(UNKNOWN_TAGS)
+    return error
+
+
+def _write_merged_tags(out: bytearray, count: int, known: bytes, unknown: Any) -> None:
+    """A TAG_BUFFER of the ``count`` known fields the generated writer put in ``known`` and
+    a struct's unknown ones, by tag (Kafka's ``RawTaggedFieldWriter``): the unknown ones in
+    ascending order, none with a tag the schema defines."""
+    entries: list[tuple[int, bytes | bytearray]] = []
+    pos = 0
+    for _ in range(count):  # what the writer just wrote: well formed
+        tag, pos = read_uvarint(known, pos, len(known))
+        size, pos = read_uvarint(known, pos, len(known))
+        entries.append((tag, known[pos : pos + size]))
+        pos += size
+    defined = {tag for tag, _ in entries}
+    previous = -1
+    for entry in unknown if isinstance(unknown, tuple | list) else (unknown,):
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 2
+            and type(entry[0]) is int
+            and isinstance(entry[1], bytes | bytearray)
+        ):
+            raise _unknown_error(f"expected (tag, bytes) pairs, got {entry!r}")
+        tag, payload = entry
+        if tag in defined:
+            raise _unknown_error(f"tag {tag} collides with a tag the schema defines")
+        if not previous < tag < 2**31:
+            raise _unknown_error(f"tag {tag} does not follow tag {previous} in ascending order")
+        previous = tag
+        entries.append((tag, payload))
+    entries.sort(key=lambda entry: entry[0])
+    out += encode_uvarint(len(entries))
+    for tag, payload in entries:
+        out += encode_uvarint(tag) + encode_uvarint(len(payload))
+        out += payload
+
+
+def _unknown_error(reason: str) -> FieldEncodeError:
+    error = FieldEncodeError(reason)
+    error.path.append(UNKNOWN_TAGS)
+    return error
+
+
 def _write_run(writers: tuple[tuple[str, FieldWriter], ...]) -> Callable[..., None]:
     """Slow path of a fixed-width run: field by field, so the failing field is named."""
 
@@ -213,6 +264,8 @@ _BASE_NAMES: dict[str, Any] = {
     "read_items": _read_items,
     "read_uuids": _read_uuids,
     "absent": _absent,
+    "tags_in_classic": _tags_in_classic,
+    "write_merged_tags": _write_merged_tags,
     "struct_error": struct.error,
     "unpack_from": struct.unpack_from,
 }
@@ -244,7 +297,7 @@ class _Source:
 
     def wrap_path(self, name: str, error: str) -> _Indented:
         """``try:`` whose handler prefixes the field name to a failure's path."""
-        return _Indented(self, handler=(error, name))
+        return _Indented(self, handler=(error, repr(name)))
 
     def compile(self, header: str, filename: str, entry: str) -> tuple[Any, str]:
         text = header + "\n" + "\n".join(self.lines) + "\n"
@@ -255,7 +308,8 @@ class _Source:
 
 
 class _Indented:
-    """Context manager for an indented block, optionally a path-prefixing ``try``."""
+    """Context manager for an indented block, optionally a path-prefixing ``try``
+    (``handler``: the error caught and the source of the path part)."""
 
     def __init__(self, source: _Source, handler: tuple[str, str] | None = None) -> None:
         self.source = source
@@ -269,9 +323,9 @@ class _Indented:
     def __exit__(self, *exc_info: object) -> None:
         self.source.depth -= 1
         if self.handler is not None:
-            error, name = self.handler
+            error, part = self.handler
             self.source.emit(
-                f"except {error} as exc:", f"    exc.path.insert(0, {name!r})", "    raise"
+                f"except {error} as exc:", f"    exc.path.insert(0, {part})", "    raise"
             )
 
 
@@ -423,8 +477,11 @@ class _ReaderGen:
             _var(spec) if version in spec.versions else src.const("_D", spec.default)
             for spec in schema.fields
         ]
-        cls = src.const("_CLS", schema.cls)
         attrs = [spec.attr for spec in schema.fields]
+        if schema.keeps_unknown_tags:
+            values.append("unknown" if self.flexible else "()")
+            attrs.append(UNKNOWN_TAGS)
+        cls = src.const("_CLS", schema.cls)
         twin = _slot_twin(schema)
         if twin is not None:
             src.emit(f"obj = {src.const('_TWIN', twin)}()")
@@ -435,7 +492,7 @@ class _ReaderGen:
         else:
             keywords = (f"{attr}={value}" for attr, value in zip(attrs, values, strict=True))
             src.emit(f"obj = {cls}({', '.join(keywords)})")
-        src.emit("return (obj, tags_start, tuple(unknown)), pos" if self.keep_tags
+        src.emit("return (obj, tags_start, unknown), pos" if self.keep_tags
                  else "return obj, pos")
         kind = "tag-keeping reader" if self.keep_tags else "reader"
         label = _label(kind, schema, version, self.flexible)
@@ -602,12 +659,17 @@ class _ReaderGen:
         """TAG_BUFFER: the common empty one in one byte test; otherwise entries in strictly
         ascending tag order, unknown ones skipped, known ones filling exactly their size."""
         src = self.src
+        keep = self.keep_tags or self.schema.keeps_unknown_tags
         if self.keep_tags:
-            src.emit("tags_start = pos", "unknown = []")
+            src.emit("tags_start = pos")
+        if keep:
+            src.emit("unknown = ()")
         with src.block("if pos < end and buf[pos] == 0:"):
             src.emit("pos += 1")
         with src.block("else:"):
             src.emit("count, pos = read_uvarint(buf, pos, end)", "prev = -1")
+            if keep:
+                src.emit("found = []")
             with src.block("for _ in range(count):"):
                 src.emit("start = pos")
                 self.uvarint("tag", "end")
@@ -631,10 +693,12 @@ class _ReaderGen:
                                     "{size} bytes but holds {pos - body}', pos)"
                                 )
                     keyword = "elif"
-                if self.keep_tags:
+                if keep:
                     with src.block("else:") if tagged else contextlib.nullcontext():
-                        src.emit("unknown.append((tag, buf[pos:stop]))")
+                        src.emit("found.append((tag, buf[pos:stop]))")
                 src.emit("pos = stop")
+            if keep:
+                src.emit("unknown = tuple(found)")
 
 
 def _slot_twin(schema: MessageSchema) -> type | None:
@@ -661,14 +725,16 @@ def _slot_twin(schema: MessageSchema) -> type | None:
         return None
     declared = dataclasses.fields(cls)
     names = tuple(spec.attr for spec in schema.fields)
+    if schema.keeps_unknown_tags:
+        names += (UNKNOWN_TAGS,)
     if tuple(f.name for f in declared) != names or not all(f.init for f in declared):
         return None
     if cls.__dict__.get("__slots__") != names:
         return None
     twin = type(f"{cls.__name__}Slots", (object,), {"__slots__": names})
     trial = twin()
-    for spec in schema.fields:
-        setattr(trial, spec.attr, spec.default)
+    for name in names:
+        setattr(trial, name, None)
     try:
         trial.__class__ = cls
     except TypeError:  # pragma: no cover - layouts differ in a way the checks above missed
@@ -755,6 +821,9 @@ class _WriterGen:
                     self.field(run[0], "out")
         if self.flexible:
             self.tag_buffer(sorted(tagged, key=lambda spec: spec.tag or 0))
+        elif schema.keeps_unknown_tags:
+            with src.block(f"if obj.{UNKNOWN_TAGS}:"):
+                src.emit(f"raise tags_in_classic({version})")
         label = _label("writer", schema, version, self.flexible)
         write, text = src.compile(f"def write(out, obj):  # {label}", label, "write")
         writer: FieldWriter = write
@@ -862,8 +931,15 @@ class _WriterGen:
         """Tagged fields that differ from their default, ascending, each as tag, size and
         payload; a single zero byte when none does."""
         src = self.src
+        keep = self.schema.keeps_unknown_tags
+        if keep:
+            src.emit(f"unknown = obj.{UNKNOWN_TAGS}")
         if not tagged:
-            src.emit("out.append(0)")
+            if keep:
+                with src.block("if unknown:"):
+                    src.emit("write_merged_tags(out, 0, b'', unknown)")
+            with src.block("else:") if keep else contextlib.nullcontext():
+                src.emit("out.append(0)")
             return
         src.emit("count = 0", "tags = bytearray()")
         for spec in tagged:
@@ -876,8 +952,12 @@ class _WriterGen:
                 src.emit(f"tags += {src.const('_TAG', encode_uvarint(spec.tag or 0))}")
                 self.uvarint("len(payload)", "tags")
                 src.emit("tags += payload", "count += 1")
-        self.uvarint("count", "out")
-        src.emit("out += tags")
+        if keep:
+            with src.block("if unknown:"):
+                src.emit("write_merged_tags(out, count, tags, unknown)")
+        with src.block("else:") if keep else contextlib.nullcontext():
+            self.uvarint("count", "out")
+            src.emit("out += tags")
 
     def uvarint(self, expr: str, out: str) -> None:
         """Append a uvarint, its one-byte case inline."""

@@ -299,6 +299,10 @@ class _Source:
         """``try:`` whose handler prefixes the field name to a failure's path."""
         return _Indented(self, handler=(error, repr(name)))
 
+    def wrap_index(self) -> _Indented:
+        """``try:`` whose handler prefixes the array index ``index`` to a failure's path."""
+        return _Indented(self, handler=("FieldDecodeError", "f'[{index}]'"))
+
     def compile(self, header: str, filename: str, entry: str) -> tuple[Any, str]:
         text = header + "\n" + "\n".join(self.lines) + "\n"
         code = compile(text, filename, "exec")
@@ -570,11 +574,15 @@ class _ReaderGen:
             src.emit(f"{var}, pos = {read}(buf, pos + 1, {end})")
 
     def uvarint(self, var: str, end: str) -> None:
-        """``var, pos = read_uvarint(buf, pos, end)`` with its one-byte case inline."""
-        with self.src.block(f"if pos < {end} and ({var} := buf[pos]) < {_ONE_BYTE}:"):
-            self.src.emit("pos += 1")
-        with self.src.block("else:"):
-            self.src.emit(f"{var}, pos = read_uvarint(buf, pos, {end})")
+        """``var, pos = read_uvarint(buf, pos, end)`` with its one- and two-byte cases inline
+        (a two-byte length is any record batch from 128 bytes to 16 KiB)."""
+        src = self.src
+        with src.block(f"if pos < {end} and ({var} := buf[pos]) < {_ONE_BYTE}:"):
+            src.emit("pos += 1")
+        with src.block(f"elif pos + 1 < {end} and (second := buf[pos + 1]) < {_ONE_BYTE}:"):
+            src.emit(f"{var} = ({var} & {_ONE_BYTE - 1}) | second << 7", "pos += 2")
+        with src.block("else:"):
+            src.emit(f"{var}, pos = read_uvarint(buf, pos, {end})")
 
     def length(self, compact: bool, classic: struct.Struct, end: str) -> None:
         """Read a length or count prefix into ``n`` (compact: uvarint minus one)."""
@@ -647,13 +655,21 @@ class _ReaderGen:
                 )
             elif isinstance(element, UuidPrimitive):
                 src.emit(f"{var} = read_uuids(buf, pos, n)", "pos += 16 * n")
+            elif isinstance(element, MessageSchema):
+                self.struct_items(element, var, end)
             else:
-                read = (
-                    struct_reader(element, self.version, self.flexible)[0]
-                    if isinstance(element, MessageSchema)
-                    else element.reader(self.flexible, False)
-                )
-                src.emit(f"{var}, pos = read_items({src.const('_R', read)}, n, buf, pos, {end})")
+                read = src.const("_R", element.reader(self.flexible, False))
+                src.emit(f"{var}, pos = read_items({read}, n, buf, pos, {end})")
+
+    def struct_items(self, element: MessageSchema, var: str, end: str) -> None:
+        """``n`` structs, the loop inline (a call less per array: most arrays of structs
+        hold a few entries, many none)."""
+        src = self.src
+        read = src.const("_R", struct_reader(element, self.version, self.flexible)[0])
+        src.emit("items = []")
+        with src.wrap_index(), src.block("for index in range(n):"):
+            src.emit(f"item, pos = {read}(buf, pos, {end})", "items.append(item)")
+        src.emit(f"{var} = tuple(items)")
 
     def tag_buffer(self, tagged: list[FieldSpec]) -> None:
         """TAG_BUFFER: the common empty one in one byte test; otherwise entries in strictly

@@ -191,16 +191,20 @@ def test_tagged_struct_has_its_own_tag_buffer() -> None:
     assert decode(Sample, 3, raw) == msg
 
 
+# Tiny's a=1, b=2, c="z" with two unknown tagged fields around c.
+_WITH_UNKNOWN_TAGS = (
+    b"\x00\x00\x00\x01"
+    + b"\x04"
+    + b"\x00\x04\x00\x00\x00\x02"  # tag 0 (b)
+    + b"\x01\x03abc"  # tag 1: unknown
+    + b"\x02\x02\x02z"  # tag 2 (c)
+    + b"\x96\x01\x00"  # tag 150: unknown, empty
+)
+
+
 def test_unknown_tagged_fields_are_skipped_between_known_ones() -> None:
-    raw = (
-        b"\x00\x00\x00\x01"
-        + b"\x04"
-        + b"\x00\x04\x00\x00\x00\x02"  # tag 0 (b)
-        + b"\x01\x03abc"  # tag 1: unknown
-        + b"\x02\x02\x02z"  # tag 2 (c)
-        + b"\x96\x01\x00"  # tag 150: unknown, empty
-    )
-    assert decode(Tiny, 0, raw) == Tiny(a=1, b=2, c="z")
+    """A class without ``unknown_tags()`` (hand-declared ones may leave it out) skips them."""
+    assert decode(Tiny, 0, _WITH_UNKNOWN_TAGS) == Tiny(a=1, b=2, c="z")
 
 
 @message(versions="0-1", flexible="1+")
@@ -215,14 +219,7 @@ class Keeping:
 
 
 def test_unknown_tagged_fields_are_kept_and_written_back_between_known_ones() -> None:
-    raw = (
-        b"\x00\x00\x00\x01"
-        + b"\x04"
-        + b"\x00\x04\x00\x00\x00\x02"  # tag 0 (b)
-        + b"\x01\x03abc"  # tag 1: unknown
-        + b"\x02\x02\x02z"  # tag 2 (c)
-        + b"\x96\x01\x00"  # tag 150: unknown, empty
-    )
+    raw = _WITH_UNKNOWN_TAGS
     kept = Keeping(a=1, b=2, c="z", unknown_tagged_fields=((1, b"abc"), (150, b"")))
     assert decode(Keeping, 1, raw) == kept
     assert encode(kept, 1) == raw

@@ -238,9 +238,9 @@ def test_unknown_tagged_fields_are_kept_and_written_back_between_known_ones() ->
         (((5, "text"),), "pairs"),
     ],
 )
-def test_bad_unknown_tagged_fields_are_refused(unknown: Any, fragment: str) -> None:
+def test_bad_unknown_tagged_fields_are_refused(unknown: object, fragment: str) -> None:
     with pytest.raises(MessageEncodeError, match=fragment):
-        encode(Keeping(c="z", unknown_tagged_fields=unknown), 1)
+        encode(Keeping(c="z", unknown_tagged_fields=unknown), 1)  # type: ignore[arg-type]
 
 
 def test_unknown_tagged_fields_are_refused_where_the_version_has_none() -> None:

@@ -134,7 +134,7 @@ def _tags_in_classic(version: int) -> FieldEncodeError:
     return error
 
 
-def _write_merged_tags(out: bytearray, count: int, known: bytes, unknown: Any) -> None:
+def _write_merged_tags(out: bytearray, count: int, known: bytes, unknown: object) -> None:
     """A TAG_BUFFER of the ``count`` known fields the generated writer put in ``known`` and
     a struct's unknown ones, by tag (Kafka's ``RawTaggedFieldWriter``): the unknown ones in
     ascending order, none with a tag the schema defines."""

@@ -186,7 +186,7 @@ def kafka_field(
     return dataclasses.field(default=declared_type.default, metadata=metadata)
 
 
-def unknown_tags() -> Any:
+def unknown_tags() -> tuple[TaggedField, ...]:
     """The dataclass field :data:`UNKNOWN_TAGS` of a class, last: ``()`` by default, left out
     of ``repr`` (Kafka's ``toString`` leaves them out too) but compared, as Kafka's
     ``equals`` compares them."""

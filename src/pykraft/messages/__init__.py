@@ -2,7 +2,7 @@
 
 See :mod:`pykraft.messages.schema` for how a message is declared and
 :mod:`pykraft.messages.codec` for the wire rules (classic vs compact encodings, tagged fields,
-strict decoding that skips only unknown tags).
+strict decoding that keeps or skips only unknown tags).
 """
 
 from pykraft.messages.codec import decode, decode_from, encode

@@ -8,9 +8,10 @@ compact lengths, counts and empty tag buffers, and builds the dataclass once at 
 
 What stays the same as the closure codecs of :mod:`pykraft.messages.wire`: every length and
 count is checked against the remaining bytes before anything is allocated, unknown tags are
-skipped, and failures raise :class:`FieldDecodeError` / :class:`FieldEncodeError` with the same
-reason, position and field path. Paths cost nothing on success: a multi-field run works out
-which field was short only when its one bounds check fails, and ``try`` blocks are free in
+kept by a struct that declares ``unknown_tags()`` (skipped by one that does not), and
+failures raise :class:`FieldDecodeError` / :class:`FieldEncodeError` with the same reason,
+position and field path. Paths cost nothing on success: a multi-field run works out which
+field was short only when its one bounds check fails, and ``try`` blocks are free in
 CPython 3.11 until something raises. Rare shapes (non-fixed primitive arrays on the write
 side, custom primitives) fall back to the closures of :mod:`pykraft.messages.wire`.
 
@@ -673,7 +674,8 @@ class _ReaderGen:
 
     def tag_buffer(self, tagged: list[FieldSpec]) -> None:
         """TAG_BUFFER: the common empty one in one byte test; otherwise entries in strictly
-        ascending tag order, unknown ones skipped, known ones filling exactly their size."""
+        ascending tag order, unknown ones kept (``unknown``) when the struct or ``keep_tags``
+        keeps them, else skipped, known ones filling exactly their size."""
         src = self.src
         keep = self.keep_tags or self.schema.keeps_unknown_tags
         if self.keep_tags:

@@ -33,7 +33,7 @@ from pykraft.messages import (
     unknown_tags,
 )
 from pykraft.messages.codec import generated_source
-from pykraft.messages.schema import ArrayOf, FieldType
+from pykraft.messages.schema import UNKNOWN_TAGS, ArrayOf, FieldType
 from pykraft.messages.wire import Primitive
 
 # --- generic strategies from the specs ----------------------------------------------------
@@ -64,24 +64,38 @@ def primitive_values(primitive: Primitive) -> st.SearchStrategy[Any]:
     return simple[primitive.name]
 
 
-def values_of(field_type: FieldType, version: int, nullable: bool) -> st.SearchStrategy[Any]:
+def values_of(
+    field_type: FieldType, version: int, nullable: bool, unknown: bool = False
+) -> st.SearchStrategy[Any]:
     values: st.SearchStrategy[Any]
     if isinstance(field_type, MessageSchema):
-        values = schema_messages(field_type, version)
+        values = schema_messages(field_type, version, unknown)
     elif isinstance(field_type, ArrayOf):
-        values = st.lists(values_of(field_type.element, version, False), max_size=3).map(tuple)
+        element = values_of(field_type.element, version, False, unknown)
+        values = st.lists(element, max_size=3).map(tuple)
     else:
         values = primitive_values(field_type)
     return st.none() | values if nullable else values
 
 
-def schema_messages(schema: MessageSchema, version: int) -> st.SearchStrategy[Any]:
-    """Instances with every field present in ``version`` drawn; absent ones stay default."""
+def schema_messages(
+    schema: MessageSchema, version: int, unknown: bool = False
+) -> st.SearchStrategy[Any]:
+    """Instances with every field present in ``version`` drawn; absent ones stay default.
+    ``unknown`` (a flexible version): structs that keep unknown tagged fields get some, with
+    tags above those their schema defines."""
     present = {
-        spec.attr: values_of(spec.type, version, version in spec.nullable_versions)
+        spec.attr: values_of(spec.type, version, version in spec.nullable_versions, unknown)
         for spec in schema.fields
         if version in spec.versions
     }
+    if unknown and schema.keeps_unknown_tags:
+        above = 1 + max((spec.tag for spec in schema.fields if spec.tag is not None), default=-1)
+        tags = st.lists(st.integers(above, above + 300), max_size=2, unique=True)
+        present[UNKNOWN_TAGS] = tags.flatmap(
+            lambda drawn: st.tuples(*(st.tuples(st.just(tag), st.binary(max_size=3))
+                                      for tag in sorted(drawn)))
+        )
     return st.builds(schema.cls, **present)
 
 

@@ -1,8 +1,9 @@
 """Generate pykraft's Kafka message classes from Kafka's JSON message schemas.
 
 Kafka declares its KRaft metadata records (``metadata/src/main/resources/common/metadata``)
-and its RPC messages, requests, responses and their headers
-(``clients/src/main/resources/common/message``), in JSON schema files and generates its Java
+and its RPC messages, requests, responses and their headers, beside the "data" messages other
+bytes carry (control records, the consumer protocol, the Envelope's principal:
+``clients/src/main/resources/common/message``), in JSON schema files and generates its Java
 classes from them. This script does the same for both families in two steps, so the classes
 can be regenerated (and checked) without Kafka at hand:
 
@@ -12,7 +13,7 @@ can be regenerated (and checked) without Kafka at hand:
    versions, tag, default, ignorable, mapKey, entityType, zeroCopy, nested fields) and its
    common structs, no prose;
 2. render the facts into Python: ``records/metadata_records.py`` (one module), and one module
-   per RPC message under ``messages/kafka/`` with its nested structs, plus the package's
+   per RPC or data message under ``messages/kafka/`` with its nested structs, plus the package's
    ``__init__.py`` naming every api.
 
 The facts name the Kafka release they describe (4.4.0) and its commit as Kafka's jars record
@@ -109,7 +110,7 @@ RECORDS = Family(
 )
 MESSAGES = Family(
     "messages",
-    frozenset({"request", "response", "header"}),
+    frozenset({"request", "response", "header", "data"}),
     "clients/src/main/resources/common/message",
     "kafka-clients",
     ROOT / "src/pykraft/messages/schemas/rpc_messages.json",
@@ -283,7 +284,17 @@ def _classes_module(
         "# ruff: noqa: RUF009",
         "",
     ] if _RUF009.search(text) else []
-    schema_names = "array, kafka_field, message" if "array(" in text else "kafka_field, message"
+    schema_names = ", ".join(
+        name
+        for name, used in (
+            ("TaggedField", _UNKNOWN_TAGS_LINE in text),
+            ("array", "array(" in text),
+            ("kafka_field", True),
+            ("message", True),
+            ("unknown_tags", _UNKNOWN_TAGS_LINE in text),
+        )
+        if used
+    )
     lines = [
         *preamble,
         "",
@@ -305,14 +316,15 @@ def _classes_module(
 
 
 def _message_classes(
-    name: str,
-    decorator: str,
-    fields: list[dict[str, Any]],
+    facts: Mapping[str, Any],
     common: Mapping[str, list[dict[str, Any]]],
     rendered: dict[str, list[dict[str, Any]]],
 ) -> tuple[list[str], list[str]]:
     """(source lines, class names) of a message and the structs it uses not yet ``rendered``,
-    each struct before its first use."""
+    each struct before its first use. Every class of a message with flexible versions keeps
+    the unknown tagged fields it reads, as Kafka's ``_unknownTaggedFields``."""
+    name, fields = facts["name"], facts["fields"]
+    keeps = facts["flexibleVersions"] != "none"
     body: list[str] = []
     names: list[str] = []
     for struct_name, struct_fields in _structs(fields, common):
@@ -321,9 +333,9 @@ def _message_classes(
             raise ValueError(f"two different structs are named {struct_name}")
         if struct_name in names or known is not struct_fields:
             continue
-        body += _class(struct_name, struct_fields, "@message()")
+        body += _class(struct_name, struct_fields, "@message()", keeps)
         names.append(struct_name)
-    body += _class(name, fields, decorator)
+    body += _class(name, fields, _decorator(facts), keeps)
     return body, [*names, name]
 
 
@@ -342,9 +354,7 @@ def render_records(facts: Mapping[str, Any]) -> str:
     names: list[str] = []
     rendered: dict[str, list[dict[str, Any]]] = {}
     for record in facts["records"]:
-        lines, classes = _message_classes(
-            record["name"], _decorator(record), record["fields"], {}, rendered
-        )
+        lines, classes = _message_classes(record, {}, rendered)
         body += lines
         names += classes
         enum_name = snake_case(record["name"]).upper()
@@ -376,9 +386,9 @@ def render_messages(facts: Mapping[str, Any]) -> dict[str, str]:
     for message in facts["messages"]:
         name = message["name"]
         common = {struct["name"]: struct["fields"] for struct in message.get("commonStructs", ())}
-        body, names = _message_classes(name, _decorator(message), message["fields"], common, {})
+        body, names = _message_classes(message, common, {})
         kind = message["type"]
-        if kind != "header":
+        if kind in ("request", "response"):
             api = name.removesuffix(kind.capitalize())
             if apis.setdefault(message["apiKey"], api) != api:
                 raise ValueError(f"api key {message['apiKey']} has two names")
@@ -396,8 +406,9 @@ def render_messages(facts: Mapping[str, Any]) -> dict[str, str]:
     return modules
 
 
-_CONVENTIONS = '''"""Kafka's RPC messages: one generated class per request, response and header, for
-every version Kafka defines, and one per struct they nest.
+_CONVENTIONS = '''"""Kafka's RPC messages: one generated class per request, response and header,
+and per "data" message other bytes carry (``DefaultPrincipalData``, ``VotersRecord``...),
+for every version Kafka defines, and one per struct they nest.
 
 The classes are rendered by ``scripts/gen_messages.py`` from the facts of Kafka's JSON
 message schemas (``messages/schemas/rpc_messages.json``); :mod:`pykraft.messages.rpc` encodes
@@ -417,8 +428,9 @@ and decodes them, bodies alone or whole frames with their headers. Conventions:
 - Times and durations are the wire's ``int`` milliseconds.
 - ``records`` fields decode to ``bytes`` and are written from any bytes-like value.
 - Nullable fields are typed ``T | None``; ``None`` is written as Kafka's null.
-- Top-level tagged fields the schema does not define are kept by :mod:`pykraft.messages.rpc`
-  and written back; unknown tags inside nested structs are skipped.
+- Tagged fields the schema does not define are kept raw by the struct that reads them, nested
+  ones too (``unknown_tagged_fields``, Kafka's ``_unknownTaggedFields``), and written back
+  among the known ones in tag order.
 """'''
 
 
@@ -455,10 +467,15 @@ def _structs(
             yield name, common[name]
 
 
-def _class(name: str, fields: list[dict[str, Any]], decorator: str) -> list[str]:
+def _class(name: str, fields: list[dict[str, Any]], decorator: str, keeps: bool) -> list[str]:
     lines = ["", "", decorator, "@dataclass(frozen=True, slots=True)", f"class {name}:"]
-    lines += [_field_line(field) for field in fields] or ["    pass"]
-    return lines
+    lines += [_field_line(field) for field in fields]
+    if keeps:
+        lines.append(f"    {_UNKNOWN_TAGS_LINE}")
+    return lines if len(lines) > 5 else [*lines, "    pass"]
+
+
+_UNKNOWN_TAGS_LINE = "unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()"
 
 
 def _field_line(field: dict[str, Any]) -> str:

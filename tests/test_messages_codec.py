@@ -20,6 +20,7 @@ from pykraft.errors import MessageDecodeError, MessageEncodeError, UnsupportedVe
 from pykraft.ids import ZERO_UUID
 from pykraft.messages import (
     MessageSchema,
+    TaggedField,
     Versions,
     array,
     decode,
@@ -29,9 +30,10 @@ from pykraft.messages import (
     message,
     schema_of,
     to_json_dict,
+    unknown_tags,
 )
 from pykraft.messages.codec import generated_source
-from pykraft.messages.schema import ArrayOf, FieldType
+from pykraft.messages.schema import UNKNOWN_TAGS, ArrayOf, FieldType
 from pykraft.messages.wire import Primitive
 
 # --- generic strategies from the specs ----------------------------------------------------
@@ -62,24 +64,38 @@ def primitive_values(primitive: Primitive) -> st.SearchStrategy[Any]:
     return simple[primitive.name]
 
 
-def values_of(field_type: FieldType, version: int, nullable: bool) -> st.SearchStrategy[Any]:
+def values_of(
+    field_type: FieldType, version: int, nullable: bool, unknown: bool = False
+) -> st.SearchStrategy[Any]:
     values: st.SearchStrategy[Any]
     if isinstance(field_type, MessageSchema):
-        values = schema_messages(field_type, version)
+        values = schema_messages(field_type, version, unknown)
     elif isinstance(field_type, ArrayOf):
-        values = st.lists(values_of(field_type.element, version, False), max_size=3).map(tuple)
+        element = values_of(field_type.element, version, False, unknown)
+        values = st.lists(element, max_size=3).map(tuple)
     else:
         values = primitive_values(field_type)
     return st.none() | values if nullable else values
 
 
-def schema_messages(schema: MessageSchema, version: int) -> st.SearchStrategy[Any]:
-    """Instances with every field present in ``version`` drawn; absent ones stay default."""
+def schema_messages(
+    schema: MessageSchema, version: int, unknown: bool = False
+) -> st.SearchStrategy[Any]:
+    """Instances with every field present in ``version`` drawn; absent ones stay default.
+    ``unknown`` (a flexible version): structs that keep unknown tagged fields get some, with
+    tags above those their schema defines."""
     present = {
-        spec.attr: values_of(spec.type, version, version in spec.nullable_versions)
+        spec.attr: values_of(spec.type, version, version in spec.nullable_versions, unknown)
         for spec in schema.fields
         if version in spec.versions
     }
+    if unknown and schema.keeps_unknown_tags:
+        above = 1 + max((spec.tag for spec in schema.fields if spec.tag is not None), default=-1)
+        tags = st.lists(st.integers(above, above + 300), max_size=2, unique=True)
+        present[UNKNOWN_TAGS] = tags.flatmap(
+            lambda drawn: st.tuples(*(st.tuples(st.just(tag), st.binary(max_size=3))
+                                      for tag in sorted(drawn)))
+        )
     return st.builds(schema.cls, **present)
 
 
@@ -189,16 +205,63 @@ def test_tagged_struct_has_its_own_tag_buffer() -> None:
     assert decode(Sample, 3, raw) == msg
 
 
+# Tiny's a=1, b=2, c="z" with two unknown tagged fields around c.
+_WITH_UNKNOWN_TAGS = (
+    b"\x00\x00\x00\x01"
+    + b"\x04"
+    + b"\x00\x04\x00\x00\x00\x02"  # tag 0 (b)
+    + b"\x01\x03abc"  # tag 1: unknown
+    + b"\x02\x02\x02z"  # tag 2 (c)
+    + b"\x96\x01\x00"  # tag 150: unknown, empty
+)
+
+
 def test_unknown_tagged_fields_are_skipped_between_known_ones() -> None:
-    raw = (
-        b"\x00\x00\x00\x01"
-        + b"\x04"
-        + b"\x00\x04\x00\x00\x00\x02"  # tag 0 (b)
-        + b"\x01\x03abc"  # tag 1: unknown
-        + b"\x02\x02\x02z"  # tag 2 (c)
-        + b"\x96\x01\x00"  # tag 150: unknown, empty
+    """A class without ``unknown_tags()`` (hand-declared ones may leave it out) skips them."""
+    assert decode(Tiny, 0, _WITH_UNKNOWN_TAGS) == Tiny(a=1, b=2, c="z")
+
+
+@message(versions="0-1", flexible="1+")
+@dataclass(frozen=True, slots=True)
+class Keeping:
+    """Tiny's fields, keeping the unknown tags it reads (as the generated classes do)."""
+
+    a: int = kafka_field("int32")
+    b: int = kafka_field("int32", versions="1+", tag=0, tagged_versions="1+")
+    c: str = kafka_field("string", versions="1+", tag=2, tagged_versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
+
+
+def test_unknown_tagged_fields_are_kept_and_written_back_between_known_ones() -> None:
+    raw = _WITH_UNKNOWN_TAGS
+    kept = Keeping(a=1, b=2, c="z", unknown_tagged_fields=((1, b"abc"), (150, b"")))
+    assert decode(Keeping, 1, raw) == kept
+    assert encode(kept, 1) == raw
+    assert decode(Keeping, 1, b"\x00\x00\x00\x01\x01\x07\x00") == Keeping(
+        a=1, unknown_tagged_fields=((7, b""),)
     )
-    assert decode(Tiny, 0, raw) == Tiny(a=1, b=2, c="z")
+    assert Keeping(a=1) != replace(kept, b=0, c="")  # compared, as Kafka's equals does
+
+
+@pytest.mark.parametrize(
+    ("unknown", "fragment"),
+    [
+        (((2, b""),), "collides"),
+        (((5, b""), (3, b"")), "ascending"),
+        (((-1, b""),), "ascending"),
+        (((5, "text"),), "pairs"),
+    ],
+)
+def test_bad_unknown_tagged_fields_are_refused(unknown: object, fragment: str) -> None:
+    with pytest.raises(MessageEncodeError, match=fragment):
+        encode(Keeping(c="z", unknown_tagged_fields=unknown), 1)  # type: ignore[arg-type]
+
+
+def test_unknown_tagged_fields_are_refused_where_the_version_has_none() -> None:
+    """Kafka's writers throw UnsupportedVersionException; the default writes as before."""
+    with pytest.raises(UnsupportedVersionError, match="no tagged fields"):
+        encode(Keeping(unknown_tagged_fields=((7, b""),)), 0)
+    assert encode(Keeping(a=3), 0) == b"\x00\x00\x00\x03"
 
 
 @pytest.mark.parametrize(

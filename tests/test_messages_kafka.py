@@ -7,11 +7,13 @@ fail fast with the typed error."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import pkgutil
 import re
 import struct
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from message_generator import GEN
-from pykraft.errors import MessageDecodeError, UnsupportedVersionError
+from pykraft.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 from pykraft.ids import ZERO_UUID
 from pykraft.messages import decode, encode, schema_of
 from pykraft.messages import kafka as kafka_messages
@@ -28,6 +30,7 @@ from pykraft.messages.kafka import API_MESSAGES
 from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
 from pykraft.messages.kafka.api_versions_response import ApiVersionsResponse
 from pykraft.messages.kafka.fetch_request import FetchRequest
+from pykraft.messages.kafka.fetch_response import FetchResponse
 from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.messages.rpc import (
     RequestHeader,
@@ -46,6 +49,11 @@ from test_messages_codec import schema_messages
 FACTS: dict[str, Any] = json.loads(GEN.MESSAGES.facts.read_text())
 FRAMES = sorted((Path(__file__).parent / "fixtures" / "client_frames").glob("*.bin"))
 CLASSES = [cls for key in API_MESSAGES for cls in (request_class(key), response_class(key))]
+DATA = [message["name"] for message in FACTS["messages"] if message["type"] == "data"]
+DATA_CLASSES = [
+    getattr(importlib.import_module(f"pykraft.messages.kafka.{GEN.snake_case(name)}"), name)
+    for name in DATA
+]
 
 
 def _versions(cls: type) -> range:
@@ -72,16 +80,23 @@ def test_facts_name_the_release_the_records_name() -> None:
     assert re.fullmatch("[0-9a-f]{16}|[0-9a-f]{40}", source["commit"])
     kinds = [message["type"] for message in FACTS["messages"]]
     assert kinds.count("header") == 2
+    assert sorted(DATA) == [
+        "AbortedTxn", "ConsumerProtocolAssignment", "ConsumerProtocolSubscription",
+        "ControlRecordTypeSchema", "DefaultPrincipalData", "EndTxnMarker", "KRaftVersionRecord",
+        "LeaderChangeMessage", "SnapshotFooterRecord", "SnapshotHeaderRecord", "VotersRecord",
+    ]
     assert kinds.count("request") == kinds.count("response") == len(API_MESSAGES) == 91
 
 
-def test_every_module_is_an_api_message_or_a_header() -> None:
+def test_every_module_is_an_api_message_a_header_or_a_data_message() -> None:
     stems = {stem for _, stem in API_MESSAGES.values()}
     modules = {module.name for module in pkgutil.iter_modules(kafka_messages.__path__)}
     expected = {f"{stem}_{kind}" for stem in stems for kind in ("request", "response")}
-    assert modules == expected | {"request_header", "response_header"}
+    data = {GEN.snake_case(name) for name in DATA}
+    assert modules == expected | data | {"request_header", "response_header"}
     assert len(CLASSES) == 182
     assert sum(len(_versions(cls)) for cls in CLASSES) == 618
+    assert sum(len(_versions(cls)) for cls in DATA_CLASSES) == 18
 
 
 def test_registered_schema_follows_the_facts_of_a_message() -> None:
@@ -100,19 +115,21 @@ def test_registered_schema_follows_the_facts_of_a_message() -> None:
 
 
 def test_default_instance_round_trips_at_every_version() -> None:
-    for cls in CLASSES:
+    for cls in CLASSES + DATA_CLASSES:
         msg = cls()
         for version in _versions(cls):
             assert decode(cls, version, encode(msg, version)) == msg, (cls, version)
 
 
-@pytest.mark.parametrize("cls", CLASSES, ids=lambda cls: cls.__name__)
+@pytest.mark.parametrize("cls", CLASSES + DATA_CLASSES, ids=lambda cls: cls.__name__)
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_drawn_message_round_trips_at_every_version(cls: type, data: st.DataObject) -> None:
+    """At the newest version, unknown tagged fields drawn in every struct round-trip too."""
     schema = schema_of(cls)
     for version in _versions(cls):
-        msg = data.draw(schema_messages(schema, version), label=f"v{version}")
+        unknown = version == schema.highest_version and schema.is_flexible(version)
+        msg = data.draw(schema_messages(schema, version, unknown), label=f"v{version}")
         raw = encode(msg, version)
         assert decode(cls, version, raw) == msg
         assert encode(decode(cls, version, raw), version) == raw
@@ -172,10 +189,59 @@ def test_unknown_top_level_tags_are_kept_and_written_back() -> None:
     unknown = ((7, b"\x01\x02"), (40, b""))
     wire = encode_request(RequestHeader(1, 13, 2, None), body, unknown)
     frame = decode_request(wire)
-    assert (frame.body, frame.unknown_tags) == (body, unknown)
+    assert frame.body == replace(body, unknown_tagged_fields=unknown)
+    assert frame.unknown_tags == unknown
     assert encode_request(frame.header, frame.body, frame.unknown_tags) == wire
-    with pytest.raises(ValueError, match="collides"):
+    assert encode_request(frame.header, frame.body) == wire  # the body keeps them
+    with pytest.raises(MessageEncodeError, match="collides"):
         encode_body(body, 13, ((0, b"\x00"),))  # tag 0 is ClusterId
+
+
+# A Metadata v12 request naming one topic whose TAG_BUFFER holds tag 99, which the schema
+# does not define (a newer client's field).
+_TOPIC_WITH_TAG_99 = (
+    b"\x02"  # one topic
+    + bytes(range(16))  # TopicId
+    + b"\x02t"  # Name
+    + b"\x01" + b"\x63\x02\xaa\xbb"  # TAG_BUFFER: tag 99, 2 bytes
+    + b"\x01\x00"  # AllowAutoTopicCreation, IncludeTopicAuthorizedOperations
+    + b"\x00"  # the request's TAG_BUFFER
+)
+
+
+def test_an_unknown_tag_in_a_nested_struct_is_kept_and_written_back() -> None:
+    """Kafka keeps ``_unknownTaggedFields`` on every struct: the request re-encodes byte for
+    byte (skipped before, the topic's tag 99 was lost on the way through)."""
+    body, unknown, end = decode_body(MetadataRequest, 12, _TOPIC_WITH_TAG_99)
+    assert (unknown, end) == ((), len(_TOPIC_WITH_TAG_99))
+    assert body.topics is not None
+    assert body.topics[0].unknown_tagged_fields == ((99, b"\xaa\xbb"),)
+    assert encode(body, 12) == _TOPIC_WITH_TAG_99
+    wire = encode_request(RequestHeader(3, 12, 9, "c"), body)
+    assert decode_request(wire).body == body
+
+
+def test_unknown_tags_of_structs_nested_twice_follow_the_known_ones() -> None:
+    """A Fetch v13 answer's partition with its known tag 1 (CurrentLeader) and unknown tags
+    7 and 99, the leader struct inside it with its own unknown tag 4."""
+    leader = b"\x00\x00\x00\x02" + b"\x00\x00\x00\x05" + b"\x01\x04\x01\x2a"
+    partition = (
+        bytes(4) + bytes(2) + bytes(8 * 3)  # index, error, HW, LSO, log start
+        + b"\x00" + b"\xff\xff\xff\xff" + b"\x00"  # null aborted txns, -1 replica, null records
+        + b"\x03" + b"\x01" + bytes([len(leader)]) + leader
+        + b"\x07\x00" + b"\x63\x01\x09"
+    )
+    raw = (
+        bytes(4) + bytes(2) + bytes(4)  # throttle, error, session id
+        + b"\x02" + bytes(16) + b"\x02" + partition + b"\x00"  # one topic, one partition
+        + b"\x00"
+    )
+    body = decode(FetchResponse, 13, raw)
+    (data,) = body.responses[0].partitions
+    assert data.unknown_tagged_fields == ((7, b""), (99, b"\x09"))
+    assert data.current_leader.unknown_tagged_fields == ((4, b"\x2a"),)
+    assert (data.current_leader.leader_id, data.current_leader.leader_epoch) == (2, 5)
+    assert encode(body, 13) == raw
 
 
 def test_unknown_api_or_version_names_the_correlation_id() -> None:

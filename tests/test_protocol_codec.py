@@ -263,7 +263,7 @@ def test_unknown_tag_merges_in_order_with_known_tags() -> None:
     wire = encode_response(1, 59, 0, response.body, [(7, b"\xaa")])
     frame = decode_response(59, 0, wire)
     assert frame.unknown_tags == ((7, b"\xaa"),)
-    assert frame.body == response.body
+    assert frame.body == dataclasses.replace(response.body, unknown_tagged_fields=((7, b"\xaa"),))
 
 
 def _fetch_snapshot_response() -> raft_rpc.FetchSnapshotResponse:

@@ -15,9 +15,12 @@ from typer.testing import CliRunner
 
 from pykraft.cli.main import app
 from pykraft.errors import UsageError
-from pykraft.group.subscriptions import ConsumerProtocolAssignment, ConsumerTopicPartitions
 from pykraft.ids import TopicPartition as Tp
 from pykraft.messages import encode
+from pykraft.messages.kafka.consumer_protocol_assignment import (
+    ConsumerProtocolAssignment,
+    TopicPartition,
+)
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ClusterMetadata, PartitionMetadata, TopicMetadata
 from pykraft.tools.consumer_groups_report import (
@@ -188,7 +191,7 @@ def _assignment(*tps: tuple[str, int]) -> bytes:
     for topic, partition in tps:
         by_topic.setdefault(topic, []).append(partition)
     body = ConsumerProtocolAssignment(tuple(
-        ConsumerTopicPartitions(t, tuple(ps)) for t, ps in by_topic.items()))
+        TopicPartition(t, tuple(ps)) for t, ps in by_topic.items()))
     return b"\x00\x00" + encode(body, 0)
 
 

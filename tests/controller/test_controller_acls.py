@@ -174,11 +174,12 @@ def test_a_delete_filter_past_the_bound_fails_on_its_own(
     assert sorted(a.resource_name for a in applied(image, result).acls.acls.values()) == ["c"]
 
 
-def describe_request(name: str | None = None, **fields: int) -> DescribeAclsRequest:
-    values = {"resource_type_filter": T.ANY, "pattern_type_filter": P.ANY,
-              "operation": Op.ANY, "permission_type": AclPermissionType.ANY, **fields}
+def describe_request(name: str | None = None, resource_type_filter: int = T.ANY,
+                     pattern_type_filter: int = P.ANY) -> DescribeAclsRequest:
     return DescribeAclsRequest(resource_name_filter=name, principal_filter=None,
-                               host_filter=None, **{k: v for k, v in values.items()})
+                               host_filter=None, resource_type_filter=resource_type_filter,
+                               pattern_type_filter=pattern_type_filter, operation=Op.ANY,
+                               permission_type=AclPermissionType.ANY)
 
 
 def test_describe_groups_the_matching_acls_by_resource_pattern() -> None:

@@ -1,5 +1,6 @@
-"""Consumer protocol subscription and assignment, read from bytes Kafka's Java client wrote
-(``ConsumerProtocol.serializeSubscription/serializeAssignment`` of kafka-clients 3.9.0)."""
+"""Consumer protocol subscription and assignment, read from and written as the bytes Kafka's
+Java client wrote (``ConsumerProtocol.serializeSubscription/serializeAssignment`` of
+kafka-clients 3.9.0)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pykraft.errors import MessageDecodeError
-from pykraft.group.subscriptions import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
-    ConsumerTopicPartitions,
-    read_consumer_protocol,
-)
+from pykraft.group.subscriptions import read_consumer_protocol
 from pykraft.messages import encode
+from pykraft.messages.kafka.consumer_protocol_assignment import ConsumerProtocolAssignment
+from pykraft.messages.kafka.consumer_protocol_assignment import TopicPartition as Assigned
+from pykraft.messages.kafka.consumer_protocol_subscription import ConsumerProtocolSubscription
+from pykraft.messages.kafka.consumer_protocol_subscription import TopicPartition as Owned
 
 # Subscription(["t1", "t2"], null userData, owned [t1-0], generation 4, rack "r1") at v3.
 JAVA_SUBSCRIPTION = bytes.fromhex(
@@ -26,26 +26,24 @@ JAVA_ASSIGNMENT = bytes.fromhex(
 )
 
 
-def test_reads_a_java_subscription() -> None:
+def test_reads_and_writes_a_java_subscription() -> None:
+    subscription = ConsumerProtocolSubscription(
+        topics=("t1", "t2"),
+        user_data=None,
+        owned_partitions=(Owned("t1", (0,)),),
+        generation_id=4,
+        rack_id="r1",
+    )
     assert read_consumer_protocol(ConsumerProtocolSubscription, JAVA_SUBSCRIPTION) == (
-        3,
-        ConsumerProtocolSubscription(
-            topics=("t1", "t2"),
-            user_data=None,
-            owned_partitions=(ConsumerTopicPartitions("t1", (0,)),),
-            generation_id=4,
-            rack_id="r1",
-        ),
+        3, subscription
     )
+    assert b"\x00\x03" + encode(subscription, 3) == JAVA_SUBSCRIPTION
 
 
-def test_reads_a_java_assignment() -> None:
-    assert read_consumer_protocol(ConsumerProtocolAssignment, JAVA_ASSIGNMENT) == (
-        3,
-        ConsumerProtocolAssignment(
-            (ConsumerTopicPartitions("t1", (0, 2)), ConsumerTopicPartitions("t2", (1,)))
-        ),
-    )
+def test_reads_and_writes_a_java_assignment() -> None:
+    assignment = ConsumerProtocolAssignment((Assigned("t1", (0, 2)), Assigned("t2", (1,))))
+    assert read_consumer_protocol(ConsumerProtocolAssignment, JAVA_ASSIGNMENT) == (3, assignment)
+    assert b"\x00\x03" + encode(assignment, 3) == JAVA_ASSIGNMENT
 
 
 def test_a_newer_version_is_read_with_the_newest_layout() -> None:

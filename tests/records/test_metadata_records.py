@@ -155,12 +155,15 @@ def test_partition_change_leader_default_omitted_and_directories_tag_8() -> None
     )
 
 
-def test_unknown_tagged_field_is_skipped() -> None:
+def test_unknown_tagged_fields_are_kept_and_written_back() -> None:
     plain = encode_metadata_record(FeatureLevelRecord("metadata.version", 19), 0)
     assert plain.endswith(b"\x00")
     with_unknown = plain[:-1] + b"\x02" + b"\x05\x02\xab\xcd" + b"\x90\x03\x00"
     record = decode_metadata_record(with_unknown)
-    assert record.message == FeatureLevelRecord("metadata.version", 19)
+    assert record.message == FeatureLevelRecord(
+        "metadata.version", 19, unknown_tagged_fields=((5, b"\xab\xcd"), (400, b""))
+    )
+    assert encode_metadata_record(record.message, 0) == with_unknown
 
 
 def test_frame_version_0_is_rejected_with_the_preview_message() -> None:

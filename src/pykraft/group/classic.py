@@ -19,7 +19,8 @@ from pykraft.group.records import (
     MemberMetadata,
     group_metadata_record,
 )
-from pykraft.group.subscriptions import ConsumerProtocolSubscription, read_consumer_protocol
+from pykraft.group.subscriptions import read_consumer_protocol
+from pykraft.messages.kafka.consumer_protocol_subscription import ConsumerProtocolSubscription
 from pykraft.protocol.errors import ErrorCode
 
 CONSUMER_PROTOCOL_TYPE = "consumer"

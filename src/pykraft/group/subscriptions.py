@@ -1,6 +1,6 @@
-"""The consumer protocol's subscription and assignment, as Java consumers encode them inside
-a classic group's member metadata (``clients/src/main/resources/common/message/
-ConsumerProtocolSubscription.json`` and ``ConsumerProtocolAssignment.json``).
+"""Reading the consumer protocol's subscription and assignment, as Java consumers encode them
+inside a classic group's member metadata (Kafka's ``ConsumerProtocolSubscription`` and
+``ConsumerProtocolAssignment``, the generated classes of :mod:`pykraft.messages.kafka`).
 
 The coordinator itself treats these as opaque bytes; tools read them to print which topics
 a member subscribes to and which partitions it owns. Both start with an ``int16`` version;
@@ -11,44 +11,12 @@ follows, as Kafka's ``ConsumerProtocol`` does.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import TypeVar
 
 from pykraft.errors import MessageDecodeError
-from pykraft.messages import array, decode_from, kafka_field, message, schema_of
+from pykraft.messages import decode_from, schema_of
 
 _VERSION = struct.Struct(">h")
-
-
-@message()
-@dataclass(frozen=True, slots=True)
-class ConsumerTopicPartitions:
-    """One topic and some of its partitions."""
-
-    topic: str = kafka_field("string")
-    partitions: tuple[int, ...] = kafka_field("[]int32")
-
-
-@message(versions="0-3")
-@dataclass(frozen=True, slots=True)
-class ConsumerProtocolSubscription:
-    topics: tuple[str, ...] = kafka_field("[]string")
-    user_data: bytes | None = kafka_field("bytes", nullable_versions="0+", default=None)
-    owned_partitions: tuple[ConsumerTopicPartitions, ...] = kafka_field(
-        array(ConsumerTopicPartitions), versions="1+"
-    )
-    generation_id: int = kafka_field("int32", versions="2+", default=-1)
-    rack_id: str | None = kafka_field("string", versions="3+", nullable_versions="3+", default=None)
-
-
-@message(versions="0-3")
-@dataclass(frozen=True, slots=True)
-class ConsumerProtocolAssignment:
-    assigned_partitions: tuple[ConsumerTopicPartitions, ...] = kafka_field(
-        array(ConsumerTopicPartitions)
-    )
-    user_data: bytes | None = kafka_field("bytes", nullable_versions="0+", default=None)
-
 
 M = TypeVar("M")
 

@@ -2,16 +2,25 @@
 
 See :mod:`pykraft.messages.schema` for how a message is declared and
 :mod:`pykraft.messages.codec` for the wire rules (classic vs compact encodings, tagged fields,
-strict decoding that skips only unknown tags).
+strict decoding that keeps or skips only unknown tags).
 """
 
 from pykraft.messages.codec import decode, decode_from, encode
 from pykraft.messages.jsonview import to_json_dict
-from pykraft.messages.schema import MessageSchema, array, kafka_field, message, schema_of
+from pykraft.messages.schema import (
+    MessageSchema,
+    TaggedField,
+    array,
+    kafka_field,
+    message,
+    schema_of,
+    unknown_tags,
+)
 from pykraft.messages.versions import Versions
 
 __all__ = [
     "MessageSchema",
+    "TaggedField",
     "Versions",
     "array",
     "decode",
@@ -21,4 +30,5 @@ __all__ = [
     "message",
     "schema_of",
     "to_json_dict",
+    "unknown_tags",
 ]

@@ -8,9 +8,10 @@ compact lengths, counts and empty tag buffers, and builds the dataclass once at 
 
 What stays the same as the closure codecs of :mod:`pykraft.messages.wire`: every length and
 count is checked against the remaining bytes before anything is allocated, unknown tags are
-skipped, and failures raise :class:`FieldDecodeError` / :class:`FieldEncodeError` with the same
-reason, position and field path. Paths cost nothing on success: a multi-field run works out
-which field was short only when its one bounds check fails, and ``try`` blocks are free in
+kept by a struct that declares ``unknown_tags()`` (skipped by one that does not), and
+failures raise :class:`FieldDecodeError` / :class:`FieldEncodeError` with the same reason,
+position and field path. Paths cost nothing on success: a multi-field run works out which
+field was short only when its one bounds check fails, and ``try`` blocks are free in
 CPython 3.11 until something raises. Rare shapes (non-fixed primitive arrays on the write
 side, custom primitives) fall back to the closures of :mod:`pykraft.messages.wire`.
 
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykraft.messages.schema import ArrayOf, FieldSpec, FieldType, MessageSchema
+from pykraft.messages.schema import UNKNOWN_TAGS, ArrayOf, FieldSpec, FieldType, MessageSchema
 from pykraft.messages.varint import encode_uvarint
 from pykraft.messages.wire import (
     INT32,
@@ -124,6 +125,57 @@ def _absent(name: str, version: int) -> FieldEncodeError:
     return error
 
 
+def _tags_in_classic(version: int) -> FieldEncodeError:
+    """Kafka's writers refuse unknown tagged fields at a version without tagged fields."""
+    error = FieldEncodeError(
+        f"unknown tagged fields are set, but version {version} has no tagged fields",
+        unsupported=True,
+    )
+    error.path.append(UNKNOWN_TAGS)
+    return error
+
+
+def _write_merged_tags(out: bytearray, count: int, known: bytes, unknown: object) -> None:
+    """A TAG_BUFFER of the ``count`` known fields the generated writer put in ``known`` and
+    a struct's unknown ones, by tag (Kafka's ``RawTaggedFieldWriter``): the unknown ones in
+    ascending order, none with a tag the schema defines."""
+    entries: list[tuple[int, bytes | bytearray]] = []
+    pos = 0
+    for _ in range(count):  # what the writer just wrote: well formed
+        tag, pos = read_uvarint(known, pos, len(known))
+        size, pos = read_uvarint(known, pos, len(known))
+        entries.append((tag, known[pos : pos + size]))
+        pos += size
+    defined = {tag for tag, _ in entries}
+    previous = -1
+    for entry in unknown if isinstance(unknown, tuple | list) else (unknown,):
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 2
+            and type(entry[0]) is int
+            and isinstance(entry[1], bytes | bytearray)
+        ):
+            raise _unknown_error(f"expected (tag, bytes) pairs, got {entry!r}")
+        tag, payload = entry
+        if tag in defined:
+            raise _unknown_error(f"tag {tag} collides with a tag the schema defines")
+        if not previous < tag < 2**31:
+            raise _unknown_error(f"tag {tag} does not follow tag {previous} in ascending order")
+        previous = tag
+        entries.append((tag, payload))
+    entries.sort(key=lambda entry: entry[0])
+    out += encode_uvarint(len(entries))
+    for tag, payload in entries:
+        out += encode_uvarint(tag) + encode_uvarint(len(payload))
+        out += payload
+
+
+def _unknown_error(reason: str) -> FieldEncodeError:
+    error = FieldEncodeError(reason)
+    error.path.append(UNKNOWN_TAGS)
+    return error
+
+
 def _write_run(writers: tuple[tuple[str, FieldWriter], ...]) -> Callable[..., None]:
     """Slow path of a fixed-width run: field by field, so the failing field is named."""
 
@@ -213,6 +265,8 @@ _BASE_NAMES: dict[str, Any] = {
     "read_items": _read_items,
     "read_uuids": _read_uuids,
     "absent": _absent,
+    "tags_in_classic": _tags_in_classic,
+    "write_merged_tags": _write_merged_tags,
     "struct_error": struct.error,
     "unpack_from": struct.unpack_from,
 }
@@ -244,7 +298,11 @@ class _Source:
 
     def wrap_path(self, name: str, error: str) -> _Indented:
         """``try:`` whose handler prefixes the field name to a failure's path."""
-        return _Indented(self, handler=(error, name))
+        return _Indented(self, handler=(error, repr(name)))
+
+    def wrap_index(self) -> _Indented:
+        """``try:`` whose handler prefixes the array index ``index`` to a failure's path."""
+        return _Indented(self, handler=("FieldDecodeError", "f'[{index}]'"))
 
     def compile(self, header: str, filename: str, entry: str) -> tuple[Any, str]:
         text = header + "\n" + "\n".join(self.lines) + "\n"
@@ -255,7 +313,8 @@ class _Source:
 
 
 class _Indented:
-    """Context manager for an indented block, optionally a path-prefixing ``try``."""
+    """Context manager for an indented block, optionally a path-prefixing ``try``
+    (``handler``: the error caught and the source of the path part)."""
 
     def __init__(self, source: _Source, handler: tuple[str, str] | None = None) -> None:
         self.source = source
@@ -269,9 +328,9 @@ class _Indented:
     def __exit__(self, *exc_info: object) -> None:
         self.source.depth -= 1
         if self.handler is not None:
-            error, name = self.handler
+            error, part = self.handler
             self.source.emit(
-                f"except {error} as exc:", f"    exc.path.insert(0, {name!r})", "    raise"
+                f"except {error} as exc:", f"    exc.path.insert(0, {part})", "    raise"
             )
 
 
@@ -423,8 +482,11 @@ class _ReaderGen:
             _var(spec) if version in spec.versions else src.const("_D", spec.default)
             for spec in schema.fields
         ]
-        cls = src.const("_CLS", schema.cls)
         attrs = [spec.attr for spec in schema.fields]
+        if schema.keeps_unknown_tags:
+            values.append("unknown" if self.flexible else "()")
+            attrs.append(UNKNOWN_TAGS)
+        cls = src.const("_CLS", schema.cls)
         twin = _slot_twin(schema)
         if twin is not None:
             src.emit(f"obj = {src.const('_TWIN', twin)}()")
@@ -435,7 +497,7 @@ class _ReaderGen:
         else:
             keywords = (f"{attr}={value}" for attr, value in zip(attrs, values, strict=True))
             src.emit(f"obj = {cls}({', '.join(keywords)})")
-        src.emit("return (obj, tags_start, tuple(unknown)), pos" if self.keep_tags
+        src.emit("return (obj, tags_start, unknown), pos" if self.keep_tags
                  else "return obj, pos")
         kind = "tag-keeping reader" if self.keep_tags else "reader"
         label = _label(kind, schema, version, self.flexible)
@@ -513,11 +575,15 @@ class _ReaderGen:
             src.emit(f"{var}, pos = {read}(buf, pos + 1, {end})")
 
     def uvarint(self, var: str, end: str) -> None:
-        """``var, pos = read_uvarint(buf, pos, end)`` with its one-byte case inline."""
-        with self.src.block(f"if pos < {end} and ({var} := buf[pos]) < {_ONE_BYTE}:"):
-            self.src.emit("pos += 1")
-        with self.src.block("else:"):
-            self.src.emit(f"{var}, pos = read_uvarint(buf, pos, {end})")
+        """``var, pos = read_uvarint(buf, pos, end)`` with its one- and two-byte cases inline
+        (a two-byte length is any record batch from 128 bytes to 16 KiB)."""
+        src = self.src
+        with src.block(f"if pos < {end} and ({var} := buf[pos]) < {_ONE_BYTE}:"):
+            src.emit("pos += 1")
+        with src.block(f"elif pos + 1 < {end} and (second := buf[pos + 1]) < {_ONE_BYTE}:"):
+            src.emit(f"{var} = ({var} & {_ONE_BYTE - 1}) | second << 7", "pos += 2")
+        with src.block("else:"):
+            src.emit(f"{var}, pos = read_uvarint(buf, pos, {end})")
 
     def length(self, compact: bool, classic: struct.Struct, end: str) -> None:
         """Read a length or count prefix into ``n`` (compact: uvarint minus one)."""
@@ -590,24 +656,38 @@ class _ReaderGen:
                 )
             elif isinstance(element, UuidPrimitive):
                 src.emit(f"{var} = read_uuids(buf, pos, n)", "pos += 16 * n")
+            elif isinstance(element, MessageSchema):
+                self.struct_items(element, var, end)
             else:
-                read = (
-                    struct_reader(element, self.version, self.flexible)[0]
-                    if isinstance(element, MessageSchema)
-                    else element.reader(self.flexible, False)
-                )
-                src.emit(f"{var}, pos = read_items({src.const('_R', read)}, n, buf, pos, {end})")
+                read = src.const("_R", element.reader(self.flexible, False))
+                src.emit(f"{var}, pos = read_items({read}, n, buf, pos, {end})")
+
+    def struct_items(self, element: MessageSchema, var: str, end: str) -> None:
+        """``n`` structs, the loop inline (a call less per array: most arrays of structs
+        hold a few entries, many none)."""
+        src = self.src
+        read = src.const("_R", struct_reader(element, self.version, self.flexible)[0])
+        src.emit("items = []")
+        with src.wrap_index(), src.block("for index in range(n):"):
+            src.emit(f"item, pos = {read}(buf, pos, {end})", "items.append(item)")
+        src.emit(f"{var} = tuple(items)")
 
     def tag_buffer(self, tagged: list[FieldSpec]) -> None:
         """TAG_BUFFER: the common empty one in one byte test; otherwise entries in strictly
-        ascending tag order, unknown ones skipped, known ones filling exactly their size."""
+        ascending tag order, unknown ones kept (``unknown``) when the struct or ``keep_tags``
+        keeps them, else skipped, known ones filling exactly their size."""
         src = self.src
+        keep = self.keep_tags or self.schema.keeps_unknown_tags
         if self.keep_tags:
-            src.emit("tags_start = pos", "unknown = []")
+            src.emit("tags_start = pos")
+        if keep:
+            src.emit("unknown = ()")
         with src.block("if pos < end and buf[pos] == 0:"):
             src.emit("pos += 1")
         with src.block("else:"):
             src.emit("count, pos = read_uvarint(buf, pos, end)", "prev = -1")
+            if keep:
+                src.emit("found = []")
             with src.block("for _ in range(count):"):
                 src.emit("start = pos")
                 self.uvarint("tag", "end")
@@ -631,10 +711,12 @@ class _ReaderGen:
                                     "{size} bytes but holds {pos - body}', pos)"
                                 )
                     keyword = "elif"
-                if self.keep_tags:
+                if keep:
                     with src.block("else:") if tagged else contextlib.nullcontext():
-                        src.emit("unknown.append((tag, buf[pos:stop]))")
+                        src.emit("found.append((tag, buf[pos:stop]))")
                 src.emit("pos = stop")
+            if keep:
+                src.emit("unknown = tuple(found)")
 
 
 def _slot_twin(schema: MessageSchema) -> type | None:
@@ -661,14 +743,16 @@ def _slot_twin(schema: MessageSchema) -> type | None:
         return None
     declared = dataclasses.fields(cls)
     names = tuple(spec.attr for spec in schema.fields)
+    if schema.keeps_unknown_tags:
+        names += (UNKNOWN_TAGS,)
     if tuple(f.name for f in declared) != names or not all(f.init for f in declared):
         return None
     if cls.__dict__.get("__slots__") != names:
         return None
     twin = type(f"{cls.__name__}Slots", (object,), {"__slots__": names})
     trial = twin()
-    for spec in schema.fields:
-        setattr(trial, spec.attr, spec.default)
+    for name in names:
+        setattr(trial, name, None)
     try:
         trial.__class__ = cls
     except TypeError:  # pragma: no cover - layouts differ in a way the checks above missed
@@ -755,6 +839,9 @@ class _WriterGen:
                     self.field(run[0], "out")
         if self.flexible:
             self.tag_buffer(sorted(tagged, key=lambda spec: spec.tag or 0))
+        elif schema.keeps_unknown_tags:
+            with src.block(f"if obj.{UNKNOWN_TAGS}:"):
+                src.emit(f"raise tags_in_classic({version})")
         label = _label("writer", schema, version, self.flexible)
         write, text = src.compile(f"def write(out, obj):  # {label}", label, "write")
         writer: FieldWriter = write
@@ -862,8 +949,15 @@ class _WriterGen:
         """Tagged fields that differ from their default, ascending, each as tag, size and
         payload; a single zero byte when none does."""
         src = self.src
+        keep = self.schema.keeps_unknown_tags
+        if keep:
+            src.emit(f"unknown = obj.{UNKNOWN_TAGS}")
         if not tagged:
-            src.emit("out.append(0)")
+            if keep:
+                with src.block("if unknown:"):
+                    src.emit("write_merged_tags(out, 0, b'', unknown)")
+            with src.block("else:") if keep else contextlib.nullcontext():
+                src.emit("out.append(0)")
             return
         src.emit("count = 0", "tags = bytearray()")
         for spec in tagged:
@@ -876,8 +970,12 @@ class _WriterGen:
                 src.emit(f"tags += {src.const('_TAG', encode_uvarint(spec.tag or 0))}")
                 self.uvarint("len(payload)", "tags")
                 src.emit("tags += payload", "count += 1")
-        self.uvarint("count", "out")
-        src.emit("out += tags")
+        if keep:
+            with src.block("if unknown:"):
+                src.emit("write_merged_tags(out, count, tags, unknown)")
+        with src.block("else:") if keep else contextlib.nullcontext():
+            self.uvarint("count", "out")
+            src.emit("out += tags")
 
     def uvarint(self, expr: str, out: str) -> None:
         """Append a uvarint, its one-byte case inline."""

@@ -8,28 +8,37 @@ always v0 so a client can read it before it knows what the server speaks (KIP-51
 client reads an ApiVersions response that does not parse at the version it asked again as v0
 (a server that lacks that version answers in v0). Bytes after a request's body are kept
 (Kafka ignores them and librdkafka sends some); a response must end with its body.
-Top-level tagged fields the schema does not define are kept and written back, so a message
+Tagged fields the schema does not define are kept by every struct that reads them (its
+``unknown_tagged_fields``, the top level's also in the frame) and written back, so a message
 re-encodes byte for byte. Every length and count is checked before anything is allocated:
 hostile bytes raise :class:`~pykraft.errors.MessageDecodeError`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
-from pykraft.errors import MessageDecodeError, UnsupportedVersionError
-from pykraft.messages.codec import decode_from, encode, run_reader, struct_reader
+from pykraft.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
+from pykraft.messages.codec import decode_from, encode
 from pykraft.messages.kafka import API_MESSAGES
 from pykraft.messages.kafka.request_header import RequestHeader
 from pykraft.messages.kafka.response_header import ResponseHeader
-from pykraft.messages.schema import MessageSchema, schema_of
-from pykraft.messages.varint import encode_uvarint
-from pykraft.messages.wire import read_uvarint
+from pykraft.messages.schema import (
+    UNKNOWN_TAGS,
+    MessageSchema,
+    TaggedField,
+    schema_of,
+    unknown_tags_of,
+)
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "RequestFrame",
@@ -50,8 +59,6 @@ __all__ = [
 ]
 
 M = TypeVar("M")
-TaggedField = tuple[int, bytes]
-"""A raw tagged field: (tag, payload)."""
 
 API_VERSIONS_KEY = 18
 _PREFIX = struct.Struct(">hhi")
@@ -64,7 +71,8 @@ class RequestFrame:
 
     header: RequestHeader
     body: object
-    #: Top-level tagged fields the schema does not define, raw and in wire order.
+    #: Top-level tagged fields the schema does not define, raw and in wire order (the
+    #: body's ``unknown_tagged_fields``).
     unknown_tags: tuple[TaggedField, ...] = ()
     #: Bytes after the body, kept (Kafka ignores them).
     trailing: bytes = b""
@@ -144,57 +152,27 @@ def response_header_version(api_key: int, api_version: int) -> int:
 def encode_body(
     body: object, version: int, unknown_tags: Sequence[TaggedField] = (), prefix: bytes = b""
 ) -> bytes:
-    """``prefix`` then ``body`` at ``version``, with ``unknown_tags`` merged into its
-    top-level TAG_BUFFER (by tag, as Kafka orders them)."""
-    encoded = encode(body, version, prefix)
-    if not unknown_tags:
-        return encoded
-    schema = schema_of(type(body))
-    if not schema.is_flexible(version):
-        raise ValueError(f"{schema.name} v{version} is not flexible: it has no tagged fields")
-    read = struct_reader(schema, version, True, keep_tags=True)[0]
-    (_, tags_start, _), _ = read(encoded, len(prefix), len(encoded))
-    known = _raw_tags(encoded, tags_start)
-    if {tag for tag, _ in known} & {tag for tag, _ in unknown_tags}:
-        raise ValueError("an unknown tag collides with a tag the schema defines")
-    merged = sorted([*known, *unknown_tags])
-    parts = [encoded[:tags_start], encode_uvarint(len(merged))]
-    for tag, payload in merged:
-        parts += [encode_uvarint(tag), encode_uvarint(len(payload)), payload]
-    return b"".join(parts)
-
-
-def _raw_tags(buf: bytes, pos: int) -> list[TaggedField]:
-    """The entries of a TAG_BUFFER this module just wrote (so known to be well formed)."""
-    count, pos = read_uvarint(buf, pos, len(buf))
-    fields = []
-    for _ in range(count):
-        tag, pos = read_uvarint(buf, pos, len(buf))
-        size, pos = read_uvarint(buf, pos, len(buf))
-        fields.append((tag, buf[pos : pos + size]))
-        pos += size
-    return fields
+    """``prefix`` then ``body`` at ``version``, its top-level TAG_BUFFER holding the body's
+    own unknown tagged fields and ``unknown_tags`` (the same field twice is written once),
+    by tag as Kafka orders them."""
+    if unknown_tags:
+        own = unknown_tags_of(body)
+        merged = tuple(sorted({*own, *((tag, bytes(payload)) for tag, payload in unknown_tags)}))
+        if merged != own:
+            if not schema_of(type(body)).keeps_unknown_tags:
+                raise MessageEncodeError(f"{type(body).__name__} has no tagged fields")
+            changes = {UNKNOWN_TAGS: merged}
+            body = dataclasses.replace(cast("DataclassInstance", body), **changes)
+    return encode(body, version, prefix)
 
 
 def decode_body(
     cls: type[M], version: int, data: bytes, pos: int = 0, end: int | None = None
 ) -> tuple[M, tuple[TaggedField, ...], int]:
-    """(message, unknown top-level tagged fields, position after it) of ``cls`` at
+    """(message, its unknown top-level tagged fields, position after it) of ``cls`` at
     ``version`` in ``data[pos:end]``."""
-    schema = schema_of(cls)
-    if schema.valid_versions is None or version not in schema.valid_versions:
-        raise MessageDecodeError(
-            f"{schema.name}: unsupported version {version} (valid: {schema.valid_versions})",
-            position=pos,
-        )
-    label = f"{schema.name} v{version}"
-    if not schema.is_flexible(version):
-        read = struct_reader(schema, version, False)[0]
-        message, nxt = run_reader(read, label, data, pos, end)
-        return message, (), nxt
-    read = struct_reader(schema, version, True, keep_tags=True)[0]
-    (message, _, unknown), nxt = run_reader(read, label, data, pos, end)
-    return message, tuple(unknown), nxt
+    message, nxt = decode_from(cls, version, data, pos, end)
+    return message, unknown_tags_of(message), nxt
 
 
 # --- frames ---------------------------------------------------------------------------------

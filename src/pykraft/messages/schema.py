@@ -17,6 +17,11 @@ version and flexibility. Every field has Kafka's default (0, "", empty, the zero
 schema's ``default``), so messages can be built with keywords for just the fields that matter.
 The Kafka field name is derived from the attribute (``topic_id`` -> ``TopicId``) unless
 ``name=`` overrides it (``KRaftVersion``).
+
+A class whose message has flexible versions may end with ``unknown_tagged_fields:
+tuple[TaggedField, ...] = unknown_tags()`` (the generated classes do): the tagged fields its
+schema does not define, kept raw as read and written back among the known ones in tag order,
+as Kafka's ``_unknownTaggedFields``, so a message from a newer peer re-encodes byte for byte.
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ from pykraft.messages.wire import CLASSIC_STRING, PRIMITIVES, Primitive
 
 _SPEC_KEY = "pykraft.kafka_field"
 _UNSET: Any = object()
+_UNKNOWN_TAGS_MARK = "unknown tagged fields"
+
+UNKNOWN_TAGS = "unknown_tagged_fields"
+"""The attribute keeping a struct's unknown tagged fields (declared by :func:`unknown_tags`)."""
+
+TaggedField = tuple[int, bytes]
+"""A raw tagged field: (tag, payload)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +88,8 @@ class MessageSchema:
     valid_versions: Versions | None
     flexible_versions: Versions
     positional: bool = True  # construct with cls(*values); False -> keywords (kw_only classes)
+    #: The class ends with :data:`UNKNOWN_TAGS` (declared with :func:`unknown_tags`).
+    keeps_unknown_tags: bool = False
 
     def build(self) -> Callable[[list[Any]], Any]:
         """A constructor taking the field values in declaration order."""
@@ -172,6 +186,19 @@ def kafka_field(
     return dataclasses.field(default=declared_type.default, metadata=metadata)
 
 
+def unknown_tags() -> tuple[TaggedField, ...]:
+    """The dataclass field :data:`UNKNOWN_TAGS` of a class, last: ``()`` by default, left out
+    of ``repr`` (Kafka's ``toString`` leaves them out too) but compared, as Kafka's
+    ``equals`` compares them."""
+    return dataclasses.field(default=(), repr=False, metadata={_SPEC_KEY: _UNKNOWN_TAGS_MARK})
+
+
+def unknown_tags_of(msg: object) -> tuple[TaggedField, ...]:
+    """The unknown tagged fields a message keeps (none for a class that keeps none)."""
+    kept: tuple[TaggedField, ...] = getattr(msg, UNKNOWN_TAGS, ())
+    return kept
+
+
 T = TypeVar("T")
 
 
@@ -183,13 +210,19 @@ def message(
     def register(cls: type[T]) -> type[T]:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"@message must be applied on top of @dataclass ({cls.__name__})")
-        specs = tuple(_field_spec(cls, f) for f in dataclasses.fields(cls))
+        declared = dataclasses.fields(cls)
+        keeps = bool(declared) and declared[-1].metadata.get(_SPEC_KEY) == _UNKNOWN_TAGS_MARK
+        if keeps:
+            declared = declared[:-1]
+            if dataclasses.fields(cls)[-1].name != UNKNOWN_TAGS:
+                raise TypeError(f"{cls.__name__}: unknown_tags() declares {UNKNOWN_TAGS}")
         _SCHEMAS[cls] = MessageSchema(
             cls=cls,
             name=name or cls.__name__,
-            fields=specs,
+            fields=tuple(_field_spec(cls, f) for f in declared),
             valid_versions=None if versions is None else Versions.parse(versions),
             flexible_versions=Versions.parse(flexible),
+            keeps_unknown_tags=keeps,
         )
         return cls
 

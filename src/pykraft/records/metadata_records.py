@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "RECORD_CLASSES",
@@ -62,6 +62,7 @@ class BrokerEndpoint:
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
     security_protocol: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -70,6 +71,7 @@ class BrokerFeature:
     name: str = kafka_field("string")
     min_supported_version: int = kafka_field("int16")
     max_supported_version: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-4", flexible="0+")
@@ -90,6 +92,7 @@ class RegisterBrokerRecord:
     cordoned_log_dirs: tuple[uuid.UUID, ...] | None = kafka_field(
         "[]uuid", versions="4+", nullable_versions="4+", tag=1, tagged_versions="4+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -97,6 +100,7 @@ class RegisterBrokerRecord:
 class UnregisterBrokerRecord:
     broker_id: int = kafka_field("int32")
     broker_epoch: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -104,6 +108,7 @@ class UnregisterBrokerRecord:
 class TopicRecord:
     name: str = kafka_field("string")
     topic_id: uuid.UUID = kafka_field("uuid")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -126,6 +131,7 @@ class PartitionRecord:
     last_known_elr: tuple[int, ...] | None = kafka_field(
         "[]int32", versions="2+", nullable_versions="2+", tag=2, tagged_versions="2+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -135,6 +141,7 @@ class ConfigRecord:
     resource_name: str = kafka_field("string")
     name: str = kafka_field("string")
     value: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -165,6 +172,7 @@ class PartitionChangeRecord:
     last_known_elr: tuple[int, ...] | None = kafka_field(
         "[]int32", versions="2+", nullable_versions="2+", tag=7, tagged_versions="2+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -172,6 +180,7 @@ class PartitionChangeRecord:
 class FenceBrokerRecord:
     id: int = kafka_field("int32")
     epoch: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -179,12 +188,14 @@ class FenceBrokerRecord:
 class UnfenceBrokerRecord:
     id: int = kafka_field("int32")
     epoch: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class RemoveTopicRecord:
     topic_id: uuid.UUID = kafka_field("uuid")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -197,6 +208,7 @@ class DelegationTokenRecord:
     max_timestamp: int = kafka_field("int64")
     expiration_timestamp: int = kafka_field("int64")
     token_id: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -208,6 +220,7 @@ class UserScramCredentialRecord:
     stored_key: bytes = kafka_field("bytes")
     server_key: bytes = kafka_field("bytes")
     iterations: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -215,6 +228,7 @@ class UserScramCredentialRecord:
 class FeatureLevelRecord:
     name: str = kafka_field("string")
     feature_level: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -222,6 +236,7 @@ class FeatureLevelRecord:
 class EntityData:
     entity_type: str = kafka_field("string")
     entity_name: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -231,6 +246,7 @@ class ClientQuotaRecord:
     key: str = kafka_field("string")
     value: float = kafka_field("float64")
     remove: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -239,6 +255,7 @@ class ProducerIdsRecord:
     broker_id: int = kafka_field("int32")
     broker_epoch: int = kafka_field("int64", default=-1)
     next_producer_id: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-3", flexible="0+")
@@ -254,6 +271,7 @@ class BrokerRegistrationChangeRecord:
     cordoned_log_dirs: tuple[uuid.UUID, ...] | None = kafka_field(
         "[]uuid", versions="3+", nullable_versions="3+", tag=3, tagged_versions="3+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -267,24 +285,27 @@ class AccessControlEntryRecord:
     host: str = kafka_field("string")
     operation: int = kafka_field("int8")
     permission_type: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class RemoveAccessControlEntryRecord:
     id: uuid.UUID = kafka_field("uuid")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class NoOpRecord:
-    pass
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class ZkMigrationStateRecord:
     zk_migration_state: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -292,6 +313,7 @@ class ZkMigrationStateRecord:
 class RemoveUserScramCredentialRecord:
     name: str = kafka_field("string")
     mechanism: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -300,12 +322,13 @@ class BeginTransactionRecord:
     name: str | None = kafka_field(
         "string", nullable_versions="0+", tag=0, tagged_versions="0+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class EndTransactionRecord:
-    pass
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -314,12 +337,14 @@ class AbortTransactionRecord:
     reason: str | None = kafka_field(
         "string", nullable_versions="0+", tag=0, tagged_versions="0+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class RemoveDelegationTokenRecord:
     token_id: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -329,6 +354,7 @@ class ControllerEndpoint:
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
     security_protocol: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -337,6 +363,7 @@ class ControllerFeature:
     name: str = kafka_field("string")
     min_supported_version: int = kafka_field("int16")
     max_supported_version: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -347,18 +374,21 @@ class RegisterControllerRecord:
     zk_migration_ready: bool = kafka_field("bool")
     end_points: tuple[ControllerEndpoint, ...] = kafka_field(array(ControllerEndpoint))
     features: tuple[ControllerFeature, ...] = kafka_field(array(ControllerFeature))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class ClearElrRecord:
     topic_name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class UnregisterControllerRecord:
     controller_id: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 RECORD_CLASSES: tuple[tuple[int, str, type], ...] = (

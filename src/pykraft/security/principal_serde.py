@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import struct
 
-from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
-
 from pykraft.errors import PyKraftError
-from pykraft.messages.kio_adapter import decode_kio, encode_kio
+from pykraft.messages import decode_from, encode
+from pykraft.messages.kafka.default_principal_data import DefaultPrincipalData
 from pykraft.security.session import KafkaPrincipal
 
 PRINCIPAL_DATA_VERSION = 0
@@ -26,21 +25,22 @@ class PrincipalDeserializationError(PyKraftError):
 
 def serialize_principal(principal: KafkaPrincipal) -> bytes:
     """``principal`` as Kafka's ``DefaultKafkaPrincipalBuilder.serialize`` writes it."""
-    data = DefaultPrincipalData(type_=principal.principal_type, name=principal.name,
+    data = DefaultPrincipalData(type=principal.principal_type, name=principal.name,
                                 token_authenticated=False)
-    return encode_kio(data, _VERSION.pack(PRINCIPAL_DATA_VERSION))
+    return encode(data, PRINCIPAL_DATA_VERSION, _VERSION.pack(PRINCIPAL_DATA_VERSION))
 
 
 def deserialize_principal(raw: bytes | None) -> KafkaPrincipal:
     """The principal ``raw`` names; raises :class:`PrincipalDeserializationError` for a
-    null, a version other than 0 or bytes that do not parse, as Kafka's serde does."""
+    null, a version other than 0 or bytes that do not parse, as Kafka's serde does (bytes
+    after the principal are ignored, as Kafka's reader leaves them)."""
     if raw is None or len(raw) < _VERSION.size:
         raise PrincipalDeserializationError("no principal data in the envelope")
     (version,) = _VERSION.unpack_from(raw)
     if version != PRINCIPAL_DATA_VERSION:
         raise PrincipalDeserializationError(f"Invalid principal data version {version}")
     try:
-        data, _ = decode_kio(DefaultPrincipalData, raw, _VERSION.size)
+        data, _ = decode_from(DefaultPrincipalData, version, raw, _VERSION.size)
     except PyKraftError as exc:
         raise PrincipalDeserializationError(f"unreadable principal data: {exc}") from None
-    return KafkaPrincipal(data.type_, data.name)
+    return KafkaPrincipal(data.type, data.name)

@@ -16,12 +16,10 @@ from pykraft.errors import CorruptRecordError, PyKraftError
 from pykraft.group.consumer_records import decode_consumer_record
 from pykraft.group.outcome import OffsetsRecord
 from pykraft.group.records import GroupMetadataValue, OffsetsValue, decode_key, decode_value
-from pykraft.group.subscriptions import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
-    read_consumer_protocol,
-)
+from pykraft.group.subscriptions import read_consumer_protocol
 from pykraft.messages import schema_of, to_json_dict
+from pykraft.messages.kafka.consumer_protocol_assignment import ConsumerProtocolAssignment
+from pykraft.messages.kafka.consumer_protocol_subscription import ConsumerProtocolSubscription
 from pykraft.records.batch import Record
 
 

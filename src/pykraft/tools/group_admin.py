@@ -29,8 +29,9 @@ from typing import Any, TypeVar
 
 from pykraft.errors import PyKraftError
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
-from pykraft.group.subscriptions import ConsumerProtocolAssignment, read_consumer_protocol
+from pykraft.group.subscriptions import read_consumer_protocol
 from pykraft.ids import TopicPartition
+from pykraft.messages.kafka.consumer_protocol_assignment import ConsumerProtocolAssignment
 from pykraft.messages.kafka.delete_groups_request import DeleteGroupsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest

@@ -26,14 +26,14 @@ from typing import Any
 
 from pykraft.group.assignors import MemberSpec, RangeAssignor
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE
-from pykraft.group.subscriptions import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
-    ConsumerTopicPartitions,
-    read_consumer_protocol,
-)
+from pykraft.group.subscriptions import read_consumer_protocol
 from pykraft.ids import TopicPartition
 from pykraft.messages import encode
+from pykraft.messages.kafka.consumer_protocol_assignment import ConsumerProtocolAssignment
+from pykraft.messages.kafka.consumer_protocol_assignment import (
+    TopicPartition as AssignedPartitions,
+)
+from pykraft.messages.kafka.consumer_protocol_subscription import ConsumerProtocolSubscription
 from pykraft.messages.kafka.heartbeat_request import HeartbeatRequest
 from pykraft.messages.kafka.join_group_request import JoinGroupRequest, JoinGroupRequestProtocol
 from pykraft.messages.kafka.join_group_response import JoinGroupResponseMember
@@ -87,7 +87,7 @@ def _assign(topic: str, partitions: int,
             frozenset({topic_key} if topic in subscription.topics else ()))
     assigned = RangeAssignor().assign(specs, {topic_key: partitions})
     return {member: _protocol_bytes(_VERSION, ConsumerProtocolAssignment(
-        assigned_partitions=(ConsumerTopicPartitions(topic, tuple(sorted(parts.get(
+        assigned_partitions=(AssignedPartitions(topic, tuple(sorted(parts.get(
             topic_key, ())))),), user_data=None)) for member, parts in assigned.items()}
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "AddOffsetsToTxnRequest",
@@ -25,3 +25,4 @@ class AddOffsetsToTxnRequest:
     producer_id: int = kafka_field("int64")
     producer_epoch: int = kafka_field("int16")
     group_id: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

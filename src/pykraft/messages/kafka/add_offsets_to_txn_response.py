@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "AddOffsetsToTxnResponse",
@@ -23,3 +23,4 @@ __all__ = [
 class AddOffsetsToTxnResponse:
     throttle_time_ms: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AddPartitionsToTxnRequest",
@@ -25,6 +25,7 @@ __all__ = [
 class AddPartitionsToTxnTopic:
     name: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -37,6 +38,7 @@ class AddPartitionsToTxnTransaction:
     topics: tuple[AddPartitionsToTxnTopic, ...] = kafka_field(
         array(AddPartitionsToTxnTopic), versions="4+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-5", flexible="3+")
@@ -51,3 +53,4 @@ class AddPartitionsToTxnRequest:
     v3_and_below_topics: tuple[AddPartitionsToTxnTopic, ...] = kafka_field(
         array(AddPartitionsToTxnTopic), versions="0-3"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AddPartitionsToTxnPartitionResult",
@@ -26,6 +26,7 @@ __all__ = [
 class AddPartitionsToTxnPartitionResult:
     partition_index: int = kafka_field("int32")
     partition_error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class AddPartitionsToTxnTopicResult:
     results_by_partition: tuple[AddPartitionsToTxnPartitionResult, ...] = kafka_field(
         array(AddPartitionsToTxnPartitionResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -44,6 +46,7 @@ class AddPartitionsToTxnResult:
     topic_results: tuple[AddPartitionsToTxnTopicResult, ...] = kafka_field(
         array(AddPartitionsToTxnTopicResult), versions="4+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-5", flexible="3+")
@@ -57,3 +60,4 @@ class AddPartitionsToTxnResponse:
     results_by_topic_v3_and_below: tuple[AddPartitionsToTxnTopicResult, ...] = kafka_field(
         array(AddPartitionsToTxnTopicResult), versions="0-3"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

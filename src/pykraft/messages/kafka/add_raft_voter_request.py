@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AddRaftVoterRequest",
@@ -29,6 +29,7 @@ class Listener:
     name: str = kafka_field("string")
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -40,3 +41,4 @@ class AddRaftVoterRequest:
     voter_directory_id: uuid.UUID = kafka_field("uuid")
     listeners: tuple[Listener, ...] = kafka_field(array(Listener))
     ack_when_committed: bool = kafka_field("bool", versions="1+", default=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

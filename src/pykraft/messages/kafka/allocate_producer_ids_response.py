@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "AllocateProducerIdsResponse",
@@ -25,3 +25,4 @@ class AllocateProducerIdsResponse:
     error_code: int = kafka_field("int16")
     producer_id_start: int = kafka_field("int64")
     producer_id_len: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterClientQuotasRequest",
@@ -26,6 +26,7 @@ __all__ = [
 class EntityData:
     entity_type: str = kafka_field("string")
     entity_name: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class OpData:
     key: str = kafka_field("string")
     value: float = kafka_field("float64")
     remove: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +43,7 @@ class OpData:
 class EntryData:
     entity: tuple[EntityData, ...] = kafka_field(array(EntityData))
     ops: tuple[OpData, ...] = kafka_field(array(OpData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -48,3 +51,4 @@ class EntryData:
 class AlterClientQuotasRequest:
     entries: tuple[EntryData, ...] = kafka_field(array(EntryData))
     validate_only: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterClientQuotasResponse",
@@ -25,6 +25,7 @@ __all__ = [
 class EntityData:
     entity_type: str = kafka_field("string")
     entity_name: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -33,6 +34,7 @@ class EntryData:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     entity: tuple[EntityData, ...] = kafka_field(array(EntityData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -40,3 +42,4 @@ class EntryData:
 class AlterClientQuotasResponse:
     throttle_time_ms: int = kafka_field("int32")
     entries: tuple[EntryData, ...] = kafka_field(array(EntryData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

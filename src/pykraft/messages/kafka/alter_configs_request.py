@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterConfigsRequest",
@@ -25,6 +25,7 @@ __all__ = [
 class AlterableConfig:
     name: str = kafka_field("string")
     value: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -33,6 +34,7 @@ class AlterConfigsResource:
     resource_type: int = kafka_field("int8")
     resource_name: str = kafka_field("string")
     configs: tuple[AlterableConfig, ...] = kafka_field(array(AlterableConfig))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="2+")
@@ -40,3 +42,4 @@ class AlterConfigsResource:
 class AlterConfigsRequest:
     resources: tuple[AlterConfigsResource, ...] = kafka_field(array(AlterConfigsResource))
     validate_only: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

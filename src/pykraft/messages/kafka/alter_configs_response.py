@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterConfigsResourceResponse",
@@ -26,6 +26,7 @@ class AlterConfigsResourceResponse:
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     resource_type: int = kafka_field("int8")
     resource_name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="2+")
@@ -35,3 +36,4 @@ class AlterConfigsResponse:
     responses: tuple[AlterConfigsResourceResponse, ...] = kafka_field(
         array(AlterConfigsResourceResponse)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterPartitionReassignmentsRequest",
@@ -25,6 +25,7 @@ __all__ = [
 class ReassignablePartition:
     partition_index: int = kafka_field("int32")
     replicas: tuple[int, ...] | None = kafka_field("[]int32", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -32,6 +33,7 @@ class ReassignablePartition:
 class ReassignableTopic:
     name: str = kafka_field("string")
     partitions: tuple[ReassignablePartition, ...] = kafka_field(array(ReassignablePartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -40,3 +42,4 @@ class AlterPartitionReassignmentsRequest:
     timeout_ms: int = kafka_field("int32", default=60000)
     allow_replication_factor_change: bool = kafka_field("bool", versions="1+", default=True)
     topics: tuple[ReassignableTopic, ...] = kafka_field(array(ReassignableTopic))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterPartitionReassignmentsResponse",
@@ -26,6 +26,7 @@ class ReassignablePartitionResponse:
     partition_index: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class ReassignableTopicResponse:
     partitions: tuple[ReassignablePartitionResponse, ...] = kafka_field(
         array(ReassignablePartitionResponse)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -47,3 +49,4 @@ class AlterPartitionReassignmentsResponse:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     responses: tuple[ReassignableTopicResponse, ...] = kafka_field(array(ReassignableTopicResponse))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

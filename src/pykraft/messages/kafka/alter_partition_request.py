@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterPartitionRequest",
@@ -30,6 +30,7 @@ __all__ = [
 class BrokerState:
     broker_id: int = kafka_field("int32", versions="3+")
     broker_epoch: int = kafka_field("int64", versions="3+", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +42,7 @@ class PartitionData:
     new_isr_with_epochs: tuple[BrokerState, ...] = kafka_field(array(BrokerState), versions="3+")
     leader_recovery_state: int = kafka_field("int8", versions="1+")
     partition_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -48,6 +50,7 @@ class PartitionData:
 class TopicData:
     topic_id: uuid.UUID = kafka_field("uuid", versions="2+", ignorable=True)
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-3", flexible="0+")
@@ -56,3 +59,4 @@ class AlterPartitionRequest:
     broker_id: int = kafka_field("int32")
     broker_epoch: int = kafka_field("int64", default=-1)
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

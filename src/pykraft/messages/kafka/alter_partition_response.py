@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterPartitionResponse",
@@ -34,6 +34,7 @@ class PartitionData:
     isr: tuple[int, ...] = kafka_field("[]int32")
     leader_recovery_state: int = kafka_field("int8", versions="1+", ignorable=True)
     partition_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +42,7 @@ class PartitionData:
 class TopicData:
     topic_id: uuid.UUID = kafka_field("uuid", versions="2+", ignorable=True)
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-3", flexible="0+")
@@ -49,3 +51,4 @@ class AlterPartitionResponse:
     throttle_time_ms: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterReplicaLogDir",
@@ -25,6 +25,7 @@ __all__ = [
 class AlterReplicaLogDirTopic:
     name: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -32,9 +33,11 @@ class AlterReplicaLogDirTopic:
 class AlterReplicaLogDir:
     path: str = kafka_field("string")
     topics: tuple[AlterReplicaLogDirTopic, ...] = kafka_field(array(AlterReplicaLogDirTopic))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="2+")
 @dataclass(frozen=True, slots=True)
 class AlterReplicaLogDirsRequest:
     dirs: tuple[AlterReplicaLogDir, ...] = kafka_field(array(AlterReplicaLogDir))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterReplicaLogDirPartitionResult",
@@ -25,6 +25,7 @@ __all__ = [
 class AlterReplicaLogDirPartitionResult:
     partition_index: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class AlterReplicaLogDirTopicResult:
     partitions: tuple[AlterReplicaLogDirPartitionResult, ...] = kafka_field(
         array(AlterReplicaLogDirPartitionResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="2+")
@@ -43,3 +45,4 @@ class AlterReplicaLogDirsResponse:
     results: tuple[AlterReplicaLogDirTopicResult, ...] = kafka_field(
         array(AlterReplicaLogDirTopicResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterShareGroupOffsetsRequest",
@@ -25,6 +25,7 @@ __all__ = [
 class AlterShareGroupOffsetsRequestPartition:
     partition_index: int = kafka_field("int32")
     start_offset: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class AlterShareGroupOffsetsRequestTopic:
     partitions: tuple[AlterShareGroupOffsetsRequestPartition, ...] = kafka_field(
         array(AlterShareGroupOffsetsRequestPartition)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -43,3 +45,4 @@ class AlterShareGroupOffsetsRequest:
     topics: tuple[AlterShareGroupOffsetsRequestTopic, ...] = kafka_field(
         array(AlterShareGroupOffsetsRequestTopic)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

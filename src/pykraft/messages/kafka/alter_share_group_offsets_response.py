@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterShareGroupOffsetsResponse",
@@ -30,6 +30,7 @@ class AlterShareGroupOffsetsResponsePartition:
     partition_index: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -40,6 +41,7 @@ class AlterShareGroupOffsetsResponseTopic:
     partitions: tuple[AlterShareGroupOffsetsResponsePartition, ...] = kafka_field(
         array(AlterShareGroupOffsetsResponsePartition)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -51,3 +53,4 @@ class AlterShareGroupOffsetsResponse:
     responses: tuple[AlterShareGroupOffsetsResponseTopic, ...] = kafka_field(
         array(AlterShareGroupOffsetsResponseTopic)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

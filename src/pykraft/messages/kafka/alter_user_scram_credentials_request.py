@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterUserScramCredentialsRequest",
@@ -25,6 +25,7 @@ __all__ = [
 class ScramCredentialDeletion:
     name: str = kafka_field("string")
     mechanism: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class ScramCredentialUpsertion:
     iterations: int = kafka_field("int32")
     salt: bytes = kafka_field("bytes")
     salted_password: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -42,3 +44,4 @@ class ScramCredentialUpsertion:
 class AlterUserScramCredentialsRequest:
     deletions: tuple[ScramCredentialDeletion, ...] = kafka_field(array(ScramCredentialDeletion))
     upsertions: tuple[ScramCredentialUpsertion, ...] = kafka_field(array(ScramCredentialUpsertion))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterUserScramCredentialsResponse",
@@ -25,6 +25,7 @@ class AlterUserScramCredentialsResult:
     user: str = kafka_field("string")
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -34,3 +35,4 @@ class AlterUserScramCredentialsResponse:
     results: tuple[AlterUserScramCredentialsResult, ...] = kafka_field(
         array(AlterUserScramCredentialsResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "ApiVersionsRequest",
@@ -27,3 +27,4 @@ class ApiVersionsRequest:
         "string", versions="5+", nullable_versions="5+", default=None, ignorable=True
     )
     node_id: int = kafka_field("int32", versions="5+", default=-1, ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ApiVersion",
@@ -27,6 +27,7 @@ class ApiVersion:
     api_key: int = kafka_field("int16")
     min_version: int = kafka_field("int16")
     max_version: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class SupportedFeatureKey:
     name: str = kafka_field("string", versions="3+")
     min_version: int = kafka_field("int16", versions="3+")
     max_version: int = kafka_field("int16", versions="3+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -43,6 +45,7 @@ class FinalizedFeatureKey:
     name: str = kafka_field("string", versions="3+")
     max_version_level: int = kafka_field("int16", versions="3+")
     min_version_level: int = kafka_field("int16", versions="3+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-5", flexible="3+")
@@ -63,3 +66,4 @@ class ApiVersionsResponse:
     zk_migration_ready: bool = kafka_field(
         "bool", versions="3+", tag=3, tagged_versions="3+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

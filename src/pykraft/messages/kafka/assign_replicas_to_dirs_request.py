@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AssignReplicasToDirsRequest",
@@ -29,6 +29,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class PartitionData:
     partition_index: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -36,6 +37,7 @@ class PartitionData:
 class TopicData:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -43,6 +45,7 @@ class TopicData:
 class DirectoryData:
     id: uuid.UUID = kafka_field("uuid")
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -51,3 +54,4 @@ class AssignReplicasToDirsRequest:
     broker_id: int = kafka_field("int32")
     broker_epoch: int = kafka_field("int64", default=-1)
     directories: tuple[DirectoryData, ...] = kafka_field(array(DirectoryData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AssignReplicasToDirsResponse",
@@ -30,6 +30,7 @@ __all__ = [
 class PartitionData:
     partition_index: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -37,6 +38,7 @@ class PartitionData:
 class TopicData:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -44,6 +46,7 @@ class TopicData:
 class DirectoryData:
     id: uuid.UUID = kafka_field("uuid")
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -52,3 +55,4 @@ class AssignReplicasToDirsResponse:
     throttle_time_ms: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     directories: tuple[DirectoryData, ...] = kafka_field(array(DirectoryData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

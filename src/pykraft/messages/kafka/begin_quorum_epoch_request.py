@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "BeginQuorumEpochRequest",
@@ -32,6 +32,7 @@ class PartitionData:
     voter_directory_id: uuid.UUID = kafka_field("uuid", versions="1+", ignorable=True)
     leader_id: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -39,6 +40,7 @@ class PartitionData:
 class TopicData:
     topic_name: str = kafka_field("string")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -47,6 +49,7 @@ class LeaderEndpoint:
     name: str = kafka_field("string", versions="1+")
     host: str = kafka_field("string", versions="1+")
     port: int = kafka_field("uint16", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -58,3 +61,4 @@ class BeginQuorumEpochRequest:
     leader_endpoints: tuple[LeaderEndpoint, ...] = kafka_field(
         array(LeaderEndpoint), versions="1+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

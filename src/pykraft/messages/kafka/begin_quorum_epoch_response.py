@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "BeginQuorumEpochResponse",
@@ -28,6 +28,7 @@ class PartitionData:
     error_code: int = kafka_field("int16")
     leader_id: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class PartitionData:
 class TopicData:
     topic_name: str = kafka_field("string")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -43,6 +45,7 @@ class NodeEndpoint:
     node_id: int = kafka_field("int32", versions="1+")
     host: str = kafka_field("string", versions="1+")
     port: int = kafka_field("uint16", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -53,3 +56,4 @@ class BeginQuorumEpochResponse:
     node_endpoints: tuple[NodeEndpoint, ...] = kafka_field(
         array(NodeEndpoint), versions="1+", tag=0, tagged_versions="1+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

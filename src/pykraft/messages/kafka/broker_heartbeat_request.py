@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "BrokerHeartbeatRequest",
@@ -33,3 +33,4 @@ class BrokerHeartbeatRequest:
     cordoned_log_dirs: tuple[uuid.UUID, ...] | None = kafka_field(
         "[]uuid", versions="2+", nullable_versions="2+", tag=1, tagged_versions="2+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "BrokerHeartbeatResponse",
@@ -26,3 +26,4 @@ class BrokerHeartbeatResponse:
     is_caught_up: bool = kafka_field("bool")
     is_fenced: bool = kafka_field("bool", default=True)
     should_shut_down: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

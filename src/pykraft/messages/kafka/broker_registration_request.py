@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "BrokerRegistrationRequest",
@@ -31,6 +31,7 @@ class Listener:
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
     security_protocol: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -39,6 +40,7 @@ class Feature:
     name: str = kafka_field("string")
     min_supported_version: int = kafka_field("int16")
     max_supported_version: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-4", flexible="0+")
@@ -53,3 +55,4 @@ class BrokerRegistrationRequest:
     is_migrating_zk_broker: bool = kafka_field("bool", versions="1+")
     log_dirs: tuple[uuid.UUID, ...] = kafka_field("[]uuid", versions="2+", ignorable=True)
     previous_broker_epoch: int = kafka_field("int64", versions="3+", default=-1, ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

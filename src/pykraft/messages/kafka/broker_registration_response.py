@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "BrokerRegistrationResponse",
@@ -24,3 +24,4 @@ class BrokerRegistrationResponse:
     throttle_time_ms: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     broker_epoch: int = kafka_field("int64", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

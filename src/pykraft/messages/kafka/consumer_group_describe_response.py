@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Assignment",
@@ -32,12 +32,14 @@ class TopicPartitions:
     topic_id: uuid.UUID = kafka_field("uuid")
     topic_name: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
 @dataclass(frozen=True, slots=True)
 class Assignment:
     topic_partitions: tuple[TopicPartitions, ...] = kafka_field(array(TopicPartitions))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -54,6 +56,7 @@ class Member:
     assignment: Assignment = kafka_field(Assignment)
     target_assignment: Assignment = kafka_field(Assignment)
     member_type: int = kafka_field("int8", versions="1+", default=-1, ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -68,6 +71,7 @@ class DescribedGroup:
     assignor_name: str = kafka_field("string")
     members: tuple[Member, ...] = kafka_field(array(Member))
     authorized_operations: int = kafka_field("int32", default=-2147483648)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -75,3 +79,4 @@ class DescribedGroup:
 class ConsumerGroupDescribeResponse:
     throttle_time_ms: int = kafka_field("int32")
     groups: tuple[DescribedGroup, ...] = kafka_field(array(DescribedGroup))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

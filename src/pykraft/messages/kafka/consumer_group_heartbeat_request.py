@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ConsumerGroupHeartbeatRequest",
@@ -28,6 +28,7 @@ __all__ = [
 class TopicPartitions:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -49,3 +50,4 @@ class ConsumerGroupHeartbeatRequest:
     topic_partitions: tuple[TopicPartitions, ...] | None = kafka_field(
         array(TopicPartitions), nullable_versions="0+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

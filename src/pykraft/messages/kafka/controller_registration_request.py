@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ControllerRegistrationRequest",
@@ -31,6 +31,7 @@ class Listener:
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
     security_protocol: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -39,6 +40,7 @@ class Feature:
     name: str = kafka_field("string")
     min_supported_version: int = kafka_field("int16")
     max_supported_version: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -49,3 +51,4 @@ class ControllerRegistrationRequest:
     zk_migration_ready: bool = kafka_field("bool")
     listeners: tuple[Listener, ...] = kafka_field(array(Listener))
     features: tuple[Feature, ...] = kafka_field(array(Feature))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AclCreation",
@@ -29,9 +29,11 @@ class AclCreation:
     host: str = kafka_field("string")
     operation: int = kafka_field("int8")
     permission_type: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
 @dataclass(frozen=True, slots=True)
 class CreateAclsRequest:
     creations: tuple[AclCreation, ...] = kafka_field(array(AclCreation))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

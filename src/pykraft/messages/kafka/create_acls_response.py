@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AclCreationResult",
@@ -24,6 +24,7 @@ __all__ = [
 class AclCreationResult:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
@@ -31,3 +32,4 @@ class AclCreationResult:
 class CreateAclsResponse:
     throttle_time_ms: int = kafka_field("int32")
     results: tuple[AclCreationResult, ...] = kafka_field(array(AclCreationResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "CreatableRenewers",
@@ -24,6 +24,7 @@ __all__ = [
 class CreatableRenewers:
     principal_type: str = kafka_field("string")
     principal_name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
@@ -33,3 +34,4 @@ class CreateDelegationTokenRequest:
     owner_principal_name: str | None = kafka_field("string", versions="3+", nullable_versions="3+")
     renewers: tuple[CreatableRenewers, ...] = kafka_field(array(CreatableRenewers))
     max_lifetime_ms: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "CreateDelegationTokenResponse",
@@ -32,3 +32,4 @@ class CreateDelegationTokenResponse:
     token_id: str = kafka_field("string")
     hmac: bytes = kafka_field("bytes")
     throttle_time_ms: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

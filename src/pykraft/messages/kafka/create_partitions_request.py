@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "CreatePartitionsAssignment",
@@ -24,6 +24,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class CreatePartitionsAssignment:
     broker_ids: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class CreatePartitionsTopic:
     assignments: tuple[CreatePartitionsAssignment, ...] | None = kafka_field(
         array(CreatePartitionsAssignment), nullable_versions="0+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-3", flexible="2+")
@@ -42,3 +44,4 @@ class CreatePartitionsRequest:
     topics: tuple[CreatePartitionsTopic, ...] = kafka_field(array(CreatePartitionsTopic))
     timeout_ms: int = kafka_field("int32")
     validate_only: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "CreatePartitionsResponse",
@@ -25,6 +25,7 @@ class CreatePartitionsTopicResult:
     name: str = kafka_field("string")
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-3", flexible="2+")
@@ -34,3 +35,4 @@ class CreatePartitionsResponse:
     results: tuple[CreatePartitionsTopicResult, ...] = kafka_field(
         array(CreatePartitionsTopicResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "CreatableReplicaAssignment",
@@ -26,6 +26,7 @@ __all__ = [
 class CreatableReplicaAssignment:
     partition_index: int = kafka_field("int32")
     broker_ids: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -33,6 +34,7 @@ class CreatableReplicaAssignment:
 class CreatableTopicConfig:
     name: str = kafka_field("string")
     value: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -45,6 +47,7 @@ class CreatableTopic:
         array(CreatableReplicaAssignment)
     )
     configs: tuple[CreatableTopicConfig, ...] = kafka_field(array(CreatableTopicConfig))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-7", flexible="5+")
@@ -53,3 +56,4 @@ class CreateTopicsRequest:
     topics: tuple[CreatableTopic, ...] = kafka_field(array(CreatableTopic))
     timeout_ms: int = kafka_field("int32", default=60000, name="timeoutMs")
     validate_only: bool = kafka_field("bool", versions="1+", name="validateOnly")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "CreatableTopicConfigs",
@@ -32,6 +32,7 @@ class CreatableTopicConfigs:
     read_only: bool = kafka_field("bool", versions="5+")
     config_source: int = kafka_field("int8", versions="5+", default=-1, ignorable=True)
     is_sensitive: bool = kafka_field("bool", versions="5+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -51,6 +52,7 @@ class CreatableTopicResult:
     configs: tuple[CreatableTopicConfigs, ...] | None = kafka_field(
         array(CreatableTopicConfigs), versions="5+", nullable_versions="5+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-7", flexible="5+")
@@ -58,3 +60,4 @@ class CreatableTopicResult:
 class CreateTopicsResponse:
     throttle_time_ms: int = kafka_field("int32", versions="2+", ignorable=True)
     topics: tuple[CreatableTopicResult, ...] = kafka_field(array(CreatableTopicResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

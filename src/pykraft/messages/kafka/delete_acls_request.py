@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteAclsFilter",
@@ -29,9 +29,11 @@ class DeleteAclsFilter:
     host_filter: str | None = kafka_field("string", nullable_versions="0+")
     operation: int = kafka_field("int8")
     permission_type: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
 @dataclass(frozen=True, slots=True)
 class DeleteAclsRequest:
     filters: tuple[DeleteAclsFilter, ...] = kafka_field(array(DeleteAclsFilter))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteAclsFilterResult",
@@ -32,6 +32,7 @@ class DeleteAclsMatchingAcl:
     host: str = kafka_field("string")
     operation: int = kafka_field("int8")
     permission_type: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -40,6 +41,7 @@ class DeleteAclsFilterResult:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     matching_acls: tuple[DeleteAclsMatchingAcl, ...] = kafka_field(array(DeleteAclsMatchingAcl))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
@@ -47,3 +49,4 @@ class DeleteAclsFilterResult:
 class DeleteAclsResponse:
     throttle_time_ms: int = kafka_field("int32")
     filter_results: tuple[DeleteAclsFilterResult, ...] = kafka_field(array(DeleteAclsFilterResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeletableGroupResult",
@@ -27,6 +27,7 @@ class DeletableGroupResult:
     error_message: str | None = kafka_field(
         "string", versions="3+", nullable_versions="3+", default=None, ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-3", flexible="2+")
@@ -34,3 +35,4 @@ class DeletableGroupResult:
 class DeleteGroupsResponse:
     throttle_time_ms: int = kafka_field("int32")
     results: tuple[DeletableGroupResult, ...] = kafka_field(array(DeletableGroupResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteRecordsPartition",
@@ -25,6 +25,7 @@ __all__ = [
 class DeleteRecordsPartition:
     partition_index: int = kafka_field("int32")
     offset: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -32,6 +33,7 @@ class DeleteRecordsPartition:
 class DeleteRecordsTopic:
     name: str = kafka_field("string")
     partitions: tuple[DeleteRecordsPartition, ...] = kafka_field(array(DeleteRecordsPartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="2+")
@@ -39,3 +41,4 @@ class DeleteRecordsTopic:
 class DeleteRecordsRequest:
     topics: tuple[DeleteRecordsTopic, ...] = kafka_field(array(DeleteRecordsTopic))
     timeout_ms: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteRecordsPartitionResult",
@@ -26,6 +26,7 @@ class DeleteRecordsPartitionResult:
     partition_index: int = kafka_field("int32")
     low_watermark: int = kafka_field("int64")
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class DeleteRecordsTopicResult:
     partitions: tuple[DeleteRecordsPartitionResult, ...] = kafka_field(
         array(DeleteRecordsPartitionResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="2+")
@@ -42,3 +44,4 @@ class DeleteRecordsTopicResult:
 class DeleteRecordsResponse:
     throttle_time_ms: int = kafka_field("int32")
     topics: tuple[DeleteRecordsTopicResult, ...] = kafka_field(array(DeleteRecordsTopicResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteShareGroupOffsetsRequest",
@@ -23,6 +23,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class DeleteShareGroupOffsetsRequestTopic:
     topic_name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -32,3 +33,4 @@ class DeleteShareGroupOffsetsRequest:
     topics: tuple[DeleteShareGroupOffsetsRequestTopic, ...] = kafka_field(
         array(DeleteShareGroupOffsetsRequestTopic)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteShareGroupOffsetsResponse",
@@ -30,6 +30,7 @@ class DeleteShareGroupOffsetsResponseTopic:
     topic_id: uuid.UUID = kafka_field("uuid")
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -41,3 +42,4 @@ class DeleteShareGroupOffsetsResponse:
     responses: tuple[DeleteShareGroupOffsetsResponseTopic, ...] = kafka_field(
         array(DeleteShareGroupOffsetsResponseTopic)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

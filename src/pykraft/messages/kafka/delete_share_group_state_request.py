@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteShareGroupStateRequest",
@@ -28,6 +28,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class PartitionData:
     partition: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class PartitionData:
 class DeleteStateData:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -42,3 +44,4 @@ class DeleteStateData:
 class DeleteShareGroupStateRequest:
     group_id: str = kafka_field("string")
     topics: tuple[DeleteStateData, ...] = kafka_field(array(DeleteStateData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteShareGroupStateResponse",
@@ -30,6 +30,7 @@ class PartitionResult:
     partition: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -37,9 +38,11 @@ class PartitionResult:
 class DeleteStateResult:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionResult, ...] = kafka_field(array(PartitionResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class DeleteShareGroupStateResponse:
     results: tuple[DeleteStateResult, ...] = kafka_field(array(DeleteStateResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

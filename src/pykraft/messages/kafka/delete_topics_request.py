@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeleteTopicState",
@@ -28,6 +28,7 @@ __all__ = [
 class DeleteTopicState:
     name: str | None = kafka_field("string", versions="6+", nullable_versions="6+", default=None)
     topic_id: uuid.UUID = kafka_field("uuid", versions="6+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-6", flexible="4+")
@@ -36,3 +37,4 @@ class DeleteTopicsRequest:
     topics: tuple[DeleteTopicState, ...] = kafka_field(array(DeleteTopicState), versions="6+")
     topic_names: tuple[str, ...] = kafka_field("[]string", versions="0-5", ignorable=True)
     timeout_ms: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

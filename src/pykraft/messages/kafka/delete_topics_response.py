@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DeletableTopicResult",
@@ -32,6 +32,7 @@ class DeletableTopicResult:
     error_message: str | None = kafka_field(
         "string", versions="5+", nullable_versions="5+", default=None, ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-6", flexible="4+")
@@ -39,3 +40,4 @@ class DeletableTopicResult:
 class DeleteTopicsResponse:
     throttle_time_ms: int = kafka_field("int32", versions="1+", ignorable=True)
     responses: tuple[DeletableTopicResult, ...] = kafka_field(array(DeletableTopicResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

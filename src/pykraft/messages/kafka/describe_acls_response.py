@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AclDescription",
@@ -27,6 +27,7 @@ class AclDescription:
     host: str = kafka_field("string")
     operation: int = kafka_field("int8")
     permission_type: int = kafka_field("int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -36,6 +37,7 @@ class DescribeAclsResource:
     resource_name: str = kafka_field("string")
     pattern_type: int = kafka_field("int8", versions="1+", default=3)
     acls: tuple[AclDescription, ...] = kafka_field(array(AclDescription))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
@@ -45,3 +47,4 @@ class DescribeAclsResponse:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     resources: tuple[DescribeAclsResource, ...] = kafka_field(array(DescribeAclsResource))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

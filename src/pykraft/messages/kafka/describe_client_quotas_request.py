@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ComponentData",
@@ -25,6 +25,7 @@ class ComponentData:
     entity_type: str = kafka_field("string")
     match_type: int = kafka_field("int8")
     match: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -32,3 +33,4 @@ class ComponentData:
 class DescribeClientQuotasRequest:
     components: tuple[ComponentData, ...] = kafka_field(array(ComponentData))
     strict: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

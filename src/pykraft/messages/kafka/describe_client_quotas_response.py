@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeClientQuotasResponse",
@@ -26,6 +26,7 @@ __all__ = [
 class EntityData:
     entity_type: str = kafka_field("string")
     entity_name: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -33,6 +34,7 @@ class EntityData:
 class ValueData:
     key: str = kafka_field("string")
     value: float = kafka_field("float64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -40,6 +42,7 @@ class ValueData:
 class EntryData:
     entity: tuple[EntityData, ...] = kafka_field(array(EntityData))
     values: tuple[ValueData, ...] = kafka_field(array(ValueData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -49,3 +52,4 @@ class DescribeClientQuotasResponse:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     entries: tuple[EntryData, ...] | None = kafka_field(array(EntryData), nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeClusterRequest",
@@ -24,3 +24,4 @@ class DescribeClusterRequest:
     include_cluster_authorized_operations: bool = kafka_field("bool")
     endpoint_type: int = kafka_field("int8", versions="1+", default=1)
     include_fenced_brokers: bool = kafka_field("bool", versions="2+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeClusterBroker",
@@ -27,6 +27,7 @@ class DescribeClusterBroker:
     port: int = kafka_field("int32")
     rack: str | None = kafka_field("string", nullable_versions="0+", default=None)
     is_fenced: bool = kafka_field("bool", versions="2+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -40,3 +41,4 @@ class DescribeClusterResponse:
     controller_id: int = kafka_field("int32", default=-1)
     brokers: tuple[DescribeClusterBroker, ...] = kafka_field(array(DescribeClusterBroker))
     cluster_authorized_operations: int = kafka_field("int32", default=-2147483648)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeConfigsRequest",
@@ -25,6 +25,7 @@ class DescribeConfigsResource:
     resource_type: int = kafka_field("int8")
     resource_name: str = kafka_field("string")
     configuration_keys: tuple[str, ...] | None = kafka_field("[]string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-4", flexible="4+")
@@ -33,3 +34,4 @@ class DescribeConfigsRequest:
     resources: tuple[DescribeConfigsResource, ...] = kafka_field(array(DescribeConfigsResource))
     include_synonyms: bool = kafka_field("bool", versions="1+")
     include_documentation: bool = kafka_field("bool", versions="3+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

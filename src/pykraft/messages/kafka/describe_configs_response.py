@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeConfigsResourceResult",
@@ -27,6 +27,7 @@ class DescribeConfigsSynonym:
     name: str = kafka_field("string", versions="1+")
     value: str | None = kafka_field("string", versions="1+", nullable_versions="0+")
     source: int = kafka_field("int8", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -44,6 +45,7 @@ class DescribeConfigsResourceResult:
     documentation: str | None = kafka_field(
         "string", versions="3+", nullable_versions="0+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -56,6 +58,7 @@ class DescribeConfigsResult:
     configs: tuple[DescribeConfigsResourceResult, ...] = kafka_field(
         array(DescribeConfigsResourceResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-4", flexible="4+")
@@ -63,3 +66,4 @@ class DescribeConfigsResult:
 class DescribeConfigsResponse:
     throttle_time_ms: int = kafka_field("int32")
     results: tuple[DescribeConfigsResult, ...] = kafka_field(array(DescribeConfigsResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeDelegationTokenOwner",
@@ -24,6 +24,7 @@ __all__ = [
 class DescribeDelegationTokenOwner:
     principal_type: str = kafka_field("string")
     principal_name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
@@ -32,3 +33,4 @@ class DescribeDelegationTokenRequest:
     owners: tuple[DescribeDelegationTokenOwner, ...] | None = kafka_field(
         array(DescribeDelegationTokenOwner), nullable_versions="0+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeDelegationTokenResponse",
@@ -25,6 +25,7 @@ __all__ = [
 class DescribedDelegationTokenRenewer:
     principal_type: str = kafka_field("string")
     principal_name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -42,6 +43,7 @@ class DescribedDelegationToken:
     renewers: tuple[DescribedDelegationTokenRenewer, ...] = kafka_field(
         array(DescribedDelegationTokenRenewer)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-3", flexible="2+")
@@ -50,3 +52,4 @@ class DescribeDelegationTokenResponse:
     error_code: int = kafka_field("int16")
     tokens: tuple[DescribedDelegationToken, ...] = kafka_field(array(DescribedDelegationToken))
     throttle_time_ms: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeGroupsRequest",
@@ -23,3 +23,4 @@ __all__ = [
 class DescribeGroupsRequest:
     groups: tuple[str, ...] = kafka_field("[]string")
     include_authorized_operations: bool = kafka_field("bool", versions="3+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

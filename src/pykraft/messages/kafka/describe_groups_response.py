@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeGroupsResponse",
@@ -31,6 +31,7 @@ class DescribedGroupMember:
     client_host: str = kafka_field("string")
     member_metadata: bytes = kafka_field("bytes")
     member_assignment: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -46,6 +47,7 @@ class DescribedGroup:
     protocol_data: str = kafka_field("string")
     members: tuple[DescribedGroupMember, ...] = kafka_field(array(DescribedGroupMember))
     authorized_operations: int = kafka_field("int32", versions="3+", default=-2147483648)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-6", flexible="5+")
@@ -53,3 +55,4 @@ class DescribedGroup:
 class DescribeGroupsResponse:
     throttle_time_ms: int = kafka_field("int32", versions="1+", ignorable=True)
     groups: tuple[DescribedGroup, ...] = kafka_field(array(DescribedGroup))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribableLogDirTopic",
@@ -24,6 +24,7 @@ __all__ = [
 class DescribableLogDirTopic:
     topic: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-5", flexible="2+")
@@ -32,3 +33,4 @@ class DescribeLogDirsRequest:
     topics: tuple[DescribableLogDirTopic, ...] | None = kafka_field(
         array(DescribableLogDirTopic), nullable_versions="0+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

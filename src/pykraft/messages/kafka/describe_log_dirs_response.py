@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeLogDirsPartition",
@@ -28,6 +28,7 @@ class DescribeLogDirsPartition:
     partition_size: int = kafka_field("int64")
     offset_lag: int = kafka_field("int64")
     is_future_key: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class DescribeLogDirsPartition:
 class DescribeLogDirsTopic:
     name: str = kafka_field("string")
     partitions: tuple[DescribeLogDirsPartition, ...] = kafka_field(array(DescribeLogDirsPartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -46,6 +48,7 @@ class DescribeLogDirsResult:
     total_bytes: int = kafka_field("int64", versions="4+", default=-1, ignorable=True)
     usable_bytes: int = kafka_field("int64", versions="4+", default=-1, ignorable=True)
     is_cordoned: bool = kafka_field("bool", versions="5+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-5", flexible="2+")
@@ -54,3 +57,4 @@ class DescribeLogDirsResponse:
     throttle_time_ms: int = kafka_field("int32")
     error_code: int = kafka_field("int16", versions="3+", ignorable=True)
     results: tuple[DescribeLogDirsResult, ...] = kafka_field(array(DescribeLogDirsResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeProducersRequest",
@@ -24,9 +24,11 @@ __all__ = [
 class TopicRequest:
     name: str = kafka_field("string")
     partition_indexes: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class DescribeProducersRequest:
     topics: tuple[TopicRequest, ...] = kafka_field(array(TopicRequest))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeProducersResponse",
@@ -30,6 +30,7 @@ class ProducerState:
     last_timestamp: int = kafka_field("int64", default=-1)
     coordinator_epoch: int = kafka_field("int32")
     current_txn_start_offset: int = kafka_field("int64", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -39,6 +40,7 @@ class PartitionResponse:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
     active_producers: tuple[ProducerState, ...] = kafka_field(array(ProducerState))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -46,6 +48,7 @@ class PartitionResponse:
 class TopicResponse:
     name: str = kafka_field("string")
     partitions: tuple[PartitionResponse, ...] = kafka_field(array(PartitionResponse))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -53,3 +56,4 @@ class TopicResponse:
 class DescribeProducersResponse:
     throttle_time_ms: int = kafka_field("int32")
     topics: tuple[TopicResponse, ...] = kafka_field(array(TopicResponse))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeQuorumRequest",
@@ -24,6 +24,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class PartitionData:
     partition_index: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -31,9 +32,11 @@ class PartitionData:
 class TopicData:
     topic_name: str = kafka_field("string")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class DescribeQuorumRequest:
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

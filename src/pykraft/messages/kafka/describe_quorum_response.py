@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeQuorumResponse",
@@ -35,6 +35,7 @@ class ReplicaState:
     log_end_offset: int = kafka_field("int64")
     last_fetch_timestamp: int = kafka_field("int64", versions="1+", default=-1, ignorable=True)
     last_caught_up_timestamp: int = kafka_field("int64", versions="1+", default=-1, ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -50,6 +51,7 @@ class PartitionData:
     high_watermark: int = kafka_field("int64")
     current_voters: tuple[ReplicaState, ...] = kafka_field(array(ReplicaState))
     observers: tuple[ReplicaState, ...] = kafka_field(array(ReplicaState))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -57,6 +59,7 @@ class PartitionData:
 class TopicData:
     topic_name: str = kafka_field("string")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -65,6 +68,7 @@ class Listener:
     name: str = kafka_field("string", versions="2+")
     host: str = kafka_field("string", versions="2+")
     port: int = kafka_field("uint16", versions="2+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -72,6 +76,7 @@ class Listener:
 class Node:
     node_id: int = kafka_field("int32", versions="2+")
     listeners: tuple[Listener, ...] = kafka_field(array(Listener), versions="2+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -83,3 +88,4 @@ class DescribeQuorumResponse:
     )
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
     nodes: tuple[Node, ...] = kafka_field(array(Node), versions="2+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeShareGroupOffsetsRequest",
@@ -25,6 +25,7 @@ __all__ = [
 class DescribeShareGroupOffsetsRequestTopic:
     topic_name: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class DescribeShareGroupOffsetsRequestGroup:
     topics: tuple[DescribeShareGroupOffsetsRequestTopic, ...] | None = kafka_field(
         array(DescribeShareGroupOffsetsRequestTopic), nullable_versions="0+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -42,3 +44,4 @@ class DescribeShareGroupOffsetsRequest:
     groups: tuple[DescribeShareGroupOffsetsRequestGroup, ...] = kafka_field(
         array(DescribeShareGroupOffsetsRequestGroup)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

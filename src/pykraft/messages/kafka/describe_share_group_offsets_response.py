@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeShareGroupOffsetsResponse",
@@ -34,6 +34,7 @@ class DescribeShareGroupOffsetsResponsePartition:
     lag: int = kafka_field("int64", versions="1+", default=-1, ignorable=True)
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -44,6 +45,7 @@ class DescribeShareGroupOffsetsResponseTopic:
     partitions: tuple[DescribeShareGroupOffsetsResponsePartition, ...] = kafka_field(
         array(DescribeShareGroupOffsetsResponsePartition)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -55,6 +57,7 @@ class DescribeShareGroupOffsetsResponseGroup:
     )
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -64,3 +67,4 @@ class DescribeShareGroupOffsetsResponse:
     groups: tuple[DescribeShareGroupOffsetsResponseGroup, ...] = kafka_field(
         array(DescribeShareGroupOffsetsResponseGroup)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

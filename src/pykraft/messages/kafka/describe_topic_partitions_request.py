@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Cursor",
@@ -27,6 +27,7 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class TopicRequest:
     name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class TopicRequest:
 class Cursor:
     topic_name: str = kafka_field("string")
     partition_index: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -42,3 +44,4 @@ class DescribeTopicPartitionsRequest:
     topics: tuple[TopicRequest, ...] = kafka_field(array(TopicRequest))
     response_partition_limit: int = kafka_field("int32", default=2000)
     cursor: Cursor | None = kafka_field(Cursor, nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

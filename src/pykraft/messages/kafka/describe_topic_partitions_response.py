@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Cursor",
@@ -41,6 +41,7 @@ class DescribeTopicPartitionsResponsePartition:
         "[]int32", nullable_versions="0+", default=None
     )
     offline_replicas: tuple[int, ...] = kafka_field("[]int32", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -54,6 +55,7 @@ class DescribeTopicPartitionsResponseTopic:
         array(DescribeTopicPartitionsResponsePartition)
     )
     topic_authorized_operations: int = kafka_field("int32", default=-2147483648)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -61,6 +63,7 @@ class DescribeTopicPartitionsResponseTopic:
 class Cursor:
     topic_name: str = kafka_field("string")
     partition_index: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -71,3 +74,4 @@ class DescribeTopicPartitionsResponse:
         array(DescribeTopicPartitionsResponseTopic)
     )
     next_cursor: Cursor | None = kafka_field(Cursor, nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

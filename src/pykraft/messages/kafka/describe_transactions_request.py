@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeTransactionsRequest",
@@ -22,3 +22,4 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class DescribeTransactionsRequest:
     transactional_ids: tuple[str, ...] = kafka_field("[]string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

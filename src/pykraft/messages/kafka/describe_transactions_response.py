@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeTransactionsResponse",
@@ -25,6 +25,7 @@ __all__ = [
 class TopicData:
     topic: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -38,6 +39,7 @@ class TransactionState:
     producer_id: int = kafka_field("int64")
     producer_epoch: int = kafka_field("int16")
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -45,3 +47,4 @@ class TransactionState:
 class DescribeTransactionsResponse:
     throttle_time_ms: int = kafka_field("int32")
     transaction_states: tuple[TransactionState, ...] = kafka_field(array(TransactionState))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

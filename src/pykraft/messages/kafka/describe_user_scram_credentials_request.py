@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "DescribeUserScramCredentialsRequest",
@@ -23,9 +23,11 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class UserName:
     name: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class DescribeUserScramCredentialsRequest:
     users: tuple[UserName, ...] | None = kafka_field(array(UserName), nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "CredentialInfo",
@@ -25,6 +25,7 @@ __all__ = [
 class CredentialInfo:
     mechanism: int = kafka_field("int8")
     iterations: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class DescribeUserScramCredentialsResult:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     credential_infos: tuple[CredentialInfo, ...] = kafka_field(array(CredentialInfo))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -45,3 +47,4 @@ class DescribeUserScramCredentialsResponse:
     results: tuple[DescribeUserScramCredentialsResult, ...] = kafka_field(
         array(DescribeUserScramCredentialsResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ElectLeadersRequest",
@@ -24,6 +24,7 @@ __all__ = [
 class TopicPartitions:
     topic: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="2+")
@@ -34,3 +35,4 @@ class ElectLeadersRequest:
         array(TopicPartitions), nullable_versions="0+"
     )
     timeout_ms: int = kafka_field("int32", default=60000)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ElectLeadersResponse",
@@ -26,6 +26,7 @@ class PartitionResult:
     partition_id: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -33,6 +34,7 @@ class PartitionResult:
 class ReplicaElectionResult:
     topic: str = kafka_field("string")
     partition_result: tuple[PartitionResult, ...] = kafka_field(array(PartitionResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="2+")
@@ -43,3 +45,4 @@ class ElectLeadersResponse:
     replica_election_results: tuple[ReplicaElectionResult, ...] = kafka_field(
         array(ReplicaElectionResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "EndQuorumEpochRequest",
@@ -31,6 +31,7 @@ __all__ = [
 class ReplicaInfo:
     candidate_id: int = kafka_field("int32", versions="1+")
     candidate_directory_id: uuid.UUID = kafka_field("uuid", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -43,6 +44,7 @@ class PartitionData:
     preferred_candidates: tuple[ReplicaInfo, ...] = kafka_field(
         array(ReplicaInfo), versions="1+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -50,6 +52,7 @@ class PartitionData:
 class TopicData:
     topic_name: str = kafka_field("string")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -58,6 +61,7 @@ class LeaderEndpoint:
     name: str = kafka_field("string", versions="1+")
     host: str = kafka_field("string", versions="1+")
     port: int = kafka_field("uint16", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -68,3 +72,4 @@ class EndQuorumEpochRequest:
     leader_endpoints: tuple[LeaderEndpoint, ...] = kafka_field(
         array(LeaderEndpoint), versions="1+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

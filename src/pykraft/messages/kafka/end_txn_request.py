@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "EndTxnRequest",
@@ -25,3 +25,4 @@ class EndTxnRequest:
     producer_id: int = kafka_field("int64")
     producer_epoch: int = kafka_field("int16")
     committed: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

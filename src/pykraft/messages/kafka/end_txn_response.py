@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "EndTxnResponse",
@@ -25,3 +25,4 @@ class EndTxnResponse:
     error_code: int = kafka_field("int16")
     producer_id: int = kafka_field("int64", versions="5+", default=-1, ignorable=True)
     producer_epoch: int = kafka_field("int16", versions="5+", default=-1, ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "EnvelopeRequest",
@@ -24,3 +24,4 @@ class EnvelopeRequest:
     request_data: bytes = kafka_field("bytes")
     request_principal: bytes | None = kafka_field("bytes", nullable_versions="0+")
     client_host_address: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

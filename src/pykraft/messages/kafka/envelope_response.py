@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "EnvelopeResponse",
@@ -23,3 +23,4 @@ __all__ = [
 class EnvelopeResponse:
     response_data: bytes | None = kafka_field("bytes", nullable_versions="0+", default=None)
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "FetchPartition",
@@ -31,6 +31,7 @@ __all__ = [
 class ReplicaState:
     replica_id: int = kafka_field("int32", versions="15+", default=-1)
     replica_epoch: int = kafka_field("int64", versions="15+", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -53,6 +54,7 @@ class FetchPartition:
         default=9223372036854775807,
         ignorable=True,
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -61,6 +63,7 @@ class FetchTopic:
     topic: str = kafka_field("string", versions="0-12", ignorable=True)
     topic_id: uuid.UUID = kafka_field("uuid", versions="13+", ignorable=True)
     partitions: tuple[FetchPartition, ...] = kafka_field(array(FetchPartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -69,6 +72,7 @@ class ForgottenTopic:
     topic: str = kafka_field("string", versions="7-12", ignorable=True)
     topic_id: uuid.UUID = kafka_field("uuid", versions="13+", ignorable=True)
     partitions: tuple[int, ...] = kafka_field("[]int32", versions="7+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="4-18", flexible="12+")
@@ -98,3 +102,4 @@ class FetchRequest:
         array(ForgottenTopic), versions="7+"
     )
     rack_id: str = kafka_field("string", versions="11+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AbortedTransaction",
@@ -34,6 +34,7 @@ __all__ = [
 class EpochEndOffset:
     epoch: int = kafka_field("int32", versions="12+", default=-1)
     end_offset: int = kafka_field("int64", versions="12+", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +42,7 @@ class EpochEndOffset:
 class LeaderIdAndEpoch:
     leader_id: int = kafka_field("int32", versions="12+", default=-1)
     leader_epoch: int = kafka_field("int32", versions="12+", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -48,6 +50,7 @@ class LeaderIdAndEpoch:
 class SnapshotId:
     end_offset: int = kafka_field("int64", default=-1)
     epoch: int = kafka_field("int32", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -55,6 +58,7 @@ class SnapshotId:
 class AbortedTransaction:
     producer_id: int = kafka_field("int64", versions="4+")
     first_offset: int = kafka_field("int64", versions="4+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -77,6 +81,7 @@ class PartitionData:
     )
     preferred_read_replica: int = kafka_field("int32", versions="11+", default=-1)
     records: bytes | bytearray | memoryview | None = kafka_field("records", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -85,6 +90,7 @@ class FetchableTopicResponse:
     topic: str = kafka_field("string", versions="0-12", ignorable=True)
     topic_id: uuid.UUID = kafka_field("uuid", versions="13+", ignorable=True)
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -94,6 +100,7 @@ class NodeEndpoint:
     host: str = kafka_field("string", versions="16+")
     port: int = kafka_field("int32", versions="16+")
     rack: str | None = kafka_field("string", versions="16+", nullable_versions="16+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="4-18", flexible="12+")
@@ -106,3 +113,4 @@ class FetchResponse:
     node_endpoints: tuple[NodeEndpoint, ...] = kafka_field(
         array(NodeEndpoint), versions="16+", tag=0, tagged_versions="16+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "FetchSnapshotRequest",
@@ -30,6 +30,7 @@ __all__ = [
 class SnapshotId:
     end_offset: int = kafka_field("int64")
     epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -42,6 +43,7 @@ class PartitionSnapshot:
     replica_directory_id: uuid.UUID = kafka_field(
         "uuid", versions="1+", tag=0, tagged_versions="1+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -49,6 +51,7 @@ class PartitionSnapshot:
 class TopicSnapshot:
     name: str = kafka_field("string")
     partitions: tuple[PartitionSnapshot, ...] = kafka_field(array(PartitionSnapshot))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -60,3 +63,4 @@ class FetchSnapshotRequest:
     replica_id: int = kafka_field("int32", default=-1)
     max_bytes: int = kafka_field("int32", default=2147483647)
     topics: tuple[TopicSnapshot, ...] = kafka_field(array(TopicSnapshot))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

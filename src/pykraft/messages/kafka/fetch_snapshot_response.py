@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "FetchSnapshotResponse",
@@ -31,6 +31,7 @@ __all__ = [
 class SnapshotId:
     end_offset: int = kafka_field("int64")
     epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -38,6 +39,7 @@ class SnapshotId:
 class LeaderIdAndEpoch:
     leader_id: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -50,6 +52,7 @@ class PartitionSnapshot:
     size: int = kafka_field("int64")
     position: int = kafka_field("int64")
     unaligned_records: bytes | bytearray | memoryview = kafka_field("records")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -57,6 +60,7 @@ class PartitionSnapshot:
 class TopicSnapshot:
     name: str = kafka_field("string")
     partitions: tuple[PartitionSnapshot, ...] = kafka_field(array(PartitionSnapshot))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -65,6 +69,7 @@ class NodeEndpoint:
     node_id: int = kafka_field("int32", versions="1+")
     host: str = kafka_field("string", versions="1+")
     port: int = kafka_field("uint16", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -76,3 +81,4 @@ class FetchSnapshotResponse:
     node_endpoints: tuple[NodeEndpoint, ...] = kafka_field(
         array(NodeEndpoint), versions="1+", tag=0, tagged_versions="1+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

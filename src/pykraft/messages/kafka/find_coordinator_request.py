@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "FindCoordinatorRequest",
@@ -24,3 +24,4 @@ class FindCoordinatorRequest:
     key: str = kafka_field("string", versions="0-3")
     key_type: int = kafka_field("int8", versions="1+")
     coordinator_keys: tuple[str, ...] = kafka_field("[]string", versions="4+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Coordinator",
@@ -30,6 +30,7 @@ class Coordinator:
     error_message: str | None = kafka_field(
         "string", versions="4+", nullable_versions="4+", ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-6", flexible="3+")
@@ -44,3 +45,4 @@ class FindCoordinatorResponse:
     host: str = kafka_field("string", versions="0-3")
     port: int = kafka_field("int32", versions="0-3")
     coordinators: tuple[Coordinator, ...] = kafka_field(array(Coordinator), versions="4+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "GetTelemetrySubscriptionsRequest",
@@ -26,3 +26,4 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class GetTelemetrySubscriptionsRequest:
     client_instance_id: uuid.UUID = kafka_field("uuid")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "GetTelemetrySubscriptionsResponse",
@@ -34,3 +34,4 @@ class GetTelemetrySubscriptionsResponse:
     telemetry_max_bytes: int = kafka_field("int32")
     delta_temporality: bool = kafka_field("bool")
     requested_metrics: tuple[str, ...] = kafka_field("[]string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

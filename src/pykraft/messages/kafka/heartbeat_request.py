@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "HeartbeatRequest",
@@ -27,3 +27,4 @@ class HeartbeatRequest:
     group_instance_id: str | None = kafka_field(
         "string", versions="3+", nullable_versions="3+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "HeartbeatResponse",
@@ -23,3 +23,4 @@ __all__ = [
 class HeartbeatResponse:
     throttle_time_ms: int = kafka_field("int32", versions="1+", ignorable=True)
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AlterConfigsResource",
@@ -26,6 +26,7 @@ class AlterableConfig:
     name: str = kafka_field("string")
     config_operation: int = kafka_field("int8")
     value: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class AlterConfigsResource:
     resource_type: int = kafka_field("int8")
     resource_name: str = kafka_field("string")
     configs: tuple[AlterableConfig, ...] = kafka_field(array(AlterableConfig))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="1+")
@@ -41,3 +43,4 @@ class AlterConfigsResource:
 class IncrementalAlterConfigsRequest:
     resources: tuple[AlterConfigsResource, ...] = kafka_field(array(AlterConfigsResource))
     validate_only: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "InitProducerIdRequest",
@@ -27,3 +27,4 @@ class InitProducerIdRequest:
     producer_epoch: int = kafka_field("int16", versions="3+", default=-1)
     enable2_pc: bool = kafka_field("bool", versions="6+")
     keep_prepared_txn: bool = kafka_field("bool", versions="6+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "InitProducerIdResponse",
@@ -27,3 +27,4 @@ class InitProducerIdResponse:
     producer_epoch: int = kafka_field("int16")
     ongoing_txn_producer_id: int = kafka_field("int64", versions="6+", default=-1)
     ongoing_txn_producer_epoch: int = kafka_field("int16", versions="6+", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

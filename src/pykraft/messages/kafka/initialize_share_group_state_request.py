@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "InitializeShareGroupStateRequest",
@@ -30,6 +30,7 @@ class PartitionData:
     partition: int = kafka_field("int32")
     state_epoch: int = kafka_field("int32")
     start_offset: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -37,6 +38,7 @@ class PartitionData:
 class InitializeStateData:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -44,3 +46,4 @@ class InitializeStateData:
 class InitializeShareGroupStateRequest:
     group_id: str = kafka_field("string")
     topics: tuple[InitializeStateData, ...] = kafka_field(array(InitializeStateData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

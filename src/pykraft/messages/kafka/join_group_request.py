@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "JoinGroupRequest",
@@ -24,6 +24,7 @@ __all__ = [
 class JoinGroupRequestProtocol:
     name: str = kafka_field("string")
     metadata: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-9", flexible="6+")
@@ -41,3 +42,4 @@ class JoinGroupRequest:
     reason: str | None = kafka_field(
         "string", versions="8+", nullable_versions="8+", default=None, ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "JoinGroupResponse",
@@ -27,6 +27,7 @@ class JoinGroupResponseMember:
         "string", versions="5+", nullable_versions="5+", default=None, ignorable=True
     )
     metadata: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-9", flexible="6+")
@@ -43,3 +44,4 @@ class JoinGroupResponse:
     skip_assignment: bool = kafka_field("bool", versions="9+")
     member_id: str = kafka_field("string")
     members: tuple[JoinGroupResponseMember, ...] = kafka_field(array(JoinGroupResponseMember))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

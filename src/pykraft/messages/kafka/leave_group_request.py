@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "LeaveGroupRequest",
@@ -29,6 +29,7 @@ class MemberIdentity:
     reason: str | None = kafka_field(
         "string", versions="5+", nullable_versions="5+", default=None, ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-5", flexible="4+")
@@ -37,3 +38,4 @@ class LeaveGroupRequest:
     group_id: str = kafka_field("string")
     member_id: str = kafka_field("string", versions="0-2")
     members: tuple[MemberIdentity, ...] = kafka_field(array(MemberIdentity), versions="3+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "LeaveGroupResponse",
@@ -25,6 +25,7 @@ class MemberResponse:
     member_id: str = kafka_field("string", versions="3+")
     group_instance_id: str | None = kafka_field("string", versions="3+", nullable_versions="3+")
     error_code: int = kafka_field("int16", versions="3+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-5", flexible="4+")
@@ -33,3 +34,4 @@ class LeaveGroupResponse:
     throttle_time_ms: int = kafka_field("int32", versions="1+", ignorable=True)
     error_code: int = kafka_field("int16")
     members: tuple[MemberResponse, ...] = kafka_field(array(MemberResponse), versions="3+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ConfigResource",
@@ -24,6 +24,7 @@ __all__ = [
 class ConfigResource:
     resource_name: str = kafka_field("string")
     resource_type: int = kafka_field("int8", versions="1+", default=16, ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -32,3 +33,4 @@ class ListConfigResourcesResponse:
     throttle_time_ms: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     config_resources: tuple[ConfigResource, ...] = kafka_field(array(ConfigResource))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

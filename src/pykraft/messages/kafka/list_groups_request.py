@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListGroupsRequest",
@@ -23,3 +23,4 @@ __all__ = [
 class ListGroupsRequest:
     states_filter: tuple[str, ...] = kafka_field("[]string", versions="4+")
     types_filter: tuple[str, ...] = kafka_field("[]string", versions="5+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

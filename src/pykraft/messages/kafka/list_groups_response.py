@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListGroupsResponse",
@@ -26,6 +26,7 @@ class ListedGroup:
     protocol_type: str = kafka_field("string")
     group_state: str = kafka_field("string", versions="4+", ignorable=True)
     group_type: str = kafka_field("string", versions="5+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-5", flexible="3+")
@@ -34,3 +35,4 @@ class ListGroupsResponse:
     throttle_time_ms: int = kafka_field("int32", versions="1+", ignorable=True)
     error_code: int = kafka_field("int16")
     groups: tuple[ListedGroup, ...] = kafka_field(array(ListedGroup))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

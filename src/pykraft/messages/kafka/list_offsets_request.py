@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListOffsetsPartition",
@@ -26,6 +26,7 @@ class ListOffsetsPartition:
     partition_index: int = kafka_field("int32")
     current_leader_epoch: int = kafka_field("int32", versions="4+", default=-1, ignorable=True)
     timestamp: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -33,6 +34,7 @@ class ListOffsetsPartition:
 class ListOffsetsTopic:
     name: str = kafka_field("string")
     partitions: tuple[ListOffsetsPartition, ...] = kafka_field(array(ListOffsetsPartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-11", flexible="6+")
@@ -42,3 +44,4 @@ class ListOffsetsRequest:
     isolation_level: int = kafka_field("int8", versions="2+")
     topics: tuple[ListOffsetsTopic, ...] = kafka_field(array(ListOffsetsTopic))
     timeout_ms: int = kafka_field("int32", versions="10+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListOffsetsPartitionResponse",
@@ -28,6 +28,7 @@ class ListOffsetsPartitionResponse:
     timestamp: int = kafka_field("int64", versions="1+", default=-1)
     offset: int = kafka_field("int64", versions="1+", default=-1)
     leader_epoch: int = kafka_field("int32", versions="4+", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -37,6 +38,7 @@ class ListOffsetsTopicResponse:
     partitions: tuple[ListOffsetsPartitionResponse, ...] = kafka_field(
         array(ListOffsetsPartitionResponse)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-11", flexible="6+")
@@ -44,3 +46,4 @@ class ListOffsetsTopicResponse:
 class ListOffsetsResponse:
     throttle_time_ms: int = kafka_field("int32", versions="2+", ignorable=True)
     topics: tuple[ListOffsetsTopicResponse, ...] = kafka_field(array(ListOffsetsTopicResponse))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListPartitionReassignmentsRequest",
@@ -24,6 +24,7 @@ __all__ = [
 class ListPartitionReassignmentsTopics:
     name: str = kafka_field("string")
     partition_indexes: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -33,3 +34,4 @@ class ListPartitionReassignmentsRequest:
     topics: tuple[ListPartitionReassignmentsTopics, ...] | None = kafka_field(
         array(ListPartitionReassignmentsTopics), nullable_versions="0+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

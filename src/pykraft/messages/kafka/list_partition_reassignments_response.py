@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListPartitionReassignmentsResponse",
@@ -27,6 +27,7 @@ class OngoingPartitionReassignment:
     replicas: tuple[int, ...] = kafka_field("[]int32")
     adding_replicas: tuple[int, ...] = kafka_field("[]int32")
     removing_replicas: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -36,6 +37,7 @@ class OngoingTopicReassignment:
     partitions: tuple[OngoingPartitionReassignment, ...] = kafka_field(
         array(OngoingPartitionReassignment)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -45,3 +47,4 @@ class ListPartitionReassignmentsResponse:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     topics: tuple[OngoingTopicReassignment, ...] = kafka_field(array(OngoingTopicReassignment))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

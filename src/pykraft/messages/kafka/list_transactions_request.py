@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListTransactionsRequest",
@@ -27,3 +27,4 @@ class ListTransactionsRequest:
     transactional_id_pattern: str | None = kafka_field(
         "string", versions="2+", nullable_versions="2+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "ListTransactionsResponse",
@@ -25,6 +25,7 @@ class TransactionState:
     transactional_id: str = kafka_field("string")
     producer_id: int = kafka_field("int64")
     transaction_state: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -34,3 +35,4 @@ class ListTransactionsResponse:
     error_code: int = kafka_field("int16")
     unknown_state_filters: tuple[str, ...] = kafka_field("[]string")
     transaction_states: tuple[TransactionState, ...] = kafka_field(array(TransactionState))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "MetadataRequest",
@@ -28,6 +28,7 @@ __all__ = [
 class MetadataRequestTopic:
     topic_id: uuid.UUID = kafka_field("uuid", versions="10+", ignorable=True)
     name: str | None = kafka_field("string", nullable_versions="10+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-13", flexible="9+")
@@ -39,3 +40,4 @@ class MetadataRequest:
     allow_auto_topic_creation: bool = kafka_field("bool", versions="4+", default=True)
     include_cluster_authorized_operations: bool = kafka_field("bool", versions="8-10")
     include_topic_authorized_operations: bool = kafka_field("bool", versions="8+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "MetadataResponse",
@@ -34,6 +34,7 @@ class MetadataResponseBroker:
     rack: str | None = kafka_field(
         "string", versions="1+", nullable_versions="1+", default=None, ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -46,6 +47,7 @@ class MetadataResponsePartition:
     replica_nodes: tuple[int, ...] = kafka_field("[]int32")
     isr_nodes: tuple[int, ...] = kafka_field("[]int32")
     offline_replicas: tuple[int, ...] = kafka_field("[]int32", versions="5+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -59,6 +61,7 @@ class MetadataResponseTopic:
         array(MetadataResponsePartition)
     )
     topic_authorized_operations: int = kafka_field("int32", versions="8+", default=-2147483648)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-13", flexible="9+")
@@ -73,3 +76,4 @@ class MetadataResponse:
     topics: tuple[MetadataResponseTopic, ...] = kafka_field(array(MetadataResponseTopic))
     cluster_authorized_operations: int = kafka_field("int32", versions="8-10", default=-2147483648)
     error_code: int = kafka_field("int16", versions="13+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "OffsetCommitRequest",
@@ -31,6 +31,7 @@ class OffsetCommitRequestPartition:
     committed_offset: int = kafka_field("int64")
     committed_leader_epoch: int = kafka_field("int32", versions="6+", default=-1, ignorable=True)
     committed_metadata: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +42,7 @@ class OffsetCommitRequestTopic:
     partitions: tuple[OffsetCommitRequestPartition, ...] = kafka_field(
         array(OffsetCommitRequestPartition)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-10", flexible="8+")
@@ -56,3 +58,4 @@ class OffsetCommitRequest:
     )
     retention_time_ms: int = kafka_field("int64", versions="2-4", default=-1, ignorable=True)
     topics: tuple[OffsetCommitRequestTopic, ...] = kafka_field(array(OffsetCommitRequestTopic))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "OffsetCommitResponse",
@@ -29,6 +29,7 @@ __all__ = [
 class OffsetCommitResponsePartition:
     partition_index: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -39,6 +40,7 @@ class OffsetCommitResponseTopic:
     partitions: tuple[OffsetCommitResponsePartition, ...] = kafka_field(
         array(OffsetCommitResponsePartition)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-10", flexible="8+")
@@ -46,3 +48,4 @@ class OffsetCommitResponseTopic:
 class OffsetCommitResponse:
     throttle_time_ms: int = kafka_field("int32", versions="3+", ignorable=True)
     topics: tuple[OffsetCommitResponseTopic, ...] = kafka_field(array(OffsetCommitResponseTopic))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "OffsetFetchRequest",
@@ -30,6 +30,7 @@ __all__ = [
 class OffsetFetchRequestTopic:
     name: str = kafka_field("string", versions="0-7")
     partition_indexes: tuple[int, ...] = kafka_field("[]int32", versions="0-7")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -38,6 +39,7 @@ class OffsetFetchRequestTopics:
     name: str = kafka_field("string", versions="8-9", ignorable=True)
     topic_id: uuid.UUID = kafka_field("uuid", versions="10+", ignorable=True)
     partition_indexes: tuple[int, ...] = kafka_field("[]int32", versions="8+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -51,6 +53,7 @@ class OffsetFetchRequestGroup:
     topics: tuple[OffsetFetchRequestTopics, ...] | None = kafka_field(
         array(OffsetFetchRequestTopics), versions="8+", nullable_versions="8+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-10", flexible="6+")
@@ -64,3 +67,4 @@ class OffsetFetchRequest:
         array(OffsetFetchRequestGroup), versions="8+"
     )
     require_stable: bool = kafka_field("bool", versions="7+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "OffsetFetchResponse",
@@ -35,6 +35,7 @@ class OffsetFetchResponsePartition:
     committed_leader_epoch: int = kafka_field("int32", versions="5-7", default=-1, ignorable=True)
     metadata: str | None = kafka_field("string", versions="0-7", nullable_versions="0-7")
     error_code: int = kafka_field("int16", versions="0-7")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -44,6 +45,7 @@ class OffsetFetchResponseTopic:
     partitions: tuple[OffsetFetchResponsePartition, ...] = kafka_field(
         array(OffsetFetchResponsePartition), versions="0-7"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -54,6 +56,7 @@ class OffsetFetchResponsePartitions:
     committed_leader_epoch: int = kafka_field("int32", versions="8+", default=-1, ignorable=True)
     metadata: str | None = kafka_field("string", versions="8+", nullable_versions="8+")
     error_code: int = kafka_field("int16", versions="8+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -64,6 +67,7 @@ class OffsetFetchResponseTopics:
     partitions: tuple[OffsetFetchResponsePartitions, ...] = kafka_field(
         array(OffsetFetchResponsePartitions), versions="8+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -74,6 +78,7 @@ class OffsetFetchResponseGroup:
         array(OffsetFetchResponseTopics), versions="8+"
     )
     error_code: int = kafka_field("int16", versions="8+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-10", flexible="6+")
@@ -87,3 +92,4 @@ class OffsetFetchResponse:
     groups: tuple[OffsetFetchResponseGroup, ...] = kafka_field(
         array(OffsetFetchResponseGroup), versions="8+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

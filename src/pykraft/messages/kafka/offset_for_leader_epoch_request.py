@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "OffsetForLeaderEpochRequest",
@@ -26,6 +26,7 @@ class OffsetForLeaderPartition:
     partition: int = kafka_field("int32")
     current_leader_epoch: int = kafka_field("int32", versions="2+", default=-1, ignorable=True)
     leader_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -33,6 +34,7 @@ class OffsetForLeaderPartition:
 class OffsetForLeaderTopic:
     topic: str = kafka_field("string")
     partitions: tuple[OffsetForLeaderPartition, ...] = kafka_field(array(OffsetForLeaderPartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-4", flexible="4+")
@@ -40,3 +42,4 @@ class OffsetForLeaderTopic:
 class OffsetForLeaderEpochRequest:
     replica_id: int = kafka_field("int32", versions="3+", default=-2, ignorable=True)
     topics: tuple[OffsetForLeaderTopic, ...] = kafka_field(array(OffsetForLeaderTopic))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

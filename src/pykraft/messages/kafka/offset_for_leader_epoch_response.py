@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "EpochEndOffset",
@@ -27,6 +27,7 @@ class EpochEndOffset:
     partition: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32", versions="1+", default=-1, ignorable=True)
     end_offset: int = kafka_field("int64", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -34,6 +35,7 @@ class EpochEndOffset:
 class OffsetForLeaderTopicResult:
     topic: str = kafka_field("string")
     partitions: tuple[EpochEndOffset, ...] = kafka_field(array(EpochEndOffset))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="2-4", flexible="4+")
@@ -41,3 +43,4 @@ class OffsetForLeaderTopicResult:
 class OffsetForLeaderEpochResponse:
     throttle_time_ms: int = kafka_field("int32", versions="2+", ignorable=True)
     topics: tuple[OffsetForLeaderTopicResult, ...] = kafka_field(array(OffsetForLeaderTopicResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

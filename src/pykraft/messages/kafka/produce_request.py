@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "PartitionProduceData",
@@ -29,6 +29,7 @@ __all__ = [
 class PartitionProduceData:
     index: int = kafka_field("int32")
     records: bytes | bytearray | memoryview | None = kafka_field("records", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -37,6 +38,7 @@ class TopicProduceData:
     name: str = kafka_field("string", versions="0-12", ignorable=True)
     topic_id: uuid.UUID = kafka_field("uuid", versions="13+", ignorable=True)
     partition_data: tuple[PartitionProduceData, ...] = kafka_field(array(PartitionProduceData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="3-13", flexible="9+")
@@ -48,3 +50,4 @@ class ProduceRequest:
     acks: int = kafka_field("int16")
     timeout_ms: int = kafka_field("int32")
     topic_data: tuple[TopicProduceData, ...] = kafka_field(array(TopicProduceData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

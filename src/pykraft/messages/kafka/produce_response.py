@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "BatchIndexAndErrorMessage",
@@ -34,6 +34,7 @@ class BatchIndexAndErrorMessage:
     batch_index_error_message: str | None = kafka_field(
         "string", versions="8+", nullable_versions="8+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +42,7 @@ class BatchIndexAndErrorMessage:
 class LeaderIdAndEpoch:
     leader_id: int = kafka_field("int32", versions="10+", default=-1)
     leader_epoch: int = kafka_field("int32", versions="10+", default=-1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -60,6 +62,7 @@ class PartitionProduceResponse:
     current_leader: LeaderIdAndEpoch = kafka_field(
         LeaderIdAndEpoch, versions="10+", tag=0, tagged_versions="10+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -70,6 +73,7 @@ class TopicProduceResponse:
     partition_responses: tuple[PartitionProduceResponse, ...] = kafka_field(
         array(PartitionProduceResponse)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -79,6 +83,7 @@ class NodeEndpoint:
     host: str = kafka_field("string", versions="10+")
     port: int = kafka_field("int32", versions="10+")
     rack: str | None = kafka_field("string", versions="10+", nullable_versions="10+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="3-13", flexible="9+")
@@ -89,3 +94,4 @@ class ProduceResponse:
     node_endpoints: tuple[NodeEndpoint, ...] = kafka_field(
         array(NodeEndpoint), versions="10+", tag=0, tagged_versions="10+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

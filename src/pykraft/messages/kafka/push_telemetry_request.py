@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "PushTelemetryRequest",
@@ -30,3 +30,4 @@ class PushTelemetryRequest:
     terminating: bool = kafka_field("bool")
     compression_type: int = kafka_field("int8")
     metrics: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

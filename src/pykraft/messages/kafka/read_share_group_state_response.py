@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "PartitionResult",
@@ -32,6 +32,7 @@ class StateBatch:
     last_offset: int = kafka_field("int64")
     delivery_state: int = kafka_field("int8")
     delivery_count: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -43,6 +44,7 @@ class PartitionResult:
     state_epoch: int = kafka_field("int32")
     start_offset: int = kafka_field("int64")
     state_batches: tuple[StateBatch, ...] = kafka_field(array(StateBatch))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -50,9 +52,11 @@ class PartitionResult:
 class ReadStateResult:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionResult, ...] = kafka_field(array(PartitionResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class ReadShareGroupStateResponse:
     results: tuple[ReadStateResult, ...] = kafka_field(array(ReadStateResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "PartitionData",
@@ -29,6 +29,7 @@ __all__ = [
 class PartitionData:
     partition: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -36,6 +37,7 @@ class PartitionData:
 class ReadStateSummaryData:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -43,3 +45,4 @@ class ReadStateSummaryData:
 class ReadShareGroupStateSummaryRequest:
     group_id: str = kafka_field("string")
     topics: tuple[ReadStateSummaryData, ...] = kafka_field(array(ReadStateSummaryData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

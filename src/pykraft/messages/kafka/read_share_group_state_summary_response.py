@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "PartitionResult",
@@ -34,6 +34,7 @@ class PartitionResult:
     leader_epoch: int = kafka_field("int32")
     start_offset: int = kafka_field("int64")
     delivery_complete_count: int = kafka_field("int32", versions="1+", default=-1, ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,9 +42,11 @@ class PartitionResult:
 class ReadStateSummaryResult:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionResult, ...] = kafka_field(array(PartitionResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
 @dataclass(frozen=True, slots=True)
 class ReadShareGroupStateSummaryResponse:
     results: tuple[ReadStateSummaryResult, ...] = kafka_field(array(ReadStateSummaryResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

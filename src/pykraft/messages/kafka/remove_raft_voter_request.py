@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "RemoveRaftVoterRequest",
@@ -28,3 +28,4 @@ class RemoveRaftVoterRequest:
     cluster_id: str | None = kafka_field("string", nullable_versions="0+")
     voter_id: int = kafka_field("int32")
     voter_directory_id: uuid.UUID = kafka_field("uuid")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

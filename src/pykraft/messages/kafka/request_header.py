@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "RequestHeader",
@@ -27,3 +27,4 @@ class RequestHeader:
     client_id: str | None = kafka_field(
         "string", versions="1+", nullable_versions="1+", flexible_versions="none"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "SaslAuthenticateRequest",
@@ -22,3 +22,4 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class SaslAuthenticateRequest:
     auth_bytes: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

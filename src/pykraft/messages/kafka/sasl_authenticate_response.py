@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "SaslAuthenticateResponse",
@@ -25,3 +25,4 @@ class SaslAuthenticateResponse:
     error_message: str | None = kafka_field("string", nullable_versions="0+")
     auth_bytes: bytes = kafka_field("bytes")
     session_lifetime_ms: int = kafka_field("int64", versions="1+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

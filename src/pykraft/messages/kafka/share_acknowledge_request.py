@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AcknowledgePartition",
@@ -31,6 +31,7 @@ class AcknowledgementBatch:
     first_offset: int = kafka_field("int64")
     last_offset: int = kafka_field("int64")
     acknowledge_types: tuple[int, ...] = kafka_field("[]int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -40,6 +41,7 @@ class AcknowledgePartition:
     acknowledgement_batches: tuple[AcknowledgementBatch, ...] = kafka_field(
         array(AcknowledgementBatch)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -47,6 +49,7 @@ class AcknowledgePartition:
 class AcknowledgeTopic:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[AcknowledgePartition, ...] = kafka_field(array(AcknowledgePartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="0+")
@@ -57,3 +60,4 @@ class ShareAcknowledgeRequest:
     share_session_epoch: int = kafka_field("int32")
     is_renew_ack: bool = kafka_field("bool", versions="2+")
     topics: tuple[AcknowledgeTopic, ...] = kafka_field(array(AcknowledgeTopic))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "LeaderIdAndEpoch",
@@ -31,6 +31,7 @@ __all__ = [
 class LeaderIdAndEpoch:
     leader_id: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -40,6 +41,7 @@ class PartitionData:
     error_code: int = kafka_field("int16")
     error_message: str | None = kafka_field("string", nullable_versions="0+", default=None)
     current_leader: LeaderIdAndEpoch = kafka_field(LeaderIdAndEpoch)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -47,6 +49,7 @@ class PartitionData:
 class ShareAcknowledgeTopicResponse:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -56,6 +59,7 @@ class NodeEndpoint:
     host: str = kafka_field("string")
     port: int = kafka_field("int32")
     rack: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="0+")
@@ -69,3 +73,4 @@ class ShareAcknowledgeResponse:
         array(ShareAcknowledgeTopicResponse)
     )
     node_endpoints: tuple[NodeEndpoint, ...] = kafka_field(array(NodeEndpoint))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AcknowledgementBatch",
@@ -32,6 +32,7 @@ class AcknowledgementBatch:
     first_offset: int = kafka_field("int64")
     last_offset: int = kafka_field("int64")
     acknowledge_types: tuple[int, ...] = kafka_field("[]int8")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -42,6 +43,7 @@ class FetchPartition:
     acknowledgement_batches: tuple[AcknowledgementBatch, ...] = kafka_field(
         array(AcknowledgementBatch)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -49,6 +51,7 @@ class FetchPartition:
 class FetchTopic:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[FetchPartition, ...] = kafka_field(array(FetchPartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -56,6 +59,7 @@ class FetchTopic:
 class ForgottenTopic:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="0+")
@@ -73,3 +77,4 @@ class ShareFetchRequest:
     is_renew_ack: bool = kafka_field("bool", versions="2+")
     topics: tuple[FetchTopic, ...] = kafka_field(array(FetchTopic))
     forgotten_topics_data: tuple[ForgottenTopic, ...] = kafka_field(array(ForgottenTopic))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "AcquiredRecords",
@@ -32,6 +32,7 @@ __all__ = [
 class LeaderIdAndEpoch:
     leader_id: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -40,6 +41,7 @@ class AcquiredRecords:
     first_offset: int = kafka_field("int64")
     last_offset: int = kafka_field("int64")
     delivery_count: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -55,6 +57,7 @@ class PartitionData:
     current_leader: LeaderIdAndEpoch = kafka_field(LeaderIdAndEpoch)
     records: bytes | bytearray | memoryview | None = kafka_field("records", nullable_versions="0")
     acquired_records: tuple[AcquiredRecords, ...] = kafka_field(array(AcquiredRecords))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -62,6 +65,7 @@ class PartitionData:
 class ShareFetchableTopicResponse:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -71,6 +75,7 @@ class NodeEndpoint:
     host: str = kafka_field("string")
     port: int = kafka_field("int32")
     rack: str | None = kafka_field("string", nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="0+")
@@ -84,3 +89,4 @@ class ShareFetchResponse:
         array(ShareFetchableTopicResponse)
     )
     node_endpoints: tuple[NodeEndpoint, ...] = kafka_field(array(NodeEndpoint))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Assignment",
@@ -32,12 +32,14 @@ class TopicPartitions:
     topic_id: uuid.UUID = kafka_field("uuid")
     topic_name: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
 @dataclass(frozen=True, slots=True)
 class Assignment:
     topic_partitions: tuple[TopicPartitions, ...] = kafka_field(array(TopicPartitions))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -50,6 +52,7 @@ class Member:
     client_host: str = kafka_field("string")
     subscribed_topic_names: tuple[str, ...] = kafka_field("[]string")
     assignment: Assignment = kafka_field(Assignment)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -64,6 +67,7 @@ class DescribedGroup:
     assignor_name: str = kafka_field("string")
     members: tuple[Member, ...] = kafka_field(array(Member))
     authorized_operations: int = kafka_field("int32", default=-2147483648)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1", flexible="0+")
@@ -71,3 +75,4 @@ class DescribedGroup:
 class ShareGroupDescribeResponse:
     throttle_time_ms: int = kafka_field("int32")
     groups: tuple[DescribedGroup, ...] = kafka_field(array(DescribedGroup))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "ShareGroupHeartbeatRequest",
@@ -28,3 +28,4 @@ class ShareGroupHeartbeatRequest:
     subscribed_topic_names: tuple[str, ...] | None = kafka_field(
         "[]string", nullable_versions="0+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Assignment",
@@ -29,12 +29,14 @@ __all__ = [
 class TopicPartitions:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
 @dataclass(frozen=True, slots=True)
 class Assignment:
     topic_partitions: tuple[TopicPartitions, ...] = kafka_field(array(TopicPartitions))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1", flexible="0+")
@@ -47,3 +49,4 @@ class ShareGroupHeartbeatResponse:
     member_epoch: int = kafka_field("int32")
     heartbeat_interval_ms: int = kafka_field("int32")
     assignment: Assignment | None = kafka_field(Assignment, nullable_versions="0+", default=None)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "StreamsGroupDescribeRequest",
@@ -24,3 +24,4 @@ class StreamsGroupDescribeRequest:
     group_ids: tuple[str, ...] = kafka_field("[]string")
     include_authorized_operations: bool = kafka_field("bool")
     include_topology_description: bool = kafka_field("bool", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Assignment",
@@ -40,6 +40,7 @@ __all__ = [
 class KeyValue:
     key: str = kafka_field("string")
     value: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -49,6 +50,7 @@ class TopicInfo:
     partitions: int = kafka_field("int32")
     replication_factor: int = kafka_field("int16")
     topic_configs: tuple[KeyValue, ...] = kafka_field(array(KeyValue))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -59,6 +61,7 @@ class Subtopology:
     repartition_sink_topics: tuple[str, ...] = kafka_field("[]string")
     state_changelog_topics: tuple[TopicInfo, ...] = kafka_field(array(TopicInfo))
     repartition_source_topics: tuple[TopicInfo, ...] = kafka_field(array(TopicInfo))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -68,6 +71,7 @@ class Topology:
     subtopologies: tuple[Subtopology, ...] | None = kafka_field(
         array(Subtopology), nullable_versions="0+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -75,6 +79,7 @@ class Topology:
 class Endpoint:
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -83,6 +88,7 @@ class TaskOffset:
     subtopology_id: str = kafka_field("string")
     partition: int = kafka_field("int32")
     offset: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -90,6 +96,7 @@ class TaskOffset:
 class TaskIds:
     subtopology_id: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -98,6 +105,7 @@ class Assignment:
     active_tasks: tuple[TaskIds, ...] = kafka_field(array(TaskIds))
     standby_tasks: tuple[TaskIds, ...] = kafka_field(array(TaskIds))
     warmup_tasks: tuple[TaskIds, ...] = kafka_field(array(TaskIds))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -118,6 +126,7 @@ class Member:
     assignment: Assignment = kafka_field(Assignment)
     target_assignment: Assignment = kafka_field(Assignment)
     is_classic: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -131,6 +140,7 @@ class TopologyDescriptionNode:
     )
     stores: tuple[str, ...] = kafka_field("[]string", versions="1+")
     successors: tuple[str, ...] = kafka_field("[]string", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -140,6 +150,7 @@ class TopologyDescriptionSubtopology:
     nodes: tuple[TopologyDescriptionNode, ...] = kafka_field(
         array(TopologyDescriptionNode), versions="1+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -147,6 +158,7 @@ class TopologyDescriptionSubtopology:
 class TopologyDescriptionGlobalStore:
     source: TopologyDescriptionNode = kafka_field(TopologyDescriptionNode, versions="1+")
     processor: TopologyDescriptionNode = kafka_field(TopologyDescriptionNode, versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -158,6 +170,7 @@ class TopologyDescription:
     global_stores: tuple[TopologyDescriptionGlobalStore, ...] = kafka_field(
         array(TopologyDescriptionGlobalStore), versions="1+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -179,6 +192,7 @@ class DescribedGroup:
     assignor_name: str | None = kafka_field(
         "string", versions="1+", nullable_versions="1+", default=None, ignorable=True
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -186,3 +200,4 @@ class DescribedGroup:
 class StreamsGroupDescribeResponse:
     throttle_time_ms: int = kafka_field("int32")
     groups: tuple[DescribedGroup, ...] = kafka_field(array(DescribedGroup))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "CopartitionGroup",
@@ -34,6 +34,7 @@ __all__ = [
 class KeyValue:
     key: str = kafka_field("string")
     value: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -43,6 +44,7 @@ class TopicInfo:
     partitions: int = kafka_field("int32")
     replication_factor: int = kafka_field("int16")
     topic_configs: tuple[KeyValue, ...] = kafka_field(array(KeyValue))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -51,6 +53,7 @@ class CopartitionGroup:
     source_topics: tuple[int, ...] = kafka_field("[]int16")
     source_topic_regex: tuple[int, ...] = kafka_field("[]int16")
     repartition_source_topics: tuple[int, ...] = kafka_field("[]int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -63,6 +66,7 @@ class Subtopology:
     repartition_sink_topics: tuple[str, ...] = kafka_field("[]string")
     repartition_source_topics: tuple[TopicInfo, ...] = kafka_field(array(TopicInfo))
     copartition_groups: tuple[CopartitionGroup, ...] = kafka_field(array(CopartitionGroup))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -70,6 +74,7 @@ class Subtopology:
 class Topology:
     epoch: int = kafka_field("int32")
     subtopologies: tuple[Subtopology, ...] = kafka_field(array(Subtopology))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -77,6 +82,7 @@ class Topology:
 class TaskIds:
     subtopology_id: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -84,6 +90,7 @@ class TaskIds:
 class Endpoint:
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -92,6 +99,7 @@ class TaskOffset:
     subtopology_id: str = kafka_field("string")
     partition: int = kafka_field("int32")
     offset: int = kafka_field("int64")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -126,3 +134,4 @@ class StreamsGroupHeartbeatRequest:
         array(TaskOffset), nullable_versions="0+", default=None
     )
     shutdown_application: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

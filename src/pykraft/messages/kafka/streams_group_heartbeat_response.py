@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "Endpoint",
@@ -31,6 +31,7 @@ __all__ = [
 class Status:
     status_code: int = kafka_field("int8")
     status_detail: str = kafka_field("string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -38,6 +39,7 @@ class Status:
 class TaskIds:
     subtopology_id: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -45,6 +47,7 @@ class TaskIds:
 class Endpoint:
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -52,6 +55,7 @@ class Endpoint:
 class TopicPartition:
     topic: str = kafka_field("string")
     partitions: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -60,6 +64,7 @@ class EndpointToPartitions:
     user_endpoint: Endpoint = kafka_field(Endpoint)
     active_partitions: tuple[TopicPartition, ...] = kafka_field(array(TopicPartition))
     standby_partitions: tuple[TopicPartition, ...] = kafka_field(array(TopicPartition))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -89,3 +94,4 @@ class StreamsGroupHeartbeatResponse:
     partitions_by_user_endpoint: tuple[EndpointToPartitions, ...] | None = kafka_field(
         array(EndpointToPartitions), nullable_versions="0+", default=None
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "StreamsGroupTopologyDescriptionUpdateRequest",
@@ -34,6 +34,7 @@ class TopologyDescriptionNode:
     sink_topic: str | None = kafka_field("string", nullable_versions="0+", default=None)
     stores: tuple[str, ...] = kafka_field("[]string")
     successors: tuple[str, ...] = kafka_field("[]string")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +42,7 @@ class TopologyDescriptionNode:
 class TopologyDescriptionSubtopology:
     subtopology_id: str = kafka_field("string")
     nodes: tuple[TopologyDescriptionNode, ...] = kafka_field(array(TopologyDescriptionNode))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -48,6 +50,7 @@ class TopologyDescriptionSubtopology:
 class TopologyDescriptionGlobalStore:
     source: TopologyDescriptionNode = kafka_field(TopologyDescriptionNode)
     processor: TopologyDescriptionNode = kafka_field(TopologyDescriptionNode)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -59,6 +62,7 @@ class TopologyDescription:
     global_stores: tuple[TopologyDescriptionGlobalStore, ...] = kafka_field(
         array(TopologyDescriptionGlobalStore)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -68,3 +72,4 @@ class StreamsGroupTopologyDescriptionUpdateRequest:
     member_id: str = kafka_field("string")
     topology_epoch: int = kafka_field("int32")
     topology_description: TopologyDescription = kafka_field(TopologyDescription)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

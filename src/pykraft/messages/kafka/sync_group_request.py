@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "SyncGroupRequest",
@@ -24,6 +24,7 @@ __all__ = [
 class SyncGroupRequestAssignment:
     member_id: str = kafka_field("string")
     assignment: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-5", flexible="4+")
@@ -44,3 +45,4 @@ class SyncGroupRequest:
     assignments: tuple[SyncGroupRequestAssignment, ...] = kafka_field(
         array(SyncGroupRequestAssignment)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

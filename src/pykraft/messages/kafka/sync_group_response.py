@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "SyncGroupResponse",
@@ -30,3 +30,4 @@ class SyncGroupResponse:
         "string", versions="5+", nullable_versions="5+", default=None, ignorable=True
     )
     assignment: bytes = kafka_field("bytes")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "TxnOffsetCommitRequest",
@@ -31,6 +31,7 @@ class TxnOffsetCommitRequestPartition:
     committed_offset: int = kafka_field("int64")
     committed_leader_epoch: int = kafka_field("int32", versions="2+", default=-1, ignorable=True)
     committed_metadata: str | None = kafka_field("string", nullable_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -41,6 +42,7 @@ class TxnOffsetCommitRequestTopic:
     partitions: tuple[TxnOffsetCommitRequestPartition, ...] = kafka_field(
         array(TxnOffsetCommitRequestPartition)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-6", flexible="3+")
@@ -58,3 +60,4 @@ class TxnOffsetCommitRequest:
     topics: tuple[TxnOffsetCommitRequestTopic, ...] = kafka_field(
         array(TxnOffsetCommitRequestTopic)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "TxnOffsetCommitResponse",
@@ -29,6 +29,7 @@ __all__ = [
 class TxnOffsetCommitResponsePartition:
     partition_index: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -39,6 +40,7 @@ class TxnOffsetCommitResponseTopic:
     partitions: tuple[TxnOffsetCommitResponsePartition, ...] = kafka_field(
         array(TxnOffsetCommitResponsePartition)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-6", flexible="3+")
@@ -48,3 +50,4 @@ class TxnOffsetCommitResponse:
     topics: tuple[TxnOffsetCommitResponseTopic, ...] = kafka_field(
         array(TxnOffsetCommitResponseTopic)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "UnregisterBrokerRequest",
@@ -22,3 +22,4 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class UnregisterBrokerRequest:
     broker_id: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

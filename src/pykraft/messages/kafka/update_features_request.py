@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "FeatureUpdateKey",
@@ -26,6 +26,7 @@ class FeatureUpdateKey:
     max_version_level: int = kafka_field("int16")
     allow_downgrade: bool = kafka_field("bool", versions="0")
     upgrade_type: int = kafka_field("int8", versions="1+", default=1)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -34,3 +35,4 @@ class UpdateFeaturesRequest:
     timeout_ms: int = kafka_field("int32", default=60000, name="timeoutMs")
     feature_updates: tuple[FeatureUpdateKey, ...] = kafka_field(array(FeatureUpdateKey))
     validate_only: bool = kafka_field("bool", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "KRaftVersionFeature",
@@ -30,6 +30,7 @@ class Listener:
     name: str = kafka_field("string")
     host: str = kafka_field("string")
     port: int = kafka_field("uint16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -37,6 +38,7 @@ class Listener:
 class KRaftVersionFeature:
     min_supported_version: int = kafka_field("int16")
     max_supported_version: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -48,3 +50,4 @@ class UpdateRaftVoterRequest:
     voter_directory_id: uuid.UUID = kafka_field("uuid")
     listeners: tuple[Listener, ...] = kafka_field(array(Listener))
     k_raft_version_feature: KRaftVersionFeature = kafka_field(KRaftVersionFeature)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import kafka_field, message
+from pykraft.messages import TaggedField, kafka_field, message, unknown_tags
 
 __all__ = [
     "CurrentLeader",
@@ -29,6 +29,7 @@ class CurrentLeader:
     leader_epoch: int = kafka_field("int32", default=-1)
     host: str = kafka_field("string")
     port: int = kafka_field("int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0", flexible="0+")
@@ -37,3 +38,4 @@ class UpdateRaftVoterResponse:
     throttle_time_ms: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
     current_leader: CurrentLeader = kafka_field(CurrentLeader, tag=0, tagged_versions="0+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "PartitionData",
@@ -35,6 +35,7 @@ class PartitionData:
     last_offset_epoch: int = kafka_field("int32")
     last_offset: int = kafka_field("int64")
     pre_vote: bool = kafka_field("bool", versions="2+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -42,6 +43,7 @@ class PartitionData:
 class TopicData:
     topic_name: str = kafka_field("string")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -50,3 +52,4 @@ class VoteRequest:
     cluster_id: str | None = kafka_field("string", nullable_versions="0+", default=None)
     voter_id: int = kafka_field("int32", versions="1+", default=-1, ignorable=True)
     topics: tuple[TopicData, ...] = kafka_field(array(TopicData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

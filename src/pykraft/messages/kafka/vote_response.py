@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "NodeEndpoint",
@@ -29,6 +29,7 @@ class PartitionData:
     leader_id: int = kafka_field("int32")
     leader_epoch: int = kafka_field("int32")
     vote_granted: bool = kafka_field("bool")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -36,6 +37,7 @@ class PartitionData:
 class TopicData:
     topic_name: str = kafka_field("string")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -44,6 +46,7 @@ class NodeEndpoint:
     node_id: int = kafka_field("int32", versions="1+")
     host: str = kafka_field("string", versions="1+")
     port: int = kafka_field("uint16", versions="1+")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-2", flexible="0+")
@@ -54,3 +57,4 @@ class VoteResponse:
     node_endpoints: tuple[NodeEndpoint, ...] = kafka_field(
         array(NodeEndpoint), versions="1+", tag=0, tagged_versions="1+"
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "PartitionData",
@@ -32,6 +32,7 @@ class StateBatch:
     last_offset: int = kafka_field("int64")
     delivery_state: int = kafka_field("int8")
     delivery_count: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -43,6 +44,7 @@ class PartitionData:
     start_offset: int = kafka_field("int64")
     delivery_complete_count: int = kafka_field("int32", versions="1+", default=-1, ignorable=True)
     state_batches: tuple[StateBatch, ...] = kafka_field(array(StateBatch))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -50,6 +52,7 @@ class PartitionData:
 class WriteStateData:
     topic_id: uuid.UUID = kafka_field("uuid")
     partitions: tuple[PartitionData, ...] = kafka_field(array(PartitionData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="0-1", flexible="0+")
@@ -57,3 +60,4 @@ class WriteStateData:
 class WriteShareGroupStateRequest:
     group_id: str = kafka_field("string")
     topics: tuple[WriteStateData, ...] = kafka_field(array(WriteStateData))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

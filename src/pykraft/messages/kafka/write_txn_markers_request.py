@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "WritableTxnMarker",
@@ -25,6 +25,7 @@ __all__ = [
 class WritableTxnMarkerTopic:
     name: str = kafka_field("string")
     partition_indexes: tuple[int, ...] = kafka_field("[]int32")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -36,9 +37,11 @@ class WritableTxnMarker:
     topics: tuple[WritableTxnMarkerTopic, ...] = kafka_field(array(WritableTxnMarkerTopic))
     coordinator_epoch: int = kafka_field("int32")
     transaction_version: int = kafka_field("int8", versions="2+", ignorable=True)
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="1+")
 @dataclass(frozen=True, slots=True)
 class WriteTxnMarkersRequest:
     markers: tuple[WritableTxnMarker, ...] = kafka_field(array(WritableTxnMarker))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

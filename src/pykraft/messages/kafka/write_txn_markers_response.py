@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pykraft.messages import array, kafka_field, message
+from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
 
 __all__ = [
     "WritableTxnMarkerPartitionResult",
@@ -26,6 +26,7 @@ __all__ = [
 class WritableTxnMarkerPartitionResult:
     partition_index: int = kafka_field("int32")
     error_code: int = kafka_field("int16")
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -35,6 +36,7 @@ class WritableTxnMarkerTopicResult:
     partitions: tuple[WritableTxnMarkerPartitionResult, ...] = kafka_field(
         array(WritableTxnMarkerPartitionResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message()
@@ -44,9 +46,11 @@ class WritableTxnMarkerResult:
     topics: tuple[WritableTxnMarkerTopicResult, ...] = kafka_field(
         array(WritableTxnMarkerTopicResult)
     )
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 
 @message(versions="1-2", flexible="1+")
 @dataclass(frozen=True, slots=True)
 class WriteTxnMarkersResponse:
     markers: tuple[WritableTxnMarkerResult, ...] = kafka_field(array(WritableTxnMarkerResult))
+    unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()

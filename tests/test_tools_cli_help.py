@@ -87,7 +87,7 @@ def test_version_prints_the_version_alone() -> None:
 
 #: Modules whose import costs most of a second or more: the CLI loads them with the
 #: command that needs them, so ``--help`` and the light tools start at once.
-HEAVY_MODULES = ("kio.schema", "pykraft.chaos.run", "pykraft.tools.local_cluster",
+HEAVY_MODULES = ("pykraft.messages.kafka", "pykraft.chaos.run", "pykraft.tools.local_cluster",
                  "pykraft.runtime", "pykraft.records.metadata_records", "pykraft.sim.runner",
                  "pykraft.image", "rich.console", "pyspark", "cryptography")
 

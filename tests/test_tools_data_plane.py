@@ -5,7 +5,6 @@ cluster (:class:`FakeBrokers` answers as a broker would)."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 import io
 import json
 import random
@@ -20,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_murmur2
 from kafka.record.default_records import DefaultRecordBatch
-from kio.static.primitive import i32Timedelta
 from typer.testing import CliRunner
 
 from pykraft.errors import CorruptRecordError, UsageError
@@ -57,7 +55,6 @@ from pykraft.tools import console_producer_tool as producer_tool
 from pykraft.tools import delete_records_tool, get_offsets_tool, log_dirs_tool
 from pykraft.tools.admin_client import ClusterMetadata, PartitionMetadata, TopicMetadata
 
-ZERO = i32Timedelta.parse(datetime.timedelta(0))
 TOPIC_ID = uuid.UUID(int=7)
 Handler = Callable[[int, Any], Any]
 

@@ -51,8 +51,7 @@ from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
 from pykraft.messages.kafka.leave_group_response import LeaveGroupResponse, MemberResponse
 from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import api_key_of, decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.raft import rpc
@@ -150,8 +149,7 @@ def make_broker(tmp_path: Path, properties: dict[str, str],
 
 def ask(dispatcher: ListenerDispatcher, body: Any, version: int, session: Session) -> Any:
     api_key = api_key_of(body)
-    wire = convert(body, request_type(api_key, version))
-    frame = encode_request(RequestHeader(api_key, version, 9, "test"), wire)
+    frame = encode_request(RequestHeader(api_key, version, 9, "test"), body)
     return decode_response(api_key, version,
                            asyncio.run(dispatcher.handle(frame, session))).body
 

@@ -17,8 +17,7 @@ from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.errors import NetworkError
 from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.apis import Listener, api_spec
-from pykraft.protocol.codec import api_key_of, decode_response, encode_request, request_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import api_key_of, decode_response, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
 from pykraft.raft import rpc
@@ -55,8 +54,7 @@ def broker(channel: object, metadata: object = FailingImage()) -> BrokerDispatch
 
 def ask(dispatcher: BrokerDispatcher, body: Any, version: int) -> Any:
     api_key = api_key_of(body)
-    wire = convert(body, request_type(api_key, version))
-    frame = encode_request(RequestHeader(api_key, version, 9, "test"), wire)
+    frame = encode_request(RequestHeader(api_key, version, 9, "test"), body)
     answer = asyncio.run(dispatcher.handle(frame, anonymous("127.0.0.1:5000")))
     return decode_response(api_key, version, answer).body
 

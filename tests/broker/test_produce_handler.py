@@ -177,7 +177,7 @@ def test_v13_names_topics_by_id_and_answers_with_the_id(replicas: ReplicaManager
 def test_log_append_time_in_milliseconds_is_answered_at_every_version(
         replicas: ReplicaManager) -> None:
     """A LogAppendTime topic's answer carries the broker's time to the millisecond at
-    every version (kio's datetime check once failed the answer after the append)."""
+    every version (a datetime conversion once failed the answer after the append)."""
     now_ms = 1_764_375_000_123
     for version in range(3, 13):
         response = asyncio.run(ProduceHandler(replicas, lambda: now_ms, "PLAINTEXT").handle(

@@ -7,7 +7,6 @@ import uuid
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
-from kio.schema.types import TopicName
 
 from pykraft.controller import replication_control
 from pykraft.messages.kafka.alter_partition_request import (
@@ -110,7 +109,7 @@ def many_topics(count: int, partitions: int = 1, *,
                 validate_only: bool = False) -> CreateTopicsRequest:
     one: CreateTopicsRequest = create_topic("x", partitions, validate_only=validate_only)
     return dataclasses.replace(one, topics=tuple(
-        dataclasses.replace(one.topics[0], name=TopicName(f"t-{i}")) for i in range(count)))
+        dataclasses.replace(one.topics[0], name=f"t-{i}") for i in range(count)))
 
 
 @pytest.mark.parametrize("validate_only", [False, True])

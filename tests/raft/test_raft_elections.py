@@ -7,7 +7,6 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.schema.types import TopicName
 from raft_harness import Harness, data_batches, vote_partition
 from reconfig_helpers import bootstrapped_log, dir_id
 
@@ -187,7 +186,7 @@ def _renamed(request: Any, name: str, copies: int) -> ElectionRequest:
     """``request`` for topic ``name``, its one partition given ``copies`` times."""
     (topic,) = request.topics
     renamed: ElectionRequest = dataclasses.replace(request, topics=(dataclasses.replace(
-        topic, topic_name=TopicName(name), partitions=topic.partitions * copies),))
+        topic, topic_name=name, partitions=topic.partitions * copies),))
     return renamed
 
 

@@ -11,8 +11,7 @@ import pytest
 from pykraft.errors import RequestTooLargeError
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from pykraft.messages.kafka.delete_topics_response import DeleteTopicsResponse
-from pykraft.protocol.api_versions import listener_ranges
-from pykraft.protocol.apis import ApiKey, Listener
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_request, encode_response
 from pykraft.protocol.frame import encode_frame
 from pykraft.runtime.kafka_client import ClientConnection
@@ -48,8 +47,7 @@ async def _exchange() -> tuple[list[int], DeleteTopicsResponse]:
     port = server.sockets[0].getsockname()[1]
     async with server:
         stream = await FrameStream.connect("127.0.0.1", port)
-        connection = ClientConnection(stream, "a-client", {ApiKey.DELETE_TOPICS: VERSION},
-                                      listener_ranges(Listener.CONTROLLER), LIMIT)
+        connection = ClientConnection(stream, "a-client", {ApiKey.DELETE_TOPICS: VERSION}, LIMIT)
         try:
             with pytest.raises(RequestTooLargeError, match=f"more than the {LIMIT}"):
                 await connection.request(_delete(20))

@@ -1,14 +1,12 @@
-"""Response building shared by the controller: kio defaults, and the same error for every
-part of a request (NOT_CONTROLLER when inactive or after losing leadership)."""
+"""Response building shared by the controller: the same error for every part of a request
+(NOT_CONTROLLER when inactive or after losing leadership), every other field at the
+schema's default (a throttle time of 0 among them)."""
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Callable
 from typing import Any
-
-from kio.static.primitive import i32Timedelta
 
 from pykraft.messages.kafka import allocate_producer_ids_request as allocate_req
 from pykraft.messages.kafka import allocate_producer_ids_response as allocate_resp
@@ -47,8 +45,6 @@ from pykraft.messages.kafka import unregister_broker_response as unreg_resp
 from pykraft.messages.kafka import update_features_request as uf_req
 from pykraft.messages.kafka import update_features_response as uf_resp
 from pykraft.protocol.errors import ErrorCode
-
-NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 _Builder = Callable[[Any, ErrorCode, str | None], object]
 

@@ -1,8 +1,8 @@
 """Kafka wire protocol, sans I/O: framing, headers, the API table, the codec, ApiVersions.
 
-Message bodies are kio entities; this package adds what kio lacks for a server: framing with
-a size limit, header version rules, typed errors for every malformed input, and the
-version ranges pykraft advertises per listener.
+Message bodies are the generated classes of :mod:`pykraft.messages.kafka`; this package adds
+what a server needs around them: framing with a size limit, header version rules, typed
+errors for every malformed input, and the version ranges pykraft advertises per listener.
 """
 
 from pykraft.protocol.apis import API_SPECS, ApiKey, ApiSpec, Listener, api_spec

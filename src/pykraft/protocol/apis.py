@@ -1,10 +1,9 @@
 """The APIs pykraft speaks: key, accepted version range, first flexible version, listeners.
 
 Ranges are Kafka 4.x's latest (after the KIP-896 version floors of 4.0, e.g. Fetch 4+,
-CreateTopics 2+, DeleteTopics 1+, DescribeConfigs 1+, AlterPartition 2+). An API in
-:data:`GENERATED_APIS` is coded with pykraft's generated classes (:mod:`pykraft.messages.kafka`)
-at every version Kafka serves; the others are still capped at what the kio schema library
-ships, because kio encodes and decodes their bodies.
+CreateTopics 2+, DeleteTopics 1+, DescribeConfigs 1+, AlterPartition 2+). Every API here is
+coded with pykraft's generated classes (:mod:`pykraft.messages.kafka`), which know every
+version Kafka defines; this table says which of them pykraft serves.
 """
 
 from __future__ import annotations
@@ -197,56 +196,6 @@ _SPECS = (
 )
 
 API_SPECS: Mapping[int, ApiSpec] = {spec.key: spec for spec in _SPECS}
-
-#: The APIs whose requests and responses are the generated classes of
-#: :mod:`pykraft.messages.kafka` (coded by :mod:`pykraft.messages.rpc`), on both sides of a
-#: connection: handlers take and return them, pykraft's clients send and receive them. The
-#: other APIs are still kio's entities. This set grows API by API until kio leaves; moving an
-#: API here means its handlers, its clients and its tests move to the generated class at once.
-GENERATED_APIS: frozenset[ApiKey] = frozenset({
-    ApiKey.API_VERSIONS,
-    ApiKey.FETCH,
-    ApiKey.PRODUCE,
-    ApiKey.SASL_HANDSHAKE,
-    ApiKey.SASL_AUTHENTICATE,
-    ApiKey.DESCRIBE_ACLS,
-    ApiKey.CREATE_ACLS,
-    ApiKey.DELETE_ACLS,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-    ApiKey.DESCRIBE_CONFIGS,
-    ApiKey.ALTER_CONFIGS,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS,
-    ApiKey.CREATE_TOPICS,
-    ApiKey.DELETE_TOPICS,
-    ApiKey.CREATE_PARTITIONS,
-    ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP,
-    ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS,
-    ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE,
-    ApiKey.LIST_OFFSETS, ApiKey.DELETE_RECORDS, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.INIT_PRODUCER_ID,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH,
-    ApiKey.VOTE,
-    ApiKey.BEGIN_QUORUM_EPOCH,
-    ApiKey.END_QUORUM_EPOCH,
-    ApiKey.DESCRIBE_QUORUM,
-    ApiKey.FETCH_SNAPSHOT,
-    ApiKey.ADD_RAFT_VOTER,
-    ApiKey.REMOVE_RAFT_VOTER,
-    ApiKey.UPDATE_RAFT_VOTER,
-    ApiKey.BROKER_REGISTRATION,
-    ApiKey.BROKER_HEARTBEAT,
-    ApiKey.UNREGISTER_BROKER,
-    ApiKey.CONTROLLER_REGISTRATION,
-    ApiKey.ALTER_PARTITION,
-    ApiKey.ALLOCATE_PRODUCER_IDS,
-    ApiKey.ASSIGN_REPLICAS_TO_DIRS,
-    ApiKey.UPDATE_FEATURES,
-    ApiKey.DESCRIBE_CLUSTER,
-    ApiKey.ENVELOPE,
-    ApiKey.METADATA,
-})
-
 
 def api_spec(api_key: int) -> ApiSpec | None:
     """The spec for ``api_key``, or None if pykraft does not speak that API at all."""

@@ -27,30 +27,7 @@ from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import delete_topic_states, error_response
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
-from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
-from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
-from pykraft.messages.kafka.alter_partition_request import AlterPartitionRequest
-from pykraft.messages.kafka.alter_user_scram_credentials_request import (
-    AlterUserScramCredentialsRequest,
-)
-from pykraft.messages.kafka.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
-from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
-from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
-from pykraft.messages.kafka.controller_registration_request import (
-    ControllerRegistrationRequest,
-)
-from pykraft.messages.kafka.create_acls_request import CreateAclsRequest
-from pykraft.messages.kafka.create_partitions_request import CreatePartitionsRequest
-from pykraft.messages.kafka.create_topics_request import CreateTopicsRequest
-from pykraft.messages.kafka.delete_acls_request import DeleteAclsRequest
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
-from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
-from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
-from pykraft.messages.kafka.incremental_alter_configs_request import (
-    IncrementalAlterConfigsRequest,
-)
-from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
-from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
@@ -59,34 +36,23 @@ from pykraft.records.batch import RecordBatch
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.snapshot_loader import SnapshotLoader
 
-#: The request class (version) the controller takes, per API it serves on its listener.
-CONTROLLER_REQUESTS: dict[int, type] = {
-    ApiKey.BROKER_REGISTRATION: BrokerRegistrationRequest,
-    ApiKey.BROKER_HEARTBEAT: BrokerHeartbeatRequest,
-    ApiKey.UNREGISTER_BROKER: UnregisterBrokerRequest,
-    ApiKey.CONTROLLER_REGISTRATION: ControllerRegistrationRequest,
-    ApiKey.ALTER_PARTITION: AlterPartitionRequest,
-    ApiKey.ASSIGN_REPLICAS_TO_DIRS: AssignReplicasToDirsRequest,
-    ApiKey.CREATE_TOPICS: CreateTopicsRequest,
-    ApiKey.DELETE_TOPICS: DeleteTopicsRequest,
-    ApiKey.CREATE_PARTITIONS: CreatePartitionsRequest,
-    ApiKey.DESCRIBE_CONFIGS: DescribeConfigsRequest,
-    ApiKey.ALTER_CONFIGS: AlterConfigsRequest,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: IncrementalAlterConfigsRequest,
-    ApiKey.UPDATE_FEATURES: UpdateFeaturesRequest,
-    ApiKey.ALLOCATE_PRODUCER_IDS: AllocateProducerIdsRequest,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: AlterUserScramCredentialsRequest,
-    ApiKey.DESCRIBE_ACLS: DescribeAclsRequest,
-    ApiKey.CREATE_ACLS: CreateAclsRequest,
-    ApiKey.DELETE_ACLS: DeleteAclsRequest,
-}
+#: The APIs the controller state machine answers on its listener (one generated request class
+#: each, for every version).
+CONTROLLER_REQUESTS: frozenset[ApiKey] = frozenset({
+    ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT, ApiKey.UNREGISTER_BROKER,
+    ApiKey.CONTROLLER_REGISTRATION, ApiKey.ALTER_PARTITION, ApiKey.ASSIGN_REPLICAS_TO_DIRS,
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS,
+    ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ApiKey.UPDATE_FEATURES, ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
+})
 
 
 def controller_body(body: object) -> object:
     """A request body as the controller takes it and a broker forwards it: a DeleteTopics
     of v1-5 names its topics in ``topic_names``, which v6 (what a broker speaks to the
     controller) has as ``topics`` entries; written at v6 as it came, its names would be
-    dropped (an ignorable field), so they move (kio's convert did this reshape)."""
+    dropped (an ignorable field), so they move."""
     if isinstance(body, DeleteTopicsRequest) and body.topic_names:
         return dataclasses.replace(body, topics=delete_topic_states(body), topic_names=())
     return body

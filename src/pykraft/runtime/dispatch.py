@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
@@ -28,13 +27,11 @@ from pykraft.protocol.api_versions import (
 )
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import RequestFrame
-from pykraft.protocol.convert import convert
 from pykraft.protocol.describe_cluster import CONTROLLER_ENDPOINTS, endpoint_type_refusal
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
 from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
-from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
@@ -67,8 +64,8 @@ class Dispatcher(ListenerDispatcher):
 
     def __init__(self, node: RaftNode, controller: ControllerService | None = None,
                  handlers: Mapping[int, RequestHandler] = NO_HANDLERS) -> None:
-        super().__init__(node, (SERVED_APIS if controller is None else SERVED_APIS | frozenset(
-            CONTROLLER_REQUESTS) | {ApiKey.ENVELOPE}) | SASL_APIS, handlers)
+        super().__init__(node, (SERVED_APIS if controller is None else SERVED_APIS
+                                | CONTROLLER_REQUESTS | {ApiKey.ENVELOPE}) | SASL_APIS, handlers)
         self._controller = controller
 
     def _access(self, session: Session) -> Access:
@@ -107,7 +104,7 @@ class Dispatcher(ListenerDispatcher):
             response = error_answer(inner.api_key, inner.body, ErrorCode.UNKNOWN_SERVER_ERROR)
         return envelope_answer(response, await self._encode_large(inner, lambda: response))
 
-    async def _answer(self, request: RequestFrame, session: Session) -> Any:
+    async def _answer(self, request: RequestFrame, session: Session) -> object:
         """The latest-version answer to a decoded request this listener serves, once the
         session's authorization allows it (ControllerApis' checks)."""
         api_key = request.api_key
@@ -118,8 +115,7 @@ class Dispatcher(ListenerDispatcher):
         if api_key == ApiKey.DESCRIBE_CLUSTER:
             return self._describe_cluster(request.body, request.api_version, access)
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
-            body: Any = controller_body(await off_loop_if_large(
-                convert, request.body, CONTROLLER_REQUESTS[api_key]))
+            body = controller_body(request.body)
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return await update_kraft_version(self._node, body)
             if api_key in PARTS and access.enabled:

@@ -3,9 +3,8 @@
 It opens with ApiVersions (answered in v0 format with UNSUPPORTED_VERSION by a server that
 lacks our version, after which we retry at the server's highest, as Kafka's clients do),
 negotiates per API the highest version both sides speak, then carries one request at a time.
-Callers hand in and get back the generated class of an API that has one
-(:data:`~pykraft.protocol.apis.GENERATED_APIS`: it serves every version), else the *latest*
-kio class; :func:`convert` bridges kio's to whatever version the peer speaks.
+Callers hand in and get back the generated class of the API, which serves every version: it
+is written and read at the version negotiated with the peer.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import ssl
-from typing import Any
 
 from pykraft import __version__
 from pykraft.errors import (
@@ -31,13 +29,12 @@ from pykraft.protocol.api_versions import (
 )
 from pykraft.protocol.apis import API_SPECS, ApiKey
 from pykraft.protocol.codec import (
+    Body,
+    DecodedBody,
     api_key_of,
     decode_response,
     encode_request,
-    request_type,
-    response_type,
 )
-from pykraft.protocol.convert import convert
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pykraft.protocol.header import RequestHeader
@@ -58,11 +55,10 @@ class ClientConnection:
     in turn, and its response read in the same turn, the broker answering in order."""
 
     def __init__(self, stream: FrameStream, client_id: str, versions: dict[int, int | None],
-                 ours: VersionRanges, max_request_bytes: int | None = None) -> None:
+                 max_request_bytes: int | None = None) -> None:
         self._stream = stream
         self._client_id = client_id
         self.versions = versions
-        self._ours = ours
         self._max_request_bytes = max_request_bytes
         self._correlation = itertools.count(1)
         self._sasl: SaslSession | None = None
@@ -82,7 +78,7 @@ class ClientConnection:
         stream = await FrameStream.connect(host, port, max_frame_size, tls=tls)
         try:
             ours = ours if sasl is None else {**ours, **SASL_RANGES}
-            connection = cls(stream, client_id, await _negotiate(stream, client_id, ours), ours,
+            connection = cls(stream, client_id, await _negotiate(stream, client_id, ours),
                              max_request_bytes)
             if sasl is not None:
                 connection._sasl = SaslSession(sasl)
@@ -92,8 +88,8 @@ class ClientConnection:
             raise
         return connection
 
-    async def request(self, body: Any, client_id: str | None = None) -> Any:
-        """Send ``body`` (latest version of its API) and return the latest-version response;
+    async def request(self, body: Body, client_id: str | None = None) -> DecodedBody:
+        """Send ``body`` at the negotiated version of its API and return the response;
         first re-authenticate if the SASL session's lifetime is nearly over. ``client_id``:
         the header's, when not this connection's (a forwarded request keeps its client's,
         as inside Kafka's envelope, so it is no larger than the request the broker took)."""
@@ -101,7 +97,7 @@ class ClientConnection:
             await self._sasl.authenticate(self._send)
         return await self._send(body, client_id)
 
-    async def _send(self, body: Any, client_id: str | None = None) -> Any:
+    async def _send(self, body: Body, client_id: str | None = None) -> DecodedBody:
         api_key = api_key_of(body)
         version = self.versions.get(api_key)
         if version is None:
@@ -113,7 +109,7 @@ class ClientConnection:
                                    self._client_id if client_id is None else client_id)
             correlation_id = header.correlation_id
             # a large request forwarded by a broker: coded off the loop, as its original was
-            payload = await off_loop_if_large(_encode, header, body)
+            payload = await off_loop_if_large(encode_request, header, body)
             if self._max_request_bytes is not None and len(payload) > self._max_request_bytes:
                 raise RequestTooLargeError(
                     f"the request is {len(payload)} bytes, more than the "
@@ -124,20 +120,12 @@ class ClientConnection:
         try:
             if previous is not None:
                 await asyncio.shield(previous)  # the responses before ours come first
-            response = await _read_response(self._stream, api_key, version, correlation_id)
+            return await _read_response(self._stream, api_key, version, correlation_id)
         finally:
             turn.set_result(None)
-        latest = response_type(api_key, self._ours[api_key][1])
-        return convert(response, latest)
 
     def close(self) -> None:
         self._stream.close()
-
-
-def _encode(header: RequestHeader, body: Any) -> bytes:
-    """``body`` (any version of its API) in the header's version, after the header."""
-    return encode_request(header, convert(body, request_type(header.api_key,
-                                                             header.api_version)))
 
 
 async def _negotiate(stream: FrameStream, client_id: str, ours: VersionRanges) -> (
@@ -161,14 +149,14 @@ async def _negotiate(stream: FrameStream, client_id: str, ours: VersionRanges) -
 
 
 async def _round_trip(stream: FrameStream, client_id: str, api_key: int, version: int,
-                      correlation_id: int, body: Any) -> Any:
+                      correlation_id: int, body: Body) -> DecodedBody:
     header = RequestHeader(api_key, version, correlation_id, client_id)
     await stream.write_frame(encode_request(header, body))
     return await _read_response(stream, api_key, version, correlation_id)
 
 
 async def _read_response(stream: FrameStream, api_key: int, version: int,
-                         correlation_id: int) -> Any:
+                         correlation_id: int) -> DecodedBody:
     frame = await stream.read_frame()
     if frame is None:
         raise NetworkError(f"connection to {stream.peer} closed while waiting for a response")

@@ -21,7 +21,6 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
 
 from pykraft.config.authorizer import authorizer_config
 from pykraft.errors import (
@@ -38,8 +37,7 @@ from pykraft.protocol.api_versions import (
     refused_api_versions,
 )
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import RequestFrame, decode_request, encode_response, response_type
-from pykraft.protocol.convert import convert
+from pykraft.protocol.codec import RequestFrame, decode_request, encode_response
 from pykraft.protocol.cursor import Reader
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
@@ -167,13 +165,12 @@ class ListenerDispatcher(ABC):
     def _api_versions(self, version: int) -> ApiVersionsResponse:
         """The ApiVersions answer: the APIs this listener serves, at their versions."""
 
-    async def _encode_large(self, request: RequestFrame, answer: Callable[[], Any]) -> bytes:
+    async def _encode_large(self, request: RequestFrame, answer: Callable[[], object]) -> bytes:
         """``_encode(request, answer())`` for an answer that grows with its request: on the
         codec thread when the request was large (:func:`off_loop_if_large`); ``answer``
         must be pure (it may run there)."""
         return await off_loop_if_large(lambda: self._encode(request, answer()))
 
-    def _encode(self, request: RequestFrame, response: Any) -> bytes:
-        version = request.api_version
-        body = convert(response, response_type(request.api_key, version))
-        return encode_response(request.header.correlation_id, request.api_key, version, body)
+    def _encode(self, request: RequestFrame, response: object) -> bytes:
+        return encode_response(request.header.correlation_id, request.api_key,
+                               request.api_version, response)

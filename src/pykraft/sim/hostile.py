@@ -13,16 +13,11 @@ invariants could not hold under it.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import random
-import types
-import typing
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from kio.static.primitive import Interval, i32Timedelta
+from typing import TypeVar
 
 from pykraft.messages import schema_of
 from pykraft.messages.wire import Primitive
@@ -33,7 +28,6 @@ from pykraft.raft.log import OffsetAndEpoch
 M = TypeVar("M")
 Path = tuple[str | int, ...]
 _EDGES = (0, -1, -(2**15), 2**15 - 1, -(2**31), 2**31 - 1, -(2**63), 2**63 - 1)
-_TIMEDELTA_BOUNDS = (-(2**31), 2**31 - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +37,6 @@ class IntField:
     path: Path
     low: int
     high: int
-    is_timedelta: bool = False
 
     @property
     def label(self) -> str:
@@ -64,35 +57,16 @@ class IntField:
         return tuple(sorted(values))
 
 
-def _interval_of(annotation: Any) -> tuple[int, int, bool] | None:
-    """(low, high, is_timedelta) of a kio integer annotation, also inside ``X | None``."""
-    options = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (
-        annotation,)
-    for option in options:
-        if isinstance(option, type) and issubclass(option, Interval):
-            return option.__low__, option.__high__, False
-        if option is i32Timedelta:
-            return (*_TIMEDELTA_BOUNDS, True)
-    return None
-
-
 #: The integer wire types of the generated classes and what each holds.
 _INT_TYPES = {"int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
               "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
               "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1)}
 
 
-def _intervals(message: object) -> dict[str, tuple[int, int, bool]]:
-    """The integer fields of a message by name, with their bounds: from the schema of a
-    generated class (error codes left out: an error code names a case, it holds no
-    quantity), from the annotations of a kio entity."""
-    try:
-        schema = schema_of(type(message))
-    except TypeError:
-        found = {f.name: _interval_of(f.type)
-                 for f in dataclasses.fields(message)}  # type: ignore[arg-type]
-        return {name: interval for name, interval in found.items() if interval is not None}
-    return {f.attr: (*_INT_TYPES[f.type.name], False) for f in schema.fields
+def _intervals(message: object) -> dict[str, tuple[int, int]]:
+    """The integer fields of a generated message by name, with the bounds of their wire
+    type (error codes left out: an error code names a case, it holds no quantity)."""
+    return {f.attr: _INT_TYPES[f.type.name] for f in schema_of(type(message)).fields
             if isinstance(f.type, Primitive) and f.type.name in _INT_TYPES
             and f.attr != "error_code"}
 
@@ -115,21 +89,16 @@ def int_fields(message: object, prefix: Path = ()) -> list[IntField]:
     return found
 
 
-def with_value(message: M, path: Path, value: int, *, is_timedelta: bool = False) -> M:
+def with_value(message: M, path: Path, value: int) -> M:
     """A copy of ``message`` with the field at ``path`` set to ``value``."""
     head, rest = path[0], path[1:]
     if isinstance(message, tuple):
         assert isinstance(head, int)
         items = list(message)
-        items[head] = with_value(items[head], rest, value, is_timedelta=is_timedelta)
+        items[head] = with_value(items[head], rest, value)
         return tuple(items)  # type: ignore[return-value]
     assert isinstance(head, str)
-    if rest:
-        inner = with_value(getattr(message, head), rest, value, is_timedelta=is_timedelta)
-    elif is_timedelta:
-        inner = i32Timedelta.parse(datetime.timedelta(milliseconds=value))
-    else:
-        inner = value
+    inner = with_value(getattr(message, head), rest, value) if rest else value
     return dataclasses.replace(message, **{head: inner})  # type: ignore[type-var]
 
 
@@ -138,7 +107,7 @@ def mutations(message: M) -> Iterator[tuple[str, M]]:
     for field in int_fields(message):
         for value in field.values():
             yield (f"{field.label}={value}",
-                   with_value(message, field.path, value, is_timedelta=field.is_timedelta))
+                   with_value(message, field.path, value))
 
 
 def random_malformation(message: M, rng: random.Random,
@@ -149,8 +118,7 @@ def random_malformation(message: M, rng: random.Random,
     if not fields:
         return message
     field = rng.choice(fields)
-    return with_value(message, field.path, rng.choice(field.malformed_values()),
-                      is_timedelta=field.is_timedelta)
+    return with_value(message, field.path, rng.choice(field.malformed_values()))
 
 
 #: The fields of a response a hostile voter's answers may garble in the simulator: the

@@ -40,7 +40,7 @@ from pykraft.tools.consumer_groups_tool import GroupOptions, check_options, run
 from pykraft.tools.group_admin import GroupClient
 
 COORDINATOR = Coordinator(1, "localhost", 9092)
-Ns = SimpleNamespace  # a broker's answer, read by attribute as the kio classes are
+Ns = SimpleNamespace  # a broker's answer, read by attribute as the generated classes are
 
 
 def _out(lines: list[tuple[str, str]]) -> list[str]:

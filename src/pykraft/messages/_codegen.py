@@ -52,9 +52,9 @@ from pykraft.messages.wire import (
     write_length,
 )
 
-_READERS: dict[tuple[MessageSchema, int, bool, bool], tuple[FieldReader, int]] = {}
+_READERS: dict[tuple[MessageSchema, int, bool], tuple[FieldReader, int]] = {}
 _WRITERS: dict[tuple[MessageSchema, int, bool], FieldWriter] = {}
-_SOURCES: dict[tuple[str, MessageSchema, int, bool, bool], str] = {}
+_SOURCES: dict[tuple[str, MessageSchema, int, bool], str] = {}
 
 _ONE_BYTE = 0x80  # a uvarint below this is its own single byte
 _SMALL_ARRAY = 127  # arrays shorter than this have a one-byte compact count
@@ -345,7 +345,7 @@ def generated_source(schema: MessageSchema, version: int, flexible: bool) -> str
     struct_writer(schema, version, flexible)
     return "\n".join(
         text
-        for (_, owner, ver, flex, _), text in _SOURCES.items()
+        for (_, owner, ver, flex), text in _SOURCES.items()
         if owner is schema and ver == version and flex == flexible
     )
 
@@ -420,21 +420,15 @@ def _var(spec: FieldSpec) -> str:
 
 
 def struct_reader(
-    schema: MessageSchema, version: int, flexible: bool, keep_tags: bool = False
+    schema: MessageSchema, version: int, flexible: bool
 ) -> tuple[FieldReader, int]:
-    """(reader, minimum encoded size) of a struct at a version and flexibility.
-
-    ``keep_tags`` (a flexible struct): the reader's value is ``(struct, tags_start,
-    unknown_tags)`` with where its TAG_BUFFER starts and the raw ``(tag, payload)`` fields
-    the schema does not define, so a message can be re-encoded byte for byte."""
-    if keep_tags and not flexible:
-        raise TypeError(f"{schema.name} v{version} is not flexible: it has no tagged fields")
-    key = (schema, version, flexible, keep_tags)
+    """(reader, minimum encoded size) of a struct at a version and flexibility."""
+    key = (schema, version, flexible)
     cached = _READERS.get(key)
     if cached is not None:
         return cached
-    read, min_size, text = _ReaderGen(schema, version, flexible, keep_tags).build()
-    _SOURCES[("read", schema, version, flexible, keep_tags)] = text
+    read, min_size, text = _ReaderGen(schema, version, flexible).build()
+    _SOURCES[("read", schema, version, flexible)] = text
     _READERS[key] = (read, min_size)
     return read, min_size
 
@@ -442,11 +436,8 @@ def struct_reader(
 class _ReaderGen:
     """Writes the source of one struct reader ``read(buf, pos, end) -> (value, pos)``."""
 
-    def __init__(
-        self, schema: MessageSchema, version: int, flexible: bool, keep_tags: bool
-    ) -> None:
+    def __init__(self, schema: MessageSchema, version: int, flexible: bool) -> None:
         self.schema, self.version, self.flexible = schema, version, flexible
-        self.keep_tags = keep_tags
         self.src = _Source()
 
     def build(self) -> tuple[FieldReader, int, str]:
@@ -497,10 +488,8 @@ class _ReaderGen:
         else:
             keywords = (f"{attr}={value}" for attr, value in zip(attrs, values, strict=True))
             src.emit(f"obj = {cls}({', '.join(keywords)})")
-        src.emit("return (obj, tags_start, unknown), pos" if self.keep_tags
-                 else "return obj, pos")
-        kind = "tag-keeping reader" if self.keep_tags else "reader"
-        label = _label(kind, schema, version, self.flexible)
+        src.emit("return obj, pos")
+        label = _label("reader", schema, version, self.flexible)
         read, text = src.compile(f"def read(buf, pos, end):  # {label}", label, "read")
         reader: FieldReader = read
         return reader, min_size, text
@@ -674,12 +663,10 @@ class _ReaderGen:
 
     def tag_buffer(self, tagged: list[FieldSpec]) -> None:
         """TAG_BUFFER: the common empty one in one byte test; otherwise entries in strictly
-        ascending tag order, unknown ones kept (``unknown``) when the struct or ``keep_tags``
-        keeps them, else skipped, known ones filling exactly their size."""
+        ascending tag order, unknown ones kept (``unknown``) when the struct keeps them, else
+        skipped, known ones filling exactly their size."""
         src = self.src
-        keep = self.keep_tags or self.schema.keeps_unknown_tags
-        if self.keep_tags:
-            src.emit("tags_start = pos")
+        keep = self.schema.keeps_unknown_tags
         if keep:
             src.emit("unknown = ()")
         with src.block("if pos < end and buf[pos] == 0:"):
@@ -786,7 +773,7 @@ def struct_writer(schema: MessageSchema, version: int, flexible: bool) -> FieldW
     if cached is not None:
         return cached
     write, text = _WriterGen(schema, version, flexible).build()
-    _SOURCES[("write", schema, version, flexible, False)] = text
+    _SOURCES[("write", schema, version, flexible)] = text
     _WRITERS[key] = write
     return write
 

@@ -31,7 +31,13 @@ from pykraft.protocol.describe_cluster import CONTROLLER_ENDPOINTS, endpoint_typ
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
 from pykraft.records.control import VoterEndpoint
-from pykraft.runtime.authorization import PARTS, cluster_refusal, merge_parts, split_parts
+from pykraft.runtime.authorization import (
+    PARTS,
+    PartsRequest,
+    cluster_refusal,
+    merge_parts,
+    split_parts,
+)
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     ControllerService,
@@ -118,7 +124,7 @@ class Dispatcher(ListenerDispatcher):
             body = controller_body(request.body)
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return await update_kraft_version(self._node, body)
-            if api_key in PARTS and access.enabled:
+            if api_key in PARTS and isinstance(body, PartsRequest) and access.enabled:
                 image = self._controller.controller.committed_image
                 split = split_parts(api_key, body, access, image.topics.by_id)
                 answer = (None if split.allowed is None

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from pykraft.messages.kafka import API_MESSAGES
+from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
+from pykraft.messages.kafka.describe_quorum_request import DescribeQuorumRequest
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.header import RequestHeader
 
@@ -41,7 +44,8 @@ def _frame(name: str) -> bytes:
 def test_first_frames_match_the_known_client_identities() -> None:
     kcat = decode_request(_frame("kcat-api_versions-v3.bin"))
     assert kcat.header == RequestHeader(18, 3, 1, "rdkafka")
-    assert (kcat.body.client_software_name, kcat.body.client_software_version) == (
+    assert (kcat.body_as(ApiVersionsRequest).client_software_name,
+            kcat.body_as(ApiVersionsRequest).client_software_version) == (
         "librdkafka",
         "2.0.2",
     )
@@ -50,7 +54,7 @@ def test_first_frames_match_the_known_client_identities() -> None:
     )
     kafka_python = decode_request(_frame("kafka-python-api_versions-v4.bin"))
     assert kafka_python.header.client_id == "kafka-python-3.0.12"
-    assert kafka_python.body.client_software_name == "kafka-python"
+    assert kafka_python.body_as(ApiVersionsRequest).client_software_name == "kafka-python"
     aiokafka = decode_request(_frame("aiokafka-api_versions-v0.bin"))
     assert aiokafka.header == RequestHeader(18, 0, 1, "aiokafka-0.14.0")
     assert len(_frame("aiokafka-api_versions-v0.bin")) == 25
@@ -58,12 +62,12 @@ def test_first_frames_match_the_known_client_identities() -> None:
 
 def test_librdkafka_metadata_with_trailing_bytes() -> None:
     frame = decode_request(_frame("confluent-metadata-v13-2.bin"))
-    assert frame.body.topics is None
+    assert frame.body_as(MetadataRequest).topics is None
     assert frame.trailing == bytes.fromhex("010000")
 
 
 def test_kafka_python_describe_quorum_asks_for_the_metadata_partition() -> None:
     frame = decode_request(_frame("kafka-python-describe_quorum-v2.bin"))
-    (topic,) = frame.body.topics
+    (topic,) = frame.body_as(DescribeQuorumRequest).topics
     assert topic.topic_name == "__cluster_metadata"
     assert [partition.partition_index for partition in topic.partitions] == [0]

@@ -21,6 +21,7 @@ from pykraft.messages.kafka.find_coordinator_response import (
     Coordinator,
     FindCoordinatorResponse,
 )
+from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.varint import encode_uvarint
 from pykraft.protocol.apis import API_SPECS, ApiKey
 from pykraft.protocol.codec import (
@@ -139,8 +140,9 @@ def test_vote_request_v0_bytes() -> None:
     )
     frame = decode_request(wire)
     assert frame.header == RequestHeader(52, 0, 42, "raft-1")
-    assert frame.body.cluster_id == "cluster"
-    partition = frame.body.topics[0].partitions[0]
+    body = frame.body_as(raft_rpc.VoteRequest)
+    assert body.cluster_id == "cluster"
+    partition = body.topics[0].partitions[0]
     assert (partition.replica_epoch, partition.replica_id) == (5, 1)
     assert (partition.last_offset_epoch, partition.last_offset) == (4, 100)
     assert encode_request(frame.header, frame.body) == wire
@@ -166,9 +168,10 @@ def test_vote_request_v2_pre_vote_bytes() -> None:
         + b"\x00\x00\x00"
     )
     frame = decode_request(wire)
-    assert frame.body.cluster_id is None
-    assert frame.body.voter_id == 2
-    partition = frame.body.topics[0].partitions[0]
+    body = frame.body_as(raft_rpc.VoteRequest)
+    assert body.cluster_id is None
+    assert body.voter_id == 2
+    partition = body.topics[0].partitions[0]
     assert partition.pre_vote is True
     assert (partition.replica_directory_id, partition.voter_directory_id) == (DIR_A, DIR_B)
     assert encode_request(frame.header, frame.body) == wire
@@ -187,7 +190,8 @@ def test_begin_quorum_epoch_v0_is_not_flexible() -> None:
         + _i32(9)  # leader epoch
     )
     frame = decode_request(wire)
-    assert frame.body.topics[0].partitions[0].leader_epoch == 9
+    body = frame.body_as(raft_rpc.BeginQuorumEpochRequest)
+    assert body.topics[0].partitions[0].leader_epoch == 9
     assert encode_request(frame.header, frame.body) == wire
 
 
@@ -211,8 +215,9 @@ def test_fetch_snapshot_cluster_id_is_tag_zero() -> None:
         + _compact(b"cluster")
     )
     frame = decode_request(wire)
-    assert frame.body.cluster_id == "cluster"
-    assert frame.body.topics[0].partitions[0].snapshot_id.end_offset == 100
+    body = frame.body_as(raft_rpc.FetchSnapshotRequest)
+    assert body.cluster_id == "cluster"
+    assert body.topics[0].partitions[0].snapshot_id.end_offset == 100
     assert encode_request(frame.header, frame.body) == wire
 
 
@@ -237,7 +242,8 @@ def test_unknown_top_level_tag_is_kept_and_reencoded() -> None:
     # librdkafka 2.16's Metadata v13 "all topics" request ends with an empty tag 0.
     wire = bytes.fromhex("0003000d00000005") + _legacy(b"rdkafka") + bytes.fromhex("00000000010000")
     frame = decode_request(wire)
-    assert frame.body.topics is None
+    body = frame.body_as(MetadataRequest)
+    assert body.topics is None
     assert frame.unknown_tags == ((0, b""),)
     assert encode_request(frame.header, frame.body, frame.unknown_tags) == wire
 
@@ -335,7 +341,8 @@ def test_trailing_request_bytes_are_kept_like_kafka_does() -> None:
         bytes.fromhex("0003000d00000003") + _legacy(b"rdkafka") + bytes.fromhex("0000000000010000")
     )
     frame = decode_request(wire)
-    assert frame.body.topics is None
+    body = frame.body_as(MetadataRequest)
+    assert body.topics is None
     assert frame.trailing == bytes.fromhex("010000")
     assert encode_request(frame.header, frame.body, frame.unknown_tags, frame.trailing) == wire
 
@@ -349,3 +356,11 @@ def test_trailing_response_bytes_are_rejected() -> None:
 
 def _vote_response() -> raft_rpc.VoteResponse:
     return raft_rpc.VoteResponse(error_code=ErrorCode.NONE)
+
+
+def test_a_request_body_is_taken_as_the_class_its_api_names() -> None:
+    wire = encode_request(RequestHeader(ApiKey.METADATA, 12, 1, "c"), MetadataRequest(topics=None))
+    frame = decode_request(wire)
+    assert frame.body_as(MetadataRequest).topics is None
+    with pytest.raises(TypeError, match="api 3 carries MetadataRequest, not VoteRequest"):
+        frame.body_as(raft_rpc.VoteRequest)

@@ -202,7 +202,7 @@ def init(version: int, manager: ProducerIdManager, *, transactional_id: str | No
     request = decode_request(encode_request(  # as the version carries it
         RequestHeader(ApiKey.INIT_PRODUCER_ID, version, 9, "test"), InitProducerIdRequest(
             transactional_id=transactional_id, transaction_timeout_ms=60_000,
-            producer_id=producer_id, producer_epoch=epoch))).body
+            producer_id=producer_id, producer_epoch=epoch))).body_as(InitProducerIdRequest)
 
     async def answer() -> Any:  # the manager runs on the event loop
         return init_producer_id(request, manager)

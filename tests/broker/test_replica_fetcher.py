@@ -30,6 +30,7 @@ from pykraft.broker.replica_fetcher import (
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.fetch_request import FetchRequest
 from pykraft.protocol.api_versions import api_versions_response
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import (
@@ -235,7 +236,7 @@ async def _fetch_over_socket(leader: ReplicaManager, follower: ReplicaManager) -
                         else k for k in versions.api_keys))
                 else:
                     assert (frame.api_key, frame.api_version) == (ApiKey.FETCH, 12)
-                    body = await handler.fetch(frame.body, 12)
+                    body = await handler.fetch(frame.body_as(FetchRequest), 12)
                 writer.write(encode_frame(encode_response(
                     frame.header.correlation_id, frame.api_key, frame.api_version, body)))
                 await writer.drain()

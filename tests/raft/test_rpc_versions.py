@@ -24,8 +24,9 @@ from pykraft.records.control import VoterEndpoint
 
 def _over_the_wire(request: rpc.RaftRequest, api_key: ApiKey, version: int) -> rpc.RaftRequest:
     """``request`` as a peer speaking ``version`` receives it."""
-    body: rpc.RaftRequest = decode_request(
+    body = decode_request(
         encode_request(RequestHeader(api_key, version, 1, None), request)).body
+    assert isinstance(body, rpc.RaftRequest)
     return body
 
 

@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from pykraft.broker.authorization import (
     TOPIC_FIELDS,
+    TopicRequest,
     authorized_coordinators,
     authorized_group_answer,
     authorized_metadata,
@@ -69,12 +70,13 @@ from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
-from pykraft.group.messages import ShardRequest, ShardResponse
+from pykraft.group.messages import GroupRequest, ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
 from pykraft.messages.kafka.delete_records_response import DeleteRecordsResponse
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
@@ -82,12 +84,19 @@ from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsRes
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
+from pykraft.messages.kafka.fetch_request import FetchRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
+from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.metadata_response import MetadataResponse
+from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
+from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from pykraft.messages.kafka.offset_for_leader_epoch_response import (
     OffsetForLeaderEpochResponse,
 )
+from pykraft.messages.kafka.produce_request import ProduceRequest
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
     api_versions_response,
@@ -216,7 +225,9 @@ class BrokerDispatcher(ListenerDispatcher):
         """The topics of a produce or read request the session may not use."""
         if request.api_key not in TOPIC_FIELDS:
             return frozenset()
-        return denied_topics(request.api_key, request.body, request.api_version, access,
+        body = request.body
+        assert isinstance(body, TopicRequest), "TOPIC_FIELDS names per-topic requests only"
+        return denied_topics(request.api_key, body, request.api_version, access,
                              self._metadata.image)
 
     async def _forwarded(self, request: RequestFrame, _: Session, __: Access) -> bytes:
@@ -228,7 +239,7 @@ class BrokerDispatcher(ListenerDispatcher):
     async def _fetch(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         assert self._fetcher is not None
         return self._encode(request, await self._fetcher.fetch(
-            request.body, request.api_version, self._denied(request, access)))
+            request.body_as(FetchRequest), request.api_version, self._denied(request, access)))
 
     async def _read(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """The read path's other APIs (:data:`READS`), from the replica manager."""
@@ -248,40 +259,42 @@ class BrokerDispatcher(ListenerDispatcher):
     async def _list_offsets(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """ListOffsets from the replica manager, answered as the request's version has it."""
         assert self._replicas is not None
-        answer = await list_offsets(request.body, self._replicas, self._denied(request, access),
+        answer = await list_offsets(request.body_as(ListOffsetsRequest), self._replicas,
+                                    self._denied(request, access),
                                     api_version=request.api_version)
         return await self._encode_large(request, lambda: answer)
 
     async def _init_producer_id(self, request: RequestFrame, _: Session,
                                 access: Access) -> bytes:
-        return self._encode(request, init_producer_refusal(
-            request.body, access, self._metadata.image)
-            or init_producer_id(request.body, self.producer_ids))
+        body = request.body_as(InitProducerIdRequest)
+        return self._encode(request, init_producer_refusal(body, access, self._metadata.image)
+                            or init_producer_id(body, self.producer_ids))
 
     async def _describe_cluster(self, request: RequestFrame, _: Session,
                                 access: Access) -> bytes:
+        body = request.body_as(DescribeClusterRequest)
         return self._encode(request, describe_cluster_response(
-            self._metadata.image, request.body, version=request.api_version,
+            self._metadata.image, body, version=request.api_version,
             self_id=self._settings.node_id, cluster_id=self._cluster_id,
             listener=self._listener_name, operations=access.cluster_operations(
-                request.body.include_cluster_authorized_operations)))
+                body.include_cluster_authorized_operations)))
 
     async def _describe_scram(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         """From the image: off the loop when large."""
         image = self._metadata.image
-        body: DescribeUserScramCredentialsRequest = request.body
+        body = request.body_as(DescribeUserScramCredentialsRequest)
         return await self._encode_large(request, lambda: describe_user_scram_credentials(
             image.scram, body))
 
     async def _describe_acls(self, request: RequestFrame, _: Session, __: Access) -> bytes:
-        body: DescribeAclsRequest = request.body
+        body = request.body_as(DescribeAclsRequest)
         return self._encode(request, describe_acls(
             self._metadata.image, body, enabled=self._authorizers.config is not None))
 
     async def _describe_configs_answer(self, request: RequestFrame, _: Session,
                                        __: Access) -> bytes:
         image = self._metadata.image
-        body: DescribeConfigsRequest = request.body
+        body = request.body_as(DescribeConfigsRequest)
         return await self._encode_large(request, lambda: self._describe_configs(body, image))
 
     def _describe_configs(self, body: DescribeConfigsRequest,
@@ -313,7 +326,7 @@ class BrokerDispatcher(ListenerDispatcher):
         carry the cluster's authorized operations when asked for. A large request's answer
         is built on the codec thread: it reads only the image, which never changes, and
         tens of thousands of topics took seconds of the loop."""
-        body: MetadataRequest = request.body
+        body = request.body_as(MetadataRequest)
         version = request.api_version
         image = self._metadata.image
 
@@ -358,7 +371,8 @@ class BrokerDispatcher(ListenerDispatcher):
         assert self._groups is not None
         finder = self._groups[1]
         api_key, version = request.api_key, request.api_version
-        latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
+        body = request.body_as(FindCoordinatorRequest)
+        latest = await off_loop_if_large(lambda: to_latest(api_key, version, body))
         image = self._metadata.image
         finder.create_missing(latest, image)
         return await self._encode_large(request, lambda: to_version(
@@ -373,6 +387,8 @@ class BrokerDispatcher(ListenerDispatcher):
         service = self._groups[0]
         api_key, version = request.api_key, request.api_version
         ids = by_topic_id(api_key, version)
+        body = request.body
+        assert isinstance(body, ShardRequest), "GROUP_APIS route shard requests here"
 
         def serve(body: ShardRequest) -> Awaitable[ShardResponse]:
             return service.handle(api_key, SHARD_VERSION if ids else version, body,
@@ -381,11 +397,12 @@ class BrokerDispatcher(ListenerDispatcher):
         handle = (existing_partitions_only(self._metadata.image, serve)
                   if api_key == ApiKey.OFFSET_COMMIT else serve)
         if ids:  # v10: topics by id, resolved to names for the shards and back
+            assert isinstance(body, OffsetCommitRequest | OffsetFetchRequest)
             answer = await answered_by_id(
-                api_key, request.body, self._metadata.image.topics, access,
+                api_key, body, self._metadata.image.topics, access,
                 lambda body: authorized_group_answer(api_key, body, access, handle))
             return await self._encode_large(request, lambda: answer)
-        latest = await off_loop_if_large(lambda: to_latest(api_key, version, request.body))
+        latest = await off_loop_if_large(lambda: to_latest(api_key, version, body))
         response = await authorized_group_answer(api_key, latest, access, handle)
         return await self._encode_large(
             request, lambda: to_version(api_key, version, response, latest))
@@ -396,17 +413,20 @@ class BrokerDispatcher(ListenerDispatcher):
         connection; the others: the listener's rule)."""
         api_key, version = request.api_key, request.api_version
         if api_key == ApiKey.PRODUCE and self._produce is not None:
-            refused = self._produce.refused(request.body, api_version=version,
+            refused = self._produce.refused(request.body_as(ProduceRequest), api_version=version,
                                             code=ErrorCode.UNKNOWN_SERVER_ERROR)
             if refused is None:
                 raise CloseConnection("acks=0 produce failed")
             return self._encode(request, refused)
         if api_key not in GROUP_APIS:
             return super()._failed(request)
+        body = request.body
+        assert isinstance(body, GroupRequest), "GROUP_APIS are the group requests"
         if by_topic_id(api_key, version):
-            return self._encode(request, refused_by_id(api_key, request.body,
+            assert isinstance(body, OffsetCommitRequest | OffsetFetchRequest)
+            return self._encode(request, refused_by_id(api_key, body,
                                                        ErrorCode.UNKNOWN_SERVER_ERROR))
-        latest = to_latest(api_key, version, request.body)
+        latest = to_latest(api_key, version, body)
         return self._encode(request, to_version(api_key, version, error_response(
             api_key, latest, ErrorCode.UNKNOWN_SERVER_ERROR), latest))
 
@@ -416,7 +436,7 @@ class BrokerDispatcher(ListenerDispatcher):
         assert self._produce is not None
         try:
             response = await self._produce.handle(
-                request.body, api_version=request.api_version,
+                request.body_as(ProduceRequest), api_version=request.api_version,
                 client_id=request.header.client_id, denied=self._denied(request, access))
         except AcksZeroFailedError as exc:
             raise CloseConnection(str(exc)) from None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from pykraft.errors import MalformedMessageError, UnsupportedVersionError
 from pykraft.messages import rpc
@@ -37,14 +37,19 @@ Body = object
 share no base class; :func:`api_key_of` tells which API one is)."""
 
 DecodedBody = Any
-"""A decoded frame's body: a :data:`Body`, left ``Any`` until every reader narrows it to its
-API's class (the broker's handlers and several test harnesses still read it unnarrowed)."""
+"""A decoded response frame's body: a :data:`Body`, left ``Any`` for the clients that read
+answers by attribute (a request frame's body is typed: :meth:`RequestFrame.body_as`)."""
+
+_Request = TypeVar("_Request")
 
 
 @dataclass(frozen=True, slots=True)
 class RequestFrame:
+    """A decoded request: ``body`` is the generated class of its API (one for every version),
+    which a handler routed by ``api_key`` takes with :meth:`body_as`."""
+
     header: RequestHeader
-    body: DecodedBody
+    body: object
     api_key: int
     api_version: int
     #: Top-level tagged fields no schema defines; kept so the request re-encodes identically.
@@ -52,6 +57,13 @@ class RequestFrame:
     #: Bytes after the body. Kafka ignores them, and librdkafka 2.16 sends some (Metadata
     #: v13 "all topics" ends with 3 extra bytes), so they are accepted and kept.
     trailing: bytes = b""
+
+    def body_as(self, cls: type[_Request]) -> _Request:
+        """The body as ``cls``, the class its API key names; a TypeError if routed wrongly."""
+        if not isinstance(self.body, cls):
+            raise TypeError(f"api {self.api_key} carries {type(self.body).__name__}, "
+                            f"not {cls.__name__}")
+        return self.body
 
 
 @dataclass(frozen=True, slots=True)

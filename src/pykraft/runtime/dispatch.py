@@ -86,8 +86,8 @@ class Dispatcher(ListenerDispatcher):
         if request.api_key == ApiKey.ENVELOPE:
             refusal = cluster_refusal(CONTROLLER_RULES, ApiKey.ENVELOPE, request.body,
                                       self._access(session))
-            answer = refusal if refusal is not None else await self._envelope(request.body,
-                                                                             session)
+            answer = refusal if refusal is not None else await self._envelope(
+                request.body_as(EnvelopeRequest), session)
             return self._encode(request, answer)
         response = await self._answer(request, session)
         return await self._encode_large(request, lambda: response)
@@ -119,7 +119,8 @@ class Dispatcher(ListenerDispatcher):
         if refusal is not None:
             return refusal
         if api_key == ApiKey.DESCRIBE_CLUSTER:
-            return self._describe_cluster(request.body, request.api_version, access)
+            return self._describe_cluster(request.body_as(DescribeClusterRequest),
+                                          request.api_version, access)
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
             body = controller_body(request.body)
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
@@ -131,7 +132,8 @@ class Dispatcher(ListenerDispatcher):
                           else await self._controller.submit(split.allowed))
                 return merge_parts(api_key, split, answer)
             return await self._controller.submit(body)
-        latest: rpc.RaftRequest = request.body
+        latest = request.body
+        assert isinstance(latest, rpc.RaftRequest), "the listener's table routes raft RPCs here"
         if isinstance(latest, rpc.EndQuorumEpochRequest):
             part = rpc.end_quorum_partition(latest)
             event(log, "end_quorum_epoch_received", source=session.client_address,

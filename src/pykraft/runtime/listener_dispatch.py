@@ -29,6 +29,7 @@ from pykraft.errors import (
     UnsupportedVersionError,
 )
 from pykraft.image.loader import cyclic_gc_paused
+from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
 from pykraft.protocol.acl_requests import refused_acl_request
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
@@ -156,7 +157,8 @@ class ListenerDispatcher(ABC):
     def _api_versions_answer(self, request: RequestFrame) -> ApiVersionsResponse:
         target = ((self._settings.cluster_id, self._settings.node_id) if self.checks_target
                   else None)
-        refusal = refused_api_versions(request.body, request.api_version, target)
+        refusal = refused_api_versions(request.body_as(ApiVersionsRequest), request.api_version,
+                                       target)
         if refusal is not None:
             return api_versions_error(refusal)
         return self._api_versions(request.api_version)

@@ -153,7 +153,7 @@ class SaslAuthenticator:
         return self._handshake(decode_request(frame))
 
     def _handshake(self, request: RequestFrame) -> Step:
-        handshake: SaslHandshakeRequest = request.body
+        handshake = request.body_as(SaslHandshakeRequest)
         mechanism = handshake.mechanism
         enabled = self._listener.mechanisms
         ok = mechanism in enabled and mechanism in self._listener.factories
@@ -172,7 +172,7 @@ class SaslAuthenticator:
         return Step(reply=reply)
 
     def _authenticate(self, request: RequestFrame, now_ms: int) -> Step:
-        token: SaslAuthenticateRequest = request.body
+        token = request.body_as(SaslAuthenticateRequest)
         try:
             challenge, lifetime_ms = self._evaluate(token.auth_bytes, now_ms)
         except SaslAuthenticationError as exc:

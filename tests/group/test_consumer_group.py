@@ -302,6 +302,17 @@ def test_describe_reports_the_group_and_its_members() -> None:
     assert member.target_assignment == member.assignment
 
 
+def test_a_repeated_unknown_id_is_refused_by_one_shared_answer() -> None:
+    """Memory follows the distinct ids: a hostile request naming one id a million times
+    gets a million references to one refusal (a resource-abuse bound failed on the copies)."""
+    c = Coordinator()
+    described = c.groups.describe(("",) * 1000 + ("x",), c.topics)
+    assert len(described) == 1001
+    assert len({id(group) for group in described}) == 2
+    assert (described[0].error_message, described[-1].error_message) == (
+        "Group  not found.", "Group x not found.")
+
+
 def test_offset_commit_and_fetch_checks_use_member_epochs() -> None:
     c = Coordinator()
     join(c, "m1")

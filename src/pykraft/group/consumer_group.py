@@ -712,12 +712,20 @@ class ConsumerGroups:
     ) -> list[describe_v1.DescribedGroup]:
         names = {info.topic_id: name for name, info in topics.items()}
         described = []
+        # One (frozen) refusal per distinct id: a 1 MiB request naming one unknown id a
+        # million times costs one message, not a million (the answer's memory is bounded by
+        # the distinct ids, as the request's own strings are).
+        refusals: dict[str, describe_v1.DescribedGroup] = {}
         for group_id in group_ids:
+            if (refusal := refusals.get(group_id)) is not None:
+                described.append(refusal)
+                continue
             try:
                 group = self._existing(group_id)
             except GroupError as error:
-                described.append(describe_v1.DescribedGroup(
-                    error_code=error.code, error_message=error.message, group_id=group_id))
+                refusal = refusals[group_id] = describe_v1.DescribedGroup(
+                    error_code=error.code, error_message=error.message, group_id=group_id)
+                described.append(refusal)
                 continue
             described.append(describe_v1.DescribedGroup(
                 group_id=group_id,

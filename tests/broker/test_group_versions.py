@@ -17,6 +17,10 @@ from pykraft.broker.group_versions import (
     to_latest,
     to_version,
 )
+from pykraft.messages.kafka.consumer_group_describe_request import ConsumerGroupDescribeRequest
+from pykraft.messages.kafka.consumer_group_describe_response import (
+    ConsumerGroupDescribeResponse,
+)
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.describe_groups_response import DescribeGroupsResponse
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
@@ -158,6 +162,24 @@ def test_pieces_name_each_group_once_and_at_most_so_many_a_piece() -> None:
     refused = of(DescribeGroupsResponse, error_response(ApiKey.DESCRIBE_GROUPS, many,
                                                         ErrorCode.NOT_COORDINATOR))
     assert len(refused.groups) == 1_000_000 and len({id(g) for g in refused.groups}) == 1
+
+
+@pytest.mark.parametrize("named", [("", "a", "", "b"), ("",) * 3])
+def test_consumer_group_describe_refuses_the_empty_id_before_any_shard(
+        named: tuple[str, ...]) -> None:
+    """As Kafka's coordinator service: INVALID_GROUP_ID without a message, whatever the
+    shards' state (no shard sees the empty id)."""
+    request = ConsumerGroupDescribeRequest(group_ids=named)
+    found = pieces(ApiKey.CONSUMER_GROUP_DESCRIBE, request, lambda group: 0, 500)
+    assert [of(ConsumerGroupDescribeRequest, r).group_ids for _, r in found] == (
+        [("a", "b")] if "a" in named else [])
+    answers = {i: error_response(ApiKey.CONSUMER_GROUP_DESCRIBE, r, ErrorCode.NOT_COORDINATOR)
+               for i, (_, r) in enumerate(found)}
+    merged = of(ConsumerGroupDescribeResponse,
+                merge(ApiKey.CONSUMER_GROUP_DESCRIBE, request, answers))
+    assert [(g.group_id, g.error_code, g.error_message) for g in merged.groups] == [
+        (group, ErrorCode.NOT_COORDINATOR if group else ErrorCode.INVALID_GROUP_ID, None)
+        for group in named]
 
 
 def test_a_leave_group_goes_in_pieces_of_members_and_comes_back_whole() -> None:

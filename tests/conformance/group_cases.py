@@ -328,7 +328,12 @@ def describe_stable(run: Run) -> Any:
 
 
 def delete_groups(run: Run, group: str) -> Any:
-    return run.generated(ApiKey.DELETE_GROUPS, DeleteGroupsRequest(groups_names=(group,)))
+    """DeleteGroups of ``group`` once its coordinator is up (FindCoordinator creates the
+    offsets topic: before it, Kafka and pykraft both answer NOT_COORDINATOR)."""
+    ready(run, group)
+    return retried(lambda: run.generated(ApiKey.DELETE_GROUPS,
+                                         DeleteGroupsRequest(groups_names=(group,))),
+                   lambda b: [code(r.error_code) for r in b.results])
 
 
 def groups_deleted(body: Any, _run: Run) -> Meaning:
@@ -360,11 +365,15 @@ def consumer_joined(body: Any, _run: Run) -> Meaning:
     return code(body.error_code), body.member_epoch >= 1, body.assignment is not None
 
 
-def describe_consumer_group(run: Run) -> Any:
-    group = group_of(run)
-    ready(run, group)
-    return run.generated(ApiKey.CONSUMER_GROUP_DESCRIBE,
-                         ConsumerGroupDescribeRequest(group_ids=(group,)))
+def describe_consumer_group(run: Run, group: str | None = None) -> Any:
+    """ConsumerGroupDescribe of ``group`` (a fresh id by default; the empty id is refused by
+    any broker, coordinator or not)."""
+    if group is None:
+        group = group_of(run)
+        ready(run, group)
+    return retried(lambda: run.generated(ApiKey.CONSUMER_GROUP_DESCRIBE,
+                                         ConsumerGroupDescribeRequest(group_ids=(group,))),
+                   lambda b: [code(g.error_code) for g in b.groups])
 
 
 GROUPS = [
@@ -458,6 +467,10 @@ GROUPS = [
     Case("ConsumerGroupDescribe", 69, "unknown_group", describe_consumer_group,
          lambda b, _r: [code(g.error_code) for g in b.groups],
          lambda _r: ["GROUP_ID_NOT_FOUND"]),
+    Case("ConsumerGroupDescribe", 69, "empty_group_id",
+         lambda r: describe_consumer_group(r, ""),
+         lambda b, _r: [(code(g.error_code), g.group_id, g.error_message) for g in b.groups],
+         lambda _r: [("INVALID_GROUP_ID", "", None)]),
     Case("OffsetDelete", 47, "subscribed_topic", delete_subscribed_offsets,
          offsets_deleted, lambda _r: ("NONE", ["GROUP_SUBSCRIBED_TO_TOPIC"])),
 ]

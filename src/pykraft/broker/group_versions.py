@@ -82,6 +82,10 @@ BATCHED: Mapping[int, tuple[str, str, str]] = {
     ApiKey.DELETE_GROUPS: ("groups_names", "results", "group_id"),
     ApiKey.CONSUMER_GROUP_DESCRIBE: ("group_ids", "groups", "group_id"),
 }
+#: The batched APIs that refuse the empty group id with INVALID_GROUP_ID before any shard
+#: sees it (Kafka's ``GroupCoordinatorService``; DescribeGroups, OffsetFetch and DeleteGroups
+#: take it, for backwards compatibility).
+_EMPTY_ID_REFUSED = frozenset({ApiKey.CONSUMER_GROUP_DESCRIBE})
 _FIRST_BATCHED: Mapping[int, int] = {
     ApiKey.OFFSET_FETCH: 8, ApiKey.LEAVE_GROUP: 3, ApiKey.FIND_COORDINATOR: 4}
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
@@ -280,8 +284,11 @@ def pieces(api_key: int, request: ShardRequest, partition_of: Callable[[str], in
     field = BATCHED[api_key][0]
     partitions: dict[str, int] = {}
     parts: dict[int, dict[str, object]] = {}
+    refuses_empty = api_key in _EMPTY_ID_REFUSED
     for entry in getattr(request, field):
         group = str(getattr(entry, "group_id", entry))
+        if refuses_empty and not group:
+            continue  # :func:`merge` answers it
         known = partitions.get(group)
         if known is None:
             known = partitions[group] = partition_of(group)
@@ -300,7 +307,7 @@ def merge(api_key: int, request: ShardRequest,
     :func:`pieces`', in order) as one answer to ``request``, its groups in request order;
     ListGroups concatenates them (a partition whose leadership just moved lists nothing, as
     in Kafka, rather than failing the list), and LeaveGroup its members' answers."""
-    if not answers:
+    if not answers and api_key not in _EMPTY_ID_REFUSED:
         return error_response(api_key, request, ErrorCode.NONE)
     if api_key == ApiKey.LIST_GROUPS:
         lists = [a for a in answers.values() if isinstance(a, ListGroupsResponse)]
@@ -319,7 +326,10 @@ def merge(api_key: int, request: ShardRequest,
         return answer
     _, field, key = BATCHED[api_key]
     by_group = {str(getattr(e, key)): e for a in answers.values() for e in getattr(a, field)}
-    first = next(iter(answers.values()))
+    first = next(iter(answers.values()), None) or latest_response(api_key)()
+    if api_key in _EMPTY_ID_REFUSED:  # no message: Kafka sets none
+        by_group[""] = nested(type(first), field)(
+            group_id="", error_code=ErrorCode.INVALID_GROUP_ID)
     return replaced(first, **{field: tuple(
         by_group[group] for group in _named(api_key, request))})
 

@@ -20,7 +20,12 @@ SIZE_PREFIX_BYTES = _SIZE.size
 
 def encode_frame(payload: bytes) -> bytes:
     """Prefix ``payload`` with its int32 size."""
-    return _SIZE.pack(len(payload)) + payload
+    return frame_size_prefix(len(payload)) + payload
+
+
+def frame_size_prefix(size: int) -> bytes:
+    """The int32 size prefix of a ``size``-byte frame (written apart from a large one)."""
+    return _SIZE.pack(size)
 
 
 def join_frame(parts: list[bytes]) -> bytes:

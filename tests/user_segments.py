@@ -15,6 +15,7 @@ from pathlib import Path
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from pykraft.ids import TopicPartition
 from pykraft.messages import encode
 from pykraft.records.batch import (
     ATTR_CONTROL,
@@ -24,12 +25,17 @@ from pykraft.records.batch import (
     RecordBatch,
     assemble_batch,
     encode_records,
+    iter_batches,
     read_header,
     rewrite_header,
 )
 from pykraft.records.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD
 from pykraft.records.control import ControlType, EndTxnMarker, control_key
 from pykraft.storage.log_config import LogConfig
+from pykraft.storage.offset_checkpoints import (
+    REPLICATION_OFFSET_CHECKPOINT,
+    write_offset_checkpoint,
+)
 from pykraft.storage.partition_log import PartitionLog
 
 EPOCH = 4
@@ -140,3 +146,18 @@ def expected_rows(segment: Path, topic: str, partition: int) -> list[SparkRow]:
     return [(r.key, r.value, topic, partition, r.offset,
              datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=r.timestamp),
              r.timestamp_type, list(r.headers) or None) for r in rows]
+
+
+def checkpoint_high_watermarks(log_dir: Path, overrides: dict[str, int] | None = None) -> None:
+    """Write the log directory's ``replication-offset-checkpoint`` as a broker does: each
+    partition's high watermark, its log end unless ``overrides`` (dir name -> HW) says."""
+    offsets: dict[TopicPartition, int] = {}
+    for directory in sorted(log_dir.iterdir()):
+        segments = sorted(directory.glob("*.log")) if directory.is_dir() else []
+        if not segments or "." in directory.name:
+            continue
+        batches = list(iter_batches(segments[-1].read_bytes()))
+        end = batches[-1].last_offset + 1 if batches else int(segments[-1].name[:20])
+        topic, _, number = directory.name.rpartition("-")
+        offsets[TopicPartition(topic, int(number))] = (overrides or {}).get(directory.name, end)
+    write_offset_checkpoint(log_dir / REPLICATION_OFFSET_CHECKPOINT, offsets)

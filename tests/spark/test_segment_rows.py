@@ -1,77 +1,168 @@
-"""The ``kafka-segments`` reader's discovery and rows, without Spark, against kafka-python."""
+"""The ``kafka-segments`` reader's rows and checks, without Spark, against kafka-python."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 import pytest
 
-from pykraft.errors import CorruptLogError, StorageError
+from pykraft.errors import CorruptLogError
 from pykraft.records.batch import iter_batches
-from pykraft.spark.segment_rows import SegmentFile, TopicFilter, discover, read_segment
-from user_segments import expected_rows, write_partition
+from pykraft.spark.segment_plan import DataLossError, ReadSpec, SegmentFile, TopicFilter, plan
+from pykraft.spark.segment_rows import ReadOptions, read_arrow, read_segment
+from user_segments import checkpoint_high_watermarks, expected_rows, write_partition
 
 
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A broker log directory: two partitions of ``orders``, one of ``audit``, and what a
-    reader must pass over (the metadata log, a partition being deleted, other files)."""
+    """A broker log directory: ``orders-0`` (two segments) and ``audit-0``."""
     root = tmp_path_factory.mktemp("broker") / "data"
     root.mkdir()
     write_partition(root / "orders-0")
-    shutil.copytree(root / "orders-0", root / "orders-1")
     shutil.copytree(root / "orders-0", root / "audit-0")
-    shutil.copytree(root / "orders-0", root / "orders-2.0123456789abcdef0123456789abcdef-delete")
-    shutil.copytree(root / "orders-0", root / "__cluster_metadata-0")
-    (root / "meta.properties").write_text("node.id=1\n")
-    (root / "cleaner-offset-checkpoint").write_text("0\n0\n")
+    checkpoint_high_watermarks(root)
     return root
 
 
-def test_discovery_finds_live_partitions_segments(log_dir: Path) -> None:
-    found = discover([str(log_dir)], TopicFilter())
-    segments = sorted(p.name for p in (log_dir / "orders-0").glob("*.log"))
-    assert [(s.topic, s.partition) for s in found] == \
-        [("audit", 0)] * len(segments) + [("orders", 0)] * len(segments) \
-        + [("orders", 1)] * len(segments)
-    assert [Path(s.path).name for s in found[: len(segments)]] == segments
-    assert [s.base_offset for s in found[: len(segments)]] == [int(n[:20]) for n in segments]
-    assert {s.topic for s in discover([str(log_dir)], TopicFilter(("audit", "x")))} \
-        == {"audit"}
-    assert {(s.topic, s.partition) for s in discover([str(log_dir)], TopicFilter(
-        pattern="ord.*"))} == {("orders", 0), ("orders", 1)}
-    assert discover([str(log_dir)], TopicFilter(pattern="ord")) == []  # whole name
-    single = discover([str(log_dir / "orders-1")], TopicFilter())
-    assert {(s.topic, s.partition) for s in single} == {("orders", 1)}
-    with pytest.raises(StorageError, match="no such log directory"):
-        discover([str(log_dir / "missing")], TopicFilter())
+@pytest.fixture
+def damaged(log_dir: Path, tmp_path: Path) -> Path:
+    """A copy of the log directory to damage."""
+    copy = tmp_path / "data"
+    shutil.copytree(log_dir, copy)
+    return copy
+
+
+def _read(directory: Path, *, fail_on_data_loss: bool = True) -> list[tuple[Any, ...]]:
+    spec = ReadSpec((str(directory),), TopicFilter(("orders",)),
+                    fail_on_data_loss=fail_on_data_loss)
+    return [row for segment in plan(spec)
+            for row in read_segment(segment, include_headers=False,
+                                    fail_on_data_loss=fail_on_data_loss)]
+
+
+def _segments(directory: Path) -> list[Path]:
+    return sorted((directory / "orders-0").glob("*.log"))
 
 
 def test_rows_are_what_kafka_python_reads(log_dir: Path) -> None:
     """Every codec, null keys and values, headers, LogAppendTime; the marker is skipped."""
-    for segment in discover([str(log_dir)], TopicFilter(("orders",))):
+    for segment in plan(ReadSpec((str(log_dir),), TopicFilter(("orders",)))):
         expected = expected_rows(Path(segment.path), segment.topic, segment.partition)
         assert expected
         assert list(read_segment(segment, include_headers=True)) == expected
         assert list(read_segment(segment, include_headers=False)) == [r[:-1] for r in expected]
-    kinds = {row[6] for s in discover([str(log_dir)], TopicFilter(("audit",)))
-             for row in read_segment(s, include_headers=False)}
+    kinds = {row[6] for row in _read(log_dir)}
     assert kinds == {0, 1}
 
 
-def test_partial_tail_ends_a_segment_and_damage_fails(log_dir: Path, tmp_path: Path) -> None:
-    source = sorted((log_dir / "orders-0").glob("*.log"))[0]
-    data = source.read_bytes()
-    copy = tmp_path / source.name
-    segment = SegmentFile(str(copy), "orders", 0, 0)
-    copy.write_bytes(data[:-3])
-    full = expected_rows(source, "orders", 0)
-    last = list(iter_batches(data))[-1]
-    kept = [row for row in full if row[4] < last.base_offset]
-    assert list(read_segment(segment, include_headers=True)) == kept
-    damaged = bytearray(data)
-    damaged[list(iter_batches(data))[1].position + 70] ^= 0xFF
-    copy.write_bytes(bytes(damaged))
-    with pytest.raises(CorruptLogError, match="CRC mismatch"):
-        list(read_segment(segment, include_headers=False))
+def test_arrow_batches_hold_the_same_rows(log_dir: Path) -> None:
+    schema = pa.schema([
+        ("key", pa.binary()), ("value", pa.binary()), ("topic", pa.string()),
+        ("partition", pa.int32()), ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32()),
+        ("headers", pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))])
+    for segment in plan(ReadSpec((str(log_dir),), TopicFilter(("orders",)))):
+        batches = list(read_arrow(segment, ReadOptions(include_headers=True), schema,
+                                  rows_per_batch=4))
+        assert all(b.schema == schema and b.num_rows <= 4 for b in batches)
+        got = [tuple(None if v is None else [(h["key"], h["value"]) for h in v]
+                     if name == "headers" else v for name, v in row.items())
+               for b in batches for row in b.to_pylist()]
+        assert got == list(read_segment(segment, include_headers=True))
+
+
+def test_torn_tail_of_the_active_segment_is_tolerated(log_dir: Path, damaged: Path) -> None:
+    last = _segments(damaged)[-1]
+    data = last.read_bytes()
+    last.write_bytes(data[:-3])
+    final = list(iter_batches(data))[-1]
+    assert _read(damaged) == [row for row in _read(log_dir) if row[4] < final.base_offset]
+    last.write_bytes(data + bytes(40))  # zeros a crash left after the last write
+    assert _read(damaged) == _read(log_dir)
+
+
+def test_truncated_rolled_segment_is_lost_data(damaged: Path,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    first = _segments(damaged)[0]
+    data = first.read_bytes()
+    batches = list(iter_batches(data))
+    first.write_bytes(data[: batches[-1].position + 20])
+    with pytest.raises(CorruptLogError, match=rf"{first.name} at byte position "
+                       rf"{batches[-1].position}: truncated batch"):
+        _read(damaged)
+    first.write_bytes(data[: batches[-1].position])  # cut at a batch boundary
+    with pytest.raises(CorruptLogError, match=f"{first.name} at byte position "
+                       f"{batches[-1].position}: the segment ends at offset "
+                       f"{batches[-1].base_offset} but the next segment starts at 12"):
+        _read(damaged)
+    with caplog.at_level(logging.WARNING):
+        rows = _read(damaged, fail_on_data_loss=False)
+    assert [r[4] for r in rows] == [o for o in range(21) if o not in (9, 10, 11, 19)]
+    assert "the segment ends at offset 9" in caplog.text
+
+
+def test_corrupted_batch_length_fails_wherever_it_is(damaged: Path) -> None:
+    """In a rolled segment and in the active one (intact batches follow: not a torn tail)."""
+    for segment in _segments(damaged):
+        original = segment.read_bytes()
+        data = bytearray(original)
+        position = list(iter_batches(original))[1].position
+        data[position + 8 : position + 12] = (10**6).to_bytes(4, "big")
+        segment.write_bytes(bytes(data))
+        with pytest.raises(CorruptLogError, match=f"{segment.name} at byte position "
+                           f"{position}: truncated batch: 1000012 bytes declared"):
+            _read(damaged)
+        segment.write_bytes(original)
+
+
+def test_crc_damage_in_the_middle_fails(damaged: Path) -> None:
+    last = _segments(damaged)[-1]
+    data = bytearray(last.read_bytes())
+    position = list(iter_batches(bytes(data)))[1].position
+    data[position + 70] ^= 0xFF
+    last.write_bytes(bytes(data))
+    with pytest.raises(CorruptLogError, match=f"position {position}: CRC mismatch"):
+        _read(damaged)
+
+
+def test_foreign_files_named_log(log_dir: Path, damaged: Path) -> None:
+    for text in _segments(damaged):  # rolled, then active: both are refused
+        original = text.read_bytes()
+        text.write_text("not a segment, a text file that happens to be named *.log\n" * 3)
+        with pytest.raises(CorruptLogError, match=f"{text.name} at byte position 0"):
+            _read(damaged)
+        text.write_bytes(original)
+    notes = damaged / "orders-0" / "notes.log"
+    notes.write_text("hello")
+    with pytest.raises(DataLossError, match=r"notes\.log: a \.log file that is not a segment"):
+        _read(damaged)
+    assert _read(damaged, fail_on_data_loss=False) == _read(log_dir)
+
+
+def test_offset_gap_inside_a_segment_unless_compacted(damaged: Path) -> None:
+    first = _segments(damaged)[0]
+    data = first.read_bytes()
+    second = list(iter_batches(data))[1]
+    first.write_bytes(data[: second.position] + data[second.position + second.header.size:])
+    with pytest.raises(CorruptLogError, match=f"position {second.position}: base offset 6 "
+                       "does not continue the log at 3"):
+        _read(damaged)
+    segment = SegmentFile(str(first), "orders", 0, 0, next_base=12, cleaned_end=12)
+    assert [r[4] for r in read_segment(segment, include_headers=False)] == \
+        [0, 1, 2, *range(6, 12)]
+
+
+def test_segment_deleted_after_planning(damaged: Path,
+                                        caplog: pytest.LogCaptureFixture) -> None:
+    tasks = plan(ReadSpec((str(damaged),), TopicFilter(("orders",))))
+    _segments(damaged)[0].unlink()
+    with pytest.raises(DataLossError, match=f"{tasks[0].path}: the segment was deleted"):
+        list(read_segment(tasks[0], include_headers=False))
+    with caplog.at_level(logging.WARNING):
+        assert list(read_segment(tasks[0], include_headers=False,
+                                 fail_on_data_loss=False)) == []
+    assert "deleted after the read was planned" in caplog.text

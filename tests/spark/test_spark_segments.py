@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.errors import PythonException
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -18,7 +19,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from user_segments import SparkRow, expected_rows, write_partition
+from user_segments import SparkRow, checkpoint_high_watermarks, expected_rows, write_partition
 
 pytestmark = pytest.mark.spark
 
@@ -48,6 +49,8 @@ def log_dirs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     shutil.copytree(first / "orders-0", second / "orders-1")
     shutil.copytree(first / "orders-0", second / "audit-0")
     shutil.copytree(first / "orders-0", first / "__cluster_metadata-0")
+    checkpoint_high_watermarks(first)
+    checkpoint_high_watermarks(second)
     return [first, second]
 
 
@@ -94,3 +97,36 @@ def test_options_as_spark_kafka_source(spark: SparkSession, log_dirs: list[Path]
     assert {r.topic for r in pattern.select("topic").distinct().collect()} == {"audit"}
     one = spark.read.format("kafka-segments").load(str(log_dirs[1] / "orders-1"))
     assert one.filter("timestampType = 1").count() == 2
+
+
+def test_pushdown_plans_only_what_the_filter_keeps(spark: SparkSession,
+                                                  log_dirs: list[Path]) -> None:
+    paths = [str(d) for d in log_dirs]
+    where = ("partition = 1 AND offset >= 13 AND offset < 17 "
+             "AND timestamp >= '1970-01-01 00:00:01.5'")
+
+    def load(pushdown: str) -> DataFrame:
+        return (spark.read.format("kafka-segments").option("pushdown", pushdown)
+                .option("subscribe", "orders").load(paths).filter(where))
+
+    pushed, plain = load("true"), load("false")
+    assert pushed.rdd.getNumPartitions() == 1 < plain.rdd.getNumPartitions()
+    rows = sorted((r.partition, r.offset) for r in pushed.collect())
+    assert rows == sorted((r.partition, r.offset) for r in plain.collect())
+    assert rows == [(1, 15), (1, 16)]  # 13 and 14 are older (the ZSTD batch, 1.4 s)
+
+
+def test_damage_and_unknown_options_fail_the_query(spark: SparkSession, log_dirs: list[Path],
+                                                   tmp_path: Path) -> None:
+    copy = tmp_path / "d2"
+    shutil.copytree(log_dirs[1], copy)
+    first = sorted((copy / "orders-1").glob("*.log"))[0]
+    first.write_bytes(first.read_bytes()[:-10])
+    frame = spark.read.format("kafka-segments").option("subscribe", "orders").load(str(copy))
+    with pytest.raises(PythonException, match=f"corrupt record batch in {first}"):
+        frame.collect()
+    lenient = frame.sparkSession.read.format("kafka-segments").option("assign", '{"orders":[1]}')
+    assert lenient.option("failOnDataLoss", "false").load(str(copy)).count() == 17
+    with pytest.raises(Exception, match=r"unknown option.*maxoffsetspertrigger"):
+        spark.read.format("kafka-segments").option("maxOffsetsPerTrigger", "9").load(
+            str(copy)).collect()

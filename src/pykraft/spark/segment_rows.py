@@ -1,5 +1,6 @@
-"""User topics' segments as the rows of Spark's Kafka source: the logic of the
-``kafka-segments`` data source (:mod:`pykraft.spark.segment_source`), free of Spark.
+"""User topics' segments as the rows of Spark's Kafka source: the reading half of the
+``kafka-segments`` data source (:mod:`pykraft.spark.segment_source`), free of Spark; what to
+read is planned by :mod:`pykraft.spark.segment_plan`.
 
 Spark's ``format("kafka")`` gives one row per record with exactly these columns::
 
@@ -7,46 +8,58 @@ Spark's ``format("kafka")`` gives one row per record with exactly these columns:
     timestamp TIMESTAMP, timestampType INT[, headers ARRAY<STRUCT<key: STRING, value: BINARY>>]
 
 (``headers`` only with ``includeHeaders=true``, null for a record without headers), and so
-does this reader, over the ``<topic>-<partition>/<offset>.log`` files of broker log
-directories instead of a running cluster. As a consumer sees them: compressed batches are
-decompressed, control batches (transaction markers) are skipped, a LogAppendTime batch's
-records carry the batch's timestamp (type 1). Like ``read_uncommitted`` consumers, aborted
-transactional records are included; unlike them, records past the high watermark that the
-broker has not yet committed are too (the segments do not say where it is).
+does this reader. As a consumer sees them: compressed batches are decompressed, control
+batches (transaction markers) are skipped, a LogAppendTime batch's records carry the batch's
+timestamp (type 1). Like ``read_uncommitted`` consumers, aborted transactional records are
+included.
+
+A segment is read one batch at a time (memory bounded by the batch size, not the segment's)
+and checked as strictly as a replica's log: every batch read must be intact (framing, CRC)
+and continue the offsets before it, and a rolled segment must end where the next one begins.
+Only the last (active) segment may end with a torn write (a crash the broker truncates at
+start-up). Any other damage is lost data: :class:`~pykraft.errors.CorruptLogError` naming the
+file and byte position, or with ``failOnDataLoss=false`` a logged warning and the rest of the
+segment skipped (no row says so).
 
 Interface::
 
-    segments = discover(["/var/lib/kafka/data"], TopicFilter(subscribe=("orders",)))
-    rows = read_segment(segments[0], include_headers=True)   # tuples in schema order
+    rows = read_segment(segment, include_headers=True)    # tuples in schema order
+    batches = read_arrow(segment, ReadOptions(...), arrow_schema)   # pyarrow.RecordBatch
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Sequence
+import logging
+import mmap
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from pykraft.errors import CorruptLogError, CorruptRecordError, StorageError
+import pyarrow as pa
+
+from pykraft.errors import CorruptLogError, CorruptRecordError
 from pykraft.log.batch_records import (
+    MIN_RECORD_OVERHEAD,
     batch_records,
-    complete_batches_end,
     record_timestamp,
     timestamp_type,
 )
-from pykraft.records.batch import iter_batches
-from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
-from pykraft.storage.file_error import StateFileError
-from pykraft.storage.partition_log import parse_partition_dir_name, partition_dir_name
-from pykraft.storage.segment import LOG_SUFFIX
+from pykraft.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, RecordBatch, read_header
+from pykraft.spark.segment_plan import DataLossError, SegmentFile
+from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
+from pykraft.storage.log_verify import is_torn_tail
 
 SCHEMA_DDL = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
               "timestamp TIMESTAMP, timestampType INT")
 HEADERS_DDL = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+ARROW_BATCH_ROWS = 8192
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SEGMENT_NAME = re.compile(r"\d{20}" + re.escape(LOG_SUFFIX))
+_LOG = logging.getLogger(__name__)
+
+# One record as a consumer sees it: offset, timestamp (ms), timestampType, key, value, headers
+Seen = tuple[int, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
 
 
 def schema_ddl(include_headers: bool) -> str:
@@ -54,78 +67,187 @@ def schema_ddl(include_headers: bool) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class TopicFilter:
-    """Spark's ``subscribe`` (topic names) or ``subscribePattern`` (a regex the whole name
-    must match, as Java's ``Matcher.matches``); neither keeps every topic."""
+class ReadOptions:
+    """How a task reads: the headers column, what lost data does, and the lowest timestamp
+    a query wants (batches whose max timestamp is below it are skipped undecoded)."""
 
-    subscribe: tuple[str, ...] = ()
-    pattern: str | None = None
-
-    def keeps(self, topic: str) -> bool:
-        if self.subscribe:
-            return topic in self.subscribe
-        return self.pattern is None or re.fullmatch(self.pattern, topic) is not None
+    include_headers: bool = False
+    fail_on_data_loss: bool = True
+    min_timestamp: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentFile:
-    """One ``.log`` segment of a topic partition: plain data, one Spark input partition."""
-
-    path: str
-    topic: str
-    partition: int
-    base_offset: int
-
-
-def _partition_of(directory: Path) -> tuple[str, int] | None:
-    """(topic, partition) of a live ``<topic>-<partition>`` directory; None for the metadata
-    log and for ``-delete``/``-future``/``-stray`` directories."""
-    if directory.name == METADATA_LOG_DIR_NAME:
-        return None
-    try:
-        tp = parse_partition_dir_name(directory.name)
-    except StateFileError:
-        return None
-    return (tp.topic, tp.partition) if partition_dir_name(tp) == directory.name else None
+def read_segment(segment: SegmentFile, *, include_headers: bool,
+                 fail_on_data_loss: bool = True) -> Iterator[tuple[Any, ...]]:
+    """The rows of one segment read as tuples in schema order (tests and small reads)."""
+    options = ReadOptions(include_headers, fail_on_data_loss)
+    for offset, ts, kind, key, value, headers in records(segment, options):
+        row: tuple[Any, ...] = (key, value, segment.topic, segment.partition, offset,
+                                _EPOCH + timedelta(milliseconds=ts), kind)
+        yield (*row, list(headers) or None) if include_headers else row
 
 
-def discover(paths: Sequence[str], topics: TopicFilter) -> list[SegmentFile]:
-    """The segments under each path (a log directory, or one partition directory), ordered
-    by topic, partition and base offset so the plan and the output order are stable."""
-    found: list[SegmentFile] = []
-    for path in map(Path, paths):
-        if not path.is_dir():
-            raise StorageError(f"no such log directory: {path}")
-        directories = [path] if _partition_of(path) else sorted(path.iterdir())
-        for directory in directories:
-            owner = _partition_of(directory) if directory.is_dir() else None
-            if owner is None or not topics.keeps(owner[0]):
+def read_arrow(segment: SegmentFile, options: ReadOptions, schema: pa.Schema,
+               rows_per_batch: int = ARROW_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """The rows of one segment as Arrow record batches of ``schema`` (Spark's, from
+    ``to_arrow_schema``), ``rows_per_batch`` rows at most each."""
+    pending: list[Seen] = []
+    for seen in records(segment, options):
+        pending.append(seen)
+        if len(pending) >= rows_per_batch:
+            yield _arrow_batch(segment, pending, schema, options.include_headers)
+            pending = []
+    if pending:
+        yield _arrow_batch(segment, pending, schema, options.include_headers)
+
+
+def _arrow_batch(segment: SegmentFile, seen: list[Seen], schema: pa.Schema,
+                 include_headers: bool) -> pa.RecordBatch:
+    offsets, stamps, kinds, keys, values, headers = zip(*seen, strict=True)
+    count = len(seen)
+    columns = [
+        pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+        pa.array([segment.topic] * count, pa.string()),
+        pa.array([segment.partition] * count, pa.int32()),
+        pa.array(offsets, pa.int64()),
+        pa.array([ms * 1000 for ms in stamps], pa.int64()).cast(schema.field(5).type),
+        pa.array(kinds, pa.int32()),
+    ]
+    if include_headers:
+        columns.append(pa.array([list(h) or None for h in headers], schema.field(7).type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def records(segment: SegmentFile, options: ReadOptions) -> Iterator[Seen]:
+    """The consumer-visible records of ``segment`` within ``[start, end)`` in offset order."""
+    for batch in _batches(segment, options):
+        if batch.is_control:
+            continue
+        header = batch.header
+        kind = timestamp_type(header)
+        try:
+            decoded = batch_records(batch)
+        except CorruptRecordError as exc:
+            _lost(segment, options, batch.position, str(exc))
+            return
+        for record in decoded:
+            if record.offset < segment.start or (
+                    segment.end is not None and record.offset >= segment.end):
                 continue
-            found += [SegmentFile(str(f), owner[0], owner[1], int(f.name[:20]))
-                      for f in directory.iterdir() if _SEGMENT_NAME.fullmatch(f.name)]
-    return sorted(found, key=lambda s: (s.topic, s.partition, s.base_offset, s.path))
+            yield (record.offset, record_timestamp(header, record), kind, record.key,
+                   record.value, record.headers)
 
 
-def read_segment(segment: SegmentFile, *, include_headers: bool) -> Iterator[tuple[Any, ...]]:
-    """The consumer-visible records of one segment in offset order. A partial batch at the
-    end (a write in progress, or a crash the broker will truncate) ends the segment; a
-    damaged batch fails the read, as a consumer fails on a corrupt record."""
-    data = Path(segment.path).read_bytes()
-    end = complete_batches_end(data)
+def _batches(segment: SegmentFile, options: ReadOptions) -> Iterator[RecordBatch]:
+    """The intact batches overlapping ``[start, end)``, read one at a time and checked."""
     try:
-        for batch in iter_batches(data[:end], verify_crc=False):
-            if not batch.crc_valid():
-                batch.verify()  # raises with the CRCs
-            if batch.is_control:
-                continue
-            kind = timestamp_type(batch.header)
-            for record in batch_records(batch):
-                row: tuple[Any, ...] = (
-                    record.key, record.value, segment.topic, segment.partition, record.offset,
-                    _EPOCH + timedelta(milliseconds=record_timestamp(batch.header, record)),
-                    kind)
-                if include_headers:
-                    row += ([(k, v) for k, v in record.headers] or None,)
-                yield row
-    except CorruptRecordError as exc:
-        raise CorruptLogError(segment.path, exc.position or 0, str(exc)) from None
+        handle = open(segment.path, "rb")  # noqa: SIM115 - closed below, a generator
+    except FileNotFoundError:
+        _lost(segment, options, None, "the segment was deleted after the read was planned "
+              "(retention or a partition reassignment)")
+        return
+    with handle:
+        size = os.fstat(handle.fileno()).st_size
+        scan = _Scan(segment, options, handle, size)
+        while scan.position < size and not scan.past_end():
+            batch = scan.next_batch()
+            if batch is None:
+                return
+            if batch.data:
+                yield batch
+        if scan.position >= size:
+            scan.check_rolled_end()
+
+
+class _Scan:
+    """The position and the next expected offset of one segment's read."""
+
+    def __init__(self, segment: SegmentFile, options: ReadOptions, handle: IO[bytes],
+                 size: int) -> None:
+        self.segment = segment
+        self.options = options
+        self.handle = handle
+        self.size = size
+        self.position = 0
+        self.expected = segment.base_offset
+
+    def past_end(self) -> bool:
+        return self.segment.end is not None and self.expected >= self.segment.end
+
+    def next_batch(self) -> RecordBatch | None:
+        """The batch at the position (empty ``data`` when it is skipped undecoded), or None
+        when the read stops here (damage, reported or tolerated)."""
+        pos = self.position
+        self.handle.seek(pos)
+        head = self.handle.read(HEADER_SIZE)
+        try:
+            header = read_header(head)
+        except CorruptRecordError as exc:
+            self._damage(pos, str(exc), torn=len(head) < HEADER_SIZE)
+            return None
+        if header.size > self.size - pos:
+            self._damage(pos, f"truncated batch: {header.size} bytes declared, "
+                         f"{self.size - pos} present", torn=True)
+            return None
+        problem = self._continuity(header)
+        if problem is not None:
+            self._damage(pos, problem, torn=False)
+            return None
+        self.position = pos + header.size
+        self.expected = header.next_offset
+        if header.last_offset < self.segment.start or (
+                self.options.min_timestamp is not None
+                and header.max_timestamp < self.options.min_timestamp):
+            return RecordBatch(header, b"", pos)
+        data = head + self.handle.read(header.size - HEADER_SIZE)
+        try:
+            check_framing(memoryview(data), 0, len(data))
+        except BatchProblemError as exc:
+            self._damage(pos, str(exc), torn=True)
+            return None
+        return RecordBatch(header, data, pos)
+
+    def _continuity(self, header: BatchHeader) -> str | None:
+        """Offsets go on without a gap, except below the cleaner's first dirty offset."""
+        if header.base_offset > self.expected and header.base_offset <= self.segment.cleaned_end:
+            return None
+        return continuity_problem(header, self.expected, None)
+
+    def check_rolled_end(self) -> None:
+        """A rolled segment must end where the next one starts (or before it, when the
+        offsets between were compacted away)."""
+        following = self.segment.next_base
+        if following is None or following == self.expected or (
+                self.expected < following <= self.segment.cleaned_end):
+            return
+        self._damage(self.size, f"the segment ends at offset {self.expected} but the next "
+                     f"segment starts at {following}", torn=False)
+
+    def _damage(self, pos: int, reason: str, *, torn: bool) -> None:
+        """A torn tail of the last segment ends it quietly; anything else is lost data."""
+        if self.segment.next_base is None and self._torn_tail(pos, torn):
+            return
+        _lost(self.segment, self.options, pos, reason)
+
+    def _torn_tail(self, pos: int, torn: bool) -> bool:
+        """A write cut short (a truncated or CRC-failing last batch, or zeros a crash left)
+        that no intact batch follows."""
+        self.handle.seek(pos)
+        if not torn:
+            prefix = self.handle.read(LOG_OVERHEAD)
+            length = int.from_bytes(prefix[8:], "big", signed=True) if len(prefix) == 12 else 0
+            if length >= MIN_RECORD_OVERHEAD or any(prefix):
+                return False
+        with mmap.mmap(self.handle.fileno(), self.size, access=mmap.ACCESS_READ) as data:
+            return is_torn_tail(data, pos, self.expected)
+
+
+def _lost(segment: SegmentFile, options: ReadOptions, pos: int | None, reason: str) -> None:
+    """Fail (``failOnDataLoss``, the default) or warn and skip the rest of the segment."""
+    if options.fail_on_data_loss:
+        if pos is None:
+            raise DataLossError(f"{segment.path}: {reason}; set failOnDataLoss=false to "
+                                "skip it")
+        raise CorruptLogError(segment.path, pos, f"{reason} (failOnDataLoss=false skips the "
+                              "rest of the segment)")
+    _LOG.warning("%s%s: %s: skipped", segment.path,
+                 "" if pos is None else f" at byte position {pos}", reason)

@@ -3,35 +3,47 @@
 A separate format rather than an option of ``kraft``: a Spark user reading topic data
 expects the rows of ``format("kafka")`` (key, value, topic, partition, offset, timestamp,
 timestampType[, headers]) and its options, while ``kraft`` reads the metadata log with
-its own columns; one schema per format keeps both predictable. Rows are built by
-:mod:`pykraft.spark.segment_rows`, one Spark input partition per segment file.
+its own columns; one schema per format keeps both predictable. What to read is planned by
+:mod:`pykraft.spark.segment_plan` (one Spark input partition per segment file), the rows
+are read by :mod:`pykraft.spark.segment_rows` as Arrow batches.
 
-Options (strings, as for ``format("kafka")``): ``load(path)`` or ``load([path, ...])`` with
-broker log directories (or ``<topic>-<partition>`` directories); ``subscribe`` (comma
-separated topics) or ``subscribePattern`` (a regex on the whole name), else every topic;
-``includeHeaders`` (``true`` adds the ``headers`` column).
+Options (strings, case-insensitive; any other is refused): ``load(path)`` or
+``load([path, ...])`` with broker log directories (or ``<topic>-<partition>`` directories);
+``subscribe`` (comma separated topics), ``subscribePattern`` (a regex on the whole name) or
+``assign`` (JSON), else every topic; ``startingOffsets``, ``endingOffsets`` and
+``failOnDataLoss`` as Spark's Kafka source; ``includeHeaders``; ``committedOnly`` (default
+``true``: up to the high watermark); ``pushdown`` (``true`` takes ``WHERE`` comparisons of
+``partition``, ``offset`` and ``timestamp`` into the scan; opt-in for the reason
+:mod:`pykraft.spark.source` gives).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+import pyarrow as pa
+from pyspark.sql import datasource as sds
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from pykraft.errors import ConfigError
-from pykraft.spark import segment_rows
-from pykraft.spark.source import flag_option
+from pykraft.spark import segment_plan, segment_rows
+from pykraft.spark.source import flag_option, int_bounds
 
 SOURCE_NAME = "kafka-segments"
+KNOWN_OPTIONS = ("path", "paths", "subscribe", "subscribePattern", "assign",
+                 "startingOffsets", "endingOffsets", "failOnDataLoss", "includeHeaders",
+                 "committedOnly", "pushdown")
+_LOWER_BOUNDS = (sds.EqualTo, sds.GreaterThan, sds.GreaterThanOrEqual)
 
 
 class SegmentPartition(InputPartition):
-    """One Spark task: one segment file."""
+    """One Spark task: offsets of one segment file."""
 
-    def __init__(self, value: segment_rows.SegmentFile) -> None:
+    def __init__(self, value: segment_plan.SegmentFile) -> None:
         super().__init__(value)
         self.segment = value
 
@@ -47,26 +59,87 @@ class KafkaSegmentsDataSource(DataSource):
         return segment_rows.schema_ddl(flag_option(self.options, "includeHeaders"))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return KafkaSegmentsReader(_paths(self.options), _topics(self.options),
-                                   flag_option(self.options, "includeHeaders"))
+        spec = parse_options(self.options)
+        options = segment_rows.ReadOptions(flag_option(self.options, "includeHeaders"),
+                                           spec.fail_on_data_loss)
+        arrow = to_arrow_schema(schema, timezone="UTC")
+        if flag_option(self.options, "pushdown"):
+            return PushdownReader(spec, options, arrow)
+        return KafkaSegmentsReader(spec, options, arrow)
 
 
 class KafkaSegmentsReader(DataSourceReader):
-    def __init__(self, paths: list[str], topics: segment_rows.TopicFilter,
-                 include_headers: bool) -> None:
-        self.paths = paths
-        self.topics = topics
-        self.include_headers = include_headers
+    def __init__(self, spec: segment_plan.ReadSpec, options: segment_rows.ReadOptions,
+                 arrow: pa.Schema) -> None:
+        self.spec = spec
+        self.options = options
+        self.arrow = arrow
+        self.bounds = segment_plan.OffsetBounds()
 
     def partitions(self) -> Sequence[InputPartition]:
-        return [SegmentPartition(s) for s in segment_rows.discover(self.paths, self.topics)]
+        return [SegmentPartition(s) for s in segment_plan.plan(self.spec, self.bounds)]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SegmentPartition)
-        return segment_rows.read_segment(partition.segment, include_headers=self.include_headers)
+        return segment_rows.read_arrow(partition.segment, self.options, self.arrow)
 
 
-def _paths(options: Any) -> list[str]:
+class PushdownReader(KafkaSegmentsReader):
+    """Takes ``partition`` and ``offset`` comparisons (applied exactly: partitions and
+    segments are not planned, batches are skipped by header); a lower bound on
+    ``timestamp`` skips batches by their max timestamp, and Spark still applies it."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 - Spark's name
+        for pushed in filters:
+            offsets = int_bounds(pushed, "offset")
+            partitions = int_bounds(pushed, "partition")
+            if offsets is not None:
+                self.bounds = self.bounds.narrowed(*offsets)
+            elif isinstance(pushed, sds.In) and pushed.attribute == ("partition",):
+                self.bounds = self.bounds.only(v for v in pushed.value if isinstance(v, int))
+            elif partitions is not None:
+                low, high = partitions
+                self.bounds = self.bounds.only(range(max(low or 0, 0), (
+                    2**31 if high is None else high + 1)))
+            else:
+                if isinstance(pushed, _LOWER_BOUNDS) and pushed.attribute == ("timestamp",):
+                    self._min_timestamp(pushed.value)
+                yield pushed
+
+    def _min_timestamp(self, value: object) -> None:
+        if not isinstance(value, datetime):
+            return
+        # a naive datetime is local time, as PySpark hands TIMESTAMP values to Python
+        millis = int(value.timestamp() * 1000)
+        current = self.options.min_timestamp
+        self.options = segment_rows.ReadOptions(
+            self.options.include_headers, self.options.fail_on_data_loss,
+            millis if current is None else max(current, millis))
+
+
+def parse_options(given: Mapping[str, str]) -> segment_plan.ReadSpec:
+    """The read's options, names case-insensitive as Spark's; unknown ones refused (they
+    would be silently ignored)."""
+    known = {name.lower(): name for name in KNOWN_OPTIONS}
+    unknown = sorted(key for key in given if key.lower() not in known)
+    options = {known[key.lower()]: value for key, value in given.items()
+               if key.lower() in known}
+    if unknown:
+        raise ConfigError(f"unknown option(s) of the {SOURCE_NAME} source: "
+                          f"{', '.join(unknown)}; the known ones are {', '.join(KNOWN_OPTIONS)}")
+    flag_option(options, "includeHeaders")
+    flag_option(options, "pushdown")
+    return segment_plan.ReadSpec(
+        paths=_paths(options), topics=_topics(options),
+        starting=segment_plan.parse_offsets(options.get("startingOffsets"), "startingOffsets",
+                                            segment_plan.EARLIEST, ("earliest",)),
+        ending=segment_plan.parse_offsets(options.get("endingOffsets"), "endingOffsets",
+                                          segment_plan.LATEST, ("latest",)),
+        fail_on_data_loss=flag_option(options, "failOnDataLoss", default=True),
+        committed_only=flag_option(options, "committedOnly", default=True))
+
+
+def _paths(options: Mapping[str, str]) -> tuple[str, ...]:
     """``load(path)`` sets ``path``; ``load([p1, p2])`` sets ``paths`` to a JSON array."""
     if options.get("paths"):
         paths = json.loads(options["paths"])
@@ -75,13 +148,16 @@ def _paths(options: Any) -> list[str]:
     else:
         raise ConfigError(f"the {SOURCE_NAME} data source needs log directories: "
                           f"spark.read.format('{SOURCE_NAME}').load(PATH or [PATH, ...])")
-    return [str(p) for p in paths]
+    return tuple(str(p) for p in paths)
 
 
-def _topics(options: Any) -> segment_rows.TopicFilter:
+def _topics(options: Mapping[str, str]) -> segment_plan.TopicFilter:
     subscribe, pattern = options.get("subscribe"), options.get("subscribePattern")
-    if subscribe and pattern:
-        raise ConfigError("Only one of subscribe and subscribePattern can be specified for "
-                          f"the {SOURCE_NAME} source")
+    assign = options.get("assign")
+    if sum(1 for o in (subscribe, pattern, assign) if o) > 1:
+        raise ConfigError("Only one of assign, subscribe and subscribePattern can be "
+                          f"specified for the {SOURCE_NAME} source")
+    if assign:
+        return segment_plan.TopicFilter(assign=segment_plan.parse_assign(assign))
     names = tuple(t.strip() for t in subscribe.split(",") if t.strip()) if subscribe else ()
-    return segment_rows.TopicFilter(names, pattern or None)
+    return segment_plan.TopicFilter(names, pattern or None)

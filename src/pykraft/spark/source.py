@@ -93,20 +93,21 @@ class PushdownReader(KRaftReader):
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 - Spark's name
         for pushed in filters:
-            bounds = _offset_bounds(pushed)
+            bounds = int_bounds(pushed, "offset")
             if bounds is None:
                 yield pushed
             else:
                 self.bounds = self.bounds.narrowed(*bounds)
 
 
-def _offset_bounds(pushed: Filter) -> tuple[int | None, int | None] | None:
-    """(low, high) inclusive for a supported filter on ``offset``, else None.
+def int_bounds(pushed: Filter, column: str) -> tuple[int | None, int | None] | None:
+    """(low, high) inclusive for a comparison of ``column`` with an integer, else None
+    (also used by the ``kafka-segments`` source).
 
     ``isinstance`` first: a ``Not`` filter has no ``attribute``.
     """
     comparisons = (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual)
-    if not isinstance(pushed, comparisons) or pushed.attribute != ("offset",):
+    if not isinstance(pushed, comparisons) or pushed.attribute != (column,):
         return None
     value = pushed.value
     if not isinstance(value, int) or isinstance(value, bool):

@@ -14,7 +14,6 @@ from pykraft.spark.segment_plan import (
     DataLossError,
     OffsetBounds,
     ReadSpec,
-    SegmentFile,
     TopicFilter,
     plan,
 )
@@ -149,9 +148,3 @@ def test_options_are_spark_kafka_ones_or_refused(cluster: Path) -> None:
         parse_options({"path": path, "startingOffsets": "latest"})
     with pytest.raises(ConfigError, match="endingOffsets: offset -2 is not allowed"):
         parse_options({"path": path, "endingOffsets": '{"orders":{"0":-2}}'})
-
-
-def test_segment_file_defaults_read_the_whole_file(cluster: Path) -> None:
-    path = sorted((cluster / "b1" / "orders-0").glob("*.log"))[0]
-    rows = list(read_segment(SegmentFile(str(path), "orders", 0, 0), include_headers=False))
-    assert [r[4] for r in rows] == list(range(12))

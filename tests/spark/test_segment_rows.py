@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,14 @@ import pytest
 
 from pykraft.errors import CorruptLogError
 from pykraft.records.batch import iter_batches
-from pykraft.spark.segment_plan import DataLossError, ReadSpec, SegmentFile, TopicFilter, plan
+from pykraft.spark.segment_plan import (
+    DataLossError,
+    OffsetBounds,
+    ReadSpec,
+    SegmentFile,
+    TopicFilter,
+    plan,
+)
 from pykraft.spark.segment_rows import ReadOptions, read_arrow, read_segment
 from user_segments import checkpoint_high_watermarks, expected_rows, write_partition
 
@@ -166,3 +174,26 @@ def test_segment_deleted_after_planning(damaged: Path,
         assert list(read_segment(tasks[0], include_headers=False,
                                  fail_on_data_loss=False)) == []
     assert "deleted after the read was planned" in caplog.text
+
+
+def test_indexes_skip_what_the_read_does_not_need(log_dir: Path, damaged: Path) -> None:
+    """A late start seeks by the offset index (the damaged first batch is never read); a
+    timestamp bound drops rolled segments whose time index is below it."""
+    first = _segments(damaged)[0]
+    data = bytearray(first.read_bytes())
+    data[16] = 7  # the first batch's magic
+    first.write_bytes(bytes(data))
+    late = SegmentFile(str(first), "orders", 0, 0, next_base=12, start=10)
+    assert [r[4] for r in read_segment(late, include_headers=False)] == [10, 11]
+    with pytest.raises(CorruptLogError, match="position 0: unsupported record batch magic 7"):
+        list(read_segment(replace(late, start=2), include_headers=False))
+    spec = ReadSpec((str(log_dir),), TopicFilter(("orders",)))
+    assert [t.base_offset for t in plan(spec, OffsetBounds(min_timestamp=1_302))] == [0, 12]
+    assert [t.base_offset for t in plan(spec, OffsetBounds(min_timestamp=1_303))] == [12]
+    assert [t.base_offset for t in plan(spec, OffsetBounds(min_timestamp=10**12))] == [12]
+
+
+def test_segment_file_defaults_read_the_whole_file(log_dir: Path) -> None:
+    path = sorted((log_dir / "orders-0").glob("*.log"))[0]
+    rows = list(read_segment(SegmentFile(str(path), "orders", 0, 0), include_headers=False))
+    assert [r[4] for r in rows] == list(range(12))

@@ -40,6 +40,7 @@ from pykraft.storage.offset_checkpoints import (
 )
 from pykraft.storage.partition_log import parse_partition_dir_name, partition_dir_name
 from pykraft.storage.segment import LOG_SUFFIX, is_segment_name
+from pykraft.storage.time_index import TIME_INDEX_SUFFIX, max_indexed_timestamp
 
 EARLIEST = -2
 LATEST = -1
@@ -79,18 +80,24 @@ class TopicFilter:
 
 @dataclass(frozen=True, slots=True)
 class OffsetBounds:
-    """Offsets and partitions pushed down from ``WHERE``: inclusive offset ends (None open)
-    and the partition numbers kept (None: all)."""
+    """What ``WHERE`` pushed down: inclusive offset ends (None open), the partition numbers
+    kept (None: all) and the lowest timestamp (ms) wanted."""
 
     low: int | None = None
     high: int | None = None
     partitions: frozenset[int] | None = None
+    min_timestamp: int | None = None
 
     def narrowed(self, low: int | None, high: int | None) -> OffsetBounds:
         new_low = low if self.low is None else self.low if low is None else max(self.low, low)
         new_high = high if self.high is None else self.high if high is None else min(
             self.high, high)
         return replace(self, low=new_low, high=new_high)
+
+    def since(self, timestamp: int) -> OffsetBounds:
+        current = self.min_timestamp
+        return replace(self, min_timestamp=timestamp if current is None
+                       else max(current, timestamp))
 
     def only(self, partitions: Iterable[int]) -> OffsetBounds:
         kept = frozenset(partitions)
@@ -162,8 +169,18 @@ def plan(spec: ReadSpec, bounds: OffsetBounds = OffsetBounds()) -> list[SegmentF
             start = max(start, bounds.low)
         if bounds.high is not None:
             end = bounds.high + 1 if end is None else min(end, bounds.high + 1)
-        tasks += _segment_tasks(replica, start, end)
+        tasks += [task for task in _segment_tasks(replica, start, end)
+                  if not _older_than(task, bounds.min_timestamp)]
     return tasks
+
+
+def _older_than(task: SegmentFile, timestamp: int | None) -> bool:
+    """Whether a rolled segment's time index says all its records are below ``timestamp``
+    (the active segment's index is not final: never skipped)."""
+    if timestamp is None or task.next_base is None:
+        return False
+    indexed = max_indexed_timestamp(Path(task.path).with_suffix(TIME_INDEX_SUFFIX))
+    return indexed is not None and indexed < timestamp
 
 
 def discover(paths: Sequence[str], topics: TopicFilter, fail_on_data_loss: bool = True

@@ -35,6 +35,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
@@ -50,6 +51,7 @@ from pykraft.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, Record
 from pykraft.spark.segment_plan import DataLossError, SegmentFile
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.log_verify import is_torn_tail
+from pykraft.storage.offset_index import INDEX_SUFFIX, indexed_position
 
 SCHEMA_DDL = ("key BINARY, value BINARY, topic STRING, partition INT, offset BIGINT, "
               "timestamp TIMESTAMP, timestampType INT")
@@ -169,6 +171,23 @@ class _Scan:
         self.size = size
         self.position = 0
         self.expected = segment.base_offset
+        if segment.start > segment.base_offset:
+            self._seek_start()
+
+    def _seek_start(self) -> None:
+        """Start at the offset index's entry for ``start`` when the batch there is intact
+        and not past it (else from the file's start): a late start skips the bytes before."""
+        path = Path(self.segment.path).with_suffix(INDEX_SUFFIX)
+        position = indexed_position(path, self.segment.base_offset, self.segment.start)
+        if position <= 0 or position >= self.size:
+            return
+        self.handle.seek(position)
+        try:
+            header = read_header(self.handle.read(HEADER_SIZE))
+        except CorruptRecordError:
+            return
+        if self.segment.base_offset <= header.base_offset <= self.segment.start:
+            self.position, self.expected = position, header.base_offset
 
     def past_end(self) -> bool:
         return self.segment.end is not None and self.expected >= self.segment.end

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 import pyarrow as pa
@@ -81,7 +82,8 @@ class KafkaSegmentsReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, SegmentPartition)
-        return segment_rows.read_arrow(partition.segment, self.options, self.arrow)
+        options = replace(self.options, min_timestamp=self.bounds.min_timestamp)
+        return segment_rows.read_arrow(partition.segment, options, self.arrow)
 
 
 class PushdownReader(KafkaSegmentsReader):
@@ -107,14 +109,9 @@ class PushdownReader(KafkaSegmentsReader):
                 yield pushed
 
     def _min_timestamp(self, value: object) -> None:
-        if not isinstance(value, datetime):
-            return
-        # a naive datetime is local time, as PySpark hands TIMESTAMP values to Python
-        millis = int(value.timestamp() * 1000)
-        current = self.options.min_timestamp
-        self.options = segment_rows.ReadOptions(
-            self.options.include_headers, self.options.fail_on_data_loss,
-            millis if current is None else max(current, millis))
+        if isinstance(value, datetime):
+            # a naive datetime is local time, as PySpark hands TIMESTAMP values to Python
+            self.bounds = self.bounds.since(int(value.timestamp() * 1000))
 
 
 def parse_options(given: Mapping[str, str]) -> segment_plan.ReadSpec:

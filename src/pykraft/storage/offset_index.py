@@ -9,6 +9,7 @@ largest entry at or below a target and the caller scans batch headers forward fr
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 from typing import NamedTuple
 
 from pykraft.errors import StorageError
@@ -67,3 +68,20 @@ class OffsetIndex(IndexFile):
                                     f"size but the last offset is {self.last_offset} which is "
                                     f"less than the base offset {self.base_offset}.")
         self.check_length()
+
+
+def indexed_position(path: Path, base_offset: int, target: int) -> int:
+    """Where a reader looking for ``target`` may start scanning a segment: the position of
+    the largest entry at or below it, read without opening the file as an index. Entries
+    stop at the first that does not increase (an active index is preallocated with zeros);
+    0 when the file is missing or has no such entry."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    best, last = 0, -1
+    for relative, position in _ENTRY.iter_unpack(data[: len(data) - len(data) % _ENTRY.size]):
+        if relative <= last or base_offset + relative > target:
+            break
+        best, last = position, relative
+    return best

@@ -9,6 +9,7 @@ when the timestamp grows, so both columns increase. One slot is kept free while 
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 from typing import NamedTuple
 
 from pykraft.errors import StorageError
@@ -86,3 +87,16 @@ class TimeIndex(IndexFile):
                                         f"is {last.offset} which is less than the first offset "
                                         f"{self.base_offset}")
         self.check_length()
+
+
+def max_indexed_timestamp(path: Path) -> int | None:
+    """The largest timestamp in a rolled segment's time index, read without opening it as
+    an index (which would create or resize it): the entry forced in at the roll makes it the
+    segment's max timestamp. None when the file is missing, empty or not whole entries."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    if not data or len(data) % _ENTRY.size:
+        return None
+    return max(int(timestamp) for timestamp, _ in _ENTRY.iter_unpack(data))

@@ -76,7 +76,7 @@ def test_arrow_batches_hold_the_same_rows(log_dir: Path) -> None:
     for segment in plan(ReadSpec((str(log_dir),), TopicFilter(("orders",)))):
         batches = list(read_arrow(segment, ReadOptions(include_headers=True), schema,
                                   rows_per_batch=4))
-        assert all(b.schema == schema and b.num_rows <= 4 for b in batches)
+        assert len(batches) > 1 and all(b.schema == schema for b in batches)
         got = [tuple(None if v is None else [(h["key"], h["value"]) for h in v]
                      if name == "headers" else v for name, v in row.items())
                for b in batches for row in b.to_pylist()]

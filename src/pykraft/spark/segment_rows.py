@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute
 
 from pykraft.errors import CorruptLogError, CorruptRecordError
 from pykraft.log.batch_records import (
@@ -47,7 +48,14 @@ from pykraft.log.batch_records import (
     record_timestamp,
     timestamp_type,
 )
-from pykraft.records.batch import HEADER_SIZE, LOG_OVERHEAD, BatchHeader, RecordBatch, read_header
+from pykraft.records.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchHeader,
+    Record,
+    RecordBatch,
+    read_header,
+)
 from pykraft.spark.segment_plan import DataLossError, SegmentFile
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.log_verify import is_torn_tail
@@ -59,10 +67,6 @@ HEADERS_DDL = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 ARROW_BATCH_ROWS = 8192
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _LOG = logging.getLogger(__name__)
-
-# One record as a consumer sees it: offset, timestamp (ms), timestampType, key, value, headers
-Seen = tuple[int, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
-
 
 def schema_ddl(include_headers: bool) -> str:
     return f"{SCHEMA_DDL}, {HEADERS_DDL}" if include_headers else SCHEMA_DDL
@@ -82,61 +86,94 @@ def read_segment(segment: SegmentFile, *, include_headers: bool,
                  fail_on_data_loss: bool = True) -> Iterator[tuple[Any, ...]]:
     """The rows of one segment read as tuples in schema order (tests and small reads)."""
     options = ReadOptions(include_headers, fail_on_data_loss)
-    for offset, ts, kind, key, value, headers in records(segment, options):
-        row: tuple[Any, ...] = (key, value, segment.topic, segment.partition, offset,
-                                _EPOCH + timedelta(milliseconds=ts), kind)
-        yield (*row, list(headers) or None) if include_headers else row
+    for header, decoded in _decoded(segment, options):
+        kind = timestamp_type(header)
+        for record in decoded:
+            row: tuple[Any, ...] = (
+                record.key, record.value, segment.topic, segment.partition, record.offset,
+                _EPOCH + timedelta(milliseconds=record_timestamp(header, record)), kind)
+            yield (*row, list(record.headers) or None) if include_headers else row
 
 
 def read_arrow(segment: SegmentFile, options: ReadOptions, schema: pa.Schema,
                rows_per_batch: int = ARROW_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """The rows of one segment as Arrow record batches of ``schema`` (Spark's, from
-    ``to_arrow_schema``), ``rows_per_batch`` rows at most each."""
-    pending: list[Seen] = []
-    for seen in records(segment, options):
-        pending.append(seen)
-        if len(pending) >= rows_per_batch:
-            yield _arrow_batch(segment, pending, schema, options.include_headers)
-            pending = []
-    if pending:
-        yield _arrow_batch(segment, pending, schema, options.include_headers)
+    ``to_arrow_schema``), about ``rows_per_batch`` rows each (whole Kafka batches)."""
+    columns = _Columns(segment, schema, options.include_headers)
+    for header, decoded in _decoded(segment, options):
+        columns.add(header, decoded)
+        if columns.count >= rows_per_batch:
+            yield columns.flush()
+    if columns.count:
+        yield columns.flush()
 
 
-def _arrow_batch(segment: SegmentFile, seen: list[Seen], schema: pa.Schema,
-                 include_headers: bool) -> pa.RecordBatch:
-    offsets, stamps, kinds, keys, values, headers = zip(*seen, strict=True)
-    count = len(seen)
-    columns = [
-        pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-        pa.array([segment.topic] * count, pa.string()),
-        pa.array([segment.partition] * count, pa.int32()),
-        pa.array(offsets, pa.int64()),
-        pa.array([ms * 1000 for ms in stamps], pa.int64()).cast(schema.field(5).type),
-        pa.array(kinds, pa.int32()),
-    ]
-    if include_headers:
-        columns.append(pa.array([list(h) or None for h in headers], schema.field(7).type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+class _Columns:
+    """Records gathered column by column (transposed per Kafka batch, in C by ``zip``)."""
+
+    def __init__(self, segment: SegmentFile, schema: pa.Schema, include_headers: bool) -> None:
+        self.segment = segment
+        self.schema = schema
+        self.include_headers = include_headers
+        self._reset()
+
+    def _reset(self) -> None:
+        self.count = 0
+        self.offsets: list[int] = []
+        self.stamps: list[int] = []
+        self.kinds: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.headers: list[tuple[tuple[str, bytes | None], ...]] = []
+
+    def add(self, header: BatchHeader, decoded: list[Record]) -> None:
+        offsets, stamps, keys, values, headers, _ = zip(*decoded, strict=True)
+        kind = timestamp_type(header)
+        self.offsets += offsets
+        self.stamps += [header.max_timestamp] * len(decoded) if kind else stamps
+        self.kinds += [kind] * len(decoded)
+        self.keys += keys
+        self.values += values
+        if self.include_headers:
+            self.headers += headers
+        self.count += len(decoded)
+
+    def flush(self) -> pa.RecordBatch:
+        count, fields = self.count, self.schema
+        columns = [
+            pa.array(self.keys, pa.binary()), pa.array(self.values, pa.binary()),
+            pa.array([self.segment.topic] * count, pa.string()),
+            pa.array([self.segment.partition] * count, pa.int32()),
+            pa.array(self.offsets, pa.int64()),
+            pa.compute.multiply(pa.array(self.stamps, pa.int64()), 1000).cast(
+                fields.field(5).type),
+            pa.array(self.kinds, pa.int32()),
+        ]
+        if self.include_headers:
+            columns.append(pa.array([list(h) or None for h in self.headers],
+                                    fields.field(7).type))
+        self._reset()
+        return pa.RecordBatch.from_arrays(columns, schema=fields)
 
 
-def records(segment: SegmentFile, options: ReadOptions) -> Iterator[Seen]:
-    """The consumer-visible records of ``segment`` within ``[start, end)`` in offset order."""
+def _decoded(segment: SegmentFile, options: ReadOptions
+             ) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """Each data batch's consumer-visible records within ``[start, end)``, in offset order."""
     for batch in _batches(segment, options):
         if batch.is_control:
             continue
-        header = batch.header
-        kind = timestamp_type(header)
         try:
             decoded = batch_records(batch)
         except CorruptRecordError as exc:
             _lost(segment, options, batch.position, str(exc))
             return
-        for record in decoded:
-            if record.offset < segment.start or (
-                    segment.end is not None and record.offset >= segment.end):
-                continue
-            yield (record.offset, record_timestamp(header, record), kind, record.key,
-                   record.value, record.headers)
+        header = batch.header
+        if header.base_offset < segment.start or (
+                segment.end is not None and header.last_offset >= segment.end):
+            decoded = [r for r in decoded if segment.start <= r.offset and (
+                segment.end is None or r.offset < segment.end)]
+        if decoded:
+            yield header, decoded
 
 
 def _batches(segment: SegmentFile, options: ReadOptions) -> Iterator[RecordBatch]:

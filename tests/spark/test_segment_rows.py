@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import logging
 import shutil
+import struct
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import crc32c
 import pyarrow as pa
 import pytest
 
 from pykraft.errors import CorruptLogError
-from pykraft.records.batch import iter_batches
+from pykraft.records.batch import CRC_START, HEADER_SIZE, iter_batches
 from pykraft.spark.segment_plan import (
     DataLossError,
     OffsetBounds,
@@ -197,3 +199,19 @@ def test_segment_file_defaults_read_the_whole_file(log_dir: Path) -> None:
     path = sorted((log_dir / "orders-0").glob("*.log"))[0]
     rows = list(read_segment(SegmentFile(str(path), "orders", 0, 0), include_headers=False))
     assert [r[4] for r in rows] == list(range(12))
+
+
+def test_a_payload_that_does_not_decompress_is_lost_data(damaged: Path) -> None:
+    """Intact framing and CRC (recomputed), garbage gzip: an error naming the batch."""
+    first = _segments(damaged)[0]
+    data = bytearray(first.read_bytes())
+    gzip_batch = list(iter_batches(bytes(data)))[1]
+    start = gzip_batch.position + HEADER_SIZE
+    data[start : start + 8] = b"notgzip!"
+    struct.pack_into(">I", data, gzip_batch.position + 17,
+                     crc32c.crc32c(data[gzip_batch.position + CRC_START:
+                                        gzip_batch.position + gzip_batch.header.size]))
+    first.write_bytes(bytes(data))
+    with pytest.raises(CorruptLogError, match=f"position {gzip_batch.position}: gzip payload "
+                       "does not decompress"):
+        _read(damaged)

@@ -56,6 +56,7 @@ from pykraft.records.batch import (
     RecordBatch,
     read_header,
 )
+from pykraft.records.compression import CodecError
 from pykraft.spark.segment_plan import DataLossError, SegmentFile
 from pykraft.storage.batch_check import BatchProblemError, check_framing, continuity_problem
 from pykraft.storage.log_verify import is_torn_tail
@@ -164,7 +165,7 @@ def _decoded(segment: SegmentFile, options: ReadOptions
             continue
         try:
             decoded = batch_records(batch)
-        except CorruptRecordError as exc:
+        except (CorruptRecordError, CodecError) as exc:
             _lost(segment, options, batch.position, str(exc))
             return
         header = batch.header

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pyarrow as pa
 from pyspark.sql import datasource as sds
@@ -110,8 +110,10 @@ class PushdownReader(KafkaSegmentsReader):
 
     def _min_timestamp(self, value: object) -> None:
         if isinstance(value, datetime):
-            # a naive datetime is local time, as PySpark hands TIMESTAMP values to Python
-            self.bounds = self.bounds.since(int(value.timestamp() * 1000))
+            # PySpark hands a TIMESTAMP filter value over as a UTC datetime (a Variant);
+            # a naive one (TIMESTAMP_NTZ) means UTC too
+            aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+            self.bounds = self.bounds.since(int(aware.timestamp() * 1000))
 
 
 def parse_options(given: Mapping[str, str]) -> segment_plan.ReadSpec:

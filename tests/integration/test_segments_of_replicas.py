@@ -10,17 +10,30 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
+from pykraft.ids import TopicPartition
 from pykraft.spark.segment_plan import ReadSpec, TopicFilter, plan
 from pykraft.spark.segment_rows import read_segment
+from pykraft.storage.offset_checkpoints import REPLICATION_OFFSET_CHECKPOINT, read_offset_checkpoint
 
+sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
 from broker_harness import PROPERTIES, create_topic, running_cluster
+from process_harness import wait_for
 
 RECORDS = 300
+CHECKPOINTING = {**PROPERTIES, "replica.high.watermark.checkpoint.interval.ms": "200"}
+
+
+def checkpointed(dirs: tuple[Path, ...]) -> bool | None:
+    """Whether the brokers' checkpoints hold every record below a high watermark (the
+    highest of each partition's replicas), as a clean shutdown would also leave them."""
+    best = [max(read_offset_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT).get(
+        TopicPartition("events", p), 0) for d in dirs) for p in (0, 1)]
+    return True if sum(best) == RECORDS else None
 
 
 def test_three_replicas_give_each_record_once(tmp_path: Path) -> None:
-    with running_cluster(tmp_path / "c", PROPERTIES, brokers=3) as cluster:
+    with running_cluster(tmp_path / "c", CHECKPOINTING, brokers=3) as cluster:
         create_topic(cluster.bootstrap_servers, "events", 2, 3)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
                              "linger.ms": 5, "compression.type": "lz4"})
@@ -28,8 +41,10 @@ def test_three_replicas_give_each_record_once(tmp_path: Path) -> None:
             producer.produce("events", b"v%d" % number, b"k%d" % number,
                              partition=number % 2)
         assert producer.flush(60) == 0
-        cluster.stop_all()  # a clean shutdown checkpoints the high watermarks
-        dirs = tuple(str(cluster.nodes[b].data) for b in cluster.brokers)
+        data = tuple(cluster.nodes[b].data for b in cluster.brokers)
+        wait_for("the high watermarks checkpointed", lambda: checkpointed(data), 60)
+        cluster.stop_all()
+    dirs = tuple(map(str, data))
     spec = ReadSpec(dirs, TopicFilter(("events",)))
     rows = [row for segment in plan(spec)
             for row in read_segment(segment, include_headers=False)]

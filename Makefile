@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit kafka test-interop demo cluster clean
+.PHONY: setup test lint unit kafka spark-kafka test-interop demo cluster clean
 
 $(BIN)/pykraft: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,9 +31,16 @@ unit: setup
 kafka: setup
 	$(BIN)/python scripts/fetch_kafka.py
 
-# In CI (CI=true) Kafka is fetched first and a failure fails the run; elsewhere the oracle
-# tests fetch it themselves, or skip saying why.
-test: lint $(if $(filter true,$(CI)),kafka) unit
+# Spark's Kafka connector (spark-sql-kafka-0-10) for tests/spark: the version pinned in
+# scripts/spark_kafka/pom.xml and the jars PySpark lacks, checked against
+# scripts/spark_kafka/jars.sha256, into .cache/spark-kafka/<version>/; prints the classpath
+# (give it to Spark as spark.jars, comma-separated).
+spark-kafka: setup
+	$(BIN)/python scripts/fetch_spark_kafka.py
+
+# In CI (CI=true) Kafka and Spark's Kafka connector are fetched first and a failure fails the
+# run; elsewhere the oracle and connector tests fetch them themselves, or skip saying why.
+test: lint $(if $(filter true,$(CI)),kafka spark-kafka) unit
 
 # Mixed clusters of Apache Kafka and pykraft nodes (tests/interop, issue 26): clusters of
 # several JVMs each, so apart from `make test`; CI runs it after `make test`.

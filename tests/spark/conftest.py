@@ -1,5 +1,11 @@
 """A session-scoped local SparkSession for the tests marked ``spark`` (``-m spark`` selects
-them, ``-m 'not spark'`` skips them); skipped when PySpark or Java is missing."""
+them, ``-m 'not spark'`` skips them); skipped when PySpark or Java is missing.
+
+The session carries Spark's Kafka connector (``spark.jars``) when it is cached in
+``.cache/spark-kafka`` or can be fetched (``scripts/fetch_spark_kafka.py``, what ``make
+spark-kafka`` runs; :mod:`kafka_connector`): a JVM's jars are fixed when the session starts,
+so every test module shares the one session with the connector.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from cluster_history import write_cluster
+from kafka_connector import connector_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,7 +43,11 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     # pykraft) and cannot see pytest's sys.path edits.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (SparkSession.builder.master("local[2]").appName("pykraft-tests")
+    builder = SparkSession.builder
+    connector = connector_jars()
+    if not isinstance(connector, str):
+        builder = builder.config("spark.jars", ",".join(str(jar) for jar in connector))
+    session = (builder.master("local[2]").appName("pykraft-tests")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.ui.enabled", "false")

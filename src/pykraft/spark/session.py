@@ -11,6 +11,7 @@ import os
 import sys
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,10 +27,15 @@ def is_local(master: str) -> bool:
 
 
 def spark_session(master: str | None = None, remote: str | None = None, *,
-                  app_name: str = "pykraft") -> SparkSession:
+                  app_name: str = "pykraft", jars: Sequence[str | Path] = ()) -> SparkSession:
     """A session on ``remote`` (``sc://host:15002``), else ``master`` (default ``local[*]``,
     or ``SPARK_REMOTE`` when set), with the ``kraft`` source registered and pykraft
-    importable by every Python worker."""
+    importable by every Python worker.
+
+    ``jars`` go on the new session's ``spark.jars`` (e.g. Spark's Kafka connector, which
+    ``make spark-kafka`` fetches): a JVM's classpath is fixed when the session starts, so
+    they cannot be added to a running one, nor through Spark Connect (the server's own
+    ``spark.jars`` decide there)."""
     from pyspark.sql import SparkSession
 
     from pykraft.spark.source import register
@@ -38,6 +44,9 @@ def spark_session(master: str | None = None, remote: str | None = None, *,
     master = master or DEFAULT_MASTER
     builder = SparkSession.builder.appName(app_name)
     if remote:
+        if jars:
+            raise ValueError("jars cannot be added through Spark Connect: give them to the "
+                             "Connect server's spark.jars")
         spark = builder.remote(remote).getOrCreate()
     else:
         if is_local(master):
@@ -47,6 +56,8 @@ def spark_session(master: str | None = None, remote: str | None = None, *,
             builder = (builder.config("spark.driver.host", "127.0.0.1")
                        .config("spark.driver.bindAddress", "127.0.0.1")
                        .config("spark.sql.shuffle.partitions", "8"))
+        if jars:
+            builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))
         spark = (builder.master(master)
                  .config("spark.ui.showConsoleProgress", "false")
                  .config("spark.sql.session.timeZone", "UTC")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -114,6 +115,13 @@ def test_batch_read_subscribe_pattern_assign_and_headers(spark: SparkSession,
     assigned = reader(spark, bootstrap, includeHeaders="true",
                       assign=json.dumps({"read-a": [0, 2], "read-b": [0]}))
     assert records(assigned) == sorted([r for r in a if r.partition != 1] + b)
+    create_topic(bootstrap, "read-appended", 1, configs={"message.timestamp.type": "LogAppendTime"})
+    before_ms = int(time.time() * 1000) - 1000  # the broker's clock stamps the records
+    produce(bootstrap, "read-appended", 1, 5)
+    appended = reader(spark, bootstrap, subscribe="read-appended").selectExpr(
+        "timestampType", "unix_millis(timestamp) AS ts").collect()
+    assert [r.timestampType for r in appended] == [1] * 5  # LogAppendTime
+    assert all(r.ts >= before_ms for r in appended)
     split = reader(spark, bootstrap, subscribe="read-a", minPartitions="6")
     assert split.rdd.getNumPartitions() == 6
     assert records(split) == without_headers(a)
@@ -138,6 +146,10 @@ def test_batch_read_offset_ranges_by_offset_and_by_time(spark: SparkSession,
     # Record i has timestamp BASE_MS + i s: from i = 20 on, up to (not incl.) i = 30.
     assert read(startingTimestamp=str(BASE_MS + 20_000)) == [
         r for r in every if r.timestamp >= BASE_MS + 20_000]
+    after_all = str(BASE_MS + 60_000)  # no record this late: ListOffsets by time says -1
+    with pytest.raises(CapturedException, match="No offset matched"):
+        read(startingTimestamp=after_all)
+    assert read(startingTimestamp=after_all, startingOffsetsByTimestampStrategy="latest") == []
     by_time = {"ranges": {"0": BASE_MS + 20_000, "1": BASE_MS + 20_000}}
     assert read(startingOffsetsByTimestamp=json.dumps(by_time),
                 endingOffsetsByTimestamp=json.dumps(
@@ -258,6 +270,15 @@ def test_kafka_client_options_and_read_committed(spark: SparkSession,
     tuned = {"kafka.client.id": "spark-tuned", "kafka.max.partition.fetch.bytes": "200",
              "kafka.fetch.max.bytes": "300", "kafka.request.timeout.ms": "20000"}
     assert records(reader(spark, bootstrap, subscribe="tuned", **tuned)) == produced
+    for grouped in ({"groupIdPrefix": "mine"}, {"kafka.group.id": "fixed"}):
+        assert records(reader(spark, bootstrap, subscribe="tuned", **grouped)) == produced
+    # Offsets through a consumer that subscribes (joins a group with a generated id)
+    # rather than through the Admin client's ListOffsets.
+    spark.conf.set("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "true")
+    try:
+        assert records(reader(spark, bootstrap, subscribe="tuned")) == produced
+    finally:
+        spark.conf.unset("spark.sql.streaming.kafka.useDeprecatedOffsetFetching")
     # No transactions yet (issue 30): read_committed reads up to the last stable offset,
     # which with no open transaction is the high watermark.
     assert records(reader(spark, bootstrap, subscribe="tuned",

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_connector import require_connector
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import StreamingQueryException
@@ -33,7 +33,8 @@ from secure_harness import SaslSsl, sasl_ssl_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 BASE_MS = 1_700_000_000_000  # the first record's timestamp; each next one is 1 s later
-BY_TIME = {"group.initial.rebalance.delay.ms": "0"}
+#: the group a subscribing consumer joins (offset fetching by consumer) forms at once
+NO_REBALANCE_DELAY = {"group.initial.rebalance.delay.ms": "0"}
 
 
 class Record(NamedTuple):
@@ -56,7 +57,7 @@ def connector() -> None:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with running_cluster(tmp_path_factory.mktemp("connector") / "c",
-                         {**PROPERTIES, **BY_TIME}) as made:
+                         {**PROPERTIES, **NO_REBALANCE_DELAY}) as made:
         yield made
 
 
@@ -299,10 +300,8 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslSsl]:
 
 
 def test_sasl_ssl_read_and_write(spark: SparkSession, secure: SaslSsl) -> None:
-    create_topic_secure = AdminClient(secure.admin_librdkafka)
-    from confluent_kafka.admin import NewTopic
-
-    (future,) = create_topic_secure.create_topics([NewTopic("secured", 2, 1)]).values()
+    admin = AdminClient(secure.admin_librdkafka)
+    (future,) = admin.create_topics([NewTopic("secured", 2, 1)]).values()
     future.result(30)
     produced = without_headers(produce(secure.bootstrap, "secured", 2, 20,
                                        extra=secure.admin_librdkafka))

@@ -3,7 +3,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit kafka spark-kafka test-interop demo cluster clean
+.PHONY: setup test lint unit kafka spark-kafka test-interop test-pipeline pipeline demo cluster \
+	clean
 
 $(BIN)/pykraft: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,7 +15,8 @@ $(BIN)/pykraft: pyproject.toml
 setup: $(BIN)/pykraft
 
 lint: setup
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	MYPYPATH=examples/pipeline $(BIN)/mypy examples/pipeline
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
@@ -23,7 +25,8 @@ lint: setup
 # timers and other processes, not on the CPU. PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 unit: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=tests/interop $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=tests/interop \
+		--ignore=tests/pipeline $(PYTEST_ARGS)
 
 # Apache Kafka for the oracle tests (tests/oracle): the version pinned in scripts/kafka/pom.xml
 # and its runtime jars from Maven Central, checked against scripts/kafka/jars.sha256, into
@@ -46,6 +49,20 @@ test: lint $(if $(filter true,$(CI)),kafka spark-kafka) unit
 # several JVMs each, so apart from `make test`; CI runs it after `make test`.
 test-interop: setup kafka
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/interop $(PYTEST_ARGS)
+
+# The data pipeline of examples/pipeline as its users run it (tests/pipeline): on local[2]
+# with the job SIGKILLed and restarted, on a standalone Spark cluster, through Spark Connect;
+# Spark JVMs and a pykraft cluster per test, so apart from `make test`; CI runs it.
+test-pipeline: setup spark-kafka
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/pipeline $(PYTEST_ARGS)
+
+# The pipeline end to end on local[*] against a fresh local pykraft cluster under
+# PIPELINE_DIR: input produced, the streaming job SIGKILLed after two micro-batches and run
+# again from its checkpoint, its Parquet and topic output compared with plain Python.
+PIPELINE_DIR ?= data/pipeline
+pipeline: setup spark-kafka
+	rm -rf $(PIPELINE_DIR)
+	$(BIN)/python examples/pipeline/run.py --dir $(PIPELINE_DIR) --kill-after-batches 2
 
 demo: setup
 	bash scripts/demo.sh

@@ -4,8 +4,10 @@ to a pykraft topic (at least once, Spark's Kafka sink: a key per window and coun
 
     python examples/pipeline/job.py --bootstrap HOST:PORT --out DIR --checkpoint DIR
         [--format kafka | pykraft] [--max-offsets-per-trigger N] [--master M | --remote URL]
+        [--jars JAR,JAR...]
 
-``--format kafka`` is Spark's own Kafka connector (a JVM package, see docs/spark.md),
+``--format kafka`` is Spark's own Kafka connector (a JVM package: ``--jars`` takes the
+classpath `make spark-kafka` prints; through Connect, the server's ``spark.jars``),
 ``pykraft`` pykraft's Python data source (no JVM package: Spark Connect, managed clusters).
 Both take Spark's Kafka options. The job processes what the topics hold when it starts
 (``trigger(availableNow=True)``), in micro-batches of at most N events, then stops; run again
@@ -86,8 +88,10 @@ def main() -> None:
     parser.add_argument("--max-offsets-per-trigger", type=int, default=500)
     parser.add_argument("--master")
     parser.add_argument("--remote")
+    parser.add_argument("--jars", default="", help="comma-separated jars for spark.jars")
     args = parser.parse_args()
-    spark = spark_session(args.master, args.remote, app_name="pykraft-pipeline")
+    spark = spark_session(args.master, args.remote, app_name="pykraft-pipeline",
+                          jars=[jar for jar in args.jars.split(",") if jar])
     try:
         for query in start(spark, source=args.format, bootstrap=args.bootstrap, out=args.out,
                            checkpoint=args.checkpoint,

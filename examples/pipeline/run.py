@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
 SEED = 7
 USER_COUNT = 50
 JOB_TIMEOUT_S = 900.0
@@ -74,12 +75,21 @@ def produce_input(bootstrap: str, event_count: int) -> None:
         raise SystemExit("the input was not all acknowledged")
 
 
+def connector_classpath() -> str:
+    """Spark's Kafka connector and its jars, fetched (once, then cached) by the project's
+    script: its classpath, comma-separated for ``spark.jars``."""
+    fetched = subprocess.run([sys.executable, str(ROOT / "scripts" / "fetch_spark_kafka.py")],
+                             capture_output=True, text=True, timeout=900, check=True)
+    return ",".join(fetched.stdout.strip().split(os.pathsep))
+
+
 def job_command(args: argparse.Namespace, bootstrap: str, work: Path) -> list[str]:
     command = [sys.executable, str(HERE / "job.py"), "--bootstrap", bootstrap,
                "--out", str(work / "out"), "--checkpoint", str(work / "checkpoint"),
                "--format", args.format,
                "--max-offsets-per-trigger", str(args.max_offsets_per_trigger)]
     command += ["--master", args.master] if args.master else []
+    command += ["--jars", args.jars] if args.jars else []
     return command + (["--remote", args.remote] if args.remote else [])
 
 
@@ -141,7 +151,11 @@ def main() -> int:
     parser.add_argument("--kill-after-batches", type=int)
     parser.add_argument("--master")
     parser.add_argument("--remote")
+    parser.add_argument("--jars", help="Spark's Kafka connector for --format kafka (default: "
+                        "the classpath `make spark-kafka` prints; none through --remote)")
     args = parser.parse_args()
+    if args.jars is None and args.format == "kafka" and not args.remote:
+        args.jars = connector_classpath()
     base = args.dir or Path(tempfile.mkdtemp(prefix="pykraft-pipeline-"))
     work = base / "job"
     with (local_cluster(base / "cluster") if args.bootstrap is None

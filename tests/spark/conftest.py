@@ -22,6 +22,7 @@ from kafka_connector import connector_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,11 +39,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
     from pykraft.spark import register
+    from pykraft.tools.local_cluster import free_ports
 
     # Python workers are started by the JVM: they must run this interpreter (pyarrow,
     # pykraft) and cannot see pytest's sys.path edits.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # A Spark Connect endpoint in the same JVM, for the tests of what Connect clients see
+    # (a second JVM would cost as much as this session).
+    (connect_port,) = free_ports(1)
     builder = SparkSession.builder
     connector = connector_jars()
     if not isinstance(connector, str):
@@ -54,6 +59,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+               .config("spark.connect.grpc.binding.address", "127.0.0.1")
+               .config("spark.connect.grpc.binding.port", str(connect_port))
                .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
@@ -67,3 +75,15 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The generated 3-node cluster history of :mod:`cluster_history`."""
     base: Path = write_cluster(tmp_path_factory.mktemp("history") / "demo-cluster")
     return base
+
+
+@pytest.fixture
+def remote(spark: SparkSession) -> Iterator[ConnectSession]:
+    """A Spark Connect client session of the ``spark`` fixture's server (no ``register``:
+    what a Connect client gets from discovery alone)."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    port = spark.sparkContext.getConf().get("spark.connect.grpc.binding.port")
+    session = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+    yield session
+    session.stop()  # this client's session only; the server stays with ``spark``

@@ -144,14 +144,14 @@ def _parse_options(options: Any) -> _Options:
     mode = str(options.get("mode", rows.PERMISSIVE)).upper()
     if mode not in rows.MODES:
         raise ConfigError(f"option mode must be one of {', '.join(rows.MODES)}, not {mode!r}")
-    bounds = rows.OffsetBounds(_int_option(options, "minOffset"),
-                               _int_option(options, "maxOffset"))
-    max_bytes = _int_option(options, "maxPartitionBytes") or files.DEFAULT_MAX_BYTES
+    bounds = rows.OffsetBounds(int_option(options, "minOffset"),
+                               int_option(options, "maxOffset"))
+    max_bytes = int_option(options, "maxPartitionBytes") or files.DEFAULT_MAX_BYTES
     return _Options(str(path), options.get("cluster"), flag_option(options, "rawBytes"), mode,
                     max_bytes, bounds)
 
 
-def _int_option(options: Any, key: str) -> int | None:
+def int_option(options: Any, key: str) -> int | None:
     text = options.get(key)
     if text is None:
         return None

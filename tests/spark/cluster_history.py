@@ -125,6 +125,15 @@ def _change(topic: uuid.UUID, index: int, *, leader: int = -2,
     return md.PartitionChangeRecord(partition_id=index, topic_id=topic, isr=isr, leader=leader)
 
 
+def _created_topics() -> tuple[list[object], list[object]]:
+    """The TopicRecord and PartitionRecords of orders (3 partitions) and payments (2)."""
+    rotation = [list(BROKERS[i:] + BROKERS[:i]) for i in range(3)]
+    return ([md.TopicRecord("orders", ORDERS),
+             *(_partition(ORDERS, i, rotation[i]) for i in range(3))],
+            [md.TopicRecord("payments", PAYMENTS),
+             *(_partition(PAYMENTS, i, rotation[i + 1]) for i in range(2))])
+
+
 def build() -> list[bytes]:
     """The batches of the whole history, in log order."""
     return _write().batches
@@ -150,12 +159,9 @@ def _write() -> _Writer:
     w.data(md.NoOpRecord(), gap_ms=500)
     w.data(*(md.UnfenceBrokerRecord(b, registered[b]) for b in BROKERS))
     w.mark("unfenced")
-    rotation = [list(BROKERS[i:] + BROKERS[:i]) for i in range(3)]
-    w.data(md.TopicRecord("orders", ORDERS),
-           *(_partition(ORDERS, i, rotation[i]) for i in range(3)),
-           md.ConfigRecord(2, "orders", "retention.ms", "86400000"))
-    w.data(md.TopicRecord("payments", PAYMENTS),
-           *(_partition(PAYMENTS, i, rotation[i + 1]) for i in range(2)))
+    orders, payments = _created_topics()
+    w.data(*orders, md.ConfigRecord(2, "orders", "retention.ms", "86400000"))
+    w.data(*payments)
     for _ in range(3):
         w.data(md.NoOpRecord(), gap_ms=500)
     # broker 101 stops heartbeating: fenced, its leaderships move away
@@ -240,6 +246,28 @@ def write_stale_cluster(base: Path) -> Path:
                             partition_leader_epoch=0, timestamp=START_MS + 3_600_000)
         (partition / f"{USER_BASE_OFFSET:020d}.log").write_bytes(user)
     return base
+
+
+TRUNCATED_AT = 23  # a segment base after both topics' creation, before payments' removal
+
+
+def write_truncated_node(log_dir: Path) -> Path:
+    """A node whose metadata log was cleaned after a snapshot at offset 23, as Kafka's
+    metadata retention does: the segments below it deleted, the snapshot holding the topics
+    and partitions created before it (the same records as the log's)."""
+    batches = build()
+    write_node(log_dir, batches)
+    partition_dir = log_dir / "__cluster_metadata-0"
+    for path in partition_dir.iterdir():
+        if path.stem.isdigit() and int(path.stem) < TRUNCATED_AT:
+            path.unlink()
+    assert (partition_dir / f"{TRUNCATED_AT:020d}.log").exists()
+    orders, payments = _created_topics()
+    state = [md.FeatureLevelRecord("metadata.version", MV_LEVEL), *orders, *payments]
+    write_snapshot(partition_dir, SnapshotId(TRUNCATED_AT, 2), last_contained_timestamp=START_MS,
+                   batches=[[md.encode_metadata_record(r, _version(r)) for r in state]],
+                   clock=lambda: START_MS)
+    return log_dir
 
 
 if __name__ == "__main__":

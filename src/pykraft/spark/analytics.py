@@ -65,10 +65,13 @@ def build_tables(records: DataFrame) -> dict[str, DataFrame]:
         "log_replicas": replicas,
         "record_types": log.groupBy("cluster", kind.alias("record_type")).count(),
     }
-    topics = _topics(log)
-    tables["topics"] = topics
-    tables["topic_timeline"] = _topic_timeline(log)
-    tables["partition_changes"] = _partition_changes(log, topics)
+    # A log whose oldest segments were deleted after a snapshot (Kafka's metadata retention)
+    # starts from that snapshot's topics and partitions; without them, counts and leader
+    # changes of what was created earlier would be wrong.
+    state = log.unionByName(_starting_state(records, replicas))
+    tables["topics"] = topics = _topics(state)
+    tables["topic_timeline"] = _topic_timeline(state)
+    tables["partition_changes"] = _partition_changes(state, topics)
     tables["broker_events"] = broker_events = _broker_events(log)
     tables["fencing_periods"] = _fencing_periods(broker_events)
     tables["controller_leaders"] = _controller_leaders(log)
@@ -123,12 +126,33 @@ def _canonical_log(records: DataFrame, replicas: DataFrame) -> DataFrame:
     return records.filter(F.col("file_kind") == "segment").join(chosen, ["cluster", "log_dir"])
 
 
-def _topics(log: DataFrame) -> DataFrame:
+def _starting_state(records: DataFrame, replicas: DataFrame) -> DataFrame:
+    """The TopicRecords and PartitionRecords of the snapshot the history's log starts from:
+    the used replica's latest snapshot ending at or before its first segment offset (none
+    when the log starts at 0), at offset -1 and the log's first record's time."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    created = F.col("record_type") == "TOPIC_RECORD"
+    used = replicas.filter("used").select("cluster", "log_dir", "log_start_offset", "first_ms")
+    snapshots = records.filter((F.col("file_kind") == "snapshot") & F.col("record_type").isin(
+        "TOPIC_RECORD", "PARTITION_RECORD")).join(used, ["cluster", "log_dir"]).filter(
+        F.col("log_start_offset").isNull()
+        | (F.col("snapshot_end_offset") <= F.col("log_start_offset")))
+    latest = snapshots.groupBy("cluster").agg(
+        F.max("snapshot_end_offset").alias("snapshot_end_offset"))
+    return snapshots.join(latest, ["cluster", "snapshot_end_offset"]).withColumn(
+        "offset", F.lit(-1).cast("bigint")).withColumn("timestamp", _ts("first_ms")).select(
+        *records.columns)
+
+
+def _topics(log: DataFrame) -> DataFrame:
+    """Each topic's creation and removal; a topic of the starting snapshot has no creation
+    offset or time (it was created before the log)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    created = (F.col("record_type") == "TOPIC_RECORD") & (F.col("offset") >= 0)
     removed = F.col("record_type") == "REMOVE_TOPIC_RECORD"
-    return (log.filter(created | removed).groupBy("cluster", "topic_id").agg(
+    named = F.col("record_type") == "TOPIC_RECORD"
+    return (log.filter(named | removed).groupBy("cluster", "topic_id").agg(
         F.max("topic_name").alias("topic_name"),
         F.min(F.when(created, F.col("offset"))).alias("created_offset"),
         F.min(F.when(created, F.col("timestamp"))).alias("created_at"),
@@ -154,6 +178,9 @@ def _topic_timeline(log: DataFrame) -> DataFrame:
          .otherwise(0).alias("dp"))
     running = Window.partitionBy("cluster").orderBy("offset").rowsBetween(
         Window.unboundedPreceding, Window.currentRow)
+    # the starting snapshot's records share offset -1: one point
+    deltas = deltas.groupBy("cluster", "offset", "timestamp").agg(
+        F.sum("dt").alias("dt"), F.sum("dp").alias("dp"))
     return deltas.select("cluster", "offset", "timestamp",
                          F.sum("dt").over(running).alias("topics"),
                          F.sum("dp").over(running).alias("partitions"))
@@ -180,7 +207,7 @@ def _partition_changes(log: DataFrame, topics: DataFrame) -> DataFrame:
         (F.lag("isr").over(previous).isNotNull()
          & (F.lag("isr").over(previous) != F.col("isr"))).alias("isr_changed"))
     names = topics.select("cluster", "topic_id", "topic_name")
-    return changes.join(names, ["cluster", "topic_id"], "left")
+    return changes.filter(F.col("offset") >= 0).join(names, ["cluster", "topic_id"], "left")
 
 
 _BROKER_EVENTS = {

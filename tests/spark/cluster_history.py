@@ -57,6 +57,11 @@ class _Writer:
         self.offset = 0
         self.epoch = 1
         self.now = START_MS
+        self.marks: dict[str, int] = {}
+
+    def mark(self, event: str) -> None:
+        """Remember the time of the batch just written, as the event's known time."""
+        self.marks[event] = self.now
 
     def data(self, *records: object, gap_ms: int = 1000) -> None:
         values = [(None, md.encode_metadata_record(r, _version(r))) for r in records]
@@ -120,47 +125,75 @@ def _change(topic: uuid.UUID, index: int, *, leader: int = -2,
     return md.PartitionChangeRecord(partition_id=index, topic_id=topic, isr=isr, leader=leader)
 
 
+def _created_topics() -> tuple[list[object], list[object]]:
+    """The TopicRecord and PartitionRecords of orders (3 partitions) and payments (2)."""
+    rotation = [list(BROKERS[i:] + BROKERS[:i]) for i in range(3)]
+    return ([md.TopicRecord("orders", ORDERS),
+             *(_partition(ORDERS, i, rotation[i]) for i in range(3))],
+            [md.TopicRecord("payments", PAYMENTS),
+             *(_partition(PAYMENTS, i, rotation[i + 1]) for i in range(2))])
+
+
 def build() -> list[bytes]:
     """The batches of the whole history, in log order."""
+    return _write().batches
+
+
+def event_times() -> dict[str, int]:
+    """When (epoch ms, the batch's timestamp) each event of the history was written:
+    ``epoch-N`` (its first LeaderChange), ``registered``, ``unfenced``, ``fenced-101``,
+    ``unfenced-101``, ``shutdown-102``, ``unfenced-102``, ``end`` (the last record)."""
+    return _write().marks
+
+
+def _write() -> _Writer:
     w = _Writer()
     w.leader_change(1, CONTROLLERS)
+    w.mark("epoch-1")
     w.control(ctl.KRaftVersionRecord(0, 1), _voters_record(CONTROLLERS))
     w.data(md.BeginTransactionRecord("Bootstrap records"),
            md.FeatureLevelRecord("metadata.version", MV_LEVEL), md.EndTransactionRecord())
     registered = {b: w.offset for b in BROKERS}
     w.data(*(_register(b, registered[b]) for b in BROKERS))
+    w.mark("registered")
     w.data(md.NoOpRecord(), gap_ms=500)
     w.data(*(md.UnfenceBrokerRecord(b, registered[b]) for b in BROKERS))
-    rotation = [list(BROKERS[i:] + BROKERS[:i]) for i in range(3)]
-    w.data(md.TopicRecord("orders", ORDERS),
-           *(_partition(ORDERS, i, rotation[i]) for i in range(3)),
-           md.ConfigRecord(2, "orders", "retention.ms", "86400000"))
-    w.data(md.TopicRecord("payments", PAYMENTS),
-           *(_partition(PAYMENTS, i, rotation[i + 1]) for i in range(2)))
+    w.mark("unfenced")
+    orders, payments = _created_topics()
+    w.data(*orders, md.ConfigRecord(2, "orders", "retention.ms", "86400000"))
+    w.data(*payments)
     for _ in range(3):
         w.data(md.NoOpRecord(), gap_ms=500)
     # broker 101 stops heartbeating: fenced, its leaderships move away
     w.data(md.FenceBrokerRecord(101, registered[101]),
            _change(ORDERS, 0, leader=102, isr=(102, 103)),
            _change(PAYMENTS, 1, isr=(103, 102)), gap_ms=9000)
+    w.mark("fenced-101")
     w.new_epoch(2, CONTROLLERS)  # controller 1 fails over to 2
+    w.mark("epoch-2")
     w.data(md.NoOpRecord())
     w.data(md.BrokerRegistrationChangeRecord(broker_id=101, broker_epoch=registered[101],
                                              fenced=-1), gap_ms=20_000)
+    w.mark("unfenced-101")
     w.data(_change(ORDERS, 0, isr=(102, 103, 101)), _change(PAYMENTS, 1, isr=(103, 102, 101)))
     w.data(_change(ORDERS, 0, leader=101))  # preferred leader election
     w.new_epoch(3, CONTROLLERS)
+    w.mark("epoch-3")
     w.control(ctl.KRaftVersionRecord(0, 1), _voters_record((*CONTROLLERS, 4)))
     w.leader_change(3, (*CONTROLLERS, 4))
+    w.mark("voters-4")
     w.data(md.RemoveTopicRecord(PAYMENTS))
     # broker 102 restarts: controlled shutdown fences it, re-registration unfences it
     w.data(md.BrokerRegistrationChangeRecord(broker_id=102, broker_epoch=registered[102],
                                              fenced=1, in_controlled_shutdown=1),
            _change(ORDERS, 1, leader=103, isr=(103, 101)))
+    w.mark("shutdown-102")
     w.data(_register(102, w.offset), gap_ms=15_000)
     w.data(md.UnfenceBrokerRecord(102, w.offset - 1))
+    w.mark("unfenced-102")
     w.data(md.NoOpRecord())
-    return w.batches
+    w.mark("end")
+    return w
 
 
 def write_node(log_dir: Path, batches: list[bytes], *, segment_bytes: int = 1024) -> None:
@@ -188,6 +221,53 @@ def write_cluster(base: Path) -> Path:
         kept = batches if node != 3 else batches[: len(batches) - 4]
         write_node(base / f"node-{node}" / "data", kept)
     return base
+
+
+STALE_NODE = 1
+USER_PARTITIONS = ("orders-0", "__consumer_offsets-7")
+USER_BASE_OFFSET = 5_000_000  # far beyond the metadata log: must not make node 1 "furthest"
+
+
+def write_stale_cluster(base: Path) -> Path:
+    """The issue's trap: node 1 is a broker-like log dir (``meta.properties``, a user
+    partition and a consumer-offsets partition whose offsets dwarf the metadata log's)
+    whose metadata log stops 5 batches early; nodes 2 and 3 hold the whole history."""
+    batches = build()
+    for node in CONTROLLERS:
+        kept = batches if node != STALE_NODE else batches[: len(batches) - 5]
+        write_node(base / f"node-{node}" / "data", kept)
+    log_dir = base / f"node-{STALE_NODE}" / "data"
+    (log_dir / "meta.properties").write_text(
+        f"version=1\nnode.id={STALE_NODE}\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n")
+    for name in USER_PARTITIONS:
+        partition = log_dir / name
+        partition.mkdir()
+        user = encode_batch(USER_BASE_OFFSET, [(b"k%d" % i, b"not metadata") for i in range(50)],
+                            partition_leader_epoch=0, timestamp=START_MS + 3_600_000)
+        (partition / f"{USER_BASE_OFFSET:020d}.log").write_bytes(user)
+    return base
+
+
+TRUNCATED_AT = 23  # a segment base after both topics' creation, before payments' removal
+
+
+def write_truncated_node(log_dir: Path) -> Path:
+    """A node whose metadata log was cleaned after a snapshot at offset 23, as Kafka's
+    metadata retention does: the segments below it deleted, the snapshot holding the topics
+    and partitions created before it (the same records as the log's)."""
+    batches = build()
+    write_node(log_dir, batches)
+    partition_dir = log_dir / "__cluster_metadata-0"
+    for path in partition_dir.iterdir():
+        if path.stem.isdigit() and int(path.stem) < TRUNCATED_AT:
+            path.unlink()
+    assert (partition_dir / f"{TRUNCATED_AT:020d}.log").exists()
+    orders, payments = _created_topics()
+    state = [md.FeatureLevelRecord("metadata.version", MV_LEVEL), *orders, *payments]
+    write_snapshot(partition_dir, SnapshotId(TRUNCATED_AT, 2), last_contained_timestamp=START_MS,
+                   batches=[[md.encode_metadata_record(r, _version(r)) for r in state]],
+                   clock=lambda: START_MS)
+    return log_dir
 
 
 if __name__ == "__main__":

@@ -14,6 +14,15 @@ def sample() -> dict[str, list[dict[str, Any]]]:
     return {
         "summary": [c | {"records": 10, "errors": 1, "log_dirs": 3, "first_ms": T0,
                          "last_ms": T0 + 60_000}],
+        "log_replicas": [c | {"log_dir": "/n1", "log_start_offset": 0, "log_end_offset": 12,
+                              "snapshot_end_offset": None, "first_ms": T0,
+                              "last_ms": T0 + 60_000, "end_offset": 12, "used": True,
+                              "offsets_behind": 0, "ms_behind": 0},
+                         c | {"log_dir": "/n2", "log_start_offset": 0, "log_end_offset": 9,
+                              "snapshot_end_offset": None, "first_ms": T0,
+                              "last_ms": T0 - 60_000,
+                              "end_offset": 9, "used": False, "offsets_behind": 3,
+                              "ms_behind": 120_000}],
         "controller_leaders": [c | {"epoch": 1, "leader": 1, "offset": 0, "timestamp": T0,
                                     "voters": [1, 2, 3]},
                                c | {"epoch": 2, "leader": 2, "offset": 9,
@@ -27,7 +36,8 @@ def sample() -> dict[str, list[dict[str, Any]]]:
         "topics": [c | {"topic_name": "orders", "topic_id": "x", "created_offset": 4,
                         "created_at": T0 + 2000, "removed_at": None}],
         "voter_changes": [c | {"offset": 2, "leader_epoch": 1, "voter_ids": [1, 2, 3],
-                               "voter_directory_ids": None, "changed": True}],
+                               "timestamp": T0, "voter_directory_ids": None, "changed": True,
+                               "source": "KRaftVoters"}],
         "record_types": [c | {"record_type": "NO_OP_RECORD", "count": 7}],
     }
 
@@ -39,6 +49,15 @@ def test_report_has_every_section_and_escapes_names() -> None:
     assert "orders-0" in html and ">2</text>" in html  # two leader changes
     assert "epoch 2" in html and "broker 101" in html
     assert "01-01 00:00:30" in html  # epoch 2 start in the table, UTC
+
+
+def test_a_replica_behind_is_named_and_warned_about() -> None:
+    used, behind = report.replica_notes(sample()["log_replicas"])
+    assert used == ["prod<1>: history read from /n1 (metadata log end offset 12)"]
+    assert behind == ["prod<1>: /n2 is behind: metadata log end offset 9, 3 offsets, "
+                      "2.0 min short of the furthest replica"]
+    html = report.render(sample())
+    assert '<p class="warn">Warning: prod&lt;1&gt;: /n2 is behind' in html
 
 
 def test_lanes_place_spans_on_the_time_axis() -> None:

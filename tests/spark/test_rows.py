@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_history import EXPECTED, build, write_node
+from cluster_history import (
+    EXPECTED,
+    STALE_NODE,
+    USER_PARTITIONS,
+    build,
+    write_node,
+    write_stale_cluster,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,3 +154,23 @@ def test_bad_mode_and_missing_path(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(StorageError, match="not a KRaft"):
         files.discover(tmp_path / "notes.txt")
+
+
+def test_discovery_reads_only_the_metadata_log(tmp_path: Path) -> None:
+    """A broker-like log dir: its user and __consumer_offsets partitions are never read,
+    named alone they are refused, and a dir with no metadata log is an error."""
+    base = write_stale_cluster(tmp_path / "stale")
+    stale = base / f"node-{STALE_NODE}" / "data"
+    found = files.discover(base)
+    assert found and all(f.kind == files.BOOTSTRAP or Path(f.path).parent.name ==
+                         "__cluster_metadata-0" for f in found)
+    assert {f.log_dir for f in found} == {str(base / f"node-{n}" / "data") for n in (1, 2, 3)}
+    assert files.discover(stale) == [f for f in found if f.log_dir == str(stale)]
+    for name in USER_PARTITIONS:
+        with pytest.raises(StorageError, match="kafka-segments"):
+            files.discover(stale / name)
+        (segment,) = (stale / name).iterdir()
+        assert [f.kind for f in files.discover(segment)] == [files.SEGMENT]  # named: read
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(StorageError, match="no metadata log"):
+        files.discover(tmp_path / "empty")

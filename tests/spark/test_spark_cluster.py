@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "integration"))
+sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
+from broker_harness import PROPERTIES as BROKER_PROPERTIES
+from broker_harness import combined_node, wait_for_brokers
 from process_harness import leader_info
 
 pytestmark = pytest.mark.spark
@@ -67,3 +71,57 @@ def test_reads_a_real_cluster_log(spark: SparkSession, tmp_path: Path) -> None:
     assert errors and all(r["value"] in VALUES and not r["is_control"] for r in errors)
     leaders = frame.filter("control_type_name = 'LEADER_CHANGE'").select("leader").collect()
     assert leaders and all(r["leader"] in cluster.nodes for r in leaders)
+
+
+def produce_and_commit(cluster: LocalCluster, topic: str, count: int) -> int:
+    """``count`` records to ``topic`` and a consumer group's committed offset for them:
+    the broker's log dir then holds a user partition and ``__consumer_offsets``."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    servers = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": servers})  # alive until the answer
+    created = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
+                                  operation_timeout=30)
+    created[topic].result(60)
+    producer = Producer({"bootstrap.servers": servers})
+    for i in range(count):
+        producer.produce(topic, key=b"k%d" % i, value=b"v" * 100)
+    assert producer.flush(60) == 0
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": "analyze",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic])
+        seen = 0
+        deadline = time.monotonic() + 60
+        while seen < count and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            seen += message is not None and message.error() is None
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_a_broker_log_dir_gives_only_its_metadata_log(spark: SparkSession,
+                                                      tmp_path: Path) -> None:
+    """A real combined broker's log dir holding a user topic and __consumer_offsets: the
+    kraft source (what analyze loads) reads its metadata log and nothing else."""
+    cluster = combined_node(tmp_path / "cluster", dict(BROKER_PROPERTIES))
+    cluster.start(1)
+    try:
+        wait_for_brokers(cluster, 1)
+        assert produce_and_commit(cluster, "orders", 300) == 300
+    finally:
+        cluster.kill(1)
+    data = cluster.nodes[1].data
+    partitions = {p.name for p in data.iterdir() if p.is_dir()}
+    assert {"orders-0", "__cluster_metadata-0"} <= partitions
+    assert any(name.startswith("__consumer_offsets-") for name in partitions)
+    frame = spark.read.format("kraft").load(str(cluster.base))
+    files = {r["file"] for r in frame.select("file").distinct().collect()}
+    assert files and all(Path(f).parent.name == "__cluster_metadata-0"
+                         or Path(f).name == "bootstrap.checkpoint" for f in files)
+    assert frame.filter("error IS NOT NULL").count() == 0
+    topics = frame.filter("record_type = 'TOPIC_RECORD'").select("topic_name").collect()
+    assert {r["topic_name"] for r in topics} >= {"orders", "__consumer_offsets"}

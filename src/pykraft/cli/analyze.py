@@ -23,7 +23,9 @@ def analyze(
     master: MasterOption = None,
     remote: RemoteOption = None,
 ) -> None:
-    """Read every segment and snapshot with Spark, write the tables and report.html."""
+    """Read the metadata logs (__cluster_metadata-0 segments and snapshots, and
+    bootstrap.checkpoint; never topic partitions) with Spark, write the tables and
+    report.html."""
     try:
         from pyspark.errors import PySparkException
 
@@ -51,7 +53,12 @@ def analyze(
         spark.stop()
     (out / "report.html").write_text(report.render(data), encoding="utf-8")
     for row in sorted(data["summary"], key=lambda r: r["cluster"]):
-        typer.echo(f"{row['cluster']}: {row['records']} records ({row['errors']} with errors) "
-                   f"from {row['log_dirs']} log dir(s)")
+        typer.echo(f"{row['cluster']}: {row['records']} rows read ({row['errors']} with "
+                   f"errors) from the metadata logs of {row['log_dirs']} log dir(s)")
+    used, behind = report.replica_notes(data["log_replicas"])
+    for line in used:
+        typer.echo(line)
+    for line in behind:
+        typer.echo(f"Warning: {line}", err=True)
     typer.echo(f"Wrote {', '.join(analytics.TABLES)} and report.html to {out} in "
                f"{time.perf_counter() - started:.1f} s")

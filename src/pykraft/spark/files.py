@@ -1,5 +1,11 @@
 """Find the KRaft files under a path and cut them into ranges one Spark task each can read.
 
+Only the metadata log is KRaft's: under a node or cluster directory, discovery takes the
+segments and snapshots of ``__cluster_metadata-0`` directories and ``bootstrap.checkpoint``,
+and never enters a Kafka log directory's other partitions (user topics,
+``__consumer_offsets``): their records are not metadata records, and a broker's can be
+millions of them.
+
 Plain Python (no Spark) so planning is unit-testable. A range is a whole file unless the
 file is larger than ``max_bytes``; then the batch headers are walked (12 bytes each, no
 record is decoded) to cut it at batch boundaries, because a task cannot resynchronise in
@@ -16,7 +22,7 @@ from pathlib import Path
 
 from pykraft.errors import StorageError
 from pykraft.records.batch import LOG_OVERHEAD
-from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT
+from pykraft.storage.bootstrap import BOOTSTRAP_CHECKPOINT, METADATA_LOG_DIR_NAME
 from pykraft.storage.snapshot_files import CHECKPOINT_SUFFIX, parse_snapshot_name
 
 SEGMENT = "segment"
@@ -26,6 +32,9 @@ SEGMENT_SUFFIX = ".log"
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024
 
 _PREFIX = struct.Struct(">qi")  # baseOffset, length
+_LOG_DIR_MARKER = "meta.properties"
+"""Kafka writes it at the top of every log directory: its other subdirectories are
+partitions, which discovery does not enter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +82,10 @@ def classify(path: Path) -> KraftFile | None:
 
 
 def discover(path: str | Path) -> list[KraftFile]:
-    """Every KRaft file at or under ``path`` (a file, a partition, node or cluster dir),
-    sorted by path so the plan (and thus the output order) is stable."""
+    """Every KRaft file at ``path``: a file named explicitly, or the metadata log files at or
+    under a partition, node or cluster directory, sorted by path so the plan (and thus the
+    output order) is stable. A directory of segments that is not ``__cluster_metadata-0``
+    is refused: it is a topic partition (``kafka-segments`` reads those)."""
     root = Path(path)
     if root.is_file():
         found = classify(root)
@@ -83,13 +94,28 @@ def discover(path: str | Path) -> list[KraftFile]:
         return [found]
     if not root.is_dir():
         raise StorageError(f"no such file or directory: {root}")
+    if root.name != METADATA_LOG_DIR_NAME and any(
+            _is_log_file(classify(root / name)) for name in os.listdir(root)):
+        raise StorageError(f"{root} holds the segments of a topic partition, not of the "
+                           f"metadata log ({METADATA_LOG_DIR_NAME}); read it with "
+                           f"format('kafka-segments'), or name a segment file")
     files: list[KraftFile] = []
-    for directory, _, names in os.walk(root):
+    for directory, subdirs, names in os.walk(root):
+        in_log = Path(directory).name == METADATA_LOG_DIR_NAME
+        if _LOG_DIR_MARKER in names or in_log:
+            subdirs[:] = [] if in_log else [d for d in subdirs if d == METADATA_LOG_DIR_NAME]
         for name in names:
             found = classify(Path(directory) / name)
-            if found is not None:
+            if found is not None and (in_log or found.kind == BOOTSTRAP):
                 files.append(found)
+    if not files:
+        raise StorageError(f"no metadata log under {root}: neither {METADATA_LOG_DIR_NAME} "
+                           f"nor {BOOTSTRAP_CHECKPOINT} found")
     return sorted(files, key=lambda f: f.path)
+
+
+def _is_log_file(found: KraftFile | None) -> bool:
+    return found is not None and found.kind != BOOTSTRAP
 
 
 def plan(files: list[KraftFile], max_bytes: int = DEFAULT_MAX_BYTES) -> list[FileRange]:

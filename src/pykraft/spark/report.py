@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 Rows = list[dict[str, Any]]
-_REPORT_TABLES = ("record_types", "topics", "topic_timeline", "partition_changes",
+_REPORT_TABLES = ("log_replicas", "record_types", "topics", "topic_timeline", "partition_changes",
                   "fencing_periods", "controller_leaders", "voter_changes")
+_TOP_PARTITIONS = 30
 _TIME_COLUMNS = ("timestamp", "since", "until", "created_at", "removed_at")
 
 
@@ -45,7 +46,8 @@ def render(data: dict[str, Rows]) -> str:
     """The whole report as one HTML document."""
     clusters = sorted(row["cluster"] for row in data["summary"])
     parts = [_HEAD, "<h1>KRaft metadata report</h1>",
-             _table(["cluster", "records", "with errors", "log dirs", "first", "last"],
+             _table(["cluster", "rows read (every file)", "with errors", "log dirs", "first",
+                     "last"],
                     [[s["cluster"], s["records"], s["errors"], s["log_dirs"],
                       _when(s["first_ms"]), _when(s["last_ms"])]
                      for s in sorted(data["summary"], key=lambda s: s["cluster"])])]
@@ -56,11 +58,47 @@ def render(data: dict[str, Rows]) -> str:
     return "\n".join(parts)
 
 
+def replica_notes(replicas: Rows) -> tuple[list[str], list[str]]:
+    """(which replica each cluster's history is read from, a warning per replica behind it),
+    as lines for the report and the terminal."""
+    used: list[str] = []
+    behind: list[str] = []
+    for row in sorted(replicas, key=lambda r: (r["cluster"], r["log_dir"])):
+        if row["used"]:
+            used.append(f"{row['cluster']}: history read from {row['log_dir']} "
+                        f"(metadata log end offset {row['end_offset']})")
+        elif row["offsets_behind"]:
+            late = "" if row["ms_behind"] is None else f", {_duration(row['ms_behind'])}"
+            behind.append(f"{row['cluster']}: {row['log_dir']} is behind: metadata log end "
+                          f"offset {row['end_offset']}, {row['offsets_behind']} offsets{late} "
+                          f"short of the furthest replica")
+    return used, behind
+
+
+def _duration(ms: int) -> str:
+    seconds = ms / 1000
+    return f"{seconds:.1f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
+def _replicas_section(replicas: Rows) -> str:
+    used, behind = replica_notes(replicas)
+    notes = [f"<p>{escape(line)}</p>" for line in used]
+    notes += [f'<p class="warn">Warning: {escape(line)}</p>' for line in behind]
+    rows = [[r["log_dir"], _offset(r["log_start_offset"]), _offset(r["log_end_offset"]),
+             _offset(r["snapshot_end_offset"]), _when(r["last_ms"]), r["offsets_behind"],
+             "yes" if r["used"] else ""]
+            for r in sorted(replicas, key=lambda r: r["log_dir"])]
+    return "\n".join(["<h3>Metadata log replicas</h3>", *notes, _table(
+        ["log dir", "log start", "log end", "latest snapshot", "last record",
+         "offsets behind", "history"], rows)])
+
+
 def _cluster_section(cluster: str, data: dict[str, Rows]) -> str:
-    summary = data["summary"][0]
-    t0 = summary["first_ms"] or 0
-    t1 = summary["last_ms"] or t0
-    out = [f"<h2>Cluster {escape(cluster)}</h2>"]
+    # The charts' time axis is the history's: the used replica's first and last record.
+    used = [r for r in data["log_replicas"] if r["used"]]
+    t0 = (used[0]["first_ms"] if used else None) or 0
+    t1 = (used[0]["last_ms"] if used else None) or t0
+    out = [f"<h2>Cluster {escape(cluster)}</h2>", _replicas_section(data["log_replicas"])]
     leaders = sorted(data["controller_leaders"], key=lambda r: r["epoch"])
     out.append("<h3>Controller leadership</h3>")
     out.append(svg.lanes(f"{cluster}: controller leader per epoch",
@@ -73,7 +111,9 @@ def _cluster_section(cluster: str, data: dict[str, Rows]) -> str:
                          _fencing_lanes(data["fencing_periods"], t1), t0, t1))
     out.append("<h3>Partition leader changes</h3>")
     counts = _leader_change_counts(data["partition_changes"])
-    out.append(svg.bar_chart(f"{cluster}: leader changes per partition", counts) if counts
+    shown = counts[:_TOP_PARTITIONS]
+    top = f" (the {len(shown)} of {len(counts)} with most)" if len(shown) < len(counts) else ""
+    out.append(svg.bar_chart(f"{cluster}: leader changes per partition{top}", shown) if counts
                else "<p>No partition changed leader.</p>")
     out.append("<h3>Topics and partitions over time</h3>")
     timeline = sorted(data["topic_timeline"], key=lambda r: r["offset"])
@@ -84,9 +124,11 @@ def _cluster_section(cluster: str, data: dict[str, Rows]) -> str:
         [r["topic_name"], r["topic_id"], _when(r["created_at"]), _when(r["removed_at"])]
         for r in sorted(data["topics"], key=lambda r: r["created_offset"] or -1)]))
     out.append("<h3>Voter set</h3>")
-    out.append(_table(["offset", "epoch", "voters", "directory ids", "changed"], [
-        [r["offset"], r["leader_epoch"], _ids(r["voter_ids"]),
-         _ids(r["voter_directory_ids"]), r["changed"]]
+    out.append(_table(["offset", "epoch", "since", "voters", "directory ids", "changed",
+                       "from"], [
+        ["0-0 checkpoint" if r["offset"] < 0 else r["offset"], r["leader_epoch"],
+         _when(r["timestamp"]), _ids(r["voter_ids"]), _ids(r["voter_directory_ids"]),
+         "yes" if r["changed"] else "", r["source"]]
         for r in sorted(data["voter_changes"], key=lambda r: r["offset"])]))
     out.append("<h3>Records per type</h3>")
     types = sorted(((r["record_type"] or "?", r["count"]) for r in data["record_types"]),
@@ -114,9 +156,25 @@ def _fencing_lanes(periods: Rows, end_ms: float) -> list[tuple[str, list[tuple[f
 
 
 def _leader_change_counts(changes: Rows) -> list[tuple[str, int]]:
-    counts = Counter(f"{r['topic_name'] or r['topic_id']}-{r['partition_id']}"
-                     for r in changes if r["leader_changed"])
-    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:30]
+    """Leader changes per partition, most first. Counted by topic id: a topic deleted and
+    created again under its name is another topic, labelled with its id as well."""
+    counts = Counter((r["topic_id"], r["partition_id"]) for r in changes if r["leader_changed"])
+    ids_of: dict[str, set[str]] = defaultdict(set)
+    for r in changes:
+        ids_of[r["topic_name"] or r["topic_id"]].add(r["topic_id"])
+    names = {r["topic_id"]: r["topic_name"] or r["topic_id"] for r in changes}
+
+    def label(topic_id: str, partition: int) -> str:
+        name = names[topic_id]
+        suffix = f" ({topic_id})" if len(ids_of[name]) > 1 else ""
+        return f"{name}-{partition}{suffix}"
+
+    labelled = [(label(*key), n) for key, n in counts.items()]
+    return sorted(labelled, key=lambda kv: (-kv[1], kv[0]))
+
+
+def _offset(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def _when(ms: float | None) -> str:
@@ -137,4 +195,4 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 _HEAD = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>KRaft metadata report</title>
 <style>body{font-family:sans-serif;margin:2em;max-width:960px}table{border-collapse:collapse;
 margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}
-th{background:#f3f3f3}h2{border-bottom:2px solid #4e79a7}</style></head><body>"""
+th{background:#f3f3f3}.warn{color:#b00}h2{border-bottom:2px solid #4e79a7}</style></head><body>"""

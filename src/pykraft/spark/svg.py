@@ -44,6 +44,14 @@ def clock(ms: float) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%m-%d %H:%M:%S")
 
 
+def number(value: float) -> str:
+    """A figure as a reader checks it: integers whole (``:g`` would print 1451154 as
+    1.45115e+06), other values to four significant digits."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:.4g}"
+
+
 def bar_chart(title: str, bars: Sequence[tuple[str, int | float]]) -> str:
     """One horizontal bar per (label, value), longest first as given."""
     top = max((v for _, v in bars), default=0) or 1
@@ -55,7 +63,7 @@ def bar_chart(title: str, bars: Sequence[tuple[str, int | float]]) -> str:
         body.append(_text(label_w - 6, y + 14, label, "end"))
         body.append(f'<rect x="{label_w:.1f}" y="{y + 3}" width="{span * value / top:.1f}" '
                     f'height="{ROW_H - 6}" fill="{PALETTE[0]}"/>')
-        body.append(_text(label_w + span * value / top + 4, y + 14, f"{value:g}"))
+        body.append(_text(label_w + span * value / top + 4, y + 14, number(value)))
     return _svg(20 + ROW_H * len(bars), body, title, label_w)
 
 
@@ -119,5 +127,5 @@ def step_lines(title: str, series: Sequence[tuple[str, Sequence[tuple[float, flo
         body.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" '
                     f'points="{" ".join(coords)}"/>')
         peak = max((v for _, v in points), default=0)
-        body.append(_text(10, 20 + i * 16, f"{name} (max {peak:g})", extra=f'fill="{color}"'))
+        body.append(_text(10, 20 + i * 16, f"{name} (max {number(peak)})", extra=f'fill="{color}"'))
     return _svg(height, body, title)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -136,13 +137,15 @@ def ways(spark: SparkSession, bootstrap: str, name: str, log_dir: Path, parquet:
         return (spark.read.format(source).option("kafka.bootstrap.servers", bootstrap)
                 .option("subscribe", name).load())
 
-    def segments() -> DataFrame:
-        return spark.read.format("kafka-segments").option("subscribe", name).load(
-            str(log_dir))
+    def segments(pushdown: bool = False) -> DataFrame:
+        return (spark.read.format("kafka-segments").option("subscribe", name)
+                .option("pushdown", str(pushdown).lower()).load(str(log_dir)))
 
     def parquet_pyarrow() -> tuple[int, int]:
         table = pq.read_table(parquet, columns=["key", "value"])
-        return table.num_rows, table["key"].nbytes + table["value"].nbytes
+        lengths = [pc.sum(pc.binary_length(table[name])).as_py() or 0
+                   for name in ("key", "value")]
+        return table.num_rows, sum(lengths)
 
     return [
         ("confluent-kafka consumer", lambda: consumer_read(bootstrap, name, partitions)),
@@ -150,7 +153,7 @@ def ways(spark: SparkSession, bootstrap: str, name: str, log_dir: Path, parquet:
         ('Spark format("pykraft")', lambda: counted(topic("pykraft"))),
         ('Spark format("kafka-segments")', lambda: counted(segments())),
         ('Spark format("kafka-segments") where partition = 0',
-         lambda: counted(segments().where("partition = 0"))),
+         lambda: counted(segments(pushdown=True).where("partition = 0"))),
         ("Spark read.parquet", lambda: counted(spark.read.parquet(str(parquet)))),
         ("pyarrow read_table (no Spark)", parquet_pyarrow),
     ]

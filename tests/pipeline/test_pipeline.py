@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from spark_servers import connect_server, spark_env, standalone_cluster
 
+#: Above pytest's 300 s default: a run starts a pykraft cluster and two Spark JVMs (its own
+#: bound, run_pipeline's timeout, is what stops a stuck one).
+pytestmark = pytest.mark.timeout(1500)
 RUN = Path(__file__).resolve().parents[2] / "examples" / "pipeline" / "run.py"
 EVENTS = 1500
 PER_TRIGGER = 300  # six micro-batches of input, and the watermark's own

@@ -43,6 +43,7 @@ TOPIC = "bench-read"
 WARM_UP_TOPIC = "bench-warm-up"  # 1,000 records each way reads first, untimed
 WARM_UP_RECORDS = 1000
 SEGMENT_BYTES = 64 * 1024 * 1024
+CONSUME_DEADLINE_S = 600.0
 console = Console(stderr=True)
 
 
@@ -102,9 +103,12 @@ def consumer_read(bootstrap: str, topic: str, partitions: int) -> tuple[int, int
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     rows = size = 0
     ended: set[int] = set()
+    deadline = time.monotonic() + CONSUME_DEADLINE_S
     try:
-        while len(ended) < partitions:
-            for message in consumer.consume(10_000, 30):
+        while len(ended) < partitions and time.monotonic() < deadline:
+            # consume() returns when it has all it asked for or at its timeout: a long
+            # timeout is waited out in full on the last, short, batch (30 s of 36 s)
+            for message in consumer.consume(10_000, 0.2):
                 if message.error():
                     ended.add(message.partition() or 0)
                     continue
@@ -112,6 +116,8 @@ def consumer_read(bootstrap: str, topic: str, partitions: int) -> tuple[int, int
                 size += len(message.key() or b"") + len(message.value() or b"")
     finally:
         consumer.close()
+    if len(ended) < partitions:
+        raise SystemExit(f"the consumer did not reach every end in {CONSUME_DEADLINE_S:.0f} s")
     return rows, size
 
 

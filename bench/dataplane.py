@@ -17,8 +17,8 @@ the ``--dir`` file system. The peers are driven by pure-Python clients (nats-py,
 and pykraft by librdkafka, so each produce row shows the load generator's own CPU use
 ("client CPU", this process's CPU time over the wall time): near 100 % or more (librdkafka
 has threads) the client, not the server, may be the limit.
-``--profile`` samples the pykraft broker with py-spy during the 100 B produce and prints
-its 10 hottest frames (own time).
+``--profile`` samples the pykraft broker with py-spy during the 100 B produce and the 1 KiB
+consume and prints each one's 10 hottest frames (own time).
 
     .venv/bin/python bench/dataplane.py [--systems pykraft,jetstream,rabbitmq]
         [--replicas 1|3] [--count-100 100000] [--count-1k 30000] [--rate 1000]
@@ -191,14 +191,14 @@ def top_frames(collapsed: Path, top: int = PROFILE_TOP) -> list[tuple[str, float
 
 
 async def measure(name: str, args: argparse.Namespace, console: Console,
-                  ) -> tuple[list[Figures], list[tuple[str, float]]]:
+                  ) -> tuple[list[Figures], dict[str, list[tuple[str, float]]]]:
     """Start ``name``, measure each of its modes, stop it (also on error)."""
     system = make_system(name, args.replicas)
     base = Path(args.dir) / name
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     results: list[Figures] = []
-    frames: list[tuple[str, float]] = []
+    frames: dict[str, list[tuple[str, float]]] = {}
     try:
         await system.start(base)
         for index, mode in enumerate(system.modes):
@@ -207,16 +207,20 @@ async def measure(name: str, args: argparse.Namespace, console: Console,
             figures = Figures(label, system.version, system.durability)
             for size, count in ((100, args.count_100), (1024, args.count_1k)):
                 stream = f"bench-{index}-{size}"
-                profile = base / f"produce-{index}-100.txt"
-                with profiled(system.server_pid(), profile, args.profile and size == 100
-                              and name == "pykraft" and index == 0):
+                sampled = args.profile and name == "pykraft" and index == 0
+                profile = base / f"produce-{index}-{size}.txt"
+                with profiled(system.server_pid(), profile, sampled and size == 100):
                     cpu_before = time.process_time()
                     produce_s = await system.produce(stream, count, size)
                     figures.produce_client_cpu[size] = ((time.process_time() - cpu_before)
                                                         / produce_s)
-                if profile.exists():
-                    frames = top_frames(profile)
-                consume_s = await system.consume(stream, count)
+                consumed = base / f"consume-{index}-{size}.txt"
+                with profiled(system.server_pid(), consumed, sampled and size == 1024):
+                    consume_s = await system.consume(stream, count)
+                for what, path in ((f"{size} B produce", profile),
+                                   (f"{size} B consume", consumed)):
+                    if path.exists():
+                        frames[what] = top_frames(path)
                 figures.runs[size] = (produce_s, consume_s, count)
                 console.print(f"{label}: {size} B x {count}: produce {produce_s:.2f} s, "
                               f"consume {consume_s:.2f} s", style="dim")
@@ -304,7 +308,7 @@ async def main(args: argparse.Namespace) -> int:
                   f"{os.getloadavg()[0]:.2f} (1 min) at start")
     results: list[Figures] = []
     skipped: dict[str, str] = {}
-    frames: list[tuple[str, float]] = []
+    frames: dict[str, list[tuple[str, float]]] = {}
     ours: list[Figures] = []
     for name in args.systems:
         try:
@@ -328,12 +332,12 @@ async def main(args: argparse.Namespace) -> int:
     peers = results[len(ours):]
     if peers:
         console.print(ratio_table(ours, peers))
-    if frames:
-        table = Table(title=f"pykraft (leader) broker during the 100 B produce, "
+    for what, top in frames.items():
+        table = Table(title=f"pykraft (leader) broker during the {what}, "
                             f"{ours[0].name}: top frames (own time)")
         table.add_column("frame")
         table.add_column("% samples", justify="right")
-        for frame, share in frames:
+        for frame, share in top:
             table.add_row(frame, f"{share:.1f}")
         console.print(table)
     return 0

@@ -279,6 +279,7 @@ def _classes_module(
     """A module of ``@message`` classes: preamble, imports, ``__all__``, classes, ``tail``."""
     text = "\n".join(body)
     imports = ["import uuid"] if "uuid.UUID" in text else []
+    splices = ["from pykraft.messages.splice import Splice"] if "| Splice" in text else []
     noqa = [
         "# kafka_field() returns a dataclasses.Field, which ruff cannot see for uuid-typed fields:",
         "# ruff: noqa: RUF009",
@@ -305,6 +306,7 @@ def _classes_module(
         "from dataclasses import dataclass",
         "",
         f"from pykraft.messages import {schema_names}",
+        *splices,
         "",
         "__all__ = [",
         *(f'    "{name}",' for name in sorted(exported, key=_isort_key)),
@@ -426,7 +428,9 @@ and decodes them, bodies alone or whole frames with their headers. Conventions:
 - The zero UUID stays a :class:`uuid.UUID` (``pykraft.ids.ZERO_UUID``), never ``None``.
 - Error codes are the wire's ``int``; :class:`pykraft.protocol.errors.ErrorCode` names them.
 - Times and durations are the wire's ``int`` milliseconds.
-- ``records`` fields decode to ``bytes`` and are written from any bytes-like value.
+- ``records`` fields decode to ``bytes`` and are written from any bytes-like value, or from a
+  :class:`~pykraft.messages.splice.Splice` into a ``SplicedBuffer`` (a Fetch answer's file
+  regions).
 - Nullable fields are typed ``T | None``; ``None`` is written as Kafka's null.
 - Tagged fields the schema does not define are kept raw by the struct that reads them, nested
   ones too (``unknown_tagged_fields``, Kafka's ``_unknownTaggedFields``), and written back
@@ -484,8 +488,8 @@ def _field_line(field: dict[str, Any]) -> str:
     is_array = element != kafka_type
     is_struct = element not in _PYTHON_TYPES
     py_type = element if is_struct else _PYTHON_TYPES[element]
-    if element == "records":  # written from any bytes-like value, read as bytes
-        py_type = "bytes | bytearray | memoryview"
+    if element == "records":  # written from any bytes-like value or a splice, read as bytes
+        py_type = "bytes | bytearray | memoryview | Splice"
     annotation = f"tuple[{py_type}, ...]" if is_array else py_type
     if "nullableVersions" in field:
         annotation += " | None"

@@ -105,7 +105,7 @@ def test_an_unreadable_log_fails_its_directory(
     def unreadable(*_: object, **__: object) -> None:
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(part.log.active, "read", unreadable)
+    monkeypatch.setattr(part.log.active, "locate", unreadable)
     reads = read_partitions([PartitionFetch(0, 0, 100)], lambda _: part, max_bytes=100,
                             isolation=FetchIsolation.LOG_END, failed=manager.read_failed)
     assert [r.error for r in reads] == [ErrorCode.KAFKA_STORAGE_ERROR]

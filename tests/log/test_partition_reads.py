@@ -29,10 +29,12 @@ from pykraft.log.partition_reads import (
     list_offset,
     read_partition,
     read_partitions,
+    records_size,
     walked_offset,
 )
+from pykraft.messages.splice import Splice
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import encode_batch, iter_batches
+from pykraft.records.batch import encode_batch, iter_batches, records_field
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.partition_log import PartitionLog
 
@@ -78,8 +80,8 @@ def _fill(log: PartitionLog, timestamps: list[int], *, epoch: int = 0) -> list[b
     return batches
 
 
-def _offsets(records: bytes) -> list[int]:
-    return [b.base_offset for b in iter_batches(records)]
+def _offsets(records: bytes | Splice) -> list[int]:
+    return [b.base_offset for b in iter_batches(records_field(records))]
 
 
 def test_isolation_of_replicas_and_consumers() -> None:
@@ -134,12 +136,12 @@ def test_the_first_batch_is_whole_then_the_budget_holds(tmp_path: Path) -> None:
     leaders = {name: Leader(log, high_watermark=4) for name, log in logs.items()}
     wanted = [PartitionFetch("a", 0, 10), PartitionFetch("b", 0, 10)]
     reads = read_partitions(wanted, leaders.__getitem__, max_bytes=10, isolation=HW)
-    assert [len(r.records) for r in reads] == [big, 0]
+    assert [records_size(r.records) for r in reads] == [big, 0]
     assert [r.error for r in reads] == [ErrorCode.NONE] * 2
     # with room for both, each partition is limited by its own partition_max_bytes
     wanted = [PartitionFetch("a", 0, big), PartitionFetch("b", 0, big - 1)]
     reads = read_partitions(wanted, leaders.__getitem__, max_bytes=10 * big, isolation=HW)
-    assert [len(r.records) for r in reads] == [big, big - 1]
+    assert [records_size(r.records) for r in reads] == [big, big - 1]
     for log in logs.values():
         log.close()
 
@@ -174,14 +176,18 @@ def test_a_fetch_never_exceeds_max_bytes_but_for_one_whole_batch(
     leaders = [Leader(log, high_watermark=2) for log in logs]
     wanted = [PartitionFetch(number, 0, partition_max) for number in range(len(logs))]
     reads = read_partitions(wanted, leaders.__getitem__, max_bytes=max_bytes, isolation=HW)
-    total = sum(len(r.records) for r in reads)
-    first = next((r for r in reads if r.records), None)
+    total = sum(records_size(r.records) for r in reads)
+    first = next((r for r in reads if records_size(r.records)), None)
     if first is None:
         assert total == 0
     else:
         first_batch = len(_batch(0, 10, size=sizes[reads.index(first)]))
         assert total <= max(max_bytes, first_batch)
-        assert all(len(r.records) <= partition_max for r in reads if r is not first)
+        assert all(records_size(r.records) <= partition_max for r in reads if r is not first)
+    # left in the files, the same bytes are answered
+    in_files = read_partitions(wanted, leaders.__getitem__, max_bytes=max_bytes,
+                               isolation=HW, in_files=True)
+    assert [records_field(r.records) for r in in_files] == [r.records for r in reads]
     for log in logs:
         log.close()
 
@@ -301,11 +307,13 @@ def test_an_unreadable_segment_is_a_storage_error_of_its_partition(
         def unreadable(*_: object, **__: object) -> None:
             raise OSError(errno.EIO, "Input/output error")
 
-        monkeypatch.setattr(broken.active, "read", unreadable)
+        monkeypatch.setattr(broken.active, "locate", unreadable)
         leaders = {"ok": Leader(log, high_watermark=1), "bad": Leader(broken, high_watermark=1)}
         wanted = [PartitionFetch("bad", 0, 100), PartitionFetch("ok", 0, 100)]
-        assert read_partitions(wanted, leaders.__getitem__, max_bytes=100,
-                               isolation=HW)[0] == PartitionRead(ErrorCode.KAFKA_STORAGE_ERROR)
+        for in_files in (False, True):
+            assert read_partitions(wanted, leaders.__getitem__, max_bytes=100, isolation=HW,
+                                   in_files=in_files)[0] == PartitionRead(
+                ErrorCode.KAFKA_STORAGE_ERROR)
         failures: list[tuple[PartitionLog, Exception]] = []
         reads = read_partitions(
             wanted, leaders.__getitem__, max_bytes=100, isolation=HW,

@@ -14,6 +14,7 @@ from pykraft.raft import rpc
 from pykraft.raft.log import OffsetAndEpoch, SnapshotInfo
 from pykraft.raft.snapshots import retention_target
 from pykraft.raft.states import Follower, Leader
+from pykraft.records.batch import records_field
 
 
 def leader_with_commits(records: int, **overrides: int) -> Harness:
@@ -115,7 +116,7 @@ def test_fetch_snapshot_error_cases_and_chunks() -> None:
     while len(data) < size:
         part = fetch_snapshot(sid, len(data)).topics[0].partitions[0]
         assert part.size == size and part.position == len(data)
-        data += bytes(part.unaligned_records or b"")
+        data += records_field(part.unaligned_records)
     assert data == h.log.read_snapshot(sid, 0, size)
 
 

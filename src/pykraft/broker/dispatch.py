@@ -97,13 +97,14 @@ from pykraft.messages.kafka.offset_for_leader_epoch_response import (
     OffsetForLeaderEpochResponse,
 )
 from pykraft.messages.kafka.produce_request import ProduceRequest
+from pykraft.messages.splice import SplicedBuffer, SplicedPayload
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
     api_versions_response,
     node_features,
 )
 from pykraft.protocol.apis import ApiKey, Listener
-from pykraft.protocol.codec import RequestFrame
+from pykraft.protocol.codec import RequestFrame, encode_response_into
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.authorization import (
     PARTS,
@@ -145,7 +146,8 @@ class Needs(enum.Enum):
     GROUPS = enum.auto()  # the group coordinator
 
 
-Answer = Callable[["BrokerDispatcher", RequestFrame, Session, Access], Awaitable[bytes]]
+Answer = Callable[["BrokerDispatcher", RequestFrame, Session, Access],
+                  Awaitable[bytes | SplicedPayload]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -203,7 +205,7 @@ class BrokerDispatcher(ListenerDispatcher):
         """What ``session`` may do, by the ACLs of this broker's image."""
         return self._authorizers.access(lambda: self._metadata.image.acls, session)
 
-    async def _route(self, request: RequestFrame, session: Session) -> bytes:
+    async def _route(self, request: RequestFrame, session: Session) -> bytes | SplicedPayload:
         """The answer once the session's authorization allows the request (KafkaApis'
         checks). A forwarded request goes inside an Envelope when the active controller
         takes one, unchecked here as in Kafka (the controller authorizes the client); to a
@@ -236,10 +238,18 @@ class BrokerDispatcher(ListenerDispatcher):
         forwarded = await self._forward(request, lambda: self._send_plain(request))
         return await self._encode_large(request, lambda: forwarded)
 
-    async def _fetch(self, request: RequestFrame, _: Session, access: Access) -> bytes:
+    async def _fetch(self, request: RequestFrame, session: Session,
+                     access: Access) -> bytes | SplicedPayload:
+        """Records are left in the segment files and sent with ``sendfile`` where the
+        connection is not TLS, as Kafka's zero copy (``FileRecords.writeTo``)."""
         assert self._fetcher is not None
-        return self._encode(request, await self._fetcher.fetch(
-            request.body_as(FetchRequest), request.api_version, self._denied(request, access)))
+        in_files = not session.security_protocol.uses_tls
+        answer = await self._fetcher.fetch(request.body_as(FetchRequest), request.api_version,
+                                           self._denied(request, access), in_files=in_files)
+        out = SplicedBuffer()
+        encode_response_into(out, request.header.correlation_id, request.api_key,
+                             request.api_version, answer)
+        return out.payload()
 
     async def _read(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """The read path's other APIs (:data:`READS`), from the replica manager."""

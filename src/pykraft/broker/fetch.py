@@ -6,6 +6,8 @@ Interface::
     fetcher = FetchHandler(replicas, listener_name)       # replicas: ReplicaManager
     response = await fetcher.fetch(request_body, version)  # the generated FetchRequest as
     # version 4-18 came; the answer is the FetchResponse to encode at that version
+    response = await fetcher.fetch(request_body, version, in_files=True)  # its records as
+    # regions of the segment files (encoded into a SplicedBuffer, sent with sendfile)
 
 Kafka's rules (``KafkaApis.handleFetchRequest``, ``ReplicaManager.fetchMessages``,
 ``DelayedFetch``): a partition named more than once is read and answered once, where it
@@ -58,6 +60,7 @@ from pykraft.log.partition_reads import (
     ReadablePartition,
     fetch_isolation,
     read_partitions,
+    records_size,
     upper_bound,
 )
 from pykraft.messages.kafka.fetch_request import FetchRequest
@@ -129,13 +132,14 @@ class _Resolver:
 @dataclass(frozen=True, slots=True)
 class _Follower:
     """Who fetches: a broker (``replica_id`` >= 0, its epoch or -1) or a consumer (< 0),
-    the log start offsets it sent, one per requested partition, and the topics (names or
-    ids, as requested) it may not read."""
+    the log start offsets it sent, one per requested partition, the topics (names or
+    ids, as requested) it may not read, and whether its records are left in the files."""
 
     replica_id: int
     broker_epoch: int
     log_starts: tuple[int, ...]
     denied: frozenset[object] = frozenset()
+    in_files: bool = False
 
 
 class FetchHandler:
@@ -146,10 +150,12 @@ class FetchHandler:
         self._listener = listener_name
 
     async def fetch(self, request: FetchRequest, version: int,
-                    denied: frozenset[object] = frozenset()) -> FetchResponse:
+                    denied: frozenset[object] = frozenset(), *,
+                    in_files: bool = False) -> FetchResponse:
         """The answer to ``request`` at ``version``; TOPIC_AUTHORIZATION_FAILED for
         ``denied`` topics. Read as it came: a field its version lacks holds the schema's
-        default, as Kafka's generated classes do."""
+        default, as Kafka's generated classes do. ``in_files``: records are left in the
+        segment files (:class:`~pykraft.messages.splice.Splice` values)."""
         if request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
             return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
         by_id = version >= FIRST_TOPIC_ID_VERSION
@@ -167,7 +173,8 @@ class FetchHandler:
         starts = tuple(start for _, start in named.values())
         replica_id = replica_id_of(request)
         isolation = fetch_isolation(replica_id, request.isolation_level)
-        follower = _Follower(replica_id, request.replica_state.replica_epoch, starts, denied)
+        follower = _Follower(replica_id, request.replica_state.replica_epoch, starts, denied,
+                             in_files)
         # KafkaApis: the request's max_bytes, capped by the broker's fetch.max.bytes
         max_bytes = min(request.max_bytes, self._replicas.fetch_max_bytes)
         reads, resolver = await self._read_until_ready(
@@ -180,7 +187,8 @@ class FetchHandler:
               max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:
         resolver = _Resolver(self._replicas, follower.replica_id, follower.denied)
         return read_partitions(wanted, resolver, max_bytes=max_bytes, isolation=isolation,
-                               failed=self._replicas.read_failed), resolver
+                               failed=self._replicas.read_failed,
+                               in_files=follower.in_files), resolver
 
     async def _read_until_ready(self, wanted: list[PartitionFetch[PartitionKey]],
                                 isolation: FetchIsolation, follower: _Follower,
@@ -200,7 +208,8 @@ class FetchHandler:
                 reads = self._record_follower(wanted, reads, follower)
             first = False
             remaining = deadline - loop.time()
-            if (remaining <= 0 or not wanted or sum(len(r.records) for r in reads) >= min_bytes
+            if (remaining <= 0 or not wanted
+                    or sum(records_size(r.records) for r in reads) >= min_bytes
                     or any(r.error != ErrorCode.NONE or r.diverging_epoch for r in reads)
                     or newly_led):
                 return reads, resolver

@@ -7,7 +7,8 @@ through :class:`~pykraft.storage.partition_log.PartitionLog`.
 Interface::
 
     isolation = fetch_isolation(replica_id, isolation_level)   # LOG_END for replicas
-    reads = read_partitions(wanted, resolve, max_bytes=..., isolation=..., failed=None)
+    reads = read_partitions(wanted, resolve, max_bytes=..., isolation=..., failed=None,
+                            in_files=False)   # True: records left in the segment files
     #   wanted: PartitionFetch(key, fetch_offset, partition_max_bytes, last_fetched_epoch)
     #   in request order; resolve(key) -> ReadablePartition, or the ErrorCode refusing it;
     #   every answer is a PartitionRead(error, records, high_watermark, last_stable_offset,
@@ -38,6 +39,7 @@ from typing import Generic, Protocol, TypeVar
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
 from pykraft.log.batch_records import batch_record_times
+from pykraft.messages.splice import Splice
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import ATTR_COMPRESSION_MASK, BatchHeader
 from pykraft.records.compression import CodecError
@@ -109,10 +111,12 @@ class PartitionFetch(Generic[K]):
 class PartitionRead:
     """One partition's answer; on error Kafka sends -1 offsets and no records. The log end
     offset is the leader's as of the read (a follower's progress is measured against it);
-    ``diverging_epoch`` (epoch, end offset) tells a fetcher its log left the leader's."""
+    ``diverging_epoch`` (epoch, end offset) tells a fetcher its log left the leader's.
+    ``records`` are bytes, or a region of a segment file (a :class:`Splice`) for a read
+    ``in_files``."""
 
     error: ErrorCode
-    records: bytes = b""
+    records: bytes | Splice = b""
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
@@ -156,7 +160,7 @@ def upper_bound(part: ReadablePartition, isolation: FetchIsolation) -> int:
 def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *,
                    isolation: FetchIsolation, min_one_batch: bool,
                    last_fetched_epoch: int = NO_EPOCH,
-                   failed: ReadFailed | None = None) -> PartitionRead:
+                   failed: ReadFailed | None = None, in_files: bool = False) -> PartitionRead:
     """Whole batches from the one holding ``fetch_offset`` up to the isolation bound.
 
     An offset below the log start or past the log end is OFFSET_OUT_OF_RANGE; one in
@@ -165,6 +169,7 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
     its fetch offset, or is unknown here, gets the diverging epoch and no records
     (``Partition.readRecords``). A corrupt batch header is CORRUPT_MESSAGE and an I/O
     error KAFKA_STORAGE_ERROR (told to ``failed``), logged as Kafka's fetch errors are.
+    ``in_files``: the records are left in the segment file (Kafka's ``FileRecords``).
     """
     hw, lso, start = part.high_watermark, last_stable_offset(part), part.log_start_offset
     end = part.log_end_offset
@@ -176,9 +181,10 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
     if verdict is not None:
         return PartitionRead(ErrorCode.NONE, b"", hw, lso, start, end,
                              (verdict.epoch, verdict.end_offset))
+    read = part.log.read_region if in_files else part.log.read
     try:
-        records = part.log.read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
-                                min_one_batch=min_one_batch)
+        records = read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
+                       min_one_batch=min_one_batch)
     except OffsetOutOfRangeError:
         return PartitionRead(ErrorCode.OFFSET_OUT_OF_RANGE)
     except (CorruptRecordError, StorageError, OSError) as exc:
@@ -186,6 +192,11 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
             part, exc, failed, f"processing fetch with max size {max_bytes} from offset "
                                f"{fetch_offset}"))
     return PartitionRead(ErrorCode.NONE, records, hw, lso, start, end)
+
+
+def records_size(records: bytes | Splice) -> int:
+    """How many bytes of records a read returned, in memory or in a file."""
+    return records.length if isinstance(records, Splice) else len(records)
 
 
 def _unreadable(part: ReadablePartition, exc: Exception, failed: ReadFailed | None,
@@ -207,7 +218,8 @@ def _unreadable(part: ReadablePartition, exc: Exception, failed: ReadFailed | No
 def read_partitions(wanted: Sequence[PartitionFetch[K]],
                     resolve: Callable[[K], ReadablePartition | ErrorCode], *,
                     max_bytes: int, isolation: FetchIsolation,
-                    failed: ReadFailed | None = None) -> list[PartitionRead]:
+                    failed: ReadFailed | None = None,
+                    in_files: bool = False) -> list[PartitionRead]:
     """Read every partition in request order within ``max_bytes`` overall and each one's
     ``partition_max_bytes``; until some partition returned data its first batch is
     returned whole even when larger (KIP-74), so consumers never stall on a big batch.
@@ -223,10 +235,11 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
         read = read_partition(part, fetch.fetch_offset,
                               min(max(0, fetch.partition_max_bytes), remaining),
                               isolation=isolation, min_one_batch=min_one_batch,
-                              last_fetched_epoch=fetch.last_fetched_epoch, failed=failed)
-        if read.records:
+                              last_fetched_epoch=fetch.last_fetched_epoch, failed=failed,
+                              in_files=in_files)
+        if size := records_size(read.records):
             min_one_batch = False
-            remaining = max(0, remaining - len(read.records))
+            remaining = max(0, remaining - size)
         reads.append(read)
     return reads
 

@@ -27,6 +27,7 @@ __all__ = [
     "decode",
     "decode_from",
     "encode",
+    "encode_into",
     "generated_source",
     "run_reader",
     "struct_reader",
@@ -42,6 +43,14 @@ _TOP_WRITERS: dict[tuple[type, int], FieldWriter] = {}
 def encode(msg: object, version: int, prefix: bytes = b"") -> bytes:
     """Serialize a ``@message`` at ``version`` (flexible or classic as its schema says),
     after ``prefix`` (a frame's header: one buffer, so a large body is not copied again)."""
+    out = bytearray(prefix)
+    encode_into(out, msg, version)
+    return bytes(out)
+
+
+def encode_into(out: bytearray, msg: object, version: int) -> None:
+    """:func:`encode` appending to ``out`` (a
+    :class:`~pykraft.messages.splice.SplicedBuffer` takes records held in files)."""
     write = _TOP_WRITERS.get((type(msg), version))
     if write is None:
         schema = schema_of(type(msg))
@@ -53,7 +62,6 @@ def encode(msg: object, version: int, prefix: bytes = b"") -> bytes:
             )
         write = struct_writer(schema, version, schema.is_flexible(version))
         _TOP_WRITERS[(type(msg), version)] = write
-    out = bytearray(prefix)
     try:
         write(out, msg)
     except FieldEncodeError as exc:
@@ -62,7 +70,6 @@ def encode(msg: object, version: int, prefix: bytes = b"") -> bytes:
         if exc.unsupported:
             raise UnsupportedVersionError(text, api_version=version) from None
         raise MessageEncodeError(text) from None
-    return bytes(out)
 
 
 def decode(cls: type[M], version: int, data: bytes | bytearray | memoryview) -> M:

@@ -25,7 +25,7 @@ from functools import cache
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from pykraft.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
-from pykraft.messages.codec import decode_from, encode
+from pykraft.messages.codec import decode_from, encode, encode_into
 from pykraft.messages.kafka import API_MESSAGES
 from pykraft.messages.kafka.request_header import RequestHeader
 from pykraft.messages.kafka.response_header import ResponseHeader
@@ -155,6 +155,15 @@ def encode_body(
     """``prefix`` then ``body`` at ``version``, its top-level TAG_BUFFER holding the body's
     own unknown tagged fields and ``unknown_tags`` (the same field twice is written once),
     by tag as Kafka orders them."""
+    out = bytearray(prefix)
+    encode_body_into(out, body, version, unknown_tags)
+    return bytes(out)
+
+
+def encode_body_into(
+    out: bytearray, body: object, version: int, unknown_tags: Sequence[TaggedField] = ()
+) -> None:
+    """:func:`encode_body` appending to ``out``."""
     if unknown_tags:
         own = unknown_tags_of(body)
         merged = tuple(sorted({*own, *((tag, bytes(payload)) for tag, payload in unknown_tags)}))
@@ -163,7 +172,7 @@ def encode_body(
                 raise MessageEncodeError(f"{type(body).__name__} has no tagged fields")
             changes = {UNKNOWN_TAGS: merged}
             body = dataclasses.replace(cast("DataclassInstance", body), **changes)
-    return encode(body, version, prefix)
+    encode_into(out, body, version)
 
 
 def decode_body(

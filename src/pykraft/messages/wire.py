@@ -19,6 +19,7 @@ from typing import Any
 
 from pykraft.errors import CorruptRecordError
 from pykraft.ids import ZERO_UUID, uuid_to_str
+from pykraft.messages.splice import Splice, SplicedBuffer
 from pykraft.messages.varint import decode_uvarint, encode_uvarint
 
 FieldReader = Callable[[bytes, int, int], tuple[Any, int]]
@@ -334,6 +335,30 @@ class VariablePrimitive(Primitive):
         return base64.b64encode(value).decode("ascii")  # Jackson's BinaryNode form
 
 
+class RecordsPrimitive(VariablePrimitive):
+    """A ``records`` field: ``bytes`` on the wire, whose value may also be a
+    :class:`~pykraft.messages.splice.Splice` when the output is a
+    :class:`~pykraft.messages.splice.SplicedBuffer` (a Fetch response's file regions)."""
+
+    def __init__(self) -> None:
+        super().__init__("bytes", _INT32, text=False)
+
+    def writer(self, flexible: bool, nullable: bool) -> FieldWriter:
+        write_bytes = super().writer(flexible, nullable)
+        classic = self.classic
+
+        def write(out: bytearray, value: Any) -> None:
+            if not isinstance(value, Splice):
+                write_bytes(out, value)
+                return
+            if not isinstance(out, SplicedBuffer):
+                raise FieldEncodeError("records in a file need a spliced encoding")
+            write_length(out, value.length, flexible, classic)
+            out.splice(value)
+
+        return write
+
+
 class MappedPrimitive(Primitive):
     """A base primitive whose values are converted on the way in and out (used to read
     classes of other libraries that wrap plain ints, e.g. enums)."""
@@ -397,4 +422,4 @@ PRIMITIVES: dict[str, Primitive] = {
 }
 PRIMITIVES["string"] = STRING
 PRIMITIVES["bytes"] = BYTES
-PRIMITIVES["records"] = BYTES  # on the wire a records field is a bytes field
+PRIMITIVES["records"] = RecordsPrimitive()  # on the wire a records field is a bytes field

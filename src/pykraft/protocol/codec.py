@@ -215,8 +215,23 @@ def encode_response(
     body: Body,
     unknown_tags: Sequence[TaggedField] = (),
 ) -> bytes:
+    out = bytearray()
+    encode_response_into(out, correlation_id, api_key, api_version, body, unknown_tags)
+    return bytes(out)
+
+
+def encode_response_into(
+    out: bytearray,
+    correlation_id: int,
+    api_key: int,
+    api_version: int,
+    body: Body,
+    unknown_tags: Sequence[TaggedField] = (),
+) -> None:
+    """:func:`encode_response` appending to ``out`` (a
+    :class:`~pykraft.messages.splice.SplicedBuffer` for a Fetch answer served from files)."""
     spec = _spec_for(api_key, api_version)
     _check_body(body, rpc.response_class(api_key), api_key, api_version)
     version = response_header_version(api_key, spec.is_flexible(api_version))
-    return rpc.encode_body(body, api_version, unknown_tags,
-                           encode_response_header(correlation_id, version))
+    out += encode_response_header(correlation_id, version)
+    rpc.encode_body_into(out, body, api_version, unknown_tags)

@@ -16,7 +16,7 @@ from pykraft.raft import rpc, snapshot_state, voter_handlers
 from pykraft.raft.log import OffsetAndEpoch, truncation_offset
 from pykraft.raft.snapshots import SnapshotDownload
 from pykraft.raft.states import Follower
-from pykraft.records.batch import iter_batches
+from pykraft.records.batch import iter_batches, records_field
 
 if TYPE_CHECKING:
     from pykraft.raft.replica import Replica
@@ -124,13 +124,13 @@ def _handle_fetch_response(core: Replica, state: Follower, source: int,
         core.truncate_diverging(diverging)
     elif part.records:
         try:
-            first = next(iter_batches(bytes(part.records), verify_crc=True))
+            first = next(iter_batches(records_field(part.records), verify_crc=True))
             if first.base_offset != log.log_end_offset:
                 raise CorruptRecordError(
                     f"fetched batch starts at {first.base_offset}, expected "
                     f"{log.log_end_offset}"
                 )
-            core.append_control(bytes(part.records))
+            core.append_control(records_field(part.records))
         except (CorruptRecordError, StorageError):
             core.backoff(source)
             return
@@ -160,7 +160,7 @@ def _handle_fetch_snapshot_response(core: Replica, state: Follower, source: int,
     got = OffsetAndEpoch(part.snapshot_id.end_offset, part.snapshot_id.epoch)
     if download is None or got != download.snapshot_id:
         return
-    chunk = bytes(part.unaligned_records or b"")
+    chunk = records_field(part.unaligned_records)
     if part.position != download.position or download.position + len(chunk) > part.size:
         abort_download(state)
         return

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import crc32c
 
 from pykraft.errors import CorruptRecordError, UnsupportedCompressionError
+from pykraft.messages.splice import Splice
 from pykraft.messages.varint import decode_varint, decode_varlong, encode_varint
 
 MAGIC = 2
@@ -481,12 +482,14 @@ def _patch_header(buf: bytearray, pos: int, base_offset: int, partition_leader_e
     return True
 
 
-def records_field(records: bytes | bytearray | memoryview | None) -> bytes:
+def records_field(records: bytes | bytearray | memoryview | Splice | None) -> bytes:
     """A message's ``records`` field (Produce's, Fetch's) as the log reads and appends it:
     null is no records, and the bytes the codec sliced out of the frame are taken as they
-    are (no copy)."""
+    are (no copy); a splice (records left in a file, never in a decoded message) is read."""
     if records is None:
         return b""
+    if isinstance(records, Splice):
+        return records.read(0, records.length)
     return records if isinstance(records, bytes) else bytes(records)
 
 

@@ -11,7 +11,9 @@ request naming an UNKNOWN code (which Kafka's request classes cannot parse), clo
 connection (Kafka's SocketServer does the same: "api key ... which is not enabled"). A
 request whose handling fails gets UNKNOWN_SERVER_ERROR in its API's response, as Kafka's
 request handler answers it. A server extension's api keys (:mod:`pykraft.runtime.extension`)
-go to its handlers before anything else is decoded.
+go to its handlers before anything else is decoded. A broker's Fetch answer on a listener
+without TLS may leave its records in the segment files (a :class:`SplicedPayload`, sent
+with ``sendfile`` by :meth:`~pykraft.runtime.streams.FrameStream.write_frame`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pykraft.errors import (
 )
 from pykraft.image.loader import cyclic_gc_paused
 from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
+from pykraft.messages.splice import SplicedPayload, joined
 from pykraft.protocol.acl_requests import refused_acl_request
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
@@ -88,6 +91,10 @@ class ListenerDispatcher(ABC):
         self._served = served
 
     async def handle(self, frame: bytes, session: Session) -> bytes:
+        """:meth:`respond`'s answer in one buffer (records left in files read)."""
+        return joined(await self.respond(frame, session))
+
+    async def respond(self, frame: bytes, session: Session) -> bytes | SplicedPayload:
         """The encoded response to a request that came on ``session``'s connection; raises
         :class:`CloseConnection` for what Kafka drops."""
         try:
@@ -146,9 +153,9 @@ class ListenerDispatcher(ABC):
         return AuthorizerCache(authorizer_config(self._settings.controller.properties))
 
     @abstractmethod
-    async def _route(self, request: RequestFrame, session: Session) -> bytes:
+    async def _route(self, request: RequestFrame, session: Session) -> bytes | SplicedPayload:
         """The encoded answer to a decoded request of an API this listener serves (neither
-        ApiVersions nor SASL's, which :meth:`handle` answers)."""
+        ApiVersions nor SASL's, which :meth:`respond` answers)."""
 
     #: Whether ApiVersions v5's cluster and node must be this node's (KIP-1242): Kafka's
     #: brokers check them, its controllers do not.

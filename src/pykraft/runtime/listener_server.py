@@ -31,7 +31,7 @@ import logging
 import socket
 import ssl
 
-from pykraft.errors import FrameTooLargeError, ProtocolError
+from pykraft.errors import FrameTooLargeError, ProtocolError, StorageError
 from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.logfmt import event
@@ -208,11 +208,12 @@ class ListenerServer:
                     if gate.authenticated:
                         stream.max_frame_size = self._max_frame_size
                     continue
-                response = await self._dispatcher.handle(
+                response = await self._dispatcher.respond(
                     frame, session if gate is None else gate.session)
                 if response:  # b"": a request answered with nothing (Produce acks=0)
                     await stream.write_frame(response)
-            except CloseConnection as exc:
+            except (CloseConnection, StorageError) as exc:  # StorageError: a Fetch answer's
+                # records left its segment file while being sent (truncated or deleted)
                 event(log, "connection_closed", level=logging.WARNING, channel_id=channel_id,
                       reason=str(exc))
                 return

@@ -11,6 +11,13 @@ accept drops a failed handshake silently, while a refusal must be logged.
 
 A server's stream reports each read and write to ``on_activity``, which keeps the connection
 from being closed as idle (``connections.max.idle.ms``).
+
+A frame may hold splices (:class:`~pykraft.messages.splice.SplicedPayload`: a Fetch answer's
+records left in the segment files): without TLS they go from the file to the socket with
+``os.sendfile`` (Kafka's ``FileRecords.writeTo``), each call checked first that the file
+still holds them; under TLS they are read and encrypted (Kafka has no zero copy there
+either). A splice the file no longer holds raises :class:`~pykraft.errors.StorageError`
+with the frame half sent: the caller closes the connection, as Kafka does.
 """
 
 from __future__ import annotations
@@ -18,12 +25,15 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import os
 import socket
 import ssl
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pykraft.errors import StorageError
+from pykraft.messages.splice import Splice, SplicedPayload
 from pykraft.protocol.frame import (
     DEFAULT_MAX_FRAME_SIZE,
     FrameDecoder,
@@ -190,20 +200,66 @@ class FrameStream:
             await asyncio.sleep(0)  # the loop runs before the next large join
         return frame
 
-    async def write_frame(self, payload: bytes) -> None:
+    async def write_frame(self, payload: bytes | SplicedPayload) -> None:
         """Send ``payload`` with its size prefix. A large one goes in chunks, each drained
         before the next: joined to its prefix, then held whole by the transport's buffer, a
         39 MB answer was in memory three times at once. The caller writes one frame at a
         time (the server answers in order, a client holds its write lock)."""
         if self._on_activity is not None:
             self._on_activity()
+        if isinstance(payload, SplicedPayload):
+            await self._write(frame_size_prefix(payload.size))
+            for part in payload.parts:
+                await (self._write_chunks(part) if isinstance(part, bytes)
+                       else self._write_splice(part))
+            return
         if len(payload) < _LARGE_FRAME_BYTES:
             await self._write(encode_frame(payload))
             return
         await self._write(frame_size_prefix(len(payload)))
-        view = memoryview(payload)
+        await self._write_chunks(payload)
+
+    async def _write_chunks(self, data: bytes) -> None:
+        view = memoryview(data)
         for at in range(0, len(view), _WRITE_CHUNK):
             await self._write(view[at:at + _WRITE_CHUNK])
+
+    async def _write_splice(self, splice: Splice) -> None:
+        """A splice's bytes: read and encrypted under TLS, else sent from its file."""
+        if self._tls is not None:
+            for at in range(0, splice.length, _WRITE_CHUNK):
+                await self._write(splice.read(at, min(_WRITE_CHUNK, splice.length - at)))
+            return
+        await self._flushed()
+        sock = self._writer.get_extra_info("socket")
+        loop = asyncio.get_running_loop()
+        sent = 0
+        while sent < splice.length:
+            source, position = splice.source(sent)  # checked, with no await before the send
+            try:
+                count = os.sendfile(sock.fileno(), source, position, splice.length - sent)
+            except BlockingIOError:
+                await _writable(loop, sock.fileno())
+                continue
+            if not count:
+                raise StorageError(f"the file ended {splice.length - sent} bytes before its "
+                                   "region did")
+            sent += count
+            if self._on_activity is not None:
+                self._on_activity()
+
+    async def _flushed(self) -> None:
+        """Wait until the transport has handed everything it holds to the socket, so that
+        bytes sent past it follow them."""
+        transport = self._writer.transport
+        if not transport.get_write_buffer_size():
+            return
+        low, high = transport.get_write_buffer_limits()
+        transport.set_write_buffer_limits(high=0)  # drain waits for an empty buffer
+        try:
+            await self._writer.drain()
+        finally:
+            transport.set_write_buffer_limits(high=high, low=low)
 
     async def _write(self, data: bytes | memoryview) -> None:
         if self._tls is not None:
@@ -220,6 +276,24 @@ class FrameStream:
         """Close at once, dropping what is unsent (an idle or evicted connection): a read
         in progress ends as at the end of the stream."""
         self._writer.transport.abort()
+
+
+async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    """Wait until the socket ``fd`` takes more bytes. The loop refuses to watch a
+    transport's own descriptor, so a duplicate of it is watched."""
+    watched = os.dup(fd)
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_writer(watched, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_writer(watched)
+        os.close(watched)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft import rpc
+from pykraft.records.batch import records_field
 
 
 def describe(message: rpc.RaftRequest | rpc.RaftResponse) -> str:
@@ -23,7 +24,7 @@ def describe(message: rpc.RaftRequest | rpc.RaftResponse) -> str:
     if isinstance(message, rpc.FetchResponse) and message.responses:
         r = message.responses[0].partitions[0]
         extra = f" diverging={r.diverging_epoch.end_offset}@{r.diverging_epoch.epoch}" if (
-            r.diverging_epoch.epoch >= 0) else f" bytes={len(r.records or b'')}"
+            r.diverging_epoch.epoch >= 0) else f" bytes={len(records_field(r.records))}"
         return (f"FetchResponse({ErrorCode(r.error_code).name} "
                 f"leader={r.current_leader.leader_id} "
                 f"e{r.current_leader.leader_epoch} hwm={r.high_watermark}{extra})")

@@ -11,6 +11,7 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
                             jitter=random.Random().randrange)  # segment.jitter.ms source
     info = log.append(batches, now_ms)   # offsets already assigned; rolls by size/time/index
     data = log.read(offset, max_bytes, max_offset=hw)  # whole batches of one segment
+    region = log.read_region(offset, max_bytes, max_offset=hw)  # ... left in the file
     log.offset_for_timestamp(ts)          # ListOffsets by timestamp
     header, data = log.batch_for_timestamp(ts, after)   # ... its steps: the batch to walk
     log.flush()                           # fsync up to the LEO; returns the new recovery point
@@ -67,6 +68,7 @@ from pykraft.storage.segment import (
     DELETED_SUFFIX,
     LOG_SUFFIX,
     TXN_INDEX_SUFFIX,
+    FileRegion,
     LogSegment,
     RecordTimes,
     TimestampAndOffset,
@@ -610,6 +612,25 @@ class PartitionLog:
         KIP-74; the last batch may be cut short, as in Kafka's file slices, and clients drop
         it) and only batches before ``max_offset`` (the high watermark for consumers).
         Reading at the log end offset (or ``max_offset``) gives ``b""``."""
+        found = self._locate(offset, max_bytes, max_offset, min_one_batch)
+        if found is None:
+            return b""
+        segment, position, length = found
+        return segment.read_bytes(position, length)
+
+    def read_region(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+                    min_one_batch: bool = True) -> FileRegion | bytes:
+        """What :meth:`read` reads, left in the segment file (a Fetch answer sent with
+        ``sendfile``); ``b""`` when that is nothing."""
+        found = self._locate(offset, max_bytes, max_offset, min_one_batch)
+        if found is None:
+            return b""
+        segment, position, length = found
+        return segment.region(position, length)
+
+    def _locate(self, offset: int, max_bytes: int, max_offset: int | None,
+                min_one_batch: bool) -> tuple[LogSegment, int, int] | None:
+        """The segment, position and length a read takes; None when it is empty."""
         self._check_open()
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(
@@ -626,10 +647,11 @@ class PartitionLog:
             if upper < self.log_end_offset:
                 bound = segment.translate_offset(upper)
                 max_position = None if bound is None else bound.position
-            found = segment.read(offset, max_bytes, max_position, min_one_batch=min_one_batch)
+            found = segment.locate(offset, max_bytes, max_position, min_one_batch=min_one_batch)
             if found is not None:
-                return found[1]
-        return b""
+                position, length = found
+                return (segment, position, length) if length else None
+        return None
 
     def offset_for_timestamp(self, timestamp: int, times: RecordTimes | None = None
                              ) -> TimestampAndOffset | None:

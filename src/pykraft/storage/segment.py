@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pykraft.errors import CorruptLogError, StorageError, UnsupportedCompressionError
+from pykraft.messages.splice import Splice
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
     HEADER_SIZE,
@@ -131,6 +132,8 @@ class LogSegment:
         self._rolling_timestamp: int | None = None  # the first batch's max timestamp
         self._max_timestamp: TimestampOffset | None = None  # None: read the time index
         self._bytes_since_index_entry = 0
+        #: Counts truncations and the close: a :class:`FileRegion` made before one is stale.
+        self.generation = 0
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, config: LogConfig,
@@ -177,6 +180,15 @@ class LogSegment:
         ``max_size`` (KIP-74). The result may end with a partial batch, as Kafka's slices do;
         None when no batch reaches ``offset``.
         """
+        found = self.locate(offset, max_size, max_position, min_one_batch=min_one_batch)
+        if found is None:
+            return None
+        position, length = found
+        return position, self.read_bytes(position, length)
+
+    def locate(self, offset: int, max_size: int, max_position: int | None = None,
+               *, min_one_batch: bool = False) -> tuple[int, int] | None:
+        """Where :meth:`read` would read: (file position, length), without reading."""
         if max_size < 0:
             raise ValueError(f"invalid max size {max_size} for a read from {self.path}")
         found = self.translate_offset(offset)
@@ -184,8 +196,19 @@ class LogSegment:
             return None
         limit = max(max_size, found.header.size) if min_one_batch else max_size
         end = self.size if max_position is None else min(max_position, self.size)
-        length = max(0, min(end - found.position, limit))
-        return found.position, self.read_bytes(found.position, length)
+        return found.position, max(0, min(end - found.position, limit))
+
+    def region(self, position: int, length: int) -> FileRegion:
+        """Bytes ``position`` to ``position + length`` of the file, left where they are."""
+        return FileRegion(self, position, length)
+
+    def checked_fd(self, generation: int, end: int) -> int:
+        """The file's descriptor, if nothing was truncated or closed since ``generation``
+        and the file still reaches ``end``; else :class:`StorageError`."""
+        if generation != self.generation or self._fd < 0 or end > self.size:
+            raise StorageError(f"{self.path}: truncated or closed since it was read "
+                               f"(a region up to position {end})")
+        return self._fd
 
     def read_bytes(self, position: int, length: int) -> bytes:
         data = os.pread(self._fd, length, position)
@@ -283,6 +306,7 @@ class LogSegment:
         cut = 0
         if found is not None:
             cut = self.size - found.position
+            self.generation += 1
             os.ftruncate(self._fd, found.position)
             self.size = found.position
         if self.size == 0:
@@ -350,6 +374,7 @@ class LogSegment:
                             epochs.latest_epoch is None or epoch > epochs.latest_epoch):
                         epochs.assign(epoch, header.base_offset)
         if size > valid:
+            self.generation += 1
             os.ftruncate(self._fd, valid)
         self.size = valid
         self._rolling_timestamp = None
@@ -396,6 +421,7 @@ class LogSegment:
 
     def _close_fd(self) -> None:
         if self._fd >= 0:
+            self.generation += 1
             os.close(self._fd)
             self._fd = -1
 
@@ -429,3 +455,29 @@ class LogSegment:
             renamed.append(target)
         return renamed
 
+
+
+class FileRegion(Splice):
+    """Bytes of a segment file as a read found them, sent from the file (Kafka's
+    ``FileRecords`` slice): the segment is asked before each use whether they are still
+    there, unchanged; appends after them do not matter."""
+
+    __slots__ = ("_generation", "_length", "_position", "_segment")
+
+    def __init__(self, segment: LogSegment, position: int, length: int) -> None:
+        self._segment = segment
+        self._position = position
+        self._length = length
+        self._generation = segment.generation
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def source(self, offset: int) -> tuple[int, int]:
+        fd = self._segment.checked_fd(self._generation, self._position + self._length)
+        return fd, self._position + offset
+
+    def read(self, offset: int, size: int) -> bytes:
+        _, position = self.source(offset)
+        return self._segment.read_bytes(position, size)

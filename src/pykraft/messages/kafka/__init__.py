@@ -21,7 +21,9 @@ and decodes them, bodies alone or whole frames with their headers. Conventions:
 - The zero UUID stays a :class:`uuid.UUID` (``pykraft.ids.ZERO_UUID``), never ``None``.
 - Error codes are the wire's ``int``; :class:`pykraft.protocol.errors.ErrorCode` names them.
 - Times and durations are the wire's ``int`` milliseconds.
-- ``records`` fields decode to ``bytes`` and are written from any bytes-like value.
+- ``records`` fields decode to ``bytes`` and are written from any bytes-like value, or from a
+  :class:`~pykraft.messages.splice.Splice` into a ``SplicedBuffer`` (a Fetch answer's file
+  regions).
 - Nullable fields are typed ``T | None``; ``None`` is written as Kafka's null.
 - Tagged fields the schema does not define are kept raw by the struct that reads them, nested
   ones too (``unknown_tagged_fields``, Kafka's ``_unknownTaggedFields``), and written back

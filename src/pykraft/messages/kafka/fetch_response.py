@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
+from pykraft.messages.splice import Splice
 
 __all__ = [
     "AbortedTransaction",
@@ -80,7 +81,9 @@ class PartitionData:
         array(AbortedTransaction), versions="4+", nullable_versions="4+", ignorable=True
     )
     preferred_read_replica: int = kafka_field("int32", versions="11+", default=-1)
-    records: bytes | bytearray | memoryview | None = kafka_field("records", nullable_versions="0+")
+    records: bytes | bytearray | memoryview | Splice | None = kafka_field(
+        "records", nullable_versions="0+"
+    )
     unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
+from pykraft.messages.splice import Splice
 
 __all__ = [
     "FetchSnapshotResponse",
@@ -51,7 +52,7 @@ class PartitionSnapshot:
     current_leader: LeaderIdAndEpoch = kafka_field(LeaderIdAndEpoch, tag=0, tagged_versions="0+")
     size: int = kafka_field("int64")
     position: int = kafka_field("int64")
-    unaligned_records: bytes | bytearray | memoryview = kafka_field("records")
+    unaligned_records: bytes | bytearray | memoryview | Splice = kafka_field("records")
     unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 

@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
+from pykraft.messages.splice import Splice
 
 __all__ = [
     "PartitionProduceData",
@@ -28,7 +29,9 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class PartitionProduceData:
     index: int = kafka_field("int32")
-    records: bytes | bytearray | memoryview | None = kafka_field("records", nullable_versions="0+")
+    records: bytes | bytearray | memoryview | Splice | None = kafka_field(
+        "records", nullable_versions="0+"
+    )
     unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 
 

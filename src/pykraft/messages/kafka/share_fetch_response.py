@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass
 
 from pykraft.messages import TaggedField, array, kafka_field, message, unknown_tags
+from pykraft.messages.splice import Splice
 
 __all__ = [
     "AcquiredRecords",
@@ -55,7 +56,9 @@ class PartitionData:
         "string", nullable_versions="0+", default=None
     )
     current_leader: LeaderIdAndEpoch = kafka_field(LeaderIdAndEpoch)
-    records: bytes | bytearray | memoryview | None = kafka_field("records", nullable_versions="0")
+    records: bytes | bytearray | memoryview | Splice | None = kafka_field(
+        "records", nullable_versions="0"
+    )
     acquired_records: tuple[AcquiredRecords, ...] = kafka_field(array(AcquiredRecords))
     unknown_tagged_fields: tuple[TaggedField, ...] = unknown_tags()
 

@@ -106,17 +106,21 @@ def test_nothing_to_send_is_plain_bytes(replicas: ReplicaManager) -> None:
     assert isinstance(asyncio.run(_dispatcher(replicas).respond(frame, PLAIN)), bytes)
 
 
+async def _connected() -> tuple[FrameStream, FrameStream]:
+    """A server's stream and its client's, over 127.0.0.1."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        client = await FrameStream.connect("127.0.0.1", port, max_frame_size=1 << 30)
+        accepted, _ = await asyncio.get_running_loop().sock_accept(listener)
+    return await FrameStream.accept(accepted, 1 << 30), client
+
+
 async def _over_a_socket(payloads: list[bytes | SplicedPayload], *,
                          between: Callable[[], None] = lambda: None) -> list[bytes | None]:
     """Write ``payloads`` as frames on a server's stream and read them on a client's
     (``between`` runs after the first frame): what the client got, None after a close."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.setblocking(False)
-    loop = asyncio.get_running_loop()
-    port = listener.getsockname()[1]
-    client = await FrameStream.connect("127.0.0.1", port, max_frame_size=1 << 30)
-    accepted, _ = await loop.sock_accept(listener)
-    server = await FrameStream.accept(accepted, 1 << 30)
+    server, client = await _connected()
 
     async def write() -> None:
         try:
@@ -138,7 +142,6 @@ async def _over_a_socket(payloads: list[bytes | SplicedPayload], *,
         got.append(None)
     await writing
     client.close()
-    listener.close()
     return got
 
 
@@ -187,3 +190,31 @@ def test_records_a_segment_lost_in_flight_are_never_sent(
         assert got == [expected, None]
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_send_waiting_on_a_full_socket_ends_when_the_connection_is_aborted(
+        replicas: ReplicaManager, loop: str) -> None:
+    """A client that stops reading, then an abort (idle or evicted connection): the
+    ``sendfile`` waiting for room ends with the connection's error instead of holding the
+    socket open forever."""
+    dispatcher = _dispatcher(replicas)
+
+    async def run() -> None:
+        payload = await dispatcher.respond(_frame(18, 1 << 30, 1 << 30), PLAIN)
+        server, client = await _connected()
+
+        async def flood() -> None:
+            for _ in range(100):  # more than the socket buffers hold
+                await server.write_frame(payload)
+
+        writing = asyncio.create_task(flood())
+        for _ in range(50):  # the loop runs a few turns: the socket fills
+            await asyncio.sleep(0)
+        server.abort()
+        with pytest.raises(OSError):
+            async with asyncio.timeout(30):
+                await writing
+        client.close()
+
+    _run(loop, run())

@@ -50,6 +50,8 @@ _READ_CHUNK = 256 * 1024
 _LARGE_FRAME_BYTES = 8 * 1024 * 1024
 #: A large frame is written this much at a time (see :meth:`FrameStream.write_frame`).
 _WRITE_CHUNK = 1024 * 1024
+#: How often a ``sendfile`` waiting for a full socket checks that its connection is open.
+_WRITABLE_CHECK_S = 1.0
 _ASSEMBLY: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
     weakref.WeakKeyDictionary())
 
@@ -231,22 +233,32 @@ class FrameStream:
                 await self._write(splice.read(at, min(_WRITE_CHUNK, splice.length - at)))
             return
         await self._flushed()
-        sock = self._writer.get_extra_info("socket")
-        loop = asyncio.get_running_loop()
-        sent = 0
-        while sent < splice.length:
-            source, position = splice.source(sent)  # checked, with no await before the send
-            try:
-                count = os.sendfile(sock.fileno(), source, position, splice.length - sent)
-            except BlockingIOError:
-                await _writable(loop, sock.fileno())
-                continue
-            if not count:
-                raise StorageError(f"the file ended {splice.length - sent} bytes before its "
-                                   "region did")
-            sent += count
-            if self._on_activity is not None:
-                self._on_activity()
+        self._check_open()
+        # a duplicate of the socket's descriptor: the loop refuses to watch a transport's
+        # own, and once the transport closes its number may name another connection
+        out = os.dup(self._writer.get_extra_info("socket").fileno())
+        try:
+            sent = 0
+            while sent < splice.length:
+                self._check_open()  # aborted while waiting (idle, evicted)?
+                source, position = splice.source(sent)  # checked, no await before the send
+                try:
+                    count = os.sendfile(out, source, position, splice.length - sent)
+                except BlockingIOError:
+                    await _writable(out)
+                    continue
+                if not count:
+                    raise StorageError(f"the file ended {splice.length - sent} bytes before "
+                                       "its region did")
+                sent += count
+                if self._on_activity is not None:
+                    self._on_activity()
+        finally:
+            os.close(out)
+
+    def _check_open(self) -> None:
+        if self._writer.transport.is_closing():
+            raise ConnectionResetError("the connection closed while a frame was being sent")
 
     async def _flushed(self) -> None:
         """Wait until the transport has handed everything it holds to the socket, so that
@@ -278,22 +290,22 @@ class FrameStream:
         self._writer.transport.abort()
 
 
-async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
-    """Wait until the socket ``fd`` takes more bytes. The loop refuses to watch a
-    transport's own descriptor, so a duplicate of it is watched."""
-    watched = os.dup(fd)
+async def _writable(fd: int) -> None:
+    """Wait until the socket ``fd`` takes more bytes, or :data:`_WRITABLE_CHECK_S` passed
+    (the caller checks its connection was not closed meanwhile)."""
+    loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
 
     def wake() -> None:
         if not ready.done():
             ready.set_result(None)
 
-    loop.add_writer(watched, wake)
+    loop.add_writer(fd, wake)
     try:
-        await ready
+        await asyncio.wait({ready}, timeout=_WRITABLE_CHECK_S)
     finally:
-        loop.remove_writer(watched)
-        os.close(watched)
+        loop.remove_writer(fd)
+        ready.cancel()
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,9 @@ class Figures:
     #: message size -> this process's CPU seconds / wall seconds while producing (near 1 or
     #: above: the client, not the server, may be what limits the figure)
     produce_client_cpu: dict[int, float] = field(default_factory=dict)
+    #: message size -> CPU seconds the (leader) server process spent serving the consume
+    #: (0 for a system without a profiled process): less noisy than MB/s on a busy machine
+    consume_server_cpu_s: dict[int, float] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
     sent_for_latency: int = 0
 
@@ -94,8 +97,20 @@ class Figures:
         _, consume_s, count = self.runs[size]
         return count * size / consume_s / 1e6
 
+    def consume_cpu_s_per_gb(self, size: int) -> float:
+        _, _, count = self.runs[size]
+        return self.consume_server_cpu_s.get(size, 0.0) / (count * size / 1e9)
+
     def percentile(self, q: int) -> float:
         return statistics.quantiles(self.latencies_ms, n=100)[q - 1]
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """A process's user + system CPU seconds so far (Linux ``/proc``); 0 without one."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def loopback_mb_s() -> float:
@@ -216,7 +231,10 @@ async def measure(name: str, args: argparse.Namespace, console: Console,
                                                         / produce_s)
                 consumed = base / f"consume-{index}-{size}.txt"
                 with profiled(system.server_pid(), consumed, sampled and size == 1024):
+                    cpu_before = cpu_seconds(system.server_pid())
                     consume_s = await system.consume(stream, count)
+                    figures.consume_server_cpu_s[size] = (cpu_seconds(system.server_pid())
+                                                          - cpu_before)
                 for what, path in ((f"{size} B produce", profile),
                                    (f"{size} B consume", consumed)):
                     if path.exists():
@@ -241,7 +259,7 @@ def results_table(results: list[Figures], limits: Limits, replicas: int) -> Tabl
     table = Table(title=f"{copies} on {HOST}; limit: loopback {limits.loopback_mb_s:.0f}"
                         f" MB/s, fsync'd append {limits.fsync_append_mb_s:.0f} MB/s")
     for column in ("system", "size", "produce MB/s", "produce msgs/s", "client CPU",
-                   "consume MB/s",
+                   "consume MB/s", "consume server CPU s/GB",
                    "produce / loopback", "produce / fsync append"):
         table.add_column(column, justify="left" if column == "system" else "right")
     for figures in results:
@@ -251,6 +269,7 @@ def results_table(results: list[Figures], limits: Limits, replicas: int) -> Tabl
                           f"{figures.produce_msgs_s(size):,.0f}",
                           f"{figures.produce_client_cpu[size]:.0%}",
                           f"{figures.consume_mb_s(size):.2f}",
+                          f"{figures.consume_cpu_s_per_gb(size):.2f}",
                           f"{mb_s / limits.loopback_mb_s:.4f}",
                           f"{mb_s / limits.fsync_append_mb_s:.3f}")
     return table
@@ -291,7 +310,9 @@ def summary(figures: Figures) -> dict[str, Any]:
                          "produce_mb_s": round(figures.produce_mb_s(size), 3),
                          "produce_msgs_s": round(figures.produce_msgs_s(size), 1),
                          "produce_client_cpu": round(figures.produce_client_cpu[size], 2),
-                         "consume_mb_s": round(figures.consume_mb_s(size), 3)}
+                         "consume_mb_s": round(figures.consume_mb_s(size), 3),
+                         "consume_server_cpu_s_per_gb": round(
+                             figures.consume_cpu_s_per_gb(size), 3)}
                   for size in figures.runs},
         "latency": {"received": len(figures.latencies_ms), "sent": figures.sent_for_latency,
                     "p50_ms": round(figures.percentile(50), 3),

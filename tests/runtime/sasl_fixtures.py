@@ -73,7 +73,7 @@ class Versions:
     def __init__(self) -> None:
         self.sessions: list[Session] = []
 
-    async def handle(self, frame: bytes, session: Session) -> bytes:
+    async def respond(self, frame: bytes, session: Session) -> bytes:
         self.sessions.append(session)
         request = decode_request(frame)
         assert request.api_key == ApiKey.API_VERSIONS

@@ -31,7 +31,7 @@ class _Echo:
     def __init__(self) -> None:
         self.sessions: list[Session] = []
 
-    async def handle(self, frame: bytes, session: Session) -> bytes:
+    async def respond(self, frame: bytes, session: Session) -> bytes:
         self.sessions.append(session)
         return frame
 

@@ -47,8 +47,8 @@ class SplicedPayload:
 class SplicedBuffer(bytearray):
     """An encoder's output buffer that takes splices: each is noted with its position."""
 
-    def __init__(self, prefix: bytes = b"") -> None:
-        super().__init__(prefix)
+    def __init__(self) -> None:
+        super().__init__()
         self.splices: list[tuple[int, Splice]] = []
 
     def splice(self, value: Splice) -> None:

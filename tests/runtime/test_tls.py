@@ -16,6 +16,7 @@ import pytest
 from tls_fixtures import CLIENT_DN, pem_files, pki, trust_only
 
 from pykraft.errors import ConfigError
+from pykraft.messages.splice import Splice, SplicedPayload
 from pykraft.runtime.dispatch import Dispatcher
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.streams import FrameStream
@@ -31,22 +32,50 @@ class _Echo:
     def __init__(self) -> None:
         self.sessions: list[Session] = []
 
-    async def respond(self, frame: bytes, session: Session) -> bytes:
+    async def respond(self, frame: bytes, session: Session) -> bytes | SplicedPayload:
         self.sessions.append(session)
         return frame
 
 
+class _BytesSplice(Splice):
+    """Bytes standing in for a file region: a TLS stream must read them, never sendfile."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    @property
+    def length(self) -> int:
+        return len(self._data)
+
+    def source(self, offset: int) -> tuple[int, int]:
+        raise AssertionError("sendfile on a TLS connection")
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self._data[offset:offset + size]
+
+
+class _SplicedEcho(_Echo):
+    """Answers each frame with itself, all but its first byte left in a splice (as a
+    Fetch answer's records in their segment file)."""
+
+    async def respond(self, frame: bytes, session: Session) -> SplicedPayload:
+        self.sessions.append(session)
+        return SplicedPayload((frame[:1], _BytesSplice(frame[1:])), len(frame))
+
+
 def _serve(server_props: dict[str, str],
-           scenario: Callable[[int, _Echo], Awaitable[None]]) -> None:
+           scenario: Callable[[int, _Echo], Awaitable[None]], echo: _Echo | None = None
+           ) -> None:
+    dispatcher = echo or _Echo()
+
     async def run() -> None:
-        echo = _Echo()
-        server = ListenerServer(cast(Dispatcher, echo), "127.0.0.1", 0, 1 << 20,
+        server = ListenerServer(cast(Dispatcher, dispatcher), "127.0.0.1", 0, 1 << 20,
                                 listener_name="SSL", protocol=SecurityProtocol.SSL,
                                 tls=server_tls(server_props, "SSL"))
         await server.start()
         try:
             async with asyncio.timeout(DEADLINE_S):
-                await scenario(server.port, echo)
+                await scenario(server.port, dispatcher)
         finally:
             await server.close()
     asyncio.run(run())
@@ -76,6 +105,18 @@ def test_pem_files_with_a_required_client_certificate_name_the_principal(
         assert (session.listener_name, session.security_protocol) == (
             "SSL", SecurityProtocol.SSL)
     _serve(server, scenario)
+
+
+def test_a_spliced_answer_is_read_and_encrypted(tmp_path: Path) -> None:
+    """A frame whose bytes are partly left in a file (a Fetch answer's records) goes out
+    whole over TLS: read, not sent with sendfile past the encryption."""
+    keys = pki()
+    server = pem_files(tmp_path, keys.server, keys.ca, "server")
+    client = client_context(trust_only(tmp_path, keys.ca, "client"))
+
+    async def scenario(port: int, _: _Echo) -> None:
+        assert await _round_trip(port, client) == b"ping"
+    _serve(server, scenario, _SplicedEcho())
 
 
 def test_without_a_client_certificate_the_principal_is_anonymous(tmp_path: Path) -> None:

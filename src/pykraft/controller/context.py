@@ -46,6 +46,9 @@ class ControllerConfig:
     # SharedServer), which is why a broker reads them here.
     max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS
     max_snapshot_interval_ms: int = DEFAULT_MAX_SNAPSHOT_INTERVAL_MS
+    # pykraft.broker.fence.on.refused.connection.enable (pykraft's own): a broker whose
+    # listeners refuse connections is fenced at once instead of at its session's expiry
+    fence_on_refused_connection: bool = True
     # the static properties the node started from: DescribeConfigs' STATIC_BROKER_CONFIG
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 

@@ -51,9 +51,14 @@ class BrokerLiveness:
     ``registration`` looks a broker up in the controller's current image."""
 
     def __init__(self, registration: Callable[[int], BrokerRegistration | None],
-                 report: Callable[[int, int], bool]) -> None:
+                 report: Callable[[int, int], bool], *, rounds: int = PROBE_ROUNDS,
+                 spacing_s: float = PROBE_SPACING_S,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         self._registration = registration
         self._report = report
+        self._rounds = rounds
+        self._spacing_s = spacing_s
+        self._connect_timeout_s = connect_timeout_s
         self._heartbeating: dict[str, int] = {}
         """Client address of a live connection -> the broker that heartbeats on it."""
         self._probes: set[asyncio.Task[None]] = set()
@@ -73,17 +78,24 @@ class BrokerLiveness:
         self._probes.add(task)
         task.add_done_callback(self._probes.discard)
 
+    async def settled(self) -> None:
+        """Until every probe under way has ended (tests, and a caller that must know)."""
+        await asyncio.gather(*self._probes, return_exceptions=True)
+
     async def _probe(self, broker: BrokerRegistration) -> None:
         endpoints = sorted({(listener.host, listener.port) for listener in broker.listeners})
-        for round_ in range(PROBE_ROUNDS):
+        named = ",".join(f"{host}:{port}" for host, port in endpoints)
+        for round_ in range(self._rounds):
             if round_:
-                await asyncio.sleep(PROBE_SPACING_S)
-            if all(await asyncio.gather(*(refuses(host, port) for host, port in endpoints))):
+                await asyncio.sleep(self._spacing_s)
+            if all(await asyncio.gather(*(refuses(host, port, self._connect_timeout_s)
+                                          for host, port in endpoints))):
                 fenced = self._report(broker.broker_id, broker.epoch)
                 event(log, "broker_listeners_refused", broker=broker.broker_id,
-                      broker_epoch=broker.epoch, fenced=fenced,
-                      endpoints=",".join(f"{host}:{port}" for host, port in endpoints))
+                      broker_epoch=broker.epoch, fenced=fenced, endpoints=named)
                 return
+        event(log, "broker_listeners_not_refused", broker=broker.broker_id,
+              broker_epoch=broker.epoch, endpoints=named)
 
     def close(self) -> None:
         for task in self._probes:

@@ -116,3 +116,26 @@ def test_a_connection_nobody_heartbeated_on_is_not_probed(closed_port: int) -> N
 
 def test_an_already_fenced_broker_is_not_probed(closed_port: int) -> None:
     assert reports(broker(("127.0.0.1", closed_port), fenced=True)) == []
+
+
+def test_overdue_heartbeats_are_probed_without_a_closed_connection(closed_port: int) -> None:
+    """A broker whose connection's end the controller did not see (heartbeats just stop)."""
+    registration = broker(("127.0.0.1", closed_port))
+
+    async def scenario() -> tuple[int, int]:
+        reported: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+
+        def report(broker_id: int, epoch: int) -> bool:
+            if not reported.done():
+                reported.set_result((broker_id, epoch))
+            return True
+
+        liveness = BrokerLiveness({1: registration}.get, report, overdue_s=0.05, rounds=1)
+        liveness.heartbeat_from(CLIENT, 1)
+        try:
+            async with asyncio.timeout(10):
+                return await reported
+        finally:
+            liveness.close()
+
+    assert asyncio.run(scenario()) == (1, 7)

@@ -53,6 +53,9 @@ CONTROLLER_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
 })
 
+#: Heartbeat intervals without one after which the controller probes a broker's listeners.
+OVERDUE_HEARTBEATS = 2
+
 
 def controller_body(body: object) -> object:
     """A request body as the controller takes it and a broker forwards it: a DeleteTopics
@@ -79,7 +82,9 @@ class ControllerService:
         self._submissions: list[tuple[object, asyncio.Future[Any]]] = []
         self._batching = False
         """True while :meth:`_submit_pending` submits: appends then wait for one write."""
-        self.liveness = (BrokerLiveness(self._registration, self.broker_unreachable)
+        self.liveness = (BrokerLiveness(
+            self._registration, self.broker_unreachable,
+            overdue_s=OVERDUE_HEARTBEATS * config.broker_heartbeat_interval_ms / 1000)
                          if config.fence_on_refused_connection else None)
 
     def attach(self, node: RaftNode) -> None:

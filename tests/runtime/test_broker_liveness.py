@@ -45,9 +45,10 @@ def black_hole_port() -> Iterator[int]:
                 client.close()
 
 
-def broker(*endpoints: tuple[str, int], fenced: bool = False) -> BrokerRegistration:
+def broker(*endpoints: tuple[str, int], fenced: bool = False,
+           broker_id: int = 1) -> BrokerRegistration:
     return BrokerRegistration(
-        broker_id=1, epoch=7, incarnation_id=uuid.UUID(int=1),
+        broker_id=broker_id, epoch=7, incarnation_id=uuid.UUID(int=1),
         listeners=tuple(BrokerEndpoint(name=f"L{i}", host=host, port=port,
                                        security_protocol=0)
                         for i, (host, port) in enumerate(endpoints)),
@@ -101,9 +102,12 @@ def test_an_already_fenced_broker_is_not_probed(closed_port: int) -> None:
     assert reports(broker(("127.0.0.1", closed_port), fenced=True)) == []
 
 
-def test_overdue_heartbeats_are_probed_without_a_closed_connection(closed_port: int) -> None:
-    """A broker whose connection's end the controller did not see (heartbeats just stop)."""
-    registration = broker(("127.0.0.1", closed_port))
+def overdue_report(registration: BrokerRegistration, alive_port: int, *,
+                   heartbeats: bool) -> tuple[int, int]:
+    """What the overdue watch reports first; broker 2 (paused: listening, never accepting)
+    heartbeats and starts the watch, broker 1 (``registration``) heartbeats once if
+    ``heartbeats``, then both go silent."""
+    alive = broker(("127.0.0.1", alive_port), broker_id=2)
 
     async def scenario() -> tuple[int, int]:
         reported: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
@@ -113,12 +117,29 @@ def test_overdue_heartbeats_are_probed_without_a_closed_connection(closed_port: 
                 reported.set_result((broker_id, epoch))
             return True
 
-        liveness = BrokerLiveness({1: registration}.get, report, overdue_s=0.05, rounds=1)
-        liveness.heartbeat_from(CLIENT, 1)
+        liveness = BrokerLiveness({1: registration, 2: alive}.get, report,
+                                  unfenced=lambda: (1, 2), overdue_s=0.05, rounds=1)
+        liveness.heartbeat_from("127.0.0.1:50001", 2)
+        if heartbeats:
+            liveness.heartbeat_from(CLIENT, 1)
         try:
             async with asyncio.timeout(10):
                 return await reported
         finally:
             liveness.close()
 
-    assert asyncio.run(scenario()) == (1, 7)
+    return asyncio.run(scenario())
+
+
+def test_overdue_heartbeats_are_probed_without_a_closed_connection(
+        closed_port: int, silent_server: int) -> None:
+    """A broker whose connection's end the controller did not see (heartbeats just stop)."""
+    dead = broker(("127.0.0.1", closed_port))
+    assert overdue_report(dead, silent_server, heartbeats=True) == (1, 7)
+
+
+def test_a_broker_that_never_heartbeats_to_this_controller_is_probed(
+        closed_port: int, silent_server: int) -> None:
+    """It died with the previous active controller (a combined node): never heard from."""
+    dead = broker(("127.0.0.1", closed_port))
+    assert overdue_report(dead, silent_server, heartbeats=False) == (1, 7)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.runtime.logfmt import event
@@ -51,15 +51,20 @@ class BrokerLiveness:
     """Watches the brokers' heartbeats to the active controller; probes a broker whose
     heartbeat connection closed, or whose heartbeats are ``overdue_s`` late (once per
     silence), and tells ``report(broker_id, epoch)`` when its listeners all refused.
-    ``registration`` looks a broker up in the controller's current image."""
+    ``registration`` looks a broker up in the controller's current image, ``unfenced``
+    lists its unfenced brokers: one that never heartbeats to this controller (it died as
+    the previous active controller did) is overdue from when the watch began."""
 
     def __init__(self, registration: Callable[[int], BrokerRegistration | None],
-                 report: Callable[[int, int], bool], *, overdue_s: float | None = None,
+                 report: Callable[[int, int], bool], *,
+                 unfenced: Callable[[], Iterable[int]] = tuple,
+                 overdue_s: float | None = None,
                  rounds: int = PROBE_ROUNDS, spacing_s: float = PROBE_SPACING_S,
                  connect_timeout_s: float = CONNECT_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._registration = registration
         self._report = report
+        self._unfenced = unfenced
         self._overdue_s = overdue_s
         self._rounds = rounds
         self._spacing_s = spacing_s
@@ -96,6 +101,8 @@ class BrokerLiveness:
         while True:
             await asyncio.sleep(overdue_s / 2)
             now = self._clock()
+            for broker_id in self._unfenced():
+                self._last_heartbeat.setdefault(broker_id, now)
             for broker_id, at in list(self._last_heartbeat.items()):
                 if now - at >= overdue_s and broker_id not in self._probed_silence:
                     self._probed_silence.add(broker_id)

@@ -83,7 +83,7 @@ class ControllerService:
         self._batching = False
         """True while :meth:`_submit_pending` submits: appends then wait for one write."""
         self.liveness = (BrokerLiveness(
-            self._registration, self.broker_unreachable,
+            self._registration, self.broker_unreachable, unfenced=self._unfenced,
             overdue_s=OVERDUE_HEARTBEATS * config.broker_heartbeat_interval_ms / 1000)
                          if config.fence_on_refused_connection else None)
 
@@ -187,6 +187,10 @@ class ControllerService:
 
     def _registration(self, broker_id: int) -> BrokerRegistration | None:
         return self.controller.image.cluster.brokers.get(broker_id)
+
+    def _unfenced(self) -> list[int]:
+        return [broker_id for broker_id, broker in self.controller.image.cluster.brokers.items()
+                if not broker.fenced]
 
     def _load_image(self, image: MetadataImage) -> None:
         self.controller.load_image(image)

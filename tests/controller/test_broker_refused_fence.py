@@ -33,7 +33,7 @@ def epoch_of(cluster: Cluster, broker_id: int) -> int:
 
 
 def report(cluster: Cluster, broker_id: int, epoch: int) -> bool:
-    fenced = cluster.controller.broker_unreachable(cluster.now, broker_id, epoch)
+    fenced: bool = cluster.controller.broker_unreachable(cluster.now, broker_id, epoch)
     cluster.commit()
     return fenced
 

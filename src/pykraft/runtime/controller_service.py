@@ -82,10 +82,11 @@ class ControllerService:
         self._submissions: list[tuple[object, asyncio.Future[Any]]] = []
         self._batching = False
         """True while :meth:`_submit_pending` submits: appends then wait for one write."""
-        self.liveness = (BrokerLiveness(
-            self._registration, self.broker_unreachable, unfenced=self._unfenced,
-            overdue_s=OVERDUE_HEARTBEATS * config.broker_heartbeat_interval_ms / 1000)
-                         if config.fence_on_refused_connection else None)
+        self.liveness: BrokerLiveness | None = None
+        if config.fence_on_refused_connection:
+            self.liveness = BrokerLiveness(
+                self._registration, self.broker_unreachable, unfenced=self._unfenced,
+                overdue_s=OVERDUE_HEARTBEATS * config.broker_heartbeat_interval_ms / 1000)
 
     def attach(self, node: RaftNode) -> None:
         """Bind to the node whose core this service listens to (it is built first)."""

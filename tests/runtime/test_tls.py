@@ -35,6 +35,9 @@ class _Echo:
         self.sessions.append(session)
         return frame
 
+    def connection_closed(self, session: Session) -> None:
+        """Nothing watches connections here."""
+
 
 def _serve(server_props: dict[str, str],
            scenario: Callable[[int, _Echo], Awaitable[None]]) -> None:

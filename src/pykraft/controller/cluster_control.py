@@ -7,7 +7,9 @@ its epoch and fenced state. A fenced broker is unfenced by a heartbeat with
 ``WantFence=false`` and ``CurrentMetadataOffset`` at or past the offset of its latest
 RegisterBrokerRecord, i.e. once it has replayed its own registration. An unfenced broker is
 fenced when it asks to be, when its session (``broker.session.timeout.ms`` without a
-heartbeat) expires, or at the end of a controlled shutdown. A heartbeat with
+heartbeat) expires, at the end of a controlled shutdown, or (pykraft's own fast failover,
+:func:`fence_unreachable`) when the runtime found every listener it registered refusing
+connections: its process is gone. A heartbeat with
 ``WantShutDown`` from a broker that leads nothing fences it and tells it to shut down at
 once; otherwise the broker enters controlled shutdown: it leaves every ISR, its leaderships
 move to other ISR members, and it is told to shut down (and fenced) only once it leads
@@ -211,6 +213,17 @@ def fence_one_expired(ctx: ControllerContext) -> list[object]:
         if broker is not None and not broker.fenced:
             return fence_broker(ctx, broker)
     return []
+
+
+def fence_unreachable(ctx: ControllerContext, broker_id: int, epoch: int) -> list[object]:
+    """Fence a broker whose registered listeners all refused a connection, as session expiry
+    would, but only the incarnation the evidence is about (``epoch``) and only while its
+    session is open: a re-registered, already fenced or lapsed broker is left alone."""
+    broker = ctx.image.cluster.brokers.get(broker_id)
+    if (broker is None or broker.fenced or broker.epoch != epoch
+            or broker_id in ctx.session_expired):
+        return []
+    return fence_broker(ctx, broker)
 
 
 def elect_unclean(ctx: ControllerContext) -> list[object]:

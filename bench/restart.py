@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.table import Table
@@ -118,7 +118,7 @@ def _accepts(port: int) -> bool:
 def _leads_all(admin: AdminClient, broker_id: int, topic: str) -> bool:
     try:
         metadata = admin.list_topics(topic, timeout=1.0)
-    except Exception:  # noqa: BLE001 -- confluent-kafka raises KafkaException or a timeout
+    except KafkaException:  # not answered in time (the broker is still starting)
         return False
     found = metadata.topics.get(topic)
     return (broker_id in metadata.brokers and found is not None and found.error is None

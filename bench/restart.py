@@ -2,7 +2,7 @@
 
     python bench/restart.py [--bytes 5G] [--partitions 12] [--record-size 1024]
         [--systems pykraft,kafka] [--variant NAME=SRC_DIR ...] [--rounds 3] [--dir DIR]
-        [--json]
+        [--no-compile] [--json]
 
 Each system gets a one-controller, one-broker cluster (Apache Kafka's from
 ``.cache/kafka/4.4.0``), one topic of ``--partitions`` partitions filled with ``--bytes`` of
@@ -12,10 +12,12 @@ other checkpoints of its log directory, and which producer snapshots existed); e
 restores that state, restarts the broker and times, from the restart, (a) its listener
 accepting, (b) a Metadata listing it (unfenced) as every partition's leader, (c) an acks=all
 Produce to a partition acknowledged -- then kills it again. Every round thus restarts from the
-same crash. A ``--variant NAME=SRC`` runs the pykraft nodes (controller and broker) from
-another source tree (e.g. an export of main's ``src``), alternated round by round with the
-checkout's own, for before/after in one window. Data directories go under ``--dir`` and are
-removed at the end.
+same crash; each round restarts every system (and variant) once, so they are alternated
+while the machine's load drifts. The trees run are byte-compiled first (``--no-compile``:
+not), as an installed wheel is. A ``--variant NAME=SRC`` runs the pykraft nodes (controller
+and broker) from another source tree (e.g. an export of main's ``src``) beside the
+checkout's own (``pykraft``), for before/after in one window. Data directories go under
+``--dir`` and are removed at the end.
 
 :func:`kill_and_restart` is the measurement, importable: given a started
 :class:`~pykraft.tools.local_cluster.LocalCluster` and a broker id it returns the three times.
@@ -30,6 +32,7 @@ import os
 import shutil
 import signal
 import socket
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -266,39 +269,83 @@ def restart_controller(cluster: LocalCluster) -> None:
     cluster.wait_listening(cluster.controllers)
 
 
-def run_system(name: str, base: Path, args: argparse.Namespace,
-               variants: dict[str, Path | None]) -> list[Round]:
-    """Fill one system's cluster, kill its broker, then restart it ``--rounds`` times per
-    variant (alternated) from the same crash state."""
-    kafka = name == "kafka"
-    cluster = make_cluster(base / name, kafka)
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """One system's cluster, filled, its broker killed once and the crash state saved."""
+
+    name: str
+    cluster: LocalCluster
+    crash: CrashState
+    fill_mb_s: float
+
+    @property
+    def broker(self) -> int:
+        return self.cluster.brokers[0]
+
+    @property
+    def kafka(self) -> bool:
+        return self.broker in self.cluster.kafka_nodes
+
+
+def prepare(name: str, cluster: LocalCluster, args: argparse.Namespace) -> Subject:
+    """Fill the cluster's topic, kill its broker and save the crash; the broker is started
+    again once, untimed (it warms the page cache as a first restart would)."""
+    cluster.start_all()
+    cluster.wait_listening(cluster.brokers)
+    console.print(f"[bold]{name}[/]: filling {args.bytes / 1e9:.2f} GB ...")
+    fill_mb_s = fill(cluster.bootstrap_servers, TOPIC, args.partitions, args.bytes,
+                     args.record_size)
+    console.print(f"  filled at {fill_mb_s:.1f} MB/s")
     broker = cluster.brokers[0]
-    log_dir = cluster.nodes[broker].data
+    cluster.kill(broker)
+    crash = CrashState.save(cluster.nodes[broker].data)
+    cluster.start(broker)
+    return Subject(name, cluster, crash, fill_mb_s)
+
+
+def one_round(subject: Subject, variant: str, src: Path | None, number: int,
+              variants: int) -> Round:
+    """Restart the subject's broker from its crash state (pykraft from ``src``; with
+    several variants the controller is restarted from it first, as it decides the
+    registration)."""
+    cluster, log_dir = subject.cluster, subject.cluster.nodes[subject.broker].data
+    with source_tree(src):
+        if variants > 1 and not subject.kafka:
+            restart_controller(cluster)
+            _produce_one(cluster.bootstrap_servers, TOPIC, 0, 60_000)
+        times = kill_and_restart(cluster, subject.broker, TOPIC,
+                                 before_start=lambda: subject.crash.restore(log_dir))
+    console.print(f"  {variant} round {number}: {times}")
+    return Round(variant, number, subject.fill_mb_s, times)
+
+
+def run(systems: list[str], base: Path, args: argparse.Namespace,
+        variants: dict[str, Path | None]) -> list[Round]:
+    """Fill every system's cluster, then restart their brokers ``--rounds`` times, every
+    system and variant once per round (alternated: the machine's load drifts)."""
+    clusters = {name: make_cluster(base / name, name == "kafka") for name in systems}
     rounds: list[Round] = []
     try:
-        cluster.start_all()
-        cluster.wait_listening(cluster.brokers)
-        console.print(f"[bold]{name}[/]: filling {args.bytes / 1e9:.2f} GB ...")
-        fill_mb_s = fill(cluster.bootstrap_servers, TOPIC, args.partitions, args.bytes,
-                         args.record_size)
-        console.print(f"  filled at {fill_mb_s:.1f} MB/s")
-        cluster.kill(broker)
-        crash = CrashState.save(log_dir)
-        cluster.start(broker)
+        subjects = [prepare(name, cluster, args) for name, cluster in clusters.items()]
         for number in range(args.rounds):
-            for variant, src in (variants.items() if not kafka else [(name, None)]):
-                with source_tree(src):
-                    if len(variants) > 1 and not kafka:
-                        restart_controller(cluster)
-                        _produce_one(cluster.bootstrap_servers, TOPIC, 0, 60_000)
-                    times = kill_and_restart(cluster, broker, TOPIC,
-                                             before_start=lambda: crash.restore(log_dir))
-                rounds.append(Round(variant, number, fill_mb_s, times))
-                console.print(f"  {variant} round {number}: {times}")
+            for subject in subjects:
+                runs = [(subject.name, None)] if subject.kafka else list(variants.items())
+                rounds += [one_round(subject, variant, src, number, len(variants))
+                           for variant, src in runs]
     finally:
-        cluster.stop_all()
-        cluster.delete()
+        for cluster in clusters.values():
+            cluster.stop_all()
+            cluster.delete()
     return rounds
+
+
+def medians(rounds: list[Round]) -> dict[str, dict[str, float]]:
+    """Each system's (or variant's) median of each time over its rounds."""
+    names = dict.fromkeys(r.system for r in rounds)
+    return {name: {field: statistics.median(getattr(r.times, field) for r in rounds
+                                            if r.system == name)
+                   for field in RestartTimes.__slots__}
+            for name in names}
 
 
 def table(rounds: list[Round]) -> Table:
@@ -347,19 +394,20 @@ def main(argv: list[str] | None = None) -> int:
         compile_sources(variants)
     base = Path(tempfile.mkdtemp(prefix="restart-", dir=args.dir))
     load_before = os.getloadavg()
-    rounds: list[Round] = []
     try:
-        for system in args.systems.split(","):
-            rounds += run_system(system, base, args, variants)
+        rounds = run(args.systems.split(","), base, args, variants)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     load_after = os.getloadavg()
     if args.json:
         print(json.dumps({"bytes": args.bytes, "partitions": args.partitions,
                           "load_before": load_before, "load_after": load_after,
-                          "rounds": [asdict(r) for r in rounds]}, indent=1))
+                          "rounds": [asdict(r) for r in rounds],
+                          "medians": medians(rounds)}, indent=1))
     else:
         Console().print(table(rounds))
+        for name, times in medians(rounds).items():
+            print(f"median {name}: " + ", ".join(f"{k} {v:.2f}" for k, v in times.items()))
         print(f"load average before {load_before}, after {load_after}")
     return 0
 

@@ -229,13 +229,20 @@ def _index_points_inside_a_batch(directory: Path) -> None:
     index.write_bytes(bytes(data))
 
 
+def _time_index_zeroed(directory: Path) -> None:
+    """As a power cut may leave a new preallocated file: zeros, read as one entry (0, base)."""
+    index = directory / _FIRST_LOG.replace(".log", ".timeindex")
+    index.write_bytes(bytes(len(index.read_bytes())))
+
+
 def _remove(suffix: str) -> Callable[[Path], None]:
     return lambda directory: (directory / _FIRST_LOG.replace(".log", suffix)).unlink()
 
 
 @pytest.mark.parametrize("untrusted", [_index_points_inside_a_batch, _remove(".index"),
-                                       _remove(".timeindex")],
-                         ids=["index-mid-batch", "no-index", "no-time-index"])
+                                       _remove(".timeindex"), _time_index_zeroed],
+                         ids=["index-mid-batch", "no-index", "no-time-index",
+                              "time-index-zeroed"])
 def test_indexes_that_cannot_be_trusted_mean_a_full_rescan(
         tmp_path: Path, untrusted: Callable[[Path], None]) -> None:
     """The shortcut is taken only when the indexes describe the file: otherwise the whole

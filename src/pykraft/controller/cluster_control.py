@@ -79,9 +79,12 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
                                         existing.in_controlled_shutdown)
     else:
         # Kafka refuses another incarnation only while this one has a valid session: a
-        # fenced broker (a clean shutdown ends fenced) has none, so it restarts at once
+        # fenced broker (a clean shutdown ends fenced) has none, so it restarts at once.
+        # Beyond Kafka, a restart on the same log directories (a broker killed with -9 and
+        # started again) is not waited out either: see _restarted_on_same_storage
         if (existing is not None and not existing.fenced
-                and existing.broker_id not in ctx.session_expired):
+                and existing.broker_id not in ctx.session_expired
+                and not _restarted_on_same_storage(existing, req)):
             return ControllerResult((), _registration_error(
                 ErrorCode.DUPLICATE_BROKER_REGISTRATION))
         if existing is not None and not existing.fenced:
@@ -101,6 +104,17 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
     records.append(registration.to_record())
     response = BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=epoch)
     return ControllerResult(tuple(records), response)
+
+
+def _restarted_on_same_storage(existing: BrokerRegistration,
+                               req: BrokerRegistrationRequest) -> bool:
+    """Whether a new incarnation names exactly the registered one's log directories (their
+    ``directory.id`` values, written when each was formatted): the same storage, so the old
+    process is gone (a crash and restart) and its session need not be waited out (Kafka's
+    ``broker.session.timeout.ms``, 9 s). Another process with a duplicated ``node.id`` has
+    its own directories and is still refused; so is a registration naming none."""
+    named = frozenset(d for d in req.log_dirs if d != ZERO_UUID)
+    return bool(named) and named == frozenset(existing.log_dirs)
 
 
 def _supports_finalized(ctx: ControllerContext, ranges: dict[str, tuple[int, int]]) -> bool:

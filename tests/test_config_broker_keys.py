@@ -47,7 +47,7 @@ def test_every_key_pykraft_reads_is_a_described_broker_key_with_the_same_default
 
 
 def test_kafka_broker_table_facts() -> None:
-    assert len(BROKER_CONFIG_DEFS) == 350 + 5  # Kafka 4.4's public keys, pykraft's five
+    assert len(BROKER_CONFIG_DEFS) == 350 + 6  # Kafka 4.4's public keys, pykraft's six
     retention = BROKER_CONFIG_DEFS["log.retention.ms"]
     assert (retention.default, retention.update_mode) == (None, "cluster-wide")
     assert BROKER_CONFIG_DEFS["log.retention.hours"].default == "168"

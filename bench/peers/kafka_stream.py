@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,10 @@ class PykraftStream(StreamSystem):
     name = "pykraft"
     version = __version__
 
-    def __init__(self, replicas: int = 1) -> None:
+    def __init__(self, replicas: int = 1,
+                 properties: Mapping[str, str] = PROPERTIES) -> None:
         self._cluster: LocalCluster | None = None
+        self._properties = dict(properties)
         self.replicas = replicas
         self.modes = ("acks=all", "acks=1") if replicas > 1 else ("acks=1",)
         self.select(self.modes[0])
@@ -65,16 +68,20 @@ class PykraftStream(StreamSystem):
                            "cache, no fsync (Kafka's default)")
 
     @property
-    def bootstrap(self) -> str:
+    def cluster(self) -> LocalCluster:
         if self._cluster is None:
             raise BenchError("pykraft is not started")
-        return self._cluster.bootstrap_servers
+        return self._cluster
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap_servers
 
     async def start(self, base: Path) -> None:
-        self._cluster = LocalCluster.create(base, 1, PROPERTIES, brokers=self.replicas)
+        self._cluster = LocalCluster.create(base, 1, self._properties, brokers=self.replicas)
         self._cluster.start_all()
         self._cluster.wait_listening(list(self._cluster.nodes))
-        await asyncio.to_thread(self._create_topic, "ready")
+        await asyncio.to_thread(self.create_topic, "ready")
 
     async def stop(self) -> None:
         if self._cluster is not None:
@@ -83,7 +90,7 @@ class PykraftStream(StreamSystem):
     def server_pid(self) -> int | None:
         return None if self._cluster is None else self._cluster.pids[self._cluster.brokers[0]]
 
-    def _create_topic(self, topic: str) -> None:
+    def create_topic(self, topic: str) -> None:
         """Create ``topic`` (retrying until the brokers are unfenced and answer), then wait
         until it has a leader and every replica in sync, so no phase starts by waiting for
         the clients' metadata retries."""
@@ -131,7 +138,7 @@ class PykraftStream(StreamSystem):
             "enable.auto.commit": False})
 
     async def produce(self, stream: str, count: int, size: int) -> float:
-        await asyncio.to_thread(self._create_topic, stream)
+        await asyncio.to_thread(self.create_topic, stream)
         elapsed = await asyncio.to_thread(self._produce, stream, count, payload(size))
         # A replicated figure counts only if every replica stayed in the ISR (with one out,
         # acks=all would have waited for fewer copies than the row claims).
@@ -182,7 +189,7 @@ class PykraftStream(StreamSystem):
             consumer.close()
 
     async def latencies(self, stream: str, rate: int, seconds: float, size: int) -> list[float]:
-        await asyncio.to_thread(self._create_topic, stream)
+        await asyncio.to_thread(self.create_topic, stream)
         measured: list[float] = []
         stop = threading.Event()
         consumer = self._consumer()

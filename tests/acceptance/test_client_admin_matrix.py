@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pytest
-from broker_harness import broker_call, wait_for
+from broker_harness import PROPERTIES, broker_call, running_cluster, wait_for
 from java_admin import BOOTSTRAP_SERVERS, JavaAdmin, JavaAdminError, OpenAdmin
 
 from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
@@ -181,6 +181,17 @@ class Java:
 
 PYTHON_CLIENTS: dict[str, Callable[[LocalCluster], AdminDriver]] = {
     "confluent-kafka": Confluent, "kafka-python": KafkaPython, "aiokafka": AioKafka}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """The shared cluster without topic auto-creation: aiokafka's describe_topics asks for
+    it (Metadata's allow_auto_topic_creation), so after a delete it would recreate the topic
+    behind the test's back, as Kafka would; these tests are about the admin APIs."""
+    with running_cluster(tmp_path_factory.mktemp("admin-matrix") / "cluster",
+                         {**PROPERTIES, "auto.create.topics.enable": "false"},
+                         controllers=3, brokers=3) as made:
+        yield made
 
 
 @pytest.fixture(params=[*PYTHON_CLIENTS, "java"])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from replica_fixtures import until
+
 from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.messages.kafka.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from pykraft.protocol.errors import ErrorCode
@@ -35,7 +37,7 @@ def test_missing_topics_are_sent_once_with_the_broker_defaults() -> None:
             "a": UNKNOWN, "b..": UNKNOWN, "__consumer_offsets": UNKNOWN, "b": UNKNOWN}
         assert creator.create(["a", "bad name"]) == {
             "a": UNKNOWN, "bad name": ErrorCode.INVALID_TOPIC_EXCEPTION}
-        await asyncio.sleep(0)  # let the first request go out
+        await until(lambda: channel.sent, "the first request sent")
         (request,) = channel.sent
         assert [(t.name, t.num_partitions, t.replication_factor) for t in request.topics] == [
             ("a", 3, 2), ("b..", 3, 2), ("b", 3, 2)]

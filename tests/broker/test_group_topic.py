@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from replica_fixtures import broker, with_records
+from replica_fixtures import broker, until, with_records
 
 from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.group_versions import to_version
@@ -81,7 +81,7 @@ def test_the_first_find_creates_the_offsets_topic_with_the_configured_factor() -
         answer = finder.find(find(("g", "h")), image)
         finder.create_missing(find(("g",)), image)  # one creation at a time
         finder.create_missing(find(("t",), key_type=1), image)  # not for a transactional id
-        await asyncio.sleep(0)  # the creation task sends
+        await until(lambda: channel.sent, "the creation sent")
         await finder.close()
         return answer, channel
 

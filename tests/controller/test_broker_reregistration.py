@@ -58,3 +58,34 @@ def test_a_broker_the_controller_lost_registers_again() -> None:
     assert refusals == [ErrorCode.STALE_BROKER_EPOCH]
     assert channel.sent[-1] == (BrokerRegistrationRequest, ErrorCode.NONE)
     assert cluster.controller.image.cluster.brokers[BROKER].epoch == lifecycle.epoch
+
+
+async def _unfenced_once_caught_up(lifecycle: BrokerLifecycle, channel: ControllerOf,
+                                   metadata: Metadata, cluster: Cluster) -> None:
+    task = asyncio.create_task(lifecycle.run())
+    try:
+        await channel.wait_for(BrokerHeartbeatRequest, 2)  # behind: still fenced
+        assert lifecycle.fenced
+        metadata.committed_offset = cluster.controller.committed_offset  # caught up
+        await lifecycle.first_unfenced.wait()
+    finally:
+        task.cancel()
+
+
+def test_a_starting_broker_heartbeats_at_once_and_often_until_unfenced() -> None:
+    """As Kafka's BrokerLifecycleManager (issue 29): a heartbeat right after registering
+    and every 10 ms while starting, so a broker is unfenced as soon as it caught up, not a
+    heartbeat interval (here a minute, longer than the bound) later."""
+    cluster = Cluster()
+    cluster.elect()
+    channel = ControllerOf(cluster)
+    metadata = Metadata()
+    identity = BrokerIdentity(broker_id=BROKER, cluster_id="test-cluster",
+                              endpoints=((Endpoint("PLAINTEXT", "127.0.0.1", 9092), PLAINTEXT),),
+                              rack=None, log_dirs=(uuid.UUID(int=5),),
+                              heartbeat_interval_ms=60_000)
+    lifecycle = BrokerLifecycle(identity, cast(ControllerChannel, channel),
+                                cast(BrokerMetadataListener, metadata))
+    asyncio.run(asyncio.wait_for(
+        _unfenced_once_caught_up(lifecycle, channel, metadata, cluster), DEADLINE_S))
+    assert not cluster.controller.image.cluster.brokers[BROKER].fenced

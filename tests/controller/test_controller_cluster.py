@@ -160,6 +160,48 @@ def test_new_incarnation_with_live_session_is_a_duplicate() -> None:
     assert cluster.controller.image.cluster.brokers[1].incarnation_id == uuid.UUID(int=999)
 
 
+def test_a_restart_on_the_same_log_dirs_registers_at_once() -> None:
+    """Beyond Kafka (issue 29): a new incarnation naming the registered one's log
+    directories is the same storage restarted (killed with -9), not a second broker with
+    the same id, so it is not made to wait out the old session: the old incarnation is
+    fenced (its leaderships go) and the new one registered, fenced until it catches up."""
+    dirs = (uuid.UUID(int=7), uuid.UUID(int=8))
+    cluster = Cluster()
+    cluster.elect()
+    cluster.register(1, log_dirs=dirs)
+    cluster.heartbeat(1)
+    cluster.call(create_topic("t"))
+    topic = cluster.controller.image.topics.by_name["t"]
+    assert topic.partitions[0].leader == 1
+    old_epoch = cluster.controller.image.cluster.brokers[1].epoch
+    response = cluster.register(1, incarnation=uuid.UUID(int=999), log_dirs=dirs[::-1])
+    assert isinstance(response, BrokerRegistrationResponse)
+    assert response.error_code == ErrorCode.NONE and response.broker_epoch > old_epoch
+    broker = cluster.controller.image.cluster.brokers[1]
+    assert broker.incarnation_id == uuid.UUID(int=999) and broker.fenced
+    topic = cluster.controller.image.topics.by_name["t"]
+    assert topic.partitions[0].leader == -1
+    cluster.heartbeat(1)
+    assert not cluster.controller.image.cluster.brokers[1].fenced
+    topic = cluster.controller.image.topics.by_name["t"]
+    assert topic.partitions[0].leader == 1
+
+
+@pytest.mark.parametrize("other_dirs", [(uuid.UUID(int=9),), (uuid.UUID(int=7),), ()])
+def test_a_new_incarnation_on_other_log_dirs_is_still_a_duplicate(
+        other_dirs: tuple[uuid.UUID, ...]) -> None:
+    """Other directories (or a subset, or none named) may be another process with a
+    duplicated node.id: refused while the registered one's session lives, as in Kafka."""
+    cluster = Cluster()
+    cluster.elect()
+    cluster.register(1, log_dirs=(uuid.UUID(int=7), uuid.UUID(int=8)))
+    cluster.heartbeat(1)
+    response = cluster.register(1, incarnation=uuid.UUID(int=999), log_dirs=other_dirs)
+    assert isinstance(response, BrokerRegistrationResponse)
+    assert response.error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
+    assert not cluster.controller.image.cluster.brokers[1].fenced
+
+
 def test_a_cleanly_shut_down_broker_registers_again_at_once() -> None:
     """Kafka's registerBroker refuses a new incarnation only while the old one has a valid
     session, and a fenced broker has none (BrokerHeartbeatManager.hasValidSession): a

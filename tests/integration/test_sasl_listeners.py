@@ -243,7 +243,10 @@ def test_a_request_before_authentication_closes_the_connection(sasl: Sasl) -> No
         or None)
 
 
-def test_kafka_python_with_scram_sha_512(sasl: Sasl) -> None:
+def _add_scram_user(sasl: Sasl, user: str, password: bytes) -> None:
+    """``user``'s SCRAM-SHA-512 credential, through confluent-kafka's admin client, once the
+    broker's image has it. Its own frame: the admin client must not outlive it (a traceback
+    kept by a later expected error would hold it, reconnecting after the cluster stopped)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import (
         AdminClient,
@@ -255,19 +258,24 @@ def test_kafka_python_with_scram_sha_512(sasl: Sasl) -> None:
     (broker_id,) = sasl.cluster.brokers
     admin = AdminClient({"bootstrap.servers": sasl.cluster.nodes[broker_id].address})
     upsert = UserScramCredentialUpsertion(
-        "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"carol-secret")
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password)
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(30)
 
     def described() -> bool | None:
         try:  # RESOURCE_NOT_FOUND until the broker's image has it
-            futures = admin.describe_user_scram_credentials(["carol"])
+            futures = admin.describe_user_scram_credentials([user])
             assert isinstance(futures, dict)
-            futures["carol"].result(30)
+            futures[user].result(30)
         except KafkaException:
             return None
         return True
-    wait_for("carol's credential in the broker's image", described)
+    wait_for(f"{user}'s credential in the broker's image", described)
+
+
+def test_kafka_python_with_scram_sha_512(sasl: Sasl) -> None:
+    (broker_id,) = sasl.cluster.brokers
+    _add_scram_user(sasl, "carol", b"carol-secret")
     topic = "sasl-scram"
     create_topic(sasl, topic)
     got = produce_and_consume_kafka_python(

@@ -80,3 +80,6 @@ class Versions:
         return encode_response(request.header.correlation_id, ApiKey.API_VERSIONS,
                                request.api_version,
                                api_versions_response(Listener.BROKER, request.api_version))
+
+    def connection_closed(self, session: Session) -> None:
+        """Nothing watches connections here."""

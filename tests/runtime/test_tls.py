@@ -36,6 +36,9 @@ class _Echo:
         self.sessions.append(session)
         return frame
 
+    def connection_closed(self, session: Session) -> None:
+        """Nothing watches connections here."""
+
 
 class _BytesSplice(Splice):
     """Bytes standing in for a file region: a TLS stream must read them, never sendfile."""

@@ -5,8 +5,6 @@ merely slow (a timeout) stays an ordinary failure."""
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,24 +18,6 @@ from pykraft.runtime.node import SERVED_RANGES, RaftNode
 from pykraft.runtime.peers import PeerConnection
 from pykraft.runtime.settings import load_settings
 from pykraft.tools.local_cluster import LocalCluster
-
-
-@pytest.fixture
-def closed_port() -> int:
-    """A port nothing listens on (bound once to pick it, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-@pytest.fixture
-def silent_server() -> Iterator[int]:
-    """A listener that accepts connections and never answers."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield sock.getsockname()[1]
 
 
 def _peer(port: int, timeout_ms: int = 300) -> PeerConnection:

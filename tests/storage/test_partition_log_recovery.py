@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from pykraft.records.batch import encode_batch, iter_batches
 from pykraft.storage.leader_epoch import LEADER_EPOCH_CHECKPOINT, read_epoch_checkpoint
@@ -139,3 +142,113 @@ def test_the_leader_epoch_checkpoint_is_rebuilt_and_written_on_flush(tmp_path: P
     with PartitionLog.open(directory, _CONFIG, now_ms=0, recovery_point=0) as log:
         log.flush()
     assert read_epoch_checkpoint(checkpoint) == [(0, 0), (1, 4), (2, 8)]
+
+
+_ONE_SEGMENT = LogConfig(index_interval_bytes=60)
+_FLUSHED, _UNFLUSHED = 30, 10
+
+
+def _crashed_one_segment(tmp_path: Path) -> tuple[Path, list[bytes]]:
+    """One segment of 40 one-record batches, the first 30 flushed (the recovery point) and
+    the process gone before closing: its indexes untrimmed, as kill -9 leaves them."""
+    directory = tmp_path / "live-0"
+    written = _write(directory, _FLUSHED, config=_ONE_SEGMENT)
+    log = PartitionLog.open(directory, _ONE_SEGMENT, now_ms=0, recovery_point=_FLUSHED,
+                            clean_shutdown=True)
+    for offset in range(_FLUSHED, _FLUSHED + _UNFLUSHED):
+        batch = encode_batch(offset, [(None, b"late" * (offset % 5))],
+                             partition_leader_epoch=offset // 4, timestamp=100 + offset)
+        log.append(batch, now_ms=0)
+        written.append(batch)
+    crashed = tmp_path / "crashed-0"
+    shutil.copytree(directory, crashed)
+    log.close()
+    return crashed, written
+
+
+def _damage_batch(directory: Path, written: list[bytes], number: int) -> None:
+    """Flip a byte inside batch ``number``'s records (the CRC then fails)."""
+    data = bytearray((directory / _FIRST_LOG).read_bytes())
+    data[sum(map(len, written[:number])) + len(written[number]) - 1] ^= 0xFF
+    (directory / _FIRST_LOG).write_bytes(bytes(data))
+
+
+def test_recovery_resumes_below_the_recovery_point_inside_its_segment(tmp_path: Path) -> None:
+    """Beyond Kafka (issue 29): the segment holding the recovery point is rescanned only
+    from its last indexed batch below it, so damage further back (which the recovery point
+    says was flushed) is not even read, while a full rescan would cut the log there."""
+    crashed, written = _crashed_one_segment(tmp_path)
+    _damage_batch(crashed, written, 3)
+    full = tmp_path / "full-0"
+    shutil.copytree(crashed, full)
+    with PartitionLog.open(crashed, _ONE_SEGMENT, now_ms=0, recovery_point=_FLUSHED) as log:
+        assert log.log_end_offset == _FLUSHED + _UNFLUSHED
+        assert [log.read(offset, 1) for offset in range(4, 40)] == written[4:]
+    with PartitionLog.open(full, _ONE_SEGMENT, now_ms=0, recovery_point=0) as log:
+        assert log.log_end_offset == 3
+
+
+def test_a_resumed_recovery_rebuilds_what_a_full_rescan_does(tmp_path: Path) -> None:
+    """Indexes, largest timestamp and leader epochs after resuming equal a full rescan's."""
+    crashed, written = _crashed_one_segment(tmp_path)
+    full = tmp_path / "full-0"
+    shutil.copytree(crashed, full)
+    opened = [PartitionLog.open(directory, _ONE_SEGMENT, now_ms=0, recovery_point=point)
+              for directory, point in ((crashed, _FLUSHED), (full, 0))]
+    try:
+        resumed, rescanned = opened
+        for log in opened:
+            assert [log.read(offset, 1) for offset in range(40)] == written
+        assert resumed.segment_stats() == rescanned.segment_stats()
+        assert resumed.leader_epochs.entries == rescanned.leader_epochs.entries
+        assert [resumed.offset_for_timestamp(ts) for ts in range(95, 145)] == [
+            rescanned.offset_for_timestamp(ts) for ts in range(95, 145)]
+    finally:
+        for log in opened:
+            log.close()
+    for suffix in (".index", ".timeindex"):
+        name = _FIRST_LOG.replace(".log", suffix)
+        assert (crashed / name).read_bytes() == (full / name).read_bytes()
+
+
+def test_damage_after_the_recovery_point_is_still_cut_when_resuming(tmp_path: Path) -> None:
+    crashed, written = _crashed_one_segment(tmp_path)
+    _damage_batch(crashed, written, _FLUSHED + 2)
+    with PartitionLog.open(crashed, _ONE_SEGMENT, now_ms=0, recovery_point=_FLUSHED) as log:
+        assert log.log_end_offset == _FLUSHED + 2
+        assert log.leader_epochs.latest_epoch == (_FLUSHED + 1) // 4
+    assert (crashed / _FIRST_LOG).stat().st_size == sum(map(len, written[:_FLUSHED + 2]))
+
+
+def _index_points_inside_a_batch(directory: Path) -> None:
+    index = directory / _FIRST_LOG.replace(".log", ".index")
+    data = bytearray(index.read_bytes())
+    position = int.from_bytes(data[4:8], "big")
+    data[4:8] = (position + 1).to_bytes(4, "big")  # its first entry, mid-batch
+    data[8:] = bytes(len(data) - 8)  # and no later entries
+    index.write_bytes(bytes(data))
+
+
+def _time_index_zeroed(directory: Path) -> None:
+    """As a power cut may leave a new preallocated file: zeros, read as one entry (0, base)."""
+    index = directory / _FIRST_LOG.replace(".log", ".timeindex")
+    index.write_bytes(bytes(len(index.read_bytes())))
+
+
+def _remove(suffix: str) -> Callable[[Path], None]:
+    return lambda directory: (directory / _FIRST_LOG.replace(".log", suffix)).unlink()
+
+
+@pytest.mark.parametrize("untrusted", [_index_points_inside_a_batch, _remove(".index"),
+                                       _remove(".timeindex"), _time_index_zeroed],
+                         ids=["index-mid-batch", "no-index", "no-time-index",
+                              "time-index-zeroed"])
+def test_indexes_that_cannot_be_trusted_mean_a_full_rescan(
+        tmp_path: Path, untrusted: Callable[[Path], None]) -> None:
+    """The shortcut is taken only when the indexes describe the file: otherwise the whole
+    segment is rescanned, so damage before the recovery point is found and cut."""
+    crashed, written = _crashed_one_segment(tmp_path)
+    _damage_batch(crashed, written, 3)
+    untrusted(crashed)
+    with PartitionLog.open(crashed, _ONE_SEGMENT, now_ms=0, recovery_point=_FLUSHED) as log:
+        assert log.log_end_offset == 3

@@ -80,6 +80,7 @@ T = TypeVar("T")
 TASK_STOP_TIMEOUT_S = 5.0
 #: Kafka's defaults of the periodic log tasks' intervals.
 REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
+RECOVERY_THREADS_DEFAULT = 2  # Kafka 4's num.recovery.threads.per.data.dir
 PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
     "replica.high.watermark.checkpoint.interval.ms": 5_000,
@@ -148,7 +149,8 @@ class BrokerServer:
         ``connections``, the process's registry."""
         settings = self._settings
         self._clock = node.now_ms
-        self.logs.startup(node.now_ms())
+        self.logs.startup(node.now_ms(), _int_property(
+            self._static, "num.recovery.threads.per.data.dir", RECOVERY_THREADS_DEFAULT))
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.publishers.append(self.fetchers.update)

@@ -1,8 +1,9 @@
 """Registration and heartbeats (Kafka's BrokerLifecycleManager), on the broker's clock.
 
 A broker registers with a fresh incarnation id per process start, then heartbeats every
-``broker.heartbeat.interval.ms`` with the offset its metadata image reached: the controller
-unfences it once that offset passes its registration record, and fences it when heartbeats
+``broker.heartbeat.interval.ms`` with the offset its metadata image reached (at start-up, as
+Kafka's, at once and every 10 ms until first unfenced): the controller unfences it once that
+offset passes its registration record, and fences it when heartbeats
 stop for ``broker.session.timeout.ms``. A heartbeat refused for a stale epoch (the controller
 lost our registration, e.g. after an unregister) sends the broker back to registering. An
 answer saying an unfenced broker is fenced again (its session lapsed) changes nothing here,
@@ -43,6 +44,9 @@ from pykraft.security.session import SecurityProtocol
 
 log = logging.getLogger("pykraft.broker")
 FIRST_SHUTDOWN_RETRY_S = 0.05  # Kafka's BrokerLifecycleManager: sooner after the first answer
+#: Kafka's BrokerLifecycleManager while STARTING: a heartbeat right after registering, then
+#: every 10 ms until caught up (and, logs loaded, unfenced), not after the 2 s interval
+STARTING_HEARTBEAT_S = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,7 @@ class BrokerLifecycle:
             event(log, "registration_refused", error=ErrorCode(response.error_code).name)
             return
         self.epoch = response.broker_epoch
+        self._pause_s = 0.0  # Kafka: "Immediately send a heartbeat"
         event(log, "registered", broker_epoch=self.epoch,
               incarnation_id=str(self.incarnation_id))
 
@@ -152,6 +157,8 @@ class BrokerLifecycle:
             event(log, "fenced" if self.fenced else "unfenced", broker_epoch=self.epoch)
         if not self.fenced:
             self.first_unfenced.set()
+        elif not self.first_unfenced.is_set():
+            self._pause_s = STARTING_HEARTBEAT_S
         if not request.want_shut_down:  # an answer to a heartbeat sent before we asked
             return
         if response.should_shut_down:

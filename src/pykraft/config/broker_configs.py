@@ -32,6 +32,7 @@ _PYKRAFT_KEY_TYPES: Mapping[str, ConfigType] = {
     "pykraft.server.extension.class": ConfigType.CLASS,
     "pykraft.shutdown.timeout.ms": ConfigType.INT,
     "pykraft.event.loop": ConfigType.STRING,
+    "pykraft.broker.fence.on.refused.connection.enable": ConfigType.BOOLEAN,
 }
 _SERVER_KEYS = {d.key: d for d in SERVER_KEYS}
 _LISTENER_OVERRIDE = re.compile(r"listener\.name\.[^.]*\.(.*)")

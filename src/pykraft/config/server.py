@@ -289,6 +289,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "graceful shutdown bound: wait this long for EndQuorumEpoch acks"),
     ConfigDef("pykraft.event.loop", _to_event_loop, "uvloop",
               "uvloop (asyncio when uvloop is not installed) or asyncio"),
+    ConfigDef("pykraft.broker.fence.on.refused.connection.enable", _to_bool, "true",
+              "the active controller fences a broker at once when its heartbeat connection "
+              "closes and every listener it registered refuses connections (its process is "
+              "gone), instead of waiting out broker.session.timeout.ms"),
 )
 
 _DEFS_BY_KEY = {d.key: d for d in CONFIG_DEFS}

@@ -7,7 +7,9 @@ its epoch and fenced state. A fenced broker is unfenced by a heartbeat with
 ``WantFence=false`` and ``CurrentMetadataOffset`` at or past the offset of its latest
 RegisterBrokerRecord, i.e. once it has replayed its own registration. An unfenced broker is
 fenced when it asks to be, when its session (``broker.session.timeout.ms`` without a
-heartbeat) expires, or at the end of a controlled shutdown. A heartbeat with
+heartbeat) expires, at the end of a controlled shutdown, or (pykraft's own fast failover,
+:func:`fence_unreachable`) when the runtime found every listener it registered refusing
+connections: its process is gone. A heartbeat with
 ``WantShutDown`` from a broker that leads nothing fences it and tells it to shut down at
 once; otherwise the broker enters controlled shutdown: it leaves every ISR, its leaderships
 move to other ISR members, and it is told to shut down (and fenced) only once it leads
@@ -77,9 +79,12 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
                                         existing.in_controlled_shutdown)
     else:
         # Kafka refuses another incarnation only while this one has a valid session: a
-        # fenced broker (a clean shutdown ends fenced) has none, so it restarts at once
+        # fenced broker (a clean shutdown ends fenced) has none, so it restarts at once.
+        # Beyond Kafka, a restart on the same log directories (a broker killed with -9 and
+        # started again) is not waited out either: see _restarted_on_same_storage
         if (existing is not None and not existing.fenced
-                and existing.broker_id not in ctx.session_expired):
+                and existing.broker_id not in ctx.session_expired
+                and not _restarted_on_same_storage(existing, req)):
             return ControllerResult((), _registration_error(
                 ErrorCode.DUPLICATE_BROKER_REGISTRATION))
         if existing is not None and not existing.fenced:
@@ -99,6 +104,17 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
     records.append(registration.to_record())
     response = BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=epoch)
     return ControllerResult(tuple(records), response)
+
+
+def _restarted_on_same_storage(existing: BrokerRegistration,
+                               req: BrokerRegistrationRequest) -> bool:
+    """Whether a new incarnation names exactly the registered one's log directories (their
+    ``directory.id`` values, written when each was formatted): the same storage, so the old
+    process is gone (a crash and restart) and its session need not be waited out (Kafka's
+    ``broker.session.timeout.ms``, 9 s). Another process with a duplicated ``node.id`` has
+    its own directories and is still refused; so is a registration naming none."""
+    named = frozenset(d for d in req.log_dirs if d != ZERO_UUID)
+    return bool(named) and named == frozenset(existing.log_dirs)
 
 
 def _supports_finalized(ctx: ControllerContext, ranges: dict[str, tuple[int, int]]) -> bool:
@@ -211,6 +227,17 @@ def fence_one_expired(ctx: ControllerContext) -> list[object]:
         if broker is not None and not broker.fenced:
             return fence_broker(ctx, broker)
     return []
+
+
+def fence_unreachable(ctx: ControllerContext, broker_id: int, epoch: int) -> list[object]:
+    """Fence a broker whose registered listeners all refused a connection, as session expiry
+    would, but only the incarnation the evidence is about (``epoch``) and only while its
+    session is open: a re-registered, already fenced or lapsed broker is left alone."""
+    broker = ctx.image.cluster.brokers.get(broker_id)
+    if (broker is None or broker.fenced or broker.epoch != epoch
+            or broker_id in ctx.session_expired):
+        return []
+    return fence_broker(ctx, broker)
 
 
 def elect_unclean(ctx: ControllerContext) -> list[object]:

@@ -46,12 +46,18 @@ class ControllerConfig:
     # SharedServer), which is why a broker reads them here.
     max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS
     max_snapshot_interval_ms: int = DEFAULT_MAX_SNAPSHOT_INTERVAL_MS
+    # pykraft.broker.fence.on.refused.connection.enable (pykraft's own): a broker whose
+    # listeners refuse connections is fenced at once instead of at its session's expiry
+    fence_on_refused_connection: bool = True
+    broker_heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
     # the static properties the node started from: DescribeConfigs' STATIC_BROKER_CONFIG
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.session_timeout_ms < 1:
             raise ConfigError("broker.session.timeout.ms must be >= 1")
+        if self.broker_heartbeat_interval_ms < 1:
+            raise ConfigError("broker.heartbeat.interval.ms must be >= 1")
         if self.max_idle_interval_ms < 0:
             raise ConfigError("metadata.max.idle.interval.ms must be >= 0")
         if self.default_num_partitions < 1:

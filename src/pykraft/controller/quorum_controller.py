@@ -299,6 +299,22 @@ class QuorumController:
         except NotLeaderError:
             self._resign()
 
+    def broker_unreachable(self, now_ms: int, broker_id: int, broker_epoch: int) -> bool:
+        """Evidence from the driver that broker ``broker_id``'s incarnation ``broker_epoch``
+        is gone (every listener it registered refused a connection): fence it now rather
+        than at its session's expiry, if ``fence_on_refused_connection`` allows and the
+        evidence is still about its current, unfenced registration. True if it was fenced."""
+        self._advance(now_ms)
+        if not self._active or not self.config.fence_on_refused_connection:
+            return False
+        fences = cluster_control.fence_unreachable(self._context(), broker_id, broker_epoch)
+        try:
+            self._write(tuple(fences))
+        except NotLeaderError:
+            self._resign()
+            return False
+        return bool(fences)
+
     def next_deadline_ms(self) -> int | None:
         """When :meth:`tick` has work next (None while inactive)."""
         if self._activation_epoch is not None:

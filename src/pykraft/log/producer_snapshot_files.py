@@ -29,12 +29,10 @@ from pykraft.log.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
 )
-from pykraft.records.batch import HEADER_SIZE, unpack_header
 from pykraft.storage.fsutil import atomic_write
 from pykraft.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
-_REPLAY_CHUNK = 1 << 20
 
 
 def _snapshots(directory: Path) -> dict[int, Path]:
@@ -86,22 +84,12 @@ def load_producer_state(partition_log: PartitionLog, *, partition: str, now_ms: 
 
 def _replay(partition_log: PartitionLog, state: ProducerStateManager, start: int,
             end: int) -> None:
-    """Feed the data batches in [start, end) to the state (as a follower would)."""
-    offset = start
-    while offset < end:
-        data = partition_log.read(offset, _REPLAY_CHUNK)
-        pos = 0
-        progressed = False
-        while len(data) - pos >= HEADER_SIZE:
-            header = unpack_header(data, pos)
-            if pos + header.size > len(data):
-                break
-            if header.next_offset > offset and not header.is_control:
-                entry = state.prepare(header, AppendOrigin.REPLICATION)
-                if isinstance(entry, ProducerStateEntry):  # replays never see duplicates
-                    state.update(entry)
-            offset = max(offset, header.next_offset)
-            pos += header.size
-            progressed = True
-        if not progressed:
+    """Feed the data batches in [start, end) to the state (as a follower would), from
+    their headers only: after a crash without a snapshot this walks the whole log."""
+    for header in partition_log.batch_headers(start):
+        if header.next_offset > end:
             break
+        if header.next_offset > start and not header.is_control:
+            entry = state.prepare(header, AppendOrigin.REPLICATION)
+            if isinstance(entry, ProducerStateEntry):  # replays never see duplicates
+                state.update(entry)

@@ -9,6 +9,10 @@ caller's future only when the controller releases the response, i.e. after its r
 commit. The node hands it the core's events after the core's step returned, so their
 follow-up (releasing responses, re-arming the timer) happens at once.
 
+It watches the connections brokers heartbeat on (:mod:`pykraft.runtime.broker_liveness`,
+unless ``pykraft.broker.fence.on.refused.connection.enable`` is false) and hands the
+controller the evidence that a broker's process is gone.
+
 It also snapshots the committed image when Kafka's thresholds pass (encoded over several
 loop turns, see :mod:`pykraft.image.snapshot_generator`), and hands a snapshot the core
 announces to the controller, which replaces its committed state with it (never on the
@@ -25,6 +29,7 @@ from typing import Any
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.responses import delete_topic_states, error_response
+from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
@@ -33,6 +38,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
+from pykraft.runtime.broker_liveness import BrokerLiveness
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.snapshot_loader import SnapshotLoader
 
@@ -46,6 +52,9 @@ CONTROLLER_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.UPDATE_FEATURES, ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
 })
+
+#: Heartbeat intervals without one after which the controller probes a broker's listeners.
+OVERDUE_HEARTBEATS = 2
 
 
 def controller_body(body: object) -> object:
@@ -73,6 +82,11 @@ class ControllerService:
         self._submissions: list[tuple[object, asyncio.Future[Any]]] = []
         self._batching = False
         """True while :meth:`_submit_pending` submits: appends then wait for one write."""
+        self.liveness: BrokerLiveness | None = None
+        if config.fence_on_refused_connection:
+            self.liveness = BrokerLiveness(
+                self._registration, self.broker_unreachable, unfenced=self._unfenced,
+                overdue_s=OVERDUE_HEARTBEATS * config.broker_heartbeat_interval_ms / 1000)
 
     def attach(self, node: RaftNode) -> None:
         """Bind to the node whose core this service listens to (it is built first)."""
@@ -83,6 +97,8 @@ class ControllerService:
             defer=lambda callback: asyncio.get_running_loop().call_soon(callback))
 
     def close(self) -> None:
+        if self.liveness is not None:
+            self.liveness.close()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -138,6 +154,15 @@ class ControllerService:
                 waiter.set_result(error_response(request, ErrorCode.NOT_CONTROLLER))
         self._follow_up()
 
+    def broker_unreachable(self, broker_id: int, broker_epoch: int) -> bool:
+        """Hand the controller the evidence that the broker's process is gone; True if it
+        fenced the broker."""
+        fenced: list[bool] = []
+        self._require_node().step(lambda now_ms: fenced.append(
+            self.controller.broker_unreachable(now_ms, broker_id, broker_epoch)))
+        self._follow_up()
+        return bool(fenced) and fenced[0]
+
     # -- RaftListener ---------------------------------------------------------------------
 
     def handle_commit(self, batch: RecordBatch) -> None:
@@ -160,6 +185,13 @@ class ControllerService:
         if self._node is None:
             raise RuntimeError("ControllerService.attach() was not called")
         return self._node
+
+    def _registration(self, broker_id: int) -> BrokerRegistration | None:
+        return self.controller.image.cluster.brokers.get(broker_id)
+
+    def _unfenced(self) -> list[int]:
+        return [broker_id for broker_id, broker in self.controller.image.cluster.brokers.items()
+                if not broker.fenced]
 
     def _load_image(self, image: MetadataImage) -> None:
         self.controller.load_image(image)

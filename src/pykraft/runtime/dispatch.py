@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.messages.kafka import describe_cluster_response as dc
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.envelope_request import EnvelopeRequest
 from pykraft.messages.kafka.envelope_response import EnvelopeResponse
@@ -131,7 +132,12 @@ class Dispatcher(ListenerDispatcher):
                 answer = (None if split.allowed is None
                           else await self._controller.submit(split.allowed))
                 return merge_parts(api_key, split, answer)
-            return await self._controller.submit(body)
+            answer = await self._controller.submit(body)
+            liveness = self._controller.liveness
+            if (liveness is not None and isinstance(body, BrokerHeartbeatRequest)
+                    and getattr(answer, "error_code", None) == ErrorCode.NONE):
+                liveness.heartbeat_from(session.client_address, body.broker_id)
+            return answer
         latest = request.body
         assert isinstance(latest, rpc.RaftRequest), "the listener's table routes raft RPCs here"
         if isinstance(latest, rpc.EndQuorumEpochRequest):
@@ -146,6 +152,11 @@ class Dispatcher(ListenerDispatcher):
                 request.api_version >= FIRST_RAFT_NODE_ENDPOINTS_VERSION):
             response = self._with_leader_endpoint(response)
         return response
+
+    def connection_closed(self, session: Session) -> None:
+        liveness = None if self._controller is None else self._controller.liveness
+        if liveness is not None:
+            liveness.closed(session.client_address)
 
     def _api_versions(self, version: int) -> ApiVersionsResponse:
         """Only the APIs served today are advertised: a client must never pick one we would

@@ -90,6 +90,10 @@ class ListenerDispatcher(ABC):
         self._handlers = checked_handlers(handlers)
         self._served = served
 
+    def connection_closed(self, session: Session) -> None:  # noqa: B027 - an optional hook
+        """``session``'s connection closed (the controller listener watches brokers' heartbeat
+        connections; nothing else needs to know)."""
+
     async def handle(self, frame: bytes, session: Session) -> bytes:
         """:meth:`respond`'s answer in one buffer (records left in files read)."""
         return joined(await self.respond(frame, session))

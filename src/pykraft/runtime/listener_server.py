@@ -195,6 +195,13 @@ class ListenerServer:
         session = await self._handshake(stream, channel_id)
         if session is None:
             return
+        try:
+            await self._serve_session(stream, channel_id, session)
+        finally:
+            self._dispatcher.connection_closed(session)
+
+    async def _serve_session(self, stream: FrameStream, channel_id: str,
+                             session: Session) -> None:
         gate = None if self._sasl is None else SaslGate(
             self._sasl, session, self._registry.failed_authentication_delay_s)
         if self._sasl is not None:  # Kafka refuses a larger size prefix before reading on

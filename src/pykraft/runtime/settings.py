@@ -222,6 +222,9 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         controller=ControllerConfig(
             node_id=node_id, cluster_id=cluster_id,
             session_timeout_ms=config.get("broker.session.timeout.ms"),
+            fence_on_refused_connection=config.get(
+                "pykraft.broker.fence.on.refused.connection.enable"),
+            broker_heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
             max_idle_interval_ms=config.get("metadata.max.idle.interval.ms"),
             default_num_partitions=config.get("num.partitions"),
             default_replication_factor=config.get("default.replication.factor"),

@@ -61,6 +61,22 @@ class OffsetIndex(IndexFile):
         slot = self.largest_lower_bound(target - self.base_offset, self._relative)
         return OffsetPosition(self.base_offset, 0) if slot < 0 else self.entry(slot)
 
+    def keep_entries_below(self, offset: int) -> int:
+        """After a crash, keep the leading entries whose offsets and positions increase and
+        whose offset is below ``offset``, dropping the rest (a preallocated index holds
+        zeros past its real entries); returns how many are kept. A real entry never points
+        at position 0: the first batch of a segment is never indexed."""
+        size = self.entries * self.entry_size
+        data = self._buffer()[:size] if size else b""
+        kept, last_relative, last_position = 0, -1, 0
+        for relative, position in _ENTRY.iter_unpack(data):
+            if (relative <= last_relative or position <= last_position
+                    or self.base_offset + relative >= offset):
+                break
+            kept, last_relative, last_position = kept + 1, relative, position
+        self.truncate_entries(kept)
+        return kept
+
     def sanity_check(self) -> None:
         """Kafka's ``OffsetIndex.sanityCheck``: a non-empty index ends at or after its base."""
         if self.entries and self.last_offset < self.base_offset:

@@ -12,6 +12,7 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
     info = log.append(batches, now_ms)   # offsets already assigned; rolls by size/time/index
     data = log.read(offset, max_bytes, max_offset=hw)  # whole batches of one segment
     region = log.read_region(offset, max_bytes, max_offset=hw)  # ... left in the file
+    log.batch_headers(offset)             # headers only, from the batch holding offset on
     log.offset_for_timestamp(ts)          # ListOffsets by timestamp
     header, data = log.batch_for_timestamp(ts, after)   # ... its steps: the batch to walk
     log.flush()                           # fsync up to the LEO; returns the new recovery point
@@ -29,10 +30,12 @@ Interface (time is always passed in as ``now_ms``; nothing here reads a clock)::
 Opening recovers: temporary files of interrupted operations are removed, index files without
 their segment deleted, every segment's indexes sanity-checked (rebuilt when missing or
 corrupt) and, after an unclean shutdown, every segment from the one holding the recovery
-point on is rescanned (CRC checked) with its indexes rebuilt; at the first invalid batch the
-segment is truncated and every later segment deleted, as Kafka does. The recovery point,
-log start offset and high watermark checkpoints of the log directory are the caller's
-(:mod:`pykraft.storage.offset_checkpoints`). Not thread-safe.
+point on is rescanned (CRC checked) with its indexes rebuilt -- the one holding it from its
+last indexed batch below the recovery point, when its indexes allow (beyond Kafka, which
+rescans that segment whole: with the default 1 GiB segments, all of a partition); at the
+first invalid batch the segment is truncated and every later segment deleted, as Kafka
+does. The recovery point, log start offset and high watermark checkpoints of the log
+directory are the caller's (:mod:`pykraft.storage.offset_checkpoints`). Not thread-safe.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -251,7 +254,7 @@ class PartitionLog:
                 if number < first_unflushed:
                     _check_or_rebuild_indexes(segment)
             epochs = _load_epochs(directory)
-            _recover_from(segments, first_unflushed, epochs)
+            _recover_from(segments, first_unflushed, epochs, 0 if strict else recovery_point)
             if not segments:
                 segments.append(LogSegment.open(directory, log_start_offset, config, now_ms,
                                                 config.roll_jitter_ms(jitter)))
@@ -653,6 +656,18 @@ class PartitionLog:
                 return (segment, position, length) if length else None
         return None
 
+    def batch_headers(self, offset: int) -> Iterator[BatchHeader]:
+        """The headers of the batches from the one holding ``offset`` to the log end, read
+        without their records (rebuilding producer state needs nothing more, as Kafka's
+        loader reads only batch headers). The log must not change meanwhile."""
+        self._check_open()
+        number = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for segment in self._segments[number:]:
+            found = segment.translate_offset(offset)
+            if found is not None:
+                for batch in segment.batches_from(found.position):
+                    yield batch.header
+
     def offset_for_timestamp(self, timestamp: int, times: RecordTimes | None = None
                              ) -> TimestampAndOffset | None:
         """The first record at or after ``timestamp`` from the log start (ListOffsets);
@@ -793,13 +808,17 @@ def _cut_torn_tail(torn: TornTail | None) -> None:
         os.close(fd)
 
 
-def _recover_from(segments: list[LogSegment], first: int, epochs: LeaderEpochCache) -> None:
-    """Rescan the segments from number ``first`` on; at the first invalid batch truncate
-    there and delete every later segment (Kafka's ``recoverLog``)."""
+def _recover_from(segments: list[LogSegment], first: int, epochs: LeaderEpochCache,
+                  recovery_point: int) -> None:
+    """Rescan the segments from number ``first`` on (the one holding ``recovery_point``:
+    from the last indexed batch below it, when its indexes allow, see
+    :meth:`LogSegment.recovery_start`); at the first invalid batch truncate there and delete
+    every later segment (Kafka's ``recoverLog``, which rescans the first one whole)."""
     for number in range(first, len(segments)):
         segment = segments[number]
-        epochs.truncate_from_end(segment.base_offset)
-        truncated = segment.recover(epochs)
+        start = segment.recovery_start(recovery_point) if number == first else None
+        epochs.truncate_from_end(segment.base_offset if start is None else start.first_offset)
+        truncated = segment.recover(epochs, start)
         if truncated:
             log.warning("%s: truncated %d invalid bytes during recovery", segment.path,
                         truncated)

@@ -10,7 +10,9 @@ Kafka's ``LogSegment``:
 - :meth:`LogSegment.translate_offset` finds the batch holding an offset: the index gives a
   position at or before it, then batch headers are read forward from there.
 - :meth:`LogSegment.recover` rebuilds both indexes from the file, checking every batch's
-  framing and CRC, and truncates the file at the first invalid batch (a torn tail).
+  framing and CRC, and truncates the file at the first invalid batch (a torn tail). Beyond
+  Kafka (which rescans the whole segment holding the recovery point), it may resume at a
+  :meth:`LogSegment.recovery_start` below the recovery point, all before it being flushed.
 - :meth:`LogSegment.should_roll` is Kafka's roll rule with the time passed in.
 
 Not thread-safe; the owner (:class:`pykraft.storage.partition_log.PartitionLog`) serializes.
@@ -26,7 +28,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from pykraft.errors import CorruptLogError, StorageError, UnsupportedCompressionError
+from pykraft.errors import (
+    CorruptLogError,
+    CorruptRecordError,
+    StorageError,
+    UnsupportedCompressionError,
+)
 from pykraft.messages.splice import Splice
 from pykraft.records.batch import (
     ATTR_COMPRESSION_MASK,
@@ -103,6 +110,15 @@ def first_record_at(header: BatchHeader, data: bytes, timestamp: int, starting_o
         if at >= timestamp and offset >= starting_offset:
             return TimestampAndOffset(at, offset, header.partition_leader_epoch)
     return None
+
+
+class RecoveryStart(NamedTuple):
+    """Where a segment's recovery may resume: an intact batch at ``position`` whose offsets
+    all lie below the recovery point (so every byte before it was flushed), its base offset
+    ``first_offset``."""
+
+    position: int
+    first_offset: int
 
 
 class LogSegment:
@@ -335,18 +351,68 @@ class LogSegment:
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
 
-    def recover(self, epochs: LeaderEpochCache | None = None) -> int:
-        """Rebuild the indexes from the file; truncate at the first invalid batch.
+    def recovery_start(self, recovery_point: int) -> RecoveryStart | None:
+        """Where recovery after a crash may resume in this segment, which holds
+        ``recovery_point`` (everything below it was fsynced, indexes included): the last
+        offset-index entry below it, when that entry's batch is intact and below the
+        recovery point and the time index holds the largest timestamp before it. The
+        indexes keep their entries up to there (an untrimmed index fails Kafka's sanity
+        check by its zeros, hence checked after). None: rescan the whole segment (its
+        indexes are rebuilt by :meth:`recover` anyway)."""
+        if recovery_point <= self.base_offset or self.offset_index_missing:
+            return None
+        if not self.offset_index.keep_entries_below(recovery_point):
+            return None
+        indexed = self.offset_index.entry(self.offset_index.entries - 1)
+        if not self.time_index.keep_entries_up_to(indexed.offset):
+            return None
+        try:
+            self.sanity_check()
+        except CorruptIndexError:
+            return None
+        header = self._intact_batch_at(indexed.position)
+        if (header is None or header.base_offset < self.base_offset
+                or header.last_offset > indexed.offset
+                or (self.time_index.entry(0) == (0, self.base_offset) and (
+                    (first := self._header_at(0)) is None or first.max_timestamp != 0))):
+            # the index does not describe the file (or a time index of zeros looks like
+            # one entry): trust neither
+            log.warning("%s: its indexes do not match the file below the recovery point %d; "
+                        "rescanning the whole segment", self.path, recovery_point)
+            return None
+        return RecoveryStart(indexed.position, header.base_offset)
+
+    def _intact_batch_at(self, position: int) -> BatchHeader | None:
+        """The header of an intact batch (framing and CRC) at ``position``, else None."""
+        try:
+            header = self._header_at(position)
+            if header is None or position + header.size > self.size:
+                return None
+            return check_framing(memoryview(self.read_bytes(position, header.size)), 0,
+                                 header.size)
+        except (CorruptRecordError, BatchProblemError):
+            return None
+
+    def recover(self, epochs: LeaderEpochCache | None = None,
+                start: RecoveryStart | None = None) -> int:
+        """Rebuild the indexes from the file (from ``start`` on, the entries before it
+        kept: see :meth:`recovery_start`); truncate at the first invalid batch.
 
         Returns the bytes truncated. Each batch's framing and CRC are checked (its records
         are not decoded); ``epochs``, when given, learns each newer leader epoch. A batch
         whose offsets go backwards is corruption no truncation explains: it raises.
         """
-        self.offset_index.reset()
-        self.time_index.reset()
-        self._max_timestamp = TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        valid = 0
-        last_index_entry = 0
+        if start is None:
+            self.offset_index.reset()
+            self.time_index.reset()
+            self._max_timestamp = TimestampOffset(NO_TIMESTAMP, self.base_offset)
+            valid = 0
+        else:  # room to append again, the entries up to the start kept
+            self.offset_index.resize(self.offset_index.max_index_size)
+            self.time_index.resize(self.time_index.max_index_size)
+            self._max_timestamp = self.time_index.last_entry
+            valid = start.position
+        last_index_entry = valid
         expected = self.base_offset
         size = os.fstat(self._fd).st_size
         if size:
@@ -364,7 +430,8 @@ class LogSegment:
                     if header.max_timestamp > self.max_timestamp_so_far.timestamp:
                         self._max_timestamp = TimestampOffset(header.max_timestamp,
                                                               header.last_offset)
-                    if valid - last_index_entry > self._config.index_interval_bytes:
+                    if (valid - last_index_entry > self._config.index_interval_bytes
+                            and header.last_offset > self.offset_index.last_offset):
                         self.offset_index.append(header.last_offset, valid)
                         self.time_index.maybe_append(*self.max_timestamp_so_far)
                         last_index_entry = valid

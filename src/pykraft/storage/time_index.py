@@ -66,6 +66,21 @@ class TimeIndex(IndexFile):
             relative = offset - self.base_offset
             self._write_slot(lambda buf, at: _ENTRY.pack_into(buf, at, timestamp, relative))
 
+    def keep_entries_up_to(self, offset: int) -> int:
+        """After a crash, keep the leading entries whose timestamps increase and offsets do
+        not decrease, up to ``offset`` inclusive, dropping the rest (a preallocated index
+        holds zeros past its real entries); returns how many are kept."""
+        size = self.entries * self.entry_size
+        data = self._buffer()[:size] if size else b""
+        kept, last_timestamp, last_relative = 0, NO_TIMESTAMP, 0
+        for timestamp, relative in _ENTRY.iter_unpack(data):
+            if (timestamp <= last_timestamp or relative < last_relative
+                    or self.base_offset + relative > offset):
+                break
+            kept, last_timestamp, last_relative = kept + 1, timestamp, relative
+        self.truncate_entries(kept)
+        return kept
+
     def lookup(self, target: int) -> TimestampOffset:
         """The largest entry with timestamp <= ``target``; (-1, base offset) if none is."""
         slot = self.largest_lower_bound(target, self._timestamp)

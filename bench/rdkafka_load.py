@@ -1,0 +1,236 @@
+"""librdkafka (confluent-kafka) as ``bench/vs_kafka.py``'s second load generator, and the
+topic plumbing both generators need: create a topic and wait until every partition has a
+leader and a full ISR, count its records, delete it.
+
+confluent-kafka is thread-based: each client runs in the calling thread (or in threads of
+its own here), every wait bounded by a deadline.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+import threading
+import time
+from dataclasses import dataclass
+
+import confluent_kafka
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from peers.base import BenchError
+
+READY_TIMEOUT_S = 90.0
+POLL_S = 0.2
+CONSUME_BATCH = 10_000
+_WATERMARK_TIMEOUT_S = 10.0
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def wait_brokers(bootstrap: str, count: int) -> None:
+    """Until the cluster's metadata lists ``count`` brokers (all registered and unfenced)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    client = admin(bootstrap)
+    while True:
+        try:
+            if len(client.list_topics(timeout=5).brokers) >= count:
+                return
+        except confluent_kafka.KafkaException:
+            pass
+        if time.monotonic() > deadline:
+            raise BenchError(f"{bootstrap}: fewer than {count} brokers after "
+                             f"{READY_TIMEOUT_S:.0f} s")
+        time.sleep(POLL_S)  # another process's state: polling is the only way to see it
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int, replicas: int) -> None:
+    """Create ``topic`` (min.insync.replicas=2 when replicated) and wait until each partition
+    has a leader and all its replicas in sync, so no measurement starts with metadata retries."""
+    config = {"min.insync.replicas": "2"} if replicas > 1 else {}
+    client = admin(bootstrap)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    created = False
+    while not (created and _in_sync(client, topic, partitions, replicas)):
+        if not created:
+            future = client.create_topics([NewTopic(topic, partitions, replicas,
+                                                    config=config)])[topic]
+            try:
+                future.result(10)
+                created = True
+            except confluent_kafka.KafkaException as exc:
+                created = exc.args[0].code() == confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS
+        if time.monotonic() > deadline:
+            raise BenchError(f"{topic}: not created with {partitions} partitions in sync "
+                             f"after {READY_TIMEOUT_S:.0f} s")
+        time.sleep(POLL_S)
+
+
+def _in_sync(client: AdminClient, topic: str, partitions: int, replicas: int) -> bool:
+    try:
+        found = client.list_topics(topic, timeout=5).topics[topic]
+    except (confluent_kafka.KafkaException, KeyError):
+        return False
+    return (found.error is None and len(found.partitions) == partitions
+            and all(p.leader >= 0 and len(p.replicas) == replicas
+                    and sorted(p.isrs) == sorted(p.replicas)
+                    for p in found.partitions.values()))
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Delete ``topic`` (its disk space comes back when the broker removes its files)."""
+    client = admin(bootstrap)  # held: a collected client never completes its futures
+    client.delete_topics([topic], operation_timeout=30)[topic].result(60)
+
+
+def record_count(bootstrap: str, topic: str, partitions: int) -> int:
+    """The records in ``topic``: the sum of its partitions' high watermarks."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "count"})
+    try:
+        return sum(consumer.get_watermark_offsets(
+            confluent_kafka.TopicPartition(topic, p), timeout=_WATERMARK_TIMEOUT_S)[1]
+            for p in range(partitions))
+    finally:
+        consumer.close()
+
+
+def payload(size: int) -> bytes:
+    """One random value of upper-case letters, reused for every record, as
+    ProducerPerformance makes its payload (so lz4 meets the same data from both generators)."""
+    return "".join(random.choices(string.ascii_uppercase, k=size)).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    records: int
+    seconds: float
+
+
+def produce_for(bootstrap: str, topic: str, size: int, seconds: float, *, acks: str,
+                compression: str) -> Produced:
+    """Produce back to back for ``seconds``, then flush: every record acknowledged, or a
+    BenchError; the rate is over the time until the last acknowledgement."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": acks,
+                                         "compression.type": compression})
+    value = payload(size)
+    failed: list[confluent_kafka.KafkaError] = []
+
+    def delivered(err: confluent_kafka.KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            failed.append(err)
+
+    sent = 0
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        try:
+            producer.produce(topic, value, on_delivery=delivered)
+            sent += 1
+        except BufferError:
+            producer.poll(0.005)
+        producer.poll(0)
+    unacknowledged = producer.flush(max(60.0, seconds * 3))
+    if unacknowledged or failed:
+        raise BenchError(f"librdkafka producer: {len(failed)} failed, {unacknowledged} "
+                         f"unacknowledged (first error: {failed[:1]})")
+    return Produced(sent, time.monotonic() - started)
+
+
+@dataclass
+class Consumed:
+    records: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+
+def consume_all(bootstrap: str, topic: str, expected: int, *, members: int, group: str,
+                timeout_s: float) -> Consumed:
+    """``members`` consumers of ``group`` (subscribe, from the earliest offset), one thread
+    each, read until together they have ``expected`` records; time from their start (the
+    group's join included, as ConsumerPerformance's MB.sec) to the last record."""
+    total = Consumed()
+    lock = threading.Lock()
+    errors: list[str] = []
+    started = time.monotonic()
+    deadline = started + timeout_s
+
+    def member() -> None:
+        consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": bootstrap, "group.id": group,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        try:
+            consumer.subscribe([topic])
+            while total.records < expected and not errors and time.monotonic() < deadline:
+                records = size = 0
+                for message in consumer.consume(CONSUME_BATCH, POLL_S):
+                    if message.error() is not None:
+                        errors.append(str(message.error()))
+                        return
+                    records += 1
+                    size += len(message.value() or b"")
+                with lock:
+                    total.records += records
+                    total.bytes += size
+                    if total.records >= expected and not total.seconds:
+                        total.seconds = time.monotonic() - started
+        finally:
+            consumer.close()
+
+    threads = [threading.Thread(target=member, name=f"consumer-{i}") for i in range(members)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()) + 30)
+    if errors or total.records < expected:
+        raise BenchError(f"librdkafka {group}: {total.records} of {expected} records "
+                         f"in {timeout_s:.0f} s (errors: {errors[:1]})")
+    return total
+
+
+class LatencyProbe:
+    """A consumer from the end of a one-partition topic, in its own thread, timing each
+    record from its producer's CreateTime (ms, the wall clock of this same machine) to its
+    arrival: produce->consume latency for any producer, ProducerPerformance included."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.latencies_ms: list[float] = []
+        self._consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": bootstrap, "group.id": "latency-probe",
+            "enable.auto.commit": False})
+        end = self._consumer.get_watermark_offsets(
+            confluent_kafka.TopicPartition(topic, 0), timeout=_WATERMARK_TIMEOUT_S)[1]
+        self._consumer.assign([confluent_kafka.TopicPartition(topic, 0, end)])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._receive, name="latency-probe")
+        self._thread.start()
+
+    def _receive(self) -> None:
+        while not self._stop.is_set():
+            for message in self._consumer.consume(CONSUME_BATCH, 0.05):
+                if message.error() is None:
+                    self.latencies_ms.append(time.time() * 1000 - message.timestamp()[1])
+
+    def wait_for(self, count: int, timeout_s: float) -> None:
+        """Until ``count`` records arrived (bounded by ``timeout_s``), then stop."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while len(self.latencies_ms) < count:
+                if time.monotonic() > deadline:
+                    raise BenchError(f"latency probe: {len(self.latencies_ms)} of {count} "
+                                     f"records after {timeout_s:.0f} s")
+                time.sleep(POLL_S)  # the consumer thread appends: polling its count
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+        self._consumer.close()
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (nearest rank; NaN when empty)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]

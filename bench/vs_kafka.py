@@ -76,6 +76,8 @@ CONSUME_SIZE = 1024
 CONSUME_PARTITIONS = 12
 LATENCY_WARMUP_S = 1.0
 GB = 1e9
+#: wide enough for a row's label and every column, also when output is not a terminal
+CONSOLE_WIDTH = 160
 MB = 1e6
 
 
@@ -173,11 +175,13 @@ def produce_workload(target: Target, results: Results) -> None:
         label = f"produce RF={replicas} acks={acks} {size} B {partitions}p {compression}"
         topic = f"produce-{replicas}-{size}-{partitions}-{compression}"
         create_topic(target.bootstrap, topic, partitions, replicas)
-        calibration = target.tools.produce(
-            target.bootstrap, topic, max(100, args.calibration_bytes // size), size,
-            acks=acks, compression=compression, timeout_s=target.timeout_s)
-        records = max(100, min(int(calibration.records_s * args.seconds),
-                               args.cell_bytes // size))
+        records = max(100, args.calibration_bytes // size)
+        if not args.quick:  # a smoke run counts its calibration-sized run directly
+            calibration = target.tools.produce(
+                target.bootstrap, topic, records, size, acks=acks, compression=compression,
+                timeout_s=target.timeout_s)
+            records = max(100, min(int(calibration.records_s * args.seconds),
+                                   args.cell_bytes // size))
 
         def java() -> dict[str, float]:
             done = target.tools.produce(target.bootstrap, topic, records, size, acks=acks,
@@ -214,6 +218,8 @@ def consume_workload(target: Target, results: Results) -> None:
     def java() -> dict[str, float]:
         done = target.tools.consume(target.bootstrap, topic, records, "perf-1",
                                     target.timeout_s)
+        if done.records != records:  # it gave up after its --timeout without a record
+            raise BenchError(f"ConsumerPerformance read {done.records} of {records}")
         return {"MB/s": done.mb_s * 2**20 / MB, "records/s": done.records_s,
                 "fetch MB/s": done.fetch_mb_s * 2**20 / MB}
 
@@ -281,6 +287,14 @@ RUNS: dict[str, Callable[[Target, Results], None]] = {
     "produce": produce_workload, "consume": consume_workload, "latency": latency_workload}
 
 
+def plan(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """Which cluster runs which workloads, in order: a fresh cluster of each system per
+    workload (Kafka first), or with ``--cluster-per run`` one per system for them all."""
+    if args.cluster_per == "run":
+        return [(system, list(args.workloads)) for system in SYSTEMS]
+    return [(system, [workload]) for workload in args.workloads for system in SYSTEMS]
+
+
 def git_commit() -> str:
     done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True, timeout=10, check=False)
@@ -341,7 +355,7 @@ def resources_table(results: Results) -> Table:
 
 
 def main(args: argparse.Namespace) -> int:
-    console = Console(stderr=args.json)
+    console = Console(stderr=args.json, width=CONSOLE_WIDTH)
     kafka = KafkaRuntime.locate(args.kafka_home, SERVER_START_JVM_OPTIONS)
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
@@ -358,10 +372,10 @@ def main(args: argparse.Namespace) -> int:
                   f"{limits['loopback_mb_s']:.0f} MB/s, fsync'd append "
                   f"{limits['fsync_append_mb_s']:.0f} MB/s")
     results = Results()
-    for workload in args.workloads:
-        for system in SYSTEMS:
-            console.print(f"== {workload} on {system}", style="bold")
-            with running(system, directory / system, kafka, tools, args, console) as target:
+    for system, workloads in plan(args):
+        console.print(f"== {', '.join(workloads)} on {system}", style="bold")
+        with running(system, directory / system, kafka, tools, args, console) as target:
+            for workload in workloads:
                 RUNS[workload](target, results)
     load_end = os.getloadavg()
     console.print(f"load average {load_end} at the end")
@@ -388,6 +402,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--workloads", type=words, default=list(WORKLOADS),
                         help=f"comma-separated, of {', '.join(WORKLOADS)}")
+    parser.add_argument("--cluster-per", choices=("workload", "run"), default="workload",
+                        help="a fresh cluster per workload, alternating the systems "
+                             "workload by workload; or one per system for the whole run "
+                             "(faster, for a smoke run)")
     parser.add_argument("--seconds", type=float, default=20.0, help="of load per row")
     parser.add_argument("--replication", type=ints, default=[1, 3],
                         help="produce: 1 (acks=1) and/or 3 (acks=all, min.insync.replicas=2)")
@@ -407,7 +425,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--e2e-records", type=int, default=5000,
                         help="latency: EndToEndLatency's records (one in flight)")
     parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: 2 s rows, 20 MB to consume, small calibration")
+                        help="a smoke run: 2 s rows, 20 MB to consume, ProducerPerformance "
+                             "runs only its calibration's 2 MiB, counted")
     parser.add_argument("--kafka-home", type=Path, default=default_kafka_home(),
                         help="a Kafka distribution or jar directory (default: .cache/kafka)")
     parser.add_argument("--dir", default="/tmp/pykraft-bench-vs-kafka",

@@ -8,10 +8,13 @@ its own here), every wait bounded by a deadline.
 
 from __future__ import annotations
 
+import functools
+import math
 import random
 import string
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import confluent_kafka
@@ -45,26 +48,48 @@ def wait_brokers(bootstrap: str, count: int) -> None:
         time.sleep(POLL_S)  # another process's state: polling is the only way to see it
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, replicas: int) -> None:
-    """Create ``topic`` (min.insync.replicas=2 when replicated) and wait until each partition
-    has a leader and all its replicas in sync, so no measurement starts with metadata retries."""
+def create_topic(bootstrap: str, topic: str, partitions: int, replicas: int,
+                 assignment: list[list[int]] | None = None) -> None:
+    """Create ``topic`` (min.insync.replicas=2 when replicated; on the brokers of
+    ``assignment``, one list per partition, if given) and wait until each partition has a
+    leader and all its replicas in sync, so no measurement starts with metadata retries."""
     config = {"min.insync.replicas": "2"} if replicas > 1 else {}
+    new = (NewTopic(topic, partitions, replicas, config=config) if assignment is None else
+           NewTopic(topic, partitions, replica_assignment=assignment, config=config))
     client = admin(bootstrap)
     deadline = time.monotonic() + READY_TIMEOUT_S
-    created = False
-    while not (created and _in_sync(client, topic, partitions, replicas)):
-        if not created:
-            future = client.create_topics([NewTopic(topic, partitions, replicas,
-                                                    config=config)])[topic]
-            try:
-                future.result(10)
-                created = True
-            except confluent_kafka.KafkaException as exc:
-                created = exc.args[0].code() == confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS
+    while True:
+        try:
+            client.create_topics([new])[topic].result(10)
+            break
+        except confluent_kafka.KafkaException as exc:
+            if exc.args[0].code() == confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS:
+                break
         if time.monotonic() > deadline:
-            raise BenchError(f"{topic}: not created with {partitions} partitions in sync "
-                             f"after {READY_TIMEOUT_S:.0f} s")
+            raise BenchError(f"{topic}: not created after {READY_TIMEOUT_S:.0f} s")
         time.sleep(POLL_S)
+    wait_in_sync(bootstrap, topic, partitions, replicas)
+
+
+def wait_in_sync(bootstrap: str, topic: str, partitions: int, replicas: int,
+                 timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Until every partition of ``topic`` has a leader and ``replicas`` replicas in sync."""
+    client = admin(bootstrap)
+    deadline = time.monotonic() + timeout_s
+    while not _in_sync(client, topic, partitions, replicas):
+        if time.monotonic() > deadline:
+            raise BenchError(f"{topic}: its {partitions} partitions not all led with "
+                             f"{replicas} replicas in sync after {timeout_s:.0f} s")
+        time.sleep(POLL_S)  # another process's state: polling is the only way to see it
+
+
+def leader_of(bootstrap: str, topic: str, partition: int = 0) -> int:
+    """The broker leading ``partition`` of ``topic`` now, as the metadata says."""
+    found = admin(bootstrap).list_topics(topic, timeout=10).topics[topic]
+    leader: int = found.partitions[partition].leader
+    if leader < 0:
+        raise BenchError(f"{topic}-{partition} has no leader")
+    return leader
 
 
 def _in_sync(client: AdminClient, topic: str, partitions: int, replicas: int) -> bool:
@@ -234,3 +259,95 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+#: A client that notices a broker back (or a new leader) within 0.1 s: the figures that use
+#: it are the servers' time to serve again, not librdkafka's reconnect backoff (up to 10 s).
+PROMPT_CLIENT = {"reconnect.backoff.ms": 20, "reconnect.backoff.max.ms": 100,
+                 "retry.backoff.ms": 20, "retry.backoff.max.ms": 100,
+                 "topic.metadata.refresh.fast.interval.ms": 50}
+FAILOVER_WARMUP_S = 1.0
+SEND_INTERVAL_S = 0.001
+
+
+def unavailable_s(bootstrap: str, topic: str, fault: Callable[[], None],
+                  timeout_s: float) -> float:
+    """Seconds from ``fault()`` (a kill) to the first acknowledgement of a record sent after
+    it began, by an idempotent acks=all producer sending to partition 0 about every ms
+    (acknowledged before the fault for :data:`FAILOVER_WARMUP_S`)."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "all",
+                                         "enable.idempotence": True, "linger.ms": 0,
+                                         **PROMPT_CLIENT})
+    fault_at = [math.inf]
+    acked: list[float] = []
+
+    def delivered(sent_at: float, err: confluent_kafka.KafkaError | None,
+                  _msg: object) -> None:
+        if err is None and sent_at >= fault_at[0] and not acked:
+            acked.append(time.monotonic())
+
+    def send() -> None:
+        producer.produce(topic, b"x" * 100, partition=0,
+                         on_delivery=functools.partial(delivered, time.monotonic()))
+        producer.poll(SEND_INTERVAL_S)
+
+    warmup_end = time.monotonic() + FAILOVER_WARMUP_S
+    while time.monotonic() < warmup_end:
+        send()
+    if producer.flush(30):
+        raise BenchError(f"{topic}: records unacknowledged before the fault")
+    fault_at[0] = time.monotonic()
+    fault()
+    while not acked:
+        if time.monotonic() - fault_at[0] > timeout_s:
+            raise BenchError(f"{topic}: no record acknowledged {timeout_s:.0f} s after the fault")
+        send()
+    producer.flush(timeout_s)
+    return acked[0] - fault_at[0]
+
+
+def acknowledged_at(bootstrap: str, topic: str, partition: int, timeout_s: float) -> float:
+    """The monotonic time one acks=1 record to ``partition`` was acknowledged (retrying
+    promptly while its leader is away)."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": "1",
+                                         "message.timeout.ms": int(timeout_s * 1000),
+                                         **PROMPT_CLIENT})
+    acked: list[float] = []
+    failed: list[confluent_kafka.KafkaError] = []
+
+    def delivered(err: confluent_kafka.KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            failed.append(err)
+        else:
+            acked.append(time.monotonic())
+
+    producer.produce(topic, b"serving?", partition=partition, on_delivery=delivered)
+    producer.flush(timeout_s + 5)
+    if not acked:
+        raise BenchError(f"{topic}-{partition}: not served within {timeout_s:.0f} s "
+                         f"({failed[:1]})")
+    return acked[0]
+
+
+def produce_together(bootstrap: str, topic: str, size: int, seconds: float, *, acks: str,
+                     producers: int) -> Produced:
+    """``producers`` librdkafka producers (one thread each) producing for ``seconds``: all
+    their records, over the longest one's time."""
+    done: list[Produced] = []
+    errors: list[BenchError] = []
+
+    def one() -> None:
+        try:
+            done.append(produce_for(bootstrap, topic, size, seconds, acks=acks,
+                                    compression="none"))
+        except BenchError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, name=f"producer-{i}") for i in range(producers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(seconds * 3 + 120)
+    if errors or len(done) < producers:
+        raise BenchError(f"{len(done)} of {producers} producers finished ({errors[:1]})")
+    return Produced(sum(p.records for p in done), max(p.seconds for p in done))

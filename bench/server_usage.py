@@ -23,12 +23,12 @@ _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _UTIME = 11
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime + cutime + cstime of ``pid`` (0 once it is gone)."""
+def cpu_seconds(pid: int) -> float | None:
+    """utime + stime + cutime + cstime of ``pid`` (None once it is gone)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return 0.0
+        return None
     fields = stat.rpartition(")")[2].split()
     return sum(int(v) for v in fields[_UTIME:_UTIME + 4]) / _CLOCK_TICKS
 
@@ -64,15 +64,18 @@ class Usage:
 @contextmanager
 def measured(pids: dict[int, int]) -> Iterator[Usage]:
     """Sample the processes ``pids`` (node id -> pid) while the block runs; the
-    :class:`Usage` is filled in when it ends (also when it raises)."""
+    :class:`Usage` is filled in when it ends (also when it raises). A process killed
+    meanwhile counts until its last sample (a restarted node's new process is not counted)."""
     usage = Usage()
-    started = {node: cpu_seconds(pid) for node, pid in pids.items()}
+    started = {node: cpu_seconds(pid) or 0.0 for node, pid in pids.items()}
+    last = dict(started)
     stop = threading.Event()
 
     def sample() -> None:
         while True:
             for node, pid in pids.items():
                 usage.peak_rss[node] = max(usage.peak_rss.get(node, 0), rss_bytes(pid))
+                last[node] = cpu_seconds(pid) or last[node]
             if stop.wait(SAMPLE_INTERVAL_S):
                 return
 
@@ -84,6 +87,6 @@ def measured(pids: dict[int, int]) -> Iterator[Usage]:
         stop.set()
         sampler.join()
         for node, pid in pids.items():
-            usage.cpu_s[node] = cpu_seconds(pid) - started[node]
+            usage.cpu_s[node] = (cpu_seconds(pid) or last[node]) - started[node]
             usage.end_rss[node] = rss_bytes(pid)
             usage.peak_rss[node] = max(usage.peak_rss.get(node, 0), usage.end_rss[node])

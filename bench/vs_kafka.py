@@ -1,44 +1,31 @@
 """Apache Kafka and pykraft side by side (issue 29): one run on this machine, the two systems
 alternated workload by workload (Kafka first), each a fresh cluster of real processes (1
-controller + 3 brokers; Kafka's JVMs as ``kafka-server-start.sh`` runs them) started and
-stopped by the bench, driven by the same load generators with the same arguments: Kafka's
-own ``ProducerPerformance``, ``ConsumerPerformance`` and ``EndToEndLatency``, and librdkafka
-(confluent-kafka). Workloads (``--workloads``):
-
-- ``produce``: a matrix of replication (RF=1 acks=1, RF=3 acks=all with
-  min.insync.replicas=2), record size, partitions and compression (``--replication``,
-  ``--sizes``, ``--partitions``, ``--compression`` pick a subset). ProducerPerformance runs
-  once uncounted to learn the rate (``--calibration-bytes``), then with enough records for
-  ``--seconds``; librdkafka produces back to back for ``--seconds``.
-- ``consume``: a log of ``--consume-bytes`` of 1 KiB records (12 partitions, RF=3) read from
-  its start by ConsumerPerformance (one consumer), by one librdkafka consumer and by a group
-  of 3 librdkafka consumers.
-- ``latency``: produce->consume latency at fixed rates (``--rates``, RF=3 acks=all):
-  ProducerPerformance ``--throughput`` paces, a librdkafka consumer times each record from
-  its CreateTime (1 ms resolution); then EndToEndLatency (one record in flight).
+controller + 3 brokers; Kafka's JVMs as ``kafka-server-start.sh`` runs them,
+:mod:`vs_kafka_run`) started and stopped by the bench, driven by the same load generators
+with the same arguments: Kafka's own ``ProducerPerformance``, ``ConsumerPerformance`` and
+``EndToEndLatency`` (:mod:`java_perf`), and librdkafka through confluent-kafka
+(:mod:`rdkafka_load`). ``--workloads`` picks among produce, consume, latency
+(:mod:`vs_kafka_load`), failover, restart and scale (:mod:`vs_kafka_faults`).
 
 Every row also gets the servers' resources (:mod:`server_usage`): CPU-seconds of all server
 processes per GB of payload produced + replicated + consumed, and each node's peak and final
-RSS. The machine's limits (loopback copy, fsync'd append) are measured in the same run.
+RSS. The machine's limits (loopback copy, fsync'd append: ``bench/dataplane.py``'s) are
+measured in the same run; load average before and after, the commit and the JVM options are
+printed with the tables (and in ``--json``).
 
-    .venv/bin/python bench/vs_kafka.py [--workloads produce,consume,latency] [--quick]
+    .venv/bin/python bench/vs_kafka.py [--workloads produce,consume,latency,...] [--quick]
         [--seconds 20] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -47,244 +34,19 @@ from rich.table import Table
 
 from dataplane import fsync_append_mb_s, loopback_mb_s
 from java_perf import TOOL_JVM_OPTIONS, JavaTools
-from peers.base import BenchError
-from rdkafka_load import (
-    LatencyProbe,
-    consume_all,
-    create_topic,
-    delete_topic,
-    percentile,
-    produce_for,
-    record_count,
-    wait_brokers,
-)
-from server_usage import Usage, measured
-
 from pykraft import __version__
 from pykraft.tools.kafka_runtime import SERVER_START_JVM_OPTIONS, KafkaRuntime, write_log4j2
-from pykraft.tools.local_cluster import LocalCluster
+from vs_kafka_faults import failover_workload, restart_workload, scale_workload
+from vs_kafka_load import consume_workload, latency_workload, produce_workload
+from vs_kafka_run import CLUSTER_PROPERTIES, GB, SYSTEMS, Results, Target, running
 
 ROOT = Path(__file__).resolve().parent.parent
-SYSTEMS = ("kafka", "pykraft")
-WORKLOADS = ("produce", "consume", "latency")
-BROKERS = 3
-#: Both clusters get these (Kafka's own config/server.properties sets the group delay to 0
-#: for a local cluster); otherwise each runs at its defaults.
-CLUSTER_PROPERTIES = {"group.initial.rebalance.delay.ms": "0"}
-LISTEN_TIMEOUT_S = 120.0
-CONSUME_SIZE = 1024
-CONSUME_PARTITIONS = 12
-LATENCY_WARMUP_S = 1.0
-GB = 1e9
 #: wide enough for a row's label and every column, also when output is not a terminal
 CONSOLE_WIDTH = 160
-MB = 1e6
-
-
-@dataclass
-class Measurement:
-    """One system's figures for one row, the servers' use meanwhile, and the payload bytes
-    the servers took in, copied to followers and served (for CPU-seconds per GB)."""
-
-    figures: dict[str, float]
-    usage: Usage
-    moved_bytes: int
-
-    @property
-    def cpu_s_per_gb(self) -> float:
-        return self.usage.total_cpu_s / (self.moved_bytes / GB) if self.moved_bytes else 0.0
-
-    def summary(self) -> dict[str, object]:
-        return {"figures": {k: round(v, 3) for k, v in self.figures.items()},
-                "moved_bytes": self.moved_bytes, "cpu_s_per_gb": round(self.cpu_s_per_gb, 2),
-                "usage": self.usage.summary()}
-
-
-@dataclass
-class Results:
-    """Rows in the order first measured: label -> system -> measurement."""
-
-    rows: dict[str, dict[str, Measurement]] = field(default_factory=dict)
-    workload_of: dict[str, str] = field(default_factory=dict)
-
-    def add(self, workload: str, label: str, system: str, measurement: Measurement) -> None:
-        self.rows.setdefault(label, {})[system] = measurement
-        self.workload_of[label] = workload
-
-
-@dataclass(frozen=True)
-class Target:
-    """One running cluster, as the workloads see it."""
-
-    system: str
-    cluster: LocalCluster
-    tools: JavaTools
-    args: argparse.Namespace
-
-    @property
-    def bootstrap(self) -> str:
-        return self.cluster.bootstrap_servers
-
-    @property
-    def pids(self) -> dict[int, int]:
-        return dict(self.cluster.pids)
-
-    @property
-    def timeout_s(self) -> float:
-        """Bound on one generator's run: well over its expected ``--seconds``."""
-        return float(self.args.seconds * 6 + 120)
-
-    def measure(self, results: Results, workload: str, label: str, moved_bytes: int,
-                run: Callable[[], dict[str, float]]) -> dict[str, float]:
-        """Run one row's load under :func:`server_usage.measured` and record it."""
-        with measured(self.pids) as usage:
-            figures = run()
-        results.add(workload, label, self.system, Measurement(figures, usage, moved_bytes))
-        return figures
-
-
-@contextmanager
-def running(system: str, base: Path, kafka: KafkaRuntime, tools: JavaTools,
-            args: argparse.Namespace, console: Console) -> Iterator[Target]:
-    """A fresh 1 controller + 3 brokers cluster of ``system`` in ``base``; every node stopped
-    by PID and ``base`` removed afterwards, also on an error or Ctrl-C."""
-    shutil.rmtree(base, ignore_errors=True)
-    if system == "kafka":
-        cluster = LocalCluster.create(base, 0, CLUSTER_PROPERTIES, 0, kafka_controllers=1,
-                                      kafka_brokers=BROKERS, kafka=kafka)
-    else:
-        cluster = LocalCluster.create(base, 1, CLUSTER_PROPERTIES, BROKERS)
-    try:
-        started = time.monotonic()
-        cluster.start_all()
-        cluster.wait_listening(list(cluster.nodes), LISTEN_TIMEOUT_S)
-        wait_brokers(cluster.bootstrap_servers, BROKERS)
-        console.print(f"{system}: {len(cluster.nodes)} nodes up in "
-                      f"{time.monotonic() - started:.1f} s (pids {cluster.pids})", style="dim")
-        yield Target(system, cluster, tools, args)
-    finally:
-        cluster.stop_all()
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def produce_workload(target: Target, results: Results) -> None:
-    args = target.args
-    for replicas, size, partitions, compression in itertools.product(
-            args.replication, args.sizes, args.partitions, args.compression):
-        acks = "all" if replicas > 1 else "1"
-        label = f"produce RF={replicas} acks={acks} {size} B {partitions}p {compression}"
-        topic = f"produce-{replicas}-{size}-{partitions}-{compression}"
-        create_topic(target.bootstrap, topic, partitions, replicas)
-        records = max(100, args.calibration_bytes // size)
-        if not args.quick:  # a smoke run counts its calibration-sized run directly
-            calibration = target.tools.produce(
-                target.bootstrap, topic, records, size, acks=acks, compression=compression,
-                timeout_s=target.timeout_s)
-            records = max(100, min(int(calibration.records_s * args.seconds),
-                                   args.cell_bytes // size))
-
-        def java() -> dict[str, float]:
-            done = target.tools.produce(target.bootstrap, topic, records, size, acks=acks,
-                                        compression=compression, timeout_s=target.timeout_s)
-            return {"MB/s": done.records_s * size / MB, "records/s": done.records_s,
-                    "ack p50 ms": done.p50_ms, "ack p99 ms": done.p99_ms,
-                    "ack p99.9 ms": done.p999_ms}
-
-        target.measure(results, "produce", f"{label} [ProducerPerformance]",
-                       records * size * replicas, java)
-        with measured(target.pids) as usage:
-            produced = produce_for(target.bootstrap, topic, size, args.seconds, acks=acks,
-                                   compression=compression)
-        rate = produced.records / produced.seconds
-        results.add("produce", f"{label} [librdkafka]", target.system, Measurement(
-            {"MB/s": rate * size / MB, "records/s": rate}, usage,
-            produced.records * size * replicas))
-        delete_topic(target.bootstrap, topic)
-
-
-def consume_workload(target: Target, results: Results) -> None:
-    args = target.args
-    topic = "consume"
-    records = max(1, args.consume_bytes // CONSUME_SIZE)
-    create_topic(target.bootstrap, topic, CONSUME_PARTITIONS, BROKERS)
-    target.measure(results, "consume", "consume: log fill RF=3 acks=all 1 KiB 12p "
-                   "[ProducerPerformance]", records * CONSUME_SIZE * BROKERS,
-                   lambda: _fill(target, topic, records))
-    stored = record_count(target.bootstrap, topic, CONSUME_PARTITIONS)
-    if stored != records:
-        raise BenchError(f"{target.system}: {stored} records in {topic}, {records} produced")
-    moved = records * CONSUME_SIZE
-
-    def java() -> dict[str, float]:
-        done = target.tools.consume(target.bootstrap, topic, records, "perf-1",
-                                    target.timeout_s)
-        if done.records != records:  # it gave up after its --timeout without a record
-            raise BenchError(f"ConsumerPerformance read {done.records} of {records}")
-        return {"MB/s": done.mb_s * 2**20 / MB, "records/s": done.records_s,
-                "fetch MB/s": done.fetch_mb_s * 2**20 / MB}
-
-    target.measure(results, "consume", "consume 1 consumer [ConsumerPerformance]", moved, java)
-    for members in (1, 3):
-        def librdkafka(members: int = members) -> dict[str, float]:
-            done = consume_all(target.bootstrap, topic, records, members=members,
-                               group=f"rdkafka-{members}", timeout_s=target.timeout_s)
-            return {"MB/s": done.bytes / done.seconds / MB,
-                    "records/s": done.records / done.seconds}
-
-        what = "1 consumer" if members == 1 else f"group of {members}"
-        target.measure(results, "consume", f"consume {what} [librdkafka]", moved, librdkafka)
-
-
-def _fill(target: Target, topic: str, records: int) -> dict[str, float]:
-    done = target.tools.produce(target.bootstrap, topic, records, CONSUME_SIZE, acks="all",
-                                compression="none", timeout_s=target.timeout_s)
-    return {"MB/s": done.records_s * CONSUME_SIZE / MB, "records/s": done.records_s}
-
-
-def latency_workload(target: Target, results: Results) -> None:
-    args = target.args
-    size = args.latency_size
-    for rate in args.rates:
-        topic = f"latency-{rate}"
-        create_topic(target.bootstrap, topic, 1, BROKERS)
-        warmup = int(rate * LATENCY_WARMUP_S)
-        records = warmup + int(rate * args.seconds)
-        probe = LatencyProbe(target.bootstrap, topic)
-
-        def paced(probe: LatencyProbe = probe, rate: int = rate,
-                  records: int = records, warmup: int = warmup) -> dict[str, float]:
-            try:
-                done = target.tools.produce(target.bootstrap, topic, records, size,
-                                            throughput=rate, acks="all", compression="none",
-                                            timeout_s=target.timeout_s)
-            except BaseException:
-                probe.close()
-                raise
-            probe.wait_for(records, target.timeout_s)
-            measured_ms = probe.latencies_ms[warmup:]
-            return {"e2e p50 ms": percentile(measured_ms, 0.5),
-                    "e2e p99 ms": percentile(measured_ms, 0.99),
-                    "e2e p99.9 ms": percentile(measured_ms, 0.999),
-                    "ack p99 ms": done.p99_ms, "records/s": done.records_s}
-
-        target.measure(results, "latency", f"latency {rate}/s RF=3 acks=all {size} B "
-                       "[ProducerPerformance --throughput, librdkafka consumer]",
-                       records * size * (BROKERS + 1), paced)
-    topic = "latency-one-at-a-time"
-    create_topic(target.bootstrap, topic, 1, BROKERS)
-
-    def one_at_a_time() -> dict[str, float]:
-        done = target.tools.end_to_end(target.bootstrap, topic, args.e2e_records, size,
-                                       target.timeout_s)
-        return {"e2e avg ms": done.avg_ms, "e2e p50 ms": done.p50_ms,
-                "e2e p99 ms": done.p99_ms, "e2e p99.9 ms": done.p999_ms}
-
-    target.measure(results, "latency", f"latency one in flight RF=3 acks=all {size} B "
-                   "[EndToEndLatency]", args.e2e_records * size * (BROKERS + 1), one_at_a_time)
-
-
-RUNS: dict[str, Callable[[Target, Results], None]] = {
-    "produce": produce_workload, "consume": consume_workload, "latency": latency_workload}
+#: each workload, by its name in ``--workloads``, in the order they run
+WORKLOADS: dict[str, Callable[[Target, Results], None]] = {
+    "produce": produce_workload, "consume": consume_workload, "latency": latency_workload,
+    "failover": failover_workload, "restart": restart_workload, "scale": scale_workload}
 
 
 def plan(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
@@ -347,7 +109,7 @@ def resources_table(results: Results) -> Table:
             controllers = [n for n in m.usage.peak_rss if n < 1000]
             table.add_row(label if system == next(iter(systems)) else "", system,
                           f"{m.moved_bytes / GB:.2f}", f"{m.usage.total_cpu_s:.1f}",
-                          f"{m.cpu_s_per_gb:.1f}",
+                          f"{m.cpu_s_per_gb:.1f}" if m.moved_bytes else "-",
                           f"{max(m.usage.peak_rss[n] for n in brokers) / 2**20:.0f}",
                           " ".join(f"{m.usage.end_rss[n] / 2**20:.0f}" for n in brokers),
                           " ".join(f"{m.usage.peak_rss[n] / 2**20:.0f}" for n in controllers))
@@ -376,7 +138,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"== {', '.join(workloads)} on {system}", style="bold")
         with running(system, directory / system, kafka, tools, args, console) as target:
             for workload in workloads:
-                RUNS[workload](target, results)
+                WORKLOADS[workload](target, results)
     load_end = os.getloadavg()
     console.print(f"load average {load_end} at the end")
     for workload in args.workloads:
@@ -424,9 +186,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--latency-size", type=int, default=100, help="latency: bytes")
     parser.add_argument("--e2e-records", type=int, default=5000,
                         help="latency: EndToEndLatency's records (one in flight)")
+    parser.add_argument("--trials", type=int, default=5, help="failover: kills of each kind")
+    parser.add_argument("--restart-bytes", type=int, default=5 * 10**9,
+                        help="restart: data on the killed broker")
+    parser.add_argument("--scale-partitions", type=int, default=1000,
+                        help="scale: the partitions produced to")
+    parser.add_argument("--scale-producers", type=int, default=20, help="scale")
+    parser.add_argument("--scale-topics", type=int, default=1000,
+                        help="scale: topics of 10 partitions in one CreateTopics")
     parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: 2 s rows, 20 MB to consume, ProducerPerformance "
-                             "runs only its calibration's 2 MiB, counted")
+                        help="a smoke run: 2 s rows, 20 MB to consume or restart on, one "
+                             "failover trial, a small scale; ProducerPerformance runs only "
+                             "its calibration's 2 MiB, counted")
     parser.add_argument("--kafka-home", type=Path, default=default_kafka_home(),
                         help="a Kafka distribution or jar directory (default: .cache/kafka)")
     parser.add_argument("--dir", default="/tmp/pykraft-bench-vs-kafka",
@@ -438,7 +209,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--workloads: any of {', '.join(WORKLOADS)} (unknown: {sorted(unknown)})")
     if set(args.replication) - {1, 3} or set(args.compression) - {"none", "lz4"}:
         parser.error("--replication takes 1 and/or 3, --compression none and/or lz4")
-    counts = [*args.sizes, *args.partitions, *args.rates, args.latency_size, args.e2e_records]
+    counts = [*args.sizes, *args.partitions, *args.rates, args.latency_size, args.e2e_records,
+              args.trials, args.restart_bytes, args.scale_partitions, args.scale_producers,
+              args.scale_topics]
     if min(counts) < 1 or args.seconds <= 0:
         parser.error("sizes, partitions, rates, counts and --seconds must be positive")
     if args.quick:
@@ -446,6 +219,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.consume_bytes = min(args.consume_bytes, 20 * 10**6)
         args.calibration_bytes = min(args.calibration_bytes, 2 * 2**20)
         args.e2e_records = min(args.e2e_records, 200)
+        args.trials = 1
+        args.restart_bytes = min(args.restart_bytes, 20 * 10**6)
+        args.scale_partitions = min(args.scale_partitions, 50)
+        args.scale_producers = min(args.scale_producers, 4)
+        args.scale_topics = min(args.scale_topics, 20)
     return args
 
 

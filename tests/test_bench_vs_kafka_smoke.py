@@ -51,8 +51,9 @@ def test_quick_produce_and_latency_on_both_systems(tmp_path: Path) -> None:
     directory = tmp_path / "vs-kafka"
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--workloads", "produce,latency",
-         "--cluster-per", "run",         "--replication", "3", "--sizes", "1024", "--partitions", "1", "--compression",
-         "none", "--rates", "500", "--e2e-records", "50", "--dir", str(directory), "--json"],
+         "--cluster-per", "run", "--replication", "3", "--sizes", "1024", "--partitions", "1",
+         "--compression", "none", "--rates", "500", "--e2e-records", "50",
+         "--dir", str(directory), "--json"],
         capture_output=True, text=True, timeout=400, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     report = json.loads(done.stdout)

@@ -47,8 +47,8 @@ def processes_under(directory: Path) -> list[str]:
     return found
 
 
-#: two clusters of four JVMs or Python servers and eight tool JVMs: about a minute on a quiet
-#: machine, four on 2 cores at load 20
+#: two clusters (4 Kafka JVMs, 4 pykraft servers) and 6 tool JVMs: 2.5 minutes on 2 cores at
+#: load 12, 4 at load 20-25 (the limit, 300 s by default, would cut such a machine's run)
 @pytest.mark.timeout(600)
 def test_quick_produce_and_latency_on_both_systems(tmp_path: Path) -> None:
     directory = tmp_path / "vs-kafka"

@@ -1,6 +1,7 @@
 """What the server processes use while a workload runs, read from ``/proc``: CPU-seconds
 (utime + stime of every thread, plus reaped children's) and resident memory of each process,
-sampled by a thread every :data:`SAMPLE_INTERVAL_S` for the peak and read once at the end.
+sampled by a thread every :data:`SAMPLE_INTERVAL_S` (the peak, and the RSS at the end is the
+last sample's).
 
 A JVM's and a Python server's figures come from the same kernel counters, so the two systems
 are measured alike; the load generators are not counted.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,23 +63,33 @@ class Usage:
 
 
 @contextmanager
-def measured(pids: dict[int, int]) -> Iterator[Usage]:
-    """Sample the processes ``pids`` (node id -> pid) while the block runs; the
-    :class:`Usage` is filled in when it ends (also when it raises). A process killed
-    meanwhile counts until its last sample (a restarted node's new process is not counted)."""
+def measured(current: Callable[[], dict[int, int]]) -> Iterator[Usage]:
+    """Sample the server processes ``current()`` names (node id -> pid) while the block
+    runs; the :class:`Usage` is filled in when it ends (also when it raises). A process
+    killed meanwhile counts until its last sample; one started meanwhile (a node restarted)
+    counts from its start, under the same node id."""
     usage = Usage()
-    started = {node: cpu_seconds(pid) or 0.0 for node, pid in pids.items()}
-    last = dict(started)
+    #: pid -> (its node id, its CPU-seconds as the block began: 0 if it started later)
+    first_seen: dict[int, tuple[int, float]] = {}
+    last_cpu: dict[int, float] = {}
     stop = threading.Event()
 
-    def sample() -> None:
-        while True:
-            for node, pid in pids.items():
-                usage.peak_rss[node] = max(usage.peak_rss.get(node, 0), rss_bytes(pid))
-                last[node] = cpu_seconds(pid) or last[node]
-            if stop.wait(SAMPLE_INTERVAL_S):
-                return
+    def observe(first: bool) -> None:
+        for node, pid in current().items():
+            cpu = cpu_seconds(pid)
+            if cpu is None:
+                continue
+            first_seen.setdefault(pid, (node, cpu if first else 0.0))
+            last_cpu[pid] = cpu
+            rss = rss_bytes(pid)
+            usage.peak_rss[node] = max(usage.peak_rss.get(node, 0), rss)
+            usage.end_rss[node] = rss
 
+    def sample() -> None:
+        while not stop.wait(SAMPLE_INTERVAL_S):
+            observe(first=False)
+
+    observe(first=True)
     sampler = threading.Thread(target=sample, name="server-usage", daemon=True)
     sampler.start()
     try:
@@ -86,7 +97,6 @@ def measured(pids: dict[int, int]) -> Iterator[Usage]:
     finally:
         stop.set()
         sampler.join()
-        for node, pid in pids.items():
-            usage.cpu_s[node] = (cpu_seconds(pid) or last[node]) - started[node]
-            usage.end_rss[node] = rss_bytes(pid)
-            usage.peak_rss[node] = max(usage.peak_rss.get(node, 0), usage.end_rss[node])
+        observe(first=False)
+        for pid, (node, started) in first_seen.items():
+            usage.cpu_s[node] = usage.cpu_s.get(node, 0.0) + last_cpu[pid] - started

@@ -76,6 +76,7 @@ class Target:
 
     @property
     def pids(self) -> dict[int, int]:
+        """Each node's process now (a restarted node's new one)."""
         return dict(self.cluster.pids)
 
     @property
@@ -87,7 +88,7 @@ class Target:
                 run: Callable[[], tuple[dict[str, float], int]]) -> None:
         """Run one row's load under :func:`server_usage.measured` and record its figures and
         the payload bytes it moved."""
-        with measured(self.pids) as usage:
+        with measured(lambda: self.pids) as usage:
             figures, moved_bytes = run()
         results.add(workload, label, self.system, Measurement(figures, usage, moved_bytes))
 

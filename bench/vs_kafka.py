@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dataplane import fsync_append_mb_s, loopback_mb_s
@@ -90,7 +91,7 @@ def figures_table(results: Results, workload: str) -> Table:
         for name in names:
             kafka, pykraft = (systems[s].figures.get(name) if s in systems else None
                               for s in SYSTEMS)
-            table.add_row(label if name == names[0] else "", name,
+            table.add_row(escape(label) if name == names[0] else "", name,
                           *(f"{v:,.2f}" if v is not None else "-" for v in (kafka, pykraft)),
                           ratio(pykraft, kafka) if kafka is not None and pykraft is not None
                           else "-")
@@ -107,7 +108,7 @@ def resources_table(results: Results) -> Table:
         for system, m in systems.items():
             brokers = [n for n in m.usage.peak_rss if n >= 1000]
             controllers = [n for n in m.usage.peak_rss if n < 1000]
-            table.add_row(label if system == next(iter(systems)) else "", system,
+            table.add_row(escape(label) if system == next(iter(systems)) else "", system,
                           f"{m.moved_bytes / GB:.2f}", f"{m.usage.total_cpu_s:.1f}",
                           f"{m.cpu_s_per_gb:.1f}" if m.moved_bytes else "-",
                           f"{max(m.usage.peak_rss[n] for n in brokers) / 2**20:.0f}",

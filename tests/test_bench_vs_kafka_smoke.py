@@ -67,6 +67,7 @@ def test_quick_produce_and_latency_on_both_systems(tmp_path: Path) -> None:
     labels = [row["label"] for row in report["rows"]]
     assert [row["workload"] for row in report["rows"]] == ["produce"] * 2 + ["latency"] * 2
     assert any("[librdkafka]" in label for label in labels)
+    assert "[librdkafka]" in done.stderr  # the tables print labels as text, not rich markup
     assert any("[EndToEndLatency]" in label for label in labels)
     for row in report["rows"]:
         for system in SYSTEMS:

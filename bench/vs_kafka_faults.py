@@ -53,7 +53,7 @@ def failover_workload(target: Target, results: Results) -> None:
                      "max ms": max(gaps) * 1000}, 0)
 
         target.measure(results, "failover", f"failover: SIGKILL of the {victim}, first ack "
-                       f"after it, {target.args.trials} trials [librdkafka idempotent "
+                       f"after it, trials: {target.args.trials} [librdkafka idempotent "
                        "acks=all]", trials)
 
 

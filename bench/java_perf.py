@@ -23,11 +23,12 @@ END_TO_END_LATENCY = "org.apache.kafka.tools.EndToEndLatency"
 #: ``kafka-run-class.sh``'s heap for a tool (``KAFKA_HEAP_OPTS`` unset), then its JVM options
 TOOL_JVM_OPTIONS = ("-Xmx256M", *KAFKA_JVM_PERFORMANCE_OPTS)
 _TAIL = 3000
-#: ProducerPerformance's final line, e.g. ``50000 records sent, 24789.3 records/sec
+#: ProducerPerformance's summary line, e.g. ``50000 records sent, 24789.3 records/sec
 #: (2.36 MB/sec), 410.91 ms avg latency, 1022.00 ms max latency, 419 ms 50th, 862 ms 95th,
-#: 1003 ms 99th, 1019 ms 99.9th.``
+#: 1003 ms 99th, 1019 ms 99.9th.``; with ``--warmup-records`` a second one follows, of the
+#: records after the warm-up: ``40000 steady state records sent, ...``
 _PRODUCER_SUMMARY = re.compile(
-    r"(?P<records>\d+) records sent, (?P<records_s>[\d.]+) records/sec "
+    r"(?P<records>\d+) (?P<steady>steady state )?records sent, (?P<records_s>[\d.]+) records/sec "
     r"\((?P<mb_s>[\d.]+) MB/sec\), (?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max "
     r"latency, (?P<p50>\d+) ms 50th, (?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th, "
     r"(?P<p999>\d+) ms 99\.9th\.")
@@ -75,12 +76,12 @@ class EndToEndSummary:
 
 
 def parse_producer_summary(output: str) -> ProducerSummary:
-    """The last full summary line of ProducerPerformance's stdout (its progress lines lack
-    the percentiles)."""
+    """ProducerPerformance's steady-state summary if it printed one (``--warmup-records``),
+    else its last full summary line (its progress lines lack the percentiles)."""
     matches = list(_PRODUCER_SUMMARY.finditer(output))
     if not matches:
         raise BenchError(f"no ProducerPerformance summary in: {output[-_TAIL:]}")
-    found = matches[-1]
+    found = next((m for m in matches if m["steady"]), matches[-1])
     return ProducerSummary(
         int(found["records"]), float(found["records_s"]), float(found["mb_s"]),
         float(found["avg"]), float(found["max"]), int(found["p50"]), int(found["p95"]),
@@ -141,13 +142,15 @@ class JavaTools:
         return done.stdout
 
     def produce(self, bootstrap: str, topic: str, records: int, size: int, *,
-                throughput: int = -1, acks: str, compression: str,
-                timeout_s: float) -> ProducerSummary:
+                throughput: int = -1, acks: str, compression: str, timeout_s: float,
+                warmup_records: int = 0) -> ProducerSummary:
         """``kafka-producer-perf-test``: ``records`` of ``size`` bytes, unthrottled (-1) or
-        at about ``throughput`` records/s."""
+        at about ``throughput`` records/s; with ``warmup_records``, the figures of the
+        records after those (a JIT-warm JVM)."""
+        warmup = ["--warmup-records", str(warmup_records)] if warmup_records else []
         return parse_producer_summary(self.run(PRODUCER_PERFORMANCE, [
             "--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records),
-            "--record-size", str(size), "--throughput", str(throughput),
+            *warmup, "--record-size", str(size), "--throughput", str(throughput),
             "--command-property", f"acks={acks}", f"compression.type={compression}"],
             timeout_s))
 

@@ -2,8 +2,9 @@
 cluster (:class:`vs_kafka_run.Target`) adding its rows to the results.
 
 - ``produce``: per cell of the matrix (replication, size, partitions, compression),
-  ProducerPerformance once uncounted to learn the rate (``--calibration-bytes``), then with
-  enough records for ``--seconds``; librdkafka back to back for ``--seconds``.
+  ProducerPerformance once uncounted to learn the rate (``--calibration-bytes``), then in a
+  new JVM that first sends as many again as ``--warmup-records`` and is counted over the
+  rate x ``--seconds`` records after them; librdkafka back to back for ``--seconds``.
 - ``consume``: a log of ``--consume-bytes`` of 1 KiB records (12 partitions, RF=3) read from
   its start by ConsumerPerformance, by one librdkafka consumer and by a group of 3.
 - ``latency``: at each of ``--rates``, ProducerPerformance ``--throughput`` paces (RF=3,
@@ -52,20 +53,24 @@ def produce_cell(target: Target, results: Results, replicas: int, size: int,
     label = f"produce RF={replicas} acks={acks} {size} B {partitions}p {compression}"
     topic = f"produce-{replicas}-{size}-{partitions}-{compression}"
     create_topic(target.bootstrap, topic, partitions, replicas)
-    records = max(100, args.calibration_bytes // size)
-    if not args.quick:  # a smoke run counts its calibration-sized run directly
-        calibration = target.tools.produce(target.bootstrap, topic, records, size, acks=acks,
+    warmup = max(100, args.calibration_bytes // size)
+    records = 0
+    if not args.quick:  # a smoke run counts its calibration-sized run, warm-up and all
+        calibration = target.tools.produce(target.bootstrap, topic, warmup, size, acks=acks,
                                            compression=compression,
                                            timeout_s=target.timeout_s)
         records = max(100, min(int(calibration.records_s * args.seconds),
                                args.cell_bytes // size))
 
     def java() -> tuple[dict[str, float], int]:
-        done = target.tools.produce(target.bootstrap, topic, records, size, acks=acks,
-                                    compression=compression, timeout_s=target.timeout_s)
+        # the counted JVM warms up on the calibration's count first, figures after it only
+        done = target.tools.produce(target.bootstrap, topic, warmup + records, size,
+                                    acks=acks, compression=compression,
+                                    timeout_s=target.timeout_s, warmup_records=warmup
+                                    if records else 0)
         return ({"MB/s": done.records_s * size / MB, "records/s": done.records_s,
                  "ack p50 ms": done.p50_ms, "ack p99 ms": done.p99_ms,
-                 "ack p99.9 ms": done.p999_ms}, records * size * replicas)
+                 "ack p99.9 ms": done.p999_ms}, (warmup + records) * size * replicas)
 
     def librdkafka() -> tuple[dict[str, float], int]:
         done = produce_for(target.bootstrap, topic, size, args.seconds, acks=acks,

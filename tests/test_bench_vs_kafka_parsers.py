@@ -39,6 +39,15 @@ def test_producer_progress_lines_are_not_the_summary() -> None:
     assert parse_producer_summary(progress + final).records == 50000
 
 
+def test_producer_performance_steady_state_after_its_warmup() -> None:
+    """With --warmup-records the steady-state line, not the whole run's, is the figure."""
+    summary = parse_producer_summary(
+        (CAPTURED / "producer_performance_warmup.out").read_text())
+    assert summary.records == 40000
+    assert summary.records_s == pytest.approx(35971.223022)
+    assert (summary.p50_ms, summary.p99_ms, summary.p999_ms) == (19, 76, 109)
+
+
 def test_consumer_performance_summary_by_column_name() -> None:
     summary = parse_consumer_summary((CAPTURED / "consumer_performance.out").read_text())
     assert summary.mb == pytest.approx(4.7684)

@@ -35,6 +35,7 @@ from rich.table import Table
 
 from dataplane import fsync_append_mb_s, loopback_mb_s
 from java_perf import TOOL_JVM_OPTIONS, JavaTools
+from peers.base import BenchError
 from pykraft import __version__
 from pykraft.tools.kafka_runtime import SERVER_START_JVM_OPTIONS, KafkaRuntime, write_log4j2
 from vs_kafka_faults import failover_workload, restart_workload, scale_workload
@@ -135,11 +136,16 @@ def main(args: argparse.Namespace) -> int:
                   f"{limits['loopback_mb_s']:.0f} MB/s, fsync'd append "
                   f"{limits['fsync_append_mb_s']:.0f} MB/s")
     results = Results()
+    failures: list[str] = []
     for system, workloads in plan(args):
         console.print(f"== {', '.join(workloads)} on {system}", style="bold")
-        with running(system, directory / system, kafka, tools, args, console) as target:
-            for workload in workloads:
-                WORKLOADS[workload](target, results)
+        try:
+            with running(system, directory / system, kafka, tools, args, console) as target:
+                for workload in workloads:
+                    WORKLOADS[workload](target, results)
+        except BenchError as exc:  # the rows measured so far, and the next workloads, stand
+            failures.append(f"{', '.join(workloads)} on {system}: {exc}")
+            console.print(f"FAILED: {failures[-1]}", style="red")
     load_end = os.getloadavg()
     console.print(f"load average {load_end} at the end")
     for workload in args.workloads:
@@ -148,11 +154,13 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({
             **header, "load_average": {"start": load_start, "end": load_end},
-            "limits": {k: round(v, 1) for k, v in limits.items()},
+            "limits": {k: round(v, 1) for k, v in limits.items()}, "failures": failures,
             "rows": [{"label": label, "workload": results.workload_of[label],
                       **{s: m.summary() for s, m in systems.items()}}
                      for label, systems in results.rows.items()]}, indent=2))
-    return 0
+    for failure in failures:
+        console.print(f"FAILED: {failure}", style="red")
+    return 1 if failures else 0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+import confluent_kafka
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -143,7 +144,8 @@ def main(args: argparse.Namespace) -> int:
             with running(system, directory / system, kafka, tools, args, console) as target:
                 for workload in workloads:
                     WORKLOADS[workload](target, results)
-        except BenchError as exc:  # the rows measured so far, and the next workloads, stand
+        except (BenchError, confluent_kafka.KafkaException) as exc:  # the rows measured so
+            # far, and the next workloads, stand
             failures.append(f"{', '.join(workloads)} on {system}: {exc}")
             console.print(f"FAILED: {failures[-1]}", style="red")
     load_end = os.getloadavg()
@@ -202,7 +204,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="scale: the partitions produced to")
     parser.add_argument("--scale-producers", type=int, default=20, help="scale")
     parser.add_argument("--scale-topics", type=int, default=1000,
-                        help="scale: topics of 10 partitions in one CreateTopics")
+                        help="scale: topics of 10 partitions to create (100 a request)")
     parser.add_argument("--quick", action="store_true",
                         help="a smoke run: 2 s rows, 20 MB to consume or restart on, one "
                              "failover trial, a small scale; ProducerPerformance runs only "

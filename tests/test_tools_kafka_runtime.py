@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from pykraft.tools.kafka_runtime import (
+    JVM_OPTIONS,
     KAFKA_HOME_ENV,
     MIXED_RELEASE_VERSION,
+    SERVER_START_JVM_OPTIONS,
     KafkaRuntime,
     KafkaRuntimeError,
 )
@@ -82,3 +84,20 @@ def test_a_secure_cluster_has_no_kafka_nodes(tmp_path: Path, kafka_home: Path) -
     with pytest.raises(ClusterError, match="--secure is for pykraft nodes only"):
         LocalCluster.create(tmp_path / "cluster", 1, kafka_brokers=1, secure=True,
                             kafka=KafkaRuntime.locate(kafka_home), format_nodes=False)
+
+
+def test_jvm_options_are_the_light_ones_unless_given(kafka_home: Path) -> None:
+    """A laptop's cluster keeps the light JVM; a comparison with Kafka (bench/vs_kafka.py)
+    runs it as kafka-server-start.sh does, and every Kafka command of that runtime does too."""
+    light = KafkaRuntime.locate(kafka_home)
+    assert light.jvm_options == JVM_OPTIONS
+    config, log4j2 = Path("server.properties"), Path("log4j2.properties")
+    assert light.server_command(config, log4j2=log4j2)[1:1 + len(JVM_OPTIONS)] == list(
+        JVM_OPTIONS)
+    started = KafkaRuntime.locate(kafka_home, SERVER_START_JVM_OPTIONS)
+    assert {"-Xmx1G", "-Xms1G", "-XX:+UseG1GC", "-XX:MaxInlineLevel=15"} <= set(
+        SERVER_START_JVM_OPTIONS)
+    for command in (started.server_command(config, log4j2=log4j2),
+                    started.format_command(config, "abc", log4j2=log4j2)):
+        assert command[1:1 + len(SERVER_START_JVM_OPTIONS)] == list(SERVER_START_JVM_OPTIONS)
+        assert "-XX:+UseSerialGC" not in command

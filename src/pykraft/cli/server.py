@@ -37,18 +37,21 @@ def server(
     from pykraft.runtime import event_loop
     from pykraft.runtime.logfmt import configure_logging
     from pykraft.runtime.settings import load_settings
+    from pykraft.storage.dir_lock import DirectoryLocks
     from pykraft.storage.meta_properties import ensure_directory_ids
     from pykraft.storage.refusal import refusal_line
 
     try:
         server_config = ServerConfig.load(config, parse_overrides(override or []))
         settings = load_settings(server_config)  # checks the directories before any write
+        locks = DirectoryLocks.acquire(server_config.all_log_dirs)  # held until the exit
         ids = ensure_directory_ids(server_config.all_log_dirs)
         settings = replace(settings, directory_id=ids[server_config.metadata_log_dir].directory_id)
         configure_logging(settings.node_id, log_level)
         for warning in settings.config_warnings:  # unknown keys: Kafka warns, and starts
             logging.getLogger("pykraft.config").warning(warning)
         code = event_loop.run(run_server(settings), settings.event_loop)
+        locks.release()
     except StorageError as exc:  # a damaged file: name it, the byte, and what to do
         typer.echo(f"Error: {refusal_line(exc)}", err=True)
         raise typer.Exit(1) from None

@@ -15,6 +15,9 @@ from pykraft.messages.kafka.broker_registration_response import BrokerRegistrati
 from pykraft.messages.kafka.controller_registration_request import (
     ControllerRegistrationRequest,
 )
+from pykraft.messages.kafka.controller_registration_request import (
+    Listener as ControllerRegistrationListener,
+)
 from pykraft.messages.kafka.create_topics_response import CreateTopicsResponse
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
@@ -347,6 +350,23 @@ def test_controller_registration() -> None:
     old.elect()
     refused = old.call(request)
     assert getattr(refused, "error_code", None) == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_a_repeated_controller_listener_name_is_written_once_with_its_last_value() -> None:
+    """Kafka keys a registration's listeners by name (ListenerInfo's LinkedHashMap): a
+    request naming one listener 3 times writes one endpoint, at the first place, the last
+    value."""
+    cluster = Cluster()
+    cluster.elect()
+    listeners = tuple(ControllerRegistrationListener(name=name, host="h", port=port,
+                                                     security_protocol=0)
+                      for name, port in (("A", 1), ("B", 2), ("A", 3), ("A", 4)))
+    response = cluster.call(ControllerRegistrationRequest(
+        controller_id=3000, incarnation_id=uuid.UUID(int=8), listeners=listeners))
+    assert getattr(response, "error_code", None) == ErrorCode.NONE
+    record = cluster.raft.metadata_records()[-1].message
+    assert isinstance(record, RegisterControllerRecord)
+    assert [(e.name, e.port) for e in record.end_points] == [("A", 4), ("B", 2)]
 
 
 def test_noop_record_every_idle_interval() -> None:

@@ -267,12 +267,15 @@ def register_controller(ctx: ControllerContext,
         return ControllerResult((), answer(
             ErrorCode.UNSUPPORTED_VERSION,
             "controller registration needs metadata.version 3.7-IV0 or later"))
+    # listeners by name, as Kafka's ListenerInfo (a LinkedHashMap): a repeated name keeps its
+    # first place and its last value, so a request repeating one listener writes it once
+    endpoints = {lst.name: ControllerEndpoint(name=lst.name, host=lst.host, port=lst.port,
+                                              security_protocol=lst.security_protocol)
+                 for lst in req.listeners}
     record = RegisterControllerRecord(  # a zero incarnation id too, as Kafka's
         controller_id=req.controller_id, incarnation_id=req.incarnation_id,
         zk_migration_ready=req.zk_migration_ready,
-        end_points=tuple(ControllerEndpoint(name=lst.name, host=lst.host, port=lst.port,
-                                            security_protocol=lst.security_protocol)
-                         for lst in req.listeners),
+        end_points=tuple(endpoints.values()),
         features=tuple(ControllerFeature(name=f.name,
                                          min_supported_version=f.min_supported_version,
                                          max_supported_version=f.max_supported_version)

@@ -31,7 +31,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import tempfile
 import time
@@ -47,7 +46,7 @@ from rich.table import Table
 
 import pykraft
 from pykraft.tools.kafka_runtime import KafkaRuntime
-from pykraft.tools.local_cluster import HOST, LocalCluster
+from pykraft.tools.local_cluster import LocalCluster, _accepts
 
 ROOT = Path(__file__).resolve().parents[1]
 KAFKA_HOME = ROOT / ".cache" / "kafka" / "4.4.0"
@@ -110,14 +109,6 @@ def _until(check: Callable[[], bool], cluster: LocalCluster, node_id: int, deadl
         if time.monotonic() > deadline:
             raise RestartBenchError(f"node {node_id} did not {what} in time")
         time.sleep(PROBE_PAUSE_S)  # another process: polling is the only way to see it
-
-
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection((HOST, port), timeout=1.0).close()
-    except OSError:
-        return False
-    return True
 
 
 def _leads_all(admin: AdminClient, broker_id: int, topic: str) -> bool:

@@ -23,6 +23,7 @@ check (``unclean.leader.election.interval.ms``) does the same for leaderless par
 from __future__ import annotations
 
 from pykraft.controller import config_control
+from pykraft.controller.broker_liveness import evidence_is_current
 from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
 from pykraft.controller.partition_change import (
     Election,
@@ -234,8 +235,8 @@ def fence_unreachable(ctx: ControllerContext, broker_id: int, epoch: int) -> lis
     would, but only the incarnation the evidence is about (``epoch``) and only while its
     session is open: a re-registered, already fenced or lapsed broker is left alone."""
     broker = ctx.image.cluster.brokers.get(broker_id)
-    if (broker is None or broker.fenced or broker.epoch != epoch
-            or broker_id in ctx.session_expired):
+    if broker is None or broker_id in ctx.session_expired or not evidence_is_current(
+            None if broker.fenced else broker.epoch, epoch):
         return []
     return fence_broker(ctx, broker)
 

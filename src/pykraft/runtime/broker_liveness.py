@@ -1,18 +1,6 @@
-"""pykraft's fast failover (beyond Kafka): the active controller notices a broker's death
-well before ``broker.session.timeout.ms``, without fencing a broker that is only slow.
-
-A SIGKILLed process's kernel closes its sockets at once: its heartbeat connection to the
-active controller ends, and connects to its listeners are refused (nothing listens). A
-paused process keeps its connections and its kernel still accepts connects into the
-backlog; a lossy link or a partition shows timeouts, not refusals; a slow disk changes
-nothing on the network. So when the connection a broker heartbeats on closes (or its
-heartbeats are two ``broker.heartbeat.interval.ms`` late: a connection whose end was not
-seen), every listener it registered is probed with a bounded TCP connect, in a few rounds a
-short while apart (the kernel may close the listening socket just after the connection); a
-round in which all of them refuse is evidence that the process is gone, and the controller
-core (:meth:`~pykraft.controller.QuorumController.broker_unreachable`) fences the
-incarnation the probe was about. Anything else (accepted, timed out, reset, no route) is no
-evidence: the session timeout still applies.
+"""The asyncio driver of pykraft's fast failover: the decisions (who to probe, when, what a
+round of probes means) are :class:`pykraft.controller.broker_liveness.LivenessWatch`'s;
+this module does the TCP connects and the timers, and hands the controller the evidence.
 """
 
 from __future__ import annotations
@@ -22,117 +10,118 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
+from pykraft.controller.broker_liveness import (
+    PROBE_ROUNDS,
+    PROBE_SPACING_MS,
+    LivenessWatch,
+    Probe,
+    ProbeAgain,
+    ProbeOutcome,
+    Report,
+    incarnation_of,
+)
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.runtime.logfmt import event
 
 log = logging.getLogger("pykraft.liveness")
-#: Rounds of probes after a heartbeat connection closes, and the pause between two.
-PROBE_ROUNDS = 3
-PROBE_SPACING_S = 0.2
 #: A probe that neither connects nor is refused within this long is no evidence.
 CONNECT_TIMEOUT_S = 1.0
 
 
-async def refuses(host: str, port: int, timeout_s: float = CONNECT_TIMEOUT_S) -> bool:
-    """Whether a TCP connect to ``host:port`` is refused (an accepted one is closed at
-    once; a timeout or any other failure is not a refusal)."""
+async def probe_endpoint(host: str, port: int,
+                         timeout_s: float = CONNECT_TIMEOUT_S) -> ProbeOutcome:
+    """What a TCP connect to ``host:port`` sees (an accepted one is closed at once)."""
     try:
         async with asyncio.timeout(timeout_s):
             _, writer = await asyncio.open_connection(host, port)
     except ConnectionRefusedError:
-        return True
-    except (OSError, TimeoutError):
-        return False
+        return ProbeOutcome.REFUSED
+    except TimeoutError:
+        return ProbeOutcome.TIMED_OUT
+    except OSError:
+        return ProbeOutcome.FAILED
     writer.close()
-    return False
+    return ProbeOutcome.ACCEPTED
 
 
 class BrokerLiveness:
-    """Watches the brokers' heartbeats to the active controller; probes a broker whose
-    heartbeat connection closed, or whose heartbeats are ``overdue_s`` late (once per
-    silence), and tells ``report(broker_id, epoch)`` when its listeners all refused.
+    """Feeds a :class:`LivenessWatch` the heartbeats and closed connections of the
+    controller's listener, runs the probes it decides on and its overdue checks, and tells
+    ``report(broker_id, epoch)`` (True if it fenced) when a broker's listeners all refused.
     ``registration`` looks a broker up in the controller's current image, ``unfenced``
-    lists its unfenced brokers: one that never heartbeats to this controller (it died as
-    the previous active controller did) is overdue from when the watch began."""
+    lists its unfenced brokers."""
 
     def __init__(self, registration: Callable[[int], BrokerRegistration | None],
                  report: Callable[[int, int], bool], *,
                  unfenced: Callable[[], Iterable[int]] = tuple,
                  overdue_s: float | None = None,
-                 rounds: int = PROBE_ROUNDS, spacing_s: float = PROBE_SPACING_S,
+                 rounds: int = PROBE_ROUNDS, spacing_s: float = PROBE_SPACING_MS / 1000,
                  connect_timeout_s: float = CONNECT_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._registration = registration
+        self._watch = LivenessWatch(
+            lambda broker_id: incarnation_of(registration(broker_id)), unfenced=unfenced,
+            overdue_ms=None if overdue_s is None else overdue_s * 1000, rounds=rounds,
+            spacing_ms=spacing_s * 1000)
         self._report = report
-        self._unfenced = unfenced
-        self._overdue_s = overdue_s
-        self._rounds = rounds
-        self._spacing_s = spacing_s
         self._connect_timeout_s = connect_timeout_s
         self._clock = clock
-        self._heartbeating: dict[str, int] = {}
-        """Client address of a live connection -> the broker that heartbeats on it."""
-        self._last_heartbeat: dict[int, float] = {}
-        self._probed_silence: set[int] = set()
-        """Brokers probed since their last heartbeat for being overdue."""
         self._probing: dict[int, asyncio.Task[None]] = {}
         self._watchdog: asyncio.Task[None] | None = None
 
     def heartbeat_from(self, client_address: str, broker_id: int) -> None:
-        self._heartbeating[client_address] = broker_id
-        self._last_heartbeat[broker_id] = self._clock()
-        self._probed_silence.discard(broker_id)
-        if self._overdue_s is not None and self._watchdog is None:
+        self._watch.heartbeat(self._now_ms(), client_address, broker_id)
+        every_ms = self._watch.check_every_ms
+        if every_ms is not None and self._watchdog is None:
             self._watchdog = asyncio.get_running_loop().create_task(
-                self._watch(self._overdue_s))
+                self._watch_overdue(every_ms / 1000))
 
     def closed(self, client_address: str) -> None:
         """A controller-listener connection closed: probe the broker heartbeating on it."""
-        broker_id = self._heartbeating.pop(client_address, None)
-        if broker_id is not None:
-            self._start_probe(broker_id)
+        if (probe := self._watch.closed(client_address)) is not None:
+            self._start(probe)
 
     async def settled(self) -> None:
         """Until every probe under way has ended (tests, and a caller that must know)."""
         await asyncio.gather(*self._probing.values(), return_exceptions=True)
 
-    async def _watch(self, overdue_s: float) -> None:
-        """Probe each broker whose heartbeats are overdue, once per silence."""
+    def _now_ms(self) -> float:
+        return self._clock() * 1000
+
+    async def _watch_overdue(self, every_s: float) -> None:
         while True:
-            await asyncio.sleep(overdue_s / 2)
-            now = self._clock()
-            for broker_id in self._unfenced():
-                self._last_heartbeat.setdefault(broker_id, now)
-            for broker_id, at in list(self._last_heartbeat.items()):
-                if now - at >= overdue_s and broker_id not in self._probed_silence:
-                    self._probed_silence.add(broker_id)
-                    self._start_probe(broker_id)
+            await asyncio.sleep(every_s)
+            for probe in self._watch.overdue(self._now_ms()):
+                self._start(probe)
 
-    def _start_probe(self, broker_id: int) -> None:
-        registration = self._registration(broker_id)
-        if registration is None or registration.fenced or not registration.listeners:
-            self._last_heartbeat.pop(broker_id, None)  # watched again once it heartbeats
-            return
-        if broker_id in self._probing:
-            return
-        task = asyncio.get_running_loop().create_task(self._probe(registration))
+    def _start(self, probe: Probe) -> None:
+        broker_id = probe.target.broker_id
+        task = asyncio.get_running_loop().create_task(self._probe(probe))
         self._probing[broker_id] = task
-        task.add_done_callback(lambda _: self._probing.pop(broker_id, None))
 
-    async def _probe(self, broker: BrokerRegistration) -> None:
-        endpoints = sorted({(listener.host, listener.port) for listener in broker.listeners})
-        named = ",".join(f"{host}:{port}" for host, port in endpoints)
-        for round_ in range(self._rounds):
-            if round_:
-                await asyncio.sleep(self._spacing_s)
-            if all(await asyncio.gather(*(refuses(host, port, self._connect_timeout_s)
-                                          for host, port in endpoints))):
-                fenced = self._report(broker.broker_id, broker.epoch)
-                event(log, "broker_listeners_refused", broker=broker.broker_id,
-                      broker_epoch=broker.epoch, fenced=fenced, endpoints=named)
-                return
-        event(log, "broker_listeners_not_refused", broker=broker.broker_id,
-              broker_epoch=broker.epoch, endpoints=named)
+        def ended(_: asyncio.Task[None]) -> None:
+            self._probing.pop(broker_id, None)
+            self._watch.abandon(broker_id)  # a cancelled probe leaves no verdict
+        task.add_done_callback(ended)
+
+    async def _probe(self, probe: Probe) -> None:
+        target = probe.target
+        named = ",".join(f"{host}:{port}" for host, port in target.endpoints)
+        while True:
+            outcomes = await asyncio.gather(*(
+                probe_endpoint(host, port, self._connect_timeout_s)
+                for host, port in target.endpoints))
+            verdict = self._watch.round_done(self._now_ms(), probe, outcomes)
+            if not isinstance(verdict, ProbeAgain):
+                break
+            await asyncio.sleep(max(0.0, verdict.at_ms - self._now_ms()) / 1000)
+            probe = verdict.probe
+        if isinstance(verdict, Report):
+            fenced = self._report(target.broker_id, target.epoch)
+            event(log, "broker_listeners_refused", broker=target.broker_id,
+                  broker_epoch=target.epoch, fenced=fenced, endpoints=named)
+        else:
+            event(log, "broker_listeners_not_refused", broker=target.broker_id,
+                  broker_epoch=target.epoch, endpoints=named)
 
     def close(self) -> None:
         for task in [*self._probing.values(), self._watchdog]:
@@ -140,5 +129,4 @@ class BrokerLiveness:
                 task.cancel()
         self._probing.clear()
         self._watchdog = None
-        self._heartbeating.clear()
-        self._last_heartbeat.clear()
+        self._watch.clear()

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pykraft.controller import ControllerConfig, QuorumController
+from pykraft.controller.broker_liveness import OVERDUE_HEARTBEATS
 from pykraft.controller.responses import delete_topic_states, error_response
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
@@ -52,9 +53,6 @@ CONTROLLER_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.UPDATE_FEATURES, ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
 })
-
-#: Heartbeat intervals without one after which the controller probes a broker's listeners.
-OVERDUE_HEARTBEATS = 2
 
 
 def controller_body(body: object) -> object:

@@ -4,8 +4,16 @@ records, and faults: crashes and restarts, network partitions, leader elections 
 hostile sender of malformed fetches and AlterPartition requests.
 
 Brokers talk over the lossy :class:`~pykraft.sim.network.Network` (a request lost or
-refused times out); the controller, producer and consumer links are never partitioned.
-Every broker flushes its log every ``flush_every_ms`` (drawn per run).
+refused times out); the producer and consumer links are never partitioned, nor are the
+controller's unless a scenario makes them lossy or blocks them: over those, brokers
+heartbeat and the controller probes their listeners, its fast failover
+(:mod:`pykraft.sim.replica_liveness`). Every broker flushes its log every
+``flush_every_ms`` (drawn per run).
+
+A broker's process can be paused (it runs nothing: what arrives for it, and its own
+timers, wait until it resumes; its kernel still accepts connections) or get a slow disk
+(everything it does is late by ``slow_disk_ms``). A crash's session expires after
+SESSION_TIMEOUT_MS, and so does a pause's if it lasts that long.
 
 Kafka acknowledges acks=all writes once they are in memory on every ISR member, so a crash
 of every member holding them loses them (fsync is left to the OS): :meth:`kill` refuses to
@@ -31,6 +39,7 @@ from pykraft.sim.replica_broker import (
     SimBroker,
 )
 from pykraft.sim.replica_controller import NO_LEADER, SimController
+from pykraft.sim.replica_liveness import CONTROLLER, SimLiveness
 from pykraft.sim.replica_log import Fetch, FetchAnswer, ProduceAnswer, Record
 from pykraft.sim.violations import InvariantViolation
 
@@ -68,8 +77,20 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
                                                                            LinkProfile())
         self.min_insync_replicas = min_insync_replicas
         self.flush_every_ms = self.rng.choice((5, 50, 200))
+        for broker_id in ids:  # reliable until a scenario says otherwise
+            self.network.set_link(broker_id, CONTROLLER, LinkProfile())
+            self.network.set_link(CONTROLLER, broker_id, LinkProfile())
         self.controller = SimController(ids, self._publish)
-        self.brokers = {i: SimBroker(i, self, replication_factory) for i in ids}
+        self.brokers = {i: SimBroker(i, _BrokerProcess(self, i), replication_factory)
+                        for i in ids}
+        self.paused: set[int] = set()
+        self._pauses = 0
+        self._pause_of: dict[int, int] = {}
+        """A paused broker -> the number of its pause (a later pause is another)."""
+        self.slow_disk_ms: dict[int, int] = {}
+        self._held: dict[int, list[Callable[[], None]]] = {i: [] for i in ids}
+        """What a paused broker will run when it resumes."""
+        self.liveness = SimLiveness(self, ids)
         self.history: list[Record] = []
         """The committed records, offset by offset, as replicas' high watermarks show them."""
         self.protected_end = 0
@@ -107,7 +128,7 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
         def arrive() -> None:
             answer = self.controller.alter_partition(sender, proposal)
             self.schedule(self.rng.randint(1, 5), f"controller->{sender} {_name(answer)}",
-                          lambda: on_answer(answer))
+                          self.in_process(sender, lambda: on_answer(answer)))
         self.schedule(self.rng.randint(1, 5), f"{sender}->controller AlterPartition", arrive)
 
     # ------------------------------------------------------------------ messaging
@@ -125,19 +146,35 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
                 done = True
                 action()
         self.schedule(REQUEST_TIMEOUT_MS, f"timeout {source}->{destination} {name}",
-                      lambda: finish(on_failure))
-        delay = self._delay(source, destination)
+                      self.in_process(source, lambda: finish(on_failure)))
+        delay = self.link_delay(source, destination)
         if delay is None:
             return
 
         def respond(answer: A) -> None:
-            back = self._delay(destination, source)
+            back = self.link_delay(destination, source)
             if back is not None:
-                self.schedule(back, f"{destination}->{source} {name} answer",
-                              lambda: finish(lambda: on_answer(answer)))
-        self.schedule(delay, f"{source}->{destination} {name}", lambda: handle(respond))
+                self.schedule(back, f"{destination}->{source} {name} answer", self.in_process(
+                    source, lambda: finish(lambda: on_answer(answer))))
+        self.schedule(delay, f"{source}->{destination} {name}",
+                      self.in_process(destination, lambda: handle(respond)))
 
-    def _delay(self, source: int, destination: int) -> int | None:
+    def in_process(self, node: int, action: Callable[[], None]) -> Callable[[], None]:
+        """``action`` as broker ``node``'s process runs it: held while it is paused, late by
+        its slow disk (any other node runs it as it comes)."""
+        if node not in self.brokers:
+            return action
+
+        def run() -> None:
+            if node in self.paused:
+                self._held[node].append(action)
+            elif slow := self.slow_disk_ms.get(node, 0):
+                self.schedule(slow, f"broker {node} slow disk", action)
+            else:
+                action()
+        return run
+
+    def link_delay(self, source: int, destination: int) -> int | None:
         if self.network.is_blocked(source, destination):
             return None
         return self.network.delay_ms(source, destination)
@@ -156,11 +193,13 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
         for broker in self.brokers.values():
             if broker.alive:
                 self.schedule(self.rng.randint(1, 10), f"metadata->{broker.broker_id}",
-                              functools.partial(broker.apply, update))
+                              self.in_process(broker.broker_id,
+                                              functools.partial(broker.apply, update)))
 
     # ------------------------------------------------------------------ faults
 
     def start_all(self) -> None:
+        self.liveness.start()
         for broker_id in sorted(self.brokers):
             self.restart(broker_id)
         self._every(PRODUCE_EVERY_MS, "produce", self._produce)
@@ -174,6 +213,7 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
         self._log(f"start broker {broker_id}")
         epoch = self.controller.register(broker_id)
         broker.start(epoch, self.metadata())
+        self.liveness.broker_started(broker_id, broker.incarnation)
 
     def can_kill(self, broker_id: int) -> bool:
         """Another live ISR member holds what the ISR acknowledged."""
@@ -185,15 +225,60 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
             return False
         broker = self.brokers[broker_id]
         broker.crash()
+        self.paused.discard(broker_id)
+        self._pause_of.pop(broker_id, None)
+        self._held[broker_id].clear()
+        self.liveness.broker_crashed(broker_id)
         self._log(f"kill broker {broker_id} (log end {broker.log.end_offset} after losing "
                   f"the unflushed suffix)")
-        incarnation = broker.incarnation
-
-        def session_expired() -> None:
-            if broker.incarnation == incarnation:
-                self.controller.fence(broker_id)
-        self.schedule(SESSION_TIMEOUT_MS, f"session of {broker_id} expires", session_expired)
+        self._session_expires(broker_id, lambda: True)
         return True
+
+    def pause(self, broker_id: int, ms: int) -> bool:
+        """Stop broker ``broker_id``'s process (SIGSTOP) for ``ms``; False if it is not
+        running."""
+        broker = self.brokers[broker_id]
+        if not broker.alive or broker_id in self.paused:
+            return False
+        self.paused.add(broker_id)
+        self._pauses += 1
+        self._pause_of[broker_id] = pause = self._pauses
+        self._log(f"pause broker {broker_id} for {ms} ms")
+        incarnation = broker.incarnation
+        self.schedule(ms, f"resume broker {broker_id}",
+                      lambda: self._resume(broker_id, incarnation))
+        self._session_expires(broker_id, lambda: self._pause_of.get(broker_id) == pause)
+        return True
+
+    def _resume(self, broker_id: int, incarnation: int) -> None:
+        if not self.runs(broker_id, incarnation):
+            return
+        self.paused.discard(broker_id)
+        self._pause_of.pop(broker_id, None)
+        held, self._held[broker_id] = self._held[broker_id], []
+        self._log(f"resume broker {broker_id} ({len(held)} events held)")
+        for action in held:
+            self.schedule(0, f"broker {broker_id} catches up", action)
+
+    def _session_expires(self, broker_id: int, still: Callable[[], bool]) -> None:
+        """Fence the broker's current process SESSION_TIMEOUT_MS from now if it is the same
+        one then and ``still()`` (it sent no heartbeat all along)."""
+        incarnation = self.brokers[broker_id].incarnation
+
+        def expire() -> None:
+            if self.brokers[broker_id].incarnation == incarnation and still():
+                self.controller.fence(broker_id)
+        self.schedule(SESSION_TIMEOUT_MS, f"session of {broker_id} expires", expire)
+
+    def runs(self, broker_id: int, incarnation: int) -> bool:
+        """Whether that process of the broker is the one running (paused or not)."""
+        broker = self.brokers[broker_id]
+        return broker.alive and broker.incarnation == incarnation
+
+    def listening(self, broker_id: int) -> bool:
+        """Whether the broker's kernel accepts connects to its listeners (a paused process
+        still has them open)."""
+        return self.brokers[broker_id].alive
 
     def live_brokers(self) -> list[int]:
         return [b for b in sorted(self.brokers) if self.brokers[b].alive]
@@ -328,3 +413,31 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
 
 def _name(answer: AlterAnswer) -> str:
     return answer.name if isinstance(answer, ErrorCode) else f"ISR {list(answer.isr)}"
+
+
+class _BrokerProcess:
+    """The cluster as one broker's process sees it: its timers run in the process."""
+
+    def __init__(self, cluster: ReplicaCluster, broker_id: int) -> None:
+        self._cluster = cluster
+        self._broker_id = broker_id
+        self.min_insync_replicas = cluster.min_insync_replicas
+
+    @property
+    def now_ms(self) -> int:
+        return self._cluster.now_ms
+
+    def schedule(self, delay_ms: int, label: str, action: Callable[[], None]) -> None:
+        self._cluster.schedule(delay_ms, label, self._cluster.in_process(self._broker_id, action))
+
+    def send_fetch(self, source: int, destination: int, request: Fetch,
+                   on_answer: Callable[[FetchAnswer], None],
+                   on_failure: Callable[[], None]) -> None:
+        self._cluster.send_fetch(source, destination, request, on_answer, on_failure)
+
+    def send_alter_partition(self, sender: int, proposal: IsrProposal,
+                             on_answer: Callable[[AlterAnswer], None]) -> None:
+        self._cluster.send_alter_partition(sender, proposal, on_answer)
+
+    def log(self, text: str) -> None:
+        self._cluster.log(text)

@@ -9,6 +9,12 @@ a fenced broker leaves the ISR unless it is its last member; a fenced leader is 
 the first replica (in assignment order) in the ISR and unfenced, or by none; a leaderless
 partition takes the first ISR member that registers again. Any change of leader bumps the
 leader epoch, any change at all the partition epoch.
+
+Fast failover's evidence (every listener of a broker refused a connection) fences the
+incarnation it is about only while it is the registered one, by the real controller's rule
+(:func:`pykraft.controller.broker_liveness.evidence_is_current`); ``refusal_fences`` keeps
+which incarnations it fenced (the registered one, whatever the evidence named), for the
+invariant that none was alive.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from pykraft.controller.broker_liveness import evidence_is_current
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.isr_change import isr_change_error
 from pykraft.replica.leader import AlterResult, Brokers, IsrProposal, PartitionAssignment
@@ -34,6 +41,10 @@ class SimController:
         self.leader_changes = 1
         self._next_epoch = FIRST_BROKER_EPOCH
         self._on_change = on_change
+        self.refusal_fences: list[tuple[int, int]] = []
+        """(broker, broker epoch) fenced on the evidence of refused connections."""
+        self.stale_refusals = 0
+        """Evidence that came after its broker re-registered (or was fenced): ignored."""
 
     @property
     def brokers(self) -> Brokers:
@@ -50,6 +61,17 @@ class SimController:
         else:
             self._publish()
         return self._next_epoch
+
+    def broker_unreachable(self, broker_id: int, broker_epoch: int) -> bool:
+        """Every listener of incarnation ``broker_epoch`` refused: fence it if it is still
+        the registered one; True if fenced."""
+        registered = self.broker_epochs.get(broker_id)
+        if registered is None or not evidence_is_current(registered, broker_epoch):
+            self.stale_refusals += 1
+            return False
+        self.refusal_fences.append((broker_id, registered))
+        self.fence(broker_id)
+        return True
 
     def fence(self, broker_id: int) -> None:
         if self.broker_epochs.pop(broker_id, None) is None:

@@ -8,6 +8,8 @@
 * HighWatermarkWithinIsr: the leader's high watermark is never above the log end of a
   live member of the ISR.
 * MonotonicLeaderHighWatermark: a leader's high watermark never goes back within its epoch.
+* NoFalseFencing: the controller's fast failover never fences a broker, on the evidence of
+  refused connections, while the incarnation it fenced still runs (paused or not).
 
 A consumer served a record not (yet) committed breaks NoReadPastHighWatermark, and an
 acknowledged acks=all write missing from the history AckedWriteCommitted, where they happen
@@ -99,5 +101,23 @@ class MonotonicLeaderHighWatermark:
             self._seen[key] = hw
 
 
+class NoFalseFencing:
+    def __init__(self) -> None:
+        self._checked = 0
+
+    def __call__(self, cluster: ReplicaCluster) -> None:
+        fences = cluster.controller.refusal_fences
+        for broker_id, epoch in fences[self._checked:]:
+            broker = cluster.brokers[broker_id]
+            if broker.alive and broker.broker_epoch == epoch:
+                state = "paused" if broker_id in cluster.paused else "running"
+                raise InvariantViolation(
+                    "NoFalseFencing",
+                    f"broker {broker_id} fenced at epoch {epoch} on refused connections "
+                    f"while that incarnation is {state}")
+        self._checked = len(fences)
+
+
 def replica_invariants() -> list[ReplicaInvariant]:
-    return [ReplicaLogs(), high_watermark_within_isr, MonotonicLeaderHighWatermark()]
+    return [ReplicaLogs(), high_watermark_within_isr, MonotonicLeaderHighWatermark(),
+            NoFalseFencing()]

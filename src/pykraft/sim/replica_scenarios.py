@@ -2,6 +2,13 @@
 under crashes, partitions, leader changes and hostile requests. Each phase must finish
 within PHASE_MS of simulated time (else Liveness); the invariants of
 :mod:`pykraft.sim.replica_invariants` hold after every event.
+
+The ``replica-failover-*`` scenarios aim at the controller's fast failover
+(:mod:`pykraft.sim.replica_liveness`): a crashed leader is fenced on its refused listeners,
+before its session expires (FastFailover); a paused broker, a lossy or blocked link to the
+controller and a slow disk fence nobody (NoFalseFencing, and PausedBrokerKept: the pause
+is shorter than a session); a crash and a quick restart race the evidence about the old
+incarnation against the new one's registration.
 """
 
 from __future__ import annotations
@@ -10,7 +17,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pykraft.sim.replica_cluster import ReplicaCluster
+from pykraft.sim.network import LinkProfile
+from pykraft.sim.replica_cluster import SESSION_TIMEOUT_MS, ReplicaCluster
+from pykraft.sim.replica_liveness import CONTROLLER, OVERDUE_MS
+from pykraft.sim.violations import InvariantViolation
 
 PHASE_MS = 20_000
 PROGRESS = 10  # acks=all acknowledgements each progress phase must add
@@ -146,6 +156,83 @@ def hostile(cluster: ReplicaCluster, rng: random.Random) -> None:
     progress(cluster, "writes after the restart, under malformed requests")
 
 
+def failover_leader_crash(cluster: ReplicaCluster, rng: random.Random) -> None:
+    """The leader is SIGKILLed: its refused listeners fence it, not its session."""
+    leader = begin(cluster)
+    full_isr(cluster, "before the crash")
+    epoch = cluster.brokers[leader].broker_epoch
+    cluster.kill(leader)
+    new_leader(cluster, leader, "a new leader after the crash")
+    if (leader, epoch) not in cluster.controller.refusal_fences:
+        raise InvariantViolation(
+            "FastFailover", f"crashed leader {leader} (epoch {epoch}) was replaced without "
+            f"being fenced on its refused listeners")
+    progress(cluster, "writes without the old leader")
+    cluster.restart(leader)
+    full_isr(cluster, "the old leader catches up")
+
+
+def failover_paused(cluster: ReplicaCluster, rng: random.Random) -> None:
+    """A broker (the leader or not) is paused past its overdue heartbeats, three times."""
+    begin(cluster)
+    broker = rng.choice(sorted(cluster.brokers))
+    epoch = cluster.brokers[broker].broker_epoch
+    for _ in range(3):
+        cluster.pause(broker, rng.randint(OVERDUE_MS + 20, SESSION_TIMEOUT_MS - 10))
+        cluster.run_until(lambda: broker not in cluster.paused, PHASE_MS,
+                          what=f"broker {broker} resumes")
+        progress(cluster, f"writes after broker {broker} resumed")
+    if cluster.controller.broker_epochs.get(broker) != epoch:
+        raise InvariantViolation(
+            "PausedBrokerKept", f"broker {broker}, paused for less than a session, lost its "
+            f"registration (epoch {epoch})")
+    full_isr(cluster, "after the pauses")
+
+
+def failover_lossy_link(cluster: ReplicaCluster, rng: random.Random) -> None:
+    """One broker's link to the controller loses messages, then is blocked for a while."""
+    begin(cluster)
+    broker = rng.choice(sorted(cluster.brokers))
+    lossy = LinkProfile(1, rng.choice((10, 30)), rng.choice((0.1, 0.3, 0.6)))
+    for source, destination in ((broker, CONTROLLER), (CONTROLLER, broker)):
+        cluster.network.set_link(source, destination, lossy)
+    cluster.run_for(rng.randint(200, 1000))
+    progress(cluster, f"writes while broker {broker}'s controller link is lossy")
+    cluster.network.isolate(broker, (CONTROLLER,))
+    cluster.run_for(rng.randint(OVERDUE_MS, 4 * OVERDUE_MS))
+    cluster.network.heal()
+    for source, destination in ((broker, CONTROLLER), (CONTROLLER, broker)):
+        cluster.network.set_link(source, destination, LinkProfile())
+    full_isr(cluster, "after the link heals")
+    progress(cluster, "writes after the link heals")
+
+
+def failover_slow_disk(cluster: ReplicaCluster, rng: random.Random) -> None:
+    """Some brokers' disks turn slow: everything they do is late, their network is fine."""
+    begin(cluster)
+    brokers = sorted(cluster.brokers)
+    for broker in rng.sample(brokers, rng.randint(1, len(brokers))):
+        cluster.slow_disk_ms[broker] = rng.randint(5, 20)
+    cluster.run_for(rng.randint(200, 1000))
+    progress(cluster, "writes on slow disks")
+    cluster.slow_disk_ms.clear()
+    full_isr(cluster, "after the disks recover")
+
+
+def failover_quick_restart(cluster: ReplicaCluster, rng: random.Random) -> None:
+    """Brokers crash and restart within a probe's round trip or a few: evidence about the
+    old incarnation must not fence the new one."""
+    begin(cluster)
+    for _ in range(3):
+        full_isr(cluster, "before the crash")
+        broker = rng.choice(sorted(cluster.brokers))
+        if cluster.kill(broker):
+            cluster.run_for(rng.randint(0, 15))
+            cluster.restart(broker)
+    full_isr(cluster, "after the restarts")
+    progress(cluster, "writes after the restarts")
+
+
 REPLICA_SCENARIOS: dict[str, ReplicaScenario] = {s.name: s for s in (
     ReplicaScenario("replica-steady", "one partition replicates and commits", steady),
     ReplicaScenario("replica-leader-crash", "the leader crashes, a new one is elected, the "
@@ -160,4 +247,13 @@ REPLICA_SCENARIOS: dict[str, ReplicaScenario] = {s.name: s for s in (
                     churn),
     ReplicaScenario("replica-hostile", "malformed fetches and forged AlterPartition "
                     "requests, with a leader crash", hostile),
+    ReplicaScenario("replica-failover-leader-crash", "a crashed leader is fenced on its refused "
+                    "listeners, before its session expires", failover_leader_crash),
+    ReplicaScenario("replica-failover-paused", "a paused broker is probed and not fenced",
+                    failover_paused),
+    ReplicaScenario("replica-failover-lossy-link", "a lossy, then blocked, link to the controller "
+                    "fences nobody", failover_lossy_link),
+    ReplicaScenario("replica-failover-slow-disk", "slow disks fence nobody", failover_slow_disk),
+    ReplicaScenario("replica-failover-quick-restart", "crashes and quick restarts: stale evidence "
+                    "does not fence the new incarnation", failover_quick_restart),
 )}

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
+from pykraft.controller.broker_liveness import (
+    LivenessWatch,
+    Probe,
+    ProbeOutcome,
+    Report,
+    Verdict,
+)
 from pykraft.raft.core import RaftClient
 from pykraft.raft.leader import LeaderProgress
 from pykraft.raft.log import OffsetAndEpoch
@@ -93,3 +101,26 @@ class ExpandsBehindHighWatermark(LeaderReplication):
                        local_epoch: int) -> IsrProposal | None:
         return super().propose_expand(replica_id, high_watermark=0, brokers=brokers,
                                       local_epoch=local_epoch)
+
+
+class TimeoutIsRefusal(LivenessWatch):
+    """Takes a connect that timed out (a lossy or cut link) for a refused one."""
+
+    def round_done(self, now_ms: float, probe: Probe,
+                   outcomes: Sequence[ProbeOutcome]) -> Verdict:
+        return super().round_done(now_ms, probe, [
+            ProbeOutcome.REFUSED if outcome is ProbeOutcome.TIMED_OUT else outcome
+            for outcome in outcomes])
+
+
+class ReportsTheCurrentEpoch(LivenessWatch):
+    """Reports refusals about the broker's incarnation at the time of the report, not the
+    one it probed: a quick restart's new incarnation pays for the old one's death."""
+
+    def round_done(self, now_ms: float, probe: Probe,
+                   outcomes: Sequence[ProbeOutcome]) -> Verdict:
+        verdict = super().round_done(now_ms, probe, outcomes)
+        if isinstance(verdict, Report):
+            current = self._lookup(probe.target.broker_id)
+            return Report(current) if current is not None else verdict
+        return verdict

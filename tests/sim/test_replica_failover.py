@@ -7,12 +7,14 @@ invariants). The large sweeps run from ``pykraft sim sweep --scenario replica-fa
 from __future__ import annotations
 
 import pytest
+from sim_mutants import ReportsTheCurrentEpoch, TimeoutIsRefusal
 
 from pykraft.sim.replica_cluster import ReplicaCluster
 from pykraft.sim.replica_controller import SimController
 from pykraft.sim.replica_invariants import replica_invariants
+from pykraft.sim.replica_liveness import WatchFactory
 from pykraft.sim.replica_scenarios import REPLICA_SCENARIOS
-from pykraft.sim.runner import run_scenario
+from pykraft.sim.runner import run_replica_scenario, run_scenario
 
 SEEDS = range(200)
 FAILOVER = [name for name in REPLICA_SCENARIOS if name.startswith("replica-failover-")]
@@ -28,6 +30,20 @@ def test_every_failover_scenario_is_in_the_sweeps() -> None:
 def test_failover_scenario_has_no_violation(scenario: str) -> None:
     runs = [run_scenario(scenario, seed) for seed in SEEDS]
     assert [f"seed {r.seed}: {r.violation}" for r in runs if r.violation] == []
+
+
+@pytest.mark.parametrize(
+    ("factory", "scenario", "seeds"),
+    [(TimeoutIsRefusal, "replica-failover-lossy-link", (0, 1, 2)),
+     (ReportsTheCurrentEpoch, "replica-failover-quick-restart", (2, 6))],
+    ids=["timeout-is-refusal", "reports-the-current-epoch"],
+)
+def test_broken_failover_rule_is_caught(factory: WatchFactory, scenario: str,
+                                        seeds: tuple[int, ...]) -> None:
+    violations = [run_replica_scenario(scenario, seed, watch_factory=factory).violation
+                  for seed in seeds]
+    assert all(v is not None and v.startswith("NoFalseFencing") for v in violations), (
+        violations)
 
 
 def traced(scenario: str, seed: int) -> list[str]:

@@ -104,17 +104,17 @@ class BrokerLiveness:
         task.add_done_callback(ended)
 
     async def _probe(self, probe: Probe) -> None:
-        target = probe.target
-        named = ",".join(f"{host}:{port}" for host, port in target.endpoints)
         while True:
             outcomes = await asyncio.gather(*(
                 probe_endpoint(host, port, self._connect_timeout_s)
-                for host, port in target.endpoints))
+                for host, port in probe.target.endpoints))
             verdict = self._watch.round_done(self._now_ms(), probe, outcomes)
             if not isinstance(verdict, ProbeAgain):
                 break
             await asyncio.sleep(max(0.0, verdict.at_ms - self._now_ms()) / 1000)
             probe = verdict.probe
+        target = verdict.target  # the verdict names the incarnation, as the core decided
+        named = ",".join(f"{host}:{port}" for host, port in target.endpoints)
         if isinstance(verdict, Report):
             fenced = self._report(target.broker_id, target.epoch)
             event(log, "broker_listeners_refused", broker=target.broker_id,

@@ -28,6 +28,7 @@ import random
 from collections.abc import Callable
 from typing import TypeVar
 
+from pykraft.controller.broker_liveness import LivenessWatch
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.leader import IsrProposal, LeaderReplication
 from pykraft.sim.event_loop import SimLoop
@@ -39,7 +40,7 @@ from pykraft.sim.replica_broker import (
     SimBroker,
 )
 from pykraft.sim.replica_controller import NO_LEADER, SimController
-from pykraft.sim.replica_liveness import CONTROLLER, SimLiveness
+from pykraft.sim.replica_liveness import CONTROLLER, SimLiveness, WatchFactory
 from pykraft.sim.replica_log import Fetch, FetchAnswer, ProduceAnswer, Record
 from pykraft.sim.violations import InvariantViolation
 
@@ -69,7 +70,8 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
 
     def __init__(self, seed: int, brokers: int, min_insync_replicas: int, *,
                  replication_factory: ReplicationFactory = LeaderReplication,
-                 lossy: bool = True, trace: Callable[[str], None] | None = None) -> None:
+                 watch_factory: WatchFactory = LivenessWatch, lossy: bool = True,
+                 trace: Callable[[str], None] | None = None) -> None:
         super().__init__(trace)
         self.rng = random.Random(seed)
         ids = tuple(range(brokers))
@@ -90,7 +92,7 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
         self.slow_disk_ms: dict[int, int] = {}
         self._held: dict[int, list[Callable[[], None]]] = {i: [] for i in ids}
         """What a paused broker will run when it resumes."""
-        self.liveness = SimLiveness(self, ids)
+        self.liveness = SimLiveness(self, ids, watch_factory)
         self.history: list[Record] = []
         """The committed records, offset by offset, as replicas' high watermarks show them."""
         self.protected_end = 0

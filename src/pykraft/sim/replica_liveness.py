@@ -44,6 +44,7 @@ OVERDUE_MS = OVERDUE_HEARTBEATS * HEARTBEAT_INTERVAL_MS
 CONNECT_TIMEOUT_MS = 25
 PROBE_SPACING_MS = 10
 LISTENER_PORTS = (9092, 9093)
+WatchFactory = Callable[..., LivenessWatch]
 
 
 class LivenessWorld(Protocol):
@@ -71,7 +72,8 @@ class SimLiveness:
     """The active controller's watch of the brokers, and the brokers' heartbeat
     connections to it."""
 
-    def __init__(self, world: LivenessWorld, brokers: tuple[int, ...]) -> None:
+    def __init__(self, world: LivenessWorld, brokers: tuple[int, ...],
+                 watch_factory: WatchFactory = LivenessWatch) -> None:
         self._world = world
         self.endpoints: dict[int, tuple[Endpoint, ...]] = {
             b: tuple((f"broker{b}", port)
@@ -79,9 +81,10 @@ class SimLiveness:
             for b in brokers}
         """Each broker's listeners, one or two per run."""
         controller = world.controller
-        self.watch = LivenessWatch(self._lookup, unfenced=lambda: sorted(controller.broker_epochs),
-                                   overdue_ms=OVERDUE_MS,
-                                   rounds=PROBE_ROUNDS, spacing_ms=PROBE_SPACING_MS)
+        self.watch = watch_factory(self._lookup,
+                                   unfenced=lambda: sorted(controller.broker_epochs),
+                                   overdue_ms=OVERDUE_MS, rounds=PROBE_ROUNDS,
+                                   spacing_ms=PROBE_SPACING_MS)
         self._connection: dict[int, str] = {}
         """A broker's current heartbeat connection."""
         self._arrival: dict[str, int] = {}
@@ -178,12 +181,16 @@ class SimLiveness:
         world.schedule(there, f"controller->{broker_id} probe", arrive)
 
     def _judge(self, probe: Probe, outcomes: list[ProbeOutcome]) -> None:
-        world, target = self._world, probe.target
+        """Act on the watch's verdict, and on nothing else (the incarnation it names)."""
+        world = self._world
         verdict = self.watch.round_done(world.now_ms, probe, outcomes)
         if isinstance(verdict, ProbeAgain):
-            world.schedule(int(verdict.at_ms) - world.now_ms, f"probe {target.broker_id} again",
+            world.schedule(int(verdict.at_ms) - world.now_ms,
+                           f"probe {probe.target.broker_id} again",
                            lambda: self._probe(verdict.probe))
-        elif isinstance(verdict, Report):
+            return
+        target = verdict.target
+        if isinstance(verdict, Report):
             fenced = world.controller.broker_unreachable(target.broker_id, target.epoch)
             world.log(f"controller: broker {target.broker_id} epoch {target.epoch} refused "
                       f"everywhere (fenced: {fenced})")

@@ -10,11 +10,13 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from pykraft.controller.broker_liveness import LivenessWatch
 from pykraft.raft.core import RaftClient
 from pykraft.replica.leader import LeaderReplication
 from pykraft.sim.replica_broker import ReplicationFactory
 from pykraft.sim.replica_cluster import ReplicaCluster
 from pykraft.sim.replica_invariants import replica_invariants
+from pykraft.sim.replica_liveness import WatchFactory
 from pykraft.sim.replica_scenarios import REPLICA_SCENARIOS
 from pykraft.sim.replica_scenarios import shape as replica_shape
 from pykraft.sim.scenarios import SCENARIOS
@@ -122,7 +124,7 @@ def run_scenario(
 
 def run_replica_scenario(
     name: str, seed: int, *, replication_factory: ReplicationFactory = LeaderReplication,
-    trace: Callable[[str], None] | None = None,
+    watch_factory: WatchFactory = LivenessWatch, trace: Callable[[str], None] | None = None,
 ) -> RunResult:
     """One replication scenario: ``elections`` counts the controller's leader changes and
     ``commit_count`` the acknowledged acks=all writes."""
@@ -137,7 +139,7 @@ def run_replica_scenario(
             trace(line)
 
     cluster = ReplicaCluster(seed, brokers, min_insync, replication_factory=replication_factory,
-                             trace=observe)
+                             watch_factory=watch_factory, trace=observe)
     cluster.invariants.extend(replica_invariants())
     started = time.perf_counter()
     violation = _drive(lambda: scenario.drive(cluster, shape_rng))

@@ -46,6 +46,13 @@ def test_broken_failover_rule_is_caught(factory: WatchFactory, scenario: str,
         violations)
 
 
+def test_same_seed_same_failover_run() -> None:
+    """Heartbeats, probes, pauses and slow disks draw from the run's one Random."""
+    for scenario in FAILOVER:
+        first, again = run_scenario(scenario, 5), run_scenario(scenario, 5)
+        assert (first.trace_digest, first.events) == (again.trace_digest, again.events)
+
+
 def traced(scenario: str, seed: int) -> list[str]:
     lines: list[str] = []
     run_scenario(scenario, seed, trace=lines.append)

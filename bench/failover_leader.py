@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import statistics
 import sys
@@ -64,12 +65,13 @@ class Producer:
     def _run(self) -> None:
         while not self._stop.is_set():
             sent = time.monotonic()
-            self._producer.produce(TOPIC, b"x" * 100, on_delivery=(
-                lambda err, _msg, sent=sent: self._delivered(err, sent)))
+            self._producer.produce(TOPIC, b"x" * 100,
+                                   on_delivery=functools.partial(self._delivered, sent))
             self._producer.poll(SEND_INTERVAL_S)
         self._producer.flush(10)
 
-    def _delivered(self, err: confluent_kafka.KafkaError | None, sent: float) -> None:
+    def _delivered(self, sent: float, err: confluent_kafka.KafkaError | None,
+                   _msg: object) -> None:
         if err is not None:
             return
         with self._acked:

@@ -116,6 +116,8 @@ def test_a_shut_door_refuses_connects_as_a_dead_node_does_until_it_opens() -> No
         door.shut()  # the node was killed: a connect is refused, not accepted then closed
         with pytest.raises(ConnectionRefusedError):
             connect(port)
+        with socket.socket() as other, pytest.raises(OSError):
+            other.bind((HOST, port))  # still the door's: nothing else takes the port
         door.open()  # the node starts again
         with connect(port) as sock:
             assert echoes(sock, b"again") == b"again"

@@ -138,12 +138,16 @@ class FrontDoor:
         self._public_port = public_port
         self._links = links
         self._listener: socket.socket | None = None
+        self._held: socket.socket | None = None
         self.open()
 
     def open(self) -> None:
         """Listen on the public port (again, after :meth:`shut`)."""
         if self._listener is not None:
             return
+        if self._held is not None:
+            close(self._held)
+            self._held = None
         listener = socket.create_server((self._host, self._public_port), reuse_port=False)
         self._listener = listener
         threading.Thread(target=self._accept, args=(listener,),
@@ -151,13 +155,22 @@ class FrontDoor:
 
     def shut(self) -> None:
         """Stop listening: connects are refused until :meth:`open`; connections already
-        through stay (they end with the node)."""
+        through stay (they end with the node). The port stays bound meanwhile (a socket
+        that does not listen refuses), so no other socket takes it."""
         listener, self._listener = self._listener, None
-        if listener is not None:
-            close(listener)
+        if listener is None:
+            return
+        close(listener)
+        held = socket.socket()
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind((self._host, self._public_port))
+        self._held = held
 
     def close(self) -> None:
         self.shut()
+        if self._held is not None:
+            close(self._held)
+            self._held = None
 
     def _accept(self, listener: socket.socket) -> None:
         while True:

@@ -5,8 +5,13 @@ encode and about as long to decode, a 100 MiB Produce half a second. Run on the 
 thread, that time is one stall of every heartbeat, Raft timer and connection of the node;
 on this module's one worker thread, the interpreter hands the loop the GIL every switch
 interval (5 ms) meanwhile. One worker: large messages queue for it rather than compete
-with each other and the loop for the GIL (the disk flusher has its own). Small messages
-stay on the loop: a thread hop costs more than they do.
+with each other and the loop for the GIL (the disk flusher has its own). Smaller messages
+stay on the loop: a thread hop costs more than they do. The bound is 1 MiB: a Produce
+request or a Fetch answer of that size (records, a few partitions) decodes in 25-70 us, the
+hop alone costs 50-90 us of CPU plus the GIL's hand-overs and two context switches, and a
+produce load hopped for nearly every request (64 KiB was the bound); the densest 1 MiB
+frame (10,000 partitions of one tiny batch each) takes 7.5 ms on the loop, which the
+handling of its 10,000 partitions there exceeds anyway (``bench/decode_hop.py``).
 
 Costly produce validations (a compression bomb, a record of a gigabyte: seconds of zlib or
 zstd, which release the GIL), the log cleaner's record walks and ListOffsets' walks of a
@@ -25,7 +30,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 #: A frame above this size is decoded (and an answer that grows with it encoded) here.
-OFF_LOOP_BYTES = 64 * 1024
+OFF_LOOP_BYTES = 1024 * 1024
 _CODEC = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="codec")
 #: Whether the request the current task serves is above OFF_LOOP_BYTES (set by the
 #: listener's dispatcher: a connection's task serves one request at a time): what the task

@@ -1,6 +1,8 @@
-"""Where an answer is decoded: on the event loop up to ``OFF_LOOP_BYTES`` (1 MiB: a
-follower's Fetch answer of a few partitions decodes faster there than a hop to the codec
-thread costs), on the codec thread above it (a large frame must not stall the loop)."""
+"""Where an answer is decoded: a Fetch answer (records, sliced not parsed) on the event loop
+up to ``RECORDS_OFF_LOOP_BYTES`` (1 MiB: a follower's answer of a few partitions decodes
+faster there than a hop to the codec thread costs), on the codec thread above it; an answer
+that is all structure (Metadata) on the codec thread from ``OFF_LOOP_BYTES`` (64 KiB), as a
+large frame must not stall the loop."""
 
 from __future__ import annotations
 
@@ -16,14 +18,16 @@ from pykraft.messages.kafka.fetch_response import (
     FetchResponse,
     PartitionData,
 )
+from pykraft.messages.kafka.metadata_response import MetadataResponse, MetadataResponseTopic
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import ResponseFrame, decode_response, encode_response
 from pykraft.runtime import kafka_client
-from pykraft.runtime.codec_thread import OFF_LOOP_BYTES
+from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, RECORDS_OFF_LOOP_BYTES
 from pykraft.runtime.event_loop import run
 from pykraft.runtime.streams import FrameStream
 
 FETCH_VERSION = 17
+METADATA_VERSION = 12
 KIB = 1024
 
 
@@ -37,7 +41,16 @@ def fetch_answer(records_bytes: int) -> bytes:
                               records=records) for p in range(4))),)))
 
 
-def decoding_thread(frame: bytes, monkeypatch: pytest.MonkeyPatch) -> str:
+def metadata_answer(topics: int) -> bytes:
+    """A Metadata answer naming ``topics`` topics (no partitions)."""
+    return encode_response(7, ApiKey.METADATA, METADATA_VERSION, MetadataResponse(
+        brokers=(), topics=tuple(MetadataResponseTopic(
+            error_code=0, name=f"topic-{n:06d}", topic_id=uuid.uuid4(), partitions=())
+            for n in range(topics))))
+
+
+def decoding_thread(api_key: int, version: int, frame: bytes,
+                    monkeypatch: pytest.MonkeyPatch) -> str:
     """Which thread decoded ``frame`` read by a client connection's stream."""
     threads: list[int] = []
 
@@ -57,9 +70,8 @@ def decoding_thread(frame: bytes, monkeypatch: pytest.MonkeyPatch) -> str:
         client = await connecting
         try:
             await server.write_frame(frame)
-            body = await kafka_client._read_response(client, ApiKey.FETCH, FETCH_VERSION, 7)
-            assert isinstance(body, FetchResponse)
-            assert len(body.responses[0].partitions) == 4
+            body = await kafka_client._read_response(client, api_key, version, 7)
+            assert isinstance(body, FetchResponse | MetadataResponse)
             return threading.get_ident()
         finally:
             client.close()
@@ -72,10 +84,18 @@ def decoding_thread(frame: bytes, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.mark.parametrize(("records_bytes", "where"), [
-    (512 * KIB, "loop"), (OFF_LOOP_BYTES - 4 * KIB, "loop"), (2 * OFF_LOOP_BYTES, "other")])
-def test_an_answer_is_decoded_on_the_loop_up_to_a_mebibyte(
+    (512 * KIB, "loop"), (RECORDS_OFF_LOOP_BYTES - 4 * KIB, "loop"),
+    (2 * RECORDS_OFF_LOOP_BYTES, "other")])
+def test_a_fetch_answer_is_decoded_on_the_loop_up_to_a_mebibyte(
         records_bytes: int, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     frame = fetch_answer(records_bytes)
-    assert (len(frame) > OFF_LOOP_BYTES) == (where == "other")
-    assert decoding_thread(frame, monkeypatch) == where
+    assert (len(frame) > RECORDS_OFF_LOOP_BYTES) == (where == "other")
+    assert decoding_thread(ApiKey.FETCH, FETCH_VERSION, frame, monkeypatch) == where
 
+
+@pytest.mark.parametrize(("topics", "where"), [(1000, "loop"), (5000, "other")])
+def test_an_answer_of_structure_leaves_the_loop_above_64_kib(
+        topics: int, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = metadata_answer(topics)
+    assert (len(frame) > OFF_LOOP_BYTES) == (where == "other")
+    assert decoding_thread(ApiKey.METADATA, METADATA_VERSION, frame, monkeypatch) == where

@@ -1,5 +1,5 @@
 """A Produce request's decode on the event loop against the same decode on the codec thread
-(``pykraft.runtime.codec_thread.off_loop``): what sets ``OFF_LOOP_BYTES``.
+(``pykraft.runtime.codec_thread.off_loop``): what sets ``RECORDS_OFF_LOOP_BYTES``.
 
 Usage: ``.venv/bin/python bench/decode_hop.py [--repeat 50]``
 

@@ -18,6 +18,8 @@ lint: setup
 	$(BIN)/ruff check src tests bench examples
 	MYPYPATH=examples/pipeline $(BIN)/mypy examples/pipeline
 	$(BIN)/mypy
+	MYPYPATH=bench $(BIN)/mypy bench
+	MYPYPATH=scripts $(BIN)/mypy scripts
 	$(BIN)/lint-imports
 
 # Test files run on PYTEST_WORKERS pytest-xdist workers (a file's tests stay on one worker,

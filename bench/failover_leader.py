@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
+import functools
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -32,13 +31,13 @@ from confluent_kafka.admin import AdminClient
 
 from peers.base import BenchError
 from peers.kafka_stream import PykraftStream
+from pykraft.chaos.fences import logged_fences
 
 TOPIC = "failover"
 SEND_INTERVAL_S = 0.01
 #: A kill whose first acknowledgement takes longer than this fails the run.
 KILL_TIMEOUT_S = 120.0
 FAST_FENCE = "pykraft.broker.fence.on.refused.connection.enable"
-_FENCED = re.compile(r"^ts=(\S+) .*event=broker_listeners_refused broker=(\d+) .*fenced=True")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,12 +65,13 @@ class Producer:
     def _run(self) -> None:
         while not self._stop.is_set():
             sent = time.monotonic()
-            self._producer.produce(TOPIC, b"x" * 100, on_delivery=(
-                lambda err, _msg, sent=sent: self._delivered(err, sent)))
+            self._producer.produce(TOPIC, b"x" * 100,
+                                   on_delivery=functools.partial(self._delivered, sent))
             self._producer.poll(SEND_INTERVAL_S)
         self._producer.flush(10)
 
-    def _delivered(self, err: confluent_kafka.KafkaError | None, sent: float) -> None:
+    def _delivered(self, sent: float, err: confluent_kafka.KafkaError | None,
+                   _msg: object) -> None:
         if err is not None:
             return
         with self._acked:
@@ -106,13 +106,8 @@ def leader(bootstrap: str) -> int:
 def fenced_at(log: Path, broker: int, after: float) -> float | None:
     """Wall-clock time of the controller's fence of ``broker`` on refused listeners after
     ``after`` (from its log), or None."""
-    for line in log.read_text(errors="replace").splitlines():
-        match = _FENCED.match(line)
-        if match and int(match.group(2)) == broker:
-            at = datetime.datetime.fromisoformat(match.group(1)).timestamp()
-            if at >= after:
-                return at
-    return None
+    return next((fence.at.timestamp() for fence in logged_fences(log)
+                 if fence.broker == broker and fence.at.timestamp() >= after), None)
 
 
 def measure(args: argparse.Namespace, base: Path) -> list[Kill]:

@@ -1,6 +1,6 @@
 """Apache Kafka's own load generators (kafka-tools' ``ProducerPerformance``,
-``ConsumerPerformance`` and ``EndToEndLatency``), run as ``kafka-run-class.sh`` runs a tool,
-and the parsers of the summaries they print.
+``ConsumerPerformance``, ``EndToEndLatency`` and ``VerifiableProducer``), run as
+``kafka-run-class.sh`` runs a tool, and the parsers of what they print.
 
 The same commands drive Kafka and pykraft in ``bench/vs_kafka.py``: only
 ``--bootstrap-server`` differs. Every run is bounded by its timeout; a tool that exits non-zero
@@ -9,8 +9,14 @@ or prints no summary is a :class:`~peers.base.BenchError` quoting its output's t
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,6 +26,12 @@ from pykraft.tools.kafka_runtime import KAFKA_JVM_PERFORMANCE_OPTS, KafkaRuntime
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 END_TO_END_LATENCY = "org.apache.kafka.tools.EndToEndLatency"
+VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
+#: A VerifiableProducer record counts as sent after a moment when its throttle's schedule
+#: puts it this much later: ThroughputThrottler never runs ahead of its schedule by more than
+#: its 2 ms sleep quantum and a record, and ``startup_complete`` is stamped within a
+#: millisecond of the schedule's start.
+SENT_AFTER_MARGIN_MS = 10
 #: ``kafka-run-class.sh``'s heap for a tool (``KAFKA_HEAP_OPTS`` unset), then its JVM options
 TOOL_JVM_OPTIONS = ("-Xmx256M", *KAFKA_JVM_PERFORMANCE_OPTS)
 _TAIL = 3000
@@ -168,3 +180,105 @@ class JavaTools:
         return parse_end_to_end(self.run(END_TO_END_LATENCY, [
             "--bootstrap-server", bootstrap, "--topic", topic, "--num-records", str(records),
             "--producer-acks", "all", "--record-size", str(size)], timeout_s))
+
+    @contextmanager
+    def verifiable_producer(self, bootstrap: str, topic: str, rate: int,
+                            properties: dict[str, str]) -> Iterator[VerifiableSends]:
+        """``kafka-verifiable-producer`` sending to ``topic`` at ``rate`` records/s with
+        acks=all and ``properties``, until the block ends (then stopped by SIGTERM)."""
+        with tempfile.TemporaryDirectory(prefix="verifiable-") as directory:
+            config = Path(directory) / "producer.properties"
+            config.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+            errors = Path(directory) / "stderr"
+            with errors.open("w") as stderr:
+                process = subprocess.Popen(
+                    self.runtime.java(VERIFIABLE_PRODUCER, "--bootstrap-server", bootstrap,
+                                      "--topic", topic, "--throughput", str(rate),
+                                      "--acks", "-1", "--producer.config", str(config),
+                                      log4j2=self.log4j2),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                    text=True)
+                sends = VerifiableSends(process, rate, errors)
+                try:
+                    yield sends
+                finally:
+                    sends.stop()
+
+
+class VerifiableSends:
+    """A running VerifiableProducer's acknowledgements as they come: its values are the
+    records' indexes, and each ``producer_send_success`` line carries the wall-clock ms of
+    its callback."""
+
+    def __init__(self, process: subprocess.Popen[str], rate: int, stderr: Path) -> None:
+        self._process = process
+        self._rate = rate
+        self._stderr = stderr
+        self._changed = threading.Condition()
+        self._started_ms: int | None = None
+        self._acks: list[tuple[int, int]] = []  # (index, wall ms)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            with self._changed:
+                if row.get("name") == "startup_complete":
+                    self._started_ms = int(row["timestamp"])
+                elif row.get("name") == "producer_send_success":
+                    self._acks.append((int(row["value"]), int(row["timestamp"])))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def _wait(self, found: Callable[[], int | None], what: str, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while (result := found()) is None:
+                if self._process.poll() is not None and not self._reader.is_alive():
+                    raise BenchError(f"VerifiableProducer exited {self._process.returncode} "
+                                     f"before {what}: {self._stderr.read_text()[-_TAIL:]}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BenchError(f"VerifiableProducer: no {what} in {timeout_s:.0f} s")
+                self._changed.wait(min(left, 1.0))
+        return result
+
+    def wait_acknowledged(self, records: int, timeout_s: float) -> None:
+        """Until ``records`` records are acknowledged."""
+        self._wait(lambda: 1 if len(self._acks) >= records else None,
+                   f"{records} acknowledgements", timeout_s)
+
+    def first_ack_sent_after(self, wall_ms: float, timeout_s: float) -> int:
+        """The wall-clock ms of the first acknowledgement of a record sent after
+        ``wall_ms`` (by its throttle's schedule, :data:`SENT_AFTER_MARGIN_MS` on); the
+        callbacks stamp and print in order, so the first such line is the earliest."""
+        seen = 0
+
+        def found() -> int | None:
+            nonlocal seen
+            if self._started_ms is None:
+                return None
+            first = (wall_ms + SENT_AFTER_MARGIN_MS - self._started_ms) * self._rate / 1000
+            for index, at in self._acks[seen:]:
+                if index >= first:
+                    return at
+            seen = len(self._acks)
+            return None
+
+        return self._wait(found, "acknowledgement of a record sent after the fault",
+                          timeout_s)
+
+    def stop(self) -> None:
+        self._process.terminate()
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._reader.join(30)

@@ -178,25 +178,41 @@ class Consumed:
     records: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    #: when the group's last assignment came (from the start), and the bytes read by then
+    assigned_s: float = 0.0
+    bytes_when_assigned: int = 0
+
+    @property
+    def after_assignment_mb_s(self) -> float:
+        """MB/s from the group's last assignment to the last record (the join left out,
+        as ConsumerPerformance's ``fetch.MB.sec``)."""
+        return ((self.bytes - self.bytes_when_assigned) / 1e6
+                / max(self.seconds - self.assigned_s, 1e-9))
 
 
 def consume_all(bootstrap: str, topic: str, expected: int, *, members: int, group: str,
                 timeout_s: float) -> Consumed:
     """``members`` consumers of ``group`` (subscribe, from the earliest offset), one thread
     each, read until together they have ``expected`` records; time from their start (the
-    group's join included, as ConsumerPerformance's MB.sec) to the last record."""
+    group's join included, as ConsumerPerformance's MB.sec) to the last record, and when
+    the group's last assignment came."""
     total = Consumed()
     lock = threading.Lock()
     errors: list[str] = []
     started = time.monotonic()
     deadline = started + timeout_s
 
+    def assigned(_consumer: object, _partitions: object) -> None:
+        with lock:
+            total.assigned_s = time.monotonic() - started
+            total.bytes_when_assigned = total.bytes
+
     def member() -> None:
         consumer = confluent_kafka.Consumer({
             "bootstrap.servers": bootstrap, "group.id": group,
             "auto.offset.reset": "earliest", "enable.auto.commit": False})
         try:
-            consumer.subscribe([topic])
+            consumer.subscribe([topic], on_assign=assigned)
             while total.records < expected and not errors and time.monotonic() < deadline:
                 records = size = 0
                 for message in consumer.consume(CONSUME_BATCH, POLL_S):

@@ -152,7 +152,7 @@ class StallBench:
         self.cluster = cluster
         self.options = options
         self.broker = cluster.brokers[0]
-        self.produce_topic_id: uuid.UUID | None = None
+        self.produce_topic_id = uuid.UUID(int=0)  # Kafka's "no id" until setup's Metadata
         self.doomed_topic: str | None = None
 
     @property

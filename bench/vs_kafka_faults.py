@@ -1,11 +1,12 @@
 """``bench/vs_kafka.py``'s failure and scale workloads, on one running cluster each.
 
-- ``failover``: an idempotent acks=all librdkafka producer sends to a one-partition RF=3
-  topic about every ms; SIGKILL of the partition's leader, then of the active controller
-  (the cluster's only one: the brokers keep their leaders, so this shows whether produce
-  stalls at all); time from the kill to the first acknowledgement of a record sent after
-  it, median of ``--trials``. The killed node is restarted between trials and the next
-  starts once the ISR is full again.
+- ``failover``: an idempotent acks=all producer sends to a one-partition RF=3 topic about
+  every ms, librdkafka's and then Kafka's own (``VerifiableProducer``, the Java client),
+  both with the same prompt retry and reconnect backoffs; SIGKILL of the partition's
+  leader, then of the active controller (the cluster's only one: the brokers keep their
+  leaders, so this shows whether produce stalls at all); time from the kill to the first
+  acknowledgement of a record sent after it, median of ``--trials``. The killed node is
+  restarted between trials and the next starts once the ISR is full again.
 - ``restart``: ``--restart-bytes`` of 16 KiB records on one broker (12 partitions of RF=1
   all on it), the broker SIGKILLed and started again: seconds from the process's start to
   its listening, and to its first acknowledged produce to a partition it leads.
@@ -18,13 +19,17 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
+from collections.abc import Callable
 
 from confluent_kafka.admin import NewTopic
 
+from java_perf import JavaTools
 from peers.base import BenchError
 from rdkafka_load import (
+    PROMPT_CLIENT,
     READY_TIMEOUT_S,
     acknowledged_at,
     admin,
@@ -46,33 +51,64 @@ SCALE_TOPIC_PARTITIONS = 10
 CREATE_BATCH = 100
 #: Bound on a kill's unavailability, a restart's serving, a CreateTopics' propagation.
 FAULT_TIMEOUT_S = 300.0
+#: VerifiableProducer's records/s, and how many it has acknowledged before the kill.
+JAVA_RATE = 1000
+JAVA_WARMUP_RECORDS = 1000
+#: The Java producer's settings: librdkafka's prompt backoffs (:data:`PROMPT_CLIENT`), and
+#: the retries VerifiableProducer turns off by default (idempotence needs them).
+JAVA_PROMPT_PRODUCER = {
+    "enable.idempotence": "true", "linger.ms": "0", "retries": str(2**31 - 1),
+    **{key: str(value) for key, value in PROMPT_CLIENT.items()
+       if key != "topic.metadata.refresh.fast.interval.ms"},  # librdkafka's only
+    "delivery.timeout.ms": str(int(FAULT_TIMEOUT_S * 1000))}
+#: The failover's producers: librdkafka's (this process) and Kafka's Java client.
+FAILOVER_CLIENTS = ("librdkafka", "VerifiableProducer")
 
 
 def failover_workload(target: Target, results: Results) -> None:
     topic = "failover"
     create_topic(target.bootstrap, topic, 1, BROKERS)
     for victim in ("partition leader", "active controller"):
-        def trials(victim: str = victim) -> tuple[dict[str, float], int]:
-            gaps = [failover_trial(target, topic, victim) for _ in range(target.args.trials)]
-            return ({"median ms": statistics.median(gaps) * 1000, "min ms": min(gaps) * 1000,
-                     "max ms": max(gaps) * 1000}, 0)
+        for client in FAILOVER_CLIENTS:
+            def trials(victim: str = victim, client: str = client
+                       ) -> tuple[dict[str, float], int]:
+                gaps = [failover_trial(target, topic, victim, client)
+                        for _ in range(target.args.trials)]
+                return ({"median ms": statistics.median(gaps) * 1000,
+                         "min ms": min(gaps) * 1000, "max ms": max(gaps) * 1000}, 0)
 
-        target.measure(results, "failover", f"failover: SIGKILL of the {victim}, first ack "
-                       f"after it, trials: {target.args.trials} [librdkafka idempotent "
-                       "acks=all]", trials)
+            target.measure(results, "failover", f"failover: SIGKILL of the {victim}, first "
+                           f"ack after it, trials: {target.args.trials} [{client} idempotent "
+                           "acks=all]", trials)
 
 
-def failover_trial(target: Target, topic: str, victim: str) -> float:
-    """One kill of ``victim``: seconds without an acknowledgement; the node restarted and
-    the ISR full again before it returns."""
+def failover_trial(target: Target, topic: str, victim: str, client: str) -> float:
+    """One kill of ``victim`` under ``client``'s producer: seconds without an
+    acknowledgement; the node restarted and the ISR full again before it returns."""
     cluster = target.cluster
     node = (leader_of(target.bootstrap, topic) if victim == "partition leader"
             else min(cluster.controllers))
-    gap = unavailable_s(target.bootstrap, topic, lambda: cluster.kill(node), FAULT_TIMEOUT_S)
+    kill = functools.partial(cluster.kill, node)
+    gap = (unavailable_s(target.bootstrap, topic, kill, FAULT_TIMEOUT_S)
+           if client == "librdkafka" else
+           java_unavailable_s(target.tools, target.bootstrap, topic, kill))
     cluster.start(node)
     cluster.wait_listening([node], FAULT_TIMEOUT_S)
     wait_in_sync(target.bootstrap, topic, 1, BROKERS, FAULT_TIMEOUT_S)
     return gap
+
+
+def java_unavailable_s(tools: JavaTools, bootstrap: str, topic: str,
+                       fault: Callable[[], None]) -> float:
+    """Seconds from ``fault()`` to the first acknowledgement of a record sent after it, as
+    Kafka's VerifiableProducer (idempotent, acks=all, :data:`JAVA_RATE` records/s) saw
+    them, once it has had :data:`JAVA_WARMUP_RECORDS` acknowledged."""
+    with tools.verifiable_producer(bootstrap, topic, JAVA_RATE,
+                                   JAVA_PROMPT_PRODUCER) as sends:
+        sends.wait_acknowledged(JAVA_WARMUP_RECORDS, FAULT_TIMEOUT_S)
+        fault_ms = time.time() * 1000
+        fault()
+        return (sends.first_ack_sent_after(fault_ms, FAULT_TIMEOUT_S) - fault_ms) / 1000
 
 
 def restart_workload(target: Target, results: Results) -> None:

@@ -122,7 +122,9 @@ def consume_librdkafka(target: Target, results: Results, topic: str, records: in
         done = consume_all(target.bootstrap, topic, records, members=members,
                            group=f"rdkafka-{members}", timeout_s=target.timeout_s)
         return ({"MB/s": done.bytes / done.seconds / MB,
-                 "records/s": done.records / done.seconds}, done.bytes)
+                 "records/s": done.records / done.seconds,
+                 "fetch MB/s": done.after_assignment_mb_s,
+                 "join s": done.assigned_s}, done.bytes)
 
     what = "1 consumer" if members == 1 else f"group of {members}"
     target.measure(results, "consume", f"consume {what} [librdkafka]", run)

@@ -1,9 +1,12 @@
 """The parsers of Kafka's load generators' summaries in bench/java_perf.py, on output
 captured from Kafka 4.4.0's tools (tests/fixtures/vs_kafka), and their errors on output
-without a summary (a tool that died early must not read as a figure)."""
+without a summary (a tool that died early must not read as a figure); VerifiableProducer's
+acknowledgements read as they come."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "bench"))
 from java_perf import (
+    VerifiableSends,
     parse_consumer_summary,
     parse_end_to_end,
     parse_producer_summary,
@@ -72,3 +76,34 @@ def test_end_to_end_latency_summary() -> None:
     assert (summary.p50_ms, summary.p99_ms, summary.p999_ms) == (12, 58, 207)
     with pytest.raises(BenchError, match="no EndToEndLatency summary"):
         parse_end_to_end("0\t207.415457\n")
+
+
+#: VerifiableProducer's lines as its source prints them (Jackson, timestamp and name first)
+VERIFIABLE_LINES = [
+    {"timestamp": 1000, "name": "startup_complete"},
+    *({"timestamp": 1002 + index, "name": "producer_send_success", "key": None,
+       "value": str(index), "topic": "t", "partition": 0, "offset": index}
+      for index in range(20)),  # acknowledged as sent, until the kill at 1020
+    *({"timestamp": 1400 + index, "name": "producer_send_success", "key": None,
+       "value": str(index), "topic": "t", "partition": 0, "offset": index}
+      for index in range(20, 60)),  # the records queued during the outage, then new ones
+    {"timestamp": 1500, "name": "shutdown_complete"},
+]
+
+
+def test_verifiable_producer_first_ack_of_a_record_sent_after_a_moment(
+        tmp_path: Path) -> None:
+    lines = "".join(json.dumps(row) + "\n" for row in VERIFIABLE_LINES)
+    process = subprocess.Popen([sys.executable, "-c", f"print({lines!r}, end='')"],
+                               stdout=subprocess.PIPE, text=True)
+    stderr = tmp_path / "stderr"
+    stderr.write_text("")
+    sends = VerifiableSends(process, 1000, stderr)
+    try:
+        sends.wait_acknowledged(20, 30)
+        # at 1000 records/s from 1000 ms, record 30 is the first sent 10 ms after 1020 ms
+        assert sends.first_ack_sent_after(1020, 30) == 1430
+        with pytest.raises(BenchError, match="exited 0 before"):
+            sends.first_ack_sent_after(2000, 30)  # no such record before it exited
+    finally:
+        sends.stop()

@@ -16,8 +16,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf  # type: ignore[import-untyped]
-from pysyncobj.batteries import ReplDict  # type: ignore[import-untyped]
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf
+from pysyncobj.batteries import ReplDict
 
 from pykraft.errors import ProtocolError
 from pykraft.protocol.errors import ErrorCode

@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from kazoo.client import KazooClient  # type: ignore[import-untyped]
-from kazoo.exceptions import KazooException  # type: ignore[import-untyped]
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from peers.base import HOST, BenchError, ProcessGroup, System, Writer, until
 from pykraft.tools.local_cluster import free_ports

@@ -25,6 +25,7 @@ from pykraft.protocol.codec import decode_response, encode_request
 from pykraft.protocol.frame import encode_frame
 from pykraft.protocol.header import RequestHeader
 from pykraft.records.batch import encode_batch
+from pykraft.runtime import streams
 from pykraft.runtime.streams import FrameStream
 from pykraft.security.session import KafkaPrincipal, SecurityProtocol, Session
 
@@ -194,11 +195,19 @@ def test_records_a_segment_lost_in_flight_are_never_sent(
 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_a_send_waiting_on_a_full_socket_ends_when_the_connection_is_aborted(
-        replicas: ReplicaManager, loop: str) -> None:
+        replicas: ReplicaManager, loop: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A client that stops reading, then an abort (idle or evicted connection): the
     ``sendfile`` waiting for room ends with the connection's error instead of holding the
     socket open forever."""
     dispatcher = _dispatcher(replicas)
+    waiting = asyncio.Event()
+    writable = streams._writable
+
+    async def waiting_for_room(fd: int) -> None:  # sendfile found the socket full
+        waiting.set()
+        await writable(fd)
+
+    monkeypatch.setattr(streams, "_writable", waiting_for_room)
 
     async def run() -> None:
         payload = await dispatcher.respond(_frame(18, 1 << 30, 1 << 30), PLAIN)
@@ -209,8 +218,8 @@ def test_a_send_waiting_on_a_full_socket_ends_when_the_connection_is_aborted(
                 await server.write_frame(payload)
 
         writing = asyncio.create_task(flood())
-        for _ in range(50):  # the loop runs a few turns: the socket fills
-            await asyncio.sleep(0)
+        async with asyncio.timeout(30):
+            await waiting.wait()
         server.abort()
         with pytest.raises(OSError):
             async with asyncio.timeout(30):

@@ -52,6 +52,7 @@ def test_short_safe_run_finds_no_anomaly_and_the_checker_flags_a_lost_write(
                           "--short", "--safe", "--group-consumers", "2")
     assert code == 0, figures["examples"]
     assert figures["anomalies"] == 0
+    assert figures["fenced_on_refusal"] == 1  # the killed broker's port refused at once
     assert isinstance(figures["acknowledged"], int) and figures["acknowledged"] > 0
     assert isinstance(figures["reads"], int) and figures["reads"] > 0
     group = figures["group"]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykraft.chaos.checker import Figures, check
+from pykraft.chaos.checker import FENCE_SLACK_MS, Figures, check
 from pykraft.chaos.history import (
     UNKNOWN_OFFSET,
     Ack,
@@ -19,6 +19,7 @@ from pykraft.chaos.history import (
     FaultEvent,
     HistoryError,
     Read,
+    RefusalFence,
     ReplicaLog,
     RunInfo,
     Send,
@@ -199,6 +200,25 @@ def test_longest_produce_gap_is_between_successful_acks() -> None:
     events: list[Event] = [Ack(10, "p", "a", 0, 0), Ack(15, "p", "b", 0, error="X"),
                            Ack(40, "p", "c", 0, 1), Ack(45, "p", "d", 0, 2)]
     assert check(events).longest_produce_gap_ms == 30
+
+
+def test_a_broker_fenced_on_refusal_while_its_node_ran_is_a_false_fence() -> None:
+    faults: list[Event] = [
+        FaultEvent(1000, "kill", "leader:0=node:1001", "start"),
+        FaultEvent(3000, "kill", "leader:0=node:1001", "end"),
+        FaultEvent(5000, "pause", "node:1002", "start"),
+        FaultEvent(8000, "pause", "node:1002", "end"),
+        FaultEvent(9000, "restart", "node:1003", "start")]  # never healed
+    right = [RefusalFence(1200, 1001, 7), RefusalFence(3500, 1001, 7),  # within the slack
+             RefusalFence(9100, 1003, 4), RefusalFence(60_000, 1003, 4)]
+    figures = check([*faults, *right])
+    assert (figures.fenced_on_refusal, figures.false_fences, figures.anomalies) == (4, 0, 0)
+    wrong = [RefusalFence(6000, 1002, 9),  # paused, not dead
+             RefusalFence(900, 1001, 7),  # before its kill
+             RefusalFence(3000 + FENCE_SLACK_MS + 1, 1001, 7)]  # after its restart
+    figures = check([*faults, *right, *wrong])
+    assert (figures.fenced_on_refusal, figures.false_fences, figures.anomalies) == (4, 3, 3)
+    assert "broker 1002 (epoch 9) fenced on refused listeners at 6.0 s" in figures.examples[0]
 
 
 @settings(max_examples=30, deadline=None)

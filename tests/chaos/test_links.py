@@ -43,14 +43,14 @@ def _echo_one(conn: socket.socket) -> None:
 
 
 @contextlib.contextmanager
-def front_door(pids: dict[int, int]) -> Iterator[tuple[Links, int]]:
+def front_door(pids: dict[int, int]) -> Iterator[tuple[Links, int, FrontDoor]]:
     listener = socket.create_server((HOST, 0))
     threading.Thread(target=_echo, args=(listener,), daemon=True).start()
     links = Links(lambda: pids)
     (public,) = free_ports(1)
     door = FrontDoor(NODE, HOST, public, listener.getsockname()[1], links)
     try:
-        yield links, public
+        yield links, public, door
     finally:
         door.close()
         close(listener)
@@ -67,8 +67,8 @@ def echoes(sock: socket.socket, data: bytes) -> bytes:
 
 @pytest.fixture
 def from_a_node() -> Iterator[tuple[Links, int]]:
-    with front_door({ME: os.getpid()}) as made:
-        yield made
+    with front_door({ME: os.getpid()}) as (links, public, _):
+        yield links, public
 
 
 def test_a_node_is_forwarded_and_identified(from_a_node: tuple[Links, int]) -> None:
@@ -104,11 +104,23 @@ def test_a_cut_link_holds_new_connections_silent_until_it_heals(
 
 
 def test_connections_from_outside_the_cluster_always_pass() -> None:
-    with front_door({}) as (links, port):
+    with front_door({}) as (links, port, _):
         links.cut(ME, NODE)
         with connect(port) as sock:
             assert echoes(sock, b"client") == b"client"
             assert links.identify(sock.getsockname()[1], port) is None
+
+
+def test_a_shut_door_refuses_connects_as_a_dead_node_does_until_it_opens() -> None:
+    with front_door({}) as (_, port, door):
+        door.shut()  # the node was killed: a connect is refused, not accepted then closed
+        with pytest.raises(ConnectionRefusedError):
+            connect(port)
+        with socket.socket() as other, pytest.raises(OSError):
+            other.bind((HOST, port))  # still the door's: nothing else takes the port
+        door.open()  # the node starts again
+        with connect(port) as sock:
+            assert echoes(sock, b"again") == b"again"
 
 
 def test_a_cut_between_real_nodes_holds_their_reconnections(tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ the reference. Against it:
 * divergent replicas: a replica whose log differs from the committed log on their common
   offsets (a replica may lag, never disagree);
 * phantom: a committed value no producer sent;
+* false fences: a broker fenced on refused listeners (pykraft's fast failover) while its
+  node ran, i.e. outside every kill or restart of it (with :data:`FENCE_SLACK_MS` after
+  one); the fences that were right count apart, as ``fenced_on_refusal``;
 * the consumer group's figures (missed, commits lost, reads uncommitted and the
   informative counts), see :mod:`.group_checks`.
 
@@ -41,12 +44,14 @@ from pykraft.chaos.history import (
     FaultEvent,
     Observed,
     Read,
+    RefusalFence,
     ReplicaLog,
     RunInfo,
     Send,
     value_at,
     value_places,
 )
+from pykraft.chaos.schedule import KILL, KILL_ACTIVE_CONTROLLER, RESTART
 
 #: A FaultEvent's phase when its target could not be resolved (no leader known, ...).
 SKIPPED = "skipped"
@@ -54,6 +59,11 @@ SKIPPED = "skipped"
 EXAMPLES = 20
 #: How many of the longest produce gaps the report explains.
 GAPS = 3
+#: A fence on refusal this long after its node's kill or stop ended still counts as one
+#: of it: the node's door opened as a probe round was under way.
+FENCE_SLACK_MS = 1000
+#: The faults during which a node is down (its listeners refuse).
+_DOWN_KINDS = frozenset({KILL, KILL_ACTIVE_CONTROLLER, RESTART})
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +111,8 @@ class Figures:
     reads_past_hw: int = 0
     divergent_replicas: int = 0
     phantom: int = 0
+    false_fences: int = 0
+    fenced_on_refusal: int = 0
     reads: int = 0
     longest_produce_gap_ms: int = 0
     faults: dict[str, int] = field(default_factory=dict)
@@ -112,7 +124,8 @@ class Figures:
     @property
     def anomalies(self) -> int:
         return (self.lost + self.duplicated + self.reordered + self.reads_past_hw
-                + self.divergent_replicas + self.phantom + self.group.anomalies)
+                + self.divergent_replicas + self.phantom + self.false_fences
+                + self.group.anomalies)
 
     def note(self, text: str) -> None:
         if len(self.examples) < EXAMPLES:
@@ -125,6 +138,8 @@ class Figures:
                 "reordered": self.reordered,
                 "reads_past_hw": self.reads_past_hw,
                 "divergent_replicas": self.divergent_replicas, "phantom": self.phantom,
+                "false_fences": self.false_fences,
+                "fenced_on_refusal": self.fenced_on_refusal,
                 "reads": self.reads, "longest_produce_gap_ms": self.longest_produce_gap_ms,
                 "faults": dict(sorted(self.faults.items())),
                 "faults_skipped": self.faults_skipped, "anomalies": self.anomalies,
@@ -152,6 +167,7 @@ def check(events: Iterable[Event]) -> Figures:
     _check_reads(history, committed, figures)
     _check_replicas(history, committed, figures)
     figures.group = check_group(history, committed, acked, figures.note)
+    _check_fences(history, figures)
     figures.faults = dict(Counter(e.kind for e in history
                                   if isinstance(e, FaultEvent) and e.phase == "start"))
     figures.faults_skipped = sum(1 for e in history
@@ -283,6 +299,34 @@ def _check_replicas(history: Sequence[Event], committed: dict[int, Committed],
             figures.note(f"divergent replica: broker {event.replica} holds "
                          f"{value_at(event, differs)} at {event.partition}@{differs}, the "
                          f"committed log {value_at(log, differs)}")
+
+
+def _check_fences(history: Sequence[Event], figures: Figures) -> None:
+    down: dict[int, list[tuple[int, float]]] = {}
+    for start, end in _windows(history, _DOWN_KINDS):
+        down.setdefault(_node(start.target), []).append((start.t, end))
+    for fence in (e for e in history if isinstance(e, RefusalFence)):
+        if any(begin <= fence.t <= end + FENCE_SLACK_MS
+               for begin, end in down.get(fence.broker, [])):
+            figures.fenced_on_refusal += 1
+        else:
+            figures.false_fences += 1
+            figures.note(f"broker {fence.broker} (epoch {fence.epoch}) fenced on refused "
+                         f"listeners at {fence.t / 1000:.1f} s while its node ran")
+
+
+def _windows(history: Sequence[Event],
+             kinds: frozenset[str]) -> list[tuple[FaultEvent, float]]:
+    """Each fault of ``kinds`` that began, with when it was healed (infinity: never)."""
+    faults = [e for e in history if isinstance(e, FaultEvent) and e.kind in kinds]
+    return [(event, next((e.t for e in faults[index + 1:] if e.phase == "end"
+                          and e.target == event.target), float("inf")))
+            for index, event in enumerate(faults) if event.phase == "start"]
+
+
+def _node(target: str) -> int:
+    """The node a one-node fault's target names: ``node:1001`` or ``leader:0=node:1001``."""
+    return int(target.rpartition("=")[2].removeprefix("node:"))
 
 
 def _gap(history: Sequence[Event], start: int, end: int) -> Gap:

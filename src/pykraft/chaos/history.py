@@ -4,9 +4,9 @@ A history is what the clients and the final inspection saw, in the order it was 
 each producer's sends and their acknowledgements (partition and offset, or an error), each
 consumer's reads, the consumer group's reads, offset commits, rebalances and committed
 offsets (sampled, and once more after the group drained), the faults as they began and
-ended, the leaders, ISRs and active controller sampled as the run went, and at the end the
-committed log of every partition (read through the cluster) and every replica's log (read
-from its disk).
+ended, the leaders, ISRs and active controller sampled as the run went, the controllers'
+fences of brokers on refused listeners (from their logs), and at the end the committed log
+of every partition (read through the cluster) and every replica's log (read from its disk).
 Values are the producers' unique ids (``<producer>-<sequence>``), so the checker needs no
 knowledge of the workload. Pure: :func:`encode` and :func:`decode` map events to lines and
 back; the runner owns the file.
@@ -80,6 +80,17 @@ class FaultEvent:
     kind: str
     target: str
     phase: str
+
+
+@dataclass(frozen=True, slots=True)
+class RefusalFence:
+    """An active controller fenced broker ``broker`` (registration epoch ``epoch``) at ``t``
+    because its listeners all refused connections (pykraft's fast failover, beyond Kafka),
+    as the controller's log said."""
+
+    t: int
+    broker: int
+    epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,11 +196,12 @@ def value_places(committed: dict[int, Committed]) -> dict[tuple[int, str | None]
     return places
 
 
-Event = (RunInfo | Send | Ack | Read | FaultEvent | Observed | Committed | ReplicaLog
-         | GroupRead | OffsetCommit | Rebalance | GroupOffsets)
+Event = (RunInfo | Send | Ack | Read | FaultEvent | RefusalFence | Observed | Committed
+         | ReplicaLog | GroupRead | OffsetCommit | Rebalance | GroupOffsets)
 
 _TYPES: dict[str, type[Any]] = {
     "run": RunInfo, "send": Send, "ack": Ack, "read": Read, "fault": FaultEvent,
+    "refusal-fence": RefusalFence,
     "observed": Observed, "committed": Committed, "replica": ReplicaLog,
     "group-read": GroupRead, "offset-commit": OffsetCommit, "rebalance": Rebalance,
     "group-offsets": GroupOffsets,

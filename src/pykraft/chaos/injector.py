@@ -91,11 +91,11 @@ class Injector:
         self._record(active.kind, active.target, "start")
         target = active.nodes[0]
         if active.kind in (KILL, KILL_ACTIVE_CONTROLLER):
-            self._cluster.kill(target)
+            self._nodes.kill(target)
         elif active.kind == PAUSE:
             self._cluster.signal(target, signal.SIGSTOP)
         elif active.kind == RESTART:
-            self._cluster.stop(target)
+            self._nodes.stop(target)
         elif active.kind == PARTITION:
             self._nodes.links.cut(*active.nodes)
         self._active.append(active)
@@ -110,7 +110,7 @@ class Injector:
         elif active.kind == PARTITION:
             self._nodes.links.heal(*active.nodes)
         elif not self._cluster.is_running(active.nodes[0]):
-            self._cluster.start(active.nodes[0])
+            self._nodes.start(active.nodes[0])
         self._active.remove(active)
         self._record(active.kind, active.target, "end")
 

@@ -122,27 +122,60 @@ class Links:
 
 
 class FrontDoor:
-    """Accepts on a node's public port and forwards each connection to its hidden port."""
+    """Accepts on a node's public port and forwards each connection to its hidden port.
+
+    While the node is down (killed or stopped) the door is shut: connects to the public port
+    are refused, as a dead process's port refuses them, which is the evidence pykraft's
+    controller fences a dead broker on (:mod:`pykraft.runtime.broker_liveness`). An open door
+    in front of a dead node would accept and then close, which no dead process does.
+    """
 
     def __init__(self, node_id: int, host: str, public_port: int, hidden_port: int,
                  links: Links) -> None:
         self.node_id = node_id
+        self._host = host
         self._upstream = (host, hidden_port)
         self._public_port = public_port
         self._links = links
-        self._listener = socket.create_server((host, public_port), reuse_port=False)
-        self._closed = False
-        threading.Thread(target=self._accept, name=f"front-door-{node_id}",
-                         daemon=True).start()
+        self._listener: socket.socket | None = None
+        self._held: socket.socket | None = None
+        self.open()
+
+    def open(self) -> None:
+        """Listen on the public port (again, after :meth:`shut`)."""
+        if self._listener is not None:
+            return
+        if self._held is not None:
+            close(self._held)
+            self._held = None
+        listener = socket.create_server((self._host, self._public_port), reuse_port=False)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,),
+                         name=f"front-door-{self.node_id}", daemon=True).start()
+
+    def shut(self) -> None:
+        """Stop listening: connects are refused until :meth:`open`; connections already
+        through stay (they end with the node). The port stays bound meanwhile (a socket
+        that does not listen refuses), so no other socket takes it."""
+        listener, self._listener = self._listener, None
+        if listener is None:
+            return
+        close(listener)
+        held = socket.socket()
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        held.bind((self._host, self._public_port))
+        self._held = held
 
     def close(self) -> None:
-        self._closed = True
-        close(self._listener)
+        self.shut()
+        if self._held is not None:
+            close(self._held)
+            self._held = None
 
-    def _accept(self) -> None:
-        while not self._closed:
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
             try:
-                client, (_, peer_port) = self._listener.accept()
+                client, (_, peer_port) = listener.accept()
             except OSError:
                 return
             threading.Thread(target=self._serve, args=(client, peer_port), daemon=True).start()

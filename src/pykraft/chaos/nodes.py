@@ -60,6 +60,22 @@ class ChaosCluster:
             self.cluster.start(node_id)
         self.wait_listening(list(self.cluster.nodes))
 
+    def kill(self, node_id: int) -> None:
+        """Shut the node's door and SIGKILL it, as the kernel closes a killed process's
+        listening socket with its connections: its port refuses from then on."""
+        self.doors[node_id].shut()
+        self.cluster.kill(node_id)
+
+    def stop(self, node_id: int) -> None:
+        """Stop the node cleanly, then shut its door."""
+        self.cluster.stop(node_id)
+        self.doors[node_id].shut()
+
+    def start(self, node_id: int) -> None:
+        """Open the node's door and start it again."""
+        self.doors[node_id].open()
+        self.cluster.start(node_id)
+
     def wait_listening(self, node_ids: list[int], timeout_s: float = LISTEN_TIMEOUT_S) -> None:
         """Until each node accepts on its hidden port; a ClusterError if one exits first."""
         deadline = time.monotonic() + timeout_s

@@ -16,10 +16,15 @@ class Recorder:
         self._file = path.open("w", encoding="utf-8")
         self._lock = threading.Lock()
         self._started = time.monotonic()
+        self._started_wall = time.time()
 
     def now(self) -> int:
         """Milliseconds since the run began (the events' ``t``)."""
         return int((time.monotonic() - self._started) * 1000)
+
+    def at(self, wall_s: float) -> int:
+        """The ``t`` of a wall-clock time (a server log's), from the run's start."""
+        return int((wall_s - self._started_wall) * 1000)
 
     def write(self, event: Event) -> None:
         line = encode(event) + "\n"

@@ -7,8 +7,9 @@ carries out a recorded history's faults at their recorded times (:mod:`.replay`)
 the last fault every fault is healed, the cluster is given a bounded time to be whole again
 (every node listening, every partition led), the producers stop and flush, a last read takes
 each partition's committed log, the consumer group is given a bounded time to commit up to
-its end (its drain), the nodes stop cleanly and each replica's log is read from
-disk. The checker then judges the history file, exactly as ``pykraft chaos check`` would.
+its end (its drain), the nodes stop cleanly, the controllers' fences on refused listeners
+are taken from their logs (:mod:`.fences`) and each replica's log is read from disk. The
+checker then judges the history file, exactly as ``pykraft chaos check`` would.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from pykraft.chaos.checker import Figures, check
+from pykraft.chaos.fences import logged_fences
 from pykraft.chaos.group_workload import (
     CLASSIC,
     GroupMember,
@@ -32,7 +34,7 @@ from pykraft.chaos.group_workload import (
     drain,
     group_id,
 )
-from pykraft.chaos.history import Committed, RunInfo
+from pykraft.chaos.history import Committed, RefusalFence, RunInfo
 from pykraft.chaos.injector import Injector
 from pykraft.chaos.nodes import ChaosCluster
 from pykraft.chaos.observer import ClusterView, Observing
@@ -217,6 +219,10 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
             reader.join()
         injector.close()
         cluster.stop_all()
+        for controller in cluster.controllers:
+            for fence in logged_fences(cluster.nodes[controller].log):
+                recorder.write(RefusalFence(recorder.at(fence.at.timestamp()), fence.broker,
+                                            fence.epoch))
         for broker in cluster.brokers:
             for partition in range(options.partitions):
                 recorder.write(read_replica(cluster.nodes[broker].data, TOPIC, partition,

@@ -38,7 +38,7 @@ from pykraft.protocol.codec import (
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.frame import DEFAULT_MAX_FRAME_SIZE
 from pykraft.protocol.header import RequestHeader
-from pykraft.runtime.codec_thread import OFF_LOOP_BYTES, off_loop, off_loop_if_large
+from pykraft.runtime.codec_thread import off_loop, off_loop_above, off_loop_if_large
 from pykraft.runtime.sasl_client import SASL_RANGES, SaslCredentials, SaslSession
 from pykraft.runtime.streams import FrameStream
 
@@ -161,7 +161,8 @@ async def _read_response(stream: FrameStream, api_key: int, version: int,
     if frame is None:
         raise NetworkError(f"connection to {stream.peer} closed while waiting for a response")
     response = (await off_loop(decode_response, api_key, version, frame)
-                if len(frame) > OFF_LOOP_BYTES else decode_response(api_key, version, frame))
+                if len(frame) > off_loop_above(api_key)
+                else decode_response(api_key, version, frame))
     if response.correlation_id != correlation_id:
         raise ProtocolError(
             f"response correlation id {response.correlation_id}, expected {correlation_id}"

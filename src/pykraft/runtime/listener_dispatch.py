@@ -46,9 +46,9 @@ from pykraft.protocol.cursor import Reader
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import read_request_prefix
 from pykraft.runtime.codec_thread import (
-    OFF_LOOP_BYTES,
     SERVING_LARGE,
     off_loop,
+    off_loop_above,
     off_loop_if_large,
 )
 from pykraft.runtime.error_answer import error_answer
@@ -111,7 +111,7 @@ class ListenerDispatcher(ABC):
                 return await handler(frame)
             except ProtocolError as exc:
                 raise CloseConnection(f"malformed request for api key {api_key}: {exc}") from None
-        large = len(frame) > OFF_LOOP_BYTES
+        large = len(frame) > off_loop_above(api_key)
         SERVING_LARGE.set(large)  # this connection's task: one request at a time
         try:
             request = await off_loop(_decode_large, frame) if large else (

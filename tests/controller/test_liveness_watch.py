@@ -47,7 +47,7 @@ def test_an_unknown_or_fenced_broker_is_not_probed() -> None:
     assert w.closed("c1") is None
 
 
-def test_one_probe_per_broker_at_a_time() -> None:
+def test_one_probe_per_incarnation_at_a_time() -> None:
     w = watch(ONE)
     w.heartbeat(0, "c1", 1)
     w.heartbeat(0, "c2", 1)
@@ -56,6 +56,25 @@ def test_one_probe_per_broker_at_a_time() -> None:
     w.round_done(10, probe, [REFUSED, REFUSED])
     w.heartbeat(20, "c3", 1)
     assert w.closed("c3") == Probe(ONE, 0)
+
+
+def test_a_process_that_re_registered_and_died_while_the_old_one_was_probed_is_probed() -> None:
+    """Broker 1 restarts (epoch 7 -> 8) and dies again while its old incarnation's probe is
+    still under way: the new one gets its own probe at once, not two heartbeats later, and
+    the old probe's end leaves it running."""
+    known = {1: ONE}
+    w = LivenessWatch(known.get, rounds=3, spacing_ms=200)
+    w.heartbeat(0, "c1", 1)
+    old = w.closed("c1")
+    assert old == Probe(ONE)
+    again = Incarnation(1, 8, ONE.endpoints)
+    known[1] = again
+    w.heartbeat(100, "c2", 1)
+    assert w.closed("c2") == Probe(again)
+    assert isinstance(w.round_done(150, old, [ACCEPTED, ACCEPTED]), ProbeAgain)
+    w.round_done(160, Probe(ONE, 2), [ACCEPTED, ACCEPTED])  # the old probe ends
+    w.heartbeat(170, "c3", 1)
+    assert w.closed("c3") is None  # the new incarnation's probe is still under way
 
 
 def test_refusals_everywhere_are_reported_with_the_probed_epoch() -> None:
@@ -105,7 +124,7 @@ def test_overdue_heartbeats_are_probed_once_per_silence() -> None:
     assert w.overdue(99) == []
     w.heartbeat(60, "c2", 2)
     assert w.overdue(100) == [Probe(ONE)]
-    w.abandon(1)
+    w.abandon(ONE)
     assert w.overdue(150) == []  # the same silence
     w.heartbeat(200, "c1", 1)
     assert w.overdue(300) == [Probe(ONE), Probe(TWO)]

@@ -106,7 +106,9 @@ Verdict = Report | ProbeAgain | NoEvidence
 class LivenessWatch:
     """Watches the brokers' heartbeats to the active controller; decides to probe a broker
     whose heartbeat connection closed, or whose heartbeats are ``overdue_ms`` late (once per
-    silence), at most one probe per broker at a time, and judges each round's outcomes.
+    silence), at most one probe per incarnation at a time (a probe of an older one still
+    under way does not hold back the probe of a process that re-registered and died in
+    turn), and judges each round's outcomes.
     ``lookup`` gives a broker's current incarnation; ``unfenced`` lists the unfenced
     brokers: one that never heartbeats to this controller (it died as the previous active
     controller did) is overdue from when the watch began."""
@@ -127,7 +129,8 @@ class LivenessWatch:
         self._last_heartbeat: dict[int, float] = {}
         self._probed_silence: set[int] = set()
         """Brokers probed since their last heartbeat for being overdue."""
-        self._probing: set[int] = set()
+        self._probing: dict[int, int] = {}
+        """Broker -> the epoch of the incarnation whose probe is under way."""
 
     @property
     def check_every_ms(self) -> float | None:
@@ -165,16 +168,17 @@ class LivenessWatch:
             raise ValueError(f"{len(outcomes)} outcomes for "
                              f"{len(probe.target.endpoints)} endpoints")
         if all(outcome is ProbeOutcome.REFUSED for outcome in outcomes):
-            self.abandon(probe.target.broker_id)
+            self.abandon(probe.target)
             return Report(probe.target)
         if probe.round + 1 < self._rounds:
             return ProbeAgain(Probe(probe.target, probe.round + 1), now_ms + self._spacing_ms)
-        self.abandon(probe.target.broker_id)
+        self.abandon(probe.target)
         return NoEvidence(probe.target)
 
-    def abandon(self, broker_id: int) -> None:
-        """The probe of ``broker_id`` ended (or was dropped): a later one may start."""
-        self._probing.discard(broker_id)
+    def abandon(self, target: Incarnation) -> None:
+        """The probe of ``target`` ended (or was dropped): a later one may start."""
+        if self._probing.get(target.broker_id) == target.epoch:
+            del self._probing[target.broker_id]
 
     def clear(self) -> None:
         """Forget everything (the controller resigned or stopped)."""
@@ -188,7 +192,7 @@ class LivenessWatch:
         if target is None:
             self._last_heartbeat.pop(broker_id, None)  # watched again once it heartbeats
             return None
-        if broker_id in self._probing:
+        if self._probing.get(broker_id) == target.epoch:
             return None
-        self._probing.add(broker_id)
+        self._probing[broker_id] = target.epoch
         return Probe(target)

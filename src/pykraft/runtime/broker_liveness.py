@@ -65,7 +65,8 @@ class BrokerLiveness:
         self._report = report
         self._connect_timeout_s = connect_timeout_s
         self._clock = clock
-        self._probing: dict[int, asyncio.Task[None]] = {}
+        self._probing: dict[tuple[int, int], asyncio.Task[None]] = {}
+        """(broker, epoch) -> its probe under way."""
         self._watchdog: asyncio.Task[None] | None = None
 
     def heartbeat_from(self, client_address: str, broker_id: int) -> None:
@@ -94,13 +95,13 @@ class BrokerLiveness:
                 self._start(probe)
 
     def _start(self, probe: Probe) -> None:
-        broker_id = probe.target.broker_id
+        target = probe.target
         task = asyncio.get_running_loop().create_task(self._probe(probe))
-        self._probing[broker_id] = task
+        self._probing[target.broker_id, target.epoch] = task
 
         def ended(_: asyncio.Task[None]) -> None:
-            self._probing.pop(broker_id, None)
-            self._watch.abandon(broker_id)  # a cancelled probe leaves no verdict
+            self._probing.pop((target.broker_id, target.epoch), None)
+            self._watch.abandon(target)  # a cancelled probe leaves no verdict
         task.add_done_callback(ended)
 
     async def _probe(self, probe: Probe) -> None:

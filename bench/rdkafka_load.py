@@ -190,6 +190,14 @@ class Consumed:
                 / max(self.seconds - self.assigned_s, 1e-9))
 
 
+#: librdkafka waits ``fetch.queue.backoff.ms`` (1 s) before fetching a partition again once
+#: its local queue is over ``queued.min.messages``, so a consumer reading a backlog faster
+#: than its application drains it paces itself by that timer, not by the broker: 500 MB
+#: read in 6.2 s from Kafka and 8.6 s from pykraft with it, 1.8 and 1.6 s without
+#: (2026-11-30, same Fetch count and bytes per Fetch).
+NO_QUEUE_BACKOFF = {"fetch.queue.backoff.ms": 0}
+
+
 def consume_all(bootstrap: str, topic: str, expected: int, *, members: int, group: str,
                 timeout_s: float) -> Consumed:
     """``members`` consumers of ``group`` (subscribe, from the earliest offset), one thread
@@ -210,7 +218,8 @@ def consume_all(bootstrap: str, topic: str, expected: int, *, members: int, grou
     def member() -> None:
         consumer = confluent_kafka.Consumer({
             "bootstrap.servers": bootstrap, "group.id": group,
-            "auto.offset.reset": "earliest", "enable.auto.commit": False})
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            **NO_QUEUE_BACKOFF})
         try:
             consumer.subscribe([topic], on_assign=assigned)
             while total.records < expected and not errors and time.monotonic() < deadline:

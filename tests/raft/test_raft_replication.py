@@ -303,6 +303,24 @@ def test_response_after_timeout_is_ignored() -> None:
     assert h.log.log_end_offset == 0
 
 
+def test_a_late_answer_at_the_end_of_the_retry_backoff_still_sends_the_next_fetch() -> None:
+    """A restarted broker's observer: its first Fetch (queued when the core was built)
+    times out while the broker recovers its logs, the fetch timeout makes it Unattached and
+    the leader's address backs off. The late answer to that Fetch arrives exactly when the
+    backoff ends: the observer must ask again then, not wait for its next timer (the
+    snapshot-clean interval, 60 s: a restarted broker stayed fenced that long)."""
+    h = Harness(node_id=1000, voters={1}, stored=ElectionState(1, leader_id=1))
+    (first,) = h.take_requests(rpc.FetchRequest)
+    h.advance(h.config.fetch_timeout_ms + 1500)  # the event loop was busy recovering logs
+    assert isinstance(h.state(), Unattached)
+    assert h.take_requests(rpc.FetchRequest) == []  # the leader backs off
+    h.now += h.config.retry_backoff_ms
+    h.respond(first, rpc.fetch_response(ErrorCode.NONE, 1, 1, high_watermark=0))
+    assert h.log.log_end_offset == 0  # the late answer itself is dropped
+    sent = h.take_requests(rpc.FetchRequest)
+    assert [out.destination for out in sent] == [1]
+
+
 def test_describe_quorum_reports_voters_and_observers() -> None:
     h = leader_with_data(1)
     h.now += 5

@@ -136,11 +136,13 @@ class RaftClient(Replica):
         self._advance(now_ms)
         in_flight = self.requests.complete(source, correlation_id)
         if in_flight is None:
-            return  # a late answer to a request that already timed out
-        if isinstance(response, rpc.ApiVersionsResponse):
+            pass  # a late answer to a request that timed out: dropped, but time moved on
+        elif isinstance(response, rpc.ApiVersionsResponse):
             voter_handlers.handle_api_versions_response(self, source, response)
         else:
             self._handle_response(now_ms, source, in_flight.request, response)
+        # Always: a retry backoff may end at this very millisecond, and the timers the
+        # driver is given next only count those still ahead.
         self._poll()
 
     def handle_send_failure(self, now_ms: int, destination: int, correlation_id: int, *,

@@ -57,6 +57,10 @@ class Leader:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark  # no transactions in these logs
+
 
 def _batch(offset: int, timestamp: int, records: int = 1, epoch: int = 0,
            size: int = 8) -> bytes:

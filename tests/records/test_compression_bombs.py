@@ -146,6 +146,10 @@ class _Leader:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
+    @property
+    def last_stable_offset(self) -> int:
+        return self.log.log_end_offset
+
 
 def test_list_offsets_by_timestamp_reads_a_bomb_stored_in_the_log_as_a_stream(
         tmp_path: Path) -> None:

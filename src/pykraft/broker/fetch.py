@@ -65,6 +65,7 @@ from pykraft.log.partition_reads import (
 )
 from pykraft.messages.kafka.fetch_request import FetchRequest
 from pykraft.messages.kafka.fetch_response import (
+    AbortedTransaction,
     EpochEndOffset,
     FetchableTopicResponse,
     FetchResponse,
@@ -181,7 +182,7 @@ class FetchHandler:
             wanted, isolation, follower, max_bytes=max_bytes,
             min_bytes=min(request.min_bytes, max_bytes),
             max_wait_s=request.max_wait_ms / 1000)
-        return self._response(version, wanted, reads, resolver, isolation)
+        return self._response(version, wanted, reads, resolver)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
               max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:
@@ -253,8 +254,7 @@ class FetchHandler:
         return recorded
 
     def _response(self, version: int, wanted: list[PartitionFetch[PartitionKey]],
-                  reads: list[PartitionRead], resolver: _Resolver,
-                  isolation: FetchIsolation) -> FetchResponse:
+                  reads: list[PartitionRead], resolver: _Resolver) -> FetchResponse:
         """The answer at ``version``: topics by name or id as asked, the leader hints and
         divergence from v12 and the leaders' endpoints from v16 (older versions lack the
         fields); records are the log's bytes as read, not copied."""
@@ -271,7 +271,7 @@ class FetchHandler:
                 log_start_offset=read.log_start_offset,
                 diverging_epoch=EpochEndOffset(epoch=diverging[0], end_offset=diverging[1]),
                 current_leader=LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]),
-                aborted_transactions=_aborted_transactions(read.error, isolation),
+                aborted_transactions=_aborted_transactions(read),
                 records=read.records))
         endpoints = (self._endpoints(resolver) if version >= FIRST_NODE_ENDPOINTS_VERSION
                      else ())
@@ -302,13 +302,17 @@ def _topic_response(topic: str | uuid.UUID,
     return FetchableTopicResponse(topic=topic, partitions=tuple(partitions))
 
 
-def _aborted_transactions(error: ErrorCode, isolation: FetchIsolation) -> tuple[()] | None:
-    """None (null) for a read of uncommitted records or a failed read; an empty array for
-    a committed read (pykraft has no aborted transactions) or a partition refused before
+def _aborted_transactions(read: PartitionRead
+                          ) -> tuple[AbortedTransaction, ...] | None:
+    """The aborted transactions a committed read may meet; None (null) for a read of
+    uncommitted records or a failed read; an empty array for a partition refused before
     reading (see :data:`_REFUSED_BEFORE_READING`)."""
-    if error in _REFUSED_BEFORE_READING:
+    if read.error in _REFUSED_BEFORE_READING:
         return ()
-    return () if isolation is FetchIsolation.TXN_COMMITTED and error == ErrorCode.NONE else None
+    if read.aborted is None or read.error != ErrorCode.NONE:
+        return None
+    return tuple(AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+                 for txn in read.aborted)
 
 
 class _DelayedFetch(DelayedOperation):

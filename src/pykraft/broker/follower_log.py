@@ -15,7 +15,7 @@ Interface::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pykraft.broker.replica_manager import HostedPartition
 from pykraft.log.producer_snapshot_files import (
@@ -23,11 +23,8 @@ from pykraft.log.producer_snapshot_files import (
     load_producer_state,
     write_producer_snapshot,
 )
-from pykraft.log.producer_state import (
-    AppendOrigin,
-    ProducerStateEntry,
-    ProducerStateManager,
-)
+from pykraft.log.producer_state import AppendOrigin, ProducerStateManager
+from pykraft.log.transactions import Marker, apply_batches, end_transactions, read_marker
 from pykraft.records.batch import BatchHeader, complete_batches, runs_within
 from pykraft.replica.follower import follower_high_watermark
 from pykraft.storage.leader_epoch import UNDEFINED_EPOCH
@@ -85,13 +82,21 @@ def _append_chunk(part: HostedPartition, chunk: bytes, run: Sequence[BatchHeader
         # rolled: the new segment's snapshot holds the state before these batches
         state.update_map_end_offset(log.active.base_offset)
         write_producer_snapshot(log.directory, state)
-    for header in run:
-        if header.is_control:
-            continue
-        entry = state.prepare(header, AppendOrigin.REPLICATION)
-        if isinstance(entry, ProducerStateEntry):
-            state.update(entry)
+    completed = apply_batches(state, _with_markers(chunk, run), AppendOrigin.REPLICATION)
+    end_transactions(state, log, completed)
     state.update_map_end_offset(log.log_end_offset)
+
+
+def _with_markers(chunk: bytes, run: Sequence[BatchHeader]
+                  ) -> Iterator[tuple[BatchHeader, Marker | None]]:
+    """Each batch of ``chunk`` with its marker (control batches are decoded, data batches
+    never are)."""
+    position = 0
+    for header in run:
+        marker = (read_marker(header, chunk[position:position + header.size])
+                  if header.is_control else None)
+        yield header, marker
+        position += header.size
 
 
 def truncate_to(part: HostedPartition, offset: int, now_ms: int) -> None:

@@ -18,11 +18,11 @@ UNKNOWN_TOPIC_ID), a topic or partition unknown to the image,
 from v10, its endpoint: KIP-951), validation (record_errors and error_message from v8), the
 producer state (duplicates answered with their original offsets), the append.
 
-acks=all waits for each appended partition's high watermark to pass its batch: a delayed
-operation in the broker's Produce purgatory (:mod:`pykraft.broker.purgatory`), checked on
-each change of its partitions (appends, follower fetches that move the high watermark, ISR
-changes, leadership moves) ahead of the parked fetches; with ISR == {leader} that is at
-once. When the ISR shrank under
+acks=all waits for each appended partition's high watermark to pass its batch
+(:mod:`pykraft.broker.acks_all`): a delayed operation in the broker's Produce purgatory,
+checked on each change of its partitions (appends, follower fetches that move the high
+watermark, ISR changes, leadership moves) ahead of the parked fetches; with ISR == {leader}
+that is at once. When the ISR shrank under
 min.insync.replicas meanwhile the answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND; when followers
 do not keep up it is REQUEST_TIMED_OUT after ``timeout_ms`` (the batch stays in the log).
 """
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
-from pykraft.broker.purgatory import DelayedOperation
+from pykraft.broker.acks_all import await_acks_all
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.errors import PyKraftError, StorageError
 from pykraft.image.image import MetadataImage
@@ -52,7 +52,6 @@ from pykraft.messages.kafka.produce_response import (
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import records_field
-from pykraft.replica.acks import acks_all_outcome
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.turns import Turns
 from pykraft.storage.partition_log import RecordBatchTooLargeError
@@ -77,25 +76,6 @@ class _Outcome:
     record_errors: tuple[BatchIndexAndErrorMessage, ...] = ()
     leader: tuple[int, int] | None = None  # (id, epoch) hint on NOT_LEADER_OR_FOLLOWER
     waiting: tuple[HostedPartition, int] | None = None  # acks=all: (partition, offset)
-
-
-class _DelayedProduce(DelayedOperation):
-    """Kafka's DelayedProduce: complete when every waiting partition is settled (its error
-    set by :func:`_settle`), or answer REQUEST_TIMED_OUT for those still waiting at the
-    deadline."""
-
-    def __init__(self, waiting: list[_Outcome], deadline_ms: int) -> None:
-        super().__init__(deadline_ms)
-        self._waiting = waiting
-
-    def try_complete(self) -> bool:
-        self._waiting[:] = [o for o in self._waiting if not _settle(o)]
-        return False if self._waiting else self.force_complete()
-
-    def on_complete(self, expired: bool) -> None:
-        if expired:
-            for outcome in self._waiting:
-                outcome.error = ErrorCode.REQUEST_TIMED_OUT
 
 
 class AcksZeroFailedError(PyKraftError):
@@ -146,8 +126,8 @@ class ProduceHandler:
                 raise AcksZeroFailedError(f"acks=0 produce failed: {', '.join(failed)}")
             return None
         if acks == -1:
-            await self._await_replication([o for _, outs in topics for o in outs],
-                                          request.timeout_ms)
+            await await_acks_all(self._replicas, [o for _, outs in topics for o in outs],
+                                 request.timeout_ms)
         image = self._replicas.image  # all the answer reads besides the outcomes
         return await off_loop_if_large(lambda: self._response(topics, image, api_version))
 
@@ -220,18 +200,6 @@ class ProduceHandler:
             outcome.waiting = (hosted, result.last_offset + 1)
         return outcome
 
-    async def _await_replication(self, outcomes: list[_Outcome], timeout_ms: int) -> None:
-        """Wait in the Produce purgatory, keyed by the waiting partitions, until every one
-        is settled or the timeout passes."""
-        waiting = [o for o in outcomes if o.waiting is not None]
-        if not waiting:
-            return
-        delayed = self._replicas.delayed
-        keys = dict.fromkeys(o.waiting[0].tp for o in waiting if o.waiting is not None)
-        await delayed.wait(delayed.purgatories.produce,
-                           _DelayedProduce(waiting, delayed.deadline_ms(timeout_ms)),
-                           keys)
-
     def _response(self, topics: list[tuple[str | uuid.UUID, list[_Outcome]]],
                   image: MetadataImage, version: int) -> ProduceResponse:
         """The answer at ``version``, its topics named as the request named them (by id
@@ -260,23 +228,6 @@ class ProduceHandler:
                 found.append(NodeEndpoint(node_id=leader, host=endpoint.host,
                                           port=endpoint.port, rack=broker.rack))
         return tuple(found)
-
-
-def _settle(outcome: _Outcome) -> bool:
-    """Whether an acks=all partition is done (its final error set when it is)."""
-    assert outcome.waiting is not None
-    hosted, required = outcome.waiting
-    code = acks_all_outcome(
-        is_leader=hosted.is_leader, high_watermark=hosted.high_watermark,
-        required_offset=required, isr_size=len(hosted.maximal_isr),
-        min_isr=hosted.min_isr,
-        replication_factor=len(hosted.replicas))
-    if code is None:
-        return False
-    outcome.error = code
-    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-        outcome.leader = (hosted.leader_id, hosted.leader_epoch)
-    return True
 
 
 def _topic_response(key: str | uuid.UUID, outcomes: list[_Outcome],

@@ -33,6 +33,8 @@ DeleteRecords build on it)::
     result = await replicas.produce_records(...)  # the same; a costly batch validated on
                                       # the validation thread, the loop serving meanwhile
     result = replicas.append_as_coordinator(part, records, now_ms=...)  # __consumer_offsets
+    result = replicas.append_marker(part, producer_id=..., producer_epoch=..., aborted=...,
+                                    coordinator_epoch=..., transaction_version=..., now_ms=...)
     # -> AppendResult(base_offset, last_offset, log_append_time_ms, log_start_offset), or
     #    raises PartitionError (NOT_ENOUGH_REPLICAS, INVALID_TOPIC_EXCEPTION) or the
     #    validator's / producer state's errors (ProduceValidationError, ProducerStateError)
@@ -100,10 +102,12 @@ from pykraft.log.producer_snapshot_files import (
 )
 from pykraft.log.producer_state import (
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+    AppendOrigin,
     BatchMetadata,
     ProducerStateManager,
 )
 from pykraft.log.retention import segments_to_delete
+from pykraft.log.transactions import end_transactions, marker_batch
 from pykraft.log.validator import (
     ValidatedAppend,
     admit_produce,
@@ -187,10 +191,31 @@ class HostedPartition:
         self.producer_state = producer_state
         self.settings = settings
         self.broker_id = broker_id
-        self.high_watermark = min(high_watermark, partition_log.log_end_offset)
+        self._high_watermark = min(high_watermark, partition_log.log_end_offset)
+        producer_state.on_high_watermark_updated(self._high_watermark)
         self.deleted = False
         self._changed = changed
         self.replication: LeaderReplication | None = None  # while this broker leads
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, offset: int) -> None:
+        """Every move tells the producer state: markers below it are replicated."""
+        self._high_watermark = offset
+        self.producer_state.on_high_watermark_updated(offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's ``UnifiedLog.lastStableOffset``: the first unstable offset (no lower
+        than the log start) when it is below the high watermark, else the high
+        watermark."""
+        first = self.producer_state.first_unstable_offset()
+        if first is None:
+            return self._high_watermark
+        return min(max(first, self.log_start_offset), self._high_watermark)
 
     @property
     def topic(self) -> str:
@@ -560,6 +585,43 @@ class ReplicaManager:
                                  f"Leader not local for partition {_name(hosted.tp)}")
         return self._append(hosted, records, acks=-1, api_version=COORDINATOR_APPEND_VERSION,
                             now_ms=now_ms)
+
+    def append_marker(self, hosted: HostedPartition, *, producer_id: int, producer_epoch: int,
+                      aborted: bool, coordinator_epoch: int, transaction_version: int,
+                      now_ms: int) -> AppendResult:
+        """A transaction coordinator's COMMIT or ABORT marker for one producer (Kafka's
+        WriteTxnMarkers append: AppendOrigin.COORDINATOR, acks=all). The producer state
+        refuses a stale producer epoch (INVALID_PRODUCER_EPOCH; at transaction version 2
+        also the same one) or coordinator epoch (TRANSACTION_COORDINATOR_FENCED) before
+        anything is written; an abort is indexed in the ``.txnindex``."""
+        if not hosted.is_leader:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"Leader not local for partition {_name(hosted.tp)}")
+        _check_min_isr(hosted, -1)
+        partition_log = hosted.log
+        state = hosted.producer_state
+        offset = partition_log.log_end_offset
+        batch = marker_batch(base_offset=offset, leader_epoch=hosted.leader_epoch,
+                             producer_id=producer_id, producer_epoch=producer_epoch,
+                             aborted=aborted, coordinator_epoch=coordinator_epoch,
+                             timestamp=now_ms)
+        append = state.prepare_marker(
+            unpack_header(batch), aborted=aborted, coordinator_epoch=coordinator_epoch,
+            timestamp=now_ms, origin=AppendOrigin.COORDINATOR,
+            transaction_version=transaction_version)
+        active = partition_log.active.base_offset
+        with self.on_disk(partition_log, "appending a transaction marker to"):
+            partition_log.append(batch, now_ms)
+            if partition_log.active.base_offset != active:
+                state.update_map_end_offset(partition_log.active.base_offset)
+                write_producer_snapshot(partition_log.directory, state)
+            state.update(append.entry)
+            if append.completed is not None:
+                end_transactions(state, partition_log, (append.completed,))
+        state.update_map_end_offset(partition_log.log_end_offset)
+        hosted.maybe_advance_high_watermark(now_ms, self.brokers)
+        hosted.notify()
+        return AppendResult(offset, offset, -1, hosted.log_start_offset)
 
     def _append(self, hosted: HostedPartition, records: bytes, *, acks: int,
                 api_version: int, now_ms: int) -> AppendResult:

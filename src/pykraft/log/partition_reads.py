@@ -25,8 +25,9 @@ KAFKA_STORAGE_ERROR; the other partitions of the request are answered as usual. 
 are not CRC-checked on the way out (Kafka sends its file slices as they are): the
 client's CRC check reports damaged records.
 
-Transactions do not exist yet, so the last stable offset is the high watermark and
-READ_COMMITTED reads what READ_UNCOMMITTED reads (no aborted transactions to list).
+READ_COMMITTED reads stop at the last stable offset (the partition's: the first offset of a
+transaction not yet ended, or ended by a marker not yet replicated) and list the aborted
+transactions the read may meet, from the ``.txnindex`` files, as Kafka's ``LocalLog.read``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from pykraft.records.compression import CodecError
 from pykraft.replica.epochs import fetch_divergence
 from pykraft.storage.partition_log import PartitionLog
 from pykraft.storage.segment import TimestampAndOffset, first_record_at
+from pykraft.storage.txn_index import AbortedTxn
 
 # ListOffsets' special timestamps (ListOffsetsRequest.*_TIMESTAMP)
 LATEST_TIMESTAMP = -1
@@ -90,6 +92,8 @@ class ReadablePartition(Protocol):
     def log_start_offset(self) -> int: ...
     @property
     def log_end_offset(self) -> int: ...
+    @property
+    def last_stable_offset(self) -> int: ...
 
 
 K = TypeVar("K")
@@ -113,7 +117,8 @@ class PartitionRead:
     offset is the leader's as of the read (a follower's progress is measured against it);
     ``diverging_epoch`` (epoch, end offset) tells a fetcher its log left the leader's.
     ``records`` are bytes, or a region of a segment file (a :class:`Splice`) for a read
-    ``in_files``."""
+    ``in_files``. ``aborted`` lists the aborted transactions a READ_COMMITTED read may
+    meet (None for other reads)."""
 
     error: ErrorCode
     records: bytes | Splice = b""
@@ -122,6 +127,7 @@ class PartitionRead:
     log_start_offset: int = -1
     log_end_offset: int = -1
     diverging_epoch: tuple[int, int] | None = None
+    aborted: tuple[AbortedTxn, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,17 +149,12 @@ def fetch_isolation(replica_id: int, isolation_level: int) -> FetchIsolation:
     return FetchIsolation.HIGH_WATERMARK
 
 
-def last_stable_offset(part: ReadablePartition) -> int:
-    """No transactions yet: nothing is unstable, so the LSO is the high watermark."""
-    return part.high_watermark
-
-
 def upper_bound(part: ReadablePartition, isolation: FetchIsolation) -> int:
     """The first offset a read under ``isolation`` must not return."""
     if isolation is FetchIsolation.LOG_END:
         return part.log_end_offset
     if isolation is FetchIsolation.TXN_COMMITTED:
-        return last_stable_offset(part)
+        return part.last_stable_offset
     return part.high_watermark
 
 
@@ -171,7 +172,7 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
     error KAFKA_STORAGE_ERROR (told to ``failed``), logged as Kafka's fetch errors are.
     ``in_files``: the records are left in the segment file (Kafka's ``FileRecords``).
     """
-    hw, lso, start = part.high_watermark, last_stable_offset(part), part.log_start_offset
+    hw, lso, start = part.high_watermark, part.last_stable_offset, part.log_start_offset
     end = part.log_end_offset
     verdict = fetch_divergence(part.log.leader_epochs, fetch_offset=fetch_offset,
                                last_fetched_epoch=last_fetched_epoch, log_start_offset=start,
@@ -181,17 +182,24 @@ def read_partition(part: ReadablePartition, fetch_offset: int, max_bytes: int, *
     if verdict is not None:
         return PartitionRead(ErrorCode.NONE, b"", hw, lso, start, end,
                              (verdict.epoch, verdict.end_offset))
-    read = part.log.read_region if in_files else part.log.read
+    aborted: tuple[AbortedTxn, ...] | None = None
     try:
-        records = read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
-                       min_one_batch=min_one_batch)
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            records, found = part.log.read_committed(
+                fetch_offset, max_bytes, max_offset=lso, min_one_batch=min_one_batch,
+                in_files=in_files)
+            aborted = tuple(found)
+        else:
+            read = part.log.read_region if in_files else part.log.read
+            records = read(fetch_offset, max_bytes, max_offset=upper_bound(part, isolation),
+                           min_one_batch=min_one_batch)
     except OffsetOutOfRangeError:
         return PartitionRead(ErrorCode.OFFSET_OUT_OF_RANGE)
     except (CorruptRecordError, StorageError, OSError) as exc:
         return PartitionRead(_unreadable(
             part, exc, failed, f"processing fetch with max size {max_bytes} from offset "
                                f"{fetch_offset}"))
-    return PartitionRead(ErrorCode.NONE, records, hw, lso, start, end)
+    return PartitionRead(ErrorCode.NONE, records, hw, lso, start, end, aborted=aborted)
 
 
 def records_size(records: bytes | Splice) -> int:

@@ -20,6 +20,24 @@ followers and log recovery with each batch read back (``header`` is the batch's
     state.remove_expired(now_ms)            # producer.id.expiration.ms
     state.snapshot() / state.load(entries, now_ms)  # see producer_snapshot.py for the bytes
 
+Transactions (Kafka's ongoing and unreplicated transactions): a transactional data batch opens
+its producer's transaction at its base offset; a COMMIT or ABORT marker (a control batch)
+closes it::
+
+    marker = state.prepare_marker(header, aborted=True, coordinator_epoch=3,
+                                  timestamp=ms, origin=AppendOrigin.COORDINATOR,
+                                  transaction_version=2)
+    # refused: INVALID_PRODUCER_EPOCH (stale epoch; at transaction.version 2 also the
+    # same epoch, as the coordinator bumps it for each marker) or
+    # TRANSACTION_COORDINATOR_FENCED (an older coordinator epoch)
+    ... append the marker batch ...
+    if marker.completed is not None:
+        lso = state.last_stable_offset(marker.completed)  # the .txnindex entry's, if aborted
+        state.complete_txn(marker.completed)
+    state.update(marker.entry)
+    state.first_unstable_offset()           # the oldest open or not yet replicated one
+    state.on_high_watermark_updated(hw)     # replicated markers stop holding the LSO back
+
 UNKNOWN_PRODUCER_ID is never answered (KIP-360): a producer whose state is gone (expired, or
 its batches removed by retention) may continue with any sequence. Batches without a producer
 id (-1) have no state and ``prepare`` returns None for them.
@@ -50,9 +68,11 @@ INT32_MAX: Final = (1 << 31) - 1
 
 
 class AppendOrigin(Enum):
-    """Who appends: a client's produce is checked fully, a follower's copy only for epochs."""
+    """Who appends: a client's produce is checked fully, a coordinator's own write (markers,
+    offsets) for epochs, and a follower's copy is never refused (the leader checked it)."""
 
     CLIENT = "client"
+    COORDINATOR = "coordinator"
     REPLICATION = "replication"
 
 
@@ -146,6 +166,27 @@ class ProducerStateEntry:
         self.last_timestamp = metadata.timestamp
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended (Kafka's ``CompletedTxn``): its producer, its first data
+    offset, the marker's offset, and whether it was aborted."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerAppend:
+    """What a transaction marker does to its producer: the entry to store once the marker
+    is in the log, and the transaction it ends (None when none was open: a marker for an
+    empty transaction moves no stable offset and has no index entry)."""
+
+    entry: ProducerStateEntry
+    completed: CompletedTxn | None
+
+
 class ProducerStateManager:
     """The producer ids of one partition; time comes in as ``now_ms``, never read."""
 
@@ -155,6 +196,12 @@ class ProducerStateManager:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
         self.map_end_offset = 0  # the log offset the state reflects (the snapshot's name)
+        self._ongoing: dict[int, int] = {}
+        """Open transactions: first offset -> producer id, in offset order (appends come in
+        offset order, and a loaded snapshot is sorted)."""
+        self._unreplicated: dict[int, CompletedTxn] = {}
+        """Ended transactions whose marker may be above the high watermark: first offset ->
+        the transaction, in marker order."""
 
     @property
     def producers(self) -> Mapping[int, ProducerStateEntry]:
@@ -197,8 +244,89 @@ class ProducerStateManager:
         return updated
 
     def update(self, entry: ProducerStateEntry) -> None:
-        """Apply a state :meth:`prepare` returned, after its batch is in the log."""
+        """Apply a state :meth:`prepare` (or :meth:`prepare_marker`) returned, after its
+        batch is in the log; a transaction the batch began becomes ongoing."""
+        previous = self._producers.get(entry.producer_id)
+        first = entry.current_txn_first_offset
+        if first is not None and (previous is None or previous.current_txn_first_offset != first):
+            self._ongoing[first] = entry.producer_id
         self._producers[entry.producer_id] = entry
+
+    def prepare_marker(self, header: BatchHeader, *, aborted: bool, coordinator_epoch: int,
+                       timestamp: int, origin: AppendOrigin,
+                       transaction_version: int = 0) -> MarkerAppend:
+        """Check a COMMIT or ABORT marker batch against its producer, changing nothing
+        (Kafka's ``appendEndTxnMarker``). A follower's copy is never refused: the leader
+        checked it with the transaction version the marker request carried, which the log
+        does not keep, so a follower checks as version 0 would and only logs."""
+        current = self._producers.get(header.producer_id) or ProducerStateEntry(
+            header.producer_id)
+        epoch = header.producer_epoch
+        strict = transaction_version >= 2
+        if origin is not AppendOrigin.REPLICATION:
+            if epoch < current.producer_epoch or (strict and epoch == current.producer_epoch):
+                raise ProducerStateError(
+                    ErrorCode.INVALID_PRODUCER_EPOCH,
+                    f"Epoch of producer {header.producer_id} at offset {header.base_offset} "
+                    f"in {self.partition} is {epoch}, which is "
+                    f"{'<=' if strict else '<'} the last seen epoch "
+                    f"{current.producer_epoch} (TV{transaction_version})")
+            if current.coordinator_epoch > coordinator_epoch:
+                raise ProducerStateError(
+                    ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                    f"Invalid coordinator epoch for producerId {header.producer_id} at offset "
+                    f"{header.base_offset} in partition {self.partition}: {coordinator_epoch} "
+                    f"(zombie), {current.coordinator_epoch} (current)")
+        first = current.current_txn_first_offset
+        completed = None if first is None else CompletedTxn(
+            header.producer_id, first, header.base_offset, aborted)
+        batches = current.batches.copy() if epoch == current.producer_epoch else deque()
+        entry = ProducerStateEntry(header.producer_id, epoch, coordinator_epoch, timestamp,
+                                   None, batches)
+        return MarkerAppend(entry, completed)
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The stable offset once ``completed`` ends: the first offset of the oldest other
+        producer's open transaction, else just past its marker (the value its aborted-index
+        entry records; Kafka computes it before :meth:`complete_txn`)."""
+        for first, producer_id in self._ongoing.items():
+            if producer_id != completed.producer_id:
+                return first
+        return completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """The transaction ended by a marker now in the log; it holds the first unstable
+        offset until the high watermark passes its marker."""
+        if self._ongoing.pop(completed.first_offset, None) is None:
+            raise KeyError(f"{self.partition}: completing a transaction at offset "
+                           f"{completed.first_offset} that was never started")
+        self._unreplicated[completed.first_offset] = completed
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction still open, or ended by a marker the
+        high watermark has not passed (None: every transaction is stable)."""
+        undecided = next(iter(self._ongoing), None)
+        unreplicated = min(self._unreplicated, default=None)
+        if undecided is None:
+            return unreplicated
+        if unreplicated is None:
+            return undecided
+        return min(undecided, unreplicated)
+
+    def first_undecided_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (replication aside)."""
+        return next(iter(self._ongoing), None)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Ended transactions whose marker is below ``high_watermark`` are stable (the log
+        start never passes the high watermark, so nothing else drops them). Markers are
+        appended in offset order, so the oldest come first."""
+        unreplicated = self._unreplicated
+        while unreplicated:
+            first = next(iter(unreplicated))
+            if unreplicated[first].last_offset >= high_watermark:
+                return
+            del unreplicated[first]
 
     def update_map_end_offset(self, offset: int) -> None:
         """Kafka's ``updateMapEndOffset``: every append moves it, idempotent or not."""
@@ -225,11 +353,16 @@ class ProducerStateManager:
         """Replace the state with a snapshot's entries taken at ``end_offset``, dropping the
         expired ones (Kafka's ``loadFromSnapshot``)."""
         self._producers = {e.producer_id: e for e in entries if not self.is_expired(e, now_ms)}
+        self._ongoing = dict(sorted(
+            (e.current_txn_first_offset, e.producer_id) for e in self._producers.values()
+            if e.current_txn_first_offset is not None))
+        self._unreplicated = {}
         self.map_end_offset = end_offset
 
     def _check_epoch(self, current: ProducerStateEntry, header: BatchHeader,
                      origin: AppendOrigin) -> None:
-        if header.producer_epoch < current.producer_epoch and origin is AppendOrigin.CLIENT:
+        if (header.producer_epoch < current.producer_epoch
+                and origin is not AppendOrigin.REPLICATION):
             raise ProducerStateError(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"Epoch of producer {header.producer_id} at offset {header.base_offset} in "

@@ -61,6 +61,16 @@ class OffsetIndex(IndexFile):
         slot = self.largest_lower_bound(target - self.base_offset, self._relative)
         return OffsetPosition(self.base_offset, 0) if slot < 0 else self.entry(slot)
 
+    def fetch_upper_bound(self, position: int) -> int | None:
+        """The offset of the first entry at or past byte ``position`` (Kafka's
+        ``fetchUpperBoundOffset``: every batch a read up to there returned lies below it);
+        None when no entry is that far."""
+        slot = self.largest_lower_bound(position - 1, self._position) + 1
+        return self.entry(slot).offset if slot < self.entries else None
+
+    def _position(self, slot: int) -> int:
+        return int(_ENTRY.unpack_from(self._buffer(), slot * self.entry_size)[1])
+
     def keep_entries_below(self, offset: int) -> int:
         """After a crash, keep the leading entries whose offsets and positions increase and
         whose offset is below ``offset``, dropping the rest (a preallocated index holds

@@ -79,6 +79,7 @@ from pykraft.storage.segment import (
     segment_file,
 )
 from pykraft.storage.time_index import TIME_INDEX_SUFFIX
+from pykraft.storage.txn_index import AbortedTxn
 
 DELETE_DIR_SUFFIX = "-delete"
 _SEGMENT_FILE = re.compile(r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex)")
@@ -530,7 +531,8 @@ class PartitionLog:
         """Swap in a cleaned copy of an inactive segment, crash-safe as Kafka's
         ``replaceSegments``: write ``<base>.log.cleaned``, rename it ``.log.swap``, delete
         the old segment, then drop the ``.swap`` suffix (opening the log completes a swap
-        left behind and deletes a leftover ``.cleaned``). Indexes are rebuilt."""
+        left behind and deletes a leftover ``.cleaned``). Indexes are rebuilt; the aborted
+        transactions' entries are kept."""
         self._check_open()
         old = self._inactive_segment(base_offset)
         final = segment_file(self.directory, base_offset, LOG_SUFFIX)
@@ -544,12 +546,17 @@ class PartitionLog:
             os.close(fd)
         os.rename(cleaned, swap)
         fsync_dir(self.directory)
+        aborted = old.txn_index.all()
         self._delete_later(old, now_ms)
         fsync_dir(self.directory)
         os.rename(swap, final)
         fsync_dir(self.directory)
         fresh = self._new_segment(base_offset, now_ms)
         fresh.recover()
+        fresh.txn_index_reset_from = None  # the old segment's entries, kept as they were
+        for txn in aborted:
+            fresh.txn_index.append(txn)
+        fresh.txn_index.flush()
         self._segments[self._bases.index(base_offset)] = fresh
         self.remove_deleted_segments(now_ms)
 
@@ -655,6 +662,63 @@ class PartitionLog:
                 position, length = found
                 return (segment, position, length) if length else None
         return None
+
+    def read_committed(self, offset: int, max_bytes: int, *, max_offset: int,
+                       min_one_batch: bool = True, in_files: bool = False
+                       ) -> tuple[FileRegion | bytes, list[AbortedTxn]]:
+        """A read_committed consumer's read (:meth:`read`, or :meth:`read_region`
+        ``in_files``, up to ``max_offset``, the last stable offset) and the aborted
+        transactions it may meet, as Kafka's
+        ``LocalLog.read`` adds them: those overlapping [offset, bound) where the bound is
+        the first index entry past the read, else the next segment's base, else the log
+        end, collected from the segment read on until an entry proves the rest clean."""
+        found = self._locate(offset, max_bytes, max_offset, min_one_batch)
+        if found is None:
+            return b"", []
+        segment, position, length = found
+        number = self._bases.index(segment.base_offset)
+        bound = segment.fetch_upper_bound(position, length)
+        if bound is None:
+            bound = (self._bases[number + 1] if number + 1 < len(self._bases)
+                     else self.log_end_offset)
+        records = (segment.region(position, length) if in_files
+                   else segment.read_bytes(position, length))
+        return records, self._collect_aborted(number, offset, bound)
+
+    def collect_aborted(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start_offset, upper_bound), from the
+        segment holding ``start_offset`` on (Kafka's ``collectAbortedTransactions``)."""
+        self._check_open()
+        number = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
+        return self._collect_aborted(number, start_offset, upper_bound)
+
+    def _collect_aborted(self, number: int, start_offset: int,
+                         upper_bound: int) -> list[AbortedTxn]:
+        found: list[AbortedTxn] = []
+        for segment in self._segments[number:]:
+            search = segment.txn_index.collect(start_offset, upper_bound)
+            found.extend(search.aborted)
+            if search.complete:
+                break
+        return found
+
+    def append_aborted(self, txn: AbortedTxn) -> None:
+        """Index an aborted transaction in the segment holding its marker."""
+        self._check_open()
+        number = max(0, bisect.bisect_right(self._bases, txn.last_offset) - 1)
+        self._segments[number].txn_index.append(txn)
+
+    @property
+    def txn_index_reset_from(self) -> int | None:
+        """The first offset whose aborted-transaction entries recovery dropped (None: every
+        ``.txnindex`` is whole); the log layer replays the markers from there."""
+        return min((s.txn_index_reset_from for s in self._segments
+                    if s.txn_index_reset_from is not None), default=None)
+
+    def txn_indexes_rebuilt(self) -> None:
+        """The markers from :attr:`txn_index_reset_from` on are indexed again."""
+        for segment in self._segments:
+            segment.txn_index_reset_from = None
 
     def batch_headers(self, offset: int) -> Iterator[BatchHeader]:
         """The headers of the batches from the one holding ``offset`` to the log end, read

@@ -1,4 +1,5 @@
-"""One segment of a partition log: ``%020d.log`` with its ``.index`` and ``.timeindex``.
+"""One segment of a partition log: ``%020d.log`` with its ``.index``, ``.timeindex`` and,
+once it holds an aborted transaction's marker, ``.txnindex``.
 
 The ``.log`` file holds whole v2 batches back to back, exactly as Kafka writes them; the
 segment never decodes records except to answer a lookup by timestamp. Semantics follow
@@ -13,6 +14,9 @@ Kafka's ``LogSegment``:
   framing and CRC, and truncates the file at the first invalid batch (a torn tail). Beyond
   Kafka (which rescans the whole segment holding the recovery point), it may resume at a
   :meth:`LogSegment.recovery_start` below the recovery point, all before it being flushed.
+  The ``.txnindex`` entries it cannot vouch for are dropped
+  (:attr:`LogSegment.txn_index_reset_from`): their stable offsets come from the producer
+  state, which the log layer replays (:mod:`pykraft.log.producer_snapshot_files`).
 - :meth:`LogSegment.should_roll` is Kafka's roll rule with the time passed in.
 
 Not thread-safe; the owner (:class:`pykraft.storage.partition_log.PartitionLog`) serializes.
@@ -50,6 +54,7 @@ from pykraft.storage.leader_epoch import LeaderEpochCache
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex
 from pykraft.storage.time_index import TIME_INDEX_SUFFIX, TimeIndex, TimestampOffset
+from pykraft.storage.txn_index import TransactionIndex
 
 #: each record's (offset, timestamp) of one batch (header, the whole batch's bytes)
 RecordTimes = Callable[[BatchHeader, bytes], Iterable[tuple[int, int]]]
@@ -141,9 +146,14 @@ class LogSegment:
             self.time_index = TimeIndex(time_path, base_offset, config.segment_index_bytes)
             if time_index_created and not self.offset_index_missing:
                 self.time_index.resize(0)  # as Kafka: an older segment without a time index
+            self.txn_index = TransactionIndex(
+                segment_file(directory, base_offset, TXN_INDEX_SUFFIX), base_offset)
         except BaseException:
             os.close(self._fd)
             raise
+        #: The first offset whose aborted-transaction entries recovery dropped (None: the
+        #: ``.txnindex`` is whole); the log layer rebuilds them and clears it.
+        self.txn_index_reset_from: int | None = None
         self.size = os.fstat(self._fd).st_size
         self._rolling_timestamp: int | None = None  # the first batch's max timestamp
         self._max_timestamp: TimestampOffset | None = None  # None: read the time index
@@ -233,6 +243,12 @@ class LogSegment:
                                f"{position}, expected {length}")
         return data
 
+    def fetch_upper_bound(self, position: int, length: int) -> int | None:
+        """An offset above every batch of a read of ``length`` bytes at ``position``: the
+        first index entry at or past its end (None: none is, then the next segment's base
+        bounds it). Aborted transactions are collected up to there, as Kafka does."""
+        return self.offset_index.fetch_upper_bound(position + length)
+
     # ------------------------------------------------------------------ timestamps
 
     @property
@@ -317,6 +333,7 @@ class LogSegment:
         found = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.offset_index.resize(self.offset_index.max_index_size)
         self.time_index.resize(self.time_index.max_index_size)
         cut = 0
@@ -350,6 +367,7 @@ class LogSegment:
                                     f"file {self.path}")
         self.offset_index.sanity_check()
         self.time_index.sanity_check()
+        self.txn_index.sanity_check()
 
     def recovery_start(self, recovery_point: int) -> RecoveryStart | None:
         """Where recovery after a crash may resume in this segment, which holds
@@ -405,13 +423,17 @@ class LogSegment:
         if start is None:
             self.offset_index.reset()
             self.time_index.reset()
+            self.txn_index.reset()
             self._max_timestamp = TimestampOffset(NO_TIMESTAMP, self.base_offset)
             valid = 0
+            self.txn_index_reset_from = self.base_offset
         else:  # room to append again, the entries up to the start kept
             self.offset_index.resize(self.offset_index.max_index_size)
             self.time_index.resize(self.time_index.max_index_size)
+            self.txn_index.truncate_to(start.first_offset)
             self._max_timestamp = self.time_index.last_entry
             valid = start.position
+            self.txn_index_reset_from = start.first_offset
         last_index_entry = valid
         expected = self.base_offset
         size = os.fstat(self._fd).st_size
@@ -477,6 +499,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Force the max timestamp into the time index, trim the indexes and close."""
@@ -484,6 +507,7 @@ class LogSegment:
             self.time_index.maybe_append(*self._max_timestamp, skip_full_check=True)
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self._close_fd()
 
     def _close_fd(self) -> None:
@@ -493,12 +517,12 @@ class LogSegment:
             self._fd = -1
 
     def _files(self) -> tuple[Path, ...]:
-        return (self.path, self.offset_index.path, self.time_index.path,
-                self.path.with_suffix(TXN_INDEX_SUFFIX))
+        return (self.path, self.offset_index.path, self.time_index.path, self.txn_index.path)
 
     def _release(self) -> None:
         self.offset_index.close_handler()
         self.time_index.close_handler()
+        self.txn_index.close()
         self._close_fd()
 
     def delete(self) -> None:

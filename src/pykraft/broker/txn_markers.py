@@ -1,0 +1,101 @@
+"""WriteTxnMarkers (API 27, v1-v2) on partition leaders: the transaction coordinator's
+COMMIT and ABORT markers, one per producer and partition (Kafka's
+``KafkaApis.handleWriteTxnMarkersRequest``).
+
+Interface::
+
+    response = await write_txn_markers(body, replicas, now_ms=clock, timeout_ms=...)
+
+Each partition of each marker is answered alone, in request order: a partition this broker
+does not host UNKNOWN_TOPIC_OR_PARTITION; one it follows NOT_LEADER_OR_FOLLOWER; a stale
+producer epoch INVALID_PRODUCER_EPOCH and an older coordinator epoch
+TRANSACTION_COORDINATOR_FENCED (the producer state's checks, nothing written); an I/O error
+KAFKA_STORAGE_ERROR. A marker written waits for acks=all (``request.timeout.ms``, then
+REQUEST_TIMED_OUT), as Kafka appends markers with acks=-1. The caller authorizes
+(CLUSTER_ACTION, or ALTER on the cluster). v2 carries the coordinator's transaction version:
+at 2 a marker must bump the producer epoch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pykraft.broker.acks_all import await_acks_all
+from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
+from pykraft.errors import StorageError
+from pykraft.ids import TopicPartition
+from pykraft.log.producer_state import ProducerStateError
+from pykraft.messages.kafka.write_txn_markers_request import (
+    WritableTxnMarker,
+    WriteTxnMarkersRequest,
+)
+from pykraft.messages.kafka.write_txn_markers_response import (
+    WritableTxnMarkerPartitionResult,
+    WritableTxnMarkerResult,
+    WritableTxnMarkerTopicResult,
+    WriteTxnMarkersResponse,
+)
+from pykraft.protocol.errors import ErrorCode
+from pykraft.runtime.turns import Turns
+
+
+@dataclass(slots=True)
+class _Outcome:
+    """One partition's answer while it is being built (see :mod:`.acks_all`)."""
+
+    index: int
+    error: ErrorCode = ErrorCode.NONE
+    waiting: tuple[HostedPartition, int] | None = None
+    leader: tuple[int, int] | None = None
+
+
+_Topics = list[tuple[str, list[_Outcome]]]
+
+
+async def write_txn_markers(body: WriteTxnMarkersRequest, replicas: ReplicaManager, *,
+                            now_ms: Callable[[], int],
+                            timeout_ms: int) -> WriteTxnMarkersResponse:
+    """Write every marker, then answer once each is replicated (or failed)."""
+    turns = Turns()
+    answers: list[tuple[int, _Topics]] = []
+    for marker in body.markers:
+        topics: _Topics = []
+        for topic in marker.topics:
+            outcomes = []
+            for index in topic.partition_indexes:
+                await turns.pause()
+                outcomes.append(_write(replicas, marker, topic.name, index, now_ms()))
+            topics.append((topic.name, outcomes))
+        answers.append((marker.producer_id, topics))
+    await await_acks_all(replicas, [o for _, topics in answers for _, outs in topics
+                                    for o in outs], timeout_ms)
+    return WriteTxnMarkersResponse(markers=tuple(
+        WritableTxnMarkerResult(producer_id=producer_id, topics=tuple(
+            WritableTxnMarkerTopicResult(name=name, partitions=tuple(
+                WritableTxnMarkerPartitionResult(partition_index=o.index, error_code=o.error)
+                for o in outcomes))
+            for name, outcomes in topics))
+        for producer_id, topics in answers))
+
+
+def _write(replicas: ReplicaManager, marker: WritableTxnMarker, topic: str, index: int,
+           now_ms: int) -> _Outcome:
+    outcome = _Outcome(index)
+    if TopicPartition(topic, index) not in replicas.partitions:
+        outcome.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # Kafka's onlinePartition
+        return outcome
+    try:
+        hosted = replicas.partition_for(topic, index)
+        result = replicas.append_marker(
+            hosted, producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+            aborted=not marker.transaction_result, coordinator_epoch=marker.coordinator_epoch,
+            transaction_version=marker.transaction_version, now_ms=now_ms)
+    except (PartitionError, ProducerStateError) as exc:
+        outcome.error = exc.error_code
+        return outcome
+    except StorageError:
+        outcome.error = ErrorCode.KAFKA_STORAGE_ERROR
+        return outcome
+    outcome.waiting = (hosted, result.last_offset + 1)
+    return outcome

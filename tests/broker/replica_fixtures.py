@@ -45,10 +45,11 @@ def broker(broker_id: int, port: int) -> RegisterBrokerRecord:
 
 
 def client_batch(values: Sequence[bytes], *, producer_id: int = -1, epoch: int = -1,
-                 sequence: int = -1, timestamp: int = 1_000, key: bytes | None = b"k") -> bytes:
+                 sequence: int = -1, timestamp: int = 1_000, key: bytes | None = b"k",
+                 transactional: bool = False) -> bytes:
     """A producer's batch as kafka-python writes it."""
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=producer_id,
+        magic=2, compression_type=0, is_transactional=transactional, producer_id=producer_id,
         producer_epoch=epoch, base_sequence=sequence, batch_size=1 << 24)
     for index, value in enumerate(values):
         builder.append(index, timestamp=timestamp + index, key=key, value=value, headers=[])
@@ -80,10 +81,11 @@ def hosted(manager: ReplicaManager) -> HostedPartition:
 
 
 def produce(leader: ReplicaManager, values: list[bytes], *, producer_id: int = -1,
-            epoch: int = -1, sequence: int = -1) -> int:
+            epoch: int = -1, sequence: int = -1, transactional: bool = False) -> int:
     """Append ``values`` as one client batch to t-0 on its leader; the base offset."""
     part = leader.partition_for("t", 0)
-    batch = client_batch(values, producer_id=producer_id, epoch=epoch, sequence=sequence)
+    batch = client_batch(values, producer_id=producer_id, epoch=epoch, sequence=sequence,
+                         transactional=transactional)
     return leader.append_records(part, batch, acks=1, api_version=12,
                                  now_ms=2_000).base_offset
 

@@ -19,6 +19,7 @@ from pykraft.broker.replica_manager import HostedPartition
 from pykraft.image.image import MetadataImage
 from pykraft.records.metadata import PartitionChangeRecord
 from pykraft.replica.follower import truncation_for
+from pykraft.storage.txn_index import AbortedTxn
 
 T1 = uuid.UUID(int=7)
 BIG = 1 << 24
@@ -166,3 +167,24 @@ def test_an_epoch_led_without_appending_is_dropped_at_the_log_end(tmp_path: Path
     copy(c_part, b_part)
     assert b_part.log.read(0, BIG) == c_part.log.read(0, BIG)
     assert b_part.log.leader_epochs.entries == [(0, 0), (2, 3)]
+
+
+def test_markers_end_transactions_on_the_follower_as_on_the_leader(tmp_path: Path) -> None:
+    image = with_records(MetadataImage(), *topic("t", T1, (1, 2)))
+    leader, follower = replicas_of(tmp_path, 1, image), replicas_of(tmp_path, 2, image)
+    lead = hosted(leader)
+    produce(leader, [b"a"], producer_id=9, epoch=0, sequence=0, transactional=True)  # 0
+    leader.append_marker(lead, producer_id=9, producer_epoch=0, aborted=True,
+                         coordinator_epoch=3, transaction_version=0, now_ms=2_000)  # 1
+    produce(leader, [b"plain"])                                                      # 2
+    produce(leader, [b"c"], producer_id=7, epoch=0, sequence=0, transactional=True)  # 3
+    # the leader indexed the abort alone: nothing else open, so the offset after it
+    assert lead.log.collect_aborted(0, 10) == [AbortedTxn(9, 0, 1, 2)]
+    assert lead.last_stable_offset == 0  # nothing replicated yet
+    part = hosted(follower)
+    copy(lead, part)  # one chunk: Kafka's follower ends its transactions after applying
+    # every batch, so producer 7's (offset 3) already counts as open at the abort
+    assert part.log.collect_aborted(0, 10) == [AbortedTxn(9, 0, 1, 3)]
+    assert part.producer_state.first_undecided_offset() == 3
+    lead.high_watermark = 4
+    assert lead.last_stable_offset == 3

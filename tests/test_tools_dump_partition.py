@@ -14,6 +14,7 @@ from pykraft.log.producer_snapshot import encode_snapshot
 from pykraft.log.producer_state import BatchMetadata, ProducerStateEntry
 from pykraft.records.batch import iter_batches
 from pykraft.storage.offset_index import OffsetIndex
+from pykraft.storage.txn_index import AbortedTxn, TransactionIndex
 from user_segments import EPOCH, LOG_APPEND_TIME_MS, kafka_python_batch, kafka_python_rows
 from user_segments import write_partition as write_user_partition
 
@@ -247,6 +248,23 @@ def test_producer_snapshot(tmp_path: Path) -> None:
     code, out, err = _dump("--files", str(snapshot))
     assert code == 1 and out == [f"Dumping {snapshot}"]
     assert err[0].startswith("Snapshot is corrupt (CRC is no longer valid). Stored crc: ")
+
+
+def test_txn_index(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000100.txnindex"
+    index = TransactionIndex(path, 100)
+    index.append(AbortedTxn(producer_id=9, first_offset=100, last_offset=104,
+                            last_stable_offset=103))
+    index.append(AbortedTxn(producer_id=3, first_offset=103, last_offset=110,
+                            last_stable_offset=111))
+    index.close()
+    code, out, _ = _dump("--files", str(path))
+    assert code == 0
+    assert out == [
+        f"Dumping {path}",
+        "version: 0 producerId: 9 firstOffset: 100 lastOffset: 104 lastStableOffset: 103",
+        "version: 0 producerId: 3 firstOffset: 103 lastOffset: 110 lastStableOffset: 111",
+    ]
 
 
 def test_unknown_side_files(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import typer
 
 from pykraft.errors import PyKraftError
 from pykraft.storage.offset_index import INDEX_SUFFIX
+from pykraft.storage.segment import TXN_INDEX_SUFFIX
 from pykraft.storage.time_index import TIME_INDEX_SUFFIX
 
 if TYPE_CHECKING:  # the decoders load with the command (record and schema modules)
@@ -79,7 +80,8 @@ def dump_log(
         if not as_json:
             typer.echo(f"Dumping {path}")
         try:
-            if path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, PRODUCER_SNAPSHOT_SUFFIX)):
+            if path.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+                                   PRODUCER_SNAPSHOT_SUFFIX)):
                 if as_json:
                     raise UnknownFileError(f"--json covers .log and .checkpoint files, not {path}")
                 for line in _side_file(path, index_options, report):
@@ -111,10 +113,13 @@ def _side_file(path: Path, options: IndexOptions, report: IndexReport) -> list[s
         dump_offset_index,
         dump_producer_snapshot,
         dump_time_index,
+        dump_txn_index,
     )
 
     if path.name.endswith(TIME_INDEX_SUFFIX):
         return dump_time_index(path, options, report)
+    if path.name.endswith(TXN_INDEX_SUFFIX):
+        return dump_txn_index(path)
     if path.name.endswith(INDEX_SUFFIX):
         return dump_offset_index(path, options, report)
     return dump_producer_snapshot(path)

@@ -1,9 +1,10 @@
-"""``dump-log`` for a user partition's side files: ``.index``, ``.timeindex``, ``.snapshot``.
+"""``dump-log`` for a user partition's side files: ``.index``, ``.timeindex``, ``.txnindex``,
+``.snapshot``.
 
 Output follows Kafka's ``DumpLogSegments`` line for line: ``offset: O position: P`` per
 offset-index entry, ``timestamp: T offset: O`` per time-index entry (both stop at the first
 zeroed slot of an untrimmed, preallocated index, as Kafka does), and one line per producer
-of a producer-state snapshot. Each index entry is checked against the segment next to it;
+of a producer-state snapshot or aborted transaction. Each index entry is checked against the segment next to it;
 what disagrees is collected in an :class:`IndexReport` and printed on stderr after every
 file (Kafka's "Mismatches in :<file>" and the time index reports). ``--index-sanity-check``
 runs the broker's start-up check instead (:class:`CorruptIndexError` when it fails), and
@@ -14,6 +15,7 @@ Interface::
     report = IndexReport()
     lines = dump_offset_index(path, IndexOptions(...), report)   # or dump_time_index
     lines = dump_producer_snapshot(path)        # CorruptSnapshotError: Kafka's message
+    lines = dump_txn_index(path)                # CorruptIndexError: an unknown version
     report.error_lines()                        # stderr lines, after every file
 """
 
@@ -32,6 +34,7 @@ from pykraft.storage.index_file import IndexFile
 from pykraft.storage.offset_index import INDEX_SUFFIX, OffsetIndex
 from pykraft.storage.segment import LOG_SUFFIX
 from pykraft.storage.time_index import TimeIndex
+from pykraft.storage.txn_index import CURRENT_VERSION, TransactionIndex
 
 _Index = TypeVar("_Index", bound=IndexFile)
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # Kafka's --max-message-size default
@@ -195,3 +198,14 @@ def dump_producer_snapshot(path: Path) -> list[str]:
                      f"timestamp: {batch.timestamp}")
         lines.append(line)
     return lines
+
+
+def dump_txn_index(path: Path) -> list[str]:
+    """Kafka's ``dumpTxnIndex``: one line per aborted transaction."""
+    index = TransactionIndex(path, 0)  # the start offset matters to its sanity check only
+    try:
+        return [f"version: {CURRENT_VERSION} producerId: {txn.producer_id} firstOffset: "
+                f"{txn.first_offset} lastOffset: {txn.last_offset} lastStableOffset: "
+                f"{txn.last_stable_offset}" for txn in index.all()]
+    finally:
+        index.close()

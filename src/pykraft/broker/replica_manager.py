@@ -771,13 +771,14 @@ class ReplicaManager:
         """One pass of Kafka's log cleaner: compact every hosted log whose
         ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it (its
         records walked by ``compute``: the cleaner's thread); returns how many were
-        cleaned."""
+        cleaned. The cleaner stops at the last stable offset, as Kafka's does: an open
+        transaction's records are left alone."""
         cleaned = 0
         for tp, hosted in list(self._partitions.items()):
             if self._partitions.get(tp) is not hosted:
                 continue  # deleted or re-created while an earlier log was cleaned
             with self.on_disk(hosted.log, "cleaning segments of"):
-                cleaned += await self.logs.compact(tp, hosted.high_watermark, now_ms, {
+                cleaned += await self.logs.compact(tp, hosted.last_stable_offset, now_ms, {
                     producer_id: entry.last_data_offset
                     for producer_id, entry in hosted.producer_state.producers.items()},
                     compute=compute)

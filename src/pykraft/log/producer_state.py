@@ -31,10 +31,10 @@ closes it::
     # same epoch, as the coordinator bumps it for each marker) or
     # TRANSACTION_COORDINATOR_FENCED (an older coordinator epoch)
     ... append the marker batch ...
+    state.update(marker.entry)
     if marker.completed is not None:
         lso = state.last_stable_offset(marker.completed)  # the .txnindex entry's, if aborted
         state.complete_txn(marker.completed)
-    state.update(marker.entry)
     state.first_unstable_offset()           # the oldest open or not yet replicated one
     state.on_high_watermark_updated(hw)     # replicated markers stop holding the LSO back
 
@@ -256,9 +256,9 @@ class ProducerStateManager:
                        timestamp: int, origin: AppendOrigin,
                        transaction_version: int = 0) -> MarkerAppend:
         """Check a COMMIT or ABORT marker batch against its producer, changing nothing
-        (Kafka's ``appendEndTxnMarker``). A follower's copy is never refused: the leader
-        checked it with the transaction version the marker request carried, which the log
-        does not keep, so a follower checks as version 0 would and only logs."""
+        (Kafka's ``appendEndTxnMarker``). A follower's copy is never refused (Kafka only
+        logs there): the leader checked it with the transaction version the marker request
+        carried, which the log does not keep."""
         current = self._producers.get(header.producer_id) or ProducerStateEntry(
             header.producer_id)
         epoch = header.producer_epoch

@@ -68,6 +68,11 @@ class Leader:
         end_transactions(self.state, self.log, completed)
 
 
+def reset_from(partition_log: PartitionLog) -> int | None:
+    """Read afresh (the log changes it behind the test's back)."""
+    return partition_log.txn_index_reset_from
+
+
 def test_a_marker_batch_is_kafkas_end_transaction_marker() -> None:
     batch = marker(7, 42, aborted=True)
     header = unpack_header(batch)
@@ -114,11 +119,11 @@ def test_recovery_drops_the_entries_and_the_replay_rebuilds_them(tmp_path: Path)
     # a crash: nothing vouched for past offset 0, so every segment is rescanned
     reopened = PartitionLog.open(directory, config, now_ms=NOW, recovery_point=0)
     with reopened:
-        assert reopened.txn_index_reset_from == 0
+        assert reset_from(reopened) == 0
         assert reopened.collect_aborted(0, reopened.log_end_offset) == []
         state = load_producer_state(reopened, partition="t-0", now_ms=NOW,
                                     expiration_ms=86_400_000)
-        assert reopened.txn_index_reset_from is None
+        assert reset_from(reopened) is None
         assert reopened.collect_aborted(0, reopened.log_end_offset) == before
         assert state.first_unstable_offset() is not None  # markers above the HW (none yet)
         state.on_high_watermark_updated(reopened.log_end_offset)

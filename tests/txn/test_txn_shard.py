@@ -108,6 +108,11 @@ def init(runtime: Runtime, tx: str = "tx", **kwargs: int) -> ProducerReply:
     return reply
 
 
+def ids(reply: ProducerReply) -> tuple[int, int]:
+    """The producer id and epoch an answer gives."""
+    return reply.producer_id, reply.producer_epoch
+
+
 def test_a_new_id_gets_a_producer_id_at_epoch_0_and_then_bumps() -> None:
     runtime = loaded()
     assert init(runtime) == ProducerReply(ErrorCode.NONE, 1000, 0)
@@ -126,7 +131,7 @@ def test_invalid_ids_and_timeouts() -> None:
 
 def test_commit_writes_prepare_then_markers_then_complete() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     assert runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0, TP1}))) == ErrorReply(
         ErrorCode.NONE)
     assert runtime.state() is TxnState.ONGOING
@@ -145,8 +150,8 @@ def test_commit_writes_prepare_then_markers_then_complete() -> None:
     assert (order.commit, order.producer_epoch, order.coordinator_epoch,
             order.partitions) == (True, epoch, 5, frozenset({TP0, TP1}))
     assert runtime.state() is TxnState.COMPLETE_COMMIT
-    assert [m.state for m in logged(runtime)] == [TxnState.EMPTY, TxnState.ONGOING, TxnState.PREPARE_COMMIT,
-                      TxnState.COMPLETE_COMMIT]
+    assert [m.state for m in logged(runtime)] == [
+        TxnState.EMPTY, TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT]
     # version 1: repeating the commit is NONE; an abort now is INVALID_TXN_STATE
     assert runtime.ask(EndTxn("tx", pid, epoch, commit=True)) == ProducerReply(ErrorCode.NONE)
     assert runtime.ask(EndTxn("tx", pid, epoch, commit=False)) == ProducerReply(
@@ -155,7 +160,7 @@ def test_commit_writes_prepare_then_markers_then_complete() -> None:
 
 def test_wrong_producer_or_epoch() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     assert runtime.ask(AddPartitions("tx", pid + 1, epoch, frozenset({TP0}))) == ErrorReply(
         ErrorCode.INVALID_PRODUCER_ID_MAPPING)
     assert runtime.ask(AddPartitions("tx", pid, epoch + 1, frozenset({TP0}))) == ErrorReply(
@@ -168,7 +173,7 @@ def test_wrong_producer_or_epoch() -> None:
 
 def test_a_new_producer_fences_the_open_transaction_and_aborts_it() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0})))
     assert init(runtime) == ProducerReply(ErrorCode.CONCURRENT_TRANSACTIONS)
     assert runtime.state() is TxnState.PREPARE_ABORT
@@ -183,7 +188,7 @@ def test_a_new_producer_fences_the_open_transaction_and_aborts_it() -> None:
 
 def test_kip_360_recovery_with_the_producers_own_id_and_epoch() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     assert init(runtime, producer_id=pid, producer_epoch=epoch) == ProducerReply(
         ErrorCode.NONE, pid, epoch + 1)
     # a retry of that call (its answer was lost): the same epoch again
@@ -197,7 +202,7 @@ def test_kip_360_recovery_with_the_producers_own_id_and_epoch() -> None:
 
 def test_version_2_bumps_the_epoch_at_each_end_and_knows_retries() -> None:
     runtime = loaded(version=2)
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0}), client_version=2))
     end = EndTxn("tx", pid, epoch, commit=True, client_version=2)
     assert runtime.ask(end) == ProducerReply(ErrorCode.NONE, pid, epoch + 1)
@@ -216,7 +221,7 @@ def test_version_2_bumps_the_epoch_at_each_end_and_knows_retries() -> None:
 
 def test_version_2_hands_over_to_the_next_producer_id_at_the_last_epoch() -> None:
     runtime = loaded(version=2)
-    pid, _ = init(runtime)[1:]
+    pid, _ = ids(init(runtime))
     metadata = runtime.shard.transactions["tx"]
     metadata.producer_epoch = 32766  # as after many transactions
     runtime.ask(AddPartitions("tx", pid, 32766, frozenset({TP0}), client_version=2))
@@ -232,7 +237,7 @@ def test_version_2_hands_over_to_the_next_producer_id_at_the_last_epoch() -> Non
 
 def test_a_timed_out_transaction_is_aborted_at_the_next_check() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0})))
     runtime.tick(10_000)
     assert runtime.state() is TxnState.ONGOING  # 10 s of its 60 s
@@ -259,7 +264,7 @@ def test_an_idle_id_expires_with_a_tombstone() -> None:
 
 def test_a_failed_write_answers_its_error_and_changes_nothing() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.fail_next = write_error(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0}))) == ErrorReply(
         ErrorCode.NOT_COORDINATOR)
@@ -271,7 +276,7 @@ def test_a_failed_write_answers_its_error_and_changes_nothing() -> None:
 
 def test_a_completion_write_is_retried_while_the_partition_is_unavailable() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0})))
     runtime.ask(EndTxn("tx", pid, epoch, commit=False))
     runtime.fail_next = ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -281,7 +286,7 @@ def test_a_completion_write_is_retried_while_the_partition_is_unavailable() -> N
 
 def test_loading_resends_the_markers_of_a_transaction_left_preparing() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0, TP1})))
     runtime.ask(EndTxn("tx", pid, epoch, commit=True))
     # the leader dies before the markers: the next leader loads the log
@@ -296,7 +301,7 @@ def test_loading_resends_the_markers_of_a_transaction_left_preparing() -> None:
 
 def test_verification_of_partitions() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0})))
     reply = runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0, TP1}),
                                       verify_only=True))
@@ -308,7 +313,7 @@ def test_verification_of_partitions() -> None:
 
 def test_describe_and_list_with_filters() -> None:
     runtime = loaded()
-    pid, epoch = init(runtime, "a")[1:]
+    pid, epoch = ids(init(runtime, "a"))
     init(runtime, "b")
     runtime.ask(AddPartitions("a", pid, epoch, frozenset({TP1})))
     described = runtime.ask(DescribeTxn("a"))
@@ -331,7 +336,7 @@ def test_describe_and_list_with_filters() -> None:
 @pytest.mark.parametrize("version", [0, 2])
 def test_records_round_trip(version: int) -> None:
     runtime = loaded(version)
-    pid, epoch = init(runtime)[1:]
+    pid, epoch = ids(init(runtime))
     runtime.ask(AddPartitions("tx", pid, epoch, frozenset({TP0, TP1, TopicPartition("u", 3)})))
     record = runtime.log[-1]
     read = read_txn_record(record)

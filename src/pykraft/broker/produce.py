@@ -34,8 +34,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.acks_all import await_acks_all
+from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.errors import PyKraftError, StorageError
 from pykraft.image.image import MetadataImage

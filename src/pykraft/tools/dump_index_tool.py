@@ -4,9 +4,10 @@
 Output follows Kafka's ``DumpLogSegments`` line for line: ``offset: O position: P`` per
 offset-index entry, ``timestamp: T offset: O`` per time-index entry (both stop at the first
 zeroed slot of an untrimmed, preallocated index, as Kafka does), and one line per producer
-of a producer-state snapshot or aborted transaction. Each index entry is checked against the segment next to it;
-what disagrees is collected in an :class:`IndexReport` and printed on stderr after every
-file (Kafka's "Mismatches in :<file>" and the time index reports). ``--index-sanity-check``
+of a producer-state snapshot or aborted transaction. Each index entry is checked against
+the segment next to it; what disagrees is collected in an :class:`IndexReport` and printed
+on stderr after every file (Kafka's "Mismatches in :<file>" and the time index reports).
+``--index-sanity-check``
 runs the broker's start-up check instead (:class:`CorruptIndexError` when it fails), and
 ``--verify-index-only`` checks without printing the entries.
 

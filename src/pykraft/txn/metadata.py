@@ -30,7 +30,7 @@ def epoch_exhausted(epoch: int) -> bool:
     return epoch >= MAX_EPOCH - 1
 
 
-class TxnRefusal(PyKraftError):
+class TxnRefusedError(PyKraftError):
     """A request the metadata refuses, with Kafka's error code."""
 
     def __init__(self, error_code: ErrorCode, message: str = "") -> None:
@@ -112,7 +112,8 @@ class TxnMetadata:
             raise IllegalTransitionError("Cannot fence producer with epoch equal to "
                                          "Short.MaxValue since this would overflow")
         epoch = self.producer_epoch if self.failed_epoch_fence else self.producer_epoch + 1
-        return self._prepare(TxnState.PREPARE_EPOCH_FENCE, producer_epoch=epoch)
+        return self._prepare(replace(self._base(TxnState.PREPARE_EPOCH_FENCE),
+                                     producer_epoch=epoch))
 
     def prepare_increment_epoch(self, timeout_ms: int, expected_epoch: int | None,
                                 now_ms: int) -> TxnTransit:
@@ -124,18 +125,18 @@ class TxnMetadata:
         bumped = self.producer_epoch + 1
         if expected_epoch is None:
             epoch, last = bumped, NO_PRODUCER_EPOCH
-        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
+        elif self.producer_epoch in (NO_PRODUCER_EPOCH, expected_epoch):
             epoch, last = bumped, self.producer_epoch
         elif expected_epoch == self.last_producer_epoch:
             epoch, last = self.producer_epoch, self.last_producer_epoch
         else:
-            raise TxnRefusal(ErrorCode.PRODUCER_FENCED,
-                             f"Expected producer epoch {expected_epoch} does not match current "
-                             f"producer epoch {self.producer_epoch} or previous producer epoch "
-                             f"{self.last_producer_epoch}")
-        return self._prepare(TxnState.EMPTY, producer_epoch=epoch, last_producer_epoch=last,
-                             timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1,
-                             last_update_ms=now_ms)
+            raise TxnRefusedError(ErrorCode.PRODUCER_FENCED,
+                                  f"Expected producer epoch {expected_epoch} does not match "
+                                  f"current producer epoch {self.producer_epoch} or previous "
+                                  f"producer epoch {self.last_producer_epoch}")
+        return self._prepare(replace(
+            self._base(TxnState.EMPTY), producer_epoch=epoch, last_producer_epoch=last,
+            timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1, last_update_ms=now_ms))
 
     def prepare_rotation(self, new_producer_id: int, timeout_ms: int, now_ms: int,
                          record_last_epoch: bool) -> TxnTransit:
@@ -143,11 +144,11 @@ class TxnMetadata:
         if self.has_pending_transaction:
             raise IllegalTransitionError("Cannot rotate producer ids while a transaction is "
                                          "still pending")
-        return self._prepare(
-            TxnState.EMPTY, producer_id=new_producer_id, producer_epoch=0,
+        return self._prepare(replace(
+            self._base(TxnState.EMPTY), producer_id=new_producer_id, producer_epoch=0,
             last_producer_epoch=self.producer_epoch if record_last_epoch
             else NO_PRODUCER_EPOCH,
-            timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1, last_update_ms=now_ms)
+            timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1, last_update_ms=now_ms))
 
     def prepare_add_partitions(self, added: frozenset[TopicPartition], now_ms: int,
                                client_version: int) -> TxnTransit:
@@ -155,9 +156,10 @@ class TxnMetadata:
         the partitions added; a transaction starting now starts its clock."""
         starting = self.state in (TxnState.EMPTY, TxnState.COMPLETE_ABORT,
                                   TxnState.COMPLETE_COMMIT)
-        return self._prepare(TxnState.ONGOING, partitions=self.partitions | added,
-                             start_ms=now_ms if starting else self.start_ms,
-                             last_update_ms=now_ms, client_version=client_version)
+        return self._prepare(replace(
+            self._base(TxnState.ONGOING), partitions=self.partitions | added,
+            start_ms=now_ms if starting else self.start_ms, last_update_ms=now_ms,
+            client_version=client_version))
 
     def prepare_end(self, state: TxnState, client_version: int, next_producer_id: int,
                     now_ms: int, no_partition_added: bool) -> TxnTransit:
@@ -166,10 +168,11 @@ class TxnMetadata:
         epoch, last = self.producer_epoch, self.last_producer_epoch
         if client_version >= TV_2:
             epoch, last = self.producer_epoch + 1, self.producer_epoch
-        return self._prepare(state, producer_epoch=epoch, last_producer_epoch=last,
-                             start_ms=now_ms if no_partition_added else self.start_ms,
-                             next_producer_id=next_producer_id, last_update_ms=now_ms,
-                             client_version=client_version)
+        return self._prepare(replace(
+            self._base(state), producer_epoch=epoch, last_producer_epoch=last,
+            start_ms=now_ms if no_partition_added else self.start_ms,
+            next_producer_id=next_producer_id, last_update_ms=now_ms,
+            client_version=client_version))
 
     def prepare_complete(self, now_ms: int) -> TxnTransit:
         """Every marker is written: CompleteCommit or CompleteAbort; at version 2 an epoch
@@ -180,15 +183,21 @@ class TxnMetadata:
         producer_id, epoch = self.producer_id, self.producer_epoch
         if self.client_version >= TV_2 and self.next_producer_id != NO_PRODUCER_ID:
             producer_id, epoch = self.next_producer_id, 0
-        return self._prepare(state, producer_id=producer_id, producer_epoch=epoch,
-                             next_producer_id=NO_PRODUCER_ID, partitions=frozenset(),
-                             last_update_ms=now_ms)
+        return self._prepare(replace(
+            self._base(state), producer_id=producer_id, producer_epoch=epoch,
+            next_producer_id=NO_PRODUCER_ID, partitions=frozenset(), last_update_ms=now_ms))
 
     def prepare_dead(self) -> TxnTransit:
         """Expiry of an idle id: its tombstone's transition (never completed)."""
-        return self._prepare(TxnState.DEAD, partitions=frozenset())
+        return self._prepare(replace(self._base(TxnState.DEAD), partitions=frozenset()))
 
-    def _prepare(self, state: TxnState, **changes: object) -> TxnTransit:
+    def _base(self, state: TxnState) -> TxnTransit:
+        """The metadata as it stands, headed for ``state`` (what each transition changes
+        is replaced on it)."""
+        return replace(self.as_transit(), state=state, prev_producer_id=self.producer_id)
+
+    def _prepare(self, transit: TxnTransit) -> TxnTransit:
+        state = transit.state
         if self.pending is not None:
             raise IllegalTransitionError(f"Preparing transaction state transition to "
                                          f"{state.display} while it already a pending state "
@@ -198,8 +207,6 @@ class TxnMetadata:
                 f"Preparing transaction state transition to {state.display} failed since the "
                 f"target state {state.display} is not a valid previous state of the current "
                 f"state {self.state.display}")
-        transit = replace(self.as_transit(), state=state, prev_producer_id=self.producer_id,
-                          **changes)
         if transit.producer_id < 0:
             raise IllegalTransitionError(f"Illegal new producer id {transit.producer_id}")
         if state is not TxnState.DEAD and transit.producer_epoch < 0:

@@ -11,7 +11,7 @@ partitions are null in an Empty record. A null value is a tombstone (an expired 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 from pykraft.errors import MessageDecodeError
@@ -89,13 +89,15 @@ def txn_record(transactional_id: str, transit: TxnTransit | None,
             for topic, group in groupby(ordered, key=lambda tp: tp.topic))
     version = value_version(transaction_version)
     value = TransactionLogValue(
-        producer_id=transit.producer_id, previous_producer_id=transit.prev_producer_id,
-        next_producer_id=transit.next_producer_id, producer_epoch=transit.producer_epoch,
+        producer_id=transit.producer_id, producer_epoch=transit.producer_epoch,
         transaction_timeout_ms=transit.timeout_ms, transaction_status=transit.state.id,
         transaction_partitions=partitions, transaction_last_update_timestamp_ms=(
             transit.last_update_ms),
-        transaction_start_timestamp_ms=transit.start_ms,
-        client_transaction_version=transit.client_version)
+        transaction_start_timestamp_ms=transit.start_ms)
+    if version >= 1:  # the tagged fields exist from v1 (Kafka sets them only there)
+        value = replace(value, previous_producer_id=transit.prev_producer_id,
+                        next_producer_id=transit.next_producer_id,
+                        client_transaction_version=transit.client_version)
     return TxnRecord(key, _VERSION.pack(version) + encode(value, version))
 
 

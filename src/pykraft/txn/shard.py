@@ -35,7 +35,7 @@ from pykraft.txn.metadata import (
     TV_2,
     IllegalTransitionError,
     TxnMetadata,
-    TxnRefusal,
+    TxnRefusedError,
     TxnTransit,
     epoch_exhausted,
 )
@@ -216,7 +216,7 @@ class TxnShard:
                     else (request.producer_id, request.producer_epoch))
         try:
             transit = self._init_transit(metadata, request.timeout_ms, expected, ctx)
-        except TxnRefusal as refusal:
+        except TxnRefusedError as refusal:
             return _reply(token, ProducerReply(refusal.error_code))
         if transit.state is TxnState.PREPARE_EPOCH_FENCE:
             return self._end(token, metadata.transactional_id, transit.producer_id,
@@ -224,19 +224,19 @@ class TxnShard:
                              ctx, _fenced_init_reply)
         return self._write(token, metadata, transit, ctx, lambda: ProducerReply(
             ErrorCode.NONE, transit.producer_id, transit.producer_epoch),
-            lambda error: ProducerReply(error))
+            ProducerReply)
 
     def _init_transit(self, metadata: TxnMetadata, timeout_ms: int,
                       expected: tuple[int, int] | None, ctx: TxnContext) -> TxnTransit:
         """Kafka's ``prepareInitProducerIdTransit``."""
         if metadata.transition_in_progress or metadata.state.is_prepare:
-            raise TxnRefusal(ErrorCode.CONCURRENT_TRANSACTIONS)
+            raise TxnRefusedError(ErrorCode.CONCURRENT_TRANSACTIONS)
         if expected is not None and not (
                 metadata.producer_epoch == NO_PRODUCER_EPOCH
                 or expected[0] == metadata.producer_id
                 or (expected[0] == metadata.prev_producer_id
                     and epoch_exhausted(expected[1]))):
-            raise TxnRefusal(ErrorCode.PRODUCER_FENCED)
+            raise TxnRefusedError(ErrorCode.PRODUCER_FENCED)
         if metadata.state is TxnState.ONGOING:
             return metadata.prepare_fence_epoch()
         if metadata.state not in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT,
@@ -247,7 +247,7 @@ class TxnShard:
                                          or expected[1] == metadata.producer_epoch):
             producer_id = ctx.new_producer_id()
             if producer_id is None:
-                raise TxnRefusal(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+                raise TxnRefusedError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
             return metadata.prepare_rotation(producer_id, timeout_ms, ctx.now_ms,
                                              expected is not None)
         return metadata.prepare_increment_epoch(
@@ -496,7 +496,7 @@ class TxnShard:
                 continue
             if request.states and metadata.state not in states:
                 continue
-            if 0 <= request.duration_ms and now_ms - metadata.start_ms <= request.duration_ms:
+            if request.duration_ms >= 0 and now_ms - metadata.start_ms <= request.duration_ms:
                 continue
             if pattern is not None and not pattern.fullmatch(metadata.transactional_id):
                 continue

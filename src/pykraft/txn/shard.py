@@ -361,7 +361,7 @@ class TxnShard:
             return ErrorCode.PRODUCER_FENCED
         if metadata.pending not in (None, TxnState.PREPARE_EPOCH_FENCE):
             return ErrorCode.CONCURRENT_TRANSACTIONS
-        return _end_by_state(metadata.state, commit, retry=True, version_2=False)
+        return _end_by_state(metadata.state, commit, retry=False, version_2=False)
 
     @staticmethod
     def _end_decision_v2(metadata: TxnMetadata, producer_id: int, producer_epoch: int,
@@ -535,8 +535,8 @@ def _end_by_state(state: TxnState, commit: bool, *, retry: bool,
                   version_2: bool) -> ErrorCode | tuple[TxnState, bool]:
     """What EndTxn does from ``state``: a Prepare state to write (and whether it is an
     abort that added no partition), or the answer (NONE: already so, no write). At
-    version 1 a completed transaction's repeat is NONE; at version 2 only a retry is,
-    and an abort of an idle id writes an empty abort."""
+    version 1 a completed transaction's repeat is NONE (``retry`` plays no part); at
+    version 2 only a retry is, and an abort of an idle id writes an empty abort."""
     result = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
     if state is TxnState.ONGOING:
         return result, False

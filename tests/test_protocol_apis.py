@@ -70,6 +70,8 @@ def test_kip_896_floors_and_kraft_ranges() -> None:
         ApiKey.FIND_COORDINATOR: (0, 6),
         ApiKey.JOIN_GROUP: (0, 9),  # Kafka 4.4 kept v0-1 (KIP-896 dropped it)
         ApiKey.DESCRIBE_GROUPS: (0, 6),
+        ApiKey.WRITE_TXN_MARKERS: (1, 2),
+        ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     }
     for key, versions in expected.items():
         spec = API_SPECS[key]

@@ -36,6 +36,7 @@ from pykraft.messages.kafka.consumer_group_describe_response import (
 from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
 from pykraft.messages.kafka.describe_groups_request import DescribeGroupsRequest
 from pykraft.messages.kafka.describe_groups_response import DescribeGroupsResponse
+from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
 from pykraft.messages.kafka.fetch_request import FetchRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.find_coordinator_response import FindCoordinatorResponse
@@ -72,7 +73,7 @@ _FIRST_TOPIC_ID: dict[int, int] = {ApiKey.PRODUCE: 13, ApiKey.FETCH: 13}
 TOPIC_FIELDS: dict[int, tuple[str, str]] = {
     ApiKey.PRODUCE: ("topic_data", "name"), ApiKey.FETCH: ("topics", "topic"),
     ApiKey.LIST_OFFSETS: ("topics", "name"), ApiKey.OFFSET_FOR_LEADER_EPOCH: ("topics", "topic"),
-    ApiKey.DELETE_RECORDS: ("topics", "name"),
+    ApiKey.DELETE_RECORDS: ("topics", "name"), ApiKey.DESCRIBE_PRODUCERS: ("topics", "name"),
 }
 _TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 _GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -81,7 +82,7 @@ _T = TypeVar("_T", OffsetCommitResponseTopic, OffsetDeleteResponseTopic)
 GroupHandler = Callable[[ShardRequest], Awaitable[ShardResponse]]
 #: The requests checked per topic (:data:`TOPIC_FIELDS`).
 TopicRequest = (ProduceRequest | FetchRequest | ListOffsetsRequest
-                | OffsetForLeaderEpochRequest | DeleteRecordsRequest)
+                | OffsetForLeaderEpochRequest | DeleteRecordsRequest | DescribeProducersRequest)
 #: The two group APIs checked per topic too.
 TopicsRequest = OffsetCommitRequest | OffsetDeleteRequest
 

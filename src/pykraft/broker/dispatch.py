@@ -43,6 +43,7 @@ from pykraft.broker.authorization import (
 )
 from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.delete_records import delete_records
+from pykraft.broker.describe_producers import describe_producers
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.forwarding import EnvelopeRefusedError, envelope_for, unwrapped
 from pykraft.broker.group_coordinator import GroupCoordinatorService
@@ -66,12 +67,15 @@ from pykraft.broker.read_after_write import settle
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.broker.scram_describe import describe_user_scram_credentials
+from pykraft.broker.txn_markers import write_txn_markers
+from pykraft.config.server import ServerConfig
 from pykraft.controller.acl_control import describe_acls
 from pykraft.controller.config_control import describe_configs
 from pykraft.controller.responses import is_not_controller
 from pykraft.errors import NetworkError, RequestTooLargeError, UnsupportedVersionError
 from pykraft.group.messages import GroupRequest, ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
+from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
 from pykraft.messages.kafka.delete_records_response import DeleteRecordsResponse
@@ -81,6 +85,8 @@ from pykraft.messages.kafka.describe_configs_request import DescribeConfigsReque
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsResponse
+from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
+from pykraft.messages.kafka.describe_producers_response import DescribeProducersResponse
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
@@ -97,6 +103,7 @@ from pykraft.messages.kafka.offset_for_leader_epoch_response import (
     OffsetForLeaderEpochResponse,
 )
 from pykraft.messages.kafka.produce_request import ProduceRequest
+from pykraft.messages.kafka.write_txn_markers_request import WriteTxnMarkersRequest
 from pykraft.messages.splice import SplicedBuffer, SplicedPayload
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
@@ -125,7 +132,8 @@ from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
 
 #: The read path's APIs other than Fetch and ListOffsets (:meth:`BrokerDispatcher._read`).
-READS = (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DELETE_RECORDS)
+READS = (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DELETE_RECORDS,
+         ApiKey.DESCRIBE_PRODUCERS)
 #: How long a forwarded request is retried while the active controller changes: an election
 #: takes about controller.quorum.fetch.timeout.ms (2 s) plus a vote; clients wait 30 s or more.
 FORWARD_TIMEOUT_MS = 15_000
@@ -193,6 +201,8 @@ class BrokerDispatcher(ListenerDispatcher):
         self._channel = channel
         self._cluster_id = cluster_id
         self._listener_name = listener_name
+        self._request_timeout_ms: int = ServerConfig(
+            self._settings.controller.properties).get("request.timeout.ms")
         self.producer_ids = ProducerIdManager(self._settings.node_id, self._broker_epoch, channel)
 
     def _broker_epoch(self) -> int:
@@ -255,12 +265,15 @@ class BrokerDispatcher(ListenerDispatcher):
         """The read path's other APIs (:data:`READS`), from the replica manager."""
         assert self._replicas is not None
         body = request.body
-        answer: OffsetForLeaderEpochResponse | DeleteRecordsResponse | DescribeLogDirsResponse
+        answer: (OffsetForLeaderEpochResponse | DeleteRecordsResponse | DescribeLogDirsResponse
+                 | DescribeProducersResponse)
         if isinstance(body, OffsetForLeaderEpochRequest):
             answer = await offset_for_leader_epoch(body, self._replicas,
                                                    self._denied(request, access))
         elif isinstance(body, DeleteRecordsRequest):
             answer = await delete_records(body, self._replicas, self._denied(request, access))
+        elif isinstance(body, DescribeProducersRequest):
+            answer = describe_producers(body, self._replicas, self._denied(request, access))
         else:
             assert isinstance(body, DescribeLogDirsRequest)
             answer = describe_log_dirs(body, self._replicas)
@@ -272,6 +285,20 @@ class BrokerDispatcher(ListenerDispatcher):
         answer = await list_offsets(request.body_as(ListOffsetsRequest), self._replicas,
                                     self._denied(request, access),
                                     api_version=request.api_version)
+        return await self._encode_large(request, lambda: answer)
+
+    async def _write_txn_markers(self, request: RequestFrame, _: Session,
+                                 access: Access) -> bytes:
+        """The transaction coordinator's markers: CLUSTER_ACTION or ALTER on the cluster
+        (Kafka 4 asks ALTER first), each marker waiting for acks=all."""
+        assert self._replicas is not None
+        body = request.body_as(WriteTxnMarkersRequest)
+        if not (access.allows(AclOperation.ALTER, ResourceType.CLUSTER)
+                or access.allows(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)):
+            return self._encode(request, error_answer(
+                request.api_key, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+        answer = await write_txn_markers(body, self._replicas, now_ms=self._node.now_ms,
+                                         timeout_ms=self._request_timeout_ms)
         return await self._encode_large(request, lambda: answer)
 
     async def _init_producer_id(self, request: RequestFrame, _: Session,
@@ -544,7 +571,9 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     ApiKey.PRODUCE: BrokerApi(BrokerDispatcher._produce_answer, Needs.PRODUCE),
     ApiKey.FETCH: BrokerApi(BrokerDispatcher._fetch, Needs.REPLICAS),
     ApiKey.LIST_OFFSETS: BrokerApi(BrokerDispatcher._list_offsets, Needs.REPLICAS),
-    **dict.fromkeys(READS, _READ),  # OffsetForLeaderEpoch, DescribeLogDirs, DeleteRecords
+    # OffsetForLeaderEpoch, DescribeLogDirs, DeleteRecords, DescribeProducers
+    **dict.fromkeys(READS, _READ),
+    ApiKey.WRITE_TXN_MARKERS: BrokerApi(BrokerDispatcher._write_txn_markers, Needs.REPLICAS),
     # the group coordinator: FindCoordinator from the image, the rest from its shards
     ApiKey.FIND_COORDINATOR: BrokerApi(BrokerDispatcher._find_coordinator, Needs.GROUPS),
     **dict.fromkeys(SHARD_APIS, BrokerApi(BrokerDispatcher._group_answer, Needs.GROUPS)),

@@ -278,6 +278,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("default.replication.factor", _to_int, "1",
               "replication factor of a topic created without one (CreateTopics -1, "
               "auto-creation)"),
+    ConfigDef("request.timeout.ms", _to_int, "30000",
+              "how long a broker waits for replication of what it writes for another node "
+              "(transaction markers)"),
     ConfigDef("auto.create.topics.enable", _to_bool, "true",
               "a Metadata request naming a missing topic creates it"),
     # pykraft's own keys (no Kafka equivalent).

@@ -34,6 +34,7 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    WRITE_TXN_MARKERS = 27
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -56,6 +57,7 @@ class ApiKey(IntEnum):
     ENVELOPE = 58
     FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     UNREGISTER_BROKER = 64
@@ -152,6 +154,9 @@ _SPECS = (
     # v6 (KIP-939 two-phase commit) is still latestVersionUnstable in Kafka 4.x: not advertised.
     _spec(ApiKey.INIT_PRODUCER_ID, (0, 5), 2, _BROKER),
     _spec(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4), 4, _BROKER),
+    # The transaction coordinator's markers (v0 removed by KIP-896; v2, KIP-1228, carries
+    # the coordinator's transaction version).
+    _spec(ApiKey.WRITE_TXN_MARKERS, (1, 2), 1, _BROKER),
     # The ACL APIs from v1 (KIP-896 removed v0 in Kafka 4); v3 adds the USER resource type.
     _spec(ApiKey.DESCRIBE_ACLS, (1, 3), 2, _BOTH),
     _spec(ApiKey.CREATE_ACLS, (1, 3), 2, _BOTH),
@@ -181,6 +186,7 @@ _SPECS = (
     _spec(ApiKey.ENVELOPE, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.FETCH_SNAPSHOT, (0, 1), 0, _CONTROLLER),
     _spec(ApiKey.DESCRIBE_CLUSTER, (0, 2), 0, _BOTH),
+    _spec(ApiKey.DESCRIBE_PRODUCERS, (0, 0), 0, _BROKER),
     _spec(ApiKey.BROKER_REGISTRATION, (0, 4), 0, _CONTROLLER),
     _spec(ApiKey.BROKER_HEARTBEAT, (0, 2), 0, _CONTROLLER),
     _spec(ApiKey.UNREGISTER_BROKER, (0, 0), 0, _BOTH),

@@ -14,8 +14,12 @@ from typing import Any
 
 from pykraft.controller.responses import error_response
 from pykraft.ids import ZERO_UUID
+from pykraft.messages.kafka import describe_producers_response as dp
 from pykraft.messages.kafka import metadata_response as md
+from pykraft.messages.kafka import write_txn_markers_response as wtm
+from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
+from pykraft.messages.kafka.write_txn_markers_request import WriteTxnMarkersRequest
 from pykraft.protocol.apis import API_SPECS
 from pykraft.protocol.codec import response_type
 from pykraft.protocol.errors import ErrorCode
@@ -29,6 +33,10 @@ def error_answer(api_key: int, request: Any, code: ErrorCode,
         return error_response(request, code, message)
     if isinstance(request, MetadataRequest):
         return _metadata(request, code)
+    if isinstance(request, WriteTxnMarkersRequest):
+        return _markers(request, code)
+    if isinstance(request, DescribeProducersRequest):
+        return _producers(request, code, message)
     body = response_type(api_key, API_SPECS[api_key].max_version)()
     fields = {"error_code": code, "error_message": message}
     return dataclasses.replace(body, **{k: v for k, v in fields.items() if hasattr(body, k)})
@@ -38,6 +46,27 @@ def _metadata(request: MetadataRequest, code: int) -> md.MetadataResponse:
     """Every named topic with the error and no partitions; "all topics" gets none."""
     topics = tuple(topic_error(t.name, t.topic_id, code) for t in request.topics or ())
     return md.MetadataResponse(topics=topics, error_code=code)
+
+
+def _markers(request: WriteTxnMarkersRequest, code: int) -> wtm.WriteTxnMarkersResponse:
+    """Every partition of every marker gets the error (Kafka's ``getErrorResponse``)."""
+    return wtm.WriteTxnMarkersResponse(markers=tuple(
+        wtm.WritableTxnMarkerResult(producer_id=marker.producer_id, topics=tuple(
+            wtm.WritableTxnMarkerTopicResult(name=topic.name, partitions=tuple(
+                wtm.WritableTxnMarkerPartitionResult(partition_index=index, error_code=code)
+                for index in topic.partition_indexes))
+            for topic in marker.topics))
+        for marker in request.markers))
+
+
+def _producers(request: DescribeProducersRequest, code: int,
+               message: str | None) -> dp.DescribeProducersResponse:
+    return dp.DescribeProducersResponse(topics=tuple(
+        dp.TopicResponse(name=topic.name, partitions=tuple(
+            dp.PartitionResponse(partition_index=index, error_code=code,
+                                 error_message=message)
+            for index in topic.partition_indexes))
+        for topic in request.topics))
 
 
 def topic_error(name: str | None, topic_id: uuid.UUID | None,

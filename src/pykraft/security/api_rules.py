@@ -97,6 +97,9 @@ BROKER_RULES: dict[int, ApiRule] = _COMMON | {
     _K.OFFSET_FOR_LEADER_EPOCH: _topics(_O.DESCRIBE),  # or CLUSTER_ACTION for every topic
     _K.DELETE_RECORDS: _topics(_O.DELETE),
     _K.DESCRIBE_LOG_DIRS: _cluster(_O.DESCRIBE),
+    _K.DESCRIBE_PRODUCERS: _topics(_O.READ),
+    # CLUSTER_ACTION, or ALTER on the cluster (Kafka 4 checks ALTER first)
+    _K.WRITE_TXN_MARKERS: ApiRule(Scope.CUSTOM, _O.CLUSTER_ACTION, _R.CLUSTER),
     _K.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(_O.DESCRIBE),
     # idempotent: IDEMPOTENT_WRITE on the cluster or WRITE on any topic; transactional:
     # WRITE on its transactional id

@@ -192,7 +192,7 @@ def test_describe_reports_and_overrides(single: LocalCluster) -> None:
      "Unknown topic config name: retention.mss"),
     (["--create", "--topic", "x", "--replication-factor", "3"],
      "Unable to replicate the partition 3 time(s)"),
-    (["--create", "--topic", "bad name"], 'Topic name "bad name" is illegal'),
+    (["--create", "--topic", "bad name"], "Topic name is invalid: 'bad name' contains"),
     (["--create", "--topic", "x", "--partitions", "0"], None),
 ])
 def test_refusals_are_kafkas(single: LocalCluster, args: list[str], message: str | None) -> None:

@@ -20,6 +20,8 @@ ONE_UUID = uuid.UUID(int=1)
 METADATA_TOPIC_ID = ONE_UUID
 METADATA_TOPIC_NAME = "__cluster_metadata"
 OFFSETS_TOPIC_NAME = "__consumer_offsets"
+#: A producer epoch is an int16: the coordinator stops bumping it here.
+MAX_PRODUCER_EPOCH = 32767
 #: Kafka's ``Topic.INTERNAL_TOPICS``: shown as internal, never matched by a regex subscription,
 #: never auto-created, written only by the broker or an admin client.
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC_NAME, "__transaction_state", "__share_group_state"})

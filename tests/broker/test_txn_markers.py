@@ -70,7 +70,9 @@ def test_partitions_this_broker_cannot_write(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("second", "expected"), [
     ({"epoch": 4}, ErrorCode.INVALID_PRODUCER_EPOCH),
     ({"epoch": 5, "coordinator_epoch": 8}, ErrorCode.TRANSACTION_COORDINATOR_FENCED),
-    ({"epoch": 5, "version": 2}, ErrorCode.INVALID_PRODUCER_EPOCH),  # TV2 bumps the epoch
+    # TV2 bumps the epoch at each end, but with no transaction open the same epoch again
+    # is the coordinator's retry: written again, as Kafka 4.4
+    ({"epoch": 5, "version": 2}, ErrorCode.NONE),
     ({"epoch": 6, "version": 2}, ErrorCode.NONE),
     ({"epoch": 5}, ErrorCode.NONE),  # TV0: the same epoch again
 ])
@@ -82,6 +84,15 @@ def test_stale_markers_are_refused_and_nothing_is_written(
     fields = {"coordinator_epoch": 9} | second
     assert write(leader, marker(("t", 0), commit=False, **fields)) == [[[expected]]]
     assert hosted(leader).log.log_end_offset == (2 if expected == ErrorCode.NONE else 1)
+
+
+def test_a_tv2_marker_at_the_epoch_of_an_open_transaction_is_stale(tmp_path: Path) -> None:
+    leader = replicas_of(tmp_path, 1, with_records(MetadataImage(), *topic("t", T1, (1,))))
+    produce(leader, [b"a"], producer_id=PID, epoch=5, sequence=0, transactional=True)
+    assert write(leader, marker(("t", 0), epoch=5, version=2)) == [
+        [[ErrorCode.INVALID_PRODUCER_EPOCH]]]
+    assert write(leader, marker(("t", 0), epoch=6, version=2)) == [[[ErrorCode.NONE]]]
+    assert hosted(leader).last_stable_offset == 2
 
 
 def test_a_marker_not_replicated_in_time_is_request_timed_out(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ Interface::
 
 Per topic: an invalid name INVALID_TOPIC_EXCEPTION (with ``Topic.validate``'s message), a
 denied one TOPIC_AUTHORIZATION_FAILED, one the image lacks UNKNOWN_TOPIC_OR_PARTITION, for
-every partition asked. Per partition: not hosted here NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_
+every partition asked, each with the error's message (Kafka's ``ApiError``); a partition's
+own error has none. Per partition: not hosted here NOT_LEADER_OR_FOLLOWER (UNKNOWN_TOPIC_OR_
 PARTITION when the image lacks it), else every producer id with state: epoch, last sequence
 and timestamp, coordinator epoch and the open transaction's first offset (-1: none).
 """
@@ -49,9 +50,10 @@ def _topic_refusal(name: str, replicas: ReplicaManager,
     if problem is not None:
         return ErrorCode.INVALID_TOPIC_EXCEPTION, problem
     if name in denied:
-        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
     if name not in replicas.image.topics.by_name:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.")
     return None
 
 

@@ -10,14 +10,19 @@ MAX_NAME_LENGTH = 249
 
 
 def topic_name_problem(name: str) -> str | None:
-    """Kafka's ``Topic.validate`` rules."""
+    """Kafka 4.4's ``Topic.validate`` rules and messages."""
+    reason = _reason(name)
+    return None if reason is None else f"Topic name is invalid: {reason}"
+
+
+def _reason(name: str) -> str | None:
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "the empty string is not allowed"
     if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
+        return f"'{name}' is not allowed"
     if len(name) > MAX_NAME_LENGTH:
-        return f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters"
+        return f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
     if not _LEGAL_NAME.fullmatch(name):
-        return (f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-                "alphanumerics, '.', '_' and '-'")
+        return (f"'{name}' contains one or more characters other than ASCII alphanumerics, "
+                "'.', '_' and '-'")
     return None

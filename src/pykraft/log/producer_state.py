@@ -28,7 +28,8 @@ closes it::
                                   timestamp=ms, origin=AppendOrigin.COORDINATOR,
                                   transaction_version=2)
     # refused: INVALID_PRODUCER_EPOCH (stale epoch; at transaction.version 2 also the
-    # same epoch, as the coordinator bumps it for each marker) or
+    # same epoch while a transaction is open, as the coordinator bumps it for each marker;
+    # with none open it is the coordinator's retry, written again) or
     # TRANSACTION_COORDINATOR_FENCED (an older coordinator epoch)
     ... append the marker batch ...
     state.update(marker.entry)
@@ -53,6 +54,7 @@ from enum import Enum
 from typing import Final
 
 from pykraft.errors import PyKraftError
+from pykraft.ids import MAX_PRODUCER_EPOCH
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
     NO_PRODUCER_EPOCH,
@@ -264,7 +266,8 @@ class ProducerStateManager:
         epoch = header.producer_epoch
         strict = transaction_version >= 2
         if origin is not AppendOrigin.REPLICATION:
-            if epoch < current.producer_epoch or (strict and epoch == current.producer_epoch):
+            if epoch < current.producer_epoch or (strict and epoch == current.producer_epoch
+                                                  and not _marker_retry(current, epoch)):
                 raise ProducerStateError(
                     ErrorCode.INVALID_PRODUCER_EPOCH,
                     f"Epoch of producer {header.producer_id} at offset {header.base_offset} "
@@ -388,3 +391,10 @@ class ProducerStateManager:
                 f"Out of order sequence number for producer {header.producer_id} at offset "
                 f"{header.base_offset} in partition {self.partition}: {first_seq} (incoming seq. "
                 f"number), {last_seq} (current end sequence number)")
+
+
+def _marker_retry(current: ProducerStateEntry, epoch: int) -> bool:
+    """A TV2 marker at the producer's current epoch is the coordinator's retry of one already
+    written when no transaction is open (or the epoch cannot be bumped any more): Kafka 4.4
+    writes it again rather than refuse it (``ProducerAppendInfo.checkProducerEpoch``)."""
+    return current.current_txn_first_offset is None or epoch == MAX_PRODUCER_EPOCH

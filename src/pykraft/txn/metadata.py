@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pykraft.errors import PyKraftError
-from pykraft.ids import TopicPartition
+from pykraft.ids import MAX_PRODUCER_EPOCH, TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.txn.state import TxnState
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
-MAX_EPOCH = 32767
+MAX_EPOCH = MAX_PRODUCER_EPOCH
 TV_2 = 2  # the first transaction.version that bumps the epoch at each end
 
 

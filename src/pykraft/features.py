@@ -64,7 +64,9 @@ DEFAULT_METADATA_VERSION = DYNAMIC_QUORUM_METADATA_VERSION
 
 #: The features this software implements, name -> (min, max) level: what every node
 #: registers and ApiVersions advertises, and the levels UpdateFeatures may set.
-#: transaction.version stays out: pykraft has no transaction coordinator. group.version
+#: transaction.version stays out: the transaction coordinator serves the classic protocol
+#: (clients add their partitions themselves); version 2 needs the partition leaders' implicit
+#: add and verification (KIP-890) first. group.version
 #: stays out too: its coordinator serves KIP-848 (ConsumerGroupHeartbeat) at every level,
 #: where Kafka answers UNSUPPORTED_VERSION below group.version 1. A cluster can only remove
 #: them (level 0 is in every range, as in Kafka).

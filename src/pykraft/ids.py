@@ -24,7 +24,9 @@ OFFSETS_TOPIC_NAME = "__consumer_offsets"
 MAX_PRODUCER_EPOCH = 32767
 #: Kafka's ``Topic.INTERNAL_TOPICS``: shown as internal, never matched by a regex subscription,
 #: never auto-created, written only by the broker or an admin client.
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC_NAME, "__transaction_state", "__share_group_state"})
+TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME,
+                             "__share_group_state"})
 
 
 class TopicPartition(NamedTuple):

@@ -2,8 +2,7 @@
 v8) and aiokafka, which speaks the versions before batching (FindCoordinator v0-1, one
 group per OffsetFetch, one member_id per LeaveGroup), on a 1-controller + 1-broker cluster:
 consume, commit, read the commits back; kafka-python's admin lists, describes and deletes
-the group. Also: the ranges ApiVersions advertises, and a transactional producer's
-FindCoordinator refused at once."""
+the group. Also: the ranges ApiVersions advertises."""
 
 from __future__ import annotations
 
@@ -103,18 +102,3 @@ def test_the_group_apis_are_advertised_at_kafkas_ranges(cluster: LocalCluster) -
     assert {key: ranges.get(key) for key in keys} == {
         8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4), 13: (0, 5), 14: (0, 5),
         15: (0, 6), 16: (0, 5), 42: (0, 3), 47: (0, 0), 68: (0, 1), 69: (0, 1)}
-
-
-def test_a_transactional_producer_fails_fast_for_want_of_a_transaction_coordinator(
-        cluster: LocalCluster) -> None:
-    """FindCoordinator for a transactional id: a fatal error at once, not a retry loop."""
-    import confluent_kafka
-
-    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers,
-                                         "transactional.id": "tx", "log_level": 0})
-    with pytest.raises(confluent_kafka.KafkaException) as raised:
-        producer.init_transactions(20)
-    error = raised.value.args[0]
-    assert (error.code(), error.fatal()) == (
-        confluent_kafka.KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, True)
-    assert "Transactions are not supported" in error.str()  # not an ACL problem

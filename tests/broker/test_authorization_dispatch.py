@@ -21,8 +21,8 @@ from replica_fixtures import (
 )
 
 from pykraft.broker.auto_topics import AutoTopicCreator
+from pykraft.broker.coordinator_topics import GROUP_KEY, CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.dispatch import BrokerDispatcher
-from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.produce import ProduceHandler
 from pykraft.config.authorizer import (
     ALLOW_EVERYONE_IF_NO_ACL_FOUND,
@@ -142,8 +142,8 @@ def make_broker(tmp_path: Path, properties: dict[str, str],
         node, SimpleNamespace(image=metadata), channel,  # type: ignore[arg-type]
         cluster_id="cid", listener_name="PLAINTEXT",
         produce=ProduceHandler(replicas, lambda: 1_000, "PLAINTEXT"), replicas=replicas,
-        groups=(service, CoordinatorFinder(OffsetsTopicConfig(), channel,  # type: ignore[arg-type]
-                                           "PLAINTEXT")), auto_topics=auto_topics)
+        groups=(service, CoordinatorFinder(  # type: ignore[arg-type]
+            {GROUP_KEY: OffsetsTopicConfig()}, channel, "PLAINTEXT")), auto_topics=auto_topics)
     return Broker(dispatcher, channel, service)
 
 

@@ -15,8 +15,8 @@ import pytest
 from replica_fixtures import broker, until, with_records
 
 from pykraft.broker import group_coordinator
+from pykraft.broker.coordinator_topics import OffsetsTopicConfig
 from pykraft.broker.group_coordinator import GroupCoordinatorService
-from pykraft.broker.group_topic import OffsetsTopicConfig
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import CorruptRecordError
 from pykraft.group.config import GroupConfig

@@ -8,8 +8,8 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+from pykraft.broker.coordinator_topics import GROUP_KEY, CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.dispatch import BrokerDispatcher
-from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.errors import NetworkError
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.leave_group_request import LeaveGroupRequest
@@ -55,7 +55,7 @@ class Service:
 def broker(service: Service) -> BrokerDispatcher:
     node = SimpleNamespace(settings=SimpleNamespace(
         node_id=1, controller=SimpleNamespace(properties={})))
-    finder = CoordinatorFinder(OffsetsTopicConfig(), NoController(), "PLAINTEXT")
+    finder = CoordinatorFinder({GROUP_KEY: OffsetsTopicConfig()}, NoController(), "PLAINTEXT")
     return BrokerDispatcher(node, NoImage(), None,  # type: ignore[arg-type]
                             cluster_id="cid", listener_name="PLAINTEXT",
                             groups=(service, finder))  # type: ignore[arg-type]

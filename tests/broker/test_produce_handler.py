@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from replica_fixtures import broker, client_batch, request, topic, until, with_records
@@ -130,21 +131,33 @@ def test_acks_0_answers_nothing_and_a_failure_closes_the_connection(
 def test_request_level_refusals(replicas: ReplicaManager) -> None:
     batch = client_batch([b"a"])
     assert produce(replicas, request({0: batch}, acks=2)) == [(0, "INVALID_REQUIRED_ACKS", -1)]
-    assert produce(replicas, request({0: batch}, transactional_id="tx")) == [
-        (0, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", -1)]
     assert produce(replicas, request({0: batch}, name="nope")) == [
         (0, "UNKNOWN_TOPIC_OR_PARTITION", -1)]
     assert replicas.partition_for("t", 0).log_end_offset == 0
 
 
-def test_a_transactional_produce_says_transactions_are_unsupported(
+def test_transactional_records_need_a_transactional_id_the_session_may_write(
         replicas: ReplicaManager) -> None:
-    response = asyncio.run(ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT").handle(
-        request({0: client_batch([b"a"])}, transactional_id="tx"), api_version=12))
-    assert response is not None
-    (part,) = response.responses[0].partition_responses
-    assert part.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert "Transactions are not supported" in (part.error_message or "")
+    """Kafka's ``hasTransactionalRecords`` check: every partition refused, nothing written."""
+    handler = ProduceHandler(replicas, lambda: 5_000, "PLAINTEXT")
+    batch = client_batch([b"a"], producer_id=7, epoch=0, sequence=0, transactional=True)
+
+    def codes(body: Any, **kwargs: Any) -> list[int]:
+        response = asyncio.run(handler.handle(body, api_version=12, **kwargs))
+        assert response is not None
+        return [p.error_code for t in response.responses for p in t.partition_responses]
+
+    refused = [ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED]
+    assert codes(request({0: batch})) == refused  # no transactional id
+    assert codes(request({0: batch}, transactional_id="tx"),
+                 transactional_id_allowed=False) == refused
+    assert replicas.partition_for("t", 0).log_end_offset == 0
+    # a transactional id with plain records is no transactional produce
+    assert codes(request({0: client_batch([b"b"])}, transactional_id="tx"),
+                 transactional_id_allowed=False) == [ErrorCode.NONE]
+    assert codes(request({0: batch}, transactional_id="tx")) == [ErrorCode.NONE]
+    part = replicas.partition_for("t", 0)
+    assert part.log_end_offset == 2 and part.last_stable_offset == 1  # the open transaction
 
 
 def test_a_null_key_on_a_compacted_topic_gets_record_errors(replicas: ReplicaManager) -> None:

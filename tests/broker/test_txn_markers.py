@@ -101,3 +101,15 @@ def test_a_marker_not_replicated_in_time_is_request_timed_out(tmp_path: Path) ->
     assert write(leader, marker(("t", 0)), timeout_ms=1) == [
         [[ErrorCode.REQUEST_TIMED_OUT]]]
     assert hosted(leader).log.log_end_offset == 1  # written, as Kafka's: only unacknowledged
+
+
+def test_answers_are_keyed_by_producer_and_a_partition_is_written_once(tmp_path: Path) -> None:
+    """As Kafka's ``errorsByProducerId``: markers naming one producer share an entry, and a
+    partition named again is written once (a 100 MB request of duplicates writes little)."""
+    leader = replicas_of(tmp_path, 1, with_records(MetadataImage(), *topic("t", T1, (1,))))
+    answer = asyncio.run(write_txn_markers(WriteTxnMarkersRequest(markers=(
+        marker(("t", 0), ("t", 0), ("t", 0)), marker(("t", 0)))), leader,
+        now_ms=lambda: 3_000, timeout_ms=30_000))
+    assert [(m.producer_id, [(t.name, [p.partition_index for p in t.partitions])
+                             for t in m.topics]) for m in answer.markers] == [(PID, [("t", [0])])]
+    assert hosted(leader).log.log_end_offset == 2  # one marker per marker entry

@@ -661,9 +661,9 @@ PRODUCER_IDS = [
     Case("InitProducerId", 22, "two_idempotent_producers", new_ids,
          lambda b, _r: ([producer_meaning(x, _r) for x in b], b[0].producer_id != b[1].producer_id),
          lambda _r: ([("NONE", True, 0)] * 2, True)),
-    # no transaction coordinator: the fatal answer, so initTransactions fails at once
+    # before any FindCoordinator made __transaction_state, no broker coordinates the id
     Case("InitProducerId", 22, "transactional_id", lambda r: init_producer_id(r, "txn"),
-         producer_meaning, lambda _r: ("TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False, -1)),
+         producer_meaning, lambda _r: ("NOT_COORDINATOR", False, -1)),
     Case("InitProducerId", 22, "empty_transactional_id", lambda r: init_producer_id(r, ""),
          producer_meaning, lambda _r: ("INVALID_REQUEST", False, -1)),
     Case("InitProducerId", 22, "producer_id_without_epoch",

@@ -111,9 +111,6 @@ KNOWN_DEFECTS = [
     Difference("ApiVersions", "*", r"\.(finalized|supported)_features.*",
                "pykraft supports and finalizes metadata.version only; Kafka also "
                "group.version, streams.version, transaction.version, ..."),
-    Difference("InitProducerId", "transactional_id", r"\.error_code",
-               "pykraft has no transaction coordinator (53 where Kafka answers NOT_COORDINATOR "
-               "until __transaction_state exists)"),
 ]
 
 _MISMATCHED = ("MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0) with Kafka's message and "
@@ -164,6 +161,8 @@ FIXED = [
         ("ListOffsets", "duplicate_partition", "a partition named twice is answered once"),
         ("DescribeProducers", "unknown_topic", _WORDED + " (a topic's error carries one)"),
         ("DescribeProducers", "invalid_topic_name", "Kafka 4.4's Topic.validate message"),
+        ("InitProducerId", "transactional_id", "NOT_COORDINATOR until __transaction_state "
+         "exists, from the transaction coordinator"),
         ("WriteTxnMarkers", "same_producer_epoch_without_a_transaction",
          "a TV2 marker at the current epoch with no transaction open is the coordinator's "
          "retry: written again, as Kafka 4.4's ProducerAppendInfo"),

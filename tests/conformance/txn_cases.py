@@ -8,6 +8,7 @@ set up the producer and coordinator epochs the next marker is checked against.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from conformance.cases import (
@@ -19,7 +20,14 @@ from conformance.cases import (
     settled,
 )
 from conformance.harness import BROKER, Run
+from pykraft.messages.kafka import add_offsets_to_txn_request as ao_req
+from pykraft.messages.kafka import add_partitions_to_txn_request as apt_req
 from pykraft.messages.kafka import describe_producers_request as dp_req
+from pykraft.messages.kafka import describe_transactions_request as dt_req
+from pykraft.messages.kafka import end_txn_request as et_req
+from pykraft.messages.kafka import find_coordinator_request as fc_req
+from pykraft.messages.kafka import init_producer_id_request as ip_req
+from pykraft.messages.kafka import list_transactions_request as lt_req
 from pykraft.messages.kafka import write_txn_markers_request as wtm_req
 
 NO_SUCH_TOPIC = "no-such-topic"
@@ -124,4 +132,174 @@ DESCRIBE_PRODUCERS = [
          lambda _r: [("NONE", [(PRODUCER_ID, 3, -1, 7, -1)])]),
 ]
 
-TXN = [*WRITE_TXN_MARKERS, *DESCRIBE_PRODUCERS]
+
+
+# -- the transaction coordinator ---------------------------------------------------------------
+
+#: Answers a coordinator gives while it is not ready for an id, which clients retry.
+_NOT_READY = ("COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS",
+              "CONCURRENT_TRANSACTIONS")
+
+
+def coordinator_for(run: Run, transactional_id: str) -> None:
+    """FindCoordinator (key type 1) until the id's coordinator answers: the first one
+    creates ``__transaction_state``."""
+    probe = Run(run.cluster, "setup", "setup", BROKER, 4)
+    settled(lambda: probe.generated(10, fc_req.FindCoordinatorRequest(
+        key_type=1, coordinator_keys=(transactional_id,))),
+        lambda body: code(body.coordinators[0].error_code) == "NONE")
+
+
+def init_txn(run: Run, transactional_id: str) -> tuple[str, int, int]:
+    """InitProducerId for ``transactional_id`` once its coordinator is ready: (error,
+    producer id, epoch)."""
+    coordinator_for(run, transactional_id)
+    probe = Run(run.cluster, "setup", "setup", BROKER, 4)
+    body = settled(lambda: probe.generated(22, ip_req.InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=60_000)),
+        lambda answer: code(answer.error_code) not in _NOT_READY)
+    return code(body.error_code), body.producer_id, body.producer_epoch
+
+
+def add_partitions(run: Run, transactional_id: str, producer_id: int, epoch: int,
+                   topic: str, *, verify_only: bool = False) -> Any:
+    """AddPartitionsToTxn of ``topic``'s partition 0: a client's (v0-3) or a broker's
+    batch of one transaction (v4+)."""
+    topics = (apt_req.AddPartitionsToTxnTopic(name=topic, partitions=(0,)),)
+    if run.version < 4:
+        return run.generated(24, apt_req.AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=transactional_id,
+            v3_and_below_producer_id=producer_id, v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=topics))
+    return run.generated(24, apt_req.AddPartitionsToTxnRequest(transactions=(
+        apt_req.AddPartitionsToTxnTransaction(
+            transactional_id=transactional_id, producer_id=producer_id,
+            producer_epoch=epoch, verify_only=verify_only, topics=topics),)))
+
+
+def partition_errors(body: Any, run: Run) -> list[str]:
+    results = (body.results_by_topic_v3_and_below if run.version < 4
+               else [t for r in body.results_by_transaction for t in r.topic_results])
+    return [code(p.partition_error_code) for t in results for p in t.results_by_partition]
+
+
+def added(body: Any, run: Run) -> Meaning:
+    """Each partition's error (v4+: also the top-level error)."""
+    errors = partition_errors(body, run)
+    return errors if run.version < 4 else (code(body.error_code), errors)
+
+
+def for_clients(errors: list[str]) -> Callable[[Run], Meaning]:
+    """A client's AddPartitionsToTxn meaning, or a broker's (v4+) with no top-level error."""
+    return lambda run: errors if run.version < 4 else ("NONE", errors)
+
+
+def unknown_producer_add(run: Run) -> Any:
+    coordinator_for(run, run.fresh_topic)  # the id: a name no other row uses
+    return settled(lambda: add_partitions(run, run.fresh_topic, 4242, 0, run.cluster.topic,
+                                          verify_only=run.version >= 4),
+                   lambda body: not set(partition_errors(body, run)) & set(_NOT_READY))
+
+
+def a_whole_transaction(run: Run) -> Meaning:
+    """InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn (commit) at this EndTxn
+    version, then the coordinator's description once the markers are written."""
+    transactional_id = run.fresh_topic
+    error, producer_id, epoch = init_txn(run, transactional_id)
+    client = Run(run.cluster, "setup", "setup", BROKER, 3)
+    add = added(add_partitions(client, transactional_id, producer_id, epoch,
+                               run.cluster.topic), client)
+    offsets = code(client.generated(25, ao_req.AddOffsetsToTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+        group_id="txn-group")).error_code)
+    end = run.generated(26, et_req.EndTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+        committed=True))
+    describe = Run(run.cluster, "setup", "setup", BROKER, 0)
+    state = settled(lambda: describe.generated(65, dt_req.DescribeTransactionsRequest(
+        transactional_ids=(transactional_id,))).transaction_states[0],
+        lambda s: s.transaction_state != "PrepareCommit")
+    return (error, add, offsets, code(end.error_code),
+            # EndTxn v5 (transaction version 2) answers the epoch it bumped to
+            (end.producer_id == producer_id, end.producer_epoch == epoch + 1)
+            if run.version >= 5 else None,
+            code(state.error_code), state.transaction_state, len(state.topics))
+
+
+NO_PRODUCER = "no-producer"
+
+
+def unknown_producer(run: Run, api_key: int, request: Any) -> Any:
+    """``request`` for an id no InitProducerId named, once its coordinator is up."""
+    coordinator_for(run, NO_PRODUCER)
+    return settled(lambda: run.generated(api_key, request),
+                   lambda body: code(body.error_code) not in _NOT_READY)
+
+
+def txn_error(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code)
+
+
+def listed(filters: dict[str, Any]) -> Callable[[Run], Any]:
+    def send(run: Run) -> Any:
+        return run.generated(66, lt_req.ListTransactionsRequest(**filters))
+    return send
+
+
+def list_meaning(body: Any, _run: Run) -> Meaning:
+    return code(body.error_code), list(body.unknown_state_filters), len(body.transaction_states)
+
+
+def described(transactional_id: str) -> Callable[[Run], Any]:
+    def send(run: Run) -> Any:
+        if transactional_id:
+            coordinator_for(run, transactional_id)
+        return settled(lambda: run.generated(65, dt_req.DescribeTransactionsRequest(
+            transactional_ids=(transactional_id,))),
+            lambda body: code(body.transaction_states[0].error_code) not in _NOT_READY)
+    return send
+
+
+def describe_meaning(body: Any, _run: Run) -> Meaning:
+    return [(code(s.error_code), s.transaction_state) for s in body.transaction_states]
+
+
+COORDINATOR = [
+    Case("AddPartitionsToTxn", 24, "unknown_topic",
+         lambda r: add_partitions(r, "any-id", 1, 0, NO_SUCH_TOPIC), added,
+         for_clients([ABSENT])),
+    # an internal topic is never WRITE-authorized for a client (KafkaApis filters it out)
+    Case("AddPartitionsToTxn", 24, "internal_topic",
+         lambda r: add_partitions(r, "any-id", 1, 0, "__consumer_offsets"), added,
+         lambda _r: ["TOPIC_AUTHORIZATION_FAILED"], until=4),
+    Case("AddPartitionsToTxn", 24, "unknown_producer", unknown_producer_add, added,
+         for_clients(["INVALID_PRODUCER_ID_MAPPING"])),
+    Case("AddOffsetsToTxn", 25, "unknown_producer", lambda r: unknown_producer(
+        r, 25, ao_req.AddOffsetsToTxnRequest(transactional_id=NO_PRODUCER, producer_id=7,
+                                             producer_epoch=0, group_id="g")),
+         txn_error, lambda _r: "INVALID_PRODUCER_ID_MAPPING"),
+    Case("EndTxn", 26, "unknown_producer", lambda r: unknown_producer(
+        r, 26, et_req.EndTxnRequest(transactional_id=NO_PRODUCER, producer_id=7,
+                                    producer_epoch=0, committed=True)),
+         txn_error, lambda _r: "INVALID_PRODUCER_ID_MAPPING"),
+    Case("EndTxn", 26, "a_whole_transaction", a_whole_transaction, lambda m, _r: m,
+         lambda r: ("NONE", ["NONE"], "NONE", "NONE",
+                    (True, True) if r.version >= 5 else None,
+                    "NONE", "CompleteCommit", 0)),
+    Case("DescribeTransactions", 65, "unknown_id", described("never-initialized"),
+         describe_meaning, lambda _r: [("TRANSACTIONAL_ID_NOT_FOUND", "")]),
+    Case("DescribeTransactions", 65, "empty_id", described(""), describe_meaning,
+         lambda _r: [("INVALID_REQUEST", "")]),
+    Case("ListTransactions", 66, "unknown_state_filter",
+         listed({"state_filters": ("Bogus",), "producer_id_filters": (424_242_424,)}),
+         list_meaning, lambda _r: ("NONE", ["Bogus"], 0)),
+    Case("ListTransactions", 66, "running_longer_than_a_day",
+         listed({"state_filters": (), "producer_id_filters": (), "duration_filter": 86_400_000}),
+         list_meaning, lambda _r: ("NONE", [], 0), since=1),
+    Case("ListTransactions", 66, "pattern_matching_nothing",
+         listed({"state_filters": (), "producer_id_filters": (),
+                 "transactional_id_pattern": "nothing-matches-.*"}),
+         list_meaning, lambda _r: ("NONE", [], 0), since=2),
+]
+
+TXN = [*WRITE_TXN_MARKERS, *DESCRIBE_PRODUCERS, *COORDINATOR]

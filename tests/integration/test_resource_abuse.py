@@ -131,6 +131,13 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.CONSUMER_GROUP_DESCRIBE: Case(),
     ApiKey.ADD_RAFT_VOTER: Case(),
     ApiKey.REMOVE_RAFT_VOTER: Case(),
+    ApiKey.WRITE_TXN_MARKERS: Case(),
+    ApiKey.DESCRIBE_PRODUCERS: Case(),
+    ApiKey.ADD_PARTITIONS_TO_TXN: Case(),
+    ApiKey.ADD_OFFSETS_TO_TXN: Case(),
+    ApiKey.END_TXN: Case(),
+    ApiKey.DESCRIBE_TRANSACTIONS: Case(),
+    ApiKey.LIST_TRANSACTIONS: Case(),
 }
 
 CONTROLLER_CASES: Mapping[ApiKey, Case] = {

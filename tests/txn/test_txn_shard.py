@@ -326,6 +326,9 @@ def test_describe_and_list_with_filters() -> None:
     assert sorted(everything.transactions) == [("a", pid, "Ongoing"), ("b", 1001, "Empty")]
     ongoing = runtime.ask(ListTxns(states=("Ongoing", "Bogus")))
     assert ongoing == ListedTxns((("a", pid, "Ongoing"),), ("Bogus",))
+    only_unknown = runtime.ask(ListTxns(states=("Bogus",)))  # no state filter left: all
+    assert isinstance(only_unknown, ListedTxns) and only_unknown.unknown_states == ("Bogus",)
+    assert sorted(only_unknown.transactions) == sorted(everything.transactions)
     assert runtime.ask(ListTxns(producer_ids=frozenset({1001}))) == ListedTxns(
         (("b", 1001, "Empty"),))
     runtime.now += 5_000

@@ -8,8 +8,8 @@ UNKNOWN_TOPIC_OR_PARTITION, which clients retry until the topic is in the metada
 ``Topic.validate`` refuses gets INVALID_TOPIC_EXCEPTION and is never sent; a name already
 on its way is not sent twice. Produce never creates (Kafka 4: the client's Metadata does).
 
-Internal topics are left out: ``__consumer_offsets`` is created by FindCoordinator with its
-own shape (:mod:`pykraft.broker.group_topic`), and pykraft has no transaction coordinator.
+Internal topics are left out: ``__consumer_offsets`` and ``__transaction_state`` are
+created by FindCoordinator with their own shapes (:mod:`pykraft.broker.coordinator_topics`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from pykraft.broker.group_topic import CREATE_TIMEOUT_MS, Channel
+from pykraft.broker.coordinator_topics import CREATE_TIMEOUT_MS, Channel
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.errors import NetworkError
 from pykraft.ids import INTERNAL_TOPICS

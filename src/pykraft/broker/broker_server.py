@@ -40,16 +40,25 @@ from typing import TypeVar
 
 from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.auto_topics import AutoTopicCreator
+from pykraft.broker.coordinator_topics import (
+    GROUP_KEY,
+    TRANSACTION_KEY,
+    CoordinatorFinder,
+    OffsetsTopicConfig,
+)
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
-from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.log_creator import LogCreator
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import ProduceHandler
-from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from pykraft.broker.producer_ids import ProducerIdManager
+from pykraft.broker.replica_fetcher import FetcherConfig, ReplicaFetcherManager, leader_address
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import topic_settings
+from pykraft.broker.txn_apis import TxnApis
+from pykraft.broker.txn_coordinator import TxnCoordinatorService
+from pykraft.broker.txn_marker_sender import MARKER_SENDER_VERSIONS
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
 from pykraft.group.config import GroupConfig
@@ -62,6 +71,7 @@ from pykraft.log.log_manager import LogManager, remove_renamed_dirs
 from pykraft.log.producer_state import PRODUCER_ID_EXPIRATION_MS_DEFAULT
 from pykraft.runtime.connection_registry import ConnectionRegistry
 from pykraft.runtime.controller_channel import ControllerChannel
+from pykraft.runtime.kafka_client import ClientConnection, open_with_timeout
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
@@ -73,13 +83,13 @@ from pykraft.runtime.settings import (
     dynamic_connection_keys,
     dynamic_connection_limits,
 )
+from pykraft.txn.config import TxnConfig
 
 log = logging.getLogger("pykraft.broker")
 T = TypeVar("T")
 #: How long :meth:`BrokerServer.stop` waits for its cancelled background tasks.
 TASK_STOP_TIMEOUT_S = 5.0
 #: Kafka's defaults of the periodic log tasks' intervals.
-REQUEST_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's request.timeout.ms
 RECOVERY_THREADS_DEFAULT = 2  # Kafka 4's num.recovery.threads.per.data.dir
 PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
@@ -120,6 +130,7 @@ class BrokerServer:
         self._static = static
         server = ServerConfig(static)
         self._auto_create = bool(server.get("auto.create.topics.enable"))
+        self._request_timeout_ms: int = server.get("request.timeout.ms")
         self._auto_topics: AutoTopicCreator | None = None
         # one thread for the logs' files: new partitions' logs and deleted ones' removal
         self._disk_worker = concurrent.futures.ThreadPoolExecutor(
@@ -138,6 +149,9 @@ class BrokerServer:
         self._offsets_topic = OffsetsTopicConfig.from_properties(static)  # refused at start
         self._group_config = GroupConfig.from_properties(static)
         self.groups: GroupCoordinatorService | None = None
+        self._txn_config = TxnConfig.from_properties(static)  # refused at start
+        self.transactions: TxnCoordinatorService | None = None
+        self._producer_ids: ProducerIdManager | None = None
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
         """Set when the client listener cannot be opened (e.g. its port is taken)."""
@@ -174,8 +188,7 @@ class BrokerServer:
         # topic creation wait for the controller up to request.timeout.ms on their own
         # connection, never in front of a heartbeat (a 5,000-topic CreateTopics queued the
         # heartbeats behind it, timed out after 2 s and was sent again and again).
-        self._forwarding = channel(_int_property(self._static, "request.timeout.ms",
-                                                 REQUEST_TIMEOUT_MS_DEFAULT), "forwarding")
+        self._forwarding = channel(self._request_timeout_ms, "forwarding")
         self.replicas.clock_ms = node.now_ms
         # new partitions' logs are created off the loop (three fsyncs each), the fetchers
         # told of each chunk hosted
@@ -203,9 +216,15 @@ class BrokerServer:
             self.replicas, node.now_ms,
             lambda partition: GroupShard(partition, self._group_config, rng),
             self._offsets_topic)
+        self._producer_ids = ProducerIdManager(settings.node_id, self._broker_epoch,
+                                               self._forwarding)
+        self.transactions = TxnCoordinatorService(
+            self.replicas, node.now_ms, self._txn_config,
+            producer_ids=self._producer_ids.generate_producer_id,
+            connect=self._connect_broker, request_timeout_ms=self._request_timeout_ms)
         dispatchers = [self._dispatcher(node, spec) for spec in self._broker.listeners]
-        for dispatcher in dispatchers[1:]:  # one producer id block source per broker
-            dispatcher.producer_ids = dispatchers[0].producer_ids
+        for dispatcher in dispatchers:  # one producer id block source per broker
+            dispatcher.producer_ids = self._producer_ids
         self._servers = [
             ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                            settings.max_frame_size, listener_name=spec.name,
@@ -236,13 +255,32 @@ class BrokerServer:
     def _dispatcher(self, node: RaftNode, spec: ListenerSettings) -> BrokerDispatcher:
         """The dispatcher of one listener: its answers name that listener's endpoints."""
         assert self._forwarding is not None and self.groups is not None
-        finder = CoordinatorFinder(self._offsets_topic, self._forwarding, spec.name)
+        assert self.transactions is not None
+        finder = CoordinatorFinder({GROUP_KEY: self._offsets_topic,
+                                    TRANSACTION_KEY: self.transactions.topic},
+                                   self._forwarding, spec.name)
         self._finders.append(finder)
+        offsets = self._offsets_topic
+        transactions = TxnApis(
+            self.transactions, image=lambda: self.replicas.image,
+            offsets_partition=lambda group: offsets.partition_of(group, self.replicas.image))
         return BrokerDispatcher(node, self.metadata, self._forwarding,
                                 cluster_id=self._settings.cluster_id, listener_name=spec.name,
                                 produce=ProduceHandler(self.replicas, node.now_ms, spec.name),
                                 replicas=self.replicas, groups=(self.groups, finder),
-                                auto_topics=self._auto_topics)
+                                transactions=transactions, auto_topics=self._auto_topics)
+
+    async def _connect_broker(self, broker_id: int) -> ClientConnection | None:
+        """A connection to another broker's inter-broker listener, for the transaction
+        markers (None while it has no endpoint there)."""
+        broker = self._broker
+        address = leader_address(self.replicas.image, broker_id, broker.inter_broker_listener)
+        if address is None:
+            return None
+        return await open_with_timeout(
+            *address, client_id=f"broker-{self._settings.node_id}-txn-markers",
+            ours=MARKER_SENDER_VERSIONS, timeout_s=self._request_timeout_ms / 1000,
+            tls=broker.inter_broker_tls, sasl=broker.inter_broker_sasl)
 
     def _now_ms(self) -> int:
         assert self._clock is not None, "bind() first"
@@ -325,6 +363,8 @@ class BrokerServer:
                 event(log, "task_did_not_stop", level=logging.ERROR, task=task.get_coro())
         if self.groups is not None:
             await self.groups.close()  # parked group requests answered NOT_COORDINATOR
+        if self.transactions is not None:
+            await self.transactions.close()  # and the transaction coordinator's
         for finder in self._finders:
             await finder.close()
         if self._auto_topics is not None:

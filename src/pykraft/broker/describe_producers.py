@@ -32,15 +32,22 @@ from pykraft.protocol.errors import ErrorCode
 
 def describe_producers(body: DescribeProducersRequest, replicas: ReplicaManager,
                        denied: frozenset[object]) -> DescribeProducersResponse:
+    """Each partition asked is answered, a partition named again with the same answer
+    object (a frame of duplicates costs references, not answers)."""
+    refusals = {name: _topic_refusal(name, replicas, denied)
+                for name in dict.fromkeys(t.name for t in body.topics)}
+    answers: dict[tuple[str, int], PartitionResponse] = {}
     topics = []
     for topic in body.topics:
-        refusal = _topic_refusal(topic.name, replicas, denied)
-        partitions = tuple(
-            PartitionResponse(partition_index=index, error_code=refusal[0],
-                              error_message=refusal[1]) if refusal is not None
-            else _partition(replicas, topic.name, index)
-            for index in topic.partition_indexes)
-        topics.append(TopicResponse(name=topic.name, partitions=partitions))
+        refusal = refusals[topic.name]
+        for index in dict.fromkeys(topic.partition_indexes):
+            if (topic.name, index) not in answers:
+                answers[(topic.name, index)] = (
+                    PartitionResponse(partition_index=index, error_code=refusal[0],
+                                      error_message=refusal[1]) if refusal is not None
+                    else _partition(replicas, topic.name, index))
+        topics.append(TopicResponse(name=topic.name, partitions=tuple(
+            answers[(topic.name, index)] for index in topic.partition_indexes)))
     return DescribeProducersResponse(topics=tuple(topics))
 
 

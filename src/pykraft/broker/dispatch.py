@@ -42,12 +42,12 @@ from pykraft.broker.authorization import (
     init_producer_refusal,
 )
 from pykraft.broker.auto_topics import AutoTopicCreator
+from pykraft.broker.coordinator_topics import CoordinatorFinder
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.describe_producers import describe_producers
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.forwarding import EnvelopeRefusedError, envelope_for, unwrapped
 from pykraft.broker.group_coordinator import GroupCoordinatorService
-from pykraft.broker.group_topic import CoordinatorFinder
 from pykraft.broker.group_versions import (
     GROUP_APIS,
     SHARD_APIS,
@@ -62,11 +62,16 @@ from pykraft.broker.offset_commit_topics import existing_partitions_only
 from pykraft.broker.offset_topic_ids import SHARD_VERSION, answered_by_id, by_topic_id
 from pykraft.broker.offset_topic_ids import refused as refused_by_id
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
-from pykraft.broker.producer_ids import ProducerIdManager, init_producer_id
+from pykraft.broker.producer_ids import (
+    ProducerIdManager,
+    init_producer_id,
+    producer_id_and_epoch_refusal,
+)
 from pykraft.broker.read_after_write import settle
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.broker.scram_describe import describe_user_scram_credentials
+from pykraft.broker.txn_apis import TxnApis
 from pykraft.broker.txn_markers import write_txn_markers
 from pykraft.config.server import ServerConfig
 from pykraft.controller.acl_control import describe_acls
@@ -77,6 +82,8 @@ from pykraft.group.messages import GroupRequest, ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
 from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.add_offsets_to_txn_request import AddOffsetsToTxnRequest
+from pykraft.messages.kafka.add_partitions_to_txn_request import AddPartitionsToTxnRequest
 from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
 from pykraft.messages.kafka.delete_records_response import DeleteRecordsResponse
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
@@ -87,13 +94,16 @@ from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequ
 from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsResponse
 from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
 from pykraft.messages.kafka.describe_producers_response import DescribeProducersResponse
+from pykraft.messages.kafka.describe_transactions_request import DescribeTransactionsRequest
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
 )
+from pykraft.messages.kafka.end_txn_request import EndTxnRequest
 from pykraft.messages.kafka.fetch_request import FetchRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
 from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
+from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.metadata_response import MetadataResponse
 from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
@@ -131,6 +141,9 @@ from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
 
+#: The transaction coordinator's APIs besides InitProducerId.
+TRANSACTION_APIS = (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
+                    ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS)
 #: The read path's APIs other than Fetch and ListOffsets (:meth:`BrokerDispatcher._read`).
 READS = (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DELETE_RECORDS,
          ApiKey.DESCRIBE_PRODUCERS)
@@ -152,6 +165,7 @@ class Needs(enum.Enum):
     PRODUCE = enum.auto()  # the produce handler
     REPLICAS = enum.auto()  # the replica manager: this broker's partition logs
     GROUPS = enum.auto()  # the group coordinator
+    TRANSACTIONS = enum.auto()  # the transaction coordinator
 
 
 Answer = Callable[["BrokerDispatcher", RequestFrame, Session, Access],
@@ -187,9 +201,11 @@ class BrokerDispatcher(ListenerDispatcher):
                  produce: ProduceHandler | None = None,
                  replicas: ReplicaManager | None = None,
                  groups: tuple[GroupCoordinatorService, CoordinatorFinder] | None = None,
+                 transactions: TxnApis | None = None,
                  auto_topics: AutoTopicCreator | None = None) -> None:
         running = {Needs.NOTHING: True, Needs.PRODUCE: produce is not None,
-                   Needs.REPLICAS: replicas is not None, Needs.GROUPS: groups is not None}
+                   Needs.REPLICAS: replicas is not None, Needs.GROUPS: groups is not None,
+                   Needs.TRANSACTIONS: transactions is not None}
         super().__init__(node, frozenset(
             key for key, api in BROKER_APIS.items() if running[api.needs]))
         self._groups = groups
@@ -201,6 +217,7 @@ class BrokerDispatcher(ListenerDispatcher):
         self._channel = channel
         self._cluster_id = cluster_id
         self._listener_name = listener_name
+        self._transactions = transactions
         self._request_timeout_ms: int = ServerConfig(
             self._settings.controller.properties).get("request.timeout.ms")
         self.producer_ids = ProducerIdManager(self._settings.node_id, self._broker_epoch, channel)
@@ -303,9 +320,40 @@ class BrokerDispatcher(ListenerDispatcher):
 
     async def _init_producer_id(self, request: RequestFrame, _: Session,
                                 access: Access) -> bytes:
+        """An idempotent producer's id from this broker's blocks; a transactional id's
+        from its coordinator (NOT_COORDINATOR on a broker running none)."""
         body = request.body_as(InitProducerIdRequest)
-        return self._encode(request, init_producer_refusal(body, access, self._metadata.image)
-                            or init_producer_id(body, self.producer_ids))
+        refusal = (init_producer_refusal(body, access, self._metadata.image)
+                   or producer_id_and_epoch_refusal(body))
+        if refusal is not None:
+            return self._encode(request, refusal)
+        if body.transactional_id is None:
+            return self._encode(request, init_producer_id(body, self.producer_ids))
+        if self._transactions is None:
+            return self._encode(request, error_answer(request.api_key, body,
+                                                      ErrorCode.NOT_COORDINATOR))
+        return self._encode(request, await self._transactions.init_producer_id(
+            body, request.api_version))
+
+    async def _transaction_answer(self, request: RequestFrame, _: Session,
+                                  access: Access) -> bytes:
+        """AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions and
+        ListTransactions, from the transaction coordinator."""
+        txn = self._transactions
+        assert txn is not None
+        body, version = request.body, request.api_version
+        answer: object
+        if isinstance(body, AddPartitionsToTxnRequest):
+            answer = await txn.add_partitions(body, version, access)
+        elif isinstance(body, AddOffsetsToTxnRequest):
+            answer = await txn.add_offsets(body, version, access)
+        elif isinstance(body, EndTxnRequest):
+            answer = await txn.end_txn(body, version, access)
+        elif isinstance(body, DescribeTransactionsRequest):
+            answer = await txn.describe(body, access)
+        else:
+            answer = await txn.list(request.body_as(ListTransactionsRequest), access)
+        return await self._encode_large(request, lambda: answer)
 
     async def _describe_cluster(self, request: RequestFrame, _: Session,
                                 access: Access) -> bytes:
@@ -574,6 +622,9 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     # OffsetForLeaderEpoch, DescribeLogDirs, DeleteRecords, DescribeProducers
     **dict.fromkeys(READS, _READ),
     ApiKey.WRITE_TXN_MARKERS: BrokerApi(BrokerDispatcher._write_txn_markers, Needs.REPLICAS),
+    # the transaction coordinator (InitProducerId above, for a transactional id)
+    **dict.fromkeys(TRANSACTION_APIS, BrokerApi(BrokerDispatcher._transaction_answer,
+                                                Needs.TRANSACTIONS)),
     # the group coordinator: FindCoordinator from the image, the rest from its shards
     ApiKey.FIND_COORDINATOR: BrokerApi(BrokerDispatcher._find_coordinator, Needs.GROUPS),
     **dict.fromkeys(SHARD_APIS, BrokerApi(BrokerDispatcher._group_answer, Needs.GROUPS)),

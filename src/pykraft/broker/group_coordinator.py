@@ -39,11 +39,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pykraft.broker.group_topic import OffsetsTopicConfig
+from pykraft.broker.coordinator_log import append_error, replay_log, whole_batches
+from pykraft.broker.coordinator_topics import OffsetsTopicConfig
 from pykraft.broker.group_versions import distinct_filters, error_response, merge, pieces
 from pykraft.broker.purgatory import DelayedOperation
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
-from pykraft.errors import OffsetOutOfRangeError, PyKraftError, StorageError
+from pykraft.errors import OffsetOutOfRangeError, PyKraftError
 from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
@@ -51,15 +52,8 @@ from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import (
-    Record,
-    RecordBatch,
-    complete_batches,
-    encode_batch,
-    iter_batches,
-)
+from pykraft.records.batch import Record, encode_batch
 from pykraft.runtime.codec_thread import off_loop_if_large
-from pykraft.storage.partition_log import RecordBatchTooLargeError
 
 log = logging.getLogger(__name__)
 #: How many groups of a batched request a shard handles in one loop turn.
@@ -172,7 +166,7 @@ class GroupCoordinatorService:
         self._tokens = itertools.count(1)
         self._closed = False
         self._topic_infos: tuple[object, Mapping[str, TopicInfo]] = (None, {})
-        replicas.leadership = self.leadership_changed
+        replicas.leadership.append(self.leadership_changed)
 
     # ------------------------------------------------------------------ leadership
 
@@ -214,27 +208,17 @@ class GroupCoordinatorService:
 
     async def _replay(self, coordinator: _Coordinator) -> None:
         """Replay the log from its start to its end as of now, yielding between reads."""
-        hosted = coordinator.hosted
         shard = self._new_shard(coordinator.partition)
-        offset, end = hosted.log_start_offset, hosted.log_end_offset
         last_offsets: dict[bytes, int] = {}
         count = 0
-        while offset < end and coordinator.current():
-            try:
-                data = hosted.log.read(offset, LOAD_BUFFER_BYTES, max_offset=end)
-            except OffsetOutOfRangeError:  # retention moved the start: read from there
-                offset = hosted.log_start_offset
-                continue
-            start = offset
-            for batch in _whole_batches(data):
-                if not batch.is_control:
-                    records = batch.records()
-                    count += _replay_batch(shard, records)
-                    _index(last_offsets, ((r.offset, r.key, r.value) for r in records))
-                offset = batch.last_offset + 1
-            if offset == start:  # nothing whole to read below the end
-                break
-            await asyncio.sleep(0)
+
+        def replay(records: list[Record]) -> None:
+            nonlocal count
+            count += _replay_batch(shard, records)
+            _index(last_offsets, ((r.offset, r.key, r.value) for r in records))
+
+        end = await replay_log(coordinator.hosted, coordinator.current, replay,
+                               buffer_bytes=LOAD_BUFFER_BYTES)
         if not coordinator.current() or self._coordinators.get(coordinator.partition) is not \
                 coordinator:
             return
@@ -404,7 +388,7 @@ class GroupCoordinatorService:
         if offset is None:
             return -1, OffsetsRecord(key, None)
         data = coordinator.hosted.log.read(offset, 0)  # the batch holding it, whole
-        for batch in _whole_batches(data):
+        for batch in whole_batches(data):
             for record in batch.records():
                 if record.offset == offset and record.key == key:
                     return offset, OffsetsRecord(key, record.value)
@@ -476,22 +460,11 @@ class GroupCoordinatorService:
                 for p, c in sorted(self._coordinators.items())}
 
 
-def _whole_batches(data: bytes) -> Iterable[RecordBatch]:
-    """The complete batches of a read (its last one may be cut short)."""
-    _, end = complete_batches(data)
-    return iter_batches(data[:end])
-
-
 def _operation_error(exc: Exception) -> ErrorCode:
     """Kafka's error for an operation whose write failed with ``exc``
     (``CoordinatorOperationExceptionHelper.handleOperationException``)."""
-    if isinstance(exc, RecordBatchTooLargeError):
-        append_error = ErrorCode.RECORD_LIST_TOO_LARGE
-    elif isinstance(exc, StorageError):
-        append_error = ErrorCode.KAFKA_STORAGE_ERROR
-    else:
-        append_error = ErrorCode(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
-    return _OPERATION_ERRORS.get(append_error, append_error)
+    code = append_error(exc)
+    return _OPERATION_ERRORS.get(code, code)
 
 
 def _index(last_offsets: dict[bytes, int],

@@ -10,10 +10,10 @@ Interface::
     # acks=0 request with a failed partition raises AcksZeroFailedError: close the
     # connection, as Kafka does
 
-Order of checks, as Kafka: a transactional id is refused for every partition
-(TRANSACTIONAL_ID_AUTHORIZATION_FAILED: pykraft has no transaction coordinator, as its
-InitProducerId answers), then per partition: a topic id unknown to the image (v13+:
-UNKNOWN_TOPIC_ID), a topic or partition unknown to the image,
+Order of checks, as Kafka: transactional records (a partition's first batch has the
+transactional bit) without a transactional id the session may WRITE are refused for every
+partition (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then per partition: a topic id unknown
+to the image (v13+: UNKNOWN_TOPIC_ID), a topic or partition unknown to the image,
 ``acks`` not in {-1, 0, 1} (INVALID_REQUIRED_ACKS), not the leader (with the current leader and,
 from v10, its endpoint: KIP-951), validation (record_errors and error_message from v8), the
 producer state (duplicates answered with their original offsets), the append.
@@ -35,7 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykraft.broker.acks_all import await_acks_all
-from pykraft.broker.producer_ids import TRANSACTIONS_UNSUPPORTED
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.errors import PyKraftError, StorageError
 from pykraft.image.image import MetadataImage
@@ -51,7 +50,7 @@ from pykraft.messages.kafka.produce_response import (
     TopicProduceResponse,
 )
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import records_field
+from pykraft.records.batch import first_batch_is_transactional, records_field
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.turns import Turns
 from pykraft.storage.partition_log import RecordBatchTooLargeError
@@ -94,12 +93,15 @@ class ProduceHandler:
 
     async def handle(self, request: ProduceRequest, *, api_version: int,
                      client_id: str | None = None,
-                     denied: frozenset[object] = frozenset()) -> ProduceResponse | None:
+                     denied: frozenset[object] = frozenset(),
+                     transactional_id_allowed: bool = True) -> ProduceResponse | None:
         """The answer (None for acks=0); TOPIC_AUTHORIZATION_FAILED for ``denied`` topics
-        (names, or ids from v13)."""
+        (names, or ids from v13); ``transactional_id_allowed``: the session may WRITE on the
+        request's transactional id."""
         by_id = api_version >= FIRST_TOPIC_ID_VERSION
         acks = request.acks
-        transactional = request.transactional_id is not None
+        transactional = has_transactional_records(request) and (
+            request.transactional_id is None or not transactional_id_allowed)
         topics: list[tuple[str | uuid.UUID, list[_Outcome]]] = []
         # The loop runs between partitions once a turn has lasted its budget: five 100 MB
         # requests at once, or one naming 13,000 partitions, held it for seconds, and
@@ -150,11 +152,10 @@ class ProduceHandler:
         return None if found is None else found.name
 
     async def _partition(self, topic: str, part: PartitionProduceData, acks: int,
-                   api_version: int, client_id: str | None, transactional: bool) -> _Outcome:
+                   api_version: int, client_id: str | None, refused: bool) -> _Outcome:
         outcome = _Outcome(part.index)
-        if transactional:
+        if refused:
             outcome.error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            outcome.message = TRANSACTIONS_UNSUPPORTED
             return outcome
         if self._replicas.registration(topic, outcome.index) is None:
             outcome.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -247,3 +248,13 @@ def _partition_response(outcome: _Outcome, hints: bool) -> PartitionProduceRespo
         log_start_offset=outcome.log_start_offset, record_errors=outcome.record_errors,
         error_message=outcome.message,
         current_leader=LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]))
+
+
+def has_transactional_records(request: ProduceRequest) -> bool:
+    """Kafka's ``ProduceRequest.hasTransactionalRecords``: a partition whose first batch
+    is transactional."""
+    for topic in request.topic_data:
+        for part in topic.partition_data:
+            if first_batch_is_transactional(records_field(part.records)):
+                return True
+    return False

@@ -26,17 +26,9 @@ controller answers AllocateProducerIds only once its ProducerIdsRecord (the star
 following block) has committed: a block handed out is in the log before any broker sees it,
 and a broker that restarts asks for a new block instead of reusing its old one.
 
-Transactions are not implemented: an InitProducerId naming a transactional id gets
-``TRANSACTIONAL_ID_AUTHORIZATION_FAILED``, the answer Kafka gives a producer that may not use
-that transactional id, and so do FindCoordinator for a transactional id and a transactional
-Produce, with :data:`TRANSACTIONS_UNSUPPORTED` as the message where the response has one.
-It is the one code every client treats as fatal at its first step, FindCoordinator:
-librdkafka fails only TRANSACTIONAL_ID_AUTHORIZATION_FAILED and CLUSTER_AUTHORIZATION_FAILED
-there and retries any other error every 500 ms (UNSUPPORTED_VERSION: confluent-kafka's
-``init_transactions(20)`` timed out after 20 s with a retriable _TIMED_OUT that never names
-the cause; with this code it fails in 0.6 s with a fatal error carrying the message), and
-the coordinator errors (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
-COORDINATOR_LOAD_IN_PROGRESS) are retried by every client until its ``max.block.ms``.
+An InitProducerId naming a transactional id goes to the transaction coordinator
+(:mod:`pykraft.broker.txn_apis`) once its producer id and epoch are checked here
+(:func:`producer_id_and_epoch_refusal`).
 """
 
 from __future__ import annotations
@@ -204,22 +196,23 @@ def _answer(error: ErrorCode, producer_id: int = NO_PRODUCER_ID,
                                   producer_epoch=epoch)
 
 
-#: Why a transactional producer is refused (FindCoordinator v1+ and Produce v8+ carry it,
-#: and librdkafka prints it in its fatal error).
-TRANSACTIONS_UNSUPPORTED = ("Transactions are not supported by this cluster: pykraft has no "
-                            "transaction coordinator yet (this is not an ACL decision)")
+def producer_id_and_epoch_refusal(body: InitProducerIdRequest
+                                  ) -> InitProducerIdResponse | None:
+    """INVALID_REQUEST for a producer id without an epoch or the reverse (KIP-360's fields
+    go together), before any coordinator is asked, as Kafka."""
+    if (body.producer_id == NO_PRODUCER_ID) != (body.producer_epoch == NO_PRODUCER_EPOCH):
+        return _answer(ErrorCode.INVALID_REQUEST)
+    return None
 
 
 def init_producer_id(body: InitProducerIdRequest,
                      manager: ProducerIdManager) -> InitProducerIdResponse:
-    """Kafka's answer to InitProducerId of any version (see the module docstring)."""
-    transactional_id = body.transactional_id
-    if transactional_id:  # Kafka authorizes the transactional id first
-        return _answer(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if (body.producer_id == NO_PRODUCER_ID) != (body.producer_epoch == NO_PRODUCER_EPOCH):
-        return _answer(ErrorCode.INVALID_REQUEST)
-    if transactional_id is not None:  # "" (the coordinator's check)
-        return _answer(ErrorCode.INVALID_REQUEST)
+    """Kafka's answer to an idempotent producer's InitProducerId of any version (see the
+    module docstring)."""
+    assert body.transactional_id is None, "a transactional id goes to its coordinator"
+    refusal = producer_id_and_epoch_refusal(body)
+    if refusal is not None:
+        return refusal
     # without a transactional id, a producer id and epoch sent (KIP-360) are ignored
     producer_id = manager.generate_producer_id()
     if producer_id is None:

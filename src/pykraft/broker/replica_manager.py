@@ -26,9 +26,9 @@ DeleteRecords build on it)::
                                       # delayed operations watching it (replicas.purgatories:
                                       # acks=all produces, then fetches, then group replies)
     replicas.delayed                  # DelayedOperations: their expiry on the loop's clock
-    replicas.leadership = callback    # callback(part) on each registration change of a
+    replicas.leadership.append(hook)  # hook(part) on each registration change of a
                                       # hosted partition, its deletion, and once hosted
-                                      # when led here (the group coordinator's load/unload)
+                                      # when led here (the coordinators load and unload)
     result = replicas.append_records(part, records, acks=-1, api_version=v, now_ms=...)
     result = await replicas.produce_records(...)  # the same; a costly batch validated on
                                       # the validation thread, the loop serving meanwhile
@@ -315,7 +315,8 @@ class ReplicaManager:
         self.purgatories: Purgatories[TopicPartition] = Purgatories()
         """Acks=all produces, long-poll fetches and group replies waiting on partitions."""
         self.delayed = DelayedOperations(self.purgatories)
-        self.leadership: PartitionHook | None = None
+        self.leadership: list[PartitionHook] = []
+        """Told of each registration change of a hosted partition (the coordinators)."""
         """Told of each hosted partition's registration change (see the interface)."""
         self.image = MetadataImage()
         self.brokers = Brokers({})
@@ -457,8 +458,8 @@ class ReplicaManager:
         self.purgatories.partition_changed(hosted.tp)
 
     def _leadership_changed(self, hosted: HostedPartition) -> None:
-        if self.leadership is not None:
-            self.leadership(hosted)
+        for hook in self.leadership:
+            hook(hosted)
 
     def _lead(self, hosted: HostedPartition, now_ms: int) -> None:
         """Kafka's ``makeLeader`` / ``makeFollower`` for the replication state: a new

@@ -6,7 +6,9 @@ Interface::
 
     response = await write_txn_markers(body, replicas, now_ms=clock, timeout_ms=...)
 
-Each partition of each marker is answered alone, in request order: a partition this broker
+The answer is keyed by producer id, as Kafka's (markers naming the same producer share
+one entry, a partition named twice is written once, the later marker's outcome kept).
+Each partition is answered alone: a partition this broker
 does not host UNKNOWN_TOPIC_OR_PARTITION; one it follows NOT_LEADER_OR_FOLLOWER; a stale
 producer epoch INVALID_PRODUCER_EPOCH and an older coordinator epoch
 TRANSACTION_COORDINATOR_FENCED (the producer state's checks, nothing written); an I/O error
@@ -50,33 +52,29 @@ class _Outcome:
     leader: tuple[int, int] | None = None
 
 
-_Topics = list[tuple[str, list[_Outcome]]]
-
-
 async def write_txn_markers(body: WriteTxnMarkersRequest, replicas: ReplicaManager, *,
                             now_ms: Callable[[], int],
                             timeout_ms: int) -> WriteTxnMarkersResponse:
-    """Write every marker, then answer once each is replicated (or failed)."""
+    """Write every marker, then answer once each is replicated (or failed): one answer per
+    producer id, each of its partitions once (the last marker naming it decides)."""
     turns = Turns()
-    answers: list[tuple[int, _Topics]] = []
+    answers: dict[int, dict[tuple[str, int], _Outcome]] = {}
     for marker in body.markers:
-        topics: _Topics = []
+        outcomes = answers.setdefault(marker.producer_id, {})
         for topic in marker.topics:
-            outcomes = []
-            for index in topic.partition_indexes:
+            for index in dict.fromkeys(topic.partition_indexes):
                 await turns.pause()
-                outcomes.append(_write(replicas, marker, topic.name, index, now_ms()))
-            topics.append((topic.name, outcomes))
-        answers.append((marker.producer_id, topics))
-    await await_acks_all(replicas, [o for _, topics in answers for _, outs in topics
-                                    for o in outs], timeout_ms)
+                outcomes[(topic.name, index)] = _write(replicas, marker, topic.name, index,
+                                                       now_ms())
+    await await_acks_all(replicas, [o for outcomes in answers.values()
+                                    for o in outcomes.values()], timeout_ms)
     return WriteTxnMarkersResponse(markers=tuple(
         WritableTxnMarkerResult(producer_id=producer_id, topics=tuple(
             WritableTxnMarkerTopicResult(name=name, partitions=tuple(
-                WritableTxnMarkerPartitionResult(partition_index=o.index, error_code=o.error)
-                for o in outcomes))
-            for name, outcomes in topics))
-        for producer_id, topics in answers))
+                WritableTxnMarkerPartitionResult(partition_index=index, error_code=o.error)
+                for (topic, index), o in outcomes.items() if topic == name))
+            for name in dict.fromkeys(topic for topic, _ in outcomes)))
+        for producer_id, outcomes in answers.items()))
 
 
 def _write(replicas: ReplicaManager, marker: WritableTxnMarker, topic: str, index: int,

@@ -34,6 +34,9 @@ class ApiKey(IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
     WRITE_TXN_MARKERS = 27
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
@@ -61,6 +64,8 @@ class ApiKey(IntEnum):
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     UNREGISTER_BROKER = 64
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     ALLOCATE_PRODUCER_IDS = 67
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
@@ -154,6 +159,11 @@ _SPECS = (
     # v6 (KIP-939 two-phase commit) is still latestVersionUnstable in Kafka 4.x: not advertised.
     _spec(ApiKey.INIT_PRODUCER_ID, (0, 5), 2, _BROKER),
     _spec(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4), 4, _BROKER),
+    # The transaction coordinator (v4+ of AddPartitionsToTxn: brokers verifying, KIP-890;
+    # EndTxn v5: a transaction version 2 client).
+    _spec(ApiKey.ADD_PARTITIONS_TO_TXN, (0, 5), 3, _BROKER),
+    _spec(ApiKey.ADD_OFFSETS_TO_TXN, (0, 4), 3, _BROKER),
+    _spec(ApiKey.END_TXN, (0, 5), 3, _BROKER),
     # The transaction coordinator's markers (v0 removed by KIP-896; v2, KIP-1228, carries
     # the coordinator's transaction version).
     _spec(ApiKey.WRITE_TXN_MARKERS, (1, 2), 1, _BROKER),
@@ -190,6 +200,9 @@ _SPECS = (
     _spec(ApiKey.BROKER_REGISTRATION, (0, 4), 0, _CONTROLLER),
     _spec(ApiKey.BROKER_HEARTBEAT, (0, 2), 0, _CONTROLLER),
     _spec(ApiKey.UNREGISTER_BROKER, (0, 0), 0, _BOTH),
+    _spec(ApiKey.DESCRIBE_TRANSACTIONS, (0, 0), 0, _BROKER),
+    # v1 filters by duration, v2 by a transactional id pattern (KIP-1152)
+    _spec(ApiKey.LIST_TRANSACTIONS, (0, 2), 0, _BROKER),
     _spec(ApiKey.ALLOCATE_PRODUCER_IDS, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.CONTROLLER_REGISTRATION, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.ASSIGN_REPLICAS_TO_DIRS, (0, 0), 0, _CONTROLLER),

@@ -482,6 +482,15 @@ def _patch_header(buf: bytearray, pos: int, base_offset: int, partition_leader_e
     return True
 
 
+def first_batch_is_transactional(data: bytes) -> bool:
+    """Whether the first batch of ``data`` has the transactional bit (False when ``data``
+    is too short to say)."""
+    if len(data) < _ATTRIBUTES_OFFSET + _ATTRIBUTES.size:
+        return False
+    (attributes,) = _ATTRIBUTES.unpack_from(data, _ATTRIBUTES_OFFSET)
+    return bool(attributes & ATTR_TRANSACTIONAL)
+
+
 def records_field(records: bytes | bytearray | memoryview | Splice | None) -> bytes:
     """A message's ``records`` field (Produce's, Fetch's) as the log reads and appends it:
     null is no records, and the bytes the codec sliced out of the frame are taken as they

@@ -98,6 +98,13 @@ BROKER_RULES: dict[int, ApiRule] = _COMMON | {
     _K.DELETE_RECORDS: _topics(_O.DELETE),
     _K.DESCRIBE_LOG_DIRS: _cluster(_O.DESCRIBE),
     _K.DESCRIBE_PRODUCERS: _topics(_O.READ),
+    # the transaction APIs check their transactional id, topics and group themselves
+    # (pykraft.broker.txn_apis); AddPartitionsToTxn v4+ needs CLUSTER_ACTION
+    _K.ADD_PARTITIONS_TO_TXN: ApiRule(Scope.CUSTOM, _O.WRITE, _R.TRANSACTIONAL_ID),
+    _K.ADD_OFFSETS_TO_TXN: ApiRule(Scope.CUSTOM, _O.WRITE, _R.TRANSACTIONAL_ID),
+    _K.END_TXN: ApiRule(Scope.CUSTOM, _O.WRITE, _R.TRANSACTIONAL_ID),
+    _K.DESCRIBE_TRANSACTIONS: ApiRule(Scope.CUSTOM, _O.DESCRIBE, _R.TRANSACTIONAL_ID),
+    _K.LIST_TRANSACTIONS: ApiRule(Scope.CUSTOM, _O.DESCRIBE, _R.TRANSACTIONAL_ID),
     # CLUSTER_ACTION, or ALTER on the cluster (Kafka 4 checks ALTER first)
     _K.WRITE_TXN_MARKERS: ApiRule(Scope.CUSTOM, _O.CLUSTER_ACTION, _R.CLUSTER),
     _K.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(_O.DESCRIBE),

@@ -485,7 +485,7 @@ class TxnShard:
                             metadata.producer_epoch, metadata.partitions)
 
     def _list(self, request: ListTxns, now_ms: int) -> ListedTxns:
-        states = {TxnState.from_name(name) for name in request.states}
+        known = {TxnState.from_name(name) for name in request.states} - {None}
         unknown = tuple(name for name in request.states if TxnState.from_name(name) is None)
         pattern = None if request.pattern is None else re.compile(request.pattern)
         listed = []
@@ -494,7 +494,7 @@ class TxnShard:
                 continue
             if request.producer_ids and metadata.producer_id not in request.producer_ids:
                 continue
-            if request.states and metadata.state not in states:
+            if known and metadata.state not in known:  # only unknown names: no filter
                 continue
             if request.duration_ms >= 0 and now_ms - metadata.start_ms <= request.duration_ms:
                 continue

@@ -10,12 +10,18 @@ from typing import Any
 import pytest
 from replica_fixtures import broker, until, with_records
 
-from pykraft.broker.group_topic import CoordinatorFinder, OffsetsTopicConfig
+from pykraft.broker.coordinator_topics import (
+    GROUP_KEY,
+    TRANSACTION_KEY,
+    CoordinatorFinder,
+    OffsetsTopicConfig,
+    TransactionTopic,
+)
 from pykraft.broker.group_versions import to_version
 from pykraft.broker.responses import metadata_response
 from pykraft.errors import ConfigError
 from pykraft.group.partitioning import partition_for
-from pykraft.ids import OFFSETS_TOPIC_NAME
+from pykraft.ids import OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka import create_topics_response as ct
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
@@ -27,6 +33,7 @@ from pykraft.records.metadata import (
     PartitionRecord,
     TopicRecord,
 )
+from pykraft.txn.config import TxnConfig
 
 TOPIC_ID = uuid.UUID(int=50)
 
@@ -65,6 +72,13 @@ def with_offsets_topic(image: MetadataImage, partitions: int, leader: int) -> Me
     return result
 
 
+def finder_of(offsets: OffsetsTopicConfig, channel: Channel,
+              transactions: TxnConfig | None = None) -> CoordinatorFinder:
+    return CoordinatorFinder({GROUP_KEY: offsets,
+                              TRANSACTION_KEY: TransactionTopic(transactions or TxnConfig())},
+                             channel, "PLAINTEXT")
+
+
 def find(keys: tuple[str, ...], key_type: int = 0) -> FindCoordinatorRequest:
     return FindCoordinatorRequest(key_type=key_type, coordinator_keys=keys)
 
@@ -74,13 +88,11 @@ def test_the_first_find_creates_the_offsets_topic_with_the_configured_factor() -
     does not cap it (the controller refuses it until the cluster is large enough)."""
     async def scenario() -> tuple[Any, Channel]:
         channel = Channel()
-        finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=7, segment_bytes=1 << 20),
-                                   channel, "PLAINTEXT")
+        finder = finder_of(OffsetsTopicConfig(num_partitions=7, segment_bytes=1 << 20), channel)
         image = cluster(3, fenced=(3,))
         finder.create_missing(find(("g", "h")), image)
         answer = finder.find(find(("g", "h")), image)
         finder.create_missing(find(("g",)), image)  # one creation at a time
-        finder.create_missing(find(("t",), key_type=1), image)  # not for a transactional id
         await until(lambda: channel.sent, "the creation sent")
         await finder.close()
         return answer, channel
@@ -103,7 +115,7 @@ def test_a_refused_creation_is_asked_again_by_the_next_find() -> None:
     of its own between them)."""
     async def scenario() -> tuple[Any, Channel]:
         channel = Channel(ErrorCode.INVALID_REPLICATION_FACTOR)
-        finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=3), channel, "PLAINTEXT")
+        finder = finder_of(OffsetsTopicConfig(num_partitions=3), channel)
         image = cluster(1)
         finder.create_missing(find(("g",)), image)
         for _ in range(3):  # the refusal comes back; nothing more is sent by itself
@@ -121,7 +133,7 @@ def test_a_refused_creation_is_asked_again_by_the_next_find() -> None:
 
 
 def test_the_coordinator_is_the_leader_of_the_groups_partition() -> None:
-    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=5), Channel(), "PLAINTEXT")
+    finder = finder_of(OffsetsTopicConfig(num_partitions=5), Channel())
     image = with_offsets_topic(cluster(2), 5, leader=2)
     (found,) = finder.find(find(("group-1",)), image).coordinators
     assert (found.error_code, found.node_id, found.host, found.port) == (
@@ -132,14 +144,14 @@ def test_the_coordinator_is_the_leader_of_the_groups_partition() -> None:
 def test_a_key_named_again_gets_the_same_entry() -> None:
     """Each distinct key is looked up once: a million duplicates are one entry repeated
     (the codec writes it once and copies its bytes)."""
-    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=5), Channel(), "PLAINTEXT")
+    finder = finder_of(OffsetsTopicConfig(num_partitions=5), Channel())
     image = with_offsets_topic(cluster(2), 5, leader=2)
     found = finder.find(find(("a", "b", "a")), image).coordinators
     assert [c.key for c in found] == ["a", "b", "a"] and found[0] is found[2]
 
 
 def test_no_leader_yet_is_coordinator_not_available() -> None:
-    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=3), Channel(), "PLAINTEXT")
+    finder = finder_of(OffsetsTopicConfig(num_partitions=3), Channel())
     image = with_offsets_topic(cluster(1), 3, leader=-1)
     request = find(("g",))
     answer = finder.find(request, image)
@@ -151,11 +163,34 @@ def test_no_leader_yet_is_coordinator_not_available() -> None:
         ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.")
 
 
-def test_transaction_and_unknown_key_types() -> None:
-    finder = CoordinatorFinder(OffsetsTopicConfig(), Channel(), "PLAINTEXT")
-    (txn,) = finder.find(find(("t",), key_type=1), cluster(1)).coordinators
-    assert txn.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert "Transactions are not supported" in (txn.error_message or "")
+def test_a_transactional_id_creates_the_transaction_state_topic_as_kafka() -> None:
+    """Kafka's ``TransactionLog`` configs: compacted, uncompressed, no unclean election,
+    ``transaction.state.log.min.isr`` replicas in sync."""
+    async def scenario() -> tuple[Any, Channel]:
+        channel = Channel()
+        finder = finder_of(OffsetsTopicConfig(), channel, TxnConfig(
+            log_partitions=4, log_replication_factor=2, log_min_isr=1,
+            log_segment_bytes=1 << 20))
+        image = cluster(1)
+        finder.create_missing(find(("t",), key_type=1), image)
+        answer = finder.find(find(("t",), key_type=1), image)
+        await until(lambda: channel.sent, "the creation sent")
+        await finder.close()
+        return answer, channel
+
+    answer, channel = asyncio.run(scenario())
+    assert [c.error_code for c in answer.coordinators] == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+    ((topic,),) = [r.topics for r in channel.sent]
+    assert (topic.name, topic.num_partitions, topic.replication_factor) == (
+        TRANSACTION_STATE_TOPIC_NAME, 4, 2)
+    assert {c.name: c.value for c in topic.configs} == {
+        "unclean.leader.election.enable": "false", "compression.type": "uncompressed",
+        "cleanup.policy": "compact", "min.insync.replicas": "1",
+        "segment.bytes": str(1 << 20)}
+
+
+def test_an_unknown_key_type_is_an_invalid_request() -> None:
+    finder = finder_of(OffsetsTopicConfig(), Channel())
     (share,) = finder.find(find(("s",), key_type=2), cluster(1)).coordinators
     assert share.error_code == ErrorCode.INVALID_REQUEST
 
@@ -188,7 +223,7 @@ def test_an_existing_topics_partition_count_wins_over_the_setting() -> None:
         cluster(2), TopicRecord(name=OFFSETS_TOPIC_NAME, topic_id=TOPIC_ID),
         *(PartitionRecord(partition_id=p, topic_id=TOPIC_ID, replicas=(p + 1,), isr=(p + 1,),
                           leader=p + 1, leader_epoch=0, partition_epoch=0) for p in (0, 1)))
-    finder = CoordinatorFinder(OffsetsTopicConfig(num_partitions=50), Channel(), "PLAINTEXT")
+    finder = finder_of(OffsetsTopicConfig(num_partitions=50), Channel())
     groups = [f"group-{i}" for i in range(20)]
     found = finder.find(find(tuple(groups)), image).coordinators
     assert [c.node_id for c in found] == [partition_for(g, 2) + 1 for g in groups]

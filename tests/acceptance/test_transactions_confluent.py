@@ -1,0 +1,128 @@
+"""Transactions through librdkafka (confluent-kafka) on a 1-controller + 2-broker cluster:
+commit and abort as read_committed and read_uncommitted consumers see them, a zombie fenced
+by a new producer with its transactional id, and the coordinator's view through
+DescribeTransactions and ListTransactions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
+
+from pykraft.messages.kafka.describe_transactions_request import DescribeTransactionsRequest
+from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
+from pykraft.tools.local_cluster import LocalCluster
+
+TOPIC = "txn-topic"
+PROPS = {**PROPERTIES, "transaction.state.log.num.partitions": "3",
+         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3"}
+TIMEOUT_S = 30
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("txn") / "cluster", PROPS,
+                         brokers=2) as made:
+        create_topic(made.bootstrap_servers, TOPIC, 4, replication=2)
+        yield made
+
+
+def producer(cluster: LocalCluster, transactional_id: str) -> Any:
+    import confluent_kafka
+
+    made = confluent_kafka.Producer({
+        "bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
+        "log_level": 0})
+    made.init_transactions(TIMEOUT_S)
+    return made
+
+
+def consumed(cluster: LocalCluster, isolation: str, expected: int) -> list[bytes]:
+    """Every value of the topic as a consumer of ``isolation`` reads it, once it has read
+    ``expected`` records and the end of each partition."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": cluster.bootstrap_servers, "group.id": f"reader-{isolation}",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+        "isolation.level": isolation, "enable.partition.eof": True, "log_level": 0})
+    consumer.assign([confluent_kafka.TopicPartition(TOPIC, p, 0) for p in range(4)])
+    values: list[bytes] = []
+    at_end: set[int] = set()
+    try:
+        for _ in range(2_000):  # bounded: each poll waits at most 0.1 s
+            message = consumer.poll(0.1)
+            if message is None:
+                continue
+            error, partition, value = message.error(), message.partition(), message.value()
+            if error is not None:
+                if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    assert partition is not None
+                    at_end.add(partition)
+                    if len(at_end) == 4 and len(values) >= expected:
+                        break
+                continue
+            assert value is not None
+            values.append(value)
+    finally:
+        consumer.close()
+    return values
+
+
+def test_committed_records_are_read_and_aborted_ones_are_not(cluster: LocalCluster) -> None:
+    made = producer(cluster, "writer")
+    made.begin_transaction()
+    for i in range(10):
+        made.produce(TOPIC, f"committed-{i}".encode(), partition=i % 4)
+    made.commit_transaction(TIMEOUT_S)
+    made.begin_transaction()
+    for i in range(5):
+        made.produce(TOPIC, f"aborted-{i}".encode(), partition=i % 4)
+    made.flush(TIMEOUT_S)  # in the log, then aborted
+    made.abort_transaction(TIMEOUT_S)
+    committed = consumed(cluster, "read_committed", 10)
+    assert sorted(committed) == sorted(f"committed-{i}".encode() for i in range(10))
+    everything = consumed(cluster, "read_uncommitted", 15)
+    assert sorted(v for v in everything if v.startswith(b"aborted")) == sorted(
+        f"aborted-{i}".encode() for i in range(5))
+
+
+def test_a_new_producer_fences_the_old_one(cluster: LocalCluster) -> None:
+    import confluent_kafka
+
+    zombie = producer(cluster, "fenced")
+    zombie.begin_transaction()
+    zombie.produce(TOPIC, b"zombie", partition=0)
+    zombie.flush(TIMEOUT_S)
+    successor = producer(cluster, "fenced")  # aborts the zombie's open transaction
+    with pytest.raises(confluent_kafka.KafkaException) as raised:
+        zombie.commit_transaction(TIMEOUT_S)
+    assert raised.value.args[0].fatal()
+    successor.begin_transaction()
+    successor.produce(TOPIC, b"successor", partition=0)
+    successor.commit_transaction(TIMEOUT_S)
+    committed = consumed(cluster, "read_committed", 1)
+    assert b"successor" in committed and b"zombie" not in committed
+
+
+def test_the_coordinator_describes_and_lists_its_transactions(cluster: LocalCluster) -> None:
+    made = producer(cluster, "described")
+    made.begin_transaction()
+    made.produce(TOPIC, b"open", partition=1)
+    made.flush(TIMEOUT_S)
+    try:
+        listed = {}
+        for broker_id in cluster.brokers:  # each broker lists the ids it coordinates
+            answer = broker_call(cluster, broker_id, ListTransactionsRequest(
+                state_filters=("Ongoing",), producer_id_filters=()))
+            assert answer.error_code == 0
+            listed.update({t.transactional_id: broker_id for t in answer.transaction_states})
+        assert "described" in listed
+        (state,) = broker_call(cluster, listed["described"], DescribeTransactionsRequest(
+            transactional_ids=("described",))).transaction_states
+        assert (state.error_code, state.transaction_state) == (0, "Ongoing")
+        assert [(t.topic, tuple(t.partitions)) for t in state.topics] == [(TOPIC, (1,))]
+    finally:
+        made.abort_transaction(TIMEOUT_S)

@@ -50,7 +50,7 @@ def test_the_offsets_topic_waits_for_its_replication_factor(tmp_path: Path) -> N
 
         assert find_coordinator(cluster, first) == ErrorCode.COORDINATOR_NOT_AVAILABLE
         wait_for("the controller's answer", lambda: True if (
-            "offsets_topic_creation_failed" in cluster.nodes[first].log.read_text()
+            "internal_topic_creation_failed" in cluster.nodes[first].log.read_text()
             or offsets_topic(cluster, first)[0] == ErrorCode.NONE) else None)
         assert offsets_topic(cluster, first) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
         log = cluster.nodes[first].log.read_text()

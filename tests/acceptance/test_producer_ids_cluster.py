@@ -1,7 +1,7 @@
 """Idempotent producers get their producer id from a real 1-controller + 1-broker cluster:
 kafka-python's KafkaProducer(enable_idempotence=True) initializes one on its own, ids stay
 unique when the broker and the controller restart (every block the broker hands out from
-was committed first), and transactional producers fail at once with a clear error."""
+was committed first), and a transactional producer's comes from its coordinator."""
 
 from __future__ import annotations
 
@@ -57,28 +57,25 @@ def test_kafka_python_idempotent_producer_gets_a_producer_id(cluster: LocalClust
         producer.close(timeout=5)
 
 
-def test_a_transactional_id_is_refused_with_a_fatal_error(cluster: LocalCluster) -> None:
-    response = init_producer_id(cluster, "txn")
-    assert response.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert not ErrorCode(response.error_code).retriable
-
-
-def test_transactional_producers_fail_at_once_not_hang(cluster: LocalCluster) -> None:
-    """Transactions are a later issue: a transactional producer of kafka-python gets a
-    fatal, specific error from its first step (FindCoordinator for its transactional id is
-    refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId is), well inside
-    its own timeout. confluent-kafka's is in test_groups_clients.py."""
+def test_a_kafka_python_transactional_producer_commits(cluster: LocalCluster) -> None:
+    """kafka-python's transactional producer against the transaction coordinator: its id
+    from the coordinator FindCoordinator names, a committed transaction, and the id's
+    producer id not one of the idempotent blocks' (it comes from the same blocks)."""
     from kafka import KafkaProducer
-    from kafka.errors import TransactionalIdAuthorizationFailedError
 
     transactional = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
                                   transactional_id="txn-kp", max_block_ms=60_000)
     try:
-        # a hang would end in max.block.ms's KafkaTimeoutError instead
-        with pytest.raises(TransactionalIdAuthorizationFailedError):
-            transactional.init_transactions()
+        transactional.init_transactions()
+        transactional.begin_transaction()
+        transactional.send("kp-txn", b"in a transaction").get(timeout=30)
+        transactional.commit_transaction()
+        manager = transactional._transaction_manager
+        assert manager.producer_id_and_epoch.epoch == 0
+        assert not manager.has_fatal_error()
     finally:
         transactional.close(timeout=5)
+    assert new_id(cluster) != manager.producer_id_and_epoch.producer_id
 
 
 def test_ids_stay_unique_across_broker_and_controller_restarts(

@@ -4,6 +4,7 @@ answers built on them, at every version the broker advertises."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,6 +18,7 @@ from pykraft.broker.producer_ids import (
     ProducerIdBlocks,
     ProducerIdManager,
     init_producer_id,
+    producer_id_and_epoch_refusal,
 )
 from pykraft.errors import MalformedMessageError, NetworkError
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
@@ -225,16 +227,14 @@ def test_without_a_block_the_answer_is_retriable(version: int) -> None:
     assert ErrorCode.COORDINATOR_LOAD_IN_PROGRESS.retriable
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_a_transactional_id_fails_fast(version: int) -> None:
-    assert init(version, ready_manager(), transactional_id="txn") == (
-        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", -1, -1)
-    assert not ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.retriable
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_an_empty_transactional_id_is_an_invalid_request(version: int) -> None:
-    assert init(version, ready_manager(), transactional_id="") == ("INVALID_REQUEST", -1, -1)
+def test_a_transactional_ids_producer_and_epoch_are_checked_before_its_coordinator() -> None:
+    """KIP-360's fields go together for a transactional id too (then the coordinator
+    answers, :mod:`pykraft.broker.txn_apis`)."""
+    half = InitProducerIdRequest(transactional_id="txn", transaction_timeout_ms=60_000,
+                                 producer_id=7, producer_epoch=-1)
+    refusal = producer_id_and_epoch_refusal(half)
+    assert refusal is not None and refusal.error_code == ErrorCode.INVALID_REQUEST
+    assert producer_id_and_epoch_refusal(dataclasses.replace(half, producer_epoch=0)) is None
 
 
 @pytest.mark.parametrize("version", [v for v in VERSIONS if v >= 3])

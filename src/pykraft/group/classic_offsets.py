@@ -96,7 +96,8 @@ class ClassicOffsets:
             groups=tuple(self._fetch_group(group) for group in request.groups))
 
     def _fetch_group(self, request: OffsetFetchRequestGroup) -> fetched.OffsetFetchResponseGroup:
-        # No transactions here, so require_stable never finds a pending offset.
+        # No transactional offsets yet (TxnOffsetCommit, issue 30): require_stable
+        # never finds a pending one.
         group = self.groups.get(request.group_id)
         if group is not None:
             error = group.validate_offset_fetch(request.member_id, request.member_epoch)

@@ -257,17 +257,12 @@ class TxnShard:
 
     def _add(self, token: ReplyToken, request: AddPartitions, ctx: TxnContext) -> TxnOutcome:
         metadata = self.transactions.get(request.transactional_id)
-        error: ErrorCode | None = None
-        if not request.transactional_id:
-            error = ErrorCode.INVALID_REQUEST
-        elif metadata is None or metadata.producer_id != request.producer_id:
-            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        elif metadata.producer_epoch != request.producer_epoch:
-            error = ErrorCode.PRODUCER_FENCED
-        elif metadata.transition_in_progress or metadata.state.is_prepare:
-            error = ErrorCode.CONCURRENT_TRANSACTIONS
-        elif metadata.state is TxnState.ONGOING and request.partitions <= metadata.partitions:
-            error = ErrorCode.NONE  # already in: answered without a write
+        error = _producer_refusal(request, metadata)
+        if error is None and metadata is not None:
+            if metadata.transition_in_progress or metadata.state.is_prepare:
+                error = ErrorCode.CONCURRENT_TRANSACTIONS
+            elif metadata.state is TxnState.ONGOING and request.partitions <= metadata.partitions:
+                error = ErrorCode.NONE  # already in: answered without a write
         if error is not None or metadata is None:
             return _reply(token, ErrorReply(error or ErrorCode.NONE))
         transit = metadata.prepare_add_partitions(request.partitions, ctx.now_ms,
@@ -279,14 +274,8 @@ class TxnShard:
         """KIP-890 verification: is each partition in the transaction? (TRANSACTION_ABORTABLE
         for one that is not: the producer's write would be outside it.)"""
         metadata = self.transactions.get(request.transactional_id)
-        error: ErrorCode | None = None
-        if not request.transactional_id:
-            error = ErrorCode.INVALID_REQUEST
-        elif metadata is None or metadata.producer_id != request.producer_id:
-            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        elif metadata.producer_epoch != request.producer_epoch:
-            error = ErrorCode.PRODUCER_FENCED
-        elif metadata.state.is_prepare:
+        error = _producer_refusal(request, metadata)
+        if error is None and metadata is not None and metadata.state.is_prepare:
             error = ErrorCode.CONCURRENT_TRANSACTIONS
         if error is not None or metadata is None:
             return VerifyReply(dict.fromkeys(request.partitions, error or ErrorCode.NONE))
@@ -556,6 +545,18 @@ def _end_by_state(state: TxnState, commit: bool, *, retry: bool,
         return ErrorCode.INVALID_TXN_STATE
     raise IllegalTransitionError(f"Found a transaction in state {state.display}: this "
                                  "state is never stored")
+
+
+def _producer_refusal(request: AddPartitions, metadata: TxnMetadata | None
+                      ) -> ErrorCode | None:
+    """The checks adding and verifying partitions share: the id, its producer, its epoch."""
+    if not request.transactional_id:
+        return ErrorCode.INVALID_REQUEST
+    if metadata is None or metadata.producer_id != request.producer_id:
+        return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    if metadata.producer_epoch != request.producer_epoch:
+        return ErrorCode.PRODUCER_FENCED
+    return None
 
 
 def _reply(token: ReplyToken, reply: TxnReply) -> TxnOutcome:

@@ -1,7 +1,8 @@
 """Transactions through librdkafka (confluent-kafka) on a 1-controller + 2-broker cluster:
 commit and abort as read_committed and read_uncommitted consumers see them, a zombie fenced
-by a new producer with its transactional id, and the coordinator's view through
-DescribeTransactions and ListTransactions."""
+by a new producer with its transactional id, the coordinator's view through
+DescribeTransactions and ListTransactions, and a consume-transform-produce loop whose
+consumed offsets commit with its transaction (``send_offsets_to_transaction``)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,18 @@ import pytest
 from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
 
 from pykraft.messages.kafka.describe_transactions_request import DescribeTransactionsRequest
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
+from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
 TOPIC = "txn-topic"
+SOURCE, SINK = "ctp-in", "ctp-out"
 PROPS = {**PROPERTIES, "transaction.state.log.num.partitions": "3",
          "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3"}
 TIMEOUT_S = 30
@@ -26,6 +35,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with running_cluster(tmp_path_factory.mktemp("txn") / "cluster", PROPS,
                          brokers=2) as made:
         create_topic(made.bootstrap_servers, TOPIC, 4, replication=2)
+        create_topic(made.bootstrap_servers, SOURCE, 2, replication=2)
+        create_topic(made.bootstrap_servers, SINK, 2, replication=2)
         yield made
 
 
@@ -39,8 +50,9 @@ def producer(cluster: LocalCluster, transactional_id: str) -> Any:
     return made
 
 
-def consumed(cluster: LocalCluster, isolation: str, expected: int) -> list[bytes]:
-    """Every value of the topic as a consumer of ``isolation`` reads it, once it has read
+def consumed(cluster: LocalCluster, isolation: str, expected: int, topic: str = TOPIC,
+             partitions: int = 4) -> list[bytes]:
+    """Every value of ``topic`` as a consumer of ``isolation`` reads it, once it has read
     ``expected`` records and the end of each partition."""
     import confluent_kafka
 
@@ -48,7 +60,7 @@ def consumed(cluster: LocalCluster, isolation: str, expected: int) -> list[bytes
         "bootstrap.servers": cluster.bootstrap_servers, "group.id": f"reader-{isolation}",
         "auto.offset.reset": "earliest", "enable.auto.commit": False,
         "isolation.level": isolation, "enable.partition.eof": True, "log_level": 0})
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, p, 0) for p in range(4)])
+    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[bytes] = []
     at_end: set[int] = set()
     try:
@@ -61,7 +73,7 @@ def consumed(cluster: LocalCluster, isolation: str, expected: int) -> list[bytes
                 if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
                     assert partition is not None
                     at_end.add(partition)
-                    if len(at_end) == 4 and len(values) >= expected:
+                    if len(at_end) == partitions and len(values) >= expected:
                         break
                 continue
             assert value is not None
@@ -126,3 +138,76 @@ def test_the_coordinator_describes_and_lists_its_transactions(cluster: LocalClus
         assert [(t.topic, tuple(t.partitions)) for t in state.topics] == [(TOPIC, (1,))]
     finally:
         made.abort_transaction(TIMEOUT_S)
+
+
+def stable_offsets(cluster: LocalCluster, group: str) -> dict[int, tuple[str, int]]:
+    """The group's committed offsets of SOURCE as its coordinator answers an OffsetFetch
+    with ``require_stable`` (what a read_committed consumer sends): partition -> (error,
+    offset)."""
+    broker_id = next(iter(cluster.brokers))
+    (found,) = broker_call(cluster, broker_id, FindCoordinatorRequest(
+        key_type=0, coordinator_keys=(group,))).coordinators
+    answer = broker_call(cluster, found.node_id, OffsetFetchRequest(
+        require_stable=True, groups=(OffsetFetchRequestGroup(group_id=group, topics=(
+            OffsetFetchRequestTopics(name=SOURCE, partition_indexes=(0, 1)),)),)))
+    (fetched,) = answer.groups
+    assert fetched.error_code == 0
+    return {p.partition_index: (ErrorCode(p.error_code).name, p.committed_offset)
+            for t in fetched.topics for p in t.partitions}
+
+
+def test_consumed_offsets_commit_with_the_transaction_and_only_then(
+        cluster: LocalCluster) -> None:
+    """A group member reads SOURCE, writes each value upper-cased to SINK and sends its
+    position in the same transaction: aborted, nothing is committed and the group reads
+    again from the start; while the second transaction is open its offsets are unstable;
+    committed, the offsets and the output appear together, exactly once."""
+    import confluent_kafka
+
+    source = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                                       "log_level": 0})
+    for i in range(20):
+        source.produce(SOURCE, f"value-{i}".encode(), partition=i % 2)
+    assert source.flush(TIMEOUT_S) == 0
+    writer = producer(cluster, "transformer")
+    group = "transformers"
+
+    def transform() -> Any:
+        """Join the group, read all 20 values and write them inside a new transaction
+        with the consumer's position; returns the consumer (the transaction still open)."""
+        consumer = confluent_kafka.Consumer({
+            "bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "isolation.level": "read_committed", "log_level": 0})
+        consumer.subscribe([SOURCE])
+        writer.begin_transaction()
+        read = 0
+        for _ in range(600):  # bounded: each poll waits at most 0.1 s
+            message = consumer.poll(0.1)
+            if message is None or message.error() is not None:
+                continue
+            value = message.value()
+            assert value is not None
+            writer.produce(SINK, value.upper(), partition=message.partition())
+            read += 1
+            if read == 20:
+                break
+        assert read == 20
+        writer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(),
+            TIMEOUT_S)
+        return consumer
+
+    first = transform()
+    writer.abort_transaction(TIMEOUT_S)
+    first.close()
+    assert stable_offsets(cluster, group) == {0: ("NONE", -1), 1: ("NONE", -1)}
+
+    second = transform()  # starts from the beginning again: nothing was committed
+    assert stable_offsets(cluster, group) == {
+        0: ("UNSTABLE_OFFSET_COMMIT", -1), 1: ("UNSTABLE_OFFSET_COMMIT", -1)}
+    writer.commit_transaction(TIMEOUT_S)
+    second.close()
+    assert stable_offsets(cluster, group) == {0: ("NONE", 10), 1: ("NONE", 10)}
+    output = consumed(cluster, "read_committed", 20, topic=SINK, partitions=2)
+    assert sorted(output) == sorted(f"VALUE-{i}".encode() for i in range(20))

@@ -69,10 +69,16 @@ class ScriptedShard:
 
     refuses_replay = False
 
-    def replay(self, offset: int, record: OffsetsRecord) -> None:
+    def replay(self, offset: int, record: OffsetsRecord, producer_id: int = -1) -> None:
         if self.refuses_replay:
             raise RuntimeError("replay bug")
         self.replayed.append((offset, record))
+
+    def end_transaction(self, producer_id: int, committed: bool) -> None:
+        raise AssertionError("no transaction writes this shard's log")
+
+    def has_open_transactions(self) -> bool:
+        return False
 
     def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
                context: RequestContext) -> Outcome:

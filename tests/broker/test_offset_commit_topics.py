@@ -13,6 +13,7 @@ from pykraft.broker.offset_commit_topics import existing_partitions_only
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka import offset_commit_request as req
 from pykraft.messages.kafka import offset_commit_response as res
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 
 IMAGE = with_records(MetadataImage(), *topic("t", uuid.UUID(int=1), (1,), (1,)))
@@ -42,7 +43,7 @@ def answer(partitions: dict[str, list[int]]) -> tuple[list[Any], dict[str, list[
                 for p in t.partitions)) for t in request.topics))
 
     async def run() -> Any:
-        return await existing_partitions_only(IMAGE, coordinator)(commit(partitions))
+        return await existing_partitions_only(ApiKey.OFFSET_COMMIT, IMAGE, coordinator)(commit(partitions))
 
     response = asyncio.run(run())
     return stored, {str(t.name): [(int(p.partition_index), ErrorCode(p.error_code).name)

@@ -21,7 +21,6 @@ from pykraft.broker.group_versions import (
     fetch_partition_errors,
     group_ids,
     merge,
-    offset_commit_errors,
     offset_delete_errors,
     split,
 )
@@ -61,6 +60,11 @@ from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
 from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from pykraft.messages.kafka.produce_request import ProduceRequest
+from pykraft.messages.kafka.txn_offset_commit_request import TxnOffsetCommitRequest
+from pykraft.messages.kafka.txn_offset_commit_response import (
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponseTopic,
+)
 from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
@@ -77,14 +81,17 @@ TOPIC_FIELDS: dict[int, tuple[str, str]] = {
 }
 _TOPIC_REFUSED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 _GROUP_REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED
-_T = TypeVar("_T", OffsetCommitResponseTopic, OffsetDeleteResponseTopic)
+_T = TypeVar("_T", OffsetCommitResponseTopic, OffsetDeleteResponseTopic,
+             TxnOffsetCommitResponseTopic)
+#: The answers of :data:`TopicsRequest`.
+CommitAnswer = OffsetCommitResponse | OffsetDeleteResponse | TxnOffsetCommitResponse
 #: Answers a latest-version group request (a shard's, or the service's for all of them).
 GroupHandler = Callable[[ShardRequest], Awaitable[ShardResponse]]
 #: The requests checked per topic (:data:`TOPIC_FIELDS`).
 TopicRequest = (ProduceRequest | FetchRequest | ListOffsetsRequest
                 | OffsetForLeaderEpochRequest | DeleteRecordsRequest | DescribeProducersRequest)
-#: The two group APIs checked per topic too.
-TopicsRequest = OffsetCommitRequest | OffsetDeleteRequest
+#: The group APIs checked per topic too.
+TopicsRequest = OffsetCommitRequest | OffsetDeleteRequest | TxnOffsetCommitRequest
 
 
 def denied_topics(api_key: int, body: TopicRequest, version: int, access: Access,
@@ -177,10 +184,13 @@ async def authorized_group_answer(api_key: int, request: ShardRequest, access: A
             return answer
         return dataclasses.replace(answer, groups=tuple(
             g for g in answer.groups if access.allows(_O.DESCRIBE, _R.GROUP, str(g.group_id))))
+    if isinstance(request, TxnOffsetCommitRequest) and not access.allows(
+            _O.WRITE, _R.TRANSACTIONAL_ID, str(request.transactional_id)):
+        return error_response(api_key, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     operation = BROKER_RULES[api_key].operation
     assert operation is not None
     allowed = access.allowed(operation, _R.GROUP, group_ids(api_key, request))
-    if isinstance(request, (OffsetCommitRequest, OffsetDeleteRequest)):
+    if isinstance(request, TopicsRequest):
         if not allowed:
             return error_response(api_key, request, _GROUP_REFUSED)
         return await _topics_checked(api_key, request, access, handle)
@@ -212,7 +222,8 @@ def authorized_coordinators(request: FindCoordinatorRequest, answer: FindCoordin
 
 async def _topics_checked(api_key: int, request: TopicsRequest, access: Access,
                           handle: GroupHandler) -> ShardResponse:
-    """OffsetCommit and OffsetDelete: READ on each topic; the refused ones answered with
+    """OffsetCommit, TxnOffsetCommit and OffsetDelete: READ on each topic; the refused
+    ones answered with
     TOPIC_AUTHORIZATION_FAILED on each partition, the rest handled."""
     readable = access.allowed(_O.READ, _R.TOPIC, (str(t.name) for t in request.topics))
     kept = tuple(t for t in request.topics if str(t.name) in readable)
@@ -223,25 +234,26 @@ async def _topics_checked(api_key: int, request: TopicsRequest, access: Access,
 async def handled_in_part(api_key: int, request: TopicsRequest, kept: Sequence[Topic],
                           refused: tuple[Sequence[Topic], ErrorCode],
                           handle: GroupHandler) -> ShardResponse:
-    """OffsetCommit or OffsetDelete with only the ``kept`` topics handled (none: the
-    service is not asked) and the partitions of the ``refused`` topics answered with its
-    error code, one entry per topic: OffsetCommit's first (Kafka 4's
-    ``OffsetCommitResponse.Builder`` holds them, then merges the coordinator's answer),
-    OffsetDelete's after the handled ones."""
-    if isinstance(request, OffsetCommitRequest):
-        commit_errors = offset_commit_errors(*refused)
-        if not kept:
-            return OffsetCommitResponse(topics=commit_errors)
-        committed = await handle(replaced(request, topics=tuple(kept)))
-        assert isinstance(committed, OffsetCommitResponse)
-        return dataclasses.replace(committed, topics=_joined(
-            (*commit_errors, *committed.topics)))
-    delete_errors = offset_delete_errors(*refused)
+    """OffsetCommit, TxnOffsetCommit or OffsetDelete with only the ``kept`` topics handled
+    (none: the service is not asked) and the partitions of the ``refused`` topics answered
+    with its error code, one entry per topic: the commits' first (Kafka 4's
+    ``OffsetCommitResponse.Builder`` and ``TxnOffsetCommitResponse.Builder`` hold them,
+    then merge the coordinator's answer), OffsetDelete's after the handled ones."""
+    topics, code = refused
+    refusal: CommitAnswer
+    if isinstance(request, OffsetDeleteRequest):  # its error_response refuses the group
+        refusal = OffsetDeleteResponse(topics=offset_delete_errors(topics, code))
+    else:
+        answered = error_response(api_key, replaced(request, topics=tuple(topics)), code)
+        assert isinstance(answered, OffsetCommitResponse | TxnOffsetCommitResponse)
+        refusal = answered
     if not kept:
-        return OffsetDeleteResponse(topics=delete_errors)
-    deleted = await handle(replaced(request, topics=tuple(kept)))
-    assert isinstance(deleted, OffsetDeleteResponse)
-    return dataclasses.replace(deleted, topics=_joined((*deleted.topics, *delete_errors)))
+        return refusal
+    answer = await handle(replaced(request, topics=tuple(kept)))
+    assert isinstance(answer, type(refusal))
+    joined = ((*refusal.topics, *answer.topics) if not isinstance(answer, OffsetDeleteResponse)
+              else (*answer.topics, *refusal.topics))
+    return replaced(answer, topics=_joined(joined))
 
 
 def _joined(topics: Iterable[_T]) -> tuple[_T, ...]:

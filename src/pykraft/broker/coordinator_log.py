@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pykraft.broker.replica_manager import HostedPartition
 from pykraft.errors import OffsetOutOfRangeError, StorageError
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import Record, RecordBatch, complete_batches, iter_batches
+from pykraft.records.batch import RecordBatch, complete_batches, iter_batches
 from pykraft.storage.partition_log import RecordBatchTooLargeError
 
 
@@ -26,11 +26,11 @@ def whole_batches(data: bytes) -> Iterable[RecordBatch]:
 
 
 async def replay_log(hosted: HostedPartition, still_current: Callable[[], bool],
-                     on_batch: Callable[[list[Record]], None], *, buffer_bytes: int) -> int:
-    """Hand every data batch from the log start to the log end as of now to ``on_batch``
-    (control batches, the transaction markers, are skipped), reading ``buffer_bytes`` at a
-    time and letting the loop run between reads; stops early once ``still_current`` says
-    the partition was lost. Returns the end it replayed to."""
+                     on_batch: Callable[[RecordBatch], None], *, buffer_bytes: int) -> int:
+    """Hand every batch from the log start to the log end as of now to ``on_batch``
+    (control batches too: the group coordinator's transaction markers), reading
+    ``buffer_bytes`` at a time and letting the loop run between reads; stops early once
+    ``still_current`` says the partition was lost. Returns the end it replayed to."""
     offset, end = hosted.log_start_offset, hosted.log_end_offset
     while offset < end and still_current():
         try:
@@ -40,8 +40,7 @@ async def replay_log(hosted: HostedPartition, still_current: Callable[[], bool],
             continue
         start = offset
         for batch in whole_batches(data):
-            if not batch.is_control:
-                on_batch(batch.records())
+            on_batch(batch)
             offset = batch.last_offset + 1
         if offset == start:  # nothing whole to read below the end
             break

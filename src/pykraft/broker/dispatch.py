@@ -59,7 +59,12 @@ from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.offset_commit_topics import existing_partitions_only
-from pykraft.broker.offset_topic_ids import SHARD_VERSION, answered_by_id, by_topic_id
+from pykraft.broker.offset_topic_ids import (
+    OffsetRequest,
+    answered_by_id,
+    by_topic_id,
+    shard_version,
+)
 from pykraft.broker.offset_topic_ids import refused as refused_by_id
 from pykraft.broker.produce import AcksZeroFailedError, ProduceHandler
 from pykraft.broker.producer_ids import (
@@ -106,8 +111,6 @@ from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
 from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.metadata_response import MetadataResponse
-from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
-from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.offset_for_leader_epoch_request import OffsetForLeaderEpochRequest
 from pykraft.messages.kafka.offset_for_leader_epoch_response import (
     OffsetForLeaderEpochResponse,
@@ -144,6 +147,8 @@ from pykraft.security.session import Session
 #: The transaction coordinator's APIs besides InitProducerId.
 TRANSACTION_APIS = (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
                     ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS)
+#: The group APIs committing offsets, whose partitions must exist (Kafka's KafkaApis checks).
+COMMIT_APIS = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT})
 #: The read path's APIs other than Fetch and ListOffsets (:meth:`BrokerDispatcher._read`).
 READS = (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DELETE_RECORDS,
          ApiKey.DESCRIBE_PRODUCERS)
@@ -476,13 +481,13 @@ class BrokerDispatcher(ListenerDispatcher):
         assert isinstance(body, ShardRequest), "GROUP_APIS route shard requests here"
 
         def serve(body: ShardRequest) -> Awaitable[ShardResponse]:
-            return service.handle(api_key, SHARD_VERSION if ids else version, body,
+            return service.handle(api_key, shard_version(api_key) if ids else version, body,
                                   client_id=request.header.client_id or "",
                                   client_host="/" + session.client_host)
-        handle = (existing_partitions_only(self._metadata.image, serve)
-                  if api_key == ApiKey.OFFSET_COMMIT else serve)
-        if ids:  # v10: topics by id, resolved to names for the shards and back
-            assert isinstance(body, OffsetCommitRequest | OffsetFetchRequest)
+        handle = (existing_partitions_only(api_key, self._metadata.image, serve)
+                  if api_key in COMMIT_APIS else serve)
+        if ids:  # topics by id, resolved to names for the shards and back
+            assert isinstance(body, OffsetRequest)
             answer = await answered_by_id(
                 api_key, body, self._metadata.image.topics, access,
                 lambda body: authorized_group_answer(api_key, body, access, handle))
@@ -508,7 +513,7 @@ class BrokerDispatcher(ListenerDispatcher):
         body = request.body
         assert isinstance(body, GroupRequest), "GROUP_APIS are the group requests"
         if by_topic_id(api_key, version):
-            assert isinstance(body, OffsetCommitRequest | OffsetFetchRequest)
+            assert isinstance(body, OffsetRequest)
             return self._encode(request, refused_by_id(api_key, body,
                                                        ErrorCode.UNKNOWN_SERVER_ERROR))
         latest = to_latest(api_key, version, body)

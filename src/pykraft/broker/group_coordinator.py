@@ -43,16 +43,29 @@ from pykraft.broker.coordinator_log import append_error, replay_log, whole_batch
 from pykraft.broker.coordinator_topics import OffsetsTopicConfig
 from pykraft.broker.group_versions import distinct_filters, error_response, merge, pieces
 from pykraft.broker.purgatory import DelayedOperation
-from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
+from pykraft.broker.replica_manager import (
+    AppendResult,
+    HostedPartition,
+    PartitionError,
+    ReplicaManager,
+)
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError
 from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
 from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
+from pykraft.log.transactions import Marker, read_marker
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
+from pykraft.messages.kafka.txn_offset_commit_request import TxnOffsetCommitRequest
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import Record, encode_batch
+from pykraft.records.batch import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    Record,
+    RecordBatch,
+    encode_batch,
+)
 from pykraft.runtime.codec_thread import off_loop_if_large
 
 log = logging.getLogger(__name__)
@@ -76,7 +89,11 @@ _OPERATION_ERRORS = {
 class Shard(Protocol):
     """What the runtime needs of a group shard (:class:`pykraft.group.shard.GroupShard`)."""
 
-    def replay(self, offset: int, record: OffsetsRecord) -> None: ...
+    def replay(self, offset: int, record: OffsetsRecord, producer_id: int = -1) -> None: ...
+
+    def end_transaction(self, producer_id: int, committed: bool) -> None: ...
+
+    def has_open_transactions(self) -> bool: ...
 
     def handle(self, token: ReplyToken, api_key: int, api_version: int,
                request: ShardRequest, context: RequestContext) -> Outcome: ...
@@ -121,15 +138,48 @@ class _DelayedReplies(DelayedOperation):
 
 
 @dataclass(slots=True)
+class KeyIndex:
+    """Each live key's last committed record in the log: what a failed write's keys go
+    back to. A transaction's records count once its COMMIT marker is written (a later
+    record of the key keeps its place), and not at all once aborted; a tombstone drops the
+    key, from the transactions' records too."""
+
+    last: dict[bytes, int] = field(default_factory=dict)
+    pending: dict[int, dict[bytes, int]] = field(default_factory=dict)
+
+    def written(self, records: Iterable[tuple[int, bytes | None, bytes | None]],
+                producer_id: int = NO_PRODUCER_ID) -> None:
+        """Records (offset, key, value) appended, by ``producer_id``'s transaction when
+        it is one."""
+        for offset, key, value in records:
+            if key is None:
+                continue
+            if value is None:
+                self.last.pop(key, None)
+                for keys in self.pending.values():
+                    keys.pop(key, None)
+            elif producer_id == NO_PRODUCER_ID:
+                self.last[key] = offset
+            else:
+                self.pending.setdefault(producer_id, {})[key] = offset
+
+    def ended(self, producer_id: int, committed: bool) -> None:
+        """The producer's transaction marker."""
+        keys = self.pending.pop(producer_id, {})
+        if committed:
+            for key, offset in keys.items():
+                if offset > self.last.get(key, -1):
+                    self.last[key] = offset
+
+
+@dataclass(slots=True)
 class _Coordinator:
     """One led partition: its shard once loaded, its uncommitted replies, its timers."""
 
     hosted: HostedPartition
     epoch: int
     shard: Shard | None = None
-    last_offsets: dict[bytes, int] = field(default_factory=dict)
-    """Each live key's last record in the log (a tombstone drops it): what a failed
-    write's keys go back to."""
+    keys: KeyIndex = field(default_factory=KeyIndex)
     pending: deque[_DelayedReplies] = field(default_factory=deque)
     """The replies in the group purgatory, oldest first (ended ones until pruned)."""
     loading: asyncio.Task[None] | None = None
@@ -167,6 +217,7 @@ class GroupCoordinatorService:
         self._closed = False
         self._topic_infos: tuple[object, Mapping[str, TopicInfo]] = (None, {})
         replicas.leadership.append(self.leadership_changed)
+        replicas.marker_writers[OFFSETS_TOPIC] = self.write_marker
 
     # ------------------------------------------------------------------ leadership
 
@@ -209,13 +260,22 @@ class GroupCoordinatorService:
     async def _replay(self, coordinator: _Coordinator) -> None:
         """Replay the log from its start to its end as of now, yielding between reads."""
         shard = self._new_shard(coordinator.partition)
-        last_offsets: dict[bytes, int] = {}
+        keys = KeyIndex()
         count = 0
 
-        def replay(records: list[Record]) -> None:
+        def replay(batch: RecordBatch) -> None:
             nonlocal count
-            count += _replay_batch(shard, records)
-            _index(last_offsets, ((r.offset, r.key, r.value) for r in records))
+            header = batch.header
+            if header.is_control:
+                marker = _marker(batch)
+                if marker is not None:
+                    shard.end_transaction(header.producer_id, not marker.aborted)
+                    keys.ended(header.producer_id, not marker.aborted)
+                return
+            producer_id = header.producer_id if header.is_transactional else NO_PRODUCER_ID
+            records = batch.records()
+            count += _replay_batch(shard, records, producer_id)
+            keys.written(((r.offset, r.key, r.value) for r in records), producer_id)
 
         end = await replay_log(coordinator.hosted, coordinator.current, replay,
                                buffer_bytes=LOAD_BUFFER_BYTES)
@@ -223,7 +283,7 @@ class GroupCoordinatorService:
                 coordinator:
             return
         coordinator.shard = shard
-        coordinator.last_offsets = last_offsets
+        coordinator.keys = keys
         coordinator.loading = None
         log.info("%s-%d: loaded %d records up to offset %d in epoch %d", OFFSETS_TOPIC,
                  coordinator.partition, count, end, coordinator.epoch)
@@ -305,17 +365,38 @@ class GroupCoordinatorService:
     def _refusal(self, coordinator: _Coordinator | None, api_key: int,
                  request: ShardRequest) -> ErrorCode | None:
         """Why the partition's shard cannot take ``request`` now (None: it can)."""
+        if isinstance(request, TxnOffsetCommitRequest) and not request.group_id:
+            return ErrorCode.INVALID_GROUP_ID  # Kafka's service, before any shard
         if coordinator is None or not coordinator.current():
             return ErrorCode.NOT_COORDINATOR
         if coordinator.shard is None:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        if isinstance(request, OffsetCommitRequest) and self._oversized_commit(coordinator,
-                                                                               request):
+        if isinstance(request, OffsetCommitRequest | TxnOffsetCommitRequest) and (
+                self._oversized_commit(coordinator, request)):
             return ErrorCode.UNKNOWN_SERVER_ERROR
+        if isinstance(request, TxnOffsetCommitRequest):
+            return self._unwritable_transaction(coordinator, request)
         return None
 
     @staticmethod
-    def _oversized_commit(coordinator: _Coordinator, request: OffsetCommitRequest) -> bool:
+    def _unwritable_transaction(coordinator: _Coordinator,
+                                request: TxnOffsetCommitRequest) -> ErrorCode | None:
+        """Why the partition would refuse this producer's transactional batch, checked
+        before the shard holds its offsets as pending (undoing them costs a reload): a
+        producer epoch older than the partition's producer state has (a fenced producer:
+        INVALID_PRODUCER_EPOCH, Kafka's append error), or too few in-sync replicas
+        (COORDINATOR_NOT_AVAILABLE, Kafka's answer to NOT_ENOUGH_REPLICAS)."""
+        hosted = coordinator.hosted
+        entry = hosted.producer_state.last_entry(request.producer_id)
+        if entry is not None and request.producer_epoch < entry.producer_epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if len(hosted.isr) < hosted.min_isr:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return None
+
+    @staticmethod
+    def _oversized_commit(coordinator: _Coordinator,
+                          request: OffsetCommitRequest | TxnOffsetCommitRequest) -> bool:
         """Whether the records of this OffsetCommit cannot fit one batch of the partition
         (``max.message.bytes``), logged as Kafka's RecordTooLargeException; its coordinator
         answers UNKNOWN_SERVER_ERROR without building them (100,000 partitions held the
@@ -337,37 +418,55 @@ class GroupCoordinatorService:
         while pending and pending[0].completed:
             pending.popleft()
         required = pending[-1].required if pending else 0
-        if outcome.records:
-            batch = encode_batch(0, [(r.key, r.value) for r in outcome.records],
+        transactional = outcome.transactional
+        writes = [(outcome.records, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)]
+        if transactional is not None:
+            writes.append((transactional.records, transactional.producer_id,
+                           transactional.producer_epoch))
+        for records, producer_id, producer_epoch in writes:
+            if not records:
+                continue
+            batch = encode_batch(0, [(r.key, r.value) for r in records],
                                  partition_leader_epoch=coordinator.epoch,
-                                 timestamp=self._clock_ms(), base_sequence=0)
+                                 timestamp=self._clock_ms(), base_sequence=0,
+                                 producer_id=producer_id, producer_epoch=producer_epoch,
+                                 transactional=producer_id != NO_PRODUCER_ID)
             try:
                 result = self._replicas.append_as_coordinator(hosted, batch,
                                                               now_ms=self._clock_ms())
             except PyKraftError as exc:
                 self._append_failed(coordinator, outcome, exc)
                 return
-            _index(coordinator.last_offsets, (
-                (result.base_offset + i, r.key, r.value) for i, r in enumerate(outcome.records)))
+            coordinator.keys.written((
+                (result.base_offset + i, r.key, r.value) for i, r in enumerate(records)),
+                producer_id)
             required = result.last_offset + 1
-        delayed = self._replicas.delayed
-        replies = _DelayedReplies(self, coordinator, required, outcome.replies,
-                                  delayed.deadline_ms(self.config.commit_timeout_ms))
-        if not delayed.watch(delayed.purgatories.group, replies, (hosted.tp,)):
-            pending.append(replies)
+        self._wait_commit(coordinator, required, outcome.replies)
         self._schedule_tick(coordinator)
+
+    def _wait_commit(self, coordinator: _Coordinator, required: int,
+                     replies: list[tuple[ReplyToken, ShardResponse]]) -> None:
+        """Send ``replies`` once the high watermark reaches ``required``; later replies
+        wait for it too."""
+        delayed = self._replicas.delayed
+        waiting = _DelayedReplies(self, coordinator, required, replies,
+                                  delayed.deadline_ms(self.config.commit_timeout_ms))
+        if not delayed.watch(delayed.purgatories.group, waiting, (coordinator.hosted.tp,)):
+            coordinator.pending.append(waiting)
 
     def _append_failed(self, coordinator: _Coordinator, outcome: Outcome,
                        exc: Exception) -> None:
         """Kafka's answer to a failed write, and the write reverted alone: its keys go
-        back to their last records in the log (a reload if one cannot be read)."""
+        back to their last records in the log (a reload if one cannot be read, or when a
+        transaction's offsets are pending: a revert restores committed offsets only)."""
         code = _operation_error(exc) if coordinator.current() else ErrorCode.NOT_COORDINATOR
         log.error("%s-%d: writing %d records failed (%s): %s", OFFSETS_TOPIC,
                   coordinator.partition, len(outcome.records), code.name, exc)
         self.fail(outcome.replies, code)
-        if coordinator.current() and coordinator.shard is not None:
+        shard = coordinator.shard
+        if coordinator.current() and shard is not None and not shard.has_open_transactions():
             try:
-                reverted = coordinator.shard.revert([
+                reverted = shard.revert([
                     self._last_record(coordinator, key)
                     for key in dict.fromkeys(r.key for r in outcome.records)], code)
             except PyKraftError as unreadable:
@@ -384,7 +483,7 @@ class GroupCoordinatorService:
 
     def _last_record(self, coordinator: _Coordinator, key: bytes) -> tuple[int, OffsetsRecord]:
         """``key``'s last record in the log, or (-1, a tombstone) when it has none."""
-        offset = coordinator.last_offsets.get(key)
+        offset = coordinator.keys.last.get(key)
         if offset is None:
             return -1, OffsetsRecord(key, None)
         data = coordinator.hosted.log.read(offset, 0)  # the batch holding it, whole
@@ -394,6 +493,31 @@ class GroupCoordinatorService:
                     return offset, OffsetsRecord(key, record.value)
         raise OffsetOutOfRangeError(f"{OFFSETS_TOPIC}-{coordinator.partition}: no record of "
                                     f"the key at offset {offset}")
+
+    def write_marker(self, partition: int, *, producer_id: int, producer_epoch: int,
+                     committed: bool, coordinator_epoch: int, transaction_version: int,
+                     now_ms: int) -> AppendResult:
+        """A transaction marker for a partition of ``__consumer_offsets`` (WriteTxnMarkers):
+        written through its loaded shard, which commits or drops the producer's pending
+        offsets at once, in log order with its own writes (Kafka 4's
+        ``completeTransaction``); the replies of later requests wait for the marker to
+        be committed. A partition not led, or not loaded yet, is refused
+        NOT_LEADER_OR_FOLLOWER, which the transaction coordinator retries (Kafka's
+        translation of NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS); the producer
+        state's refusals are :meth:`ReplicaManager.append_marker`'s."""
+        coordinator = self._coordinators.get(partition)
+        if coordinator is None or not coordinator.current() or coordinator.shard is None:
+            raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                                 f"The coordinator of {OFFSETS_TOPIC}-{partition} is not "
+                                 f"loaded here")
+        result = self._replicas.append_marker(
+            coordinator.hosted, producer_id=producer_id, producer_epoch=producer_epoch,
+            aborted=not committed, coordinator_epoch=coordinator_epoch,
+            transaction_version=transaction_version, now_ms=now_ms)
+        coordinator.shard.end_transaction(producer_id, committed)
+        coordinator.keys.ended(producer_id, committed)
+        self._wait_commit(coordinator, result.last_offset + 1, [])
+        return result
 
     def _fail_pending(self, coordinator: _Coordinator, code: ErrorCode) -> None:
         """Answer the replies still in the purgatory ``code`` (taken out of it)."""
@@ -467,27 +591,27 @@ def _operation_error(exc: Exception) -> ErrorCode:
     return _OPERATION_ERRORS.get(code, code)
 
 
-def _index(last_offsets: dict[bytes, int],
-           records: Iterable[tuple[int, bytes | None, bytes | None]]) -> None:
-    """Record each key's last offset (offset, key, value), dropping tombstoned keys."""
-    for offset, key, value in records:
-        if key is None:
-            continue
-        if value is None:
-            last_offsets.pop(key, None)
-        else:
-            last_offsets[key] = offset
+def _marker(batch: RecordBatch) -> Marker | None:
+    """The transaction marker of a control batch (None: another control record, or one
+    that does not decode, logged and skipped as Kafka's loader skips it)."""
+    try:
+        return read_marker(batch.header, batch.data)
+    except PyKraftError as exc:
+        log.warning("%s: skipping control batch at offset %d: %s", OFFSETS_TOPIC,
+                    batch.base_offset, exc)
+        return None
 
 
-def _replay_batch(shard: Shard, records: Iterable[Record]) -> int:
-    """Replay a batch's keyed records; a record the shard cannot read is logged and
-    skipped, as Kafka's loader skips what it cannot deserialize."""
+def _replay_batch(shard: Shard, records: Iterable[Record], producer_id: int) -> int:
+    """Replay a batch's keyed records (``producer_id``: a transaction's batch); a record
+    the shard cannot read is logged and skipped, as Kafka's loader skips what it cannot
+    deserialize."""
     count = 0
     for record in records:
         if record.key is None:
             continue
         try:
-            shard.replay(record.offset, OffsetsRecord(record.key, record.value))
+            shard.replay(record.offset, OffsetsRecord(record.key, record.value), producer_id)
         except PyKraftError as exc:
             log.warning("%s: skipping record at offset %d: %s", OFFSETS_TOPIC, record.offset,
                         exc)

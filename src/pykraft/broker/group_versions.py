@@ -62,6 +62,12 @@ from pykraft.messages.kafka.offset_fetch_response import (
     OffsetFetchResponseTopics,
 )
 from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
+from pykraft.messages.kafka.txn_offset_commit_request import TxnOffsetCommitRequest
+from pykraft.messages.kafka.txn_offset_commit_response import (
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
@@ -71,7 +77,7 @@ SHARD_APIS = frozenset({
     ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.JOIN_GROUP, ApiKey.HEARTBEAT,
     ApiKey.LEAVE_GROUP, ApiKey.SYNC_GROUP, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS,
     ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE, ApiKey.CONSUMER_GROUP_HEARTBEAT,
-    ApiKey.CONSUMER_GROUP_DESCRIBE,
+    ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.TXN_OFFSET_COMMIT,
 })
 GROUP_APIS = SHARD_APIS | {ApiKey.FIND_COORDINATOR}
 #: Per batched API: the request field listing group ids, the response field listing one
@@ -89,6 +95,8 @@ _EMPTY_ID_REFUSED = frozenset({ApiKey.CONSUMER_GROUP_DESCRIBE})
 _FIRST_BATCHED: Mapping[int, int] = {
     ApiKey.OFFSET_FETCH: 8, ApiKey.LEAVE_GROUP: 3, ApiKey.FIND_COORDINATOR: 4}
 _FIRST_TOP_LEVEL_OFFSET_FETCH_ERROR = 2
+#: TxnOffsetCommit answers COORDINATOR_LOAD_IN_PROGRESS from v2.
+_FIRST_LOAD_ERROR_TXN_COMMIT = 2
 #: JoinGroup's protocol name is nullable from v7 (Kafka writes "" before).
 _FIRST_NULL_PROTOCOL_NAME = 7
 _UNLISTED = (ErrorCode.NONE, ErrorCode.NOT_COORDINATOR)
@@ -107,9 +115,11 @@ _Resp = TypeVar("_Resp", bound=GroupResponse)
 _Leave = TypeVar("_Leave", bound=LeaveGroupResponse)
 _Found = TypeVar("_Found", bound=FindCoordinatorResponse)
 _Fetched = TypeVar("_Fetched", bound=OffsetFetchResponse)
+_Txn = TypeVar("_Txn", bound=TxnOffsetCommitResponse)
 #: The requests naming one group in their ``group_id``.
 _ONE_GROUP = (OffsetCommitRequest, JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest,
-              SyncGroupRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest)
+              SyncGroupRequest, OffsetDeleteRequest, ConsumerGroupHeartbeatRequest,
+              TxnOffsetCommitRequest)
 
 
 class Partition(Protocol):
@@ -185,6 +195,8 @@ def to_version(api_key: int, version: int, response: _Resp,
                request: GroupRequest | None) -> _Resp:
     """The ``response`` to ``request`` (both as :func:`to_latest` has them) with what
     ``version`` carries in fields of its own there."""
+    if isinstance(response, TxnOffsetCommitResponse) and version < _FIRST_LOAD_ERROR_TXN_COMMIT:
+        return _load_error_as_unavailable(response)
     if isinstance(response, JoinGroupResponse) and version < _FIRST_NULL_PROTOCOL_NAME:
         if response.protocol_name is None:
             return dataclasses.replace(response, protocol_name="")
@@ -198,6 +210,17 @@ def to_version(api_key: int, version: int, response: _Resp,
     assert isinstance(response, OffsetFetchResponse)
     assert isinstance(request, OffsetFetchRequest)
     return _one_group_answer(version, response, request)
+
+
+def _load_error_as_unavailable(response: _Txn) -> _Txn:
+    """TxnOffsetCommit v0-1: COORDINATOR_LOAD_IN_PROGRESS as COORDINATOR_NOT_AVAILABLE
+    (producers before 2.0 could crash on it, KAFKA-7296; Kafka's ``sendResponse``)."""
+    loading = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    unavailable = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return dataclasses.replace(response, topics=tuple(
+        dataclasses.replace(t, partitions=tuple(
+            dataclasses.replace(p, error_code=unavailable) if p.error_code == loading else p
+            for p in t.partitions)) for t in response.topics))
 
 
 def _one_member(response: _Leave) -> _Leave:
@@ -363,6 +386,8 @@ def error_response(api_key: int, request: GroupRequest, code: ErrorCode,
                 error_message=message)))
     if isinstance(request, OffsetCommitRequest):
         return OffsetCommitResponse(topics=offset_commit_errors(request.topics, code))
+    if isinstance(request, TxnOffsetCommitRequest):
+        return TxnOffsetCommitResponse(topics=txn_offset_commit_errors(request.topics, code))
     if isinstance(request, LeaveGroupRequest):
         return LeaveGroupResponse(error_code=code, members=_each_once(
             ((m.member_id, m.group_instance_id) for m in request.members),
@@ -411,6 +436,14 @@ def offset_commit_errors(topics: Iterable[Topic],
     """Each partition of OffsetCommit's ``topics`` refused with ``code``, as its answer's."""
     return tuple(OffsetCommitResponseTopic(name=t.name, partitions=tuple(
         OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
+        for p in t.partitions)) for t in topics)
+
+
+def txn_offset_commit_errors(topics: Iterable[Topic],
+                             code: ErrorCode) -> tuple[TxnOffsetCommitResponseTopic, ...]:
+    """Each partition of TxnOffsetCommit's ``topics`` refused with ``code``."""
+    return tuple(TxnOffsetCommitResponseTopic(name=t.name, partitions=tuple(
+        TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
         for p in t.partitions)) for t in topics)
 
 

@@ -1,5 +1,6 @@
-"""OffsetCommit and OffsetFetch v10 name topics by id (Kafka 4.1); the group shards speak
-v9, by name, so the ids are resolved here, at the broker's edge, from its metadata image,
+"""OffsetCommit and OffsetFetch v10 (Kafka 4.1) and TxnOffsetCommit v6 (KIP-1319) name
+topics by id; the group shards speak the versions before, by name, so the ids are resolved
+here, at the broker's edge, from its metadata image,
 as Kafka's ``KafkaApis`` resolves them from its metadata cache before its coordinator sees
 the request (``handleOffsetCommitRequest``, ``fetchOffsetsForGroup``):
 
@@ -10,17 +11,18 @@ the request (``handleOffsetCommitRequest``, ``fetchOffsetsForGroup``):
 * the answer names each topic by its id; an all-topics fetch leaves out a topic the image
   no longer holds (``fetchAllOffsetsForGroup`` drops a topic whose id is zero);
 * an OffsetCommit whose group the session may not READ is refused on every topic it names,
-  by the ids it sent (``OffsetCommitRequest.getErrorResponse``: one entry per topic).
+  by the ids it sent (``OffsetCommitRequest.getErrorResponse``: one entry per topic), and
+  so is a TxnOffsetCommit whose transactional id it may not WRITE, or group READ.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from pykraft.broker.group_versions import error_response
+from pykraft.broker.group_versions import error_response, latest_response, nested
 from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.ids import ZERO_UUID
 from pykraft.image.acls import AclOperation, ResourceType
@@ -31,8 +33,6 @@ from pykraft.messages.kafka.offset_commit_request import (
 )
 from pykraft.messages.kafka.offset_commit_response import (
     OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
 )
 from pykraft.messages.kafka.offset_fetch_request import (
     OffsetFetchRequest,
@@ -43,26 +43,42 @@ from pykraft.messages.kafka.offset_fetch_response import (
     OffsetFetchResponsePartitions,
     OffsetFetchResponseTopics,
 )
+from pykraft.messages.kafka.txn_offset_commit_request import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestTopic,
+)
+from pykraft.messages.kafka.txn_offset_commit_response import TxnOffsetCommitResponse
+from pykraft.messages.replace import replaced
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.security.api_rules import BROKER_RULES, Access
 
-#: The first version of OffsetCommit and OffsetFetch naming topics by id.
-FIRST_TOPIC_ID_VERSION = 10
-#: The version the group shards answer instead (the same meaning, topics by name).
-SHARD_VERSION = 9
-TOPIC_ID_APIS = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
-OffsetRequest = OffsetCommitRequest | OffsetFetchRequest
-OffsetResponse = OffsetCommitResponse | OffsetFetchResponse
+#: Per API: its first version naming topics by id, and the version the group shards
+#: answer instead (the same meaning, topics by name).
+TOPIC_ID_VERSIONS: Mapping[int, tuple[int, int]] = {
+    ApiKey.OFFSET_COMMIT: (10, 9), ApiKey.OFFSET_FETCH: (10, 9),
+    ApiKey.TXN_OFFSET_COMMIT: (6, 5)}
+OffsetRequest = OffsetCommitRequest | OffsetFetchRequest | TxnOffsetCommitRequest
+OffsetResponse = OffsetCommitResponse | OffsetFetchResponse | TxnOffsetCommitResponse
+CommitRequest = OffsetCommitRequest | TxnOffsetCommitRequest
+CommitResponse = OffsetCommitResponse | TxnOffsetCommitResponse
 #: A request with its topics named -> its answer by name.
 ByName = Callable[[ShardRequest], Awaitable[ShardResponse]]
-_Topic = TypeVar("_Topic", OffsetCommitRequestTopic, OffsetFetchRequestTopics)
+_Commit = TypeVar("_Commit", OffsetCommitResponse, TxnOffsetCommitResponse)
+_Topic = TypeVar("_Topic", OffsetCommitRequestTopic, OffsetFetchRequestTopics,
+                  TxnOffsetCommitRequestTopic)
 
 
 def by_topic_id(api_key: int, version: int) -> bool:
     """Whether ``api_key`` at ``version`` names its topics by id."""
-    return api_key in TOPIC_ID_APIS and version >= FIRST_TOPIC_ID_VERSION
+    versions = TOPIC_ID_VERSIONS.get(api_key)
+    return versions is not None and version >= versions[0]
+
+
+def shard_version(api_key: int) -> int:
+    """The version the shards answer for ``api_key``'s versions naming topics by id."""
+    return TOPIC_ID_VERSIONS[api_key][1]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,13 +118,16 @@ async def answered_by_id(api_key: int, request: OffsetRequest, topics: TopicsIma
                          access: Access, by_name: ByName) -> OffsetResponse:
     """The v10 answer to the v10 ``request``: its known topics answered by ``by_name``
     (the v9 path: authorization, existence, the shards), the unknown ones here."""
-    if isinstance(request, OffsetCommitRequest) and not access.allows(
+    if isinstance(request, TxnOffsetCommitRequest) and not access.allows(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return refused(api_key, request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if isinstance(request, CommitRequest) and not access.allows(
             _group_operation(api_key), ResourceType.GROUP, request.group_id):
         return refused(api_key, request, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if isinstance(request, OffsetCommitRequest):
+    if isinstance(request, CommitRequest):
         named, unknown = await off_loop_if_large(_named, request.topics, topics)
-        committed = await by_name(dataclasses.replace(request, topics=named))
-        assert isinstance(committed, OffsetCommitResponse)
+        committed = await by_name(replaced(request, topics=named))
+        assert isinstance(committed, CommitResponse)
         return await off_loop_if_large(_commit_answer, committed, unknown, topics)
     found = await off_loop_if_large(resolved, request, topics)
     fetched = await by_name(found.request)
@@ -129,10 +148,14 @@ def refused(api_key: int, request: OffsetRequest, code: ErrorCode) -> OffsetResp
         answer = error_response(api_key, request, code)
         assert isinstance(answer, OffsetFetchResponse)
         return answer
-    return OffsetCommitResponse(topics=tuple(OffsetCommitResponseTopic(
-        topic_id=t.topic_id, partitions=tuple(
-            OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
-            for p in t.partitions)) for t in request.topics))
+    response = latest_response(api_key)
+    topic_cls = nested(response, "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    refusal = response(topics=tuple(topic_cls(topic_id=t.topic_id, partitions=tuple(
+        partition_cls(partition_index=p.partition_index, error_code=code)
+        for p in t.partitions)) for t in request.topics))
+    assert isinstance(refusal, CommitResponse)
+    return refusal
 
 
 def _id_of(name: str, topics: TopicsImage) -> uuid.UUID:
@@ -141,19 +164,22 @@ def _id_of(name: str, topics: TopicsImage) -> uuid.UUID:
     return ZERO_UUID if found is None else found.topic_id
 
 
-def _commit_answer(answer: OffsetCommitResponse, unknown: tuple[OffsetCommitRequestTopic, ...],
-                   topics: TopicsImage) -> OffsetCommitResponse:
+def _commit_answer(answer: _Commit,
+                   unknown: Sequence[OffsetCommitRequestTopic | TxnOffsetCommitRequestTopic],
+                   topics: TopicsImage) -> _Commit:
     """The by-name ``answer`` by id, after the ``unknown`` topics' errors, one entry per id."""
-    by_id: dict[uuid.UUID, list[OffsetCommitResponsePartition]] = {}
+    topic_cls = nested(type(answer), "topics")
+    partition_cls = nested(topic_cls, "partitions")
+    by_id: dict[uuid.UUID, list[object]] = {}
     for entry in unknown:
         by_id.setdefault(entry.topic_id, []).extend(
-            OffsetCommitResponsePartition(partition_index=p.partition_index,
-                                          error_code=ErrorCode.UNKNOWN_TOPIC_ID)
+            partition_cls(partition_index=p.partition_index,
+                          error_code=ErrorCode.UNKNOWN_TOPIC_ID)
             for p in entry.partitions)
     for topic in answer.topics:
         by_id.setdefault(_id_of(topic.name, topics), []).extend(topic.partitions)
-    return OffsetCommitResponse(throttle_time_ms=answer.throttle_time_ms, topics=tuple(
-        OffsetCommitResponseTopic(topic_id=topic_id, partitions=tuple(partitions))
+    return dataclasses.replace(answer, topics=tuple(
+        topic_cls(topic_id=topic_id, partitions=tuple(partitions))
         for topic_id, partitions in by_id.items()))
 
 

@@ -81,6 +81,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from pykraft.broker.purgatory import Purgatories
 from pykraft.broker.purgatory_timer import DelayedOperations
@@ -174,6 +175,18 @@ class AppendResult:
 
 
 PartitionHook = Callable[["HostedPartition"], None]
+
+
+class MarkerWriter(Protocol):
+    """Writes a transaction marker to one partition of a coordinator's topic, in step with
+    its coordinator (:attr:`ReplicaManager.marker_writers`); raises what
+    :meth:`ReplicaManager.append_marker` raises."""
+
+    def __call__(self, partition: int, *, producer_id: int, producer_epoch: int,
+                 committed: bool, coordinator_epoch: int, transaction_version: int,
+                 now_ms: int) -> AppendResult: ...
+
+
 IsrChangeSink = Callable[["HostedPartition", IsrProposal], None]
 CreatedLogs = Sequence[tuple[PlannedLog, PartitionLog | Exception]]
 
@@ -317,7 +330,9 @@ class ReplicaManager:
         self.delayed = DelayedOperations(self.purgatories)
         self.leadership: list[PartitionHook] = []
         """Told of each registration change of a hosted partition (the coordinators)."""
-        """Told of each hosted partition's registration change (see the interface)."""
+        self.marker_writers: dict[str, MarkerWriter] = {}
+        """Per topic whose coordinator writes its transaction markers itself (the group
+        coordinator's ``__consumer_offsets``): how WriteTxnMarkers writes one there."""
         self.image = MetadataImage()
         self.brokers = Brokers({})
         self._partitions: dict[TopicPartition, HostedPartition] = {}
@@ -585,7 +600,7 @@ class ReplicaManager:
             raise PartitionError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
                                  f"Leader not local for partition {_name(hosted.tp)}")
         return self._append(hosted, records, acks=-1, api_version=COORDINATOR_APPEND_VERSION,
-                            now_ms=now_ms)
+                            now_ms=now_ms, origin=AppendOrigin.COORDINATOR)
 
     def append_marker(self, hosted: HostedPartition, *, producer_id: int, producer_epoch: int,
                       aborted: bool, coordinator_epoch: int, transaction_version: int,
@@ -625,20 +640,24 @@ class ReplicaManager:
         return AppendResult(offset, offset, -1, hosted.log_start_offset)
 
     def _append(self, hosted: HostedPartition, records: bytes, *, acks: int,
-                api_version: int, now_ms: int) -> AppendResult:
+                api_version: int, now_ms: int,
+                origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendResult:
         _check_min_isr(hosted, acks)
         validated = validate_produce(
             records, log_end_offset=hosted.log.log_end_offset,
             leader_epoch=hosted.leader_epoch, now_ms=now_ms, config=hosted.settings.append,
             api_version=api_version, partition=_name(hosted.tp))
-        return self._append_validated(hosted, validated, now_ms)
+        return self._append_validated(hosted, validated, now_ms, origin)
 
     def _append_validated(self, hosted: HostedPartition, validated: ValidatedAppend,
-                          now_ms: int) -> AppendResult:
-        """The producer state's checks, then the append (offsets from the log end)."""
+                          now_ms: int, origin: AppendOrigin = AppendOrigin.CLIENT
+                          ) -> AppendResult:
+        """The producer state's checks, then the append (offsets from the log end). A
+        coordinator's batch (``origin``) has its producer epoch checked, not its sequence:
+        the group coordinator writes each transactional batch at sequence 0, as Kafka's."""
         partition_log = hosted.log
         state = hosted.producer_state
-        outcome = state.prepare(unpack_header(validated.records))
+        outcome = state.prepare(unpack_header(validated.records), origin)
         if isinstance(outcome, BatchMetadata):
             return AppendResult(outcome.first_offset, outcome.last_offset,
                                 validated.log_append_time_ms, hosted.log_start_offset)

@@ -40,7 +40,7 @@ from pykraft.broker.txn_marker_sender import Connector, MarkerSender
 from pykraft.errors import PyKraftError
 from pykraft.ids import TRANSACTION_STATE_TOPIC_NAME, TopicPartition
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import Record, encode_batch
+from pykraft.records.batch import RecordBatch, encode_batch
 from pykraft.txn.config import TxnConfig
 from pykraft.txn.records import TxnRecord
 from pykraft.txn.requests import (
@@ -149,9 +149,11 @@ class TxnCoordinatorService:
         shard = TxnShard(part.index, part.epoch, self.config)
         count = 0
 
-        def replay(records: list[Record]) -> None:
+        def replay(batch: RecordBatch) -> None:
             nonlocal count
-            for record in records:
+            if batch.is_control:  # no transaction writes this topic: nothing to end
+                return
+            for record in batch.records():
                 if record.key is None:
                     continue
                 try:

@@ -12,10 +12,13 @@ Each partition is answered alone: a partition this broker
 does not host UNKNOWN_TOPIC_OR_PARTITION; one it follows NOT_LEADER_OR_FOLLOWER; a stale
 producer epoch INVALID_PRODUCER_EPOCH and an older coordinator epoch
 TRANSACTION_COORDINATOR_FENCED (the producer state's checks, nothing written); an I/O error
-KAFKA_STORAGE_ERROR. A marker written waits for acks=all (``request.timeout.ms``, then
-REQUEST_TIMED_OUT), as Kafka appends markers with acks=-1. The caller authorizes
-(CLUSTER_ACTION, or ALTER on the cluster). v2 carries the coordinator's transaction version:
-at 2 a marker must bump the producer epoch.
+KAFKA_STORAGE_ERROR. A marker for ``__consumer_offsets`` goes through the group
+coordinator (:attr:`ReplicaManager.marker_writers`), which ends the producer's pending
+offsets with it; a partition whose coordinator is not loaded answers
+NOT_LEADER_OR_FOLLOWER, and the sender retries. A marker written waits for acks=all
+(``request.timeout.ms``, then REQUEST_TIMED_OUT), as Kafka appends markers with acks=-1.
+The caller authorizes (CLUSTER_ACTION, or ALTER on the cluster). v2 carries the
+coordinator's transaction version: at 2 a marker must bump the producer epoch.
 """
 
 from __future__ import annotations
@@ -85,10 +88,19 @@ def _write(replicas: ReplicaManager, marker: WritableTxnMarker, topic: str, inde
         return outcome
     try:
         hosted = replicas.partition_for(topic, index)
-        result = replicas.append_marker(
-            hosted, producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
-            aborted=not marker.transaction_result, coordinator_epoch=marker.coordinator_epoch,
-            transaction_version=marker.transaction_version, now_ms=now_ms)
+        writer = replicas.marker_writers.get(topic)
+        if writer is not None:  # __consumer_offsets: through its group coordinator
+            result = writer(index, producer_id=marker.producer_id,
+                            producer_epoch=marker.producer_epoch,
+                            committed=marker.transaction_result,
+                            coordinator_epoch=marker.coordinator_epoch,
+                            transaction_version=marker.transaction_version, now_ms=now_ms)
+        else:
+            result = replicas.append_marker(
+                hosted, producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+                aborted=not marker.transaction_result,
+                coordinator_epoch=marker.coordinator_epoch,
+                transaction_version=marker.transaction_version, now_ms=now_ms)
     except (PartitionError, ProducerStateError) as exc:
         outcome.error = exc.error_code
         return outcome

@@ -225,9 +225,11 @@ class ClassicGroup:
             raise GroupError(ErrorCode.UNKNOWN_MEMBER_ID)
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None,
-                               generation: int, api_version: int) -> int | None:
+                               generation: int, api_version: int,
+                               transactional: bool = False) -> int | None:
         """Kafka's ``ClassicGroup.validateOffsetCommit``: the error code refusing a commit, or
-        None. Generation -1 with no member is a standalone commit, allowed while Empty."""
+        None. Generation -1 with no member is a standalone commit, allowed while Empty; a
+        transactional one (TxnOffsetCommit v0-2 name no member) at any state."""
         if self.in_state(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation < 0 and self.is_empty():
@@ -239,9 +241,9 @@ class ClassicGroup:
                 return refused.code
             if generation != self.generation:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif not self.is_empty():
+        elif not transactional and not self.is_empty():
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if self.in_state(GroupState.COMPLETING_REBALANCE):
+        if not transactional and self.in_state(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return None
 

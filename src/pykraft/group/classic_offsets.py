@@ -5,13 +5,14 @@ group checks it calls), on top of the :class:`OffsetStore`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupState
 from pykraft.group.classic_membership import ClassicMembership
 from pykraft.group.config import GroupConfig
-from pykraft.group.offsets import OffsetStore
-from pykraft.group.outcome import OffsetsRecord, TopicInfo
+from pykraft.group.offsets import NO_PRODUCER_ID, OffsetStore
+from pykraft.group.outcome import OffsetsRecord, TopicInfo, TransactionalRecords
 from pykraft.group.records import OffsetCommitValue
 from pykraft.group.registry import Groups
 from pykraft.ids import ZERO_UUID, TopicPartition
@@ -26,12 +27,40 @@ from pykraft.messages.kafka.delete_groups_response import (
 from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
 from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
 from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest, OffsetFetchRequestGroup
+from pykraft.messages.kafka.txn_offset_commit_request import TxnOffsetCommitRequest
+from pykraft.messages.kafka.txn_offset_commit_response import (
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
 from pykraft.protocol.errors import ErrorCode
 
 E = ErrorCode
 _LAST_RETENTION_VERSION = 4
 NO_RETENTION = -1
 """OffsetCommit v2-4's ``retention_time`` meaning "the broker's offsets.retention.minutes"."""
+
+
+class CommittedPartition(Protocol):
+    """A partition of OffsetCommit's or TxnOffsetCommit's request (one class each)."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def committed_offset(self) -> int: ...
+    @property
+    def committed_leader_epoch(self) -> int: ...
+    @property
+    def committed_metadata(self) -> str | None: ...
+
+
+class CommittedTopic(Protocol):
+    """A topic of OffsetCommit's or TxnOffsetCommit's request."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def partitions(self) -> Sequence[CommittedPartition]: ...
 
 
 class ClassicOffsets:
@@ -71,33 +100,78 @@ class ClassicOffsets:
         expire = -1
         if version <= _LAST_RETENTION_VERSION and request.retention_time_ms != NO_RETENTION:
             expire = now + request.retention_time_ms
+        records, errors = self._store_all(request.group_id, request.topics, now, expire,
+                                          topics)
+        return records, _commit_reply(
+            request, lambda key: errors.get(key, E.NONE))
+
+    def commit_transactional(self, version: int, request: TxnOffsetCommitRequest, now: int,
+                             topics: Mapping[str, TopicInfo],
+                             ) -> tuple[TransactionalRecords | None, TxnOffsetCommitResponse]:
+        """TxnOffsetCommit (Kafka's ``commitTransactionalOffset``): checked as a commit,
+        but any member may commit at any group state, and a group unknown at generation
+        -1 is created (ILLEGAL_GENERATION otherwise); the offsets wait, pending, for the
+        producer's transaction marker on this partition."""
+        group = self.groups.get(request.group_id)
+        error: int | None = None
+        generation = request.generation_id_or_member_epoch
+        if group is None:
+            if generation < 0:
+                group = ClassicGroup(request.group_id)
+                self.groups[group.group_id] = group
+            else:
+                error = E.ILLEGAL_GENERATION
+        else:
+            error = group.validate_offset_commit(
+                request.member_id, request.group_instance_id, generation,
+                version, transactional=True)
+            if error == E.STALE_MEMBER_EPOCH:
+                error = E.ILLEGAL_GENERATION
+        if error is not None:
+            refused = error
+            return None, _txn_commit_reply(request, lambda _: refused)
+        records, errors = self._store_all(request.group_id, request.topics, now, -1, topics,
+                                          producer_id=request.producer_id)
+        written = None if not records else TransactionalRecords(
+            request.producer_id, request.producer_epoch, records)
+        return written, _txn_commit_reply(request, lambda key: errors.get(key, E.NONE))
+
+    def _store_all(self, group_id: str, requested: Iterable[CommittedTopic], now: int,
+                   expire: int, topics: Mapping[str, TopicInfo],
+                   producer_id: int = NO_PRODUCER_ID,
+                   ) -> tuple[list[OffsetsRecord], dict[tuple[str, int], int]]:
+        """Store each requested partition's offset (its records), and the partitions refused
+        OFFSET_METADATA_TOO_LARGE. Each record carries its topic's id from ``topics`` (the
+        image), as Kafka 4.4's."""
         records = []
         errors: dict[tuple[str, int], int] = {}
-        for topic in request.topics:
+        for topic in requested:
+            known = topics.get(topic.name)
+            topic_id = ZERO_UUID if known is None else known.topic_id
             for partition in topic.partitions:
                 metadata = partition.committed_metadata or ""
                 if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
                     errors[(topic.name, partition.partition_index)] = E.OFFSET_METADATA_TOO_LARGE
                     continue
-                known = topics.get(topic.name)
                 value = OffsetCommitValue(
                     offset=partition.committed_offset,
                     leader_epoch=partition.committed_leader_epoch,
                     metadata=metadata, commit_timestamp=now, expire_timestamp=expire,
-                    topic_id=ZERO_UUID if known is None else known.topic_id)
-                records.append(self.store.commit(request.group_id, topic.name,
-                                                 partition.partition_index, value))
-        return records, _commit_reply(
-            request, lambda key: errors.get(key, E.NONE))
+                    topic_id=topic_id)
+                records.append(self.store.commit(group_id, topic.name,
+                                                 partition.partition_index, value, producer_id))
+        return records, errors
 
     def fetch(self, request: OffsetFetchRequest) -> fetched.OffsetFetchResponse:
         """OffsetFetch v8+ (every group of the request is on this shard)."""
-        return fetched.OffsetFetchResponse(
-            groups=tuple(self._fetch_group(group) for group in request.groups))
+        return fetched.OffsetFetchResponse(groups=tuple(
+            self._fetch_group(group, bool(request.require_stable)) for group in request.groups))
 
-    def _fetch_group(self, request: OffsetFetchRequestGroup) -> fetched.OffsetFetchResponseGroup:
-        # No transactional offsets yet (TxnOffsetCommit, issue 30): require_stable
-        # never finds a pending one.
+    def _fetch_group(self, request: OffsetFetchRequestGroup,
+                     require_stable: bool) -> fetched.OffsetFetchResponseGroup:
+        """One group's offsets; with ``require_stable`` a partition an open transaction
+        will commit is answered UNSTABLE_OFFSET_COMMIT (the consumer retries), without it
+        the pending offset is invisible (Kafka's ``fetchOffsets``)."""
         group = self.groups.get(request.group_id)
         if group is not None:
             error = group.validate_offset_fetch(request.member_id, request.member_epoch)
@@ -112,9 +186,17 @@ class ClassicOffsets:
             wanted = [(topic, tuple(parts)) for topic, parts in by_topic.items()]
         else:
             wanted = [(t.name, tuple(t.partition_indexes)) for t in request.topics]
-        return fetched.OffsetFetchResponseGroup(group_id=request.group_id, topics=tuple(
+        group_id = request.group_id
+
+        def answer(name: str, index: int) -> fetched.OffsetFetchResponsePartitions:
+            if require_stable and self.store.has_pending(group_id, name, index):
+                return fetched.OffsetFetchResponsePartitions(
+                    partition_index=index, committed_offset=-1, metadata="",
+                    error_code=E.UNSTABLE_OFFSET_COMMIT)
+            return _fetched(index, held.get(TopicPartition(name, index)))
+        return fetched.OffsetFetchResponseGroup(group_id=group_id, topics=tuple(
             fetched.OffsetFetchResponseTopics(name=name, partitions=tuple(
-                _fetched(index, held.get(TopicPartition(name, index))) for index in indexes))
+                answer(name, index) for index in indexes))
             for name, indexes in wanted))
 
     def delete_offsets(self, request: OffsetDeleteRequest) -> tuple[
@@ -166,10 +248,11 @@ class ClassicOffsets:
 
     def expire(self, now: int) -> list[OffsetsRecord]:
         """Offsets past their retention, then empty groups left without offsets (Kafka's
-        ``cleanupGroupMetadata``)."""
+        ``cleanupGroupMetadata``; a group with an open transaction stays)."""
         records = self.store.expire(now, self.config.offsets_retention_ms, self._expiry_base)
         for group_id, group in list(self.groups.items()):
-            if group.is_empty() and not self.store.offsets(group_id):
+            if (group.is_empty() and not self.store.holds(group_id)
+                    and not self.store.has_open_transactions(group_id)):
                 records.extend(self.remove_group(group_id))
         return records
 
@@ -214,6 +297,17 @@ def _fetched(index: int, value: OffsetCommitValue | None) -> fetched.OffsetFetch
     return fetched.OffsetFetchResponsePartitions(
         partition_index=index, committed_offset=value.offset,
         committed_leader_epoch=value.leader_epoch, metadata=value.metadata)
+
+
+def _txn_commit_reply(request: TxnOffsetCommitRequest,
+                      error_of: Callable[[tuple[str, int]], int]) -> TxnOffsetCommitResponse:
+    return TxnOffsetCommitResponse(topics=tuple(
+        TxnOffsetCommitResponseTopic(name=topic.name, partitions=tuple(
+            TxnOffsetCommitResponsePartition(
+                partition_index=p.partition_index,
+                error_code=error_of((topic.name, p.partition_index)))
+            for p in topic.partitions))
+        for topic in request.topics))
 
 
 def _commit_reply(request: OffsetCommitRequest,

@@ -147,16 +147,18 @@ class ConsumerGroup:
         return topic in self.subscribed_topic_names(self.subscription)
 
     def validate_offset_commit(
-        self, member_id: str, instance_id: str | None, generation: int, api_version: int
+        self, member_id: str, instance_id: str | None, generation: int, api_version: int,
+        transactional: bool = False,
     ) -> int | None:
         """The error refusing an OffsetCommit (Kafka's validateOffsetCommit), or None: epoch
-        -1 commits only to an empty group; members commit at their own epoch, with v9+."""
+        -1 commits only to an empty group; members commit at their own epoch, with v9+
+        (TxnOffsetCommit at any version)."""
         if generation < 0 and not self.members:
             return None
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version < 9:
+        if not transactional and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if generation != member.member_epoch:
             return ErrorCode.STALE_MEMBER_EPOCH

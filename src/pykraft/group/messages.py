@@ -36,18 +36,21 @@ from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
 from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
 from pykraft.messages.kafka.sync_group_response import SyncGroupResponse
+from pykraft.messages.kafka.txn_offset_commit_request import TxnOffsetCommitRequest
+from pykraft.messages.kafka.txn_offset_commit_response import TxnOffsetCommitResponse
 
 #: A request a group shard answers.
 ShardRequest = (OffsetCommitRequest | OffsetFetchRequest | JoinGroupRequest | HeartbeatRequest
                 | LeaveGroupRequest | SyncGroupRequest | DescribeGroupsRequest
                 | ListGroupsRequest | DeleteGroupsRequest | OffsetDeleteRequest
-                | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest)
+                | ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest
+                | TxnOffsetCommitRequest)
 #: Its answer.
 ShardResponse = (OffsetCommitResponse | OffsetFetchResponse | JoinGroupResponse
                  | HeartbeatResponse | LeaveGroupResponse | SyncGroupResponse
                  | DescribeGroupsResponse | ListGroupsResponse | DeleteGroupsResponse
                  | OffsetDeleteResponse | ConsumerGroupHeartbeatResponse
-                 | ConsumerGroupDescribeResponse)
+                 | ConsumerGroupDescribeResponse | TxnOffsetCommitResponse)
 #: A group API's request (FindCoordinator's too), and its answer.
 GroupRequest = ShardRequest | FindCoordinatorRequest
 GroupResponse = ShardResponse | FindCoordinatorResponse

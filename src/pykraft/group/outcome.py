@@ -5,7 +5,7 @@ at once and returns the records that make the change durable plus the replies it
 runtime appends ``records`` as one batch to the shard's partition and sends ``replies`` only
 once that batch (and every batch before it) is committed, so no client ever sees a state the
 log might lose. When the append fails the runtime answers the replies with an error and
-reloads the shard from the log, which drops the uncommitted changes.
+reverts the shard's changes (or reloads it from the log, which drops them).
 
 Replies may answer requests from earlier inputs: a JoinGroup is parked until its rebalance
 completes, then answered in the outcome of whatever input completed it (another join, a
@@ -52,14 +52,31 @@ class RequestContext:
     topics: Mapping[str, TopicInfo] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class TransactionalRecords:
+    """A producer's records in its transaction (TxnOffsetCommit): appended as one batch of
+    their own with the producer's id and epoch, which the transaction's marker on this
+    partition commits or aborts."""
+
+    producer_id: int
+    producer_epoch: int
+    records: list[OffsetsRecord]
+
+
 @dataclass(slots=True)
 class Outcome:
-    """Records to append, then replies to send once they are committed."""
+    """Records to append, then replies to send once they are committed; a transaction's
+    records are appended after ``records``, as their own batch."""
 
     records: list[OffsetsRecord] = field(default_factory=list)
     replies: list[tuple[ReplyToken, ShardResponse]] = field(default_factory=list)
+    transactional: TransactionalRecords | None = None
 
     def extend(self, other: Outcome) -> None:
-        """Append ``other``'s records and replies after this outcome's own."""
+        """Append ``other``'s records and replies after this outcome's own (at most one of
+        the two writes a transaction's)."""
         self.records.extend(other.records)
         self.replies.extend(other.replies)
+        if other.transactional is not None:
+            assert self.transactional is None, "one transactional batch per outcome"
+            self.transactional = other.transactional

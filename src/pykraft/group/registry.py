@@ -29,9 +29,11 @@ class Group(Protocol):
         ...
 
     def validate_offset_commit(self, member_id: str, instance_id: str | None,
-                               generation: int, api_version: int) -> int | None:
-        """The error code refusing an OffsetCommit of this member at this generation (or
-        member epoch), or None to accept it."""
+                               generation: int, api_version: int,
+                               transactional: bool = False) -> int | None:
+        """The error code refusing an OffsetCommit (a TxnOffsetCommit when
+        ``transactional``) of this member at this generation (or member epoch), or None to
+        accept it."""
         ...
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:

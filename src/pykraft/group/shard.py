@@ -29,7 +29,7 @@ from pykraft.group.consumer_group import (
 )
 from pykraft.group.consumer_group import tombstones as consumer_tombstones
 from pykraft.group.consumer_records import decode_consumer_record
-from pykraft.group.offsets import OffsetStore
+from pykraft.group.offsets import NO_PRODUCER_ID, OffsetStore
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
 from pykraft.group.records import (
     GroupMetadataKey,
@@ -59,6 +59,7 @@ from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
 from pykraft.messages.kafka.offset_delete_request import OffsetDeleteRequest
 from pykraft.messages.kafka.offset_fetch_request import OffsetFetchRequest
 from pykraft.messages.kafka.sync_group_request import SyncGroupRequest
+from pykraft.messages.kafka.txn_offset_commit_request import TxnOffsetCommitRequest
 from pykraft.protocol.errors import ErrorCode
 
 Handler = Callable[[ReplyToken, int, Any, RequestContext], Outcome]
@@ -85,6 +86,7 @@ class GroupShard:
         self.handlers: dict[int, Handler] = {
             8: self._offset_commit,
             9: self._offset_fetch,
+            28: self._txn_offset_commit,
             11: self._join,
             12: self._heartbeat,
             13: self._leave,
@@ -99,8 +101,10 @@ class GroupShard:
 
     # -- the runtime's interface ----------------------------------------------------------
 
-    def replay(self, offset: int, record: OffsetsRecord) -> None:
-        """Apply one record of this partition's log while loading."""
+    def replay(self, offset: int, record: OffsetsRecord,
+               producer_id: int = NO_PRODUCER_ID) -> None:
+        """Apply one record of this partition's log while loading (``producer_id``: its
+        batch's, when a transaction wrote it)."""
         decoded = decode_record(record)
         if decoded is None:
             consumer = decode_consumer_record(record)  # None: share-group records
@@ -110,7 +114,7 @@ class GroupShard:
             return
         key, value = decoded
         if isinstance(key, OffsetCommitKey) and not isinstance(value, GroupMetadataValue):
-            self.offsets.replay(key, value)
+            self.offsets.replay(key, value, producer_id)
             if value is not None and key.group not in self.groups:
                 self.groups[key.group] = ClassicGroup(key.group)  # a standalone commit's
         elif isinstance(key, GroupMetadataKey) and isinstance(value, GroupMetadataValue):
@@ -119,6 +123,16 @@ class GroupShard:
                 self.groups.get(key.group), ClassicGroup):
             del self.groups[key.group]
         self._armed = False
+
+    def end_transaction(self, producer_id: int, committed: bool) -> None:
+        """A transaction marker of this partition's log, while loading or once written:
+        the producer's pending offsets committed or dropped."""
+        self.offsets.end_transaction(producer_id, committed)
+
+    def has_open_transactions(self) -> bool:
+        """Whether any group holds pending transactional offsets (a failed write is then
+        undone by a reload: :meth:`revert` restores committed state only)."""
+        return self.offsets.has_open_transactions()
 
     def handle(self, token: ReplyToken, api_key: int, api_version: int, request: Any,
                context: RequestContext) -> Outcome:
@@ -145,7 +159,8 @@ class GroupShard:
         -1 and a tombstone for a key the log does not hold), so the groups it changed are
         as the log has them, as after a load, and no other group notices. A classic group
         whose metadata goes back first answers its parked JoinGroup and SyncGroup requests
-        with ``error`` (their members join again)."""
+        with ``error`` (their members join again). Only for a shard without open
+        transactions (:meth:`has_open_transactions`)."""
         out = Outcome()
         for offset, record in records:
             decoded = decode_record(record)
@@ -153,7 +168,12 @@ class GroupShard:
                 group = self.groups.get(decoded[0].group)
                 if isinstance(group, ClassicGroup):
                     out.replies.extend(self.membership.answer_parked(group, error))
-            self.replay(offset, record)
+            if decoded is not None and isinstance(decoded[0], OffsetCommitKey) and (
+                    not isinstance(decoded[1], GroupMetadataValue)):
+                self.offsets.restore(decoded[0], decoded[1])
+                self._armed = False
+            else:
+                self.replay(offset, record)
         return out
 
     def _arm(self, now: int) -> Outcome:
@@ -221,6 +241,12 @@ class GroupShard:
         records, reply = self.offset_apis.commit(version, request, context.now_ms,
                                                  context.topics)
         return Outcome(records=records, replies=[(token, reply)])
+
+    def _txn_offset_commit(self, token: ReplyToken, version: int,
+                           request: TxnOffsetCommitRequest, context: RequestContext) -> Outcome:
+        written, reply = self.offset_apis.commit_transactional(version, request,
+                                                               context.now_ms, context.topics)
+        return Outcome(replies=[(token, reply)], transactional=written)
 
     def _offset_fetch(self, token: ReplyToken, version: int, request: OffsetFetchRequest,
                       context: RequestContext) -> Outcome:

@@ -38,6 +38,7 @@ class ApiKey(IntEnum):
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -167,6 +168,8 @@ _SPECS = (
     # The transaction coordinator's markers (v0 removed by KIP-896; v2, KIP-1228, carries
     # the coordinator's transaction version).
     _spec(ApiKey.WRITE_TXN_MARKERS, (1, 2), 1, _BROKER),
+    # A transaction's offsets, to the group coordinator (v6, KIP-1319: topics by id).
+    _spec(ApiKey.TXN_OFFSET_COMMIT, (0, 6), 3, _BROKER),
     # The ACL APIs from v1 (KIP-896 removed v0 in Kafka 4); v3 adds the USER resource type.
     _spec(ApiKey.DESCRIBE_ACLS, (1, 3), 2, _BOTH),
     _spec(ApiKey.CREATE_ACLS, (1, 3), 2, _BOTH),

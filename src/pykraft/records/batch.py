@@ -356,13 +356,17 @@ def encode_batch(
     control: bool = False,
     headers: Sequence[Sequence[tuple[str, bytes | None]]] | None = None,
     base_sequence: int = NO_SEQUENCE,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    transactional: bool = False,
 ) -> bytes:
     """Build one uncompressed v2 batch the way KRaft does (timestamp deltas 0, no producer).
 
     ``records`` are (key, value) pairs; KRaft data records have ``key=None`` and control
     records a 4-byte key. KRaft never mixes the two kinds in one batch, so neither do we.
     ``base_sequence``: KRaft's batches carry none (-1); the group coordinator's carry 0, as
-    Kafka's coordinator runtime's MemoryRecordsBuilder writes them.
+    Kafka's coordinator runtime's MemoryRecordsBuilder writes them, and its transactional
+    ones (TxnOffsetCommit) the producer's id and epoch too.
     """
     if not records:
         raise ValueError("a record batch needs at least one record")
@@ -379,8 +383,9 @@ def encode_batch(
     count = len(records)
     return assemble_batch(
         b"".join(parts), base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
-        attributes=ATTR_CONTROL if control else 0, last_offset_delta=count - 1,
-        base_timestamp=timestamp, max_timestamp=timestamp, records_count=count,
+        attributes=(ATTR_CONTROL if control else 0) | (ATTR_TRANSACTIONAL if transactional else 0),
+        last_offset_delta=count - 1, base_timestamp=timestamp, max_timestamp=timestamp,
+        records_count=count, producer_id=producer_id, producer_epoch=producer_epoch,
         base_sequence=base_sequence,
     )
 

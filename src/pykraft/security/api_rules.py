@@ -115,6 +115,8 @@ BROKER_RULES: dict[int, ApiRule] = _COMMON | {
     _K.JOIN_GROUP: _group(_O.READ), _K.SYNC_GROUP: _group(_O.READ),
     _K.HEARTBEAT: _group(_O.READ), _K.LEAVE_GROUP: _group(_O.READ),
     _K.OFFSET_COMMIT: _group(_O.READ),  # then READ on each topic
+    # WRITE on its transactional id, then READ on the group and on each topic
+    _K.TXN_OFFSET_COMMIT: _group(_O.READ),
     _K.OFFSET_FETCH: _group(_O.DESCRIBE),  # then DESCRIBE on each topic (filtered)
     _K.DESCRIBE_GROUPS: _group(_O.DESCRIBE),
     _K.LIST_GROUPS: ApiRule(Scope.CUSTOM, _O.DESCRIBE, _R.CLUSTER),  # or each group's

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
-import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
-from replica_fixtures import broker, until, with_records
+from offsets_fixtures import ME, OTHER, TOPIC_ID, offsets_image, run
+from replica_fixtures import until, with_records
 
 from pykraft.broker import group_coordinator
 from pykraft.broker.coordinator_topics import OffsetsTopicConfig
@@ -38,16 +38,9 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
 from pykraft.records.metadata import (
-    BrokerRegistrationChangeRecord,
-    ConfigRecord,
     PartitionChangeRecord,
-    PartitionRecord,
-    TopicRecord,
 )
 from pykraft.storage.log_config import LogConfig
-
-ME, OTHER = 1, 2
-TOPIC_ID = uuid.UUID(int=50)
 
 
 def answer(code: ErrorCode = ErrorCode.NONE) -> HeartbeatResponse:
@@ -119,23 +112,6 @@ class ScriptedShard:
         return Outcome()
 
 
-def offsets_image(*, leader: int = ME, epoch: int = 0, isr: tuple[int, ...] = (ME,),
-                  replicas: tuple[int, ...] = (ME,), min_isr: int = 1,
-                  max_message_bytes: int = 1_048_588) -> MetadataImage:
-    unfenced = [BrokerRegistrationChangeRecord(broker_id=b, broker_epoch=10, fenced=-1)
-                for b in (ME, OTHER)]
-    image: MetadataImage = with_records(
-        MetadataImage(), broker(ME, 9091), broker(OTHER, 9092), *unfenced,
-        TopicRecord(name=OFFSETS_TOPIC_NAME, topic_id=TOPIC_ID),
-        PartitionRecord(partition_id=0, topic_id=TOPIC_ID, replicas=replicas, isr=isr,
-                        leader=leader, leader_epoch=epoch, partition_epoch=epoch),
-        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC_NAME, name="min.insync.replicas",
-                     value=str(min_isr)),
-        ConfigRecord(resource_type=2, resource_name=OFFSETS_TOPIC_NAME, name="max.message.bytes",
-                     value=str(max_message_bytes)))
-    return image
-
-
 @dataclasses.dataclass
 class Rig:
     replicas: ReplicaManager
@@ -176,10 +152,6 @@ def rig(directory: Path, image: MetadataImage, commit_timeout_ms: int = 5_000) -
         OffsetsTopicConfig(num_partitions=1, commit_timeout_ms=commit_timeout_ms))
     replicas.apply_image(image, now[0])
     return Rig(replicas, service, shards, now)
-
-
-def run(test: Callable[[], Awaitable[None]]) -> None:
-    asyncio.run(asyncio.wait_for(test(), 5))
 
 
 def test_requests_wait_for_the_load_and_the_load_replays_the_log(

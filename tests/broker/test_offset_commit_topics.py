@@ -43,7 +43,8 @@ def answer(partitions: dict[str, list[int]]) -> tuple[list[Any], dict[str, list[
                 for p in t.partitions)) for t in request.topics))
 
     async def run() -> Any:
-        return await existing_partitions_only(ApiKey.OFFSET_COMMIT, IMAGE, coordinator)(commit(partitions))
+        handle = existing_partitions_only(ApiKey.OFFSET_COMMIT, IMAGE, coordinator)
+        return await handle(commit(partitions))
 
     response = asyncio.run(run())
     return stored, {str(t.name): [(int(p.partition_index), ErrorCode(p.error_code).name)

@@ -1,5 +1,6 @@
-"""The transaction rows on a partition leader: WriteTxnMarkers (the coordinator's COMMIT and
-ABORT markers) and DescribeProducers (what the partition's producer state holds after them).
+"""The transaction rows: on a partition leader WriteTxnMarkers (the coordinator's COMMIT and
+ABORT markers) and DescribeProducers (what the partition's producer state holds after them);
+the transaction coordinator's APIs; TxnOffsetCommit to the group coordinator.
 
 Each row that writes uses a fresh single-partition topic, so the producer state it meets is
 its own; a marker needs no open transaction (Kafka appends it all the same), which lets a row
@@ -18,7 +19,9 @@ from conformance.cases import (
     code,
     create_topics,
     settled,
+    topic_id_of,
 )
+from conformance.group_cases import group_of, ready, retried
 from conformance.harness import BROKER, Run
 from pykraft.messages.kafka import add_offsets_to_txn_request as ao_req
 from pykraft.messages.kafka import add_partitions_to_txn_request as apt_req
@@ -28,6 +31,8 @@ from pykraft.messages.kafka import end_txn_request as et_req
 from pykraft.messages.kafka import find_coordinator_request as fc_req
 from pykraft.messages.kafka import init_producer_id_request as ip_req
 from pykraft.messages.kafka import list_transactions_request as lt_req
+from pykraft.messages.kafka import offset_fetch_request as of_req
+from pykraft.messages.kafka import txn_offset_commit_request as toc_req
 from pykraft.messages.kafka import write_txn_markers_request as wtm_req
 
 NO_SUCH_TOPIC = "no-such-topic"
@@ -302,4 +307,118 @@ COORDINATOR = [
          list_meaning, lambda _r: ("NONE", [], 0), since=2),
 ]
 
-TXN = [*WRITE_TXN_MARKERS, *DESCRIBE_PRODUCERS, *COORDINATOR]
+
+# -- TxnOffsetCommit ---------------------------------------------------------------------
+
+#: TxnOffsetCommit names topics by id from v6 (KIP-1319); member and generation from v3.
+FIRST_TXN_COMMIT_TOPIC_ID, FIRST_TXN_COMMIT_MEMBER = 6, 3
+TXN_COMMITTED = 17
+
+
+def txn_commit(run: Run, group: str, *, producer_id: int = PRODUCER_ID, epoch: int = 0,
+               transactional_id: str = "txn-commit", generation: int = -1,
+               topics: tuple[str, ...] = ()) -> Any:
+    """TxnOffsetCommit of partition 0 of ``topics`` (the cluster's topic by default), by
+    name or, from v6, by id; retried while the group's coordinator is not ready."""
+    if group:
+        ready(run, group)
+    request = toc_req.TxnOffsetCommitRequest(
+        transactional_id=transactional_id, group_id=group, producer_id=producer_id,
+        producer_epoch=epoch, member_id="",
+        generation_id_or_member_epoch=generation if run.version >= FIRST_TXN_COMMIT_MEMBER
+        else -1, topics=tuple(toc_req.TxnOffsetCommitRequestTopic(
+            **({"name": topic} if run.version < FIRST_TXN_COMMIT_TOPIC_ID
+               else {"topic_id": topic_id_of(run, topic)}),
+            partitions=(toc_req.TxnOffsetCommitRequestPartition(
+                partition_index=0, committed_offset=TXN_COMMITTED,
+                committed_metadata=None),)) for topic in topics or (run.cluster.topic,)))
+    return retried(lambda: run.generated(28, request), txn_commit_errors)
+
+
+def txn_commit_errors(body: Any) -> list[str]:
+    return [code(p.error_code) for t in body.topics for p in t.partitions]
+
+
+def txn_committed(body: Any, _run: Run) -> Meaning:
+    return txn_commit_errors(body)
+
+
+def stable_offset(run: Run, group: str) -> tuple[str, int]:
+    """The group's offset of the cluster topic's partition 0 as OffsetFetch v8 with
+    ``require_stable`` answers it."""
+    probe = Run(run.cluster, "setup", "setup", BROKER, 8)
+    body = probe.generated(9, of_req.OffsetFetchRequest(require_stable=True, groups=(
+        of_req.OffsetFetchRequestGroup(group_id=group, topics=(of_req.OffsetFetchRequestTopics(
+            name=run.cluster.topic, partition_indexes=(0,)),)),)))
+    (partition,) = body.groups[0].topics[0].partitions
+    return code(partition.error_code), partition.committed_offset
+
+
+def in_a_transaction(run: Run, group: str, *, add_offsets: bool = True,
+                     generation: int = -1, topics: tuple[str, ...] = ()) -> Any:
+    """TxnOffsetCommit at this version inside a new transaction (InitProducerId, then
+    AddOffsetsToTxn of ``group`` unless not ``add_offsets``), as a producer sends it."""
+    transactional_id = run.fresh_topic
+    _, producer_id, epoch = init_txn(run, transactional_id)
+    if add_offsets:
+        client = Run(run.cluster, "setup", "setup", BROKER, 3)
+        added_offsets = client.generated(25, ao_req.AddOffsetsToTxnRequest(
+            transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+            group_id=group))
+        assert code(added_offsets.error_code) == "NONE"
+    return txn_commit(run, group, producer_id=producer_id, epoch=epoch,
+                      transactional_id=transactional_id, generation=generation, topics=topics)
+
+
+def offsets_in_a_transaction(run: Run) -> Meaning:
+    """InitProducerId, AddOffsetsToTxn, TxnOffsetCommit at this version, the offset as a
+    stable fetch sees it then, EndTxn (commit), and the offset once the markers are
+    written."""
+    transactional_id, group = run.fresh_topic, group_of(run)
+    error, producer_id, epoch = init_txn(run, transactional_id)
+    client = Run(run.cluster, "setup", "setup", BROKER, 3)
+    added_offsets = code(client.generated(25, ao_req.AddOffsetsToTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+        group_id=group)).error_code)
+    committed = txn_commit_errors(txn_commit(
+        run, group, producer_id=producer_id, epoch=epoch, transactional_id=transactional_id))
+    pending = stable_offset(run, group)
+    end = code(client.generated(26, et_req.EndTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch,
+        committed=True)).error_code)
+    done = settled(lambda: stable_offset(run, group),
+                   lambda answer: answer[0] != "UNSTABLE_OFFSET_COMMIT")
+    return error, added_offsets, committed, pending, end, done
+
+
+TXN_OFFSET_COMMIT = [
+    Case("TxnOffsetCommit", 28, "unknown_topic",
+         lambda r: txn_commit(r, group_of(r), topics=(NO_SUCH_TOPIC,)), txn_committed,
+         lambda _r: ["UNKNOWN_TOPIC_OR_PARTITION"], until=FIRST_TXN_COMMIT_TOPIC_ID),
+    Case("TxnOffsetCommit", 28, "unknown_topic_id",
+         lambda r: txn_commit(r, group_of(r), topics=(NO_SUCH_TOPIC,)), txn_committed,
+         lambda _r: ["UNKNOWN_TOPIC_ID"], since=FIRST_TXN_COMMIT_TOPIC_ID),
+    Case("TxnOffsetCommit", 28, "known_then_unknown_topic",
+         lambda r: in_a_transaction(r, group_of(r), topics=(r.cluster.topic, NO_SUCH_TOPIC)),
+         txn_committed, lambda r: [
+             "UNKNOWN_TOPIC_ID" if r.version >= FIRST_TXN_COMMIT_TOPIC_ID
+             else "UNKNOWN_TOPIC_OR_PARTITION", "NONE"]),
+    Case("TxnOffsetCommit", 28, "empty_group_id", lambda r: txn_commit(r, ""),
+         txn_committed, lambda _r: ["INVALID_GROUP_ID"]),
+    Case("TxnOffsetCommit", 28, "generation_of_an_unknown_group",
+         lambda r: in_a_transaction(r, group_of(r), generation=3), txn_committed,
+         lambda r: ["GROUP_ID_NOT_FOUND" if r.version >= FIRST_TXN_COMMIT_TOPIC_ID
+                    else "ILLEGAL_GENERATION"], since=FIRST_TXN_COMMIT_MEMBER),
+    # KIP-890: the group coordinator asks the transaction's coordinator first; from v5 (a
+    # transaction version 2 client) the coordinator adds the offsets partition instead
+    Case("TxnOffsetCommit", 28, "offsets_partition_not_in_the_transaction",
+         lambda r: in_a_transaction(r, group_of(r), add_offsets=False), txn_committed,
+         lambda r: ["NONE" if r.version >= 5 else "TRANSACTION_ABORTABLE" if r.version == 4
+                    else "INVALID_TXN_STATE"]),
+    Case("TxnOffsetCommit", 28, "offsets_in_a_transaction", offsets_in_a_transaction,
+         lambda m, _r: m, lambda _r: (
+             "NONE", "NONE", ["NONE"], ("UNSTABLE_OFFSET_COMMIT", -1), "NONE",
+             ("NONE", TXN_COMMITTED))),
+]
+
+TXN = [*WRITE_TXN_MARKERS, *DESCRIBE_PRODUCERS, *COORDINATOR, *TXN_OFFSET_COMMIT]

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import inspect
 import logging
 import random
@@ -59,6 +60,7 @@ from pykraft.broker.topic_settings import topic_settings
 from pykraft.broker.txn_apis import TxnApis
 from pykraft.broker.txn_coordinator import TxnCoordinatorService
 from pykraft.broker.txn_marker_sender import MARKER_SENDER_VERSIONS
+from pykraft.broker.txn_verification import VERIFIER_VERSIONS, TxnVerifier
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
 from pykraft.group.config import GroupConfig
@@ -131,6 +133,7 @@ class BrokerServer:
         server = ServerConfig(static)
         self._auto_create = bool(server.get("auto.create.topics.enable"))
         self._request_timeout_ms: int = server.get("request.timeout.ms")
+        self._verify_transactions = bool(server.get("transaction.partition.verification.enable"))
         self._auto_topics: AutoTopicCreator | None = None
         # one thread for the logs' files: new partitions' logs and deleted ones' removal
         self._disk_worker = concurrent.futures.ThreadPoolExecutor(
@@ -151,6 +154,8 @@ class BrokerServer:
         self.groups: GroupCoordinatorService | None = None
         self._txn_config = TxnConfig.from_properties(static)  # refused at start
         self.transactions: TxnCoordinatorService | None = None
+        self._txn_apis: TxnApis | None = None
+        self._verifier: TxnVerifier | None = None
         self._producer_ids: ProducerIdManager | None = None
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
@@ -222,6 +227,17 @@ class BrokerServer:
             self.replicas, node.now_ms, self._txn_config,
             producer_ids=self._producer_ids.generate_producer_id,
             connect=self._connect_broker, request_timeout_ms=self._request_timeout_ms)
+        offsets = self._offsets_topic
+        self._txn_apis = TxnApis(
+            self.transactions, image=lambda: self.replicas.image,
+            offsets_partition=lambda group: offsets.partition_of(group, self.replicas.image))
+        self._verifier = TxnVerifier(
+            settings.node_id, image=lambda: self.replicas.image,
+            partition_of=self.transactions.partition_of, local=self._txn_apis.add_for_broker,
+            connect=functools.partial(self._connect_broker, ours=VERIFIER_VERSIONS,
+                                      purpose="txn-verification"),
+            enabled=self._verify_transactions)
+        self.groups.verifier = self._verifier
         dispatchers = [self._dispatcher(node, spec) for spec in self._broker.listeners]
         for dispatcher in dispatchers:  # one producer id block source per broker
             dispatcher.producer_ids = self._producer_ids
@@ -260,26 +276,25 @@ class BrokerServer:
                                     TRANSACTION_KEY: self.transactions.topic},
                                    self._forwarding, spec.name)
         self._finders.append(finder)
-        offsets = self._offsets_topic
-        transactions = TxnApis(
-            self.transactions, image=lambda: self.replicas.image,
-            offsets_partition=lambda group: offsets.partition_of(group, self.replicas.image))
+        assert self._txn_apis is not None
         return BrokerDispatcher(node, self.metadata, self._forwarding,
                                 cluster_id=self._settings.cluster_id, listener_name=spec.name,
                                 produce=ProduceHandler(self.replicas, node.now_ms, spec.name),
                                 replicas=self.replicas, groups=(self.groups, finder),
-                                transactions=transactions, auto_topics=self._auto_topics)
+                                transactions=self._txn_apis, auto_topics=self._auto_topics)
 
-    async def _connect_broker(self, broker_id: int) -> ClientConnection | None:
+    async def _connect_broker(self, broker_id: int, *,
+                              ours: Mapping[int, tuple[int, int]] = MARKER_SENDER_VERSIONS,
+                              purpose: str = "txn-markers") -> ClientConnection | None:
         """A connection to another broker's inter-broker listener, for the transaction
-        markers (None while it has no endpoint there)."""
+        markers (or ``purpose``, speaking ``ours``); None while it has no endpoint there."""
         broker = self._broker
         address = leader_address(self.replicas.image, broker_id, broker.inter_broker_listener)
         if address is None:
             return None
         return await open_with_timeout(
-            *address, client_id=f"broker-{self._settings.node_id}-txn-markers",
-            ours=MARKER_SENDER_VERSIONS, timeout_s=self._request_timeout_ms / 1000,
+            *address, client_id=f"broker-{self._settings.node_id}-{purpose}",
+            ours=ours, timeout_s=self._request_timeout_ms / 1000,
             tls=broker.inter_broker_tls, sasl=broker.inter_broker_sasl)
 
     def _now_ms(self) -> int:
@@ -365,6 +380,8 @@ class BrokerServer:
             await self.groups.close()  # parked group requests answered NOT_COORDINATOR
         if self.transactions is not None:
             await self.transactions.close()  # and the transaction coordinator's
+        if self._verifier is not None:
+            self._verifier.close()
         for finder in self._finders:
             await finder.close()
         if self._auto_topics is not None:

@@ -49,15 +49,19 @@ from pykraft.broker.replica_manager import (
     PartitionError,
     ReplicaManager,
 )
+from pykraft.broker.txn_verification import Operation, TxnVerifier
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError
 from pykraft.group.messages import ShardRequest, ShardResponse
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
 from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
+from pykraft.ids import TopicPartition
+from pykraft.log.producer_state import VerificationGuard
 from pykraft.log.transactions import Marker, read_marker
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
 from pykraft.messages.kafka.txn_offset_commit_request import TxnOffsetCommitRequest
+from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import (
     NO_PRODUCER_EPOCH,
@@ -135,6 +139,16 @@ class _DelayedReplies(DelayedOperation):
             self._service.fail(self.replies, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         else:
             self._service.deliver(self.replies)
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A TxnOffsetCommit's verification: whether its transaction was checked with its
+    coordinator, and the guard its write must still hold (None: a transaction was
+    ongoing here, which the write must still find)."""
+
+    guard: VerificationGuard | None
+    checked: bool
 
 
 @dataclass(slots=True)
@@ -218,6 +232,9 @@ class GroupCoordinatorService:
         self._topic_infos: tuple[object, Mapping[str, TopicInfo]] = (None, {})
         replicas.leadership.append(self.leadership_changed)
         replicas.marker_writers[OFFSETS_TOPIC] = self.write_marker
+        self.verifier: TxnVerifier | None = None
+        """Asks transactions' coordinators before TxnOffsetCommit holds offsets (set once
+        the broker's transaction coordinator runs)."""
 
     # ------------------------------------------------------------------ leadership
 
@@ -321,13 +338,21 @@ class GroupCoordinatorService:
             parts = await off_loop_if_large(lambda: pieces(
                 api_key, request, lambda group: self.config.partition_of(group, image),
                 GROUPS_PER_TURN))
+        verified: Verified | None = None
+        if isinstance(request, TxnOffsetCommitRequest):
+            ((partition, _),) = parts
+            outcome = await self._verify(partition, api_version, request)
+            if isinstance(outcome, ErrorCode):
+                return error_response(api_key, request, outcome)
+            verified = outcome
         context = RequestContext(now_ms=self._clock_ms(), client_id=client_id,
                                  client_host=client_host, topics=self._topics())
         answers: list[Awaitable[ShardResponse]] = []
         for index, (partition, part) in enumerate(parts):
             if index:
                 await asyncio.sleep(0)
-            answers.append(self._submit(partition, api_key, api_version, part, context))
+            answers.append(self._submit(partition, api_key, api_version, part, context,
+                                        verified))
         answered = dict(enumerate(await asyncio.gather(*answers)))
         return await off_loop_if_large(lambda: merge(api_key, request, answered))
 
@@ -341,12 +366,42 @@ class GroupCoordinatorService:
                 for name, topic in topics.by_name.items()})
         return self._topic_infos[1]
 
+    async def _verify(self, partition: int, version: int,
+                      request: TxnOffsetCommitRequest) -> Verified | ErrorCode:
+        """Before a transaction's offsets are held: the partition's checks, then its
+        coordinator asked whether this ``__consumer_offsets`` partition is in the
+        transaction (KIP-890; v5+: added to it), unless the producer has a transaction
+        ongoing here already. Kafka's ``scheduleTransactionalWriteOperation``: a refusal is
+        the write's error as the operation answers it."""
+        coordinator = self._coordinators.get(partition)
+        refusal = self._refusal(coordinator, ApiKey.TXN_OFFSET_COMMIT, request)
+        if refusal is not None:
+            return refusal
+        assert coordinator is not None
+        operation = Operation.of_txn_offset_commit(version)
+        verifier = self.verifier
+        if verifier is None or not verifier.applies(operation):
+            return Verified(None, checked=False)
+        state = coordinator.hosted.producer_state
+        producer_id, epoch = request.producer_id, request.producer_epoch
+        guard = state.start_verification(producer_id, epoch)
+        if guard is not None:
+            errors = await verifier.verify(
+                request.transactional_id, producer_id, epoch,
+                [TopicPartition(OFFSETS_TOPIC, partition)], operation)
+            if errors:
+                state.end_verification(guard)
+                code = next(iter(errors.values()))
+                return _OPERATION_ERRORS.get(code, code)
+        return Verified(guard, checked=True)
+
     def _submit(self, partition: int, api_key: int, api_version: int, request: ShardRequest,
-                context: RequestContext) -> Awaitable[ShardResponse]:
+                context: RequestContext, verified: Verified | None = None,
+                ) -> Awaitable[ShardResponse]:
         """Hand ``request`` to its partition's shard now; its answer once the shard's
         records are committed (a refusal's, pure, built off the loop when large)."""
         coordinator = self._coordinators.get(partition)
-        refusal = self._refusal(coordinator, api_key, request)
+        refusal = self._refusal(coordinator, api_key, request, verified)
         if refusal is not None:
             return off_loop_if_large(lambda: error_response(api_key, request, refusal))
         assert coordinator is not None and coordinator.shard is not None
@@ -363,7 +418,7 @@ class GroupCoordinatorService:
         return future
 
     def _refusal(self, coordinator: _Coordinator | None, api_key: int,
-                 request: ShardRequest) -> ErrorCode | None:
+                 request: ShardRequest, verified: Verified | None = None) -> ErrorCode | None:
         """Why the partition's shard cannot take ``request`` now (None: it can)."""
         if isinstance(request, TxnOffsetCommitRequest) and not request.group_id:
             return ErrorCode.INVALID_GROUP_ID  # Kafka's service, before any shard
@@ -375,23 +430,29 @@ class GroupCoordinatorService:
                 self._oversized_commit(coordinator, request)):
             return ErrorCode.UNKNOWN_SERVER_ERROR
         if isinstance(request, TxnOffsetCommitRequest):
-            return self._unwritable_transaction(coordinator, request)
+            return self._unwritable_transaction(coordinator, request, verified)
         return None
 
     @staticmethod
-    def _unwritable_transaction(coordinator: _Coordinator,
-                                request: TxnOffsetCommitRequest) -> ErrorCode | None:
+    def _unwritable_transaction(coordinator: _Coordinator, request: TxnOffsetCommitRequest,
+                                verified: Verified | None) -> ErrorCode | None:
         """Why the partition would refuse this producer's transactional batch, checked
         before the shard holds its offsets as pending (undoing them costs a reload): a
         producer epoch older than the partition's producer state has (a fenced producer:
-        INVALID_PRODUCER_EPOCH, Kafka's append error), or too few in-sync replicas
-        (COORDINATOR_NOT_AVAILABLE, Kafka's answer to NOT_ENOUGH_REPLICAS)."""
+        INVALID_PRODUCER_EPOCH, Kafka's append error), too few in-sync replicas
+        (COORDINATOR_NOT_AVAILABLE, Kafka's answer to NOT_ENOUGH_REPLICAS), or a
+        transaction a marker ended since its coordinator confirmed it (INVALID_TXN_STATE,
+        the append's refusal of a write missing its verification)."""
         hosted = coordinator.hosted
-        entry = hosted.producer_state.last_entry(request.producer_id)
+        state = hosted.producer_state
+        entry = state.last_entry(request.producer_id)
         if entry is not None and request.producer_epoch < entry.producer_epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         if len(hosted.isr) < hosted.min_isr:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if verified is not None and verified.checked and not state.verified(
+                request.producer_id, request.producer_epoch, verified.guard):
+            return ErrorCode.INVALID_TXN_STATE
         return None
 
     @staticmethod

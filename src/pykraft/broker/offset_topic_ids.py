@@ -55,10 +55,11 @@ from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.security.api_rules import BROKER_RULES, Access
 
 #: Per API: its first version naming topics by id, and the version the group shards
-#: answer instead (the same meaning, topics by name).
+#: answer instead (the same meaning, topics by name; TxnOffsetCommit's shard is told v6,
+#: which answers an unknown group GROUP_ID_NOT_FOUND).
 TOPIC_ID_VERSIONS: Mapping[int, tuple[int, int]] = {
     ApiKey.OFFSET_COMMIT: (10, 9), ApiKey.OFFSET_FETCH: (10, 9),
-    ApiKey.TXN_OFFSET_COMMIT: (6, 5)}
+    ApiKey.TXN_OFFSET_COMMIT: (6, 6)}
 OffsetRequest = OffsetCommitRequest | OffsetFetchRequest | TxnOffsetCommitRequest
 OffsetResponse = OffsetCommitResponse | OffsetFetchResponse | TxnOffsetCommitResponse
 CommitRequest = OffsetCommitRequest | TxnOffsetCommitRequest

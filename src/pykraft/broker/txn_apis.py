@@ -149,16 +149,25 @@ class TxnApis:
         return apr.AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_topic_results(
             results[0]))
 
+    async def add_for_broker(self, transaction: AddPartitionsToTxnTransaction
+                             ) -> dict[TopicPartition, ErrorCode]:
+        """A partition leader of this broker verifying (or adding) its partition: answered
+        as another broker's AddPartitionsToTxn v4+ is."""
+        return await self._add_one(transaction, FIRST_BROKER_VERSION, None)
+
     async def _add_one(self, transaction: AddPartitionsToTxnTransaction, version: int,
-                       access: Access) -> dict[TopicPartition, ErrorCode]:
+                       access: Access | None) -> dict[TopicPartition, ErrorCode]:
+        """One transaction's partitions; a client's (v0-3) checked against ``access``."""
         partitions = list(dict.fromkeys(_partitions(transaction.topics)))
         transactional_id = transaction.transactional_id
+        writable = {tp.topic for tp in partitions}
         client = version < FIRST_BROKER_VERSION
-        if client and not access.allows(_O.WRITE, _R.TRANSACTIONAL_ID, transactional_id):
-            return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        writable = access.allowed(_O.WRITE, _R.TOPIC, (
-            tp.topic for tp in partitions if tp.topic not in INTERNAL_TOPICS)) if client else {
-            tp.topic for tp in partitions}
+        if client:
+            assert access is not None, "a client's request is authorized"
+            if not access.allows(_O.WRITE, _R.TRANSACTIONAL_ID, transactional_id):
+                return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            writable = set(access.allowed(_O.WRITE, _R.TOPIC, (
+                tp.topic for tp in partitions if tp.topic not in INTERNAL_TOPICS)))
         image = self._image()
         refused: dict[TopicPartition, ErrorCode] = {}
         for tp in partitions:

@@ -281,6 +281,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("request.timeout.ms", _to_int, "30000",
               "how long a broker waits for replication of what it writes for another node "
               "(transaction markers)"),
+    ConfigDef("transaction.partition.verification.enable", _to_bool, "true",
+              "a partition leader asks the transaction's coordinator before a transaction's "
+              "first write there (KIP-890)"),
     ConfigDef("auto.create.topics.enable", _to_bool, "true",
               "a Metadata request naming a missing topic creates it"),
     # pykraft's own keys (no Kafka equivalent).

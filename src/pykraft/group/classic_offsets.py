@@ -37,6 +37,8 @@ from pykraft.protocol.errors import ErrorCode
 
 E = ErrorCode
 _LAST_RETENTION_VERSION = 4
+#: TxnOffsetCommit answers an unknown group GROUP_ID_NOT_FOUND from v6 (Kafka 4.4).
+_FIRST_TXN_GROUP_NOT_FOUND = 6
 NO_RETENTION = -1
 """OffsetCommit v2-4's ``retention_time`` meaning "the broker's offsets.retention.minutes"."""
 
@@ -110,8 +112,9 @@ class ClassicOffsets:
                              ) -> tuple[TransactionalRecords | None, TxnOffsetCommitResponse]:
         """TxnOffsetCommit (Kafka's ``commitTransactionalOffset``): checked as a commit,
         but any member may commit at any group state, and a group unknown at generation
-        -1 is created (ILLEGAL_GENERATION otherwise); the offsets wait, pending, for the
-        producer's transaction marker on this partition."""
+        -1 is created (otherwise ILLEGAL_GENERATION, from v6 GROUP_ID_NOT_FOUND, as Kafka
+        4.4 answers); the offsets wait, pending, for the producer's transaction marker on
+        this partition."""
         group = self.groups.get(request.group_id)
         error: int | None = None
         generation = request.generation_id_or_member_epoch
@@ -120,7 +123,8 @@ class ClassicOffsets:
                 group = ClassicGroup(request.group_id)
                 self.groups[group.group_id] = group
             else:
-                error = E.ILLEGAL_GENERATION
+                error = (E.GROUP_ID_NOT_FOUND if version >= _FIRST_TXN_GROUP_NOT_FOUND
+                         else E.ILLEGAL_GENERATION)
         else:
             error = group.validate_offset_commit(
                 request.member_id, request.group_instance_id, generation,

@@ -179,6 +179,15 @@ class CompletedTxn:
     is_aborted: bool
 
 
+class VerificationGuard:
+    """One verification of a producer's transaction (compared by identity)."""
+
+    __slots__ = ("producer_id",)
+
+    def __init__(self, producer_id: int) -> None:
+        self.producer_id = producer_id
+
+
 @dataclass(frozen=True, slots=True)
 class MarkerAppend:
     """What a transaction marker does to its producer: the entry to store once the marker
@@ -204,6 +213,9 @@ class ProducerStateManager:
         self._unreplicated: dict[int, CompletedTxn] = {}
         """Ended transactions whose marker may be above the high watermark: first offset ->
         the transaction, in marker order."""
+        self._verifying: dict[int, VerificationGuard] = {}
+        """Producers whose coordinator is being asked whether this partition is in their
+        transaction (KIP-890): the guard their first transactional write must bring."""
 
     @property
     def producers(self) -> Mapping[int, ProducerStateEntry]:
@@ -245,9 +257,38 @@ class ProducerStateManager:
             updated.current_txn_first_offset = header.base_offset
         return updated
 
+    def start_verification(self, producer_id: int, epoch: int) -> VerificationGuard | None:
+        """A guard for a transactional write about to be verified with the producer's
+        coordinator; None when the producer has a transaction ongoing here at ``epoch``
+        (nothing to verify: Kafka's ``VerificationGuard.SENTINEL``). Concurrent writes of
+        one producer share its guard."""
+        entry = self._producers.get(producer_id)
+        if (entry is not None and entry.current_txn_first_offset is not None
+                and entry.producer_epoch == epoch):
+            return None
+        return self._verifying.setdefault(producer_id, VerificationGuard(producer_id))
+
+    def verified(self, producer_id: int, epoch: int, guard: VerificationGuard | None) -> bool:
+        """Whether a transactional write may start or continue a transaction here: one is
+        ongoing at ``epoch``, or ``guard`` is still this producer's (no marker ended the
+        transaction since the coordinator confirmed it; Kafka's
+        ``batchMissingRequiredVerification``)."""
+        entry = self._producers.get(producer_id)
+        if (entry is not None and entry.current_txn_first_offset is not None
+                and entry.producer_epoch == epoch):
+            return True
+        return guard is not None and self._verifying.get(producer_id) is guard
+
+    def end_verification(self, guard: VerificationGuard) -> None:
+        """A verification that failed: its guard is dropped (if still current)."""
+        if self._verifying.get(guard.producer_id) is guard:
+            del self._verifying[guard.producer_id]
+
     def update(self, entry: ProducerStateEntry) -> None:
         """Apply a state :meth:`prepare` (or :meth:`prepare_marker`) returned, after its
-        batch is in the log; a transaction the batch began becomes ongoing."""
+        batch is in the log; a transaction the batch began becomes ongoing. The producer's
+        verification guard ends: its transaction is ongoing, or a marker ended it."""
+        self._verifying.pop(entry.producer_id, None)
         previous = self._producers.get(entry.producer_id)
         first = entry.current_txn_first_offset
         if first is not None and (previous is None or previous.current_txn_first_offset != first):

@@ -1,0 +1,149 @@
+"""Transactional offsets through the group coordinator's runtime and a real group shard:
+TxnOffsetCommit's batch carries the producer, the marker written through the runtime ends
+it, a reload replays both (and keeps what is still pending), a fenced producer's commit is
+refused before anything is held, and a partition not loaded refuses markers."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from offsets_fixtures import ME, TOPIC_ID, offsets_image, run
+from replica_fixtures import until, with_records
+
+from pykraft.broker.coordinator_topics import OffsetsTopicConfig
+from pykraft.broker.group_coordinator import GroupCoordinatorService
+from pykraft.broker.replica_manager import PartitionError, ReplicaManager
+from pykraft.group.config import GroupConfig
+from pykraft.group.shard import GroupShard
+from pykraft.ids import OFFSETS_TOPIC_NAME
+from pykraft.log.log_manager import LogManager
+from pykraft.messages.kafka import offset_fetch_request as fetch
+from pykraft.messages.kafka import txn_offset_commit_request as txn
+from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
+from pykraft.messages.kafka.txn_offset_commit_response import TxnOffsetCommitResponse
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.errors import ErrorCode
+from pykraft.records.batch import iter_batches
+from pykraft.records.metadata import PartitionChangeRecord
+from pykraft.storage.log_config import LogConfig
+
+PRODUCER = 4_000
+
+
+class Coordinator:
+    """A broker's group coordinator for the one partition of ``__consumer_offsets``."""
+
+    def __init__(self, directory: Path) -> None:
+        logs = LogManager([directory], LogConfig())
+        logs.startup(1_000)
+        self.replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
+        self.service = GroupCoordinatorService(
+            self.replicas, lambda: 1_000,
+            lambda p: GroupShard(p, GroupConfig(), random.Random(1)),
+            OffsetsTopicConfig(num_partitions=1))
+        self.replicas.apply_image(offsets_image(), 1_000)
+
+    async def loaded(self) -> None:
+        await until(lambda: self.service.partition_states == {0: "loaded"}, "shard loaded")
+
+    async def reload(self) -> None:
+        """A new leader epoch of ours: the shard is loaded again from the log."""
+        self.replicas.apply_image(with_records(self.replicas.image, PartitionChangeRecord(
+            partition_id=0, topic_id=TOPIC_ID, leader=ME)), 1_000)
+        await self.loaded()
+
+    async def commit(self, offset: int, epoch: int = 0) -> ErrorCode:
+        answer = await self.service.handle(ApiKey.TXN_OFFSET_COMMIT, 5, txn.TxnOffsetCommitRequest(
+            transactional_id="tx", group_id="g", producer_id=PRODUCER, producer_epoch=epoch,
+            topics=(txn.TxnOffsetCommitRequestTopic(name="t", partitions=(
+                txn.TxnOffsetCommitRequestPartition(
+                    partition_index=0, committed_offset=offset, committed_metadata=None),)),)),
+            client_id="c", client_host="/127.0.0.1")
+        assert isinstance(answer, TxnOffsetCommitResponse)
+        (code,) = {p.error_code for t in answer.topics for p in t.partitions}
+        return ErrorCode(code)
+
+    def marker(self, committed: bool, epoch: int = 0) -> None:
+        self.service.write_marker(0, producer_id=PRODUCER, producer_epoch=epoch,
+                                  committed=committed, coordinator_epoch=0,
+                                  transaction_version=0, now_ms=1_000)
+
+    async def fetched(self, require_stable: bool = True) -> tuple[str, int]:
+        answer = await self.service.handle(ApiKey.OFFSET_FETCH, 9, fetch.OffsetFetchRequest(
+            require_stable=require_stable, groups=(fetch.OffsetFetchRequestGroup(
+                group_id="g", topics=(fetch.OffsetFetchRequestTopics(
+                    name="t", partition_indexes=(0,)),)),)),
+            client_id="c", client_host="/127.0.0.1")
+        assert isinstance(answer, OffsetFetchResponse)
+        (partition,) = answer.groups[0].topics[0].partitions
+        return ErrorCode(partition.error_code).name, partition.committed_offset
+
+    def batches(self) -> list[tuple[int, bool, bool]]:
+        """Each batch of the log: (producer id, transactional, control)."""
+        part = self.replicas.partition_for(OFFSETS_TOPIC_NAME, 0)
+        return [(b.header.producer_id, b.header.is_transactional, b.is_control)
+                for b in iter_batches(part.log.read(0, 1 << 20))]
+
+
+def test_a_commit_marker_makes_the_offsets_visible_and_a_reload_replays_it(
+        tmp_path: Path) -> None:
+    async def scenario() -> None:
+        c = Coordinator(tmp_path)
+        await c.loaded()
+        assert await c.commit(5) == ErrorCode.NONE
+        assert await c.fetched() == ("UNSTABLE_OFFSET_COMMIT", -1)
+        assert await c.fetched(require_stable=False) == ("NONE", -1)
+        c.marker(committed=True)
+        assert await c.fetched() == ("NONE", 5)
+        assert await c.commit(9) == ErrorCode.NONE
+        c.marker(committed=False)
+        assert await c.fetched() == ("NONE", 5)
+        assert c.batches() == [(PRODUCER, True, False), (PRODUCER, True, True)] * 2
+        await c.reload()
+        assert await c.fetched() == ("NONE", 5)
+        await c.service.close()
+
+    run(scenario)
+
+
+def test_a_reload_keeps_an_open_transactions_offsets_pending(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        c = Coordinator(tmp_path)
+        await c.loaded()
+        assert await c.commit(7) == ErrorCode.NONE
+        await c.reload()
+        assert await c.fetched() == ("UNSTABLE_OFFSET_COMMIT", -1)
+        c.marker(committed=True)
+        assert await c.fetched() == ("NONE", 7)
+        await c.service.close()
+
+    run(scenario)
+
+
+def test_a_fenced_producers_commit_is_refused_and_holds_nothing(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        c = Coordinator(tmp_path)
+        await c.loaded()
+        assert await c.commit(3, epoch=1) == ErrorCode.NONE
+        c.marker(committed=False, epoch=2)  # the coordinator fenced epoch 1
+        before = c.batches()
+        assert await c.commit(4, epoch=1) == ErrorCode.INVALID_PRODUCER_EPOCH
+        assert c.batches() == before
+        assert await c.fetched() == ("NONE", -1)
+        await c.service.close()
+
+    run(scenario)
+
+
+def test_a_marker_for_a_partition_not_loaded_is_refused_not_leader(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        c = Coordinator(tmp_path)
+        with pytest.raises(PartitionError) as refused:
+            c.marker(committed=True)  # before the load completes
+        assert refused.value.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+        await c.loaded()
+        await c.service.close()
+
+    run(scenario)

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
 from conformance.cases import (
     ABSENT,
     Case,
@@ -32,6 +34,7 @@ from pykraft.messages.kafka import find_coordinator_request as fc_req
 from pykraft.messages.kafka import init_producer_id_request as ip_req
 from pykraft.messages.kafka import list_transactions_request as lt_req
 from pykraft.messages.kafka import offset_fetch_request as of_req
+from pykraft.messages.kafka import produce_request as produce_req
 from pykraft.messages.kafka import txn_offset_commit_request as toc_req
 from pykraft.messages.kafka import write_txn_markers_request as wtm_req
 
@@ -421,4 +424,49 @@ TXN_OFFSET_COMMIT = [
              ("NONE", TXN_COMMITTED))),
 ]
 
-TXN = [*WRITE_TXN_MARKERS, *DESCRIBE_PRODUCERS, *COORDINATOR, *TXN_OFFSET_COMMIT]
+
+# -- Produce of a transaction (KIP-890 verification) -----------------------------------------
+
+def transactional_produce(run: Run, *, add_partition: bool) -> Meaning:
+    """An initialized producer's transactional batch to partition 0 of a fresh topic
+    (AddPartitionsToTxn first when ``add_partition``): the partition's error, message,
+    and whether it was written."""
+    transactional_id, topic = run.fresh_topic, fresh_partition(run)
+    _, producer_id, epoch = init_txn(run, transactional_id)
+    if add_partition:
+        client = Run(run.cluster, "setup", "setup", BROKER, 3)
+        assert partition_errors(add_partitions(client, transactional_id, producer_id, epoch,
+                                               topic), client) == ["NONE"]
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
+        producer_epoch=epoch, base_sequence=0, batch_size=1 << 20)
+    builder.append(0, timestamp=1_000, key=b"k", value=b"v", headers=[])
+    named = {"name": topic} if run.version < 13 else {"topic_id": topic_id_of(run, topic)}
+    body = settled(lambda: run.generated(0, produce_req.ProduceRequest(
+        transactional_id=transactional_id, acks=-1, timeout_ms=5_000, topic_data=(
+            produce_req.TopicProduceData(**named, partition_data=(
+                produce_req.PartitionProduceData(index=0, records=bytes(builder.build())),
+            )),))),
+        lambda answer: code(answer.responses[0].partition_responses[0].error_code)
+        not in _NOT_YET)
+    (partition,) = body.responses[0].partition_responses
+    message = partition.error_message if run.version >= 8 else None
+    return code(partition.error_code), message, partition.base_offset >= 0
+
+
+PRODUCE = [
+    Case("Produce", 0, "transaction_without_the_partition",
+         lambda r: transactional_produce(r, add_partition=False), lambda m, _r: m,
+         # from v12 (transaction version 2) the coordinator adds the partition itself
+         # v11 understands TRANSACTION_ABORTABLE, which the coordinator answers
+         lambda r: ("NONE", None, True) if r.version >= 12 else (
+             ("TRANSACTION_ABORTABLE", None, False) if r.version == 11 else (
+                 "INVALID_TXN_STATE",
+                 "Partition was not added to the transaction" if r.version >= 8 else None,
+                 False))),
+    Case("Produce", 0, "transaction_with_the_partition",
+         lambda r: transactional_produce(r, add_partition=True), lambda m, _r: m,
+         lambda _r: ("NONE", None, True)),
+]
+
+TXN = [*WRITE_TXN_MARKERS, *DESCRIBE_PRODUCERS, *COORDINATOR, *TXN_OFFSET_COMMIT, *PRODUCE]

@@ -279,7 +279,8 @@ class BrokerServer:
         assert self._txn_apis is not None
         return BrokerDispatcher(node, self.metadata, self._forwarding,
                                 cluster_id=self._settings.cluster_id, listener_name=spec.name,
-                                produce=ProduceHandler(self.replicas, node.now_ms, spec.name),
+                                produce=ProduceHandler(self.replicas, node.now_ms, spec.name,
+                                                       self._verifier),
                                 replicas=self.replicas, groups=(self.groups, finder),
                                 transactions=self._txn_apis, auto_topics=self._auto_topics)
 

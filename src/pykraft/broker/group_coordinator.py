@@ -56,7 +56,7 @@ from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestCon
 from pykraft.group.records import offset_commit_floor
 from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
 from pykraft.ids import TopicPartition
-from pykraft.log.producer_state import VerificationGuard
+from pykraft.log.producer_state import Verified
 from pykraft.log.transactions import Marker, read_marker
 from pykraft.messages.kafka.list_groups_request import ListGroupsRequest
 from pykraft.messages.kafka.offset_commit_request import OffsetCommitRequest
@@ -139,16 +139,6 @@ class _DelayedReplies(DelayedOperation):
             self._service.fail(self.replies, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         else:
             self._service.deliver(self.replies)
-
-
-@dataclass(frozen=True, slots=True)
-class Verified:
-    """A TxnOffsetCommit's verification: whether its transaction was checked with its
-    coordinator, and the guard its write must still hold (None: a transaction was
-    ongoing here, which the write must still find)."""
-
-    guard: VerificationGuard | None
-    checked: bool
 
 
 @dataclass(slots=True)
@@ -450,8 +440,8 @@ class GroupCoordinatorService:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         if len(hosted.isr) < hosted.min_isr:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if verified is not None and verified.checked and not state.verified(
-                request.producer_id, request.producer_epoch, verified.guard):
+        if verified is not None and not verified.holds(state, request.producer_id,
+                                                       request.producer_epoch):
             return ErrorCode.INVALID_TXN_STATE
         return None
 

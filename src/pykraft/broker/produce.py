@@ -16,7 +16,12 @@ partition (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then per partition: a topic i
 to the image (v13+: UNKNOWN_TOPIC_ID), a topic or partition unknown to the image,
 ``acks`` not in {-1, 0, 1} (INVALID_REQUIRED_ACKS), not the leader (with the current leader and,
 from v10, its endpoint: KIP-951), validation (record_errors and error_message from v8), the
-producer state (duplicates answered with their original offsets), the append.
+producer state (duplicates answered with their original offsets), the append. Before any
+of that, each led partition whose first batch is transactional has its transaction
+verified with the transaction's coordinator, unless its producer has it ongoing there
+(KIP-890, ``transaction.partition.verification.enable``; from v12 the coordinator adds the
+partition): a refused partition is not appended, and an append whose transaction a marker
+ended meanwhile is INVALID_TXN_STATE.
 
 acks=all waits for each appended partition's high watermark to pass its batch
 (:mod:`pykraft.broker.acks_all`): a delayed operation in the broker's Produce purgatory,
@@ -36,9 +41,11 @@ from dataclasses import dataclass
 
 from pykraft.broker.acks_all import await_acks_all
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
+from pykraft.broker.txn_verification import Operation, TxnVerifier
 from pykraft.errors import PyKraftError, StorageError
+from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
-from pykraft.log.producer_state import ProducerStateError
+from pykraft.log.producer_state import ProducerStateError, Verified
 from pykraft.log.validator import ProduceValidationError
 from pykraft.messages.kafka.produce_request import PartitionProduceData, ProduceRequest
 from pykraft.messages.kafka.produce_response import (
@@ -50,7 +57,12 @@ from pykraft.messages.kafka.produce_response import (
     TopicProduceResponse,
 )
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import first_batch_is_transactional, records_field
+from pykraft.records.batch import (
+    BatchHeader,
+    first_batch_is_transactional,
+    records_field,
+    unpack_header,
+)
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.turns import Turns
 from pykraft.storage.partition_log import RecordBatchTooLargeError
@@ -86,10 +98,11 @@ class ProduceHandler:
     """Answers Produce requests against a :class:`ReplicaManager`."""
 
     def __init__(self, replicas: ReplicaManager, clock_ms: Callable[[], int],
-                 listener_name: str) -> None:
+                 listener_name: str, verifier: TxnVerifier | None = None) -> None:
         self._replicas = replicas
         self._clock_ms = clock_ms
         self._listener = listener_name
+        self._verifier = verifier
 
     async def handle(self, request: ProduceRequest, *, api_version: int,
                      client_id: str | None = None,
@@ -102,6 +115,7 @@ class ProduceHandler:
         acks = request.acks
         transactional = has_transactional_records(request) and (
             request.transactional_id is None or not transactional_id_allowed)
+        verifications = {} if transactional else await self._verify(request, api_version)
         topics: list[tuple[str | uuid.UUID, list[_Outcome]]] = []
         # The loop runs between partitions once a turn has lasted its budget: five 100 MB
         # requests at once, or one naming 13,000 partitions, held it for seconds, and
@@ -118,8 +132,9 @@ class ProduceHandler:
                 elif key in denied:
                     outcomes.append(_Outcome(part.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 else:
-                    outcomes.append(await self._partition(name, part, acks, api_version,
-                                                          client_id, transactional))
+                    outcomes.append(await self._partition(
+                        name, part, acks, api_version, client_id, transactional,
+                        verifications.get((name, part.index))))
             topics.append((key, outcomes))
         if acks == 0:
             failed = [f"{name}-{o.index}: {o.error.name}" for name, outs in topics
@@ -151,11 +166,63 @@ class ProduceHandler:
         found = self._replicas.image.topics.by_id.get(topic_id)
         return None if found is None else found.name
 
+    async def _verify(self, request: ProduceRequest, api_version: int
+                      ) -> dict[tuple[str, int], Verified | _Refusal]:
+        """Each partition this broker leads whose first batch is transactional, verified
+        with the transaction's coordinator (KIP-890; from v12 added to the transaction),
+        unless its producer has the transaction ongoing there: what its append must hold,
+        or why it is refused (Kafka's ``handleProduceAppend``)."""
+        verifier = self._verifier
+        transactional_id = request.transactional_id
+        operation = Operation.of_produce(api_version)
+        if verifier is None or transactional_id is None or not verifier.applies(operation):
+            return {}
+        by_id = api_version >= FIRST_TOPIC_ID_VERSION
+        batches: dict[tuple[str, int], tuple[HostedPartition, BatchHeader]] = {}
+        for topic in request.topic_data:
+            name = self._name_of(topic.topic_id) if by_id else topic.name
+            for part in topic.partition_data:
+                records = records_field(part.records)
+                if name is None or not first_batch_is_transactional(records):
+                    continue
+                try:
+                    hosted = self._replicas.partition_for(name, part.index)
+                except PartitionError:
+                    continue  # the append answers it
+                batches[(name, part.index)] = (hosted, unpack_header(records))
+        producers = {(h.producer_id, h.producer_epoch) for _, h in batches.values()}
+        if len(producers) > 1:  # Kafka's InvalidPidMappingException
+            return dict.fromkeys(batches, _Refusal(
+                ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                "Transactional records contained more than one producer ID"))
+        if not batches:
+            return {}
+        ((producer_id, epoch),) = producers
+        guards = {key: hosted.producer_state.start_verification(producer_id, epoch)
+                  for key, (hosted, _) in batches.items()}
+        asked = [TopicPartition(*key) for key, guard in guards.items() if guard is not None]
+        errors = await verifier.verify(transactional_id, producer_id, epoch, asked,
+                                       operation) if asked else {}
+        found: dict[tuple[str, int], Verified | _Refusal] = {}
+        for key, guard in guards.items():
+            error = errors.get(TopicPartition(*key))
+            if error is None:
+                found[key] = Verified(guard, checked=True)
+                continue
+            if guard is not None:
+                batches[key][0].producer_state.end_verification(guard)
+            found[key] = _produce_refusal(error, operation)
+        return found
+
     async def _partition(self, topic: str, part: PartitionProduceData, acks: int,
-                   api_version: int, client_id: str | None, refused: bool) -> _Outcome:
+                         api_version: int, client_id: str | None, refused: bool,
+                         verification: Verified | _Refusal | None) -> _Outcome:
         outcome = _Outcome(part.index)
         if refused:
             outcome.error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return outcome
+        if isinstance(verification, _Refusal):
+            outcome.error, outcome.message = verification.error, verification.message
             return outcome
         if self._replicas.registration(topic, outcome.index) is None:
             outcome.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -167,7 +234,7 @@ class ProduceHandler:
             hosted = self._replicas.partition_for(topic, outcome.index)
             result = await self._replicas.produce_records(
                 hosted, records_field(part.records), acks=acks, api_version=api_version,
-                now_ms=self._clock_ms(), client_id=client_id)
+                now_ms=self._clock_ms(), client_id=client_id, verified=verification)
         except PartitionError as exc:
             outcome.error = exc.error_code
             if exc.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
@@ -248,6 +315,36 @@ def _partition_response(outcome: _Outcome, hints: bool) -> PartitionProduceRespo
         log_start_offset=outcome.log_start_offset, record_errors=outcome.record_errors,
         error_message=outcome.message,
         current_leader=LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]))
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """A partition whose transaction could not be verified: its error and message."""
+
+    error: ErrorCode
+    message: str | None
+
+
+#: Verification failures older clients would not retry: NOT_ENOUGH_REPLICAS instead, which
+#: they retry without refreshing metadata (Kafka's ``handleProduceAppend``).
+_RETRIED_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
+def _produce_refusal(error: ErrorCode, operation: Operation) -> _Refusal:
+    """A verification error as Produce answers it: INVALID_TXN_STATE with Kafka's message,
+    the coordinator's transient errors (CONCURRENT_TRANSACTIONS too, before transaction
+    version 2) as NOT_ENOUGH_REPLICAS naming the error, the rest as they are."""
+    if error == ErrorCode.INVALID_TXN_STATE:
+        return _Refusal(error, "Partition was not added to the transaction")
+    if error in _RETRIED_AS_NOT_ENOUGH_REPLICAS or (
+            error == ErrorCode.CONCURRENT_TRANSACTIONS
+            and operation is not Operation.ADD_PARTITION):
+        return _Refusal(ErrorCode.NOT_ENOUGH_REPLICAS,
+                        "Unable to verify the partition has been added to the transaction. "
+                        f"Underlying error: {error.name}")
+    return _Refusal(error, None)
 
 
 def has_transactional_records(request: ProduceRequest) -> bool:

@@ -105,7 +105,9 @@ from pykraft.log.producer_state import (
     PRODUCER_ID_EXPIRATION_MS_DEFAULT,
     AppendOrigin,
     BatchMetadata,
+    ProducerStateError,
     ProducerStateManager,
+    Verified,
 )
 from pykraft.log.retention import segments_to_delete
 from pykraft.log.transactions import end_transactions, marker_batch
@@ -565,8 +567,8 @@ class ReplicaManager:
         return self._append(hosted, records, acks=acks, api_version=api_version, now_ms=now_ms)
 
     async def produce_records(self, hosted: HostedPartition, records: bytes, *, acks: int,
-                              api_version: int, now_ms: int, client_id: str | None = None
-                              ) -> AppendResult:
+                              api_version: int, now_ms: int, client_id: str | None = None,
+                              verified: Verified | None = None) -> AppendResult:
         """:meth:`append_records` for a Produce request, whose batch may be costly to
         validate (a compression bomb, a record of a gigabyte: seconds of CPU, during which
         the loop would serve no heartbeat). Such a batch is validated on the validation
@@ -584,13 +586,13 @@ class ReplicaManager:
             complete_produce, admitted, log_end_offset=hosted.log.log_end_offset,
             leader_epoch=hosted.leader_epoch, now_ms=now_ms, config=settings, partition=name)
         if not admitted.costly:
-            return self._append_validated(hosted, complete(), now_ms)
+            return self._append_validated(hosted, complete(), now_ms, verified=verified)
         validated = await VALIDATION.run(complete)
         current = self.partition_for(hosted.topic, hosted.index)  # still leading it?
         _check_min_isr(current, acks)
         return self._append_validated(current, placed(
             validated, log_end_offset=current.log.log_end_offset,
-            leader_epoch=current.leader_epoch), now_ms)
+            leader_epoch=current.leader_epoch), now_ms, verified=verified)
 
     def append_as_coordinator(self, hosted: HostedPartition, records: bytes, *,
                               now_ms: int) -> AppendResult:
@@ -650,14 +652,22 @@ class ReplicaManager:
         return self._append_validated(hosted, validated, now_ms, origin)
 
     def _append_validated(self, hosted: HostedPartition, validated: ValidatedAppend,
-                          now_ms: int, origin: AppendOrigin = AppendOrigin.CLIENT
-                          ) -> AppendResult:
+                          now_ms: int, origin: AppendOrigin = AppendOrigin.CLIENT, *,
+                          verified: Verified | None = None) -> AppendResult:
         """The producer state's checks, then the append (offsets from the log end). A
         coordinator's batch (``origin``) has its producer epoch checked, not its sequence:
-        the group coordinator writes each transactional batch at sequence 0, as Kafka's."""
+        the group coordinator writes each transactional batch at sequence 0, as Kafka's.
+        A transactional batch whose transaction was ``verified`` with its coordinator must
+        still find it ongoing, or the verification's guard current (Kafka's
+        ``batchMissingRequiredVerification``)."""
         partition_log = hosted.log
         state = hosted.producer_state
-        outcome = state.prepare(unpack_header(validated.records), origin)
+        header = unpack_header(validated.records)
+        if verified is not None and header.is_transactional and not verified.holds(
+                state, header.producer_id, header.producer_epoch):
+            raise ProducerStateError(ErrorCode.INVALID_TXN_STATE,
+                                     "Record was not part of an ongoing transaction")
+        outcome = state.prepare(header, origin)
         if isinstance(outcome, BatchMetadata):
             return AppendResult(outcome.first_offset, outcome.last_offset,
                                 validated.log_append_time_ms, hosted.log_start_offset)

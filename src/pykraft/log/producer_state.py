@@ -189,6 +189,20 @@ class VerificationGuard:
 
 
 @dataclass(frozen=True, slots=True)
+class Verified:
+    """A transactional write's verification: whether its transaction was checked with
+    its coordinator, and the guard the write must still hold when it is appended (None:
+    a transaction was ongoing there, which the write must still find)."""
+
+    guard: VerificationGuard | None
+    checked: bool
+
+    def holds(self, state: ProducerStateManager, producer_id: int, epoch: int) -> bool:
+        """Whether the write may go in (:meth:`ProducerStateManager.verified`)."""
+        return not self.checked or state.verified(producer_id, epoch, self.guard)
+
+
+@dataclass(frozen=True, slots=True)
 class MarkerAppend:
     """What a transaction marker does to its producer: the entry to store once the marker
     is in the log, and the transaction it ends (None when none was open: a marker for an

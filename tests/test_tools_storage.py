@@ -218,3 +218,29 @@ def test_a_cluster_id_that_is_no_kafka_uuid_is_taken_with_a_warning(tmp_path: Pa
     uuid_id = uuid_to_str(uuid.UUID(int=7 << 64))
     formatted = runner.invoke(app, ["storage", "format", "-c", str(other), "-t", uuid_id, "-s"])
     assert (formatted.exit_code, formatted.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(("release", "features", "expected"), [
+    ("3.9-IV0", (), {}),  # before 4.0-IV2 Kafka finalizes no transaction.version
+    ("4.0-IV2", (), {"transaction.version": 2}),
+    ("4.0-IV2", (("transaction.version", 0),), {}),
+    ("3.9-IV0", (("transaction.version", 1),), {"transaction.version": 1}),
+])
+def test_transaction_version_is_formatted_as_kafka_defaults_it(
+        tmp_path: Path, release: str, features: tuple[tuple[str, int], ...],
+        expected: dict[str, int]) -> None:
+    format_storage(FormatRequest(_config(tmp_path), "q1w2e3r4t5y6u7i8o9p0",
+                                 QuorumMode.STANDALONE,
+                                 release_version=parse_release_version(release),
+                                 features=features), new_uuid=lambda: next(_ids()))
+    finalized = {r.message.name: r.message.feature_level
+                 for r in read_bootstrap_checkpoint(tmp_path / "a")
+                 if r.message.name != "metadata.version"}
+    assert finalized == expected
+
+
+def test_a_transaction_version_past_2_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match=r"unsupported transaction\.version level 3"):
+        format_storage(FormatRequest(_config(tmp_path), "q1w2e3r4t5y6u7i8o9p0",
+                                     QuorumMode.STANDALONE,
+                                     features=(("transaction.version", 3),)))

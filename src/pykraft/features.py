@@ -16,6 +16,7 @@ from pykraft.errors import ConfigError
 METADATA_VERSION_FEATURE = "metadata.version"
 KRAFT_VERSION_FEATURE = "kraft.version"
 ELIGIBLE_LEADER_REPLICAS_FEATURE = "eligible.leader.replicas.version"
+TRANSACTION_VERSION_FEATURE = "transaction.version"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -64,16 +65,33 @@ DEFAULT_METADATA_VERSION = DYNAMIC_QUORUM_METADATA_VERSION
 
 #: The features this software implements, name -> (min, max) level: what every node
 #: registers and ApiVersions advertises, and the levels UpdateFeatures may set.
-#: transaction.version stays out: the transaction coordinator serves the classic protocol
-#: (clients add their partitions themselves); version 2 needs the partition leaders' implicit
-#: add and verification (KIP-890) first. group.version
-#: stays out too: its coordinator serves KIP-848 (ConsumerGroupHeartbeat) at every level,
-#: where Kafka answers UNSUPPORTED_VERSION below group.version 1. A cluster can only remove
-#: them (level 0 is in every range, as in Kafka).
+#: transaction.version 1 and 2 (KIP-890): the partition leaders verify transactions with
+#: their coordinator, and at 2 clients let the leaders add partitions and the coordinator
+#: bumps the producer epoch at each transaction's end; the finalized level picks the
+#: coordinator's record format and its own aborts' markers, each request's version the
+#: client's protocol (Kafka's TransactionVersion). group.version stays out: its
+#: coordinator serves KIP-848 (ConsumerGroupHeartbeat) at every level, where Kafka answers
+#: UNSUPPORTED_VERSION below group.version 1. A cluster can only remove it (level 0 is in
+#: every range, as in Kafka).
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
     KRAFT_VERSION_FEATURE: (0, 1),
     METADATA_VERSION_FEATURE: (MINIMUM_METADATA_VERSION.level, METADATA_VERSIONS[-1].level),
+    TRANSACTION_VERSION_FEATURE: (0, 2),
 }
+#: Per feature finalized at format besides metadata.version and kraft.version: the level
+#: Kafka's formatter gives it by default, from the first metadata.version with each level
+#: (Kafka's ``FeatureVersion.bootstrapMetadataVersion``; transaction.version 1 and 2 both
+#: from 4.0-IV2).
+FORMAT_DEFAULTS: Mapping[str, tuple[tuple[int, int], ...]] = {
+    TRANSACTION_VERSION_FEATURE: ((next(mv.level for mv in METADATA_VERSIONS
+                                         if mv.name == "4.0-IV2"), 2),),
+}
+
+
+def default_feature_level(name: str, release: MetadataVersion) -> int:
+    """The level ``name`` is formatted at when not given (0: not finalized)."""
+    return max((level for since, level in FORMAT_DEFAULTS.get(name, ())
+                if release.level >= since), default=0)
 
 
 def metadata_version_for_level(level: int) -> MetadataVersion:

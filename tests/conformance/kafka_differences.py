@@ -109,8 +109,9 @@ KNOWN_DEFECTS = [
                r"\.results\[\d+\]\.configs\[\d+\]\.synonyms\[1\]\.\w+",
                _CLUSTER_MIN_ISR, _ELR_SAFETY),
     Difference("ApiVersions", "*", r"\.(finalized|supported)_features.*",
-               "pykraft supports and finalizes metadata.version only; Kafka also "
-               "group.version, streams.version, transaction.version, ..."),
+               "pykraft supports metadata.version, kraft.version and transaction.version "
+               "(finalized at format from 4.0-IV2 only, as Kafka); Kafka also supports and "
+               "finalizes group.version, streams.version, share.version, ..."),
 ]
 
 _MISMATCHED = ("MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0) with Kafka's message and "

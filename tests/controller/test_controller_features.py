@@ -129,20 +129,31 @@ def test_all_or_nothing() -> None:
 
 
 @pytest.mark.parametrize(("feature", "level"), [
-    ("group.version", 1), ("transaction.version", 2), ("no.such.feature", 1),
+    ("group.version", 1), ("transaction.version", 3), ("no.such.feature", 1),
 ])
 def test_update_features_accepts_only_what_pykraft_implements(feature: str, level: int) -> None:
-    """No group or transaction coordinator: those levels are refused in Kafka's words
-    (FeatureControlManager.invalidUpdateVersion, QuorumFeatures.reasonNotSupported)."""
+    """No group.version, no transaction.version past 2: those levels are refused in Kafka's
+    words (FeatureControlManager.invalidUpdateVersion, QuorumFeatures.reasonNotSupported)."""
     cluster = started(19)
     before = len(cluster.raft.batches)
     response = update(cluster, (feature, level, UPGRADE))
+    reason = ("only supports versions 0-2" if feature == "transaction.version"
+              else "does not support this feature.")
     message = ("The update failed for all features since the following feature had an "
                f"error: Invalid update version {level} for feature {feature}. "
-               "Local controller 0 does not support this feature.")
+               f"Local controller 0 {reason}")
     assert (response.error_code, response.error_message, response.results) == (
         ErrorCode.INVALID_UPDATE_VERSION, message, ())
     assert len(cluster.raft.batches) == before
+
+
+def test_transaction_version_2_is_finalized_and_removed() -> None:
+    """KIP-890's levels: an upgrade to 2 finalizes it, a safe downgrade to 0 removes it."""
+    cluster = started(19)
+    assert update(cluster, ("transaction.version", 2, UPGRADE)).error_code == ErrorCode.NONE
+    assert cluster.controller.image.features.finalized["transaction.version"] == 2
+    assert update(cluster, ("transaction.version", 0, SAFE)).error_code == ErrorCode.NONE
+    assert "transaction.version" not in cluster.controller.image.features.finalized
 
 
 def test_a_level_pykraft_does_not_implement_can_still_be_removed() -> None:
@@ -166,7 +177,7 @@ def test_registration_advertises_and_update_features_agree() -> None:
     advertised = {f.name: (f.min_version, f.max_version)
                   for f in node_features({}, 0, 0)["supported_features"]}
     assert registered == advertised == dict(SUPPORTED_FEATURES)
-    assert set(SUPPORTED_FEATURES) == {"metadata.version", "kraft.version"}
+    assert set(SUPPORTED_FEATURES) == {"metadata.version", "kraft.version", "transaction.version"}
 
 
 def test_producer_id_blocks() -> None:

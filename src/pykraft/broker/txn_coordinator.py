@@ -38,6 +38,7 @@ from pykraft.broker.coordinator_topics import TransactionTopic
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.broker.txn_marker_sender import Connector, MarkerSender
 from pykraft.errors import PyKraftError
+from pykraft.features import TRANSACTION_VERSION_FEATURE
 from pykraft.ids import TRANSACTION_STATE_TOPIC_NAME, TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import RecordBatch, encode_batch
@@ -65,8 +66,6 @@ from pykraft.txn.shard import TxnShard, write_error
 
 log = logging.getLogger(__name__)
 
-#: The feature whose finalized level picks the coordinator's transaction version.
-TRANSACTION_VERSION_FEATURE = "transaction.version"
 #: The requests one transactional id names.
 IdRequest = InitTxnProducer | AddPartitions | EndTxn | DescribeTxn
 

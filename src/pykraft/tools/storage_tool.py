@@ -25,6 +25,7 @@ from pykraft.features import (
     METADATA_VERSION_FEATURE,
     SUPPORTED_FEATURES,
     MetadataVersion,
+    default_feature_level,
     metadata_version_for_level,
 )
 from pykraft.ids import InvalidUuidError, random_uuid, uuid_from_str, uuid_to_str
@@ -196,6 +197,26 @@ def _check_modes(request: FormatRequest) -> None:
             raise FormatError("set metadata.version with --release-version")
 
 
+def _feature_records(request: FormatRequest) -> list[FeatureLevelRecord]:
+    """The other features' levels: as given (``--feature``), else Kafka's default for the
+    release version; a level of 0 is not finalized (no record, as Kafka writes none)."""
+    given = dict(request.features)
+    records = []
+    for name in sorted(SUPPORTED_FEATURES):
+        if name in (METADATA_VERSION_FEATURE, KRAFT_VERSION_FEATURE):
+            continue
+        level = given.get(name)
+        if level is None:
+            level = default_feature_level(name, request.release_version)
+        low, high = SUPPORTED_FEATURES[name]
+        if not low <= level <= high:
+            raise FormatError(f"unsupported {name} level {level}: this software supports "
+                              f"{low}-{high}")
+        if level:
+            records.append(FeatureLevelRecord(name=name, feature_level=level))
+    return records
+
+
 def _random_salt() -> bytes:
     """Kafka salts with the text of 130 random bits; this is as long and as random."""
     return secrets.token_urlsafe(20).encode()
@@ -233,7 +254,7 @@ def format_storage(
         raise FormatError("missing required configuration controller.listener.names")
     bootstrap = [FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
                                     feature_level=request.release_version.level),
-                 *_scram_records(request, new_salt)]
+                 *_feature_records(request), *_scram_records(request, new_salt)]
 
     pending = []
     for directory in config.all_log_dirs:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
+from txn_clients import TIMEOUT_S, TOPIC, consumed, producer
 
 from pykraft.messages.kafka.describe_transactions_request import DescribeTransactionsRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
@@ -23,11 +24,9 @@ from pykraft.messages.kafka.offset_fetch_request import (
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
-TOPIC = "txn-topic"
 SOURCE, SINK = "ctp-in", "ctp-out"
 PROPS = {**PROPERTIES, "transaction.state.log.num.partitions": "3",
          "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3"}
-TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
@@ -38,49 +37,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         create_topic(made.bootstrap_servers, SOURCE, 2, replication=2)
         create_topic(made.bootstrap_servers, SINK, 2, replication=2)
         yield made
-
-
-def producer(cluster: LocalCluster, transactional_id: str) -> Any:
-    import confluent_kafka
-
-    made = confluent_kafka.Producer({
-        "bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
-        "log_level": 0})
-    made.init_transactions(TIMEOUT_S)
-    return made
-
-
-def consumed(cluster: LocalCluster, isolation: str, expected: int, topic: str = TOPIC,
-             partitions: int = 4) -> list[bytes]:
-    """Every value of ``topic`` as a consumer of ``isolation`` reads it, once it has read
-    ``expected`` records and the end of each partition."""
-    import confluent_kafka
-
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": cluster.bootstrap_servers, "group.id": f"reader-{isolation}",
-        "auto.offset.reset": "earliest", "enable.auto.commit": False,
-        "isolation.level": isolation, "enable.partition.eof": True, "log_level": 0})
-    consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    at_end: set[int] = set()
-    try:
-        for _ in range(2_000):  # bounded: each poll waits at most 0.1 s
-            message = consumer.poll(0.1)
-            if message is None:
-                continue
-            error, partition, value = message.error(), message.partition(), message.value()
-            if error is not None:
-                if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                    assert partition is not None
-                    at_end.add(partition)
-                    if len(at_end) == partitions and len(values) >= expected:
-                        break
-                continue
-            assert value is not None
-            values.append(value)
-    finally:
-        consumer.close()
-    return values
 
 
 def test_committed_records_are_read_and_aborted_ones_are_not(cluster: LocalCluster) -> None:

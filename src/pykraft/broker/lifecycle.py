@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.config.server import Endpoint
 from pykraft.errors import NetworkError
-from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS, MINIMUM_METADATA_VERSION
+from pykraft.features import SUPPORTED_FEATURES
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
 from pykraft.messages.kafka.broker_registration_request import (
@@ -86,9 +86,9 @@ class BrokerLifecycle:
             listeners=tuple(Listener(name=e.name, host=e.host, port=e.port,
                                      security_protocol=protocol)
                             for e, protocol in ident.endpoints),
-            features=(Feature(name=METADATA_VERSION_FEATURE,
-                              min_supported_version=MINIMUM_METADATA_VERSION.level,
-                              max_supported_version=METADATA_VERSIONS[-1].level),),
+            features=tuple(Feature(name=name, min_supported_version=low,
+                                   max_supported_version=high)
+                           for name, (low, high) in sorted(SUPPORTED_FEATURES.items())),
             rack=ident.rack, log_dirs=ident.log_dirs)
 
     def heartbeat(self) -> BrokerHeartbeatRequest:

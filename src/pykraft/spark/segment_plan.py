@@ -16,6 +16,10 @@ The rules, as a consumer of the cluster would see the data:
   or read from the earliest offset with ``failOnDataLoss=false``.
 - **Compaction.** Offsets below the ``cleaner-offset-checkpoint`` entry (the first dirty
   offset) may have gaps; anywhere else the reader treats a gap as lost data.
+- **Isolation.** ``isolationLevel=read_committed`` reads up to the last stable offset at
+  the high watermark instead, and skips the records of aborted transactions (their
+  ``.txnindex`` entries, given to each task: :mod:`pykraft.spark.segment_txns`); it needs
+  ``committedOnly`` (a transaction is only decided below the high watermark).
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ from pathlib import Path
 from pykraft.errors import ConfigError, StorageError
 from pykraft.ids import TopicPartition
 from pykraft.log.log_manager import CLEANER_OFFSET_CHECKPOINT
+from pykraft.spark.segment_txns import (
+    Aborted,
+    aborted_transactions,
+    last_stable_offset,
+    overlapping,
+)
 from pykraft.storage.bootstrap import METADATA_LOG_DIR_NAME
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.meta_properties import META_PROPERTIES
@@ -115,6 +125,7 @@ class ReadSpec:
     ending: Mapping[TopicPartition, int] | int = LATEST
     fail_on_data_loss: bool = True
     committed_only: bool = True
+    read_committed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +143,8 @@ class SegmentFile:
     start: int = 0
     end: int | None = None
     cleaned_end: int = 0
+    aborted: tuple[Aborted, ...] = ()
+    """``read_committed``: the aborted transactions with records here (skipped)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,9 +182,23 @@ def plan(spec: ReadSpec, bounds: OffsetBounds = OffsetBounds()) -> list[SegmentF
             start = max(start, bounds.low)
         if bounds.high is not None:
             end = bounds.high + 1 if end is None else min(end, bounds.high + 1)
-        tasks += [task for task in _segment_tasks(replica, start, end)
-                  if not _older_than(task, bounds.min_timestamp)]
+        planned = [task for task in _segment_tasks(replica, start, end)
+                   if not _older_than(task, bounds.min_timestamp)]
+        tasks += _without_aborted(replica, planned) if spec.read_committed else planned
     return tasks
+
+
+def _without_aborted(replica: Replica, tasks: list[SegmentFile]) -> list[SegmentFile]:
+    """``read_committed``: each task given the aborted transactions it must skip."""
+    if not tasks:
+        return tasks
+    aborted = aborted_transactions(replica.directory, replica.segments)
+    found = []
+    for task in tasks:
+        limits = [limit for limit in (task.end, task.next_base) if limit is not None]
+        found.append(replace(task, aborted=overlapping(
+            aborted, max(task.start, task.base_offset), min(limits, default=None))))
+    return found
 
 
 def _older_than(task: SegmentFile, timestamp: int | None) -> bool:
@@ -289,6 +316,8 @@ def _offset_range(spec: ReadSpec, replica: Replica) -> tuple[int, int | None]:
             f"it every few seconds and at shutdown); set committedOnly=false to read up to "
             f"the log end")
     latest = hw if spec.committed_only else None
+    if spec.read_committed and hw is not None:  # committedOnly: a high watermark is known
+        latest = last_stable_offset(replica.directory, replica.segments, hw)
     earliest = replica.earliest
     start = _offset_for(spec.starting, tp)
     if start == EARLIEST:

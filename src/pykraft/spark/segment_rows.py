@@ -159,9 +159,13 @@ class _Columns:
 
 def _decoded(segment: SegmentFile, options: ReadOptions
              ) -> Iterator[tuple[BatchHeader, list[Record]]]:
-    """Each data batch's consumer-visible records within ``[start, end)``, in offset order."""
+    """Each data batch's consumer-visible records within ``[start, end)``, in offset order
+    (a ``read_committed`` task's aborted transactions left out)."""
+    aborted: dict[int, list[tuple[int, int]]] = {}
+    for producer_id, first, last in segment.aborted:
+        aborted.setdefault(producer_id, []).append((first, last))
     for batch in _batches(segment, options):
-        if batch.is_control:
+        if batch.is_control or (aborted and _aborted(batch.header, aborted)):
             continue
         try:
             decoded = batch_records(batch)
@@ -175,6 +179,13 @@ def _decoded(segment: SegmentFile, options: ReadOptions
                 segment.end is None or r.offset < segment.end)]
         if decoded:
             yield header, decoded
+
+
+def _aborted(header: BatchHeader, aborted: dict[int, list[tuple[int, int]]]) -> bool:
+    """Whether the batch belongs to an aborted transaction (its producer's, around it)."""
+    return header.is_transactional and any(
+        first <= header.base_offset <= last
+        for first, last in aborted.get(header.producer_id, ()))
 
 
 def _batches(segment: SegmentFile, options: ReadOptions) -> Iterator[RecordBatch]:

@@ -12,9 +12,10 @@ Options (strings, case-insensitive; any other is refused): ``load(path)`` or
 ``subscribe`` (comma separated topics), ``subscribePattern`` (a regex on the whole name) or
 ``assign`` (JSON), else every topic; ``startingOffsets``, ``endingOffsets`` and
 ``failOnDataLoss`` as Spark's Kafka source; ``includeHeaders``; ``committedOnly`` (default
-``true``: up to the high watermark); ``pushdown`` (``true`` takes ``WHERE`` comparisons of
-``partition``, ``offset`` and ``timestamp`` into the scan; opt-in for the reason
-:mod:`pykraft.spark.source` gives).
+``true``: up to the high watermark); ``isolationLevel`` (``read_uncommitted``, the default,
+or ``read_committed``: up to the last stable offset, aborted transactions left out);
+``pushdown`` (``true`` takes ``WHERE`` comparisons of ``partition``, ``offset`` and
+``timestamp`` into the scan; opt-in for the reason :mod:`pykraft.spark.source` gives).
 """
 
 from __future__ import annotations
@@ -37,8 +38,20 @@ from pykraft.spark.source import flag_option, int_bounds
 SOURCE_NAME = "kafka-segments"
 KNOWN_OPTIONS = ("path", "paths", "subscribe", "subscribePattern", "assign",
                  "startingOffsets", "endingOffsets", "failOnDataLoss", "includeHeaders",
-                 "committedOnly", "pushdown")
+                 "committedOnly", "isolationLevel", "pushdown")
 _LOWER_BOUNDS = (sds.EqualTo, sds.GreaterThan, sds.GreaterThanOrEqual)
+
+
+READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
+
+
+def _isolation(text: str) -> bool:
+    """Whether ``isolationLevel`` asks for committed transactions only."""
+    level = text.strip().lower()
+    if level not in (READ_UNCOMMITTED, READ_COMMITTED):
+        raise ConfigError(f"isolationLevel must be {READ_UNCOMMITTED} or {READ_COMMITTED}, "
+                          f"not {text!r}")
+    return level == READ_COMMITTED
 
 
 class SegmentPartition(InputPartition):
@@ -128,6 +141,11 @@ def parse_options(given: Mapping[str, str]) -> segment_plan.ReadSpec:
                           f"{', '.join(unknown)}; the known ones are {', '.join(KNOWN_OPTIONS)}")
     flag_option(options, "includeHeaders")
     flag_option(options, "pushdown")
+    committed_only = flag_option(options, "committedOnly", default=True)
+    read_committed = _isolation(options.get("isolationLevel", READ_UNCOMMITTED))
+    if read_committed and not committed_only:
+        raise ConfigError("isolationLevel=read_committed reads committed data only; it "
+                          "cannot be combined with committedOnly=false")
     return segment_plan.ReadSpec(
         paths=_paths(options), topics=_topics(options),
         starting=segment_plan.parse_offsets(options.get("startingOffsets"), "startingOffsets",
@@ -135,7 +153,7 @@ def parse_options(given: Mapping[str, str]) -> segment_plan.ReadSpec:
         ending=segment_plan.parse_offsets(options.get("endingOffsets"), "endingOffsets",
                                           segment_plan.LATEST, ("latest",)),
         fail_on_data_loss=flag_option(options, "failOnDataLoss", default=True),
-        committed_only=flag_option(options, "committedOnly", default=True))
+        committed_only=committed_only, read_committed=read_committed)
 
 
 def _paths(options: Mapping[str, str]) -> tuple[str, ...]:

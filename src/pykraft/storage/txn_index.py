@@ -173,6 +173,17 @@ class TransactionIndex:
         return _unpack(os.pread(self._fd, ENTRY.size, self._size - ENTRY.size), self.path)[0]
 
 
+def read_txn_index(path: Path) -> list[AbortedTxn]:
+    """A ``.txnindex`` file's entries, read without opening it for writing (a reader of a
+    broker's directory, which may be read-only); a missing file has none, a torn last entry
+    is ignored as the broker ignores it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    return _unpack(data[:len(data) - len(data) % ENTRY.size], path)
+
+
 def _unpack(data: bytes, path: Path) -> list[AbortedTxn]:
     out = []
     for version, producer_id, first, last, stable in ENTRY.iter_unpack(data):

@@ -1,8 +1,10 @@
 """``pykraft chaos`` on real processes. The short run (in every test run) injects only
 faults that cannot lose acknowledged writes on any correct broker (idle brokers paused,
-killed, restarted, cut off), with a consumer group of two members, and must find no anomaly;
-its history, with one acknowledged write removed from the committed log, one group read
-removed or a lower committed offset fetched at the end, must be flagged. A replay of a
+killed, restarted, cut off), with a consumer group of two members and a transactional
+producer (commits and aborts, read back read_committed), and must find no anomaly; its
+history, with one acknowledged write removed from the committed log, one group read
+removed, a lower committed offset fetched at the end or an aborted value read, must be
+flagged. A replay of a
 recorded history carries out its faults on the nodes they hit, in order, held as long. The
 full run (RF=3, leaders and the active controller killed) needs PYKRAFT_CHAOS_FULL=1."""
 
@@ -25,6 +27,8 @@ from pykraft.chaos.history import (
     GroupRead,
     RunInfo,
     Send,
+    TxnEnd,
+    TxnRead,
     encode,
 )
 from pykraft.chaos.recorder import read_history
@@ -60,6 +64,9 @@ def test_short_safe_run_finds_no_anomaly_and_the_checker_flags_a_lost_write(
     assert group["consumed"] == figures["acknowledged"]  # every one, the drain reached the end
     assert group["lag"] == 0 and isinstance(group["commits_acked"], int)
     assert group["commits_acked"] > 0
+    txn = figures["transactions"]
+    assert isinstance(txn, dict)
+    assert txn["committed"] > 0 and txn["aborted"] > 0 and txn["reads"] > 0
     history = read_history(tmp_path / "run" / "history.jsonl")
     faults = [e for e in history if isinstance(e, FaultEvent)]
     # seed 4 draws one fault of each kind a safe run has; an idle broker is always there
@@ -83,6 +90,11 @@ def test_short_safe_run_finds_no_anomaly_and_the_checker_flags_a_lost_write(
     code, figures = checked(tmp_path, [*history, GroupOffsets(1 << 30, [0])])
     assert code == 1 and figures["anomalies"] == 1
     assert figures["group"] == {**group, "commits_lost": 1}
+    aborted = next(e for e in history if isinstance(e, TxnEnd) and e.outcome == "abort")
+    partition, value = aborted.values[0]
+    code, figures = checked(tmp_path, [*history, TxnRead(1 << 30, "r9", partition, 0, value)])
+    assert code == 1 and figures["anomalies"] == 1
+    assert figures["transactions"] == {**txn, "aborted_reads": 1, "reads": txn["reads"] + 1}
 
 
 #: A short run's faults as a history records them; the leader was node:1002 then.

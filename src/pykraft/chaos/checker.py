@@ -52,6 +52,7 @@ from pykraft.chaos.history import (
     value_places,
 )
 from pykraft.chaos.schedule import KILL, KILL_ACTIVE_CONTROLLER, RESTART
+from pykraft.chaos.txn_checks import TxnFigures, check_transactions
 
 #: A FaultEvent's phase when its target could not be resolved (no leader known, ...).
 SKIPPED = "skipped"
@@ -120,12 +121,13 @@ class Figures:
     examples: list[str] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     group: GroupFigures = field(default_factory=GroupFigures)
+    txn: TxnFigures = field(default_factory=TxnFigures)
 
     @property
     def anomalies(self) -> int:
         return (self.lost + self.duplicated + self.reordered + self.reads_past_hw
                 + self.divergent_replicas + self.phantom + self.false_fences
-                + self.group.anomalies)
+                + self.group.anomalies + self.txn.anomalies)
 
     def note(self, text: str) -> None:
         if len(self.examples) < EXAMPLES:
@@ -143,7 +145,8 @@ class Figures:
                 "reads": self.reads, "longest_produce_gap_ms": self.longest_produce_gap_ms,
                 "faults": dict(sorted(self.faults.items())),
                 "faults_skipped": self.faults_skipped, "anomalies": self.anomalies,
-                "group": self.group.as_dict(), "examples": list(self.examples),
+                "group": self.group.as_dict(), "transactions": self.txn.as_dict(),
+                "examples": list(self.examples),
                 "longest_produce_gaps": [gap.as_dict() for gap in self.gaps]}
 
 
@@ -167,6 +170,7 @@ def check(events: Iterable[Event]) -> Figures:
     _check_reads(history, committed, figures)
     _check_replicas(history, committed, figures)
     figures.group = check_group(history, committed, acked, figures.note)
+    figures.txn = check_transactions(history, figures.note)
     _check_fences(history, figures)
     figures.faults = dict(Counter(e.kind for e in history
                                   if isinstance(e, FaultEvent) and e.phase == "start"))

@@ -5,8 +5,10 @@ each producer's sends and their acknowledgements (partition and offset, or an er
 consumer's reads, the consumer group's reads, offset commits, rebalances and committed
 offsets (sampled, and once more after the group drained), the faults as they began and
 ended, the leaders, ISRs and active controller sampled as the run went, the controllers'
-fences of brokers on refused listeners (from their logs), and at the end the committed log
-of every partition (read through the cluster) and every replica's log (read from its disk).
+fences of brokers on refused listeners (from their logs), the transactional producers'
+transactions as they ended and what ``read_committed`` consumers read of them, and at the
+end the committed log of every partition (read through the cluster), every replica's log
+(read from its disk) and the transactions' topic as a last ``read_committed`` read saw it.
 Values are the producers' unique ids (``<producer>-<sequence>``), so the checker needs no
 knowledge of the workload. Pure: :func:`encode` and :func:`decode` map events to lines and
 back; the runner owns the file.
@@ -180,6 +182,40 @@ class GroupOffsets:
     final: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class TxnEnd:
+    """A transactional producer's transaction as it ended (``transaction``: its unique
+    name, ``<producer>.<generation>-<number>``): ``outcome`` ``commit`` or ``abort`` when
+    the client said so, ``unknown`` when its end failed without a verdict (the producer was
+    lost, or fenced, mid-commit); ``values`` are its records as ``[partition, value]``
+    pairs."""
+
+    t: int
+    transaction: str
+    outcome: str
+    values: list[list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRead:
+    """A record a ``read_committed`` consumer of the transactions' topic read."""
+
+    t: int
+    consumer: str
+    partition: int
+    offset: int
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnLog:
+    """A partition of the transactions' topic as a final ``read_committed`` read saw it,
+    once every transaction had ended: its values in offset order."""
+
+    partition: int
+    values: list[str | None]
+
+
 def value_at(log: Committed | ReplicaLog | None, offset: int) -> str | None:
     """The value ``log`` holds at ``offset`` (None: a gap, or outside the log)."""
     if log is None or not log.start <= offset < log.start + len(log.values):
@@ -197,14 +233,15 @@ def value_places(committed: dict[int, Committed]) -> dict[tuple[int, str | None]
 
 
 Event = (RunInfo | Send | Ack | Read | FaultEvent | RefusalFence | Observed | Committed
-         | ReplicaLog | GroupRead | OffsetCommit | Rebalance | GroupOffsets)
+         | ReplicaLog | GroupRead | OffsetCommit | Rebalance | GroupOffsets | TxnEnd
+         | TxnRead | TxnLog)
 
 _TYPES: dict[str, type[Any]] = {
     "run": RunInfo, "send": Send, "ack": Ack, "read": Read, "fault": FaultEvent,
     "refusal-fence": RefusalFence,
     "observed": Observed, "committed": Committed, "replica": ReplicaLog,
     "group-read": GroupRead, "offset-commit": OffsetCommit, "rebalance": Rebalance,
-    "group-offsets": GroupOffsets,
+    "group-offsets": GroupOffsets, "txn-end": TxnEnd, "txn-read": TxnRead, "txn-log": TxnLog,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 

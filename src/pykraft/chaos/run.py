@@ -1,14 +1,17 @@
 """One chaos run end to end: cluster, topic, workload, faults, final reads, check.
 
-The run directory holds the cluster (``cluster/``, every node's files and ``server.log``)
-and ``history.jsonl``, whose first line is the seed and the schedule drawn from it. A
-bounded schedule's faults each wait for the cluster to be whole again; a replay instead
-carries out a recorded history's faults at their recorded times (:mod:`.replay`). After
-the last fault every fault is healed, the cluster is given a bounded time to be whole again
-(every node listening, every partition led), the producers stop and flush, a last read takes
-each partition's committed log, the consumer group is given a bounded time to commit up to
-its end (its drain), the nodes stop cleanly, the controllers' fences on refused listeners
-are taken from their logs (:mod:`.fences`) and each replica's log is read from disk. The
+The workload: idempotent producers, assigned consumers and a consumer group on the run's
+topic, and transactional producers with a ``read_committed`` consumer on a topic of their
+own (:mod:`.txn_workload`). The run directory holds the cluster (``cluster/``, every
+node's files and ``server.log``) and ``history.jsonl``, whose first line is the seed and
+the schedule drawn from it. A bounded schedule's faults each wait for the cluster to be
+whole again; a replay instead carries out a recorded history's faults at their recorded
+times (:mod:`.replay`). After the last fault every fault is healed, the cluster is given a
+bounded time to be whole again (every node listening, every partition led), the producers
+stop and flush, a last read takes each partition's committed log, the transactions are read
+back once each has ended, the consumer group is given a bounded time to commit up to its
+end (its drain), the nodes stop cleanly, the controllers' fences on refused listeners are
+taken from their logs (:mod:`.fences`) and each replica's log is read from disk. The
 checker then judges the history file, exactly as ``pykraft chaos check`` would.
 """
 
@@ -42,6 +45,14 @@ from pykraft.chaos.recorder import Recorder, read_history
 from pykraft.chaos.replay import Step, recorded_run
 from pykraft.chaos.replica_logs import read_replica
 from pykraft.chaos.schedule import BOUNDED, NORMAL, SHORT, Fault, Topology, plan
+from pykraft.chaos.txn_workload import (
+    RECORDS_PER_TXN,
+    TRANSACTION_TIMEOUT_MS,
+    TxnConsuming,
+    TxnProducing,
+    read_transactions,
+    txn_topic,
+)
 from pykraft.chaos.workload import Consuming, Producing, Target, read_committed
 from pykraft.errors import PyKraftError
 from pykraft.tools.kafka_runtime import KafkaRuntime
@@ -51,6 +62,9 @@ TOPIC = "chaos"
 SETTLE_S = 2.0
 HEALTHY_TIMEOUT_S = 60.0
 COMMITTED_READ_TIMEOUT_S = 60.0
+#: The last read of the transactions waits for the abandoned ones to be aborted (their
+#: timeout, then the coordinator's next check) before it reads.
+TXN_READ_TIMEOUT_S = TRANSACTION_TIMEOUT_MS / 1000 + 30.0
 TOPIC_TIMEOUT_S = 60.0
 #: A bounded run's wait before each fault for the cluster to be whole again.
 WHOLE_TIMEOUT_S = 60.0
@@ -64,6 +78,9 @@ CLUSTER_PROPERTIES = {
     # a group forms at once (no 3 s wait for more members) on a small offsets topic
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "5",
+    # a transaction its client abandoned is aborted within a few seconds of its timeout
+    "transaction.state.log.num.partitions": "5",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
 #: After the faults, the bound on the consumer group's drain to every partition's end.
 DRAIN_TIMEOUT_S = 60.0
@@ -87,6 +104,7 @@ class RunOptions:
     consumers: int = 1
     group_consumers: int = 3
     group_protocol: str = CLASSIC
+    txn_producers: int = 1
     rate_per_s: float = 100.0
     short: bool = False
     safe: bool = False
@@ -114,7 +132,7 @@ def schedule_for(options: RunOptions, topology: Topology) -> list[Fault]:
 REPLAYED = ("seed", "brokers", "controllers", "partitions", "replication_factor",
             "min_insync_replicas", "producers", "consumers", "rate_per_s")
 #: Settings a run records since the group joined the workload (an older run keeps ours).
-REPLAYED_IF_RECORDED = ("group_consumers", "group_protocol", "kafka_brokers",
+REPLAYED_IF_RECORDED = ("group_consumers", "group_protocol", "txn_producers", "kafka_brokers",
                         "kafka_controllers")
 
 
@@ -174,14 +192,21 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
                  f"{kafka_text} in {options.directory}")
         nodes.start_all()
         _create_topic(options, target)
+        txns = Target(target.bootstrap, txn_topic(TOPIC), options.partitions)
+        if options.txn_producers:
+            _create_topic(options, txns)
         _wait(lambda: _all_led(injector, options.partitions), "every partition led",
               HEALTHY_TIMEOUT_S)
         workers: list[threading.Thread] = [
-            Producing(f"p{i}", target, recorder, options.rate_per_s, stop)
-            for i in range(options.producers)]
+            *(Producing(f"p{i}", target, recorder, options.rate_per_s, stop)
+              for i in range(options.producers)),
+            *(TxnProducing(f"t{i}", txns, recorder, options.rate_per_s / RECORDS_PER_TXN,
+                           options.seed, stop) for i in range(options.txn_producers))]
         readers: list[threading.Thread] = [
             *(Consuming(f"c{i}", target, recorder, stop_reading)
               for i in range(options.consumers)),
+            *(TxnConsuming("r0", txns, recorder, stop_reading)
+              for _ in range(min(options.txn_producers, 1))),
             Observing(ClusterView(cluster.bootstrap_servers, cluster.bootstrap_controllers,
                                   TOPIC), options.partitions,
                       lambda: nodes.not_listening() + injector.paused(), recorder,
@@ -212,6 +237,14 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
             raise ChaosError(f"cannot read the committed logs back: {exc}") from None
         for committed in logs:
             recorder.write(committed)
+        if options.txn_producers:
+            progress("reading the transactions back (read_committed)")
+            try:
+                txn_logs = read_transactions(txns, TXN_READ_TIMEOUT_S)
+            except TimeoutError as exc:
+                raise ChaosError(f"cannot read the transactions back: {exc}") from None
+            for txn_log in txn_logs:
+                recorder.write(txn_log)
         if options.group_consumers:
             _drain(options, target, recorder, logs, progress)
         stop_reading.set()

@@ -68,6 +68,17 @@ _GROUP_ROWS = (("group: acknowledged messages consumed", "consumed"),
                ("group: left unconsumed after the drain", "lag"))
 
 
+_TXN_ROWS = (("transactions: committed", "committed"), ("transactions: aborted", "aborted"),
+             ("transactions: outcome unknown (either is right)", "unknown"),
+             ("transactions: unknown, found committed", "unknown_visible"),
+             ("transactions: read_committed reads", "reads"),
+             ("transactions: aborted values read", "aborted_reads"),
+             ("transactions: partly visible", "partly_visible"),
+             ("transactions: commits lost", "commits_lost"),
+             ("transactions: values duplicated", "duplicated"),
+             ("transactions: phantom values", "phantom"))
+
+
 def _report(figures: Figures, *, as_json: bool, title: str) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -84,6 +95,9 @@ def _report(figures: Figures, *, as_json: bool, title: str) -> None:
         if figures.group.final_offsets is not None:
             for label, name in _GROUP_ROWS:
                 table.add_row(label, str(getattr(figures.group, name)))
+        if figures.txn.committed + figures.txn.aborted + figures.txn.unknown:
+            for label, name in _TXN_ROWS:
+                table.add_row(label, str(getattr(figures.txn, name)))
         table.add_row("longest produce gap", f"{figures.longest_produce_gap_ms} ms")
         for kind, count in sorted(figures.faults.items()):
             table.add_row(f"faults: {kind}", str(count))
@@ -128,6 +142,9 @@ def run_command(
         min=0, help="Members of one consumer group (0: no group).")] = 3,
     group_protocol: Annotated[GroupProtocol, typer.Option(
         help="The group's protocol: classic, or KIP-848's consumer.")] = GroupProtocol.classic,
+    txn_producers: Annotated[int, typer.Option(
+        min=0, help="Transactional producers (commits and aborts) on a topic of their own, "
+                    "read by a read_committed consumer (0: none).")] = 1,
     rate: Annotated[float, typer.Option(min=1, help="Messages per second per producer.")]
     = 100.0,
     short: Annotated[bool, typer.Option("--short", help="Short waits and faults (0.2-0.8 s "
@@ -159,7 +176,8 @@ def run_command(
                          replication_factor=replication_factor,
                          min_insync_replicas=min_insync_replicas, producers=producers,
                          consumers=consumers, group_consumers=group_consumers,
-                         group_protocol=group_protocol.value, rate_per_s=rate, short=short,
+                         group_protocol=group_protocol.value, txn_producers=txn_producers,
+                         rate_per_s=rate, short=short,
                          safe=safe, mix=mix.value, replay=replay,
                          kafka_brokers=kafka_brokers, kafka_controllers=kafka_controllers,
                          kafka_home=kafka_home)

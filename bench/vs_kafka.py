@@ -5,7 +5,8 @@ controller + 3 brokers; Kafka's JVMs as ``kafka-server-start.sh`` runs them,
 with the same arguments: Kafka's own ``ProducerPerformance``, ``ConsumerPerformance`` and
 ``EndToEndLatency`` (:mod:`java_perf`), and librdkafka through confluent-kafka
 (:mod:`rdkafka_load`). ``--workloads`` picks among produce, consume, latency
-(:mod:`vs_kafka_load`), failover, restart and scale (:mod:`vs_kafka_faults`).
+(:mod:`vs_kafka_load`), failover, restart and scale (:mod:`vs_kafka_faults`) and
+transactions (:mod:`vs_kafka_txn`).
 
 Every row also gets the servers' resources (:mod:`server_usage`): CPU-seconds of all server
 processes per GB of payload produced + replicated + consumed, and each node's peak and final
@@ -42,6 +43,7 @@ from pykraft.tools.kafka_runtime import SERVER_START_JVM_OPTIONS, KafkaRuntime, 
 from vs_kafka_faults import failover_workload, restart_workload, scale_workload
 from vs_kafka_load import consume_workload, latency_workload, produce_workload
 from vs_kafka_run import CLUSTER_PROPERTIES, GB, SYSTEMS, Results, Target, running
+from vs_kafka_txn import transactions_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 #: wide enough for a row's label and every column, also when output is not a terminal
@@ -49,7 +51,8 @@ CONSOLE_WIDTH = 160
 #: each workload, by its name in ``--workloads``, in the order they run
 WORKLOADS: dict[str, Callable[[Target, Results], None]] = {
     "produce": produce_workload, "consume": consume_workload, "latency": latency_workload,
-    "failover": failover_workload, "restart": restart_workload, "scale": scale_workload}
+    "failover": failover_workload, "restart": restart_workload, "scale": scale_workload,
+    "transactions": transactions_workload}
 
 
 def plan(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
@@ -197,6 +200,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--latency-size", type=int, default=100, help="latency: bytes")
     parser.add_argument("--e2e-records", type=int, default=5000,
                         help="latency: EndToEndLatency's records (one in flight)")
+    parser.add_argument("--txn-records", type=ints, default=[100, 1000],
+                        help="transactions: records per transaction")
     parser.add_argument("--trials", type=int, default=5, help="failover: kills of each kind")
     parser.add_argument("--restart-bytes", type=int, default=5 * 10**9,
                         help="restart: data on the killed broker")
@@ -220,9 +225,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--workloads: any of {', '.join(WORKLOADS)} (unknown: {sorted(unknown)})")
     if set(args.replication) - {1, 3} or set(args.compression) - {"none", "lz4"}:
         parser.error("--replication takes 1 and/or 3, --compression none and/or lz4")
-    counts = [*args.sizes, *args.partitions, *args.rates, args.latency_size, args.e2e_records,
-              args.trials, args.restart_bytes, args.scale_partitions, args.scale_producers,
-              args.scale_topics]
+    counts = [*args.sizes, *args.partitions, *args.rates, *args.txn_records, args.latency_size,
+              args.e2e_records, args.trials, args.restart_bytes, args.scale_partitions,
+              args.scale_producers, args.scale_topics]
     if min(counts) < 1 or args.seconds <= 0:
         parser.error("sizes, partitions, rates, counts and --seconds must be positive")
     if args.quick:

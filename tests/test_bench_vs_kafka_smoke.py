@@ -50,12 +50,13 @@ def processes_under(directory: Path) -> list[str]:
 #: two clusters (4 Kafka JVMs, 4 pykraft servers) and 6 tool JVMs: 2.5 minutes on 2 cores at
 #: load 12, 4 at load 20-25 (the limit, 300 s by default, would cut such a machine's run)
 @pytest.mark.timeout(600)
-def test_quick_produce_and_latency_on_both_systems(tmp_path: Path) -> None:
+def test_quick_produce_latency_and_transactions_on_both_systems(tmp_path: Path) -> None:
     directory = tmp_path / "vs-kafka"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--workloads", "produce,latency",
+        [sys.executable, str(SCRIPT), "--quick", "--workloads", "produce,latency,transactions",
          "--cluster-per", "run", "--replication", "3", "--sizes", "1024", "--partitions", "1",
          "--compression", "none", "--rates", "500", "--e2e-records", "50",
+         "--txn-records", "100",
          "--dir", str(directory), "--json"],
         capture_output=True, text=True, timeout=540, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -65,7 +66,9 @@ def test_quick_produce_and_latency_on_both_systems(tmp_path: Path) -> None:
     assert set(report["load_average"]) == {"start", "end"}
     assert report["limits"]["loopback_mb_s"] > 0
     labels = [row["label"] for row in report["rows"]]
-    assert [row["workload"] for row in report["rows"]] == ["produce"] * 2 + ["latency"] * 2
+    assert [row["workload"] for row in report["rows"]] == (
+        ["produce"] * 2 + ["latency"] * 2 + ["transactions"] * 2)
+    assert any(label.startswith("transactions of 100 ") for label in labels)
     assert any("[librdkafka]" in label for label in labels)
     assert "[librdkafka]" in done.stderr  # the tables print labels as text, not rich markup
     assert any("[EndToEndLatency]" in label for label in labels)

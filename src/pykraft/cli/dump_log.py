@@ -30,6 +30,9 @@ def dump_log(
     offsets_decoder: Annotated[bool, typer.Option(
         "--offsets-decoder", help="If set, log data will be parsed as offset data from the "
         "__consumer_offsets topic.")] = False,
+    transaction_log_decoder: Annotated[bool, typer.Option(
+        "--transaction-log-decoder", help="If set, log data will be parsed as transaction "
+        "metadata from the __transaction_state topic.")] = False,
     print_data_log: Annotated[bool, typer.Option(
         "--print-data-log", help="If set, printing the messages content when dumping data "
         "logs. Automatically set if any decoder option is specified.")] = False,
@@ -66,7 +69,8 @@ def dump_log(
     if not paths:
         raise typer.BadParameter("no files given", param_hint="--files")
     options = DumpOptions(
-        cluster_metadata_decoder, print_data_log, deep_iteration, max_bytes, offsets_decoder
+        cluster_metadata_decoder, print_data_log, deep_iteration, max_bytes, offsets_decoder,
+        transaction_log_decoder
     )
     index_options = IndexOptions(index_sanity_check, verify_index_only, max_message_size)
     report = IndexReport()

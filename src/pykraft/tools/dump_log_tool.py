@@ -62,6 +62,7 @@ from pykraft.storage.file_error import StateFileError
 from pykraft.storage.log_verify import TornTail, is_last_segment, is_torn_tail
 from pykraft.storage.partition_log import parse_partition_dir_name
 from pykraft.tools.dump_offsets import offsets_contents
+from pykraft.tools.dump_transactions import transaction_contents
 
 _SEGMENT = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -86,10 +87,12 @@ class DumpOptions:
     deep_iteration: bool = False
     max_bytes: int | None = None  # None: the whole file (Kafka's Integer.MAX_VALUE)
     offsets_decoder: bool = False
+    transaction_log_decoder: bool = False
 
     @property
     def print_contents(self) -> bool:
-        return self.cluster_metadata_decoder or self.offsets_decoder or self.print_data_log
+        return (self.cluster_metadata_decoder or self.offsets_decoder
+                or self.transaction_log_decoder or self.print_data_log)
 
     @property
     def deep(self) -> bool:
@@ -305,6 +308,8 @@ def _record_dict(batch: RecordBatch, record: Record, options: DumpOptions) -> di
             out.update(_control_contents(record))
         elif options.offsets_decoder:
             out.update(offsets_contents(record))
+        elif options.transaction_log_decoder:
+            out.update(transaction_contents(record))
         elif options.cluster_metadata_decoder:
             out["payload"] = _metadata_payload(record)
         elif options.print_contents:

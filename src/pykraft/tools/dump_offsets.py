@@ -10,6 +10,7 @@ be read is named in the key with no payload, and the dump goes on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pykraft.errors import CorruptRecordError, PyKraftError
@@ -22,16 +23,26 @@ from pykraft.messages.kafka.consumer_protocol_assignment import ConsumerProtocol
 from pykraft.messages.kafka.consumer_protocol_subscription import ConsumerProtocolSubscription
 from pykraft.records.batch import Record
 
+Decoded = Callable[[bytes, bytes | None, int], dict[str, Any]]
+"""A coordinator topic's (key, value, offset) as dump-log prints them."""
+
 
 def offsets_contents(record: Record) -> dict[str, Any]:
     """The ``key`` and ``payload`` dump-log prints for ``record``."""
+    return coordinator_contents(record, _decoded)
+
+
+def coordinator_contents(record: Record, decoded: Decoded) -> dict[str, Any]:
+    """A coordinator record's ``key`` and ``payload`` (Kafka's
+    ``CoordinatorRecordMessageParser``): a record without key is an error, one that does
+    not decode is named in the key and the dump goes on."""
     if record.key is None:
         raise CorruptRecordError(
             f"Failed to decode message at offset {record.offset} using the specified decoder "
             "(message had a missing key)"
         )
     try:
-        return _decoded(record.key, record.value, record.offset)
+        return decoded(record.key, record.value, record.offset)
     except PyKraftError as exc:
         return {"key": f"Error at offset {record.offset}, skipping. {exc}"}
 
@@ -40,27 +51,29 @@ def _decoded(key_bytes: bytes, value_bytes: bytes | None, offset: int) -> dict[s
     decoded = decode_key(key_bytes)
     if decoded is not None:
         key_version, key = decoded
-        contents: dict[str, Any] = {"key": _typed(key_version, to_json_dict(key, 0))}
+        contents: dict[str, Any] = {"key": typed(key_version, to_json_dict(key, 0))}
         if value_bytes is None:
             return contents | {"payload": "<DELETE>"}
         version, value = decode_value(key, value_bytes)
-        return contents | {"payload": _versioned(version, _classic_value_json(value, version))}
+        return contents | {"payload": versioned(version, _classic_value_json(value, version))}
     kind = int.from_bytes(key_bytes[:2], "big", signed=True)
     consumer = decode_consumer_record(OffsetsRecord(key_bytes, value_bytes))
     if consumer is None:
         return {"key": f"Unknown record type {kind} at offset {offset}, skipping."}
     consumer_key, consumer_value = consumer
-    contents = {"key": _typed(kind, to_json_dict(consumer_key, kind))}
+    contents = {"key": typed(kind, to_json_dict(consumer_key, kind))}
     if consumer_value is None:
         return contents | {"payload": "<DELETE>"}
-    return contents | {"payload": _versioned(0, to_json_dict(consumer_value, 0))}
+    return contents | {"payload": versioned(0, to_json_dict(consumer_value, 0))}
 
 
-def _typed(kind: int, data: dict[str, Any]) -> dict[str, Any]:
+def typed(kind: int, data: dict[str, Any]) -> dict[str, Any]:
+    """A key's JSON: its record type and its fields."""
     return {"type": str(kind), "data": data}
 
 
-def _versioned(version: int, data: dict[str, Any]) -> dict[str, Any]:
+def versioned(version: int, data: dict[str, Any]) -> dict[str, Any]:
+    """A value's JSON: its version and its fields."""
     return {"version": str(version), "data": data}
 
 

@@ -105,13 +105,13 @@ def read_txn_record(record: TxnRecord) -> tuple[str, TxnMetadata | None] | None:
     """(transactional id, its metadata or None for a tombstone); None for a key version
     this coordinator does not know (skipped, as Kafka's loader does). The loaded
     metadata's last epoch is unknown (the log does not keep it)."""
-    key_version, key = _split(record.key, "key")
+    key_version, key = split_version(record.key, "key")
     if key_version != KEY_VERSION:
         return None
     transactional_id = decode(TransactionLogKey, 0, key).transactional_id
     if record.value is None:
         return transactional_id, None
-    version, body = _split(record.value, "value")
+    version, body = split_version(record.value, "value")
     if version not in (0, 1):
         raise MessageDecodeError(f"Unknown version {version} from the transaction log "
                                  "message value", position=0)
@@ -131,7 +131,8 @@ def read_txn_record(record: TxnRecord) -> tuple[str, TxnMetadata | None] | None:
         client_version=value.client_transaction_version)
 
 
-def _split(data: bytes, what: str) -> tuple[int, bytes]:
+def split_version(data: bytes, what: str) -> tuple[int, bytes]:
+    """A key's or value's int16 version and the bytes after it."""
     if len(data) < _VERSION.size:
         raise MessageDecodeError(f"a __transaction_state {what} must start with an int16 "
                                  f"version, got {len(data)} byte(s)", position=0)

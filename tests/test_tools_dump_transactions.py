@@ -20,7 +20,7 @@ from pykraft.txn.records import txn_record
 from pykraft.txn.state import TxnState
 
 sys.path.insert(0, str(Path(__file__).parent / "oracle"))
-from oracle_kafka import fetched, in_ci  # noqa: E402
+from oracle_kafka import fetched, in_ci
 
 runner = CliRunner()
 

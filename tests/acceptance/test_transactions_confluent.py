@@ -6,6 +6,7 @@ consumed offsets commit with its transaction (``send_offsets_to_transaction``)."
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,9 @@ from pykraft.tools.local_cluster import LocalCluster
 
 SOURCE, SINK = "ctp-in", "ctp-out"
 PROPS = {**PROPERTIES, "transaction.state.log.num.partitions": "3",
-         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3"}
+         "offsets.topic.replication.factor": "1", "offsets.topic.num.partitions": "3",
+         # the coordinator looks for transactions past their timeout every 200 ms
+         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
 
 
 @pytest.fixture(scope="module")
@@ -167,3 +170,35 @@ def test_consumed_offsets_commit_with_the_transaction_and_only_then(
     assert stable_offsets(cluster, group) == {0: ("NONE", 10), 1: ("NONE", 10)}
     output = consumed(cluster, "read_committed", 20, topic=SINK, partitions=2)
     assert sorted(output) == sorted(f"VALUE-{i}".encode() for i in range(20))
+
+
+def test_a_hung_transaction_is_aborted_at_its_timeout(cluster: LocalCluster) -> None:
+    """A producer that stops mid-transaction: its coordinator aborts the transaction once
+    ``transaction.timeout.ms`` passes (bumping the epoch, which fences the producer), so the
+    records never become visible and the partition's last stable offset moves on."""
+    import confluent_kafka
+
+    hung = producer(cluster, "hung", **{"transaction.timeout.ms": 1000})
+    hung.begin_transaction()
+    hung.produce(TOPIC, b"hung", partition=3)
+    hung.flush(TIMEOUT_S)
+    after = producer(cluster, "after-hung")  # its commit lands behind the hung records
+    after.begin_transaction()
+    after.produce(TOPIC, b"after-hung", partition=3)
+    after.commit_transaction(TIMEOUT_S)
+    deadline = time.monotonic() + TIMEOUT_S  # until the abort moves the LSO past "hung"
+    while b"after-hung" not in (committed := consumed(cluster, "read_committed", 1)):
+        assert time.monotonic() < deadline, "the hung transaction was never aborted"
+    assert b"hung" not in committed
+    (state,) = broker_call(cluster, _coordinator_of(cluster, "hung"),
+                          DescribeTransactionsRequest(transactional_ids=("hung",))
+                          ).transaction_states
+    assert state.transaction_state == "CompleteAbort"
+    with pytest.raises(confluent_kafka.KafkaException):
+        hung.commit_transaction(TIMEOUT_S)
+
+
+def _coordinator_of(cluster: LocalCluster, transactional_id: str) -> int:
+    (found,) = broker_call(cluster, next(iter(cluster.brokers)), FindCoordinatorRequest(
+        key_type=1, coordinator_keys=(transactional_id,))).coordinators
+    return int(found.node_id)

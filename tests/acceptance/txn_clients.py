@@ -11,12 +11,12 @@ TOPIC = "txn-topic"
 TIMEOUT_S = 30
 
 
-def producer(cluster: LocalCluster, transactional_id: str) -> Any:
+def producer(cluster: LocalCluster, transactional_id: str, **config: object) -> Any:
     import confluent_kafka
 
     made = confluent_kafka.Producer({
         "bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id,
-        "log_level": 0})
+        "log_level": 0, **config})
     made.init_transactions(TIMEOUT_S)
     return made
 

@@ -67,6 +67,7 @@ def test_short_safe_run_finds_no_anomaly_and_the_checker_flags_a_lost_write(
     txn = figures["transactions"]
     assert isinstance(txn, dict)
     assert txn["committed"] > 0 and txn["aborted"] > 0 and txn["reads"] > 0
+    assert txn["copied"] == figures["acknowledged"]  # the copier caught up with every one
     history = read_history(tmp_path / "run" / "history.jsonl")
     faults = [e for e in history if isinstance(e, FaultEvent)]
     # seed 4 draws one fault of each kind a safe run has; an idle broker is always there

@@ -1,9 +1,10 @@
-"""The transactions' checker on small histories: what each anomaly looks like."""
+"""The transactions' checker on small histories: what each anomaly looks like, for the
+transactional producers and for the exactly-once copier."""
 
 from __future__ import annotations
 
-from pykraft.chaos.history import Event, TxnEnd, TxnLog, TxnRead
-from pykraft.chaos.txn_checks import TxnFigures, check_transactions
+from pykraft.chaos.history import Committed, CtpResult, Event, TxnEnd, TxnLog, TxnRead
+from pykraft.chaos.txn_checks import TxnFigures, check_copies, check_transactions
 
 COMMITTED = TxnEnd(10, "t0.0-0", "commit", [[0, "t0.0-0.0"], [1, "t0.0-0.1"]])
 ABORTED = TxnEnd(20, "t0.0-1", "abort", [[0, "t0.0-1.0"], [1, "t0.0-1.1"]])
@@ -50,3 +51,23 @@ def test_a_committed_transaction_entirely_missing_is_lost() -> None:
 def test_no_last_read_judges_the_reads_only() -> None:
     figures, _ = judged(COMMITTED, ABORTED, TxnRead(40, "r0", 0, 0, "t0.0-0.0"))
     assert figures.anomalies == 0 and figures.commits_lost == 0
+
+
+def copies(output: list[list[str | None]], offsets: list[int]) -> TxnFigures:
+    figures = TxnFigures()
+    committed = {0: Committed(0, 10, ["a", "b", None, "c"]), 1: Committed(1, 0, ["x", "y"])}
+    check_copies([CtpResult(50, offsets, output, 2)], committed, figures, lambda _: None)
+    return figures
+
+
+def test_exact_copies_below_the_committed_offsets() -> None:
+    figures = copies([["a", "b", "c"], ["x"]], [14, 1])  # partition 1 committed up to y
+    assert (figures.copied, figures.copy_generations, figures.anomalies) == (4, 2, 0)
+    assert copies([[], []], [-1, -1]).anomalies == 0  # nothing committed, nothing copied
+
+
+def test_each_copy_anomaly() -> None:
+    assert copies([["a", "c"], ["x", "y"]], [14, 2]).copies_missing == 1
+    assert copies([["a", "a", "b", "c"], ["x", "y"]], [14, 2]).copies_duplicated == 1
+    assert copies([["a", "b", "c"], ["x", "y"]], [14, 1]).copies_extra == 1
+    assert copies([["b", "a", "c"], ["x", "y"]], [14, 2]).copies_reordered == 1

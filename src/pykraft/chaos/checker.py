@@ -52,7 +52,7 @@ from pykraft.chaos.history import (
     value_places,
 )
 from pykraft.chaos.schedule import KILL, KILL_ACTIVE_CONTROLLER, RESTART
-from pykraft.chaos.txn_checks import TxnFigures, check_transactions
+from pykraft.chaos.txn_checks import TxnFigures, check_copies, check_transactions
 
 #: A FaultEvent's phase when its target could not be resolved (no leader known, ...).
 SKIPPED = "skipped"
@@ -171,6 +171,7 @@ def check(events: Iterable[Event]) -> Figures:
     _check_replicas(history, committed, figures)
     figures.group = check_group(history, committed, acked, figures.note)
     figures.txn = check_transactions(history, figures.note)
+    check_copies(history, committed, figures.txn, figures.note)
     _check_fences(history, figures)
     figures.faults = dict(Counter(e.kind for e in history
                                   if isinstance(e, FaultEvent) and e.phase == "start"))

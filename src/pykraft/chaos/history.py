@@ -216,6 +216,18 @@ class TxnLog:
     values: list[str | None]
 
 
+@dataclass(frozen=True, slots=True)
+class CtpResult:
+    """The consume-transform-produce worker's end: the group's committed offsets of the
+    run's topic (fetched stable; -1: none), the output topic per partition as a
+    ``read_committed`` read saw it, and how many client generations the worker used."""
+
+    t: int
+    offsets: list[int]
+    output: list[list[str | None]]
+    generations: int = 1
+
+
 def value_at(log: Committed | ReplicaLog | None, offset: int) -> str | None:
     """The value ``log`` holds at ``offset`` (None: a gap, or outside the log)."""
     if log is None or not log.start <= offset < log.start + len(log.values):
@@ -234,7 +246,7 @@ def value_places(committed: dict[int, Committed]) -> dict[tuple[int, str | None]
 
 Event = (RunInfo | Send | Ack | Read | FaultEvent | RefusalFence | Observed | Committed
          | ReplicaLog | GroupRead | OffsetCommit | Rebalance | GroupOffsets | TxnEnd
-         | TxnRead | TxnLog)
+         | TxnRead | TxnLog | CtpResult)
 
 _TYPES: dict[str, type[Any]] = {
     "run": RunInfo, "send": Send, "ack": Ack, "read": Read, "fault": FaultEvent,
@@ -242,6 +254,7 @@ _TYPES: dict[str, type[Any]] = {
     "observed": Observed, "committed": Committed, "replica": ReplicaLog,
     "group-read": GroupRead, "offset-commit": OffsetCommit, "rebalance": Rebalance,
     "group-offsets": GroupOffsets, "txn-end": TxnEnd, "txn-read": TxnRead, "txn-log": TxnLog,
+    "ctp": CtpResult,
 }
 _NAMES = {cls: name for name, cls in _TYPES.items()}
 

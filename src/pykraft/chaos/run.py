@@ -1,8 +1,9 @@
 """One chaos run end to end: cluster, topic, workload, faults, final reads, check.
 
 The workload: idempotent producers, assigned consumers and a consumer group on the run's
-topic, and transactional producers with a ``read_committed`` consumer on a topic of their
-own (:mod:`.txn_workload`). The run directory holds the cluster (``cluster/``, every
+topic, transactional producers with a ``read_committed`` consumer on a topic of their own
+(:mod:`.txn_workload`), and an exactly-once copier of the run's topic
+(:mod:`.ctp_workload`). The run directory holds the cluster (``cluster/``, every
 node's files and ``server.log``) and ``history.jsonl``, whose first line is the seed and
 the schedule drawn from it. A bounded schedule's faults each wait for the cluster to be
 whole again; a replay instead carries out a recorded history's faults at their recorded
@@ -27,6 +28,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from pykraft.chaos.checker import Figures, check
+from pykraft.chaos.ctp_workload import Transforming, ctp_topic, finish
 from pykraft.chaos.fences import logged_fences
 from pykraft.chaos.group_workload import (
     CLASSIC,
@@ -184,7 +186,7 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
     recorder.write(RunInfo(options.seed, [f.as_dict() for f in schedule], settings))
     target = Target(cluster.bootstrap_servers, TOPIC, options.partitions)
     injector = Injector(nodes, TOPIC, recorder.fault)
-    stop, stop_reading = threading.Event(), threading.Event()
+    stop, stop_reading, stop_copying = threading.Event(), threading.Event(), threading.Event()
     try:
         kafka_text = (f" (and Apache Kafka's: {options.kafka_controllers} controllers, "
                       f"{options.kafka_brokers} brokers)" if kafka is not None else "")
@@ -193,8 +195,10 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
         nodes.start_all()
         _create_topic(options, target)
         txns = Target(target.bootstrap, txn_topic(TOPIC), options.partitions)
+        copies = Target(target.bootstrap, ctp_topic(TOPIC), options.partitions)
         if options.txn_producers:
             _create_topic(options, txns)
+            _create_topic(options, copies)
         _wait(lambda: _all_led(injector, options.partitions), "every partition led",
               HEALTHY_TIMEOUT_S)
         workers: list[threading.Thread] = [
@@ -212,8 +216,9 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
                       lambda: nodes.not_listening() + injector.paused(), recorder,
                       stop_reading),
             *_group(options, target, recorder, stop_reading)]
+        copier = Transforming(target, copies, stop_copying) if options.txn_producers else None
         origin = recorder.now()
-        for worker in (*workers, *readers):
+        for worker in (*workers, *readers, *([copier] if copier else [])):
             worker.start()
         if steps is None:
             whole = partial(_whole, nodes, injector, options)
@@ -245,6 +250,15 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
                 raise ChaosError(f"cannot read the transactions back: {exc}") from None
             for txn_log in txn_logs:
                 recorder.write(txn_log)
+        if copier is not None:
+            progress("letting the consume-transform-produce worker catch up, then reading "
+                     "its output back")
+            try:
+                finish(copier, target, copies, {log.partition: log.start + len(log.values)
+                                                for log in logs},
+                       recorder, stop_copying, DRAIN_TIMEOUT_S)
+            except TimeoutError as exc:
+                raise ChaosError(f"cannot read the copies back: {exc}") from None
         if options.group_consumers:
             _drain(options, target, recorder, logs, progress)
         stop_reading.set()
@@ -263,6 +277,7 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
     finally:
         stop.set()
         stop_reading.set()
+        stop_copying.set()
         injector.heal_all()
         injector.close()
         nodes.close()

@@ -13,7 +13,13 @@ Against each transaction's outcome (:class:`~pykraft.chaos.history.TxnEnd`) and 
 * phantom: a value the last read holds that no recorded transaction wrote.
 
 Unknown outcomes (the client lost its verdict) are counted, and judged only for
-atomicity: either way is right. Pure: events in, figures out.
+atomicity: either way is right.
+
+The consume-transform-produce worker (:class:`~pykraft.chaos.history.CtpResult`) is judged
+against the run's committed log: each partition's output must be exactly the input values
+below the group's committed offset, in order; what differs is counted as missing,
+duplicated, extra (copied, but its offset never committed with it) or reordered. Pure:
+events in, figures out.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pykraft.chaos.history import Event, TxnEnd, TxnLog, TxnRead
+from pykraft.chaos.history import Committed, CtpResult, Event, TxnEnd, TxnLog, TxnRead
 
 COMMIT, ABORT, UNKNOWN = "commit", "abort", "unknown"
 
@@ -39,18 +45,29 @@ class TxnFigures:
     commits_lost: int = 0
     duplicated: int = 0
     phantom: int = 0
+    copied: int = 0  # consume-transform-produce: output values
+    copy_generations: int = 0
+    copies_missing: int = 0
+    copies_duplicated: int = 0
+    copies_extra: int = 0
+    copies_reordered: int = 0
 
     @property
     def anomalies(self) -> int:
         return (self.aborted_reads + self.partly_visible + self.commits_lost + self.duplicated
-                + self.phantom)
+                + self.phantom + self.copies_missing + self.copies_duplicated
+                + self.copies_extra + self.copies_reordered)
 
     def as_dict(self) -> dict[str, object]:
         return {"committed": self.committed, "aborted": self.aborted, "unknown": self.unknown,
                 "unknown_visible": self.unknown_visible, "reads": self.reads,
                 "aborted_reads": self.aborted_reads, "partly_visible": self.partly_visible,
                 "commits_lost": self.commits_lost, "duplicated": self.duplicated,
-                "phantom": self.phantom}
+                "phantom": self.phantom, "copied": self.copied,
+                "copy_generations": self.copy_generations,
+                "copies_missing": self.copies_missing,
+                "copies_duplicated": self.copies_duplicated, "copies_extra": self.copies_extra,
+                "copies_reordered": self.copies_reordered}
 
 
 def check_transactions(history: Sequence[Event], note: Callable[[str], None]) -> TxnFigures:
@@ -101,3 +118,33 @@ def check_transactions(history: Sequence[Event], note: Callable[[str], None]) ->
         elif seen and end.outcome == UNKNOWN:
             figures.unknown_visible += 1
     return figures
+
+
+def check_copies(history: Sequence[Event], committed: dict[int, Committed],
+                 figures: TxnFigures, note: Callable[[str], None]) -> None:
+    """The consume-transform-produce output against the input below its committed offsets."""
+    result = next((e for e in history if isinstance(e, CtpResult)), None)
+    if result is None:
+        return
+    figures.copy_generations = result.generations
+    for partition, output in enumerate(result.output):
+        figures.copied += len(output)
+        source = committed.get(partition)
+        offset = result.offsets[partition] if partition < len(result.offsets) else -1
+        expected: list[str | None] = []
+        if source is not None and offset >= source.start:
+            expected = [v for v in source.values[:offset - source.start] if v is not None]
+        if output == expected:
+            continue
+        counts, wanted = Counter(output), Counter(expected)
+        missing = sum((wanted - counts).values())
+        extra = sum((Counter(dict.fromkeys(counts, 1)) - wanted).values())
+        duplicated = sum(n - 1 for value, n in counts.items() if n > 1 and value in wanted)
+        figures.copies_missing += missing
+        figures.copies_extra += extra
+        figures.copies_duplicated += duplicated
+        if not (missing or extra or duplicated):
+            figures.copies_reordered += 1
+        note(f"consume-transform-produce partition {partition}: {len(output)} copied, "
+             f"{len(expected)} below committed offset {offset} ({missing} missing, "
+             f"{duplicated} duplicated, {extra} extra)")

@@ -76,7 +76,13 @@ _TXN_ROWS = (("transactions: committed", "committed"), ("transactions: aborted",
              ("transactions: partly visible", "partly_visible"),
              ("transactions: commits lost", "commits_lost"),
              ("transactions: values duplicated", "duplicated"),
-             ("transactions: phantom values", "phantom"))
+             ("transactions: phantom values", "phantom"),
+             ("exactly-once copies made", "copied"),
+             ("exactly-once copier: client generations", "copy_generations"),
+             ("exactly-once copies missing", "copies_missing"),
+             ("exactly-once copies duplicated", "copies_duplicated"),
+             ("exactly-once copies beyond the committed offset", "copies_extra"),
+             ("exactly-once copies reordered (partitions)", "copies_reordered"))
 
 
 def _report(figures: Figures, *, as_json: bool, title: str) -> None:
@@ -144,7 +150,8 @@ def run_command(
         help="The group's protocol: classic, or KIP-848's consumer.")] = GroupProtocol.classic,
     txn_producers: Annotated[int, typer.Option(
         min=0, help="Transactional producers (commits and aborts) on a topic of their own, "
-                    "read by a read_committed consumer (0: none).")] = 1,
+                    "read by a read_committed consumer, and an exactly-once copier of the "
+                    "topic (consume-transform-produce) (0: none of them).")] = 1,
     rate: Annotated[float, typer.Option(min=1, help="Messages per second per producer.")]
     = 100.0,
     short: Annotated[bool, typer.Option("--short", help="Short waits and faults (0.2-0.8 s "

@@ -1,0 +1,124 @@
+"""Java programs on the pinned Apache Kafka's jars (``make kafka``: kafka-clients and
+kafka-streams 4.4.0 with their dependencies, ``tests/oracle/oracle_kafka.py``) for the
+exactly-once acceptance tests: compiled with ``javac`` into a test's directory, run in a light
+JVM that logs through log4j2 to its stderr (a file the caller names), and driven one call
+per line (:class:`LineProbe`).
+
+The jars come as the oracle tests' do: a module calls :func:`skip_module_off_ci` at its top
+(off CI, a Kafka that cannot be fetched skips it, saying why; with ``CI=true`` the
+:func:`kafka_classpath` fixture fails instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
+from oracle_cluster import LOG4J2_CONFIG
+from oracle_kafka import required, skip_module_off_ci
+
+from pykraft.tools.kafka_runtime import JVM_OPTIONS
+
+__all__ = ["JAVA_SOURCES", "LineProbe", "ProbeError", "compile_java", "java_command",
+           "kafka_classpath", "skip_module_off_ci"]
+
+JAVA_SOURCES = Path(__file__).parent / "java"
+COMPILE_TIMEOUT_S = 300.0
+CALL_TIMEOUT_S = 90.0
+
+
+def kafka_classpath() -> str:
+    """The pinned Kafka's runtime classpath (fails the test when Kafka cannot be had: only
+    reached when :func:`skip_module_off_ci` did not skip the module)."""
+    if shutil.which("javac") is None:
+        pytest.fail("javac is not installed (a JDK 17 is needed for the Java probes)",
+                    pytrace=False)
+    return os.pathsep.join(str(jar) for jar in required().classpath)
+
+
+def compile_java(source: Path, classes: Path, classpath: str) -> str:
+    """``source`` compiled into ``classes``; the classpath that runs it."""
+    classes.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["javac", "-Xlint:all", "-Werror", "-d", str(classes), "-cp", classpath,
+                    str(source)], check=True, timeout=COMPILE_TIMEOUT_S)
+    return os.pathsep.join([str(classes), classpath])
+
+
+def java_command(classpath: str, main_class: str, *args: str,
+                 jvm_options: tuple[str, ...] = JVM_OPTIONS) -> list[str]:
+    """``java`` running ``main_class`` in a light JVM whose log4j2 logs INFO and up to
+    stderr (``tests/oracle/log4j2.properties``)."""
+    return ["java", *jvm_options, f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
+            "-cp", classpath, main_class, *args]
+
+
+class ProbeError(AssertionError):
+    """A call failed in the JVM: ``error`` is the Java exception's simple class name."""
+
+    def __init__(self, op: str, error: str, message: str | None) -> None:
+        super().__init__(f"{op}: {error}: {message}")
+        self.error = error
+        self.message = message
+
+
+class LineProbe:
+    """A JVM that reads one call per line (tab-separated words) and answers each with one
+    JSON line, ``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ..., "message":
+    ...}``; its stderr goes to ``log``."""
+
+    def __init__(self, command: list[str], log: Path) -> None:
+        self._log = log
+        with log.open("ab") as err:
+            self._jvm = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=err, text=True)
+
+    def call(self, op: str, *args: object) -> Any:
+        """The call's result; :class:`ProbeError` with the Java exception if it failed."""
+        answer = self.answer(op, *args)
+        if not answer["ok"]:
+            raise ProbeError(op, answer["error"], answer.get("message"))
+        return answer.get("result")
+
+    def answer(self, op: str, *args: object) -> dict[str, Any]:
+        stdin, stdout = self._pipes()
+        stdin.write("\t".join([op, *map(str, args)]) + "\n")
+        stdin.flush()
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while not select.select([stdout], [], [], 1.0)[0]:
+            if self._jvm.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"no answer to {op} within {CALL_TIMEOUT_S:.0f} s; the "
+                                     f"probe's log:\n{self.log_tail()}")
+        line = stdout.readline()
+        if not line:
+            raise AssertionError(f"the probe exited during {op}; its log:\n{self.log_tail()}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def log_tail(self, chars: int = 3000) -> str:
+        return self._log.read_text(errors="replace")[-chars:]
+
+    def _pipes(self) -> tuple[IO[str], IO[str]]:
+        assert self._jvm.stdin is not None and self._jvm.stdout is not None
+        return self._jvm.stdin, self._jvm.stdout
+
+    def close(self) -> None:
+        """EOF on its stdin (it closes its clients and exits), SIGKILL after a bound."""
+        stdin, _ = self._pipes()
+        with contextlib.suppress(OSError):  # it may have exited already
+            stdin.close()
+        try:
+            self._jvm.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._jvm.kill()
+            self._jvm.wait(timeout=10)

@@ -4,13 +4,16 @@ exactly-once acceptance tests: compiled with ``javac`` into a test's directory, 
 JVM that logs through log4j2 to its stderr (a file the caller names), and driven one call
 per line (:class:`LineProbe`).
 
-The jars come as the oracle tests' do: a module calls :func:`skip_module_off_ci` at its top
-(off CI, a Kafka that cannot be fetched skips it, saying why; with ``CI=true`` the
-:func:`kafka_classpath` fixture fails instead).
+The tests run on clusters at each of :data:`TRANSACTION_VERSIONS`
+(:func:`finalize_transaction_version`); :func:`transaction_epochs` shows which protocol the
+clients used. The jars come as the oracle tests' do: a module calls
+:func:`skip_module_off_ci` at its top (off CI, a Kafka that cannot be fetched skips it,
+saying why; with ``CI=true`` the :func:`kafka_classpath` fixture fails instead).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -23,18 +26,30 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
+from broker_harness import broker_call, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
 from oracle_cluster import LOG4J2_CONFIG
 from oracle_kafka import required, skip_module_off_ci
 
+from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
+from pykraft.records.batch import iter_batches
+from pykraft.tools.features_tool import upgrade_feature
 from pykraft.tools.kafka_runtime import JVM_OPTIONS
+from pykraft.tools.local_cluster import LocalCluster
+from pykraft.tools.quorum_tool import parse_host_port
 
-__all__ = ["JAVA_SOURCES", "LineProbe", "ProbeError", "compile_java", "java_command",
-           "kafka_classpath", "skip_module_off_ci"]
+__all__ = ["JAVA_SOURCES", "TRANSACTION_VERSIONS", "LineProbe", "ProbeError", "compile_java",
+           "finalize_transaction_version", "java_command", "kafka_classpath",
+           "skip_module_off_ci", "transaction_epochs"]
 
 JAVA_SOURCES = Path(__file__).parent / "java"
+#: The ``transaction.version`` levels the tests run at: 0 (a cluster formatted at pykraft's
+#: default metadata.version, 3.9-IV0: the classic protocol) and 2 (KIP-890 part 2, Kafka 4's
+#: default: a producer epoch per transaction, partitions added by the leaders)
+TRANSACTION_VERSIONS = (0, 2)
 COMPILE_TIMEOUT_S = 300.0
+FEATURE_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 90.0
 
 
@@ -45,6 +60,54 @@ def kafka_classpath() -> str:
         pytest.fail("javac is not installed (a JDK 17 is needed for the Java probes)",
                     pytrace=False)
     return os.pathsep.join(str(jar) for jar in required().classpath)
+
+
+def finalize_transaction_version(cluster: LocalCluster, level: int) -> None:
+    """Finalize ``transaction.version`` at ``level`` (``pykraft features upgrade``) unless the
+    cluster is there already, and wait until every broker advertises it in ApiVersions (what
+    the clients read)."""
+    bootstrap = [parse_host_port(a) for a in cluster.bootstrap_servers.split(",")]
+    if level:
+        asyncio.run(upgrade_feature(bootstrap, "transaction.version", level,
+                                    timeout_s=FEATURE_TIMEOUT_S))
+
+    def advertised() -> bool | None:
+        for broker_id in cluster.brokers:
+            answer = broker_call(cluster, broker_id, ApiVersionsRequest(
+                client_software_name="pykraft-tests", client_software_version="1"))
+            levels = {f.name: int(f.max_version_level) for f in answer.finalized_features}
+            if levels.get("transaction.version", 0) != level:
+                return None
+        return True
+
+    wait_for(f"every broker at transaction.version {level}", advertised)
+
+
+def transaction_epochs(cluster: LocalCluster, topic: str) -> dict[int, list[int]]:
+    """Per partition of ``topic`` (the segment files of its first broker's replica), the
+    producer epoch of each transaction that wrote there, in log order: that of its data
+    batches before each COMMIT or ABORT marker. At transaction.version 2 the epoch grows
+    with each transaction; before, a producer keeps its epoch across its transactions."""
+    data = cluster.nodes[cluster.brokers[0]].data
+    epochs: dict[int, list[int]] = {}
+    for directory in data.glob(f"{topic}-*"):
+        suffix = directory.name[len(topic) + 1:]
+        if not suffix.isdigit():
+            continue
+        found = epochs.setdefault(int(suffix), [])
+        since_marker: set[int] = set()
+        for segment in sorted(directory.glob("*.log")):
+            for batch in iter_batches(segment.read_bytes()):
+                if not batch.header.is_transactional:
+                    continue
+                if batch.is_control:
+                    if since_marker:
+                        (epoch,) = since_marker  # one producer per partition here
+                        found.append(epoch)
+                    since_marker = set()
+                else:
+                    since_marker.add(batch.header.producer_epoch)
+    return epochs
 
 
 def compile_java(source: Path, classes: Path, classpath: str) -> str:

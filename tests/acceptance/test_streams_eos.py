@@ -32,6 +32,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +47,13 @@ from broker_harness import (
 )
 from java_kafka import (
     JAVA_SOURCES,
+    TRANSACTION_VERSIONS,
     compile_java,
+    finalize_transaction_version,
     java_command,
     kafka_classpath,
     skip_module_off_ci,
+    transaction_epochs,
 )
 
 from pykraft.errors import PyKraftError
@@ -333,10 +337,18 @@ class Run:
         return found[0]
 
 
+@pytest.fixture(scope="module", params=TRANSACTION_VERSIONS, ids=lambda v: f"tv{v}")
+def transaction_version(request: pytest.FixtureRequest) -> int:
+    level: int = request.param
+    return level
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory,
+            transaction_version: int) -> Iterator[LocalCluster]:
     with running_cluster(tmp_path_factory.mktemp("streams-eos") / "cluster", PROPS,
                          brokers=3) as made:
+        finalize_transaction_version(made, transaction_version)
         for topic in (INPUT, OUTPUT):
             create_topic(made.bootstrap_servers, topic, PARTITIONS, replication=3,
                          configs={"min.insync.replicas": "2"})
@@ -351,6 +363,7 @@ def classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_word_count_exactly_once_through_kills(cluster: LocalCluster, classpath: str,
+                                               transaction_version: int,
                                                tmp_path: Path) -> None:
     lines = input_lines()
     expected = Counter(word for line in lines for word in line.split())
@@ -412,6 +425,12 @@ def test_word_count_exactly_once_through_kills(cluster: LocalCluster, classpath:
                  if counts != list(range(1, expected[word] + 1))}
         assert not wrong, f"words counted twice or lost: {wrong}"
         assert output.records == sum(expected.values())
+        # transaction.version 2: a new producer epoch for each transaction; before, one per
+        # run of the application
+        epochs = transaction_epochs(cluster, OUTPUT)
+        increasing = all(all(later > earlier for earlier, later in pairwise(found))
+                         for found in epochs.values())
+        assert increasing == (transaction_version == 2), epochs
     finally:
         app.stop()
         output.close()

@@ -14,12 +14,15 @@ import pytest
 from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
 from java_kafka import (
     JAVA_SOURCES,
+    TRANSACTION_VERSIONS,
     LineProbe,
     ProbeError,
     compile_java,
+    finalize_transaction_version,
     java_command,
     kafka_classpath,
     skip_module_off_ci,
+    transaction_epochs,
 )
 
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
@@ -47,10 +50,18 @@ SOURCE_END = {p: len(ABORTED[p::2]) + 1 + len(COMMITTED[p::2]) + 1 for p in rang
 Offsets = dict[int, tuple[str, int]]
 
 
+@pytest.fixture(scope="module", params=TRANSACTION_VERSIONS, ids=lambda v: f"tv{v}")
+def transaction_version(request: pytest.FixtureRequest) -> int:
+    level: int = request.param
+    return level
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def cluster(tmp_path_factory: pytest.TempPathFactory,
+            transaction_version: int) -> Iterator[LocalCluster]:
     with running_cluster(tmp_path_factory.mktemp("java-txn") / "cluster", PROPS,
                          brokers=2) as made:
+        finalize_transaction_version(made, transaction_version)
         for topic in (SOURCE, SINK, ZOMBIE_SINK):
             create_topic(made.bootstrap_servers, topic, PARTITIONS, replication=2)
         yield made
@@ -122,9 +133,11 @@ def transform(probe: LineProbe, producer: str, consumer: str, sink: str) -> dict
 
 
 def test_consumed_offsets_commit_with_the_transaction_and_only_then(
-        cluster: LocalCluster, probe: LineProbe) -> None:
+        cluster: LocalCluster, probe: LineProbe, transaction_version: int) -> None:
     """Aborted: no output, no offsets, and a new member of the group reads SOURCE again from
-    the start; committed: the output once and the offsets past the last COMMIT marker."""
+    the start; committed: the output once and the offsets past the last COMMIT marker. At
+    transaction.version 2 the client bumped its epoch at the abort (KIP-890 part 2), before
+    it kept it."""
     group = "java-transformers"
     probe.call("producer", "transformer", "java-transformer")
 
@@ -150,6 +163,8 @@ def test_consumed_offsets_commit_with_the_transaction_and_only_then(
     # both rounds' records are in the log: the first one's are hidden by its ABORT marker
     assert sorted(probe.call("read", SINK, PARTITIONS, "read_uncommitted", 2 * len(upper))) == (
         sorted(upper * 2))
+    for aborted, committed in transaction_epochs(cluster, SINK).values():
+        assert committed == aborted + (1 if transaction_version == 2 else 0)
 
 
 def test_a_new_producer_fences_the_zombie(cluster: LocalCluster, probe: LineProbe) -> None:

@@ -32,9 +32,12 @@ unit: setup
 
 # Apache Kafka for the oracle tests (tests/oracle): the version pinned in scripts/kafka/pom.xml
 # and its runtime jars from Maven Central, checked against scripts/kafka/jars.sha256, into
-# .cache/kafka/<version>/ (at once when cached); prints the classpath.
+# .cache/kafka/<version>/ (at once when cached); then Kafka Streams' own jars for the
+# exactly-once acceptance test (scripts/kafka_streams/, into .cache/kafka-streams/<version>/);
+# prints the two classpaths.
 kafka: setup
 	$(BIN)/python scripts/fetch_kafka.py
+	$(BIN)/python scripts/fetch_kafka_streams.py
 
 # Spark's Kafka connector (spark-sql-kafka-0-10) for tests/spark: the version pinned in
 # scripts/spark_kafka/pom.xml and the jars PySpark lacks, checked against

@@ -1,14 +1,14 @@
-"""Java programs on the pinned Apache Kafka's jars (``make kafka``: kafka-clients and
-kafka-streams 4.4.0 with their dependencies, ``tests/oracle/oracle_kafka.py``) for the
-exactly-once acceptance tests: compiled with ``javac`` into a test's directory, run in a light
-JVM that logs through log4j2 to its stderr (a file the caller names), and driven one call
-per line (:class:`LineProbe`).
+"""Java programs on the pinned Apache Kafka's jars for the exactly-once acceptance tests:
+kafka-clients 4.4.0 and its dependencies (``make kafka``, ``tests/oracle/oracle_kafka.py``),
+and for Streams kafka-streams 4.4.0 with RocksDB (``scripts/fetch_kafka_streams.py``),
+compiled with ``javac`` into a test's directory, run in a light JVM that logs through log4j2
+to its stderr (a file the caller names), and driven one call per line (:class:`LineProbe`).
 
 The tests run on clusters at each of :data:`TRANSACTION_VERSIONS`
 (:func:`finalize_transaction_version`); :func:`transaction_epochs` shows which protocol the
 clients used. The jars come as the oracle tests' do: a module calls
-:func:`skip_module_off_ci` at its top (off CI, a Kafka that cannot be fetched skips it,
-saying why; with ``CI=true`` the :func:`kafka_classpath` fixture fails instead).
+:func:`skip_module_off_ci` at its top (off CI, jars that cannot be fetched skip it, saying
+why; with ``CI=true`` :func:`kafka_classpath` fails instead).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import time
+from functools import cache
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,8 +30,11 @@ import pytest
 from broker_harness import broker_call, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "oracle"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import fetch_kafka_streams
+import oracle_kafka
 from oracle_cluster import LOG4J2_CONFIG
-from oracle_kafka import required, skip_module_off_ci
+from oracle_kafka import in_ci, required
 
 from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
 from pykraft.records.batch import iter_batches
@@ -53,13 +57,41 @@ FEATURE_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 90.0
 
 
-def kafka_classpath() -> str:
-    """The pinned Kafka's runtime classpath (fails the test when Kafka cannot be had: only
-    reached when :func:`skip_module_off_ci` did not skip the module)."""
+@cache
+def streams_fetched() -> list[Path] | str:
+    """Kafka Streams' own jars (``scripts/fetch_kafka_streams.py``), or why they could not be
+    had."""
+    try:
+        jars: list[Path] = fetch_kafka_streams.fetch()
+    except (fetch_kafka_streams.FetchError, OSError) as exc:
+        return (f"Kafka Streams is not in .cache/kafka-streams and could not be fetched "
+                f"(`make kafka`): {exc}")
+    return jars
+
+
+def skip_module_off_ci(*, streams: bool = False) -> None:
+    """Skip the calling module, off CI, when the pinned Kafka (and with ``streams`` Kafka
+    Streams' jars) cannot be had, as the oracle tests do (``oracle_kafka``)."""
+    oracle_kafka.skip_module_off_ci()
+    why = streams_fetched() if streams else None
+    if isinstance(why, str) and not in_ci():
+        pytest.skip(f"{why} [skips off CI; with CI=true it fails]", allow_module_level=True)
+
+
+def kafka_classpath(*, streams: bool = False) -> str:
+    """The pinned Kafka's runtime classpath, with ``streams`` Kafka Streams' jars after it;
+    fails the test when they cannot be had (only reached when :func:`skip_module_off_ci` did
+    not skip the module: in CI, or once fetched)."""
     if shutil.which("javac") is None:
         pytest.fail("javac is not installed (a JDK 17 is needed for the Java probes)",
                     pytrace=False)
-    return os.pathsep.join(str(jar) for jar in required().classpath)
+    jars = list(required().classpath)
+    if streams:
+        found = streams_fetched()
+        if isinstance(found, str):
+            pytest.fail(f"{found} [CI=true: the test must run]", pytrace=False)
+        jars += found
+    return os.pathsep.join(str(jar) for jar in jars)
 
 
 def finalize_transaction_version(cluster: LocalCluster, level: int) -> None:

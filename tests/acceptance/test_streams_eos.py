@@ -65,7 +65,7 @@ from pykraft.messages.kafka.list_offsets_request import (
 from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
 from pykraft.tools.local_cluster import LocalCluster
 
-skip_module_off_ci()
+skip_module_off_ci(streams=True)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -358,7 +358,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory,
 @pytest.fixture(scope="module")
 def classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
     made: str = compile_java(JAVA_SOURCES / "WordCountEos.java",
-                             tmp_path_factory.mktemp("word-count"), kafka_classpath())
+                             tmp_path_factory.mktemp("word-count"),
+                             kafka_classpath(streams=True))
     return made
 
 

@@ -80,8 +80,8 @@ LATEST = -1  # ListOffsets' timestamp for the end offset
 
 
 def input_lines() -> list[str]:
-    """LINES lines of 1-9 words from a vocabulary of 200, Zipf-weighted (the commonest word
-    comes about 2,500 times, the rarest a dozen)."""
+    """LINES lines of 1-9 words from a vocabulary of 200, Zipf-weighted: 24,118 words, the
+    commonest 4,177 times, the rarest 10."""
     rng = random.Random(SEED)
     syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pu"]
     vocabulary = sorted({"".join(rng.choices(syllables, k=rng.randint(1, 4)))

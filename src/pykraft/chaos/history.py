@@ -220,12 +220,14 @@ class TxnLog:
 class CtpResult:
     """The consume-transform-produce worker's end: the group's committed offsets of the
     run's topic (fetched stable; -1: none), the output topic per partition as a
-    ``read_committed`` read saw it, and how many client generations the worker used."""
+    ``read_committed`` read saw it, and how many client generations the worker used (and
+    left behind hung in a client call)."""
 
     t: int
     offsets: list[int]
     output: list[list[str | None]]
     generations: int = 1
+    hung: int = 0  # generations left behind in a client call past its timeout
 
 
 def value_at(log: Committed | ReplicaLog | None, offset: int) -> str | None:

@@ -47,6 +47,7 @@ class TxnFigures:
     phantom: int = 0
     copied: int = 0  # consume-transform-produce: output values
     copy_generations: int = 0
+    copier_hangs: int = 0  # client calls hung past their timeout (librdkafka's, not ours)
     copies_missing: int = 0
     copies_duplicated: int = 0
     copies_extra: int = 0
@@ -65,6 +66,7 @@ class TxnFigures:
                 "commits_lost": self.commits_lost, "duplicated": self.duplicated,
                 "phantom": self.phantom, "copied": self.copied,
                 "copy_generations": self.copy_generations,
+                "copier_hangs": self.copier_hangs,
                 "copies_missing": self.copies_missing,
                 "copies_duplicated": self.copies_duplicated, "copies_extra": self.copies_extra,
                 "copies_reordered": self.copies_reordered}
@@ -127,6 +129,7 @@ def check_copies(history: Sequence[Event], committed: dict[int, Committed],
     if result is None:
         return
     figures.copy_generations = result.generations
+    figures.copier_hangs = result.hung
     for partition, output in enumerate(result.output):
         figures.copied += len(output)
         source = committed.get(partition)

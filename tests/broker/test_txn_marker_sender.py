@@ -41,9 +41,9 @@ def order(*partitions: TopicPartition, epoch: int = 3, producer_id: int = 9) -> 
 class Peer:
     """A remote broker: answers each marker request with the next errors, or fails."""
 
-    def __init__(self, *answers: ErrorCode | type[Exception],
+    def __init__(self, *answers: ErrorCode | type[Exception] | None,
                  by_epoch: dict[int, ErrorCode] | None = None) -> None:
-        self.answers = list(answers)
+        self.answers = list(answers)  # None: no answer at all (a black-holed link)
         self.by_epoch = by_epoch or {}
         self.requests: list[WriteTxnMarkersRequest] = []
         self.closed = 0
@@ -51,6 +51,9 @@ class Peer:
     async def request(self, body: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
         self.requests.append(body)
         answer = self.answers.pop(0) if self.answers else ErrorCode.NONE
+        if answer is None:
+            await asyncio.Event().wait()
+            raise AssertionError("never answers")
         if isinstance(answer, type):
             raise answer("the peer went away")
         return WriteTxnMarkersResponse(markers=tuple(
@@ -68,7 +71,7 @@ class Peer:
 
 def run(replicas: ReplicaManager, orders: list[MarkerOrder], peer: Peer | None,
         done: Callable[[list[tuple[MarkerOrder, TopicPartition]]], bool], *,
-        current: Callable[[MarkerOrder], bool] = lambda _: True
+        current: Callable[[MarkerOrder], bool] = lambda _: True, timeout_ms: int = 30_000,
         ) -> list[tuple[MarkerOrder, TopicPartition]]:
     """Send ``orders`` and run the loop until ``done`` holds of the markers written."""
     written: list[tuple[MarkerOrder, TopicPartition]] = []
@@ -79,7 +82,7 @@ def run(replicas: ReplicaManager, orders: list[MarkerOrder], peer: Peer | None,
     async def scenario() -> None:
         sender = MarkerSender(1, replicas, connect,
                               written=lambda o, tp: written.append((o, tp)),
-                              current=current, clock_ms=lambda: 5_000, timeout_ms=30_000)
+                              current=current, clock_ms=lambda: 5_000, timeout_ms=timeout_ms)
         for each in orders:
             sender.send(each)
         await until(lambda: done(written), "markers written")
@@ -119,6 +122,16 @@ def test_retriable_answers_are_sent_again_and_fenced_ones_stop(tmp_path: Path) -
                   lambda w: (other, TopicPartition("r", 0)) in w)
     assert written == [(other, TopicPartition("r", 0))]
     assert len(fenced.requests) == 1  # one request to broker 2 carried both, once
+
+
+def test_a_peer_that_never_answers_is_given_up_after_the_request_timeout(
+        tmp_path: Path) -> None:
+    replicas = replicas_of(tmp_path, 1, with_records(MetadataImage(), *topic("r", T1, (2,))))
+    silent = Peer(None, ErrorCode.NONE)
+    ordered = order(TopicPartition("r", 0))
+    assert run(replicas, [ordered], silent, bool, timeout_ms=50) == [
+        (ordered, TopicPartition("r", 0))]
+    assert len(silent.requests) == 2 and silent.closed >= 1
 
 
 def test_markers_of_a_coordinator_that_lost_its_partition_are_dropped(tmp_path: Path) -> None:

@@ -59,14 +59,17 @@ class Peer:
     """Another broker's coordinator: answers each partition ``code`` (or fails)."""
 
     def __init__(self, code: ErrorCode = ErrorCode.NONE, top: ErrorCode = ErrorCode.NONE,
-                 fails: bool = False) -> None:
-        self.code, self.top, self.fails = code, top, fails
+                 fails: bool = False, silent: bool = False) -> None:
+        self.code, self.top, self.fails, self.silent = code, top, fails, silent
         self.sent: list[AddPartitionsToTxnRequest] = []
+        self.closed = False
 
     async def request(self, body: AddPartitionsToTxnRequest) -> apr.AddPartitionsToTxnResponse:
         self.sent.append(body)
         if self.fails:
             raise NetworkError("connection reset")
+        if self.silent:  # a black-holed link: no answer, no error
+            await asyncio.Event().wait()
         (transaction,) = body.transactions
         return apr.AddPartitionsToTxnResponse(error_code=self.top, results_by_transaction=(
             apr.AddPartitionsToTxnResult(transactional_id=transaction.transactional_id,
@@ -77,12 +80,13 @@ class Peer:
                     for p in t.partitions)) for t in transaction.topics)),))
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
 
 def verifier(leader: int | None, *, peer: Peer | None = None,
              local: Mapping[TopicPartition, ErrorCode] | None = None,
-             enabled: bool = True) -> tuple[TxnVerifier, list[AddPartitionsToTxnTransaction]]:
+             enabled: bool = True, timeout_ms: int = 30_000,
+             ) -> tuple[TxnVerifier, list[AddPartitionsToTxnTransaction]]:
     asked: list[AddPartitionsToTxnTransaction] = []
 
     async def ask_local(transaction: AddPartitionsToTxnTransaction
@@ -95,7 +99,8 @@ def verifier(leader: int | None, *, peer: Peer | None = None,
         return peer
 
     made = TxnVerifier(ME, image=lambda: state_image(leader), partition_of=lambda _id: 0,
-                       local=ask_local, connect=connect, enabled=enabled)
+                       local=ask_local, connect=connect, enabled=enabled,
+                       timeout_ms=timeout_ms)
     return made, asked
 
 
@@ -139,6 +144,13 @@ def test_a_refused_broker_request_and_a_lost_connection() -> None:
     assert verify(made) == {TP: ErrorCode.INVALID_TXN_STATE}
     made, _ = verifier(PEER, peer=Peer(fails=True))
     assert verify(made) == {TP: ErrorCode.NETWORK_EXCEPTION}
+
+
+def test_a_silent_coordinator_is_a_network_exception_after_the_request_timeout() -> None:
+    peer = Peer(silent=True)
+    made, _ = verifier(PEER, peer=peer, timeout_ms=50)
+    assert verify(made) == {TP: ErrorCode.NETWORK_EXCEPTION}
+    assert peer.closed  # the next verification opens a new connection
 
 
 def test_adding_a_partition_happens_even_with_verification_off() -> None:

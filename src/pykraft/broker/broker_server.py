@@ -236,7 +236,7 @@ class BrokerServer:
             partition_of=self.transactions.partition_of, local=self._txn_apis.add_for_broker,
             connect=functools.partial(self._connect_broker, ours=VERIFIER_VERSIONS,
                                       purpose="txn-verification"),
-            enabled=self._verify_transactions)
+            enabled=self._verify_transactions, timeout_ms=self._request_timeout_ms)
         self.groups.verifier = self._verifier
         dispatchers = [self._dispatcher(node, spec) for spec in self._broker.listeners]
         for dispatcher in dispatchers:  # one producer id block source per broker

@@ -162,7 +162,12 @@ class MarkerSender:
                 if connection is None:
                     raise NetworkError(f"broker {destination} has no inter-broker endpoint")
                 self._connections[destination] = connection
-            answer = await connection.request(request)
+            try:  # bounded as Kafka's channel bounds it: a silent peer is a lost one
+                answer = await asyncio.wait_for(connection.request(request),
+                                                self._timeout_ms / 1000)
+            except TimeoutError:
+                raise NetworkError(f"broker {destination} did not answer WriteTxnMarkers "
+                                   f"within {self._timeout_ms} ms") from None
             assert isinstance(answer, WriteTxnMarkersResponse)
             response = answer
         return {(m.producer_id, TopicPartition(t.name, p.partition_index)):

@@ -17,8 +17,9 @@ broker's image (none: COORDINATOR_NOT_AVAILABLE). On this broker it is asked in 
 connection per broker. Its answer maps as Kafka maps it: a top-level
 CLUSTER_AUTHORIZATION_FAILED is INVALID_TXN_STATE (the client must not see it),
 PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is INVALID_TXN_STATE for
-a client that predates it (Kafka 4.4's rule), a lost connection NETWORK_EXCEPTION, and a
-coordinator that speaks no broker version of the API verifies nothing.
+a client that predates it (Kafka 4.4's rule), a lost connection or no answer within
+``request.timeout.ms`` NETWORK_EXCEPTION, and a coordinator that speaks no broker version
+of the API verifies nothing.
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ class TxnVerifier:
 
     def __init__(self, broker_id: int, *, image: Callable[[], MetadataImage],
                  partition_of: Callable[[str], int], local: LocalCoordinator,
-                 connect: Connector, enabled: bool) -> None:
+                 connect: Connector, enabled: bool, timeout_ms: int = 30_000) -> None:
         self._broker_id = broker_id
+        self._timeout_s = timeout_ms / 1000
         self._image = image
         self._partition_of = partition_of
         self._local = local
@@ -137,13 +139,13 @@ class TxnVerifier:
             connection = await self._connection(broker_id)
             if connection is None:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
-            answer = await connection.request(AddPartitionsToTxnRequest(
-                transactions=(transaction,)))
+            answer = await asyncio.wait_for(connection.request(AddPartitionsToTxnRequest(
+                transactions=(transaction,))), self._timeout_s)
         except UnsupportedVersionError:
             log.warning("broker %d does not verify transactions (no AddPartitionsToTxn v4+): "
                         "writing unverified", broker_id)
             return {}
-        except (NetworkError, *CONNECTION_ERRORS) as exc:
+        except (NetworkError, TimeoutError, *CONNECTION_ERRORS) as exc:
             self._forget(broker_id)
             log.info("verifying %s with broker %d failed: %s", transaction.transactional_id,
                      broker_id, exc)

@@ -280,7 +280,7 @@ def test_kafka_client_options_and_read_committed(spark: SparkSession,
         assert records(reader(spark, bootstrap, subscribe="tuned")) == produced
     finally:
         spark.conf.unset("spark.sql.streaming.kafka.useDeprecatedOffsetFetching")
-    # No transactions yet (issue 30): read_committed reads up to the last stable offset,
+    # No transaction on this topic: read_committed reads up to the last stable offset,
     # which with no open transaction is the high watermark.
     assert records(reader(spark, bootstrap, subscribe="tuned",
                           **{"kafka.isolation.level": "read_committed"})) == produced
@@ -291,6 +291,36 @@ def test_kafka_client_options_and_read_committed(spark: SparkSession,
      .option("kafka.acks", "all").option("kafka.compression.type", "lz4").save())
     got = records(reader(spark, bootstrap, subscribe="tuned"))
     assert sorted(int(r.key[1:]) for r in got) == list(range(60))
+
+
+def test_read_committed_leaves_out_aborted_and_open_transactions(
+        spark: SparkSession, cluster: LocalCluster) -> None:
+    """Transactional data: a committed transaction is read, an aborted one is not, and
+    read_committed stops before a transaction still open; read_uncommitted reads all."""
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "txn-read", 1)
+    writer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "spark-txn"})
+    writer.init_transactions(30)
+    for outcome, values in (("commit", ("c0", "c1")), ("abort", ("a0", "a1")),
+                            ("commit", ("c2",)), ("open", ("o0",))):
+        writer.begin_transaction()
+        for value in values:
+            writer.produce("txn-read", value=value, partition=0)
+        writer.flush(30)
+        if outcome == "commit":
+            writer.commit_transaction(30)
+        elif outcome == "abort":
+            writer.abort_transaction(30)
+
+    def values(isolation: str) -> list[str]:
+        frame = reader(spark, bootstrap, subscribe="txn-read",
+                       **{"kafka.isolation.level": isolation})
+        return [r.value for r in frame.selectExpr("CAST(value AS STRING) AS value")
+                .orderBy("offset").collect()]
+
+    assert values("read_committed") == ["c0", "c1", "c2"]
+    assert values("read_uncommitted") == ["c0", "c1", "a0", "a1", "c2", "o0"]
+    writer.abort_transaction(30)
 
 
 @pytest.fixture(scope="module")

@@ -301,10 +301,10 @@ def test_read_committed_leaves_out_aborted_and_open_transactions(
     create_topic(bootstrap, "txn-read", 1)
     writer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "spark-txn"})
     writer.init_transactions(30)
-    for outcome, values in (("commit", ("c0", "c1")), ("abort", ("a0", "a1")),
-                            ("commit", ("c2",)), ("open", ("o0",))):
+    for outcome, written in (("commit", ("c0", "c1")), ("abort", ("a0", "a1")),
+                             ("commit", ("c2",)), ("open", ("o0",))):
         writer.begin_transaction()
-        for value in values:
+        for value in written:
             writer.produce("txn-read", value=value, partition=0)
         writer.flush(30)
         if outcome == "commit":

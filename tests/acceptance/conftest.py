@@ -20,6 +20,7 @@ import pytest
 from broker_harness import PROPERTIES, running_cluster, wait_for_brokers
 from java_admin import JavaAdmin, build_probe
 from java_clients import CLIENT_PROBE
+from java_kafka import TRANSACTION_VERSIONS
 from one_time import exclusive
 
 from pykraft.tools.local_cluster import LocalCluster
@@ -102,3 +103,10 @@ def java_admin(java_classpath: str, tmp_path: Path) -> Iterator[Callable[[str, s
     yield open_admin
     for admin in opened:
         admin.close()
+
+
+@pytest.fixture(scope="module", params=TRANSACTION_VERSIONS, ids=lambda v: f"tv{v}")
+def transaction_version(request: pytest.FixtureRequest) -> int:
+    """Each ``transaction.version`` a module's cluster is finalized at, one run each."""
+    level: int = request.param
+    return level

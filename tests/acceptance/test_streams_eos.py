@@ -47,7 +47,6 @@ from broker_harness import (
 )
 from java_kafka import (
     JAVA_SOURCES,
-    TRANSACTION_VERSIONS,
     compile_java,
     finalize_transaction_version,
     java_command,
@@ -335,12 +334,6 @@ class Run:
 
         self.wait("a transaction open on the output", open_output)
         return found[0]
-
-
-@pytest.fixture(scope="module", params=TRANSACTION_VERSIONS, ids=lambda v: f"tv{v}")
-def transaction_version(request: pytest.FixtureRequest) -> int:
-    level: int = request.param
-    return level
 
 
 @pytest.fixture(scope="module")

@@ -12,17 +12,11 @@ from typing import Any
 
 import pytest
 from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
-from txn_clients import TIMEOUT_S, TOPIC, consumed, producer
+from txn_clients import TIMEOUT_S, TOPIC, consumed, group_stable_offsets, producer
 
 from pykraft.messages.kafka.describe_transactions_request import DescribeTransactionsRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
-from pykraft.messages.kafka.offset_fetch_request import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopics,
-)
-from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
 SOURCE, SINK = "ctp-in", "ctp-out"
@@ -100,19 +94,8 @@ def test_the_coordinator_describes_and_lists_its_transactions(cluster: LocalClus
 
 
 def stable_offsets(cluster: LocalCluster, group: str) -> dict[int, tuple[str, int]]:
-    """The group's committed offsets of SOURCE as its coordinator answers an OffsetFetch
-    with ``require_stable`` (what a read_committed consumer sends): partition -> (error,
-    offset)."""
-    broker_id = next(iter(cluster.brokers))
-    (found,) = broker_call(cluster, broker_id, FindCoordinatorRequest(
-        key_type=0, coordinator_keys=(group,))).coordinators
-    answer = broker_call(cluster, found.node_id, OffsetFetchRequest(
-        require_stable=True, groups=(OffsetFetchRequestGroup(group_id=group, topics=(
-            OffsetFetchRequestTopics(name=SOURCE, partition_indexes=(0, 1)),)),)))
-    (fetched,) = answer.groups
-    assert fetched.error_code == 0
-    return {p.partition_index: (ErrorCode(p.error_code).name, p.committed_offset)
-            for t in fetched.topics for p in t.partitions}
+    found: dict[int, tuple[str, int]] = group_stable_offsets(cluster, group, SOURCE, 2)
+    return found
 
 
 def test_consumed_offsets_commit_with_the_transaction_and_only_then(

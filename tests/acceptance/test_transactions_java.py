@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from broker_harness import PROPERTIES, broker_call, create_topic, running_cluster
+from broker_harness import PROPERTIES, create_topic, running_cluster
 from java_kafka import (
     JAVA_SOURCES,
-    TRANSACTION_VERSIONS,
     LineProbe,
     ProbeError,
     compile_java,
@@ -24,14 +23,8 @@ from java_kafka import (
     skip_module_off_ci,
     transaction_epochs,
 )
+from txn_clients import group_stable_offsets
 
-from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
-from pykraft.messages.kafka.offset_fetch_request import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopics,
-)
-from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
 skip_module_off_ci()
@@ -48,12 +41,6 @@ ABORTED = [f"aborted-{i}" for i in range(5)]  # to partition i % 2, before COMMI
 #: the COMMIT marker
 SOURCE_END = {p: len(ABORTED[p::2]) + 1 + len(COMMITTED[p::2]) + 1 for p in range(PARTITIONS)}
 Offsets = dict[int, tuple[str, int]]
-
-
-@pytest.fixture(scope="module", params=TRANSACTION_VERSIONS, ids=lambda v: f"tv{v}")
-def transaction_version(request: pytest.FixtureRequest) -> int:
-    level: int = request.param
-    return level
 
 
 @pytest.fixture(scope="module")
@@ -96,20 +83,8 @@ def probe(cluster: LocalCluster, classpath: str,
 
 
 def stable_offsets(cluster: LocalCluster, group: str) -> Offsets:
-    """The group's committed offsets of SOURCE as its coordinator answers an OffsetFetch
-    with ``require_stable`` (what a read_committed consumer sends): partition -> (error,
-    offset)."""
-    broker_id = next(iter(cluster.brokers))
-    (found,) = broker_call(cluster, broker_id, FindCoordinatorRequest(
-        key_type=0, coordinator_keys=(group,))).coordinators
-    answer = broker_call(cluster, found.node_id, OffsetFetchRequest(
-        require_stable=True, groups=(OffsetFetchRequestGroup(group_id=group, topics=(
-            OffsetFetchRequestTopics(name=SOURCE, partition_indexes=tuple(range(PARTITIONS))),
-        )),)))
-    (fetched,) = answer.groups
-    assert fetched.error_code == 0
-    return {p.partition_index: (ErrorCode(p.error_code).name, p.committed_offset)
-            for t in fetched.topics for p in t.partitions}
+    found: dict[int, tuple[str, int]] = group_stable_offsets(cluster, group, SOURCE, PARTITIONS)
+    return found
 
 
 def none_committed(error: str = "NONE") -> Offsets:

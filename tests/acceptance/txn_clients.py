@@ -5,6 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_harness import broker_call
+
+from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
+from pykraft.messages.kafka.offset_fetch_request import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopics,
+)
+from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.local_cluster import LocalCluster
 
 TOPIC = "txn-topic"
@@ -52,3 +61,21 @@ def consumed(cluster: LocalCluster, isolation: str, expected: int, topic: str = 
     finally:
         consumer.close()
     return values
+
+
+def group_stable_offsets(cluster: LocalCluster, group: str, topic: str,
+                         partitions: int) -> dict[int, tuple[str, int]]:
+    """The group's committed offsets of ``topic`` as its coordinator answers an OffsetFetch
+    with ``require_stable`` (what a read_committed consumer sends): partition -> (error,
+    offset)."""
+    broker_id = next(iter(cluster.brokers))
+    (found,) = broker_call(cluster, broker_id, FindCoordinatorRequest(
+        key_type=0, coordinator_keys=(group,))).coordinators
+    answer = broker_call(cluster, found.node_id, OffsetFetchRequest(
+        require_stable=True, groups=(OffsetFetchRequestGroup(group_id=group, topics=(
+            OffsetFetchRequestTopics(name=topic, partition_indexes=tuple(range(partitions))),
+        )),)))
+    (fetched,) = answer.groups
+    assert fetched.error_code == 0
+    return {p.partition_index: (ErrorCode(p.error_code).name, p.committed_offset)
+            for t in fetched.topics for p in t.partitions}

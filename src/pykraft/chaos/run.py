@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
+from typing import TypeVar
 
 from pykraft.chaos.checker import Figures, check
 from pykraft.chaos.ctp_workload import Transforming, ctp_topic, finish
@@ -39,7 +40,7 @@ from pykraft.chaos.group_workload import (
     drain,
     group_id,
 )
-from pykraft.chaos.history import Committed, RefusalFence, RunInfo
+from pykraft.chaos.history import Committed, RefusalFence, RunInfo, TxnLog
 from pykraft.chaos.injector import Injector
 from pykraft.chaos.nodes import ChaosCluster
 from pykraft.chaos.observer import ClusterView, Observing
@@ -84,6 +85,7 @@ CLUSTER_PROPERTIES = {
     "transaction.state.log.num.partitions": "5",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
 }
+_Read = TypeVar("_Read", Committed, TxnLog)
 #: After the faults, the bound on the consumer group's drain to every partition's end.
 DRAIN_TIMEOUT_S = 60.0
 
@@ -236,20 +238,12 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
         for worker in workers:
             worker.join()
         progress("reading the committed logs")
-        try:
-            logs = read_committed(target, COMMITTED_READ_TIMEOUT_S)
-        except TimeoutError as exc:
-            raise ChaosError(f"cannot read the committed logs back: {exc}") from None
-        for committed in logs:
-            recorder.write(committed)
+        logs = _recorded("the committed logs",
+                         partial(read_committed, target, COMMITTED_READ_TIMEOUT_S), recorder)
         if options.txn_producers:
             progress("reading the transactions back (read_committed)")
-            try:
-                txn_logs = read_transactions(txns, TXN_READ_TIMEOUT_S)
-            except TimeoutError as exc:
-                raise ChaosError(f"cannot read the transactions back: {exc}") from None
-            for txn_log in txn_logs:
-                recorder.write(txn_log)
+            _recorded("the transactions", partial(read_transactions, txns, TXN_READ_TIMEOUT_S),
+                      recorder)
         if copier is not None:
             progress("letting the consume-transform-produce worker catch up, then reading "
                      "its output back")
@@ -285,6 +279,19 @@ def run(options: RunOptions, progress: Callable[[str], None] = lambda _: None,
     return RunResult(recorder.path, schedule, check(read_history(recorder.path)))
 
 
+def _recorded(what: str, read: Callable[[], Sequence[_Read]], recorder: Recorder
+              ) -> Sequence[_Read]:
+    """A final read's events, recorded; a read that cannot finish in its time fails the
+    run, naming ``what``."""
+    try:
+        events = read()
+    except TimeoutError as exc:
+        raise ChaosError(f"cannot read {what} back: {exc}") from None
+    for event in events:
+        recorder.write(event)
+    return events
+
+
 def _group(options: RunOptions, target: Target, recorder: Recorder,
            stop: threading.Event) -> list[threading.Thread]:
     """The group's members and the observer of its committed offsets (none without members)."""
@@ -297,7 +304,7 @@ def _group(options: RunOptions, target: Target, recorder: Recorder,
             GroupObserving(view, recorder, stop)]
 
 
-def _drain(options: RunOptions, target: Target, recorder: Recorder, logs: list[Committed],
+def _drain(options: RunOptions, target: Target, recorder: Recorder, logs: Sequence[Committed],
            progress: Callable[[str], None]) -> None:
     """Let the group commit up to every partition's committed end, bounded; the checker
     judges the offsets it reached either way."""

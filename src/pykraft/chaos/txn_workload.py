@@ -22,7 +22,7 @@ from typing import Any
 from pykraft.chaos.history import TxnEnd, TxnLog, TxnRead
 from pykraft.chaos.recorder import Recorder
 from pykraft.chaos.replica_logs import text
-from pykraft.chaos.workload import CLIENT_LOGGING, Target
+from pykraft.chaos.workload import CLIENT_LOGGING, Reader, Target
 
 RECORDS_PER_TXN = 4
 COMMIT_SHARE = 2 / 3
@@ -126,16 +126,10 @@ class TxnProducing(threading.Thread):
         return "unknown"
 
 
-class TxnConsuming(threading.Thread):
+class TxnConsuming(Reader):
     """A ``read_committed`` reader of every partition of the transactions' topic."""
 
-    def __init__(self, name: str, target: Target, recorder: Recorder,
-                 stop: threading.Event) -> None:
-        super().__init__(name=f"chaos-txn-consumer-{name}", daemon=True)
-        self._name = name
-        self._target = target
-        self._recorder = recorder
-        self._stop_event = stop
+    kind = "txn-consumer"
 
     def run(self) -> None:
         consumer = _reader(self._target)

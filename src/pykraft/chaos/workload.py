@@ -113,14 +113,22 @@ def _consumer(bootstrap: str) -> Any:
                          request_timeout_ms=10000)
 
 
-class Consuming(threading.Thread):
+class Reader(threading.Thread):
+    """A thread reading ``target`` as ``name`` into ``recorder`` until ``stop`` is set."""
+
+    kind = "consumer"
+
     def __init__(self, name: str, target: Target, recorder: Recorder,
                  stop: threading.Event) -> None:
-        super().__init__(name=f"chaos-consumer-{name}", daemon=True)
+        super().__init__(name=f"chaos-{self.kind}-{name}", daemon=True)
         self._name = name
         self._target = target
         self._recorder = recorder
         self._stop_event = stop
+
+
+class Consuming(Reader):
+    """An assigned kafka-python consumer of every partition, from the start."""
 
     def run(self) -> None:
         """Read on; a client error (kafka-python can trip over a broker missing from its

@@ -35,7 +35,7 @@ PRODUCER = 4_000
 class Coordinator:
     """A broker's group coordinator for the one partition of ``__consumer_offsets``."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, max_message_bytes: int = 1_048_588) -> None:
         logs = LogManager([directory], LogConfig())
         logs.startup(1_000)
         self.replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
@@ -43,7 +43,7 @@ class Coordinator:
             self.replicas, lambda: 1_000,
             lambda p: GroupShard(p, GroupConfig(), random.Random(1)),
             OffsetsTopicConfig(num_partitions=1))
-        self.replicas.apply_image(offsets_image(), 1_000)
+        self.replicas.apply_image(offsets_image(max_message_bytes=max_message_bytes), 1_000)
 
     async def loaded(self) -> None:
         await until(lambda: self.service.partition_states == {0: "loaded"}, "shard loaded")
@@ -54,12 +54,14 @@ class Coordinator:
             partition_id=0, topic_id=TOPIC_ID, leader=ME)), 1_000)
         await self.loaded()
 
-    async def commit(self, offset: int, epoch: int = 0) -> ErrorCode:
+    async def commit(self, offset: int, epoch: int = 0, metadata: str | None = None
+                     ) -> ErrorCode:
         answer = await self.service.handle(ApiKey.TXN_OFFSET_COMMIT, 5, txn.TxnOffsetCommitRequest(
             transactional_id="tx", group_id="g", producer_id=PRODUCER, producer_epoch=epoch,
             topics=(txn.TxnOffsetCommitRequestTopic(name="t", partitions=(
                 txn.TxnOffsetCommitRequestPartition(
-                    partition_index=0, committed_offset=offset, committed_metadata=None),)),)),
+                    partition_index=0, committed_offset=offset,
+                    committed_metadata=metadata),)),)),
             client_id="c", client_host="/127.0.0.1")
         assert isinstance(answer, TxnOffsetCommitResponse)
         (code,) = {p.error_code for t in answer.topics for p in t.partitions}
@@ -144,6 +146,22 @@ def test_a_marker_for_a_partition_not_loaded_is_refused_not_leader(tmp_path: Pat
             c.marker(committed=True)  # before the load completes
         assert refused.value.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
         await c.loaded()
+        await c.service.close()
+
+    run(scenario)
+
+
+def test_a_commit_too_large_for_one_batch_is_refused_before_the_shard(tmp_path: Path) -> None:
+    """As OffsetCommit: UNKNOWN_SERVER_ERROR (Kafka's RecordTooLargeException), nothing held,
+    nothing written, and the shard goes on without a reload."""
+    async def scenario() -> None:
+        c = Coordinator(tmp_path, max_message_bytes=2_000)
+        await c.loaded()
+        assert await c.commit(5, metadata="m" * 3_000) == ErrorCode.UNKNOWN_SERVER_ERROR
+        assert c.batches() == []
+        assert await c.fetched() == ("NONE", -1)
+        assert await c.commit(6) == ErrorCode.NONE
+        assert c.service.partition_states == {0: "loaded"}
         await c.service.close()
 
     run(scenario)

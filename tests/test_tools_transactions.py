@@ -237,6 +237,14 @@ def test_an_unknown_topic_is_looked_up_until_the_timeout() -> None:
     assert message.endswith(" attempt(s)" + ENABLE_DEBUG)
 
 
+def test_a_broker_not_in_the_cluster_is_waited_for_until_the_timeout() -> None:
+    with pytest.raises(tool.TxnToolError) as raised:
+        run(tool.producers(admin(timeout_s=0.3), Tp("t", 0), 5))
+    assert str(raised.value) == (
+        "Failed to describe producers for partition t-0 on broker 5: Timed out waiting for a "
+        "node assignment. Call: describeProducers(api=DESCRIBE_PRODUCERS)" + ENABLE_DEBUG)
+
+
 # -- abort -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -106,7 +106,10 @@ async def list_rows(admin: TxnAdmin, *, duration_filter: int | None,
 # -- describe --------------------------------------------------------------------------------
 
 async def describe(admin: TxnAdmin, transactional_id: str) -> TxnDescription:
-    found = (await admin.describe_transactions([transactional_id]))[transactional_id]
+    try:
+        found = (await admin.describe_transactions([transactional_id]))[transactional_id]
+    except AdminError as exc:  # the coordinator not found in time
+        found = exc
     if isinstance(found, AdminError):
         raise failed(f"Failed to describe transaction state of transactional-id "
                      f"`{transactional_id}`", found)

@@ -145,7 +145,12 @@ class AbortSpec:
 
 
 class _RetryError(Exception):
-    """This attempt found nothing final: try again after a backoff."""
+    """This attempt found nothing final: try again after a backoff. ``no_node``: the
+    broker to ask is not in the cluster's metadata (yet)."""
+
+    def __init__(self, no_node: bool = False) -> None:
+        super().__init__()
+        self.no_node = no_node
 
 
 class TxnAdmin:
@@ -168,8 +173,11 @@ class TxnAdmin:
             tries += 1
             try:
                 return await attempt()
-            except _RetryError:
+            except _RetryError as retry:
                 if time.monotonic() + backoff > deadline:
+                    if retry.no_node:
+                        raise AdminError(f"Timed out waiting for a node assignment. Call: "
+                                         f"{call}(api={api})") from None
                     break
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, _BACKOFF_S[1])
@@ -264,7 +272,7 @@ class TxnAdmin:
             if broker_id is not None:
                 targets = {broker_id: left}
                 if broker_id not in (await self.brokers.metadata([])).brokers:
-                    raise _RetryError
+                    raise _RetryError(no_node=True)
             else:
                 targets, _ = await self._leaders(left)
             for broker, owned in sorted(targets.items()):

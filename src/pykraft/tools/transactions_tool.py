@@ -252,7 +252,7 @@ async def _partitions_to_search(admin: TxnAdmin, options: HangingOptions
             replicas = await admin.replicas(names)
         except AdminError as exc:
             raise failed(f"Failed to describe {len(names)} topics", exc) from None
-        for topic in java_hash_order(names, java_string_hash):
+        for topic in java_hash_order(names, java_string_hash, initial_capacity=len(names)):
             found += [TopicPartition(topic, p) for p, nodes in sorted(replicas[topic].items())
                       if options.broker_id is None or options.broker_id in nodes]
     return found

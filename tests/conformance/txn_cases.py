@@ -308,6 +308,10 @@ COORDINATOR = [
          listed({"state_filters": (), "producer_id_filters": (),
                  "transactional_id_pattern": "nothing-matches-.*"}),
          list_meaning, lambda _r: ("NONE", [], 0), since=2),
+    Case("ListTransactions", 66, "pattern_not_a_regex",
+         listed({"state_filters": (), "producer_id_filters": (),
+                 "transactional_id_pattern": "["}),
+         list_meaning, lambda _r: ("INVALID_REGULAR_EXPRESSION", [], 0), since=2),
 ]
 
 

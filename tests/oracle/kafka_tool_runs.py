@@ -4,7 +4,8 @@ in order: each run finds the state the runs before it left (the same on both clu
 First the admin tools (topics, configs, acls, the console producer and consumer, consumer
 groups, get-offsets, log-dirs, delete-records, metadata-quorum, features), then dump-log
 over the files they wrote (the broker's segments and indexes, the consumer offsets, the
-metadata log), then the perf and verifiable tools; once the clusters have stopped, dump-log
+metadata log), then the perf and verifiable tools, then kafka-transactions.sh over the
+transactions txn_tool_runs leaves open; once the clusters have stopped, dump-log
 over the files written at shutdown and at format (a producer snapshot, the bootstrap
 metadata snapshot) and the metadata shell over the metadata log (it locks the directory it
 reads, which a running controller holds).
@@ -13,6 +14,7 @@ reads, which a running controller holds).
 from __future__ import annotations
 
 from kafka_tools import ToolRun
+from txn_tool_runs import READS, READS_AFTER, WRITES, kafka_runs
 
 from pykraft.group.partitioning import partition_for
 
@@ -213,3 +215,8 @@ STOPPED = [
               errors_only=True)
       for command in (("ls", "/image/topics/byName"), ("ls", "/image/cluster/brokers"))),
 ]
+
+#: kafka-transactions.sh, once txn_tool_runs.open_transactions has left transactions open: the
+#: read-only runs, then the writes and what they changed (txn_tool_runs)
+TXN_READS = kafka_runs(READS)
+TXN_WRITES = kafka_runs([*WRITES, *READS_AFTER])

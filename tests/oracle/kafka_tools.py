@@ -42,12 +42,18 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Mapping, Sequence
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
+import pytest
+import typer.main
+import typer.testing
 from oracle_cluster import KAFKA, PYKRAFT, KafkaInstall, Kind, OracleCluster
+from typer.testing import CliRunner
 
 JAVA_SOURCES = Path(__file__).with_name("java")
 JAVAC_TIMEOUT_S = 120.0
@@ -232,6 +238,39 @@ def matrix(rows: Iterable[tuple[str, str, str, str]]) -> str:
     return "\n".join(table)
 
 
+def run_in_process(tools: ClusterTools, runs: Sequence[ToolRun], *,
+                   after_each: Callable[[], None] | None = None) -> dict[str, Outcome]:
+    """Each run of the ``pykraft`` CLI through typer's CliRunner, in order (``after_each``
+    called after each); the outcomes by run name. A run that raised has the traceback
+    appended to its stderr (what the console script would print).
+
+    typer's CliRunner builds the click commands of the whole ``pykraft`` app at each
+    invoke (0.2-0.5 s of CPU, more than most runs take); they are built once here."""
+    from pykraft.cli.main import app
+
+    runner = CliRunner()
+    outcomes = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command", cache(typer.main.get_command))
+        for run in runs:
+            outcomes[run.name] = _invoke(runner, app, tools, run)
+            if after_each is not None:
+                after_each()
+    return outcomes
+
+
+def _invoke(runner: CliRunner, app: typer.Typer, tools: ClusterTools, run: ToolRun,
+            ) -> Outcome:
+    """One run: its exit code and normalised streams."""
+    done = runner.invoke(app, [tools.argument(arg) for arg in run.args],
+                         input=None if run.stdin is None else tools.argument(run.stdin))
+    stderr = done.stderr
+    if done.exception is not None and not isinstance(done.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(done.exception))
+    return Outcome(done.exit_code, normalise(done.stdout, tools, run, stdout=True),
+                   normalise(stderr, tools, run, stdout=False))
+
+
 __all__ = ["DIFFERS", "KAFKA", "PYKRAFT", "SAME", "ClusterTools", "Outcome", "ToolRun",
            "compared", "difference", "masked_epoch_ms", "matrix", "normalise", "run_both",
-           "verdict"]
+           "run_in_process", "verdict"]

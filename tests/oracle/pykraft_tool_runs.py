@@ -8,9 +8,12 @@ alter, delete; the entity types the tool does not serve), acls (add, list, remov
 authorizer on both clusters), the console producer (each codec, headers, ``--sync``) and
 consumer, consumer-groups (list, describe, the offset resets, delete-offsets, delete),
 get-offsets (each ``--time``), log-dirs, delete-records, metadata-quorum (describe,
-remove-controller) and features (describe, upgrade). A run is a :class:`kafka_tools.ToolRun`
-whose arguments are the ``pykraft`` CLI's (the first is the command); its masks are those
-of :mod:`kafka_tools`' normalisation, each said where it is used.
+remove-controller) and features (describe, upgrade); then (:data:`TXN`, once
+:func:`txn_tool_runs.open_transactions` has left transactions open) transactions (list,
+describe, describe-producers, find-hanging, abort, forceTerminateTransaction). A run is a
+:class:`kafka_tools.ToolRun` whose arguments are the ``pykraft`` CLI's (the first is the
+command); its masks are those of :mod:`kafka_tools`' normalisation, each said where it is
+used.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from kafka_tool_runs import (
     TOPIC,
 )
 from kafka_tools import ToolRun
+from txn_tool_runs import READS, READS_AFTER, WRITES, pykraft_runs
 
 PYKRAFT_CLI = "pykraft.cli.main"
 BS = ("--bootstrap-server", "{bootstrap}")
@@ -287,5 +291,7 @@ QUORUM = [
 ]
 
 RUNS = [*TOPICS, *CONFIGS, *ACLS, *DATA, *GROUPS, *OFFSETS, *QUORUM]
+#: run once the transactions of txn_tool_runs.open_transactions are open
+TXN = pykraft_runs([*READS, *WRITES, *READS_AFTER])
 
-__all__ = ["DELETE_RECORDS_JSON", "RUNS"]
+__all__ = ["DELETE_RECORDS_JSON", "RUNS", "TXN"]

@@ -2,12 +2,14 @@
 
 One Kafka cluster and one pykraft cluster (a controller and a broker each) get the same runs
 of Kafka's tools (:mod:`kafka_tool_runs`: the admin tools, dump-log over the files they
-wrote, the perf and verifiable tools, then dump-log and the metadata shell over the stopped
-clusters' files), each cluster's runs in one JVM per stage; every run's exit
-code, stdout and stderr must agree after :func:`kafka_tools.normalise`. A known difference
-is a strict xfail naming the pykraft defect (:data:`KNOWN`). pykraft's own ``dump-log``
-and ``metadata-shell`` then read Kafka's files as they read pykraft's, and a node of each
-software, formatted by the other's storage tool, must start. The tools matrix (tool x
+wrote, the perf and verifiable tools, kafka-transactions.sh over transactions left open
+(:mod:`txn_tool_runs`), then dump-log and the metadata shell over the stopped clusters'
+files), each cluster's runs in one JVM per stage; every run's exit code, stdout and stderr
+must agree after :func:`kafka_tools.normalise`. A known difference is a strict xfail naming
+the pykraft defect (:data:`KNOWN`). pykraft's own ``dump-log`` and ``metadata-shell`` then
+read Kafka's files as they read pykraft's, a node of each software, formatted by the other's
+storage tool, must start, and ``pykraft transactions``, run on each cluster right after
+kafka-transactions.sh's same reads, must print what Kafka's tool printed. The tools matrix (tool x
 operation: same / differs) is printed by :func:`test_tools_matrix` (``-s`` shows it).
 """
 
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import txn_tool_runs
 from kafka_tool_runs import (
     ADMIN,
     BATCH_SIZE,
@@ -29,6 +32,8 @@ from kafka_tool_runs import (
     SEGMENT,
     STOPPED,
     TOPIC,
+    TXN_READS,
+    TXN_WRITES,
 )
 from kafka_tools import (
     DIFFERS,
@@ -43,6 +48,7 @@ from kafka_tools import (
     matrix,
     normalise,
     run_both,
+    run_in_process,
     verdict,
     with_tool_batch,
 )
@@ -60,7 +66,11 @@ from typer.testing import CliRunner
 
 skip_module_off_ci()
 
-RUNS = [*ADMIN, *DUMP, *PERF, *STOPPED]
+RUNS = [*ADMIN, *DUMP, *PERF, *TXN_READS, *TXN_WRITES, *STOPPED]
+#: pykraft's transactions tool, run on each cluster right after Kafka's same read-only runs
+#: (the same state): its output must be Kafka's tool's
+OUR_TXN_READS = txn_tool_runs.pykraft_runs(txn_tool_runs.READS)
+OUR_TXN_READS_AFTER = txn_tool_runs.pykraft_runs(txn_tool_runs.READS_AFTER)
 #: run name -> the pykraft defect that makes its outcome differ from Kafka's
 KNOWN = {
     "kafka-topics.describe": "pykraft serves no DescribeTopicPartitions (the tool falls back "
@@ -91,6 +101,8 @@ class Results:
     seconds: float
     #: (formatted by, started kind) -> unfenced brokers its node saw once all were ready
     cross_formatted: dict[tuple[Kind, Kind], int | None]
+    #: pykraft's transactions tool's runs on each cluster (OUR_TXN_READS, _AFTER)
+    ours: dict[Kind, dict[str, Outcome]]
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +111,8 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
     base = tmp_path_factory.mktemp("tools")
     started = time.monotonic()
     install = with_tool_batch(kafka, base / "classes")
-    specs = [ClusterSpec(controllers=(kind,), brokers=(kind,)) for kind in (KAFKA, PYKRAFT)]
+    specs = [ClusterSpec(controllers=(kind,), brokers=(kind,),
+                         properties=txn_tool_runs.PROPERTIES) for kind in (KAFKA, PYKRAFT)]
     # one combined node each, formatted by the other software's tool, boot beside them
     specs += [ClusterSpec(combined=(PYKRAFT,), formatted_by=KAFKA),
               ClusterSpec(combined=(KAFKA,), formatted_by=PYKRAFT)]
@@ -113,6 +126,8 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
         outcomes, batch_s = run_both(install, tools, [*ADMIN, *DUMP, *PERF])
         first = outcomes[KAFKA][RUNS[0].name]
         assert first.stdout == f"Created topic {TOPIC}.\n", f"ToolBatch ran no tool: {first}"
+        our_txn_runs, txn_s = transactions_stage(install, tools, outcomes)
+        batch_s += txn_s
     for cluster_tools in tools.values():
         root = Path(cluster_tools.values["controller_data"])
         cluster_tools.values["bootstrap_snapshot"] = next(
@@ -122,7 +137,26 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
         outcomes[kind].update(found)
     print(f"\n{len(RUNS)} tool runs per cluster in {batch_s + stopped_s:.1f} s; module "
           f"set-up {time.monotonic() - started:.1f} s")
-    yield Results(outcomes, tools, batch_s + stopped_s, cross)
+    yield Results(outcomes, tools, batch_s + stopped_s, cross, our_txn_runs)
+
+
+def transactions_stage(install: KafkaInstall, tools: dict[Kind, ClusterTools],
+                       outcomes: dict[Kind, dict[str, Outcome]],
+                       ) -> tuple[dict[Kind, dict[str, Outcome]], float]:
+    """Transactions left open on both clusters, then kafka-transactions.sh's reads, each
+    followed by pykraft's same reads on that cluster, then Kafka's tool's writes and the
+    reads after them, followed by pykraft's: Kafka's outcomes go into ``outcomes``;
+    pykraft's are returned, with the wall time the stage took."""
+    started = time.monotonic()
+    for cluster_tools in tools.values():
+        txn_tool_runs.open_transactions(cluster_tools.cluster.bootstrap_servers)
+    ours: dict[Kind, dict[str, Outcome]] = {kind: {} for kind in tools}
+    for kafkas, pykrafts in ((TXN_READS, OUR_TXN_READS), (TXN_WRITES, OUR_TXN_READS_AFTER)):
+        found, _ = run_both(install, tools, kafkas)
+        for kind, cluster_tools in tools.items():
+            outcomes[kind].update(found[kind])
+            ours[kind].update(run_in_process(cluster_tools, pykrafts))
+    return ours, time.monotonic() - started
 
 
 def test_epoch_milliseconds_are_masked_but_not_a_fractions_digits() -> None:
@@ -138,6 +172,30 @@ def test_tool_gives_kafka_output_on_pykraft(results: Results, run: ToolRun) -> N
     kafka, pykraft = (results.outcomes[kind][run.name] for kind in (KAFKA, PYKRAFT))
     assert INVALID_BATCH not in kafka.stdout
     assert compared(run, kafka) == compared(run, pykraft), difference(run, kafka, pykraft)
+
+
+@pytest.mark.parametrize("kind", [KAFKA, PYKRAFT])
+@pytest.mark.parametrize("ours", [*OUR_TXN_READS, *OUR_TXN_READS_AFTER],
+                         ids=lambda run: run.operation)
+def test_pykraft_transactions_prints_what_kafkas_tool_prints(results: Results, ours: ToolRun,
+                                                             kind: Kind) -> None:
+    """``pykraft transactions`` and kafka-transactions.sh on the same cluster in the same
+    state: the same exit code, stdout and stderr (but Kafka's admin client's own log lines,
+    see txn_tool_runs)."""
+    kafka = results.outcomes[kind][f"kafka-transactions.{ours.operation}"]
+    pykraft = results.ours[kind][ours.name]
+    expected = Outcome(kafka.code, kafka.stdout, txn_tool_runs.without_client_logs(kafka.stderr))
+    assert expected == pykraft, difference(ours, expected, pykraft)
+
+
+def test_the_transactions_runs_met_a_hanging_transaction(results: Results) -> None:
+    """What the transactions rows compare is not an empty table: on Kafka, Kafka's tool
+    found the hanging transaction (txns-1 from offset 0), then no more after the abort."""
+    found = results.outcomes[KAFKA]["kafka-transactions.find-hanging --topic"].stdout
+    assert [line.split("\t")[:2] + line.split("\t")[5:6] for line in found.splitlines()[1:]] \
+        == [["txns ", "1        ", "0          "]], found
+    after = results.outcomes[KAFKA]["kafka-transactions.find-hanging after abort"].stdout
+    assert len(after.splitlines()) == 1, after
 
 
 def test_tools_matrix(results: Results) -> None:

@@ -7,9 +7,10 @@ add, list and remove) get the same runs of the ``pykraft`` CLI (:mod:`pykraft_to
 in process through typer's CliRunner (most runs take milliseconds, a fresh interpreter a
 second or more), one cluster after the other. After each run every broker has applied the
 metadata the controller had committed (:func:`brokers_caught_up`), so that the next run
-finds the change acknowledged to the tool on both softwares. Every run's exit code, stdout
-and stderr must agree after :func:`kafka_tools.normalise`, whose rules (and each run's
-masks) are the only differences forgiven:
+finds the change acknowledged to the tool on both softwares. Then the transactions runs
+(:data:`pykraft_tool_runs.TXN`) over the transactions :mod:`txn_tool_runs` leaves open.
+Every run's exit code, stdout and stderr must agree after :func:`kafka_tools.normalise`,
+whose rules (and each run's masks) are the only differences forgiven:
 
 * the cluster's own strings (its addresses, data directories, cluster id, scratch directory)
   become placeholders: they name the cluster, not what the tool did;
@@ -31,14 +32,11 @@ naming it (:data:`KNOWN`); the tool's own refusals are ``unsupported`` in the ma
 from __future__ import annotations
 
 import time
-import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 
 import pytest
-import typer.main
-import typer.testing
+import txn_tool_runs
 from kafka_tools import (
     DIFFERS,
     SAME,
@@ -47,7 +45,7 @@ from kafka_tools import (
     ToolRun,
     difference,
     matrix,
-    normalise,
+    run_in_process,
     verdict,
 )
 from oracle_cluster import (
@@ -61,22 +59,25 @@ from oracle_cluster import (
     running,
 )
 from oracle_kafka import skip_module_off_ci
-from pykraft_tool_runs import DELETE_RECORDS_JSON, RUNS
-from typer.testing import CliRunner
+from pykraft_tool_runs import DELETE_RECORDS_JSON, RUNS, TXN
 
 from pykraft.protocol.apis import ApiKey
 from pykraft.raft import rpc
 
 skip_module_off_ci()
 
+ALL = [*RUNS, *TXN]
+
 CATCH_UP_TIMEOUT_S = 30.0
 CATCH_UP_POLL_S = 0.01
 
-#: both clusters: ACLs need an authorizer; a new group's first rebalance needs no delay
+#: both clusters: ACLs need an authorizer; a new group's first rebalance needs no delay; a
+#: hanging transaction needs a leader that does not ask the coordinator (txn_tool_runs)
 PROPERTIES = {
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:ANONYMOUS",
     "group.initial.rebalance.delay.ms": "0",
+    **txn_tool_runs.PROPERTIES,
 }
 UNSUPPORTED = "unsupported"
 #: run name -> how Kafka's server and pykraft's answer differently
@@ -124,24 +125,6 @@ class Results:
     seconds: dict[Kind, float]
 
 
-def run_in_process(tools: ClusterTools, runs: Sequence[ToolRun]) -> dict[str, Outcome]:
-    """Each run through typer's CliRunner, in order; the outcomes by run name. A run that
-    raised has the traceback appended to its stderr (what the console script would print).
-
-    typer's CliRunner builds the click commands of the whole ``pykraft`` app at each
-    invoke (0.2-0.5 s of CPU, more than most runs take); they are built once here."""
-    from pykraft.cli.main import app
-
-    runner = CliRunner()
-    outcomes = {}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(typer.testing, "_get_command", cache(typer.main.get_command))
-        for run in runs:
-            outcomes[run.name] = _invoke(runner, app, tools, run)
-            brokers_caught_up(tools.cluster)
-    return outcomes
-
-
 def brokers_caught_up(cluster: OracleCluster, timeout_s: float = CATCH_UP_TIMEOUT_S) -> None:
     """Until every broker has applied the metadata the controller had committed: a change
     the tool made is acknowledged once committed, and the next run must not find a broker
@@ -160,18 +143,6 @@ def brokers_caught_up(cluster: OracleCluster, timeout_s: float = CATCH_UP_TIMEOU
             time.sleep(CATCH_UP_POLL_S)  # another process: polling is the only way to see it
 
 
-def _invoke(runner: CliRunner, app: typer.Typer, tools: ClusterTools, run: ToolRun,
-            ) -> Outcome:
-    """One run: its exit code and normalised streams."""
-    done = runner.invoke(app, [tools.argument(arg) for arg in run.args],
-                         input=None if run.stdin is None else tools.argument(run.stdin))
-    stderr = done.stderr
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(done.exception))
-    return Outcome(done.exit_code, normalise(done.stdout, tools, run, stdout=True),
-                   normalise(stderr, tools, run, stdout=False))
-
-
 @pytest.fixture(scope="module")
 def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
             ) -> Iterator[Results]:
@@ -186,9 +157,12 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
             tools = ClusterTools(cluster, base / f"{kind}-files")
             (tools.files / "delete.json").write_text(DELETE_RECORDS_JSON)
             began = time.monotonic()
-            outcomes[kind] = run_in_process(tools, RUNS)
+            outcomes[kind] = run_in_process(
+                tools, RUNS, after_each=lambda c=cluster: brokers_caught_up(c))
+            txn_tool_runs.open_transactions(cluster.bootstrap_servers)
+            outcomes[kind].update(run_in_process(tools, TXN))
             seconds[kind] = time.monotonic() - began
-    print(f"\n{len(RUNS)} pykraft tool runs: {seconds[KAFKA]:.1f} s on Kafka, "
+    print(f"\n{len(ALL)} pykraft tool runs: {seconds[KAFKA]:.1f} s on Kafka, "
           f"{seconds[PYKRAFT]:.1f} s on pykraft; module set-up "
           f"{time.monotonic() - started:.1f} s")
     yield Results(outcomes, seconds)
@@ -196,7 +170,7 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
 
 @pytest.mark.parametrize("run", [
     pytest.param(run, id=run.name, marks=[pytest.mark.xfail(strict=True, reason=KNOWN[run.name])]
-                 if run.name in KNOWN else []) for run in RUNS])
+                 if run.name in KNOWN else []) for run in ALL])
 def test_pykraft_tool_gives_the_same_output_on_kafka(results: Results, run: ToolRun) -> None:
     kafka, pykraft = (results.outcomes[kind][run.name] for kind in (KAFKA, PYKRAFT))
     assert "Traceback" not in kafka.stderr + pykraft.stderr, (kafka.stderr, pykraft.stderr)
@@ -206,7 +180,7 @@ def test_pykraft_tool_gives_the_same_output_on_kafka(results: Results, run: Tool
 
 def test_tools_matrix(results: Results) -> None:
     rows = []
-    for run in RUNS:
+    for run in ALL:
         result = verdict(run, *(results.outcomes[kind][run.name] for kind in (KAFKA, PYKRAFT)))
         if run.name in UNSUPPORTED_RUNS and result == SAME:
             result = UNSUPPORTED
@@ -216,7 +190,7 @@ def test_tools_matrix(results: Results) -> None:
     print("\n" + matrix(rows))
     counts = {label: sum(row[2] == label for row in rows)
               for label in (SAME, DIFFERS, UNSUPPORTED, "not run")}
-    print(f"{counts}; {len(RUNS)} runs per cluster: "
+    print(f"{counts}; {len(ALL)} runs per cluster: "
           + ", ".join(f"{kind} {s:.1f} s" for kind, s in results.seconds.items()))
     assert {f"{tool}.{operation}" for tool, operation, result, _ in rows
             if result == DIFFERS} == KNOWN.keys()

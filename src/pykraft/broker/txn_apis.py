@@ -18,13 +18,15 @@ DESCRIBE, List dropping the ids the session may not see); AddPartitionsToTxn v4+
 brokers' verification, KIP-890) needs CLUSTER_ACTION; a client's AddPartitionsToTxn needs
 WRITE on each topic (never granted for an internal topic), a partition the metadata lacks is
 UNKNOWN_TOPIC_OR_PARTITION, and either fails the whole transaction, its other partitions
-answered OPERATION_NOT_ATTEMPTED; AddOffsetsToTxn needs READ on the group. Clients of
+answered OPERATION_NOT_ATTEMPTED; AddOffsetsToTxn needs READ on the group. ListTransactions'
+pattern that is no regular expression is INVALID_REGULAR_EXPRESSION. Clients of
 versions before PRODUCER_FENCED existed get INVALID_PRODUCER_EPOCH instead.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 
@@ -64,6 +66,7 @@ from pykraft.txn.requests import (
     ProducerReply,
     VerifyReply,
 )
+from pykraft.txn.state import TxnState
 
 _O, _R = AclOperation, ResourceType
 #: The first version of each API whose clients know PRODUCER_FENCED.
@@ -211,10 +214,19 @@ class TxnApis:
 
     async def list(self, body: ListTransactionsRequest,
                    access: Access) -> ltr.ListTransactionsResponse:
+        if body.transactional_id_pattern:
+            try:
+                re.compile(body.transactional_id_pattern)
+            except re.error:  # Kafka: PatternSyntaxException, answered as this
+                return ltr.ListTransactionsResponse(
+                    error_code=ErrorCode.INVALID_REGULAR_EXPRESSION)
         error, listed = await self._service.list(ListTxns(
             states=body.state_filters, producer_ids=frozenset(body.producer_id_filters),
             duration_ms=body.duration_filter, pattern=body.transactional_id_pattern))
-        unknown = tuple(dict.fromkeys(s for part in listed for s in part.unknown_states))
+        # Kafka names the unknown states whatever partitions this broker leads (none yet,
+        # before __transaction_state exists), unless it answers an error
+        unknown = () if error else tuple(dict.fromkeys(
+            s for s in body.state_filters if TxnState.from_name(s) is None))
         return ltr.ListTransactionsResponse(
             error_code=error, unknown_state_filters=unknown, transaction_states=tuple(
                 ltr.TransactionState(transactional_id=t, producer_id=p, transaction_state=s)

@@ -25,6 +25,7 @@ from pykraft.cli.server import server
 from pykraft.cli.sim import sim_app
 from pykraft.cli.storage import storage_app
 from pykraft.cli.topics import topics
+from pykraft.cli.transactions import transactions_app
 
 app = typer.Typer(
     name="pykraft",
@@ -83,3 +84,4 @@ app.add_typer(quorum_app, name="metadata-quorum")
 app.add_typer(features_app, name="features")
 app.add_typer(cluster_app, name="cluster")
 app.add_typer(chaos_app, name="chaos")
+app.add_typer(transactions_app, name="transactions")

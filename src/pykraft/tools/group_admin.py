@@ -57,6 +57,8 @@ from pykraft.tools.consumer_groups_report import Coordinator, GroupDescription, 
 from pykraft.tools.get_offsets_tool import list_offsets_request
 
 DEFAULT_TIMEOUT_MS = 5000
+#: FindCoordinator's key types
+GROUP_KEY, TRANSACTION_KEY = 0, 1
 _BACKOFF_S = 0.1
 #: Answers meaning the coordinator moved or is loading: the request is sent again.
 COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -112,8 +114,9 @@ class GroupClient:
                 raise api_error(code)
             await asyncio.sleep(_BACKOFF_S)
 
-    async def coordinator(self, group: str) -> Coordinator:
-        """The group's coordinator, from FindCoordinator to any broker."""
+    async def coordinator(self, key: str, key_type: int = GROUP_KEY) -> Coordinator:
+        """The coordinator of a group (or, ``key_type`` TRANSACTION_KEY, of a transactional
+        id), from FindCoordinator to any broker."""
         cluster = await self.brokers.metadata([])
         if not cluster.brokers:
             raise AdminError("No broker is alive in the cluster's metadata")
@@ -121,23 +124,23 @@ class GroupClient:
 
         async def attempt() -> tuple[int, Coordinator]:
             answer = await self.brokers.request_to(asked, FindCoordinatorRequest(
-                coordinator_keys=(group,)))
+                key_type=key_type, coordinator_keys=(key,)))
             found = answer.coordinators[0]
             return int(found.error_code), Coordinator(int(found.node_id), found.host,
                                                       int(found.port))
 
-        return await self._retrying(f"the coordinator of group {group}", attempt)
+        return await self._retrying(_coordinator_of(key, key_type), attempt)
 
-    async def to_coordinator(self, group: str, body: Any,
-                              code_of: Callable[[Any], int]) -> tuple[Coordinator, Any]:
-        """(coordinator, answer) of ``body`` sent to the group's coordinator, found again
-        whenever the answer says it moved or is loading."""
+    async def to_coordinator(self, key: str, body: Any, code_of: Callable[[Any], int],
+                             key_type: int = GROUP_KEY) -> tuple[Coordinator, Any]:
+        """(coordinator, answer) of ``body`` sent to the coordinator of ``key`` (a group, or
+        a transactional id), found again whenever the answer says it moved or is loading."""
         async def attempt() -> tuple[int, tuple[Coordinator, Any]]:
-            coordinator = await self.coordinator(group)
+            coordinator = await self.coordinator(key, key_type)
             answer = await self.brokers.request_to(coordinator.node_id, body)
             return code_of(answer), (coordinator, answer)
 
-        return await self._retrying(f"the coordinator of group {group}", attempt)
+        return await self._retrying(_coordinator_of(key, key_type), attempt)
 
     async def list_groups(self) -> dict[str, str]:
         """Every consumer group of the cluster and its state, from each broker."""
@@ -264,6 +267,10 @@ class GroupClient:
                for topic in answer.topics for part in topic.partitions}
         failed = [code for code in per.values() if code != ErrorCode.NONE]
         return (failed[0] if failed else ErrorCode.NONE), per
+
+
+def _coordinator_of(key: str, key_type: int) -> str:
+    return f"the coordinator of {'group' if key_type == GROUP_KEY else 'transactional id'} {key}"
 
 
 def _unless_not_found(code: int) -> int:

@@ -39,11 +39,16 @@ _INITIAL_CAPACITY = 16
 
 
 
-def java_hash_order(items: Sequence[T], hash_code: Callable[[T], int]) -> list[T]:
-    """The iteration order of a Java ``HashMap`` (default capacity) holding ``items`` inserted
-    in this order: by bucket of the spread hash at the final table size, then insertion
-    order (resizes keep the relative order within a bucket)."""
-    capacity = _INITIAL_CAPACITY
+def java_hash_order(items: Sequence[T], hash_code: Callable[[T], int], *,
+                    initial_capacity: int = _INITIAL_CAPACITY) -> list[T]:
+    """The iteration order of a Java ``HashMap`` (or ``HashSet``) holding ``items``
+    inserted in this order: by bucket of the spread hash at the final table size, then
+    insertion order (resizes keep the relative order within a bucket). The table starts at
+    ``initial_capacity`` rounded up to a power of two (``new HashMap<>(n)``; the default
+    constructor's is 16) and doubles while the entries exceed three quarters of it."""
+    capacity = 1
+    while capacity < initial_capacity:
+        capacity *= 2
     while len(items) > capacity * _LOAD_FACTOR:
         capacity *= 2
 
@@ -54,7 +59,7 @@ def java_hash_order(items: Sequence[T], hash_code: Callable[[T], int]) -> list[T
     return sorted(items, key=bucket)  # sorted() is stable
 
 
-def _partition_hash(tp: tuple[str, int]) -> int:
+def partition_hash(tp: tuple[str, int]) -> int:
     """``TopicPartition.hashCode``: ``31 * (31 + partition) + topic.hashCode()``."""
     return 31 * (31 + tp[1]) + java_string_hash(tp[0])
 
@@ -82,7 +87,7 @@ def _partitions(result: DescribeLogDirsResult, topics: set[str]) -> list[dict[st
                              "size": by_tp[tp].partition_size,
                              "offsetLag": by_tp[tp].offset_lag,
                              "isFuture": by_tp[tp].is_future_key})
-            for tp in java_hash_order(list(by_tp), _partition_hash)]
+            for tp in java_hash_order(list(by_tp), partition_hash)]
 
 
 def _log_dirs(answer: DescribeLogDirsResponse, topics: set[str]) -> list[dict[str, Any]]:

@@ -437,10 +437,12 @@ def transactional_produce(run: Run, *, add_partition: bool) -> Meaning:
     and whether it was written."""
     transactional_id, topic = run.fresh_topic, fresh_partition(run)
     _, producer_id, epoch = init_txn(run, transactional_id)
-    if add_partition:
+    if add_partition:  # once the coordinator's broker knows the new topic
         client = Run(run.cluster, "setup", "setup", BROKER, 3)
-        assert partition_errors(add_partitions(client, transactional_id, producer_id, epoch,
-                                               topic), client) == ["NONE"]
+        added_partition = settled(
+            lambda: add_partitions(client, transactional_id, producer_id, epoch, topic),
+            lambda body: partition_errors(body, client) == ["NONE"])
+        assert partition_errors(added_partition, client) == ["NONE"]
     builder = DefaultRecordBatchBuilder(
         magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
         producer_epoch=epoch, base_sequence=0, batch_size=1 << 20)

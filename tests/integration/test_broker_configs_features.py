@@ -136,7 +136,8 @@ def test_api_versions_name_finalized_and_supported_features(cluster: LocalCluste
                 client_software_name="test", client_software_version="1"))) is not None
             and found.finalized_features_epoch >= 0 else None))
         supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
-        assert supported == {"metadata.version": (7, 29), "kraft.version": (0, 1)}
+        assert supported == {"metadata.version": (7, 29), "kraft.version": (0, 1),
+                             "transaction.version": (0, 2)}
         finalized = {f.name: f.max_version_level for f in answer.finalized_features}
         assert finalized == {"metadata.version": 21}  # kraft.version 0 is not listed
     out = subprocess.run(

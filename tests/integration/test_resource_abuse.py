@@ -138,6 +138,7 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.END_TXN: Case(),
     ApiKey.DESCRIBE_TRANSACTIONS: Case(),
     ApiKey.LIST_TRANSACTIONS: Case(),
+    ApiKey.TXN_OFFSET_COMMIT: Case(),
 }
 
 CONTROLLER_CASES: Mapping[ApiKey, Case] = {

@@ -22,7 +22,7 @@ from typing import Any
 from pykraft.chaos.history import TxnEnd, TxnLog, TxnRead
 from pykraft.chaos.recorder import Recorder
 from pykraft.chaos.replica_logs import text
-from pykraft.chaos.workload import CLIENT_LOGGING, Reader, Target
+from pykraft.chaos.workload import CLIENT_LOGGING, Producing, Reader, Target
 
 RECORDS_PER_TXN = 4
 COMMIT_SHARE = 2 / 3
@@ -40,22 +40,15 @@ def txn_topic(topic: str) -> str:
     return f"{topic}-txn"
 
 
-class TxnProducing(threading.Thread):
+class TxnProducing(Producing):
+    """A transactional producer's generations (the run loop is :class:`Producing`'s)."""
+
+    kind = "txn-producer"
+
     def __init__(self, name: str, target: Target, recorder: Recorder, rate_per_s: float,
                  seed: int, stop: threading.Event) -> None:
-        super().__init__(name=f"chaos-txn-producer-{name}", daemon=True)
-        self._base = name
-        self._target = target
-        self._recorder = recorder
-        self._interval = 1.0 / rate_per_s
+        super().__init__(name, target, recorder, rate_per_s, stop)
         self._random = random.Random(f"{seed}-{name}")
-        self._stop_event = stop
-
-    def run(self) -> None:
-        generation = 0
-        while not self._stop_event.is_set():
-            self._generation(f"{self._base}.{generation}")
-            generation += 1
 
     def _generation(self, name: str) -> None:
         """Transactions until the run stops or this client is lost (then a new one,

@@ -46,9 +46,13 @@ class Target:
 
 
 class Producing(threading.Thread):
+    """An idempotent producer's generations, one after another until the run stops."""
+
+    kind = "producer"
+
     def __init__(self, name: str, target: Target, recorder: Recorder, rate_per_s: float,
                  stop: threading.Event) -> None:
-        super().__init__(name=f"chaos-producer-{name}", daemon=True)
+        super().__init__(name=f"chaos-{self.kind}-{name}", daemon=True)
         self._base = name
         self._target = target
         self._recorder = recorder

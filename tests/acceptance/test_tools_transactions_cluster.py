@@ -8,12 +8,12 @@ which fences the producer."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from broker_harness import PROPERTIES, create_topic, partition_state, running_cluster
+from process_harness import wait_for
 from typer.testing import CliRunner
 
 from open_transactions import UNVERIFIED, OpenTransaction, hanging_transaction
@@ -25,7 +25,6 @@ TRANSACTIONAL_ID = "auditor"
 PROPS = {**PROPERTIES, **UNVERIFIED, "transaction.state.log.num.partitions": "3",
          "offsets.topic.num.partitions": "3"}
 TIMEOUT_S = 30
-POLL_S = 0.2
 
 
 class Cluster:
@@ -98,14 +97,14 @@ def test_producers_at_the_leader_and_at_the_follower(made: Cluster) -> None:
     assert state is not None and state.leader >= 0
     follower = next(b for b in state.replicas if b != state.leader)
     at_leader = as_json(made.cluster, "describe-producers", "--topic", TOPIC, "--partition", "1")
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:  # the follower's producer state follows the leader's log
-        at_follower = as_json(made.cluster, "describe-producers", "--topic", TOPIC,
-                              "--partition", "1", "--broker-id", str(follower))
-        if at_follower == at_leader or time.monotonic() > deadline:
-            break
-        time.sleep(POLL_S)
-    assert at_follower == at_leader
+
+    def at_follower() -> list[Any] | None:  # the follower's state follows the leader's log
+        found: list[Any] = as_json(made.cluster, "describe-producers", "--topic", TOPIC,
+                                   "--partition", "1", "--broker-id", str(follower))
+        return found if found == at_leader else None
+
+    wait_for(f"broker {follower}'s producers to be the leader's {at_leader}", at_follower,
+             TIMEOUT_S)
     starts = {p["producerId"]: p["currentTransactionStartOffset"] for p in at_leader}
     assert starts[made.hanging.producer_id] == made.hanging.first_offset
     assert len(starts) == 2 and all(start is not None for start in starts.values())

@@ -25,6 +25,7 @@ from pykraft.tools.local_cluster import LocalCluster
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
 from broker_harness import PROPERTIES, create_topic, running_cluster
+from process_harness import wait_for
 from txn_clients import TIMEOUT_S, producer
 
 TOPIC = "spark-txn"
@@ -79,16 +80,13 @@ def _log_end(data: Path) -> int:
 
 
 def until_checkpointed(data: Path, end: int) -> None:
-    """Poll (bounded) until the broker's checkpoint holds the high watermark ``end``."""
-    import time
+    """Until the broker's checkpoint file (another process's) holds the high watermark ``end``."""
 
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def checkpointed() -> bool | None:
         offsets = read_offset_checkpoint(data / REPLICATION_OFFSET_CHECKPOINT)
-        if any(tp.topic == TOPIC and hw == end for tp, hw in offsets.items()):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{TOPIC}-0's high watermark {end} never checkpointed")
+        return any(tp.topic == TOPIC and hw == end for tp, hw in offsets.items()) or None
+
+    wait_for(f"{TOPIC}-0's high watermark {end} in the checkpoint", checkpointed, TIMEOUT_S)
 
 
 def values(log_dir: Path, read_committed: bool) -> list[bytes]:

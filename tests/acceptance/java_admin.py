@@ -23,6 +23,8 @@ from one_time import exclusive
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE_SOURCE = Path(__file__).parent / "java" / "AdminProbe.java"
+#: the probes' JSON writer (java/Json.java), compiled beside each probe that answers in JSON
+JSON_SOURCE = PROBE_SOURCE.parent / "Json.java"
 FETCH_SCRIPT = ROOT / "scripts" / "fetch_kafka_clients.py"
 CALL_TIMEOUT_S = 60.0
 BOOTSTRAP_SERVERS = "bootstrap.servers"
@@ -47,8 +49,8 @@ def build_probe(classes: Path) -> str:
     if fetched.returncode != 0:
         pytest.fail(f"kafka-clients could not be fetched: {fetched.stderr.strip()}")
     jars = fetched.stdout.strip()
-    subprocess.run(["javac", "-d", str(classes), "-cp", jars, str(PROBE_SOURCE)], check=True,
-                   timeout=300)
+    subprocess.run(["javac", "-d", str(classes), "-cp", jars, str(PROBE_SOURCE), str(JSON_SOURCE)],
+                   check=True, timeout=300)
     return os.pathsep.join([str(classes), jars])
 
 

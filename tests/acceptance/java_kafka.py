@@ -142,11 +142,12 @@ def transaction_epochs(cluster: LocalCluster, topic: str) -> dict[int, list[int]
     return epochs
 
 
-def compile_java(source: Path, classes: Path, classpath: str) -> str:
-    """``source`` compiled into ``classes``; the classpath that runs it."""
+def compile_java(source: Path, classes: Path, classpath: str, *beside: Path) -> str:
+    """``source`` (and the classes it uses from ``beside``) compiled into ``classes``; the
+    classpath that runs it."""
     classes.mkdir(parents=True, exist_ok=True)
     subprocess.run(["javac", "-Xlint:all", "-Werror", "-d", str(classes), "-cp", classpath,
-                    str(source)], check=True, timeout=COMPILE_TIMEOUT_S)
+                    str(source), *map(str, beside)], check=True, timeout=COMPILE_TIMEOUT_S)
     return os.pathsep.join([str(classes), classpath])
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from broker_harness import PROPERTIES, create_topic, running_cluster
+from java_admin import JSON_SOURCE
 from java_kafka import (
     JAVA_SOURCES,
     LineProbe,
@@ -57,7 +58,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory,
 @pytest.fixture(scope="module")
 def classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
     made: str = compile_java(JAVA_SOURCES / "TxnProbe.java",
-                             tmp_path_factory.mktemp("txn-probe"), kafka_classpath())
+                             tmp_path_factory.mktemp("txn-probe"), kafka_classpath(), JSON_SOURCE)
     return made
 
 

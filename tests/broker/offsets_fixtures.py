@@ -4,19 +4,29 @@ runtime tests."""
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
-from replica_fixtures import broker, with_records
+from replica_fixtures import broker, until, with_records
 
+from pykraft.broker.coordinator_topics import OffsetsTopicConfig
+from pykraft.broker.group_coordinator import GroupCoordinatorService
+from pykraft.broker.replica_manager import ReplicaManager
+from pykraft.group.config import GroupConfig
+from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
 from pykraft.image.image import MetadataImage
+from pykraft.log.log_manager import LogManager
 from pykraft.records.metadata import (
     BrokerRegistrationChangeRecord,
     ConfigRecord,
+    PartitionChangeRecord,
     PartitionRecord,
     TopicRecord,
 )
+from pykraft.storage.log_config import LogConfig
 
 ME, OTHER = 1, 2
 TOPIC_ID = uuid.UUID(int=50)
@@ -41,3 +51,27 @@ def offsets_image(*, leader: int = ME, epoch: int = 0, isr: tuple[int, ...] = (M
 
 def run(test: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(test(), 5))
+
+
+class ShardCoordinator:
+    """A broker's group coordinator, with a real group shard, for the one partition of
+    ``__consumer_offsets`` (its log under ``directory``)."""
+
+    def __init__(self, directory: Path, max_message_bytes: int = 1_048_588) -> None:
+        logs = LogManager([directory], LogConfig())
+        logs.startup(1_000)
+        self.replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
+        self.service = GroupCoordinatorService(
+            self.replicas, lambda: 1_000,
+            lambda p: GroupShard(p, GroupConfig(), random.Random(1)),
+            OffsetsTopicConfig(num_partitions=1))
+        self.replicas.apply_image(offsets_image(max_message_bytes=max_message_bytes), 1_000)
+
+    async def loaded(self) -> None:
+        await until(lambda: self.service.partition_states == {0: "loaded"}, "shard loaded")
+
+    async def reload(self) -> None:
+        """A new leader epoch of ours: the shard is loaded again from the log."""
+        self.replicas.apply_image(with_records(self.replicas.image, PartitionChangeRecord(
+            partition_id=0, topic_id=TOPIC_ID, leader=ME)), 1_000)
+        await self.loaded()

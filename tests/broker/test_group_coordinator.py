@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offsets_fixtures import ME, OTHER, TOPIC_ID, offsets_image, run
+from offsets_fixtures import ME, OTHER, TOPIC_ID, ShardCoordinator, offsets_image, run
 from replica_fixtures import until, with_records
 
 from pykraft.broker import group_coordinator
@@ -353,14 +353,9 @@ def test_an_oversized_commit_to_a_real_shard_keeps_the_logged_offsets(tmp_path: 
     UNKNOWN_SERVER_ERROR for each partition and leaves the group's offsets as the log has
     them (a partition never committed stays unknown); the shard never reloads."""
     async def scenario() -> None:
-        logs = LogManager([tmp_path], LogConfig())
-        logs.startup(1_000)
-        replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
-        service = GroupCoordinatorService(
-            replicas, lambda: 1_000, lambda p: GroupShard(p, GroupConfig(), random.Random(1)),
-            OffsetsTopicConfig(num_partitions=1))
-        replicas.apply_image(offsets_image(max_message_bytes=4_000), 1_000)
-        await until(lambda: service.partition_states == {0: "loaded"}, "shard loaded")
+        made = ShardCoordinator(tmp_path, max_message_bytes=4_000)
+        await made.loaded()
+        replicas, service = made.replicas, made.service
 
         async def commit_offsets(offsets: dict[int, int], metadata: str) -> set[int]:
             answer = await service.handle(ApiKey.OFFSET_COMMIT, 9, commit.OffsetCommitRequest(

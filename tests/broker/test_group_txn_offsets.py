@@ -5,20 +5,15 @@ refused before anything is held, and a partition not loaded refuses markers."""
 
 from __future__ import annotations
 
-import random
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
-from offsets_fixtures import ME, TOPIC_ID, offsets_image, run
-from replica_fixtures import until, with_records
+from offsets_fixtures import ShardCoordinator, run
 
-from pykraft.broker.coordinator_topics import OffsetsTopicConfig
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
-from pykraft.group.config import GroupConfig
-from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
-from pykraft.log.log_manager import LogManager
 from pykraft.messages.kafka import offset_fetch_request as fetch
 from pykraft.messages.kafka import txn_offset_commit_request as txn
 from pykraft.messages.kafka.offset_fetch_response import OffsetFetchResponse
@@ -26,33 +21,20 @@ from pykraft.messages.kafka.txn_offset_commit_response import TxnOffsetCommitRes
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import iter_batches
-from pykraft.records.metadata import PartitionChangeRecord
-from pykraft.storage.log_config import LogConfig
 
 PRODUCER = 4_000
 
 
 class Coordinator:
-    """A broker's group coordinator for the one partition of ``__consumer_offsets``."""
+    """The coordinator (:class:`offsets_fixtures.ShardCoordinator`), and the transactional
+    requests these tests send it."""
 
     def __init__(self, directory: Path, max_message_bytes: int = 1_048_588) -> None:
-        logs = LogManager([directory], LogConfig())
-        logs.startup(1_000)
-        self.replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
-        self.service = GroupCoordinatorService(
-            self.replicas, lambda: 1_000,
-            lambda p: GroupShard(p, GroupConfig(), random.Random(1)),
-            OffsetsTopicConfig(num_partitions=1))
-        self.replicas.apply_image(offsets_image(max_message_bytes=max_message_bytes), 1_000)
-
-    async def loaded(self) -> None:
-        await until(lambda: self.service.partition_states == {0: "loaded"}, "shard loaded")
-
-    async def reload(self) -> None:
-        """A new leader epoch of ours: the shard is loaded again from the log."""
-        self.replicas.apply_image(with_records(self.replicas.image, PartitionChangeRecord(
-            partition_id=0, topic_id=TOPIC_ID, leader=ME)), 1_000)
-        await self.loaded()
+        made = ShardCoordinator(directory, max_message_bytes)
+        self.replicas: ReplicaManager = made.replicas
+        self.service: GroupCoordinatorService = made.service
+        self.loaded: Callable[[], Awaitable[None]] = made.loaded
+        self.reload: Callable[[], Awaitable[None]] = made.reload
 
     async def commit(self, offset: int, epoch: int = 0, metadata: str | None = None
                      ) -> ErrorCode:

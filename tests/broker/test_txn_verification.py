@@ -5,26 +5,19 @@ marker voids, and the group coordinator refusing TxnOffsetCommit on it."""
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-from offsets_fixtures import offsets_image, run
-from replica_fixtures import broker, until, with_records
+from offsets_fixtures import ShardCoordinator, run
+from replica_fixtures import broker, with_records
 
-from pykraft.broker.coordinator_topics import OffsetsTopicConfig
-from pykraft.broker.group_coordinator import GroupCoordinatorService
-from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.txn_verification import Operation, TxnVerifier
 from pykraft.errors import NetworkError
-from pykraft.group.config import GroupConfig
-from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, TopicPartition
 from pykraft.image.image import MetadataImage
-from pykraft.log.log_manager import LogManager
 from pykraft.log.producer_state import ProducerStateManager
 from pykraft.messages.kafka import add_partitions_to_txn_response as apr
 from pykraft.messages.kafka import txn_offset_commit_request as txn
@@ -36,7 +29,6 @@ from pykraft.messages.kafka.txn_offset_commit_response import TxnOffsetCommitRes
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import PartitionRecord, TopicRecord
-from pykraft.storage.log_config import LogConfig
 
 ME, PEER = 1, 2
 TP = TopicPartition("t", 0)
@@ -180,14 +172,9 @@ def test_a_transactional_offset_commit_waits_for_its_verification_and_a_marker_v
     """The group coordinator asks before holding offsets; a marker of the producer written
     while it asks (the transaction ended) makes the write INVALID_TXN_STATE."""
     async def scenario() -> None:
-        logs = LogManager([tmp_path], LogConfig())
-        logs.startup(1_000)
-        replicas = ReplicaManager(ME, logs, {}, clock_ms=lambda: 1_000)
-        service = GroupCoordinatorService(
-            replicas, lambda: 1_000, lambda p: GroupShard(p, GroupConfig(), random.Random(1)),
-            OffsetsTopicConfig(num_partitions=1))
-        replicas.apply_image(offsets_image(), 1_000)
-        await until(lambda: service.partition_states == {0: "loaded"}, "shard loaded")
+        made = ShardCoordinator(tmp_path)
+        await made.loaded()
+        replicas, service = made.replicas, made.service
         asked = asyncio.Event()
         answer: asyncio.Future[Mapping[TopicPartition, ErrorCode]] = (
             asyncio.get_running_loop().create_future())

@@ -74,12 +74,15 @@ def _scalar(value: Any) -> Plain:
 
 
 #: (API, list field) -> where Kafka's source builds that list from a hash set or map; the
-#: list is sorted by its items' ``name``.
+#: list is sorted by its items' ``name`` (or ``topic``).
 UNORDERED = {
     ("Metadata", "topics"): "core/src/main/scala/kafka/server/KafkaApis.scala "
                             "handleTopicMetadataRequest (a Set of topic names)",
     ("DescribeConfigs", "configs"): "core/src/main/scala/kafka/server/ConfigHelper.scala "
                                     "allConfigs (a scala mutable.HashMap)",
+    ("ElectLeaders", "replica_election_results"):
+        "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java "
+        "electLeaders (every topic: topicsByName, a TimelineHashMap)",
 }
 
 
@@ -113,7 +116,9 @@ class Normaliser:
 
 
 def _name(item: Plain) -> str:
-    return str(item.get("name")) if isinstance(item, dict) else ""
+    if not isinstance(item, dict):
+        return ""
+    return str(item.get("name", item.get("topic")))
 
 
 def normalised(body: Any, cluster: ClusterInfo, api: str) -> Plain:

@@ -12,6 +12,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from conformance.acl_cases import ACLS
 from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
+from conformance.election_cases import ELECTIONS
 from conformance.envelope_cases import ENVELOPE
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
@@ -29,7 +30,7 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
-TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL_CASES, *ENVELOPE, *TXN]
+TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS]
 
 
 def rows() -> Iterator[Row]:

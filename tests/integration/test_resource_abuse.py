@@ -139,6 +139,7 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.DESCRIBE_TRANSACTIONS: Case(),
     ApiKey.LIST_TRANSACTIONS: Case(),
     ApiKey.TXN_OFFSET_COMMIT: Case(),
+    ApiKey.ELECT_LEADERS: Case(),
 }
 
 CONTROLLER_CASES: Mapping[ApiKey, Case] = {
@@ -174,6 +175,7 @@ CONTROLLER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.UPDATE_RAFT_VOTER: Case(),
     ApiKey.ENVELOPE: Case(),
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: Case(),
+    ApiKey.ELECT_LEADERS: Case(),
 }
 
 CASES: Mapping[Listener, Mapping[ApiKey, Case]] = {

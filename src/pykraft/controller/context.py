@@ -28,6 +28,7 @@ MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USE
 #: BoundedListTooLongException, a POLICY_VIOLATION for every part of the request).
 TOO_LARGE_MESSAGE = "Unable to perform excessively large batch operation."
 UNCLEAN_ELECTION_INTERVAL_MS = 300_000  # unclean.leader.election.interval.ms (internal)
+LEADER_IMBALANCE_CHECK_INTERVAL_S = 300  # leader.imbalance.check.interval.seconds
 NO_OFFSET_BOUND = 2**63 - 1
 
 
@@ -72,12 +73,31 @@ class ControllerConfig:
             interval = 0
         if interval < 1:
             raise ConfigError("unclean.leader.election.interval.ms must be an integer >= 1")
+        try:
+            check = self.leader_imbalance_check_interval_ms
+        except ValueError:
+            check = 0
+        if check < 1:
+            raise ConfigError("leader.imbalance.check.interval.seconds must be an integer >= 1")
 
     @property
     def unclean_election_interval_ms(self) -> int:
         """How often leaderless partitions of topics allowing unclean elections get one."""
         return int(self.properties.get("unclean.leader.election.interval.ms",
                                        UNCLEAN_ELECTION_INTERVAL_MS))
+
+    @property
+    def auto_leader_rebalance(self) -> bool:
+        """``auto.leader.rebalance.enable``: leadership moves back to preferred replicas."""
+        return self.properties.get("auto.leader.rebalance.enable",
+                                   "true").strip().lower() == "true"
+
+    @property
+    def leader_imbalance_check_interval_ms(self) -> int:
+        """``leader.imbalance.check.interval.seconds``, in ms: how long an imbalance waits
+        for the rebalance."""
+        return 1000 * int(self.properties.get("leader.imbalance.check.interval.seconds",
+                                              LEADER_IMBALANCE_CHECK_INTERVAL_S))
 
     def snapshot_policy(self) -> SnapshotPolicy:
         """A fresh policy with this node's snapshot thresholds."""

@@ -1,14 +1,18 @@
 """PartitionChangeRecords for leader election and ISR changes (Kafka's PartitionChangeBuilder,
 without reassignment and eligible leader replicas).
 
-Rules: the leader stays if it is still in the ISR and usable; otherwise the first replica
-(in replica order) that is in the ISR and usable leads. With none, a topic that allows
-unclean elections (``unclean.leader.election.enable``) takes the first usable replica
-outside the ISR: the ISR becomes that leader alone and its leader recovery state RECOVERING
-(KIP-704; from metadata.version 3.2-IV0), which its first AlterPartition turns RECOVERED.
-Otherwise the partition has no leader (-1). Removing a broker from an ISR that would become
-empty keeps it as the last member instead, so the partition can recover when that broker
-comes back.
+Rules of the ordinary election: the leader stays if it is still in the ISR and usable;
+otherwise the first replica (in replica order) that is in the ISR and usable leads. With
+none, a topic that allows unclean elections (``unclean.leader.election.enable``) takes the
+first usable replica outside the ISR: the ISR becomes that leader alone and its leader
+recovery state RECOVERING (KIP-704; from metadata.version 3.2-IV0), which its first
+AlterPartition turns RECOVERED. Otherwise the partition has no leader (-1). Removing a
+broker from an ISR that would become empty keeps it as the last member instead, so the
+partition can recover when that broker comes back.
+
+A preferred election (ElectLeaders, the automatic rebalance) asks first for the preferred
+replica (the first one) if it is in the ISR and usable, then keeps a leader that still
+qualifies, then takes the next replica that does; it is never unclean.
 """
 
 from __future__ import annotations
@@ -52,6 +56,27 @@ def elect_leader(partition: PartitionRegistration, isr: tuple[int, ...], usable:
         if outside is not None:
             return outside, True
     return NO_LEADER, False
+
+
+def elect_preferred(partition: PartitionRegistration, usable: Usable) -> int:
+    """The leader a preferred election picks (Kafka's ``electPreferredLeader``)."""
+    def valid(replica: int) -> bool:
+        return replica in partition.isr and usable(replica)
+    if partition.replicas and valid(partition.replicas[0]):
+        return partition.replicas[0]
+    if valid(partition.leader):
+        return partition.leader
+    return next((r for r in partition.replicas[1:] if valid(r)), NO_LEADER)
+
+
+def preferred_change(topic: TopicImage, partition_id: int, partition: PartitionRegistration,
+                     usable: Usable) -> PartitionChangeRecord | None:
+    """The record of a preferred election, if it moves the leader."""
+    leader = elect_preferred(partition, usable)
+    if leader == partition.leader:
+        return None
+    return PartitionChangeRecord(partition_id=partition_id, topic_id=topic.topic_id,
+                                 leader=leader)
 
 
 def partition_change(

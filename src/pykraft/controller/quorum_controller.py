@@ -30,6 +30,7 @@ from pykraft.controller import (
     config_control,
     dir_assignment,
     features_control,
+    leader_elections,
     replication_control,
     scram_control,
 )
@@ -65,6 +66,7 @@ from pykraft.messages.kafka.delete_acls_request import DeleteAclsRequest
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
+from pykraft.messages.kafka.elect_leaders_request import ElectLeadersRequest
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
@@ -76,6 +78,8 @@ from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
 from pykraft.records.metadata import (
     NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
     RegisterBrokerRecord,
     decode_metadata_record,
     encode_metadata_record,
@@ -103,6 +107,8 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
         return replication_control.create_partitions(ctx, request)
     if isinstance(request, AlterPartitionRequest):
         return replication_control.alter_partition(ctx, request)
+    if isinstance(request, ElectLeadersRequest):
+        return leader_elections.elect_leaders(ctx, request)
     if isinstance(request, AssignReplicasToDirsRequest):
         return dir_assignment.assign_replicas_to_dirs(ctx, request)
     if isinstance(request, IncrementalAlterConfigsRequest):
@@ -128,6 +134,17 @@ class _Waiting:
     ticket: int
     request: object
     response: object
+
+
+@dataclass(slots=True)
+class _Rebalance:
+    """The preferred-leader rebalance's schedule (soft state of the active controller)."""
+
+    due_ms: int | None = None
+    dirty: bool = False
+    """A partition's leadership changed since the last look for an imbalance."""
+    soon: bool = False
+    """The last run hit its limit: the next runs at once."""
 
 
 class QuorumController:
@@ -162,6 +179,7 @@ class QuorumController:
         self._metadata_offsets: dict[int, int] = {}
         self._shutdown_offsets: dict[int, int] = {}
         self._next_unclean_ms = 0
+        self._balance = _Rebalance()
         self._waiting: deque[_Waiting] = deque()
         self._ready: list[tuple[int, object]] = []
         self._tickets = 0
@@ -279,6 +297,7 @@ class QuorumController:
             self._track_shutdown(request, result.response)
         self._waiting.append(_Waiting(self._next_offset - 1, ticket, request, result.response))
         self._release()
+        self._schedule_balance()
         return ticket
 
     def tick(self, now_ms: int) -> None:
@@ -292,6 +311,11 @@ class QuorumController:
             if now_ms >= self._next_unclean_ms:
                 self._next_unclean_ms = now_ms + self.config.unclean_election_interval_ms
                 self._write(tuple(cluster_control.elect_unclean(self._context())))
+            if self._balance.due_ms is not None and now_ms >= self._balance.due_ms:
+                records, more = leader_elections.balance_leaders(self._context())
+                self._balance = _Rebalance(dirty=True, soon=more)
+                self._write(tuple(records))
+            self._schedule_balance()
             idle = self.config.max_idle_interval_ms
             if (idle and self._image.metadata_version >= MV_3_3_IV1
                     and now_ms - self._last_write_ms >= idle):
@@ -328,6 +352,8 @@ class QuorumController:
         if self.config.max_idle_interval_ms:
             deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
         deadlines.append(self._next_unclean_ms)
+        if self._balance.due_ms is not None:
+            deadlines.append(self._balance.due_ms)
         return min(deadlines)
 
     def take_responses(self) -> list[tuple[int, object]]:
@@ -350,6 +376,7 @@ class QuorumController:
         self._metadata_offsets.clear()
         self._shutdown_offsets.clear()
         self._next_unclean_ms = self._now_ms + self.config.unclean_election_interval_ms
+        self._balance = _Rebalance(dirty=True)
         records = activation_records(self.committed_image,
                                      in_transaction=self._committed.in_transaction,
                                      bootstrap=self._bootstrap,
@@ -412,11 +439,27 @@ class QuorumController:
                 delta.replay(decoded)
             self._image = delta.apply(Provenance(last, self._epoch, self._now_ms))
             self._next_offset = last + 1
+        if any(isinstance(r, PartitionRecord | PartitionChangeRecord) for r in records):
+            self._balance.dirty = True
         self._last_write_ms = self._now_ms
         brokers = self._image.cluster.brokers
         self._shutdown_offsets = {  # a fenced broker leaves controlled shutdown (Kafka's touch)
             b: offset for b, offset in self._shutdown_offsets.items()
             if b in brokers and not brokers[b].fenced}
+
+    def _schedule_balance(self) -> None:
+        """Kafka's ``maybeScheduleNextBalancePartitionLeaders``, after every write: with the
+        rebalance on and none scheduled, a leadership change that left some partition
+        imbalanced schedules one, an interval away (or at once after a run that hit its
+        limit)."""
+        balance = self._balance
+        if not self._active or not balance.dirty or balance.due_ms is not None:
+            return
+        balance.dirty = False
+        if self.config.auto_leader_rebalance and leader_elections.imbalanced(self._image):
+            delay = (leader_elections.RERUN_DELAY_MS if balance.soon
+                     else self.config.leader_imbalance_check_interval_ms)
+            balance.due_ms = self._now_ms + delay
 
     def _release(self) -> None:
         while self._waiting and self._waiting[0].offset <= self._committed_offset:
@@ -434,6 +477,7 @@ class QuorumController:
         self._active = False
         self._reset_to_committed()
         self._next_offset = self._committed_offset + 1
+        self._balance = _Rebalance()
         self._sessions.clear()
         self._metadata_offsets.clear()
         self._shutdown_offsets.clear()

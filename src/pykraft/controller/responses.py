@@ -38,6 +38,8 @@ from pykraft.messages.kafka import describe_acls_request as descacl_req
 from pykraft.messages.kafka import describe_acls_response as descacl_resp
 from pykraft.messages.kafka import describe_configs_request as dc_req
 from pykraft.messages.kafka import describe_configs_response as dc_resp
+from pykraft.messages.kafka import elect_leaders_request as el_req
+from pykraft.messages.kafka import elect_leaders_response as el_resp
 from pykraft.messages.kafka import incremental_alter_configs_request as iac_req
 from pykraft.messages.kafka import incremental_alter_configs_response as iac_resp
 from pykraft.messages.kafka import unregister_broker_request as unreg_req
@@ -130,6 +132,17 @@ def _alter_scram(req: scram_req.AlterUserScramCredentialsRequest, code: ErrorCod
         for user in users))
 
 
+def _elect_leaders(req: el_req.ElectLeadersRequest, code: ErrorCode,
+                   message: str | None) -> object:
+    """Kafka's getErrorResponse: the code on top and on every partition named (none when
+    the request named none)."""
+    return el_resp.ElectLeadersResponse(error_code=code, replica_election_results=tuple(
+        el_resp.ReplicaElectionResult(topic=t.topic, partition_result=tuple(
+            el_resp.PartitionResult(partition_id=p, error_code=code, error_message=message)
+            for p in t.partitions))
+        for t in req.topic_partitions or ()))
+
+
 def _top_level(response: type) -> _Builder:
     """Kafka's ``getErrorResponse`` of a request without parts, as a generated class: the
     code, the message where the response has one, every other field at the schema's
@@ -159,6 +172,7 @@ _BUILDERS: dict[type, _Builder] = {
     iac_req.IncrementalAlterConfigsRequest: _incremental,
     alter_req.AlterConfigsRequest: _alter_configs,
     scram_req.AlterUserScramCredentialsRequest: _alter_scram,
+    el_req.ElectLeadersRequest: _elect_leaders,
     cacl_req.CreateAclsRequest: _create_acls,
     dacl_req.DeleteAclsRequest: _delete_acls,
     descacl_req.DescribeAclsRequest: lambda _r, c, m: descacl_resp.DescribeAclsResponse(

@@ -48,6 +48,7 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
@@ -183,6 +184,8 @@ _SPECS = (
     # v3 adds each result's error message (Kafka sets one only when its streams topology
     # plugin fails to delete a group's topology, GROUP_DELETION_FAILED; pykraft has none)
     _spec(ApiKey.DELETE_GROUPS, (0, 3), 2, _BROKER),
+    # Preferred and unclean elections (KIP-460), forwarded by brokers to the controller.
+    _spec(ApiKey.ELECT_LEADERS, (0, 2), 2, _BOTH),
     _spec(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), 1, _BOTH),
     _spec(ApiKey.OFFSET_DELETE, (0, 0), None, _BROKER),
     # Kafka's schema lists the controller for Describe too, but its controller has no

@@ -85,6 +85,7 @@ _COMMON: dict[int, ApiRule] = {
     _K.CREATE_ACLS: _cluster(_O.ALTER), _K.DELETE_ACLS: _cluster(_O.ALTER),
     _K.DESCRIBE_ACLS: _cluster(_O.DESCRIBE),
     _K.ALTER_USER_SCRAM_CREDENTIALS: _cluster(_O.ALTER),
+    _K.ELECT_LEADERS: _cluster(_O.ALTER),
 }
 #: KafkaApis. Forwarded requests are checked on the broker before they are forwarded (no
 #: Envelope carries the client's principal to the controller), with the controller's rules.

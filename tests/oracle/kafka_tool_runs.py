@@ -2,16 +2,18 @@
 in order: each run finds the state the runs before it left (the same on both clusters).
 
 First the admin tools (topics, configs, acls, the console producer and consumer, consumer
-groups, get-offsets, log-dirs, delete-records, metadata-quorum, features), then dump-log
-over the files they wrote (the broker's segments and indexes, the consumer offsets, the
-metadata log), then the perf and verifiable tools, then kafka-transactions.sh over the
-transactions txn_tool_runs leaves open; once the clusters have stopped, dump-log
+groups, get-offsets, log-dirs, delete-records, leader-election, metadata-quorum, features),
+then dump-log over the files they wrote (the broker's segments and indexes, the consumer
+offsets, the metadata log), then the perf and verifiable tools, then kafka-transactions.sh
+over the transactions txn_tool_runs leaves open; once the clusters have stopped, dump-log
 over the files written at shutdown and at format (a producer snapshot, the bootstrap
 metadata snapshot) and the metadata shell over the metadata log (it locks the directory it
 reads, which a running controller holds).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from kafka_tools import ToolRun
 from txn_tool_runs import READS, READS_AFTER, WRITES, kafka_runs
@@ -30,6 +32,7 @@ DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
+LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
 METADATA_SHELL = "org.apache.kafka.shell.MetadataShell"
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
@@ -77,6 +80,10 @@ FEATURES_EPOCH = r"(?<=Epoch: )\d+"
 
 #: the member id a coordinator gives a classic member: its client id and a random UUID
 MEMBER_ID = r"(?<=console-consumer-)[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+
+
+def election(operation: str, *args: str) -> ToolRun:
+    return ToolRun("kafka-leader-election", operation, LEADER_ELECTION, (*BS, *args))
 
 
 def dump(operation: str, path: str, *args: str, masks: tuple[str, ...] = ()) -> ToolRun:
@@ -150,6 +157,15 @@ ADMIN = [
             (*BS, "--offset-json-file", "{files}/delete.json")),
     ToolRun("kafka-get-offsets", "earliest after delete", GET_OFFSETS,
             (*BS, "--topic", TOPIC, "--time", "-2")),
+    # one broker: every partition is led by its preferred replica already
+    election("preferred --topic --partition", "--election-type", "preferred",
+             "--topic", TOPIC, "--partition", "0"),
+    election("preferred --all-topic-partitions", "--election-type", "PREFERRED",
+             "--all-topic-partitions"),
+    election("unclean --path-to-json-file", "--election-type", "unclean",
+             "--path-to-json-file", "{files}/election.json"),
+    election("unknown partition", "--election-type", "preferred", "--topic", TOPIC,
+             "--partition", "9"),
     groups("delete", "--delete", "--group", GROUP),
     ToolRun("kafka-metadata-quorum", "describe status", QUORUM, (*BS, "describe", "--status"),
             masks=QUORUM_STATUS),
@@ -163,6 +179,13 @@ ADMIN = [
 
 DELETE_RECORDS_JSON = ('{"version": 1, "partitions": '
                        f'[{{"topic": "{TOPIC}", "partition": 0, "offset": 1}}]}}')
+ELECTION_JSON = f'{{"partitions": [{{"topic": "{TOPIC}", "partition": 1}}]}}'
+
+
+def write_files(files: Path) -> None:
+    """The files the runs read from ``{files}``."""
+    (files / "delete.json").write_text(DELETE_RECORDS_JSON)
+    (files / "election.json").write_text(ELECTION_JSON)
 
 DUMP = [
     dump("segment --deep-iteration", f"{{broker_data}}/{TOPIC}-0/{SEGMENT}.log",

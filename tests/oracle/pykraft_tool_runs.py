@@ -7,8 +7,8 @@ and its filters, delete), configs (topic, broker, broker defaults and user SCRAM
 alter, delete; the entity types the tool does not serve), acls (add, list, remove, with an
 authorizer on both clusters), the console producer (each codec, headers, ``--sync``) and
 consumer, consumer-groups (list, describe, the offset resets, delete-offsets, delete),
-get-offsets (each ``--time``), log-dirs, delete-records, metadata-quorum (describe,
-remove-controller) and features (describe, upgrade); then (:data:`TXN`, once
+get-offsets (each ``--time``), log-dirs, delete-records, leader-election, metadata-quorum
+(describe, remove-controller) and features (describe, upgrade); then (:data:`TXN`, once
 :func:`txn_tool_runs.open_transactions` has left transactions open) transactions (list,
 describe, describe-producers, find-hanging, abort, forceTerminateTransaction). A run is a
 :class:`kafka_tools.ToolRun` whose arguments are the ``pykraft`` CLI's (the first is the
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from kafka_tool_runs import (
     BATCH_SIZE_JSON,
-    DELETE_RECORDS_JSON,
     FEATURES_EPOCH,
     GROUP,
     QUORUM_REPLICATION,
@@ -256,6 +255,14 @@ OFFSETS = [
     tool("delete-records", "delete before 1", *BS, "--offset-json-file",
          "{files}/delete.json"),
     offsets("earliest after delete", "--topic", TOPIC, "--time", "-2"),
+    tool("leader-election", "preferred --topic --partition", *BS, "--election-type",
+         "preferred", "--topic", TOPIC, "--partition", "0"),
+    tool("leader-election", "preferred --all-topic-partitions", *BS, "--election-type",
+         "PREFERRED", "--all-topic-partitions"),
+    tool("leader-election", "unclean --path-to-json-file", *BS, "--election-type",
+         "unclean", "--path-to-json-file", "{files}/election.json"),
+    tool("leader-election", "unknown partition", *BS, "--election-type", "preferred",
+         "--topic", TOPIC, "--partition", "9"),
     groups("delete", "--delete", "--group", GROUP),
     groups("delete missing", "--delete", "--group", GROUP),
     groups("delete --all-groups", "--delete", "--all-groups"),
@@ -294,4 +301,4 @@ RUNS = [*TOPICS, *CONFIGS, *ACLS, *DATA, *GROUPS, *OFFSETS, *QUORUM]
 #: run once the transactions of txn_tool_runs.open_transactions are open
 TXN = pykraft_runs([*READS, *WRITES, *READS_AFTER])
 
-__all__ = ["DELETE_RECORDS_JSON", "RUNS", "TXN"]
+__all__ = ["RUNS", "TXN"]

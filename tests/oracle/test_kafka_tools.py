@@ -26,7 +26,6 @@ from kafka_tool_runs import (
     ADMIN,
     BATCH_SIZE,
     BOOTSTRAP_SNAPSHOTS,
-    DELETE_RECORDS_JSON,
     DUMP,
     PERF,
     SEGMENT,
@@ -34,6 +33,7 @@ from kafka_tool_runs import (
     TOPIC,
     TXN_READS,
     TXN_WRITES,
+    write_files,
 )
 from kafka_tools import (
     DIFFERS,
@@ -122,7 +122,7 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
         tools = {kind: ClusterTools(cluster, base / f"{kind}-files")
                  for kind, cluster in ((KAFKA, theirs), (PYKRAFT, ours))}
         for cluster_tools in tools.values():
-            (cluster_tools.files / "delete.json").write_text(DELETE_RECORDS_JSON)
+            write_files(cluster_tools.files)
         outcomes, batch_s = run_both(install, tools, [*ADMIN, *DUMP, *PERF])
         first = outcomes[KAFKA][RUNS[0].name]
         assert first.stdout == f"Created topic {TOPIC}.\n", f"ToolBatch ran no tool: {first}"

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import pytest
 import txn_tool_runs
+from kafka_tool_runs import write_files
 from kafka_tools import (
     DIFFERS,
     SAME,
@@ -59,7 +60,7 @@ from oracle_cluster import (
     running,
 )
 from oracle_kafka import skip_module_off_ci
-from pykraft_tool_runs import DELETE_RECORDS_JSON, RUNS, TXN
+from pykraft_tool_runs import RUNS, TXN
 
 from pykraft.protocol.apis import ApiKey
 from pykraft.raft import rpc
@@ -155,7 +156,7 @@ def results(kafka: KafkaInstall, tmp_path_factory: pytest.TempPathFactory,
         for cluster in clusters:
             kind = cluster.spec.brokers[0]
             tools = ClusterTools(cluster, base / f"{kind}-files")
-            (tools.files / "delete.json").write_text(DELETE_RECORDS_JSON)
+            write_files(tools.files)
             began = time.monotonic()
             outcomes[kind] = run_in_process(
                 tools, RUNS, after_each=lambda c=cluster: brokers_caught_up(c))

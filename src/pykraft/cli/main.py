@@ -18,6 +18,7 @@ from pykraft.cli.delete_records import delete_records
 from pykraft.cli.dump_log import dump_log
 from pykraft.cli.features import features_app
 from pykraft.cli.get_offsets import get_offsets
+from pykraft.cli.leader_election import leader_election
 from pykraft.cli.log_dirs import log_dirs
 from pykraft.cli.metadata_shell import metadata_shell
 from pykraft.cli.quorum import quorum_app
@@ -75,6 +76,7 @@ app.command("console-consumer")(console_consumer)
 app.command("get-offsets")(get_offsets)
 app.command("log-dirs")(log_dirs)
 app.command("delete-records")(delete_records)
+app.command("leader-election")(leader_election)
 app.command("consumer-groups")(consumer_groups)
 app.command("acls")(acls)
 app.command("configs")(configs)

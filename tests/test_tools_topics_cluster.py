@@ -22,7 +22,8 @@ from process_harness import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 PROPERTIES = {"pykraft.shutdown.timeout.ms": "3000"}
-ELR = "\tElr: N/A\tLastKnownElr: N/A"
+#: The broker serves DescribeTopicPartitions: ELR read from it, empty (nothing writes it yet)
+ELR = "\tElr: \tLastKnownElr: "
 
 
 def topics(cluster: LocalCluster, *args: str) -> Result:
@@ -102,6 +103,12 @@ def test_create_describe_alter_delete(single: LocalCluster) -> None:
                         r"retention.ms=1000", lines[0]), lines[0]
     assert lines[1:] == [f"\tTopic: orders\tPartition: {p}\tLeader: {broker}\tReplicas: "
                          f"{broker}\tIsr: {broker}{ELR}" for p in range(3)]
+    # a page a partition: the same lines; by id, from Metadata (Kafka's admin): ELR N/A
+    assert ok(single, "--describe", "--topic", "orders",
+              "--partition-size-limit-per-response", "1").splitlines() == lines
+    topic_id = lines[0].split("\t")[1].removeprefix("TopicId: ")
+    assert ok(single, "--describe", "--topic-id", topic_id).splitlines() == [
+        lines[0], *(line.replace(ELR, "\tElr: N/A\tLastKnownElr: N/A") for line in lines[1:])]
 
     again = topics(single, "--create", "--topic", "orders")
     assert (again.exit_code, again.stdout) == (

@@ -17,6 +17,7 @@ from broker_harness import PROPERTIES, add_broker_listener, wait_for, wait_for_b
 from conformance.cases import create_topics, describe_quorum, metadata
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.sasl_cases import SASL_LISTENER_PROPERTIES
+from conformance.topic_partitions_cases import PARTITION_CAP
 from pykraft.config.authorizer import AUTHORIZER_CLASS_NAME, STANDARD_AUTHORIZER, SUPER_USERS
 from pykraft.security.session import ANONYMOUS
 from pykraft.tools.local_cluster import HOST, LocalCluster
@@ -27,9 +28,11 @@ SHARED_PARTITIONS = 2
 #: A group's first rebalance waits group.initial.rebalance.delay.ms (3 s) for more members;
 #: every group row makes a group of its own, so the suite does not wait. The ACL rows need
 #: an authorizer; the anonymous PLAINTEXT clients of the suite are its super users. The
-#: unknown-topic rows need topics to stay unknown: Metadata v0-3 would create them.
+#: unknown-topic rows need topics to stay unknown: Metadata v0-3 would create them. The
+#: DescribeTopicPartitions rows show the broker's cap on an answer's partitions with a few.
 GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0",
                     "auto.create.topics.enable": "false",
+                    "max.request.partition.size.limit": str(PARTITION_CAP),
                     AUTHORIZER_CLASS_NAME: STANDARD_AUTHORIZER,
                     SUPER_USERS: str(ANONYMOUS), **SASL_LISTENER_PROPERTIES}
 

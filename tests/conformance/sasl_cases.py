@@ -18,6 +18,7 @@ from pykraft.messages import rpc
 from pykraft.messages.kafka.sasl_authenticate_request import SaslAuthenticateRequest
 from pykraft.messages.kafka.sasl_handshake_request import SaslHandshakeRequest
 from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import api_key_of
 from pykraft.runtime.sasl_authenticator import AFTER_AUTHENTICATION
 from pykraft.security.jaas import PLAIN_LOGIN_MODULE
 from pykraft.security.plain import plain_client_token
@@ -35,16 +36,15 @@ CLOSED = "CLOSED"
 
 
 class Connection:
-    """One connection to the SASL listener; requests at whatever version they name."""
+    """One connection to the SASL listener; requests (of any API: once authenticated, the
+    session's) at whatever version they name."""
 
     def __init__(self, run: Run) -> None:
         self._sock = socket.create_connection(run.address, timeout=TIMEOUT_S)
 
-    def ask(self, version: int, request: SaslHandshakeRequest | SaslAuthenticateRequest
-            ) -> Any:
+    def ask(self, version: int, request: Any) -> Any:
         """The answer's body, or :data:`CLOSED` when the server closed instead."""
-        api_key = (ApiKey.SASL_HANDSHAKE if isinstance(request, SaslHandshakeRequest)
-                   else ApiKey.SASL_AUTHENTICATE)
+        api_key = api_key_of(request)
         header = rpc.RequestHeader(api_key, version, CORRELATION_ID, CLIENT_ID)
         self._sock.sendall(framed(rpc.encode_request(header, request)))
         payload = self._frame()
@@ -94,6 +94,17 @@ def authenticate(run: Run, token: bytes, *, first: bool = True, again: bool = Fa
         refused = body.error_code != 0 and not again
         return (code(body.error_code), body.error_message, bytes(body.auth_bytes),
                 refused and connection.closed())
+    finally:
+        connection.close()
+
+
+def as_alice(run: Run, request: Any) -> Any:
+    """``request``'s answer on a connection authenticated as alice (no super user)."""
+    connection = Connection(run)
+    try:
+        connection.ask(1, SaslHandshakeRequest(mechanism="PLAIN"))
+        connection.ask(2, SaslAuthenticateRequest(auth_bytes=GOOD))
+        return connection.ask(run.version, request)
     finally:
         connection.close()
 

@@ -18,6 +18,7 @@ from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.sasl_cases import SASL_CASES
 from conformance.scram_cases import SCRAM
+from conformance.topic_partitions_cases import DESCRIBE_TOPIC_PARTITIONS
 from conformance.txn_cases import TXN
 from conformance.wire import (
     CORRELATION_ID,
@@ -30,7 +31,8 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
-TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS]
+TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS,
+         *DESCRIBE_TOPIC_PARTITIONS]
 
 
 def rows() -> Iterator[Row]:

@@ -126,6 +126,7 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.DESCRIBE_QUORUM: Case(),
     ApiKey.UPDATE_FEATURES: Case(),
     ApiKey.DESCRIBE_CLUSTER: Case(),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: Case(),
     ApiKey.UNREGISTER_BROKER: Case(),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Case(),
     ApiKey.CONSUMER_GROUP_DESCRIBE: Case(),

@@ -1,11 +1,11 @@
 """The broker's client listener (PLAINTEXT): answered locally, or forwarded (KIP-590).
 
-Metadata, DescribeCluster and DescribeConfigs come from this broker's metadata image (and
-for its own configs, its properties file), a Metadata request naming a missing topic
-creating it (:mod:`pykraft.broker.auto_topics`); Produce from its replica manager
-(:mod:`pykraft.broker.produce`), and so are the reads: Fetch (:mod:`pykraft.broker.fetch`),
-ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and DeleteRecords; InitProducerId from
-the producer id blocks this broker gets from the controller
+Metadata, DescribeCluster, DescribeTopicPartitions and DescribeConfigs come from this
+broker's metadata image (and for its own configs, its properties file), a Metadata request
+naming a missing topic creating it (:mod:`pykraft.broker.auto_topics`); Produce from its
+replica manager (:mod:`pykraft.broker.produce`), and so are the reads: Fetch
+(:mod:`pykraft.broker.fetch`), ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and
+DeleteRecords; InitProducerId from the producer id blocks this broker gets from the controller
 (:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum and the voter changes
 (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them, and a
 ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
@@ -45,6 +45,7 @@ from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.coordinator_topics import CoordinatorFinder
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.describe_producers import describe_producers
+from pykraft.broker.describe_topic_partitions import describe_topic_partitions
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.forwarding import EnvelopeRefusedError, envelope_for, unwrapped
 from pykraft.broker.group_coordinator import GroupCoordinatorService
@@ -99,6 +100,9 @@ from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequ
 from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsResponse
 from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
 from pykraft.messages.kafka.describe_producers_response import DescribeProducersResponse
+from pykraft.messages.kafka.describe_topic_partitions_request import (
+    DescribeTopicPartitionsRequest,
+)
 from pykraft.messages.kafka.describe_transactions_request import DescribeTransactionsRequest
 from pykraft.messages.kafka.describe_user_scram_credentials_request import (
     DescribeUserScramCredentialsRequest,
@@ -223,8 +227,9 @@ class BrokerDispatcher(ListenerDispatcher):
         self._cluster_id = cluster_id
         self._listener_name = listener_name
         self._transactions = transactions
-        self._request_timeout_ms: int = ServerConfig(
-            self._settings.controller.properties).get("request.timeout.ms")
+        config = ServerConfig(self._settings.controller.properties)
+        self._request_timeout_ms: int = config.get("request.timeout.ms")
+        self._partition_cap: int = config.get("max.request.partition.size.limit")
         self.producer_ids = ProducerIdManager(self._settings.node_id, self._broker_epoch, channel)
 
     def _broker_epoch(self) -> int:
@@ -368,6 +373,16 @@ class BrokerDispatcher(ListenerDispatcher):
             self_id=self._settings.node_id, cluster_id=self._cluster_id,
             listener=self._listener_name, operations=access.cluster_operations(
                 body.include_cluster_authorized_operations)))
+
+    async def _describe_topic_partitions(self, request: RequestFrame, _: Session,
+                                         access: Access) -> bytes:
+        """From the image, a page of at most ``max.request.partition.size.limit``
+        partitions."""
+        image = self._metadata.image
+        body = request.body_as(DescribeTopicPartitionsRequest)
+        return await self._encode_large(request, lambda: describe_topic_partitions(
+            image, body, access, listener=self._listener_name,
+            partition_cap=self._partition_cap))
 
     async def _describe_scram(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         """From the image: off the loop when large."""
@@ -615,6 +630,7 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     # from this broker's image (and its properties, for its own configs)
     ApiKey.METADATA: BrokerApi(BrokerDispatcher._metadata_answer),
     ApiKey.DESCRIBE_CLUSTER: BrokerApi(BrokerDispatcher._describe_cluster),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: BrokerApi(BrokerDispatcher._describe_topic_partitions),
     ApiKey.DESCRIBE_CONFIGS: BrokerApi(BrokerDispatcher._describe_configs_answer),
     ApiKey.DESCRIBE_ACLS: BrokerApi(BrokerDispatcher._describe_acls),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerApi(BrokerDispatcher._describe_scram),

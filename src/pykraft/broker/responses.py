@@ -62,7 +62,7 @@ def _topic(image: MetadataImage, topic: TopicImage) -> md.MetadataResponseTopic:
         is_internal=topic.name in INTERNAL_TOPICS, partitions=_partitions(image, topic))
 
 
-def _missing_topic_error(name: str | None) -> ErrorCode:
+def missing_topic_error(name: str | None) -> ErrorCode:
     """A named topic the image lacks: INVALID_TOPIC_EXCEPTION when ``Topic.validate``
     refuses its name (fatal for clients), else UNKNOWN_TOPIC_OR_PARTITION (retried)."""
     if name is not None and topic_name_problem(name) is not None:
@@ -93,7 +93,7 @@ def metadata_response(image: MetadataImage, request: MetadataRequest, *, version
                               if wanted.name is not None else None)
             answered.append(_topic(image, found) if found is not None
                             else topic_error(wanted.name, wanted.topic_id,
-                                              _missing_topic_error(wanted.name)))
+                                              missing_topic_error(wanted.name)))
         topics = tuple(answered)
     brokers = tuple(
         md.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)

@@ -79,6 +79,10 @@ def topics(
         "configured minimum.")] = False,
     topics_with_overrides: Annotated[bool, _flag(
         "--topics-with-overrides", "Only show topics that have overridden configs.")] = False,
+    partition_size_limit_per_response: Annotated[int | None, typer.Option(
+        "--partition-size-limit-per-response", metavar="N",
+        help="The maximum partition size to be included in one DescribeTopicPartitions "
+        "response.")] = None,
     as_json: Annotated[bool, _flag(
         "--json", "JSON instead of Kafka's text (with --list or --describe).")] = False,
     table: Annotated[bool, _flag(
@@ -101,7 +105,8 @@ def topics(
         partitions=partitions, replication_factor=replication_factor,
         replica_assignment=replica_assignment, configs=tuple(config or ()),
         if_exists=if_exists, if_not_exists=if_not_exists, exclude_internal=exclude_internal,
-        reports=reports, topics_with_overrides=topics_with_overrides)
+        reports=reports, topics_with_overrides=topics_with_overrides,
+        partition_size_limit_per_response=partition_size_limit_per_response)
     try:
         topics_tool.check_options(options)
         if as_json and options.action not in ("list", "describe"):

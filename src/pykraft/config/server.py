@@ -286,6 +286,9 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "first write there (KIP-890)"),
     ConfigDef("auto.create.topics.enable", _to_bool, "true",
               "a Metadata request naming a missing topic creates it"),
+    ConfigDef("max.request.partition.size.limit", _to_int, "2000",
+              "the most partitions a DescribeTopicPartitions answer holds, whatever the "
+              "request's limit"),
     # pykraft's own keys (no Kafka equivalent).
     ConfigDef("metrics.port", _to_int, "-1", "Prometheus /metrics port; -1 = off"),
     ConfigDef("metrics.host", _to_optional_str, "", "metrics bind host; default = listener's"),

@@ -75,7 +75,8 @@ def dir_is_online(dir_id: uuid.UUID, online: tuple[uuid.UUID, ...]) -> bool:
     return dir_id != LOST_DIR and (not online or dir_id in online)
 
 
-def _directory(partition: PartitionRegistration, broker_id: int) -> uuid.UUID:
+def replica_directory(partition: PartitionRegistration, broker_id: int) -> uuid.UUID:
+    """The directory of ``broker_id``'s replica (Kafka's ``PartitionRegistration.directory``)."""
     if not partition.directories:
         return ZERO_UUID  # a partition from before 3.7-IV2: Kafka reads MIGRATING
     return partition.directories[partition.replicas.index(broker_id)]
@@ -91,13 +92,14 @@ def _assign(ctx: ControllerContext, broker: BrokerRegistration, topic: TopicImag
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if broker.broker_id not in partition.replicas:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    directories = tuple(dir_id if replica == broker.broker_id else _directory(partition, replica)
+    directories = tuple(dir_id if replica == broker.broker_id
+                        else replica_directory(partition, replica)
                         for replica in partition.replicas)
 
     def acceptable(replica: int) -> bool:
         registration = ctx.image.cluster.brokers.get(replica)
         return (registration is not None and is_usable(registration)
-                and dir_is_online(_directory(partition, replica), registration.log_dirs))
+                and dir_is_online(replica_directory(partition, replica), registration.log_dirs))
 
     elected = partition_change(topic, partition_id, partition, isr=partition.isr,
                                election=Election(acceptable, leader_recovery=True))

@@ -15,9 +15,13 @@ from typing import Any
 from pykraft.controller.responses import error_response
 from pykraft.ids import ZERO_UUID
 from pykraft.messages.kafka import describe_producers_response as dp
+from pykraft.messages.kafka import describe_topic_partitions_response as dtp
 from pykraft.messages.kafka import metadata_response as md
 from pykraft.messages.kafka import write_txn_markers_response as wtm
 from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
+from pykraft.messages.kafka.describe_topic_partitions_request import (
+    DescribeTopicPartitionsRequest,
+)
 from pykraft.messages.kafka.metadata_request import MetadataRequest
 from pykraft.messages.kafka.write_txn_markers_request import WriteTxnMarkersRequest
 from pykraft.protocol.apis import API_SPECS
@@ -37,6 +41,8 @@ def error_answer(api_key: int, request: Any, code: ErrorCode,
         return _markers(request, code)
     if isinstance(request, DescribeProducersRequest):
         return _producers(request, code, message)
+    if isinstance(request, DescribeTopicPartitionsRequest):
+        return topic_partitions_error(request, code)
     body = response_type(api_key, API_SPECS[api_key].max_version)()
     fields = {"error_code": code, "error_message": message}
     return dataclasses.replace(body, **{k: v for k, v in fields.items() if hasattr(body, k)})
@@ -66,6 +72,17 @@ def _producers(request: DescribeProducersRequest, code: int,
             dp.PartitionResponse(partition_index=index, error_code=code,
                                  error_message=message)
             for index in topic.partition_indexes))
+        for topic in request.topics))
+
+
+def topic_partitions_error(request: DescribeTopicPartitionsRequest,
+                           code: int) -> dtp.DescribeTopicPartitionsResponse:
+    """Every topic named, in the request's order (a name given twice answered twice), with
+    the error and no partitions; "all topics" (none named) gets none (Kafka's
+    ``DescribeTopicPartitionsRequest.getErrorResponse``)."""
+    return dtp.DescribeTopicPartitionsResponse(topics=tuple(
+        dtp.DescribeTopicPartitionsResponseTopic(error_code=code, name=topic.name,
+                                                 is_internal=False, partitions=())
         for topic in request.topics))
 
 

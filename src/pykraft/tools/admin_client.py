@@ -8,6 +8,7 @@ properties; this is that client, for brokers (``--bootstrap-controller`` tools u
     settings = admin_settings("host:9092,host2:9092", command_config=Path("admin.properties"))
     async with AdminClient(settings) as admin:
         cluster = await admin.metadata(["t1"])      # ClusterMetadata (None: every topic)
+        parts = await admin.topic_partitions(["t1"], 2000)  # by DescribeTopicPartitions
         configs = await admin.topic_configs(["t1"])  # {topic: (ConfigEntry, ...)}
         answer = await admin.request(body)           # any broker API, the generated classes
 
@@ -47,6 +48,15 @@ from pykraft.messages.kafka.describe_configs_request import (
     DescribeConfigsResource,
 )
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.describe_topic_partitions_request import (
+    Cursor,
+    DescribeTopicPartitionsRequest,
+    TopicRequest,
+)
+from pykraft.messages.kafka.describe_topic_partitions_response import (
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponsePartition,
+)
 from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.messages.kafka.metadata_response import MetadataResponse, MetadataResponsePartition
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
@@ -93,6 +103,10 @@ _DEFAULT_MESSAGES = {
 
 class AdminError(PyKraftError):
     """An admin call failed; the message is what Kafka's tools would print."""
+
+
+class UnsupportedApiError(AdminError):
+    """The broker serves no version of the API this client speaks."""
 
 
 class ApiError(AdminError):
@@ -199,7 +213,9 @@ def admin_settings(bootstrap_server: str, command_config: Path | None = None, *,
 
 @dataclass(frozen=True, slots=True)
 class PartitionMetadata:
-    """One partition as Metadata describes it; ``leader`` is None when it has none."""
+    """One partition as Metadata or DescribeTopicPartitions describes it; ``leader`` is None
+    when it has none; ``elr`` and ``last_known_elr`` are None from Metadata, which has
+    neither."""
 
     partition: int
     leader: int | None
@@ -207,6 +223,8 @@ class PartitionMetadata:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline: tuple[int, ...]
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +265,15 @@ def _partition(part: MetadataResponsePartition) -> PartitionMetadata:
         partition=part.partition_index, leader=leader if leader >= 0 else None,
         leader_epoch=part.leader_epoch, replicas=part.replica_nodes, isr=part.isr_nodes,
         offline=part.offline_replicas)
+
+
+def _described(part: DescribeTopicPartitionsResponsePartition) -> PartitionMetadata:
+    leader = part.leader_id
+    return PartitionMetadata(
+        partition=part.partition_index, leader=leader if leader >= 0 else None,
+        leader_epoch=part.leader_epoch, replicas=part.replica_nodes, isr=part.isr_nodes,
+        offline=part.offline_replicas, elr=part.eligible_leader_replicas or (),
+        last_known_elr=part.last_known_elr or ())
 
 
 def cluster_metadata(answer: MetadataResponse) -> ClusterMetadata:
@@ -303,7 +330,8 @@ class AdminClient:
                               max(0.1, deadline - time.monotonic()))
                 return await asyncio.wait_for(connection.request(body), timeout)
             except UnsupportedVersionError as exc:
-                raise AdminError(f"{exc}: is --bootstrap-server a broker's address?") from None
+                raise UnsupportedApiError(
+                    f"{exc}: is --bootstrap-server a broker's address?") from None
             except CONNECTION_ERRORS as exc:
                 self.close()
                 last_error = str(exc) or type(exc).__name__
@@ -341,6 +369,38 @@ class AdminClient:
         return cluster_metadata(await self.request(MetadataRequest(
             topics=wanted, allow_auto_topic_creation=False,
             include_topic_authorized_operations=False)))
+
+    async def topic_partitions(self, topics: Sequence[str], limit: int
+                               ) -> dict[str, tuple[PartitionMetadata, ...]] | None:
+        """The partitions of ``topics`` by DescribeTopicPartitions, pages of at most
+        ``limit`` partitions, as Kafka's admin client asks them: the topics sorted, those
+        answered dropped from the next page's request, a topic cut short asked again from
+        the partition after those it has. None when the broker does not serve the API
+        (Kafka's admin then asks Metadata); a topic answered with an error is an
+        :class:`ApiError`."""
+        pending = sorted(set(topics))
+        found: dict[str, list[PartitionMetadata]] = {}
+        cursor: Cursor | None = None
+        while pending:
+            try:
+                answer = await self.request(DescribeTopicPartitionsRequest(
+                    topics=tuple(TopicRequest(name=name) for name in pending),
+                    response_partition_limit=limit, cursor=cursor))
+            except UnsupportedApiError:
+                return None
+            assert isinstance(answer, DescribeTopicPartitionsResponse)
+            cut = None if answer.next_cursor is None else answer.next_cursor.topic_name
+            for topic in answer.topics:
+                raise_for(topic.error_code)
+                found.setdefault(str(topic.name), []).extend(map(_described, topic.partitions))
+            done = {str(t.name) for t in answer.topics} - {cut}
+            if not done and cut not in found:
+                raise AdminError(f"DescribeTopicPartitions answered nothing of {pending}")
+            pending = [name for name in pending if name not in done]
+            cursor = (Cursor(topic_name=cut, partition_index=len(found[cut]))
+                      if cut is not None and cut in found else None)
+        return {name: tuple(sorted(parts, key=lambda p: p.partition))
+                for name, parts in found.items()}
 
     async def topic_configs(self, topics: Sequence[str]) -> dict[str, tuple[ConfigEntry, ...]]:
         """DescribeConfigs of each topic, entries in the broker's order."""

@@ -17,9 +17,12 @@ Facts kept from Kafka: ``--topic`` is a regular expression (commas mean ``|``, q
 spaces dropped) matched against the whole name, except for ``--create``; topics are listed
 sorted; a describe prints a topic line (``Configs:`` lists the entries whose source is not
 the default) and a line per partition, with the report options printing only matching
-partitions. Partitions come from Metadata, as Kafka's admin client reads them from a broker
-without DescribeTopicPartitions (API 75), so ELR prints as ``N/A`` there like Kafka's does;
-partition reassignments are not listed (ListPartitionReassignments is not served).
+partitions. Partitions come from DescribeTopicPartitions (API 75) in pages of
+``--partition-size-limit-per-response`` (2000), as Kafka's admin client reads them, with
+their ELR; from Metadata when the broker does not serve it or for ``--topic-id`` (Kafka's
+admin describes ids with Metadata), ELR then printing ``N/A`` as Kafka's does. A leader
+that is not a live broker prints ``none``. Partition reassignments are not listed
+(ListPartitionReassignments is not served).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pykraft.config.topic_keys import TOPIC_KEYS
@@ -63,6 +66,8 @@ from pykraft.tools.log_dirs_tool import java_hash_order
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 MAX_REPLICATION_FACTOR = 32767
 DEFAULT_MIN_ISR = 1
+#: TopicCommand's default ``--partition-size-limit-per-response``.
+DEFAULT_PARTITION_LIMIT = 2000
 _CONFIGS_TOOL = " (To alter topic configurations, the kafka-configs tool can be used.)"
 _REPORTS = ("under-replicated-partitions", "under-min-isr-partitions",
             "at-min-isr-partitions", "unavailable-partitions")
@@ -90,6 +95,7 @@ class TopicOptions:
     exclude_internal: bool = False
     reports: frozenset[str] = field(default_factory=frozenset)  # names in _REPORTS
     topics_with_overrides: bool = False
+    partition_size_limit_per_response: int | None = None
 
     def present(self) -> set[str]:
         """The names of the options given, as Kafka's option parser knows them."""
@@ -103,6 +109,7 @@ class TopicOptions:
             ("if-exists", self.if_exists or None), ("if-not-exists", self.if_not_exists or None),
             ("exclude-internal", self.exclude_internal or None),
             ("topics-with-overrides", self.topics_with_overrides or None),
+            ("partition-size-limit-per-response", self.partition_size_limit_per_response),
         ):
             if value is not None:
                 given.add(name)
@@ -347,8 +354,9 @@ def _topic_id(text: str) -> uuid.UUID:
 
 
 async def describe_topics(admin: AdminClient, options: TopicOptions) -> Description:
-    """Metadata and DescribeConfigs of the topics ``--topic`` (or ``--topic-id``) selects;
-    the live brokers are those Metadata lists (unfenced ones, as DescribeCluster's)."""
+    """The partitions (see the module's docstring) and DescribeConfigs of the topics
+    ``--topic`` (or ``--topic-id``) selects; the live brokers are those Metadata lists
+    (unfenced ones, as DescribeCluster's)."""
     topic_id = _topic_id(options.topic_id) if options.topic_id else ZERO_UUID
     cluster = await admin.metadata(None)
     if topic_id != ZERO_UUID:
@@ -359,15 +367,21 @@ async def describe_topics(admin: AdminClient, options: TopicOptions) -> Descript
     else:
         names = matching(cluster, options.topic, options.exclude_internal)
         _ensure_found(names, options)
+    described = None if topic_id != ZERO_UUID else await admin.topic_partitions(
+        names, DEFAULT_PARTITION_LIMIT if options.partition_size_limit_per_response is None
+        else options.partition_size_limit_per_response)
+    partitions = described or {name: cluster.topics[name].partitions for name in names}
     configs = await admin.topic_configs(names)
+    live = frozenset(cluster.brokers)
     return Description(
-        topics=tuple(TopicDescription(name, cluster.topics[name].topic_id,
-                                      cluster.topics[name].partitions, configs.get(name, ()))
-                     for name in names),
-        live_brokers=frozenset(cluster.brokers))
+        topics=tuple(TopicDescription(name, cluster.topics[name].topic_id, tuple(
+            p if p.leader in live else replace(p, leader=None) for p in partitions[name]),
+            configs.get(name, ())) for name in names),
+        live_brokers=live)
 
 
 def _ids(ids: Sequence[int] | None) -> str:
+    """TopicCommand's list of node ids; ``N/A`` for a list the answer did not have."""
     return "N/A" if ids is None else ",".join(map(str, ids))
 
 
@@ -407,11 +421,11 @@ def topic_line(topic: TopicDescription) -> str:
 
 
 def partition_line(topic: str, part: PartitionMetadata) -> str:
-    """TopicCommand's partition line; ELR is ``N/A`` as Metadata does not carry it."""
+    """TopicCommand's partition line (ELR ``N/A`` when read from Metadata)."""
     leader = "none" if part.leader is None else str(part.leader)
     return (f"\tTopic: {topic}\tPartition: {part.partition}\tLeader: {leader}"
             f"\tReplicas: {_ids(part.replicas)}\tIsr: {_ids(part.isr)}"
-            f"\tElr: {_ids(None)}\tLastKnownElr: {_ids(None)}")
+            f"\tElr: {_ids(part.elr)}\tLastKnownElr: {_ids(part.last_known_elr)}")
 
 
 def describe_lines(description: Description, options: TopicOptions) -> list[str]:
@@ -421,6 +435,10 @@ def describe_lines(description: Description, options: TopicOptions) -> list[str]
             lines.append(topic_line(topic))
         lines.extend(partition_line(topic.name, p) for p in parts)
     return lines
+
+
+def _listed(ids: Sequence[int] | None) -> list[int] | None:
+    return None if ids is None else list(ids)
 
 
 def describe_json(description: Description, options: TopicOptions) -> list[dict[str, Any]]:
@@ -438,7 +456,8 @@ def describe_json(description: Description, options: TopicOptions) -> list[dict[
             "configs": {c.name: c.value for c in topic.overrides},
             "partitions": [{"partition": p.partition, "leader": p.leader,
                             "replicas": list(p.replicas), "isr": list(p.isr),
-                            "elr": None, "lastKnownElr": None} for p in parts],
+                            "elr": _listed(p.elr), "lastKnownElr": _listed(p.last_known_elr)}
+                           for p in parts],
         })
     return out
 
@@ -449,7 +468,7 @@ TABLE_HEADERS = ("Topic", "Partition", "Leader", "Replicas", "Isr", "Elr", "Last
 def describe_rows(description: Description, options: TopicOptions) -> list[tuple[str, ...]]:
     """One row per selected partition, for ``--table``."""
     return [(topic.name, str(p.partition), "none" if p.leader is None else str(p.leader),
-             _ids(p.replicas), _ids(p.isr), _ids(None), _ids(None))
+             _ids(p.replicas), _ids(p.isr), _ids(p.elr), _ids(p.last_known_elr))
             for topic, _, parts in selected(description, options) for p in parts]
 
 

@@ -15,6 +15,7 @@ from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
 from conformance.envelope_cases import ENVELOPE
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
+from conformance.quota_cases import QUOTAS
 from conformance.sasl_cases import SASL_CASES
 from conformance.scram_cases import SCRAM
 from conformance.txn_cases import TXN
@@ -29,7 +30,7 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
-TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL_CASES, *ENVELOPE, *TXN]
+TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *QUOTAS, *SASL_CASES, *ENVELOPE, *TXN]
 
 
 def rows() -> Iterator[Row]:

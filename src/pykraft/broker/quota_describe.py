@@ -113,7 +113,8 @@ def describe_client_quotas(quotas: ClientQuotasImage,
     except FilterError as exc:
         return DescribeClientQuotasResponse(error_code=exc.code, error_message=str(exc),
                                             entries=None)
-    return DescribeClientQuotasResponse(error_code=ErrorCode.NONE, error_message=None,
+    # Kafka's answer keeps the schema's default message, "", not null
+    return DescribeClientQuotasResponse(error_code=ErrorCode.NONE, error_message="",
                                         entries=tuple(_entry(entity, quotas.entities[entity])
                                                       for entity in entities))
 

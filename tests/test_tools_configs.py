@@ -13,11 +13,22 @@ import pytest
 from typer.testing import CliRunner
 
 from pykraft.cli.main import app
+from pykraft.messages.kafka import alter_client_quotas_response as aq
+from pykraft.messages.kafka import describe_client_quotas_response as dq
 from pykraft.messages.kafka import describe_configs_response as dc
 from pykraft.messages.kafka import describe_user_scram_credentials_response as ds
+from pykraft.messages.kafka.alter_client_quotas_request import AlterClientQuotasRequest
+from pykraft.messages.kafka.alter_client_quotas_response import AlterClientQuotasResponse
 from pykraft.messages.kafka.alter_user_scram_credentials_response import (
     AlterUserScramCredentialsResponse,
     AlterUserScramCredentialsResult,
+)
+from pykraft.messages.kafka.describe_client_quotas_request import DescribeClientQuotasRequest
+from pykraft.messages.kafka.describe_client_quotas_response import (
+    DescribeClientQuotasResponse,
+)
+from pykraft.messages.kafka.describe_user_scram_credentials_request import (
+    DescribeUserScramCredentialsRequest,
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools import configs_tool as tool
@@ -33,6 +44,7 @@ from pykraft.tools.configs_args import (
 )
 
 SERVER = "127.0.0.1:9092"
+NO_QUOTAS = DescribeClientQuotasResponse(error_code=0, error_message="", entries=())
 
 
 # -- --add-config and --delete-config ------------------------------------------------------
@@ -116,8 +128,10 @@ def args(**fields: Any) -> ConfigsArgs:
      "with --alter"),
     (args(alter=True, entity_types=("users", "clients"), entity_names=("alice",),
           add_config="a=b"), "An entity name must be specified for every entity type"),
-    (args(describe=True, client="c"), "Entity type clients is not supported: client quotas"),
-    (args(describe=True, client_defaults=True), "Entity type clients is not supported"),
+    (args(describe=True, ip="300.1.1.1"), "The entity name for ips must be a valid IP or "
+     "resolvable host, but it is: 300.1.1.1"),
+    (args(describe=True, entity_types=("users",), entity_names=("a", "b")),
+     "More entity names specified than entity types"),
     (args(describe=True, broker_logger="1"), "Entity type broker-loggers is not supported"),
     (args(describe=True, entity_types=("groups",)), "Entity type groups is not supported"),
 ])
@@ -173,7 +187,8 @@ def test_credential_refusals(text: str, message: str | None) -> None:
 
 
 class FakeAdmin:
-    """Answers one canned response and keeps the bodies sent."""
+    """Answers a canned response (by the request's type when given a dict of them) and
+    keeps the bodies sent."""
 
     def __init__(self, answer: Any) -> None:
         self.answer = answer
@@ -181,6 +196,8 @@ class FakeAdmin:
 
     async def request(self, body: Any) -> Any:
         self.sent.append(body)
+        if isinstance(self.answer, dict):
+            return self.answer[type(body)]
         return self.answer
 
 
@@ -241,8 +258,16 @@ def test_an_alter_refused_by_the_controller_is_its_message() -> None:
      "Only quota and SCRAM credential configs can be deleted for 'users'"),
     ({"user_defaults": True, "add_config": "SCRAM-SHA-256=[password=p]"},
      "The use of --entity-default or --user-defaults is not allowed with User SCRAM"),
-    ({"user": "alice", "add_config": "producer_byte_rate=1024"},
-     "Quota configs (producer_byte_rate) are not supported: client quotas"),
+    ({"user": "alice", "add_config": "producer_byte_rate=1,SCRAM-SHA-256=[password=p]"},
+     "Cannot alter both quota and SCRAM credential configs simultaneously for 'users'"),
+    ({"client": "c", "add_config": "SCRAM-SHA-256=[password=p],x=1"},
+     "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected "
+     "config names: SCRAM-SHA-256,x"),
+    ({"user": "u", "client": "c", "delete_config": ("y",)},
+     "Only quota configs can be deleted for 'clients'"),
+    ({"ip": "1.2.3.4", "add_config": "producer_byte_rate=1,a=2"},
+     "Only connection quota configs can be added for 'ips' using --bootstrap-server. "
+     "Unexpected config names: a, producer_byte_rate"),
 ])
 def test_user_keys_refused_before_any_request(fields: dict[str, Any], message: str) -> None:
     clients = FakeClients(None)
@@ -317,10 +342,11 @@ def test_user_credentials_and_failures() -> None:
                 user="bob", error_code=ErrorCode.RESOURCE_NOT_FOUND,
                 error_message="Attempt to describe a user credential that does not exist: bob",
                 credential_infos=())))
-    clients = FakeClients(answer)
+    clients = FakeClients({DescribeUserScramCredentialsRequest: answer,
+                           DescribeClientQuotasRequest: NO_QUOTAS})
     command = check_args(args(describe=True, entity_types=("users",)))
     reports = asyncio.run(tool.describe(cast(tool.ConfigsClients, clients), command))
-    assert clients.bootstrap.sent[0].users == ()  # every user
+    assert clients.bootstrap.sent[1].users == ()  # every user
     assert tool.lines(reports) == [
         "SCRAM credential configs for user-principal 'alice' are "
         "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096",
@@ -331,16 +357,63 @@ def test_user_credentials_and_failures() -> None:
         "entityType": "users", "entityName": "alice", "credentials": [
             {"mechanism": "SCRAM-SHA-256", "iterations": 8192},
             {"mechanism": "SCRAM-SHA-512", "iterations": 4096}]}
-    # the default user has no credentials to describe (and client quotas are not served)
+    # the default user has no credentials to describe
     defaults = check_args(args(describe=True, entity_types=("users",), entity_default=True))
     assert asyncio.run(tool.describe(cast(tool.ConfigsClients, clients), defaults)) == []
 
 
 def test_the_cli_refuses_on_stderr_before_connecting() -> None:
     result = CliRunner().invoke(app, ["configs", "--bootstrap-server", SERVER, "--describe",
-                                      "--entity-type", "clients"])
+                                      "--entity-type", "groups"])
     assert result.exit_code == 1
-    assert result.stderr.startswith("Entity type clients is not supported")
+    assert result.stderr.startswith("Entity type groups is not supported")
     assert result.stdout == ""
     help_text = CliRunner().invoke(app, ["configs", "--help"])
     assert help_text.exit_code == 0 and "--add-config" in help_text.stdout
+
+
+# -- client quotas -------------------------------------------------------------------------
+
+def _quotas(*entries: tuple[tuple[tuple[str, str | None], ...], dict[str, float]]
+            ) -> DescribeClientQuotasResponse:
+    return DescribeClientQuotasResponse(error_code=0, error_message="", entries=tuple(
+        dq.EntryData(entity=tuple(dq.EntityData(entity_type=k, entity_name=n) for k, n in e),
+                     values=tuple(dq.ValueData(key=k, value=v) for k, v in values.items()))
+        for e, values in entries))
+
+
+def test_quota_lines_name_user_client_and_ip_with_java_doubles() -> None:
+    clients = FakeClients(_quotas(
+        ((("client-id", None), ("user", "alice")), {"producer_byte_rate": 1024.0,
+                                                     "request_percentage": 12.5}),
+        ((("user", None),), {"consumer_byte_rate": 2e7})))
+    command = check_args(args(describe=True, entity_types=("users", "clients")))
+    lines = tool.lines(asyncio.run(tool.describe(cast(tool.ConfigsClients, clients), command)))
+    assert sorted(lines) == [
+        "Quota configs for the default user-principal are consumer_byte_rate=2.0E7",
+        "Quota configs for user-principal 'alice', the default client-id are "
+        "producer_byte_rate=1024.0, request_percentage=12.5"]
+    (sent,) = clients.bootstrap.sent  # no SCRAM credentials asked for a user's clients
+    assert sent.strict and [(c.entity_type, c.match_type, c.match)
+                            for c in sent.components] == [("user", 2, None),
+                                                          ("client-id", 2, None)]
+
+
+def test_quota_alter_sends_one_alteration_and_refuses_deleting_what_is_not_set() -> None:
+    ok = AlterClientQuotasResponse(entries=(aq.EntryData(error_code=0, error_message=None),))
+    clients = FakeClients({DescribeClientQuotasRequest: _quotas(
+        ((("ip", "1.2.3.4"),), {"connection_creation_rate": 3.0})),
+        AlterClientQuotasRequest: ok})
+    assert run_alter(clients, ip="1.2.3.4", add_config="connection_creation_rate=5",
+                     delete_config=("connection_creation_rate",)) == (
+        "Completed updating config for ip 1.2.3.4.")
+    (entry,) = clients.bootstrap.sent[1].entries
+    assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("ip", "1.2.3.4")]
+    assert [(o.key, o.value, o.remove) for o in entry.ops] == [
+        ("connection_creation_rate", 5.0, False), ("connection_creation_rate", 0.0, True)]
+    empty = FakeClients(NO_QUOTAS)
+    with pytest.raises(AdminError, match=r"^Invalid config\(s\): producer_byte_rate$"):
+        run_alter(empty, user_defaults=True, delete_config=("producer_byte_rate",))
+    with pytest.raises(ConfigsArgumentError, match="Cannot parse quota configuration value "
+                       "for producer_byte_rate: fast"):
+        run_alter(empty, user="u", add_config="producer_byte_rate=fast")

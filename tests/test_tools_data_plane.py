@@ -22,6 +22,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from typer.testing import CliRunner
 
 from pykraft.errors import CorruptRecordError, UsageError
+from pykraft.java import java_hash_order
 from pykraft.messages.kafka.delete_records_response import (
     DeleteRecordsPartitionResult,
     DeleteRecordsResponse,
@@ -515,7 +516,7 @@ def test_log_dirs_json_is_kafkas_hash_map_order() -> None:
 
 def test_java_hash_map_order_follows_buckets() -> None:
     # Integer keys hash to themselves: 17 lands in bucket 1 of 16, 3 in bucket 3
-    assert log_dirs_tool.java_hash_order([3, 17, 1], lambda v: v) == [17, 1, 3]
+    assert java_hash_order([3, 17, 1], lambda v: v) == [17, 1, 3]
 
 
 def test_log_dirs_refuses_brokers_not_in_the_cluster() -> None:

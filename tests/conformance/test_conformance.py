@@ -16,6 +16,7 @@ from conformance.election_cases import ELECTIONS
 from conformance.envelope_cases import ENVELOPE
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
+from conformance.quota_cases import QUOTAS
 from conformance.sasl_cases import SASL_CASES
 from conformance.scram_cases import SCRAM
 from conformance.topic_partitions_cases import DESCRIBE_TOPIC_PARTITIONS
@@ -31,7 +32,7 @@ from conformance.wire import (
 from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
-TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS,
+TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *QUOTAS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS,
          *DESCRIBE_TOPIC_PARTITIONS]
 
 

@@ -15,6 +15,7 @@ from pykraft.image import (
     load_snapshot,
     write_image_snapshot,
 )
+from pykraft.java import java_double_text
 from pykraft.records.metadata import (
     ClientQuotaRecord,
     ConfigRecord,
@@ -23,7 +24,6 @@ from pykraft.records.metadata import (
     ProducerIdsRecord,
 )
 from pykraft.shell import MetadataShell, image_tree
-from pykraft.shell.tree import java_double_text
 
 MV_3_9_IV0 = 21
 ALICE = (("user", "alice"),)

@@ -3,8 +3,8 @@ makes against both clusters, in order: each run finds the state the runs before 
 same on both clusters).
 
 Every operation of every tool that talks to a cluster: topics (create, alter, list, describe
-and its filters, delete), configs (topic, broker, broker defaults and user SCRAM: describe,
-alter, delete; the entity types the tool does not serve), acls (add, list, remove, with an
+and its filters, delete), configs (topic, broker, broker defaults, user SCRAM and client quotas:
+describe, alter, delete; the entity types the tool does not serve), acls (add, list, remove, with an
 authorizer on both clusters), the console producer (each codec, headers, ``--sync``) and
 consumer, consumer-groups (list, describe, the offset resets, delete-offsets, delete),
 get-offsets (each ``--time``), log-dirs, delete-records, leader-election, metadata-quorum
@@ -150,8 +150,23 @@ CONFIGS = [
     configs("describe every user", "--describe", "--entity-type", "users"),
     configs("describe broker-loggers", "--describe", "--entity-type", "broker-loggers",
             "--entity-name", "1000"),
-    configs("describe client quotas", "--describe", "--entity-type", "clients",
-            "--entity-name", "c1"),
+    configs("alter client quota", "--alter", "--client", "c1", "--add-config",
+            "producer_byte_rate=1048576"),
+    configs("alter quota of a user's client", "--alter", "--user", "bob", "--client", "c2",
+            "--add-config", "consumer_byte_rate=2048,request_percentage=12.5"),
+    configs("describe a user's client quotas", "--describe", "--entity-type", "users",
+            "--entity-name", "bob", "--entity-type", "clients"),
+    configs("alter ip quota", "--alter", "--ip", "10.1.2.4", "--add-config",
+            "connection_creation_rate=10"),
+    configs("describe ip quota", "--describe", "--ip", "10.1.2.4"),
+    configs("refuse a fractional quota", "--alter", "--client", "c1", "--add-config",
+            "producer_byte_rate=1.5"),
+    configs("refuse an ip key for a client", "--alter", "--client", "c1", "--add-config",
+            "connection_creation_rate=1"),
+    configs("delete client quota", "--alter", "--client", "c1", "--delete-config",
+            "producer_byte_rate"),
+    configs("describe every client quota", "--describe", "--entity-type", "clients"),
+    configs("describe default user quotas", "--describe", "--user-defaults"),
     configs("describe group configs", "--describe", "--entity-type", "groups",
             "--entity-name", GROUP),
 ]

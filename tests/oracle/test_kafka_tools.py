@@ -86,9 +86,6 @@ KNOWN = {
         "pykraft.*), has no default for listeners (Kafka: PLAINTEXT://:9092) nor "
         "security.inter.broker.protocol (it follows inter.broker.listener.name), no "
         "cluster-level min.insync.replicas (ELR) and refuses log.cleaner.threads"),
-    "kafka-configs.alter client quota": "pykraft serves no DescribeClientQuotas / "
-                                        "AlterClientQuotas",
-    "kafka-configs.describe client quota": "as kafka-configs.alter client quota",
     "kafka-features.describe": "pykraft finalizes metadata.version 3.9-IV0 (supports up to "
                                "4.2-IV1) and none of eligible.leader.replicas, group, share, "
                                "streams, transaction.version; Kafka 4.4 finalizes 4.4-IV2 "

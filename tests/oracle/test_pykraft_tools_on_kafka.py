@@ -112,7 +112,6 @@ KNOWN = {
 #: run name -> what the tool does not serve (it refuses, alike on both clusters)
 UNSUPPORTED_RUNS = {
     "pykraft configs.describe broker-loggers": "no dynamic logger levels (BROKER_LOGGER)",
-    "pykraft configs.describe client quotas": "no DescribeClientQuotas / AlterClientQuotas",
     "pykraft configs.describe group configs": "no group configs",
 }
 #: operations of the tools no run makes, and why

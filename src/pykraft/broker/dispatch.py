@@ -73,6 +73,7 @@ from pykraft.broker.producer_ids import (
     init_producer_id,
     producer_id_and_epoch_refusal,
 )
+from pykraft.broker.quota_describe import describe_client_quotas
 from pykraft.broker.read_after_write import settle
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
@@ -93,6 +94,7 @@ from pykraft.messages.kafka.add_partitions_to_txn_request import AddPartitionsTo
 from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
 from pykraft.messages.kafka.delete_records_response import DeleteRecordsResponse
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
+from pykraft.messages.kafka.describe_client_quotas_request import DescribeClientQuotasRequest
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
@@ -391,6 +393,12 @@ class BrokerDispatcher(ListenerDispatcher):
         return await self._encode_large(request, lambda: describe_user_scram_credentials(
             image.scram, body))
 
+    async def _describe_quotas(self, request: RequestFrame, _: Session, __: Access) -> bytes:
+        """From the image: off the loop when large."""
+        quotas = self._metadata.image.client_quotas
+        body = request.body_as(DescribeClientQuotasRequest)
+        return await self._encode_large(request, lambda: describe_client_quotas(quotas, body))
+
     async def _describe_acls(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         body = request.body_as(DescribeAclsRequest)
         return self._encode(request, describe_acls(
@@ -634,6 +642,7 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     ApiKey.DESCRIBE_CONFIGS: BrokerApi(BrokerDispatcher._describe_configs_answer),
     ApiKey.DESCRIBE_ACLS: BrokerApi(BrokerDispatcher._describe_acls),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerApi(BrokerDispatcher._describe_scram),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: BrokerApi(BrokerDispatcher._describe_quotas),
     # from the producer id blocks the controller hands this broker
     ApiKey.INIT_PRODUCER_ID: BrokerApi(BrokerDispatcher._init_producer_id),
     # the data plane: partition logs
@@ -655,5 +664,6 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
         ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.UPDATE_FEATURES,
         ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER,
         ApiKey.UNREGISTER_BROKER, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-        ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ELECT_LEADERS), _FORWARDED),
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ApiKey.ELECT_LEADERS, ApiKey.ALTER_CLIENT_QUOTAS),
+        _FORWARDED),
 }

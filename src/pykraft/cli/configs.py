@@ -35,14 +35,15 @@ def configs(
         "available.")] = False,
     entity_type: Annotated[list[str] | None, typer.Option(
         "--entity-type", metavar="TYPE",
-        help="Type of entity: topics, brokers or users (clients, ips, broker-loggers, "
+        help="Type of entity: topics, brokers, users, clients or ips (broker-loggers, "
         "client-metrics and groups are not served by pykraft).")] = None,
     entity_name: Annotated[list[str] | None, typer.Option(
         "--entity-name", metavar="NAME",
-        help="Name of entity (topic name/broker id/user principal name).")] = None,
+        help="Name of entity (topic name/broker id/user principal name/client id/ip).")
+    ] = None,
     entity_default: Annotated[bool, typer.Option(
-        "--entity-default", help="Default entity name for brokers and users (applies to "
-        "corresponding entity type).")] = False,
+        "--entity-default", help="Default entity name for clients/users/brokers/ips "
+        "(applies to corresponding entity type).")] = False,
     add_config: Annotated[str | None, typer.Option(
         "--add-config", metavar="K=V,...",
         help="Key Value pairs of configs to add. Square brackets can be used to group values "
@@ -65,15 +66,17 @@ def configs(
                     ] = None,
     user_defaults: Annotated[bool, typer.Option(
         "--user-defaults", help="The config defaults for all users.")] = False,
-    client: Annotated[str | None, typer.Option("--client", help="The client's ID (not "
-                                               "served).")] = None,
+    client: Annotated[str | None, typer.Option("--client", help="The client's ID.")] = None,
     client_defaults: Annotated[bool, typer.Option(
-        "--client-defaults", help="The config defaults for all clients (not served).")
-    ] = False,
+        "--client-defaults", help="The config defaults for all clients.")] = False,
+    ip: Annotated[str | None, typer.Option("--ip", help="The IP address.")] = None,
+    ip_defaults: Annotated[bool, typer.Option(
+        "--ip-defaults", help="The config defaults for all IPs.")] = False,
     as_json: Annotated[bool, typer.Option(
         "--json", help="With --describe: the entities as a JSON list.")] = False,
 ) -> None:
-    """Describe and alter topic, broker and user (SCRAM) configs (kafka-configs.sh)."""
+    """Describe and alter topic and broker configs, client quotas and users' SCRAM
+    credentials (kafka-configs.sh)."""
     from pykraft.tools import configs_tool as tool
     from pykraft.tools.admin_client import admin_settings
     from pykraft.tools.configs_args import ConfigsArgs, check_args
@@ -86,6 +89,7 @@ def configs(
             entity_default=entity_default, topic=topic, broker=broker,
             broker_defaults=broker_defaults, broker_logger=broker_logger, user=user,
             user_defaults=user_defaults, client=client, client_defaults=client_defaults,
+            ip=ip, ip_defaults=ip_defaults,
             add_config=add_config, add_config_file=add_config_file,
             delete_config=tuple(delete_config or ())))
         settings = admin_settings(command.bootstrap, command_config)

@@ -9,11 +9,12 @@ release once they commit. Nothing is written or answered by the operation itself
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pykraft.config.authorizer import authorizer_config
 from pykraft.errors import ConfigError
+from pykraft.image.client_quotas import literal_ip
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot import (
@@ -126,6 +127,9 @@ class ControllerContext:
     controlled shutdown (Kafka's BrokerHeartbeatManager soft state, lost on failover)."""
     metadata_offsets: Mapping[int, int] = field(default_factory=dict)
     """Broker id -> the metadata offset its latest heartbeat reported."""
+    ip_resolves: Callable[[str], bool] = literal_ip
+    """Whether an ip quota entity's name is an address (a literal, or a host name the
+    driver resolves: the controller itself does no I/O)."""
 
     def lowest_active_offset(self) -> int:
         """The lowest metadata offset of the active brokers (unfenced, not shutting down);

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pykraft.config.authorizer import authorizer_config
 from pykraft.controller import (
     acl_control,
+    client_quota_control,
     cluster_control,
     config_control,
     dir_assignment,
@@ -43,11 +44,13 @@ from pykraft.controller.activation import (
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.controller.responses import error_response
 from pykraft.errors import ControllerError, MetadataRecordError, NotLeaderError
+from pykraft.image.client_quotas import literal_ip
 from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
 from pykraft.image.versions import MV_3_3_IV1, record_version
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
+from pykraft.messages.kafka.alter_client_quotas_request import AlterClientQuotasRequest
 from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
 from pykraft.messages.kafka.alter_partition_request import AlterPartitionRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
@@ -125,6 +128,8 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
         return acl_control.create_acls(ctx, request)
     if isinstance(request, DeleteAclsRequest):
         return acl_control.delete_acls(ctx, request)
+    if isinstance(request, AlterClientQuotasRequest):
+        return client_quota_control.alter_client_quotas(ctx, request)
     return None
 
 
@@ -157,12 +162,14 @@ class QuorumController:
         writer: RecordWriter,
         rng: random.Random,
         bootstrap: Sequence[object] = DEFAULT_BOOTSTRAP,
+        ip_resolves: Callable[[str], bool] = literal_ip,
     ) -> None:
         self.config = config
         self._writer = writer
         self._rng = rng
         ordered_bootstrap(bootstrap)  # refuse a bootstrap without metadata.version up front
         self._bootstrap = tuple(bootstrap)
+        self._ip_resolves = ip_resolves  # the driver's host name lookup (quota entities)
         self._min_insync_replicas = static_min_insync_replicas(config.properties)
         self._committed = ImageLoader()
         self._committed_registrations: dict[int, int] = {}
@@ -395,7 +402,8 @@ class QuorumController:
         )
         return ControllerContext(self.config, self._image, self._next_offset, self._now_ms,
                                  self._rng, dict(self._registrations), expired,
-                                 dict(self._shutdown_offsets), dict(self._metadata_offsets))
+                                 dict(self._shutdown_offsets), dict(self._metadata_offsets),
+                                 self._ip_resolves)
 
     def _track_shutdown(self, request: BrokerHeartbeatRequest, response: object) -> None:
         """Kafka's controlled shutdown offset: the end of what the heartbeat that began a

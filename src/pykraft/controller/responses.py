@@ -10,6 +10,8 @@ from typing import Any
 
 from pykraft.messages.kafka import allocate_producer_ids_request as allocate_req
 from pykraft.messages.kafka import allocate_producer_ids_response as allocate_resp
+from pykraft.messages.kafka import alter_client_quotas_request as quotas_req
+from pykraft.messages.kafka import alter_client_quotas_response as quotas_resp
 from pykraft.messages.kafka import alter_configs_request as alter_req
 from pykraft.messages.kafka import alter_configs_response as alter_resp
 from pykraft.messages.kafka import alter_partition_request as ap_req
@@ -143,6 +145,16 @@ def _elect_leaders(req: el_req.ElectLeadersRequest, code: ErrorCode,
         for t in req.topic_partitions or ()))
 
 
+def _alter_quotas(req: quotas_req.AlterClientQuotasRequest, code: ErrorCode,
+                  message: str | None) -> object:
+    """Kafka's getErrorResponse: every entry, its entity as the request listed it."""
+    return quotas_resp.AlterClientQuotasResponse(entries=tuple(
+        quotas_resp.EntryData(error_code=code, error_message=message, entity=tuple(
+            quotas_resp.EntityData(entity_type=e.entity_type, entity_name=e.entity_name)
+            for e in entry.entity))
+        for entry in req.entries))
+
+
 def _top_level(response: type) -> _Builder:
     """Kafka's ``getErrorResponse`` of a request without parts, as a generated class: the
     code, the message where the response has one, every other field at the schema's
@@ -175,6 +187,7 @@ _BUILDERS: dict[type, _Builder] = {
     el_req.ElectLeadersRequest: _elect_leaders,
     cacl_req.CreateAclsRequest: _create_acls,
     dacl_req.DeleteAclsRequest: _delete_acls,
+    quotas_req.AlterClientQuotasRequest: _alter_quotas,
     descacl_req.DescribeAclsRequest: lambda _r, c, m: descacl_resp.DescribeAclsResponse(
         error_code=c, error_message=m),
 }

@@ -1,17 +1,41 @@
 """Client quotas in the metadata log (KIP-546): entity -> quota key -> value.
 
-pykraft neither serves nor enforces client quotas, but a Kafka controller in the quorum (or
-a Kafka broker forwarding AlterClientQuotas to it) writes ClientQuotaRecords, and an image
-must carry them into its snapshots as Kafka's ClientQuotasImage does: a Kafka node loading
-a snapshot a pykraft node wrote would otherwise lose every quota.
+The controller writes ClientQuotaRecords for AlterClientQuotas, brokers answer
+DescribeClientQuotas from their image (pykraft does not enforce the quotas yet), and an
+image carries them into its snapshots as Kafka's ClientQuotasImage does: a Kafka node loading
+a snapshot a pykraft node wrote would otherwise lose every quota. The entity types and the
+keys each accepts are Kafka's (``ClientQuotaEntity``, ``QuotaConfig``).
 """
 
 from __future__ import annotations
 
+import enum
+import ipaddress
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from pykraft.java import int32, java_string_hash
 from pykraft.records.metadata import ClientQuotaRecord, EntityData
+
+USER, CLIENT_ID, IP = "user", "client-id", "ip"
+
+
+class QuotaType(enum.Enum):
+    """The ConfigDef type of a quota key: what values the controller accepts for it."""
+
+    LONG = "a LONG"
+    INT = "an INT"
+    DOUBLE = "a DOUBLE"
+
+
+#: Kafka's ``QuotaConfig.userAndClientQuotaConfigs()``: the keys of user and client-id
+#: entities.
+USER_CLIENT_QUOTAS = {"producer_byte_rate": QuotaType.LONG,
+                      "consumer_byte_rate": QuotaType.LONG,
+                      "request_percentage": QuotaType.DOUBLE,
+                      "controller_mutation_rate": QuotaType.DOUBLE}
+#: Kafka's ``QuotaConfig.ipConfigs()``: the one key of ip entities.
+IP_QUOTAS = {"connection_creation_rate": QuotaType.INT}
 
 QuotaEntity = tuple[tuple[str, str | None], ...]
 """(entity type, name) pairs sorted by type; a None name is the type's default entity.
@@ -24,7 +48,26 @@ def quota_entity(entity: Iterable[EntityData]) -> QuotaEntity:
     return tuple(sorted({data.entity_type: data.entity_name for data in entity}.items()))
 
 
-def _entity_order(entity: QuotaEntity) -> tuple[tuple[str, bool, str], ...]:
+def literal_ip(host: str) -> bool:
+    """An IPv4 or IPv6 literal (bracketed or not): what ``InetAddress.getByName`` takes for
+    an ip entity's name without a lookup."""
+    text = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def entity_hash(entity: Iterable[tuple[str, str | None]]) -> int:
+    """``ClientQuotaEntity.hashCode``: ``Objects.hash(entries)``, a map's hash being the sum
+    of its entries' ``key.hashCode() ^ value.hashCode()`` (0 for a null name)."""
+    total = sum(java_string_hash(kind) ^ (0 if name is None else java_string_hash(name))
+                for kind, name in entity)
+    return int32(31 + total)
+
+
+def entity_order(entity: QuotaEntity) -> tuple[tuple[str, bool, str], ...]:
     """A total order for snapshots: a default (None) name sorts before any name."""
     return tuple((kind, name is not None, name or "") for kind, name in entity)
 
@@ -38,7 +81,7 @@ class ClientQuotasImage:
     def records(self) -> Iterator[tuple[object, int]]:
         """Kafka's ClientQuotasImage.write: one record per key, at every metadata.version.
         Kafka iterates hash maps; pykraft sorts, so its own snapshots are reproducible."""
-        for entity in sorted(self.entities, key=_entity_order):
+        for entity in sorted(self.entities, key=entity_order):
             data = tuple(EntityData(entity_type=kind, entity_name=name)
                          for kind, name in entity)
             quotas = self.entities[entity]

@@ -51,6 +51,8 @@ class ApiKey(IntEnum):
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     VOTE = 52
@@ -189,6 +191,10 @@ _SPECS = (
     _spec(ApiKey.ELECT_LEADERS, (0, 2), 2, _BOTH),
     _spec(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), 1, _BOTH),
     _spec(ApiKey.OFFSET_DELETE, (0, 0), None, _BROKER),
+    # Client quotas (KIP-546): Kafka's controller has no DescribeClientQuotas handler, its
+    # brokers answer it from their image; AlterClientQuotas is the controller's, forwarded.
+    _spec(ApiKey.DESCRIBE_CLIENT_QUOTAS, (0, 1), 1, _BROKER),
+    _spec(ApiKey.ALTER_CLIENT_QUOTAS, (0, 1), 1, _BOTH),
     # Kafka's schema lists the controller for Describe too, but its controller has no
     # handler ("Unsupported ApiKey"): brokers answer it from their image.
     _spec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, (0, 0), 0, _BROKER),

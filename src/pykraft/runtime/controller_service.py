@@ -40,6 +40,7 @@ from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
 from pykraft.runtime.broker_liveness import BrokerLiveness
+from pykraft.runtime.host_names import ip_resolves
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.snapshot_loader import SnapshotLoader
 
@@ -52,6 +53,7 @@ CONTROLLER_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS,
     ApiKey.UPDATE_FEATURES, ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ELECT_LEADERS,
+    ApiKey.ALTER_CLIENT_QUOTAS,
 })
 
 
@@ -70,7 +72,8 @@ class ControllerService:
     def __init__(self, config: ControllerConfig, *, bootstrap: Sequence[object],
                  rng: random.Random | None = None) -> None:
         self.controller = QuorumController(config, writer=self._append,
-                                           rng=rng or random.Random(), bootstrap=bootstrap)
+                                           rng=rng or random.Random(), bootstrap=bootstrap,
+                                           ip_resolves=ip_resolves)
         self._node: RaftNode | None = None
         self._snapshots = SnapshotLoader(self._load_image, label="controller")
         self.snapshot_generator = SnapshotGenerator(config.snapshot_policy())

@@ -86,6 +86,7 @@ _COMMON: dict[int, ApiRule] = {
     _K.DESCRIBE_ACLS: _cluster(_O.DESCRIBE),
     _K.ALTER_USER_SCRAM_CREDENTIALS: _cluster(_O.ALTER),
     _K.ELECT_LEADERS: _cluster(_O.ALTER),
+    _K.ALTER_CLIENT_QUOTAS: _cluster(_O.ALTER_CONFIGS),
 }
 #: KafkaApis. Forwarded requests are checked on the broker before they are forwarded (no
 #: Envelope carries the client's principal to the controller), with the controller's rules.
@@ -111,6 +112,7 @@ BROKER_RULES: dict[int, ApiRule] = _COMMON | {
     # CLUSTER_ACTION, or ALTER on the cluster (Kafka 4 checks ALTER first)
     _K.WRITE_TXN_MARKERS: ApiRule(Scope.CUSTOM, _O.CLUSTER_ACTION, _R.CLUSTER),
     _K.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(_O.DESCRIBE),
+    _K.DESCRIBE_CLIENT_QUOTAS: _cluster(_O.DESCRIBE_CONFIGS),
     # idempotent: IDEMPOTENT_WRITE on the cluster or WRITE on any topic; transactional:
     # WRITE on its transactional id
     _K.INIT_PRODUCER_ID: ApiRule(Scope.CUSTOM, _O.IDEMPOTENT_WRITE, _R.CLUSTER),

@@ -6,10 +6,8 @@ shell sessions are read-only.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 from pykraft import __version__
 from pykraft.features import METADATA_VERSION_FEATURE, metadata_version_for_level
@@ -20,6 +18,7 @@ from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.scram import ScramCredential, ScramImage, ScramMechanism
 from pykraft.image.topics import PartitionRegistration, TopicImage
+from pykraft.java import java_double_text
 from pykraft.records.metadata import DelegationTokenRecord
 
 
@@ -140,20 +139,6 @@ def _quota_entity_name(entity: QuotaEntity) -> str:
 
 def _escape_quota_name(name: str) -> str:
     return name.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-
-
-def java_double_text(value: float) -> str:
-    """Java's ``Double.toString`` (what Kafka's ClientQuotaImageNode prints): shortest
-    digits, scientific ``d.dddE±n`` outside [1e-3, 1e7)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0 or 1e-3 <= abs(value) < 1e7:
-        return repr(value)
-    sign, digits, exponent = Decimal(repr(value)).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{int(exponent) + len(text) - 1}"
 
 
 def _quotas_dir(quotas: ClientQuotasImage) -> DirNode:

@@ -4,9 +4,9 @@ Scripts grep kafka-configs.sh's refusals, so the checks and their texts are Conf
 one action (``--describe`` or ``--alter``), the entity from ``--entity-type``/
 ``--entity-name``/``--entity-default`` or a shorthand (``--topic``, ``--broker``,
 ``--broker-defaults``, ``--user``, ``--user-defaults``, ``--client``, ``--client-defaults``,
-``--broker-logger``), ``--add-config k1=v1,k2=[v2,v3]`` split at commas outside brackets.
-Entity types Kafka knows but pykraft's nodes do not serve (client quotas, broker loggers,
-ips, client metrics, groups) are refused with a message that says so.
+``--ip``, ``--ip-defaults``, ``--broker-logger``), ``--add-config k1=v1,k2=[v2,v3]`` split at
+commas outside brackets. Entity types Kafka knows but pykraft's nodes do not serve (broker
+loggers, client metrics, groups) are refused with a message that says so.
 """
 
 from __future__ import annotations
@@ -18,23 +18,16 @@ from pathlib import Path
 
 from pykraft.config.properties import load_properties
 from pykraft.errors import ConfigError
+from pykraft.runtime.host_names import ip_resolves
 
-TOPICS, CLIENTS, USERS, BROKERS = "topics", "clients", "users", "brokers"
+TOPICS, CLIENTS, USERS, BROKERS, IPS = "topics", "clients", "users", "brokers", "ips"
 BROKER_LOGGERS = "broker-loggers"
 #: Kafka's ConfigType values after broker-loggers, the order its refusal lists them in.
-ENTITY_TYPES = (BROKER_LOGGERS, TOPICS, CLIENTS, USERS, BROKERS, "ips", "client-metrics",
+ENTITY_TYPES = (BROKER_LOGGERS, TOPICS, CLIENTS, USERS, BROKERS, IPS, "client-metrics",
                 "groups")
 SCRAM_KEYS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-#: Kafka's QuotaConfig user and client quota keys.
-QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage",
-              "controller_mutation_rate")
-_QUOTAS = ("client quotas (DescribeClientQuotas, AlterClientQuotas) are not served by "
-           "pykraft's brokers")
 #: What pykraft's nodes do not serve, per entity type Kafka accepts.
 _UNSERVED = {
-    CLIENTS: _QUOTAS,
-    "ips": "connection quotas (DescribeClientQuotas, AlterClientQuotas) are not served by "
-           "pykraft's brokers",
     BROKER_LOGGERS: "pykraft's nodes have no dynamic logger levels (BROKER_LOGGER configs)",
     "client-metrics": "pykraft's brokers keep no client metrics subscriptions",
     "groups": "pykraft's brokers keep no dynamic group configs",
@@ -68,6 +61,8 @@ class ConfigsArgs:
     user_defaults: bool = False
     client: str | None = None
     client_defaults: bool = False
+    ip: str | None = None
+    ip_defaults: bool = False
     add_config: str | None = None
     add_config_file: Path | None = None
     delete_config: tuple[str, ...] = ()
@@ -90,11 +85,18 @@ class Entity:
 class ConfigsCommand:
     bootstrap: str
     controllers: bool
-    entity: Entity
+    #: Every entity type given with its name (None: none given); one but for a user's
+    #: client (``users`` and ``clients``).
+    entities: tuple[Entity, ...]
     alter: bool
     describe_all: bool = False
     to_add: dict[str, str] = field(default_factory=dict)
     to_delete: tuple[str, ...] = ()
+
+    @property
+    def entity(self) -> Entity:
+        """The first entity: the one Kafka's messages name."""
+        return self.entities[0]
 
 
 def _fail(message: str) -> ConfigsArgumentError:
@@ -104,9 +106,9 @@ def _fail(message: str) -> ConfigsArgumentError:
 def _shorthands(args: ConfigsArgs) -> tuple[list[str], list[str]]:
     """(types, names) given by the shorthand flags, in Kafka's entityFlags order."""
     named = [(args.topic, TOPICS), (args.client, CLIENTS), (args.user, USERS),
-             (args.broker, BROKERS), (args.broker_logger, BROKER_LOGGERS)]
+             (args.broker, BROKERS), (args.broker_logger, BROKER_LOGGERS), (args.ip, IPS)]
     defaults = [(args.client_defaults, CLIENTS), (args.user_defaults, USERS),
-                (args.broker_defaults, BROKERS)]
+                (args.broker_defaults, BROKERS), (args.ip_defaults, IPS)]
     types = [t for value, t in named if value is not None] + [t for on, t in defaults if on]
     names = [value for value, _ in named if value is not None] + ["" for on, _ in defaults if on]
     return types, names
@@ -146,6 +148,16 @@ def _check_broker_ids(types: Sequence[str], names: Sequence[str]) -> None:
                         f"but it is: {name}")
 
 
+def _check_ips(args: ConfigsArgs, types: Sequence[str]) -> None:
+    """ConfigCommand's ``validateIpEntity`` of every ip name given: an address."""
+    if IPS not in types:
+        return
+    for name in [*args.entity_names, *([args.ip] if args.ip is not None else [])]:
+        if name and not ip_resolves(name):
+            raise _fail(f"The entity name for {types[0]} must be a valid IP or resolvable "
+                        f"host, but it is: {name}")
+
+
 def check_args(args: ConfigsArgs) -> ConfigsCommand:
     """Kafka's ``checkArgs`` and ``processCommand`` checks, then pykraft's refusal of what
     its nodes do not serve; the add and delete lists parsed."""
@@ -165,6 +177,7 @@ def check_args(args: ConfigsArgs) -> ConfigsCommand:
         raise _fail("Only one of --bootstrap-server or --bootstrap-controller can be "
                     "specified")
     _check_broker_ids(types, names)
+    _check_ips(args, types)
     has_name, has_default = any(names), "" in names
     if args.describe:
         if types[0] not in (USERS, CLIENTS, BROKERS, "ips") and args.entity_default:
@@ -180,10 +193,13 @@ def check_args(args: ConfigsArgs) -> ConfigsCommand:
     for entity_type in types:
         if entity_type in _UNSERVED:
             raise _fail(f"Entity type {entity_type} is not supported: {_UNSERVED[entity_type]}")
+    if len(names) > len(types) and set(types) & {USERS, CLIENTS, IPS}:
+        raise _fail("More entity names specified than entity types")
     return ConfigsCommand(
         bootstrap=args.bootstrap_server or args.bootstrap_controller or "",
         controllers=args.bootstrap_server is None,
-        entity=Entity(types[0], names[0] if names else None), alter=args.alter,
+        entities=tuple(Entity(t, names[i] if i < len(names) else None)
+                       for i, t in enumerate(types)), alter=args.alter,
         describe_all=args.describe_all,
         to_add=parse_configs_to_add(args.add_config, args.add_config_file) if args.alter
         else {},

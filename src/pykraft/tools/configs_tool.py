@@ -4,7 +4,8 @@ Topic and broker configs are read with DescribeConfigs (synonyms included) and c
 IncrementalAlterConfigs (deletions first, then SETs), a broker's own resource at that broker
 (or, with ``--bootstrap-controller``, that controller) as Kafka's admin routes it; the
 cluster-wide broker default anywhere. ``--describe`` lists the dynamic configs only (the
-source the entity's own layer has), ``--all`` every config. A user's SCRAM credentials go
+source the entity's own layer has), ``--all`` every config. Client quotas (users, clients,
+ips) are :mod:`pykraft.tools.configs_quotas`'. A user's SCRAM credentials go
 through AlterUserScramCredentials: the tool draws a random salt and salts the password
 itself (PBKDF2, as Kafka's admin client does), so the password never leaves the host; its
 credentials are read back with DescribeUserScramCredentials. Output lines, refusals and
@@ -62,13 +63,18 @@ from pykraft.tools.admin_client import AdminError, AdminSettings, raise_for
 from pykraft.tools.broker_clients import BrokerClients, java_exception
 from pykraft.tools.configs_args import (
     BROKERS,
-    QUOTA_KEYS,
-    SCRAM_KEYS,
     TOPICS,
     USERS,
     ConfigsArgumentError,
     ConfigsCommand,
     Entity,
+)
+from pykraft.tools.configs_quotas import (
+    QUOTA_TYPES,
+    QuotaReport,
+    alter_quotas,
+    describe_quotas,
+    quota_keys,
 )
 from pykraft.tools.scram_args import DEFAULT_ITERATIONS
 
@@ -161,7 +167,7 @@ class UserReport:
     error: tuple[str, str] | None = None
 
 
-Report = ResourceReport | MissingReport | UserReport
+Report = ResourceReport | MissingReport | UserReport | QuotaReport
 
 
 def _dynamic_source(entity_type: str, name: str) -> int:
@@ -228,7 +234,7 @@ async def _describe_resources(clients: ConfigsClients, command: ConfigsCommand
 
 
 async def _describe_users(clients: ConfigsClients, entity: Entity) -> list[Report]:
-    """SCRAM credentials of the user, or of every user (client quotas are not served)."""
+    """SCRAM credentials of the user, or of every user."""
     if entity.name == "":
         return []
     clients.brokers_only("DescribeUserScramCredentials")
@@ -250,10 +256,15 @@ async def _describe_users(clients: ConfigsClients, entity: Entity) -> list[Repor
 
 
 async def describe(clients: ConfigsClients, command: ConfigsCommand) -> list[Report]:
-    """What ``--describe`` shows for the command's entity."""
-    if command.entity.type == USERS:
-        return await _describe_users(clients, command.entity)
-    return await _describe_resources(clients, command)
+    """What ``--describe`` shows for the command's entity: a user's, client's or ip's
+    quotas, then a user's SCRAM credentials (not for a client or the default user)."""
+    if command.entity.type not in QUOTA_TYPES:
+        return await _describe_resources(clients, command)
+    clients.brokers_only("DescribeClientQuotas")
+    reports: list[Report] = [*await describe_quotas(clients, command.entities)]
+    if command.entity.type == USERS and len(command.entities) == 1:
+        reports += await _describe_users(clients, command.entity)
+    return reports
 
 
 def _value(value: str | None) -> str:
@@ -264,7 +275,9 @@ def lines(reports: Sequence[Report]) -> list[str]:
     """ConfigCommand's output for the reports."""
     out: list[str] = []
     for report in reports:
-        if isinstance(report, MissingReport):
+        if isinstance(report, QuotaReport):
+            out.append(report.line())
+        elif isinstance(report, MissingReport):
             entity = report.entity
             out.append(f"The {entity.singular} '{entity.name}' doesn't exist and doesn't have "
                        "dynamic config.")
@@ -300,7 +313,9 @@ def as_json(reports: Sequence[Report]) -> list[dict[str, object]]:
     """The reports for machines: one object per entity."""
     out: list[dict[str, object]] = []
     for report in reports:
-        if isinstance(report, MissingReport):
+        if isinstance(report, QuotaReport):
+            out.append({"quotaEntity": dict(report.entity), "quotas": dict(report.values)})
+        elif isinstance(report, MissingReport):
             out.append({"entityType": report.entity.type, "entityName": report.entity.name,
                         "exists": False})
         elif isinstance(report, UserReport):
@@ -364,29 +379,8 @@ def parse_credential(mechanism: str, text: str) -> tuple[int, str]:
     return iterations, password
 
 
-def _check_user_keys(command: ConfigsCommand) -> None:
-    """ConfigCommand's checks of the keys given for a user; quota keys are refused since
-    pykraft's brokers serve no client quotas."""
-    for verb, keys in (("added", list(command.to_add)), ("deleted", list(command.to_delete))):
-        unknown = [k for k in keys if k not in SCRAM_KEYS and k not in QUOTA_KEYS]
-        if unknown:
-            raise ConfigsArgumentError(
-                f"Only quota and SCRAM credential configs can be {verb} for '{USERS}' using "
-                f"--bootstrap-server. Unexpected config names: {','.join(unknown)}")
-    quotas = [k for k in (*command.to_add, *command.to_delete) if k in QUOTA_KEYS]
-    if command.entity.name == "" and len(quotas) < len(command.to_add) + len(command.to_delete):
-        raise ConfigsArgumentError("The use of --entity-default or --user-defaults is not "
-                                   "allowed with User SCRAM Credentials using "
-                                   "--bootstrap-server.")
-    if quotas:
-        raise ConfigsArgumentError(f"Quota configs ({','.join(quotas)}) are not supported: "
-                                   "client quotas (DescribeClientQuotas, AlterClientQuotas) "
-                                   "are not served by pykraft's brokers")
-
-
 async def _alter_user(clients: ConfigsClients, command: ConfigsCommand,
                       new_salt: Callable[[], bytes]) -> None:
-    _check_user_keys(command)
     user = command.entity.name or ""
     upsertions = []
     for key, text in command.to_add.items():
@@ -409,8 +403,11 @@ async def alter(clients: ConfigsClients, command: ConfigsCommand, *,
                 new_salt: Callable[[], bytes]) -> str:
     """Apply ``--alter``; ConfigCommand's completion message."""
     entity = command.entity
-    if entity.type == USERS:
-        await _alter_user(clients, command, new_salt)
+    if entity.type in QUOTA_TYPES:
+        if quota_keys(command):
+            await alter_quotas(clients, command)
+        else:
+            await _alter_user(clients, command, new_salt)
     else:
         await _alter_resource(clients, command)
     if entity.name:

@@ -19,11 +19,11 @@ of its error code, else null.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import Any
 
 from pykraft.errors import UsageError
-from pykraft.java import java_string_hash
+from pykraft.java import java_hash_order, java_string_hash
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.messages.kafka.describe_log_dirs_response import (
     DescribeLogDirsResponse,
@@ -32,31 +32,6 @@ from pykraft.messages.kafka.describe_log_dirs_response import (
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import raise_for
 from pykraft.tools.broker_clients import Brokers, java_exception
-
-T = TypeVar("T")
-_LOAD_FACTOR = 0.75
-_INITIAL_CAPACITY = 16
-
-
-
-def java_hash_order(items: Sequence[T], hash_code: Callable[[T], int], *,
-                    initial_capacity: int = _INITIAL_CAPACITY) -> list[T]:
-    """The iteration order of a Java ``HashMap`` (or ``HashSet``) holding ``items``
-    inserted in this order: by bucket of the spread hash at the final table size, then
-    insertion order (resizes keep the relative order within a bucket). The table starts at
-    ``initial_capacity`` rounded up to a power of two (``new HashMap<>(n)``; the default
-    constructor's is 16) and doubles while the entries exceed three quarters of it."""
-    capacity = 1
-    while capacity < initial_capacity:
-        capacity *= 2
-    while len(items) > capacity * _LOAD_FACTOR:
-        capacity *= 2
-
-    def bucket(item: T) -> int:
-        h = hash_code(item) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
-
-    return sorted(items, key=bucket)  # sorted() is stable
 
 
 def partition_hash(tp: tuple[str, int]) -> int:

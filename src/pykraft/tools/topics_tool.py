@@ -36,7 +36,7 @@ from typing import Any
 from pykraft.config.topic_keys import TOPIC_KEYS
 from pykraft.errors import UsageError
 from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID, InvalidUuidError, uuid_from_str, uuid_to_str
-from pykraft.java import java_string_hash
+from pykraft.java import java_hash_order, java_string_hash
 from pykraft.messages.kafka.create_partitions_request import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
@@ -61,7 +61,6 @@ from pykraft.tools.admin_client import (
     PartitionMetadata,
     raise_for,
 )
-from pykraft.tools.log_dirs_tool import java_hash_order
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 MAX_REPLICATION_FACTOR = 32767

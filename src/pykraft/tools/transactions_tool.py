@@ -41,10 +41,9 @@ from typing import TypeVar
 
 from pykraft.errors import PyKraftError
 from pykraft.ids import TopicPartition
-from pykraft.java import java_string_hash
+from pykraft.java import java_hash_order, java_string_hash
 from pykraft.tools.admin_client import AdminError
 from pykraft.tools.broker_clients import tp_name
-from pykraft.tools.log_dirs_tool import java_hash_order
 from pykraft.tools.quorum_tool import pretty_table
 from pykraft.tools.txn_admin import (
     AbortSpec,

@@ -37,6 +37,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from pykraft.ids import TopicPartition
+from pykraft.java import java_hash_order
 from pykraft.messages.kafka.describe_producers_request import (
     DescribeProducersRequest,
     TopicRequest,
@@ -53,7 +54,7 @@ from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import AdminError, ApiError, ClusterMetadata
 from pykraft.tools.broker_clients import Brokers, tp_name
 from pykraft.tools.group_admin import COORDINATOR_ERRORS, TRANSACTION_KEY, GroupClient
-from pykraft.tools.log_dirs_tool import java_hash_order, partition_hash
+from pykraft.tools.log_dirs_tool import partition_hash
 
 DEFAULT_API_TIMEOUT_S = 60.0
 _BACKOFF_S = (0.1, 1.0)  # Kafka's retry.backoff.ms and retry.backoff.max.ms

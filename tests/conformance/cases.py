@@ -754,7 +754,7 @@ def consumer_fetch(run: Run, topic: str, *, offset: int = 0, epoch: int = -1,
         if forgotten else [], rack_id="")
 
 
-def consumer_fetch_meaning(body: Any, _run: Run) -> Meaning:
+def consumer_fetch_meaning(body: Any, _run: Run) -> tuple[str, int, list[tuple[str, bool]]]:
     parts = [p for t in body.responses for p in t.partitions]
     return (code(getattr(body, "error_code", 0)), getattr(body, "session_id", 0),
             [(code(p.error_code), p.high_watermark >= 0) for p in parts])

@@ -19,6 +19,7 @@ from pykraft.messages.kafka.describe_cluster_request import DescribeClusterReque
 from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.api_versions import listener_ranges, offsets_by_name
 from pykraft.protocol.apis import Listener
+from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import encode_batch
 from pykraft.runtime.kafka_client import ClientConnection
 from pykraft.tools.local_cluster import (
@@ -241,3 +242,27 @@ def confluent_produce(config: dict[str, Any], topic: str, sent: Sequence[Message
     assert [r for r in reports if isinstance(r, confluent_kafka.KafkaError)] == []
     assert len(reports) == len(sent)
     return reports
+
+
+def leader_and_isr(cluster: LocalCluster, via: int,
+                   topic: str) -> tuple[int, set[int], uuid.UUID] | None:
+    """Partition 0's leader and ISR, and the topic id, as broker ``via`` answers Metadata."""
+    answer = broker_call(cluster, via, MetadataRequest(
+        topics=(MetadataRequestTopic(name=topic),),
+        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+    parts = answer.topics[0].partitions
+    if answer.topics[0].error_code != ErrorCode.NONE or not parts or parts[0].leader_id < 0:
+        return None
+    return (int(parts[0].leader_id), {int(b) for b in parts[0].isr_nodes},
+            answer.topics[0].topic_id)
+
+
+def produce_all(cluster: LocalCluster, leader: int, topic_id: uuid.UUID,
+                value: bytes) -> ErrorCode:
+    """An acks=all Produce v13 (topics by id) of one record to partition 0."""
+    answer = broker_call(cluster, leader, produce.ProduceRequest(
+        acks=-1, timeout_ms=9_000,
+        topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
+            produce.PartitionProduceData(index=0, records=encode_batch(
+                0, [(None, value)], partition_leader_epoch=-1, timestamp=1_000)),)),)))
+    return ErrorCode(answer.responses[0].partition_responses[0].error_code)

@@ -8,23 +8,26 @@ after SIGCONT the follower catches up and rejoins the ISR."""
 from __future__ import annotations
 
 import signal
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_harness import PROPERTIES, broker_call, running_cluster, wait_for
+from broker_harness import (
+    PROPERTIES,
+    broker_call,
+    leader_and_isr,
+    produce_all,
+    running_cluster,
+    wait_for,
+)
 
 from pykraft.errors import PyKraftError
-from pykraft.messages.kafka import produce_request as produce
 from pykraft.messages.kafka.create_topics_request import (
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
-from pykraft.messages.kafka.metadata_request import MetadataRequest, MetadataRequestTopic
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import encode_batch
 from pykraft.tools.local_cluster import LocalCluster
 
 TOPIC = "replicated"
@@ -42,29 +45,6 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
         yield made
 
 
-def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int], uuid.UUID] | None:
-    """Partition 0's leader and ISR, and the topic id, as broker ``via`` answers Metadata."""
-    answer = broker_call(cluster, via, MetadataRequest(
-        topics=(MetadataRequestTopic(name=TOPIC),),
-        allow_auto_topic_creation=False, include_topic_authorized_operations=False))
-    parts = answer.topics[0].partitions
-    if answer.topics[0].error_code != ErrorCode.NONE or not parts or parts[0].leader_id < 0:
-        return None
-    return (int(parts[0].leader_id), {int(b) for b in parts[0].isr_nodes},
-            answer.topics[0].topic_id)
-
-
-def produce_all(cluster: LocalCluster, leader: int, topic_id: uuid.UUID,
-                value: bytes) -> ErrorCode:
-    """An acks=all Produce v13 (topics by id) of one record to partition 0."""
-    answer = broker_call(cluster, leader, produce.ProduceRequest(
-        acks=-1, timeout_ms=9_000,
-        topic_data=(produce.TopicProduceData(topic_id=topic_id, partition_data=(
-            produce.PartitionProduceData(index=0, records=encode_batch(
-                0, [(None, value)], partition_leader_epoch=-1, timestamp=1_000)),)),)))
-    return ErrorCode(answer.responses[0].partition_responses[0].error_code)
-
-
 def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) -> None:
     brokers = cluster.brokers
     created = broker_call(cluster, brokers[0], CreateTopicsRequest(topics=(CreatableTopic(
@@ -73,7 +53,7 @@ def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) 
                                                       value="2"),)),)))
     assert created.topics[0].error_code == ErrorCode.NONE
     leader, isr, topic_id = wait_for("the topic's leader",
-                                     lambda: leader_and_isr(cluster, brokers[0]))
+                                     lambda: leader_and_isr(cluster, brokers[0], TOPIC))
     assert isr == set(brokers)
     assert produce_all(cluster, leader, topic_id, b"all three") == ErrorCode.NONE
 
@@ -84,12 +64,12 @@ def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(cluster: LocalCluster) 
         # and the acks=all wait ends once the leader's lag check took it out of the ISR.
         assert produce_all(cluster, leader, topic_id, b"two of three") == ErrorCode.NONE
         wait_for("the frozen follower out of the ISR in the leader's metadata", lambda: (
-            leader_and_isr(cluster, leader) == (leader, set(brokers) - {follower}, topic_id))
+            leader_and_isr(cluster, leader, TOPIC) == (leader, set(brokers) - {follower}, topic_id))
             or None)
     finally:
         cluster.signal(follower, signal.SIGCONT)
     wait_for("the follower back in the ISR", lambda: (
-        (seen := leader_and_isr(cluster, leader)) is not None
+        (seen := leader_and_isr(cluster, leader, TOPIC)) is not None
         and seen[1] == set(brokers)) or None)
     assert produce_all(cluster, leader, topic_id, b"all three again") == ErrorCode.NONE
 
@@ -108,9 +88,9 @@ def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
             assignments=(), configs=()),)))
         assert created.topics[0].error_code == ErrorCode.NONE
         a_id, _isr, topic_id = wait_for("the topic's leader",
-                                       lambda: leader_and_isr(cluster, brokers[0]))
+                                       lambda: leader_and_isr(cluster, brokers[0], TOPIC))
         wait_for("three in-sync replicas", lambda: (
-            (seen := leader_and_isr(cluster, a_id)) is not None and seen[1] == set(brokers))
+            (seen := leader_and_isr(cluster, a_id, TOPIC)) is not None and seen[1] == set(brokers))
             or None)
         for n in range(10):
             assert produce_all(cluster, a_id, topic_id, b"v%d" % n) == ErrorCode.NONE
@@ -124,12 +104,12 @@ def test_a_follower_that_led_an_epoch_without_appending_rejoins_the_isr(
         cluster.signal(b_id, signal.SIGSTOP)
         try:
             wait_for("C leading once B is fenced", lambda: (
-                leader_and_isr(cluster, c_id) or (None,))[0] == c_id or None)
+                leader_and_isr(cluster, c_id, TOPIC) or (None,))[0] == c_id or None)
         finally:
             cluster.signal(b_id, signal.SIGCONT)
         cluster.start(a_id)
         wait_for("B and A back in the ISR led by C", lambda: (
-            (seen := leader_and_isr(cluster, c_id)) is not None
+            (seen := leader_and_isr(cluster, c_id, TOPIC)) is not None
             and seen[:2] == (c_id, set(brokers))) or None)
         assert produce_all(cluster, c_id, topic_id, b"after") == ErrorCode.NONE
 
@@ -138,9 +118,9 @@ def _leader_seen_by(cluster: LocalCluster, via: list[int]) -> int | None:
     """Partition 0's leader as the first broker of ``via`` that answers sees it."""
     for broker_id in via:
         try:
-            seen = leader_and_isr(cluster, broker_id)
+            seen = leader_and_isr(cluster, broker_id, TOPIC)
         except (PyKraftError, OSError, TimeoutError):
             continue
         if seen is not None:
-            return seen[0]
+            return int(seen[0])
     return None

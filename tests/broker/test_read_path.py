@@ -40,6 +40,7 @@ from pykraft.messages.kafka.fetch_request import (
     FetchPartition,
     FetchRequest,
     FetchTopic,
+    ForgottenTopic,
     ReplicaState,
 )
 from pykraft.messages.kafka.list_offsets_request import (
@@ -99,8 +100,8 @@ def _produce(replicas: ReplicaManager, values: list[bytes], timestamp: int = 100
 
 def _fetch(version: int, partitions: list[dict[str, Any]], *, max_wait_ms: int = 0,
            min_bytes: int = 0, session_epoch: int = -1, isolation: int = 0,
-           topic_id: uuid.UUID = TOPIC_ID, replica_id: int = -1, max_bytes: int = 1 << 20
-           ) -> FetchRequest:
+           topic_id: uuid.UUID = TOPIC_ID, replica_id: int = -1, max_bytes: int = 1 << 20,
+           session_id: int = 0, forgotten: tuple[int, ...] = ()) -> FetchRequest:
     """A consumer's Fetch as it arrives at ``version`` (coded there and back: fields the
     version lacks hold their defaults)."""
     parts = tuple(FetchPartition(partition=p["partition"], current_leader_epoch=p.get("epoch", -1),
@@ -111,8 +112,10 @@ def _fetch(version: int, partitions: list[dict[str, Any]], *, max_wait_ms: int =
         replica_id=-1 if by_state else replica_id,
         replica_state=ReplicaState(replica_id=replica_id) if by_state else ReplicaState(),
         max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
-        isolation_level=isolation, session_epoch=session_epoch,
-        topics=(FetchTopic(topic=TOPIC, topic_id=topic_id, partitions=parts),))
+        isolation_level=isolation, session_id=session_id, session_epoch=session_epoch,
+        topics=(FetchTopic(topic=TOPIC, topic_id=topic_id, partitions=parts),) if parts else (),
+        forgotten_topics_data=(ForgottenTopic(topic=TOPIC, topic_id=topic_id,
+                                              partitions=forgotten),) if forgotten else ())
     return decode(FetchRequest, version, encode(body, version))
 
 
@@ -203,16 +206,85 @@ def test_fetch_by_an_unknown_topic_id(replicas: ReplicaManager) -> None:
     asyncio.run(run())
 
 
-def test_incremental_fetch_sessions_are_unknown(replicas: ReplicaManager) -> None:
-    """Sessions are declined: a full fetch gets session id 0, an incremental one
-    FETCH_SESSION_ID_NOT_FOUND at the top level."""
+def _answered(response: Any) -> list[tuple[int, int, int]]:
+    """(partition, error, high watermark) of each partition answered."""
+    return [(p.partition_index, p.error_code, p.high_watermark) for p in _partitions(response)]
+
+
+@pytest.mark.parametrize("version", [12, 13])
+def test_a_fetch_session_answers_only_what_changed(replicas: ReplicaManager,
+                                                    version: int) -> None:
+    """A full fetch opens a session; incremental fetches (no partitions sent) then read
+    its partitions and answer only those with something new: nothing while idle,
+    partition 0 once it has records, partition 1 (led elsewhere) only in full."""
     async def run() -> None:
         fetcher = FetchHandler(replicas, LISTENER)
-        full = await fetcher.fetch(_fetch(12, [{"partition": 0}], session_epoch=0), 12)
-        assert (full.error_code, full.session_id) == (ErrorCode.NONE, 0)
-        incremental = await fetcher.fetch(_fetch(12, [{"partition": 0}], session_epoch=1), 12)
-        assert (incremental.error_code, incremental.responses) == (
-            ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ())
+        full = await fetcher.fetch(_fetch(version, [{"partition": 0}, {"partition": 1}],
+                                          session_epoch=0), version)
+        session = full.session_id
+        assert session != 0 and _answered(full) == [
+            (0, ErrorCode.NONE, 0), (1, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)]
+        idle = await fetcher.fetch(_fetch(version, [], session_id=session, session_epoch=1),
+                                   version)
+        assert (idle.error_code, idle.session_id) == (ErrorCode.NONE, session)
+        assert _answered(idle) == [(1, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)]  # an error
+        _produce(replicas, [b"a"])
+        new = await fetcher.fetch(_fetch(version, [], session_id=session, session_epoch=2),
+                                  version)
+        assert _answered(new) == [(0, ErrorCode.NONE, 1),
+                                  (1, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)]
+        assert _values(_partitions(new)[0].records) == [b"a"]
+        # partition 0 moves on (sent: its parameters changed), partition 1 is forgotten
+        caught_up = await fetcher.fetch(_fetch(version, [{"partition": 0, "offset": 1}],
+                                               session_id=session, session_epoch=3,
+                                               forgotten=(1,)), version)
+        assert (caught_up.session_id, _answered(caught_up)) == (session, [])
+
+    asyncio.run(run())
+
+
+def test_fetch_session_errors(replicas: ReplicaManager) -> None:
+    """An unknown session, a wrong epoch (a repeated fetch), and a session by topic ids
+    fetched at a version naming topics: a top-level error, no partitions, session 0."""
+    async def run() -> None:
+        fetcher = FetchHandler(replicas, LISTENER)
+        session = (await fetcher.fetch(_fetch(13, [{"partition": 0}], session_epoch=0),
+                                       13)).session_id
+        await fetcher.fetch(_fetch(13, [], session_id=session, session_epoch=1), 13)
+        for request, version, error in (
+                (_fetch(13, [], session_id=session + 1, session_epoch=1), 13,
+                 ErrorCode.FETCH_SESSION_ID_NOT_FOUND),
+                (_fetch(13, [], session_id=session, session_epoch=1), 13,
+                 ErrorCode.INVALID_FETCH_SESSION_EPOCH),
+                (_fetch(12, [], session_id=session, session_epoch=2), 12,
+                 ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR)):
+            response = await fetcher.fetch(request, version)
+            assert (response.error_code, response.session_id, response.responses) == (
+                error, 0, ())
+
+    asyncio.run(run())
+
+
+def test_closing_a_fetch_session(replicas: ReplicaManager) -> None:
+    """Epoch -1 closes the named session and reads sessionless; so does forgetting every
+    partition of a session."""
+    async def run() -> None:
+        fetcher = FetchHandler(replicas, LISTENER)
+
+        async def opened() -> int:
+            return (await fetcher.fetch(_fetch(13, [{"partition": 0}], session_epoch=0),
+                                        13)).session_id
+
+        session = await opened()
+        closed = await fetcher.fetch(_fetch(13, [{"partition": 0}], session_id=session,
+                                            session_epoch=-1), 13)
+        assert (closed.session_id, _answered(closed)) == (0, [(0, ErrorCode.NONE, 0)])
+        session = await opened()
+        emptied = await fetcher.fetch(_fetch(13, [], session_id=session, session_epoch=1,
+                                             forgotten=(0,)), 13)
+        assert (emptied.error_code, emptied.session_id, emptied.responses) == (
+            ErrorCode.NONE, 0, ())
+        assert len(replicas.fetch_sessions.cache) == 0
 
     asyncio.run(run())
 

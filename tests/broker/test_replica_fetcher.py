@@ -88,6 +88,15 @@ def follow(leader: ReplicaManager, follower: ReplicaManager,
 
 async def _follow(connection: InProcessLeader, follower: ReplicaManager,
                   condition: Any) -> None:
+    fetcher = _fetcher(connection, follower)
+    try:
+        await until(condition, "the fetcher's goal", poll_s=0.01)
+    finally:
+        await fetcher.stop()
+
+
+def _fetcher(connection: InProcessLeader, follower: ReplicaManager) -> ReplicaFetcher:
+    """A started fetcher of the follower's partition from ``connection``."""
     async def opener(_address: tuple[str, int], _client: str, _timeout: float) -> Any:
         return connection
 
@@ -96,10 +105,7 @@ async def _follow(connection: InProcessLeader, follower: ReplicaManager,
                              lambda: 10, opener)
     fetcher.add(hosted(follower))
     fetcher.start()
-    try:
-        await until(condition, "the fetcher's goal", poll_s=0.01)
-    finally:
-        await fetcher.stop()
+    return fetcher
 
 
 def same_logs(leader: ReplicaManager, follower: ReplicaManager, start: int = 0) -> bool:
@@ -134,6 +140,39 @@ def test_the_follower_copies_the_leaders_log(
     if version >= 12:
         assert sent.last_fetched_epoch == -1
     assert hosted(follower).log.leader_epochs.entries == [(0, 0)]
+
+
+def test_an_idle_follower_fetches_nothing_in_its_session_and_restarts_a_lost_one(
+        pair: tuple[ReplicaManager, ReplicaManager]) -> None:
+    """A full fetch opens the session; once caught up the follower's fetches name no
+    partition, at epochs counting up. When the leader loses the session, the fetch that
+    learns it (FETCH_SESSION_ID_NOT_FOUND) is followed by a full one, and replication
+    goes on. (A fetch parked in the session when it was lost still answers.)"""
+    leader, follower = pair
+    produce(leader, [b"a"])
+    connection = InProcessLeader(leader, 17)
+
+    def fetches() -> list[Any]:
+        return [r for r in connection.requests if api_key_of(r) == ApiKey.FETCH]
+
+    async def run() -> None:
+        fetcher = _fetcher(connection, follower)
+        try:
+            await until(lambda: same_logs(leader, follower) and len(fetches()) >= 5,
+                        "caught up, then idle", poll_s=0.01)
+            for session in list(leader.fetch_sessions.cache):
+                leader.fetch_sessions.cache.remove(session.id)
+            produce(leader, [b"b"])
+            await until(lambda: same_logs(leader, follower), "caught up again", poll_s=0.01)
+        finally:
+            await fetcher.stop()
+
+    asyncio.run(run())
+    sent = [(r.session_id != 0, r.session_epoch, bool(r.topics)) for r in fetches()]
+    assert sent[0] == (False, 0, True)
+    idle = sent.index((True, 3, False))  # the third incremental fetch: idle by then
+    restart = sent.index((False, 0, True), 1)  # a full fetch opening another session
+    assert idle < restart and all(session for session, _, _ in sent[1:restart])
 
 
 @pytest.mark.parametrize("version", [17, 12, 11])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -734,8 +734,11 @@ def topic_id_of(run: Run, name: str) -> uuid.UUID:
 
 
 def consumer_fetch(run: Run, topic: str, *, offset: int = 0, epoch: int = -1,
-                   session_epoch: int = -1) -> Any:
-    """A consumer's Fetch of partition 0 (by name before v13, by id from v13)."""
+                   session_epoch: int = -1, session_id: int = 0, partitions: bool = True,
+                   forgotten: bool = False) -> Any:
+    """A consumer's Fetch of partition 0 (by name before v13, by id from v13); in a
+    session from v7: without the partition (``partitions=False``, as an incremental fetch
+    that changes nothing) or forgetting it."""
     named = ({"topic": topic} if run.version < 13
              else {"topic_id": topic_id_of(run, topic)})
     part = FetchRequest.FetchTopic.FetchPartition(
@@ -744,16 +747,46 @@ def consumer_fetch(run: Run, topic: str, *, offset: int = 0, epoch: int = -1,
     return run.kafka_python(
         FetchRequest, FetchResponse, cluster_id=None, replica_id=-1,
         replica_state=FetchRequest.ReplicaState(replica_id=-1, replica_epoch=-1),
-        max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
-        session_epoch=session_epoch,
-        topics=[FetchRequest.FetchTopic(partitions=[part], **named)],
-        forgotten_topics_data=[], rack_id="")
+        max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+        session_id=session_id, session_epoch=session_epoch,
+        topics=[FetchRequest.FetchTopic(partitions=[part], **named)] if partitions else [],
+        forgotten_topics_data=[FetchRequest.ForgottenTopic(partitions=[0], **named)]
+        if forgotten else [], rack_id="")
 
 
-def consumer_fetch_meaning(body: Any, _run: Run) -> Meaning:
+def consumer_fetch_meaning(body: Any, _run: Run) -> tuple[str, int, list[tuple[str, bool]]]:
     parts = [p for t in body.responses for p in t.partitions]
     return (code(getattr(body, "error_code", 0)), getattr(body, "session_id", 0),
             [(code(p.error_code), p.high_watermark >= 0) for p in parts])
+
+
+def in_session(run: Run, then: Callable[[Run, int], Any]) -> tuple[Any, Any]:
+    """A full fetch opening a session (epoch 0), then ``then(run, session id)``."""
+    opened = consumer_fetch(run, run.cluster.topic, session_epoch=0)
+    return opened, then(run, opened.session_id)
+
+
+def session_meaning(bodies: tuple[Any, ...], run: Run) -> Meaning:
+    """Each answer's meaning, its session id only as opened (non-zero) or not: ids are
+    random."""
+    return [(error, session != 0, parts) for error, session, parts in (
+        consumer_fetch_meaning(body, run) for body in bodies)]
+
+
+def closed_session(run: Run) -> tuple[Any, Any, Any]:
+    """A session opened, closed by a fetch at epoch -1 (read sessionless), then fetched
+    in as if open."""
+    opened, closed = in_session(run, lambda r, sid: consumer_fetch(
+        r, r.cluster.topic, session_id=sid, session_epoch=-1))
+    return opened, closed, consumer_fetch(run, run.cluster.topic, session_epoch=1,
+                                          session_id=opened.session_id, partitions=False)
+
+
+OPENED = ("NONE", True, [("NONE", True)])
+#: Beyond the last of Kafka's 8 cache shards: its lookup throws (FetchSessionCache), and
+#: the answer is FetchRequest.getErrorResponse's (the session echoed; before v13 the
+#: request's partitions listed with the error).
+NO_SHARD_SESSION_ID = (1 << 31) - 1
 
 
 def list_offsets_request(run: Run, topic: str, timestamps: list[int], *,
@@ -837,10 +870,49 @@ READ_PATH = [
          lambda r: consumer_fetch(r, r.cluster.topic, epoch=1 << 20),
          consumer_fetch_meaning, lambda _r: ("NONE", 0, [("UNKNOWN_LEADER_EPOCH", False)]),
          since=9),
-    # sessions are declined (session id 0), so an incremental fetch names an unknown one
+    # fetch sessions (KIP-227): session id 0 is never one
     Case("Fetch", 1, "incremental_session",
          lambda r: consumer_fetch(r, r.cluster.topic, session_epoch=1),
          consumer_fetch_meaning, lambda _r: ("FETCH_SESSION_ID_NOT_FOUND", 0, []), since=7),
+    Case("Fetch", 1, "unknown_session_id",
+         lambda r: (consumer_fetch(r, r.cluster.topic, session_id=12345, session_epoch=1),),
+         session_meaning, lambda _r: [("FETCH_SESSION_ID_NOT_FOUND", False, [])], since=7),
+    Case("Fetch", 1, "session_id_beyond_every_shard",
+         lambda r: (consumer_fetch(r, r.cluster.topic, session_id=NO_SHARD_SESSION_ID,
+                                   session_epoch=1),),
+         session_meaning, lambda r: [("UNKNOWN_SERVER_ERROR", True, [
+             ("UNKNOWN_SERVER_ERROR", False)] if r.version < 13 else [])], since=7),
+    Case("Fetch", 1, "session_opened",
+         lambda r: (consumer_fetch(r, r.cluster.topic, session_epoch=0),), session_meaning,
+         lambda _r: [OPENED], since=7),
+    Case("Fetch", 1, "incremental_fetch_with_nothing_new",
+         lambda r: in_session(r, lambda r, sid: consumer_fetch(
+             r, r.cluster.topic, session_id=sid, session_epoch=1, partitions=False)),
+         session_meaning, lambda _r: [OPENED, ("NONE", True, [])], since=7),
+    Case("Fetch", 1, "incremental_fetch_of_a_moved_offset",
+         lambda r: in_session(r, lambda r, sid: consumer_fetch(
+             r, r.cluster.topic, session_id=sid, session_epoch=1, offset=FAR_OFFSET)),
+         session_meaning, lambda _r: [OPENED, ("NONE", True, [("OFFSET_OUT_OF_RANGE", False)])],
+         since=7),
+    Case("Fetch", 1, "wrong_session_epoch",
+         lambda r: in_session(r, lambda r, sid: consumer_fetch(
+             r, r.cluster.topic, session_id=sid, session_epoch=5, partitions=False)),
+         session_meaning, lambda _r: [OPENED, ("INVALID_FETCH_SESSION_EPOCH", False, [])],
+         since=7),
+    Case("Fetch", 1, "session_closed_by_the_final_epoch", closed_session, session_meaning,
+         lambda _r: [OPENED, ("NONE", False, [("NONE", True)]),
+                     ("FETCH_SESSION_ID_NOT_FOUND", False, [])], since=7),
+    Case("Fetch", 1, "forgetting_every_partition_closes_the_session",
+         lambda r: in_session(r, lambda r, sid: consumer_fetch(
+             r, r.cluster.topic, session_id=sid, session_epoch=1, partitions=False,
+             forgotten=True)),
+         session_meaning, lambda _r: [OPENED, ("NONE", False, [])], since=7),
+    Case("Fetch", 1, "topic_id_session_fetched_by_name",
+         lambda r: in_session(r, lambda r, sid: consumer_fetch(
+             replace(r, version=12), r.cluster.topic, session_id=sid,
+             session_epoch=1, partitions=False)),
+         session_meaning,
+         lambda _r: [OPENED, ("FETCH_SESSION_TOPIC_ID_ERROR", False, [])], since=13),
     Case("ListOffsets", 2, "earliest_and_latest",
          earliest_and_latest, earliest_and_latest_meaning,
          lambda _r: (("NONE", 0), ("NONE", True))),

@@ -19,6 +19,9 @@ a random UUID (a       topic ids, directory ids and the uuids inside member ids 
 uuid inside a string)  appearance in the response, so two fields naming the same topic
                        must still agree and two naming different ones must still differ;
                        the zero uuid and the metadata topic's fixed id are kept
+a non-zero           fetch sessions' ids are drawn at random (KIP-227); one becomes
+``session_id``         ``<session n>``, n its order of first appearance, so a fetch
+                       naming the session it opened still agrees; 0 (no session) is kept
 a list Kafka builds    sorted by its items' names, before any other rule (so uuids are
 from a hash set or     numbered in that order): Kafka's order is its hash map's, which no
 map (see               client may rely on; each item is still compared field by field
@@ -96,6 +99,7 @@ class Normaliser:
         self._cluster_id = cluster.cluster_id
         self._unordered = {field for unordered_api, field in UNORDERED if unordered_api == api}
         self._uuids: dict[str, str] = {}
+        self._sessions: dict[int, str] = {}
 
     def __call__(self, value: Plain, name: str = "") -> Plain:
         if isinstance(value, dict):
@@ -107,6 +111,8 @@ class Normaliser:
             return self._ports[value]
         if name == "cluster_id" and value == self._cluster_id:
             return "<cluster id>"
+        if name == "session_id" and isinstance(value, int) and value != 0:
+            return self._sessions.setdefault(value, f"<session {len(self._sessions) + 1}>")
         if isinstance(value, str):
             return UUID_TEXT.sub(self._uuid, value).replace(self._cluster_id, "<cluster id>")
         return value

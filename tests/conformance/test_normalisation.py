@@ -1,5 +1,6 @@
 """The differential oracle's normalisation (conformance.differential) on made-up answers:
-the lists Kafka builds from hash sets are compared in name order, and only those."""
+the lists Kafka builds from hash sets are compared in name order, and only those; fetch
+session ids by their order of first appearance."""
 
 from __future__ import annotations
 
@@ -31,3 +32,14 @@ def test_an_ordered_list_keeps_its_order() -> None:
     theirs = normalised(topics(("b", a), ("a", b)), CLUSTER, "CreateTopics")
     ours = normalised(topics(("a", a), ("b", b)), CLUSTER, "CreateTopics")
     assert set(differences(theirs, ours)) == {".topics[0].name", ".topics[1].name"}
+
+
+def test_fetch_session_ids_compare_by_first_appearance() -> None:
+    """Random session ids match when each side reuses its own alike; 0 stays 0."""
+    def answers(opened: int, then: int) -> list[dict[str, int]]:
+        return [{"session_id": opened}, {"session_id": then}, {"session_id": 0}]
+
+    theirs = normalised(answers(7, 7), CLUSTER, "Fetch")
+    assert differences(theirs, normalised(answers(99, 99), CLUSTER, "Fetch")) == {}
+    assert differences(theirs, normalised(answers(99, 5), CLUSTER, "Fetch")) == {
+        "[1].session_id": ("<session 1>", "<session 2>")}

@@ -283,8 +283,11 @@ class BrokerDispatcher(ListenerDispatcher):
         connection is not TLS, as Kafka's zero copy (``FileRecords.writeTo``)."""
         assert self._fetcher is not None
         in_files = not session.security_protocol.uses_tls
-        answer = await self._fetcher.fetch(request.body_as(FetchRequest), request.api_version,
-                                           self._denied(request, access), in_files=in_files)
+        answer = await self._fetcher.fetch(
+            request.body_as(FetchRequest), request.api_version,
+            lambda read: denied_topics(ApiKey.FETCH, read, request.api_version, access,
+                                       self._metadata.image),
+            in_files=in_files)
         out = SplicedBuffer()
         encode_response_into(out, request.header.correlation_id, request.api_key,
                              request.api_version, answer)

@@ -29,9 +29,12 @@ at once: Kafka's follower, blocked in its fetch, picks a new partition up only w
 fetch returns, up to ``replica.fetch.wait.max.ms`` later (the first acks=all produce to a
 new topic waited that long).
 
-Fetch sessions (KIP-227) are always declined, as Kafka allows: full requests get
-``session_id`` 0 and every incremental request FETCH_SESSION_ID_NOT_FOUND, after which
-clients fetch in full. No replica selector either: ``preferred_read_replica`` is -1.
+Fetch sessions (KIP-227, :mod:`pykraft.broker.fetch_sessions`) decide what is read and
+answered: a full fetch may open one, an incremental fetch reads every partition of its
+session and answers those with something new; the broker's sessions are the replica
+manager's (``fetch_sessions``), shared by its listeners as in Kafka. The answer groups a
+topic's consecutive partitions (as Kafka's ``FetchResponse.toMessage``). No replica
+selector: ``preferred_read_replica`` is -1.
 
 Follower fetches (``replica_id`` >= 0 up to v14, ``replica_state`` with the broker epoch
 from v15) read to the log end from the leader. A broker not among the partition's replicas
@@ -46,10 +49,15 @@ epoch diverges from the leader's log gets ``diverging_epoch`` at once and no rec
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import logging
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from pykraft.broker.fetch_session_cache import SessionIdOutOfRangeError, SessionKey
+from pykraft.broker.fetch_sessions import Answer
 from pykraft.broker.purgatory import DelayedOperation, FollowerKey
 from pykraft.broker.replica_manager import HostedPartition, PartitionError, ReplicaManager
 from pykraft.ids import TopicPartition
@@ -63,7 +71,7 @@ from pykraft.log.partition_reads import (
     records_size,
     upper_bound,
 )
-from pykraft.messages.kafka.fetch_request import FetchRequest
+from pykraft.messages.kafka.fetch_request import FetchPartition, FetchRequest, FetchTopic
 from pykraft.messages.kafka.fetch_response import (
     AbortedTransaction,
     EpochEndOffset,
@@ -76,11 +84,11 @@ from pykraft.messages.kafka.fetch_response import (
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.rpc import fetch_replica_id
 
+log = logging.getLogger(__name__)
+
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_LEADER_HINT_VERSION = 12  # current_leader and diverging_epoch (tagged, KIP-595/951)
 FIRST_NODE_ENDPOINTS_VERSION = 16  # the named leaders' endpoints (KIP-951)
-INITIAL_EPOCH = 0  # FetchMetadata.INITIAL_EPOCH / FINAL_EPOCH: a full fetch
-FINAL_EPOCH = -1
 _LEADER_HINTS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 #: Errors Kafka's ``KafkaApis.handleFetchRequest`` answers before reading, with
 #: ``FetchResponse.partitionResponse``: its ``aborted_transactions`` keeps the schema's
@@ -92,6 +100,8 @@ _REFUSED_BEFORE_READING = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
 
 #: A requested partition: its topic (name or id), index and current leader epoch.
 PartitionKey = tuple[str | uuid.UUID, int, int]
+#: The topics the session may not read of a Fetch (naming them as the request does).
+Denied = Callable[[FetchRequest], frozenset[object]]
 
 
 def replica_id_of(request: FetchRequest) -> int:
@@ -149,40 +159,48 @@ class FetchHandler:
     def __init__(self, replicas: ReplicaManager, listener_name: str) -> None:
         self._replicas = replicas
         self._listener = listener_name
+        self._sessions = replicas.fetch_sessions
 
     async def fetch(self, request: FetchRequest, version: int,
-                    denied: frozenset[object] = frozenset(), *,
+                    denied: Denied = lambda _request: frozenset(), *,
                     in_files: bool = False) -> FetchResponse:
-        """The answer to ``request`` at ``version``; TOPIC_AUTHORIZATION_FAILED for
-        ``denied`` topics. Read as it came: a field its version lacks holds the schema's
-        default, as Kafka's generated classes do. ``in_files``: records are left in the
-        segment files (:class:`~pykraft.messages.splice.Splice` values)."""
-        if request.session_epoch not in (INITIAL_EPOCH, FINAL_EPOCH):
-            return FetchResponse(error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+        """The answer to ``request`` at ``version``: reads and answers as its fetch session
+        says (:mod:`pykraft.broker.fetch_sessions`); TOPIC_AUTHORIZATION_FAILED for the
+        topics ``denied`` names of the partitions read (as a request of them). Read as it
+        came: a field its version lacks holds the schema's default, as Kafka's generated
+        classes do. ``in_files``: records are left in the segment files
+        (:class:`~pykraft.messages.splice.Splice` values)."""
         by_id = version >= FIRST_TOPIC_ID_VERSION
-        # Kafka's FetchRequest.fetchData: a map by topic partition, so a partition named
-        # twice is read once, where it first appears, with what it last asked
-        named: dict[tuple[str | uuid.UUID, int], tuple[PartitionFetch[PartitionKey], int]] = {}
-        for topic in request.topics:
-            name: str | uuid.UUID = topic.topic_id if by_id else topic.topic
-            for part in topic.partitions:
-                named[(name, part.partition)] = (PartitionFetch(
-                    (name, part.partition, part.current_leader_epoch), part.fetch_offset,
-                    part.partition_max_bytes, part.last_fetched_epoch),
-                    part.log_start_offset)  # a follower's (v5+)
-        wanted = [fetch for fetch, _ in named.values()]
-        starts = tuple(start for _, start in named.values())
         replica_id = replica_id_of(request)
+        fetch_data = _fetch_data(request, by_id)
+        try:
+            context = self._sessions.new_context(
+                version, request.session_id, request.session_epoch,
+                privileged=replica_id >= 0, fetch_data=fetch_data,
+                forgotten=_forgotten(request, by_id), now_ms=self._replicas.clock_ms())
+        except SessionIdOutOfRangeError:
+            log.exception("Fetch session lookup failed")
+            return _failed(request, version, ErrorCode.UNKNOWN_SERVER_ERROR)
+        asked = context.partitions
+        wanted = [PartitionFetch((topic, index, part.current_leader_epoch), part.fetch_offset,
+                                 part.partition_max_bytes, part.last_fetched_epoch)
+                  for (topic, index), part in asked]
+        starts = tuple(part.log_start_offset for _, part in asked)  # a follower's (v5+)
         isolation = fetch_isolation(replica_id, request.isolation_level)
-        follower = _Follower(replica_id, request.replica_state.replica_epoch, starts, denied,
-                             in_files)
+        follower = _Follower(replica_id, request.replica_state.replica_epoch, starts,
+                             denied(_request_of(request, asked, fetch_data)), in_files)
         # KafkaApis: the request's max_bytes, capped by the broker's fetch.max.bytes
         max_bytes = min(request.max_bytes, self._replicas.fetch_max_bytes)
         reads, resolver = await self._read_until_ready(
             wanted, isolation, follower, max_bytes=max_bytes,
             min_bytes=min(request.min_bytes, max_bytes),
             max_wait_s=request.max_wait_ms / 1000)
-        return self._response(version, wanted, reads, resolver)
+        error, session_id, answers = context.respond(
+            self._answers(version, wanted, reads, resolver), self._replicas.clock_ms())
+        endpoints = (self._endpoints(resolver) if version >= FIRST_NODE_ENDPOINTS_VERSION
+                     else ())
+        return FetchResponse(error_code=error, session_id=session_id,
+                             responses=_topic_responses(answers), node_endpoints=endpoints)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
               max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:
@@ -253,18 +271,18 @@ class FetchHandler:
             recorded.append(read)
         return recorded
 
-    def _response(self, version: int, wanted: list[PartitionFetch[PartitionKey]],
-                  reads: list[PartitionRead], resolver: _Resolver) -> FetchResponse:
-        """The answer at ``version``: topics by name or id as asked, the leader hints and
-        divergence from v12 and the leaders' endpoints from v16 (older versions lack the
-        fields); records are the log's bytes as read, not copied."""
+    def _answers(self, version: int, wanted: list[PartitionFetch[PartitionKey]],
+                 reads: list[PartitionRead], resolver: _Resolver) -> list[Answer]:
+        """Each partition's answer at ``version``: the leader hints and divergence from v12
+        (older versions lack the fields); records are the log's bytes as read, not
+        copied."""
         hints = version >= FIRST_LEADER_HINT_VERSION
-        topics: dict[str | uuid.UUID, list[PartitionData]] = {}
+        answers = []
         for fetch, read in zip(wanted, reads, strict=True):
             topic, index, _ = fetch.key
             leader = resolver.leaders.get(fetch.key, (-1, -1)) if hints else (-1, -1)
             diverging = read.diverging_epoch or (-1, -1)
-            topics.setdefault(topic, []).append(PartitionData(
+            answers.append(((topic, index), PartitionData(
                 partition_index=index, error_code=read.error,
                 high_watermark=read.high_watermark,
                 last_stable_offset=read.last_stable_offset,
@@ -272,12 +290,8 @@ class FetchHandler:
                 diverging_epoch=EpochEndOffset(epoch=diverging[0], end_offset=diverging[1]),
                 current_leader=LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]),
                 aborted_transactions=_aborted_transactions(read),
-                records=read.records))
-        endpoints = (self._endpoints(resolver) if version >= FIRST_NODE_ENDPOINTS_VERSION
-                     else ())
-        return FetchResponse(responses=tuple(_topic_response(topic, parts)
-                                             for topic, parts in topics.items()),
-                             node_endpoints=endpoints)
+                records=read.records)))
+        return answers
 
     def _endpoints(self, resolver: _Resolver) -> tuple[NodeEndpoint, ...]:
         """The named leaders' endpoints on this listener (Fetch v16+, KIP-951)."""
@@ -294,12 +308,61 @@ class FetchHandler:
         return tuple(found)
 
 
-def _topic_response(topic: str | uuid.UUID,
-                    partitions: list[PartitionData]) -> FetchableTopicResponse:
-    """A topic's answer, named as the request named it (by id from v13)."""
-    if isinstance(topic, uuid.UUID):
-        return FetchableTopicResponse(topic_id=topic, partitions=tuple(partitions))
-    return FetchableTopicResponse(topic=topic, partitions=tuple(partitions))
+def _failed(request: FetchRequest, version: int, error: ErrorCode) -> FetchResponse:
+    """Kafka's ``FetchRequest.getErrorResponse``: the error at the top with the session
+    the request named, and before v13 on each of its partitions too."""
+    topics = () if version >= FIRST_TOPIC_ID_VERSION else tuple(
+        FetchableTopicResponse(topic=topic.topic, partitions=tuple(
+            PartitionData(partition_index=part.partition, error_code=error,
+                          high_watermark=-1, aborted_transactions=(), records=b"")
+            for part in topic.partitions))
+        for topic in request.topics)
+    return FetchResponse(error_code=error, session_id=request.session_id, responses=topics)
+
+
+def _fetch_data(request: FetchRequest, by_id: bool) -> dict[SessionKey, FetchPartition]:
+    """Kafka's ``FetchRequest.fetchData``: a map by topic (its id from v13) and partition,
+    so a partition named twice is read once, where it first appears, with what it last
+    asked."""
+    data: dict[SessionKey, FetchPartition] = {}
+    for topic in request.topics:
+        name: str | uuid.UUID = topic.topic_id if by_id else topic.topic
+        for part in topic.partitions:
+            data[(name, part.partition)] = part
+    return data
+
+
+def _forgotten(request: FetchRequest, by_id: bool) -> list[SessionKey]:
+    """The partitions the request takes out of its session (v7+)."""
+    return [(topic.topic_id if by_id else topic.topic, index)
+            for topic in request.forgotten_topics_data for index in topic.partitions]
+
+
+def _request_of(request: FetchRequest, asked: list[tuple[SessionKey, FetchPartition]],
+                fetch_data: dict[SessionKey, FetchPartition]) -> FetchRequest:
+    """``request`` as naming the partitions its session reads (for the authorizer):
+    itself, unless the session's partitions are others than its ``fetch_data``."""
+    if len(asked) == len(fetch_data) and all(key in fetch_data for key, _ in asked):
+        return request
+    return dataclasses.replace(request, topics=tuple(
+        FetchTopic(topic_id=topic, partitions=(part,)) if isinstance(topic, uuid.UUID)
+        else FetchTopic(topic=topic, partitions=(part,)) for (topic, _), part in asked))
+
+
+def _topic_responses(answers: list[Answer]) -> tuple[FetchableTopicResponse, ...]:
+    """The answers by topic, named as the request named it (by id from v13); a topic's
+    consecutive partitions share an entry (``FetchResponse.toMessage`` keeps their
+    order)."""
+    grouped: list[tuple[str | uuid.UUID, list[PartitionData]]] = []
+    for (topic, _), answer in answers:
+        if grouped and grouped[-1][0] == topic:
+            grouped[-1][1].append(answer)
+        else:
+            grouped.append((topic, [answer]))
+    return tuple(FetchableTopicResponse(topic_id=topic, partitions=tuple(parts))
+                 if isinstance(topic, uuid.UUID)
+                 else FetchableTopicResponse(topic=topic, partitions=tuple(parts))
+                 for topic, parts in grouped)
 
 
 def _aborted_transactions(read: PartitionRead

@@ -17,9 +17,13 @@ endpoint (the settings resolve it; over TLS when that listener is SSL or SASL_SS
 leader or leader-epoch change moves the partition to a fresh fetch; becoming leader or
 losing the replica removes it; idle fetchers stop.
 
-A fetch is a full, sessionless Fetch at the highest version both sides speak (v4-v17;
-topics by id from v13) with the follower's log end offset, its log start offset and its
-image's leader epoch; ``replica_id`` up to v14 and ``replica_state`` (with the broker
+A fetch is a Fetch at the highest version both sides speak (v4-v17; topics by id from v13)
+in a fetch session with the leader (KIP-227, :mod:`pykraft.broker.fetch_session_handler`:
+a full fetch opens it, then each fetch sends only the partitions added or changed and
+forgets those dropped, so an idle fetcher sends and gets empty fetches; a session error
+restarts it with a full fetch at once, a failed connection closes it with the next full
+fetch). A partition asks from the follower's log end offset, with its log start offset and
+its image's leader epoch; ``replica_id`` up to v14 and ``replica_state`` (with the broker
 epoch) from v15. From v12 it carries the latest epoch of the log as ``last_fetched_epoch``
 and the leader answers a divergence with ``diverging_epoch``; against an older leader a
 partition first asks OffsetForLeaderEpoch (KIP-101) until its truncation completes, as
@@ -32,8 +36,8 @@ decide between truncating to the leader's end and restarting at its log start; a
 error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, ...) backs the
 partition off ``replica.fetch.backoff.ms``, by which time the next image has usually
 arrived. A broken connection backs off every partition of that fetcher. Not done as in
-Kafka: fetch sessions (every fetch is full), ``replica_directory_id``, throttling, and
-``num.replica.fetchers`` changed at runtime (it is read at start-up).
+Kafka: ``replica_directory_id``, throttling, and ``num.replica.fetchers`` changed at
+runtime (it is read at start-up).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from pykraft.broker.fetch_session_handler import FetchSessionHandler, SessionRequest
 from pykraft.broker.follower_log import (
     append_as_follower,
     last_fetched_epoch,
@@ -69,6 +74,7 @@ from pykraft.messages.kafka.fetch_request import (
     FetchPartition,
     FetchRequest,
     FetchTopic,
+    ForgottenTopic,
     ReplicaState,
 )
 from pykraft.messages.kafka.fetch_response import FetchResponse, PartitionData
@@ -95,6 +101,7 @@ from pykraft.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
+FIRST_SESSION_VERSION = 7  # KIP-227
 FIRST_DIVERGING_EPOCH_VERSION = 12
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_REPLICA_STATE_VERSION = 15
@@ -108,6 +115,10 @@ FETCHER_VERSIONS: Mapping[int, tuple[int, int]] = {
 #: Against a leader without topic ids, answers stay at its version so they keep names.
 BY_NAME_VERSIONS: Mapping[int, tuple[int, int]] = {
     **FETCHER_VERSIONS, ApiKey.FETCH: (4, FIRST_TOPIC_ID_VERSION - 1)}
+
+#: The session errors after which the next fetch, a full one, is sent at once.
+_SESSION_ERRORS = frozenset({ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                             ErrorCode.INVALID_FETCH_SESSION_EPOCH})
 
 #: Opens a connection to a leader at (host, port) within a timeout in seconds.
 Opener = Callable[[tuple[str, int], str, float], Awaitable[ClientConnection]]
@@ -216,6 +227,7 @@ class ReplicaFetcher:
         self.partitions: dict[TopicPartition, _FollowedPartition] = {}
         self._changed = asyncio.Event()
         self._connection: ClientConnection | None = None
+        self._session = FetchSessionHandler()
         self.task: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -332,25 +344,42 @@ class ReplicaFetcher:
     # ------------------------------------------------------------------ Fetch
 
     async def _fetch(self, ready: list[_FollowedPartition]) -> None:
+        """Fetch ``ready`` in the fetcher's session: only what changed is sent, and only
+        partitions with something new are answered (an idle fetch is empty both ways)."""
         asked = {f.part.tp: (f, f.part.log_end_offset) for f in ready}
         version = await self._version(ApiKey.FETCH)
-        response = await self._request(lambda at: self._fetch_request(at, ready), ApiKey.FETCH)
+        wanted = {(_topic_key(f.part, version), f.part.index): self._fetch_partition(f)
+                  for f in ready}
+        session = self._session.build(wanted)
+        try:
+            response = await self._request(
+                lambda at: self._fetch_request(at, session), ApiKey.FETCH)
+        except BaseException:
+            self._session.handle_error()
+            raise
         assert isinstance(response, FetchResponse)
-        if response.error_code != ErrorCode.NONE:
-            log.warning("[%s] fetch from broker %d failed: %s", self.name, self.key.source,
-                        error_name(response.error_code))
-            self._delay(ready)
-            return
         by_key = {(_topic_key(f.part, version), f.part.index): f.part.tp for f in ready}
-        for topic in response.responses:
-            name = topic.topic_id if version >= FIRST_TOPIC_ID_VERSION else topic.topic
-            for answer in topic.partitions:
-                tp = by_key.get((name, answer.partition_index))
-                if tp is None:
-                    continue
-                followed, offset = asked[tp]
-                if self._current(followed, offset):
-                    await self._handle(followed, offset, answer)
+        answers = [((topic.topic_id if version >= FIRST_TOPIC_ID_VERSION else topic.topic,
+                     answer.partition_index), answer)
+                   for topic in response.responses for answer in topic.partitions]
+        if not self._session.handle_response(response.error_code, response.session_id,
+                                             (key for key, _ in answers)):
+            self._session_failed(response.error_code, ready)
+            return
+        for key, answer in answers:
+            followed, offset = asked[by_key[key]]
+            if self._current(followed, offset):
+                await self._handle(followed, offset, answer)
+
+    def _session_failed(self, error: int, ready: list[_FollowedPartition]) -> None:
+        """An answer not to apply: after a session error the next fetch, a full one, goes
+        at once (Kafka's fetcher takes it as an empty answer); any other error backs every
+        partition off."""
+        log.warning("[%s] fetch from broker %d failed: %s", self.name, self.key.source,
+                    error_name(error) if error != ErrorCode.NONE
+                    else "an answer that does not fit the fetch session")
+        if error not in _SESSION_ERRORS:
+            self._delay(ready)
 
     def _current(self, followed: _FollowedPartition, log_end_offset: int) -> bool:
         """Still fetched by this fetcher from the same log end after an await (a new image
@@ -358,19 +387,27 @@ class ReplicaFetcher:
         return (self.partitions.get(followed.part.tp) is followed
                 and followed.part.log_end_offset == log_end_offset)
 
-    def _fetch_request(self, version: int, ready: list[_FollowedPartition]) -> FetchRequest:
+    def _fetch_partition(self, entry: _FollowedPartition) -> FetchPartition:
+        """What the fetch asks of a partition: from the log end, at the image's leader
+        epoch, with the log's latest epoch and log start."""
+        part = entry.part
+        return FetchPartition(
+            partition=part.index, current_leader_epoch=entry.leader_epoch,
+            fetch_offset=part.log_end_offset, last_fetched_epoch=last_fetched_epoch(part),
+            log_start_offset=part.log_start_offset, partition_max_bytes=self._config.max_bytes)
+
+    def _fetch_request(self, version: int, session: SessionRequest) -> FetchRequest:
         """The fetch at ``version``: the replica named by ``replica_id`` up to v14, by
         ``replica_state`` with this broker's epoch from v15 (KIP-903); topics by id from
         v13. Fields a version lacks keep their defaults, so it encodes at that version."""
         topics: dict[uuid.UUID | str, list[FetchPartition]] = {}
-        for entry in ready:
-            part = entry.part
-            topics.setdefault(_topic_key(part, version), []).append(FetchPartition(
-                partition=part.index, current_leader_epoch=entry.leader_epoch,
-                fetch_offset=part.log_end_offset, last_fetched_epoch=last_fetched_epoch(part),
-                log_start_offset=part.log_start_offset,
-                partition_max_bytes=self._config.max_bytes))
+        for (topic, _), part in session.to_send.items():
+            topics.setdefault(topic, []).append(part)
+        forgotten: dict[uuid.UUID | str, list[int]] = {}
+        for topic, index in session.to_forget:
+            forgotten.setdefault(topic, []).append(index)
         by_state = version >= FIRST_REPLICA_STATE_VERSION
+        in_session = version >= FIRST_SESSION_VERSION  # else sessionless, always full
         return FetchRequest(
             replica_id=-1 if by_state else self.broker_id,
             replica_state=ReplicaState(replica_id=self.broker_id,
@@ -378,7 +415,11 @@ class ReplicaFetcher:
             if by_state else ReplicaState(),
             max_wait_ms=self._config.wait_max_ms, min_bytes=self._config.min_bytes,
             max_bytes=self._config.response_max_bytes,
-            topics=tuple(_fetch_topic(key, parts) for key, parts in topics.items()))
+            session_id=session.session_id if in_session else 0,
+            session_epoch=session.epoch if in_session else -1,
+            topics=tuple(_fetch_topic(key, parts) for key, parts in topics.items()),
+            forgotten_topics_data=tuple(_forgotten_topic(key, indexes)
+                                        for key, indexes in forgotten.items()))
 
     # ------------------------------------------------------------------ OffsetForLeaderEpoch
 
@@ -506,6 +547,12 @@ def _fetch_topic(key: uuid.UUID | str, partitions: list[FetchPartition]) -> Fetc
     if isinstance(key, uuid.UUID):
         return FetchTopic(topic_id=key, partitions=tuple(partitions))
     return FetchTopic(topic=key, partitions=tuple(partitions))
+
+
+def _forgotten_topic(key: uuid.UUID | str, partitions: list[int]) -> ForgottenTopic:
+    if isinstance(key, uuid.UUID):
+        return ForgottenTopic(topic_id=key, partitions=tuple(partitions))
+    return ForgottenTopic(topic=key, partitions=tuple(partitions))
 
 
 def _topic_key(part: HostedPartition, version: int) -> uuid.UUID | str:

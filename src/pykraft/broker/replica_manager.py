@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -83,6 +84,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pykraft.broker.fetch_session_cache import FetchSessionCache
+from pykraft.broker.fetch_sessions import FetchManager
 from pykraft.broker.purgatory import Purgatories
 from pykraft.broker.purgatory_timer import DelayedOperations
 from pykraft.broker.replica_state import LocalPartition, local_changes
@@ -143,6 +146,8 @@ REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
 REPLICA_LAG_TIME_MAX_MS_DEFAULT = 30_000
 FETCH_MAX_BYTES = "fetch.max.bytes"
 FETCH_MAX_BYTES_DEFAULT = 57_671_680  # 55 MiB
+FETCH_SESSION_SLOTS = "max.incremental.fetch.session.cache.slots"
+FETCH_SESSION_SLOTS_DEFAULT = 1000
 COORDINATOR_APPEND_VERSION = 12  # the Produce version a coordinator's batch is validated as
 
 log = logging.getLogger(__name__)
@@ -326,6 +331,10 @@ class ReplicaManager:
                                                REPLICA_LAG_TIME_MAX_MS_DEFAULT))
         self.fetch_max_bytes = int(self._static.get(FETCH_MAX_BYTES, FETCH_MAX_BYTES_DEFAULT))
         """The most one Fetch response carries (KIP-74's first batch excepted)."""
+        self.fetch_sessions = FetchManager(FetchSessionCache(
+            int(self._static.get(FETCH_SESSION_SLOTS, FETCH_SESSION_SLOTS_DEFAULT)),
+            random.Random()))
+        """The broker's fetch sessions (KIP-227), for every listener's Fetch."""
         self.isr_changes: IsrChangeSink | None = None
         self.purgatories: Purgatories[TopicPartition] = Purgatories()
         """Acks=all produces, long-poll fetches and group replies waiting on partitions."""

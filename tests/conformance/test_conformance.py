@@ -17,6 +17,7 @@ from conformance.envelope_cases import ENVELOPE
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.quota_cases import QUOTAS
+from conformance.reassignment_cases import REASSIGNMENTS
 from conformance.sasl_cases import SASL_CASES
 from conformance.scram_cases import SCRAM
 from conformance.topic_partitions_cases import DESCRIBE_TOPIC_PARTITIONS
@@ -33,7 +34,7 @@ from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
 TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *QUOTAS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS,
-         *DESCRIBE_TOPIC_PARTITIONS]
+         *DESCRIBE_TOPIC_PARTITIONS, *REASSIGNMENTS]
 
 
 def rows() -> Iterator[Row]:

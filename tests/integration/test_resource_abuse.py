@@ -143,6 +143,8 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.LIST_TRANSACTIONS: Case(),
     ApiKey.TXN_OFFSET_COMMIT: Case(),
     ApiKey.ELECT_LEADERS: Case(),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: Case(),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: Case(),
 }
 
 CONTROLLER_CASES: Mapping[ApiKey, Case] = {
@@ -180,6 +182,8 @@ CONTROLLER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.ENVELOPE: Case(),
     ApiKey.ASSIGN_REPLICAS_TO_DIRS: Case(),
     ApiKey.ELECT_LEADERS: Case(),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: Case(),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: Case(),
 }
 
 CASES: Mapping[Listener, Mapping[ApiKey, Case]] = {

@@ -70,6 +70,8 @@ def test_every_api_a_controller_serves_has_a_rule() -> None:
     (CONTROLLER_RULES, ApiKey.UPDATE_FEATURES, Scope.CLUSTER, Op.ALTER),
     (CONTROLLER_RULES, ApiKey.ALTER_USER_SCRAM_CREDENTIALS, Scope.CLUSTER, Op.ALTER),
     (CONTROLLER_RULES, ApiKey.ELECT_LEADERS, Scope.CLUSTER, Op.ALTER),
+    (CONTROLLER_RULES, ApiKey.ALTER_PARTITION_REASSIGNMENTS, Scope.CLUSTER, Op.ALTER),
+    (CONTROLLER_RULES, ApiKey.LIST_PARTITION_REASSIGNMENTS, Scope.CLUSTER, Op.DESCRIBE),
 ])
 def test_kafkas_rules(rules: dict[int, object], api_key: int, scope: Scope,
                       operation: AclOperation | None) -> None:

@@ -9,11 +9,13 @@ release once they commit. Nothing is written or answered by the operation itself
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pykraft.config.authorizer import authorizer_config
 from pykraft.errors import ConfigError
+from pykraft.ids import ZERO_UUID
 from pykraft.image.client_quotas import literal_ip
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
@@ -31,6 +33,8 @@ TOO_LARGE_MESSAGE = "Unable to perform excessively large batch operation."
 UNCLEAN_ELECTION_INTERVAL_MS = 300_000  # unclean.leader.election.interval.ms (internal)
 LEADER_IMBALANCE_CHECK_INTERVAL_S = 300  # leader.imbalance.check.interval.seconds
 NO_OFFSET_BOUND = 2**63 - 1
+#: Kafka's DirectoryId.UNASSIGNED: the broker picks the directory, then says which.
+UNASSIGNED_DIR = uuid.UUID(int=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +146,17 @@ class ControllerContext:
     @property
     def metadata_version(self) -> int:
         return self.image.metadata_version
+
+    def default_dir(self, broker_id: int) -> uuid.UUID:
+        """Kafka's ``ClusterControlManager.defaultDir``: a broker's only log directory, so a
+        broker with one directory has nothing to send AssignReplicasToDirs about; UNASSIGNED
+        when it has several (or is not registered), MIGRATING when it named none."""
+        registration = self.image.cluster.brokers.get(broker_id)
+        if registration is None:
+            return UNASSIGNED_DIR
+        if not registration.log_dirs:
+            return ZERO_UUID  # DirectoryId.MIGRATING
+        return registration.log_dirs[0] if len(registration.log_dirs) == 1 else UNASSIGNED_DIR
 
     def usable(self, broker_id: int) -> bool:
         """May lead or join an ISR: registered, unfenced, not in controlled shutdown."""

@@ -3,7 +3,7 @@ which one it placed each of its replicas (Kafka's
 ReplicationControlManager.handleAssignReplicasToDirs).
 
 The controller created those replicas with the directory UNASSIGNED (see
-``replication_control._default_dir``); the broker's answer becomes a PartitionChangeRecord setting
+``ControllerContext.default_dir``); the broker's answer becomes a PartitionChangeRecord setting
 its entry of the partition's ``directories``. As in Kafka: refused whole below
 metadata.version 3.7-IV2 (UNSUPPORTED_VERSION) or for a broker epoch that is not the
 registered one (STALE_BROKER_EPOCH); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION,
@@ -18,9 +18,13 @@ import uuid
 from dataclasses import replace
 
 from pykraft.controller.cluster_control import election
-from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
+from pykraft.controller.context import (
+    UNASSIGNED_DIR,
+    ControllerContext,
+    ControllerResult,
+    is_usable,
+)
 from pykraft.controller.partition_change import Election, partition_change
-from pykraft.controller.replication_control import UNASSIGNED_DIR
 from pykraft.controller.responses import error_response
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration

@@ -17,6 +17,7 @@ qualifies, then takes the next replica that does; it is never unclean.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -43,16 +44,53 @@ class Election:
     """The metadata.version records KIP-704's leader recovery state."""
 
 
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """A partition's replicas as a change targets them (Kafka's targetReplicas,
+    targetRemoving, targetAdding): while a reassignment is under way, ``replicas`` lists
+    the target replicas then those being removed."""
+
+    replicas: tuple[int, ...]
+    removing: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, partition: PartitionRegistration) -> Assignment:
+        return cls(partition.replicas, partition.removing_replicas, partition.adding_replicas)
+
+    @property
+    def reassigning(self) -> bool:
+        return bool(self.removing or self.adding)
+
+    def completed(self, isr: tuple[int, ...]) -> tuple[Assignment, tuple[int, ...]] | None:
+        """The assignment and ISR once the reassignment completes, if ``isr`` lets it:
+        every target replica in sync (Kafka's ``maybeCompleteReassignment``)."""
+        if not self.reassigning:
+            return None
+        replicas = self.replicas
+        if self.removing:
+            isr = tuple(r for r in isr if r not in self.removing)
+            replicas = tuple(r for r in self.replicas if r not in self.removing)
+            if not isr or not replicas:
+                return None
+        if not set(replicas) <= set(isr):
+            return None
+        return Assignment(replicas), isr
+
+
 def elect_leader(partition: PartitionRegistration, isr: tuple[int, ...], usable: Usable,
-                 *, unclean: bool = False) -> tuple[int, bool]:
-    """The leader the rules pick, and whether it was an unclean election."""
+                 *, unclean: bool = False,
+                 replicas: tuple[int, ...] | None = None) -> tuple[int, bool]:
+    """The leader the rules pick among ``replicas`` (default: the partition's, in order),
+    and whether it was an unclean election."""
+    order = partition.replicas if replicas is None else replicas
     if partition.leader in isr and usable(partition.leader):
         return partition.leader, False
-    clean = next((r for r in partition.replicas if r in isr and usable(r)), None)
+    clean = next((r for r in order if r in isr and usable(r)), None)
     if clean is not None:
         return clean, False
     if unclean:
-        outside = next((r for r in partition.replicas if usable(r)), None)
+        outside = next((r for r in order if usable(r)), None)
         if outside is not None:
             return outside, True
     return NO_LEADER, False
@@ -81,25 +119,56 @@ def preferred_change(topic: TopicImage, partition_id: int, partition: PartitionR
 
 def partition_change(
     topic: TopicImage, partition_id: int, partition: PartitionRegistration,
-    *, isr: tuple[int, ...], election: Election,
+    *, isr: tuple[int, ...], election: Election, assignment: Assignment | None = None,
+    recovery: int = -1, default_dir: Callable[[int], uuid.UUID] | None = None,
 ) -> PartitionChangeRecord | None:
-    """The record moving ``partition`` to ``isr`` with the leader the rules pick, if any
-    change."""
+    """The record moving ``partition`` to ``isr`` (and ``assignment``, the leader recovery
+    state ``recovery`` if not -1) with the leader the rules pick, if any change (Kafka's
+    PartitionChangeBuilder.build without eligible leader replicas). A reassignment whose
+    target replicas are all in the ISR completes in the same record; a change dropping
+    replicas bumps the leader epoch. ``default_dir`` (from metadata.version 3.7-IV2) gives
+    a new replica's directory."""
+    target = Assignment.of(partition) if assignment is None else assignment
+    completed = target.completed(isr)
+    if completed is not None:
+        target, isr = completed
     leader, unclean = elect_leader(partition, isr, election.usable,
-                                   unclean=election.unclean(topic.name))
-    recovery = -1
+                                   unclean=election.unclean(topic.name),
+                                   replicas=target.replicas)
     if unclean and leader != partition.leader:
         isr = (leader,)  # data the old ISR held may be lost: only the new leader is in sync
         if partition.leader_recovery_state != RECOVERING and election.leader_recovery:
             recovery = RECOVERING
-    if isr == partition.isr and leader == partition.leader and recovery < 0:
-        return None
-    return PartitionChangeRecord(
+    if recovery == partition.leader_recovery_state:
+        recovery = -1
+    if leader == partition.leader and not set(partition.replicas) <= set(target.replicas):
+        leader_field = partition.leader  # a replica leaves: its epoch must not serve again
+    else:
+        leader_field = NO_LEADER_CHANGE if leader == partition.leader else leader
+    current = Assignment.of(partition)
+    record = PartitionChangeRecord(
         partition_id=partition_id, topic_id=topic.topic_id,
         isr=None if isr == partition.isr else isr,
-        leader=NO_LEADER_CHANGE if leader == partition.leader else leader,
-        leader_recovery_state=recovery,
+        leader=leader_field, leader_recovery_state=recovery,
+        replicas=None if target.replicas == current.replicas else target.replicas,
+        removing_replicas=None if target.removing == current.removing else target.removing,
+        adding_replicas=None if target.adding == current.adding else target.adding,
+        directories=_directories(partition, target.replicas, default_dir),
     )
+    return None if record == PartitionChangeRecord(
+        partition_id=partition_id, topic_id=topic.topic_id) else record
+
+
+def _directories(partition: PartitionRegistration, replicas: tuple[int, ...],
+                 default_dir: Callable[[int], uuid.UUID] | None
+                 ) -> tuple[uuid.UUID, ...] | None:
+    """The directories of ``replicas`` when they differ from the partition's: a kept
+    replica keeps its directory, a new one gets ``default_dir``'s."""
+    if default_dir is None or replicas == partition.replicas:
+        return None
+    known = dict(zip(partition.replicas, partition.directories, strict=False))
+    directories = tuple(known.get(r) or default_dir(r) for r in replicas)
+    return None if directories == partition.directories else directories
 
 
 def _partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:

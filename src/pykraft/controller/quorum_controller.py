@@ -32,6 +32,7 @@ from pykraft.controller import (
     dir_assignment,
     features_control,
     leader_elections,
+    reassignment,
     replication_control,
     scram_control,
 )
@@ -52,6 +53,9 @@ from pykraft.image.versions import MV_3_3_IV1, record_version
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.alter_client_quotas_request import AlterClientQuotasRequest
 from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
+from pykraft.messages.kafka.alter_partition_reassignments_request import (
+    AlterPartitionReassignmentsRequest,
+)
 from pykraft.messages.kafka.alter_partition_request import AlterPartitionRequest
 from pykraft.messages.kafka.alter_user_scram_credentials_request import (
     AlterUserScramCredentialsRequest,
@@ -72,6 +76,9 @@ from pykraft.messages.kafka.describe_configs_request import DescribeConfigsReque
 from pykraft.messages.kafka.elect_leaders_request import ElectLeadersRequest
 from pykraft.messages.kafka.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
+)
+from pykraft.messages.kafka.list_partition_reassignments_request import (
+    ListPartitionReassignmentsRequest,
 )
 from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
@@ -112,6 +119,8 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
         return replication_control.alter_partition(ctx, request)
     if isinstance(request, ElectLeadersRequest):
         return leader_elections.elect_leaders(ctx, request)
+    if isinstance(request, AlterPartitionReassignmentsRequest):
+        return reassignment.alter_partition_reassignments(ctx, request)
     if isinstance(request, AssignReplicasToDirsRequest):
         return dir_assignment.assign_replicas_to_dirs(ctx, request)
     if isinstance(request, IncrementalAlterConfigsRequest):
@@ -282,6 +291,10 @@ class QuorumController:
                 self.committed_image, request, node_id=self.config.node_id,
                 static=self.config.properties)
             self._ready.append((ticket, described))
+            return ticket
+        if isinstance(request, ListPartitionReassignmentsRequest):  # a read, as Kafka's
+            self._ready.append((ticket, reassignment.list_partition_reassignments(
+                self.committed_image, request)))
             return ticket
         if isinstance(request, DescribeAclsRequest):  # a read too, as Kafka's authorizer's
             self._ready.append((ticket, acl_control.describe_acls(

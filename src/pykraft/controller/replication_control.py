@@ -23,19 +23,20 @@ from dataclasses import dataclass, replace
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.config.topic_keys import INTERNAL_TOPIC_CONFIGS
 from pykraft.controller import config_control
-from pykraft.controller.cluster_control import usable_brokers
+from pykraft.controller.cluster_control import election, usable_brokers
 from pykraft.controller.context import (
     MAX_RECORDS_PER_USER_OP,
     TOO_LARGE_MESSAGE,
     ControllerContext,
     ControllerResult,
 )
+from pykraft.controller.partition_change import partition_change
 from pykraft.controller.placement import UsableBroker, place_replicas
 from pykraft.controller.responses import delete_topic_states, error_response
 from pykraft.controller.topic_names import topic_name_problem
 from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
-from pykraft.image.topics import NO_LEADER, TopicImage
+from pykraft.image.topics import NO_LEADER, NO_LEADER_CHANGE, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
 from pykraft.messages.kafka import alter_partition_request as ap_req
 from pykraft.messages.kafka import alter_partition_response as ap_resp
@@ -80,10 +81,6 @@ TOO_LARGE = Failure(ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE)
 MAX_PARTITIONS_PER_REQUEST = 10_000
 
 
-#: Kafka's DirectoryId.UNASSIGNED: the broker picks the directory, then says which.
-UNASSIGNED_DIR = uuid.UUID(int=1)
-
-
 def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
     while True:
         topic_id = random_uuid(lambda: uuid.UUID(int=ctx.rng.getrandbits(128)))
@@ -94,25 +91,13 @@ def _new_topic_id(ctx: ControllerContext) -> uuid.UUID:
 def _partition_record(ctx: ControllerContext, topic_id: uuid.UUID, partition_id: int,
                       replicas: tuple[int, ...]) -> PartitionRecord:
     isr = tuple(r for r in replicas if ctx.usable(r))
-    directories = (tuple(_default_dir(ctx, r) for r in replicas)
+    directories = (tuple(ctx.default_dir(r) for r in replicas)
                    if ctx.metadata_version >= MV_3_7_IV2 else ())
     return PartitionRecord(
         partition_id=partition_id, topic_id=topic_id, replicas=replicas, isr=isr,
         leader=next(iter(isr), NO_LEADER), leader_epoch=0, partition_epoch=0,
         directories=directories,
     )
-
-
-def _default_dir(ctx: ControllerContext, broker_id: int) -> uuid.UUID:
-    """Kafka's ``ClusterControlManager.defaultDir``: a broker's only log directory, so a
-    broker with one directory has nothing to send AssignReplicasToDirs about; UNASSIGNED
-    when it has several (or is not registered), MIGRATING when it named none."""
-    registration = ctx.image.cluster.brokers.get(broker_id)
-    if registration is None:
-        return UNASSIGNED_DIR
-    if not registration.log_dirs:
-        return ZERO_UUID  # DirectoryId.MIGRATING
-    return registration.log_dirs[0] if len(registration.log_dirs) == 1 else UNASSIGNED_DIR
 
 
 def _check_manual(ctx: ControllerContext, assignments: Sequence[Sequence[int]],
@@ -467,17 +452,17 @@ def _alter_one(
         leader_id=partition.leader, sender=leader_id, proposal=proposal, eligible=eligible)
     if code != ErrorCode.NONE:
         return code
-    new_isr, recovery = proposal.isr, proposal.leader_recovery_state
-    change = None
-    leader_epoch, partition_epoch = partition.leader_epoch, partition.partition_epoch
-    if new_isr != partition.isr or recovery != partition.leader_recovery_state:
-        change = PartitionChangeRecord(
-            partition_id=part.partition_index, topic_id=topic.topic_id,
-            isr=None if new_isr == partition.isr else new_isr,
-            leader_recovery_state=(-1 if recovery == partition.leader_recovery_state
-                                   else recovery))
-        partition_epoch += 1
+    change = partition_change(
+        topic, part.partition_index, partition, isr=proposal.isr, election=election(ctx),
+        recovery=proposal.leader_recovery_state,
+        default_dir=ctx.default_dir if ctx.metadata_version >= MV_3_7_IV2 else None)
+    if change is not None and change.leader not in (NO_LEADER_CHANGE, leader_id):
+        # the ISR change completed a reassignment that moved the leadership away: the old
+        # leader must learn the new state from the metadata (Kafka answers v2+ this way)
+        return change, _partition_error(part.partition_index, ErrorCode.NEW_LEADER_ELECTED)
+    after = partition if change is None else partition.merge(change)
     return change, ap_resp.PartitionData(
-        partition_index=part.partition_index, error_code=ErrorCode.NONE, leader_id=leader_id,
-        leader_epoch=leader_epoch, isr=new_isr, leader_recovery_state=recovery,
-        partition_epoch=partition_epoch)
+        partition_index=part.partition_index, error_code=ErrorCode.NONE, leader_id=after.leader,
+        leader_epoch=after.leader_epoch, isr=after.isr,
+        leader_recovery_state=after.leader_recovery_state,
+        partition_epoch=after.partition_epoch)

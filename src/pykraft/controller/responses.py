@@ -14,6 +14,8 @@ from pykraft.messages.kafka import alter_client_quotas_request as quotas_req
 from pykraft.messages.kafka import alter_client_quotas_response as quotas_resp
 from pykraft.messages.kafka import alter_configs_request as alter_req
 from pykraft.messages.kafka import alter_configs_response as alter_resp
+from pykraft.messages.kafka import alter_partition_reassignments_request as apr_req
+from pykraft.messages.kafka import alter_partition_reassignments_response as apr_resp
 from pykraft.messages.kafka import alter_partition_request as ap_req
 from pykraft.messages.kafka import alter_partition_response as ap_resp
 from pykraft.messages.kafka import alter_user_scram_credentials_request as scram_req
@@ -44,6 +46,8 @@ from pykraft.messages.kafka import elect_leaders_request as el_req
 from pykraft.messages.kafka import elect_leaders_response as el_resp
 from pykraft.messages.kafka import incremental_alter_configs_request as iac_req
 from pykraft.messages.kafka import incremental_alter_configs_response as iac_resp
+from pykraft.messages.kafka import list_partition_reassignments_request as lpr_req
+from pykraft.messages.kafka import list_partition_reassignments_response as lpr_resp
 from pykraft.messages.kafka import unregister_broker_request as unreg_req
 from pykraft.messages.kafka import unregister_broker_response as unreg_resp
 from pykraft.messages.kafka import update_features_request as uf_req
@@ -155,6 +159,29 @@ def _alter_quotas(req: quotas_req.AlterClientQuotasRequest, code: ErrorCode,
         for entry in req.entries))
 
 
+def _alter_reassignments(req: apr_req.AlterPartitionReassignmentsRequest, code: ErrorCode,
+                         message: str | None) -> object:
+    """Kafka's getErrorResponse: the code on top and on every partition named."""
+    return apr_resp.AlterPartitionReassignmentsResponse(
+        error_code=code, error_message=message, responses=tuple(
+            apr_resp.ReassignableTopicResponse(name=t.name, partitions=tuple(
+                apr_resp.ReassignablePartitionResponse(
+                    partition_index=p.partition_index, error_code=code, error_message=message)
+                for p in t.partitions))
+            for t in req.topics))
+
+
+def _list_reassignments(req: lpr_req.ListPartitionReassignmentsRequest, code: ErrorCode,
+                        message: str | None) -> object:
+    """Kafka's getErrorResponse: the code on top, every partition named listed bare."""
+    return lpr_resp.ListPartitionReassignmentsResponse(
+        error_code=code, error_message=message, topics=tuple(
+            lpr_resp.OngoingTopicReassignment(name=t.name, partitions=tuple(
+                lpr_resp.OngoingPartitionReassignment(partition_index=i)
+                for i in t.partition_indexes))
+            for t in req.topics or ()))
+
+
 def _top_level(response: type) -> _Builder:
     """Kafka's ``getErrorResponse`` of a request without parts, as a generated class: the
     code, the message where the response has one, every other field at the schema's
@@ -185,6 +212,8 @@ _BUILDERS: dict[type, _Builder] = {
     alter_req.AlterConfigsRequest: _alter_configs,
     scram_req.AlterUserScramCredentialsRequest: _alter_scram,
     el_req.ElectLeadersRequest: _elect_leaders,
+    apr_req.AlterPartitionReassignmentsRequest: _alter_reassignments,
+    lpr_req.ListPartitionReassignmentsRequest: _list_reassignments,
     cacl_req.CreateAclsRequest: _create_acls,
     dacl_req.DeleteAclsRequest: _delete_acls,
     quotas_req.AlterClientQuotasRequest: _alter_quotas,

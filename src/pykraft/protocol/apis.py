@@ -50,6 +50,8 @@ class ApiKey(IntEnum):
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
@@ -190,6 +192,10 @@ _SPECS = (
     # Preferred and unclean elections (KIP-460), forwarded by brokers to the controller.
     _spec(ApiKey.ELECT_LEADERS, (0, 2), 2, _BOTH),
     _spec(ApiKey.INCREMENTAL_ALTER_CONFIGS, (0, 1), 1, _BOTH),
+    # Reassignment (KIP-455; v1, KIP-860: whether the replication factor may change),
+    # forwarded by brokers to the controller.
+    _spec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1), 0, _BOTH),
+    _spec(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0), 0, _BOTH),
     _spec(ApiKey.OFFSET_DELETE, (0, 0), None, _BROKER),
     # Client quotas (KIP-546): Kafka's controller has no DescribeClientQuotas handler, its
     # brokers answer it from their image; AlterClientQuotas is the controller's, forwarded.

@@ -31,13 +31,13 @@ from pykraft.security.principal_serde import (
 )
 from pykraft.security.session import Session
 
-#: Kafka's ``ApiKeys.forwardable``. The ones pykraft does not speak (delegation tokens 38-40,
-#: partition reassignments 45-46) pass this check and are answered UNSUPPORTED_VERSION, as
-#: a body pykraft cannot parse.
+#: Kafka's ``ApiKeys.forwardable``. The ones pykraft does not speak (delegation tokens 38-40)
+#: pass this check and are answered UNSUPPORTED_VERSION, as a body pykraft cannot parse.
 FORWARDABLE: frozenset[int] = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
     ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS, 38, 39, 40, ApiKey.ELECT_LEADERS,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS, 45, 46, ApiKey.ALTER_CLIENT_QUOTAS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.ALTER_CLIENT_QUOTAS,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_QUORUM, ApiKey.UPDATE_FEATURES, ApiKey.UNREGISTER_BROKER,
     ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER,

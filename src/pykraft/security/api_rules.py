@@ -86,6 +86,8 @@ _COMMON: dict[int, ApiRule] = {
     _K.DESCRIBE_ACLS: _cluster(_O.DESCRIBE),
     _K.ALTER_USER_SCRAM_CREDENTIALS: _cluster(_O.ALTER),
     _K.ELECT_LEADERS: _cluster(_O.ALTER),
+    _K.ALTER_PARTITION_REASSIGNMENTS: _cluster(_O.ALTER),
+    _K.LIST_PARTITION_REASSIGNMENTS: _cluster(_O.DESCRIBE),
     _K.ALTER_CLIENT_QUOTAS: _cluster(_O.ALTER_CONFIGS),
 }
 #: KafkaApis. Forwarded requests are checked on the broker before they are forwarded (no

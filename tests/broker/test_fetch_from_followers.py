@@ -212,15 +212,13 @@ def test_a_follower_not_yet_past_the_fetch_offset_is_not_named(leader: Broker) -
     asyncio.run(run())
 
 
-def test_a_fenced_follower_is_not_named(tmp_path: Path) -> None:
+def test_a_fenced_follower_is_not_named(leader: Broker) -> None:
     async def run() -> None:
-        leader = _broker(tmp_path, LEADER, SELECTOR)
         append(leader, 3)
         await caught_up(leader, F2, F3)
         leader.replicas.apply_image(_image(fenced=(F3,)), 0)
         answer = _only(await leader.fetch(consumer_fetch(0, rack="c"), 12))
         assert answer.preferred_read_replica == -1 and answer.records
-        leader.replicas.shutdown()
 
     asyncio.run(run())
 
@@ -242,9 +240,12 @@ def test_an_incremental_fetch_answers_the_preferred_replica_every_time(leader: B
 
 # ---------------------------------------------------------------------- the follower's reads
 
-def _follow(tmp_path: Path) -> Broker:
+@pytest.fixture
+def follower(tmp_path: Path) -> Iterator[Broker]:
     """Broker 3, following t-0 (no selector: a follower names no preferred replica)."""
-    return _broker(tmp_path, F3, {})
+    made = _broker(tmp_path, F3, {})
+    yield made
+    made.replicas.shutdown()
 
 
 def copy(leader: Broker, follower: Broker) -> None:
@@ -263,10 +264,9 @@ def _offsets(records: bytes) -> list[int]:
     return found
 
 
-def test_a_follower_serves_consumers_up_to_its_high_watermark(tmp_path: Path,
-                                                              leader: Broker) -> None:
+def test_a_follower_serves_consumers_up_to_its_high_watermark(leader: Broker,
+                                                              follower: Broker) -> None:
     async def run() -> None:
-        follower = _follow(tmp_path)
         append(leader, 3)
         copy(leader, follower)  # the records, with the leader's high watermark 0
         assert (follower.part.log_end_offset, follower.part.high_watermark) == (3, 0)
@@ -282,9 +282,8 @@ def test_a_follower_serves_consumers_up_to_its_high_watermark(tmp_path: Path,
 
 
 def test_a_consumer_parked_on_a_follower_wakes_when_its_high_watermark_moves(
-        tmp_path: Path, leader: Broker) -> None:
+        leader: Broker, follower: Broker) -> None:
     async def run() -> None:
-        follower = _follow(tmp_path)
         append(leader, 2)
         copy(leader, follower)
         task = asyncio.create_task(follower.fetch(
@@ -300,9 +299,8 @@ def test_a_consumer_parked_on_a_follower_wakes_when_its_high_watermark_moves(
 
 
 def test_read_committed_on_a_follower_stops_at_its_last_stable_offset(
-        tmp_path: Path, leader: Broker) -> None:
+        leader: Broker, follower: Broker) -> None:
     async def run() -> None:
-        follower = _follow(tmp_path)
         append(leader, 2)
         append(leader, 1, producer_id=9, epoch=0, sequence=0, transactional=True)
         await caught_up(leader, F2, F3)
@@ -319,11 +317,10 @@ def test_read_committed_on_a_follower_stops_at_its_last_stable_offset(
     (LEADER_EPOCH - 1, ErrorCode.FENCED_LEADER_EPOCH),
     (LEADER_EPOCH + 1, ErrorCode.UNKNOWN_LEADER_EPOCH)])
 def test_a_follower_fences_a_consumers_leader_epoch_before_refusing_it(
-        tmp_path: Path, leader: Broker, epoch: int, code: ErrorCode) -> None:
+        leader: Broker, follower: Broker, epoch: int, code: ErrorCode) -> None:
     """Kafka's ``Partition.getLocalLog`` checks the epoch first: a consumer of v10, which
     only leaders serve, is told its epoch is wrong rather than NOT_LEADER_OR_FOLLOWER."""
     async def run() -> None:
-        follower = _follow(tmp_path)
         answer = await follower.fetch(consumer_fetch(0, version=10, leader_epoch=epoch), 10)
         assert _only(answer).error_code == code
 

@@ -29,6 +29,10 @@ def settings_for(props: dict[str, str]) -> None:
      "is not in controller.quorum.voters"),
     ({"process.roles": "broker", "node.id": "2", "listeners": "PLAINTEXT://127.0.0.1:9092",
       "broker.heartbeat.interval.ms": "0"}, "broker.heartbeat.interval.ms"),
+    ({"process.roles": "broker", "node.id": "2", "listeners": "PLAINTEXT://127.0.0.1:9092",
+      "replica.selector.class": "com.example.NearestReplicaSelector"},
+     "com.example.NearestReplicaSelector for configuration replica.selector.class: pykraft "
+     "cannot load Java classes"),
 ])
 def test_refused_with_the_key_at_fault(props: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

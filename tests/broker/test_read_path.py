@@ -176,18 +176,22 @@ def test_fetch_errors_name_the_leader(replicas: ReplicaManager) -> None:
     asyncio.run(run())
 
 
-@pytest.mark.parametrize("version", [12, 15])
-def test_only_the_leader_serves_fetches(replicas: ReplicaManager, version: int) -> None:
-    """Broker 1 follows partition 2: neither a consumer nor the other replica may fetch it
-    here; broker 2 is no replica of partition 0, so its fetches there are refused too
-    (UNKNOWN_LEADER_EPOCH when it names the epoch, as Kafka's followerReplicaOrThrow)."""
+@pytest.mark.parametrize("version", [10, 12, 15])
+def test_only_the_leader_serves_replicas_and_older_consumers(replicas: ReplicaManager,
+                                                             version: int) -> None:
+    """Broker 1 follows partition 2: the other replica may not fetch it here, nor may a
+    consumer without client metadata (before v11: Kafka's fetchOnlyLeader), while one
+    from v11 reads this follower (KIP-392); broker 2 is no replica of partition 0, so its
+    fetches there are refused too (UNKNOWN_LEADER_EPOCH when it names the epoch, as Kafka's
+    followerReplicaOrThrow)."""
     async def run() -> None:
         fetcher = FetchHandler(replicas, LISTENER)
         for replica_id in (-1, 2):
             response = await fetcher.fetch(_fetch(version, [{"partition": 2}],
                                                   replica_id=replica_id), version)
+            served = replica_id < 0 and version >= 11
             assert [p.error_code for p in _partitions(response)] == [
-                ErrorCode.NOT_LEADER_OR_FOLLOWER]
+                ErrorCode.NONE if served else ErrorCode.NOT_LEADER_OR_FOLLOWER]
         _produce(replicas, [b"a"])
         refusals = [await fetcher.fetch(_fetch(version, [case], replica_id=2), version)
                     for case in ({"partition": 0}, {"partition": 0, "epoch": 3})]

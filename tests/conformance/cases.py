@@ -735,10 +735,10 @@ def topic_id_of(run: Run, name: str) -> uuid.UUID:
 
 def consumer_fetch(run: Run, topic: str, *, offset: int = 0, epoch: int = -1,
                    session_epoch: int = -1, session_id: int = 0, partitions: bool = True,
-                   forgotten: bool = False) -> Any:
+                   forgotten: bool = False, rack: str = "") -> Any:
     """A consumer's Fetch of partition 0 (by name before v13, by id from v13); in a
     session from v7: without the partition (``partitions=False``, as an incremental fetch
-    that changes nothing) or forgetting it."""
+    that changes nothing) or forgetting it; from v11 with the client's ``rack``."""
     named = ({"topic": topic} if run.version < 13
              else {"topic_id": topic_id_of(run, topic)})
     part = FetchRequest.FetchTopic.FetchPartition(
@@ -751,13 +751,20 @@ def consumer_fetch(run: Run, topic: str, *, offset: int = 0, epoch: int = -1,
         session_id=session_id, session_epoch=session_epoch,
         topics=[FetchRequest.FetchTopic(partitions=[part], **named)] if partitions else [],
         forgotten_topics_data=[FetchRequest.ForgottenTopic(partitions=[0], **named)]
-        if forgotten else [], rack_id="")
+        if forgotten else [], rack_id=rack)
 
 
 def consumer_fetch_meaning(body: Any, _run: Run) -> tuple[str, int, list[tuple[str, bool]]]:
     parts = [p for t in body.responses for p in t.partitions]
     return (code(getattr(body, "error_code", 0)), getattr(body, "session_id", 0),
             [(code(p.error_code), p.high_watermark >= 0) for p in parts])
+
+
+def preferred_replica_meaning(body: Any, _run: Run) -> Meaning:
+    """Each partition's error, whether it has a high watermark, and its preferred read
+    replica (KIP-392: -1 while the leader is the one to read)."""
+    return [(code(p.error_code), p.high_watermark >= 0, p.preferred_read_replica)
+            for t in body.responses for p in t.partitions]
 
 
 def in_session(run: Run, then: Callable[[Run, int], Any]) -> tuple[Any, Any]:
@@ -859,6 +866,14 @@ READ_PATH = [
     Case("Fetch", 1, "consumer_reads_a_partition",
          lambda r: consumer_fetch(r, r.cluster.topic), consumer_fetch_meaning,
          lambda _r: ("NONE", 0, [("NONE", True)])),
+    # KIP-392: a consumer naming its rack; the single broker leads every partition, so it
+    # serves the read itself and names no other replica (-1), selector or not
+    Case("Fetch", 1, "consumer_with_a_rack_reads_the_leader",
+         lambda r: consumer_fetch(r, r.cluster.topic, rack="rack-c"),
+         preferred_replica_meaning, lambda _r: [("NONE", True, -1)], since=11),
+    Case("Fetch", 1, "consumer_with_a_rack_out_of_range",
+         lambda r: consumer_fetch(r, r.cluster.topic, rack="rack-c", offset=FAR_OFFSET),
+         preferred_replica_meaning, lambda _r: [("OFFSET_OUT_OF_RANGE", False, -1)], since=11),
     Case("Fetch", 1, "unknown_topic", lambda r: consumer_fetch(r, NO_SUCH_TOPIC),
          consumer_fetch_meaning,
          lambda r: ("NONE", 0, [("UNKNOWN_TOPIC_ID" if r.version >= 13 else ABSENT,

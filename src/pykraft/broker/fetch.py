@@ -33,8 +33,16 @@ Fetch sessions (KIP-227, :mod:`pykraft.broker.fetch_sessions`) decide what is re
 answered: a full fetch may open one, an incremental fetch reads every partition of its
 session and answers those with something new; the broker's sessions are the replica
 manager's (``fetch_sessions``), shared by its listeners as in Kafka. The answer groups a
-topic's consecutive partitions (as Kafka's ``FetchResponse.toMessage``). No replica
-selector: ``preferred_read_replica`` is -1.
+topic's consecutive partitions (as Kafka's ``FetchResponse.toMessage``).
+
+Fetch from followers (KIP-392): a consumer's Fetch from v11 carries client metadata (its
+``rack_id``, "" without one), and then reads a follower too, up to the follower's high
+watermark (its last stable offset for read_committed), as Kafka's ``FetchParams.
+fetchOnlyLeader``; before v11 a follower answers a consumer NOT_LEADER_OR_FOLLOWER. With
+a replica selector (``replica.selector.class``, :mod:`pykraft.replica.read_replica`) the
+leader may name another replica for the consumer to read a partition from: that partition
+is answered at once with ``preferred_read_replica``, the leader's offsets and no records
+(Kafka's ``readFromLog`` skips its read), and the request is not parked.
 
 Follower fetches (``replica_id`` >= 0 up to v14, ``replica_state`` with the broker epoch
 from v15) read to the log end from the leader. A broker not among the partition's replicas
@@ -53,7 +61,7 @@ import dataclasses
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pykraft.broker.fetch_session_cache import SessionIdOutOfRangeError, SessionKey
@@ -83,12 +91,14 @@ from pykraft.messages.kafka.fetch_response import (
 )
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.rpc import fetch_replica_id
+from pykraft.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
 
 log = logging.getLogger(__name__)
 
 FIRST_TOPIC_ID_VERSION = 13
 FIRST_LEADER_HINT_VERSION = 12  # current_leader and diverging_epoch (tagged, KIP-595/951)
 FIRST_NODE_ENDPOINTS_VERSION = 16  # the named leaders' endpoints (KIP-951)
+FIRST_CLIENT_METADATA_VERSION = 11  # rack_id and preferred_read_replica (KIP-392)
 _LEADER_HINTS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH})
 #: Errors Kafka's ``KafkaApis.handleFetchRequest`` answers before reading, with
 #: ``FetchResponse.partitionResponse``: its ``aborted_transactions`` keeps the schema's
@@ -110,47 +120,88 @@ def replica_id_of(request: FetchRequest) -> int:
 
 
 class _Resolver:
-    """Looks partitions up for one read on their leader (consumers and followers alike:
-    no replica selector names a follower to read from), keeping the hosted ones (to park
-    on) and the leader hints of the refused ones."""
+    """Looks partitions up for one read, on their leader (or on a follower too for a
+    consumer with client metadata), keeping the hosted ones (to park on) and the leader
+    hints of the refused ones; a led partition for which the replica selector prefers
+    another replica is answered without a read."""
 
-    def __init__(self, replicas: ReplicaManager, replica_id: int,
-                 denied: frozenset[object] = frozenset()) -> None:
+    def __init__(self, replicas: ReplicaManager, fetcher: _Follower, listener: str,
+                 offsets: Mapping[PartitionKey, int]) -> None:
         self._replicas = replicas
-        self._replica_id = replica_id
-        self._denied = denied
+        self._fetcher = fetcher
+        self._listener = listener
+        self._offsets = offsets
+        self._racks: dict[int, str | None] | None = None
         self.hosted: list[HostedPartition] = []
         self.leaders: dict[PartitionKey, tuple[int, int]] = {}
 
-    def __call__(self, key: PartitionKey) -> ReadablePartition | ErrorCode:
+    def __call__(self, key: PartitionKey) -> ReadablePartition | ErrorCode | PartitionRead:
         topic, index, epoch = key
-        if topic in self._denied:
+        fetcher = self._fetcher
+        if topic in fetcher.denied:
             return ErrorCode.TOPIC_AUTHORIZATION_FAILED
         try:
-            part = self._replicas.partition_for(topic, index, current_leader_epoch=epoch)
+            part = self._replicas.partition_for(topic, index, current_leader_epoch=epoch,
+                                                require_leader=fetcher.leader_only)
         except PartitionError as refused:
             if refused.error_code in _LEADER_HINTS:
                 self.leaders[key] = (refused.leader_id, refused.leader_epoch)
             return refused.error_code
-        if self._replica_id >= 0:
-            code = self._replicas.check_follower(part, self._replica_id, epoch)
+        if fetcher.replica_id >= 0:
+            code = self._replicas.check_follower(part, fetcher.replica_id, epoch)
             if code != ErrorCode.NONE:
                 return code
+        elif key in self._offsets and part.is_leader:
+            preferred = self._preferred(part, self._offsets[key])
+            if preferred != NO_PREFERRED_REPLICA:
+                return PartitionRead(ErrorCode.NONE, b"", part.high_watermark,
+                                     part.last_stable_offset, part.log_start_offset,
+                                     part.log_end_offset, preferred_read_replica=preferred)
         self.hosted.append(part)
         return part
+
+    def _preferred(self, part: HostedPartition, fetch_offset: int) -> int:
+        """Kafka's ``findPreferredReadReplica`` for this led partition."""
+        replication = part.replication
+        if replication is None:
+            return NO_PREFERRED_REPLICA
+        return preferred_read_replica(
+            self._replicas.replica_selector, self._fetcher.client_rack,
+            leader_id=part.broker_id, leader_end_offset=part.log_end_offset,
+            followers=replication.followers, isr=part.isr, racks=self._listener_racks(),
+            fetch_offset=fetch_offset, now_ms=self._replicas.clock_ms())
+
+    def _listener_racks(self) -> dict[int, str | None]:
+        """The rack of each unfenced broker with an endpoint on the client's listener
+        (Kafka's ``getPartitionReplicaEndpoints``: the others are ``Node.noNode``), looked
+        up once per read."""
+        if self._racks is None:
+            self._racks = {
+                broker_id: broker.rack
+                for broker_id, broker in self._replicas.image.cluster.brokers.items()
+                if not broker.fenced and any(e.name == self._listener for e in broker.listeners)}
+        return self._racks
 
 
 @dataclass(frozen=True, slots=True)
 class _Follower:
     """Who fetches: a broker (``replica_id`` >= 0, its epoch or -1) or a consumer (< 0),
     the log start offsets it sent, one per requested partition, the topics (names or
-    ids, as requested) it may not read, and whether its records are left in the files."""
+    ids, as requested) it may not read, whether its records are left in the files, and
+    its client metadata's rack (Fetch v11+: ``rack_id``; None before v11)."""
 
     replica_id: int
     broker_epoch: int
     log_starts: tuple[int, ...]
     denied: frozenset[object] = frozenset()
     in_files: bool = False
+    client_rack: str | None = None
+
+    @property
+    def leader_only(self) -> bool:
+        """Kafka's ``FetchParams.fetchOnlyLeader``: brokers, and consumers without client
+        metadata, read leaders only."""
+        return self.replica_id >= 0 or self.client_rack is None
 
 
 class FetchHandler:
@@ -188,7 +239,9 @@ class FetchHandler:
         starts = tuple(part.log_start_offset for _, part in asked)  # a follower's (v5+)
         isolation = fetch_isolation(replica_id, request.isolation_level)
         follower = _Follower(replica_id, request.replica_state.replica_epoch, starts,
-                             denied(_request_of(request, asked, fetch_data)), in_files)
+                             denied(_request_of(request, asked, fetch_data)), in_files,
+                             request.rack_id if version >= FIRST_CLIENT_METADATA_VERSION
+                             else None)
         # KafkaApis: the request's max_bytes, capped by the broker's fetch.max.bytes
         max_bytes = min(request.max_bytes, self._replicas.fetch_max_bytes)
         reads, resolver = await self._read_until_ready(
@@ -204,7 +257,10 @@ class FetchHandler:
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
               max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:
-        resolver = _Resolver(self._replicas, follower.replica_id, follower.denied)
+        selecting = (follower.replica_id < 0 and bool(follower.client_rack)
+                     and self._replicas.replica_selector is not None)
+        offsets = {fetch.key: fetch.fetch_offset for fetch in wanted} if selecting else {}
+        resolver = _Resolver(self._replicas, follower, self._listener, offsets)
         return read_partitions(wanted, resolver, max_bytes=max_bytes, isolation=isolation,
                                failed=self._replicas.read_failed,
                                in_files=follower.in_files), resolver
@@ -229,7 +285,8 @@ class FetchHandler:
             remaining = deadline - loop.time()
             if (remaining <= 0 or not wanted
                     or sum(records_size(r.records) for r in reads) >= min_bytes
-                    or any(r.error != ErrorCode.NONE or r.diverging_epoch for r in reads)
+                    or any(r.error != ErrorCode.NONE or r.diverging_epoch
+                           or r.preferred_read_replica != NO_PREFERRED_REPLICA for r in reads)
                     or newly_led):
                 return reads, resolver
             newly_led = await self._park(resolver.hosted, isolation, follower.replica_id,
@@ -289,6 +346,7 @@ class FetchHandler:
                 log_start_offset=read.log_start_offset,
                 diverging_epoch=EpochEndOffset(epoch=diverging[0], end_offset=diverging[1]),
                 current_leader=LeaderIdAndEpoch(leader_id=leader[0], leader_epoch=leader[1]),
+                preferred_read_replica=read.preferred_read_replica,
                 aborted_transactions=_aborted_transactions(read),
                 records=read.records)))
         return answers

@@ -151,6 +151,8 @@ def _must_respond(cached: CachedPartition, answer: PartitionData) -> bool:
     if cached.log_start_offset != answer.log_start_offset:
         must = True
         cached.log_start_offset = answer.log_start_offset
+    if answer.preferred_read_replica != -1:
+        must = True  # the consumer is to move to that replica (KIP-392)
     if answer.error_code != ErrorCode.NONE:
         cached.high_watermark = -1  # answered again once the error goes away
         must = True

@@ -62,14 +62,15 @@ def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_wat
         _append_chunk(part, data[start:end], run, now_ms)
         appended += end - start
     log = part.log
+    before = part.high_watermark, log.log_start_offset
     part.high_watermark = follower_high_watermark(
         leader_high_watermark, log_start_offset=log.log_start_offset,
         log_end_offset=log.log_end_offset)
     if leader_log_start_offset > log.log_start_offset:
         log.increment_log_start_offset(min(leader_log_start_offset, part.high_watermark),
                                        part.high_watermark)
-    if appended or headers:
-        part.notify()
+    if appended or headers or before != (part.high_watermark, log.log_start_offset):
+        part.notify()  # consumers fetching from this follower may wait on either
     return appended
 
 

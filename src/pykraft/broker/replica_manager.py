@@ -15,8 +15,9 @@ DeleteRecords build on it)::
                                   require_leader=True)
     # -> HostedPartition, or raises PartitionError(error_code, message, leader_id,
     #    leader_epoch): UNKNOWN_TOPIC_OR_PARTITION (name), UNKNOWN_TOPIC_ID (id),
-    #    NOT_LEADER_OR_FOLLOWER (not hosted here, or a follower with require_leader),
-    #    FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch older / newer)
+    #    FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (current_leader_epoch older / newer
+    #    than a hosted replica's, leader or not: Partition.getLocalLog checks it first),
+    #    NOT_LEADER_OR_FOLLOWER (not hosted here, or a follower with require_leader)
     part.log (PartitionLog) .topic .index .topic_id .leader_id .leader_epoch .is_leader
     part.high_watermark .log_start_offset .log_end_offset .isr .maximal_isr .replicas
     part.settings .producer_state (ProducerStateManager)
@@ -26,6 +27,7 @@ DeleteRecords build on it)::
                                       # delayed operations watching it (replicas.purgatories:
                                       # acks=all produces, then fetches, then group replies)
     replicas.delayed                  # DelayedOperations: their expiry on the loop's clock
+    replicas.replica_selector         # replica.selector.class (None: consumers read leaders)
     replicas.leadership.append(hook)  # hook(part) on each registration change of a
                                       # hosted partition, its deletion, and once hosted
                                       # when led here (the coordinators load and unload)
@@ -132,6 +134,7 @@ from pykraft.replica.leader import (
     PartitionAssignment,
     effective_min_isr,
 )
+from pykraft.replica.read_replica import replica_selector
 from pykraft.runtime.codec_thread import CLEANER, VALIDATION
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (
@@ -331,6 +334,8 @@ class ReplicaManager:
                                                REPLICA_LAG_TIME_MAX_MS_DEFAULT))
         self.fetch_max_bytes = int(self._static.get(FETCH_MAX_BYTES, FETCH_MAX_BYTES_DEFAULT))
         """The most one Fetch response carries (KIP-74's first batch excepted)."""
+        self.replica_selector = replica_selector(self._static)
+        """``replica.selector.class``: which replica a consumer is told to fetch from."""
         self.fetch_sessions = FetchManager(FetchSessionCache(
             int(self._static.get(FETCH_SESSION_SLOTS, FETCH_SESSION_SLOTS_DEFAULT)),
             random.Random()))
@@ -529,20 +534,21 @@ class ReplicaManager:
             raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  "This server does not host this topic-partition.")
         hosted = self._partitions.get(TopicPartition(topic_image.name, index))
-        if hosted is None or (require_leader and not hosted.is_leader):
-            raise PartitionError(
-                ErrorCode.NOT_LEADER_OR_FOLLOWER,
-                f"Leader not local for partition {topic_image.name}-{index} on broker "
-                f"{self.broker_id}", leader_id=registration.leader,
-                leader_epoch=registration.leader_epoch)
-        code = check_leader_epoch(current_leader_epoch, hosted.leader_epoch)
-        if code != ErrorCode.NONE:
+        code = (ErrorCode.NONE if hosted is None
+                else check_leader_epoch(current_leader_epoch, hosted.leader_epoch))
+        if hosted is not None and code != ErrorCode.NONE:
             relation = "older" if code == ErrorCode.FENCED_LEADER_EPOCH else "newer"
             raise PartitionError(
                 code, f"The leader epoch in the request {current_leader_epoch} is {relation} "
                 f"than the current leader epoch {hosted.leader_epoch} of partition "
                 f"{hosted.topic}-{index}", leader_id=hosted.leader_id,
                 leader_epoch=hosted.leader_epoch)
+        if hosted is None or (require_leader and not hosted.is_leader):
+            raise PartitionError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                f"Leader not local for partition {topic_image.name}-{index} on broker "
+                f"{self.broker_id}", leader_id=registration.leader,
+                leader_epoch=registration.leader_epoch)
         return hosted
 
     def _topic(self, topic: str | uuid.UUID) -> TopicImage:

@@ -10,10 +10,12 @@ Interface::
     reads = read_partitions(wanted, resolve, max_bytes=..., isolation=..., failed=None,
                             in_files=False)   # True: records left in the segment files
     #   wanted: PartitionFetch(key, fetch_offset, partition_max_bytes, last_fetched_epoch)
-    #   in request order; resolve(key) -> ReadablePartition, or the ErrorCode refusing it;
+    #   in request order; resolve(key) -> ReadablePartition, the ErrorCode refusing it, or
+    #   the PartitionRead answering it without a read (a preferred read replica named);
     #   every answer is a PartitionRead(error, records, high_watermark, last_stable_offset,
-    #   log_start_offset, log_end_offset, diverging_epoch); failed(part, error) is told of
-    #   each I/O error (the caller takes the log directory offline)
+    #   log_start_offset, log_end_offset, diverging_epoch, aborted, preferred_read_replica);
+    #   failed(part, error) is told of each I/O error (the caller takes the log directory
+    #   offline)
     answer = list_offset(part, timestamp, isolation=..., failed=None)
     #   -> ListedOffset, or a TimestampWalk: walk.walk() (off the loop when walk.costly),
     #   then walked_offset(part, walk, its hit, None or error, ...) -> the same again
@@ -118,7 +120,8 @@ class PartitionRead:
     ``diverging_epoch`` (epoch, end offset) tells a fetcher its log left the leader's.
     ``records`` are bytes, or a region of a segment file (a :class:`Splice`) for a read
     ``in_files``. ``aborted`` lists the aborted transactions a READ_COMMITTED read may
-    meet (None for other reads)."""
+    meet (None for other reads). ``preferred_read_replica`` (KIP-392): the replica a
+    consumer should fetch from instead, its records left unread (-1: none)."""
 
     error: ErrorCode
     records: bytes | Splice = b""
@@ -128,6 +131,7 @@ class PartitionRead:
     log_end_offset: int = -1
     diverging_epoch: tuple[int, int] | None = None
     aborted: tuple[AbortedTxn, ...] | None = None
+    preferred_read_replica: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,13 +228,14 @@ def _unreadable(part: ReadablePartition, exc: Exception, failed: ReadFailed | No
 
 
 def read_partitions(wanted: Sequence[PartitionFetch[K]],
-                    resolve: Callable[[K], ReadablePartition | ErrorCode], *,
+                    resolve: Callable[[K], ReadablePartition | ErrorCode | PartitionRead], *,
                     max_bytes: int, isolation: FetchIsolation,
                     failed: ReadFailed | None = None,
                     in_files: bool = False) -> list[PartitionRead]:
     """Read every partition in request order within ``max_bytes`` overall and each one's
     ``partition_max_bytes``; until some partition returned data its first batch is
     returned whole even when larger (KIP-74), so consumers never stall on a big batch.
+    A partition ``resolve`` answers itself (a :class:`PartitionRead`) reads nothing.
     """
     reads: list[PartitionRead] = []
     remaining = max(0, max_bytes)
@@ -239,6 +244,9 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
         part = resolve(fetch.key)
         if isinstance(part, ErrorCode):
             reads.append(PartitionRead(part))
+            continue
+        if isinstance(part, PartitionRead):
+            reads.append(part)
             continue
         read = read_partition(part, fetch.fetch_offset,
                               min(max(0, fetch.partition_max_bytes), remaining),

@@ -29,6 +29,7 @@ from pykraft.controller.activation import DEFAULT_BOOTSTRAP
 from pykraft.errors import ConfigError, StorageError
 from pykraft.raft.config import CONFIG_KEYS, QuorumConfig
 from pykraft.records.control import VoterEndpoint
+from pykraft.replica.read_replica import replica_selector
 from pykraft.runtime.connection_quotas import ConnectionLimits
 from pykraft.runtime.sasl_client import SaslCredentials, node_credentials
 from pykraft.runtime.tls import ServerTls, client_context, server_tls
@@ -386,6 +387,7 @@ def _broker_settings(config: ServerConfig, protocols: dict[str, SecurityProtocol
     if interval <= 0:
         raise ConfigError(f"invalid value {interval} for broker.heartbeat.interval.ms: "
                           "must be positive")
+    replica_selector(config.raw)  # refuse a selector class pykraft does not have
     return BrokerListenerSettings(
         listeners=listeners, inter_broker_listener=inter_broker,
         inter_broker_tls=(client_context(config.raw, inter_broker)

@@ -38,6 +38,11 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * timestamp} and the message per record, then {@code begin|end partition offset} per partition.</li>
  * <li>{@code times <bootstrap> <topic>}: for each stdin line {@code partition timestamp} prints
  * {@code partition offset timestamp} of offsetsForTimes, or {@code partition -1 -1}.</li>
+ * <li>{@code rack <bootstrap> <topic> <rack> <count>}: a consumer with {@code client.rack=rack}
+ * reads partition 0 from the beginning until {@code count} records, prints {@code record
+ * offset} per record, then where it read from (KIP-392): {@code replica id} (its
+ * {@code preferred-read-replica} metric, -1 for the leader) and {@code node id bytes} (the
+ * {@code incoming-byte-total} of each broker connection).</li>
  * </ul>
  */
 public final class ClientProbe {
@@ -54,6 +59,7 @@ public final class ClientProbe {
             case "stream" -> stream(args[1], args[2], Integer.parseInt(args[3]), in);
             case "consume" -> consume(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]));
             case "times" -> times(args[1], args[2], in);
+            case "rack" -> rack(args[1], args[2], args[3], Integer.parseInt(args[4]));
             default -> throw new IllegalArgumentException("unknown operation " + args[0]);
         }
         System.out.flush();
@@ -127,11 +133,46 @@ public final class ClientProbe {
     }
 
     private static KafkaConsumer<byte[], byte[]> consumer(String bootstrap) {
+        return consumer(bootstrap, new Properties());
+    }
+
+    private static KafkaConsumer<byte[], byte[]> consumer(String bootstrap, Properties extra) {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("enable.auto.commit", "false");
         props.put("fetch.max.wait.ms", "100");
+        props.putAll(extra);
         return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    private static void rack(String bootstrap, String topic, String rack, int count) {
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Properties extra = new Properties();
+        extra.put("client.rack", rack);
+        StringBuilder out = new StringBuilder();
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(bootstrap, extra)) {
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            int got = 0;
+            long deadline = System.currentTimeMillis() + DEADLINE_MS;
+            while (got < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                    out.append("record\t").append(r.offset()).append('\n');
+                    got++;
+                }
+            }
+            consumer.metrics().forEach((name, metric) -> {
+                if (name.name().equals("preferred-read-replica")
+                        && topic.equals(name.tags().get("topic"))) {
+                    out.append("replica\t").append(metric.metricValue()).append('\n');
+                } else if (name.name().equals("incoming-byte-total")
+                        && name.group().equals("consumer-node-metrics")) {
+                    out.append("node\t").append(name.tags().get("node-id")).append('\t')
+                            .append(metric.metricValue()).append('\n');
+                }
+            });
+        }
+        System.out.print(out);
     }
 
     private static void consume(String bootstrap, String topic, int partitions, int count) {

@@ -570,3 +570,39 @@ def test_a_compressed_batch_is_searched_by_timestamp_off_the_loop(
     monkeypatch.setattr(TimestampWalk, "walk", recorded)
     assert _list_offsets(replicas, 1500, replica_id=-2)[0][:3] == (ErrorCode.NONE, 2000, 1)
     assert threads and all(name.startswith("timestamp-search") for name in threads)
+
+
+class _Quota:
+    """A consumer quota that throttles the first answer of records it sees."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def max_bytes(self) -> int | None:
+        return 100
+
+    def throttle(self, size: int) -> int:
+        self.sizes.append(size)
+        return 250 if len(self.sizes) == 1 else 0
+
+
+def test_a_throttled_consumer_gets_an_empty_answer_and_no_session(
+        replicas: ReplicaManager) -> None:
+    """Kafka's throttled Fetch: capped to the quota's window, answered empty with its
+    throttle time and no session opened; the next answer is read as usual."""
+    async def run() -> None:
+        _produce(replicas, [b"a" * 300])
+        _produce(replicas, [b"b" * 300])
+        fetcher = FetchHandler(replicas, LISTENER)
+        quota = _Quota()
+        request = _fetch(13, [{"partition": 0}], session_epoch=0)
+        throttled = await fetcher.fetch(request, 13, quota=quota)
+        assert (throttled.throttle_time_ms, throttled.session_id, throttled.responses) == (
+            250, 0, ())
+        answered = await fetcher.fetch(request, 13, quota=quota)
+        assert answered.throttle_time_ms == 0 and answered.session_id != 0
+        (part,) = _partitions(answered)
+        assert _values(part.records) == [b"a" * 300]  # capped: one batch (KIP-74's first)
+        assert quota.sizes[0] == quota.sizes[1] > 0
+
+    asyncio.run(run())

@@ -41,6 +41,7 @@ from typing import TypeVar
 
 from pykraft.broker.alter_partition import AlterPartitionManager
 from pykraft.broker.auto_topics import AutoTopicCreator
+from pykraft.broker.client_quotas import BrokerQuotas
 from pykraft.broker.coordinator_topics import (
     GROUP_KEY,
     TRANSACTION_KEY,
@@ -135,6 +136,7 @@ class BrokerServer:
         self._request_timeout_ms: int = server.get("request.timeout.ms")
         self._verify_transactions = bool(server.get("transaction.partition.verification.enable"))
         self._auto_topics: AutoTopicCreator | None = None
+        self.quotas: BrokerQuotas | None = None
         # one thread for the logs' files: new partitions' logs and deleted ones' removal
         self._disk_worker = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="log-dirs")
@@ -173,6 +175,8 @@ class BrokerServer:
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.publishers.append(self.fetchers.update)
+        self.quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
+                                   lambda: self.metadata.image)
         self.metadata.publishers.append(
             lambda image: self._apply_connection_configs(image, connections))
         self.metadata.high_watermark = lambda: node.core.high_watermark
@@ -282,7 +286,8 @@ class BrokerServer:
                                 produce=ProduceHandler(self.replicas, node.now_ms, spec.name,
                                                        self._verifier),
                                 replicas=self.replicas, groups=(self.groups, finder),
-                                transactions=self._txn_apis, auto_topics=self._auto_topics)
+                                transactions=self._txn_apis, auto_topics=self._auto_topics,
+                                quotas=self.quotas)
 
     async def _connect_broker(self, broker_id: int, *,
                               ours: Mapping[int, tuple[int, int]] = MARKER_SENDER_VERSIONS,

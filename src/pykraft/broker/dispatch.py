@@ -42,11 +42,12 @@ from pykraft.broker.authorization import (
     init_producer_refusal,
 )
 from pykraft.broker.auto_topics import AutoTopicCreator
+from pykraft.broker.client_quotas import BrokerQuotas
 from pykraft.broker.coordinator_topics import CoordinatorFinder
 from pykraft.broker.delete_records import delete_records
 from pykraft.broker.describe_producers import describe_producers
 from pykraft.broker.describe_topic_partitions import describe_topic_partitions
-from pykraft.broker.fetch import FetchHandler
+from pykraft.broker.fetch import FetchHandler, replica_id_of
 from pykraft.broker.forwarding import EnvelopeRefusedError, envelope_for, unwrapped
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.group_versions import (
@@ -147,6 +148,7 @@ from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS
+from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
 
@@ -213,7 +215,8 @@ class BrokerDispatcher(ListenerDispatcher):
                  replicas: ReplicaManager | None = None,
                  groups: tuple[GroupCoordinatorService, CoordinatorFinder] | None = None,
                  transactions: TxnApis | None = None,
-                 auto_topics: AutoTopicCreator | None = None) -> None:
+                 auto_topics: AutoTopicCreator | None = None,
+                 quotas: BrokerQuotas | None = None) -> None:
         running = {Needs.NOTHING: True, Needs.PRODUCE: produce is not None,
                    Needs.REPLICAS: replicas is not None, Needs.GROUPS: groups is not None,
                    Needs.TRANSACTIONS: transactions is not None}
@@ -230,6 +233,7 @@ class BrokerDispatcher(ListenerDispatcher):
         self._listener_name = listener_name
         self._transactions = transactions
         config = ServerConfig(self._settings.controller.properties)
+        self._quotas = quotas or BrokerQuotas(config, monotonic_ms, lambda: metadata.image)
         self._request_timeout_ms: int = config.get("request.timeout.ms")
         self._partition_cap: int = config.get("max.request.partition.size.limit")
         self.producer_ids = ProducerIdManager(self._settings.node_id, self._broker_epoch, channel)
@@ -283,11 +287,14 @@ class BrokerDispatcher(ListenerDispatcher):
         connection is not TLS, as Kafka's zero copy (``FileRecords.writeTo``)."""
         assert self._fetcher is not None
         in_files = not session.security_protocol.uses_tls
+        body = request.body_as(FetchRequest)
+        quota = None if replica_id_of(body) >= 0 else self._quotas.fetch_quota(
+            session, request.header.client_id)  # a follower's: replication quotas
         answer = await self._fetcher.fetch(
-            request.body_as(FetchRequest), request.api_version,
+            body, request.api_version,
             lambda read: denied_topics(ApiKey.FETCH, read, request.api_version, access,
                                        self._metadata.image),
-            in_files=in_files)
+            in_files=in_files, quota=quota)
         out = SplicedBuffer()
         encode_response_into(out, request.header.correlation_id, request.api_key,
                              request.api_version, answer)
@@ -546,9 +553,11 @@ class BrokerDispatcher(ListenerDispatcher):
         return self._encode(request, to_version(api_key, version, error_response(
             api_key, latest, ErrorCode.UNKNOWN_SERVER_ERROR), latest))
 
-    async def _produce_answer(self, request: RequestFrame, _: Session, access: Access) -> bytes:
+    async def _produce_answer(self, request: RequestFrame, session: Session,
+                              access: Access) -> bytes:
         """The Produce response; nothing for acks=0 (b""), and for a failed acks=0 request a
-        closed connection, as Kafka answers."""
+        closed connection, as Kafka answers. Its size counts against the client's
+        ``producer_byte_rate`` once appended (acks=0 too: the connection is muted)."""
         assert self._produce is not None
         try:
             response = await self._produce.handle(
@@ -556,7 +565,12 @@ class BrokerDispatcher(ListenerDispatcher):
                 client_id=request.header.client_id, denied=self._denied(request, access))
         except AcksZeroFailedError as exc:
             raise CloseConnection(str(exc)) from None
-        return b"" if response is None else await self._encode_large(request, lambda: response)
+        throttle_ms = self._quotas.throttle_produce(session, request.header.client_id,
+                                                    request.size)
+        if response is None:
+            return b""
+        answer = dataclasses.replace(response, throttle_time_ms=throttle_ms)
+        return await self._encode_large(request, lambda: answer)
 
     async def _enveloped(self, request: RequestFrame, session: Session) -> Enveloped | None:
         """The controller's answer to ``request`` forwarded inside an Envelope (as the

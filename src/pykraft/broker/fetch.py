@@ -63,6 +63,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from pykraft.broker.fetch_session_cache import SessionIdOutOfRangeError, SessionKey
 from pykraft.broker.fetch_sessions import Answer
@@ -107,6 +108,19 @@ _LEADER_HINTS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LE
 _REFUSED_BEFORE_READING = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                      ErrorCode.UNKNOWN_TOPIC_ID,
                                      ErrorCode.TOPIC_AUTHORIZATION_FAILED})
+
+
+
+class FetchQuota(Protocol):
+    """A consumer's byte rate quota, as one Fetch sees it
+    (:class:`pykraft.broker.client_quotas.ConsumerQuota`)."""
+
+    def max_bytes(self) -> int | None:
+        """The most the answer may hold (None: no cap)."""
+
+    def throttle(self, size: int) -> int:
+        """Record an answer of ``size`` bytes: its throttle time (> 0: answer empty)."""
+
 
 #: A requested partition: its topic (name or id), index and current leader epoch.
 PartitionKey = tuple[str | uuid.UUID, int, int]
@@ -214,13 +228,17 @@ class FetchHandler:
 
     async def fetch(self, request: FetchRequest, version: int,
                     denied: Denied = lambda _request: frozenset(), *,
-                    in_files: bool = False) -> FetchResponse:
+                    in_files: bool = False, quota: FetchQuota | None = None
+                    ) -> FetchResponse:
         """The answer to ``request`` at ``version``: reads and answers as its fetch session
         says (:mod:`pykraft.broker.fetch_sessions`); TOPIC_AUTHORIZATION_FAILED for the
         topics ``denied`` names of the partitions read (as a request of them). Read as it
         came: a field its version lacks holds the schema's default, as Kafka's generated
         classes do. ``in_files``: records are left in the segment files
-        (:class:`~pykraft.messages.splice.Splice` values)."""
+        (:class:`~pykraft.messages.splice.Splice` values). A consumer's ``quota`` caps
+        what is read, and when it throttles, the answer is sent empty with its
+        ``throttle_time_ms``, the session left as it was (Kafka counts the encoded
+        answer's bytes; pykraft its records', which dominate it)."""
         by_id = version >= FIRST_TOPIC_ID_VERSION
         replica_id = replica_id_of(request)
         fetch_data = _fetch_data(request, by_id)
@@ -244,14 +262,23 @@ class FetchHandler:
                              else None)
         # KafkaApis: the request's max_bytes, capped by the broker's fetch.max.bytes
         max_bytes = min(request.max_bytes, self._replicas.fetch_max_bytes)
+        cap = None if quota is None else quota.max_bytes()
+        if cap is not None:  # KafkaApis: more would be throttled whatever came before
+            max_bytes = min(max_bytes, cap)
         reads, resolver = await self._read_until_ready(
             wanted, isolation, follower, max_bytes=max_bytes,
             min_bytes=min(request.min_bytes, max_bytes),
             max_wait_s=request.max_wait_ms / 1000)
-        error, session_id, answers = context.respond(
-            self._answers(version, wanted, reads, resolver), self._replicas.clock_ms())
         endpoints = (self._endpoints(resolver) if version >= FIRST_NODE_ENDPOINTS_VERSION
                      else ())
+        throttle_ms = 0 if quota is None else quota.throttle(
+            sum(records_size(read.records) for read in reads))
+        if throttle_ms > 0:
+            error, session_id = context.throttled()
+            return FetchResponse(throttle_time_ms=throttle_ms, error_code=error,
+                                 session_id=session_id, node_endpoints=endpoints)
+        error, session_id, answers = context.respond(
+            self._answers(version, wanted, reads, resolver), self._replicas.clock_ms())
         return FetchResponse(error_code=error, session_id=session_id,
                              responses=_topic_responses(answers), node_endpoints=endpoints)
 

@@ -64,6 +64,10 @@ class FetchContext(Protocol):
     def respond(self, answers: list[Answer], now_ms: int) -> Respond:
         """The answer to send of the reads of :attr:`partitions`."""
 
+    def throttled(self) -> tuple[ErrorCode, int]:
+        """The error and session id of an answer sent empty, its client throttled: no
+        session opened, none updated (Kafka's ``getThrottledResponse``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class SessionError:
@@ -78,6 +82,9 @@ class SessionError:
     def respond(self, answers: list[Answer], now_ms: int) -> Respond:
         return self.error, INVALID_SESSION_ID, []
 
+    def throttled(self) -> tuple[ErrorCode, int]:
+        return self.error, INVALID_SESSION_ID
+
 
 @dataclass(frozen=True, slots=True)
 class Sessionless:
@@ -91,6 +98,9 @@ class Sessionless:
 
     def respond(self, answers: list[Answer], now_ms: int) -> Respond:
         return ErrorCode.NONE, INVALID_SESSION_ID, answers
+
+    def throttled(self) -> tuple[ErrorCode, int]:
+        return ErrorCode.NONE, INVALID_SESSION_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +122,9 @@ class FullFetch:
         session_id = self.cache.create(now_ms, privileged=self.privileged,
                                        uses_topic_ids=self.uses_topic_ids, partitions=cached)
         return ErrorCode.NONE, session_id, answers
+
+    def throttled(self) -> tuple[ErrorCode, int]:
+        return ErrorCode.NONE, INVALID_SESSION_ID
 
 
 class IncrementalFetch:
@@ -140,6 +153,11 @@ class IncrementalFetch:
                     del session.partitions[key]
                     session.partitions[key] = cached
         return ErrorCode.NONE, session.id, kept
+
+    def throttled(self) -> tuple[ErrorCode, int]:
+        if self._session.epoch != self._epoch:
+            return ErrorCode.INVALID_FETCH_SESSION_EPOCH, self._session.id
+        return ErrorCode.NONE, self._session.id
 
 
 def _must_respond(cached: CachedPartition, answer: PartitionData) -> bool:

@@ -112,6 +112,15 @@ def parse_count(text: str, key: str) -> int:
     return number
 
 
+def _to_window(text: str, key: str) -> int:
+    """A quota window count or size (Kafka's ``atLeast(1)``)."""
+    number = _to_int(text, key)
+    if number < 1:
+        raise ConfigError(f"Invalid value {number} for configuration {key}: Value must be "
+                          "at least 1")
+    return number
+
+
 def _to_host_counts(text: str, key: str) -> dict[str, int]:
     """``host:count,...`` (``max.connections.per.ip.overrides``); the count follows the
     last colon, so an IPv6 address may be given as is."""
@@ -262,6 +271,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "connections each side (broker, controller) holds at most; beyond, accepting "
               "waits (the inter-broker listener is exempt); listener.name.<name>."
               "max.connections caps one listener; the open-file limit bounds all of them"),
+    ConfigDef("quota.window.num", _to_window, "11",
+              "samples a client's produce and fetch byte rates are kept over"),
+    ConfigDef("quota.window.size.seconds", _to_window, "1",
+              "the length of each sample of a client's quota rates"),
+    ConfigDef("controller.quota.window.num", _to_window, "11",
+              "samples of a client's controller mutation rate (the token bucket's burst)"),
+    ConfigDef("controller.quota.window.size.seconds", _to_window, "1",
+              "the length of each sample of a client's controller mutation rate"),
     ConfigDef("max.connection.creation.rate", parse_count, str(_INT_MAX),
               "new connections a second each side accepts (the inter-broker listener is "
               "exempt); listener.name.<name>.max.connection.creation.rate for one listener"),

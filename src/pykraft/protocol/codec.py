@@ -58,6 +58,9 @@ class RequestFrame:
     #: Bytes after the body. Kafka ignores them, and librdkafka 2.16 sends some (Metadata
     #: v13 "all topics" ends with 3 extra bytes), so they are accepted and kept.
     trailing: bytes = b""
+    #: The frame's length (header and body, without its size prefix): Kafka's
+    #: ``request.sizeInBytes``, what a producer's byte rate quota counts.
+    size: int = 0
 
     def body_as(self, cls: type[_Request]) -> _Request:
         """The body as ``cls``, the class its API key names; a TypeError if routed wrongly."""
@@ -157,7 +160,7 @@ def decode_request(frame: bytes) -> RequestFrame:
     )
     body, unknown = _decode_body(reader, rpc.request_class(api_key), api_version)
     trailing = reader.take(reader.remaining, "trailing bytes")
-    return RequestFrame(header, body, api_key, api_version, unknown, trailing)
+    return RequestFrame(header, body, api_key, api_version, unknown, trailing, len(frame))
 
 
 def encode_request(

@@ -18,9 +18,11 @@ The server runs its own accept loop so that it can stop accepting: it takes a co
 only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegistry` has a
 slot for the listener (``max.connections``, per listener, the open-file limit) and its
 creation rate allows one more, else the client waits in the kernel's backlog, as with
-Kafka's acceptor. A connection beyond ``max.connections.per.ip`` is closed at once, an idle
-one after ``connections.max.idle.ms``. Running out of descriptors on accept (EMFILE,
-ENFILE) is logged and waited out: nothing a client does can stop the process.
+Kafka's acceptor. A client throttled by its quota has its connection muted (not read) for
+the throttle time after its response (:mod:`pykraft.runtime.channel_mute`). A connection
+beyond ``max.connections.per.ip`` is closed at once, an idle one after
+``connections.max.idle.ms``. Running out of descriptors on accept (EMFILE, ENFILE) is
+logged and waited out: nothing a client does can stop the process.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import socket
 import ssl
 
 from pykraft.errors import FrameTooLargeError, ProtocolError, StorageError
+from pykraft.runtime.channel_mute import unmuted
 from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.logfmt import event
@@ -219,6 +222,7 @@ class ListenerServer:
                     frame, session if gate is None else gate.session)
                 if response:  # b"": a request answered with nothing (Produce acks=0)
                     await stream.write_frame(response)
+                await unmuted()  # a throttled client's connection reads nothing meanwhile
             except (CloseConnection, StorageError) as exc:  # StorageError: a Fetch answer's
                 # records left its segment file while being sent (truncated or deleted)
                 event(log, "connection_closed", level=logging.WARNING, channel_id=channel_id,

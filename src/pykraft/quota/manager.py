@@ -1,0 +1,181 @@
+"""Kafka's client quota managers, sans-I/O: one per quota key, each keeping a rate per
+(user, client id) tags (:mod:`pykraft.quota.resolution`) and answering how long to throttle.
+
+``producer_byte_rate`` counts each Produce request's bytes, ``consumer_byte_rate`` each
+consumer Fetch response's, ``request_percentage`` the handler time of a client's requests in
+percent of one thread (:class:`ClientQuotaManager`); ``controller_mutation_rate`` the
+partitions a client creates or deletes a second (:class:`ControllerMutationQuotas`). Nothing
+is recorded for a key no entity ever set (Kafka's ``quotasEnabled``); a rate whose tags no
+entity covers is recorded but never throttled, so a quota set later finds its history.
+A rate idle for an hour is dropped, as Kafka expires its quota sensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from pykraft.image.client_quotas import ClientQuotasImage
+from pykraft.quota.rate import SampledRate, TokenBucket, deficit_ms
+from pykraft.quota.resolution import Level, QuotaResolver, Tags, level_of
+
+#: Kafka's ``InactiveSensorExpirationTimeSeconds``.
+INACTIVE_EXPIRY_MS = 3_600_000
+#: How often idle rates are looked for.
+_SWEEP_EVERY_MS = 60_000
+M = TypeVar("M")
+
+
+class _QuotaKey(Generic[M]):
+    """The entities of one quota key, the levels ever enabled, and a meter per tags
+    (made by ``new_meter``), idle ones dropped."""
+
+    def __init__(self, key: str, new_meter: Callable[[int], M]) -> None:
+        self.key = key
+        self._new_meter = new_meter
+        self._image: ClientQuotasImage | None = None
+        self.resolver = QuotaResolver({}, Level.NONE)
+        self._meters: dict[Tags, tuple[M, list[int]]] = {}
+        self._swept_ms = 0
+        self.throttled = 0
+        """How many times a client was throttled (or refused) on this key."""
+        self.throttle_ms = 0
+        """Their throttle times, summed."""
+
+    def update(self, image: ClientQuotasImage) -> None:
+        """Take the quotas of an image (cheap when they did not change)."""
+        if image is self._image:
+            return
+        self._image = image
+        quotas = {entity: values[self.key] for entity, values in image.entities.items()
+                  if self.key in values}
+        levels = self.resolver.levels
+        for entity in quotas:
+            levels |= level_of(entity)
+        self.resolver = QuotaResolver(quotas, levels)
+
+    @property
+    def enabled(self) -> bool:
+        return self.resolver.levels != Level.NONE
+
+    def meter(self, tags: Tags, now_ms: int) -> M:
+        """The meter of ``tags``, made on first use."""
+        if now_ms - self._swept_ms >= _SWEEP_EVERY_MS:
+            self._swept_ms = now_ms
+            self._meters = {key: entry for key, entry in self._meters.items()
+                            if now_ms - entry[1][0] < INACTIVE_EXPIRY_MS}
+        entry = self._meters.get(tags)
+        if entry is None:
+            entry = self._meters[tags] = (self._new_meter(now_ms), [now_ms])
+        entry[1][0] = now_ms
+        return entry[0]
+
+    def counted(self, throttle_ms: int) -> int:
+        if throttle_ms > 0:
+            self.throttled += 1
+            self.throttle_ms += throttle_ms
+        return throttle_ms
+
+
+class ClientQuotaManager(_QuotaKey[SampledRate]):
+    """A rate quota (bytes or request time a second) of ``key`` over ``samples`` windows
+    of ``window_s``; ``max_throttle_ms`` caps a throttle (the request quota's: one window,
+    Kafka's ``boundedThrottleTime``)."""
+
+    def __init__(self, key: str, samples: int, window_s: int,
+                 max_throttle_ms: int | None = None) -> None:
+        super().__init__(key, lambda _now: SampledRate(samples, window_s * 1000))
+        self.samples = samples
+        self.window_s = window_s
+        self._max_throttle_ms = max_throttle_ms
+
+    def record(self, user: str, client_id: str, value: float, now_ms: int) -> int:
+        """Record ``value`` for the client; how long to throttle it (0: within its quota).
+        Kafka's ``maybeRecordAndGetThrottleTimeMs``."""
+        if not self.enabled:
+            return 0
+        tags = self.resolver.tags(user, client_id)
+        rate = self.meter(tags, now_ms)
+        rate.record(value, now_ms)
+        bound = self.resolver.limit(tags)
+        if bound is None:
+            return 0
+        throttle_ms = rate.throttle_time_ms(bound, now_ms)
+        if self._max_throttle_ms is not None:
+            throttle_ms = min(throttle_ms, self._max_throttle_ms)
+        return self.counted(throttle_ms)
+
+    def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
+        """Take back a recorded ``value`` (a throttled Fetch answers no records)."""
+        if self.enabled:
+            self.meter(self.resolver.tags(user, client_id), now_ms).record(-value, now_ms)
+
+    def max_value_in_window(self, user: str, client_id: str) -> float | None:
+        """Kafka's ``getMaxValueInQuotaWindow``: the most one recording may hold without
+        being throttled for certain (``samples - 1`` windows at the quota); None without a
+        quota. A consumer's Fetch is capped to it, else it would never be answered."""
+        if not self.enabled:
+            return None
+        bound = self.resolver.limit(self.resolver.tags(user, client_id))
+        return None if bound is None else bound * (self.samples - 1) * self.window_s
+
+
+class ControllerMutationQuotas(_QuotaKey[TokenBucket]):
+    """``controller_mutation_rate``: partitions created or deleted a second, in a token
+    bucket per tags holding ``samples * window_s`` seconds' worth. A strict quota (the
+    newer request versions) refuses a mutation while the bucket is in deficit; a
+    permissive one takes every mutation and only throttles."""
+
+    def __init__(self, samples: int, window_s: int) -> None:
+        super().__init__("controller_mutation_rate", self._bucket)
+        self._samples = samples
+        self._window_ms = window_s * 1000
+
+    def _bucket(self, now_ms: int) -> TokenBucket:
+        return TokenBucket(self._samples, self._window_ms, now_ms)
+
+    def quota_for(self, user: str, client_id: str, *, strict: bool) -> MutationQuota:
+        """The quota one request's mutations are checked against."""
+        tags = self.resolver.tags(user, client_id)
+        bound = self.resolver.limit(tags) if self.enabled else None
+        return MutationQuota(self, tags, bound, strict=strict)
+
+
+class MutationQuota:
+    """One request's view of a client's mutation quota: :meth:`admit` each topic's
+    partitions, then :meth:`throttle_time_ms` for the response (Kafka's
+    ``StrictControllerMutationQuota`` / ``PermissiveControllerMutationQuota``)."""
+
+    def __init__(self, quotas: ControllerMutationQuotas, tags: Tags, bound: float | None,
+                 *, strict: bool) -> None:
+        self._quotas = quotas
+        self._tags = tags
+        self._bound = bound
+        self._strict = strict
+        self._throttle_ms = 0
+        self._at_ms = 0
+
+    def admit(self, partitions: int, now_ms: int) -> bool:
+        """Record ``partitions`` mutations; False when a strict quota refuses them (the
+        bucket already in deficit: nothing recorded, :meth:`throttle_time_ms` says how
+        long to wait). A permissive quota takes them and throttles once in deficit."""
+        if self._bound is None:
+            return True
+        bucket = self._quotas.meter(self._tags, now_ms)
+        if self._strict:
+            tokens = bucket.tokens(self._bound, now_ms)
+            if tokens < 0:
+                self._throttled(tokens, now_ms)
+                return False
+        tokens = bucket.take(partitions, self._bound, now_ms)
+        if not self._strict and tokens < 0:
+            self._throttled(tokens, now_ms)
+        return True
+
+    def _throttled(self, tokens: float, now_ms: int) -> None:
+        assert self._bound is not None
+        self._throttle_ms, self._at_ms = deficit_ms(tokens, self._bound), now_ms
+
+    def throttle_time_ms(self, now_ms: int) -> int:
+        """The last throttle recorded, less the time since (the request may have waited)."""
+        return self._quotas.counted(max(0, self._throttle_ms - (now_ms - self._at_ms)))

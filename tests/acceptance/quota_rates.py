@@ -84,7 +84,7 @@ def consume_rate(bootstrap: str, topic: str, client_id: str, total: int) -> floa
                 continue
             if started is None:
                 started = time.monotonic()
-            read += len(message.value())
+            read += len(message.value() or b"")
     finally:
         consumer.close()
     assert started is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykraft.quota.rate import SampledRate, TokenBucket, deficit_ms, java_round
+from pykraft.quota.rate import SampledRate, java_round
 
 
 def test_a_first_recording_is_spread_over_all_but_one_window() -> None:
@@ -62,9 +62,3 @@ def test_a_greedy_client_that_obeys_its_throttle_times_holds_its_quota(
     assert sent >= quota * (seconds - samples) - chunk
 
 
-def test_a_token_bucket_starts_full_and_refills_at_its_quota() -> None:
-    bucket = TokenBucket(samples=11, window_ms=1000, now_ms=0)
-    assert bucket.tokens(2.0, 0) == 22.0  # 11 windows of a second at 2 a second
-    assert bucket.take(30, 2.0, 0) == -8.0
-    assert deficit_ms(-8.0, 2.0) == 4_000
-    assert bucket.tokens(2.0, 4_000) == 0.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pykraft.image.client_quotas import ClientQuotasImage, QuotaEntity
-from pykraft.quota.manager import ClientQuotaManager, ControllerMutationQuotas
+from pykraft.quota.manager import ClientQuotaManager
 from pykraft.quota.resolution import Level, QuotaResolver, level_of
 
 C, U = "client-id", "user"
@@ -56,15 +56,3 @@ def test_nothing_is_throttled_before_a_quota_of_the_key_is_set() -> None:
     assert not manager.enabled
     assert manager.record("u", "c", 10**9, now_ms=0) == 0
     assert manager.max_value_in_window("u", "c") is None
-
-
-def test_a_strict_mutation_quota_refuses_once_in_deficit_a_permissive_one_throttles() -> None:
-    quotas = ControllerMutationQuotas(samples=2, window_s=1)
-    quotas.update(ClientQuotasImage({((C, "c"),): {"controller_mutation_rate": 5.0}}))
-    strict = quotas.quota_for("u", "c", strict=True)
-    assert strict.admit(30, now_ms=0)  # a full bucket (10) takes a burst beyond it
-    assert not strict.admit(1, now_ms=0)  # 20 in deficit: refused
-    assert strict.throttle_time_ms(now_ms=1000) == 3_000
-    permissive = quotas.quota_for("u", "c", strict=False)
-    assert permissive.admit(5, now_ms=4_000)  # 0 refilled to... -20 + 20 = 0, then -5
-    assert permissive.throttle_time_ms(now_ms=4_000) == 1_000

@@ -2,9 +2,8 @@
 (user, client id) tags (:mod:`pykraft.quota.resolution`) and answering how long to throttle.
 
 ``producer_byte_rate`` counts each Produce request's bytes, ``consumer_byte_rate`` each
-consumer Fetch response's, ``request_percentage`` the handler time of a client's requests in
-percent of one thread (:class:`ClientQuotaManager`); ``controller_mutation_rate`` the
-partitions a client creates or deletes a second (:class:`ControllerMutationQuotas`). Nothing
+consumer Fetch response's (:class:`ClientQuotaManager`); ``request_percentage`` and
+``controller_mutation_rate`` are not enforced yet. Nothing
 is recorded for a key no entity ever set (Kafka's ``quotasEnabled``); a rate whose tags no
 entity covers is recorded but never throttled, so a quota set later finds its history.
 A rate idle for an hour is dropped, as Kafka expires its quota sensors.
@@ -16,7 +15,7 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from pykraft.image.client_quotas import ClientQuotasImage
-from pykraft.quota.rate import SampledRate, TokenBucket, deficit_ms
+from pykraft.quota.rate import SampledRate
 from pykraft.quota.resolution import Level, QuotaResolver, Tags, level_of
 
 #: Kafka's ``InactiveSensorExpirationTimeSeconds``.
@@ -118,64 +117,3 @@ class ClientQuotaManager(_QuotaKey[SampledRate]):
             return None
         bound = self.resolver.limit(self.resolver.tags(user, client_id))
         return None if bound is None else bound * (self.samples - 1) * self.window_s
-
-
-class ControllerMutationQuotas(_QuotaKey[TokenBucket]):
-    """``controller_mutation_rate``: partitions created or deleted a second, in a token
-    bucket per tags holding ``samples * window_s`` seconds' worth. A strict quota (the
-    newer request versions) refuses a mutation while the bucket is in deficit; a
-    permissive one takes every mutation and only throttles."""
-
-    def __init__(self, samples: int, window_s: int) -> None:
-        super().__init__("controller_mutation_rate", self._bucket)
-        self._samples = samples
-        self._window_ms = window_s * 1000
-
-    def _bucket(self, now_ms: int) -> TokenBucket:
-        return TokenBucket(self._samples, self._window_ms, now_ms)
-
-    def quota_for(self, user: str, client_id: str, *, strict: bool) -> MutationQuota:
-        """The quota one request's mutations are checked against."""
-        tags = self.resolver.tags(user, client_id)
-        bound = self.resolver.limit(tags) if self.enabled else None
-        return MutationQuota(self, tags, bound, strict=strict)
-
-
-class MutationQuota:
-    """One request's view of a client's mutation quota: :meth:`admit` each topic's
-    partitions, then :meth:`throttle_time_ms` for the response (Kafka's
-    ``StrictControllerMutationQuota`` / ``PermissiveControllerMutationQuota``)."""
-
-    def __init__(self, quotas: ControllerMutationQuotas, tags: Tags, bound: float | None,
-                 *, strict: bool) -> None:
-        self._quotas = quotas
-        self._tags = tags
-        self._bound = bound
-        self._strict = strict
-        self._throttle_ms = 0
-        self._at_ms = 0
-
-    def admit(self, partitions: int, now_ms: int) -> bool:
-        """Record ``partitions`` mutations; False when a strict quota refuses them (the
-        bucket already in deficit: nothing recorded, :meth:`throttle_time_ms` says how
-        long to wait). A permissive quota takes them and throttles once in deficit."""
-        if self._bound is None:
-            return True
-        bucket = self._quotas.meter(self._tags, now_ms)
-        if self._strict:
-            tokens = bucket.tokens(self._bound, now_ms)
-            if tokens < 0:
-                self._throttled(tokens, now_ms)
-                return False
-        tokens = bucket.take(partitions, self._bound, now_ms)
-        if not self._strict and tokens < 0:
-            self._throttled(tokens, now_ms)
-        return True
-
-    def _throttled(self, tokens: float, now_ms: int) -> None:
-        assert self._bound is not None
-        self._throttle_ms, self._at_ms = deficit_ms(tokens, self._bound), now_ms
-
-    def throttle_time_ms(self, now_ms: int) -> int:
-        """The last throttle recorded, less the time since (the request may have waited)."""
-        return self._quotas.counted(max(0, self._throttle_ms - (now_ms - self._at_ms)))

@@ -1,4 +1,4 @@
-"""The two measures Kafka's quotas are checked against, as its metrics library keeps them.
+"""The measure Kafka's client quotas are checked against, as its metrics library keeps it.
 
 :class:`SampledRate` is ``Rate`` over a ``WindowedSum``: ``samples`` windows of
 ``window_ms`` each (``quota.window.num``, ``quota.window.size.seconds``), a sample
@@ -6,12 +6,10 @@ advancing when its window is over, one kept beyond ``samples`` for the window th
 overlaps, and a sample idle for ``samples`` windows reset. Its rate divides the retained sum
 by the time since the oldest sample started, never less than ``samples - 1`` whole windows:
 a client's first bytes are spread over that span, which is the burst Kafka lets through
-before throttling. :class:`TokenBucket` is the controller mutation quota's: ``quota`` tokens
-a second, at most ``samples * window`` seconds' worth held, tokens taken going below zero.
+before throttling.
 
-The throttle times are ``QuotaUtils.throttleTime`` (how long without traffic brings the rate
-back to the quota: ``(rate - quota) / quota * window``) and the token bucket's (how long until
-the deficit refills: ``-tokens / quota`` seconds), both rounded as Java's ``Math.round``.
+The throttle time is ``QuotaUtils.throttleTime`` (how long without traffic brings the rate
+back to the quota: ``(rate - quota) / quota * window``), rounded as Java's ``Math.round``.
 """
 
 from __future__ import annotations
@@ -108,34 +106,3 @@ class SampledRate:
         for sample in self._samples:
             if now_ms - sample.last_event_ms >= expire_ms:
                 sample.reset(now_ms)
-
-
-class TokenBucket:
-    """Kafka's ``TokenBucket`` of a quota of ``quota`` a second (given at each use, as a
-    quota may change): starts full (Kafka's starts empty at the epoch, which is full by
-    any real clock)."""
-
-    __slots__ = ("_at_ms", "_tokens", "samples", "window_ms")
-
-    def __init__(self, samples: int, window_ms: int, now_ms: int) -> None:
-        self.samples = samples
-        self.window_ms = window_ms
-        self._tokens = math.inf
-        self._at_ms = now_ms
-
-    def tokens(self, quota: float, now_ms: int) -> float:
-        """The tokens held at ``now_ms``, refilled (negative: in deficit)."""
-        burst = self.samples * self.window_ms / 1000 * quota
-        self._tokens = min(burst, self._tokens + quota * (now_ms - self._at_ms) / 1000)
-        self._at_ms = now_ms
-        return self._tokens
-
-    def take(self, value: float, quota: float, now_ms: int) -> float:
-        """Take ``value`` tokens; the tokens left."""
-        self._tokens = self.tokens(quota, now_ms) - value
-        return self._tokens
-
-
-def deficit_ms(tokens: float, quota: float) -> int:
-    """How long until a bucket of ``quota`` a second holding ``tokens`` (< 0) is back at 0."""
-    return java_round(-tokens / quota * 1000)

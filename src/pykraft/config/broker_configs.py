@@ -97,16 +97,20 @@ APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS
     *CONNECTION_LIMIT_KEYS)}
 #: The replication throttles a broker reads from its dynamic configs only, this node's then
 #: the cluster default's, never its properties file (Kafka's ``BrokerConfigHandler``, keys
-#: of ``DynamicConfig.Broker`` outside ``KafkaConfig``): bytes/s, unlimited when unset.
+#: of ``DynamicConfig.Broker`` outside ``KafkaConfig``): bytes/s, unlimited when unset. The
+#: log-dir move throttle is stored (kafka-reassign-partitions.sh sets and clears it) but
+#: throttles nothing: pykraft moves no replica between log dirs.
 LEADER_REPLICATION_THROTTLED_RATE = "leader.replication.throttled.rate"
 FOLLOWER_REPLICATION_THROTTLED_RATE = "follower.replication.throttled.rate"
+REPLICA_ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 REPLICATION_THROTTLED_RATE_DEFAULT = 2**63 - 1
 THROTTLE_RATE_DEFS: Mapping[str, ConfigDef] = {name: ConfigDef(
     name, ConfigType.LONG, str(REPLICATION_THROTTLED_RATE_DEFAULT), minimum=0,
-    update_mode="cluster-wide",
-    doc="Replication throttle (bytes/s) of this broker's "
-        f"{name.split('.', 1)[0]} side on the throttled replicas; dynamic only.")
-    for name in (LEADER_REPLICATION_THROTTLED_RATE, FOLLOWER_REPLICATION_THROTTLED_RATE)}
+    update_mode="cluster-wide", doc=doc) for name, doc in (
+        (LEADER_REPLICATION_THROTTLED_RATE, "Bytes/s a leader sends its throttled replicas."),
+        (FOLLOWER_REPLICATION_THROTTLED_RATE,
+         "Bytes/s a follower fetches for its throttled replicas."),
+        (REPLICA_ALTER_LOG_DIRS_RATE, "Accepted; pykraft moves no replica between log dirs."))}
 #: The broker keys IncrementalAlterConfigs may set (the controller checks against them).
 ALTERABLE_BROKER_CONFIGS: Mapping[str, ConfigDef] = {**APPLIED_DYNAMIC_CONFIGS,
                                                      **THROTTLE_RATE_DEFS}
@@ -141,12 +145,12 @@ _FREE_PREFIXES = ("listener.name.", "config.providers.", "rsm.config.", "rlmm.co
 
 
 #: Keys Kafka 4.4 changes on a running broker that are not public ``KafkaConfig`` keys (the
-#: log-dir move throttle of ``DynamicConfig.Broker``, internal assignor switches): known, so
+#: internal assignor switches): known, so
 #: IncrementalAlterConfigs refuses them (pykraft applies none) rather than storing them as a
 #: plugin's unknown key, and a properties file naming one gets no warning.
 _KAFKA_4_DYNAMIC_KEYS = frozenset({
     "group.consumer.assignor.offload.enable", "group.share.assignor.offload.enable",
-    "group.streams.assignor.offload.enable", "replica.alter.log.dirs.io.max.bytes.per.second",
+    "group.streams.assignor.offload.enable",
 })
 
 

@@ -384,7 +384,8 @@ async def cancel(clients: BrokerClients, text: str, *, preserve_throttles: bool)
 async def generate(clients: BrokerClients, text: str, broker_list: str, *,
                    rack_aware: bool) -> str:
     """Kafka's ``generateAssignment``: each topic's partitions placed anew over the listed
-    live brokers, at the replication factor of its first partition."""
+    live brokers, at the replication factor of its first partition; the current assignment
+    names its replicas' log dirs (as Kafka 4.4's does), the proposal ``any``."""
     brokers = parse_broker_list(broker_list)
     topics = parse_topics(text)
     twice = sorted({t for t in topics if topics.count(t) > 1})
@@ -410,6 +411,8 @@ async def generate(clients: BrokerClients, text: str, broker_list: str, *,
         placed = place_replicas(usable, num_partitions=len(partitions),
                                 replication_factor=factor, rng=rng) if partitions else []
         proposed.update((TopicPartition(topic, i), r) for i, r in enumerate(placed))
-    return _text(["Current partition replica assignment", reassignment_json(current, {}), "",
+    current_dirs = await _log_dirs(clients, current, live)
+    return _text(["Current partition replica assignment", reassignment_json(current, current_dirs),
+                  "",
                   "Proposed partition reassignment configuration",
                   reassignment_json(proposed, {})])

@@ -112,13 +112,14 @@ def recovery_states(cluster: LocalCluster) -> list[int]:
 class Sends:
     """A confluent-kafka producer and what its delivery reports said."""
 
-    def __init__(self, cluster: LocalCluster, acks: str, label: bytes = b"m") -> None:
+    def __init__(self, cluster: LocalCluster, acks: str, label: bytes = b"m",
+                 batch_bytes: int = 1_000_000) -> None:
         from confluent_kafka import Producer
 
         self.producer = Producer({
             "bootstrap.servers": cluster.bootstrap_servers, "acks": acks,
             "enable.idempotence": acks == "all", "linger.ms": 5, "retry.backoff.ms": 100,
-            "message.timeout.ms": 30_000, "log_level": 3})
+            "message.timeout.ms": 30_000, "log_level": 3, "batch.size": batch_bytes})
         self.label = label
         self.sent: list[bytes] = []
         self.acked: list[tuple[float, bytes]] = []

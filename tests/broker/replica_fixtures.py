@@ -6,13 +6,18 @@ import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from pykraft.broker.fetch import FetchHandler
+from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.log.log_manager import LogManager
 from pykraft.messages.kafka import produce_request as req
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.codec import api_key_of, decode_response, encode_response
 from pykraft.records.metadata import (
     BrokerEndpoint,
     PartitionRecord,
@@ -100,3 +105,32 @@ async def until(condition: Callable[[], object], what: str, *, deadline_s: float
     while not condition():
         assert loop.time() < deadline, f"{what}: not reached within {deadline_s} s"
         await asyncio.sleep(poll_s)
+
+
+class InProcessLeader:
+    """A ClientConnection stand-in answering with the leader broker's handlers, at the
+    Fetch version given (answers come back as ClientConnection converts them: up to v17,
+    or v12 from a leader without topic ids, see ``open_connection``)."""
+
+    def __init__(self, replicas: ReplicaManager, fetch_version: int) -> None:
+        self._fetch = FetchHandler(replicas, "PLAINTEXT")
+        self._replicas = replicas
+        self.versions = {ApiKey.FETCH: fetch_version, ApiKey.LIST_OFFSETS: 11,
+                         ApiKey.OFFSET_FOR_LEADER_EPOCH: 4}
+        self.requests: list[Any] = []
+
+    async def request(self, body: Any) -> Any:
+        self.requests.append(body)
+        await asyncio.sleep(0)  # a network round trip lets the loop run other tasks
+        api_key = api_key_of(body)
+        if api_key == ApiKey.FETCH:  # the answer as the leader's bytes would bring it
+            version = self.versions[ApiKey.FETCH]
+            answer = await self._fetch.fetch(body, version)
+            return decode_response(ApiKey.FETCH, version, encode_response(
+                0, ApiKey.FETCH, version, answer)).body
+        if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
+            return await offset_for_leader_epoch(body, self._replicas)
+        return await list_offsets(body, self._replicas)
+
+    def close(self) -> None:
+        pass

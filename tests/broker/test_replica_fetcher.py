@@ -15,11 +15,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replica_fixtures import broker, hosted, produce, replicas_of, topic, until, with_records
+from replica_fixtures import (
+    InProcessLeader,
+    broker,
+    hosted,
+    produce,
+    replicas_of,
+    topic,
+    until,
+    with_records,
+)
 
 from pykraft.broker.fetch import FetchHandler
 from pykraft.broker.follower_log import append_as_follower
-from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.replica_fetcher import (
     FetcherConfig,
     FetcherKey,
@@ -36,7 +44,6 @@ from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import (
     api_key_of,
     decode_request,
-    decode_response,
     encode_request,
     encode_response,
 )
@@ -47,35 +54,6 @@ from pykraft.records.metadata import PartitionChangeRecord
 T1 = uuid.UUID(int=7)
 BIG = 1 << 24
 DEADLINE_S = 10.0
-
-
-class InProcessLeader:
-    """A ClientConnection stand-in answering with the leader broker's handlers, at the
-    Fetch version given (answers come back as ClientConnection converts them: up to v17,
-    or v12 from a leader without topic ids, see ``open_connection``)."""
-
-    def __init__(self, replicas: ReplicaManager, fetch_version: int) -> None:
-        self._fetch = FetchHandler(replicas, "PLAINTEXT")
-        self._replicas = replicas
-        self.versions = {ApiKey.FETCH: fetch_version, ApiKey.LIST_OFFSETS: 11,
-                         ApiKey.OFFSET_FOR_LEADER_EPOCH: 4}
-        self.requests: list[Any] = []
-
-    async def request(self, body: Any) -> Any:
-        self.requests.append(body)
-        await asyncio.sleep(0)  # a network round trip lets the loop run other tasks
-        api_key = api_key_of(body)
-        if api_key == ApiKey.FETCH:  # the answer as the leader's bytes would bring it
-            version = self.versions[ApiKey.FETCH]
-            answer = await self._fetch.fetch(body, version)
-            return decode_response(ApiKey.FETCH, version, encode_response(
-                0, ApiKey.FETCH, version, answer)).body
-        if api_key == ApiKey.OFFSET_FOR_LEADER_EPOCH:
-            return await offset_for_leader_epoch(body, self._replicas)
-        return await list_offsets(body, self._replicas)
-
-    def close(self) -> None:
-        pass
 
 
 def follow(leader: ReplicaManager, follower: ReplicaManager,

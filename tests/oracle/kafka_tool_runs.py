@@ -2,7 +2,8 @@
 in order: each run finds the state the runs before it left (the same on both clusters).
 
 First the admin tools (topics, configs, acls, the console producer and consumer, consumer
-groups, get-offsets, log-dirs, delete-records, leader-election, metadata-quorum, features),
+groups, get-offsets, log-dirs, delete-records, leader-election, reassign-partitions,
+metadata-quorum, features),
 then dump-log over the files they wrote (the broker's segments and indexes, the consumer
 offsets, the metadata log), then the perf and verifiable tools, then kafka-transactions.sh
 over the transactions txn_tool_runs leaves open; once the clusters have stopped, dump-log
@@ -33,6 +34,7 @@ QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 METADATA_SHELL = "org.apache.kafka.shell.MetadataShell"
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
@@ -84,6 +86,34 @@ MEMBER_ID = r"(?<=console-consumer-)[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"
 
 def election(operation: str, *args: str) -> ToolRun:
     return ToolRun("kafka-leader-election", operation, LEADER_ELECTION, (*BS, *args))
+
+
+def reassign(operation: str, *args: str) -> ToolRun:
+    return ToolRun("kafka-reassign-partitions", operation, REASSIGN, (*BS, *args))
+
+
+#: kafka-reassign-partitions.sh's runs, and pykraft's (pykraft_tool_runs): on one broker, a
+#: partition reassigned where it is (done at once) with a throttle, verified (clearing the
+#: throttles) and cancelled; the files a refusal reads; error lines only where Kafka's tool
+#: prints a stack trace after them
+REASSIGN_RUNS = (
+    ("list", ("--list",)),
+    ("verify nothing in progress", ("--verify", "--reassignment-json-file",
+                                    "{files}/reassign.json")),
+    ("execute in place with a throttle", ("--execute", "--reassignment-json-file",
+                                          "{files}/reassign.json", "--throttle", "1000000")),
+    ("verify after execute", ("--verify", "--reassignment-json-file", "{files}/reassign.json")),
+    ("cancel", ("--cancel", "--reassignment-json-file", "{files}/reassign.json")),
+    ("cancel --preserve-throttles", ("--cancel", "--reassignment-json-file",
+                                     "{files}/reassign.json", "--preserve-throttles")),
+    ("list after", ("--list",)),
+    ("execute an unknown broker", ("--execute", "--reassignment-json-file",
+                                   "{files}/reassign-unknown.json")),
+    ("execute an empty list", ("--execute", "--reassignment-json-file",
+                               "{files}/reassign-empty.json")),
+)
+#: the lines before a stack trace (Kafka's tool prints ``Error: ...`` and its trace)
+FIRST_LINE = r"(?s)(?<=\n)\s+at .*"
 
 
 def dump(operation: str, path: str, *args: str, masks: tuple[str, ...] = ()) -> ToolRun:
@@ -177,6 +207,8 @@ ADMIN = [
              "--path-to-json-file", "{files}/election.json"),
     election("unknown partition", "--election-type", "preferred", "--topic", TOPIC,
              "--partition", "9"),
+    *(ToolRun("kafka-reassign-partitions", operation, REASSIGN, (*BS, *args),
+              masks=(FIRST_LINE,)) for operation, args in REASSIGN_RUNS),
     groups("delete", "--delete", "--group", GROUP),
     ToolRun("kafka-metadata-quorum", "describe status", QUORUM, (*BS, "describe", "--status"),
             masks=QUORUM_STATUS),
@@ -191,12 +223,17 @@ ADMIN = [
 DELETE_RECORDS_JSON = ('{"version": 1, "partitions": '
                        f'[{{"topic": "{TOPIC}", "partition": 0, "offset": 1}}]}}')
 ELECTION_JSON = f'{{"partitions": [{{"topic": "{TOPIC}", "partition": 1}}]}}'
+REASSIGN_JSON = ('{"version": 1, "partitions": '
+                 f'[{{"topic": "{TOPIC}", "partition": 0, "replicas": [1000]}}]}}')
 
 
 def write_files(files: Path) -> None:
     """The files the runs read from ``{files}``."""
     (files / "delete.json").write_text(DELETE_RECORDS_JSON)
     (files / "election.json").write_text(ELECTION_JSON)
+    (files / "reassign.json").write_text(REASSIGN_JSON)
+    (files / "reassign-unknown.json").write_text(REASSIGN_JSON.replace("1000", "7"))
+    (files / "reassign-empty.json").write_text('{"version": 1, "partitions": []}')
 
 DUMP = [
     dump("segment --deep-iteration", f"{{broker_data}}/{TOPIC}-0/{SEGMENT}.log",

@@ -7,7 +7,8 @@ and its filters, delete), configs (topic, broker, broker defaults, user SCRAM an
 describe, alter, delete; the entity types the tool does not serve), acls (add, list, remove, with an
 authorizer on both clusters), the console producer (each codec, headers, ``--sync``) and
 consumer, consumer-groups (list, describe, the offset resets, delete-offsets, delete),
-get-offsets (each ``--time``), log-dirs, delete-records, leader-election, metadata-quorum
+get-offsets (each ``--time``), log-dirs, delete-records, leader-election, reassign-partitions
+(list, verify, execute with a throttle, cancel, refusals), metadata-quorum
 (describe, remove-controller) and features (describe, upgrade); then (:data:`TXN`, once
 :func:`txn_tool_runs.open_transactions` has left transactions open) transactions (list,
 describe, describe-producers, find-hanging, abort, forceTerminateTransaction). A run is a
@@ -24,6 +25,7 @@ from kafka_tool_runs import (
     GROUP,
     QUORUM_REPLICATION,
     QUORUM_STATUS,
+    REASSIGN_RUNS,
     RECORDS,
     TOPIC,
 )
@@ -278,6 +280,7 @@ OFFSETS = [
          "unclean", "--path-to-json-file", "{files}/election.json"),
     tool("leader-election", "unknown partition", *BS, "--election-type", "preferred",
          "--topic", TOPIC, "--partition", "9"),
+    *(tool("reassign-partitions", operation, *BS, *args) for operation, args in REASSIGN_RUNS),
     groups("delete", "--delete", "--group", GROUP),
     groups("delete missing", "--delete", "--group", GROUP),
     groups("delete --all-groups", "--delete", "--all-groups"),

@@ -52,6 +52,13 @@ each follower's fetch offset and log start offset on the leader
 (:meth:`ReplicaManager.record_follower_fetch`), which may move the high watermark and
 propose the follower for the ISR. Any fetcher sending ``last_fetched_epoch`` (v12+) whose
 epoch diverges from the leader's log gets ``diverging_epoch`` at once and no records.
+
+Replication throttle (:mod:`pykraft.broker.replication_throttles`, Kafka's
+``shouldLeaderThrottle``): a follower out of the ISR gets no records of a partition the
+leader throttles while the leader's quota is exceeded (they count toward no byte limit, nor
+toward ``min_bytes``); the records of throttled partitions in each follower answer are
+counted against the quota (Kafka counts those partitions' encoded size, a few dozen bytes
+more each).
 """
 
 from __future__ import annotations
@@ -90,6 +97,7 @@ from pykraft.messages.kafka.fetch_response import (
     NodeEndpoint,
     PartitionData,
 )
+from pykraft.messages.splice import Splice
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.rpc import fetch_replica_id
 from pykraft.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
@@ -137,7 +145,9 @@ class _Resolver:
     """Looks partitions up for one read, on their leader (or on a follower too for a
     consumer with client metadata), keeping the hosted ones (to park on) and the leader
     hints of the refused ones; a led partition for which the replica selector prefers
-    another replica is answered without a read."""
+    another replica is answered without a read. For a follower it also keeps the
+    partitions under the leader's replication throttle (``throttled``) and those it holds
+    back now."""
 
     def __init__(self, replicas: ReplicaManager, fetcher: _Follower, listener: str,
                  offsets: Mapping[PartitionKey, int]) -> None:
@@ -148,6 +158,8 @@ class _Resolver:
         self._racks: dict[int, str | None] | None = None
         self.hosted: list[HostedPartition] = []
         self.leaders: dict[PartitionKey, tuple[int, int]] = {}
+        self.throttled: set[tuple[str | uuid.UUID, int]] = set()
+        self.held_back: set[PartitionKey] = set()
 
     def __call__(self, key: PartitionKey) -> ReadablePartition | ErrorCode | PartitionRead:
         topic, index, epoch = key
@@ -165,6 +177,7 @@ class _Resolver:
             code = self._replicas.check_follower(part, fetcher.replica_id, epoch)
             if code != ErrorCode.NONE:
                 return code
+            self._throttle(key, part)
         elif key in self._offsets and part.is_leader:
             preferred = self._preferred(part, self._offsets[key])
             if preferred != NO_PREFERRED_REPLICA:
@@ -195,6 +208,15 @@ class _Resolver:
                 for broker_id, broker in self._replicas.image.cluster.brokers.items()
                 if not broker.fenced and any(e.name == self._listener for e in broker.listeners)}
         return self._racks
+
+    def _throttle(self, key: PartitionKey, part: HostedPartition) -> None:
+        throttles = self._replicas.throttles
+        if throttles.leader.is_throttled(part.topic, part.index):
+            self.throttled.add(key[:2])
+            if throttles.leader_holds_back(part.topic, part.index,
+                                           in_sync=self._fetcher.replica_id in part.isr,
+                                           now_ms=self._replicas.clock_ms()):
+                self.held_back.add(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +301,10 @@ class FetchHandler:
                                  session_id=session_id, node_endpoints=endpoints)
         error, session_id, answers = context.respond(
             self._answers(version, wanted, reads, resolver), self._replicas.clock_ms())
+        if replica_id >= 0:  # Kafka's KafkaApis: the throttled partitions' bytes sent
+            self._replicas.throttles.leader.record(
+                sum(_answered_size(answer) for key, answer in answers
+                    if key in resolver.throttled), self._replicas.clock_ms())
         return FetchResponse(error_code=error, session_id=session_id,
                              responses=_topic_responses(answers), node_endpoints=endpoints)
 
@@ -290,7 +316,8 @@ class FetchHandler:
         resolver = _Resolver(self._replicas, follower, self._listener, offsets)
         return read_partitions(wanted, resolver, max_bytes=max_bytes, isolation=isolation,
                                failed=self._replicas.read_failed,
-                               in_files=follower.in_files), resolver
+                               in_files=follower.in_files,
+                               held_back=resolver.held_back.__contains__), resolver
 
     async def _read_until_ready(self, wanted: list[PartitionFetch[PartitionKey]],
                                 isolation: FetchIsolation, follower: _Follower,
@@ -391,6 +418,12 @@ class FetchHandler:
                                           port=endpoint.port,
                                           rack=broker.rack if broker else None))
         return tuple(found)
+
+
+def _answered_size(answer: PartitionData) -> int:
+    """The bytes of records an answer carries, in memory or left in a file."""
+    records = answer.records
+    return records.length if isinstance(records, Splice) else len(records or b"")
 
 
 def _failed(request: FetchRequest, version: int, error: ErrorCode) -> FetchResponse:

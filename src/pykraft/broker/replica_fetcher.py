@@ -35,9 +35,12 @@ OFFSET_OUT_OF_RANGE the leader's latest and earliest offsets (ListOffsets as a r
 decide between truncating to the leader's end and restarting at its log start; any other
 error (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, ...) backs the
 partition off ``replica.fetch.backoff.ms``, by which time the next image has usually
-arrived. A broken connection backs off every partition of that fetcher. Not done as in
-Kafka: ``replica_directory_id``, throttling, and ``num.replica.fetchers`` changed at
-runtime (it is read at start-up).
+arrived. A broken connection backs off every partition of that fetcher. The follower's
+replication throttle (``replicas.throttles.follower``, Kafka's ``shouldFollowerThrottle``)
+leaves a throttled partition out of sync out of a fetch while the quota is exceeded, and
+counts every throttled partition's fetched bytes. Not done as in Kafka:
+``replica_directory_id``, and ``num.replica.fetchers`` changed at runtime (it is read at
+start-up).
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode, error_name, for_code
 from pykraft.records.batch import records_field
 from pykraft.replica.follower import truncation_for
+from pykraft.replica.replication_quota import ReplicationQuota
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection, open_with_timeout
 from pykraft.runtime.sasl_client import SaslCredentials
 from pykraft.runtime.waits import wait_set
@@ -199,12 +203,16 @@ class FetcherKey:
 
 
 class _FollowedPartition:
-    """A partition a fetcher fetches: the replica and when it may be fetched again."""
+    """A partition a fetcher fetches: the replica, when it may be fetched again and its
+    lag."""
 
     def __init__(self, part: HostedPartition) -> None:
         self.part = part
         self.leader_epoch = part.leader_epoch
         self.delayed_until = 0.0
+        #: how far behind the leader's high watermark the last fetch with records (or the
+        #: first answer) left it; None until then (Kafka's ``PartitionFetchState.lag``)
+        self.lag: int | None = None
         #: Kafka's Truncating state: until OffsetForLeaderEpoch settled the log against
         #: the leader's (only against leaders before Fetch v12, and with an epoch to ask)
         self.truncating = last_fetched_epoch(part) >= 0
@@ -216,8 +224,10 @@ class ReplicaFetcher:
     def __init__(self, broker_id: int, key: FetcherKey, config: FetcherConfig,
                  now_ms: Callable[[], int], broker_epoch: Callable[[], int],
                  opener: Opener = open_connection, *,
-                 disk_failed: DiskFailed | None = None) -> None:
+                 disk_failed: DiskFailed | None = None,
+                 quota: ReplicationQuota | None = None) -> None:
         self.broker_id = broker_id
+        self._quota = quota or ReplicationQuota(samples=11, window_ms=1000)  # unlimited
         self.key = key
         self._opener = opener
         self._disk_failed = disk_failed
@@ -338,8 +348,21 @@ class ReplicaFetcher:
                 await self._truncate_by_epochs(truncating)
         now = asyncio.get_running_loop().time()
         fetching = [f for f in ready if not f.truncating and f.delayed_until <= now]
+        held_back = [f for f in fetching if self._holds_back(f)]
+        fetching = [f for f in fetching if f not in held_back]
         if fetching:
             await self._fetch(fetching)
+        elif held_back:  # nothing to fetch: Kafka's fetcher backs off
+            self._delay(held_back)
+
+    def _holds_back(self, followed: _FollowedPartition) -> bool:
+        """Kafka's ``shouldFollowerThrottle``: a throttled partition out of sync is left
+        out of the fetch (and so forgotten by the session) while the follower's quota is
+        exceeded."""
+        in_sync = followed.lag is not None and followed.lag <= 0
+        return (not in_sync and self._quota.is_throttled(followed.part.topic,
+                                                         followed.part.index)
+                and self._quota.is_exceeded(self._now_ms()))
 
     # ------------------------------------------------------------------ Fetch
 
@@ -466,7 +489,7 @@ class ReplicaFetcher:
         error = for_code(answer.error_code)
         try:
             if error == ErrorCode.NONE:
-                self._apply(part, fetch_offset, answer)
+                self._apply(followed, fetch_offset, answer)
             elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
                 await self._out_of_range(followed)
             else:
@@ -480,7 +503,9 @@ class ReplicaFetcher:
                 self._disk_failed(part.log, "appending fetched records to", exc)
             self._delay([followed])
 
-    def _apply(self, part: HostedPartition, fetch_offset: int, answer: PartitionData) -> None:
+    def _apply(self, followed: _FollowedPartition, fetch_offset: int,
+               answer: PartitionData) -> None:
+        part = followed.part
         diverging = answer.diverging_epoch
         if diverging.epoch >= 0 or diverging.end_offset >= 0:
             cut = truncation_for(part.log.leader_epochs, part.log_end_offset,
@@ -490,10 +515,15 @@ class ReplicaFetcher:
                      diverging.end_offset)
             truncate_to(part, cut.offset, self._now_ms())
             return
-        append_as_follower(part, records_field(answer.records),
+        records = records_field(answer.records)
+        append_as_follower(part, records,
                            leader_high_watermark=answer.high_watermark,
                            leader_log_start_offset=answer.log_start_offset,
                            now_ms=self._now_ms())
+        if records or followed.lag is None:
+            followed.lag = max(0, answer.high_watermark - part.log_end_offset)
+        if self._quota.is_throttled(part.topic, part.index):  # in sync or not, it counts
+            self._quota.record(len(records), self._now_ms())
 
     # ------------------------------------------------------------------ out of range
 
@@ -610,7 +640,8 @@ class ReplicaFetcherManager:
         if fetcher is None:
             fetcher = self.fetchers[key] = ReplicaFetcher(
                 self.broker_id, key, self._config, self._now_ms, self._broker_epoch,
-                self._opener, disk_failed=self._replicas.log_dir_failed)
+                self._opener, disk_failed=self._replicas.log_dir_failed,
+                quota=self._replicas.throttles.follower)
             if self._running:
                 fetcher.start()
         return fetcher

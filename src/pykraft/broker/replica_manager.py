@@ -41,6 +41,7 @@ DeleteRecords build on it)::
     #    raises PartitionError (NOT_ENOUGH_REPLICAS, INVALID_TOPIC_EXCEPTION) or the
     #    validator's / producer state's errors (ProduceValidationError, ProducerStateError)
     replicas.isr_changes = submit            # submit(part, IsrProposal): AlterPartition
+    replicas.throttles                       # ReplicationThrottles (leader and follower)
     code = replicas.check_follower(part, replica_id, current_leader_epoch)
     code = replicas.record_follower_fetch(part, replica_id, broker_epoch=..., fetch_offset=...,
                                           log_start_offset=..., leader_end_offset=..., now_ms=...)
@@ -91,6 +92,7 @@ from pykraft.broker.fetch_sessions import FetchManager
 from pykraft.broker.purgatory import Purgatories
 from pykraft.broker.purgatory_timer import DelayedOperations
 from pykraft.broker.replica_state import LocalPartition, local_changes
+from pykraft.broker.replication_throttles import ReplicationThrottles
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
@@ -340,6 +342,9 @@ class ReplicaManager:
             int(self._static.get(FETCH_SESSION_SLOTS, FETCH_SESSION_SLOTS_DEFAULT)),
             random.Random()))
         """The broker's fetch sessions (KIP-227), for every listener's Fetch."""
+        self.throttles = ReplicationThrottles(broker_id, self._static)
+        """The replication throttles: the leader's for follower fetches answered here, the
+        follower's for this broker's fetchers (both follow the image's configs)."""
         self.isr_changes: IsrChangeSink | None = None
         self.purgatories: Purgatories[TopicPartition] = Purgatories()
         """Acks=all produces, long-poll fetches and group replies waiting on partitions."""
@@ -397,6 +402,7 @@ class ReplicaManager:
                 self.defer_logs()
             self.logs_created(create_logs(planned, now_ms), now_ms)
         if image.configs is not previous.configs:
+            self.throttles.apply_configs(image.configs)
             for hosted in self._partitions.values():
                 try:
                     hosted.settings = self._settings_of(hosted.topic)

@@ -22,6 +22,7 @@ from pykraft.cli.leader_election import leader_election
 from pykraft.cli.log_dirs import log_dirs
 from pykraft.cli.metadata_shell import metadata_shell
 from pykraft.cli.quorum import quorum_app
+from pykraft.cli.reassign_partitions import reassign_partitions
 from pykraft.cli.server import server
 from pykraft.cli.sim import sim_app
 from pykraft.cli.storage import storage_app
@@ -77,6 +78,7 @@ app.command("get-offsets")(get_offsets)
 app.command("log-dirs")(log_dirs)
 app.command("delete-records")(delete_records)
 app.command("leader-election")(leader_election)
+app.command("reassign-partitions")(reassign_partitions)
 app.command("consumer-groups")(consumer_groups)
 app.command("acls")(acls)
 app.command("configs")(configs)

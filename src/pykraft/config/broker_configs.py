@@ -95,6 +95,25 @@ APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS
     "log.roll.jitter.ms", "log.roll.ms", "log.segment.bytes", "log.segment.delete.delay.ms",
     "message.max.bytes", "min.insync.replicas", "unclean.leader.election.enable",
     *CONNECTION_LIMIT_KEYS)}
+#: The replication throttles a broker reads from its dynamic configs only, this node's then
+#: the cluster default's, never its properties file (Kafka's ``BrokerConfigHandler``, keys
+#: of ``DynamicConfig.Broker`` outside ``KafkaConfig``): bytes/s, unlimited when unset. The
+#: log-dir move throttle is stored (kafka-reassign-partitions.sh sets and clears it) but
+#: throttles nothing: pykraft moves no replica between log dirs.
+LEADER_REPLICATION_THROTTLED_RATE = "leader.replication.throttled.rate"
+FOLLOWER_REPLICATION_THROTTLED_RATE = "follower.replication.throttled.rate"
+REPLICA_ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+REPLICATION_THROTTLED_RATE_DEFAULT = 2**63 - 1
+THROTTLE_RATE_DEFS: Mapping[str, ConfigDef] = {name: ConfigDef(
+    name, ConfigType.LONG, str(REPLICATION_THROTTLED_RATE_DEFAULT), minimum=0,
+    update_mode="cluster-wide", doc=doc) for name, doc in (
+        (LEADER_REPLICATION_THROTTLED_RATE, "Bytes/s a leader sends its throttled replicas."),
+        (FOLLOWER_REPLICATION_THROTTLED_RATE,
+         "Bytes/s a follower fetches for its throttled replicas."),
+        (REPLICA_ALTER_LOG_DIRS_RATE, "Accepted; pykraft moves no replica between log dirs."))}
+#: The broker keys IncrementalAlterConfigs may set (the controller checks against them).
+ALTERABLE_BROKER_CONFIGS: Mapping[str, ConfigDef] = {**APPLIED_DYNAMIC_CONFIGS,
+                                                     **THROTTLE_RATE_DEFS}
 
 
 #: Kafka 4.4's internal keys (``defineInternal``): known, so accepted silently, but Kafka's
@@ -126,19 +145,19 @@ _FREE_PREFIXES = ("listener.name.", "config.providers.", "rsm.config.", "rlmm.co
 
 
 #: Keys Kafka 4.4 changes on a running broker that are not public ``KafkaConfig`` keys (the
-#: replication throttles of ``DynamicConfig.Broker``, internal assignor switches): known, so
+#: internal assignor switches): known, so
 #: IncrementalAlterConfigs refuses them (pykraft applies none) rather than storing them as a
 #: plugin's unknown key, and a properties file naming one gets no warning.
 _KAFKA_4_DYNAMIC_KEYS = frozenset({
-    "follower.replication.throttled.rate", "group.consumer.assignor.offload.enable",
-    "group.share.assignor.offload.enable", "group.streams.assignor.offload.enable",
-    "leader.replication.throttled.rate", "replica.alter.log.dirs.io.max.bytes.per.second",
+    "group.consumer.assignor.offload.enable", "group.share.assignor.offload.enable",
+    "group.streams.assignor.offload.enable",
 })
 
 
 def is_known(name: str) -> bool:
     return (name in BROKER_CONFIG_DEFS or name in _INTERNAL_KEYS or name in _AUTHORIZER_KEYS
-            or name in _KAFKA_4_DYNAMIC_KEYS or name.startswith(_FREE_PREFIXES))
+            or name in _KAFKA_4_DYNAMIC_KEYS or name in THROTTLE_RATE_DEFS
+            or name.startswith(_FREE_PREFIXES))
 
 
 def unknown_key_warnings(names: Iterable[str]) -> list[str]:
@@ -173,8 +192,9 @@ def synonyms(name: str) -> tuple[str, ...]:
 
 
 def definition(name: str) -> ConfigDef | None:
-    """The key's definition; a listener override takes its base key's (configType)."""
-    found = BROKER_CONFIG_DEFS.get(name)
+    """The key's definition; a listener override takes its base key's, a throttle rate
+    ``DynamicConfig.Broker``'s (configType)."""
+    found = BROKER_CONFIG_DEFS.get(name) or THROTTLE_RATE_DEFS.get(name)
     if found is None and _LISTENER_OVERRIDE.fullmatch(name):
         found = next((BROKER_CONFIG_DEFS[s] for s in synonyms(name) if s in BROKER_CONFIG_DEFS),
                      None)
@@ -275,7 +295,7 @@ def _entry(layers: BrokerConfigLayers, name: str, *, per_broker: bool) -> Descri
     return DescribedConfig(
         name=name, value=None if sensitive else own,
         source=chain[0][2] if chain else ConfigSource.DEFAULT_CONFIG,
-        read_only=name not in APPLIED_DYNAMIC_CONFIGS, sensitive=sensitive,
+        read_only=name not in ALTERABLE_BROKER_CONFIGS, sensitive=sensitive,
         config_type=ConfigType.UNKNOWN if found is None else found.type,
         synonyms=tuple((synonym, None if sensitive else value, source)
                        for synonym, value, source in chain),

@@ -37,7 +37,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, Protocol, TypeVar
 
 from pykraft.errors import CorruptRecordError, OffsetOutOfRangeError, StorageError
@@ -231,11 +231,16 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
                     resolve: Callable[[K], ReadablePartition | ErrorCode | PartitionRead], *,
                     max_bytes: int, isolation: FetchIsolation,
                     failed: ReadFailed | None = None,
-                    in_files: bool = False) -> list[PartitionRead]:
+                    in_files: bool = False,
+                    held_back: Callable[[K], bool] = lambda _key: False
+                    ) -> list[PartitionRead]:
     """Read every partition in request order within ``max_bytes`` overall and each one's
     ``partition_max_bytes``; until some partition returned data its first batch is
     returned whole even when larger (KIP-74), so consumers never stall on a big batch.
     A partition ``resolve`` answers itself (a :class:`PartitionRead`) reads nothing.
+    A partition ``held_back`` says so of, once resolved, is read but answered without
+    records, which then count toward no limit (a replication throttle, as Kafka's
+    ``readFromLog`` empties a throttled read).
     """
     reads: list[PartitionRead] = []
     remaining = max(0, max_bytes)
@@ -253,6 +258,8 @@ def read_partitions(wanted: Sequence[PartitionFetch[K]],
                               isolation=isolation, min_one_batch=min_one_batch,
                               last_fetched_epoch=fetch.last_fetched_epoch, failed=failed,
                               in_files=in_files)
+        if held_back(fetch.key):
+            read = replace(read, records=b"")
         if size := records_size(read.records):
             min_one_batch = False
             remaining = max(0, remaining - size)

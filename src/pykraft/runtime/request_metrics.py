@@ -1,0 +1,304 @@
+"""Kafka's request metrics (``kafka.network:type=RequestMetrics``) and the request
+channel's gauges, for one process's listeners.
+
+Per request type (``request=Produce``: the api key's name as Kafka spells it; a Fetch also
+as ``FetchConsumer`` or ``FetchFollower``, as Kafka records it twice): ``RequestsPerSec`` by
+``version``, ``ErrorsPerSec`` by ``error`` (every error code the response carries, NONE
+included, as Kafka's ``errorCounts`` walks them), and the six times as histograms in ms.
+pykraft has no network threads, request queue or handler pool: each connection's task on
+the event loop reads a request, answers it and writes the answer, so Kafka's times map
+onto that task's life:
+
+- RequestQueueTimeMs: from the frame's last bytes reaching the connection to its task
+  taking it up: the loop's lag, where Kafka's request waits for a handler thread;
+- LocalTimeMs: the handling, less RemoteTimeMs;
+- RemoteTimeMs: waiting in a purgatory (acks=all produce, long-poll fetch), as Kafka's;
+- ResponseQueueTimeMs: always 0, the task writes its own answer (no response queue);
+- ResponseSendTimeMs: writing the answer until the socket took it;
+- TotalTimeMs: from the last bytes in to the answer written.
+
+``RequestChannel`` ``RequestQueueSize``: requests read and not answered, less those parked
+in a purgatory (Kafka holds those outside its queue too). ``SocketServer``
+``NetworkProcessorAvgIdlePercent`` (a ratio, as Kafka's despite its name): the share of
+wall time since the previous scrape that the loop's thread spent off the CPU, its one
+network processor and handler being that thread.
+
+Cheap on the hot path: a few clock reads and counter increments per request; the response
+object is only referenced (:func:`note_response`) and its errors counted once answered.
+Everything here runs on the loop; the scrape reads it there too
+(:class:`~pykraft.runtime.metrics.LoopCollector`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import contextvars
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from pykraft.messages.schema import ArrayOf, MessageSchema, schema_of
+from pykraft.protocol.apis import ApiKey
+from pykraft.protocol.error_codes import ErrorCode
+from pykraft.runtime.jmx_names import prometheus_name
+
+#: Histogram bounds in ms: a Produce at acks=1 takes well under 1 ms, a long-poll Fetch
+#: its max.wait.ms (500 ms by default), a request timing out 30 s.
+BUCKETS_MS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0,
+              2500.0, 5000.0, 10000.0, 30000.0)
+TIMES = ("RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
+         "ResponseSendTimeMs", "TotalTimeMs")
+
+
+def _request_name(key: ApiKey) -> str:
+    """Kafka's ``ApiKeys`` name: LIST_OFFSETS is ListOffsets."""
+    return "".join(part.capitalize() for part in key.name.split("_"))
+
+
+_NAMES = {int(key): _request_name(key) for key in ApiKey}
+
+
+@dataclass(slots=True)
+class RequestTimes:
+    """One request's, shared with its handler through :data:`CURRENT`."""
+
+    owner: RequestMetrics
+    remote_s: float = 0.0
+    response: object = None
+    also: str | None = None
+    """A second request name it is also recorded under (FetchConsumer, FetchFollower)."""
+
+
+CURRENT: contextvars.ContextVar[RequestTimes | None] = contextvars.ContextVar(
+    "pykraft_request_times", default=None)
+
+
+def note_response(response: object) -> None:
+    """The response of the request being served (its errors are counted once sent)."""
+    times = CURRENT.get()
+    if times is not None:
+        times.response = response
+
+
+@contextlib.contextmanager
+def parked() -> Iterator[None]:
+    """The request being served waits in a purgatory meanwhile: its remote time, and out
+    of the request queue's size."""
+    times = CURRENT.get()
+    if times is None:
+        yield
+        return
+    owner = times.owner
+    started = time.monotonic()
+    owner.parked += 1
+    try:
+        yield
+    finally:
+        owner.parked -= 1
+        times.remote_s += time.monotonic() - started
+
+
+def also_named(name: str) -> None:
+    """Record the request being served under ``name`` as well."""
+    times = CURRENT.get()
+    if times is not None:
+        times.also = name
+
+
+class _Histogram:
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(BUCKETS_MS) + 1)
+        self.total = 0.0
+
+    def observe(self, ms: float) -> None:
+        self.counts[bisect.bisect_left(BUCKETS_MS, ms)] += 1
+        self.total += ms
+
+    def buckets(self) -> list[tuple[str, float]]:
+        cumulative, found = 0, []
+        for bound, count in zip((*map(str, BUCKETS_MS), "+Inf"), self.counts, strict=True):
+            cumulative += count
+            found.append((bound, float(cumulative)))
+        return found
+
+
+@dataclass(slots=True)
+class _RequestStats:
+    by_version: Counter[int] = field(default_factory=Counter)
+    errors: Counter[int] = field(default_factory=Counter)
+    times: tuple[_Histogram, ...] = field(
+        default_factory=lambda: tuple(_Histogram() for _ in TIMES))
+
+
+class RequestMetrics:
+    """The process's request metrics; one :meth:`serving` per request read."""
+
+    def __init__(self) -> None:
+        self._stats: dict[str, _RequestStats] = {}
+        self._in_flight = 0
+        self.parked = 0
+        """Requests of :attr:`_in_flight` waiting in a purgatory (:func:`parked`)."""
+        self._idle = _LoopIdle()
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[RequestTimes]:
+        """Count a request in flight while the block serves it; its times go to
+        :data:`CURRENT` for the handler's purgatory waits and response."""
+        times = RequestTimes(self)
+        token = CURRENT.set(times)
+        self._in_flight += 1
+        try:
+            yield times
+        finally:
+            self._in_flight -= 1
+            CURRENT.reset(token)
+
+    def record(self, api_key: int, version: int, times: RequestTimes, *, arrived: float,
+               started: float, handled: float, sent: float) -> None:
+        """A request answered: read by ``arrived``, taken up at ``started``, its answer
+        ready at ``handled`` and written at ``sent`` (``time.monotonic()`` seconds)."""
+        remote = min(times.remote_s, handled - started)
+        spans = (started - arrived, handled - started - remote, remote, 0.0, sent - handled,
+                 sent - arrived)
+        errors = error_counts(times.response) if times.response is not None else None
+        name = _NAMES.get(api_key, str(api_key))
+        for each in (name, times.also) if times.also else (name,):
+            stats = self._stats.get(each)
+            if stats is None:
+                stats = self._stats[each] = _RequestStats()
+            stats.by_version[version] += 1
+            if errors:
+                stats.errors.update(errors)
+            for histogram, seconds in zip(stats.times, spans, strict=True):
+                histogram.observe(max(seconds, 0.0) * 1000)
+
+    def families(self) -> Iterator[Metric]:
+        """The Prometheus families (on the loop: the scrape's :class:`LoopCollector`)."""
+        requests = CounterMetricFamily(
+            prometheus_name("kafka.network", "RequestMetrics", "RequestsPerSec"),
+            "Requests answered, by request type and version", labels=["request", "version"])
+        errors = CounterMetricFamily(
+            prometheus_name("kafka.network", "RequestMetrics", "ErrorsPerSec"),
+            "Error codes in responses (NONE included), by request type and error",
+            labels=["request", "error"])
+        times = [HistogramMetricFamily(
+            prometheus_name("kafka.network", "RequestMetrics", name),
+            f"Kafka's {name} of a request (ms; see pykraft.runtime.request_metrics)",
+            labels=["request"]) for name in TIMES]
+        for name, stats in sorted(self._stats.items()):
+            for version, count in sorted(stats.by_version.items()):
+                requests.add_metric([name, str(version)], count)
+            for code, count in sorted(stats.errors.items()):
+                errors.add_metric([name, _error_name(code)], count)
+            for family, histogram in zip(times, stats.times, strict=True):
+                family.add_metric([name], histogram.buckets(), histogram.total)
+        yield requests
+        yield errors
+        yield from times
+        yield GaugeMetricFamily(
+            prometheus_name("kafka.network", "RequestChannel", "RequestQueueSize"),
+            "Requests read and not answered, less those waiting in a purgatory",
+            value=self._in_flight - self.parked)
+        yield GaugeMetricFamily(
+            prometheus_name("kafka.network", "SocketServer", "NetworkProcessorAvgIdlePercent"),
+            "Share (0-1) of the time since the previous scrape the event loop's thread was "
+            "off the CPU", value=self._idle.ratio())
+
+
+class _LoopIdle:
+    """The loop thread's idle share between two readings (both on that thread:
+    ``time.thread_time`` is the calling thread's)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, float] | None = None
+
+    def ratio(self) -> float:
+        now = (time.monotonic(), time.thread_time())
+        last, self._last = self._last, now
+        if last is None or now[0] <= last[0]:
+            return 1.0
+        busy = (now[1] - last[1]) / (now[0] - last[0])
+        return min(max(1.0 - busy, 0.0), 1.0)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
+
+
+# -- the error codes of a response ----------------------------------------------------------
+
+#: Per message class: its ErrorCode fields, its struct fields and its struct-array fields
+#: that hold error codes somewhere below (None: none at all).
+_Plan = tuple[tuple[str, ...], tuple[tuple[str, "_Plan"], ...],
+              tuple[tuple[str, "_Plan"], ...]]
+_PLANS: dict[type, _Plan | None] = {}
+
+
+def error_counts(response: object) -> Counter[int]:
+    """Every ``ErrorCode`` field of ``response``, counted by code (an object that is no
+    Kafka message: none)."""
+    counts: Counter[int] = Counter()
+    plan = _plan_of(type(response))
+    if plan is not None:
+        _count(response, plan, counts)
+    return counts
+
+
+def _count(message: object, plan: _Plan, counts: Counter[int]) -> None:
+    codes, structs, arrays = plan
+    for attr in codes:
+        counts[getattr(message, attr)] += 1
+    for attr, inner in structs:
+        value = getattr(message, attr)
+        if value is not None:
+            _count(value, inner, counts)
+    for attr, inner in arrays:
+        for element in getattr(message, attr) or ():
+            _count(element, inner, counts)
+
+
+def _plan_of(cls: type) -> _Plan | None:
+    if cls in _PLANS:
+        return _PLANS[cls]
+    try:
+        schema = schema_of(cls)
+    except TypeError:
+        _PLANS[cls] = None
+        return None
+    _PLANS[cls] = None  # a recursive schema (none in Kafka's) ends here
+    plan = _plan_of_schema(schema)
+    _PLANS[cls] = plan
+    return plan
+
+
+def _plan_of_schema(schema: MessageSchema) -> _Plan | None:
+    codes, structs, arrays = [], [], []
+    for spec in schema.fields:
+        kind = spec.type
+        if isinstance(kind, MessageSchema):
+            inner = _plan_of(kind.cls)
+            if inner is not None:
+                structs.append((spec.attr, inner))
+        elif isinstance(kind, ArrayOf) and isinstance(kind.element, MessageSchema):
+            inner = _plan_of(kind.element.cls)
+            if inner is not None:
+                arrays.append((spec.attr, inner))
+        elif spec.kafka_name == "ErrorCode":
+            codes.append(spec.attr)
+    if not (codes or structs or arrays):
+        return None
+    return tuple(codes), tuple(structs), tuple(arrays)

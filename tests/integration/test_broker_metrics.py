@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from process_harness import wait_for
-from test_metrics_endpoint import Samples, scrape
+from process_harness import Samples, scrape, wait_for
 
 from pykraft.tools.local_cluster import LocalCluster, free_ports
 
@@ -40,7 +39,8 @@ KC = "kafka_controller_kafkacontroller_"
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    found: float = samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    return found
 
 
 class Metered:

@@ -221,7 +221,8 @@ class ListenerServer:
                         stream.max_frame_size = self._max_frame_size
                     continue
                 arrived = stream.arrived
-                with self._requests.serving() as times:
+                times, token = self._requests.begin()
+                try:
                     started = time.monotonic()
                     response = await self._dispatcher.respond(
                         frame, session if gate is None else gate.session)
@@ -232,6 +233,8 @@ class ListenerServer:
                         int.from_bytes(frame[0:2]), int.from_bytes(frame[2:4]), times,
                         arrived=arrived, started=started, handled=handled,
                         sent=time.monotonic())
+                finally:
+                    self._requests.end(token)
             except (CloseConnection, StorageError) as exc:  # StorageError: a Fetch answer's
                 # records left its segment file while being sent (truncated or deleted)
                 event(log, "connection_closed", level=logging.WARNING, channel_id=channel_id,

@@ -32,10 +32,8 @@ Everything here runs on the loop; the scrape reads it there too
 from __future__ import annotations
 
 import bisect
-import contextlib
 import contextvars
 import time
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -89,22 +87,23 @@ def note_response(response: object) -> None:
         times.response = response
 
 
-@contextlib.contextmanager
-def parked() -> Iterator[None]:
+class parked:  # noqa: N801 - used as a function: ``with parked():``
     """The request being served waits in a purgatory meanwhile: its remote time, and out
-    of the request queue's size."""
-    times = CURRENT.get()
-    if times is None:
-        yield
-        return
-    owner = times.owner
-    started = time.monotonic()
-    owner.parked += 1
-    try:
-        yield
-    finally:
-        owner.parked -= 1
-        times.remote_s += time.monotonic() - started
+    of the request queue's size (a class: cheaper than a generator's context manager)."""
+
+    __slots__ = ("_started", "_times")
+
+    def __enter__(self) -> None:
+        self._times = times = CURRENT.get()
+        if times is not None:
+            self._started = time.monotonic()
+            times.owner.parked += 1
+
+    def __exit__(self, *_: object) -> None:
+        times = self._times
+        if times is not None:
+            times.owner.parked -= 1
+            times.remote_s += time.monotonic() - self._started
 
 
 def also_named(name: str) -> None:
@@ -121,10 +120,6 @@ class _Histogram:
         self.counts = [0] * (len(BUCKETS_MS) + 1)
         self.total = 0.0
 
-    def observe(self, ms: float) -> None:
-        self.counts[bisect.bisect_left(BUCKETS_MS, ms)] += 1
-        self.total += ms
-
     def buckets(self) -> list[tuple[str, float]]:
         cumulative, found = 0, []
         for bound, count in zip((*map(str, BUCKETS_MS), "+Inf"), self.counts, strict=True):
@@ -135,8 +130,8 @@ class _Histogram:
 
 @dataclass(slots=True)
 class _RequestStats:
-    by_version: Counter[int] = field(default_factory=Counter)
-    errors: Counter[int] = field(default_factory=Counter)
+    by_version: dict[int, int] = field(default_factory=dict)
+    errors: dict[int, int] = field(default_factory=dict)
     times: tuple[_Histogram, ...] = field(
         default_factory=lambda: tuple(_Histogram() for _ in TIMES))
 
@@ -151,37 +146,42 @@ class RequestMetrics:
         """Requests of :attr:`_in_flight` waiting in a purgatory (:func:`parked`)."""
         self._idle = _LoopIdle()
 
-    @contextlib.contextmanager
-    def serving(self) -> Iterator[RequestTimes]:
-        """Count a request in flight while the block serves it; its times go to
-        :data:`CURRENT` for the handler's purgatory waits and response."""
+    def begin(self) -> tuple[RequestTimes, contextvars.Token[RequestTimes | None]]:
+        """A request read: in flight until :meth:`end`; its times go to :data:`CURRENT`
+        for the handler's purgatory waits and response."""
         times = RequestTimes(self)
-        token = CURRENT.set(times)
         self._in_flight += 1
-        try:
-            yield times
-        finally:
-            self._in_flight -= 1
-            CURRENT.reset(token)
+        return times, CURRENT.set(times)
+
+    def end(self, token: contextvars.Token[RequestTimes | None]) -> None:
+        """The request of ``token`` answered or abandoned."""
+        self._in_flight -= 1
+        CURRENT.reset(token)
 
     def record(self, api_key: int, version: int, times: RequestTimes, *, arrived: float,
                started: float, handled: float, sent: float) -> None:
         """A request answered: read by ``arrived``, taken up at ``started``, its answer
         ready at ``handled`` and written at ``sent`` (``time.monotonic()`` seconds)."""
         remote = min(times.remote_s, handled - started)
-        spans = (started - arrived, handled - started - remote, remote, 0.0, sent - handled,
-                 sent - arrived)
+        spans = [seconds * 1000 if seconds > 0 else 0.0 for seconds in (
+            started - arrived, handled - started - remote, remote, 0.0, sent - handled,
+            sent - arrived)]
+        buckets = [bisect.bisect_left(BUCKETS_MS, ms) for ms in spans]
         errors = error_counts(times.response) if times.response is not None else None
-        name = _NAMES.get(api_key, str(api_key))
+        name = _NAMES.get(api_key) or str(api_key)
         for each in (name, times.also) if times.also else (name,):
             stats = self._stats.get(each)
             if stats is None:
                 stats = self._stats[each] = _RequestStats()
-            stats.by_version[version] += 1
+            by_version = stats.by_version
+            by_version[version] = by_version.get(version, 0) + 1
             if errors:
-                stats.errors.update(errors)
-            for histogram, seconds in zip(stats.times, spans, strict=True):
-                histogram.observe(max(seconds, 0.0) * 1000)
+                counted = stats.errors
+                for code, count in errors.items():
+                    counted[code] = counted.get(code, 0) + count
+            for histogram, ms, bucket in zip(stats.times, spans, buckets, strict=True):
+                histogram.counts[bucket] += 1
+                histogram.total += ms
 
     def families(self) -> Iterator[Metric]:
         """The Prometheus families (on the loop: the scrape's :class:`LoopCollector`)."""
@@ -248,20 +248,21 @@ _Plan = tuple[tuple[str, ...], tuple[tuple[str, "_Plan"], ...],
 _PLANS: dict[type, _Plan | None] = {}
 
 
-def error_counts(response: object) -> Counter[int]:
+def error_counts(response: object) -> dict[int, int]:
     """Every ``ErrorCode`` field of ``response``, counted by code (an object that is no
     Kafka message: none)."""
-    counts: Counter[int] = Counter()
-    plan = _plan_of(type(response))
+    counts: dict[int, int] = {}
+    plan = _PLANS[type(response)] if type(response) in _PLANS else _plan_of(type(response))
     if plan is not None:
         _count(response, plan, counts)
     return counts
 
 
-def _count(message: object, plan: _Plan, counts: Counter[int]) -> None:
+def _count(message: object, plan: _Plan, counts: dict[int, int]) -> None:
     codes, structs, arrays = plan
     for attr in codes:
-        counts[getattr(message, attr)] += 1
+        code = getattr(message, attr)
+        counts[code] = counts.get(code, 0) + 1
     for attr, inner in structs:
         value = getattr(message, attr)
         if value is not None:

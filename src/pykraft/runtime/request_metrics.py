@@ -31,9 +31,9 @@ Everything here runs on the loop; the scrape reads it there too
 
 from __future__ import annotations
 
-import bisect
 import contextvars
 import time
+from bisect import bisect_left as _bisect
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -113,31 +113,32 @@ def also_named(name: str) -> None:
         times.also = name
 
 
-class _Histogram:
-    __slots__ = ("counts", "total")
+_WIDTH = len(BUCKETS_MS) + 1
+_BOUNDS = (*map(str, BUCKETS_MS), "+Inf")
 
-    def __init__(self) -> None:
-        self.counts = [0] * (len(BUCKETS_MS) + 1)
-        self.total = 0.0
 
-    def buckets(self) -> list[tuple[str, float]]:
+@dataclass(slots=True)
+class _RequestStats:
+    """One request type's counts; the six histograms' buckets in one flat list (time
+    ``i``'s at ``i * _WIDTH``), so a request is a few index increments."""
+
+    by_version: dict[int, int] = field(default_factory=dict)
+    errors: dict[int, int] = field(default_factory=dict)
+    counts: list[int] = field(default_factory=lambda: [0] * (_WIDTH * len(TIMES)))
+    sums: list[float] = field(default_factory=lambda: [0.0] * len(TIMES))
+
+    def buckets(self, time_index: int) -> list[tuple[str, float]]:
         cumulative, found = 0, []
-        for bound, count in zip((*map(str, BUCKETS_MS), "+Inf"), self.counts, strict=True):
+        start = time_index * _WIDTH
+        for bound, count in zip(_BOUNDS, self.counts[start:start + _WIDTH], strict=True):
             cumulative += count
             found.append((bound, float(cumulative)))
         return found
 
 
-@dataclass(slots=True)
-class _RequestStats:
-    by_version: dict[int, int] = field(default_factory=dict)
-    errors: dict[int, int] = field(default_factory=dict)
-    times: tuple[_Histogram, ...] = field(
-        default_factory=lambda: tuple(_Histogram() for _ in TIMES))
-
-
 class RequestMetrics:
-    """The process's request metrics; one :meth:`serving` per request read."""
+    """The process's request metrics: :meth:`begin`, :meth:`record` and :meth:`end` for
+    each request read."""
 
     def __init__(self) -> None:
         self._stats: dict[str, _RequestStats] = {}
@@ -162,11 +163,14 @@ class RequestMetrics:
                started: float, handled: float, sent: float) -> None:
         """A request answered: read by ``arrived``, taken up at ``started``, its answer
         ready at ``handled`` and written at ``sent`` (``time.monotonic()`` seconds)."""
-        remote = min(times.remote_s, handled - started)
-        spans = [seconds * 1000 if seconds > 0 else 0.0 for seconds in (
-            started - arrived, handled - started - remote, remote, 0.0, sent - handled,
-            sent - arrived)]
-        buckets = [bisect.bisect_left(BUCKETS_MS, ms) for ms in spans]
+        remote = min(times.remote_s, handled - started) * 1000
+        queue = (started - arrived) * 1000
+        local = (handled - started) * 1000 - remote
+        send = (sent - handled) * 1000
+        total = (sent - arrived) * 1000
+        slots = (_bisect(BUCKETS_MS, queue), _WIDTH + _bisect(BUCKETS_MS, local),
+                 2 * _WIDTH + _bisect(BUCKETS_MS, remote), 3 * _WIDTH,  # no response queue
+                 4 * _WIDTH + _bisect(BUCKETS_MS, send), 5 * _WIDTH + _bisect(BUCKETS_MS, total))
         errors = error_counts(times.response) if times.response is not None else None
         name = _NAMES.get(api_key) or str(api_key)
         for each in (name, times.also) if times.also else (name,):
@@ -179,9 +183,15 @@ class RequestMetrics:
                 counted = stats.errors
                 for code, count in errors.items():
                     counted[code] = counted.get(code, 0) + count
-            for histogram, ms, bucket in zip(stats.times, spans, buckets, strict=True):
-                histogram.counts[bucket] += 1
-                histogram.total += ms
+            counts = stats.counts
+            for slot in slots:
+                counts[slot] += 1
+            sums = stats.sums
+            sums[0] += queue
+            sums[1] += local
+            sums[2] += remote
+            sums[4] += send
+            sums[5] += total
 
     def families(self) -> Iterator[Metric]:
         """The Prometheus families (on the loop: the scrape's :class:`LoopCollector`)."""
@@ -201,8 +211,8 @@ class RequestMetrics:
                 requests.add_metric([name, str(version)], count)
             for code, count in sorted(stats.errors.items()):
                 errors.add_metric([name, _error_name(code)], count)
-            for family, histogram in zip(times, stats.times, strict=True):
-                family.add_metric([name], histogram.buckets(), histogram.total)
+            for index, family in enumerate(times):
+                family.add_metric([name], stats.buckets(index), stats.sums[index])
         yield requests
         yield errors
         yield from times

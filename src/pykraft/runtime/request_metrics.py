@@ -227,16 +227,16 @@ class RequestMetrics:
 
 
 class _LoopIdle:
-    """The loop thread's idle share between two readings (both on that thread:
-    ``time.thread_time`` is the calling thread's)."""
+    """The loop thread's idle share since the previous reading, or since it was made (made
+    and read on that thread: ``time.thread_time`` is the calling thread's)."""
 
     def __init__(self) -> None:
-        self._last: tuple[float, float] | None = None
+        self._last = (time.monotonic(), time.thread_time())
 
     def ratio(self) -> float:
         now = (time.monotonic(), time.thread_time())
         last, self._last = self._last, now
-        if last is None or now[0] <= last[0]:
+        if now[0] <= last[0]:
             return 1.0
         busy = (now[1] - last[1]) / (now[0] - last[0])
         return min(max(1.0 - busy, 0.0), 1.0)

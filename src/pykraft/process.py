@@ -13,10 +13,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable, Iterable
 
+from prometheus_client.core import Metric
+
+from pykraft.broker.broker_metrics import broker_families
 from pykraft.broker.broker_server import BrokerServer
 from pykraft.raft.api import RaftListener
 from pykraft.runtime.connection_registry import ConnectionRegistry, raise_open_files_limit
+from pykraft.runtime.controller_metrics import controller_families
 from pykraft.runtime.controller_registration import ControllerRegistrar
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.dispatch import Dispatcher
@@ -25,6 +30,7 @@ from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.request_metrics import RequestMetrics
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import NodeSettings
 
@@ -50,6 +56,7 @@ async def run_server(settings: NodeSettings) -> int:
           max_connections_per_ip=settings.connections.per_ip,
           connections_max_idle_ms=settings.connections.max_idle_ms)
     servers: list[ListenerServer] = []
+    requests = RequestMetrics()  # every listener's, controller and broker alike
     if settings.is_controller:
         if controller is not None:
             controller.attach(node)
@@ -61,16 +68,17 @@ async def run_server(settings: NodeSettings) -> int:
             server = ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                                     settings.max_frame_size, listener_name=spec.name,
                                     protocol=spec.protocol, tls=spec.tls, sasl=sasl,
-                                    connections=connections)
+                                    connections=connections, requests=requests)
             await server.start()
             servers.append(server)
     if broker is not None:
-        broker.bind(node, connections)
+        broker.bind(node, connections, requests)
         broker.start()
     if settings.metrics_address is not None:
         host, port = settings.metrics_address
         serve_metrics(node.metrics, host, port,
-                      () if broker is None else broker.replicas.purgatories)
+                      () if broker is None else broker.replicas.purgatories,
+                      _loop_families(settings, node, requests, controller, broker))
         event(log, "metrics_listening", address=f"{host}:{port}")
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -107,6 +115,22 @@ async def run_server(settings: NodeSettings) -> int:
 
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _loop_families(settings: NodeSettings, node: RaftNode, requests: RequestMetrics,
+                   controller: ControllerService | None, broker: BrokerServer | None
+                   ) -> list[Callable[[], Iterable[Metric]]]:
+    """The Kafka metrics a scrape computes on the loop: the listeners' request metrics,
+    a broker's state, a controller's image."""
+    families: list[Callable[[], Iterable[Metric]]] = [requests.families]
+    if broker is not None:
+        replicas = broker.replicas
+        families.append(lambda: broker_families(replicas))
+    if controller is not None:
+        families.append(lambda: controller_families(
+            controller.controller.committed_image,
+            active=node.core.leader_and_epoch.leader_id == settings.node_id))
+    return families
 
 
 def _on_signal(stop: asyncio.Event, signum: int) -> None:

@@ -335,6 +335,7 @@ def test_a_caught_up_follower_is_proposed_for_the_isr(tmp_path: Path) -> None:
         assert not made.replicas.complete_isr_change(
             made.part, proposal, AlterResult(4, 10, proposal.isr), made.clock())
         assert set(made.part.isr) == {ME, F2, F3}
+        assert (made.replicas.isr_expands, made.replicas.isr_shrinks) == (1, 0)
 
     asyncio.run(run())
     made.replicas.shutdown()
@@ -369,6 +370,7 @@ def test_a_lagging_follower_leaves_the_isr_and_acks_all_completes(leader: Leader
         leader.replicas.complete_isr_change(leader.part, leader.proposals[0],
                                             AlterResult(4, 10, (ME, F2)), leader.clock())
         assert leader.part.high_watermark == 1
+        assert (leader.replicas.isr_shrinks, leader.replicas.isr_expands) == (1, 0)
         response = await asyncio.wait_for(produce, 5)
         assert response is not None
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
@@ -435,6 +437,20 @@ def test_a_newer_image_replaces_a_pending_change(leader: Leader) -> None:
     assert not leader.replicas.complete_isr_change(
         leader.part, leader.proposals[0], AlterResult(4, 10, (ME,)), leader.clock())
     assert leader.part.isr == (ME, F3)
+
+
+def test_a_shrink_the_image_commits_before_its_answer_counts_once(leader: Leader) -> None:
+    """IsrShrinksPerSec counts this leader's change once committed, whichever of the
+    image and the controller's answer comes first."""
+    leader.clock.now = LAG + 1
+    leader.replicas.shrink_isrs(leader.clock())
+    (proposal,) = leader.proposals
+    leader.replicas.apply_image(with_records(leader.replicas.image, PartitionChangeRecord(
+        partition_id=0, topic_id=T1, isr=tuple(reversed(proposal.isr)))), leader.clock())
+    assert leader.replicas.isr_shrinks == 1
+    leader.replicas.complete_isr_change(leader.part, proposal,
+                                        AlterResult(4, 10, proposal.isr), leader.clock())
+    assert (leader.replicas.isr_shrinks, leader.replicas.isr_expands) == (1, 0)
 
 
 # ---------------------------------------------------------------------- AlterPartition manager

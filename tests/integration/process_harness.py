@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from pykraft.errors import PyKraftError
 from pykraft.records.batch import iter_batches
@@ -85,3 +88,18 @@ def values_on_disk(cluster: LocalCluster, node_id: int) -> list[bytes]:
         data = log.read(0, 1 << 30)
     return [record.value or b"" for batch in iter_batches(data) if not batch.is_control
             for record in batch.records()]
+
+
+#: A /metrics page: each sample by name and sorted labels.
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(port: int) -> Samples | None:
+    """Every sample of the node's /metrics page (None while it does not answer)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+            text = page.read().decode()
+    except (urllib.error.URLError, ConnectionError):
+        return None
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}

@@ -3,14 +3,11 @@ observer and controller gauges, scraped over HTTP."""
 
 from __future__ import annotations
 
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from process_harness import TEST_PROPERTIES, leader_info, wait_for
-from prometheus_client.parser import text_string_to_metric_families
+from process_harness import TEST_PROPERTIES, Samples, leader_info, scrape, wait_for
 
 from pykraft.tools.local_cluster import LocalCluster, free_ports
 
@@ -18,7 +15,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 RAFT = "kafka_server_raft_metrics_"
 CONTROLLER = "kafka_controller_kafkacontroller_"
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @pytest.fixture
@@ -40,17 +36,6 @@ def started(tmp_path: Path) -> Iterator[Callable[..., tuple[LocalCluster, dict[i
     for cluster in created:
         for node_id in cluster.nodes:
             cluster.kill(node_id)
-
-
-def scrape(port: int) -> Samples | None:
-    """Every sample of the node's /metrics page (None while it does not answer)."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
-            text = page.read().decode()
-    except (urllib.error.URLError, ConnectionError):
-        return None
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 def wait_metrics(port: int, expected: dict[str, float],

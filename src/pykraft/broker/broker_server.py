@@ -78,6 +78,7 @@ from pykraft.runtime.kafka_client import ClientConnection, open_with_timeout
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.request_metrics import RequestMetrics
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import (
     BrokerListenerSettings,
@@ -165,9 +166,10 @@ class BrokerServer:
         self._connection_configs: dict[str, str] = {}
         """The dynamic connection configs in force (see _apply_connection_configs)."""
 
-    def bind(self, node: RaftNode, connections: ConnectionRegistry) -> None:
+    def bind(self, node: RaftNode, connections: ConnectionRegistry,
+             requests: RequestMetrics | None = None) -> None:
         """Wire the broker to ``node``; its listeners count their connections in
-        ``connections``, the process's registry."""
+        ``connections``, the process's registry, and their requests in ``requests``."""
         settings = self._settings
         self._clock = node.now_ms
         self.logs.startup(node.now_ms(), _int_property(
@@ -250,7 +252,7 @@ class BrokerServer:
                            settings.max_frame_size, listener_name=spec.name,
                            protocol=spec.protocol, tls=spec.tls,
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image.scram),
-                           connections=connections)
+                           connections=connections, requests=requests)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _apply_connection_configs(self, image: MetadataImage,

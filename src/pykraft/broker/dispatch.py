@@ -147,6 +147,7 @@ from pykraft.runtime.controller_service import controller_body
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.request_metrics import note_response
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.security.api_rules import BROKER_RULES, Access
@@ -295,6 +296,7 @@ class BrokerDispatcher(ListenerDispatcher):
             lambda read: denied_topics(ApiKey.FETCH, read, request.api_version, access,
                                        self._metadata.image),
             in_files=in_files, quota=quota)
+        note_response(answer)  # its error codes go to the request metrics
         out = SplicedBuffer()
         encode_response_into(out, request.header.correlation_id, request.api_key,
                              request.api_version, answer)

@@ -101,6 +101,7 @@ from pykraft.messages.splice import Splice
 from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.rpc import fetch_replica_id
 from pykraft.replica.read_replica import NO_PREFERRED_REPLICA, preferred_read_replica
+from pykraft.runtime.request_metrics import also_named
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,9 @@ _LEADER_HINTS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LE
 #: ``FetchResponse.partitionResponse``: its ``aborted_transactions`` keeps the schema's
 #: default, an empty array, where a read's (an error of the replica manager's included)
 #: is null unless read_committed.
+#: Read errors Kafka counts as failed fetch requests: the unexpected ones (a corrupt batch,
+#: records that do not decompress), not the expected refusals.
+_UNEXPECTED_READ_ERRORS = frozenset({ErrorCode.CORRUPT_MESSAGE, ErrorCode.UNKNOWN_SERVER_ERROR})
 _REFUSED_BEFORE_READING = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                      ErrorCode.UNKNOWN_TOPIC_ID,
                                      ErrorCode.TOPIC_AUTHORIZATION_FAILED})
@@ -263,6 +267,7 @@ class FetchHandler:
         answer's bytes; pykraft its records', which dominate it)."""
         by_id = version >= FIRST_TOPIC_ID_VERSION
         replica_id = replica_id_of(request)
+        also_named("FetchFollower" if replica_id >= 0 else "FetchConsumer")  # as Kafka's
         fetch_data = _fetch_data(request, by_id)
         try:
             context = self._sessions.new_context(
@@ -301,12 +306,36 @@ class FetchHandler:
                                  session_id=session_id, node_endpoints=endpoints)
         error, session_id, answers = context.respond(
             self._answers(version, wanted, reads, resolver), self._replicas.clock_ms())
+        self._count(replica_id, wanted, reads, answers)
         if replica_id >= 0:  # Kafka's KafkaApis: the throttled partitions' bytes sent
             self._replicas.throttles.leader.record(
                 sum(_answered_size(answer) for key, answer in answers
                     if key in resolver.throttled), self._replicas.clock_ms())
         return FetchResponse(error_code=error, session_id=session_id,
                              responses=_topic_responses(answers), node_endpoints=endpoints)
+
+    def _count(self, replica_id: int, wanted: list[PartitionFetch[PartitionKey]],
+               reads: list[PartitionRead], answers: list[Answer]) -> None:
+        """Kafka's BrokerTopicMetrics of a Fetch: every partition read, those that failed
+        unexpectedly, and a consumer's records bytes answered (a follower's are
+        replication); a topic id unknown to the image counts nowhere, as in Kafka."""
+        stats = self._replicas.topic_stats
+        by_id = self._replicas.image.topics.by_id
+        def name(topic: str | uuid.UUID) -> str | None:
+            if isinstance(topic, str):
+                return topic
+            found = by_id.get(topic)
+            return None if found is None else found.name
+        for fetch, read in zip(wanted, reads, strict=True):
+            if (topic := name(fetch.key[0])) is not None:
+                stats.fetched(topic, failed=read.error in _UNEXPECTED_READ_ERRORS)
+        if replica_id < 0:
+            for (key, _), data in answers:
+                records = data.records
+                size = 0 if records is None else (
+                    records.length if isinstance(records, Splice) else len(records))
+                if size and (topic := name(key)) is not None:
+                    stats.sent(topic, size)
 
     def _read(self, wanted: list[PartitionFetch[PartitionKey]], isolation: FetchIsolation,
               max_bytes: int, follower: _Follower) -> tuple[list[PartitionRead], _Resolver]:

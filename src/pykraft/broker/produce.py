@@ -72,6 +72,12 @@ log = logging.getLogger(__name__)
 _FIRST_STORAGE_ERROR_VERSION = 4  # older clients get NOT_LEADER_OR_FOLLOWER instead
 FIRST_TOPIC_ID_VERSION = 13  # KIP-516: topics by id (Kafka 4.1)
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: current leader and its endpoint
+#: Append refusals Kafka does not count as failed produce requests (its "known" exceptions;
+#: FailedProduceRequestsPerSec is for a refused batch or an unexpected failure).
+_EXPECTED_PRODUCE_ERRORS = frozenset({
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.CORRUPT_MESSAGE,
+    ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.INVALID_TOPIC_EXCEPTION})
 
 
 @dataclass(slots=True)
@@ -87,6 +93,7 @@ class _Outcome:
     record_errors: tuple[BatchIndexAndErrorMessage, ...] = ()
     leader: tuple[int, int] | None = None  # (id, epoch) hint on NOT_LEADER_OR_FOLLOWER
     waiting: tuple[HostedPartition, int] | None = None  # acks=all: (partition, offset)
+    appended: int = 0  # records (offsets) appended, a duplicate's too: Kafka's numMessages
 
 
 class AcksZeroFailedError(PyKraftError):
@@ -224,16 +231,34 @@ class ProduceHandler:
         if isinstance(verification, _Refusal):
             outcome.error, outcome.message = verification.error, verification.message
             return outcome
+        stats = self._replicas.topic_stats
         if self._replicas.registration(topic, outcome.index) is None:
             outcome.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            stats.produce_failed(topic, unexpected=False)
             return outcome
-        if acks not in VALID_ACKS:
+        if acks not in VALID_ACKS:  # refused before any append, as Kafka's (no metrics)
             outcome.error = ErrorCode.INVALID_REQUIRED_ACKS
             return outcome
+        records = records_field(part.records)
+        outcome = await self._append(topic, outcome, records, acks, api_version, client_id,
+                                     verification)
+        if outcome.error == ErrorCode.NONE:
+            stats.produced(topic, len(records), outcome.appended)
+        else:  # Kafka's failed produce: a refused batch or an unexpected error only
+            stats.produce_failed(
+                topic, unexpected=outcome.error not in _EXPECTED_PRODUCE_ERRORS,
+                rejected_bytes=len(records) if outcome.error == ErrorCode.MESSAGE_TOO_LARGE
+                else 0)
+        return outcome
+
+    async def _append(self, topic: str, outcome: _Outcome, records: bytes, acks: int,
+                      api_version: int, client_id: str | None,
+                      verification: Verified | None) -> _Outcome:
+        """The append of a partition's records this broker hosts, as ``outcome``."""
         try:
             hosted = self._replicas.partition_for(topic, outcome.index)
             result = await self._replicas.produce_records(
-                hosted, records_field(part.records), acks=acks, api_version=api_version,
+                hosted, records, acks=acks, api_version=api_version,
                 now_ms=self._clock_ms(), client_id=client_id, verified=verification)
         except PartitionError as exc:
             outcome.error = exc.error_code
@@ -262,6 +287,7 @@ class ProduceHandler:
                              else ErrorCode.NOT_LEADER_OR_FOLLOWER)
             return outcome
         outcome.base_offset = result.base_offset
+        outcome.appended = result.last_offset - result.base_offset + 1
         outcome.log_append_time_ms = result.log_append_time_ms
         outcome.log_start_offset = result.log_start_offset
         if acks == -1:

@@ -19,6 +19,7 @@ from collections.abc import Hashable, Iterable
 from typing import Generic, TypeVar
 
 from pykraft.broker.purgatory import DelayedOperation, Purgatories, Purgatory
+from pykraft.runtime.request_metrics import parked
 
 K = TypeVar("K", bound=Hashable)
 J = TypeVar("J", bound=Hashable)
@@ -59,7 +60,8 @@ class DelayedOperations(Generic[K]):
         if self.watch(purgatory, op, keys):
             return False
         try:
-            return await ended
+            with parked():  # the request's remote time (Kafka's RemoteTimeMs)
+                return await ended
         finally:
             op.cancel()  # a no-op once it ended; else its task was cancelled
 

@@ -93,6 +93,7 @@ from pykraft.broker.purgatory import Purgatories
 from pykraft.broker.purgatory_timer import DelayedOperations
 from pykraft.broker.replica_state import LocalPartition, local_changes
 from pykraft.broker.replication_throttles import ReplicationThrottles
+from pykraft.broker.topic_metrics import BrokerTopicStats
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
@@ -132,8 +133,11 @@ from pykraft.replica.leader import (
     AlterResult,
     Brokers,
     IsrProposal,
+    IsrState,
     LeaderReplication,
     PartitionAssignment,
+    PendingExpand,
+    PendingShrink,
     effective_min_isr,
 )
 from pykraft.replica.read_replica import replica_selector
@@ -346,6 +350,16 @@ class ReplicaManager:
         """The replication throttles: the leader's for follower fetches answered here, the
         follower's for this broker's fetchers (both follow the image's configs)."""
         self.isr_changes: IsrChangeSink | None = None
+        self.topic_stats = BrokerTopicStats()
+        """Kafka's BrokerTopicMetrics, counted by the Produce and Fetch handlers."""
+        self.cleaner_runs: tuple[float, float] | None = None
+        """The log cleaner's last pass: when it ended (``time.monotonic()``) and its longest
+        log's cleaning (s): LogCleaner's max-clean-time-secs, LogCleanerManager's
+        time-since-last-run-ms."""
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+        """ISR changes of led partitions the controller committed (IsrShrinksPerSec,
+        IsrExpandsPerSec: counted when committed, as Kafka's Partition does)."""
         self.purgatories: Purgatories[TopicPartition] = Purgatories()
         """Acks=all produces, long-poll fetches and group replies waiting on partitions."""
         self.delayed = DelayedOperations(self.purgatories)
@@ -510,8 +524,10 @@ class ReplicaManager:
                 self.broker_id, hosted.assignment(), epoch_start_offset=hosted.log_end_offset,
                 now_ms=now_ms, max_lag_ms=self.max_lag_ms)
         else:
-            hosted.replication.assign(hosted.assignment(), leader_end_offset=hosted.log_end_offset,
-                                      now_ms=now_ms)
+            pending = hosted.replication.state
+            if hosted.replication.assign(hosted.assignment(),
+                                         leader_end_offset=hosted.log_end_offset, now_ms=now_ms):
+                self._count_isr_change(pending, hosted.replication)
 
     def _unhost(self, tp: TopicPartition) -> tuple[TopicPartition, int]:
         """Stop hosting a partition; its log is to be deleted after the delay returned
@@ -796,8 +812,10 @@ class ReplicaManager:
         replication = hosted.replication
         if replication is None or hosted.deleted:
             return False
+        pending = replication.state
         retry = replication.complete(proposal, result)
         if isinstance(result, AlterResult) and not replication.in_flight:
+            self._count_isr_change(pending, replication)
             log.info("%s: ISR updated to %s and partition epoch to %d", _name(hosted.tp),
                      list(replication.isr), replication.partition_epoch)
             hosted.maybe_advance_high_watermark(now_ms, self.brokers)
@@ -806,6 +824,14 @@ class ReplicaManager:
             log.info("%s: ISR change to %s failed: %s%s", _name(hosted.tp), list(proposal.isr),
                      result.name, " (retrying)" if retry else "")
         return retry
+
+    def _count_isr_change(self, pending: IsrState, replication: LeaderReplication) -> None:
+        """IsrShrinksPerSec / IsrExpandsPerSec: this leader's change ``pending`` counted once
+        committed, whether the controller's answer or the image holding it came first."""
+        if (isinstance(pending, PendingShrink | PendingExpand)
+                and set(replication.assignment.isr) == set(pending.proposal.isr)):
+            self.isr_shrinks += isinstance(pending, PendingShrink)
+            self.isr_expands += isinstance(pending, PendingExpand)
 
     def _submit(self, hosted: HostedPartition, proposal: IsrProposal) -> None:
         if self.isr_changes is not None:
@@ -825,14 +851,20 @@ class ReplicaManager:
         cleaned. The cleaner stops at the last stable offset, as Kafka's does: an open
         transaction's records are left alone."""
         cleaned = 0
+        longest = 0.0
         for tp, hosted in list(self._partitions.items()):
             if self._partitions.get(tp) is not hosted:
                 continue  # deleted or re-created while an earlier log was cleaned
+            started = time.monotonic()
             with self.on_disk(hosted.log, "cleaning segments of"):
-                cleaned += await self.logs.compact(tp, hosted.last_stable_offset, now_ms, {
+                ran = await self.logs.compact(tp, hosted.last_stable_offset, now_ms, {
                     producer_id: entry.last_data_offset
                     for producer_id, entry in hosted.producer_state.producers.items()},
                     compute=compute)
+            if ran:
+                cleaned += 1
+                longest = max(longest, time.monotonic() - started)
+        self.cleaner_runs = (time.monotonic(), longest)
         return cleaned
 
     def run_retention(self, now_ms: int) -> int:

@@ -57,7 +57,10 @@ def off_loop_above(api_key: int) -> int:
 async def off_loop(work: Callable[..., T], *args: Any) -> T:
     """``work(*args)`` on the codec thread; ``work`` must be pure (it runs beside the
     loop)."""
-    return await asyncio.get_running_loop().run_in_executor(_CODEC, work, *args)
+    # in the caller's context: an encoding there notes its response for the request
+    # metrics (pykraft.runtime.request_metrics.CURRENT)
+    return await asyncio.get_running_loop().run_in_executor(
+        _CODEC, contextvars.copy_context().run, work, *args)
 
 
 async def off_loop_if_large(work: Callable[..., T], *args: Any) -> T:

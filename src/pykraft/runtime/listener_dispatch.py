@@ -54,6 +54,7 @@ from pykraft.runtime.codec_thread import (
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.extension import RequestHandler, checked_handlers
 from pykraft.runtime.node import RaftNode
+from pykraft.runtime.request_metrics import note_response
 from pykraft.runtime.sasl_authenticator import SASL_APIS, sasl_refusal
 from pykraft.security.api_rules import AuthorizerCache
 from pykraft.security.session import Session
@@ -102,7 +103,7 @@ class ListenerDispatcher(ABC):
         """The encoded response to a request that came on ``session``'s connection; raises
         :class:`CloseConnection` for what Kafka drops."""
         try:
-            api_key, _, correlation_id = read_request_prefix(Reader(frame))
+            api_key = read_request_prefix(Reader(frame))[0]
         except MalformedMessageError as exc:
             raise CloseConnection(f"unreadable request header: {exc}") from None
         handler = self._handlers.get(api_key)
@@ -125,8 +126,7 @@ class ListenerDispatcher(ABC):
         if api_key not in self._served:
             raise CloseConnection(f"api key {api_key} is not enabled on this listener")
         if api_key == ApiKey.API_VERSIONS:
-            return encode_response(correlation_id, api_key, request.api_version,
-                                   self._api_versions_answer(request))
+            return self._encode(request, self._api_versions_answer(request))
         if api_key in SASL_APIS:  # authenticated already, or a listener without SASL
             return self._encode(request, sasl_refusal(request))
         refusal = await off_loop_if_large(refused_acl_request, api_key, request.body)
@@ -185,5 +185,6 @@ class ListenerDispatcher(ABC):
         return await off_loop_if_large(lambda: self._encode(request, answer()))
 
     def _encode(self, request: RequestFrame, response: object) -> bytes:
+        note_response(response)  # its error codes go to the request metrics
         return encode_response(request.header.correlation_id, request.api_key,
                                request.api_version, response)

@@ -32,12 +32,14 @@ import errno
 import logging
 import socket
 import ssl
+import time
 
 from pykraft.errors import FrameTooLargeError, ProtocolError, StorageError
 from pykraft.runtime.channel_mute import unmuted
 from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.logfmt import event
+from pykraft.runtime.request_metrics import RequestMetrics
 from pykraft.runtime.sasl_authenticator import INVALID_RECEIVE_SIZE, SaslGate, SaslRefused
 from pykraft.runtime.streams import FrameStream
 from pykraft.runtime.tls import ServerTls
@@ -67,7 +69,8 @@ class ListenerServer:
                  listener_name: str = "PLAINTEXT",
                  protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
                  tls: ServerTls | None = None, sasl: SaslListener | None = None,
-                 connections: ConnectionRegistry | None = None) -> None:
+                 connections: ConnectionRegistry | None = None,
+                 requests: RequestMetrics | None = None) -> None:
         if protocol.uses_tls != (tls is not None):
             raise ValueError(f"listener {listener_name} ({protocol.name}) "
                              f"{'needs' if protocol.uses_tls else 'takes no'} TLS settings")
@@ -87,6 +90,8 @@ class ListenerServer:
         self._socket: socket.socket | None = None
         self._acceptor: asyncio.Task[None] | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._requests = requests or RequestMetrics()
+        """The process's request metrics (:mod:`pykraft.runtime.request_metrics`)."""
 
     async def start(self) -> None:
         self._socket = _listen(self._host, self._port)
@@ -218,10 +223,21 @@ class ListenerServer:
                     if gate.authenticated:
                         stream.max_frame_size = self._max_frame_size
                     continue
-                response = await self._dispatcher.respond(
-                    frame, session if gate is None else gate.session)
-                if response:  # b"": a request answered with nothing (Produce acks=0)
-                    await stream.write_frame(response)
+                arrived = stream.arrived
+                times, token = self._requests.begin()
+                try:
+                    started = time.monotonic()
+                    response = await self._dispatcher.respond(
+                        frame, session if gate is None else gate.session)
+                    handled = time.monotonic()
+                    if response:  # b"": a request answered with nothing (Produce acks=0)
+                        await stream.write_frame(response)
+                    self._requests.record(
+                        int.from_bytes(frame[0:2]), int.from_bytes(frame[2:4]), times,
+                        arrived=arrived, started=started, handled=handled,
+                        sent=time.monotonic())
+                finally:
+                    self._requests.end(token)
                 await unmuted()  # a throttled client's connection reads nothing meanwhile
             except (CloseConnection, StorageError) as exc:  # StorageError: a Fetch answer's
                 # records left its segment file while being sent (truncated or deleted)

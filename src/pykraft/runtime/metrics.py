@@ -13,14 +13,16 @@ loop thread updates plain attributes; the scrape thread only reads them.
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import concurrent.futures
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from prometheus_client import start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 PREFIX = "kafka_server_raft_metrics_"
@@ -29,6 +31,9 @@ CONTROLLER_PREFIX = "kafka_controller_kafkacontroller_"
 #: ``kafka.server:type=DelayedOperationPurgatory`` (a broker's), by ``delayedOperation``.
 PURGATORY_PREFIX = "kafka_server_delayedoperationpurgatory_"
 WINDOW_S = 30.0
+#: How long a scrape waits for the loop to compute its families (a loop held that long is
+#: a scrape error, not a hung scraper).
+LOOP_SCRAPE_TIMEOUT_S = 10.0
 STATES = ("unattached", "prospective", "candidate", "leader", "follower", "resigned")
 
 
@@ -172,6 +177,36 @@ def purgatory_metrics(purgatories: Iterable[PurgatoryGauges]) -> Iterator[GaugeM
     yield delayed
 
 
+class LoopCollector(Collector):
+    """Families computed on the event loop's thread when scraped, from state only that
+    thread changes (the scrape's thread waits for them): gauges computed from the
+    partitions, and counters the loop increments without a lock."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop,
+                 families: Sequence[Callable[[], Iterable[Metric]]],
+                 timeout_s: float = LOOP_SCRAPE_TIMEOUT_S) -> None:
+        self._loop = loop
+        self._families = families
+        self._timeout_s = timeout_s
+
+    def _compute(self) -> list[Metric]:
+        return [family for source in self._families for family in source()]
+
+    def collect(self) -> Iterator[Metric]:
+        future: concurrent.futures.Future[list[Metric]] = concurrent.futures.Future()
+
+        def compute() -> None:
+            try:
+                future.set_result(self._compute())
+            except BaseException as exc:  # the scrape's thread reports it
+                future.set_exception(exc)
+        try:
+            self._loop.call_soon_threadsafe(compute)
+        except RuntimeError:  # the loop closed: the process is stopping
+            return
+        yield from future.result(self._timeout_s)
+
+
 class _MetricsCollector(Collector):
     def __init__(self, metrics: RaftMetrics, purgatories: tuple[PurgatoryGauges, ...]) -> None:
         self._metrics = metrics
@@ -184,10 +219,14 @@ class _MetricsCollector(Collector):
 
 
 def serve_metrics(metrics: RaftMetrics, host: str, port: int,
-                  purgatories: Iterable[PurgatoryGauges] = ()) -> CollectorRegistry:
+                  purgatories: Iterable[PurgatoryGauges] = (),
+                  on_loop: Sequence[Callable[[], Iterable[Metric]]] = ()) -> CollectorRegistry:
     """Expose ``/metrics`` on ``host:port`` from a daemon thread; returns the registry.
-    A broker's ``purgatories`` add their sizes."""
+    A broker's ``purgatories`` add their sizes; ``on_loop`` families are computed on the
+    running loop (:class:`LoopCollector`)."""
     registry = CollectorRegistry()
     registry.register(_MetricsCollector(metrics, tuple(purgatories)))
+    if on_loop:
+        registry.register(LoopCollector(asyncio.get_running_loop(), on_loop))
     start_http_server(port, addr=host, registry=registry)
     return registry

@@ -28,6 +28,7 @@ import contextlib
 import os
 import socket
 import ssl
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -190,6 +191,13 @@ class FrameStream:
         address = self._writer.get_extra_info(which)
         return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
 
+    @property
+    def arrived(self) -> float:
+        """When the connection's latest bytes came (``time.monotonic()``; now for a
+        client's stream, whose reader keeps no such time)."""
+        reader = self._reader
+        return reader.arrived if isinstance(reader, Inbox) else time.monotonic()
+
     async def read_frame(self) -> bytes | None:
         """The next frame, or None at a clean end of stream between frames."""
         while not self._frames:
@@ -322,6 +330,9 @@ class Inbox:
         self._waiter: asyncio.Future[None] | None = None
         self._transport: _Reading | None = None
         self._paused = False
+        self.arrived = time.monotonic()
+        """When the last chunk came (``time.monotonic()``): the request metrics' queue
+        time starts there."""
 
     def attach(self, transport: object) -> None:
         """The transport to pause (uvloop's are no asyncio.ReadTransport, but read alike)."""
@@ -330,6 +341,7 @@ class Inbox:
     def put(self, data: bytes) -> None:
         if not data:
             return
+        self.arrived = time.monotonic()
         self._chunks.append(data)
         self._held += len(data)
         self._wake()

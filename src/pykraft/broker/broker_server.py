@@ -172,7 +172,9 @@ class BrokerServer:
         self._producer_ids: ProducerIdManager | None = None
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
-        """Set when the client listener cannot be opened (e.g. its port is taken)."""
+        """Set when the client listener cannot be opened (e.g. its port is taken), or when a
+        failed log directory could not be reported in ``log.dir.failure.timeout.ms``: the
+        process stops, exit status 1."""
         self._connection_configs: dict[str, str] = {}
         """The dynamic connection configs in force (see _apply_connection_configs)."""
 

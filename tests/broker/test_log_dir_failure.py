@@ -66,7 +66,7 @@ def test_each_failure_is_logged_once_with_kafkas_reason(
                if r.getMessage() == "halting"]
     assert reasons == [
         f"Shutdown broker because log dir {other} has failed and cannot be reported to the "
-        "controller (no directory assignment)",
+        "controller (no directory id)",
         f"Shutdown broker because the metadata log dir {meta} has failed",
         f"Shutdown broker because all log dirs in {meta}, {data}, {other} have failed"]
     assert [r.levelno for r in caplog.records] == [logging.ERROR] * 6

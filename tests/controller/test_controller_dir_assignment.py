@@ -15,6 +15,7 @@ from pykraft.messages.kafka.assign_replicas_to_dirs_request import (
     TopicData,
 )
 from pykraft.messages.kafka.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
+from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import PartitionChangeRecord
 
@@ -104,3 +105,37 @@ def test_which_directories_count_as_online() -> None:
     assert not dir_is_online(uuid.UUID(int=2), ())  # LOST
     assert dir_is_online(DIR_A, (DIR_A, DIR_B)) and not dir_is_online(OFFLINE, (DIR_A,))
     assert dir_is_online(OFFLINE, ())  # registered before 3.7-IV2: no list to check
+
+
+def _report_offline(cluster: Cluster, broker_id: int, *dirs: uuid.UUID) -> None:
+    broker = cluster.controller.image.cluster.brokers[broker_id]
+    cluster.call(BrokerHeartbeatRequest(
+        broker_id=broker_id, broker_epoch=broker.epoch,
+        current_metadata_offset=cluster.controller.committed_offset, offline_log_dirs=dirs))
+
+
+def test_a_heartbeats_offline_dir_moves_its_replicas_leaderships_away() -> None:
+    """Kafka's handleDirectoriesOffline: broker 1's replica in DIR_A (partition 0, which it
+    leads) leaves the ISR and the leadership; its DIR_B replica (partition 1) stays; the
+    registration keeps DIR_B only, and a second report changes nothing."""
+    cluster = _cluster()
+    topic = cluster.controller.image.topics.by_name["t"]
+    _assign(cluster, 1, {DIR_A: {topic.topic_id: [0]}, DIR_B: {topic.topic_id: [1]}})
+    _report_offline(cluster, 1, DIR_A)
+    image = cluster.controller.image
+    zero, one = image.topics.by_name["t"].partitions[0], image.topics.by_name["t"].partitions[1]
+    assert (zero.leader, zero.isr) == (2, (2,))
+    assert 1 in one.isr
+    assert image.cluster.brokers[1].log_dirs == (DIR_B,)
+    offset = cluster.controller.committed_offset
+    _report_offline(cluster, 1, DIR_A)
+    assert cluster.controller.image.topics.by_name["t"].partitions[0] == zero
+    assert cluster.controller.committed_offset == offset  # no record written
+
+
+def test_offline_dirs_are_ignored_below_directory_assignment() -> None:
+    """Before metadata.version 3.7-IV2 Kafka's controller ignores OfflineLogDirs."""
+    cluster = _cluster(mv=MV_3_7_IV2 - 1)
+    before = cluster.controller.image.topics.by_name["t"].partitions
+    _report_offline(cluster, 1, DIR_A)
+    assert cluster.controller.image.topics.by_name["t"].partitions == before

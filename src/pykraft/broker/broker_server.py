@@ -18,8 +18,11 @@ recovered at start-up; the replica manager applies every new image and serves Pr
 the replica fetchers (:mod:`pykraft.broker.replica_fetcher`) follow the partitions led
 elsewhere. The group coordinator (:mod:`pykraft.broker.group_coordinator`) runs a group
 shard for each ``__consumer_offsets`` partition this broker leads.
-A log directory that fails (a full disk) halts the broker, as Kafka's does when it cannot
-report the directory to the controller (:mod:`pykraft.log.log_dir_failure`).
+A log directory that fails (a full disk, an I/O error) goes offline: its replicas stop
+(KAFKA_STORAGE_ERROR) and the heartbeats report it, so the controller moves their
+leaderships away, while the other directories are served on; the broker halts when the
+metadata log's directory or the last one fails (:mod:`pykraft.log.log_dir_failure`), and
+shuts down when the controller did not hear of it within ``log.dir.failure.timeout.ms``.
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
 checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``), apply
 retention (``log.retention.check.interval.ms``) and, as Kafka's log cleaner, compact the
@@ -37,6 +40,7 @@ import inspect
 import logging
 import random
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TypeVar
 
 from pykraft.broker.alter_partition import AlterPartitionManager
@@ -48,6 +52,7 @@ from pykraft.broker.coordinator_topics import (
     CoordinatorFinder,
     OffsetsTopicConfig,
 )
+from pykraft.broker.dir_assignments import AssignmentsManager
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
@@ -95,6 +100,7 @@ T = TypeVar("T")
 TASK_STOP_TIMEOUT_S = 5.0
 #: Kafka's defaults of the periodic log tasks' intervals.
 RECOVERY_THREADS_DEFAULT = 2  # Kafka 4's num.recovery.threads.per.data.dir
+LOG_DIR_FAILURE_TIMEOUT_MS_DEFAULT = 30_000  # Kafka's log.dir.failure.timeout.ms
 PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
     "replica.high.watermark.checkpoint.interval.ms": 5_000,
@@ -125,6 +131,8 @@ class BrokerServer:
             else SnapshotGenerator(settings.controller.snapshot_policy()))
         self._channel: ControllerChannel | None = None
         self._forwarding: ControllerChannel | None = None
+        self._assignments_channel: ControllerChannel | None = None
+        self._assignments: AssignmentsManager | None = None
         self._lifecycle: BrokerLifecycle | None = None
         self._log_creator: LogCreator | None = None
         self._servers: list[ListenerServer] = []
@@ -135,6 +143,8 @@ class BrokerServer:
         server = ServerConfig(static)
         self._auto_create = bool(server.get("auto.create.topics.enable"))
         self._request_timeout_ms: int = server.get("request.timeout.ms")
+        self._log_dir_failure_timeout_ms = _int_property(
+            static, "log.dir.failure.timeout.ms", LOG_DIR_FAILURE_TIMEOUT_MS_DEFAULT)
         self._verify_transactions = bool(server.get("transaction.partition.verification.enable"))
         self._auto_topics: AutoTopicCreator | None = None
         self.quotas: BrokerQuotas | None = None
@@ -144,7 +154,8 @@ class BrokerServer:
         self.logs = LogManager(
             server.log_dirs, topic_settings({}, static).log,
             failures=LogDirFailures(server.log_dirs, server.metadata_log_dir),
-            remove_dirs=lambda paths: self._disk_worker.submit(remove_renamed_dirs, paths))
+            remove_dirs=lambda paths: self._disk_worker.submit(remove_renamed_dirs, paths),
+            dir_ids=settings.log_dir_ids)
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
                 static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
@@ -162,7 +173,9 @@ class BrokerServer:
         self._producer_ids: ProducerIdManager | None = None
         self._clock: Callable[[], int] | None = None
         self.failed = asyncio.Event()
-        """Set when the client listener cannot be opened (e.g. its port is taken)."""
+        """Set when the client listener cannot be opened (e.g. its port is taken), or when a
+        failed log directory could not be reported in ``log.dir.failure.timeout.ms``: the
+        process stops, exit status 1."""
         self._connection_configs: dict[str, str] = {}
         """The dynamic connection configs in force (see _apply_connection_configs)."""
 
@@ -200,6 +213,12 @@ class BrokerServer:
         # connection, never in front of a heartbeat (a 5,000-topic CreateTopics queued the
         # heartbeats behind it, timed out after 2 s and was sent again and again).
         self._forwarding = channel(self._request_timeout_ms, "forwarding")
+        # and Kafka's "directory-assignments" channel for AssignReplicasToDirs
+        self._assignments_channel = channel(self._request_timeout_ms, "directory-assignments")
+        self._assignments = AssignmentsManager(
+            self._assignments_channel, broker_id=settings.node_id,
+            broker_epoch=self._broker_epoch, image=lambda: self.replicas.image)
+        self.replicas.assign_dir = self._assignments.assign
         self.replicas.clock_ms = node.now_ms
         # new partitions' logs are created off the loop (three fsyncs each), the fetchers
         # told of each chunk hosted
@@ -219,9 +238,12 @@ class BrokerServer:
             broker_id=settings.node_id, cluster_id=settings.cluster_id,
             endpoints=tuple((spec.advertised, spec.protocol) for spec in self._broker.listeners),
             rack=self._broker.rack,
-            log_dirs=() if settings.directory_id is None else (settings.directory_id,),
+            log_dirs=tuple(settings.log_dir_ids[d] for d in self.logs.log_dirs
+                           if d in settings.log_dir_ids),
             heartbeat_interval_ms=self._broker.heartbeat_interval_ms)
-        self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata)
+        self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata,
+                                          give_up=self.failed.set)
+        self.logs.failures.report = self._report_failed_dir
         rng = random.Random()  # member ids: Kafka's clientId-UUID, unique across failovers
         self.groups = GroupCoordinatorService(
             self.replicas, node.now_ms,
@@ -254,6 +276,25 @@ class BrokerServer:
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image.scram),
                            connections=connections, requests=requests)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
+
+    def _report_failed_dir(self, directory: Path) -> bool:
+        """Kafka's ``handleLogDirFailure`` past the halting cases: on the next loop turn (the
+        failure is seen inside a walk of the partitions), stop the directory's replicas and
+        their fetchers and heartbeat the directory; False (halt) if it has no id."""
+        dir_id = self.logs.directory_id(directory)
+        if dir_id is None or self._lifecycle is None:
+            return False
+        lifecycle = self._lifecycle
+
+        def take_offline() -> None:
+            gone = self.replicas.take_dir_offline(directory)
+            event(log, "log_dir_offline", level=logging.WARNING, dir=str(directory),
+                  dir_id=str(dir_id), partitions=len(gone))
+            self.fetchers.update(self.replicas.image)
+            lifecycle.report_offline_dir(dir_id, self._log_dir_failure_timeout_ms)
+
+        asyncio.get_running_loop().call_soon(take_offline)
+        return True
 
     def _apply_connection_configs(self, image: MetadataImage,
                                   connections: ConnectionRegistry) -> None:
@@ -338,6 +379,8 @@ class BrokerServer:
             interval = _int_property(self._static, key, PERIODIC_DEFAULTS_MS[key])
             self._tasks.append(loop.create_task(self._every(interval, action)))
         self._tasks.append(loop.create_task(self._alter_partition.run()))
+        if self._assignments is not None:
+            self._tasks.append(loop.create_task(self._assignments.run()))
         self._tasks.append(loop.create_task(self._every(  # Kafka's isr-expiration task
             self.replicas.max_lag_ms // 2, self.replicas.shrink_isrs)))
 
@@ -395,7 +438,7 @@ class BrokerServer:
         if self._auto_topics is not None:
             await self._auto_topics.close()
         await self.fetchers.stop()
-        for channel in (self._channel, self._forwarding):
+        for channel in (self._channel, self._forwarding, self._assignments_channel):
             if channel is not None:
                 channel.close()
         for server in self._servers:

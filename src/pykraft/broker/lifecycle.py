@@ -15,6 +15,11 @@ usual interval, until the controller answers ``ShouldShutDown`` (it moved our le
 away and the other brokers saw it) or the caller's bound passes. Meanwhile the broker keeps
 serving, so clients and followers move to the new leaders before it goes. A broker that was
 never unfenced has nothing to hand over and skips it, as Kafka's does.
+
+A failed log directory (:meth:`BrokerLifecycle.report_offline_dir`, KIP-858) is named in
+every heartbeat's ``OfflineLogDirs`` from then on, the next heartbeat sent at once; if no
+heartbeat naming it is answered within ``log.dir.failure.timeout.ms``, the broker shuts
+down (``give_up``), as Kafka's ``OfflineDirBrokerFailureEvent``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykraft.broker.metadata_listener import BrokerMetadataListener
@@ -64,7 +70,8 @@ class BrokerLifecycle:
     """Keeps this broker registered and its session alive; see the module docstring."""
 
     def __init__(self, identity: BrokerIdentity, channel: ControllerChannel,
-                 metadata: BrokerMetadataListener) -> None:
+                 metadata: BrokerMetadataListener,
+                 give_up: Callable[[], None] = lambda: None) -> None:
         self._identity = identity
         self._channel = channel
         self._metadata = metadata
@@ -77,6 +84,23 @@ class BrokerLifecycle:
         self._pause_s: float | None = None  # the next pause, if not the interval
         self._asked_once = False
         self._wake = asyncio.Event()
+        self._offline_dirs: dict[uuid.UUID, bool] = {}  # failed dir -> heartbeat answered
+        self._give_up = give_up
+
+    def report_offline_dir(self, dir_id: uuid.UUID, timeout_ms: int) -> None:
+        """Name the failed directory ``dir_id`` in the heartbeats, the next one now; shut
+        down (``give_up``) unless one naming it is answered within ``timeout_ms``."""
+        self._offline_dirs.setdefault(dir_id, False)
+        if self.epoch >= 0:
+            self._wake.set()
+        asyncio.get_running_loop().call_later(timeout_ms / 1000, self._check_reported, dir_id)
+
+    def _check_reported(self, dir_id: uuid.UUID) -> None:
+        if not self._offline_dirs.get(dir_id, False):
+            event(log, "offline_dir_not_reported", level=logging.ERROR,
+                  message="Shutting down because couldn't communicate offline log dir "
+                          f"{dir_id} with controllers")
+            self._give_up()
 
     def registration(self) -> BrokerRegistrationRequest:
         ident = self._identity
@@ -95,7 +119,8 @@ class BrokerLifecycle:
         return BrokerHeartbeatRequest(
             broker_id=self._identity.broker_id, broker_epoch=self.epoch,
             current_metadata_offset=max(0, self._metadata.committed_offset),
-            want_fence=False, want_shut_down=self._wants_shut_down)
+            want_fence=False, want_shut_down=self._wants_shut_down,
+            offline_log_dirs=tuple(self._offline_dirs))
 
     async def run(self) -> None:
         """Register, then heartbeat, until cancelled."""
@@ -152,6 +177,8 @@ class BrokerLifecycle:
             return
         if response.error_code != ErrorCode.NONE:
             return
+        for dir_id in request.offline_log_dirs:
+            self._offline_dirs[dir_id] = True
         if response.is_fenced != self.fenced:
             self.fenced = response.is_fenced
             event(log, "fenced" if self.fenced else "unfenced", broker_epoch=self.epoch)

@@ -11,6 +11,7 @@ directory lists only the requested partitions it holds; ``offset_lag`` is how fa
 end is behind the high watermark (0 for a current log), ``is_future_key`` false (no
 AlterReplicaLogDirs moves); total and usable bytes are the volume's (v4+); ``is_cordoned``
 (v5, KIP-1066) false: pykraft cordons no directory (``cordoned.log.dirs`` is refused).
+A failed (offline) directory is answered KAFKA_STORAGE_ERROR with nothing else.
 The fields newer versions add are ignorable: an older version's writer leaves them out.
 """
 
@@ -35,6 +36,10 @@ def describe_log_dirs(body: DescribeLogDirsRequest,
               else {(t.topic, p) for t in body.topics for p in t.partitions})
     results = []
     for directory in replicas.logs.log_dirs:
+        if directory in replicas.logs.failures.offline:
+            results.append(DescribeLogDirsResult(error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+                                                 log_dir=str(directory.absolute())))
+            continue
         by_topic: dict[str, list[HostedPartition]] = {}
         for tp, hosted in sorted(replicas.partitions.items()):
             if hosted.log.directory.parent == directory and (wanted is None or tp in wanted):

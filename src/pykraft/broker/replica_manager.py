@@ -54,9 +54,13 @@ DeleteRecords build on it)::
     await replicas.checkpoint_off_loop(now_ms, compute)  # ... their file work run by compute
     replicas.shutdown(broker_epoch)          # producer snapshots, checkpoints, close
     with replicas.on_disk(part.log, "appending records to"): ...
-    # an I/O error inside takes the log directory offline (logs.failures: the broker
-    # halts) and is raised as a StorageIOError; one caught elsewhere is told with
+    # an I/O error inside takes the log directory offline (logs.failures: reported, or
+    # the broker halts) and is raised as a StorageIOError; one caught elsewhere is told with
     replicas.read_failed(part, error)        # or log_dir_failed(log, action, error)
+    replicas.take_dir_offline(path)          # a failed directory's replicas stop: they
+                                             # answer KAFKA_STORAGE_ERROR from then on
+    replicas.assign_dir = assign             # assign(topic_id, partition, directory id)
+                                             # when the image's directory is not the log's
 
 High watermark and ISR: a leader keeps a
 :class:`~pykraft.replica.leader.LeaderReplication` (Kafka's ``Partition`` leader
@@ -96,11 +100,13 @@ from pykraft.broker.replication_throttles import ReplicationThrottles
 from pykraft.broker.topic_metrics import BrokerTopicStats
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
+from pykraft.controller.dir_assignment import replica_directory
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
 from pykraft.ids import INTERNAL_TOPICS, TopicPartition
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
+from pykraft.image.versions import MV_3_7_IV2
 from pykraft.log.cleaner import Compute
 from pykraft.log.log_manager import LogManager, PlannedLog, create_logs
 from pykraft.log.partition_reads import ReadablePartition
@@ -378,8 +384,14 @@ class ReplicaManager:
         """With ``defer_logs``, how many logs :meth:`apply_image` still creates itself until
         the driver renews it (once per loop turn): a small topic's partitions are hosted
         with the image that names them, the rest wait for the driver."""
+        self.assign_dir: Callable[[uuid.UUID, int, uuid.UUID], None] | None = None
+        """Told ``(topic id, partition, directory id)`` when the image places a hosted
+        replica in another directory than its log's (AssignReplicasToDirs)."""
         self._awaiting: dict[TopicPartition, tuple[LocalPartition, LogConfig]] = {}
         self._creating: set[TopicPartition] = set()
+        self._offline: dict[TopicPartition, uuid.UUID] = {}
+        """Replicas in a failed log directory (by topic id): KAFKA_STORAGE_ERROR until
+        their topic is deleted (Kafka's ``HostedPartition.Offline``)."""
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         for directory in log_manager.log_dirs:
             self._checkpointed_hw.update(
@@ -432,6 +444,9 @@ class ReplicaManager:
         return topic_settings(configs.get((ConfigResourceType.TOPIC, topic)), layers.applied())
 
     def _host(self, local: LocalPartition, now_ms: int) -> None:
+        if self._offline.get(local.tp) == local.topic_id:
+            return  # Kafka: "located in an offline log dir"
+        self._offline.pop(local.tp, None)  # a recreated topic's replica starts afresh
         hosted = self._partitions.get(local.tp)
         if hosted is not None and hosted.topic_id == local.topic_id:
             was_leader = hosted.is_leader
@@ -445,6 +460,7 @@ class ReplicaManager:
             if hosted.is_leader and not was_leader:
                 self.purgatories.started_leading(hosted.replicas)
             self._leadership_changed(hosted)
+            self._check_directory(hosted)
             return
         settings = self._settings_of(local.tp.topic)
         partition_log = self.logs.existing(local.tp, local.topic_id, settings.log, now_ms)
@@ -457,13 +473,15 @@ class ReplicaManager:
         """Up to ``limit`` partitions awaiting their logs, none already claimed, with the
         directory each goes to; claimed until :meth:`logs_created` hears of them."""
         wanted: list[tuple[TopicPartition, uuid.UUID, LogConfig]] = []
+        targets: dict[TopicPartition, uuid.UUID] = {}
         for tp, (local, config) in self._awaiting.items():
             if len(wanted) == limit:
                 break
             if tp not in self._creating:
                 wanted.append((tp, local.topic_id, config))
+                targets[tp] = replica_directory(local.registration, self.broker_id)
         self._creating.update(tp for tp, _, _ in wanted)
-        return self.logs.plan(wanted)
+        return self.logs.plan(wanted, targets)
 
     def logs_created(self, created: CreatedLogs, now_ms: int) -> None:
         """Host the partitions whose logs :func:`create_logs` made, as the image now says;
@@ -504,6 +522,18 @@ class ReplicaManager:
         if hosted.is_leader:
             self.purgatories.started_leading(hosted.replicas)
             self._leadership_changed(hosted)
+        self._check_directory(hosted)
+
+    def _check_directory(self, hosted: HostedPartition) -> None:
+        """Kafka's ``maybeUpdateTopicAssignment``: from metadata.version 3.7-IV2, when the
+        image places the replica in another directory than its log's, tell the controller
+        where the log is."""
+        if self.assign_dir is None or self.image.metadata_version < MV_3_7_IV2:
+            return
+        actual = self.logs.directory_id(hosted.log.directory.parent)
+        if actual is not None and actual != replica_directory(hosted.registration,
+                                                              self.broker_id):
+            self.assign_dir(hosted.topic_id, hosted.index, actual)
 
     def _partition_changed(self, hosted: HostedPartition) -> None:
         self.purgatories.partition_changed(hosted.tp)
@@ -533,6 +563,7 @@ class ReplicaManager:
         """Stop hosting a partition; its log is to be deleted after the delay returned
         (the topic's ``file.delete.delay.ms``)."""
         self._awaiting.pop(tp, None)
+        self._offline.pop(tp, None)
         hosted = self._partitions.pop(tp, None)
         delay = 0
         if hosted is not None:
@@ -555,7 +586,12 @@ class ReplicaManager:
         if registration is None:
             raise PartitionError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                  "This server does not host this topic-partition.")
-        hosted = self._partitions.get(TopicPartition(topic_image.name, index))
+        tp = TopicPartition(topic_image.name, index)
+        if self._offline.get(tp) == topic_image.topic_id:
+            raise PartitionError(ErrorCode.KAFKA_STORAGE_ERROR,
+                                 f"Partition {topic_image.name}-{index} is in an offline log "
+                                 "directory")
+        hosted = self._partitions.get(tp)
         code = (ErrorCode.NONE if hosted is None
                 else check_leader_epoch(current_leader_epoch, hosted.leader_epoch))
         if hosted is not None and code != ErrorCode.NONE:
@@ -743,6 +779,21 @@ class ReplicaManager:
         """A read's I/O error (Fetch, ListOffsets): the partition's directory fails."""
         self.log_dir_failed(part.log, "reading", error)
 
+    def take_dir_offline(self, directory: Path) -> list[TopicPartition]:
+        """Kafka's ``handleLogDirFailure`` for the replicas: stop serving those whose log
+        is in the failed ``directory`` (their waiting requests and coordinators told as for
+        a deletion), close their logs; returns them."""
+        gone = [hosted for hosted in self._partitions.values()
+                if hosted.log.directory.parent == directory]
+        for hosted in gone:
+            del self._partitions[hosted.tp]
+            self._offline[hosted.tp] = hosted.topic_id
+            hosted.deleted = True
+            hosted.notify()
+            self._leadership_changed(hosted)
+        self.logs.close_dir(directory)
+        return [hosted.tp for hosted in gone]
+
     def log_dir_failed(self, partition_log: PartitionLog, action: str,
                        error: BaseException) -> None:
         """An I/O error ``action`` (e.g. "reading") ``partition_log``: its directory fails."""
@@ -916,7 +967,7 @@ class ReplicaManager:
                     write_offset_checkpoint, directory / REPLICATION_OFFSET_CHECKPOINT, offsets))
 
     def _high_watermarks_by_dir(self) -> dict[Path, dict[TopicPartition, int]]:
-        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.logs.log_dirs}
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.logs.online_dirs}
         for tp, hosted in sorted(self._partitions.items()):
             by_dir.setdefault(hosted.log.directory.parent, {})[tp] = hosted.high_watermark
         return by_dir

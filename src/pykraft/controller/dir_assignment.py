@@ -10,11 +10,16 @@ registered one (STALE_BROKER_EPOCH); per partition UNKNOWN_TOPIC_ID, UNKNOWN_TOP
 or NOT_LEADER_OR_FOLLOWER for a partition the broker holds no replica of. A replica assigned
 to a directory the broker's registration does not list as online is then taken out of the
 ISR and leadership, as a replica on an offline directory.
+
+A broker's heartbeat naming failed directories (``OfflineLogDirs``) does the same for every
+replica it holds in them, and the registration keeps only the other directories (Kafka's
+``handleDirectoriesOffline``, from metadata.version 3.7-IV2: below, they are ignored).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 
 from pykraft.controller.cluster_control import election
@@ -33,7 +38,7 @@ from pykraft.image.versions import MV_3_7_IV2
 from pykraft.messages.kafka import assign_replicas_to_dirs_request as req_
 from pykraft.messages.kafka import assign_replicas_to_dirs_response as resp_
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.metadata import PartitionChangeRecord
+from pykraft.records.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
 
 #: Kafka's DirectoryId.LOST: a replica whose directory is known to be gone.
 LOST_DIR = uuid.UUID(int=2)
@@ -69,6 +74,23 @@ def assign_replicas_to_dirs(ctx: ControllerContext,
     records += _leave_offline(ctx, broker.broker_id, offline)
     return ControllerResult(tuple(records), resp_.AssignReplicasToDirsResponse(
         error_code=ErrorCode.NONE, directories=tuple(directories)))
+
+
+def directories_offline(ctx: ControllerContext, broker: BrokerRegistration,
+                        offline: Sequence[uuid.UUID]) -> list[object]:
+    """The records of a heartbeat's ``OfflineLogDirs``: the broker's replicas in the
+    directories newly offline leave their ISR and leadership, then the registration keeps
+    the remaining directories (nothing for directories already gone or not the broker's)."""
+    newly = frozenset(offline) & frozenset(broker.log_dirs)
+    if ctx.metadata_version < MV_3_7_IV2 or not newly:
+        return []
+    held = [(topic, partition_id) for topic in ctx.image.topics.by_id.values()
+            for partition_id, partition in sorted(topic.partitions.items())
+            if broker.broker_id in partition.replicas
+            and replica_directory(partition, broker.broker_id) in newly]
+    return [*_leave_offline(ctx, broker.broker_id, held), BrokerRegistrationChangeRecord(
+        broker_id=broker.broker_id, broker_epoch=broker.epoch,
+        log_dirs=tuple(d for d in broker.log_dirs if d not in newly))]
 
 
 def dir_is_online(dir_id: uuid.UUID, online: tuple[uuid.UUID, ...]) -> bool:

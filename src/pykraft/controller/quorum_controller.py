@@ -99,12 +99,23 @@ RecordWriter = Callable[[int, list[bytes]], int]
 """``(now_ms, record values) -> offset of the last one``: the raft core's ``append``."""
 
 
+def _heartbeat(ctx: ControllerContext, request: BrokerHeartbeatRequest) -> ControllerResult:
+    """Kafka's ReplicationControlManager.processBrokerHeartbeat: the broker's state change,
+    then the log directories it reports offline (KIP-858)."""
+    result = cluster_control.heartbeat(ctx, request)
+    broker = ctx.image.cluster.brokers.get(request.broker_id)
+    if broker is None or broker.epoch != request.broker_epoch:
+        return result
+    offline = dir_assignment.directories_offline(ctx, broker, request.offline_log_dirs)
+    return ControllerResult((*result.records, *offline), result.response) if offline else result
+
+
 def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None:
     """Run the write operation for ``request``; None for a request type it does not know."""
     if isinstance(request, BrokerRegistrationRequest):
         return cluster_control.register_broker(ctx, request)
     if isinstance(request, BrokerHeartbeatRequest):
-        return cluster_control.heartbeat(ctx, request)
+        return _heartbeat(ctx, request)
     if isinstance(request, UnregisterBrokerRequest):
         return cluster_control.unregister_broker(ctx, request)
     if isinstance(request, ControllerRegistrationRequest):

@@ -13,7 +13,8 @@ leader does with user data above the file format of :mod:`pykraft.storage`.
 * their drivers over the files: :mod:`.log_manager` (Kafka's ``LogManager``: the log
   directories and their checkpoints), :mod:`.cleaner` (one compaction pass, the CPU part
   on the cleaner's thread), :mod:`.producer_snapshot_files` (producer state written and
-  reloaded) and :mod:`.log_dir_failure` (a failed log directory halts the broker).
+  reloaded) and :mod:`.log_dir_failure` (a failed log directory: offline and reported,
+  or the broker halts).
 
 The broker drives this package; the metadata log (:mod:`pykraft.storage.metadata_log`) needs
 none of it.

@@ -1,24 +1,27 @@
 """A log directory that fails (a full disk, an I/O error): Kafka's ``LogDirFailureChannel``
-and ``ReplicaManager.handleLogDirFailure``, for the configurations a pykraft broker runs.
+and ``ReplicaManager.handleLogDirFailure``.
 
-Kafka takes a failed directory offline, stops serving its replicas and reports it to the
-controller (BrokerHeartbeat's ``OfflineLogDirs``, KIP-858), which moves their leaderships
-away. It halts the broker instead (``Exit.halt(1)``: no controlled shutdown, no checkpoint)
-when the directory holds the metadata log, when no log directory is left, or when it cannot
-report the directory. A pykraft broker registers only its metadata log directory with the
-controller and assigns no partition to a directory, so no other directory can be reported
-either: every failure halts, and the controller fences the silent broker once its session
-times out and elects other replicas, as for a crash. Before, the broker stayed leader and
-in every ISR, answering KAFKA_STORAGE_ERROR for ever and logging nothing.
+Kafka (4.4, whatever the metadata.version) takes a failed directory offline, stops serving
+its replicas (they answer KAFKA_STORAGE_ERROR) and reports it to the controller
+(BrokerHeartbeat's ``OfflineLogDirs``, KIP-858), which from metadata.version 3.7-IV2 moves
+their leaderships away and takes them out of the ISRs; the broker serves its other
+directories on. It halts (``Exit.halt(1)``: no controlled shutdown, no checkpoint) when the
+directory holds the metadata log, when no log directory is left, or when it cannot report
+the directory (it has no ``directory.id``). Here ``report`` is what reports it (the broker
+stops the directory's replicas and heartbeats it:
+:class:`pykraft.broker.broker_server.BrokerServer`); with
+none, or when it cannot, the broker halts and the controller fences the silent broker once
+its session times out, as for a crash.
 
 Nothing written is damaged: a failed append is cut off again before the error is raised
-(:func:`pykraft.storage.fsutil.write_all_at`), and the restart recovers the directory as
-after a crash (no clean-shutdown marker is written on the way out).
+(:func:`pykraft.storage.fsutil.write_all_at`), and a restart recovers the directory as
+after a crash (no clean-shutdown marker is written to a failed directory).
 
 Interface::
 
     failures = LogDirFailures(log_dirs, metadata_log_dir, halt=halt_process)
-    failures.fail(directory, message, error)   # logs at ERROR, then halts (once per dir)
+    failures.report = reporter                 # reporter(directory) -> False: cannot
+    failures.fail(directory, message, error)   # logs at ERROR, then reports or halts
     failures.offline                           # the failed directories
 """
 
@@ -53,10 +56,14 @@ class LogDirFailures:
         self._metadata_log_dir = metadata_log_dir
         self._halt = halt
         self.offline: set[Path] = set()
+        self.report: Callable[[Path], bool] | None = None
+        """Takes a failed directory's replicas offline and reports it to the controller;
+        False when it cannot (no directory id): the broker halts then."""
 
     def fail(self, directory: Path, message: str, error: BaseException) -> None:
         """Take ``directory`` offline for ``error`` (logged with ``message``, as Kafka's
-        ``maybeAddOfflineLogDir``) and halt; a directory already offline changes nothing."""
+        ``maybeAddOfflineLogDir``), then report it, or halt (see module); a directory
+        already offline changes nothing."""
         if directory in self.offline:
             return
         self.offline.add(directory)
@@ -64,15 +71,20 @@ class LogDirFailures:
         log.error("log_dir_failed", extra={"fields": {
             "dir": str(directory), "message": message,
             "error": f"{type(error).__name__}: {error}"}})
-        log.error("halting", extra={"fields": {"reason": self._reason(directory)}})
+        reason = self._reason(directory)
+        if reason is None and self.report is not None and self.report(directory):
+            return
+        log.error("halting", extra={"fields": {"reason": reason or (
+            f"Shutdown broker because log dir {directory} has failed and cannot be "
+            "reported to the controller (no directory id)")}})
         self._halt(1)
 
-    def _reason(self, directory: Path) -> str:
-        """Kafka's fatal message for the failure, most specific first."""
+    def _reason(self, directory: Path) -> str | None:
+        """Kafka's fatal message for a failure that halts whatever happens, most specific
+        first; None when reporting it may do."""
         if directory == self._metadata_log_dir:
             return f"Shutdown broker because the metadata log dir {directory} has failed"
         if set(self.log_dirs) <= self.offline:
             return (f"Shutdown broker because all log dirs in "
                     f"{', '.join(str(d) for d in self.log_dirs)} have failed")
-        return (f"Shutdown broker because log dir {directory} has failed and cannot be "
-                "reported to the controller (no directory assignment)")
+        return None

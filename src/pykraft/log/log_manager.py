@@ -4,13 +4,15 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
 :class:`pykraft.broker.broker_server.BrokerServer`)::
 
     logs = LogManager(log_dirs, default_config, jitter=None,   # segment.jitter.ms source
-                      failures=None,   # LogDirFailures: a failed directory halts the broker
-                      remove_dirs=None)  # runs remove_renamed_dirs(paths), e.g. on a thread
+                      failures=None,   # LogDirFailures: what a failed directory does
+                      remove_dirs=None,  # runs remove_renamed_dirs(paths), e.g. on a thread
+                      dir_ids=None)    # each directory's directory.id (KIP-858)
+    logs.directory_id(path)           # the id of the log directory ``path`` (None: none)
     logs.startup(now_ms)              # open and recover every <topic>-<partition> directory
     log = logs.get_or_create(tp, topic_id, config, now_ms)   # writes partition.metadata
     # ... or in steps, the file work on a worker thread (create_log touches nothing here):
     log = logs.existing(tp, topic_id, config, now_ms)        # None: to be created
-    planned = logs.plan([(tp, topic_id, config)])           # directories chosen
+    planned = logs.plan([(tp, topic_id, config)], targets)  # directories chosen
     created = create_log(planned[0], now_ms)                 # segment, partition.metadata
     logs.adopt(tp, created)
     logs.delete_many([(tp, delay_ms), ...], now_ms)          # delete, one fsync per directory
@@ -19,6 +21,7 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
                                       # (every log.flush.offset.checkpoint.interval.ms, 60 s;
                                       # a directory that cannot be written fails)
     await logs.checkpoint_off_loop(compute)  # ... its fsyncs and writes run by compute
+    logs.close_dir(path)              # a failed directory: its logs closed and forgotten
     logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
     logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms, and
                                       # deleted segments' *.deleted files likewise
@@ -28,9 +31,12 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
 Start-up reads each directory's ``recovery-point-offset-checkpoint`` and
 ``log-start-offset-checkpoint`` and the ``.kafka_cleanshutdown`` marker (deleted once the
 logs are loaded, so a later crash is seen as one), and removes directories an earlier
-deletion renamed but did not remove. New partitions go to the directory holding the fewest
-(Kafka's ``nextLogDirs``). A partition whose ``partition.metadata`` names another topic id
-than the image is a recreated topic's stale replica: :meth:`get_or_create` deletes it first.
+deletion renamed but did not remove. A new partition goes to the directory the metadata
+image assigned its replica to, if that is one of ours and online; else to the online
+directory holding the fewest partitions, the first in ``log.dirs`` order on a tie (Kafka's
+``getOrCreateLog`` and ``nextLogDirs``). A partition whose ``partition.metadata`` names
+another topic id than the image is a recreated topic's stale replica: :meth:`get_or_create`
+deletes it first.
 Retention runs in the replica manager, which knows the high watermarks; it calls
 :meth:`LogManager.compact` for each partition. Each directory's
 ``cleaner-offset-checkpoint`` holds the first dirty offset of its compacted partitions,
@@ -51,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pykraft.errors import StorageError
-from pykraft.ids import METADATA_TOPIC_NAME, TopicPartition
+from pykraft.ids import METADATA_TOPIC_NAME, ZERO_UUID, TopicPartition
 from pykraft.log.cleaner import Compute, clean_log, inline
 from pykraft.log.log_dir_failure import LogDirFailures
 from pykraft.storage.file_error import StateFileError
@@ -91,10 +97,13 @@ class LogManager:
     def __init__(self, log_dirs: Sequence[Path], default_config: LogConfig,
                  jitter: JitterSource | None = None,
                  failures: LogDirFailures | None = None,
-                 remove_dirs: Callable[[list[Path]], object] | None = None) -> None:
+                 remove_dirs: Callable[[list[Path]], object] | None = None,
+                 dir_ids: Mapping[Path, uuid.UUID] | None = None) -> None:
         if not log_dirs:
             raise StorageError("no log directory: set log.dirs (or log.dir)")
         self.log_dirs = tuple(log_dirs)
+        self._dir_ids = dict(dir_ids or {})
+        self._dirs_by_id = {dir_id: path for path, dir_id in self._dir_ids.items()}
         self.failures = failures or LogDirFailures(self.log_dirs, None)
         self.default_config = default_config
         #: segment.jitter.ms's randomness: a private generator, never the global one
@@ -187,19 +196,45 @@ class LogManager:
         self.delete(tp, now_ms, 0)
         return None
 
-    def plan(self, logs: Sequence[tuple[TopicPartition, uuid.UUID, LogConfig]]
-             ) -> list[PlannedLog]:
-        """Where each new ``(partition, topic id, config)`` log goes: the directory holding
+    def directory_id(self, directory: Path) -> uuid.UUID | None:
+        """The ``directory.id`` of log directory ``directory`` (None if it has none)."""
+        return self._dir_ids.get(directory)
+
+    @property
+    def online_dirs(self) -> tuple[Path, ...]:
+        """The log directories that have not failed, in ``log.dirs`` order."""
+        return tuple(d for d in self.log_dirs if d not in self.failures.offline)
+
+    def plan(self, logs: Sequence[tuple[TopicPartition, uuid.UUID, LogConfig]],
+             targets: Mapping[TopicPartition, uuid.UUID] | None = None) -> list[PlannedLog]:
+        """Where each new ``(partition, topic id, config)`` log goes: the online directory
+        ``targets`` names for it (the image's assignment), else the online directory holding
         the fewest partitions, counting the ones planned before it (Kafka's
         ``nextLogDirs``)."""
         counts = self._partition_counts()
+        candidates = self.online_dirs or self.log_dirs
         planned = []
         for tp, topic_id, config in logs:
-            directory = min(self.log_dirs, key=lambda candidate: counts[candidate])
+            target = self._dirs_by_id.get((targets or {}).get(tp, ZERO_UUID))
+            directory = (target if target in candidates
+                         else min(candidates, key=lambda candidate: counts[candidate]))
             counts[directory] += 1
             planned.append(PlannedLog(tp, topic_id, config, directory / partition_dir_name(tp),
                                       self._jitter))
         return planned
+
+    def close_dir(self, directory: Path) -> list[TopicPartition]:
+        """Kafka's ``LogManager.handleLogDirFailure``: forget and close the logs of a failed
+        directory (their files are left as they are); returns their partitions."""
+        gone = [tp for tp, plog in self._logs.items() if plog.directory.parent == directory]
+        for tp in gone:
+            self._first_dirty.pop(tp, None)
+            try:
+                self._logs.pop(tp).close()
+            except OSError:
+                log.warning("cannot close %s-%d in failed dir %s", tp.topic, tp.partition,
+                            directory)
+        return gone
 
     def adopt(self, tp: TopicPartition, created: PartitionLog) -> None:
         """A log :func:`create_log` made for a planned partition joins the open ones."""
@@ -285,7 +320,7 @@ class LogManager:
     def checkpoint(self) -> None:
         """Flush every log and write each directory's recovery point and log start offset
         checkpoints (the latter only where it moved past the first segment, as Kafka)."""
-        for directory in self.log_dirs:
+        for directory in self.online_dirs:
             job = self._plan_checkpoint(directory)
             with self._checkpointing(directory):
                 write_directory_checkpoint(job)
@@ -294,7 +329,7 @@ class LogManager:
     async def checkpoint_off_loop(self, compute: Compute) -> None:
         """:meth:`checkpoint` with the fsyncs and writes run by ``compute`` (the broker's
         disk worker: Kafka's scheduler thread runs them, never a request thread)."""
-        for directory in self.log_dirs:
+        for directory in self.online_dirs:
             job = self._plan_checkpoint(directory)
             with self._checkpointing(directory):
                 await compute(functools.partial(write_directory_checkpoint, job))
@@ -326,14 +361,14 @@ class LogManager:
             raise
 
     def shutdown(self, broker_epoch: int = -1) -> None:
-        """Flush and checkpoint, close every log and mark each directory cleanly shut
-        down (``{"version":0,"brokerEpoch":N}``, KIP-966)."""
+        """Flush and checkpoint, close every log and mark each online directory cleanly
+        shut down (``{"version":0,"brokerEpoch":N}``, KIP-966)."""
         self.checkpoint()
         for partition_log in self._logs.values():
             partition_log.close()
         self._logs.clear()
         marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
-        for directory in self.log_dirs:
+        for directory in self.online_dirs:
             atomic_write(directory / CLEAN_SHUTDOWN_FILE, marker.encode("ascii"))
 
 

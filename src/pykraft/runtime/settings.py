@@ -108,6 +108,9 @@ class NodeSettings:
     controller: ControllerConfig
     event_loop: str = "uvloop"
     """``pykraft.event.loop``: see :mod:`pykraft.runtime.event_loop`."""
+    log_dir_ids: Mapping[Path, uuid.UUID] = dataclasses.field(default_factory=dict)
+    """Each ``log.dirs`` entry's ``directory.id`` (its meta.properties): what the broker
+    registers and assigns replicas to (KIP-858)."""
     roles: tuple[str, ...] = ("controller",)
     bootstrap: tuple[object, ...] = DEFAULT_BOOTSTRAP
     """The records ``storage format`` chose (metadata.version first): the first active
@@ -194,7 +197,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                                         "sasl.mechanism.controller.protocol")
                        if protocols[controller_name].uses_sasl else None)
     metadata_dir = config.metadata_log_dir
-    cluster_id, directory_id = _check_storage(config, node_id)
+    cluster_id, dir_ids = _check_storage(config, node_id)
     for key in _NON_NEGATIVE_KEYS:
         if config.get(key) < 0:
             raise ConfigError(f"invalid value {config.get(key)} for {key}: must be >= 0")
@@ -213,7 +216,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         raise ConfigError(f"invalid value {max_frame} for socket.request.max.bytes: "
                           "must be positive")
     return NodeSettings(
-        node_id=node_id, cluster_id=cluster_id, directory_id=directory_id, quorum=quorum,
+        node_id=node_id, cluster_id=cluster_id, directory_id=dir_ids.get(metadata_dir),
+        log_dir_ids={d: dir_ids[d] for d in config.log_dirs if d in dir_ids}, quorum=quorum,
         voters=voters, listener=listener, metadata_dir=metadata_dir,
         segment_bytes=segment_bytes, segment_ms=segment_ms, max_frame_size=max_frame,
         metrics_address=_metrics_address(config, listener),
@@ -445,10 +449,12 @@ def _metrics_address(config: ServerConfig, listener: Endpoint) -> tuple[str, int
     return (config.get("metrics.host") or listener.host or "0.0.0.0", port)
 
 
-def _check_storage(config: ServerConfig, node_id: int) -> tuple[str, uuid.UUID | None]:
-    """Kafka's startup checks: every directory formatted, one cluster id, our node id."""
+def _check_storage(config: ServerConfig, node_id: int
+                   ) -> tuple[str, dict[Path, uuid.UUID]]:
+    """Kafka's startup checks: every directory formatted, one cluster id, our node id;
+    returns the cluster id and each directory's ``directory.id`` (where it has one)."""
     cluster_id: str | None = None
-    directory_id: uuid.UUID | None = None
+    dir_ids: dict[Path, uuid.UUID] = {}
     for directory in config.all_log_dirs:
         path = directory / META_PROPERTIES
         if not path.exists():
@@ -465,7 +471,7 @@ def _check_storage(config: ServerConfig, node_id: int) -> tuple[str, uuid.UUID |
             raise StorageError(f"{path}: cluster.id {meta.cluster_id} does not match "
                                f"cluster.id {cluster_id} of the other log directories")
         cluster_id = meta.cluster_id
-        if directory == config.metadata_log_dir:
-            directory_id = meta.directory_id
+        if meta.directory_id is not None:
+            dir_ids[directory] = meta.directory_id
     assert cluster_id is not None  # all_log_dirs is never empty
-    return cluster_id, directory_id
+    return cluster_id, dir_ids

@@ -184,5 +184,5 @@ def test_not_controller_answers_keep_their_shape() -> None:
 
 
 def test_a_duration_below_one_is_refused_at_start() -> None:
-    with pytest.raises(ConfigError, match="delegation.token.max.lifetime.ms"):
+    with pytest.raises(ConfigError, match=r"delegation\.token\.max\.lifetime\.ms"):
         Cluster(properties={"delegation.token.max.lifetime.ms": "0"})

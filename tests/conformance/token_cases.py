@@ -37,11 +37,10 @@ FIRST_OWNER_VERSION = 3  # CreateDelegationToken v3 names an owner (KIP-373)
 
 def create_request(owner: str | None = None, renewer_type: str = "User",
                    renewers: tuple[str, ...] = ()) -> CreateDelegationTokenRequest:
-    named = {} if owner is None else {"owner_principal_type": "User",
-                                      "owner_principal_name": owner}
     return CreateDelegationTokenRequest(
+        owner_principal_type="" if owner is None else "User", owner_principal_name=owner or "",
         renewers=tuple(CreatableRenewers(principal_type=renewer_type, principal_name=r)
-                       for r in renewers), max_lifetime_ms=-1, **named)
+                       for r in renewers), max_lifetime_ms=-1)
 
 
 def created(run: Run, request: CreateDelegationTokenRequest) -> Any:

@@ -47,12 +47,14 @@ def at_version(response: object, version: int) -> object:
     answers leave the requester out (Kafka's response constructors set it from v3 only)."""
     if version >= FIRST_REQUESTER_VERSION:
         return response
-    unnamed = {"token_requester_principal_type": "", "token_requester_principal_name": ""}
     if isinstance(response, CreateDelegationTokenResponse):
-        return dataclasses.replace(response, **unnamed)
+        return dataclasses.replace(response, token_requester_principal_type="",
+                                   token_requester_principal_name="")
     if isinstance(response, DescribeDelegationTokenResponse):
         return dataclasses.replace(response, tokens=tuple(
-            dataclasses.replace(token, **unnamed) for token in response.tokens))
+            dataclasses.replace(token, token_requester_principal_type="",
+                                token_requester_principal_name="")
+            for token in response.tokens))
     return response
 
 

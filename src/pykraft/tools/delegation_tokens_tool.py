@@ -104,21 +104,26 @@ async def create(admin: AdminClient, renewers: Sequence[KafkaPrincipal],
 
 
 async def renew(admin: AdminClient, hmac: str, renew_time_period_ms: int) -> str:
-    answer = await admin.request(RenewDelegationTokenRequest(
-        hmac=base64.b64decode(hmac), renew_period_ms=renew_time_period_ms))
-    _check(answer.error_code)
-    return (f"Calling renew token operation with hmac :{hmac} , renew-time-period :"
-            f"{renew_time_period_ms}\n"
-            f"Completed renew operation. New expiry date : {date(answer.expiry_timestamp_ms)}")
+    return await _new_expiry(admin, "renew", "renew-time-period", hmac, renew_time_period_ms)
 
 
 async def expire(admin: AdminClient, hmac: str, expiry_time_period_ms: int) -> str:
-    answer = await admin.request(ExpireDelegationTokenRequest(
-        hmac=base64.b64decode(hmac), expiry_time_period_ms=expiry_time_period_ms))
+    return await _new_expiry(admin, "expire", "expire-time-period", hmac,
+                             expiry_time_period_ms)
+
+
+async def _new_expiry(admin: AdminClient, action: str, option: str, hmac: str,
+                      period_ms: int) -> str:
+    """``--renew`` or ``--expire``: the call and the token's new expiry."""
+    raw = base64.b64decode(hmac)
+    request: RenewDelegationTokenRequest | ExpireDelegationTokenRequest = (
+        RenewDelegationTokenRequest(hmac=raw, renew_period_ms=period_ms) if action == "renew"
+        else ExpireDelegationTokenRequest(hmac=raw, expiry_time_period_ms=period_ms))
+    answer = await admin.request(request)
     _check(answer.error_code)
-    return (f"Calling expire token operation with hmac :{hmac} , expire-time-period :"
-            f"{expiry_time_period_ms}\n"
-            f"Completed expire operation. New expiry date : {date(answer.expiry_timestamp_ms)}")
+    return (f"Calling {action} token operation with hmac :{hmac} , {option} :{period_ms}\n"
+            f"Completed {action} operation. New expiry date : "
+            f"{date(answer.expiry_timestamp_ms)}")
 
 
 async def describe(admin: AdminClient, owners: Sequence[KafkaPrincipal]) -> str:

@@ -64,7 +64,8 @@ async def run_server(settings: NodeSettings) -> int:
         dispatcher = Dispatcher(node, controller, handlers)
         for spec in settings.controller_listeners:  # every controller.listener.names one
             sasl = spec.sasl if controller is None else with_scram(
-                spec.sasl, lambda: controller.controller.committed_image.scram)
+                spec.sasl, lambda: controller.controller.committed_image,
+                controller.controller.config.tokens.secret_key)
             server = ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                                     settings.max_frame_size, listener_name=spec.name,
                                     protocol=spec.protocol, tls=spec.tls, sasl=sasl,

@@ -17,6 +17,7 @@ from broker_harness import PROPERTIES, add_broker_listener, wait_for, wait_for_b
 from conformance.cases import create_topics, describe_quorum, metadata
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.sasl_cases import SASL_LISTENER_PROPERTIES
+from conformance.token_cases import SECRET_PROPERTIES
 from conformance.topic_partitions_cases import PARTITION_CAP
 from pykraft.config.authorizer import AUTHORIZER_CLASS_NAME, STANDARD_AUTHORIZER, SUPER_USERS
 from pykraft.security.session import ANONYMOUS
@@ -34,7 +35,8 @@ GROUP_PROPERTIES = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0",
                     "auto.create.topics.enable": "false",
                     "max.request.partition.size.limit": str(PARTITION_CAP),
                     AUTHORIZER_CLASS_NAME: STANDARD_AUTHORIZER,
-                    SUPER_USERS: str(ANONYMOUS), **SASL_LISTENER_PROPERTIES}
+                    SUPER_USERS: str(ANONYMOUS), **SASL_LISTENER_PROPERTIES,
+                    **SECRET_PROPERTIES}
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from conformance.quota_cases import QUOTAS
 from conformance.reassignment_cases import REASSIGNMENTS
 from conformance.sasl_cases import SASL_CASES
 from conformance.scram_cases import SCRAM
+from conformance.token_cases import TOKENS
 from conformance.topic_partitions_cases import DESCRIBE_TOPIC_PARTITIONS
 from conformance.txn_cases import TXN
 from conformance.wire import (
@@ -34,7 +35,7 @@ from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
 TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *QUOTAS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS,
-         *DESCRIBE_TOPIC_PARTITIONS, *REASSIGNMENTS]
+         *DESCRIBE_TOPIC_PARTITIONS, *REASSIGNMENTS, *TOKENS]
 
 
 def rows() -> Iterator[Row]:

@@ -47,6 +47,10 @@ class FakeScram:
     def authorization_id(self) -> str:
         return self._user
 
+    @property
+    def token_authenticated(self) -> bool:
+        return False
+
     def evaluate(self, token: bytes) -> bytes:
         self._round += 1
         if self._round == 1:

@@ -273,7 +273,8 @@ class BrokerServer:
             ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                            settings.max_frame_size, listener_name=spec.name,
                            protocol=spec.protocol, tls=spec.tls,
-                           sasl=with_scram(spec.sasl, lambda: self.metadata.image.scram),
+                           sasl=with_scram(spec.sasl, lambda: self.metadata.image,
+                                           settings.controller.tokens.secret_key),
                            connections=connections, requests=requests)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 

@@ -79,6 +79,7 @@ from pykraft.broker.read_after_write import settle
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.responses import describe_cluster_response, metadata_response
 from pykraft.broker.scram_describe import describe_user_scram_credentials
+from pykraft.broker.token_describe import describe_delegation_tokens
 from pykraft.broker.txn_apis import TxnApis
 from pykraft.broker.txn_markers import write_txn_markers
 from pykraft.config.server import ServerConfig
@@ -99,6 +100,9 @@ from pykraft.messages.kafka.describe_client_quotas_request import DescribeClient
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.describe_configs_request import DescribeConfigsRequest
 from pykraft.messages.kafka.describe_configs_response import DescribeConfigsResponse
+from pykraft.messages.kafka.describe_delegation_token_request import (
+    DescribeDelegationTokenRequest,
+)
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsResponse
 from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
@@ -152,6 +156,7 @@ from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
+from pykraft.security.token_requests import at_version, token_refusal
 
 #: The transaction coordinator's APIs besides InitProducerId.
 TRANSACTION_APIS = (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
@@ -404,6 +409,25 @@ class BrokerDispatcher(ListenerDispatcher):
         body = request.body_as(DescribeUserScramCredentialsRequest)
         return await self._encode_large(request, lambda: describe_user_scram_credentials(
             image.scram, body))
+
+    async def _describe_tokens(self, request: RequestFrame, _: Session,
+                               access: Access) -> bytes:
+        body = request.body_as(DescribeDelegationTokenRequest)
+        image = self._metadata.image
+        return await self._encode_large(request, lambda: at_version(describe_delegation_tokens(
+            image.delegation_tokens, self._settings.controller.tokens, body, access),
+            request.api_version))
+
+    async def _token_request(self, request: RequestFrame, session: Session,
+                             access: Access) -> bytes:
+        """Create, renew or expire a token: refused here (KafkaApis' checks) or forwarded
+        as the client's own, for the controller to check the client again."""
+        refusal = token_refusal(request.body, access, broker=True)
+        if refusal is not None:
+            return self._encode(request, at_version(refusal, request.api_version))
+        if enveloped := await self._enveloped(request, session):
+            return await self._encode_large(request, lambda: enveloped.response)
+        return await self._forwarded(request, session, access)
 
     async def _describe_quotas(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         """From the image: off the loop when large."""
@@ -662,6 +686,10 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     ApiKey.DESCRIBE_ACLS: BrokerApi(BrokerDispatcher._describe_acls),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerApi(BrokerDispatcher._describe_scram),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: BrokerApi(BrokerDispatcher._describe_quotas),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: BrokerApi(BrokerDispatcher._describe_tokens),
+    # checked here, then forwarded to the active controller as the client's
+    **dict.fromkeys((ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
+                     ApiKey.EXPIRE_DELEGATION_TOKEN), BrokerApi(BrokerDispatcher._token_request)),
     # from the producer id blocks the controller hands this broker
     ApiKey.INIT_PRODUCER_ID: BrokerApi(BrokerDispatcher._init_producer_id),
     # the data plane: partition logs

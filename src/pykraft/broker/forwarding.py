@@ -3,13 +3,13 @@
 Kafka's ``ForwardingManager`` sends the client's request as it came (header and body: its
 client id, correlation id and version), the client's principal in Kafka's principal serde
 (``DefaultKafkaPrincipalBuilder``: type, name and whether a delegation token authenticated
-it, which pykraft never does) and the client's address, so the controller authorizes the
-client and not the broker. Of the Envelope's answer: NONE carries the client's response,
-read at its version (one that does not parse is UNKNOWN_SERVER_ERROR); NOT_CONTROLLER is
-retried on the next controller; UNSUPPORTED_VERSION closes the client's connection (the
-controller changed to one that lacks the client's version, and the client should reconnect
-and learn the versions again); any other error is the broker's misconfiguration and the
-client gets UNKNOWN_SERVER_ERROR.
+it: the controller refuses token requests from such a client) and the client's address,
+so the controller authorizes the client and not the broker. Of the Envelope's answer: NONE
+carries the client's response, read at its version (one that does not parse is
+UNKNOWN_SERVER_ERROR); NOT_CONTROLLER is retried on the next controller; UNSUPPORTED_VERSION
+closes the client's connection (the controller changed to one that lacks the client's
+version, and the client should reconnect and learn the versions again); any other error is
+the broker's misconfiguration and the client gets UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from pykraft.cli.configs import configs
 from pykraft.cli.console_consumer import console_consumer
 from pykraft.cli.console_producer import console_producer
 from pykraft.cli.consumer_groups import consumer_groups
+from pykraft.cli.delegation_tokens import delegation_tokens
 from pykraft.cli.delete_records import delete_records
 from pykraft.cli.dump_log import dump_log
 from pykraft.cli.features import features_app
@@ -82,6 +83,7 @@ app.command("reassign-partitions")(reassign_partitions)
 app.command("consumer-groups")(consumer_groups)
 app.command("acls")(acls)
 app.command("configs")(configs)
+app.command("delegation-tokens")(delegation_tokens)
 app.add_typer(storage_app, name="storage")
 app.add_typer(sim_app, name="sim")
 app.add_typer(quorum_app, name="metadata-quorum")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from pykraft.config.authorizer import authorizer_config
+from pykraft.config.delegation_tokens import TokenConfig, token_config
 from pykraft.errors import ConfigError
 from pykraft.ids import ZERO_UUID
 from pykraft.image.client_quotas import literal_ip
@@ -72,6 +73,7 @@ class ControllerConfig:
             raise ConfigError("default.replication.factor must be >= 1")
         self.snapshot_policy()  # refuse bad thresholds now, not at the first commit
         authorizer_config(self.properties)  # and an authorizer pykraft does not have
+        token_config(self.properties)  # and token durations Kafka would refuse
         try:
             interval = self.unclean_election_interval_ms
         except ValueError:
@@ -103,6 +105,11 @@ class ControllerConfig:
         for the rebalance."""
         return 1000 * int(self.properties.get("leader.imbalance.check.interval.seconds",
                                               LEADER_IMBALANCE_CHECK_INTERVAL_S))
+
+    @property
+    def tokens(self) -> TokenConfig:
+        """The ``delegation.token.*`` settings (tokens are off without a secret key)."""
+        return token_config(self.properties)
 
     def snapshot_policy(self) -> SnapshotPolicy:
         """A fresh policy with this node's snapshot thresholds."""

@@ -29,6 +29,7 @@ from pykraft.controller import (
     client_quota_control,
     cluster_control,
     config_control,
+    delegation_token_control,
     dir_assignment,
     features_control,
     leader_elections,
@@ -43,9 +44,11 @@ from pykraft.controller.activation import (
     static_min_insync_replicas,
 )
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
+from pykraft.controller.delegation_token_control import TokenRequest
 from pykraft.controller.responses import error_response
 from pykraft.errors import ControllerError, MetadataRecordError, NotLeaderError
 from pykraft.image.client_quotas import literal_ip
+from pykraft.image.delegation_tokens import MV_3_6_IV2
 from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
@@ -150,6 +153,8 @@ def _operate(ctx: ControllerContext, request: object) -> ControllerResult | None
         return acl_control.delete_acls(ctx, request)
     if isinstance(request, AlterClientQuotasRequest):
         return client_quota_control.alter_client_quotas(ctx, request)
+    if isinstance(request, TokenRequest):
+        return delegation_token_control.operate(ctx, request)
     return None
 
 
@@ -191,6 +196,7 @@ class QuorumController:
         self._bootstrap = tuple(bootstrap)
         self._ip_resolves = ip_resolves  # the driver's host name lookup (quota entities)
         self._min_insync_replicas = static_min_insync_replicas(config.properties)
+        self._tokens = config.tokens
         self._committed = ImageLoader()
         self._committed_registrations: dict[int, int] = {}
         self._image = MetadataImage()
@@ -206,6 +212,7 @@ class QuorumController:
         self._metadata_offsets: dict[int, int] = {}
         self._shutdown_offsets: dict[int, int] = {}
         self._next_unclean_ms = 0
+        self._next_token_sweep_ms = 0
         self._balance = _Rebalance()
         self._waiting: deque[_Waiting] = deque()
         self._ready: list[tuple[int, object]] = []
@@ -332,7 +339,8 @@ class QuorumController:
         return ticket
 
     def tick(self, now_ms: int) -> None:
-        """Activation, fencing of brokers whose session lapsed, NoOpRecords when idle."""
+        """Activation, fencing of brokers whose session lapsed, the periodic unclean
+        elections, rebalances and expired-token sweeps, NoOpRecords when idle."""
         self._advance(now_ms)
         if not self._active:
             return
@@ -342,6 +350,7 @@ class QuorumController:
             if now_ms >= self._next_unclean_ms:
                 self._next_unclean_ms = now_ms + self.config.unclean_election_interval_ms
                 self._write(tuple(cluster_control.elect_unclean(self._context())))
+            self._sweep_tokens()
             if self._balance.due_ms is not None and now_ms >= self._balance.due_ms:
                 records, more = leader_elections.balance_leaders(self._context())
                 self._balance = _Rebalance(dirty=True, soon=more)
@@ -383,6 +392,8 @@ class QuorumController:
         if self.config.max_idle_interval_ms:
             deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
         deadlines.append(self._next_unclean_ms)
+        if self._sweeps_tokens:
+            deadlines.append(self._next_token_sweep_ms)
         if self._balance.due_ms is not None:
             deadlines.append(self._balance.due_ms)
         return min(deadlines)
@@ -407,6 +418,7 @@ class QuorumController:
         self._metadata_offsets.clear()
         self._shutdown_offsets.clear()
         self._next_unclean_ms = self._now_ms + self.config.unclean_election_interval_ms
+        self._next_token_sweep_ms = self._now_ms + self._tokens.expiry_check_interval_ms
         self._balance = _Rebalance(dirty=True)
         records = activation_records(self.committed_image,
                                      in_transaction=self._committed.in_transaction,
@@ -417,6 +429,23 @@ class QuorumController:
             self._write(tuple(records))
         except NotLeaderError:
             self._resign()
+
+    @property
+    def _sweeps_tokens(self) -> bool:
+        """Kafka's controller sweeps expired tokens only with tokens on, at a metadata.version
+        that has them."""
+        return self._tokens.enabled and self._image.metadata_version >= MV_3_6_IV2
+
+    def _sweep_tokens(self) -> None:
+        """Remove expired tokens every ``delegation.token.expiry.check.interval.ms``; a sweep
+        that hit its limit is followed by the next at once."""
+        if not self._sweeps_tokens or self._now_ms < self._next_token_sweep_ms:
+            return
+        self._next_token_sweep_ms = self._now_ms + self._tokens.expiry_check_interval_ms
+        more = True
+        while more:
+            removals, more = delegation_token_control.sweep_expired_tokens(self._context())
+            self._write(tuple(removals))
 
     def _context(self) -> ControllerContext:
         timeout = self.config.session_timeout_ms

@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from pykraft.controller.delegation_token_control import TokenRequest
 from pykraft.messages.kafka import allocate_producer_ids_request as allocate_req
 from pykraft.messages.kafka import allocate_producer_ids_response as allocate_resp
 from pykraft.messages.kafka import alter_client_quotas_request as quotas_req
@@ -30,6 +31,8 @@ from pykraft.messages.kafka import controller_registration_request as creg_req
 from pykraft.messages.kafka import controller_registration_response as creg_resp
 from pykraft.messages.kafka import create_acls_request as cacl_req
 from pykraft.messages.kafka import create_acls_response as cacl_resp
+from pykraft.messages.kafka import create_delegation_token_request as cdt_req
+from pykraft.messages.kafka import create_delegation_token_response as cdt_resp
 from pykraft.messages.kafka import create_partitions_request as cp_req
 from pykraft.messages.kafka import create_partitions_response as cp_resp
 from pykraft.messages.kafka import create_topics_request as ct_req
@@ -44,10 +47,14 @@ from pykraft.messages.kafka import describe_configs_request as dc_req
 from pykraft.messages.kafka import describe_configs_response as dc_resp
 from pykraft.messages.kafka import elect_leaders_request as el_req
 from pykraft.messages.kafka import elect_leaders_response as el_resp
+from pykraft.messages.kafka import expire_delegation_token_request as edt_req
+from pykraft.messages.kafka import expire_delegation_token_response as edt_resp
 from pykraft.messages.kafka import incremental_alter_configs_request as iac_req
 from pykraft.messages.kafka import incremental_alter_configs_response as iac_resp
 from pykraft.messages.kafka import list_partition_reassignments_request as lpr_req
 from pykraft.messages.kafka import list_partition_reassignments_response as lpr_resp
+from pykraft.messages.kafka import renew_delegation_token_request as rdt_req
+from pykraft.messages.kafka import renew_delegation_token_response as rdt_resp
 from pykraft.messages.kafka import unregister_broker_request as unreg_req
 from pykraft.messages.kafka import unregister_broker_response as unreg_resp
 from pykraft.messages.kafka import update_features_request as uf_req
@@ -182,6 +189,16 @@ def _list_reassignments(req: lpr_req.ListPartitionReassignmentsRequest, code: Er
             for t in req.topics or ()))
 
 
+def _create_token(_request: cdt_req.CreateDelegationTokenRequest, code: ErrorCode,
+                  _message: str | None) -> object:
+    """Kafka's ``CreateDelegationTokenResponse.prepareResponse`` for a refusal: owner and
+    requester ``User:ANONYMOUS``, every timestamp -1, no token."""
+    return cdt_resp.CreateDelegationTokenResponse(
+        error_code=code, principal_type="User", principal_name="ANONYMOUS",
+        token_requester_principal_type="User", token_requester_principal_name="ANONYMOUS",
+        issue_timestamp_ms=-1, expiry_timestamp_ms=-1, max_timestamp_ms=-1)
+
+
 def _top_level(response: type) -> _Builder:
     """Kafka's ``getErrorResponse`` of a request without parts, as a generated class: the
     code, the message where the response has one, every other field at the schema's
@@ -219,11 +236,17 @@ _BUILDERS: dict[type, _Builder] = {
     quotas_req.AlterClientQuotasRequest: _alter_quotas,
     descacl_req.DescribeAclsRequest: lambda _r, c, m: descacl_resp.DescribeAclsResponse(
         error_code=c, error_message=m),
+    cdt_req.CreateDelegationTokenRequest: _create_token,
+    rdt_req.RenewDelegationTokenRequest: _top_level(rdt_resp.RenewDelegationTokenResponse),
+    edt_req.ExpireDelegationTokenRequest: _top_level(edt_resp.ExpireDelegationTokenResponse),
 }
 
 
 def error_response(request: object, code: ErrorCode, message: str | None = None) -> object:
-    """The response to ``request`` with ``code`` on every part of it."""
+    """The response to ``request`` (or to the body of a token request, which carries its
+    principal) with ``code`` on every part of it."""
+    if isinstance(request, TokenRequest):
+        request = request.body
     builder = _BUILDERS.get(type(request))
     if builder is None:
         raise TypeError(f"the controller does not handle {type(request).__name__}")

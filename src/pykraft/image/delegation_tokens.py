@@ -1,20 +1,40 @@
 """Delegation tokens in the metadata log (KIP-48, KIP-900): token id -> the token's record.
 
-pykraft serves none of the token APIs, but a Kafka controller in the quorum writes the
-records (a DelegationTokenRecord creates or renews a token, a RemoveDelegationTokenRecord
-expires it), and an image must carry them into its snapshots as Kafka's DelegationTokenImage
-does: a Kafka node loading a snapshot a pykraft node wrote would otherwise lose every token.
-The record holds no HMAC (each node derives it from ``delegation.token.secret.key``).
+The active controller writes the records (a DelegationTokenRecord creates or renews a
+token, a RemoveDelegationTokenRecord expires it) and every node keeps them, in its snapshots
+too, as Kafka's DelegationTokenImage does. The record holds no HMAC: every node derives it
+from ``delegation.token.secret.key`` (HmacSHA512 of the token id), so a leaked log or
+snapshot gives no token away, and a client proves it holds a token by that HMAC: as the
+password of a SCRAM exchange, or to renew, expire or find it.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from pykraft.image.scram import MIN_ITERATIONS, ScramCredential, ScramMechanism
 from pykraft.records.metadata import DelegationTokenRecord, RemoveDelegationTokenRecord
 
 MV_3_6_IV2 = 14  # metadata.version's isDelegationTokenSupported
+
+
+def token_hmac(secret_key: str, token_id: str) -> bytes:
+    """Kafka's ``createHmac``: HmacSHA512 of the token id's UTF-8, keyed by the secret's."""
+    return hmac.digest(secret_key.encode(), token_id.encode(), hashlib.sha512)
+
+
+def hmac_text(token_hmac_bytes: bytes) -> str:
+    """The HMAC as a token's SCRAM password (Kafka's ``hmacAsBase64String``)."""
+    return base64.b64encode(token_hmac_bytes).decode("ascii")
+
+
+def is_expired(token: DelegationTokenRecord, now_ms: int) -> bool:
+    """Past its expiry or its maximum lifetime (Kafka's checks, strictly after either)."""
+    return token.max_timestamp < now_ms or token.expiration_timestamp < now_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +50,28 @@ class DelegationTokensImage:
             return
         for token_id in sorted(self.tokens):
             yield self.tokens[token_id], 0
+
+    def credential(self, secret_key: str, token_id: str,
+                   mechanism: ScramMechanism) -> tuple[str, ScramCredential] | None:
+        """The owner's name and the SCRAM credential of token ``token_id``, whose password
+        is its HMAC in base64 (Kafka's DelegationTokenManager salts it at the mechanism's
+        minimum iterations; the salt derives from the id, so every node agrees on it)."""
+        token = self.tokens.get(token_id)
+        if token is None:
+            return None
+        password = hmac_text(token_hmac(secret_key, token_id)).encode()
+        salt = hashlib.sha256(token_id.encode()).digest()[:16]
+        salted = hashlib.pbkdf2_hmac(mechanism.hash_name, password, salt, MIN_ITERATIONS)
+        credential = ScramCredential.from_salted_password(mechanism, salt, MIN_ITERATIONS,
+                                                          salted)
+        return token.owner.partition(":")[2], credential
+
+    def by_hmac(self, secret_key: str, token_hmac_bytes: bytes) -> DelegationTokenRecord | None:
+        """The token whose HMAC under ``secret_key`` is ``token_hmac_bytes`` (Kafka's
+        ``tokenForHmac``; derived here rather than cached, so a node never holds one)."""
+        return next((token for token_id, token in self.tokens.items()
+                     if hmac.compare_digest(token_hmac(secret_key, token_id),
+                                            token_hmac_bytes)), None)
 
 
 class DelegationTokensDelta:

@@ -47,6 +47,10 @@ class ApiKey(IntEnum):
     DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    DESCRIBE_DELEGATION_TOKEN = 41
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
@@ -186,6 +190,13 @@ _SPECS = (
     _spec(ApiKey.DESCRIBE_LOG_DIRS, (1, 5), 2, _BROKER),
     _spec(ApiKey.SASL_AUTHENTICATE, (0, 2), 2, _BOTH),
     _spec(ApiKey.CREATE_PARTITIONS, (0, 3), 2, _BOTH),
+    # Delegation tokens (KIP-48; v0 removed by KIP-896): the controller writes them
+    # (brokers forward), brokers describe them from their image; Kafka's schema lists the
+    # controller for Describe too, but its controller has no handler.
+    _spec(ApiKey.CREATE_DELEGATION_TOKEN, (1, 3), 2, _BOTH),
+    _spec(ApiKey.RENEW_DELEGATION_TOKEN, (1, 2), 2, _BOTH),
+    _spec(ApiKey.EXPIRE_DELEGATION_TOKEN, (1, 2), 2, _BOTH),
+    _spec(ApiKey.DESCRIBE_DELEGATION_TOKEN, (1, 3), 2, _BROKER),
     # v3 adds each result's error message (Kafka sets one only when its streams topology
     # plugin fails to delete a group's topology, GROUP_DELETION_FAILED; pykraft has none)
     _spec(ApiKey.DELETE_GROUPS, (0, 3), 2, _BROKER),

@@ -54,8 +54,12 @@ CONTROLLER_REQUESTS: frozenset[ApiKey] = frozenset({
     ApiKey.UPDATE_FEATURES, ApiKey.ALLOCATE_PRODUCER_IDS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
     ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS, ApiKey.ELECT_LEADERS,
     ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.CREATE_DELEGATION_TOKEN,
+    ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN,
 })
+#: The token APIs, whose answer depends on who asks: submitted with the principal.
+TOKEN_REQUESTS = frozenset({ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,
+                            ApiKey.EXPIRE_DELEGATION_TOKEN})
 
 
 def controller_body(body: object) -> object:

@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 
+from pykraft.controller.delegation_token_control import TokenBody, TokenRequest
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.messages.kafka import describe_cluster_response as dc
@@ -41,6 +42,7 @@ from pykraft.runtime.authorization import (
 )
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
+    TOKEN_REQUESTS,
     ControllerService,
     controller_body,
 )
@@ -54,6 +56,7 @@ from pykraft.runtime.node import SERVED_APIS, RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import CONTROLLER_RULES, Access
 from pykraft.security.session import Session
+from pykraft.security.token_requests import at_version, token_refusal
 
 log = logging.getLogger("pykraft.dispatch")
 
@@ -126,6 +129,9 @@ class Dispatcher(ListenerDispatcher):
             body = controller_body(request.body)
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return await update_kraft_version(self._node, body)
+            if api_key in TOKEN_REQUESTS:
+                return at_version(await self._token_request(body, access),
+                                  request.api_version)
             if api_key in PARTS and isinstance(body, PartsRequest) and access.enabled:
                 image = self._controller.controller.committed_image
                 split = split_parts(api_key, body, access, image.topics.by_id)
@@ -152,6 +158,18 @@ class Dispatcher(ListenerDispatcher):
                 request.api_version >= FIRST_RAFT_NODE_ENDPOINTS_VERSION):
             response = self._with_leader_endpoint(response)
         return response
+
+    async def _token_request(self, body: object, access: Access) -> object:
+        """ControllerApis' checks of a token request, then the controller's answer to it
+        as the principal's."""
+        assert self._controller is not None
+        refusal = token_refusal(body, access, broker=False)
+        if refusal is not None:
+            return refusal
+        assert isinstance(body, TokenBody)
+        principal = access.session.principal
+        return await self._controller.submit(TokenRequest(body, principal.principal_type,
+                                                          principal.name))
 
     def connection_closed(self, session: Session) -> None:
         liveness = None if self._controller is None else self._controller.liveness

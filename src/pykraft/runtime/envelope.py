@@ -31,11 +31,11 @@ from pykraft.security.principal_serde import (
 )
 from pykraft.security.session import Session
 
-#: Kafka's ``ApiKeys.forwardable``. The ones pykraft does not speak (delegation tokens 38-40)
-#: pass this check and are answered UNSUPPORTED_VERSION, as a body pykraft cannot parse.
+#: Kafka's ``ApiKeys.forwardable``.
 FORWARDABLE: frozenset[int] = frozenset({
     ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS,
-    ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS, 38, 39, 40, ApiKey.ELECT_LEADERS,
+    ApiKey.ALTER_CONFIGS, ApiKey.CREATE_PARTITIONS, ApiKey.CREATE_DELEGATION_TOKEN,
+    ApiKey.RENEW_DELEGATION_TOKEN, ApiKey.EXPIRE_DELEGATION_TOKEN, ApiKey.ELECT_LEADERS,
     ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.ALTER_PARTITION_REASSIGNMENTS,
     ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.ALTER_CLIENT_QUOTAS,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
@@ -78,7 +78,7 @@ def open_envelope(envelope: EnvelopeRequest, session: Session) -> Forwarded | Er
         return ErrorCode.UNSUPPORTED_VERSION
     address = f"[{host}]:0" if host.version == 6 else f"{host}:0"
     return Forwarded(inner, Session(principal, address, session.listener_name,
-                                    session.security_protocol))
+                                    session.security_protocol, forwarded=True))
 
 
 def envelope_error(code: ErrorCode) -> EnvelopeResponse:

@@ -31,7 +31,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from pykraft.errors import ProtocolError
-from pykraft.image.scram import ScramImage
+from pykraft.image.image import MetadataImage
+from pykraft.image.scram import ScramCredential, ScramMechanism
 from pykraft.messages.kafka.sasl_authenticate_request import SaslAuthenticateRequest
 from pykraft.messages.kafka.sasl_authenticate_response import SaslAuthenticateResponse
 from pykraft.messages.kafka.sasl_handshake_request import SaslHandshakeRequest
@@ -198,7 +199,8 @@ class SaslAuthenticator:
             challenge = server.evaluate(token)
             if not server.complete:
                 return challenge, 0
-            principal = KafkaPrincipal("User", server.authorization_id)
+            principal = KafkaPrincipal("User", server.authorization_id,
+                                       server.token_authenticated)
         except SaslAuthenticationError:
             raise
         except Exception:
@@ -268,12 +270,18 @@ def server_nonce() -> str:
     return secrets.token_urlsafe(24)
 
 
-def with_scram(listener: SaslListener | None, image: Callable[[], ScramImage]
-               ) -> SaslListener | None:
+def with_scram(listener: SaslListener | None, image: Callable[[], MetadataImage],
+               secret_key: str | None) -> SaslListener | None:
     """``listener`` with SCRAM-SHA-256/512 servers over ``image()``, the node's current
-    credentials, so each (re-)authentication sees the latest ones."""
+    credentials and delegation tokens (whose passwords derive from ``secret_key``; none
+    without one), so each (re-)authentication sees the latest ones."""
+    def tokens(token_id: str, mechanism: ScramMechanism) -> tuple[str, ScramCredential] | None:
+        if secret_key is None:
+            return None
+        return image().delegation_tokens.credential(secret_key, token_id, mechanism)
+
     return None if listener is None else listener.with_factories(
-        scram_factories(image, server_nonce))
+        scram_factories(lambda: image().scram, server_nonce, tokens))
 
 
 class SaslRefused(Exception):  # noqa: N818 - a control-flow signal

@@ -89,6 +89,11 @@ _COMMON: dict[int, ApiRule] = {
     _K.ALTER_PARTITION_REASSIGNMENTS: _cluster(_O.ALTER),
     _K.LIST_PARTITION_REASSIGNMENTS: _cluster(_O.DESCRIBE),
     _K.ALTER_CLIENT_QUOTAS: _cluster(_O.ALTER_CONFIGS),
+    # token requests: refused over unauthenticated channels and token authentications;
+    # CREATE_TOKENS on the owner's USER to create for another (security.token_requests)
+    _K.CREATE_DELEGATION_TOKEN: ApiRule(Scope.CUSTOM, _O.CREATE_TOKENS, _R.USER),
+    _K.RENEW_DELEGATION_TOKEN: ApiRule(Scope.CUSTOM),  # the owner or a renewer
+    _K.EXPIRE_DELEGATION_TOKEN: ApiRule(Scope.CUSTOM),
 }
 #: KafkaApis. Forwarded requests are checked on the broker before they are forwarded (no
 #: Envelope carries the client's principal to the controller), with the controller's rules.
@@ -114,6 +119,8 @@ BROKER_RULES: dict[int, ApiRule] = _COMMON | {
     # CLUSTER_ACTION, or ALTER on the cluster (Kafka 4 checks ALTER first)
     _K.WRITE_TXN_MARKERS: ApiRule(Scope.CUSTOM, _O.CLUSTER_ACTION, _R.CLUSTER),
     _K.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(_O.DESCRIBE),
+    # its own tokens, or DESCRIBE on the token or DESCRIBE_TOKENS on its owner's USER
+    _K.DESCRIBE_DELEGATION_TOKEN: ApiRule(Scope.CUSTOM, _O.DESCRIBE_TOKENS, _R.USER),
     _K.DESCRIBE_CLIENT_QUOTAS: _cluster(_O.DESCRIBE_CONFIGS),
     # idempotent: IDEMPOTENT_WRITE on the cluster or WRITE on any topic; transactional:
     # WRITE on its transactional id

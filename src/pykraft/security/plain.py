@@ -37,6 +37,10 @@ class PlainServer:
             raise SaslAuthenticationError("Authentication exchange has not completed")
         return self._authorization_id
 
+    @property
+    def token_authenticated(self) -> bool:
+        return False
+
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
             raise SaslAuthenticationError("Authentication exchange has completed")

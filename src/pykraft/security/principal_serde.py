@@ -26,7 +26,7 @@ class PrincipalDeserializationError(PyKraftError):
 def serialize_principal(principal: KafkaPrincipal) -> bytes:
     """``principal`` as Kafka's ``DefaultKafkaPrincipalBuilder.serialize`` writes it."""
     data = DefaultPrincipalData(type=principal.principal_type, name=principal.name,
-                                token_authenticated=False)
+                                token_authenticated=principal.token_authenticated)
     return encode(data, PRINCIPAL_DATA_VERSION, _VERSION.pack(PRINCIPAL_DATA_VERSION))
 
 
@@ -43,4 +43,4 @@ def deserialize_principal(raw: bytes | None) -> KafkaPrincipal:
         data, _ = decode_from(DefaultPrincipalData, version, raw, _VERSION.size)
     except PyKraftError as exc:
         raise PrincipalDeserializationError(f"unreadable principal data: {exc}") from None
-    return KafkaPrincipal(data.type, data.name)
+    return KafkaPrincipal(data.type, data.name, data.token_authenticated)

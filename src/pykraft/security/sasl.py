@@ -38,6 +38,11 @@ class SaslServer(Protocol):
         """The user name the principal is built from (``User:<id>``), once complete."""
         ...
 
+    @property
+    def token_authenticated(self) -> bool:
+        """The client proved a delegation token (its principal is the token's owner)."""
+        ...
+
 
 #: mechanism name (``PLAIN``, ``SCRAM-SHA-512``, ...) -> a factory of fresh servers
 SaslServerFactories = Mapping[str, Callable[[], SaslServer]]

@@ -10,7 +10,7 @@ principal and host.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class SecurityProtocol(enum.IntEnum):
@@ -32,10 +32,15 @@ class SecurityProtocol(enum.IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class KafkaPrincipal:
-    """``<type>:<name>``, as ACLs and ``super.users`` spell it (``User:alice``)."""
+    """``<type>:<name>``, as ACLs and ``super.users`` spell it (``User:alice``).
+
+    ``token_authenticated``: the client proved a delegation token (SCRAM with
+    ``tokenauth=true``) and acts as the token's owner; such a client may not manage tokens.
+    Like Kafka's ``KafkaPrincipal.equals``, two principals compare by type and name alone."""
 
     principal_type: str
     name: str
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"
@@ -61,6 +66,9 @@ class Session:
     client_address: str
     listener_name: str = "PLAINTEXT"
     security_protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    #: A broker forwarded the request in an Envelope: the listener and protocol are the
+    #: broker's connection's, not the client's (Kafka's ``Request.isForwarded``).
+    forwarded: bool = False
 
     @property
     def client_host(self) -> str:

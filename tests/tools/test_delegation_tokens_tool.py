@@ -1,0 +1,26 @@
+"""kafka-delegation-tokens.sh's table, as pykraft's tool prints it."""
+
+from __future__ import annotations
+
+import datetime
+
+from pykraft.messages.kafka.describe_delegation_token_response import (
+    DescribedDelegationToken,
+    DescribedDelegationTokenRenewer,
+)
+from pykraft.tools.delegation_tokens_tool import date, token_table
+
+
+def test_a_token_row_is_kafkas_printf_with_local_dates() -> None:
+    day = int(datetime.datetime(2026, 1, 2, 3, 4).timestamp() * 1000)
+    token = DescribedDelegationToken(
+        principal_type="User", principal_name="alice", token_requester_principal_type="User",
+        token_requester_principal_name="admin", issue_timestamp=day, expiry_timestamp=day,
+        max_timestamp=day, token_id="tid", hmac=b"\x01\x02",
+        renewers=(DescribedDelegationTokenRenewer(principal_type="User", principal_name="b"),))
+    assert date(day) == "2026-01-02T03:04"
+    lines = token_table([token]).split("\n")
+    assert lines[0] == "" and lines[1].startswith("TOKENID         HMAC        ")
+    assert lines[3] == (f"{'tid':<15} {'AQI=':<30} {'User:alice':<15} {'User:admin':<15} "
+                        f"{'[User:b]':<25} {'2026-01-02T03:04':<15} {'2026-01-02T03:04':<15} "
+                        f"{'2026-01-02T03:04':<15}")

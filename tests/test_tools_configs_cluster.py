@@ -171,7 +171,7 @@ def test_broker_configs(made: Cluster) -> None:
                            "  log.retention.bytes=4 sensitive=false")
     users = configs(made, *controller, "--describe", "--entity-type", "users", bootstrap="")
     assert (users.exit_code, users.stderr) == (
-        1, "The controllers do not serve DescribeUserScramCredentials: use --bootstrap-server\n")
+        1, "The controllers do not serve DescribeClientQuotas: use --bootstrap-server\n")
 
 
 def test_scram_credentials_added_described_used_and_deleted(made: Cluster) -> None:

@@ -768,9 +768,18 @@ def preferred_replica_meaning(body: Any, _run: Run) -> Meaning:
 
 
 def in_session(run: Run, then: Callable[[Run, int], Any]) -> tuple[Any, Any]:
-    """A full fetch opening a session (epoch 0), then ``then(run, session id)``."""
-    opened = consumer_fetch(run, run.cluster.topic, session_epoch=0)
+    """A full fetch opening a session (epoch 0) at partition 0's end, so that what other
+    rows wrote is not new to it, then ``then(run, session id)``."""
+    opened = consumer_fetch(run, run.cluster.topic, session_epoch=0, offset=log_end(run))
     return opened, then(run, opened.session_id)
+
+
+def log_end(run: Run) -> int:
+    """The shared topic's partition 0 log end (ListOffsets v4, latest)."""
+    probe = Run(run.cluster, "probe", "probe", BROKER, 4)
+    (offset,) = (p.offset for t in list_offsets_request(probe, run.cluster.topic, [-1]).topics
+                 for p in t.partitions)
+    return int(offset)
 
 
 def session_meaning(bodies: tuple[Any, ...], run: Run) -> Meaning:

@@ -26,6 +26,9 @@ from pykraft.messages.kafka.create_delegation_token_request import (
     CreatableRenewers,
     CreateDelegationTokenRequest,
 )
+from pykraft.messages.kafka.create_delegation_token_response import (
+    CreateDelegationTokenResponse,
+)
 from pykraft.messages.kafka.describe_delegation_token_request import (
     DescribeDelegationTokenOwner,
     DescribeDelegationTokenRequest,
@@ -133,7 +136,8 @@ def test_token_refusals_in_kafkas_order() -> None:
     own = token_refusal(create_for(None), no_acl, broker=True)
     assert own is None
     other = token_refusal(create_for("carol"), no_acl, broker=True)
-    assert other is not None and (other.error_code, other.max_timestamp_ms) == (
+    assert isinstance(other, CreateDelegationTokenResponse)
+    assert (other.error_code, other.max_timestamp_ms) == (
         ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, -1)
     granted = access_of(admin, (T.USER, "User:carol", AclOperation.CREATE_TOKENS))
     assert token_refusal(create_for("carol"), granted, broker=True) is None

@@ -156,7 +156,7 @@ from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.security.api_rules import BROKER_RULES, Access
 from pykraft.security.session import Session
-from pykraft.security.token_requests import at_version, token_refusal
+from pykraft.security.token_requests import token_refusal
 
 #: The transaction coordinator's APIs besides InitProducerId.
 TRANSACTION_APIS = (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN,
@@ -414,9 +414,8 @@ class BrokerDispatcher(ListenerDispatcher):
                                access: Access) -> bytes:
         body = request.body_as(DescribeDelegationTokenRequest)
         image = self._metadata.image
-        return await self._encode_large(request, lambda: at_version(describe_delegation_tokens(
-            image.delegation_tokens, self._settings.controller.tokens, body, access),
-            request.api_version))
+        return await self._encode_large(request, lambda: describe_delegation_tokens(
+            image.delegation_tokens, self._settings.controller.tokens, body, access))
 
     async def _token_request(self, request: RequestFrame, session: Session,
                              access: Access) -> bytes:
@@ -424,7 +423,7 @@ class BrokerDispatcher(ListenerDispatcher):
         as the client's own, for the controller to check the client again."""
         refusal = token_refusal(request.body, access, broker=True)
         if refusal is not None:
-            return self._encode(request, at_version(refusal, request.api_version))
+            return self._encode(request, refusal)
         if enveloped := await self._enveloped(request, session):
             return await self._encode_large(request, lambda: enveloped.response)
         return await self._forwarded(request, session, access)

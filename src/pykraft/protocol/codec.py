@@ -10,7 +10,6 @@ not serve is refused) and its typed errors for every malformed input.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -31,6 +30,7 @@ from pykraft.protocol.header import (
     request_header_version,
     response_header_version,
 )
+from pykraft.protocol.version_fit import fitted
 
 Body = object
 """A request or response body: an instance of a generated class of
@@ -212,12 +212,6 @@ def _decode_whole_body(
     return body, unknown
 
 
-#: Responses whose top-level error code came in a later version: Kafka's response
-#: constructors take the request's version and leave the code out below it (the parts
-#: still carry it), e.g. ``ElectLeadersResponse(throttle, error, results, version)``.
-_TOP_LEVEL_ERROR_SINCE = {ApiKey.ELECT_LEADERS: 1}
-
-
 def encode_response(
     correlation_id: int,
     api_key: int,
@@ -242,8 +236,7 @@ def encode_response_into(
     :class:`~pykraft.messages.splice.SplicedBuffer` for a Fetch answer served from files)."""
     spec = _spec_for(api_key, api_version)
     _check_body(body, rpc.response_class(api_key), api_key, api_version)
-    if api_version < _TOP_LEVEL_ERROR_SINCE.get(ApiKey(api_key), 0):
-        body = dataclasses.replace(body, error_code=0)  # type: ignore[type-var]
+    body = fitted(body, api_version)
     version = response_header_version(api_key, spec.is_flexible(api_version))
     out += encode_response_header(correlation_id, version)
     rpc.encode_body_into(out, body, api_version, unknown_tags)

@@ -56,7 +56,7 @@ from pykraft.runtime.node import SERVED_APIS, RaftNode
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import CONTROLLER_RULES, Access
 from pykraft.security.session import Session
-from pykraft.security.token_requests import at_version, token_refusal
+from pykraft.security.token_requests import token_refusal
 
 log = logging.getLogger("pykraft.dispatch")
 
@@ -130,8 +130,7 @@ class Dispatcher(ListenerDispatcher):
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return await update_kraft_version(self._node, body)
             if api_key in TOKEN_REQUESTS:
-                return at_version(await self._token_request(body, access),
-                                  request.api_version)
+                return await self._token_request(body, access)
             if api_key in PARTS and isinstance(body, PartsRequest) and access.enabled:
                 image = self._controller.controller.committed_image
                 split = split_parts(api_key, body, access, image.topics.by_id)

@@ -14,15 +14,10 @@ requester named, timestamps -1, no token.
 
 from __future__ import annotations
 
-import dataclasses
-
 from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.messages.kafka.create_delegation_token_request import CreateDelegationTokenRequest
 from pykraft.messages.kafka.create_delegation_token_response import (
     CreateDelegationTokenResponse,
-)
-from pykraft.messages.kafka.describe_delegation_token_response import (
-    DescribeDelegationTokenResponse,
 )
 from pykraft.messages.kafka.expire_delegation_token_request import ExpireDelegationTokenRequest
 from pykraft.messages.kafka.expire_delegation_token_response import (
@@ -36,26 +31,9 @@ from pykraft.security.session import ANONYMOUS, KafkaPrincipal, SecurityProtocol
 
 USER_TYPE = "User"
 ERROR_TIMESTAMP = -1  # Kafka's DelegationTokenManager.ERROR_TIMESTAMP
-FIRST_REQUESTER_VERSION = 3  # Create's and Describe's answers name the requester from v3
 
 TokenResponse = (CreateDelegationTokenResponse | RenewDelegationTokenResponse
                  | ExpireDelegationTokenResponse)
-
-
-def at_version(response: object, version: int) -> object:
-    """``response`` as Kafka writes it at ``version``: before v3, Create's and Describe's
-    answers leave the requester out (Kafka's response constructors set it from v3 only)."""
-    if version >= FIRST_REQUESTER_VERSION:
-        return response
-    if isinstance(response, CreateDelegationTokenResponse):
-        return dataclasses.replace(response, token_requester_principal_type="",
-                                   token_requester_principal_name="")
-    if isinstance(response, DescribeDelegationTokenResponse):
-        return dataclasses.replace(response, tokens=tuple(
-            dataclasses.replace(token, token_requester_principal_type="",
-                                token_requester_principal_name="")
-            for token in response.tokens))
-    return response
 
 
 def tokens_allowed(session: Session) -> bool:

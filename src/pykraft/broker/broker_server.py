@@ -218,7 +218,8 @@ class BrokerServer:
             endpoints=tuple((spec.advertised, spec.protocol) for spec in self._broker.listeners),
             rack=self._broker.rack,
             log_dirs=() if settings.directory_id is None else (settings.directory_id,),
-            heartbeat_interval_ms=self._broker.heartbeat_interval_ms)
+            heartbeat_interval_ms=self._broker.heartbeat_interval_ms,
+            previous_broker_epoch=self.logs.previous_broker_epoch)
         self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata)
         rng = random.Random()  # member ids: Kafka's clientId-UUID, unique across failovers
         self.groups = GroupCoordinatorService(

@@ -112,7 +112,8 @@ def test_node_features_names_what_pykraft_implements_and_the_finalized_levels() 
     fields = node_features({"metadata.version": 21}, 1, 57)
     body = api_versions_response(Listener.BROKER, 4, **fields)
     assert sorted((f.name, f.min_version, f.max_version) for f in body.supported_features) == [
-        ("kraft.version", 0, 1), ("metadata.version", 7, 29), ("transaction.version", 0, 2)]
+        ("eligible.leader.replicas.version", 0, 1), ("kraft.version", 0, 1),
+        ("metadata.version", 7, 29), ("transaction.version", 0, 2)]
     assert sorted((f.name, f.min_version_level, f.max_version_level)
                   for f in body.finalized_features) == [
         ("kraft.version", 1, 1), ("metadata.version", 21, 21)]

@@ -225,6 +225,11 @@ def test_a_cluster_id_that_is_no_kafka_uuid_is_taken_with_a_warning(tmp_path: Pa
     ("4.0-IV2", (), {"transaction.version": 2}),
     ("4.0-IV2", (("transaction.version", 0),), {}),
     ("3.9-IV0", (("transaction.version", 1),), {"transaction.version": 1}),
+    # eligible leader replicas from 4.1-IV0 (EligibleLeaderReplicasVersion's bootstrap MV)
+    ("4.1-IV0", (), {"transaction.version": 2, "eligible.leader.replicas.version": 1}),
+    ("4.1-IV0", (("eligible.leader.replicas.version", 0),), {"transaction.version": 2}),
+    ("4.0-IV1", (("eligible.leader.replicas.version", 1),),
+     {"eligible.leader.replicas.version": 1}),
 ])
 def test_transaction_version_is_formatted_as_kafka_defaults_it(
         tmp_path: Path, release: str, features: tuple[tuple[str, int], ...],
@@ -237,6 +242,16 @@ def test_transaction_version_is_formatted_as_kafka_defaults_it(
                  for r in read_bootstrap_checkpoint(tmp_path / "a")
                  if r.message.name != "metadata.version"}
     assert finalized == expected
+
+
+def test_eligible_leader_replicas_before_4_0_iv1_are_refused(tmp_path: Path) -> None:
+    """Kafka's formatter checks the dependency (Feature.validateVersion)."""
+    with pytest.raises(FormatError, match=r"^eligible\.leader\.replicas\.version could not be "
+                       r"set to 1 because it depends on metadata\.version level 23$"):
+        format_storage(FormatRequest(_config(tmp_path), "q1w2e3r4t5y6u7i8o9p0",
+                                     QuorumMode.STANDALONE,
+                                     release_version=parse_release_version("3.9-IV0"),
+                                     features=(("eligible.leader.replicas.version", 1),)))
 
 
 def test_a_transaction_version_past_2_is_refused(tmp_path: Path) -> None:

@@ -73,7 +73,10 @@ DEFAULT_METADATA_VERSION = DYNAMIC_QUORUM_METADATA_VERSION
 #: coordinator serves KIP-848 (ConsumerGroupHeartbeat) at every level, where Kafka answers
 #: UNSUPPORTED_VERSION below group.version 1. A cluster can only remove it (level 0 is in
 #: every range, as in Kafka).
+#: eligible.leader.replicas.version 1 (KIP-966): the controller keeps eligible leader
+#: replicas and elects from them when the ISR is empty.
 SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
+    ELIGIBLE_LEADER_REPLICAS_FEATURE: (0, 1),
     KRAFT_VERSION_FEATURE: (0, 1),
     METADATA_VERSION_FEATURE: (MINIMUM_METADATA_VERSION.level, METADATA_VERSIONS[-1].level),
     TRANSACTION_VERSION_FEATURE: (0, 2),
@@ -82,10 +85,29 @@ SUPPORTED_FEATURES: Mapping[str, tuple[int, int]] = {
 #: Kafka's formatter gives it by default, from the first metadata.version with each level
 #: (Kafka's ``FeatureVersion.bootstrapMetadataVersion``; transaction.version 1 and 2 both
 #: from 4.0-IV2).
+def _level_of(name: str) -> int:
+    return next(mv.level for mv in METADATA_VERSIONS if mv.name == name)
+
+
 FORMAT_DEFAULTS: Mapping[str, tuple[tuple[int, int], ...]] = {
-    TRANSACTION_VERSION_FEATURE: ((next(mv.level for mv in METADATA_VERSIONS
-                                         if mv.name == "4.0-IV2"), 2),),
+    ELIGIBLE_LEADER_REPLICAS_FEATURE: ((_level_of("4.1-IV0"), 1),),
+    TRANSACTION_VERSION_FEATURE: ((_level_of("4.0-IV2"), 2),),
 }
+#: Per feature level, the metadata.version it needs (Kafka's ``FeatureVersion
+#: .dependencies``): eligible leader replicas need 4.0-IV1's records (their fields).
+METADATA_VERSION_NEEDED: Mapping[tuple[str, int], int] = {
+    (ELIGIBLE_LEADER_REPLICAS_FEATURE, 1): _level_of("4.0-IV1"),
+}
+
+
+def dependency_problem(name: str, level: int, metadata_version: int) -> str | None:
+    """Why ``name`` may not be at ``level`` with that metadata.version level, in Kafka's
+    words (``Feature.validateVersion``); None if it may."""
+    needed = METADATA_VERSION_NEEDED.get((name, level))
+    if needed is None or metadata_version >= needed:
+        return None
+    return (f"{name} could not be set to {level} because it depends on "
+            f"{METADATA_VERSION_FEATURE} level {needed}")
 
 
 def default_feature_level(name: str, release: MetadataVersion) -> int:

@@ -160,14 +160,17 @@ class Cluster:
 
     def register(self, broker_id: int, *, rack: str | None = None,
                  incarnation: uuid.UUID | None = None, mv_range: tuple[int, int] = (1, 29),
-                 commit: bool = True, log_dirs: Sequence[uuid.UUID] = ()) -> object:
+                 commit: bool = True, log_dirs: Sequence[uuid.UUID] = (),
+                 features: Sequence[Feature] = (), previous_broker_epoch: int = -1) -> object:
+        """``features``: declared besides metadata.version; ``previous_broker_epoch``: the
+        epoch of the incarnation that shut down cleanly (-1: none did)."""
         inc = incarnation or self.incarnations.get(broker_id) or uuid.UUID(int=1000 + broker_id)
         self.incarnations[broker_id] = inc
         return self.call(BrokerRegistrationRequest(
             broker_id=broker_id, cluster_id="test-cluster", incarnation_id=inc,
             listeners=(Listener(name="PLAINTEXT", host=f"b{broker_id}", port=9092),),
-            features=(Feature(METADATA_VERSION_FEATURE, *mv_range),),
-            rack=rack, log_dirs=tuple(log_dirs),
+            features=(Feature(METADATA_VERSION_FEATURE, *mv_range), *features),
+            rack=rack, log_dirs=tuple(log_dirs), previous_broker_epoch=previous_broker_epoch,
         ), commit=commit)
 
     def heartbeat(self, broker_id: int, *, offset: int | None = None, want_fence: bool = False,

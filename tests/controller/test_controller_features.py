@@ -10,8 +10,14 @@ import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 
 from pykraft.features import SUPPORTED_FEATURES
+from pykraft.image.configs import ConfigResourceType
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from pykraft.messages.kafka.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
 from pykraft.messages.kafka.update_features_response import UpdateFeaturesResponse
 from pykraft.protocol.api_versions import node_features
@@ -19,7 +25,12 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
-from pykraft.records.metadata import FeatureLevelRecord, PartitionRecord, RegisterBrokerRecord
+from pykraft.records.metadata import (
+    ConfigRecord,
+    FeatureLevelRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+)
 from pykraft.runtime.controller_registration import registration_request
 from pykraft.runtime.node import RaftNode
 
@@ -177,7 +188,8 @@ def test_registration_advertises_and_update_features_agree() -> None:
     advertised = {f.name: (f.min_version, f.max_version)
                   for f in node_features({}, 0, 0)["supported_features"]}
     assert registered == advertised == dict(SUPPORTED_FEATURES)
-    assert set(SUPPORTED_FEATURES) == {"metadata.version", "kraft.version", "transaction.version"}
+    assert set(SUPPORTED_FEATURES) == {"eligible.leader.replicas.version", "metadata.version",
+                                       "kraft.version", "transaction.version"}
 
 
 def test_producer_id_blocks() -> None:
@@ -197,3 +209,39 @@ def test_producer_id_blocks() -> None:
     assert isinstance(stale, AllocateProducerIdsResponse)
     assert stale.error_code == ErrorCode.STALE_BROKER_EPOCH
     assert cluster.replayed_image() == cluster.controller.image
+
+
+ELR = "eligible.leader.replicas.version"
+
+
+def test_eligible_leader_replicas_need_metadata_version_4_0_iv1() -> None:
+    """Kafka's dependency (Feature.validateVersion), against the levels the whole request
+    proposes: with metadata.version 4.0-IV1 in the same request the upgrade is taken."""
+    cluster = started(22)
+    response = update(cluster, (ELR, 1, UPGRADE))
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.INVALID_UPDATE_VERSION,
+        "The update failed for all features since the following feature had an error: "
+        f"Invalid update version 1 for feature {ELR}. {ELR} could not be set to 1 because "
+        "it depends on metadata.version level 23")
+    assert update(cluster, ("metadata.version", 23, UPGRADE),
+                  (ELR, 1, UPGRADE)).error_code == ErrorCode.NONE
+    assert cluster.controller.image.features.finalized[ELR] == 1
+
+
+def test_turning_elr_on_writes_one_cluster_min_isr_and_drops_the_brokers_own() -> None:
+    """Kafka's maybeGenerateElrSafetyRecords: the controller's static value (its properties)
+    as the cluster default, and no broker-level min.insync.replicas."""
+    cluster = Cluster(mv=23, properties={"min.insync.replicas": "2"})
+    cluster.elect()
+    cluster.call(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
+        resource_type=ConfigResourceType.BROKER, resource_name="1", configs=(AlterableConfig(
+            name="min.insync.replicas", config_operation=0, value="3"),)),)))
+    start = len(cluster.raft.metadata_records())
+    assert update(cluster, (ELR, 1, UPGRADE)).error_code == ErrorCode.NONE
+    assert [r.message for r in cluster.raft.metadata_records()[start:]] == [
+        FeatureLevelRecord(name=ELR, feature_level=1),
+        ConfigRecord(resource_type=ConfigResourceType.BROKER, resource_name="",
+                     name="min.insync.replicas", value="2"),
+        ConfigRecord(resource_type=ConfigResourceType.BROKER, resource_name="1",
+                     name="min.insync.replicas", value=None)]

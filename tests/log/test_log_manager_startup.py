@@ -67,3 +67,25 @@ def test_one_partition_failing_to_load_closes_the_others_and_raises(
 def test_recovery_threads_below_one_are_refused(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="at least 1"):
         LogManager([tmp_path], LogConfig()).startup(NOW, recovery_threads=0)
+
+
+def _restarted(directories: list[Path]) -> int:
+    logs = LogManager(directories, LogConfig())
+    logs.startup(NOW)
+    return logs.previous_broker_epoch
+
+
+def test_the_previous_broker_epoch_is_the_one_every_clean_shutdown_marker_names(
+        tmp_path: Path) -> None:
+    """KIP-966: the broker's registration names it (PreviousBrokerEpoch) only if every log
+    directory was shut down cleanly by the same incarnation; the markers are used once."""
+    directories = [tmp_path / "a", tmp_path / "b"]
+    assert _restarted(directories) == -1  # never shut down
+    logs = LogManager(directories, LogConfig())
+    logs.startup(NOW)
+    logs.shutdown(broker_epoch=42)
+    assert _restarted(directories) == 42
+    assert _restarted(directories) == -1  # that start consumed the markers (a crash since)
+    logs.shutdown(broker_epoch=42)
+    (tmp_path / "b" / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":7}')
+    assert _restarted(directories) == -1  # directories disagree

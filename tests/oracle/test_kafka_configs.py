@@ -73,7 +73,8 @@ BROKER_CHANGES = [
 #: Topic keys whose DescribeConfigs entries still differ, and why.
 TOPIC_DESCRIBE_EXCEPTIONS = {
     # Kafka 4's controller writes min.insync.replicas=1 as a cluster default when the
-    # cluster bootstraps (eligible leader replicas); pykraft's does not.
+    # cluster bootstraps with eligible leader replicas on (its default 4.4-IV2); pykraft's
+    # does too, but its default metadata.version (3.9-IV0) leaves them off.
     "min.insync.replicas",
 }
 

@@ -73,10 +73,11 @@ OUR_TXN_READS = txn_tool_runs.pykraft_runs(txn_tool_runs.READS)
 OUR_TXN_READS_AFTER = txn_tool_runs.pykraft_runs(txn_tool_runs.READS_AFTER)
 #: run name -> the pykraft defect that makes its outcome differ from Kafka's
 KNOWN = {
-    "kafka-topics.describe": "pykraft's controller sets no cluster-level min.insync.replicas "
-                             "as Kafka's does with ELR on, so the topic line's Configs lack "
-                             "it (the partition lines, read by DescribeTopicPartitions, are "
-                             "Kafka's)",
+    "kafka-topics.describe": "at pykraft's default metadata.version (3.9-IV0) eligible leader "
+                             "replicas are off, so its controller writes no cluster-level "
+                             "min.insync.replicas as Kafka's does at 4.4-IV2 (ELR on): the "
+                             "topic line's Configs lack it (the partition lines, read by "
+                             "DescribeTopicPartitions, are Kafka's)",
     "kafka-topics.describe other": "as kafka-topics.describe",
     "kafka-configs.alter broker cleaner threads": "Kafka resizes its cleaner's threads at "
                                                   "run time; pykraft refuses the key (its "

@@ -11,13 +11,15 @@ from typer.testing import CliRunner
 from pykraft.cli.main import app
 from pykraft.sim.replica_broker import ReplicationFactory
 from pykraft.sim.replica_cluster import ReplicaCluster
-from pykraft.sim.replica_scenarios import PROGRESS, REPLICA_SCENARIOS
+from pykraft.sim.replica_controller import SimController
+from pykraft.sim.replica_scenarios import ELR_SUFFIX, PROGRESS, REPLICA_SCENARIOS
 from pykraft.sim.runner import run_replica_scenario, run_scenario
 
 SEEDS = range(3)
 
 
-@pytest.mark.parametrize("scenario", list(REPLICA_SCENARIOS))
+@pytest.mark.parametrize("scenario", [*REPLICA_SCENARIOS,
+                                      *(name + ELR_SUFFIX for name in REPLICA_SCENARIOS)])
 def test_replica_scenario_has_no_violation(scenario: str) -> None:
     runs = [run_scenario(scenario, seed) for seed in SEEDS]
     assert [f"seed {r.seed}: {r.violation}" for r in runs if r.violation] == []
@@ -43,6 +45,22 @@ def test_broken_replica_rule_is_caught(factory: ReplicationFactory, scenario: st
     violations = [run_replica_scenario(scenario, seed, replication_factory=factory).violation
                   for seed in seeds]
     assert all(v is not None and v.startswith(invariant) for v in violations), violations
+
+
+def test_an_unclean_restart_taken_for_a_clean_one_is_caught(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A controller that keeps a crashed broker eligible elects it without the committed
+    records it lost (seeds 0 and 1 of 20 do)."""
+    register = SimController.register
+
+    def always_clean(self: SimController, broker_id: int, *, clean: bool = False) -> int:
+        return register(self, broker_id, clean=True)
+
+    monkeypatch.setattr(SimController, "register", always_clean)
+    violations = [run_scenario("replica-elr-recovery" + ELR_SUFFIX, seed).violation
+                  for seed in (0, 1)]
+    assert all(v is not None and v.startswith("ElrLeaderHadCommitted") for v in violations), \
+        violations
 
 
 def test_the_last_live_isr_member_is_never_killed() -> None:

@@ -240,7 +240,8 @@ class BrokerServer:
             rack=self._broker.rack,
             log_dirs=tuple(settings.log_dir_ids[d] for d in self.logs.log_dirs
                            if d in settings.log_dir_ids),
-            heartbeat_interval_ms=self._broker.heartbeat_interval_ms)
+            heartbeat_interval_ms=self._broker.heartbeat_interval_ms,
+            previous_broker_epoch=self.logs.previous_broker_epoch)
         self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata,
                                           give_up=self.failed.set)
         self.logs.failures.report = self._report_failed_dir

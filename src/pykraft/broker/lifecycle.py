@@ -64,6 +64,10 @@ class BrokerIdentity:
     rack: str | None
     log_dirs: tuple[uuid.UUID, ...]
     heartbeat_interval_ms: int
+    previous_broker_epoch: int = -1
+    """The epoch the last process shut down cleanly with (its log directories' clean
+    shutdown markers), -1 if it did not: the controller takes a broker back from an
+    unclean shutdown out of the eligible leader replicas (KIP-966)."""
 
 
 class BrokerLifecycle:
@@ -113,7 +117,8 @@ class BrokerLifecycle:
             features=tuple(Feature(name=name, min_supported_version=low,
                                    max_supported_version=high)
                            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())),
-            rack=ident.rack, log_dirs=ident.log_dirs)
+            rack=ident.rack, log_dirs=ident.log_dirs,
+            previous_broker_epoch=ident.previous_broker_epoch)
 
     def heartbeat(self) -> BrokerHeartbeatRequest:
         return BrokerHeartbeatRequest(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pykraft.controller.config_control import MIN_INSYNC_REPLICAS
 from pykraft.errors import ConfigError
 from pykraft.features import (
     DEFAULT_METADATA_VERSION,
@@ -52,7 +53,6 @@ def ordered_bootstrap(records: Sequence[object]) -> tuple[int, list[object]]:
     return mv[0].feature_level, [mv[0], *others, *rest]
 
 
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 _MIN_INSYNC_REPLICAS_DEFAULT = "1"
 
 

@@ -88,8 +88,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
                 and not _restarted_on_same_storage(existing, req)):
             return ControllerResult((), _registration_error(
                 ErrorCode.DUPLICATE_BROKER_REGISTRATION))
-        if existing is not None and not existing.fenced:
-            records += fence_broker(ctx, existing)
+        records += _previous_incarnation_gone(ctx, existing, req)
         epoch, fenced, shutting_down = ctx.next_offset, True, False
     registration = BrokerRegistration(
         broker_id=req.broker_id, epoch=epoch, incarnation_id=req.incarnation_id,
@@ -105,6 +104,27 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
     records.append(registration.to_record())
     response = BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=epoch)
     return ControllerResult(tuple(records), response)
+
+
+def _previous_incarnation_gone(ctx: ControllerContext, existing: BrokerRegistration | None,
+                               req: BrokerRegistrationRequest) -> list[object]:
+    """What a new incarnation's registration says of the previous one (Kafka's
+    ``handleBrokerShutdown``). It shut down cleanly if the request names its epoch
+    (``PreviousBrokerEpoch``, from the broker's clean shutdown files; never before v3,
+    where the field reads -1). With eligible leader replicas on, an unclean one may have
+    lost unflushed records: the broker leaves every ISR and ELR and may not lead them
+    (KIP-966). Otherwise a registered, unfenced previous incarnation is fenced first, out of
+    every ISR."""
+    clean = existing is not None and existing.epoch == req.previous_broker_epoch
+    records: list[object] = []
+    if config_control.elr_enabled(ctx.image) and not clean:
+        records += remove_from_isrs(ctx.image, req.broker_id, _without(ctx, req.broker_id),
+                                    from_elr=True, unclean_shutdown=True)
+        if existing is not None and not existing.fenced:
+            records.append(_registration_change(ctx, existing, fenced=True))
+    elif existing is not None and not existing.fenced:
+        records += fence_broker(ctx, existing)
+    return records
 
 
 def _restarted_on_same_storage(existing: BrokerRegistration,
@@ -188,7 +208,9 @@ def election(ctx: ControllerContext, usable: Usable | None = None) -> Election:
     """Elections as this context allows them (``usable`` overrides who may lead)."""
     return Election(usable=ctx.usable if usable is None else usable,
                     unclean=lambda topic: config_control.unclean_election_enabled(ctx, topic),
-                    leader_recovery=ctx.metadata_version >= MV_3_2_IV0)
+                    leader_recovery=ctx.metadata_version >= MV_3_2_IV0,
+                    elr=config_control.elr_enabled(ctx.image),
+                    min_isr=lambda topic: config_control.min_insync_replicas(ctx, topic))
 
 
 def _without(ctx: ControllerContext, broker_id: int) -> Election:
@@ -254,7 +276,8 @@ def unregister_broker(ctx: ControllerContext, req: UnregisterBrokerRequest) -> C
         return ControllerResult((), UnregisterBrokerResponse(
             error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
             error_message=f"Broker ID {req.broker_id} is not currently registered"))
-    records = [*remove_from_isrs(ctx.image, broker.broker_id, _without(ctx, broker.broker_id)),
+    records = [*remove_from_isrs(ctx.image, broker.broker_id, _without(ctx, broker.broker_id),
+                                 from_elr=True),
                UnregisterBrokerRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch)]
     return ControllerResult(tuple(records), UnregisterBrokerResponse(error_code=ErrorCode.NONE))
 

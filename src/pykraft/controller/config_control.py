@@ -40,6 +40,7 @@ from pykraft.controller.context import (
     ControllerResult,
 )
 from pykraft.controller.topic_names import topic_name_problem
+from pykraft.features import ELIGIBLE_LEADER_REPLICAS_FEATURE
 from pykraft.image.configs import ConfigResource, ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka import describe_configs_response as describe
@@ -57,12 +58,13 @@ from pykraft.messages.kafka.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.metadata import ConfigRecord
+from pykraft.records.metadata import ClearElrRecord, ConfigRecord
 
 __all__ = ["AlterOp", "ConfigFailure", "ConfigSource", "alter_configs", "check_resource",
-           "describe_configs", "incremental_alter_configs", "topic_entries",
-           "unclean_election_enabled", "validate"]
+           "clear_elr_records", "describe_configs", "elr_enabled", "incremental_alter_configs",
+           "min_insync_replicas", "topic_entries", "unclean_election_enabled", "validate"]
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 class AlterOp(IntEnum):
@@ -154,17 +156,69 @@ def _broker_synonyms(key: str, layers: BrokerConfigLayers
     return list(describe_key(layers, server[0]).synonyms)
 
 
-def unclean_election_enabled(ctx: ControllerContext, topic: str) -> bool:
-    """The topic's ``unclean.leader.election.enable`` as Kafka's controller resolves it: the
-    topic's own value, else this controller's dynamic config, the cluster default, its
-    properties file, then false."""
+def _topic_setting(ctx: ControllerContext, topic: str, key: str) -> str | None:
+    """A topic config as Kafka's controller resolves it (``getTopicConfig``): the topic's
+    own value, else this controller's dynamic config, the cluster default, then its
+    properties file; None if none sets it."""
     broker = ConfigResourceType.BROKER
     for layer in (ctx.image.configs.get((ConfigResourceType.TOPIC, topic)),
                   ctx.image.configs.get((broker, str(ctx.config.node_id))),
                   ctx.image.configs.get((broker, "")), ctx.config.properties):
-        if UNCLEAN_ELECTION in layer:
-            return layer[UNCLEAN_ELECTION].strip().lower() == "true"
-    return False
+        if key in layer:
+            return layer[key]
+    return None
+
+
+def unclean_election_enabled(ctx: ControllerContext, topic: str) -> bool:
+    """The topic's ``unclean.leader.election.enable`` (default false)."""
+    value = _topic_setting(ctx, topic, UNCLEAN_ELECTION)
+    return value is not None and value.strip().lower() == "true"
+
+
+def min_insync_replicas(ctx: ControllerContext, topic: str) -> int:
+    """The topic's ``min.insync.replicas`` (default 1), which the eligible leader replicas
+    are kept against."""
+    value = _topic_setting(ctx, topic, MIN_INSYNC_REPLICAS)
+    try:
+        return 1 if value is None else int(value.strip())
+    except ValueError:
+        return 1  # validated when set; a hand-edited properties file is not
+
+
+def elr_enabled(image: MetadataImage) -> bool:
+    """Kafka's ``isElrFeatureEnabled``: eligible.leader.replicas.version finalized at 1+."""
+    return image.features.finalized.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) >= 1
+
+
+def clear_elr_records(image: MetadataImage, records: Sequence[object]) -> list[object]:
+    """Kafka's ``createClearElrRecordsAsNeeded``: with ELR on, each change of
+    ``min.insync.replicas`` empties the ELRs it may make wrong, a topic's own (a TOPIC
+    config) or every topic's (a broker or cluster default)."""
+    if not elr_enabled(image):
+        return []
+    return [ClearElrRecord(topic_name=r.resource_name
+                           if r.resource_type == ConfigResourceType.TOPIC else "")
+            for r in records
+            if isinstance(r, ConfigRecord) and r.name == MIN_INSYNC_REPLICAS]
+
+
+def _min_isr_refusal(image: MetadataImage, records: Sequence[object]) -> ConfigFailure | None:
+    """Kafka's ``isDisallowedBrokerMinIsrTransition`` and ``...ClusterMinIsrTransition``:
+    with ELR on, a single broker's ``min.insync.replicas`` may not change (every controller
+    must read one value) and the cluster default may not be removed."""
+    if not elr_enabled(image):
+        return None
+    for r in records:
+        if not (isinstance(r, ConfigRecord) and r.name == MIN_INSYNC_REPLICAS
+                and r.resource_type == ConfigResourceType.BROKER):
+            continue
+        if r.resource_name:
+            return ConfigFailure(ErrorCode.INVALID_CONFIG, "Broker-level min.insync.replicas "
+                                 "cannot be altered while ELR is enabled.")
+        if r.value is None:
+            return ConfigFailure(ErrorCode.INVALID_CONFIG, "Cluster-level min.insync.replicas "
+                                 "cannot be removed while ELR is enabled.")
+    return None
 
 
 def _broker_configs(image: MetadataImage, name: str, node_id: int,
@@ -323,7 +377,9 @@ def _alter(
     failure = validate(resource[0], {k: v for k, v in new.items() if v is not None})
     if failure is not None:
         return [], failure
-    return _records_for(resource, old, new), None
+    records = _records_for(resource, old, new)
+    failure = _min_isr_refusal(ctx.image, records)
+    return ([], failure) if failure is not None else (records, None)
 
 
 def _alter_all(
@@ -349,7 +405,7 @@ def _alter_all(
         if len(records) > MAX_RECORDS_PER_USER_OP:
             return [], [_TOO_LARGE] * len(items)
         outcomes.append(failure)
-    return records, outcomes
+    return records + clear_elr_records(ctx.image, records), outcomes
 
 
 def _code(failure: ConfigFailure | None) -> ErrorCode:

@@ -29,7 +29,7 @@ from pykraft.controller.context import (
     ControllerResult,
     is_usable,
 )
-from pykraft.controller.partition_change import Election, partition_change
+from pykraft.controller.partition_change import partition_change
 from pykraft.controller.responses import error_response
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
@@ -108,6 +108,11 @@ def replica_directory(partition: PartitionRegistration, broker_id: int) -> uuid.
     return partition.directories[partition.replicas.index(broker_id)]
 
 
+def _never(_topic: str) -> bool:
+    """Kafka's directory assignment elects from the ISR only, whatever the topic allows."""
+    return False
+
+
 def _assign(ctx: ControllerContext, broker: BrokerRegistration, topic: TopicImage,
             partition_id: int, dir_id: uuid.UUID, records: list[object]) -> ErrorCode:
     """Append the change putting the broker's replica of the partition in ``dir_id``: as
@@ -128,7 +133,8 @@ def _assign(ctx: ControllerContext, broker: BrokerRegistration, topic: TopicImag
                 and dir_is_online(replica_directory(partition, replica), registration.log_dirs))
 
     elected = partition_change(topic, partition_id, partition, isr=partition.isr,
-                               election=Election(acceptable, leader_recovery=True))
+                               election=replace(election(ctx, acceptable), unclean=_never,
+                                                leader_recovery=True))
     if directories != partition.directories:
         records.append(replace(elected, directories=directories) if elected is not None
                        else PartitionChangeRecord(partition_id=partition_id,
@@ -147,7 +153,7 @@ def _leave_offline(ctx: ControllerContext, broker_id: int,
     records: list[object] = []
     for topic, partition_id in partitions:
         partition = topic.partitions[partition_id]
-        isr = tuple(r for r in partition.isr if r != broker_id) or partition.isr
+        isr = tuple(r for r in partition.isr if r != broker_id)
         change = partition_change(topic, partition_id, partition, isr=isr, election=without)
         if change is not None:
             records.append(change)

@@ -8,6 +8,10 @@ UpdateFeatures follows Kafka's FeatureControlManager, in its order and words:
   every range), and every registered broker and other controller declared it;
 * ``UPGRADE`` does not lower a level, the downgrade types do not raise it; metadata.version
   never goes down (its records could become unreadable) nor below the minimum;
+* a level's dependencies hold once the whole request applies (eligible leader replicas
+  need metadata.version 4.0-IV1: :data:`~pykraft.features.METADATA_VERSION_NEEDED`);
+* turning eligible leader replicas on also writes Kafka's safety records: a cluster-level
+  ``min.insync.replicas`` if none exists and the removal of every broker's own;
 * all-or-nothing: the updates are checked in order, the first that fails ends the request
   (its reason, at the top level, with no per-feature results: Kafka's answer) and nothing is
   written; so a request naming 200,000 unknown features is refused after its first.
@@ -18,11 +22,19 @@ UpdateFeatures follows Kafka's FeatureControlManager, in its order and words:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from pykraft.controller.activation import static_min_insync_replicas
+from pykraft.controller.config_control import MIN_INSYNC_REPLICAS
 from pykraft.controller.context import PRODUCER_ID_BLOCK_SIZE, ControllerContext, ControllerResult
 from pykraft.controller.responses import error_response
-from pykraft.features import METADATA_VERSION_FEATURE, SUPPORTED_FEATURES
+from pykraft.features import (
+    ELIGIBLE_LEADER_REPLICAS_FEATURE,
+    METADATA_VERSION_FEATURE,
+    SUPPORTED_FEATURES,
+    dependency_problem,
+)
+from pykraft.image.configs import ConfigResourceType
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.allocate_producer_ids_response import AllocateProducerIdsResponse
 from pykraft.messages.kafka.update_features_request import FeatureUpdateKey, UpdateFeaturesRequest
@@ -33,6 +45,7 @@ from pykraft.messages.kafka.update_features_response import (
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import (
     BrokerFeature,
+    ConfigRecord,
     ControllerFeature,
     FeatureLevelRecord,
     ProducerIdsRecord,
@@ -94,11 +107,16 @@ def _reason(ctx: ControllerContext, update: FeatureUpdateKey, current: int) -> s
     return None
 
 
-def _problem(ctx: ControllerContext, update: FeatureUpdateKey) -> str | None:
-    """Kafka's error message for ``update``, or None if it may be applied."""
+def _problem(ctx: ControllerContext, update: FeatureUpdateKey,
+             proposed: Mapping[str, int]) -> str | None:
+    """Kafka's error message for ``update``, or None if it may be applied; ``proposed``:
+    every level once the whole request applies, which its dependencies are checked
+    against."""
     name, level = update.feature, update.max_version_level
     current = ctx.image.features.finalized.get(name, 0)
     reason = _reason(ctx, update, current)
+    if reason is None and name != METADATA_VERSION_FEATURE:
+        reason = dependency_problem(name, level, proposed.get(METADATA_VERSION_FEATURE, 0))
     if reason is not None:
         return f"Invalid update version {level} for feature {name}. {reason}"
     if name == METADATA_VERSION_FEATURE and level < current:
@@ -117,8 +135,10 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
         return ControllerResult((), UpdateFeaturesResponse(
             error_code=ErrorCode.INVALID_REQUEST,
             error_message="The request contains a feature more than once"))
+    proposed = {**ctx.image.features.finalized,
+                **{u.feature: u.max_version_level for u in req.feature_updates}}
     for update in req.feature_updates:  # the first failure ends it, as in Kafka
-        problem = _problem(ctx, update)
+        problem = _problem(ctx, update, proposed)
         if problem is not None:
             return ControllerResult((), UpdateFeaturesResponse(
                 error_code=ErrorCode.INVALID_UPDATE_VERSION, error_message=_FAILED + problem))
@@ -130,11 +150,33 @@ def update_features(ctx: ControllerContext, req: UpdateFeaturesRequest) -> Contr
             for u in req.feature_updates
             if finalized.get(u.feature, 0) != u.max_version_level
         )
+        if proposed.get(ELIGIBLE_LEADER_REPLICAS_FEATURE, 0) > 0 and any(
+                u.feature == ELIGIBLE_LEADER_REPLICAS_FEATURE for u in req.feature_updates):
+            records += _elr_safety_records(ctx)
     return ControllerResult(records, UpdateFeaturesResponse(
         error_code=ErrorCode.NONE, error_message=None,
         results=tuple(UpdatableFeatureResult(feature=u.feature, error_code=ErrorCode.NONE,
                                              error_message=None)
                       for u in req.feature_updates)))
+
+
+def _elr_safety_records(ctx: ControllerContext) -> tuple[object, ...]:
+    """Kafka's ``maybeGenerateElrSafetyRecords``, when an update turns eligible leader
+    replicas on: one cluster-wide ``min.insync.replicas`` (this controller's static value
+    unless a cluster default exists) and no broker's own, since ELR's safety rests on
+    every controller reading the same value."""
+    configs = ctx.image.configs
+    records: list[object] = []
+    if MIN_INSYNC_REPLICAS not in configs.get((ConfigResourceType.BROKER, "")):
+        records.append(ConfigRecord(
+            resource_type=ConfigResourceType.BROKER, resource_name="", name=MIN_INSYNC_REPLICAS,
+            value=str(static_min_insync_replicas(ctx.config.properties))))
+    records += [ConfigRecord(resource_type=ConfigResourceType.BROKER, resource_name=name,
+                             name=MIN_INSYNC_REPLICAS, value=None)
+                for (kind, name) in sorted(configs.resources)
+                if kind == ConfigResourceType.BROKER and name
+                and MIN_INSYNC_REPLICAS in configs.get((kind, name))]
+    return tuple(records)
 
 
 def allocate_producer_ids(ctx: ControllerContext,

@@ -82,7 +82,7 @@ def _elect(ctx: ControllerContext, topic: TopicImage | None, name: str, partitio
     if election_type == PREFERRED:
         if has_preferred_leader(partition):
             return _Outcome.refused(ErrorCode.ELECTION_NOT_NEEDED)
-        record = preferred_change(topic, partition_id, partition, ctx.usable)
+        record = preferred_change(topic, partition_id, partition, election(ctx))
         refusal = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
     else:
         if partition.leader != NO_LEADER:
@@ -162,7 +162,7 @@ def balance_leaders(ctx: ControllerContext,
             partition = topic.partitions[partition_id]
             if has_preferred_leader(partition):
                 continue
-            change = preferred_change(topic, partition_id, partition, ctx.usable)
+            change = preferred_change(topic, partition_id, partition, election(ctx))
             if change is not None:
                 records.append(change)
                 if len(records) >= limit:

@@ -1,5 +1,6 @@
 """Topics and partitions: CreateTopics, DeleteTopics, CreatePartitions, AlterPartition
-(Kafka's ReplicationControlManager, without reassignment and eligible leader replicas).
+(Kafka's ReplicationControlManager; elections and eligible leader replicas in
+:mod:`pykraft.controller.partition_change`).
 
 New partitions are placed on usable brokers by :mod:`pykraft.controller.placement`, start
 with the whole replica set as ISR, the first replica as leader, and epochs 0. As in Kafka

@@ -113,6 +113,9 @@ class LogManager:
         self._first_dirty: dict[TopicPartition, int] = {}
         #: runs remove_renamed_dirs (the broker's on its disk worker thread)
         self._remove_dirs = remove_dirs or remove_renamed_dirs
+        #: the broker epoch every log directory's clean shutdown marker named at start-up,
+        #: -1 if one had none (KIP-966: an unclean shutdown may have lost unflushed records)
+        self.previous_broker_epoch = -1
 
     # ------------------------------------------------------------------ start-up
 
@@ -124,10 +127,12 @@ class LogManager:
         if recovery_threads < 1:
             raise StorageError(f"num.recovery.threads.per.data.dir must be at least 1, not "
                                f"{recovery_threads}")
+        epochs: set[int | None] = set()
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
             marker = directory / CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
+            epochs.add(_marked_epoch(marker) if clean else None)
             recovery = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
             starts = read_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
             cleaned = read_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT)
@@ -154,6 +159,8 @@ class LogManager:
             marker.unlink(missing_ok=True)
             for leftover in directory.glob(f"*{DELETE_DIR_SUFFIX}"):
                 remove_deleted_dir(leftover)
+        (epoch,) = epochs if len(epochs) == 1 else (None,)
+        self.previous_broker_epoch = -1 if epoch is None else epoch
 
     # ------------------------------------------------------------------ partitions
 
@@ -490,3 +497,13 @@ def _partition_dirs(directory: Path) -> Iterator[tuple[Path, TopicPartition]]:
 def _stored_topic_id(directory: Path) -> uuid.UUID | None:
     path = directory / PARTITION_METADATA
     return read_partition_metadata(path) if path.exists() else None
+
+
+def _marked_epoch(marker: Path) -> int | None:
+    """The broker epoch a clean shutdown marker names (Kafka's CleanShutdownFileHandler:
+    ``{"version":0,"brokerEpoch":N}``); None if it cannot be read."""
+    try:
+        epoch = json.loads(marker.read_bytes())["brokerEpoch"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return epoch if isinstance(epoch, int) else None

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from pykraft.controller.broker_liveness import LivenessWatch
+from pykraft.image.topics import NO_LEADER
 from pykraft.protocol.errors import ErrorCode
 from pykraft.replica.leader import IsrProposal, LeaderReplication
 from pykraft.sim.event_loop import SimLoop
@@ -39,7 +40,7 @@ from pykraft.sim.replica_broker import (
     ReplicationFactory,
     SimBroker,
 )
-from pykraft.sim.replica_controller import NO_LEADER, SimController
+from pykraft.sim.replica_controller import SimController
 from pykraft.sim.replica_liveness import CONTROLLER, SimLiveness, WatchFactory
 from pykraft.sim.replica_log import Fetch, FetchAnswer, ProduceAnswer, Record
 from pykraft.sim.violations import InvariantViolation
@@ -71,7 +72,7 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
     def __init__(self, seed: int, brokers: int, min_insync_replicas: int, *,
                  replication_factory: ReplicationFactory = LeaderReplication,
                  watch_factory: WatchFactory = LivenessWatch, lossy: bool = True,
-                 trace: Callable[[str], None] | None = None) -> None:
+                 elr: bool = False, trace: Callable[[str], None] | None = None) -> None:
         super().__init__(trace)
         self.rng = random.Random(seed)
         ids = tuple(range(brokers))
@@ -82,7 +83,10 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
         for broker_id in ids:  # reliable until a scenario says otherwise
             self.network.set_link(broker_id, CONTROLLER, LinkProfile())
             self.network.set_link(CONTROLLER, broker_id, LinkProfile())
-        self.controller = SimController(ids, self._publish)
+        self.controller = SimController(ids, self._publish, elr=elr,
+                                        min_insync_replicas=min_insync_replicas)
+        self.stopped_cleanly: set[int] = set()
+        """Brokers shut down cleanly (flushed): their next registration says so."""
         self.brokers = {i: SimBroker(i, _BrokerProcess(self, i), replication_factory)
                         for i in ids}
         self.paused: set[int] = set()
@@ -212,29 +216,51 @@ class ReplicaCluster(SimLoop["ReplicaCluster"]):
         broker = self.brokers[broker_id]
         if broker.alive:
             return
-        self._log(f"start broker {broker_id}")
-        epoch = self.controller.register(broker_id)
+        clean = broker_id in self.stopped_cleanly
+        self.stopped_cleanly.discard(broker_id)
+        self._log(f"start broker {broker_id}{'' if clean else ' after an unclean shutdown'}")
+        epoch = self.controller.register(broker_id, clean=clean)
         broker.start(epoch, self.metadata())
         self.liveness.broker_started(broker_id, broker.incarnation)
 
     def can_kill(self, broker_id: int) -> bool:
-        """Another live ISR member holds what the ISR acknowledged."""
-        return self.brokers[broker_id].alive and any(
-            b != broker_id and self.brokers[b].alive for b in self.controller.assignment.isr)
+        """Another live ISR member holds what the ISR acknowledged, or (eligible leader
+        replicas) a cleanly stopped one of the ELR does: the high watermark has not moved
+        since the ISR fell below the min ISR."""
+        c = self.controller
+        return self.brokers[broker_id].alive and (
+            any(b != broker_id and self.brokers[b].alive for b in c.assignment.isr)
+            or any(b in self.stopped_cleanly for b in c.elr))
+
+    def stop(self, broker_id: int) -> bool:
+        """Shut ``broker_id`` down cleanly: its log flushed, it leaves the ISR (controlled
+        shutdown) and its next registration names its epoch; False if it is not running or
+        it is the last live ISR member."""
+        if not self.can_kill(broker_id):
+            return False
+        broker = self.brokers[broker_id]
+        broker.log.flush()
+        self._down(broker_id, "stop broker {broker_id} cleanly")
+        self.stopped_cleanly.add(broker_id)
+        self.controller.fence(broker_id)
+        return True
 
     def kill(self, broker_id: int) -> bool:
         if not self.can_kill(broker_id):
             return False
+        self._down(broker_id, "kill broker {broker_id} (log end {end} after losing the "
+                              "unflushed suffix)")
+        self._session_expires(broker_id, lambda: True)
+        return True
+
+    def _down(self, broker_id: int, what: str) -> None:
         broker = self.brokers[broker_id]
         broker.crash()
         self.paused.discard(broker_id)
         self._pause_of.pop(broker_id, None)
         self._held[broker_id].clear()
         self.liveness.broker_crashed(broker_id)
-        self._log(f"kill broker {broker_id} (log end {broker.log.end_offset} after losing "
-                  f"the unflushed suffix)")
-        self._session_expires(broker_id, lambda: True)
-        return True
+        self._log(what.format(broker_id=broker_id, end=broker.log.end_offset))
 
     def pause(self, broker_id: int, ms: int) -> bool:
         """Stop broker ``broker_id``'s process (SIGSTOP) for ``ms``; False if it is not

@@ -8,6 +8,8 @@
 * HighWatermarkWithinIsr: the leader's high watermark is never above the log end of a
   live member of the ISR.
 * MonotonicLeaderHighWatermark: a leader's high watermark never goes back within its epoch.
+* ElrLeaderHadCommitted: a replica elected from the eligible leader replicas (KIP-966: the
+  ISR was empty) holds every committed record.
 * NoFalseFencing: the controller's fast failover never fences a broker, on the evidence of
   refused connections, while the incarnation it fenced still runs (paused or not).
 
@@ -118,6 +120,25 @@ class NoFalseFencing:
         self._checked = len(fences)
 
 
+class ElrLeaderHadCommitted:
+    def __init__(self) -> None:
+        self._checked = 0
+
+    def __call__(self, cluster: ReplicaCluster) -> None:
+        elected = cluster.controller.elr_elections
+        for broker_id in elected[self._checked:]:
+            log, history = cluster.brokers[broker_id].log, cluster.history
+            held = next((offset for offset, record in enumerate(history)
+                         if offset >= log.end_offset or log.records[offset] != record),
+                        len(history))
+            if held < len(history):
+                raise InvariantViolation(
+                    "ElrLeaderHadCommitted",
+                    f"broker {broker_id}, elected from the ELR, holds the committed history "
+                    f"only up to offset {held} of {len(history)}")
+        self._checked = len(elected)
+
+
 def replica_invariants() -> list[ReplicaInvariant]:
-    return [ReplicaLogs(), high_watermark_within_isr, MonotonicLeaderHighWatermark(),
-            NoFalseFencing()]
+    return [ElrLeaderHadCommitted(), ReplicaLogs(), high_watermark_within_isr,
+            MonotonicLeaderHighWatermark(), NoFalseFencing()]

@@ -233,6 +233,27 @@ def failover_quick_restart(cluster: ReplicaCluster, rng: random.Random) -> None:
     progress(cluster, "writes after the restarts")
 
 
+def elr_recovery(cluster: ReplicaCluster, rng: random.Random) -> None:
+    """KIP-966's promise: followers stop cleanly until the ISR is the leader alone (the
+    last one to leave is eligible: the high watermark stops), the leader crashes, comes
+    back uncleanly (no longer eligible), and the clean ones come back: an eligible one
+    leads, holding every committed record. Without eligible leader replicas the leader is
+    never left alone in the ISR to crash."""
+    leader = begin(cluster)
+    full_isr(cluster, "before the stops")
+    for follower in [b for b in cluster.controller.assignment.replicas if b != leader]:
+        cluster.stop(follower)
+        cluster.run_for(rng.randint(0, 200))
+    if cluster.kill(leader):
+        cluster.run_for(SESSION_TIMEOUT_MS + 100)
+        cluster.restart(leader)
+    for broker_id in sorted(cluster.stopped_cleanly):
+        cluster.run_for(rng.randint(0, 100))
+        cluster.restart(broker_id)
+    full_isr(cluster, "after the restarts")
+    progress(cluster, "writes after the recovery")
+
+
 REPLICA_SCENARIOS: dict[str, ReplicaScenario] = {s.name: s for s in (
     ReplicaScenario("replica-steady", "one partition replicates and commits", steady),
     ReplicaScenario("replica-leader-crash", "the leader crashes, a new one is elected, the "
@@ -256,4 +277,8 @@ REPLICA_SCENARIOS: dict[str, ReplicaScenario] = {s.name: s for s in (
     ReplicaScenario("replica-failover-slow-disk", "slow disks fence nobody", failover_slow_disk),
     ReplicaScenario("replica-failover-quick-restart", "crashes and quick restarts: stale evidence "
                     "does not fence the new incarnation", failover_quick_restart),
+    ReplicaScenario("replica-elr-recovery", "clean stops leave the leader alone in the ISR, "
+                    "it crashes: an eligible leader replica takes over", elr_recovery),
 )}
+#: A replication scenario's name with this suffix runs with eligible leader replicas on.
+ELR_SUFFIX = "+elr"

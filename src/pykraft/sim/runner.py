@@ -17,7 +17,7 @@ from pykraft.sim.replica_broker import ReplicationFactory
 from pykraft.sim.replica_cluster import ReplicaCluster
 from pykraft.sim.replica_invariants import replica_invariants
 from pykraft.sim.replica_liveness import WatchFactory
-from pykraft.sim.replica_scenarios import REPLICA_SCENARIOS
+from pykraft.sim.replica_scenarios import ELR_SUFFIX, REPLICA_SCENARIOS
 from pykraft.sim.replica_scenarios import shape as replica_shape
 from pykraft.sim.scenarios import SCENARIOS
 from pykraft.sim.simulated_cluster import ClientFactory, Cluster
@@ -96,7 +96,7 @@ def run_scenario(
     trace: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Build the cluster the seed describes, drive the scenario, report what happened."""
-    if name in REPLICA_SCENARIOS:
+    if name.removesuffix(ELR_SUFFIX) in REPLICA_SCENARIOS:
         return run_replica_scenario(name, seed, trace=trace)
     scenario = SCENARIOS[name]
     shape_rng = random.Random(f"{name}:{seed}")
@@ -126,9 +126,10 @@ def run_replica_scenario(
     name: str, seed: int, *, replication_factory: ReplicationFactory = LeaderReplication,
     watch_factory: WatchFactory = LivenessWatch, trace: Callable[[str], None] | None = None,
 ) -> RunResult:
-    """One replication scenario: ``elections`` counts the controller's leader changes and
+    """One replication scenario (with eligible leader replicas on if ``name`` ends with
+    :data:`ELR_SUFFIX`): ``elections`` counts the controller's leader changes and
     ``commit_count`` the acknowledged acks=all writes."""
-    scenario = REPLICA_SCENARIOS[name]
+    scenario = REPLICA_SCENARIOS[name.removesuffix(ELR_SUFFIX)]
     shape_rng = random.Random(f"{name}:{seed}")
     brokers, min_insync = replica_shape(shape_rng)
     digest = hashlib.sha256()
@@ -139,7 +140,8 @@ def run_replica_scenario(
             trace(line)
 
     cluster = ReplicaCluster(seed, brokers, min_insync, replication_factory=replication_factory,
-                             watch_factory=watch_factory, trace=observe)
+                             watch_factory=watch_factory, elr=name.endswith(ELR_SUFFIX),
+                             trace=observe)
     cluster.invariants.extend(replica_invariants())
     started = time.perf_counter()
     violation = _drive(lambda: scenario.drive(cluster, shape_rng))
@@ -157,8 +159,9 @@ def _drive(drive: Callable[[], None]) -> str | None:
 
 
 def scenario_names() -> list[str]:
-    """Every scenario: the quorum's, then the partition replication's."""
-    return [*SCENARIOS, *REPLICA_SCENARIOS]
+    """Every scenario: the quorum's, then the partition replication's without, then with
+    eligible leader replicas."""
+    return [*SCENARIOS, *REPLICA_SCENARIOS, *(name + ELR_SUFFIX for name in REPLICA_SCENARIOS)]
 
 
 def _run_task(task: tuple[str, int]) -> RunResult:

@@ -26,6 +26,7 @@ from pykraft.features import (
     SUPPORTED_FEATURES,
     MetadataVersion,
     default_feature_level,
+    dependency_problem,
     metadata_version_for_level,
 )
 from pykraft.ids import InvalidUuidError, random_uuid, uuid_from_str, uuid_to_str
@@ -212,6 +213,9 @@ def _feature_records(request: FormatRequest) -> list[FeatureLevelRecord]:
         if not low <= level <= high:
             raise FormatError(f"unsupported {name} level {level}: this software supports "
                               f"{low}-{high}")
+        problem = dependency_problem(name, level, request.release_version.level)
+        if problem is not None:
+            raise FormatError(problem)
         if level:
             records.append(FeatureLevelRecord(name=name, feature_level=level))
     return records

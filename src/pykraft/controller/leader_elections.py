@@ -18,8 +18,8 @@ percentage``: any imbalanced partition counts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from pykraft.controller.cluster_control import election
 from pykraft.controller.context import (
@@ -59,40 +59,36 @@ DEFAULT_MESSAGES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    code: ErrorCode
-    message: str | None = None
-    record: PartitionChangeRecord | None = None
-
-    @classmethod
-    def refused(cls, code: ErrorCode) -> _Outcome:
-        return cls(code, DEFAULT_MESSAGES[code])
+#: One partition's election: its error, message and record (a tuple: a request may name
+#: hundreds of thousands of partitions, and each costs on the controller's loop).
+Outcome = tuple[ErrorCode, str | None, PartitionChangeRecord | None]
 
 
-def _elect(ctx: ControllerContext, topic: TopicImage | None, name: str, partition_id: int,
-           election_type: int) -> _Outcome:
-    """One partition's election (Kafka's ``electLeader``)."""
-    if topic is None:
-        return _Outcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {name}")
+def _refused(code: ErrorCode) -> Outcome:
+    return code, DEFAULT_MESSAGES[code], None
+
+
+def _elect(ctx: ControllerContext, topic: TopicImage, partition_id: int,
+           election_type: int) -> Outcome:
+    """One partition's election (Kafka's ``electLeader``), the topic found."""
     partition = topic.partitions.get(partition_id)
     if partition is None:
-        return _Outcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        f"No such partition as {name}-{partition_id}")
+        return (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"No such partition as {topic.name}-{partition_id}", None)
     if election_type == PREFERRED:
         if has_preferred_leader(partition):
-            return _Outcome.refused(ErrorCode.ELECTION_NOT_NEEDED)
+            return _refused(ErrorCode.ELECTION_NOT_NEEDED)
         record = preferred_change(topic, partition_id, partition, election(ctx))
         refusal = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
     else:
         if partition.leader != NO_LEADER:
-            return _Outcome.refused(ErrorCode.ELECTION_NOT_NEEDED)
+            return _refused(ErrorCode.ELECTION_NOT_NEEDED)
         record = partition_change(topic, partition_id, partition, isr=partition.isr,
                                   election=replace(election(ctx), unclean=_any_topic))
         refusal = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
     if record is None:
-        return _Outcome.refused(refusal)
-    return _Outcome(ErrorCode.NONE, record=record)
+        return _refused(refusal)
+    return ErrorCode.NONE, None, record
 
 
 def _any_topic(_topic: str) -> bool:
@@ -105,17 +101,15 @@ def has_preferred_leader(partition: PartitionRegistration) -> bool:
 
 
 def _asked(ctx: ControllerContext, req: ElectLeadersRequest
-           ) -> Iterator[tuple[str, list[tuple[int, TopicImage | None]]]]:
+           ) -> Iterator[tuple[str, TopicImage | None, Sequence[int]]]:
     """The topics and partitions a request names, or every one when it names none."""
     topics = ctx.image.topics.by_name
     if req.topic_partitions is None:
         for name in sorted(topics):
-            topic = topics[name]
-            yield name, [(p, topic) for p in sorted(topic.partitions)]
+            yield name, topics[name], sorted(topics[name].partitions)
         return
     for asked in req.topic_partitions:
-        found = topics.get(asked.topic)
-        yield asked.topic, [(p, found) for p in asked.partitions]
+        yield asked.topic, topics.get(asked.topic), asked.partitions
 
 
 def elect_leaders(ctx: ControllerContext, req: ElectLeadersRequest) -> ControllerResult:
@@ -123,21 +117,34 @@ def elect_leaders(ctx: ControllerContext, req: ElectLeadersRequest) -> Controlle
         return ControllerResult((), error_response(
             req, ErrorCode.INVALID_REQUEST, f"Unknown election type {req.election_type}"))
     everything = req.topic_partitions is None
+    seen: dict[tuple[str, int], tuple[PartitionResult | None, PartitionChangeRecord | None]] = {}
     records: list[object] = []
     results: list[ReplicaElectionResult] = []
-    for name, partitions in _asked(ctx, req):
+    for name, topic, partition_ids in _asked(ctx, req):
+        if topic is None:
+            unknown = f"No such topic as {name}"
+            results.append(ReplicaElectionResult(topic=name, partition_result=tuple(
+                PartitionResult(partition_id=p, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                error_message=unknown) for p in partition_ids)))
+            continue
         answers: list[PartitionResult] = []
-        for partition_id, topic in partitions:
-            outcome = _elect(ctx, topic, name, partition_id, req.election_type)
-            if outcome.record is not None:
-                records.append(outcome.record)
+        for partition_id in partition_ids:
+            key = (name, partition_id)  # named again: the same state, the same outcome
+            known = seen.get(key)
+            if known is None:
+                code, message, record = _elect(ctx, topic, partition_id, req.election_type)
+                known = seen[key] = (None if everything and code == ErrorCode.ELECTION_NOT_NEEDED
+                                     else PartitionResult(partition_id=partition_id,
+                                                          error_code=code, error_message=message),
+                                     record)
+            answer, record = known
+            if record is not None:
+                records.append(record)
                 if len(records) > MAX_RECORDS_PER_USER_OP:
                     return ControllerResult((), error_response(
                         req, ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE))
-            if everything and outcome.code == ErrorCode.ELECTION_NOT_NEEDED:
-                continue
-            answers.append(PartitionResult(partition_id=partition_id, error_code=outcome.code,
-                                           error_message=outcome.message))
+            if answer is not None:  # every partition: those needing no election left out
+                answers.append(answer)
         results.append(ReplicaElectionResult(topic=name, partition_result=tuple(answers)))
     return ControllerResult(tuple(records), ElectLeadersResponse(
         error_code=ErrorCode.NONE, replica_election_results=tuple(results)))

@@ -15,7 +15,8 @@ back to the quota: ``(rate - quota) / quota * window``), rounded as Java's ``Mat
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from pykraft.windowed_sum import WindowedSum
 
 
 def java_round(value: float) -> int:
@@ -23,51 +24,15 @@ def java_round(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-@dataclass(slots=True)
-class _Sample:
-    start_ms: int
-    last_event_ms: int
-    value: float = 0.0
-
-    def reset(self, now_ms: int) -> None:
-        self.start_ms = self.last_event_ms = now_ms
-        self.value = 0.0
-
-
-class SampledRate:
+class SampledRate(WindowedSum):
     """Kafka's ``Rate`` (per second) over a ``WindowedSum`` of ``samples`` windows."""
 
-    __slots__ = ("_current", "_samples", "samples", "window_ms")
-
-    def __init__(self, samples: int, window_ms: int) -> None:
-        if samples < 1 or window_ms < 1:
-            raise ValueError(f"a rate needs samples >= 1 and window_ms >= 1, "
-                             f"not {samples} and {window_ms}")
-        self.samples = samples
-        self.window_ms = window_ms
-        self._samples: list[_Sample] = []
-        self._current = 0
-
-    def record(self, value: float, now_ms: int) -> None:
-        """Add ``value`` at ``now_ms`` (a negative one takes a recorded value back)."""
-        sample = self._sample(now_ms)
-        if now_ms - sample.start_ms >= self.window_ms:
-            sample = self._advance(now_ms)
-        sample.value += value
-        sample.last_event_ms = now_ms
-
-    def total(self, now_ms: int) -> float:
-        """The retained samples' sum."""
-        self._purge(now_ms)
-        return sum(sample.value for sample in self._samples)
+    __slots__ = ()
 
     def window_size_ms(self, now_ms: int) -> int:
         """The span the rate divides by: since the oldest retained sample started, at least
         ``samples - 1`` whole windows (and 1 ms)."""
-        self._purge(now_ms)
-        if not self._samples:
-            self._samples.append(_Sample(now_ms, now_ms))
-        elapsed = now_ms - min(sample.start_ms for sample in self._samples)
+        elapsed = now_ms - self.oldest_start_ms(now_ms)
         full = elapsed // self.window_ms
         if full < self.samples - 1:
             elapsed += (self.samples - 1 - full) * self.window_ms
@@ -84,25 +49,3 @@ class SampledRate:
         if rate <= bound:
             return 0
         return java_round((rate - bound) / bound * self.window_size_ms(now_ms))
-
-    def _sample(self, now_ms: int) -> _Sample:
-        if not self._samples:
-            self._samples.append(_Sample(now_ms, now_ms))
-        return self._samples[self._current]
-
-    def _advance(self, now_ms: int) -> _Sample:
-        self._current = (self._current + 1) % (self.samples + 1)
-        if self._current >= len(self._samples):
-            sample = _Sample(now_ms, now_ms)
-            self._samples.append(sample)
-            return sample
-        sample = self._samples[self._current]
-        sample.reset(now_ms)
-        return sample
-
-    def _purge(self, now_ms: int) -> None:
-        """Reset the samples without an event for ``samples`` windows."""
-        expire_ms = self.samples * self.window_ms
-        for sample in self._samples:
-            if now_ms - sample.last_event_ms >= expire_ms:
-                sample.reset(now_ms)

@@ -25,69 +25,22 @@ silence until the average over the last ~11 s is under the bound again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pykraft.windowed_sum import WindowedSum
 
 #: Every partition of a topic (the config's ``*``).
 ALL_REPLICAS = frozenset({-1})
 UNLIMITED = 2**63 - 1
 
 
-@dataclass(slots=True)
-class _Sample:
-    start_ms: int
-    last_event_ms: int
-    value: float = 0.0
+class SimpleRate(WindowedSum):
+    """Bytes per second over sampled windows (Kafka's ``SimpleRate``): the sum over the
+    time since the oldest sample started, never less than one window."""
 
-    def reset(self, now_ms: int) -> None:
-        self.start_ms = self.last_event_ms = now_ms
-        self.value = 0.0
-
-
-class SimpleRate:
-    """Bytes per second over sampled windows (Kafka's ``SimpleRate``/``SampledStat``)."""
-
-    def __init__(self, samples: int, window_ms: int) -> None:
-        self._samples_wanted = samples
-        self._window_ms = window_ms
-        self._samples: list[_Sample] = []
-        self._current = 0
-
-    def record(self, value: float, now_ms: int) -> None:
-        sample = self._current_sample(now_ms)
-        if now_ms - sample.start_ms >= self._window_ms:
-            sample = self._advance(now_ms)
-        sample.value += value
-        sample.last_event_ms = now_ms
+    __slots__ = ()
 
     def measure(self, now_ms: int) -> float:
-        self._purge(now_ms)
-        total = sum(sample.value for sample in self._samples)
-        oldest = min((s.start_ms for s in self._samples), default=None)
-        if oldest is None:  # Kafka's ``oldest`` starts a sample when there is none
-            self._samples.append(_Sample(now_ms, now_ms))
-            oldest = now_ms
-        return total / (max(now_ms - oldest, self._window_ms) / 1000)
-
-    def _current_sample(self, now_ms: int) -> _Sample:
-        if not self._samples:
-            self._samples.append(_Sample(now_ms, now_ms))
-        return self._samples[self._current]
-
-    def _advance(self, now_ms: int) -> _Sample:
-        """The next sample slot; one more than ``samples`` is kept, so a window overlapping
-        the measured span still counts."""
-        self._current = (self._current + 1) % (self._samples_wanted + 1)
-        if self._current >= len(self._samples):
-            self._samples.append(_Sample(now_ms, now_ms))
-        else:
-            self._samples[self._current].reset(now_ms)
-        return self._samples[self._current]
-
-    def _purge(self, now_ms: int) -> None:
-        expire_ms = self._samples_wanted * self._window_ms
-        for sample in self._samples:
-            if now_ms - sample.last_event_ms >= expire_ms:
-                sample.reset(now_ms)
+        total = self.total(now_ms)
+        return total / (max(now_ms - self.oldest_start_ms(now_ms), self.window_ms) / 1000)
 
 
 class ReplicationQuota:

@@ -159,6 +159,26 @@ def java_command(classpath: str, main_class: str, *args: str,
             "-cp", classpath, main_class, *args]
 
 
+#: How long one run of a Kafka tool may take (a JVM start on a loaded machine included).
+TOOL_TIMEOUT_S = 120
+
+
+def tool_outcome(cluster: LocalCluster, command: str | None, *args: str) -> tuple[int, str]:
+    """Exit code and stdout of a tool run against ``cluster``'s brokers: Kafka's
+    (``command`` a tool's main class, in a JVM) or pykraft's (``command`` None: ``args``
+    start with the pykraft command, run in process)."""
+    bootstrap = ("--bootstrap-server", cluster.bootstrap_servers)
+    if command is None:
+        from typer.testing import CliRunner
+
+        from pykraft.cli.main import app
+        result = CliRunner().invoke(app, [args[0], *bootstrap, *args[1:]])
+        return result.exit_code, result.stdout
+    done = subprocess.run(java_command(kafka_classpath(), command, *bootstrap, *args),
+                          capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)
+    return done.returncode, done.stdout
+
+
 class ProbeError(AssertionError):
     """A call failed in the JVM: ``error`` is the Java exception's simple class name."""
 

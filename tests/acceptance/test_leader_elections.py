@@ -12,13 +12,12 @@ preferred replica is the first broker, acks=all production throughout.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from broker_harness import PROPERTIES, running_cluster, wait_for
-from java_kafka import java_command, kafka_classpath
+from java_kafka import tool_outcome
 from oracle_kafka import fetched, in_ci
 from test_broker_lifecycle import (  # type: ignore[import-not-found]
     TOPIC,
@@ -27,13 +26,10 @@ from test_broker_lifecycle import (  # type: ignore[import-not-found]
     create_topic,
     leader_and_isr,
 )
-from typer.testing import CliRunner
 
-from pykraft.cli.main import app
 from pykraft.tools.local_cluster import LocalCluster
 
 LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
-TOOL_TIMEOUT_S = 120
 
 
 @pytest.fixture
@@ -92,16 +88,13 @@ def test_the_preferred_replica_leads_again_without_any_command(
 
 
 def pykraft_election(cluster: LocalCluster, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["leader-election", "--bootstrap-server",
-                                      cluster.bootstrap_servers, *args])
-    return result.exit_code, result.stdout
+    outcome: tuple[int, str] = tool_outcome(cluster, None, "leader-election", *args)
+    return outcome
 
 
 def kafka_election(cluster: LocalCluster, *args: str) -> tuple[int, str]:
-    done = subprocess.run(java_command(kafka_classpath(), LEADER_ELECTION, "--bootstrap-server",
-                                       cluster.bootstrap_servers, *args),
-                          capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)
-    return done.returncode, done.stdout
+    outcome: tuple[int, str] = tool_outcome(cluster, LEADER_ELECTION, *args)
+    return outcome
 
 
 def test_leader_election_tools_move_the_leadership_back(

@@ -14,14 +14,13 @@ KIP-74), so that one fetch is small beside a second's worth.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from broker_harness import PROPERTIES, broker_call, running_cluster, wait_for
-from java_kafka import java_command, kafka_classpath
+from java_kafka import tool_outcome
 from oracle_kafka import fetched, in_ci
 from test_broker_lifecycle import (  # type: ignore[import-not-found]
     TOPIC,
@@ -31,9 +30,7 @@ from test_broker_lifecycle import (  # type: ignore[import-not-found]
     leader_and_isr,
 )
 from test_reassignment import ongoing  # type: ignore[import-not-found]
-from typer.testing import CliRunner
 
-from pykraft.cli.main import app
 from pykraft.messages.kafka.describe_configs_request import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -43,7 +40,6 @@ from pykraft.tools.local_cluster import LocalCluster
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 THROTTLE = 400_000
 BULK = 250  # records of 10 KB
-TOOL_TIMEOUT_S = 120
 Tool = Callable[..., tuple[int, str]]
 
 
@@ -56,16 +52,13 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 
 
 def pykraft_tool(cluster: LocalCluster, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["reassign-partitions", "--bootstrap-server",
-                                      cluster.bootstrap_servers, *args])
-    return result.exit_code, result.stdout
+    outcome: tuple[int, str] = tool_outcome(cluster, None, "reassign-partitions", *args)
+    return outcome
 
 
 def kafka_tool(cluster: LocalCluster, *args: str) -> tuple[int, str]:
-    done = subprocess.run(java_command(kafka_classpath(), REASSIGN, "--bootstrap-server",
-                                       cluster.bootstrap_servers, *args),
-                          capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)
-    return done.returncode, done.stdout
+    outcome: tuple[int, str] = tool_outcome(cluster, REASSIGN, *args)
+    return outcome
 
 
 def log_bytes(cluster: LocalCluster, broker_id: int) -> int:

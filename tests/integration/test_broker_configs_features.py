@@ -137,7 +137,8 @@ def test_api_versions_name_finalized_and_supported_features(cluster: LocalCluste
             and found.finalized_features_epoch >= 0 else None))
         supported = {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
         assert supported == {"metadata.version": (7, 29), "kraft.version": (0, 1),
-                             "transaction.version": (0, 2)}
+                             "transaction.version": (0, 2),
+                             "eligible.leader.replicas.version": (0, 1)}
         finalized = {f.name: f.max_version_level for f in answer.finalized_features}
         assert finalized == {"metadata.version": 21}  # kraft.version 0 is not listed
     out = subprocess.run(
@@ -145,12 +146,15 @@ def test_api_versions_name_finalized_and_supported_features(cluster: LocalCluste
          cluster.bootstrap_controllers, "describe"],
         capture_output=True, text=True, timeout=60, check=True).stdout
     lines = out.strip().splitlines()
-    assert lines[0] == "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: " \
-        "1\tFinalizedVersionLevel: 0\tEpoch: " + lines[0].rsplit(" ", 1)[1]
-    assert lines[1].startswith("Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\t"
+    epoch = lines[0].rsplit(" ", 1)[1]
+    assert lines[0] == ("Feature: eligible.leader.replicas.version\tSupportedMinVersion: 0\t"
+                        "SupportedMaxVersion: 1\tFinalizedVersionLevel: 0\tEpoch: " + epoch)
+    assert lines[1] == "Feature: kraft.version\tSupportedMinVersion: 0\tSupportedMaxVersion: " \
+        "1\tFinalizedVersionLevel: 0\tEpoch: " + epoch
+    assert lines[2].startswith("Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\t"
                                "SupportedMaxVersion: 4.2-IV1\tFinalizedVersionLevel: 3.9-IV0\t"
                                "Epoch: ")
-    assert int(lines[1].rsplit(" ", 1)[1]) >= 0
+    assert int(epoch) >= 0
 
 
 def test_a_forwarded_alter_is_described_by_the_same_broker_at_once(

@@ -104,4 +104,6 @@ def delegation_tokens(
         output = asyncio.run(main())
     except (PyKraftError, OSError, ValueError) as exc:
         raise refuse(str(exc)) from None
-    typer.echo(output, nl=not (renew or expire))
+    # Kafka's tool ends a table with its last row's newline and a renewed or expired
+    # token's date with none: the text is printed as it is
+    typer.echo(output, nl=False)

@@ -127,10 +127,13 @@ async def _new_expiry(admin: AdminClient, action: str, option: str, hmac: str,
 
 
 async def describe(admin: AdminClient, owners: Sequence[KafkaPrincipal]) -> str:
-    """``--describe``: the current user's tokens, or those of ``owners``."""
+    """``--describe``: the tokens of ``owners``. Without any, Kafka's tool says it asks for
+    the current user's, yet sends an empty owner list (not null, which would mean every
+    token the user may see), and Kafka's brokers answer that with no token: this tool sends
+    the same, so both print the same from any broker."""
     answer = await admin.request(DescribeDelegationTokenRequest(owners=tuple(
         DescribeDelegationTokenOwner(principal_type=o.principal_type, principal_name=o.name)
-        for o in owners) if owners else None))
+        for o in owners)))
     _check(answer.error_code)
     heading = (f"Calling describe token operation for owners: {_principals(owners)}\n"
                if owners else "Calling describe token operation for current user.\n")

@@ -23,13 +23,13 @@ Kafka cannot be fetched.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, wait_for
+from broker_harness import PROPERTIES, produce_one, wait_for
 from java_kafka import tool_outcome
 from oracle_cluster import (
     KAFKA,
@@ -52,18 +52,12 @@ from pykraft.messages.kafka.describe_topic_partitions_request import (
     DescribeTopicPartitionsRequest,
     TopicRequest,
 )
-from pykraft.messages.kafka.produce_request import (
-    PartitionProduceData,
-    ProduceRequest,
-    TopicProduceData,
-)
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.batch import encode_batch
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 RELEASE_VERSION = "4.1-IV0"
-DESCRIBE_TOPIC_PARTITIONS, PRODUCE = 75, 0
+DESCRIBE_TOPIC_PARTITIONS = 75
 #: acknowledged sends per phase while the ISR allows acks=all
 BATCH = 20
 
@@ -92,15 +86,21 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OracleCl
         yield made
 
 
-def partition(cluster: OracleCluster, via: int) -> Partition | None:
-    """Partition 0 of the topic as broker ``via`` describes it (None while it cannot)."""
+def described_topic(cluster: OracleCluster, via: int) -> Any:
+    """The topic as broker ``via`` answers DescribeTopicPartitions (None while it cannot)."""
     try:
         answer = call(cluster.nodes[via].address, DESCRIBE_TOPIC_PARTITIONS, 0,
                       DescribeTopicPartitionsRequest(topics=(TopicRequest(name=TOPIC),)))
     except (OSError, AssertionError):  # not listening yet, or closed mid-answer
         return None
     (topic,) = answer.topics
-    if topic.error_code != ErrorCode.NONE or not topic.partitions:
+    return topic if topic.error_code == ErrorCode.NONE and topic.partitions else None
+
+
+def partition(cluster: OracleCluster, via: int) -> Partition | None:
+    """Partition 0 of the topic as broker ``via`` describes it (None while it cannot)."""
+    topic = described_topic(cluster, via)
+    if topic is None:
         return None
     found = topic.partitions[0]
     return Partition(found.leader_id, tuple(sorted(found.isr_nodes)),
@@ -140,16 +140,6 @@ def unfenced(cluster: OracleCluster, via: int, count: int) -> None:
         cluster.nodes[via].address) == count or None)
 
 
-def refused_below_min_isr(cluster: OracleCluster, leader: int) -> int:
-    """The error code of an acks=all produce of one record (no producer id) to ``leader``."""
-    answer = call(cluster.nodes[leader].address, PRODUCE, 9, ProduceRequest(
-        acks=-1, timeout_ms=5_000, topic_data=(TopicProduceData(name=TOPIC, partition_data=(
-            PartitionProduceData(index=0, records=encode_batch(
-            0, [(None, b"refused")], partition_leader_epoch=-1,
-            timestamp=int(time.time() * 1000))),)),)))
-    return int(answer.responses[0].partition_responses[0].error_code)
-
-
 def send(sends: Sends, count: int) -> None:
     for _ in range(count):
         sends.send()
@@ -173,7 +163,9 @@ def test_a_cleanly_stopped_replica_leads_from_the_elr(cluster: OracleCluster) ->
     below = Partition(a, (a,), (b,), ())
     reach(cluster, a, below, "B stopped cleanly: below the min ISR, B in the ELR")
     described(cluster, below, replicas)
-    assert refused_below_min_isr(cluster, a) == ErrorCode.NOT_ENOUGH_REPLICAS
+    topic_id = described_topic(cluster, a).topic_id
+    assert produce_one(cluster, a, topic_id, b"k", b"refused",
+                       acks=-1) == ErrorCode.NOT_ENOUGH_REPLICAS
 
     cluster.kill(cluster.nodes[a])
     cluster.start(cluster.nodes[c])

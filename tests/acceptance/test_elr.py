@@ -15,7 +15,8 @@ production while the ISR allows it.
    controller's log), A and C catch up into the ISR, and every acknowledged record reads
    back in order.
 
-At each step DescribeTopicPartitions gives the leader, ISR, ELR and last known ELR, and
+At each step DescribeTopicPartitions gives the leader, its epoch (bumped by the two
+leadership changes only), ISR, ELR and last known ELR, and
 ``pykraft topics --describe`` and Kafka's ``TopicCommand --describe`` print the same
 partition line, on pykraft's cluster and on Kafka's. The Kafka run skips off CI when
 Kafka cannot be fetched.
@@ -67,6 +68,7 @@ class Partition:
     """Partition 0 as DescribeTopicPartitions answers it (leader -1: none)."""
 
     leader: int
+    leader_epoch: int
     isr: tuple[int, ...]
     elr: tuple[int, ...]
     last_known_elr: tuple[int, ...]
@@ -103,7 +105,7 @@ def partition(cluster: OracleCluster, via: int) -> Partition | None:
     if topic is None:
         return None
     found = topic.partitions[0]
-    return Partition(found.leader_id, tuple(sorted(found.isr_nodes)),
+    return Partition(found.leader_id, found.leader_epoch, tuple(sorted(found.isr_nodes)),
                      tuple(sorted(found.eligible_leader_replicas or ())),
                      tuple(sorted(found.last_known_elr or ())))
 
@@ -151,16 +153,16 @@ def test_a_cleanly_stopped_replica_leads_from_the_elr(cluster: OracleCluster) ->
     assert tool_outcome(cluster, None, "topics", "--create", "--topic", TOPIC,
                         "--replica-assignment", ":".join(map(str, replicas)),
                         "--config", "min.insync.replicas=2")[0] == 0
-    reach(cluster, a, Partition(a, replicas, (), ()), "all three in the ISR")
+    reach(cluster, a, Partition(a, 0, replicas, (), ()), "all three in the ISR")
     sends = Sends(cluster, "all")
     send(sends, BATCH)
 
     cluster.kill(cluster.nodes[c])
-    reach(cluster, a, Partition(a, (a, b), (), ()), "C fenced; the ISR at the min ISR")
+    reach(cluster, a, Partition(a, 0, (a, b), (), ()), "C fenced; the ISR at the min ISR")
     send(sends, BATCH)
 
     assert cluster.stop(cluster.nodes[b]) in (0, 143)  # Kafka's JVM: 143 after SIGTERM
-    below = Partition(a, (a,), (b,), ())
+    below = Partition(a, 0, (a,), (b,), ())
     reach(cluster, a, below, "B stopped cleanly: below the min ISR, B in the ELR")
     described(cluster, below, replicas)
     topic_id = described_topic(cluster, a).topic_id
@@ -169,19 +171,19 @@ def test_a_cleanly_stopped_replica_leads_from_the_elr(cluster: OracleCluster) ->
 
     cluster.kill(cluster.nodes[a])
     cluster.start(cluster.nodes[c])
-    leaderless = Partition(-1, (), (a, b), (a,))
+    leaderless = Partition(-1, 1, (), (a, b), (a,))
     reach(cluster, c, leaderless, "A fenced: no ISR, A and B in the ELR")
     unfenced(cluster, c, 1)  # C runs, yet it is not eligible
     described(cluster, leaderless, replicas)
 
     cluster.start(cluster.nodes[a])
-    unclean = Partition(-1, (), (b,), (a,))
+    unclean = Partition(-1, 1, (), (b,), (a,))
     reach(cluster, c, unclean, "A back from an unclean shutdown: out of the ELR")
     unfenced(cluster, c, 2)  # A and C run, and neither leads
     described(cluster, unclean, replicas)
 
     cluster.start(cluster.nodes[b])
-    reach(cluster, b, Partition(b, replicas, (), ()), "B elected from the ELR, all in sync")
+    reach(cluster, b, Partition(b, 2, replicas, (), ()), "B elected from the ELR, all in sync")
     send(sends, BATCH)
     assert sends.failed == []
     assert consumed(cluster, len(sends.sent)) == sends.sent

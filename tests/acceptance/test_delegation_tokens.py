@@ -11,8 +11,9 @@ SCRAM user with ACLs to write and read one topic in one group.
   in with the second and reads every record back in her group. A client logged in with a
   token may not make another one.
 - Either tool renews a token to an hour; the describe shows the new expiry date.
-- Kafka's tool expires the first token at once: its logins are refused with Kafka's
-  message, while the second token still logs in.
+- Kafka's tool expires the first token at once: renewing it fails alike with either tool
+  (the call's line printed, exit code 1), its logins are refused with Kafka's message,
+  while the second token still logs in.
 
 Only the Java client sends the ``tokenauth`` extension: kafka-python's and librdkafka's
 SCRAM first messages carry none. Skips off CI when Kafka cannot be fetched.
@@ -94,12 +95,16 @@ def token_properties(secure: SaslSsl, token: tuple[str, str]) -> Path:
     return path
 
 
+def alice(secure: SaslSsl) -> tuple[str, str]:
+    """A tool's options logging in as alice."""
+    return "--command-config", str(secure.properties_file(ALICE, PASSWORD))
+
+
 def tokens(secure: SaslSsl, tool: str | None, *args: str) -> str:
     """What ``pykraft delegation-tokens`` (``tool`` None) or Kafka's prints, as alice."""
     command = ("delegation-tokens",) if tool is None else ()
     out: str
-    code, out = tool_outcome(secure.cluster, tool, *command, "--command-config",
-                             str(secure.properties_file(ALICE, PASSWORD)), *args)
+    code, out = tool_outcome(secure.cluster, tool, *command, *alice(secure), *args)
     assert code == 0, out
     return out
 
@@ -204,6 +209,11 @@ def test_tokens_from_either_tool_log_the_java_client_in_until_expired(
     assert expired.startswith(f"Calling expire token operation with hmac :{ours[1]} , "
                               "expire-time-period :-1\nCompleted expire operation.")
     on_every_broker(secure, "the first token gone", lambda seen: seen == {theirs[0]})
+    # a failed call: both tools print the call's line, then fail
+    renew_expired = ("--renew", "--hmac", ours[1], "--renew-time-period", str(HOUR_MS))
+    assert tool_outcome(secure.cluster, TOKENS, *alice(secure), *renew_expired) == \
+        tool_outcome(secure.cluster, None, "delegation-tokens", *alice(secure),
+                     *renew_expired) == (1, renewed[None].splitlines()[0] + "\n")
     code, printed, logged = topics_listed(secure, ours)
     assert code != 0 and REFUSED in printed + logged, (printed, logged[-3000:])
     assert topics_listed(secure, theirs)[:2] == (0, f"{TOPIC}\n")

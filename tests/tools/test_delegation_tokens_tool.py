@@ -16,7 +16,7 @@ from pykraft.messages.kafka.describe_delegation_token_response import (
 )
 from pykraft.security.session import KafkaPrincipal
 from pykraft.tools.admin_client import AdminClient
-from pykraft.tools.delegation_tokens_tool import date, describe, token_table
+from pykraft.tools.delegation_tokens_tool import date, describe, describe_call, token_table
 
 
 def test_a_token_row_is_kafkas_printf_with_local_dates() -> None:
@@ -49,7 +49,8 @@ def test_describe_without_owners_sends_an_empty_owner_list_as_kafkas_tool() -> N
     admin = _Asked()
     out = asyncio.run(describe(cast(AdminClient, admin), []))
     assert admin.requests == [DescribeDelegationTokenRequest(owners=())]  # not null: all
-    assert out.startswith("Calling describe token operation for current user.\n"
-                          "Total number of tokens : 0\n")
+    assert describe_call([]) + out == (
+        "Calling describe token operation for current user.\nTotal number of tokens : 0"
+        + token_table([]))
     asyncio.run(describe(cast(AdminClient, admin), [KafkaPrincipal("User", "alice")]))
     assert [o.principal_name for o in admin.requests[1].owners] == ["alice"]

@@ -15,6 +15,10 @@ production while the ISR allows it.
    controller's log), A and C catch up into the ISR, and every acknowledged record reads
    back in order.
 
+A second run shows the other side: after step 2, a min.insync.replicas change empties the
+ELR, so once A dies no replica is eligible and the partition stays offline with B and C
+running.
+
 At each step DescribeTopicPartitions gives the leader, its epoch (bumped by the two
 leadership changes only), ISR, ELR and last known ELR, and
 ``pykraft topics --describe`` and Kafka's ``TopicCommand --describe`` print the same
@@ -148,7 +152,9 @@ def send(sends: Sends, count: int) -> None:
     sends.flush()
 
 
-def test_a_cleanly_stopped_replica_leads_from_the_elr(cluster: OracleCluster) -> None:
+def drop_below_min_isr(cluster: OracleCluster) -> tuple[Sends, Partition]:
+    """Steps 1 and 2: the topic made and written, C killed, then B stopped cleanly into the
+    ELR. The producer and the partition's state."""
     a, b, c = replicas = tuple(n.node_id for n in cluster.brokers)
     assert tool_outcome(cluster, None, "topics", "--create", "--topic", TOPIC,
                         "--replica-assignment", ":".join(map(str, replicas)),
@@ -164,6 +170,12 @@ def test_a_cleanly_stopped_replica_leads_from_the_elr(cluster: OracleCluster) ->
     assert cluster.stop(cluster.nodes[b]) in (0, 143)  # Kafka's JVM: 143 after SIGTERM
     below = Partition(a, 0, (a,), (b,), ())
     reach(cluster, a, below, "B stopped cleanly: below the min ISR, B in the ELR")
+    return sends, below
+
+
+def test_a_cleanly_stopped_replica_leads_from_the_elr(cluster: OracleCluster) -> None:
+    a, b, c = replicas = tuple(n.node_id for n in cluster.brokers)
+    sends, below = drop_below_min_isr(cluster)
     described(cluster, below, replicas)
     topic_id = described_topic(cluster, a).topic_id
     assert produce_one(cluster, a, topic_id, b"k", b"refused",
@@ -188,3 +200,30 @@ def test_a_cleanly_stopped_replica_leads_from_the_elr(cluster: OracleCluster) ->
     assert sends.failed == []
     assert consumed(cluster, len(sends.sent)) == sends.sent
     assert recovery_states(cluster.controllers[0].data) == []
+
+
+def min_isr(cluster: OracleCluster, value: int) -> None:
+    assert tool_outcome(cluster, None, "configs", "--alter", "--entity-type", "topics",
+                        "--entity-name", TOPIC, "--add-config",
+                        f"min.insync.replicas={value}") == (
+        0, f"Completed updating config for topic {TOPIC}.\n")
+
+
+def test_a_min_isr_change_empties_the_elr(cluster: OracleCluster) -> None:
+    """KIP-966: the ELR holds replicas that had every record committed under the min ISR in
+    force; a new value empties it (and the last known ELR). After the last ISR member dies,
+    the cleanly stopped replica is then not eligible: the partition stays offline."""
+    a, b, c = replicas = tuple(n.node_id for n in cluster.brokers)
+    drop_below_min_isr(cluster)
+    min_isr(cluster, 3)
+    reach(cluster, a, Partition(a, 0, (a,), (), ()), "the ELR emptied")
+    cluster.kill(cluster.nodes[a])
+    cluster.start(cluster.nodes[c])
+    reach(cluster, c, Partition(-1, 1, (), (a,), (a,)), "A fenced into the ELR alone")
+    min_isr(cluster, 1)
+    offline = Partition(-1, 1, (), (), ())
+    reach(cluster, c, offline, "the ELR and the last known ELR emptied")
+    cluster.start(cluster.nodes[b])
+    unfenced(cluster, c, 2)  # B and C run, and neither leads
+    assert partition(cluster, c) == offline
+    described(cluster, offline, replicas)

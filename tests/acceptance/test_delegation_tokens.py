@@ -14,6 +14,9 @@ SCRAM user with ACLs to write and read one topic in one group.
 - Kafka's tool expires the first token at once: renewing it fails alike with either tool
   (the call's line printed, exit code 1), its logins are refused with Kafka's message,
   while the second token still logs in.
+- The second token renewed for 1 ms expires; the controller removes it only an hour later,
+  but its logins get a session that ends at once (Kafka bounds a session by the token's
+  expiry), so a client logged in with it gets nothing done.
 
 Only the Java client sends the ``tokenauth`` extension: kafka-python's and librdkafka's
 SCRAM first messages carry none. Skips off CI when Kafka cannot be fetched.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,10 +36,15 @@ from java_kafka import kafka_tool, skip_module_off_ci, tool_outcome
 from secure_harness import SaslSsl, brokers_seen, sasl_ssl_cluster
 
 from pykraft.errors import PyKraftError
+from pykraft.messages.kafka.describe_delegation_token_request import (
+    DescribeDelegationTokenOwner,
+    DescribeDelegationTokenRequest,
+)
+from pykraft.messages.kafka.describe_delegation_token_response import (
+    DescribeDelegationTokenResponse,
+)
 from pykraft.security.jaas import SCRAM_LOGIN_MODULE
-from pykraft.security.session import KafkaPrincipal
 from pykraft.tools.admin_client import AdminClient, admin_settings
-from pykraft.tools.delegation_tokens_tool import describe
 from pykraft.tools.secure_cluster import CLIENT_MECHANISM
 
 skip_module_off_ci()
@@ -56,6 +65,8 @@ REFUSED = ("Authentication failed during authentication due to invalid credentia
 #: Kafka's message for a token request from a client logged in with a token
 NOT_WITH_A_TOKEN = ("Delegation Token requests are not allowed on PLAINTEXT/1-way SSL "
                     "channels and on delegation token authenticated channels.")
+#: what a broker logs closing the session of an expired token at its first request
+EXPIRED_SESSION = "credential's expiry) without re-authentication"
 #: the table row of a token: id, HMAC (standard base64), owner, requester, renewers, dates
 _ROW = re.compile(r"^(\S+)\s+([A-Za-z0-9+/]+=*)\s+User:alice\s+User:alice\s+\[\]\s+"
                   r"(\S+)\s+(\S+)\s+(\S+)\s*$", re.MULTILINE)
@@ -90,7 +101,9 @@ def token_properties(secure: SaslSsl, token: tuple[str, str]) -> Path:
     path: Path = secure.cluster.base / f"token-{token_id}.properties"
     properties = {**secure.properties(token_id, hmac), "sasl.jaas.config": (
         f'{SCRAM_LOGIN_MODULE} required username="{token_id}" password="{hmac}" '
-        'tokenauth="true";')}
+        'tokenauth="true";'),
+        # a refused admin call's bound
+        "request.timeout.ms": "10000", "default.api.timeout.ms": "20000"}
     path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
     return path
 
@@ -125,26 +138,31 @@ def expiry(described: str, token: tuple[str, str]) -> str:
     return date
 
 
-def token_ids(secure: SaslSsl, broker: str) -> set[str] | None:
-    """The ids of alice's tokens that ``broker`` holds (None while it does not answer)."""
+def expiries(secure: SaslSsl, broker: str) -> dict[str, int] | None:
+    """Token id -> expiry timestamp (ms) of alice's tokens as ``broker`` holds them (None
+    while it does not answer)."""
     settings = admin_settings(broker, secure.properties_file(ALICE, PASSWORD))
 
-    async def run() -> str:
+    async def run() -> DescribeDelegationTokenResponse:
         async with AdminClient(settings) as admin:
-            return await describe(admin, [KafkaPrincipal("User", ALICE)])
+            answer: DescribeDelegationTokenResponse = await admin.request(
+                DescribeDelegationTokenRequest(owners=(DescribeDelegationTokenOwner(
+                    principal_type="User", principal_name=ALICE),)))
+            return answer
     try:
-        return {row[0] for row in _ROW.findall(asyncio.run(run()))}
+        answer = asyncio.run(run())
     except (PyKraftError, OSError, TimeoutError):
         return None
+    return {t.token_id: t.expiry_timestamp for t in answer.tokens}
 
 
-def on_every_broker(secure: SaslSsl, what: str, token_ids_seen: Callable[[set[str]], bool],
-                    ) -> None:
-    """Until each broker's tokens of alice's pass ``token_ids_seen``: the clients that log
+def on_every_broker(secure: SaslSsl, what: str,
+                    holds: Callable[[dict[str, int]], bool]) -> None:
+    """Until alice's tokens as each broker holds them pass ``holds``: the clients that log
     in next may pick any broker."""
     for broker in secure.bootstrap.split(","):
         wait_for(f"{what} on {broker}", lambda at=broker: (
-            (seen := token_ids(secure, at)) is not None and token_ids_seen(seen)) or None)
+            (seen := expiries(secure, at)) is not None and holds(seen)) or None)
 
 
 def produce(secure: SaslSsl, token: tuple[str, str], values: list[str]) -> None:
@@ -176,7 +194,7 @@ def test_tokens_from_either_tool_log_the_java_client_in_until_expired(
     ours, our_lines = created(secure, None)
     theirs, their_lines = created(secure, TOKENS)
     assert our_lines == their_lines
-    on_every_broker(secure, "both tokens", lambda seen: {ours[0], theirs[0]} <= seen)
+    on_every_broker(secure, "both tokens", lambda seen: {ours[0], theirs[0]} <= set(seen))
     assert our_lines.startswith("Calling create token operation with renewers :[] , "
                                 "max-life-time-period :-1\n"
                                 "Created delegation token with tokenId : <id>\n")
@@ -208,7 +226,7 @@ def test_tokens_from_either_tool_log_the_java_client_in_until_expired(
                      "-1")
     assert expired.startswith(f"Calling expire token operation with hmac :{ours[1]} , "
                               "expire-time-period :-1\nCompleted expire operation.")
-    on_every_broker(secure, "the first token gone", lambda seen: seen == {theirs[0]})
+    on_every_broker(secure, "the first token gone", lambda seen: set(seen) == {theirs[0]})
     # a failed call: both tools print the call's line, then fail
     renew_expired = ("--renew", "--hmac", ours[1], "--renew-time-period", str(HOUR_MS))
     assert tool_outcome(secure.cluster, TOKENS, *alice(secure), *renew_expired) == \
@@ -217,3 +235,14 @@ def test_tokens_from_either_tool_log_the_java_client_in_until_expired(
     code, printed, logged = topics_listed(secure, ours)
     assert code != 0 and REFUSED in printed + logged, (printed, logged[-3000:])
     assert topics_listed(secure, theirs)[:2] == (0, f"{TOPIC}\n")
+
+    # renewed for 1 ms, the second token expires; the controller removes expired tokens
+    # only every delegation.token.expiry.check.interval.ms (1 h), but as in Kafka the
+    # session a token opens ends at its expiry: at once for an expired one
+    tokens(secure, None, "--renew", "--hmac", theirs[1], "--renew-time-period", "1")
+    on_every_broker(secure, "the second token past its expiry", lambda seen: (
+        theirs[0] in seen and seen[theirs[0]] < time.time() * 1000))
+    code, printed, logged = topics_listed(secure, theirs)
+    assert code != 0 and "Timed out waiting for a node assignment" in printed, (
+        printed, logged[-3000:])
+    assert any(EXPIRED_SESSION in log.read_text() for log in secure.broker_logs())

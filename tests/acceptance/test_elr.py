@@ -130,14 +130,23 @@ def line(state: Partition, replicas: tuple[int, ...]) -> str:
 
 
 def described(cluster: OracleCluster, expected: Partition, replicas: tuple[int, ...]) -> None:
-    """``pykraft topics --describe`` and Kafka's TopicCommand print the same partition line,
-    the one ``expected`` makes (after the topic line, which holds the topic id)."""
+    """``pykraft topics --describe`` prints the partition line ``expected`` makes (after
+    the topic line, which holds the topic id), and lists the partition among those under
+    the min ISR (each state described is) and, leaderless, among the unavailable ones;
+    Kafka's TopicCommand prints the same for each."""
     want = line(expected, replicas)
     ours = tool_outcome(cluster, None, "topics", "--describe", "--topic", TOPIC)
     assert (ours[0], ours[1].splitlines()[1:]) == (0, [want])
+    outcomes: dict[tuple[str, ...], tuple[int, str]] = {(): ours}
+    for report, listed in (("--under-min-isr-partitions", True),
+                           ("--unavailable-partitions", expected.leader < 0)):
+        outcomes[(report,)] = tool_outcome(cluster, None, "topics", "--describe", "--topic",
+                                           TOPIC, report)
+        assert outcomes[(report,)] == (0, f"{want}\n" if listed else "")
     if not isinstance(fetched(), str) or in_ci():
-        theirs = tool_outcome(cluster, TOPIC_COMMAND, "--describe", "--topic", TOPIC)
-        assert theirs == ours
+        for options, outcome in outcomes.items():
+            assert tool_outcome(cluster, TOPIC_COMMAND, "--describe", "--topic", TOPIC,
+                                *options) == outcome
 
 
 def unfenced(cluster: OracleCluster, via: int, count: int) -> None:

@@ -39,6 +39,7 @@ from java_kafka import tool_outcome
 from oracle_cluster import (
     KAFKA,
     PYKRAFT,
+    READY_TIMEOUT_S,
     ClusterSpec,
     OracleCluster,
     call,
@@ -115,8 +116,10 @@ def partition(cluster: OracleCluster, via: int) -> Partition | None:
 
 
 def reach(cluster: OracleCluster, via: int, expected: Partition, what: str) -> None:
-    """Until broker ``via`` describes the partition as ``expected``."""
-    wait_for(f"{what}: {expected}", lambda: partition(cluster, via) == expected or None)
+    """Until broker ``via`` describes the partition as ``expected`` (the bound of a JVM's
+    start: some steps wait for a restarted Kafka broker)."""
+    wait_for(f"{what}: {expected}", lambda: partition(cluster, via) == expected or None,
+             timeout_s=READY_TIMEOUT_S)
 
 
 def line(state: Partition, replicas: tuple[int, ...]) -> str:
@@ -152,7 +155,7 @@ def described(cluster: OracleCluster, expected: Partition, replicas: tuple[int, 
 def unfenced(cluster: OracleCluster, via: int, count: int) -> None:
     """Until broker ``via`` sees ``count`` unfenced brokers."""
     wait_for(f"{count} unfenced brokers", lambda: unfenced_brokers(
-        cluster.nodes[via].address) == count or None)
+        cluster.nodes[via].address) == count or None, timeout_s=READY_TIMEOUT_S)
 
 
 def send(sends: Sends, count: int) -> None:

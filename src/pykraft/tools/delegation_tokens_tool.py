@@ -2,12 +2,11 @@
 
 Each action prints what Kafka's prints: the call it makes (``*_call``, printed before any
 request, so it stands on stdout whether the call succeeds or not), then the outcome (the
-async functions); tokens as its
-table (``%-15s %-30s ...``, each row after a blank line) with dates in the local time zone
-as ``yyyy-MM-dd'T'HH:mm``. Token management works only over an authenticated connection
-(the brokers refuse it over PLAINTEXT), so ``--command-config`` names the client's security
-settings. A failed call raises :class:`~pykraft.tools.admin_client.ApiError` with Kafka's
-message for the code.
+async functions); tokens as its table (``%-15s %-30s ...``, each row after a blank line)
+with dates in the local time zone as ``yyyy-MM-dd'T'HH:mm``. Token management works only
+over an authenticated connection (the brokers refuse it over PLAINTEXT), so
+``--command-config`` names the client's security settings. A failed call raises
+:class:`~pykraft.tools.admin_client.ApiError` with Kafka's message for the code.
 """
 
 from __future__ import annotations

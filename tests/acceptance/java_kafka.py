@@ -44,7 +44,7 @@ from pykraft.tools.local_cluster import LocalCluster
 from pykraft.tools.quorum_tool import parse_host_port
 
 __all__ = ["JAVA_SOURCES", "TRANSACTION_VERSIONS", "LineProbe", "ProbeError", "compile_java",
-           "finalize_transaction_version", "java_command", "kafka_classpath",
+           "finalize_transaction_version", "java_command", "kafka_classpath", "kafka_tool",
            "skip_module_off_ci", "transaction_epochs"]
 
 JAVA_SOURCES = Path(__file__).parent / "java"
@@ -174,9 +174,18 @@ def tool_outcome(cluster: LocalCluster, command: str | None, *args: str) -> tupl
         from pykraft.cli.main import app
         result = CliRunner().invoke(app, [args[0], *bootstrap, *args[1:]])
         return result.exit_code, result.stdout
-    done = subprocess.run(java_command(kafka_classpath(), command, *bootstrap, *args),
-                          capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)
+    done = kafka_tool(cluster, command, *args)
     return done.returncode, done.stdout
+
+
+def kafka_tool(cluster: LocalCluster, main_class: str, *args: str,
+               stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """Kafka's tool ``main_class`` run against ``cluster``'s brokers (``--bootstrap-server``
+    first) in a JVM reading ``stdin``: its exit code, stdout and stderr."""
+    return subprocess.run(java_command(kafka_classpath(), main_class, "--bootstrap-server",
+                                       cluster.bootstrap_servers, *args),
+                          input=stdin, capture_output=True, text=True,
+                          timeout=TOOL_TIMEOUT_S, check=False)
 
 
 class ProbeError(AssertionError):

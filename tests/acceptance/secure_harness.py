@@ -13,7 +13,7 @@ aiokafka's keyword arguments.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,9 +98,10 @@ class SaslSsl:
         return [self.cluster.nodes[b].log for b in self.cluster.brokers]
 
 
-def _brokers_seen(secure: SaslSsl) -> int | None:
-    """How many brokers Metadata lists to ``admin`` over SASL_SSL (None: no answer yet)."""
-    settings = admin_settings(secure.bootstrap, secure.admin_properties)
+def brokers_seen(bootstrap: str, properties: Path) -> int | None:
+    """How many brokers Metadata lists to the client ``properties`` make (``admin``'s
+    ``client.properties``, a user's) over SASL_SSL (None: no answer yet, or refused)."""
+    settings = admin_settings(bootstrap, properties)
 
     async def run() -> int:
         async with AdminClient(settings) as admin:
@@ -112,16 +113,18 @@ def _brokers_seen(secure: SaslSsl) -> int | None:
 
 
 @contextmanager
-def sasl_ssl_cluster(base: Path, brokers: int = 3) -> Iterator[SaslSsl]:
-    """The cluster, running with every broker in admin's Metadata; stopped when the block
-    ends."""
-    properties = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0"}
+def sasl_ssl_cluster(base: Path, brokers: int = 3,
+                     more: Mapping[str, str] | None = None) -> Iterator[SaslSsl]:
+    """The cluster (``more`` properties on every node), running with every broker in
+    admin's Metadata; stopped when the block ends."""
+    properties = {**PROPERTIES, "group.initial.rebalance.delay.ms": "0", **(more or {})}
     cluster = LocalCluster.create(base, 1, properties, brokers=brokers, secure=True)
     cluster.start_all()
     try:
         secure = SaslSsl(cluster)
         wait_for(f"{brokers} brokers in {ADMIN}'s metadata over SASL_SSL",
-                 lambda: True if _brokers_seen(secure) == brokers else None,
+                 lambda: True if brokers_seen(
+                     secure.bootstrap, secure.admin_properties) == brokers else None,
                  timeout_s=STARTUP_TIMEOUT_S)
         yield secure
     finally:

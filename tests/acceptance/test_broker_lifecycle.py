@@ -87,10 +87,11 @@ def leader_and_isr(cluster: LocalCluster, via: int) -> tuple[int, set[int]] | No
     return int(parts[0].leader_id), {int(b) for b in parts[0].isr_nodes}
 
 
-def recovery_states(cluster: LocalCluster) -> list[int]:
-    """The leader recovery states the controller's metadata log set on partition 0, in
-    order (read-only, up to a write under way)."""
-    directory = cluster.nodes[cluster.controllers[0]].data / METADATA_LOG_DIR_NAME
+def recovery_states(log_dir: Path) -> list[int]:
+    """The leader recovery states the metadata log of the controller whose ``log.dirs`` is
+    ``log_dir`` set on partition 0, in order (read-only, up to a write under way; pykraft's and
+    Kafka's logs alike)."""
+    directory = log_dir / METADATA_LOG_DIR_NAME
     segments = sorted(directory.glob("*" + LOG_SUFFIX))
     tail = verify_segments(segments)
     states = []
@@ -236,15 +237,16 @@ def test_unclean_election_after_every_isr_member_is_gone(cluster: LocalCluster) 
         leader_and_isr(cluster, third) == (-1, {first})) or None)
 
     set_unclean(cluster, third)
+    controller_data = cluster.nodes[cluster.controllers[0]].data
     wait_for("the out-of-ISR replica elected", lambda: (
         leader_and_isr(cluster, third) == (third, {third})) or None)
-    assert recovery_states(cluster) == [RECOVERING]
+    assert recovery_states(controller_data) == [RECOVERING]
     cluster.start(first)
     cluster.start(second)
     # the RECOVERING leader's first ISR expansion also marks the partition RECOVERED
     wait_for("both replicas back in the ISR", lambda: (
         leader_and_isr(cluster, third) == (third, everyone)) or None)
-    assert recovery_states(cluster) == [RECOVERING, RECOVERED]
+    assert recovery_states(controller_data) == [RECOVERING, RECOVERED]
     after = Sends(cluster, "all", b"after")
     for _ in range(5):
         after.send()

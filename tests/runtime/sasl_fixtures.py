@@ -51,6 +51,10 @@ class FakeScram:
     def token_authenticated(self) -> bool:
         return False
 
+    @property
+    def credential_expiration_ms(self) -> int | None:
+        return None
+
     def evaluate(self, token: bytes) -> bytes:
         self._round += 1
         if self._round == 1:

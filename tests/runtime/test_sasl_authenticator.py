@@ -209,6 +209,32 @@ def test_session_lifetime_and_reauthentication() -> None:
     assert step.close is not None and "expired" in step.close and not step.failed
 
 
+class ExpiringPlain(PlainServer):
+    """PLAIN whose credential expires at wall-clock ms 10 000 (as a delegation token's)."""
+
+    @property
+    def credential_expiration_ms(self) -> int | None:
+        return 10_000
+
+
+@pytest.mark.parametrize(("reauth_ms", "wall_ms", "lifetime_ms"), [
+    (0, 4_000, 6_000),  # the credential alone bounds the session
+    (1_000, 4_000, 1_000),  # the shorter of the two
+    (60_000, 4_000, 6_000),
+    (0, 12_000, 0),  # expired (not yet removed): over at once
+])
+def test_a_credential_expiry_bounds_the_session(reauth_ms: int, wall_ms: int,
+                                                lifetime_ms: int) -> None:
+    authenticator = SaslAuthenticator(
+        listener(reauth_ms, PLAIN=lambda: ExpiringPlain(USERS)), BASE, lambda: wall_ms)
+    body = answer(plain_login(authenticator, now_ms=100), ApiKey.SASL_AUTHENTICATE, 2)
+    assert body.session_lifetime_ms == lifetime_ms
+    if lifetime_ms:
+        assert authenticator.receive(metadata(), 100 + lifetime_ms).forward
+    step = authenticator.receive(metadata(), 100 + lifetime_ms + (1 if lifetime_ms else 0))
+    assert step.close is not None and "expired" in step.close and not step.failed
+
+
 def test_session_lifetime_is_not_in_version_zero() -> None:
     authenticator = SaslAuthenticator(listener(reauth_ms=1000), BASE)
     body = answer(plain_login(authenticator, version=0), ApiKey.SASL_AUTHENTICATE, 0)

@@ -74,6 +74,7 @@ def scram_login(token_id: str, password: str, extension: str = ",tokenauth=true"
 def test_a_token_authenticates_as_its_owner_with_its_hmac() -> None:
     ours = scram_login(TOKEN_ID, hmac_text(token_hmac(SECRET, TOKEN_ID)))
     assert (ours.authorization_id, ours.token_authenticated) == ("alice", True)
+    assert ours.credential_expiration_ms == 50  # the token's expiry bounds the session
 
 
 @pytest.mark.parametrize(("token_id", "password", "extension"), [
@@ -91,8 +92,8 @@ def test_a_token_credential_is_the_same_on_every_node() -> None:
     mechanism = ScramMechanism.SCRAM_SHA_256
     found = TOKENS.credential(SECRET, TOKEN_ID, mechanism)
     assert found is not None and found == TOKENS.credential(SECRET, TOKEN_ID, mechanism)
-    owner, credential = found
-    assert owner == "alice" and credential == ScramCredential.from_password(
+    owner, credential, expiry_ms = found
+    assert (owner, expiry_ms) == ("alice", 50) and credential == ScramCredential.from_password(
         mechanism, hmac_text(token_hmac(SECRET, TOKEN_ID)), credential.salt, 4096)
 
 

@@ -5,6 +5,8 @@ on stderr, as DelegationTokenCommand does."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -88,20 +90,31 @@ def delegation_tokens(
     except ValueError as exc:
         raise refuse(str(exc)) from None
 
-    async def main() -> str:
-        settings = admin_settings(bootstrap_server or "", command_config)
-        async with AdminClient(settings) as admin:
-            if create and max_life_time_period is not None:
-                return await tool.create(admin, renewers, max_life_time_period,
-                                         owners[0] if owners else None)
-            if renew and hmac is not None and renew_time_period is not None:
-                return await tool.renew(admin, hmac, renew_time_period)
-            if expire and hmac is not None and expiry_time_period is not None:
-                return await tool.expire(admin, hmac, expiry_time_period)
-            return await tool.describe(admin, owners)
+    # each action's call line and request; Kafka's tool prints the line before making the
+    # call, so it stands when the call fails
+    action: Callable[[AdminClient], Awaitable[str]]
+    if create and max_life_time_period is not None:
+        heading = tool.create_call(renewers, max_life_time_period)
+        action = partial(tool.create, renewers=renewers, max_life_time_ms=max_life_time_period,
+                         owner=owners[0] if owners else None)
+    elif (renew or expire) and hmac is not None:
+        period = renew_time_period if renew else expiry_time_period
+        assert period is not None  # required above
+        heading = (tool.renew_call if renew else tool.expire_call)(hmac, period)
+        action = partial(tool.renew if renew else tool.expire, hmac=hmac, period_ms=period)
+    else:
+        heading = tool.describe_call(owners)
+        action = partial(tool.describe, owners=owners)
 
+    async def main() -> str:
+        async with AdminClient(admin_settings(bootstrap_server or "", command_config)) as admin:
+            return await action(admin)
+
+    typer.echo(heading, nl=False)
     try:
         output = asyncio.run(main())
     except (PyKraftError, OSError, ValueError) as exc:
         raise refuse(str(exc)) from None
-    typer.echo(output, nl=not (renew or expire))
+    # Kafka's tool ends a table with its last row's newline and a renewed or expired
+    # token's date with none: the text is printed as it is
+    typer.echo(output, nl=False)

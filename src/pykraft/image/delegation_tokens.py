@@ -52,10 +52,11 @@ class DelegationTokensImage:
             yield self.tokens[token_id], 0
 
     def credential(self, secret_key: str, token_id: str,
-                   mechanism: ScramMechanism) -> tuple[str, ScramCredential] | None:
-        """The owner's name and the SCRAM credential of token ``token_id``, whose password
-        is its HMAC in base64 (Kafka's DelegationTokenManager salts it at the mechanism's
-        minimum iterations; the salt derives from the id, so every node agrees on it)."""
+                   mechanism: ScramMechanism) -> tuple[str, ScramCredential, int] | None:
+        """The owner's name, the SCRAM credential and the expiry timestamp of token
+        ``token_id``; the credential's password is its HMAC in base64 (Kafka's
+        DelegationTokenManager salts it at the mechanism's minimum iterations; the salt
+        derives from the id, so every node agrees on it)."""
         token = self.tokens.get(token_id)
         if token is None:
             return None
@@ -64,7 +65,7 @@ class DelegationTokensImage:
         salted = hashlib.pbkdf2_hmac(mechanism.hash_name, password, salt, MIN_ITERATIONS)
         credential = ScramCredential.from_salted_password(mechanism, salt, MIN_ITERATIONS,
                                                           salted)
-        return token.owner.partition(":")[2], credential
+        return token.owner.partition(":")[2], credential, token.expiration_timestamp
 
     def by_hmac(self, secret_key: str, token_hmac_bytes: bytes) -> DelegationTokenRecord | None:
         """The token whose HMAC under ``secret_key`` is ``token_hmac_bytes`` (Kafka's

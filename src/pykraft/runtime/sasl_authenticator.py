@@ -7,8 +7,9 @@ form). Anything else before authentication completes closes the connection; a fa
 exchange is answered with SASL_AUTHENTICATION_FAILED, then the connection is closed. Once
 authenticated, requests reach the dispatcher with the session of ``User:<authorization id>``.
 
-With ``connections.max.reauth.ms`` (KIP-368) the session has a lifetime, told to v1+ clients
-in SaslAuthenticate's session_lifetime_ms: a SaslHandshake on the authenticated connection
+With ``connections.max.reauth.ms`` (KIP-368), or a credential that expires (a delegation
+token), the session has a lifetime, the shorter of the two, told to v1+ clients in
+SaslAuthenticate's session_lifetime_ms: a SaslHandshake on the authenticated connection
 starts a re-authentication (same mechanism and principal, at most once a second), and the
 first other request after expiry closes the connection. Every (re-)authentication asks the
 listener's factory for a fresh mechanism server, so a credential removed from the metadata
@@ -27,6 +28,7 @@ import asyncio
 import dataclasses
 import enum
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -83,11 +85,20 @@ def _fail(reason: str, reply: bytes | None = None) -> Step:
     return Step(reply=reply, close=reason, failed=True)
 
 
-class SaslAuthenticator:
-    """One connection's authentication state; ``base`` is its unauthenticated session."""
+def wall_ms() -> int:
+    """The wall clock in ms since the epoch: what a credential's expiry is measured in."""
+    return int(time.time() * 1000)
 
-    def __init__(self, listener: SaslListener, base: Session) -> None:
+
+class SaslAuthenticator:
+    """One connection's authentication state; ``base`` is its unauthenticated session.
+    Time comes in with each frame (monotonic); ``wall_clock`` only measures how long a
+    credential with an expiry timestamp has left."""
+
+    def __init__(self, listener: SaslListener, base: Session,
+                 wall_clock: Callable[[], int] = wall_ms) -> None:
         self._listener = listener
+        self._wall_clock = wall_clock
         self._session = base
         self._state = _State.HANDSHAKE_OR_VERSIONS
         self._server: SaslServer | None = None
@@ -213,13 +224,29 @@ class SaslAuthenticator:
                 "Cannot change principals during re-authentication from "
                 f"{previous.principal_type}.{previous.name}: "
                 f"{principal.principal_type}.{principal.name}")
-        lifetime_ms = max(0, self._listener.reauth_ms.get(self._mechanism, 0))
-        self._expires_at_ms = now_ms + lifetime_ms if lifetime_ms > 0 else None
+        lifetime_ms = self._lifetime_ms(server.credential_expiration_ms, now_ms)
         self._principal = principal
         self._session = dataclasses.replace(self._session, principal=principal)
         self._state = _State.COMPLETE
         self._reauth_from = None
         return challenge, lifetime_ms
+
+    def _lifetime_ms(self, credential_expiration_ms: int | None, now_ms: int) -> int:
+        """Kafka's ``calcCompletionTimesAndReturnSessionLifetimeMs``: the session lasts
+        ``connections.max.reauth.ms`` for the mechanism, and no longer than the credential
+        (a delegation token until its expiry; one already expired gets a session of 0 ms,
+        closed at its next request). Sets when it expires; 0: never, as no bound applies."""
+        reauth_ms = self._listener.reauth_ms.get(self._mechanism or "", 0)
+        if credential_expiration_ms is None and reauth_ms <= 0:
+            self._expires_at_ms = None
+            return 0
+        bounds = [] if credential_expiration_ms is None else [
+            credential_expiration_ms - self._wall_clock()]
+        lifetime_ms = max(0, min([*bounds, *([reauth_ms] if reauth_ms > 0 else [])]))
+        # an expired credential's session is over at once: Kafka counts in ns, so the next
+        # request always comes after it; in ms it may come within the same one
+        self._expires_at_ms = now_ms + lifetime_ms if lifetime_ms > 0 else now_ms - 1
+        return lifetime_ms
 
     def _authenticated(self, frame: bytes, api_key: int, now_ms: int) -> Step:
         """An authenticated connection's request: a re-authentication's handshake, a close
@@ -231,8 +258,9 @@ class SaslAuthenticator:
             self._reauth_from = self._mechanism
             return self._handshake(decode_request(frame))
         if self._expires_at_ms is not None and now_ms > self._expires_at_ms:
-            return Step(close=f"session of {self._principal} expired "
-                              "(connections.max.reauth.ms) without re-authentication")
+            return Step(close=f"session of {self._principal} expired (connections.max."
+                              "reauth.ms or its credential's expiry) without "
+                              "re-authentication")
         return Step(forward=True)
 
 
@@ -275,7 +303,8 @@ def with_scram(listener: SaslListener | None, image: Callable[[], MetadataImage]
     """``listener`` with SCRAM-SHA-256/512 servers over ``image()``, the node's current
     credentials and delegation tokens (whose passwords derive from ``secret_key``; none
     without one), so each (re-)authentication sees the latest ones."""
-    def tokens(token_id: str, mechanism: ScramMechanism) -> tuple[str, ScramCredential] | None:
+    def tokens(token_id: str,
+               mechanism: ScramMechanism) -> tuple[str, ScramCredential, int] | None:
         if secret_key is None:
             return None
         return image().delegation_tokens.credential(secret_key, token_id, mechanism)

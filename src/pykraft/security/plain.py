@@ -41,6 +41,10 @@ class PlainServer:
     def token_authenticated(self) -> bool:
         return False
 
+    @property
+    def credential_expiration_ms(self) -> int | None:
+        return None
+
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:
             raise SaslAuthenticationError("Authentication exchange has completed")

@@ -43,6 +43,13 @@ class SaslServer(Protocol):
         """The client proved a delegation token (its principal is the token's owner)."""
         ...
 
+    @property
+    def credential_expiration_ms(self) -> int | None:
+        """When the proven credential expires (ms since the epoch; None: never), once
+        complete: Kafka's ``CREDENTIAL.LIFETIME.MS`` negotiated property, which bounds the
+        session (a delegation token's expiry timestamp)."""
+        ...
+
 
 #: mechanism name (``PLAIN``, ``SCRAM-SHA-512``, ...) -> a factory of fresh servers
 SaslServerFactories = Mapping[str, Callable[[], SaslServer]]

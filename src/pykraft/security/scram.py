@@ -35,8 +35,9 @@ from pykraft.security.sasl import SaslAuthenticationError, SaslServer, SaslServe
 SCRAM_MECHANISMS = tuple(m for m in ScramMechanism if m is not ScramMechanism.UNKNOWN)
 TOKEN_AUTH = "tokenauth"  # Kafka's ScramLoginModule.TOKEN_AUTH_CONFIG
 
-#: token id, mechanism -> the token owner's name and the token's credential (None: unknown).
-TokenLookup = Callable[[str, ScramMechanism], "tuple[str, ScramCredential] | None"]
+#: token id, mechanism -> the token owner's name, the token's credential and its expiry
+#: timestamp (ms since the epoch); None: unknown.
+TokenLookup = Callable[[str, ScramMechanism], "tuple[str, ScramCredential, int] | None"]
 
 
 def no_tokens(_token_id: str, _mechanism: ScramMechanism) -> None:
@@ -62,6 +63,7 @@ class ScramSaslServer:
             self._lookup, s_nonce=nonce)
         self._user: str | None = None
         self._token_auth = False
+        self._token_expiry_ms: int | None = None
         self._round = 0
         self._complete = False
 
@@ -82,6 +84,12 @@ class ScramSaslServer:
     @property
     def token_authenticated(self) -> bool:
         return self._token_auth
+
+    @property
+    def credential_expiration_ms(self) -> int | None:
+        """A token's expiry timestamp (Kafka's ScramSaslServer negotiates it so: the
+        session ends when the token expires, even one expired but not yet removed)."""
+        return self._token_expiry_ms
 
     def evaluate(self, token: bytes) -> bytes:
         self._round += 1
@@ -127,7 +135,7 @@ class ScramSaslServer:
             found = self._tokens(user, self._mechanism)
             if found is None:
                 raise ScramExchangeError(f"Token Authentication failed: Invalid tokenId : {user}")
-            owner, credential = found
+            owner, credential, self._token_expiry_ms = found
         else:
             owner, credential = user, self._image().get(user, self._mechanism)
         if credential is None:

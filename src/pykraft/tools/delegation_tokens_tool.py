@@ -1,11 +1,12 @@
 """``pykraft delegation-tokens``: Kafka's ``kafka-delegation-tokens.sh`` (DelegationTokenCommand).
 
-Each action prints what Kafka's prints: the call it makes, then the outcome; tokens as its
-table (``%-15s %-30s ...``, each row after a blank line) with dates in the local time zone
-as ``yyyy-MM-dd'T'HH:mm``. Token management works only over an authenticated connection
-(the brokers refuse it over PLAINTEXT), so ``--command-config`` names the client's security
-settings. A failed call raises :class:`~pykraft.tools.admin_client.ApiError` with Kafka's
-message for the code.
+Each action prints what Kafka's prints: the call it makes (``*_call``, printed before any
+request, so it stands on stdout whether the call succeeds or not), then the outcome (the
+async functions); tokens as its table (``%-15s %-30s ...``, each row after a blank line)
+with dates in the local time zone as ``yyyy-MM-dd'T'HH:mm``. Token management works only
+over an authenticated connection (the brokers refuse it over PLAINTEXT), so
+``--command-config`` names the client's security settings. A failed call raises
+:class:`~pykraft.tools.admin_client.ApiError` with Kafka's message for the code.
 """
 
 from __future__ import annotations
@@ -79,9 +80,15 @@ def token_table(tokens: Sequence[DescribedDelegationToken]) -> str:
     return text
 
 
+def create_call(renewers: Sequence[KafkaPrincipal], max_life_time_ms: int) -> str:
+    """``--create``'s first line."""
+    return (f"Calling create token operation with renewers :{_principals(renewers)} , "
+            f"max-life-time-period :{max_life_time_ms}\n")
+
+
 async def create(admin: AdminClient, renewers: Sequence[KafkaPrincipal],
                  max_life_time_ms: int, owner: KafkaPrincipal | None) -> str:
-    """``--create``: the call, the new token's id and its table."""
+    """``--create``'s outcome: the new token's id and its table."""
     answer = await admin.request(CreateDelegationTokenRequest(
         owner_principal_type="" if owner is None else owner.principal_type,
         owner_principal_name="" if owner is None else owner.name,
@@ -97,42 +104,50 @@ async def create(admin: AdminClient, renewers: Sequence[KafkaPrincipal],
         max_timestamp=answer.max_timestamp_ms, token_id=answer.token_id, hmac=answer.hmac,
         renewers=tuple(DescribedDelegationTokenRenewer(  # Kafka's admin: the ones asked for
             principal_type=r.principal_type, principal_name=r.name) for r in renewers))
-    return (f"Calling create token operation with renewers :{_principals(renewers)} , "
-            f"max-life-time-period :{max_life_time_ms}\n"
-            f"Created delegation token with tokenId : {answer.token_id}\n"
-            + token_table([token]))
+    return f"Created delegation token with tokenId : {answer.token_id}\n" + token_table([token])
 
 
-async def renew(admin: AdminClient, hmac: str, renew_time_period_ms: int) -> str:
-    return await _new_expiry(admin, "renew", "renew-time-period", hmac, renew_time_period_ms)
+def renew_call(hmac: str, renew_time_period_ms: int) -> str:
+    return f"Calling renew token operation with hmac :{hmac} , renew-time-period " \
+           f":{renew_time_period_ms}\n"
 
 
-async def expire(admin: AdminClient, hmac: str, expiry_time_period_ms: int) -> str:
-    return await _new_expiry(admin, "expire", "expire-time-period", hmac,
-                             expiry_time_period_ms)
+def expire_call(hmac: str, expiry_time_period_ms: int) -> str:
+    return f"Calling expire token operation with hmac :{hmac} , expire-time-period " \
+           f":{expiry_time_period_ms}\n"
 
 
-async def _new_expiry(admin: AdminClient, action: str, option: str, hmac: str,
-                      period_ms: int) -> str:
-    """``--renew`` or ``--expire``: the call and the token's new expiry."""
+async def renew(admin: AdminClient, hmac: str, period_ms: int) -> str:
+    return await _new_expiry(admin, "renew", hmac, period_ms)
+
+
+async def expire(admin: AdminClient, hmac: str, period_ms: int) -> str:
+    return await _new_expiry(admin, "expire", hmac, period_ms)
+
+
+async def _new_expiry(admin: AdminClient, action: str, hmac: str, period_ms: int) -> str:
+    """``--renew`` or ``--expire``'s outcome: the token's new expiry."""
     raw = base64.b64decode(hmac)
     request: RenewDelegationTokenRequest | ExpireDelegationTokenRequest = (
         RenewDelegationTokenRequest(hmac=raw, renew_period_ms=period_ms) if action == "renew"
         else ExpireDelegationTokenRequest(hmac=raw, expiry_time_period_ms=period_ms))
     answer = await admin.request(request)
     _check(answer.error_code)
-    return (f"Calling {action} token operation with hmac :{hmac} , {option} :{period_ms}\n"
-            f"Completed {action} operation. New expiry date : "
-            f"{date(answer.expiry_timestamp_ms)}")
+    return f"Completed {action} operation. New expiry date : {date(answer.expiry_timestamp_ms)}"
+
+
+def describe_call(owners: Sequence[KafkaPrincipal]) -> str:
+    return (f"Calling describe token operation for owners: {_principals(owners)}\n"
+            if owners else "Calling describe token operation for current user.\n")
 
 
 async def describe(admin: AdminClient, owners: Sequence[KafkaPrincipal]) -> str:
-    """``--describe``: the current user's tokens, or those of ``owners``."""
+    """``--describe``'s outcome: the tokens of ``owners``. Without any, Kafka's tool says it
+    asks for the current user's, yet sends an empty owner list (not null, which would mean
+    every token the user may see), and Kafka's brokers answer that with no token: this tool
+    sends the same, so both print the same from any broker."""
     answer = await admin.request(DescribeDelegationTokenRequest(owners=tuple(
         DescribeDelegationTokenOwner(principal_type=o.principal_type, principal_name=o.name)
-        for o in owners) if owners else None))
+        for o in owners)))
     _check(answer.error_code)
-    heading = (f"Calling describe token operation for owners: {_principals(owners)}\n"
-               if owners else "Calling describe token operation for current user.\n")
-    return (heading + f"Total number of tokens : {len(answer.tokens)}"
-            + token_table(answer.tokens))
+    return f"Total number of tokens : {len(answer.tokens)}" + token_table(answer.tokens)

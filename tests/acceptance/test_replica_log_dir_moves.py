@@ -12,7 +12,6 @@ order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,11 @@ from broker_harness import (
 from java_kafka import tool_outcome
 from oracle_kafka import fetched, in_ci
 from test_broker_lifecycle import TOPIC, Sends, consumed  # type: ignore[import-not-found]
+from test_reassignment_throttle import (  # type: ignore[import-not-found]
+    Tool,
+    kafka_tool,
+    pykraft_tool,
+)
 
 from pykraft.messages.kafka.describe_log_dirs_request import (
     DescribableLogDirTopic,
@@ -36,21 +40,9 @@ from pykraft.tools.local_cluster import LocalCluster
 
 pytestmark = [pytest.mark.timeout(300)]
 
-REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
 THROTTLE = 200_000  # B/s: a few seconds for the partition's bytes
 BULK = 60  # records of 10 KB
-Tool = Callable[..., tuple[int, str]]
-
-
-def pykraft_tool(cluster: LocalCluster, *args: str) -> tuple[int, str]:
-    outcome: tuple[int, str] = tool_outcome(cluster, None, "reassign-partitions", *args)
-    return outcome
-
-
-def kafka_tool(cluster: LocalCluster, *args: str) -> tuple[int, str]:
-    outcome: tuple[int, str] = tool_outcome(cluster, REASSIGN, *args)
-    return outcome
 
 
 def where(cluster: LocalCluster, broker: int) -> list[tuple[str, bool]]:

@@ -290,3 +290,16 @@ def test_a_request_answers_each_partition_once_and_a_refusal_every_one(tmp_path:
         ("t", [0, 1], {ErrorCode.CLUSTER_AUTHORIZATION_FAILED}),
         ("t", [0], {ErrorCode.CLUSTER_AUTHORIZATION_FAILED}),
         ("u", [0], {ErrorCode.CLUSTER_AUTHORIZATION_FAILED})]
+
+
+def test_a_failed_target_dir_drops_the_move_and_the_replica_serves_on(tmp_path: Path) -> None:
+    manager, mover, _ = _broker(tmp_path)
+    _produce(manager, 2, first_sequence=0)
+    mover.alter(TP, str((tmp_path / "b").absolute()))
+    manager.logs.failures.report = lambda directory: bool(
+        manager.take_dir_offline(directory)) or True
+    manager.logs.failures.fail(tmp_path / "b", "Error while appending", OSError("I/O error"))
+    assert not mover.step(NOW)
+    assert mover.moving == frozenset() and manager.logs.futures == {}
+    _produce(manager, 1, first_sequence=6)
+    assert _values(manager) == 9

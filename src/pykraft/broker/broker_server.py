@@ -163,8 +163,9 @@ class BrokerServer:
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
                 static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
+        self._fetcher_config = FetcherConfig.of(static)
         self.fetchers = ReplicaFetcherManager(
-            settings.node_id, self.replicas, FetcherConfig.of(static),
+            settings.node_id, self.replicas, self._fetcher_config,
             broker.inter_broker_listener, self._now_ms, self._broker_epoch,
             tls=broker.inter_broker_tls, sasl=broker.inter_broker_sasl)
         self._offsets_topic = OffsetsTopicConfig.from_properties(static)  # refused at start
@@ -224,10 +225,9 @@ class BrokerServer:
             broker_epoch=self._broker_epoch, image=lambda: self.replicas.image)
         self.replicas.assign_dir = self._assignments.assign
         self.replicas.clock_ms = node.now_ms
-        fetcher_config = FetcherConfig.of(self._static)
-        self.log_dir_mover = LogDirMover(
-            self.replicas, clock_ms=node.now_ms, max_bytes=fetcher_config.max_bytes,
-            backoff_ms=fetcher_config.backoff_ms, assign=self._assignments.assign)
+        self.log_dir_mover = LogDirMover(  # Kafka's alter-log-dirs fetcher: replica.fetch.*
+            self.replicas, clock_ms=node.now_ms, max_bytes=self._fetcher_config.max_bytes,
+            backoff_ms=self._fetcher_config.backoff_ms, assign=self._assignments.assign)
         # new partitions' logs are created off the loop (three fsyncs each), the fetchers
         # told of each chunk hosted
         self._log_creator = LogCreator(self.replicas, node.now_ms,

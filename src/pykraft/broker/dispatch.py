@@ -8,8 +8,8 @@ replica manager (:mod:`pykraft.broker.produce`), and so are the reads: Fetch
 DeleteRecords, and so are moves between its log directories (AlterReplicaLogDirs,
 :mod:`pykraft.broker.alter_log_dirs`); InitProducerId from the producer id blocks this broker
 gets from the controller (:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum
-and the voter changes
-(AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them, and a
+and the voter changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker
+listener for them, and a
 ``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
 controller, whose answer is written at the caller's version once this broker's image holds
 the write (read-after-write, :mod:`pykraft.broker.read_after_write`); while the controller

@@ -47,8 +47,7 @@ directory holding the fewest partitions, the first in ``log.dirs`` order on a ti
 ``getOrCreateLog`` and ``nextLogDirs``); a directory AlterReplicaLogDirs named for the
 replica before it existed (:meth:`prefer`) comes before the image's. A partition whose
 ``partition.metadata`` names another topic id than the image is a recreated topic's stale
-replica: :meth:`get_or_create`
-deletes it first.
+replica: :meth:`get_or_create` deletes it first.
 Retention runs in the replica manager, which knows the high watermarks; it calls
 :meth:`LogManager.compact` for each partition. Each directory's
 ``cleaner-offset-checkpoint`` holds the first dirty offset of its compacted partitions,
@@ -167,7 +166,10 @@ class LogManager:
 
             for (child, tp), loaded in zip(found, _load_all(load, found, recovery_threads),
                                            strict=True):
-                (self._futures if _is_future(child) else self._logs)[tp] = loaded
+                if _is_future(child):
+                    self._futures[tp] = loaded
+                    continue
+                self._logs[tp] = loaded
                 if tp in cleaned:
                     self._first_dirty[tp] = cleaned[tp]
             marker.unlink(missing_ok=True)

@@ -6,18 +6,18 @@ naming a missing topic creating it (:mod:`pykraft.broker.auto_topics`); Produce 
 replica manager (:mod:`pykraft.broker.produce`), and so are the reads: Fetch
 (:mod:`pykraft.broker.fetch`), ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and
 DeleteRecords, and so are moves between its log directories (AlterReplicaLogDirs,
-:mod:`pykraft.broker.alter_log_dirs`); InitProducerId from the producer id blocks this broker
-gets from the controller (:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum
-and the voter changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker
-listener for them, and a
-``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
-controller, whose answer is written at the caller's version once this broker's image holds
-the write (read-after-write, :mod:`pykraft.broker.read_after_write`); while the controller
-changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
-NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
-broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
-controller closes the connection on such a frame, and Kafka's forwarding sends it again until
-its timeout, then answers that.
+:mod:`pykraft.broker.alter_log_dirs`); InitProducerId from the producer id blocks this
+broker gets from the controller (:mod:`pykraft.broker.producer_ids`). Admin writes,
+DescribeQuorum and the voter changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list
+the broker listener for them, and a ``--bootstrap-server`` admin client sends them to any
+broker) are forwarded to the active controller, whose answer is written at the caller's
+version once this broker's image holds the write (read-after-write,
+:mod:`pykraft.broker.read_after_write`); while the controller changes the broker retries,
+and when none answers within FORWARD_TIMEOUT_MS the caller gets NOT_CONTROLLER. A request
+that outgrows ``socket.request.max.bytes`` once forwarded (the broker's header is longer
+than most clients') is answered REQUEST_TIMED_OUT at once: the controller closes the
+connection on such a frame, and Kafka's forwarding sends it again until its timeout, then
+answers that.
 
 Which APIs a broker serves, and what answers each, is one table: :data:`BROKER_APIS` (at the
 end of this module, after the handlers it names). The framing rules (unknown API or version

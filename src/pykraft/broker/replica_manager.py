@@ -435,6 +435,8 @@ class ReplicaManager:
                 except ConfigError:
                     log.exception("%s: keeping the previous topic settings", _name(hosted.tp))
                 hosted.log.config = hosted.settings.log
+                if (future := self.logs.future(hosted.tp)) is not None:  # a log-dir move's
+                    future.config = hosted.settings.log
 
     def _settings_of(self, topic: str) -> TopicSettings:
         """The topic's settings under this broker's properties and the dynamic broker configs

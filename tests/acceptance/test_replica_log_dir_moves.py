@@ -1,17 +1,20 @@
-"""AlterReplicaLogDirs on real processes (issue 31 item 4): a broker with two log dirs
-holds a partition of about 600 KB; ``pykraft reassign-partitions --execute`` with a
-``log_dirs`` target moves it to the other dir under ``--replica-alter-log-dirs-throttle``
-while an idempotent producer keeps sending acks=all, ``--verify`` reports the move until it
-completed; then Kafka's own kafka-reassign-partitions.sh moves it back (skipped off CI
-when Kafka is not fetched). Each time DescribeLogDirs (and Kafka's kafka-log-dirs.sh)
-shows the replica in its new dir and no future replica, the old copy is renamed for
-deletion in the other dir, and every record sent is acknowledged and consumed back, in
-order.
+"""AlterReplicaLogDirs on real processes (issue 31 item 4): a broker with two log dirs holds a
+partition of about 600 KB; ``pykraft reassign-partitions --execute`` with a ``log_dirs``
+target moves it to the other dir under ``--replica-alter-log-dirs-throttle`` while an
+idempotent producer keeps sending acks=all (from a thread, all along), and ``--verify``
+reports the move in progress until it completed; then Kafka's own
+kafka-reassign-partitions.sh moves it back (skipped off CI when Kafka is not fetched). Each
+time DescribeLogDirs (and Kafka's kafka-log-dirs.sh) shows the replica in its new dir and no
+future replica, the old copy is renamed for deletion in the other dir, and every record sent
+is acknowledged and consumed back, in order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,7 +44,7 @@ from pykraft.tools.local_cluster import LocalCluster
 pytestmark = [pytest.mark.timeout(300)]
 
 LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
-THROTTLE = 200_000  # B/s: a few seconds for the partition's bytes
+THROTTLE = 100_000  # B/s: several seconds for the partition's bytes
 BULK = 60  # records of 10 KB
 
 
@@ -55,22 +58,52 @@ def where(cluster: LocalCluster, broker: int) -> list[tuple[str, bool]]:
 
 def move(cluster: LocalCluster, tool: Tool, sends: Sends, files: Path, broker: int,
          target: Path, source: Path) -> None:
-    """Move partition 0's replica from ``source`` to ``target`` with the throttle, sending
-    meanwhile; every --verify report says the move is in progress until it completed."""
+    """Move partition 0's replica from ``source`` to ``target`` with the throttle, a
+    producer sending all along; every --verify report says the move is in progress until
+    it completed."""
     plan = files / f"to-{target.name}.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": TOPIC, "partition": 0, "replicas": [broker], "log_dirs": [str(target)]}]}))
-    code, out = tool(cluster, "--execute", "--reassignment-json-file", str(plan),
-                     "--replica-alter-log-dirs-throttle", str(THROTTLE))
+    with sending(sends):
+        code, out = tool(cluster, "--execute", "--reassignment-json-file", str(plan),
+                         "--replica-alter-log-dirs-throttle", str(THROTTLE))
+        reports = verified(cluster, tool, plan, broker)
     assert code == 0, out
     assert f"The replica-alter-dir throttle limit was set to {THROTTLE} B/s\n" in out
     assert out.endswith(f"Successfully started moving log directory to {target} for replica "
                         f"{TOPIC}-0 with broker {broker} \n"), out
+    print(f"{tool.__name__}: {len(reports) - 1} --verify reports in progress, then completed")
+    assert all(f"Reassignment of replica {TOPIC}-0-{broker} is still in progress." in report
+               for report in reports[:-1])
+    assert reports[-1].endswith(f"Clearing topic-level throttles on topic {TOPIC}\n")
+    assert where(cluster, broker) == [(str(target), False)]
+    left = [child.name for child in source.iterdir() if child.name.startswith(f"{TOPIC}-0")]
+    assert all(name.endswith("-delete") for name in left), left  # removed after the delay
+
+
+@contextlib.contextmanager
+def sending(sends: Sends) -> Iterator[None]:
+    """A thread sending one record after another (acks=all) while the block runs."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            sends.send()  # paced by the producer's poll
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def verified(cluster: LocalCluster, tool: Tool, plan: Path, broker: int) -> list[str]:
+    """``--verify`` until it says the move completed; every report."""
     reports = []
 
     def completed() -> bool | None:
-        for _ in range(20):
-            sends.send()
         code, out = tool(cluster, "--verify", "--reassignment-json-file", str(plan))
         assert code == 0, out
         reports.append(out)
@@ -78,12 +111,7 @@ def move(cluster: LocalCluster, tool: Tool, sends: Sends, files: Path, broker: i
             or None
 
     wait_for("the move completed", completed, 120)
-    assert all(f"Reassignment of replica {TOPIC}-0-{broker} is still in progress." in report
-               for report in reports[:-1])
-    assert reports[-1].endswith(f"Clearing topic-level throttles on topic {TOPIC}\n")
-    assert where(cluster, broker) == [(str(target), False)]
-    left = [child.name for child in source.iterdir() if child.name.startswith(f"{TOPIC}-0")]
-    assert all(name.endswith("-delete") for name in left), left  # removed after the delay
+    return reports
 
 
 def all_consumed(cluster: LocalCluster, sends: Sends) -> None:

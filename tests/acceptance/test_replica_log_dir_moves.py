@@ -6,7 +6,8 @@ reports the move in progress until it completed; then Kafka's own
 kafka-reassign-partitions.sh moves it back (skipped off CI when Kafka is not fetched). Each
 time DescribeLogDirs (and Kafka's kafka-log-dirs.sh) shows the replica in its new dir and no
 future replica, the old copy is renamed for deletion in the other dir, and every record sent
-is acknowledged and consumed back, in order.
+is acknowledged and consumed back, in order. A broker stopped in the middle of a move goes
+on with it once restarted.
 """
 
 from __future__ import annotations
@@ -121,8 +122,11 @@ def all_consumed(cluster: LocalCluster, sends: Sends) -> None:
     assert consumed(cluster, BULK + len(sends.sent))[BULK:] == sends.sent
 
 
-def test_a_replica_moves_between_log_dirs_while_it_takes_writes(tmp_path: Path) -> None:
-    cluster = LocalCluster.create(tmp_path / "cluster", 1, {
+@contextlib.contextmanager
+def loaded_broker(base: Path) -> Iterator[tuple[LocalCluster, int, Path, Path]]:
+    """1 controller and a broker with log dirs a and b whose partition holds the bulk
+    records: the cluster, the broker, the dir the partition is in and the other one."""
+    cluster = LocalCluster.create(base / "cluster", 1, {
         **PROPERTIES, "replica.fetch.max.bytes": "65536"}, brokers=1)
     (broker,) = cluster.brokers
     dirs = cluster.nodes[broker].data / "a", cluster.nodes[broker].data / "b"
@@ -136,18 +140,42 @@ def test_a_replica_moves_between_log_dirs_while_it_takes_writes(tmp_path: Path) 
             bulk.send()
         bulk.flush()
         ((start, _),) = where(cluster, broker)
-        other = next(d for d in dirs if str(d) != start)
+        yield cluster, broker, Path(start), next(d for d in dirs if str(d) != start)
+    finally:
+        for node_id in cluster.nodes:
+            cluster.kill(node_id)
+
+
+def test_a_replica_moves_between_log_dirs_while_it_takes_writes(tmp_path: Path) -> None:
+    with loaded_broker(tmp_path) as (cluster, broker, start, other):
         sends = Sends(cluster, "all")
-        move(cluster, pykraft_tool, sends, tmp_path, broker, other, Path(start))
+        move(cluster, pykraft_tool, sends, tmp_path, broker, other, start)
         all_consumed(cluster, sends)
         if isinstance(fetched(), str) and not in_ci():
             pytest.skip(f"Kafka's tools: {fetched()} [skip off CI; with CI=true they fail]")
         code, out = tool_outcome(cluster, LOG_DIRS, "--describe", "--topic-list", TOPIC)
         assert code == 0 and f'"logDir":"{other}"' in out and '"isFuture":true' not in out, out
-        move(cluster, kafka_tool, sends, tmp_path, broker, Path(start), other)
+        move(cluster, kafka_tool, sends, tmp_path, broker, start, other)
         code, out = tool_outcome(cluster, LOG_DIRS, "--describe", "--topic-list", TOPIC)
         assert code == 0 and f'"logDir":"{start}"' in out and '"isFuture":true' not in out, out
         all_consumed(cluster, sends)
-    finally:
-        for node_id in cluster.nodes:
-            cluster.kill(node_id)
+
+
+def test_a_move_goes_on_after_a_restart(tmp_path: Path) -> None:
+    """SIGTERM in the middle of the copy: the ``-future`` log stays, the restarted broker
+    loads it and the move completes (Kafka's LogManager loads future logs)."""
+    with loaded_broker(tmp_path) as (cluster, broker, _, other):
+        plan = tmp_path / "move.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": TOPIC, "partition": 0, "replicas": [broker], "log_dirs": [str(other)]}]}))
+        code, out = pykraft_tool(cluster, "--execute", "--reassignment-json-file", str(plan),
+                                 "--replica-alter-log-dirs-throttle", str(THROTTLE // 4))
+        assert code == 0, out
+        wait_for("a future replica", lambda: (str(other), True) in where(cluster, broker) or None)
+        assert cluster.stop(broker) == 0
+        assert [d.name for d in other.iterdir() if d.name.endswith("-future")]
+        cluster.start(broker)
+        wait_for_brokers(cluster, 1)
+        verified(cluster, pykraft_tool, plan, broker)
+        assert where(cluster, broker) == [(str(other), False)]
+        assert consumed(cluster, BULK) == [b"b" * 10_000 + b"%06d" % n for n in range(BULK)]

@@ -63,6 +63,7 @@ def test_kip_896_floors_and_kraft_ranges() -> None:
         ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
         ApiKey.LIST_OFFSETS: (1, 11),
         ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+        ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
         ApiKey.DESCRIBE_LOG_DIRS: (1, 5),
         ApiKey.DELETE_RECORDS: (0, 2),
         ApiKey.OFFSET_COMMIT: (2, 10),

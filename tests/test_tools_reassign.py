@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from pykraft.cli.main import app
 from pykraft.ids import TopicPartition
+from pykraft.tools.reassign_moves import LogDirs, active_moves, move_lines
 from pykraft.tools.reassign_plan import (
     Move,
     Ongoing,
@@ -123,6 +124,26 @@ def test_the_lines_printed() -> None:
         "Current partition reassignments:",
         "a-0: replicas: 2,3,4,1. adding: 4. removing: 1.",
         "b-0: replicas: 1."]
+
+
+def test_the_log_dir_moves_reported() -> None:
+    """Kafka's findLogDirMoveStates and replicaMoveStatesToString, by broker then topic
+    and partition; a move is ongoing while a future log exists."""
+    targets = {("a", 0, 2): "/x", ("a", 1, 1): "/x", ("b", 0, 1): "/x", ("a", 0, 1): "/x",
+               ("c", 0, 1): "/x", ("d", 0, 3): "/x"}
+    where = {("a", 0, 2): LogDirs("/y", "/x"), ("a", 1, 1): LogDirs("/y", "/z"),
+             ("b", 0, 1): LogDirs("/x"), ("a", 0, 1): LogDirs("/y"), ("c", 0, 1): LogDirs()}
+    assert move_lines(targets, where) == ([
+        "Partition a-0 on broker 1 is not being moved from log dir /y to /x.",
+        "Partition a-1 on broker 1 is being moved to log dir /z instead of /x.",
+        "Reassignment of replica b-0-1 completed successfully.",
+        "Partition c-0 is not found in any live log dir on broker 1. There is likely an "
+        "offline log directory on the broker.",
+        "Reassignment of replica a-0-2 is still in progress.",
+        "Partition d-0 cannot be found in any live log directory on broker 3."], True)
+    assert move_lines({("b", 0, 1): "/x"}, where) == (
+        ["Reassignment of replica b-0-1 completed successfully."], False)
+    assert active_moves(targets, where) == {("a", 0, 2): "/y", ("a", 1, 1): "/y"}
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -38,7 +38,7 @@ from process_harness import wait_for
 
 __all__ = ["PROPERTIES", "PartitionState", "add_broker_listener", "add_listener", "broker_call",
            "combined_node", "fenced_brokers", "partition_leaders", "partition_state",
-           "produce_one", "replica_log_bytes", "wait_for", "wait_for_brokers"]
+           "produce_one", "replica_log_bytes", "set_log_dirs", "wait_for", "wait_for_brokers"]
 
 #: Brokers heartbeat every 500 ms with a 3 s session, so fault tests see fencing quickly.
 PROPERTIES = {
@@ -83,6 +83,17 @@ def running_cluster(base: Path, properties: dict[str, str] = PROPERTIES, *,
     finally:
         for node_id in made.nodes:
             made.kill(node_id)
+
+
+def set_log_dirs(cluster: LocalCluster, broker_id: int, *dirs: Path) -> None:
+    """Give a broker that was created but not started the log dirs ``dirs`` (in
+    ``log.dirs``), and format them."""
+    config = cluster.nodes[broker_id].config
+    joined = ",".join(str(d) for d in dirs)
+    config.write_text("".join(
+        (f"log.dirs={joined}" if line.startswith("log.dirs=") else line) + "\n"
+        for line in config.read_text().splitlines()))
+    cluster.format(broker_id)
 
 
 def add_broker_listener(cluster: LocalCluster, broker_id: int, name: str) -> int:

@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_harness import PROPERTIES, partition_state, wait_for, wait_for_brokers
+from broker_harness import (
+    PROPERTIES,
+    partition_state,
+    set_log_dirs,
+    wait_for,
+    wait_for_brokers,
+)
 from java_kafka import java_command, kafka_classpath
 from oracle_kafka import fetched, in_ci
 
@@ -48,11 +54,7 @@ def _two_dirs_one_small(cluster: LocalCluster, broker: int) -> Iterator[tuple[Pa
     small.mkdir(parents=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(small)], check=True)
     try:
-        config = cluster.nodes[broker].config
-        config.write_text("".join(
-            (f"log.dirs={first},{small}" if line.startswith("log.dirs=") else line) + "\n"
-            for line in config.read_text().splitlines()))
-        cluster.format(broker)
+        set_log_dirs(cluster, broker, first, small)
         yield first, small
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)

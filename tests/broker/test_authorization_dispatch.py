@@ -23,6 +23,7 @@ from replica_fixtures import (
 from pykraft.broker.auto_topics import AutoTopicCreator
 from pykraft.broker.coordinator_topics import GROUP_KEY, CoordinatorFinder, OffsetsTopicConfig
 from pykraft.broker.dispatch import BrokerDispatcher
+from pykraft.broker.log_dir_mover import LogDirMover
 from pykraft.broker.produce import ProduceHandler
 from pykraft.config.authorizer import (
     ALLOW_EVERYONE_IF_NO_ACL_FOUND,
@@ -42,6 +43,11 @@ from pykraft.image.acls import (
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka import offset_fetch_request as fetch
 from pykraft.messages.kafka import offset_fetch_response as fetched
+from pykraft.messages.kafka.alter_replica_log_dirs_request import (
+    AlterReplicaLogDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirTopic,
+)
 from pykraft.messages.kafka.create_acls_request import AclCreation, CreateAclsRequest
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.messages.kafka.envelope_request import EnvelopeRequest
@@ -143,7 +149,9 @@ def make_broker(tmp_path: Path, properties: dict[str, str],
         cluster_id="cid", listener_name="PLAINTEXT",
         produce=ProduceHandler(replicas, lambda: 1_000, "PLAINTEXT"), replicas=replicas,
         groups=(service, CoordinatorFinder(  # type: ignore[arg-type]
-            {GROUP_KEY: OffsetsTopicConfig()}, channel, "PLAINTEXT")), auto_topics=auto_topics)
+            {GROUP_KEY: OffsetsTopicConfig()}, channel, "PLAINTEXT")), auto_topics=auto_topics,
+        log_dir_mover=LogDirMover(replicas, clock_ms=lambda: 1_000, max_bytes=1 << 20,
+                                  backoff_ms=1))
     return Broker(dispatcher, channel, service)
 
 
@@ -281,6 +289,13 @@ def test_cluster_operations_are_refused_whole(tmp_path: Path) -> None:
     assert dirs.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     assert ask(secured.dispatcher, DescribeLogDirsRequest(topics=None), 4,
                ADMIN).error_code == ErrorCode.NONE
+    move = AlterReplicaLogDirsRequest(dirs=(AlterReplicaLogDir(path="/nowhere", topics=(
+        AlterReplicaLogDirTopic(name="t", partitions=(0, 1)),)),))
+    for session, code in ((ALICE, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+                          (ADMIN, ErrorCode.LOG_DIR_NOT_FOUND)):
+        moved = ask(secured.dispatcher, move, 2, session)
+        assert [(p.partition_index, p.error_code) for t in moved.results
+                for p in t.partitions] == [(0, code), (1, code)]
 
 
 @pytest.mark.parametrize("body", [

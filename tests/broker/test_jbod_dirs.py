@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import uuid
 from pathlib import Path
 
@@ -117,8 +118,9 @@ def test_assignments_are_batched_retried_and_dropped_when_invalid() -> None:
     controller = _Controller({1: ErrorCode.NOT_LEADER_OR_FOLLOWER})
     manager = AssignmentsManager(controller, broker_id=1, broker_epoch=lambda: 5,
                                  image=lambda: image)
+    done: list[int] = []
     for partition in (0, 1, 7):
-        manager.assign(T1, partition, DIR_B)
+        manager.assign(T1, partition, DIR_B, functools.partial(done.append, partition))
 
     async def run() -> list[bool]:
         return [await manager.send_once() for _ in range(3)]
@@ -128,3 +130,4 @@ def test_assignments_are_batched_retried_and_dropped_when_invalid() -> None:
                    for p in t.partitions) for r in controller.requests]
     assert sent == [[0, 1], [0, 1], [1]]
     assert manager.pending == 1
+    assert done == [0]  # accepted: its move may swap; the refused one waits

@@ -65,6 +65,11 @@ def test_rates_come_from_this_brokers_dynamic_config_then_the_cluster_default() 
                          config(BROKER, "2", "leader.replication.throttled.rate", "1"))
     throttles.apply_configs(image.configs)
     assert (throttles.leader.bound, throttles.follower.bound) == (7, 9)
+    assert throttles.alter_log_dirs.bound == UNLIMITED
+    rate = "replica.alter.log.dirs.io.max.bytes.per.second"
+    image = with_records(image, config(BROKER, "", rate, "3"), config(BROKER, "1", rate, "4"))
+    throttles.apply_configs(image.configs)
+    assert throttles.alter_log_dirs.bound == 4
 
 
 def test_throttled_replicas_follow_the_topic_configs() -> None:

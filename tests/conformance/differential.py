@@ -77,7 +77,7 @@ def _scalar(value: Any) -> Plain:
 
 
 #: (API, list field) -> where Kafka's source builds that list from a hash set or map; the
-#: list is sorted by its items' ``name`` (or ``topic``).
+#: list is sorted by its items' ``name`` (or ``topic``, or ``topic_name``).
 UNORDERED = {
     ("Metadata", "topics"): "core/src/main/scala/kafka/server/KafkaApis.scala "
                             "handleTopicMetadataRequest (a Set of topic names)",
@@ -86,6 +86,8 @@ UNORDERED = {
     ("ElectLeaders", "replica_election_results"):
         "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java "
         "electLeaders (every topic: topicsByName, a TimelineHashMap)",
+    ("AlterReplicaLogDirs", "results"): "core/src/main/scala/kafka/server/KafkaApis.scala "
+                                        "handleAlterReplicaLogDirsRequest (result.groupBy)",
 }
 
 
@@ -124,7 +126,7 @@ class Normaliser:
 def _name(item: Plain) -> str:
     if not isinstance(item, dict):
         return ""
-    return str(item.get("name", item.get("topic")))
+    return str(item.get("name", item.get("topic", item.get("topic_name"))))
 
 
 def normalised(body: Any, cluster: ClusterInfo, api: str) -> Plain:

@@ -115,6 +115,7 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.DELETE_ACLS: Case(),
     ApiKey.DESCRIBE_CONFIGS: Case(),
     ApiKey.ALTER_CONFIGS: Case(),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: Case(),
     ApiKey.DESCRIBE_LOG_DIRS: Case(),
     ApiKey.SASL_AUTHENTICATE: Case(),
     ApiKey.CREATE_PARTITIONS: Case(),

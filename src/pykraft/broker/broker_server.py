@@ -16,8 +16,10 @@ broker before it goes away rather than a session timeout later.
 Its partitions live in ``log.dirs`` (:mod:`pykraft.log.log_manager`), loaded and
 recovered at start-up; the replica manager applies every new image and serves Produce, and
 the replica fetchers (:mod:`pykraft.broker.replica_fetcher`) follow the partitions led
-elsewhere. The group coordinator (:mod:`pykraft.broker.group_coordinator`) runs a group
-shard for each ``__consumer_offsets`` partition this broker leads.
+elsewhere; AlterReplicaLogDirs moves replicas between log directories
+(:mod:`pykraft.broker.log_dir_mover`). The group coordinator
+(:mod:`pykraft.broker.group_coordinator`) runs a group shard for each ``__consumer_offsets``
+partition this broker leads.
 A log directory that fails (a full disk, an I/O error) goes offline: its replicas stop
 (KAFKA_STORAGE_ERROR) and the heartbeats report it, so the controller moves their
 leaderships away, while the other directories are served on; the broker halts when the
@@ -57,6 +59,7 @@ from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
 from pykraft.broker.log_creator import LogCreator
+from pykraft.broker.log_dir_mover import LogDirMover
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.produce import ProduceHandler
 from pykraft.broker.producer_ids import ProducerIdManager
@@ -133,6 +136,7 @@ class BrokerServer:
         self._forwarding: ControllerChannel | None = None
         self._assignments_channel: ControllerChannel | None = None
         self._assignments: AssignmentsManager | None = None
+        self.log_dir_mover: LogDirMover | None = None
         self._lifecycle: BrokerLifecycle | None = None
         self._log_creator: LogCreator | None = None
         self._servers: list[ListenerServer] = []
@@ -159,8 +163,9 @@ class BrokerServer:
         self.replicas = ReplicaManager(
             settings.node_id, self.logs, static, producer_id_expiration_ms=_int_property(
                 static, "producer.id.expiration.ms", PRODUCER_ID_EXPIRATION_MS_DEFAULT))
+        self._fetcher_config = FetcherConfig.of(static)
         self.fetchers = ReplicaFetcherManager(
-            settings.node_id, self.replicas, FetcherConfig.of(static),
+            settings.node_id, self.replicas, self._fetcher_config,
             broker.inter_broker_listener, self._now_ms, self._broker_epoch,
             tls=broker.inter_broker_tls, sasl=broker.inter_broker_sasl)
         self._offsets_topic = OffsetsTopicConfig.from_properties(static)  # refused at start
@@ -189,7 +194,7 @@ class BrokerServer:
             self._static, "num.recovery.threads.per.data.dir", RECOVERY_THREADS_DEFAULT))
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
-        self.metadata.publishers.append(self.fetchers.update)
+        self.metadata.publishers.append(self._follow)
         self.quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
                                    lambda: self.metadata.image)
         self.metadata.publishers.append(
@@ -220,10 +225,13 @@ class BrokerServer:
             broker_epoch=self._broker_epoch, image=lambda: self.replicas.image)
         self.replicas.assign_dir = self._assignments.assign
         self.replicas.clock_ms = node.now_ms
+        self.log_dir_mover = LogDirMover(  # Kafka's alter-log-dirs fetcher: replica.fetch.*
+            self.replicas, clock_ms=node.now_ms, max_bytes=self._fetcher_config.max_bytes,
+            backoff_ms=self._fetcher_config.backoff_ms, assign=self._assignments.assign)
         # new partitions' logs are created off the loop (three fsyncs each), the fetchers
         # told of each chunk hosted
         self._log_creator = LogCreator(self.replicas, node.now_ms,
-                                       lambda: self.fetchers.update(self.replicas.image),
+                                       lambda: self._follow(self.replicas.image),
                                        self._disk_worker)
         self.replicas.defer_logs = self._log_creator.wake
         if self._auto_create:  # one for every listener: topics in flight are per broker
@@ -292,7 +300,7 @@ class BrokerServer:
             gone = self.replicas.take_dir_offline(directory)
             event(log, "log_dir_offline", level=logging.WARNING, dir=str(directory),
                   dir_id=str(dir_id), partitions=len(gone))
-            self.fetchers.update(self.replicas.image)
+            self._follow(self.replicas.image)
             lifecycle.report_offline_dir(dir_id, self._log_dir_failure_timeout_ms)
 
         asyncio.get_running_loop().call_soon(take_offline)
@@ -332,7 +340,7 @@ class BrokerServer:
                                                        self._verifier),
                                 replicas=self.replicas, groups=(self.groups, finder),
                                 transactions=self._txn_apis, auto_topics=self._auto_topics,
-                                quotas=self.quotas)
+                                quotas=self.quotas, log_dir_mover=self.log_dir_mover)
 
     async def _connect_broker(self, broker_id: int, *,
                               ours: Mapping[int, tuple[int, int]] = MARKER_SENDER_VERSIONS,
@@ -351,6 +359,13 @@ class BrokerServer:
     def _now_ms(self) -> int:
         assert self._clock is not None, "bind() first"
         return self._clock()
+
+    def _follow(self, image: MetadataImage) -> None:
+        """After the hosted replicas changed: the fetchers follow their leaders, and
+        replicas a restart left half moved between log directories move on."""
+        self.fetchers.update(image)
+        if self.log_dir_mover is not None:
+            self.log_dir_mover.resume()
 
     def _broker_epoch(self) -> int:
         """This broker's epoch in the image (-1 before its registration is there)."""
@@ -383,6 +398,8 @@ class BrokerServer:
         self._tasks.append(loop.create_task(self._alter_partition.run()))
         if self._assignments is not None:
             self._tasks.append(loop.create_task(self._assignments.run()))
+        if self.log_dir_mover is not None:
+            self._tasks.append(loop.create_task(self.log_dir_mover.run()))
         self._tasks.append(loop.create_task(self._every(  # Kafka's isr-expiration task
             self.replicas.max_lag_ms // 2, self.replicas.shrink_isrs)))
 

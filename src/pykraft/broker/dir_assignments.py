@@ -12,6 +12,7 @@ Interface::
     assignments = AssignmentsManager(channel, broker_id=..., broker_epoch=callable,
                                      image=callable)
     assignments.assign(topic_id, partition, directory_id)   # queue (the latest one wins)
+    assignments.assign(topic_id, partition, directory_id, on_done)  # on_done() once accepted
     task = asyncio.create_task(assignments.run())            # cancel to stop
 
 As Kafka's: one request in flight at a time, up to :data:`MAX_ASSIGNMENTS_PER_REQUEST`
@@ -19,6 +20,8 @@ assignments each; an assignment whose partition left the image, or no longer has
 here, is dropped before sending; a top-level error or a failure to reach the controller
 sends the whole batch again after an exponential backoff (100 ms doubling to 10 s), and a
 partition answered with an error is queued again (unless a newer assignment replaced it).
+An assignment's ``on_done`` runs once the controller accepted it (a log directory move
+swaps its logs then); one dropped or replaced never runs it.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ MAX_ASSIGNMENTS_PER_REQUEST = 2250
 BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, BACKOFF_JITTER = 100, 10_000, 0.02
 
 Key = tuple[uuid.UUID, int]
+OnDone = Callable[[], None] | None
+Queued = tuple[uuid.UUID, OnDone]
 log = logging.getLogger(__name__)
 
 
@@ -54,7 +59,7 @@ class AssignmentsManager:
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._image = image
-        self._ready: dict[Key, uuid.UUID] = {}
+        self._ready: dict[Key, Queued] = {}
         self._wake = asyncio.Event()
         self._backoff = ExponentialBackoff(BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, BACKOFF_JITTER)
 
@@ -63,10 +68,12 @@ class AssignmentsManager:
         """Assignments queued and not yet acknowledged by the controller."""
         return len(self._ready)
 
-    def assign(self, topic_id: uuid.UUID, partition: int, directory_id: uuid.UUID) -> None:
+    def assign(self, topic_id: uuid.UUID, partition: int, directory_id: uuid.UUID,
+               on_done: OnDone = None) -> None:
         """Queue telling the controller that our replica of the partition is in
-        ``directory_id`` (replacing an earlier queued assignment of it)."""
-        self._ready[(topic_id, partition)] = directory_id
+        ``directory_id`` (replacing an earlier queued assignment of it); ``on_done()``
+        once it accepted that."""
+        self._ready[(topic_id, partition)] = (directory_id, on_done)
         self._wake.set()
 
     async def run(self) -> None:
@@ -100,38 +107,40 @@ class AssignmentsManager:
         answered = {(topic.topic_id, part.partition_index): ErrorCode(part.error_code)
                     for directory in response.directories for topic in directory.topics
                     for part in topic.partitions}
-        failed: dict[Key, uuid.UUID] = {}
-        for key, directory_id in batch.items():
+        failed: dict[Key, Queued] = {}
+        for key, (directory_id, on_done) in batch.items():
             error = answered.get(key, ErrorCode.UNKNOWN_SERVER_ERROR)
             if error != ErrorCode.NONE:
                 log.error("AssignReplicasToDirs: error assigning %s-%d to %s: %s", key[0],
                           key[1], directory_id, error.name)
-                failed[key] = directory_id
+                failed[key] = (directory_id, on_done)
+            elif on_done is not None:
+                on_done()
         self._requeue(failed)
         return not failed
 
-    def _take_batch(self) -> dict[Key, uuid.UUID]:
+    def _take_batch(self) -> dict[Key, Queued]:
         """Up to the request's cap of the queued assignments, those still valid (Kafka's
         ``Assignment.valid``: the partition exists and has a replica on this broker)."""
         topics = self._image().topics.by_id
-        batch: dict[Key, uuid.UUID] = {}
+        batch: dict[Key, Queued] = {}
         for key in list(self._ready):
             if len(batch) == MAX_ASSIGNMENTS_PER_REQUEST:
                 break
-            directory_id = self._ready.pop(key)
+            queued = self._ready.pop(key)
             topic = topics.get(key[0])
             partition = None if topic is None else topic.partitions.get(key[1])
             if partition is not None and self._broker_id in partition.replicas:
-                batch[key] = directory_id
+                batch[key] = queued
         return batch
 
-    def _requeue(self, batch: dict[Key, uuid.UUID]) -> None:
-        for key, directory_id in batch.items():
-            self._ready.setdefault(key, directory_id)
+    def _requeue(self, batch: dict[Key, Queued]) -> None:
+        for key, queued in batch.items():
+            self._ready.setdefault(key, queued)
 
-    def _request(self, batch: dict[Key, uuid.UUID]) -> req.AssignReplicasToDirsRequest:
+    def _request(self, batch: dict[Key, Queued]) -> req.AssignReplicasToDirsRequest:
         by_dir: dict[uuid.UUID, dict[uuid.UUID, list[int]]] = {}
-        for (topic_id, partition), directory_id in batch.items():
+        for (topic_id, partition), (directory_id, _) in batch.items():
             by_dir.setdefault(directory_id, {}).setdefault(topic_id, []).append(partition)
         return req.AssignReplicasToDirsRequest(
             broker_id=self._broker_id, broker_epoch=self._broker_epoch(),

@@ -5,17 +5,19 @@ broker's metadata image (and for its own configs, its properties file), a Metada
 naming a missing topic creating it (:mod:`pykraft.broker.auto_topics`); Produce from its
 replica manager (:mod:`pykraft.broker.produce`), and so are the reads: Fetch
 (:mod:`pykraft.broker.fetch`), ListOffsets, OffsetForLeaderEpoch, DescribeLogDirs and
-DeleteRecords; InitProducerId from the producer id blocks this broker gets from the controller
-(:mod:`pykraft.broker.producer_ids`). Admin writes, DescribeQuorum and the voter changes
-(AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list the broker listener for them, and a
-``--bootstrap-server`` admin client sends them to any broker) are forwarded to the active
-controller, whose answer is written at the caller's version once this broker's image holds
-the write (read-after-write, :mod:`pykraft.broker.read_after_write`); while the controller
-changes the broker retries, and when none answers within FORWARD_TIMEOUT_MS the caller gets
-NOT_CONTROLLER. A request that outgrows ``socket.request.max.bytes`` once forwarded (the
-broker's header is longer than most clients') is answered REQUEST_TIMED_OUT at once: the
-controller closes the connection on such a frame, and Kafka's forwarding sends it again until
-its timeout, then answers that.
+DeleteRecords, and so are moves between its log directories (AlterReplicaLogDirs,
+:mod:`pykraft.broker.alter_log_dirs`); InitProducerId from the producer id blocks this
+broker gets from the controller (:mod:`pykraft.broker.producer_ids`). Admin writes,
+DescribeQuorum and the voter changes (AddRaftVoter, RemoveRaftVoter: Kafka 4's schemas list
+the broker listener for them, and a ``--bootstrap-server`` admin client sends them to any
+broker) are forwarded to the active controller, whose answer is written at the caller's
+version once this broker's image holds the write (read-after-write,
+:mod:`pykraft.broker.read_after_write`); while the controller changes the broker retries,
+and when none answers within FORWARD_TIMEOUT_MS the caller gets NOT_CONTROLLER. A request
+that outgrows ``socket.request.max.bytes`` once forwarded (the broker's header is longer
+than most clients') is answered REQUEST_TIMED_OUT at once: the controller closes the
+connection on such a frame, and Kafka's forwarding sends it again until its timeout, then
+answers that.
 
 Which APIs a broker serves, and what answers each, is one table: :data:`BROKER_APIS` (at the
 end of this module, after the handlers it names). The framing rules (unknown API or version
@@ -31,6 +33,7 @@ import dataclasses
 import enum
 from collections.abc import Awaitable, Callable, Mapping
 
+from pykraft.broker.alter_log_dirs import alter_replica_log_dirs
 from pykraft.broker.authorization import (
     TOPIC_FIELDS,
     TopicRequest,
@@ -58,6 +61,7 @@ from pykraft.broker.group_versions import (
     to_version,
 )
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
+from pykraft.broker.log_dir_mover import LogDirMover
 from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.metadata_listener import BrokerMetadataListener
 from pykraft.broker.offset_commit_topics import existing_partitions_only
@@ -93,6 +97,7 @@ from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.messages.kafka.add_offsets_to_txn_request import AddOffsetsToTxnRequest
 from pykraft.messages.kafka.add_partitions_to_txn_request import AddPartitionsToTxnRequest
+from pykraft.messages.kafka.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
 from pykraft.messages.kafka.delete_records_request import DeleteRecordsRequest
 from pykraft.messages.kafka.delete_records_response import DeleteRecordsResponse
 from pykraft.messages.kafka.describe_acls_request import DescribeAclsRequest
@@ -185,6 +190,7 @@ class Needs(enum.Enum):
     REPLICAS = enum.auto()  # the replica manager: this broker's partition logs
     GROUPS = enum.auto()  # the group coordinator
     TRANSACTIONS = enum.auto()  # the transaction coordinator
+    LOG_DIR_MOVES = enum.auto()  # the mover of replicas between log directories
 
 
 Answer = Callable[["BrokerDispatcher", RequestFrame, Session, Access],
@@ -222,15 +228,18 @@ class BrokerDispatcher(ListenerDispatcher):
                  groups: tuple[GroupCoordinatorService, CoordinatorFinder] | None = None,
                  transactions: TxnApis | None = None,
                  auto_topics: AutoTopicCreator | None = None,
-                 quotas: BrokerQuotas | None = None) -> None:
+                 quotas: BrokerQuotas | None = None,
+                 log_dir_mover: LogDirMover | None = None) -> None:
         running = {Needs.NOTHING: True, Needs.PRODUCE: produce is not None,
                    Needs.REPLICAS: replicas is not None, Needs.GROUPS: groups is not None,
-                   Needs.TRANSACTIONS: transactions is not None}
+                   Needs.TRANSACTIONS: transactions is not None,
+                   Needs.LOG_DIR_MOVES: log_dir_mover is not None}
         super().__init__(node, frozenset(
             key for key, api in BROKER_APIS.items() if running[api.needs]))
         self._groups = groups
         self._auto_topics = auto_topics
         self._replicas = replicas
+        self._log_dir_mover = log_dir_mover
         self._fetcher = None if replicas is None else FetchHandler(replicas, listener_name)
         self._produce = produce
         self._metadata = metadata
@@ -324,6 +333,12 @@ class BrokerDispatcher(ListenerDispatcher):
             assert isinstance(body, DescribeLogDirsRequest)
             answer = describe_log_dirs(body, self._replicas)
         return await self._encode_large(request, lambda: answer)
+
+    async def _alter_log_dirs(self, request: RequestFrame, _: Session, __: Access) -> bytes:
+        """AlterReplicaLogDirs (ALTER on the cluster checked by the rules)."""
+        assert self._log_dir_mover is not None
+        return self._encode(request, alter_replica_log_dirs(
+            request.body_as(AlterReplicaLogDirsRequest), self._log_dir_mover))
 
     async def _list_offsets(self, request: RequestFrame, _: Session, access: Access) -> bytes:
         """ListOffsets from the replica manager, answered as the request's version has it."""
@@ -698,6 +713,8 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     # OffsetForLeaderEpoch, DescribeLogDirs, DeleteRecords, DescribeProducers
     **dict.fromkeys(READS, _READ),
     ApiKey.WRITE_TXN_MARKERS: BrokerApi(BrokerDispatcher._write_txn_markers, Needs.REPLICAS),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: BrokerApi(BrokerDispatcher._alter_log_dirs,
+                                             Needs.LOG_DIR_MOVES),
     # the transaction coordinator (InitProducerId above, for a transactional id)
     **dict.fromkeys(TRANSACTION_APIS, BrokerApi(BrokerDispatcher._transaction_answer,
                                                 Needs.TRANSACTIONS)),

@@ -11,11 +11,16 @@ Interface::
     truncate_to(part, cut.offset, now_ms)  # producer state reloaded at the new end
     truncate_fully_and_start_at(part, offset, now_ms)
     last_fetched_epoch(part)               # the latest epoch in the log, -1 without one
+
+``part`` is a hosted replica, or the future replica AlterReplicaLogDirs copies from it
+(:mod:`pykraft.broker.log_dir_mover`), which takes the same writes (Kafka's
+``appendRecordsToFollowerOrFutureReplica``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from pykraft.broker.replica_manager import HostedPartition
 from pykraft.log.producer_snapshot_files import (
@@ -28,6 +33,21 @@ from pykraft.log.transactions import Marker, apply_batches, end_transactions, re
 from pykraft.records.batch import BatchHeader, complete_batches, runs_within
 from pykraft.replica.follower import follower_high_watermark
 from pykraft.storage.leader_epoch import UNDEFINED_EPOCH
+from pykraft.storage.partition_log import PartitionLog
+
+
+class ReplicaLog(Protocol):
+    """What a follower's writes need of a replica: its log, producer state and high
+    watermark, and who to tell of a change."""
+
+    log: PartitionLog
+    producer_state: ProducerStateManager
+    high_watermark: int
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def notify(self) -> None: ...
 
 
 def last_fetched_epoch(part: HostedPartition) -> int:
@@ -51,7 +71,7 @@ def _new_batches(records: bytes, log_end_offset: int) -> tuple[bytes, list[Batch
     return records[start:end], headers[skip:]
 
 
-def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_watermark: int,
+def append_as_follower(part: ReplicaLog, records: bytes, *, leader_high_watermark: int,
                        leader_log_start_offset: int, now_ms: int) -> int:
     """Append the leader's batches (framing, CRC and offset continuity checked by the log),
     update the producer state from them, then take the leader's high watermark (capped at
@@ -74,7 +94,7 @@ def append_as_follower(part: HostedPartition, records: bytes, *, leader_high_wat
     return appended
 
 
-def _append_chunk(part: HostedPartition, chunk: bytes, run: Sequence[BatchHeader],
+def _append_chunk(part: ReplicaLog, chunk: bytes, run: Sequence[BatchHeader],
                   now_ms: int) -> None:
     log, state = part.log, part.producer_state
     active = log.active.base_offset
@@ -100,7 +120,7 @@ def _with_markers(chunk: bytes, run: Sequence[BatchHeader]
         position += header.size
 
 
-def truncate_to(part: HostedPartition, offset: int, now_ms: int) -> None:
+def truncate_to(part: ReplicaLog, offset: int, now_ms: int) -> None:
     """Drop the batches from ``offset`` on; the producer state is reloaded from the
     newest snapshot at or below the new end plus the log after it, as Kafka does. At or
     past the log end only epochs begun there go (a replica that led without appending)."""
@@ -118,7 +138,7 @@ def truncate_to(part: HostedPartition, offset: int, now_ms: int) -> None:
     part.notify()
 
 
-def truncate_fully_and_start_at(part: HostedPartition, offset: int, now_ms: int) -> None:
+def truncate_fully_and_start_at(part: ReplicaLog, offset: int, now_ms: int) -> None:
     """Empty the log and restart it at ``offset`` (the leader's log start is past ours):
     no producer state or snapshot survives."""
     log = part.log

@@ -435,6 +435,8 @@ class ReplicaManager:
                 except ConfigError:
                     log.exception("%s: keeping the previous topic settings", _name(hosted.tp))
                 hosted.log.config = hosted.settings.log
+                if (future := self.logs.future(hosted.tp)) is not None:  # a log-dir move's
+                    future.config = hosted.settings.log
 
     def _settings_of(self, topic: str) -> TopicSettings:
         """The topic's settings under this broker's properties and the dynamic broker configs
@@ -527,12 +529,16 @@ class ReplicaManager:
     def _check_directory(self, hosted: HostedPartition) -> None:
         """Kafka's ``maybeUpdateTopicAssignment``: from metadata.version 3.7-IV2, when the
         image places the replica in another directory than its log's, tell the controller
-        where the log is."""
+        where the log is; not while the replica moves to the image's directory (the move
+        asked for it before swapping its logs: :mod:`pykraft.broker.log_dir_mover`)."""
         if self.assign_dir is None or self.image.metadata_version < MV_3_7_IV2:
             return
         actual = self.logs.directory_id(hosted.log.directory.parent)
-        if actual is not None and actual != replica_directory(hosted.registration,
-                                                              self.broker_id):
+        wanted = replica_directory(hosted.registration, self.broker_id)
+        future = self.logs.future(hosted.tp)
+        if future is not None and self.logs.directory_id(future.directory.parent) == wanted:
+            return
+        if actual is not None and actual != wanted:
             self.assign_dir(hosted.topic_id, hosted.index, actual)
 
     def _partition_changed(self, hosted: HostedPartition) -> None:

@@ -1,11 +1,12 @@
-"""The broker's two replication throttles (Kafka's ``QuotaManagers.leader`` and
-``.follower``), kept in step with the dynamic configs of the metadata image.
+"""The broker's replication throttles (Kafka's ``QuotaManagers.leader``, ``.follower`` and
+``.alterLogDirs``), kept in step with the dynamic configs of the metadata image.
 
 Interface::
 
     throttles = ReplicationThrottles(broker_id, static_properties)
     throttles.apply_configs(image.configs)         # on each config change
     throttles.leader / throttles.follower          # ReplicationQuota
+    throttles.alter_log_dirs                       # ... of copies between log dirs
     throttles.leader_holds_back(topic, index, in_sync=..., now_ms=...)
 
 The bounds come from ``leader.replication.throttled.rate`` and
@@ -15,6 +16,9 @@ dynamic layers, never the properties file. The throttled partitions come from ea
 ``leader.replication.throttled.replicas`` / ``follower.replication.throttled.replicas``
 entries naming this broker (``TopicConfigHandler``). The windows are the static
 ``replication.quota.window.num`` and ``replication.quota.window.size.seconds``.
+AlterReplicaLogDirs copies (every partition's) are bound the same way by
+``replica.alter.log.dirs.io.max.bytes.per.second``, over the windows of
+``alter.log.dirs.replication.quota.window.num`` / ``.size.seconds``.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Mapping
 from pykraft.config.broker_configs import (
     FOLLOWER_REPLICATION_THROTTLED_RATE,
     LEADER_REPLICATION_THROTTLED_RATE,
+    REPLICA_ALTER_LOG_DIRS_RATE,
 )
 from pykraft.image.configs import ConfigResourceType, ConfigurationsImage
 from pykraft.replica.replication_quota import UNLIMITED, ReplicationQuota, throttled_partitions
@@ -32,6 +37,8 @@ LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 WINDOW_NUM = "replication.quota.window.num"
 WINDOW_SIZE_SECONDS = "replication.quota.window.size.seconds"
+ALTER_LOG_DIRS_WINDOW_NUM = "alter.log.dirs.replication.quota.window.num"
+ALTER_LOG_DIRS_WINDOW_SIZE_SECONDS = "alter.log.dirs.replication.quota.window.size.seconds"
 
 
 class ReplicationThrottles:
@@ -43,10 +50,15 @@ class ReplicationThrottles:
         window_ms = int(static.get(WINDOW_SIZE_SECONDS, "1")) * 1000
         self.leader = ReplicationQuota(samples=samples, window_ms=window_ms)
         self.follower = ReplicationQuota(samples=samples, window_ms=window_ms)
+        self.alter_log_dirs = ReplicationQuota(
+            samples=int(static.get(ALTER_LOG_DIRS_WINDOW_NUM, "11")),
+            window_ms=int(static.get(ALTER_LOG_DIRS_WINDOW_SIZE_SECONDS, "1")) * 1000)
 
     def apply_configs(self, configs: ConfigurationsImage) -> None:
         """Bounds and throttled partitions as ``configs`` now say."""
         own, default = configs.broker(str(self._broker_id)), configs.broker("")
+        self.alter_log_dirs.bound = _rate(own.get(REPLICA_ALTER_LOG_DIRS_RATE,
+                                                  default.get(REPLICA_ALTER_LOG_DIRS_RATE)))
         for quota, rate_key, replicas_key in (
                 (self.leader, LEADER_REPLICATION_THROTTLED_RATE, LEADER_THROTTLED_REPLICAS),
                 (self.follower, FOLLOWER_REPLICATION_THROTTLED_RATE,

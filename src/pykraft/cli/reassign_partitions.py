@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from pykraft.tools.broker_clients import BrokerClients
 
 _ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+#: How long --execute and --cancel wait for log directory moves to start (Kafka's --timeout).
+TIMEOUT_MS_DEFAULT = 10_000
 #: The options each action takes besides itself (ReassignPartitionsCommand's permittedArgs).
 _PERMITTED = {
     "verify": {"reassignment-json-file", "preserve-throttles"},
@@ -104,6 +106,8 @@ def reassign_partitions(
                                  strict=True) if on]
     action = _check_usage(chosen, given, bootstrap_server)
 
+    timeout_ms = TIMEOUT_MS_DEFAULT if timeout is None else timeout
+
     def read(path: Path | None) -> str:
         assert path is not None
         return path.read_text(encoding="utf-8")
@@ -113,14 +117,16 @@ def reassign_partitions(
         "verify": lambda c: tool.verify(c, read(reassignment_json_file),
                                         preserve_throttles=preserve_throttles),
         "cancel": lambda c: tool.cancel(c, read(reassignment_json_file),
-                                        preserve_throttles=preserve_throttles),
+                                        preserve_throttles=preserve_throttles,
+                                        timeout_ms=timeout_ms),
         "generate": lambda c: tool.generate(c, read(topics_to_move_json_file),
                                             broker_list or "", rack_aware=not disable_rack_aware),
         "execute": lambda c: tool.execute(
             c, read(reassignment_json_file), throttle=-1 if throttle is None else throttle,
             log_dir_throttle=-1 if replica_alter_log_dirs_throttle is None
             else replica_alter_log_dirs_throttle, additional=additional,
-            allow_replication_factor_change=not disallow_replication_factor_change),
+            allow_replication_factor_change=not disallow_replication_factor_change,
+            timeout_ms=timeout_ms),
     }
 
     async def main() -> str:

@@ -98,8 +98,7 @@ APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS
 #: The replication throttles a broker reads from its dynamic configs only, this node's then
 #: the cluster default's, never its properties file (Kafka's ``BrokerConfigHandler``, keys
 #: of ``DynamicConfig.Broker`` outside ``KafkaConfig``): bytes/s, unlimited when unset. The
-#: log-dir move throttle is stored (kafka-reassign-partitions.sh sets and clears it) but
-#: throttles nothing: pykraft moves no replica between log dirs.
+#: third bounds the copies AlterReplicaLogDirs makes between a broker's log dirs.
 LEADER_REPLICATION_THROTTLED_RATE = "leader.replication.throttled.rate"
 FOLLOWER_REPLICATION_THROTTLED_RATE = "follower.replication.throttled.rate"
 REPLICA_ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
@@ -110,7 +109,8 @@ THROTTLE_RATE_DEFS: Mapping[str, ConfigDef] = {name: ConfigDef(
         (LEADER_REPLICATION_THROTTLED_RATE, "Bytes/s a leader sends its throttled replicas."),
         (FOLLOWER_REPLICATION_THROTTLED_RATE,
          "Bytes/s a follower fetches for its throttled replicas."),
-        (REPLICA_ALTER_LOG_DIRS_RATE, "Accepted; pykraft moves no replica between log dirs."))}
+        (REPLICA_ALTER_LOG_DIRS_RATE,
+         "Bytes/s a broker copies moving replicas between its log dirs."))}
 #: The broker keys IncrementalAlterConfigs may set (the controller checks against them).
 ALTERABLE_BROKER_CONFIGS: Mapping[str, ConfigDef] = {**APPLIED_DYNAMIC_CONFIGS,
                                                      **THROTTLE_RATE_DEFS}

@@ -22,21 +22,32 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
                                       # a directory that cannot be written fails)
     await logs.checkpoint_off_loop(compute)  # ... its fsyncs and writes run by compute
     logs.close_dir(path)              # a failed directory: its logs closed and forgotten
+    # AlterReplicaLogDirs (the copy itself: pykraft.broker.log_dir_mover)
+    logs.prefer(tp, path)             # a replica not created yet: create it in ``path``
+    future = logs.create_future(tp, topic_id, config, path, now_ms)  # <dir>.<uuid>-future
+    logs.future(tp); logs.futures     # the future logs (loaded at start-up too)
+    logs.delete_future(tp, now_ms)    # a move cancelled
+    log = logs.replace_current_with_future(tp, now_ms, delay_ms)  # the move's swap
     logs.delete(tp, now_ms, delay_ms) # topic deleted: close, rename <dir>.<uuid>-delete
     logs.remove_deleted(now_ms)       # ... and remove it after file.delete.delay.ms, and
                                       # deleted segments' *.deleted files likewise
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
     await logs.compact(tp, high_watermark, now_ms, producer_last_offsets)  # cleanup.policy=compact
 
+A partition being moved between directories has a future log besides its current one
+(Kafka's ``futureLogs``), in ``<topic>-<partition>.<uuid>-future``; start-up loads those
+too, so a restart resumes the copy. The checkpoints cover future logs as current ones
+(each directory holds at most one log of a partition).
 Start-up reads each directory's ``recovery-point-offset-checkpoint`` and
 ``log-start-offset-checkpoint`` and the ``.kafka_cleanshutdown`` marker (deleted once the
 logs are loaded, so a later crash is seen as one), and removes directories an earlier
 deletion renamed but did not remove. A new partition goes to the directory the metadata
 image assigned its replica to, if that is one of ours and online; else to the online
 directory holding the fewest partitions, the first in ``log.dirs`` order on a tie (Kafka's
-``getOrCreateLog`` and ``nextLogDirs``). A partition whose ``partition.metadata`` names
-another topic id than the image is a recreated topic's stale replica: :meth:`get_or_create`
-deletes it first.
+``getOrCreateLog`` and ``nextLogDirs``); a directory AlterReplicaLogDirs named for the
+replica before it existed (:meth:`prefer`) comes before the image's. A partition whose
+``partition.metadata`` names another topic id than the image is a recreated topic's stale
+replica: :meth:`get_or_create` deletes it first.
 Retention runs in the replica manager, which knows the high watermarks; it calls
 :meth:`LogManager.compact` for each partition. Each directory's
 ``cleaner-offset-checkpoint`` holds the first dirty offset of its compacted partitions,
@@ -49,6 +60,7 @@ import concurrent.futures
 import functools
 import json
 import logging
+import os
 import random
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -71,8 +83,10 @@ from pykraft.storage.offset_checkpoints import (
 )
 from pykraft.storage.partition_log import (
     DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
     LogFlush,
     PartitionLog,
+    future_dir_name,
     parse_partition_dir_name,
     partition_dir_name,
     remove_deleted_dir,
@@ -109,6 +123,8 @@ class LogManager:
         #: segment.jitter.ms's randomness: a private generator, never the global one
         self._jitter = jitter or random.Random().randrange
         self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._futures: dict[TopicPartition, PartitionLog] = {}
+        self._preferred: dict[TopicPartition, Path] = {}
         self._pending_removal: list[tuple[int, Path]] = []
         self._first_dirty: dict[TopicPartition, int] = {}
         #: runs remove_renamed_dirs (the broker's on its disk worker thread)
@@ -138,10 +154,7 @@ class LogManager:
             cleaned = read_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT)
             found = list(_partition_dirs(directory))
             for child, tp in found:
-                if tp in self._logs:
-                    raise StorageError(f"Duplicate log directories for {tp.topic}-"
-                                       f"{tp.partition} are found in both "
-                                       f"{self._logs[tp].directory} and {child}.")
+                _check_unique(self._futures if _is_future(child) else self._logs, tp, child)
 
             def load(child: Path, tp: TopicPartition, *, clean: bool = clean,
                      recovery: Mapping[TopicPartition, int] = recovery,
@@ -151,8 +164,11 @@ class LogManager:
                     recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
                     clean_shutdown=clean, jitter=self._jitter)
 
-            for (_, tp), loaded in zip(found, _load_all(load, found, recovery_threads),
-                                       strict=True):
+            for (child, tp), loaded in zip(found, _load_all(load, found, recovery_threads),
+                                           strict=True):
+                if _is_future(child):
+                    self._futures[tp] = loaded
+                    continue
                 self._logs[tp] = loaded
                 if tp in cleaned:
                     self._first_dirty[tp] = cleaned[tp]
@@ -170,6 +186,61 @@ class LogManager:
     @property
     def logs(self) -> dict[TopicPartition, PartitionLog]:
         return self._logs
+
+    def future(self, tp: TopicPartition) -> PartitionLog | None:
+        """The partition's future log (AlterReplicaLogDirs copying it), or None."""
+        return self._futures.get(tp)
+
+    @property
+    def futures(self) -> Mapping[TopicPartition, PartitionLog]:
+        return self._futures
+
+    def prefer(self, tp: TopicPartition, directory: Path) -> None:
+        """Kafka's ``maybeUpdatePreferredLogDir``: create the partition's log in
+        ``directory`` when it comes (unless its current or future log is there already)."""
+        if directory not in (_parent(self._logs.get(tp)), _parent(self._futures.get(tp))):
+            self._preferred[tp] = directory
+
+    def create_future(self, tp: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
+                      directory: Path, now_ms: int) -> PartitionLog:
+        """A new, empty future log of the partition in log directory ``directory``."""
+        self._preferred.pop(tp, None)
+        created = create_log(PlannedLog(tp, topic_id, config,
+                                        directory / future_dir_name(tp), self._jitter), now_ms)
+        self._futures[tp] = created
+        return created
+
+    def delete_future(self, tp: TopicPartition, now_ms: int) -> None:
+        """Close the partition's future log and delete it (a cancelled move)."""
+        future = self._futures.pop(tp, None)
+        if future is not None:
+            future.close()
+            self._pending_removal.append((now_ms, rename_for_delete(future.directory)))
+            self._remove_deleted_dirs(now_ms)
+
+    def replace_current_with_future(self, tp: TopicPartition, now_ms: int,
+                                    delay_ms: int) -> PartitionLog:
+        """Kafka's ``replaceCurrentWithFutureLog``, once the future log holds all the
+        current one does: the future is flushed and renamed ``<topic>-<partition>`` (and
+        reopened there: a log knows its files by path), then the current log is closed,
+        renamed for deletion and removed after ``delay_ms``. The renames go in Kafka's
+        order: a crash between them leaves two live copies, which start-up refuses,
+        rather than none."""
+        current, future = self._logs[tp], self._futures.pop(tp)
+        future.flush()
+        future.close()
+        target = future.directory.parent / partition_dir_name(tp)
+        os.rename(future.directory, target)
+        fsync_dir(target.parent)
+        moved = PartitionLog.open(target, future.config, now_ms=now_ms,
+                                  recovery_point=future.log_end_offset,
+                                  log_start_offset=future.log_start_offset,
+                                  clean_shutdown=True, jitter=self._jitter)
+        self._logs[tp] = moved
+        current.close()
+        self._pending_removal.append((now_ms + delay_ms, rename_for_delete(current.directory)))
+        self._remove_deleted_dirs(now_ms)
+        return moved
 
     def get_or_create(self, tp: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
                       now_ms: int) -> PartitionLog:
@@ -222,7 +293,8 @@ class LogManager:
         candidates = self.online_dirs or self.log_dirs
         planned = []
         for tp, topic_id, config in logs:
-            target = self._dirs_by_id.get((targets or {}).get(tp, ZERO_UUID))
+            target = self._preferred.pop(tp, None) or self._dirs_by_id.get(
+                (targets or {}).get(tp, ZERO_UUID))
             directory = (target if target in candidates
                          else min(candidates, key=lambda candidate: counts[candidate]))
             counts[directory] += 1
@@ -234,6 +306,9 @@ class LogManager:
         """Kafka's ``LogManager.handleLogDirFailure``: forget and close the logs of a failed
         directory (their files are left as they are); returns their partitions."""
         gone = [tp for tp, plog in self._logs.items() if plog.directory.parent == directory]
+        for tp in [tp for tp, plog in self._futures.items()
+                   if plog.directory.parent == directory or tp in gone]:
+            self._futures.pop(tp).close()
         for tp in gone:
             self._first_dirty.pop(tp, None)
             try:
@@ -294,14 +369,15 @@ class LogManager:
         directory for all the renames (one each held the loop 3 ms per partition)."""
         renamed_in: set[Path] = set()
         for tp, delay_ms in doomed:
-            partition_log = self._logs.pop(tp, None)
             self._first_dirty.pop(tp, None)
-            if partition_log is None:
-                continue
-            partition_log.close()
-            renamed = rename_for_delete(partition_log.directory, sync=False)
-            renamed_in.add(renamed.parent)
-            self._pending_removal.append((now_ms + delay_ms, renamed))
+            self._preferred.pop(tp, None)
+            for partition_log in (self._logs.pop(tp, None), self._futures.pop(tp, None)):
+                if partition_log is None:
+                    continue
+                partition_log.close()
+                renamed = rename_for_delete(partition_log.directory, sync=False)
+                renamed_in.add(renamed.parent)
+                self._pending_removal.append((now_ms + delay_ms, renamed))
         for directory in renamed_in:
             fsync_dir(directory)
         # the directories due only: walking every log's segments here made deleting a
@@ -343,8 +419,9 @@ class LogManager:
             self._checkpointed(job)
 
     def _plan_checkpoint(self, directory: Path) -> DirectoryCheckpoint:
-        here = sorted(((tp, plog) for tp, plog in self._logs.items()
-                       if plog.directory.parent == directory), key=lambda item: item[0])
+        here = sorted(((tp, plog) for logs in (self._logs, self._futures)
+                       for tp, plog in logs.items() if plog.directory.parent == directory),
+                      key=lambda item: item[0])
         flushes = tuple(plog.plan_flush() for _, plog in here)
         return DirectoryCheckpoint(
             directory, flushes,
@@ -371,9 +448,10 @@ class LogManager:
         """Flush and checkpoint, close every log and mark each online directory cleanly
         shut down (``{"version":0,"brokerEpoch":N}``, KIP-966)."""
         self.checkpoint()
-        for partition_log in self._logs.values():
+        for partition_log in (*self._logs.values(), *self._futures.values()):
             partition_log.close()
         self._logs.clear()
+        self._futures.clear()
         marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":"))
         for directory in self.online_dirs:
             atomic_write(directory / CLEAN_SHUTDOWN_FILE, marker.encode("ascii"))
@@ -481,10 +559,10 @@ def _load_all(load: Callable[[Path, TopicPartition], PartitionLog],
 
 
 def _partition_dirs(directory: Path) -> Iterator[tuple[Path, TopicPartition]]:
-    """The live ``<topic>-<partition>`` directories (not the metadata log, nor renamed
-    ``-delete``/``-future``/``-stray`` ones)."""
+    """The live ``<topic>-<partition>`` directories and the ``-future`` ones (not the
+    metadata log, nor renamed ``-delete``/``-stray`` ones)."""
     for child in sorted(directory.iterdir()):
-        if not child.is_dir() or child.name.endswith((DELETE_DIR_SUFFIX, "-future", "-stray")):
+        if not child.is_dir() or child.name.endswith((DELETE_DIR_SUFFIX, "-stray")):
             continue
         try:
             tp = parse_partition_dir_name(child.name)
@@ -492,6 +570,22 @@ def _partition_dirs(directory: Path) -> Iterator[tuple[Path, TopicPartition]]:
             continue
         if tp.topic != METADATA_TOPIC_NAME:
             yield child, tp
+
+
+def _is_future(child: Path) -> bool:
+    return child.name.endswith(FUTURE_DIR_SUFFIX)
+
+
+def _parent(partition_log: PartitionLog | None) -> Path | None:
+    return None if partition_log is None else partition_log.directory.parent
+
+
+def _check_unique(loaded: Mapping[TopicPartition, PartitionLog], tp: TopicPartition,
+                  child: Path) -> None:
+    """Kafka refuses to start with two current (or two future) logs of a partition."""
+    if tp in loaded:
+        raise StorageError(f"Duplicate log directories for {tp.topic}-{tp.partition} are "
+                           f"found in both {loaded[tp].directory} and {child}.")
 
 
 def _stored_topic_id(directory: Path) -> uuid.UUID | None:

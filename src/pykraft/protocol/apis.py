@@ -44,6 +44,7 @@ class ApiKey(IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
     DESCRIBE_LOG_DIRS = 35
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
@@ -186,6 +187,8 @@ _SPECS = (
     _spec(ApiKey.DELETE_ACLS, (1, 3), 2, _BOTH),
     _spec(ApiKey.DESCRIBE_CONFIGS, (1, 4), 4, _BOTH),
     _spec(ApiKey.ALTER_CONFIGS, (0, 2), 2, _BOTH),
+    # Moves between a broker's log directories (v0 removed by KIP-896).
+    _spec(ApiKey.ALTER_REPLICA_LOG_DIRS, (1, 2), 2, _BROKER),
     # v5 (KIP-1066, Kafka 4.3) says whether each directory is cordoned.
     _spec(ApiKey.DESCRIBE_LOG_DIRS, (1, 5), 2, _BROKER),
     _spec(ApiKey.SASL_AUTHENTICATE, (0, 2), 2, _BOTH),

@@ -14,10 +14,12 @@ from typing import Any
 
 from pykraft.controller.responses import error_response
 from pykraft.ids import ZERO_UUID
+from pykraft.messages.kafka import alter_replica_log_dirs_response as arld
 from pykraft.messages.kafka import describe_producers_response as dp
 from pykraft.messages.kafka import describe_topic_partitions_response as dtp
 from pykraft.messages.kafka import metadata_response as md
 from pykraft.messages.kafka import write_txn_markers_response as wtm
+from pykraft.messages.kafka.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
 from pykraft.messages.kafka.describe_producers_request import DescribeProducersRequest
 from pykraft.messages.kafka.describe_topic_partitions_request import (
     DescribeTopicPartitionsRequest,
@@ -43,9 +45,22 @@ def error_answer(api_key: int, request: Any, code: ErrorCode,
         return _producers(request, code, message)
     if isinstance(request, DescribeTopicPartitionsRequest):
         return topic_partitions_error(request, code)
+    if isinstance(request, AlterReplicaLogDirsRequest):
+        return _alter_log_dirs(request, code)
     body = response_type(api_key, API_SPECS[api_key].max_version)()
     fields = {"error_code": code, "error_message": message}
     return dataclasses.replace(body, **{k: v for k, v in fields.items() if hasattr(body, k)})
+
+
+def _alter_log_dirs(request: AlterReplicaLogDirsRequest,
+                    code: int) -> arld.AlterReplicaLogDirsResponse:
+    """Every partition as named gets the error, each directory's topics apart (Kafka's
+    ``AlterReplicaLogDirsRequest.getErrorResponse``)."""
+    return arld.AlterReplicaLogDirsResponse(results=tuple(
+        arld.AlterReplicaLogDirTopicResult(topic_name=topic.name, partitions=tuple(
+            arld.AlterReplicaLogDirPartitionResult(partition_index=index, error_code=code)
+            for index in topic.partitions))
+        for directory in request.dirs for topic in directory.topics))
 
 
 def _metadata(request: MetadataRequest, code: int) -> md.MetadataResponse:

@@ -108,6 +108,7 @@ BROKER_RULES: dict[int, ApiRule] = _COMMON | {
     _K.OFFSET_FOR_LEADER_EPOCH: _topics(_O.DESCRIBE),  # or CLUSTER_ACTION for every topic
     _K.DELETE_RECORDS: _topics(_O.DELETE),
     _K.DESCRIBE_LOG_DIRS: _cluster(_O.DESCRIBE),
+    _K.ALTER_REPLICA_LOG_DIRS: _cluster(_O.ALTER),
     _K.DESCRIBE_PRODUCERS: _topics(_O.READ),
     # the transaction APIs check their transactional id, topics and group themselves
     # (pykraft.broker.txn_apis); AddPartitionsToTxn v4+ needs CLUSTER_ACTION

@@ -82,6 +82,7 @@ from pykraft.storage.time_index import TIME_INDEX_SUFFIX
 from pykraft.storage.txn_index import AbortedTxn
 
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 _SEGMENT_FILE = re.compile(r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex)")
 _SEGMENT_NAME_HINT = "not a segment name (expected 20 digits and .log)"
 _DIR_NAME = re.compile(r"(.+)-(0|[1-9][0-9]*)(?:\.([0-9a-f]{32})-(delete|future|stray))?")
@@ -162,6 +163,12 @@ def run_log_flush(job: LogFlush) -> None:
 
 def partition_dir_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
+
+
+def future_dir_name(tp: TopicPartition, unique: uuid.UUID | None = None) -> str:
+    """Kafka's ``logFutureDirName``, ``<topic>-<partition>.<uuid>-future``: where
+    AlterReplicaLogDirs copies a replica before it replaces the current one."""
+    return f"{partition_dir_name(tp)}.{(unique or uuid.uuid4()).hex}{FUTURE_DIR_SUFFIX}"
 
 
 def parse_partition_dir_name(name: str) -> TopicPartition:

@@ -8,8 +8,9 @@ Interface (the CLI in :mod:`pykraft.cli.reassign_partitions` is a thin shell ove
         lines = await list_reassignments(clients)
         lines = await verify(clients, text, preserve_throttles=False)
         lines = await execute(clients, text, throttle=-1, log_dir_throttle=-1,
-                              additional=False, allow_replication_factor_change=True)
-        lines = await cancel(clients, text, preserve_throttles=False)
+                              additional=False, allow_replication_factor_change=True,
+                              timeout_ms=10_000)
+        lines = await cancel(clients, text, preserve_throttles=False, timeout_ms=10_000)
         lines = await generate(clients, topics_text, "1,2,3", rack_aware=True)
 
 Each returns what Kafka's tool prints (``cancel``'s "None of the specified partition moves
@@ -26,9 +27,9 @@ does), and IncrementalAlterConfigs: topic throttles to the bootstrap broker, a b
 rates to that broker (Kafka's admin client sends a BROKER resource to its broker).
 ``--generate`` proposes with pykraft's striped placement (Kafka 4.4's tool uses its
 StripedReplicaPlacer with a random seed: proposals are random on both). Log dirs other
-than ``any`` need AlterReplicaLogDirs, which pykraft's brokers do not serve: ``--execute``
-starts the partition reassignment, then fails as Kafka's tool fails against a broker
-without it.
+than ``any`` are moves between a broker's log dirs (AlterReplicaLogDirs, started after the
+partition reassignment, reported by ``--verify`` and undone by ``--cancel``:
+:mod:`pykraft.tools.reassign_moves`).
 """
 
 from __future__ import annotations
@@ -51,11 +52,6 @@ from pykraft.messages.kafka import list_partition_reassignments_request as list_
 from pykraft.messages.kafka.alter_partition_reassignments_response import (
     AlterPartitionReassignmentsResponse,
 )
-from pykraft.messages.kafka.describe_log_dirs_request import (
-    DescribableLogDirTopic,
-    DescribeLogDirsRequest,
-)
-from pykraft.messages.kafka.describe_log_dirs_response import DescribeLogDirsResponse
 from pykraft.messages.kafka.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
@@ -67,6 +63,13 @@ from pykraft.messages.kafka.metadata_response import MetadataResponse
 from pykraft.protocol.errors import ErrorCode
 from pykraft.tools.admin_client import ApiError, raise_for
 from pykraft.tools.broker_clients import BrokerClients, java_exception, tp_name
+from pykraft.tools.reassign_moves import (
+    LogDirs,
+    active_moves,
+    execute_moves,
+    move_lines,
+    replica_dirs,
+)
 from pykraft.tools.reassign_plan import (
     Ongoing,
     PartitionState,
@@ -157,23 +160,8 @@ async def _current(clients: BrokerClients, partitions: Iterable[TopicPartition]
 async def _log_dirs(clients: BrokerClients, replicas: Mapping[TopicPartition, Sequence[int]],
                     live: Iterable[int]) -> dict[Replica, str]:
     """The log dir each replica on a live broker is in (Kafka's describeReplicaLogDirs)."""
-    found: dict[Replica, str] = {}
-    alive = set(live)
-    for broker in sorted({b for rs in replicas.values() for b in rs if b in alive}):
-        mine = sorted(tp for tp, rs in replicas.items() if broker in rs)
-        by_topic: dict[str, list[int]] = {}
-        for topic, index in mine:
-            by_topic.setdefault(topic, []).append(index)
-        answer = await clients.request_to(broker, DescribeLogDirsRequest(topics=tuple(
-            DescribableLogDirTopic(topic=t, partitions=tuple(i)) for t, i in by_topic.items())))
-        assert isinstance(answer, DescribeLogDirsResponse)
-        for result in answer.results:
-            if result.error_code != ErrorCode.NONE:
-                continue
-            found.update(((t.name, p.partition_index, broker), result.log_dir)
-                         for t in result.topics for p in t.partitions
-                         if not p.is_future_key)
-    return found
+    found = await replica_dirs(clients, replicas, list(live))
+    return {replica: dirs.current for replica, dirs in found.items() if dirs.current}
 
 
 async def _alter_configs(clients: BrokerClients, broker: int | None,
@@ -266,29 +254,19 @@ async def verify(clients: BrokerClients, text: str, *, preserve_throttles: bool)
 
 async def _move_lines(clients: BrokerClients, dirs: Mapping[Replica, str]
                       ) -> tuple[list[str], bool]:
-    """Kafka's ``replicaMoveStatesToString``: pykraft moves no replica between log dirs,
-    so a replica is where it is, or elsewhere, or missing."""
+    """Kafka's ``verifyReplicaMoves``: each named replica's move, and whether one is
+    still going on."""
     if not dirs:
         return [], False
-    live = await _nodes(clients)
+    return move_lines(dirs, await _replica_dirs(clients, dirs))
+
+
+async def _replica_dirs(clients: BrokerClients, dirs: Mapping[Replica, str]
+                        ) -> dict[Replica, LogDirs]:
     replicas: dict[TopicPartition, list[int]] = {}
     for topic, index, broker in dirs:
         replicas.setdefault(TopicPartition(topic, index), []).append(broker)
-    where = await _log_dirs(clients, replicas, live)
-    lines = []
-    for replica in sorted(dirs, key=lambda r: (r[2], r[0], r[1])):
-        topic, index, broker = replica
-        target = dirs[replica]
-        if replica not in where:
-            lines.append(f"Partition {topic}-{index} cannot be found in any live log "
-                         f"directory on broker {broker}.")
-        elif where[replica] == target:
-            lines.append(f"Reassignment of replica {topic}-{index}-{broker} completed "
-                         "successfully.")
-        else:
-            lines.append(f"Partition {topic}-{index} on broker {broker} is not being moved "
-                         f"from log dir {where[replica]} to {target}.")
-    return lines, False
+    return await replica_dirs(clients, replicas, list(await _nodes(clients)))
 
 
 async def _clear_throttles(clients: BrokerClients,
@@ -309,7 +287,8 @@ async def _clear_throttles(clients: BrokerClients,
 
 
 async def execute(clients: BrokerClients, text: str, *, throttle: int, log_dir_throttle: int,
-                  additional: bool, allow_replication_factor_change: bool) -> str:
+                  additional: bool, allow_replication_factor_change: bool,
+                  timeout_ms: int) -> str:
     """Kafka's ``executeAssignment``."""
     proposed, dirs = parse_execute(text)
     ongoing = await _ongoing(clients)
@@ -350,13 +329,14 @@ async def execute(clients: BrokerClients, text: str, *, throttle: int, log_dir_t
             f"{tp_name(tp)}: {failed[tp]}" for tp in sorted(failed)), _text(lines))
     lines.append(f"Successfully started partition reassignment{plural(proposed)} for "
                  + ",".join(tp_name(tp) for tp in sorted(proposed)))
-    if dirs:  # AlterReplicaLogDirs: not served, as by a broker without it
-        topic, index, broker = min(dirs)
-        raise ReassignError(f"Failed to alter dir for {topic}-{index}-{broker}", _text(lines))
+    if dirs:
+        lines += await execute_moves(clients, dirs, timeout_ms=timeout_ms,
+                                     printed=_text(lines))
     return _text(lines)
 
 
-async def cancel(clients: BrokerClients, text: str, *, preserve_throttles: bool) -> str:
+async def cancel(clients: BrokerClients, text: str, *, preserve_throttles: bool,
+                 timeout_ms: int) -> str:
     """Kafka's ``cancelAssignment``: the named partitions still reassigning (not those
     only adding replicas, which completing would finish) go back to where they were."""
     parts, dirs = parse_reassignment(text)
@@ -373,9 +353,13 @@ async def cancel(clients: BrokerClients, text: str, *, preserve_throttles: bool)
                      + ",".join(tp_name(tp) for tp in active))
     else:
         lines.append("None of the specified partition reassignments are active.")
-    await _move_lines(clients, dirs)  # no replica is ever moving between log dirs here
-    # Kafka prints this one without a line end
-    output = _text(lines) + "None of the specified partition moves are active."
+    moving = active_moves(dirs, await _replica_dirs(clients, dirs)) if dirs else {}
+    if moving:  # back to where they are
+        lines += await execute_moves(clients, moving, timeout_ms=timeout_ms,
+                                     printed=_text(lines))
+        output = _text(lines)
+    else:  # Kafka prints this one without a line end
+        output = _text(lines) + "None of the specified partition moves are active."
     if not preserve_throttles:
         output += _text(await _clear_throttles(clients, parts))
     return output

@@ -100,6 +100,7 @@ from pykraft.broker.replication_throttles import ReplicationThrottles
 from pykraft.broker.topic_metrics import BrokerTopicStats
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
+from pykraft.controller.context import UNASSIGNED_DIR
 from pykraft.controller.dir_assignment import replica_directory
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
 from pykraft.ids import INTERNAL_TOPICS, TopicPartition
@@ -393,7 +394,7 @@ class ReplicaManager:
         """Replicas in a failed log directory (by topic id): KAFKA_STORAGE_ERROR until
         their topic is deleted (Kafka's ``HostedPartition.Offline``)."""
         self._checkpointed_hw: dict[TopicPartition, int] = {}
-        for directory in log_manager.log_dirs:
+        for directory in log_manager.online_dirs:  # not one failed at start-up
             self._checkpointed_hw.update(
                 read_offset_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
 
@@ -466,10 +467,25 @@ class ReplicaManager:
             return
         settings = self._settings_of(local.tp.topic)
         partition_log = self.logs.existing(local.tp, local.topic_id, settings.log, now_ms)
+        if partition_log is None and not self._may_create_log(local):
+            log.warning("%s: skipping creation of log because there are potentially offline "
+                        "log directories and log may already exist there (directory %s)",
+                        _name(local.tp), replica_directory(local.registration, self.broker_id))
+            self._offline[local.tp] = local.topic_id
+            return
         if partition_log is None:
             self._awaiting[local.tp] = (local, settings.log)
             return
         self._install(local, partition_log, settings, now_ms)
+
+    def _may_create_log(self, local: LocalPartition) -> bool:
+        """Kafka's ``Partition.createLogInAssignedDirectoryId``: a replica without a log
+        gets one unless a log directory is offline and the image places the replica in
+        none of our online ones (nor leaves it UNASSIGNED): its log may be in the failed
+        one, and a second copy elsewhere would stop the next start-up."""
+        target = replica_directory(local.registration, self.broker_id)
+        return (not self.logs.failures.offline or target == UNASSIGNED_DIR
+                or self.logs.is_online_dir_id(target))
 
     def logs_to_create(self, limit: int) -> list[PlannedLog]:
         """Up to ``limit`` partitions awaiting their logs, none already claimed, with the

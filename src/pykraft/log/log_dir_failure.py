@@ -22,6 +22,7 @@ Interface::
     failures = LogDirFailures(log_dirs, metadata_log_dir, halt=halt_process)
     failures.report = reporter                 # reporter(directory) -> False: cannot
     failures.fail(directory, message, error)   # logs at ERROR, then reports or halts
+    failures.fail_at_startup(directory, message, error)  # offline from the start
     failures.offline                           # the failed directories
 """
 
@@ -31,6 +32,8 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from pykraft.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +72,7 @@ class LogDirFailures:
         self.offline.add(directory)
         # structured as runtime.logfmt.event logs, without importing the runtime above us
         log.error("log_dir_failed", extra={"fields": {
-            "dir": str(directory), "message": message,
-            "error": f"{type(error).__name__}: {error}"}})
+            "dir": str(directory), "message": message, "error": _described(error)}})
         reason = self._reason(directory)
         if reason is None and self.report is not None and self.report(directory):
             return
@@ -78,6 +80,20 @@ class LogDirFailures:
             f"Shutdown broker because log dir {directory} has failed and cannot be "
             "reported to the controller (no directory id)")}})
         self._halt(1)
+
+    def fail_at_startup(self, directory: Path, message: str,
+                        error: BaseException | str) -> None:
+        """``directory`` failed while the broker started (Kafka's
+        ``createAndValidateLogDirs`` and ``loadLogs``): offline from the start, logged as
+        :meth:`fail` logs, and never reported: the broker registers without it, so the
+        controller takes its replicas as offline. Raises :class:`StorageError` when the
+        broker may not start without it (see module)."""
+        self.offline.add(directory)
+        log.error("log_dir_failed", extra={"fields": {
+            "dir": str(directory), "message": message, "error": _described(error)}})
+        reason = self._reason(directory)
+        if reason is not None:
+            raise StorageError(reason)
 
     def _reason(self, directory: Path) -> str | None:
         """Kafka's fatal message for a failure that halts whatever happens, most specific
@@ -88,3 +104,7 @@ class LogDirFailures:
             return (f"Shutdown broker because all log dirs in "
                     f"{', '.join(str(d) for d in self.log_dirs)} have failed")
         return None
+
+
+def _described(error: BaseException | str) -> str:
+    return error if isinstance(error, str) else f"{type(error).__name__}: {error}"

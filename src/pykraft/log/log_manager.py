@@ -34,6 +34,8 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
                                       # deleted segments' *.deleted files likewise
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
     await logs.compact(tp, high_watermark, now_ms, producer_last_offsets)  # cleanup.policy=compact
+    logs.cleaning_paused(tp)          # a partition being moved (it has a future log) is not
+                                      # cleaned until the swap or the cancel
 
 A partition being moved between directories has a future log besides its current one
 (Kafka's ``futureLogs``), in ``<topic>-<partition>.<uuid>-future``; start-up loads those
@@ -254,6 +256,9 @@ class LogManager:
         current.close()
         self._pending_removal.append((now_ms + delay_ms, rename_for_delete(current.directory)))
         self._remove_deleted_dirs(now_ms)
+        if tp in self._first_dirty:  # Kafka's alterCheckpointDir: the entry moves along
+            for directory in (current.directory.parent, moved.directory.parent):
+                self._write_cleaner_checkpoint(directory)
         return moved
 
     def get_or_create(self, tp: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
@@ -350,22 +355,34 @@ class LogManager:
         last batches, emptied if need be; ``compute`` walks the records (see
         :func:`clean_log`)."""
         partition_log = self._logs.get(tp)
-        if partition_log is None:
+        if partition_log is None or self.cleaning_paused(tp):
             return False
         first_dirty = self._first_dirty.get(tp, 0)
         if not partition_log.log_start_offset <= first_dirty <= partition_log.log_end_offset:
             first_dirty = partition_log.log_start_offset  # Kafka resets an invalid checkpoint
         end = await clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
                               first_dirty_offset=first_dirty,
-                              producer_last_offsets=producer_last_offsets, compute=compute)
+                              producer_last_offsets=producer_last_offsets, compute=compute,
+                              aborted=lambda: self.cleaning_paused(tp))
         if end is None or self._logs.get(tp) is not partition_log:
             return False
         self._first_dirty[tp] = end
-        directory = partition_log.directory.parent
+        self._write_cleaner_checkpoint(partition_log.directory.parent)
+        return True
+
+    def cleaning_paused(self, tp: TopicPartition) -> bool:
+        """Whether the partition's cleaning is paused: while it moves between log
+        directories, from its future log's creation (or loading at start-up) to the swap
+        or the cancel, as Kafka's ``abortAndPauseCleaning`` / ``resumeCleaning`` around
+        AlterReplicaLogDirs (a pass in progress stops at its next step)."""
+        return tp in self._futures
+
+    def _write_cleaner_checkpoint(self, directory: Path) -> None:
+        """``directory``'s cleaner-offset-checkpoint: the first dirty offset of each
+        compacted partition whose log is there."""
         write_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT, {
             other: offset for other, offset in sorted(self._first_dirty.items())
             if other in self._logs and self._logs[other].directory.parent == directory})
-        return True
 
     def _partition_counts(self) -> dict[Path, int]:
         """Open partitions per log directory (none counted with only one directory:

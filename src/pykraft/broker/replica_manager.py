@@ -101,7 +101,7 @@ from pykraft.broker.topic_metrics import BrokerTopicStats
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.controller.context import UNASSIGNED_DIR
-from pykraft.controller.dir_assignment import replica_directory
+from pykraft.controller.directories import replica_directory
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
 from pykraft.ids import INTERNAL_TOPICS, TopicPartition
 from pykraft.image.configs import ConfigResourceType

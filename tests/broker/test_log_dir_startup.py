@@ -176,6 +176,7 @@ def test_a_replica_placed_in_the_failed_dir_is_not_created_elsewhere(
     assert [_code(manager, p) for p in range(3)] == [
         ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NONE, ErrorCode.NONE]
     assert not (a / "t-0").exists()
+    assert manager.offline_count == 1  # Kafka's OfflineReplicaCount
     assert {tp: h.log.directory.parent for tp, h in manager.partitions.items()} == {
         TopicPartition("t", 1): a, TopicPartition("t", 2): a}
 

@@ -5,8 +5,8 @@ counters the request paths keep.
 ``kafka.server:type=ReplicaManager`` (names per :mod:`pykraft.runtime.jmx_names`): the
 gauges LeaderCount, PartitionCount, UnderReplicatedPartitions (led partitions whose ISR is
 smaller than their replicas), UnderMinIsrPartitionCount and AtMinIsrPartitionCount (led
-partitions whose ISR is below, or at, ``min.insync.replicas``), OfflineReplicaCount (0: a
-failed log directory halts pykraft, :mod:`pykraft.log.log_dir_failure`), and the counters
+partitions whose ISR is below, or at, ``min.insync.replicas``), OfflineReplicaCount (the
+replicas in failed log directories, :mod:`pykraft.log.log_dir_failure`), and the counters
 IsrShrinksPerSec and IsrExpandsPerSec. ``BrokerTopicMetrics``:
 :mod:`pykraft.broker.topic_metrics`. ``kafka.log:type=LogCleaner`` max-clean-time-secs and
 ``LogCleanerManager`` time-since-last-run-ms, from the cleaner's last pass (absent before
@@ -49,7 +49,7 @@ def broker_families(replicas: ReplicaManager) -> Iterator[Metric]:
         "UnderReplicatedPartitions": (under, "Led partitions whose ISR lacks a replica"),
         "UnderMinIsrPartitionCount": (under_min, "Led partitions with ISR < min.insync.replicas"),
         "AtMinIsrPartitionCount": (at_min, "Led partitions with ISR = min.insync.replicas"),
-        "OfflineReplicaCount": (0, "Replicas in failed log dirs (a failure halts pykraft)"),
+        "OfflineReplicaCount": (replicas.offline_count, "Replicas in failed log dirs"),
     }
     for name, (value, doc) in gauges.items():
         yield GaugeMetricFamily(_replica_manager(name), doc, value=value)

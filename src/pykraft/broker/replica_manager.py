@@ -402,6 +402,11 @@ class ReplicaManager:
     def partitions(self) -> Mapping[TopicPartition, HostedPartition]:
         return self._partitions
 
+    @property
+    def offline_count(self) -> int:
+        """Replicas in a failed log directory (Kafka's OfflineReplicaCount)."""
+        return len(self._offline)
+
     # ------------------------------------------------------------------ metadata
 
     def apply_image(self, image: MetadataImage, now_ms: int) -> None:

@@ -7,8 +7,12 @@ unformatted one) is refused with Kafka's reason."""
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
+import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -80,15 +84,33 @@ def test_a_bad_meta_properties_starts_offline(tmp_path: Path) -> None:
     assert "node.id 'abc' is not an integer" in found.offline[b]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 directory")
+#: as root, the check runs in a child without the capabilities that ignore permission bits
+_AS_A_USER = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+_CHECK = ("import json, sys; from pathlib import Path; "
+          "from pykraft.storage.log_dir_check import check_log_dirs; "
+          "a, b = Path(sys.argv[1]), Path(sys.argv[2]); "
+          "found = check_log_dirs([a, b], a, 1, broker=True); "
+          "print(json.dumps({str(d): why for d, why in found.offline.items()}))")
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None,
+                    reason="as root chmod 000 needs setpriv to bite")
 def test_an_unreadable_directory_starts_offline(tmp_path: Path) -> None:
+    """``chmod 000``: reading its meta.properties is refused (Kafka 4.4 logged
+    AccessDeniedException, then "Failed to load ... during broker startup")."""
     a, b = _two_dirs(tmp_path)
     b.chmod(0)
     try:
-        found = check_log_dirs([a, b], a, NODE, broker=True)
+        if os.geteuid() == 0:
+            done = subprocess.run([*_AS_A_USER, sys.executable, "-c", _CHECK, str(a), str(b)],
+                                  capture_output=True, text=True, timeout=60, check=True)
+            offline = {Path(d): why for d, why in json.loads(done.stdout).items()}
+        else:
+            offline = dict(check_log_dirs([a, b], a, NODE, broker=True).offline)
     finally:
         b.chmod(0o755)
-    assert list(found.metas) == [a] and "Permission denied" in found.offline[b]
+    assert offline == {b: f"Failed to load {b} during broker startup: "
+                          f"{b / META_PROPERTIES}: cannot read: Permission denied"}
 
 
 def test_what_kafka_refuses_to_start_with(tmp_path: Path) -> None:

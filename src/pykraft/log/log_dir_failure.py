@@ -13,6 +13,15 @@ stops the directory's replicas and heartbeats it:
 none, or when it cannot, the broker halts and the controller fences the silent broker once
 its session times out, as for a crash.
 
+A directory that failed before the broker serves (:meth:`LogDirFailures.fail_at_startup`:
+the start-up checks of :mod:`pykraft.storage.log_dir_check`, Kafka's
+``createAndValidateLogDirs``, or an I/O error loading its logs, Kafka's ``loadLogs``) is
+offline from the start and never reported: the broker registers only its online
+directories, so the controller takes the replicas placed in it as offline (Kafka registers
+before it loads the logs and names a directory failed while loading in a heartbeat; the
+controller ends in the same state). It halts the start-up as :meth:`LogDirFailures.fail`
+would halt the broker.
+
 Nothing written is damaged: a failed append is cut off again before the error is raised
 (:func:`pykraft.storage.fsutil.write_all_at`), and a restart recovers the directory as
 after a crash (no clean-shutdown marker is written to a failed directory).

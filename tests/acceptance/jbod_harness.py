@@ -28,19 +28,30 @@ def placed(log_dir: Path, topic: str) -> set[int]:
             if child.is_dir() and child.name.rpartition("-")[0] == topic}
 
 
+def _image_file(cluster: LocalCluster, path: str) -> str:
+    """A file of the controller's image (the metadata shell over the controller's log)."""
+    controller = cluster.nodes[cluster.controllers[0]]
+    return subprocess.run(
+        [sys.executable, "-m", "pykraft", "metadata-shell", "--directory", str(controller.data),
+         "--", "cat", path], capture_output=True, text=True, timeout=60, check=False).stdout
+
+
+def registered_directories(cluster: LocalCluster, broker: int) -> set[str] | None:
+    """The log directories ``broker``'s registration names in the controller's image."""
+    found = re.search(r"directories=\[([^\]]*)\]",
+                      _image_file(cluster, f"/image/cluster/brokers/{broker}"))
+    return None if found is None else {d.strip() for d in found.group(1).split(",") if d}
+
+
 def image_directories(cluster: LocalCluster, broker: int, topic: str,
                       partitions: int) -> dict[int, str] | None:
-    """Partition -> the directory of ``broker``'s replica in the controller's image (the
-    metadata shell over the controller's log); None until every one is assigned."""
-    controller = cluster.nodes[cluster.controllers[0]]
+    """Partition -> the directory of ``broker``'s replica in the controller's image; None
+    until every one is assigned."""
     found: dict[int, str] = {}
     for partition in range(partitions):
-        done = subprocess.run(
-            [sys.executable, "-m", "pykraft", "metadata-shell", "--directory", str(controller.data),
-             "--", "cat", f"/image/topics/byName/{topic}/{partition}"],
-            capture_output=True, text=True, timeout=60, check=False)
-        replicas = re.search(r"replicas=\[([^\]]*)\]", done.stdout)
-        directories = re.search(r"directories=\[([^\]]*)\]", done.stdout)
+        text = _image_file(cluster, f"/image/topics/byName/{topic}/{partition}")
+        replicas = re.search(r"replicas=\[([^\]]*)\]", text)
+        directories = re.search(r"directories=\[([^\]]*)\]", text)
         if replicas is None or directories is None:
             return None
         index = [int(r) for r in replicas.group(1).split(",")].index(broker)

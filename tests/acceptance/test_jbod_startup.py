@@ -28,7 +28,7 @@ from broker_harness import (
     wait_for,
     wait_for_brokers,
 )
-from jbod_harness import consume_all, spread_topic
+from jbod_harness import consume_all, directory_id, registered_directories, spread_topic
 
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.protocol.errors import ErrorCode
@@ -94,6 +94,8 @@ def test_an_unreadable_log_dir_at_start_up_starts_offline(tmp_path: Path) -> Non
         assert "Failed to create or validate data directory" in line
         assert "Permission denied" in line, line
         wait_for_brokers(cluster, 3)
+        wait_for("registered with the readable dir only, as Kafka", lambda: True if (
+            registered_directories(cluster, victim) == {directory_id(first)}) else None)
         for partition in in_first:  # served from the readable dir: back in the ISR
             wait_for(f"{partition} in sync again", lambda p=partition: True if (
                 state := partition_state(cluster, victim, TOPIC, p)) is not None
@@ -113,6 +115,8 @@ def test_an_unreadable_log_dir_at_start_up_starts_offline(tmp_path: Path) -> Non
 
         second.chmod(0o755)  # fixed: after a restart its replicas catch up and rejoin
         _restart(cluster, victim, [])
+        wait_for("both dirs registered", lambda: True if registered_directories(
+            cluster, victim) == {directory_id(first), directory_id(second)} else None)
         for partition in in_second:
             wait_for(f"{partition} back in the ISR", lambda p=partition: True if (
                 state := partition_state(cluster, others[0], TOPIC, p)) is not None

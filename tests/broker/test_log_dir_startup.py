@@ -182,9 +182,12 @@ def _code(manager: ReplicaManager, partition: int) -> ErrorCode:
 def test_a_replica_placed_in_the_failed_dir_is_not_created_elsewhere(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Kafka's createLogInAssignedDirectoryId: with a directory offline, a replica the image
-    places there (its log may be there) answers KAFKA_STORAGE_ERROR and gets no second
-    copy, which would stop the next start-up once the directory is back; one placed in the
-    online directory, or UNASSIGNED, is created in the online one."""
+    places there (its log may be there) gets no second copy, which would stop the next
+    start-up once the directory is back: it is not hosted (NOT_LEADER_OR_FOLLOWER, Kafka's
+    "Log for partition ... is not available"), nor counted offline (Kafka marks offline
+    only the replicas of a directory that fails while it runs); one placed in the online
+    directory, or UNASSIGNED, is created in the online one, and so is the first once the
+    image places it there."""
     a, b = tmp_path / "a", tmp_path / "b"
     (b / "t-0").mkdir(parents=True)  # the replica's log, out of reach
     with caplog.at_level(logging.ERROR, logger="pykraft.log.log_dir_failure"):
@@ -196,11 +199,14 @@ def test_a_replica_placed_in_the_failed_dir_is_not_created_elsewhere(
     assert manager.logs.online_dirs == (a,)
     _place(manager, [DIR_B, DIR_A, UNASSIGNED])
     assert [_code(manager, p) for p in range(3)] == [
-        ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NONE, ErrorCode.NONE]
-    assert not (a / "t-0").exists()
-    assert manager.offline_count == 1  # Kafka's OfflineReplicaCount
+        ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE, ErrorCode.NONE]
+    assert not (a / "t-0").exists() and manager.offline_count == 0
     assert {tp: h.log.directory.parent for tp, h in manager.partitions.items()} == {
         TopicPartition("t", 1): a, TopicPartition("t", 2): a}
+    manager.apply_image(with_records(manager.image, PartitionChangeRecord(
+        partition_id=0, topic_id=T1, directories=(DIR_A,))), 1_000)
+    assert _code(manager, 0) == ErrorCode.NONE
+    assert manager.partition_for("t", 0).log.directory == a / "t-0"
 
 
 def test_without_a_failed_dir_a_replica_placed_in_an_unknown_dir_is_created(

@@ -6,7 +6,8 @@ counters the request paths keep.
 gauges LeaderCount, PartitionCount, UnderReplicatedPartitions (led partitions whose ISR is
 smaller than their replicas), UnderMinIsrPartitionCount and AtMinIsrPartitionCount (led
 partitions whose ISR is below, or at, ``min.insync.replicas``), OfflineReplicaCount (the
-replicas in failed log directories, :mod:`pykraft.log.log_dir_failure`), and the counters
+replicas of log directories that failed while the broker ran,
+:mod:`pykraft.log.log_dir_failure`), and the counters
 IsrShrinksPerSec and IsrExpandsPerSec. ``BrokerTopicMetrics``:
 :mod:`pykraft.broker.topic_metrics`. ``kafka.log:type=LogCleaner`` max-clean-time-secs and
 ``LogCleanerManager`` time-since-last-run-ms, from the cleaner's last pass (absent before

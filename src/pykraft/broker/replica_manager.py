@@ -404,7 +404,8 @@ class ReplicaManager:
 
     @property
     def offline_count(self) -> int:
-        """Replicas in a failed log directory (Kafka's OfflineReplicaCount)."""
+        """Replicas of a log directory that failed while the broker ran (Kafka's
+        OfflineReplicaCount: its ``HostedPartition.Offline`` ones)."""
         return len(self._offline)
 
     # ------------------------------------------------------------------ metadata
@@ -473,10 +474,11 @@ class ReplicaManager:
         settings = self._settings_of(local.tp.topic)
         partition_log = self.logs.existing(local.tp, local.topic_id, settings.log, now_ms)
         if partition_log is None and not self._may_create_log(local):
+            # not hosted (NOT_LEADER_OR_FOLLOWER, as Kafka's "Log for partition ... is not
+            # available"): the next image that places it elsewhere creates it
             log.warning("%s: skipping creation of log because there are potentially offline "
                         "log directories and log may already exist there (directory %s)",
                         _name(local.tp), replica_directory(local.registration, self.broker_id))
-            self._offline[local.tp] = local.topic_id
             return
         if partition_log is None:
             self._awaiting[local.tp] = (local, settings.log)

@@ -256,3 +256,17 @@ def test_the_last_dir_failing_while_loading_stops_the_broker(
     monkeypatch.setattr(partition_log.PartitionLog, "open", failing_open)
     with pytest.raises(StorageError, match="Shutdown broker because all log dirs in "):
         _broker(tmp_path, offline=tmp_path / "a", metadata="meta")
+
+
+def test_a_move_whose_source_dir_failed_creates_no_current_log(tmp_path: Path) -> None:
+    """t-0 was moving from b (failed at start-up) to a: its future log in a is loaded, and
+    no fresh current log is created beside it, though the image places it in a."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    future = a / "t-0.0123456789abcdef0123456789abcdef-future"
+    partition_log.PartitionLog.open(future, LogConfig(), now_ms=0).close()
+    manager = _broker(tmp_path, offline=b)
+    assert set(manager.logs.futures) == {TopicPartition("t", 0)}
+    _place(manager, [DIR_A])
+    assert _code(manager, 0) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert sorted(p.name for p in a.iterdir() if p.name.startswith("t-0")) == [future.name]

@@ -489,10 +489,14 @@ class ReplicaManager:
         """Kafka's ``Partition.createLogInAssignedDirectoryId``: a replica without a log
         gets one unless a log directory is offline and the image places the replica in
         none of our online ones (nor leaves it UNASSIGNED): its log may be in the failed
-        one, and a second copy elsewhere would stop the next start-up."""
+        one, and a second copy elsewhere would stop the next start-up. Nor while it has a
+        future log (a move whose source directory failed: Kafka would promote the future
+        log, recoverAbandonedFutureLogs; here it waits for the source to come back)."""
         target = replica_directory(local.registration, self.broker_id)
-        return (not self.logs.failures.offline or target == UNASSIGNED_DIR
-                or self.logs.is_online_dir_id(target))
+        if not self.logs.failures.offline:
+            return True
+        return self.logs.future(local.tp) is None and (
+            target == UNASSIGNED_DIR or self.logs.is_online_dir_id(target))
 
     def logs_to_create(self, limit: int) -> list[PlannedLog]:
         """Up to ``limit`` partitions awaiting their logs, none already claimed, with the

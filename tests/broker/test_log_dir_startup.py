@@ -127,8 +127,11 @@ def test_what_kafka_refuses_to_start_with(tmp_path: Path) -> None:
     empty.mkdir()
     assert _refusal([a, empty], a).startswith(f"no meta.properties found in {empty}")
     (b / META_PROPERTIES).write_text("version=1\nnode.id=abc\n")
-    assert _refusal([b, a], b).startswith(
-        f"Encountered I/O error in metadata log directory {b}. Cannot continue.")
+    refused = _refusal([b, a], b)
+    assert refused.startswith(f"{b / META_PROPERTIES}: node.id 'abc' is not an integer")
+    assert refused.endswith(f"Encountered I/O error in metadata log directory {b}. Cannot "
+                            "continue.")
+    assert _refusal([b], b) == f"{b / META_PROPERTIES}: node.id 'abc' is not an integer"
 
 
 def test_every_log_dir_failed_stops_the_broker_not_a_controller(tmp_path: Path) -> None:

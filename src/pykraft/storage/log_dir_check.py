@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from pykraft.errors import StorageError
+from pykraft.storage.file_error import StateFileError
 from pykraft.storage.meta_properties import META_PROPERTIES, MetaProperties, read_meta_properties
 
 
@@ -46,11 +47,12 @@ def check_log_dirs(log_dirs: Sequence[Path], metadata_log_dir: Path, node_id: in
                    broker: bool) -> LogDirsOnDisk:
     """Read and check every directory (``log_dirs`` and ``metadata_log_dir``); see the
     module docstring. Raises :class:`StorageError` with Kafka's reason when the node may
-    not start."""
+    not start (the file's own :class:`StateFileError` when one ``meta.properties`` is at
+    fault, so the refusal line names it and what to do)."""
     directories = [*log_dirs, *([] if metadata_log_dir in log_dirs else [metadata_log_dir])]
     metas: dict[Path, MetaProperties] = {}
     unformatted: list[Path] = []
-    errors: dict[Path, str] = {}
+    errors: dict[Path, StateFileError] = {}
     for directory in directories:
         path = directory / META_PROPERTIES
         try:
@@ -59,18 +61,24 @@ def check_log_dirs(log_dirs: Sequence[Path], metadata_log_dir: Path, node_id: in
             unformatted.append(directory)
             continue
         except OSError as exc:  # no permission, not a directory, an I/O error
-            errors[directory] = f"{path}: cannot read: {exc.strerror or exc}"
+            errors[directory] = StateFileError(path, f"cannot read: {exc.strerror or exc}")
             continue
         try:
             metas[directory] = read_meta_properties(path)
-        except StorageError as exc:
-            errors[directory] = str(exc)
+        except StateFileError as exc:
+            errors[directory] = exc
     if not metas:
+        if len(errors) == 1:  # the one file at fault, as the refusal line words it
+            raise next(iter(errors.values()))
         if errors:
             raise StorageError("No readable meta.properties files found: "
-                               + "; ".join(errors.values()))
+                               + "; ".join(str(e) for e in errors.values()))
         _refuse_unformatted(unformatted[0])
     cluster_id = _verify(metas, node_id)
+    if metadata_log_dir in errors:
+        error = errors[metadata_log_dir]
+        raise StateFileError(error.path, f"{error.problem}; Encountered I/O error in metadata "
+                                         f"log directory {metadata_log_dir}. Cannot continue.")
     if unformatted:
         _refuse_unformatted(unformatted[0])
     offline = {d: f"Failed to load {d} during broker startup: {errors[d]}" for d in errors}
@@ -80,7 +88,7 @@ def check_log_dirs(log_dirs: Sequence[Path], metadata_log_dir: Path, node_id: in
             del metas[directory]
     if metadata_log_dir in offline:
         raise StorageError(f"Encountered I/O error in metadata log directory "
-                           f"{metadata_log_dir}. Cannot continue. ({offline[metadata_log_dir]})")
+                           f"{metadata_log_dir}. Cannot continue: {offline[metadata_log_dir]}")
     if broker and all(d in offline for d in log_dirs):
         raise StorageError(
             "Shutdown broker because none of the specified log dirs from "

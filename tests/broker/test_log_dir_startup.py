@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from replica_fixtures import topic, with_records
 
+from pykraft.broker.broker_metrics import broker_families
 from pykraft.broker.replica_manager import PartitionError, ReplicaManager
 from pykraft.errors import StorageError
 from pykraft.features import METADATA_VERSION_FEATURE
@@ -204,6 +205,12 @@ def test_a_replica_placed_in_the_failed_dir_is_not_created_elsewhere(
     assert [_code(manager, p) for p in range(3)] == [
         ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NONE, ErrorCode.NONE]
     assert not (a / "t-0").exists() and manager.offline_count == 0
+    gauges = {(sample.name, tuple(sample.labels.values())): sample.value
+              for family in broker_families(manager) for sample in family.samples
+              if "logmanager" in sample.name}
+    assert gauges == {("kafka_log_logmanager_offlinelogdirectorycount", ()): 1,
+                      ("kafka_log_logmanager_logdirectoryoffline", (str(a),)): 0,
+                      ("kafka_log_logmanager_logdirectoryoffline", (str(b),)): 1}
     assert {tp: h.log.directory.parent for tp, h in manager.partitions.items()} == {
         TopicPartition("t", 1): a, TopicPartition("t", 2): a}
     manager.apply_image(with_records(manager.image, PartitionChangeRecord(

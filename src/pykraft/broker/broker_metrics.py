@@ -8,7 +8,8 @@ smaller than their replicas), UnderMinIsrPartitionCount and AtMinIsrPartitionCou
 partitions whose ISR is below, or at, ``min.insync.replicas``), OfflineReplicaCount (the
 replicas of log directories that failed while the broker ran,
 :mod:`pykraft.log.log_dir_failure`), and the counters
-IsrShrinksPerSec and IsrExpandsPerSec. ``BrokerTopicMetrics``:
+IsrShrinksPerSec and IsrExpandsPerSec. ``kafka.log:type=LogManager``
+OfflineLogDirectoryCount and LogDirectoryOffline per directory. ``BrokerTopicMetrics``:
 :mod:`pykraft.broker.topic_metrics`. ``kafka.log:type=LogCleaner`` max-clean-time-secs and
 ``LogCleanerManager`` time-since-last-run-ms, from the cleaner's last pass (absent before
 one ran, or with ``log.cleaner.enable=false``).
@@ -54,6 +55,7 @@ def broker_families(replicas: ReplicaManager) -> Iterator[Metric]:
     }
     for name, (value, doc) in gauges.items():
         yield GaugeMetricFamily(_replica_manager(name), doc, value=value)
+    yield from _log_dir_families(replicas)
     yield CounterMetricFamily(_replica_manager("IsrShrinksPerSec"),
                               "ISR shrinks of led partitions committed", value=replicas.isr_shrinks)
     yield CounterMetricFamily(_replica_manager("IsrExpandsPerSec"),
@@ -68,3 +70,16 @@ def broker_families(replicas: ReplicaManager) -> Iterator[Metric]:
             prometheus_name("kafka.log", "LogCleanerManager", "time-since-last-run-ms"),
             "Time since the cleaner's last pass ended (ms)",
             value=(time.monotonic() - ended) * 1000)
+
+
+def _log_dir_families(replicas: ReplicaManager) -> Iterator[Metric]:
+    """``kafka.log:type=LogManager``: OfflineLogDirectoryCount, and LogDirectoryOffline (1
+    or 0) per ``logDirectory`` (its absolute path), as Kafka's LogManager registers them."""
+    offline = replicas.logs.failures.offline
+    yield GaugeMetricFamily(prometheus_name("kafka.log", "LogManager", "OfflineLogDirectoryCount"),
+                            "Log directories offline", value=len(offline))
+    each = GaugeMetricFamily(prometheus_name("kafka.log", "LogManager", "LogDirectoryOffline"),
+                             "1 if the log directory is offline", labels=["logDirectory"])
+    for directory in replicas.logs.log_dirs:
+        each.add_metric([str(directory.absolute())], float(directory in offline))
+    yield each

@@ -12,6 +12,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from conformance.acl_cases import ACLS
 from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
+from conformance.config_resource_cases import CONFIG_RESOURCES
 from conformance.election_cases import ELECTIONS
 from conformance.envelope_cases import ENVELOPE
 from conformance.group_cases import GROUPS
@@ -36,7 +37,8 @@ from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
 TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *QUOTAS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS,
-         *DESCRIBE_TOPIC_PARTITIONS, *REASSIGNMENTS, *TOKENS, *LOG_DIR_MOVES]
+         *DESCRIBE_TOPIC_PARTITIONS, *REASSIGNMENTS, *TOKENS, *LOG_DIR_MOVES,
+         *CONFIG_RESOURCES]
 
 
 def rows() -> Iterator[Row]:

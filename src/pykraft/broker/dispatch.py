@@ -60,6 +60,7 @@ from pykraft.broker.group_versions import (
     to_latest,
     to_version,
 )
+from pykraft.broker.list_config_resources import list_config_resources
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dir_mover import LogDirMover
 from pykraft.broker.log_dirs import describe_log_dirs
@@ -123,6 +124,7 @@ from pykraft.messages.kafka.end_txn_request import EndTxnRequest
 from pykraft.messages.kafka.fetch_request import FetchRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
+from pykraft.messages.kafka.list_config_resources_request import ListConfigResourcesRequest
 from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
 from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
@@ -449,6 +451,14 @@ class BrokerDispatcher(ListenerDispatcher):
         body = request.body_as(DescribeClientQuotasRequest)
         return await self._encode_large(request, lambda: describe_client_quotas(quotas, body))
 
+    async def _list_config_resources(self, request: RequestFrame, _: Session,
+                                     __: Access) -> bytes:
+        """From the image: off the loop when large (every topic)."""
+        image = self._metadata.image
+        body = request.body_as(ListConfigResourcesRequest)
+        return await self._encode_large(request, lambda: list_config_resources(
+            image, body, request.api_version, listener=self._listener_name))
+
     async def _describe_acls(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         body = request.body_as(DescribeAclsRequest)
         return self._encode(request, describe_acls(
@@ -700,6 +710,7 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     ApiKey.DESCRIBE_ACLS: BrokerApi(BrokerDispatcher._describe_acls),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerApi(BrokerDispatcher._describe_scram),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: BrokerApi(BrokerDispatcher._describe_quotas),
+    ApiKey.LIST_CONFIG_RESOURCES: BrokerApi(BrokerDispatcher._list_config_resources),
     ApiKey.DESCRIBE_DELEGATION_TOKEN: BrokerApi(BrokerDispatcher._describe_tokens),
     # checked here, then forwarded to the active controller as the client's
     **dict.fromkeys((ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,

@@ -25,10 +25,11 @@ lint: setup
 # Test files run on PYTEST_WORKERS pytest-xdist workers (a file's tests stay on one worker,
 # so a module's shared cluster starts once); most integration time is spent waiting on
 # timers and other processes, not on the CPU. PYTEST_WORKERS=0 runs in one process.
+# The slowest tests are listed at the end (--durations), to keep the run in its budget.
 PYTEST_WORKERS ?= 2
 unit: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=tests/interop \
-		--ignore=tests/pipeline $(PYTEST_ARGS)
+		--ignore=tests/pipeline --durations=30 $(PYTEST_ARGS)
 
 # Apache Kafka for the oracle tests (tests/oracle): the version pinned in scripts/kafka/pom.xml
 # and its runtime jars from Maven Central, checked against scripts/kafka/jars.sha256, into

@@ -393,7 +393,8 @@ for n in b1 b2 b3 c3000 c3001 c3002; do
   grep -o '"requestApiKey":[0-9]*,"requestApiVersion":[0-9]*' "$RUN/$n.requests.log" \
     | sort | uniq -c | sed "s/^/$n /" >>"$OUT/request-versions.txt" || true
 done
-cat "$RUN"/c*.log* | grep "KRaftMigrationDriver\|KafkaZkClient\|ActivationRecords\|QuorumController\|FeatureControl" \
+cat "$RUN"/c*.log* \
+  | grep "KRaftMigrationDriver\|KafkaZkClient\|ZkMigrationState\|Performing controller activation\|pre-migration\|ZK migration" \
   | grep -v "Still waiting\|No brokers are known\|Kept migration state\|Ignoring image\|Expected driver state" \
   | cut -c1-700 >"$OUT/controller-migration-lines.txt" || true
 # Condensed views: the metadata records without NoOps, and examples of the legacy RPCs the
@@ -410,14 +411,21 @@ for n in b1 b2 b3; do
       | head -2 | sed 's/^\[[^]]*\] Completed request://' | cut -c1-3000 >>"$OUT/legacy-rpcs-$n.jsonl" || true
   done
 done
-for n in b1 b2 b3; do
-  grep '"isKRaftController":true' "$RUN/$n.requests.log" | while read -r line; do
-    api=$(echo "$line" | grep -o '"requestApiKeyName":"[A-Z_]*"' | head -1)
-    ver=$(echo "$line" | grep -o '"requestApiVersion":[0-9]*' | head -1)
-    typ=$(echo "$line" | grep -o '"type":[0-9]' | head -1)
-    echo "$n $api $ver ${typ:-\"type\":0(absent)}"
-  done | sort | uniq -c >>"$OUT/legacy-rpc-counts.txt"
-done
+# Counts of the legacy RPCs each broker got from a KRaft controller, by api, version and Type.
+"$PY" - "$RUN" >"$OUT/legacy-rpc-counts.txt" <<'PYEOF'
+import collections, json, sys
+for broker in ("b1", "b2", "b3"):
+    counts = collections.Counter()
+    with open(f"{sys.argv[1]}/{broker}.requests.log", encoding="utf-8") as log:
+        for line in log:
+            if '"isKRaftController":true' not in line:
+                continue
+            entry = json.loads(line.split("Completed request:", 1)[1])
+            header, body = entry["requestHeader"], entry["request"]
+            counts[(header["requestApiKeyName"], header["requestApiVersion"], body.get("type", 0))] += 1
+    for (api, version, kind), n in sorted(counts.items()):
+        print(f"{broker} {api} v{version} type={kind}: {n}")
+PYEOF
 grep -h '"requestApiKeyName":"API_VERSIONS"' "$RUN"/c*.requests.log | grep -o '"zkMigrationReady":[a-z]*' \
   | sort | uniq -c >"$OUT/controller-apiversions-zkMigrationReady.txt" || true
 log "done"

@@ -8,7 +8,10 @@
 #   RUN_DIR       scratch dir (wiped), holds data dirs and full logs
 #   OUT_DIR       where the captured outputs go (znode dumps, metadata dumps, RPC versions)
 # Env: KAZOO_PATH (dir with kazoo==2.11.0 installed by pip --target), PY (python3),
-#      PORT_BASE (default 24100: ZK +81, brokers +91..93, controllers +191..193).
+#      PORT_BASE (default 24100: ZK +81, brokers +91..93, controllers +191..193),
+#      FAULT_DURING_LOAD=1: load in batches of one record, SIGKILL the active controller
+#      after its fifth committed batch (the next one aborts the transaction and reloads),
+#      and stop once the load is done (phase B2).
 # Every process it starts is stopped by its PID on exit; every wait is bounded.
 set -euo pipefail
 
@@ -158,6 +161,63 @@ quorum() {  # label
   log "quorum/features captured: quorum-$1.txt"
 }
 
+summarise() {  # condensed views of the logs and dumps (at the end, or after the load with FAULT_DURING_LOAD)
+  local n key f
+  for n in b1 b2 b3 c3000 c3001 c3002; do
+    [ -e "$RUN/$n.requests.log" ] || continue
+    grep -o '"requestApiKey":[0-9]*,"requestApiVersion":[0-9]*' "$RUN/$n.requests.log" \
+      | sort | uniq -c | sed "s/^/$n /" >>"$OUT/request-versions.txt" || true
+  done
+  cat "$RUN"/c*.log* \
+    | grep "KRaftMigrationDriver\|KafkaZkClient\|ZkMigrationState\|Performing controller activation\|pre-migration\|ZK migration\|Reverted to offset\|Not sending request" \
+    | grep -v "Still waiting\|No brokers are known\|Kept migration state\|Ignoring image\|Expected driver state" \
+    | cut -c1-700 >"$OUT/controller-migration-lines.txt" || true
+  # The metadata records without NoOps, and one line per raft batch:
+  # baseOffset lastOffset count leaderEpoch isControl.
+  for f in "$OUT"/metadata-*.txt; do
+    grep "payload" "$f" | grep -v NO_OP_RECORD \
+      | sed 's/^| offset: \([0-9]*\) .*payload: /\1 /' >"${f%.txt}.records"
+    grep "^baseOffset" "$f" | awk '{print $2, $4, $6, $16, $20}' >"${f%.txt}.batches"
+  done
+  # Examples of the legacy RPCs a KRaft controller sent (LeaderAndIsr 4, StopReplica 5,
+  # UpdateMetadata 6), as the brokers' request logs show them, and their counts.
+  for n in b1 b2 b3; do
+    for key in 4 5 6; do
+      grep '"isKRaftController":true' "$RUN/$n.requests.log" | grep "\"requestApiKey\":$key," \
+        | head -2 | sed 's/^\[[^]]*\] Completed request://' | cut -c1-3000 >>"$OUT/legacy-rpcs-$n.jsonl" || true
+    done
+  done
+  "$PY" - "$RUN" >"$OUT/legacy-rpc-counts.txt" <<'PYEOF'
+import collections, json, sys
+for broker in ("b1", "b2", "b3"):
+    counts = collections.Counter()
+    with open(f"{sys.argv[1]}/{broker}.requests.log", encoding="utf-8") as log:
+        for line in log:
+            if '"isKRaftController":true' not in line:
+                continue
+            entry = json.loads(line.split("Completed request:", 1)[1])
+            header, body = entry["requestHeader"], entry["request"]
+            counts[(header["requestApiKeyName"], header["requestApiVersion"], body.get("type", 0))] += 1
+    for (api, version, kind), n in sorted(counts.items()):
+        print(f"{broker} {api} v{version} type={kind}: {n}")
+PYEOF
+  grep -h '"requestApiKeyName":"API_VERSIONS"' "$RUN"/c*.requests.log | grep -o '"zkMigrationReady":[a-z]*' \
+    | sort | uniq -c >"$OUT/controller-apiversions-zkMigrationReady.txt" || true
+  # The last heartbeat each controller answered for each broker (fenced or not, as it told it).
+  "$PY" - "$RUN" >"$OUT/last-heartbeats.txt" <<'PYEOF'
+import glob, json, os, sys
+for path in sorted(glob.glob(f"{sys.argv[1]}/c*.requests.log")):
+    last = {}
+    with open(path, encoding="utf-8") as log:
+        for line in log:
+            if '"requestApiKeyName":"BROKER_HEARTBEAT"' in line:
+                entry = json.loads(line.split("Completed request:", 1)[1])
+                last[entry["request"]["brokerId"]] = (line[1:24], entry["request"], entry["response"])
+    for broker, (when, request, response) in sorted(last.items()):
+        print(os.path.basename(path).split(".")[0], when, json.dumps(request), json.dumps(response))
+PYEOF
+}
+
 # ---------------------------------------------------------------- configs
 cat >"$RUN/zk.properties" <<EOF
 dataDir=$RUN/zk
@@ -237,7 +297,32 @@ zookeeper.metadata.migration.enable=true
 zookeeper.connect=$ZK
 inter.broker.listener.name=PLAINTEXT
 EOF
+    if [ "${FAULT_DURING_LOAD:-0}" = 1 ]; then echo "zookeeper.metadata.migration.min.batch.size=1"; fi
   fi
+}
+kill_during_load() {  # SIGKILL the controller running the load after its 5th committed batch
+  local f n c
+  for _ in $(seq 1 1200); do
+    for f in "$RUN"/c*.log; do
+      n=$(grep -c "Finished waiting for the metadata layer to commit 1 migration records" "$f" || true)
+      if [ "$n" -ge 5 ]; then
+        c=$(basename "$f" .log)
+        kill -9 "$(cat "$RUN/pids/$c.pid")"
+        rm -f "$RUN/pids/$c.pid"
+        log "$c SIGKILLed during the load, after $n committed batches"
+        for _ in $(seq 1 300); do
+          grep -q "Completed migration of metadata from ZooKeeper to KRaft" "$RUN"/c*.log && break
+          sleep 1
+        done
+        start_java "$c" 384m kafka.Kafka "$RUN/$c.mig.properties"
+        wait_log "$RUN/$c.log" "Kafka Server started" 180
+        return 0
+      fi
+    done
+    sleep 0.1
+  done
+  log "TIMEOUT: no load in progress to interrupt"
+  return 1
 }
 
 # ---------------------------------------------------------------- phase A: ZooKeeper cluster
@@ -295,8 +380,10 @@ for b in "${BROKERS[@]}"; do
   stop_java "b$b"
   mig_broker "$b" >"$RUN/b$b.mig.properties"
   start_java "b$b" 384m kafka.Kafka "$RUN/b$b.mig.properties"
+  if [ "$b" = "${BROKERS[-1]}" ] && [ "${FAULT_DURING_LOAD:-0}" = 1 ]; then kill_during_load; fi
   wait_log "$RUN/b$b.log" "\[KafkaServer id=$b\] started" 180
-  wait_no_urp "$BOOT"
+  # after a failover during the load Kafka 3.9 may leave replicas out of the ISR (migration-plan.md §6)
+  if [ "$b" != "${BROKERS[-1]}" ] || [ "${FAULT_DURING_LOAD:-0}" != 1 ]; then wait_no_urp "$BOOT"; fi
 done
 for _ in $(seq 1 300); do
   grep -q "Completed migration of metadata from ZooKeeper to KRaft" "$RUN"/c*.log && break
@@ -309,6 +396,11 @@ quorum B2-migrated
 ACTIVE=$(grep -l "Completed migration of metadata from ZooKeeper to KRaft" "$RUN"/c*.log | head -1 | sed 's/.*\/c\([0-9]*\)\.log/\1/')
 log "active controller $ACTIVE"
 dump_metadata B2-migrated "$ACTIVE"
+if [ "${FAULT_DURING_LOAD:-0}" = 1 ]; then
+  summarise
+  log "FAULT_DURING_LOAD: stopped after the load"
+  exit 0
+fi
 
 # ---------------------------------------------------------------- phase B3: dual-write changes
 log "phase B3: metadata changes while dual-writing (ZK-mode brokers)"
@@ -388,44 +480,5 @@ tool "${CC[@]}" --describe --entity-type topics --all >"$OUT/configs-D.txt" 2>&1
 tool "${AC[@]}" --list >"$OUT/acls-D.txt" 2>&1 || true
 tool "${CC[@]}" --describe --entity-type users >"$OUT/users-D.txt" 2>&1 || true
 tool "${TC[@]}" --describe >"$OUT/topics-D.txt" 2>&1 || true
-for n in b1 b2 b3 c3000 c3001 c3002; do
-  [ -e "$RUN/$n.requests.log" ] || continue
-  grep -o '"requestApiKey":[0-9]*,"requestApiVersion":[0-9]*' "$RUN/$n.requests.log" \
-    | sort | uniq -c | sed "s/^/$n /" >>"$OUT/request-versions.txt" || true
-done
-cat "$RUN"/c*.log* \
-  | grep "KRaftMigrationDriver\|KafkaZkClient\|ZkMigrationState\|Performing controller activation\|pre-migration\|ZK migration" \
-  | grep -v "Still waiting\|No brokers are known\|Kept migration state\|Ignoring image\|Expected driver state" \
-  | cut -c1-700 >"$OUT/controller-migration-lines.txt" || true
-# Condensed views: the metadata records without NoOps, and examples of the legacy RPCs the
-# KRaft controller sent (request log bodies of LeaderAndIsr 4, StopReplica 5, UpdateMetadata 6).
-for f in "$OUT"/metadata-*.txt; do
-  grep "payload" "$f" | grep -v NO_OP_RECORD \
-    | sed 's/^| offset: \([0-9]*\) .*payload: /\1 /' >"${f%.txt}.records"
-  # one line per raft batch: baseOffset lastOffset count leaderEpoch isControl
-  grep "^baseOffset" "$f" | awk '{print $2, $4, $6, $16, $20}' >"${f%.txt}.batches"
-done
-for n in b1 b2 b3; do
-  for key in 4 5 6; do
-    grep '"isKRaftController":true' "$RUN/$n.requests.log" | grep "\"requestApiKey\":$key," \
-      | head -2 | sed 's/^\[[^]]*\] Completed request://' | cut -c1-3000 >>"$OUT/legacy-rpcs-$n.jsonl" || true
-  done
-done
-# Counts of the legacy RPCs each broker got from a KRaft controller, by api, version and Type.
-"$PY" - "$RUN" >"$OUT/legacy-rpc-counts.txt" <<'PYEOF'
-import collections, json, sys
-for broker in ("b1", "b2", "b3"):
-    counts = collections.Counter()
-    with open(f"{sys.argv[1]}/{broker}.requests.log", encoding="utf-8") as log:
-        for line in log:
-            if '"isKRaftController":true' not in line:
-                continue
-            entry = json.loads(line.split("Completed request:", 1)[1])
-            header, body = entry["requestHeader"], entry["request"]
-            counts[(header["requestApiKeyName"], header["requestApiVersion"], body.get("type", 0))] += 1
-    for (api, version, kind), n in sorted(counts.items()):
-        print(f"{broker} {api} v{version} type={kind}: {n}")
-PYEOF
-grep -h '"requestApiKeyName":"API_VERSIONS"' "$RUN"/c*.requests.log | grep -o '"zkMigrationReady":[a-z]*' \
-  | sort | uniq -c >"$OUT/controller-apiversions-zkMigrationReady.txt" || true
+summarise
 log "done"

@@ -11,7 +11,9 @@
 #      PORT_BASE (default 24100: ZK +81, brokers +91..93, controllers +191..193),
 #      FAULT_DURING_LOAD=1: load in batches of one record, SIGKILL the active controller
 #      after its fifth committed batch (the next one aborts the transaction and reloads),
-#      and stop once the load is done (phase B2).
+#      and stop once the load is done (phase B2);
+#      FAULT_ZK_RESTART=1: after phase B4, stop ZooKeeper for ~8 s while a topic config
+#      changes in KRaft, restart it, wait for the change to reach ZooKeeper, then go on.
 # Every process it starts is stopped by its PID on exit; every wait is bounded.
 set -euo pipefail
 
@@ -434,6 +436,26 @@ zkdump B4-failover
 start_java "c$ACTIVE" 384m kafka.Kafka "$RUN/c$ACTIVE.mig.properties"
 wait_log "$RUN/c$ACTIVE.log" "Kafka Server started" 180
 wait_no_urp "$BOOT"
+
+# ---------------------------------------------------------------- phase B5 (optional): ZooKeeper restart
+if [ "${FAULT_ZK_RESTART:-0}" = 1 ]; then
+  log "phase B5: ZooKeeper stopped while dual-writing"
+  stop_java zk
+  # to the controllers: a ZK broker reads a topic's configs from ZooKeeper before altering them
+  tool kafka.admin.ConfigCommand --bootstrap-controller "$CBOOT" --alter --entity-type topics \
+    --entity-name t-rf3 --add-config retention.ms=5400000
+  log "t-rf3 retention.ms=5400000 committed in KRaft with ZooKeeper down"
+  sleep 5  # keep ZooKeeper down a while, below zookeeper.session.timeout.ms (18 s)
+  start_java zk 192m org.apache.zookeeper.server.quorum.QuorumPeerMain "$RUN/zk.properties"
+  wait_port "$ZK_PORT" 60
+  for _ in $(seq 1 120); do
+    zkdump B5-zk-restarted
+    grep -q '5400000' "$OUT/znodes-B5-zk-restarted.json" && break
+    sleep 1
+  done
+  log "ZooKeeper restarted; t-rf3 retention.ms in ZooKeeper: $(grep -o 'retention.ms[^,]*5400000' "$OUT/znodes-B5-zk-restarted.json" | head -1)"
+  wait_no_urp "$BOOT"
+fi
 
 # ---------------------------------------------------------------- phase C: brokers rolled to KRaft
 log "phase C: brokers rolled to KRaft mode"

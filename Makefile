@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit kafka spark-kafka test-interop test-pipeline pipeline demo cluster \
+.PHONY: setup test lint unit kafka kafka-zk spark-kafka test-interop test-pipeline pipeline demo cluster \
 	clean
 
 $(BIN)/pykraft: pyproject.toml
@@ -39,6 +39,12 @@ unit: setup
 kafka: setup
 	$(BIN)/python scripts/fetch_kafka.py
 	$(BIN)/python scripts/fetch_kafka_streams.py
+
+# Apache Kafka 3.9 (ZooKeeper mode, and ZooKeeper 3.8 from its jars) for the ZooKeeper-to-KRaft
+# migration (issue 32): the version pinned in scripts/kafka_zk/pom.xml, checked against
+# scripts/kafka_zk/jars.sha256, into .cache/kafka-zk/<version>/.
+kafka-zk: setup
+	$(BIN)/python scripts/fetch_kafka_zk.py > /dev/null
 
 # Spark's Kafka connector (spark-sql-kafka-0-10) for tests/spark: the version pinned in
 # scripts/spark_kafka/pom.xml and the jars PySpark lacks, checked against

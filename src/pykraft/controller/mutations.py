@@ -26,8 +26,8 @@ MutationResponse = CreateTopicsResponse | CreatePartitionsResponse | DeleteTopic
 #: Kafka's ``newQuotaFor(..., strictSinceVersion)`` in ControllerApis.
 STRICT_SINCE: dict[type[MutationBody], int] = {
     CreateTopicsRequest: 6, CreatePartitionsRequest: 3, DeleteTopicsRequest: 5}
-#: Kafka's ``Errors.THROTTLING_QUOTA_EXCEEDED.message()``, a refused topic's message.
-THROTTLED_MESSAGE = "The throttling quota has been exceeded."
+#: A topic refused by a strict quota: Kafka's ThrottlingQuotaExceededException carries the
+#: error's own message, which ``ApiError.fromThrowable`` drops, so the topic has none.
 THROTTLED = ErrorCode.THROTTLING_QUOTA_EXCEEDED
 
 

@@ -77,13 +77,13 @@ from pykraft.replica.leader import IsrProposal, PartitionAssignment
 @dataclass(frozen=True, slots=True)
 class Failure:
     code: ErrorCode
-    message: str
+    message: str | None
 
 
 #: Kafka's answer to an operation whose records would not fit MAX_RECORDS_PER_USER_OP.
 TOO_LARGE = Failure(ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE)
 #: A topic the controller mutation quota refuses (:mod:`pykraft.controller.mutations`).
-THROTTLED = Failure(mutations.THROTTLED, mutations.THROTTLED_MESSAGE)
+THROTTLED = Failure(mutations.THROTTLED, None)
 #: Kafka's ReplicationControlManager refuses a CreateTopics or CreatePartitions request
 #: asking for more partitions than this in all, before looking at any topic of it.
 MAX_PARTITIONS_PER_REQUEST = 10_000

@@ -8,8 +8,9 @@ of 1 partition a second (a burst of 11 with Kafka's 11 one-second windows);
 it goes through, 39 tokens below zero: 39 s, longer than the next JVMs take to start on a
 loaded machine), and every further create, delete or partition increase is refused with
 THROTTLING_QUOTA_EXCEEDED (TopicCommand does not retry on a quota violation): the same exit
-codes and lines from both clusters. Skips off CI when Kafka cannot
-be fetched.
+codes and lines from both clusters. ``pykraft configs`` and ``pykraft topics`` then do the
+same as a client of the user with a quota of its own, and print the same lines on both.
+Skips off CI when Kafka cannot be fetched.
 """
 
 from __future__ import annotations
@@ -56,24 +57,53 @@ def clusters(tmp_path: Path) -> Iterator[dict[Kind, OracleCluster]]:
         yield dict(zip((KAFKA, PYKRAFT), made, strict=True))
 
 
-def throttle_the_user(cluster: OracleCluster) -> None:
-    """``kafka-configs.sh --alter --entity-type users``, then wait until the broker's image
-    holds the quota (the controller, which applies it, committed it before)."""
-    assert tool_outcome(cluster, CONFIGS, "--alter", "--entity-type", "users",
-                        "--entity-name", USER, "--add-config",
-                        "controller_mutation_rate=1") == (
-        0, f"Completed updating config for user {USER}.\n")
-    ask = DescribeClientQuotasRequest(components=(
-        ComponentData(entity_type="user", match_type=0, match=USER),), strict=True)
+def quota_seen(cluster: OracleCluster, client_id: str | None) -> None:
+    """Until the broker's image holds the quota of (``USER``, ``client_id``) (the
+    controller, which applies it, committed it before)."""
+    components = [ComponentData(entity_type="user", match_type=0, match=USER)]
+    if client_id is not None:
+        components.append(ComponentData(entity_type="client-id", match_type=0,
+                                        match=client_id))
+    ask = DescribeClientQuotasRequest(components=tuple(components), strict=True)
     wait_for("the broker's image holds the quota", lambda: bool(call(
         cluster.bootstrap_servers, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, ask).entries) or None)
 
 
+def throttle(cluster: OracleCluster, tool: str | None, *entity: str) -> tuple[int, str]:
+    """``controller_mutation_rate=1`` for ``entity`` by Kafka's ConfigCommand or (``tool``
+    None) ``pykraft configs``: what it printed."""
+    command = () if tool is not None else ("configs",)
+    outcome: tuple[int, str] = tool_outcome(cluster, tool, *command, "--alter", *entity,
+                                            "--add-config", "controller_mutation_rate=1")
+    return outcome
+
+
+def renamed(args: tuple[str, ...], suffix: str) -> tuple[str, ...]:
+    return tuple(f"{arg}{suffix}" if arg in ("wide", "narrow") else arg for arg in args)
+
+
 def test_kafka_topics_as_a_throttled_user_gets_kafka_s_answers_from_pykraft(
-        clusters: dict[Kind, OracleCluster]) -> None:
+        clusters: dict[Kind, OracleCluster], tmp_path: Path) -> None:
+    """Kafka's tools on both clusters, then pykraft's (``configs`` setting the quota of the
+    user with a client id of its own, whose bucket is its own; ``topics`` as that client):
+    each prints what Kafka's TopicCommand printed."""
+    settings = tmp_path / "client.properties"
+    settings.write_text("client.id=pykraft-topics\n")
+    user = ("--entity-type", "users", "--entity-name", USER)
+    client = ("--entity-type", "clients", "--entity-name", "pykraft-topics")
     outcomes: dict[Kind, list[tuple[int, str]]] = {}
+    ours: dict[Kind, list[tuple[int, str]]] = {}
+    updated = (0, f"Completed updating config for user {USER}.\n")  # the first entity's
     for kind, cluster in clusters.items():
-        throttle_the_user(cluster)
+        assert throttle(cluster, CONFIGS, *user) == updated
+        quota_seen(cluster, None)
         outcomes[kind] = [tool_outcome(cluster, TOPICS, *args) for args, _ in STEPS]
-    assert outcomes[KAFKA] == [answer for _, answer in STEPS]
+        assert throttle(cluster, None, *user, *client) == updated
+        quota_seen(cluster, "pykraft-topics")
+        ours[kind] = [tool_outcome(cluster, None, "topics", "--command-config", str(settings),
+                                   *renamed(args, "-ours")) for args, _ in STEPS]
+    expected = [answer for _, answer in STEPS]
+    assert outcomes[KAFKA] == expected
     assert outcomes[PYKRAFT] == outcomes[KAFKA]
+    assert ours[KAFKA] == ours[PYKRAFT] == [
+        (code, text.replace("wide", "wide-ours")) for code, text in expected]

@@ -6,12 +6,17 @@ before (everything through, the answer throttled), the throttle time in the answ
 
 from __future__ import annotations
 
+import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 
+from pykraft.config.server import ServerConfig
+from pykraft.controller import QuorumController
 from pykraft.controller.mutations import Mutation, MutationBody
+from pykraft.ids import random_uuid, uuid_to_str
 from pykraft.messages.kafka.alter_client_quotas_request import (
     AlterClientQuotasRequest,
     EntityData,
@@ -26,6 +31,8 @@ from pykraft.messages.kafka.create_partitions_request import (
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import PartitionRecord, RemoveTopicRecord
+from pykraft.runtime.settings import load_settings
+from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 THROTTLED = (ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)  # no message, as Kafka's
 OK = (ErrorCode.NONE, None)
@@ -147,3 +154,19 @@ def test_an_inactive_controller_answers_a_mutation_not_controller(cluster: Clust
     cluster.depose(truncate=False)
     assert ask(cluster, create_topic("late", 1), 6) == (
         [(ErrorCode.NOT_CONTROLLER, None)], 0)
+
+
+def test_the_controller_takes_its_quota_windows_from_the_node_s_properties(
+        tmp_path: Path) -> None:
+    config = ServerConfig({
+        "process.roles": "controller", "node.id": "1", "controller.listener.names": "CONTROLLER",
+        "listeners": "CONTROLLER://127.0.0.1:9093", "log.dirs": str(tmp_path / "data"),
+        "controller.quorum.voters": "1@127.0.0.1:9093", "controller.quota.window.num": "5",
+        "controller.quota.window.size.seconds": "2"})
+    format_storage(FormatRequest(config=config, cluster_id=uuid_to_str(random_uuid()),
+                                 mode=QuorumMode.STATIC))
+    controller = load_settings(config).controller
+    assert (controller.mutation_quota_samples, controller.mutation_quota_window_s) == (5, 2)
+    quotas = QuorumController(controller, writer=lambda _now, _values: 0,
+                              rng=random.Random(0)).mutation_quotas
+    assert quotas.burst_s == 10

@@ -106,6 +106,11 @@ class ControllerConfig:
                                    "true").strip().lower() == "true"
 
     @property
+    def delete_topic_enable(self) -> bool:
+        """``delete.topic.enable``: DeleteTopics refused when false (a read-only config)."""
+        return self.properties.get("delete.topic.enable", "true").strip().lower() == "true"
+
+    @property
     def leader_imbalance_check_interval_ms(self) -> int:
         """``leader.imbalance.check.interval.seconds``, in ms: how long an imbalance waits
         for the rebalance."""

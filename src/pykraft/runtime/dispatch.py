@@ -14,10 +14,12 @@ from collections.abc import Mapping
 
 from pykraft.controller.delegation_token_control import TokenBody, TokenRequest
 from pykraft.controller.mutations import Mutation, MutationBody
+from pykraft.controller.responses import topic_deletion_disabled
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.messages.kafka import describe_cluster_response as dc
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.envelope_request import EnvelopeRequest
 from pykraft.messages.kafka.envelope_response import EnvelopeResponse
@@ -129,6 +131,9 @@ class Dispatcher(ListenerDispatcher):
                                           request.api_version, access)
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
             body = controller_body(request.body)
+            if (isinstance(body, DeleteTopicsRequest)
+                    and not self._controller.controller.config.delete_topic_enable):
+                return topic_deletion_disabled(body)
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return await update_kraft_version(self._node, body)
             if api_key in TOKEN_REQUESTS:

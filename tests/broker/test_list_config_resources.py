@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 from replica_fixtures import topic, with_records
-from test_describe_topic_partitions import registered
+from test_describe_topic_partitions import registered  # type: ignore[import-not-found]
 
 from pykraft.broker.list_config_resources import list_config_resources
 from pykraft.image.configs import ConfigResourceType as T

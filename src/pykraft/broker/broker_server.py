@@ -235,8 +235,11 @@ class BrokerServer:
                                        self._disk_worker)
         self.replicas.defer_logs = self._log_creator.wake
         if self._auto_create:  # one for every listener: topics in flight are per broker
+            # on the forwarding channel, as Kafka's AutoTopicCreationManager: a CreateTopics
+            # the controller throttles (its mutation quota) mutes that connection, never the
+            # heartbeats'
             self._auto_topics = AutoTopicCreator(
-                self._channel, num_partitions=settings.controller.default_num_partitions,
+                self._forwarding, num_partitions=settings.controller.default_num_partitions,
                 replication_factor=settings.controller.default_replication_factor)
         self._alter_partition = AlterPartitionManager(
             self._channel, self.replicas, broker_id=settings.node_id,

@@ -152,6 +152,7 @@ from pykraft.runtime.authorization import (
     split_parts,
 )
 from pykraft.runtime.backoff import ExponentialBackoff
+from pykraft.runtime.channel_mute import mute_for
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import controller_body
@@ -274,6 +275,9 @@ class BrokerDispatcher(ListenerDispatcher):
         api_key = request.api_key
         api = BROKER_APIS[api_key]
         if api.forwarded and (enveloped := await self._enveloped(request, session)):
+            # the controller's throttle (its mutation quota) mutes the client's connection
+            # here, as Kafka's sendForwardedResponse does
+            mute_for(getattr(enveloped.response, "throttle_time_ms", 0))
             return await self._encode_large(request, lambda: enveloped.response)
         access = self._access(session)
         if (answer := cluster_refusal(BROKER_RULES, api_key, request.body, access)) is not None:

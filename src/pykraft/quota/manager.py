@@ -2,8 +2,9 @@
 (user, client id) tags (:mod:`pykraft.quota.resolution`) and answering how long to throttle.
 
 ``producer_byte_rate`` counts each Produce request's bytes, ``consumer_byte_rate`` each
-consumer Fetch response's (:class:`ClientQuotaManager`); ``request_percentage`` and
-``controller_mutation_rate`` are not enforced yet. Nothing
+consumer Fetch response's (:class:`ClientQuotaManager`); ``request_percentage`` is not
+enforced yet; ``controller_mutation_rate`` is the controller's, a token bucket per client
+(:mod:`pykraft.quota.mutation`). Nothing
 is recorded for a key no entity ever set (Kafka's ``quotasEnabled``); a rate whose tags no
 entity covers is recorded but never throttled, so a quota set later finds its history.
 A rate idle for an hour is dropped, as Kafka expires its quota sensors.

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 
 from pykraft.controller.delegation_token_control import TokenBody, TokenRequest
+from pykraft.controller.mutations import Mutation, MutationBody
 from pykraft.controller.responses import topic_deletion_disabled
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
@@ -42,6 +43,7 @@ from pykraft.runtime.authorization import (
     merge_parts,
     split_parts,
 )
+from pykraft.runtime.channel_mute import mute_for
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     TOKEN_REQUESTS,
@@ -139,10 +141,10 @@ class Dispatcher(ListenerDispatcher):
             if api_key in PARTS and isinstance(body, PartsRequest) and access.enabled:
                 image = self._controller.controller.committed_image
                 split = split_parts(api_key, body, access, image.topics.by_id)
-                answer = (None if split.allowed is None
-                          else await self._controller.submit(split.allowed))
+                answer = (None if split.allowed is None else await self._submit(
+                    split.allowed, request, session))
                 return merge_parts(api_key, split, answer)
-            answer = await self._controller.submit(body)
+            answer = await self._submit(body, request, session)
             liveness = self._controller.liveness
             if (liveness is not None and isinstance(body, BrokerHeartbeatRequest)
                     and getattr(answer, "error_code", None) == ErrorCode.NONE):
@@ -162,6 +164,21 @@ class Dispatcher(ListenerDispatcher):
                 request.api_version >= FIRST_RAFT_NODE_ENDPOINTS_VERSION):
             response = self._with_leader_endpoint(response)
         return response
+
+    async def _submit(self, body: object, request: RequestFrame, session: Session) -> object:
+        """The controller's answer to ``body`` (of ``request``, on ``session``): a topic
+        mutation goes with its client's principal, client id and version, for its controller
+        mutation quota, and a client throttled on this listener has its connection muted (a
+        forwarded request's throttle is the broker's to apply, as in Kafka's
+        ``sendResponseMaybeThrottleWithControllerQuota``)."""
+        assert self._controller is not None
+        if not isinstance(body, MutationBody):
+            return await self._controller.submit(body)
+        answer = await self._controller.submit(Mutation(
+            body, session.principal.name, request.header.client_id or "", request.api_version))
+        if not session.forwarded:
+            mute_for(getattr(answer, "throttle_time_ms", 0))
+        return answer
 
     async def _token_request(self, body: object, access: Access) -> object:
         """ControllerApis' checks of a token request, then the controller's answer to it

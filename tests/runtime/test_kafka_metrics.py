@@ -113,7 +113,7 @@ def test_error_counts_walk_every_error_code_of_a_response() -> None:
 
 def test_the_dashboard_names_only_exported_series(tmp_path: Path) -> None:
     replicas = ReplicaManager(1, LogManager([tmp_path], LogConfig()), {})
-    replicas.cleaner_runs = (0.0, 0.0)
+    replicas.cleaner.end_pass(0.0)
     requests = RequestMetrics()
     times, token = requests.begin()
     try:

@@ -91,6 +91,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pykraft.broker.cleaner_state import CleanerState
 from pykraft.broker.fetch_session_cache import FetchSessionCache
 from pykraft.broker.fetch_sessions import FetchManager
 from pykraft.broker.purgatory import Purgatories
@@ -108,6 +109,7 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
 from pykraft.log.cleaner import Compute
+from pykraft.log.cleaner_config import CleanerConfig
 from pykraft.log.log_manager import LogManager, PlannedLog, create_logs
 from pykraft.log.partition_reads import ReadablePartition
 from pykraft.log.producer_snapshot_files import (
@@ -358,10 +360,8 @@ class ReplicaManager:
         self.isr_changes: IsrChangeSink | None = None
         self.topic_stats = BrokerTopicStats()
         """Kafka's BrokerTopicMetrics, counted by the Produce and Fetch handlers."""
-        self.cleaner_runs: tuple[float, float] | None = None
-        """The log cleaner's last pass: when it ended (``time.monotonic()``) and its longest
-        log's cleaning (s): LogCleaner's max-clean-time-secs, LogCleanerManager's
-        time-since-last-run-ms."""
+        self.cleaner = CleanerState(CleanerConfig.from_layers(self._static))
+        """The log cleaner's settings, throttle, uncleanable partitions and metrics."""
         self.isr_shrinks = 0
         self.isr_expands = 0
         """ISR changes of led partitions the controller committed (IsrShrinksPerSec,
@@ -903,25 +903,42 @@ class ReplicaManager:
 
     async def run_cleaner(self, now_ms: int, compute: Compute = CLEANER.run) -> int:
         """One pass of Kafka's log cleaner: compact every hosted log whose
-        ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it (its
-        records walked by ``compute``: the cleaner's thread); returns how many were
-        cleaned. The cleaner stops at the last stable offset, as Kafka's does: an open
-        transaction's records are left alone."""
+        ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it, the
+        filthiest first (its records walked by ``compute``: the cleaner's thread); returns
+        how many were cleaned. The cleaner stops at the last stable offset, as Kafka's
+        does: an open transaction's records are left alone. A log whose cleaning fails
+        (not on I/O: that fails its directory) is uncleanable from then on, as in Kafka."""
+        cleaner = self.cleaner
+        assessed = {}
+        for tp, hosted in self._partitions.items():
+            dirtiness = self.logs.dirtiness(tp, hosted.last_stable_offset, now_ms)
+            if dirtiness is not None:
+                assessed[tp] = (dirtiness, hosted.log.directory.parent)
+        cleaner.begin_pass(assessed)
         cleaned = 0
-        longest = 0.0
-        for tp, hosted in list(self._partitions.items()):
-            if self._partitions.get(tp) is not hosted:
-                continue  # deleted or re-created while an earlier log was cleaned
+        for tp in sorted(assessed, key=lambda tp: -assessed[tp][0].ratio):
+            current = self._partitions.get(tp)
+            if current is None or tp in cleaner.uncleanable:
+                continue  # deleted while an earlier log was cleaned, or given up on
             started = time.monotonic()
-            with self.on_disk(hosted.log, "cleaning segments of"):
-                ran = await self.logs.compact(tp, hosted.last_stable_offset, now_ms, {
-                    producer_id: entry.last_data_offset
-                    for producer_id, entry in hosted.producer_state.producers.items()},
-                    compute=compute)
-            if ran:
+            try:
+                with self.on_disk(current.log, "cleaning segments of"):
+                    stats = await self.logs.compact(
+                        tp, current.last_stable_offset, now_ms,
+                        {producer_id: entry.last_data_offset
+                         for producer_id, entry in current.producer_state.producers.items()},
+                        compute=compute, config=cleaner.config, throttle=cleaner.throttle)
+            except StorageIOError:
+                raise
+            except PyKraftError as exc:
+                log.warning("%s: cleaning failed, marking the partition uncleanable: %s",
+                            _name(tp), exc)
+                cleaner.mark_uncleanable(tp, current.log.directory.parent)
+                continue
+            if stats is not None:
                 cleaned += 1
-                longest = max(longest, time.monotonic() - started)
-        self.cleaner_runs = (time.monotonic(), longest)
+                cleaner.record(time.monotonic() - started, stats)
+        cleaner.end_pass(time.monotonic())
         return cleaned
 
     def run_retention(self, now_ms: int) -> int:

@@ -56,14 +56,28 @@ class CleaningPlan:
 
 class OffsetMap:
     """Each key's latest offset in the cleanable range, keys as their MD5 digests
-    (Kafka's ``SkimpyOffsetMap``: 16 bytes a key, however long the key)."""
+    (Kafka's ``SkimpyOffsetMap``: 16 bytes a key, however long the key), holding at most
+    ``max_entries`` keys (``log.cleaner.dedupe.buffer.size`` over the cleaner threads, as
+    :meth:`pykraft.log.cleaner_config.CleanerConfig.max_map_entries` computes; None:
+    unbounded, for tools)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_entries: int | None = None) -> None:
         self._latest: dict[bytes, int] = {}
+        self.max_entries = max_entries
         self.latest_offset = -1
+
+    @property
+    def full(self) -> bool:
+        """Whether the map may take no more keys (Kafka checks before every put, even of
+        a key it holds: ``map.size < maxDesiredMapSize``)."""
+        return self.max_entries is not None and len(self._latest) >= self.max_entries
 
     def put(self, key: bytes, offset: int) -> None:
         self._latest[key] = offset
+        self.update_latest_offset(offset)
+
+    def update_latest_offset(self, offset: int) -> None:
+        """The last offset the map covers (a batch's last, though its keys may be fewer)."""
         self.latest_offset = max(self.latest_offset, offset)
 
     def get(self, key: bytes) -> int | None:
@@ -85,29 +99,56 @@ def first_uncleanable_offset(segments: Sequence[SegmentStats], config: LogConfig
     return bound
 
 
+@dataclass(frozen=True, slots=True)
+class Dirtiness:
+    """A compacted log as the cleaner's manager sees it before choosing (Kafka's
+    ``LogToClean`` and ``maxCompactionDelay``): its dirty ratio, the bytes of its dirty
+    cleanable segments, and how long past ``max.compaction.lag.ms`` its oldest dirty
+    segment is (ms, 0 when none is)."""
+
+    ratio: float
+    cleanable_bytes: int
+    compaction_delay_ms: int
+
+
+def _cleanable(segments: Sequence[SegmentStats], config: LogConfig, now_ms: int,
+               high_watermark: int) -> list[SegmentStats]:
+    bound = first_uncleanable_offset(segments, config, now_ms=now_ms,
+                                     high_watermark=high_watermark)
+    return [segment for segment in segments[:-1] if segment.end_offset <= bound]
+
+
+def assess_dirtiness(segments: Sequence[SegmentStats], config: LogConfig, *, now_ms: int,
+                     first_dirty_offset: int, high_watermark: int) -> Dirtiness | None:
+    """The log's :class:`Dirtiness`; None for a log without ``compact``. The compaction
+    delay reads each dirty segment's largest timestamp (Kafka reads its first batch's)."""
+    if not config.compact or not segments:
+        return None
+    cleanable = _cleanable(segments, config, now_ms, high_watermark)
+    dirty = [segment for segment in cleanable if segment.end_offset > first_dirty_offset]
+    total = sum(segment.size for segment in cleanable)
+    dirty_bytes = sum(segment.size for segment in dirty)
+    delay = max((now_ms - config.max_compaction_lag_ms - segment.largest_timestamp
+                 for segment in dirty), default=0)
+    return Dirtiness(dirty_bytes / total if total else 0.0, dirty_bytes, max(delay, 0))
+
+
 def plan_cleaning(segments: Sequence[SegmentStats], config: LogConfig, *, now_ms: int,
                   first_dirty_offset: int, high_watermark: int) -> CleaningPlan | None:
     """The whole segments below the first uncleanable offset, when the log needs cleaning:
     dirty ratio at least ``min.cleanable.dirty.ratio`` or a dirty segment older than
     ``max.compaction.lag.ms``. None for a log without ``compact`` or nothing to do."""
-    if not config.compact or not segments:
+    dirtiness = assess_dirtiness(segments, config, now_ms=now_ms,
+                                 first_dirty_offset=first_dirty_offset,
+                                 high_watermark=high_watermark)
+    if dirtiness is None or not dirtiness.cleanable_bytes:
         return None
-    bound = first_uncleanable_offset(segments, config, now_ms=now_ms,
-                                     high_watermark=high_watermark)
-    cleanable = [segment for segment in segments[:-1] if segment.end_offset <= bound]
-    if not cleanable:
+    if (dirtiness.ratio < config.min_cleanable_dirty_ratio
+            and not dirtiness.compaction_delay_ms):
         return None
-    end = cleanable[-1].end_offset
-    dirty = [segment for segment in cleanable if segment.end_offset > first_dirty_offset]
-    if not dirty:
-        return None
-    total = sum(segment.size for segment in cleanable)
-    ratio = sum(segment.size for segment in dirty) / total if total else 0.0
-    overdue = any(now_ms - segment.largest_timestamp > config.max_compaction_lag_ms
-                  for segment in dirty)
-    if ratio < config.min_cleanable_dirty_ratio and not overdue:
-        return None
-    return CleaningPlan(tuple(segment.base_offset for segment in cleanable), end, ratio)
+    cleanable = _cleanable(segments, config, now_ms, high_watermark)
+    return CleaningPlan(tuple(segment.base_offset for segment in cleanable),
+                        cleanable[-1].end_offset, dirtiness.ratio)
 
 
 def delete_horizon(config: LogConfig, now_ms: int) -> int:

@@ -1,0 +1,158 @@
+"""The broker's log cleaner follows its dynamic ``log.cleaner.*`` configs as Kafka's
+``LogCleaner.reconfigure`` does (a change restarts the loop, so a shorter backoff holds at
+once; a thread count Kafka refuses is refused), gives up on a log whose cleaning fails
+(uncleanable, per log directory), and shows Kafka's LogCleaner / LogCleanerManager gauges."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from prometheus_client.core import Metric
+from replica_fixtures import client_batch, topic, with_records
+
+from pykraft.broker.broker_metrics import cleaner_families
+from pykraft.broker.log_cleaner import LogCleanerTask
+from pykraft.broker.replica_manager import ReplicaManager
+from pykraft.errors import CorruptRecordError
+from pykraft.ids import TopicPartition
+from pykraft.image.image import MetadataImage
+from pykraft.log.cleaner import CleanerStats, Compute
+from pykraft.log.log_manager import LogManager
+from pykraft.records.metadata import ConfigRecord
+from pykraft.runtime.codec_thread import CLEANER
+from pykraft.storage.log_config import LogConfig
+
+T1 = uuid.UUID(int=9)
+BROKER = 4
+LC = "kafka_log_logcleaner_"
+LCM = "kafka_log_logcleanermanager_"
+
+
+def _compacted(directory: Path, static: dict[str, str] | None = None) -> ReplicaManager:
+    """t-0 compacted, 8 records over 2 keys in segments of 200 bytes."""
+    image = with_records(MetadataImage(), *topic("t", T1, (1,)), *(
+        ConfigRecord(resource_type=2, resource_name="t", name=name, value=value)
+        for name, value in (("cleanup.policy", "compact"), ("internal.segment.bytes", "200"))))
+    logs = LogManager([directory], LogConfig())
+    logs.startup(1_000)
+    manager = ReplicaManager(1, logs, static or {})
+    manager.apply_image(image, 1_000)
+    part = manager.partition_for("t", 0)
+    for index in range(8):
+        manager.append_records(part, client_batch([b"v%d" % index], key=b"k%d" % (index % 2)),
+                               acks=-1, api_version=12, now_ms=2_000)
+    return manager
+
+
+def _configure(manager: ReplicaManager, task: LogCleanerTask, name: str, key: str,
+               value: str | None) -> None:
+    manager.apply_image(with_records(manager.image, ConfigRecord(
+        resource_type=BROKER, resource_name=name, name=key, value=value)), 2_000)
+    task.apply_configs(manager.image.configs)
+
+
+def _gauges(manager: ReplicaManager) -> dict[tuple[str, tuple[str, ...]], float]:
+    families: list[Metric] = list(cleaner_families(manager.cleaner))
+    return {(sample.name, tuple(sample.labels.values())): sample.value
+            for family in families for sample in family.samples}
+
+
+def test_dynamic_settings_follow_the_cluster_default_then_the_broker(tmp_path: Path) -> None:
+    manager = _compacted(tmp_path, {"log.cleaner.backoff.ms": "60000"})
+    task = LogCleanerTask(manager, {"log.cleaner.backoff.ms": "60000"}, 1, lambda: 3_000)
+    _configure(manager, task, "", "log.cleaner.backoff.ms", "100")
+    assert manager.cleaner.config.backoff_ms == 100
+    _configure(manager, task, "1", "log.cleaner.backoff.ms", "50")
+    _configure(manager, task, "2", "log.cleaner.backoff.ms", "70")  # another broker's
+    assert manager.cleaner.config.backoff_ms == 50
+    _configure(manager, task, "", "log.cleaner.io.max.bytes.per.second", "2048")
+    assert manager.cleaner.throttler.rate_per_second == 2048.0
+    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", "240")
+    assert manager.cleaner.config.max_map_entries() == 9
+    # Kafka refuses more than double the threads, and a map too small for one key: the
+    # settings in force stay
+    _configure(manager, task, "", "log.cleaner.threads", "3")
+    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", "24")
+    assert (manager.cleaner.config.threads, manager.cleaner.config.dedupe_buffer_size) == (1,
+                                                                                          240)
+    _configure(manager, task, "", "log.cleaner.threads", "2")
+    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", "480")
+    assert (manager.cleaner.config.threads, manager.cleaner.config.max_map_entries()) == (2, 9)
+    _configure(manager, task, "1", "log.cleaner.backoff.ms", None)
+    assert manager.cleaner.config.backoff_ms == 100
+
+
+def test_a_change_restarts_the_loop_so_a_new_backoff_holds_at_once(tmp_path: Path) -> None:
+    """Under a backoff of a day the cleaner would not look again; setting the backoff (or
+    min.cleanable ratio of the topics, read at each pass) makes it pass again now."""
+    manager = _compacted(tmp_path, {"log.cleaner.backoff.ms": str(86_400_000)})
+    task = LogCleanerTask(manager, {"log.cleaner.backoff.ms": str(86_400_000)}, 1,
+                          lambda: 3_000)
+    passes: list[int] = []
+    ran = asyncio.Event()
+    run_cleaner = manager.run_cleaner
+
+    async def counted(now_ms: int, compute: Compute = CLEANER.run) -> int:
+        cleaned = await run_cleaner(now_ms, compute)
+        passes.append(cleaned)
+        ran.set()
+        return cleaned
+
+    manager.run_cleaner = counted  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        loop_task = asyncio.get_running_loop().create_task(task.run())
+        try:
+            # the first pass cleans t-0, the next at once finds nothing: then the backoff
+            while len(passes) < 2:
+                ran.clear()
+                await asyncio.wait_for(ran.wait(), 10)
+            assert passes == [1, 0]
+            ran.clear()
+            _configure(manager, task, "", "log.cleaner.backoff.ms", "10")
+            await asyncio.wait_for(ran.wait(), 10)
+            assert passes[:3] == [1, 0, 0]
+        finally:
+            loop_task.cancel()
+
+    asyncio.run(scenario())
+
+
+def test_a_log_whose_cleaning_fails_becomes_uncleanable(tmp_path: Path) -> None:
+    manager = _compacted(tmp_path)
+    assert _gauges(manager)[(LC + "max_buffer_utilization_percent", ())] == 0
+    assert (LCM + "time_since_last_run_ms", ()) not in _gauges(manager)
+
+    async def corrupt(work: object) -> CleanerStats:
+        raise CorruptRecordError("bad batch")
+
+    assert asyncio.run(manager.run_cleaner(3_000, corrupt)) == 0
+    tp = TopicPartition("t", 0)
+    assert manager.cleaner.uncleanable == {tp: tmp_path}
+    # never tried again; counted in its directory with its cleanable bytes
+    assert asyncio.run(manager.run_cleaner(3_000)) == 0
+    gauges = _gauges(manager)
+    assert gauges[(LCM + "uncleanable_partitions_count", (str(tmp_path),))] == 1
+    dirtiness = manager.logs.dirtiness(tp, 8, 3_000)
+    assert dirtiness is not None and dirtiness.cleanable_bytes > 0
+    assert gauges[(LCM + "uncleanable_bytes", (str(tmp_path),))] == dirtiness.cleanable_bytes
+    assert gauges[(LCM + "max_dirty_percent", ())] == 0  # uncleanable logs are left out
+
+
+def test_the_gauges_show_the_last_cleaning(tmp_path: Path) -> None:
+    manager = _compacted(tmp_path, {"log.cleaner.dedupe.buffer.size": "240",
+                                    "log.cleaner.io.buffer.load.factor": "1.0"})
+    dirtiness = manager.logs.dirtiness(TopicPartition("t", 0), 8, 3_000)
+    assert dirtiness is not None and dirtiness.ratio == 1.0
+    assert asyncio.run(manager.run_cleaner(3_000)) == 1
+    gauges = _gauges(manager)
+    # two keys in a map of ten slots; every segment but the last two emptied
+    assert gauges[(LC + "max_buffer_utilization_percent", ())] == 20
+    assert 0 < gauges[(LC + "cleaner_recopy_percent", ())] < 100
+    assert gauges[(LC + "deadthreadcount", ())] == 0
+    assert gauges[(LCM + "max_dirty_percent", ())] == 100  # as the pass found them
+    assert gauges[(LCM + "time_since_last_run_ms", ())] >= 0
+    asyncio.run(manager.run_cleaner(3_000))
+    assert _gauges(manager)[(LCM + "max_dirty_percent", ())] == 0

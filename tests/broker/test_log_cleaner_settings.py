@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from prometheus_client.core import Metric
 from replica_fixtures import client_batch, topic, with_records
@@ -18,13 +20,14 @@ from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.errors import CorruptRecordError
 from pykraft.ids import TopicPartition
 from pykraft.image.image import MetadataImage
-from pykraft.log.cleaner import CleanerStats, Compute
+from pykraft.log.cleaner import Compute
 from pykraft.log.log_manager import LogManager
 from pykraft.records.metadata import ConfigRecord
 from pykraft.runtime.codec_thread import CLEANER
 from pykraft.storage.log_config import LogConfig
 
 T1 = uuid.UUID(int=9)
+T = TypeVar("T")
 BROKER = 4
 LC = "kafka_log_logcleaner_"
 LCM = "kafka_log_logcleanermanager_"
@@ -125,7 +128,7 @@ def test_a_log_whose_cleaning_fails_becomes_uncleanable(tmp_path: Path) -> None:
     assert _gauges(manager)[(LC + "max_buffer_utilization_percent", ())] == 0
     assert (LCM + "time_since_last_run_ms", ()) not in _gauges(manager)
 
-    async def corrupt(work: object) -> CleanerStats:
+    async def corrupt(work: Callable[[], T]) -> T:
         raise CorruptRecordError("bad batch")
 
     assert asyncio.run(manager.run_cleaner(3_000, corrupt)) == 0

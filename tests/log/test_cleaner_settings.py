@@ -89,7 +89,7 @@ def test_a_map_too_small_for_one_key_is_refused_as_kafka_refuses_it() -> None:
     with pytest.raises(ConfigError, match="offset map is too small to fit in even a single "
                                           "message"):
         CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": "24"})
-    with pytest.raises(ConfigError, match="decrease log.cleaner.threads"):
+    with pytest.raises(ConfigError, match=r"decrease log\.cleaner\.threads"):
         CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": "96",
                                    "log.cleaner.threads": "4"})
     assert CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": "72"}

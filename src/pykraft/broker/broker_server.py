@@ -74,6 +74,7 @@ from pykraft.broker.txn_verification import VERIFIER_VERSIONS, TxnVerifier
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
 from pykraft.group.config import GroupConfig
+from pykraft.group.metrics import GroupCounters
 from pykraft.group.shard import GroupShard
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
@@ -261,10 +262,11 @@ class BrokerServer:
                                           give_up=self.failed.set)
         self.logs.failures.report = self._report_failed_dir
         rng = random.Random()  # member ids: Kafka's clientId-UUID, unique across failovers
+        group_counters = GroupCounters()  # the broker's, whichever shards it loads
         self.groups = GroupCoordinatorService(
             self.replicas, node.now_ms,
-            lambda partition: GroupShard(partition, self._group_config, rng),
-            self._offsets_topic)
+            lambda partition: GroupShard(partition, self._group_config, rng, group_counters),
+            self._offsets_topic, group_counters)
         self._producer_ids = ProducerIdManager(settings.node_id, self._broker_epoch,
                                                self._forwarding)
         self.transactions = TxnCoordinatorService(

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -52,6 +52,7 @@ from pykraft.broker.replica_manager import (
 from pykraft.broker.txn_verification import Operation, TxnVerifier
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError
 from pykraft.group.messages import ShardRequest, ShardResponse
+from pykraft.group.metrics import GroupCensus, GroupCounters
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
 from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
@@ -103,6 +104,8 @@ class Shard(Protocol):
                request: ShardRequest, context: RequestContext) -> Outcome: ...
 
     def tick(self, now_ms: int) -> Outcome: ...
+
+    def census(self) -> GroupCensus: ...
 
     def next_deadline_ms(self) -> int | None: ...
 
@@ -210,7 +213,11 @@ class GroupCoordinatorService:
     """The group shards of the ``__consumer_offsets`` partitions this broker leads."""
 
     def __init__(self, replicas: ReplicaManager, clock_ms: Callable[[], int],
-                 new_shard: ShardFactory, config: OffsetsTopicConfig) -> None:
+                 new_shard: ShardFactory, config: OffsetsTopicConfig,
+                 counters: GroupCounters | None = None) -> None:
+        self.counters = GroupCounters() if counters is None else counters
+        """The sensors the shards ``new_shard`` makes count into (Kafka's
+        GroupCoordinatorMetrics: one a broker)."""
         self._replicas = replicas
         self._clock_ms = clock_ms
         self._new_shard = new_shard
@@ -627,6 +634,18 @@ class GroupCoordinatorService:
         for coordinator in list(self._coordinators.values()):
             self._unload(coordinator)
         await asyncio.gather(*loading, return_exceptions=True)
+
+    def census(self) -> GroupCensus:
+        """The groups and committed offsets of every loaded shard (Kafka's gauges sum its
+        shards')."""
+        groups: Counter[tuple[str, str]] = Counter()
+        offsets = 0
+        for coordinator in self._coordinators.values():
+            if coordinator.shard is not None:
+                census = coordinator.shard.census()
+                groups.update(census.groups)
+                offsets += census.offsets
+        return GroupCensus(groups, offsets)
 
     @property
     def partition_states(self) -> dict[int, str]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
 from prometheus_client.core import Metric
 from replica_fixtures import client_batch, topic, with_records
 
@@ -23,29 +24,34 @@ from pykraft.image.image import MetadataImage
 from pykraft.log.cleaner import Compute
 from pykraft.log.log_manager import LogManager
 from pykraft.records.metadata import ConfigRecord
-from pykraft.runtime.codec_thread import CLEANER
 from pykraft.storage.log_config import LogConfig
 
-T1 = uuid.UUID(int=9)
 T = TypeVar("T")
 BROKER = 4
 LC = "kafka_log_logcleaner_"
 LCM = "kafka_log_logcleanermanager_"
 
 
-def _compacted(directory: Path, static: dict[str, str] | None = None) -> ReplicaManager:
-    """t-0 compacted, 8 records over 2 keys in segments of 200 bytes."""
-    image = with_records(MetadataImage(), *topic("t", T1, (1,)), *(
-        ConfigRecord(resource_type=2, resource_name="t", name=name, value=value)
-        for name, value in (("cleanup.policy", "compact"), ("internal.segment.bytes", "200"))))
+def _compacted(directory: Path, static: dict[str, str] | None = None,
+               topics: tuple[str, ...] = ("t",)) -> ReplicaManager:
+    """Each topic's partition 0 compacted, 8 records over 2 keys in segments of 200
+    bytes."""
+    image = MetadataImage()
+    for number, name in enumerate(topics):
+        image = with_records(image, *topic(name, uuid.UUID(int=9 + number), (1,)), *(
+            ConfigRecord(resource_type=2, resource_name=name, name=key, value=value)
+            for key, value in (("cleanup.policy", "compact"),
+                               ("internal.segment.bytes", "200"))))
     logs = LogManager([directory], LogConfig())
     logs.startup(1_000)
     manager = ReplicaManager(1, logs, static or {})
     manager.apply_image(image, 1_000)
-    part = manager.partition_for("t", 0)
-    for index in range(8):
-        manager.append_records(part, client_batch([b"v%d" % index], key=b"k%d" % (index % 2)),
-                               acks=-1, api_version=12, now_ms=2_000)
+    for name in topics:
+        part = manager.partition_for(name, 0)
+        for index in range(8):
+            manager.append_records(part, client_batch([b"v%d" % index],
+                                                      key=b"k%d" % (index % 2)),
+                                   acks=-1, api_version=12, now_ms=2_000)
     return manager
 
 
@@ -97,7 +103,7 @@ def test_a_change_restarts_the_loop_so_a_new_backoff_holds_at_once(tmp_path: Pat
     ran = asyncio.Event()
     run_cleaner = manager.run_cleaner
 
-    async def counted(now_ms: int, compute: Compute = CLEANER.run) -> int:
+    async def counted(now_ms: int, compute: Compute | None = None) -> int:
         cleaned = await run_cleaner(now_ms, compute)
         passes.append(cleaned)
         ran.set()
@@ -159,3 +165,23 @@ def test_the_gauges_show_the_last_cleaning(tmp_path: Path) -> None:
     assert gauges[(LCM + "time_since_last_run_ms", ())] >= 0
     asyncio.run(manager.run_cleaner(3_000))
     assert _gauges(manager)[(LCM + "max_dirty_percent", ())] == 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_threads_clean_that_many_logs_at_once(tmp_path: Path, threads: int) -> None:
+    """Kafka's cleaner threads each take the filthiest log left: with two, two logs'
+    records are walked at the same time."""
+    static = {"log.cleaner.threads": str(threads)}
+    manager = _compacted(tmp_path, static, topics=("a", "b"))
+    in_flight = peak = 0
+
+    async def compute(work: Callable[[], T]) -> T:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0)  # the other lane's turn, if there is one
+        in_flight -= 1
+        return work()
+
+    assert asyncio.run(manager.run_cleaner(3_000, compute)) == 2
+    assert peak == threads

@@ -80,6 +80,7 @@ NOT_LEADER_OR_FOLLOWER, as Kafka's do before the partition is made leader.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
@@ -149,7 +150,7 @@ from pykraft.replica.leader import (
     effective_min_isr,
 )
 from pykraft.replica.read_replica import replica_selector
-from pykraft.runtime.codec_thread import CLEANER, VALIDATION
+from pykraft.runtime.codec_thread import VALIDATION, cleaner_workers
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
@@ -901,13 +902,14 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ periodic work
 
-    async def run_cleaner(self, now_ms: int, compute: Compute = CLEANER.run) -> int:
+    async def run_cleaner(self, now_ms: int, compute: Compute | None = None) -> int:
         """One pass of Kafka's log cleaner: compact every hosted log whose
         ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it, the
-        filthiest first (its records walked by ``compute``: the cleaner's thread); returns
-        how many were cleaned. The cleaner stops at the last stable offset, as Kafka's
-        does: an open transaction's records are left alone. A log whose cleaning fails
-        (not on I/O: that fails its directory) is uncleanable from then on, as in Kafka."""
+        filthiest first, ``log.cleaner.threads`` logs at a time (their records walked by
+        ``compute``, else each on its cleaner thread); returns how many were cleaned. The
+        cleaner stops at the last stable offset, as Kafka's does: an open transaction's
+        records are left alone. A log whose cleaning fails (not on I/O: that fails its
+        directory and ends the pass) is uncleanable from then on, as in Kafka."""
         cleaner = self.cleaner
         assessed = {}
         for tp, hosted in self._partitions.items():
@@ -915,31 +917,54 @@ class ReplicaManager:
             if dirtiness is not None:
                 assessed[tp] = (dirtiness, hosted.log.directory.parent)
         cleaner.begin_pass(assessed)
+        order = sorted(assessed, key=lambda tp: assessed[tp][0].ratio)  # filthiest last
+        threads = max(cleaner.config.threads, 1)
+        runs = ([compute] * threads if compute is not None
+                else [worker.run for worker in cleaner_workers(threads)])
         cleaned = 0
-        for tp in sorted(assessed, key=lambda tp: -assessed[tp][0].ratio):
-            current = self._partitions.get(tp)
-            if current is None or tp in cleaner.uncleanable:
-                continue  # deleted while an earlier log was cleaned, or given up on
-            started = time.monotonic()
-            try:
-                with self.on_disk(current.log, "cleaning segments of"):
-                    stats = await self.logs.compact(
-                        tp, current.last_stable_offset, now_ms,
-                        {producer_id: entry.last_data_offset
-                         for producer_id, entry in current.producer_state.producers.items()},
-                        compute=compute, config=cleaner.config, throttle=cleaner.throttle)
-            except StorageIOError:
-                raise
-            except PyKraftError as exc:
-                log.warning("%s: cleaning failed, marking the partition uncleanable: %s",
-                            _name(tp), exc)
-                cleaner.mark_uncleanable(tp, current.log.directory.parent)
-                continue
-            if stats is not None:
-                cleaned += 1
-                cleaner.record(time.monotonic() - started, stats)
+        failures: list[StorageIOError] = []
+
+        async def lane(run: Compute) -> None:
+            nonlocal cleaned
+            while order and not failures:
+                try:
+                    done = await self._clean_log(order.pop(), now_ms, run)
+                except StorageIOError as exc:
+                    failures.append(exc)
+                    return
+                cleaned += done  # after the await: the other lanes count meanwhile
+
+        await asyncio.gather(*(lane(run) for run in runs))
         cleaner.end_pass(time.monotonic())
+        if failures:
+            raise failures[0]
         return cleaned
+
+    async def _clean_log(self, tp: TopicPartition, now_ms: int, compute: Compute) -> bool:
+        """One log of a cleaner pass; whether it was cleaned."""
+        cleaner = self.cleaner
+        current = self._partitions.get(tp)
+        if current is None or tp in cleaner.uncleanable:
+            return False  # deleted while an earlier log was cleaned, or given up on
+        started = time.monotonic()
+        try:
+            with self.on_disk(current.log, "cleaning segments of"):
+                stats = await self.logs.compact(
+                    tp, current.last_stable_offset, now_ms,
+                    {producer_id: entry.last_data_offset
+                     for producer_id, entry in current.producer_state.producers.items()},
+                    compute=compute, config=cleaner.config, throttle=cleaner.throttle)
+        except StorageIOError:
+            raise
+        except PyKraftError as exc:
+            log.warning("%s: cleaning failed, marking the partition uncleanable: %s",
+                        _name(tp), exc)
+            cleaner.mark_uncleanable(tp, current.log.directory.parent)
+            return False
+        if stats is None:
+            return False
+        cleaner.record(time.monotonic() - started, stats)
+        return True
 
     def run_retention(self, now_ms: int) -> int:
         """Delete the segments retention allows on every hosted log; returns how many were

@@ -2,9 +2,10 @@
 (Kafka's ``Throttler``), pure: the broker reads them from its properties and dynamic configs
 and applies a change as Kafka's ``LogCleaner.reconfigure`` does.
 
-- ``log.cleaner.threads``: the cleaner threads; each has ``log.cleaner.dedupe.buffer.size /
-  threads`` bytes of offset map (at most 2 GiB) and ``log.cleaner.io.buffer.size / threads /
-  2`` bytes of read buffer (a batch larger is read whole, as Kafka grows its buffer).
+- ``log.cleaner.threads``: the cleaner threads, each cleaning one log at a time; each has
+  ``log.cleaner.dedupe.buffer.size / threads`` bytes of offset map (at most 2 GiB) and
+  ``log.cleaner.io.buffer.size / threads / 2`` bytes of read buffer (a batch larger is
+  read whole, as Kafka grows its buffer).
 - The offset map takes a key while it holds fewer than ``slots * log.cleaner.io.buffer.
   load.factor`` keys, a slot being 24 bytes (an MD5 digest and an offset): Kafka's
   ``SkimpyOffsetMap``. A dirty range that does not fit is cleaned in parts, up to the last

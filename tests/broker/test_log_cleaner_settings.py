@@ -30,6 +30,7 @@ T = TypeVar("T")
 BROKER = 4
 LC = "kafka_log_logcleaner_"
 LCM = "kafka_log_logcleanermanager_"
+MIB = 1024 * 1024
 
 
 def _compacted(directory: Path, static: dict[str, str] | None = None,
@@ -78,17 +79,19 @@ def test_dynamic_settings_follow_the_cluster_default_then_the_broker(tmp_path: P
     assert manager.cleaner.config.backoff_ms == 50
     _configure(manager, task, "", "log.cleaner.io.max.bytes.per.second", "2048")
     assert manager.cleaner.throttler.rate_per_second == 2048.0
-    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", "240")
-    assert manager.cleaner.config.max_map_entries() == 9
-    # Kafka refuses more than double the threads, and a map too small for one key: the
-    # settings in force stay
+    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", str(3 * MIB))
+    assert manager.cleaner.config.max_map_entries() == int(3 * MIB // 24 * 0.9)
+    # Kafka refuses more than double the threads, and 1 MiB or less a thread: the settings
+    # in force stay
     _configure(manager, task, "", "log.cleaner.threads", "3")
-    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", "24")
-    assert (manager.cleaner.config.threads, manager.cleaner.config.dedupe_buffer_size) == (1,
-                                                                                          240)
+    assert manager.cleaner.config.threads == 1
     _configure(manager, task, "", "log.cleaner.threads", "2")
-    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", "480")
-    assert (manager.cleaner.config.threads, manager.cleaner.config.max_map_entries()) == (2, 9)
+    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", str(2 * MIB))
+    assert (manager.cleaner.config.threads, manager.cleaner.config.dedupe_buffer_size) == (
+        2, 3 * MIB)
+    _configure(manager, task, "", "log.cleaner.dedupe.buffer.size", str(4 * MIB))
+    assert (manager.cleaner.config.threads, manager.cleaner.config.max_map_entries()) == (
+        2, int(2 * MIB // 24 * 0.9))
     _configure(manager, task, "1", "log.cleaner.backoff.ms", None)
     assert manager.cleaner.config.backoff_ms == 100
 
@@ -151,14 +154,14 @@ def test_a_log_whose_cleaning_fails_becomes_uncleanable(tmp_path: Path) -> None:
 
 
 def test_the_gauges_show_the_last_cleaning(tmp_path: Path) -> None:
-    manager = _compacted(tmp_path, {"log.cleaner.dedupe.buffer.size": "240",
-                                    "log.cleaner.io.buffer.load.factor": "1.0"})
+    manager = _compacted(tmp_path)
     dirtiness = manager.logs.dirtiness(TopicPartition("t", 0), 8, 3_000)
     assert dirtiness is not None and dirtiness.ratio == 1.0
     assert asyncio.run(manager.run_cleaner(3_000)) == 1
     gauges = _gauges(manager)
-    # two keys in a map of ten slots; every segment but the last two emptied
-    assert gauges[(LC + "max_buffer_utilization_percent", ())] == 20
+    # two keys in a map of Kafka's default size: 0 % as Kafka rounds it
+    assert manager.cleaner.buffer_utilization == 2 / manager.cleaner.config.map_slots()
+    assert gauges[(LC + "max_buffer_utilization_percent", ())] == 0
     assert 0 < gauges[(LC + "cleaner_recopy_percent", ())] < 100
     assert gauges[(LC + "deadthreadcount", ())] == 0
     assert gauges[(LCM + "max_dirty_percent", ())] == 100  # as the pass found them

@@ -27,9 +27,10 @@ SINGLE = {**PROPERTIES, "offsets.topic.replication.factor": "1",
           "offsets.topic.num.partitions": "1",
           "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
           "transaction.state.log.num.partitions": "1",
-          # a map of 100 keys, so a handful of keys shows in its utilization
-          "log.cleaner.dedupe.buffer.size": "2400", "log.cleaner.io.buffer.load.factor": "1.0",
+          # Kafka's least offset map (just over 1 MiB: 43,690 keys), so 500 keys show as 1 %
+          "log.cleaner.dedupe.buffer.size": str(1024 * 1024 + 24),
           "log.cleaner.backoff.ms": "100"}
+KEYS = 500
 LC, LCM = "kafka_log_logcleaner_", "kafka_log_logcleanermanager_"
 GCM = "kafka_server_group_coordinator_metrics_"
 GMM = "kafka_coordinator_group_groupmetadatamanager_"
@@ -110,15 +111,15 @@ def test_cleaner_coordinator_and_quota_metrics_move(metered: Metered) -> None:
     assert value(grouped, "kafka_coordinator_transaction_transactionmarkerchannelmanager_"
                           "unknowndestinationqueuesize") == 0
 
-    # a compacted topic of 4 keys: the cleaner's pass shows in its gauges
+    # a compacted topic of 500 keys, written twice: the cleaner's pass shows in its gauges
     create_topic(bootstrap, "compacted", 1, configs={"cleanup.policy": "compact",
-                                                     "internal.segment.bytes": "200"})
+                                                     "internal.segment.bytes": "4000"})
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "batch.size": 1})
-    for number in range(40):
-        producer.produce("compacted", b"v%d" % number, b"k%d" % (number % 4))
+    for number in range(2 * KEYS):
+        producer.produce("compacted", b"v%d" % number, b"k%d" % (number % KEYS))
     assert producer.flush(30) == 0
     cleaned = _until(metered, "a cleaning", {LC + "cleaner_recopy_percent": 1,
-                                             LC + "max_buffer_utilization_percent": 4})
+                                             LC + "max_buffer_utilization_percent": 1})
     assert value(cleaned, LC + "cleaner_recopy_percent") < 100
     assert value(cleaned, LC + "deadthreadcount") == 0
     assert value(cleaned, LCM + "time_since_last_run_ms") >= 0
@@ -127,8 +128,8 @@ def test_cleaner_coordinator_and_quota_metrics_move(metered: Metered) -> None:
                              "--entity-name", "compacted", "--add-config",
                              "min.cleanable.dirty.ratio=1.0")
     assert code == 0, out
-    for number in range(40, 80):
-        producer.produce("compacted", b"v%d" % number, b"k%d" % (number % 4))
+    for number in range(2 * KEYS, 4 * KEYS):
+        producer.produce("compacted", b"v%d" % number, b"k%d" % (number % KEYS))
     assert producer.flush(30) == 0
     _until(metered, "dirty records left", {LCM + "max_dirty_percent": 50})
 

@@ -85,15 +85,23 @@ def test_settings_come_from_the_file_then_the_cluster_default_then_the_broker() 
         CleanerConfig.from_layers({"log.cleaner.backoff.ms": "soon"})
 
 
-def test_a_map_too_small_for_one_key_is_refused_as_kafka_refuses_it() -> None:
-    with pytest.raises(ConfigError, match="offset map is too small to fit in even a single "
-                                          "message"):
-        CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": "24"})
-    with pytest.raises(ConfigError, match=r"decrease log\.cleaner\.threads"):
-        CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": "96",
+def test_a_buffer_kafka_would_refuse_is_refused_with_its_message() -> None:
+    """Kafka 4.4 requires more than 1 MiB a thread (``KafkaConfig``), and a map able to hold
+    a key at the load factor (``Cleaner``)."""
+    with pytest.raises(ConfigError, match=r"^requirement failed: log\.cleaner\.dedupe\."
+                                          r"buffer\.size must be at least 1MB per cleaner "
+                                          r"thread\.$"):
+        CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": str(1024 * 1024)})
+    with pytest.raises(ConfigError, match="1MB per cleaner thread"):
+        CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": str(4 * 1024 * 1024),
                                    "log.cleaner.threads": "4"})
-    assert CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": "72"}
-                                     ).max_map_entries() == 2
+    with pytest.raises(ConfigError, match=r"offset map is too small to fit in even a single "
+                                          r"message.*decrease log\.cleaner\.threads"):
+        CleanerConfig.from_layers({"log.cleaner.io.buffer.load.factor": "0.0000001"})
+    fits = CleanerConfig.from_layers({"log.cleaner.dedupe.buffer.size": str(1024 * 1024 + 1)})
+    assert fits.max_map_entries() == int((1024 * 1024 + 1) // 24 * 0.9)
+    assert CleanerConfig.from_layers({"log.cleaner.threads": "0",
+                                      "log.cleaner.dedupe.buffer.size": "1"}).threads == 0
 
 
 @pytest.mark.parametrize(("current", "new", "error"), [

@@ -10,8 +10,8 @@ and applies a change as Kafka's ``LogCleaner.reconfigure`` does.
   load.factor`` keys, a slot being 24 bytes (an MD5 digest and an offset): Kafka's
   ``SkimpyOffsetMap``. A dirty range that does not fit is cleaned in parts, up to the last
   offset mapped; a segment that does not fit is mapped and cleaned in part, the cleaner
-  checkpoint then landing inside it. A map too small for one key refuses the config
-  (Kafka's ``Cleaner`` requirement).
+  checkpoint then landing inside it. Kafka requires more than 1 MiB of it per thread
+  (``KafkaConfig``), and a map able to hold a key (``Cleaner``): both refuse the config.
 - ``log.cleaner.io.max.bytes.per.second``: the cleaner threads' reads and writes together,
   checked every 300 ms (:class:`Throttler`).
 - ``log.cleaner.backoff.ms``: the pause after a pass that cleaned nothing.
@@ -50,6 +50,8 @@ RECONFIGURABLE = (THREADS, DEDUPE_BUFFER_SIZE, LOAD_FACTOR, IO_BUFFER_SIZE,
 #: Bytes per offset map slot: an MD5 digest and an 8-byte offset (``SkimpyOffsetMap``).
 BYTES_PER_ENTRY = 16 + 8
 MAX_BUFFER_PER_THREAD = 2**31 - 1
+#: Kafka's ``KafkaConfig`` requires more than this per thread, at start and when changed.
+MIN_BUFFER = 1024 * 1024
 #: Kafka's ``Throttler`` check interval for the cleaner (``"cleaner-io"``).
 THROTTLE_CHECK_INTERVAL_MS = 300
 
@@ -86,6 +88,9 @@ class CleanerConfig:
                 backoff_ms=int(merged.get(BACKOFF_MS, default.backoff_ms)))
         except ValueError as exc:
             raise ConfigError(f"log cleaner config: {exc}") from exc
+        if config.threads > 0 and config.dedupe_buffer_size // config.threads <= MIN_BUFFER:
+            raise ConfigError("requirement failed: log.cleaner.dedupe.buffer.size must be at "
+                              "least 1MB per cleaner thread.")
         if config.threads > 0 and config.max_map_entries() < 1:
             raise ConfigError(
                 "offset map is too small to fit in even a single message, so log cleaning "

@@ -64,7 +64,7 @@ def _configure(manager: ReplicaManager, task: LogCleanerTask, name: str, key: st
 
 
 def _gauges(manager: ReplicaManager) -> dict[tuple[str, tuple[str, ...]], float]:
-    families: list[Metric] = list(cleaner_families(manager.cleaner))
+    families: list[Metric] = list(cleaner_families(manager.cleaner, manager.logs.log_dirs))
     return {(sample.name, tuple(sample.labels.values())): sample.value
             for family in families for sample in family.samples}
 
@@ -134,8 +134,12 @@ def test_a_change_restarts_the_loop_so_a_new_backoff_holds_at_once(tmp_path: Pat
 
 def test_a_log_whose_cleaning_fails_becomes_uncleanable(tmp_path: Path) -> None:
     manager = _compacted(tmp_path)
-    assert _gauges(manager)[(LC + "max_buffer_utilization_percent", ())] == 0
-    assert (LCM + "time_since_last_run_ms", ()) not in _gauges(manager)
+    before = _gauges(manager)
+    assert before[(LC + "max_buffer_utilization_percent", ())] == 0
+    assert (LCM + "time_since_last_run_ms", ()) not in before
+    # every log directory's, at 0, as Kafka registers them
+    assert before[(LCM + "uncleanable_partitions_count", (str(tmp_path),))] == 0
+    assert before[(LCM + "uncleanable_bytes", (str(tmp_path),))] == 0
 
     async def corrupt(work: Callable[[], T]) -> T:
         raise CorruptRecordError("bad batch")

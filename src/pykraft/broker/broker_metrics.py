@@ -15,7 +15,8 @@ IsrShrinksPerSec and IsrExpandsPerSec. ``BrokerTopicMetrics``:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -58,14 +59,14 @@ def broker_families(replicas: ReplicaManager) -> Iterator[Metric]:
     yield CounterMetricFamily(_replica_manager("IsrExpandsPerSec"),
                               "ISR expansions of led partitions committed",
                               value=replicas.isr_expands)
-    yield from cleaner_families(replicas.cleaner)
+    yield from cleaner_families(replicas.cleaner, replicas.logs.log_dirs)
 
 
-def cleaner_families(cleaner: CleanerState) -> Iterator[Metric]:
+def cleaner_families(cleaner: CleanerState, log_dirs: Iterable[Path]) -> Iterator[Metric]:
     """``kafka.log:type=LogCleaner`` and ``LogCleanerManager`` (Kafka 4.4's names), as
-    Kafka's gauges: whole numbers but for time-since-last-run-ms, 0 before any cleaning;
-    the manager's time-since-last-run-ms and the per-directory uncleanable gauges once a
-    pass ran."""
+    Kafka's gauges: whole numbers but for time-since-last-run-ms (once a pass ran), 0
+    before any cleaning (Kafka 4.4 shows max-clean-time-secs as minus the epoch seconds
+    then); the uncleanable gauges for each log directory, as Kafka registers them."""
     def log_gauge(mbean_type: str, name: str, doc: str, value: float) -> GaugeMetricFamily:
         return GaugeMetricFamily(prometheus_name("kafka.log", mbean_type, name), doc,
                                  value=value)
@@ -86,19 +87,19 @@ def cleaner_families(cleaner: CleanerState) -> Iterator[Metric]:
     yield log_gauge("LogCleanerManager", "max-dirty-percent",
                     "Largest dirty ratio of the compacted logs (%)",
                     int(cleaner.max_dirty_ratio * 100))
-    if cleaner.last_pass_ended is None:
-        return
-    yield log_gauge("LogCleanerManager", "time-since-last-run-ms",
-                    "Time since the cleaner's last pass ended (ms)",
-                    (time.monotonic() - cleaner.last_pass_ended) * 1000)
+    if cleaner.last_pass_ended is not None:
+        yield log_gauge("LogCleanerManager", "time-since-last-run-ms",
+                        "Time since the cleaner's last pass ended (ms)",
+                        (time.monotonic() - cleaner.last_pass_ended) * 1000)
+    directories = sorted(log_dirs)
     for mbean_name, doc, values in (
             ("uncleanable-partitions-count", "Partitions the cleaner gave up on", {
                 d: sum(1 for other in cleaner.uncleanable.values() if other == d)
-                for d in cleaner.uncleanable_bytes}),
+                for d in directories}),
             ("uncleanable-bytes", "Cleanable bytes of the partitions the cleaner gave up on",
              cleaner.uncleanable_bytes)):
         family = GaugeMetricFamily(prometheus_name("kafka.log", "LogCleanerManager",
                                                    mbean_name), doc, labels=["logDirectory"])
-        for directory, count in sorted(values.items()):
-            family.add_metric([str(directory)], count)
+        for directory in directories:
+            family.add_metric([str(directory)], values.get(directory, 0))
         yield family

@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from process_harness import Samples, scrape, wait_for
-from test_broker_metrics import Metered, value  # type: ignore[import-not-found]
-
-from pykraft.tools.local_cluster import LocalCluster, free_ports
+from test_broker_metrics import (  # type: ignore[import-not-found]
+    Metered,
+    running_metered,
+    value,
+)
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "acceptance"))
-from broker_harness import PROPERTIES, create_topic, wait_for_brokers
+from broker_harness import PROPERTIES, create_topic
 from java_kafka import tool_outcome
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -40,17 +42,8 @@ QUOTA = {"resource": "Produce", "user": "", "clientId": "throttled"}
 
 @pytest.fixture
 def metered(tmp_path: Path) -> Iterator[Metered]:
-    cluster = LocalCluster.create(tmp_path / "c", 1, SINGLE, brokers=1)
-    running = Metered(cluster, dict(zip(cluster.nodes, free_ports(len(cluster.nodes)),
-                                        strict=True)))
-    try:
-        for node_id in cluster.nodes:
-            running.start(node_id)
-        wait_for_brokers(cluster, 1)
+    with running_metered(tmp_path / "c", SINGLE, 1) as running:
         yield running
-    finally:
-        for node_id in cluster.nodes:
-            cluster.kill(node_id)
 
 
 def _until(metered: Metered, what: str, holds: dict[str, float]) -> Samples:

@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.core import Metric
 from replica_fixtures import client_batch, topic, with_records
 
-from pykraft.broker.broker_metrics import cleaner_families
+from pykraft.broker.broker_metrics import broker_families, cleaner_families
 from pykraft.broker.log_cleaner import LogCleanerTask
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.errors import CorruptRecordError
@@ -192,3 +192,17 @@ def test_the_threads_clean_that_many_logs_at_once(tmp_path: Path, threads: int) 
 
     assert asyncio.run(manager.run_cleaner(3_000, compute)) == 2
     assert peak == threads
+
+
+def test_the_gauges_exist_while_a_cleaner_runs(tmp_path: Path) -> None:
+    """Kafka registers no LogCleaner gauges with ``log.cleaner.enable=false`` (no
+    cleaner); a broker that starts one shows them."""
+    manager = _compacted(tmp_path)
+
+    def cleaner_series() -> set[str]:
+        return {sample.name for family in broker_families(manager)
+                for sample in family.samples if sample.name.startswith("kafka_log_")}
+
+    assert cleaner_series() == set()
+    LogCleanerTask(manager, {}, 1, lambda: 3_000)
+    assert LC + "deadthreadcount" in cleaner_series()

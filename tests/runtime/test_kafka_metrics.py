@@ -148,6 +148,7 @@ def _coordinators(replicas: ReplicaManager) -> list[Metric]:
 
 def test_the_dashboard_names_only_exported_series(tmp_path: Path) -> None:
     replicas = ReplicaManager(1, LogManager([tmp_path], LogConfig()), {})
+    replicas.cleaner.started = True
     replicas.cleaner.mark_uncleanable(TopicPartition("t", 0), tmp_path)
     replicas.cleaner.uncleanable_bytes = {tmp_path: 100}
     replicas.cleaner.end_pass(0.0)

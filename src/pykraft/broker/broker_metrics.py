@@ -9,7 +9,7 @@ partitions whose ISR is below, or at, ``min.insync.replicas``), OfflineReplicaCo
 failed log directory halts pykraft, :mod:`pykraft.log.log_dir_failure`), and the counters
 IsrShrinksPerSec and IsrExpandsPerSec. ``BrokerTopicMetrics``:
 :mod:`pykraft.broker.topic_metrics`. The log cleaner's ``kafka.log:type=LogCleaner`` and
-``LogCleanerManager`` gauges: :func:`cleaner_families`.
+``LogCleanerManager`` gauges, when a cleaner runs: :func:`cleaner_families`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ def broker_families(replicas: ReplicaManager) -> Iterator[Metric]:
     yield CounterMetricFamily(_replica_manager("IsrExpandsPerSec"),
                               "ISR expansions of led partitions committed",
                               value=replicas.isr_expands)
-    yield from cleaner_families(replicas.cleaner, replicas.logs.log_dirs)
+    if replicas.cleaner.started:
+        yield from cleaner_families(replicas.cleaner, replicas.logs.log_dirs)
 
 
 def cleaner_families(cleaner: CleanerState, log_dirs: Iterable[Path]) -> Iterator[Metric]:

@@ -30,6 +30,9 @@ class CleanerState:
 
     def __init__(self, config: CleanerConfig) -> None:
         self.config = config
+        self.started = False
+        """Whether a cleaner runs (Kafka registers its gauges only then: none with
+        ``log.cleaner.enable=false``)."""
         self.throttler = Throttler(config.max_io_bytes_per_second, _monotonic_ms())
         self.uncleanable: dict[TopicPartition, Path] = {}
         """Partitions whose cleaning failed (Kafka's ``markPartitionUncleanable``), with

@@ -38,6 +38,7 @@ class LogCleanerTask:
         self._broker_id = str(broker_id)
         self._clock_ms = clock_ms
         self._restart = asyncio.Event()
+        replicas.cleaner.started = True
 
     @property
     def config(self) -> CleanerConfig:

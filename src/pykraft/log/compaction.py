@@ -11,10 +11,12 @@ and the records it decoded. Kafka's rules, as far as pykraft applies them:
 - A log is cleaned when its dirty ratio (bytes after the cleaner checkpoint over the
   cleanable bytes) reaches ``min.cleanable.dirty.ratio``, or when a dirty segment is older
   than ``max.compaction.lag.ms`` (:func:`plan_cleaning`).
-- The offset map holds each key's latest offset in the cleanable range
-  (:class:`OffsetMap`). A data record survives when it is its key's latest (records past the
-  map's range are never touched); a record without a key never survives (the produce path
-  refuses them for compacted topics: "Compacted topic cannot accept message without key").
+- The offset map holds each key's latest offset in the dirty part of the cleanable range,
+  until it holds its most keys (:class:`OffsetMap`, ``log.cleaner.dedupe.buffer.size``); the
+  segments below the last offset mapped are rewritten. A data record survives when it is its
+  key's latest (records past the map's range are never touched); a record without a key
+  never survives (the produce path refuses them for compacted topics: "Compacted topic
+  cannot accept message without key").
 - A tombstone (null value) survives ``delete.retention.ms``, so consumers that are behind
   still see the delete (KIP-534): the first pass that keeps it stamps its batch with a
   delete horizon (``now_ms + delete.retention.ms``, :func:`delete_horizon`, kept in the
@@ -30,7 +32,9 @@ Interface::
 
     plan = plan_cleaning(segment_stats, config, now_ms=..., first_dirty_offset=...,
                          high_watermark=...)            # None: nothing to clean now
-    offset_map = OffsetMap(); offset_map.put(key_digest, offset)  # over plan.end_offset's range
+    dirtiness = assess_dirtiness(segment_stats, config, ...)  # ratio, bytes, delay (metrics)
+    offset_map = OffsetMap(max_entries)
+    if not offset_map.full: offset_map.put(key_digest, offset)  # from the first dirty offset
     keep = retains_record(offset, key_digest, value is None, offset_map,
                           horizon_ms=batch_header.delete_horizon_ms, now_ms=now_ms)
 """

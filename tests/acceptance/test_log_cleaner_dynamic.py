@@ -17,10 +17,12 @@ from pathlib import Path
 import pytest
 from broker_harness import PROPERTIES, batches_on_disk, confluent_produce, create_topic
 from broker_harness import running_cluster as running
-from java_kafka import tool_outcome
+from java_kafka import kafka_tool, tool_outcome
 from oracle_kafka import fetched, in_ci
 from process_harness import wait_for
+from typer.testing import CliRunner
 
+from pykraft.cli.main import app
 from pykraft.ids import TopicPartition
 from pykraft.log.log_manager import CLEANER_OFFSET_CHECKPOINT
 from pykraft.storage.offset_checkpoints import read_offset_checkpoint
@@ -98,3 +100,29 @@ def test_a_dynamic_change_reaches_the_running_cleaner(cluster: LocalCluster,
     _set_default(tool, cluster, "log.cleaner.min.cleanable.ratio", "0.1")
     wait_for("the cleaner past the new records", lambda: _checkpointed(cluster, past=end))
     assert len(_values(cluster)) < 40 - end + KEYS + 40
+
+
+DOUBLE = ("Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads "
+          "cannot be increased to more than double the current value 1 for configuration "
+          "Invalid dynamic configuration")
+
+
+@pytest.mark.parametrize("kind", ["pykraft", "kafka"])
+def test_a_change_the_cleaner_refuses_is_answered_as_kafka_answers_it(
+        cluster: LocalCluster, kind: str) -> None:
+    """Kafka's broker refuses more than double the cleaner threads before forwarding the
+    change (INVALID_REQUEST, Kafka 4.4's message, read from its kafka-configs.sh); the
+    broker's own config then holds none of it, and 2 threads are taken."""
+    _tool(kind)  # skips Kafka's tool where Kafka is not fetched
+    args = ("--bootstrap-server", cluster.bootstrap_servers, "--alter", "--entity-type",
+            "brokers", "--entity-default", "--add-config", "log.cleaner.threads=3")
+    if kind == "kafka":
+        done = kafka_tool(cluster, CONFIGS, *args[2:])
+        code, output = done.returncode, done.stdout + done.stderr
+        assert f"InvalidRequestException: {DOUBLE}" in output
+    else:
+        result = CliRunner().invoke(app, ["configs", *args])
+        code, output = result.exit_code, result.stdout + result.stderr
+        assert DOUBLE in output
+    assert code == 1, output
+    _set_default(_tool(kind), cluster, "log.cleaner.threads", "2")

@@ -56,6 +56,11 @@ MIN_BUFFER = 1024 * 1024
 THROTTLE_CHECK_INTERVAL_MS = 300
 
 
+class DedupeBufferTooSmallError(ConfigError):
+    """1 MiB or less of dedupe buffer a thread: ``KafkaConfig`` refuses it (at start, and a
+    dynamic change in the IncrementalAlterConfigs answer)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CleanerConfig:
     """The cleaner's settings, Kafka's defaults."""
@@ -89,8 +94,8 @@ class CleanerConfig:
         except ValueError as exc:
             raise ConfigError(f"log cleaner config: {exc}") from exc
         if config.threads > 0 and config.dedupe_buffer_size // config.threads <= MIN_BUFFER:
-            raise ConfigError("requirement failed: log.cleaner.dedupe.buffer.size must be at "
-                              "least 1MB per cleaner thread.")
+            raise DedupeBufferTooSmallError("requirement failed: log.cleaner.dedupe.buffer.size "
+                                            "must be at least 1MB per cleaner thread.")
         if config.threads > 0 and config.max_map_entries() < 1:
             raise ConfigError(
                 "offset map is too small to fit in even a single message, so log cleaning "

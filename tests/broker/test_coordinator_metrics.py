@@ -17,6 +17,7 @@ from pykraft.config.server import ServerConfig
 from pykraft.group.metrics import GroupCensus, GroupCounters
 from pykraft.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.records.metadata import ClientQuotaRecord, EntityData
+from pykraft.runtime.metrics import WindowedStat
 from pykraft.security.session import anonymous
 
 Samples = dict[tuple[str, tuple[str, ...]], float]
@@ -65,6 +66,9 @@ class _Groups:
     def __init__(self) -> None:
         self.counters = GroupCounters(offset_commits=7, completed_rebalances=2,
                                       consumer_rebalances=3)
+        self.load_times_ms = WindowedStat()
+        self.load_times_ms.record(12.0)
+        self.load_times_ms.record(4.0)
 
     def census(self) -> GroupCensus:
         return GroupCensus(Counter({("classic", "Stable"): 2, ("classic", "Empty"): 1,
@@ -85,6 +89,8 @@ def test_group_families_carry_kafkas_names() -> None:
     assert found[(gcm + "group_completed_rebalance_count", ())] == 2
     assert found[(gcm + "consumer_group_rebalance_count", ())] == 3
     assert found[(gcm + "offset_expiration_count", ())] == 0
+    assert found[(gcm + "partition_load_time_max", ())] == 12.0
+    assert found[(gcm + "partition_load_time_avg", ())] == 8.0
     assert (found[(gmm + "numgroups", ())], found[(gmm + "numoffsets", ())]) == (3, 9)
     assert found[(gmm + "numgroupsstable", ())] == 2
     assert found[(gmm + "numgroupsempty", ())] == 1

@@ -6,14 +6,15 @@ rule (``kafka.server<type=(.+), user=(.+), client-id=(.+)><>([a-z-]+)`` ->
 
 - ``kafka.server:type=group-coordinator-metrics`` (Kafka metrics, each attribute a
   name): ``offset-count``, ``group-count`` by ``protocol``, ``classic-group-count`` and
-  ``consumer-group-count`` by ``state``, and the sensors' ``-count`` attributes
+  ``consumer-group-count`` by ``state``, ``partition-load-time-max`` and ``-avg`` (ms, over
+  the last 30 s; NaN with no load in them), and the sensors' ``-count`` attributes
   (``offset-commit-count``, ``offset-expiration-count``, ``offset-deletion-count``,
   ``group-completed-rebalance-count``, ``consumer-group-rebalance-count``); their
   ``-rate`` attributes are PromQL's ``rate()`` of these.
 - ``kafka.coordinator.group:type=GroupMetadataManager``: NumGroups, NumOffsets and
   NumGroups<State> (classic groups, as Kafka 4.4 counts them).
 - ``kafka.server:type=transaction-coordinator-metrics``: ``partition-load-time-max`` and
-  ``-avg`` (ms, over the last 30 s; NaN with no load in them).
+  ``-avg``, as the group coordinator's.
 - ``kafka.coordinator.transaction:type=TransactionMarkerChannelManager``:
   UnknownDestinationQueueSize.
 - ``kafka.server:type=Produce|Fetch,user=,client-id=``: ``byte-rate`` and
@@ -35,6 +36,7 @@ from pykraft.group.classic import GROUP_TYPE as CLASSIC
 from pykraft.group.consumer_group import CONSUMER_GROUP_TYPE as CONSUMER
 from pykraft.quota.manager import ClientQuotaManager
 from pykraft.runtime.jmx_names import prometheus_name
+from pykraft.runtime.metrics import WindowedStat
 
 GROUP_METRICS = "group-coordinator-metrics"
 #: The states Kafka 4.4 registers a gauge for, by group type (its ``toString``).
@@ -75,6 +77,7 @@ def group_families(groups: GroupCoordinatorService) -> Iterator[Metric]:
     for name, attribute, doc in _COUNTERS:
         yield _gauge("kafka.server", GROUP_METRICS, name, doc,
                      getattr(groups.counters, attribute))
+    yield from _load_times(GROUP_METRICS, "__consumer_offsets", groups.load_times_ms)
     manager = ("kafka.coordinator.group", "GroupMetadataManager")
     yield _gauge(*manager, "NumOffsets", "Committed offsets held", census.offsets)
     yield _gauge(*manager, "NumGroups", "Classic groups", sum(
@@ -84,14 +87,18 @@ def group_families(groups: GroupCoordinatorService) -> Iterator[Metric]:
                      census.groups[(CLASSIC, state)])
 
 
+def _load_times(mbean_type: str, topic: str, loads: WindowedStat) -> Iterator[Metric]:
+    """A coordinator's partition-load-time-max and -avg (ms, over the last 30 s)."""
+    yield _gauge("kafka.server", mbean_type, "partition-load-time-max",
+                 f"Longest {topic} partition load (ms)", loads.max())
+    yield _gauge("kafka.server", mbean_type, "partition-load-time-avg",
+                 f"Average {topic} partition load (ms)", loads.avg())
+
+
 def txn_families(transactions: TxnCoordinatorService) -> Iterator[Metric]:
     """The transaction coordinator's (see the module docstring)."""
-    loads = transactions.load_times_ms
-    metrics = ("kafka.server", "transaction-coordinator-metrics")
-    yield _gauge(*metrics, "partition-load-time-max",
-                 "Longest __transaction_state partition load (ms)", loads.max())
-    yield _gauge(*metrics, "partition-load-time-avg",
-                 "Average __transaction_state partition load (ms)", loads.avg())
+    yield from _load_times("transaction-coordinator-metrics", "__transaction_state",
+                           transactions.load_times_ms)
     yield _gauge("kafka.coordinator.transaction", "TransactionMarkerChannelManager",
                  "UnknownDestinationQueueSize",
                  "Transaction markers waiting for their partition's leader",

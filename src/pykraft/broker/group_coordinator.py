@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +73,7 @@ from pykraft.records.batch import (
     encode_batch,
 )
 from pykraft.runtime.codec_thread import off_loop_if_large
+from pykraft.runtime.metrics import WindowedStat
 
 log = logging.getLogger(__name__)
 #: How many groups of a batched request a shard handles in one loop turn.
@@ -218,6 +220,8 @@ class GroupCoordinatorService:
         self.counters = GroupCounters() if counters is None else counters
         """The sensors the shards ``new_shard`` makes count into (Kafka's
         GroupCoordinatorMetrics: one a broker)."""
+        self.load_times_ms = WindowedStat()
+        """How long each partition's load took (Kafka's partition-load-time-max/avg)."""
         self._replicas = replicas
         self._clock_ms = clock_ms
         self._new_shard = new_shard
@@ -276,6 +280,7 @@ class GroupCoordinatorService:
         shard = self._new_shard(coordinator.partition)
         keys = KeyIndex()
         count = 0
+        started = time.monotonic()
 
         def replay(batch: RecordBatch) -> None:
             nonlocal count
@@ -299,6 +304,7 @@ class GroupCoordinatorService:
         coordinator.shard = shard
         coordinator.keys = keys
         coordinator.loading = None
+        self.load_times_ms.record((time.monotonic() - started) * 1000)
         log.info("%s-%d: loaded %d records up to offset %d in epoch %d", OFFSETS_TOPIC,
                  coordinator.partition, count, end, coordinator.epoch)
         self._schedule_tick(coordinator)

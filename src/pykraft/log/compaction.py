@@ -9,8 +9,8 @@ and the records it decoded. Kafka's rules, as far as pykraft applies them:
   (:func:`first_uncleanable_offset`). Only whole segments below it are rewritten; the active
   segment never is.
 - A log is cleaned when its dirty ratio (bytes after the cleaner checkpoint over the
-  cleanable bytes) reaches ``min.cleanable.dirty.ratio``, or when a dirty segment is older
-  than ``max.compaction.lag.ms`` (:func:`plan_cleaning`).
+  cleanable bytes) is above ``min.cleanable.dirty.ratio``, or when the first batch of a
+  dirty inactive segment is older than ``max.compaction.lag.ms`` (:func:`plan_cleaning`).
 - The offset map holds each key's latest offset in the dirty part of the cleanable range,
   until it holds its most keys (:class:`OffsetMap`, ``log.cleaner.dedupe.buffer.size``); the
   segments below the last offset mapped are rewritten. A data record survives when it is its
@@ -122,32 +122,43 @@ def _cleanable(segments: Sequence[SegmentStats], config: LogConfig, now_ms: int,
     return [segment for segment in segments[:-1] if segment.end_offset <= bound]
 
 
+def compaction_delay_ms(segments: Sequence[SegmentStats], config: LogConfig, *, now_ms: int,
+                        first_dirty_offset: int) -> int:
+    """Kafka's ``maxCompactionDelay``: how long ago the earliest first-batch timestamp of
+    the dirty inactive segments passed ``max.compaction.lag.ms`` (0: not yet)."""
+    firsts = [segment.first_batch_timestamp for segment in segments[:-1]
+              if segment.end_offset > first_dirty_offset and segment.first_batch_timestamp > 0]
+    clean_until = now_ms - max(config.max_compaction_lag_ms, 0)
+    earliest = min(firsts, default=clean_until)
+    return clean_until - earliest if earliest < clean_until else 0
+
+
 def assess_dirtiness(segments: Sequence[SegmentStats], config: LogConfig, *, now_ms: int,
                      first_dirty_offset: int, high_watermark: int) -> Dirtiness | None:
-    """The log's :class:`Dirtiness`; None for a log without ``compact``. The compaction
-    delay reads each dirty segment's largest timestamp (Kafka reads its first batch's)."""
+    """The log's :class:`Dirtiness`; None for a log without ``compact``."""
     if not config.compact or not segments:
         return None
     cleanable = _cleanable(segments, config, now_ms, high_watermark)
     dirty = [segment for segment in cleanable if segment.end_offset > first_dirty_offset]
     total = sum(segment.size for segment in cleanable)
     dirty_bytes = sum(segment.size for segment in dirty)
-    delay = max((now_ms - config.max_compaction_lag_ms - segment.largest_timestamp
-                 for segment in dirty), default=0)
-    return Dirtiness(dirty_bytes / total if total else 0.0, dirty_bytes, max(delay, 0))
+    return Dirtiness(dirty_bytes / total if total else 0.0, dirty_bytes,
+                     compaction_delay_ms(segments, config, now_ms=now_ms,
+                                         first_dirty_offset=first_dirty_offset))
 
 
 def plan_cleaning(segments: Sequence[SegmentStats], config: LogConfig, *, now_ms: int,
                   first_dirty_offset: int, high_watermark: int) -> CleaningPlan | None:
-    """The whole segments below the first uncleanable offset, when the log needs cleaning:
-    dirty ratio at least ``min.cleanable.dirty.ratio`` or a dirty segment older than
-    ``max.compaction.lag.ms``. None for a log without ``compact`` or nothing to do."""
+    """The whole segments below the first uncleanable offset, when the log needs cleaning
+    (Kafka's ``grabFilthiestCompactedLog`` filter): dirty ratio above
+    ``min.cleanable.dirty.ratio``, or past ``max.compaction.lag.ms`` with cleanable bytes.
+    None for a log without ``compact`` or nothing to do."""
     dirtiness = assess_dirtiness(segments, config, now_ms=now_ms,
                                  first_dirty_offset=first_dirty_offset,
                                  high_watermark=high_watermark)
     if dirtiness is None or not dirtiness.cleanable_bytes:
         return None
-    if (dirtiness.ratio < config.min_cleanable_dirty_ratio
+    if (dirtiness.ratio <= config.min_cleanable_dirty_ratio
             and not dirtiness.compaction_delay_ms):
         return None
     cleanable = _cleanable(segments, config, now_ms, high_watermark)

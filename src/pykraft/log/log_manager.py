@@ -335,8 +335,8 @@ class LogManager:
                   now_ms: int) -> Dirtiness | None:
         """The partition's dirty ratio and compaction delay (None: no open compacted log)."""
         partition_log = self._logs.get(tp)
-        if partition_log is None:
-            return None
+        if partition_log is None or not partition_log.config.compact:
+            return None  # no compacted log: no segments to look at
         return assess_dirtiness(partition_log.segment_stats(), partition_log.config,
                                 now_ms=now_ms,
                                 first_dirty_offset=self._first_dirty_offset(tp, partition_log),

@@ -370,8 +370,48 @@ def alter_rows(api: str, api_key: int, send: Callable[[Run, str], Any]) -> list[
     ]
 
 
+BROKER_RESOURCE = 4
+#: What Kafka 4.4's broker answers a change of its log cleaner's threads past double the
+#: running count, before forwarding it (ConfigAdminManager.preprocess).
+CLEANER_THREADS_REFUSED = (
+    "Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads "
+    "cannot be increased to more than double the current value 1 for configuration Invalid "
+    "dynamic configuration")
+
+
+def cleaner_threads(run: Run, incremental: bool) -> Any:
+    """``log.cleaner.threads=3`` for the cluster default (validate only): a broker running
+    one cleaner thread refuses it."""
+    if incremental:
+        resource: Any = IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=BROKER_RESOURCE, resource_name="",
+            configs=[IncrementalAlterConfigsRequest.AlterConfigsResource.AlterableConfig(
+                name="log.cleaner.threads", config_operation=SET, value="3")])
+        return run.kafka_python(IncrementalAlterConfigsRequest,
+                                IncrementalAlterConfigsResponse, resources=[resource],
+                                validate_only=True)
+    resource = AlterConfigsRequest.AlterConfigsResource(
+        resource_type=BROKER_RESOURCE, resource_name="",
+        configs=[AlterConfigsRequest.AlterConfigsResource.AlterableConfig(
+            name="log.cleaner.threads", value="3")])
+    return run.kafka_python(AlterConfigsRequest, AlterConfigsResponse, resources=[resource],
+                            validate_only=True)
+
+
+def alter_messages(body: Any, _run: Run) -> Meaning:
+    return [(r.resource_name, code(r.error_code), r.error_message) for r in body.responses]
+
+
+def cleaner_threads_row(api: str, api_key: int, *, incremental: bool) -> Case:
+    return Case(api, api_key, "cleaner_threads_past_double",
+                lambda r: cleaner_threads(r, incremental), alter_messages,
+                lambda _r: [("", "INVALID_REQUEST", CLEANER_THREADS_REFUSED)])
+
+
 ALTER_CONFIGS = [*alter_rows("AlterConfigs", 33, alter_configs),
-                 *alter_rows("IncrementalAlterConfigs", 44, incremental_alter)]
+                 *alter_rows("IncrementalAlterConfigs", 44, incremental_alter),
+                 cleaner_threads_row("AlterConfigs", 33, incremental=False),
+                 cleaner_threads_row("IncrementalAlterConfigs", 44, incremental=True)]
 
 
 # -- cluster, features, quorum ---------------------------------------------------------------

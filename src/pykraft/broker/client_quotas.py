@@ -8,18 +8,24 @@ counted: :mod:`pykraft.broker.fetch`). A follower's Fetch is not a client's: rep
 quotas are separate. A throttled client gets ``throttle_time_ms`` in its answer and its
 connection muted for that long (:mod:`pykraft.runtime.channel_mute`). Quotas are keyed by
 the session's principal name and the request's client id, as Kafka's default callback.
+
+The throttle times given are kept per quota tags for Kafka's ``throttle-time`` metric (an
+average over the quota windows, :class:`ThrottleTimes`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykraft.config.server import ServerConfig
 from pykraft.image.image import MetadataImage
 from pykraft.quota.manager import ClientQuotaManager
+from pykraft.quota.resolution import Tags
 from pykraft.runtime.channel_mute import mute_for
 from pykraft.security.session import Session
+from pykraft.windowed_sum import WindowedSum
 
 
 class BrokerQuotas:
@@ -32,6 +38,8 @@ class BrokerQuotas:
         window_s: int = config.get("quota.window.size.seconds")
         self.produce = ClientQuotaManager("producer_byte_rate", samples, window_s)
         self.fetch = ClientQuotaManager("consumer_byte_rate", samples, window_s)
+        self.produce_throttles = ThrottleTimes(self.produce)
+        self.fetch_throttles = ThrottleTimes(self.fetch)
         self._clock_ms = clock_ms
         self._image = image
 
@@ -45,8 +53,9 @@ class BrokerQuotas:
     def throttle_produce(self, session: Session, client_id: str | None, size: int) -> int:
         """Record a Produce request of ``size`` bytes; its throttle time (the connection
         muted for it already)."""
-        throttle_ms = self.produce.record(session.principal.name, client_id or "", size,
-                                          self.now_ms())
+        user, now = session.principal.name, self.now_ms()
+        throttle_ms = self.produce.record(user, client_id or "", size, now)
+        self.produce_throttles.record(user, client_id or "", throttle_ms, now)
         mute_for(throttle_ms)
         return throttle_ms
 
@@ -75,5 +84,42 @@ class ConsumerQuota:
         throttle_ms = manager.record(self.user, self.client_id, size, now)
         if throttle_ms > 0:
             manager.unrecord(self.user, self.client_id, size, now)
+            self.quotas.fetch_throttles.record(self.user, self.client_id, throttle_ms, now)
             mute_for(throttle_ms)
         return throttle_ms
+
+
+class ThrottleTimes:
+    """The throttle times of one quota manager's clients, per quota tags, over its windows:
+    Kafka's ``throttle-time`` sensor (an ``Avg``, recorded only for a throttled request).
+    Tags the manager no longer meters are dropped with it."""
+
+    def __init__(self, manager: ClientQuotaManager) -> None:
+        self._manager = manager
+        self._sums: dict[Tags, tuple[WindowedSum, WindowedSum]] = {}
+
+    def record(self, user: str, client_id: str, throttle_ms: int, now_ms: int) -> None:
+        if throttle_ms <= 0:
+            return
+        manager = self._manager
+        tags = manager.resolver.tags(user, client_id)
+        sums = self._sums.get(tags)
+        if sums is None:
+            window_ms = manager.window_s * 1000
+            sums = self._sums[tags] = (WindowedSum(manager.samples, window_ms),
+                                       WindowedSum(manager.samples, window_ms))
+        sums[0].record(throttle_ms, now_ms)
+        sums[1].record(1, now_ms)
+
+    def averages(self, now_ms: int) -> dict[Tags, float]:
+        """Each metered tags' average throttle time (NaN when none was throttled in the
+        windows, as Kafka's ``Avg``)."""
+        metered = self._manager.meters()
+        self._sums = {tags: sums for tags, sums in self._sums.items() if tags in metered}
+        averages = {}
+        for tags in metered:
+            sums = self._sums.get(tags)
+            throttled = sums[1].total(now_ms) if sums is not None else 0.0
+            averages[tags] = (sums[0].total(now_ms) / throttled
+                              if sums is not None and throttled else math.nan)
+        return averages

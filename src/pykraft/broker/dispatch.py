@@ -45,6 +45,12 @@ from pykraft.broker.authorization import (
     init_producer_refusal,
 )
 from pykraft.broker.auto_topics import AutoTopicCreator
+from pykraft.broker.cleaner_alterations import (
+    AlterRequest,
+    AlterResponse,
+    cleaner_refusals,
+    with_refusals,
+)
 from pykraft.broker.client_quotas import BrokerQuotas
 from pykraft.broker.coordinator_topics import CoordinatorFinder
 from pykraft.broker.delete_records import delete_records
@@ -135,6 +141,7 @@ from pykraft.messages.kafka.offset_for_leader_epoch_response import (
 )
 from pykraft.messages.kafka.produce_request import ProduceRequest
 from pykraft.messages.kafka.write_txn_markers_request import WriteTxnMarkersRequest
+from pykraft.messages.replace import replaced
 from pykraft.messages.splice import SplicedBuffer, SplicedPayload
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
@@ -274,6 +281,9 @@ class BrokerDispatcher(ListenerDispatcher):
         sent as the broker's own."""
         api_key = request.api_key
         api = BROKER_APIS[api_key]
+        body = request.body
+        if isinstance(body, AlterRequest) and (refused := self._cleaner_refusals(body)):
+            return self._encode(request, await self._around_refusals(request, session, refused))
         if api.forwarded and (enveloped := await self._enveloped(request, session)):
             # the controller's throttle (its mutation quota) mutes the client's connection
             # here, as Kafka's sendForwardedResponse does
@@ -286,6 +296,39 @@ class BrokerDispatcher(ListenerDispatcher):
             return self._encode(request, await self._split_answer(request, access))
         assert api.answer is not None, "ApiVersions and SASL are answered before routing"
         return await api.answer(self, request, session, access)
+
+    def _cleaner_refusals(self, body: AlterRequest) -> dict[int, str]:
+        """The resources of a config change this broker's log cleaner refuses before it is
+        forwarded, as Kafka's broker (:mod:`pykraft.broker.cleaner_alterations`)."""
+        replicas = self._replicas
+        if replicas is None or not replicas.cleaner.started:
+            return {}
+        return cleaner_refusals(body, current=replicas.cleaner.config,
+                                static=self._settings.controller.properties,
+                                configs=self._metadata.image.configs,
+                                node_id=self._settings.node_id)
+
+    async def _around_refusals(self, request: RequestFrame, session: Session,
+                               refused: dict[int, str]) -> object:
+        """The refused resources answered here, the others forwarded as :meth:`_route`
+        forwards a request; one answer in the request's order."""
+        body = request.body
+        assert isinstance(body, AlterRequest)
+        kept = tuple(r for index, r in enumerate(body.resources) if index not in refused)
+        answer = None
+        if kept:
+            rest = dataclasses.replace(request, body=replaced(body, resources=kept))
+            enveloped = await self._enveloped(rest, session)
+            if enveloped is not None:
+                answer = enveloped.response
+            else:
+                access = self._access(session)
+                answer = cluster_refusal(BROKER_RULES, rest.api_key, rest.body, access)
+                if answer is None:
+                    answer = (await self._split_answer(rest, access) if access.enabled
+                              else await self._forward(rest, lambda: self._send_plain(rest)))
+        assert answer is None or isinstance(answer, AlterResponse)
+        return with_refusals(body, refused, answer)
 
     def _denied(self, request: RequestFrame, access: Access) -> frozenset[object]:
         """The topics of a produce or read request the session may not use."""

@@ -70,6 +70,10 @@ class _QuotaKey(Generic[M]):
         entry[1][0] = now_ms
         return entry[0]
 
+    def meters(self) -> dict[Tags, M]:
+        """The meter of each tags recorded lately (Kafka's quota sensors)."""
+        return {tags: entry[0] for tags, entry in self._meters.items()}
+
     def counted(self, throttle_ms: int) -> int:
         if throttle_ms > 0:
             self.throttled += 1

@@ -1,0 +1,62 @@
+"""The iteration orders of Scala 2.13's hash maps, which decide the key order of the JSON
+Kafka 3.9 writes to ZooKeeper (Jackson follows the map it is given).
+
+``immutable.HashMap`` (5 entries or more; smaller immutable maps keep insertion order) is a
+CHAMP trie: at each level the entries alone in their 5-bit slot come first, by slot, then the
+sub-tries of colliding slots, by slot. ``mutable.HashMap`` iterates its table by bucket, and a
+bucket's entries by ascending hash. Both were checked against Scala 2.13.15 itself (jshell on
+the kafka-zk jars) and against the captured znodes of docs/design/migration-reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pykraft.java import int32, java_string_hash
+
+_MUTABLE_INITIAL_CAPACITY = 16
+_LOAD_FACTOR = 0.75
+_CHAMP_BITS = 5
+_HASH_BITS = 32
+
+
+def _champ_hash(text: str) -> int:
+    """``scala.collection.Hashing.improve`` of the key's ``hashCode``, unsigned."""
+    h = java_string_hash(text) & 0xFFFFFFFF
+    h = (h + (~(h << 9) & 0xFFFFFFFF)) & 0xFFFFFFFF
+    h ^= h >> 14
+    h = (h + (h << 4)) & 0xFFFFFFFF
+    return h ^ (h >> 10)
+
+
+def immutable_map_order(keys: Sequence[str]) -> list[str]:
+    """The order an ``immutable.Map`` built from ``keys`` (in this order) iterates them."""
+    if len(keys) <= 4:
+        return list(keys)  # Map1 .. Map4 keep insertion order
+    return _champ_level([(key, _champ_hash(key)) for key in keys], 0)
+
+
+def _champ_level(entries: list[tuple[str, int]], shift: int) -> list[str]:
+    if shift >= _HASH_BITS:
+        return [key for key, _ in entries]  # a full collision node keeps insertion order
+    slots: dict[int, list[tuple[str, int]]] = {}
+    for key, h in entries:
+        slots.setdefault((h >> shift) & 31, []).append((key, h))
+    alone = [group[0][0] for _, group in sorted(slots.items()) if len(group) == 1]
+    nested = [_champ_level(group, shift + _CHAMP_BITS)
+              for _, group in sorted(slots.items()) if len(group) > 1]
+    return alone + [key for sub in nested for key in sub]
+
+
+def mutable_map_order(keys: Sequence[str]) -> list[str]:
+    """The order a ``mutable.HashMap`` holding ``keys`` iterates them."""
+    capacity = _MUTABLE_INITIAL_CAPACITY
+    while len(keys) >= capacity * _LOAD_FACTOR:  # Scala grows on reaching the threshold
+        capacity *= 2
+
+    def place(key: str) -> tuple[int, int]:
+        h = java_string_hash(key) & 0xFFFFFFFF
+        h ^= h >> 16
+        return h & (capacity - 1), int32(h)
+
+    return sorted(keys, key=place)

@@ -114,6 +114,12 @@ def partition_order(partitions: Sequence[int]) -> list[int]:
     return [by_text[text] for text in mutable_map_order(list(by_text))]
 
 
+def zk_enum_name(camel: str) -> str:
+    """A Kafka enum's name from the camel case ZooKeeper stores (``TransactionalId`` ->
+    ``TRANSACTIONAL_ID``, ``ClusterAction`` -> ``CLUSTER_ACTION``)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).upper()
+
+
 # --- topics and partitions ------------------------------------------------------------------
 
 _TOPIC_KEYS = ("partitions", "topic_id", "adding_replicas", "removing_replicas", "version")
@@ -478,9 +484,10 @@ _TOKEN_KEYS = ("version", "owner", "tokenRequester", "renewers", "issueTimestamp
 
 @dataclass(frozen=True, slots=True)
 class DelegationTokenZNode:
-    """``/delegation_token/tokens/<id>`` (version 3, ``DelegationTokenManagerZk``): owner,
-    requester and renewers sanitized as Kafka stores them. Not captured (the reference run
-    had no SASL listener): the key order is computed, not checked against Kafka's bytes."""
+    """``/delegation_token/tokens/<id>`` (version 3, ``DelegationTokenManagerZk``; before 3
+    the owner was also the requester): owner, requester and renewers sanitized as stored.
+    Not captured (the reference run had no SASL listener): the key order is Scala's, checked
+    with Scala itself, not against a token Kafka wrote."""
 
     owner: str
     token_requester: str
@@ -497,8 +504,9 @@ class DelegationTokenZNode:
         renewers = obj.get("renewers")
         if not isinstance(renewers, list) or not all(isinstance(r, str) for r in renewers):
             raise ZNodeDecodeError(f"{what}: 'renewers' must be a list of strings")
-        return cls(_str(obj, "owner", what), _str(obj, "tokenRequester", what),
-                   tuple(renewers), _int(obj, "issueTimestamp", what),
+        owner = _str(obj, "owner", what)
+        requester = _str(obj, "tokenRequester", what) if "tokenRequester" in obj else owner
+        return cls(owner, requester, tuple(renewers), _int(obj, "issueTimestamp", what),
                    _int(obj, "maxTimestamp", what), _int(obj, "expiryTimestamp", what),
                    _str(obj, "tokenId", what))
 

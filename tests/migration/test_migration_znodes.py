@@ -61,6 +61,7 @@ def test_fresh_znodes_are_kafkas_bytes() -> None:
 
 
 def test_a_recovering_partition_state_places_the_recovery_state_as_scala_does() -> None:
+    """The order Scala 2.13.15 printed for these six keys in an ``immutable.HashMap``."""
     encoded = PartitionStateZNode(2, 4, 7, (2,), leader_recovery_state=1).encode()
     assert encoded == (b'{"controller_epoch":7,"leader":2,"version":1,'
                        b'"leader_recovery_state":1,"leader_epoch":4,"isr":[2]}')

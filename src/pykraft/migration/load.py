@@ -17,6 +17,7 @@ import random
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid
@@ -55,6 +56,7 @@ _SCRAM_MECHANISMS = (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
 _LOAD_RECORD_VERSION = 0
 
 RecordList = list[MetadataRecord]
+T = TypeVar("T")
 
 
 class MigrationLoadError(PyKraftError, ValueError):
@@ -82,13 +84,12 @@ def migration_load(tree: ZkTree, rng: random.Random, *,
     return MigrationLoad(tuple(buffer_batches(lists, min_batch_size)), frozenset(brokers))
 
 
-def buffer_batches(lists: Iterable[Sequence[MetadataRecord]],
-                   min_batch_size: int) -> Iterator[tuple[MetadataRecord, ...]]:
+def buffer_batches(lists: Iterable[Sequence[T]], min_batch_size: int) -> Iterator[tuple[T, ...]]:
     """Kafka's ``BufferingBatchConsumer``: append each list to a buffer, flush it once it holds
     at least ``min_batch_size`` records, and flush what is left at the end."""
     if min_batch_size < 1:
         raise MigrationLoadError(f"min batch size must be at least 1, got {min_batch_size}")
-    buffer: list[MetadataRecord] = []
+    buffer: list[T] = []
     for records in lists:
         buffer.extend(records)
         if len(buffer) >= min_batch_size:

@@ -169,3 +169,14 @@ def test_kafkas_rules_for_odd_znodes() -> None:
     with pytest.raises(MigrationLoadError, match="'gone' has no topic id"):
         migration_load(ZkTree.from_reads(base), random.Random(0))
 
+
+
+def test_a_password_broker_config_needs_the_decoder() -> None:
+    tree = ZkTree.from_reads({"/config/brokers/2": ZkRead(
+        b'{"version":1,"config":{"listener.name.plain.ssl.key.password":"enc","x":"1"}}')})
+    with pytest.raises(MigrationLoadError, match=r"password\.encoder\.secret"):
+        migration_load(tree, random.Random(0))
+    load = migration_load(tree, random.Random(0), password_decoder=lambda text: text.upper())
+    assert [(r.message.name, r.message.value) for r in load.records] == [
+        ("listener.name.plain.ssl.key.password", "ENC"), ("x", "1")]
+    assert load.brokers_seen == {2}

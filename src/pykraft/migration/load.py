@@ -15,10 +15,11 @@ import base64
 import binascii
 import random
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pykraft.config.kafka_broker_table import KAFKA_BROKER_CONFIGS
 from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid
 from pykraft.image.acls import AclOperation, AclPermissionType
@@ -53,6 +54,11 @@ MAX_ACL_BATCH_SIZE = 100
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
 _SCRAM_MECHANISMS = (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
+DYNAMIC_PASSWORD_CONFIGS = frozenset(
+    name for name, config_type, _, update_mode, _ in KAFKA_BROKER_CONFIGS
+    if config_type == "PASSWORD" and update_mode != "read-only")
+"""``DynamicBrokerConfig.DynamicPasswordConfigs``: a broker config key ending with one of
+these (``listener.name.<l>.ssl.key.password`` too) is stored encoded in ZooKeeper."""
 _LOAD_RECORD_VERSION = 0
 
 RecordList = list[MetadataRecord]
@@ -76,11 +82,16 @@ class MigrationLoad:
         return [record for batch in self.batches for record in batch]
 
 
+PasswordDecoder = Callable[[str], str]
+"""Decodes a password broker config as stored in ZooKeeper (``password.encoder.secret``)."""
+
+
 def migration_load(tree: ZkTree, rng: random.Random, *,
-                   min_batch_size: int = DEFAULT_MIN_BATCH_SIZE) -> MigrationLoad:
+                   min_batch_size: int = DEFAULT_MIN_BATCH_SIZE,
+                   password_decoder: PasswordDecoder | None = None) -> MigrationLoad:
     """The whole load of ``tree``: its record lists batched as Kafka's driver batches them."""
     brokers: set[int] = set()
-    lists = read_all_metadata(tree, rng, brokers)
+    lists = read_all_metadata(tree, rng, brokers, password_decoder)
     return MigrationLoad(tuple(buffer_batches(lists, min_batch_size)), frozenset(brokers))
 
 
@@ -99,16 +110,17 @@ def buffer_batches(lists: Iterable[Sequence[T]], min_batch_size: int) -> Iterato
         yield tuple(buffer)
 
 
-def read_all_metadata(tree: ZkTree, rng: random.Random,
-                      brokers_seen: set[int]) -> Iterator[RecordList]:
+def read_all_metadata(tree: ZkTree, rng: random.Random, brokers_seen: set[int],
+                      password_decoder: PasswordDecoder | None = None) -> Iterator[RecordList]:
     """The record lists of ``readAllMetadata`` in Kafka's order; ``brokers_seen`` collects
-    the broker ids named along the way."""
+    the broker ids named along the way. Without ``password_decoder`` a password broker
+    config is an error (Kafka decodes it with ``password.encoder.secret``)."""
     deleting = set(tree.pending_deletions)
     for topic in tree.topics:
         if topic.name not in deleting:  # Kafka logs "Not migrating pending deleted topic"
             yield _topic_records(topic, brokers_seen)
     for entity in tree.broker_configs:
-        records = _broker_config_records(entity, brokers_seen)
+        records = _broker_config_records(entity, brokers_seen, password_decoder)
         if records:
             yield records
     yield from _quota_and_scram_records(tree)
@@ -160,7 +172,8 @@ def _topic_records(topic: ZkTopic, brokers_seen: set[int]) -> RecordList:
     return records
 
 
-def _broker_config_records(entity: ConfigEntity, brokers_seen: set[int]) -> RecordList:
+def _broker_config_records(entity: ConfigEntity, brokers_seen: set[int],
+                           password_decoder: PasswordDecoder | None) -> RecordList:
     if entity.name == DEFAULT_ENTITY:
         resource_name = ""
     elif entity.name.isdigit():
@@ -170,7 +183,17 @@ def _broker_config_records(entity: ConfigEntity, brokers_seen: set[int]) -> Reco
         raise MigrationLoadError(f"broker config entity {entity.name!r} is neither "
                                  f"{DEFAULT_ENTITY} nor a broker id")
     return [_record(ConfigRecord(resource_type=BROKER_RESOURCE, resource_name=resource_name,
-                                 name=key, value=value)) for key, value in entity.config.config]
+                                 name=key, value=_plain(entity.name, key, value, password_decoder)))
+            for key, value in entity.config.config]
+
+
+def _plain(entity: str, key: str, value: str, password_decoder: PasswordDecoder | None) -> str:
+    if not any(key.endswith(name) for name in DYNAMIC_PASSWORD_CONFIGS):
+        return value
+    if password_decoder is None:
+        raise MigrationLoadError(f"broker config {key} of {entity} is a password stored "
+                                 "encoded: loading it needs password.encoder.secret")
+    return password_decoder(value)
 
 
 def _quota_and_scram_records(tree: ZkTree) -> Iterator[RecordList]:

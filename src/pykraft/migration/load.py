@@ -150,7 +150,7 @@ def _topic_records(topic: ZkTopic, brokers_seen: set[int]) -> RecordList:
                     for key, value in topic.config.config]
     adding = dict(assignment.adding_replicas)
     removing = dict(assignment.removing_replicas)
-    for partition, replicas in sorted(assignment.partitions):
+    for partition, replicas in assignment.partitions:  # Kafka's order up to 4 partitions
         if not replicas:
             raise MigrationLoadError(f"{topic.name}-{partition} has no replicas in ZooKeeper")
         brokers_seen.update(replicas, adding.get(partition, ()))
@@ -200,9 +200,9 @@ def _quota_and_scram_records(tree: ZkTree) -> Iterator[RecordList]:
     """``iterateClientQuotas``: users (SCRAM credentials first), clients, users' clients,
     ips."""
     for entity in tree.user_configs:
-        yield from _entity_records(entity, "user", scram=True)
+        yield from _entity_records(entity, "user")
     for entity in tree.client_configs:
-        yield from _entity_records(entity, "client-id", scram=False)
+        yield from _entity_records(entity, "client-id")
     for entity in tree.user_client_configs:
         user, _, client = entity.name.partition("/clients/")
         quotas = _quota_records([_entity_data("user", user), _entity_data("client-id", client)],
@@ -210,17 +210,17 @@ def _quota_and_scram_records(tree: ZkTree) -> Iterator[RecordList]:
         if quotas:
             yield quotas
     for entity in tree.ip_configs:
-        yield from _entity_records(entity, "ip", scram=False)
+        yield from _entity_records(entity, "ip")
 
 
-def _entity_records(entity: ConfigEntity, entity_type: str, *,
-                    scram: bool) -> Iterator[RecordList]:
+def _entity_records(entity: ConfigEntity, entity_type: str) -> Iterator[RecordList]:
+    """An entity's SCRAM credentials (Kafka looks for them in every entity type, not only
+    users), each its own list, then its quotas as one list."""
     config = dict(entity.config.config)
-    if scram:
-        for mechanism in _SCRAM_MECHANISMS:
-            text = config.pop(mechanism.mechanism_name, None)
-            if text is not None:
-                yield [_record(_scram_record(desanitize(entity.name), mechanism, text))]
+    for mechanism in _SCRAM_MECHANISMS:
+        text = config.pop(mechanism.mechanism_name, None)
+        if text is not None:
+            yield [_record(_scram_record(desanitize(entity.name), mechanism, text))]
     quotas = _quota_records([_entity_data(entity_type, entity.name)],
                             tuple((k, v) for k, v in entity.config.config if k in config),
                             entity.name)

@@ -77,6 +77,8 @@ SCALA_MUTABLE_24 = ["k11", "k10", "k13", "k12", "k15", "k14", "k17", "k16", "k19
                     "k1", "k2", "k3", "k20", "k4", "k5", "k22", "k6", "k21", "k7", "k8", "k23",
                     "k9"]
 SCALA_MUTABLE_12 = ["k0", "k1", "k2", "k3", "k4", "k5", "k11", "k6", "k10", "k7", "k8", "k9"]
+SCALA_TOPIC_LITERAL = ["partitions", "topic_id", "adding_replicas", "removing_replicas",
+                       "version"]  # mutable.Map of 4 entries (a table of 8), then topic_id
 SCALA_IMMUTABLE_TOKEN = ["issueTimestamp", "renewers", "tokenRequester", "tokenId", "owner",
                          "expiryTimestamp", "maxTimestamp", "version"]
 
@@ -89,6 +91,8 @@ def test_scala_map_orders() -> None:
                                 "issueTimestamp", "maxTimestamp", "expiryTimestamp",
                                 "tokenId"]) == SCALA_IMMUTABLE_TOKEN
     assert partition_order(list(range(40))) == [int(p) for p in SCALA_MUTABLE_40]
+    assert mutable_map_order(["version", "partitions", "adding_replicas", "removing_replicas",
+                              "topic_id"], built_with=4) == SCALA_TOPIC_LITERAL
 
 
 @pytest.mark.parametrize(("path", "raw", "problem"), [

@@ -48,9 +48,12 @@ def _champ_level(entries: list[tuple[str, int]], shift: int) -> list[str]:
     return alone + [key for sub in nested for key in sub]
 
 
-def mutable_map_order(keys: Sequence[str]) -> list[str]:
-    """The order a ``mutable.HashMap`` holding ``keys`` iterates them."""
-    capacity = _MUTABLE_INITIAL_CAPACITY
+def mutable_map_order(keys: Sequence[str], *, built_with: int = 0) -> list[str]:
+    """The order a ``mutable.HashMap`` holding ``keys`` iterates them. ``built_with`` is the
+    number of entries of the ``mutable.Map(k -> v, ...)`` literal it was created with (its
+    table is sized for them: ``HashMap.from``), 0 for an empty map filled afterwards."""
+    capacity = _table_size(int((built_with + 1) / _LOAD_FACTOR)) if built_with \
+        else _MUTABLE_INITIAL_CAPACITY
     while len(keys) >= capacity * _LOAD_FACTOR:  # Scala grows on reaching the threshold
         capacity *= 2
 
@@ -60,3 +63,8 @@ def mutable_map_order(keys: Sequence[str]) -> list[str]:
         return h & (capacity - 1), int32(h)
 
     return sorted(keys, key=place)
+
+
+def _table_size(capacity: int) -> int:
+    """``mutable.HashMap.tableSizeFor``."""
+    return 1 << max(capacity - 1, 4).bit_length()

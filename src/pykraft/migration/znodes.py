@@ -122,9 +122,6 @@ def zk_enum_name(camel: str) -> str:
 
 # --- topics and partitions ------------------------------------------------------------------
 
-_TOPIC_KEYS = ("partitions", "topic_id", "adding_replicas", "removing_replicas", "version")
-
-
 @dataclass(frozen=True, slots=True)
 class TopicZNode:
     """``/brokers/topics/<t>``: the replica assignment and the topic id (version 3)."""
@@ -148,12 +145,12 @@ class TopicZNode:
 
     def encode(self) -> bytes:
         values: dict[str, object] = {
-            "partitions": _assignment_json(self.partitions),
+            "version": 3, "partitions": _assignment_json(self.partitions),
             "adding_replicas": _assignment_json(self.adding_replicas),
-            "removing_replicas": _assignment_json(self.removing_replicas), "version": 3}
+            "removing_replicas": _assignment_json(self.removing_replicas)}
         if self.topic_id is not None:
             values["topic_id"] = uuid_to_str(self.topic_id)
-        return _dumps(_ordered(values, [k for k in _TOPIC_KEYS if k in values]))
+        return _dumps(_ordered(values, mutable_map_order(list(values), built_with=4)))
 
     def replicas_of(self, partition: int) -> tuple[int, ...]:
         return dict(self.partitions)[partition]
@@ -455,7 +452,7 @@ class BrokerIdZNode:
             values["listener_security_protocol_map"] = dict(self.listener_security_protocol_map)
         if self.features is not None:
             values["features"] = self.features
-        return _dumps(_ordered(values, mutable_map_order(list(values))))
+        return _dumps(_ordered(values, mutable_map_order(list(values), built_with=6)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,7 +472,7 @@ class FeatureZNode:
     def encode(self) -> bytes:
         values: dict[str, object] = {"version": 2, "status": self.status,
                                      "features": self.features}
-        return _dumps(_ordered(values, mutable_map_order(list(values))))
+        return _dumps(_ordered(values, mutable_map_order(list(values), built_with=3)))
 
 
 _TOKEN_KEYS = ("version", "owner", "tokenRequester", "renewers", "issueTimestamp",

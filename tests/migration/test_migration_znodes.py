@@ -11,6 +11,7 @@ from pykraft.migration.scala_order import immutable_map_order, mutable_map_order
 from pykraft.migration.znodes import (
     AclResourceZNode,
     ConfigChangeZNode,
+    ConfigEntityZNode,
     ControllerZNode,
     MigrationZNode,
     PartitionStateZNode,
@@ -66,6 +67,16 @@ def test_a_recovering_partition_state_places_the_recovery_state_as_scala_does() 
     assert encoded == (b'{"controller_epoch":7,"leader":2,"version":1,'
                        b'"leader_recovery_state":1,"leader_epoch":4,"isr":[2]}')
     assert PartitionStateZNode.decode(encoded).leader_recovery_state == 1
+
+
+def test_strings_are_escaped_as_jackson_escapes_them() -> None:
+    """Control characters as Jackson 2.16.2 (Kafka 3.9.1's) wrote them in jshell; a backslash
+    followed by ``u001f`` is text and stays as it is."""
+    node = ConfigEntityZNode((("k", 'a\x01b\x1f\n\t"\\/\u00e9\\u001f'),))
+    encoded = node.encode()
+    assert encoded == ('{"version":1,"config":{"k":"a\\u0001b\\u001F\\n\\t\\"\\\\/\u00e9'
+                       '\\\\u001f"}}').encode()
+    assert ConfigEntityZNode.decode(encoded) == node
 
 
 # Orders printed by Scala 2.13.15 (scala-library of the kafka-zk jars, through jshell).

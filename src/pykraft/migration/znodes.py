@@ -29,9 +29,15 @@ class ZNodeDecodeError(PyKraftError, ValueError):
     """Znode data that is not what Kafka writes at that path."""
 
 
+_ESCAPES = re.compile(r"(\\\\)|\\u00([0-9a-f]{2})")
+
+
 def _dumps(value: object) -> bytes:
-    """Jackson's compact form (no spaces; non-ASCII written as UTF-8)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Jackson's compact form: no spaces, non-ASCII written as UTF-8, and control characters
+    without a short escape as ``\\u00XX`` in upper case (Python writes lower case)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = _ESCAPES.sub(lambda m: m.group(1) or "\\u00" + m.group(2).upper(), text)
+    return text.encode("utf-8")
 
 
 def _ordered(values: Mapping[str, object], order: Sequence[str]) -> dict[str, object]:

@@ -3,11 +3,17 @@ decodes and encodes back to the same bytes, and fresh znodes match the run's exa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from migration_captures import CAPTURED, znode_dump
 
 from pykraft.ids import uuid_from_str
-from pykraft.migration.scala_order import immutable_map_order, mutable_map_order
+from pykraft.migration.map_order import (
+    immutable_map_order,
+    mutable_map_order,
+    properties_order,
+)
 from pykraft.migration.znodes import (
     AclResourceZNode,
     ConfigChangeZNode,
@@ -120,3 +126,38 @@ def test_bad_data_names_the_znode_and_the_problem(path: str, raw: bytes, problem
     with pytest.raises(ZNodeDecodeError, match=problem) as failure:
         decode_znode(path, raw)
     assert path in str(failure.value)
+
+
+JAVA17_ORDERS = Path(__file__).parents[1] / "fixtures/migration/properties-orders-java17.txt"
+TOPIC_CONFIG_NAMES = [
+    "cleanup.policy", "compression.type", "segment.bytes", "retention.ms", "min.insync.replicas",
+    "max.message.bytes", "retention.bytes", "segment.ms", "flush.ms", "flush.messages",
+    "index.interval.bytes", "delete.retention.ms", "file.delete.delay.ms",
+    "min.compaction.lag.ms", "max.compaction.lag.ms", "message.timestamp.type", "preallocate",
+    "unclean.leader.election.enable", "segment.index.bytes", "segment.jitter.ms",
+    "local.retention.ms", "local.retention.bytes", "remote.storage.enable",
+    "min.cleanable.dirty.ratio", "message.downconversion.enable",
+    "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
+    "message.format.version"]
+
+
+def test_properties_orders_are_java_17s() -> None:
+    """The fixture is what Java 17 printed (jshell) for the first n of these names put into
+    a ``Properties`` forwards (F) and backwards (R), and for k0..k<n-1> (K): sizes across
+    two resizes, where a resize reverses part of a bucket."""
+    lines = JAVA17_ORDERS.read_text().split()
+    for tag, order in zip(lines[::2], lines[1::2], strict=True):
+        count = int(tag[1:])
+        keys = {"F": TOPIC_CONFIG_NAMES[:count], "R": TOPIC_CONFIG_NAMES[:count][::-1],
+                "K": [f"k{i}" for i in range(count)]}[tag[0]]
+        assert properties_order(keys) == order.split(","), tag
+    assert len(lines) == 42
+
+
+def test_a_fresh_config_znode_is_in_properties_order() -> None:
+    configs = {"cleanup.policy": "compact", "compression.type": "producer",
+               "segment.bytes": "104857600"}
+    assert ConfigEntityZNode.of(configs).encode() == (
+        b'{"version":1,"config":{"compression.type":"producer","cleanup.policy":"compact",'
+        b'"segment.bytes":"104857600"}}')  # /config/topics/__consumer_offsets of the run

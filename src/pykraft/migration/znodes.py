@@ -1,6 +1,6 @@
 """The znodes a migrating controller reads and writes, typed, with Kafka 3.9's exact bytes
 (core:``kafka/zk/ZkData.scala``): compact JSON in the key order Jackson gives Kafka's Scala
-maps (:mod:`pykraft.migration.scala_order`), maps inside a znode in the order they were read.
+maps (:mod:`pykraft.migration.map_order`), maps inside a znode in the order they were read.
 
 Each znode class has ``decode(raw)`` and ``encode()``; :func:`decode_znode` picks the class
 from the path. Bad data raises :class:`ZNodeDecodeError` naming the znode and the problem.
@@ -17,7 +17,11 @@ from typing import Self
 
 from pykraft.errors import PyKraftError
 from pykraft.ids import InvalidUuidError, uuid_from_str, uuid_to_str
-from pykraft.migration.scala_order import immutable_map_order, mutable_map_order
+from pykraft.migration.map_order import (
+    immutable_map_order,
+    mutable_map_order,
+    properties_order,
+)
 
 Assignment = tuple[tuple[int, tuple[int, ...]], ...]
 """Partition -> replica ids, in the znode's order."""
@@ -212,6 +216,11 @@ class ConfigEntityZNode:
     @classmethod
     def decode(cls, raw: bytes) -> Self:
         return cls(_pairs(_object(raw, "config znode"), "config", "config znode"))
+
+    @classmethod
+    def of(cls, configs: Mapping[str, str]) -> Self:
+        """The znode Kafka writes for ``configs`` (put in this order into a ``Properties``)."""
+        return cls(tuple((key, configs[key]) for key in properties_order(list(configs))))
 
     def encode(self) -> bytes:
         return _dumps({"version": 1, "config": dict(self.config)})

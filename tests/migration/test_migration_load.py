@@ -180,3 +180,17 @@ def test_a_password_broker_config_needs_the_decoder() -> None:
     assert [(r.message.name, r.message.value) for r in load.records] == [
         ("listener.name.plain.ssl.key.password", "ENC"), ("x", "1")]
     assert load.brokers_seen == {2}
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("50", 50.0), (" 1e3 ", 1000.0), ("2.5d", 2.5), ("-.5", -0.5), ("1_000", None),
+    ("inf", None), ("ten", None)])
+def test_quota_values_parse_as_java_doubles(text: str, value: float | None) -> None:
+    tree = ZkTree.from_reads({"/config/clients/app": ZkRead(
+        b'{"version":1,"config":{"request_percentage":"%s"}}' % text.encode())})
+    if value is None:
+        with pytest.raises(MigrationLoadError, match="unexpected client quota"):
+            migration_load(tree, random.Random(0))
+        return
+    (record,) = migration_load(tree, random.Random(0)).records
+    assert record.message.value == value

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import random
+import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -62,6 +63,10 @@ these (``listener.name.<l>.ssl.key.password`` too) is stored encoded in ZooKeepe
 _LOAD_RECORD_VERSION = 0
 
 RecordList = list[MetadataRecord]
+_JAVA_DOUBLE = re.compile(r"([+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?))[fFdD]?")
+"""Java's ``Double.valueOf`` text (Python's ``float`` also takes ``1_000`` and ``inf``);
+hexadecimal floats are not accepted."""
+_JAVA_TRIMMED = "".join(map(chr, range(33)))  # String.trim: every char <= ' '
 T = TypeVar("T")
 
 
@@ -237,12 +242,11 @@ def _entity_data(entity_type: str, znode_name: str) -> EntityData:
 def _quota_records(entity: list[EntityData], pairs: Pairs, where: str) -> RecordList:
     records = []
     for key, text in pairs:
-        try:
-            value = float(text)
-        except ValueError:
+        match = _JAVA_DOUBLE.fullmatch(text.strip(_JAVA_TRIMMED))
+        if match is None:
             raise MigrationLoadError(
-                f"unexpected client quota configuration value of {where}: {key} -> {text}"
-            ) from None
+                f"unexpected client quota configuration value of {where}: {key} -> {text}")
+        value = float(match.group(1))
         records.append(_record(ClientQuotaRecord(entity=tuple(entity), key=key, value=value,
                                                  remove=False)))
     return records

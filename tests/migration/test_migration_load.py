@@ -14,12 +14,14 @@ import random
 from typing import Any
 
 import pytest
-from migration_captures import log_batches, log_records, reads, znode_dump
+from migration_captures import CAPTURED, log_batches, log_records, reads, znode_dump
 
 from pykraft.ids import uuid_from_str
 from pykraft.migration.load import (
+    MigrationLoad,
     MigrationLoadError,
     buffer_batches,
+    completion_message,
     migration_load,
 )
 from pykraft.migration.zk_tree import ZkRead, ZkTree
@@ -107,7 +109,7 @@ def test_the_load_of_phase_a_is_kafkas(captured: list[Json]) -> None:
     ours = [record.to_json_dict() for record in load.records]  # the decoder's JSON
     assert len(ours) == len(captured) == 30
     assert comparable(ours) == comparable(captured)
-    assert load.brokers_seen == {1, 2, 3}  # "Saw 3 brokers in the migrated metadata [1, 2, 3]"
+    assert set(load.brokers_seen) == {1, 2, 3}
 
 
 def test_the_load_is_one_batch_as_kafkas(captured: list[Json]) -> None:
@@ -179,7 +181,7 @@ def test_a_password_broker_config_needs_the_decoder() -> None:
     load = migration_load(tree, random.Random(0), password_decoder=lambda text: text.upper())
     assert [(r.message.name, r.message.value) for r in load.records] == [
         ("listener.name.plain.ssl.key.password", "ENC"), ("x", "1")]
-    assert load.brokers_seen == {2}
+    assert load.brokers_seen == (2,)
 
 
 @pytest.mark.parametrize(("text", "value"), [
@@ -194,3 +196,33 @@ def test_quota_values_parse_as_java_doubles(text: str, value: float | None) -> N
         return
     (record,) = migration_load(tree, random.Random(0)).records
     assert record.message.value == value
+
+
+def captured_completion(path: str) -> str:
+    """The driver's "Completed migration ..." message as the controller logged it."""
+    text: str = (CAPTURED / path).read_text()
+    (line,) = [line for line in text.splitlines() if "Completed migration" in line]
+    return line[line.index("Completed migration"):line.index(" (org.apache")]
+
+
+@pytest.mark.parametrize(("lines", "min_batch_size", "figures"), [
+    ("controller-migration-lines.txt", 200, (463, 101, 105, 5)),
+    ("fault-load/controller-migration-lines.txt", 1, (740, 554, 146, 4))])
+def test_the_completion_line_is_kafkas(captured: list[Json], lines: str, min_batch_size: int,
+                                       figures: tuple[int, int, int, int]) -> None:
+    """The figures Kafka logged (duration, offset, epoch; the total wait is the logged
+    average times the batches: 101 ms for one, 554 ms for 13 averaging 42.62) and the load
+    of phase A give the line Kafka logged, record type counts and broker order included."""
+    load = migration_load(tree_at_load("znodes-A-zk-cluster.json", captured), random.Random(0),
+                          min_batch_size=min_batch_size)
+    duration, wait, offset, epoch = figures
+    assert completion_message(load, duration_ms=duration, batch_wait_ms=wait, offset=offset,
+                              epoch=epoch) == captured_completion(lines)
+
+
+def test_the_completion_line_of_an_empty_load() -> None:
+    text = completion_message(MigrationLoad((), ()), duration_ms=3, batch_wait_ms=0, offset=7,
+                              epoch=1)
+    assert "0 records were generated in 3 ms across 0 batches" in text
+    assert "waiting on a batch was -1.00 ms. The record types were {}." in text
+    assert text.endswith("Saw 0 brokers in the migrated metadata [].")

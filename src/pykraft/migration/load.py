@@ -16,8 +16,10 @@ import binascii
 import random
 import re
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TypeVar
 
 from pykraft.config.kafka_broker_table import KAFKA_BROKER_CONFIGS
@@ -25,6 +27,7 @@ from pykraft.errors import PyKraftError
 from pykraft.ids import random_uuid
 from pykraft.image.acls import AclOperation, AclPermissionType
 from pykraft.image.scram import ScramMechanism
+from pykraft.java import java_hash_order
 from pykraft.migration.zk_tree import (
     DEFAULT_ENTITY,
     AclResource,
@@ -63,6 +66,8 @@ these (``listener.name.<l>.ssl.key.password`` too) is stored encoded in ZooKeepe
 _LOAD_RECORD_VERSION = 0
 
 RecordList = list[MetadataRecord]
+BrokersSeen = dict[int, None]
+"""The broker ids the load named, in the order first seen (an ordered set)."""
 _JAVA_DOUBLE = re.compile(r"([+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?))[fFdD]?")
 """Java's ``Double.valueOf`` text (Python's ``float`` also takes ``1_000`` and ``inf``);
 hexadecimal floats are not accepted."""
@@ -80,7 +85,8 @@ class MigrationLoad:
     replicas and numeric broker config entities)."""
 
     batches: tuple[tuple[MetadataRecord, ...], ...]
-    brokers_seen: frozenset[int]
+    brokers_seen: tuple[int, ...]
+    """In the order first seen (Kafka keeps them in a ``HashSet``)."""
 
     @property
     def records(self) -> list[MetadataRecord]:
@@ -95,9 +101,30 @@ def migration_load(tree: ZkTree, rng: random.Random, *,
                    min_batch_size: int = DEFAULT_MIN_BATCH_SIZE,
                    password_decoder: PasswordDecoder | None = None) -> MigrationLoad:
     """The whole load of ``tree``: its record lists batched as Kafka's driver batches them."""
-    brokers: set[int] = set()
+    brokers: BrokersSeen = {}
     lists = read_all_metadata(tree, rng, brokers, password_decoder)
-    return MigrationLoad(tuple(buffer_batches(lists, min_batch_size)), frozenset(brokers))
+    return MigrationLoad(tuple(buffer_batches(lists, min_batch_size)), tuple(brokers))
+
+
+def completion_message(load: MigrationLoad, *, duration_ms: int, batch_wait_ms: int,
+                       offset: int, epoch: int) -> str:
+    """The driver's log line once the load committed (``MigrationManifest.toString``):
+    ``batch_wait_ms`` is the time spent waiting for the batches to commit, in total."""
+    counts = Counter((r.api_key, r.type_name) for r in load.records)
+    types = ", ".join(f"{name}={count}" for (_, name), count in sorted(counts.items()))
+    average = batch_wait_ms / len(load.batches) if load.batches else -1.0
+    brokers = java_hash_order(list(load.brokers_seen), lambda broker: broker)
+    return (f"Completed migration of metadata from ZooKeeper to KRaft. {len(load.records)} "
+            f"records were generated in {duration_ms} ms across {len(load.batches)} batches. "
+            f"The average time spent waiting on a batch was {_two_places(average)} ms. The "
+            f"record types were {{{types}}}. The current metadata offset is now {offset} with "
+            f"an epoch of {epoch}. Saw {len(brokers)} brokers in the migrated metadata "
+            f"[{', '.join(map(str, brokers))}].")
+
+
+def _two_places(value: float) -> str:
+    """Java's ``%.2f`` (half up, from the shortest decimal of the double)."""
+    return str(Decimal(repr(value)).quantize(Decimal("0.01"), ROUND_HALF_UP))
 
 
 def buffer_batches(lists: Iterable[Sequence[T]], min_batch_size: int) -> Iterator[tuple[T, ...]]:
@@ -115,7 +142,7 @@ def buffer_batches(lists: Iterable[Sequence[T]], min_batch_size: int) -> Iterato
         yield tuple(buffer)
 
 
-def read_all_metadata(tree: ZkTree, rng: random.Random, brokers_seen: set[int],
+def read_all_metadata(tree: ZkTree, rng: random.Random, brokers_seen: BrokersSeen,
                       password_decoder: PasswordDecoder | None = None) -> Iterator[RecordList]:
     """The record lists of ``readAllMetadata`` in Kafka's order; ``brokers_seen`` collects
     the broker ids named along the way. Without ``password_decoder`` a password broker
@@ -143,7 +170,7 @@ def _record(message: object) -> MetadataRecord:
     return MetadataRecord(api_key_of(type(message)), _LOAD_RECORD_VERSION, message)
 
 
-def _topic_records(topic: ZkTopic, brokers_seen: set[int]) -> RecordList:
+def _topic_records(topic: ZkTopic, brokers_seen: BrokersSeen) -> RecordList:
     assignment = topic.assignment
     if assignment.topic_id is None:
         raise MigrationLoadError(f"topic {topic.name!r} has no topic id in ZooKeeper (written "
@@ -158,7 +185,7 @@ def _topic_records(topic: ZkTopic, brokers_seen: set[int]) -> RecordList:
     for partition, replicas in assignment.partitions:  # Kafka's order up to 4 partitions
         if not replicas:
             raise MigrationLoadError(f"{topic.name}-{partition} has no replicas in ZooKeeper")
-        brokers_seen.update(replicas, adding.get(partition, ()))
+        brokers_seen.update(dict.fromkeys((*replicas, *adding.get(partition, ()))))
         found = topic.states.get(partition)
         if found is None:  # Kafka warns "Could not find partition state in ZK"
             isr, leader, leader_epoch, partition_epoch, recovery = replicas, replicas[0], 0, 0, \
@@ -177,13 +204,13 @@ def _topic_records(topic: ZkTopic, brokers_seen: set[int]) -> RecordList:
     return records
 
 
-def _broker_config_records(entity: ConfigEntity, brokers_seen: set[int],
+def _broker_config_records(entity: ConfigEntity, brokers_seen: BrokersSeen,
                            password_decoder: PasswordDecoder | None) -> RecordList:
     if entity.name == DEFAULT_ENTITY:
         resource_name = ""
     elif entity.name.isdigit():
         resource_name = entity.name
-        brokers_seen.add(int(entity.name))
+        brokers_seen[int(entity.name)] = None
     else:
         raise MigrationLoadError(f"broker config entity {entity.name!r} is neither "
                                  f"{DEFAULT_ENTITY} nor a broker id")

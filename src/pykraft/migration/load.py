@@ -36,7 +36,12 @@ from pykraft.migration.zk_tree import (
     ZkTree,
     desanitize,
 )
-from pykraft.migration.znodes import RECOVERED, DelegationTokenZNode, Pairs, zk_enum_name
+from pykraft.migration.znodes import (
+    DelegationTokenZNode,
+    Pairs,
+    PartitionStateZNode,
+    zk_enum_name,
+)
 from pykraft.records.metadata import (
     AccessControlEntryRecord,
     ClientQuotaRecord,
@@ -188,18 +193,14 @@ def _topic_records(topic: ZkTopic, brokers_seen: BrokersSeen) -> RecordList:
         brokers_seen.update(dict.fromkeys((*replicas, *adding.get(partition, ()))))
         found = topic.states.get(partition)
         if found is None:  # Kafka warns "Could not find partition state in ZK"
-            isr, leader, leader_epoch, partition_epoch, recovery = replicas, replicas[0], 0, 0, \
-                RECOVERED
+            state, partition_epoch = PartitionStateZNode(replicas[0], 0, 0, replicas), 0
         else:
-            state = found.value
-            isr, leader, leader_epoch, partition_epoch, recovery = (
-                state.isr, state.leader, state.leader_epoch, found.zk_version,
-                state.leader_recovery_state)
+            state, partition_epoch = found.value, found.zk_version
         records.append(_record(PartitionRecord(
-            partition_id=partition, topic_id=assignment.topic_id, replicas=replicas, isr=isr,
-            removing_replicas=removing.get(partition, ()),
-            adding_replicas=adding.get(partition, ()), leader=leader,
-            leader_recovery_state=recovery, leader_epoch=leader_epoch,
+            partition_id=partition, topic_id=assignment.topic_id, replicas=replicas,
+            isr=state.isr, removing_replicas=removing.get(partition, ()),
+            adding_replicas=adding.get(partition, ()), leader=state.leader,
+            leader_recovery_state=state.leader_recovery_state, leader_epoch=state.leader_epoch,
             partition_epoch=partition_epoch)))
     return records
 

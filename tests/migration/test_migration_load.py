@@ -226,3 +226,21 @@ def test_the_completion_line_of_an_empty_load() -> None:
     assert "0 records were generated in 3 ms across 0 batches" in text
     assert "waiting on a batch was -1.00 ms. The record types were {}." in text
     assert text.endswith("Saw 0 brokers in the migrated metadata [].")
+
+
+@pytest.mark.parametrize("name", sorted(str(p.relative_to(CAPTURED))
+                                        for p in CAPTURED.rglob("znodes-*.json")))
+def test_every_captured_phase_loads(name: str) -> None:
+    load = migration_load(ZkTree.from_reads(reads(znode_dump(name))), random.Random(0))
+    assert sorted(load.brokers_seen) == [1, 2, 3]
+    assert sum(r.type_name == "TOPIC_RECORD" for r in load.records) == 4
+
+
+def test_a_scram_sha_512_credential_of_the_dual_write() -> None:
+    """Bob's SCRAM-SHA-512 user, written to ZooKeeper by the dual write of phase B3."""
+    load = migration_load(ZkTree.from_reads(reads(znode_dump("znodes-B3-dual-write.json"))),
+                          random.Random(0))
+    (bob,) = [r.message for r in load.records
+              if r.type_name == "USER_SCRAM_CREDENTIAL_RECORD" and r.message.name == "bob"]
+    assert (bob.mechanism, bob.iterations, len(bob.stored_key), len(bob.server_key)) == (
+        2, 8192, 64, 64)

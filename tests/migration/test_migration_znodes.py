@@ -67,6 +67,16 @@ def test_fresh_znodes_are_kafkas_bytes() -> None:
         b'"operation":"Write"}],"version":1}')
 
 
+def test_a_fresh_topic_znode_orders_partitions_as_kafka() -> None:
+    topic_id = uuid_from_str("nBpWhaBeTwCbQr_I29COIg")
+    node = TopicZNode.of(topic_id, {p: [1, 2] for p in range(12)}, adding={11: [3], 2: []})
+    assert [p for p, _ in node.partitions] == [int(k) for k in mutable_map_order(
+        [str(p) for p in range(12)])]
+    assert node.adding_replicas == ((11, (3,)),)
+    assert node.encode().startswith(b'{"partitions":{"11":[1,2],"0":[1,2],"1":[1,2],')
+    assert b'"adding_replicas":{"11":[3]},"removing_replicas":{},"version":3}' in node.encode()
+
+
 def test_a_recovering_partition_state_places_the_recovery_state_as_scala_does() -> None:
     """The order Scala 2.13.15 printed for these six keys in an ``immutable.HashMap``."""
     encoded = PartitionStateZNode(2, 4, 7, (2,), leader_recovery_state=1).encode()

@@ -162,8 +162,17 @@ class TopicZNode:
             values["topic_id"] = uuid_to_str(self.topic_id)
         return _dumps(_ordered(values, mutable_map_order(list(values), built_with=4)))
 
-    def replicas_of(self, partition: int) -> tuple[int, ...]:
-        return dict(self.partitions)[partition]
+    @classmethod
+    def of(cls, topic_id: uuid.UUID, replicas: Mapping[int, Sequence[int]],
+           adding: Mapping[int, Sequence[int]] | None = None,
+           removing: Mapping[int, Sequence[int]] | None = None) -> Self:
+        """The znode Kafka writes for an assignment: its partition maps in Kafka's order,
+        adding and removing replicas only for the partitions that have some."""
+        def ordered(assignment: Mapping[int, Sequence[int]] | None) -> Assignment:
+            found = {p: tuple(r) for p, r in (assignment or {}).items() if r}
+            return tuple((p, found[p]) for p in partition_order(list(found)))
+
+        return cls(topic_id, ordered(replicas), ordered(adding), ordered(removing))
 
 
 def _assignment_json(assignment: Assignment) -> dict[str, list[int]]:

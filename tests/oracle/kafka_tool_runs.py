@@ -54,8 +54,8 @@ GROUP = "g1"
 OFFSETS_PARTITION = partition_for(GROUP, 50)
 
 
-def topics(operation: str, *args: str) -> ToolRun:
-    return ToolRun("kafka-topics", operation, TOPICS, (*BS, *args))
+def topics(operation: str, *args: str, until: str | None = None) -> ToolRun:
+    return ToolRun("kafka-topics", operation, TOPICS, (*BS, *args), until=until)
 
 
 def configs(operation: str, *args: str, until: str | None = None) -> ToolRun:
@@ -130,14 +130,15 @@ ADMIN = [
     # kafka-e2e-latency's own creation races its consumer's first metadata (either cluster)
     topics("create for e2e-latency", "--create", "--topic", "latency", "--partitions", "1"),
     topics("alter partitions", "--alter", "--topic", "other", "--partitions", "3"),
-    topics("list", "--list"),
+    topics("list", "--list", until="latency"),
     topics("describe", "--describe", "--topic", TOPIC),
     topics("describe other", "--describe", "--topic", "other"),
     topics("delete", "--delete", "--topic", "other"),
     topics("describe missing", "--describe", "--topic", "missing"),
     configs("alter topic", "--alter", "--entity-type", "topics", "--entity-name", TOPIC,
             "--add-config", "retention.ms=86400000,max.message.bytes=100000"),
-    configs("describe topic", "--describe", "--entity-type", "topics", "--entity-name", TOPIC),
+    configs("describe topic", "--describe", "--entity-type", "topics", "--entity-name", TOPIC,
+            until="retention.ms=86400000"),
     configs("delete topic config", "--alter", "--entity-type", "topics", "--entity-name",
             TOPIC, "--delete-config", "max.message.bytes"),
     configs("describe broker", "--describe", "--entity-type", "brokers", "--entity-name",
@@ -147,7 +148,7 @@ ADMIN = [
     configs("alter broker cleaner threads", "--alter", "--entity-type", "brokers",
             "--entity-name", "1000", "--add-config", "log.cleaner.threads=2"),
     configs("describe broker --all", "--describe", "--all", "--entity-type", "brokers",
-            "--entity-name", "1000"),
+            "--entity-name", "1000", until="log.retention.bytes=1073741824"),
     configs("alter client quota", "--alter", "--entity-type", "clients", "--entity-name",
             "c1", "--add-config", "producer_byte_rate=1048576"),
     configs("describe client quota", "--describe", "--entity-type", "clients",

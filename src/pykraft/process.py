@@ -31,6 +31,7 @@ from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.request_metrics import RequestMetrics
+from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import NodeSettings
 
@@ -57,6 +58,7 @@ async def run_server(settings: NodeSettings) -> int:
           connections_max_idle_ms=settings.connections.max_idle_ms)
     servers: list[ListenerServer] = []
     requests = RequestMetrics()  # every listener's, controller and broker alike
+    queue = RequestQueue(settings.queued_max_requests)  # the controller listeners'
     if settings.is_controller:
         if controller is not None:
             controller.attach(node)
@@ -69,7 +71,7 @@ async def run_server(settings: NodeSettings) -> int:
             server = ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                                     settings.max_frame_size, listener_name=spec.name,
                                     protocol=spec.protocol, tls=spec.tls, sasl=sasl,
-                                    connections=connections, requests=requests)
+                                    connections=connections, requests=requests, queue=queue)
             await server.start()
             servers.append(server)
     if broker is not None:

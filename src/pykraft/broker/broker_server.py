@@ -87,6 +87,7 @@ from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.request_metrics import RequestMetrics
+from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import (
     BrokerListenerSettings,
@@ -183,6 +184,8 @@ class BrokerServer:
         process stops, exit status 1."""
         self._connection_configs: dict[str, str] = {}
         """The dynamic connection configs in force (see _apply_connection_configs)."""
+        self.request_queue = RequestQueue(settings.queued_max_requests)
+        """Its client listeners' ``queued.max.requests`` (the controller's have their own)."""
 
     def bind(self, node: RaftNode, connections: ConnectionRegistry,
              requests: RequestMetrics | None = None) -> None:
@@ -284,7 +287,7 @@ class BrokerServer:
                            protocol=spec.protocol, tls=spec.tls,
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image,
                                            settings.controller.tokens.secret_key),
-                           connections=connections, requests=requests)
+                           connections=connections, requests=requests, queue=self.request_queue)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _report_failed_dir(self, directory: Path) -> bool:

@@ -156,7 +156,7 @@ from pykraft.runtime.controller_service import controller_body
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.node import RaftNode
-from pykraft.runtime.request_metrics import note_response
+from pykraft.runtime.request_metrics import note_response, parked
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.security.api_rules import BROKER_RULES, Access
@@ -651,7 +651,8 @@ class BrokerDispatcher(ListenerDispatcher):
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
         while True:
             try:
-                response = await send()
+                with parked():  # out of the request queue meanwhile, as Kafka's forwarding
+                    response = await send()
             except UnsupportedVersionError as exc:
                 if exc.api_key == ApiKey.ENVELOPE:
                     raise

@@ -19,7 +19,9 @@ only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegi
 slot for the listener (``max.connections``, per listener, the open-file limit) and its
 creation rate allows one more, else the client waits in the kernel's backlog, as with
 Kafka's acceptor. A client throttled by its quota has its connection muted (not read) for
-the throttle time after its response (:mod:`pykraft.runtime.channel_mute`). A connection
+the throttle time after its response (:mod:`pykraft.runtime.channel_mute`), and one whose
+request finds its side's request queue full waits for a place before handling it
+(``queued.max.requests``: :mod:`pykraft.runtime.request_queue`). A connection
 beyond ``max.connections.per.ip`` is closed at once, an idle one after
 ``connections.max.idle.ms``. Running out of descriptors on accept (EMFILE, ENFILE) is
 logged and waited out: nothing a client does can stop the process.
@@ -40,6 +42,7 @@ from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.request_metrics import RequestMetrics
+from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import INVALID_RECEIVE_SIZE, SaslGate, SaslRefused
 from pykraft.runtime.streams import FrameStream
 from pykraft.runtime.tls import ServerTls
@@ -70,7 +73,8 @@ class ListenerServer:
                  protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
                  tls: ServerTls | None = None, sasl: SaslListener | None = None,
                  connections: ConnectionRegistry | None = None,
-                 requests: RequestMetrics | None = None) -> None:
+                 requests: RequestMetrics | None = None,
+                 queue: RequestQueue | None = None) -> None:
         if protocol.uses_tls != (tls is not None):
             raise ValueError(f"listener {listener_name} ({protocol.name}) "
                              f"{'needs' if protocol.uses_tls else 'takes no'} TLS settings")
@@ -92,6 +96,8 @@ class ListenerServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._requests = requests or RequestMetrics()
         """The process's request metrics (:mod:`pykraft.runtime.request_metrics`)."""
+        self._queue = queue
+        """Its side's ``queued.max.requests`` (:mod:`pykraft.runtime.request_queue`)."""
 
     async def start(self) -> None:
         self._socket = _listen(self._host, self._port)
@@ -224,7 +230,9 @@ class ListenerServer:
                         stream.max_frame_size = self._max_frame_size
                     continue
                 arrived = stream.arrived
-                times, token = self._requests.begin()
+                if self._queue is not None:  # full: this connection reads nothing meanwhile
+                    await self._queue.admit()
+                times, token = self._requests.begin(self._queue)
                 try:
                     started = time.monotonic()
                     response = await self._dispatcher.respond(

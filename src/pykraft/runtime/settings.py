@@ -133,6 +133,8 @@ class NodeSettings:
     """Every listener name this node binds or connects to, with its protocol."""
     connections: ConnectionLimits = dataclasses.field(default_factory=ConnectionLimits)
     """``max.connections*``, ``connections.max.idle.ms`` and the failed-login delay."""
+    queued_max_requests: int = 500
+    """``queued.max.requests``: the bound of each side's request queue."""
 
     def protocol_of(self, listener: str) -> SecurityProtocol:
         return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
@@ -244,6 +246,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                               if "controller" in roles else ()),
         controller_tls=controller_tls, controller_sasl=controller_sasl, protocols=protocols,
         connections=connection_limits(config, broker),
+        queued_max_requests=config.get("queued.max.requests"),
     )
 
 

@@ -198,8 +198,8 @@ class BrokerServer:
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.publishers.append(self._follow)
-        self.quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
-                                   lambda: self.metadata.image)
+        self.quotas = quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
+                                            lambda: self.metadata.image)
         self.metadata.publishers.append(
             lambda image: self._apply_connection_configs(image, connections))
         self.metadata.high_watermark = lambda: node.core.high_watermark
@@ -287,7 +287,8 @@ class BrokerServer:
                            protocol=spec.protocol, tls=spec.tls,
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image,
                                            settings.controller.tokens.secret_key),
-                           connections=connections, requests=requests, queue=self.request_queue)
+                           connections=connections, requests=requests, queue=self.request_queue,
+                           timed=lambda: quotas.request.enabled)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _report_failed_dir(self, directory: Path) -> bool:

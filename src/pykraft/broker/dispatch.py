@@ -570,6 +570,10 @@ class BrokerDispatcher(ListenerDispatcher):
         return await self._encode_large(
             request, lambda: to_version(api_key, version, response, latest))
 
+    def _request_throttle(self, request: RequestFrame) -> int:
+        """``request_percentage`` for the client of the request being served."""
+        return self._quotas.throttle_request(request.api_key, request.header.client_id)
+
     def _failed(self, request: RequestFrame) -> bytes:
         """A group API's or Produce's UNKNOWN_SERVER_ERROR names every group or partition
         it asked about, in the caller's version's shape (a failed acks=0 Produce closes the

@@ -2,8 +2,8 @@
 (user, client id) tags (:mod:`pykraft.quota.resolution`) and answering how long to throttle.
 
 ``producer_byte_rate`` counts each Produce request's bytes, ``consumer_byte_rate`` each
-consumer Fetch response's (:class:`ClientQuotaManager`); ``request_percentage`` and
-``controller_mutation_rate`` are not enforced yet. Nothing
+consumer Fetch response's (:class:`ClientQuotaManager`), ``request_percentage`` each
+request's handler time (:class:`ClientRequestQuotaManager`). Nothing
 is recorded for a key no entity ever set (Kafka's ``quotasEnabled``); a rate whose tags no
 entity covers is recorded but never throttled, so a quota set later finds its history.
 A rate idle for an hour is dropped, as Kafka expires its quota sensors.
@@ -104,10 +104,15 @@ class ClientQuotaManager(_QuotaKey[SampledRate]):
             throttle_ms = min(throttle_ms, self._max_throttle_ms)
         return self.counted(throttle_ms)
 
+    def record_no_throttle(self, user: str, client_id: str, value: float,
+                           now_ms: int) -> None:
+        """Record ``value`` without a throttle decision (Kafka's ``recordNoThrottle``)."""
+        if self.enabled:
+            self.meter(self.resolver.tags(user, client_id), now_ms).record(value, now_ms)
+
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back a recorded ``value`` (a throttled Fetch answers no records)."""
-        if self.enabled:
-            self.meter(self.resolver.tags(user, client_id), now_ms).record(-value, now_ms)
+        self.record_no_throttle(user, client_id, -value, now_ms)
 
     def max_value_in_window(self, user: str, client_id: str) -> float | None:
         """Kafka's ``getMaxValueInQuotaWindow``: the most one recording may hold without
@@ -117,3 +122,29 @@ class ClientQuotaManager(_QuotaKey[SampledRate]):
             return None
         bound = self.resolver.limit(self.resolver.tags(user, client_id))
         return None if bound is None else bound * (self.samples - 1) * self.window_s
+
+
+#: Kafka's ``NanosToPercentagePerSecond``, per second: a second of handler time is 100 %
+#: of one thread for a second.
+PERCENT_PER_SECOND = 100.0
+
+
+class ClientRequestQuotaManager(ClientQuotaManager):
+    """Kafka's ``ClientRequestQuotaManager``: ``request_percentage`` over handler time, in
+    percent of one thread (its rate: percent-seconds a second), a throttle capped at one
+    window (``boundedThrottleTime``)."""
+
+    def __init__(self, samples: int, window_s: int) -> None:
+        super().__init__("request_percentage", samples, window_s,
+                         max_throttle_ms=window_s * 1000)
+
+    def record_time(self, user: str, client_id: str, seconds: float, now_ms: int) -> int:
+        """Record ``seconds`` of handler time; the throttle time (Kafka's
+        ``maybeRecordAndGetThrottleTimeMs``)."""
+        return self.record(user, client_id, seconds * PERCENT_PER_SECOND, now_ms)
+
+    def record_time_no_throttle(self, user: str, client_id: str, seconds: float,
+                                now_ms: int) -> None:
+        """Record ``seconds`` spent after the throttle decision (Kafka's network thread
+        time): it counts against later requests."""
+        self.record_no_throttle(user, client_id, seconds * PERCENT_PER_SECOND, now_ms)

@@ -35,8 +35,10 @@ import logging
 import socket
 import ssl
 import time
+from collections.abc import Callable
 
 from pykraft.errors import FrameTooLargeError, ProtocolError, StorageError
+from pykraft.runtime import handler_time
 from pykraft.runtime.channel_mute import unmuted
 from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
@@ -74,7 +76,8 @@ class ListenerServer:
                  tls: ServerTls | None = None, sasl: SaslListener | None = None,
                  connections: ConnectionRegistry | None = None,
                  requests: RequestMetrics | None = None,
-                 queue: RequestQueue | None = None) -> None:
+                 queue: RequestQueue | None = None,
+                 timed: Callable[[], bool] = lambda: False) -> None:
         if protocol.uses_tls != (tls is not None):
             raise ValueError(f"listener {listener_name} ({protocol.name}) "
                              f"{'needs' if protocol.uses_tls else 'takes no'} TLS settings")
@@ -98,6 +101,10 @@ class ListenerServer:
         """The process's request metrics (:mod:`pykraft.runtime.request_metrics`)."""
         self._queue = queue
         """Its side's ``queued.max.requests`` (:mod:`pykraft.runtime.request_queue`)."""
+        self._timed = timed
+        """Whether a request quota is in force: each request's handler time is then
+        measured (:mod:`pykraft.runtime.handler_time`; some 10 us a request otherwise
+        spent for nothing)."""
 
     async def start(self) -> None:
         self._socket = _listen(self._host, self._port)
@@ -233,18 +240,25 @@ class ListenerServer:
                 if self._queue is not None:  # full: this connection reads nothing meanwhile
                     await self._queue.admit()
                 times, token = self._requests.begin(self._queue)
+                served = session if gate is None else gate.session
+                timed = handler_time.HandlerTime(served) if self._timed() else None
+                timing = handler_time.CURRENT.set(timed)
                 try:
                     started = time.monotonic()
-                    response = await self._dispatcher.respond(
-                        frame, session if gate is None else gate.session)
+                    respond = self._dispatcher.respond(frame, served)
+                    response = await (respond if timed is None else timed.run(respond))
                     handled = time.monotonic()
                     if response:  # b"": a request answered with nothing (Produce acks=0)
-                        await stream.write_frame(response)
+                        write = stream.write_frame(response)
+                        await (write if timed is None else timed.run(write))
                     self._requests.record(
                         int.from_bytes(frame[0:2]), int.from_bytes(frame[2:4]), times,
                         arrived=arrived, started=started, handled=handled,
                         sent=time.monotonic())
+                    if timed is not None:
+                        timed.finish()
                 finally:
+                    handler_time.CURRENT.reset(timing)
                     self._requests.end(token)
                 await unmuted()  # a throttled client's connection reads nothing meanwhile
             except (CloseConnection, StorageError) as exc:  # StorageError: a Fetch answer's

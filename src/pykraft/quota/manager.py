@@ -15,13 +15,10 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from pykraft.image.client_quotas import ClientQuotasImage
+from pykraft.quota.meters import ExpiringMeters
 from pykraft.quota.rate import SampledRate
 from pykraft.quota.resolution import Level, QuotaResolver, Tags, level_of
 
-#: Kafka's ``InactiveSensorExpirationTimeSeconds``.
-INACTIVE_EXPIRY_MS = 3_600_000
-#: How often idle rates are looked for.
-_SWEEP_EVERY_MS = 60_000
 M = TypeVar("M")
 
 
@@ -31,11 +28,9 @@ class _QuotaKey(Generic[M]):
 
     def __init__(self, key: str, new_meter: Callable[[int], M]) -> None:
         self.key = key
-        self._new_meter = new_meter
         self._image: ClientQuotasImage | None = None
         self.resolver = QuotaResolver({}, Level.NONE)
-        self._meters: dict[Tags, tuple[M, list[int]]] = {}
-        self._swept_ms = 0
+        self._meters: ExpiringMeters[Tags, M] = ExpiringMeters(new_meter)
         self.throttled = 0
         """How many times a client was throttled (or refused) on this key."""
         self.throttle_ms = 0
@@ -59,15 +54,7 @@ class _QuotaKey(Generic[M]):
 
     def meter(self, tags: Tags, now_ms: int) -> M:
         """The meter of ``tags``, made on first use."""
-        if now_ms - self._swept_ms >= _SWEEP_EVERY_MS:
-            self._swept_ms = now_ms
-            self._meters = {key: entry for key, entry in self._meters.items()
-                            if now_ms - entry[1][0] < INACTIVE_EXPIRY_MS}
-        entry = self._meters.get(tags)
-        if entry is None:
-            entry = self._meters[tags] = (self._new_meter(now_ms), [now_ms])
-        entry[1][0] = now_ms
-        return entry[0]
+        return self._meters.get(tags, now_ms)
 
     def counted(self, throttle_ms: int) -> int:
         if throttle_ms > 0:

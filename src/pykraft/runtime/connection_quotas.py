@@ -61,6 +61,9 @@ class ConnectionLimits:
     creation_rate: int = UNLIMITED
     """``max.connection.creation.rate``: new connections a second, per side."""
     listener_creation_rate: Mapping[str, int] = field(default_factory=dict)
+    quota_window_num: int = 11
+    quota_window_size_s: int = 1
+    """``quota.window.*``: the windows of the per-IP ``connection_creation_rate`` quotas."""
 
     def side(self, listener: str) -> str:
         return "controller" if listener in self.controller_listeners else "broker"

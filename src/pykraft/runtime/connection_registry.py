@@ -1,7 +1,9 @@
 """Every connection a node's listeners hold, on the event loop: accepting waits for a slot
 (:mod:`pykraft.runtime.connection_quotas`), an idle connection is closed, and the open-file
 limit is raised to its hard limit at start (what the JVM does for Kafka), so running out
-of descriptors means refusing connections, never failing the node.
+of descriptors means refusing connections, never failing the node. The per-IP
+``connection_creation_rate`` quotas (:mod:`pykraft.quota.connection_rate`) are kept per
+side, as each of Kafka's socket servers keeps its own.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import logging
 import resource
 from collections.abc import Callable
 
+from pykraft.image.client_quotas import ClientQuotasImage
+from pykraft.quota.connection_rate import IpConnectionRates, canonical_ip
 from pykraft.runtime.connection_quotas import (
     ConnectionLimits,
     ConnectionQuotas,
@@ -79,6 +83,9 @@ class ConnectionRegistry:
         self.quotas = ConnectionQuotas(self.limits, open_files)
         self._idle: IdleExpiry[int] = IdleExpiry(self.limits.max_idle_ms)
         self._rate = CreationRate(self.limits, clock())
+        self._ip_rates = {side: IpConnectionRates(self.limits.quota_window_num,
+                                                  self.limits.quota_window_size_s)
+                          for side in ("broker", "controller")}
         self._open: dict[int, Connection] = {}
         self._keys = itertools.count()
         self._clock = clock
@@ -120,6 +127,23 @@ class ConnectionRegistry:
         """Until ``max.connection.creation.rate`` lets ``listener`` accept one more."""
         while (delay_ms := self._rate.accept_delay_ms(listener, self._clock())) > 0:
             await asyncio.sleep(delay_ms / 1000)
+
+    def update_ip_quotas(self, quotas: ClientQuotasImage) -> None:
+        """The ``ips`` entities' ``connection_creation_rate`` of a metadata image."""
+        for rates in self._ip_rates.values():
+            rates.update(quotas)
+
+    def ip_throttle_ms(self, listener: str, ip: str) -> int:
+        """A connection just accepted from ``ip``: 0 when its address's creation rate
+        allows it, else how long to hold it unread before closing it (Kafka's
+        ``ConnectionThrottledException``)."""
+        return self._ip_rates[self.limits.side(listener)].record(canonical_ip(ip),
+                                                                 self._clock())
+
+    @property
+    def ip_throttled(self) -> int:
+        """Connections throttled by their address's creation rate so far."""
+        return sum(rates.throttled for rates in self._ip_rates.values())
 
     async def released(self, timeout_s: float) -> None:
         """Until a connection closes, at most ``timeout_s``."""

@@ -18,13 +18,15 @@ The server runs its own accept loop so that it can stop accepting: it takes a co
 only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegistry` has a
 slot for the listener (``max.connections``, per listener, the open-file limit) and its
 creation rate allows one more, else the client waits in the kernel's backlog, as with
-Kafka's acceptor. A client throttled by its quota has its connection muted (not read) for
-the throttle time after its response (:mod:`pykraft.runtime.channel_mute`), and one whose
-request finds its side's request queue full waits for a place before handling it
-(``queued.max.requests``: :mod:`pykraft.runtime.request_queue`). A connection
-beyond ``max.connections.per.ip`` is closed at once, an idle one after
-``connections.max.idle.ms``. Running out of descriptors on accept (EMFILE, ENFILE) is
-logged and waited out: nothing a client does can stop the process.
+Kafka's acceptor. A connection from an address beyond its ``connection_creation_rate``
+quota is held open unread and closed after its throttle time, as Kafka's acceptor does.
+A client throttled by its quota has its connection muted (not read) for the throttle time
+after its response (:mod:`pykraft.runtime.channel_mute`), and one whose request finds its
+side's request queue full waits for a place before handling it (``queued.max.requests``:
+:mod:`pykraft.runtime.request_queue`). A connection beyond ``max.connections.per.ip`` is
+closed at once, an idle one after ``connections.max.idle.ms``. Running out of descriptors
+on accept (EMFILE, ENFILE) is logged and waited out: nothing a client does can stop the
+process.
 """
 
 from __future__ import annotations
@@ -97,6 +99,8 @@ class ListenerServer:
         self._socket: socket.socket | None = None
         self._acceptor: asyncio.Task[None] | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._throttled: dict[socket.socket, asyncio.TimerHandle] = {}
+        """Connections held unread until their address's creation rate throttle ends."""
         self._requests = requests or RequestMetrics()
         """The process's request metrics (:mod:`pykraft.runtime.request_metrics`)."""
         self._queue = queue
@@ -122,6 +126,9 @@ class ListenerServer:
             await asyncio.gather(self._acceptor, return_exceptions=True)
         if self._socket is not None:
             self._socket.close()
+        for sock, timer in list(self._throttled.items()):
+            timer.cancel()
+            self._close_throttled(sock)
         for task in list(self._connections):
             task.cancel()
         if self._connections:
@@ -151,6 +158,10 @@ class ListenerServer:
                 continue
             failing = False
             ip = _peer_ip(address)
+            throttle_ms = self._registry.ip_throttle_ms(self.listener_name, ip)
+            if throttle_ms > 0:
+                self._hold_then_close(sock, ip, throttle_ms)
+                continue
             connection = self._registry.open(self.listener_name, ip, sock.close)
             if connection is None:
                 sock.close()
@@ -158,6 +169,19 @@ class ListenerServer:
             task = loop.create_task(self._accepted(sock, connection))
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
+
+    def _hold_then_close(self, sock: socket.socket, ip: str, throttle_ms: int) -> None:
+        """Kafka's answer to an address beyond its ``connection_creation_rate``: the
+        connection stays open, never read nor counted, and is closed after the throttle
+        time (the acceptor's ``DelayedCloseSocket``)."""
+        event(log, "connection_throttled", level=logging.DEBUG, listener=self.listener_name,
+              peer=ip, throttle_ms=throttle_ms)
+        self._throttled[sock] = asyncio.get_running_loop().call_later(
+            throttle_ms / 1000, self._close_throttled, sock)
+
+    def _close_throttled(self, sock: socket.socket) -> None:
+        self._throttled.pop(sock, None)
+        sock.close()
 
     async def _accepted(self, sock: socket.socket, connection: Connection) -> None:
         stream: FrameStream | None = None

@@ -281,7 +281,9 @@ def connection_limits(config: ServerConfig, broker: BrokerListenerSettings | Non
         failed_authentication_delay_ms=delay_ms,
         controller_listeners=frozenset(config.controller_listener_names),
         protected_listener=protected, creation_rate=config.get("max.connection.creation.rate"),
-        listener_creation_rate=per_listener["max.connection.creation.rate"])
+        listener_creation_rate=per_listener["max.connection.creation.rate"],
+        quota_window_num=config.get("quota.window.num"),
+        quota_window_size_s=config.get("quota.window.size.seconds"))
 
 
 _DYNAMIC_LISTENER_SUFFIXES = (".max.connections", ".max.connection.creation.rate")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 from broker_harness import PROPERTIES, wait_for
-from oracle_cluster import KAFKA, PYKRAFT, ClusterSpec, OracleCluster, call, running
-from oracle_kafka import fetched, in_ci
+from oracle_cluster import KAFKA, PYKRAFT, ClusterSpec, OracleCluster, call
+from oracle_kafka import cluster_of
 
 from pykraft.messages.kafka import alter_client_quotas_request as alter
 from pykraft.messages.kafka import describe_client_quotas_request as describe
@@ -38,14 +38,9 @@ WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
 @pytest.fixture(params=[PYKRAFT, KAFKA])
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OracleCluster]:
     kind = request.param
-    kafka = fetched()
-    if kind == KAFKA and isinstance(kafka, str):
-        if not in_ci():
-            pytest.skip(f"{kafka} [skips off CI; with CI=true it fails]")
-        pytest.fail(f"{kafka} [CI=true: the test must run]", pytrace=False)
     spec = ClusterSpec(controllers=(kind,), brokers=(kind,),
                        properties={**PROPERTIES, **WINDOWS})
-    with running(tmp_path, None if isinstance(kafka, str) else kafka, spec) as (made,):
+    with cluster_of(kind, tmp_path, spec) as made:
         yield made
 
 

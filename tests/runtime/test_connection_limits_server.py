@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
 
-from sasl_fixtures import Versions, listener
+from sasl_fixtures import Versions, listener, serve_scenario
 from tls_fixtures import pem_files, pki, trust_only
 
 from pykraft.protocol.apis import ApiKey
@@ -70,12 +70,9 @@ def _serve(limits: ConnectionLimits | ConnectionRegistry,
                                 listener_name=protocol.name, protocol=protocol, tls=tls,
                                 sasl=listener() if protocol.uses_sasl else None,
                                 connections=registry)
-        await server.start()
         try:
-            async with asyncio.timeout(DEADLINE_S):
-                await scenario(server.port)
+            await serve_scenario(server, scenario, DEADLINE_S)
         finally:
-            await server.close()
             await registry.close()
     asyncio.run(run())
 

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import cast
 
 import pytest
+from sasl_fixtures import serve_scenario
 
 from pykraft.messages.kafka.api_versions_request import ApiVersionsRequest
 from pykraft.protocol.api_versions import api_versions_response
@@ -82,16 +83,8 @@ async def _answers(reader: asyncio.StreamReader, count: int) -> list[int]:
 
 def _serve(queue: RequestQueue, dispatcher: Held,
            scenario: Callable[[int], Awaitable[None]]) -> None:
-    async def run() -> None:
-        server = ListenerServer(cast(Dispatcher, dispatcher), "127.0.0.1", 0, 1 << 20,
-                                queue=queue)
-        await server.start()
-        try:
-            async with asyncio.timeout(DEADLINE_S):
-                await scenario(server.port)
-        finally:
-            await server.close()
-    asyncio.run(run())
+    server = ListenerServer(cast(Dispatcher, dispatcher), "127.0.0.1", 0, 1 << 20, queue=queue)
+    asyncio.run(serve_scenario(server, scenario, DEADLINE_S))
 
 
 def test_many_pipelined_connections_never_hold_more_than_the_bound() -> None:

@@ -82,7 +82,7 @@ class ConnectionRegistry:
         self.limits = limits or ConnectionLimits()
         self.quotas = ConnectionQuotas(self.limits, open_files)
         self._idle: IdleExpiry[int] = IdleExpiry(self.limits.max_idle_ms)
-        self._rate = CreationRate(self.limits, clock())
+        self._rate = CreationRate(self.limits)
         self._ip_rates = {side: IpConnectionRates(self.limits.quota_window_num,
                                                   self.limits.quota_window_size_s)
                           for side in ("broker", "controller")}
@@ -95,11 +95,12 @@ class ConnectionRegistry:
 
     def reconfigure(self, limits: ConnectionLimits) -> None:
         """New limits from dynamic configs (``max.connections*``, the creation rates): they
-        hold for new connections; open ones stay, as in Kafka. The idle limit and the
-        authentication delay are read-only keys and keep their start values."""
+        hold for new connections (the creation rates kept so far), open ones stay, as in
+        Kafka. The idle limit and the authentication delay are read-only keys and keep
+        their start values."""
         self.limits = limits
         self.quotas.limits = limits
-        self._rate = CreationRate(limits, self._clock())
+        self._rate.limits = limits
         event(log, "connection_limits_updated", max_connections=limits.max_connections,
               max_connections_per_ip=limits.per_ip,
               max_connection_creation_rate=limits.creation_rate)
@@ -123,10 +124,10 @@ class ConnectionRegistry:
             event(log, "connections_unblocked", listener=listener,
                   connections=self.quotas.count(listener), total=self.quotas.total)
 
-    async def creation_slot(self, listener: str) -> None:
-        """Until ``max.connection.creation.rate`` lets ``listener`` accept one more."""
-        while (delay_ms := self._rate.accept_delay_ms(listener, self._clock())) > 0:
-            await asyncio.sleep(delay_ms / 1000)
+    def creation_throttle_ms(self, listener: str) -> int:
+        """A connection just accepted on ``listener``: how long its acceptor waits before
+        going on, by the creation rates (0: at once)."""
+        return self._rate.accepted(listener, self._clock())
 
     def update_ip_quotas(self, quotas: ClientQuotasImage) -> None:
         """The ``ips`` entities' ``connection_creation_rate`` of a metadata image."""
@@ -136,9 +137,13 @@ class ConnectionRegistry:
     def ip_throttle_ms(self, listener: str, ip: str) -> int:
         """A connection just accepted from ``ip``: 0 when its address's creation rate
         allows it, else how long to hold it unread before closing it (Kafka's
-        ``ConnectionThrottledException``)."""
-        return self._ip_rates[self.limits.side(listener)].record(canonical_ip(ip),
-                                                                 self._clock())
+        ``ConnectionThrottledException``; it no longer counts in the listener's and side's
+        creation rates)."""
+        now_ms = self._clock()
+        throttle_ms = self._ip_rates[self.limits.side(listener)].record(canonical_ip(ip), now_ms)
+        if throttle_ms > 0:
+            self._rate.taken_back(listener, now_ms)
+        return throttle_ms
 
     @property
     def ip_throttled(self) -> int:
@@ -152,7 +157,6 @@ class ConnectionRegistry:
     def open(self, listener: str, ip: str, abort: Callable[[], None]) -> Connection | None:
         """Count a just-accepted connection; None when it must be closed at once (too many
         from its address, logged)."""
-        self._rate.accepted(listener)
         refused = self.quotas.admit(listener, ip)
         if refused is not None:
             event(log, "connection_refused", level=logging.INFO, listener=listener, peer=ip,

@@ -16,16 +16,17 @@ failed authentication is answered after ``connection.failed.authentication.delay
 
 The server runs its own accept loop so that it can stop accepting: it takes a connection
 only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegistry` has a
-slot for the listener (``max.connections``, per listener, the open-file limit) and its
-creation rate allows one more, else the client waits in the kernel's backlog, as with
-Kafka's acceptor. A connection from an address beyond its ``connection_creation_rate``
-quota is held open unread and closed after its throttle time, as Kafka's acceptor does.
-A client throttled by its quota has its connection muted (not read) for the throttle time
-after its response (:mod:`pykraft.runtime.channel_mute`), and one whose request finds its
-side's request queue full waits for a place before handling it (``queued.max.requests``:
+slot for the listener (``max.connections``, per listener, the open-file limit), else the
+client waits in the kernel's backlog, as with Kafka's acceptor; a connection beyond the
+creation rates holds the acceptor for its throttle time before it goes on. A connection from
+an address beyond its ``connection_creation_rate`` quota is held open unread and closed
+after its throttle time, as Kafka's acceptor does. A client throttled by its quota has its
+connection muted (not read) for the throttle time after its response
+(:mod:`pykraft.runtime.channel_mute`), and one whose request finds its side's request queue
+full waits for a place before handling it (``queued.max.requests``:
 :mod:`pykraft.runtime.request_queue`). A connection beyond ``max.connections.per.ip`` is
-closed at once, an idle one after ``connections.max.idle.ms``. Running out of descriptors
-on accept (EMFILE, ENFILE) is logged and waited out: nothing a client does can stop the
+closed at once, an idle one after ``connections.max.idle.ms``. Running out of descriptors on
+accept (EMFILE, ENFILE) is logged and waited out: nothing a client does can stop the
 process.
 """
 
@@ -143,7 +144,6 @@ class ListenerServer:
         failing = False
         while True:
             await self._registry.slot(self.listener_name)
-            await self._registry.creation_slot(self.listener_name)
             try:
                 sock, address = await loop.sock_accept(self._socket)
             except OSError as exc:
@@ -157,6 +157,11 @@ class ListenerServer:
                 await self._registry.released(ACCEPT_RETRY_S)
                 continue
             failing = False
+            try:
+                await self._creation_throttled()
+            except asyncio.CancelledError:
+                sock.close()
+                raise
             ip = _peer_ip(address)
             throttle_ms = self._registry.ip_throttle_ms(self.listener_name, ip)
             if throttle_ms > 0:
@@ -169,6 +174,14 @@ class ListenerServer:
             task = loop.create_task(self._accepted(sock, connection))
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
+
+    async def _creation_throttled(self) -> None:
+        """Kafka's acceptor past a creation rate: it waits the throttle time, and for a
+        slot again, before going on with the connection it accepted and taking the next."""
+        throttle_ms = self._registry.creation_throttle_ms(self.listener_name)
+        if throttle_ms > 0:
+            await asyncio.sleep(throttle_ms / 1000)
+            await self._registry.slot(self.listener_name)
 
     def _hold_then_close(self, sock: socket.socket, ip: str, throttle_ms: int) -> None:
         """Kafka's answer to an address beyond its ``connection_creation_rate``: the

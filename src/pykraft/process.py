@@ -19,6 +19,7 @@ from prometheus_client.core import Metric
 
 from pykraft.broker.broker_metrics import broker_families
 from pykraft.broker.broker_server import BrokerServer
+from pykraft.image.client_quotas import ClientQuotasImage
 from pykraft.raft.api import RaftListener
 from pykraft.runtime.connection_registry import ConnectionRegistry, raise_open_files_limit
 from pykraft.runtime.controller_metrics import controller_families
@@ -38,6 +39,17 @@ from pykraft.runtime.settings import NodeSettings
 log = logging.getLogger("pykraft.process")
 
 
+def _client_quotas(broker: BrokerServer | None, controller: ControllerService | None
+                   ) -> Callable[[], ClientQuotasImage]:
+    """Where the node's ``ips`` quotas come from, as Kafka's broker and controller each apply
+    their image's: the broker's image, else the controller's committed one."""
+    if broker is not None:
+        return lambda: broker.metadata.image.client_quotas
+    if controller is not None:
+        return lambda: controller.controller.committed_image.client_quotas
+    return ClientQuotasImage  # an extension's node: none
+
+
 async def run_server(settings: NodeSettings) -> int:
     """Serve until a signal or a fatal error; returns the process exit code."""
     extension = None if settings.extension is None else load_extension(settings.extension)
@@ -51,7 +63,8 @@ async def run_server(settings: NodeSettings) -> int:
     if broker is not None:
         listeners.append(broker.metadata)
     node = RaftNode(settings, listeners=listeners)
-    connections = ConnectionRegistry(settings.connections, raise_open_files_limit())
+    connections = ConnectionRegistry(settings.connections, raise_open_files_limit(),
+                                     client_quotas=_client_quotas(broker, controller))
     event(log, "connection_limits", open_files_cap=connections.quotas.fd_cap,
           max_connections=settings.connections.max_connections,
           max_connections_per_ip=settings.connections.per_ip,

@@ -17,6 +17,7 @@ from typing import cast
 from sasl_fixtures import Versions, listener, serve_scenario
 from tls_fixtures import pem_files, pki, trust_only
 
+from pykraft.image.client_quotas import ClientQuotasImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response
 from pykraft.protocol.errors import ErrorCode
@@ -122,6 +123,25 @@ def test_an_address_beyond_its_count_is_closed_at_once() -> None:
             await asyncio.sleep(0.01)
 
     _serve(ConnectionLimits(per_ip_overrides={"127.0.0.2": 1}), scenario)
+
+
+def test_an_address_beyond_its_creation_rate_is_held_unread_then_closed() -> None:
+    quotas = ClientQuotasImage({(("ip", "127.0.0.2"),): {"connection_creation_rate": 2.0}})
+    registry = ConnectionRegistry(ConnectionLimits(quota_window_num=2),
+                                  client_quotas=lambda: quotas)
+
+    async def scenario(port: int) -> None:
+        limited = [await _connect(port, "127.0.0.2") for _ in range(4)]
+        answers = [await _versions(each) for each in limited]
+        # 2 a second over one window: the first 2 served, the others closed unanswered
+        assert [answer is not None for answer in answers] == [True, True, False, False]
+        assert registry.ip_throttled == 2
+        assert registry.quotas.total == 2  # the throttled ones were never counted
+        assert await _versions(await _connect(port)) is not None  # 127.0.0.1: no quota
+        for _, writer in limited:
+            writer.close()
+
+    _serve(registry, scenario)
 
 
 def test_accepting_follows_the_creation_rate() -> None:

@@ -202,8 +202,6 @@ class BrokerServer:
                                             lambda: self.metadata.image)
         self.metadata.publishers.append(
             lambda image: self._apply_connection_configs(image, connections))
-        self.metadata.publishers.append(
-            lambda image: connections.update_ip_quotas(image.client_quotas))
         self.metadata.high_watermark = lambda: node.core.high_watermark
         self.metadata.snapshots.attach(node.core.read_snapshot)
         if self.metadata.generator is not None:

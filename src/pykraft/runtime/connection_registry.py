@@ -78,7 +78,8 @@ class ConnectionRegistry:
     """The node's connections on all its listeners (one per process)."""
 
     def __init__(self, limits: ConnectionLimits | None = None, open_files: int | None = None,
-                 clock: Callable[[], int] = monotonic_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms,
+                 client_quotas: Callable[[], ClientQuotasImage] = ClientQuotasImage) -> None:
         self.limits = limits or ConnectionLimits()
         self.quotas = ConnectionQuotas(self.limits, open_files)
         self._idle: IdleExpiry[int] = IdleExpiry(self.limits.max_idle_ms)
@@ -86,6 +87,8 @@ class ConnectionRegistry:
         self._ip_rates = {side: IpConnectionRates(self.limits.quota_window_num,
                                                   self.limits.quota_window_size_s)
                           for side in ("broker", "controller")}
+        self._client_quotas = client_quotas
+        """The node's metadata image's client quotas (the ``ips`` entities'), as of now."""
         self._open: dict[int, Connection] = {}
         self._keys = itertools.count()
         self._clock = clock
@@ -129,18 +132,15 @@ class ConnectionRegistry:
         going on, by the creation rates (0: at once)."""
         return self._rate.accepted(listener, self._clock())
 
-    def update_ip_quotas(self, quotas: ClientQuotasImage) -> None:
-        """The ``ips`` entities' ``connection_creation_rate`` of a metadata image."""
-        for rates in self._ip_rates.values():
-            rates.update(quotas)
-
     def ip_throttle_ms(self, listener: str, ip: str) -> int:
         """A connection just accepted from ``ip``: 0 when its address's creation rate
         allows it, else how long to hold it unread before closing it (Kafka's
         ``ConnectionThrottledException``; it no longer counts in the listener's and side's
         creation rates)."""
         now_ms = self._clock()
-        throttle_ms = self._ip_rates[self.limits.side(listener)].record(canonical_ip(ip), now_ms)
+        rates = self._ip_rates[self.limits.side(listener)]
+        rates.update(self._client_quotas())  # cheap while the image's quotas stay
+        throttle_ms = rates.record(canonical_ip(ip), now_ms)
         if throttle_ms > 0:
             self._rate.taken_back(listener, now_ms)
         return throttle_ms

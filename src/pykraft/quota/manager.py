@@ -119,7 +119,8 @@ PERCENT_PER_SECOND = 100.0
 class ClientRequestQuotaManager(ClientQuotaManager):
     """Kafka's ``ClientRequestQuotaManager``: ``request_percentage`` over handler time, in
     percent of one thread (its rate: percent-seconds a second), a throttle capped at one
-    window (``boundedThrottleTime``)."""
+    window (``boundedThrottleTime``). Kafka's metrics of it: ``request-time`` and
+    ``throttle-time`` in group ``Request`` by user and client-id."""
 
     def __init__(self, samples: int, window_s: int) -> None:
         super().__init__("request_percentage", samples, window_s,

@@ -288,7 +288,7 @@ class BrokerServer:
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image,
                                            settings.controller.tokens.secret_key),
                            connections=connections, requests=requests, queue=self.request_queue,
-                           timed=lambda: quotas.request.enabled)
+                           timed=quotas.request_quota_enabled)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _report_failed_dir(self, directory: Path) -> bool:

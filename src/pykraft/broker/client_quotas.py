@@ -60,17 +60,24 @@ class BrokerQuotas:
             manager.update(quotas)
         return self._clock_ms()
 
+    def request_quota_enabled(self) -> bool:
+        """Whether a ``request_percentage`` quota was ever set: the listeners measure each
+        request's handler time from then on."""
+        self.request.update(self._image().client_quotas)
+        return self.request.enabled
+
     def throttle_request(self, api_key: int, client_id: str | None) -> int:
         """The request quota's throttle time for the request being served: its handler
         time so far recorded and the connection muted for it, once per request (a second
-        call answers the first decision); 0 outside a request and for exempt APIs."""
-        now_ms = self.now_ms()  # the managers up to date: the listener times requests
-        manager = self.request  # once a request quota is enabled
+        call answers the first decision); 0 for a request not timed (outside a listener,
+        or no request quota when it came) and for exempt APIs."""
         handler = handler_time.CURRENT.get()
-        if handler is None or not manager.enabled or api_key in CLUSTER_ACTIONS:
+        if handler is None or api_key in CLUSTER_ACTIONS:
             return 0
         if handler.throttle_ms is not None:
             return handler.throttle_ms
+        now_ms = self.now_ms()
+        manager = self.request
         user, client = handler.session.principal.name, client_id or ""
         spent_s = handler.so_far()
         throttle_ms = manager.record_time(user, client, spent_s, now_ms)

@@ -19,6 +19,7 @@ from prometheus_client.core import Metric
 
 from pykraft.broker.broker_metrics import broker_families
 from pykraft.broker.broker_server import BrokerServer
+from pykraft.broker.coordinator_metrics import coordinator_families
 from pykraft.image.client_quotas import ClientQuotasImage
 from pykraft.raft.api import RaftListener
 from pykraft.runtime.connection_registry import ConnectionRegistry, raise_open_files_limit
@@ -137,11 +138,13 @@ def _loop_families(settings: NodeSettings, node: RaftNode, requests: RequestMetr
                    controller: ControllerService | None, broker: BrokerServer | None
                    ) -> list[Callable[[], Iterable[Metric]]]:
     """The Kafka metrics a scrape computes on the loop: the listeners' request metrics,
-    a broker's state, a controller's image."""
+    a broker's state and its coordinators' and quotas', a controller's image."""
     families: list[Callable[[], Iterable[Metric]]] = [requests.families]
     if broker is not None:
         replicas = broker.replicas
         families.append(lambda: broker_families(replicas))
+        families.append(lambda: coordinator_families(broker.groups, broker.transactions,
+                                                     broker.quotas))
     if controller is not None:
         families.append(lambda: controller_families(
             controller.controller.committed_image,

@@ -58,8 +58,8 @@ def topics(operation: str, *args: str) -> ToolRun:
     return ToolRun("kafka-topics", operation, TOPICS, (*BS, *args))
 
 
-def configs(operation: str, *args: str) -> ToolRun:
-    return ToolRun("kafka-configs", operation, CONFIGS, (*BS, *args))
+def configs(operation: str, *args: str, until: str | None = None) -> ToolRun:
+    return ToolRun("kafka-configs", operation, CONFIGS, (*BS, *args), until=until)
 
 
 def groups(operation: str, *args: str) -> ToolRun:
@@ -151,15 +151,16 @@ ADMIN = [
     configs("alter client quota", "--alter", "--entity-type", "clients", "--entity-name",
             "c1", "--add-config", "producer_byte_rate=1048576"),
     configs("describe client quota", "--describe", "--entity-type", "clients",
-            "--entity-name", "c1"),
+            "--entity-name", "c1", until="producer_byte_rate"),
     configs("alter quota of a user's default client", "--alter", "--entity-type", "users",
             "--entity-name", "alice", "--entity-type", "clients", "--entity-default",
             "--add-config", "consumer_byte_rate=2048,request_percentage=12.5"),
     configs("describe a user's client quotas", "--describe", "--entity-type", "users",
-            "--entity-name", "alice", "--entity-type", "clients"),
+            "--entity-name", "alice", "--entity-type", "clients", until="consumer_byte_rate"),
     configs("alter ip quota", "--alter", "--entity-type", "ips", "--entity-name", "10.1.2.3",
             "--add-config", "connection_creation_rate=10"),
-    configs("describe ip quotas", "--describe", "--entity-type", "ips"),
+    configs("describe ip quotas", "--describe", "--entity-type", "ips",
+            until="connection_creation_rate"),
     configs("delete client quota", "--alter", "--entity-type", "clients", "--entity-name",
             "c1", "--delete-config", "producer_byte_rate"),
     configs("describe client quotas", "--describe", "--entity-type", "clients"),

@@ -16,10 +16,14 @@ the session's principal name and the request's client id, as Kafka's default cal
 quota's, the controller's for a forwarded request) and the request quota's. Exempt, as
 Kafka's cluster actions, are the APIs only brokers and controllers send
 (:data:`CLUSTER_ACTIONS`), a follower's Fetch, and an acks=0 Produce (never answered).
+
+The throttle times given are kept per quota tags for Kafka's ``throttle-time`` metric (an
+average over the quota windows, :class:`ThrottleTimes`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,9 +31,11 @@ from pykraft.config.server import ServerConfig
 from pykraft.image.image import MetadataImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.quota.manager import ClientQuotaManager, ClientRequestQuotaManager
+from pykraft.quota.resolution import Tags
 from pykraft.runtime import handler_time
 from pykraft.runtime.channel_mute import mute_for
 from pykraft.security.session import Session
+from pykraft.windowed_sum import WindowedSum
 
 #: Kafka's ``ApiKeys.clusterAction`` APIs pykraft knows: exempt from the request quota.
 CLUSTER_ACTIONS = frozenset({
@@ -50,6 +56,8 @@ class BrokerQuotas:
         self.produce = ClientQuotaManager("producer_byte_rate", samples, window_s)
         self.fetch = ClientQuotaManager("consumer_byte_rate", samples, window_s)
         self.request = ClientRequestQuotaManager(samples, window_s)
+        self.produce_throttles = ThrottleTimes(self.produce)
+        self.fetch_throttles = ThrottleTimes(self.fetch)
         self._clock_ms = clock_ms
         self._image = image
 
@@ -89,8 +97,9 @@ class BrokerQuotas:
     def throttle_produce(self, session: Session, client_id: str | None, size: int) -> int:
         """Record a Produce request of ``size`` bytes; its throttle time (the connection
         muted for it already)."""
-        throttle_ms = self.produce.record(session.principal.name, client_id or "", size,
-                                          self.now_ms())
+        user, now = session.principal.name, self.now_ms()
+        throttle_ms = self.produce.record(user, client_id or "", size, now)
+        self.produce_throttles.record(user, client_id or "", throttle_ms, now)
         mute_for(throttle_ms)
         return throttle_ms
 
@@ -118,8 +127,47 @@ class ConsumerQuota:
         answer is then sent empty), as KafkaApis' ``handleFetchRequest``."""
         request_ms = self.quotas.throttle_request(ApiKey.FETCH, self.client_id)
         manager, now = self.quotas.fetch, self.quotas.now_ms()
-        throttle_ms = max(manager.record(self.user, self.client_id, size, now), request_ms)
+        bytes_ms = manager.record(self.user, self.client_id, size, now)
+        throttle_ms = max(bytes_ms, request_ms)
         if throttle_ms > 0:
             manager.unrecord(self.user, self.client_id, size, now)
+            if bytes_ms > request_ms:  # Kafka throttles through the quota of the longer time
+                self.quotas.fetch_throttles.record(self.user, self.client_id, bytes_ms, now)
             mute_for(throttle_ms)
         return throttle_ms
+
+
+class ThrottleTimes:
+    """The throttle times of one quota manager's clients, per quota tags, over its windows:
+    Kafka's ``throttle-time`` sensor (an ``Avg``, recorded only for a throttled request).
+    Tags the manager no longer meters are dropped with it."""
+
+    def __init__(self, manager: ClientQuotaManager) -> None:
+        self._manager = manager
+        self._sums: dict[Tags, tuple[WindowedSum, WindowedSum]] = {}
+
+    def record(self, user: str, client_id: str, throttle_ms: int, now_ms: int) -> None:
+        if throttle_ms <= 0:
+            return
+        manager = self._manager
+        tags = manager.resolver.tags(user, client_id)
+        sums = self._sums.get(tags)
+        if sums is None:
+            window_ms = manager.window_s * 1000
+            sums = self._sums[tags] = (WindowedSum(manager.samples, window_ms),
+                                       WindowedSum(manager.samples, window_ms))
+        sums[0].record(throttle_ms, now_ms)
+        sums[1].record(1, now_ms)
+
+    def averages(self, now_ms: int) -> dict[Tags, float]:
+        """Each metered tags' average throttle time (NaN when none was throttled in the
+        windows, as Kafka's ``Avg``)."""
+        metered = self._manager.meters()
+        self._sums = {tags: sums for tags, sums in self._sums.items() if tags in metered}
+        averages = {}
+        for tags in metered:
+            sums = self._sums.get(tags)
+            throttled = sums[1].total(now_ms) if sums is not None else 0.0
+            averages[tags] = (sums[0].total(now_ms) / throttled
+                              if sums is not None and throttled else math.nan)
+        return averages

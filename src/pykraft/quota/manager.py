@@ -3,7 +3,8 @@
 
 ``producer_byte_rate`` counts each Produce request's bytes, ``consumer_byte_rate`` each
 consumer Fetch response's (:class:`ClientQuotaManager`), ``request_percentage`` each
-request's handler time (:class:`ClientRequestQuotaManager`). Nothing
+request's handler time (:class:`ClientRequestQuotaManager`); ``controller_mutation_rate``
+is the controller's, a token bucket per client (:mod:`pykraft.quota.mutation`). Nothing
 is recorded for a key no entity ever set (Kafka's ``quotasEnabled``); a rate whose tags no
 entity covers is recorded but never throttled, so a quota set later finds its history.
 A rate idle for an hour is dropped, as Kafka expires its quota sensors.
@@ -55,6 +56,10 @@ class _QuotaKey(Generic[M]):
     def meter(self, tags: Tags, now_ms: int) -> M:
         """The meter of ``tags``, made on first use."""
         return self._meters.get(tags, now_ms)
+
+    def meters(self) -> dict[Tags, M]:
+        """The meter of each tags recorded lately (Kafka's quota sensors)."""
+        return self._meters.current()
 
     def counted(self, throttle_ms: int) -> int:
         if throttle_ms > 0:

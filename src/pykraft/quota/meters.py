@@ -32,3 +32,7 @@ class ExpiringMeters(Generic[K, M]):
             entry = self._meters[key] = (self._new_meter(now_ms), [now_ms])
         entry[1][0] = now_ms
         return entry[0]
+
+    def current(self) -> dict[K, M]:
+        """Every meter kept (used within the hour)."""
+        return {key: entry[0] for key, entry in self._meters.items()}

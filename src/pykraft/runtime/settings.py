@@ -232,6 +232,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             fence_on_refused_connection=config.get(
                 "pykraft.broker.fence.on.refused.connection.enable"),
             broker_heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
+            mutation_quota_samples=config.get("controller.quota.window.num"),
+            mutation_quota_window_s=config.get("controller.quota.window.size.seconds"),
             max_idle_interval_ms=config.get("metadata.max.idle.interval.ms"),
             default_num_partitions=config.get("num.partitions"),
             default_replication_factor=config.get("default.replication.factor"),

@@ -89,6 +89,7 @@ from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.request_metrics import RequestMetrics
+from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import (
     BrokerListenerSettings,
@@ -186,6 +187,8 @@ class BrokerServer:
         """The log cleaner, unless Kafka would start none (:func:`cleaner_enabled`)."""
         self._connection_configs: dict[str, str] = {}
         """The dynamic connection configs in force (see _apply_connection_configs)."""
+        self.request_queue = RequestQueue(settings.queued_max_requests)
+        """Its client listeners' ``queued.max.requests`` (the controller's have their own)."""
 
     def bind(self, node: RaftNode, connections: ConnectionRegistry,
              requests: RequestMetrics | None = None) -> None:
@@ -198,8 +201,8 @@ class BrokerServer:
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.publishers.append(self._follow)
-        self.quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
-                                   lambda: self.metadata.image)
+        self.quotas = quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
+                                            lambda: self.metadata.image)
         self.metadata.publishers.append(
             lambda image: self._apply_connection_configs(image, connections))
         if cleaner_enabled(self._static):
@@ -296,7 +299,8 @@ class BrokerServer:
                            protocol=spec.protocol, tls=spec.tls,
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image,
                                            settings.controller.tokens.secret_key),
-                           connections=connections, requests=requests)
+                           connections=connections, requests=requests, queue=self.request_queue,
+                           timed=quotas.request_quota_enabled)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _report_failed_dir(self, directory: Path) -> bool:

@@ -166,7 +166,7 @@ from pykraft.runtime.controller_service import controller_body
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.node import RaftNode
-from pykraft.runtime.request_metrics import note_response
+from pykraft.runtime.request_metrics import note_response, parked
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.security.api_rules import BROKER_RULES, Access
@@ -627,6 +627,10 @@ class BrokerDispatcher(ListenerDispatcher):
         return await self._encode_large(
             request, lambda: to_version(api_key, version, response, latest))
 
+    def _request_throttle(self, request: RequestFrame) -> int:
+        """``request_percentage`` for the client of the request being served."""
+        return self._quotas.throttle_request(request.api_key, request.header.client_id)
+
     def _failed(self, request: RequestFrame) -> bytes:
         """A group API's or Produce's UNKNOWN_SERVER_ERROR names every group or partition
         it asked about, in the caller's version's shape (a failed acks=0 Produce closes the
@@ -708,7 +712,8 @@ class BrokerDispatcher(ListenerDispatcher):
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
         while True:
             try:
-                response = await send()
+                with parked():  # out of the request queue meanwhile, as Kafka's forwarding
+                    response = await send()
             except UnsupportedVersionError as exc:
                 if exc.api_key == ApiKey.ENVELOPE:
                     raise

@@ -74,6 +74,7 @@ from pykraft.records.batch import (
 )
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.metrics import WindowedStat
+from pykraft.runtime.request_metrics import parked
 
 log = logging.getLogger(__name__)
 #: How many groups of a batched request a shard handles in one loop turn.
@@ -356,7 +357,8 @@ class GroupCoordinatorService:
                 await asyncio.sleep(0)
             answers.append(self._submit(partition, api_key, api_version, part, context,
                                         verified))
-        answered = dict(enumerate(await asyncio.gather(*answers)))
+        with parked():  # out of the request queue, as Kafka's coordinator runtime answers
+            answered = dict(enumerate(await asyncio.gather(*answers)))
         return await off_loop_if_large(lambda: merge(api_key, request, answered))
 
     def _topics(self) -> Mapping[str, TopicInfo]:

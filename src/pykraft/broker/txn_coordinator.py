@@ -44,6 +44,7 @@ from pykraft.ids import TRANSACTION_STATE_TOPIC_NAME, TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import RecordBatch, encode_batch
 from pykraft.runtime.metrics import WindowedStat
+from pykraft.runtime.request_metrics import parked
 from pykraft.txn.config import TxnConfig
 from pykraft.txn.records import TxnRecord
 from pykraft.txn.requests import (
@@ -222,7 +223,8 @@ class TxnCoordinatorService:
         part.waiters[token] = future
         self._apply(part, part.shard.handle(token, request, self._context(part)))
         try:
-            return await future
+            with parked():  # out of the request queue until the shard answers, as Kafka's
+                return await future
         except _NotCoordinatorError:
             return refused(request, ErrorCode.NOT_COORDINATOR)
         finally:

@@ -57,6 +57,7 @@ from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_vers
 from pykraft.runtime.listener_dispatch import NO_HANDLERS, ListenerDispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
+from pykraft.runtime.request_metrics import parked
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import CONTROLLER_RULES, Access
 from pykraft.security.session import Session
@@ -97,7 +98,8 @@ class Dispatcher(ListenerDispatcher):
             answer = refusal if refusal is not None else await self._envelope(
                 request.body_as(EnvelopeRequest), session)
             return self._encode(request, answer)
-        response = await self._answer(request, session)
+        with parked():  # out of the request queue while the core or controller answers
+            response = await self._answer(request, session)
         return await self._encode_large(request, lambda: response)
 
     async def _envelope(self, envelope: EnvelopeRequest, session: Session) -> EnvelopeResponse:
@@ -110,7 +112,8 @@ class Dispatcher(ListenerDispatcher):
         if inner.api_key not in self._served:
             return envelope_error(ErrorCode.UNSUPPORTED_VERSION)
         try:
-            response = await self._answer(inner, forwarded.session)
+            with parked():  # as above: Kafka's controller answers through futures
+                response = await self._answer(inner, forwarded.session)
         except Exception:  # Kafka's handleError of the forwarded request: its own answer
             log.exception("forwarded_request_failed", extra={"fields": {
                 "api_key": inner.api_key, "api_version": inner.api_version,

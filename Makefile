@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit kafka spark-kafka test-interop test-pipeline pipeline demo cluster \
+.PHONY: setup test lint unit kafka kafka-zk spark-kafka test-interop test-pipeline pipeline demo cluster \
 	clean
 
 $(BIN)/pykraft: pyproject.toml
@@ -25,10 +25,11 @@ lint: setup
 # Test files run on PYTEST_WORKERS pytest-xdist workers (a file's tests stay on one worker,
 # so a module's shared cluster starts once); most integration time is spent waiting on
 # timers and other processes, not on the CPU. PYTEST_WORKERS=0 runs in one process.
+# The slowest tests are listed at the end (--durations), to keep the run in its budget.
 PYTEST_WORKERS ?= 2
 unit: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=tests/interop \
-		--ignore=tests/pipeline $(PYTEST_ARGS)
+		--ignore=tests/pipeline --durations=30 $(PYTEST_ARGS)
 
 # Apache Kafka for the oracle tests (tests/oracle): the version pinned in scripts/kafka/pom.xml
 # and its runtime jars from Maven Central, checked against scripts/kafka/jars.sha256, into
@@ -38,6 +39,12 @@ unit: setup
 kafka: setup
 	$(BIN)/python scripts/fetch_kafka.py
 	$(BIN)/python scripts/fetch_kafka_streams.py
+
+# Apache Kafka 3.9 (ZooKeeper mode, and ZooKeeper 3.8 from its jars) for the ZooKeeper-to-KRaft
+# migration (issue 32): the version pinned in scripts/kafka_zk/pom.xml, checked against
+# scripts/kafka_zk/jars.sha256, into .cache/kafka-zk/<version>/.
+kafka-zk: setup
+	$(BIN)/python scripts/fetch_kafka_zk.py > /dev/null
 
 # Spark's Kafka connector (spark-sql-kafka-0-10) for tests/spark: the version pinned in
 # scripts/spark_kafka/pom.xml and the jars PySpark lacks, checked against

@@ -42,14 +42,14 @@ METADATA_TOPIC = b"__cluster_metadata"
 
 
 def test_table_has_every_requested_api() -> None:
-    assert len({key for key, _ in PAIRS}) == 72
-    assert len(PAIRS) == 281  # 138 + the 13 group APIs at their 75 versions + 3 ACL APIs at
+    assert len({key for key, _ in PAIRS}) == 73
+    assert len(PAIRS) == 283  # 138 + the 13 group APIs at their 75 versions + 3 ACL APIs at
     # their 9 versions + the 2 SCRAM credential APIs at v0 + Envelope v0 +
     # AssignReplicasToDirs v0 + ApiVersions v5 + WriteTxnMarkers v1-2 + DescribeProducers v0
     # + the transaction coordinator's 5 APIs at their 21 versions + TxnOffsetCommit v0-6
     # + ElectLeaders v0-2 + DescribeTopicPartitions v0 + the client quota APIs v0-1
     # + AlterPartitionReassignments v0-1 + ListPartitionReassignments v0 + the 4 delegation
-    # token APIs at their 10 versions + AlterReplicaLogDirs v1-2
+    # token APIs at their 10 versions + AlterReplicaLogDirs v1-2 + ListConfigResources v0-1
 
 
 @pytest.mark.parametrize(("api_key", "version"), PAIRS, ids=PAIR_IDS)

@@ -72,13 +72,14 @@ ERROR_CODES = [int(code) for code in ErrorCode]
 
 def test_shared_pairs_cover_the_client_apis() -> None:
     """The claim in the report: how many (api, version) pairs kafka-python cross-checks."""
-    assert len(SHARED) == 236  # with WriteTxnMarkers, DescribeProducers, the transaction
+    assert len(SHARED) == 238  # with WriteTxnMarkers, DescribeProducers, the transaction
     # coordinator's APIs, TxnOffsetCommit v0-5, ElectLeaders v0-2, the reassignment APIs, the
-    # client quota APIs v0-1, DescribeTopicPartitions v0 and AlterReplicaLogDirs v1-2
+    # client quota APIs v0-1, DescribeTopicPartitions v0, AlterReplicaLogDirs v1-2 and
+    # ListConfigResources v0-1
     assert {key for key, _ in SHARED} == {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
                                           19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32,
                                           33, 34, 35, 36, 37, 42, 43, 44, 45, 46, 47, 48, 49, 50,
-                                          51, 55, 57, 60, 61, 65, 66, 75}
+                                          51, 55, 57, 60, 61, 65, 66, 74, 75}
 
 
 # --- random messages in kafka-python's own object model ------------------------------------

@@ -19,6 +19,8 @@ from prometheus_client.core import Metric
 
 from pykraft.broker.broker_metrics import broker_families
 from pykraft.broker.broker_server import BrokerServer
+from pykraft.broker.coordinator_metrics import coordinator_families
+from pykraft.image.client_quotas import ClientQuotasImage
 from pykraft.raft.api import RaftListener
 from pykraft.runtime.connection_registry import ConnectionRegistry, raise_open_files_limit
 from pykraft.runtime.controller_metrics import controller_families
@@ -31,10 +33,22 @@ from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.request_metrics import RequestMetrics
+from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import NodeSettings
 
 log = logging.getLogger("pykraft.process")
+
+
+def _client_quotas(broker: BrokerServer | None, controller: ControllerService | None
+                   ) -> Callable[[], ClientQuotasImage]:
+    """Where the node's ``ips`` quotas come from, as Kafka's broker and controller each apply
+    their image's: the broker's image, else the controller's committed one."""
+    if broker is not None:
+        return lambda: broker.metadata.image.client_quotas
+    if controller is not None:
+        return lambda: controller.controller.committed_image.client_quotas
+    return ClientQuotasImage  # an extension's node: none
 
 
 async def run_server(settings: NodeSettings) -> int:
@@ -50,13 +64,15 @@ async def run_server(settings: NodeSettings) -> int:
     if broker is not None:
         listeners.append(broker.metadata)
     node = RaftNode(settings, listeners=listeners)
-    connections = ConnectionRegistry(settings.connections, raise_open_files_limit())
+    connections = ConnectionRegistry(settings.connections, raise_open_files_limit(),
+                                     client_quotas=_client_quotas(broker, controller))
     event(log, "connection_limits", open_files_cap=connections.quotas.fd_cap,
           max_connections=settings.connections.max_connections,
           max_connections_per_ip=settings.connections.per_ip,
           connections_max_idle_ms=settings.connections.max_idle_ms)
     servers: list[ListenerServer] = []
     requests = RequestMetrics()  # every listener's, controller and broker alike
+    queue = RequestQueue(settings.queued_max_requests)  # the controller listeners'
     if settings.is_controller:
         if controller is not None:
             controller.attach(node)
@@ -69,7 +85,7 @@ async def run_server(settings: NodeSettings) -> int:
             server = ListenerServer(dispatcher, spec.endpoint.host, spec.endpoint.port,
                                     settings.max_frame_size, listener_name=spec.name,
                                     protocol=spec.protocol, tls=spec.tls, sasl=sasl,
-                                    connections=connections, requests=requests)
+                                    connections=connections, requests=requests, queue=queue)
             await server.start()
             servers.append(server)
     if broker is not None:
@@ -122,11 +138,13 @@ def _loop_families(settings: NodeSettings, node: RaftNode, requests: RequestMetr
                    controller: ControllerService | None, broker: BrokerServer | None
                    ) -> list[Callable[[], Iterable[Metric]]]:
     """The Kafka metrics a scrape computes on the loop: the listeners' request metrics,
-    a broker's state, a controller's image."""
+    a broker's state and its coordinators' and quotas', a controller's image."""
     families: list[Callable[[], Iterable[Metric]]] = [requests.families]
     if broker is not None:
         replicas = broker.replicas
         families.append(lambda: broker_families(replicas))
+        families.append(lambda: coordinator_families(broker.groups, broker.transactions,
+                                                     broker.quotas))
     if controller is not None:
         families.append(lambda: controller_families(
             controller.controller.committed_image,

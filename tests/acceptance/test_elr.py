@@ -43,10 +43,9 @@ from oracle_cluster import (
     ClusterSpec,
     OracleCluster,
     call,
-    running,
     unfenced_brokers,
 )
-from oracle_kafka import fetched, in_ci
+from oracle_kafka import cluster_of, fetched, in_ci
 from test_broker_lifecycle import (  # type: ignore[import-not-found]
     TOPIC,
     Sends,
@@ -82,14 +81,9 @@ class Partition:
 @pytest.fixture(params=[PYKRAFT, KAFKA])
 def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OracleCluster]:
     kind = request.param
-    kafka = fetched()
-    if kind == KAFKA and isinstance(kafka, str):
-        if not in_ci():
-            pytest.skip(f"{kafka} [skips off CI; with CI=true it fails]")
-        pytest.fail(f"{kafka} [CI=true: the test must run]", pytrace=False)
     spec = ClusterSpec(controllers=(kind,), brokers=(kind,) * 3, properties=PROPERTIES,
                        release_version=RELEASE_VERSION)
-    with running(tmp_path, None if isinstance(kafka, str) else kafka, spec) as (made,):
+    with cluster_of(kind, tmp_path, spec) as made:
         yield made
 
 

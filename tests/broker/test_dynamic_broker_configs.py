@@ -17,6 +17,7 @@ from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_settings import TopicSettings
 from pykraft.config.broker_configs import APPLIED_DYNAMIC_CONFIGS, CONNECTION_LIMIT_KEYS
 from pykraft.image.image import MetadataImage
+from pykraft.log.cleaner_config import RECONFIGURABLE as CLEANER_KEYS
 from pykraft.log.log_manager import LogManager
 from pykraft.log.validator import ProduceValidationError
 from pykraft.protocol.errors import ErrorCode
@@ -72,10 +73,11 @@ def configure(manager: ReplicaManager, resource_type: int, name: str, key: str,
 
 def test_every_applied_key_is_checked_here() -> None:
     """The controller accepts exactly these keys (plus unclean.leader.election.enable, read
-    by the controller at each election, and the connection limits, applied by the broker's
-    listeners: tests/integration/test_connection_limits.py): a new one needs its case here."""
-    assert set(APPLIED) | {"unclean.leader.election.enable", *CONNECTION_LIMIT_KEYS} == set(
-        APPLIED_DYNAMIC_CONFIGS)
+    by the controller at each election, the connection limits, applied by the broker's
+    listeners: tests/integration/test_connection_limits.py, and the log cleaner's own:
+    tests/broker/test_log_cleaner_settings.py): a new one needs its case here."""
+    assert set(APPLIED) | {"unclean.leader.election.enable", *CONNECTION_LIMIT_KEYS,
+                           *CLEANER_KEYS} == set(APPLIED_DYNAMIC_CONFIGS)
 
 
 @pytest.mark.parametrize("key", sorted(APPLIED))

@@ -21,6 +21,7 @@ from pykraft.broker.replica_manager import HostedPartition, ReplicaManager
 from pykraft.errors import CorruptRecordError
 from pykraft.group.config import GroupConfig
 from pykraft.group.messages import ShardResponse
+from pykraft.group.metrics import GroupCensus
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
 from pykraft.group.shard import GroupShard
 from pykraft.ids import OFFSETS_TOPIC_NAME
@@ -100,6 +101,9 @@ class ScriptedShard:
 
     def next_deadline_ms(self) -> int | None:
         return self.deadline
+
+    def census(self) -> GroupCensus:
+        return GroupCensus()
 
     def unload(self) -> Outcome:
         replies: list[tuple[ReplyToken, ShardResponse]] = [

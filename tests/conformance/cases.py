@@ -58,6 +58,7 @@ from kafka.protocol.producer.transaction import InitProducerIdRequest, InitProdu
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from conformance.harness import BROKER, CONTROLLER, Run
+from conformance.wire import CLIENT_ID
 from pykraft.messages.kafka import add_raft_voter_request as add_req
 from pykraft.messages.kafka import assign_replicas_to_dirs_request as dirs_req
 from pykraft.messages.kafka import begin_quorum_epoch_request as bqe_req
@@ -208,11 +209,12 @@ METADATA = [
 # -- topics -----------------------------------------------------------------------------------
 
 def create_topics(run: Run, name: str, partitions: int, replication: int, *,
-                  validate_only: bool = False) -> Any:
+                  validate_only: bool = False, client_id: str = CLIENT_ID) -> Any:
     topic = CreateTopicsRequest.CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=replication)
     return run.kafka_python(CreateTopicsRequest, CreateTopicsResponse, topics=[topic],
-                            timeout_ms=30_000, validate_only=validate_only)
+                            timeout_ms=30_000, validate_only=validate_only,
+                            client_id=client_id)
 
 
 def create_results(body: Any, _run: Run) -> Meaning:
@@ -245,12 +247,12 @@ CREATE_TOPICS = [
 ]
 
 
-def delete_topics(run: Run, name: str) -> Any:
+def delete_topics(run: Run, name: str, *, client_id: str = CLIENT_ID) -> Any:
     fields: dict[str, Any] = (
         {"topics": [DeleteTopicsRequest.DeleteTopicState(name=name)]} if run.version >= 6
         else {"topic_names": [name]})
     return run.kafka_python(DeleteTopicsRequest, DeleteTopicsResponse, timeout_ms=30_000,
-                            **fields)
+                            client_id=client_id, **fields)
 
 
 def delete_fresh(run: Run) -> Any:
@@ -270,11 +272,13 @@ DELETE_TOPICS = [
 ]
 
 
-def create_partitions(run: Run, name: str, count: int) -> Any:
+def create_partitions(run: Run, name: str, count: int, *, validate_only: bool = True,
+                      client_id: str = CLIENT_ID) -> Any:
     topic = CreatePartitionsRequest.CreatePartitionsTopic(name=name, count=count,
                                                           assignments=None)
     return run.kafka_python(CreatePartitionsRequest, CreatePartitionsResponse,
-                            topics=[topic], timeout_ms=30_000, validate_only=True)
+                            topics=[topic], timeout_ms=30_000, validate_only=validate_only,
+                            client_id=client_id)
 
 
 def partition_results(body: Any, _run: Run) -> Meaning:
@@ -366,8 +370,48 @@ def alter_rows(api: str, api_key: int, send: Callable[[Run, str], Any]) -> list[
     ]
 
 
+BROKER_RESOURCE = 4
+#: What Kafka 4.4's broker answers a change of its log cleaner's threads past double the
+#: running count, before forwarding it (ConfigAdminManager.preprocess).
+CLEANER_THREADS_REFUSED = (
+    "Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads "
+    "cannot be increased to more than double the current value 1 for configuration Invalid "
+    "dynamic configuration")
+
+
+def cleaner_threads(run: Run, incremental: bool) -> Any:
+    """``log.cleaner.threads=3`` for the cluster default (validate only): a broker running
+    one cleaner thread refuses it."""
+    if incremental:
+        resource: Any = IncrementalAlterConfigsRequest.AlterConfigsResource(
+            resource_type=BROKER_RESOURCE, resource_name="",
+            configs=[IncrementalAlterConfigsRequest.AlterConfigsResource.AlterableConfig(
+                name="log.cleaner.threads", config_operation=SET, value="3")])
+        return run.kafka_python(IncrementalAlterConfigsRequest,
+                                IncrementalAlterConfigsResponse, resources=[resource],
+                                validate_only=True)
+    resource = AlterConfigsRequest.AlterConfigsResource(
+        resource_type=BROKER_RESOURCE, resource_name="",
+        configs=[AlterConfigsRequest.AlterConfigsResource.AlterableConfig(
+            name="log.cleaner.threads", value="3")])
+    return run.kafka_python(AlterConfigsRequest, AlterConfigsResponse, resources=[resource],
+                            validate_only=True)
+
+
+def alter_messages(body: Any, _run: Run) -> Meaning:
+    return [(r.resource_name, code(r.error_code), r.error_message) for r in body.responses]
+
+
+def cleaner_threads_row(api: str, api_key: int, *, incremental: bool) -> Case:
+    return Case(api, api_key, "cleaner_threads_past_double",
+                lambda r: cleaner_threads(r, incremental), alter_messages,
+                lambda _r: [("", "INVALID_REQUEST", CLEANER_THREADS_REFUSED)])
+
+
 ALTER_CONFIGS = [*alter_rows("AlterConfigs", 33, alter_configs),
-                 *alter_rows("IncrementalAlterConfigs", 44, incremental_alter)]
+                 *alter_rows("IncrementalAlterConfigs", 44, incremental_alter),
+                 cleaner_threads_row("AlterConfigs", 33, incremental=False),
+                 cleaner_threads_row("IncrementalAlterConfigs", 44, incremental=True)]
 
 
 # -- cluster, features, quorum ---------------------------------------------------------------

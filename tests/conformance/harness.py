@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conformance.wire import generated_call, kafka_python_call
+from conformance.wire import CLIENT_ID, generated_call, kafka_python_call
 
 BROKER = "broker"
 CONTROLLER = "controller"
@@ -55,11 +55,13 @@ class Run:
         return f"c-{self.api_name}-{self.case}-{self.listener}-v{self.version}".lower()
 
     def kafka_python(self, request_class: Any, response_class: Any, *,
-                     unknown_tag: bool = False, **fields: Any) -> Any:
-        """The response body to ``request_class[version](**fields)``, both by kafka-python."""
+                     unknown_tag: bool = False, client_id: str = CLIENT_ID,
+                     **fields: Any) -> Any:
+        """The response body to ``request_class[version](**fields)``, both by kafka-python
+        (sent with ``client_id``: quotas tell clients apart by it)."""
         request = request_class[self.version](**fields)
         return kafka_python_call(self.address, request, response_class,
-                                 unknown_tag=unknown_tag).body
+                                 unknown_tag=unknown_tag, client_id=client_id).body
 
     def generated(self, api_key: int, request: object) -> Any:
         """The response body to a generated request (:mod:`pykraft.messages.kafka`) at

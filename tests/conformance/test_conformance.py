@@ -12,11 +12,13 @@ from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
 from conformance.acl_cases import ACLS
 from conformance.cases import BOTH, CASES, Case, Meaning, api_versions
+from conformance.config_resource_cases import CONFIG_RESOURCES
 from conformance.election_cases import ELECTIONS
 from conformance.envelope_cases import ENVELOPE
 from conformance.group_cases import GROUPS
 from conformance.harness import BROKER, CONTROLLER, ClusterInfo, Run
 from conformance.log_dir_cases import LOG_DIR_MOVES
+from conformance.mutation_quota_cases import MUTATION_QUOTAS
 from conformance.quota_cases import QUOTAS
 from conformance.reassignment_cases import REASSIGNMENTS
 from conformance.sasl_cases import SASL_CASES
@@ -36,7 +38,8 @@ from pykraft.protocol.apis import API_SPECS
 
 Row = tuple[Case, str, int]
 TABLE = [*CASES, *GROUPS, *SCRAM, *ACLS, *QUOTAS, *SASL_CASES, *ENVELOPE, *TXN, *ELECTIONS,
-         *DESCRIBE_TOPIC_PARTITIONS, *REASSIGNMENTS, *TOKENS, *LOG_DIR_MOVES]
+         *DESCRIBE_TOPIC_PARTITIONS, *REASSIGNMENTS, *TOKENS, *LOG_DIR_MOVES,
+         *CONFIG_RESOURCES, *MUTATION_QUOTAS]
 
 
 def rows() -> Iterator[Row]:

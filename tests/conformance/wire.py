@@ -59,10 +59,10 @@ UNKNOWN_TAG = bytes([0x01, 0xE1, 0x3C, 0x03]) + b"xyz"  # 1 field, tag 7777, 3 b
 
 
 def kafka_python_call(address: tuple[str, int], request: Any, response_class: Any, *,
-                      unknown_tag: bool = False) -> Answer:
+                      unknown_tag: bool = False, client_id: str = CLIENT_ID) -> Answer:
     """``request`` is a kafka-python versioned request (e.g. ``MetadataRequest[4](...)``);
     with ``unknown_tag`` its (flexible, tag-less) body ends with :data:`UNKNOWN_TAG`."""
-    request.with_header(correlation_id=CORRELATION_ID, client_id=CLIENT_ID)
+    request.with_header(correlation_id=CORRELATION_ID, client_id=client_id)
     encoded = bytes(request.encode(header=True))
     if unknown_tag:
         if encoded[-1:] != b"\x00":

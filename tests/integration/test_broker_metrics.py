@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -71,19 +72,27 @@ class Metered:
         return found
 
 
-@pytest.fixture
-def metered(tmp_path: Path) -> Iterator[Metered]:
-    cluster = LocalCluster.create(tmp_path / "c", 1, METERED, brokers=3)
+@contextmanager
+def running_metered(base: Path, properties: dict[str, str], brokers: int) -> Iterator[Metered]:
+    """One controller and ``brokers`` brokers, each with its metrics port; killed by PID
+    when the block ends."""
+    cluster = LocalCluster.create(base, 1, properties, brokers=brokers)
     running = Metered(cluster, dict(zip(cluster.nodes, free_ports(len(cluster.nodes)),
                                         strict=True)))
     try:
         for node_id in cluster.nodes:
             running.start(node_id)
-        wait_for_brokers(cluster, 3)
+        wait_for_brokers(cluster, brokers)
         yield running
     finally:
         for node_id in cluster.nodes:
             cluster.kill(node_id)
+
+
+@pytest.fixture
+def metered(tmp_path: Path) -> Iterator[Metered]:
+    with running_metered(tmp_path / "c", METERED, 3) as running:
+        yield running
 
 
 def produce_and_consume(bootstrap: str) -> None:

@@ -54,12 +54,12 @@ GROUP = "g1"
 OFFSETS_PARTITION = partition_for(GROUP, 50)
 
 
-def topics(operation: str, *args: str) -> ToolRun:
-    return ToolRun("kafka-topics", operation, TOPICS, (*BS, *args))
+def topics(operation: str, *args: str, until: str | None = None) -> ToolRun:
+    return ToolRun("kafka-topics", operation, TOPICS, (*BS, *args), until=until)
 
 
-def configs(operation: str, *args: str) -> ToolRun:
-    return ToolRun("kafka-configs", operation, CONFIGS, (*BS, *args))
+def configs(operation: str, *args: str, until: str | None = None) -> ToolRun:
+    return ToolRun("kafka-configs", operation, CONFIGS, (*BS, *args), until=until)
 
 
 def groups(operation: str, *args: str) -> ToolRun:
@@ -130,14 +130,15 @@ ADMIN = [
     # kafka-e2e-latency's own creation races its consumer's first metadata (either cluster)
     topics("create for e2e-latency", "--create", "--topic", "latency", "--partitions", "1"),
     topics("alter partitions", "--alter", "--topic", "other", "--partitions", "3"),
-    topics("list", "--list"),
+    topics("list", "--list", until="latency"),
     topics("describe", "--describe", "--topic", TOPIC),
     topics("describe other", "--describe", "--topic", "other"),
     topics("delete", "--delete", "--topic", "other"),
     topics("describe missing", "--describe", "--topic", "missing"),
     configs("alter topic", "--alter", "--entity-type", "topics", "--entity-name", TOPIC,
             "--add-config", "retention.ms=86400000,max.message.bytes=100000"),
-    configs("describe topic", "--describe", "--entity-type", "topics", "--entity-name", TOPIC),
+    configs("describe topic", "--describe", "--entity-type", "topics", "--entity-name", TOPIC,
+            until="retention.ms=86400000"),
     configs("delete topic config", "--alter", "--entity-type", "topics", "--entity-name",
             TOPIC, "--delete-config", "max.message.bytes"),
     configs("describe broker", "--describe", "--entity-type", "brokers", "--entity-name",
@@ -147,19 +148,20 @@ ADMIN = [
     configs("alter broker cleaner threads", "--alter", "--entity-type", "brokers",
             "--entity-name", "1000", "--add-config", "log.cleaner.threads=2"),
     configs("describe broker --all", "--describe", "--all", "--entity-type", "brokers",
-            "--entity-name", "1000"),
+            "--entity-name", "1000", until="log.retention.bytes=1073741824"),
     configs("alter client quota", "--alter", "--entity-type", "clients", "--entity-name",
             "c1", "--add-config", "producer_byte_rate=1048576"),
     configs("describe client quota", "--describe", "--entity-type", "clients",
-            "--entity-name", "c1"),
+            "--entity-name", "c1", until="producer_byte_rate"),
     configs("alter quota of a user's default client", "--alter", "--entity-type", "users",
             "--entity-name", "alice", "--entity-type", "clients", "--entity-default",
             "--add-config", "consumer_byte_rate=2048,request_percentage=12.5"),
     configs("describe a user's client quotas", "--describe", "--entity-type", "users",
-            "--entity-name", "alice", "--entity-type", "clients"),
+            "--entity-name", "alice", "--entity-type", "clients", until="consumer_byte_rate"),
     configs("alter ip quota", "--alter", "--entity-type", "ips", "--entity-name", "10.1.2.3",
             "--add-config", "connection_creation_rate=10"),
-    configs("describe ip quotas", "--describe", "--entity-type", "ips"),
+    configs("describe ip quotas", "--describe", "--entity-type", "ips",
+            until="connection_creation_rate"),
     configs("delete client quota", "--alter", "--entity-type", "clients", "--entity-name",
             "c1", "--delete-config", "producer_byte_rate"),
     configs("describe client quotas", "--describe", "--entity-type", "clients"),

@@ -61,6 +61,9 @@ JAVAC_TIMEOUT_S = 120.0
 #: log4j's own hook must not be one (it would stop the logging of the runs after)
 OPEN_JAVA_LANG = "--add-opens=java.base/java.lang=ALL-UNNAMED -Dlog4j.shutdownHookEnabled=false"
 BATCH_TIMEOUT_S = 600.0
+#: How long a read after a write is repeated, and the pause between (ToolBatch's too).
+SETTLE_S = 15.0
+SETTLE_PAUSE_S = 0.1
 SAME, DIFFERS = "same", "differs"
 
 _UUID = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{21}[AQgw](?![A-Za-z0-9_-])")
@@ -85,6 +88,9 @@ class ToolRun:
     unordered: bool = False
     masks: tuple[str, ...] = ()
     errors_only: bool = False
+    #: A read right after a write: repeated (boundedly) until its output holds this text, as
+    #: a broker answers from its own metadata image, which may not hold the write yet.
+    until: str | None = None
 
     @property
     def name(self) -> str:
@@ -174,7 +180,8 @@ def run_batch(kafka: KafkaInstall, tools: ClusterTools, runs: Sequence[ToolRun],
             stdin_file = batch / f"{index}.stdin"
             stdin_file.write_text(tools.argument(run.stdin))
             stdin = str(stdin_file)
-        fields = [str(index), stdin, run.main_class, *(tools.argument(a) for a in run.args)]
+        name = str(index) if run.until is None else f"{index}?{run.until}"
+        fields = [name, stdin, run.main_class, *(tools.argument(a) for a in run.args)]
         assert not any("\t" in f or "\n" in f for f in fields), fields
         lines.append("\t".join(fields))
     script = batch / "runs.tsv"
@@ -253,7 +260,12 @@ def run_in_process(tools: ClusterTools, runs: Sequence[ToolRun], *,
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(typer.testing, "_get_command", cache(typer.main.get_command))
         for run in runs:
-            outcomes[run.name] = _invoke(runner, app, tools, run)
+            outcomes[run.name] = outcome = _invoke(runner, app, tools, run)
+            deadline = time.monotonic() + SETTLE_S
+            while (run.until is not None and outcome.code == 0
+                   and run.until not in outcome.stdout and time.monotonic() < deadline):
+                time.sleep(SETTLE_PAUSE_S)  # a bounded wait for the broker's image
+                outcomes[run.name] = outcome = _invoke(runner, app, tools, run)
             if after_each is not None:
                 after_each()
     return outcomes

@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
 import pytest
-from oracle_cluster import KafkaInstall
+from oracle_cluster import KAFKA, ClusterSpec, KafkaInstall, Kind, OracleCluster, running
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import fetch_kafka
@@ -53,3 +55,17 @@ def required() -> KafkaInstall:
     if isinstance(found, str):
         pytest.fail(f"{found} [CI=true: the oracle tests must run]", pytrace=False)
     return found
+
+
+@contextmanager
+def cluster_of(kind: Kind, base: Path, spec: ClusterSpec) -> Iterator[OracleCluster]:
+    """``spec``'s cluster, running, for a test run on pykraft's and on Kafka's side by side
+    (``kind`` the fixture's parameter): Kafka's skips off CI when Kafka cannot be had, and
+    fails with CI=true."""
+    kafka = fetched()
+    if kind == KAFKA and isinstance(kafka, str):
+        if not in_ci():
+            pytest.skip(f"{kafka} [skips off CI; with CI=true it fails]")
+        pytest.fail(f"{kafka} [CI=true: the test must run]", pytrace=False)
+    with running(base, None if isinstance(kafka, str) else kafka, spec) as (made,):
+        yield made

@@ -79,14 +79,11 @@ KNOWN = {
                              "topic line's Configs lack it (the partition lines, read by "
                              "DescribeTopicPartitions, are Kafka's)",
     "kafka-topics.describe other": "as kafka-topics.describe",
-    "kafka-configs.alter broker cleaner threads": "Kafka resizes its cleaner's threads at "
-                                                  "run time; pykraft refuses the key (its "
-                                                  "cleaner is one worker thread)",
     "kafka-configs.describe broker --all": (
         "Kafka 4.4's keys and defaults, but pykraft also lists its own keys (metrics.*, "
         "pykraft.*), has no default for listeners (Kafka: PLAINTEXT://:9092) nor "
-        "security.inter.broker.protocol (it follows inter.broker.listener.name), no "
-        "cluster-level min.insync.replicas (ELR) and refuses log.cleaner.threads"),
+        "security.inter.broker.protocol (it follows inter.broker.listener.name) and no "
+        "cluster-level min.insync.replicas (ELR)"),
     "kafka-features.describe": "pykraft finalizes metadata.version 3.9-IV0 (supports up to "
                                "4.2-IV1) and none of eligible.leader.replicas, group, share, "
                                "streams, transaction.version; Kafka 4.4 finalizes 4.4-IV2 "

@@ -91,8 +91,8 @@ KNOWN = {
     "pykraft configs.describe broker --all": (
         "Kafka 4.4's keys and defaults, but pykraft also lists its own keys (metrics.*, "
         "pykraft.*), has no default for listeners (Kafka: PLAINTEXT://:9092) nor "
-        "security.inter.broker.protocol (it follows inter.broker.listener.name), no "
-        "cluster-level min.insync.replicas (ELR) and refuses log.cleaner.threads"),
+        "security.inter.broker.protocol (it follows inter.broker.listener.name) and no "
+        "cluster-level min.insync.replicas (ELR)"),
     "pykraft metadata-quorum.remove-controller static voter":
         "Kafka refuses a zero directory id first (INVALID_REQUEST 'Remove voter request "
         "didn't include a valid voter', KafkaRaftClient); pykraft checks kraft.version "

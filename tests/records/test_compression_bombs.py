@@ -176,7 +176,7 @@ def test_the_log_cleaner_streams_a_compressed_batch_it_rewrites() -> None:
     data = first + batch(ZSTD, bomb(ZSTD, b"".join(huge_record(0, key=b"b")), 0), offset=2)
     offset_map = OffsetMap()
     with peak_memory() as peak:
-        add_to_offset_map(data, offset_map, end_offset=3)
+        add_to_offset_map(data, offset_map, start_offset=0)
         cleaned = clean_batches(data, offset_map, now_ms=NOW, horizon_ms=NOW,
                                 producer_last_offsets={})
     assert peak[0] < LIMIT

@@ -1,15 +1,18 @@
-"""SASL test fixtures: PLAIN users, a SCRAM-SHA-512 stand-in over scramp, a listener, and a
-dispatcher that answers ApiVersions."""
+"""Listener test fixtures: PLAIN users, a SCRAM-SHA-512 stand-in over scramp, a SASL
+listener, a dispatcher that answers ApiVersions, and a listener server run for one
+scenario on real sockets."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 
 import scramp
 
 from pykraft.protocol.api_versions import api_versions_response
 from pykraft.protocol.apis import ApiKey, Listener
 from pykraft.protocol.codec import decode_request, encode_response
+from pykraft.runtime.listener_server import ListenerServer
 from pykraft.security.plain import PlainServer
 from pykraft.security.sasl import SaslServer
 from pykraft.security.sasl_listener import SaslListener
@@ -91,3 +94,14 @@ class Versions:
 
     def connection_closed(self, session: Session) -> None:
         """Nothing watches connections here."""
+
+
+async def serve_scenario(server: ListenerServer, scenario: Callable[[int], Awaitable[None]],
+                         deadline_s: float) -> None:
+    """Start ``server``, run ``scenario`` on its port within ``deadline_s``, close it."""
+    await server.start()
+    try:
+        async with asyncio.timeout(deadline_s):
+            await scenario(server.port)
+    finally:
+        await server.close()

@@ -14,9 +14,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import cast
 
-from sasl_fixtures import Versions, listener
+from sasl_fixtures import Versions, listener, serve_scenario
 from tls_fixtures import pem_files, pki, trust_only
 
+from pykraft.image.client_quotas import ClientQuotasImage
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_response
 from pykraft.protocol.errors import ErrorCode
@@ -70,12 +71,9 @@ def _serve(limits: ConnectionLimits | ConnectionRegistry,
                                 listener_name=protocol.name, protocol=protocol, tls=tls,
                                 sasl=listener() if protocol.uses_sasl else None,
                                 connections=registry)
-        await server.start()
         try:
-            async with asyncio.timeout(DEADLINE_S):
-                await scenario(server.port)
+            await serve_scenario(server, scenario, DEADLINE_S)
         finally:
-            await server.close()
             await registry.close()
     asyncio.run(run())
 
@@ -127,6 +125,25 @@ def test_an_address_beyond_its_count_is_closed_at_once() -> None:
     _serve(ConnectionLimits(per_ip_overrides={"127.0.0.2": 1}), scenario)
 
 
+def test_an_address_beyond_its_creation_rate_is_held_unread_then_closed() -> None:
+    quotas = ClientQuotasImage({(("ip", "127.0.0.2"),): {"connection_creation_rate": 2.0}})
+    registry = ConnectionRegistry(ConnectionLimits(quota_window_num=2),
+                                  client_quotas=lambda: quotas)
+
+    async def scenario(port: int) -> None:
+        limited = [await _connect(port, "127.0.0.2") for _ in range(4)]
+        answers = [await _versions(each) for each in limited]
+        # 2 a second over one window: the first 2 served, the others closed unanswered
+        assert [answer is not None for answer in answers] == [True, True, False, False]
+        assert registry.ip_throttled == 2
+        assert registry.quotas.total == 2  # the throttled ones were never counted
+        assert await _versions(await _connect(port)) is not None  # 127.0.0.1: no quota
+        for _, writer in limited:
+            writer.close()
+
+    _serve(registry, scenario)
+
+
 def test_accepting_follows_the_creation_rate() -> None:
     rate, count = 10, 20
 
@@ -134,11 +151,12 @@ def test_accepting_follows_the_creation_rate() -> None:
         started = time.monotonic()
         connections = [await _connect(port) for _ in range(count)]  # the backlog takes them
         assert all(await asyncio.gather(*(_versions(c) for c in connections)))
-        # a second of burst, then one connection every 1/rate s: the last one cannot be
-        # served sooner (before: all within milliseconds)
+        # with 2 quota windows, a second's worth at once (Kafka's Rate spans a window at
+        # least), then one connection every 1/rate s as the acceptor waits out each throttle:
+        # the last one cannot be served sooner (without the rate: all within milliseconds)
         assert time.monotonic() - started >= (count - rate) / rate * 0.9
 
-    _serve(ConnectionLimits(creation_rate=rate), scenario)
+    _serve(ConnectionLimits(creation_rate=rate, quota_window_num=2), scenario)
 
 
 def test_an_idle_connection_is_closed() -> None:

@@ -91,23 +91,38 @@ def test_the_open_file_limit_keeps_a_reserve_and_internal_listeners_get_half_of_
 
 
 def test_creation_rate_throttles_each_side_and_listener_but_not_inter_broker() -> None:
+    # 2 windows of 1 s: a rate spans 1 s at least (Kafka's Rate), the burst is 1 s worth
     limits = ConnectionLimits(creation_rate=2, listener_creation_rate={"EXTERNAL": 1},
-                              protected_listener="REPL", controller_listeners=CONTROLLER)
-    rate = CreationRate(limits, now_ms=0)
-    for _ in range(2):
-        assert rate.accept_delay_ms("CLIENTS", 0) == 0
-        rate.accepted("CLIENTS")
-    assert rate.accept_delay_ms("CLIENTS", 0) == 500  # 2 a second
-    assert rate.accept_delay_ms("CLIENTS", 250) == 250
-    assert rate.accept_delay_ms("CLIENTS", 500) == 0
-    assert rate.accept_delay_ms("REPL", 0) == 0  # exempt from the side's rate
-    assert rate.accept_delay_ms("CONTROLLER", 0) == 0  # the other side has its own
-    rate.accepted("CLIENTS")
-    assert rate.accept_delay_ms("EXTERNAL", 500) == 500  # the side is out of tokens
-    rate = CreationRate(ConnectionLimits(listener_creation_rate={"EXTERNAL": 1}), now_ms=0)
-    rate.accepted("EXTERNAL")
-    assert rate.accept_delay_ms("EXTERNAL", 100) == 900
-    assert rate.accept_delay_ms("CLIENTS", 100) == 0
+                              protected_listener="REPL", controller_listeners=CONTROLLER,
+                              quota_window_num=2)
+    rate = CreationRate(limits)
+    assert [rate.accepted("CLIENTS", 0) for _ in range(3)] == [0, 0, 500]  # (3 - 2) / 2 s
+    assert rate.accepted("REPL", 0) == 0  # exempt from the side's rate
+    assert rate.accepted("CONTROLLER", 0) == 0  # the other side has its own
+    assert rate.accepted("EXTERNAL", 0) == 1000  # the side's 4 a second: capped at a window
+    rate = CreationRate(ConnectionLimits(listener_creation_rate={"EXTERNAL": 1},
+                                         quota_window_num=2))
+    assert rate.accepted("EXTERNAL", 0) == 0
+    # 2 over 1.1 s (the oldest window's 100 ms and one whole window): (2 / 1.1 - 1) * 1.1 s
+    assert rate.accepted("EXTERNAL", 100) == 900
+    rate.taken_back("EXTERNAL", 100)  # its address was over its own rate after all
+    assert rate.accepted("EXTERNAL", 100) == 900  # not 1900 (capped at 1000)
+    assert rate.accepted("CLIENTS", 100) == 0
+
+
+def test_creation_rate_passes_kafkas_burst_then_throttles() -> None:
+    rate = CreationRate(ConnectionLimits(creation_rate=10))  # 11 windows: 10 s at the rate
+    assert {rate.accepted("CLIENTS", 0) for _ in range(100)} == {0}
+    assert rate.accepted("CLIENTS", 0) == 100  # 10.1 a second: (0.1 / 10) * 10 s
+
+
+def test_a_changed_creation_rate_holds_for_the_rate_kept_so_far() -> None:
+    rate = CreationRate(ConnectionLimits(quota_window_num=2))
+    assert {rate.accepted("CLIENTS", 0) for _ in range(5)} == {0}  # not limited
+    rate.limits = ConnectionLimits(creation_rate=2, quota_window_num=2)
+    assert rate.accepted("CLIENTS", 0) == 1000  # 6 a second already
+    rate.limits = ConnectionLimits(creation_rate=0, quota_window_num=2)
+    assert rate.accepted("CLIENTS", 5000) == 1000  # none allowed: a window each
 
 
 def test_idle_expiry_closes_the_oldest_first_and_activity_keeps_one_open() -> None:

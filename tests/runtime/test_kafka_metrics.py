@@ -8,12 +8,21 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NoReturn
 
 from prometheus_client.core import Metric
 
 from pykraft.broker.broker_metrics import broker_families
+from pykraft.broker.client_quotas import BrokerQuotas
+from pykraft.broker.coordinator_metrics import coordinator_families
+from pykraft.broker.coordinator_topics import OffsetsTopicConfig
+from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.broker.topic_metrics import BrokerTopicStats
+from pykraft.broker.txn_coordinator import TxnCoordinatorService
+from pykraft.config.server import ServerConfig
+from pykraft.ids import TopicPartition
+from pykraft.image import MetadataDelta, Provenance
 from pykraft.image.image import MetadataImage
 from pykraft.log.log_manager import LogManager
 from pykraft.messages.kafka.produce_response import (
@@ -23,6 +32,7 @@ from pykraft.messages.kafka.produce_response import (
 )
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
+from pykraft.records.metadata import ClientQuotaRecord, EntityData
 from pykraft.runtime.controller_metrics import controller_families
 from pykraft.runtime.jmx_names import prometheus_name
 from pykraft.runtime.request_metrics import (
@@ -32,7 +42,9 @@ from pykraft.runtime.request_metrics import (
     note_response,
     parked,
 )
+from pykraft.security.session import anonymous
 from pykraft.storage.log_config import LogConfig
+from pykraft.txn.config import TxnConfig
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "pykraft-broker.json"
 
@@ -111,9 +123,35 @@ def test_error_counts_walk_every_error_code_of_a_response() -> None:
     assert error_counts(ProduceResponse()) == {}
 
 
+def _coordinators(replicas: ReplicaManager) -> list[Metric]:
+    """The families of a broker's group and transaction coordinators (nothing loaded) and
+    of its quotas, one client's produce recorded under a quota."""
+    def unused(*_args: object, **_kwargs: object) -> NoReturn:
+        raise AssertionError("not called")
+
+    groups = GroupCoordinatorService(replicas, lambda: 0, unused, OffsetsTopicConfig())
+    transactions = TxnCoordinatorService(replicas, lambda: 0, TxnConfig(), producer_ids=unused,
+                                         connect=unused, request_timeout_ms=1_000)
+    delta = MetadataDelta(MetadataImage())
+    delta.replay(ClientQuotaRecord(entity=(EntityData(entity_type="client-id",
+                                                      entity_name="c"),),
+                                   key="producer_byte_rate", value=1000.0))
+    image = delta.apply(Provenance(10, 1, 0))
+    quotas = BrokerQuotas(ServerConfig({}), lambda: 0, lambda: image)
+
+    async def produce() -> None:
+        quotas.throttle_produce(anonymous("127.0.0.1:1"), "c", 1_000_000)
+
+    asyncio.run(produce())
+    return list(coordinator_families(groups, transactions, quotas))
+
+
 def test_the_dashboard_names_only_exported_series(tmp_path: Path) -> None:
     replicas = ReplicaManager(1, LogManager([tmp_path], LogConfig()), {})
-    replicas.cleaner_runs = (0.0, 0.0)
+    replicas.cleaner.started = True
+    replicas.cleaner.mark_uncleanable(TopicPartition("t", 0), tmp_path)
+    replicas.cleaner.uncleanable_bytes = {tmp_path: 100}
+    replicas.cleaner.end_pass(0.0)
     requests = RequestMetrics()
     times, token = requests.begin()
     try:
@@ -124,7 +162,8 @@ def test_the_dashboard_names_only_exported_series(tmp_path: Path) -> None:
         requests.end(token)
     replicas.topic_stats.produced("t", 1, 1)
     exported = {s.name for family in (*requests.families(), *broker_families(replicas),
-                                      *controller_families(MetadataImage(), active=True))
+                                      *controller_families(MetadataImage(), active=True),
+                                      *_coordinators(replicas))
                 for s in family.samples}
     expressions = [target["expr"] for panel in json.loads(DASHBOARD.read_text())["panels"]
                    for target in panel["targets"]]

@@ -27,9 +27,9 @@ metadata log's directory or the last one fails (:mod:`pykraft.log.log_dir_failur
 shuts down when the controller did not hear of it within ``log.dir.failure.timeout.ms``.
 Periodic tasks flush and checkpoint the logs (``log.flush.offset.checkpoint.interval.ms``),
 checkpoint high watermarks (``replica.high.watermark.checkpoint.interval.ms``), apply
-retention (``log.retention.check.interval.ms``) and, as Kafka's log cleaner, compact the
-compacted topics that call for it (every ``log.cleaner.backoff.ms``, unless
-``log.cleaner.enable=false``); a graceful stop writes producer snapshots,
+retention (``log.retention.check.interval.ms``); the log cleaner compacts the compacted
+topics that call for it (:mod:`pykraft.broker.log_cleaner`: ``log.cleaner.*``, dynamic as
+Kafka's, none with ``log.cleaner.enable=false``); a graceful stop writes producer snapshots,
 checkpoints and the clean-shutdown marker.
 """
 
@@ -58,6 +58,7 @@ from pykraft.broker.dir_assignments import AssignmentsManager
 from pykraft.broker.dispatch import BrokerDispatcher
 from pykraft.broker.group_coordinator import GroupCoordinatorService
 from pykraft.broker.lifecycle import BrokerIdentity, BrokerLifecycle
+from pykraft.broker.log_cleaner import LogCleanerTask
 from pykraft.broker.log_creator import LogCreator
 from pykraft.broker.log_dir_mover import LogDirMover
 from pykraft.broker.metadata_listener import BrokerMetadataListener
@@ -73,6 +74,7 @@ from pykraft.broker.txn_verification import VERIFIER_VERSIONS, TxnVerifier
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError
 from pykraft.group.config import GroupConfig
+from pykraft.group.metrics import GroupCounters
 from pykraft.group.shard import GroupShard
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
@@ -87,6 +89,7 @@ from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.request_metrics import RequestMetrics
+from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import (
     BrokerListenerSettings,
@@ -108,7 +111,6 @@ PERIODIC_DEFAULTS_MS = {
     "log.flush.offset.checkpoint.interval.ms": 60_000,
     "replica.high.watermark.checkpoint.interval.ms": 5_000,
     "log.retention.check.interval.ms": 300_000,
-    "log.cleaner.backoff.ms": 15_000,
 }
 
 
@@ -184,8 +186,12 @@ class BrokerServer:
         """Set when the client listener cannot be opened (e.g. its port is taken), or when a
         failed log directory could not be reported in ``log.dir.failure.timeout.ms``: the
         process stops, exit status 1."""
+        self._cleaner: LogCleanerTask | None = None
+        """The log cleaner, unless Kafka would start none (:func:`cleaner_enabled`)."""
         self._connection_configs: dict[str, str] = {}
         """The dynamic connection configs in force (see _apply_connection_configs)."""
+        self.request_queue = RequestQueue(settings.queued_max_requests)
+        """Its client listeners' ``queued.max.requests`` (the controller's have their own)."""
 
     def bind(self, node: RaftNode, connections: ConnectionRegistry,
              requests: RequestMetrics | None = None) -> None:
@@ -198,10 +204,15 @@ class BrokerServer:
         self.metadata.publishers.append(
             lambda image: self.replicas.apply_image(image, node.now_ms()))
         self.metadata.publishers.append(self._follow)
-        self.quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
-                                   lambda: self.metadata.image)
+        self.quotas = quotas = BrokerQuotas(ServerConfig(self._static), node.now_ms,
+                                            lambda: self.metadata.image)
         self.metadata.publishers.append(
             lambda image: self._apply_connection_configs(image, connections))
+        if cleaner_enabled(self._static):
+            cleaner = LogCleanerTask(self.replicas, self._static, settings.node_id,
+                                     node.now_ms)
+            self.metadata.publishers.append(lambda image: cleaner.apply_configs(image.configs))
+            self._cleaner = cleaner
         self.metadata.high_watermark = lambda: node.core.high_watermark
         self.metadata.snapshots.attach(node.core.read_snapshot)
         if self.metadata.generator is not None:
@@ -238,8 +249,11 @@ class BrokerServer:
                                        self._disk_worker)
         self.replicas.defer_logs = self._log_creator.wake
         if self._auto_create:  # one for every listener: topics in flight are per broker
+            # on the forwarding channel, as Kafka's AutoTopicCreationManager: a CreateTopics
+            # the controller throttles (its mutation quota) mutes that connection, never the
+            # heartbeats'
             self._auto_topics = AutoTopicCreator(
-                self._channel, num_partitions=settings.controller.default_num_partitions,
+                self._forwarding, num_partitions=settings.controller.default_num_partitions,
                 replication_factor=settings.controller.default_replication_factor)
         self._alter_partition = AlterPartitionManager(
             self._channel, self.replicas, broker_id=settings.node_id,
@@ -257,10 +271,11 @@ class BrokerServer:
                                           give_up=self.failed.set)
         self.logs.failures.report = self._report_failed_dir
         rng = random.Random()  # member ids: Kafka's clientId-UUID, unique across failovers
+        group_counters = GroupCounters()  # the broker's, whichever shards it loads
         self.groups = GroupCoordinatorService(
             self.replicas, node.now_ms,
-            lambda partition: GroupShard(partition, self._group_config, rng),
-            self._offsets_topic)
+            lambda partition: GroupShard(partition, self._group_config, rng, group_counters),
+            self._offsets_topic, group_counters)
         self._producer_ids = ProducerIdManager(settings.node_id, self._broker_epoch,
                                                self._forwarding)
         self.transactions = TxnCoordinatorService(
@@ -287,7 +302,8 @@ class BrokerServer:
                            protocol=spec.protocol, tls=spec.tls,
                            sasl=with_scram(spec.sasl, lambda: self.metadata.image,
                                            settings.controller.tokens.secret_key),
-                           connections=connections, requests=requests)
+                           connections=connections, requests=requests, queue=self.request_queue,
+                           timed=quotas.request_quota_enabled)
             for dispatcher, spec in zip(dispatchers, self._broker.listeners, strict=True)]
 
     def _report_failed_dir(self, directory: Path) -> bool:
@@ -393,8 +409,8 @@ class BrokerServer:
                     self._on_disk_worker),
             "log.retention.check.interval.ms": self.replicas.run_retention,
         }
-        if cleaner_enabled(self._static):
-            periodic["log.cleaner.backoff.ms"] = self.replicas.run_cleaner
+        if self._cleaner is not None:
+            self._tasks.append(loop.create_task(self._cleaner.run()))
         for key, action in periodic.items():
             interval = _int_property(self._static, key, PERIODIC_DEFAULTS_MS[key])
             self._tasks.append(loop.create_task(self._every(interval, action)))

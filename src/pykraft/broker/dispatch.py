@@ -45,6 +45,12 @@ from pykraft.broker.authorization import (
     init_producer_refusal,
 )
 from pykraft.broker.auto_topics import AutoTopicCreator
+from pykraft.broker.cleaner_alterations import (
+    AlterRequest,
+    AlterResponse,
+    cleaner_refusals,
+    with_refusals,
+)
 from pykraft.broker.client_quotas import BrokerQuotas
 from pykraft.broker.coordinator_topics import CoordinatorFinder
 from pykraft.broker.delete_records import delete_records
@@ -60,6 +66,7 @@ from pykraft.broker.group_versions import (
     to_latest,
     to_version,
 )
+from pykraft.broker.list_config_resources import list_config_resources
 from pykraft.broker.list_offsets import list_offsets, offset_for_leader_epoch
 from pykraft.broker.log_dir_mover import LogDirMover
 from pykraft.broker.log_dirs import describe_log_dirs
@@ -123,6 +130,7 @@ from pykraft.messages.kafka.end_txn_request import EndTxnRequest
 from pykraft.messages.kafka.fetch_request import FetchRequest
 from pykraft.messages.kafka.find_coordinator_request import FindCoordinatorRequest
 from pykraft.messages.kafka.init_producer_id_request import InitProducerIdRequest
+from pykraft.messages.kafka.list_config_resources_request import ListConfigResourcesRequest
 from pykraft.messages.kafka.list_offsets_request import ListOffsetsRequest
 from pykraft.messages.kafka.list_transactions_request import ListTransactionsRequest
 from pykraft.messages.kafka.metadata_request import MetadataRequest
@@ -133,6 +141,7 @@ from pykraft.messages.kafka.offset_for_leader_epoch_response import (
 )
 from pykraft.messages.kafka.produce_request import ProduceRequest
 from pykraft.messages.kafka.write_txn_markers_request import WriteTxnMarkersRequest
+from pykraft.messages.replace import replaced
 from pykraft.messages.splice import SplicedBuffer, SplicedPayload
 from pykraft.protocol.api_versions import (
     ApiVersionsResponse,
@@ -150,13 +159,14 @@ from pykraft.runtime.authorization import (
     split_parts,
 )
 from pykraft.runtime.backoff import ExponentialBackoff
+from pykraft.runtime.channel_mute import mute_for
 from pykraft.runtime.codec_thread import off_loop_if_large
 from pykraft.runtime.controller_channel import ControllerChannel
 from pykraft.runtime.controller_service import controller_body
 from pykraft.runtime.error_answer import error_answer
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.node import RaftNode
-from pykraft.runtime.request_metrics import note_response
+from pykraft.runtime.request_metrics import note_response, parked
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.runtime.sasl_client import monotonic_ms
 from pykraft.security.api_rules import BROKER_RULES, Access
@@ -271,7 +281,13 @@ class BrokerDispatcher(ListenerDispatcher):
         sent as the broker's own."""
         api_key = request.api_key
         api = BROKER_APIS[api_key]
+        body = request.body
+        if isinstance(body, AlterRequest) and (refused := self._cleaner_refusals(body)):
+            return self._encode(request, await self._around_refusals(request, session, refused))
         if api.forwarded and (enveloped := await self._enveloped(request, session)):
+            # the controller's throttle (its mutation quota) mutes the client's connection
+            # here, as Kafka's sendForwardedResponse does
+            mute_for(getattr(enveloped.response, "throttle_time_ms", 0))
             return await self._encode_large(request, lambda: enveloped.response)
         access = self._access(session)
         if (answer := cluster_refusal(BROKER_RULES, api_key, request.body, access)) is not None:
@@ -280,6 +296,39 @@ class BrokerDispatcher(ListenerDispatcher):
             return self._encode(request, await self._split_answer(request, access))
         assert api.answer is not None, "ApiVersions and SASL are answered before routing"
         return await api.answer(self, request, session, access)
+
+    def _cleaner_refusals(self, body: AlterRequest) -> dict[int, str]:
+        """The resources of a config change this broker's log cleaner refuses before it is
+        forwarded, as Kafka's broker (:mod:`pykraft.broker.cleaner_alterations`)."""
+        replicas = self._replicas
+        if replicas is None or not replicas.cleaner.started:
+            return {}
+        return cleaner_refusals(body, current=replicas.cleaner.config,
+                                static=self._settings.controller.properties,
+                                configs=self._metadata.image.configs,
+                                node_id=self._settings.node_id)
+
+    async def _around_refusals(self, request: RequestFrame, session: Session,
+                               refused: dict[int, str]) -> object:
+        """The refused resources answered here, the others forwarded as :meth:`_route`
+        forwards a request; one answer in the request's order."""
+        body = request.body
+        assert isinstance(body, AlterRequest)
+        kept = tuple(r for index, r in enumerate(body.resources) if index not in refused)
+        answer = None
+        if kept:
+            rest = dataclasses.replace(request, body=replaced(body, resources=kept))
+            enveloped = await self._enveloped(rest, session)
+            if enveloped is not None:
+                answer = enveloped.response
+            else:
+                access = self._access(session)
+                answer = cluster_refusal(BROKER_RULES, rest.api_key, rest.body, access)
+                if answer is None:
+                    answer = (await self._split_answer(rest, access) if access.enabled
+                              else await self._forward(rest, lambda: self._send_plain(rest)))
+        assert answer is None or isinstance(answer, AlterResponse)
+        return with_refusals(body, refused, answer)
 
     def _denied(self, request: RequestFrame, access: Access) -> frozenset[object]:
         """The topics of a produce or read request the session may not use."""
@@ -449,6 +498,14 @@ class BrokerDispatcher(ListenerDispatcher):
         body = request.body_as(DescribeClientQuotasRequest)
         return await self._encode_large(request, lambda: describe_client_quotas(quotas, body))
 
+    async def _list_config_resources(self, request: RequestFrame, _: Session,
+                                     __: Access) -> bytes:
+        """From the image: off the loop when large (every topic)."""
+        image = self._metadata.image
+        body = request.body_as(ListConfigResourcesRequest)
+        return await self._encode_large(request, lambda: list_config_resources(
+            image, body, request.api_version, listener=self._listener_name))
+
     async def _describe_acls(self, request: RequestFrame, _: Session, __: Access) -> bytes:
         body = request.body_as(DescribeAclsRequest)
         return self._encode(request, describe_acls(
@@ -570,6 +627,10 @@ class BrokerDispatcher(ListenerDispatcher):
         return await self._encode_large(
             request, lambda: to_version(api_key, version, response, latest))
 
+    def _request_throttle(self, request: RequestFrame) -> int:
+        """``request_percentage`` for the client of the request being served."""
+        return self._quotas.throttle_request(request.api_key, request.header.client_id)
+
     def _failed(self, request: RequestFrame) -> bytes:
         """A group API's or Produce's UNKNOWN_SERVER_ERROR names every group or partition
         it asked about, in the caller's version's shape (a failed acks=0 Produce closes the
@@ -651,7 +712,8 @@ class BrokerDispatcher(ListenerDispatcher):
         backoff = ExponentialBackoff(initial_ms=FORWARD_BACKOFF_MS)
         while True:
             try:
-                response = await send()
+                with parked():  # out of the request queue meanwhile, as Kafka's forwarding
+                    response = await send()
             except UnsupportedVersionError as exc:
                 if exc.api_key == ApiKey.ENVELOPE:
                     raise
@@ -700,6 +762,7 @@ BROKER_APIS: Mapping[int, BrokerApi] = {
     ApiKey.DESCRIBE_ACLS: BrokerApi(BrokerDispatcher._describe_acls),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: BrokerApi(BrokerDispatcher._describe_scram),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: BrokerApi(BrokerDispatcher._describe_quotas),
+    ApiKey.LIST_CONFIG_RESOURCES: BrokerApi(BrokerDispatcher._list_config_resources),
     ApiKey.DESCRIBE_DELEGATION_TOKEN: BrokerApi(BrokerDispatcher._describe_tokens),
     # checked here, then forwarded to the active controller as the client's
     **dict.fromkeys((ApiKey.CREATE_DELEGATION_TOKEN, ApiKey.RENEW_DELEGATION_TOKEN,

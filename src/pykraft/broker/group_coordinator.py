@@ -34,7 +34,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections import deque
+import time
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -52,6 +53,7 @@ from pykraft.broker.replica_manager import (
 from pykraft.broker.txn_verification import Operation, TxnVerifier
 from pykraft.errors import OffsetOutOfRangeError, PyKraftError
 from pykraft.group.messages import ShardRequest, ShardResponse
+from pykraft.group.metrics import GroupCensus, GroupCounters
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext, TopicInfo
 from pykraft.group.records import offset_commit_floor
 from pykraft.ids import OFFSETS_TOPIC_NAME as OFFSETS_TOPIC
@@ -71,6 +73,8 @@ from pykraft.records.batch import (
     encode_batch,
 )
 from pykraft.runtime.codec_thread import off_loop_if_large
+from pykraft.runtime.metrics import WindowedStat
+from pykraft.runtime.request_metrics import parked
 
 log = logging.getLogger(__name__)
 #: How many groups of a batched request a shard handles in one loop turn.
@@ -103,6 +107,8 @@ class Shard(Protocol):
                request: ShardRequest, context: RequestContext) -> Outcome: ...
 
     def tick(self, now_ms: int) -> Outcome: ...
+
+    def census(self) -> GroupCensus: ...
 
     def next_deadline_ms(self) -> int | None: ...
 
@@ -210,7 +216,13 @@ class GroupCoordinatorService:
     """The group shards of the ``__consumer_offsets`` partitions this broker leads."""
 
     def __init__(self, replicas: ReplicaManager, clock_ms: Callable[[], int],
-                 new_shard: ShardFactory, config: OffsetsTopicConfig) -> None:
+                 new_shard: ShardFactory, config: OffsetsTopicConfig,
+                 counters: GroupCounters | None = None) -> None:
+        self.counters = GroupCounters() if counters is None else counters
+        """The sensors the shards ``new_shard`` makes count into (Kafka's
+        GroupCoordinatorMetrics: one a broker)."""
+        self.load_times_ms = WindowedStat()
+        """How long each partition's load took (Kafka's partition-load-time-max/avg)."""
         self._replicas = replicas
         self._clock_ms = clock_ms
         self._new_shard = new_shard
@@ -269,6 +281,7 @@ class GroupCoordinatorService:
         shard = self._new_shard(coordinator.partition)
         keys = KeyIndex()
         count = 0
+        started = time.monotonic()
 
         def replay(batch: RecordBatch) -> None:
             nonlocal count
@@ -292,6 +305,7 @@ class GroupCoordinatorService:
         coordinator.shard = shard
         coordinator.keys = keys
         coordinator.loading = None
+        self.load_times_ms.record((time.monotonic() - started) * 1000)
         log.info("%s-%d: loaded %d records up to offset %d in epoch %d", OFFSETS_TOPIC,
                  coordinator.partition, count, end, coordinator.epoch)
         self._schedule_tick(coordinator)
@@ -343,7 +357,8 @@ class GroupCoordinatorService:
                 await asyncio.sleep(0)
             answers.append(self._submit(partition, api_key, api_version, part, context,
                                         verified))
-        answered = dict(enumerate(await asyncio.gather(*answers)))
+        with parked():  # out of the request queue, as Kafka's coordinator runtime answers
+            answered = dict(enumerate(await asyncio.gather(*answers)))
         return await off_loop_if_large(lambda: merge(api_key, request, answered))
 
     def _topics(self) -> Mapping[str, TopicInfo]:
@@ -627,6 +642,18 @@ class GroupCoordinatorService:
         for coordinator in list(self._coordinators.values()):
             self._unload(coordinator)
         await asyncio.gather(*loading, return_exceptions=True)
+
+    def census(self) -> GroupCensus:
+        """The groups and committed offsets of every loaded shard (Kafka's gauges sum its
+        shards')."""
+        groups: Counter[tuple[str, str]] = Counter()
+        offsets = 0
+        for coordinator in self._coordinators.values():
+            if coordinator.shard is not None:
+                census = coordinator.shard.census()
+                groups.update(census.groups)
+                offsets += census.offsets
+        return GroupCensus(groups, offsets)
 
     @property
     def partition_states(self) -> dict[int, str]:

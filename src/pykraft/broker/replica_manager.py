@@ -80,6 +80,7 @@ NOT_LEADER_OR_FOLLOWER, as Kafka's do before the partition is made leader.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import random
@@ -91,6 +92,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pykraft.broker.cleaner_state import CleanerState
 from pykraft.broker.fetch_session_cache import FetchSessionCache
 from pykraft.broker.fetch_sessions import FetchManager
 from pykraft.broker.purgatory import Purgatories
@@ -109,6 +111,7 @@ from pykraft.image.image import MetadataImage
 from pykraft.image.topics import PartitionRegistration, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
 from pykraft.log.cleaner import Compute
+from pykraft.log.cleaner_config import CleanerConfig
 from pykraft.log.log_manager import LogManager, PlannedLog, create_logs
 from pykraft.log.partition_reads import ReadablePartition
 from pykraft.log.producer_snapshot_files import (
@@ -148,7 +151,7 @@ from pykraft.replica.leader import (
     effective_min_isr,
 )
 from pykraft.replica.read_replica import replica_selector
-from pykraft.runtime.codec_thread import CLEANER, VALIDATION
+from pykraft.runtime.codec_thread import VALIDATION, cleaner_workers
 from pykraft.storage.log_config import LogConfig
 from pykraft.storage.offset_checkpoints import (
     REPLICATION_OFFSET_CHECKPOINT,
@@ -359,10 +362,8 @@ class ReplicaManager:
         self.isr_changes: IsrChangeSink | None = None
         self.topic_stats = BrokerTopicStats()
         """Kafka's BrokerTopicMetrics, counted by the Produce and Fetch handlers."""
-        self.cleaner_runs: tuple[float, float] | None = None
-        """The log cleaner's last pass: when it ended (``time.monotonic()``) and its longest
-        log's cleaning (s): LogCleaner's max-clean-time-secs, LogCleanerManager's
-        time-since-last-run-ms."""
+        self.cleaner = CleanerState(CleanerConfig.from_layers(self._static))
+        """The log cleaner's settings, throttle, uncleanable partitions and metrics."""
         self.isr_shrinks = 0
         self.isr_expands = 0
         """ISR changes of led partitions the controller committed (IsrShrinksPerSec,
@@ -928,28 +929,69 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ periodic work
 
-    async def run_cleaner(self, now_ms: int, compute: Compute = CLEANER.run) -> int:
+    async def run_cleaner(self, now_ms: int, compute: Compute | None = None) -> int:
         """One pass of Kafka's log cleaner: compact every hosted log whose
-        ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it (its
-        records walked by ``compute``: the cleaner's thread); returns how many were
-        cleaned. The cleaner stops at the last stable offset, as Kafka's does: an open
-        transaction's records are left alone."""
+        ``cleanup.policy`` has ``compact`` and whose dirty ratio or lag calls for it, the
+        filthiest first, ``log.cleaner.threads`` logs at a time (their records walked by
+        ``compute``, else each on its cleaner thread); returns how many were cleaned. The
+        cleaner stops at the last stable offset, as Kafka's does: an open transaction's
+        records are left alone. A log whose cleaning fails (not on I/O: that fails its
+        directory and ends the pass) is uncleanable from then on, as in Kafka."""
+        cleaner = self.cleaner
+        assessed = {}
+        for tp, hosted in self._partitions.items():
+            dirtiness = self.logs.dirtiness(tp, hosted.last_stable_offset, now_ms)
+            if dirtiness is not None:
+                assessed[tp] = (dirtiness, hosted.log.directory.parent)
+        cleaner.begin_pass(assessed)
+        order = sorted(assessed, key=lambda tp: assessed[tp][0].ratio)  # filthiest last
+        threads = max(cleaner.config.threads, 1)
+        runs = ([compute] * threads if compute is not None
+                else [worker.run for worker in cleaner_workers(threads)])
         cleaned = 0
-        longest = 0.0
-        for tp, hosted in list(self._partitions.items()):
-            if self._partitions.get(tp) is not hosted:
-                continue  # deleted or re-created while an earlier log was cleaned
-            started = time.monotonic()
-            with self.on_disk(hosted.log, "cleaning segments of"):
-                ran = await self.logs.compact(tp, hosted.last_stable_offset, now_ms, {
-                    producer_id: entry.last_data_offset
-                    for producer_id, entry in hosted.producer_state.producers.items()},
-                    compute=compute)
-            if ran:
-                cleaned += 1
-                longest = max(longest, time.monotonic() - started)
-        self.cleaner_runs = (time.monotonic(), longest)
+        failures: list[StorageIOError] = []
+
+        async def lane(run: Compute) -> None:
+            nonlocal cleaned
+            while order and not failures:
+                try:
+                    done = await self._clean_log(order.pop(), now_ms, run)
+                except StorageIOError as exc:
+                    failures.append(exc)
+                    return
+                cleaned += done  # after the await: the other lanes count meanwhile
+
+        await asyncio.gather(*(lane(run) for run in runs))
+        cleaner.end_pass(time.monotonic())
+        if failures:
+            raise failures[0]
         return cleaned
+
+    async def _clean_log(self, tp: TopicPartition, now_ms: int, compute: Compute) -> bool:
+        """One log of a cleaner pass; whether it was cleaned."""
+        cleaner = self.cleaner
+        current = self._partitions.get(tp)
+        if current is None or tp in cleaner.uncleanable:
+            return False  # deleted while an earlier log was cleaned, or given up on
+        started = time.monotonic()
+        try:
+            with self.on_disk(current.log, "cleaning segments of"):
+                stats = await self.logs.compact(
+                    tp, current.last_stable_offset, now_ms,
+                    {producer_id: entry.last_data_offset
+                     for producer_id, entry in current.producer_state.producers.items()},
+                    compute=compute, config=cleaner.config, throttle=cleaner.throttle)
+        except StorageIOError:
+            raise
+        except PyKraftError as exc:
+            log.warning("%s: cleaning failed, marking the partition uncleanable: %s",
+                        _name(tp), exc)
+            cleaner.mark_uncleanable(tp, current.log.directory.parent)
+            return False
+        if stats is None:
+            return False
+        cleaner.record(time.monotonic() - started, stats)
+        return True
 
     def run_retention(self, now_ms: int) -> int:
         """Delete the segments retention allows on every hosted log; returns how many were

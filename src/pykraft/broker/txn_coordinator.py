@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,6 +43,8 @@ from pykraft.features import TRANSACTION_VERSION_FEATURE
 from pykraft.ids import TRANSACTION_STATE_TOPIC_NAME, TopicPartition
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.batch import RecordBatch, encode_batch
+from pykraft.runtime.metrics import WindowedStat
+from pykraft.runtime.request_metrics import parked
 from pykraft.txn.config import TxnConfig
 from pykraft.txn.records import TxnRecord
 from pykraft.txn.requests import (
@@ -116,6 +119,8 @@ class TxnCoordinatorService:
         self._tokens = itertools.count(1)
         self._commits: set[asyncio.Task[None]] = set()
         self._closed = False
+        self.load_times_ms = WindowedStat()
+        """How long each partition's load took (Kafka's partition-load-time-max/avg)."""
         replicas.leadership.append(self.leadership_changed)
         self.markers = MarkerSender(replicas.broker_id, replicas, connect,
                                     written=self._marker_written, current=self._current_order,
@@ -147,6 +152,7 @@ class TxnCoordinatorService:
     async def _load(self, part: _Partition) -> None:
         shard = TxnShard(part.index, part.epoch, self.config)
         count = 0
+        started = time.monotonic()
 
         def replay(batch: RecordBatch) -> None:
             nonlocal count
@@ -169,6 +175,7 @@ class TxnCoordinatorService:
             return
         part.shard = shard
         part.loading = None
+        self.load_times_ms.record((time.monotonic() - started) * 1000)
         log.info("%s-%d: loaded %d records up to offset %d in epoch %d",
                  TRANSACTION_STATE_TOPIC_NAME, part.index, count, end, part.epoch)
         self._apply(part, shard.loaded(self._context(part)))
@@ -216,7 +223,8 @@ class TxnCoordinatorService:
         part.waiters[token] = future
         self._apply(part, part.shard.handle(token, request, self._context(part)))
         try:
-            return await future
+            with parked():  # out of the request queue until the shard answers, as Kafka's
+                return await future
         except _NotCoordinatorError:
             return refused(request, ErrorCode.NOT_COORDINATOR)
         finally:

@@ -87,6 +87,12 @@ class MarkerSender:
         self._retry: asyncio.TimerHandle | None = None
         self._closed = False
 
+    @property
+    def unknown_destination_queue_size(self) -> int:
+        """Markers waiting for their partition's leader to be known (Kafka's
+        UnknownDestinationQueueSize)."""
+        return len(self._unplaced)
+
     def send(self, order: MarkerOrder) -> None:
         """Queue a marker for each partition of ``order``."""
         for partition in sorted(order.partitions):

@@ -43,6 +43,7 @@ from pykraft.messages.kafka.add_partitions_to_txn_response import AddPartitionsT
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import CONNECTION_ERRORS, ClientConnection
+from pykraft.runtime.request_metrics import parked
 
 log = logging.getLogger(__name__)
 
@@ -109,13 +110,14 @@ class TxnVerifier:
         leader = self._coordinator(transactional_id)
         if leader is None:
             return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if leader == self._broker_id:
-            answers = await self._local(transaction)
-        else:
-            remote = await self._ask(leader, transaction, partitions)
-            if isinstance(remote, ErrorCode):
-                return dict.fromkeys(partitions, remote)
-            answers = remote
+        with parked():  # out of the request queue meanwhile, as Kafka's callback
+            if leader == self._broker_id:
+                answers = await self._local(transaction)
+            else:
+                remote = await self._ask(leader, transaction, partitions)
+                if isinstance(remote, ErrorCode):
+                    return dict.fromkeys(partitions, remote)
+                answers = remote
         return {tp: _for_client(code, operation) for tp, code in answers.items()
                 if code != ErrorCode.NONE}
 

@@ -82,13 +82,18 @@ CONNECTION_LIMIT_KEYS = ("max.connections", "max.connections.per.ip",
                          "max.connections.per.ip.overrides", "max.connection.creation.rate")
 #: The dynamic keys pykraft applies on a running node: the broker defaults of topic settings,
 #: which each broker re-reads whenever a config changes
-#: (:func:`pykraft.broker.topic_settings.topic_settings`), the connection limits, and the
-#: controller's unclean election switch, read at each election. Every other dynamic key of
+#: (:func:`pykraft.broker.topic_settings.topic_settings`), the connection limits, the log
+#: cleaner's settings (:mod:`pykraft.broker.log_cleaner`, as Kafka's ``LogCleaner.
+#: reconfigure``), and the controller's unclean election switch, read at each election.
+#: Every other dynamic key of
 #: Kafka's is read once at start, so IncrementalAlterConfigs refuses it as Kafka refuses a
 #: read-only key.
 APPLIED_DYNAMIC_CONFIGS: Mapping[str, ConfigDef] = {name: DYNAMIC_BROKER_CONFIGS[name] for name in (
-    "compression.type", "log.cleaner.delete.retention.ms", "log.cleaner.max.compaction.lag.ms",
-    "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms", "log.cleanup.policy",
+    "compression.type", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.delete.retention.ms", "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms", "log.cleaner.threads", "log.cleanup.policy",
     "log.index.interval.bytes", "log.index.size.max.bytes",
     "log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms",
     "log.message.timestamp.type", "log.retention.bytes", "log.retention.ms",

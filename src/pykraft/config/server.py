@@ -113,7 +113,7 @@ def parse_count(text: str, key: str) -> int:
 
 
 def _to_window(text: str, key: str) -> int:
-    """A quota window count or size (Kafka's ``atLeast(1)``)."""
+    """A quota window count or size, ``queued.max.requests`` (Kafka's ``atLeast(1)``)."""
     number = _to_int(text, key)
     if number < 1:
         raise ConfigError(f"Invalid value {number} for configuration {key}: Value must be "
@@ -271,6 +271,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "connections each side (broker, controller) holds at most; beyond, accepting "
               "waits (the inter-broker listener is exempt); listener.name.<name>."
               "max.connections caps one listener; the open-file limit bounds all of them"),
+    ConfigDef("queued.max.requests", _to_window, "500",
+              "requests each side (broker, controller) holds read and not yet answered or "
+              "parked in a purgatory; beyond, the next connection with a request waits "
+              "(nothing more is read from it)"),
     ConfigDef("quota.window.num", _to_window, "11",
               "samples a client's produce and fetch byte rates are kept over"),
     ConfigDef("quota.window.size.seconds", _to_window, "1",

@@ -25,6 +25,7 @@ from pykraft.image.snapshot import (
     DEFAULT_MAX_SNAPSHOT_INTERVAL_MS,
     SnapshotPolicy,
 )
+from pykraft.quota.mutation import UNBOUNDED, MutationQuota
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 MAX_RECORDS_PER_USER_OP = 10_000  # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP
@@ -57,6 +58,8 @@ class ControllerConfig:
     # listeners refuse connections is fenced at once instead of at its session's expiry
     fence_on_refused_connection: bool = True
     broker_heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
+    mutation_quota_samples: int = 11  # controller.quota.window.num
+    mutation_quota_window_s: int = 1  # controller.quota.window.size.seconds
     # the static properties the node started from: DescribeConfigs' STATIC_BROKER_CONFIG
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -71,6 +74,9 @@ class ControllerConfig:
             raise ConfigError("num.partitions must be >= 1")
         if self.default_replication_factor < 1:
             raise ConfigError("default.replication.factor must be >= 1")
+        if self.mutation_quota_samples < 1 or self.mutation_quota_window_s < 1:
+            raise ConfigError("controller.quota.window.num and "
+                              "controller.quota.window.size.seconds must be >= 1")
         self.snapshot_policy()  # refuse bad thresholds now, not at the first commit
         authorizer_config(self.properties)  # and an authorizer pykraft does not have
         token_config(self.properties)  # and token durations Kafka would refuse
@@ -98,6 +104,11 @@ class ControllerConfig:
         """``auto.leader.rebalance.enable``: leadership moves back to preferred replicas."""
         return self.properties.get("auto.leader.rebalance.enable",
                                    "true").strip().lower() == "true"
+
+    @property
+    def delete_topic_enable(self) -> bool:
+        """``delete.topic.enable``: DeleteTopics refused when false (a read-only config)."""
+        return self.properties.get("delete.topic.enable", "true").strip().lower() == "true"
 
     @property
     def leader_imbalance_check_interval_ms(self) -> int:
@@ -141,6 +152,9 @@ class ControllerContext:
     ip_resolves: Callable[[str], bool] = literal_ip
     """Whether an ip quota entity's name is an address (a literal, or a host name the
     driver resolves: the controller itself does no I/O)."""
+    mutation_quota: MutationQuota = UNBOUNDED
+    """The controller mutation quota of the request being handled (KIP-599), which
+    CreateTopics, CreatePartitions and DeleteTopics charge per topic."""
 
     def lowest_active_offset(self) -> int:
         """The lowest metadata offset of the active brokers (unfenced, not shutting down);

@@ -45,6 +45,7 @@ from pykraft.controller.activation import (
 )
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.controller.delegation_token_control import TokenRequest
+from pykraft.controller.mutations import Mutation, throttled
 from pykraft.controller.responses import error_response
 from pykraft.errors import ControllerError, MetadataRecordError, NotLeaderError
 from pykraft.image.client_quotas import literal_ip
@@ -86,6 +87,7 @@ from pykraft.messages.kafka.list_partition_reassignments_request import (
 from pykraft.messages.kafka.unregister_broker_request import UnregisterBrokerRequest
 from pykraft.messages.kafka.update_features_request import UpdateFeaturesRequest
 from pykraft.protocol.errors import ErrorCode
+from pykraft.quota.mutation import UNBOUNDED, ControllerMutationQuotaManager, MutationQuota
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
@@ -164,6 +166,8 @@ class _Waiting:
     ticket: int
     request: object
     response: object
+    quota: MutationQuota = UNBOUNDED
+    """A mutation's quota: its throttle time is read when the response is released."""
 
 
 @dataclass(slots=True)
@@ -197,6 +201,10 @@ class QuorumController:
         self._ip_resolves = ip_resolves  # the driver's host name lookup (quota entities)
         self._min_insync_replicas = static_min_insync_replicas(config.properties)
         self._tokens = config.tokens
+        self.mutation_quotas = ControllerMutationQuotaManager(
+            config.mutation_quota_samples, config.mutation_quota_window_s)
+        """The controller mutation quotas' buckets (soft state of this process, kept
+        across leadership changes as Kafka's ControllerServer keeps its quota managers)."""
         self._committed = ImageLoader()
         self._committed_registrations: dict[int, int] = {}
         self._image = MetadataImage()
@@ -301,6 +309,9 @@ class QuorumController:
         self._advance(now_ms)
         self._tickets += 1
         ticket = self._tickets
+        mutation = request if isinstance(request, Mutation) else None
+        if mutation is not None:
+            request = mutation.body
         if not self._active:
             self._ready.append((ticket, error_response(request, ErrorCode.NOT_CONTROLLER)))
             return ticket
@@ -320,7 +331,8 @@ class QuorumController:
                 enabled=authorizer_config(self.config.properties) is not None)))
             return ticket
         self._touch_session(request)
-        result = _operate(self._context(), request)
+        quota = UNBOUNDED if mutation is None else self._mutation_quota(mutation)
+        result = _operate(self._context(quota), request)
         if result is None:
             raise TypeError(f"the controller does not handle {type(request).__name__}")
         if isinstance(request, BrokerRegistrationRequest) and result.records:
@@ -333,7 +345,8 @@ class QuorumController:
             return ticket
         if isinstance(request, BrokerHeartbeatRequest):
             self._track_shutdown(request, result.response)
-        self._waiting.append(_Waiting(self._next_offset - 1, ticket, request, result.response))
+        self._waiting.append(_Waiting(self._next_offset - 1, ticket, request, result.response,
+                                      quota))
         self._release()
         self._schedule_balance()
         return ticket
@@ -447,7 +460,7 @@ class QuorumController:
             removals, more = delegation_token_control.sweep_expired_tokens(self._context())
             self._write(tuple(removals))
 
-    def _context(self) -> ControllerContext:
+    def _context(self, quota: MutationQuota = UNBOUNDED) -> ControllerContext:
         timeout = self.config.session_timeout_ms
         expired = frozenset(
             broker_id for broker_id in self._image.cluster.brokers
@@ -456,7 +469,14 @@ class QuorumController:
         return ControllerContext(self.config, self._image, self._next_offset, self._now_ms,
                                  self._rng, dict(self._registrations), expired,
                                  dict(self._shutdown_offsets), dict(self._metadata_offsets),
-                                 self._ip_resolves)
+                                 self._ip_resolves, quota)
+
+    def _mutation_quota(self, mutation: Mutation) -> MutationQuota:
+        """The quota of ``mutation``'s client, by the committed quotas (those Kafka's
+        controller has published to its quota manager)."""
+        self.mutation_quotas.update(self._committed.image.client_quotas)
+        return self.mutation_quotas.quota_for(mutation.user, mutation.client_id,
+                                              strict=mutation.strict, now_ms=self._now_ms)
 
     def _track_shutdown(self, request: BrokerHeartbeatRequest, response: object) -> None:
         """Kafka's controlled shutdown offset: the end of what the heartbeat that began a
@@ -525,7 +545,8 @@ class QuorumController:
     def _release(self) -> None:
         while self._waiting and self._waiting[0].offset <= self._committed_offset:
             done = self._waiting.popleft()
-            self._ready.append((done.ticket, done.response))
+            throttle_ms = self.mutation_quotas.counted(done.quota.throttle_time_ms(self._now_ms))
+            self._ready.append((done.ticket, throttled(done.response, throttle_ms)))
 
     def _reset_to_committed(self) -> None:
         self._image = self._committed.image

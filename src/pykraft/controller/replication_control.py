@@ -12,6 +12,11 @@ a huge count is never placed; and a request may not produce more than
 throws, and every topic of such a request gets POLICY_VIOLATION "Unable to perform
 excessively large batch operation.". The work per request stays linear in its size: names,
 duplicates and collisions are looked up in maps built once.
+
+Each topic created, grown or deleted is charged to the request's controller mutation quota
+(``ctx.mutation_quota``, KIP-599) with its partitions, where Kafka 4.4 charges it: a new topic
+once placed (validate_only too), new partitions before they are placed, a deleted topic's
+partitions; a strict quota refuses the topic with THROTTLING_QUOTA_EXCEEDED.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from pykraft.config.broker_configs import BrokerConfigLayers
 from pykraft.config.topic_keys import INTERNAL_TOPIC_CONFIGS
-from pykraft.controller import config_control
+from pykraft.controller import config_control, mutations
 from pykraft.controller.cluster_control import election, usable_brokers
 from pykraft.controller.context import (
     MAX_RECORDS_PER_USER_OP,
@@ -72,11 +77,13 @@ from pykraft.replica.leader import IsrProposal, PartitionAssignment
 @dataclass(frozen=True, slots=True)
 class Failure:
     code: ErrorCode
-    message: str
+    message: str | None
 
 
 #: Kafka's answer to an operation whose records would not fit MAX_RECORDS_PER_USER_OP.
 TOO_LARGE = Failure(ErrorCode.POLICY_VIOLATION, TOO_LARGE_MESSAGE)
+#: A topic the controller mutation quota refuses (:mod:`pykraft.controller.mutations`).
+THROTTLED = Failure(mutations.THROTTLED, None)
 #: Kafka's ReplicationControlManager refuses a CreateTopics or CreatePartitions request
 #: asking for more partitions than this in all, before looking at any topic of it.
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -265,6 +272,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             plan = Failure(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
         else:
             plan = _plan_topic(ctx, topic, taken)
+        if not isinstance(plan, Failure) and not ctx.mutation_quota.record(len(plan)):
+            plan = THROTTLED  # charged once placed, as Kafka's createTopic
         configs = [c for c in topic.configs if c.value is not None]
         if not isinstance(plan, Failure) and 1 + len(plan) + len(configs) > budget:
             return _create_topics_failed(req, TOO_LARGE)
@@ -317,6 +326,11 @@ def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> Controlle
                 name=state.name, topic_id=state.topic_id,
                 error_code=failure.code if failure else ErrorCode.UNKNOWN_SERVER_ERROR,
                 error_message=failure.message if failure else None))
+            continue
+        if not ctx.mutation_quota.record(len(topic.partitions)):  # named by its name and id
+            results.append(DeletableTopicResult(name=topic.name, topic_id=topic.topic_id,
+                                                error_code=THROTTLED.code,
+                                                error_message=THROTTLED.message))
             continue
         deleted.add(topic.topic_id)
         records.append(RemoveTopicRecord(topic_id=topic.topic_id))
@@ -383,13 +397,15 @@ def _plan_partitions(ctx: ControllerContext, topic: TopicImage, count: int,
                        f"{count} would not be an increase.")
     added = count - current
     factor = len(topic.partitions[0].replicas) if current else 1
-    if assignments is None:
-        return _auto_assign(ctx, added, factor)
-    lists = [a.broker_ids for a in assignments]
-    if len(lists) != added:
+    lists = None if assignments is None else [a.broker_ids for a in assignments]
+    if lists is not None and len(lists) != added:
         return Failure(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                        f"Attempted to add {added} additional partition(s), but only "
                        f"{len(lists)} assignment(s) were specified.")
+    if not ctx.mutation_quota.record(added):  # before placing them, as Kafka
+        return THROTTLED
+    if lists is None:
+        return _auto_assign(ctx, added, factor)
     failure = _check_manual(ctx, lists, factor)
     return lists if failure is None else failure
 

@@ -253,6 +253,13 @@ def error_response(request: object, code: ErrorCode, message: str | None = None)
     return builder(request, code, message)
 
 
+def topic_deletion_disabled(request: dt_req.DeleteTopicsRequest) -> object:
+    """Kafka's ControllerApis with ``delete.topic.enable=false``: every topic refused,
+    without a message, before the controller looks at any of them (INVALID_REQUEST below
+    v3: :mod:`pykraft.protocol.version_fit`)."""
+    return _delete_topics(request, ErrorCode.TOPIC_DELETION_DISABLED, None)
+
+
 def error_codes(response: object) -> list[ErrorCode]:
     """The error codes of a response: its top-level one, else those of its parts (the
     shapes :func:`error_response` builds)."""

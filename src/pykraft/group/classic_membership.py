@@ -18,6 +18,7 @@ from typing import Any
 from pykraft.group.classic import GROUP_TYPE, ClassicGroup, ClassicMember, GroupState
 from pykraft.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
 from pykraft.group.errors import GroupError
+from pykraft.group.metrics import GroupCounters
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken
 from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
@@ -54,11 +55,12 @@ class ClassicMembership:
     """Join, sync, heartbeat and leave for the classic groups of one shard's registry."""
 
     def __init__(self, groups: Groups, config: GroupConfig, rng: random.Random,
-                 timers: Timers) -> None:
+                 timers: Timers, counters: GroupCounters | None = None) -> None:
         self.groups = groups
         self.config = config
         self.rng = rng
         self.timers = timers
+        self.counters = GroupCounters() if counters is None else counters
         self.deleters: dict[str, Callable[[str], list[OffsetsRecord]]] = {
             GROUP_TYPE: _classic_tombstones}
         """Per group type: the records deleting an empty group of that type (Kafka's
@@ -483,6 +485,7 @@ class ClassicMembership:
                 each.assignment = assignment.get(each.member_id, b"")
             self._propagate_assignment(out, group, E.NONE, now)
             group.transition(GroupState.STABLE, now)
+            self.counters.completed_rebalances += 1
         return out
 
     @staticmethod

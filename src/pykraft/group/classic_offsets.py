@@ -11,6 +11,7 @@ from typing import Protocol
 from pykraft.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup, GroupState
 from pykraft.group.classic_membership import ClassicMembership
 from pykraft.group.config import GroupConfig
+from pykraft.group.metrics import GroupCounters
 from pykraft.group.offsets import NO_PRODUCER_ID, OffsetStore
 from pykraft.group.outcome import OffsetsRecord, TopicInfo, TransactionalRecords
 from pykraft.group.records import OffsetCommitValue
@@ -69,11 +70,12 @@ class ClassicOffsets:
     """Offset APIs of one shard, judged against its groups."""
 
     def __init__(self, groups: Groups, store: OffsetStore, config: GroupConfig,
-                 membership: ClassicMembership) -> None:
+                 membership: ClassicMembership, counters: GroupCounters | None = None) -> None:
         self.groups = groups
         self.store = store
         self.config = config
         self.membership = membership
+        self.counters = GroupCounters() if counters is None else counters
 
     def commit(self, version: int, request: OffsetCommitRequest, now: int,
                topics: Mapping[str, TopicInfo],
@@ -254,6 +256,7 @@ class ClassicOffsets:
         """Offsets past their retention, then empty groups left without offsets (Kafka's
         ``cleanupGroupMetadata``; a group with an open transaction stays)."""
         records = self.store.expire(now, self.config.offsets_retention_ms, self._expiry_base)
+        self.counters.offset_expirations += len(records)
         for group_id, group in list(self.groups.items()):
             if (group.is_empty() and not self.store.holds(group_id)
                     and not self.store.has_open_transactions(group_id)):

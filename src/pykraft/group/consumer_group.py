@@ -56,6 +56,7 @@ from pykraft.group.consumer_records import (
     consumer_record,
 )
 from pykraft.group.errors import GroupError
+from pykraft.group.metrics import GroupCounters
 from pykraft.group.outcome import OffsetsRecord, Outcome, RequestContext, TopicInfo
 from pykraft.group.records import GroupMetadataKey, group_metadata_record
 from pykraft.group.registry import Groups
@@ -223,12 +224,14 @@ class ConsumerGroups:
     (keys ``(kind, group id, member id)``)."""
 
     def __init__(
-        self, groups: Groups, config: GroupConfig, rng: random.Random, timers: Timers
+        self, groups: Groups, config: GroupConfig, rng: random.Random, timers: Timers,
+        counters: GroupCounters | None = None,
     ) -> None:
         self.groups = groups
         self.config = config
         self._rng = rng
         self.timers = timers
+        self.counters = GroupCounters() if counters is None else counters
 
     def group(self, group_id: str) -> ConsumerGroup | None:
         """The consumer group ``group_id``; None when absent or of another type."""
@@ -473,6 +476,7 @@ class ConsumerGroups:
         if bump:
             self._write(records, ConsumerGroupMetadataKey(group_id),
                         ConsumerGroupMetadataValue(group.epoch + 1))
+            self.counters.consumer_rebalances += 1
         if group.epoch > group.assignment_epoch:
             self._assign(records, group)
         before = group.members[member_id]

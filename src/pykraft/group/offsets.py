@@ -69,6 +69,10 @@ class OffsetStore:
         """Every committed offset of ``group`` (empty when it has none)."""
         return {tp: held.value for tp, held in self._offsets.get(group, {}).items()}
 
+    def count(self) -> int:
+        """The committed offsets held (Kafka's offset-count, NumOffsets)."""
+        return sum(len(held) for held in self._offsets.values())
+
     def groups(self) -> list[str]:
         """The groups that have at least one committed offset."""
         return list(self._offsets)

@@ -15,6 +15,7 @@ so :meth:`GroupShard.next_deadline_ms` reports 0 (due now) until then.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from pykraft.group.consumer_group import (
 )
 from pykraft.group.consumer_group import tombstones as consumer_tombstones
 from pykraft.group.consumer_records import decode_consumer_record
+from pykraft.group.metrics import GroupCensus, GroupCounters
 from pykraft.group.offsets import NO_PRODUCER_ID, OffsetStore
 from pykraft.group.outcome import OffsetsRecord, Outcome, ReplyToken, RequestContext
 from pykraft.group.records import (
@@ -72,15 +74,20 @@ _FIRST_GROUP_ID_NOT_FOUND_DESCRIBE = 6
 class GroupShard:
     """The coordinator of the groups whose ``__consumer_offsets`` partition is ``partition``."""
 
-    def __init__(self, partition: int, config: GroupConfig, rng: random.Random) -> None:
+    def __init__(self, partition: int, config: GroupConfig, rng: random.Random,
+                 counters: GroupCounters | None = None) -> None:
         self.partition = partition
         self.config = config
+        self.counters = GroupCounters() if counters is None else counters
+        """Kafka's group coordinator sensors, the broker's (shared by its shards)."""
         self.groups: Groups = {}
         self.timers = Timers()
         self.offsets = OffsetStore()
-        self.membership = ClassicMembership(self.groups, config, rng, self.timers)
-        self.offset_apis = ClassicOffsets(self.groups, self.offsets, config, self.membership)
-        self.consumer = ConsumerGroups(self.groups, config, rng, self.timers)
+        self.membership = ClassicMembership(self.groups, config, rng, self.timers,
+                                            self.counters)
+        self.offset_apis = ClassicOffsets(self.groups, self.offsets, config, self.membership,
+                                          self.counters)
+        self.consumer = ConsumerGroups(self.groups, config, rng, self.timers, self.counters)
         self.membership.deleters[CONSUMER_GROUP_TYPE] = consumer_tombstones
         self._armed = False
         self.handlers: dict[int, Handler] = {
@@ -100,6 +107,12 @@ class GroupShard:
         }
 
     # -- the runtime's interface ----------------------------------------------------------
+
+    def census(self) -> GroupCensus:
+        """The shard's groups by (type, state) and its committed offsets (Kafka's
+        group-count, classic-group-count, consumer-group-count and offset-count)."""
+        return GroupCensus(Counter((group.group_type, group.state_name())
+                                   for group in self.groups.values()), self.offsets.count())
 
     def replay(self, offset: int, record: OffsetsRecord,
                producer_id: int = NO_PRODUCER_ID) -> None:
@@ -240,12 +253,14 @@ class GroupShard:
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.commit(version, request, context.now_ms,
                                                  context.topics)
+        self.counters.offset_commits += len(records)
         return Outcome(records=records, replies=[(token, reply)])
 
     def _txn_offset_commit(self, token: ReplyToken, version: int,
                            request: TxnOffsetCommitRequest, context: RequestContext) -> Outcome:
         written, reply = self.offset_apis.commit_transactional(version, request,
                                                                context.now_ms, context.topics)
+        self.counters.offset_commits += 0 if written is None else len(written.records)
         return Outcome(replies=[(token, reply)], transactional=written)
 
     def _offset_fetch(self, token: ReplyToken, version: int, request: OffsetFetchRequest,
@@ -255,6 +270,7 @@ class GroupShard:
     def _offset_delete(self, token: ReplyToken, version: int, request: OffsetDeleteRequest,
                        context: RequestContext) -> Outcome:
         records, reply = self.offset_apis.delete_offsets(request)
+        self.counters.offset_deletions += len(records)
         return Outcome(records=records, replies=[(token, reply)])
 
     def _delete_groups(self, token: ReplyToken, version: int, request: DeleteGroupsRequest,

@@ -12,7 +12,8 @@ last of an active producer: then its header stays, with no records. Control batc
 
 Interface::
 
-    add_to_offset_map(segment_bytes, offset_map, end_offset)   # keys below end_offset
+    full = add_to_offset_map(segment_bytes, offset_map, start_offset)  # True: map full
+    pieces = io_chunks(segment_bytes, read_buffer_bytes)       # whole batches each
     cleaned = clean_batches(segment_bytes, offset_map, now_ms=..., horizon_ms=...,
                             producer_last_offsets={producer_id: last_data_offset})
 """
@@ -32,21 +33,43 @@ from pykraft.records.batch import (
     RecordBatch,
     assemble_batch,
     iter_batches,
+    read_header,
 )
 from pykraft.records.compression import Compressor, payload_reader
 from pykraft.records.record_stream import RecordFields, RecordReader
 
 
-def add_to_offset_map(data: bytes, offset_map: OffsetMap, end_offset: int) -> None:
-    """Record the latest offset of every key of the data batches in ``data`` below
-    ``end_offset``."""
+def add_to_offset_map(data: bytes, offset_map: OffsetMap, start_offset: int) -> bool:
+    """Record the latest offset of every key of the data batches in ``data`` from
+    ``start_offset`` on (the map covers each batch's last offset, control batches' too);
+    True, and stop, when a key finds the map full (Kafka's ``buildOffsetMapForSegment``)."""
     for batch in iter_batches(data):
-        if batch.is_control:
-            continue
-        for fields in RecordReader(batch.header, _records(batch), hash_keys=True):
-            offset = batch.header.base_offset + fields.offset_delta
-            if fields.key_digest is not None and offset < end_offset:
-                offset_map.put(fields.key_digest, offset)
+        if not batch.is_control:
+            for fields in RecordReader(batch.header, _records(batch), hash_keys=True):
+                offset = batch.header.base_offset + fields.offset_delta
+                if fields.key_digest is not None and offset >= start_offset:
+                    if offset_map.full:
+                        return True
+                    offset_map.put(fields.key_digest, offset)
+        if batch.last_offset >= start_offset:
+            offset_map.update_latest_offset(batch.last_offset)
+    return False
+
+
+def io_chunks(data: bytes, chunk_bytes: int) -> list[bytes]:
+    """``data`` cut between batches into pieces of at most ``chunk_bytes`` (the cleaner's
+    read buffer); a batch larger is a piece of its own, as Kafka grows its buffer for it."""
+    pieces: list[bytes] = []
+    start = position = 0
+    while position < len(data):
+        size = read_header(data, position).size
+        if position > start and position + size - start > chunk_bytes:
+            pieces.append(data[start:position])
+            start = position
+        position += size
+    if position > start:
+        pieces.append(data[start:position])
+    return pieces
 
 
 def clean_batches(data: bytes, offset_map: OffsetMap, *, now_ms: int, horizon_ms: int,

@@ -34,6 +34,7 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
                                       # deleted segments' *.deleted files likewise
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
     await logs.compact(tp, high_watermark, now_ms, producer_last_offsets)  # cleanup.policy=compact
+    logs.dirtiness(tp, high_watermark, now_ms)  # dirty ratio, compaction delay (metrics)
     logs.cleaning_paused(tp)          # a partition being moved (it has a future log) is not
                                       # cleaned until the swap or the cancel
 
@@ -66,14 +67,16 @@ import logging
 import os
 import random
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from pykraft.errors import StorageError, StorageIOError
 from pykraft.ids import METADATA_TOPIC_NAME, ZERO_UUID, TopicPartition
-from pykraft.log.cleaner import Compute, clean_log, inline
+from pykraft.log.cleaner import CleanerStats, Compute, clean_log, inline, unthrottled
+from pykraft.log.cleaner_config import KAFKA_DEFAULTS, CleanerConfig
+from pykraft.log.compaction import Dirtiness, assess_dirtiness
 from pykraft.log.log_dir_failure import LogDirFailures
 from pykraft.storage.file_error import StateFileError
 from pykraft.storage.fsutil import atomic_write, fsync_dir
@@ -346,29 +349,47 @@ class LogManager:
         """A log :func:`create_log` made for a planned partition joins the open ones."""
         self._logs[tp] = created
 
-    async def compact(self, tp: TopicPartition, high_watermark: int, now_ms: int,
-                      producer_last_offsets: Mapping[int, int], *,
-                      compute: Compute = inline) -> bool:
-        """One log-cleaner pass over the partition (a no-op unless its ``cleanup.policy``
-        has ``compact`` and its dirty ratio or lag calls for it); True if it ran.
-        ``producer_last_offsets`` (active producer id -> last data offset) keeps their
-        last batches, emptied if need be; ``compute`` walks the records (see
-        :func:`clean_log`)."""
-        partition_log = self._logs.get(tp)
-        if partition_log is None or self.cleaning_paused(tp):
-            return False
+    def _first_dirty_offset(self, tp: TopicPartition, partition_log: PartitionLog) -> int:
         first_dirty = self._first_dirty.get(tp, 0)
         if not partition_log.log_start_offset <= first_dirty <= partition_log.log_end_offset:
             first_dirty = partition_log.log_start_offset  # Kafka resets an invalid checkpoint
-        end = await clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
-                              first_dirty_offset=first_dirty,
-                              producer_last_offsets=producer_last_offsets, compute=compute,
-                              aborted=lambda: self.cleaning_paused(tp))
-        if end is None or self._logs.get(tp) is not partition_log:
-            return False
-        self._first_dirty[tp] = end
+        return first_dirty
+
+    def dirtiness(self, tp: TopicPartition, high_watermark: int,
+                  now_ms: int) -> Dirtiness | None:
+        """The partition's dirty ratio and compaction delay (None: no open compacted log)."""
+        partition_log = self._logs.get(tp)
+        if partition_log is None or not partition_log.config.compact:
+            return None  # no compacted log: no segments to look at
+        return assess_dirtiness(partition_log.segment_stats(), partition_log.config,
+                                now_ms=now_ms,
+                                first_dirty_offset=self._first_dirty_offset(tp, partition_log),
+                                high_watermark=high_watermark)
+
+    async def compact(self, tp: TopicPartition, high_watermark: int, now_ms: int,
+                      producer_last_offsets: Mapping[int, int], *,
+                      compute: Compute = inline, config: CleanerConfig = KAFKA_DEFAULTS,
+                      throttle: Callable[[int], Awaitable[None]] = unthrottled,
+                      ) -> CleanerStats | None:
+        """One log-cleaner pass over the partition (a no-op unless its ``cleanup.policy``
+        has ``compact`` and its dirty ratio or lag calls for it); its stats if it ran.
+        ``producer_last_offsets`` (active producer id -> last data offset) keeps their
+        last batches, emptied if need be; ``compute`` walks the records, ``config`` bounds
+        the offset map and reads, ``throttle`` spends the I/O budget (see
+        :func:`clean_log`)."""
+        partition_log = self._logs.get(tp)
+        if partition_log is None or self.cleaning_paused(tp):
+            return None
+        stats = await clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
+                                first_dirty_offset=self._first_dirty_offset(tp, partition_log),
+                                producer_last_offsets=producer_last_offsets, compute=compute,
+                                config=config, throttle=throttle,
+                                aborted=lambda: self.cleaning_paused(tp))
+        if stats is None or self._logs.get(tp) is not partition_log:
+            return None
+        self._first_dirty[tp] = stats.end_offset
         self._write_cleaner_checkpoint(partition_log.directory.parent)
-        return True
+        return stats
 
     def cleaning_paused(self, tp: TopicPartition) -> bool:
         """Whether the partition's cleaning is paused: while it moves between log

@@ -82,6 +82,7 @@ class ApiKey(IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     CONTROLLER_REGISTRATION = 70
     ASSIGN_REPLICAS_TO_DIRS = 73
+    LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
     ADD_RAFT_VOTER = 80
     REMOVE_RAFT_VOTER = 81
@@ -239,6 +240,8 @@ _SPECS = (
     _spec(ApiKey.ALLOCATE_PRODUCER_IDS, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.CONTROLLER_REGISTRATION, (0, 0), 0, _CONTROLLER),
     _spec(ApiKey.ASSIGN_REPLICAS_TO_DIRS, (0, 0), 0, _CONTROLLER),
+    # ListClientMetricsResources at v0; every resource type with configs from v1 (KIP-1142)
+    _spec(ApiKey.LIST_CONFIG_RESOURCES, (0, 1), 0, _BROKER),
     # KIP-966: topics' partitions (with ELR) a page at a time, answered from the image
     _spec(ApiKey.DESCRIBE_TOPIC_PARTITIONS, (0, 0), 0, _BROKER),
     _spec(ApiKey.CONSUMER_GROUP_HEARTBEAT, (0, 1), 0, _BROKER),

@@ -2,8 +2,9 @@
 (user, client id) tags (:mod:`pykraft.quota.resolution`) and answering how long to throttle.
 
 ``producer_byte_rate`` counts each Produce request's bytes, ``consumer_byte_rate`` each
-consumer Fetch response's (:class:`ClientQuotaManager`); ``request_percentage`` and
-``controller_mutation_rate`` are not enforced yet. Nothing
+consumer Fetch response's (:class:`ClientQuotaManager`), ``request_percentage`` each
+request's handler time (:class:`ClientRequestQuotaManager`); ``controller_mutation_rate``
+is the controller's, a token bucket per client (:mod:`pykraft.quota.mutation`). Nothing
 is recorded for a key no entity ever set (Kafka's ``quotasEnabled``); a rate whose tags no
 entity covers is recorded but never throttled, so a quota set later finds its history.
 A rate idle for an hour is dropped, as Kafka expires its quota sensors.
@@ -15,13 +16,10 @@ from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from pykraft.image.client_quotas import ClientQuotasImage
+from pykraft.quota.meters import ExpiringMeters
 from pykraft.quota.rate import SampledRate
 from pykraft.quota.resolution import Level, QuotaResolver, Tags, level_of
 
-#: Kafka's ``InactiveSensorExpirationTimeSeconds``.
-INACTIVE_EXPIRY_MS = 3_600_000
-#: How often idle rates are looked for.
-_SWEEP_EVERY_MS = 60_000
 M = TypeVar("M")
 
 
@@ -31,11 +29,9 @@ class _QuotaKey(Generic[M]):
 
     def __init__(self, key: str, new_meter: Callable[[int], M]) -> None:
         self.key = key
-        self._new_meter = new_meter
         self._image: ClientQuotasImage | None = None
         self.resolver = QuotaResolver({}, Level.NONE)
-        self._meters: dict[Tags, tuple[M, list[int]]] = {}
-        self._swept_ms = 0
+        self._meters: ExpiringMeters[Tags, M] = ExpiringMeters(new_meter)
         self.throttled = 0
         """How many times a client was throttled (or refused) on this key."""
         self.throttle_ms = 0
@@ -59,15 +55,11 @@ class _QuotaKey(Generic[M]):
 
     def meter(self, tags: Tags, now_ms: int) -> M:
         """The meter of ``tags``, made on first use."""
-        if now_ms - self._swept_ms >= _SWEEP_EVERY_MS:
-            self._swept_ms = now_ms
-            self._meters = {key: entry for key, entry in self._meters.items()
-                            if now_ms - entry[1][0] < INACTIVE_EXPIRY_MS}
-        entry = self._meters.get(tags)
-        if entry is None:
-            entry = self._meters[tags] = (self._new_meter(now_ms), [now_ms])
-        entry[1][0] = now_ms
-        return entry[0]
+        return self._meters.get(tags, now_ms)
+
+    def meters(self) -> dict[Tags, M]:
+        """The meter of each tags recorded lately (Kafka's quota sensors)."""
+        return self._meters.current()
 
     def counted(self, throttle_ms: int) -> int:
         if throttle_ms > 0:
@@ -104,10 +96,15 @@ class ClientQuotaManager(_QuotaKey[SampledRate]):
             throttle_ms = min(throttle_ms, self._max_throttle_ms)
         return self.counted(throttle_ms)
 
+    def record_no_throttle(self, user: str, client_id: str, value: float,
+                           now_ms: int) -> None:
+        """Record ``value`` without a throttle decision (Kafka's ``recordNoThrottle``)."""
+        if self.enabled:
+            self.meter(self.resolver.tags(user, client_id), now_ms).record(value, now_ms)
+
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back a recorded ``value`` (a throttled Fetch answers no records)."""
-        if self.enabled:
-            self.meter(self.resolver.tags(user, client_id), now_ms).record(-value, now_ms)
+        self.record_no_throttle(user, client_id, -value, now_ms)
 
     def max_value_in_window(self, user: str, client_id: str) -> float | None:
         """Kafka's ``getMaxValueInQuotaWindow``: the most one recording may hold without
@@ -117,3 +114,30 @@ class ClientQuotaManager(_QuotaKey[SampledRate]):
             return None
         bound = self.resolver.limit(self.resolver.tags(user, client_id))
         return None if bound is None else bound * (self.samples - 1) * self.window_s
+
+
+#: Kafka's ``NanosToPercentagePerSecond``, per second: a second of handler time is 100 %
+#: of one thread for a second.
+PERCENT_PER_SECOND = 100.0
+
+
+class ClientRequestQuotaManager(ClientQuotaManager):
+    """Kafka's ``ClientRequestQuotaManager``: ``request_percentage`` over handler time, in
+    percent of one thread (its rate: percent-seconds a second), a throttle capped at one
+    window (``boundedThrottleTime``). Kafka's metrics of it: ``request-time`` and
+    ``throttle-time`` in group ``Request`` by user and client-id."""
+
+    def __init__(self, samples: int, window_s: int) -> None:
+        super().__init__("request_percentage", samples, window_s,
+                         max_throttle_ms=window_s * 1000)
+
+    def record_time(self, user: str, client_id: str, seconds: float, now_ms: int) -> int:
+        """Record ``seconds`` of handler time; the throttle time (Kafka's
+        ``maybeRecordAndGetThrottleTimeMs``)."""
+        return self.record(user, client_id, seconds * PERCENT_PER_SECOND, now_ms)
+
+    def record_time_no_throttle(self, user: str, client_id: str, seconds: float,
+                                now_ms: int) -> None:
+        """Record ``seconds`` spent after the throttle decision (Kafka's network thread
+        time): it counts against later requests."""
+        self.record_no_throttle(user, client_id, seconds * PERCENT_PER_SECOND, now_ms)

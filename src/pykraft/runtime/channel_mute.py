@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import time
 
 _MUTED_UNTIL: contextvars.ContextVar[float] = contextvars.ContextVar("muted_until",
                                                                       default=0.0)
@@ -22,12 +23,14 @@ _MUTED_UNTIL: contextvars.ContextVar[float] = contextvars.ContextVar("muted_unti
 def mute_for(throttle_ms: int) -> None:
     """Mute this task's connection for ``throttle_ms`` from now (a longer mute stays)."""
     if throttle_ms > 0:
-        until = asyncio.get_running_loop().time() + throttle_ms / 1000
+        until = time.monotonic() + throttle_ms / 1000
         _MUTED_UNTIL.set(max(_MUTED_UNTIL.get(), until))
 
 
 async def unmuted() -> None:
-    """Until this task's connection may be read again."""
-    remaining = _MUTED_UNTIL.get() - asyncio.get_running_loop().time()
-    if remaining > 0:
+    """Until this task's connection may be read again. The clock is read, not the loop's
+    (uvloop's is the time its iteration began, behind by that iteration's work), and the
+    wait is taken up again if its timer fired early by the same lag."""
+    until = _MUTED_UNTIL.get()
+    while (remaining := until - time.monotonic()) > 0:
         await asyncio.sleep(remaining)

@@ -17,8 +17,9 @@ about what its handling spends on the loop anyway.
 
 Costly produce validations (a compression bomb, a record of a gigabyte: seconds of zlib or
 zstd, which release the GIL), the log cleaner's record walks and ListOffsets' walks of a
-batch by timestamp have workers of their own (:data:`VALIDATION`, :data:`CLEANER`,
-:data:`TIMESTAMP_SEARCH`): on the codec thread, every large frame would wait behind them.
+batch by timestamp have workers of their own (:data:`VALIDATION`, :data:`CLEANER` and
+one more a ``log.cleaner.threads`` (:func:`cleaner_workers`), :data:`TIMESTAMP_SEARCH`): on
+the codec thread, every large frame would wait behind them.
 """
 
 from __future__ import annotations
@@ -87,4 +88,13 @@ class Worker:
 
 VALIDATION = Worker("validation")
 CLEANER = Worker("log-cleaner")
+_CLEANERS = [CLEANER]
+
+
+def cleaner_workers(count: int) -> list[Worker]:
+    """The first ``count`` log cleaner threads (``log.cleaner.threads``), made when first
+    asked for (a thread starts at its first work); :data:`CLEANER` is the first."""
+    while len(_CLEANERS) < count:
+        _CLEANERS.append(Worker(f"log-cleaner-{len(_CLEANERS)}"))
+    return _CLEANERS[:count]
 TIMESTAMP_SEARCH = Worker("timestamp-search")

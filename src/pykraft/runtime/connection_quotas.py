@@ -11,7 +11,7 @@ client connection. ``max.connections.per.ip`` (``max.connections.per.ip.override
 count,...``) closes a connection beyond its address's count at once.
 ``max.connection.creation.rate`` (per side, the inter-broker listener exempt) and
 ``listener.name.<name>.max.connection.creation.rate`` throttle accepting to that many new
-connections a second; a one-second token bucket stands for Kafka's windowed rate.
+connections a second, measured as Kafka measures them (:class:`CreationRate`).
 
 Beyond Kafka, the process's open-file limit bounds every side together: connections may
 take all descriptors but a reserve for log segments, indexes, snapshots and the node's own
@@ -23,10 +23,11 @@ connections never cuts a broker off its controller.
 from __future__ import annotations
 
 import collections
-import math
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+from pykraft.quota.rate import SampledRate
 
 #: Kafka's default for every connection count: Int.MaxValue, no limit.
 UNLIMITED = 2**31 - 1
@@ -61,6 +62,9 @@ class ConnectionLimits:
     creation_rate: int = UNLIMITED
     """``max.connection.creation.rate``: new connections a second, per side."""
     listener_creation_rate: Mapping[str, int] = field(default_factory=dict)
+    quota_window_num: int = 11
+    quota_window_size_s: int = 1
+    """``quota.window.*``: the windows of the per-IP ``connection_creation_rate`` quotas."""
 
     def side(self, listener: str) -> str:
         return "controller" if listener in self.controller_listeners else "broker"
@@ -133,51 +137,48 @@ class ConnectionQuotas:
         return self._sides[self.limits.side(listener)] > self.limits.max_connections
 
 
-class _Bucket:
-    """``rate`` tokens a second, at most ``rate`` held (one second of burst)."""
-
-    def __init__(self, rate: int, now_ms: int) -> None:
-        self.rate = rate
-        self._tokens = float(rate)
-        self._at_ms = now_ms
-
-    def wait_ms(self, now_ms: int) -> int:
-        """How long until one token is there (0: now)."""
-        self._tokens = min(self.rate, self._tokens + (now_ms - self._at_ms) * self.rate / 1000)
-        self._at_ms = now_ms
-        if self._tokens >= 1:
-            return 0
-        return math.ceil((1 - self._tokens) * 1000 / self.rate) if self.rate > 0 else 1000
-
-    def take(self) -> None:
-        self._tokens -= 1
-
-
 class CreationRate:
-    """Kafka's connection creation rates: a bucket per side and per listener that sets one
-    (``accept_delay_ms`` before each accept, ``accepted`` after it)."""
+    """Kafka's connection creation rates (``ConnectionQuotas.recordConnectionAndGetThrottle
+    TimeMs``): each accepted connection is recorded in its listener's rate and, but on the
+    inter-broker listener, in its side's; beyond ``listener.name.<name>.max.connection.
+    creation.rate`` or ``max.connection.creation.rate`` the acceptor waits the longer
+    throttle time (at most one window, ``QuotaUtils.boundedThrottleTime``) before it goes on
+    with the connection and accepts the next. The rates are Kafka's windowed ``Rate`` over
+    ``quota.window.*`` (a burst of ``num - 1`` windows at the rate passes first); a changed
+    limit applies to the rate kept so far, as Kafka updates its sensors' quotas."""
 
-    def __init__(self, limits: ConnectionLimits, now_ms: int) -> None:
-        self._limits = limits
-        self._buckets = {name: _Bucket(rate, now_ms)
-                         for name, rate in limits.listener_creation_rate.items()}
-        if limits.creation_rate < UNLIMITED:
-            self._buckets.update({side: _Bucket(limits.creation_rate, now_ms)
-                                  for side in ("broker", "controller")})
+    def __init__(self, limits: ConnectionLimits) -> None:
+        self.limits = limits
+        self._window_ms = limits.quota_window_size_s * 1000
+        self._rates: dict[tuple[str, str], SampledRate] = {}
 
-    def _of(self, listener: str) -> list[_Bucket]:
-        buckets = [self._buckets[listener]] if listener in self._buckets else []
-        side = self._limits.side(listener)
-        if side in self._buckets and listener != self._limits.protected_listener:
-            buckets.append(self._buckets[side])
-        return buckets
+    def _of(self, listener: str) -> list[tuple[SampledRate, int]]:
+        """The rates a connection on ``listener`` counts in, with their limits."""
+        limits = self.limits
+        keys = [(("listener", listener), limits.listener_creation_rate.get(listener, UNLIMITED))]
+        if listener != limits.protected_listener:
+            keys.append((("side", limits.side(listener)), limits.creation_rate))
+        found = []
+        for key, bound in keys:
+            rate = self._rates.get(key)
+            if rate is None:
+                rate = self._rates[key] = SampledRate(limits.quota_window_num, self._window_ms)
+            found.append((rate, bound))
+        return found
 
-    def accept_delay_ms(self, listener: str, now_ms: int) -> int:
-        return max((bucket.wait_ms(now_ms) for bucket in self._of(listener)), default=0)
+    def accepted(self, listener: str, now_ms: int) -> int:
+        """Record a connection accepted on ``listener``; how long the acceptor waits."""
+        throttle_ms = 0
+        for rate, bound in self._of(listener):
+            rate.record(1, now_ms)
+            throttle_ms = max(throttle_ms, self._window_ms if bound == 0
+                              else rate.throttle_time_ms(bound, now_ms))
+        return min(throttle_ms, self._window_ms)
 
-    def accepted(self, listener: str) -> None:
-        for bucket in self._of(listener):
-            bucket.take()
+    def taken_back(self, listener: str, now_ms: int) -> None:
+        """A recorded connection refused after all (its address is over its own rate)."""
+        for rate, _ in self._of(listener):
+            rate.record(-1, now_ms)
 
 
 class IdleExpiry(Generic[K]):

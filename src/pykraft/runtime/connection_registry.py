@@ -1,7 +1,9 @@
 """Every connection a node's listeners hold, on the event loop: accepting waits for a slot
 (:mod:`pykraft.runtime.connection_quotas`), an idle connection is closed, and the open-file
 limit is raised to its hard limit at start (what the JVM does for Kafka), so running out
-of descriptors means refusing connections, never failing the node.
+of descriptors means refusing connections, never failing the node. The per-IP
+``connection_creation_rate`` quotas (:mod:`pykraft.quota.connection_rate`) are kept per
+side, as each of Kafka's socket servers keeps its own.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import logging
 import resource
 from collections.abc import Callable
 
+from pykraft.image.client_quotas import ClientQuotasImage
+from pykraft.quota.connection_rate import IpConnectionRates, canonical_ip
 from pykraft.runtime.connection_quotas import (
     ConnectionLimits,
     ConnectionQuotas,
@@ -74,11 +78,17 @@ class ConnectionRegistry:
     """The node's connections on all its listeners (one per process)."""
 
     def __init__(self, limits: ConnectionLimits | None = None, open_files: int | None = None,
-                 clock: Callable[[], int] = monotonic_ms) -> None:
+                 clock: Callable[[], int] = monotonic_ms,
+                 client_quotas: Callable[[], ClientQuotasImage] = ClientQuotasImage) -> None:
         self.limits = limits or ConnectionLimits()
         self.quotas = ConnectionQuotas(self.limits, open_files)
         self._idle: IdleExpiry[int] = IdleExpiry(self.limits.max_idle_ms)
-        self._rate = CreationRate(self.limits, clock())
+        self._rate = CreationRate(self.limits)
+        self._ip_rates = {side: IpConnectionRates(self.limits.quota_window_num,
+                                                  self.limits.quota_window_size_s)
+                          for side in ("broker", "controller")}
+        self._client_quotas = client_quotas
+        """The node's metadata image's client quotas (the ``ips`` entities'), as of now."""
         self._open: dict[int, Connection] = {}
         self._keys = itertools.count()
         self._clock = clock
@@ -88,11 +98,12 @@ class ConnectionRegistry:
 
     def reconfigure(self, limits: ConnectionLimits) -> None:
         """New limits from dynamic configs (``max.connections*``, the creation rates): they
-        hold for new connections; open ones stay, as in Kafka. The idle limit and the
-        authentication delay are read-only keys and keep their start values."""
+        hold for new connections (the creation rates kept so far), open ones stay, as in
+        Kafka. The idle limit and the authentication delay are read-only keys and keep
+        their start values."""
         self.limits = limits
         self.quotas.limits = limits
-        self._rate = CreationRate(limits, self._clock())
+        self._rate.limits = limits
         event(log, "connection_limits_updated", max_connections=limits.max_connections,
               max_connections_per_ip=limits.per_ip,
               max_connection_creation_rate=limits.creation_rate)
@@ -116,10 +127,28 @@ class ConnectionRegistry:
             event(log, "connections_unblocked", listener=listener,
                   connections=self.quotas.count(listener), total=self.quotas.total)
 
-    async def creation_slot(self, listener: str) -> None:
-        """Until ``max.connection.creation.rate`` lets ``listener`` accept one more."""
-        while (delay_ms := self._rate.accept_delay_ms(listener, self._clock())) > 0:
-            await asyncio.sleep(delay_ms / 1000)
+    def creation_throttle_ms(self, listener: str) -> int:
+        """A connection just accepted on ``listener``: how long its acceptor waits before
+        going on, by the creation rates (0: at once)."""
+        return self._rate.accepted(listener, self._clock())
+
+    def ip_throttle_ms(self, listener: str, ip: str) -> int:
+        """A connection just accepted from ``ip``: 0 when its address's creation rate
+        allows it, else how long to hold it unread before closing it (Kafka's
+        ``ConnectionThrottledException``; it no longer counts in the listener's and side's
+        creation rates)."""
+        now_ms = self._clock()
+        rates = self._ip_rates[self.limits.side(listener)]
+        rates.update(self._client_quotas())  # cheap while the image's quotas stay
+        throttle_ms = rates.record(canonical_ip(ip), now_ms)
+        if throttle_ms > 0:
+            self._rate.taken_back(listener, now_ms)
+        return throttle_ms
+
+    @property
+    def ip_throttled(self) -> int:
+        """Connections throttled by their address's creation rate so far."""
+        return sum(rates.throttled for rates in self._ip_rates.values())
 
     async def released(self, timeout_s: float) -> None:
         """Until a connection closes, at most ``timeout_s``."""
@@ -128,7 +157,6 @@ class ConnectionRegistry:
     def open(self, listener: str, ip: str, abort: Callable[[], None]) -> Connection | None:
         """Count a just-accepted connection; None when it must be closed at once (too many
         from its address, logged)."""
-        self._rate.accepted(listener)
         refused = self.quotas.admit(listener, ip)
         if refused is not None:
             event(log, "connection_refused", level=logging.INFO, listener=listener, peer=ip,

@@ -13,10 +13,13 @@ import logging
 from collections.abc import Mapping
 
 from pykraft.controller.delegation_token_control import TokenBody, TokenRequest
+from pykraft.controller.mutations import Mutation, MutationBody
+from pykraft.controller.responses import topic_deletion_disabled
 from pykraft.image.acls import AclsImage
 from pykraft.image.features import FeaturesImage
 from pykraft.messages.kafka import describe_cluster_response as dc
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
+from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 from pykraft.messages.kafka.describe_cluster_request import DescribeClusterRequest
 from pykraft.messages.kafka.envelope_request import EnvelopeRequest
 from pykraft.messages.kafka.envelope_response import EnvelopeResponse
@@ -40,6 +43,7 @@ from pykraft.runtime.authorization import (
     merge_parts,
     split_parts,
 )
+from pykraft.runtime.channel_mute import mute_for
 from pykraft.runtime.controller_service import (
     CONTROLLER_REQUESTS,
     TOKEN_REQUESTS,
@@ -53,6 +57,7 @@ from pykraft.runtime.kraft_version import names_kraft_version, update_kraft_vers
 from pykraft.runtime.listener_dispatch import NO_HANDLERS, ListenerDispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.node import SERVED_APIS, RaftNode
+from pykraft.runtime.request_metrics import parked
 from pykraft.runtime.sasl_authenticator import SASL_APIS
 from pykraft.security.api_rules import CONTROLLER_RULES, Access
 from pykraft.security.session import Session
@@ -93,7 +98,8 @@ class Dispatcher(ListenerDispatcher):
             answer = refusal if refusal is not None else await self._envelope(
                 request.body_as(EnvelopeRequest), session)
             return self._encode(request, answer)
-        response = await self._answer(request, session)
+        with parked():  # out of the request queue while the core or controller answers
+            response = await self._answer(request, session)
         return await self._encode_large(request, lambda: response)
 
     async def _envelope(self, envelope: EnvelopeRequest, session: Session) -> EnvelopeResponse:
@@ -106,7 +112,8 @@ class Dispatcher(ListenerDispatcher):
         if inner.api_key not in self._served:
             return envelope_error(ErrorCode.UNSUPPORTED_VERSION)
         try:
-            response = await self._answer(inner, forwarded.session)
+            with parked():  # as above: Kafka's controller answers through futures
+                response = await self._answer(inner, forwarded.session)
         except Exception:  # Kafka's handleError of the forwarded request: its own answer
             log.exception("forwarded_request_failed", extra={"fields": {
                 "api_key": inner.api_key, "api_version": inner.api_version,
@@ -127,6 +134,9 @@ class Dispatcher(ListenerDispatcher):
                                           request.api_version, access)
         if self._controller is not None and api_key in CONTROLLER_REQUESTS:
             body = controller_body(request.body)
+            if (isinstance(body, DeleteTopicsRequest)
+                    and not self._controller.controller.config.delete_topic_enable):
+                return topic_deletion_disabled(body)
             if isinstance(body, UpdateFeaturesRequest) and names_kraft_version(body):
                 return await update_kraft_version(self._node, body)
             if api_key in TOKEN_REQUESTS:
@@ -134,10 +144,10 @@ class Dispatcher(ListenerDispatcher):
             if api_key in PARTS and isinstance(body, PartsRequest) and access.enabled:
                 image = self._controller.controller.committed_image
                 split = split_parts(api_key, body, access, image.topics.by_id)
-                answer = (None if split.allowed is None
-                          else await self._controller.submit(split.allowed))
+                answer = (None if split.allowed is None else await self._submit(
+                    split.allowed, request, session))
                 return merge_parts(api_key, split, answer)
-            answer = await self._controller.submit(body)
+            answer = await self._submit(body, request, session)
             liveness = self._controller.liveness
             if (liveness is not None and isinstance(body, BrokerHeartbeatRequest)
                     and getattr(answer, "error_code", None) == ErrorCode.NONE):
@@ -157,6 +167,21 @@ class Dispatcher(ListenerDispatcher):
                 request.api_version >= FIRST_RAFT_NODE_ENDPOINTS_VERSION):
             response = self._with_leader_endpoint(response)
         return response
+
+    async def _submit(self, body: object, request: RequestFrame, session: Session) -> object:
+        """The controller's answer to ``body`` (of ``request``, on ``session``): a topic
+        mutation goes with its client's principal, client id and version, for its controller
+        mutation quota, and a client throttled on this listener has its connection muted (a
+        forwarded request's throttle is the broker's to apply, as in Kafka's
+        ``sendResponseMaybeThrottleWithControllerQuota``)."""
+        assert self._controller is not None
+        if not isinstance(body, MutationBody):
+            return await self._controller.submit(body)
+        answer = await self._controller.submit(Mutation(
+            body, session.principal.name, request.header.client_id or "", request.api_version))
+        if not session.forwarded:
+            mute_for(getattr(answer, "throttle_time_ms", 0))
+        return answer
 
     async def _token_request(self, body: object, access: Access) -> object:
         """ControllerApis' checks of a token request, then the controller's answer to it

@@ -18,6 +18,7 @@ with ``sendfile`` by :meth:`~pykraft.runtime.streams.FrameStream.write_frame`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from abc import ABC, abstractmethod
@@ -62,6 +63,15 @@ from pykraft.security.session import Session
 log = logging.getLogger("pykraft.dispatch")
 
 NO_HANDLERS: Mapping[int, RequestHandler] = MappingProxyType({})
+
+
+def with_throttle(response: object, throttle_ms: int) -> object:
+    """``response`` with ``throttle_time_ms`` raised to ``throttle_ms`` (Kafka's
+    ``maybeSetThrottleTimeMs``: the larger throttle stays); as it is without that field."""
+    current = getattr(response, "throttle_time_ms", None)
+    if current is None or current >= throttle_ms or not dataclasses.is_dataclass(response):
+        return response
+    return dataclasses.replace(response, throttle_time_ms=throttle_ms)  # type: ignore[type-var]
 
 
 class CloseConnection(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -181,10 +191,23 @@ class ListenerDispatcher(ABC):
     async def _encode_large(self, request: RequestFrame, answer: Callable[[], object]) -> bytes:
         """``_encode(request, answer())`` for an answer that grows with its request: on the
         codec thread when the request was large (:func:`off_loop_if_large`); ``answer``
-        must be pure (it may run there)."""
-        return await off_loop_if_large(lambda: self._encode(request, answer()))
+        must be pure (it may run there). The request quota decides on the loop first."""
+        throttle_ms = self._request_throttle(request)
+        return await off_loop_if_large(
+            lambda: self._encoded(request, answer(), throttle_ms))
 
     def _encode(self, request: RequestFrame, response: object) -> bytes:
+        return self._encoded(request, response, self._request_throttle(request))
+
+    def _encoded(self, request: RequestFrame, response: object, throttle_ms: int) -> bytes:
+        """The response frame, with ``throttle_time_ms`` at least ``throttle_ms``."""
+        if throttle_ms > 0:
+            response = with_throttle(response, throttle_ms)
         note_response(response)  # its error codes go to the request metrics
         return encode_response(request.header.correlation_id, request.api_key,
                                request.api_version, response)
+
+    def _request_throttle(self, request: RequestFrame) -> int:
+        """The request quota's throttle time for ``request``, its answer being ready (a
+        broker's client listeners have one: :mod:`pykraft.broker.client_quotas`)."""
+        return 0

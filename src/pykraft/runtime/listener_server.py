@@ -16,13 +16,18 @@ failed authentication is answered after ``connection.failed.authentication.delay
 
 The server runs its own accept loop so that it can stop accepting: it takes a connection
 only when the node's :class:`~pykraft.runtime.connection_registry.ConnectionRegistry` has a
-slot for the listener (``max.connections``, per listener, the open-file limit) and its
-creation rate allows one more, else the client waits in the kernel's backlog, as with
-Kafka's acceptor. A client throttled by its quota has its connection muted (not read) for
-the throttle time after its response (:mod:`pykraft.runtime.channel_mute`). A connection
-beyond ``max.connections.per.ip`` is closed at once, an idle one after
-``connections.max.idle.ms``. Running out of descriptors on accept (EMFILE, ENFILE) is
-logged and waited out: nothing a client does can stop the process.
+slot for the listener (``max.connections``, per listener, the open-file limit), else the
+client waits in the kernel's backlog, as with Kafka's acceptor; a connection beyond the
+creation rates holds the acceptor for its throttle time before it goes on. A connection from
+an address beyond its ``connection_creation_rate`` quota is held open unread and closed
+after its throttle time, as Kafka's acceptor does. A client throttled by its quota has its
+connection muted (not read) for the throttle time after its response
+(:mod:`pykraft.runtime.channel_mute`), and one whose request finds its side's request queue
+full waits for a place before handling it (``queued.max.requests``:
+:mod:`pykraft.runtime.request_queue`). A connection beyond ``max.connections.per.ip`` is
+closed at once, an idle one after ``connections.max.idle.ms``. Running out of descriptors on
+accept (EMFILE, ENFILE) is logged and waited out: nothing a client does can stop the
+process.
 """
 
 from __future__ import annotations
@@ -33,13 +38,16 @@ import logging
 import socket
 import ssl
 import time
+from collections.abc import Callable
 
 from pykraft.errors import FrameTooLargeError, ProtocolError, StorageError
+from pykraft.runtime import handler_time
 from pykraft.runtime.channel_mute import unmuted
 from pykraft.runtime.connection_registry import Connection, ConnectionRegistry
 from pykraft.runtime.listener_dispatch import CloseConnection, ListenerDispatcher
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.request_metrics import RequestMetrics
+from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import INVALID_RECEIVE_SIZE, SaslGate, SaslRefused
 from pykraft.runtime.streams import FrameStream
 from pykraft.runtime.tls import ServerTls
@@ -70,7 +78,9 @@ class ListenerServer:
                  protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT,
                  tls: ServerTls | None = None, sasl: SaslListener | None = None,
                  connections: ConnectionRegistry | None = None,
-                 requests: RequestMetrics | None = None) -> None:
+                 requests: RequestMetrics | None = None,
+                 queue: RequestQueue | None = None,
+                 timed: Callable[[], bool] = lambda: False) -> None:
         if protocol.uses_tls != (tls is not None):
             raise ValueError(f"listener {listener_name} ({protocol.name}) "
                              f"{'needs' if protocol.uses_tls else 'takes no'} TLS settings")
@@ -90,8 +100,16 @@ class ListenerServer:
         self._socket: socket.socket | None = None
         self._acceptor: asyncio.Task[None] | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        self._throttled: dict[socket.socket, asyncio.TimerHandle] = {}
+        """Connections held unread until their address's creation rate throttle ends."""
         self._requests = requests or RequestMetrics()
         """The process's request metrics (:mod:`pykraft.runtime.request_metrics`)."""
+        self._queue = queue
+        """Its side's ``queued.max.requests`` (:mod:`pykraft.runtime.request_queue`)."""
+        self._timed = timed
+        """Whether a request quota is in force: each request's handler time is then
+        measured (:mod:`pykraft.runtime.handler_time`; some 10 us a request otherwise
+        spent for nothing)."""
 
     async def start(self) -> None:
         self._socket = _listen(self._host, self._port)
@@ -109,6 +127,9 @@ class ListenerServer:
             await asyncio.gather(self._acceptor, return_exceptions=True)
         if self._socket is not None:
             self._socket.close()
+        for sock, timer in list(self._throttled.items()):
+            timer.cancel()
+            self._close_throttled(sock)
         for task in list(self._connections):
             task.cancel()
         if self._connections:
@@ -123,7 +144,6 @@ class ListenerServer:
         failing = False
         while True:
             await self._registry.slot(self.listener_name)
-            await self._registry.creation_slot(self.listener_name)
             try:
                 sock, address = await loop.sock_accept(self._socket)
             except OSError as exc:
@@ -137,7 +157,16 @@ class ListenerServer:
                 await self._registry.released(ACCEPT_RETRY_S)
                 continue
             failing = False
+            try:
+                await self._creation_throttled()
+            except asyncio.CancelledError:
+                sock.close()
+                raise
             ip = _peer_ip(address)
+            throttle_ms = self._registry.ip_throttle_ms(self.listener_name, ip)
+            if throttle_ms > 0:
+                self._hold_then_close(sock, ip, throttle_ms)
+                continue
             connection = self._registry.open(self.listener_name, ip, sock.close)
             if connection is None:
                 sock.close()
@@ -145,6 +174,27 @@ class ListenerServer:
             task = loop.create_task(self._accepted(sock, connection))
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
+
+    async def _creation_throttled(self) -> None:
+        """Kafka's acceptor past a creation rate: it waits the throttle time, and for a
+        slot again, before going on with the connection it accepted and taking the next."""
+        throttle_ms = self._registry.creation_throttle_ms(self.listener_name)
+        if throttle_ms > 0:
+            await asyncio.sleep(throttle_ms / 1000)
+            await self._registry.slot(self.listener_name)
+
+    def _hold_then_close(self, sock: socket.socket, ip: str, throttle_ms: int) -> None:
+        """Kafka's answer to an address beyond its ``connection_creation_rate``: the
+        connection stays open, never read nor counted, and is closed after the throttle
+        time (the acceptor's ``DelayedCloseSocket``)."""
+        event(log, "connection_throttled", level=logging.DEBUG, listener=self.listener_name,
+              peer=ip, throttle_ms=throttle_ms)
+        self._throttled[sock] = asyncio.get_running_loop().call_later(
+            throttle_ms / 1000, self._close_throttled, sock)
+
+    def _close_throttled(self, sock: socket.socket) -> None:
+        self._throttled.pop(sock, None)
+        sock.close()
 
     async def _accepted(self, sock: socket.socket, connection: Connection) -> None:
         stream: FrameStream | None = None
@@ -224,19 +274,28 @@ class ListenerServer:
                         stream.max_frame_size = self._max_frame_size
                     continue
                 arrived = stream.arrived
-                times, token = self._requests.begin()
+                if self._queue is not None:  # full: this connection reads nothing meanwhile
+                    await self._queue.admit()
+                times, token = self._requests.begin(self._queue)
+                served = session if gate is None else gate.session
+                timed = handler_time.HandlerTime(served) if self._timed() else None
+                timing = handler_time.CURRENT.set(timed)
                 try:
                     started = time.monotonic()
-                    response = await self._dispatcher.respond(
-                        frame, session if gate is None else gate.session)
+                    respond = self._dispatcher.respond(frame, served)
+                    response = await (respond if timed is None else timed.run(respond))
                     handled = time.monotonic()
                     if response:  # b"": a request answered with nothing (Produce acks=0)
-                        await stream.write_frame(response)
+                        write = stream.write_frame(response)
+                        await (write if timed is None else timed.run(write))
                     self._requests.record(
                         int.from_bytes(frame[0:2]), int.from_bytes(frame[2:4]), times,
                         arrived=arrived, started=started, handled=handled,
                         sent=time.monotonic())
+                    if timed is not None:
+                        timed.finish()
                 finally:
+                    handler_time.CURRENT.reset(timing)
                     self._requests.end(token)
                 await unmuted()  # a throttled client's connection reads nothing meanwhile
             except (CloseConnection, StorageError) as exc:  # StorageError: a Fetch answer's

@@ -48,6 +48,7 @@ from pykraft.messages.schema import ArrayOf, MessageSchema, schema_of
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.error_codes import ErrorCode
 from pykraft.runtime.jmx_names import prometheus_name
+from pykraft.runtime.request_queue import RequestQueue
 
 #: Histogram bounds in ms: a Produce at acks=1 takes well under 1 ms, a long-poll Fetch
 #: its max.wait.ms (500 ms by default), a request timing out 30 s.
@@ -74,6 +75,15 @@ class RequestTimes:
     response: object = None
     also: str | None = None
     """A second request name it is also recorded under (FetchConsumer, FetchFollower)."""
+    is_parked: bool = False
+    queue: RequestQueue | None = None
+    """The request queue it holds a place in, until it parks or is answered."""
+
+    def dequeue(self) -> None:
+        """Give up its place in the request queue (once)."""
+        if self.queue is not None:
+            self.queue.leave()
+            self.queue = None
 
 
 CURRENT: contextvars.ContextVar[RequestTimes | None] = contextvars.ContextVar(
@@ -94,14 +104,18 @@ class parked:  # noqa: N801 - used as a function: ``with parked():``
     __slots__ = ("_started", "_times")
 
     def __enter__(self) -> None:
-        self._times = times = CURRENT.get()
-        if times is not None:
+        times = CURRENT.get()
+        self._times = times = None if times is None or times.is_parked else times
+        if times is not None:  # a wait inside another counts once
+            times.is_parked = True
             self._started = time.monotonic()
             times.owner.parked += 1
+            times.dequeue()  # out of Kafka's request queue while in a purgatory
 
     def __exit__(self, *_: object) -> None:
         times = self._times
         if times is not None:
+            times.is_parked = False
             times.owner.parked -= 1
             times.remote_s += time.monotonic() - self._started
 
@@ -147,16 +161,21 @@ class RequestMetrics:
         """Requests of :attr:`_in_flight` waiting in a purgatory (:func:`parked`)."""
         self._idle = _LoopIdle()
 
-    def begin(self) -> tuple[RequestTimes, contextvars.Token[RequestTimes | None]]:
+    def begin(self, queue: RequestQueue | None = None
+              ) -> tuple[RequestTimes, contextvars.Token[RequestTimes | None]]:
         """A request read: in flight until :meth:`end`; its times go to :data:`CURRENT`
-        for the handler's purgatory waits and response."""
-        times = RequestTimes(self)
+        for the handler's purgatory waits and response. It holds a place in ``queue``
+        (admitted already) until it parks or ends."""
+        times = RequestTimes(self, queue=queue)
         self._in_flight += 1
         return times, CURRENT.set(times)
 
     def end(self, token: contextvars.Token[RequestTimes | None]) -> None:
         """The request of ``token`` answered or abandoned."""
         self._in_flight -= 1
+        times = CURRENT.get()
+        if times is not None:
+            times.dequeue()
         CURRENT.reset(token)
 
     def record(self, api_key: int, version: int, times: RequestTimes, *, arrived: float,

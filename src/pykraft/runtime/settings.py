@@ -136,6 +136,8 @@ class NodeSettings:
     """Every listener name this node binds or connects to, with its protocol."""
     connections: ConnectionLimits = dataclasses.field(default_factory=ConnectionLimits)
     """``max.connections*``, ``connections.max.idle.ms`` and the failed-login delay."""
+    queued_max_requests: int = 500
+    """``queued.max.requests``: the bound of each side's request queue."""
 
     def protocol_of(self, listener: str) -> SecurityProtocol:
         return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
@@ -237,6 +239,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             fence_on_refused_connection=config.get(
                 "pykraft.broker.fence.on.refused.connection.enable"),
             broker_heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
+            mutation_quota_samples=config.get("controller.quota.window.num"),
+            mutation_quota_window_s=config.get("controller.quota.window.size.seconds"),
             max_idle_interval_ms=config.get("metadata.max.idle.interval.ms"),
             default_num_partitions=config.get("num.partitions"),
             default_replication_factor=config.get("default.replication.factor"),
@@ -251,6 +255,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                               if "controller" in roles else ()),
         controller_tls=controller_tls, controller_sasl=controller_sasl, protocols=protocols,
         connections=connection_limits(config, broker),
+        queued_max_requests=config.get("queued.max.requests"),
     )
 
 
@@ -285,7 +290,9 @@ def connection_limits(config: ServerConfig, broker: BrokerListenerSettings | Non
         failed_authentication_delay_ms=delay_ms,
         controller_listeners=frozenset(config.controller_listener_names),
         protected_listener=protected, creation_rate=config.get("max.connection.creation.rate"),
-        listener_creation_rate=per_listener["max.connection.creation.rate"])
+        listener_creation_rate=per_listener["max.connection.creation.rate"],
+        quota_window_num=config.get("quota.window.num"),
+        quota_window_size_s=config.get("quota.window.size.seconds"))
 
 
 _DYNAMIC_LISTENER_SUFFIXES = (".max.connections", ".max.connection.creation.rate")

@@ -102,6 +102,7 @@ BROKER_RULES: dict[int, ApiRule] = _COMMON | {
     _K.DESCRIBE_CLUSTER: NO_CHECK,  # only its authorized operations need DESCRIBE
     # leaves out (all topics) or refuses (named) each topic without DESCRIBE
     _K.DESCRIBE_TOPIC_PARTITIONS: ApiRule(Scope.CUSTOM, _O.DESCRIBE, _R.TOPIC),
+    _K.LIST_CONFIG_RESOURCES: _cluster(_O.DESCRIBE_CONFIGS),
     _K.PRODUCE: _topics(_O.WRITE),  # and WRITE on its transactional id
     _K.FETCH: _topics(_O.READ),  # a follower's (replica_id >= 0): CLUSTER_ACTION
     _K.LIST_OFFSETS: _topics(_O.DESCRIBE),

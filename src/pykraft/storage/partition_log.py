@@ -96,13 +96,19 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class SegmentStats:
     """A segment's base offset, end (the next segment's base, or the log end offset for the
-    last), size in bytes and largest batch timestamp (its mtime when it has none): what the
-    retention and compaction rules decide over, without reading the files."""
+    last), size in bytes, largest batch timestamp (its mtime when it has none) and its first
+    batch's max timestamp (-1 without a batch; read once, then kept): what the retention and
+    compaction rules decide over."""
 
     base_offset: int
     end_offset: int
     size: int
     largest_timestamp: int
+    first_batch_timestamp: int = -1
+
+
+def _or_none(timestamp: int | None) -> int:
+    return -1 if timestamp is None else timestamp
 
 
 class RecordBatchTooLargeError(StorageError):
@@ -313,9 +319,10 @@ class PartitionLog:
         return sum(segment.size for segment in self._segments)
 
     def segment_stats(self) -> list[SegmentStats]:
-        """Each segment's offsets, size and largest timestamp, oldest first (for retention)."""
+        """Each segment's offsets, size and timestamps, oldest first (retention, cleaning)."""
         ends = [*self._bases[1:], self.log_end_offset]
-        return [SegmentStats(segment.base_offset, end, segment.size, segment.largest_timestamp())
+        return [SegmentStats(segment.base_offset, end, segment.size, segment.largest_timestamp(),
+                             _or_none(segment.first_batch_timestamp()))
                 for segment, end in zip(self._segments, ends, strict=True)]
 
     # ------------------------------------------------------------------ writing

@@ -98,6 +98,7 @@ _DEFAULT_MESSAGES = {
     ErrorCode.NOT_CONTROLLER: "This is not the correct controller for this cluster.",
     ErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
     ErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED: "The throttling quota has been exceeded.",
 }
 
 

@@ -16,6 +16,9 @@
 // and prints its last lines there) run when its main ends, as a JVM's would, their output
 // kept; Runtime's hooks are read from java.lang.ApplicationShutdownHooks, which needs
 // --add-opens java.base/java.lang=ALL-UNNAMED.
+// A name followed by "?" and a text marks a read that follows a write: Kafka's broker answers
+// it from its own metadata image, which may not hold the write yet, so the run is repeated
+// (for at most REPEAT_FOR_MS) while it exits 0 without that text in its standard output.
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -49,6 +52,8 @@ public final class ToolBatch {
     private static int outAtExit;
     private static int errAtExit;
     private static final List<Runnable> HOOKS = new ArrayList<>();
+    private static final long REPEAT_FOR_MS = 15_000;
+    private static final long REPEAT_PAUSE_MS = 100;
 
     private static void exit(int code) {
         if (exitCode == null) {
@@ -120,6 +125,35 @@ public final class ToolBatch {
         errAtExit = err.size();
     }
 
+    /** One run of the line's tool, its output in out and err. */
+    private static void runOnce(String[] fields, byte[] input, PrintStream realOut,
+                                PrintStream realErr, InputStream realIn) throws Exception {
+        out = new ByteArrayOutputStream();
+        err = new ByteArrayOutputStream();
+        exitCode = null;
+        System.setIn(new ByteArrayInputStream(input));
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+        try {
+            Method main = Class.forName(fields[2]).getMethod("main", String[].class);
+            main.invoke(null, (Object) Arrays.copyOfRange(fields, 3, fields.length));
+        } catch (ReflectiveOperationException | LinkageError e) {
+            if (exitCode == null) {
+                (e instanceof InvocationTargetException ? e.getCause() : e).printStackTrace();
+                exitCode = 1;
+                outAtExit = out.size();
+                errAtExit = err.size();
+            }
+        } finally {
+            runHooks();
+            System.out.flush();
+            System.err.flush();
+            System.setOut(realOut);
+            System.setErr(realErr);
+            System.setIn(realIn);
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         List<String> lines = Files.readAllLines(Path.of(args[0]), StandardCharsets.UTF_8);
         Path output = Path.of(args[1]);
@@ -148,31 +182,17 @@ public final class ToolBatch {
                 continue;
             }
             String[] fields = line.split("\t", -1);
-            String name = fields[0];
+            int mark = fields[0].indexOf('?');
+            String name = mark < 0 ? fields[0] : fields[0].substring(0, mark);
+            String until = mark < 0 ? null : fields[0].substring(mark + 1);
             byte[] input = fields[1].equals("-") ? new byte[0] : Files.readAllBytes(Path.of(fields[1]));
-            out = new ByteArrayOutputStream();
-            err = new ByteArrayOutputStream();
-            exitCode = null;
-            System.setIn(new ByteArrayInputStream(input));
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            try {
-                Method main = Class.forName(fields[2]).getMethod("main", String[].class);
-                main.invoke(null, (Object) Arrays.copyOfRange(fields, 3, fields.length));
-            } catch (ReflectiveOperationException | LinkageError e) {
-                if (exitCode == null) {
-                    (e instanceof InvocationTargetException ? e.getCause() : e).printStackTrace();
-                    exitCode = 1;
-                    outAtExit = out.size();
-                    errAtExit = err.size();
-                }
-            } finally {
-                runHooks();
-                System.out.flush();
-                System.err.flush();
-                System.setOut(realOut);
-                System.setErr(realErr);
-                System.setIn(realIn);
+            long deadline = System.currentTimeMillis() + REPEAT_FOR_MS;
+            runOnce(fields, input, realOut, realErr, realIn);
+            while (until != null && (exitCode == null || exitCode == 0)
+                    && !new String(written(out, outAtExit), StandardCharsets.UTF_8).contains(until)
+                    && System.currentTimeMillis() < deadline) {
+                Thread.sleep(REPEAT_PAUSE_MS);
+                runOnce(fields, input, realOut, realErr, realIn);
             }
             Files.write(output.resolve(name + ".out"), written(out, outAtExit));
             Files.write(output.resolve(name + ".err"), written(err, errAtExit));

@@ -1,0 +1,39 @@
+"""Reading the reference run's captures (docs/design/migration-reference/captured/): znode
+dumps as the runtime's reads, and the metadata log's records and batches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pykraft.migration.zk_tree import ZkRead
+
+CAPTURED = Path(__file__).resolve().parents[2] / "docs/design/migration-reference/captured"
+
+
+def znode_dump(name: str) -> dict[str, dict[str, Any]]:
+    """``znodes-<phase>.json``: path -> {data, raw, version, cversion, ephemeral}."""
+    dump: dict[str, dict[str, Any]] = json.loads((CAPTURED / name).read_text())
+    return dump
+
+
+def reads(dump: dict[str, dict[str, Any]]) -> dict[str, ZkRead]:
+    """The dump as the runtime would read it: raw bytes and zkVersion per path."""
+    return {path: ZkRead(None if node["raw"] is None else node["raw"].encode("utf-8"),
+                         node["version"]) for path, node in dump.items()}
+
+
+def log_records(name: str) -> dict[int, dict[str, Any]]:
+    """``*.records``: offset -> the decoder's JSON of every non-NoOp record."""
+    found = {}
+    for line in (CAPTURED / name).read_text().splitlines():
+        offset, _, text = line.partition(" ")
+        found[int(offset)] = json.loads(text)
+    return found
+
+
+def log_batches(name: str) -> list[tuple[int, int]]:
+    """``*.batches``: (base offset, last offset) of every batch."""
+    return [(int(base), int(last)) for base, last, *_ in
+            (line.split() for line in (CAPTURED / name).read_text().splitlines())]

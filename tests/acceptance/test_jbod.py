@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +30,7 @@ from broker_harness import (
     wait_for_brokers,
 )
 from java_kafka import java_command, kafka_classpath
+from jbod_harness import consume_all, spread_topic
 from oracle_kafka import fetched, in_ci
 
 from pykraft.tools.local_cluster import LocalCluster
@@ -58,37 +57,6 @@ def _two_dirs_one_small(cluster: LocalCluster, broker: int) -> Iterator[tuple[Pa
         yield first, small
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
-
-
-def _directory_id(log_dir: Path) -> str:
-    text = (log_dir / "meta.properties").read_text()
-    found = re.search(r"^directory\.id=(.+)$", text, re.MULTILINE)
-    assert found is not None
-    return found.group(1)
-
-
-def _placed(log_dir: Path) -> set[int]:
-    return {int(child.name.rpartition("-")[2]) for child in log_dir.iterdir()
-            if child.is_dir() and child.name.rpartition("-")[0] == TOPIC}
-
-
-def _image_directories(cluster: LocalCluster, broker: int) -> dict[int, str] | None:
-    """Partition -> the directory of ``broker``'s replica in the controller's image (the
-    metadata shell over the controller's log); None until every one is assigned."""
-    controller = cluster.nodes[cluster.controllers[0]]
-    found: dict[int, str] = {}
-    for partition in range(PARTITIONS):
-        done = subprocess.run(
-            [sys.executable, "-m", "pykraft", "metadata-shell", "--directory", str(controller.data),
-             "--", "cat", f"/image/topics/byName/{TOPIC}/{partition}"],
-            capture_output=True, text=True, timeout=60, check=False)
-        replicas = re.search(r"replicas=\[([^\]]*)\]", done.stdout)
-        directories = re.search(r"directories=\[([^\]]*)\]", done.stdout)
-        if replicas is None or directories is None:
-            return None
-        index = [int(r) for r in replicas.group(1).split(",")].index(broker)
-        found[partition] = directories.group(1).split(",")[index].strip()
-    return found
 
 
 def _produce_until_the_small_dir_fails(cluster: LocalCluster, victim: int
@@ -127,23 +95,6 @@ def _produce_until_the_small_dir_fails(cluster: LocalCluster, victim: int
     return acked, errors
 
 
-def _consume_all(cluster: LocalCluster) -> list[bytes]:
-    import confluent_kafka
-
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": cluster.bootstrap_servers, "group.id": "jbod-check",
-        "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.assign([confluent_kafka.TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-    seen: list[bytes] = []
-    idle = 0
-    while idle < 10:
-        batch = consumer.consume(500, 1.0)
-        idle = 0 if batch else idle + 1
-        seen += [(m.value() or b"")[:16] for m in batch if m.error() is None]
-    consumer.close()
-    return seen
-
-
 def test_a_failed_log_dir_moves_its_leaderships_and_loses_no_acknowledged_record(
         tmp_path: Path) -> None:
     cluster = LocalCluster.create(tmp_path / "cluster", 1, {
@@ -153,27 +104,8 @@ def test_a_failed_log_dir_moves_its_leaderships_and_loses_no_acknowledged_record
         cluster.start_all()
         try:
             wait_for_brokers(cluster, 3)
-            from kafka.admin import KafkaAdminClient, NewTopic
-
-            admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-            try:  # the victim first in each: the preferred and first leader
-                admin.create_topics([NewTopic(TOPIC, replica_assignments={
-                    p: [victim, *others] for p in range(PARTITIONS)},
-                    topic_configs={"min.insync.replicas": "2"})])
-            finally:
-                admin.close()
-            wait_for("the victim's replicas placed", lambda: True if len(
-                _placed(first) | _placed(small)) == PARTITIONS else None)
-            in_first, in_small = _placed(first), _placed(small)
-            assert len(in_first) == len(in_small) == PARTITIONS // 2  # fewest first
-            ids = {p: _directory_id(first) for p in in_first} | {
-                p: _directory_id(small) for p in in_small}
-            wait_for("AssignReplicasToDirs in the image", lambda: True if _image_directories(
-                cluster, victim) == ids else None, 60)
-            for partition in range(PARTITIONS):
-                wait_for(f"{partition} in sync", lambda p=partition: True if (
-                    state := partition_state(cluster, victim, TOPIC, p)) is not None
-                    and len(state.isr) == 3 else None)
+            in_first, in_small = spread_topic(cluster, TOPIC, PARTITIONS,
+                                              [victim, *others], first, small)
 
             acked, errors = _produce_until_the_small_dir_fails(cluster, victim)
 
@@ -188,7 +120,7 @@ def test_a_failed_log_dir_moves_its_leaderships_and_loses_no_acknowledged_record
                 assert state is not None and state.leader == victim
             log = cluster.nodes[victim].log.read_text()
             assert "event=log_dir_failed" in log and "event=halting" not in log
-            seen = _consume_all(cluster)
+            seen = consume_all(cluster, TOPIC, PARTITIONS)
             assert set(acked) <= set(seen), "acknowledged records were lost"
             print(f"{len(acked)} acknowledged, {len(errors)} delivery errors, "
                   f"{len(seen)} consumed")

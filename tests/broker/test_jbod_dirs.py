@@ -86,6 +86,7 @@ def test_a_reported_dir_failure_stops_only_its_replicas(tmp_path: Path) -> None:
     with pytest.raises(PartitionError) as refused:
         manager.partition_for("t", 1)
     assert refused.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert manager.offline_count == 1  # Kafka's OfflineReplicaCount
     manager.checkpoint(2_000)  # the failed directory is no longer written
     failures.fail(tmp_path / "a", "Error while reading", OSError(errno.EIO, "I/O error"))
     assert halts == [1]

@@ -201,7 +201,7 @@ def test_the_gauges_exist_while_a_cleaner_runs(tmp_path: Path) -> None:
 
     def cleaner_series() -> set[str]:
         return {sample.name for family in broker_families(manager)
-                for sample in family.samples if sample.name.startswith("kafka_log_")}
+                for sample in family.samples if sample.name.startswith("kafka_log_logcleaner")}
 
     assert cleaner_series() == set()
     LogCleanerTask(manager, {}, 1, lambda: 3_000)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from replica_fixtures import client_batch, topic, until, with_records
@@ -18,9 +20,10 @@ from pykraft.broker.log_dirs import describe_log_dirs
 from pykraft.broker.replica_manager import ReplicaManager
 from pykraft.features import METADATA_VERSION_FEATURE
 from pykraft.ids import TopicPartition
+from pykraft.image.configs import ConfigResourceType
 from pykraft.image.image import MetadataImage
 from pykraft.image.versions import MV_3_7_IV2
-from pykraft.log.log_manager import LogManager
+from pykraft.log.log_manager import CLEANER_OFFSET_CHECKPOINT, LogManager
 from pykraft.messages.kafka.alter_replica_log_dirs_request import (
     AlterReplicaLogDir,
     AlterReplicaLogDirsRequest,
@@ -29,16 +32,18 @@ from pykraft.messages.kafka.alter_replica_log_dirs_request import (
 from pykraft.messages.kafka.describe_log_dirs_request import DescribeLogDirsRequest
 from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.metadata import FeatureLevelRecord
+from pykraft.records.metadata import ConfigRecord, FeatureLevelRecord
 from pykraft.replica.log_dir_move import LogDirMove, MoveState, Step
 from pykraft.replica.replication_quota import UNLIMITED
 from pykraft.runtime.error_answer import error_answer
 from pykraft.storage.log_config import LogConfig
+from pykraft.storage.offset_checkpoints import read_offset_checkpoint
 
 T1 = uuid.UUID(int=71)
 DIR_A, DIR_B = uuid.UUID(int=8), uuid.UUID(int=9)
 TP = TopicPartition("t", 0)
 NOW = 2_000
+T = TypeVar("T")
 
 
 class _Controller:
@@ -68,14 +73,16 @@ def _logs(tmp_path: Path) -> LogManager:
     return logs
 
 
-def _broker(tmp_path: Path, *, logs: LogManager | None = None, max_bytes: int = 1 << 20
+def _broker(tmp_path: Path, *, logs: LogManager | None = None, max_bytes: int = 1 << 20,
+            configs: tuple[ConfigRecord, ...] = ()
             ) -> tuple[ReplicaManager, LogDirMover, _Controller]:
-    """Broker 1 with log dirs a and b, leading t-0 (in a) alone, at 3.7-IV2."""
+    """Broker 1 with log dirs a and b, leading t-0 (in a) alone, at 3.7-IV2; ``configs``
+    in the image that creates t."""
     manager = ReplicaManager(1, logs or _logs(tmp_path), {})
     manager.logs.prefer(TP, tmp_path / "a")
     manager.apply_image(with_records(MetadataImage(), FeatureLevelRecord(
         name=METADATA_VERSION_FEATURE, feature_level=MV_3_7_IV2),
-        *topic("t", T1, (1,), (2,))), 1_000)
+        *topic("t", T1, (1,), (2,)), *configs), 1_000)
     controller = _Controller()
     mover = LogDirMover(manager, clock_ms=lambda: NOW, max_bytes=max_bytes, backoff_ms=1,
                         assign=controller.assign)
@@ -303,3 +310,66 @@ def test_a_failed_target_dir_drops_the_move_and_the_replica_serves_on(tmp_path: 
     assert mover.moving == frozenset() and manager.logs.futures == {}
     _produce(manager, 1, first_sequence=6)
     assert _values(manager) == 9
+
+
+# ---------------------------------------------------------------------- the cleaner
+
+
+def _compacted(tmp_path: Path) -> tuple[ReplicaManager, LogDirMover, _Controller]:
+    """:func:`_broker` with t compacted, 200-byte segments, 8 records over 2 keys."""
+    manager, mover, controller = _broker(tmp_path, max_bytes=1024, configs=tuple(
+        ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name="t", name=name,
+                     value=value)
+        for name, value in (("cleanup.policy", "compact"), ("internal.segment.bytes", "200"))))
+    part = manager.partition_for("t", 0)
+    for index in range(8):
+        manager.append_records(part, client_batch([b"v%d" % index], key=b"k%d" % (index % 2)),
+                               acks=-1, api_version=12, now_ms=NOW)
+    assert len(part.log.segment_stats()) > 2  # cleanable segments
+    return manager, mover, controller
+
+
+def _cleaned_at(directory: Path) -> dict[TopicPartition, int]:
+    return read_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT)
+
+
+def test_a_partition_moving_between_dirs_is_not_cleaned_until_the_swap(tmp_path: Path) -> None:
+    """Kafka pauses a partition's cleaning while it moves (``abortAndPauseCleaning`` when
+    its future log is created, ``resumeCleaning`` after the swap, the cleaner checkpoint
+    moved along): mid-move the cleaner skips it, after the swap it cleans it in its new
+    directory."""
+    manager, mover, controller = _compacted(tmp_path)
+    size = manager.partition_for("t", 0).log.size
+    assert mover.alter(TP, str((tmp_path / "b").absolute())) == ErrorCode.NONE
+    assert mover.step(NOW)  # part of the log copied
+    assert asyncio.run(manager.run_cleaner(NOW)) == 0
+    _run(mover)
+    assert asyncio.run(manager.run_cleaner(NOW)) == 0  # caught up, not swapped yet
+    assert manager.partition_for("t", 0).log.size == size
+    controller.accept_all()
+    _run(mover)
+    part = manager.partition_for("t", 0)
+    assert part.log.directory.parent == tmp_path / "b"
+    assert asyncio.run(manager.run_cleaner(NOW)) == 1
+    assert part.log.size < size
+    assert TP in _cleaned_at(tmp_path / "b") and TP not in _cleaned_at(tmp_path / "a")
+
+
+def test_a_move_aborts_a_pass_in_progress_and_a_cancel_resumes(tmp_path: Path) -> None:
+    """A move that starts while the cleaner walks the partition's records stops the pass
+    before it swaps a segment (Kafka's ``checkCleaningAborted``); the move cancelled (back
+    to the current directory), the partition is cleaned again."""
+    manager, mover, _ = _compacted(tmp_path)
+    size = manager.partition_for("t", 0).log.size
+
+    async def moving_meanwhile(work: Callable[[], T]) -> T:
+        if not mover.moving:
+            assert mover.alter(TP, str((tmp_path / "b").absolute())) == ErrorCode.NONE
+        return work()
+
+    assert asyncio.run(manager.run_cleaner(NOW, compute=moving_meanwhile)) == 0
+    assert mover.moving == {TP} and manager.partition_for("t", 0).log.size == size
+    assert mover.alter(TP, str((tmp_path / "a").absolute())) == ErrorCode.NONE
+    assert mover.moving == frozenset()
+    assert asyncio.run(manager.run_cleaner(NOW)) == 1
+    assert manager.partition_for("t", 0).log.size < size

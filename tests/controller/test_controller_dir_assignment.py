@@ -6,7 +6,7 @@ import uuid
 
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 
-from pykraft.controller.dir_assignment import dir_is_online
+from pykraft.controller.directories import dir_is_online
 from pykraft.image.versions import MV_3_7_IV2
 from pykraft.messages.kafka.assign_replicas_to_dirs_request import (
     AssignReplicasToDirsRequest,
@@ -139,3 +139,23 @@ def test_offline_dirs_are_ignored_below_directory_assignment() -> None:
     before = cluster.controller.image.topics.by_name["t"].partitions
     _report_offline(cluster, 1, DIR_A)
     assert cluster.controller.image.topics.by_name["t"].partitions == before
+
+
+def test_a_broker_back_without_a_directory_does_not_lead_its_replicas_there() -> None:
+    """Kafka's LeaderAcceptor (hasOnlineDir): broker 1 comes back registered without
+    DIR_A (it failed at start-up); unfenced, it leads its single-replica partition in DIR_B
+    again, not the one in DIR_A, which stays leaderless as Kafka 4.4 left it."""
+    cluster = _cluster()
+    cluster.call(create_topic("solo", partitions=-1, rf=-1, assignments=[(1,), (1,)]))
+    topic = cluster.controller.image.topics.by_name["solo"]
+    _assign(cluster, 1, {DIR_A: {topic.topic_id: [0]}, DIR_B: {topic.topic_id: [1]}})
+    cluster.heartbeat(1, want_fence=True)
+    fenced = cluster.controller.image.topics.by_name["solo"].partitions
+    assert [(p.leader, p.isr) for p in fenced.values()] == [(-1, (1,)), (-1, (1,))]
+    cluster.register(1, incarnation=uuid.UUID(int=2001), log_dirs=(DIR_B,))
+    cluster.heartbeat(1)
+    cluster.heartbeat(1)
+    image = cluster.controller.image
+    assert not image.cluster.brokers[1].fenced
+    back = image.topics.by_name["solo"].partitions
+    assert [(p.leader, p.isr) for p in back.values()] == [(-1, (1,)), (1, (1,))]

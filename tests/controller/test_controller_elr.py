@@ -47,7 +47,8 @@ def elr_cluster(*, elr: int = 1) -> Cluster:
 
 
 def dirs(broker_id: int) -> tuple[uuid.UUID]:
-    return (uuid.UUID(int=broker_id),)
+    """The broker's one log directory (not a reserved id: 1 is UNASSIGNED, 2 LOST)."""
+    return (uuid.UUID(int=1000 + broker_id),)
 
 
 def state(cluster: Cluster) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:

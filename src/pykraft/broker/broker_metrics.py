@@ -5,9 +5,11 @@ counters the request paths keep.
 ``kafka.server:type=ReplicaManager`` (names per :mod:`pykraft.runtime.jmx_names`): the
 gauges LeaderCount, PartitionCount, UnderReplicatedPartitions (led partitions whose ISR is
 smaller than their replicas), UnderMinIsrPartitionCount and AtMinIsrPartitionCount (led
-partitions whose ISR is below, or at, ``min.insync.replicas``), OfflineReplicaCount (0: a
-failed log directory halts pykraft, :mod:`pykraft.log.log_dir_failure`), and the counters
-IsrShrinksPerSec and IsrExpandsPerSec. ``BrokerTopicMetrics``:
+partitions whose ISR is below, or at, ``min.insync.replicas``), OfflineReplicaCount (the
+replicas of log directories that failed while the broker ran,
+:mod:`pykraft.log.log_dir_failure`), and the counters IsrShrinksPerSec and
+IsrExpandsPerSec. ``kafka.log:type=LogManager`` OfflineLogDirectoryCount and
+LogDirectoryOffline per directory. ``BrokerTopicMetrics``:
 :mod:`pykraft.broker.topic_metrics`. The log cleaner's ``kafka.log:type=LogCleaner`` and
 ``LogCleanerManager`` gauges, when a cleaner runs: :func:`cleaner_families`.
 """
@@ -50,10 +52,11 @@ def broker_families(replicas: ReplicaManager) -> Iterator[Metric]:
         "UnderReplicatedPartitions": (under, "Led partitions whose ISR lacks a replica"),
         "UnderMinIsrPartitionCount": (under_min, "Led partitions with ISR < min.insync.replicas"),
         "AtMinIsrPartitionCount": (at_min, "Led partitions with ISR = min.insync.replicas"),
-        "OfflineReplicaCount": (0, "Replicas in failed log dirs (a failure halts pykraft)"),
+        "OfflineReplicaCount": (replicas.offline_count, "Replicas in failed log dirs"),
     }
     for name, (value, doc) in gauges.items():
         yield GaugeMetricFamily(_replica_manager(name), doc, value=value)
+    yield from _log_dir_families(replicas)
     yield CounterMetricFamily(_replica_manager("IsrShrinksPerSec"),
                               "ISR shrinks of led partitions committed", value=replicas.isr_shrinks)
     yield CounterMetricFamily(_replica_manager("IsrExpandsPerSec"),
@@ -104,3 +107,16 @@ def cleaner_families(cleaner: CleanerState, log_dirs: Iterable[Path]) -> Iterato
         for directory in directories:
             family.add_metric([str(directory)], values.get(directory, 0))
         yield family
+
+
+def _log_dir_families(replicas: ReplicaManager) -> Iterator[Metric]:
+    """``kafka.log:type=LogManager``: OfflineLogDirectoryCount, and LogDirectoryOffline (1
+    or 0) per ``logDirectory`` (its absolute path), as Kafka's LogManager registers them."""
+    offline = replicas.logs.failures.offline
+    yield GaugeMetricFamily(prometheus_name("kafka.log", "LogManager", "OfflineLogDirectoryCount"),
+                            "Log directories offline", value=len(offline))
+    each = GaugeMetricFamily(prometheus_name("kafka.log", "LogManager", "LogDirectoryOffline"),
+                             "1 if the log directory is offline", labels=["logDirectory"])
+    for directory in replicas.logs.log_dirs:
+        each.add_metric([str(directory.absolute())], float(directory in offline))
+    yield each

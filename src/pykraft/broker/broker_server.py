@@ -157,9 +157,12 @@ class BrokerServer:
         # one thread for the logs' files: new partitions' logs and deleted ones' removal
         self._disk_worker = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="log-dirs")
+        failures = LogDirFailures(server.log_dirs, server.metadata_log_dir)
+        for directory, reason in settings.offline_log_dirs.items():  # Kafka's start-up checks
+            failures.fail_at_startup(
+                directory, f"Failed to create or validate data directory {directory}", reason)
         self.logs = LogManager(
-            server.log_dirs, topic_settings({}, static).log,
-            failures=LogDirFailures(server.log_dirs, server.metadata_log_dir),
+            server.log_dirs, topic_settings({}, static).log, failures=failures,
             remove_dirs=lambda paths: self._disk_worker.submit(remove_renamed_dirs, paths),
             dir_ids=settings.log_dir_ids)
         self.replicas = ReplicaManager(
@@ -260,8 +263,8 @@ class BrokerServer:
             broker_id=settings.node_id, cluster_id=settings.cluster_id,
             endpoints=tuple((spec.advertised, spec.protocol) for spec in self._broker.listeners),
             rack=self._broker.rack,
-            log_dirs=tuple(settings.log_dir_ids[d] for d in self.logs.log_dirs
-                           if d in settings.log_dir_ids),
+            log_dirs=tuple(settings.log_dir_ids[d] for d in self.logs.online_dirs
+                           if d in settings.log_dir_ids),  # Kafka registers the live ones
             heartbeat_interval_ms=self._broker.heartbeat_interval_ms,
             previous_broker_epoch=self.logs.previous_broker_epoch)
         self._lifecycle = BrokerLifecycle(identity, self._channel, self.metadata,

@@ -34,7 +34,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from pykraft.broker.responses import missing_topic_error
-from pykraft.controller.dir_assignment import dir_is_online, replica_directory
+from pykraft.controller.directories import dir_is_online, replica_directory
 from pykraft.ids import INTERNAL_TOPICS, ZERO_UUID
 from pykraft.image.acls import AclOperation, ResourceType
 from pykraft.image.image import MetadataImage

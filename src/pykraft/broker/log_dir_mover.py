@@ -29,7 +29,9 @@ second`` quota (``replicas.throttles.alter_log_dirs``: while it is exceeded noth
 copied for ``replica.fetch.backoff.ms``). Once caught up the controller is told the new
 directory, then the logs swap; a replica deleted or taken offline meanwhile drops its move,
 and a step that fails is logged and drops it too (its future log stays, resumed on a
-restart, as Kafka leaves a failed partition's).
+restart, as Kafka leaves a failed partition's). While a partition has a future log its
+cleaning is paused (:meth:`pykraft.log.log_manager.LogManager.cleaning_paused`: Kafka's
+``abortAndPauseCleaning`` here, ``resumeCleaning`` after the swap or the cancel).
 """
 
 from __future__ import annotations

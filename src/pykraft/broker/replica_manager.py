@@ -102,7 +102,8 @@ from pykraft.broker.replication_throttles import ReplicationThrottles
 from pykraft.broker.topic_metrics import BrokerTopicStats
 from pykraft.broker.topic_settings import TopicSettings, topic_settings
 from pykraft.config.broker_configs import BrokerConfigLayers
-from pykraft.controller.dir_assignment import replica_directory
+from pykraft.controller.context import UNASSIGNED_DIR
+from pykraft.controller.directories import replica_directory
 from pykraft.errors import ConfigError, PyKraftError, StorageError, StorageIOError
 from pykraft.ids import INTERNAL_TOPICS, TopicPartition
 from pykraft.image.configs import ConfigResourceType
@@ -394,13 +395,19 @@ class ReplicaManager:
         """Replicas in a failed log directory (by topic id): KAFKA_STORAGE_ERROR until
         their topic is deleted (Kafka's ``HostedPartition.Offline``)."""
         self._checkpointed_hw: dict[TopicPartition, int] = {}
-        for directory in log_manager.log_dirs:
+        for directory in log_manager.online_dirs:  # not one failed at start-up
             self._checkpointed_hw.update(
                 read_offset_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
 
     @property
     def partitions(self) -> Mapping[TopicPartition, HostedPartition]:
         return self._partitions
+
+    @property
+    def offline_count(self) -> int:
+        """Replicas of a log directory that failed while the broker ran (Kafka's
+        OfflineReplicaCount: its ``HostedPartition.Offline`` ones)."""
+        return len(self._offline)
 
     # ------------------------------------------------------------------ metadata
 
@@ -467,10 +474,30 @@ class ReplicaManager:
             return
         settings = self._settings_of(local.tp.topic)
         partition_log = self.logs.existing(local.tp, local.topic_id, settings.log, now_ms)
+        if partition_log is None and not self._may_create_log(local):
+            # not hosted (NOT_LEADER_OR_FOLLOWER, as Kafka's "Log for partition ... is not
+            # available"): the next image that places it elsewhere creates it
+            log.warning("%s: skipping creation of log because there are potentially offline "
+                        "log directories and log may already exist there (directory %s)",
+                        _name(local.tp), replica_directory(local.registration, self.broker_id))
+            return
         if partition_log is None:
             self._awaiting[local.tp] = (local, settings.log)
             return
         self._install(local, partition_log, settings, now_ms)
+
+    def _may_create_log(self, local: LocalPartition) -> bool:
+        """Kafka's ``Partition.createLogInAssignedDirectoryId``: a replica without a log
+        gets one unless a log directory is offline and the image places the replica in
+        none of our online ones (nor leaves it UNASSIGNED): its log may be in the failed
+        one, and a second copy elsewhere would stop the next start-up. Nor while it has a
+        future log (a move whose source directory failed: Kafka would promote the future
+        log, recoverAbandonedFutureLogs; here it waits for the source to come back)."""
+        target = replica_directory(local.registration, self.broker_id)
+        if not self.logs.failures.offline:
+            return True
+        return self.logs.future(local.tp) is None and (
+            target == UNASSIGNED_DIR or self.logs.is_online_dir_id(target))
 
     def logs_to_create(self, limit: int) -> list[PlannedLog]:
         """Up to ``limit`` partitions awaiting their logs, none already claimed, with the

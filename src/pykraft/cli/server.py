@@ -44,9 +44,12 @@ def server(
     try:
         server_config = ServerConfig.load(config, parse_overrides(override or []))
         settings = load_settings(server_config)  # checks the directories before any write
-        locks = DirectoryLocks.acquire(server_config.all_log_dirs)  # held until the exit
-        ids = ensure_directory_ids(server_config.all_log_dirs)
-        settings = replace(settings, directory_id=ids[server_config.metadata_log_dir].directory_id)
+        usable = [d for d in server_config.all_log_dirs if d not in settings.offline_log_dirs]
+        locks = DirectoryLocks.acquire(usable)  # held until the exit; not a failed dir's
+        ids = {d: meta.directory_id for d, meta in ensure_directory_ids(usable).items()}
+        settings = replace(settings, directory_id=ids[server_config.metadata_log_dir],
+                           log_dir_ids={d: dir_id for d, dir_id in ids.items()
+                                        if dir_id is not None and d in server_config.log_dirs})
         configure_logging(settings.node_id, log_level)
         for warning in settings.config_warnings:  # unknown keys: Kafka warns, and starts
             logging.getLogger("pykraft.config").warning(warning)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from pykraft.controller import config_control
 from pykraft.controller.broker_liveness import evidence_is_current
 from pykraft.controller.context import ControllerContext, ControllerResult, is_usable
+from pykraft.controller.directories import has_online_dir
 from pykraft.controller.partition_change import (
     Election,
     Usable,
@@ -210,7 +211,9 @@ def election(ctx: ControllerContext, usable: Usable | None = None) -> Election:
                     unclean=lambda topic: config_control.unclean_election_enabled(ctx, topic),
                     leader_recovery=ctx.metadata_version >= MV_3_2_IV0,
                     elr=config_control.elr_enabled(ctx.image),
-                    min_isr=lambda topic: config_control.min_insync_replicas(ctx, topic))
+                    min_isr=lambda topic: config_control.min_insync_replicas(ctx, topic),
+                    dir_online=lambda partition, replica: has_online_dir(
+                        ctx.image.cluster.brokers.get(replica), partition))
 
 
 def _without(ctx: ControllerContext, broker_id: int) -> Election:

@@ -23,25 +23,17 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from pykraft.controller.cluster_control import election
-from pykraft.controller.context import (
-    UNASSIGNED_DIR,
-    ControllerContext,
-    ControllerResult,
-    is_usable,
-)
+from pykraft.controller.context import ControllerContext, ControllerResult
+from pykraft.controller.directories import dir_is_online, replica_directory
 from pykraft.controller.partition_change import partition_change
 from pykraft.controller.responses import error_response
-from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import BrokerRegistration
-from pykraft.image.topics import PartitionRegistration, TopicImage
+from pykraft.image.topics import TopicImage
 from pykraft.image.versions import MV_3_7_IV2
 from pykraft.messages.kafka import assign_replicas_to_dirs_request as req_
 from pykraft.messages.kafka import assign_replicas_to_dirs_response as resp_
 from pykraft.protocol.errors import ErrorCode
 from pykraft.records.metadata import BrokerRegistrationChangeRecord, PartitionChangeRecord
-
-#: Kafka's DirectoryId.LOST: a replica whose directory is known to be gone.
-LOST_DIR = uuid.UUID(int=2)
 
 
 def assign_replicas_to_dirs(ctx: ControllerContext,
@@ -93,21 +85,6 @@ def directories_offline(ctx: ControllerContext, broker: BrokerRegistration,
         log_dirs=tuple(d for d in broker.log_dirs if d not in newly))]
 
 
-def dir_is_online(dir_id: uuid.UUID, online: tuple[uuid.UUID, ...]) -> bool:
-    """Kafka's DirectoryId.isOnline: UNASSIGNED and MIGRATING count as online, LOST never;
-    a broker registered with no directories (before 3.7-IV2) has them all online."""
-    if dir_id in (UNASSIGNED_DIR, ZERO_UUID):
-        return True
-    return dir_id != LOST_DIR and (not online or dir_id in online)
-
-
-def replica_directory(partition: PartitionRegistration, broker_id: int) -> uuid.UUID:
-    """The directory of ``broker_id``'s replica (Kafka's ``PartitionRegistration.directory``)."""
-    if not partition.directories:
-        return ZERO_UUID  # a partition from before 3.7-IV2: Kafka reads MIGRATING
-    return partition.directories[partition.replicas.index(broker_id)]
-
-
 def _never(_topic: str) -> bool:
     """Kafka's directory assignment elects from the ISR only, whatever the topic allows."""
     return False
@@ -127,13 +104,8 @@ def _assign(ctx: ControllerContext, broker: BrokerRegistration, topic: TopicImag
                         else replica_directory(partition, replica)
                         for replica in partition.replicas)
 
-    def acceptable(replica: int) -> bool:
-        registration = ctx.image.cluster.brokers.get(replica)
-        return (registration is not None and is_usable(registration)
-                and dir_is_online(replica_directory(partition, replica), registration.log_dirs))
-
     elected = partition_change(topic, partition_id, partition, isr=partition.isr,
-                               election=replace(election(ctx, acceptable), unclean=_never,
+                               election=replace(election(ctx), unclean=_never,
                                                 leader_recovery=True))
     if directories != partition.directories:
         records.append(replace(elected, directories=directories) if elected is not None

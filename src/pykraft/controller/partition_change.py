@@ -5,7 +5,9 @@ Rules of the ordinary election: the leader stays if it may still lead; otherwise
 replica (in replica order) that may leads. A replica may lead if it is usable and in the
 ISR or, when the ISR is empty, in the eligible leader replicas (ELR). With none, and ELR on,
 the last known leader leads if it is the only member of the last known ELR and usable
-(Kafka's "balanced recovery", always on in 4.4: it is unclean). Otherwise a topic that
+(Kafka's "balanced recovery", always on in 4.4: it is unclean). A replica whose log
+directory is offline in its broker's registration is never usable (``Election.dir_online``,
+Kafka's ``LeaderAcceptor``). Otherwise a topic that
 allows unclean elections (``unclean.leader.election.enable``) takes the first usable
 replica outside the ISR. An unclean election makes that leader the ISR alone, its leader
 recovery state RECOVERING (KIP-704; from metadata.version 3.2-IV0), which its first
@@ -49,6 +51,10 @@ def _one(_topic: str) -> int:
     return 1
 
 
+def _anywhere(_partition: PartitionRegistration, _replica: int) -> bool:
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Election:
     """Who may lead, and which topics allow a leader from outside the ISR."""
@@ -62,6 +68,14 @@ class Election:
     """``eligible.leader.replicas.version`` is finalized at 1 or more (KIP-966)."""
     min_isr: Callable[[str], int] = _one
     """Topic name -> ``min.insync.replicas`` in effect for it."""
+    dir_online: Callable[[PartitionRegistration, int], bool] = _anywhere
+    """Whether the replica's log directory is online in its broker's registration: a
+    replica in an offline directory may not lead (Kafka's ``LeaderAcceptor``)."""
+
+    def acceptor(self, partition: PartitionRegistration) -> Usable:
+        """Who may lead ``partition`` (Kafka's ``LeaderAcceptor``): usable, its replica's
+        directory online."""
+        return lambda replica: self.usable(replica) and self.dir_online(partition, replica)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +132,7 @@ def _last_known_leader(partition: PartitionRegistration, candidates: _Candidates
     the single member of the last known ELR (the last leader), if it is usable."""
     known = partition.last_known_elr or ()
     if (not election.elr or candidates.isr or candidates.elr or len(known) != 1
-            or not election.usable(known[0])):
+            or not candidates.usable(known[0])):
         return None
     return known[0]
 
@@ -138,7 +152,7 @@ def _elect(partition: PartitionRegistration, candidates: _Candidates, election: 
     if last_known is not None:
         return last_known, True
     if unclean and not preferred:
-        outside = next((r for r in order if election.usable(r)), None)
+        outside = next((r for r in order if candidates.usable(r)), None)
         if outside is not None:
             return outside, True
     return NO_LEADER, False
@@ -190,7 +204,8 @@ def partition_change(
     if election.elr:
         elr = _target_elr(partition, isr, topic_min_isr(topic, election.min_isr(topic.name)),
                           unclean_shutdown)
-    leader, unclean = _elect(partition, _Candidates(isr, elr, election.usable), election,
+    leader, unclean = _elect(partition, _Candidates(isr, elr, election.acceptor(partition)),
+                             election,
                              target.replicas, preferred=preferred,
                              unclean=election.unclean(topic.name))
     record_isr: tuple[int, ...] | None = None

@@ -10,7 +10,8 @@ Interface::
                             producer_last_offsets={producer_id: last_data_offset},
                             compute=run,             # run(work) -> work(), awaited
                             config=cleaner_config,   # offset map and read buffer bounds
-                            throttle=spend)          # await spend(nbytes): the I/O budget
+                            throttle=spend,          # await spend(nbytes): the I/O budget
+                            aborted=paused)          # paused() true: the pass stops
     # None: nothing cleaned (or the log moved meanwhile); else stats.end_offset is the new
     # first dirty offset
 
@@ -66,26 +67,36 @@ class CleanerStats:
     buffer_utilization: float
 
 
+def _never() -> bool:
+    return False
+
+
 async def clean_log(partition_log: PartitionLog, *, now_ms: int, high_watermark: int,
                     first_dirty_offset: int, producer_last_offsets: Mapping[int, int],
                     compute: Compute = inline, config: CleanerConfig = KAFKA_DEFAULTS,
                     throttle: Callable[[int], Awaitable[None]] = unthrottled,
-                    ) -> CleanerStats | None:
+                    aborted: Callable[[], bool] = _never) -> CleanerStats | None:
     """Compact the log's cleanable segments if its config and dirty ratio call for it
-    (``producer_last_offsets``: each active producer's last data offset)."""
+    (``producer_last_offsets``: each active producer's last data offset); a pass that
+    finds ``aborted()`` true between its steps stops there (Kafka's
+    ``checkCleaningAborted``: the partition's cleaning was paused meanwhile)."""
     stats = partition_log.segment_stats()
     plan = plan_cleaning(stats, partition_log.config, now_ms=now_ms,
                          first_dirty_offset=first_dirty_offset, high_watermark=high_watermark)
     if plan is None:
         return None
     sizes = {s.base_offset: s.size for s in stats}
+
+    def goes_on(base: int) -> bool:
+        return not aborted() and _unchanged(partition_log, base, sizes[base])
+
     ends = {s.base_offset: s.end_offset for s in stats}
     offset_map = OffsetMap(config.max_map_entries())
     read = config.read_bytes()
     for base in plan.base_offsets:
         if ends[base] <= first_dirty_offset:
             continue  # already clean: its keys are unique and older than the dirty range's
-        if not _unchanged(partition_log, base, sizes[base]):
+        if not goes_on(base):
             return None
         full = False
         for piece in io_chunks(partition_log.segment_data(base), read):
@@ -104,7 +115,7 @@ async def clean_log(partition_log: PartitionLog, *, now_ms: int, high_watermark:
     for base in plan.base_offsets:
         if base >= end:
             break
-        if not _unchanged(partition_log, base, sizes[base]):
+        if not goes_on(base):
             return None
         data = partition_log.segment_data(base)
         pieces = []
@@ -116,7 +127,7 @@ async def clean_log(partition_log: PartitionLog, *, now_ms: int, high_watermark:
         cleaned = b"".join(pieces)
         bytes_read += len(data)
         bytes_written += len(cleaned)
-        if not _unchanged(partition_log, base, sizes[base]):
+        if not goes_on(base):
             return None
         if cleaned != data:
             partition_log.replace_segment(base, cleaned, now_ms)

@@ -13,6 +13,15 @@ stops the directory's replicas and heartbeats it:
 none, or when it cannot, the broker halts and the controller fences the silent broker once
 its session times out, as for a crash.
 
+A directory that failed before the broker serves (:meth:`LogDirFailures.fail_at_startup`:
+the start-up checks of :mod:`pykraft.storage.log_dir_check`, Kafka's
+``createAndValidateLogDirs``, or an I/O error loading its logs, Kafka's ``loadLogs``) is
+offline from the start and never reported: the broker registers only its online
+directories, so the controller takes the replicas placed in it as offline (Kafka registers
+before it loads the logs and names a directory failed while loading in a heartbeat; the
+controller ends in the same state). It halts the start-up as :meth:`LogDirFailures.fail`
+would halt the broker.
+
 Nothing written is damaged: a failed append is cut off again before the error is raised
 (:func:`pykraft.storage.fsutil.write_all_at`), and a restart recovers the directory as
 after a crash (no clean-shutdown marker is written to a failed directory).
@@ -22,6 +31,7 @@ Interface::
     failures = LogDirFailures(log_dirs, metadata_log_dir, halt=halt_process)
     failures.report = reporter                 # reporter(directory) -> False: cannot
     failures.fail(directory, message, error)   # logs at ERROR, then reports or halts
+    failures.fail_at_startup(directory, message, error)  # offline from the start
     failures.offline                           # the failed directories
 """
 
@@ -31,6 +41,8 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from pykraft.errors import StorageError
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +81,7 @@ class LogDirFailures:
         self.offline.add(directory)
         # structured as runtime.logfmt.event logs, without importing the runtime above us
         log.error("log_dir_failed", extra={"fields": {
-            "dir": str(directory), "message": message,
-            "error": f"{type(error).__name__}: {error}"}})
+            "dir": str(directory), "message": message, "error": _described(error)}})
         reason = self._reason(directory)
         if reason is None and self.report is not None and self.report(directory):
             return
@@ -78,6 +89,20 @@ class LogDirFailures:
             f"Shutdown broker because log dir {directory} has failed and cannot be "
             "reported to the controller (no directory id)")}})
         self._halt(1)
+
+    def fail_at_startup(self, directory: Path, message: str,
+                        error: BaseException | str) -> None:
+        """``directory`` failed while the broker started (Kafka's
+        ``createAndValidateLogDirs`` and ``loadLogs``): offline from the start, logged as
+        :meth:`fail` logs, and never reported: the broker registers without it, so the
+        controller takes its replicas as offline. Raises :class:`StorageError` when the
+        broker may not start without it (see module)."""
+        self.offline.add(directory)
+        log.error("log_dir_failed", extra={"fields": {
+            "dir": str(directory), "message": message, "error": _described(error)}})
+        reason = self._reason(directory)
+        if reason is not None:
+            raise StorageError(reason)
 
     def _reason(self, directory: Path) -> str | None:
         """Kafka's fatal message for a failure that halts whatever happens, most specific
@@ -88,3 +113,7 @@ class LogDirFailures:
             return (f"Shutdown broker because all log dirs in "
                     f"{', '.join(str(d) for d in self.log_dirs)} have failed")
         return None
+
+
+def _described(error: BaseException | str) -> str:
+    return error if isinstance(error, str) else f"{type(error).__name__}: {error}"

@@ -8,6 +8,7 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
                       remove_dirs=None,  # runs remove_renamed_dirs(paths), e.g. on a thread
                       dir_ids=None)    # each directory's directory.id (KIP-858)
     logs.directory_id(path)           # the id of the log directory ``path`` (None: none)
+    logs.is_online_dir_id(dir_id)     # that id names one of our online directories
     logs.startup(now_ms)              # open and recover every <topic>-<partition> directory
     log = logs.get_or_create(tp, topic_id, config, now_ms)   # writes partition.metadata
     # ... or in steps, the file work on a worker thread (create_log touches nothing here):
@@ -34,6 +35,8 @@ Interface (time always comes in as ``now_ms``; the periodic calls are the driver
     logs.shutdown(broker_epoch)       # flush, checkpoints, close, .kafka_cleanshutdown
     await logs.compact(tp, high_watermark, now_ms, producer_last_offsets)  # cleanup.policy=compact
     logs.dirtiness(tp, high_watermark, now_ms)  # dirty ratio, compaction delay (metrics)
+    logs.cleaning_paused(tp)          # a partition being moved (it has a future log) is not
+                                      # cleaned until the swap or the cancel
 
 A partition being moved between directories has a future log besides its current one
 (Kafka's ``futureLogs``), in ``<topic>-<partition>.<uuid>-future``; start-up loads those
@@ -69,7 +72,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykraft.errors import StorageError
+from pykraft.errors import StorageError, StorageIOError
 from pykraft.ids import METADATA_TOPIC_NAME, ZERO_UUID, TopicPartition
 from pykraft.log.cleaner import CleanerStats, Compute, clean_log, inline, unthrottled
 from pykraft.log.cleaner_config import KAFKA_DEFAULTS, CleanerConfig
@@ -142,44 +145,57 @@ class LogManager:
         """Open and recover every partition directory of every log directory, each
         directory's with ``recovery_threads`` threads (Kafka's
         ``num.recovery.threads.per.data.dir``: the CRC checks and reads of a recovery
-        release the GIL, so a second core helps)."""
+        release the GIL, so a second core helps). A directory already offline (it failed
+        the start-up checks) is skipped; one that fails with an I/O error while loading
+        goes offline, its logs closed (Kafka's ``loadLogs``); none left is fatal."""
         if recovery_threads < 1:
             raise StorageError(f"num.recovery.threads.per.data.dir must be at least 1, not "
                                f"{recovery_threads}")
         epochs: set[int | None] = set()
         for directory in self.log_dirs:
-            directory.mkdir(parents=True, exist_ok=True)
-            marker = directory / CLEAN_SHUTDOWN_FILE
-            clean = marker.exists()
-            epochs.add(_marked_epoch(marker) if clean else None)
-            recovery = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
-            starts = read_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
-            cleaned = read_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT)
-            found = list(_partition_dirs(directory))
-            for child, tp in found:
-                _check_unique(self._futures if _is_future(child) else self._logs, tp, child)
-
-            def load(child: Path, tp: TopicPartition, *, clean: bool = clean,
-                     recovery: Mapping[TopicPartition, int] = recovery,
-                     starts: Mapping[TopicPartition, int] = starts) -> PartitionLog:
-                return PartitionLog.open(
-                    child, self.default_config, now_ms=now_ms,
-                    recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
-                    clean_shutdown=clean, jitter=self._jitter)
-
-            for (child, tp), loaded in zip(found, _load_all(load, found, recovery_threads),
-                                           strict=True):
-                if _is_future(child):
-                    self._futures[tp] = loaded
-                    continue
-                self._logs[tp] = loaded
-                if tp in cleaned:
-                    self._first_dirty[tp] = cleaned[tp]
-            marker.unlink(missing_ok=True)
-            for leftover in directory.glob(f"*{DELETE_DIR_SUFFIX}"):
-                remove_deleted_dir(leftover)
+            if directory in self.failures.offline:  # failed the start-up checks
+                continue
+            try:
+                epochs.add(self._load_dir(directory, now_ms, recovery_threads))
+            except (OSError, StorageIOError) as exc:  # Kafka's loadLogs: offline, not fatal
+                self.close_dir(directory)
+                self.failures.fail_at_startup(
+                    directory, f"Error while loading log dir {directory}", exc)
         (epoch,) = epochs if len(epochs) == 1 else (None,)
         self.previous_broker_epoch = -1 if epoch is None else epoch
+
+    def _load_dir(self, directory: Path, now_ms: int, recovery_threads: int) -> int | None:
+        """Open and recover one log directory's partitions; the broker epoch its clean
+        shutdown marker names (None: it has none)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        marker = directory / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        epoch = _marked_epoch(marker) if clean else None
+        recovery = read_offset_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
+        starts = read_offset_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
+        cleaned = read_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT)
+        found = list(_partition_dirs(directory))
+        for child, tp in found:
+            _check_unique(self._futures if _is_future(child) else self._logs, tp, child)
+
+        def load(child: Path, tp: TopicPartition) -> PartitionLog:
+            return PartitionLog.open(
+                child, self.default_config, now_ms=now_ms,
+                recovery_point=recovery.get(tp, 0), log_start_offset=starts.get(tp, 0),
+                clean_shutdown=clean, jitter=self._jitter)
+
+        for (child, tp), loaded in zip(found, _load_all(load, found, recovery_threads),
+                                       strict=True):
+            if _is_future(child):
+                self._futures[tp] = loaded
+                continue
+            self._logs[tp] = loaded
+            if tp in cleaned:
+                self._first_dirty[tp] = cleaned[tp]
+        marker.unlink(missing_ok=True)
+        for leftover in directory.glob(f"*{DELETE_DIR_SUFFIX}"):
+            remove_deleted_dir(leftover)
+        return epoch
 
     # ------------------------------------------------------------------ partitions
 
@@ -243,6 +259,9 @@ class LogManager:
         current.close()
         self._pending_removal.append((now_ms + delay_ms, rename_for_delete(current.directory)))
         self._remove_deleted_dirs(now_ms)
+        if tp in self._first_dirty:  # Kafka's alterCheckpointDir: the entry moves along
+            for directory in (current.directory.parent, moved.directory.parent):
+                self._write_cleaner_checkpoint(directory)
         return moved
 
     def get_or_create(self, tp: TopicPartition, topic_id: uuid.UUID, config: LogConfig,
@@ -280,6 +299,11 @@ class LogManager:
     def directory_id(self, directory: Path) -> uuid.UUID | None:
         """The ``directory.id`` of log directory ``directory`` (None if it has none)."""
         return self._dir_ids.get(directory)
+
+    def is_online_dir_id(self, directory_id: uuid.UUID) -> bool:
+        """Kafka's ``onlineLogDirId``: ``directory_id`` names one of our online directories."""
+        path = self._dirs_by_id.get(directory_id)
+        return path is not None and path not in self.failures.offline
 
     @property
     def online_dirs(self) -> tuple[Path, ...]:
@@ -354,20 +378,32 @@ class LogManager:
         the offset map and reads, ``throttle`` spends the I/O budget (see
         :func:`clean_log`)."""
         partition_log = self._logs.get(tp)
-        if partition_log is None:
+        if partition_log is None or self.cleaning_paused(tp):
             return None
         stats = await clean_log(partition_log, now_ms=now_ms, high_watermark=high_watermark,
                                 first_dirty_offset=self._first_dirty_offset(tp, partition_log),
                                 producer_last_offsets=producer_last_offsets, compute=compute,
-                                config=config, throttle=throttle)
+                                config=config, throttle=throttle,
+                                aborted=lambda: self.cleaning_paused(tp))
         if stats is None or self._logs.get(tp) is not partition_log:
             return None
         self._first_dirty[tp] = stats.end_offset
-        directory = partition_log.directory.parent
+        self._write_cleaner_checkpoint(partition_log.directory.parent)
+        return stats
+
+    def cleaning_paused(self, tp: TopicPartition) -> bool:
+        """Whether the partition's cleaning is paused: while it moves between log
+        directories, from its future log's creation (or loading at start-up) to the swap
+        or the cancel, as Kafka's ``abortAndPauseCleaning`` / ``resumeCleaning`` around
+        AlterReplicaLogDirs (a pass in progress stops at its next step)."""
+        return tp in self._futures
+
+    def _write_cleaner_checkpoint(self, directory: Path) -> None:
+        """``directory``'s cleaner-offset-checkpoint: the first dirty offset of each
+        compacted partition whose log is there."""
         write_offset_checkpoint(directory / CLEANER_OFFSET_CHECKPOINT, {
             other: offset for other, offset in sorted(self._first_dirty.items())
             if other in self._logs and self._logs[other].directory.parent == directory})
-        return stats
 
     def _partition_counts(self) -> dict[Path, int]:
         """Open partitions per log directory (none counted with only one directory:

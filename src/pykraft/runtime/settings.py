@@ -26,7 +26,7 @@ from pykraft.config.server import (
 )
 from pykraft.controller import ControllerConfig
 from pykraft.controller.activation import DEFAULT_BOOTSTRAP
-from pykraft.errors import ConfigError, StorageError
+from pykraft.errors import ConfigError
 from pykraft.raft.config import CONFIG_KEYS, QuorumConfig
 from pykraft.records.control import VoterEndpoint
 from pykraft.replica.read_replica import replica_selector
@@ -40,7 +40,7 @@ from pykraft.storage.bootstrap import (
     METADATA_LOG_DIR_NAME,
     read_bootstrap_checkpoint,
 )
-from pykraft.storage.meta_properties import META_PROPERTIES, read_meta_properties
+from pykraft.storage.log_dir_check import check_log_dirs
 
 _SUPPORTED_ROLES = (("controller",), ("broker",), ("broker", "controller"))
 _NON_NEGATIVE_KEYS = (
@@ -111,6 +111,9 @@ class NodeSettings:
     log_dir_ids: Mapping[Path, uuid.UUID] = dataclasses.field(default_factory=dict)
     """Each ``log.dirs`` entry's ``directory.id`` (its meta.properties): what the broker
     registers and assigns replicas to (KIP-858)."""
+    offline_log_dirs: Mapping[Path, str] = dataclasses.field(default_factory=dict)
+    """The directories that failed the start-up checks, each with why: the broker starts
+    without them (:mod:`pykraft.storage.log_dir_check`)."""
     roles: tuple[str, ...] = ("controller",)
     bootstrap: tuple[object, ...] = DEFAULT_BOOTSTRAP
     """The records ``storage format`` chose (metadata.version first): the first active
@@ -199,7 +202,8 @@ def load_settings(config: ServerConfig) -> NodeSettings:
                                         "sasl.mechanism.controller.protocol")
                        if protocols[controller_name].uses_sasl else None)
     metadata_dir = config.metadata_log_dir
-    cluster_id, dir_ids = _check_storage(config, node_id)
+    found = check_log_dirs(config.log_dirs, metadata_dir, node_id,
+                           broker="broker" in roles)
     for key in _NON_NEGATIVE_KEYS:
         if config.get(key) < 0:
             raise ConfigError(f"invalid value {config.get(key)} for {key}: must be >= 0")
@@ -218,8 +222,11 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         raise ConfigError(f"invalid value {max_frame} for socket.request.max.bytes: "
                           "must be positive")
     return NodeSettings(
-        node_id=node_id, cluster_id=cluster_id, directory_id=dir_ids.get(metadata_dir),
-        log_dir_ids={d: dir_ids[d] for d in config.log_dirs if d in dir_ids}, quorum=quorum,
+        node_id=node_id, cluster_id=found.cluster_id,
+        directory_id=found.metas[metadata_dir].directory_id,
+        log_dir_ids={d: dir_id for d in config.log_dirs if d in found.metas
+                     and (dir_id := found.metas[d].directory_id) is not None},
+        offline_log_dirs=found.offline, quorum=quorum,
         voters=voters, listener=listener, metadata_dir=metadata_dir,
         segment_bytes=segment_bytes, segment_ms=segment_ms, max_frame_size=max_frame,
         metrics_address=_metrics_address(config, listener),
@@ -227,7 +234,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         shutdown_timeout_ms=config.get("pykraft.shutdown.timeout.ms"),
         event_loop=config.get("pykraft.event.loop"),
         controller=ControllerConfig(
-            node_id=node_id, cluster_id=cluster_id,
+            node_id=node_id, cluster_id=found.cluster_id,
             session_timeout_ms=config.get("broker.session.timeout.ms"),
             fence_on_refused_connection=config.get(
                 "pykraft.broker.fence.on.refused.connection.enable"),
@@ -454,31 +461,3 @@ def _metrics_address(config: ServerConfig, listener: Endpoint) -> tuple[str, int
     if not 0 <= port <= 65535:
         raise ConfigError(f"invalid value {port} for metrics.port: expected -1 (off) or a port")
     return (config.get("metrics.host") or listener.host or "0.0.0.0", port)
-
-
-def _check_storage(config: ServerConfig, node_id: int
-                   ) -> tuple[str, dict[Path, uuid.UUID]]:
-    """Kafka's startup checks: every directory formatted, one cluster id, our node id;
-    returns the cluster id and each directory's ``directory.id`` (where it has one)."""
-    cluster_id: str | None = None
-    dir_ids: dict[Path, uuid.UUID] = {}
-    for directory in config.all_log_dirs:
-        path = directory / META_PROPERTIES
-        if not path.exists():
-            raise StorageError(f"no {META_PROPERTIES} found in {directory} (have you run "
-                               "`pykraft storage format` to format the directory?)")
-        meta = read_meta_properties(path)
-        if meta.version != 1 or meta.cluster_id is None:
-            raise StorageError(f"{path}: version {meta.version} is not a KRaft "
-                               "meta.properties (version=1 with cluster.id)")
-        if meta.node_id != node_id:
-            raise StorageError(f"{path}: stored node.id {meta.node_id} does not match the "
-                               f"configured node.id {node_id}")
-        if cluster_id is not None and meta.cluster_id != cluster_id:
-            raise StorageError(f"{path}: cluster.id {meta.cluster_id} does not match "
-                               f"cluster.id {cluster_id} of the other log directories")
-        cluster_id = meta.cluster_id
-        if meta.directory_id is not None:
-            dir_ids[directory] = meta.directory_id
-    assert cluster_id is not None  # all_log_dirs is never empty
-    return cluster_id, dir_ids

@@ -38,7 +38,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -430,7 +430,10 @@ class LocalCluster:
 
     # -- processes -------------------------------------------------------------------------
 
-    def start(self, node_id: int, *extra_args: str) -> subprocess.Popen[bytes]:
+    def start(self, node_id: int, *extra_args: str,
+              wrapper: Sequence[str] = ()) -> subprocess.Popen[bytes]:
+        """Start a node; ``wrapper`` is a command that runs it (it must exec the server in
+        its own process, e.g. ``setpriv`` dropping capabilities)."""
         node = self.nodes[node_id]
         if self.is_running(node_id):
             raise ClusterError(f"node {node_id} is already running (pid {self.pids[node_id]})")
@@ -440,7 +443,7 @@ class LocalCluster:
                    if node_id not in self.kafka_nodes else
                    self.kafka.server_command(node.config, log4j2=self.base / LOG4J2_FILE))
         with node.log.open("ab") as log:
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+            child = subprocess.Popen([*wrapper, *command], stdin=subprocess.DEVNULL, stdout=log,
                                      stderr=log, start_new_session=True)
         self._children[node_id] = child
         self.pids[node_id] = child.pid

@@ -134,6 +134,7 @@ BROKER_CASES: Mapping[ApiKey, Case] = {
     ApiKey.UPDATE_FEATURES: Case(),
     ApiKey.DESCRIBE_CLUSTER: Case(),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: Case(),
+    ApiKey.LIST_CONFIG_RESOURCES: Case(),
     ApiKey.UNREGISTER_BROKER: Case(),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: Case(),
     ApiKey.CONSUMER_GROUP_DESCRIBE: Case(),

@@ -168,6 +168,16 @@ class MetadataDelta:
             self._configs = ConfigurationsDelta(self.image.configs)
         return self._configs
 
+    @property
+    def cluster_changed(self) -> bool:
+        """A broker or controller registration changed (Kafka's ``clusterDelta() != null``)."""
+        return self._cluster is not None
+
+    @property
+    def topics_changed(self) -> bool:
+        """A topic or partition changed (Kafka's ``topicsDelta() != null``)."""
+        return self._topics is not None
+
     def replay(self, record: object) -> None:
         """Apply one record (a :class:`MetadataRecord` or a bare record message)."""
         body = record.message if isinstance(record, MetadataRecord) else record

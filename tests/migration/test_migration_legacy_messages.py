@@ -111,8 +111,8 @@ def test_captured_bodies_encode_and_decode_to_what_the_broker_logged(rpc: Legacy
     """Built from the logged JSON, encoded and decoded, each request and its response prints
     as the broker's request log did, key for key and in Kafka's field order."""
     for cls, logged in zip(_classes(rpc.api_key), (rpc.request, rpc.response), strict=True):
-        msg = from_json_dict(cls, rpc.api_version, logged)
-        again = decode(cls, rpc.api_version, encode(msg, rpc.api_version))
+        msg: object = from_json_dict(cls, rpc.api_version, logged)
+        again: object = decode(cls, rpc.api_version, encode(msg, rpc.api_version))
         assert again == msg
         assert json.dumps(to_json_dict(again, rpc.api_version)) == json.dumps(logged)
 

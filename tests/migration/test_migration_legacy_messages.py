@@ -16,13 +16,13 @@ from migration_captures import LegacyRpc, legacy_rpcs
 
 from message_generator import GEN
 from pykraft.errors import UnsupportedVersionError
-from pykraft.messages import decode, encode, schema_of
+from pykraft.messages import decode, encode
 from pykraft.messages.jsonview import from_json_dict, to_json_dict
 from pykraft.messages.kafka import API_MESSAGES
 from pykraft.messages.legacy import LEGACY_API_MESSAGES
 from pykraft.messages.rpc import decode_request
 from pykraft.protocol.apis import API_SPECS, Listener, specs_for_listener
-from test_messages_codec import schema_messages
+from test_messages_kafka import assert_drawn_round_trips, versions_of
 
 FACTS: dict[str, Any] = json.loads(GEN.LEGACY.facts.read_text())
 LEGACY_KEYS = (4, 5, 6, 7)
@@ -40,12 +40,6 @@ CLASSES = [cls for key in LEGACY_KEYS for cls in _classes(key)]
 #: §8); the request logs of the reference run saw only these.
 KRAFT_CONTROLLER_VERSIONS = {4: 7, 5: 4, 6: 8}
 CAPTURED = [rpc for broker in (1, 2, 3) for rpc in legacy_rpcs(broker)]
-
-
-def _versions(cls: type) -> range:
-    valid = schema_of(cls).valid_versions
-    assert valid is not None and valid.high is not None
-    return range(valid.low, valid.high + 1)
 
 
 def test_checked_in_modules_are_what_the_frozen_facts_generate() -> None:
@@ -84,7 +78,7 @@ def test_pykraft_neither_serves_nor_advertises_them() -> None:
 def test_default_instance_round_trips_at_every_version() -> None:
     for cls in CLASSES:
         msg = cls()
-        for version in _versions(cls):
+        for version in versions_of(cls):
             assert decode(cls, version, encode(msg, version)) == msg, (cls, version)
 
 
@@ -92,13 +86,7 @@ def test_default_instance_round_trips_at_every_version() -> None:
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_drawn_message_round_trips_at_every_version(cls: type, data: st.DataObject) -> None:
-    schema = schema_of(cls)
-    for version in _versions(cls):
-        unknown = version == schema.highest_version and schema.is_flexible(version)
-        msg = data.draw(schema_messages(schema, version, unknown), label=f"v{version}")
-        raw = encode(msg, version)
-        assert decode(cls, version, raw) == msg
-        assert encode(decode(cls, version, raw), version) == raw
+    assert_drawn_round_trips(cls, data)
 
 
 def test_the_capture_holds_each_api_at_the_kraft_controllers_version() -> None:

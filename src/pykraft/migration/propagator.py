@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -81,6 +81,7 @@ NO_EPOCH = -1
 TopicPartition = tuple[str, int]
 LegacyBody = LeaderAndIsrRequest | UpdateMetadataRequest | StopReplicaRequest
 S = TypeVar("S", LeaderAndIsrPartitionState, UpdateMetadataPartitionState)
+T = TypeVar("T")
 
 
 class UpdateType(enum.IntEnum):
@@ -344,15 +345,11 @@ class _Batch:
         leader_ids = {state.leader for state in states}
         live_leaders = tuple(self._live_leader(b) for b in sorted(self._brokers)
                              if b in leader_ids)
-        topics = tuple(
-            LeaderAndIsrTopicState(topic_name=name, topic_id=self._topic_id(name),
-                                   partition_states=tuple(group))
-            for name, group in _grouped(states)
-        )
         return LeaderAndIsrRequest(
             controller_id=self._owner.controller_id, is_k_raft_controller=True,
             controller_epoch=self._zk_epoch, broker_epoch=self._brokers[broker_id].epoch,
-            type=update_type, topic_states=topics, live_leaders=live_leaders,
+            type=update_type, topic_states=self._topic_states(states, LeaderAndIsrTopicState),
+            live_leaders=live_leaders,
         )
 
     def _live_leader(self, broker_id: int) -> LeaderAndIsrLiveLeader:
@@ -366,15 +363,11 @@ class _Batch:
     def _update_metadata_request(self, broker_id: int, update_type: UpdateType
                                  ) -> UpdateMetadataRequest:
         states = [state for _, state in self._update_metadata.items()]
-        topics = tuple(
-            UpdateMetadataTopicState(topic_name=name, topic_id=self._topic_id(name),
-                                     partition_states=tuple(group))
-            for name, group in _grouped(states)
-        )
         return UpdateMetadataRequest(
             controller_id=self._owner.controller_id, is_k_raft_controller=True,
             type=update_type, controller_epoch=self._zk_epoch,
-            broker_epoch=self._brokers[broker_id].epoch, topic_states=topics,
+            broker_epoch=self._brokers[broker_id].epoch,
+            topic_states=self._topic_states(states, UpdateMetadataTopicState),
             live_brokers=_live_brokers(self._brokers),
         )
 
@@ -392,19 +385,21 @@ class _Batch:
             topic_states=topics,
         )
 
+    def _topic_states(self, states: Sequence[S], topic_state: Callable[..., T]
+                      ) -> tuple[T, ...]:
+        """The builders' ``groupByTopic``: topics as ``computeIfAbsent`` leaves them in a Java
+        ``HashMap``, each with its id (zero for a topic the image lacks) and its partitions
+        in the order given."""
+        by_topic: dict[str, list[S]] = {}
+        for state in states:
+            by_topic.setdefault(state.topic_name, []).append(state)
+        order = java_compute_if_absent_order([s.topic_name for s in states], java_string_hash)
+        return tuple(topic_state(topic_name=name, topic_id=self._topic_id(name),
+                                 partition_states=tuple(by_topic[name])) for name in order)
+
     def _topic_id(self, name: str) -> uuid.UUID:
         topic = self._image.topics.by_name.get(name)
         return ZERO_UUID if topic is None else topic.topic_id
-
-
-def _grouped(states: Sequence[S]) -> list[tuple[str, list[S]]]:
-    """The builders' ``groupByTopic``: topics as ``computeIfAbsent`` leaves them in a Java
-    ``HashMap``, each topic's partitions in the order given."""
-    by_topic: dict[str, list[S]] = {}
-    for state in states:
-        by_topic.setdefault(state.topic_name, []).append(state)
-    order = java_compute_if_absent_order([s.topic_name for s in states], java_string_hash)
-    return [(name, by_topic[name]) for name in order]
 
 
 def _live_brokers(brokers: Mapping[int, BrokerRegistration]) -> tuple[UpdateMetadataBroker, ...]:

@@ -4,7 +4,6 @@ logged decode at the versions a KRaft controller sends, and pykraft never serves
 
 from __future__ import annotations
 
-import importlib
 import json
 import struct
 from typing import Any
@@ -15,12 +14,18 @@ from hypothesis import strategies as st
 from migration_captures import LegacyRpc, legacy_rpcs
 
 from message_generator import GEN
-from pykraft.errors import UnsupportedVersionError
+from pykraft.errors import MessageDecodeError, UnsupportedVersionError
 from pykraft.messages import decode, encode
+from pykraft.messages.codec import decode_from
 from pykraft.messages.jsonview import from_json_dict, to_json_dict
 from pykraft.messages.kafka import API_MESSAGES
 from pykraft.messages.legacy import LEGACY_API_MESSAGES
-from pykraft.messages.rpc import decode_request
+from pykraft.messages.legacy_rpc import (
+    decode_legacy_response,
+    encode_legacy_request,
+    legacy_classes,
+)
+from pykraft.messages.rpc import RequestHeader, ResponseHeader, decode_request
 from pykraft.protocol.apis import API_SPECS, Listener, specs_for_listener
 from test_messages_kafka import assert_drawn_round_trips, versions_of
 
@@ -28,14 +33,7 @@ FACTS: dict[str, Any] = json.loads(GEN.LEGACY.facts.read_text())
 LEGACY_KEYS = (4, 5, 6, 7)
 
 
-def _classes(api_key: int) -> tuple[type, type]:
-    name, stem = LEGACY_API_MESSAGES[api_key]
-    package = "pykraft.messages.legacy"
-    return (getattr(importlib.import_module(f"{package}.{stem}_request"), f"{name}Request"),
-            getattr(importlib.import_module(f"{package}.{stem}_response"), f"{name}Response"))
-
-
-CLASSES = [cls for key in LEGACY_KEYS for cls in _classes(key)]
+CLASSES = [cls for key in LEGACY_KEYS for cls in legacy_classes(key)]
 #: The versions a KRaft controller sends at metadata.version 3.4-IV0 and later (migration-plan
 #: §8); the request logs of the reference run saw only these.
 KRAFT_CONTROLLER_VERSIONS = {4: 7, 5: 4, 6: 8}
@@ -98,7 +96,7 @@ def test_the_capture_holds_each_api_at_the_kraft_controllers_version() -> None:
 def test_captured_bodies_encode_and_decode_to_what_the_broker_logged(rpc: LegacyRpc) -> None:
     """Built from the logged JSON, encoded and decoded, each request and its response prints
     as the broker's request log did, key for key and in Kafka's field order."""
-    for cls, logged in zip(_classes(rpc.api_key), (rpc.request, rpc.response), strict=True):
+    for cls, logged in zip(legacy_classes(rpc.api_key), (rpc.request, rpc.response), strict=True):
         msg: object = from_json_dict(cls, rpc.api_version, logged)
         again: object = decode(cls, rpc.api_version, encode(msg, rpc.api_version))
         assert again == msg
@@ -106,6 +104,36 @@ def test_captured_bodies_encode_and_decode_to_what_the_broker_logged(rpc: Legacy
 
 
 def test_from_json_refuses_a_field_of_another_version() -> None:
-    request, _ = _classes(4)
+    request, _ = legacy_classes(4)
     with pytest.raises(ValueError, match="isKRaftController"):
         from_json_dict(request, 6, {"controllerId": 1, "isKRaftController": True})
+
+
+@pytest.mark.parametrize("rpc", CAPTURED, ids=lambda rpc: f"{rpc.api_key}-{rpc.correlation_id}")
+def test_frames_carry_the_header_version_of_the_body(rpc: LegacyRpc) -> None:
+    """The controller's request frame has header v2 (flexible bodies) with its client id,
+    and the broker's answer is read after a v1 header, as Kafka frames them."""
+    request_type, response_type = legacy_classes(rpc.api_key)
+    header = RequestHeader(rpc.api_key, rpc.api_version, rpc.correlation_id, "3000")
+    body: object = from_json_dict(request_type, rpc.api_version, rpc.request)
+    frame = encode_legacy_request(header, body)
+    decoded, pos = decode_from(RequestHeader, 2, frame)
+    assert decoded == header
+    again: object = decode(request_type, rpc.api_version, frame[pos:])
+    assert again == body
+    answer: object = from_json_dict(response_type, rpc.api_version, rpc.response)
+    raw = encode(ResponseHeader(rpc.correlation_id), 1) + encode(answer, rpc.api_version)
+    response = decode_legacy_response(rpc.api_key, rpc.api_version, raw)
+    assert (response.correlation_id, response.body) == (rpc.correlation_id, answer)
+    with pytest.raises(MessageDecodeError, match="trailing"):
+        decode_legacy_response(rpc.api_key, rpc.api_version, raw + b"\x00")
+
+
+def test_legacy_frames_refuse_other_apis_versions_and_bodies() -> None:
+    request_type, _ = legacy_classes(4)
+    with pytest.raises(UnsupportedVersionError):
+        legacy_classes(3)
+    with pytest.raises(UnsupportedVersionError, match="v8 does not exist"):
+        encode_legacy_request(RequestHeader(4, 8, 1, "3000"), request_type())
+    with pytest.raises(TypeError, match="is not a LeaderAndIsrRequest"):
+        encode_legacy_request(RequestHeader(4, 7, 1, "3000"), legacy_classes(5)[0]())

@@ -205,6 +205,9 @@ class MigrationPropagator:
                 f"metadata.version level {image.metadata_version} has no ZooKeeper migration "
                 f"(3.4-IV0, level {MV_3_4_IV0}, and later)"
             )
+        if image.provenance.last_epoch < 0:
+            raise PropagationError("an image without its last offset's epoch (the partitions' "
+                                   "controllerEpoch) cannot be propagated")
         return _Batch(self, image, zk_controller_epoch)
 
 
@@ -327,16 +330,18 @@ class _Batch:
     def send(self, update_type: UpdateType) -> list[LegacyRequest]:
         """``sendRequestsToBrokers``: the batch's requests to the brokers in the channel."""
         channel = {b for b, reg in self._brokers.items() if _in_channel(reg)}
-        requests = [LegacyRequest(b, self._leader_and_isr_request(b, update_type))
-                    for b in sorted(self._leader_and_isr) if b in channel]
-        requests += [LegacyRequest(b, self._update_metadata_request(b, update_type))
-                     for b in sorted(self._update_metadata_brokers) if b in channel]
-        requests += [LegacyRequest(b, self._stop_replica_request(b))
-                     for b in sorted(self._stop_replica) if b in channel]
-        self._leader_and_isr.clear()
-        self._stop_replica.clear()
-        self._update_metadata_brokers.clear()
-        self._update_metadata.clear()  # keeps its table size, as Kafka's
+        try:
+            requests = [LegacyRequest(b, self._leader_and_isr_request(b, update_type))
+                        for b in sorted(self._leader_and_isr) if b in channel]
+            requests += [LegacyRequest(b, self._update_metadata_request(b, update_type))
+                         for b in sorted(self._update_metadata_brokers) if b in channel]
+            requests += [LegacyRequest(b, self._stop_replica_request(b))
+                         for b in sorted(self._stop_replica) if b in channel]
+        finally:  # a refused batch leaves nothing behind for the next one
+            self._leader_and_isr.clear()
+            self._stop_replica.clear()
+            self._update_metadata_brokers.clear()
+            self._update_metadata.clear()  # keeps its table size, as Kafka's
         return requests
 
     def _leader_and_isr_request(self, broker_id: int, update_type: UpdateType

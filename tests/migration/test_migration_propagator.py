@@ -177,7 +177,8 @@ def test_isr_expansion_delta_sends_the_first_incremental_leader_and_isr() -> Non
 
 def test_topic_deletion_sends_stop_replica_with_delete_and_leader_minus_2() -> None:
     """t-plain's RemoveTopicRecord: StopReplica (delete, leader epoch -2) to its replica,
-    broker 2, exactly as logged; every ZK broker's UpdateMetadata says leader -2."""
+    broker 2, exactly as logged; every ZK broker's UpdateMetadata says leader -2, under the
+    ZooKeeper controller epoch (``MigrationPropagator`` passes it for deleted topics)."""
     previous, image = image_at(T_PLAIN_REMOVED - 1), image_at(T_PLAIN_REMOVED)
     requests = MigrationPropagator(FIRST.controller, "PLAINTEXT").delta_requests(
         previous, image, FIRST.zk_epoch)
@@ -190,8 +191,10 @@ def test_topic_deletion_sends_stop_replica_with_delete_and_leader_minus_2() -> N
         assert isinstance(update.body, UpdateMetadataRequest)
         (topic,) = update.body.topic_states
         (state,) = topic.partition_states
-        assert (topic.topic_name, state.leader, state.controller_epoch, state.isr) == (
-            "t-plain", -2, FIRST.zk_epoch, (2,))
+        assert (topic.topic_name, state.leader, state.leader_epoch, state.zk_version) == (
+            "t-plain", -2, 0, 0)  # LeaderAndIsr.duringDelete
+        assert (state.controller_epoch, state.isr, state.replicas) == (FIRST.zk_epoch, (2,), (2,))
+        assert state.offline_replicas == (2,)  # Kafka 3.9 lists the registered replicas here
     assert not any(isinstance(r.body, LeaderAndIsrRequest) for r in requests)
     assert requests.index(stops[0]) > requests.index(updates[-1])
 

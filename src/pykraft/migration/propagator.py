@@ -211,6 +211,11 @@ class MigrationPropagator:
         return _Batch(self, image, zk_controller_epoch)
 
 
+def channel_brokers(image: MetadataImage) -> list[BrokerRegistration]:
+    """The brokers the requests go to (Kafka's channel manager after ``publishMetadata``)."""
+    return [b for b in image.cluster.brokers.values() if _in_channel(b)]
+
+
 def _in_channel(broker: BrokerRegistration) -> bool:
     """Kafka's channel manager holds the unfenced migrating ZK brokers (and only them)."""
     return broker.is_migrating_zk_broker and not broker.fenced

@@ -9,6 +9,7 @@ import dataclasses
 import random
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
@@ -22,12 +23,15 @@ from pykraft.controller.migration_ops import (
     MigrationBatch,
     MigrationRefused,
     MigrationWritten,
+    zk_migration_not_ready_reason,
 )
 from pykraft.controller.quorum_controller import PRE_MIGRATION_MESSAGE
 from pykraft.controller.responses import error_codes
-from pykraft.errors import ControllerError
+from pykraft.errors import ControllerError, MetadataImageError
 from pykraft.features import METADATA_VERSION_FEATURE
-from pykraft.image.features import ZkMigrationState
+from pykraft.image.features import FeaturesImage, ZkMigrationState
+from pykraft.image.image import MetadataDelta, MetadataImage
+from pykraft.image.snapshot import load_snapshot, write_image_snapshot
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
 from pykraft.messages.kafka.broker_registration_request import (
@@ -71,6 +75,7 @@ from pykraft.records.metadata import (
     ZkMigrationStateRecord,
     api_key_of,
 )
+from pykraft.shell import MetadataShell, image_tree
 
 MV_3_9_IV0 = 21  # what the ZooKeeper brokers of the reference run spoke
 MV_3_6_IV0 = 12  # the last level without metadata transactions
@@ -500,3 +505,69 @@ def test_an_unfence_inside_an_aborted_load_is_written_again_by_the_next_leader()
     assert messages(nxt, end) == [BrokerRegistrationChangeRecord(
         broker_id=3, broker_epoch=nxt.controller.image.cluster.brokers[3].epoch, fenced=-1)]
     assert not nxt.replayed_image().cluster.brokers[3].fenced
+
+
+# -- the image, its snapshot and the shell -----------------------------------------------
+
+
+def test_a_snapshot_keeps_the_migration_state_but_writes_no_none(tmp_path: Path) -> None:
+    cluster = migrating()
+    migrated(cluster)
+    image = cluster.replayed_image()
+    names = [type(record).__name__ for record, _ in image.records()]
+    assert names[:2] == ["FeatureLevelRecord", "ZkMigrationStateRecord"]  # Kafka 3.9's order
+    loaded = load_snapshot(write_image_snapshot(tmp_path, image, clock=lambda: 0))
+    assert loaded.features.zk_migration_state == ZkMigrationState.MIGRATION
+    kraft = Cluster(mv=MV_3_9_IV0)
+    kraft.elect()
+    assert not any(isinstance(record, ZkMigrationStateRecord)
+                   for record, _ in kraft.replayed_image().records())
+
+
+def test_the_shell_shows_the_migration_state_when_there_is_one() -> None:
+    cluster = migrating()
+    shell = MetadataShell(image_tree(cluster.replayed_image(), source="test"))
+    assert shell.execute("cat /image/features/zkMigrationState").lines == ["PRE_MIGRATION"]
+    kraft = Cluster(mv=MV_3_9_IV0)
+    kraft.elect()
+    plain = MetadataShell(image_tree(kraft.replayed_image(), source="test"))
+    assert plain.execute("ls /image/features").lines == ["metadataVersion"]
+
+
+def test_an_unknown_migration_state_is_refused() -> None:
+    delta = MetadataDelta(MetadataImage())
+    with pytest.raises(MetadataImageError, match="Unsupported ZkMigrationState value 9"):
+        delta.replay(ZkMigrationStateRecord(zk_migration_state=9))
+
+
+# -- the controllers' readiness (§3) -----------------------------------------------------
+
+
+def registered(cluster: Cluster, controller_id: int, *, ready: bool) -> None:
+    assert cluster.call(ControllerRegistrationRequest(
+        controller_id=controller_id, incarnation_id=uuid.UUID(int=controller_id),
+        zk_migration_ready=ready)).error_code == ErrorCode.NONE
+
+
+def test_the_quorum_is_ready_once_every_voter_registered_with_migration() -> None:
+    cluster = migrating()
+    voters = (3000, 3001, 3002)
+
+    def reason() -> str | None:
+        return zk_migration_not_ready_reason(cluster.controller.committed_image, voters)
+    assert reason() == "No registration found for controller 3000"
+    registered(cluster, 3000, ready=True)
+    assert reason() == "No registration found for controller 3001"
+    registered(cluster, 3001, ready=False)  # voters are checked in order, as Kafka's
+    registered(cluster, 3002, ready=True)
+    assert reason() == "Controller 3001 has not enabled zookeeper.metadata.migration.enable"
+    registered(cluster, 3001, ready=True)
+    assert reason() is None
+
+
+def test_readiness_below_controller_registrations_and_migration() -> None:
+    at_3_6 = MetadataImage(features=FeaturesImage({METADATA_VERSION_FEATURE: MV_3_6_IV0}))
+    assert zk_migration_not_ready_reason(at_3_6, (3000,)) is None  # nothing to check
+    at_3_3 = MetadataImage(features=FeaturesImage({METADATA_VERSION_FEATURE: MV_3_3_IV3}))
+    assert zk_migration_not_ready_reason(at_3_3, (3000,)) == (
+        "The metadata.version too low at 3.3-IV3")

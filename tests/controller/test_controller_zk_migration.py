@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 
-from pykraft.controller.cluster_control import migration_refusal
+from pykraft.controller.cluster_control import migration_registration_refusal
 from pykraft.controller.context import ControllerContext
 from pykraft.controller.migration_ops import (
     NO_TRANSACTION_WARNING,
@@ -445,7 +445,7 @@ def refusal(cluster: Cluster, request: BrokerRegistrationRequest) -> tuple[Error
     assert isinstance(answer, BrokerRegistrationResponse)
     ctx = ControllerContext(cluster.controller.config, cluster.controller.image, 0, 0,
                             random.Random(0))
-    found = migration_refusal(ctx, request)
+    found = migration_registration_refusal(ctx, request)
     assert answer.error_code == (ErrorCode.NONE if found is None else found[0])
     return found
 

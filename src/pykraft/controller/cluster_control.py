@@ -67,8 +67,8 @@ def _registration_error(code: ErrorCode) -> BrokerRegistrationResponse:
     return BrokerRegistrationResponse(error_code=code)  # Kafka's default epoch: -1
 
 
-def migration_refusal(ctx: ControllerContext,
-                      req: BrokerRegistrationRequest) -> tuple[ErrorCode, str] | None:
+def migration_registration_refusal(ctx: ControllerContext, req: BrokerRegistrationRequest
+                                   ) -> tuple[ErrorCode, str] | None:
     """Kafka 3.9's ZooKeeper migration rules for a broker registration (ClusterControlManager.
     registerBroker), as (error, Kafka's exception text), or None when they allow it: a
     ZooKeeper broker (``isMigratingZkBroker``) only with migration on, at a metadata.version
@@ -94,7 +94,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
         return ControllerResult((), _registration_error(ErrorCode.INCONSISTENT_CLUSTER_ID))
     if req.incarnation_id == ZERO_UUID:
         return ControllerResult((), _registration_error(ErrorCode.INVALID_REGISTRATION))
-    refusal = migration_refusal(ctx, req)
+    refusal = migration_registration_refusal(ctx, req)
     if refusal is not None:
         return ControllerResult((), _registration_error(refusal[0]))
     if not _supports_finalized(ctx, {f.name: (f.min_supported_version, f.max_supported_version)

@@ -18,10 +18,17 @@ from dataclasses import dataclass
 
 from pykraft.features import metadata_version_for_level
 from pykraft.image.cluster_image import ControllerRegistration
+from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataImage
-from pykraft.image.versions import MV_3_4_IV0, MV_3_7_IV0
+from pykraft.image.versions import MV_3_4_IV0, MV_3_6_IV1, MV_3_7_IV0
 from pykraft.protocol.errors import ErrorCode
-from pykraft.records.metadata import MetadataRecord
+from pykraft.records.metadata import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
+    MetadataRecord,
+    ZkMigrationStateRecord,
+)
 
 #: The name of the load's metadata transaction (Kafka's beginMigration).
 TRANSACTION_NAME = "ZK Migration"
@@ -51,6 +58,7 @@ class CompleteMigration:
 
 
 MigrationRequest = BeginMigration | MigrationBatch | CompleteMigration
+_TRANSACTION_MARKERS = (BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +81,41 @@ class MigrationRefused:
 
     error_code: ErrorCode
     message: str
+
+
+def migration_write_refusal(image: MetadataImage, request: MigrationRequest, *,
+                            in_transaction: bool) -> str | None:
+    """Why the current state (``image``, and whether a metadata transaction is open) does not
+    allow this write, or None. Kafka's controller writes whatever its driver hands it; this
+    refuses what would leave the log in a state its readers fail on (a second Begin, an End
+    without a Begin) or that the migration never writes (a load after PRE_MIGRATION)."""
+    state = image.features.zk_migration_state
+    if state != ZkMigrationState.PRE_MIGRATION:
+        return f"The ZK migration state is {state.name}, not PRE_MIGRATION"
+    if isinstance(request, BeginMigration):
+        return "A metadata transaction is already open" if in_transaction else None
+    if image.metadata_version >= MV_3_6_IV1 and not in_transaction:
+        return "No ZK migration transaction is open"
+    if isinstance(request, MigrationBatch) and any(
+            isinstance(r.message, _TRANSACTION_MARKERS) for r in request.records):
+        return "A migration batch cannot hold transaction markers"
+    return None
+
+
+def migration_records(image: MetadataImage, request: MigrationRequest
+                      ) -> tuple[tuple[object, ...], str | None]:
+    """The records of a migration write and the warning to log (Kafka's
+    MigrationRecordConsumer): without metadata transactions (before 3.6-IV1) Begin writes
+    nothing and Complete no EndTransactionRecord."""
+    transactions = image.metadata_version >= MV_3_6_IV1
+    if isinstance(request, BeginMigration):
+        if not transactions:
+            return (), NO_TRANSACTION_WARNING
+        return (BeginTransactionRecord(name=TRANSACTION_NAME),), None
+    if isinstance(request, MigrationBatch):
+        return request.records, None
+    end = (EndTransactionRecord(),) if transactions else ()
+    return (ZkMigrationStateRecord(zk_migration_state=ZkMigrationState.MIGRATION), *end), None
 
 
 def zk_migration_not_ready_reason(image: MetadataImage, voter_ids: Iterable[int]) -> str | None:

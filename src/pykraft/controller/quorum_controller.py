@@ -46,13 +46,11 @@ from pykraft.controller.activation import (
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.controller.delegation_token_control import TokenRequest
 from pykraft.controller.migration_ops import (
-    NO_TRANSACTION_WARNING,
-    TRANSACTION_NAME,
-    BeginMigration,
-    CompleteMigration,
-    MigrationBatch,
     MigrationRefused,
+    MigrationRequest,
     MigrationWritten,
+    migration_records,
+    migration_write_refusal,
 )
 from pykraft.controller.mutations import Mutation, throttled
 from pykraft.controller.responses import error_response
@@ -63,7 +61,7 @@ from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
-from pykraft.image.versions import MV_3_3_IV1, MV_3_6_IV1, record_version
+from pykraft.image.versions import MV_3_3_IV1, record_version
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
 from pykraft.messages.kafka.alter_client_quotas_request import AlterClientQuotasRequest
 from pykraft.messages.kafka.alter_configs_request import AlterConfigsRequest
@@ -110,7 +108,6 @@ from pykraft.records.metadata import (
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
-    ZkMigrationStateRecord,
     decode_metadata_record,
     encode_metadata_record,
 )
@@ -118,14 +115,12 @@ from pykraft.records.metadata import (
 RecordWriter = Callable[[int, list[bytes]], int]
 """``(now_ms, record values) -> offset of the last one``: the raft core's ``append``."""
 
-MigrationRequest = BeginMigration | MigrationBatch | CompleteMigration
 #: Kafka's NotControllerException text for a write refused in pre-migration mode.
 PRE_MIGRATION_MESSAGE = "The controller is in pre-migration mode."
 #: The writes Kafka flags RUNS_IN_PREMIGRATION (besides the migration's own): what the
 #: brokers and controllers need to register and stay alive while the load waits for them.
 _RUNS_IN_PREMIGRATION = (BrokerRegistrationRequest, BrokerHeartbeatRequest,
                          UnregisterBrokerRequest, ControllerRegistrationRequest)
-_TRANSACTION_MARKERS = (BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord)
 
 
 def not_controller_answer(request: object) -> object:
@@ -487,40 +482,15 @@ class QuorumController:
     def _migrate(self, ticket: int, request: MigrationRequest) -> None:
         """One of the driver's writes (Kafka's MigrationRecordConsumer), answered with the
         offset and epoch of its last record once it commits."""
-        refusal = self._migration_refusal(request)
+        refusal = migration_write_refusal(self._image, request,
+                                          in_transaction=self._in_transaction)
         if refusal is not None:
             self._ready.append((ticket, MigrationRefused(ErrorCode.INVALID_REQUEST, refusal)))
             return
-        transactions = self._image.metadata_version >= MV_3_6_IV1
-        warning = None
-        records: tuple[object, ...]
-        if isinstance(request, BeginMigration):
-            records = (BeginTransactionRecord(name=TRANSACTION_NAME),) if transactions else ()
-            warning = None if transactions else NO_TRANSACTION_WARNING
-        elif isinstance(request, MigrationBatch):
-            records = request.records
-        else:
-            records = (ZkMigrationStateRecord(zk_migration_state=ZkMigrationState.MIGRATION),
-                       *((EndTransactionRecord(),) if transactions else ()))
+        records, warning = migration_records(self._image, request)
         if self._append(ticket, request, records):
             self._wait(ticket, request,
                        MigrationWritten(self._next_offset - 1, self._epoch, warning))
-
-    def _migration_refusal(self, request: MigrationRequest) -> str | None:
-        """Why the log's state does not allow this migration write (Kafka's driver never
-        asks so; a refusal rather than a record the log's readers would fail on)."""
-        if not self.in_pre_migration:
-            state = self._image.features.zk_migration_state.name
-            return f"The ZK migration state is {state}, not PRE_MIGRATION"
-        transactions = self._image.metadata_version >= MV_3_6_IV1
-        if isinstance(request, BeginMigration):
-            return "A metadata transaction is already open" if self._in_transaction else None
-        if transactions and not self._in_transaction:
-            return "No ZK migration transaction is open"
-        if isinstance(request, MigrationBatch) and any(
-                isinstance(r.message, _TRANSACTION_MARKERS) for r in request.records):
-            return "A migration batch cannot hold transaction markers"
-        return None
 
     def _advance(self, now_ms: int) -> None:
         self._now_ms = max(self._now_ms, now_ms)

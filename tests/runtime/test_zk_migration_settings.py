@@ -22,7 +22,7 @@ from pykraft.runtime.controller_metrics import controller_families
 from pykraft.runtime.controller_registration import registration_request
 from pykraft.runtime.jmx_names import prometheus_name
 from pykraft.runtime.node import RaftNode
-from pykraft.runtime.settings import NodeSettings, load_settings
+from pykraft.runtime.settings import NodeSettings, ZkClientSettings, load_settings
 from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
 
 ZK = {"zookeeper.metadata.migration.enable": "true", "zookeeper.connect": "127.0.0.1:2181/kafka"}
@@ -60,6 +60,9 @@ def test_a_migrating_controller_reads_kafkas_keys_and_defaults(tmp_path: Path) -
             config.get("zookeeper.max.in.flight.requests"), config.get("zookeeper.set.acl"),
             config.get("zookeeper.ssl.protocol")) == (18000, None, 10, False, "TLSv1.2")
     assert not [w for w in found.config_warnings if "zookeeper" in w]
+    assert found.zookeeper == ZkClientSettings(
+        connect="127.0.0.1:2181/kafka", session_timeout_ms=18000, connection_timeout_ms=18000,
+        max_in_flight_requests=10, set_acl=False)
 
 
 def test_the_migration_settings_can_be_set(tmp_path: Path) -> None:
@@ -67,6 +70,13 @@ def test_the_migration_settings_can_be_set(tmp_path: Path) -> None:
                                 "inter.broker.listener.name": "internal"})
     assert found.controller.zk_migration_min_batch_size == 1
     assert found.controller.inter_broker_listener_name == "INTERNAL"
+    changed = settings(tmp_path / "zk", {**ZK, "zookeeper.session.timeout.ms": "6000",
+                                         "zookeeper.connection.timeout.ms": "3000",
+                                         "zookeeper.max.in.flight.requests": "2",
+                                         "zookeeper.set.acl": "true"}).zookeeper
+    assert changed is not None
+    assert (changed.session_timeout_ms, changed.connection_timeout_ms,
+            changed.max_in_flight_requests, changed.set_acl) == (6000, 3000, 2, True)
     with pytest.raises(ConfigError, match=re.escape(
             "Invalid value 0 for configuration zookeeper.metadata.migration.min.batch.size: "
             "Value must be at least 1")):
@@ -76,6 +86,7 @@ def test_the_migration_settings_can_be_set(tmp_path: Path) -> None:
 def test_without_migration_a_controller_is_not_migrating(tmp_path: Path) -> None:
     found = settings(tmp_path, {"zookeeper.connect": "127.0.0.1:2181"})
     assert not found.controller.zk_migration_enabled
+    assert found.zookeeper is None
 
 
 def test_a_broker_still_warns_of_zookeeper_keys_as_kafka_4(tmp_path: Path) -> None:

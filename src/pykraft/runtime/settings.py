@@ -91,6 +91,28 @@ class BrokerListenerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ZkClientSettings:
+    """A migrating controller's ZooKeeper client, from Kafka 3.9's ``zookeeper.*`` keys
+    (ZkConfigs): the ensemble (with its chroot, as kazoo takes it) and the session."""
+
+    connect: str
+    session_timeout_ms: int
+    connection_timeout_ms: int
+    """``zookeeper.connection.timeout.ms``, else the session timeout (Kafka's default)."""
+    max_in_flight_requests: int
+    set_acl: bool
+
+    @classmethod
+    def of(cls, config: ServerConfig) -> ZkClientSettings:
+        session: int = config.get("zookeeper.session.timeout.ms")
+        connection: int | None = config.get("zookeeper.connection.timeout.ms")
+        return cls(connect=config.require("zookeeper.connect"), session_timeout_ms=session,
+                   connection_timeout_ms=session if connection is None else connection,
+                   max_in_flight_requests=config.get("zookeeper.max.in.flight.requests"),
+                   set_acl=config.get("zookeeper.set.acl"))
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSettings:
     node_id: int
     cluster_id: str
@@ -139,6 +161,8 @@ class NodeSettings:
     """``max.connections*``, ``connections.max.idle.ms`` and the failed-login delay."""
     queued_max_requests: int = 500
     """``queued.max.requests``: the bound of each side's request queue."""
+    zookeeper: ZkClientSettings | None = None
+    """Set on a controller with ``zookeeper.metadata.migration.enable`` (KIP-866)."""
 
     def protocol_of(self, listener: str) -> SecurityProtocol:
         return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
@@ -263,6 +287,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
         controller_tls=controller_tls, controller_sasl=controller_sasl, protocols=protocols,
         connections=connection_limits(config, broker),
         queued_max_requests=config.get("queued.max.requests"),
+        zookeeper=ZkClientSettings.of(config) if migrating else None,
     )
 
 

@@ -571,3 +571,14 @@ def test_readiness_below_controller_registrations_and_migration() -> None:
     at_3_3 = MetadataImage(features=FeaturesImage({METADATA_VERSION_FEATURE: MV_3_3_IV3}))
     assert zk_migration_not_ready_reason(at_3_3, (3000,)) == (
         "The metadata.version too low at 3.3-IV3")
+
+
+def test_an_unfence_inside_the_load_is_published_with_it() -> None:
+    cluster = migrating()
+    register_zk_brokers(cluster, (1,))
+    written(cluster, BeginMigration())
+    cluster.heartbeat(1)
+    assert cluster.replayed_image().cluster.brokers[1].fenced  # the transaction hides it
+    written(cluster, MigrationBatch(topic_records()))
+    written(cluster, CompleteMigration())
+    assert not cluster.replayed_image().cluster.brokers[1].fenced

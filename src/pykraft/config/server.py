@@ -231,7 +231,8 @@ MIGRATION_ENABLE = "zookeeper.metadata.migration.enable"
 ZOOKEEPER_CONNECT = "zookeeper.connect"
 
 #: A controller's ZooKeeper migration keys (KIP-866), as Kafka 3.9's KRaftConfigs and
-#: ZkConfigs define them; Kafka 4 removed them (so a broker still warns of them as unknown).
+#: ZkConfigs define them; Kafka 4 removed them (so a broker still warns of them as unknown,
+#: and describes them as unknown keys).
 MIGRATION_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef(MIGRATION_ENABLE, _to_bool, "false", "Enable ZK to KRaft migration"),
     ConfigDef("zookeeper.metadata.migration.min.batch.size", _to_window, "200",
@@ -340,7 +341,6 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("max.request.partition.size.limit", _to_int, "2000",
               "the most partitions a DescribeTopicPartitions answer holds, whatever the "
               "request's limit"),
-    *MIGRATION_CONFIG_DEFS,
     # pykraft's own keys (no Kafka equivalent).
     ConfigDef("metrics.port", _to_int, "-1", "Prometheus /metrics port; -1 = off"),
     ConfigDef("metrics.host", _to_optional_str, "", "metrics bind host; default = listener's"),
@@ -356,7 +356,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "gone), instead of waiting out broker.session.timeout.ms"),
 )
 
-_DEFS_BY_KEY = {d.key: d for d in CONFIG_DEFS}
+#: Every key a node parses: the broker keys Kafka 4 describes, and a controller's migration
+#: keys (Kafka 3.9's, which a broker describes as unknown keys, as Kafka 4 does).
+_ALL_DEFS = (*CONFIG_DEFS, *MIGRATION_CONFIG_DEFS)
+_DEFS_BY_KEY = {d.key: d for d in _ALL_DEFS}
 
 
 class ServerConfig:
@@ -368,7 +371,7 @@ class ServerConfig:
         if problems:
             raise ConfigError(problems[0])
         self._values: dict[str, Any] = {}
-        for definition in CONFIG_DEFS:
+        for definition in _ALL_DEFS:
             text = self.raw.get(definition.key, definition.default)
             self._values[definition.key] = (
                 None if text is None else definition.parse(text, definition.key)

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "migration"))
+from migration_captures import log_batches, log_records
 
 from pykraft.controller.cluster_control import migration_registration_refusal
 from pykraft.controller.context import ControllerContext
@@ -29,6 +33,7 @@ from pykraft.controller.quorum_controller import PRE_MIGRATION_MESSAGE
 from pykraft.controller.responses import error_codes
 from pykraft.errors import ControllerError, MetadataImageError
 from pykraft.features import METADATA_VERSION_FEATURE
+from pykraft.ids import uuid_from_str
 from pykraft.image.features import FeaturesImage, ZkMigrationState
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.image.snapshot import load_snapshot, write_image_snapshot
@@ -74,6 +79,7 @@ from pykraft.records.metadata import (
     TopicRecord,
     ZkMigrationStateRecord,
     api_key_of,
+    decode_metadata_record,
 )
 from pykraft.shell import MetadataShell, image_tree
 
@@ -582,3 +588,56 @@ def test_an_unfence_inside_the_load_is_published_with_it() -> None:
     written(cluster, MigrationBatch(topic_records()))
     written(cluster, CompleteMigration())
     assert not cluster.replayed_image().cluster.brokers[1].fenced
+
+
+# -- the reference run's records (docs/design/migration-reference/captured) --------------
+
+
+def json_at(cluster: Cluster, offset: int) -> dict[str, object]:
+    """The decoder's JSON of the record at ``offset`` of ``cluster``'s log."""
+    for base, _, values, control in cluster.raft.batches:
+        if not control and base <= offset < base + len(values):
+            found: dict[str, object] = decode_metadata_record(
+                values[offset - base]).to_json_dict()
+            return found
+    raise KeyError(offset)
+
+
+def batch_of(cluster: Cluster, offset: int) -> tuple[int, int]:
+    return next((base, base + len(values) - 1) for base, _, values, _ in cluster.raft.batches
+                if base <= offset < base + len(values))
+
+
+def test_the_records_and_batches_are_the_reference_runs() -> None:
+    captured = log_records("metadata-D-finalised.records")
+    batches = log_batches("metadata-D-finalised.batches")
+    cluster = migrating()  # the run's log too starts with a LeaderChange at offset 0
+    assert [json_at(cluster, offset) for offset in range(1, 5)] == [
+        captured[offset] for offset in range(1, 5)]
+    assert batch_of(cluster, 1) == (1, 4) and (1, 4) in batches
+    # ZooKeeper broker 1's registration, from what the run's broker sent
+    data = captured[31]["data"]
+    answer = cluster.call(BrokerRegistrationRequest(
+        broker_id=data["brokerId"], cluster_id="test-cluster",
+        incarnation_id=uuid_from_str(data["incarnationId"]),
+        listeners=tuple(Listener(name=e["name"], host=e["host"], port=e["port"],
+                                 security_protocol=e["securityProtocol"])
+                        for e in data["endPoints"]),
+        features=tuple(Feature(f["name"], f["minSupportedVersion"], f["maxSupportedVersion"])
+                       for f in data["features"]),
+        rack=data["rack"], is_migrating_zk_broker=True,
+        log_dirs=tuple(uuid_from_str(d) for d in data["logDirs"])))
+    epoch = answer.broker_epoch
+    assert json_at(cluster, epoch) == {**captured[31], "data": {**data, "brokerEpoch": epoch}}
+    begin = written(cluster, BeginMigration())
+    assert json_at(cluster, begin.offset) == captured[72]
+    assert batch_of(cluster, begin.offset) == (begin.offset, begin.offset)
+    assert (72, 72) in batches
+    complete = written(cluster, CompleteMigration())
+    assert [json_at(cluster, complete.offset - 1), json_at(cluster, complete.offset)] == [
+        captured[104], captured[105]]
+    assert batch_of(cluster, complete.offset) == (complete.offset - 1, complete.offset)
+    assert (104, 105) in batches
+    final = successor(cluster, zk_migration=False)
+    assert json_at(final, final.raft.end_offset - 1) == captured[433]
+    assert (433, 433) in batches

@@ -14,6 +14,12 @@ only when the offset of their last record commits (an operation without records 
 everything appended before it). When leadership is lost, the current image is reset to the
 committed one and every waiting request is answered NOT_CONTROLLER: whatever the new leader
 keeps of those records will come back through ``handle_commit``.
+
+ZooKeeper migration (KIP-866, ``zookeeper.metadata.migration.enable``): until the load
+commits (the PRE_MIGRATION state) only broker and controller registration, heartbeats and
+broker unregistration run, and the periodic writes but NoOpRecords wait; every other write
+is answered NOT_CONTROLLER, as Kafka's pre-migration mode does. The runtime's driver writes
+the load with :mod:`~pykraft.controller.migration_ops`' requests.
 """
 
 from __future__ import annotations

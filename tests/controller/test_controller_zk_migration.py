@@ -629,6 +629,9 @@ def test_the_records_and_batches_are_the_reference_runs() -> None:
         log_dirs=tuple(uuid_from_str(d) for d in data["logDirs"])))
     epoch = answer.broker_epoch
     assert json_at(cluster, epoch) == {**captured[31], "data": {**data, "brokerEpoch": epoch}}
+    cluster.heartbeat(1)  # caught up: unfenced, at the change record's version 0 as Kafka's
+    assert json_at(cluster, cluster.raft.end_offset - 1) == {
+        **captured[33], "data": {**captured[33]["data"], "brokerEpoch": epoch}}
     begin = written(cluster, BeginMigration())
     assert json_at(cluster, begin.offset) == captured[72]
     assert batch_of(cluster, begin.offset) == (begin.offset, begin.offset)

@@ -57,9 +57,11 @@ from pykraft.records.metadata import (
     ControllerEndpoint,
     ControllerFeature,
     FenceBrokerRecord,
+    MetadataRecord,
     RegisterControllerRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    api_key_of,
 )
 
 
@@ -225,11 +227,16 @@ def _registration_change(ctx: ControllerContext, broker: BrokerRegistration, *,
     if ctx.metadata_version < MV_3_3_IV2:
         record_type = FenceBrokerRecord if fenced else UnfenceBrokerRecord
         return record_type(id=broker.broker_id, epoch=broker.epoch)
-    return BrokerRegistrationChangeRecord(
+    change = BrokerRegistrationChangeRecord(
         broker_id=broker.broker_id, broker_epoch=broker.epoch,
         fenced={True: FENCE, False: UNFENCE, None: 0}[fenced],
         in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN if in_controlled_shutdown else 0,
     )
+    # Kafka writes the version that introduced the change, whatever the metadata.version:
+    # v0 to fence or unfence, v1 for controlled shutdown (ReplicationControlManager.
+    # handleBrokerFenced/Unfenced/InControlledShutdown, 3.9 and 4.4 alike)
+    return MetadataRecord(api_key_of(BrokerRegistrationChangeRecord),
+                          1 if in_controlled_shutdown else 0, change)
 
 
 def election(ctx: ControllerContext, usable: Usable | None = None) -> Election:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pykraft.errors import PyKraftError
+from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.migration.load import MigrationLoadError, completion_message, migration_load
 from pykraft.migration.zk_ops import ZkUnavailableError
@@ -68,15 +69,6 @@ _TRANSITIONS: Mapping[MigrationDriverState, frozenset[MigrationDriverState]] = {
     _S.KRAFT_CONTROLLER_TO_BROKER_COMM: frozenset({_S.INACTIVE, _S.DUAL_WRITE}),
 }
 """Kafka's ``isValidStateChange``; anything else is a bug (IllegalStateException there)."""
-
-
-class ZkMigrationState(enum.IntEnum):
-    """The ``ZkMigrationStateRecord`` values (§2)."""
-
-    NONE = 0
-    MIGRATION = 1
-    PRE_MIGRATION = 2
-    POST_MIGRATION = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +164,7 @@ class LegacyPropagator(Protocol):
 
     def send_full(self, image: MetadataImage, zk_controller_epoch: int) -> None: ...
 
-    def send_delta(self, delta: MetadataDelta, image: MetadataImage,
+    def send_delta(self, previous: MetadataImage, image: MetadataImage,
                    zk_controller_epoch: int) -> None: ...
 
 
@@ -278,7 +270,7 @@ class MigrationDriver:
         if is_snapshot:
             self._propagator.send_full(image, self.leadership.zk_controller_epoch)
         elif delta.topics_changed or delta.cluster_changed:
-            self._propagator.send_delta(delta, image, self.leadership.zk_controller_epoch)
+            self._propagator.send_delta(previous, image, self.leadership.zk_controller_epoch)
 
     def poll(self) -> None:
         """Kafka's PollEvent: run the current state's step. A ZooKeeper outage leaves the

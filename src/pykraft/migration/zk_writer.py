@@ -38,13 +38,14 @@ from pykraft.image.client_quotas import (
     USER_CLIENT_QUOTAS,
     QuotaEntity,
     QuotaType,
+    entity_hash,
 )
 from pykraft.image.configs import ConfigResource, ConfigResourceType
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.image.producer_ids import NO_PRODUCER_IDS
 from pykraft.image.scram import ScramImage, ScramMechanism
-from pykraft.image.topics import PartitionRegistration, TopicsImage
-from pykraft.java import java_double_text
+from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
+from pykraft.java import java_double_text, java_hash_order, java_string_hash
 from pykraft.migration.fencing import (
     MigrationClientError,
     ZkMigrationLeadershipState,
@@ -292,10 +293,15 @@ def update_partitions(name: str, partitions: Mapping[int, PartitionRegistration]
 
 
 def delete_partitions(name: str, partitions: Iterable[int]) -> ZkWrite:
-    """Kafka deletes the partition znodes only, which fails NOTEMPTY while their state znode
-    is there: kept as Kafka does it."""
+    """Partitions ZooKeeper has and the image not: each state znode, then the partition
+    znode (NONODE is fine). Kafka deletes only the partition znode, which fails NOTEMPTY
+    while its state is there, on every sync: pykraft does not keep that."""
+    ops: list[ZkOp] = []
+    for partition in partitions:
+        path = _partition_path(name, partition)
+        ops += [DeleteOp(f"{path}/state"), DeleteOp(path)]
     return ZkWrite(DELETE_PARTITION, f"Deleted extraneous Partitions for Topic {name}",
-                   tuple(DeleteOp(_partition_path(name, p)) for p in partitions))
+                   tuple(ops), ok=frozenset({ZkError.OK, ZkError.NO_NODE}))
 
 
 def _directories(partition: PartitionRegistration) -> tuple[uuid.UUID, ...]:
@@ -397,11 +403,14 @@ def _topics_sync(topics: TopicsImage, tree: ZkTree, controller_epoch: int) -> _T
     for zk_topic in deleted.values():
         writes.append(delete_topic(zk_topic.name, sorted(
             {p for p, _ in zk_topic.assignment.partitions} | set(zk_topic.states))))
-    # Kafka sets the state znodes of partitions ZooKeeper lacks (they fail NONODE): kept.
-    for changes in (new_partitions, changed_partitions):
-        for topic_id, partitions in changes.items():
-            writes.append(update_partitions(topics.by_id[topic_id].name, partitions,
-                                            controller_epoch))
+    # Kafka *sets* the state znodes of partitions ZooKeeper lacks, which fails NONODE on
+    # every sync (the driver never leaves SYNC_KRAFT_TO_ZK): pykraft creates them.
+    for topic_id, partitions in new_partitions.items():
+        writes.append(create_partitions(topics.by_id[topic_id].name, partitions,
+                                        controller_epoch))
+    for topic_id, partitions in changed_partitions.items():
+        writes.append(update_partitions(topics.by_id[topic_id].name, partitions,
+                                        controller_epoch))
     for name, extra in extraneous.items():
         writes.append(delete_partitions(name, extra))
     return _TopicsSync(writes, [topics.by_id[t].name for t in new_topics],
@@ -412,8 +421,8 @@ def _topics_delta(previous: TopicsImage, topics: TopicsImage,
                   controller_epoch: int) -> list[ZkWrite]:
     """``handleTopicsDelta``, from the two images (a touched partition always has a new
     partition epoch, so the images show every partition Kafka's delta holds)."""
-    writes = [delete_topic(topic.name, topic.partitions) for topic_id, topic in
-              previous.by_id.items() if topic_id not in topics.by_id]
+    writes = [delete_topic(topic.name, topic.partitions)
+              for topic in _deleted_topics(previous, topics)]
     for topic_id, topic in topics.by_id.items():
         before = previous.by_id.get(topic_id)
         if before is topic:
@@ -432,6 +441,10 @@ def _topics_delta(previous: TopicsImage, topics: TopicsImage,
         if changed:
             writes.append(update_partitions(topic.name, changed, controller_epoch))
     return writes
+
+
+def _deleted_topics(previous: TopicsImage, topics: TopicsImage) -> list[TopicImage]:
+    return [topic for topic_id, topic in previous.by_id.items() if topic_id not in topics.by_id]
 
 
 # --- configs --------------------------------------------------------------------------------
@@ -612,14 +625,20 @@ def write_client_quotas(entity: QuotaEntity, quotas: Mapping[str, float],
 
 def _quota_writes(image: MetadataImage, entities: Iterable[QuotaEntity],
                   users: Iterable[str | None]) -> list[ZkWrite]:
-    """The non-user entities' writes, then each user's (quotas and SCRAM together)."""
+    """The non-user entities' writes, then each user's (quotas and SCRAM together), each in
+    the order of Kafka's ``HashSet`` (it decides the change notifications' numbers)."""
     quotas = image.client_quotas.entities
-    found = [write_client_quotas(entity, quotas.get(entity, {}), {}) for entity in entities]
-    for user in users:
+    found = [write_client_quotas(entity, quotas.get(entity, {}), {})
+             for entity in java_hash_order(list(entities), entity_hash)]
+    for user in java_hash_order(list(users), _user_hash):
         entity: QuotaEntity = ((USER, user),)
         scram = {} if user is None else credential_text(image.scram, user)
         found.append(write_client_quotas(entity, quotas.get(entity, {}), scram))
     return [write for write in found if write is not None]
+
+
+def _user_hash(user: str | None) -> int:
+    return 0 if user is None else java_string_hash(user)
 
 
 def _user_of(entity: QuotaEntity) -> tuple[bool, str | None]:
@@ -817,7 +836,11 @@ def dual_write(previous: MetadataImage, image: MetadataImage, delta: MetadataDel
     if delta.topics_delta is not None:
         writes += _topics_delta(previous.topics, image.topics, controller_epoch)
     if delta.configs_delta is not None:
+        deleted = {t.name for t in _deleted_topics(previous.topics, image.topics)}
         for resource in delta.configs_delta.touched:
+            if resource[0] == ConfigResourceType.TOPIC and resource[1] in deleted and \
+                    resource not in previous.configs.resources:
+                continue  # Kafka's RemoveTopicRecord touches only configs the topic had
             configs = image.configs.get(resource)
             writes.append(write_configs(UPDATE_CONFIG, resource, configs, passwords)
                           if configs else delete_configs(DELETE_CONFIG, resource))

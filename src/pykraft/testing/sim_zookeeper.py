@@ -175,7 +175,8 @@ class SimZooKeeper:
     def from_dump(cls, dump: Mapping[str, Mapping[str, Any]]) -> SimZooKeeper:
         """A tree from ``captured/znodes-*.json`` (path -> raw, version, cversion, ephemeral;
         ``data`` is ignored): parents must be in the dump; ephemeral nodes belong to
-        :data:`LOADED_SESSION`."""
+        :data:`LOADED_SESSION`. A dump does not say in which order children were created,
+        which decides the order of two in one bucket: they are taken in path order."""
         zk = cls()
         for path in sorted(dump, key=lambda p: (p.count("/"), p)):
             _check_path(path)

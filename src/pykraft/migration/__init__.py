@@ -1,4 +1,6 @@
 """The ZooKeeper to KRaft migration (KIP-866), sans-I/O: ZooKeeper's znodes as Kafka 3.9
-writes them, the typed tree the controller reads, and the load of that tree into metadata
-records. The runtime does every ZooKeeper read and write; see docs/design/migration-plan.md.
+writes them, the typed tree the controller reads, the load of that tree into metadata
+records, and the writes keeping ZooKeeper up to date while migrating (sync, dual write, the
+fencing of both). The runtime does every ZooKeeper read and write; see
+docs/design/migration-plan.md.
 """

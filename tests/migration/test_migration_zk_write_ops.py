@@ -20,28 +20,27 @@ from pykraft.migration.fencing import (
     get_or_create_migration_with,
 )
 from pykraft.migration.load import read_all_metadata
+from pykraft.migration.zk_acl_writes import delete_acls, delete_token, write_acls, write_token
+from pykraft.migration.zk_config_writes import (
+    Passwords,
+    delete_configs,
+    write_client_quotas,
+    write_configs,
+)
 from pykraft.migration.zk_ops import CreateOp, SetDataOp, ZkError
+from pykraft.migration.zk_topic_writes import create_topic
 from pykraft.migration.zk_tree import ZkTree
-from pykraft.migration.zk_writer import (
+from pykraft.migration.zk_write import (
     DELETE_CONFIG,
     UPDATE_CONFIG,
-    Passwords,
     Verdict,
     ZkWrite,
     ZkWriteError,
     apply_write,
     apply_writes,
-    create_topic,
-    delete_acls,
-    delete_configs,
-    delete_token,
-    sync,
-    write_acls,
-    write_client_quotas,
-    write_configs,
     write_counts,
-    write_token,
 )
+from pykraft.migration.zk_writer import sync
 from pykraft.migration.znodes import AclResourceZNode, ZkAclEntry
 from pykraft.records.metadata import ConfigRecord, DelegationTokenRecord
 from pykraft.testing.sim_zookeeper import SimZkSession, SimZooKeeper

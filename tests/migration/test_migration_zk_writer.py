@@ -31,13 +31,8 @@ from pykraft.migration.fencing import (
 )
 from pykraft.migration.zk_ops import SetDataOp
 from pykraft.migration.zk_tree import ZkRead, ZkTree
-from pykraft.migration.zk_writer import (
-    apply_writes,
-    counts_text,
-    dual_write,
-    sync,
-    write_counts,
-)
+from pykraft.migration.zk_write import apply_writes, counts_text, write_counts
+from pykraft.migration.zk_writer import dual_write, sync
 from pykraft.migration.znodes import ControllerZNode, PartitionStateZNode
 from pykraft.testing.sim_zookeeper import SimZkSession, SimZooKeeper
 

@@ -2,15 +2,20 @@
 sequential names, ephemeral nodes per session and atomic ``multi``, behind
 :class:`pykraft.migration.zk_ops.ZkClient`, so the migration's writes run without processes.
 
-What it keeps of ZooKeeper (3.8's ``PrepRequestProcessor`` and ``DataTree``): a create needs
-its parent (NONODE) and a free name (NODEEXISTS); a sequential create appends the parent's
-``cversion`` as 10 digits; creates and deletes bump the parent's ``cversion``; a set bumps the
-node's ``version`` (its zkVersion); set, delete and check compare versions (-1: any) and fail
-BADVERSION; a delete needs no children (NOTEMPTY); a ``multi`` checks every operation against
-the state the earlier ones left and applies all or nothing, answering the first failure's error
-and ROLLED_BACK for the others. Children come back in the order of Java's ``HashSet`` of their
-names, as ZooKeeper's ``DataNode`` keeps them. Not modelled: ACLs, watches, ``stat`` times,
-NOCHILDRENFOREPHEMERALS (no migration path creates under an ephemeral node).
+What it keeps of ZooKeeper (3.8's ``PrepRequestProcessor``, ``DataTree`` and ``DataNode``): a
+create needs its parent (NONODE) and a free name (NODEEXISTS); a set bumps the node's
+``version`` (its zkVersion); set, delete and check compare versions (-1: any) and fail
+BADVERSION; a delete needs no children (NOTEMPTY). A node counts the children ever created
+under it: a sequential create appends that count as 10 digits, and the ``cversion`` a client
+sees is twice the count minus the children there now (so creates and deletes each move it
+by one). A ``multi`` checks every operation against the state the earlier ones left and
+applies all or nothing, answering the first failure's error and ROLLED_BACK for the others
+(ZooKeeper answers OK for those before it and RUNTIMEINCONSISTENCY after; kazoo and
+:mod:`pykraft.migration.zk_ops` make both ROLLED_BACK). Children come back in the order of
+Java's ``HashSet`` of their names, as ``DataNode`` keeps them. Checked against ZooKeeper
+3.8.4 with kazoo on random multis (results, data, versions, cversions, child order). Not
+modelled: ACLs, watches, ``stat`` times, NOCHILDRENFOREPHEMERALS (no migration path creates
+under an ephemeral node).
 
 Faults: :attr:`SimZooKeeper.available` off makes every call raise
 :class:`ZkUnavailableError`; :meth:`SimZooKeeper.expire` ends a session (its ephemeral nodes
@@ -58,18 +63,26 @@ class _OpFailedError(Exception):
 class _Node:
     data: bytes | None
     version: int = 0
-    cversion: int = 0
+    creates: int = 0
+    """Children ever created here (``StatPersisted.cversion``): the next sequential number."""
     owner: int | None = None
     """The session of an ephemeral node, None for a persistent one."""
     children: dict[str, None] = field(default_factory=dict)
     """Child names in insertion order (an ordered set)."""
     capacity: int = _CHILDREN_INITIAL_CAPACITY
     """The children ``HashSet``'s table size: it grows with the children, never shrinks."""
+    hidden: int = 0
+    """Children ZooKeeper has and the sim leaves out: the root's ``/zookeeper``."""
 
     def add_child(self, name: str) -> None:
         self.children[name] = None
         while len(self.children) > self.capacity * _LOAD_FACTOR:
             self.capacity *= 2
+
+    @property
+    def cversion(self) -> int:
+        """What a client's ``Stat`` shows (``DataNode.copyStat``)."""
+        return 2 * self.creates - len(self.children) - self.hidden
 
 
 def parent_of(path: str) -> str:
@@ -86,7 +99,7 @@ class SimZooKeeper:
     """The ensemble: one tree every session sees."""
 
     def __init__(self) -> None:
-        self._nodes: dict[str, _Node] = {ROOT: _Node(None)}
+        self._nodes: dict[str, _Node] = {ROOT: _Node(None, hidden=1)}
         self.available = True
         self._next_session = LOADED_SESSION + 1
         self._expired: set[int] = set()
@@ -100,8 +113,7 @@ class SimZooKeeper:
         return SimZkSession(self, session_id)
 
     def expire(self, session_id: int) -> None:
-        """The session expires: its ephemeral nodes go (children before parents, each delete
-        bumping its parent's cversion as ZooKeeper's ``killSession`` does)."""
+        """The session expires: its ephemeral nodes go (children before parents)."""
         self._expired.add(session_id)
         owned = [path for path, node in self._nodes.items() if node.owner == session_id]
         for path in sorted(owned, key=lambda p: p.count("/"), reverse=True):
@@ -167,7 +179,6 @@ class SimZooKeeper:
         del self._nodes[path]
         parent = self._nodes[parent_of(path)]
         del parent.children[path.rpartition("/")[2]]
-        parent.cversion += 1
 
     # --- dumps ------------------------------------------------------------------------------
 
@@ -183,16 +194,23 @@ class SimZooKeeper:
             entry = dump[path]
             raw = entry["raw"]
             data = None if raw is None else str(raw).encode("utf-8")
-            node = _Node(data, int(entry["version"]), int(entry["cversion"]),
-                         LOADED_SESSION if entry.get("ephemeral") else None)
+            node = _Node(data, int(entry["version"]),
+                         owner=LOADED_SESSION if entry.get("ephemeral") else None)
             if path == ROOT:
-                zk._nodes[ROOT] = dataclasses.replace(node, children={})
+                zk._nodes[ROOT] = dataclasses.replace(node, hidden=1)
                 continue
             parent = zk._nodes.get(parent_of(path))
             if parent is None:
                 raise ValueError(f"dump has {path} without its parent")
             parent.add_child(path.rpartition("/")[2])
             zk._nodes[path] = node
+        for path, node in zk._nodes.items():
+            seen = int(dump[path]["cversion"]) + len(node.children) + node.hidden \
+                if path in dump else 0
+            if seen % 2:
+                raise ValueError(f"dump has {path} at cversion {dump[path]['cversion']} with "
+                                 f"{len(node.children)} children: ZooKeeper cannot")
+            node.creates = seen // 2
         return zk
 
     def dump(self) -> dict[str, dict[str, object]]:
@@ -223,9 +241,7 @@ def _apply(nodes: dict[str, _Node], op: ZkOp, session_id: int) -> ZkOpResult:
         if node.children:
             raise _OpFailedError(ZkError.NOT_EMPTY)
         del nodes[op.path]
-        parent = nodes[parent_of(op.path)]
-        del parent.children[op.path.rpartition("/")[2]]
-        parent.cversion += 1
+        del nodes[parent_of(op.path)].children[op.path.rpartition("/")[2]]
         return ZkOpResult(ZkError.OK, op.path)
     assert isinstance(op, CheckOp)
     return ZkOpResult(ZkError.OK, op.path, node.version)
@@ -237,11 +253,11 @@ def _create(nodes: dict[str, _Node], op: CreateOp, session_id: int) -> ZkOpResul
     parent = nodes.get(parent_of(op.path))
     if parent is None:
         raise _OpFailedError(ZkError.NO_NODE)
-    path = f"{op.path}{parent.cversion:010d}" if op.sequential else op.path
+    path = f"{op.path}{parent.creates:010d}" if op.sequential else op.path
     if path in nodes:
         raise _OpFailedError(ZkError.NODE_EXISTS)
     parent.add_child(path.rpartition("/")[2])
-    parent.cversion += 1
+    parent.creates += 1
     nodes[path] = _Node(op.data, owner=session_id if op.ephemeral else None)
     return ZkOpResult(ZkError.OK, path, 0)
 

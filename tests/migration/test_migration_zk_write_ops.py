@@ -6,6 +6,7 @@ ZooKeeper has."""
 from __future__ import annotations
 
 import random
+import uuid
 
 import pytest
 from migration_captures import znode_dump
@@ -42,7 +43,12 @@ from pykraft.migration.zk_write import (
 )
 from pykraft.migration.zk_writer import sync
 from pykraft.migration.znodes import AclResourceZNode, ZkAclEntry
-from pykraft.records.metadata import ConfigRecord, DelegationTokenRecord
+from pykraft.records.metadata import (
+    ConfigRecord,
+    DelegationTokenRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 from pykraft.testing.sim_zookeeper import SimZkSession, SimZooKeeper
 
 B2 = "znodes-B2-migrated.json"
@@ -248,3 +254,22 @@ def test_a_verdict_follows_kafkas_order_of_checks() -> None:
     assert write.verdict([ZkError.OK]) is Verdict.WRITTEN
     assert write.verdict([ZkError.BAD_VERSION]) is Verdict.FAILED
     assert create.verdict([ZkError.NO_NODE]) is Verdict.FAILED
+
+
+def test_a_topic_recreated_under_the_same_name_ends_in_zookeeper() -> None:
+    """Kafka's sync creates it first (NODEEXISTS: taken as done), then deletes the old one,
+    leaving none; pykraft deletes the old one first."""
+    client, state = b2()
+    image = image_at(134)
+    old = image.topics.by_name["t-plain"]
+    new_id = uuid.UUID(int=0x1234_5678_9ABC_DEF0_1234_5678_9ABC_DEF0)
+    delta = MetadataDelta(image)
+    delta.replay(RemoveTopicRecord(topic_id=old.topic_id))
+    delta.replay(TopicRecord(name="t-plain", topic_id=new_id))
+    delta.replay(old.partitions[0].to_record(new_id, 0))
+    image = delta.apply()
+    writes = sync(image, ZkTree.from_reads(client.zk.reads()), 5)
+    assert [w.kind for w in writes if "Topic" in w.kind] == ["DeleteTopic", "CreateTopic"]
+    apply_writes(client, state, writes)
+    topic = {t.name: t for t in ZkTree.from_reads(client.zk.reads()).topics}["t-plain"]
+    assert topic.assignment.topic_id == new_id and set(topic.states) == {0}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pykraft.ids import ZERO_UUID
 from pykraft.image.topics import PartitionRegistration, TopicImage, TopicsImage
@@ -161,20 +161,24 @@ class TopicsSync:
     deleted: list[str]
 
 
-def topics_sync(topics: TopicsImage, tree: ZkTree, controller_epoch: int) -> TopicsSync:
-    """``handleTopicsSnapshot``."""
-    writes: list[ZkWrite] = []
-    if tree.pending_deletions:
-        writes.append(ZkWrite(DELETE_PENDING_TOPIC_DELETION, "Deleted pending topic deletions",
-                              tuple(DeleteOp(f"/admin/delete_topics/{name}")
-                                    for name in tree.pending_deletions)))
+@dataclass(slots=True)
+class _TopicsScan:
+    """What ``handleTopicsSnapshot`` finds comparing ZooKeeper's topics with the image's."""
+
+    new_topics: dict[uuid.UUID, None]
+    deleted: dict[uuid.UUID, ZkTopic] = field(default_factory=dict)
+    changed_topics: dict[uuid.UUID, None] = field(default_factory=dict)
+    new_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = field(
+        default_factory=dict)
+    changed_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = field(
+        default_factory=dict)
+    extraneous: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _scan(topics: TopicsImage, tree: ZkTree) -> _TopicsScan:
+    scan = _TopicsScan(dict.fromkeys(topics.by_id))
     pending = set(tree.pending_deletions)
-    new_topics = dict.fromkeys(topics.by_id)
-    deleted: dict[uuid.UUID, ZkTopic] = {}
-    in_zk: list[uuid.UUID] = []
-    changed_topics: dict[uuid.UUID, None] = {}
-    zk_partitions: dict[uuid.UUID, set[int]] = {}
-    changed_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
+    in_zk: dict[uuid.UUID, set[int]] = {}
     for zk_topic in tree.topics:
         if zk_topic.name in pending:  # Kafka's iterateTopics skips them
             continue
@@ -183,53 +187,70 @@ def topics_sync(topics: TopicsImage, tree: ZkTree, controller_epoch: int) -> Top
             raise ZkWriteError(f"topic {zk_topic.name!r} has no topic id in ZooKeeper")
         topic = topics.by_id.get(topic_id)
         if topic is None:
-            deleted[topic_id] = zk_topic
+            scan.deleted[topic_id] = zk_topic
             continue
-        if topic_id in new_topics:
-            del new_topics[topic_id]
-            in_zk.append(topic_id)
+        partitions = in_zk.setdefault(topic_id, set())
+        scan.new_topics.pop(topic_id, None)
         for partition, registration in _zk_partitions(zk_topic).items():
-            zk_partitions.setdefault(topic_id, set()).add(partition)
+            partitions.add(partition)
             kraft = topic.partitions.get(partition)
             if kraft is None:
                 continue
             if _registration(kraft) != _registration(registration):
-                changed_partitions.setdefault(topic_id, {})[partition] = kraft
+                scan.changed_partitions.setdefault(topic_id, {})[partition] = kraft
             if _assignment(kraft) != _assignment(registration):
-                changed_topics[topic_id] = None
-    new_partitions: dict[uuid.UUID, dict[int, PartitionRegistration]] = {}
-    extraneous: dict[str, list[int]] = {}
-    for topic_id in in_zk:
+                scan.changed_topics[topic_id] = None
+    for topic_id, partitions in in_zk.items():
         topic = topics.by_id[topic_id]
-        in_zk_partitions = zk_partitions.get(topic_id, set())
-        if in_zk_partitions != set(topic.partitions):
-            new_partitions[topic_id] = {p: r for p, r in topic.partitions.items()
-                                        if p not in in_zk_partitions}
-            extra = sorted(in_zk_partitions - set(topic.partitions))
+        if partitions != set(topic.partitions):
+            scan.new_partitions[topic_id] = {p: r for p, r in topic.partitions.items()
+                                             if p not in partitions}
+            extra = sorted(partitions - set(topic.partitions))
             if extra:
-                extraneous[topic.name] = extra
-            changed_topics[topic_id] = None
-    for topic_id in new_topics:
+                scan.extraneous[topic.name] = extra
+            scan.changed_topics[topic_id] = None
+    return scan
+
+
+def _delete_zk_topic(topic: ZkTopic) -> ZkWrite:
+    return delete_topic(topic.name, sorted({p for p, _ in topic.assignment.partitions}
+                                           | set(topic.states)))
+
+
+def topics_sync(topics: TopicsImage, tree: ZkTree, controller_epoch: int) -> TopicsSync:
+    """``handleTopicsSnapshot``: pending deletions cleared, then topics created, updated and
+    deleted, then partitions created, updated and deleted.
+
+    Two of Kafka's writes fail on every sync, so the driver never leaves SYNC_KRAFT_TO_ZK:
+    it *sets* the state znodes of partitions ZooKeeper lacks (NONODE) and deletes extraneous
+    partition znodes with their state in them (NOTEMPTY); pykraft creates the former and
+    deletes the state first. And a topic KRaft recreated under a name ZooKeeper has with
+    another id is deleted before the creates: Kafka creates first (NODEEXISTS: "already
+    done"), then deletes, and ZooKeeper has no such topic until the next sync."""
+    scan = _scan(topics, tree)
+    writes: list[ZkWrite] = []
+    if tree.pending_deletions:
+        writes.append(ZkWrite(DELETE_PENDING_TOPIC_DELETION, "Deleted pending topic deletions",
+                              tuple(DeleteOp(f"/admin/delete_topics/{name}")
+                                    for name in tree.pending_deletions)))
+    recreated = [t for t in scan.deleted.values() if t.name in topics.by_name]
+    writes += [_delete_zk_topic(topic) for topic in recreated]
+    for topic_id in scan.new_topics:
         topic = topics.by_id[topic_id]
         writes.append(create_topic(topic.name, topic_id, topic.partitions, controller_epoch))
-    for topic_id in changed_topics:
+    for topic_id in scan.changed_topics:
         topic = topics.by_id[topic_id]
         writes.append(update_topic(topic.name, topic_id, topic.partitions))
-    for zk_topic in deleted.values():
-        writes.append(delete_topic(zk_topic.name, sorted(
-            {p for p, _ in zk_topic.assignment.partitions} | set(zk_topic.states))))
-    # Kafka *sets* the state znodes of partitions ZooKeeper lacks, which fails NONODE on
-    # every sync (the driver never leaves SYNC_KRAFT_TO_ZK): pykraft creates them.
-    for topic_id, partitions in new_partitions.items():
+    writes += [_delete_zk_topic(t) for t in scan.deleted.values() if t not in recreated]
+    for topic_id, partitions in scan.new_partitions.items():
         writes.append(create_partitions(topics.by_id[topic_id].name, partitions,
                                         controller_epoch))
-    for topic_id, partitions in changed_partitions.items():
+    for topic_id, partitions in scan.changed_partitions.items():
         writes.append(update_partitions(topics.by_id[topic_id].name, partitions,
                                         controller_epoch))
-    for name, extra in extraneous.items():
-        writes.append(delete_partitions(name, extra))
-    return TopicsSync(writes, [topics.by_id[t].name for t in new_topics],
-                       [t.name for t in deleted.values()])
+    writes += [delete_partitions(name, extra) for name, extra in scan.extraneous.items()]
+    return TopicsSync(writes, [topics.by_id[t].name for t in scan.new_topics],
+                      [t.name for t in scan.deleted.values()])
 
 
 def topics_delta(previous: TopicsImage, topics: TopicsImage,

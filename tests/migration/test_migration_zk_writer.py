@@ -29,7 +29,7 @@ from pykraft.migration.fencing import (
     get_or_create_migration_with,
     set_migration_with,
 )
-from pykraft.migration.zk_ops import SetDataOp
+from pykraft.migration.zk_ops import ANY_VERSION, SetDataOp
 from pykraft.migration.zk_tree import ZkRead, ZkTree
 from pykraft.migration.zk_write import apply_writes, counts_text, write_counts
 from pykraft.migration.zk_writer import dual_write, sync
@@ -60,7 +60,7 @@ def claimed(client: SimZkSession, controller_id: int, epoch: int) -> ZkMigration
     """Read ``/migration``, claim the ZK controller and write ``/migration`` (BECOME_CONTROLLER)."""
     state = claim_with(client, recovered(client, controller_id, epoch), timestamp_ms=1)
     assert state.zk_controller_epoch_zk_version >= 0
-    return set_migration_with(client, state)
+    return set_migration_with(client, state.with_migration_zk_version(ANY_VERSION))
 
 
 def continuing(client: SimZkSession) -> ZkMigrationLeadershipState:

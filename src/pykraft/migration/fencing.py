@@ -276,8 +276,9 @@ def get_or_create_migration_with(client: ZkClient,
 def set_migration_with(client: ZkClient,
                        state: ZkMigrationLeadershipState) -> ZkMigrationLeadershipState:
     """Kafka's ``updateMigrationState``: set ``/migration`` to ``state`` at its zkVersion
-    (not fenced by ``/controller_epoch``: the driver does it after the claim and after each
-    delta written)."""
+    (not fenced by ``/controller_epoch``). The driver does it after each delta written, and
+    right after its claim at version -1 (any), to learn the zkVersion a previous controller
+    may have moved (KAFKA-16171)."""
     result = client.multi([SetDataOp(MIGRATION_PATH, state.znode().encode(),
                                      state.migration_zk_version)])[0]
     if result.error is ZkError.BAD_VERSION:

@@ -19,7 +19,15 @@ from pykraft.migration.fencing import (
     get_or_create_migration_with,
     set_migration_with,
 )
-from pykraft.migration.zk_ops import CheckOp, CreateOp, DeleteOp, SetDataOp, ZkError, ZkOp
+from pykraft.migration.zk_ops import (
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    SetDataOp,
+    ZkError,
+    ZkOp,
+    ZkUnavailableError,
+)
 from pykraft.migration.znodes import ControllerZNode
 from pykraft.testing.sim_zookeeper import LOADED_SESSION, SimZkSession, SimZooKeeper
 
@@ -119,3 +127,20 @@ def test_writes_stop_once_another_controller_claimed() -> None:
     with pytest.raises(ControllerMovedError):
         fenced_with(client, [CreateOp("/x", b"")], state)
     assert client.get("/x") is None
+
+
+def test_the_claim_outlives_a_session_expiry() -> None:
+    """/controller is persistent once a KRaft controller claimed it: a new session after an
+    expiry writes on under the same fencing, and a ZooKeeper outage only delays it."""
+    client, state = claimed_b2()
+    client.zk.expire(client.session_id)
+    with pytest.raises(ZkUnavailableError):
+        fenced_with(client, [CreateOp("/x", b"")], state)
+    client.reconnect()
+    client.zk.available = False
+    with pytest.raises(ZkUnavailableError):
+        fenced_with(client, [CreateOp("/x", b"")], state)
+    client.zk.available = True
+    results, version = fenced_with(client, [CreateOp("/x", b"")], state)
+    assert results[0].ok and version == state.migration_zk_version + 1
+    assert client.zk.stat("/controller") == (0, 0, False)

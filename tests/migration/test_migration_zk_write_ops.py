@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Sequence
 
 import pytest
 from migration_captures import znode_dump
@@ -28,9 +29,16 @@ from pykraft.migration.zk_config_writes import (
     write_client_quotas,
     write_configs,
 )
-from pykraft.migration.zk_ops import CreateOp, SetDataOp, ZkError
+from pykraft.migration.zk_ops import (
+    CreateOp,
+    SetDataOp,
+    ZkError,
+    ZkOp,
+    ZkOpResult,
+    ZkUnavailableError,
+)
 from pykraft.migration.zk_topic_writes import create_topic
-from pykraft.migration.zk_tree import ZkTree
+from pykraft.migration.zk_tree import ZkRead, ZkTree
 from pykraft.migration.zk_write import (
     DELETE_CONFIG,
     UPDATE_CONFIG,
@@ -273,3 +281,40 @@ def test_a_topic_recreated_under_the_same_name_ends_in_zookeeper() -> None:
     apply_writes(client, state, writes)
     topic = {t.name: t for t in ZkTree.from_reads(client.zk.reads()).topics}["t-plain"]
     assert topic.assignment.topic_id == new_id and set(topic.states) == {0}
+
+
+class _DropsAfter:
+    """A session whose connection drops after ``multis`` multis (a ZooKeeper restart)."""
+
+    def __init__(self, client: SimZkSession, multis: int) -> None:
+        self.client, self.left = client, multis
+
+    def get(self, path: str) -> ZkRead | None:
+        return self.client.get(path)
+
+    def children(self, path: str) -> list[str] | None:
+        return self.client.children(path)
+
+    def multi(self, ops: Sequence[ZkOp]) -> list[ZkOpResult]:
+        if self.left == 0:
+            raise ZkUnavailableError("connection loss")
+        self.left -= 1
+        return self.client.multi(ops)
+
+
+def test_a_topic_half_created_before_a_connection_loss_is_completed_by_its_retry() -> None:
+    """Each request of a write is its own multi: a create cut short leaves the topic znode
+    without all its partitions. Its retry runs every request again: NODEEXISTS on the topic
+    znode (Kafka's "already done", ``/migration`` not moved) while the missing partitions
+    are created, so a sync afterwards has none of them to create."""
+    client, state = b2()
+    topic = image_at(230).topics.by_name["t-new"]
+    write = create_topic("t-new", topic.topic_id, topic.partitions, 5)
+    with pytest.raises(ZkUnavailableError):
+        apply_write(_DropsAfter(client, 4), state, write)  # topic, config, partitions, p0
+    assert client.get("/brokers/topics/t-new/partitions/0/state") is None
+    assert apply_write(client, state, write) == state
+    assert client.get("/brokers/topics/t-new/partitions/1/state") is not None
+    writes = sync(image_at(230), ZkTree.from_reads(client.zk.reads()), 5)
+    assert not [op for w in writes for op in w.requests
+                if isinstance(op, CreateOp) and op.path.startswith("/brokers/topics/t-new")]

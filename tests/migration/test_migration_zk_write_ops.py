@@ -22,6 +22,7 @@ from pykraft.migration.fencing import (
     get_or_create_migration_with,
 )
 from pykraft.migration.load import read_all_metadata
+from pykraft.migration.password_encoder import decode_password
 from pykraft.migration.zk_acl_writes import delete_acls, delete_token, write_acls, write_token
 from pykraft.migration.zk_config_writes import (
     Passwords,
@@ -146,12 +147,15 @@ def test_a_topic_already_in_zookeeper_is_not_created_again() -> None:
 def test_password_configs_are_stored_encoded() -> None:
     with pytest.raises(ZkWriteError, match=r"password\.encoder\.secret"):
         write_configs(UPDATE_CONFIG, (ConfigResourceType.BROKER, "1"), {PASSWORD: "s3cret"})
-    passwords = Passwords(encode=lambda text: f"enc:{text}", decode=lambda text: text[4:])
+    passwords = Passwords.with_secret("enc-secret", random.Random(0).randbytes)
     client, state = b2()
     apply_write(client, state, write_configs(UPDATE_CONFIG, (ConfigResourceType.BROKER, "1"),
                                              {PASSWORD: "s3cret"}, passwords))
-    assert data(client, "/config/brokers/1") == \
-        f'{{"version":1,"config":{{"{PASSWORD}":"enc:s3cret"}}}}'.encode()
+    stored = ZkTree.from_reads(client.zk.reads()).broker_configs
+    (encoded,) = [value for entity in stored if entity.name == "1"
+                  for key, value in entity.config.config if key == PASSWORD]
+    assert encoded.startswith("initializationVector:")
+    assert decode_password(encoded, "enc-secret") == "s3cret"
     # a sync compares the decoded value: nothing to write for it
     image = _with_configs(image_at(134), {(ConfigResourceType.BROKER, "1"):
                                           {PASSWORD: "s3cret"}})

@@ -6,6 +6,7 @@ each followed by a config change notification, and ``/latest_producer_id_block``
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -25,6 +26,14 @@ from pykraft.image.producer_ids import NO_PRODUCER_IDS
 from pykraft.image.scram import ScramImage, ScramMechanism
 from pykraft.java import java_double_text, java_hash_order, java_string_hash
 from pykraft.migration.load import DYNAMIC_PASSWORD_CONFIGS
+from pykraft.migration.password_encoder import (
+    CBC,
+    DEFAULT_ITERATIONS,
+    DEFAULT_KEY_FACTORY,
+    DEFAULT_KEY_LENGTH,
+    decode_password,
+    encode_password,
+)
 from pykraft.migration.zk_ops import CreateOp, DeleteOp, SetDataOp, ZkError
 from pykraft.migration.zk_topic_writes import TopicsSync, deleted_topics
 from pykraft.migration.zk_tree import DEFAULT_ENTITY, ZkTree, desanitize
@@ -63,6 +72,18 @@ class Passwords:
 
     encode: PasswordEncoder
     decode: PasswordDecoder
+
+    @classmethod
+    def with_secret(cls, secret: str, random_bytes: Callable[[int], bytes], *,
+                    key_factory: str = DEFAULT_KEY_FACTORY, cipher: str = CBC,
+                    key_length: int = DEFAULT_KEY_LENGTH,
+                    iterations: int = DEFAULT_ITERATIONS) -> Passwords:
+        """Kafka's encoder of the ``password.encoder.*`` configs; ``random_bytes`` a CSPRNG
+        (``secrets.token_bytes``)."""
+        return cls(functools.partial(encode_password, secret=secret, random_bytes=random_bytes,
+                                     key_factory=key_factory, cipher=cipher,
+                                     key_length=key_length, iterations=iterations),
+                   functools.partial(decode_password, secret=secret))
 
 
 def _config_change(entity_path: str) -> Notification:

@@ -106,7 +106,7 @@ def acls_sync(acls: AclsImage, tree: ZkTree) -> list[ZkWrite]:
 
 
 def acls_delta(previous: AclsImage, acls: AclsImage,
-                touched: Iterable[uuid.UUID]) -> list[ZkWrite]:
+               touched: Iterable[uuid.UUID]) -> list[ZkWrite]:
     """``handleAclsDelta``: every pattern a touched ACL had (removed ones from the previous
     image) rewritten with the image's ACLs, or deleted when none are left."""
     patterns: dict[AclPattern, list[ZkAclEntry]] = {}

@@ -144,7 +144,7 @@ def delete_configs(kind: str, resource: ConfigResource) -> ZkWrite:
 
 
 def configs_sync(configs: Mapping[ConfigResource, Mapping[str, str]], tree: ZkTree,
-                  topics: TopicsSync, passwords: Passwords | None) -> list[ZkWrite]:
+                 topics: TopicsSync, passwords: Passwords | None) -> list[ZkWrite]:
     """``handleConfigsSnapshot``; ZooKeeper's topic configs as the topic writes left them
     (Kafka reads them after running those)."""
     for resource_type, _ in configs:

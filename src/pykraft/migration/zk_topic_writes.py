@@ -254,7 +254,7 @@ def topics_sync(topics: TopicsImage, tree: ZkTree, controller_epoch: int) -> Top
 
 
 def topics_delta(previous: TopicsImage, topics: TopicsImage,
-                  controller_epoch: int) -> list[ZkWrite]:
+                 controller_epoch: int) -> list[ZkWrite]:
     """``handleTopicsDelta``, from the two images (a touched partition always has a new
     partition epoch, so the images show every partition Kafka's delta holds)."""
     writes = [delete_topic(topic.name, topic.partitions)

@@ -17,7 +17,12 @@ can be regenerated (and checked) without Kafka at hand:
    ``__init__.py`` naming every api.
 
 The facts name the Kafka release they describe (4.4.0) and its commit as Kafka's jars record
-it (``kafka/kafka-version.properties``: 16 hex digits). The records' 4.4.0 changes
+it (``kafka/kafka-version.properties``: 16 hex digits). A third, frozen family holds the
+controller-to-broker RPCs Kafka 4 removed (LeaderAndIsr, StopReplica, UpdateMetadata,
+ControlledShutdown: api keys 4-7), which a migrating KRaft controller still sends to
+ZooKeeper-mode brokers: its facts (``messages/schemas/legacy_rpc_messages.json``) come from
+Kafka 3.9.1's ``kafka-clients`` jar (``--legacy-libs``) and render to ``messages/legacy/``,
+a package pykraft never serves or advertises. The records' 4.4.0 changes
 (RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3's CordonedLogDirs,
 ClearElrRecord, UnregisterControllerRecord) were checked field by field, version by version,
 against the release's compiled record classes (their ``SCHEMAS`` and default instances).
@@ -25,6 +30,7 @@ against the release's compiled record classes (their ``SCHEMAS`` and default ins
 Usage::
 
     python scripts/gen_messages.py --kafka-libs .cache/kafka/4.4.0/libs  # a release's jars
+    python scripts/gen_messages.py --legacy-libs .cache/kafka-zk/3.9.1/libs  # frozen 3.9.1
     python scripts/gen_messages.py --git-dir KAFKA_GIT_DIR --commit SHA --release X.Y.Z
     python scripts/gen_messages.py --source-dir KAFKA_CHECKOUT --commit SHA --release X.Y.Z
     python scripts/gen_messages.py           # the modules from the facts files alone
@@ -98,6 +104,7 @@ class Family:
     jar: str  # the release jar that ships them (``<jar>-<release>.jar``)
     facts: Path
     message_keys: tuple[str, ...]
+    api_keys: frozenset[int] = frozenset()  # only these apis (none named: every one)
 
 
 RECORDS = Family(
@@ -116,9 +123,20 @@ MESSAGES = Family(
     ROOT / "src/pykraft/messages/schemas/rpc_messages.json",
     _MESSAGE_KEYS,
 )
-FAMILIES = (RECORDS, MESSAGES)
+LEGACY = Family(
+    "legacy",
+    frozenset({"request", "response"}),
+    "clients/src/main/resources/common/message",
+    "kafka-clients",
+    ROOT / "src/pykraft/messages/schemas/legacy_rpc_messages.json",
+    _MESSAGE_KEYS,
+    frozenset({4, 5, 6, 7}),
+)
+FAMILIES = (RECORDS, MESSAGES)  # regenerated from the current release's schemas
+LEGACY_RELEASE = "3.9.1"  # the last release with the ZooKeeper-era controller RPCs
 RECORDS_OUTPUT = ROOT / "src/pykraft/records/metadata_records.py"
 MESSAGES_PACKAGE = ROOT / "src/pykraft/messages/kafka"
+LEGACY_PACKAGE = ROOT / "src/pykraft/messages/legacy"
 
 
 # --- step 1: schema files -> facts ----------------------------------------------------------
@@ -186,6 +204,8 @@ def distil(family: Family, schemas: Mapping[str, str], release: Release) -> dict
         schema = json.loads(_COMMENT.sub("", text))
         if schema.get("type") not in family.kinds or schema["validVersions"] == "none":
             continue  # not this family, or an api Kafka removed (LeaderAndIsr...)
+        if family.api_keys and schema.get("apiKey") not in family.api_keys:
+            continue
         facts = {key: schema[key] for key in family.message_keys if key in schema}
         facts["fields"] = [_field_facts(field) for field in schema.get("fields", ())]
         if "commonStructs" in schema:
@@ -380,12 +400,13 @@ def render_records(facts: Mapping[str, Any]) -> str:
     return _classes_module(preamble, body, [*names, "RECORD_CLASSES"], tail)
 
 
-def render_messages(facts: Mapping[str, Any]) -> dict[str, str]:
-    """File name -> text of every module of the ``messages/kafka`` package."""
+def render_messages(facts: Mapping[str, Any], family: Family = MESSAGES) -> dict[str, str]:
+    """File name -> text of every module of a family's package (``messages/kafka`` or
+    ``messages/legacy``)."""
     source = facts["source"]
     modules: dict[str, str] = {}
     apis: dict[int, str] = {}
-    for message in facts["messages"]:
+    for message in facts[family.name]:
         name = message["name"]
         common = {struct["name"]: struct["fields"] for struct in message.get("commonStructs", ())}
         body, names = _message_classes(message, common, {})
@@ -404,7 +425,10 @@ def render_messages(facts: Mapping[str, Any]) -> dict[str, str]:
             '"""',
         ])
         modules[f"{snake_case(name)}.py"] = _classes_module(preamble, body, names, [])
-    modules["__init__.py"] = _package_init(source, apis)
+    if family is LEGACY:
+        modules["__init__.py"] = _package_init(source, apis, _LEGACY_DOC, "LEGACY_API_MESSAGES")
+    else:
+        modules["__init__.py"] = _package_init(source, apis, _CONVENTIONS, "API_MESSAGES")
     return modules
 
 
@@ -438,15 +462,29 @@ and decodes them, bodies alone or whole frames with their headers. Conventions:
 """'''
 
 
-def _package_init(source: Mapping[str, Any], apis: Mapping[int, str]) -> str:
+_LEGACY_DOC = '''"""The controller-to-broker RPCs of ZooKeeper-era Kafka, frozen at Kafka 3.9.1:
+LeaderAndIsr, StopReplica, UpdateMetadata and ControlledShutdown (api keys 4-7).
+
+Kafka 4 removed them; a KRaft controller migrating a ZooKeeper cluster (KIP-866) still sends
+the first three to the ZooKeeper-mode brokers, so pykraft's migrating controller builds them
+(:mod:`pykraft.migration.propagator`). pykraft never serves or advertises them: they are not
+in :data:`pykraft.messages.kafka.API_MESSAGES`, which the servers decode with. Rendered by
+``scripts/gen_messages.py`` from ``messages/schemas/legacy_rpc_messages.json``, with the
+conventions of :mod:`pykraft.messages.kafka`.
+"""'''
+
+
+def _package_init(
+    source: Mapping[str, Any], apis: Mapping[int, str], docstring: str, registry: str
+) -> str:
     lines = [
-        *_preamble(source, source["directory"], [_CONVENTIONS]),
+        *_preamble(source, source["directory"], [docstring]),
         "",
         "from __future__ import annotations",
         "",
-        '__all__ = ["API_MESSAGES"]',
+        f'__all__ = ["{registry}"]',
         "",
-        "API_MESSAGES: dict[int, tuple[str, str]] = {",
+        f"{registry}: dict[int, tuple[str, str]] = {{",
         *(f'    {key}: ("{name}", "{snake_case(name)}"),' for key, name in sorted(apis.items())),
         "}",
         '"""Api key -> (Kafka\'s api name, module stem): the classes ``<name>Request`` and',
@@ -565,15 +603,20 @@ def outputs(family: Family, facts: Mapping[str, Any]) -> dict[Path, str]:
     """Path -> text of every module a family's facts render to."""
     if family is RECORDS:
         return {RECORDS_OUTPUT: render_records(facts)}
-    return {MESSAGES_PACKAGE / name: text for name, text in render_messages(facts).items()}
+    package = _package(family)
+    return {package / name: text for name, text in render_messages(facts, family).items()}
+
+
+def _package(family: Family) -> Path:
+    return LEGACY_PACKAGE if family is LEGACY else MESSAGES_PACKAGE
 
 
 def stale_modules(family: Family, facts: Mapping[str, Any]) -> list[Path]:
     """Generated files that differ from what the facts render, or that they no longer render."""
     wanted = outputs(family, facts)
     stale = [path for path, text in wanted.items() if not _same(path, text)]
-    if family is MESSAGES:
-        stale += sorted(set(MESSAGES_PACKAGE.glob("*.py")) - set(wanted))
+    if family is not RECORDS:
+        stale += sorted(set(_package(family).glob("*.py")) - set(wanted))
     return stale
 
 
@@ -582,7 +625,7 @@ def _same(path: Path, text: str) -> bool:
 
 
 def _facts_texts(args: argparse.Namespace) -> dict[Family, str]:
-    texts = {}
+    texts = {LEGACY: _legacy_facts_text(args.legacy_libs)}
     for family in FAMILIES:
         if args.kafka_libs:
             schemas, release = schemas_from_jars(args.kafka_libs, family)
@@ -600,12 +643,24 @@ def _facts_texts(args: argparse.Namespace) -> dict[Family, str]:
     return texts
 
 
+def _legacy_facts_text(libs: Path | None) -> str:
+    """The frozen legacy facts: read from Kafka 3.9.1's jars when given, else the file."""
+    if libs is None:
+        return LEGACY.facts.read_text()
+    schemas, release = schemas_from_jars(libs, LEGACY)
+    if release.version != LEGACY_RELEASE:
+        raise SystemExit(f"the legacy RPCs are frozen at {LEGACY_RELEASE}, not {release.version}")
+    return dump_facts(distil(LEGACY, schemas, release))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--kafka-libs", type=Path, help="a Kafka release's libs/ directory")
     source.add_argument("--git-dir", type=Path, help="a Kafka git directory to read schemas from")
     source.add_argument("--source-dir", type=Path, help="a Kafka source tree on disk")
+    parser.add_argument("--legacy-libs", type=Path,
+                        help=f"Kafka {LEGACY_RELEASE}'s libs/ directory (the legacy RPCs)")
     parser.add_argument("--commit", help="the Kafka commit the schemas are taken from")
     parser.add_argument("--release", help="the Kafka release that commit is")
     parser.add_argument("--check", action="store_true", help="only compare, write nothing")

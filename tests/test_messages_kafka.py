@@ -56,7 +56,7 @@ DATA_CLASSES = [
 ]
 
 
-def _versions(cls: type) -> range:
+def versions_of(cls: type) -> range:
     valid = schema_of(cls).valid_versions
     assert valid is not None and valid.high is not None
     return range(valid.low, valid.high + 1)
@@ -95,8 +95,8 @@ def test_every_module_is_an_api_message_a_header_or_a_data_message() -> None:
     data = {GEN.snake_case(name) for name in DATA}
     assert modules == expected | data | {"request_header", "response_header"}
     assert len(CLASSES) == 182
-    assert sum(len(_versions(cls)) for cls in CLASSES) == 618
-    assert sum(len(_versions(cls)) for cls in DATA_CLASSES) == 18
+    assert sum(len(versions_of(cls)) for cls in CLASSES) == 618
+    assert sum(len(versions_of(cls)) for cls in DATA_CLASSES) == 18
 
 
 def test_registered_schema_follows_the_facts_of_a_message() -> None:
@@ -117,7 +117,7 @@ def test_registered_schema_follows_the_facts_of_a_message() -> None:
 def test_default_instance_round_trips_at_every_version() -> None:
     for cls in CLASSES + DATA_CLASSES:
         msg = cls()
-        for version in _versions(cls):
+        for version in versions_of(cls):
             assert decode(cls, version, encode(msg, version)) == msg, (cls, version)
 
 
@@ -125,9 +125,14 @@ def test_default_instance_round_trips_at_every_version() -> None:
 @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_drawn_message_round_trips_at_every_version(cls: type, data: st.DataObject) -> None:
-    """At the newest version, unknown tagged fields drawn in every struct round-trip too."""
+    assert_drawn_round_trips(cls, data)
+
+
+def assert_drawn_round_trips(cls: type, data: st.DataObject) -> None:
+    """A message drawn at each version of ``cls`` round-trips; at the newest version,
+    unknown tagged fields drawn in every struct round-trip too."""
     schema = schema_of(cls)
-    for version in _versions(cls):
+    for version in versions_of(cls):
         unknown = version == schema.highest_version and schema.is_flexible(version)
         msg = data.draw(schema_messages(schema, version, unknown), label=f"v{version}")
         raw = encode(msg, version)

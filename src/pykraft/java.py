@@ -2,7 +2,7 @@
 ``Utils.abs`` pick a group's coordinator partition and a partition's fetcher, and order the
 entries of Java's hash maps in the files and outputs pykraft reproduces byte for byte.
 
-Also Java's ``HashMap`` iteration order and ``Double.toString``, for the outputs and
+Also Java's ``HashMap`` iteration orders and ``Double.toString``, for the outputs and
 answers Kafka builds from them.
 
 One definition for every caller: a hash computed another way (unsigned, or over code points
@@ -12,7 +12,7 @@ rather than UTF-16 units) sends a client to the wrong coordinator or reorders a 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import TypeVar
 
@@ -56,10 +56,40 @@ def java_hash_order(items: Sequence[T], hash_code: Callable[[T], int], *,
         capacity *= 2
 
     def bucket(item: T) -> int:
-        h = hash_code(item) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1)
+        return _spread(hash_code(item)) & (capacity - 1)
 
     return sorted(items, key=bucket)  # sorted() is stable
+
+
+def java_compute_if_absent_order(keys: Iterable[T], hash_code: Callable[[T], int]) -> list[T]:
+    """The iteration order of a Java ``HashMap`` filled by ``computeIfAbsent`` with
+    ``keys`` in this order (repeats allowed): unlike ``put``, it puts a new key at the head
+    of its bucket, and it resizes before a call (any call) that finds the map above its
+    threshold; a resize keeps each bucket's relative order. Kafka's request builders group
+    partitions by topic this way (``LeaderAndIsrRequest.Builder.groupByTopic``). Buckets of
+    eight keys, which Java would treeify, are not modelled."""
+    capacity = 0
+    table: list[list[T]] = []
+    size = 0
+    for key in keys:
+        if capacity == 0 or size > capacity * _LOAD_FACTOR:
+            capacity = capacity * 2 or _INITIAL_CAPACITY
+            grown: list[list[T]] = [[] for _ in range(capacity)]
+            for bucket in table:
+                for item in bucket:
+                    grown[_spread(hash_code(item)) & (capacity - 1)].append(item)
+            table = grown
+        bucket = table[_spread(hash_code(key)) & (capacity - 1)]
+        if key not in bucket:
+            bucket.insert(0, key)
+            size += 1
+    return [key for bucket in table for key in bucket]
+
+
+def _spread(hash_code: int) -> int:
+    """``HashMap.hash``: the hash code with its high half folded into its low half."""
+    h = hash_code & 0xFFFFFFFF
+    return h ^ (h >> 16)
 
 
 def java_double_text(value: float) -> str:

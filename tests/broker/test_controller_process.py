@@ -4,14 +4,16 @@ listener are answered by the active controller after their records commit."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pykraft.errors import PyKraftError
 from pykraft.features import METADATA_VERSION_FEATURE, METADATA_VERSIONS
 from pykraft.messages.kafka.broker_registration_request import (
     BrokerRegistrationRequest,
@@ -19,7 +21,7 @@ from pykraft.messages.kafka.broker_registration_request import (
     Listener,
 )
 from pykraft.messages.kafka.create_topics_request import CreatableTopic, CreateTopicsRequest
-from pykraft.protocol.api_versions import listener_ranges
+from pykraft.protocol.api_versions import ApiVersionsRequest, listener_ranges
 from pykraft.protocol.apis import Listener as ListenerKind
 from pykraft.protocol.errors import ErrorCode
 from pykraft.runtime.kafka_client import ClientConnection
@@ -106,3 +108,37 @@ def test_idle_active_controller_appends_noop_records(cluster: LocalCluster) -> N
         return info.high_watermark if info is not None and info.high_watermark >= start + 3 \
             else None
     assert wait_for("three NoOpRecords committed", grown) >= start + 3
+
+
+def test_a_migrating_controller_says_so_and_refuses_admin_writes(tmp_path: Path) -> None:
+    """``zookeeper.metadata.migration.enable`` (KIP-866): the controller answers ApiVersions
+    with ZkMigrationReady, and until the ZooKeeper load commits (pre-migration) refuses an
+    admin write NOT_CONTROLLER with Kafka's message, while a ZooKeeper broker registers."""
+    made = LocalCluster.create(tmp_path / "migrating", 1, {
+        **PROPERTIES, "zookeeper.metadata.migration.enable": "true",
+        "zookeeper.connect": "127.0.0.1:2181"})
+    made.start_all()
+    try:
+        node_id = made.controllers[0]
+        versions = wait_for("ApiVersions", lambda: _try(lambda: call(
+            made, node_id, ApiVersionsRequest(client_software_name="test",
+                                              client_software_version="1"))))
+        assert versions.zk_migration_ready
+        refused = wait_for("the active controller's refusal", lambda: (
+            answer if (answer := call(made, node_id, create("t"))).topics[0].error_message
+            else None))
+        assert (refused.topics[0].error_code, refused.topics[0].error_message) == (
+            ErrorCode.NOT_CONTROLLER, "The controller is in pre-migration mode.")
+        zk_broker = dataclasses.replace(registration(made, 1), is_migrating_zk_broker=True,
+                                        log_dirs=(uuid.uuid4(),))
+        assert call(made, node_id, zk_broker).error_code == ErrorCode.NONE
+    finally:
+        made.kill(made.controllers[0])
+
+
+def _try(action: Callable[[], Any]) -> Any | None:
+    """``action()``, or None while the node does not answer yet."""
+    try:
+        return action()
+    except (OSError, PyKraftError, TimeoutError):
+        return None

@@ -135,6 +135,26 @@ def test_what_kafka_refuses_to_start_with(tmp_path: Path) -> None:
     assert _refusal([b], b) == f"{b / META_PROPERTIES}: node.id 'abc' is not an integer"
 
 
+def test_a_zookeeper_era_meta_properties_starts_as_kafka_starts_it(tmp_path: Path) -> None:
+    """A broker rolled from ZooKeeper mode keeps its version 0 file (``broker.id``), as
+    Kafka's KRaft start does (the reference migration's file, captured after Kafka 3.9's
+    KRaft broker started on it, was still version 0); one without ``cluster.id`` is
+    refused with Kafka's start-up error."""
+    rolled = tmp_path / "rolled"
+    rolled.mkdir()
+    (rolled / META_PROPERTIES).write_text(
+        "#\n#Mon Nov 30 21:49:03 UTC 2026\nbroker.id=1\ndirectory.id=krBXe_YnCKY9mp5kT08vCA\n"
+        f"version=0\ncluster.id={CLUSTER}\n")
+    kraft = _formatted(tmp_path / "kraft", DIR_B)
+    found = check_log_dirs([rolled, kraft], rolled, NODE, broker=True)
+    assert found.cluster_id == CLUSTER
+    assert found.metas[rolled].version == 0
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / META_PROPERTIES).write_text("version=0\nbroker.id=1\n")
+    assert _refusal([kraft, bare], kraft) == f"Error: cluster ID not found in {bare}"
+
+
 def test_every_log_dir_failed_stops_the_broker_not_a_controller(tmp_path: Path) -> None:
     a, b = _two_dirs(tmp_path)
     meta = _formatted(tmp_path / "meta", uuid.UUID(int=1012))

@@ -654,6 +654,12 @@ BROKER_LIFECYCLE = [
              broker_id=UNKNOWN_BROKER, cluster_id=WRONG_CLUSTER,
              incarnation_id=uuid.UUID(int=9), rack=None)),
          top_error, error_is("INCONSISTENT_CLUSTER_ID"), listeners=(CONTROLLER,)),
+    # a ZooKeeper broker's registration (KIP-866), to a controller without migration
+    Case("BrokerRegistration", 62, "migrating_zk_broker",
+         lambda r: r.generated(62, BrokerRegistrationRequest(
+             broker_id=UNKNOWN_BROKER, cluster_id=r.cluster.cluster_id,
+             incarnation_id=uuid.UUID(int=9), rack=None, is_migrating_zk_broker=True)),
+         top_error, error_is("BROKER_ID_NOT_REGISTERED"), listeners=(CONTROLLER,), since=1),
     Case("BrokerHeartbeat", 63, "unknown_broker",
          generated(63, BrokerHeartbeatRequest(broker_id=UNKNOWN_BROKER, broker_epoch=5,
                                               want_fence=True)),

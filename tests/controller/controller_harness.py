@@ -82,13 +82,15 @@ class Cluster:
     def __init__(self, *, seed: int = 0, mv: int = MV_3_7_IV4, bootstrap: Sequence[object] = (),
                  session_timeout_ms: int = 9000, max_idle_interval_ms: int = 500,
                  properties: dict[str, str] | None = None,
-                 fence_on_refused_connection: bool = True) -> None:
+                 fence_on_refused_connection: bool = True, zk_migration: bool = False) -> None:
+        """``zk_migration``: zookeeper.metadata.migration.enable on the controller."""
         self.raft = FakeRaft()
         self.now = 0
         config = ControllerConfig(node_id=0, cluster_id="test-cluster",
                                   session_timeout_ms=session_timeout_ms,
                                   max_idle_interval_ms=max_idle_interval_ms,
                                   fence_on_refused_connection=fence_on_refused_connection,
+                                  zk_migration_enabled=zk_migration,
                                   properties=properties or {})
         boot = list(bootstrap) or [FeatureLevelRecord(name=METADATA_VERSION_FEATURE,
                                                       feature_level=mv)]

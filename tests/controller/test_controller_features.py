@@ -9,6 +9,7 @@ from typing import cast
 import pytest
 from controller_harness import Cluster, create_topic  # type: ignore[import-not-found]
 
+from pykraft.controller import ControllerConfig
 from pykraft.features import SUPPORTED_FEATURES
 from pykraft.image.configs import ConfigResourceType
 from pykraft.messages.kafka.allocate_producer_ids_request import AllocateProducerIdsRequest
@@ -180,8 +181,8 @@ def test_a_level_pykraft_does_not_implement_can_still_be_removed() -> None:
 
 def test_registration_advertises_and_update_features_agree() -> None:
     """One table, SUPPORTED_FEATURES: a controller registers it, ApiVersions shows it."""
-    node = SimpleNamespace(settings=SimpleNamespace(quorum=SimpleNamespace(
-        local_listeners=())))
+    node = SimpleNamespace(settings=SimpleNamespace(
+        quorum=SimpleNamespace(local_listeners=()), controller=ControllerConfig(node_id=0)))
     request = registration_request(0, uuid.UUID(int=1), cast(RaftNode, node))
     registered = {str(f.name): (int(f.min_supported_version), int(f.max_supported_version))
                   for f in request.features}

@@ -1,9 +1,11 @@
 """Reading the reference run's captures (docs/design/migration-reference/captured/): znode
-dumps as the runtime's reads, and the metadata log's records and batches."""
+dumps as the runtime's reads, the metadata log's records and batches, and the legacy RPCs the
+ZK brokers received."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,33 @@ def log_batches(name: str) -> list[tuple[int, int]]:
     """``*.batches``: (base offset, last offset) of every batch."""
     return [(int(base), int(last)) for base, last, *_ in
             (line.split() for line in (CAPTURED / name).read_text().splitlines())]
+
+
+@dataclass(frozen=True)
+class LegacyRpc:
+    """One legacy controller request a ZK broker's request log shows, with its answer."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    request: dict[str, Any]
+    response: dict[str, Any]
+
+
+def legacy_rpcs(broker: int) -> list[LegacyRpc]:
+    """``legacy-rpcs-b<broker>.jsonl``: the first two of each legacy api the broker got from a
+    KRaft controller. The capture cut long lines at 3000 characters, inside the trailing
+    timings (after ``request`` and ``response``), so each object is read where it starts."""
+    found = []
+    for line in (CAPTURED / f"legacy-rpcs-b{broker}.jsonl").read_text().splitlines():
+        header, request, response = (_json_at(line, key)
+                                     for key in ("requestHeader", "request", "response"))
+        found.append(LegacyRpc(header["requestApiKey"], header["requestApiVersion"],
+                               header["correlationId"], request, response))
+    return found
+
+
+def _json_at(line: str, key: str) -> dict[str, Any]:
+    start = line.index(f'"{key}":') + len(key) + 3
+    value: dict[str, Any] = json.JSONDecoder().raw_decode(line, start)[0]
+    return value

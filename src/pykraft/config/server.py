@@ -227,6 +227,37 @@ class ConfigDef:
 #: Kafka 4.0: how Kafka's own tests (and pykraft's) roll small metadata segments.
 INTERNAL_METADATA_LOG_SEGMENT_BYTES = "internal.metadata.log.segment.bytes"
 
+MIGRATION_ENABLE = "zookeeper.metadata.migration.enable"
+ZOOKEEPER_CONNECT = "zookeeper.connect"
+
+#: A controller's ZooKeeper migration keys (KIP-866), as Kafka 3.9's KRaftConfigs and
+#: ZkConfigs define them; Kafka 4 removed them (so a broker still warns of them as unknown,
+#: and describes them as unknown keys).
+MIGRATION_CONFIG_DEFS: tuple[ConfigDef, ...] = (
+    ConfigDef(MIGRATION_ENABLE, _to_bool, "false", "Enable ZK to KRaft migration"),
+    ConfigDef("zookeeper.metadata.migration.min.batch.size", _to_window, "200",
+              "Soft minimum batch size to use when migrating metadata from ZooKeeper to KRaft"),
+    ConfigDef(ZOOKEEPER_CONNECT, _to_optional_str, "", "the ZooKeeper ensemble (and chroot)"),
+    ConfigDef("zookeeper.session.timeout.ms", _to_int, "18000", "Zookeeper session timeout"),
+    ConfigDef("zookeeper.connection.timeout.ms", _to_optional_int, "",
+              "connection wait; zookeeper.session.timeout.ms when unset"),
+    ConfigDef("zookeeper.set.acl", _to_bool, "false", "Set client to use secure ACLs"),
+    ConfigDef("zookeeper.max.in.flight.requests", _to_window, "10",
+              "unacknowledged requests the client sends to ZooKeeper before blocking"),
+    ConfigDef("zookeeper.ssl.client.enable", _to_bool, "false", "TLS to ZooKeeper"),
+    *(ConfigDef(f"zookeeper.{key}", _to_optional_str, "", "ZooKeeper TLS client setting")
+      for key in ("clientCnxnSocket", "ssl.keystore.location", "ssl.keystore.password",
+                  "ssl.keystore.type", "ssl.truststore.location", "ssl.truststore.password",
+                  "ssl.truststore.type")),
+    ConfigDef("zookeeper.ssl.protocol", _to_optional_str, "TLSv1.2", "ZooKeeper TLS protocol"),
+    ConfigDef("zookeeper.ssl.enabled.protocols", _to_list, "", "ZooKeeper TLS protocols"),
+    ConfigDef("zookeeper.ssl.cipher.suites", _to_list, "", "ZooKeeper TLS cipher suites"),
+    ConfigDef("zookeeper.ssl.endpoint.identification.algorithm", _to_optional_str, "HTTPS",
+              "ZooKeeper TLS host name verification"),
+    ConfigDef("zookeeper.ssl.crl.enable", _to_bool, "false", "ZooKeeper TLS CRL checks"),
+    ConfigDef("zookeeper.ssl.ocsp.enable", _to_bool, "false", "ZooKeeper TLS OCSP checks"),
+)
+
 CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("process.roles", _to_roles, None, "broker, controller, or both"),
     ConfigDef("node.id", _to_int, None, "this node's id, unique in the cluster"),
@@ -325,7 +356,10 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
               "gone), instead of waiting out broker.session.timeout.ms"),
 )
 
-_DEFS_BY_KEY = {d.key: d for d in CONFIG_DEFS}
+#: Every key a node parses: the broker keys Kafka 4 describes, and a controller's migration
+#: keys (Kafka 3.9's, which a broker describes as unknown keys, as Kafka 4 does).
+_ALL_DEFS = (*CONFIG_DEFS, *MIGRATION_CONFIG_DEFS)
+_DEFS_BY_KEY = {d.key: d for d in _ALL_DEFS}
 
 
 class ServerConfig:
@@ -337,7 +371,7 @@ class ServerConfig:
         if problems:
             raise ConfigError(problems[0])
         self._values: dict[str, Any] = {}
-        for definition in CONFIG_DEFS:
+        for definition in _ALL_DEFS:
             text = self.raw.get(definition.key, definition.default)
             self._values[definition.key] = (
                 None if text is None else definition.parse(text, definition.key)
@@ -418,6 +452,16 @@ class ServerConfig:
                 "If using process.roles, either controller.quorum.bootstrap.servers must "
                 "contain the set of bootstrap controllers or controller.quorum.voters must "
                 "contain a parseable set of controllers.")
+
+    @property
+    def zk_migration_enabled(self) -> bool:
+        """``zookeeper.metadata.migration.enable``, refused without ``zookeeper.connect``
+        as Kafka 3.9's KafkaConfig refuses it in KRaft mode."""
+        enabled: bool = self.get(MIGRATION_ENABLE)
+        if enabled and self.get(ZOOKEEPER_CONNECT) is None:
+            raise ConfigError(f"If using `{MIGRATION_ENABLE}` in KRaft mode, "
+                              f"`{ZOOKEEPER_CONNECT}` must also be set.")
+        return enabled
 
     def security_protocol(self, listener: str) -> str:
         """The protocol of ``listener`` (Kafka's ``effectiveListenerSecurityProtocolMap``):

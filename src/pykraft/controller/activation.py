@@ -10,6 +10,12 @@ above 0) the bootstrap ends with the cluster default ``min.insync.replicas``: a 
 ConfigRecord named "" holding the controller's static value, as Kafka's
 ActivationRecordsGenerator.recordsForEmptyLog writes it, so that ELR's safety rule reads one
 cluster-wide value (topics then show it as DYNAMIC_DEFAULT_BROKER_CONFIG).
+
+ZooKeeper migration (KIP-866, Kafka 3.9's rules, migration-plan §2): a controller with
+``zookeeper.metadata.migration.enable`` ends an empty log's bootstrap with the PRE_MIGRATION
+state; without it nothing is written (Kafka 3.9 wrote NONE, Kafka 4 writes nothing, and NONE
+is what a log without the record means). On a non-empty log, a controller without migration
+finalises a log in MIGRATION (POST_MIGRATION).
 """
 
 from __future__ import annotations
@@ -17,21 +23,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pykraft.controller.config_control import MIN_INSYNC_REPLICAS
-from pykraft.errors import ConfigError
+from pykraft.errors import ConfigError, ControllerError
 from pykraft.features import (
     DEFAULT_METADATA_VERSION,
     ELIGIBLE_LEADER_REPLICAS_FEATURE,
     METADATA_VERSION_FEATURE,
+    metadata_version_for_level,
 )
 from pykraft.image.configs import ConfigResourceType
+from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataImage
-from pykraft.image.versions import MV_3_6_IV1
+from pykraft.image.versions import MV_3_4_IV0, MV_3_6_IV1
 from pykraft.records.metadata import (
     AbortTransactionRecord,
     BeginTransactionRecord,
     ConfigRecord,
     EndTransactionRecord,
     FeatureLevelRecord,
+    ZkMigrationStateRecord,
 )
 
 DEFAULT_BOOTSTRAP: tuple[object, ...] = (
@@ -73,9 +82,10 @@ def _elr_enabled(bootstrap: Sequence[object]) -> bool:
 
 
 def activation_records(committed: MetadataImage, *, in_transaction: bool,
-                       bootstrap: Sequence[object], min_insync_replicas: int) -> list[object]:
+                       bootstrap: Sequence[object], min_insync_replicas: int,
+                       zk_migration_enabled: bool = False) -> list[object]:
     """``min_insync_replicas``: the controller's static value (the cluster default written
-    with ELR on)."""
+    with ELR on). Raises :class:`ControllerError` where Kafka's controller cannot activate."""
     records: list[object] = []
     if in_transaction:
         records.append(AbortTransactionRecord(reason="Controller failover"))
@@ -86,8 +96,38 @@ def activation_records(committed: MetadataImage, *, in_transaction: bool,
                 resource_type=ConfigResourceType.BROKER, resource_name="",
                 name=MIN_INSYNC_REPLICAS, value=str(min_insync_replicas),
             ))
+        if zk_migration_enabled:
+            if level < MV_3_6_IV1:
+                raise ControllerError(
+                    f"The bootstrap metadata.version {metadata_version_for_level(level).name} "
+                    "does not support ZK migrations. Cannot continue with ZK migrations "
+                    "enabled.")
+            ordered.append(ZkMigrationStateRecord(
+                zk_migration_state=ZkMigrationState.PRE_MIGRATION))
         if level >= MV_3_6_IV1:
             ordered = [BeginTransactionRecord(name="Bootstrap records"), *ordered,
                        EndTransactionRecord()]
         records += ordered
+    else:
+        records += _migration_state_change(committed, zk_migration_enabled)
     return records
+
+
+def _migration_state_change(committed: MetadataImage, zk_migration_enabled: bool
+                            ) -> list[object]:
+    """Kafka 3.9's recordsForNonEmptyLog: a log in MIGRATION activated by a controller
+    without migration is finalised (POST_MIGRATION); migration on a log created in KRaft
+    mode, or at a metadata.version without migration, is refused."""
+    mv = committed.metadata_version
+    state = committed.features.zk_migration_state
+    if mv < MV_3_4_IV0:
+        if zk_migration_enabled:
+            raise ControllerError("Should not have ZK migrations enabled on a cluster running "
+                                  f"metadata.version {metadata_version_for_level(mv).name}")
+        return []
+    if state == ZkMigrationState.NONE and zk_migration_enabled:
+        raise ControllerError("Should not have ZK migrations enabled on a cluster that was "
+                              "created in KRaft mode.")
+    if state == ZkMigrationState.MIGRATION and not zk_migration_enabled:
+        return [ZkMigrationStateRecord(zk_migration_state=ZkMigrationState.POST_MIGRATION)]
+    return []

@@ -35,7 +35,8 @@ from pykraft.controller.partition_change import (
 )
 from pykraft.ids import ZERO_UUID
 from pykraft.image.cluster_image import FENCE, IN_CONTROLLED_SHUTDOWN, UNFENCE, BrokerRegistration
-from pykraft.image.versions import MV_3_2_IV0, MV_3_3_IV2, MV_3_3_IV3, MV_3_7_IV0
+from pykraft.image.features import ZkMigrationState
+from pykraft.image.versions import MV_3_2_IV0, MV_3_3_IV2, MV_3_3_IV3, MV_3_4_IV0, MV_3_7_IV0
 from pykraft.messages.kafka.broker_heartbeat_request import BrokerHeartbeatRequest
 from pykraft.messages.kafka.broker_heartbeat_response import BrokerHeartbeatResponse
 from pykraft.messages.kafka.broker_registration_request import BrokerRegistrationRequest
@@ -56,9 +57,11 @@ from pykraft.records.metadata import (
     ControllerEndpoint,
     ControllerFeature,
     FenceBrokerRecord,
+    MetadataRecord,
     RegisterControllerRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    api_key_of,
 )
 
 
@@ -66,11 +69,36 @@ def _registration_error(code: ErrorCode) -> BrokerRegistrationResponse:
     return BrokerRegistrationResponse(error_code=code)  # Kafka's default epoch: -1
 
 
+def migration_registration_refusal(ctx: ControllerContext, req: BrokerRegistrationRequest
+                                   ) -> tuple[ErrorCode, str] | None:
+    """Kafka 3.9's ZooKeeper migration rules for a broker registration (ClusterControlManager.
+    registerBroker), as (error, Kafka's exception text), or None when they allow it: a
+    ZooKeeper broker (``isMigratingZkBroker``) only with migration on, at a metadata.version
+    with it, and reachable on this controller's inter-broker listener (where the legacy RPCs
+    go); a KRaft broker not before the load committed (pre-migration)."""
+    if req.is_migrating_zk_broker:
+        if not (ctx.config.zk_migration_enabled and ctx.metadata_version >= MV_3_4_IV0):
+            return (ErrorCode.BROKER_ID_NOT_REGISTERED,
+                    "Controller does not support registering ZK brokers.")
+        listener = ctx.config.inter_broker_listener_name
+        if all(lst.name != listener for lst in req.listeners):
+            return (ErrorCode.INVALID_REGISTRATION,
+                    f"Broker does not have the current inter.broker.listener {listener}")
+    elif ctx.image.features.zk_migration_state == ZkMigrationState.PRE_MIGRATION:
+        return (ErrorCode.BROKER_ID_NOT_REGISTERED,
+                "Controller is in pre-migration mode and cannot register KRaft brokers until "
+                "the metadata migration is complete.")
+    return None
+
+
 def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> ControllerResult:
     if ctx.config.cluster_id is not None and req.cluster_id != ctx.config.cluster_id:
         return ControllerResult((), _registration_error(ErrorCode.INCONSISTENT_CLUSTER_ID))
-    if req.incarnation_id == ZERO_UUID or req.is_migrating_zk_broker:
+    if req.incarnation_id == ZERO_UUID:
         return ControllerResult((), _registration_error(ErrorCode.INVALID_REGISTRATION))
+    refusal = migration_registration_refusal(ctx, req)
+    if refusal is not None:
+        return ControllerResult((), _registration_error(refusal[0]))
     if not _supports_finalized(ctx, {f.name: (f.min_supported_version, f.max_supported_version)
                                      for f in req.features}):
         return ControllerResult((), _registration_error(ErrorCode.UNSUPPORTED_VERSION))
@@ -101,6 +129,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest) -> C
                        for f in req.features),
         rack=req.rack, fenced=fenced, in_controlled_shutdown=shutting_down,
         log_dirs=tuple(d for d in req.log_dirs if d != ZERO_UUID),
+        is_migrating_zk_broker=req.is_migrating_zk_broker,
     )
     records.append(registration.to_record())
     response = BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=epoch)
@@ -198,11 +227,16 @@ def _registration_change(ctx: ControllerContext, broker: BrokerRegistration, *,
     if ctx.metadata_version < MV_3_3_IV2:
         record_type = FenceBrokerRecord if fenced else UnfenceBrokerRecord
         return record_type(id=broker.broker_id, epoch=broker.epoch)
-    return BrokerRegistrationChangeRecord(
+    change = BrokerRegistrationChangeRecord(
         broker_id=broker.broker_id, broker_epoch=broker.epoch,
         fenced={True: FENCE, False: UNFENCE, None: 0}[fenced],
         in_controlled_shutdown=IN_CONTROLLED_SHUTDOWN if in_controlled_shutdown else 0,
     )
+    # Kafka writes the version that introduced the change, whatever the metadata.version:
+    # v0 to fence or unfence, v1 for controlled shutdown (ReplicationControlManager.
+    # handleBrokerFenced/Unfenced/InControlledShutdown, 3.9 and 4.4 alike)
+    return MetadataRecord(api_key_of(BrokerRegistrationChangeRecord),
+                          1 if in_controlled_shutdown else 0, change)
 
 
 def election(ctx: ControllerContext, usable: Usable | None = None) -> Election:

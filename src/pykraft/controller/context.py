@@ -60,6 +60,11 @@ class ControllerConfig:
     broker_heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
     mutation_quota_samples: int = 11  # controller.quota.window.num
     mutation_quota_window_s: int = 1  # controller.quota.window.size.seconds
+    zk_migration_enabled: bool = False  # zookeeper.metadata.migration.enable (KIP-866)
+    zk_migration_min_batch_size: int = 200  # zookeeper.metadata.migration.min.batch.size
+    # inter.broker.listener.name (else security.inter.broker.protocol's name): the listener a
+    # migrating ZooKeeper broker must register, which the legacy RPCs go to
+    inter_broker_listener_name: str = "PLAINTEXT"
     # the static properties the node started from: DescribeConfigs' STATIC_BROKER_CONFIG
     properties: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
 
@@ -77,6 +82,8 @@ class ControllerConfig:
         if self.mutation_quota_samples < 1 or self.mutation_quota_window_s < 1:
             raise ConfigError("controller.quota.window.num and "
                               "controller.quota.window.size.seconds must be >= 1")
+        if self.zk_migration_min_batch_size < 1:
+            raise ConfigError("zookeeper.metadata.migration.min.batch.size must be >= 1")
         self.snapshot_policy()  # refuse bad thresholds now, not at the first commit
         authorizer_config(self.properties)  # and an authorizer pykraft does not have
         token_config(self.properties)  # and token durations Kafka would refuse

@@ -119,6 +119,9 @@ def _problem(ctx: ControllerContext, update: FeatureUpdateKey,
         reason = dependency_problem(name, level, proposed.get(METADATA_VERSION_FEATURE, 0))
     if reason is not None:
         return f"Invalid update version {level} for feature {name}. {reason}"
+    if name == METADATA_VERSION_FEATURE and ctx.image.features.zk_migration_state.in_progress:
+        return (f"Invalid metadata.version {level}. Unable to modify metadata.version while a "
+                "ZK migration is in progress.")
     if name == METADATA_VERSION_FEATURE and level < current:
         # Kafka downgrades only between levels with the same records; pykraft never does
         why = ("Unsafe metadata downgrade is not supported in this version."

@@ -14,6 +14,12 @@ only when the offset of their last record commits (an operation without records 
 everything appended before it). When leadership is lost, the current image is reset to the
 committed one and every waiting request is answered NOT_CONTROLLER: whatever the new leader
 keeps of those records will come back through ``handle_commit``.
+
+ZooKeeper migration (KIP-866, ``zookeeper.metadata.migration.enable``): until the load
+commits (the PRE_MIGRATION state) only broker and controller registration, heartbeats and
+broker unregistration run, and the periodic writes but NoOpRecords wait; every other write
+is answered NOT_CONTROLLER, as Kafka's pre-migration mode does. The runtime's driver writes
+the load with :mod:`~pykraft.controller.migration_ops`' requests.
 """
 
 from __future__ import annotations
@@ -45,11 +51,19 @@ from pykraft.controller.activation import (
 )
 from pykraft.controller.context import ControllerConfig, ControllerContext, ControllerResult
 from pykraft.controller.delegation_token_control import TokenRequest
+from pykraft.controller.migration_ops import (
+    MigrationRefused,
+    MigrationRequest,
+    MigrationWritten,
+    migration_records,
+    migration_write_refusal,
+)
 from pykraft.controller.mutations import Mutation, throttled
 from pykraft.controller.responses import error_response
 from pykraft.errors import ControllerError, MetadataRecordError, NotLeaderError
 from pykraft.image.client_quotas import literal_ip
 from pykraft.image.delegation_tokens import MV_3_6_IV2
+from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataDelta, MetadataImage, Provenance
 from pykraft.image.loader import ImageLoader
 from pykraft.image.snapshot import MAX_RECORDS_PER_BATCH, chunked
@@ -92,6 +106,10 @@ from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
 from pykraft.records.metadata import (
+    AbortTransactionRecord,
+    BeginTransactionRecord,
+    EndTransactionRecord,
+    MetadataRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -102,6 +120,21 @@ from pykraft.records.metadata import (
 
 RecordWriter = Callable[[int, list[bytes]], int]
 """``(now_ms, record values) -> offset of the last one``: the raft core's ``append``."""
+
+#: Kafka's NotControllerException text for a write refused in pre-migration mode.
+PRE_MIGRATION_MESSAGE = "The controller is in pre-migration mode."
+#: The writes Kafka flags RUNS_IN_PREMIGRATION (besides the migration's own): what the
+#: brokers and controllers need to register and stay alive while the load waits for them.
+_RUNS_IN_PREMIGRATION = (BrokerRegistrationRequest, BrokerHeartbeatRequest,
+                         UnregisterBrokerRequest, ControllerRegistrationRequest)
+
+
+def not_controller_answer(request: object) -> object:
+    """The NOT_CONTROLLER answer to ``request`` when this controller is not (or stopped
+    being) the active one."""
+    if isinstance(request, MigrationRequest):
+        return MigrationRefused(ErrorCode.NOT_CONTROLLER, "This controller is not active.")
+    return error_response(request, ErrorCode.NOT_CONTROLLER)
 
 
 def _heartbeat(ctx: ControllerContext, request: BrokerHeartbeatRequest) -> ControllerResult:
@@ -209,6 +242,8 @@ class QuorumController:
         self._committed_registrations: dict[int, int] = {}
         self._image = MetadataImage()
         self._registrations: dict[int, int] = {}
+        self._in_transaction = False
+        """A metadata transaction is open in the current state (the load's, while it runs)."""
         self._committed_offset = -1
         self._next_offset = 0
         self._active = False
@@ -248,6 +283,12 @@ class QuorumController:
     @property
     def next_offset(self) -> int:
         return self._next_offset
+
+    @property
+    def in_pre_migration(self) -> bool:
+        """Kafka's ``inPreMigrationMode``: the ZooKeeper load has not committed, so only the
+        writes flagged RUNS_IN_PREMIGRATION run (the current state, as Kafka's timeline)."""
+        return self._image.features.zk_migration_state == ZkMigrationState.PRE_MIGRATION
 
     # -- RaftListener -----------------------------------------------------------------
 
@@ -313,7 +354,10 @@ class QuorumController:
         if mutation is not None:
             request = mutation.body
         if not self._active:
-            self._ready.append((ticket, error_response(request, ErrorCode.NOT_CONTROLLER)))
+            self._ready.append((ticket, not_controller_answer(request)))
+            return ticket
+        if isinstance(request, MigrationRequest):
+            self._migrate(ticket, request)
             return ticket
         if isinstance(request, DescribeConfigsRequest):  # a read: answered from committed state
             described = config_control.describe_configs(
@@ -330,6 +374,10 @@ class QuorumController:
                 self.committed_image, request,
                 enabled=authorizer_config(self.config.properties) is not None)))
             return ticket
+        if self.in_pre_migration and not isinstance(request, _RUNS_IN_PREMIGRATION):
+            self._ready.append((ticket, error_response(request, ErrorCode.NOT_CONTROLLER,
+                                                       PRE_MIGRATION_MESSAGE)))
+            return ticket
         self._touch_session(request)
         quota = UNBOUNDED if mutation is None else self._mutation_quota(mutation)
         result = _operate(self._context(quota), request)
@@ -337,18 +385,11 @@ class QuorumController:
             raise TypeError(f"the controller does not handle {type(request).__name__}")
         if isinstance(request, BrokerRegistrationRequest) and result.records:
             self._sessions[request.broker_id] = self._now_ms
-        try:
-            self._write(result.records)
-        except NotLeaderError:
-            self._resign()
-            self._ready.append((ticket, error_response(request, ErrorCode.NOT_CONTROLLER)))
+        if not self._append(ticket, request, result.records):
             return ticket
         if isinstance(request, BrokerHeartbeatRequest):
             self._track_shutdown(request, result.response)
-        self._waiting.append(_Waiting(self._next_offset - 1, ticket, request, result.response,
-                                      quota))
-        self._release()
-        self._schedule_balance()
+        self._wait(ticket, request, result.response, quota)
         return ticket
 
     def tick(self, now_ms: int) -> None:
@@ -358,17 +399,8 @@ class QuorumController:
         if not self._active:
             return
         try:
-            while fences := cluster_control.fence_one_expired(self._context()):
-                self._write(tuple(fences))
-            if now_ms >= self._next_unclean_ms:
-                self._next_unclean_ms = now_ms + self.config.unclean_election_interval_ms
-                self._write(tuple(cluster_control.elect_unclean(self._context())))
-            self._sweep_tokens()
-            if self._balance.due_ms is not None and now_ms >= self._balance.due_ms:
-                records, more = leader_elections.balance_leaders(self._context())
-                self._balance = _Rebalance(dirty=True, soon=more)
-                self._write(tuple(records))
-            self._schedule_balance()
+            if not self.in_pre_migration:  # Kafka refuses them all in pre-migration mode
+                self._periodic_writes(now_ms)
             idle = self.config.max_idle_interval_ms
             if (idle and self._image.metadata_version >= MV_3_3_IV1
                     and now_ms - self._last_write_ms >= idle):
@@ -376,13 +408,28 @@ class QuorumController:
         except NotLeaderError:
             self._resign()
 
+    def _periodic_writes(self, now_ms: int) -> None:
+        """Fencing of lapsed sessions, unclean elections, token sweeps, rebalances."""
+        while fences := cluster_control.fence_one_expired(self._context()):
+            self._write(tuple(fences))
+        if now_ms >= self._next_unclean_ms:
+            self._next_unclean_ms = now_ms + self.config.unclean_election_interval_ms
+            self._write(tuple(cluster_control.elect_unclean(self._context())))
+        self._sweep_tokens()
+        if self._balance.due_ms is not None and now_ms >= self._balance.due_ms:
+            records, more = leader_elections.balance_leaders(self._context())
+            self._balance = _Rebalance(dirty=True, soon=more)
+            self._write(tuple(records))
+        self._schedule_balance()
+
     def broker_unreachable(self, now_ms: int, broker_id: int, broker_epoch: int) -> bool:
         """Evidence from the driver that broker ``broker_id``'s incarnation ``broker_epoch``
         is gone (every listener it registered refused a connection): fence it now rather
         than at its session's expiry, if ``fence_on_refused_connection`` allows and the
         evidence is still about its current, unfenced registration. True if it was fenced."""
         self._advance(now_ms)
-        if not self._active or not self.config.fence_on_refused_connection:
+        if (not self._active or not self.config.fence_on_refused_connection
+                or self.in_pre_migration):
             return False
         fences = cluster_control.fence_unreachable(self._context(), broker_id, broker_epoch)
         try:
@@ -393,29 +440,63 @@ class QuorumController:
         return bool(fences)
 
     def next_deadline_ms(self) -> int | None:
-        """When :meth:`tick` has work next (None while inactive)."""
+        """When :meth:`tick` has work next (None while inactive, or in pre-migration mode
+        without NoOpRecords)."""
         if self._activation_epoch is not None:
             return self._now_ms
         if not self._active:
             return None
-        deadlines = [
-            self._sessions.get(b.broker_id, self._now_ms) + self.config.session_timeout_ms
-            for b in self._image.cluster.brokers.values() if not b.fenced
-        ]
+        deadlines = []
         if self.config.max_idle_interval_ms:
             deadlines.append(self._last_write_ms + self.config.max_idle_interval_ms)
-        deadlines.append(self._next_unclean_ms)
-        if self._sweeps_tokens:
-            deadlines.append(self._next_token_sweep_ms)
-        if self._balance.due_ms is not None:
-            deadlines.append(self._balance.due_ms)
-        return min(deadlines)
+        if not self.in_pre_migration:
+            deadlines += [
+                self._sessions.get(b.broker_id, self._now_ms) + self.config.session_timeout_ms
+                for b in self._image.cluster.brokers.values() if not b.fenced
+            ]
+            deadlines.append(self._next_unclean_ms)
+            if self._sweeps_tokens:
+                deadlines.append(self._next_token_sweep_ms)
+            if self._balance.due_ms is not None:
+                deadlines.append(self._balance.due_ms)
+        return min(deadlines, default=None)
 
     def take_responses(self) -> list[tuple[int, object]]:
         ready, self._ready = self._ready, []
         return ready
 
     # -- internals --------------------------------------------------------------------
+
+    def _append(self, ticket: int, request: object, records: Sequence[object]) -> bool:
+        """Write an operation's records; False (and ``request`` answered NOT_CONTROLLER)
+        if the core says this node no longer leads."""
+        try:
+            self._write(records)
+        except NotLeaderError:
+            self._resign()
+            self._ready.append((ticket, not_controller_answer(request)))
+            return False
+        return True
+
+    def _wait(self, ticket: int, request: object, response: object,
+              quota: MutationQuota = UNBOUNDED) -> None:
+        """Hold ``response`` until everything written so far commits."""
+        self._waiting.append(_Waiting(self._next_offset - 1, ticket, request, response, quota))
+        self._release()
+        self._schedule_balance()
+
+    def _migrate(self, ticket: int, request: MigrationRequest) -> None:
+        """One of the driver's writes (Kafka's MigrationRecordConsumer), answered with the
+        offset and epoch of its last record once it commits."""
+        refusal = migration_write_refusal(self._image, request,
+                                          in_transaction=self._in_transaction)
+        if refusal is not None:
+            self._ready.append((ticket, MigrationRefused(ErrorCode.INVALID_REQUEST, refusal)))
+            return
+        records, warning = migration_records(self._image, request)
+        if self._append(ticket, request, records):
+            self._wait(ticket, request,
+                       MigrationWritten(self._next_offset - 1, self._epoch, warning))
 
     def _advance(self, now_ms: int) -> None:
         self._now_ms = max(self._now_ms, now_ms)
@@ -436,7 +517,8 @@ class QuorumController:
         records = activation_records(self.committed_image,
                                      in_transaction=self._committed.in_transaction,
                                      bootstrap=self._bootstrap,
-                                     min_insync_replicas=self._min_insync_replicas)
+                                     min_insync_replicas=self._min_insync_replicas,
+                                     zk_migration_enabled=self.config.zk_migration_enabled)
         self._last_write_ms = self._now_ms
         try:
             self._write(tuple(records))
@@ -504,7 +586,8 @@ class QuorumController:
         if not records:
             return
         mv = self._image.metadata_version
-        values = [encode_metadata_record(r, record_version(type(r), mv)) for r in records]
+        values = [encode_metadata_record(r.message, r.version) if isinstance(r, MetadataRecord)
+                  else encode_metadata_record(r, record_version(type(r), mv)) for r in records]
         for chunk in chunked(values, MAX_RECORDS_PER_BATCH):
             last = self._writer(self._now_ms, list(chunk))
             first = last - len(chunk) + 1  # one append: consecutive offsets ending at last
@@ -517,6 +600,10 @@ class QuorumController:
                 decoded = decode_metadata_record(value)
                 if isinstance(decoded.message, RegisterBrokerRecord):
                     self._registrations[decoded.message.broker_id] = offset
+                elif isinstance(decoded.message, BeginTransactionRecord):
+                    self._in_transaction = True
+                elif isinstance(decoded.message, EndTransactionRecord | AbortTransactionRecord):
+                    self._in_transaction = False
                 delta.replay(decoded)
             self._image = delta.apply(Provenance(last, self._epoch, self._now_ms))
             self._next_offset = last + 1
@@ -551,6 +638,7 @@ class QuorumController:
     def _reset_to_committed(self) -> None:
         self._image = self._committed.image
         self._registrations = dict(self._committed_registrations)
+        self._in_transaction = self._committed.in_transaction
 
     def _resign(self) -> None:
         self._activation_epoch = None
@@ -565,5 +653,4 @@ class QuorumController:
         self._shutdown_offsets.clear()
         while self._waiting:
             done = self._waiting.popleft()
-            self._ready.append((done.ticket,
-                                error_response(done.request, ErrorCode.NOT_CONTROLLER)))
+            self._ready.append((done.ticket, not_controller_answer(done.request)))

@@ -5,8 +5,8 @@ Controllers and brokers share it: a replica replays committed records into a
 :class:`MetadataDelta` and applies it to get the next :class:`MetadataImage`; a snapshot is
 the image written back as records (:meth:`MetadataImage.records`), in Kafka's image write
 order (features with metadata.version first, cluster, topics, configs, client quotas,
-producer ids, ACLs, SCRAM credentials, delegation tokens). NoOpRecord and
-ZkMigrationStateRecord are accepted and ignored. Transaction markers
+producer ids, ACLs, SCRAM credentials, delegation tokens). NoOpRecord is accepted and
+ignored; ZkMigrationStateRecord is kept in the features image, as Kafka's. Transaction markers
 are handled by :class:`pykraft.image.loader.ImageLoader`, not here.
 """
 
@@ -58,10 +58,7 @@ from pykraft.records.metadata import (
     encode_metadata_record,
 )
 
-_IGNORED = (
-    NoOpRecord, ZkMigrationStateRecord, BeginTransactionRecord, EndTransactionRecord,
-    AbortTransactionRecord,
-)
+_IGNORED = (NoOpRecord, BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord)
 _TOKENS = (DelegationTokenRecord, RemoveDelegationTokenRecord)
 _SCRAM = (UserScramCredentialRecord, RemoveUserScramCredentialRecord)
 _CLUSTER = (
@@ -213,7 +210,7 @@ class MetadataDelta:
             if self._quotas is None:
                 self._quotas = ClientQuotasDelta(self.image.client_quotas)
             self._quotas.replay(body)
-        elif isinstance(body, FeatureLevelRecord):
+        elif isinstance(body, FeatureLevelRecord | ZkMigrationStateRecord):
             self.features.replay(body)
         elif isinstance(body, ProducerIdsRecord):
             self._producer_ids = (self._producer_ids or self.image.producer_ids).replay(body)

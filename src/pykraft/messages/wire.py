@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pykraft.errors import CorruptRecordError
-from pykraft.ids import ZERO_UUID, uuid_to_str
+from pykraft.ids import ZERO_UUID, uuid_from_str, uuid_to_str
 from pykraft.messages.splice import Splice, SplicedBuffer
 from pykraft.messages.varint import decode_uvarint, encode_uvarint
 
@@ -124,6 +124,10 @@ class Primitive:
         """The value as Kafka's JSON converters print it."""
         return value
 
+    def from_json(self, value: Any) -> Any:
+        """The inverse of :meth:`to_json`."""
+        return value
+
     def __repr__(self) -> str:
         return f"<kafka type {self.name}>"
 
@@ -221,6 +225,9 @@ class UuidPrimitive(Primitive):
 
     def to_json(self, value: Any) -> Any:
         return uuid_to_str(value)
+
+    def from_json(self, value: Any) -> Any:
+        return uuid_from_str(value)
 
 
 def _read_length(
@@ -333,6 +340,11 @@ class VariablePrimitive(Primitive):
         if self.text or value is None:
             return value
         return base64.b64encode(value).decode("ascii")  # Jackson's BinaryNode form
+
+    def from_json(self, value: Any) -> Any:
+        if self.text or value is None:
+            return value
+        return base64.b64decode(value, validate=True)
 
 
 class RecordsPrimitive(VariablePrimitive):

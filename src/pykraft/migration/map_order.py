@@ -12,9 +12,13 @@ kafka-zk jars) and against the captured znodes of docs/design/migration-referenc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Generic, TypeVar
 
 from pykraft.java import int32, java_string_hash
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 _MUTABLE_INITIAL_CAPACITY = 16
 _LOAD_FACTOR = 0.75
@@ -58,13 +62,58 @@ def mutable_map_order(keys: Sequence[str], *, built_with: int = 0) -> list[str]:
         else _MUTABLE_INITIAL_CAPACITY
     while len(keys) >= capacity * _LOAD_FACTOR:  # Scala grows on reaching the threshold
         capacity *= 2
+    return _mutable_order(keys, java_string_hash, capacity)
 
-    def place(key: str) -> tuple[int, int]:
-        h = java_string_hash(key) & 0xFFFFFFFF
+
+def _mutable_order(keys: Iterable[K], hash_code: Callable[[K], int], capacity: int) -> list[K]:
+    """By bucket of the improved hash, a bucket by ascending (signed) improved hash."""
+    def place(key: K) -> tuple[int, int]:
+        h = hash_code(key) & 0xFFFFFFFF
         h ^= h >> 16
         return h & (capacity - 1), int32(h)
 
     return sorted(keys, key=place)
+
+
+class ScalaMutableHashMap(Generic[K, V]):
+    """A Scala 2.13 ``mutable.HashMap`` as far as its iteration order goes, for the maps a
+    long-lived Kafka object keeps and clears (``AbstractControllerBrokerRequestBatch``'s):
+    ``put`` grows the table when the size plus one reaches three quarters of it, even when
+    the key is already there, ``getOrElseUpdate`` only for a new key, and ``clear`` keeps
+    the table (checked in jshell on scala-library 2.13.15)."""
+
+    def __init__(self, hash_code: Callable[[K], int]) -> None:
+        self._hash_code = hash_code
+        self._capacity = _MUTABLE_INITIAL_CAPACITY
+        self._entries: dict[K, V] = {}
+
+    def put(self, key: K, value: V) -> None:
+        self._grow_for_one_more()
+        self._entries[key] = value
+
+    def get_or_else_update(self, key: K, default: Callable[[], V]) -> V:
+        if key not in self._entries:
+            self._grow_for_one_more()
+            self._entries[key] = default()
+        return self._entries[key]
+
+    def get(self, key: K) -> V | None:
+        return self._entries.get(key)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def items(self) -> list[tuple[K, V]]:
+        """The entries in the map's iteration order."""
+        order = _mutable_order(self._entries, self._hash_code, self._capacity)
+        return [(key, self._entries[key]) for key in order]
+
+    def _grow_for_one_more(self) -> None:
+        if len(self._entries) + 1 >= self._capacity * _LOAD_FACTOR:
+            self._capacity *= 2
 
 
 def _table_size(capacity: int) -> int:

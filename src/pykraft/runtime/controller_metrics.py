@@ -8,8 +8,9 @@ are every controller's, as Kafka's metadata metrics publisher runs on each: Glob
 GlobalPartitionCount, OfflinePartitionsCount (no leader), PreferredReplicaImbalanceCount
 (leader other than the first replica, an offline one too, as Kafka's
 ``hasPreferredLeader``), ActiveBrokerCount and FencedBrokerCount (registered brokers by
-fencing). One pass over the partitions a scrape: a scrape every 15 s of 100,000
-partitions is a few tens of ms of the loop.
+fencing), ZkMigrationState (the migration state byte, KIP-866; -1 until a first batch
+committed, as Kafka's is until its first image). One pass over the partitions a scrape: a
+scrape every 15 s of 100,000 partitions is a few tens of ms of the loop.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def controller_families(image: MetadataImage, *, active: bool) -> Iterator[Gauge
                                            "Partitions not led by their first replica"),
         "ActiveBrokerCount": (len(brokers) - fenced, "Registered brokers not fenced"),
         "FencedBrokerCount": (fenced, "Registered brokers fenced"),
+        "ZkMigrationState": (
+            -1 if image.provenance.last_offset < 0 else int(image.features.zk_migration_state),
+            "The ZooKeeper migration state (0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, "
+            "3 POST_MIGRATION)"),
     }
     for name, (value, doc) in gauges.items():
         yield GaugeMetricFamily(prometheus_name("kafka.controller", "KafkaController", name),

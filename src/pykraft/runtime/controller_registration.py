@@ -39,6 +39,7 @@ def registration_request(node_id: int, incarnation_id: uuid.UUID,
                          node: RaftNode) -> ControllerRegistrationRequest:
     return ControllerRegistrationRequest(
         controller_id=node_id, incarnation_id=incarnation_id,
+        zk_migration_ready=node.settings.controller.zk_migration_enabled,
         listeners=tuple(Listener(name=e.name, host=e.host, port=e.port,
                                  security_protocol=node.settings.protocol_of(e.name))
                         for e in node.settings.quorum.local_listeners),

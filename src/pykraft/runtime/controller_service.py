@@ -29,13 +29,13 @@ from typing import Any
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.broker_liveness import OVERDUE_HEARTBEATS
-from pykraft.controller.responses import delete_topic_states, error_response
+from pykraft.controller.quorum_controller import not_controller_answer
+from pykraft.controller.responses import delete_topic_states
 from pykraft.image.cluster_image import BrokerRegistration
 from pykraft.image.image import MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 from pykraft.protocol.apis import ApiKey
-from pykraft.protocol.errors import ErrorCode
 from pykraft.raft.api import LeaderAndEpoch
 from pykraft.raft.log import OffsetAndEpoch
 from pykraft.records.batch import RecordBatch
@@ -157,7 +157,7 @@ class ControllerService:
             self._waiting[ticket] = waiter
         for request, waiter in pending[len(tickets):]:  # the node hit a fatal error
             if not waiter.done():
-                waiter.set_result(error_response(request, ErrorCode.NOT_CONTROLLER))
+                waiter.set_result(not_controller_answer(request))
         self._follow_up()
 
     def broker_unreachable(self, broker_id: int, broker_epoch: int) -> bool:

@@ -210,7 +210,11 @@ class Dispatcher(ListenerDispatcher):
         body = api_versions_response(Listener.CONTROLLER, version, **node_features(
             features.finalized, self._node.core.kraft_version, features.epoch))
         served = tuple(k for k in body.api_keys if k.api_key in self._served)
-        return dataclasses.replace(body, api_keys=served)
+        # Kafka's controller ApiVersionManager: ZkMigrationReady (tag 3, v3+) is its
+        # zookeeper.metadata.migration.enable
+        return dataclasses.replace(
+            body, api_keys=served,
+            zk_migration_ready=self._settings.controller.zk_migration_enabled)
 
     def _refuse_unknown_voter(self, request: rpc.RaftRequest) -> rpc.RaftResponse | None:
         """Kafka 3.x's ``validateVoterOnlyRequest`` for a static quorum: Vote, BeginQuorumEpoch

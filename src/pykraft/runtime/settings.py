@@ -19,6 +19,7 @@ from typing import Any
 from pykraft.config.broker_configs import CONNECTION_LIMIT_KEYS, static_layer, unknown_key_warnings
 from pykraft.config.server import (
     INTERNAL_METADATA_LOG_SEGMENT_BYTES,
+    MIGRATION_CONFIG_DEFS,
     Endpoint,
     ServerConfig,
     VoterSpec,
@@ -90,6 +91,28 @@ class BrokerListenerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ZkClientSettings:
+    """A migrating controller's ZooKeeper client, from Kafka 3.9's ``zookeeper.*`` keys
+    (ZkConfigs): the ensemble (with its chroot, as kazoo takes it) and the session."""
+
+    connect: str
+    session_timeout_ms: int
+    connection_timeout_ms: int
+    """``zookeeper.connection.timeout.ms``, else the session timeout (Kafka's default)."""
+    max_in_flight_requests: int
+    set_acl: bool
+
+    @classmethod
+    def of(cls, config: ServerConfig) -> ZkClientSettings:
+        session: int = config.get("zookeeper.session.timeout.ms")
+        connection: int | None = config.get("zookeeper.connection.timeout.ms")
+        return cls(connect=config.require("zookeeper.connect"), session_timeout_ms=session,
+                   connection_timeout_ms=session if connection is None else connection,
+                   max_in_flight_requests=config.get("zookeeper.max.in.flight.requests"),
+                   set_acl=config.get("zookeeper.set.acl"))
+
+
+@dataclass(frozen=True, slots=True)
 class NodeSettings:
     node_id: int
     cluster_id: str
@@ -138,6 +161,8 @@ class NodeSettings:
     """``max.connections*``, ``connections.max.idle.ms`` and the failed-login delay."""
     queued_max_requests: int = 500
     """``queued.max.requests``: the bound of each side's request queue."""
+    zookeeper: ZkClientSettings | None = None
+    """Set on a controller with ``zookeeper.metadata.migration.enable`` (KIP-866)."""
 
     def protocol_of(self, listener: str) -> SecurityProtocol:
         return (self.protocols or {}).get(listener, SecurityProtocol.PLAINTEXT)
@@ -201,6 +226,7 @@ def load_settings(config: ServerConfig) -> NodeSettings:
     controller_sasl = (node_credentials(config.raw, controller_name,
                                         "sasl.mechanism.controller.protocol")
                        if protocols[controller_name].uses_sasl else None)
+    migrating = "controller" in roles and config.zk_migration_enabled
     metadata_dir = config.metadata_log_dir
     found = check_log_dirs(config.log_dirs, metadata_dir, node_id,
                            broker="broker" in roles)
@@ -247,16 +273,26 @@ def load_settings(config: ServerConfig) -> NodeSettings:
             max_bytes_between_snapshots=config.get(
                 "metadata.log.max.record.bytes.between.snapshots"),
             max_snapshot_interval_ms=config.get("metadata.log.max.snapshot.interval.ms"),
+            zk_migration_enabled=migrating,
+            zk_migration_min_batch_size=config.get(
+                "zookeeper.metadata.migration.min.batch.size"),
+            inter_broker_listener_name=_inter_broker_listener_name(config),
             properties=static_layer(config.raw)),
         roles=roles, broker=broker, bootstrap=_bootstrap_records(metadata_dir),
         bootstrap_servers=bootstrap_servers,
-        config_warnings=tuple(unknown_key_warnings(config.raw)),
+        config_warnings=tuple(unknown_key_warnings(
+            key for key in config.raw if "controller" not in roles or key not in MIGRATION_KEYS)),
         controller_listeners=(_controller_listeners(config, protocols)
                               if "controller" in roles else ()),
         controller_tls=controller_tls, controller_sasl=controller_sasl, protocols=protocols,
         connections=connection_limits(config, broker),
         queued_max_requests=config.get("queued.max.requests"),
+        zookeeper=ZkClientSettings.of(config) if migrating else None,
     )
+
+
+#: A controller knows the migration keys (a broker, as Kafka 4's, warns of them as unknown).
+MIGRATION_KEYS = frozenset(d.key for d in MIGRATION_CONFIG_DEFS)
 
 
 def connection_limits(config: ServerConfig, broker: BrokerListenerSettings | None
@@ -416,7 +452,7 @@ def _broker_settings(config: ServerConfig, protocols: dict[str, SecurityProtocol
                            if protocols[inter_broker].uses_sasl else None))
 
 
-def _inter_broker_listener(config: ServerConfig, names: tuple[str, ...]) -> str:
+def _inter_broker_listener_name(config: ServerConfig) -> str:
     """``inter.broker.listener.name``, else the listener named after
     ``security.inter.broker.protocol`` (PLAINTEXT by default), as Kafka picks it."""
     name: str | None = config.get("inter.broker.listener.name")
@@ -424,7 +460,12 @@ def _inter_broker_listener(config: ServerConfig, names: tuple[str, ...]) -> str:
     if name and protocol:
         raise ConfigError("Only one of inter.broker.listener.name and "
                           "security.inter.broker.protocol should be set.")
-    chosen = (name or protocol or "PLAINTEXT").upper()
+    return (name or protocol or "PLAINTEXT").upper()
+
+
+def _inter_broker_listener(config: ServerConfig, names: tuple[str, ...]) -> str:
+    """The inter-broker listener name, which must be one of the broker's ``names``."""
+    chosen = _inter_broker_listener_name(config)
     if chosen not in names:
         raise ConfigError(f"inter.broker.listener.name must be a listener name defined in "
                           f"advertised.listeners. The valid options based on currently "

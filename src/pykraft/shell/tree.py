@@ -15,6 +15,7 @@ from pykraft.ids import uuid_to_str
 from pykraft.image.client_quotas import ClientQuotasImage, QuotaEntity
 from pykraft.image.cluster_image import BrokerRegistration, ControllerRegistration
 from pykraft.image.configs import ConfigResourceType
+from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataImage
 from pykraft.image.scram import ScramCredential, ScramImage, ScramMechanism
 from pykraft.image.topics import PartitionRegistration, TopicImage
@@ -95,6 +96,9 @@ def _features_dir(image: MetadataImage) -> DirNode:
             children["metadataVersion"] = FileNode(f"{mv.name} (level {level})")
         else:
             children[f"finalized_{name}"] = FileNode(str(level))
+    state = image.features.zk_migration_state
+    if state != ZkMigrationState.NONE:  # Kafka 3.9's node; Kafka 4 (never migrating) has none
+        children["zkMigrationState"] = FileNode(state.name)
     return DirNode(children)
 
 

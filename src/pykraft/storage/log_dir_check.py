@@ -104,27 +104,33 @@ def _refuse_unformatted(directory: Path) -> NoReturn:
 
 
 def _verify(metas: Mapping[Path, MetaProperties], node_id: int) -> str:
-    """Kafka's ``MetaPropertiesEnsemble.verify`` of the readable files: KRaft ones, of
-    this node, of one cluster, no directory id twice; returns the cluster id."""
+    """Kafka's ``MetaPropertiesEnsemble.verify`` of the readable files (of this node, of one
+    cluster, no directory id twice), then its start-up's check that each names a cluster;
+    returns the cluster id. A version 0 file (a ZooKeeper-era broker's, ``broker.id``) is
+    accepted as Kafka's KRaft start accepts it: a broker rolled from ZooKeeper mode keeps
+    its log directories as they are."""
     cluster_id: str | None = None
     seen: dict[uuid.UUID, Path] = {}
     for directory, meta in metas.items():
         path = directory / META_PROPERTIES
-        if meta.version != 1 or meta.cluster_id is None:
-            raise StorageError(f"{path}: version {meta.version} is not a KRaft "
-                               "meta.properties (version=1 with cluster.id)")
         if meta.node_id != node_id:
             raise StorageError(f"{path}: stored node.id {meta.node_id} does not match the "
                                f"configured node.id {node_id}")
-        if cluster_id is not None and meta.cluster_id != cluster_id:
+        if meta.cluster_id is None:  # only a version 0 file may lack it
+            pass
+        elif cluster_id is not None and meta.cluster_id != cluster_id:
             raise StorageError(f"{path}: cluster.id {meta.cluster_id} does not match "
                                f"cluster.id {cluster_id} of the other log directories")
-        cluster_id = meta.cluster_id
+        else:
+            cluster_id = meta.cluster_id
         if meta.directory_id is not None:
             if meta.directory_id in seen:
                 raise StorageError(f"Duplicate directory ID {meta.directory_id} found. It was "
                                    f"the ID of {seen[meta.directory_id]}, but also of "
                                    f"{directory}")
             seen[meta.directory_id] = directory
+    for directory, meta in metas.items():
+        if meta.cluster_id is None:
+            raise StorageError(f"Error: cluster ID not found in {directory}")
     assert cluster_id is not None  # metas is not empty: checked by the caller
     return cluster_id

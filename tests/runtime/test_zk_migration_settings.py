@@ -1,0 +1,116 @@
+"""A migrating controller's settings and what it tells others (KIP-866, Kafka 3.9's names):
+``zookeeper.metadata.migration.enable`` needs ``zookeeper.connect``, the ``zookeeper.*``
+keys are known to a controller, its registration and ApiVersions say ``ZkMigrationReady``,
+and its ZkMigrationState gauge."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+
+from pykraft.config.server import ServerConfig
+from pykraft.errors import ConfigError
+from pykraft.ids import random_uuid, uuid_to_str
+from pykraft.image.features import FeaturesImage, ZkMigrationState
+from pykraft.image.image import MetadataImage, Provenance
+from pykraft.runtime.controller_metrics import controller_families
+from pykraft.runtime.controller_registration import registration_request
+from pykraft.runtime.jmx_names import prometheus_name
+from pykraft.runtime.node import RaftNode
+from pykraft.runtime.settings import NodeSettings, ZkClientSettings, load_settings
+from pykraft.tools.storage_tool import FormatRequest, QuorumMode, format_storage
+
+ZK = {"zookeeper.metadata.migration.enable": "true", "zookeeper.connect": "127.0.0.1:2181/kafka"}
+
+
+def settings(tmp_path: Path, props: dict[str, str], *, roles: str = "controller"
+             ) -> NodeSettings:
+    config = ServerConfig({
+        "process.roles": roles, "node.id": "2" if roles == "broker" else "1",
+        "controller.listener.names": "CONTROLLER",
+        "listeners": ("PLAINTEXT://127.0.0.1:9092" if roles == "broker"
+                      else "CONTROLLER://127.0.0.1:9093"),
+        "controller.quorum.voters": "1@127.0.0.1:9093", "log.dirs": str(tmp_path / "data"),
+        **props})
+    format_storage(FormatRequest(config=config, cluster_id=uuid_to_str(random_uuid()),
+                                 mode=QuorumMode.STATIC))
+    return load_settings(config)
+
+
+def test_migration_needs_zookeeper_connect(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=re.escape(
+            "If using `zookeeper.metadata.migration.enable` in KRaft mode, "
+            "`zookeeper.connect` must also be set.")):
+        settings(tmp_path, {"zookeeper.metadata.migration.enable": "true"})
+
+
+def test_a_migrating_controller_reads_kafkas_keys_and_defaults(tmp_path: Path) -> None:
+    found = settings(tmp_path, ZK)
+    assert found.controller.zk_migration_enabled
+    assert found.controller.zk_migration_min_batch_size == 200
+    assert found.controller.inter_broker_listener_name == "PLAINTEXT"
+    config = ServerConfig(ZK)
+    assert (config.get("zookeeper.session.timeout.ms"),
+            config.get("zookeeper.connection.timeout.ms"),
+            config.get("zookeeper.max.in.flight.requests"), config.get("zookeeper.set.acl"),
+            config.get("zookeeper.ssl.protocol")) == (18000, None, 10, False, "TLSv1.2")
+    assert not [w for w in found.config_warnings if "zookeeper" in w]
+    assert found.zookeeper == ZkClientSettings(
+        connect="127.0.0.1:2181/kafka", session_timeout_ms=18000, connection_timeout_ms=18000,
+        max_in_flight_requests=10, set_acl=False)
+
+
+def test_the_migration_settings_can_be_set(tmp_path: Path) -> None:
+    found = settings(tmp_path, {**ZK, "zookeeper.metadata.migration.min.batch.size": "1",
+                                "inter.broker.listener.name": "internal"})
+    assert found.controller.zk_migration_min_batch_size == 1
+    assert found.controller.inter_broker_listener_name == "INTERNAL"
+    changed = settings(tmp_path / "zk", {**ZK, "zookeeper.session.timeout.ms": "6000",
+                                         "zookeeper.connection.timeout.ms": "3000",
+                                         "zookeeper.max.in.flight.requests": "2",
+                                         "zookeeper.set.acl": "true"}).zookeeper
+    assert changed is not None
+    assert (changed.session_timeout_ms, changed.connection_timeout_ms,
+            changed.max_in_flight_requests, changed.set_acl) == (6000, 3000, 2, True)
+    with pytest.raises(ConfigError, match=re.escape(
+            "Invalid value 0 for configuration zookeeper.metadata.migration.min.batch.size: "
+            "Value must be at least 1")):
+        ServerConfig({"zookeeper.metadata.migration.min.batch.size": "0"})
+
+
+def test_without_migration_a_controller_is_not_migrating(tmp_path: Path) -> None:
+    found = settings(tmp_path, {"zookeeper.connect": "127.0.0.1:2181"})
+    assert not found.controller.zk_migration_enabled
+    assert found.zookeeper is None
+
+
+def test_a_broker_still_warns_of_zookeeper_keys_as_kafka_4(tmp_path: Path) -> None:
+    found = settings(tmp_path, {"zookeeper.connect": "127.0.0.1:2181"}, roles="broker")
+    assert any("'zookeeper.connect'" in w for w in found.config_warnings)
+    assert not found.controller.zk_migration_enabled
+
+
+def test_the_controller_registration_says_whether_it_migrates(tmp_path: Path) -> None:
+    node = cast(RaftNode, SimpleNamespace(settings=settings(tmp_path, ZK)))
+    assert registration_request(1, uuid.UUID(int=1), node).zk_migration_ready
+    plain = cast(RaftNode, SimpleNamespace(settings=settings(tmp_path / "plain", {})))
+    assert not registration_request(1, uuid.UUID(int=1), plain).zk_migration_ready
+
+
+def gauge(image: MetadataImage) -> float:
+    name = prometheus_name("kafka.controller", "KafkaController", "ZkMigrationState")
+    return next(family.samples[0].value for family in controller_families(image, active=True)
+                if family.name == name)
+
+
+def test_the_zk_migration_state_gauge() -> None:
+    assert gauge(MetadataImage()) == -1  # before the first image
+    committed = Provenance(last_offset=4, last_epoch=1)
+    assert gauge(MetadataImage(provenance=committed)) == 0
+    assert gauge(MetadataImage(features=FeaturesImage(
+        zk_migration_state=ZkMigrationState.PRE_MIGRATION), provenance=committed)) == 2

@@ -21,8 +21,8 @@ from pykraft.migration.driver import (
     MigrationCommitError,
     MigrationDriver,
     MigrationDriverState,
-    ZkMigrationLeadershipState,
 )
+from pykraft.migration.fencing import ZkMigrationLeadershipState
 from pykraft.migration.zk_ops import ZkUnavailableError
 from pykraft.migration.zk_tree import ZkTree
 from pykraft.records.metadata import (
@@ -47,6 +47,8 @@ class FakeZk:
     zk_epoch: int = 3
     claimable: bool = True
     down: bool = False
+    failed_writes: int = 0
+    """The next dual writes that fail (ZooKeeper lost mid-write)."""
     calls: list[str] = field(default_factory=list)
 
     def _call(self, name: str) -> None:
@@ -94,6 +96,9 @@ class FakeZk:
                    state: ZkMigrationLeadershipState,
                    counts: dict[str, int]) -> ZkMigrationLeadershipState:
         self._call(f"dual_write {image.provenance.last_offset}")
+        if self.failed_writes:
+            self.failed_writes -= 1
+            raise ZkUnavailableError("connection lost")
         return state
 
 
@@ -330,3 +335,46 @@ def test_states_that_must_not_migrate_send_the_driver_inactive(
     rig.driver.poll()
     assert rig.state() is S.INACTIVE
     assert rig.records.calls == []
+
+
+def test_a_failed_dual_write_is_made_good_by_a_full_sync_on_the_next_poll() -> None:
+    rig = Rig()
+    image = _to_dual_write(rig)
+    rig.zk.calls.clear()
+    rig.zk.failed_writes = 1
+    image = rig.publish(image, _broker(4, migrating=False), offset=140)
+    image = rig.publish(image, _broker(5, migrating=False), offset=141)  # covered by the sync
+    assert rig.zk.calls == ["dual_write 140"]
+    assert rig.zk.migration.kraft_metadata_offset == 133  # /migration not moved past it
+    rig.driver.poll()
+    assert rig.zk.calls == ["dual_write 140", "sync 141", "set_migration 141"]
+    assert rig.propagator.calls[-1] == "full 141 4"
+    rig.publish(image, offset=142)
+    assert rig.zk.calls[-2:] == ["dual_write 142", "set_migration 142"]
+
+
+def test_a_leader_change_during_a_zookeeper_outage_is_not_lost() -> None:
+    rig = Rig()
+    rig.zk.down = True
+    rig.driver.on_leader_change(NODE, 5)
+    assert rig.state() is S.UNINITIALIZED
+    rig.publish(MetadataImage(), *_pre_migration(*map(_broker, (1, 2, 3))), offset=10)
+    rig.driver.poll()
+    assert rig.state() is S.UNINITIALIZED
+    rig.zk.down = False
+    rig.driver.poll()  # recovers /migration, then follows the leader it heard of
+    assert rig.state() is S.WAIT_FOR_CONTROLLER_QUORUM
+    rig.poll_until(S.ZK_MIGRATION)
+
+
+def test_re_elected_in_a_new_epoch_the_driver_claims_again_and_syncs() -> None:
+    rig = Rig()
+    _to_dual_write(rig)
+    rig.zk.calls.clear()
+    rig.driver.on_leader_change(NODE, 6)
+    assert rig.state() is S.WAIT_FOR_CONTROLLER_QUORUM
+    rig.poll_until(S.DUAL_WRITE)
+    assert rig.zk.calls == ["get_or_create", "claim", "set_migration 133", "sync 133"]
+    assert rig.driver.leadership.kraft_controller_epoch == 6
+    assert rig.propagator.calls[-1] == "full 133 5"
+    assert rig.records.calls == ["begin", "batch 30", "complete"]  # no second load

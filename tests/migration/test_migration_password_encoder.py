@@ -1,4 +1,5 @@
-"""Password broker configs stored encoded in ZooKeeper decode as Kafka 3.9.1 encoded them.
+"""Password broker configs stored encoded in ZooKeeper decode as Kafka 3.9.1 encoded them,
+and encode as Kafka 3.9.1 decodes them.
 
 The fixture holds what Kafka 3.9.1's ``PasswordEncoder.encrypting`` wrote (jshell on the
 kafka-zk jars) with the secret ``enc-secret``: ``ks-pass-é`` with the defaults (CBC,
@@ -15,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from pykraft.migration.load import migration_load
-from pykraft.migration.password_encoder import PasswordDecodeError, decode_password
+from pykraft.migration.password_encoder import (
+    CBC,
+    GCM,
+    PasswordDecodeError,
+    decode_password,
+    encode_password,
+)
 from pykraft.migration.zk_tree import ZkRead, ZkTree
 
 ENCODED = dict(line.split() for line in (
@@ -48,3 +55,37 @@ def test_the_load_writes_the_clear_password() -> None:
         decode_password, secret="enc-secret"))
     (record,) = load.records
     assert (record.message.resource_name, record.message.value) == ("", "ks-pass-é")
+
+
+PYKRAFT_ENCODED = dict(line.split() for line in (
+    Path(__file__).parents[1] / "fixtures/migration/pykraft-encoded-passwords-kafka391-decodes.txt"
+).read_text().splitlines())
+"""``s3cret-ü`` encoded by :func:`encode_password` with :func:`_fixed` bytes and the
+secret ``enc-secret``; Kafka 3.9.1's ``EncryptingPasswordEncoder`` (jshell on the kafka-zk
+jars, configured with the same cipher) decodes both to ``s3cret-ü``."""
+
+
+def _fixed(size: int) -> bytes:
+    return bytes((7 * i + 3) % 256 for i in range(size))
+
+
+@pytest.mark.parametrize(("name", "cipher"), [("CBC", CBC), ("GCM", GCM)])
+def test_encoded_passwords_are_what_kafka_decodes(name: str, cipher: str) -> None:
+    encoded = encode_password("s3cret-ü", "enc-secret", _fixed, cipher=cipher)
+    assert encoded == PYKRAFT_ENCODED[name]
+    assert decode_password(encoded, "enc-secret") == "s3cret-ü"
+
+
+@pytest.mark.parametrize("name", ["CBC", "GCM"])
+def test_encoded_parameters_come_in_kafkas_order(name: str) -> None:
+    """Kafka's encoder puts them in a ``HashMap``: its own encodings show the order."""
+    def keys(encoded: str) -> list[str]:
+        return [pair.partition(":")[0] for pair in encoded.split(",")]
+
+    ours = encode_password("x", "s", _fixed, cipher=GCM if name == "GCM" else CBC)
+    assert keys(ours) == keys(ENCODED[name])
+
+
+def test_an_encoding_kafka_cannot_make_is_refused() -> None:
+    with pytest.raises(PasswordDecodeError, match="cannot encode"):
+        encode_password("x", "s", _fixed, key_length=100)

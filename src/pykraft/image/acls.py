@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import Self
 
@@ -204,6 +204,11 @@ class AclsDelta:
         self._image = image
         self._changed: dict[uuid.UUID, StandardAcl | None] = {}
         """Touched ids: the new ACL, or None once removed."""
+
+    @property
+    def touched(self) -> KeysView[uuid.UUID]:
+        """The ACL ids a record added or removed (Kafka's ``changes()``)."""
+        return self._changed.keys()
 
     def replay(self, record: AccessControlEntryRecord | RemoveAccessControlEntryRecord) -> None:
         if isinstance(record, AccessControlEntryRecord):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 
 from pykraft.java import int32, java_string_hash
@@ -96,6 +96,11 @@ class ClientQuotasDelta:
     def __init__(self, image: ClientQuotasImage) -> None:
         self._image = image
         self._changes: dict[QuotaEntity, dict[str, float | None]] = {}
+
+    @property
+    def touched(self) -> KeysView[QuotaEntity]:
+        """The entities a record touched, changed or not (Kafka's ``changes()``)."""
+        return self._changes.keys()
 
     def replay(self, record: ClientQuotaRecord) -> None:
         changes = self._changes.setdefault(quota_entity(record.entity), {})

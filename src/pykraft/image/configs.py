@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -60,6 +60,11 @@ class ConfigurationsDelta:
         if configs is None:
             configs = self._changed[resource] = dict(self._image.get(resource))
         return configs
+
+    @property
+    def touched(self) -> KeysView[ConfigResource]:
+        """The resources a record touched, changed or not (Kafka's ``changes()``)."""
+        return self._changed.keys()
 
     def replay(self, record: ConfigRecord) -> None:
         configs = self._configs((record.resource_type, record.resource_name))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 
 from pykraft.image.scram import MIN_ITERATIONS, ScramCredential, ScramMechanism
@@ -81,6 +81,11 @@ class DelegationTokensDelta:
     def __init__(self, image: DelegationTokensImage) -> None:
         self._image = image
         self._changes: dict[str, DelegationTokenRecord | None] = {}
+
+    @property
+    def touched(self) -> KeysView[str]:
+        """The token ids a record touched (Kafka's ``changes()``)."""
+        return self._changes.keys()
 
     def replay(self, record: DelegationTokenRecord | RemoveDelegationTokenRecord) -> None:
         self._changes[record.token_id] = (

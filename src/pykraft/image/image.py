@@ -165,15 +165,39 @@ class MetadataDelta:
             self._configs = ConfigurationsDelta(self.image.configs)
         return self._configs
 
+    # Kafka's ``configsDelta()`` and kin: None when no record touched that part (the
+    # migration's dual write writes to ZooKeeper what a delta touched, changed or not).
     @property
-    def cluster_changed(self) -> bool:
-        """A broker or controller registration changed (Kafka's ``clusterDelta() != null``)."""
-        return self._cluster is not None
+    def cluster_delta(self) -> ClusterDelta | None:
+        return self._cluster
 
     @property
-    def topics_changed(self) -> bool:
-        """A topic or partition changed (Kafka's ``topicsDelta() != null``)."""
-        return self._topics is not None
+    def topics_delta(self) -> TopicsDelta | None:
+        return self._topics
+
+    @property
+    def configs_delta(self) -> ConfigurationsDelta | None:
+        return self._configs
+
+    @property
+    def client_quotas_delta(self) -> ClientQuotasDelta | None:
+        return self._quotas
+
+    @property
+    def scram_delta(self) -> ScramDelta | None:
+        return self._scram
+
+    @property
+    def producer_ids_delta(self) -> ProducerIdsImage | None:
+        return self._producer_ids
+
+    @property
+    def acls_delta(self) -> AclsDelta | None:
+        return self._acls
+
+    @property
+    def delegation_tokens_delta(self) -> DelegationTokensDelta | None:
+        return self._tokens
 
     def replay(self, record: object) -> None:
         """Apply one record (a :class:`MetadataRecord` or a bare record message)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 
 from pykraft.records.metadata import RemoveUserScramCredentialRecord, UserScramCredentialRecord
@@ -133,6 +133,11 @@ class ScramDelta:
     def __init__(self, image: ScramImage) -> None:
         self._image = image
         self._changes: dict[tuple[ScramMechanism, str], ScramCredential | None] = {}
+
+    @property
+    def touched(self) -> KeysView[tuple[ScramMechanism, str]]:
+        """The (mechanism, user) pairs a record touched (Kafka's ``changes()``)."""
+        return self._changes.keys()
 
     def replay(self, record: UserScramCredentialRecord | RemoveUserScramCredentialRecord
                ) -> None:

@@ -20,23 +20,26 @@ import enum
 import logging
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from typing import Protocol
 
 from pykraft.errors import PyKraftError
 from pykraft.image.features import ZkMigrationState
 from pykraft.image.image import MetadataDelta, MetadataImage
+from pykraft.migration.fencing import (
+    EMPTY_STATE,
+    UNKNOWN_ZK_VERSION,
+    MigrationClientError,
+    MigrationFencedError,
+    ZkMigrationLeadershipState,
+)
 from pykraft.migration.load import MigrationLoadError, completion_message, migration_load
-from pykraft.migration.zk_ops import ZkUnavailableError
+from pykraft.migration.zk_ops import ANY_VERSION, ZkUnavailableError
+from pykraft.migration.zk_write import counts_text
 from pykraft.migration.zk_tree import ZkTree
 from pykraft.migration.znodes import ZNodeDecodeError
 from pykraft.records.metadata import MetadataRecord
 
 log = logging.getLogger(__name__)
-
-UNKNOWN_ZK_VERSION = -2
-"""Kafka's ``ZkVersion.UnknownVersion``: never sent as a version (``-1`` means "any")."""
-
 
 class MigrationDriverState(enum.Enum):
     UNINITIALIZED = "UNINITIALIZED"
@@ -70,42 +73,6 @@ _TRANSITIONS: Mapping[MigrationDriverState, frozenset[MigrationDriverState]] = {
 }
 """Kafka's ``isValidStateChange``; anything else is a bug (IllegalStateException there)."""
 
-
-@dataclass(frozen=True, slots=True)
-class ZkMigrationLeadershipState:
-    """What the driver knows of its leadership in ZooKeeper (Kafka's class of this name):
-    ``/migration``'s content and zkVersion, and the ZooKeeper controller epoch it claimed
-    with ``/controller_epoch``'s zkVersion."""
-
-    kraft_controller_id: int = -1
-    kraft_controller_epoch: int = -1
-    kraft_metadata_offset: int = -1
-    kraft_metadata_epoch: int = -1
-    last_updated_time_ms: int = -1
-    migration_zk_version: int = UNKNOWN_ZK_VERSION
-    zk_controller_epoch: int = -1
-    zk_controller_epoch_zk_version: int = UNKNOWN_ZK_VERSION
-
-    @property
-    def initial_zk_migration_complete(self) -> bool:
-        return self.kraft_metadata_offset > 0
-
-    @property
-    def offset_and_epoch(self) -> tuple[int, int]:
-        return self.kraft_metadata_offset, self.kraft_metadata_epoch
-
-    def with_new_kraft_controller(self, node_id: int, epoch: int) -> ZkMigrationLeadershipState:
-        return replace(self, kraft_controller_id=node_id, kraft_controller_epoch=epoch)
-
-    def with_unknown_zk_controller(self) -> ZkMigrationLeadershipState:
-        return replace(self, zk_controller_epoch=-1,
-                       zk_controller_epoch_zk_version=UNKNOWN_ZK_VERSION)
-
-    def with_kraft_metadata(self, offset: int, epoch: int) -> ZkMigrationLeadershipState:
-        return replace(self, kraft_metadata_offset=offset, kraft_metadata_epoch=epoch)
-
-
-EMPTY_LEADERSHIP = ZkMigrationLeadershipState()
 
 WriteCounts = dict[str, int]
 """ZooKeeper writes by Kafka's operation type name (``UpdateTopic`` ...), for the log."""
@@ -205,9 +172,14 @@ class MigrationDriver:
         self._clock = clock
         self._min_batch_size = min_batch_size
         self.state = MigrationDriverState.UNINITIALIZED
-        self.leadership = EMPTY_LEADERSHIP
+        self.leadership = EMPTY_STATE
         self.image = MetadataImage()
         self._first_publish = False
+        self._reread_migration = False
+        """Active in a new epoch: ``/migration`` is read again before anything else."""
+        self._resync = False
+        """A dual write failed: the next poll reconciles everything (Kafka skips the delta
+        and leaves ZooKeeper behind until the next leader change or snapshot)."""
         self.leader: tuple[int | None, int] = (None, -1)
         self.wakeup = False
         """Set by a transition (and by broker changes before dual write): the runtime polls
@@ -217,22 +189,26 @@ class MigrationDriver:
 
     def on_leader_change(self, leader_id: int | None, epoch: int) -> None:
         """Kafka's onControllerChange: recover ``/migration`` first if never done, then
-        become active (re-read ``/migration``) or inactive."""
+        follow the new leader. Becoming active re-reads ``/migration`` in the next step
+        (never here: a ZooKeeper outage must not lose the leader change)."""
         self.leader = (leader_id, epoch)
         if self.state is MigrationDriverState.UNINITIALIZED:
-            self._recover()
-            if self.state is MigrationDriverState.UNINITIALIZED:
-                return  # ZooKeeper unavailable: the next poll recovers, then the leader event
+            self._try(self._recover)
+            return  # a recovery that succeeded followed the leader
+        self._follow_leader()
+
+    def _follow_leader(self) -> None:
+        leader_id, epoch = self.leader
         if leader_id != self.node_id:
-            self.leadership = replace(
-                self.leadership, kraft_controller_id=-1 if leader_id is None else leader_id,
-                kraft_controller_epoch=epoch).with_unknown_zk_controller()
+            self.leadership = self.leadership.with_new_kraft_controller(
+                -1 if leader_id is None else leader_id, epoch).with_unknown_zk_controller()
             self._transition(MigrationDriverState.INACTIVE)
             return
-        recovered = self._zk.get_or_create_migration_state(self.leadership)
-        self.leadership = recovered.with_new_kraft_controller(
+        self.leadership = self.leadership.with_new_kraft_controller(
             self.node_id, epoch).with_unknown_zk_controller()
-        log.info("Became active migration driver: %s", self.leadership)
+        self._reread_migration = True
+        log.info("Became active migration driver in epoch %d", epoch)
+        self._transition(MigrationDriverState.INACTIVE)  # from an active state of an old epoch
         self._transition(MigrationDriverState.WAIT_FOR_CONTROLLER_QUORUM)
 
     def on_metadata(self, delta: MetadataDelta, image: MetadataImage, *,
@@ -246,15 +222,23 @@ class MigrationDriver:
         if self.state in (MigrationDriverState.UNINITIALIZED, MigrationDriverState.INACTIVE):
             return
         if not self.state.allows_dual_write:
-            if delta.cluster_changed:
+            if delta.cluster_delta is not None:
                 self.wakeup = True
             return
         if self.leader != (self.node_id, self.leadership.kraft_controller_epoch):
             return
-        if not self.leadership.initial_zk_migration_complete:
+        if not self.leadership.initial_migration_complete:
             return
         if _offset_and_epoch(image) < self.leadership.offset_and_epoch:
             return
+        if self._resync:
+            return  # the next poll's sync writes this image whole
+        self._try(lambda: self._write_change(previous, image, delta, is_snapshot=is_snapshot))
+
+    def _write_change(self, previous: MetadataImage, image: MetadataImage,
+                      delta: MetadataDelta, *, is_snapshot: bool) -> None:
+        """One committed change to ZooKeeper, ``/migration`` after it, then the RPCs."""
+        self._resync = True  # until it is written
         counts: WriteCounts = {}
         if is_snapshot:
             self.leadership = self._zk.sync(image, self.leadership, counts)
@@ -263,36 +247,57 @@ class MigrationDriver:
         if counts:
             kind = "snapshot" if is_snapshot else "delta"
             log.debug("Made the following ZK writes when handling KRaft %s: %s", kind,
-                      _counts_text(counts))
+                      counts_text(dict(sorted(counts.items()))))
         offset, epoch = _offset_and_epoch(image)
         self.leadership = self._zk.set_migration_state(
-            self.leadership.with_kraft_metadata(offset, epoch))
+            self.leadership.with_kraft_metadata_offset_and_epoch(offset, epoch))
+        self._resync = False
         if is_snapshot:
             self._propagator.send_full(image, self.leadership.zk_controller_epoch)
-        elif delta.topics_changed or delta.cluster_changed:
+        elif delta.topics_delta is not None or delta.cluster_delta is not None:
             self._propagator.send_delta(previous, image, self.leadership.zk_controller_epoch)
 
+    def _dual_write(self) -> None:
+        """Nothing to poll in dual write, unless a write failed: then the whole image is
+        reconciled and the brokers get full RPCs."""
+        if self._resync and self._leads():
+            self._write_change(self.image, self.image, MetadataDelta(self.image),
+                               is_snapshot=True)
+
     def poll(self) -> None:
-        """Kafka's PollEvent: run the current state's step. A ZooKeeper outage leaves the
-        state unchanged (retried on the next poll)."""
+        """Kafka's PollEvent: run the current state's step."""
         step = self._steps.get(self.state)
-        if step is None:
-            return
+        if step is not None:
+            self._try(lambda: step(self))
+
+    def _try(self, step: Callable[[], None]) -> bool:
+        """Run ``step``; a ZooKeeper failure leaves the state as it was, to be retried by the
+        next poll (Kafka: "Encountered ZooKeeper error during event ... Will retry.")."""
         try:
-            step(self)
-        except ZkUnavailableError as e:
+            step()
+        except (ZkUnavailableError, MigrationClientError, MigrationFencedError) as e:
             log.info("Encountered ZooKeeper error during %s. Will retry. (%s)",
                      self.state.value, e)
+            return False
+        return True
 
     # -- steps -------------------------------------------------------------------------
 
     def _recover(self) -> None:
         self.leadership = self._zk.get_or_create_migration_state(self.leadership)
-        done = "done" if self.leadership.initial_zk_migration_complete else "not done"
+        done = "done" if self.leadership.initial_migration_complete else "not done"
         log.info("Initial migration of ZK metadata is %s.", done)
         self._transition(MigrationDriverState.INACTIVE)
+        if self.leader != (None, -1):
+            self._follow_leader()
 
     def _wait_for_controller_quorum(self) -> None:
+        if self._reread_migration:
+            leader_epoch = self.leadership.kraft_controller_epoch
+            recovered = self._zk.get_or_create_migration_state(self.leadership)
+            self.leadership = recovered.with_new_kraft_controller(
+                self.node_id, leader_epoch).with_unknown_zk_controller()
+            self._reread_migration = False
         if not self._first_publish:
             return
         state = self.image.features.zk_migration_state
@@ -312,7 +317,7 @@ class MigrationDriver:
                      "for ZK brokers.")
             self._transition(MigrationDriverState.WAIT_FOR_BROKERS)
         elif state == ZkMigrationState.MIGRATION:
-            if not self.leadership.initial_zk_migration_complete:
+            if not self.leadership.initial_migration_complete:
                 log.error("KRaft controller indicates an active migration, but the ZK state "
                           "does not.")
                 self._transition(MigrationDriverState.INACTIVE)
@@ -366,9 +371,9 @@ class MigrationDriver:
         # The previous controller may have written /migration before our claim: an
         # unconditional write learns its latest zkVersion (Kafka's KAFKA-16171).
         self.leadership = self._zk.set_migration_state(
-            replace(self.leadership, migration_zk_version=-1))
+            self.leadership.with_migration_zk_version(ANY_VERSION))
         self._transition(MigrationDriverState.SYNC_KRAFT_TO_ZK
-                         if self.leadership.initial_zk_migration_complete
+                         if self.leadership.initial_migration_complete
                          else MigrationDriverState.ZK_MIGRATION)
 
     def _migrate(self) -> None:
@@ -403,7 +408,7 @@ class MigrationDriver:
             load, duration_ms=self._clock() - start_ms, batch_wait_ms=waited_ms,
             offset=offset, epoch=epoch))
         self.leadership = self._zk.set_migration_state(
-            self.leadership.with_kraft_metadata(offset, epoch))
+            self.leadership.with_kraft_metadata_offset_and_epoch(offset, epoch))
         self._transition(MigrationDriverState.SYNC_KRAFT_TO_ZK)
 
     def _sync(self) -> None:
@@ -419,7 +424,7 @@ class MigrationDriver:
         self.leadership = self._zk.sync(self.image, self.leadership, counts)
         if counts:
             log.info("Made the following ZK writes when reconciling with KRaft state: %s",
-                     _counts_text(counts))
+                     counts_text(dict(sorted(counts.items()))))
         else:
             log.info("Did not make any ZK writes when reconciling with KRaft state.")
         self._transition(MigrationDriverState.KRAFT_CONTROLLER_TO_BROKER_COMM)
@@ -442,6 +447,7 @@ class MigrationDriver:
         MigrationDriverState.ZK_MIGRATION: _migrate,
         MigrationDriverState.SYNC_KRAFT_TO_ZK: _sync,
         MigrationDriverState.KRAFT_CONTROLLER_TO_BROKER_COMM: _send_rpcs,
+        MigrationDriverState.DUAL_WRITE: _dual_write,
     }
 
     # -- helpers -----------------------------------------------------------------------
@@ -466,8 +472,3 @@ class MigrationDriver:
 
 class MigrationStateError(PyKraftError):
     """A transition Kafka's driver forbids: a bug, not an input."""
-
-
-def _counts_text(counts: WriteCounts) -> str:
-    """Java's ``TreeMap.toString``: ``{UpdatePartition=2, UpdateTopic=1}``."""
-    return "{" + ", ".join(f"{k}={counts[k]}" for k in sorted(counts)) + "}"

@@ -34,8 +34,8 @@ from pykraft.migration.fencing import (
 )
 from pykraft.migration.load import MigrationLoadError, completion_message, migration_load
 from pykraft.migration.zk_ops import ANY_VERSION, ZkUnavailableError
-from pykraft.migration.zk_write import counts_text
 from pykraft.migration.zk_tree import ZkTree
+from pykraft.migration.zk_write import counts_text
 from pykraft.migration.znodes import ZNodeDecodeError
 from pykraft.records.metadata import MetadataRecord
 

@@ -12,10 +12,10 @@ condensed ``captured/*.records`` files (``N {json}``, NoOps already dropped). Th
 * broker epochs, which are the offsets of the broker's registration record (but ``-1``);
 * with ``across_runs``, what a second run of the same procedure makes anew: ports, topic ids
   (shown as the topic's name), directory ids (as ``<dir of broker N>``; Kafka's reserved ids
-  kept), SCRAM salts and keys, the broker that allocated the producer id block; with
-  ``placement=False`` too, where a partition is: its replicas (a new topic's assignment
-  starts at a random broker), leader, ISR and epochs (the broker roll moves them at its
-  own pace).
+  kept), SCRAM salts and keys, the broker that allocated the producer id block;
+* with ``partition_states=False``, a partition's leader, ISR and epochs (a broker roll
+  moves them at its own pace); with ``assignments=False``, its replicas too (a new topic's
+  assignment starts at a random broker).
 
 The records of a migration load (between ``BeginTransaction "ZK Migration"`` and the
 ``ZkMigrationStateRecord`` ending it) are compared as Kafka's orders allow (§6): the topics
@@ -39,8 +39,8 @@ LOAD_NAME = "ZK Migration"
 RESERVED_DIRECTORIES = frozenset({"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ",
                                   "AAAAAAAAAAAAAAAAAAAAAg"})
 _SCRAM_SECRETS = ("salt", "storedKey", "serverKey")
-_PLACEMENT = ("replicas", "addingReplicas", "removingReplicas", "leader", "isr",
-              "leaderEpoch", "partitionEpoch")
+PARTITION_STATE = ("leader", "isr", "leaderEpoch", "partitionEpoch")
+ASSIGNMENT = ("replicas", "addingReplicas", "removingReplicas")
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 
 
@@ -117,7 +117,7 @@ class Names:
 
 
 def normalised(record: LogRecord, *, names: Names | None = None,
-               placement: bool = True) -> str:
+               partition_states: bool = True, assignments: bool = True) -> str:
     """One record as canonical JSON without what differs by writer (module docstring);
     ``names`` given: across runs."""
     data = dict(record.data)
@@ -126,8 +126,10 @@ def normalised(record: LogRecord, *, names: Names | None = None,
         data.pop("id", None)
     if data.get("brokerEpoch", -1) != -1:
         data["brokerEpoch"] = "<epoch>"
-    if not placement and record.type in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
-        for key in _PLACEMENT:
+    if record.type in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
+        dropped = (() if partition_states else PARTITION_STATE) + (
+            () if assignments else ASSIGNMENT)
+        for key in dropped:
             data.pop(key, None)
     if names is not None:
         _across_runs(record.type, data, names)
@@ -162,7 +164,7 @@ class LoadView:
 
 
 def load_view(records: list[LogRecord], *, names: Names | None = None,
-              placement: bool = True) -> LoadView:
+              partition_states: bool = True, assignments: bool = True) -> LoadView:
     """The load's records (:func:`load_span`, or a load made by pykraft) as a
     :class:`LoadView`. A topic's group is its TopicRecord and the topic's ConfigRecords and
     PartitionRecords after it; a broker entity's group its ConfigRecords."""
@@ -172,7 +174,8 @@ def load_view(records: list[LogRecord], *, names: Names | None = None,
     acls: dict[AclResource, set[str]] = {}
     in_topic = False
     for record in records:
-        text = normalised(record, names=names, placement=placement)
+        text = normalised(record, names=names, partition_states=partition_states,
+                          assignments=assignments)
         if record.type == "TOPIC_RECORD":
             topics.append([text])
             in_topic = True

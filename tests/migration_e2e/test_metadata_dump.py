@@ -81,7 +81,8 @@ def test_two_runs_of_the_procedure_load_the_same() -> None:
     directory ids are named, SCRAM secrets masked and partition placement left aside (the
     assignments start at a random broker, the broker rolls moved leaders and ISRs)."""
     first, second = captured(FINALISED), captured(FAULT_RELOAD)
-    views = [load_view(load_span(records), names=Names.of(records), placement=False)
+    views = [load_view(load_span(records), names=Names.of(records), partition_states=False,
+                       assignments=False)
              for records in (first, second)]
     assert views[0] == views[1]
     # without names, the runs' topic ids differ

@@ -410,9 +410,20 @@ class ZkCluster:
         self.start_controller(controller, migration=migration)
         self.wait_controller(controller)
 
-    def controller_logs(self) -> str:
-        """Every controller's log of this incarnation, one after another."""
-        return "".join(self.controller(c).output() for c in self.controller_ports)
+    def wait_controller_line(self, text: str, timeout_s: float = START_TIMEOUT_S,
+                             ) -> tuple[int, str]:
+        """The first controller whose current start logged a line holding ``text``: its id
+        and the line."""
+        def probe() -> tuple[int, str] | None:
+            for controller in self.controller_ports:
+                process = self.controller(controller)
+                found = next((line for line in process.output().splitlines()
+                              if text in line), None) if process.log.exists() else None
+                if found is not None:
+                    return controller, found
+            return None
+        found: tuple[int, str] = wait_for(f"a controller to log {text!r}", probe, timeout_s)
+        return found
 
     def stop_all(self) -> None:
         """Brokers (their controlled shutdown needs the controllers), controllers, ZooKeeper."""
@@ -445,6 +456,38 @@ class ZkCluster:
         """A tool with ``--bootstrap-server`` the brokers; its stdout."""
         return self.tool(main_class, "--bootstrap-server", self.bootstrap_servers, *args,
                          stdin=stdin).stdout
+
+    def wait_no_under_replicated(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Until ``kafka-topics --describe --under-replicated-partitions`` lists none."""
+        def none_listed() -> bool | None:
+            done = self.tool(TOPICS, "--bootstrap-server", self.bootstrap_servers,
+                             "--describe", "--under-replicated-partitions", check=False)
+            return True if done.returncode == 0 and not done.stdout.strip() else None
+        wait_for("no under-replicated partition", none_listed, timeout_s)
+
+    def produce(self, topic: str, count: int, tag: str) -> None:
+        """``count`` keyed values ``k<i>:<tag>-<i>`` by the console producer, idempotent
+        with acks=all (run.sh's ``produce``: keyed, so a compacted topic takes them)."""
+        self.admin(CONSOLE_PRODUCER, "--topic", topic,
+                   "--producer-property", "acks=all",
+                   "--producer-property", "enable.idempotence=true",
+                   "--property", "parse.key=true", "--property", "key.separator=:",
+                   stdin="".join(f"k{i}:{tag}-{i}\n" for i in range(1, count + 1)))
+
+    def consume(self, topic: str, *args: str) -> list[str]:
+        """The values the console consumer reads from the start of ``topic`` (``args``:
+        ``--group``, ``--max-messages``, ``--timeout-ms``)."""
+        done = self.tool(CONSOLE_CONSUMER, "--bootstrap-server", self.bootstrap_servers,
+                         "--topic", topic, "--from-beginning", *args, check=False)
+        return done.stdout.splitlines()
+
+    def quorum_leader(self) -> int:
+        """The KRaft leader as ``kafka-metadata-quorum describe --status`` names it."""
+        status = self.tool(METADATA_QUORUM, "--bootstrap-controller",
+                           self.bootstrap_controllers, "describe", "--status").stdout
+        (leader,) = [line.split()[1] for line in status.splitlines()
+                     if line.startswith("LeaderId")]
+        return int(leader)
 
     def dump_metadata(self, controller: int) -> str:
         """``kafka-dump-log.sh --cluster-metadata-decoder`` over the controller's metadata

@@ -12,15 +12,18 @@ condensed ``captured/*.records`` files (``N {json}``, NoOps already dropped). Th
 * broker epochs, which are the offsets of the broker's registration record (but ``-1``);
 * with ``across_runs``, what a second run of the same procedure makes anew: ports, topic ids
   (shown as the topic's name), directory ids (as ``<dir of broker N>``; Kafka's reserved ids
-  kept), SCRAM salts and keys, the broker that allocated the producer id block;
+  kept), SCRAM salts and keys, the producer id block (which brokers allocated how many
+  blocks depends on where the producers' InitProducerId went);
 * with ``partition_states=False``, a partition's leader, ISR and epochs (a broker roll
   moves them at its own pace); with ``assignments=False``, its replicas too (a new topic's
   assignment starts at a random broker).
 
-The records of a migration load (between ``BeginTransaction "ZK Migration"`` and the
-``ZkMigrationStateRecord`` ending it) are compared as Kafka's orders allow (§6): the topics
-(a topic's record, its configs, its partitions) as a set, the broker config entities as a
-set, each resource's ACLs as a set, the rest in order (:class:`LoadView`).
+The records of a migration load (those of the load's types between
+``BeginTransaction "ZK Migration"`` and the ``ZkMigrationStateRecord`` ending it: a broker's
+unfence written meanwhile falls inside the transaction too) are compared as Kafka's orders
+allow (§6): the topics (a topic's record, its configs, its partitions) as a set, the broker
+config entities as a set, each resource's ACLs as a set, the rest in order
+(:class:`LoadView`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ Json = dict[str, Any]
 
 _PAYLOAD = re.compile(r"^\| offset: (\d+) .* payload: (\{.*\})\s*$")
 LOAD_NAME = "ZK Migration"
+#: what the load writes (§6); the controller's other records of the same moments (a broker's
+#: unfence from its heartbeat) fall inside the load's transaction too
+LOAD_RECORD_TYPES = frozenset({
+    "TOPIC_RECORD", "CONFIG_RECORD", "PARTITION_RECORD", "USER_SCRAM_CREDENTIAL_RECORD",
+    "CLIENT_QUOTA_RECORD", "PRODUCER_IDS_RECORD", "ACCESS_CONTROL_ENTRY_RECORD",
+    "DELEGATION_TOKEN_RECORD"})
 #: DirectoryId's reserved ids (UNASSIGNED, LOST, MIGRATING): the same in every run
 RESERVED_DIRECTORIES = frozenset({"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAAAAQ",
                                   "AAAAAAAAAAAAAAAAAAAAAg"})
@@ -76,8 +85,9 @@ def parse_records(text: str) -> list[LogRecord]:
 
 
 def load_span(records: list[LogRecord]) -> list[LogRecord]:
-    """The records of the last completed load: after its BeginTransaction, before the
-    ZkMigrationStateRecord that ends it (empty if the log has no completed load)."""
+    """The records of the last completed load: those of the load's types after its
+    BeginTransaction, before the ZkMigrationStateRecord that ends it (empty if the log has
+    no completed load)."""
     begins = [i for i, r in enumerate(records)
               if r.type == "BEGIN_TRANSACTION_RECORD" and r.data.get("name") == LOAD_NAME]
     for begin in reversed(begins):
@@ -85,7 +95,7 @@ def load_span(records: list[LogRecord]) -> list[LogRecord]:
                     if records[i].type in ("ZK_MIGRATION_STATE_RECORD",
                                            "ABORT_TRANSACTION_RECORD")), None)
         if end is not None and records[end].type == "ZK_MIGRATION_STATE_RECORD":
-            return records[begin + 1:end]
+            return [r for r in records[begin + 1:end] if r.type in LOAD_RECORD_TYPES]
     return []
 
 
@@ -149,7 +159,7 @@ def _across_runs(record_type: str, data: Json, names: Names) -> None:
         if key in data:
             data[key] = f"<{key}>"
     if record_type == "PRODUCER_IDS_RECORD":
-        data["brokerId"] = "<broker>"
+        data |= {"brokerId": "<broker>", "nextProducerId": "<next>"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,8 @@ baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerI
 producerEpoch: -1 partitionLeaderEpoch: 5 isTransactional: false isControl: true \
 deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1796075334000 size: 80 magic: 2 \
 compresscodec: none crc: 1234 isvalid: true
-| offset: 0 CreateTime: 1796075334000 keySize: 4 valueSize: 10 sequence: -1 headerKeys: [] \
-LeaderChange: {"version":0,"leaderId":3000,"voters":[],"grantingVoters":[]}
+| offset: 0 CreateTime: 1796075334000 keySize: 4 valueSize: 19 sequence: -1 headerKeys: [] \
+controlType: LEADER_CHANGE(2)
 baseOffset: 1 lastOffset: 2 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1 \
 producerEpoch: -1 partitionLeaderEpoch: 5 isTransactional: false isControl: false \
 deleteHorizonMs: OptionalLong.empty position: 80 CreateTime: 1796075334001 size: 150 magic: 2 \

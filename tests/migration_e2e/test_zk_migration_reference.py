@@ -26,9 +26,18 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
-from metadata_dump import LogRecord, load_span, load_view, parse_dump
+from metadata_dump import (
+    LoadView,
+    LogRecord,
+    Names,
+    load_span,
+    load_view,
+    parse_dump,
+    parse_records,
+)
 from zk_cluster import (
     ACLS,
     BROKER_IDS,
@@ -47,6 +56,7 @@ from pykraft.migration.zk_tree import ZkTree
 
 pytestmark = pytest.mark.timeout(1800)
 
+CAPTURED = Path(__file__).resolve().parents[2] / "docs/design/migration-reference/captured"
 COMPLETED = "Completed migration of metadata from ZooKeeper to KRaft"
 #: the driver's states in the order Kafka's active controller went through them (§4)
 DRIVER_STATES = ("INACTIVE", "WAIT_FOR_CONTROLLER_QUORUM", "WAIT_FOR_BROKERS",
@@ -156,21 +166,28 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
             active, line = phase_b2(cluster)
         log = parse_dump(cluster.dump_metadata(active))
         yield Migrated(cluster, tree, migration_load(tree, random.Random(0)), active,
-                       line[line.index(COMPLETED):], log, timeline)
+                       line[line.index(COMPLETED):line.rindex(" (")], log, timeline)
 
 
 def test_kafkas_controllers_migrate_zookeeper(migrated: Migrated) -> None:
     """The active controller's driver went through Kafka's states in order, and loaded what
-    the reference run loaded: 30 records of the same types in one batch, 3 brokers seen."""
+    the reference run loaded (``captured/``): 30 records of the same types in one batch, 3
+    brokers seen; the same records once run-made ids and placements are set aside."""
     steps = _TRANSITION.findall(migrated.cluster.controller(migrated.active).output())
     last = steps[-len(DRIVER_STATES) + 1:]
     assert last == list(itertools.pairwise(DRIVER_STATES)), steps
     assert "30 records were generated" in migrated.completion
     assert "across 1 batches" in migrated.completion
     assert migrated.completion.endswith("Saw 3 brokers in the migrated metadata [1, 2, 3].")
-    kinds = {r.type for r in migrated.log}
-    assert {"ZK_MIGRATION_STATE_RECORD", "BEGIN_TRANSACTION_RECORD",
-            "END_TRANSACTION_RECORD"} <= kinds
+    reference = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
+    assert across_runs(migrated.log) == across_runs(reference)
+
+
+def across_runs(log: list[LogRecord]) -> LoadView:
+    """A log's load as another run of the procedure made it too (``metadata_dump``)."""
+    view: LoadView = load_view(load_span(log), names=Names.of(log), partition_states=False,
+                               assignments=False)
+    return view
 
 
 def test_pykrafts_read_and_load_of_zookeeper_are_kafkas(migrated: Migrated) -> None:
@@ -213,7 +230,7 @@ def test_finalisation(migrated: Migrated) -> None:
         log = parse_dump(cluster.dump_metadata(leader))
     states = [r.data["zkMigrationState"] for r in log if r.type == "ZK_MIGRATION_STATE_RECORD"]
     assert states == [2, 1, 3], states  # PRE_MIGRATION, MIGRATION, POST_MIGRATION
-    values = cluster.consume("t-rf3", "--timeout-ms", "20000")
+    values = cluster.consume("t-rf3", timeout_ms=20000)
     assert len(values) == len(set(values)) == 30
     described = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", "g1")
     offsets = [int(line.split()[3]) for line in described.splitlines()

@@ -474,11 +474,12 @@ class ZkCluster:
                    "--property", "parse.key=true", "--property", "key.separator=:",
                    stdin="".join(f"k{i}:{tag}-{i}\n" for i in range(1, count + 1)))
 
-    def consume(self, topic: str, *args: str) -> list[str]:
-        """The values the console consumer reads from the start of ``topic`` (``args``:
-        ``--group``, ``--max-messages``, ``--timeout-ms``)."""
+    def consume(self, topic: str, *args: str, timeout_ms: int = 60000) -> list[str]:
+        """The values the console consumer reads from the start of ``topic`` until
+        ``timeout_ms`` pass without one (``args``: ``--group``, ``--max-messages``)."""
         done = self.tool(CONSOLE_CONSUMER, "--bootstrap-server", self.bootstrap_servers,
-                         "--topic", topic, "--from-beginning", *args, check=False)
+                         "--topic", topic, "--from-beginning", "--timeout-ms", str(timeout_ms),
+                         *args, check=False)
         return done.stdout.splitlines()
 
     def quorum_leader(self) -> int:

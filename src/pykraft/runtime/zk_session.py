@@ -169,6 +169,9 @@ class ZkSession:
             root = self._connected(self.settings.hosts)
             try:
                 self._bounded(root.ensure_path_async(self.settings.chroot))
+            except _UNAVAILABLE as exc:
+                raise ZkUnavailableError(f"could not create the chroot "
+                                         f"{self.settings.chroot}: {exc}") from exc
             finally:
                 _stop(root)
         self._client = self._connected(self.settings.connect)

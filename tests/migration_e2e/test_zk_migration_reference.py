@@ -2,7 +2,8 @@
 by Kafka 3.9.1's own controllers: a ZooKeeper cluster (phase A), the controllers up in
 migration mode (B1), the brokers rolled into migration mode until the load ran (B2); then
 the brokers rolled to KRaft (C) and the controllers restarted without migration (D,
-finalisation). 7 JVMs: ZooKeeper, 3 brokers, 3 controllers.
+finalisation). 7 JVMs: ZooKeeper, 3 brokers (with a SCRAM listener besides run.sh's), 3
+controllers.
 
 The key check: pykraft reads the same ZooKeeper (``read_tree`` over ``runtime/zk_session``)
 and loads it (``migration_load``), and its records equal those of Kafka's load in the
@@ -127,6 +128,15 @@ def phase_a(cluster: ZkCluster) -> None:
     cluster.produce("t-compact", 10, "A")
     assert len(cluster.consume("t-rf3", "--group", "g1", "--max-messages", "30")) == 30
     cluster.wait_no_under_replicated()
+    assert alice_sees_t_rf3(cluster, "alice-secret")
+
+
+def alice_sees_t_rf3(cluster: ZkCluster, password: str) -> bool:
+    """Whether alice, through the SCRAM listener with ``password``, lists t-rf3 (her ACLs
+    let her describe it); a failed authentication must say so."""
+    done = cluster.as_scram_user(TOPICS, "alice", password, "--list")
+    assert done.returncode == 0 or "Authentication failed" in done.stderr, done.stderr
+    return done.returncode == 0 and "t-rf3" in done.stdout.split()
 
 
 def phase_b1(cluster: ZkCluster, cluster_id: str) -> None:
@@ -154,7 +164,8 @@ def phase_b2(cluster: ZkCluster) -> tuple[int, str]:
 @pytest.fixture(scope="module")
 def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
     timeline = Timeline()
-    with zk_cluster(tmp_path_factory.mktemp("migration-reference")) as cluster:
+    with zk_cluster(tmp_path_factory.mktemp("migration-reference"),
+                    scram_listener=True) as cluster:
         with timeline.phase("A"):
             phase_a(cluster)
         with cluster.zk_session() as zk:
@@ -215,8 +226,8 @@ def test_pykrafts_read_and_load_of_zookeeper_are_kafkas(migrated: Migrated) -> N
 
 def test_finalisation(migrated: Migrated) -> None:
     """Phases C and D: the brokers rolled to KRaft mode on their log dirs, the controllers
-    restarted without migration; the active one writes POST_MIGRATION; the messages and
-    the group's committed offsets are all still there."""
+    restarted without migration; the active one writes POST_MIGRATION; the messages, the
+    group's committed offsets and alice's SCRAM credential are all still there."""
     cluster, timeline = migrated.cluster, migrated.timeline
     with timeline.phase("C"):
         for broker in BROKER_IDS:
@@ -236,4 +247,6 @@ def test_finalisation(migrated: Migrated) -> None:
     offsets = [int(line.split()[3]) for line in described.splitlines()
                if line.split()[1:2] == ["t-rf3"]]
     assert sum(offsets) == 30, described
+    assert alice_sees_t_rf3(cluster, "alice-secret")
+    assert not alice_sees_t_rf3(cluster, "not-alices")
     print(f"[migration reference] phases: {timeline.seconds}", flush=True)

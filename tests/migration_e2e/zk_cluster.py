@@ -9,7 +9,8 @@ the same ids and ``log.dirs`` (:class:`BrokerMode`), and Kafka 3.9 KRaft control
 formatted with ZooKeeper's ``/cluster/id`` (migration on or off, static voters). Settings
 are ``docs/design/migration-reference/run.sh``'s: the serial collector, C1 only, small
 heaps, log4j 1 configs (INFO to the process's log; the request logger at DEBUG in its own
-file when asked), IBP 3.9, the AclAuthorizer with ``User:ANONYMOUS`` a super user. Every
+file when asked), IBP 3.9, the AclAuthorizer with ``User:ANONYMOUS`` a super user, and when
+asked a second listener, SASL_PLAINTEXT with SCRAM (:meth:`ZkCluster.as_scram_user`). Every
 process is stopped by its PID (SIGTERM, a bounded wait, then SIGKILL), brokers first.
 Kafka 3.9's tools run one JVM each (:meth:`ZkCluster.tool`).
 """
@@ -44,6 +45,9 @@ TOOL_TIMEOUT_S = 180.0
 BROKER_IDS = (1, 2, 3)
 CONTROLLER_IDS = (3000, 3001, 3002)
 CONTROLLER_LISTENER = "CONTROLLER"
+SCRAM_LISTENER = "SASL_PLAINTEXT"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 # Kafka 3.9.1's tools by the main class each kafka-*.sh script runs
 TOPICS = "org.apache.kafka.tools.TopicCommand"
@@ -206,14 +210,16 @@ class ZkCluster:
     def __init__(self, base: Path, kafka: Kafka39, *, brokers: tuple[int, ...] = BROKER_IDS,
                  controllers: tuple[int, ...] = CONTROLLER_IDS,
                  controller_properties: Mapping[str, str] | None = None,
-                 request_logs: bool = False) -> None:
+                 request_logs: bool = False, scram_listener: bool = False) -> None:
         self.base = base
         self.kafka = kafka
         self.request_logs = request_logs
         self.extra_controller_properties = dict(controller_properties or {})
-        ports = iter(free_ports(1 + len(brokers) + len(controllers)))
+        ports = iter(free_ports(1 + len(brokers) * (1 + scram_listener) + len(controllers)))
         self.zk_port = next(ports)
         self.broker_ports = {broker: next(ports) for broker in brokers}
+        #: a second listener per broker, SASL_PLAINTEXT with SCRAM-SHA-256/512, when asked
+        self.scram_ports = {broker: next(ports) for broker in brokers} if scram_listener else {}
         self.controller_ports = {controller: next(ports) for controller in controllers}
         base.mkdir(parents=True, exist_ok=True)
         self.processes = {name: JavaProcess(name, base / f"{name}.log")
@@ -238,6 +244,10 @@ class ZkCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{HOST}:{port}" for port in self.broker_ports.values())
+
+    @property
+    def scram_bootstrap_servers(self) -> str:
+        return ",".join(f"{HOST}:{port}" for port in self.scram_ports.values())
 
     @property
     def bootstrap_controllers(self) -> str:
@@ -277,9 +287,17 @@ class ZkCluster:
 
     def broker_properties(self, broker: int, mode: BrokerMode) -> dict[str, str]:
         """run.sh's ``zk_broker`` / ``mig_broker`` / ``kraft_broker``."""
-        listener = f"PLAINTEXT://{HOST}:{self.broker_ports[broker]}"
+        listeners = f"PLAINTEXT://{HOST}:{self.broker_ports[broker]}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        scram: dict[str, str] = {}
+        if self.scram_ports:
+            listeners += f",{SCRAM_LISTENER}://{HOST}:{self.scram_ports[broker]}"
+            protocols += f",{SCRAM_LISTENER}:{SCRAM_LISTENER}"
+            scram = {"sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS), **{
+                f"listener.name.{SCRAM_LISTENER.lower()}.{mechanism.lower()}.sasl.jaas.config":
+                    f"{SCRAM_LOGIN_MODULE} required;" for mechanism in SCRAM_MECHANISMS}}
         common = {
-            "listeners": listener, "advertised.listeners": listener,
+            "listeners": listeners, "advertised.listeners": listeners, **scram,
             "log.dirs": str(self.broker_data(broker)),
             "num.network.threads": "2", "num.io.threads": "2", "background.threads": "2",
             "num.replica.fetchers": "1", "log.cleaner.threads": "1",
@@ -292,7 +310,7 @@ class ZkCluster:
         quorum = {
             "controller.quorum.voters": self.voters,
             "controller.listener.names": CONTROLLER_LISTENER,
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": protocols,
         }
         if mode is BrokerMode.KRAFT:
             return {**common, "process.roles": "broker", "node.id": str(broker), **quorum,
@@ -490,6 +508,17 @@ class ZkCluster:
                      if line.startswith("LeaderId")]
         return int(leader)
 
+    def as_scram_user(self, main_class: str, user: str, password: str, *args: str,
+                      mechanism: str = SCRAM_MECHANISMS[0]) -> subprocess.CompletedProcess[str]:
+        """A tool through the SCRAM listener, authenticated as ``user`` (``--command-config``);
+        its outcome, whatever its exit code."""
+        config = self._write_properties(f"client-{user}", {
+            "security.protocol": SCRAM_LISTENER, "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f'{SCRAM_LOGIN_MODULE} required username="{user}" '
+                                f'password="{password}";'})
+        return self.tool(main_class, "--bootstrap-server", self.scram_bootstrap_servers,
+                         "--command-config", str(config), *args, check=False)
+
     def dump_metadata(self, controller: int) -> str:
         """``kafka-dump-log.sh --cluster-metadata-decoder`` over the controller's metadata
         log segments: Kafka 3.9's ``DumpLogSegments`` output."""
@@ -503,11 +532,12 @@ class ZkCluster:
 
 @contextmanager
 def zk_cluster(base: Path, *, controller_properties: Mapping[str, str] | None = None,
-               request_logs: bool = False) -> Iterator[ZkCluster]:
+               request_logs: bool = False, scram_listener: bool = False,
+               ) -> Iterator[ZkCluster]:
     """A :class:`ZkCluster` (Kafka 3.9.1 required: :func:`required`) whose processes are all
     stopped by PID when the block ends, failed or not."""
     cluster = ZkCluster(base, required(), controller_properties=controller_properties,
-                        request_logs=request_logs)
+                        request_logs=request_logs, scram_listener=scram_listener)
     try:
         yield cluster
     finally:

@@ -156,10 +156,16 @@ class JavaProcess:
             text.seek(self._since)
             return text.read().decode(errors="replace")
 
+    def scan(self, text: str) -> LineScan:
+        """A search for ``text`` in what this start logs, from its first line."""
+        return LineScan(self.log, self._since, text)
+
     def wait_line(self, text: str, timeout_s: float = START_TIMEOUT_S) -> str:
         """The first line of this start holding ``text``; fails at once if the process exits."""
+        scan = self.scan(text)
+
         def probe() -> str | None:
-            found = next((line for line in self.output().splitlines() if text in line), None)
+            found = scan.found()
             if found is None and not self.running:
                 raise ZkClusterError(f"{self.name} exited before logging {text!r}:\n"
                                      f"{self.output()[-3000:]}")
@@ -194,6 +200,29 @@ class JavaProcess:
         if self._process is not None and self._process.poll() is None:
             os.kill(self._process.pid, signal.SIGKILL)
             self._process.wait(timeout=STOP_TIMEOUT_S)
+
+
+class LineScan:
+    """Looks for a text in a growing log, reading each byte once (the logs of Kafka's nodes,
+    with the state change logger at TRACE, grow by megabytes)."""
+
+    def __init__(self, log: Path, start: int, text: str) -> None:
+        self.log = log
+        self.position = start
+        self.text = text
+        self._partial = ""
+
+    def found(self) -> str | None:
+        """The first complete line holding the text, among those written since last asked."""
+        if not self.log.exists():
+            return None
+        with self.log.open("rb") as out:
+            out.seek(self.position)
+            data = out.read()
+        self.position += len(data)
+        lines = (self._partial + data.decode(errors="replace")).split("\n")
+        self._partial = lines.pop()
+        return next((line for line in lines if self.text in line), None)
 
 
 class BrokerMode(Enum):
@@ -432,14 +461,11 @@ class ZkCluster:
                              ) -> tuple[int, str]:
         """The first controller whose current start logged a line holding ``text``: its id
         and the line."""
+        scans = {c: self.controller(c).scan(text) for c in self.controller_ports}
+
         def probe() -> tuple[int, str] | None:
-            for controller in self.controller_ports:
-                process = self.controller(controller)
-                found = next((line for line in process.output().splitlines()
-                              if text in line), None) if process.log.exists() else None
-                if found is not None:
-                    return controller, found
-            return None
+            return next(((controller, line) for controller, scan in scans.items()
+                         if (line := scan.found()) is not None), None)
         found: tuple[int, str] = wait_for(f"a controller to log {text!r}", probe, timeout_s)
         return found
 

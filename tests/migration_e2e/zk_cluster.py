@@ -18,6 +18,7 @@ Kafka 3.9's tools run one JVM each (:meth:`ZkCluster.tool`).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator, Mapping
@@ -55,7 +56,6 @@ CONFIGS = "kafka.admin.ConfigCommand"
 ACLS = "kafka.admin.AclCommand"
 DUMP_LOG = "kafka.tools.DumpLogSegments"
 METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
-FEATURES = "org.apache.kafka.tools.FeatureCommand"
 STORAGE = "kafka.tools.StorageTool"
 CONSOLE_PRODUCER = "kafka.tools.ConsoleProducer"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
@@ -110,6 +110,8 @@ class Kafka39:
 def fetched() -> Kafka39 | str:
     """Kafka 3.9.1's jars (fetched once into ``.cache/kafka-zk``), or why they cannot be had."""
     try:
+        if shutil.which("java") is None:
+            raise fetch_kafka_zk.FetchError("java is not installed")
         return Kafka39(tuple(fetch_kafka_zk.fetch()))
     except (fetch_kafka_zk.FetchError, OSError) as exc:
         return f"Kafka 3.9.1 is not in .cache/kafka-zk and could not be fetched: {exc}"
@@ -145,10 +147,6 @@ class JavaProcess:
     @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._process is None else self._process.pid
 
     def output(self) -> str:
         """What this start logged so far."""

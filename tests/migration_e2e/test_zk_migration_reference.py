@@ -39,6 +39,7 @@ from metadata_dump import (
     parse_dump,
     parse_records,
 )
+from process_harness import wait_for
 from zk_cluster import (
     ACLS,
     BROKER_IDS,
@@ -128,7 +129,9 @@ def phase_a(cluster: ZkCluster) -> None:
     cluster.produce("t-compact", 10, "A")
     assert len(cluster.consume("t-rf3", "--group", "g1", "--max-messages", "30")) == 30
     cluster.wait_no_under_replicated()
-    assert alice_sees_t_rf3(cluster, "alice-secret")
+    # the brokers learn of her credential from ZooKeeper's change notifications, in time
+    wait_for("alice's credential to work", lambda: alice_sees_t_rf3(cluster, "alice-secret")
+             or None, 120.0)
 
 
 def alice_sees_t_rf3(cluster: ZkCluster, password: str) -> bool:
@@ -217,11 +220,15 @@ def test_pykrafts_read_and_load_of_zookeeper_are_kafkas(migrated: Migrated) -> N
     assert ours_line.endswith(migrated.completion[migrated.completion.index("Saw "):])
     loaded = {(r.data["topicId"], r.data["partitionId"]): r.data for r in kafka
               if r.type == "PARTITION_RECORD"}
+    moved = 0
     for record in ours:
         if record.type == "PARTITION_RECORD":
             theirs = loaded[(record.data["topicId"], record.data["partitionId"])]
             assert record.data["leaderEpoch"] <= theirs["leaderEpoch"]
             assert record.data["partitionEpoch"] <= theirs["partitionEpoch"]
+            moved += record.data != theirs
+    print(f"[migration reference] {len(ours)} load records equal; {moved} of "
+          f"{len(loaded)} partition states moved between phase A and the load", flush=True)
 
 
 def test_finalisation(migrated: Migrated) -> None:
@@ -249,4 +256,7 @@ def test_finalisation(migrated: Migrated) -> None:
     assert sum(offsets) == 30, described
     assert alice_sees_t_rf3(cluster, "alice-secret")
     assert not alice_sees_t_rf3(cluster, "not-alices")
+    out_of_memory = [name for name, process in cluster.processes.items()
+                     if "OutOfMemoryError" in process.log.read_text(errors="replace")]
+    assert not out_of_memory
     print(f"[migration reference] phases: {timeline.seconds}", flush=True)

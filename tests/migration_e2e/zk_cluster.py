@@ -8,11 +8,11 @@ session opens), Kafka 3.9 brokers in ZooKeeper mode, in migration mode
 the same ids and ``log.dirs`` (:class:`BrokerMode`), and Kafka 3.9 KRaft controllers
 formatted with ZooKeeper's ``/cluster/id`` (migration on or off, static voters). Settings
 are ``docs/design/migration-reference/run.sh``'s: the serial collector, C1 only, small
-heaps, log4j 1 configs (INFO to the process's log; the request logger at DEBUG in its own
-file when asked), IBP 3.9, the AclAuthorizer with ``User:ANONYMOUS`` a super user, and when
-asked a second listener, SASL_PLAINTEXT with SCRAM (:meth:`ZkCluster.as_scram_user`). Every
-process is stopped by its PID (SIGTERM, a bounded wait, then SIGKILL), brokers first.
-Kafka 3.9's tools run one JVM each (:meth:`ZkCluster.tool`).
+heaps (and a log cleaner buffer to fit them), log4j 1 configs (INFO to the process's log;
+the request logger at DEBUG in its own file when asked), IBP 3.9, the AclAuthorizer with
+``User:ANONYMOUS`` a super user, and when asked a second listener, SASL_PLAINTEXT with SCRAM
+(:meth:`ZkCluster.as_scram_user`). Every process is stopped by its PID (SIGTERM, a bounded
+wait, then SIGKILL), brokers first. Kafka 3.9's tools run one JVM each (:meth:`ZkCluster.tool`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pykraft.tools.kafka_runtime import JVM_OPTIONS
 from pykraft.tools.local_cluster import HOST, free_ports
 
 ZK_HEAP, NODE_HEAP, TOOL_HEAP = "192m", "384m", "256m"
+DEDUPE_BUFFER_BYTES = 16 << 20
 START_TIMEOUT_S = 180.0  # a JVM's start on a loaded 2-core machine, as run.sh waits
 STOP_TIMEOUT_S = 120.0  # a broker's controlled shutdown, as run.sh waits
 TOOL_TIMEOUT_S = 180.0
@@ -328,6 +329,11 @@ class ZkCluster:
             "log.dirs": str(self.broker_data(broker)),
             "num.network.threads": "2", "num.io.threads": "2", "background.threads": "2",
             "num.replica.fetchers": "1", "log.cleaner.threads": "1",
+            # run.sh's heap is small for the cleaner's default 128 MiB dedupe buffer: a dynamic
+            # cleaner config (phase A sets log.cleaner.backoff.ms) restarts the cleaner, whose
+            # new buffer beside the old one ran out of heap and killed the thread processing
+            # /config/changes (later SCRAM credentials and quotas went unseen)
+            "log.cleaner.dedupe.buffer.size": str(DEDUPE_BUFFER_BYTES),
             "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
             "transaction.state.log.replication.factor": "3",
             "transaction.state.log.num.partitions": "3",

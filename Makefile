@@ -3,7 +3,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test lint unit kafka kafka-zk spark-kafka test-interop test-pipeline pipeline demo cluster \
+.PHONY: setup test lint unit kafka kafka-zk spark-kafka test-interop test-migration test-pipeline \
+	pipeline demo cluster \
 	clean
 
 $(BIN)/pykraft: pyproject.toml
@@ -29,7 +30,7 @@ lint: setup
 PYTEST_WORKERS ?= 2
 unit: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=tests/interop \
-		--ignore=tests/pipeline --durations=30 $(PYTEST_ARGS)
+		--ignore=tests/pipeline --ignore=tests/migration_e2e --durations=30 $(PYTEST_ARGS)
 
 # Apache Kafka for the oracle tests (tests/oracle): the version pinned in scripts/kafka/pom.xml
 # and its runtime jars from Maven Central, checked against scripts/kafka/jars.sha256, into
@@ -61,6 +62,12 @@ test: lint $(if $(filter true,$(CI)),kafka spark-kafka) unit
 # several JVMs each, so apart from `make test`; CI runs it after `make test`.
 test-interop: setup kafka
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/interop $(PYTEST_ARGS)
+
+# ZooKeeper to KRaft migration end to end (tests/migration_e2e, issue 32): ZooKeeper 3.8 and
+# Kafka 3.9 brokers and controllers as real processes (7 JVMs for the reference procedure), so
+# apart from `make test`; CI runs it after `make test-interop`.
+test-migration: setup kafka-zk
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile tests/migration_e2e $(PYTEST_ARGS)
 
 # The data pipeline of examples/pipeline as its users run it (tests/pipeline): on local[2]
 # with the job SIGKILLed and restarted, on a standalone Spark cluster, through Spark Connect;

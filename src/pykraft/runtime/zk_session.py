@@ -1,0 +1,286 @@
+"""A migrating controller's ZooKeeper session: :class:`pykraft.migration.zk_ops.ZkClient` on
+kazoo, configured with Kafka's ``zookeeper.*`` names (migration-plan §1, §5).
+
+Kafka's controller builds its client with ``KafkaZkClient.createZkClient("KRaft Migration",
+...)``: ``zookeeper.connect`` (with a chroot, created first if missing), a session of
+``zookeeper.session.timeout.ms`` (18000), the first connection awaited for
+``zookeeper.connection.timeout.ms`` (the session timeout when unset), at most
+``zookeeper.max.in.flight.requests`` (10) requests outstanding. This module does the same
+with kazoo, which runs its own threads: every call here blocks until ZooKeeper answers (or
+the connection timeout passes), so the runtime calls them off its event loop (in an
+executor). A lost connection or an expired session raises :class:`ZkUnavailableError`; kazoo
+reconnects (with a new session after an expiry) on its own, and the caller retries later.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    OperationTimeoutError,
+    RolledBackError,
+    RuntimeInconsistency,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+
+from pykraft.config.server import parse_count
+from pykraft.errors import ConfigError, PyKraftError
+from pykraft.migration.zk_ops import (
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    SetDataOp,
+    ZkError,
+    ZkOp,
+    ZkOpResult,
+    ZkUnavailableError,
+)
+from pykraft.migration.zk_tree import ZkRead
+
+__all__ = ["ZkRequestError", "ZkSession", "ZkSessionSettings"]
+
+ZK_CONNECT = "zookeeper.connect"
+ZK_SESSION_TIMEOUT_MS = "zookeeper.session.timeout.ms"
+ZK_CONNECTION_TIMEOUT_MS = "zookeeper.connection.timeout.ms"
+ZK_MAX_IN_FLIGHT_REQUESTS = "zookeeper.max.in.flight.requests"
+DEFAULT_SESSION_TIMEOUT_MS = 18000
+DEFAULT_MAX_IN_FLIGHT_REQUESTS = 10
+
+T = TypeVar("T")
+
+#: kazoo's exception classes as ZooKeeper's result codes (a failed multi's results are these
+#: exceptions' instances; ops before the failing one come back RolledBackError, ops after it
+#: RuntimeInconsistency: both were not applied)
+_ERRORS: tuple[tuple[type[KazooException], ZkError], ...] = (
+    (NoNodeError, ZkError.NO_NODE),
+    (NodeExistsError, ZkError.NODE_EXISTS),
+    (BadVersionError, ZkError.BAD_VERSION),
+    (NotEmptyError, ZkError.NOT_EMPTY),
+    (RolledBackError, ZkError.ROLLED_BACK),
+    (RuntimeInconsistency, ZkError.ROLLED_BACK),
+    (NoAuthError, ZkError.NO_AUTH),
+    (SessionExpiredError, ZkError.SESSION_EXPIRED),  # ConnectionClosedError too
+    (ConnectionLoss, ZkError.CONNECTION_LOSS),
+)
+#: what means "ZooKeeper did not answer": the caller retries later
+_UNAVAILABLE = (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError)
+
+
+class ZkRequestError(PyKraftError):
+    """ZooKeeper refused a request for another reason than a missing node or a lost
+    connection (``NOAUTH`` on a read, or a code the migration does not tell apart): Kafka's
+    migration treats these as faults, not as retries."""
+
+    def __init__(self, path: str, error: ZkError | None, cause: KazooException) -> None:
+        super().__init__(f"ZooKeeper answered {path} with "
+                         f"{error.value if error else type(cause).__name__} {cause}".rstrip())
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class ZkSessionSettings:
+    """The ``zookeeper.*`` settings of a controller with migration enabled."""
+
+    connect: str
+    """``host:port[,host:port...][/chroot]``, as ``zookeeper.connect``."""
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    connection_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> ZkSessionSettings:
+        """Kafka's names; ``zookeeper.connect`` is required (Kafka: "If using
+        zookeeper.metadata.migration.enable in KRaft mode, zookeeper.connect must also be
+        set.")."""
+        connect = properties.get(ZK_CONNECT, "").strip()
+        if not connect:
+            raise ConfigError(f"If using zookeeper.metadata.migration.enable in KRaft mode, "
+                              f"{ZK_CONNECT} must also be set.")
+        hosts, chroot = split_chroot(connect)
+        if not hosts or any(not part.strip() for part in hosts.split(",")):
+            raise ConfigError(f"invalid value {connect!r} for {ZK_CONNECT}: expected "
+                              f"host:port[,host:port...][/chroot]")
+        if chroot is not None and ("//" in chroot or chroot.endswith("/")):
+            raise ConfigError(f"invalid value {connect!r} for {ZK_CONNECT}: the chroot "
+                              f"{chroot!r} is not a ZooKeeper path")
+        session = _positive(properties, ZK_SESSION_TIMEOUT_MS, DEFAULT_SESSION_TIMEOUT_MS)
+        return cls(connect, session,
+                   _positive(properties, ZK_CONNECTION_TIMEOUT_MS, session),
+                   _positive(properties, ZK_MAX_IN_FLIGHT_REQUESTS,
+                             DEFAULT_MAX_IN_FLIGHT_REQUESTS))
+
+    @property
+    def hosts(self) -> str:
+        return split_chroot(self.connect)[0]
+
+    @property
+    def chroot(self) -> str | None:
+        return split_chroot(self.connect)[1]
+
+
+def split_chroot(connect: str) -> tuple[str, str | None]:
+    """``zookeeper.connect`` as its hosts and its chroot (None without one, or for ``/``)."""
+    hosts, slash, path = connect.partition("/")
+    chroot = f"/{path}" if slash and path else None
+    return hosts, chroot
+
+
+def _positive(properties: Mapping[str, str], key: str, default: int) -> int:
+    text = properties.get(key)
+    if text is None or not text.strip():
+        return default
+    value = parse_count(text, key)
+    if value == 0:
+        raise ConfigError(f"Invalid value 0 for configuration {key}: Value must be at least 1")
+    return value
+
+
+class ZkSession:
+    """One ZooKeeper session for the migration; :meth:`start` before use, :meth:`close`
+    at the end. Thread-safe: kazoo serialises requests on its connection thread."""
+
+    def __init__(self, settings: ZkSessionSettings,
+                 client_factory: Callable[..., KazooClient] = KazooClient) -> None:
+        self.settings = settings
+        self._factory = client_factory
+        self._timeout_s = settings.connection_timeout_ms / 1000
+        self._in_flight = threading.BoundedSemaphore(settings.max_in_flight_requests)
+        self._client: KazooClient | None = None
+
+    def start(self) -> None:
+        """Connect (creating the chroot first if missing, as Kafka's controller does); a
+        :class:`ZkUnavailableError` if no server answers within the connection timeout."""
+        if self._client is not None:
+            raise PyKraftError("the ZooKeeper session is already started")
+        if self.settings.chroot is not None:
+            root = self._connected(self.settings.hosts)
+            try:
+                self._bounded(root.ensure_path_async(self.settings.chroot))
+            except _UNAVAILABLE as exc:
+                raise ZkUnavailableError(f"could not create the chroot "
+                                         f"{self.settings.chroot}: {exc}") from exc
+            finally:
+                _stop(root)
+        self._client = self._connected(self.settings.connect)
+
+    def _connected(self, hosts: str) -> KazooClient:
+        client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000)
+        try:
+            client.start(timeout=self._timeout_s)
+        except KazooTimeoutError:
+            raise ZkUnavailableError(
+                f"no ZooKeeper server of {hosts} answered within "
+                f"{self.settings.connection_timeout_ms} ms") from None
+        return client
+
+    def close(self) -> None:
+        """End the session (its ephemeral nodes go at once); idempotent."""
+        client, self._client = self._client, None
+        if client is not None:
+            _stop(client)
+
+    def __enter__(self) -> ZkSession:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- ZkClient --------------------------------------------------------------------------
+
+    def get(self, path: str) -> ZkRead | None:
+        try:
+            data, stat = self._call(lambda client: client.get_async(path))
+        except NoNodeError:
+            return None
+        except KazooException as exc:
+            raise ZkRequestError(path, _error_of(exc), exc) from exc
+        return ZkRead(data, stat.version)
+
+    def children(self, path: str) -> list[str] | None:
+        try:
+            names: list[str] = self._call(lambda client: client.get_children_async(path))
+        except NoNodeError:
+            return None
+        except KazooException as exc:
+            raise ZkRequestError(path, _error_of(exc), exc) from exc
+        return list(names)
+
+    def multi(self, ops: Sequence[ZkOp]) -> list[ZkOpResult]:
+        def commit(client: KazooClient) -> Any:
+            transaction = client.transaction()
+            for op in ops:
+                _add(transaction, op)
+            return transaction.commit_async()
+        results: list[object] = self._call(commit)
+        if len(results) != len(ops):
+            raise ZkUnavailableError(f"ZooKeeper answered a multi of {len(ops)} operations "
+                                     f"with {len(results)} results")
+        return [_result(op, result) for op, result in zip(ops, results, strict=True)]
+
+    def _call(self, request: Callable[[KazooClient], Any]) -> Any:
+        """One request through kazoo, waited for at most the connection timeout; ZooKeeper
+        unreachable (or the session gone) is :class:`ZkUnavailableError`."""
+        client = self._client
+        if client is None:
+            raise ZkUnavailableError("the ZooKeeper session is not started")
+        with self._in_flight:
+            try:
+                return self._bounded(request(client))
+            except _UNAVAILABLE as exc:
+                raise ZkUnavailableError(
+                    f"ZooKeeper unavailable: {type(exc).__name__} {exc}") from exc
+
+    def _bounded(self, pending: Any) -> Any:
+        return pending.get(timeout=self._timeout_s)
+
+
+def _stop(client: KazooClient) -> None:
+    client.stop()
+    client.close()
+
+
+def _add(transaction: Any, op: ZkOp) -> None:
+    match op:
+        case CreateOp(path, data, sequential, ephemeral):
+            transaction.create(path, data, ephemeral=ephemeral, sequence=sequential)
+        case SetDataOp(path, data, version):
+            transaction.set_data(path, data, version)
+        case DeleteOp(path, version):
+            transaction.delete(path, version)
+        case CheckOp(path, version):
+            transaction.check(path, version)
+
+
+def _error_of(exc: BaseException) -> ZkError | None:
+    return next((error for cls, error in _ERRORS if isinstance(exc, cls)), None)
+
+
+def _result(op: ZkOp, result: object) -> ZkOpResult:
+    """kazoo's result of one operation of a multi: the created path, a set's stat, True,
+    or an exception instance (the whole multi failed)."""
+    if isinstance(result, BaseException):
+        error = _error_of(result)
+        if error is not None:
+            return ZkOpResult(error)
+        if isinstance(result, KazooException):
+            raise ZkRequestError(op.path, None, result)
+        raise result
+    if isinstance(op, CreateOp):
+        return ZkOpResult(ZkError.OK, path=str(result), version=0)
+    if isinstance(op, SetDataOp) and isinstance(result, ZnodeStat):
+        return ZkOpResult(ZkError.OK, path=op.path, version=result.version)
+    return ZkOpResult(ZkError.OK, path=op.path)

@@ -1,0 +1,262 @@
+"""The reference procedure of ``docs/design/migration-reference/run.sh`` on the harness, done
+by Kafka 3.9.1's own controllers: a ZooKeeper cluster (phase A), the controllers up in
+migration mode (B1), the brokers rolled into migration mode until the load ran (B2); then
+the brokers rolled to KRaft (C) and the controllers restarted without migration (D,
+finalisation). 7 JVMs: ZooKeeper, 3 brokers (with a SCRAM listener besides run.sh's), 3
+controllers.
+
+The key check: pykraft reads the same ZooKeeper (``read_tree`` over ``runtime/zk_session``)
+and loads it (``migration_load``), and its records equal those of Kafka's load in the
+controller's metadata log (``kafka-dump-log --cluster-metadata-decoder``), normalised by
+``metadata_dump``. The tree is read at the end of phase A, before the controllers start,
+and the comparison leaves out each partition's leader, ISR, leader epoch and partition
+epoch: the broker roll of phase B2 moves them (controlled shutdowns, ISR shrinks and
+expansions) until the load, which runs the instant the last broker registers with the
+controller (migration-plan §6), so no read from outside can be sure to see the states the
+load saw; every other znode the load reads is the same from phase A to the load. The
+states are still checked for what holds: each epoch Kafka loaded is at least the one read
+after phase A (a zkVersion and a leader epoch only grow).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from metadata_dump import (
+    LoadView,
+    LogRecord,
+    Names,
+    load_span,
+    load_view,
+    parse_dump,
+    parse_records,
+)
+from process_harness import wait_for
+from zk_cluster import (
+    ACLS,
+    BROKER_IDS,
+    CONFIGS,
+    CONSUMER_GROUPS,
+    CONTROLLER_IDS,
+    TOPICS,
+    BrokerMode,
+    ZkCluster,
+    zk_cluster,
+)
+
+from pykraft.migration.load import MigrationLoad, completion_message, migration_load
+from pykraft.migration.zk_reads import read_tree
+from pykraft.migration.zk_tree import ZkTree
+
+pytestmark = pytest.mark.timeout(1800)
+
+CAPTURED = Path(__file__).resolve().parents[2] / "docs/design/migration-reference/captured"
+COMPLETED = "Completed migration of metadata from ZooKeeper to KRaft"
+#: the driver's states in the order Kafka's active controller went through them (§4)
+DRIVER_STATES = ("INACTIVE", "WAIT_FOR_CONTROLLER_QUORUM", "WAIT_FOR_BROKERS",
+                 "BECOME_CONTROLLER", "ZK_MIGRATION", "SYNC_KRAFT_TO_ZK",
+                 "KRAFT_CONTROLLER_TO_BROKER_COMM", "DUAL_WRITE")
+_TRANSITION = re.compile(r"transitioning from (\w+) to (\w+) state")
+_MANIFEST = re.compile(r"(\d+) records were generated in \d+ ms across (\d+) batches.*"
+                       r"(The record types were \{.*?\})")
+
+
+@dataclass
+class Timeline:
+    """Each phase's duration, printed at the end (run pytest with -s to see them)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        yield
+        self.seconds[name] = time.monotonic() - start
+        print(f"[migration reference] phase {name}: {self.seconds[name]:.1f} s", flush=True)
+
+
+@dataclass
+class Migrated:
+    cluster: ZkCluster
+    tree: ZkTree
+    """pykraft's read of ZooKeeper at the end of phase A."""
+    ours: MigrationLoad
+    active: int
+    completion: str
+    log: list[LogRecord]
+    """The active controller's metadata log right after the load."""
+    timeline: Timeline
+
+
+def phase_a(cluster: ZkCluster) -> None:
+    """run.sh's phase A: ZooKeeper, three ZK-mode brokers, the topics, configs, SCRAM user,
+    quotas and ACLs, idempotent acks=all messages, a group's committed offsets."""
+    cluster.start_zookeeper()
+    for broker in BROKER_IDS:
+        cluster.start_broker(broker, BrokerMode.ZK)
+    for broker in BROKER_IDS:
+        cluster.wait_broker(broker)
+    cluster.admin(TOPICS, "--create", "--topic", "t-rf3", "--partitions", "3",
+                  "--replication-factor", "3", "--config", "min.insync.replicas=2",
+                  "--config", "retention.ms=604800000")
+    cluster.admin(TOPICS, "--create", "--topic", "t-compact", "--partitions", "2",
+                  "--replication-factor", "2", "--config", "cleanup.policy=compact",
+                  "--config", "segment.bytes=1048576")
+    cluster.admin(TOPICS, "--create", "--topic", "t-plain", "--partitions", "1",
+                  "--replication-factor", "1")
+    for entity, config in ((("brokers", "--entity-default"), "log.cleaner.backoff.ms=20000"),
+                           (("brokers", "--entity-name", "1"), "log.cleaner.threads=1"),
+                           (("users", "--entity-name", "alice"),
+                            "SCRAM-SHA-256=[iterations=4096,password=alice-secret]"),
+                           (("users", "--entity-name", "alice"), "producer_byte_rate=1048576"),
+                           (("clients", "--entity-name", "app1"), "consumer_byte_rate=2097152"),
+                           (("ips", "--entity-name", "127.0.0.2"),
+                            "connection_creation_rate=50")):
+        cluster.admin(CONFIGS, "--alter", "--entity-type", *entity, "--add-config", config)
+    cluster.admin(ACLS, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                  "--operation", "Describe", "--topic", "t-rf3")
+    cluster.admin(ACLS, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                  "--group", "g-", "--resource-pattern-type", "prefixed")
+    cluster.produce("t-rf3", 30, "A")
+    cluster.produce("t-compact", 10, "A")
+    assert len(cluster.consume("t-rf3", "--group", "g1", "--max-messages", "30")) == 30
+    cluster.wait_no_under_replicated()
+    # the brokers learn of her credential from ZooKeeper's change notifications, in time
+    wait_for("alice's credential to work", lambda: alice_sees_t_rf3(cluster, "alice-secret")
+             or None, 120.0)
+
+
+def alice_sees_t_rf3(cluster: ZkCluster, password: str) -> bool:
+    """Whether alice, through the SCRAM listener with ``password``, lists t-rf3 (her ACLs
+    let her describe it); a failed authentication must say so."""
+    done = cluster.as_scram_user(TOPICS, "alice", password, "--list")
+    assert done.returncode == 0 or "Authentication failed" in done.stderr, done.stderr
+    return done.returncode == 0 and "t-rf3" in done.stdout.split()
+
+
+def phase_b1(cluster: ZkCluster, cluster_id: str) -> None:
+    """The controllers formatted with ZooKeeper's cluster id and started in migration mode;
+    their driver waits for the ZK brokers."""
+    for controller in CONTROLLER_IDS:
+        cluster.format_controller(controller, cluster_id, migration=True)
+        cluster.start_controller(controller, migration=True)
+    for controller in CONTROLLER_IDS:
+        cluster.wait_controller(controller)
+    cluster.wait_controller_line("to WAIT_FOR_BROKERS state")
+
+
+def phase_b2(cluster: ZkCluster) -> tuple[int, str]:
+    """The brokers rolled into migration mode one by one; the load runs when the last one
+    registers. The controller that loaded, and its completion line, once it dual-writes."""
+    for broker in BROKER_IDS:
+        cluster.roll_broker(broker, BrokerMode.MIGRATION)
+        cluster.wait_no_under_replicated()
+    active, line = cluster.wait_controller_line(COMPLETED)
+    cluster.controller(active).wait_line("to DUAL_WRITE state")
+    return active, line
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
+    timeline = Timeline()
+    with zk_cluster(tmp_path_factory.mktemp("migration-reference"),
+                    scram_listener=True) as cluster:
+        with timeline.phase("A"):
+            phase_a(cluster)
+        with cluster.zk_session() as zk:
+            tree = read_tree(zk)
+        assert tree.cluster_id is not None
+        with timeline.phase("B1"):
+            phase_b1(cluster, tree.cluster_id)
+        with timeline.phase("B2"):
+            active, line = phase_b2(cluster)
+        log = parse_dump(cluster.dump_metadata(active))
+        yield Migrated(cluster, tree, migration_load(tree, random.Random(0)), active,
+                       line[line.index(COMPLETED):line.rindex(" (")], log, timeline)
+
+
+def test_kafkas_controllers_migrate_zookeeper(migrated: Migrated) -> None:
+    """The active controller's driver went through Kafka's states in order, and loaded what
+    the reference run loaded (``captured/``): 30 records of the same types in one batch, 3
+    brokers seen; the same records once run-made ids and placements are set aside."""
+    steps = _TRANSITION.findall(migrated.cluster.controller(migrated.active).output())
+    last = steps[-len(DRIVER_STATES) + 1:]
+    assert last == list(itertools.pairwise(DRIVER_STATES)), steps
+    assert "30 records were generated" in migrated.completion
+    assert "across 1 batches" in migrated.completion
+    assert migrated.completion.endswith("Saw 3 brokers in the migrated metadata [1, 2, 3].")
+    reference = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
+    assert across_runs(migrated.log) == across_runs(reference)
+
+
+def across_runs(log: list[LogRecord]) -> LoadView:
+    """A log's load as another run of the procedure made it too (``metadata_dump``)."""
+    view: LoadView = load_view(load_span(log), names=Names.of(log), partition_states=False,
+                               assignments=False)
+    return view
+
+
+def test_pykrafts_read_and_load_of_zookeeper_are_kafkas(migrated: Migrated) -> None:
+    """pykraft's load of the tree read after phase A equals Kafka's load record for record
+    (as sets where Kafka's orders are hash orders), modulo the partition states the roll
+    moved, in as many batches; its completion line names the same records and brokers."""
+    kafka = load_span(migrated.log)
+    ours = [LogRecord.of(offset, record.to_json_dict())
+            for offset, record in enumerate(migrated.ours.records)]
+    assert len(ours) == len(kafka) == 30
+    assert load_view(ours, partition_states=False) == load_view(kafka, partition_states=False)
+    (kafka_manifest,) = _MANIFEST.findall(migrated.completion)
+    ours_line = completion_message(migrated.ours, duration_ms=0, batch_wait_ms=0, offset=0,
+                                   epoch=0)
+    assert _MANIFEST.findall(ours_line) == [kafka_manifest]
+    assert ours_line.endswith(migrated.completion[migrated.completion.index("Saw "):])
+    loaded = {(r.data["topicId"], r.data["partitionId"]): r.data for r in kafka
+              if r.type == "PARTITION_RECORD"}
+    moved = 0
+    for record in ours:
+        if record.type == "PARTITION_RECORD":
+            theirs = loaded[(record.data["topicId"], record.data["partitionId"])]
+            assert record.data["leaderEpoch"] <= theirs["leaderEpoch"]
+            assert record.data["partitionEpoch"] <= theirs["partitionEpoch"]
+            moved += record.data != theirs
+    print(f"[migration reference] {len(ours)} load records equal; {moved} of "
+          f"{len(loaded)} partition states moved between phase A and the load", flush=True)
+
+
+def test_finalisation(migrated: Migrated) -> None:
+    """Phases C and D: the brokers rolled to KRaft mode on their log dirs, the controllers
+    restarted without migration; the active one writes POST_MIGRATION; the messages, the
+    group's committed offsets and alice's SCRAM credential are all still there."""
+    cluster, timeline = migrated.cluster, migrated.timeline
+    with timeline.phase("C"):
+        for broker in BROKER_IDS:
+            cluster.roll_broker(broker, BrokerMode.KRAFT)
+            cluster.wait_no_under_replicated()
+    with timeline.phase("D"):
+        for controller in CONTROLLER_IDS:
+            cluster.restart_controller(controller, migration=False)
+        cluster.wait_no_under_replicated()
+        leader = cluster.quorum_leader()
+        log = parse_dump(cluster.dump_metadata(leader))
+    states = [r.data["zkMigrationState"] for r in log if r.type == "ZK_MIGRATION_STATE_RECORD"]
+    assert states == [2, 1, 3], states  # PRE_MIGRATION, MIGRATION, POST_MIGRATION
+    values = cluster.consume("t-rf3", timeout_ms=20000)
+    assert len(values) == len(set(values)) == 30
+    described = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", "g1")
+    offsets = [int(line.split()[3]) for line in described.splitlines()
+               if line.split()[1:2] == ["t-rf3"]]
+    assert sum(offsets) == 30, described
+    assert alice_sees_t_rf3(cluster, "alice-secret")
+    assert not alice_sees_t_rf3(cluster, "not-alices")
+    out_of_memory = [name for name, process in cluster.processes.items()
+                     if "OutOfMemoryError" in process.log.read_text(errors="replace")]
+    assert not out_of_memory
+    print(f"[migration reference] phases: {timeline.seconds}", flush=True)

@@ -1,0 +1,574 @@
+"""The ZooKeeper-era cluster of the migration tests (issue 32; migration-plan §12, §14 (a)):
+ZooKeeper 3.8.4 and Kafka 3.9.1 from ``.cache/kafka-zk`` (``make kafka-zk``) as real
+processes on 127.0.0.1, on ports of ``PYKRAFT_PORT_RANGE``.
+
+A :class:`ZkCluster` starts ZooKeeper standalone (``QuorumPeerMain``, ready once a kazoo
+session opens), Kafka 3.9 brokers in ZooKeeper mode, in migration mode
+(``zookeeper.metadata.migration.enable`` and the controller quorum) or as KRaft brokers on
+the same ids and ``log.dirs`` (:class:`BrokerMode`), and Kafka 3.9 KRaft controllers
+formatted with ZooKeeper's ``/cluster/id`` (migration on or off, static voters). Settings
+are ``docs/design/migration-reference/run.sh``'s: the serial collector, C1 only, small
+heaps (and a log cleaner buffer to fit them), log4j 1 configs (INFO to the process's log;
+the request logger at DEBUG in its own file when asked), IBP 3.9, the AclAuthorizer with
+``User:ANONYMOUS`` a super user, and when asked a second listener, SASL_PLAINTEXT with SCRAM
+(:meth:`ZkCluster.as_scram_user`). Every process is stopped by its PID (SIGTERM, a bounded
+wait, then SIGKILL), brokers first. Kafka 3.9's tools run one JVM each (:meth:`ZkCluster.tool`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+from pathlib import Path
+
+import fetch_kafka_zk  # tests/migration_e2e/conftest.py puts scripts/ and the helpers on the path
+import pytest
+from oracle_kafka import in_ci
+from process_harness import wait_for
+
+from pykraft.migration.zk_ops import ZkUnavailableError
+from pykraft.migration.zk_reads import read_tree
+from pykraft.runtime.zk_session import ZkSession, ZkSessionSettings
+from pykraft.tools.kafka_runtime import JVM_OPTIONS
+from pykraft.tools.local_cluster import HOST, free_ports
+
+ZK_HEAP, NODE_HEAP, TOOL_HEAP = "192m", "384m", "256m"
+DEDUPE_BUFFER_BYTES = 16 << 20
+START_TIMEOUT_S = 180.0  # a JVM's start on a loaded 2-core machine, as run.sh waits
+STOP_TIMEOUT_S = 120.0  # a broker's controlled shutdown, as run.sh waits
+TOOL_TIMEOUT_S = 180.0
+BROKER_IDS = (1, 2, 3)
+CONTROLLER_IDS = (3000, 3001, 3002)
+CONTROLLER_LISTENER = "CONTROLLER"
+SCRAM_LISTENER = "SASL_PLAINTEXT"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+# Kafka 3.9.1's tools by the main class each kafka-*.sh script runs
+TOPICS = "org.apache.kafka.tools.TopicCommand"
+CONFIGS = "kafka.admin.ConfigCommand"
+ACLS = "kafka.admin.AclCommand"
+DUMP_LOG = "kafka.tools.DumpLogSegments"
+METADATA_QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+STORAGE = "kafka.tools.StorageTool"
+CONSOLE_PRODUCER = "kafka.tools.ConsoleProducer"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+_NODE_LOG4J = """\
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.state.change.logger=TRACE
+log4j.logger.org.apache.kafka.metadata.migration=DEBUG
+log4j.logger.kafka.migration=DEBUG
+log4j.logger.kafka.zk.migration=DEBUG
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.zookeeper=WARN
+"""
+_REQUEST_LOG4J = """\
+log4j.appender.req=org.apache.log4j.FileAppender
+log4j.appender.req.File={file}
+log4j.appender.req.layout=org.apache.log4j.PatternLayout
+log4j.appender.req.layout.ConversionPattern=[%d] %m%n
+log4j.logger.kafka.request.logger=DEBUG, req
+log4j.additivity.kafka.request.logger=false
+"""
+_TOOL_LOG4J = """\
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+
+class ZkClusterError(AssertionError):
+    """A process did not start, exited, or a tool failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kafka39:
+    """Kafka 3.9.1's runtime classpath (ZooKeeper 3.8.4 included)."""
+
+    classpath: tuple[Path, ...]
+
+    def java(self, main_class: str, *args: str, heap: str, log4j: Path) -> list[str]:
+        """The command running ``main_class`` in a light JVM logging through ``log4j``."""
+        return ["java", *JVM_OPTIONS, f"-Xmx{heap}", f"-Dlog4j.configuration=file:{log4j}",
+                "-cp", os.pathsep.join(str(jar) for jar in self.classpath), main_class, *args]
+
+
+@cache
+def fetched() -> Kafka39 | str:
+    """Kafka 3.9.1's jars (fetched once into ``.cache/kafka-zk``), or why they cannot be had."""
+    try:
+        if shutil.which("java") is None:
+            raise fetch_kafka_zk.FetchError("java is not installed")
+        return Kafka39(tuple(fetch_kafka_zk.fetch()))
+    except (fetch_kafka_zk.FetchError, OSError) as exc:
+        return f"Kafka 3.9.1 is not in .cache/kafka-zk and could not be fetched: {exc}"
+
+
+def required() -> Kafka39:
+    """Kafka 3.9.1; off CI a test skips without it (saying why), with CI=true it fails."""
+    found = fetched()
+    if isinstance(found, str):
+        if not in_ci():
+            pytest.skip(f"{found} [skips off CI; with CI=true it fails]")
+        pytest.fail(f"{found} [CI=true: the migration tests must run]", pytrace=False)
+    return found
+
+
+class JavaProcess:
+    """One JVM, its output appended to ``log``; waits look only at what this start wrote."""
+
+    def __init__(self, name: str, log: Path) -> None:
+        self.name = name
+        self.log = log
+        self._process: subprocess.Popen[bytes] | None = None
+        self._since = 0
+
+    def start(self, command: list[str]) -> None:
+        if self.running:
+            raise ZkClusterError(f"{self.name} is already running")
+        self._since = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self._process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
+                                             stderr=out, start_new_session=True)
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def output(self) -> str:
+        """What this start logged so far."""
+        with self.log.open("rb") as text:
+            text.seek(self._since)
+            return text.read().decode(errors="replace")
+
+    def scan(self, text: str) -> LineScan:
+        """A search for ``text`` in what this start logs, from its first line."""
+        return LineScan(self.log, self._since, text)
+
+    def wait_line(self, text: str, timeout_s: float = START_TIMEOUT_S) -> str:
+        """The first line of this start holding ``text``; fails at once if the process exits."""
+        scan = self.scan(text)
+
+        def probe() -> str | None:
+            found = scan.found()
+            if found is None and not self.running:
+                raise ZkClusterError(f"{self.name} exited before logging {text!r}:\n"
+                                     f"{self.output()[-3000:]}")
+            return found
+        found: str = wait_for(f"{self.name} to log {text!r}", probe, timeout_s)
+        return found
+
+    def terminate(self) -> None:
+        """SIGTERM (a broker's controlled shutdown) if it runs; :meth:`await_stop` after."""
+        if self._process is not None and self._process.poll() is None:
+            with suppress(ProcessLookupError):
+                os.kill(self._process.pid, signal.SIGTERM)
+
+    def await_stop(self, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """Wait for a terminated process, SIGKILL at the deadline; its exit code (None if
+        never started). Never a second SIGTERM: one is enough, and Kafka acts on the first."""
+        if self._process is None:
+            return None
+        try:
+            return self._process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self._process.wait(timeout=timeout_s)
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
+        """SIGTERM, a bounded wait, SIGKILL; the exit code (None if never started)."""
+        self.terminate()
+        return self.await_stop(timeout_s)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash."""
+        if self._process is not None and self._process.poll() is None:
+            os.kill(self._process.pid, signal.SIGKILL)
+            self._process.wait(timeout=STOP_TIMEOUT_S)
+
+
+class LineScan:
+    """Looks for a text in a growing log, reading each byte once (the logs of Kafka's nodes,
+    with the state change logger at TRACE, grow by megabytes)."""
+
+    def __init__(self, log: Path, start: int, text: str) -> None:
+        self.log = log
+        self.position = start
+        self.text = text
+        self._partial = ""
+
+    def found(self) -> str | None:
+        """The first complete line holding the text, among those written since last asked."""
+        if not self.log.exists():
+            return None
+        with self.log.open("rb") as out:
+            out.seek(self.position)
+            data = out.read()
+        self.position += len(data)
+        lines = (self._partial + data.decode(errors="replace")).split("\n")
+        self._partial = lines.pop()
+        return next((line for line in lines if self.text in line), None)
+
+
+class BrokerMode(Enum):
+    """How a Kafka 3.9 broker runs on its ``log.dirs`` (run.sh's three property sets)."""
+
+    ZK = "zk"
+    MIGRATION = "migration"
+    KRAFT = "kraft"
+
+
+class ZkCluster:
+    """ZooKeeper, Kafka 3.9 brokers and Kafka 3.9 KRaft controllers under ``base``."""
+
+    def __init__(self, base: Path, kafka: Kafka39, *, brokers: tuple[int, ...] = BROKER_IDS,
+                 controllers: tuple[int, ...] = CONTROLLER_IDS,
+                 controller_properties: Mapping[str, str] | None = None,
+                 request_logs: bool = False, scram_listener: bool = False) -> None:
+        self.base = base
+        self.kafka = kafka
+        self.request_logs = request_logs
+        self.extra_controller_properties = dict(controller_properties or {})
+        ports = iter(free_ports(1 + len(brokers) * (1 + scram_listener) + len(controllers)))
+        self.zk_port = next(ports)
+        self.broker_ports = {broker: next(ports) for broker in brokers}
+        #: a second listener per broker, SASL_PLAINTEXT with SCRAM-SHA-256/512, when asked
+        self.scram_ports = {broker: next(ports) for broker in brokers} if scram_listener else {}
+        self.controller_ports = {controller: next(ports) for controller in controllers}
+        base.mkdir(parents=True, exist_ok=True)
+        self.processes = {name: JavaProcess(name, base / f"{name}.log")
+                          for name in ["zk", *map(self.broker_name, brokers),
+                                       *map(self.controller_name, controllers)]}
+        self.broker_modes: dict[int, BrokerMode] = {}
+
+    # -- names and addresses ---------------------------------------------------------------
+
+    @staticmethod
+    def broker_name(broker: int) -> str:
+        return f"b{broker}"
+
+    @staticmethod
+    def controller_name(controller: int) -> str:
+        return f"c{controller}"
+
+    @property
+    def zk_connect(self) -> str:
+        return f"{HOST}:{self.zk_port}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{HOST}:{port}" for port in self.broker_ports.values())
+
+    @property
+    def scram_bootstrap_servers(self) -> str:
+        return ",".join(f"{HOST}:{port}" for port in self.scram_ports.values())
+
+    @property
+    def bootstrap_controllers(self) -> str:
+        return ",".join(f"{HOST}:{port}" for port in self.controller_ports.values())
+
+    @property
+    def voters(self) -> str:
+        return ",".join(f"{controller}@{HOST}:{port}"
+                        for controller, port in self.controller_ports.items())
+
+    def broker(self, broker: int) -> JavaProcess:
+        return self.processes[self.broker_name(broker)]
+
+    def controller(self, controller: int) -> JavaProcess:
+        return self.processes[self.controller_name(controller)]
+
+    def broker_data(self, broker: int) -> Path:
+        return self.base / self.broker_name(broker) / "data"
+
+    def controller_data(self, controller: int) -> Path:
+        return self.base / self.controller_name(controller) / "data"
+
+    # -- files -----------------------------------------------------------------------------
+
+    def _log4j(self, name: str) -> Path:
+        path = self.base / f"{name}.log4j"
+        text = _NODE_LOG4J
+        if self.request_logs:
+            text += _REQUEST_LOG4J.format(file=self.base / f"{name}.requests.log")
+        path.write_text(text)
+        return path
+
+    def _write_properties(self, name: str, properties: Mapping[str, str]) -> Path:
+        path = self.base / f"{name}.properties"
+        path.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
+        return path
+
+    def broker_properties(self, broker: int, mode: BrokerMode) -> dict[str, str]:
+        """run.sh's ``zk_broker`` / ``mig_broker`` / ``kraft_broker``."""
+        listeners = f"PLAINTEXT://{HOST}:{self.broker_ports[broker]}"
+        protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        scram: dict[str, str] = {}
+        if self.scram_ports:
+            listeners += f",{SCRAM_LISTENER}://{HOST}:{self.scram_ports[broker]}"
+            protocols += f",{SCRAM_LISTENER}:{SCRAM_LISTENER}"
+            scram = {"sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS), **{
+                f"listener.name.{SCRAM_LISTENER.lower()}.{mechanism.lower()}.sasl.jaas.config":
+                    f"{SCRAM_LOGIN_MODULE} required;" for mechanism in SCRAM_MECHANISMS}}
+        common = {
+            "listeners": listeners, "advertised.listeners": listeners, **scram,
+            "log.dirs": str(self.broker_data(broker)),
+            "num.network.threads": "2", "num.io.threads": "2", "background.threads": "2",
+            "num.replica.fetchers": "1", "log.cleaner.threads": "1",
+            # run.sh's heap is small for the cleaner's default 128 MiB dedupe buffer: a dynamic
+            # cleaner config (phase A sets log.cleaner.backoff.ms) restarts the cleaner, whose
+            # new buffer beside the old one ran out of heap and killed the thread processing
+            # /config/changes (later SCRAM credentials and quotas went unseen)
+            "log.cleaner.dedupe.buffer.size": str(DEDUPE_BUFFER_BYTES),
+            "offsets.topic.replication.factor": "3", "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": "3",
+            "transaction.state.log.num.partitions": "3",
+            "transaction.state.log.min.isr": "2", "group.initial.rebalance.delay.ms": "0",
+            "super.users": "User:ANONYMOUS", "allow.everyone.if.no.acl.found": "true",
+        }
+        quorum = {
+            "controller.quorum.voters": self.voters,
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "listener.security.protocol.map": protocols,
+        }
+        if mode is BrokerMode.KRAFT:
+            return {**common, "process.roles": "broker", "node.id": str(broker), **quorum,
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "authorizer.class.name":
+                        "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+        zk_mode = {**common, "broker.id": str(broker), "zookeeper.connect": self.zk_connect,
+                   "inter.broker.protocol.version": "3.9",
+                   "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
+        if mode is BrokerMode.ZK:
+            return zk_mode
+        return {**zk_mode, "zookeeper.metadata.migration.enable": "true", **quorum}
+
+    def controller_properties(self, controller: int, *, migration: bool) -> dict[str, str]:
+        """run.sh's ``controller``: with ``migration``, ZooKeeper's address and the
+        listener of the ZK brokers; then the cluster's extra controller properties."""
+        properties = {
+            "process.roles": "controller", "node.id": str(controller),
+            "controller.quorum.voters": self.voters,
+            "controller.listener.names": CONTROLLER_LISTENER,
+            "listeners": f"{CONTROLLER_LISTENER}://{HOST}:{self.controller_ports[controller]}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.controller_data(controller)),
+            "num.network.threads": "1", "num.io.threads": "2",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:ANONYMOUS", "allow.everyone.if.no.acl.found": "true",
+        }
+        if migration:
+            properties |= {"zookeeper.metadata.migration.enable": "true",
+                           "zookeeper.connect": self.zk_connect,
+                           "inter.broker.listener.name": "PLAINTEXT"}
+        return properties | self.extra_controller_properties
+
+    # -- ZooKeeper -------------------------------------------------------------------------
+
+    def start_zookeeper(self) -> None:
+        """ZooKeeper standalone; returns once a session opens."""
+        config = self._write_properties("zk", {
+            "dataDir": str(self.base / "zk"), "clientPort": str(self.zk_port),
+            "clientPortAddress": HOST, "maxClientCnxns": "0", "admin.enableServer": "false",
+            "4lw.commands.whitelist": "*"})
+        zk = self.processes["zk"]
+        zk.start(self.kafka.java("org.apache.zookeeper.server.quorum.QuorumPeerMain",
+                                 str(config), heap=ZK_HEAP, log4j=self._log4j("zk")))
+
+        def session_opens() -> bool | None:
+            if not zk.running:
+                raise ZkClusterError(f"ZooKeeper exited:\n{zk.output()[-3000:]}")
+            try:
+                with self.zk_session(connection_timeout_ms=1000):
+                    return True
+            except ZkUnavailableError:
+                return None
+        wait_for("ZooKeeper to accept a session", session_opens, START_TIMEOUT_S)
+
+    @contextmanager
+    def zk_session(self, connection_timeout_ms: int = 15000) -> Iterator[ZkSession]:
+        """A kazoo session on the cluster's ZooKeeper (pykraft's ``ZkSession``)."""
+        with ZkSession(ZkSessionSettings(self.zk_connect,
+                                         connection_timeout_ms=connection_timeout_ms)) as session:
+            yield session
+
+    def cluster_id(self) -> str:
+        """``/cluster/id``, which the first ZK broker wrote."""
+        with self.zk_session() as session:
+            found = read_tree(session).cluster_id
+        if found is None:
+            raise ZkClusterError("ZooKeeper has no /cluster/id yet")
+        return found
+
+    # -- brokers and controllers -----------------------------------------------------------
+
+    def start_broker(self, broker: int, mode: BrokerMode) -> None:
+        name = self.broker_name(broker)
+        config = self._write_properties(f"{name}.{mode.value}",
+                                        self.broker_properties(broker, mode))
+        self.broker_modes[broker] = mode
+        self.broker(broker).start(self.kafka.java("kafka.Kafka", str(config), heap=NODE_HEAP,
+                                                  log4j=self._log4j(name)))
+
+    def wait_broker(self, broker: int) -> None:
+        """Until the broker logs that it started (a ZK-mode or a KRaft broker's line)."""
+        started = ("Kafka Server started" if self.broker_modes[broker] is BrokerMode.KRAFT
+                   else f"[KafkaServer id={broker}] started")
+        self.broker(broker).wait_line(started)
+
+    def roll_broker(self, broker: int, mode: BrokerMode) -> None:
+        """Stop the broker (controlled shutdown), start it in ``mode``, wait for it."""
+        self.broker(broker).stop()
+        self.start_broker(broker, mode)
+        self.wait_broker(broker)
+
+    def format_controller(self, controller: int, cluster_id: str, *, migration: bool) -> None:
+        """Kafka 3.9's storage tool on the controller's properties."""
+        config = self._controller_config(controller, migration=migration)
+        self.tool(STORAGE, "format", "-t", cluster_id, "-c", str(config))
+
+    def _controller_config(self, controller: int, *, migration: bool) -> Path:
+        kind = "migration" if migration else "kraft"
+        return self._write_properties(f"{self.controller_name(controller)}.{kind}",
+                                      self.controller_properties(controller,
+                                                                 migration=migration))
+
+    def start_controller(self, controller: int, *, migration: bool) -> None:
+        name = self.controller_name(controller)
+        config = self._controller_config(controller, migration=migration)
+        self.controller(controller).start(self.kafka.java(
+            "kafka.Kafka", str(config), heap=NODE_HEAP, log4j=self._log4j(name)))
+
+    def wait_controller(self, controller: int) -> None:
+        self.controller(controller).wait_line("Kafka Server started")
+
+    def restart_controller(self, controller: int, *, migration: bool) -> None:
+        self.controller(controller).stop()
+        self.start_controller(controller, migration=migration)
+        self.wait_controller(controller)
+
+    def wait_controller_line(self, text: str, timeout_s: float = START_TIMEOUT_S,
+                             ) -> tuple[int, str]:
+        """The first controller whose current start logged a line holding ``text``: its id
+        and the line."""
+        scans = {c: self.controller(c).scan(text) for c in self.controller_ports}
+
+        def probe() -> tuple[int, str] | None:
+            return next(((controller, line) for controller, scan in scans.items()
+                         if (line := scan.found()) is not None), None)
+        found: tuple[int, str] = wait_for(f"a controller to log {text!r}", probe, timeout_s)
+        return found
+
+    def stop_all(self) -> None:
+        """Brokers (their controlled shutdown needs the controllers), controllers, ZooKeeper."""
+        groups = ([self.broker(b) for b in self.broker_ports],
+                  [self.controller(c) for c in self.controller_ports], [self.processes["zk"]])
+        for group in groups:
+            for process in group:
+                process.terminate()
+            for process in group:
+                process.await_stop()
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def tool(self, main_class: str, *args: str, stdin: str = "",
+             check: bool = True) -> subprocess.CompletedProcess[str]:
+        """A Kafka 3.9.1 tool (its main class) in its own JVM, logging WARN to stderr;
+        with ``check`` a non-zero exit fails."""
+        log4j = self.base / "tools.log4j"
+        if not log4j.exists():
+            log4j.write_text(_TOOL_LOG4J)
+        done = subprocess.run(self.kafka.java(main_class, *args, heap=TOOL_HEAP, log4j=log4j),
+                              input=stdin, capture_output=True, text=True,
+                              timeout=TOOL_TIMEOUT_S, check=False)
+        if check and done.returncode != 0:
+            raise ZkClusterError(f"{main_class} {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        return done
+
+    def admin(self, main_class: str, *args: str, stdin: str = "") -> str:
+        """A tool with ``--bootstrap-server`` the brokers; its stdout."""
+        return self.tool(main_class, "--bootstrap-server", self.bootstrap_servers, *args,
+                         stdin=stdin).stdout
+
+    def wait_no_under_replicated(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Until ``kafka-topics --describe --under-replicated-partitions`` lists none."""
+        def none_listed() -> bool | None:
+            done = self.tool(TOPICS, "--bootstrap-server", self.bootstrap_servers,
+                             "--describe", "--under-replicated-partitions", check=False)
+            return True if done.returncode == 0 and not done.stdout.strip() else None
+        wait_for("no under-replicated partition", none_listed, timeout_s)
+
+    def produce(self, topic: str, count: int, tag: str) -> None:
+        """``count`` keyed values ``k<i>:<tag>-<i>`` by the console producer, idempotent
+        with acks=all (run.sh's ``produce``: keyed, so a compacted topic takes them)."""
+        self.admin(CONSOLE_PRODUCER, "--topic", topic,
+                   "--producer-property", "acks=all",
+                   "--producer-property", "enable.idempotence=true",
+                   "--property", "parse.key=true", "--property", "key.separator=:",
+                   stdin="".join(f"k{i}:{tag}-{i}\n" for i in range(1, count + 1)))
+
+    def consume(self, topic: str, *args: str, timeout_ms: int = 60000) -> list[str]:
+        """The values the console consumer reads from the start of ``topic`` until
+        ``timeout_ms`` pass without one (``args``: ``--group``, ``--max-messages``)."""
+        done = self.tool(CONSOLE_CONSUMER, "--bootstrap-server", self.bootstrap_servers,
+                         "--topic", topic, "--from-beginning", "--timeout-ms", str(timeout_ms),
+                         *args, check=False)
+        return done.stdout.splitlines()
+
+    def quorum_leader(self) -> int:
+        """The KRaft leader as ``kafka-metadata-quorum describe --status`` names it."""
+        status = self.tool(METADATA_QUORUM, "--bootstrap-controller",
+                           self.bootstrap_controllers, "describe", "--status").stdout
+        (leader,) = [line.split()[1] for line in status.splitlines()
+                     if line.startswith("LeaderId")]
+        return int(leader)
+
+    def as_scram_user(self, main_class: str, user: str, password: str, *args: str,
+                      mechanism: str = SCRAM_MECHANISMS[0]) -> subprocess.CompletedProcess[str]:
+        """A tool through the SCRAM listener, authenticated as ``user`` (``--command-config``);
+        its outcome, whatever its exit code."""
+        config = self._write_properties(f"client-{user}", {
+            "security.protocol": SCRAM_LISTENER, "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f'{SCRAM_LOGIN_MODULE} required username="{user}" '
+                                f'password="{password}";'})
+        return self.tool(main_class, "--bootstrap-server", self.scram_bootstrap_servers,
+                         "--command-config", str(config), *args, check=False)
+
+    def dump_metadata(self, controller: int) -> str:
+        """``kafka-dump-log.sh --cluster-metadata-decoder`` over the controller's metadata
+        log segments: Kafka 3.9's ``DumpLogSegments`` output."""
+        segments = sorted((self.controller_data(controller) / "__cluster_metadata-0")
+                          .glob("*.log"))
+        if not segments:
+            raise ZkClusterError(f"controller {controller} has no metadata log segment")
+        return self.tool(DUMP_LOG, "--cluster-metadata-decoder", "--files",
+                         ",".join(map(str, segments))).stdout
+
+
+@contextmanager
+def zk_cluster(base: Path, *, controller_properties: Mapping[str, str] | None = None,
+               request_logs: bool = False, scram_listener: bool = False,
+               ) -> Iterator[ZkCluster]:
+    """A :class:`ZkCluster` (Kafka 3.9.1 required: :func:`required`) whose processes are all
+    stopped by PID when the block ends, failed or not."""
+    cluster = ZkCluster(base, required(), controller_properties=controller_properties,
+                        request_logs=request_logs, scram_listener=scram_listener)
+    try:
+        yield cluster
+    finally:
+        cluster.stop_all()

@@ -1,0 +1,183 @@
+"""The migrating controller's ZooKeeper session: its settings, read with Kafka's names and
+defaults (migration-plan §1), and kazoo's answers and exceptions as the ``ZkClient`` results
+and errors, on a fake kazoo. The session against a real ZooKeeper:
+``tests/migration_e2e/test_zk_session_live.py``."""
+
+from __future__ import annotations
+
+import pytest
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    NoAuthError,
+    NoNodeError,
+    RolledBackError,
+    RuntimeInconsistency,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import ZnodeStat
+
+from pykraft.errors import ConfigError, PyKraftError
+from pykraft.migration.zk_ops import (
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    SetDataOp,
+    ZkError,
+    ZkOpResult,
+    ZkUnavailableError,
+)
+from pykraft.migration.zk_tree import ZkRead
+from pykraft.runtime.zk_session import ZkRequestError, ZkSession, ZkSessionSettings, split_chroot
+
+
+def test_kafkas_defaults() -> None:
+    settings = ZkSessionSettings.from_properties({"zookeeper.connect": "127.0.0.1:2181"})
+    assert settings == ZkSessionSettings("127.0.0.1:2181", 18000, 18000, 10)
+    assert (settings.hosts, settings.chroot) == ("127.0.0.1:2181", None)
+
+
+def test_the_connection_timeout_defaults_to_the_session_timeout() -> None:
+    settings = ZkSessionSettings.from_properties({
+        "zookeeper.connect": "a:1,b:2/kafka/one", "zookeeper.session.timeout.ms": "6000",
+        "zookeeper.max.in.flight.requests": "3"})
+    assert (settings.session_timeout_ms, settings.connection_timeout_ms,
+            settings.max_in_flight_requests) == (6000, 6000, 3)
+    assert (settings.hosts, settings.chroot) == ("a:1,b:2", "/kafka/one")
+    explicit = ZkSessionSettings.from_properties({
+        "zookeeper.connect": "a:1", "zookeeper.connection.timeout.ms": "2500"})
+    assert explicit.connection_timeout_ms == 2500
+
+
+@pytest.mark.parametrize(("connect", "hosts", "chroot"), [
+    ("h:1", "h:1", None), ("h:1/", "h:1", None), ("h:1,i:2/k", "h:1,i:2", "/k")])
+def test_chroot(connect: str, hosts: str, chroot: str | None) -> None:
+    assert split_chroot(connect) == (hosts, chroot)
+
+
+@pytest.mark.parametrize(("properties", "message"), [
+    ({}, "zookeeper.connect must also be set"),
+    ({"zookeeper.connect": "  "}, "zookeeper.connect must also be set"),
+    ({"zookeeper.connect": "h:1,,i:2"}, "host:port"),
+    ({"zookeeper.connect": "/chroot"}, "host:port"),
+    ({"zookeeper.connect": "h:1/a//b"}, "not a ZooKeeper path"),
+    ({"zookeeper.connect": "h:1/a/"}, "not a ZooKeeper path"),
+    ({"zookeeper.connect": "h:1", "zookeeper.session.timeout.ms": "soon"},
+     "zookeeper.session.timeout.ms: expected an integer"),
+    ({"zookeeper.connect": "h:1", "zookeeper.session.timeout.ms": "-1"}, "at least 0"),
+    ({"zookeeper.connect": "h:1", "zookeeper.max.in.flight.requests": "0"}, "at least 1"),
+])
+def test_bad_settings_are_refused_naming_the_key(properties: dict[str, str],
+                                                  message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ZkSessionSettings.from_properties(properties)
+
+
+class Pending:
+    """A kazoo async result, already settled."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def get(self, timeout: float) -> object:
+        del timeout
+        if isinstance(self.value, BaseException):
+            raise self.value
+        return self.value
+
+
+class FakeKazoo:
+    """What ZkSession uses of KazooClient, answering from ``answers`` by method."""
+
+    answers: dict[str, object] = {}
+    started: list[str] = []
+
+    def __init__(self, hosts: str, timeout: float) -> None:
+        self.hosts, self.timeout = hosts, timeout
+        self.ops: list[str] = []
+
+    def start(self, timeout: float) -> None:
+        if "start" in self.answers:
+            raise KazooTimeoutError("Connection time-out")
+        self.started.append(self.hosts)
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def get_async(self, path: str) -> Pending:
+        return Pending(self.answers["get"])
+
+    def get_children_async(self, path: str) -> Pending:
+        return Pending(self.answers["children"])
+
+    def ensure_path_async(self, path: str) -> Pending:
+        return Pending(True)
+
+    def transaction(self) -> FakeKazoo:
+        return self
+
+    def __getattr__(self, op: str) -> object:  # create / set_data / delete / check
+        return lambda *args, **kwargs: self.ops.append(op)
+
+    def commit_async(self) -> Pending:
+        return Pending(self.answers["multi"])
+
+
+def fake_session(**answers: object) -> ZkSession:
+    FakeKazoo.answers = answers
+    FakeKazoo.started = []
+    made = ZkSession(ZkSessionSettings("h:1/chroot", session_timeout_ms=6000),
+                     client_factory=FakeKazoo)
+    made.start()
+    return made
+
+
+def test_kazoos_answers_become_zk_results() -> None:
+    stat = ZnodeStat(0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0)
+    session = fake_session(get=(b"x", stat), children=["b", "a"],
+                           multi=["/p", stat, True, True])
+    assert FakeKazoo.started == ["h:1", "h:1/chroot"]  # the chroot is made first
+    assert session.get("/p") == ZkRead(b"x", 7)
+    assert session.children("/") == ["b", "a"]
+    assert session.multi([CreateOp("/p", b""), SetDataOp("/p", b"y", 6), DeleteOp("/q"),
+                          CheckOp("/r", 1)]) == [
+        ZkOpResult(ZkError.OK, "/p", 0), ZkOpResult(ZkError.OK, "/p", 7),
+        ZkOpResult(ZkError.OK, "/q"), ZkOpResult(ZkError.OK, "/r")]
+    failed = fake_session(multi=[RolledBackError(), BadVersionError(), RuntimeInconsistency()])
+    assert [r.error for r in failed.multi([CheckOp("/a", 1), CheckOp("/b", 2),
+                                           DeleteOp("/c")])] == [
+        ZkError.ROLLED_BACK, ZkError.BAD_VERSION, ZkError.ROLLED_BACK]
+
+
+@pytest.mark.parametrize("error", [ConnectionLoss(), SessionExpiredError(),
+                                   ConnectionClosedError(), KazooTimeoutError()])
+def test_a_lost_zookeeper_is_unavailable(error: Exception) -> None:
+    session = fake_session(get=error, multi=error)
+    with pytest.raises(ZkUnavailableError):
+        session.get("/p")
+    with pytest.raises(ZkUnavailableError):
+        session.multi([CheckOp("/p", 0)])
+
+
+def test_other_refusals_are_request_errors() -> None:
+    session = fake_session(get=NoNodeError(), children=NoAuthError())
+    assert session.get("/p") is None
+    with pytest.raises(ZkRequestError, match="NOAUTH") as refused:
+        session.children("/p")
+    assert refused.value.error is ZkError.NO_AUTH
+
+
+def test_start_and_close() -> None:
+    with pytest.raises(ZkUnavailableError, match="within 18000 ms"):
+        FakeKazoo.answers = {"start": True}
+        ZkSession(ZkSessionSettings("h:1"), client_factory=FakeKazoo).start()
+    session = fake_session()
+    with pytest.raises(PyKraftError, match="already started"):
+        session.start()
+    session.close()
+    session.close()
+    with pytest.raises(ZkUnavailableError, match="not started"):
+        session.get("/p")

@@ -21,7 +21,9 @@ from migration_captures import log_batches, log_records
 from pykraft.controller.cluster_control import migration_registration_refusal
 from pykraft.controller.context import ControllerContext
 from pykraft.controller.migration_ops import (
+    ABORT_REASON,
     NO_TRANSACTION_WARNING,
+    AbortMigration,
     BeginMigration,
     CompleteMigration,
     MigrationBatch,
@@ -304,6 +306,23 @@ def test_migration_writes_are_refused_when_not_active_or_out_of_order() -> None:
     refused = cluster.call(BeginMigration())
     assert isinstance(refused, MigrationRefused)
     assert refused.error_code == ErrorCode.NOT_CONTROLLER
+
+
+def test_a_failed_load_is_aborted_by_its_own_controller_and_loaded_again() -> None:
+    """pykraft's driver aborts a load it could not finish (Kafka's controller exits and its
+    successor aborts): the load's records are discarded and the next Begin starts afresh."""
+    cluster = migrating()
+    written(cluster, BeginMigration())
+    written(cluster, MigrationBatch(topic_records()))
+    written(cluster, AbortMigration())
+    assert last_batch(cluster) == [("AbortTransactionRecord", 0)]
+    assert messages(cluster)[-1] == AbortTransactionRecord(reason=ABORT_REASON)
+    assert cluster.replayed_image().topics.by_id == {}
+    assert state(cluster) == ZkMigrationState.PRE_MIGRATION
+    assert cluster.call(AbortMigration()) == MigrationRefused(
+        ErrorCode.INVALID_REQUEST, "No ZK migration transaction is open")
+    migrated(cluster)
+    assert TOPIC_ID in cluster.replayed_image().topics.by_id
 
 
 def test_a_migration_write_lost_with_its_leader_is_answered_not_controller() -> None:

@@ -57,7 +57,18 @@ class CompleteMigration:
     one batch."""
 
 
-MigrationRequest = BeginMigration | MigrationBatch | CompleteMigration
+@dataclass(frozen=True, slots=True)
+class AbortMigration:
+    """The driver's load failed (ZooKeeper lost, a znode it cannot read): an
+    ``AbortTransactionRecord`` discards the load's records. Kafka's controller exits instead
+    and its successor aborts the transaction at activation; pykraft's stays active and its
+    driver loads again."""
+
+
+#: The reason of the AbortTransactionRecord a failed load leaves.
+ABORT_REASON = "Aborting the ZK migration"
+
+MigrationRequest = BeginMigration | MigrationBatch | CompleteMigration | AbortMigration
 _TRANSACTION_MARKERS = (BeginTransactionRecord, EndTransactionRecord, AbortTransactionRecord)
 
 
@@ -114,6 +125,10 @@ def migration_records(image: MetadataImage, request: MigrationRequest
         return (BeginTransactionRecord(name=TRANSACTION_NAME),), None
     if isinstance(request, MigrationBatch):
         return request.records, None
+    if isinstance(request, AbortMigration):
+        if not transactions:
+            return (), NO_TRANSACTION_WARNING
+        return (AbortTransactionRecord(reason=ABORT_REASON),), None
     end = (EndTransactionRecord(),) if transactions else ()
     return (ZkMigrationStateRecord(zk_migration_state=ZkMigrationState.MIGRATION), *end), None
 

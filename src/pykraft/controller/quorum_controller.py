@@ -277,6 +277,11 @@ class QuorumController:
         return self._committed.image
 
     @property
+    def committed_delta(self) -> MetadataDelta:
+        """The committed changes that made :attr:`committed_image`."""
+        return self._committed.last_delta
+
+    @property
     def committed_offset(self) -> int:
         return self._committed_offset
 

@@ -168,6 +168,10 @@ class MetadataDelta:
     # Kafka's ``configsDelta()`` and kin: None when no record touched that part (the
     # migration's dual write writes to ZooKeeper what a delta touched, changed or not).
     @property
+    def cluster_delta(self) -> ClusterDelta | None:
+        return self._cluster
+
+    @property
     def topics_delta(self) -> TopicsDelta | None:
         return self._topics
 

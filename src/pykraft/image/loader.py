@@ -50,6 +50,9 @@ class ImageLoader:
         self._delta: MetadataDelta | None = None
         self._transaction: list[MetadataRecord] | None = None
         self.last_offset = self.image.provenance.last_offset
+        self.last_delta = MetadataDelta(self.image)
+        """The changes that made :attr:`image` (what a publisher of committed images, such as
+        the migration driver's dual write, hands on with it)."""
 
     @property
     def in_transaction(self) -> bool:
@@ -101,6 +104,7 @@ class ImageLoader:
             return
         delta = self._delta if self._delta is not None else MetadataDelta(self.image)
         self.image = delta.apply(provenance)
+        self.last_delta = delta
         self._delta = None
 
 

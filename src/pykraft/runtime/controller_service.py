@@ -25,14 +25,14 @@ import asyncio
 import dataclasses
 import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pykraft.controller import ControllerConfig, QuorumController
 from pykraft.controller.broker_liveness import OVERDUE_HEARTBEATS
 from pykraft.controller.quorum_controller import not_controller_answer
 from pykraft.controller.responses import delete_topic_states
 from pykraft.image.cluster_image import BrokerRegistration
-from pykraft.image.image import MetadataImage
+from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.image.snapshot_generator import SnapshotGenerator
 from pykraft.messages.kafka.delete_topics_request import DeleteTopicsRequest
 from pykraft.protocol.apis import ApiKey
@@ -71,6 +71,16 @@ def controller_body(body: object) -> object:
         return dataclasses.replace(body, topics=delete_topic_states(body), topic_names=())
     return body
 
+class ImagePublisher(Protocol):
+    """Told of leader changes and of each committed image (Kafka's MetadataPublisher), on
+    the event loop; the migration driver is one."""
+
+    def leader_changed(self, leader_id: int | None, epoch: int) -> None: ...
+
+    def published(self, delta: MetadataDelta, image: MetadataImage, *,
+                  is_snapshot: bool) -> None: ...
+
+
 class ControllerService:
     """Drives one :class:`QuorumController` from the event loop; see the module docstring."""
 
@@ -88,6 +98,8 @@ class ControllerService:
         self._submissions: list[tuple[object, asyncio.Future[Any]]] = []
         self._batching = False
         """True while :meth:`_submit_pending` submits: appends then wait for one write."""
+        self.publishers: list[ImagePublisher] = []
+        self._published: MetadataImage | None = None
         self.liveness: BrokerLiveness | None = None
         if config.fence_on_refused_connection:
             self.liveness = BrokerLiveness(
@@ -174,10 +186,13 @@ class ControllerService:
     def handle_commit(self, batch: RecordBatch) -> None:
         self.controller.handle_commit(batch)
         self.snapshot_generator.committed(self.controller.committed_image, batch)
+        self._publish(is_snapshot=False)
         self._follow_up()
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         self.controller.handle_leader_change(leader)
+        for publisher in self.publishers:
+            publisher.leader_changed(leader.leader_id, leader.epoch)
         self._follow_up()
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
@@ -202,6 +217,17 @@ class ControllerService:
     def _load_image(self, image: MetadataImage) -> None:
         self.controller.load_image(image)
         self.snapshot_generator.loaded()
+        self._publish(is_snapshot=True)
+
+    def _publish(self, *, is_snapshot: bool) -> None:
+        """Hand a new committed image to the publishers (none while a metadata transaction
+        is open: its records are not in the image until its end)."""
+        image = self.controller.committed_image
+        if image is self._published:
+            return
+        self._published = image
+        for publisher in self.publishers:
+            publisher.published(self.controller.committed_delta, image, is_snapshot=is_snapshot)
 
     def _append(self, now_ms: int, values: list[bytes]) -> int:
         return self._require_node().core.append(now_ms, values, poll=not self._batching)

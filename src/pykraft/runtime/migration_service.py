@@ -1,0 +1,196 @@
+"""The migration driver in a controller process (``zookeeper.metadata.migration.enable``).
+
+:class:`~pykraft.migration.driver.MigrationDriver` is deterministic and its ports block (a
+ZooKeeper write waits for the connection, a load batch for its commit), so it runs on a
+worker thread of its own, one event at a time, as Kafka's driver runs on its event-queue
+thread: the leader changes and committed images the controller publishes on the event
+loop are queued to it, and polls are re-armed with Kafka's backoff (100 ms doubling to
+60 s, 2 % jitter; at once after a transition). The load's writes go back to the loop as
+controller submissions and wait there for their commit, at most Kafka's
+``METADATA_COMMIT_MAX_WAIT_MS``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from pykraft.controller.migration_ops import (
+    AbortMigration,
+    BeginMigration,
+    CompleteMigration,
+    MigrationBatch,
+    MigrationRequest,
+    MigrationWritten,
+)
+from pykraft.image.image import MetadataDelta, MetadataImage
+from pykraft.migration.driver import MigrationCommitError, MigrationDriver
+from pykraft.migration.propagator import LegacyRequest, MigrationPropagator, PropagationError
+from pykraft.records.metadata import MetadataRecord
+from pykraft.runtime.backoff import ExponentialBackoff
+from pykraft.runtime.controller_service import ControllerService
+from pykraft.runtime.legacy_channel import LegacyChannel
+
+log = logging.getLogger(__name__)
+
+POLL_INITIAL_MS = 100
+POLL_MAX_MS = 60_000
+POLL_JITTER = 0.02
+CLOSE_TIMEOUT_S = 10.0
+"""How long :meth:`MigrationService.close` waits for the event in progress (a ZooKeeper call
+blocked on a lost connection gives up with the session)."""
+
+METADATA_COMMIT_MAX_WAIT_S = 300.0
+"""Kafka's ``METADATA_COMMIT_MAX_WAIT_MS``: how long the driver waits for a load write."""
+
+Event = Callable[[], None]
+
+
+class MigrationService:
+    """Owns the driver's worker thread; every method but the worker's is called from the
+    event loop's thread."""
+
+    def __init__(self, driver: MigrationDriver, *, rng_seed: int | None = None) -> None:
+        self.driver = driver
+        self._events: deque[Event] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self._poll_at = 0.0
+        self._backoff = ExponentialBackoff(POLL_INITIAL_MS, POLL_MAX_MS, POLL_JITTER)
+        if rng_seed is not None:
+            self._backoff.rng.seed(rng_seed)
+        self._thread = threading.Thread(target=self._run, name="migration-driver",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(CLOSE_TIMEOUT_S)
+
+    # -- inputs, from the event loop ----------------------------------------------------
+
+    def leader_changed(self, leader_id: int | None, epoch: int) -> None:
+        self._enqueue(lambda: self.driver.on_leader_change(leader_id, epoch))
+
+    def published(self, delta: MetadataDelta, image: MetadataImage, *,
+                  is_snapshot: bool) -> None:
+        self._enqueue(lambda: self.driver.on_metadata(delta, image, is_snapshot=is_snapshot))
+
+    # -- the worker ---------------------------------------------------------------------
+
+    def _enqueue(self, event: Event) -> None:
+        with self._cond:
+            self._events.append(event)
+            self._cond.notify()
+
+    def _next(self) -> Event | None:
+        """The next event: queued ones first, else the poll when it is due."""
+        with self._cond:
+            while not self._closed:
+                if self._events:
+                    return self._events.popleft()
+                wait_s = self._poll_at - time.monotonic()
+                if wait_s <= 0:
+                    self._poll_at = time.monotonic() + self._backoff.next_delay_ms() / 1000
+                    return self.driver.poll
+                self._cond.wait(wait_s)
+            return None
+
+    def _run(self) -> None:
+        while (event := self._next()) is not None:
+            try:
+                event()
+            except Exception:  # a bug or a ZooKeeper failure the driver does not expect
+                log.exception("Unhandled error in the migration driver; retrying on the "
+                              "next poll")
+            if self.driver.wakeup:
+                self.driver.wakeup = False
+                with self._cond:
+                    self._backoff.reset()
+                    self._poll_at = 0.0
+
+
+
+class ControllerRecords:
+    """The driver's :class:`~pykraft.migration.driver.MigrationRecords`: each write is
+    submitted to the controller on the event loop and waited for, committed, from the
+    driver's thread."""
+
+    def __init__(self, service: ControllerService, loop: asyncio.AbstractEventLoop, *,
+                 timeout_s: float = METADATA_COMMIT_MAX_WAIT_S) -> None:
+        self._service = service
+        self._loop = loop
+        self._timeout_s = timeout_s
+
+    def begin(self) -> None:
+        self._write(BeginMigration())
+
+    def accept_batch(self, records: tuple[MetadataRecord, ...]) -> None:
+        self._write(MigrationBatch(records))
+        log.info("Finished waiting for the metadata layer to commit %d migration records",
+                 len(records))
+
+    def complete(self) -> tuple[int, int]:
+        written = self._write(CompleteMigration())
+        return written.offset, written.epoch
+
+    def abort(self) -> None:
+        try:
+            self._write(AbortMigration())
+        except MigrationCommitError as e:
+            log.warning("Could not abort the ZK migration's transaction (%s); the next active "
+                        "controller aborts it", e)
+
+    def _write(self, request: MigrationRequest) -> MigrationWritten:
+        future = asyncio.run_coroutine_threadsafe(self._service.submit(request), self._loop)
+        try:
+            answer = future.result(self._timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise MigrationCommitError(
+                f"{type(request).__name__} did not commit within {self._timeout_s:.0f} s"
+            ) from None
+        except (concurrent.futures.CancelledError, RuntimeError) as e:
+            raise MigrationCommitError(f"{type(request).__name__} was not written: {e}") from e
+        if not isinstance(answer, MigrationWritten):
+            raise MigrationCommitError(f"{type(request).__name__} refused: {answer}")
+        if answer.warning is not None:
+            log.warning("%s", answer.warning)
+        return answer
+
+
+class ChannelPropagator:
+    """The driver's :class:`~pykraft.migration.driver.LegacyPropagator`: requests made on
+    the driver's thread by Kafka's propagator, delivered by the legacy channel on the loop."""
+
+    def __init__(self, propagator: MigrationPropagator, channel: LegacyChannel,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._propagator = propagator
+        self._channel = channel
+        self._loop = loop
+
+    def send_full(self, image: MetadataImage, zk_controller_epoch: int) -> None:
+        self._deliver(image, lambda: self._propagator.image_requests(image, zk_controller_epoch))
+
+    def send_delta(self, previous: MetadataImage, image: MetadataImage,
+                   zk_controller_epoch: int) -> None:
+        self._deliver(image, lambda: self._propagator.delta_requests(
+            previous, image, zk_controller_epoch))
+
+    def _deliver(self, image: MetadataImage, make: Callable[[], list[LegacyRequest]]) -> None:
+        try:
+            requests = make()
+        except PropagationError as e:
+            log.error("Not sending metadata RPCs to the ZooKeeper brokers: %s", e)
+            return
+        self._loop.call_soon_threadsafe(self._channel.deliver, image, requests)

@@ -22,7 +22,8 @@ from pykraft.migration.zk_ops import (
 )
 from pykraft.migration.zk_reads import read_tree
 from pykraft.migration.zk_tree import ZkRead, ZkTree
-from pykraft.runtime.zk_session import ZkSession, ZkSessionSettings
+from pykraft.runtime.settings import ZkClientSettings
+from pykraft.runtime.zk_session import ZkSession
 
 OK = ZkError.OK
 
@@ -35,7 +36,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZkCluster]:
 
 
 def session(cluster: ZkCluster, chroot: str = "", timeout_ms: int = 15000) -> ZkSession:
-    return ZkSession(ZkSessionSettings(cluster.zk_connect + chroot,
+    return ZkSession(ZkClientSettings(cluster.zk_connect + chroot,
                                        connection_timeout_ms=timeout_ms))
 
 
@@ -99,4 +100,4 @@ def test_a_stopped_zookeeper_is_unavailable_then_back(cluster: ZkCluster) -> Non
 
 def test_no_zookeeper_fails_the_start_within_the_connection_timeout() -> None:
     with pytest.raises(ZkUnavailableError, match="within 500 ms"):
-        ZkSession(ZkSessionSettings("127.0.0.1:1", connection_timeout_ms=500)).start()
+        ZkSession(ZkClientSettings("127.0.0.1:1", connection_timeout_ms=500)).start()

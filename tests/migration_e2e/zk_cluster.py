@@ -35,7 +35,8 @@ from process_harness import wait_for
 
 from pykraft.migration.zk_ops import ZkUnavailableError
 from pykraft.migration.zk_reads import read_tree
-from pykraft.runtime.zk_session import ZkSession, ZkSessionSettings
+from pykraft.runtime.settings import ZkClientSettings
+from pykraft.runtime.zk_session import ZkSession
 from pykraft.tools.kafka_runtime import JVM_OPTIONS
 from pykraft.tools.local_cluster import HOST, free_ports
 
@@ -402,7 +403,7 @@ class ZkCluster:
     @contextmanager
     def zk_session(self, connection_timeout_ms: int = 15000) -> Iterator[ZkSession]:
         """A kazoo session on the cluster's ZooKeeper (pykraft's ``ZkSession``)."""
-        with ZkSession(ZkSessionSettings(self.zk_connect,
+        with ZkSession(ZkClientSettings(self.zk_connect,
                                          connection_timeout_ms=connection_timeout_ms)) as session:
             yield session
 

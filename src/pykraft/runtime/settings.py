@@ -92,24 +92,47 @@ class BrokerListenerSettings:
 
 @dataclass(frozen=True, slots=True)
 class ZkClientSettings:
-    """A migrating controller's ZooKeeper client, from Kafka 3.9's ``zookeeper.*`` keys
-    (ZkConfigs): the ensemble (with its chroot, as kazoo takes it) and the session."""
+    """A migrating controller's ZooKeeper session, from Kafka 3.9's ``zookeeper.*`` keys
+    (ZkConfigs): the ensemble with its chroot, and the session's bounds."""
 
     connect: str
-    session_timeout_ms: int
-    connection_timeout_ms: int
+    """``host:port[,host:port...][/chroot]``, as ``zookeeper.connect``."""
+    session_timeout_ms: int = 18000
+    connection_timeout_ms: int = 18000
     """``zookeeper.connection.timeout.ms``, else the session timeout (Kafka's default)."""
-    max_in_flight_requests: int
-    set_acl: bool
+    max_in_flight_requests: int = 10
+    set_acl: bool = False
 
     @classmethod
     def of(cls, config: ServerConfig) -> ZkClientSettings:
         session: int = config.get("zookeeper.session.timeout.ms")
         connection: int | None = config.get("zookeeper.connection.timeout.ms")
-        return cls(connect=config.require("zookeeper.connect"), session_timeout_ms=session,
+        connect: str = config.require("zookeeper.connect").strip()
+        hosts, chroot = split_chroot(connect)
+        if not hosts or any(not part.strip() for part in hosts.split(",")):
+            raise ConfigError(f"invalid value {connect!r} for zookeeper.connect: expected "
+                              "host:port[,host:port...][/chroot]")
+        if chroot is not None and ("//" in chroot or chroot.endswith("/")):
+            raise ConfigError(f"invalid value {connect!r} for zookeeper.connect: the chroot "
+                              f"{chroot!r} is not a ZooKeeper path")
+        return cls(connect=connect, session_timeout_ms=session,
                    connection_timeout_ms=session if connection is None else connection,
                    max_in_flight_requests=config.get("zookeeper.max.in.flight.requests"),
                    set_acl=config.get("zookeeper.set.acl"))
+
+    @property
+    def hosts(self) -> str:
+        return split_chroot(self.connect)[0]
+
+    @property
+    def chroot(self) -> str | None:
+        return split_chroot(self.connect)[1]
+
+
+def split_chroot(connect: str) -> tuple[str, str | None]:
+    """``zookeeper.connect`` as its hosts and its chroot (None without one, or for ``/``)."""
+    hosts, slash, path = connect.partition("/")
+    return hosts, f"/{path}" if slash and path else None
 
 
 @dataclass(frozen=True, slots=True)

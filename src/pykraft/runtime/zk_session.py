@@ -15,8 +15,7 @@ reconnects (with a new session after an expiry) on its own, and the caller retri
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
@@ -36,8 +35,7 @@ from kazoo.exceptions import (
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
 
-from pykraft.config.server import parse_count
-from pykraft.errors import ConfigError, PyKraftError
+from pykraft.errors import PyKraftError
 from pykraft.migration.zk_ops import (
     CheckOp,
     CreateOp,
@@ -49,15 +47,9 @@ from pykraft.migration.zk_ops import (
     ZkUnavailableError,
 )
 from pykraft.migration.zk_tree import ZkRead
+from pykraft.runtime.settings import ZkClientSettings
 
-__all__ = ["ZkRequestError", "ZkSession", "ZkSessionSettings"]
-
-ZK_CONNECT = "zookeeper.connect"
-ZK_SESSION_TIMEOUT_MS = "zookeeper.session.timeout.ms"
-ZK_CONNECTION_TIMEOUT_MS = "zookeeper.connection.timeout.ms"
-ZK_MAX_IN_FLIGHT_REQUESTS = "zookeeper.max.in.flight.requests"
-DEFAULT_SESSION_TIMEOUT_MS = 18000
-DEFAULT_MAX_IN_FLIGHT_REQUESTS = 10
+__all__ = ["ZkRequestError", "ZkSession"]
 
 T = TypeVar("T")
 
@@ -90,69 +82,11 @@ class ZkRequestError(PyKraftError):
         self.error = error
 
 
-@dataclass(frozen=True, slots=True)
-class ZkSessionSettings:
-    """The ``zookeeper.*`` settings of a controller with migration enabled."""
-
-    connect: str
-    """``host:port[,host:port...][/chroot]``, as ``zookeeper.connect``."""
-    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
-    connection_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
-    max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS
-
-    @classmethod
-    def from_properties(cls, properties: Mapping[str, str]) -> ZkSessionSettings:
-        """Kafka's names; ``zookeeper.connect`` is required (Kafka: "If using
-        zookeeper.metadata.migration.enable in KRaft mode, zookeeper.connect must also be
-        set.")."""
-        connect = properties.get(ZK_CONNECT, "").strip()
-        if not connect:
-            raise ConfigError(f"If using zookeeper.metadata.migration.enable in KRaft mode, "
-                              f"{ZK_CONNECT} must also be set.")
-        hosts, chroot = split_chroot(connect)
-        if not hosts or any(not part.strip() for part in hosts.split(",")):
-            raise ConfigError(f"invalid value {connect!r} for {ZK_CONNECT}: expected "
-                              f"host:port[,host:port...][/chroot]")
-        if chroot is not None and ("//" in chroot or chroot.endswith("/")):
-            raise ConfigError(f"invalid value {connect!r} for {ZK_CONNECT}: the chroot "
-                              f"{chroot!r} is not a ZooKeeper path")
-        session = _positive(properties, ZK_SESSION_TIMEOUT_MS, DEFAULT_SESSION_TIMEOUT_MS)
-        return cls(connect, session,
-                   _positive(properties, ZK_CONNECTION_TIMEOUT_MS, session),
-                   _positive(properties, ZK_MAX_IN_FLIGHT_REQUESTS,
-                             DEFAULT_MAX_IN_FLIGHT_REQUESTS))
-
-    @property
-    def hosts(self) -> str:
-        return split_chroot(self.connect)[0]
-
-    @property
-    def chroot(self) -> str | None:
-        return split_chroot(self.connect)[1]
-
-
-def split_chroot(connect: str) -> tuple[str, str | None]:
-    """``zookeeper.connect`` as its hosts and its chroot (None without one, or for ``/``)."""
-    hosts, slash, path = connect.partition("/")
-    chroot = f"/{path}" if slash and path else None
-    return hosts, chroot
-
-
-def _positive(properties: Mapping[str, str], key: str, default: int) -> int:
-    text = properties.get(key)
-    if text is None or not text.strip():
-        return default
-    value = parse_count(text, key)
-    if value == 0:
-        raise ConfigError(f"Invalid value 0 for configuration {key}: Value must be at least 1")
-    return value
-
-
 class ZkSession:
     """One ZooKeeper session for the migration; :meth:`start` before use, :meth:`close`
     at the end. Thread-safe: kazoo serialises requests on its connection thread."""
 
-    def __init__(self, settings: ZkSessionSettings,
+    def __init__(self, settings: ZkClientSettings,
                  client_factory: Callable[..., KazooClient] = KazooClient) -> None:
         self.settings = settings
         self._factory = client_factory

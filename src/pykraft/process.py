@@ -31,6 +31,7 @@ from pykraft.runtime.extension import load_extension
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
+from pykraft.runtime.migration_service import MigrationRuntime
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.request_metrics import RequestMetrics
 from pykraft.runtime.request_queue import RequestQueue
@@ -73,9 +74,12 @@ async def run_server(settings: NodeSettings) -> int:
     servers: list[ListenerServer] = []
     requests = RequestMetrics()  # every listener's, controller and broker alike
     queue = RequestQueue(settings.queued_max_requests)  # the controller listeners'
+    migration: MigrationRuntime | None = None
     if settings.is_controller:
         if controller is not None:
             controller.attach(node)
+            if settings.zookeeper is not None and settings.controller.zk_migration_enabled:
+                migration = MigrationRuntime(settings, settings.zookeeper, controller, node)
         handlers = {} if extension is None else extension.handlers(node)
         dispatcher = Dispatcher(node, controller, handlers)
         for spec in settings.controller_listeners:  # every controller.listener.names one
@@ -118,6 +122,8 @@ async def run_server(settings: NodeSettings) -> int:
         registering.cancel()
     if broker is not None:
         await broker.stop()
+    if migration is not None:  # no ZooKeeper write or legacy RPC once the node resigns
+        await migration.close()
     await node.shutdown()
     if controller is not None:
         controller.close()

@@ -32,7 +32,12 @@ from pykraft.migration.fencing import (
     MigrationFencedError,
     ZkMigrationLeadershipState,
 )
-from pykraft.migration.load import MigrationLoadError, completion_message, migration_load
+from pykraft.migration.load import (
+    MigrationLoadError,
+    PasswordDecoder,
+    completion_message,
+    migration_load,
+)
 from pykraft.migration.zk_ops import ANY_VERSION, ZkUnavailableError
 from pykraft.migration.zk_tree import ZkTree
 from pykraft.migration.zk_write import counts_text
@@ -162,7 +167,8 @@ class MigrationDriver:
 
     def __init__(self, node_id: int, *, zk: MigrationZk, records: MigrationRecords,
                  propagator: LegacyPropagator, quorum_readiness: QuorumReadiness,
-                 rng: random.Random, clock: Clock, min_batch_size: int) -> None:
+                 rng: random.Random, clock: Clock, min_batch_size: int,
+                 password_decoder: PasswordDecoder | None = None) -> None:
         self.node_id = node_id
         self._zk = zk
         self._records = records
@@ -171,6 +177,8 @@ class MigrationDriver:
         self._rng = rng
         self._clock = clock
         self._min_batch_size = min_batch_size
+        self._password_decoder = password_decoder
+        """``password.encoder.secret``'s decoder of password broker configs in ZooKeeper."""
         self.state = MigrationDriverState.UNINITIALIZED
         self.leadership = EMPTY_STATE
         self.image = MetadataImage()
@@ -393,7 +401,8 @@ class MigrationDriver:
         waited_ms = 0
         try:
             load = migration_load(self._zk.read_tree(), self._rng,
-                                  min_batch_size=self._min_batch_size)
+                                  min_batch_size=self._min_batch_size,
+                                  password_decoder=self._password_decoder)
             for batch in load.batches:
                 before_ms = self._clock()
                 self._records.accept_batch(batch)

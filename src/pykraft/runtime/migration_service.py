@@ -15,11 +15,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import random
+import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+from pykraft.config.server import parse_count
 from pykraft.controller.migration_ops import (
     AbortMigration,
     BeginMigration,
@@ -27,14 +30,27 @@ from pykraft.controller.migration_ops import (
     MigrationBatch,
     MigrationRequest,
     MigrationWritten,
+    zk_migration_not_ready_reason,
 )
 from pykraft.image.image import MetadataDelta, MetadataImage
 from pykraft.migration.driver import MigrationCommitError, MigrationDriver
+from pykraft.migration.password_encoder import (
+    CBC,
+    DEFAULT_ITERATIONS,
+    DEFAULT_KEY_FACTORY,
+    DEFAULT_KEY_LENGTH,
+)
 from pykraft.migration.propagator import LegacyRequest, MigrationPropagator, PropagationError
+from pykraft.migration.zk_config_writes import Passwords
+from pykraft.migration.zk_migration_client import ZkMigrationClient
+from pykraft.migration.zk_ops import ZkUnavailableError
 from pykraft.records.metadata import MetadataRecord
 from pykraft.runtime.backoff import ExponentialBackoff
 from pykraft.runtime.controller_service import ControllerService
 from pykraft.runtime.legacy_channel import LegacyChannel
+from pykraft.runtime.node import RaftNode
+from pykraft.runtime.settings import NodeSettings, ZkClientSettings
+from pykraft.runtime.zk_session import ZkSession
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +71,12 @@ class MigrationService:
     """Owns the driver's worker thread; every method but the worker's is called from the
     event loop's thread."""
 
-    def __init__(self, driver: MigrationDriver, *, rng_seed: int | None = None) -> None:
+    def __init__(self, driver: MigrationDriver, *, connect: Callable[[], None] = lambda: None,
+                 rng_seed: int | None = None) -> None:
         self.driver = driver
+        self._connect = connect
+        """Opens the ZooKeeper session, on the worker (it blocks); retried with the poll
+        backoff until it succeeds, the driver's events waiting meanwhile."""
         self._events: deque[Event] = deque()
         self._cond = threading.Condition()
         self._closed = False
@@ -106,7 +126,23 @@ class MigrationService:
                 self._cond.wait(wait_s)
             return None
 
+    def _connected(self) -> bool:
+        while True:
+            try:
+                self._connect()
+                return True
+            except ZkUnavailableError as e:
+                delay_s = self._backoff.next_delay_ms() / 1000
+                log.warning("Could not connect to ZooKeeper (%s); retrying in %.1f s", e,
+                            delay_s)
+            with self._cond:
+                if self._cond.wait_for(lambda: self._closed, delay_s):
+                    return False
+
     def _run(self) -> None:
+        if not self._connected():
+            return
+        self._backoff.reset()
         while (event := self._next()) is not None:
             try:
                 event()
@@ -194,3 +230,63 @@ class ChannelPropagator:
             log.error("Not sending metadata RPCs to the ZooKeeper brokers: %s", e)
             return
         self._loop.call_soon_threadsafe(self._channel.deliver, image, requests)
+
+
+def passwords_of(properties: Mapping[str, str]) -> Passwords | None:
+    """``password.encoder.secret`` and its cipher settings (Kafka 3.9's names and defaults),
+    or None without a secret: a password broker config in ZooKeeper then fails the load, as
+    Kafka's does."""
+    secret = properties.get("password.encoder.secret")
+    if not secret:
+        return None
+    return Passwords.with_secret(
+        secret, secrets.token_bytes,
+        key_factory=properties.get("password.encoder.keyfactory.algorithm",
+                                   DEFAULT_KEY_FACTORY),
+        cipher=properties.get("password.encoder.cipher.algorithm", CBC),
+        key_length=parse_count(properties.get("password.encoder.key.length",
+                                              str(DEFAULT_KEY_LENGTH)),
+                               "password.encoder.key.length"),
+        iterations=parse_count(properties.get("password.encoder.iterations",
+                                              str(DEFAULT_ITERATIONS)),
+                               "password.encoder.iterations"))
+
+
+class MigrationRuntime:
+    """What a controller with ``zookeeper.metadata.migration.enable`` runs for the driver:
+    the ZooKeeper session, the driver on its worker, the legacy channel. Built and closed on
+    the event loop; registered as a publisher of the controller's images."""
+
+    def __init__(self, settings: NodeSettings, zookeeper: ZkClientSettings,
+                 controller: ControllerService, node: RaftNode) -> None:
+        loop = asyncio.get_running_loop()
+        config = settings.controller
+        passwords = passwords_of(config.properties)
+        self.session = ZkSession(zookeeper)
+        self.channel = LegacyChannel(settings.node_id, config.inter_broker_listener_name)
+        driver = MigrationDriver(
+            settings.node_id,
+            zk=ZkMigrationClient(self.session, clock=lambda: int(time.time() * 1000),
+                                 passwords=passwords),
+            records=ControllerRecords(controller, loop),
+            propagator=ChannelPropagator(
+                MigrationPropagator(settings.node_id, config.inter_broker_listener_name),
+                self.channel, loop),
+            quorum_readiness=lambda image: zk_migration_not_ready_reason(
+                image, list(node.core.voters)),
+            rng=random.Random(), clock=lambda: int(time.monotonic() * 1000),
+            min_batch_size=config.zk_migration_min_batch_size,
+            password_decoder=None if passwords is None else passwords.decode)
+        self.service = MigrationService(driver, connect=self.session.start)
+        controller.publishers.append(self.service)
+        self.service.start()
+
+    async def close(self) -> None:
+        """Stop the driver (the event in progress finishes or gives up with its ZooKeeper
+        call) and end the session, off the loop; then drop the brokers' queues."""
+        await asyncio.to_thread(self._stop_driver)
+        self.channel.close()
+
+    def _stop_driver(self) -> None:
+        self.service.close()
+        self.session.close()

@@ -1,0 +1,279 @@
+"""pykraft's controllers migrate a real Kafka 3.9 ZooKeeper cluster (issue 32, migration-plan
+§4-§8, §10): the reference procedure (``reference_procedure``, ``run.sh``) with the three KRaft
+controllers pykraft's (``python -m pykraft server`` on the same properties, formatted by
+``pykraft storage format`` with ZooKeeper's cluster id at metadata.version 3.9-IV0) and the
+brokers Kafka 3.9.1's.
+
+A builds the ZooKeeper cluster; B1 starts the controllers in migration mode; B2 rolls the
+brokers into migration mode until the load runs: the active controller's driver goes through
+Kafka's states in Kafka's order (the ``pykraft.migration.driver`` logger) and loads the
+reference run's 30 records, and its metadata log, dumped by Kafka 3.9's ``kafka-dump-log
+--cluster-metadata-decoder``, holds the load Kafka's controllers wrote in the reference run
+(``captured/metadata-D-finalised.records``) modulo what a second run makes anew; the ZK
+brokers, fed LeaderAndIsr / UpdateMetadata by the pykraft controller, keep serving. B3 makes
+run.sh's changes through the ZK brokers and finds them in ZooKeeper as Kafka's controllers
+wrote them (``captured/znodes-B3-dual-write.json``). C rolls the brokers to Kafka 3.9 KRaft
+brokers; D restarts the controllers without migration (finalisation): POST_MIGRATION, no
+ZooKeeper write after, every message once, the group's offsets, topics, configs, ACLs and
+SCRAM users as Kafka's tools showed them before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from metadata_dump import LogRecord, load_span, parse_dump, parse_records
+from reference_procedure import (
+    CAPTURED,
+    COMPLETED,
+    DRIVER_STATES,
+    TRANSITION,
+    Timeline,
+    across_runs,
+    alice_sees_t_rf3,
+    phase_a,
+    phase_b1,
+)
+from zk_cluster import (
+    ACLS,
+    BROKER_IDS,
+    CONFIGS,
+    CONSUMER_GROUPS,
+    CONTROLLER_IDS,
+    TOPICS,
+    BrokerMode,
+    ZkCluster,
+    zk_cluster,
+)
+
+from pykraft.migration.zk_ops import ZkClient
+from pykraft.migration.zk_reads import read_tree
+
+pytestmark = pytest.mark.timeout(1800)
+
+_COMPLETION = re.compile(r"(\d+) records were generated in \d+ ms across (\d+) batches")
+#: znodes whose content is the run's own (ports, epochs, ids, sequence owners) or not the
+#: migration's (ZooKeeper's, the brokers' notifications, the producer id block's owner)
+_RUN_MADE = re.compile(r"^/(zookeeper|brokers/ids/|brokers/seqid|controller|cluster/id|"
+                       r"migration|latest_producer_id_block|isr_change_notification/|"
+                       r"log_dir_event_notification/)")
+_SCRAM_ITERATIONS = re.compile(r"iterations=\d+")
+
+
+@dataclass
+class Migrated:
+    cluster: ZkCluster
+    active: int
+    """The pykraft controller that ran the load."""
+    completion: str
+    log: list[LogRecord]
+    """The active controller's metadata log right after the load."""
+    timeline: Timeline
+    unavailable_s: float
+    """From the last ZK broker's start in migration mode to the load's completion line."""
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
+    timeline = Timeline()
+    with zk_cluster(tmp_path_factory.mktemp("pykraft-migration"), scram_listener=True,
+                    request_logs=True, pykraft_controllers=True) as cluster:
+        with timeline.phase("A"):
+            phase_a(cluster)
+        with cluster.zk_session() as zk:
+            cluster_id = read_tree(zk).cluster_id
+        assert cluster_id is not None
+        with timeline.phase("B1"):
+            phase_b1(cluster, cluster_id)
+        with timeline.phase("B2"):
+            for broker in BROKER_IDS[:-1]:
+                cluster.roll_broker(broker, BrokerMode.MIGRATION)
+                cluster.wait_no_under_replicated()
+            last = BROKER_IDS[-1]
+            cluster.broker(last).stop()
+            last_started = time.monotonic()
+            cluster.start_broker(last, BrokerMode.MIGRATION)
+            active, line = cluster.wait_controller_line(COMPLETED)
+            unavailable_s = time.monotonic() - last_started
+            cluster.wait_broker(last)
+            cluster.controller(active).wait_line("to DUAL_WRITE state")
+            cluster.wait_no_under_replicated()
+        log = parse_dump(cluster.dump_metadata(active))
+        yield Migrated(cluster, active, line, log, timeline, unavailable_s)
+
+
+def test_the_driver_goes_through_kafkas_states(migrated: Migrated) -> None:
+    """The active pykraft controller's driver went through Kafka's states in Kafka's order
+    and loaded the reference run's 30 records in one batch, 3 brokers seen."""
+    output = migrated.cluster.controller(migrated.active).output()
+    steps = TRANSITION.findall(output)
+    assert steps[-len(DRIVER_STATES) + 1:] == list(itertools.pairwise(DRIVER_STATES)), steps
+    assert _COMPLETION.findall(migrated.completion) == [("30", "1")], migrated.completion
+    assert "Saw 3 brokers in the migrated metadata [1, 2, 3]." in migrated.completion
+    print(f"[pykraft migration] metadata unavailable for {migrated.unavailable_s:.1f} s "
+          f"(last ZK broker started in migration mode to the load committed)", flush=True)
+
+
+def test_the_load_is_kafkas(migrated: Migrated) -> None:
+    """pykraft's metadata log, dumped by Kafka 3.9's decoder, holds the load Kafka's
+    controllers wrote in the reference run, modulo run-made ids and placements."""
+    reference_log = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
+    assert len(load_span(migrated.log)) == 30
+    assert across_runs(migrated.log) == across_runs(reference_log)
+
+
+def test_the_zk_brokers_hear_from_the_pykraft_controller(migrated: Migrated) -> None:
+    """Each ZK broker got LeaderAndIsr and UpdateMetadata from the pykraft controller (its
+    request log), and the brokers still serve: produce and consume work."""
+    cluster = migrated.cluster
+    for broker in BROKER_IDS:
+        text = (cluster.base / f"{cluster.broker_name(broker)}.requests.log").read_text(
+            errors="replace")
+        for api in ("LEADER_AND_ISR", "UPDATE_METADATA"):
+            assert f'"requestApiKeyName":"{api}"' in text, (broker, api)
+        assert f'"controllerId":{migrated.active},"isKRaftController":true' in text, broker
+    cluster.produce("t-rf3", 30, "B2")
+    assert len(cluster.consume("t-rf3", timeout_ms=20000)) == 60
+
+
+def test_dual_write(migrated: Migrated) -> None:
+    """run.sh's phase B3 through the ZK brokers (forwarded to the pykraft controllers): the
+    topics, partitions, configs, SCRAM users, quotas, ACLs and change notifications in
+    ZooKeeper are those Kafka's controllers wrote in the reference run."""
+    cluster = migrated.cluster
+    with migrated.timeline.phase("B3"):
+        cluster.admin(TOPICS, "--create", "--topic", "t-new", "--partitions", "2",
+                      "--replication-factor", "2", "--config", "retention.bytes=1048576")
+        for entity, config in ((("topics", "--entity-name", "t-rf3"), "retention.ms=3600000"),
+                               (("brokers", "--entity-default"), "log.cleaner.backoff.ms=25000"),
+                               (("users", "--entity-name", "bob"),
+                                "SCRAM-SHA-512=[iterations=8192,password=bob-secret]"),
+                               (("users", "--entity-name", "alice"),
+                                "producer_byte_rate=2097152")):
+            cluster.admin(CONFIGS, "--alter", "--entity-type", *entity, "--add-config", config)
+        cluster.admin(ACLS, "--add", "--allow-principal", "User:bob", "--operation", "Write",
+                      "--topic", "t-new")
+        cluster.admin(TOPICS, "--delete", "--topic", "t-plain")
+        cluster.admin(TOPICS, "--alter", "--topic", "t-compact", "--partitions", "3")
+        cluster.produce("t-rf3", 30, "B3")
+        cluster.produce("t-new", 10, "B3")
+        cluster.wait_no_under_replicated()
+    captured = json.loads((CAPTURED / "znodes-B3-dual-write.json").read_text())
+    reference = comparable({path: None if node["raw"] is None else node["raw"].encode()
+                            for path, node in captured.items()})
+    with cluster.zk_session() as zk:
+        ours = comparable(znodes(zk))
+    assert ours == reference
+
+
+def test_finalisation(migrated: Migrated) -> None:
+    """C: the brokers rolled to Kafka 3.9 KRaft brokers against the pykraft controllers; D:
+    the controllers restarted without migration one by one, the active one writes
+    POST_MIGRATION and ZooKeeper is written no more. Every acknowledged message is there
+    once, the group's offsets kept, and Kafka's tools show the same topics, configs, ACLs
+    and SCRAM users as before the roll."""
+    cluster, timeline = migrated.cluster, migrated.timeline
+    before = described(cluster)
+    with timeline.phase("C"):
+        for broker in BROKER_IDS:
+            cluster.roll_broker(broker, BrokerMode.KRAFT)
+            cluster.wait_no_under_replicated()
+        cluster.produce("t-rf3", 30, "C")
+    with timeline.phase("D"):
+        for controller in CONTROLLER_IDS:
+            cluster.restart_controller(controller, migration=False)
+        _, line = cluster.wait_controller_line("POST_MIGRATION")
+        cluster.wait_no_under_replicated()
+    with cluster.zk_session() as zk:
+        finalised = znodes(zk)
+    log = parse_dump(cluster.dump_metadata(cluster.quorum_leader()))
+    states = [r.data["zkMigrationState"] for r in log if r.type == "ZK_MIGRATION_STATE_RECORD"]
+    assert states == [2, 1, 3], states  # PRE_MIGRATION, MIGRATION, POST_MIGRATION
+    cluster.admin(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", "t-rf3",
+                  "--add-config", "retention.ms=7200000")
+    cluster.admin(TOPICS, "--create", "--topic", "t-after", "--partitions", "1",
+                  "--replication-factor", "3")
+    cluster.produce("t-after", 30, "D")
+    with cluster.zk_session() as zk:
+        assert znodes(zk) == finalised  # no ZooKeeper write once finalised
+    values = cluster.consume("t-rf3", timeout_ms=20000)
+    assert len(values) == len(set(values)) == 120
+    group = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", "g1")
+    offsets = [int(row.split()[3]) for row in group.splitlines()
+               if row.split()[1:2] == ["t-rf3"]]
+    assert sum(offsets) == 30, group
+    assert described(cluster) == before
+    assert alice_sees_t_rf3(cluster, "alice-secret")
+    assert not alice_sees_t_rf3(cluster, "not-alices")
+    print(f"[pykraft migration] {line.strip()[:200]}", flush=True)
+    print(f"[pykraft migration] phases: {timeline.seconds}", flush=True)
+
+
+def znodes(zk: ZkClient, path: str = "/") -> dict[str, bytes | None]:
+    """Every znode under ``path`` and its data."""
+    found: dict[str, bytes | None] = {}
+    pending = [path]
+    while pending:
+        node = pending.pop()
+        read = zk.get(node)
+        if read is None:
+            continue
+        found[node] = read.raw
+        pending += [f"{node.rstrip('/')}/{child}" for child in zk.children(node) or []]
+    return found
+
+
+def comparable(tree: dict[str, bytes | None]) -> dict[str, object]:
+    """A tree as another run of the procedure writes it too: run-made znodes left out, a
+    topic's assignment as its partitions' replica counts (a placement starts at a random
+    broker), partition states by path only (leaders and epochs move at the roll's pace),
+    SCRAM credentials by mechanism and iterations (salts are random)."""
+    view: dict[str, object] = {}
+    for path, data in tree.items():
+        if _RUN_MADE.match(path):
+            continue
+        text = None if data is None else data.decode()
+        if path.startswith("/brokers/topics/") and path.count("/") == 3 and text:
+            topic = json.loads(text)
+            topic.pop("topic_id")
+            topic["partitions"] = {p: len(r) for p, r in topic["partitions"].items()}
+            view[path] = topic
+        elif path.endswith("/state") and path.startswith("/brokers/topics/"):
+            view[path] = "<state>"
+        elif path.startswith("/config/users/") and text:
+            config = json.loads(text)
+            config["config"] = {key: (_SCRAM_ITERATIONS.findall(value) if "SCRAM" in key
+                                      else value) for key, value in config["config"].items()}
+            view[path] = config
+        elif path.startswith("/kafka-acl") and text and text.startswith("{"):
+            acls = json.loads(text)
+            if "acls" in acls:
+                acls["acls"] = sorted(acls["acls"], key=json.dumps)
+            view[path] = acls
+        else:
+            view[path] = text
+    return view
+
+
+def described(cluster: ZkCluster) -> dict[str, str]:
+    """What Kafka 3.9's tools say of the topics, their configs, the ACLs and the SCRAM
+    users through the brokers (ZooKeeper-era ones read ZooKeeper or forward)."""
+    return {
+        "topics": cluster.admin(TOPICS, "--list", "--exclude-internal"),
+        "t-rf3": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
+                               "--entity-name", "t-rf3"),
+        "t-compact": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
+                                   "--entity-name", "t-compact"),
+        "acls": cluster.admin(ACLS, "--list"),
+        "users": cluster.admin(CONFIGS, "--describe", "--entity-type", "users"),
+        "partitions": "\n".join(sorted(
+            row.split("\t")[0] + " " + row.split("\t")[2] for row in
+            cluster.admin(TOPICS, "--describe", "--exclude-internal").splitlines()
+            if row.startswith("Topic:"))),
+    }

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from metadata_dump import LogRecord, load_span, parse_dump, parse_records
+from metadata_dump import Json, LogRecord, load_span, normalised, parse_dump, parse_records
 from process_harness import wait_for
 from reference_procedure import (
     CAPTURED,
@@ -124,10 +124,18 @@ def test_the_driver_goes_through_kafkas_states(migrated: Migrated) -> None:
 
 def test_the_load_is_kafkas(migrated: Migrated) -> None:
     """pykraft's metadata log, dumped by Kafka 3.9's decoder, holds the load Kafka's
-    controllers wrote in the reference run, modulo run-made ids and placements."""
+    controllers wrote in the reference run, modulo run-made ids and placements; its
+    bootstrap records and its transactions and migration states up to the load's end are
+    those of Kafka's log record for record."""
     reference_log = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
     assert len(load_span(migrated.log)) == 30
     assert across_runs(migrated.log) == across_runs(reference_log)
+    assert ([normalised(r) for r in migrated.log[:4]]
+            == [normalised(r) for r in reference_log[:4]])  # the bootstrap transaction
+    framing = migration_framing(migrated.log)
+    assert framing == migration_framing(reference_log)[:len(framing)]
+    assert [state for kind, state in framing if kind == "ZK_MIGRATION_STATE_RECORD"] == [
+        {"zkMigrationState": 2}, {"zkMigrationState": 1}]
 
 
 def test_the_zk_brokers_hear_from_the_pykraft_controller(migrated: Migrated) -> None:
@@ -166,12 +174,32 @@ def test_dual_write(migrated: Migrated) -> None:
         cluster.produce("t-rf3", 30, "B3")
         cluster.produce("t-new", 10, "B3")
         cluster.wait_no_under_replicated()
-    captured = json.loads((CAPTURED / "znodes-B3-dual-write.json").read_text())
-    reference = comparable({path: None if node["raw"] is None else node["raw"].encode()
-                            for path, node in captured.items()})
     with cluster.zk_session() as zk:
-        ours = comparable(znodes(zk))
-    assert ours == reference
+        assert comparable(znodes(zk)) == captured_znodes("B3-dual-write")
+
+
+def test_failover_while_dual_writing(migrated: Migrated) -> None:
+    """run.sh's phase B4: the active controller SIGKILLed while dual-writing; another takes
+    the driver over (claims ZooKeeper, syncs KRaft to it, sends the brokers full metadata)
+    and ZooKeeper then holds what Kafka's did after the same failover; the killed one
+    restarts and the brokers keep serving."""
+    cluster = migrated.cluster
+    with migrated.timeline.phase("B4"):
+        scans = {c: cluster.controller(c).scan("to DUAL_WRITE state") for c in CONTROLLER_IDS
+                 if c != migrated.active}
+        cluster.controller(migrated.active).kill()
+        successor = wait_for("another controller to dual-write", lambda: next(
+            (c for c, scan in scans.items() if scan.found() is not None), None), 120.0)
+        cluster.start_controller(migrated.active, migration=True)
+        cluster.wait_controller(migrated.active)
+        cluster.wait_no_under_replicated()
+    output = cluster.controller(successor).output()
+    assert "Claimed ZK controller leadership" in output
+    assert "when reconciling with KRaft state" in output
+    with cluster.zk_session() as zk:
+        assert comparable(znodes(zk)) == captured_znodes("B4-failover")
+    print(f"[pykraft migration] controller {successor} took over from {migrated.active}",
+          flush=True)
 
 
 def test_finalisation(migrated: Migrated) -> None:
@@ -217,6 +245,18 @@ def test_finalisation(migrated: Migrated) -> None:
     print(f"[pykraft migration] phases: {timeline.seconds}", flush=True)
 
 
+def acl_lines(listed: str) -> str:
+    """``kafka-acls --list`` as sorted ``resource: ACL`` lines (the tool prints them in the
+    order of the brokers' hash maps)."""
+    resource, lines = "", []
+    for line in listed.splitlines():
+        if line.startswith("Current ACLs for resource"):
+            resource = line.split("`")[1]
+        elif "(principal=" in line:
+            lines.append(f"{resource}: {line.strip()}")
+    return "\n".join(sorted(lines))
+
+
 def _logged_at(line: str) -> datetime:
     """When a Kafka log4j line (``[2026-12-01 02:09:44,670] ...``) or a pykraft logfmt line
     (``ts=2026-12-01T02:09:44.998Z ...``) was logged, both in the machine's UTC."""
@@ -225,10 +265,25 @@ def _logged_at(line: str) -> datetime:
     return datetime.strptime(line[3:26], "%Y-%m-%dT%H:%M:%S.%f")
 
 
+def migration_framing(log: list[LogRecord]) -> list[tuple[str, Json]]:
+    """A log's transaction markers and migration states, in order."""
+    return [(r.type, r.data) for r in log if r.type in (
+        "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD",
+        "ZK_MIGRATION_STATE_RECORD")]
+
+
 def migration_states(cluster: ZkCluster) -> list[int]:
     """The ZkMigrationState records of the quorum leader's metadata log, in order."""
     log = parse_dump(cluster.dump_metadata(cluster.quorum_leader()))
     return [r.data["zkMigrationState"] for r in log if r.type == "ZK_MIGRATION_STATE_RECORD"]
+
+
+def captured_znodes(phase: str) -> dict[str, object]:
+    """The reference run's ZooKeeper after ``phase`` (``captured/znodes-<phase>.json``), as
+    :func:`comparable` shows a tree."""
+    captured = json.loads((CAPTURED / f"znodes-{phase}.json").read_text())
+    return comparable({path: None if node["raw"] is None else node["raw"].encode()
+                       for path, node in captured.items()})
 
 
 def znodes(zk: ZkClient, path: str = "/") -> dict[str, bytes | None]:
@@ -286,7 +341,7 @@ def described(cluster: ZkCluster) -> dict[str, str]:
                                "--entity-name", "t-rf3"),
         "t-compact": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
                                    "--entity-name", "t-compact"),
-        "acls": cluster.admin(ACLS, "--list"),
+        "acls": acl_lines(cluster.admin(ACLS, "--list")),
         "users": "\n".join(sorted(  # in the order of the brokers' hash maps
             cluster.admin(CONFIGS, "--describe", "--entity-type", "users").splitlines())),
         "partitions": "\n".join(sorted(

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metadata_dump import LoadView, LogRecord, Names, load_span, load_view
+from metadata_dump import Json, LoadView, LogRecord, Names, load_span, load_view
 from process_harness import wait_for
 from zk_cluster import ACLS, BROKER_IDS, CONFIGS, CONTROLLER_IDS, TOPICS, BrokerMode, ZkCluster
 
@@ -101,3 +101,10 @@ def across_runs(log: list[LogRecord]) -> LoadView:
     view: LoadView = load_view(load_span(log), names=Names.of(log), partition_states=False,
                                assignments=False)
     return view
+
+
+def migration_framing(log: list[LogRecord]) -> list[tuple[str, Json]]:
+    """A log's transaction markers and migration states, in order."""
+    return [(r.type, r.data) for r in log if r.type in (
+        "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD",
+        "ZK_MIGRATION_STATE_RECORD")]

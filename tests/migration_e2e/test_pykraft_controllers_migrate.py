@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from metadata_dump import Json, LogRecord, load_span, normalised, parse_dump, parse_records
+from metadata_dump import LogRecord, load_span, normalised, parse_dump, parse_records
 from process_harness import wait_for
 from reference_procedure import (
     CAPTURED,
@@ -38,6 +38,7 @@ from reference_procedure import (
     Timeline,
     across_runs,
     alice_sees_t_rf3,
+    migration_framing,
     phase_a,
     phase_b1,
 )
@@ -195,11 +196,12 @@ def test_failover_while_dual_writing(migrated: Migrated) -> None:
         cluster.wait_no_under_replicated()
     output = cluster.controller(successor).output()
     assert "Claimed ZK controller leadership" in output
-    assert "when reconciling with KRaft state" in output
+    synced = re.findall(r"ZK writes when reconciling with KRaft state: (\{.*?\})", output)
+    assert synced, output[-3000:]
     with cluster.zk_session() as zk:
         assert comparable(znodes(zk)) == captured_znodes("B4-failover")
-    print(f"[pykraft migration] controller {successor} took over from {migrated.active}",
-          flush=True)
+    print(f"[pykraft migration] controller {successor} took over from {migrated.active}, "
+          f"its sync to ZooKeeper: {synced[-1]}", flush=True)
 
 
 def test_finalisation(migrated: Migrated) -> None:
@@ -263,13 +265,6 @@ def _logged_at(line: str) -> datetime:
     if line.startswith("["):
         return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")
     return datetime.strptime(line[3:26], "%Y-%m-%dT%H:%M:%S.%f")
-
-
-def migration_framing(log: list[LogRecord]) -> list[tuple[str, Json]]:
-    """A log's transaction markers and migration states, in order."""
-    return [(r.type, r.data) for r in log if r.type in (
-        "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD",
-        "ZK_MIGRATION_STATE_RECORD")]
 
 
 def migration_states(cluster: ZkCluster) -> list[int]:

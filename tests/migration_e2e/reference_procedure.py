@@ -108,3 +108,16 @@ def migration_framing(log: list[LogRecord]) -> list[tuple[str, Json]]:
     return [(r.type, r.data) for r in log if r.type in (
         "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD",
         "ZK_MIGRATION_STATE_RECORD")]
+
+
+def start_last_broker_in_migration(cluster: ZkCluster) -> int:
+    """Phase B2 up to the load: the brokers but the last rolled into migration mode one by
+    one, then the last stopped and started in migration mode without waiting for it (its
+    registration starts the load); the last one's id."""
+    for broker in BROKER_IDS[:-1]:
+        cluster.roll_broker(broker, BrokerMode.MIGRATION)
+        cluster.wait_no_under_replicated()
+    last: int = BROKER_IDS[-1]
+    cluster.broker(last).stop()
+    cluster.start_broker(last, BrokerMode.MIGRATION)
+    return last

@@ -41,6 +41,7 @@ from reference_procedure import (
     migration_framing,
     phase_a,
     phase_b1,
+    start_last_broker_in_migration,
 )
 from zk_cluster import (
     ACLS,
@@ -95,12 +96,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
         with timeline.phase("B1"):
             phase_b1(cluster, cluster_id)
         with timeline.phase("B2"):
-            for broker in BROKER_IDS[:-1]:
-                cluster.roll_broker(broker, BrokerMode.MIGRATION)
-                cluster.wait_no_under_replicated()
-            last = BROKER_IDS[-1]
-            cluster.broker(last).stop()
-            cluster.start_broker(last, BrokerMode.MIGRATION)
+            last = start_last_broker_in_migration(cluster)
             registered = cluster.broker(last).wait_line(f"Successfully registered broker {last}")
             active, line = cluster.wait_controller_line(COMPLETED)
             cluster.wait_broker(last)

@@ -19,12 +19,11 @@ from reference_procedure import (
     migration_framing,
     phase_a,
     phase_b1,
+    start_last_broker_in_migration,
 )
 from zk_cluster import (
-    BROKER_IDS,
     CONTROLLER_IDS,
     START_TIMEOUT_S,
-    BrokerMode,
     ZkCluster,
     zk_cluster,
 )
@@ -54,12 +53,7 @@ def test_controller_killed_during_the_load(tmp_path_factory: pytest.TempPathFact
             cluster_id = read_tree(zk).cluster_id
         assert cluster_id is not None
         phase_b1(cluster, cluster_id)
-        for broker in BROKER_IDS[:-1]:
-            cluster.roll_broker(broker, BrokerMode.MIGRATION)
-            cluster.wait_no_under_replicated()
-        last = BROKER_IDS[-1]
-        cluster.broker(last).stop()
-        cluster.start_broker(last, BrokerMode.MIGRATION)
+        last = start_last_broker_in_migration(cluster)
         # the load starts at its registration: kill the controller running it mid-load
         killed = wait_for("six load batches committed", lambda: loading_controller(cluster),
                           START_TIMEOUT_S)

@@ -35,6 +35,11 @@ from pykraft.controller.migration_ops import (
     MigrationWritten,
 )
 from pykraft.image.image import MetadataImage
+from pykraft.messages.kafka.incremental_alter_configs_request import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from pykraft.migration.driver import MigrationCommitError, MigrationDriver, MigrationDriverState
 from pykraft.migration.fencing import ControllerMovedError, fenced_with
 from pykraft.migration.zk_migration_client import ZkMigrationClient
@@ -150,3 +155,32 @@ def test_a_load_cut_by_the_controllers_death_is_aborted_and_done_once_by_the_nex
     # a write the dead controller had in flight is fenced by the successor's claim
     with pytest.raises(ControllerMovedError):
         fenced_with(zk.session(), [CreateOp("/stale", b"")], dead.leadership)
+
+
+def test_a_change_dual_written_while_zookeeper_is_down_reaches_it_once_it_is_back() -> None:
+    """Kafka 3.9 logs a failed dual write and moves on (ZooKeeper misses the change until
+    the next leader change); pykraft's driver reconciles everything on its next poll."""
+    zk = SimZooKeeper.from_dump(znode_dump("znodes-A-zk-cluster.json"))
+    cluster = migrating()
+    register_zk_brokers(cluster)
+    driver = driver_of(3000, cluster, zk, ClusterRecords(cluster), min_batch_size=200)
+    run_until(driver, cluster, MigrationDriverState.DUAL_WRITE)
+    zk.available = False
+    answer = cluster.call(IncrementalAlterConfigsRequest(resources=(AlterConfigsResource(
+        resource_type=2, resource_name="t-rf3", configs=(AlterableConfig(
+            name="retention.ms", config_operation=0, value="1234"),)),)))
+    assert answer.responses[0].error_code == 0
+    publish(driver, cluster)  # the dual write fails: ZooKeeper is down
+    zk.available = True
+    assert _topic_config(zk, "t-rf3").get("retention.ms") != "1234"
+    driver.poll()
+    assert _topic_config(zk, "t-rf3")["retention.ms"] == "1234"
+    migration = json.loads(zk.get("/migration").raw or b"")  # type: ignore[union-attr]
+    assert migration["kraft_metadata_offset"] == cluster.controller.committed_offset
+
+
+def _topic_config(zk: SimZooKeeper, topic: str) -> dict[str, str]:
+    found = zk.get(f"/config/topics/{topic}")
+    assert found is not None and found.raw is not None
+    config: dict[str, str] = json.loads(found.raw)["config"]
+    return config

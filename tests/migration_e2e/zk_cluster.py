@@ -21,6 +21,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from pykraft.migration.zk_reads import read_tree
 from pykraft.runtime.settings import ZkClientSettings
 from pykraft.runtime.zk_session import ZkSession
 from pykraft.tools.kafka_runtime import JVM_OPTIONS
+from pykraft.config.authorizer import AUTHORIZER_CLASS_NAME
 from pykraft.tools.local_cluster import HOST, free_ports
 
 ZK_HEAP, NODE_HEAP, TOOL_HEAP = "192m", "384m", "256m"
@@ -51,6 +53,9 @@ CONTROLLER_LISTENER = "CONTROLLER"
 SCRAM_LISTENER = "SASL_PLAINTEXT"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+
+#: what a pykraft broker logs once its controller unfenced it (``broker/lifecycle.py``)
+PYKRAFT_UNFENCED = "event=unfenced"
 
 # Kafka 3.9.1's tools by the main class each kafka-*.sh script runs
 TOPICS = "org.apache.kafka.tools.TopicCommand"
@@ -255,6 +260,8 @@ class ZkCluster:
                           for name in ["zk", *map(self.broker_name, brokers),
                                        *map(self.controller_name, controllers)]}
         self.broker_modes: dict[int, BrokerMode] = {}
+        #: the brokers now run by ``pykraft server`` (:meth:`roll_broker_to_pykraft`)
+        self.pykraft_brokers: set[int] = set()
 
     # -- names and addresses ---------------------------------------------------------------
 
@@ -430,6 +437,29 @@ class ZkCluster:
         started = ("Kafka Server started" if self.broker_modes[broker] is BrokerMode.KRAFT
                    else f"[KafkaServer id={broker}] started")
         self.broker(broker).wait_line(started)
+
+    def pykraft_broker_properties(self, broker: int) -> dict[str, str]:
+        """A rolled broker's properties as ``pykraft server`` takes them: Kafka's KRaft
+        broker set (same ``node.id`` as the ZK broker's ``broker.id``, same ``log.dirs``,
+        the quorum, no ``zookeeper.*``) with StandardAuthorizer under Kafka's key, and the
+        JVM-only tuning keys left as Kafka's (pykraft keeps unknown keys unused)."""
+        properties = self.broker_properties(broker, BrokerMode.KRAFT)
+        assert AUTHORIZER_CLASS_NAME in properties
+        return properties
+
+    def start_pykraft_broker(self, broker: int) -> None:
+        """``pykraft server`` in place of the Kafka broker, on its ids, ports and log dirs."""
+        name = self.broker_name(broker)
+        config = self._write_properties(f"{name}.pykraft", self.pykraft_broker_properties(broker))
+        self.pykraft_brokers.add(broker)
+        self.broker(broker).start([sys.executable, "-m", "pykraft", "server", str(config)])
+
+    def roll_broker_to_pykraft(self, broker: int) -> None:
+        """Stop the Kafka broker (controlled shutdown), start pykraft's on the same log dirs,
+        wait until the controller unfenced it."""
+        self.broker(broker).stop()
+        self.start_pykraft_broker(broker)
+        self.broker(broker).wait_line(PYKRAFT_UNFENCED)
 
     def roll_broker(self, broker: int, mode: BrokerMode) -> None:
         """Stop the broker (controlled shutdown), start it in ``mode``, wait for it."""

@@ -28,9 +28,11 @@ from zk_cluster import (
     CONTROLLER_IDS,
     TOPICS,
     ZkCluster,
+    acknowledged_values,
     zk_cluster,
 )
 
+from pykraft.ids import uuid_to_str
 from pykraft.migration.zk_reads import read_tree
 from pykraft.storage.meta_properties import META_PROPERTIES, parse_meta_properties
 
@@ -38,6 +40,8 @@ pytestmark = pytest.mark.timeout(2400)
 
 TOPIC = "t-rf3"
 BATCH = 10  # messages produced at each step of the roll
+#: the background producer through the roll: about 40 s at 20 a second (a roll takes ~10 s)
+THROUGH_ROLL, PER_SECOND, PREFIX = 800, 20, 7
 _PARTITION = re.compile(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+"
                         r"Replicas: (\S+)\s+Isr: (\S+)")
 
@@ -46,7 +50,10 @@ _PARTITION = re.compile(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+"
 class Rolled:
     cluster: ZkCluster
     produced: list[str]
-    """Every value acknowledged to t-rf3 (the console producer exits non-zero otherwise)."""
+    """Every value acknowledged to t-rf3 (the console producer exits non-zero otherwise,
+    the verifiable producer prints each acknowledgement)."""
+    through_roll: int
+    """How many of them the producer running through the roll had acknowledged."""
     offsets_before: dict[tuple[str, int], int]
     meta_before: dict[int, bytes]
     timeline: Timeline
@@ -83,7 +90,8 @@ def assert_every_partition_served(cluster: ZkCluster) -> None:
 
 
 def meta_properties(cluster: ZkCluster, broker: int) -> bytes:
-    return (cluster.broker_data(broker) / META_PROPERTIES).read_bytes()
+    data: bytes = (cluster.broker_data(broker) / META_PROPERTIES).read_bytes()
+    return data
 
 
 @pytest.fixture(scope="module")
@@ -107,20 +115,59 @@ def rolled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rolled]:
         meta_before = {broker: meta_properties(cluster, broker) for broker in BROKER_IDS}
         with timeline.phase("C"):
             produce(cluster, produced, "B")
-            for broker in BROKER_IDS:
-                cluster.roll_broker_to_pykraft(broker)
-                assert_every_partition_served(cluster)
-                produce(cluster, produced, f"C{broker}")
-        yield Rolled(cluster, produced, offsets_before, meta_before, timeline)
+            producer = cluster.start_verifiable_producer(TOPIC, THROUGH_ROLL,
+                                                         per_second=PER_SECOND, prefix=PREFIX)
+            try:
+                for broker in BROKER_IDS:
+                    cluster.roll_broker_to_pykraft(broker)
+                    assert_every_partition_served(cluster)
+                    produce(cluster, produced, f"C{broker}")
+            finally:
+                producer.await_stop()
+            acknowledged = acknowledged_values(producer)
+            produced.extend(acknowledged)
+        yield Rolled(cluster, produced, len(acknowledged), offsets_before, meta_before,
+                     timeline)
 
 
 def test_rolled_brokers_serve_every_partition(rolled: Rolled) -> None:
     """After the roll every partition is led with its full ISR by the pykraft brokers, and
-    every acknowledged message is there exactly once."""
+    every acknowledged message is there exactly once: those produced between the rolls and
+    those of the producer running through them (idempotent: one it was not told of may be
+    there, once at most); the compacted topic keeps its 10 keys."""
     assert rolled.cluster.pykraft_brokers == set(BROKER_IDS)
+    assert rolled.through_roll == THROUGH_ROLL
     assert_every_partition_served(rolled.cluster)
     values = rolled.cluster.consume(TOPIC, timeout_ms=20000)
-    assert sorted(values) == sorted(rolled.produced)
+    assert len(values) == len(set(values))
+    assert set(values) >= set(rolled.produced)
+    assert all(v.startswith(f"{PREFIX}.") for v in set(values) - set(rolled.produced))
+    compacted = rolled.cluster.consume("t-compact", timeout_ms=20000)
+    assert sorted(compacted) == sorted(f"A-{i}" for i in range(1, BATCH + 1))
+
+
+def test_registrations_and_directories_as_kafkas(rolled: Rolled) -> None:
+    """In the controllers' log, as Kafka 3.9's KRaft brokers left it in the reference run
+    (migration-plan §9): each rolled broker registered again, not as a migrating ZK broker,
+    with its one log dir's ``directory.id`` from ``meta.properties``; then its
+    AssignReplicasToDirs gave every partition it hosts that directory in its slot."""
+    cluster = rolled.cluster
+    log = parse_dump(cluster.dump_metadata(cluster.quorum_leader()))
+    replicas = {(r.data["topicId"], r.data["partitionId"]): r.data["replicas"] for r in log
+                if r.type == "PARTITION_RECORD"}
+    for broker in BROKER_IDS:
+        meta = parse_meta_properties(rolled.meta_before[broker].decode("latin-1"), "meta")
+        assert meta.directory_id is not None
+        directory = uuid_to_str(meta.directory_id)
+        (registration,) = [r.data for r in log if r.type == "REGISTER_BROKER_RECORD"
+                           and r.data["brokerId"] == broker
+                           and not r.data["isMigratingZkBroker"]]
+        assert registration["logDirs"] == [directory]
+        assigned = {(r.data["topicId"], r.data["partitionId"]) for r in log
+                    if r.type == "PARTITION_CHANGE_RECORD" and directory in
+                    r.data.get("directories", ())}
+        hosted = {key for key, on in replicas.items() if broker in on}
+        assert assigned == hosted, broker
 
 
 def test_group_offsets_unchanged(rolled: Rolled) -> None:

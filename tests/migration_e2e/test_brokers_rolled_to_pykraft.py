@@ -40,8 +40,8 @@ pytestmark = pytest.mark.timeout(2400)
 
 TOPIC = "t-rf3"
 BATCH = 10  # messages produced at each step of the roll
-#: the background producer through the roll: about 40 s at 20 a second (a roll takes ~10 s)
-THROUGH_ROLL, PER_SECOND, PREFIX = 800, 20, 7
+#: the background producer through the roll: about 60 s at 20 a second (a roll takes 10-15 s)
+THROUGH_ROLL, PER_SECOND, PREFIX = 1200, 20, 7
 _PARTITION = re.compile(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+"
                         r"Replicas: (\S+)\s+Isr: (\S+)")
 

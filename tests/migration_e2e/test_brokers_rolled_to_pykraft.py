@@ -48,6 +48,8 @@ _PARTITION = re.compile(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+"
 
 @dataclass
 class Rolled:
+    """What phase C left for the checks."""
+
     cluster: ZkCluster
     produced: list[str]
     """Every value acknowledged to t-rf3 (the console producer exits non-zero otherwise,

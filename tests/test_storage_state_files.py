@@ -253,13 +253,22 @@ def test_epoch_checkpoint_round_trip(pairs: list[tuple[int, int]]) -> None:
         (b"0\n1\n1,0\n", "line 3 '1,0'"),
         (b"0\n2\n1 5\n2 5\n", "not after the previous entry"),
         (b"0\n1\n-1 0\n", "negative"),
-        (b"", "version line"),
+        (b"\n", "version line ''"),
     ],
 )
 def test_epoch_checkpoint_errors(raw: bytes, expected: str) -> None:
     with pytest.raises(StorageError, match="epochs-file") as info:
         decode_epoch_checkpoint(raw, "epochs-file")
     assert expected in str(info.value)
+
+
+@pytest.mark.parametrize("raw", [b"", b"0\n"])
+def test_epoch_checkpoint_without_a_count_has_no_entries(raw: bytes) -> None:
+    """Kafka's CheckpointFile creates the file empty with the partition and reads a file
+    ending before its count line as no entries: a ZooKeeper-era broker leaves such files on
+    its idle partitions (``__consumer_offsets-0``), and a broker rolled to KRaft starts on
+    them."""
+    assert decode_epoch_checkpoint(raw, "epochs-file") == []
 
 
 # ------------------------------------------------------------------ partition.metadata

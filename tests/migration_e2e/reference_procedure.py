@@ -96,6 +96,17 @@ def phase_b1(cluster: ZkCluster, cluster_id: str) -> None:
     cluster.wait_controller_line("to WAIT_FOR_BROKERS state")
 
 
+def phase_b2(cluster: ZkCluster) -> tuple[int, str]:
+    """The brokers rolled into migration mode one by one; the load runs when the last one
+    registers. The controller that loaded, and its completion line, once it dual-writes."""
+    for broker in BROKER_IDS:
+        cluster.roll_broker(broker, BrokerMode.MIGRATION)
+        cluster.wait_no_under_replicated()
+    active, line = cluster.wait_controller_line(COMPLETED)
+    cluster.controller(active).wait_line("to DUAL_WRITE state")
+    return active, line
+
+
 def across_runs(log: list[LogRecord]) -> LoadView:
     """A log's load as another run of the procedure made it too (``metadata_dump``)."""
     view: LoadView = load_view(load_span(log), names=Names.of(log), partition_states=False,

@@ -44,6 +44,7 @@ from reference_procedure import (
     alice_sees_t_rf3,
     phase_a,
     phase_b1,
+    phase_b2,
 )
 from zk_cluster import (
     BROKER_IDS,
@@ -75,17 +76,6 @@ class Migrated:
     log: list[LogRecord]
     """The active controller's metadata log right after the load."""
     timeline: Timeline
-
-
-def phase_b2(cluster: ZkCluster) -> tuple[int, str]:
-    """The brokers rolled into migration mode one by one; the load runs when the last one
-    registers. The controller that loaded, and its completion line, once it dual-writes."""
-    for broker in BROKER_IDS:
-        cluster.roll_broker(broker, BrokerMode.MIGRATION)
-        cluster.wait_no_under_replicated()
-    active, line = cluster.wait_controller_line(COMPLETED)
-    cluster.controller(active).wait_line("to DUAL_WRITE state")
-    return active, line
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ wait, then SIGKILL), brokers first. Kafka 3.9's tools run one JVM each (:meth:`Z
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -56,6 +57,10 @@ SCRAM_LISTENER = "SASL_PLAINTEXT"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
+#: what a pykraft broker logs once unfenced, for each listener it then opens
+#: (``broker/broker_server.py``)
+PYKRAFT_LISTENING = "event=broker_listening listener={listener}"
+
 # Kafka 3.9.1's tools by the main class each kafka-*.sh script runs
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONFIGS = "kafka.admin.ConfigCommand"
@@ -66,6 +71,7 @@ STORAGE = "kafka.tools.StorageTool"
 CONSOLE_PRODUCER = "kafka.tools.ConsoleProducer"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 
 _NODE_LOG4J = """\
 log4j.rootLogger=INFO, stdout
@@ -262,6 +268,8 @@ class ZkCluster:
                           for name in ["zk", *map(self.broker_name, brokers),
                                        *map(self.controller_name, controllers)]}
         self.broker_modes: dict[int, BrokerMode] = {}
+        #: the brokers now run by ``pykraft server`` (:meth:`roll_broker_to_pykraft`)
+        self.pykraft_brokers: set[int] = set()
 
     # -- names and addresses ---------------------------------------------------------------
 
@@ -438,6 +446,26 @@ class ZkCluster:
                    else f"[KafkaServer id={broker}] started")
         self.broker(broker).wait_line(started)
 
+    def start_pykraft_broker(self, broker: int) -> None:
+        """``pykraft server`` in place of the Kafka broker, on its ids, ports and log dirs,
+        with the properties of Kafka's KRaft broker as they are (same ``node.id`` as the
+        ZK broker's ``broker.id``, the quorum, no ``zookeeper.*``, StandardAuthorizer under
+        Kafka's key; pykraft keeps the JVM-only tuning keys unused)."""
+        name = self.broker_name(broker)
+        config = self._write_properties(f"{name}.pykraft",
+                                        self.broker_properties(broker, BrokerMode.KRAFT))
+        self.pykraft_brokers.add(broker)
+        self.broker(broker).start(_pykraft("server", str(config)))
+
+    def roll_broker_to_pykraft(self, broker: int) -> None:
+        """Stop the Kafka broker (controlled shutdown), start pykraft's on the same log dirs,
+        wait until it is unfenced and serves each of its listeners."""
+        self.broker(broker).stop()
+        self.start_pykraft_broker(broker)
+        listeners = self.broker_properties(broker, BrokerMode.KRAFT)["listeners"]
+        for listener in listeners.split(","):
+            self.broker(broker).wait_line(PYKRAFT_LISTENING.format(listener=listener))
+
     def roll_broker(self, broker: int, mode: BrokerMode) -> None:
         """Stop the broker (controlled shutdown), start it in ``mode``, wait for it."""
         self.broker(broker).stop()
@@ -544,6 +572,27 @@ class ZkCluster:
                    "--property", "parse.key=true", "--property", "key.separator=:",
                    stdin="".join(f"k{i}:{tag}-{i}\n" for i in range(1, count + 1)))
 
+    def start_verifiable_producer(self, topic: str, count: int, *, per_second: int,
+                                  prefix: int) -> JavaProcess:
+        """Kafka's ``VerifiableProducer`` in the background: ``count`` values
+        ``<prefix>.<i>``, idempotent with acks=all, ``per_second`` at most; it prints one JSON
+        line per acknowledged send (:func:`acknowledged_values`) and exits by itself.
+        The caller stops it (:meth:`JavaProcess.await_stop`)."""
+        config = self._write_properties(f"client-verifiable-{prefix}",
+                                        {"enable.idempotence": "true", "acks": "all",
+                                         # the tool sets retries=0, which idempotence refuses
+                                         "retries": str(2**31 - 1)})
+        log4j = self.base / "tools.log4j"
+        if not log4j.exists():
+            log4j.write_text(_TOOL_LOG4J)
+        process = JavaProcess(f"producer-{prefix}", self.base / f"producer-{prefix}.log")
+        process.start(self.kafka.java(
+            VERIFIABLE_PRODUCER, "--bootstrap-server", self.bootstrap_servers, "--topic", topic,
+            "--max-messages", str(count), "--throughput", str(per_second), "--acks", "-1",
+            "--value-prefix", str(prefix), "--producer.config", str(config),
+            heap=TOOL_HEAP, log4j=log4j))
+        return process
+
     def consume(self, topic: str, *args: str, timeout_ms: int = 60000) -> list[str]:
         """The values the console consumer reads from the start of ``topic`` until
         ``timeout_ms`` pass without one (``args``: ``--group``, ``--max-messages``)."""
@@ -585,6 +634,13 @@ class ZkCluster:
 def _pykraft(*args: str) -> list[str]:
     """The command running pykraft's CLI in this interpreter (its environment inherited)."""
     return [sys.executable, "-m", "pykraft", *args]
+
+
+def acknowledged_values(producer: JavaProcess) -> list[str]:
+    """The values a :meth:`ZkCluster.start_verifiable_producer` saw acknowledged."""
+    sent = (json.loads(line) for line in producer.output().splitlines()
+            if line.startswith("{"))
+    return [event["value"] for event in sent if event.get("name") == "producer_send_success"]
 
 
 @contextmanager

@@ -124,6 +124,10 @@ def decode_epoch_checkpoint(data: bytes, source: str) -> list[tuple[int, int]]:
     if lines[-1] != "":
         raise StorageError(f"{source}: leader epoch checkpoint does not end with a newline")
     lines.pop()
+    if lines in ([], [str(_CHECKPOINT_VERSION)]):
+        # Kafka's CheckpointFile reads a file that ends before its count line as no entries:
+        # it creates the file empty with the partition (a ZooKeeper-era broker's idle ones)
+        return []
     if len(lines) < 2 or lines[0] != str(_CHECKPOINT_VERSION):
         raise StorageError(f"{source}: unsupported leader epoch checkpoint version line "
                            f"{lines[0] if lines else ''!r}")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pytest
 from metadata_dump import parse_dump
-from test_zk_migration_reference import CAPTURED, Timeline, phase_a, phase_b1, phase_b2
+from reference_procedure import CAPTURED, Timeline, phase_a, phase_b1, phase_b2
 from zk_cluster import (
     BROKER_IDS,
     CONSUMER_GROUPS,

@@ -6,7 +6,9 @@ A :class:`ZkCluster` starts ZooKeeper standalone (``QuorumPeerMain``, ready once
 session opens), Kafka 3.9 brokers in ZooKeeper mode, in migration mode
 (``zookeeper.metadata.migration.enable`` and the controller quorum) or as KRaft brokers on
 the same ids and ``log.dirs`` (:class:`BrokerMode`), and Kafka 3.9 KRaft controllers
-formatted with ZooKeeper's ``/cluster/id`` (migration on or off, static voters). Settings
+formatted with ZooKeeper's ``/cluster/id`` (migration on or off, static voters), or with
+``pykraft_controllers`` pykraft's controllers on the same properties (``python -m pykraft
+server``, formatted by ``pykraft storage format`` at metadata.version 3.9-IV0). Settings
 are ``docs/design/migration-reference/run.sh``'s: the serial collector, C1 only, small
 heaps (and a log cleaner buffer to fit them), log4j 1 configs (INFO to the process's log;
 the request logger at DEBUG in its own file when asked), IBP 3.9, the AclAuthorizer with
@@ -49,6 +51,7 @@ STOP_TIMEOUT_S = 120.0  # a broker's controlled shutdown, as run.sh waits
 TOOL_TIMEOUT_S = 180.0
 BROKER_IDS = (1, 2, 3)
 CONTROLLER_IDS = (3000, 3001, 3002)
+ZK_BROKERS_METADATA_VERSION = "3.9-IV0"  # level 21: the ZK brokers' IBP 3.9 (plan §1)
 CONTROLLER_LISTENER = "CONTROLLER"
 SCRAM_LISTENER = "SASL_PLAINTEXT"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -246,9 +249,12 @@ class ZkCluster:
     def __init__(self, base: Path, kafka: Kafka39, *, brokers: tuple[int, ...] = BROKER_IDS,
                  controllers: tuple[int, ...] = CONTROLLER_IDS,
                  controller_properties: Mapping[str, str] | None = None,
-                 request_logs: bool = False, scram_listener: bool = False) -> None:
+                 request_logs: bool = False, scram_listener: bool = False,
+                 pykraft_controllers: bool = False) -> None:
         self.base = base
         self.kafka = kafka
+        #: the controllers are pykraft's (``python -m pykraft``), not Kafka 3.9's
+        self.pykraft_controllers = pykraft_controllers
         self.request_logs = request_logs
         self.extra_controller_properties = dict(controller_properties or {})
         ports = iter(free_ports(1 + len(brokers) * (1 + scram_listener) + len(controllers)))
@@ -449,7 +455,7 @@ class ZkCluster:
         config = self._write_properties(f"{name}.pykraft",
                                         self.broker_properties(broker, BrokerMode.KRAFT))
         self.pykraft_brokers.add(broker)
-        self.broker(broker).start([sys.executable, "-m", "pykraft", "server", str(config)])
+        self.broker(broker).start(_pykraft("server", str(config)))
 
     def roll_broker_to_pykraft(self, broker: int) -> None:
         """Stop the Kafka broker (controlled shutdown), start pykraft's on the same log dirs,
@@ -467,9 +473,19 @@ class ZkCluster:
         self.wait_broker(broker)
 
     def format_controller(self, controller: int, cluster_id: str, *, migration: bool) -> None:
-        """Kafka 3.9's storage tool on the controller's properties."""
+        """Kafka 3.9's storage tool on the controller's properties (pykraft's for pykraft's
+        controllers, at the ZK brokers' metadata.version)."""
         config = self._controller_config(controller, migration=migration)
-        self.tool(STORAGE, "format", "-t", cluster_id, "-c", str(config))
+        if not self.pykraft_controllers:
+            self.tool(STORAGE, "format", "-t", cluster_id, "-c", str(config))
+            return
+        done = subprocess.run(_pykraft("storage", "format", "-t", cluster_id, "-c", str(config),
+                                       "-r", ZK_BROKERS_METADATA_VERSION),
+                              capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
+                              check=False)
+        if done.returncode != 0:
+            raise ZkClusterError(f"pykraft storage format exited {done.returncode}:\n"
+                                 f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
 
     def _controller_config(self, controller: int, *, migration: bool) -> Path:
         kind = "migration" if migration else "kraft"
@@ -480,11 +496,15 @@ class ZkCluster:
     def start_controller(self, controller: int, *, migration: bool) -> None:
         name = self.controller_name(controller)
         config = self._controller_config(controller, migration=migration)
-        self.controller(controller).start(self.kafka.java(
-            "kafka.Kafka", str(config), heap=NODE_HEAP, log4j=self._log4j(name)))
+        self.controller(controller).start(
+            _pykraft("server", str(config)) if self.pykraft_controllers
+            else self.kafka.java("kafka.Kafka", str(config), heap=NODE_HEAP,
+                                 log4j=self._log4j(name)))
 
     def wait_controller(self, controller: int) -> None:
-        self.controller(controller).wait_line("Kafka Server started")
+        """Until the controller logs that it started (pykraft's node event or Kafka's)."""
+        self.controller(controller).wait_line(
+            "event=started state=" if self.pykraft_controllers else "Kafka Server started")
 
     def restart_controller(self, controller: int, *, migration: bool) -> None:
         self.controller(controller).stop()
@@ -611,6 +631,11 @@ class ZkCluster:
                          ",".join(map(str, segments))).stdout
 
 
+def _pykraft(*args: str) -> list[str]:
+    """The command running pykraft's CLI in this interpreter (its environment inherited)."""
+    return [sys.executable, "-m", "pykraft", *args]
+
+
 def acknowledged_values(producer: JavaProcess) -> list[str]:
     """The values a :meth:`ZkCluster.start_verifiable_producer` saw acknowledged."""
     sent = (json.loads(line) for line in producer.output().splitlines()
@@ -621,11 +646,12 @@ def acknowledged_values(producer: JavaProcess) -> list[str]:
 @contextmanager
 def zk_cluster(base: Path, *, controller_properties: Mapping[str, str] | None = None,
                request_logs: bool = False, scram_listener: bool = False,
-               ) -> Iterator[ZkCluster]:
+               pykraft_controllers: bool = False) -> Iterator[ZkCluster]:
     """A :class:`ZkCluster` (Kafka 3.9.1 required: :func:`required`) whose processes are all
     stopped by PID when the block ends, failed or not."""
     cluster = ZkCluster(base, required(), controller_properties=controller_properties,
-                        request_logs=request_logs, scram_listener=scram_listener)
+                        request_logs=request_logs, scram_listener=scram_listener,
+                        pykraft_controllers=pykraft_controllers)
     try:
         yield cluster
     finally:

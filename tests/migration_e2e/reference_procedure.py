@@ -1,0 +1,134 @@
+"""The reference procedure's steps shared by the migration tests (``docs/design/
+migration-reference/run.sh``): phase A's ZooKeeper cluster, phase B1's controllers in
+migration mode, the phases' timeline, and how a load compares across runs.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metadata_dump import Json, LoadView, LogRecord, Names, load_span, load_view
+from process_harness import wait_for
+from zk_cluster import ACLS, BROKER_IDS, CONFIGS, CONTROLLER_IDS, TOPICS, BrokerMode, ZkCluster
+
+CAPTURED = Path(__file__).resolve().parents[2] / "docs/design/migration-reference/captured"
+COMPLETED = "Completed migration of metadata from ZooKeeper to KRaft"
+#: the driver's states in the order Kafka's active controller went through them (§4)
+DRIVER_STATES = ("INACTIVE", "WAIT_FOR_CONTROLLER_QUORUM", "WAIT_FOR_BROKERS",
+                 "BECOME_CONTROLLER", "ZK_MIGRATION", "SYNC_KRAFT_TO_ZK",
+                 "KRAFT_CONTROLLER_TO_BROKER_COMM", "DUAL_WRITE")
+TRANSITION = re.compile(r"transitioning from (\w+) to (\w+) state")
+
+
+@dataclass
+class Timeline:
+    """Each phase's duration, printed at the end (run pytest with -s to see them)."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        start = time.monotonic()
+        yield
+        self.seconds[name] = time.monotonic() - start
+        print(f"[migration reference] phase {name}: {self.seconds[name]:.1f} s", flush=True)
+
+
+def phase_a(cluster: ZkCluster) -> None:
+    """run.sh's phase A: ZooKeeper, three ZK-mode brokers, the topics, configs, SCRAM user,
+    quotas and ACLs, idempotent acks=all messages, a group's committed offsets."""
+    cluster.start_zookeeper()
+    for broker in BROKER_IDS:
+        cluster.start_broker(broker, BrokerMode.ZK)
+    for broker in BROKER_IDS:
+        cluster.wait_broker(broker)
+    cluster.admin(TOPICS, "--create", "--topic", "t-rf3", "--partitions", "3",
+                  "--replication-factor", "3", "--config", "min.insync.replicas=2",
+                  "--config", "retention.ms=604800000")
+    cluster.admin(TOPICS, "--create", "--topic", "t-compact", "--partitions", "2",
+                  "--replication-factor", "2", "--config", "cleanup.policy=compact",
+                  "--config", "segment.bytes=1048576")
+    cluster.admin(TOPICS, "--create", "--topic", "t-plain", "--partitions", "1",
+                  "--replication-factor", "1")
+    for entity, config in ((("brokers", "--entity-default"), "log.cleaner.backoff.ms=20000"),
+                           (("brokers", "--entity-name", "1"), "log.cleaner.threads=1"),
+                           (("users", "--entity-name", "alice"),
+                            "SCRAM-SHA-256=[iterations=4096,password=alice-secret]"),
+                           (("users", "--entity-name", "alice"), "producer_byte_rate=1048576"),
+                           (("clients", "--entity-name", "app1"), "consumer_byte_rate=2097152"),
+                           (("ips", "--entity-name", "127.0.0.2"),
+                            "connection_creation_rate=50")):
+        cluster.admin(CONFIGS, "--alter", "--entity-type", *entity, "--add-config", config)
+    cluster.admin(ACLS, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                  "--operation", "Describe", "--topic", "t-rf3")
+    cluster.admin(ACLS, "--add", "--allow-principal", "User:alice", "--operation", "Read",
+                  "--group", "g-", "--resource-pattern-type", "prefixed")
+    cluster.produce("t-rf3", 30, "A")
+    cluster.produce("t-compact", 10, "A")
+    assert len(cluster.consume("t-rf3", "--group", "g1", "--max-messages", "30")) == 30
+    cluster.wait_no_under_replicated()
+    # the brokers learn of her credential from ZooKeeper's change notifications, in time
+    wait_for("alice's credential to work", lambda: alice_sees_t_rf3(cluster, "alice-secret")
+             or None, 120.0)
+
+
+def alice_sees_t_rf3(cluster: ZkCluster, password: str) -> bool:
+    """Whether alice, through the SCRAM listener with ``password``, lists t-rf3 (her ACLs
+    let her describe it); a failed authentication must say so."""
+    done = cluster.as_scram_user(TOPICS, "alice", password, "--list")
+    assert done.returncode == 0 or "Authentication failed" in done.stderr, done.stderr
+    return done.returncode == 0 and "t-rf3" in done.stdout.split()
+
+
+def phase_b1(cluster: ZkCluster, cluster_id: str) -> None:
+    """The controllers formatted with ZooKeeper's cluster id and started in migration mode;
+    their driver waits for the ZK brokers."""
+    for controller in CONTROLLER_IDS:
+        cluster.format_controller(controller, cluster_id, migration=True)
+        cluster.start_controller(controller, migration=True)
+    for controller in CONTROLLER_IDS:
+        cluster.wait_controller(controller)
+    cluster.wait_controller_line("to WAIT_FOR_BROKERS state")
+
+
+def phase_b2(cluster: ZkCluster) -> tuple[int, str]:
+    """The brokers rolled into migration mode one by one; the load runs when the last one
+    registers. The controller that loaded, and its completion line, once it dual-writes."""
+    for broker in BROKER_IDS:
+        cluster.roll_broker(broker, BrokerMode.MIGRATION)
+        cluster.wait_no_under_replicated()
+    active, line = cluster.wait_controller_line(COMPLETED)
+    cluster.controller(active).wait_line("to DUAL_WRITE state")
+    return active, line
+
+
+def across_runs(log: list[LogRecord]) -> LoadView:
+    """A log's load as another run of the procedure made it too (``metadata_dump``)."""
+    view: LoadView = load_view(load_span(log), names=Names.of(log), partition_states=False,
+                               assignments=False)
+    return view
+
+
+def migration_framing(log: list[LogRecord]) -> list[tuple[str, Json]]:
+    """A log's transaction markers and migration states, in order."""
+    return [(r.type, r.data) for r in log if r.type in (
+        "BEGIN_TRANSACTION_RECORD", "END_TRANSACTION_RECORD", "ABORT_TRANSACTION_RECORD",
+        "ZK_MIGRATION_STATE_RECORD")]
+
+
+def start_last_broker_in_migration(cluster: ZkCluster) -> int:
+    """Phase B2 up to the load: the brokers but the last rolled into migration mode one by
+    one, then the last stopped and started in migration mode without waiting for it (its
+    registration starts the load); the last one's id."""
+    for broker in BROKER_IDS[:-1]:
+        cluster.roll_broker(broker, BrokerMode.MIGRATION)
+        cluster.wait_no_under_replicated()
+    last: int = BROKER_IDS[-1]
+    cluster.broker(last).stop()
+    cluster.start_broker(last, BrokerMode.MIGRATION)
+    return last

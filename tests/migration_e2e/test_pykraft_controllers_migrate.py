@@ -1,0 +1,342 @@
+"""pykraft's controllers migrate a real Kafka 3.9 ZooKeeper cluster (issue 32, migration-plan
+§4-§8, §10): the reference procedure (``reference_procedure``, ``run.sh``) with the three KRaft
+controllers pykraft's (``python -m pykraft server`` on the same properties, formatted by
+``pykraft storage format`` with ZooKeeper's cluster id at metadata.version 3.9-IV0) and the
+brokers Kafka 3.9.1's.
+
+A builds the ZooKeeper cluster; B1 starts the controllers in migration mode; B2 rolls the
+brokers into migration mode until the load runs: the active controller's driver goes through
+Kafka's states in Kafka's order (the ``pykraft.migration.driver`` logger) and loads the
+reference run's 30 records, and its metadata log, dumped by Kafka 3.9's ``kafka-dump-log
+--cluster-metadata-decoder``, holds the load Kafka's controllers wrote in the reference run
+(``captured/metadata-D-finalised.records``) modulo what a second run makes anew; the ZK
+brokers, fed LeaderAndIsr / UpdateMetadata by the pykraft controller, keep serving. B3 makes
+run.sh's changes through the ZK brokers and finds them in ZooKeeper as Kafka's controllers
+wrote them (``captured/znodes-B3-dual-write.json``). C rolls the brokers to Kafka 3.9 KRaft
+brokers; D restarts the controllers without migration (finalisation): POST_MIGRATION, no
+ZooKeeper write after, every message once, the group's offsets, topics, configs, ACLs and
+SCRAM users as Kafka's tools showed them before.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+import pytest
+from metadata_dump import LogRecord, load_span, normalised, parse_dump, parse_records
+from process_harness import wait_for
+from reference_procedure import (
+    CAPTURED,
+    COMPLETED,
+    DRIVER_STATES,
+    TRANSITION,
+    Timeline,
+    across_runs,
+    alice_sees_t_rf3,
+    migration_framing,
+    phase_a,
+    phase_b1,
+    start_last_broker_in_migration,
+)
+from zk_cluster import (
+    ACLS,
+    BROKER_IDS,
+    CONFIGS,
+    CONSUMER_GROUPS,
+    CONTROLLER_IDS,
+    TOPICS,
+    BrokerMode,
+    ZkCluster,
+    zk_cluster,
+)
+
+from pykraft.migration.zk_ops import ZkClient
+from pykraft.migration.zk_reads import read_tree
+
+pytestmark = pytest.mark.timeout(1800)
+
+_COMPLETION = re.compile(r"(\d+) records were generated in \d+ ms across (\d+) batches")
+#: znodes whose content is the run's own (ports, epochs, ids, sequence owners) or not the
+#: migration's (ZooKeeper's, the brokers' notifications, the producer id block's owner)
+_RUN_MADE = re.compile(r"^/(zookeeper|brokers/ids/|brokers/seqid|controller|cluster/id|"
+                       r"migration|latest_producer_id_block|isr_change_notification/|"
+                       r"log_dir_event_notification/)")
+_SCRAM_ITERATIONS = re.compile(r"iterations=\d+")
+
+
+@dataclass
+class Migrated:
+    cluster: ZkCluster
+    active: int
+    """The pykraft controller that ran the load."""
+    completion: str
+    log: list[LogRecord]
+    """The active controller's metadata log right after the load."""
+    timeline: Timeline
+    unavailable_s: float
+    """From the last ZK broker's registration with the controllers to the load's completion
+    (their log lines): the metadata unavailability window."""
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
+    timeline = Timeline()
+    with zk_cluster(tmp_path_factory.mktemp("pykraft-migration"), scram_listener=True,
+                    request_logs=True, pykraft_controllers=True) as cluster:
+        with timeline.phase("A"):
+            phase_a(cluster)
+        with cluster.zk_session() as zk:
+            cluster_id = read_tree(zk).cluster_id
+        assert cluster_id is not None
+        with timeline.phase("B1"):
+            phase_b1(cluster, cluster_id)
+        with timeline.phase("B2"):
+            last = start_last_broker_in_migration(cluster)
+            registered = cluster.broker(last).wait_line(f"Successfully registered broker {last}")
+            active, line = cluster.wait_controller_line(COMPLETED)
+            cluster.wait_broker(last)
+            cluster.controller(active).wait_line("to DUAL_WRITE state")
+            cluster.wait_no_under_replicated()
+        log = parse_dump(cluster.dump_metadata(active))
+        yield Migrated(cluster, active, line, log, timeline,
+                       (_logged_at(line) - _logged_at(registered)).total_seconds())
+
+
+def test_the_driver_goes_through_kafkas_states(migrated: Migrated) -> None:
+    """The active pykraft controller's driver went through Kafka's states in Kafka's order
+    and loaded the reference run's 30 records in one batch, 3 brokers seen."""
+    output = migrated.cluster.controller(migrated.active).output()
+    steps = TRANSITION.findall(output)
+    assert steps[-len(DRIVER_STATES) + 1:] == list(itertools.pairwise(DRIVER_STATES)), steps
+    assert _COMPLETION.findall(migrated.completion) == [("30", "1")], migrated.completion
+    assert "Saw 3 brokers in the migrated metadata [1, 2, 3]." in migrated.completion
+    print(f"[pykraft migration] metadata unavailable for {migrated.unavailable_s:.1f} s "
+          f"(last ZK broker registered with KRaft to the load committed)", flush=True)
+
+
+def test_the_load_is_kafkas(migrated: Migrated) -> None:
+    """pykraft's metadata log, dumped by Kafka 3.9's decoder, holds the load Kafka's
+    controllers wrote in the reference run, modulo run-made ids and placements; its
+    bootstrap records and its transactions and migration states up to the load's end are
+    those of Kafka's log record for record."""
+    reference_log = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
+    assert len(load_span(migrated.log)) == 30
+    assert across_runs(migrated.log) == across_runs(reference_log)
+    assert ([normalised(r) for r in migrated.log[:4]]
+            == [normalised(r) for r in reference_log[:4]])  # the bootstrap transaction
+    framing = migration_framing(migrated.log)
+    assert framing == migration_framing(reference_log)[:len(framing)]
+    assert [state for kind, state in framing if kind == "ZK_MIGRATION_STATE_RECORD"] == [
+        {"zkMigrationState": 2}, {"zkMigrationState": 1}]
+
+
+def test_the_zk_brokers_hear_from_the_pykraft_controller(migrated: Migrated) -> None:
+    """Each ZK broker got LeaderAndIsr and UpdateMetadata from the pykraft controller (its
+    request log), and the brokers still serve: produce and consume work."""
+    cluster = migrated.cluster
+    for broker in BROKER_IDS:
+        text = (cluster.base / f"{cluster.broker_name(broker)}.requests.log").read_text(
+            errors="replace")
+        for api in ("LEADER_AND_ISR", "UPDATE_METADATA"):
+            assert f'"requestApiKeyName":"{api}"' in text, (broker, api)
+        assert f'"controllerId":{migrated.active},"isKRaftController":true' in text, broker
+    cluster.produce("t-rf3", 30, "B2")
+    assert len(cluster.consume("t-rf3", timeout_ms=20000)) == 60
+
+
+def test_dual_write(migrated: Migrated) -> None:
+    """run.sh's phase B3 through the ZK brokers (forwarded to the pykraft controllers): the
+    topics, partitions, configs, SCRAM users, quotas, ACLs and change notifications in
+    ZooKeeper are those Kafka's controllers wrote in the reference run."""
+    cluster = migrated.cluster
+    with migrated.timeline.phase("B3"):
+        cluster.admin(TOPICS, "--create", "--topic", "t-new", "--partitions", "2",
+                      "--replication-factor", "2", "--config", "retention.bytes=1048576")
+        for entity, config in ((("topics", "--entity-name", "t-rf3"), "retention.ms=3600000"),
+                               (("brokers", "--entity-default"), "log.cleaner.backoff.ms=25000"),
+                               (("users", "--entity-name", "bob"),
+                                "SCRAM-SHA-512=[iterations=8192,password=bob-secret]"),
+                               (("users", "--entity-name", "alice"),
+                                "producer_byte_rate=2097152")):
+            cluster.admin(CONFIGS, "--alter", "--entity-type", *entity, "--add-config", config)
+        cluster.admin(ACLS, "--add", "--allow-principal", "User:bob", "--operation", "Write",
+                      "--topic", "t-new")
+        cluster.admin(TOPICS, "--delete", "--topic", "t-plain")
+        cluster.admin(TOPICS, "--alter", "--topic", "t-compact", "--partitions", "3")
+        cluster.produce("t-rf3", 30, "B3")
+        cluster.produce("t-new", 10, "B3")
+        cluster.wait_no_under_replicated()
+    with cluster.zk_session() as zk:
+        assert comparable(znodes(zk)) == captured_znodes("B3-dual-write")
+
+
+def test_failover_while_dual_writing(migrated: Migrated) -> None:
+    """run.sh's phase B4: the active controller SIGKILLed while dual-writing; another takes
+    the driver over (claims ZooKeeper, syncs KRaft to it, sends the brokers full metadata)
+    and ZooKeeper then holds what Kafka's did after the same failover; the killed one
+    restarts and the brokers keep serving."""
+    cluster = migrated.cluster
+    with migrated.timeline.phase("B4"):
+        scans = {c: cluster.controller(c).scan("to DUAL_WRITE state") for c in CONTROLLER_IDS
+                 if c != migrated.active}
+        cluster.controller(migrated.active).kill()
+        successor = wait_for("another controller to dual-write", lambda: next(
+            (c for c, scan in scans.items() if scan.found() is not None), None), 120.0)
+        cluster.start_controller(migrated.active, migration=True)
+        cluster.wait_controller(migrated.active)
+        cluster.wait_no_under_replicated()
+    output = cluster.controller(successor).output()
+    assert "Claimed ZK controller leadership" in output
+    synced = re.findall(r"ZK writes when reconciling with KRaft state: (\{.*?\})", output)
+    assert synced, output[-3000:]
+    with cluster.zk_session() as zk:
+        assert comparable(znodes(zk)) == captured_znodes("B4-failover")
+    print(f"[pykraft migration] controller {successor} took over from {migrated.active}, "
+          f"its sync to ZooKeeper: {synced[-1]}", flush=True)
+
+
+def test_finalisation(migrated: Migrated) -> None:
+    """C: the brokers rolled to Kafka 3.9 KRaft brokers against the pykraft controllers; D:
+    the controllers restarted without migration one by one, the active one writes
+    POST_MIGRATION and ZooKeeper is written no more. Every acknowledged message is there
+    once, the group's offsets kept, and Kafka's tools show the same topics, configs, ACLs
+    and SCRAM users as before the roll."""
+    cluster, timeline = migrated.cluster, migrated.timeline
+    before = described(cluster)
+    with timeline.phase("C"):
+        for broker in BROKER_IDS:
+            cluster.roll_broker(broker, BrokerMode.KRAFT)
+            cluster.wait_no_under_replicated()
+        cluster.produce("t-rf3", 30, "C")
+    with timeline.phase("D"):
+        for controller in CONTROLLER_IDS:
+            cluster.restart_controller(controller, migration=False)
+        cluster.wait_no_under_replicated()
+        # PRE_MIGRATION, MIGRATION, then POST_MIGRATION at the activation of a leader
+        # without migration (the last restart makes one at the latest)
+        wait_for("POST_MIGRATION in the leader's metadata log",
+                 lambda: migration_states(cluster) == [2, 1, 3] or None, 120.0)
+    assert described(cluster) == before
+    with cluster.zk_session() as zk:
+        finalised = znodes(zk)
+    cluster.admin(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", "t-rf3",
+                  "--add-config", "retention.ms=7200000")
+    cluster.admin(TOPICS, "--create", "--topic", "t-after", "--partitions", "1",
+                  "--replication-factor", "3")
+    cluster.produce("t-after", 30, "D")
+    with cluster.zk_session() as zk:
+        assert znodes(zk) == finalised  # no ZooKeeper write once finalised
+    values = cluster.consume("t-rf3", timeout_ms=20000)
+    assert sorted(values) == sorted(f"{tag}-{i}" for tag in ("A", "B2", "B3", "C")
+                                    for i in range(1, 31))
+    group = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", "g1")
+    offsets = [int(row.split()[3]) for row in group.splitlines()
+               if row.split()[1:2] == ["t-rf3"]]
+    assert sum(offsets) == 30, group
+    assert alice_sees_t_rf3(cluster, "alice-secret")
+    assert not alice_sees_t_rf3(cluster, "not-alices")
+    print(f"[pykraft migration] phases: {timeline.seconds}", flush=True)
+
+
+def acl_lines(listed: str) -> str:
+    """``kafka-acls --list`` as sorted ``resource: ACL`` lines (the tool prints them in the
+    order of the brokers' hash maps)."""
+    resource, lines = "", []
+    for line in listed.splitlines():
+        if line.startswith("Current ACLs for resource"):
+            resource = line.split("`")[1]
+        elif "(principal=" in line:
+            lines.append(f"{resource}: {line.strip()}")
+    return "\n".join(sorted(lines))
+
+
+def _logged_at(line: str) -> datetime:
+    """When a Kafka log4j line (``[2026-12-01 02:09:44,670] ...``) or a pykraft logfmt line
+    (``ts=2026-12-01T02:09:44.998Z ...``) was logged, both in the machine's UTC."""
+    if line.startswith("["):
+        return datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")
+    return datetime.strptime(line[3:26], "%Y-%m-%dT%H:%M:%S.%f")
+
+
+def migration_states(cluster: ZkCluster) -> list[int]:
+    """The ZkMigrationState records of the quorum leader's metadata log, in order."""
+    log = parse_dump(cluster.dump_metadata(cluster.quorum_leader()))
+    return [r.data["zkMigrationState"] for r in log if r.type == "ZK_MIGRATION_STATE_RECORD"]
+
+
+def captured_znodes(phase: str) -> dict[str, object]:
+    """The reference run's ZooKeeper after ``phase`` (``captured/znodes-<phase>.json``), as
+    :func:`comparable` shows a tree."""
+    captured = json.loads((CAPTURED / f"znodes-{phase}.json").read_text())
+    return comparable({path: None if node["raw"] is None else node["raw"].encode()
+                       for path, node in captured.items()})
+
+
+def znodes(zk: ZkClient, path: str = "/") -> dict[str, bytes | None]:
+    """Every znode under ``path`` and its data."""
+    found: dict[str, bytes | None] = {}
+    pending = [path]
+    while pending:
+        node = pending.pop()
+        read = zk.get(node)
+        if read is None:
+            continue
+        found[node] = read.raw
+        pending += [f"{node.rstrip('/')}/{child}" for child in zk.children(node) or []]
+    return found
+
+
+def comparable(tree: dict[str, bytes | None]) -> dict[str, object]:
+    """A tree as another run of the procedure writes it too: run-made znodes left out, a
+    topic's assignment as its partitions' replica counts (a placement starts at a random
+    broker), partition states by path only (leaders and epochs move at the roll's pace),
+    SCRAM credentials by mechanism and iterations (salts are random)."""
+    view: dict[str, object] = {}
+    for path, data in tree.items():
+        if _RUN_MADE.match(path):
+            continue
+        text = data.decode() if data else None  # as zkdump.py: an empty znode's data None
+        if path.startswith("/brokers/topics/") and path.count("/") == 3 and text:
+            topic = json.loads(text)
+            topic.pop("topic_id")
+            topic["partitions"] = {p: len(r) for p, r in topic["partitions"].items()}
+            view[path] = topic
+        elif path.endswith("/state") and path.startswith("/brokers/topics/"):
+            view[path] = "<state>"
+        elif path.startswith("/config/users/") and text:
+            config = json.loads(text)
+            config["config"] = {key: (_SCRAM_ITERATIONS.findall(value) if "SCRAM" in key
+                                      else value) for key, value in config["config"].items()}
+            view[path] = config
+        elif path.startswith("/kafka-acl") and text and text.startswith("{"):
+            acls = json.loads(text)
+            if "acls" in acls:
+                acls["acls"] = sorted(acls["acls"], key=json.dumps)
+            view[path] = acls
+        else:
+            view[path] = text
+    return view
+
+
+def described(cluster: ZkCluster) -> dict[str, str]:
+    """What Kafka 3.9's tools say of the topics, their configs, the ACLs and the SCRAM
+    users through the brokers (ZooKeeper-era ones read ZooKeeper or forward)."""
+    return {
+        "topics": cluster.admin(TOPICS, "--list", "--exclude-internal"),
+        "t-rf3": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
+                               "--entity-name", "t-rf3"),
+        "t-compact": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
+                                   "--entity-name", "t-compact"),
+        "acls": acl_lines(cluster.admin(ACLS, "--list")),
+        "users": "\n".join(sorted(  # in the order of the brokers' hash maps
+            cluster.admin(CONFIGS, "--describe", "--entity-type", "users").splitlines())),
+        "partitions": "\n".join(sorted(
+            row.split("\t")[0] + " " + row.split("\t")[2] for row in
+            cluster.admin(TOPICS, "--describe", "--exclude-internal").splitlines()
+            if row.startswith("Topic:"))),
+    }

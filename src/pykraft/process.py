@@ -14,6 +14,7 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from prometheus_client.core import Metric
 
@@ -31,12 +32,14 @@ from pykraft.runtime.extension import load_extension
 from pykraft.runtime.listener_server import ListenerServer
 from pykraft.runtime.logfmt import event
 from pykraft.runtime.metrics import serve_metrics
-from pykraft.runtime.migration_service import MigrationRuntime
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.request_metrics import RequestMetrics
 from pykraft.runtime.request_queue import RequestQueue
 from pykraft.runtime.sasl_authenticator import with_scram
 from pykraft.runtime.settings import NodeSettings
+
+if TYPE_CHECKING:
+    from pykraft.runtime.migration_service import MigrationRuntime
 
 log = logging.getLogger("pykraft.process")
 
@@ -79,6 +82,9 @@ async def run_server(settings: NodeSettings) -> int:
         if controller is not None:
             controller.attach(node)
             if settings.zookeeper is not None and settings.controller.zk_migration_enabled:
+                # imported only here: kazoo and the migration's modules are for migrating
+                # controllers alone
+                from pykraft.runtime.migration_service import MigrationRuntime
                 migration = MigrationRuntime(settings, settings.zookeeper, controller, node)
         handlers = {} if extension is None else extension.handlers(node)
         dispatcher = Dispatcher(node, controller, handlers)

@@ -33,7 +33,6 @@ from zk_cluster import (
 )
 
 from pykraft.ids import uuid_to_str
-from pykraft.migration.zk_reads import read_tree
 from pykraft.storage.meta_properties import META_PROPERTIES, parse_meta_properties
 
 pytestmark = pytest.mark.timeout(2400)
@@ -105,9 +104,7 @@ def rolled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rolled]:
                     scram_listener=True) as cluster:
         with timeline.phase("A"):
             phase_a(cluster)
-        with cluster.zk_session() as zk:
-            cluster_id = read_tree(zk).cluster_id
-        assert cluster_id is not None
+        cluster_id = cluster.cluster_id()
         with timeline.phase("B1"):
             phase_b1(cluster, cluster_id)
         with timeline.phase("B2"):

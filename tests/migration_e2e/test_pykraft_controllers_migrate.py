@@ -56,7 +56,6 @@ from zk_cluster import (
 )
 
 from pykraft.migration.zk_ops import ZkClient
-from pykraft.migration.zk_reads import read_tree
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -90,9 +89,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
                     request_logs=True, pykraft_controllers=True) as cluster:
         with timeline.phase("A"):
             phase_a(cluster)
-        with cluster.zk_session() as zk:
-            cluster_id = read_tree(zk).cluster_id
-        assert cluster_id is not None
+        cluster_id = cluster.cluster_id()
         with timeline.phase("B1"):
             phase_b1(cluster, cluster_id)
         with timeline.phase("B2"):

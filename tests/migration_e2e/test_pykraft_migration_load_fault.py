@@ -28,8 +28,6 @@ from zk_cluster import (
     zk_cluster,
 )
 
-from pykraft.migration.zk_reads import read_tree
-
 pytestmark = pytest.mark.timeout(1800)
 
 BATCH_COMMITTED = "Finished waiting for the metadata layer to commit 1 migration records"
@@ -49,9 +47,7 @@ def test_controller_killed_during_the_load(tmp_path_factory: pytest.TempPathFact
                     controller_properties={"zookeeper.metadata.migration.min.batch.size": "1"},
                     ) as cluster:
         phase_a(cluster)
-        with cluster.zk_session() as zk:
-            cluster_id = read_tree(zk).cluster_id
-        assert cluster_id is not None
+        cluster_id = cluster.cluster_id()
         phase_b1(cluster, cluster_id)
         last = start_last_broker_in_migration(cluster)
         # the load starts at its registration: kill the controller running it mid-load

@@ -7,8 +7,9 @@ leader changes and committed images the controller publishes, and :meth:`poll`, 
 the runtime after Kafka's backoff (100 ms doubling to 60 s, 2 % jitter) and at once whenever
 :meth:`poll` or an input reports a transition. Every effect goes through an injected port —
 ZooKeeper (:class:`MigrationZk`), the controller's records (:class:`MigrationRecords`), the
-legacy RPCs (:class:`LegacyPropagator`), the readiness of the controller quorum — so the
-driver is deterministic and runs against a simulated ZooKeeper and controller in tests.
+legacy RPCs (:class:`LegacyPropagator`), the readiness of the controller quorum, the ZooKeeper
+write metrics (:class:`ZkWriteRecorder`) — so the driver is deterministic and runs against a
+simulated ZooKeeper and controller in tests.
 Ports block (a ZooKeeper write waits for the connection, a batch for its commit), as Kafka's
 do; a :class:`~pykraft.migration.zk_ops.ZkUnavailableError` from ZooKeeper leaves the state as
 it was, to be retried by the next poll ("Will retry").
@@ -41,6 +42,7 @@ from pykraft.migration.load import (
 from pykraft.migration.zk_ops import ANY_VERSION, ZkUnavailableError
 from pykraft.migration.zk_tree import ZkTree
 from pykraft.migration.zk_write import counts_text
+from pykraft.migration.zk_writer import touches_zookeeper
 from pykraft.migration.znodes import ZNodeDecodeError
 from pykraft.records.metadata import MetadataRecord
 
@@ -140,6 +142,20 @@ class LegacyPropagator(Protocol):
                    zk_controller_epoch: int) -> None: ...
 
 
+class ZkWriteRecorder(Protocol):
+    """Kafka's ``QuorumControllerMetrics`` as its driver feeds them (``ZkWriteBehindLag``,
+    ``ZkWriteSnapshotTimeMs``, ``ZkWriteDeltaTimeMs``): durations in ms of the clock port."""
+
+    def zk_write_snapshot_time(self, duration_ms: int) -> None:
+        """A full sync of an image to ZooKeeper took ``duration_ms``."""
+
+    def zk_write_delta_time(self, duration_ms: int) -> None:
+        """A delta touching what ZooKeeper holds was written in ``duration_ms``."""
+
+    def dual_write_offset(self, offset: int) -> None:
+        """ZooKeeper holds the image up to ``offset`` (Kafka's ``updateDualWriteOffset``)."""
+
+
 class MigrationCommitError(PyKraftError):
     """The controller could not commit a migration write (not active any more, timed out)."""
 
@@ -148,7 +164,8 @@ QuorumReadiness = Callable[[MetadataImage], str | None]
 """Why the controller quorum is not ready to migrate (Kafka's
 ``reasonAllControllersZkMigrationNotReady``), None when it is."""
 Clock = Callable[[], int]
-"""Milliseconds, for the load's timings in its log line (never for decisions)."""
+"""Milliseconds, for the load's timings in its log line and the ZooKeeper write times
+(never for decisions)."""
 
 
 def _offset_and_epoch(image: MetadataImage) -> tuple[int, int]:
@@ -167,13 +184,14 @@ class MigrationDriver:
 
     def __init__(self, node_id: int, *, zk: MigrationZk, records: MigrationRecords,
                  propagator: LegacyPropagator, quorum_readiness: QuorumReadiness,
-                 rng: random.Random, clock: Clock, min_batch_size: int,
-                 password_decoder: PasswordDecoder | None = None) -> None:
+                 metrics: ZkWriteRecorder, rng: random.Random, clock: Clock,
+                 min_batch_size: int, password_decoder: PasswordDecoder | None = None) -> None:
         self.node_id = node_id
         self._zk = zk
         self._records = records
         self._propagator = propagator
         self._quorum_readiness = quorum_readiness
+        self._metrics = metrics
         self._rng = rng
         self._clock = clock
         self._min_batch_size = min_batch_size
@@ -248,15 +266,20 @@ class MigrationDriver:
         """One committed change to ZooKeeper, ``/migration`` after it, then the RPCs."""
         self._resync = True  # until it is written
         counts: WriteCounts = {}
+        start_ms = self._clock()
         if is_snapshot:
             self.leadership = self._zk.sync(image, self.leadership, counts)
+            self._metrics.zk_write_snapshot_time(self._clock() - start_ms)
         else:
             self.leadership = self._zk.dual_write(previous, image, delta, self.leadership, counts)
+            if touches_zookeeper(delta):
+                self._metrics.zk_write_delta_time(self._clock() - start_ms)
         if counts:
             kind = "snapshot" if is_snapshot else "delta"
             log.debug("Made the following ZK writes when handling KRaft %s: %s", kind,
                       counts_text(dict(sorted(counts.items()))))
         offset, epoch = _offset_and_epoch(image)
+        self._metrics.dual_write_offset(offset)
         self.leadership = self._zk.set_migration_state(
             self.leadership.with_kraft_metadata_offset_and_epoch(offset, epoch))
         self._resync = False
@@ -430,7 +453,9 @@ class MigrationDriver:
             return
         log.info("Performing a full metadata sync from KRaft to ZK.")
         counts: WriteCounts = {}
+        start_ms = self._clock()
         self.leadership = self._zk.sync(self.image, self.leadership, counts)
+        self._metrics.zk_write_snapshot_time(self._clock() - start_ms)
         if counts:
             log.info("Made the following ZK writes when reconciling with KRaft state: %s",
                      counts_text(dict(sorted(counts.items()))))

@@ -51,6 +51,7 @@ from pykraft.runtime.legacy_channel import LegacyChannel
 from pykraft.runtime.node import RaftNode
 from pykraft.runtime.settings import NodeSettings, ZkClientSettings
 from pykraft.runtime.zk_session import ZkSession
+from pykraft.runtime.zk_write_metrics import ZkWriteMetrics
 
 log = logging.getLogger(__name__)
 
@@ -254,8 +255,9 @@ def passwords_of(properties: Mapping[str, str]) -> Passwords | None:
 
 class MigrationRuntime:
     """What a controller with ``zookeeper.metadata.migration.enable`` runs for the driver:
-    the ZooKeeper session, the driver on its worker, the legacy channel. Built and closed on
-    the event loop; registered as a publisher of the controller's images."""
+    the ZooKeeper session, the driver on its worker, the legacy channel, the ZooKeeper write
+    metrics. Built and closed on the event loop; registered as a publisher of the
+    controller's images."""
 
     def __init__(self, settings: NodeSettings, zookeeper: ZkClientSettings,
                  controller: ControllerService, node: RaftNode) -> None:
@@ -264,6 +266,7 @@ class MigrationRuntime:
         passwords = passwords_of(config.properties)
         self.session = ZkSession(zookeeper)
         self.channel = LegacyChannel(settings.node_id, config.inter_broker_listener_name)
+        self.metrics = ZkWriteMetrics()
         driver = MigrationDriver(
             settings.node_id,
             zk=ZkMigrationClient(self.session, clock=lambda: int(time.time() * 1000),
@@ -274,7 +277,7 @@ class MigrationRuntime:
                 self.channel, loop),
             quorum_readiness=lambda image: zk_migration_not_ready_reason(
                 image, list(node.core.voters)),
-            rng=random.Random(), clock=lambda: int(time.monotonic() * 1000),
+            metrics=self.metrics, rng=random.Random(), clock=lambda: int(time.monotonic() * 1000),
             min_batch_size=config.zk_migration_min_batch_size,
             password_decoder=None if passwords is None else passwords.decode)
         self.service = MigrationService(driver, connect=self.session.start)

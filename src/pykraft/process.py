@@ -59,7 +59,8 @@ async def run_server(settings: NodeSettings) -> int:
     """Serve until a signal or a fatal error; returns the process exit code."""
     extension = None if settings.extension is None else load_extension(settings.extension)
     runs_controller = extension is None or not extension.replaces_controller
-    controller = (ControllerService(settings.controller, bootstrap=settings.bootstrap)
+    controller = (ControllerService(settings.controller, bootstrap=settings.bootstrap,
+                                    bootstrap_source=settings.bootstrap_source)
                   if settings.is_controller and runs_controller else None)
     broker = None if settings.broker is None else BrokerServer(settings, settings.broker)
     listeners: list[RaftListener] = []

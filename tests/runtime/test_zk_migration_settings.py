@@ -58,6 +58,9 @@ def test_migration_needs_zookeeper_connect(tmp_path: Path) -> None:
 def test_a_migrating_controller_reads_kafkas_keys_and_defaults(tmp_path: Path) -> None:
     found = settings(tmp_path, ZK)
     assert found.controller.zk_migration_enabled
+    # the activation line names where the bootstrap came from, as Kafka's
+    assert found.bootstrap_source == ("the binary bootstrap metadata file: "
+                                      f"{tmp_path / 'data' / 'bootstrap.checkpoint'}")
     assert found.controller.zk_migration_min_batch_size == 200
     assert found.controller.inter_broker_listener_name == "PLAINTEXT"
     config = ServerConfig(ZK)

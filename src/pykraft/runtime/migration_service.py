@@ -217,20 +217,23 @@ class ChannelPropagator:
         self._loop = loop
 
     def send_full(self, image: MetadataImage, zk_controller_epoch: int) -> None:
-        self._deliver(image, lambda: self._propagator.image_requests(image, zk_controller_epoch))
+        self._deliver(image, zk_controller_epoch,
+                      lambda: self._propagator.image_requests(image, zk_controller_epoch))
 
     def send_delta(self, previous: MetadataImage, image: MetadataImage,
                    zk_controller_epoch: int) -> None:
-        self._deliver(image, lambda: self._propagator.delta_requests(
+        self._deliver(image, zk_controller_epoch, lambda: self._propagator.delta_requests(
             previous, image, zk_controller_epoch))
 
-    def _deliver(self, image: MetadataImage, make: Callable[[], list[LegacyRequest]]) -> None:
+    def _deliver(self, image: MetadataImage, zk_controller_epoch: int,
+                 make: Callable[[], list[LegacyRequest]]) -> None:
         try:
             requests = make()
         except PropagationError as e:
             log.error("Not sending metadata RPCs to the ZooKeeper brokers: %s", e)
             return
-        self._loop.call_soon_threadsafe(self._channel.deliver, image, requests)
+        self._loop.call_soon_threadsafe(self._channel.deliver, image, requests,
+                                        zk_controller_epoch)
 
 
 def passwords_of(properties: Mapping[str, str]) -> Passwords | None:

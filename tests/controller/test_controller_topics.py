@@ -30,6 +30,7 @@ from pykraft.protocol.apis import ApiKey
 from pykraft.protocol.codec import decode_request, encode_request
 from pykraft.protocol.errors import ErrorCode
 from pykraft.protocol.header import RequestHeader
+from pykraft.records.metadata import decode_metadata_record
 
 
 @pytest.fixture
@@ -164,6 +165,24 @@ def test_fenced_brokers_never_get_new_partitions(cluster: Cluster) -> None:
     for partition in cluster.controller.image.topics.by_name["f"].partitions.values():
         assert 5 not in partition.replicas
     assert created(cluster, create_topic("g", 1, 5))[0] == ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+def test_a_new_topic_is_written_in_kafkas_order(cluster: Cluster) -> None:
+    """Kafka's createTopic: the TopicRecord, its ConfigRecords (in the order of the
+    request's configs in a Java HashMap), then its PartitionRecords; a metadata log must
+    read alike whichever controller wrote it (the migration's log comparison found it)."""
+    configs = {"segment.ms": "600000", "retention.ms": "60000", "cleanup.policy": "compact",
+               "max.message.bytes": "2048"}
+    before = len(cluster.raft.batches)
+    cluster.call(create_topic("ordered", 2, 3, configs=configs))
+    (_, _, values, _), = cluster.raft.batches[before:]
+    records = [decode_metadata_record(value) for value in values]
+    assert [r.type_name for r in records] == [
+        "TOPIC_RECORD", "CONFIG_RECORD", "CONFIG_RECORD", "CONFIG_RECORD", "CONFIG_RECORD",
+        "PARTITION_RECORD", "PARTITION_RECORD"]
+    # java.util.HashMap's iteration of these four keys put in this order (Java 17)
+    assert [r.to_json_dict()["data"]["name"] for r in records[1:5]] == [
+        "cleanup.policy", "max.message.bytes", "segment.ms", "retention.ms"]
 
 
 def delete(cluster: Cluster, *states: DeleteTopicState) -> DeleteTopicsResponse:

@@ -44,6 +44,7 @@ from pykraft.ids import ZERO_UUID, random_uuid
 from pykraft.image.configs import ConfigResourceType
 from pykraft.image.topics import NO_LEADER, NO_LEADER_CHANGE, TopicImage
 from pykraft.image.versions import MV_3_7_IV2
+from pykraft.java import java_hash_order, java_string_hash
 from pykraft.messages.kafka import alter_partition_request as ap_req
 from pykraft.messages.kafka import alter_partition_response as ap_resp
 from pykraft.messages.kafka import create_topics_response as ct_resp
@@ -284,10 +285,12 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         topic_id = _new_topic_id(ctx)
         taken.add(topic.name)
         budget -= 1 + len(plan) + len(configs)
+        # Kafka's order: the topic, its configs (in its HashMap's order), its partitions
         records.append(TopicRecord(name=topic.name, topic_id=topic_id))
-        records += [_partition_record(ctx, topic_id, i, r) for i, r in enumerate(plan)]
         records += [ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=topic.name,
-                                 name=c.name, value=c.value) for c in configs]
+                                 name=c.name, value=c.value)
+                    for c in java_hash_order(configs, lambda c: java_string_hash(c.name))]
+        records += [_partition_record(ctx, topic_id, i, r) for i, r in enumerate(plan)]
         results.append(ct_resp.CreatableTopicResult(  # validate_only too, as Kafka
             name=topic.name, topic_id=topic_id,
             error_code=ErrorCode.NONE, error_message=None,

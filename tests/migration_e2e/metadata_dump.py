@@ -15,8 +15,8 @@ condensed ``captured/*.records`` files (``N {json}``, NoOps already dropped). Th
   kept), SCRAM salts and keys, the producer id block (which brokers allocated how many
   blocks depends on where the producers' InitProducerId went);
 * with ``partition_states=False``, a partition's leader, ISR and epochs (a broker roll
-  moves them at its own pace); with ``assignments=False``, its replicas too (a new topic's
-  assignment starts at a random broker).
+  moves them at its own pace); with ``assignments=False``, its replicas and their
+  directories too (a new topic's assignment starts at a random broker).
 
 The records of a migration load (those of the load's types between
 ``BeginTransaction "ZK Migration"`` and the ``ZkMigrationStateRecord`` ending it: a broker's
@@ -49,7 +49,14 @@ RESERVED_DIRECTORIES = frozenset({"AAAAAAAAAAAAAAAAAAAAAA", "AAAAAAAAAAAAAAAAAAA
                                   "AAAAAAAAAAAAAAAAAAAAAg"})
 _SCRAM_SECRETS = ("salt", "storedKey", "serverKey")
 PARTITION_STATE = ("leader", "isr", "leaderEpoch", "partitionEpoch")
-ASSIGNMENT = ("replicas", "addingReplicas", "removingReplicas")
+ASSIGNMENT = ("replicas", "addingReplicas", "removingReplicas", "directories")
+#: what an operator's change writes (topics, partitions, configs, quotas, SCRAM users, ACLs,
+#: tokens, features) and the migration's states; the other records (registrations, fencing,
+#: leaders and ISRs, directory assignments, producer id blocks) come at the cluster's pace
+CHANGE_RECORD_TYPES = LOAD_RECORD_TYPES - {"PRODUCER_IDS_RECORD"} | {
+    "REMOVE_TOPIC_RECORD", "REMOVE_USER_SCRAM_CREDENTIAL_RECORD",
+    "REMOVE_ACCESS_CONTROL_ENTRY_RECORD", "REMOVE_DELEGATION_TOKEN_RECORD",
+    "FEATURE_LEVEL_RECORD", "ZK_MIGRATION_STATE_RECORD"}
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 
 
@@ -88,6 +95,27 @@ def load_span(records: list[LogRecord]) -> list[LogRecord]:
     """The records of the last completed load: those of the load's types after its
     BeginTransaction, before the ZkMigrationStateRecord that ends it (empty if the log has
     no completed load)."""
+    bounds = _last_load(records)
+    if bounds is None:
+        return []
+    begin, end = bounds
+    return [r for r in records[begin + 1:end] if r.type in LOAD_RECORD_TYPES]
+
+
+def changes_after_load(records: list[LogRecord]) -> list[str]:
+    """The changes written after the last completed load (:data:`CHANGE_RECORD_TYPES`), in
+    order, as another run of the same procedure writes them too: across runs, without
+    partition states and assignments (a new topic's placement starts at a random broker)."""
+    bounds = _last_load(records)
+    names = Names.of(records)
+    return [normalised(r, names=names, partition_states=False, assignments=False)
+            for r in records[(bounds[1] + 1 if bounds else 0):]
+            if r.type in CHANGE_RECORD_TYPES]
+
+
+def _last_load(records: list[LogRecord]) -> tuple[int, int] | None:
+    """The indexes of the last completed load's BeginTransaction and of the
+    ZkMigrationStateRecord ending it."""
     begins = [i for i, r in enumerate(records)
               if r.type == "BEGIN_TRANSACTION_RECORD" and r.data.get("name") == LOAD_NAME]
     for begin in reversed(begins):
@@ -95,8 +123,8 @@ def load_span(records: list[LogRecord]) -> list[LogRecord]:
                     if records[i].type in ("ZK_MIGRATION_STATE_RECORD",
                                            "ABORT_TRANSACTION_RECORD")), None)
         if end is not None and records[end].type == "ZK_MIGRATION_STATE_RECORD":
-            return [r for r in records[begin + 1:end] if r.type in LOAD_RECORD_TYPES]
-    return []
+            return begin, end
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 from metadata_dump import (
     LogRecord,
     Names,
+    changes_after_load,
     load_span,
     load_view,
     normalised,
@@ -101,3 +102,17 @@ def test_names_show_topics_and_directories() -> None:
     broker = next(r for r in records if r.type == "REGISTER_BROKER_RECORD")
     assert {e["port"] for e in json.loads(normalised(broker, names=names))["data"]["endPoints"]
             } == {"<port>"}
+
+
+def test_changes_after_the_load_are_the_operators_and_the_migrations() -> None:
+    """The reference log's changes after its load: run.sh's B3 changes, C's topic config,
+    POST_MIGRATION, D's config and topic, in order; the placements left aside."""
+    changes = [json.loads(text) for text in changes_after_load(captured(FINALISED))]
+    assert [change["type"].removesuffix("_RECORD") for change in changes] == [
+        "TOPIC", "CONFIG", "PARTITION", "PARTITION", "CONFIG", "CONFIG",
+        "USER_SCRAM_CREDENTIAL", "CLIENT_QUOTA", "ACCESS_CONTROL_ENTRY", "REMOVE_TOPIC",
+        "PARTITION", "CONFIG", "ZK_MIGRATION_STATE", "CONFIG", "TOPIC", "PARTITION"]
+    assert changes[9]["data"] == {"topicId": "<topic t-plain>"}
+    assert changes[12]["data"] == {"zkMigrationState": 3}
+    assert not any(key in change["data"] for change in changes
+                   for key in ("replicas", "directories", "leader", "isr"))

@@ -15,7 +15,8 @@ run.sh's changes through the ZK brokers and finds them in ZooKeeper as Kafka's c
 wrote them (``captured/znodes-B3-dual-write.json``). C rolls the brokers to Kafka 3.9 KRaft
 brokers; D restarts the controllers without migration (finalisation): POST_MIGRATION, no
 ZooKeeper write after, every message once, the group's offsets, topics, configs, ACLs and
-SCRAM users as Kafka's tools showed them before.
+SCRAM users as Kafka's tools showed them before. The module runs twice: C rolls the brokers
+to pykraft brokers on their log dirs in one run, to Kafka 3.9 KRaft brokers in the other.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
-from metadata_dump import LogRecord, load_span, normalised, parse_dump, parse_records
+from metadata_dump import (
+    LogRecord,
+    changes_after_load,
+    load_span,
+    normalised,
+    parse_dump,
+    parse_records,
+)
 from process_harness import wait_for
 from reference_procedure import (
     CAPTURED,
@@ -71,6 +79,8 @@ _SCRAM_ITERATIONS = re.compile(r"iterations=\d+")
 @dataclass
 class Migrated:
     cluster: ZkCluster
+    rolled_to: str
+    """Whose KRaft brokers the ZK brokers become in C: ``pykraft`` or ``kafka``."""
     active: int
     """The pykraft controller that ran the load."""
     completion: str
@@ -82,10 +92,12 @@ class Migrated:
     (their log lines): the metadata unavailability window."""
 
 
-@pytest.fixture(scope="module")
-def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
+@pytest.fixture(scope="module", params=["pykraft", "kafka"])
+def migrated(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> Iterator[Migrated]:
     timeline = Timeline()
-    with zk_cluster(tmp_path_factory.mktemp("pykraft-migration"), scram_listener=True,
+    with zk_cluster(tmp_path_factory.mktemp(f"migration-to-{request.param}"),
+                    scram_listener=True,
                     request_logs=True, pykraft_controllers=True) as cluster:
         with timeline.phase("A"):
             phase_a(cluster)
@@ -100,7 +112,7 @@ def migrated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Migrated]:
             cluster.controller(active).wait_line("to DUAL_WRITE state")
             cluster.wait_no_under_replicated()
         log = parse_dump(cluster.dump_metadata(active))
-        yield Migrated(cluster, active, line, log, timeline,
+        yield Migrated(cluster, request.param, active, line, log, timeline,
                        (_logged_at(line) - _logged_at(registered)).total_seconds())
 
 
@@ -198,18 +210,31 @@ def test_failover_while_dual_writing(migrated: Migrated) -> None:
 
 
 def test_finalisation(migrated: Migrated) -> None:
-    """C: the brokers rolled to Kafka 3.9 KRaft brokers against the pykraft controllers; D:
+    """C (run.sh's): the brokers rolled to KRaft brokers (pykraft's or Kafka 3.9's) against
+    the pykraft controllers, ZooKeeper as Kafka's controllers left it; D:
     the controllers restarted without migration one by one, the active one writes
     POST_MIGRATION and ZooKeeper is written no more. Every acknowledged message is there
-    once, the group's offsets kept, and Kafka's tools show the same topics, configs, ACLs
-    and SCRAM users as before the roll."""
+    once, the group's offsets kept, Kafka's tools show the same topics, configs, ACLs
+    and SCRAM users as before the roll, and the log's changes after the load are those of
+    Kafka's log in the reference run."""
     cluster, timeline = migrated.cluster, migrated.timeline
     before = described(cluster)
     with timeline.phase("C"):
         for broker in BROKER_IDS:
-            cluster.roll_broker(broker, BrokerMode.KRAFT)
+            if migrated.rolled_to == "pykraft":
+                cluster.roll_broker_to_pykraft(broker)
+            else:
+                cluster.roll_broker(broker, BrokerMode.KRAFT)
             cluster.wait_no_under_replicated()
         cluster.produce("t-rf3", 30, "C")
+        cluster.admin(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name",
+                      "t-new", "--add-config", "retention.ms=7200000")
+        expected = captured_znodes("C-brokers-kraft")
+        with cluster.zk_session() as zk:
+            wait_for("t-new's config dual-written", lambda: comparable(
+                znodes(zk, "/config/topics/t-new")) == {
+                    "/config/topics/t-new": expected["/config/topics/t-new"]} or None)
+            assert comparable(znodes(zk)) == expected
     with timeline.phase("D"):
         for controller in CONTROLLER_IDS:
             cluster.restart_controller(controller, migration=False)
@@ -222,22 +247,28 @@ def test_finalisation(migrated: Migrated) -> None:
     with cluster.zk_session() as zk:
         finalised = znodes(zk)
     cluster.admin(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", "t-rf3",
-                  "--add-config", "retention.ms=7200000")
+                  "--add-config", "retention.ms=1800000")
     cluster.admin(TOPICS, "--create", "--topic", "t-after", "--partitions", "1",
                   "--replication-factor", "3")
-    cluster.produce("t-after", 30, "D")
+    cluster.produce("t-rf3", 30, "D")
     with cluster.zk_session() as zk:
         assert znodes(zk) == finalised  # no ZooKeeper write once finalised
     values = cluster.consume("t-rf3", timeout_ms=20000)
-    assert sorted(values) == sorted(f"{tag}-{i}" for tag in ("A", "B2", "B3", "C")
+    assert sorted(values) == sorted(f"{tag}-{i}" for tag in ("A", "B2", "B3", "C", "D")
                                     for i in range(1, 31))
+    # the whole log's changes after the load (B3's, C's, POST_MIGRATION, D's) are those of
+    # Kafka's controllers in the reference run, which made the same changes
+    reference_log = parse_records((CAPTURED / "metadata-D-finalised.records").read_text())
+    log = parse_dump(cluster.dump_metadata(cluster.quorum_leader()))
+    assert changes_after_load(log) == changes_after_load(reference_log)
     group = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", "g1")
     offsets = [int(row.split()[3]) for row in group.splitlines()
                if row.split()[1:2] == ["t-rf3"]]
     assert sum(offsets) == 30, group
     assert alice_sees_t_rf3(cluster, "alice-secret")
     assert not alice_sees_t_rf3(cluster, "not-alices")
-    print(f"[pykraft migration] phases: {timeline.seconds}", flush=True)
+    print(f"[pykraft migration, brokers rolled to {migrated.rolled_to}] phases: "
+          f"{timeline.seconds}", flush=True)
 
 
 def acl_lines(listed: str) -> str:

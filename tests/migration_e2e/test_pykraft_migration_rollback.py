@@ -144,7 +144,8 @@ class TakeOver:
 
 def take_over_zookeeper(cluster: ZkCluster, *, delete_migration: bool) -> TakeOver:
     """The controllers deprovisioned, then quickly in ZooKeeper: ``get /migration``,
-    ``deleteall /controller`` (and ``deleteall /migration``); a ZK broker elects itself."""
+    ``deleteall /controller`` (and ``deleteall /migration``); a ZK broker elects itself and
+    every broker hears from it."""
     cluster.deprovision_controllers()
     claim, migration = cluster.zk_get("/controller"), cluster.zk_get("/migration")
     assert claim is not None and migration is not None, "no claim or /migration"
@@ -153,8 +154,10 @@ def take_over_zookeeper(cluster: ZkCluster, *, delete_migration: bool) -> TakeOv
     if delete_migration:
         assert cluster.zk_deleteall("/migration") == ["/migration"]
     controller = cluster.wait_zk_broker_controller()
+    epoch = cluster.controller_epoch()
+    cluster.wait_brokers_heard_from(controller.broker_id, epoch)  # before any is rolled
     return TakeOver(ControllerZNode.decode(claim), claimed_epoch,
-                    MigrationZNode.decode(migration), controller, cluster.controller_epoch())
+                    MigrationZNode.decode(migration), controller, epoch)
 
 
 def roll(cluster: ZkCluster, mode: BrokerMode) -> None:
@@ -243,9 +246,18 @@ def test_the_metadata_is_as_before(rolled_back: RolledBack) -> None:
     """Kafka's tools show the topics (B3's partitions too), topic ids, configs, ACLs, SCRAM
     users, quotas and g1's offsets of the last dual-write state; SCRAM logins work with
     phase A's credential (alice, SHA-256) and B3's dual-written one (bob, SHA-512)."""
-    cluster = rolled_back.cluster
-    assert described(cluster) | quotas_and_broker_configs(cluster) == \
-        rolled_back.described_before
+    cluster, before = rolled_back.cluster, rolled_back.described_before
+    # what the comparison covers: phase A's and B3's changes, as the tools show them
+    assert {"t-new", "t-compact", "t-rf3"} <= set(before["topics"].split())
+    assert "t-plain" not in before["topics"].split()
+    assert "Topic: t-compact PartitionCount: 3" in before["partitions"]
+    assert "retention.ms=3600000" in before["t-rf3"]
+    assert "SCRAM-SHA-512" in before["users"] and "producer_byte_rate=2097152" in before["users"]
+    assert "app1" in before["clients"] and "127.0.0.2" in before["ips"]
+    assert "log.cleaner.backoff.ms=25000" in before["broker-default"]
+    assert "log.cleaner.threads=1" in before["broker-1"]
+    assert "User:bob" in before["acls"] and "User:alice" in before["acls"]
+    assert described(cluster) | quotas_and_broker_configs(cluster) == before
     assert committed_offsets(cluster, "g1") == rolled_back.offsets_before
     assert alice_sees_t_rf3(cluster, "alice-secret")
     assert not alice_sees_t_rf3(cluster, "not-alices")

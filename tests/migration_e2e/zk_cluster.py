@@ -479,6 +479,15 @@ class ZkCluster:
         found: ControllerZNode = wait_for("a ZK broker to be controller", elected, timeout_s)
         return found
 
+    def wait_brokers_heard_from(self, controller: int, epoch: int) -> None:
+        """Until every Kafka broker's current start logged an UpdateMetadata from ZK
+        controller ``controller`` at ``epoch`` (the state change logger): its metadata cache
+        then names that controller. A broker in migration mode asks the controller its cache
+        names for its controlled shutdown, and waits up to 5 minutes for a KRaft one gone."""
+        for broker in self.broker_ports:
+            self.broker(broker).wait_line(
+                f"UpdateMetadata request sent by controller {controller} epoch {epoch} ")
+
     # -- brokers and controllers -----------------------------------------------------------
 
     def start_broker(self, broker: int, mode: BrokerMode) -> None:

@@ -89,10 +89,9 @@ class RolledBack:
     described_before: dict[str, str]
     offsets_before: dict[tuple[str, int], int]
     take_over: TakeOver
-    block: ProducerIdBlockZNode
-    """``/latest_producer_id_block`` as the dual write left it."""
     ids_before: set[int]
-    """The producer ids of t-rf3's batches before the rollback (KRaft's and phase A's)."""
+    """The producer ids of t-rf3's batches once the controllers are gone (KRaft's and phase
+    A's)."""
     timeline: Timeline
     on_pykraft_disks: dict[int, str]
     """"brokers migrated to KRaft": what each Kafka broker logged on its first start on the
@@ -137,6 +136,8 @@ class TakeOver:
     """``/controller_epoch`` as that claim left it."""
     migration: MigrationZNode
     """``get /migration`` before the rollback deleted it (or not)."""
+    block: ProducerIdBlockZNode
+    """``/latest_producer_id_block`` as the dual write left it."""
     zk_controller: ControllerZNode
     """The first ZK broker to take ``/controller`` after ``deleteall /controller``."""
     zk_controller_epoch: int
@@ -148,7 +149,8 @@ def take_over_zookeeper(cluster: ZkCluster, *, delete_migration: bool) -> TakeOv
     every broker hears from it."""
     cluster.deprovision_controllers()
     claim, migration = cluster.zk_get("/controller"), cluster.zk_get("/migration")
-    assert claim is not None and migration is not None, "no claim or /migration"
+    block = cluster.zk_get("/latest_producer_id_block")
+    assert claim is not None and migration is not None and block is not None
     claimed_epoch = cluster.controller_epoch()
     assert cluster.zk_deleteall("/controller") == ["/controller"]
     if delete_migration:
@@ -157,7 +159,8 @@ def take_over_zookeeper(cluster: ZkCluster, *, delete_migration: bool) -> TakeOv
     epoch = cluster.controller_epoch()
     cluster.wait_brokers_heard_from(controller.broker_id, epoch)  # before any is rolled
     return TakeOver(ControllerZNode.decode(claim), claimed_epoch,
-                    MigrationZNode.decode(migration), controller, epoch)
+                    MigrationZNode.decode(migration), ProducerIdBlockZNode.decode(block),
+                    controller, epoch)
 
 
 def roll(cluster: ZkCluster, mode: BrokerMode) -> None:
@@ -198,9 +201,6 @@ def rolled_back(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
                                                      per_second=PER_SECOND, prefix=PREFIX)
         try:
             acknowledged_after(producer, 0)  # its producer id is KRaft's
-            block_raw = cluster.zk_get("/latest_producer_id_block")
-            assert block_raw is not None
-            ids_before = cluster.producer_ids(DUMPED_BROKER, TOPIC)
             with timeline.phase(f"rollback: {row.value}"):
                 on_pykraft_disks = {}
                 if row is Row.KRAFT_BROKERS:
@@ -208,6 +208,8 @@ def rolled_back(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
                     on_pykraft_disks = {b: cluster.broker(b).output() for b in BROKER_IDS}
                 take_over = take_over_zookeeper(
                     cluster, delete_migration=row is Row.MIGRATION_MODE)
+                # every id KRaft handed out, none yet by the new ZK controller
+                ids_before = cluster.producer_ids(DUMPED_BROKER, TOPIC)
                 roll(cluster, BrokerMode.ZK)
             acknowledged_after(producer, len(acknowledged_values(producer)))
         finally:
@@ -216,8 +218,7 @@ def rolled_back(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         produced += acknowledged_values(producer)
         produce(cluster, produced, "R")
         yield RolledBack(row, cluster, produced, described_before, offsets_before, take_over,
-                         ProducerIdBlockZNode.decode(block_raw), ids_before, timeline,
-                         on_pykraft_disks)
+                         ids_before, timeline, on_pykraft_disks)
         print(f"[rollback {row.value}] phases: {timeline.seconds}", flush=True)
 
 
@@ -284,14 +285,14 @@ def test_producer_ids_past_kraft(rolled_back: RolledBack) -> None:
     """Every producer id of t-rf3's batches before the rollback is below the block the
     dual write left in ``/latest_producer_id_block`` (its start is KRaft's next id), and
     the ids the ZK controller handed out after it are above that block: no id twice."""
-    rb = rolled_back
-    assert rb.ids_before and max(rb.ids_before) < rb.block.block_start
+    rb, block = rolled_back, rolled_back.take_over.block
+    assert rb.ids_before and max(rb.ids_before) < block.block_start
     after = rb.cluster.producer_ids(DUMPED_BROKER, TOPIC) - rb.ids_before
     assert after, "no producer id new after the rollback"
-    assert min(after) > rb.block.block_end
+    assert min(after) > block.block_end
     print(f"[rollback {rb.row.value}] producer ids before {sorted(rb.ids_before)}, the block "
-          f"in ZooKeeper {rb.block.block_start}-{rb.block.block_end}, after "
-          f"{sorted(after)}", flush=True)
+          f"in ZooKeeper {block.block_start}-{block.block_end}, after {sorted(after)}",
+          flush=True)
 
 
 def test_kafka_reads_what_pykraft_brokers_left(rolled_back: RolledBack) -> None:

@@ -1,6 +1,8 @@
 """The reference procedure's steps shared by the migration tests (``docs/design/
 migration-reference/run.sh``): phase A's ZooKeeper cluster, phase B1's controllers in
-migration mode, the phases' timeline, and how a load compares across runs.
+migration mode, phase B3's changes while dual-writing, the phases' timeline, how a load
+compares across runs, and what Kafka's tools show of the cluster (to compare it across a
+roll, a finalisation or a rollback).
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ from pathlib import Path
 
 from metadata_dump import Json, LoadView, LogRecord, Names, load_span, load_view
 from process_harness import wait_for
-from zk_cluster import ACLS, BROKER_IDS, CONFIGS, CONTROLLER_IDS, TOPICS, BrokerMode, ZkCluster
+from zk_cluster import (
+    ACLS,
+    BROKER_IDS,
+    CONFIGS,
+    CONSUMER_GROUPS,
+    CONTROLLER_IDS,
+    TOPICS,
+    BrokerMode,
+    ZkCluster,
+)
 
 CAPTURED = Path(__file__).resolve().parents[2] / "docs/design/migration-reference/captured"
 COMPLETED = "Completed migration of metadata from ZooKeeper to KRaft"
@@ -23,6 +34,8 @@ DRIVER_STATES = ("INACTIVE", "WAIT_FOR_CONTROLLER_QUORUM", "WAIT_FOR_BROKERS",
                  "BECOME_CONTROLLER", "ZK_MIGRATION", "SYNC_KRAFT_TO_ZK",
                  "KRAFT_CONTROLLER_TO_BROKER_COMM", "DUAL_WRITE")
 TRANSITION = re.compile(r"transitioning from (\w+) to (\w+) state")
+_PARTITION = re.compile(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+"
+                        r"Replicas: (\S+)\s+Isr: (\S+)")
 
 
 @dataclass
@@ -107,6 +120,28 @@ def phase_b2(cluster: ZkCluster) -> tuple[int, str]:
     return active, line
 
 
+def phase_b3(cluster: ZkCluster) -> None:
+    """run.sh's phase B3 through the brokers (forwarded to the controllers, which
+    dual-write them): a topic created, one deleted, partitions added, topic and broker
+    configs, a SCRAM user, a quota, an ACL; 30 values to t-rf3 tagged ``B3``, 10 to t-new."""
+    cluster.admin(TOPICS, "--create", "--topic", "t-new", "--partitions", "2",
+                  "--replication-factor", "2", "--config", "retention.bytes=1048576")
+    for entity, config in ((("topics", "--entity-name", "t-rf3"), "retention.ms=3600000"),
+                           (("brokers", "--entity-default"), "log.cleaner.backoff.ms=25000"),
+                           (("users", "--entity-name", "bob"),
+                            "SCRAM-SHA-512=[iterations=8192,password=bob-secret]"),
+                           (("users", "--entity-name", "alice"),
+                            "producer_byte_rate=2097152")):
+        cluster.admin(CONFIGS, "--alter", "--entity-type", *entity, "--add-config", config)
+    cluster.admin(ACLS, "--add", "--allow-principal", "User:bob", "--operation", "Write",
+                  "--topic", "t-new")
+    cluster.admin(TOPICS, "--delete", "--topic", "t-plain")
+    cluster.admin(TOPICS, "--alter", "--topic", "t-compact", "--partitions", "3")
+    cluster.produce("t-rf3", 30, "B3")
+    cluster.produce("t-new", 10, "B3")
+    cluster.wait_no_under_replicated()
+
+
 def across_runs(log: list[LogRecord]) -> LoadView:
     """A log's load as another run of the procedure made it too (``metadata_dump``)."""
     view: LoadView = load_view(load_span(log), names=Names.of(log), partition_states=False,
@@ -132,3 +167,79 @@ def start_last_broker_in_migration(cluster: ZkCluster) -> int:
     cluster.broker(last).stop()
     cluster.start_broker(last, BrokerMode.MIGRATION)
     return last
+
+
+# -- what Kafka's tools show ---------------------------------------------------------------
+
+
+def acl_lines(listed: str) -> str:
+    """``kafka-acls --list`` as sorted ``resource: ACL`` lines (the tool prints them in the
+    order of the brokers' hash maps)."""
+    resource, lines = "", []
+    for line in listed.splitlines():
+        if line.startswith("Current ACLs for resource"):
+            resource = line.split("`")[1]
+        elif "(principal=" in line:
+            lines.append(f"{resource}: {line.strip()}")
+    return "\n".join(sorted(lines))
+
+
+def described(cluster: ZkCluster) -> dict[str, str]:
+    """What Kafka 3.9's tools say of the topics, their configs, the ACLs and the SCRAM
+    users (and the users' quotas) through the brokers (ZooKeeper-era ones read ZooKeeper
+    or forward)."""
+    return {
+        "topics": cluster.admin(TOPICS, "--list", "--exclude-internal"),
+        "t-rf3": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
+                               "--entity-name", "t-rf3"),
+        "t-compact": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
+                                   "--entity-name", "t-compact"),
+        "acls": acl_lines(cluster.admin(ACLS, "--list")),
+        "users": "\n".join(sorted(  # in the order of the brokers' hash maps
+            cluster.admin(CONFIGS, "--describe", "--entity-type", "users").splitlines())),
+        "partitions": "\n".join(sorted(
+            row.split("\t")[0] + " " + row.split("\t")[2] for row in
+            cluster.admin(TOPICS, "--describe", "--exclude-internal").splitlines()
+            if row.startswith("Topic:"))),
+    }
+
+
+def quotas_and_broker_configs(cluster: ZkCluster) -> dict[str, str]:
+    """What Kafka 3.9's tools say of the client and IP quotas, the brokers' default dynamic
+    configs and broker 1's (phase A's and B3's), and each topic's id."""
+    def configs(*entity: str) -> str:
+        return "\n".join(sorted(cluster.admin(CONFIGS, "--describe", "--entity-type",
+                                               *entity).splitlines()))
+    return {
+        "clients": configs("clients"), "ips": configs("ips"),
+        "broker-default": configs("brokers", "--entity-default"),
+        "broker-1": configs("brokers", "--entity-name", "1"),
+        "topic-ids": "\n".join(sorted(
+            " ".join(row.split("\t")[:2]) for row in
+            cluster.admin(TOPICS, "--describe", "--exclude-internal").splitlines()
+            if row.startswith("Topic:"))),
+    }
+
+
+def committed_offsets(cluster: ZkCluster, group: str) -> dict[tuple[str, int], int]:
+    """``kafka-consumer-groups --describe``'s CURRENT-OFFSET per partition."""
+    listed = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", group)
+    return {(fields[1], int(fields[2])): int(fields[3]) for line in listed.splitlines()
+            if len(fields := line.split()) > 3 and fields[0] == group}
+
+
+def partitions(cluster: ZkCluster) -> dict[tuple[str, int], tuple[str, str, str]]:
+    """``kafka-topics --describe``: each partition's leader, replicas and ISR."""
+    listed = cluster.admin(TOPICS, "--describe")
+    return {(topic, int(partition)): (leader, replicas, isr)
+            for topic, partition, leader, replicas, isr in _PARTITION.findall(listed)}
+
+
+def assert_every_partition_served(cluster: ZkCluster) -> None:
+    """No under-replicated partition, then every partition led with its whole ISR."""
+    cluster.wait_no_under_replicated()
+    found = partitions(cluster)
+    assert found, "kafka-topics described no partition"
+    for key, (leader, replicas, isr) in found.items():
+        assert leader not in ("none", "-1"), (key, leader)
+        assert sorted(isr.split(",")) == sorted(replicas.split(",")), (key, replicas, isr)

@@ -15,18 +15,23 @@ after finalisation the cluster still serves.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 from metadata_dump import parse_dump
-from reference_procedure import CAPTURED, Timeline, phase_a, phase_b1, phase_b2
+from reference_procedure import (
+    CAPTURED,
+    Timeline,
+    assert_every_partition_served,
+    committed_offsets,
+    phase_a,
+    phase_b1,
+    phase_b2,
+)
 from zk_cluster import (
     BROKER_IDS,
-    CONSUMER_GROUPS,
     CONTROLLER_IDS,
-    TOPICS,
     ZkCluster,
     acknowledged_values,
     zk_cluster,
@@ -41,8 +46,6 @@ TOPIC = "t-rf3"
 BATCH = 10  # messages produced at each step of the roll
 #: the background producer through the roll: about 60 s at 20 a second (a roll takes 10-15 s)
 THROUGH_ROLL, PER_SECOND, PREFIX = 1200, 20, 7
-_PARTITION = re.compile(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (\S+)\s+"
-                        r"Replicas: (\S+)\s+Isr: (\S+)")
 
 
 @dataclass
@@ -64,30 +67,6 @@ def produce(cluster: ZkCluster, produced: list[str], tag: str) -> None:
     """BATCH idempotent acks=all values tagged ``tag`` to t-rf3, remembered as acknowledged."""
     cluster.produce(TOPIC, BATCH, tag)
     produced.extend(f"{tag}-{i}" for i in range(1, BATCH + 1))
-
-
-def committed_offsets(cluster: ZkCluster, group: str) -> dict[tuple[str, int], int]:
-    """``kafka-consumer-groups --describe``'s CURRENT-OFFSET per partition."""
-    described = cluster.admin(CONSUMER_GROUPS, "--describe", "--group", group)
-    return {(fields[1], int(fields[2])): int(fields[3]) for line in described.splitlines()
-            if len(fields := line.split()) > 3 and fields[0] == group}
-
-
-def partitions(cluster: ZkCluster) -> dict[tuple[str, int], tuple[str, str, str]]:
-    """``kafka-topics --describe``: each partition's leader, replicas and ISR."""
-    described = cluster.admin(TOPICS, "--describe")
-    return {(topic, int(partition)): (leader, replicas, isr)
-            for topic, partition, leader, replicas, isr in _PARTITION.findall(described)}
-
-
-def assert_every_partition_served(cluster: ZkCluster) -> None:
-    """No under-replicated partition, then every partition led with its whole ISR."""
-    cluster.wait_no_under_replicated()
-    found = partitions(cluster)
-    assert found, "kafka-topics described no partition"
-    for key, (leader, replicas, isr) in found.items():
-        assert leader not in ("none", "-1"), (key, leader)
-        assert sorted(isr.split(",")) == sorted(replicas.split(",")), (key, replicas, isr)
 
 
 def meta_properties(cluster: ZkCluster, broker: int) -> bytes:

@@ -46,13 +46,14 @@ from reference_procedure import (
     Timeline,
     across_runs,
     alice_sees_t_rf3,
+    described,
     migration_framing,
     phase_a,
     phase_b1,
+    phase_b3,
     start_last_broker_in_migration,
 )
 from zk_cluster import (
-    ACLS,
     BROKER_IDS,
     CONFIGS,
     CONSUMER_GROUPS,
@@ -164,22 +165,7 @@ def test_dual_write(migrated: Migrated) -> None:
     ZooKeeper are those Kafka's controllers wrote in the reference run."""
     cluster = migrated.cluster
     with migrated.timeline.phase("B3"):
-        cluster.admin(TOPICS, "--create", "--topic", "t-new", "--partitions", "2",
-                      "--replication-factor", "2", "--config", "retention.bytes=1048576")
-        for entity, config in ((("topics", "--entity-name", "t-rf3"), "retention.ms=3600000"),
-                               (("brokers", "--entity-default"), "log.cleaner.backoff.ms=25000"),
-                               (("users", "--entity-name", "bob"),
-                                "SCRAM-SHA-512=[iterations=8192,password=bob-secret]"),
-                               (("users", "--entity-name", "alice"),
-                                "producer_byte_rate=2097152")):
-            cluster.admin(CONFIGS, "--alter", "--entity-type", *entity, "--add-config", config)
-        cluster.admin(ACLS, "--add", "--allow-principal", "User:bob", "--operation", "Write",
-                      "--topic", "t-new")
-        cluster.admin(TOPICS, "--delete", "--topic", "t-plain")
-        cluster.admin(TOPICS, "--alter", "--topic", "t-compact", "--partitions", "3")
-        cluster.produce("t-rf3", 30, "B3")
-        cluster.produce("t-new", 10, "B3")
-        cluster.wait_no_under_replicated()
+        phase_b3(cluster)
     with cluster.zk_session() as zk:
         assert comparable(znodes(zk)) == captured_znodes("B3-dual-write")
 
@@ -271,18 +257,6 @@ def test_finalisation(migrated: Migrated) -> None:
           f"{timeline.seconds}", flush=True)
 
 
-def acl_lines(listed: str) -> str:
-    """``kafka-acls --list`` as sorted ``resource: ACL`` lines (the tool prints them in the
-    order of the brokers' hash maps)."""
-    resource, lines = "", []
-    for line in listed.splitlines():
-        if line.startswith("Current ACLs for resource"):
-            resource = line.split("`")[1]
-        elif "(principal=" in line:
-            lines.append(f"{resource}: {line.strip()}")
-    return "\n".join(sorted(lines))
-
-
 def _logged_at(line: str) -> datetime:
     """When a Kafka log4j line (``[2026-12-01 02:09:44,670] ...``) or a pykraft logfmt line
     (``ts=2026-12-01T02:09:44.998Z ...``) was logged, both in the machine's UTC."""
@@ -349,22 +323,3 @@ def comparable(tree: dict[str, bytes | None]) -> dict[str, object]:
         else:
             view[path] = text
     return view
-
-
-def described(cluster: ZkCluster) -> dict[str, str]:
-    """What Kafka 3.9's tools say of the topics, their configs, the ACLs and the SCRAM
-    users through the brokers (ZooKeeper-era ones read ZooKeeper or forward)."""
-    return {
-        "topics": cluster.admin(TOPICS, "--list", "--exclude-internal"),
-        "t-rf3": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
-                               "--entity-name", "t-rf3"),
-        "t-compact": cluster.admin(CONFIGS, "--describe", "--entity-type", "topics",
-                                   "--entity-name", "t-compact"),
-        "acls": acl_lines(cluster.admin(ACLS, "--list")),
-        "users": "\n".join(sorted(  # in the order of the brokers' hash maps
-            cluster.admin(CONFIGS, "--describe", "--entity-type", "users").splitlines())),
-        "partitions": "\n".join(sorted(
-            row.split("\t")[0] + " " + row.split("\t")[2] for row in
-            cluster.admin(TOPICS, "--describe", "--exclude-internal").splitlines()
-            if row.startswith("Topic:"))),
-    }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -37,8 +38,9 @@ import pytest
 from oracle_kafka import in_ci
 from process_harness import wait_for
 
-from pykraft.migration.zk_ops import ZkUnavailableError
+from pykraft.migration.zk_ops import DeleteOp, ZkUnavailableError
 from pykraft.migration.zk_reads import read_tree
+from pykraft.migration.znodes import ControllerEpochZNode, ControllerZNode
 from pykraft.runtime.settings import ZkClientSettings
 from pykraft.runtime.zk_session import ZkSession
 from pykraft.tools.kafka_runtime import JVM_OPTIONS
@@ -72,6 +74,9 @@ CONSOLE_PRODUCER = "kafka.tools.ConsoleProducer"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
+
+#: a record batch's producer id in ``kafka-dump-log``'s output
+_PRODUCER_ID = re.compile(r"\bproducerId: (-?\d+)")
 
 _NODE_LOG4J = """\
 log4j.rootLogger=INFO, stdout
@@ -430,6 +435,59 @@ class ZkCluster:
             raise ZkClusterError("ZooKeeper has no /cluster/id yet")
         return found
 
+    def zk_get(self, path: str) -> bytes | None:
+        """``zookeeper-shell get <path>``: the znode's data, None if it does not exist."""
+        with self.zk_session() as session:
+            read = session.get(path)
+        return None if read is None else read.raw
+
+    def zk_deleteall(self, path: str) -> list[str]:
+        """``zookeeper-shell deleteall <path>``: the znode and everything under it, in one
+        multi (children first); the paths deleted (none if it did not exist)."""
+        with self.zk_session() as session:
+            found: list[str] = []
+            pending = [path]
+            while pending:  # bounded: a znode tree is finite and read once
+                node = pending.pop()
+                children = session.children(node)
+                if children is None:
+                    continue
+                found.append(node)
+                pending += [f"{node.rstrip('/')}/{child}" for child in children]
+            if found:
+                failed = [r for r in session.multi([DeleteOp(p) for p in reversed(found)])
+                          if not r.ok]
+                if failed:
+                    raise ZkClusterError(f"deleteall {path} failed: {failed}")
+        return found
+
+    def controller_epoch(self) -> int:
+        """``/controller_epoch``: the ZK controller epoch (a KRaft controller's claim bumps it
+        too)."""
+        raw = self.zk_get("/controller_epoch")
+        if raw is None:
+            raise ZkClusterError("ZooKeeper has no /controller_epoch")
+        return ControllerEpochZNode.decode(raw).epoch
+
+    def wait_zk_broker_controller(self, timeout_s: float = START_TIMEOUT_S,
+                                  ) -> ControllerZNode:
+        """Until ``/controller`` holds one of the brokers (a ZK broker elected itself)."""
+        def elected() -> ControllerZNode | None:
+            raw = self.zk_get("/controller")
+            znode = None if raw is None else ControllerZNode.decode(raw)
+            return znode if znode is not None and znode.broker_id in self.broker_ports else None
+        found: ControllerZNode = wait_for("a ZK broker to be controller", elected, timeout_s)
+        return found
+
+    def wait_brokers_heard_from(self, controller: int, epoch: int) -> None:
+        """Until every Kafka broker's current start logged an UpdateMetadata from ZK
+        controller ``controller`` at ``epoch`` (the state change logger): its metadata cache
+        then names that controller. A broker in migration mode asks the controller its cache
+        names for its controlled shutdown, and waits up to 5 minutes for a KRaft one gone."""
+        for broker in self.broker_ports:
+            self.broker(broker).wait_line(
+                f"UpdateMetadata request sent by controller {controller} epoch {epoch} ")
+
     # -- brokers and controllers -----------------------------------------------------------
 
     def start_broker(self, broker: int, mode: BrokerMode) -> None:
@@ -437,6 +495,7 @@ class ZkCluster:
         config = self._write_properties(f"{name}.{mode.value}",
                                         self.broker_properties(broker, mode))
         self.broker_modes[broker] = mode
+        self.pykraft_brokers.discard(broker)
         self.broker(broker).start(self.kafka.java("kafka.Kafka", str(config), heap=NODE_HEAP,
                                                   log4j=self._log4j(name)))
 
@@ -505,6 +564,17 @@ class ZkCluster:
         """Until the controller logs that it started (pykraft's node event or Kafka's)."""
         self.controller(controller).wait_line(
             "event=started state=" if self.pykraft_controllers else "Kafka Server started")
+
+    def deprovision_controllers(self) -> None:
+        """The operations guide's "deprovision the KRaft controller quorum" (its rollback):
+        every controller stopped, then its data directory deleted."""
+        controllers = [self.controller(c) for c in self.controller_ports]
+        for process in controllers:
+            process.terminate()
+        for process in controllers:
+            process.await_stop()
+        for controller in self.controller_ports:
+            shutil.rmtree(self.controller_data(controller), ignore_errors=True)
 
     def restart_controller(self, controller: int, *, migration: bool) -> None:
         self.controller(controller).stop()
@@ -600,6 +670,15 @@ class ZkCluster:
                          "--topic", topic, "--from-beginning", "--timeout-ms", str(timeout_ms),
                          *args, check=False)
         return done.stdout.splitlines()
+
+    def producer_ids(self, broker: int, topic: str) -> set[int]:
+        """The producer ids of every record batch of ``topic`` in ``broker``'s log dir
+        (``kafka-dump-log`` over its segments)."""
+        segments = sorted(self.broker_data(broker).glob(f"{topic}-*/*.log"))
+        if not segments:
+            raise ZkClusterError(f"broker {broker} has no segment of {topic}")
+        dumped = self.tool(DUMP_LOG, "--files", ",".join(map(str, segments))).stdout
+        return {int(found) for found in _PRODUCER_ID.findall(dumped)}
 
     def quorum_leader(self) -> int:
         """The KRaft leader as ``kafka-metadata-quorum describe --status`` names it."""

@@ -18,6 +18,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
+from kazoo.retry import KazooRetry
 
 from pykraft.config.server import ServerConfig
 from pykraft.errors import ConfigError, PyKraftError
@@ -32,7 +33,7 @@ from pykraft.migration.zk_ops import (
 )
 from pykraft.migration.zk_tree import ZkRead
 from pykraft.runtime.settings import ZkClientSettings, split_chroot
-from pykraft.runtime.zk_session import ZkRequestError, ZkSession
+from pykraft.runtime.zk_session import RECONNECT_MAX_DELAY_S, ZkRequestError, ZkSession
 
 
 def _settings(properties: dict[str, str]) -> ZkClientSettings:
@@ -99,8 +100,9 @@ class FakeKazoo:
     answers: dict[str, object] = {}
     started: list[str] = []
 
-    def __init__(self, hosts: str, timeout: float) -> None:
+    def __init__(self, hosts: str, timeout: float, connection_retry: KazooRetry) -> None:
         self.hosts, self.timeout = hosts, timeout
+        self.connection_retry = connection_retry
         self.ops: list[str] = []
 
     def start(self, timeout: float) -> None:
@@ -173,6 +175,17 @@ def test_other_refusals_are_request_errors() -> None:
     with pytest.raises(ZkRequestError, match="NOAUTH") as refused:
         session.children("/p")
     assert refused.value.error is ZkError.NO_AUTH
+
+
+def test_reconnect_attempts_stay_at_most_a_second_apart() -> None:
+    """ZooKeeper's Java client pauses below a second between attempts; kazoo's default
+    backoff reaches an hour, past the session timeout of a server back from an outage."""
+    session = fake_session()
+    client = session._client
+    assert isinstance(client, FakeKazoo)
+    retry = client.connection_retry
+    assert (retry.max_tries, retry.max_delay) == (-1, RECONNECT_MAX_DELAY_S) and \
+        RECONNECT_MAX_DELAY_S <= 1.0
 
 
 def test_start_and_close() -> None:

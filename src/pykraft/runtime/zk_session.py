@@ -10,6 +10,9 @@ with kazoo, which runs its own threads: every call here blocks until ZooKeeper a
 the connection timeout passes), so the runtime calls them off its event loop (in an
 executor). A lost connection or an expired session raises :class:`ZkUnavailableError`; kazoo
 reconnects (with a new session after an expiry) on its own, and the caller retries later.
+Its attempts are at most :data:`RECONNECT_MAX_DELAY_S` apart, as ZooKeeper's Java client
+(a random pause below a second between attempts): kazoo's default backoff grows to an hour,
+and a session whose server came back after a long outage would expire waiting for it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import ZnodeStat
+from kazoo.retry import KazooRetry
 
 from pykraft.errors import PyKraftError
 from pykraft.migration.zk_ops import (
@@ -52,6 +56,8 @@ from pykraft.runtime.settings import ZkClientSettings
 __all__ = ["ZkRequestError", "ZkSession"]
 
 T = TypeVar("T")
+
+RECONNECT_MAX_DELAY_S = 1.0
 
 #: kazoo's exception classes as ZooKeeper's result codes (a failed multi's results are these
 #: exceptions' instances; ops before the failing one come back RolledBackError, ops after it
@@ -111,7 +117,9 @@ class ZkSession:
         self._client = self._connected(self.settings.connect)
 
     def _connected(self, hosts: str) -> KazooClient:
-        client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000)
+        client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000,
+                               connection_retry=KazooRetry(max_tries=-1,
+                                                           max_delay=RECONNECT_MAX_DELAY_S))
         try:
             client.start(timeout=self._timeout_s)
         except KazooTimeoutError:

@@ -5,6 +5,8 @@ and errors, on a fake kazoo. The session against a real ZooKeeper:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from kazoo.exceptions import (
     BadVersionError,
@@ -17,7 +19,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 
 from pykraft.config.server import ServerConfig
@@ -105,6 +107,9 @@ class FakeKazoo:
         self.connection_retry = connection_retry
         self.ops: list[str] = []
 
+    def add_listener(self, listener: Callable[[str], bool]) -> None:
+        self.listener = listener
+
     def start(self, timeout: float) -> None:
         if "start" in self.answers:
             raise KazooTimeoutError("Connection time-out")
@@ -186,6 +191,23 @@ def test_reconnect_attempts_stay_at_most_a_second_apart() -> None:
     retry = client.connection_retry
     assert (retry.max_tries, retry.max_delay) == (-1, RECONNECT_MAX_DELAY_S) and \
         RECONNECT_MAX_DELAY_S <= 1.0
+
+
+def test_each_connection_calls_on_connected() -> None:
+    """A reconnection (a new session after an expiry too) tells the caller at once, so what
+    waited for ZooKeeper is retried then."""
+    FakeKazoo.answers = {}
+    FakeKazoo.started = []
+    connected: list[str] = []
+    session = ZkSession(ZkClientSettings("h:1"), client_factory=FakeKazoo,
+                        on_connected=lambda: connected.append("up"))
+    session.start()
+    client = session._client
+    assert isinstance(client, FakeKazoo)
+    for state in (KazooState.SUSPENDED, KazooState.CONNECTED, KazooState.LOST,
+                  KazooState.CONNECTED):
+        assert client.listener(state) is False
+    assert connected == ["up", "up"]
 
 
 def test_start_and_close() -> None:

@@ -36,7 +36,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 
 from pykraft.errors import PyKraftError
@@ -93,9 +93,13 @@ class ZkSession:
     at the end. Thread-safe: kazoo serialises requests on its connection thread."""
 
     def __init__(self, settings: ZkClientSettings,
-                 client_factory: Callable[..., KazooClient] = KazooClient) -> None:
+                 client_factory: Callable[..., KazooClient] = KazooClient,
+                 on_connected: Callable[[], None] = lambda: None) -> None:
         self.settings = settings
         self._factory = client_factory
+        self._on_connected = on_connected
+        """Called on kazoo's thread each time the session is (re)connected, a new session
+        after an expiry included: the caller retries then what waited for ZooKeeper."""
         self._timeout_s = settings.connection_timeout_ms / 1000
         self._in_flight = threading.BoundedSemaphore(settings.max_in_flight_requests)
         self._client: KazooClient | None = None
@@ -115,6 +119,12 @@ class ZkSession:
             finally:
                 _stop(root)
         self._client = self._connected(self.settings.connect)
+        self._client.add_listener(self._state_changed)
+
+    def _state_changed(self, state: str) -> bool:
+        if state == KazooState.CONNECTED:
+            self._on_connected()
+        return False  # kazoo keeps a listener that returns False
 
     def _connected(self, hosts: str) -> KazooClient:
         client = self._factory(hosts=hosts, timeout=self.settings.session_timeout_ms / 1000,

@@ -101,6 +101,7 @@ class FakeKazoo:
 
     answers: dict[str, object] = {}
     started: list[str] = []
+    connected = True
 
     def __init__(self, hosts: str, timeout: float, connection_retry: KazooRetry) -> None:
         self.hosts, self.timeout = hosts, timeout
@@ -172,6 +173,18 @@ def test_a_lost_zookeeper_is_unavailable(error: Exception) -> None:
         session.get("/p")
     with pytest.raises(ZkUnavailableError):
         session.multi([CheckOp("/p", 0)])
+
+
+def test_nothing_is_sent_while_disconnected() -> None:
+    """kazoo queues a request made while it reconnects and sends it once connected, after
+    the caller gave up on it; the session refuses it at once instead."""
+    session = fake_session(multi=[True])
+    client = session._client
+    assert isinstance(client, FakeKazoo)
+    client.connected = False
+    with pytest.raises(ZkUnavailableError, match="not connected"):
+        session.multi([CheckOp("/p", 0)])
+    assert client.ops == []
 
 
 def test_other_refusals_are_request_errors() -> None:

@@ -189,6 +189,11 @@ class ZkSession:
         client = self._client
         if client is None:
             raise ZkUnavailableError("the ZooKeeper session is not started")
+        if not client.connected:
+            # kazoo would queue it and send it once reconnected, after the caller gave up on
+            # it: a fenced write made behind the driver's back moves /migration's zkVersion
+            # and fences every write after it (ZooKeeper's Java client fails it instead)
+            raise ZkUnavailableError("ZooKeeper is not connected")
         with self._in_flight:
             try:
                 return self._bounded(request(client))

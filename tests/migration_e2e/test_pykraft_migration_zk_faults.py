@@ -115,10 +115,10 @@ def test_session_expiry_while_dual_writing(dual_writing: DualWriting) -> None:
     expired = cluster.controller(active).scan("Session has expired")
     before = tree(cluster)
     versions = {topic: config_version(cluster, topic) for topic in ("t-rf3", "t-new")}
+    assert sessions <= listed_sessions(cluster)
     link.cut()
     wait_for("ZooKeeper to expire the controllers' sessions",
-             lambda: not sessions & set(re.findall(r"0x[0-9a-f]+", cluster.four_letter("dump")))
-             or None, 120.0)
+             lambda: not sessions & listed_sessions(cluster) or None, 120.0)
     alter_topic(cluster, "t-rf3", "retention.ms=7200000")
     link.mend()
     wait_for(f"controller {active} to log its session's expiry", expired.found, 120.0)
@@ -166,6 +166,12 @@ def tree(cluster: ZkCluster) -> Tree:
     with cluster.zk_session() as zk:
         found: Tree = znodes(zk)
     return found
+
+
+def listed_sessions(cluster: ZkCluster) -> set[str]:
+    """The session ids ZooKeeper's ``dump`` lists (its session tracker's, then the owners
+    of ephemeral znodes)."""
+    return set(re.findall(r"0x[0-9a-f]+", cluster.four_letter("dump")))
 
 
 def config_version(cluster: ZkCluster, topic: str) -> int:

@@ -284,14 +284,7 @@ class MigrationDriver:
             if change.writes is None:
                 change.writes = deque(self._zk.sync_writes(change.image, self.leadership))
                 change.counts = write_counts(change.writes)
-            try:
-                self._apply(change.writes)
-            except ZkUnavailableError:
-                if change.writes and len(change.writes[0].requests) > 1:
-                    # cut among its requests (a topic and its partitions): which are in is
-                    # unknown, so the change's image is reconciled instead
-                    change.writes, change.snapshot = None, True
-                raise
+            self._apply(change.writes)  # a write cut among its requests runs whole again
             if change.counts:
                 kind = "snapshot" if change.snapshot else "delta"
                 log.debug("Made the following ZK writes when handling KRaft %s: %s", kind,

@@ -714,19 +714,21 @@ class ZkLink:
                     continue
                 self._links.append((client, upstream))
             for source, target in ((client, upstream), (upstream, client)):
-                thread = threading.Thread(target=_pump, args=(source, target), daemon=True)
+                thread = threading.Thread(target=self._pump, args=(source, target), daemon=True)
                 self._threads.append(thread)
                 thread.start()
 
-
-def _pump(source: socket.socket, target: socket.socket) -> None:
-    """Bytes from ``source`` to ``target`` until either closes; then both are closed."""
-    try:
-        while data := source.recv(65536):
-            target.sendall(data)
-    except OSError:
-        pass
-    _close(source, target)
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        """Bytes from ``source`` to ``target`` until either closes; then both are closed
+        and the link forgotten."""
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        with self._lock:
+            self._links = [link for link in self._links if source not in link]
+        _close(source, target)
 
 
 def _close(*sockets: socket.socket) -> None:
